@@ -1,0 +1,144 @@
+//! Findings: what polisd reports about an agent's file. A finding is data, not an error — the
+//! operation that found it goes on.
+
+use serde::Serialize;
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// One problem in one file. `path` is relative to `_polis/`; `line` is 1-based.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Finding {
+    pub code: Code,
+    pub severity: Severity,
+    pub path: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+/// Every finding code polisd emits. C-codes are SPEC §3's chronicle rules; the others are
+/// polisd's own checks of the rest of the polis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Code {
+    C001,
+    C002,
+    C003,
+    C004,
+    C005,
+    C006,
+    C007,
+    C008,
+    C009,
+    /// A file that cannot be read as UTF-8 text (or at all).
+    Unreadable,
+    /// YAML or frontmatter that does not parse.
+    BadYaml,
+    /// A capability card with no `capability_tags`.
+    CardWithoutTags,
+    /// A card whose `agent_id` differs from its folder, or an id that breaks SPEC §2.
+    BadId,
+    /// An amendment vote by an id that is not a registered citizen.
+    UnknownVoter,
+    /// The same contract id in two of open/settled/abandoned.
+    ContractInTwoFolders,
+    /// A settled contract whose quality cannot be read, so 3 is assumed.
+    QualityDefaulted,
+    /// A settled contract that reconcile cannot use (bad tags, no owner).
+    BadSettlement,
+    /// A sync-tool conflict copy that is not the chronicle's.
+    ConflictCopy,
+    /// A card whose `content_hash` does not match its content.
+    CardMismatch,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::C001 => "C001",
+            Code::C002 => "C002",
+            Code::C003 => "C003",
+            Code::C004 => "C004",
+            Code::C005 => "C005",
+            Code::C006 => "C006",
+            Code::C007 => "C007",
+            Code::C008 => "C008",
+            Code::C009 => "C009",
+            Code::Unreadable => "P001",
+            Code::BadYaml => "P002",
+            Code::CardWithoutTags => "P003",
+            Code::BadId => "P004",
+            Code::UnknownVoter => "P005",
+            Code::ContractInTwoFolders => "P006",
+            Code::QualityDefaulted => "P007",
+            Code::BadSettlement => "P008",
+            Code::ConflictCopy => "P009",
+            Code::CardMismatch => "P010",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl Finding {
+    pub fn error(
+        code: Code,
+        path: impl Into<String>,
+        line: Option<usize>,
+        message: impl Into<String>,
+    ) -> Self {
+        Finding {
+            code,
+            severity: Severity::Error,
+            path: path.into(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    pub fn warning(
+        code: Code,
+        path: impl Into<String>,
+        line: Option<usize>,
+        message: impl Into<String>,
+    ) -> Self {
+        Finding {
+            code,
+            severity: Severity::Warning,
+            path: path.into(),
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sev = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        match self.line {
+            Some(line) => write!(
+                f,
+                "{}:{line}: {sev} {}: {}",
+                self.path, self.code, self.message
+            ),
+            None => write!(f, "{}: {sev} {}: {}", self.path, self.code, self.message),
+        }
+    }
+}

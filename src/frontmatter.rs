@@ -1,0 +1,167 @@
+//! Splitting a markdown file into its YAML frontmatter and body (SPEC §2).
+//!
+//! The split follows the reference's rule exactly (`^---\s*\n(.*?)\n---\s*\n(.*)$`, dot matches
+//! newline) on text read the way Python's `read_text` reads it: a BOM is dropped and CRLF or
+//! lone CR become LF. Only reading is normalised; edits splice the original bytes.
+
+use crate::yaml::{self, Mapping, Value, YamlError};
+use regex::Regex;
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+static FRONTMATTER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?s)\A---\s*\n(.*?)\n---\s*\n(.*)\z").unwrap());
+
+/// A file's text split at its frontmatter fences.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Split<'a> {
+    /// The YAML between the fences, `None` when the file has no frontmatter.
+    pub yaml: Option<&'a str>,
+    pub body: &'a str,
+    /// 1-based line of the file on which the YAML starts (after the opening fence).
+    pub yaml_line: usize,
+    /// 1-based line of the file on which the body starts.
+    pub body_line: usize,
+}
+
+/// Text as Python's `Path.read_text(encoding="utf-8")` hands it to the reference.
+pub fn normalise(text: &str) -> Cow<'_, str> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.contains('\r') {
+        Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// Splits normalised text; without a frontmatter block the whole text is the body.
+pub fn split(text: &str) -> Split<'_> {
+    match FRONTMATTER.captures(text) {
+        Some(c) => {
+            let yaml = c.get(1).expect("group 1 always takes part");
+            let body = c.get(2).expect("group 2 always takes part");
+            Split {
+                yaml: Some(yaml.as_str()),
+                body: body.as_str(),
+                yaml_line: 1 + count_lines(&text[..yaml.start()]),
+                body_line: 1 + count_lines(&text[..body.start()]),
+            }
+        }
+        None => Split {
+            yaml: None,
+            body: text,
+            yaml_line: 1,
+            body_line: 1,
+        },
+    }
+}
+
+fn count_lines(text: &str) -> usize {
+    text.bytes().filter(|b| *b == b'\n').count()
+}
+
+/// Why a file's frontmatter could not be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FrontmatterError {
+    #[error("invalid YAML in the frontmatter at line {line}: {message}")]
+    Yaml { line: usize, message: String },
+    #[error("the frontmatter is not a mapping of `key: value` lines (line {line})")]
+    NotAMapping { line: usize },
+}
+
+impl FrontmatterError {
+    pub fn line(&self) -> usize {
+        match self {
+            FrontmatterError::Yaml { line, .. } | FrontmatterError::NotAMapping { line } => *line,
+        }
+    }
+}
+
+/// A markdown record: its frontmatter (empty when absent) and body.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Record {
+    pub fields: Value,
+    pub body: String,
+    pub body_line: usize,
+}
+
+impl Record {
+    pub fn get(&self, key: &str) -> &Value {
+        self.fields.get(key)
+    }
+}
+
+/// Reads a markdown file's text into a [`Record`]. Line numbers in errors are the file's.
+pub fn parse(raw: &str) -> Result<Record, FrontmatterError> {
+    let text = normalise(raw);
+    let split = split(&text);
+    let fields = match split.yaml {
+        None => Value::Map(Mapping::new()),
+        Some(src) => match yaml::load(src) {
+            Ok(Value::Null) => Value::Map(Mapping::new()),
+            Ok(v @ Value::Map(_)) => v,
+            Ok(_) => {
+                return Err(FrontmatterError::NotAMapping {
+                    line: split.yaml_line,
+                })
+            }
+            Err(YamlError { line, message }) => {
+                return Err(FrontmatterError::Yaml {
+                    line: split.yaml_line + line - 1,
+                    message,
+                })
+            }
+        },
+    };
+    Ok(Record {
+        fields,
+        body: split.body.to_string(),
+        body_line: split.body_line,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_the_reference() {
+        let s = split("---\na: 1\n---\nbody\n");
+        assert_eq!(s.yaml, Some("a: 1"));
+        assert_eq!(s.body, "body\n");
+        assert_eq!(s.yaml_line, 2);
+        assert_eq!(s.body_line, 4);
+    }
+
+    #[test]
+    fn no_closing_fence_means_no_frontmatter() {
+        let s = split("---\na: 1\nbody\n");
+        assert_eq!(s.yaml, None);
+    }
+
+    #[test]
+    fn closing_fence_needs_a_newline() {
+        assert_eq!(split("---\na: 1\n---").yaml, None);
+    }
+
+    #[test]
+    fn bom_and_crlf_are_accepted() {
+        let r = parse("\u{feff}---\r\nstatus: settled\r\n---\r\nBody\r\n").unwrap();
+        assert_eq!(r.get("status"), &Value::Str("settled".into()));
+        assert_eq!(r.body, "Body\n");
+    }
+
+    #[test]
+    fn yaml_errors_carry_the_file_line() {
+        let e = parse("---\na: 1\nb: [\n---\nbody\n").unwrap_err();
+        assert!(e.line() >= 3, "{e:?}");
+    }
+
+    #[test]
+    fn a_list_is_not_frontmatter() {
+        assert!(matches!(
+            parse("---\n- a\n---\n"),
+            Err(FrontmatterError::NotAMapping { .. })
+        ));
+    }
+}

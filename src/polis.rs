@@ -1,0 +1,226 @@
+//! Where a polis is and what its paths and ids may be (SPEC §1, §2).
+//!
+//! Everything that turns an id into a path goes through here, so an id like `../x` or one with
+//! a control character never becomes a path.
+
+use regex::Regex;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+/// Author ids that write without a card (SPEC §2).
+pub const SYSTEM_CITIZENS: [&str; 3] = ["polis-daemon", "polis-tally", "polis-reflector"];
+/// polisd's own author id in chronicle lines and inbox notices.
+pub const DAEMON_ID: &str = "polis-daemon";
+
+pub const CONSTITUTION: &str = "CONSTITUTION.md";
+pub const CHRONICLE: &str = "chronicle.md";
+pub const POLIS_YML: &str = "polis.yml";
+pub const INDEX: &str = "index.md";
+pub const CITIZENS_DIR: &str = "citizens";
+pub const ROUTING_STATS: &str = "contracts/routing_stats.yml";
+pub const LESSONS_DIR: &str = "lessons";
+pub const REVIEWS_DIR: &str = "reviews";
+
+/// The three contract folders, in the order the reference searches them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ContractFolder {
+    Open,
+    Settled,
+    Abandoned,
+}
+
+impl ContractFolder {
+    pub const ALL: [ContractFolder; 3] = [Self::Open, Self::Settled, Self::Abandoned];
+
+    pub fn dir(self) -> &'static str {
+        match self {
+            Self::Open => "contracts/open",
+            Self::Settled => "contracts/settled",
+            Self::Abandoned => "contracts/abandoned",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Settled => "settled",
+            Self::Abandoned => "abandoned",
+        }
+    }
+}
+
+/// The two amendment folders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AmendmentFolder {
+    Proposed,
+    Ratified,
+}
+
+impl AmendmentFolder {
+    pub fn dir(self) -> &'static str {
+        match self {
+            Self::Proposed => "amendments/proposed",
+            Self::Ratified => "amendments/ratified",
+        }
+    }
+}
+
+static AGENT_ID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[a-z][a-z0-9-]{7,39}$").unwrap());
+static SLUG: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[a-z0-9-]+$").unwrap());
+static DATED_ID: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}-[a-z0-9-]+$").unwrap());
+
+/// A citizen id as SPEC §2 defines it.
+pub fn is_agent_id(id: &str) -> bool {
+    AGENT_ID.is_match(id)
+}
+
+/// Contract ids and tags: lowercase ASCII, digits and hyphens.
+pub fn is_slug(id: &str) -> bool {
+    SLUG.is_match(id)
+}
+
+/// Lesson and amendment ids: `YYYY-MM-DD-<slug>`.
+pub fn is_dated_id(id: &str) -> bool {
+    DATED_ID.is_match(id)
+}
+
+pub fn is_system_citizen(id: &str) -> bool {
+    SYSTEM_CITIZENS.contains(&id)
+}
+
+/// A citizen's folder, relative to `_polis/`, or `None` when the id may not become a path.
+pub fn citizen_dir(id: &str) -> Option<String> {
+    is_agent_id(id).then(|| format!("{CITIZENS_DIR}/{id}"))
+}
+
+pub fn card_path(id: &str) -> Option<String> {
+    citizen_dir(id).map(|d| format!("{d}/capability_card.yml"))
+}
+
+pub fn status_path(id: &str) -> Option<String> {
+    citizen_dir(id).map(|d| format!("{d}/status.md"))
+}
+
+pub fn inbox_path(id: &str) -> Option<String> {
+    citizen_dir(id).map(|d| format!("{d}/inbox.md"))
+}
+
+pub fn inbox_archive_path(id: &str) -> Option<String> {
+    citizen_dir(id).map(|d| format!("{d}/inbox-archive.md"))
+}
+
+pub fn contract_path(folder: ContractFolder, id: &str) -> Option<String> {
+    is_slug(id).then(|| format!("{}/{id}.md", folder.dir()))
+}
+
+pub fn amendment_path(folder: AmendmentFolder, id: &str) -> Option<String> {
+    // Amendment files are named by id; accept any slug-safe stem so older files still move.
+    is_slug(id).then(|| format!("{}/{id}.md", folder.dir()))
+}
+
+/// Why no polis was found.
+#[derive(Debug, thiserror::Error)]
+pub enum LocateError {
+    #[error("{0} is neither a project root with `_polis/{CONSTITUTION}` nor a `_polis/` folder holding `{CONSTITUTION}`")]
+    NotAPolis(PathBuf),
+    #[error("no `_polis/{CONSTITUTION}` in {0} or any folder above it; pass the project root or `_polis/` folder as PATH, or create one with `polisd init`")]
+    NotFound(PathBuf),
+}
+
+fn is_polis_dir(dir: &Path) -> bool {
+    dir.join(CONSTITUTION).is_file()
+}
+
+/// Finds the `_polis/` folder for a command (SPEC §1): the given project root or `_polis/`
+/// folder, or the first one walking up from `cwd`.
+pub fn locate(given: Option<&Path>, cwd: &Path) -> Result<PathBuf, LocateError> {
+    if let Some(path) = given {
+        let path = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            cwd.join(path)
+        };
+        let inner = path.join("_polis");
+        if is_polis_dir(&inner) {
+            return Ok(inner);
+        }
+        if is_polis_dir(&path) {
+            return Ok(path);
+        }
+        return Err(LocateError::NotAPolis(path));
+    }
+    for dir in cwd.ancestors() {
+        if dir.file_name().is_some_and(|n| n == "_polis") && is_polis_dir(dir) {
+            return Ok(dir.to_path_buf());
+        }
+        let inner = dir.join("_polis");
+        if is_polis_dir(&inner) {
+            return Ok(inner);
+        }
+    }
+    Err(LocateError::NotFound(cwd.to_path_buf()))
+}
+
+/// Editor, temporary and sync-tool files that are never read as records (SPEC §11).
+pub fn is_ignored_name(name: &str) -> bool {
+    name.ends_with(".tmp")
+        || name.ends_with('~')
+        || (name.starts_with('.') && name.ends_with(".swp"))
+        || name == "4913"
+        || name.starts_with(".#")
+        || name.starts_with(".polisd-")
+        || is_conflict_copy(name)
+}
+
+/// Sync conflict copies: Syncthing's `*.sync-conflict-*`, Dropbox's `(… conflicted copy …)`,
+/// and the generic `(conflict …)`.
+pub fn is_conflict_copy(name: &str) -> bool {
+    name.contains(".sync-conflict-")
+        || (name.contains(" (") && name.contains("conflicted copy"))
+        || name.contains(" (conflict")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_that_are_not_paths_are_refused() {
+        assert!(is_agent_id("claude-code-1"));
+        assert!(!is_agent_id("short"));
+        assert!(card_path("../../etc/passwd").is_none());
+        assert!(contract_path(ContractFolder::Open, "a/b").is_none());
+        assert!(contract_path(ContractFolder::Open, "ok\n").is_none());
+        assert!(inbox_path("claude\u{7}code").is_none());
+    }
+
+    #[test]
+    fn ignored_names() {
+        for n in [
+            "x.tmp",
+            "x.md~",
+            ".x.md.swp",
+            "4913",
+            ".#x.md",
+            ".polisd-abc.tmp",
+            "chronicle.sync-conflict-20260101-abc.md",
+            "chronicle (Bob's conflicted copy 2026-01-01).md",
+        ] {
+            assert!(is_ignored_name(n), "{n}");
+        }
+        assert!(!is_ignored_name("chronicle.md"));
+    }
+
+    #[test]
+    fn locate_accepts_root_or_polis_and_walks_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let polis = dir.path().join("_polis");
+        std::fs::create_dir_all(polis.join("citizens")).unwrap();
+        std::fs::write(polis.join(CONSTITUTION), "# c\n").unwrap();
+        assert_eq!(locate(Some(dir.path()), Path::new("/")).unwrap(), polis);
+        assert_eq!(locate(Some(&polis), Path::new("/")).unwrap(), polis);
+        assert_eq!(locate(None, &polis.join("citizens")).unwrap(), polis);
+        assert!(locate(Some(&polis.join("citizens")), Path::new("/")).is_err());
+    }
+}

@@ -1,0 +1,546 @@
+//! Reading YAML text into [`Value`]s with PyYAML's safe-loader typing.
+//!
+//! yaml-rust2 supplies the events (it is a maintained, pure-Rust YAML parser); this module owns
+//! the typing (PyYAML's YAML 1.1 implicit resolvers and constructors), merge keys, and the
+//! limits that keep a hostile file from exhausting memory or the stack. It never panics on
+//! input: the parser is driven iteratively and guarded.
+
+use super::value::{Mapping, Timestamp, Value};
+use chrono::{NaiveDate, NaiveTime};
+use regex::Regex;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use yaml_rust2::parser::{Event, Parser, Tag};
+use yaml_rust2::scanner::TScalarStyle;
+
+/// Deepest nesting accepted. PyYAML itself stops near Python's recursion limit; real protocol
+/// files nest a few levels.
+pub const MAX_DEPTH: usize = 128;
+/// Most nodes a document may produce, counting every node an alias copies. This is what turns
+/// a "billion laughs" file into a finding instead of a hang.
+pub const MAX_NODES: usize = 1_000_000;
+
+/// Why a YAML text could not be read. `line` is 1-based within the text given.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message} (line {line})")]
+pub struct YamlError {
+    pub line: usize,
+    pub message: String,
+}
+
+/// Reads one YAML document. An empty document is `Null`, as `yaml.safe_load` gives `None`.
+pub fn load(text: &str) -> Result<Value, YamlError> {
+    // yaml-rust2 is not written to be panic-free on every malformed input; a panic there must
+    // become a finding, never a crashed daemon.
+    match std::panic::catch_unwind(|| Loader::new(text).run()) {
+        Ok(result) => result,
+        Err(_) => Err(YamlError {
+            line: 1,
+            message: "the YAML parser could not read this text".to_string(),
+        }),
+    }
+}
+
+enum Frame {
+    Seq(Vec<Value>, usize),
+    Map(Mapping, Option<Value>, usize, Vec<Value>),
+}
+
+struct Loader<'a> {
+    parser: Parser<std::str::Chars<'a>>,
+    anchors: HashMap<usize, Value>,
+    stack: Vec<Frame>,
+    nodes: usize,
+    documents: usize,
+    root: Option<Value>,
+}
+
+impl<'a> Loader<'a> {
+    fn new(text: &'a str) -> Self {
+        Loader {
+            parser: Parser::new_from_str(text),
+            anchors: HashMap::new(),
+            stack: Vec::new(),
+            nodes: 0,
+            documents: 0,
+            root: None,
+        }
+    }
+
+    fn run(mut self) -> Result<Value, YamlError> {
+        loop {
+            let (event, mark) = self.parser.next_token().map_err(|e| YamlError {
+                line: e.marker().line(),
+                message: e.info().to_string(),
+            })?;
+            let line = mark.line();
+            match event {
+                Event::StreamEnd => break,
+                Event::DocumentStart => {
+                    self.documents += 1;
+                    if self.documents > 1 {
+                        return Err(err(line, "expected a single document but found another"));
+                    }
+                }
+                Event::Nothing | Event::StreamStart | Event::DocumentEnd => {}
+                Event::Alias(id) => {
+                    let value = self.anchors.get(&id).cloned().ok_or_else(|| {
+                        err(line, "found an alias to an anchor that is not defined")
+                    })?;
+                    self.count(count_nodes(&value), line)?;
+                    self.push_value(value, None, line)?;
+                }
+                Event::Scalar(text, style, anchor, tag) => {
+                    self.count(1, line)?;
+                    let value = resolve_scalar(&text, style, tag.as_ref())
+                        .map_err(|message| err(line, &message))?;
+                    self.push_value(value, Some(anchor), line)?;
+                }
+                Event::SequenceStart(anchor, _) => {
+                    self.count(1, line)?;
+                    self.open(Frame::Seq(Vec::new(), anchor), line)?;
+                }
+                Event::MappingStart(anchor, _) => {
+                    self.count(1, line)?;
+                    self.open(Frame::Map(Mapping::new(), None, anchor, Vec::new()), line)?;
+                }
+                Event::SequenceEnd => {
+                    let Some(Frame::Seq(items, anchor)) = self.stack.pop() else {
+                        return Err(err(line, "unbalanced sequence"));
+                    };
+                    self.push_value(Value::Seq(items), Some(anchor), line)?;
+                }
+                Event::MappingEnd => {
+                    let Some(Frame::Map(map, _, anchor, merges)) = self.stack.pop() else {
+                        return Err(err(line, "unbalanced mapping"));
+                    };
+                    let map = apply_merges(map, merges).map_err(|m| err(line, &m))?;
+                    self.push_value(Value::Map(map), Some(anchor), line)?;
+                }
+            }
+        }
+        Ok(self.root.unwrap_or(Value::Null))
+    }
+
+    fn count(&mut self, n: usize, line: usize) -> Result<(), YamlError> {
+        self.nodes = self.nodes.saturating_add(n);
+        if self.nodes > MAX_NODES {
+            return Err(err(
+                line,
+                &format!("the document expands to more than {MAX_NODES} nodes (an alias bomb?)"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, frame: Frame, line: usize) -> Result<(), YamlError> {
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(err(
+                line,
+                &format!("nesting is deeper than {MAX_DEPTH} levels"),
+            ));
+        }
+        self.stack.push(frame);
+        Ok(())
+    }
+
+    fn push_value(
+        &mut self,
+        value: Value,
+        anchor: Option<usize>,
+        line: usize,
+    ) -> Result<(), YamlError> {
+        if let Some(id) = anchor.filter(|id| *id > 0) {
+            self.anchors.insert(id, value.clone());
+        }
+        match self.stack.last_mut() {
+            None => self.root = Some(value),
+            Some(Frame::Seq(items, _)) => items.push(value),
+            Some(Frame::Map(map, pending_key, _, merges)) => match pending_key.take() {
+                None => {
+                    if matches!(value, Value::Seq(_) | Value::Map(_)) {
+                        return Err(err(
+                            line,
+                            "found an unhashable key (a list or mapping used as a key)",
+                        ));
+                    }
+                    *pending_key = Some(value);
+                }
+                Some(key) if key == Value::Str(MERGE_KEY.to_string()) => merges.push(value),
+                Some(key) => map.insert(key, value),
+            },
+        }
+        Ok(())
+    }
+}
+
+/// A `<<` key is held as this marker string until the mapping closes.
+const MERGE_KEY: &str = "\u{0}<<merge>>";
+
+fn apply_merges(map: Mapping, merges: Vec<Value>) -> Result<Mapping, String> {
+    if merges.is_empty() {
+        return Ok(map);
+    }
+    // PyYAML puts merged keys first, later sources losing to earlier ones, and the mapping's
+    // own keys win over all of them.
+    let mut merged = Mapping::new();
+    for source in merges {
+        let sources = match source {
+            Value::Map(m) => vec![m],
+            Value::Seq(items) => items
+                .into_iter()
+                .map(|v| match v {
+                    Value::Map(m) => Ok(m),
+                    _ => Err("expected a mapping for merging".to_string()),
+                })
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                .rev()
+                .collect(),
+            _ => return Err("expected a mapping or list of mappings for merging".to_string()),
+        };
+        for m in sources {
+            for (k, v) in m.iter() {
+                merged.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    for (k, v) in map.iter() {
+        merged.insert(k.clone(), v.clone());
+    }
+    Ok(merged)
+}
+
+fn count_nodes(value: &Value) -> usize {
+    match value {
+        Value::Seq(items) => 1 + items.iter().map(count_nodes).sum::<usize>(),
+        Value::Map(m) => {
+            1 + m
+                .iter()
+                .map(|(k, v)| count_nodes(k) + count_nodes(v))
+                .sum::<usize>()
+        }
+        _ => 1,
+    }
+}
+
+fn err(line: usize, message: &str) -> YamlError {
+    YamlError {
+        line: line.max(1),
+        message: message.to_string(),
+    }
+}
+
+// PyYAML's implicit resolvers (resolver.py), YAML 1.1.
+static BOOL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$")
+        .unwrap()
+});
+static FLOAT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+    )
+    .unwrap()
+});
+static INT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$",
+    )
+    .unwrap()
+});
+static NULL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(?:~|null|Null|NULL|)$").unwrap());
+static TIMESTAMP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?P<year>[0-9][0-9][0-9][0-9])-(?P<month>[0-9][0-9]?)-(?P<day>[0-9][0-9]?)(?:(?:[Tt]|[ \t]+)(?P<hour>[0-9][0-9]?):(?P<minute>[0-9][0-9]):(?P<second>[0-9][0-9])(?:\.(?P<fraction>[0-9]*))?(?:[ \t]*(?P<tz>Z|(?P<tz_sign>[-+])(?P<tz_hour>[0-9][0-9]?)(?::(?P<tz_minute>[0-9][0-9]))?))?)?$",
+    )
+    .unwrap()
+});
+static DATE_ONLY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]$").unwrap());
+
+/// What a plain scalar's text means, as PyYAML's resolver decides.
+pub(crate) fn resolve_plain(text: &str) -> Result<Value, String> {
+    // The resolver picks candidates by first character; the order below mirrors that.
+    if BOOL.is_match(text) {
+        return Ok(Value::Bool(matches!(
+            text,
+            "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON"
+        )));
+    }
+    if NULL.is_match(text) {
+        return Ok(Value::Null);
+    }
+    if text == "<<" {
+        return Ok(Value::Str(MERGE_KEY.to_string()));
+    }
+    if text == "=" {
+        return Err(
+            "could not determine a constructor for the tag 'tag:yaml.org,2002:value'".into(),
+        );
+    }
+    if INT.is_match(text) {
+        return construct_int(text);
+    }
+    if FLOAT.is_match(text) {
+        return Ok(Value::Float(construct_float(text)?));
+    }
+    if is_timestamp(text) {
+        return construct_timestamp(text);
+    }
+    Ok(Value::Str(text.to_string()))
+}
+
+fn is_timestamp(text: &str) -> bool {
+    // The date-only form needs two-digit month and day; the datetime form does not.
+    match TIMESTAMP.captures(text) {
+        Some(c) => c.name("hour").is_some() || DATE_ONLY.is_match(text),
+        None => false,
+    }
+}
+
+fn resolve_scalar(text: &str, style: TScalarStyle, tag: Option<&Tag>) -> Result<Value, String> {
+    if let Some(tag) = tag {
+        return resolve_tagged(text, style, tag);
+    }
+    match style {
+        TScalarStyle::Plain => resolve_plain(text),
+        _ => Ok(Value::Str(text.to_string())),
+    }
+}
+
+fn resolve_tagged(text: &str, style: TScalarStyle, tag: &Tag) -> Result<Value, String> {
+    let full = format!("{}{}", tag.handle, tag.suffix);
+    let name = full
+        .strip_prefix("tag:yaml.org,2002:")
+        .unwrap_or(full.as_str());
+    match name {
+        "!" | "str" => Ok(Value::Str(text.to_string())),
+        "null" => Ok(Value::Null),
+        "bool" => match resolve_plain(text)? {
+            v @ Value::Bool(_) => Ok(v),
+            _ => Err(format!("'{text}' is not a boolean")),
+        },
+        "int" => construct_int(text),
+        "float" => Ok(Value::Float(construct_float(text)?)),
+        "timestamp" if TIMESTAMP.is_match(text) => construct_timestamp(text),
+        _ if style != TScalarStyle::Plain || !name.is_empty() => Err(format!(
+            "could not determine a constructor for the tag '{full}'"
+        )),
+        _ => resolve_plain(text),
+    }
+}
+
+fn construct_int(text: &str) -> Result<Value, String> {
+    let cleaned: String = text.chars().filter(|c| *c != '_').collect();
+    let (negative, digits) = match cleaned.as_bytes().first() {
+        Some(b'-') => (true, &cleaned[1..]),
+        Some(b'+') => (false, &cleaned[1..]),
+        _ => (false, cleaned.as_str()),
+    };
+    let parsed: Option<i128> = if digits == "0" {
+        Some(0)
+    } else if let Some(bin) = digits.strip_prefix("0b") {
+        i128::from_str_radix(bin, 2).ok()
+    } else if let Some(hex) = digits.strip_prefix("0x") {
+        i128::from_str_radix(hex, 16).ok()
+    } else if digits.starts_with('0') {
+        i128::from_str_radix(digits, 8).ok()
+    } else if digits.contains(':') {
+        digits.split(':').try_fold(0i128, |acc, part| {
+            acc.checked_mul(60)?.checked_add(part.parse::<i128>().ok()?)
+        })
+    } else {
+        digits.parse::<i128>().ok()
+    };
+    let magnitude = match parsed {
+        Some(v) => v,
+        None if digits.bytes().all(|b| b.is_ascii_digit()) => {
+            let digits = digits.trim_start_matches('0');
+            let sign = if negative { "-" } else { "" };
+            return Ok(Value::BigInt(format!("{sign}{digits}")));
+        }
+        None => return Err(format!("'{text}' is not an integer this reader can hold")),
+    };
+    let value = if negative { -magnitude } else { magnitude };
+    Ok(match i64::try_from(value) {
+        Ok(v) => Value::Int(v),
+        Err(_) => Value::BigInt(value.to_string()),
+    })
+}
+
+fn construct_float(text: &str) -> Result<f64, String> {
+    let cleaned: String = text
+        .chars()
+        .filter(|c| *c != '_')
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let (sign, body) = match cleaned.as_bytes().first() {
+        Some(b'-') => (-1.0, &cleaned[1..]),
+        Some(b'+') => (1.0, &cleaned[1..]),
+        _ => (1.0, cleaned.as_str()),
+    };
+    if body == ".inf" {
+        return Ok(sign * f64::INFINITY);
+    }
+    if body == ".nan" {
+        return Ok(f64::NAN);
+    }
+    if body.contains(':') {
+        let mut value = 0.0;
+        for part in body.split(':') {
+            value = value * 60.0 + part.parse::<f64>().map_err(|e| e.to_string())?;
+        }
+        return Ok(sign * value);
+    }
+    // Python's float() takes "1." and "1.e+5"; Rust's parser wants a digit after the point.
+    let normalised = body.replace(".e", ".0e");
+    let normalised = if normalised.ends_with('.') {
+        format!("{normalised}0")
+    } else {
+        normalised
+    };
+    normalised
+        .parse::<f64>()
+        .map(|v| sign * v)
+        .map_err(|_| format!("'{text}' is not a float"))
+}
+
+fn construct_timestamp(text: &str) -> Result<Value, String> {
+    let c = TIMESTAMP
+        .captures(text)
+        .ok_or_else(|| format!("'{text}' is not a timestamp"))?;
+    let num = |name: &str| -> u32 {
+        c.name(name)
+            .and_then(|m| m.as_str().parse().ok())
+            .unwrap_or(0)
+    };
+    let bad = || format!("'{text}' is not a real date or time");
+    let date =
+        NaiveDate::from_ymd_opt(num("year") as i32, num("month"), num("day")).ok_or_else(bad)?;
+    if c.name("hour").is_none() {
+        return Ok(Value::Date(date));
+    }
+    let micros = c.name("fraction").map_or(0, |f| {
+        let mut digits: String = f.as_str().chars().take(6).collect();
+        while digits.len() < 6 {
+            digits.push('0');
+        }
+        digits.parse::<u32>().unwrap_or(0)
+    });
+    let time = NaiveTime::from_hms_micro_opt(num("hour"), num("minute"), num("second"), micros)
+        .ok_or_else(bad)?;
+    let offset_seconds = if let Some(sign) = c.name("tz_sign") {
+        let magnitude = (num("tz_hour") * 3600 + num("tz_minute") * 60) as i32;
+        Some(if sign.as_str() == "-" {
+            -magnitude
+        } else {
+            magnitude
+        })
+    } else if c.name("tz").is_some() {
+        Some(0)
+    } else {
+        None
+    };
+    Ok(Value::DateTime(Timestamp {
+        local: date.and_time(time),
+        offset_seconds,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(text: &str) -> Value {
+        load(&format!("k: {text}\n")).unwrap().get("k").clone()
+    }
+
+    #[test]
+    fn yaml11_booleans_in_pyyaml_casings_only() {
+        for t in ["yes", "Yes", "YES", "on", "ON", "true", "True"] {
+            assert_eq!(one(t), Value::Bool(true), "{t}");
+        }
+        for t in ["no", "No", "off", "Off", "false", "FALSE"] {
+            assert_eq!(one(t), Value::Bool(false), "{t}");
+        }
+        assert_eq!(one("yEs"), Value::Str("yEs".into()));
+        assert_eq!(one("'yes'"), Value::Str("yes".into()));
+    }
+
+    #[test]
+    fn dates_datetimes_and_quoted_strings() {
+        assert_eq!(
+            one("2026-03-02"),
+            Value::Date(NaiveDate::from_ymd_opt(2026, 3, 2).unwrap())
+        );
+        assert!(
+            matches!(one("2026-03-02 10:11:12"), Value::DateTime(t) if t.offset_seconds.is_none())
+        );
+        // PyYAML needs seconds for a datetime: without them it is a string.
+        assert_eq!(
+            one("2026-03-02 10:11"),
+            Value::Str("2026-03-02 10:11".into())
+        );
+        assert_eq!(one("'2026-03-02'"), Value::Str("2026-03-02".into()));
+        assert!(load("k: 2026-02-30\n").is_err());
+        assert!(
+            matches!(one("2026-03-02T10:11:12Z"), Value::DateTime(t) if t.offset_seconds == Some(0))
+        );
+    }
+
+    #[test]
+    fn nulls_numbers_and_sexagesimals() {
+        assert_eq!(one("~"), Value::Null);
+        assert_eq!(one(""), Value::Null);
+        assert_eq!(one("Null"), Value::Null);
+        assert_eq!(one("012"), Value::Int(10));
+        assert_eq!(one("0x1F"), Value::Int(31));
+        assert_eq!(one("1:30"), Value::Int(90));
+        assert_eq!(one("1_000"), Value::Int(1000));
+        assert_eq!(one("1e3"), Value::Str("1e3".into()));
+        assert_eq!(one("1.5"), Value::Float(1.5));
+        assert_eq!(one("1."), Value::Float(1.0));
+        assert_eq!(one(".inf"), Value::Float(f64::INFINITY));
+        assert_eq!(
+            one("99999999999999999999999"),
+            Value::BigInt("99999999999999999999999".into())
+        );
+    }
+
+    #[test]
+    fn merge_keys_and_aliases() {
+        let v = load("base: &b {a: 1, b: 2}\nx:\n  <<: *b\n  b: 3\n").unwrap();
+        assert_eq!(v.get("x").get("a"), &Value::Int(1));
+        assert_eq!(v.get("x").get("b"), &Value::Int(3));
+    }
+
+    #[test]
+    fn alias_bomb_is_an_error_not_a_hang() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let prev = i - 1;
+            text.push_str(&format!(
+                "a{i}: &a{i} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+            ));
+        }
+        let e = load(&text).unwrap_err();
+        assert!(e.message.contains("alias bomb"), "{e}");
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error() {
+        let text = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        assert!(load(&text).is_err());
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = load("a: 1\nb: [1, 2\nc: 3\n").unwrap_err();
+        assert!(e.line >= 2, "{e:?}");
+    }
+
+    #[test]
+    fn second_document_is_an_error() {
+        assert!(load("a: 1\n---\nb: 2\n").is_err());
+    }
+}

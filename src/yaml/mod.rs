@@ -1,0 +1,9 @@
+//! YAML as the protocol needs it: PyYAML-compatible typing on read, PyYAML-identical bytes on
+//! write. See README "Why not serde_yaml" for why this is our own layer over yaml-rust2.
+
+mod emit;
+mod load;
+mod value;
+
+pub use load::{load, YamlError, MAX_DEPTH, MAX_NODES};
+pub use value::{python_float_repr, Mapping, Timestamp, Value};

@@ -1,0 +1,272 @@
+//! The YAML value model, typed the way PyYAML's safe loader types a document (YAML 1.1).
+//!
+//! It keeps the distinctions the protocol depends on: a date is not a datetime, a quoted
+//! `'2026-03-02'` is a string, `yes` is a boolean. Mappings keep insertion order, as a Python
+//! dict does, because the reference's output order follows it.
+
+use chrono::{NaiveDate, NaiveDateTime};
+
+/// A parsed YAML node.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    /// An integer outside `i64`, kept as its canonical decimal digits (Python ints are unbounded).
+    BigInt(String),
+    Float(f64),
+    Str(String),
+    Date(NaiveDate),
+    DateTime(Timestamp),
+    Seq(Vec<Value>),
+    Map(Mapping),
+}
+
+/// A YAML timestamp with a time part. PyYAML yields a naive `datetime` without a zone and an
+/// aware one with it; `offset_seconds` keeps that difference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timestamp {
+    pub local: NaiveDateTime,
+    pub offset_seconds: Option<i32>,
+}
+
+/// An insertion-ordered mapping. Duplicate keys keep the first position and the last value,
+/// like assigning into a Python dict.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Mapping {
+    entries: Vec<(Value, Value)>,
+}
+
+impl Mapping {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn insert(&mut self, key: Value, value: Value) {
+        if let Some(slot) = self.entries.iter_mut().find(|(k, _)| *k == key) {
+            slot.1 = value;
+        } else {
+            self.entries.push((key, value));
+        }
+    }
+
+    /// The value under a string key.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.entries
+            .iter()
+            .find(|(k, _)| matches!(k, Value::Str(s) if s == key))
+            .map(|(_, v)| v)
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        let at = self
+            .entries
+            .iter()
+            .position(|(k, _)| matches!(k, Value::Str(s) if s == key))?;
+        Some(self.entries.remove(at).1)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Value, &Value)> {
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl FromIterator<(Value, Value)> for Mapping {
+    fn from_iter<I: IntoIterator<Item = (Value, Value)>>(iter: I) -> Self {
+        let mut map = Mapping::new();
+        for (k, v) in iter {
+            map.insert(k, v);
+        }
+        map
+    }
+}
+
+static NULL: Value = Value::Null;
+
+impl Value {
+    /// `value[key]` for a mapping, `Null` for anything else or a missing key — the
+    /// `dict.get(key)` idiom the protocol's readers use everywhere.
+    pub fn get(&self, key: &str) -> &Value {
+        match self {
+            Value::Map(m) => m.get(key).unwrap_or(&NULL),
+            _ => &NULL,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// A number as Python's `float(x)` would take it from a YAML int or float.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(i) => Some(*i as f64),
+            Value::Float(f) => Some(*f),
+            Value::Bool(b) => Some(f64::from(u8::from(*b))),
+            _ => None,
+        }
+    }
+
+    pub fn as_map(&self) -> Option<&Mapping> {
+        match self {
+            Value::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_seq(&self) -> Option<&[Value]> {
+        match self {
+            Value::Seq(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Python truthiness: what `if value:` decides.
+    pub fn is_truthy(&self) -> bool {
+        match self {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::Int(i) => *i != 0,
+            Value::BigInt(_) => true,
+            Value::Float(f) => *f != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::Date(_) | Value::DateTime(_) => true,
+            Value::Seq(s) => !s.is_empty(),
+            Value::Map(m) => !m.is_empty(),
+        }
+    }
+
+    /// Python's `str(value)` for scalars, used where the reference formats a value it read
+    /// (e.g. `str(settled_at)[:10]`).
+    pub fn python_str(&self) -> String {
+        match self {
+            Value::Null => "None".to_string(),
+            Value::Bool(true) => "True".to_string(),
+            Value::Bool(false) => "False".to_string(),
+            Value::Int(i) => i.to_string(),
+            Value::BigInt(s) => s.clone(),
+            Value::Float(f) => python_float_repr(*f),
+            Value::Str(s) => s.clone(),
+            Value::Date(d) => d.format("%Y-%m-%d").to_string(),
+            Value::DateTime(ts) => ts.python_str(' '),
+            Value::Seq(_) | Value::Map(_) => format!("{self:?}"),
+        }
+    }
+}
+
+impl Timestamp {
+    /// `datetime.isoformat(sep)`, which is also what `str(datetime)` gives with `sep = ' '`.
+    pub fn python_str(&self, sep: char) -> String {
+        use chrono::Timelike;
+        let mut out = self.local.format("%Y-%m-%d").to_string();
+        out.push(sep);
+        out.push_str(&self.local.format("%H:%M:%S").to_string());
+        let micros = self.local.nanosecond() / 1_000;
+        if micros != 0 {
+            out.push_str(&format!(".{micros:06}"));
+        }
+        if let Some(off) = self.offset_seconds {
+            let sign = if off < 0 { '-' } else { '+' };
+            let off = off.unsigned_abs();
+            out.push_str(&format!("{sign}{:02}:{:02}", off / 3600, (off % 3600) / 60));
+            if off % 60 != 0 {
+                out.push_str(&format!(":{:02}", off % 60));
+            }
+        }
+        out
+    }
+}
+
+/// Python's `repr(float)`: the shortest text that reads back to the same double, with `.0`
+/// for integral values and exponent form outside [1e-4, 1e16).
+pub fn python_float_repr(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".to_string();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0.0" } else { "0.0" }.to_string();
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits; re-layout them the way Python does.
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').expect("`{:e}` always has an exponent");
+    let exp: i32 = exp.parse().expect("`{:e}` exponent is an integer");
+    let negative = mantissa.starts_with('-');
+    let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
+    let sign = if negative { "-" } else { "" };
+    if (-4..16).contains(&exp) {
+        let point = exp + 1; // digits before the decimal point
+        let body = if point <= 0 {
+            format!("0.{}{}", "0".repeat((-point) as usize), digits)
+        } else if point as usize >= digits.len() {
+            format!("{}{}.0", digits, "0".repeat(point as usize - digits.len()))
+        } else {
+            format!(
+                "{}.{}",
+                &digits[..point as usize],
+                &digits[point as usize..]
+            )
+        };
+        format!("{sign}{body}")
+    } else {
+        let mut m = digits[..1].to_string();
+        if digits.len() > 1 {
+            m.push('.');
+            m.push_str(&digits[1..]);
+        }
+        let esign = if exp < 0 { '-' } else { '+' };
+        format!("{sign}{m}e{esign}{:02}", exp.abs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_repr_matches_python() {
+        assert_eq!(python_float_repr(4.0), "4.0");
+        assert_eq!(python_float_repr(4.333333333333333), "4.333333333333333");
+        assert_eq!(python_float_repr(0.1 + 0.2), "0.30000000000000004");
+        assert_eq!(python_float_repr(1e16), "1e+16");
+        assert_eq!(python_float_repr(1.5e-5), "1.5e-05");
+        assert_eq!(python_float_repr(0.0001), "0.0001");
+        assert_eq!(python_float_repr(123456789012345.0), "123456789012345.0");
+        assert_eq!(python_float_repr(-2.5), "-2.5");
+    }
+
+    #[test]
+    fn duplicate_keys_keep_first_position_and_last_value() {
+        let mut m = Mapping::new();
+        m.insert(Value::Str("a".into()), Value::Int(1));
+        m.insert(Value::Str("b".into()), Value::Int(2));
+        m.insert(Value::Str("a".into()), Value::Int(3));
+        let keys: Vec<_> = m.iter().map(|(k, _)| k.python_str()).collect();
+        assert_eq!(keys, ["a", "b"]);
+        assert_eq!(m.get("a"), Some(&Value::Int(3)));
+    }
+}
