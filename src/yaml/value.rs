@@ -7,8 +7,9 @@
 use chrono::{NaiveDate, NaiveDateTime};
 
 /// A parsed YAML node.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Value {
+    #[default]
     Null,
     Bool(bool),
     Int(i64),
