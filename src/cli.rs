@@ -1,1 +1,188 @@
-//! (to be written)
+//! The command line: argument definitions grouped by topic, and the dispatch to commands.
+//!
+//! Exit codes: 0 success, 1 findings with errors or a failed action, 2 usage errors (clap's
+//! own, and a PATH that is not a polis).
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "polisd",
+    version,
+    about = "Keeps a Polis Protocol folder (_polis/) current while AI agents edit plain files",
+    long_about = "polisd validates chronicle lines, rebuilds routing stats, tallies amendments, \
+routes new contracts and writes inbox notifications for a _polis/ folder. Run `polisd run` as a \
+service to do it continuously, or the one-shot commands below."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Report every finding in a polis (chronicle rules, unreadable files, bad records).
+    Check(CheckArgs),
+    /// Rebuild contracts/routing_stats.yml from the settled contracts.
+    Reconcile(PolisArg),
+    /// Recommend a citizen for an open contract.
+    Route(RouteArgs),
+    /// Tally amendment votes; ratify, expire or reject by the quorum rules.
+    Tally(TallyArgs),
+    /// Check capability cards' content_hash (tamper evidence).
+    Verify(VerifyArgs),
+    /// Summarize a polis: citizens, contracts, leaders, amendments, findings, daemon.
+    Status(JsonPolisArg),
+    /// Scaffold a new polis with a founding citizen.
+    Init(InitArgs),
+    /// Watch one or more polises and keep them current (the daemon).
+    Run(RunArgs),
+    /// Install, remove or inspect polisd as a user service (systemd or launchd).
+    Service(ServiceArgs),
+    /// Play a short scene on a temporary polis to show what polisd does.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PolisArg {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct JsonPolisArg {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub polis: JsonPolisArg,
+}
+
+#[derive(Debug, Args)]
+pub struct RouteArgs {
+    /// The open contract's id (its file name without `.md`).
+    pub contract_id: String,
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// Show every candidate's score breakdown.
+    #[arg(long)]
+    pub explain: bool,
+    /// Write the recommendation into the contract's routing block.
+    #[arg(long)]
+    pub apply: bool,
+    /// Widen exploration when the tags' leaders are uncertain.
+    #[arg(long)]
+    pub adaptive: bool,
+    /// Seed for the random draw, for reproducible picks.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print JSON (the reference's `recommend()` keys).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TallyArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// Decide but write nothing (no status edits, moves, chronicle lines or notices).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// Stamp a fresh content_hash on every card that lacks one or no longer matches.
+    #[arg(long)]
+    pub fix: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The project root; `_polis/` is created inside it.
+    pub project_root: PathBuf,
+    /// The founding citizen's id (`^[a-z][a-z0-9-]{7,39}$`).
+    #[arg(long)]
+    pub agent_id: String,
+    /// Human-readable project name (default: the folder's name).
+    #[arg(long)]
+    pub project_name: Option<String>,
+    /// The founder's vendor (anthropic, openai, google, meta, mistral, other).
+    #[arg(long, default_value = "other")]
+    pub vendor: String,
+    /// The founder's model identifier.
+    #[arg(long, default_value = "unknown")]
+    pub model: String,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Polises to watch (project roots or `_polis/` folders); default: the configuration's.
+    pub paths: Vec<PathBuf>,
+    /// Configuration file (default: $POLISD_CONFIG, then the user config directory).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Log level: error, warn, info, debug, trace (RUST_LOG overrides).
+    #[arg(long)]
+    pub log_level: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    #[command(subcommand)]
+    pub action: ServiceCommand,
+    /// Print what would be written and run, and change nothing.
+    #[arg(long, global = true)]
+    pub dry_run: bool,
+    /// Configuration file the service should use.
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceCommand {
+    /// Write the user unit (or LaunchAgent) and start it.
+    Install,
+    /// Stop the service and remove its unit (or LaunchAgent).
+    Uninstall,
+    /// Say whether the service is installed and running, and what it watches.
+    Status,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Leave the daemon watching the demo polis after the scene (Ctrl-C to stop).
+    #[arg(long)]
+    pub keep_running: bool,
+}
+
+/// Parses the process arguments, runs the command and maps its outcome to an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match crate::commands::dispatch(cli.command) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("polisd: {err:#}");
+            let usage = err
+                .downcast_ref::<crate::polis::LocateError>()
+                .is_some();
+            ExitCode::from(if usage { 2 } else { 1 })
+        }
+    }
+}

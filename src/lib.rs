@@ -24,6 +24,7 @@ pub mod yaml;
 
 // Shell: reading a polis, writing to it, watching it, running as a service.
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod demo;
 pub mod engine;

@@ -1,1 +1,176 @@
-//! (to be written)
+//! Reading a polis from disk: the shell around the pure core.
+//!
+//! This module opens files (and only reads them). It never follows a symbolic link, never opens
+//! anything but a regular file (a FIFO in `contracts/open/` must not block the daemon), refuses
+//! oversized records, and turns every unreadable file into a finding instead of an error.
+
+use crate::finding::{Code, Finding};
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Records (cards, contracts, amendments, lessons) larger than this are reported, not parsed:
+/// no agent writes a 16 MiB contract, and a runaway file must not stall every pass.
+pub const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A file read as text, or the finding that says why it could not be.
+pub type TextResult = Result<String, Finding>;
+
+/// Reads `rel` (relative to the polis root) as UTF-8 text, refusing links and special files.
+/// `Ok(None)` when the file does not exist.
+pub fn read_text(root: &Path, rel: &str, limit: Option<u64>) -> Result<Option<String>, Finding> {
+    let path = root.join(rel);
+    let meta = match fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(unreadable(rel, &format!("cannot inspect it: {e}"))),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(unreadable(
+            rel,
+            "it is a symbolic link, which polisd never follows; replace it with a regular file",
+        ));
+    }
+    if !meta.is_file() {
+        return Err(unreadable(
+            rel,
+            "it is not a regular file (a folder, FIFO or device); remove it or rename it",
+        ));
+    }
+    if let Some(limit) = limit {
+        if meta.len() > limit {
+            return Err(unreadable(
+                rel,
+                &format!(
+                    "it is {} bytes, over the {limit}-byte limit for a record; split or trim it",
+                    meta.len()
+                ),
+            ));
+        }
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    open_no_follow(&path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(|e| unreadable(rel, &format!("cannot read it: {e}; check its permissions")))?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) => {
+            let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = 1 + good.iter().filter(|b| **b == b'\n').count();
+            Err(Finding::error(
+                Code::Unreadable,
+                rel,
+                Some(line),
+                "the file is not valid UTF-8 text; re-save it as UTF-8",
+            ))
+        }
+    }
+}
+
+fn open_no_follow(path: &Path) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK too: if a FIFO replaced the file between the check and the open, the open
+    // must not hang.
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_flags())
+        .open(path)
+}
+
+fn libc_flags() -> i32 {
+    #[cfg(target_os = "linux")]
+    {
+        0o400000 | 0o4000 // O_NOFOLLOW | O_NONBLOCK
+    }
+    #[cfg(target_os = "macos")]
+    {
+        0x0100 | 0x0004 // O_NOFOLLOW | O_NONBLOCK
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    {
+        0
+    }
+}
+
+fn unreadable(rel: &str, why: &str) -> Finding {
+    Finding::error(Code::Unreadable, rel, None, format!("polisd cannot read this file: {why}"))
+}
+
+/// An entry of a folder listing that polisd may read as a record.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Entry {
+    /// Path relative to the polis root, with `/` separators.
+    pub rel: String,
+    /// The file name without its extension.
+    pub stem: String,
+}
+
+/// Lists `dir` (relative) for files ending in `ext`, sorted by name, skipping ignored and
+/// conflict-copy names (SPEC §11). Names that are not UTF-8 are skipped with a finding.
+pub fn list(root: &Path, dir: &str, ext: &str, findings: &mut Vec<Finding>) -> Vec<Entry> {
+    let Ok(read) = fs::read_dir(root.join(dir)) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in read.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            findings.push(Finding::warning(
+                Code::Unreadable,
+                format!("{dir}/{}", name.to_string_lossy()),
+                None,
+                "the file name is not valid UTF-8; rename it",
+            ));
+            continue;
+        };
+        if crate::polis::is_ignored_name(name) || !name.ends_with(ext) {
+            continue;
+        }
+        let stem = name[..name.len() - ext.len()].to_string();
+        out.push(Entry {
+            rel: format!("{dir}/{name}"),
+            stem,
+        });
+    }
+    out.sort();
+    out
+}
+
+/// Sub-folders of `dir` (not links), sorted.
+pub fn subdirs(root: &Path, dir: &str) -> Vec<String> {
+    let Ok(read) = fs::read_dir(root.join(dir)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = read
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The canonical path of a polis root, the key for its machine-local state.
+pub fn canonical_root(root: &Path) -> PathBuf {
+    fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symlinks_fifos_and_bad_utf8_are_findings() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::write(root.join("ok.md"), "hello\n").unwrap();
+        fs::write(root.join("bad.md"), b"line\n\xff\xfe\n").unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", root.join("link.md")).unwrap();
+        assert_eq!(read_text(root, "ok.md", None).unwrap().unwrap(), "hello\n");
+        assert_eq!(read_text(root, "missing.md", None).unwrap(), None);
+        assert_eq!(read_text(root, "bad.md", None).unwrap_err().line, Some(2));
+        assert!(read_text(root, "link.md", None).unwrap_err().message.contains("symbolic link"));
+        fs::write(root.join("big.md"), vec![b'a'; 100]).unwrap();
+        assert!(read_text(root, "big.md", Some(10)).is_err());
+    }
+}
