@@ -174,3 +174,68 @@ mod tests {
         assert!(read_text(root, "big.md", Some(10)).is_err());
     }
 }
+
+/// A markdown record file: where it is and what its frontmatter and body say.
+#[derive(Debug, Clone)]
+pub struct RecordFile {
+    pub rel: String,
+    pub stem: String,
+    pub text: String,
+    pub record: crate::frontmatter::Record,
+}
+
+/// Reads every `*.md` record in `dir`, turning unreadable files and bad frontmatter into
+/// findings. Files that fail are left out of the result.
+pub fn read_records(root: &Path, dir: &str, findings: &mut Vec<Finding>) -> Vec<RecordFile> {
+    list(root, dir, ".md", findings)
+        .into_iter()
+        .filter_map(|entry| read_record(root, &entry.rel, &entry.stem, findings))
+        .collect()
+}
+
+/// Reads one record file; `None` (with a finding) when it cannot be used.
+pub fn read_record(
+    root: &Path,
+    rel: &str,
+    stem: &str,
+    findings: &mut Vec<Finding>,
+) -> Option<RecordFile> {
+    let text = match read_text(root, rel, Some(MAX_RECORD_BYTES)) {
+        Ok(Some(text)) => text,
+        Ok(None) => return None,
+        Err(f) => {
+            findings.push(f);
+            return None;
+        }
+    };
+    match crate::frontmatter::parse(&text) {
+        Ok(record) => Some(RecordFile {
+            rel: rel.to_string(),
+            stem: stem.to_string(),
+            text,
+            record,
+        }),
+        Err(e) => {
+            findings.push(Finding::error(
+                Code::BadYaml,
+                rel,
+                Some(e.line()),
+                format!("{e}; fix the YAML between the `---` fences"),
+            ));
+            None
+        }
+    }
+}
+
+/// Finds markdown files below `dir` at any depth (lessons live in `lessons/<tag>/`).
+pub fn read_records_recursive(
+    root: &Path,
+    dir: &str,
+    findings: &mut Vec<Finding>,
+) -> Vec<RecordFile> {
+    let mut out = read_records(root, dir, findings);
+    for sub in subdirs(root, dir) {
+        out.extend(read_records_recursive(root, &format!("{dir}/{sub}"), findings));
+    }
+    out
+}

@@ -1,0 +1,186 @@
+//! A fluent harness for integration tests: build a polis in a temporary folder, act on it the
+//! way agents do (appends, editor-style saves, `mv`), run the real `polisd` binary, and wait for
+//! effects with a deadline — never a fixed sleep.
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_polisd");
+
+/// How long any single effect may take to appear before a test fails.
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// Polls `condition` until it holds or `deadline` passes; panics naming `what` on timeout.
+#[track_caller]
+pub fn wait_until(what: &str, deadline: Duration, mut condition: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !condition() {
+        if start.elapsed() > deadline {
+            panic!("timed out after {deadline:?} waiting for: {what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A temporary project with a `_polis/` folder and its own polisd state directory.
+pub struct TestPolis {
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub state_dir: PathBuf,
+}
+
+impl TestPolis {
+    /// A polis founded by `founder` with `polisd init`.
+    #[track_caller]
+    pub fn init(founder: &str) -> TestPolis {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        fs::create_dir_all(&project).unwrap();
+        let state_dir = dir.path().join("state");
+        let out = Command::new(BIN)
+            .args(["init"])
+            .arg(&project)
+            .args(["--agent-id", founder, "--vendor", "anthropic"])
+            .env("POLISD_STATE_DIR", &state_dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "init failed: {}", String::from_utf8_lossy(&out.stderr));
+        TestPolis {
+            root: project.join("_polis"),
+            dir,
+            state_dir,
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        fs::read_to_string(self.path(rel)).unwrap_or_default()
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        self.path(rel).exists()
+    }
+
+    /// Writes a file the way an editor saves: a temporary file renamed over the target.
+    pub fn save(&self, rel: &str, text: &str) -> &Self {
+        let path = self.path(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let tmp = path.with_file_name(format!(".{}.swp", path.file_name().unwrap().to_string_lossy()));
+        fs::write(&tmp, text).unwrap();
+        fs::rename(&tmp, &path).unwrap();
+        self
+    }
+
+    /// `echo ... >> file`.
+    pub fn append(&self, rel: &str, text: &str) -> &Self {
+        let mut f = fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(self.path(rel))
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        self
+    }
+
+    /// `mv from to`.
+    pub fn mv(&self, from: &str, to: &str) -> &Self {
+        let to_path = self.path(to);
+        fs::create_dir_all(to_path.parent().unwrap()).unwrap();
+        fs::rename(self.path(from), to_path).unwrap();
+        self
+    }
+
+    /// Registers a citizen with a card rating the given tags.
+    pub fn citizen(&self, id: &str, vendor: &str, tags: &[(&str, u8)], cost: &str) -> &Self {
+        let mut card = format!(
+            "agent_id: {id}\nvendor: {vendor}\nmodel: test\nregistered: 2026-01-01 00:00:00\ncapability_tags:\n"
+        );
+        for (tag, rating) in tags {
+            card.push_str(&format!("  {tag}:\n    self_rating: {rating}\n    evidence: test\n"));
+        }
+        card.push_str(&format!("cost_envelope:\n  relative: {cost}\n"));
+        self.save(&format!("citizens/{id}/capability_card.yml"), &card);
+        self.save(
+            &format!("citizens/{id}/inbox.md"),
+            &format!("---\nfile_type: inbox\nowner: {id}\n---\n"),
+        );
+        self
+    }
+
+    /// Runs a one-shot `polisd` command on this polis.
+    pub fn polisd(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .env("POLISD_STATE_DIR", &self.state_dir)
+            .current_dir(&self.root)
+            .output()
+            .unwrap()
+    }
+
+    /// Starts `polisd run` on this polis with a short debounce.
+    pub fn start_daemon(&self) -> Daemon {
+        let config = self.dir.path().join("polisd.toml");
+        if !config.exists() {
+            fs::write(
+                &config,
+                "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\n",
+            )
+            .unwrap();
+        }
+        let log = self.dir.path().join("daemon.log");
+        let stderr = fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+        let child = Command::new(BIN)
+            .arg("run")
+            .arg(&self.root)
+            .arg("--config")
+            .arg(&config)
+            .env("POLISD_STATE_DIR", &self.state_dir)
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let daemon = Daemon { child, log };
+        let polis = self.root.clone();
+        let state = self.state_dir.clone();
+        wait_until("the daemon to be watching", DEADLINE, || {
+            daemon.log_text().contains("watching") && is_ready(&state, &polis)
+        });
+        daemon
+    }
+}
+
+fn is_ready(state_dir: &Path, _polis: &Path) -> bool {
+    state_dir.exists()
+}
+
+/// A running `polisd run`; killed when dropped.
+pub struct Daemon {
+    pub child: Child,
+    pub log: PathBuf,
+}
+
+impl Daemon {
+    pub fn log_text(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL: no chance to clean up, like a crash or power loss.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
