@@ -621,7 +621,14 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
     };
     let file: ConfigFile = toml::from_str(text).map_err(|e| {
         let key = e.span().and_then(|s| key_at(text, s.start));
-        invalid(e.span(), key, e.message().trim_end().to_string())
+        let mut message = e.message().trim_end().to_string();
+        // serde's own messages list accepted values only for unknown keys and variants.
+        if let Some(accepted) = key.as_deref().and_then(accepted_values) {
+            if !message.contains("expected one of") && !message.contains("e.g.") {
+                message = format!("{message}; accepted: {accepted}");
+            }
+        }
+        invalid(e.span(), key, message)
     })?;
 
     let base = path.parent().unwrap_or(Path::new("/"));
@@ -683,6 +690,23 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
         behaviour: file.behaviour,
         notifications: file.notifications,
         log: file.log,
+    })
+}
+
+/// What a key accepts, in words, for error messages.
+fn accepted_values(key: &str) -> Option<&'static str> {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    Some(match last {
+        "debounce" | "max_delay" | "poll_interval" | "rescan_interval" => {
+            "a quoted duration such as \"200ms\", \"2s\" or \"5m\""
+        }
+        "backend" => "\"auto\", \"native\" or \"poll\"",
+        "level" => "\"error\", \"warn\", \"info\", \"debug\" or \"trace\"",
+        "format" => "\"auto\", \"text\" or \"json\"",
+        "path" => "a quoted path such as \"~/project\"",
+        "auto_route" | "rollover" => "true or false",
+        kind if NOTIFICATION_KINDS.contains(&kind) => "true or false",
+        _ => return None,
     })
 }
 
@@ -1031,6 +1055,13 @@ mod tests {
         let (_, key, msg) = parse_err("[watch]\ndebounce = 200\n");
         assert_eq!(key.as_deref(), Some("watch.debounce"));
         assert!(msg.contains("\"200ms\""), "{msg}");
+    }
+
+    #[test]
+    fn wrong_type_for_an_enum_lists_accepted_values() {
+        let (line, key, msg) = parse_err("[log]\nformat = \"text\"\nlevel = 3\n");
+        assert_eq!((line, key.as_deref()), (3, Some("log.level")));
+        assert!(msg.contains("\"trace\""), "{msg}");
     }
 
     #[test]

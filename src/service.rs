@@ -985,11 +985,21 @@ mod tests {
     }
 
     #[test]
-    fn templates_have_every_placeholder() {
-        assert!(UNIT_TEMPLATE.contains(BINARY) && UNIT_TEMPLATE.contains(CONFIG));
-        for p in [BINARY, CONFIG, LOG_DIR] {
-            assert!(PLIST_TEMPLATE.contains(p), "{p}");
-        }
+    fn templates_have_each_placeholder_once_and_only_in_values() {
+        // A placeholder in a comment would put a path there too, and `--` in a path would end
+        // an XML comment early.
+        assert_eq!(UNIT_TEMPLATE.matches(BINARY).count(), 1);
+        assert_eq!(UNIT_TEMPLATE.matches(CONFIG).count(), 1);
+        assert_eq!(PLIST_TEMPLATE.matches(BINARY).count(), 1);
+        assert_eq!(PLIST_TEMPLATE.matches(CONFIG).count(), 1);
+        assert_eq!(PLIST_TEMPLATE.matches(LOG_DIR).count(), 2);
+        let unit =
+            render_systemd_unit(Path::new("/a--b/polisd"), Path::new("/c/config.toml")).unwrap();
+        assert_eq!(unit.matches("/a--b/polisd").count(), 1);
+        let plist =
+            render_launchd_plist(Path::new("/a--b/polisd"), Path::new("/c"), Path::new("/l"))
+                .unwrap();
+        assert_eq!(plist.matches("/a--b/polisd").count(), 1);
     }
 
     #[test]
