@@ -529,6 +529,16 @@ fn install(
                 config_file.display()
             )?;
         }
+        for entry in &cfg.polises {
+            if crate::polis::locate(Some(&entry.path), &ctx.paths.cwd).is_err() {
+                writeln!(
+                    out,
+                    "note: {} (line {}) has no _polis/CONSTITUTION.md yet",
+                    entry.path.display(),
+                    entry.line
+                )?;
+            }
+        }
         None
     } else {
         let polis = crate::polis::locate(None, &ctx.paths.cwd).map_err(|e| {
@@ -554,8 +564,6 @@ fn install(
             render_launchd_plist(&ctx.paths.binary, &config_file, &ctx.paths.launchd_log_dir)?
         }
     };
-    let previous = std::fs::read_to_string(&service_file).ok();
-    let changed = previous.as_deref() != Some(rendered.as_str());
 
     let reachable = manager_reachable(ctx);
     let was_running = reachable.is_ok() && running(ctx).is_ok_and(|(r, _)| r);
@@ -564,7 +572,9 @@ fn install(
         Platform::Systemd => {
             commands.push(argv(&["systemctl", "--user", "daemon-reload"]));
             commands.push(argv(&["systemctl", "--user", "enable", "--now", UNIT_NAME]));
-            if was_running && changed {
+            // A running daemon keeps its old unit and binary until restarted; re-running
+            // install after an upgrade should leave the new one running.
+            if was_running {
                 commands.push(argv(&["systemctl", "--user", "restart", UNIT_NAME]));
             }
         }

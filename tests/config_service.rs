@@ -366,7 +366,7 @@ fn install_with_user_manager_reloads_enables_and_starts() {
 }
 
 #[test]
-fn install_restarts_a_running_service_whose_unit_changed() {
+fn install_restarts_a_running_service_so_a_new_unit_or_binary_takes_effect() {
     let home = Home::new();
     let unit = home.path().join(".config/systemd/user/polisd.service");
     std::fs::create_dir_all(unit.parent().unwrap()).unwrap();
