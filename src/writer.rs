@@ -96,7 +96,9 @@ pub enum CompareOutcome {
     Written,
     /// The file is not (or no longer) `expected_old`: someone else wrote it. Nothing was
     /// written; recompute from `current` (`None`: the file is gone) and try again.
-    Conflict { current: Option<Vec<u8>> },
+    Conflict {
+        current: Option<Vec<u8>>,
+    },
 }
 
 /// What [`Writer::rename_within`] did.
@@ -149,7 +151,10 @@ const fn no_follow_flags() -> i32 {
     {
         0x20000 | 0x80
     }
-    #[cfg(all(target_os = "linux", any(target_arch = "sparc", target_arch = "sparc64")))]
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "sparc", target_arch = "sparc64")
+    ))]
     {
         0x20000 | 0x4000
     }
@@ -206,7 +211,9 @@ struct Target {
 
 impl Target {
     fn dir(&self) -> &Path {
-        self.abs.parent().expect("a target always has a parent inside the root")
+        self.abs
+            .parent()
+            .expect("a target always has a parent inside the root")
     }
 }
 
@@ -451,7 +458,10 @@ impl Writer {
         let Ok(t) = self.target(rel.as_ref()) else {
             return false;
         };
-        self.ledger.lock().unwrap_or_else(|p| p.into_inner()).get(&t.rel)
+        self.ledger
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&t.rel)
             == Some(&Ledger::Wrote(*hash))
     }
 
@@ -460,7 +470,11 @@ impl Writer {
         let Ok(t) = self.target(rel.as_ref()) else {
             return false;
         };
-        self.ledger.lock().unwrap_or_else(|p| p.into_inner()).get(&t.rel) == Some(&Ledger::Removed)
+        self.ledger
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&t.rel)
+            == Some(&Ledger::Removed)
     }
 
     /// Removes `.polisd-*.tmp` regular files anywhere in the polis (left by a crash) whose
@@ -485,8 +499,7 @@ impl Writer {
                 }
                 let name = entry.file_name();
                 let Some(name) = name.to_str() else { continue };
-                if !ft.is_file() || !name.starts_with(TEMP_PREFIX) || !name.ends_with(TEMP_SUFFIX)
-                {
+                if !ft.is_file() || !name.starts_with(TEMP_PREFIX) || !name.ends_with(TEMP_SUFFIX) {
                     continue;
                 }
                 let old_enough = entry
@@ -548,7 +561,12 @@ impl Writer {
         self.check_root()?;
         let mut dir = self.root.clone();
         let mut rel = PathBuf::new();
-        let parents: Vec<_> = t.rel.parent().into_iter().flat_map(|p| p.components()).collect();
+        let parents: Vec<_> = t
+            .rel
+            .parent()
+            .into_iter()
+            .flat_map(|p| p.components())
+            .collect();
         for c in parents {
             dir.push(c);
             rel.push(c);
@@ -635,7 +653,8 @@ fn read_no_follow(t: &Target) -> Result<Vec<u8>, WriteError> {
         });
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut bytes).map_err(io_err("read", &t.rel))?;
+    file.read_to_end(&mut bytes)
+        .map_err(io_err("read", &t.rel))?;
     Ok(bytes)
 }
 
@@ -708,10 +727,19 @@ mod tests {
     #[test]
     fn lexical_checks() {
         let (_d, w) = polis();
-        assert!(matches!(w.target(Path::new("/etc/x")), Err(WriteError::Absolute(_))));
-        assert!(matches!(w.target(Path::new("a/../../x")), Err(WriteError::Escapes(_))));
+        assert!(matches!(
+            w.target(Path::new("/etc/x")),
+            Err(WriteError::Absolute(_))
+        ));
+        assert!(matches!(
+            w.target(Path::new("a/../../x")),
+            Err(WriteError::Escapes(_))
+        ));
         assert!(matches!(w.target(Path::new("./")), Err(WriteError::Empty)));
-        assert_eq!(w.target(Path::new("./a/b.md")).unwrap().rel, Path::new("a/b.md"));
+        assert_eq!(
+            w.target(Path::new("./a/b.md")).unwrap().rel,
+            Path::new("a/b.md")
+        );
     }
 
     #[test]

@@ -84,10 +84,12 @@ fn writer_symlinked_inbox_pointing_outside_is_refused_and_target_unchanged() {
     let err = w.remove("citizens/claude-code-1/inbox.md").unwrap_err();
     assert!(matches!(err, WriteError::Symlink { .. }), "{err}");
     assert_eq!(fs::read_to_string(&victim).unwrap(), "outside\n");
-    assert!(fs::symlink_metadata(p.root.join("citizens/claude-code-1/inbox.md"))
-        .unwrap()
-        .file_type()
-        .is_symlink());
+    assert!(
+        fs::symlink_metadata(p.root.join("citizens/claude-code-1/inbox.md"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
 }
 
 #[test]
@@ -96,13 +98,23 @@ fn writer_symlinked_folder_pointing_outside_is_refused() {
     let w = p.writer();
     symlink(&p.outside, p.root.join("citizens/claude-code-2")).unwrap();
     for result in [
-        w.append_locked("citizens/claude-code-2/inbox.md", b"x\n").map(|_| ()),
-        w.replace_atomic("citizens/claude-code-2/inbox.md", b"x\n").map(|_| ()),
-        w.replace_atomic("citizens/claude-code-2/new/deeper.md", b"x\n").map(|_| ()),
+        w.append_locked("citizens/claude-code-2/inbox.md", b"x\n")
+            .map(|_| ()),
+        w.replace_atomic("citizens/claude-code-2/inbox.md", b"x\n")
+            .map(|_| ()),
+        w.replace_atomic("citizens/claude-code-2/new/deeper.md", b"x\n")
+            .map(|_| ()),
     ] {
-        assert!(matches!(result, Err(WriteError::Symlink { .. })), "{result:?}");
+        assert!(
+            matches!(result, Err(WriteError::Symlink { .. })),
+            "{result:?}"
+        );
     }
-    assert_eq!(fs::read_dir(&p.outside).unwrap().count(), 0, "nothing written outside");
+    assert_eq!(
+        fs::read_dir(&p.outside).unwrap().count(),
+        0,
+        "nothing written outside"
+    );
 }
 
 #[test]
@@ -168,7 +180,10 @@ fn writer_unchanged_content_is_not_rewritten() {
     let p = Polis::new();
     let w = p.writer();
     let rel = "contracts/routing_stats.yml";
-    assert_eq!(w.replace_atomic(rel, b"a: 1\n").unwrap(), WriteOutcome::Written);
+    assert_eq!(
+        w.replace_atomic(rel, b"a: 1\n").unwrap(),
+        WriteOutcome::Written
+    );
     // Push mtime into the past so a rewrite could not hide inside timestamp granularity.
     let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
     fs::File::options()
@@ -186,9 +201,16 @@ fn writer_unchanged_content_is_not_rewritten() {
     assert_eq!(before.ino(), after.ino());
     assert_eq!(after.modified().unwrap(), old);
 
-    assert_eq!(w.replace_atomic(rel, b"a: 2\n").unwrap(), WriteOutcome::Written);
+    assert_eq!(
+        w.replace_atomic(rel, b"a: 2\n").unwrap(),
+        WriteOutcome::Written
+    );
     let changed = fs::metadata(p.root.join(rel)).unwrap();
-    assert_ne!(before.ino(), changed.ino(), "replaced by rename, not in place");
+    assert_ne!(
+        before.ino(),
+        changed.ino(),
+        "replaced by rename, not in place"
+    );
     assert_eq!(p.read(rel), "a: 2\n");
     assert!(temp_files(&p.root).is_empty());
 }
@@ -285,7 +307,11 @@ fn writer_compare_and_replace_detects_concurrent_change() {
             current: Some(b"routing: old\nagent: note\n".to_vec())
         }
     );
-    assert_eq!(p.read(rel), "routing: old\nagent: note\n", "agent bytes kept");
+    assert_eq!(
+        p.read(rel),
+        "routing: old\nagent: note\n",
+        "agent bytes kept"
+    );
     // Recompute from the current bytes and try again: now it goes through.
     let current = fs::read(p.root.join(rel)).unwrap();
     assert_eq!(
@@ -385,7 +411,10 @@ fn writer_stale_temp_files_are_cleaned() {
     let removed = w.clean_stale_temp_files(Duration::from_secs(60)).unwrap();
     assert_eq!(removed, vec![PathBuf::from("citizens/.polisd-abc123.tmp")]);
     assert!(!stale.exists());
-    assert!(fresh.exists(), "a temp file younger than min_age may be in flight");
+    assert!(
+        fresh.exists(),
+        "a temp file younger than min_age may be in flight"
+    );
     assert!(other.exists());
     assert!(p.root.join(".polisd-dir.tmp").is_dir());
     assert!(outside_tmp.exists(), "links are not followed");
@@ -434,7 +463,11 @@ fn writer_failed_write_leaves_old_file_and_no_temp() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(p.read("index.md"), "old index\n");
-    assert_eq!(p.read("chronicle.md"), "- old line\n", "partial append undone");
+    assert_eq!(
+        p.read("chronicle.md"),
+        "- old line\n",
+        "partial append undone"
+    );
     assert!(temp_files(&p.root).is_empty(), "{:?}", temp_files(&p.root));
 }
 
@@ -450,6 +483,82 @@ fn writer_refuses_when_root_replaced_by_link() {
         Err(WriteError::RootGone(_))
     ));
     assert!(!moved.join("index.md").exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// state
+
+use polisd::state::{self, DaemonStatus, State};
+
+#[test]
+fn state_corrupt_file_is_moved_aside_and_rebuilt() {
+    let p = Polis::new();
+    let base = tempfile::tempdir().unwrap();
+    let mut s = State::load_in(base.path(), &p.root).unwrap();
+    s.counters.reconciles = 7;
+    s.save().unwrap();
+    let file = s.dir().join("state.json");
+    fs::write(
+        &file,
+        b"{\"version\": 1, \"counters\": {\"events\": \"not a number\"",
+    )
+    .unwrap();
+    let s = State::load_in(base.path(), &p.root).unwrap();
+    assert_eq!(s.counters.reconciles, 0, "rebuilt from defaults");
+    let aside = s.recovered_from.clone().expect("corrupt file moved aside");
+    assert!(aside
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("state.json.corrupt-"));
+    assert!(fs::read(&aside).unwrap().starts_with(b"{\"version\""));
+    assert!(!file.exists());
+    // Non-JSON garbage too.
+    fs::write(&file, [0xff, 0x00, 0x13]).unwrap();
+    assert!(State::load_in(base.path(), &p.root)
+        .unwrap()
+        .recovered_from
+        .is_some());
+}
+
+#[test]
+fn state_dir_from_env_is_keyed_by_canonical_polis_path_and_status_is_readable() {
+    let p = Polis::new();
+    let other = Polis::new();
+    let base = tempfile::tempdir().unwrap();
+    // The only test that sets the variable; the others use load_in.
+    std::env::set_var(state::STATE_DIR_ENV, base.path());
+    let s = State::load(&p.root).unwrap();
+    assert!(s.dir().starts_with(base.path()));
+    let roundabout = p.root.join("citizens/..");
+    assert_eq!(State::load(&roundabout).unwrap().dir(), s.dir());
+    assert_ne!(State::load(&other.root).unwrap().dir(), s.dir());
+    assert_eq!(
+        fs::read_to_string(s.dir().join("polis-path")).unwrap(),
+        format!("{}\n", p.root.display())
+    );
+
+    assert_eq!(state::read_status(&p.root).unwrap(), None);
+    let status = s.status("2026-01-01T00:00:00Z", "poll");
+    s.write_status(&status).unwrap();
+    let read: DaemonStatus = state::read_status(&p.root).unwrap().unwrap();
+    assert_eq!(read.pid, std::process::id());
+    assert_eq!(read.watch_mode, "poll");
+    assert_eq!(read.process_running(), Some(true));
+    s.clear_status().unwrap();
+    assert_eq!(state::read_status(&p.root).unwrap(), None);
+}
+
+#[test]
+fn state_daemon_lock_is_exclusive() {
+    let p = Polis::new();
+    let base = tempfile::tempdir().unwrap();
+    let s = State::load_in(base.path(), &p.root).unwrap();
+    let lock = s.try_lock_daemon().unwrap().expect("first lock");
+    assert!(s.try_lock_daemon().unwrap().is_none());
+    assert!(s.daemon_lock_held().unwrap());
+    drop(lock);
+    assert!(!s.daemon_lock_held().unwrap());
 }
 
 #[allow(dead_code)]
