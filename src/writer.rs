@@ -361,6 +361,8 @@ impl Writer {
             return Ok(CompareOutcome::Unchanged);
         }
         let tmp = write_temp(&t, new, Some(meta.permissions().mode()))?;
+        #[cfg(test)]
+        tests::BEFORE_RECHECK.with(|h| h.borrow().as_ref().map(|h| h(&t.abs)));
         self.ensure_parents(&t, false)?;
         let again = match self.existing_file(&t)? {
             Some(_) => Some(read_no_follow(&t)?),
@@ -702,6 +704,37 @@ fn sync_dir(dir: &Path) -> Result<(), WriteError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+
+    type Hook = Box<dyn Fn(&Path)>;
+    thread_local! {
+        /// Runs inside compare_and_replace between writing the temp file and the re-read.
+        pub(super) static BEFORE_RECHECK: RefCell<Option<Hook>> = RefCell::new(None);
+    }
+
+    #[test]
+    fn compare_and_replace_rereads_just_before_rename() {
+        let (_d, w) = polis();
+        fs::write(w.root().join("c.md"), "old\n").unwrap();
+        BEFORE_RECHECK.with(|h| {
+            *h.borrow_mut() = Some(Box::new(|p: &Path| fs::write(p, "agent\n").unwrap()))
+        });
+        let out = w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap();
+        BEFORE_RECHECK.with(|h| *h.borrow_mut() = None);
+        assert_eq!(
+            out,
+            CompareOutcome::Conflict {
+                current: Some(b"agent\n".to_vec())
+            }
+        );
+        assert_eq!(fs::read(w.root().join("c.md")).unwrap(), b"agent\n");
+        let names: Vec<_> = fs::read_dir(w.root())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "temp file removed: {names:?}");
+    }
 
     fn polis() -> (tempfile::TempDir, Writer) {
         let dir = tempfile::tempdir().unwrap();

@@ -4,6 +4,7 @@ use polisd::writer::{
     sha256, CompareOutcome, RemoveOutcome, RenameOutcome, WriteError, WriteOutcome, Writer,
 };
 use std::fs;
+use std::io::Write;
 use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -561,14 +562,284 @@ fn state_daemon_lock_is_exclusive() {
     assert!(!s.daemon_lock_held().unwrap());
 }
 
-#[allow(dead_code)]
-fn wait_until(what: &str, deadline: Duration, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + deadline;
-    while Instant::now() < end {
-        if cond() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+// ---------------------------------------------------------------------------------------------
+// watch
+
+use polisd::watch::{self, Batch, Event, EventKind, Mode, RescanReason, Source, WatchConfig};
+
+fn fast_config() -> WatchConfig {
+    WatchConfig {
+        debounce: Duration::from_millis(50),
+        poll_interval: Duration::from_millis(100),
+        rescan_interval: None,
+        force_poll: false,
+        channel_capacity: 64,
     }
-    panic!("timed out after {deadline:?} waiting for {what}");
+}
+
+/// Everything the watcher delivered so far, and a way to wait for more.
+struct Seen {
+    rx: tokio::sync::mpsc::Receiver<Batch>,
+    batches: Vec<Batch>,
+}
+
+impl Seen {
+    fn new(rx: tokio::sync::mpsc::Receiver<Batch>) -> Seen {
+        Seen {
+            rx,
+            batches: Vec::new(),
+        }
+    }
+
+    fn events(&self) -> impl Iterator<Item = &Event> {
+        self.batches.iter().flat_map(|b| b.events.iter())
+    }
+
+    fn rescans(&self) -> impl Iterator<Item = &RescanReason> {
+        self.batches
+            .iter()
+            .filter_map(|b| b.rescan.as_ref().map(|r| &r.reason))
+    }
+
+    fn has(&self, rel: &str, kind: EventKind) -> bool {
+        self.events()
+            .any(|e| e.path == Path::new(rel) && e.kind == kind)
+    }
+
+    /// Waits (up to 10 s) until `cond` holds over everything received.
+    #[track_caller]
+    fn wait_for(&mut self, what: &str, cond: impl Fn(&Seen) -> bool) {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            while let Ok(b) = self.rx.try_recv() {
+                self.batches.push(b);
+            }
+            if cond(self) {
+                return;
+            }
+            assert!(
+                Instant::now() < end,
+                "timed out waiting for {what}; got {:#?}",
+                self.batches
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn started(&mut self) {
+        self.wait_for("the Started rescan", |s| {
+            s.rescans().any(|r| *r == RescanReason::Started)
+        });
+    }
+}
+
+fn start(p: &Polis, config: WatchConfig) -> (watch::Watcher, Seen) {
+    let (w, rx) = watch::watch(&p.root, config).unwrap();
+    let mut seen = Seen::new(rx);
+    seen.started();
+    (w, seen)
+}
+
+#[test]
+fn watch_create_modify_rename_remove_arrive() {
+    let p = Polis::new();
+    let (w, mut seen) = start(&p, fast_config());
+    assert_eq!(
+        w.mode(),
+        Mode::Native,
+        "inotify should work in the test environment"
+    );
+
+    fs::write(p.root.join("chronicle.md"), "- a\n").unwrap();
+    seen.wait_for("create", |s| s.has("chronicle.md", EventKind::Create));
+
+    fs::OpenOptions::new()
+        .append(true)
+        .open(p.root.join("chronicle.md"))
+        .unwrap()
+        .write_all(b"- b\n")
+        .unwrap();
+    seen.wait_for("modify", |s| s.has("chronicle.md", EventKind::Modify));
+
+    fs::rename(
+        p.root.join("chronicle.md"),
+        p.root.join("chronicle-2026-Q1.md"),
+    )
+    .unwrap();
+    seen.wait_for("both sides of the rename", |s| {
+        s.has("chronicle.md", EventKind::Rename) && s.has("chronicle-2026-Q1.md", EventKind::Rename)
+    });
+
+    fs::remove_file(p.root.join("chronicle-2026-Q1.md")).unwrap();
+    seen.wait_for("remove", |s| {
+        s.has("chronicle-2026-Q1.md", EventKind::Remove)
+    });
+    assert!(seen.events().all(|e| e.source != Source::Poll));
+}
+
+#[test]
+fn watch_files_in_a_new_folder_are_reported() {
+    let p = Polis::new();
+    let (_w, mut seen) = start(&p, fast_config());
+    // mkdir -p and a write straight after: the file may predate the folder's inotify watch.
+    fs::create_dir_all(p.root.join("citizens/claude-code-9")).unwrap();
+    fs::write(
+        p.root.join("citizens/claude-code-9/capability_card.yml"),
+        "agent_id: claude-code-9\n",
+    )
+    .unwrap();
+    seen.wait_for("the card in the new folder", |s| {
+        s.events()
+            .any(|e| e.path == Path::new("citizens/claude-code-9/capability_card.yml"))
+    });
+    // A folder moved in whole: its files were never created under a watch.
+    let staged = p.outside.join("contracts");
+    fs::create_dir_all(staged.join("open")).unwrap();
+    fs::write(staged.join("open/fix.md"), "x\n").unwrap();
+    fs::rename(&staged, p.root.join("contracts")).unwrap();
+    seen.wait_for("the moved-in contract", |s| {
+        s.events()
+            .any(|e| e.path == Path::new("contracts/open/fix.md"))
+    });
+}
+
+#[test]
+fn watch_editor_temp_files_are_filtered() {
+    let p = Polis::new();
+    let (_w, mut seen) = start(&p, fast_config());
+    for name in [
+        ".index.md.swp",
+        "index.md~",
+        "4913",
+        ".#index.md",
+        ".polisd-abc.tmp",
+        "index.md.tmp",
+        "chronicle.sync-conflict-20260101-000000-ABC.md",
+    ] {
+        fs::write(p.root.join(name), "x").unwrap();
+    }
+    // An editor's atomic save: temp file renamed over the real one.
+    fs::rename(p.root.join("index.md.tmp"), p.root.join("index.md")).unwrap();
+    fs::write(p.root.join("marker.md"), "x").unwrap();
+    seen.wait_for("the save and the marker", |s| {
+        s.events().any(|e| e.path == Path::new("index.md"))
+            && s.events().any(|e| e.path == Path::new("marker.md"))
+    });
+    let names: Vec<_> = seen.events().map(|e| e.path.clone()).collect();
+    for e in seen.events() {
+        let name = e.path.file_name().unwrap().to_str().unwrap();
+        assert!(
+            !polisd::polis::is_ignored_name(name),
+            "{name} leaked: {names:?}"
+        );
+    }
+}
+
+#[test]
+fn watch_links_are_not_followed() {
+    let p = Polis::new();
+    symlink(&p.outside, p.root.join("linked")).unwrap();
+    let (_w, mut seen) = start(&p, fast_config());
+    fs::write(p.outside.join("elsewhere.md"), "x").unwrap();
+    fs::write(p.root.join("marker.md"), "x").unwrap();
+    seen.wait_for("marker", |s| s.has("marker.md", EventKind::Create));
+    assert!(
+        !seen.events().any(|e| e.path.starts_with("linked")),
+        "{:?}",
+        seen.batches
+    );
+}
+
+#[track_caller]
+fn delete_and_recreate_keeps_events_coming(p: &Polis, seen: &mut Seen) {
+    fs::remove_dir_all(&p.root).unwrap();
+    seen.wait_for("PolisRemoved", |s| {
+        s.rescans().any(|r| *r == RescanReason::PolisRemoved)
+    });
+    fs::create_dir(&p.root).unwrap();
+    fs::write(p.root.join("CONSTITUTION.md"), "# c\n").unwrap();
+    seen.wait_for("PolisRecreated", |s| {
+        s.rescans().any(|r| *r == RescanReason::PolisRecreated)
+    });
+    fs::create_dir(p.root.join("reviews")).unwrap();
+    seen.wait_for("the new folder", |s| s.has("reviews", EventKind::Create));
+    fs::write(p.root.join("reviews/2026-01-01-1200-x.md"), "x\n").unwrap();
+    seen.wait_for("a file in the recreated polis", |s| {
+        s.events()
+            .any(|e| e.path == Path::new("reviews/2026-01-01-1200-x.md"))
+    });
+}
+
+#[test]
+fn watch_delete_and_recreate_polis_keeps_events_coming() {
+    let p = Polis::new();
+    let (w, mut seen) = start(&p, fast_config());
+    assert_eq!(w.mode(), Mode::Native);
+    delete_and_recreate_keeps_events_coming(&p, &mut seen);
+}
+
+#[test]
+fn watch_forced_poll_mode_works() {
+    let p = Polis::new();
+    let config = WatchConfig {
+        force_poll: true,
+        ..fast_config()
+    };
+    let (w, mut seen) = start(&p, config);
+    assert_eq!(w.mode(), Mode::Poll);
+    fs::write(p.root.join("chronicle.md"), "- a\n").unwrap();
+    seen.wait_for("create by polling", |s| {
+        s.has("chronicle.md", EventKind::Create)
+    });
+    // Polling compares mtimes: make sure the change is visible even on coarse clocks.
+    let f = fs::OpenOptions::new()
+        .append(true)
+        .open(p.root.join("chronicle.md"))
+        .unwrap();
+    (&f).write_all(b"- b\n").unwrap();
+    f.set_modified(SystemTime::now() + Duration::from_secs(5))
+        .unwrap();
+    seen.wait_for("modify by polling", |s| {
+        s.has("chronicle.md", EventKind::Modify)
+    });
+    fs::remove_file(p.root.join("chronicle.md")).unwrap();
+    seen.wait_for("remove by polling", |s| {
+        s.has("chronicle.md", EventKind::Remove)
+    });
+    assert!(seen.events().all(|e| e.source == Source::Poll));
+    delete_and_recreate_keeps_events_coming(&p, &mut seen);
+}
+
+#[test]
+fn watch_timer_asks_for_rescans() {
+    let p = Polis::new();
+    let config = WatchConfig {
+        rescan_interval: Some(Duration::from_millis(100)),
+        ..fast_config()
+    };
+    let (_w, mut seen) = start(&p, config);
+    seen.wait_for("two timer rescans", |s| {
+        s.rescans().filter(|r| **r == RescanReason::Timer).count() >= 2
+    });
+}
+
+#[test]
+fn watch_stops_when_dropped() {
+    let p = Polis::new();
+    let (w, rx) = watch::watch(&p.root, fast_config()).unwrap();
+    let mut seen = Seen::new(rx);
+    seen.started();
+    w.stop();
+    // The channel closes once the watcher thread has ended.
+    let closed = seen.rx.blocking_recv();
+    assert_eq!(closed, None);
+}
+
+#[test]
+fn watch_refuses_a_missing_folder() {
+    let p = Polis::new();
+    assert!(matches!(
+        watch::watch(&p.root.join("nope"), fast_config()),
+        Err(watch::WatchError::NotAFolder(_))
+    ));
 }
