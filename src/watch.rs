@@ -292,6 +292,12 @@ impl Backend {
             )
             .map(Backend::Native)
             .and_then(|mut b| b.watch_all(root).map(|_| b));
+            #[cfg(test)]
+            let native = if tests::FAIL_NATIVE.load(std::sync::atomic::Ordering::SeqCst) {
+                Err(notify::Error::new(notify::ErrorKind::MaxFilesWatch))
+            } else {
+                native
+            };
             match native {
                 Ok(b) => return Ok(b),
                 Err(e) => {
@@ -352,11 +358,15 @@ impl Backend {
         }
     }
 
+    fn unwatch(&mut self, path: &Path) -> notify::Result<()> {
+        match self {
+            Backend::Native(d) => d.unwatch(path),
+            Backend::Poll(d) => d.unwatch(path),
+        }
+    }
+
     fn rewatch(&mut self, root: &Path) -> notify::Result<()> {
-        let _ = match self {
-            Backend::Native(d) => d.unwatch(root),
-            Backend::Poll(d) => d.unwatch(root),
-        };
+        let _ = self.unwatch(root);
         self.watch(root, RecursiveMode::Recursive)
     }
 }
@@ -442,6 +452,10 @@ impl Loop {
                 }
             }
             self.check_root(&mut batch);
+            if self.root_id.is_none() {
+                // Nothing under a missing `_polis/` can be trusted; the rescan says so.
+                batch.events.clear();
+            }
             if (!batch.events.is_empty() || batch.rescan.is_some()) && !self.send(batch) {
                 return;
             }
@@ -462,6 +476,9 @@ impl Loop {
         }
         self.root_id = now;
         let reason = if now.is_none() {
+            // inotify watches follow a folder that was moved away; drop them so its events
+            // are not reported under the old name.
+            let _ = self.backend.unwatch(&self.root);
             RescanReason::PolisRemoved
         } else {
             match self.backend.rewatch(&self.root) {
@@ -597,6 +614,49 @@ impl Loop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// Makes the native watcher fail at start, as an exhausted inotify watch limit would.
+    pub(super) static FAIL_NATIVE: AtomicBool = AtomicBool::new(false);
+
+    #[track_caller]
+    fn recv_within(rx: &mut mpsc::Receiver<Batch>) -> Batch {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(b) = rx.try_recv() {
+                return b;
+            }
+            assert!(Instant::now() < end, "no batch within 10 s");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn native_failure_at_start_falls_back_to_polling() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("_polis");
+        std::fs::create_dir(&root).unwrap();
+        FAIL_NATIVE.store(true, Ordering::SeqCst);
+        let started = watch(
+            &root,
+            WatchConfig {
+                debounce: Duration::from_millis(20),
+                poll_interval: Duration::from_millis(50),
+                ..WatchConfig::default()
+            },
+        );
+        FAIL_NATIVE.store(false, Ordering::SeqCst);
+        let (w, mut rx) = started.unwrap();
+        assert_eq!(w.mode(), Mode::Poll);
+        assert_eq!(
+            recv_within(&mut rx).rescan.unwrap().reason,
+            RescanReason::Started
+        );
+        std::fs::write(root.join("chronicle.md"), "- a\n").unwrap();
+        let batch = recv_within(&mut rx);
+        assert_eq!(batch.events[0].path, Path::new("chronicle.md"));
+        assert_eq!(batch.events[0].source, Source::Poll);
+    }
 
     #[test]
     fn force_poll_values() {

@@ -779,6 +779,34 @@ fn watch_delete_and_recreate_polis_keeps_events_coming() {
 }
 
 #[test]
+fn watch_polis_moved_away_reports_removal_not_its_files() {
+    let p = Polis::new();
+    let (_w, mut seen) = start(&p, fast_config());
+    let moved = p.outside.join("_polis_moved");
+    fs::rename(&p.root, &moved).unwrap();
+    seen.wait_for("PolisRemoved", |s| {
+        s.rescans().any(|r| *r == RescanReason::PolisRemoved)
+    });
+    let before = seen.events().count();
+    fs::write(moved.join("ghost.md"), "x\n").unwrap();
+    // Bring a fresh `_polis/` and write a marker: by then any ghost event would have arrived.
+    fs::create_dir(&p.root).unwrap();
+    seen.wait_for("PolisRecreated", |s| {
+        s.rescans().any(|r| *r == RescanReason::PolisRecreated)
+    });
+    fs::write(p.root.join("marker.md"), "x").unwrap();
+    seen.wait_for("marker", |s| s.has("marker.md", EventKind::Create));
+    assert!(
+        !seen
+            .events()
+            .skip(before)
+            .any(|e| e.path == Path::new("ghost.md")),
+        "{:?}",
+        seen.batches
+    );
+}
+
+#[test]
 fn watch_forced_poll_mode_works() {
     let p = Polis::new();
     let config = WatchConfig {
