@@ -1,1 +1,587 @@
-//! (to be written)
+//! Machine-local state per polis, kept in polisd's state directory and never in `_polis/`
+//! (SPEC §1): chronicle progress, sent-notification ids, fingerprints of what was already
+//! processed, counters and the latest findings.
+//!
+//! Where: `$POLISD_STATE_DIR` if set (tests, unusual setups), else `$STATE_DIRECTORY` (systemd's
+//! `StateDirectory=`; the first entry when it lists several), else the platform state folder
+//! (`$XDG_STATE_HOME/polisd`, `~/.local/state/polisd`; on macOS, which has none, the local data
+//! folder). Each polis gets `polis-<16 hex of SHA-256 of its canonical path>/` holding:
+//!
+//! - `polis-path` — the canonical `_polis/` path, so a human can tell the folders apart;
+//! - `state.json` — [`PolisState`], rewritten atomically (temp file, fsync, rename);
+//! - `daemon.json` — [`DaemonStatus`], the status file: while a daemon watches the polis it
+//!   keeps pid, start time, counters and latest findings here, and `polisd status` reads it
+//!   (with [`read_status`]) to say whether and how a daemon is watching;
+//! - `daemon.lock` — held (advisory lock) by the running daemon, see [`State::try_lock_daemon`].
+//!
+//! A corrupt `state.json` is moved aside (`state.json.corrupt-<unix secs>`) with a warning and
+//! rebuilt from the folder; it never stops the daemon. This module writes only inside the state
+//! directory; `_polis/` is `writer`'s alone. It holds data, not rules: what the fields mean to
+//! the protocol is decided by the engine and the core modules.
+
+use crate::finding::Finding;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::{self, Write};
+use std::ops::{Deref, DerefMut};
+use std::path::{Path, PathBuf};
+
+/// Overrides every other choice of state directory.
+pub const STATE_DIR_ENV: &str = "POLISD_STATE_DIR";
+/// Set by systemd for units with `StateDirectory=`.
+pub const SYSTEMD_STATE_ENV: &str = "STATE_DIRECTORY";
+/// How many findings [`PolisState::latest_findings`] and the status file keep.
+pub const MAX_FINDINGS: usize = 200;
+/// Bumped when a field changes meaning; an older daemon reading a newer file rebuilds.
+pub const STATE_VERSION: u32 = 1;
+
+const STATE_FILE: &str = "state.json";
+const STATUS_FILE: &str = "daemon.json";
+const PATH_FILE: &str = "polis-path";
+const LOCK_FILE: &str = "daemon.lock";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("no state directory: set {STATE_DIR_ENV} (or HOME) so polisd can keep its machine-local state")]
+    NoStateDir,
+    #[error("cannot {op} {}: {source}; check that the state directory is writable or set {STATE_DIR_ENV}", .path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot encode the state for {}: {source}", .path.display())]
+    Encode {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StateError + 'a {
+    move |source| StateError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Everything polisd remembers about one polis between runs.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PolisState {
+    pub version: u32,
+    /// The canonical `_polis/` path this state belongs to.
+    pub polis: PathBuf,
+    /// When polisd first met this polis (RFC 3339, UTC); `None` until the first pass ends.
+    /// Inbox notices go only to lines after the baseline (SPEC §3).
+    pub first_met: Option<String>,
+    /// Per chronicle file (path relative to `_polis/`).
+    pub chronicles: BTreeMap<String, ChronicleProgress>,
+    /// Notifications already sent (SPEC §9).
+    pub sent_notifications: BTreeSet<SentNotification>,
+    /// Settled contracts already counted, by path: a file whose fingerprint is unchanged
+    /// needs no re-read.
+    pub settled: BTreeMap<String, Fingerprint>,
+    /// Contract ids last seen in `contracts/open/`, to notice new ones.
+    pub open_contracts: BTreeSet<String>,
+    /// Amendments by id.
+    pub amendments: BTreeMap<String, AmendmentState>,
+    /// Card path → SHA-256 (hex) of the card bytes last seen.
+    pub cards: BTreeMap<String, String>,
+    pub counters: Counters,
+    /// Newest last, at most [`MAX_FINDINGS`].
+    pub latest_findings: Vec<StoredFinding>,
+}
+
+/// How far polisd has read and validated one chronicle file.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ChronicleProgress {
+    /// Byte offset just past the last complete line validated.
+    pub offset: u64,
+    /// Lines at or before this offset existed when polisd first met the polis: their
+    /// findings are logged but not sent to inboxes. `None` until the baseline is taken.
+    pub baseline_offset: Option<u64>,
+    /// Hex SHA-256 of each complete line seen → its text and how often it occurs, so a line
+    /// that disappears can be named (C009).
+    pub seen_lines: BTreeMap<String, SeenLine>,
+    /// Lines found missing (C009), kept so the report can quote them.
+    pub lost_lines: Vec<LostLine>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SeenLine {
+    pub text: String,
+    pub count: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LostLine {
+    pub text: String,
+    /// RFC 3339 time the loss was noticed.
+    pub noticed_at: String,
+}
+
+/// A notification polisd sent: its kind (`contract-routed`, …) and 16-hex id.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct SentNotification {
+    pub kind: String,
+    pub id: String,
+}
+
+/// Cheap identity of a file's content: size and mtime to skip a re-read, the hash to be sure.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Fingerprint {
+    pub size: u64,
+    /// Modification time in nanoseconds since the Unix epoch.
+    pub mtime_ns: i64,
+    /// Hex SHA-256 of the bytes.
+    pub hash: String,
+}
+
+impl Fingerprint {
+    /// The fingerprint of `bytes` as read from a file with metadata `meta`.
+    pub fn of(meta: &fs::Metadata, bytes: &[u8]) -> Fingerprint {
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        Fingerprint {
+            size: meta.len(),
+            mtime_ns,
+            hash: hex_sha256(bytes),
+        }
+    }
+
+    /// True when size and mtime still match, i.e. the file most likely did not change.
+    pub fn same_stat(&self, meta: &fs::Metadata) -> bool {
+        let other = Fingerprint::of(meta, b"");
+        self.size == other.size && self.mtime_ns == other.mtime_ns
+    }
+}
+
+/// What polisd last saw and did about one amendment.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AmendmentState {
+    /// Path relative to `_polis/` where it was last seen.
+    pub path: String,
+    /// `proposed`, `ratified`, `rejected` or `expired` as last seen or set.
+    pub status: String,
+    /// Hex SHA-256 of the file when last tallied.
+    pub hash: String,
+    /// The tally outcome polisd last acted on, if any.
+    pub outcome: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Counters {
+    pub events: u64,
+    pub rescans: u64,
+    pub reconciles: u64,
+    pub tallies: u64,
+    pub notifications: u64,
+    pub writes: u64,
+    /// RFC 3339 start time of the daemon that last saved this state.
+    pub started_at: Option<String>,
+    pub pid: Option<u32>,
+}
+
+/// A [`Finding`] as stored (the finding type itself is not deserialisable).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StoredFinding {
+    pub code: String,
+    pub severity: String,
+    pub path: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl From<&Finding> for StoredFinding {
+    fn from(f: &Finding) -> Self {
+        StoredFinding {
+            code: f.code.as_str().to_string(),
+            severity: match f.severity {
+                crate::finding::Severity::Error => "error",
+                crate::finding::Severity::Warning => "warning",
+            }
+            .to_string(),
+            path: f.path.clone(),
+            line: f.line,
+            message: f.message.clone(),
+        }
+    }
+}
+
+impl PolisState {
+    /// Appends findings, keeping the newest [`MAX_FINDINGS`].
+    pub fn push_findings<'a>(&mut self, findings: impl IntoIterator<Item = &'a Finding>) {
+        push_bounded(
+            &mut self.latest_findings,
+            findings.into_iter().map(StoredFinding::from),
+        );
+    }
+
+    /// True when a notification of this kind and id was already sent.
+    pub fn was_sent(&self, kind: &str, id: &str) -> bool {
+        self.sent_notifications.contains(&SentNotification {
+            kind: kind.to_string(),
+            id: id.to_string(),
+        })
+    }
+
+    /// Records a sent notification; false if it was already recorded.
+    pub fn mark_sent(&mut self, kind: &str, id: &str) -> bool {
+        self.sent_notifications.insert(SentNotification {
+            kind: kind.to_string(),
+            id: id.to_string(),
+        })
+    }
+}
+
+fn push_bounded(list: &mut Vec<StoredFinding>, new: impl Iterator<Item = StoredFinding>) {
+    list.extend(new);
+    if list.len() > MAX_FINDINGS {
+        list.drain(..list.len() - MAX_FINDINGS);
+    }
+}
+
+/// Hex SHA-256, the form hashes take in state files.
+pub fn hex_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The status file a running daemon keeps current (`daemon.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DaemonStatus {
+    pub pid: u32,
+    pub polis: PathBuf,
+    /// RFC 3339 times.
+    pub started_at: String,
+    pub updated_at: String,
+    /// `native` or `poll` (see `watch::Mode`).
+    pub watch_mode: String,
+    pub counters: Counters,
+    /// Newest last, at most [`MAX_FINDINGS`].
+    pub last_findings: Vec<StoredFinding>,
+}
+
+impl DaemonStatus {
+    /// Whether the recorded process still runs: `Some` on Linux (via `/proc`), `None` where
+    /// that cannot be told without extra dependencies. A pid may have been reused; callers
+    /// should combine this with the daemon lock ([`State::daemon_lock_held`]).
+    pub fn process_running(&self) -> Option<bool> {
+        if cfg!(target_os = "linux") {
+            Some(Path::new("/proc").join(self.pid.to_string()).exists())
+        } else {
+            None
+        }
+    }
+}
+
+/// The base state directory, from the environment as the module comment describes.
+pub fn state_base_dir() -> Result<PathBuf, StateError> {
+    if let Some(dir) = std::env::var_os(STATE_DIR_ENV).filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    if let Some(dirs) = std::env::var_os(SYSTEMD_STATE_ENV).filter(|d| !d.is_empty()) {
+        // systemd joins several StateDirectory= entries with ':'.
+        let first = std::env::split_paths(&dirs).next();
+        if let Some(first) = first.filter(|p| !p.as_os_str().is_empty()) {
+            return Ok(first);
+        }
+    }
+    let dirs = directories::ProjectDirs::from("", "", "polisd").ok_or(StateError::NoStateDir)?;
+    Ok(dirs
+        .state_dir()
+        .unwrap_or_else(|| dirs.data_local_dir())
+        .to_path_buf())
+}
+
+/// The state folder for one polis inside `base`; `polis_root` should be canonical.
+pub fn polis_state_dir(base: &Path, polis_root: &Path) -> PathBuf {
+    let digest = hex_sha256(polis_root.as_os_str().as_encoded_bytes());
+    base.join(format!("polis-{}", &digest[..16]))
+}
+
+fn canonical(polis_root: &Path) -> PathBuf {
+    fs::canonicalize(polis_root).unwrap_or_else(|_| polis_root.to_path_buf())
+}
+
+/// Reads the status file of the daemon watching `polis_root`, if any (for `polisd status`).
+pub fn read_status(polis_root: &Path) -> Result<Option<DaemonStatus>, StateError> {
+    let dir = polis_state_dir(&state_base_dir()?, &canonical(polis_root));
+    read_status_in(&dir)
+}
+
+fn read_status_in(dir: &Path) -> Result<Option<DaemonStatus>, StateError> {
+    let path = dir.join(STATUS_FILE);
+    match fs::read(&path) {
+        // A half-understood status file is reported as no status, not as an error.
+        Ok(bytes) => Ok(serde_json::from_slice(&bytes).ok()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err("read", &path)(e)),
+    }
+}
+
+/// A polis's state, bound to its state folder. Derefs to [`PolisState`].
+#[derive(Debug)]
+pub struct State {
+    data: PolisState,
+    dir: PathBuf,
+    /// Bytes of the last load or save, so an unchanged state is not rewritten.
+    saved: Vec<u8>,
+    /// Where a corrupt state file was moved, when this load had to rebuild.
+    pub recovered_from: Option<PathBuf>,
+}
+
+impl Deref for State {
+    type Target = PolisState;
+    fn deref(&self) -> &PolisState {
+        &self.data
+    }
+}
+
+impl DerefMut for State {
+    fn deref_mut(&mut self) -> &mut PolisState {
+        &mut self.data
+    }
+}
+
+/// Held while a daemon runs for a polis; dropping it releases the lock.
+#[derive(Debug)]
+pub struct DaemonLock {
+    _file: fs::File,
+}
+
+impl State {
+    /// Loads the state of `polis_root` from the state directory the environment names.
+    pub fn load(polis_root: &Path) -> Result<State, StateError> {
+        State::load_in(&state_base_dir()?, polis_root)
+    }
+
+    /// Loads the state of `polis_root` from an explicit base directory.
+    pub fn load_in(base: &Path, polis_root: &Path) -> Result<State, StateError> {
+        let polis = canonical(polis_root);
+        let dir = polis_state_dir(base, &polis);
+        fs::create_dir_all(&dir).map_err(io_err("create the state directory", &dir))?;
+        let path_file = dir.join(PATH_FILE);
+        let path_line = format!("{}\n", polis.display());
+        if fs::read(&path_file).ok().as_deref() != Some(path_line.as_bytes()) {
+            write_atomic(&dir, PATH_FILE, path_line.as_bytes())?;
+        }
+        let file = dir.join(STATE_FILE);
+        let mut recovered_from = None;
+        let (data, saved) = match fs::read(&file) {
+            Ok(bytes) => match serde_json::from_slice::<PolisState>(&bytes) {
+                Ok(data) if data.version == STATE_VERSION && data.polis == polis => (data, bytes),
+                Ok(_) | Err(_) => {
+                    let aside = set_aside(&file)?;
+                    tracing::warn!(
+                        file = %file.display(),
+                        moved_to = %aside.display(),
+                        "polisd's state for this polis was unreadable or from another version; \
+                         moved it aside and rebuilding it from the folder (notices already in \
+                         inboxes are not sent again)"
+                    );
+                    recovered_from = Some(aside);
+                    (PolisState::default(), Vec::new())
+                }
+            },
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (PolisState::default(), Vec::new()),
+            Err(e) => return Err(io_err("read", &file)(e)),
+        };
+        let mut data = data;
+        data.version = STATE_VERSION;
+        data.polis = polis;
+        Ok(State {
+            data,
+            dir,
+            saved,
+            recovered_from,
+        })
+    }
+
+    /// This polis's state folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes `state.json` atomically, unless nothing changed since the last load or save.
+    pub fn save(&mut self) -> Result<(), StateError> {
+        let file = self.dir.join(STATE_FILE);
+        let mut bytes =
+            serde_json::to_vec_pretty(&self.data).map_err(|source| StateError::Encode {
+                path: file.clone(),
+                source,
+            })?;
+        bytes.push(b'\n');
+        if bytes == self.saved {
+            return Ok(());
+        }
+        write_atomic(&self.dir, STATE_FILE, &bytes)?;
+        self.saved = bytes;
+        Ok(())
+    }
+
+    /// Writes the status file (`daemon.json`) for `polisd status`.
+    pub fn write_status(&self, status: &DaemonStatus) -> Result<(), StateError> {
+        let file = self.dir.join(STATUS_FILE);
+        let mut bytes = serde_json::to_vec_pretty(status)
+            .map_err(|source| StateError::Encode { path: file, source })?;
+        bytes.push(b'\n');
+        write_atomic(&self.dir, STATUS_FILE, &bytes)
+    }
+
+    /// A status built from this state's counters and findings, for the daemon to stamp.
+    pub fn status(&self, started_at: &str, watch_mode: &str) -> DaemonStatus {
+        DaemonStatus {
+            pid: std::process::id(),
+            polis: self.data.polis.clone(),
+            started_at: started_at.to_string(),
+            updated_at: now_rfc3339(),
+            watch_mode: watch_mode.to_string(),
+            counters: self.data.counters.clone(),
+            last_findings: self.data.latest_findings.clone(),
+        }
+    }
+
+    /// Reads this polis's status file.
+    pub fn read_status(&self) -> Result<Option<DaemonStatus>, StateError> {
+        read_status_in(&self.dir)
+    }
+
+    /// Removes the status file (clean shutdown: no daemon is watching any more).
+    pub fn clear_status(&self) -> Result<(), StateError> {
+        let file = self.dir.join(STATUS_FILE);
+        match fs::remove_file(&file) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_err("remove", &file)(e)),
+        }
+    }
+
+    /// Takes the per-polis daemon lock, or `None` when another process holds it (a second
+    /// daemon for the same polis on this machine must not run).
+    pub fn try_lock_daemon(&self) -> Result<Option<DaemonLock>, StateError> {
+        let path = self.dir.join(LOCK_FILE);
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_err("open", &path))?;
+        match fs4::fs_std::FileExt::try_lock_exclusive(&file) {
+            Ok(true) => Ok(Some(DaemonLock { _file: file })),
+            Ok(false) => Ok(None),
+            Err(e) => Err(io_err("lock", &path)(e)),
+        }
+    }
+
+    /// True when some process holds the daemon lock (for `polisd status`).
+    pub fn daemon_lock_held(&self) -> Result<bool, StateError> {
+        Ok(self.try_lock_daemon()?.is_none())
+    }
+}
+
+/// The current time as RFC 3339 UTC, seconds precision.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn set_aside(file: &Path) -> Result<PathBuf, StateError> {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let aside = file.with_file_name(format!("{STATE_FILE}.corrupt-{secs}"));
+    fs::rename(file, &aside).map_err(io_err("move aside", file))?;
+    Ok(aside)
+}
+
+fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StateError> {
+    let target = dir.join(name);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".polisd-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(io_err("create a temporary file in", dir))?;
+    tmp.write_all(bytes)
+        .and_then(|_| tmp.as_file().sync_all())
+        .map_err(io_err("write", &target))?;
+    tmp.persist(&target)
+        .map_err(|e| io_err("replace", &target)(e.error))?;
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_round_trips_and_skips_unchanged_saves() {
+        let base = tempfile::tempdir().unwrap();
+        let polis = tempfile::tempdir().unwrap();
+        let mut s = State::load_in(base.path(), polis.path()).unwrap();
+        assert_eq!(s.counters.events, 0);
+        s.counters.events = 3;
+        s.mark_sent("contract-routed", "0123456789abcdef");
+        s.chronicles
+            .entry("chronicle.md".into())
+            .or_default()
+            .offset = 42;
+        s.save().unwrap();
+        let file = s.dir().join(STATE_FILE);
+        let mtime = fs::metadata(&file).unwrap().modified().unwrap();
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1);
+        fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        s.save().unwrap();
+        assert_eq!(fs::metadata(&file).unwrap().modified().unwrap(), old);
+        assert_ne!(mtime, old);
+
+        let again = State::load_in(base.path(), polis.path()).unwrap();
+        assert_eq!(again.counters.events, 3);
+        assert!(again.was_sent("contract-routed", "0123456789abcdef"));
+        assert_eq!(again.chronicles["chronicle.md"].offset, 42);
+        assert_eq!(
+            fs::read_to_string(again.dir().join(PATH_FILE)).unwrap(),
+            format!("{}\n", fs::canonicalize(polis.path()).unwrap().display())
+        );
+    }
+
+    #[test]
+    fn findings_are_bounded_newest_kept() {
+        let mut s = PolisState::default();
+        let many: Vec<_> = (0..MAX_FINDINGS + 5)
+            .map(|i| Finding::warning(crate::finding::Code::C005, "chronicle.md", Some(i), "x"))
+            .collect();
+        s.push_findings(&many);
+        assert_eq!(s.latest_findings.len(), MAX_FINDINGS);
+        assert_eq!(
+            s.latest_findings.last().unwrap().line,
+            Some(MAX_FINDINGS + 4)
+        );
+        assert_eq!(s.latest_findings[0].line, Some(5));
+    }
+}

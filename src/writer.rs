@@ -1,1 +1,789 @@
-//! (to be written)
+//! The one module that writes files (STYLE "One writer", SPEC §11).
+//!
+//! A [`Writer`] is bound to one canonical `_polis/` root and takes every target as a path
+//! relative to it. It refuses anything that could land outside the root: absolute paths, `..`,
+//! and any path whose existing components (the file included) are symbolic links or not what
+//! they should be (a folder where a file belongs, a FIFO). It knows four ways to write —
+//! atomic replace, locked append, compare-before-replace of an agent's file, and moving or
+//! removing a file inside the root — and keeps the own-write ledger that lets the engine
+//! ignore the events its own writes cause.
+//!
+//! It never decides *what* to write; callers bring the bytes. Nothing else in the crate opens a
+//! file for writing. The state directory (outside `_polis/`) is written by `state`, not here.
+//!
+//! Residual race: parent folders are checked with `lstat` just before use, so an agent that
+//! swaps a checked folder for a link in the microseconds between check and rename could still
+//! redirect one write. The final component is never followed (rename replaces a link rather
+//! than writing through it; appends open with `O_NOFOLLOW`).
+
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileExt as _, OpenOptionsExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+/// SHA-256 of some bytes; the key of the own-write ledger.
+pub type Hash = [u8; 32];
+
+/// The SHA-256 of `bytes`, as the ledger records it.
+pub fn sha256(bytes: &[u8]) -> Hash {
+    Sha256::digest(bytes).into()
+}
+
+/// Prefix and suffix of polisd's temporary files (ignored by the watcher, SPEC §11).
+pub const TEMP_PREFIX: &str = ".polisd-";
+pub const TEMP_SUFFIX: &str = ".tmp";
+
+/// Why a write was refused or failed. Paths are relative to `_polis/` unless they are the root.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("`{}`: polisd writes only paths relative to _polis/, not absolute ones", .0.display())]
+    Absolute(PathBuf),
+    #[error("`{}`: `..` would leave _polis/; polisd never writes outside it", .0.display())]
+    Escapes(PathBuf),
+    #[error("empty path: name a file inside _polis/")]
+    Empty,
+    #[error("`{}`: `{}` is a symbolic link; polisd never writes through links — replace it with a regular file or folder", .path.display(), .link.display())]
+    Symlink { path: PathBuf, link: PathBuf },
+    #[error("`{}`: `{}` is not a folder; move it away so polisd can write here", .path.display(), .component.display())]
+    NotADirectory { path: PathBuf, component: PathBuf },
+    #[error("`{}` is a {kind}, not a regular file; polisd only replaces regular files", .path.display())]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("the polis root {} is gone or no longer a plain folder", .0.display())]
+    RootGone(PathBuf),
+    #[error("cannot move `{}` to `{}`: a different file is already there; resolve it by hand", .from.display(), .to.display())]
+    TargetExists { from: PathBuf, to: PathBuf },
+    #[error("cannot move `{}`: it does not exist", .0.display())]
+    Missing(PathBuf),
+    #[error("short write appending to `{}`: {written} of {wanted} bytes (disk full or file-size limit?)", .path.display())]
+    ShortWrite {
+        path: PathBuf,
+        written: usize,
+        wanted: usize,
+    },
+    #[error("cannot {op} `{}`: {source}", .path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> WriteError + 'a {
+    move |source| WriteError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// What [`Writer::replace_atomic`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// The file already held these bytes; nothing was touched.
+    Unchanged,
+    Written,
+}
+
+/// What [`Writer::compare_and_replace`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompareOutcome {
+    Unchanged,
+    Written,
+    /// The file is not (or no longer) `expected_old`: someone else wrote it. Nothing was
+    /// written; recompute from `current` (`None`: the file is gone) and try again.
+    Conflict {
+        current: Option<Vec<u8>>,
+    },
+}
+
+/// What [`Writer::rename_within`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenameOutcome {
+    Moved,
+    /// The target already held the same bytes (a replayed move); the source, if still there,
+    /// was removed.
+    AlreadyMoved,
+}
+
+/// What [`Writer::remove`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoveOutcome {
+    Removed,
+    AlreadyGone,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ledger {
+    Wrote(Hash),
+    Removed,
+}
+
+/// Writes inside one `_polis/` root. Shareable (`&self` everywhere); the ledger is locked.
+#[derive(Debug)]
+pub struct Writer {
+    root: PathBuf,
+    ledger: Mutex<HashMap<PathBuf, Ledger>>,
+}
+
+/// `O_NOFOLLOW | O_NONBLOCK` for this platform. std has no constants for them and the crate
+/// takes no libc dependency; the values differ per architecture, so they are spelled out here
+/// and pinned by a test (opening a link must fail).
+const fn no_follow_flags() -> i32 {
+    #[cfg(all(
+        target_os = "linux",
+        any(
+            target_arch = "aarch64",
+            target_arch = "arm",
+            target_arch = "powerpc",
+            target_arch = "powerpc64",
+            target_arch = "m68k"
+        )
+    ))]
+    {
+        0x8000 | 0o4000
+    }
+    #[cfg(all(target_os = "linux", any(target_arch = "mips", target_arch = "mips64")))]
+    {
+        0x20000 | 0x80
+    }
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "sparc", target_arch = "sparc64")
+    ))]
+    {
+        0x20000 | 0x4000
+    }
+    #[cfg(all(
+        target_os = "linux",
+        not(any(
+            target_arch = "aarch64",
+            target_arch = "arm",
+            target_arch = "powerpc",
+            target_arch = "powerpc64",
+            target_arch = "m68k",
+            target_arch = "mips",
+            target_arch = "mips64",
+            target_arch = "sparc",
+            target_arch = "sparc64"
+        ))
+    ))]
+    {
+        0x20000 | 0o4000
+    }
+    #[cfg(any(
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd",
+        target_os = "openbsd",
+        target_os = "netbsd",
+        target_os = "dragonfly"
+    ))]
+    {
+        0x0100 | 0x0004
+    }
+}
+
+fn kind_name(ft: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_dir() {
+        "folder"
+    } else if ft.is_fifo() {
+        "FIFO"
+    } else if ft.is_socket() {
+        "socket"
+    } else if ft.is_block_device() || ft.is_char_device() {
+        "device"
+    } else {
+        "special file"
+    }
+}
+
+/// A checked target: its normalised relative path and absolute path.
+struct Target {
+    rel: PathBuf,
+    abs: PathBuf,
+}
+
+impl Target {
+    fn dir(&self) -> &Path {
+        self.abs
+            .parent()
+            .expect("a target always has a parent inside the root")
+    }
+}
+
+impl Writer {
+    /// Binds a writer to `root` (the `_polis/` folder), canonicalising it.
+    pub fn new(root: &Path) -> Result<Writer, WriteError> {
+        let root = fs::canonicalize(root).map_err(io_err("find the polis root", root))?;
+        let meta = fs::metadata(&root).map_err(io_err("inspect the polis root", &root))?;
+        if !meta.is_dir() {
+            return Err(WriteError::RootGone(root));
+        }
+        Ok(Writer {
+            root,
+            ledger: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The canonical `_polis/` root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Replaces `rel` with `bytes` atomically (temp file in the same folder, fsync, rename,
+    /// fsync folder), unless it already holds exactly these bytes. Creates missing parent
+    /// folders inside the root. Keeps the old file's permission bits.
+    pub fn replace_atomic(
+        &self,
+        rel: impl AsRef<Path>,
+        bytes: &[u8],
+    ) -> Result<WriteOutcome, WriteError> {
+        let t = self.target(rel.as_ref())?;
+        self.ensure_parents(&t, true)?;
+        let existing = self.existing_file(&t)?;
+        let mode = match &existing {
+            Some(meta) => {
+                if read_no_follow(&t)? == bytes {
+                    return Ok(WriteOutcome::Unchanged);
+                }
+                Some(meta.permissions().mode())
+            }
+            None => None,
+        };
+        let tmp = write_temp(&t, bytes, mode)?;
+        self.ensure_parents(&t, false)?;
+        self.existing_file(&t)?;
+        persist(tmp, &t)?;
+        self.record(&t.rel, Ledger::Wrote(sha256(bytes)));
+        Ok(WriteOutcome::Written)
+    }
+
+    /// Appends `bytes` to `rel` (created if missing) with one `write` on a file opened for
+    /// append without following links, under an advisory exclusive lock. If the file does not
+    /// end with a newline, one is written first (in the same `write`), so an agent's unfinished
+    /// last line never swallows ours.
+    pub fn append_locked(&self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<(), WriteError> {
+        let t = self.target(rel.as_ref())?;
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.ensure_parents(&t, true)?;
+        self.existing_file(&t)?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .custom_flags(no_follow_flags())
+            .open(&t.abs)
+            .map_err(|e| self.link_or_io(&t, e, "open for append"))?;
+        let meta = file.metadata().map_err(io_err("inspect", &t.rel))?;
+        if !meta.is_file() {
+            return Err(WriteError::NotRegular {
+                path: t.rel,
+                kind: kind_name(meta.file_type()),
+            });
+        }
+        fs4::fs_std::FileExt::lock_exclusive(&file).map_err(io_err("lock", &t.rel))?;
+        // Re-stat under the lock: another locked appender may have written meanwhile.
+        let len = file.metadata().map_err(io_err("inspect", &t.rel))?.len();
+        let mut block = Vec::with_capacity(bytes.len() + 1);
+        if len > 0 {
+            let mut last = [0u8; 1];
+            file.read_exact_at(&mut last, len - 1)
+                .map_err(io_err("read the end of", &t.rel))?;
+            if last[0] != b'\n' {
+                block.push(b'\n');
+            }
+        }
+        block.extend_from_slice(bytes);
+        match file.write(&block) {
+            Ok(n) if n == block.len() => {}
+            outcome => {
+                // Undo a partial block only if nobody else's bytes follow ours.
+                let written = *outcome.as_ref().unwrap_or(&0);
+                if let Ok(now) = file.metadata().map(|m| m.len()) {
+                    if now == len + written as u64 {
+                        let _ = file.set_len(len);
+                    }
+                }
+                return Err(match outcome {
+                    Err(e) => WriteError::Io {
+                        op: "append to",
+                        path: t.rel,
+                        source: e,
+                    },
+                    Ok(n) => WriteError::ShortWrite {
+                        path: t.rel,
+                        written: n,
+                        wanted: block.len(),
+                    },
+                });
+            }
+        }
+        file.sync_data().map_err(io_err("sync", &t.rel))?;
+        // The ledger needs the whole file's hash; read it while still holding the lock.
+        let mut all = Vec::new();
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.read_to_end(&mut all))
+            .map_err(io_err("read back", &t.rel))?;
+        self.record(&t.rel, Ledger::Wrote(sha256(&all)));
+        Ok(())
+    }
+
+    /// Replaces an agent-owned file whose bytes were `expected_old` with `new`, re-reading it
+    /// just before the rename. If the file differs from `expected_old` at any check, nothing is
+    /// written and [`CompareOutcome::Conflict`] carries the current bytes (SPEC §11: an agent's
+    /// bytes are never lost to a polisd edit).
+    pub fn compare_and_replace(
+        &self,
+        rel: impl AsRef<Path>,
+        expected_old: &[u8],
+        new: &[u8],
+    ) -> Result<CompareOutcome, WriteError> {
+        let t = self.target(rel.as_ref())?;
+        self.ensure_parents(&t, false)?;
+        let Some(meta) = self.existing_file(&t)? else {
+            return Ok(CompareOutcome::Conflict { current: None });
+        };
+        let current = read_no_follow(&t)?;
+        if current != expected_old {
+            return Ok(CompareOutcome::Conflict {
+                current: Some(current),
+            });
+        }
+        if current == new {
+            return Ok(CompareOutcome::Unchanged);
+        }
+        let tmp = write_temp(&t, new, Some(meta.permissions().mode()))?;
+        #[cfg(test)]
+        tests::BEFORE_RECHECK.with(|h| h.borrow().as_ref().map(|h| h(&t.abs)));
+        self.ensure_parents(&t, false)?;
+        let again = match self.existing_file(&t)? {
+            Some(_) => Some(read_no_follow(&t)?),
+            None => None,
+        };
+        if again.as_deref() != Some(expected_old) {
+            drop(tmp);
+            return Ok(CompareOutcome::Conflict { current: again });
+        }
+        persist(tmp, &t)?;
+        self.record(&t.rel, Ledger::Wrote(sha256(new)));
+        Ok(CompareOutcome::Written)
+    }
+
+    /// Moves `from` to `to` inside the root (an amendment from proposed/ to ratified/). Never
+    /// overwrites a different file at `to`; a replayed move (same bytes already at `to`)
+    /// just removes what is left at `from`.
+    pub fn rename_within(
+        &self,
+        from: impl AsRef<Path>,
+        to: impl AsRef<Path>,
+    ) -> Result<RenameOutcome, WriteError> {
+        let f = self.target(from.as_ref())?;
+        let t = self.target(to.as_ref())?;
+        let from_present = self.ensure_parents(&f, false)? && self.existing_file(&f)?.is_some();
+        self.ensure_parents(&t, true)?;
+        let to_present = self.existing_file(&t)?.is_some();
+        if !from_present {
+            return if to_present {
+                Ok(RenameOutcome::AlreadyMoved)
+            } else {
+                Err(WriteError::Missing(f.rel))
+            };
+        }
+        let bytes = read_no_follow(&f)?;
+        if to_present {
+            if read_no_follow(&t)? != bytes {
+                return Err(WriteError::TargetExists {
+                    from: f.rel,
+                    to: t.rel,
+                });
+            }
+            fs::remove_file(&f.abs).map_err(io_err("remove", &f.rel))?;
+            sync_dir(f.dir())?;
+            self.record(&f.rel, Ledger::Removed);
+            return Ok(RenameOutcome::AlreadyMoved);
+        }
+        // A hard link cannot replace an existing file, so a file appearing at `to` meanwhile
+        // is refused rather than overwritten. Filesystems without hard links fall back to a
+        // checked rename.
+        match fs::hard_link(&f.abs, &t.abs) {
+            Ok(()) => fs::remove_file(&f.abs).map_err(io_err("remove", &f.rel))?,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(WriteError::TargetExists {
+                    from: f.rel,
+                    to: t.rel,
+                })
+            }
+            Err(_) => {
+                if self.existing_file(&t)?.is_some() {
+                    return Err(WriteError::TargetExists {
+                        from: f.rel,
+                        to: t.rel,
+                    });
+                }
+                fs::rename(&f.abs, &t.abs).map_err(io_err("move", &f.rel))?;
+            }
+        }
+        sync_dir(t.dir())?;
+        sync_dir(f.dir())?;
+        self.record(&f.rel, Ledger::Removed);
+        self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
+        Ok(RenameOutcome::Moved)
+    }
+
+    /// Removes a regular file (a chronicle conflict copy whose lines are merged).
+    pub fn remove(&self, rel: impl AsRef<Path>) -> Result<RemoveOutcome, WriteError> {
+        let t = self.target(rel.as_ref())?;
+        if !self.ensure_parents(&t, false)? || self.existing_file(&t)?.is_none() {
+            return Ok(RemoveOutcome::AlreadyGone);
+        }
+        match fs::remove_file(&t.abs) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(RemoveOutcome::AlreadyGone),
+            Err(e) => return Err(io_err("remove", &t.rel)(e)),
+        }
+        sync_dir(t.dir())?;
+        self.record(&t.rel, Ledger::Removed);
+        Ok(RemoveOutcome::Removed)
+    }
+
+    /// True when the last thing polisd wrote to `rel` had exactly this hash: the event that
+    /// reported the file was caused by polisd itself and needs no work.
+    pub fn is_own_write(&self, rel: impl AsRef<Path>, hash: &Hash) -> bool {
+        let Ok(t) = self.target(rel.as_ref()) else {
+            return false;
+        };
+        self.ledger
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&t.rel)
+            == Some(&Ledger::Wrote(*hash))
+    }
+
+    /// True when polisd's last action on `rel` was removing it (or moving it away).
+    pub fn is_own_removal(&self, rel: impl AsRef<Path>) -> bool {
+        let Ok(t) = self.target(rel.as_ref()) else {
+            return false;
+        };
+        self.ledger
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&t.rel)
+            == Some(&Ledger::Removed)
+    }
+
+    /// Removes `.polisd-*.tmp` regular files anywhere in the polis (left by a crash) whose
+    /// modification time is at least `min_age` old, so a write in flight in another process is
+    /// not pulled from under it. Never follows links. Returns the relative paths removed.
+    pub fn clean_stale_temp_files(&self, min_age: Duration) -> Result<Vec<PathBuf>, WriteError> {
+        self.check_root()?;
+        let now = SystemTime::now();
+        let mut removed = Vec::new();
+        let mut stack = vec![self.root.clone()];
+        while let Some(dir) = stack.pop() {
+            let Ok(read) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in read.flatten() {
+                // DirEntry::file_type does not follow links.
+                let Ok(ft) = entry.file_type() else { continue };
+                let path = entry.path();
+                if ft.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if !ft.is_file() || !name.starts_with(TEMP_PREFIX) || !name.ends_with(TEMP_SUFFIX) {
+                    continue;
+                }
+                let old_enough = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|m| now.duration_since(m).ok())
+                    .is_some_and(|age| age >= min_age);
+                if old_enough && fs::remove_file(&path).is_ok() {
+                    removed.push(path.strip_prefix(&self.root).unwrap_or(&path).to_path_buf());
+                }
+            }
+        }
+        removed.sort();
+        Ok(removed)
+    }
+
+    fn record(&self, rel: &Path, entry: Ledger) {
+        self.ledger
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(rel.to_path_buf(), entry);
+    }
+
+    fn check_root(&self) -> Result<(), WriteError> {
+        match fs::symlink_metadata(&self.root) {
+            Ok(m) if m.is_dir() => Ok(()),
+            _ => Err(WriteError::RootGone(self.root.clone())),
+        }
+    }
+
+    /// Validates `rel` lexically: relative, no `..`, at least one normal component.
+    fn target(&self, rel: &Path) -> Result<Target, WriteError> {
+        let mut clean = PathBuf::new();
+        for c in rel.components() {
+            match c {
+                Component::Normal(n) => clean.push(n),
+                Component::CurDir => {}
+                Component::ParentDir => return Err(WriteError::Escapes(rel.to_path_buf())),
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(WriteError::Absolute(rel.to_path_buf()))
+                }
+            }
+        }
+        if clean.as_os_str().is_empty() {
+            return Err(WriteError::Empty);
+        }
+        Ok(Target {
+            abs: self.root.join(&clean),
+            rel: clean,
+        })
+    }
+
+    /// Checks every parent folder of the target below the root with `lstat`: a link or a
+    /// non-folder is refused. Missing folders are created when `create` is set (one level at a
+    /// time, so a link appearing meanwhile makes `mkdir` fail instead of being followed);
+    /// otherwise `Ok(false)` says a parent is missing.
+    fn ensure_parents(&self, t: &Target, create: bool) -> Result<bool, WriteError> {
+        self.check_root()?;
+        let mut dir = self.root.clone();
+        let mut rel = PathBuf::new();
+        let parents: Vec<_> = t
+            .rel
+            .parent()
+            .into_iter()
+            .flat_map(|p| p.components())
+            .collect();
+        for c in parents {
+            dir.push(c);
+            rel.push(c);
+            match fs::symlink_metadata(&dir) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(WriteError::Symlink {
+                        path: t.rel.clone(),
+                        link: rel,
+                    })
+                }
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => {
+                    return Err(WriteError::NotADirectory {
+                        path: t.rel.clone(),
+                        component: rel,
+                    })
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    if !create {
+                        return Ok(false);
+                    }
+                    match fs::create_dir(&dir) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                            let m = fs::symlink_metadata(&dir).map_err(io_err("inspect", &rel))?;
+                            if !m.is_dir() {
+                                return Err(WriteError::NotADirectory {
+                                    path: t.rel.clone(),
+                                    component: rel,
+                                });
+                            }
+                        }
+                        Err(e) => return Err(io_err("create folder", &rel)(e)),
+                    }
+                }
+                Err(e) => return Err(io_err("inspect", &rel)(e)),
+            }
+        }
+        Ok(true)
+    }
+
+    /// `lstat` of the target itself: `None` when missing; a link or non-regular file is refused.
+    fn existing_file(&self, t: &Target) -> Result<Option<fs::Metadata>, WriteError> {
+        match fs::symlink_metadata(&t.abs) {
+            Ok(m) if m.file_type().is_symlink() => Err(WriteError::Symlink {
+                path: t.rel.clone(),
+                link: t.rel.clone(),
+            }),
+            Ok(m) if m.is_file() => Ok(Some(m)),
+            Ok(m) => Err(WriteError::NotRegular {
+                path: t.rel.clone(),
+                kind: kind_name(m.file_type()),
+            }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_err("inspect", &t.rel)(e)),
+        }
+    }
+
+    fn link_or_io(&self, t: &Target, e: io::Error, op: &'static str) -> WriteError {
+        // O_NOFOLLOW on a link fails with ELOOP; say so plainly.
+        if fs::symlink_metadata(&t.abs).is_ok_and(|m| m.file_type().is_symlink()) {
+            WriteError::Symlink {
+                path: t.rel.clone(),
+                link: t.rel.clone(),
+            }
+        } else {
+            io_err(op, &t.rel)(e)
+        }
+    }
+}
+
+/// Reads a regular file without following a link or blocking on a FIFO.
+fn read_no_follow(t: &Target) -> Result<Vec<u8>, WriteError> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(no_follow_flags())
+        .open(&t.abs)
+        .map_err(io_err("read", &t.rel))?;
+    let meta = file.metadata().map_err(io_err("inspect", &t.rel))?;
+    if !meta.is_file() {
+        return Err(WriteError::NotRegular {
+            path: t.rel.clone(),
+            kind: kind_name(meta.file_type()),
+        });
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut bytes)
+        .map_err(io_err("read", &t.rel))?;
+    Ok(bytes)
+}
+
+/// Writes `bytes` to a fresh `.polisd-*.tmp` beside the target and fsyncs it. The temp file
+/// is deleted when the returned handle drops without being persisted.
+fn write_temp(
+    t: &Target,
+    bytes: &[u8],
+    mode: Option<u32>,
+) -> Result<tempfile::NamedTempFile, WriteError> {
+    // 0o666 before the umask, like any newly created file; an existing file's mode is kept.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .suffix(TEMP_SUFFIX)
+        .permissions(fs::Permissions::from_mode(0o666))
+        .tempfile_in(t.dir())
+        .map_err(io_err("create a temporary file for", &t.rel))?;
+    if let Some(mode) = mode {
+        tmp.as_file()
+            .set_permissions(fs::Permissions::from_mode(mode & 0o7777))
+            .map_err(io_err("set permissions for", &t.rel))?;
+    }
+    tmp.write_all(bytes)
+        .and_then(|_| tmp.as_file().sync_all())
+        .map_err(io_err("write", &t.rel))?;
+    Ok(tmp)
+}
+
+fn persist(tmp: tempfile::NamedTempFile, t: &Target) -> Result<(), WriteError> {
+    tmp.persist(&t.abs)
+        .map_err(|e| io_err("replace", &t.rel)(e.error))?;
+    sync_dir(t.dir())
+}
+
+/// fsyncs a folder so a rename survives a crash. Filesystems that cannot fsync a folder
+/// (EINVAL) are accepted as they are.
+fn sync_dir(dir: &Path) -> Result<(), WriteError> {
+    match File::open(dir).and_then(|d| d.sync_all()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => Ok(()),
+        Err(e) => Err(io_err("sync folder", dir)(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    type Hook = Box<dyn Fn(&Path)>;
+    thread_local! {
+        /// Runs inside compare_and_replace between writing the temp file and the re-read.
+        pub(super) static BEFORE_RECHECK: RefCell<Option<Hook>> = RefCell::new(None);
+    }
+
+    #[test]
+    fn compare_and_replace_rereads_just_before_rename() {
+        let (_d, w) = polis();
+        fs::write(w.root().join("c.md"), "old\n").unwrap();
+        BEFORE_RECHECK.with(|h| {
+            *h.borrow_mut() = Some(Box::new(|p: &Path| fs::write(p, "agent\n").unwrap()))
+        });
+        let out = w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap();
+        BEFORE_RECHECK.with(|h| *h.borrow_mut() = None);
+        assert_eq!(
+            out,
+            CompareOutcome::Conflict {
+                current: Some(b"agent\n".to_vec())
+            }
+        );
+        assert_eq!(fs::read(w.root().join("c.md")).unwrap(), b"agent\n");
+        let names: Vec<_> = fs::read_dir(w.root())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "temp file removed: {names:?}");
+    }
+
+    fn polis() -> (tempfile::TempDir, Writer) {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("_polis")).unwrap();
+        let w = Writer::new(&dir.path().join("_polis")).unwrap();
+        (dir, w)
+    }
+
+    #[test]
+    fn no_follow_flag_refuses_a_link() {
+        let (_d, w) = polis();
+        fs::write(w.root().join("real"), "x").unwrap();
+        std::os::unix::fs::symlink(w.root().join("real"), w.root().join("link")).unwrap();
+        let err = OpenOptions::new()
+            .read(true)
+            .custom_flags(no_follow_flags())
+            .open(w.root().join("link"))
+            .unwrap_err();
+        // ELOOP is 40 on Linux, 62 on the BSDs and macOS.
+        assert!(matches!(err.raw_os_error(), Some(40) | Some(62)), "{err}");
+    }
+
+    #[test]
+    fn lexical_checks() {
+        let (_d, w) = polis();
+        assert!(matches!(
+            w.target(Path::new("/etc/x")),
+            Err(WriteError::Absolute(_))
+        ));
+        assert!(matches!(
+            w.target(Path::new("a/../../x")),
+            Err(WriteError::Escapes(_))
+        ));
+        assert!(matches!(w.target(Path::new("./")), Err(WriteError::Empty)));
+        assert_eq!(
+            w.target(Path::new("./a/b.md")).unwrap().rel,
+            Path::new("a/b.md")
+        );
+    }
+
+    #[test]
+    fn ledger_tracks_last_write_and_removal() {
+        let (_d, w) = polis();
+        w.replace_atomic("a.md", b"one\n").unwrap();
+        assert!(w.is_own_write("a.md", &sha256(b"one\n")));
+        assert!(w.is_own_write("./a.md", &sha256(b"one\n")));
+        assert!(!w.is_own_write("a.md", &sha256(b"two\n")));
+        w.remove("a.md").unwrap();
+        assert!(w.is_own_removal("a.md"));
+        assert!(!w.is_own_write("a.md", &sha256(b"one\n")));
+    }
+}
