@@ -69,27 +69,10 @@ pub fn read_text(root: &Path, rel: &str, limit: Option<u64>) -> Result<Option<St
 
 fn open_no_follow(path: &Path) -> std::io::Result<fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    // O_NONBLOCK too: if a FIFO replaced the file between the check and the open, the open
-    // must not hang.
     fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc_flags())
+        .custom_flags(crate::writer::no_follow_flags())
         .open(path)
-}
-
-fn libc_flags() -> i32 {
-    #[cfg(target_os = "linux")]
-    {
-        0o400000 | 0o4000 // O_NOFOLLOW | O_NONBLOCK
-    }
-    #[cfg(target_os = "macos")]
-    {
-        0x0100 | 0x0004 // O_NOFOLLOW | O_NONBLOCK
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-    {
-        0
-    }
 }
 
 fn unreadable(rel: &str, why: &str) -> Finding {

@@ -130,62 +130,10 @@ pub struct Writer {
     ledger: Mutex<HashMap<PathBuf, Ledger>>,
 }
 
-/// `O_NOFOLLOW | O_NONBLOCK` for this platform. std has no constants for them and the crate
-/// takes no libc dependency; the values differ per architecture, so they are spelled out here
-/// and pinned by a test (opening a link must fail).
-const fn no_follow_flags() -> i32 {
-    #[cfg(all(
-        target_os = "linux",
-        any(
-            target_arch = "aarch64",
-            target_arch = "arm",
-            target_arch = "powerpc",
-            target_arch = "powerpc64",
-            target_arch = "m68k"
-        )
-    ))]
-    {
-        0x8000 | 0o4000
-    }
-    #[cfg(all(target_os = "linux", any(target_arch = "mips", target_arch = "mips64")))]
-    {
-        0x20000 | 0x80
-    }
-    #[cfg(all(
-        target_os = "linux",
-        any(target_arch = "sparc", target_arch = "sparc64")
-    ))]
-    {
-        0x20000 | 0x4000
-    }
-    #[cfg(all(
-        target_os = "linux",
-        not(any(
-            target_arch = "aarch64",
-            target_arch = "arm",
-            target_arch = "powerpc",
-            target_arch = "powerpc64",
-            target_arch = "m68k",
-            target_arch = "mips",
-            target_arch = "mips64",
-            target_arch = "sparc",
-            target_arch = "sparc64"
-        ))
-    ))]
-    {
-        0x20000 | 0o4000
-    }
-    #[cfg(any(
-        target_os = "macos",
-        target_os = "ios",
-        target_os = "freebsd",
-        target_os = "openbsd",
-        target_os = "netbsd",
-        target_os = "dragonfly"
-    ))]
-    {
-        0x0100 | 0x0004
-    }
+/// `O_NOFOLLOW | O_NONBLOCK`: a link is refused rather than followed, and a FIFO put in place
+/// of a file cannot block the open.
+pub(crate) const fn no_follow_flags() -> i32 {
+    libc::O_NOFOLLOW | libc::O_NONBLOCK
 }
 
 fn kind_name(ft: fs::FileType) -> &'static str {
