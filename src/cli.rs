@@ -179,9 +179,7 @@ pub fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             eprintln!("polisd: {err:#}");
-            let usage = err
-                .downcast_ref::<crate::polis::LocateError>()
-                .is_some();
+            let usage = err.downcast_ref::<crate::polis::LocateError>().is_some();
             ExitCode::from(if usage { 2 } else { 1 })
         }
     }

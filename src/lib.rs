@@ -15,12 +15,12 @@ pub mod finding;
 pub mod frontmatter;
 pub mod inbox;
 pub mod lesson;
+pub mod policy;
 pub mod polis;
 pub mod review;
-pub mod policy;
 pub mod router;
-pub mod simulation;
 pub mod settings;
+pub mod simulation;
 pub mod stats;
 pub mod yaml;
 

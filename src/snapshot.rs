@@ -76,7 +76,12 @@ fn open_no_follow(path: &Path) -> std::io::Result<fs::File> {
 }
 
 fn unreadable(rel: &str, why: &str) -> Finding {
-    Finding::error(Code::Unreadable, rel, None, format!("polisd cannot read this file: {why}"))
+    Finding::error(
+        Code::Unreadable,
+        rel,
+        None,
+        format!("polisd cannot read this file: {why}"),
+    )
 }
 
 /// An entry of a folder listing that polisd may read as a record.
@@ -152,7 +157,10 @@ mod tests {
         assert_eq!(read_text(root, "ok.md", None).unwrap().unwrap(), "hello\n");
         assert_eq!(read_text(root, "missing.md", None).unwrap(), None);
         assert_eq!(read_text(root, "bad.md", None).unwrap_err().line, Some(2));
-        assert!(read_text(root, "link.md", None).unwrap_err().message.contains("symbolic link"));
+        assert!(read_text(root, "link.md", None)
+            .unwrap_err()
+            .message
+            .contains("symbolic link"));
         fs::write(root.join("big.md"), vec![b'a'; 100]).unwrap();
         assert!(read_text(root, "big.md", Some(10)).is_err());
     }
@@ -218,7 +226,11 @@ pub fn read_records_recursive(
 ) -> Vec<RecordFile> {
     let mut out = read_records(root, dir, findings);
     for sub in subdirs(root, dir) {
-        out.extend(read_records_recursive(root, &format!("{dir}/{sub}"), findings));
+        out.extend(read_records_recursive(
+            root,
+            &format!("{dir}/{sub}"),
+            findings,
+        ));
     }
     out
 }

@@ -212,6 +212,31 @@ impl Writer {
         Ok(WriteOutcome::Written)
     }
 
+    /// Creates `rel` with `bytes` only if nothing is there yet (scaffolding never overwrites).
+    /// Returns whether the file was created. The content appears whole: it is written to a
+    /// temporary file and linked into place, which fails if the name was taken meanwhile.
+    pub fn create_new(&self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<bool, WriteError> {
+        let t = self.target(rel.as_ref())?;
+        self.ensure_parents(&t, true)?;
+        if fs::symlink_metadata(&t.abs).is_ok() {
+            return Ok(false);
+        }
+        let tmp = write_temp(&t, bytes, None)?;
+        match tmp.persist_noclobber(&t.abs) {
+            Ok(_) => {
+                sync_dir(t.abs.parent().unwrap_or(&self.root))?;
+                self.record(&t.rel, Ledger::Wrote(sha256(bytes)));
+                Ok(true)
+            }
+            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(WriteError::Io {
+                op: "create",
+                path: t.rel,
+                source: e.error,
+            }),
+        }
+    }
+
     /// Appends `bytes` to `rel` (created if missing) with one `write` on a file opened for
     /// append without following links, under an advisory exclusive lock. If the file does not
     /// end with a newline, one is written first (in the same `write`), so an agent's unfinished

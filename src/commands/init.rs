@@ -43,16 +43,43 @@ pub fn scaffold(params: &InitParams, time: &PolisTime) -> anyhow::Result<Vec<(St
     let card = fill(include_str!("templates/capability_card.yml"));
     let card = crate::card::stamp(&card).context("stamping the founder's capability card")?;
     let mut files = vec![
-        ("CONSTITUTION.md".to_string(), fill(include_str!("templates/CONSTITUTION.md"))),
-        ("README.md".to_string(), fill(include_str!("templates/README.md"))),
-        ("index.md".to_string(), fill(include_str!("templates/index.md"))),
-        ("chronicle.md".to_string(), fill(include_str!("templates/chronicle.md"))),
-        ("polis.yml".to_string(), fill(include_str!("templates/polis.yml"))),
-        (polis::ROUTING_STATS.to_string(), fill(include_str!("templates/routing_stats.yml"))),
+        (
+            "CONSTITUTION.md".to_string(),
+            fill(include_str!("templates/CONSTITUTION.md")),
+        ),
+        (
+            "README.md".to_string(),
+            fill(include_str!("templates/README.md")),
+        ),
+        (
+            "index.md".to_string(),
+            fill(include_str!("templates/index.md")),
+        ),
+        (
+            "chronicle.md".to_string(),
+            fill(include_str!("templates/chronicle.md")),
+        ),
+        (
+            "polis.yml".to_string(),
+            fill(include_str!("templates/polis.yml")),
+        ),
+        (
+            polis::ROUTING_STATS.to_string(),
+            fill(include_str!("templates/routing_stats.yml")),
+        ),
         (format!("citizens/{id}/capability_card.yml"), card),
-        (format!("citizens/{id}/status.md"), fill(include_str!("templates/status.md"))),
-        (format!("citizens/{id}/inbox.md"), fill(include_str!("templates/inbox.md"))),
-        (format!("citizens/{id}/journal.md"), fill(include_str!("templates/journal.md"))),
+        (
+            format!("citizens/{id}/status.md"),
+            fill(include_str!("templates/status.md")),
+        ),
+        (
+            format!("citizens/{id}/inbox.md"),
+            fill(include_str!("templates/inbox.md")),
+        ),
+        (
+            format!("citizens/{id}/journal.md"),
+            fill(include_str!("templates/journal.md")),
+        ),
     ];
     for dir in [
         "contracts/open",
@@ -87,8 +114,7 @@ fn note_text(text: &str) -> String {
 /// paths created and the paths kept.
 pub fn run(project_root: &Path, params: &InitParams) -> anyhow::Result<(Vec<String>, Vec<String>)> {
     let root = project_root.join("_polis");
-    std::fs::create_dir_all(&root)
-        .with_context(|| format!("creating {}", root.display()))?;
+    std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
     let zone = PolisZone::default();
     let files = scaffold(params, &PolisTime::system(zone))?;
     let writer = crate::writer::Writer::new(&root)?;
