@@ -491,19 +491,31 @@ pub fn needs_move(a: &Amendment, in_proposed: bool) -> bool {
 
 /// Records an outcome in an amendment's text: sets `status` and, when given, `ratified_at`
 /// (added after `status` if missing, written single-quoted as the reference's dump writes it,
-/// so it reads back as a string). Every other byte is kept, BOM and CRLF included. A text
-/// without frontmatter is returned unchanged.
+/// so it reads back as a string). Every other byte is kept, BOM and CRLF included.
+///
+/// The text comes back unchanged when it cannot be spliced safely: no frontmatter, or a
+/// frontmatter (e.g. flow style) that would not read back with the new values. The caller sees
+/// that nothing changed and reports the file instead of moving it.
 pub fn set_status(text: &str, status: &str, ratified_at: Option<&str>) -> String {
     let Some(mut out) = splice_field(text, "status", status, None) else {
         return text.to_string();
     };
     if let Some(stamp) = ratified_at {
         let quoted = format!("'{}'", stamp.replace('\'', "''"));
-        if let Some(t) = splice_field(&out, "ratified_at", &quoted, Some("status")) {
-            out = t;
+        match splice_field(&out, "ratified_at", &quoted, Some("status")) {
+            Some(t) => out = t,
+            None => return text.to_string(),
         }
     }
-    out
+    let reads_back = frontmatter::parse(&out).is_ok_and(|r| {
+        r.get("status").as_str() == Some(status)
+            && ratified_at.map_or(true, |t| r.get("ratified_at").as_str() == Some(t))
+    });
+    if reads_back {
+        out
+    } else {
+        text.to_string()
+    }
 }
 
 /// Sets one top-level scalar in a file's frontmatter by splicing lines: every line `key: …`
@@ -590,19 +602,54 @@ pub fn splice_field(
 /// closed amendments. A ratified amendment links its new home in `ratified/`; the others stay
 /// in `proposed/`.
 pub fn chronicle_line(a: &Amendment, outcome: &Outcome, now: &PolisTime) -> Option<String> {
-    let (verb, folder) = match outcome.action {
-        Action::Ratified => ("ratified amendment", "ratified"),
-        Action::Expired => ("expired amendment", "proposed"),
-        Action::Rejected => ("rejected amendment", "proposed"),
-        Action::Pending | Action::Closed => return None,
-    };
+    chronicle_line_for(a, outcome.action, &outcome.detail, now)
+}
+
+/// [`chronicle_line`] from an action and a detail, for an outcome recorded earlier (the next
+/// pass after an interrupted ratification: `chronicle_line_for(a, Action::Ratified, "…", now)`).
+pub fn chronicle_line_for(
+    a: &Amendment,
+    action: Action,
+    detail: &str,
+    now: &PolisTime,
+) -> Option<String> {
+    let (verb, folder) = outcome_verb(action)?;
     let title = a.title.as_deref().unwrap_or(&a.id);
     Some(chronicle::daemon_line(
         now,
         verb,
         Some(&link(a, folder)),
-        &format!("{title}: {}", outcome.detail),
+        &format!("{title}: {detail}"),
     ))
+}
+
+fn outcome_verb(action: Action) -> Option<(&'static str, &'static str)> {
+    match action {
+        Action::Ratified => Some(("ratified amendment", "ratified")),
+        Action::Expired => Some(("expired amendment", "proposed")),
+        Action::Rejected => Some(("rejected amendment", "proposed")),
+        Action::Pending | Action::Closed => None,
+    }
+}
+
+/// Whether one of the chronicle texts already records this outcome (its verb linking this
+/// amendment, by anyone): a resumed pass appends the line only when this is false.
+pub fn outcome_in_chronicle(texts: &[&str], a: &Amendment, action: Action) -> bool {
+    let Some((verb, folder)) = outcome_verb(action) else {
+        return false;
+    };
+    let target = link(a, folder);
+    texts.iter().any(|t| chronicle::has_line(t, verb, &target))
+}
+
+/// The action a recorded `status` stands for (`ratified`, `expired`, `rejected`).
+pub fn recorded_action(a: &Amendment) -> Option<Action> {
+    match a.status.as_deref()? {
+        "ratified" => Some(Action::Ratified),
+        "expired" => Some(Action::Expired),
+        "rejected" => Some(Action::Rejected),
+        _ => None,
+    }
 }
 
 /// The wikilink target of an amendment in a folder (`proposed` or `ratified`).
@@ -810,6 +857,22 @@ mod tests {
         assert_eq!(w.tally(&text, "2026-03-02 10:00").action, Action::Closed);
         let open = parse(&amendment("", ""), "2026-03-01-floor").unwrap();
         assert!(!needs_move(&open, true));
+        // The resumed pass appends the line once.
+        assert_eq!(recorded_action(&a), Some(Action::Ratified));
+        let line = chronicle_line_for(
+            &a,
+            Action::Ratified,
+            "ratified earlier",
+            &at("2026-03-02 10:00"),
+        )
+        .unwrap();
+        assert!(!outcome_in_chronicle(
+            &["---\nfile_type: chronicle\n---\n"],
+            &a,
+            Action::Ratified
+        ));
+        assert!(outcome_in_chronicle(&["", &line], &a, Action::Ratified));
+        assert!(!outcome_in_chronicle(&[&line], &a, Action::Expired));
     }
 
     #[test]

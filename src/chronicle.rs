@@ -65,7 +65,7 @@ pub struct Line {
 
 /// Where a scan stopped: just after the last complete line. Feed it back to [`scan_from`] to
 /// read only what was appended since.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Resume {
     /// Byte offset of the end of the last complete line (0 when there is none).
     pub offset: usize,
@@ -726,6 +726,35 @@ impl Quarter {
     pub fn archive_name(self) -> String {
         format!("chronicle-{self}.md")
     }
+
+    /// The quarter of an archive file name `chronicle-YYYY-Qn.md`.
+    pub fn from_archive_name(name: &str) -> Option<Quarter> {
+        Quarter::parse(name.strip_prefix("chronicle-")?.strip_suffix(".md")?)
+    }
+}
+
+/// The newest archive among file names (others are ignored): the one the activity window reads
+/// with the current chronicle.
+pub fn newest_archive<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    names
+        .into_iter()
+        .filter_map(|n| Quarter::from_archive_name(n).map(|q| (q, n)))
+        .max_by_key(|(q, _)| *q)
+        .map(|(_, n)| n)
+}
+
+/// Whether a chronicle text already holds a line with this verb linking this target (after
+/// [`link_target`] normalisation), by any author. Lets a resumed action (e.g. an interrupted
+/// ratification) append its line only once.
+pub fn has_line(text: &str, verb: &str, target: &str) -> bool {
+    let want = link_target(target);
+    scan(text).lines.iter().any(|l| {
+        parse_entry(&l.text).is_ok_and(|e| {
+            e.verb == verb
+                && e.link.and_then(link_target).is_some()
+                && e.link.and_then(link_target) == want
+        })
+    })
 }
 
 impl std::fmt::Display for Quarter {
@@ -867,7 +896,7 @@ pub fn merge_conflict_copy(current: &str, copy: &str) -> String {
         .map(|h| format!("{h}{eol}"))
         .unwrap_or_default();
     for (_, text) in keyed {
-        out.push_str(text.trim_end());
+        out.push_str(text);
         out.push_str(eol);
     }
     out
@@ -1268,6 +1297,36 @@ mod tests {
             &[&m]
         )
         .is_empty());
+    }
+
+    #[test]
+    fn archives_and_existing_lines() {
+        assert_eq!(
+            newest_archive([
+                "chronicle-2025-Q4.md",
+                "chronicle.md",
+                "chronicle-2026-Q1.md",
+                "chronicle-2026-Q1.md~"
+            ]),
+            Some("chronicle-2026-Q1.md")
+        );
+        assert_eq!(newest_archive(["chronicle.md"]), None);
+        let text = "- 2026-03-02 10:00 | polis-daemon | ratified amendment | [[amendments/ratified/2026-03-01-floor]] | x\n";
+        assert!(has_line(
+            text,
+            "ratified amendment",
+            "amendments/ratified/2026-03-01-floor.md"
+        ));
+        assert!(!has_line(
+            text,
+            "ratified amendment",
+            "amendments/ratified/other"
+        ));
+        assert!(!has_line(
+            text,
+            "expired amendment",
+            "amendments/ratified/2026-03-01-floor"
+        ));
     }
 
     #[test]

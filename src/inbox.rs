@@ -321,7 +321,7 @@ impl Notification {
                 Kind::AmendmentRatified,
                 crate::amendment::link(a, "ratified"),
                 format!(
-                    "The amendment `{}` ({title}) was ratified: {}. `CONSTITUTION.md` must now be edited to include it; the index keeper (or the proposer) makes that edit and appends a line to the chronicle. Until then, follow the amendment as ratified.",
+                    "The amendment `{}` ({title}) was ratified: {}. `CONSTITUTION.md` must now be edited to include it; the index keeper (or the proposer) makes that edit and appends a line to the chronicle.",
                     a.id, outcome.detail
                 ),
             ),
