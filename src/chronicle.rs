@@ -440,13 +440,13 @@ pub fn validate(line: &Line, ctx: &ChronicleContext<'_>) -> Vec<Finding> {
 
     let now = ctx.now.now;
     if entry.stamp > now + Duration::minutes(FUTURE_TOLERANCE_MINUTES) {
-        let ahead = (entry.stamp - now).num_minutes();
+        let ahead = describe_span(entry.stamp - now);
         out.push(Finding::error(
             Code::C004,
             ctx.path,
             at,
             format!(
-                "`{shown}`: the timestamp is {ahead} minutes in the future (now is {} in the polis timezone, UTC{}). Stamp lines with the current time in the polis timezone: `{}`",
+                "`{shown}`: the timestamp is {ahead} in the future (now is {} in the polis timezone, UTC{}). Stamp lines with the current time in the polis timezone: `{}`",
                 ctx.now.minute_stamp(),
                 ctx.now.zone.0,
                 fixed(Some(&ctx.now.minute_stamp()), None, None, None),
@@ -480,13 +480,15 @@ pub fn validate(line: &Line, ctx: &ChronicleContext<'_>) -> Vec<Finding> {
                 at,
                 format!(
                     "`{shown}`: the link `[[{inner}]]` points to nothing in `_polis/`. Links are relative to `_polis/` with `.md` optional; link a file that exists, or write `-`: `{}`",
-                    fixed(None, None, None, Some("contracts/open/<contract-id>")),
+                    fixed(None, None, None, Some(expected_link(&entry.verb.to_lowercase()).map_or("<path-that-exists>", |(k, _)| k.example()))),
                 ),
             ));
         }
     }
 
-    if let Some((kind, required)) = expected_link(entry.verb) {
+    // The table is looked up case-blind: `Settled Contract` is still a settlement (C008 tells
+    // about the case).
+    if let Some((kind, required)) = expected_link(&entry.verb.to_lowercase()) {
         let wrong = match entry.link {
             Some(inner) => !link_target(inner).is_some_and(|t| kind.matches(&t)),
             None => required,
@@ -564,6 +566,18 @@ pub fn validate_all(
         }
     }
     (out, newest)
+}
+
+/// A span for a message: minutes, hours or days, whichever reads best.
+fn describe_span(span: Duration) -> String {
+    let minutes = span.num_minutes();
+    if minutes < 120 {
+        format!("{minutes} minutes")
+    } else if minutes < 48 * 60 {
+        format!("{} hours", minutes / 60)
+    } else {
+        format!("{} days", minutes / (24 * 60))
+    }
 }
 
 /// A corrected example for a malformed line, keeping whatever fields can be recognised.
@@ -1027,6 +1041,25 @@ mod tests {
     }
 
     #[test]
+    fn reference_written_lines_are_valid() {
+        // What the reference's init, vote and reflect write must pass every rule.
+        let ok_all = |id: &str| id == CITIZEN;
+        let any = |_: &str| true;
+        let ctx = ChronicleContext {
+            path: "chronicle.md",
+            is_registered: &ok_all,
+            link_exists: &any,
+            newest_earlier: None,
+            now: at("2026-03-02 15:00"),
+        };
+        let seed = "---\nfile_type: chronicle\nrollover_policy: quarterly\ncurrent_period: 2026-Q1\n---\n\n- 2026-03-02 10:00 | claude-code-one | founded polis | - | first commit of polis protocol\n- 2026-03-02 10:05 | claude-code-one | voted on amendment | [[amendments/proposed/2026-03-01-floor]] | request_changes: -\n- 2026-03-02 10:06 | polis-reflector | proposed amendment | [[amendments/proposed/2026-03-02-x]] | evidence-mined by polis reflect\n- 2026-03-02 10:07 | polis-tally | ratified amendment | [[amendments/ratified/2026-03-01-floor]] | Floor\n";
+        let lines = scan(seed).lines;
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[0].number, 7);
+        assert_eq!(validate_all(&lines, &ctx).0, vec![]);
+    }
+
+    #[test]
     fn c001_pipe_in_note() {
         let line = "- 2026-03-02 14:05 | claude-code-one | settled contract | [[contracts/settled/fix-login]] | a | b || c";
         assert_eq!(check(line), vec![]);
@@ -1139,6 +1172,8 @@ mod tests {
     fn c008_verb_not_lowercase_or_too_long() {
         let upper = GOOD.replace("settled contract", "Settled Contract");
         assert_eq!(codes(&check(&upper)), vec![Code::C008]);
+        let upper_wrong = upper.replace("contracts/settled/fix-login", "lessons/py/2026-03-01-x");
+        assert_eq!(codes(&check(&upper_wrong)), vec![Code::C007, Code::C008]);
         let long = GOOD.replace(
             "settled contract",
             "did a lot of very important things today",
