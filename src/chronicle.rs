@@ -96,10 +96,28 @@ pub fn scan_from(text: &str, from: Resume) -> Option<Scan> {
     {
         return None;
     }
+    Some(scan_lines(text, from, from.offset == 0))
+}
+
+/// Reads the complete lines of `tail`, the bytes of a file from a resume point on (for a caller
+/// that reads only what was appended). Line numbers continue after `last_line`; the returned
+/// offset is relative to `tail`. No frontmatter is looked for.
+pub fn scan_tail(tail: &str, last_line: usize) -> Scan {
+    scan_lines(
+        tail,
+        Resume {
+            offset: 0,
+            line: last_line,
+        },
+        false,
+    )
+}
+
+fn scan_lines(text: &str, from: Resume, at_start: bool) -> Scan {
     let mut pos = from.offset;
     // Lines before `body_line` are frontmatter; only a scan from the start can see it.
     let mut body_line = 1;
-    if pos == 0 {
+    if at_start {
         if text.starts_with('\u{feff}') {
             pos = '\u{feff}'.len_utf8();
         }
@@ -125,7 +143,7 @@ pub fn scan_from(text: &str, from: Resume) -> Option<Scan> {
             text: raw.to_string(),
         });
     }
-    Some(Scan { lines, resume })
+    Scan { lines, resume }
 }
 
 /// 1-based line on which the body starts (1 without frontmatter). Only the BOM and CRLF are
@@ -822,8 +840,13 @@ pub fn rollover(text: &str, now: &PolisTime) -> Option<Rollover> {
         "rolled over chronicle",
         Some(archive_name.trim_end_matches(".md")),
         &format!(
-            "{} lines of {archived} moved to {archive_name}",
-            scanned.lines.len()
+            "{} {} of {archived} moved to {archive_name}",
+            scanned.lines.len(),
+            if scanned.lines.len() == 1 {
+                "line"
+            } else {
+                "lines"
+            }
         ),
     );
     let period_value = now_q.to_string();
@@ -1235,6 +1258,11 @@ mod tests {
             vec![(8, "- partial line"), (9, "- c")]
         );
         assert!(scan_from("short", s.resume).is_none());
+        let tail = scan_tail(&more[s.resume.offset..], s.resume.line);
+        assert_eq!(tail.lines, s2.lines);
+        assert_eq!(tail.resume.offset + s.resume.offset, s2.resume.offset);
+        // A tail that starts with `---` is not frontmatter.
+        assert_eq!(scan_tail("---\nx: 1\n---\n", 9).lines.len(), 3);
     }
 
     #[test]
@@ -1281,7 +1309,7 @@ mod tests {
         assert_eq!(r.archive_text, text);
         assert_eq!(
             r.new_text,
-            "---\nfile_type: chronicle\nrollover_policy: quarterly\ncurrent_period: 2026-Q2\n---\n\n- 2026-04-01 00:05 | polis-daemon | rolled over chronicle | [[chronicle-2026-Q1]] | 1 lines of 2026-Q1 moved to chronicle-2026-Q1.md\n"
+            "---\nfile_type: chronicle\nrollover_policy: quarterly\ncurrent_period: 2026-Q2\n---\n\n- 2026-04-01 00:05 | polis-daemon | rolled over chronicle | [[chronicle-2026-Q1]] | 1 line of 2026-Q1 moved to chronicle-2026-Q1.md\n"
         );
         assert_eq!(
             declared_period(&r.new_text),
@@ -1401,6 +1429,9 @@ mod tests {
                 let _ = example_from(&l.text, &at("2026-03-02 15:00"));
             }
             let _ = scan_from(&text, Resume { offset: cut.min(text.len()), line: 3 });
+            let _ = scan_tail(&text, 3);
+            let _ = lost_lines(&[text.clone()], &[&text]);
+            let _ = active_authors(&[&text], &at("2026-03-02 15:00"));
             let _ = merge_conflict_copy(&text, &text);
             let _ = rollover(&text, &at("2026-03-02 15:00"));
         }
