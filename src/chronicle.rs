@@ -1344,22 +1344,23 @@ mod tests {
             m,
             "merging again changes nothing"
         );
-        let seen: Vec<String> = scan(cur)
+        // No line of either file is lost; the copy's lines may come first in a merge too.
+        let both: Vec<String> = scan(cur)
             .lines
             .into_iter()
             .chain(scan(copy).lines)
             .map(|l| l.text)
             .collect();
-        let _ = seen;
-        assert!(lost_lines(
-            &scan(cur)
-                .lines
-                .iter()
-                .map(|l| l.text.clone())
-                .collect::<Vec<_>>(),
-            &[&m]
-        )
-        .is_empty());
+        let once: Vec<String> = both
+            .iter()
+            .enumerate()
+            .filter(|(i, t)| both[..*i].iter().all(|p| p != *t))
+            .map(|(_, t)| t.clone())
+            .collect();
+        assert!(lost_lines(&once, &[&m]).is_empty());
+        let the_other_way = merge_conflict_copy(copy, cur);
+        assert!(lost_lines(&once, &[&the_other_way]).is_empty());
+        assert!(the_other_way.starts_with("---\nfile_type: other\n---\n\n"));
     }
 
     #[test]
@@ -1430,7 +1431,7 @@ mod tests {
             }
             let _ = scan_from(&text, Resume { offset: cut.min(text.len()), line: 3 });
             let _ = scan_tail(&text, 3);
-            let _ = lost_lines(&[text.clone()], &[&text]);
+            let _ = lost_lines(std::slice::from_ref(&text), &[&text]);
             let _ = active_authors(&[&text], &at("2026-03-02 15:00"));
             let _ = merge_conflict_copy(&text, &text);
             let _ = rollover(&text, &at("2026-03-02 15:00"));
