@@ -1,1 +1,511 @@
-//! (to be written)
+//! Inbox notifications (SPEC §9): the kinds, the stable notification id, the exact block
+//! polisd appends to `citizens/<id>/inbox.md`, and finding the ids already sent.
+//!
+//! Pure: a [`Notification`] is built from what happened and rendered to text; the caller
+//! appends it (one locked write) only when [`sent_ids`] of the inbox and its archive and
+//! polisd's own ledger do not already hold its id. Nothing here reads an inbox from disk.
+
+use crate::amendment::{Action, Amendment, Outcome};
+use crate::chronicle;
+use crate::clock::PolisTime;
+use crate::finding::{Finding, Severity};
+use crate::polis::DAEMON_ID;
+use regex::Regex;
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::LazyLock;
+
+/// The kinds of SPEC §9's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    ChronicleFinding,
+    ContractRouted,
+    ContractSettled,
+    QualityDefaulted,
+    ReviewNeeded,
+    AmendmentProposed,
+    AmendmentRatified,
+    AmendmentRejected,
+    AmendmentExpired,
+    LessonFiled,
+    ContractStale,
+    CardChanged,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 12] = [
+        Kind::ChronicleFinding,
+        Kind::ContractRouted,
+        Kind::ContractSettled,
+        Kind::QualityDefaulted,
+        Kind::ReviewNeeded,
+        Kind::AmendmentProposed,
+        Kind::AmendmentRatified,
+        Kind::AmendmentRejected,
+        Kind::AmendmentExpired,
+        Kind::LessonFiled,
+        Kind::ContractStale,
+        Kind::CardChanged,
+    ];
+
+    /// The kind as it is written in the marker.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::ChronicleFinding => "chronicle-finding",
+            Kind::ContractRouted => "contract-routed",
+            Kind::ContractSettled => "contract-settled",
+            Kind::QualityDefaulted => "quality-defaulted",
+            Kind::ReviewNeeded => "review-needed",
+            Kind::AmendmentProposed => "amendment-proposed",
+            Kind::AmendmentRatified => "amendment-ratified",
+            Kind::AmendmentRejected => "amendment-rejected",
+            Kind::AmendmentExpired => "amendment-expired",
+            Kind::LessonFiled => "lesson-filed",
+            Kind::ContractStale => "contract-stale",
+            Kind::CardChanged => "card-changed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The id of a notification: the first 16 hex digits of SHA-256 over the four fields, each
+/// written as a netstring (`<byte length>:<bytes>,`) in the order kind, subject, recipient,
+/// discriminator. Length prefixes make the encoding unambiguous whatever the fields contain
+/// (`("a:b", "c")` and `("a", "b:c")` differ), and the id depends on nothing else, so two
+/// machines name the same event the same way.
+pub fn notification_id(kind: Kind, subject: &str, recipient: &str, discriminator: &str) -> String {
+    let mut h = Sha256::new();
+    for field in [kind.as_str(), subject, recipient, discriminator] {
+        h.update(field.len().to_string().as_bytes());
+        h.update(b":");
+        h.update(field.as_bytes());
+        h.update(b",");
+    }
+    h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// One notification block, exactly as SPEC §9 writes it: it starts with a blank line and ends
+/// with `---\n`. The paragraph is flattened to one line so it stays one paragraph and can never
+/// start a heading or marker line of its own.
+pub fn render(stamp: &str, paragraph: &str, link: &str, kind: Kind, id: &str) -> String {
+    let paragraph = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!("\n### {stamp} from {DAEMON_ID}\n\n{paragraph}\n\n[[{link}]]\n<!-- polisd:{kind}:{id} -->\n\n---\n")
+}
+
+static MARKER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^[ \t]*<!-- polisd:([a-z-]+):([0-9a-f]{16}) -->[ \t]*\r?$").unwrap()
+});
+
+/// The `(kind, id)` of every polisd marker in an inbox (or inbox archive) text. Only a marker
+/// on a line of its own counts, as polisd writes it; unknown kinds are skipped.
+pub fn sent_ids(inbox_text: &str) -> HashSet<(Kind, String)> {
+    MARKER
+        .captures_iter(inbox_text)
+        .filter_map(|c| Some((Kind::parse(&c[1])?, c[2].to_string())))
+        .collect()
+}
+
+/// A notification to one citizen about one event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notification {
+    pub kind: Kind,
+    pub recipient: String,
+    /// What the event is about (a contract id, a path, an amendment id).
+    pub subject: String,
+    /// What makes this event different from an earlier one of the same kind and subject (a
+    /// finding code, a content hash, a date); often empty.
+    pub discriminator: String,
+    /// The wikilink target, relative to `_polis/`.
+    pub link: String,
+    /// What happened and what the reader should do.
+    pub paragraph: String,
+}
+
+impl Notification {
+    pub fn id(&self) -> String {
+        notification_id(
+            self.kind,
+            &self.subject,
+            &self.recipient,
+            &self.discriminator,
+        )
+    }
+
+    /// The block to append to the recipient's inbox.
+    pub fn render(&self, now: &PolisTime) -> String {
+        render(
+            &now.minute_stamp(),
+            &self.paragraph,
+            &self.link,
+            self.kind,
+            &self.id(),
+        )
+    }
+
+    /// Whether any of the given inbox texts (inbox, archive) already holds this notification.
+    pub fn already_in(&self, texts: &[&str]) -> bool {
+        let key = (self.kind, self.id());
+        texts.iter().any(|t| sent_ids(t).contains(&key))
+    }
+
+    /// A chronicle line broke a rule. `line_text` is the line; the subject is the line itself
+    /// (by hash, so it survives renumbering by a merge or rollover) and the discriminator the
+    /// finding code, so each problem of each line is told once.
+    pub fn chronicle_finding(
+        recipient: &str,
+        author: &str,
+        finding: &Finding,
+        line_text: &str,
+    ) -> Notification {
+        let severity = match finding.severity {
+            Severity::Error => "an error",
+            Severity::Warning => "a warning",
+        };
+        let whose = if recipient == author {
+            "a chronicle line you wrote".to_string()
+        } else {
+            format!("a chronicle line by `{author}`, who is not a registered citizen (you are told as index keeper)")
+        };
+        let at = finding
+            .line
+            .map_or(String::new(), |l| format!(" at line {l}"));
+        Notification {
+            kind: Kind::ChronicleFinding,
+            recipient: recipient.to_string(),
+            subject: format!("{}:{}", finding.path, chronicle::line_key(line_text)),
+            discriminator: finding.code.as_str().to_string(),
+            link: finding.path.trim_end_matches(".md").to_string(),
+            paragraph: format!(
+                "polisd found {severity} ({}) in {whose} in `{}`{at}: {}. The chronicle is append-only, so do not edit or delete the line; if it needs correcting, append a new, correct line.",
+                finding.code, finding.path, finding.message
+            ),
+        }
+    }
+
+    /// polisd recommended `recipient` for a new open contract.
+    pub fn contract_routed(
+        recipient: &str,
+        contract_id: &str,
+        title: &str,
+        score: f64,
+        exploration: bool,
+    ) -> Notification {
+        let why = if exploration {
+            "as an exploration pick, so the router learns how you do on these tags"
+        } else {
+            "as the best fit on its tags"
+        };
+        Notification {
+            kind: Kind::ContractRouted,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: String::new(),
+            link: format!("contracts/open/{contract_id}"),
+            paragraph: format!(
+                "The router recommends you for the new open contract `{contract_id}` ({title}), score {score:.3}, {why}. To take it, set `owner: {recipient}` and `status: claimed` in its frontmatter and append a `claimed contract` line to the chronicle; if you cannot, leave it open for someone else."
+            ),
+        }
+    }
+
+    /// A contract settled; told to its opener when the opener is not the owner.
+    pub fn contract_settled(
+        recipient: &str,
+        contract_id: &str,
+        title: &str,
+        owner: &str,
+        quality: Option<i64>,
+    ) -> Notification {
+        let quality = quality.map_or(String::new(), |q| format!(" with quality {q}"));
+        Notification {
+            kind: Kind::ContractSettled,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: String::new(),
+            link: format!("contracts/settled/{contract_id}"),
+            paragraph: format!(
+                "The contract `{contract_id}` ({title}) that you opened was settled by `{owner}`{quality}. Read its Settlement section and check it against your acceptance criteria; if something is missing, open a follow-up contract."
+            ),
+        }
+    }
+
+    /// A settled contract had no readable quality, so reconcile assumed 3.
+    pub fn quality_defaulted(recipient: &str, contract_id: &str) -> Notification {
+        Notification {
+            kind: Kind::QualityDefaulted,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: String::new(),
+            link: format!("contracts/settled/{contract_id}"),
+            paragraph: format!(
+                "polisd could not read a quality score in the settled contract `{contract_id}`, so routing counts it as 3. Add `quality_score: <1-5>` to its frontmatter (or a line `Quality self-score: <1-5>` to its Settlement section); routing_stats.yml is rebuilt when the file changes."
+            ),
+        }
+    }
+
+    /// A high-stakes contract needs a reviewer (to its owner, `reviewer` = `None`), or a
+    /// reviewer was named (to the reviewer).
+    pub fn review_needed(
+        recipient: &str,
+        contract_id: &str,
+        title: &str,
+        reviewer: Option<&str>,
+    ) -> Notification {
+        let (discriminator, paragraph) = match reviewer {
+            None => (
+                "no-reviewer".to_string(),
+                format!(
+                    "The contract `{contract_id}` ({title}) that you claimed has `stakes: high` and no reviewer. Before settling, ask another citizen to review it: set `review.reviewer` in its frontmatter and append a `requested review` line to the chronicle."
+                ),
+            ),
+            Some(r) => (
+                format!("reviewer:{r}"),
+                format!(
+                    "You are the reviewer of the contract `{contract_id}` ({title}). Review the work, write `reviews/<YYYY-MM-DD-HHMM>-{contract_id}.md` with `reviewer: {r}`, `contract: {contract_id}` and `decision: signed_off`, `requested_changes` or `rejected`, then append a `signed off` or `rejected review` line to the chronicle."
+                ),
+            ),
+        };
+        Notification {
+            kind: Kind::ReviewNeeded,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator,
+            link: format!("contracts/open/{contract_id}"),
+            paragraph,
+        }
+    }
+
+    /// A new amendment was proposed; told to every active citizen but the proposer.
+    pub fn amendment_proposed(recipient: &str, a: &Amendment) -> Notification {
+        let title = a.title.as_deref().unwrap_or(&a.id);
+        let by = a
+            .proposed_by
+            .as_deref()
+            .map_or(String::new(), |p| format!(" by `{p}`"));
+        Notification {
+            kind: Kind::AmendmentProposed,
+            recipient: recipient.to_string(),
+            subject: a.id.clone(),
+            discriminator: String::new(),
+            link: crate::amendment::link(a, "proposed"),
+            paragraph: format!(
+                "A new amendment was proposed{by}: `{}` ({title}). Read it and vote by adding a block `## Response from {recipient} (agree)` (or `disagree`, `abstain`, `request changes`) with your reasons at the end of the file, then append a `voted on amendment` line to the chronicle.",
+                a.id
+            ),
+        }
+    }
+
+    /// The tally decided an amendment (ratified, rejected or expired); `None` for pending and
+    /// closed outcomes. For ratification every active citizen and the index keeper are told
+    /// the constitution must be edited; rejection and expiry go to the proposer.
+    pub fn amendment_outcome(
+        recipient: &str,
+        a: &Amendment,
+        outcome: &Outcome,
+    ) -> Option<Notification> {
+        let title = a.title.as_deref().unwrap_or(&a.id);
+        let (kind, link, paragraph) = match outcome.action {
+            Action::Ratified => (
+                Kind::AmendmentRatified,
+                crate::amendment::link(a, "ratified"),
+                format!(
+                    "The amendment `{}` ({title}) was ratified: {}. `CONSTITUTION.md` must now be edited to include it; the index keeper (or the proposer) makes that edit and appends a line to the chronicle.",
+                    a.id, outcome.detail
+                ),
+            ),
+            Action::Rejected => (
+                Kind::AmendmentRejected,
+                crate::amendment::link(a, "proposed"),
+                format!(
+                    "Your amendment `{}` ({title}) was rejected: {}. It stays in `amendments/proposed/` with `status: rejected` as a record of what was tried; to try again, address the objections in the responses and propose a new amendment.",
+                    a.id, outcome.detail
+                ),
+            ),
+            Action::Expired => (
+                Kind::AmendmentExpired,
+                crate::amendment::link(a, "proposed"),
+                format!(
+                    "Your amendment `{}` ({title}) expired before reaching quorum: {}. It stays in `amendments/proposed/` with `status: expired`; if it still matters, propose it again as a new amendment and ask citizens to vote.",
+                    a.id, outcome.detail
+                ),
+            ),
+            Action::Pending | Action::Closed => return None,
+        };
+        Some(Notification {
+            kind,
+            recipient: recipient.to_string(),
+            subject: a.id.clone(),
+            discriminator: String::new(),
+            link,
+            paragraph,
+        })
+    }
+
+    /// A lesson was filed on a tag an open contract requires; told to that contract's owner.
+    /// `lesson_path` is relative to `_polis/` without `.md`.
+    pub fn lesson_filed(
+        recipient: &str,
+        lesson_path: &str,
+        tag: &str,
+        contract_id: &str,
+    ) -> Notification {
+        Notification {
+            kind: Kind::LessonFiled,
+            recipient: recipient.to_string(),
+            subject: lesson_path.to_string(),
+            discriminator: contract_id.to_string(),
+            link: lesson_path.to_string(),
+            paragraph: format!(
+                "A new lesson on `{tag}` was filed, and your contract `{contract_id}` requires that tag. Read the lesson before you go on with the contract; it records what another citizen learned on the same kind of work."
+            ),
+        }
+    }
+
+    /// A claimed contract has had no chronicle line for 14 days. `last_line` is the stamp of
+    /// the last line about it (or of the claim); it is the discriminator, so each new silence
+    /// is told once.
+    pub fn contract_stale(recipient: &str, contract_id: &str, last_line: &str) -> Notification {
+        Notification {
+            kind: Kind::ContractStale,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: last_line.to_string(),
+            link: format!("contracts/open/{contract_id}"),
+            paragraph: format!(
+                "The contract `{contract_id}` that you own has had no chronicle line since {last_line} (14 days or more). Append a line with your progress, or, if you have stopped, set `status: abandoned`, move it to `contracts/abandoned/` and append an `abandoned contract` line so someone else can take it."
+            ),
+        }
+    }
+
+    /// A card's `content_hash` stopped matching; told to that citizen and the index keeper.
+    /// `actual` is the hash of the card's content now (the discriminator: each change once).
+    pub fn card_changed(recipient: &str, citizen: &str, actual: &str) -> Notification {
+        let paragraph = if recipient == citizen {
+            "Your capability card no longer matches its `content_hash`. If you edited it, restamp it with `polisd verify --fix`; if you did not, someone else changed it: compare it with your last known version and restore it.".to_string()
+        } else {
+            format!("The capability card of `{citizen}` no longer matches its `content_hash` (you are told as index keeper). If `{citizen}` did not make the change, the card was edited by someone else: check what changed and restore it, then append a line to the chronicle.")
+        };
+        Notification {
+            kind: Kind::CardChanged,
+            recipient: recipient.to_string(),
+            subject: citizen.to_string(),
+            discriminator: actual.to_string(),
+            link: format!("citizens/{citizen}/capability_card.yml"),
+            paragraph,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::PolisZone;
+    use crate::finding::Code;
+    use chrono::NaiveDateTime;
+
+    fn at(stamp: &str) -> PolisTime {
+        PolisTime {
+            zone: PolisZone::default(),
+            now: NaiveDateTime::parse_from_str(stamp, "%Y-%m-%d %H:%M").unwrap(),
+        }
+    }
+
+    #[test]
+    fn inbox_block_format_exact() {
+        let block = render(
+            "2026-03-02 14:05",
+            "Something happened.\nDo this.",
+            "contracts/open/fix-login",
+            Kind::ContractRouted,
+            "0123456789abcdef",
+        );
+        assert_eq!(
+            block,
+            "\n### 2026-03-02 14:05 from polis-daemon\n\nSomething happened. Do this.\n\n[[contracts/open/fix-login]]\n<!-- polisd:contract-routed:0123456789abcdef -->\n\n---\n"
+        );
+    }
+
+    #[test]
+    fn kind_strings_round_trip() {
+        for k in Kind::ALL {
+            assert_eq!(Kind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(Kind::AmendmentExpired.as_str(), "amendment-expired");
+        assert_eq!(Kind::parse("nope"), None);
+    }
+
+    #[test]
+    fn id_is_16_hex_and_unambiguous() {
+        let a = notification_id(Kind::CardChanged, "a:b", "c", "");
+        let b = notification_id(Kind::CardChanged, "a", "b:c", "");
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 16);
+        assert!(a
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert_eq!(a, notification_id(Kind::CardChanged, "a:b", "c", ""));
+        assert_ne!(a, notification_id(Kind::ContractStale, "a:b", "c", ""));
+        // The documented encoding, pinned: sha256("17:chronicle-finding,1:s,1:r,1:d,").
+        let want = {
+            let d = Sha256::digest(b"17:chronicle-finding,1:s,1:r,1:d,");
+            d[..8]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        assert_eq!(notification_id(Kind::ChronicleFinding, "s", "r", "d"), want);
+    }
+
+    #[test]
+    fn dedupe_by_marker() {
+        let n = Notification::quality_defaulted("claude-code-one", "fix-login");
+        let block = n.render(&at("2026-03-02 14:05"));
+        let inbox = format!("# Inbox\n\nsome note\n{block}");
+        let ids = sent_ids(&inbox);
+        assert!(ids.contains(&(Kind::QualityDefaulted, n.id())));
+        assert!(n.already_in(&["", &inbox]));
+        assert!(!n.already_in(&["# Inbox\n"]));
+        // CRLF (an editor rewrote the inbox) still counts; a marker inside prose does not.
+        assert!(n.already_in(&[&inbox.replace('\n', "\r\n")]));
+        let quoted = format!("see <!-- polisd:quality-defaulted:{} --> above\n", n.id());
+        assert!(sent_ids(&quoted).is_empty());
+        // Another recipient or discriminator is another notification.
+        let other = Notification::quality_defaulted("gemini-agent-x", "fix-login");
+        assert!(!other.already_in(&[&inbox]));
+    }
+
+    #[test]
+    fn chronicle_finding_notice_names_line_and_fix() {
+        let f = Finding::error(
+            Code::C002,
+            "chronicle.md",
+            Some(9),
+            "`- x`: the author is not registered",
+        );
+        let own = Notification::chronicle_finding("claude-code-one", "claude-code-one", &f, "- x");
+        assert!(own.paragraph.contains("a chronicle line you wrote"));
+        assert!(own.paragraph.contains("line 9"));
+        assert_eq!(own.link, "chronicle");
+        let keeper = Notification::chronicle_finding("index-keeper-1", "ghost", &f, "- x");
+        assert!(keeper.paragraph.contains("index keeper"));
+        assert_ne!(own.id(), keeper.id());
+        let block = own.render(&at("2026-03-02 14:05"));
+        assert!(block.starts_with("\n### 2026-03-02 14:05 from polis-daemon\n\n"));
+        assert!(block.ends_with(&format!(
+            "[[chronicle]]\n<!-- polisd:chronicle-finding:{} -->\n\n---\n",
+            own.id()
+        )));
+    }
+}

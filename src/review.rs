@@ -1,1 +1,139 @@
-//! (to be written)
+//! Review files `reviews/<YYYY-MM-DD-HHMM>-<cid>.md` (SPEC §10): who reviewed which contract
+//! and what they decided.
+//!
+//! Pure: text and file names in, a [`Review`] out. polisd only reads reviews.
+
+use crate::frontmatter::{self, FrontmatterError};
+use crate::yaml::Value;
+use chrono::NaiveDateTime;
+
+/// `decision:`. Spelling variants agents write (`signed off`, `requested-changes`, any case)
+/// are read as the value they mean.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    SignedOff,
+    RequestedChanges,
+    Rejected,
+    /// Anything else, as written.
+    Other(String),
+}
+
+impl Decision {
+    pub fn parse(text: &str) -> Decision {
+        let norm: String = text
+            .trim()
+            .to_lowercase()
+            .chars()
+            .map(|c| if c == ' ' || c == '-' { '_' } else { c })
+            .collect();
+        match norm.as_str() {
+            "signed_off" | "signoff" | "sign_off" | "approved" => Decision::SignedOff,
+            "requested_changes" | "request_changes" | "changes_requested" => {
+                Decision::RequestedChanges
+            }
+            "rejected" | "reject" => Decision::Rejected,
+            _ => Decision::Other(text.to_string()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Decision::SignedOff => "signed_off",
+            Decision::RequestedChanges => "requested_changes",
+            Decision::Rejected => "rejected",
+            Decision::Other(s) => s,
+        }
+    }
+}
+
+/// A review file's frontmatter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Review {
+    pub reviewer: Option<String>,
+    /// `contract`, else `contract_id`; a wikilink or path is reduced to the contract id.
+    pub contract: Option<String>,
+    pub decision: Option<Decision>,
+    pub fields: Value,
+}
+
+/// Reads a review file's text.
+pub fn parse(text: &str) -> Result<Review, FrontmatterError> {
+    let record = frontmatter::parse(text)?;
+    let f = record.fields;
+    let string = |key: &str| match f.get(key) {
+        Value::Null => None,
+        v => Some(v.python_str()).filter(|s| !s.trim().is_empty()),
+    };
+    let contract = string("contract")
+        .or_else(|| string("contract_id"))
+        .map(|c| contract_id_of(&c));
+    Ok(Review {
+        reviewer: string("reviewer").map(|s| s.trim().to_string()),
+        contract,
+        decision: string("decision").map(|d| Decision::parse(&d)),
+        fields: f.clone(),
+    })
+}
+
+/// `fix-login`, `[[contracts/open/fix-login]]` or `contracts/settled/fix-login.md` → `fix-login`.
+fn contract_id_of(text: &str) -> String {
+    let t = text.trim();
+    let t = t
+        .strip_prefix("[[")
+        .and_then(|x| x.strip_suffix("]]"))
+        .unwrap_or(t);
+    let t = t.split(['|', '#']).next().unwrap_or(t);
+    let t = t.rsplit('/').next().unwrap_or(t);
+    t.strip_suffix(".md").unwrap_or(t).trim().to_string()
+}
+
+/// Reads a review file name `<YYYY-MM-DD-HHMM>-<cid>.md` into its stamp and contract id.
+pub fn parse_file_name(name: &str) -> Option<(NaiveDateTime, String)> {
+    let stem = name.strip_suffix(".md")?;
+    let stamp = stem.get(..15)?;
+    let cid = stem.get(15..)?.strip_prefix('-')?;
+    let when = NaiveDateTime::parse_from_str(stamp, "%Y-%m-%d-%H%M").ok()?;
+    crate::polis::is_slug(cid).then(|| (when, cid.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_reviewer_contract_and_decision() {
+        let r = parse(
+            "---\nreviewer: gemini-agent-x\ncontract: fix-login\ndecision: signed_off\n---\nok\n",
+        )
+        .unwrap();
+        assert_eq!(r.reviewer.as_deref(), Some("gemini-agent-x"));
+        assert_eq!(r.contract.as_deref(), Some("fix-login"));
+        assert_eq!(r.decision, Some(Decision::SignedOff));
+    }
+
+    #[test]
+    fn contract_id_and_spelling_variants() {
+        let r = parse(
+            "---\ncontract_id: '[[contracts/open/fix-login]]'\ndecision: Requested Changes\n---\n",
+        )
+        .unwrap();
+        assert_eq!(r.contract.as_deref(), Some("fix-login"));
+        assert_eq!(r.decision, Some(Decision::RequestedChanges));
+        let r = parse("---\ndecision: maybe\n---\n").unwrap();
+        assert_eq!(r.decision, Some(Decision::Other("maybe".into())));
+        assert_eq!(r.contract, None);
+    }
+
+    #[test]
+    fn file_names() {
+        let (when, cid) = parse_file_name("2026-03-02-1405-fix-login.md").unwrap();
+        assert_eq!(
+            when.format("%Y-%m-%d %H:%M").to_string(),
+            "2026-03-02 14:05"
+        );
+        assert_eq!(cid, "fix-login");
+        assert!(parse_file_name("2026-03-02-fix-login.md").is_none());
+        assert!(parse_file_name("2026-03-02-2505-x.md").is_none());
+        assert!(parse_file_name("notes.md").is_none());
+    }
+}
