@@ -55,6 +55,16 @@ pub enum CardError {
     NotAMapping(&'static str),
 }
 
+impl CardError {
+    /// The line the problem is on, when known.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            CardError::Yaml(e) => Some(e.line),
+            CardError::NotAMapping(_) => Some(1),
+        }
+    }
+}
+
 /// Why a card could not be stamped.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StampError {

@@ -234,3 +234,274 @@ pub fn read_records_recursive(
     }
     out
 }
+
+/// A citizen's capability card as found on disk.
+#[derive(Debug, Clone)]
+pub struct CardFile {
+    /// The folder name, which is the citizen's id.
+    pub id: String,
+    pub rel: String,
+    pub text: String,
+    pub card: crate::card::Card,
+}
+
+/// A contract file in one of the three folders.
+#[derive(Debug, Clone)]
+pub struct ContractFile {
+    pub folder: crate::polis::ContractFolder,
+    pub file: RecordFile,
+    pub contract: crate::contract::Contract,
+}
+
+/// An amendment file in `proposed/` or `ratified/`.
+#[derive(Debug, Clone)]
+pub struct AmendmentFile {
+    pub folder: crate::polis::AmendmentFolder,
+    pub rel: String,
+    pub text: String,
+    pub amendment: crate::amendment::Amendment,
+}
+
+/// A lesson file.
+#[derive(Debug, Clone)]
+pub struct LessonFile {
+    pub rel: String,
+    pub lesson: crate::lesson::Lesson,
+}
+
+/// Everything the protocol rules read, from one pass over a polis. Reading never fails as a
+/// whole: what cannot be read becomes a finding in `findings`.
+#[derive(Debug, Clone)]
+pub struct Polis {
+    pub root: PathBuf,
+    pub settings: crate::settings::Settings,
+    pub cards: std::collections::BTreeMap<String, CardFile>,
+    pub statuses: std::collections::BTreeMap<String, crate::citizen::Status>,
+    pub index_keeper: Option<String>,
+    pub contracts: Vec<ContractFile>,
+    pub settlements: Vec<crate::stats::Settlement>,
+    pub lessons: Vec<LessonFile>,
+    pub amendments: Vec<AmendmentFile>,
+    /// `chronicle.md`, when present and readable.
+    pub chronicle: Option<String>,
+    /// Archives `chronicle-YYYY-Qn.md` by name, oldest first.
+    pub archives: Vec<(String, String)>,
+    pub findings: Vec<Finding>,
+}
+
+impl Polis {
+    /// Reads the whole polis at `root` (a `_polis/` folder).
+    pub fn read(root: &Path) -> Polis {
+        use crate::polis::{AmendmentFolder, ContractFolder};
+        let mut findings = Vec::new();
+        let settings_text = read_or_report(root, crate::polis::POLIS_YML, &mut findings);
+        let (settings, settings_findings) = crate::settings::parse(settings_text.as_deref());
+        findings.extend(settings_findings);
+        let zone = settings.timezone;
+
+        let (cards, statuses) = read_citizens(root, &mut findings);
+        let index_keeper = read_or_report(root, crate::polis::INDEX, &mut findings)
+            .and_then(|text| crate::frontmatter::parse(&text).ok())
+            .and_then(|r| r.get("index_keeper").as_str().map(str::to_string));
+
+        let mut contracts = Vec::new();
+        let mut settlements = Vec::new();
+        for folder in ContractFolder::ALL {
+            for file in read_records(root, folder.dir(), &mut findings) {
+                if folder == ContractFolder::Settled {
+                    let read = crate::contract::settlement_of(&file.rel, &file.record, zone);
+                    findings.extend(read.findings);
+                    settlements.extend(read.settlement);
+                }
+                let contract = crate::contract::Contract::from_record(&file.record);
+                contracts.push(ContractFile {
+                    folder,
+                    file,
+                    contract,
+                });
+            }
+        }
+
+        let lessons = read_records_recursive(root, crate::polis::LESSONS_DIR, &mut findings)
+            .into_iter()
+            .map(|file| LessonFile {
+                lesson: crate::lesson::Lesson::from_record(&file.stem, &file.record),
+                rel: file.rel,
+            })
+            .collect();
+
+        let mut amendments = Vec::new();
+        for folder in [AmendmentFolder::Proposed, AmendmentFolder::Ratified] {
+            for entry in list(root, folder.dir(), ".md", &mut findings) {
+                let Some(text) = read_or_report(root, &entry.rel, &mut findings) else {
+                    continue;
+                };
+                match crate::amendment::parse(&text, &entry.stem) {
+                    Ok(amendment) => amendments.push(AmendmentFile {
+                        folder,
+                        rel: entry.rel,
+                        text,
+                        amendment,
+                    }),
+                    Err(e) => findings.push(Finding::error(
+                        Code::BadYaml,
+                        &entry.rel,
+                        Some(e.line()),
+                        format!("{e}; the amendment is not tallied until its frontmatter is fixed"),
+                    )),
+                }
+            }
+        }
+
+        let chronicle = match read_text(root, crate::polis::CHRONICLE, None) {
+            Ok(text) => text,
+            Err(f) => {
+                findings.push(f);
+                None
+            }
+        };
+        let mut archives = Vec::new();
+        for entry in list(root, "", ".md", &mut findings) {
+            let name = entry.rel.trim_start_matches('/');
+            if crate::chronicle::Quarter::from_archive_name(name).is_some() {
+                if let Some(text) = read_or_report(root, name, &mut findings) {
+                    archives.push((name.to_string(), text));
+                }
+            }
+        }
+        archives.sort_by_key(|(name, _)| crate::chronicle::Quarter::from_archive_name(name));
+
+        Polis {
+            root: root.to_path_buf(),
+            settings,
+            cards,
+            statuses,
+            index_keeper,
+            contracts,
+            settlements,
+            lessons,
+            amendments,
+            chronicle,
+            archives,
+            findings,
+        }
+    }
+
+    /// Registered citizens: those with a readable card (SPEC §3 C002).
+    pub fn registered(&self) -> std::collections::BTreeSet<String> {
+        self.cards.keys().cloned().collect()
+    }
+
+    /// The status of a citizen; a missing file reads as idle (SPEC §5).
+    pub fn status(&self, id: &str) -> crate::citizen::Status {
+        self.statuses
+            .get(id)
+            .cloned()
+            .unwrap_or_else(crate::citizen::Status::idle)
+    }
+
+    /// The chronicle texts that the activity window reads: the current file and the newest
+    /// archive (SPEC §3 rollover).
+    pub fn recent_chronicle(&self) -> Vec<&str> {
+        let mut texts: Vec<&str> = self.chronicle.as_deref().into_iter().collect();
+        if let Some((_, newest)) = self.archives.last() {
+            texts.push(newest);
+        }
+        texts
+    }
+
+    /// Whether a path relative to `_polis/` exists (for wikilink checks).
+    pub fn exists(&self, rel: &str) -> bool {
+        !rel.is_empty()
+            && !rel.split('/').any(|c| c == "..")
+            && fs::symlink_metadata(self.root.join(rel)).is_ok()
+    }
+
+    pub fn contract(&self, id: &str) -> Option<&ContractFile> {
+        self.contracts.iter().find(|c| c.file.stem == id)
+    }
+}
+
+fn read_or_report(root: &Path, rel: &str, findings: &mut Vec<Finding>) -> Option<String> {
+    match read_text(root, rel, Some(MAX_RECORD_BYTES)) {
+        Ok(text) => text,
+        Err(f) => {
+            findings.push(f);
+            None
+        }
+    }
+}
+
+type Citizens = (
+    std::collections::BTreeMap<String, CardFile>,
+    std::collections::BTreeMap<String, crate::citizen::Status>,
+);
+
+fn read_citizens(root: &Path, findings: &mut Vec<Finding>) -> Citizens {
+    let mut cards = std::collections::BTreeMap::new();
+    let mut statuses = std::collections::BTreeMap::new();
+    for id in subdirs(root, crate::polis::CITIZENS_DIR) {
+        let dir = format!("{}/{id}", crate::polis::CITIZENS_DIR);
+        let card_rel = format!("{dir}/capability_card.yml");
+        let Some(text) = read_or_report(root, &card_rel, findings) else {
+            continue;
+        };
+        if !crate::polis::is_agent_id(&id) {
+            findings.push(Finding::error(
+                Code::BadId,
+                &card_rel,
+                None,
+                format!(
+                    "the folder name `{}` is not a valid agent id (8 to 40 lowercase letters, digits \
+                     and hyphens, starting with a letter); rename the folder",
+                    id.escape_debug()
+                ),
+            ));
+            continue;
+        }
+        match crate::card::parse(&text) {
+            Ok(card) => {
+                if card.agent_id.as_deref() != Some(id.as_str()) {
+                    findings.push(Finding::warning(
+                        Code::BadId,
+                        &card_rel,
+                        None,
+                        format!(
+                            "`agent_id` is {:?} but the folder is `{id}`; set `agent_id: {id}`",
+                            card.agent_id.as_deref().unwrap_or("missing")
+                        ),
+                    ));
+                }
+                cards.insert(
+                    id.clone(),
+                    CardFile {
+                        id: id.clone(),
+                        rel: card_rel,
+                        text,
+                        card,
+                    },
+                );
+            }
+            Err(e) => findings.push(Finding::error(
+                Code::BadYaml,
+                &card_rel,
+                e.line(),
+                format!("{e}; the citizen is treated as unregistered until the card parses"),
+            )),
+        }
+        let status_rel = format!("{dir}/status.md");
+        let status_text = read_or_report(root, &status_rel, findings);
+        match crate::citizen::parse_status(status_text.as_deref()) {
+            Ok(status) => {
+                statuses.insert(id.clone(), status);
+            }
+            Err(e) => findings.push(Finding::warning(
+                Code::BadYaml,
+                &status_rel,
+                Some(e.line()),
+                format!("{e}; the citizen counts as idle until it is fixed"),
+            )),
+        }
+    }
+    (cards, statuses)
+}
