@@ -25,6 +25,7 @@ pub mod stats;
 pub mod yaml;
 
 // Shell: reading a polis, writing to it, watching it, running as a service.
+pub mod actions;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -1,0 +1,323 @@
+//! Acting on a polis: the shell shared by the one-shot commands and the daemon.
+//!
+//! Each action takes a [`Polis`] read from disk, asks the pure core what should change, and
+//! hands every write to the [`Writer`]. Every action is idempotent: it derives what to do from
+//! the folder's state (and the sent-notification ledger), so running it twice, or after a crash
+//! half-way, changes nothing twice (SPEC §11).
+
+use crate::amendment::{self, Action, Outcome, TallyContext};
+use crate::clock::PolisTime;
+use crate::inbox::{Kind, Notification};
+use crate::polis::{self, AmendmentFolder};
+use crate::snapshot::{self, Polis};
+use crate::state::PolisState;
+use crate::writer::{CompareOutcome, WriteError, WriteOutcome, Writer};
+use crate::yaml::Value;
+use std::collections::BTreeSet;
+
+/// Errors of an action. Findings about agents' files are not errors; these are failures to
+/// write that the caller reports (and the daemon retries on its next pass).
+#[derive(Debug, thiserror::Error)]
+pub enum ActionError {
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    #[error("cannot render routing_stats.yml: {0}")]
+    Render(#[from] crate::yaml::EmitError),
+    #[error("{path} kept changing while polisd tried to edit it; it will try again on the next change")]
+    Busy { path: String },
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reconcile (SPEC §6)
+
+/// What a reconcile did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reconciled {
+    pub replayed: usize,
+    /// `None` when there is no `contracts/settled/` folder (nothing is written then).
+    pub outcome: Option<WriteOutcome>,
+}
+
+/// Rebuilds `contracts/routing_stats.yml` from the polis's settlements; writes only when the
+/// bytes change.
+pub fn reconcile(polis: &Polis, writer: &Writer) -> Result<Reconciled, ActionError> {
+    let replayed = polis.settlements.len();
+    if !polis.root.join("contracts/settled").is_dir() {
+        return Ok(Reconciled {
+            replayed,
+            outcome: None,
+        });
+    }
+    let text = render_stats(polis)?;
+    let outcome = writer.replace_atomic(polis::ROUTING_STATS, text.as_bytes())?;
+    Ok(Reconciled {
+        replayed,
+        outcome: Some(outcome),
+    })
+}
+
+/// The bytes `routing_stats.yml` should hold for this polis.
+pub fn render_stats(polis: &Polis) -> Result<String, ActionError> {
+    let previous = previous_stats(polis);
+    let stats = crate::stats::reconcile(
+        &polis.settlements,
+        previous.get("explore_rate"),
+        previous.get("last_updated"),
+    );
+    Ok(crate::stats::render(&stats)?)
+}
+
+/// The stats file as it is, for the values a reconcile keeps (`explore_rate`, `last_updated`).
+fn previous_stats(polis: &Polis) -> Value {
+    snapshot::read_text(&polis.root, polis::ROUTING_STATS, None)
+        .ok()
+        .flatten()
+        .and_then(|text| crate::yaml::load(&text).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// The stats a router should read: the file on disk, or empty.
+pub fn current_stats(polis: &Polis) -> crate::stats::RoutingStats {
+    crate::stats::from_value(&previous_stats(polis))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tally (SPEC §8)
+
+/// One amendment's tally, as `polisd tally --json` reports it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TallyResult {
+    pub amendment_id: String,
+    pub action: &'static str,
+    pub agrees: usize,
+    pub quorum: usize,
+    pub detail: String,
+}
+
+/// Who is active: registered citizens with a chronicle line in the last 14 days who are not
+/// away (SPEC §8).
+pub fn active_citizens(polis: &Polis, now: &PolisTime) -> BTreeSet<String> {
+    let registered = polis.registered();
+    crate::chronicle::active_authors(&polis.recent_chronicle(), now)
+        .into_iter()
+        .filter(|id| registered.contains(id) && !polis.status(id).is_away())
+        .collect()
+}
+
+fn away_citizens(polis: &Polis) -> BTreeSet<String> {
+    polis
+        .registered()
+        .into_iter()
+        .filter(|id| polis.status(id).is_away())
+        .collect()
+}
+
+/// Tallies every proposed amendment and, unless `writer` is `None` (a dry run), acts on the
+/// outcome: edits `status`/`ratified_at`, moves ratified files, appends the chronicle line and
+/// returns the notifications to deliver.
+pub fn tally(
+    polis: &Polis,
+    writer: Option<&Writer>,
+    now: &PolisTime,
+) -> Result<(Vec<TallyResult>, Vec<Notification>), ActionError> {
+    let registered = polis.registered();
+    let active = active_citizens(polis, now);
+    let away = away_citizens(polis);
+    let ctx = TallyContext {
+        registered: &registered,
+        active: &active,
+        away: &away,
+        now: *now,
+    };
+    let mut results = Vec::new();
+    let mut notices = Vec::new();
+    for file in &polis.amendments {
+        if file.folder != AmendmentFolder::Proposed {
+            continue;
+        }
+        let a = &file.amendment;
+        // An interrupted ratification (status already ratified, file still in proposed/) is
+        // finished: moved, chronicled and announced.
+        let outcome = if amendment::needs_move(a, true) {
+            let mut outcome = amendment::tally(a, &ctx);
+            outcome.action = Action::Ratified;
+            outcome.detail = "ratified earlier; the move to amendments/ratified/ is completed now".into();
+            outcome
+        } else {
+            amendment::tally(a, &ctx)
+        };
+        if outcome.action == Action::Closed {
+            continue;
+        }
+        results.push(TallyResult {
+            amendment_id: a.id.clone(),
+            action: action_name(outcome.action),
+            agrees: outcome.agrees,
+            quorum: outcome.quorum,
+            detail: outcome.detail.clone(),
+        });
+        let Some(writer) = writer else { continue };
+        if outcome.action == Action::Pending {
+            continue;
+        }
+        act_on_outcome(polis, writer, file, &outcome, &active, now)?;
+        notices.extend(outcome_notices(polis, a, &outcome, &active));
+    }
+    Ok((results, notices))
+}
+
+fn action_name(action: Action) -> &'static str {
+    match action {
+        Action::Ratified => "ratified",
+        Action::Expired => "expired",
+        Action::Rejected => "rejected",
+        Action::Pending | Action::Closed => "pending",
+    }
+}
+
+fn act_on_outcome(
+    polis: &Polis,
+    writer: &Writer,
+    file: &snapshot::AmendmentFile,
+    outcome: &Outcome,
+    _active: &BTreeSet<String>,
+    now: &PolisTime,
+) -> Result<(), ActionError> {
+    let a = &file.amendment;
+    let status = outcome.action.status().unwrap_or("proposed");
+    if a.status.as_deref() != Some(status) {
+        let ratified_at = (outcome.action == Action::Ratified).then(|| now.second_stamp());
+        edit_agent_file(writer, &polis.root, &file.rel, |text| {
+            Some(amendment::set_status(text, status, ratified_at.as_deref()))
+        })?;
+    }
+    if outcome.action == Action::Ratified {
+        let name = file.rel.rsplit('/').next().unwrap_or(&file.rel);
+        writer.rename_within(&file.rel, format!("{}/{name}", AmendmentFolder::Ratified.dir()))?;
+    }
+    let chronicle_texts = polis.recent_chronicle();
+    if !amendment::outcome_in_chronicle(&chronicle_texts, a, outcome.action) {
+        if let Some(line) = amendment::chronicle_line(a, outcome, now) {
+            writer.append_locked(polis::CHRONICLE, line.as_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+/// Who hears of an outcome: for a ratification every active citizen and the index keeper,
+/// otherwise the proposer (SPEC §8, §9).
+fn outcome_notices(
+    polis: &Polis,
+    a: &amendment::Amendment,
+    outcome: &Outcome,
+    active: &BTreeSet<String>,
+) -> Vec<Notification> {
+    let mut recipients: BTreeSet<String> = BTreeSet::new();
+    if outcome.action == Action::Ratified {
+        recipients.extend(active.iter().cloned());
+        recipients.extend(polis.index_keeper.iter().cloned());
+    } else {
+        recipients.extend(a.proposed_by.iter().cloned());
+    }
+    recipients
+        .iter()
+        .filter_map(|r| Notification::amendment_outcome(r, a, outcome))
+        .collect()
+}
+
+/// Compare-before-replace edit of a file an agent owns (SPEC §11): compute the new text from
+/// the current bytes, and start over if the file changed meanwhile.
+pub fn edit_agent_file(
+    writer: &Writer,
+    root: &std::path::Path,
+    rel: &str,
+    edit: impl Fn(&str) -> Option<String>,
+) -> Result<bool, ActionError> {
+    for _ in 0..5 {
+        let Some(current) = snapshot::read_text(root, rel, None).map_err(|f| ActionError::Busy {
+            path: f.path,
+        })?
+        else {
+            return Ok(false);
+        };
+        let Some(new) = edit(&current) else {
+            return Ok(false);
+        };
+        if new == current {
+            return Ok(false);
+        }
+        match writer.compare_and_replace(rel, current.as_bytes(), new.as_bytes())? {
+            CompareOutcome::Written => return Ok(true),
+            CompareOutcome::Unchanged => return Ok(false),
+            CompareOutcome::Conflict { current: None } => return Ok(false),
+            CompareOutcome::Conflict { .. } => continue,
+        }
+    }
+    Err(ActionError::Busy {
+        path: rel.to_string(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Notifications (SPEC §9)
+
+/// What delivering a batch of notifications did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Delivery {
+    pub delivered: usize,
+    pub already_sent: usize,
+    /// Recipients that could not be written to, with why (e.g. a symlinked inbox).
+    pub failed: Vec<(String, String)>,
+}
+
+/// Appends each notification to its recipient's inbox unless it was already sent (the ledger in
+/// `state`, or its marker in `inbox.md`/`inbox-archive.md`) or its kind is switched off.
+/// Recipients must be registered citizens: polisd never creates an inbox for an unknown id.
+pub fn deliver(
+    polis: &Polis,
+    writer: &Writer,
+    state: &mut PolisState,
+    notifications: &[Notification],
+    enabled: &dyn Fn(Kind) -> bool,
+    now: &PolisTime,
+) -> Delivery {
+    let mut report = Delivery::default();
+    let mut seen: BTreeSet<(Kind, String)> = BTreeSet::new();
+    for n in notifications {
+        let id = n.id();
+        if !enabled(n.kind) || !seen.insert((n.kind, id.clone())) {
+            continue;
+        }
+        if state.was_sent(n.kind.as_str(), &id) {
+            report.already_sent += 1;
+            continue;
+        }
+        if !polis.cards.contains_key(&n.recipient) {
+            continue;
+        }
+        let (Some(inbox), Some(archive)) = (
+            polis::inbox_path(&n.recipient),
+            polis::inbox_archive_path(&n.recipient),
+        ) else {
+            continue;
+        };
+        let texts: Vec<String> = [&inbox, &archive]
+            .iter()
+            .filter_map(|rel| snapshot::read_text(&polis.root, rel, None).ok().flatten())
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        if n.already_in(&refs) {
+            state.mark_sent(n.kind.as_str(), &id);
+            report.already_sent += 1;
+            continue;
+        }
+        match writer.append_locked(&inbox, n.render(now).as_bytes()) {
+            Ok(()) => {
+                state.mark_sent(n.kind.as_str(), &id);
+                report.delivered += 1;
+            }
+            Err(e) => report.failed.push((n.recipient.clone(), e.to_string())),
+        }
+    }
+    report
+}
