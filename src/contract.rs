@@ -548,9 +548,7 @@ pub fn splice_routing(
     ];
 
     // The last top-level `routing:` key wins, as in PyYAML.
-    let routing_at = (first..fence)
-        .filter(|&i| ROUTING_KEY.is_match(all[i].content))
-        .next_back();
+    let routing_at = (first..fence).rfind(|&i| ROUTING_KEY.is_match(all[i].content));
     let mut out: Vec<String> = Vec::with_capacity(all.len() + 4);
     let push_line =
         |out: &mut Vec<String>, l: &Line<'_>| out.push(format!("{}{}", l.content, l.end));
