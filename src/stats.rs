@@ -288,6 +288,12 @@ pub fn to_value(stats: &RoutingStats) -> Value {
     Value::Map(out)
 }
 
+/// The file's bytes: PyYAML `dump(default_flow_style=False, sort_keys=False)` of
+/// [`to_value`], as the reference writes it (non-ASCII tags and ids double-quoted and escaped).
+pub fn render(stats: &RoutingStats) -> Result<String, yaml::EmitError> {
+    yaml::dump(&to_value(stats), &yaml::DumpOptions::STATS)
+}
+
 /// Reads an existing `routing_stats.yml` leniently: entries of the wrong shape are skipped
 /// (the reference would crash on most of them), numbers may be ints or floats.
 pub fn from_value(v: &Value) -> RoutingStats {
@@ -419,5 +425,23 @@ mod tests {
         let st = vec![s(1, "alice-agent", &["py"], 4, 10.0)];
         let r = reconcile(&st, &Value::Null, &Value::Null);
         assert_eq!(from_value(&to_value(&r)), r);
+        assert_eq!(parse(&render(&r).unwrap()).unwrap(), r);
+    }
+
+    #[test]
+    fn render_layout() {
+        let st = vec![
+            s(1, "alice-agent", &["py"], 4, 10.0),
+            s(2, "bob-agent1", &["py"], 5, 20.0),
+        ];
+        let r = reconcile(&st, &Value::Null, &Value::Null);
+        assert_eq!(
+            render(&r).unwrap(),
+            "last_updated: '2026-03-02 10:00:00'\nexplore_rate: 0.15\ntags:\n  py:\n    citizens:\n      alice-agent:\n        contracts_completed: 1\n        avg_quality_score: 4.0\n        avg_actual_minutes: 10.0\n        last_completed: '2026-03-01'\n      bob-agent1:\n        contracts_completed: 1\n        avg_quality_score: 5.0\n        avg_actual_minutes: 20.0\n        last_completed: '2026-03-02'\n    leader: bob-agent1\n    leader_confidence: 0.616\n"
+        );
+        assert_eq!(
+            render(&reconcile(&[], &Value::Null, &Value::Null)).unwrap(),
+            "last_updated: null\nexplore_rate: 0.15\ntags: {}\n"
+        );
     }
 }
