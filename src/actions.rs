@@ -23,7 +23,9 @@ pub enum ActionError {
     Write(#[from] WriteError),
     #[error("cannot render routing_stats.yml: {0}")]
     Render(#[from] crate::yaml::EmitError),
-    #[error("{path} kept changing while polisd tried to edit it; it will try again on the next change")]
+    #[error(
+        "{path} kept changing while polisd tried to edit it; it will try again on the next change"
+    )]
     Busy { path: String },
 }
 
@@ -141,7 +143,8 @@ pub fn tally(
         let outcome = if amendment::needs_move(a, true) {
             let mut outcome = amendment::tally(a, &ctx);
             outcome.action = Action::Ratified;
-            outcome.detail = "ratified earlier; the move to amendments/ratified/ is completed now".into();
+            outcome.detail =
+                "ratified earlier; the move to amendments/ratified/ is completed now".into();
             outcome
         } else {
             amendment::tally(a, &ctx)
@@ -193,7 +196,10 @@ fn act_on_outcome(
     }
     if outcome.action == Action::Ratified {
         let name = file.rel.rsplit('/').next().unwrap_or(&file.rel);
-        writer.rename_within(&file.rel, format!("{}/{name}", AmendmentFolder::Ratified.dir()))?;
+        writer.rename_within(
+            &file.rel,
+            format!("{}/{name}", AmendmentFolder::Ratified.dir()),
+        )?;
     }
     let chronicle_texts = polis.recent_chronicle();
     if !amendment::outcome_in_chronicle(&chronicle_texts, a, outcome.action) {
@@ -234,9 +240,8 @@ pub fn edit_agent_file(
     edit: impl Fn(&str) -> Option<String>,
 ) -> Result<bool, ActionError> {
     for _ in 0..5 {
-        let Some(current) = snapshot::read_text(root, rel, None).map_err(|f| ActionError::Busy {
-            path: f.path,
-        })?
+        let Some(current) =
+            snapshot::read_text(root, rel, None).map_err(|f| ActionError::Busy { path: f.path })?
         else {
             return Ok(false);
         };

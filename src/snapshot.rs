@@ -309,7 +309,7 @@ impl Polis {
         for folder in ContractFolder::ALL {
             for file in read_records(root, folder.dir(), &mut findings) {
                 if folder == ContractFolder::Settled {
-                    let read = crate::contract::settlement_of(&file.rel, &file.record, zone);
+                    let read = crate::contract::read_settled(&file.rel, &file.text, zone);
                     findings.extend(read.findings);
                     settlements.extend(read.settlement);
                 }
@@ -328,7 +328,13 @@ impl Polis {
                 lesson: crate::lesson::Lesson::from_record(&file.stem, &file.record),
                 rel: file.rel,
             })
-            .collect();
+            .collect::<Vec<LessonFile>>();
+        let mut lessons = lessons;
+        // The reference reads lessons in sorted path order; the order decides which lesson ids
+        // `applied_lessons` lists first.
+        lessons.sort_by(|a, b| {
+            crate::lesson::path_order(&a.rel).cmp(&crate::lesson::path_order(&b.rel))
+        });
 
         let mut amendments = Vec::new();
         for folder in [AmendmentFolder::Proposed, AmendmentFolder::Ratified] {
@@ -415,6 +421,26 @@ impl Polis {
         !rel.is_empty()
             && !rel.split('/').any(|c| c == "..")
             && fs::symlink_metadata(self.root.join(rel)).is_ok()
+    }
+
+    /// Lessons that move routing scores (SPEC §10), in the reference's order.
+    pub fn routing_lessons(&self) -> Vec<&crate::lesson::Lesson> {
+        self.lessons
+            .iter()
+            .map(|l| &l.lesson)
+            .filter(|l| l.affects_routing(self.settings.lesson_impact_floor))
+            .collect()
+    }
+
+    /// Every registered citizen as a routing candidate, in citizen-id order.
+    pub fn candidates(&self) -> Vec<crate::router::Candidate> {
+        self.cards
+            .values()
+            .map(|c| {
+                let status = self.status(&c.id);
+                crate::router::Candidate::from_card(&c.id, &c.card.raw, &status.fields)
+            })
+            .collect()
     }
 
     pub fn contract(&self, id: &str) -> Option<&ContractFile> {

@@ -1,27 +1,31 @@
 //! The one-shot commands. Each gathers inputs with [`crate::snapshot`], calls the pure core and
 //! hands writes to [`crate::writer`]; the daemon calls the same functions.
 
+mod check;
 mod init;
+pub mod route;
+mod status;
+mod verify;
 
-use crate::cli::{Command, ServiceCommand};
+use crate::cli::{Command, RouteArgs, ServiceCommand, TallyArgs};
+use crate::clock::PolisTime;
+use crate::finding::Severity;
 use crate::service::ServiceAction;
+use crate::snapshot::Polis;
+use crate::state::State;
+use crate::writer::{WriteOutcome, Writer};
+use anyhow::Context;
+use std::path::{Path, PathBuf};
 
 /// Runs a command; the `u8` is the process exit code.
 pub fn dispatch(command: Command) -> anyhow::Result<u8> {
     match command {
-        Command::Service(args) => {
-            let action = match args.action {
-                ServiceCommand::Install => ServiceAction::Install,
-                ServiceCommand::Uninstall => ServiceAction::Uninstall,
-                ServiceCommand::Status => ServiceAction::Status,
-            };
-            crate::service::run(
-                action,
-                args.dry_run,
-                args.config.as_deref(),
-                &mut std::io::stdout().lock(),
-            )
-        }
+        Command::Check(args) => check::run(args),
+        Command::Verify(args) => verify::run(args),
+        Command::Status(args) => status::run(args),
+        Command::Reconcile(args) => reconcile(&locate(args.path.as_deref())?),
+        Command::Route(args) => route(args),
+        Command::Tally(args) => tally(args),
         Command::Init(args) => {
             let project_name = args.project_name.clone().unwrap_or_else(|| {
                 std::fs::canonicalize(&args.project_root)
@@ -48,6 +52,137 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             }
             Ok(0)
         }
+        Command::Service(args) => {
+            let action = match args.action {
+                ServiceCommand::Install => ServiceAction::Install,
+                ServiceCommand::Uninstall => ServiceAction::Uninstall,
+                ServiceCommand::Status => ServiceAction::Status,
+            };
+            crate::service::run(
+                action,
+                args.dry_run,
+                args.config.as_deref(),
+                &mut std::io::stdout().lock(),
+            )
+        }
         _ => anyhow::bail!("not implemented yet"),
     }
+}
+
+/// The `_polis/` folder a command works on (SPEC §1).
+pub fn locate(path: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let cwd = std::env::current_dir().context("reading the working directory")?;
+    Ok(crate::polis::locate(path, &cwd)?)
+}
+
+fn reconcile(root: &Path) -> anyhow::Result<u8> {
+    let polis = Polis::read(root);
+    let writer = Writer::new(root)?;
+    let done = crate::actions::reconcile(&polis, &writer)?;
+    let settled_findings: Vec<_> = polis
+        .findings
+        .iter()
+        .filter(|f| f.path.starts_with("contracts/settled/"))
+        .collect();
+    for f in &settled_findings {
+        eprintln!("{f}");
+    }
+    match done.outcome {
+        None => println!("no contracts/settled/ folder: nothing to reconcile, nothing written"),
+        Some(WriteOutcome::Written) => println!(
+            "replayed {} settlements; contracts/routing_stats.yml updated",
+            done.replayed
+        ),
+        Some(WriteOutcome::Unchanged) => println!(
+            "replayed {} settlements; contracts/routing_stats.yml unchanged",
+            done.replayed
+        ),
+    }
+    Ok(exit_for(settled_findings.iter().map(|f| f.severity)))
+}
+
+fn route(args: RouteArgs) -> anyhow::Result<u8> {
+    let root = locate(args.path.as_deref())?;
+    let polis = Polis::read(&root);
+    let contract = route::open_contract(&polis, &args.contract_id)?;
+    let options = route::RouteOptions {
+        adaptive: args.adaptive,
+        seed: args.seed,
+    };
+    let rec = route::recommend(&polis, contract, &options)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rec)?);
+    } else {
+        if args.explain {
+            print!("{}", route::explain(&rec));
+        }
+        println!(
+            "Recommendation: {}",
+            rec.recommendation.as_deref().unwrap_or("(none)")
+        );
+        println!("  Score: {:.3}", rec.score);
+        println!("  Exploration pick: {}", rec.exploration);
+    }
+    if args.apply {
+        let writer = Writer::new(&root)?;
+        let changed = route::apply(&polis, &writer, contract, &rec)?;
+        if !args.json {
+            println!(
+                "  {} {}",
+                if changed {
+                    "Applied to"
+                } else {
+                    "Already recorded in"
+                },
+                contract.file.rel
+            );
+        }
+    }
+    Ok(0)
+}
+
+fn tally(args: TallyArgs) -> anyhow::Result<u8> {
+    let root = locate(args.path.as_deref())?;
+    let polis = Polis::read(&root);
+    let now = PolisTime::system(polis.settings.timezone);
+    let writer = if args.dry_run {
+        None
+    } else {
+        Some(Writer::new(&root)?)
+    };
+    let (results, notices) = crate::actions::tally(&polis, writer.as_ref(), &now)?;
+    let mut failed = false;
+    if let Some(writer) = &writer {
+        let mut state = State::load(&root)?;
+        // Re-read: the tally may have moved files and appended to the chronicle.
+        let after = Polis::read(&root);
+        let delivery =
+            crate::actions::deliver(&after, writer, &mut state, &notices, &|_| true, &now);
+        for (who, why) in &delivery.failed {
+            eprintln!("polisd: could not notify {who}: {why}");
+            failed = true;
+        }
+        state.save()?;
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "results": results }))?
+        );
+    } else if results.is_empty() {
+        println!("no proposed amendments");
+    } else {
+        for r in &results {
+            println!(
+                "{:9} {}  ({} agree, quorum {}): {}",
+                r.action, r.amendment_id, r.agrees, r.quorum, r.detail
+            );
+        }
+    }
+    Ok(u8::from(failed))
+}
+
+/// 1 when any finding is an error, else 0.
+fn exit_for(severities: impl IntoIterator<Item = Severity>) -> u8 {
+    u8::from(severities.into_iter().any(|s| s == Severity::Error))
 }
