@@ -1,1 +1,1084 @@
-//! (to be written)
+//! The daemon's engine for one polis: it compares the folder's state with what it knew and acts
+//! on the difference.
+//!
+//! It never sees notify. It is told "these paths may have changed" (or "rescan everything") and
+//! works from the folder itself, so a move that arrives as create+delete, or only as a rescan,
+//! gives the same result. Each pass: read what the change concerns, act (reconcile, route,
+//! tally, rollover, merge), then derive the notifications the folder now calls for, save them in
+//! the outbox, and deliver them. Every step is idempotent, so a crash at any point is repaired
+//! by the next pass and nothing is announced twice.
+
+use crate::actions;
+use crate::chronicle::{self, ChronicleContext, Resume};
+use crate::clock::PolisTime;
+use crate::commands::route::{self as routing, RouteOptions};
+use crate::config::Notifications;
+use crate::contract::Contract;
+use crate::finding::Finding;
+use crate::inbox::{Kind, Notification};
+use crate::polis::{self, AmendmentFolder, ContractFolder};
+use crate::snapshot::{self, Polis};
+use crate::state::{Counters, Fingerprint, OutboxEntry, State};
+use crate::stats::Settlement;
+use crate::writer::{self, WriteOutcome, Writer};
+use anyhow::Context as _;
+use chrono::{DateTime, Utc};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+/// What the configuration lets the engine do for this polis.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineOptions {
+    pub auto_route: bool,
+    pub rollover: bool,
+    pub notifications: Notifications,
+}
+
+impl From<crate::config::Effective> for EngineOptions {
+    fn from(e: crate::config::Effective) -> Self {
+        EngineOptions {
+            auto_route: e.auto_route,
+            rollover: e.rollover,
+            notifications: e.notifications,
+        }
+    }
+}
+
+/// Why the engine runs a pass.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Trigger {
+    /// These paths (relative to `_polis/`) may have changed.
+    Paths(Vec<PathBuf>),
+    /// Anything may have changed: start-up, a watcher overflow or error, the safety timer.
+    Rescan,
+    /// The clock moved on: expiries, stale contracts, rollover.
+    Timer,
+}
+
+/// Which rules a pass must run, from the paths that changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scope {
+    pub chronicle: bool,
+    pub settled: bool,
+    pub open: bool,
+    pub tally: bool,
+    /// Notices derived from the whole folder (cards, lessons, reviews, staleness).
+    pub derive: bool,
+}
+
+impl Scope {
+    pub fn all() -> Scope {
+        Scope {
+            chronicle: true,
+            settled: true,
+            open: true,
+            tally: true,
+            derive: true,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Scope::default()
+    }
+
+    /// What a change to `rel` concerns.
+    pub fn of_path(rel: &str) -> Scope {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        let derive_only = Scope {
+            derive: true,
+            ..Scope::default()
+        };
+        if rel.is_empty() || rel == polis::POLIS_YML || rel == polis::INDEX {
+            return Scope::all();
+        }
+        if !rel.contains('/') && name.starts_with("chronicle") {
+            return Scope {
+                chronicle: true,
+                tally: true,
+                derive: true,
+                ..Scope::default()
+            };
+        }
+        if rel == polis::ROUTING_STATS || rel.starts_with("contracts/settled") {
+            return Scope {
+                settled: true,
+                derive: true,
+                ..Scope::default()
+            };
+        }
+        if rel.starts_with("contracts/open") || rel == "contracts" {
+            return Scope {
+                open: true,
+                derive: true,
+                ..Scope::default()
+            };
+        }
+        if rel.starts_with("amendments") {
+            return Scope {
+                tally: true,
+                derive: true,
+                ..Scope::default()
+            };
+        }
+        if let Some(rest) = rel.strip_prefix("citizens/") {
+            return match rest.split('/').nth(1) {
+                // Inboxes and journals change nothing polisd decides.
+                Some(f) if f.starts_with("inbox") || f == "journal.md" => Scope::default(),
+                Some("capability_card.yml") => Scope {
+                    chronicle: true, // C002 depends on who is registered
+                    tally: true,
+                    open: true,
+                    derive: true,
+                    ..Scope::default()
+                },
+                Some("status.md") => Scope {
+                    tally: true,
+                    derive: true,
+                    ..Scope::default()
+                },
+                _ => Scope::all(),
+            };
+        }
+        if rel.starts_with("contracts/abandoned")
+            || rel.starts_with(polis::LESSONS_DIR)
+            || rel.starts_with(polis::REVIEWS_DIR)
+        {
+            return derive_only;
+        }
+        if rel.contains('/') {
+            derive_only
+        } else {
+            Scope::default()
+        }
+    }
+
+    fn union(self, other: Scope) -> Scope {
+        Scope {
+            chronicle: self.chronicle || other.chronicle,
+            settled: self.settled || other.settled,
+            open: self.open || other.open,
+            tally: self.tally || other.tally,
+            derive: self.derive || other.derive,
+        }
+    }
+}
+
+/// One settled contract as the engine last read it.
+#[derive(Debug, Clone)]
+struct SettledEntry {
+    size: u64,
+    mtime_ns: i64,
+    hash: String,
+    settlement: Option<Settlement>,
+    findings: Vec<Finding>,
+    contract: Contract,
+}
+
+/// The engine of one polis.
+pub struct Engine {
+    root: PathBuf,
+    writer: Writer,
+    state: State,
+    options: EngineOptions,
+    settled: BTreeMap<String, SettledEntry>,
+    /// The timezone the settled cache was read with: instants depend on it.
+    settled_zone: Option<crate::clock::PolisZone>,
+    started_at: String,
+    watch_mode: String,
+    /// Whether a pass since start-up has completed (the first one takes the baseline).
+    warmed: bool,
+}
+
+/// Bytes of the chronicle before the validated offset that are hashed to notice a rewrite.
+const TAIL_WINDOW: usize = 4096;
+
+impl Engine {
+    /// Opens the engine for the `_polis/` folder at `root`, with its machine-local state.
+    pub fn open(root: &Path, options: EngineOptions) -> anyhow::Result<Engine> {
+        let writer =
+            Writer::new(root).with_context(|| format!("cannot write inside {}", root.display()))?;
+        let root = writer.root().to_path_buf();
+        let mut state = State::load(&root)?;
+        // Temporary files of a write that crashed half-way: not in use by anyone after a minute.
+        match writer.clean_stale_temp_files(std::time::Duration::from_secs(60)) {
+            Ok(removed) if !removed.is_empty() => {
+                tracing::info!(count = removed.len(), "removed stale .polisd-*.tmp files")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("could not clean stale temporary files: {e}"),
+        }
+        let started_at = crate::state::now_rfc3339();
+        state.counters.started_at = Some(started_at.clone());
+        state.counters.pid = Some(std::process::id());
+        Ok(Engine {
+            root,
+            writer,
+            state,
+            options,
+            settled: BTreeMap::new(),
+            settled_zone: None,
+            started_at,
+            watch_mode: "none".to_string(),
+            warmed: false,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn counters(&self) -> &Counters {
+        &self.state.counters
+    }
+
+    pub fn set_options(&mut self, options: EngineOptions) {
+        self.options = options;
+    }
+
+    pub fn set_watch_mode(&mut self, mode: &str) {
+        self.watch_mode = mode.to_string();
+    }
+
+    /// Holds the single-daemon lock for this polis, if no other polisd has it.
+    pub fn lock(&self) -> anyhow::Result<Option<crate::state::DaemonLock>> {
+        Ok(self.state.try_lock_daemon()?)
+    }
+
+    /// Runs one pass for `trigger` at wall-clock time `wall`. Errors are returned for the log;
+    /// the engine stays usable and the next pass retries whatever failed.
+    pub fn handle(&mut self, trigger: &Trigger, wall: DateTime<Utc>) -> anyhow::Result<()> {
+        let scope = match trigger {
+            Trigger::Rescan => {
+                self.state.counters.rescans += 1;
+                Scope::all()
+            }
+            Trigger::Timer => Scope::all(),
+            Trigger::Paths(paths) => {
+                self.state.counters.events += paths.len() as u64;
+                self.scope_of(paths)
+            }
+        };
+        let scope = if self.warmed { scope } else { Scope::all() };
+        if scope.is_empty() {
+            return Ok(());
+        }
+        let result = self.pass(scope, wall);
+        self.write_status();
+        result
+    }
+
+    /// The scope of a batch of paths, leaving out changes polisd itself made (no loops).
+    fn scope_of(&self, paths: &[PathBuf]) -> Scope {
+        let mut scope = Scope::default();
+        for path in paths {
+            let rel = path.to_string_lossy().replace('\\', "/");
+            if self.is_own_change(&rel) {
+                continue;
+            }
+            scope = scope.union(Scope::of_path(&rel));
+        }
+        scope
+    }
+
+    fn is_own_change(&self, rel: &str) -> bool {
+        match std::fs::read(self.root.join(rel)) {
+            Ok(bytes) => self.writer.is_own_write(rel, &writer::sha256(&bytes)),
+            Err(_) => self.writer.is_own_removal(rel),
+        }
+    }
+
+    fn pass(&mut self, scope: Scope, wall: DateTime<Utc>) -> anyhow::Result<()> {
+        if !self.root.join(polis::CONSTITUTION).is_file() {
+            tracing::warn!(polis = %self.root.display(), "no CONSTITUTION.md: waiting for the polis to come back");
+            return Ok(());
+        }
+        let mut polis = Polis::read_with(&self.root, false);
+        let now = PolisTime::at(polis.settings.timezone, wall);
+        let new_settled = self.refresh_settled(&mut polis, scope.settled || !self.warmed);
+
+        let first_meeting = self.state.first_met.is_none();
+        if first_meeting {
+            self.take_baseline(&polis, &now)?;
+        }
+
+        let mut errors: Vec<String> = Vec::new();
+        let mut wrote = false;
+
+        if scope.chronicle {
+            match self.chronicle_pass(&polis, &now) {
+                Ok(changed) => wrote |= changed,
+                Err(e) => errors.push(format!("chronicle: {e:#}")),
+            }
+            if wrote {
+                polis = self.reread(&polis);
+            }
+        }
+
+        if scope.settled || !self.warmed {
+            match actions::reconcile(&polis, &self.writer) {
+                Ok(done) => {
+                    self.state.counters.reconciles += 1;
+                    if done.outcome == Some(WriteOutcome::Written) {
+                        self.state.counters.writes += 1;
+                        tracing::info!(settlements = done.replayed, "routing_stats.yml rebuilt");
+                    }
+                }
+                Err(e) => errors.push(format!("reconcile: {e}")),
+            }
+        }
+
+        if scope.open && self.options.auto_route {
+            match self.route_new_contracts(&polis) {
+                Ok(true) => {
+                    wrote = true;
+                    polis = self.reread(&polis);
+                }
+                Ok(false) => {}
+                Err(e) => errors.push(format!("routing: {e:#}")),
+            }
+        }
+
+        if scope.tally {
+            match actions::tally(&polis, Some(&self.writer), &now) {
+                Ok((results, _)) => {
+                    self.state.counters.tallies += 1;
+                    let acted: Vec<_> = results.iter().filter(|r| r.action != "pending").collect();
+                    for r in &acted {
+                        tracing::info!(amendment = %r.amendment_id, action = r.action, detail = %r.detail, "amendment tallied");
+                    }
+                    if !acted.is_empty() {
+                        wrote = true;
+                        polis = self.reread(&polis);
+                    }
+                }
+                Err(e) => errors.push(format!("tally: {e}")),
+            }
+        }
+
+        let mut notices = self.settled_notices(&new_settled);
+        if scope.derive || wrote {
+            notices.extend(self.derive(&polis, &now));
+        }
+        if first_meeting {
+            // Nothing that was already there when polisd arrived is announced (SPEC §3, §9).
+            self.silence(&notices);
+            notices.clear();
+        }
+        self.enqueue(notices);
+        self.state.save()?;
+        self.deliver(&polis, &now);
+        self.state.save()?;
+        if !self.warmed {
+            tracing::info!(polis = %self.root.display(), "initial scan done; reacting to changes");
+        }
+        self.warmed = true;
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            anyhow::bail!("{}", errors.join("; "))
+        }
+    }
+
+    /// The polis again after polisd wrote to it, keeping the settled cache.
+    fn reread(&self, previous: &Polis) -> Polis {
+        let mut polis = Polis::read_with(&self.root, false);
+        polis.settlements = previous.settlements.clone();
+        polis
+    }
+
+    /// On first meeting a polis: remember where the chronicle ends, so only lines appended
+    /// later are reported to inboxes, and mark what the folder already calls for as known.
+    fn take_baseline(&mut self, polis: &Polis, now: &PolisTime) -> anyhow::Result<()> {
+        tracing::info!(polis = %self.root.display(), "first meeting with this polis: taking the baseline");
+        let notices = self.derive(polis, now);
+        self.silence(&notices);
+        self.state.first_met = Some(crate::state::now_rfc3339());
+        for rel in self.settled.keys() {
+            if let Some(e) = self.settled.get(rel) {
+                self.state.settled.insert(
+                    rel.clone(),
+                    Fingerprint {
+                        size: e.size,
+                        mtime_ns: e.mtime_ns,
+                        hash: e.hash.clone(),
+                    },
+                );
+            }
+        }
+        if let Some(text) = &polis.chronicle {
+            let scan = chronicle::scan(text);
+            let (findings, _) = self.validate(polis, &scan.lines, None, now);
+            for f in &findings {
+                tracing::info!("{f} (before polisd's baseline: logged, not sent)");
+            }
+            self.state.push_findings(&findings);
+            let progress = self
+                .state
+                .chronicles
+                .entry(polis::CHRONICLE.to_string())
+                .or_default();
+            progress.offset = scan.resume.offset as u64;
+            progress.line = scan.resume.line as u64;
+            progress.baseline_offset = Some(scan.resume.offset as u64);
+            progress.tail_hash = tail_hash(text, scan.resume.offset);
+            self.state
+                .reset_seen_chronicle(&text.as_bytes()[..scan.resume.offset])?;
+        }
+        self.state.save()?;
+        Ok(())
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Settled contracts: an in-memory cache keyed by size and mtime, so a settlement re-reads
+    // one file, not ten thousand.
+
+    /// Refreshes the settled cache (when `rescan`), fills `polis.settlements`, and returns the
+    /// paths that are new since polisd last recorded them.
+    fn refresh_settled(&mut self, polis: &mut Polis, rescan: bool) -> Vec<String> {
+        let zone = polis.settings.timezone;
+        if self.settled_zone != Some(zone) {
+            self.settled.clear();
+            self.settled_zone = Some(zone);
+        }
+        let mut new = Vec::new();
+        if rescan || self.settled.is_empty() {
+            let dir = ContractFolder::Settled.dir();
+            let mut listing_findings = Vec::new();
+            let entries = snapshot::list(&self.root, dir, ".md", &mut listing_findings);
+            polis.findings.extend(listing_findings);
+            let listed: BTreeSet<String> = entries.iter().map(|e| e.rel.clone()).collect();
+            self.settled.retain(|rel, _| listed.contains(rel));
+            for entry in entries {
+                let Ok(meta) = std::fs::symlink_metadata(self.root.join(&entry.rel)) else {
+                    self.settled.remove(&entry.rel);
+                    continue;
+                };
+                let mtime_ns = mtime_ns(&meta);
+                if let Some(cached) = self.settled.get(&entry.rel) {
+                    if cached.size == meta.len() && cached.mtime_ns == mtime_ns {
+                        continue;
+                    }
+                }
+                match self.read_settled(&entry.rel, zone) {
+                    Some(e) => {
+                        self.settled.insert(entry.rel.clone(), e);
+                    }
+                    None => {
+                        self.settled.remove(&entry.rel);
+                    }
+                }
+            }
+            let known: BTreeSet<String> = self.state.settled.keys().cloned().collect();
+            for (rel, e) in &self.settled {
+                if !known.contains(rel) && self.state.first_met.is_some() {
+                    new.push(rel.clone());
+                }
+                self.state.settled.insert(
+                    rel.clone(),
+                    Fingerprint {
+                        size: e.size,
+                        mtime_ns: e.mtime_ns,
+                        hash: e.hash.clone(),
+                    },
+                );
+            }
+            self.state.settled.retain(|rel, _| listed.contains(rel));
+        }
+        polis.settlements = self
+            .settled
+            .values()
+            .filter_map(|e| e.settlement.clone())
+            .collect();
+        for e in self.settled.values() {
+            polis.findings.extend(e.findings.iter().cloned());
+        }
+        new
+    }
+
+    fn read_settled(&self, rel: &str, zone: crate::clock::PolisZone) -> Option<SettledEntry> {
+        let meta = std::fs::symlink_metadata(self.root.join(rel)).ok()?;
+        let text = match snapshot::read_text(&self.root, rel, Some(snapshot::MAX_RECORD_BYTES)) {
+            Ok(Some(text)) => text,
+            Ok(None) => return None,
+            Err(finding) => {
+                return Some(SettledEntry {
+                    size: meta.len(),
+                    mtime_ns: mtime_ns(&meta),
+                    hash: String::new(),
+                    settlement: None,
+                    findings: vec![finding],
+                    contract: Contract::default(),
+                })
+            }
+        };
+        let read = crate::contract::read_settled(rel, &text, zone);
+        let contract = Contract::parse(&text).unwrap_or_default();
+        Some(SettledEntry {
+            size: meta.len(),
+            mtime_ns: mtime_ns(&meta),
+            hash: crate::state::hex_sha256(text.as_bytes()),
+            settlement: read.settlement,
+            findings: read.findings,
+            contract,
+        })
+    }
+
+    /// `contract-settled` to the opener and `quality-defaulted` to the owner, for settlements
+    /// that appeared since the last pass.
+    fn settled_notices(&self, new: &[String]) -> Vec<Notification> {
+        let mut out = Vec::new();
+        for rel in new {
+            let Some(e) = self.settled.get(rel) else {
+                continue;
+            };
+            let Some(s) = &e.settlement else { continue };
+            let id = rel_stem(rel);
+            let title = e.contract.title.clone().unwrap_or_else(|| id.to_string());
+            if let Some(opener) = &e.contract.opened_by {
+                if opener != &s.owner {
+                    let quality = e.contract.quality_score.as_i64();
+                    out.push(Notification::contract_settled(
+                        opener, id, &title, &s.owner, quality,
+                    ));
+                }
+            }
+            if s.quality_defaulted {
+                out.push(Notification::quality_defaulted(&s.owner, id));
+            }
+        }
+        out
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // The chronicle (SPEC §3, §11)
+
+    /// Merges conflict copies, rolls over at a new quarter, validates the newly completed
+    /// lines and notices lost ones. Returns whether polisd wrote to the chronicle.
+    fn chronicle_pass(&mut self, polis: &Polis, now: &PolisTime) -> anyhow::Result<bool> {
+        let mut wrote = self.merge_conflict_copies()?;
+        if self.options.rollover {
+            wrote |= self.roll_over(polis, now)?;
+        }
+        let current;
+        let polis = if wrote {
+            current = Polis::read_with(&self.root, false);
+            &current
+        } else {
+            polis
+        };
+        let Some(text) = polis.chronicle.as_deref() else {
+            return Ok(wrote);
+        };
+        let progress = self
+            .state
+            .chronicles
+            .get(polis::CHRONICLE)
+            .cloned()
+            .unwrap_or_default();
+        let resume = Resume {
+            offset: progress.offset as usize,
+            line: progress.line as usize,
+        };
+        let appended = chronicle::scan_from(text, resume)
+            .filter(|_| tail_hash(text, resume.offset) == progress.tail_hash);
+        let mut notices = Vec::new();
+        let rewritten = appended.is_none();
+        let (scan, new_lines) = match appended {
+            Some(scan) => {
+                let lines = scan.lines.clone();
+                (scan, lines)
+            }
+            None => {
+                // Rewritten, shrunk, rolled over or merged: what polisd saw before must still be
+                // somewhere (SPEC §3 C009), and only lines it has not seen are new.
+                let seen_bytes = self.state.read_seen_chronicle();
+                let seen_text = String::from_utf8_lossy(&seen_bytes);
+                let seen_lines: Vec<String> = chronicle::scan(&seen_text)
+                    .lines
+                    .into_iter()
+                    .map(|l| l.text)
+                    .collect();
+                let mut files: Vec<&str> = vec![text];
+                files.extend(polis.archives.iter().map(|(_, t)| t.as_str()));
+                for lost in chronicle::lost_lines(&seen_lines, &files) {
+                    let finding = chronicle::lost_line_finding(polis::CHRONICLE, &lost);
+                    tracing::warn!("{finding}");
+                    self.state.push_findings(std::iter::once(&finding));
+                    self.state
+                        .chronicles
+                        .entry(polis::CHRONICLE.to_string())
+                        .or_default()
+                        .lost_lines
+                        .push(crate::state::LostLine {
+                            text: lost.clone(),
+                            noticed_at: crate::state::now_rfc3339(),
+                        });
+                    if let Some(n) = self.finding_notice(polis, &finding, &lost) {
+                        notices.push(n);
+                    }
+                }
+                let scan = chronicle::scan(text);
+                let mut seen_counts: HashMap<String, usize> = HashMap::new();
+                for l in &seen_lines {
+                    *seen_counts.entry(chronicle::line_key(l)).or_default() += 1;
+                }
+                let fresh = scan
+                    .lines
+                    .iter()
+                    .filter(
+                        |l| match seen_counts.get_mut(&chronicle::line_key(&l.text)) {
+                            Some(n) if *n > 0 => {
+                                *n -= 1;
+                                false
+                            }
+                            _ => true,
+                        },
+                    )
+                    .cloned()
+                    .collect();
+                self.state
+                    .reset_seen_chronicle(&text.as_bytes()[..scan.resume.offset])?;
+                (scan, fresh)
+            }
+        };
+        if !new_lines.is_empty() {
+            let earlier = chronicle::newest_stamp(&text[..resume.offset.min(text.len())], now);
+            let (findings, _) = self.validate(polis, &new_lines, earlier, now);
+            for f in &findings {
+                tracing::warn!("{f}");
+                let line_text = new_lines
+                    .iter()
+                    .find(|l| Some(l.number) == f.line)
+                    .map(|l| l.text.as_str())
+                    .unwrap_or("");
+                if let Some(n) = self.finding_notice(polis, f, line_text) {
+                    notices.push(n);
+                }
+            }
+            self.state.push_findings(&findings);
+            if !rewritten {
+                self.state
+                    .append_seen_chronicle(&text.as_bytes()[resume.offset..scan.resume.offset])?;
+            }
+        }
+        let progress = self
+            .state
+            .chronicles
+            .entry(polis::CHRONICLE.to_string())
+            .or_default();
+        progress.offset = scan.resume.offset as u64;
+        progress.line = scan.resume.line as u64;
+        progress.tail_hash = tail_hash(text, scan.resume.offset);
+        self.enqueue(notices);
+        Ok(wrote)
+    }
+
+    fn validate(
+        &self,
+        polis: &Polis,
+        lines: &[chronicle::Line],
+        newest_earlier: Option<chrono::NaiveDateTime>,
+        now: &PolisTime,
+    ) -> (Vec<Finding>, Option<chrono::NaiveDateTime>) {
+        let registered = |id: &str| polis.cards.contains_key(id);
+        let exists = |rel: &str| polis.exists(rel);
+        let ctx = ChronicleContext {
+            path: polis::CHRONICLE,
+            is_registered: &registered,
+            link_exists: &exists,
+            newest_earlier,
+            now: *now,
+        };
+        chronicle::validate_all(lines, &ctx)
+    }
+
+    /// The inbox notice for a chronicle finding: to the author when registered, otherwise to
+    /// the index keeper (SPEC §3).
+    fn finding_notice(&self, polis: &Polis, f: &Finding, line_text: &str) -> Option<Notification> {
+        let author = chronicle::stamp_and_author(line_text)
+            .map(|(_, a)| a.to_string())
+            .or_else(|| line_text.split(" | ").nth(1).map(|a| a.trim().to_string()))
+            .unwrap_or_default();
+        let recipient = if polis.cards.contains_key(&author) {
+            author.clone()
+        } else {
+            polis.index_keeper.clone()?
+        };
+        Some(Notification::chronicle_finding(
+            &recipient, &author, f, line_text,
+        ))
+    }
+
+    /// Merges chronicle conflict copies left by a sync tool (SPEC §11).
+    fn merge_conflict_copies(&mut self) -> anyhow::Result<bool> {
+        let mut wrote = false;
+        let Ok(entries) = std::fs::read_dir(&self.root) else {
+            return Ok(false);
+        };
+        let mut copies: Vec<String> = entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| n.starts_with("chronicle") && polis::is_conflict_copy(n))
+            .collect();
+        copies.sort();
+        for name in copies {
+            let Ok(Some(copy)) = snapshot::read_text(&self.root, &name, None) else {
+                continue;
+            };
+            let merged =
+                actions::edit_agent_file(&self.writer, &self.root, polis::CHRONICLE, |cur| {
+                    Some(chronicle::merge_conflict_copy(cur, &copy))
+                })?;
+            self.writer.remove(&name)?;
+            tracing::info!(copy = %name, "merged a chronicle conflict copy");
+            wrote |= merged;
+            self.state.counters.writes += 1;
+        }
+        Ok(wrote)
+    }
+
+    /// Quarterly rollover (SPEC §3), when the configuration turns it on.
+    fn roll_over(&mut self, polis: &Polis, now: &PolisTime) -> anyhow::Result<bool> {
+        let Some(text) = polis.chronicle.as_deref() else {
+            return Ok(false);
+        };
+        let Some(r) = chronicle::rollover(text, now) else {
+            return Ok(false);
+        };
+        let archive_exists = self.root.join(&r.archive_name).exists();
+        if !archive_exists {
+            self.writer
+                .create_new(&r.archive_name, r.archive_text.as_bytes())?;
+        } else if std::fs::read(self.root.join(&r.archive_name))
+            .ok()
+            .as_deref()
+            != Some(r.archive_text.as_bytes())
+        {
+            // Another machine rolled over already; its archive wins and this chronicle's lines
+            // stay where they are.
+            return Ok(false);
+        }
+        let original = text.to_string();
+        let changed =
+            actions::edit_agent_file(&self.writer, &self.root, polis::CHRONICLE, |cur| {
+                (cur == original).then(|| r.new_text.clone())
+            })?;
+        if changed {
+            tracing::info!(archive = %r.archive_name, "chronicle rolled over");
+        }
+        Ok(changed)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Routing (SPEC §7)
+
+    fn route_new_contracts(&mut self, polis: &Polis) -> anyhow::Result<bool> {
+        let mut wrote = false;
+        for file in polis
+            .contracts
+            .iter()
+            .filter(|c| c.folder == ContractFolder::Open && c.contract.wants_recommendation())
+        {
+            let rec = match routing::recommend(polis, file, &RouteOptions::default()) {
+                Ok(rec) => rec,
+                Err(routing::RouteError::NoCitizens) => return Ok(wrote),
+                Err(e) => {
+                    tracing::debug!("not routing {}: {e}", file.file.rel);
+                    continue;
+                }
+            };
+            if routing::apply(polis, &self.writer, file, &rec)? {
+                self.state.counters.writes += 1;
+                tracing::info!(
+                    contract = %file.file.stem,
+                    recommendation = rec.recommendation.as_deref().unwrap_or("-"),
+                    score = rec.score,
+                    exploration = rec.exploration,
+                    "contract routed"
+                );
+                wrote = true;
+            }
+        }
+        Ok(wrote)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Notifications derived from the folder (SPEC §9)
+
+    /// Every notice the folder's current state calls for. Notices whose recipients depend on
+    /// who is active are fixed when the fact is first seen (`state.known`).
+    fn derive(&mut self, polis: &Polis, now: &PolisTime) -> Vec<Notification> {
+        let mut out = Vec::new();
+        let active = actions::active_citizens(polis, now);
+        let open: Vec<_> = polis
+            .contracts
+            .iter()
+            .filter(|c| c.folder == ContractFolder::Open)
+            .collect();
+
+        for c in &open {
+            let k = &c.contract;
+            let id = c.file.stem.as_str();
+            let title = k.title.clone().unwrap_or_else(|| id.to_string());
+            if k.owner.is_none() {
+                if let Some(r) = &k.routing.recommended_by_router {
+                    out.push(Notification::contract_routed(
+                        r,
+                        id,
+                        &title,
+                        k.routing.recommendation_score.unwrap_or(0.0),
+                        k.routing.exploration.unwrap_or(false),
+                    ));
+                }
+            }
+            if k.stakes.as_deref() == Some("high") {
+                if let Some(owner) = &k.owner {
+                    if k.review.reviewer.is_none() {
+                        out.push(Notification::review_needed(owner, id, &title, None));
+                    }
+                }
+                if let Some(reviewer) = &k.review.reviewer {
+                    out.push(Notification::review_needed(
+                        reviewer,
+                        id,
+                        &title,
+                        Some(reviewer),
+                    ));
+                }
+            }
+            if let (Some(owner), Some(status)) = (&k.owner, &k.status) {
+                if matches!(status.as_str(), "claimed" | "in_progress") {
+                    if let Some(last) = stale_since(polis, id, k, now) {
+                        out.push(Notification::contract_stale(owner, id, &last));
+                    }
+                }
+            }
+        }
+
+        for file in &polis.amendments {
+            let a = &file.amendment;
+            let status = a.status.clone().unwrap_or_default();
+            if file.folder == AmendmentFolder::Proposed && status == "proposed" {
+                let key = format!("proposed/{}", a.id);
+                if !self.state.known.contains_key(&key) {
+                    self.state.known.insert(key, "1".into());
+                    for r in active.iter().filter(|r| Some(*r) != a.proposed_by.as_ref()) {
+                        out.push(Notification::amendment_proposed(r, a));
+                    }
+                }
+            }
+            let decided = matches!(status.as_str(), "ratified" | "rejected" | "expired");
+            let key = format!("amendment/{}", a.id);
+            if decided && self.state.known.get(&key) != Some(&status) {
+                self.state.known.insert(key, status.clone());
+                let outcome = decided_outcome(polis, a, &status, &active);
+                let mut recipients: BTreeSet<String> = BTreeSet::new();
+                if status == "ratified" {
+                    recipients.extend(active.iter().cloned());
+                    recipients.extend(polis.index_keeper.iter().cloned());
+                } else {
+                    recipients.extend(a.proposed_by.iter().cloned());
+                }
+                for r in &recipients {
+                    out.extend(Notification::amendment_outcome(r, a, &outcome));
+                }
+            }
+        }
+
+        for lesson in &polis.lessons {
+            let key = format!("lesson/{}", lesson.rel);
+            if self.state.known.contains_key(&key) {
+                continue;
+            }
+            self.state.known.insert(key, "1".into());
+            let link = lesson.rel.trim_end_matches(".md");
+            for c in &open {
+                let Some(owner) = &c.contract.owner else {
+                    continue;
+                };
+                if let Some(tag) = c
+                    .contract
+                    .required_tags
+                    .iter()
+                    .find(|t| lesson.lesson.capability_tags.contains(t))
+                {
+                    out.push(Notification::lesson_filed(owner, link, tag, &c.file.stem));
+                }
+            }
+        }
+
+        for card in polis.cards.values() {
+            let v = card.card.verify();
+            if v.state == crate::card::VerifyState::Mismatch {
+                let actual = v.computed.clone().unwrap_or_default();
+                out.push(Notification::card_changed(&card.id, &card.id, &actual));
+                if let Some(keeper) = &polis.index_keeper {
+                    if keeper != &card.id {
+                        out.push(Notification::card_changed(keeper, &card.id, &actual));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Marks notices as sent without delivering them (the baseline).
+    fn silence(&mut self, notices: &[Notification]) {
+        for n in notices {
+            self.state.mark_sent(n.kind.as_str(), &n.id());
+        }
+    }
+
+    fn enqueue(&mut self, notices: Vec<Notification>) {
+        for n in notices {
+            if self.state.was_sent(n.kind.as_str(), &n.id()) {
+                continue;
+            }
+            let entry = OutboxEntry {
+                kind: n.kind.as_str().to_string(),
+                recipient: n.recipient,
+                subject: n.subject,
+                discriminator: n.discriminator,
+                link: n.link,
+                paragraph: n.paragraph,
+            };
+            if !self.state.outbox.contains(&entry) {
+                self.state.outbox.push(entry);
+            }
+        }
+    }
+
+    /// Delivers the outbox. A notice that cannot be written (a symlinked inbox, a recipient
+    /// without a card) is dropped with a warning; an I/O failure keeps it for the next pass.
+    fn deliver(&mut self, polis: &Polis, now: &PolisTime) {
+        let outbox = std::mem::take(&mut self.state.outbox);
+        let enabled = self.options.notifications;
+        let mut keep = Vec::new();
+        for entry in outbox {
+            let Some(kind) = Kind::parse(&entry.kind) else {
+                continue;
+            };
+            let n = Notification {
+                kind,
+                recipient: entry.recipient.clone(),
+                subject: entry.subject.clone(),
+                discriminator: entry.discriminator.clone(),
+                link: entry.link.clone(),
+                paragraph: entry.paragraph.clone(),
+            };
+            let report = actions::deliver(
+                polis,
+                &self.writer,
+                &mut self.state,
+                std::slice::from_ref(&n),
+                &|k| enabled.enabled(k.as_str()),
+                now,
+            );
+            self.state.counters.notifications += report.delivered as u64;
+            if report.delivered > 0 {
+                tracing::info!(kind = %n.kind, to = %n.recipient, subject = %n.subject, "notified");
+            }
+            for (who, why) in report.failed {
+                if why.contains("symbolic link") || why.contains("not a regular file") {
+                    tracing::warn!("not notifying {who}: {why}");
+                } else {
+                    tracing::warn!("could not notify {who} yet (will retry): {why}");
+                    keep.push(entry.clone());
+                }
+            }
+        }
+        self.state.outbox = keep;
+    }
+
+    fn write_status(&mut self) {
+        let status = self.state.status(&self.started_at, &self.watch_mode);
+        if let Err(e) = self.state.write_status(&status) {
+            tracing::warn!("could not write the status file: {e}");
+        }
+    }
+
+    /// Removes the status file: the daemon no longer watches this polis.
+    pub fn close(&mut self) {
+        let _ = self.state.save();
+        let _ = self.state.clear_status();
+    }
+}
+
+/// The outcome behind a decided amendment, for the notice's wording.
+fn decided_outcome(
+    polis: &Polis,
+    a: &crate::amendment::Amendment,
+    status: &str,
+    active: &BTreeSet<String>,
+) -> crate::amendment::Outcome {
+    let votes = crate::amendment::counted_votes(a, &polis.registered());
+    let agrees = votes.count(crate::amendment::Vote::Agree);
+    let quorum = crate::amendment::quorum(&a.quorum_required, active.len());
+    let (action, detail) = match status {
+        "ratified" => (
+            crate::amendment::Action::Ratified,
+            format!("{agrees} citizens agreed (quorum {quorum})"),
+        ),
+        "rejected" => (
+            crate::amendment::Action::Rejected,
+            format!("it can no longer reach its quorum of {quorum} ({agrees} agreed)"),
+        ),
+        _ => (
+            crate::amendment::Action::Expired,
+            format!("its deadline passed with {agrees} of {quorum} agreeing votes"),
+        ),
+    };
+    crate::amendment::Outcome {
+        action,
+        agrees,
+        quorum,
+        detail,
+        votes,
+    }
+}
+
+/// When a claimed contract has had no chronicle line about it for 14 days, the stamp of the
+/// last one (or of its opening), which makes each silence a distinct notice.
+fn stale_since(polis: &Polis, id: &str, k: &Contract, now: &PolisTime) -> Option<String> {
+    let mut last: Option<chrono::NaiveDateTime> = None;
+    for text in polis.recent_chronicle() {
+        for line in chronicle::scan(text).lines {
+            if let Ok(entry) = chronicle::parse_entry(&line.text) {
+                let about = entry
+                    .link
+                    .and_then(chronicle::link_target)
+                    .is_some_and(|t| t.rsplit('/').next() == Some(id));
+                if about {
+                    let stamp = entry.stamp;
+                    last = Some(last.map_or(stamp, |l| l.max(stamp)));
+                }
+            }
+        }
+    }
+    let last = last.or_else(|| {
+        crate::amendment::read_when(&k.opened_at, now).map(|w| match w {
+            crate::amendment::When::Moment(t) => t,
+            crate::amendment::When::Day(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
+        })
+    })?;
+    (now.now - last > chrono::Duration::days(chronicle::ACTIVITY_WINDOW_DAYS))
+        .then(|| last.format("%Y-%m-%d %H:%M").to_string())
+}
+
+fn rel_stem(rel: &str) -> &str {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    name.strip_suffix(".md").unwrap_or(name)
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.mtime() * 1_000_000_000 + meta.mtime_nsec()
+}
+
+/// Hex SHA-256 of up to [`TAIL_WINDOW`] bytes before `offset`.
+fn tail_hash(text: &str, offset: usize) -> String {
+    let end = offset.min(text.len());
+    let start = end.saturating_sub(TAIL_WINDOW);
+    crate::state::hex_sha256(&text.as_bytes()[start..end])
+}

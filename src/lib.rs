@@ -29,6 +29,7 @@ pub mod actions;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod daemon;
 pub mod demo;
 pub mod engine;
 pub mod service;

@@ -292,6 +292,12 @@ pub struct Polis {
 impl Polis {
     /// Reads the whole polis at `root` (a `_polis/` folder).
     pub fn read(root: &Path) -> Polis {
+        Polis::read_with(root, true)
+    }
+
+    /// Reads the polis; with `settled` false the settled contracts are left out (the daemon
+    /// keeps them in its own cache and fills [`Polis::settlements`] itself).
+    pub fn read_with(root: &Path, settled: bool) -> Polis {
         use crate::polis::{AmendmentFolder, ContractFolder};
         let mut findings = Vec::new();
         let settings_text = read_or_report(root, crate::polis::POLIS_YML, &mut findings);
@@ -307,6 +313,9 @@ impl Polis {
         let mut contracts = Vec::new();
         let mut settlements = Vec::new();
         for folder in ContractFolder::ALL {
+            if folder == ContractFolder::Settled && !settled {
+                continue;
+            }
             for file in read_records(root, folder.dir(), &mut findings) {
                 if folder == ContractFolder::Settled {
                     let read = crate::contract::read_settled(&file.rel, &file.text, zone);

@@ -41,6 +41,7 @@ const STATE_FILE: &str = "state.json";
 const STATUS_FILE: &str = "daemon.json";
 const PATH_FILE: &str = "polis-path";
 const LOCK_FILE: &str = "daemon.lock";
+const SEEN_CHRONICLE_FILE: &str = "chronicle-seen.md";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
@@ -92,9 +93,27 @@ pub struct PolisState {
     pub amendments: BTreeMap<String, AmendmentState>,
     /// Card path → SHA-256 (hex) of the card bytes last seen.
     pub cards: BTreeMap<String, String>,
+    /// Facts the engine has observed and acted on, by key (e.g. `amendment/<id>` → the status
+    /// last seen), so a change is announced once even when its recipients would drift.
+    pub known: BTreeMap<String, String>,
+    /// Notifications decided but not yet delivered. They are saved before delivery, so a crash
+    /// between the two loses none; delivery is idempotent, so a replay doubles none.
+    pub outbox: Vec<OutboxEntry>,
     pub counters: Counters,
     /// Newest last, at most [`MAX_FINDINGS`].
     pub latest_findings: Vec<StoredFinding>,
+}
+
+/// A notification waiting in the outbox (see [`PolisState::outbox`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OutboxEntry {
+    pub kind: String,
+    pub recipient: String,
+    pub subject: String,
+    pub discriminator: String,
+    pub link: String,
+    pub paragraph: String,
 }
 
 /// How far polisd has read and validated one chronicle file.
@@ -103,6 +122,11 @@ pub struct PolisState {
 pub struct ChronicleProgress {
     /// Byte offset just past the last complete line validated.
     pub offset: u64,
+    /// Number of that last complete line (frontmatter lines count).
+    pub line: u64,
+    /// Hex SHA-256 of the bytes just before `offset` (up to 4 KiB): if they changed, the file
+    /// was rewritten rather than appended to, and every seen line is checked again (C009).
+    pub tail_hash: String,
     /// Lines at or before this offset existed when polisd first met the polis: their
     /// findings are logged but not sent to inboxes. `None` until the baseline is taken.
     pub baseline_offset: Option<u64>,
@@ -436,6 +460,29 @@ impl State {
         write_atomic(&self.dir, STATE_FILE, &bytes)?;
         self.saved = bytes;
         Ok(())
+    }
+
+    /// The chronicle bytes polisd has already validated, mirrored in the state folder so a
+    /// lost line (C009) can be named without keeping every line in `state.json`.
+    pub fn read_seen_chronicle(&self) -> Vec<u8> {
+        fs::read(self.dir.join(SEEN_CHRONICLE_FILE)).unwrap_or_default()
+    }
+
+    /// Appends newly validated chronicle bytes to the mirror.
+    pub fn append_seen_chronicle(&self, bytes: &[u8]) -> Result<(), StateError> {
+        use std::io::Write;
+        let path = self.dir.join(SEEN_CHRONICLE_FILE);
+        fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(bytes))
+            .map_err(io_err("append to", &path))
+    }
+
+    /// Replaces the mirror (after a rewrite, rollover or merge of the chronicle).
+    pub fn reset_seen_chronicle(&self, bytes: &[u8]) -> Result<(), StateError> {
+        write_atomic(&self.dir, SEEN_CHRONICLE_FILE, bytes)
     }
 
     /// Writes the status file (`daemon.json`) for `polisd status`.

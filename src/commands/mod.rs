@@ -23,6 +23,11 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Check(args) => check::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Status(args) => status::run(args),
+        Command::Run(args) => crate::daemon::run(crate::daemon::RunOptions {
+            paths: args.paths,
+            config: args.config,
+            log_level: args.log_level,
+        }),
         Command::Reconcile(args) => reconcile(&locate(args.path.as_deref())?),
         Command::Route(args) => route(args),
         Command::Tally(args) => tally(args),

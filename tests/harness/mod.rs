@@ -150,7 +150,7 @@ impl TestPolis {
         let polis = self.root.clone();
         let state = self.state_dir.clone();
         wait_until("the daemon to be watching", DEADLINE, || {
-            daemon.log_text().contains("watching") && is_ready(&state, &polis)
+            daemon.log_text().contains("initial scan done") && is_ready(&state, &polis)
         });
         daemon
     }

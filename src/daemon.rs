@@ -1,0 +1,212 @@
+//! `polisd run`: the long-running process. It owns the event loop — watchers, signals, timers,
+//! the service manager's readiness and watchdog — and hands each batch of changes to the
+//! [`Engine`] of the polis it concerns. Protocol decisions live in the engine and the core.
+//!
+//! Signals: SIGTERM and SIGINT finish the batch in hand and exit 0; SIGHUP reloads the
+//! configuration (behaviour and notification switches apply at once; a changed watch list or
+//! watch settings take a restart, which the log says).
+
+use crate::config::{self, Backend, Config, LogFormat};
+use crate::engine::{Engine, EngineOptions, Trigger};
+use crate::watch::{self, Batch, WatchConfig};
+use anyhow::Context;
+use chrono::Utc;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// What `polisd run` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub paths: Vec<PathBuf>,
+    pub config: Option<PathBuf>,
+    pub log_level: Option<String>,
+}
+
+/// Runs the daemon until SIGTERM or SIGINT. Returns the exit code.
+pub fn run(options: RunOptions) -> anyhow::Result<u8> {
+    let config = config::load(options.config.as_deref())?;
+    init_logging(&config, options.log_level.as_deref());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the event loop")?;
+    runtime.block_on(serve(config, options))
+}
+
+/// Sets up tracing to stderr: `RUST_LOG` wins, then `--log-level`, then the configuration.
+pub fn init_logging(config: &Config, level: Option<&str>) {
+    use tracing_subscriber::EnvFilter;
+    let default = level.unwrap_or(config.log.level.as_str());
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("polisd={default},warn")));
+    // journald and launchd stamp each line themselves.
+    let supervised = std::env::var_os("JOURNAL_STREAM").is_some()
+        || std::env::var_os("INVOCATION_ID").is_some()
+        || std::env::var_os("XPC_SERVICE_NAME").is_some_and(|v| v != "0");
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match config.log.format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Auto if supervised => builder.without_time().with_ansi(false).try_init(),
+        LogFormat::Auto => builder.try_init(),
+    };
+}
+
+struct Watched {
+    engine: Engine,
+    _watcher: watch::Watcher,
+    _lock: crate::state::DaemonLock,
+}
+
+async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
+    let paths = if options.paths.is_empty() {
+        config.polis_paths()
+    } else {
+        options.paths.clone()
+    };
+    if paths.is_empty() {
+        anyhow::bail!(
+            "no polis to watch: pass one as `polisd run PATH`, or list it in the configuration \
+             as [[polis]] path = \"...\" (see config.example.toml)"
+        );
+    }
+    let cwd = std::env::current_dir().context("reading the working directory")?;
+    let (tx, mut rx) = mpsc::channel::<(usize, Batch)>(64);
+    let mut watched: Vec<Watched> = Vec::new();
+    for path in &paths {
+        let root = crate::polis::locate(Some(path), &cwd)?;
+        let index = watched.len();
+        watched.push(start_one(&root, &config, index, tx.clone())?);
+    }
+    drop(tx);
+
+    let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+    let mut watchdog_usec = 0u64;
+    let watchdog = sd_notify::watchdog_enabled(false, &mut watchdog_usec);
+    let mut watchdog_tick = tokio::time::interval(if watchdog {
+        Duration::from_micros(watchdog_usec / 2).max(Duration::from_millis(500))
+    } else {
+        Duration::from_secs(3600)
+    });
+    // Expiries and staleness are day-granular; an hourly look is plenty and costs nothing.
+    let mut clock_tick = tokio::time::interval(Duration::from_secs(3600));
+    clock_tick.tick().await;
+    let mut last_day = Utc::now().date_naive();
+
+    let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut sighup = signal(tokio::signal::unix::SignalKind::hangup())?;
+
+    loop {
+        tokio::select! {
+            batch = rx.recv() => {
+                let Some((index, batch)) = batch else { break };
+                let trigger = match batch.rescan {
+                    Some(r) => {
+                        tracing::debug!(reason = ?r.reason, "rescan");
+                        Trigger::Rescan
+                    }
+                    None => Trigger::Paths(batch.events.into_iter().map(|e| e.path).collect()),
+                };
+                let w = &mut watched[index];
+                if let Err(e) = w.engine.handle(&trigger, Utc::now()) {
+                    tracing::error!(polis = %w.engine.root().display(), "{e:#}");
+                }
+            }
+            _ = clock_tick.tick() => {
+                let today = Utc::now().date_naive();
+                if today != last_day {
+                    last_day = today;
+                    for w in &mut watched {
+                        if let Err(e) = w.engine.handle(&Trigger::Timer, Utc::now()) {
+                            tracing::error!(polis = %w.engine.root().display(), "{e:#}");
+                        }
+                    }
+                }
+            }
+            _ = watchdog_tick.tick(), if watchdog => {
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Watchdog]);
+            }
+            _ = sigterm.recv() => break,
+            _ = sigint.recv() => break,
+            _ = sighup.recv() => {
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading]);
+                match config::load(options.config.as_deref()) {
+                    Ok(new) => {
+                        if new.polis_paths() != config.polis_paths() || new.watch != config.watch {
+                            tracing::warn!("the watch list or watch settings changed: restart polisd to apply them (behaviour and notification settings apply now)");
+                        }
+                        for w in &mut watched {
+                            w.engine.set_options(new.effective_for(w.engine.root()).into());
+                        }
+                        config = new;
+                        tracing::info!("configuration reloaded");
+                    }
+                    Err(e) => tracing::error!("configuration not reloaded, keeping the old one: {e}"),
+                }
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+            }
+        }
+    }
+    let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
+    for w in &mut watched {
+        w.engine.close();
+    }
+    tracing::info!("stopped");
+    Ok(0)
+}
+
+fn signal(kind: tokio::signal::unix::SignalKind) -> anyhow::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(kind).context("installing a signal handler")
+}
+
+/// Opens the engine of one polis, takes its lock and starts watching it.
+fn start_one(
+    root: &Path,
+    config: &Config,
+    index: usize,
+    tx: mpsc::Sender<(usize, Batch)>,
+) -> anyhow::Result<Watched> {
+    let mut engine = Engine::open(root, EngineOptions::from(config.effective_for(root)))?;
+    let lock = engine.lock()?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "another polisd already watches {}; stop it first (`polisd status` shows its pid)",
+            root.display()
+        )
+    })?;
+    let watch_config = WatchConfig {
+        debounce: config.watch.debounce,
+        poll_interval: config.watch.poll_interval,
+        rescan_interval: (!config.watch.rescan_interval.is_zero())
+            .then_some(config.watch.rescan_interval),
+        force_poll: config.watch.backend == Backend::Poll
+            || watch::force_poll_requested(std::env::var(watch::FORCE_POLL_ENV).ok().as_deref()),
+        ..WatchConfig::default()
+    };
+    let (watcher, mut batches) = watch::watch(root, watch_config)
+        .with_context(|| format!("cannot watch {}", root.display()))?;
+    if config.watch.backend == Backend::Native && watcher.mode() == watch::Mode::Poll {
+        anyhow::bail!(
+            "native file events are unavailable for {} and the configuration says backend = \"native\"; \
+             use backend = \"auto\" to fall back to polling",
+            root.display()
+        );
+    }
+    engine.set_watch_mode(watcher.mode().as_str());
+    tracing::info!(polis = %engine.root().display(), mode = watcher.mode().as_str(), "watching");
+    tokio::spawn(async move {
+        while let Some(batch) = batches.recv().await {
+            if tx.send((index, batch)).await.is_err() {
+                break;
+            }
+        }
+    });
+    Ok(Watched {
+        engine,
+        _watcher: watcher,
+        _lock: lock,
+    })
+}
