@@ -192,10 +192,13 @@ pub fn run(keep_running: bool, out: &mut dyn Write) -> anyhow::Result<u8> {
     )?;
     say(out, "\n$ polisd status\n")?;
     out.flush()?;
-    crate::commands::dispatch(crate::cli::Command::Status(crate::cli::JsonPolisArg {
+    let status = crate::commands::dispatch(crate::cli::Command::Status(crate::cli::JsonPolisArg {
         path: Some(root.clone()),
         json: false,
-    }))?;
+    }));
+    if let Err(e) = status {
+        say(out, &format!("(polisd status failed: {e:#})"))?;
+    }
 
     if keep_running {
         say(out, "\npolisd keeps watching the demo polis; edit its files and watch the inboxes. Ctrl-C stops it.")?;
