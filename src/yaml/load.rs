@@ -30,6 +30,8 @@ pub struct YamlError {
 
 /// Reads one YAML document. An empty document is `Null`, as `yaml.safe_load` gives `None`.
 pub fn load(text: &str) -> Result<Value, YamlError> {
+    // PyYAML's reader drops a byte-order mark at the start of the stream.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     // yaml-rust2 is not written to be panic-free on every malformed input; a panic there must
     // become a finding, never a crashed daemon.
     match std::panic::catch_unwind(|| Loader::new(text).run()) {
@@ -537,6 +539,11 @@ mod tests {
     fn errors_name_the_line() {
         let e = load("a: 1\nb: [1, 2\nc: 3\n").unwrap_err();
         assert!(e.line >= 2, "{e:?}");
+    }
+
+    #[test]
+    fn leading_bom_is_not_part_of_the_first_key() {
+        assert_eq!(load("\u{feff}k: 1\n").unwrap().get("k"), &Value::Int(1));
     }
 
     #[test]
