@@ -60,7 +60,11 @@ pub fn summary(errors: usize, warnings: usize) -> String {
             format!("{n} {word}s")
         }
     };
-    format!("{}, {}", plural(errors, "error"), plural(warnings, "warning"))
+    format!(
+        "{}, {}",
+        plural(errors, "error"),
+        plural(warnings, "warning")
+    )
 }
 
 /// The JSON of `check --json`: `{"findings":[{code,severity,path,line,message}],"errors","warnings"}`.
@@ -84,8 +88,7 @@ pub fn report(findings: &[Finding]) -> Report<'_> {
 /// earlier line" (C005) carries over from one file to the next, as the lines were written.
 fn chronicle_findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     let registered = polis.registered();
-    let is_registered =
-        |id: &str| registered.contains(id) || crate::polis::is_system_citizen(id);
+    let is_registered = |id: &str| registered.contains(id) || crate::polis::is_system_citizen(id);
     let link_exists = |rel: &str| polis.exists(rel);
     let files = polis
         .archives
@@ -222,7 +225,12 @@ mod tests {
     fn json_has_exactly_the_documented_keys() {
         let f = vec![
             Finding::error(Code::C001, "chronicle.md", Some(7), "bad"),
-            Finding::warning(Code::CardWithoutTags, "citizens/x/capability_card.yml", None, "w"),
+            Finding::warning(
+                Code::CardWithoutTags,
+                "citizens/x/capability_card.yml",
+                None,
+                "w",
+            ),
         ];
         let v = serde_json::to_value(report(&f)).unwrap();
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();

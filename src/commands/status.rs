@@ -465,7 +465,12 @@ mod tests {
         let mut found: Vec<Finding> = (1..=12)
             .map(|n| Finding::error(Code::C001, "chronicle.md", Some(n), "x"))
             .collect();
-        found.push(Finding::warning(Code::BadYaml, "contracts/open/a.md", None, "y"));
+        found.push(Finding::warning(
+            Code::BadYaml,
+            "contracts/open/a.md",
+            None,
+            "y",
+        ));
         let newest = newest_findings(found);
         assert_eq!(newest.len(), NEWEST_FINDINGS);
         assert_eq!(newest.last().unwrap().line, Some(12));

@@ -96,15 +96,14 @@ pub fn fix(root: &Path, writer: &Writer) -> Vec<CardReport> {
             continue;
         }
         let refused: RefCell<Option<StampError>> = RefCell::new(None);
-        let written = crate::actions::edit_agent_file(writer, root, &rel, |text| {
-            match card::stamp(text) {
+        let written =
+            crate::actions::edit_agent_file(writer, root, &rel, |text| match card::stamp(text) {
                 Ok(stamped) => Some(stamped),
                 Err(e) => {
                     *refused.borrow_mut() = Some(e);
                     None
                 }
-            }
-        });
+            });
         let failure = match (written, refused.into_inner()) {
             (Err(e), _) => Some(e.to_string()),
             (Ok(_), Some(e)) => Some(e.to_string()),
@@ -200,7 +199,10 @@ pub fn render(reports: &[CardReport]) -> String {
     }
     let stamped = reports.iter().filter(|r| r.stamped_from.is_some()).count();
     let failed = reports.iter().filter(|r| r.is_failure()).count();
-    out.push_str(&format!("\npolisd verify: {} card(s) checked", reports.len()));
+    out.push_str(&format!(
+        "\npolisd verify: {} card(s) checked",
+        reports.len()
+    ));
     if stamped > 0 {
         out.push_str(&format!(", {stamped} stamped"));
     }
@@ -251,7 +253,10 @@ mod tests {
     fn ok_lines_read_like_the_reference() {
         let text = render(&[report("ok")]);
         assert!(text.starts_with("  ok     claude-code-one\n"), "{text}");
-        assert!(text.ends_with("polisd verify: 1 card(s) checked\n"), "{text}");
+        assert!(
+            text.ends_with("polisd verify: 1 card(s) checked\n"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -260,11 +265,18 @@ mod tests {
         let root = dir.path();
         let card_a = "agent_id: claude-code-one\ncapability_tags:\n  py:\n    self_rating: 4\n";
         std::fs::create_dir_all(root.join("citizens/claude-code-one")).unwrap();
-        std::fs::write(root.join("citizens/claude-code-one/capability_card.yml"), card_a).unwrap();
+        std::fs::write(
+            root.join("citizens/claude-code-one/capability_card.yml"),
+            card_a,
+        )
+        .unwrap();
         let stamped_b = card::stamp("agent_id: codex-agent-two\n").unwrap();
         std::fs::create_dir_all(root.join("citizens/codex-agent-two")).unwrap();
-        std::fs::write(root.join("citizens/codex-agent-two/capability_card.yml"), &stamped_b)
-            .unwrap();
+        std::fs::write(
+            root.join("citizens/codex-agent-two/capability_card.yml"),
+            &stamped_b,
+        )
+        .unwrap();
 
         let before = verify_all(root);
         assert_eq!(before[0].state, "unstamped");
@@ -289,7 +301,11 @@ mod tests {
         let root = dir.path();
         std::fs::create_dir_all(root.join("citizens/claude-code-one")).unwrap();
         let bad = "agent_id: [unclosed\n";
-        std::fs::write(root.join("citizens/claude-code-one/capability_card.yml"), bad).unwrap();
+        std::fs::write(
+            root.join("citizens/claude-code-one/capability_card.yml"),
+            bad,
+        )
+        .unwrap();
         let writer = Writer::new(root).unwrap();
         let after = fix(root, &writer);
         assert_eq!(after[0].state, "unreadable");
