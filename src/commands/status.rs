@@ -389,7 +389,10 @@ pub fn render(s: &Summary) -> String {
             f.newest.len()
         ));
         for finding in &f.newest {
-            out.push_str(&format!("  {finding}\n"));
+            out.push_str(&format!(
+                "  {}\n",
+                shorten(&finding.to_string(), FINDING_WIDTH)
+            ));
         }
     }
 
@@ -413,6 +416,20 @@ pub fn render(s: &Summary) -> String {
             "  no daemon is watching this polis; start one with `polisd run` or `polisd service install`\n",
         ),
     }
+    out
+}
+
+/// Findings carry long messages with a corrected example; the summary shows their start and
+/// `polisd check` the whole text.
+const FINDING_WIDTH: usize = 118;
+
+/// `text` cut to `width` characters, ending in `…` when cut.
+fn shorten(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
     out
 }
 
@@ -457,6 +474,13 @@ mod tests {
         assert_eq!(lines[0], "  ID           STATE");
         assert_eq!(lines[1], "  naïve-agent  idle");
         assert_eq!(lines[2], "  b            away");
+    }
+
+    #[test]
+    fn long_findings_are_shortened_on_characters() {
+        assert_eq!(shorten("short", 10), "short");
+        assert_eq!(shorten("ünïcödé-long", 5), "ünïc…");
+        assert_eq!(shorten("exactly", 7), "exactly");
     }
 
     #[test]
