@@ -1,5 +1,248 @@
-//! `polisd check` (to be written).
+//! `polisd check`: every finding in a polis, for people and for CI.
+//!
+//! [`findings`] gathers them from a [`Polis`] read model without writing anything; the daemon
+//! and `polisd status` call it too. `run` only prints and picks the exit code.
 
-pub fn run(_args: crate::cli::CheckArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("not implemented yet")
+use crate::card::VerifyState;
+use crate::chronicle::{self, ChronicleContext};
+use crate::clock::PolisTime;
+use crate::finding::{Code, Finding, Severity};
+use crate::polis::{AmendmentFolder, ContractFolder};
+use crate::snapshot::Polis;
+use std::collections::{BTreeMap, BTreeSet};
+
+pub fn run(args: crate::cli::CheckArgs) -> anyhow::Result<u8> {
+    let root = super::locate(args.polis.path.as_deref())?;
+    let polis = Polis::read(&root);
+    let now = PolisTime::system(polis.settings.timezone);
+    let found = findings(&polis, &now);
+    let (errors, warnings) = count(&found);
+    if args.polis.json {
+        println!("{}", serde_json::to_string_pretty(&report(&found))?);
+    } else {
+        for f in &found {
+            println!("{f}");
+        }
+        println!("{}", summary(errors, warnings));
+    }
+    Ok(u8::from(errors > 0))
+}
+
+/// Every finding in the polis, sorted by path, then line (a finding about a whole file first).
+///
+/// Pure apart from what `polis` already read, and `Polis::exists` for wikilink targets.
+pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+    let mut out = polis.findings.clone();
+    out.extend(chronicle_findings(polis, now));
+    out.extend(card_findings(polis));
+    out.extend(unknown_voters(polis));
+    out.extend(contracts_in_two_folders(polis));
+    // Stable: findings on one line keep their code order.
+    out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    out
+}
+
+/// (errors, warnings).
+pub fn count(findings: &[Finding]) -> (usize, usize) {
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    (errors, findings.len() - errors)
+}
+
+/// `N errors, M warnings` (singular where it reads so).
+pub fn summary(errors: usize, warnings: usize) -> String {
+    let plural = |n: usize, word: &str| {
+        if n == 1 {
+            format!("{n} {word}")
+        } else {
+            format!("{n} {word}s")
+        }
+    };
+    format!(
+        "{}, {}",
+        plural(errors, "error"),
+        plural(warnings, "warning")
+    )
+}
+
+/// The JSON of `check --json`: `{"findings":[{code,severity,path,line,message}],"errors","warnings"}`.
+#[derive(Debug, serde::Serialize)]
+pub struct Report<'a> {
+    pub findings: &'a [Finding],
+    pub errors: usize,
+    pub warnings: usize,
+}
+
+pub fn report(findings: &[Finding]) -> Report<'_> {
+    let (errors, warnings) = count(findings);
+    Report {
+        findings,
+        errors,
+        warnings,
+    }
+}
+
+/// C001–C008 over the archives (oldest first) and then the current chronicle. "The newest
+/// earlier line" (C005) carries over from one file to the next, as the lines were written.
+fn chronicle_findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+    let registered = polis.registered();
+    let is_registered = |id: &str| registered.contains(id) || crate::polis::is_system_citizen(id);
+    let link_exists = |rel: &str| polis.exists(rel);
+    let files = polis
+        .archives
+        .iter()
+        .map(|(name, text)| (name.as_str(), text.as_str()))
+        .chain(
+            polis
+                .chronicle
+                .as_deref()
+                .map(|text| (crate::polis::CHRONICLE, text)),
+        );
+    let mut newest = None;
+    let mut out = Vec::new();
+    for (path, text) in files {
+        let ctx = ChronicleContext {
+            path,
+            is_registered: &is_registered,
+            link_exists: &link_exists,
+            newest_earlier: newest,
+            now: *now,
+        };
+        let (found, newest_here) = chronicle::validate_all(&chronicle::scan(text).lines, &ctx);
+        out.extend(found);
+        newest = newest_here;
+    }
+    out
+}
+
+/// Cards without tags, and cards whose `content_hash` no longer matches.
+fn card_findings(polis: &Polis) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for card in polis.cards.values() {
+        if card.card.capability_tags.is_empty() {
+            out.push(Finding::warning(
+                Code::CardWithoutTags,
+                &card.rel,
+                None,
+                "the card claims no `capability_tags`, so the router can never pick this citizen; \
+                 add a map of tag -> {self_rating: 1-5, evidence: ...}",
+            ));
+        }
+        let v = card.card.verify();
+        if v.state == VerifyState::Mismatch {
+            out.push(Finding::warning(
+                Code::CardMismatch,
+                &card.rel,
+                None,
+                format!(
+                    "the stored content_hash ({}) does not match the card's content ({}): the card \
+                     was edited after it was stamped; if the edit is intended, run `polisd verify --fix`",
+                    v.stored.as_deref().unwrap_or("?"),
+                    v.computed.as_deref().unwrap_or("?"),
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// Votes by ids that are not registered citizens, in amendments still in `proposed/` (votes in
+/// ratified amendments no longer count for anything; a citizen who has since left is no news).
+fn unknown_voters(polis: &Polis) -> Vec<Finding> {
+    let registered: BTreeSet<String> = polis.registered();
+    polis
+        .amendments
+        .iter()
+        .filter(|a| a.folder == AmendmentFolder::Proposed)
+        .flat_map(|a| crate::amendment::unknown_voter_findings(&a.rel, &a.amendment, &registered))
+        .collect()
+}
+
+/// The same contract id in two or more of open/settled/abandoned (a sync artifact, SPEC §6).
+/// With a settled copy that copy counts and each stale copy is a warning; without one the
+/// contract's state is ambiguous, which is an error.
+fn contracts_in_two_folders(polis: &Polis) -> Vec<Finding> {
+    let mut by_id: BTreeMap<&str, Vec<(ContractFolder, &str)>> = BTreeMap::new();
+    for c in &polis.contracts {
+        by_id
+            .entry(c.file.stem.as_str())
+            .or_default()
+            .push((c.folder, c.file.rel.as_str()));
+    }
+    let mut out = Vec::new();
+    for (id, copies) in by_id {
+        if copies.len() < 2 {
+            continue;
+        }
+        let all = copies
+            .iter()
+            .map(|(_, rel)| format!("`{rel}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        match copies.iter().find(|(f, _)| *f == ContractFolder::Settled) {
+            Some((_, settled)) => {
+                for (_, rel) in copies.iter().filter(|(f, _)| *f != ContractFolder::Settled) {
+                    out.push(Finding::warning(
+                        Code::ContractInTwoFolders,
+                        *rel,
+                        None,
+                        format!(
+                            "contract `{id}` is in more than one folder ({all}); only `{settled}` \
+                             counts. This copy is stale (often a sync artifact): delete it"
+                        ),
+                    ));
+                }
+            }
+            None => out.push(Finding::error(
+                Code::ContractInTwoFolders,
+                copies[0].1,
+                None,
+                format!(
+                    "contract `{id}` is in more than one folder ({all}), none of them settled, so \
+                     its state is ambiguous; keep the copy in the folder it belongs to and delete \
+                     the others"
+                ),
+            )),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_counts_read_naturally() {
+        assert_eq!(summary(0, 0), "0 errors, 0 warnings");
+        assert_eq!(summary(1, 2), "1 error, 2 warnings");
+        assert_eq!(summary(3, 1), "3 errors, 1 warning");
+    }
+
+    #[test]
+    fn json_has_exactly_the_documented_keys() {
+        let f = vec![
+            Finding::error(Code::C001, "chronicle.md", Some(7), "bad"),
+            Finding::warning(
+                Code::CardWithoutTags,
+                "citizens/x/capability_card.yml",
+                None,
+                "w",
+            ),
+        ];
+        let v = serde_json::to_value(report(&f)).unwrap();
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 3);
+        assert_eq!(v["errors"], 1);
+        assert_eq!(v["warnings"], 1);
+        let first = v["findings"][0].as_object().unwrap();
+        let mut names: Vec<&str> = first.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["code", "line", "message", "path", "severity"]);
+        assert_eq!(first["code"], "C001");
+        assert_eq!(first["severity"], "error");
+        assert_eq!(v["findings"][1]["line"], serde_json::Value::Null);
+    }
 }

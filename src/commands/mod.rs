@@ -1,11 +1,11 @@
 //! The one-shot commands. Each gathers inputs with [`crate::snapshot`], calls the pure core and
 //! hands writes to [`crate::writer`]; the daemon calls the same functions.
 
-mod check;
+pub mod check;
 mod init;
 pub mod route;
-mod status;
-mod verify;
+pub mod status;
+pub mod verify;
 
 use crate::cli::{Command, RouteArgs, ServiceCommand, TallyArgs};
 use crate::clock::PolisTime;

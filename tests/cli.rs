@@ -1,0 +1,752 @@
+//! The one-shot commands `check`, `verify` and `status` (and `reconcile` on a polis the reference
+//! built), run as the real binary on temporary polises. Comparison tests run the Python
+//! reference and fail, never skip, when it is missing.
+
+#[rustfmt::skip] // the shared harness is formatted by its owner
+mod harness;
+#[path = "common/reference.rs"]
+mod reference;
+
+use harness::{TestPolis, BIN};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const FOUNDER: &str = "claude-founder-one";
+const FOUNDER_CARD: &str = "citizens/claude-founder-one/capability_card.yml";
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn describe(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[track_caller]
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", describe(out)))
+}
+
+fn keys(v: &Value) -> BTreeSet<&str> {
+    v.as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"))
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+fn set<'a>(items: &[&'a str]) -> BTreeSet<&'a str> {
+    items.iter().copied().collect()
+}
+
+/// Findings of `check --json` with the given code.
+fn with_code<'v>(report: &'v Value, code: &str) -> Vec<&'v Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == code)
+        .collect()
+}
+
+/// Number of the last line of a file (1-based), i.e. the line a fresh append landed on.
+fn last_line_number(text: &str) -> usize {
+    text.lines().count()
+}
+
+/// A polis with one malformed chronicle line appended; returns the line's number.
+fn polis_with_malformed_line() -> (TestPolis, usize) {
+    let p = TestPolis::init(FOUNDER);
+    p.append("chronicle.md", "- this line is not a chronicle entry\n");
+    let line = last_line_number(&p.read("chronicle.md"));
+    (p, line)
+}
+
+// ---------------------------------------------------------------------------------------------
+// check
+
+#[test]
+fn check_c001_malformed_appended_line_names_its_line_and_exits_1() {
+    let (p, line) = polis_with_malformed_line();
+    let out = p.polisd(&["check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let text = stdout(&out);
+    let expected = format!("chronicle.md:{line}: error C001: ");
+    assert!(text.contains(&expected), "no `{expected}` in:\n{text}");
+    assert!(text.trim_end().ends_with("1 error, 0 warnings"), "{text}");
+}
+
+#[test]
+fn check_json_has_exactly_the_documented_keys() {
+    let (p, line) = polis_with_malformed_line();
+    let out = p.polisd(&["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let report = json(&out);
+    assert_eq!(keys(&report), set(&["findings", "errors", "warnings"]));
+    assert_eq!(report["errors"], 1);
+    assert_eq!(report["warnings"], 0);
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{report:#}");
+    for f in findings {
+        assert_eq!(
+            keys(f),
+            set(&["code", "severity", "path", "line", "message"])
+        );
+    }
+    let c001 = &findings[0];
+    assert_eq!(c001["code"], "C001");
+    assert_eq!(c001["severity"], "error");
+    assert_eq!(c001["path"], "chronicle.md");
+    assert_eq!(c001["line"], line);
+}
+
+#[test]
+fn check_fresh_init_polis_reports_no_errors() {
+    let p = TestPolis::init(FOUNDER);
+    let out = p.polisd(&["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(stdout(&out), "0 errors, 0 warnings\n");
+    let report = json(&p.polisd(&["check", "--json"]));
+    assert_eq!(report["errors"], 0);
+    assert_eq!(report["findings"], serde_json::json!([]));
+}
+
+#[test]
+fn check_output_is_sorted_by_path_then_line() {
+    let p = TestPolis::init(FOUNDER);
+    p.append("chronicle.md", "- first bad line\n")
+        .append(
+            "chronicle.md",
+            "- 2026-01-01 00:00 | nobody-registered | joined polis | - | hi\n",
+        )
+        .save(
+            "contracts/open/a-contract.md",
+            "---\ntitle: [unclosed\n---\nbody\n",
+        );
+    let out = p.polisd(&["check", "--json"]);
+    let report = json(&out);
+    let order: Vec<(String, u64)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_string(),
+                f["line"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(order, sorted);
+    assert!(order
+        .iter()
+        .any(|(p, _)| p == "contracts/open/a-contract.md"));
+    assert!(order.iter().filter(|(p, _)| p == "chronicle.md").count() >= 2);
+}
+
+fn contract(id: &str, status: &str) -> String {
+    format!(
+        "---\ncontract_id: {id}\ntitle: Twice\nopened_by: {FOUNDER}\nopened_at: '2026-01-01 10:00:00'\n\
+         owner: {FOUNDER}\nstatus: {status}\nrequired_tags:\n- python\nquality_score: 4\n\
+         actual_minutes: 20\nsettled_at: '2026-01-02 10:00:00'\n---\n\n# Twice\n"
+    )
+}
+
+#[test]
+fn check_contract_in_two_folders_p006() {
+    let p = TestPolis::init(FOUNDER);
+    p.save("contracts/open/twice.md", &contract("twice", "claimed"))
+        .save("contracts/settled/twice.md", &contract("twice", "settled"));
+    let out = p.polisd(&["check", "--json"]);
+    let report = json(&out);
+    let p006 = with_code(&report, "P006");
+    assert_eq!(p006.len(), 1, "{report:#}");
+    // Only the settled copy counts: the stale open copy is named, as a warning.
+    assert_eq!(p006[0]["path"], "contracts/open/twice.md");
+    assert_eq!(p006[0]["severity"], "warning");
+    assert!(p006[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("contracts/settled/twice.md"));
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+
+    // Open and abandoned, nothing settled: which state holds is unknown, an error.
+    p.save("contracts/open/limbo.md", &contract("limbo", "claimed"))
+        .save(
+            "contracts/abandoned/limbo.md",
+            &contract("limbo", "abandoned"),
+        );
+    let out = p.polisd(&["check", "--json"]);
+    let report = json(&out);
+    let p006 = with_code(&report, "P006");
+    assert_eq!(p006.len(), 2, "{report:#}");
+    assert!(p006
+        .iter()
+        .any(|f| f["severity"] == "error" && f["path"] == "contracts/open/limbo.md"));
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+}
+
+#[test]
+fn check_unknown_voter_p005() {
+    let p = TestPolis::init(FOUNDER);
+    p.save(
+        "amendments/proposed/2026-11-01-quality-floor.md",
+        &format!(
+            "---\namendment_id: 2026-11-01-quality-floor\ntitle: Quality floor\nproposed_by: {FOUNDER}\n\
+             proposed_at: '2099-11-01 10:00:00'\nstatus: proposed\nquorum_required: 2\nvotes:\n  \
+             agree:\n  - {FOUNDER}\n  - ghost-voter-one\n  disagree: []\n---\n\n# Quality floor\n"
+        ),
+    );
+    let report = json(&p.polisd(&["check", "--json"]));
+    let p005 = with_code(&report, "P005");
+    assert_eq!(p005.len(), 1, "{report:#}");
+    assert_eq!(
+        p005[0]["path"],
+        "amendments/proposed/2026-11-01-quality-floor.md"
+    );
+    assert!(p005[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("ghost-voter-one"));
+    assert!(!p005[0]["message"].as_str().unwrap().contains(FOUNDER));
+}
+
+#[test]
+fn check_card_without_tags_p003_and_edited_card_p010_are_warnings() {
+    let p = TestPolis::init(FOUNDER);
+    p.save(
+        "citizens/codex-tagless-two/capability_card.yml",
+        "agent_id: codex-tagless-two\nvendor: openai\n",
+    );
+    edit_founder_card(&p);
+    let out = p.polisd(&["check", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let report = json(&out);
+    let p003 = with_code(&report, "P003");
+    assert_eq!(p003.len(), 1, "{report:#}");
+    assert_eq!(
+        p003[0]["path"],
+        "citizens/codex-tagless-two/capability_card.yml"
+    );
+    let p010 = with_code(&report, "P010");
+    assert_eq!(p010.len(), 1, "{report:#}");
+    assert_eq!(p010[0]["path"], FOUNDER_CARD);
+    assert_eq!(p010[0]["severity"], "warning");
+}
+
+// ---------------------------------------------------------------------------------------------
+// verify
+
+/// An edit after stamping: a new top-level field.
+fn edit_founder_card(p: &TestPolis) {
+    let card = p.read(FOUNDER_CARD);
+    assert!(card.contains("content_hash: \"sha256:"), "{card}");
+    p.save(
+        FOUNDER_CARD,
+        &format!("notes: edited after stamping\n{card}"),
+    );
+}
+
+#[test]
+fn verify_ok_after_init() {
+    let p = TestPolis::init(FOUNDER);
+    let out = p.polisd(&["verify"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        stdout(&out).starts_with(&format!("  ok     {FOUNDER}\n")),
+        "{}",
+        describe(&out)
+    );
+    let report = json(&p.polisd(&["verify", "--json"]));
+    assert_eq!(keys(&report), set(&["cards"]));
+    let cards = report["cards"].as_array().unwrap();
+    assert_eq!(cards.len(), 1);
+    assert_eq!(keys(&cards[0]), set(&["citizen", "state", "digest"]));
+    assert_eq!(cards[0]["citizen"], FOUNDER);
+    assert_eq!(cards[0]["state"], "ok");
+    assert_eq!(cards[0]["digest"].as_str().unwrap().len(), 64);
+    assert!(p
+        .read(FOUNDER_CARD)
+        .contains(cards[0]["digest"].as_str().unwrap()));
+}
+
+#[test]
+fn verify_detects_mismatch_after_card_edit_and_exits_1() {
+    let p = TestPolis::init(FOUNDER);
+    edit_founder_card(&p);
+    let out = p.polisd(&["verify"]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        stdout(&out).contains(&format!("mismatch {FOUNDER}")),
+        "{}",
+        describe(&out)
+    );
+    let out = p.polisd(&["verify", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["cards"][0]["state"], "mismatch");
+}
+
+/// Runs the reference's CLI (`python -m polis.cli ARGS`); returns its output.
+fn reference_cli(args: &[&str], cwd: &Path) -> Output {
+    Command::new(reference::reference_python())
+        .args(["-m", "polis.cli"])
+        .args(args)
+        .current_dir(cwd)
+        .env("PYTHONIOENCODING", "utf-8")
+        .env("PYTHONUTF8", "1")
+        .output()
+        .expect("run the reference CLI")
+}
+
+#[track_caller]
+fn reference_ok(args: &[&str], cwd: &Path) -> String {
+    let out = reference_cli(args, cwd);
+    assert!(
+        out.status.success(),
+        "reference `polis {}` failed:\n{}",
+        args.join(" "),
+        describe(&out)
+    );
+    stdout(&out)
+}
+
+/// Copies a directory tree (regular files and folders only).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn card_paths(root: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(root.join("citizens"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("capability_card.yml"))
+        .filter(|p| p.exists())
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn verify_fix_stamps_like_the_reference_and_the_reference_then_says_ok() {
+    let p = TestPolis::init(FOUNDER);
+    edit_founder_card(&p);
+    // An unstamped card and a legacy one (only `signature:`).
+    p.citizen("codex-second-two", "openai", &[("python", 4)], "low");
+    p.save(
+        "citizens/gemini-third-three/capability_card.yml",
+        "agent_id: gemini-third-three\nvendor: google\ncapability_tags:\n  docs:\n    self_rating: 3\n\
+         signature: \"gemini-third-three:2026-01-01:sha256:00\"\n",
+    );
+    let theirs = p.dir.path().join("reference-copy");
+    copy_tree(&p.root, &theirs);
+
+    let out = p.polisd(&["verify", "--fix"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let text = stdout(&out);
+    for (who, was) in [
+        (FOUNDER, "mismatch"),
+        ("codex-second-two", "unstamped"),
+        ("gemini-third-three", "legacy"),
+    ] {
+        assert!(
+            text.contains(&format!("ok     {who} (stamped; was {was})")),
+            "{who}:\n{text}"
+        );
+    }
+    let after = p.polisd(&["verify", "--json"]);
+    assert_eq!(after.status.code(), Some(0), "{}", describe(&after));
+    let cards = json(&after);
+    assert!(
+        cards["cards"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["state"] == "ok"),
+        "{cards:#}"
+    );
+
+    // The reference stamps the same bytes...
+    let theirs_str = theirs.to_str().unwrap();
+    reference_ok(
+        &["verify", "--fix", "--polis-root", theirs_str],
+        p.dir.path(),
+    );
+    let ours = card_paths(&p.root);
+    let refs = card_paths(&theirs);
+    assert_eq!(ours.len(), 3);
+    assert_eq!(ours.len(), refs.len());
+    for (a, b) in ours.iter().zip(&refs) {
+        assert_eq!(
+            std::fs::read_to_string(a).unwrap(),
+            std::fs::read_to_string(b).unwrap(),
+            "{} differs from the reference's stamp",
+            a.display()
+        );
+    }
+    // ...and accepts ours.
+    let verdict = reference_ok(
+        &["verify", "--polis-root", p.root.to_str().unwrap()],
+        p.dir.path(),
+    );
+    for who in [FOUNDER, "codex-second-two", "gemini-third-three"] {
+        assert!(
+            verdict.contains(&format!("ok     {who}\n")),
+            "{who}:\n{verdict}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// status
+
+fn busy_polis() -> TestPolis {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-two", "openai", &[("python", 4)], "low")
+        .save(
+            "contracts/open/open-one.md",
+            &contract("open-one", "proposed"),
+        )
+        .save(
+            "contracts/open/open-two.md",
+            &contract("open-two", "proposed"),
+        )
+        .save(
+            "contracts/settled/done-one.md",
+            &contract("done-one", "settled"),
+        )
+        .save(
+            "contracts/abandoned/gave-up.md",
+            &contract("gave-up", "abandoned"),
+        )
+        .save(
+            "amendments/proposed/2026-11-01-quality-floor.md",
+            &format!(
+                "---\namendment_id: 2026-11-01-quality-floor\ntitle: Quality floor\n\
+                 proposed_by: {FOUNDER}\nproposed_at: '2099-11-01 10:00:00'\nstatus: proposed\n\
+                 quorum_required: 2\nexpires_at: 2099-12-01\n---\n\n# Quality floor\n"
+            ),
+        );
+    let out = p.polisd(&["reconcile"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    p
+}
+
+#[test]
+fn status_text_mentions_citizens_counts_leaders_and_amendments() {
+    let p = busy_polis();
+    let out = p.polisd(&["status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let text = stdout(&out);
+    for needle in [
+        "Citizens (2)",
+        FOUNDER,
+        "codex-second-two",
+        "open 2   settled 1   abandoned 1",
+        "python",
+        "2026-11-01-quality-floor",
+        "1/2",
+        "until the end of 2099-12-01",
+        "no daemon is watching this polis",
+    ] {
+        assert!(text.contains(needle), "no `{needle}` in:\n{text}");
+    }
+    // The founder's `founded polis` line is their last activity.
+    let founder_row = text.lines().find(|l| l.contains(FOUNDER)).unwrap();
+    assert!(founder_row.contains("idle"), "{founder_row}");
+}
+
+#[test]
+fn status_json_parses_with_its_documented_keys() {
+    let p = busy_polis();
+    let out = p.polisd(&["status", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let s = json(&out);
+    assert_eq!(
+        keys(&s),
+        set(&[
+            "polis",
+            "now",
+            "timezone",
+            "citizens",
+            "contracts",
+            "tags",
+            "amendments",
+            "findings",
+            "daemon"
+        ])
+    );
+    assert_eq!(s["citizens"].as_array().unwrap().len(), 2);
+    assert_eq!(s["citizens"][0]["id"], FOUNDER);
+    assert_eq!(s["citizens"][0]["activity_source"], "chronicle");
+    assert_eq!(
+        s["contracts"],
+        serde_json::json!({"open": 2, "settled": 1, "abandoned": 1})
+    );
+    let python = s["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tag"] == "python")
+        .expect("a python tag");
+    assert_eq!(python["leader"], FOUNDER);
+    assert_eq!(python["contracts_completed"], 1);
+    assert!(python["leader_confidence"].is_f64());
+    let a = &s["amendments"][0];
+    assert_eq!(a["amendment_id"], "2026-11-01-quality-floor");
+    assert_eq!(a["action"], "pending");
+    assert_eq!(a["agrees"], 1);
+    assert_eq!(a["quorum"], 2);
+    assert_eq!(a["expiry_passed"], false);
+    assert_eq!(keys(&s["findings"]), set(&["errors", "warnings", "newest"]));
+    assert_eq!(s["daemon"], Value::Null);
+}
+
+#[test]
+fn status_reports_a_running_daemon_and_not_a_stale_one() {
+    let p = TestPolis::init(FOUNDER);
+    let state = polisd::state::State::load_in(&p.state_dir, &p.root).unwrap();
+    // This test process stands in for a running daemon.
+    let mut running = state.status("2026-11-30T09:00:00Z", "native");
+    running.counters.events = 7;
+    state.write_status(&running).unwrap();
+    let s = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(s["daemon"]["pid"], std::process::id());
+    assert_eq!(s["daemon"]["watch_mode"], "native");
+    assert_eq!(s["daemon"]["counters"]["events"], 7);
+    let text = stdout(&p.polisd(&["status"]));
+    assert!(
+        text.contains(&format!(
+            "pid {} watching since 2026-11-30T09:00:00Z",
+            std::process::id()
+        )),
+        "{text}"
+    );
+
+    // A daemon.json left behind by a process that has exited.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    state
+        .write_status(&polisd::state::DaemonStatus {
+            pid: gone_pid,
+            ..running
+        })
+        .unwrap();
+    let s = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(s["daemon"], Value::Null, "{s:#}");
+    let text = stdout(&p.polisd(&["status"]));
+    assert!(
+        text.contains(&format!(
+            "no daemon is watching this polis (the last one, pid {gone_pid}, is gone)"
+        )),
+        "{text}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// usage
+
+#[test]
+fn path_that_is_not_a_polis_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for cmd in [
+        &["check"][..],
+        &["check", "--json"],
+        &["verify"],
+        &["verify", "--fix"],
+        &["status"],
+        &["status", "--json"],
+    ] {
+        let out = Command::new(BIN)
+            .args(cmd)
+            .arg(dir.path())
+            .env("POLISD_STATE_DIR", dir.path().join("state"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {}", describe(&out));
+    }
+    // Nothing was created in the folder that is not a polis.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A polis the reference built
+
+#[test]
+fn reference_built_polis_reconcile_and_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let project_str = project.to_str().unwrap();
+    let root = project.join("_polis");
+    let root_str = root.to_str().unwrap();
+    let cwd = dir.path();
+    for (id, vendor) in [
+        ("claude-founder-one", "anthropic"),
+        ("codex-second-two", "openai"),
+        ("gemini-third-three", "google"),
+    ] {
+        reference_ok(
+            &[
+                "init",
+                "--project-root",
+                project_str,
+                "--agent-id",
+                id,
+                "--vendor",
+                vendor,
+                "--repair",
+            ],
+            cwd,
+        );
+    }
+    let contracts = [
+        (
+            "Fix the login",
+            "python,auth",
+            "codex-second-two",
+            "4",
+            "45",
+        ),
+        ("Write the docs", "docs", "gemini-third-three", "5", "30"),
+        (
+            "Tune the cache",
+            "python,perf",
+            "claude-founder-one",
+            "3",
+            "90",
+        ),
+        ("Port the parser", "python", "codex-second-two", "2", "120"),
+    ];
+    for (title, tags, owner, quality, minutes) in contracts {
+        let opened = reference_ok(
+            &[
+                "contract",
+                "open",
+                "--title",
+                title,
+                "--tags",
+                tags,
+                "--by",
+                FOUNDER,
+                "--polis-root",
+                root_str,
+            ],
+            cwd,
+        );
+        let id = opened
+            .split_whitespace()
+            .nth(2)
+            .unwrap_or_else(|| panic!("cannot read the contract id from: {opened}"))
+            .to_string();
+        reference_ok(
+            &[
+                "contract",
+                "claim",
+                &id,
+                "--as",
+                owner,
+                "--polis-root",
+                root_str,
+            ],
+            cwd,
+        );
+        reference_ok(
+            &[
+                "contract",
+                "settle",
+                &id,
+                "--quality",
+                quality,
+                "--minutes",
+                minutes,
+                "--polis-root",
+                root_str,
+            ],
+            cwd,
+        );
+    }
+    // One more contract left open, so not every folder is alike.
+    reference_ok(
+        &[
+            "contract",
+            "open",
+            "--title",
+            "Still open",
+            "--tags",
+            "python",
+            "--by",
+            FOUNDER,
+            "--polis-root",
+            root_str,
+        ],
+        cwd,
+    );
+
+    // The reference's reconcile, on a copy.
+    let theirs = dir.path().join("theirs");
+    copy_tree(&root, &theirs);
+    reference_ok(
+        &["reconcile", "--polis-root", theirs.to_str().unwrap()],
+        cwd,
+    );
+
+    let polisd = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .arg(&root)
+            .env("POLISD_STATE_DIR", dir.path().join("state"))
+            .output()
+            .unwrap()
+    };
+    let out = polisd(&["reconcile"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        stdout(&out).contains("replayed 4 settlements"),
+        "{}",
+        describe(&out)
+    );
+    let without_last_updated = |text: String| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with("last_updated:"))
+            .map(str::to_string)
+            .collect()
+    };
+    let ours = std::fs::read_to_string(root.join("contracts/routing_stats.yml")).unwrap();
+    let refs = std::fs::read_to_string(theirs.join("contracts/routing_stats.yml")).unwrap();
+    assert!(ours.starts_with("last_updated: '"), "{ours}");
+    assert!(refs.contains("leader_confidence"), "{refs}");
+    assert_eq!(without_last_updated(ours), without_last_updated(refs));
+
+    // Cards the reference stamped verify `ok` here.
+    reference_ok(&["verify", "--fix", "--polis-root", root_str], cwd);
+    let out = polisd(&["verify", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let cards = json(&out);
+    let cards = cards["cards"].as_array().unwrap();
+    assert_eq!(cards.len(), 3, "{cards:?}");
+    for c in cards {
+        assert_eq!(c["state"], "ok", "{c}");
+    }
+    // And polisd finds no error in what the reference wrote.
+    let out = polisd(&["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+}
