@@ -509,7 +509,7 @@ pub fn set_status(text: &str, status: &str, ratified_at: Option<&str>) -> String
     }
     let reads_back = frontmatter::parse(&out).is_ok_and(|r| {
         r.get("status").as_str() == Some(status)
-            && ratified_at.map_or(true, |t| r.get("ratified_at").as_str() == Some(t))
+            && ratified_at.is_none_or(|t| r.get("ratified_at").as_str() == Some(t))
     });
     if reads_back {
         out

@@ -578,7 +578,7 @@ pub fn validate_all(
         };
         out.extend(validate(line, &here));
         if let Ok(e) = parse_entry(&line.text) {
-            if e.stamp <= limit && !newest.is_some_and(|n| e.stamp <= n) {
+            if e.stamp <= limit && newest.is_none_or(|n| e.stamp > n) {
                 newest = Some(e.stamp);
             }
         }

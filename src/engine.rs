@@ -861,8 +861,8 @@ impl Engine {
             let status = a.status.clone().unwrap_or_default();
             if file.folder == AmendmentFolder::Proposed && status == "proposed" {
                 let key = format!("proposed/{}", a.id);
-                if !self.state.known.contains_key(&key) {
-                    self.state.known.insert(key, "1".into());
+                if let std::collections::btree_map::Entry::Vacant(e) = self.state.known.entry(key) {
+                    e.insert("1".into());
                     for r in active.iter().filter(|r| Some(*r) != a.proposed_by.as_ref()) {
                         out.push(Notification::amendment_proposed(r, a));
                     }

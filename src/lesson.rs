@@ -145,7 +145,7 @@ impl Lesson {
     pub fn affects_routing(&self, floor: f64) -> bool {
         if !self.is_accepted()
             || self.routing_effect.is_none()
-            || self.fields.as_map().map_or(true, |m| m.is_empty())
+            || self.fields.as_map().is_none_or(|m| m.is_empty())
         {
             return false;
         }

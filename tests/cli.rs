@@ -2,7 +2,6 @@
 //! built), run as the real binary on temporary polises. Comparison tests run the Python
 //! reference and fail, never skip, when it is missing.
 
-#[rustfmt::skip] // the shared harness is formatted by its owner
 mod harness;
 #[path = "common/reference.rs"]
 mod reference;

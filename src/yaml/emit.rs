@@ -295,7 +295,7 @@ impl Writer {
         let mut pending = 0usize;
         for end in 0..=len {
             let ch = text.get(end).copied();
-            if ch.map_or(true, |c| self.needs_escape(c)) {
+            if ch.is_none_or(|c| self.needs_escape(c)) {
                 if pending < end {
                     let s: String = text[pending..end].iter().collect();
                     self.raw(&s);

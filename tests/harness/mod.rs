@@ -48,7 +48,11 @@ impl TestPolis {
             .env("POLISD_STATE_DIR", &state_dir)
             .output()
             .unwrap();
-        assert!(out.status.success(), "init failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "init failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         TestPolis {
             root: project.join("_polis"),
             dir,
@@ -72,7 +76,10 @@ impl TestPolis {
     pub fn save(&self, rel: &str, text: &str) -> &Self {
         let path = self.path(rel);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
-        let tmp = path.with_file_name(format!(".{}.swp", path.file_name().unwrap().to_string_lossy()));
+        let tmp = path.with_file_name(format!(
+            ".{}.swp",
+            path.file_name().unwrap().to_string_lossy()
+        ));
         fs::write(&tmp, text).unwrap();
         fs::rename(&tmp, &path).unwrap();
         self
@@ -103,7 +110,9 @@ impl TestPolis {
             "agent_id: {id}\nvendor: {vendor}\nmodel: test\nregistered: 2026-01-01 00:00:00\ncapability_tags:\n"
         );
         for (tag, rating) in tags {
-            card.push_str(&format!("  {tag}:\n    self_rating: {rating}\n    evidence: test\n"));
+            card.push_str(&format!(
+                "  {tag}:\n    self_rating: {rating}\n    evidence: test\n"
+            ));
         }
         card.push_str(&format!("cost_envelope:\n  relative: {cost}\n"));
         self.save(&format!("citizens/{id}/capability_card.yml"), &card);
@@ -135,7 +144,11 @@ impl TestPolis {
             .unwrap();
         }
         let log = self.dir.path().join("daemon.log");
-        let stderr = fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+        let stderr = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
         let child = Command::new(BIN)
             .arg("run")
             .arg(&self.root)
