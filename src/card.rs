@@ -56,6 +56,16 @@ pub enum CardError {
     NotAMapping(&'static str),
 }
 
+impl CardError {
+    /// The 1-based line a finding should name, when known.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            CardError::Yaml(e) => Some(e.line),
+            CardError::NotAMapping(_) => None,
+        }
+    }
+}
+
 /// Why a card could not be stamped.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StampError {
@@ -110,7 +120,8 @@ pub fn parse(text: &str) -> Result<Card, CardError> {
     let text = &universal_newlines(text);
     check_printable(text)?;
     // PyYAML skips a byte-order mark at the start of the stream; yaml::load does not.
-    let raw = yaml::load(text.strip_prefix('\u{feff}').unwrap_or(text))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let raw = yaml::load(text)?;
     let unverifiable = if text.contains(['\u{85}', '\u{2028}', '\u{2029}']) {
         Some("the card holds a NEL, LS or PS character, which PyYAML reads as a line break")
     } else if shares_nodes(text) {
