@@ -29,9 +29,10 @@ pub struct Card {
     pub cost_relative: Option<String>,
     /// The whole card as parsed (`Null` for an empty file).
     pub raw: Value,
-    /// The text repeats a collection or timestamp through an alias, which PyYAML would dump with
-    /// `&id001` anchors that a [`Value`] cannot show: the hash is then unverifiable.
-    pub shares_nodes: bool,
+    /// Why polisd cannot be sure of this card's `content_hash`, if it cannot: the text repeats a
+    /// collection or timestamp through an alias (PyYAML would dump `&id001` anchors a [`Value`]
+    /// cannot show), or holds a raw NEL/LS/PS character (PyYAML reads those as line breaks).
+    pub unverifiable: Option<&'static str>,
 }
 
 /// One `capability_tags` entry.
@@ -56,11 +57,11 @@ pub enum CardError {
 }
 
 impl CardError {
-    /// The line the problem is on, when known.
+    /// The 1-based line a finding should name, when known.
     pub fn line(&self) -> Option<usize> {
         match self {
             CardError::Yaml(e) => Some(e.line),
-            CardError::NotAMapping(_) => Some(1),
+            CardError::NotAMapping(_) => None,
         }
     }
 }
@@ -113,10 +114,21 @@ pub struct Verification {
     pub stored: Option<String>,
 }
 
-/// Reads a card's text. An empty file is an empty card, as the reference's `safe_load(...) or {}`.
+/// Reads a card's text (the file decoded as UTF-8). An empty file is an empty card, as the
+/// reference's `safe_load(...) or {}`.
 pub fn parse(text: &str) -> Result<Card, CardError> {
+    let text = &universal_newlines(text);
+    check_printable(text)?;
+    // PyYAML skips a byte-order mark at the start of the stream; yaml::load does not.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let raw = yaml::load(text)?;
-    let shares_nodes = shares_nodes(text);
+    let unverifiable = if text.contains(['\u{85}', '\u{2028}', '\u{2029}']) {
+        Some("the card holds a NEL, LS or PS character, which PyYAML reads as a line break")
+    } else if shares_nodes(text) {
+        Some("the card repeats a list, mapping or date through a YAML alias")
+    } else {
+        None
+    };
     if !matches!(raw, Value::Map(_)) && raw.is_truthy() {
         return Err(CardError::NotAMapping(kind_name(&raw)));
     }
@@ -157,15 +169,15 @@ pub fn parse(text: &str) -> Result<Card, CardError> {
         capability_tags,
         cost_relative,
         raw,
-        shares_nodes,
+        unverifiable,
     })
 }
 
 impl Card {
-    /// [`verify`], and `unverifiable` when the text shares nodes through aliases.
+    /// [`verify`], and `unverifiable` when the text has a construct polisd cannot hash exactly.
     pub fn verify(&self) -> Verification {
         let mut v = verify(&self.raw);
-        if self.shares_nodes {
+        if self.unverifiable.is_some() {
             v.computed = None;
             if v.stored.is_some() {
                 v.state = VerifyState::Unverifiable;
@@ -234,13 +246,10 @@ pub fn verify(card: &Value) -> Verification {
 /// whitespace trimmed, and `content_hash: "sha256:<hex>"` appended. `text` is the file decoded
 /// as UTF-8 (a byte-order mark, if any, kept). Refuses when the result would not verify.
 pub fn stamp(text: &str) -> Result<String, StampError> {
-    // Python's read_text uses universal newlines.
-    let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    let text = universal_newlines(text);
     let card = parse(&text)?;
-    if card.shares_nodes {
-        return Err(StampError::Unverifiable(
-            "the card repeats a list, mapping or date through a YAML alias".to_string(),
-        ));
+    if let Some(reason) = card.unverifiable {
+        return Err(StampError::Unverifiable(reason.to_string()));
     }
     let digest = content_hash(&card.raw).map_err(|e| StampError::Unverifiable(e.to_string()))?;
     let kept: Vec<&str> = python_splitlines(&text)
@@ -259,6 +268,30 @@ pub fn stamp(text: &str) -> Result<String, StampError> {
         }
         _ => Err(StampError::WouldChangeContent),
     }
+}
+
+/// PyYAML refuses a stream holding characters outside YAML's printable set; so does polisd,
+/// rather than hash a card the reference cannot read.
+fn check_printable(text: &str) -> Result<(), CardError> {
+    let printable = |c: char| {
+        matches!(c, '\t' | '\n' | '\r' | ' '..='~' | '\u{85}' | '\u{a0}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}')
+            || c >= '\u{10000}'
+    };
+    match text.char_indices().find(|(_, c)| !printable(*c)) {
+        None => Ok(()),
+        Some((at, c)) => Err(CardError::Yaml(YamlError {
+            line: text[..at].matches('\n').count() + 1,
+            message: format!(
+                "unacceptable character #x{:04x}: special characters are not allowed",
+                c as u32
+            ),
+        })),
+    }
+}
+
+/// What Python's `read_text` hands the reference: `\r\n` and `\r` read as `\n`.
+fn universal_newlines(text: &str) -> String {
+    text.replace("\r\n", "\n").replace('\r', "\n")
 }
 
 /// `re.match(r"^\s*(content_hash|signature)\s*:", line)`.
