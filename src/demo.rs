@@ -118,11 +118,19 @@ pub fn run(keep_running: bool, out: &mut dyn Write) -> anyhow::Result<u8> {
     )?;
 
     // 3. A malformed chronicle line.
-    say(out, &format!("\n4. {GEMINI} appends a malformed line to chronicle.md (three fields instead of five)."))?;
+    say(
+        out,
+        &format!(
+            "\n4. {GEMINI} appends a malformed line to chronicle.md (a verb phrase in capitals)."
+        ),
+    )?;
     append(
         &root,
         "chronicle.md",
-        &format!("- {} | {GEMINI} | finished the tests\n", minute_now()),
+        &format!(
+            "- {} | {GEMINI} | Finished The Tests | - | all green\n",
+            minute_now()
+        ),
     )?;
     let notice = wait_for(|| {
         let inbox = read(&root, &format!("citizens/{GEMINI}/inbox.md"));

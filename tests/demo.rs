@@ -1,0 +1,124 @@
+//! `polisd demo` end to end: it plays its scene within its time and leaves a polis that
+//! `polisd check` finds no errors in; `polisd service install --dry-run` from the real binary.
+
+mod harness;
+
+use harness::BIN;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The demo promises to finish in under 30 seconds; past that the test kills it and fails.
+const DEMO_DEADLINE: Duration = Duration::from_secs(30);
+
+#[test]
+fn demo_plays_its_scene_in_time_and_leaves_a_polis_without_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .arg("demo")
+        .env("TMPDIR", tmp.path())
+        .env("POLISD_STATE_DIR", tmp.path().join("state"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > DEMO_DEADLINE {
+            let _ = child.kill();
+            panic!("polisd demo did not finish within {DEMO_DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "demo failed:\n{out}\n{err}");
+    for step in [
+        "routed it to",
+        "the python leader is codex-agent-2",
+        "the python leader is now gemini-cli-03",
+        "polisd wrote to gemini-cli-03's inbox",
+        "moved the",
+        "citizens",
+    ] {
+        assert!(out.contains(step), "the demo did not show `{step}`:\n{out}");
+    }
+    let root = out
+        .lines()
+        .find_map(|l| l.split("The polis is at ").nth(1))
+        .expect("the demo names its folder")
+        .trim()
+        .to_string();
+    assert!(root.starts_with(&*tmp.path().to_string_lossy()), "{root}");
+    let check = Command::new(BIN)
+        .args(["check", &root, "--json"])
+        .env("POLISD_STATE_DIR", tmp.path().join("state"))
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(
+        report["errors"], 0,
+        "check found errors after the demo: {report:#}"
+    );
+    // The demo's malformed line is a warning (C008) that check still reports.
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["code"] == "C008"),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn service_install_dry_run_renders_absolute_paths_and_writes_nothing() {
+    let polis = harness::TestPolis::init("claude-code-1");
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["service", "install", "--dry-run"])
+        .current_dir(&polis.root)
+        .env("HOME", home.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("POLISD_CONFIG")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exec = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("ExecStart="))
+        .unwrap_or_else(|| panic!("no ExecStart in:\n{text}"));
+    let binary = exec
+        .trim_start_matches("ExecStart=")
+        .split(' ')
+        .next()
+        .unwrap();
+    assert!(binary.starts_with('/'), "{exec}");
+    assert!(exec.contains("run --config /"), "{exec}");
+    assert_eq!(
+        std::fs::read_dir(home.path()).unwrap().count(),
+        0,
+        "--dry-run wrote into HOME"
+    );
+}
