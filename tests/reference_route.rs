@@ -157,6 +157,7 @@ fn route_scores_match_reference_score_citizen() {
     let want: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
     let mut failures = Vec::new();
     let mut compared = 0;
+    let mut with_lessons = 0;
     for (root, want) in roots.iter().zip(&want) {
         let got = ours(root);
         if !close(got.explore_rate, &want["explore_rate"]) {
@@ -179,6 +180,7 @@ fn route_scores_match_reference_score_citizen() {
             assert_eq!(ws.len(), scores.len(), "{root:?}/{name}");
             for s in scores {
                 compared += 1;
+                with_lessons += usize::from(!s.applied_lessons.is_empty());
                 let r = ws
                     .iter()
                     .find(|r| r["citizen"] == s.citizen.as_str())
@@ -215,6 +217,10 @@ fn route_scores_match_reference_score_citizen() {
         }
     }
     assert!(compared > 500, "only {compared} scores compared");
+    assert!(
+        with_lessons > 50,
+        "only {with_lessons} scores had lessons applied"
+    );
     assert!(
         failures.is_empty(),
         "{} differences over {compared} scores; first ones:\n{}",

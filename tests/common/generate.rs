@@ -379,12 +379,12 @@ pub fn routing_polis(rng: &mut StdRng) -> Vec<File> {
                 ["0.15", "0.2", "0.05", "0"].choose(rng).unwrap()
             ));
         }
-        s.push_str("tags:\n");
+        let mut tag_block = String::new();
         for t in &tags {
             if rng.random_bool(0.2) {
                 continue;
             }
-            s.push_str(&format!("  {}:\n    citizens:\n", yaml_str(rng, t)));
+            let mut cits = String::new();
             for id in citizens.iter().chain(["someone-else"].iter()) {
                 if rng.random_bool(0.3) {
                     continue;
@@ -395,17 +395,29 @@ pub fn routing_polis(rng: &mut StdRng) -> Vec<File> {
                 } else {
                     format!("{}", rng.random_range(1.0..5.0f64))
                 };
-                s.push_str(&format!(
+                cits.push_str(&format!(
                     "      {id}:\n        contracts_completed: {n}\n        avg_quality_score: {avg}\n        avg_actual_minutes: 30.0\n        last_completed: '2026-03-01'\n"
                 ));
             }
-            s.push_str(&format!("    leader: {}\n", citizens[0]));
+            // The reference needs a mapping here, never a bare `citizens:`.
+            if cits.is_empty() {
+                tag_block.push_str(&format!("  {}:\n    citizens: {{}}\n", yaml_str(rng, t)));
+            } else {
+                tag_block.push_str(&format!("  {}:\n    citizens:\n{cits}", yaml_str(rng, t)));
+            }
+            tag_block.push_str(&format!("    leader: {}\n", citizens[0]));
             if rng.random_bool(0.8) {
-                s.push_str(&format!(
+                tag_block.push_str(&format!(
                     "    leader_confidence: {:.3}\n",
                     rng.random_range(0.5..1.0f64)
                 ));
             }
+        }
+        if tag_block.is_empty() {
+            s.push_str("tags: {}\n");
+        } else {
+            s.push_str("tags:\n");
+            s.push_str(&tag_block);
         }
         files.push(("contracts/routing_stats.yml".into(), s));
     }
