@@ -877,4 +877,29 @@ mod tests {
             None
         );
     }
+
+    proptest::proptest! {
+        #[test]
+        fn splice_and_read_never_panic(body in "(---\r?\n)?([a-z_]{0,12}:? ?(null|\\{\\}|x)?\r?\n|  [a-z_]{0,22}: ?[0-9a-z]{0,3}\r?\n|---\n|\\PC{0,8}\n){0,12}") {
+            let _ = splice_routing(&body, "alice-agent", 0.5, true);
+            let _ = read_settled("x.md", &body, PolisZone::default());
+        }
+
+        #[test]
+        fn splice_keeps_every_other_line(keys in proptest::collection::vec("[a-q]{1,8}", 0..6), crlf in proptest::bool::ANY) {
+            let mut text = String::from("---\n");
+            for k in &keys {
+                text.push_str(&format!("{k}: v\n"));
+            }
+            text.push_str("routing:\n  override: null\n---\nbody\n");
+            if crlf {
+                text = text.replace('\n', "\r\n");
+            }
+            let out = splice_routing(&text, "alice-agent", 0.25, false).expect("plain block splices");
+            let old: Vec<&str> = text.split_inclusive('\n').collect();
+            let new: Vec<&str> = out.split_inclusive('\n').collect();
+            proptest::prop_assert_eq!(new.len(), old.len() + 3);
+            proptest::prop_assert!(old.iter().all(|l| new.contains(l)));
+        }
+    }
 }
