@@ -292,6 +292,12 @@ pub fn settled_files(seed: u64, n: usize) -> Vec<File> {
     settled_polis(&mut rng, n, TimeStyle::Unquoted)
 }
 
+/// A routing polis for benchmarks (see [`routing_polis`]).
+pub fn routing_files(seed: u64) -> Vec<File> {
+    use rand::SeedableRng;
+    routing_polis(&mut StdRng::seed_from_u64(seed))
+}
+
 /// A polis for routing: cards, statuses, `routing_stats.yml`, lessons, `polis.yml` and
 /// open contracts (under `contracts/open/`), shaped to exercise every branch of SPEC §7.
 pub fn routing_polis(rng: &mut StdRng) -> Vec<File> {
