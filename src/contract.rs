@@ -187,15 +187,35 @@ pub enum QualitySource {
     Default,
 }
 
+// The reference's patterns, adjusted so Rust matches what Python's `re` matches: Python's `\s`
+// also takes U+001C..U+001F, and its IGNORECASE also matches `i` with `ı` and `İ`.
 static QUALITY_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?mi)^\s*(?:#{1,6}\s*)?Quality\s*self[-_ ]score\s*:\s*(\d+)\s*$").unwrap()
+    Regex::new(&py_pattern(
+        r"^\s*(?:#{1,6}\s*)?Quality\s*self[-_ ]score\s*:\s*(\d+)\s*$",
+    ))
+    .unwrap()
 });
 static QUALITY_HEADING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?mi)^\s*#{1,6}\s*Quality\s*self[-_ ]score\s*$\s*\n\s*\n\s*(\d+)\s*$").unwrap()
+    Regex::new(&py_pattern(
+        r"^\s*#{1,6}\s*Quality\s*self[-_ ]score\s*$\s*\n\s*\n\s*(\d+)\s*$",
+    ))
+    .unwrap()
 });
 static MINUTES_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?mi)^\s*(?:#{1,6}\s*|[-*]\s+)?actual[_ ]minutes\s*:\s*(\d+)\s*$").unwrap()
+    Regex::new(&py_pattern(
+        r"^\s*(?:#{1,6}\s*|[-*]\s+)?actual[_ ]minutes\s*:\s*(\d+)\s*$",
+    ))
+    .unwrap()
 });
+
+fn py_pattern(p: &str) -> String {
+    format!(
+        "(?mi){}",
+        p.replace(r"\s", r"[\s\x1C-\x1F]")
+            .replace("Quality", "Qual[iıİ]ty")
+            .replace("minutes", "m[iıİ]nutes")
+    )
+}
 static ONE_DIGIT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\d$").unwrap());
 
 /// The value of a Unicode decimal digit (the reference's `\d` and `int()` accept them all).
@@ -716,6 +736,11 @@ mod tests {
             (3, QualitySource::Default)
         );
         assert_eq!(q("Quality self-score: ٤\n"), (4, QualitySource::BodyLine));
+        // Python's `re` semantics, checked with CPython 3.11.
+        assert_eq!(q("QUALİTY self-score: 4\n").0, 4);
+        assert_eq!(q("Qualıty ſelf-score: 4\n").0, 4);
+        assert_eq!(q("\x1cQuality self-score: 2\x1f\n").0, 2);
+        assert_eq!(q("Quality self-score: ４\n").0, 4);
     }
 
     #[test]
