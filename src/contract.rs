@@ -370,19 +370,23 @@ pub struct SettledRead {
 /// Reads a file of `contracts/settled/` into a [`Settlement`] (SPEC §6 steps 1–3). `path` is
 /// relative to `_polis/` and only names the file in findings.
 pub fn read_settled(path: &str, raw: &str, zone: PolisZone) -> SettledRead {
-    let mut out = SettledRead::default();
-    let record = match frontmatter::parse(raw) {
-        Ok(r) => r,
-        Err(e) => {
-            out.findings.push(Finding::error(
+    match frontmatter::parse(raw) {
+        Ok(record) => settlement_of(path, &record, zone),
+        Err(e) => SettledRead {
+            settlement: None,
+            findings: vec![Finding::error(
                 Code::BadYaml,
                 path,
                 Some(e.line()),
                 format!("{e}; this settled contract is left out of routing_stats.yml until the frontmatter is fixed"),
-            ));
-            return out;
-        }
-    };
+            )],
+        },
+    }
+}
+
+/// [`read_settled`] for a file whose frontmatter is already parsed.
+pub fn settlement_of(path: &str, record: &Record, zone: PolisZone) -> SettledRead {
+    let mut out = SettledRead::default();
     let f = &record.fields;
     if f.get("status").as_str() != Some("settled") {
         return out;

@@ -318,7 +318,7 @@ impl Polis {
             }
             for file in read_records(root, folder.dir(), &mut findings) {
                 if folder == ContractFolder::Settled {
-                    let read = crate::contract::read_settled(&file.rel, &file.text, zone);
+                    let read = crate::contract::settlement_of(&file.rel, &file.record, zone);
                     findings.extend(read.findings);
                     settlements.extend(read.settlement);
                 }
