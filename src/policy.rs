@@ -177,13 +177,17 @@ pub enum Policy {
     Ucb,
     /// A draw from N(total, σ(n_i)), σ(0) = 2, σ(n) = √2/√n; the highest draw wins.
     Thompson,
-    /// polisd's default. Per tag, a Gaussian posterior of the citizen's expected quality
-    /// (1–5): the self-rating is a prior worth [`PosteriorParams::prior_weight`] settlements,
-    /// and every settlement on that tag adds evidence whose weight halves every
-    /// [`PosteriorParams::half_life`] later settlements in the polis, so old outcomes fade and
-    /// a citizen who changed is noticed. The contract's posterior is the mean over its tags;
-    /// one sample from it stands in for H and S, and cost fit, availability and lessons are
-    /// added with the score's own weights. An away citizen never wins while another exists.
+    /// polisd's default. For each tag, a Kalman filter tracks the citizen's expected
+    /// settlement quality (1–5) as a slow random walk: it starts at the self-rating, held as
+    /// loosely as one settlement ([`PosteriorParams::prior_weight`]); each settlement on the
+    /// tag pulls it toward the quality observed; and every settlement anywhere in the polis
+    /// widens it by [`PosteriorParams::drift`], so a citizen not seen for a while becomes
+    /// uncertain again and is retried, and recent outcomes outweigh old ones (a citizen who
+    /// got better or worse is noticed). The contract's posterior is the mean over its tags;
+    /// one draw from it (Thompson sampling, spread scaled by
+    /// [`PosteriorParams::sample_scale`]) stands in for H and S, and cost fit, availability
+    /// and lessons are added with the score's own weights. An away citizen never wins while
+    /// another exists.
     #[default]
     Posterior,
 }
@@ -259,26 +263,27 @@ impl FromStr for Policy {
 }
 
 /// Tuning of [`Policy::Posterior`]. The defaults are the values the routing bench was run with
-/// (docs/routing.md).
+/// (docs/routing.md); they are in quality points (1–5).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PosteriorParams {
     /// How many settlements the self-rating is worth as a prior.
     pub prior_weight: f64,
-    /// Assumed spread of one settlement's quality around the citizen's expected quality.
+    /// Spread of one settlement's quality around the citizen's expected quality.
     pub noise: f64,
-    /// Settlements (anywhere in the polis) after which an outcome counts half.
-    pub half_life: f64,
-    /// A settlement on k tags adds `1/k^share_exponent` of an observation to each tag.
-    pub share_exponent: f64,
+    /// Random-walk step of a citizen's expected quality per settlement in the polis.
+    pub drift: f64,
+    /// Multiplies the posterior spread when sampling (below 1: explore less than pure
+    /// Thompson sampling would).
+    pub sample_scale: f64,
 }
 
 impl Default for PosteriorParams {
     fn default() -> Self {
         PosteriorParams {
             prior_weight: 1.0,
-            noise: 0.8,
-            half_life: 300.0,
-            share_exponent: 0.0,
+            noise: 0.7,
+            drift: 0.01,
+            sample_scale: 0.5,
         }
     }
 }
@@ -454,41 +459,41 @@ fn thompson(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
     finish(input, winner, winner != greedy, seen, reason)
 }
 
-/// The posterior of one citizen's expected quality on the contract: (mean, spread).
+/// The posterior of one citizen's expected quality on the contract: (mean, spread of the
+/// mean, settlements seen on its tags).
 fn contract_posterior(
     input: &PolicyInput<'_>,
     params: &PosteriorParams,
     s: &ScoreView,
 ) -> (f64, f64, f64) {
     // The router's S is the mean self-rating over the tags, /5 (missing = 0); on the 1–5
-    // quality scale it is the prior mean for each tag.
+    // quality scale it is each tag's prior mean.
     let prior_mean = 5.0 * s.self_rating;
+    let noise_var = params.noise * params.noise;
+    let step_var = params.drift * params.drift;
+    let prior_var = noise_var / params.prior_weight;
     if input.tags.is_empty() {
-        return (prior_mean, params.noise / params.prior_weight.sqrt(), 0.0);
+        return (prior_mean, prior_var.sqrt(), 0.0);
     }
     let now = input.history.outcomes.len();
-    let decay = std::f64::consts::LN_2 / params.half_life;
-    let mut mean_sum = 0.0;
-    let mut var_sum = 0.0;
-    let mut weight_sum = 0.0;
+    let (mut mean_sum, mut var_sum, mut seen) = (0.0, 0.0, 0.0);
     for tag in input.tags {
-        let mut w_total = params.prior_weight;
-        let mut q_total = params.prior_weight * prior_mean;
+        let (mut mean, mut var, mut last) = (prior_mean, prior_var, 0usize);
         for &i in input.history.evidence(&s.citizen, tag) {
-            let o = &input.history.outcomes[i];
-            let age = (now - 1 - i) as f64;
-            let share = (o.tags.len().max(1) as f64).powf(-params.share_exponent);
-            let w = share * (-decay * age).exp();
-            w_total += w;
-            q_total += w * o.quality;
+            var += step_var * (i - last) as f64;
+            last = i;
+            let gain = var / (var + noise_var);
+            mean += gain * (input.history.outcomes[i].quality - mean);
+            var *= 1.0 - gain;
+            seen += 1.0;
         }
-        mean_sum += q_total / w_total;
-        var_sum += params.noise * params.noise / w_total;
-        weight_sum += w_total - params.prior_weight;
+        var += step_var * (now - last) as f64;
+        mean_sum += mean;
+        var_sum += var;
     }
     let k = input.tags.len() as f64;
     // Tags are treated as independent, so the mean's variance is Σ var / k².
-    (mean_sum / k, var_sum.sqrt() / k, weight_sum)
+    (mean_sum / k, var_sum.sqrt() / k, seen)
 }
 
 fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn RngCore) -> Pick {
@@ -503,7 +508,7 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
             let (mean, spread, evidence) = contract_posterior(input, params, s);
             // Draw for every candidate, excluded or not, so one citizen going away does not
             // shift the others' draws.
-            let sample = mean + spread * standard_normal(rng);
+            let sample = mean + params.sample_scale * spread * standard_normal(rng);
             let rest = w.cost * s.cost_fit + w.availability * s.availability + s.lessons;
             let value = quality_weight * sample / 5.0 + rest;
             means.push(quality_weight * mean / 5.0 + rest);
@@ -514,7 +519,7 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
                 details: vec![
                     ("posterior_mean", mean),
                     ("spread", spread),
-                    ("evidence", evidence),
+                    ("settlements", evidence),
                     ("sample", sample),
                     ("cost_avail_lessons", rest),
                 ],
@@ -536,7 +541,7 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
     let greedy = best_of(&|i| means[i]);
     let d = &seen[winner].details;
     let mut reason = format!(
-        "highest value {:.3}: sampled quality {:.2} (posterior mean {:.2} ± {:.2} from {:.1} weighted settlements) plus cost, availability and lessons {:.3}",
+        "highest value {:.3}: sampled quality {:.2} (posterior mean {:.2} ± {:.2} after {} settlements on these tags) plus cost, availability and lessons {:.3}",
         seen[winner].value, d[3].1, d[0].1, d[1].1, d[2].1, d[4].1
     );
     if winner != greedy {
@@ -595,7 +600,11 @@ mod tests {
 
     #[test]
     fn epsilon_greedy_zero_rate_exploits_first_of_tied_leaders() {
-        let scores = [score("agent-b", 0.5), score("agent-c", 0.7), score("agent-d", 0.7)];
+        let scores = [
+            score("agent-b", 0.5),
+            score("agent-c", 0.7),
+            score("agent-d", 0.7),
+        ];
         let history = History::new();
         let input = PolicyInput {
             tags: &[],
@@ -611,7 +620,11 @@ mod tests {
 
     #[test]
     fn epsilon_greedy_full_rate_never_picks_the_leader() {
-        let scores = [score("agent-b", 0.5), score("agent-c", 0.9), score("agent-d", 0.1)];
+        let scores = [
+            score("agent-b", 0.5),
+            score("agent-c", 0.9),
+            score("agent-d", 0.1),
+        ];
         let history = History::new();
         let input = PolicyInput {
             tags: &[],
@@ -679,7 +692,9 @@ mod tests {
         };
         let mut rng = Fixed(11);
         let wins = (0..100)
-            .filter(|_| Policy::Posterior.pick(&input, &mut rng).citizen.as_deref() == Some("agent-b"))
+            .filter(|_| {
+                Policy::Posterior.pick(&input, &mut rng).citizen.as_deref() == Some("agent-b")
+            })
             .count();
         assert!(wins >= 95, "agent-b won {wins}/100");
     }
