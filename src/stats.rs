@@ -1,1 +1,447 @@
-//! (to be written)
+//! `contracts/routing_stats.yml` (SPEC §6 steps 4–7): replaying settlements into per-tag,
+//! per-citizen averages, choosing each tag's leader, and the file's exact bytes.
+//!
+//! Pure: it takes settlements already read (see `contract::read_settled`) and returns values
+//! and text. The float arithmetic follows the reference operation for operation, because the
+//! file must be byte-identical to the reference's; never "simplify" a formula here.
+
+use crate::yaml::{self, Mapping, Value};
+use chrono::NaiveDateTime;
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+/// `explore_rate` when neither the old file nor anything else gives one.
+pub const DEFAULT_EXPLORE_RATE: f64 = 0.15;
+
+/// What one settled contract contributes (SPEC §6 steps 1–3).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Settlement {
+    /// The file, relative to `_polis/` (for findings and notices).
+    pub path: String,
+    pub contract_id: Option<String>,
+    pub owner: String,
+    /// Deduplicated, first-seen order.
+    pub tags: Vec<String>,
+    /// The settlement time as polis-local wall time; `None` when there is no readable time.
+    pub instant: Option<NaiveDateTime>,
+    /// The time as Python's `str()` writes it; orders settlements without an instant.
+    pub when_text: String,
+    /// `str(settled_at)[:10]`, `None` when there is no time at all.
+    pub last_completed: Option<String>,
+    pub quality: u8,
+    /// No quality was readable and 3 was assumed: the owner is told (SPEC §6 step 2, §9).
+    pub quality_defaulted: bool,
+    /// As the double the reference's arithmetic uses.
+    pub minutes: f64,
+}
+
+/// One citizen's record on one tag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CitizenStats {
+    pub citizen: String,
+    pub contracts_completed: u64,
+    pub avg_quality_score: f64,
+    pub avg_actual_minutes: f64,
+    pub last_completed: Option<String>,
+}
+
+/// One tag: its citizens in first-seen order, and the leader.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TagStats {
+    pub tag: String,
+    pub citizens: Vec<CitizenStats>,
+    pub leader: Option<String>,
+    pub leader_confidence: Option<f64>,
+}
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoutingStats {
+    /// Kept as read (or the newest settlement's `YYYY-MM-DD HH:MM:SS`); `Null` when unknown.
+    pub last_updated: Value,
+    /// Kept as read, so a hand-set rate survives a rebuild byte for byte.
+    pub explore_rate: Value,
+    pub tags: Vec<TagStats>,
+}
+
+impl Default for RoutingStats {
+    fn default() -> Self {
+        RoutingStats {
+            last_updated: Value::Null,
+            explore_rate: Value::Float(DEFAULT_EXPLORE_RATE),
+            tags: Vec::new(),
+        }
+    }
+}
+
+impl RoutingStats {
+    pub fn tag(&self, tag: &str) -> Option<&TagStats> {
+        self.tags.iter().find(|t| t.tag == tag)
+    }
+
+    pub fn citizen(&self, tag: &str, citizen: &str) -> Option<&CitizenStats> {
+        self.tag(tag)?
+            .citizens
+            .iter()
+            .find(|c| c.citizen == citizen)
+    }
+
+    /// The rate as a number, for routing; `None` when the file holds something else.
+    pub fn explore_rate_f64(&self) -> Option<f64> {
+        match &self.explore_rate {
+            Value::Null => Some(DEFAULT_EXPLORE_RATE),
+            v => v.as_f64(),
+        }
+    }
+}
+
+/// The order settlements are replayed in (SPEC §6 step 4): by instant (none first), then owner,
+/// tags, quality, minutes. Different time styles compare as instants instead of failing.
+fn replay_order(a: &Settlement, b: &Settlement) -> Ordering {
+    let time = match (&a.instant, &b.instant) {
+        (None, None) => a.when_text.cmp(&b.when_text),
+        (x, y) => x.cmp(y),
+    };
+    time.then_with(|| a.owner.cmp(&b.owner))
+        .then_with(|| a.tags.cmp(&b.tags))
+        .then_with(|| a.quality.cmp(&b.quality))
+        .then_with(|| a.minutes.total_cmp(&b.minutes))
+}
+
+/// Rebuilds the stats (SPEC §6 steps 4–6). `explore_rate` and `previous_last_updated` are the
+/// values of the file being replaced (`Null` when there is none): the rate is kept, and the
+/// stamp is kept when no settlement has a time.
+pub fn reconcile(
+    settlements: &[Settlement],
+    explore_rate: &Value,
+    previous_last_updated: &Value,
+) -> RoutingStats {
+    let mut order: Vec<&Settlement> = settlements.iter().collect();
+    order.sort_by(|a, b| replay_order(a, b));
+
+    let mut tags: Vec<TagStats> = Vec::new();
+    let mut tag_index: HashMap<&str, usize> = HashMap::new();
+    let mut citizen_index: Vec<HashMap<&str, usize>> = Vec::new();
+    for s in &order {
+        for tag in &s.tags {
+            let t = *tag_index.entry(tag.as_str()).or_insert_with(|| {
+                tags.push(TagStats {
+                    tag: tag.clone(),
+                    citizens: Vec::new(),
+                    leader: None,
+                    leader_confidence: None,
+                });
+                citizen_index.push(HashMap::new());
+                tags.len() - 1
+            });
+            let citizens = &mut tags[t].citizens;
+            let c = *citizen_index[t].entry(s.owner.as_str()).or_insert_with(|| {
+                citizens.push(CitizenStats {
+                    citizen: s.owner.clone(),
+                    contracts_completed: 0,
+                    avg_quality_score: 0.0,
+                    avg_actual_minutes: 0.0,
+                    last_completed: None,
+                });
+                citizens.len() - 1
+            });
+            let c = &mut citizens[c];
+            let n = c.contracts_completed as f64;
+            // Exactly the reference's operations: (avg * n + x) / (n + 1).
+            c.avg_quality_score = (c.avg_quality_score * n + f64::from(s.quality)) / (n + 1.0);
+            c.avg_actual_minutes = (c.avg_actual_minutes * n + s.minutes) / (n + 1.0);
+            c.contracts_completed += 1;
+            c.last_completed = s.last_completed.clone();
+        }
+    }
+    for t in &mut tags {
+        let (leader, confidence) = leader_of(&t.citizens);
+        t.leader = leader;
+        t.leader_confidence = confidence;
+    }
+
+    let last_updated = order
+        .iter()
+        .rev()
+        .find_map(|s| s.instant)
+        .map(|i| Value::Str(i.format("%Y-%m-%d %H:%M:%S").to_string()))
+        .unwrap_or_else(|| previous_last_updated.clone());
+    let explore_rate = match explore_rate {
+        Value::Null => Value::Float(DEFAULT_EXPLORE_RATE),
+        v => v.clone(),
+    };
+    RoutingStats {
+        last_updated,
+        explore_rate,
+        tags,
+    }
+}
+
+/// SPEC §6 step 6: the leader (ties: first seen) and `leader_confidence`.
+fn leader_of(citizens: &[CitizenStats]) -> (Option<String>, Option<f64>) {
+    if citizens.is_empty() {
+        return (None, None);
+    }
+    // A stable sort, descending, as the reference's `sorted(..., reverse=True)`.
+    let mut ranked: Vec<&CitizenStats> = citizens.iter().collect();
+    ranked.sort_by(|a, b| {
+        b.avg_quality_score
+            .partial_cmp(&a.avg_quality_score)
+            .unwrap_or(Ordering::Equal)
+    });
+    let gap = match ranked.get(1) {
+        Some(second) => ranked[0].avg_quality_score - second.avg_quality_score,
+        None => ranked[0].avg_quality_score / 5.0,
+    };
+    let total_n: u64 = citizens.iter().map(|c| c.contracts_completed).sum();
+    let confidence = 1.0 / (1.0 + (-(gap * (total_n as f64).sqrt() / 3.0)).exp());
+    (
+        Some(ranked[0].citizen.clone()),
+        Some(round_half_even(confidence, 3)),
+    )
+}
+
+/// Python's `round(x, ndigits)` for small `ndigits`: the exact binary value rounded to the
+/// nearest decimal, ties to even.
+pub fn round_half_even(x: f64, ndigits: usize) -> f64 {
+    if !x.is_finite() {
+        return x;
+    }
+    // `{:.N}` formats the exact binary value correctly rounded; only an exact tie needs care.
+    // A double is exactly halfway at N decimals iff x * 10^N * 2 is an odd integer, which we
+    // detect on the exact decimal expansion (binary fractions terminate).
+    let exact = exact_decimal(x);
+    let (int_part, frac) = exact.split_once('.').unwrap_or((&exact, ""));
+    let tail = frac.get(ndigits..).unwrap_or("");
+    let is_tie = tail.starts_with('5') && tail[1..].bytes().all(|b| b == b'0');
+    if !is_tie {
+        return format!("{x:.ndigits$}").parse().unwrap_or(x);
+    }
+    // A tie has a fractional part, so |x| < 2^53 and the digits fit an i128.
+    let negative = int_part.starts_with('-');
+    let digits = format!("{}{}", int_part.trim_start_matches('-'), &frac[..ndigits]);
+    let mut n: i128 = digits.parse().unwrap_or(0);
+    if n % 2 == 1 {
+        n += 1;
+    }
+    let scale = 10i128.pow(ndigits as u32);
+    let sign = if negative { "-" } else { "" };
+    format!("{sign}{}.{:0ndigits$}", n / scale, n % scale)
+        .parse()
+        .unwrap_or(x)
+}
+
+/// The exact decimal expansion of a finite double.
+fn exact_decimal(x: f64) -> String {
+    // 1074 fractional digits always suffice for a double; Rust prints them exactly.
+    let s = format!("{:.1100}", x);
+    let s = s.trim_end_matches('0');
+    s.strip_suffix('.')
+        .map_or(s.to_string(), |t| format!("{t}.0"))
+}
+
+/// The settlements whose owner must be told that quality 3 was assumed (SPEC §6 step 2).
+pub fn quality_defaulted(settlements: &[Settlement]) -> impl Iterator<Item = &Settlement> {
+    settlements.iter().filter(|s| s.quality_defaulted)
+}
+
+fn key(k: &str) -> Value {
+    Value::Str(k.to_string())
+}
+
+/// The file's contents as a YAML value, keys in the reference's order (SPEC §6 step 7).
+pub fn to_value(stats: &RoutingStats) -> Value {
+    let mut tags = Mapping::new();
+    for t in &stats.tags {
+        let mut citizens = Mapping::new();
+        for c in &t.citizens {
+            let mut m = Mapping::new();
+            m.insert(
+                key("contracts_completed"),
+                Value::Int(c.contracts_completed as i64),
+            );
+            m.insert(key("avg_quality_score"), Value::Float(c.avg_quality_score));
+            m.insert(
+                key("avg_actual_minutes"),
+                Value::Float(c.avg_actual_minutes),
+            );
+            m.insert(
+                key("last_completed"),
+                c.last_completed.clone().map_or(Value::Null, Value::Str),
+            );
+            citizens.insert(key(&c.citizen), Value::Map(m));
+        }
+        let mut tm = Mapping::new();
+        tm.insert(key("citizens"), Value::Map(citizens));
+        if let Some(leader) = &t.leader {
+            tm.insert(key("leader"), Value::Str(leader.clone()));
+        }
+        if let Some(conf) = t.leader_confidence {
+            tm.insert(key("leader_confidence"), Value::Float(conf));
+        }
+        tags.insert(key(&t.tag), Value::Map(tm));
+    }
+    let mut out = Mapping::new();
+    out.insert(key("last_updated"), stats.last_updated.clone());
+    out.insert(key("explore_rate"), stats.explore_rate.clone());
+    out.insert(key("tags"), Value::Map(tags));
+    Value::Map(out)
+}
+
+/// The file's bytes: PyYAML `dump(default_flow_style=False, sort_keys=False)` of
+/// [`to_value`], as the reference writes it (non-ASCII tags and ids double-quoted and escaped).
+pub fn render(stats: &RoutingStats) -> Result<String, yaml::EmitError> {
+    yaml::dump(&to_value(stats), &yaml::DumpOptions::STATS)
+}
+
+/// Reads an existing `routing_stats.yml` leniently: entries of the wrong shape are skipped
+/// (the reference would crash on most of them), numbers may be ints or floats.
+pub fn from_value(v: &Value) -> RoutingStats {
+    let mut stats = RoutingStats {
+        last_updated: v.get("last_updated").clone(),
+        explore_rate: v.get("explore_rate").clone(),
+        tags: Vec::new(),
+    };
+    let Some(tags) = v.get("tags").as_map() else {
+        return stats;
+    };
+    for (tag, td) in tags.iter() {
+        let Some(tag) = tag.as_str() else { continue };
+        let mut citizens = Vec::new();
+        if let Some(cm) = td.get("citizens").as_map() {
+            for (id, c) in cm.iter() {
+                let Some(id) = id.as_str() else { continue };
+                // The reference skips a falsy entry (`if not tag_stats: continue`).
+                if !c.is_truthy() || c.as_map().is_none() {
+                    continue;
+                }
+                citizens.push(CitizenStats {
+                    citizen: id.to_string(),
+                    contracts_completed: match c.get("contracts_completed") {
+                        Value::Int(i) => (*i).max(0) as u64,
+                        Value::Float(f) if f.is_finite() && *f > 0.0 => *f as u64,
+                        _ => 0,
+                    },
+                    avg_quality_score: c.get("avg_quality_score").as_f64().unwrap_or(0.0),
+                    avg_actual_minutes: c.get("avg_actual_minutes").as_f64().unwrap_or(0.0),
+                    last_completed: match c.get("last_completed") {
+                        Value::Null => None,
+                        other => Some(other.python_str()),
+                    },
+                });
+            }
+        }
+        stats.tags.push(TagStats {
+            tag: tag.to_string(),
+            citizens,
+            leader: td.get("leader").as_str().map(str::to_string),
+            leader_confidence: td.get("leader_confidence").as_f64(),
+        });
+    }
+    stats
+}
+
+/// Parses the text of `routing_stats.yml`.
+pub fn parse(text: &str) -> Result<RoutingStats, yaml::YamlError> {
+    yaml::load(text).map(|v| from_value(&v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::NaiveDate;
+
+    fn s(day: u32, owner: &str, tags: &[&str], quality: u8, minutes: f64) -> Settlement {
+        let instant = NaiveDate::from_ymd_opt(2026, 3, day)
+            .unwrap()
+            .and_hms_opt(10, 0, 0)
+            .unwrap();
+        Settlement {
+            path: format!("contracts/settled/{day}.md"),
+            owner: owner.into(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            instant: Some(instant),
+            when_text: instant.to_string(),
+            last_completed: Some(instant.to_string()[..10].to_string()),
+            quality,
+            minutes,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn round_matches_python() {
+        // Values checked against CPython's round(x, 3).
+        assert_eq!(round_half_even(0.0625, 3), 0.062);
+        assert_eq!(round_half_even(0.1875, 3), 0.188);
+        assert_eq!(round_half_even(0.5625, 3), 0.562);
+        assert_eq!(round_half_even(0.9375, 3), 0.938);
+        assert_eq!(round_half_even(0.6224593312018546, 3), 0.622);
+        assert_eq!(round_half_even(2.675, 2), 2.67); // binary value is below the tie
+        assert_eq!(round_half_even(0.5, 0), 0.0);
+        assert_eq!(round_half_even(1.5, 0), 2.0);
+        assert_eq!(round_half_even(0.9999, 3), 1.0);
+    }
+
+    #[test]
+    fn replay_averages_in_time_order() {
+        let st = vec![
+            s(3, "bob-agent1", &["py"], 5, 10.0),
+            s(1, "alice-agent", &["py"], 4, 20.0),
+            s(2, "alice-agent", &["py", "docs"], 5, 40.0),
+        ];
+        let r = reconcile(&st, &Value::Null, &Value::Null);
+        let py = r.tag("py").unwrap();
+        assert_eq!(py.citizens[0].citizen, "alice-agent");
+        assert_eq!(py.citizens[0].avg_quality_score, 4.5);
+        assert_eq!(py.citizens[0].avg_actual_minutes, 30.0);
+        assert_eq!(py.leader.as_deref(), Some("bob-agent1"));
+        assert_eq!(r.tags[1].tag, "docs");
+        assert_eq!(r.last_updated, Value::Str("2026-03-03 10:00:00".into()));
+        assert_eq!(r.explore_rate, Value::Float(0.15));
+    }
+
+    #[test]
+    fn leader_ties_go_to_the_first_seen() {
+        let st = vec![
+            s(1, "zed-agent1", &["py"], 4, 10.0),
+            s(2, "amy-agent1", &["py"], 4, 10.0),
+        ];
+        let r = reconcile(&st, &Value::Null, &Value::Null);
+        assert_eq!(r.tags[0].leader.as_deref(), Some("zed-agent1"));
+        assert_eq!(r.tags[0].leader_confidence, Some(0.5));
+    }
+
+    #[test]
+    fn no_settlements_keeps_previous_values() {
+        let r = reconcile(&[], &Value::Float(0.3), &Value::Str("x".into()));
+        assert_eq!(r.last_updated, Value::Str("x".into()));
+        assert_eq!(r.explore_rate, Value::Float(0.3));
+        assert!(r.tags.is_empty());
+    }
+
+    #[test]
+    fn parse_round_trips_values() {
+        let st = vec![s(1, "alice-agent", &["py"], 4, 10.0)];
+        let r = reconcile(&st, &Value::Null, &Value::Null);
+        assert_eq!(from_value(&to_value(&r)), r);
+        assert_eq!(parse(&render(&r).unwrap()).unwrap(), r);
+    }
+
+    #[test]
+    fn render_layout() {
+        let st = vec![
+            s(1, "alice-agent", &["py"], 4, 10.0),
+            s(2, "bob-agent1", &["py"], 5, 20.0),
+        ];
+        let r = reconcile(&st, &Value::Null, &Value::Null);
+        assert_eq!(
+            render(&r).unwrap(),
+            "last_updated: '2026-03-02 10:00:00'\nexplore_rate: 0.15\ntags:\n  py:\n    citizens:\n      alice-agent:\n        contracts_completed: 1\n        avg_quality_score: 4.0\n        avg_actual_minutes: 10.0\n        last_completed: '2026-03-01'\n      bob-agent1:\n        contracts_completed: 1\n        avg_quality_score: 5.0\n        avg_actual_minutes: 20.0\n        last_completed: '2026-03-02'\n    leader: bob-agent1\n    leader_confidence: 0.616\n"
+        );
+        assert_eq!(
+            render(&reconcile(&[], &Value::Null, &Value::Null)).unwrap(),
+            "last_updated: null\nexplore_rate: 0.15\ntags: {}\n"
+        );
+    }
+}

@@ -5,5 +5,6 @@ mod emit;
 mod load;
 mod value;
 
+pub use emit::{dump, DumpOptions, EmitError};
 pub use load::{load, YamlError, MAX_DEPTH, MAX_NODES};
 pub use value::{python_float_repr, Mapping, Timestamp, Value};
