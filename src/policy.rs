@@ -7,42 +7,13 @@
 //! follow issue 7's formulas exactly; `posterior` (the default) is polisd's own, described on
 //! [`Policy::Posterior`].
 
-use rand::RngCore;
+use crate::router::{self, Score};
+use crate::settings::Weights;
+use rand::rngs::StdRng;
+use rand::{RngCore, SeedableRng};
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
-
-/// One candidate as the router scored it (the reference's breakdown, SPEC §7).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScoreView {
-    pub citizen: String,
-    pub historical: f64,
-    pub self_rating: f64,
-    pub cost_fit: f64,
-    pub availability: f64,
-    pub lessons: f64,
-    pub total: f64,
-}
-
-/// The score weights (SPEC §7; `routing.weights` in `polis.yml` overrides them).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Weights {
-    pub history: f64,
-    pub self_rating: f64,
-    pub cost: f64,
-    pub availability: f64,
-}
-
-impl Default for Weights {
-    fn default() -> Self {
-        Weights {
-            history: 0.55,
-            self_rating: 0.20,
-            cost: 0.15,
-            availability: 0.10,
-        }
-    }
-}
 
 /// One settled contract as a policy sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,8 +102,9 @@ impl History {
 pub struct PolicyInput<'a> {
     /// The contract's required tags, duplicates removed.
     pub tags: &'a [String],
-    /// Every candidate, in citizen-id order (the router's order; ties go to the earlier one).
-    pub scores: &'a [ScoreView],
+    /// Every candidate's score as [`router::score_all`] returns them: by total, highest first,
+    /// ties in citizen-id order.
+    pub scores: &'a [Score],
     pub history: &'a History,
     pub weights: Weights,
     /// The exploration rate `epsilon-greedy` uses (already adapted by the caller if wanted).
@@ -301,17 +273,20 @@ pub fn standard_normal(rng: &mut dyn RngCore) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
-/// Index of the highest value; ties keep the earliest (citizen-id order).
-fn argmax(values: impl IntoIterator<Item = f64>) -> usize {
-    let mut best = 0;
-    let mut best_value = f64::NEG_INFINITY;
-    for (i, v) in values.into_iter().enumerate() {
-        if i == 0 || v > best_value {
-            best = i;
-            best_value = v;
+/// Index of the highest value among the eligible; ties go to the lowest citizen id.
+fn best(scores: &[Score], value: impl Fn(usize) -> Option<f64>) -> usize {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, s) in scores.iter().enumerate() {
+        let Some(v) = value(i) else { continue };
+        let better = match best {
+            None => true,
+            Some((j, bv)) => v > bv || (v == bv && s.citizen < scores[j].citizen),
+        };
+        if better {
+            best = Some((i, v));
         }
     }
-    best
+    best.map_or(0, |(i, _)| i)
 }
 
 fn finish(
@@ -332,11 +307,8 @@ fn finish(
 }
 
 fn epsilon_greedy(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
-    let scores = input.scores;
-    // Stable sort by total, descending: ties keep citizen-id order, as the reference's sort.
-    let mut order: Vec<usize> = (0..scores.len()).collect();
-    order.sort_by(|&a, &b| scores[b].total.total_cmp(&scores[a].total));
-    let seen: Vec<Seen> = scores
+    let seen: Vec<Seen> = input
+        .scores
         .iter()
         .map(|s| Seen {
             citizen: s.citizen.clone(),
@@ -345,36 +317,29 @@ fn epsilon_greedy(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
             excluded: None,
         })
         .collect();
-    let leader = order[0];
-    if order.len() == 1 {
-        return finish(input, leader, false, seen, "the only candidate".to_string());
-    }
-    let draw = unit_f64(rng);
-    if draw < input.explore_rate {
-        let rest = &order[1..];
-        let weights: Vec<f64> = rest.iter().map(|&i| scores[i].total.max(0.0001)).collect();
-        let sum: f64 = weights.iter().sum();
-        let r = unit_f64(rng) * sum;
-        let mut upto = 0.0;
-        let mut chosen = *rest.last().expect("at least one non-leader");
-        for (&i, w) in rest.iter().zip(&weights) {
-            upto += w;
-            if upto >= r {
-                chosen = i;
-                break;
-            }
-        }
-        let reason = format!(
-            "explored (draw {draw:.3} < explore rate {:.3}): a non-leader chosen with weight by total",
+    // The router's own pick (one implementation of SPEC §7's draw), fed from our generator.
+    let mut draw = StdRng::seed_from_u64(rng.next_u64());
+    let (citizen, exploration, score) = router::pick(input.scores, input.explore_rate, &mut draw);
+    let reason = if input.scores.len() == 1 {
+        "the only candidate".to_string()
+    } else if exploration {
+        format!(
+            "explored (probability {:.3}): a non-leader drawn with weight by total",
             input.explore_rate
-        );
-        return finish(input, chosen, true, seen, reason);
+        )
+    } else {
+        format!(
+            "the leader by total {score:.3} (exploration probability {:.3} not taken)",
+            input.explore_rate
+        )
+    };
+    Pick {
+        citizen,
+        exploration,
+        score,
+        seen,
+        reason,
     }
-    let reason = format!(
-        "highest total {:.3} (draw {draw:.3} ≥ explore rate {:.3}, so no exploration)",
-        scores[leader].total, input.explore_rate
-    );
-    finish(input, leader, false, seen, reason)
 }
 
 /// n_i of issue 7: Σ over the contract's tags of the citizen's `contracts_completed`.
@@ -411,8 +376,8 @@ fn ucb(input: &PolicyInput<'_>) -> Pick {
             }
         })
         .collect();
-    let winner = argmax(seen.iter().map(|s| s.value));
-    let greedy = argmax(input.scores.iter().map(|s| s.total));
+    let winner = best(input.scores, |i| Some(seen[i].value));
+    let greedy = best(input.scores, |i| Some(input.scores[i].total));
     let reason = if counts[winner] == 0 {
         "never settled a contract on these tags, so its bonus is infinite (lowest id among such)"
             .to_string()
@@ -450,8 +415,8 @@ fn thompson(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
             }
         })
         .collect();
-    let winner = argmax(seen.iter().map(|s| s.value));
-    let greedy = argmax(input.scores.iter().map(|s| s.total));
+    let winner = best(input.scores, |i| Some(seen[i].value));
+    let greedy = best(input.scores, |i| Some(input.scores[i].total));
     let reason = format!(
         "highest sample {:.3} from N(total {:.3}, σ {:.3})",
         seen[winner].value, input.scores[winner].total, seen[winner].details[2].1
@@ -464,7 +429,7 @@ fn thompson(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
 fn contract_posterior(
     input: &PolicyInput<'_>,
     params: &PosteriorParams,
-    s: &ScoreView,
+    s: &Score,
 ) -> (f64, f64, f64) {
     // The router's S is the mean self-rating over the tags, /5 (missing = 0); on the 1–5
     // quality scale it is each tag's prior mean.
@@ -509,7 +474,7 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
             // Draw for every candidate, excluded or not, so one citizen going away does not
             // shift the others' draws.
             let sample = mean + params.sample_scale * spread * standard_normal(rng);
-            let rest = w.cost * s.cost_fit + w.availability * s.availability + s.lessons;
+            let rest = w.cost * s.cost_fit + w.avail * s.availability + s.lessons;
             let value = quality_weight * sample / 5.0 + rest;
             means.push(quality_weight * mean / 5.0 + rest);
             let excluded = (any_present && s.availability <= 0.0).then_some("away");
@@ -528,17 +493,8 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
         })
         .collect();
     let eligible = |i: usize| seen[i].excluded.is_none();
-    let best_of = |values: &dyn Fn(usize) -> f64| {
-        argmax((0..seen.len()).map(|i| {
-            if eligible(i) {
-                values(i)
-            } else {
-                f64::NEG_INFINITY
-            }
-        }))
-    };
-    let winner = best_of(&|i| seen[i].value);
-    let greedy = best_of(&|i| means[i]);
+    let winner = best(input.scores, |i| eligible(i).then_some(seen[i].value));
+    let greedy = best(input.scores, |i| eligible(i).then_some(means[i]));
     let d = &seen[winner].details;
     let mut reason = format!(
         "highest value {:.3}: sampled quality {:.2} (posterior mean {:.2} ± {:.2} after {} settlements on these tags) plus cost, availability and lessons {:.3}",
@@ -577,14 +533,15 @@ mod tests {
         }
     }
 
-    fn score(citizen: &str, total: f64) -> ScoreView {
-        ScoreView {
+    fn score(citizen: &str, total: f64) -> Score {
+        Score {
             citizen: citizen.to_string(),
             historical: 0.0,
             self_rating: 0.8,
             cost_fit: 1.0,
             availability: 1.0,
             lessons: 0.0,
+            applied_lessons: Vec::new(),
             total,
         }
     }
@@ -601,9 +558,9 @@ mod tests {
     #[test]
     fn epsilon_greedy_zero_rate_exploits_first_of_tied_leaders() {
         let scores = [
-            score("agent-b", 0.5),
             score("agent-c", 0.7),
             score("agent-d", 0.7),
+            score("agent-b", 0.5),
         ];
         let history = History::new();
         let input = PolicyInput {
@@ -621,8 +578,8 @@ mod tests {
     #[test]
     fn epsilon_greedy_full_rate_never_picks_the_leader() {
         let scores = [
-            score("agent-b", 0.5),
             score("agent-c", 0.9),
+            score("agent-b", 0.5),
             score("agent-d", 0.1),
         ];
         let history = History::new();

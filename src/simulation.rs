@@ -7,9 +7,12 @@
 //! updated exactly as reconcile does, and only ever see settled quality, never skill. Nothing
 //! here touches a polis; the only file written is the optional plot.
 
-use crate::policy::{
-    self, History, Outcome, Policy, PolicyInput, PosteriorParams, ScoreView, Weights,
-};
+use crate::contract::Contract;
+use crate::policy::{self, History, Outcome, Policy, PolicyInput, PosteriorParams};
+use crate::router::{self, Candidate};
+use crate::settings::{Weights, DEFAULT_LESSON_CAP};
+use crate::stats::{self, RoutingStats, Settlement};
+use crate::yaml::Value;
 use anyhow::Context;
 use rand::RngCore;
 use serde::Serialize;
@@ -412,64 +415,143 @@ impl World {
     }
 }
 
-/// Per tag and citizen running averages, updated exactly as reconcile replays settlements
-/// (SPEC §6 step 5).
-#[derive(Debug, Default)]
-struct SimStats {
-    // (tag, citizen) -> (avg_quality_score, contracts_completed)
-    cells: HashMap<(usize, usize), (f64, u64)>,
+/// The learning strategies' view of the polis: the settlements so far, and the production
+/// scoring inputs built from the world once.
+struct Learner {
+    candidates: Vec<Candidate>,
+    contracts: Vec<Contract>,
+    /// Tag -> the settlements that required it, as one-tag settlements: a tag's numbers in
+    /// reconcile depend only on its own settlements, so replaying these per tag gives the
+    /// same figures as replaying everything, at a fraction of the cost.
+    settlements: HashMap<String, Vec<Settlement>>,
+    history: History,
 }
 
-impl SimStats {
-    fn record(&mut self, citizen: usize, tags: &[usize], quality: f64) {
-        for &t in tags {
-            let (avg, n) = self.cells.entry((t, citizen)).or_insert((0.0, 0));
-            *avg = (*avg * *n as f64 + quality) / (*n as f64 + 1.0);
-            *n += 1;
+impl Learner {
+    fn new(world: &World) -> Learner {
+        let candidates = world
+            .citizens
+            .iter()
+            .map(|c| Candidate {
+                id: c.id.clone(),
+                self_ratings: world
+                    .tags
+                    .iter()
+                    .zip(&c.self_rating)
+                    .map(|(t, &r)| (t.clone(), f64::from(r)))
+                    .collect(),
+                cost: Some(c.cost_envelope().to_string()),
+                state: Some("idle".to_string()),
+                has_blockers: false,
+            })
+            .collect();
+        // Every bench contract has the default cost ceiling (medium), as the reference's do.
+        let contracts = world
+            .contracts
+            .iter()
+            .map(|c| Contract {
+                required_tags: c.tags.iter().map(|&t| world.tags[t].clone()).collect(),
+                ..Contract::default()
+            })
+            .collect();
+        Learner {
+            candidates,
+            contracts,
+            settlements: HashMap::new(),
+            history: History::new(),
         }
     }
 
-    fn get(&self, tag: usize, citizen: usize) -> Option<(f64, u64)> {
-        self.cells.get(&(tag, citizen)).copied()
+    /// The routing stats of `tags` as reconcile rebuilds them from the settlements so far. Each tag's
+    /// `leader_confidence` is then replaced by the reference bench's notion of confidence,
+    /// `cf(most settlements by one citizen on the tag)`, so the router's adaptive explore
+    /// rate is the one the reference bench runs epsilon-greedy with.
+    fn stats(&self, tags: &[String]) -> RoutingStats {
+        let mut st = RoutingStats::default();
+        for tag in tags {
+            if let Some(settled) = self.settlements.get(tag) {
+                st.tags
+                    .extend(stats::reconcile(settled, &Value::Null, &Value::Null).tags);
+            }
+        }
+        for tag in &mut st.tags {
+            let most = tag
+                .citizens
+                .iter()
+                .map(|c| c.contracts_completed)
+                .max()
+                .unwrap_or(0);
+            tag.leader_confidence = Some(router::confidence_factor(most as f64));
+        }
+        st
     }
-}
 
-// TODO(core-stats): replace with the router's score once router.rs lands, so the bench and
-// production share one implementation of SPEC §7.
-fn confidence_factor(n: u64) -> f64 {
-    if n == 0 {
-        0.0
-    } else {
-        1.0 - 1.0 / (1.0 + n as f64 / 3.0)
+    fn pick(
+        &self,
+        world: &World,
+        policy: Policy,
+        k: usize,
+        present: &[usize],
+        params: &PosteriorParams,
+        rng: &mut SimRng,
+    ) -> usize {
+        let contract = &self.contracts[k];
+        let st = self.stats(&contract.required_tags);
+        let ctx = router::Context {
+            stats: &st,
+            lessons: &[],
+            weights: Weights::default(),
+            lesson_cap: DEFAULT_LESSON_CAP,
+        };
+        let candidates: Vec<Candidate> = present
+            .iter()
+            .map(|&c| self.candidates[c].clone())
+            .collect();
+        let scores = router::score_all(&candidates, contract, &ctx);
+        let input = PolicyInput {
+            tags: &contract.required_tags,
+            scores: &scores,
+            history: &self.history,
+            weights: Weights::default(),
+            explore_rate: router::adaptive_explore_rate(
+                stats::DEFAULT_EXPLORE_RATE,
+                &contract.required_tags,
+                &st,
+            ),
+        };
+        let pick = policy.pick_with(&input, params, rng);
+        let id = pick.citizen.expect("the bench always has candidates");
+        *present
+            .iter()
+            .find(|&&c| world.citizens[c].id == id)
+            .expect("the pick is a candidate")
     }
-}
 
-fn score_candidate(world: &World, stats: &SimStats, c: usize, k: usize) -> ScoreView {
-    let w = Weights::default();
-    let tags = &world.contracts[k].tags;
-    let n = tags.len() as f64;
-    let h = tags
-        .iter()
-        .filter_map(|&t| stats.get(t, c))
-        .map(|(avg, cnt)| avg / 5.0 * confidence_factor(cnt))
-        .sum::<f64>()
-        / n;
-    let s = tags
-        .iter()
-        .map(|&t| world.citizens[c].self_rating[t] as f64 / 5.0)
-        .sum::<f64>()
-        / n;
-    // The bench's contracts all have cost_ceiling medium, as the reference's do.
-    let cf = [1.0, 1.0, 0.5][world.citizens[c].cost];
-    let a = 1.0;
-    ScoreView {
-        citizen: world.citizens[c].id.clone(),
-        historical: h,
-        self_rating: s,
-        cost_fit: cf,
-        availability: a,
-        lessons: 0.0,
-        total: w.history * h + w.self_rating * s + w.cost * cf + w.availability * a,
+    fn record(&mut self, world: &World, citizen: usize, k: usize, quality: f64) {
+        let tags = self.contracts[k].required_tags.clone();
+        let base = chrono::NaiveDate::from_ymd_opt(2026, 1, 1)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .expect("a valid date");
+        for tag in &tags {
+            self.settlements
+                .entry(tag.clone())
+                .or_default()
+                .push(Settlement {
+                    owner: world.citizens[citizen].id.clone(),
+                    tags: vec![tag.clone()],
+                    // One settlement a minute, so reconcile replays them in the order they
+                    // happened.
+                    instant: Some(base + chrono::Duration::minutes(k as i64)),
+                    quality: quality as u8,
+                    minutes: 30.0,
+                    ..Settlement::default()
+                });
+        }
+        self.history.record(Outcome {
+            citizen: world.citizens[citizen].id.clone(),
+            tags,
+            quality,
+        });
     }
 }
 
@@ -486,8 +568,7 @@ struct Run {
 
 fn run_strategy(world: &World, strategy: Strategy, seed: u64, params: &PosteriorParams) -> Run {
     let mut rng = SimRng::new(seed, 100);
-    let mut stats = SimStats::default();
-    let mut history = History::new();
+    let mut learner = matches!(strategy, Strategy::Policy(_)).then(|| Learner::new(world));
     let mut rr = 0usize;
     let n = world.contracts.len();
     let (mut total_q, mut total_cost) = (0.0, 0.0);
@@ -496,48 +577,29 @@ fn run_strategy(world: &World, strategy: Strategy, seed: u64, params: &Posterior
     for k in 0..n {
         let present = world.present(k);
         let tags = &world.contracts[k].tags;
-        let chosen = match strategy {
-            Strategy::Random => present[rng.below(present.len())],
-            Strategy::RoundRobin => {
+        let chosen = match (strategy, &learner) {
+            (Strategy::Random, _) => present[rng.below(present.len())],
+            (Strategy::RoundRobin, _) => {
                 rr += 1;
                 present[(rr - 1) % present.len()]
             }
-            Strategy::StaticSelf => first_max(&present, |c| {
+            (Strategy::StaticSelf, _) => first_max(&present, |c| {
                 tags.iter()
                     .map(|&t| world.citizens[c].self_rating[t] as f64)
                     .sum()
             }),
-            Strategy::Oracle => first_max(&present, |c| world.mean_skill(c, k)),
-            Strategy::Policy(policy) => {
-                let scores: Vec<ScoreView> = present
-                    .iter()
-                    .map(|&c| score_candidate(world, &stats, c, k))
-                    .collect();
-                let tag_names: Vec<String> = tags.iter().map(|&t| world.tags[t].clone()).collect();
-                let input = PolicyInput {
-                    tags: &tag_names,
-                    scores: &scores,
-                    history: &history,
-                    weights: Weights::default(),
-                    explore_rate: bench_explore_rate(tags, &present, &stats),
-                };
-                let pick = policy.pick_with(&input, params, &mut rng);
-                let id = pick.citizen.expect("the bench always has candidates");
-                *present
-                    .iter()
-                    .find(|&&c| world.citizens[c].id == id)
-                    .expect("the pick is a candidate")
+            (Strategy::Oracle, _) => first_max(&present, |c| world.mean_skill(c, k)),
+            (Strategy::Policy(policy), Some(l)) => {
+                l.pick(world, policy, k, &present, params, &mut rng)
             }
+            (Strategy::Policy(_), None) => unreachable!("a policy strategy has a learner"),
         };
         let q = world.quality(chosen, k);
         total_q += q;
         total_cost += COST_UNITS[world.citizens[chosen].cost];
-        stats.record(chosen, tags, q);
-        history.record(Outcome {
-            citizen: world.citizens[chosen].id.clone(),
-            tags: tags.iter().map(|&t| world.tags[t].clone()).collect(),
-            quality: q,
-        });
+        if let Some(l) = &mut learner {
+            l.record(world, chosen, k, q);
+        }
         curve.push(total_q / (k + 1) as f64);
         expected.push(world.expected_quality(chosen, k));
     }
@@ -547,25 +609,6 @@ fn run_strategy(world: &World, strategy: Strategy, seed: u64, params: &Posterior
         curve,
         expected,
     }
-}
-
-/// The reference bench's exploration rate for epsilon-greedy: 0.15 raised while the most
-/// experienced citizen on some tag has few settlements (`adaptive_explore_rate` with
-/// `confidence_factor` of that count).
-fn bench_explore_rate(tags: &[usize], present: &[usize], stats: &SimStats) -> f64 {
-    let min_conf = tags
-        .iter()
-        .map(|&t| {
-            let most = present
-                .iter()
-                .filter_map(|&c| stats.get(t, c).map(|(_, n)| n))
-                .max()
-                .unwrap_or(0);
-            confidence_factor(most)
-        })
-        .fold(f64::INFINITY, f64::min);
-    let min_conf = if min_conf.is_finite() { min_conf } else { 0.0 };
-    (0.15 + (1.0 - min_conf) * 0.2).min(0.5)
 }
 
 /// The first of `items` with the highest key (Python's `max` keeps the first).
