@@ -975,10 +975,18 @@ const CURVE_COLOURS: [[u8; 3]; 8] = [
 
 /// Draws the seed-averaged running mean quality of every strategy.
 pub fn plot(r: &BenchReport) -> Vec<u8> {
-    let title = format!(
-        "running mean quality - {} - {} contracts - {} citizens - {} tags - seeds {}..{}",
-        r.scenario, r.contracts, r.citizens, r.tags, r.seeds.start, r.seeds.end
+    let mut title = vec![format!(
+        "running mean quality - scenario {} - seeds {}..{}",
+        r.scenario, r.seeds.start, r.seeds.end
+    )];
+    let mut sizes = format!(
+        "{} contracts, {} citizens, {} tags",
+        r.contracts, r.citizens, r.tags
     );
+    if let Some(at) = r.change_at {
+        sizes.push_str(&format!(" - change at {at} (dashed)"));
+    }
+    title.push(sizes);
     let series: Vec<png::Series> = r
         .results
         .iter()

@@ -14,6 +14,9 @@ fn print_bench() {
         scenario,
         ..BenchOptions::default()
     };
+    if let Ok(v) = std::env::var("BENCH_PLOT") {
+        opts.plot = Some(v.into());
+    }
     if let Ok(v) = std::env::var("BENCH_SEEDS") {
         opts.seeds = polisd::simulation::parse_seeds(&v).unwrap();
     }

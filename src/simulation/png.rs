@@ -87,7 +87,7 @@ fn text_width(text: &str) -> usize {
 }
 
 /// Draws the chart and returns the PNG file's bytes.
-pub fn line_chart(title: &str, series: &[Series], marker: Option<usize>) -> Vec<u8> {
+pub fn line_chart(title: &[String], series: &[Series], marker: Option<usize>) -> Vec<u8> {
     let mut canvas = Canvas {
         pixels: vec![WHITE; WIDTH * HEIGHT],
     };
@@ -210,7 +210,9 @@ pub fn line_chart(title: &str, series: &[Series], marker: Option<usize>) -> Vec<
         }
         canvas.text(x + 36, y, &s.label, BLACK);
     }
-    canvas.text(LEFT, 16, title, BLACK);
+    for (i, line) in title.iter().enumerate() {
+        canvas.text(LEFT, 4 + i * 20, line, BLACK);
+    }
 
     let mut palette: Vec<[u8; 3]> = vec![[255, 255, 255], [0, 0, 0], [225, 225, 225]];
     palette.extend(series.iter().map(|s| s.colour));
@@ -414,7 +416,7 @@ mod tests {
             points: vec![3.0, 3.5, 4.0],
             thick: true,
         };
-        let bytes = line_chart("t", &[s], Some(1));
+        let bytes = line_chart(&["t".to_string()], &[s], Some(1));
         assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
         assert!(bytes.ends_with(&[0xAE, 0x42, 0x60, 0x82])); // IEND's CRC
     }
