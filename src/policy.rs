@@ -138,6 +138,29 @@ pub struct Pick {
     pub reason: String,
 }
 
+impl Pick {
+    /// What `route --explain` prints after the score breakdown: one line per candidate with
+    /// what the policy saw, then the winner and why.
+    pub fn explain(&self) -> String {
+        let mut text = String::new();
+        for s in &self.seen {
+            text.push_str(&format!("  {:<24} value {:>8.3}", s.citizen, s.value));
+            for (name, v) in &s.details {
+                text.push_str(&format!("  {name} {v:.3}"));
+            }
+            if let Some(why) = s.excluded {
+                text.push_str(&format!("  (excluded: {why})"));
+            }
+            text.push('\n');
+        }
+        match &self.citizen {
+            Some(c) => text.push_str(&format!("  -> {c}: {}\n", self.reason)),
+            None => text.push_str(&format!("  -> nobody: {}\n", self.reason)),
+        }
+        text
+    }
+}
+
 /// A routing policy, as named by `routing.policy` in `polis.yml`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Policy {
@@ -654,5 +677,24 @@ mod tests {
             })
             .count();
         assert!(wins >= 95, "agent-b won {wins}/100");
+    }
+
+    #[test]
+    fn explain_names_every_candidate_and_the_winner() {
+        let scores = [score("agent-c", 0.7), score("agent-b", 0.5)];
+        let history = History::new();
+        let tags = ["py".to_string()];
+        let input = PolicyInput {
+            tags: &tags,
+            scores: &scores,
+            history: &history,
+            weights: Weights::default(),
+            explore_rate: 0.15,
+        };
+        let pick = Policy::Posterior.pick(&input, &mut Fixed(5));
+        let text = pick.explain();
+        assert!(text.contains("agent-b") && text.contains("agent-c"));
+        assert!(text.contains("posterior_mean") && text.contains("sample"));
+        assert!(text.contains(&format!("-> {}", pick.citizen.unwrap())));
     }
 }
