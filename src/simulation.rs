@@ -947,17 +947,17 @@ fn write_report(r: &BenchReport, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "Default policy ({}):", Policy::default())?;
     writeln!(
         out,
-        "  oracle gain recovered: {:.1}% (per-seed mean {:.1}%){}",
+        "  oracle gain recovered: {:.1}%, per-seed mean {:.1}%{}",
         100.0 * default.oracle_gain,
         100.0 * default.oracle_gain_per_seed,
-        target("; target 80%")
+        target(" (target 80%)")
     )?;
     writeln!(
         out,
         "  better than static self-ratings in {}/{} seeds{}",
         default.seeds_beating_static,
         n_seeds,
-        target(" (target 15/20)")
+        target(" (target: 15 of 20)")
     )?;
     writeln!(
         out,
