@@ -187,15 +187,35 @@ pub enum QualitySource {
     Default,
 }
 
+// The reference's patterns, adjusted so Rust matches what Python's `re` matches: Python's `\s`
+// also takes U+001C..U+001F, and its IGNORECASE also matches `i` with `ı` and `İ`.
 static QUALITY_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?mi)^\s*(?:#{1,6}\s*)?Quality\s*self[-_ ]score\s*:\s*(\d+)\s*$").unwrap()
+    Regex::new(&py_pattern(
+        r"^\s*(?:#{1,6}\s*)?Quality\s*self[-_ ]score\s*:\s*(\d+)\s*$",
+    ))
+    .unwrap()
 });
 static QUALITY_HEADING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?mi)^\s*#{1,6}\s*Quality\s*self[-_ ]score\s*$\s*\n\s*\n\s*(\d+)\s*$").unwrap()
+    Regex::new(&py_pattern(
+        r"^\s*#{1,6}\s*Quality\s*self[-_ ]score\s*$\s*\n\s*\n\s*(\d+)\s*$",
+    ))
+    .unwrap()
 });
 static MINUTES_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?mi)^\s*(?:#{1,6}\s*|[-*]\s+)?actual[_ ]minutes\s*:\s*(\d+)\s*$").unwrap()
+    Regex::new(&py_pattern(
+        r"^\s*(?:#{1,6}\s*|[-*]\s+)?actual[_ ]minutes\s*:\s*(\d+)\s*$",
+    ))
+    .unwrap()
 });
+
+fn py_pattern(p: &str) -> String {
+    format!(
+        "(?mi){}",
+        p.replace(r"\s", r"[\s\x1C-\x1F]")
+            .replace("Quality", "Qual[iıİ]ty")
+            .replace("minutes", "m[iıİ]nutes")
+    )
+}
 static ONE_DIGIT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\d$").unwrap());
 
 /// The value of a Unicode decimal digit (the reference's `\d` and `int()` accept them all).
@@ -716,6 +736,11 @@ mod tests {
             (3, QualitySource::Default)
         );
         assert_eq!(q("Quality self-score: ٤\n"), (4, QualitySource::BodyLine));
+        // Python's `re` semantics, checked with CPython 3.11.
+        assert_eq!(q("QUALİTY self-score: 4\n").0, 4);
+        assert_eq!(q("Qualıty ſelf-score: 4\n").0, 4);
+        assert_eq!(q("\x1cQuality self-score: 2\x1f\n").0, 2);
+        assert_eq!(q("Quality self-score: ４\n").0, 4);
     }
 
     #[test]
@@ -876,5 +901,30 @@ mod tests {
             ),
             None
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn splice_and_read_never_panic(body in "(---\r?\n)?([a-z_]{0,12}:? ?(null|\\{\\}|x)?\r?\n|  [a-z_]{0,22}: ?[0-9a-z]{0,3}\r?\n|---\n|\\PC{0,8}\n){0,12}") {
+            let _ = splice_routing(&body, "alice-agent", 0.5, true);
+            let _ = read_settled("x.md", &body, PolisZone::default());
+        }
+
+        #[test]
+        fn splice_keeps_every_other_line(keys in proptest::collection::vec("[a-q]{1,8}", 0..6), crlf in proptest::bool::ANY) {
+            let mut text = String::from("---\n");
+            for k in &keys {
+                text.push_str(&format!("{k}: v\n"));
+            }
+            text.push_str("routing:\n  override: null\n---\nbody\n");
+            if crlf {
+                text = text.replace('\n', "\r\n");
+            }
+            let out = splice_routing(&text, "alice-agent", 0.25, false).expect("plain block splices");
+            let old: Vec<&str> = text.split_inclusive('\n').collect();
+            let new: Vec<&str> = out.split_inclusive('\n').collect();
+            proptest::prop_assert_eq!(new.len(), old.len() + 3);
+            proptest::prop_assert!(old.iter().all(|l| new.contains(l)));
+        }
     }
 }

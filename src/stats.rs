@@ -177,6 +177,15 @@ pub fn reconcile(
     }
 }
 
+/// [`reconcile`] over the file being replaced (`None` when there is none): keeps its
+/// `explore_rate`, and its `last_updated` when no settlement has a time.
+pub fn reconcile_over(settlements: &[Settlement], previous: Option<&RoutingStats>) -> RoutingStats {
+    match previous {
+        Some(p) => reconcile(settlements, &p.explore_rate, &p.last_updated),
+        None => reconcile(settlements, &Value::Null, &Value::Null),
+    }
+}
+
 /// SPEC §6 step 6: the leader (ties: first seen) and `leader_confidence`.
 fn leader_of(citizens: &[CitizenStats]) -> (Option<String>, Option<f64>) {
     if citizens.is_empty() {
@@ -418,6 +427,17 @@ mod tests {
         assert_eq!(r.last_updated, Value::Str("x".into()));
         assert_eq!(r.explore_rate, Value::Float(0.3));
         assert!(r.tags.is_empty());
+    }
+
+    #[test]
+    fn reconcile_over_keeps_the_old_rate() {
+        let old =
+            parse("last_updated: '2026-01-01 00:00:00'\nexplore_rate: 0.3\ntags: {}\n").unwrap();
+        let r = reconcile_over(&[s(1, "alice-agent", &["py"], 4, 10.0)], Some(&old));
+        assert_eq!(r.explore_rate, Value::Float(0.3));
+        assert_eq!(r.last_updated, Value::Str("2026-03-01 10:00:00".into()));
+        let r = reconcile_over(&[], Some(&old));
+        assert_eq!(r.last_updated, old.last_updated);
     }
 
     #[test]
