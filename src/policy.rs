@@ -9,6 +9,7 @@
 
 use crate::router::{self, Score};
 use crate::settings::Weights;
+use crate::stats::Settlement;
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use std::collections::HashMap;
@@ -47,6 +48,16 @@ impl History {
             history.record(outcome);
         }
         history
+    }
+
+    /// Builds the history from the settlements reconcile reads (`contract::read_settled`),
+    /// which must already be in replay order (SPEC §6 step 4), oldest first.
+    pub fn from_settlements<'s>(settlements: impl IntoIterator<Item = &'s Settlement>) -> History {
+        History::from_outcomes(settlements.into_iter().map(|s| Outcome {
+            citizen: s.owner.clone(),
+            tags: s.tags.clone(),
+            quality: f64::from(s.quality),
+        }))
     }
 
     /// Appends the newest settlement; counts it once per distinct tag, as reconcile does.
@@ -301,6 +312,8 @@ fn best(scores: &[Score], value: impl Fn(usize) -> Option<f64>) -> usize {
     let mut best: Option<(usize, f64)> = None;
     for (i, s) in scores.iter().enumerate() {
         let Some(v) = value(i) else { continue };
+        // A NaN (say, from a card's `.nan` self-rating) never wins.
+        let v = if v.is_nan() { f64::NEG_INFINITY } else { v };
         let better = match best {
             None => true,
             Some((j, bv)) => v > bv || (v == bv && s.citizen < scores[j].citizen),
@@ -696,5 +709,34 @@ mod tests {
         assert!(text.contains("agent-b") && text.contains("agent-c"));
         assert!(text.contains("posterior_mean") && text.contains("sample"));
         assert!(text.contains(&format!("-> {}", pick.citizen.unwrap())));
+    }
+
+    #[test]
+    fn history_from_settlements_counts_like_reconcile() {
+        let settled = [
+            Settlement {
+                owner: "agent-a".into(),
+                tags: vec!["py".into(), "go".into()],
+                quality: 4,
+                ..Settlement::default()
+            },
+            Settlement {
+                owner: "agent-a".into(),
+                tags: vec!["py".into()],
+                quality: 2,
+                ..Settlement::default()
+            },
+        ];
+        let h = History::from_settlements(&settled);
+        let st = crate::stats::reconcile(
+            &settled,
+            &crate::yaml::Value::Null,
+            &crate::yaml::Value::Null,
+        );
+        for tag in ["py", "go"] {
+            let n = st.citizen(tag, "agent-a").unwrap().contracts_completed;
+            assert_eq!(h.completed(tag, "agent-a"), n);
+        }
+        assert_eq!(h.outcomes()[1].quality, 2.0);
     }
 }
