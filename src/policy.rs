@@ -1,1 +1,742 @@
-//! (to be written)
+//! Routing policies: given every candidate's score breakdown (SPEC §7, computed by the router)
+//! and what the polis has learned so far, decide which citizen gets the contract, and say why.
+//!
+//! A policy never changes the H/S/C/A/L numbers — those stay the reference's — it only picks.
+//! Policies are pure: no I/O, no clock; every random draw comes from the RNG the caller passes
+//! in, so a seed fixes the pick. `epsilon-greedy` is the reference's pick; `ucb` and `thompson`
+//! follow issue 7's formulas exactly; `posterior` (the default) is polisd's own, described on
+//! [`Policy::Posterior`].
+
+use crate::router::{self, Score};
+use crate::settings::Weights;
+use crate::stats::Settlement;
+use rand::rngs::StdRng;
+use rand::{RngCore, SeedableRng};
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// One settled contract as a policy sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub citizen: String,
+    /// The contract's required tags, duplicates removed.
+    pub tags: Vec<String>,
+    /// The settled quality, 1–5 (SPEC §6 step 2).
+    pub quality: f64,
+}
+
+/// What the polis has learned: settled outcomes in settlement order, and per tag and citizen
+/// the `contracts_completed` count (the same numbers `routing_stats.yml` holds).
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    outcomes: Vec<Outcome>,
+    completed: HashMap<(String, String), u64>,
+    // (citizen, tag) -> indexes into `outcomes`, oldest first; keeps a pick O(evidence).
+    evidence: HashMap<(String, String), Vec<usize>>,
+}
+
+impl History {
+    pub fn new() -> History {
+        History::default()
+    }
+
+    /// Builds the history from settled outcomes already in settlement order (SPEC §6 step 4).
+    pub fn from_outcomes(outcomes: impl IntoIterator<Item = Outcome>) -> History {
+        let mut history = History::new();
+        for outcome in outcomes {
+            history.record(outcome);
+        }
+        history
+    }
+
+    /// Builds the history from the settlements reconcile reads (`contract::read_settled`),
+    /// which must already be in replay order (SPEC §6 step 4), oldest first.
+    pub fn from_settlements<'s>(settlements: impl IntoIterator<Item = &'s Settlement>) -> History {
+        History::from_outcomes(settlements.into_iter().map(|s| Outcome {
+            citizen: s.owner.clone(),
+            tags: s.tags.clone(),
+            quality: f64::from(s.quality),
+        }))
+    }
+
+    /// Appends the newest settlement; counts it once per distinct tag, as reconcile does.
+    pub fn record(&mut self, mut outcome: Outcome) {
+        let mut seen: Vec<String> = Vec::with_capacity(outcome.tags.len());
+        for tag in outcome.tags.drain(..) {
+            if !seen.contains(&tag) {
+                seen.push(tag);
+            }
+        }
+        outcome.tags = seen;
+        let index = self.outcomes.len();
+        for tag in &outcome.tags {
+            let key = (tag.clone(), outcome.citizen.clone());
+            *self.completed.entry(key).or_insert(0) += 1;
+            self.evidence
+                .entry((outcome.citizen.clone(), tag.clone()))
+                .or_default()
+                .push(index);
+        }
+        self.outcomes.push(outcome);
+    }
+
+    /// Replaces a `contracts_completed` count, for callers whose counts come from
+    /// `routing_stats.yml` rather than from the outcomes they hold.
+    pub fn set_completed(&mut self, tag: &str, citizen: &str, n: u64) {
+        self.completed
+            .insert((tag.to_string(), citizen.to_string()), n);
+    }
+
+    /// `contracts_completed` of `citizen` on `tag` (0 when never seen).
+    pub fn completed(&self, tag: &str, citizen: &str) -> u64 {
+        self.completed
+            .get(&(tag.to_string(), citizen.to_string()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn outcomes(&self) -> &[Outcome] {
+        &self.outcomes
+    }
+
+    fn evidence(&self, citizen: &str, tag: &str) -> &[usize] {
+        self.evidence
+            .get(&(citizen.to_string(), tag.to_string()))
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+}
+
+/// Everything a policy needs for one contract.
+#[derive(Debug, Clone, Copy)]
+pub struct PolicyInput<'a> {
+    /// The contract's required tags, duplicates removed.
+    pub tags: &'a [String],
+    /// Every candidate's score as [`router::score_all`] returns them: by total, highest first,
+    /// ties in citizen-id order.
+    pub scores: &'a [Score],
+    pub history: &'a History,
+    pub weights: Weights,
+    /// The exploration rate `epsilon-greedy` uses (already adapted by the caller if wanted).
+    pub explore_rate: f64,
+}
+
+/// What a policy saw for one candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seen {
+    pub citizen: String,
+    /// The number the policy ranked by (may be infinite for `ucb`).
+    pub value: f64,
+    /// Named quantities behind `value`, e.g. `("posterior_mean", 3.9)`, in display order.
+    pub details: Vec<(&'static str, f64)>,
+    /// Why the candidate could not win, if it could not (e.g. it is away).
+    pub excluded: Option<&'static str>,
+}
+
+/// A policy's decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pick {
+    /// The chosen citizen; `None` only when there were no candidates.
+    pub citizen: Option<String>,
+    /// True when the pick is not the policy's greedy choice (it explored).
+    pub exploration: bool,
+    /// The chosen citizen's score total (what `recommendation_score` records).
+    pub score: f64,
+    /// One entry per candidate, in input order.
+    pub seen: Vec<Seen>,
+    /// One sentence on why the winner won.
+    pub reason: String,
+}
+
+impl Pick {
+    /// What `route --explain` prints after the score breakdown: one line per candidate with
+    /// what the policy saw, then the winner and why.
+    pub fn explain(&self) -> String {
+        let mut text = String::new();
+        for s in &self.seen {
+            text.push_str(&format!("  {:<24} value {:>8.3}", s.citizen, s.value));
+            for (name, v) in &s.details {
+                text.push_str(&format!("  {name} {v:.3}"));
+            }
+            if let Some(why) = s.excluded {
+                text.push_str(&format!("  (excluded: {why})"));
+            }
+            text.push('\n');
+        }
+        match &self.citizen {
+            Some(c) => text.push_str(&format!("  -> {c}: {}\n", self.reason)),
+            None => text.push_str(&format!("  -> nobody: {}\n", self.reason)),
+        }
+        text
+    }
+}
+
+/// A routing policy, as named by `routing.policy` in `polis.yml`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Policy {
+    /// The reference's pick (SPEC §7): with probability `explore_rate` choose among the
+    /// non-leaders weighted by `max(total, 0.0001)`, else the leader.
+    EpsilonGreedy,
+    /// `total + √2·√(ln N / n_i)`, n_i = Σ over the tags of the citizen's `contracts_completed`,
+    /// N = Σ n_i; infinite when n_i = 0; ties to the lowest id. Uses no randomness.
+    Ucb,
+    /// A draw from N(total, σ(n_i)), σ(0) = 2, σ(n) = √2/√n; the highest draw wins.
+    Thompson,
+    /// polisd's default. For each tag, a Kalman filter tracks the citizen's expected
+    /// settlement quality (1–5) as a slow random walk: it starts at the self-rating, held as
+    /// loosely as one settlement ([`PosteriorParams::prior_weight`]); each settlement on the
+    /// tag pulls it toward the quality observed; and every settlement anywhere in the polis
+    /// widens it by [`PosteriorParams::drift`], so a citizen not seen for a while becomes
+    /// uncertain again and is retried, and recent outcomes outweigh old ones (a citizen who
+    /// got better or worse is noticed). The contract's posterior is the mean over its tags;
+    /// one draw from it (Thompson sampling, spread scaled by
+    /// [`PosteriorParams::sample_scale`]) stands in for H and S, and cost fit, availability
+    /// and lessons are added with the score's own weights. An away citizen never wins while
+    /// another exists.
+    #[default]
+    Posterior,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 4] = [
+        Policy::EpsilonGreedy,
+        Policy::Ucb,
+        Policy::Thompson,
+        Policy::Posterior,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::EpsilonGreedy => "epsilon-greedy",
+            Policy::Ucb => "ucb",
+            Policy::Thompson => "thompson",
+            Policy::Posterior => "posterior",
+        }
+    }
+
+    /// Decides the pick for one contract. Deterministic for a given RNG state.
+    pub fn pick(self, input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
+        self.pick_with(input, &PosteriorParams::default(), rng)
+    }
+
+    /// As [`Policy::pick`], with explicit parameters for the posterior policy (the bench
+    /// uses this to show how they were chosen).
+    pub fn pick_with(
+        self,
+        input: &PolicyInput<'_>,
+        params: &PosteriorParams,
+        rng: &mut dyn RngCore,
+    ) -> Pick {
+        if input.scores.is_empty() {
+            return Pick {
+                citizen: None,
+                exploration: false,
+                score: 0.0,
+                seen: Vec::new(),
+                reason: "no candidates".to_string(),
+            };
+        }
+        match self {
+            Policy::EpsilonGreedy => epsilon_greedy(input, rng),
+            Policy::Ucb => ucb(input),
+            Policy::Thompson => thompson(input, rng),
+            Policy::Posterior => posterior(input, params, rng),
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown `routing.policy` value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown routing policy `{0}`; expected one of: epsilon-greedy, ucb, thompson, posterior")]
+pub struct UnknownPolicy(pub String);
+
+impl FromStr for Policy {
+    type Err = UnknownPolicy;
+
+    fn from_str(s: &str) -> Result<Policy, UnknownPolicy> {
+        Policy::ALL
+            .into_iter()
+            .find(|p| p.name() == s.trim())
+            .ok_or_else(|| UnknownPolicy(s.to_string()))
+    }
+}
+
+/// Tuning of [`Policy::Posterior`]. The defaults are the values the routing bench was run with
+/// (docs/routing.md); they are in quality points (1–5).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PosteriorParams {
+    /// How many settlements the self-rating is worth as a prior.
+    pub prior_weight: f64,
+    /// Spread of one settlement's quality around the citizen's expected quality.
+    pub noise: f64,
+    /// Random-walk step of a citizen's expected quality per settlement in the polis.
+    pub drift: f64,
+    /// Multiplies the posterior spread when sampling (below 1: explore less than pure
+    /// Thompson sampling would).
+    pub sample_scale: f64,
+}
+
+impl Default for PosteriorParams {
+    fn default() -> Self {
+        PosteriorParams {
+            prior_weight: 1.0,
+            noise: 0.7,
+            drift: 0.01,
+            sample_scale: 0.5,
+        }
+    }
+}
+
+/// A uniform draw in [0, 1) from the top 53 bits, so a seed gives the same numbers whatever
+/// `rand` does to its float conversion.
+pub fn unit_f64(rng: &mut dyn RngCore) -> f64 {
+    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// A standard normal draw (Box–Muller; one of the pair is discarded to keep the state simple).
+pub fn standard_normal(rng: &mut dyn RngCore) -> f64 {
+    let u1 = 1.0 - unit_f64(rng); // (0, 1], so the log is finite
+    let u2 = unit_f64(rng);
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+/// Index of the highest value among the eligible; ties go to the lowest citizen id.
+fn best(scores: &[Score], value: impl Fn(usize) -> Option<f64>) -> usize {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, s) in scores.iter().enumerate() {
+        let Some(v) = value(i) else { continue };
+        // A NaN (say, from a card's `.nan` self-rating) never wins.
+        let v = if v.is_nan() { f64::NEG_INFINITY } else { v };
+        let better = match best {
+            None => true,
+            Some((j, bv)) => v > bv || (v == bv && s.citizen < scores[j].citizen),
+        };
+        if better {
+            best = Some((i, v));
+        }
+    }
+    best.map_or(0, |(i, _)| i)
+}
+
+fn finish(
+    input: &PolicyInput<'_>,
+    winner: usize,
+    exploration: bool,
+    seen: Vec<Seen>,
+    reason: String,
+) -> Pick {
+    let s = &input.scores[winner];
+    Pick {
+        citizen: Some(s.citizen.clone()),
+        exploration,
+        score: s.total,
+        seen,
+        reason,
+    }
+}
+
+fn epsilon_greedy(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
+    let seen: Vec<Seen> = input
+        .scores
+        .iter()
+        .map(|s| Seen {
+            citizen: s.citizen.clone(),
+            value: s.total,
+            details: vec![("total", s.total)],
+            excluded: None,
+        })
+        .collect();
+    // The router's own pick (one implementation of SPEC §7's draw), fed from our generator.
+    let mut draw = StdRng::seed_from_u64(rng.next_u64());
+    let (citizen, exploration, score) = router::pick(input.scores, input.explore_rate, &mut draw);
+    let reason = if input.scores.len() == 1 {
+        "the only candidate".to_string()
+    } else if exploration {
+        format!(
+            "explored (probability {:.3}): a non-leader drawn with weight by total",
+            input.explore_rate
+        )
+    } else {
+        format!(
+            "the leader by total {score:.3} (exploration probability {:.3} not taken)",
+            input.explore_rate
+        )
+    };
+    Pick {
+        citizen,
+        exploration,
+        score,
+        seen,
+        reason,
+    }
+}
+
+/// n_i of issue 7: Σ over the contract's tags of the citizen's `contracts_completed`.
+fn tag_count(input: &PolicyInput<'_>, citizen: &str) -> u64 {
+    input
+        .tags
+        .iter()
+        .map(|t| input.history.completed(t, citizen))
+        .sum()
+}
+
+fn ucb(input: &PolicyInput<'_>) -> Pick {
+    let counts: Vec<u64> = input
+        .scores
+        .iter()
+        .map(|s| tag_count(input, &s.citizen))
+        .collect();
+    let big_n: u64 = counts.iter().sum();
+    let seen: Vec<Seen> = input
+        .scores
+        .iter()
+        .zip(&counts)
+        .map(|(s, &n)| {
+            let bonus = if n == 0 {
+                f64::INFINITY
+            } else {
+                std::f64::consts::SQRT_2 * ((big_n as f64).ln() / n as f64).sqrt()
+            };
+            Seen {
+                citizen: s.citizen.clone(),
+                value: s.total + bonus,
+                details: vec![("total", s.total), ("n", n as f64), ("bonus", bonus)],
+                excluded: None,
+            }
+        })
+        .collect();
+    let winner = best(input.scores, |i| Some(seen[i].value));
+    let greedy = best(input.scores, |i| Some(input.scores[i].total));
+    let reason = if counts[winner] == 0 {
+        "never settled a contract on these tags, so its bonus is infinite (lowest id among such)"
+            .to_string()
+    } else {
+        format!(
+            "highest total + bonus {:.3} (N = {big_n})",
+            seen[winner].value
+        )
+    };
+    finish(input, winner, winner != greedy, seen, reason)
+}
+
+fn thompson(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
+    let seen: Vec<Seen> = input
+        .scores
+        .iter()
+        .map(|s| {
+            let n = tag_count(input, &s.citizen);
+            let sigma = if n == 0 {
+                2.0
+            } else {
+                std::f64::consts::SQRT_2 / (n as f64).sqrt()
+            };
+            let sample = s.total + sigma * standard_normal(rng);
+            Seen {
+                citizen: s.citizen.clone(),
+                value: sample,
+                details: vec![
+                    ("total", s.total),
+                    ("n", n as f64),
+                    ("sigma", sigma),
+                    ("sample", sample),
+                ],
+                excluded: None,
+            }
+        })
+        .collect();
+    let winner = best(input.scores, |i| Some(seen[i].value));
+    let greedy = best(input.scores, |i| Some(input.scores[i].total));
+    let reason = format!(
+        "highest sample {:.3} from N(total {:.3}, σ {:.3})",
+        seen[winner].value, input.scores[winner].total, seen[winner].details[2].1
+    );
+    finish(input, winner, winner != greedy, seen, reason)
+}
+
+/// The posterior of one citizen's expected quality on the contract: (mean, spread of the
+/// mean, settlements seen on its tags).
+fn contract_posterior(
+    input: &PolicyInput<'_>,
+    params: &PosteriorParams,
+    s: &Score,
+) -> (f64, f64, f64) {
+    // The router's S is the mean self-rating over the tags, /5 (missing = 0); on the 1–5
+    // quality scale it is each tag's prior mean.
+    let prior_mean = 5.0 * s.self_rating;
+    let noise_var = params.noise * params.noise;
+    let step_var = params.drift * params.drift;
+    let prior_var = noise_var / params.prior_weight;
+    if input.tags.is_empty() {
+        return (prior_mean, prior_var.sqrt(), 0.0);
+    }
+    let now = input.history.outcomes.len();
+    let (mut mean_sum, mut var_sum, mut seen) = (0.0, 0.0, 0.0);
+    for tag in input.tags {
+        let (mut mean, mut var, mut last) = (prior_mean, prior_var, 0usize);
+        for &i in input.history.evidence(&s.citizen, tag) {
+            var += step_var * (i - last) as f64;
+            last = i;
+            let gain = var / (var + noise_var);
+            mean += gain * (input.history.outcomes[i].quality - mean);
+            var *= 1.0 - gain;
+            seen += 1.0;
+        }
+        var += step_var * (now - last) as f64;
+        mean_sum += mean;
+        var_sum += var;
+    }
+    let k = input.tags.len() as f64;
+    // Tags are treated as independent, so the mean's variance is Σ var / k².
+    (mean_sum / k, var_sum.sqrt() / k, seen)
+}
+
+fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn RngCore) -> Pick {
+    let w = input.weights;
+    let quality_weight = w.history + w.self_rating;
+    let any_present = input.scores.iter().any(|s| s.availability > 0.0);
+    let mut means = Vec::with_capacity(input.scores.len());
+    let seen: Vec<Seen> = input
+        .scores
+        .iter()
+        .map(|s| {
+            let (mean, spread, evidence) = contract_posterior(input, params, s);
+            // Draw for every candidate, excluded or not, so one citizen going away does not
+            // shift the others' draws.
+            let sample = mean + params.sample_scale * spread * standard_normal(rng);
+            let rest = w.cost * s.cost_fit + w.avail * s.availability + s.lessons;
+            let value = quality_weight * sample / 5.0 + rest;
+            means.push(quality_weight * mean / 5.0 + rest);
+            let excluded = (any_present && s.availability <= 0.0).then_some("away");
+            Seen {
+                citizen: s.citizen.clone(),
+                value,
+                details: vec![
+                    ("posterior_mean", mean),
+                    ("spread", spread),
+                    ("settlements", evidence),
+                    ("sample", sample),
+                    ("cost_avail_lessons", rest),
+                ],
+                excluded,
+            }
+        })
+        .collect();
+    let eligible = |i: usize| seen[i].excluded.is_none();
+    let winner = best(input.scores, |i| eligible(i).then_some(seen[i].value));
+    let greedy = best(input.scores, |i| eligible(i).then_some(means[i]));
+    let d = &seen[winner].details;
+    let mut reason = format!(
+        "highest value {:.3}: sampled quality {:.2} (posterior mean {:.2} ± {:.2} after {} settlements on these tags) plus cost, availability and lessons {:.3}",
+        seen[winner].value, d[3].1, d[0].1, d[1].1, d[2].1, d[4].1
+    );
+    if winner != greedy {
+        reason.push_str(&format!(
+            "; exploring: {} has the higher mean",
+            input.scores[greedy].citizen
+        ));
+    }
+    finish(input, winner, winner != greedy, seen, reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed(u64);
+    impl RngCore for Fixed {
+        fn next_u32(&mut self) -> u32 {
+            self.next_u64() as u32
+        }
+        fn next_u64(&mut self) -> u64 {
+            // splitmix64, enough for unit tests
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        fn fill_bytes(&mut self, dst: &mut [u8]) {
+            for b in dst {
+                *b = self.next_u64() as u8;
+            }
+        }
+    }
+
+    fn score(citizen: &str, total: f64) -> Score {
+        Score {
+            citizen: citizen.to_string(),
+            historical: 0.0,
+            self_rating: 0.8,
+            cost_fit: 1.0,
+            availability: 1.0,
+            lessons: 0.0,
+            applied_lessons: Vec::new(),
+            total,
+        }
+    }
+
+    #[test]
+    fn policy_names_round_trip() {
+        for p in Policy::ALL {
+            assert_eq!(p.name().parse::<Policy>(), Ok(p));
+        }
+        assert_eq!(Policy::default(), Policy::Posterior);
+        assert!("greedy".parse::<Policy>().is_err());
+    }
+
+    #[test]
+    fn epsilon_greedy_zero_rate_exploits_first_of_tied_leaders() {
+        let scores = [
+            score("agent-c", 0.7),
+            score("agent-d", 0.7),
+            score("agent-b", 0.5),
+        ];
+        let history = History::new();
+        let input = PolicyInput {
+            tags: &[],
+            scores: &scores,
+            history: &history,
+            weights: Weights::default(),
+            explore_rate: 0.0,
+        };
+        let pick = Policy::EpsilonGreedy.pick(&input, &mut Fixed(1));
+        assert_eq!(pick.citizen.as_deref(), Some("agent-c"));
+        assert!(!pick.exploration);
+    }
+
+    #[test]
+    fn epsilon_greedy_full_rate_never_picks_the_leader() {
+        let scores = [
+            score("agent-c", 0.9),
+            score("agent-b", 0.5),
+            score("agent-d", 0.1),
+        ];
+        let history = History::new();
+        let input = PolicyInput {
+            tags: &[],
+            scores: &scores,
+            history: &history,
+            weights: Weights::default(),
+            explore_rate: 1.0,
+        };
+        let mut rng = Fixed(7);
+        for _ in 0..50 {
+            let pick = Policy::EpsilonGreedy.pick(&input, &mut rng);
+            assert_ne!(pick.citizen.as_deref(), Some("agent-c"));
+            assert!(pick.exploration);
+        }
+    }
+
+    #[test]
+    fn history_counts_each_distinct_tag_once() {
+        let h = History::from_outcomes([Outcome {
+            citizen: "agent-a".into(),
+            tags: vec!["x".into(), "x".into(), "y".into()],
+            quality: 4.0,
+        }]);
+        assert_eq!(h.completed("x", "agent-a"), 1);
+        assert_eq!(h.completed("y", "agent-a"), 1);
+        assert_eq!(h.completed("z", "agent-a"), 0);
+    }
+
+    #[test]
+    fn standard_normal_has_unit_moments() {
+        let mut rng = Fixed(3);
+        let n = 20_000;
+        let draws: Vec<f64> = (0..n).map(|_| standard_normal(&mut rng)).collect();
+        let mean = draws.iter().sum::<f64>() / n as f64;
+        let var = draws.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / n as f64;
+        assert!(mean.abs() < 0.03, "mean {mean}");
+        assert!((var - 1.0).abs() < 0.05, "var {var}");
+    }
+
+    #[test]
+    fn posterior_learns_from_settlements_over_the_self_rating() {
+        // agent-a claims 5 but settles 2s; agent-b claims 3 and settles 5s.
+        let mut h = History::new();
+        for _ in 0..10 {
+            for (c, q) in [("agent-a", 2.0), ("agent-b", 5.0)] {
+                h.record(Outcome {
+                    citizen: c.into(),
+                    tags: vec!["py".into()],
+                    quality: q,
+                });
+            }
+        }
+        let mut a = score("agent-a", 0.0);
+        a.self_rating = 1.0;
+        let mut b = score("agent-b", 0.0);
+        b.self_rating = 0.6;
+        let scores = [a, b];
+        let tags = ["py".to_string()];
+        let input = PolicyInput {
+            tags: &tags,
+            scores: &scores,
+            history: &h,
+            weights: Weights::default(),
+            explore_rate: 0.15,
+        };
+        let mut rng = Fixed(11);
+        let wins = (0..100)
+            .filter(|_| {
+                Policy::Posterior.pick(&input, &mut rng).citizen.as_deref() == Some("agent-b")
+            })
+            .count();
+        assert!(wins >= 95, "agent-b won {wins}/100");
+    }
+
+    #[test]
+    fn explain_names_every_candidate_and_the_winner() {
+        let scores = [score("agent-c", 0.7), score("agent-b", 0.5)];
+        let history = History::new();
+        let tags = ["py".to_string()];
+        let input = PolicyInput {
+            tags: &tags,
+            scores: &scores,
+            history: &history,
+            weights: Weights::default(),
+            explore_rate: 0.15,
+        };
+        let pick = Policy::Posterior.pick(&input, &mut Fixed(5));
+        let text = pick.explain();
+        assert!(text.contains("agent-b") && text.contains("agent-c"));
+        assert!(text.contains("posterior_mean") && text.contains("sample"));
+        assert!(text.contains(&format!("-> {}", pick.citizen.unwrap())));
+    }
+
+    #[test]
+    fn history_from_settlements_counts_like_reconcile() {
+        let settled = [
+            Settlement {
+                owner: "agent-a".into(),
+                tags: vec!["py".into(), "go".into()],
+                quality: 4,
+                ..Settlement::default()
+            },
+            Settlement {
+                owner: "agent-a".into(),
+                tags: vec!["py".into()],
+                quality: 2,
+                ..Settlement::default()
+            },
+        ];
+        let h = History::from_settlements(&settled);
+        let st = crate::stats::reconcile(
+            &settled,
+            &crate::yaml::Value::Null,
+            &crate::yaml::Value::Null,
+        );
+        for tag in ["py", "go"] {
+            let n = st.citizen(tag, "agent-a").unwrap().contracts_completed;
+            assert_eq!(h.completed(tag, "agent-a"), n);
+        }
+        assert_eq!(h.outcomes()[1].quality, 2.0);
+    }
+}
