@@ -43,6 +43,39 @@ pub enum Command {
     Service(ServiceArgs),
     /// Play a short scene on a temporary polis to show what polisd does.
     Demo(DemoArgs),
+    /// Measure polisd against alternatives on simulated worlds.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Compare routing strategies (random, round-robin, self-ratings, every policy, the oracle)
+    /// on the reference bench's simulated world.
+    Routing(BenchRoutingArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchRoutingArgs {
+    /// Contracts per run (default: the scenario's).
+    #[arg(long)]
+    pub contracts: Option<usize>,
+    /// Seeds: A..B (B excluded), A..=B, or one seed.
+    #[arg(long, default_value = "0..20")]
+    pub seeds: String,
+    /// Citizens in the world (default: the scenario's).
+    #[arg(long)]
+    pub citizens: Option<usize>,
+    /// Capability tags in the world (default: the scenario's).
+    #[arg(long)]
+    pub tags: Option<usize>,
+    /// default, drift (one citizen's skills change at mid-run), newcomer (a strong citizen
+    /// joins at mid-run) or large (12 citizens, 20 tags, 2,000 contracts).
+    #[arg(long, default_value = "default")]
+    pub scenario: String,
+    /// Draw the learning curves (running mean quality) to this PNG file.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -87,6 +120,10 @@ pub struct RouteArgs {
     /// Print JSON (the reference's `recommend()` keys).
     #[arg(long)]
     pub json: bool,
+    /// The routing policy: posterior (default), epsilon-greedy (the reference's), ucb,
+    /// thompson. Default: `routing.policy` in polis.yml.
+    #[arg(long)]
+    pub policy: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -780,7 +780,9 @@ impl Engine {
             .iter()
             .filter(|c| c.folder == ContractFolder::Open && c.contract.wants_recommendation())
         {
-            let rec = match routing::recommend(polis, file, &RouteOptions::default()) {
+            let rec = match routing::recommend(polis, file, &RouteOptions::default())
+                .map(|r| r.recommendation)
+            {
                 Ok(rec) => rec,
                 Err(routing::RouteError::NoCitizens) => return Ok(wrote),
                 Err(e) => {

@@ -97,7 +97,8 @@ impl RoutingStats {
 
 /// The order settlements are replayed in (SPEC §6 step 4): by instant (none first), then owner,
 /// tags, quality, minutes. Different time styles compare as instants instead of failing.
-fn replay_order(a: &Settlement, b: &Settlement) -> Ordering {
+/// The replay order of SPEC §6 step 4 (instant, owner, tags, quality, minutes).
+pub fn replay_order(a: &Settlement, b: &Settlement) -> Ordering {
     let time = match (&a.instant, &b.instant) {
         (None, None) => a.when_text.cmp(&b.when_text),
         (x, y) => x.cmp(y),

@@ -54,7 +54,7 @@ fn ours(root: &Path) -> (String, Vec<Finding>, Vec<Settlement>) {
     let mut findings = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().map_or(true, |e| e != "md") || !path.is_file() {
+        if path.extension().is_none_or(|e| e != "md") || !path.is_file() {
             continue;
         }
         let rel = path

@@ -70,6 +70,19 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
                 &mut std::io::stdout().lock(),
             )
         }
+        Command::Bench(crate::cli::BenchCommand::Routing(args)) => {
+            let opts = crate::simulation::BenchOptions {
+                contracts: args.contracts,
+                citizens: args.citizens,
+                tags: args.tags,
+                seeds: crate::simulation::parse_seeds(&args.seeds)?,
+                scenario: args.scenario.parse()?,
+                plot: args.plot,
+                ..Default::default()
+            };
+            crate::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
+            Ok(0)
+        }
         Command::Demo(args) => crate::demo::run(args.keep_running, &mut std::io::stdout()),
     }
 }
@@ -128,16 +141,27 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
     let root = locate(args.path.as_deref())?;
     let polis = Polis::read(&root);
     let contract = route::open_contract(&polis, &args.contract_id)?;
+    let policy = args
+        .policy
+        .as_deref()
+        .map(str::parse::<crate::policy::Policy>)
+        .transpose()?;
     let options = route::RouteOptions {
         adaptive: args.adaptive,
         seed: args.seed,
+        policy,
     };
-    let rec = route::recommend(&polis, contract, &options)?;
+    let routed = route::recommend(&polis, contract, &options)?;
+    let rec = &routed.recommendation;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rec)?);
+        println!("{}", serde_json::to_string_pretty(rec)?);
     } else {
         if args.explain {
-            print!("{}", route::explain(&rec));
+            print!("{}", route::explain(rec));
+            if !routed.explanation.is_empty() {
+                println!("Policy `{}`:", routed.policy);
+                print!("{}", routed.explanation);
+            }
         }
         println!(
             "Recommendation: {}",
@@ -148,7 +172,7 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
     }
     if args.apply {
         let writer = Writer::new(&root)?;
-        let changed = route::apply(&polis, &writer, contract, &rec)?;
+        let changed = route::apply(&polis, &writer, contract, rec)?;
         if !args.json {
             println!(
                 "  {} {}",

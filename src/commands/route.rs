@@ -1,16 +1,30 @@
 //! `polisd route`: recommend a citizen for an open contract (SPEC §7).
 
 use crate::actions::{self, ActionError};
+use crate::policy::{History, Policy, PolicyInput};
 use crate::polis::ContractFolder;
 use crate::router::{self, Recommendation};
 use crate::snapshot::{ContractFile, Polis};
 use crate::writer::Writer;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
 
 /// How to route.
 #[derive(Debug, Clone, Default)]
 pub struct RouteOptions {
     pub adaptive: bool,
     pub seed: Option<u64>,
+    /// The policy that picks; `None` takes `routing.policy` from `polis.yml`, else the default.
+    pub policy: Option<Policy>,
+}
+
+/// A recommendation and, for `--explain`, what the policy saw.
+#[derive(Debug, Clone)]
+pub struct Routed {
+    pub recommendation: Recommendation,
+    pub policy: Policy,
+    /// The policy's own explanation (empty for `epsilon-greedy`, whose scores say it all).
+    pub explanation: String,
 }
 
 /// Why a contract cannot be routed.
@@ -24,6 +38,8 @@ pub enum RouteError {
     NoFrontmatter(String),
     #[error("no registered citizens; nothing to route to")]
     NoCitizens,
+    #[error("polis.yml: {0}")]
+    Policy(#[from] crate::policy::UnknownPolicy),
 }
 
 /// Finds an open contract by id, as the reference does (open, then settled, then abandoned).
@@ -52,16 +68,24 @@ pub fn open_contract<'p>(polis: &'p Polis, id: &str) -> Result<&'p ContractFile,
     Ok(file)
 }
 
-/// Scores every citizen for the contract and picks one.
+/// Scores every citizen for the contract (SPEC §7, the reference's numbers) and lets the
+/// policy pick one.
 pub fn recommend(
     polis: &Polis,
     contract: &ContractFile,
     options: &RouteOptions,
-) -> Result<Recommendation, RouteError> {
+) -> Result<Routed, RouteError> {
     let candidates = polis.candidates();
     if candidates.is_empty() {
         return Err(RouteError::NoCitizens);
     }
+    let policy = match options.policy {
+        Some(p) => p,
+        None => match polis.settings.policy.as_deref() {
+            Some(name) => name.parse::<Policy>()?,
+            None => Policy::default(),
+        },
+    };
     let stats = actions::current_stats(polis);
     let lessons = polis.routing_lessons();
     let ctx = router::Context {
@@ -71,14 +95,54 @@ pub fn recommend(
         lesson_cap: polis.settings.lesson_cap,
     };
     let rate = router::explore_rate(&polis.settings, &stats);
-    Ok(router::recommend(
-        &candidates,
-        &contract.contract,
-        &ctx,
-        rate,
-        options.adaptive,
-        options.seed,
-    ))
+    if policy == Policy::EpsilonGreedy {
+        let recommendation = router::recommend(
+            &candidates,
+            &contract.contract,
+            &ctx,
+            rate,
+            options.adaptive,
+            options.seed,
+        );
+        return Ok(Routed {
+            recommendation,
+            policy,
+            explanation: String::new(),
+        });
+    }
+    let tags = &contract.contract.required_tags;
+    let rate = if options.adaptive {
+        router::adaptive_explore_rate(rate, tags, &stats)
+    } else {
+        rate
+    };
+    let scores = router::score_all(&candidates, &contract.contract, &ctx);
+    let mut settlements: Vec<&crate::stats::Settlement> = polis.settlements.iter().collect();
+    settlements.sort_by(|a, b| crate::stats::replay_order(a, b));
+    let history = History::from_settlements(settlements);
+    let input = PolicyInput {
+        tags,
+        scores: &scores,
+        history: &history,
+        weights: polis.settings.weights,
+        explore_rate: rate,
+    };
+    let mut rng = match options.seed {
+        Some(seed) => StdRng::seed_from_u64(seed),
+        None => StdRng::from_os_rng(),
+    };
+    let pick = policy.pick(&input, &mut rng);
+    Ok(Routed {
+        explanation: pick.explain(),
+        recommendation: Recommendation {
+            recommendation: pick.citizen,
+            score: pick.score,
+            exploration: pick.exploration,
+            explore_rate: rate,
+            scores,
+        },
+        policy,
+    })
 }
 
 /// Writes the recommendation into the contract's routing block, compare-before-replace.
