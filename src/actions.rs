@@ -133,6 +133,7 @@ pub fn tally(
     };
     let mut results = Vec::new();
     let mut notices = Vec::new();
+    let line_in_progress = writer.is_some() && chronicle_line_in_progress(polis);
     for file in &polis.amendments {
         if file.folder != AmendmentFolder::Proposed {
             continue;
@@ -152,6 +153,22 @@ pub fn tally(
         if outcome.action == Action::Closed {
             continue;
         }
+        if line_in_progress && outcome.action != Action::Pending {
+            // Our chronicle line would split the agent's; the append that completes it
+            // triggers the next tally.
+            results.push(TallyResult {
+                amendment_id: a.id.clone(),
+                action: action_name(Action::Pending),
+                agrees: outcome.agrees,
+                quorum: outcome.quorum,
+                detail: format!(
+                    "{} ({}); waiting for the chronicle line being written to end",
+                    action_name(outcome.action),
+                    outcome.detail
+                ),
+            });
+            continue;
+        }
         results.push(TallyResult {
             amendment_id: a.id.clone(),
             action: action_name(outcome.action),
@@ -167,6 +184,28 @@ pub fn tally(
         notices.extend(outcome_notices(polis, a, &outcome, &active));
     }
     Ok((results, notices))
+}
+
+/// How long a chronicle that ends mid-line (no final newline) counts as an agent still writing
+/// that line; after that the fragment is abandoned and polisd appends after it anyway.
+const LINE_IN_PROGRESS_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether the chronicle ends inside a line an agent is still writing (SPEC §3: a line without
+/// its final newline is not complete). polisd's own line must not be appended into it: the
+/// writer would end the fragment with a newline and the agent's rest would become a line of
+/// its own.
+fn chronicle_line_in_progress(polis: &Polis) -> bool {
+    let Some(text) = polis.chronicle.as_deref() else {
+        return false;
+    };
+    if text.is_empty() || text.ends_with('\n') {
+        return false;
+    }
+    std::fs::symlink_metadata(polis.root.join(polis::CHRONICLE))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age < LINE_IN_PROGRESS_GRACE)
 }
 
 fn action_name(action: Action) -> &'static str {
