@@ -972,3 +972,60 @@ fn daemon_poll_backend_sees_an_append_in_the_same_second() {
         "could not place two appends in one second"
     );
 }
+
+/// A ratification while an agent's chronicle line is half-written (no final newline yet) must
+/// not split that line: polisd's `ratified amendment` line goes after the completed line
+/// (SPEC §3: a line without its newline is not complete; §11: an agent's bytes are never lost
+/// to a polisd edit).
+#[test]
+fn daemon_ratification_waits_for_a_half_written_chronicle_line() {
+    let p = four_citizens();
+    let _daemon = p.start_daemon();
+    let id = format!("{}-quality-floor", today());
+    let proposed = format!("amendments/proposed/{id}.md");
+    let ratified = format!("amendments/ratified/{id}.md");
+    let bravo_vote = "\n## Response from bravo-agent (agree)\n\nYes.\n";
+    p.save(&proposed, &amendment(&id, ALPHA, &[], bravo_vote));
+    wait_until("amendment-proposed notices", DEADLINE, || {
+        p.count(CHARLIE, "amendment-proposed") == 1
+    });
+
+    // Bravo is writing its line; meanwhile charlie's vote reaches the quorum.
+    let head = format!("- {} | {BRAVO} | voted on amendment", chronicle_stamp());
+    let tail = format!(" | [[amendments/proposed/{id}]] | agreed\n");
+    let tallies = |p: &TestPolis| p.daemon_status().map_or(0, |s| s.counters.tallies);
+    let before = tallies(&p);
+    p.append("chronicle.md", &head);
+    wait_until("a tally after the half line", DEADLINE, || {
+        tallies(&p) > before
+    });
+    let before = tallies(&p);
+    p.save(&proposed, &amendment(&id, ALPHA, &[CHARLIE], bravo_vote));
+    // The pass that sees the quorum runs before the line is completed.
+    wait_until("a tally after the vote", DEADLINE, || tallies(&p) > before);
+    p.append("chronicle.md", &tail);
+
+    let line = format!("| polis-daemon | ratified amendment | [[amendments/ratified/{id}]] |");
+    wait_until("the ratification and its chronicle line", DEADLINE, || {
+        p.exists(&ratified) && count_lines_containing(&p.read("chronicle.md"), &line) == 1
+    });
+    let chronicle = p.read("chronicle.md");
+    assert_eq!(
+        count_lines_containing(&chronicle, &format!("{head}{}", tail.trim_end())),
+        1,
+        "bravo's line was split:\n{chronicle}"
+    );
+    chronicle_barrier(&p, 1);
+    assert_eq!(
+        p.count(BRAVO, "chronicle-finding"),
+        0,
+        "{}",
+        p.read("chronicle.md")
+    );
+    assert_eq!(
+        count_lines_containing(&p.read(&format!("citizens/{FOUNDER}/inbox.md")), "(C001)"),
+        0,
+        "{}",
+        p.read("chronicle.md")
+    );
+}
