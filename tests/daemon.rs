@@ -669,12 +669,26 @@ fn daemon_symlinked_inbox_outside_never_written() {
     let link = p.path(&format!("citizens/{ALPHA}/inbox.md"));
     fs::remove_file(&link).unwrap();
     std::os::unix::fs::symlink(&target, &link).unwrap();
+    // A whole citizen folder that is a link to a folder outside.
+    let delta_dir = p.dir.path().join("delta-outside");
+    fs::create_dir_all(&delta_dir).unwrap();
+    fs::write(
+        delta_dir.join("capability_card.yml"),
+        "agent_id: delta-agent\ncapability_tags:\n  rust:\n    self_rating: 5\n",
+    )
+    .unwrap();
+    fs::write(delta_dir.join("inbox.md"), original).unwrap();
+    std::os::unix::fs::symlink(&delta_dir, p.path("citizens/delta-agent")).unwrap();
     let mut daemon = p.start_daemon();
 
     // A notice for alpha (its own bad line), then one for bravo.
     p.append(
         "chronicle.md",
         &format!("- {} | {ALPHA} | no fields here\n", chronicle_stamp()),
+    );
+    p.append(
+        "chronicle.md",
+        &format!("- {} | delta-agent | no fields at all\n", chronicle_stamp()),
     );
     p.append(
         "chronicle.md",
@@ -705,6 +719,21 @@ fn daemon_symlinked_inbox_outside_never_written() {
         fs::read(&target).unwrap(),
         original,
         "written through a symbolic link"
+    );
+    assert_eq!(
+        fs::read(delta_dir.join("inbox.md")).unwrap(),
+        original,
+        "written through a linked citizen folder"
+    );
+    let delta_names: Vec<_> = fs::read_dir(&delta_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        delta_names.len(),
+        2,
+        "files appeared in the linked folder: {delta_names:?}"
     );
     assert!(fs::symlink_metadata(&link)
         .unwrap()
@@ -737,6 +766,7 @@ fn daemon_symlinked_inbox_outside_never_written() {
     });
     assert!(daemon.is_running());
     assert_eq!(fs::read(&target).unwrap(), original);
+    assert_eq!(fs::read(delta_dir.join("inbox.md")).unwrap(), original);
 }
 
 #[test]
@@ -1028,4 +1058,107 @@ fn daemon_ratification_waits_for_a_half_written_chronicle_line() {
         "{}",
         p.read("chronicle.md")
     );
+}
+
+#[test]
+fn daemon_burst_of_settlements_converges_on_reconcile() {
+    let p = four_citizens();
+    let _daemon = p.start_daemon();
+    let owners = [ALPHA, BRAVO, CHARLIE];
+    let ids: Vec<String> = (0..12).map(|i| format!("b{i:02}-burst")).collect();
+    for (i, id) in ids.iter().enumerate() {
+        let at = format!("2026-11-{:02} 1{}:00:00", 10 + i % 7, i % 10);
+        let contract = Settled {
+            id,
+            opener: FOUNDER,
+            owner: owners[i % 3],
+            tags: if i % 2 == 0 {
+                &["rust"]
+            } else {
+                &["docs", "rust"]
+            },
+            settled_at: &at,
+            quality: Some(1 + (i % 5) as u8),
+            minutes: 5 + i as u32,
+            body: "",
+        };
+        if i % 3 == 0 {
+            contract.settle_by_save(&p);
+        } else {
+            contract.settle_by_mv(&p);
+        }
+    }
+    let stats = wait_for_stats(&p, "stats after a burst of 12 settlements");
+    assert!(stats.contains("contracts_completed: 4"), "{stats}");
+    wait_until(
+        "one contract-settled notice per settlement",
+        DEADLINE,
+        || p.count(FOUNDER, "contract-settled") == ids.len(),
+    );
+    assert_no_duplicate_markers(&p);
+}
+
+#[test]
+fn daemon_amendment_expired_and_rejected_told_to_proposer() {
+    let p = four_citizens();
+    let _daemon = p.start_daemon();
+    let expired_id = format!("{}-too-late", today());
+    let rejected_id = format!("{}-unpopular", today());
+    let yesterday = (chrono::Utc::now() - chrono::Duration::days(1))
+        .format("%Y-%m-%d")
+        .to_string();
+    let expired = amendment(&expired_id, ALPHA, &[], "")
+        .replace("expires_at: null", &format!("expires_at: {yesterday}"));
+    p.save(&format!("amendments/proposed/{expired_id}.md"), &expired);
+    // Two of four disagree: the proposer and one silent citizen cannot reach 3.
+    let rejected = amendment(&rejected_id, BRAVO, &[], "")
+        .replace("disagree: []", "disagree: [charlie-agent, founder-one]");
+    p.save(&format!("amendments/proposed/{rejected_id}.md"), &rejected);
+
+    wait_until(
+        "amendment-expired and amendment-rejected notices",
+        DEADLINE,
+        || p.count(ALPHA, "amendment-expired") == 1 && p.count(BRAVO, "amendment-rejected") == 1,
+    );
+    let e = p.read(&format!("amendments/proposed/{expired_id}.md"));
+    assert!(e.contains("\nstatus: expired\n"), "{e}");
+    let r = p.read(&format!("amendments/proposed/{rejected_id}.md"));
+    assert!(r.contains("\nstatus: rejected\n"), "{r}");
+    chronicle_barrier(&p, 1);
+    let chronicle = p.read("chronicle.md");
+    for (verb, id) in [
+        ("expired amendment", &expired_id),
+        ("rejected amendment", &rejected_id),
+    ] {
+        let line = format!("| polis-daemon | {verb} | [[amendments/proposed/{id}]] |");
+        assert_eq!(count_lines_containing(&chronicle, &line), 1, "{chronicle}");
+    }
+    for c in [FOUNDER, BRAVO, CHARLIE] {
+        assert_eq!(p.count(c, "amendment-expired"), 0, "only the proposer: {c}");
+    }
+    for c in [FOUNDER, ALPHA, CHARLIE] {
+        assert_eq!(
+            p.count(c, "amendment-rejected"),
+            0,
+            "only the proposer: {c}"
+        );
+    }
+    assert_no_duplicate_markers(&p);
+}
+
+#[test]
+fn daemon_sigterm_exits_0_and_clears_its_status() {
+    let p = four_citizens();
+    let mut daemon = p.start_daemon();
+    wait_until("daemon.json", DEADLINE, || p.daemon_status().is_some());
+    let pid = daemon.child.id() as libc::pid_t;
+    // SAFETY: signalling our own child process by its pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let mut code = None;
+    wait_until("the daemon to exit after SIGTERM", DEADLINE, || {
+        code = daemon.child.try_wait().unwrap().map(|s| s.code());
+        code.is_some()
+    });
+    assert_eq!(code, Some(Some(0)), "{}", daemon.log_text());
+    assert!(p.daemon_status().is_none(), "daemon.json left behind");
 }
