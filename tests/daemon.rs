@@ -1162,3 +1162,47 @@ fn daemon_sigterm_exits_0_and_clears_its_status() {
     assert_eq!(code, Some(Some(0)), "{}", daemon.log_text());
     assert!(p.daemon_status().is_none(), "daemon.json left behind");
 }
+
+/// A crash at any point of a ratification (status edit, move, chronicle line, notices) is
+/// finished by the next start, once: the kill lands at a different moment each round.
+#[test]
+fn daemon_kill9_at_varying_points_of_a_ratification() {
+    let p = four_citizens();
+    let mut daemon = p.start_daemon();
+    let vote = "\n## Response from bravo-agent (agree)\n\nYes.\n";
+    for round in 0..8u64 {
+        let id = format!("{}-round-{round}", today());
+        p.save(
+            &format!("amendments/proposed/{id}.md"),
+            &amendment(&id, ALPHA, &[CHARLIE], vote),
+        );
+        // Only varies where the kill lands; every outcome must be right.
+        std::thread::sleep(std::time::Duration::from_millis(round * 7));
+        daemon.kill9();
+        daemon = p.restart_daemon();
+        let line = format!("| polis-daemon | ratified amendment | [[amendments/ratified/{id}]] |");
+        wait_until(
+            &format!("round {round}: ratified, chronicled, notified"),
+            DEADLINE,
+            || {
+                p.exists(&format!("amendments/ratified/{id}.md"))
+                    && !p.exists(&format!("amendments/proposed/{id}.md"))
+                    && count_lines_containing(&p.read("chronicle.md"), &line) == 1
+                    && [FOUNDER, ALPHA, BRAVO, CHARLIE]
+                        .iter()
+                        .all(|c| p.count(c, "amendment-ratified") == round as usize + 1)
+            },
+        );
+    }
+    chronicle_barrier(&p, 1);
+    let chronicle = p.read("chronicle.md");
+    assert_eq!(
+        count_lines_containing(&chronicle, "| polis-daemon | ratified amendment |"),
+        8,
+        "{chronicle}"
+    );
+    for c in [FOUNDER, ALPHA, BRAVO, CHARLIE] {
+        assert_eq!(p.count(c, "amendment-ratified"), 8, "{c}");
+    }
+    assert_no_duplicate_markers(&p);
+}
