@@ -6,7 +6,7 @@
 
 mod harness;
 
-use harness::{chronicle_line, chronicle_stamp, copy_tree, wait_until, TestPolis, DEADLINE};
+use harness::{chronicle_line, chronicle_stamp, copy_tree, wait_for, TestPolis};
 use std::collections::BTreeMap;
 use std::fs;
 use std::process::Command;
@@ -124,7 +124,7 @@ fn four_citizens() -> TestPolis {
 #[track_caller]
 fn wait_for_stats(p: &TestPolis, what: &str) -> String {
     let expected = p.expected_stats();
-    wait_until(what, DEADLINE, || {
+    wait_for(p, what, || {
         p.read("contracts/routing_stats.yml") == expected
     });
     expected
@@ -139,9 +139,9 @@ fn chronicle_barrier(p: &TestPolis, n: usize) {
         "chronicle.md",
         &chronicle_line(&author, "passed barrier", "-", "-"),
     );
-    wait_until(
+    wait_for(
+        p,
         &format!("the index keeper's notice about {author}"),
-        DEADLINE,
         || {
             p.read(&format!("citizens/{FOUNDER}/inbox.md"))
                 .contains(&format!("by `{author}`"))
@@ -303,16 +303,12 @@ fn daemon_stats_equal_reconcile_after_each_settlement() {
     );
 
     // Openers other than the owner hear of each settlement once; c4 had no quality.
-    wait_until(
-        "contract-settled and quality-defaulted notices",
-        DEADLINE,
-        || {
-            p.count(FOUNDER, "contract-settled") == 3
-                && p.count(ALPHA, "contract-settled") == 1
-                && p.count(BRAVO, "contract-settled") == 1
-                && p.count(ALPHA, "quality-defaulted") == 1
-        },
-    );
+    wait_for(&p, "contract-settled and quality-defaulted notices", || {
+        p.count(FOUNDER, "contract-settled") == 3
+            && p.count(ALPHA, "contract-settled") == 1
+            && p.count(BRAVO, "contract-settled") == 1
+            && p.count(ALPHA, "quality-defaulted") == 1
+    });
     chronicle_barrier(&p, 1);
     assert_eq!(p.count(FOUNDER, "contract-settled"), 3);
     assert_eq!(p.count(ALPHA, "quality-defaulted"), 1);
@@ -333,7 +329,7 @@ fn daemon_invalid_chronicle_line_noticed_once() {
         "chronicle.md",
         &format!("- {} | {ALPHA} | forgot the rest\n", chronicle_stamp()),
     );
-    wait_until("alpha's chronicle-finding notice", DEADLINE, || {
+    wait_for(&p, "alpha's chronicle-finding notice", || {
         p.count(ALPHA, "chronicle-finding") == 1
     });
     assert!(p
@@ -369,7 +365,7 @@ fn daemon_invalid_chronicle_line_noticed_once() {
         "contracts/open/barrier-one.md",
         &open_contract("barrier-one", FOUNDER, &["rust"]),
     );
-    wait_until("the barrier contract to be routed", DEADLINE, || {
+    wait_for(&p, "the barrier contract to be routed", || {
         p.all_markers().iter().any(|m| m.kind == "contract-routed")
     });
     assert_eq!(
@@ -388,7 +384,7 @@ fn daemon_invalid_chronicle_line_noticed_once() {
 
     // Completed, it is checked as the whole line (C008, not the C001 the half would give).
     p.append("chronicle.md", " | - | finished later\n");
-    wait_until("bravo's chronicle-finding notice", DEADLINE, || {
+    wait_for(&p, "bravo's chronicle-finding notice", || {
         p.count(BRAVO, "chronicle-finding") == 1
     });
     let inbox = p.read(&format!("citizens/{BRAVO}/inbox.md"));
@@ -411,7 +407,7 @@ fn daemon_amendment_ratified_moved_chronicled_notified() {
     let ratified = format!("amendments/ratified/{id}.md");
 
     p.save(&proposed, &amendment(&id, ALPHA, &[], ""));
-    wait_until("amendment-proposed notices", DEADLINE, || {
+    wait_for(&p, "amendment-proposed notices", || {
         [FOUNDER, BRAVO, CHARLIE]
             .iter()
             .all(|c| p.count(c, "amendment-proposed") == 1)
@@ -430,7 +426,7 @@ fn daemon_amendment_ratified_moved_chronicled_notified() {
     // A frontmatter vote reaches it.
     let v3 = amendment(&id, ALPHA, &[CHARLIE], bravo_vote);
     p.save(&proposed, &v3);
-    wait_until("the amendment to move to ratified/", DEADLINE, || {
+    wait_for(&p, "the amendment to move to ratified/", || {
         p.exists(&ratified) && !p.exists(&proposed)
     });
     let text = p.read(&ratified);
@@ -447,12 +443,12 @@ fn daemon_amendment_ratified_moved_chronicled_notified() {
     assert_eq!(keep(&text), keep(&v3));
 
     let line = format!("| polis-daemon | ratified amendment | [[amendments/ratified/{id}]] |");
-    wait_until("the ratified amendment chronicle line", DEADLINE, || {
+    wait_for(&p, "the ratified amendment chronicle line", || {
         count_lines_containing(&p.read("chronicle.md"), &line) == 1
     });
-    wait_until(
+    wait_for(
+        &p,
         "amendment-ratified notices to every active citizen",
-        DEADLINE,
         || {
             [FOUNDER, ALPHA, BRAVO, CHARLIE]
                 .iter()
@@ -509,7 +505,7 @@ fn daemon_kill9_restart_mid_scene() {
     .settle_by_mv(&p);
     wait_for_stats(&p, "stats after k1");
     p.save(&proposed, &amendment(&id, BRAVO, &[], ""));
-    wait_until("amendment-proposed notices", DEADLINE, || {
+    wait_for(&p, "amendment-proposed notices", || {
         [FOUNDER, ALPHA, CHARLIE]
             .iter()
             .all(|c| p.count(c, "amendment-proposed") == 1)
@@ -558,7 +554,7 @@ fn daemon_kill9_restart_mid_scene() {
     // Act three: polisd catches up once.
     let daemon = p.restart_daemon();
     wait_for_stats(&p, "stats after the restart");
-    wait_until("the amendment to be ratified", DEADLINE, || {
+    wait_for(&p, "the amendment to be ratified", || {
         p.exists(&format!("amendments/ratified/{id}.md")) && !p.exists(&proposed)
     });
     let expected: BTreeMap<(String, String), usize> = [
@@ -588,7 +584,7 @@ fn daemon_kill9_restart_mid_scene() {
         counts.retain(|(_, k), _| k != "contract-routed");
         (counts, routed)
     };
-    wait_until("every notice of the scene", DEADLINE, || {
+    wait_for(&p, "every notice of the scene", || {
         without_routing(&p) == (expected.clone(), 1)
     });
     let ratified_line =
@@ -622,7 +618,7 @@ fn daemon_own_writes_trigger_no_second_reconcile() {
     let _daemon = p.start_daemon();
     let reconciles = || p.daemon_status().expect("daemon.json").counters.reconciles;
     // The status file is written just after the start-up pass logs that it is done.
-    wait_until("daemon.json after the start-up pass", DEADLINE, || {
+    wait_for(&p, "daemon.json after the start-up pass", || {
         p.daemon_status()
             .is_some_and(|s| s.counters.reconciles >= 1)
     });
@@ -694,7 +690,7 @@ fn daemon_symlinked_inbox_outside_never_written() {
         "chronicle.md",
         &format!("- {} | {BRAVO} | no fields either\n", chronicle_stamp()),
     );
-    wait_until("bravo's notice", DEADLINE, || {
+    wait_for(&p, "bravo's notice", || {
         p.count(BRAVO, "chronicle-finding") == 1
     });
     // And a settlement: contract-settled to the founder, quality-defaulted to alpha.
@@ -710,7 +706,7 @@ fn daemon_symlinked_inbox_outside_never_written() {
     }
     .settle_by_mv(&p);
     wait_for_stats(&p, "stats after s1");
-    wait_until("the founder's contract-settled notice", DEADLINE, || {
+    wait_for(&p, "the founder's contract-settled notice", || {
         p.count(FOUNDER, "contract-settled") == 1
     });
     chronicle_barrier(&p, 1);
@@ -761,7 +757,7 @@ fn daemon_symlinked_inbox_outside_never_written() {
         "chronicle.md",
         &format!("- {} | {BRAVO} | second bad line\n", chronicle_stamp()),
     );
-    wait_until("bravo's second notice", DEADLINE, || {
+    wait_for(&p, "bravo's second notice", || {
         p.count(BRAVO, "chronicle-finding") == 2
     });
     assert!(daemon.is_running());
@@ -829,11 +825,11 @@ fn daemon_whole_folder_copy_like_git_pull() {
     assert!(cp.success());
 
     wait_for_stats(&p, "stats after the pull");
-    wait_until("the pulled amendment to be ratified", DEADLINE, || {
+    wait_for(&p, "the pulled amendment to be ratified", || {
         p.exists(&format!("amendments/ratified/{id}.md"))
             && !p.exists(&format!("amendments/proposed/{id}.md"))
     });
-    wait_until("every notice of the pull", DEADLINE, || {
+    wait_for(&p, "every notice of the pull", || {
         p.count(FOUNDER, "contract-settled") == 3
             && [FOUNDER, ALPHA, BRAVO, CHARLIE]
                 .iter()
@@ -876,7 +872,7 @@ fn daemon_new_open_contract_routed_and_notified() {
     let rel = "contracts/open/o1-cache.md";
     let original = open_contract("o1-cache", FOUNDER, &["rust"]);
     p.save(rel, &original);
-    wait_until("the contract to be routed", DEADLINE, || {
+    wait_for(&p, "the contract to be routed", || {
         !p.read(rel).contains("recommended_by_router: null")
     });
     let routed = p.read(rel);
@@ -913,7 +909,7 @@ fn daemon_new_open_contract_routed_and_notified() {
         "{chosen}"
     );
 
-    wait_until("the contract-routed notice", DEADLINE, || {
+    wait_for(&p, "the contract-routed notice", || {
         p.count(&chosen, "contract-routed") == 1
     });
     chronicle_barrier(&p, 1);
@@ -974,7 +970,7 @@ fn daemon_poll_backend_sees_an_append_in_the_same_second() {
                 .modified()
                 .unwrap(),
         );
-        wait_until("the first notice", DEADLINE, || {
+        wait_for(&p, "the first notice", || {
             p.count(ALPHA, "chronicle-finding") == before + 1
         });
         p.append(
@@ -987,9 +983,9 @@ fn daemon_poll_backend_sees_an_append_in_the_same_second() {
                 .modified()
                 .unwrap(),
         );
-        wait_until(
+        wait_for(
+            &p,
             "the second notice (an append in the same second)",
-            DEADLINE,
             || p.count(ALPHA, "chronicle-finding") == before + 2,
         );
         if first_at == second_at {
@@ -1016,7 +1012,7 @@ fn daemon_ratification_waits_for_a_half_written_chronicle_line() {
     let ratified = format!("amendments/ratified/{id}.md");
     let bravo_vote = "\n## Response from bravo-agent (agree)\n\nYes.\n";
     p.save(&proposed, &amendment(&id, ALPHA, &[], bravo_vote));
-    wait_until("amendment-proposed notices", DEADLINE, || {
+    wait_for(&p, "amendment-proposed notices", || {
         p.count(CHARLIE, "amendment-proposed") == 1
     });
 
@@ -1026,17 +1022,15 @@ fn daemon_ratification_waits_for_a_half_written_chronicle_line() {
     let tallies = |p: &TestPolis| p.daemon_status().map_or(0, |s| s.counters.tallies);
     let before = tallies(&p);
     p.append("chronicle.md", &head);
-    wait_until("a tally after the half line", DEADLINE, || {
-        tallies(&p) > before
-    });
+    wait_for(&p, "a tally after the half line", || tallies(&p) > before);
     let before = tallies(&p);
     p.save(&proposed, &amendment(&id, ALPHA, &[CHARLIE], bravo_vote));
     // The pass that sees the quorum runs before the line is completed.
-    wait_until("a tally after the vote", DEADLINE, || tallies(&p) > before);
+    wait_for(&p, "a tally after the vote", || tallies(&p) > before);
     p.append("chronicle.md", &tail);
 
     let line = format!("| polis-daemon | ratified amendment | [[amendments/ratified/{id}]] |");
-    wait_until("the ratification and its chronicle line", DEADLINE, || {
+    wait_for(&p, "the ratification and its chronicle line", || {
         p.exists(&ratified) && count_lines_containing(&p.read("chronicle.md"), &line) == 1
     });
     let chronicle = p.read("chronicle.md");
@@ -1090,11 +1084,9 @@ fn daemon_burst_of_settlements_converges_on_reconcile() {
     }
     let stats = wait_for_stats(&p, "stats after a burst of 12 settlements");
     assert!(stats.contains("contracts_completed: 4"), "{stats}");
-    wait_until(
-        "one contract-settled notice per settlement",
-        DEADLINE,
-        || p.count(FOUNDER, "contract-settled") == ids.len(),
-    );
+    wait_for(&p, "one contract-settled notice per settlement", || {
+        p.count(FOUNDER, "contract-settled") == ids.len()
+    });
     assert_no_duplicate_markers(&p);
 }
 
@@ -1115,9 +1107,9 @@ fn daemon_amendment_expired_and_rejected_told_to_proposer() {
         .replace("disagree: []", "disagree: [charlie-agent, founder-one]");
     p.save(&format!("amendments/proposed/{rejected_id}.md"), &rejected);
 
-    wait_until(
+    wait_for(
+        &p,
         "amendment-expired and amendment-rejected notices",
-        DEADLINE,
         || p.count(ALPHA, "amendment-expired") == 1 && p.count(BRAVO, "amendment-rejected") == 1,
     );
     let e = p.read(&format!("amendments/proposed/{expired_id}.md"));
@@ -1150,12 +1142,12 @@ fn daemon_amendment_expired_and_rejected_told_to_proposer() {
 fn daemon_sigterm_exits_0_and_clears_its_status() {
     let p = four_citizens();
     let mut daemon = p.start_daemon();
-    wait_until("daemon.json", DEADLINE, || p.daemon_status().is_some());
+    wait_for(&p, "daemon.json", || p.daemon_status().is_some());
     let pid = daemon.child.id() as libc::pid_t;
     // SAFETY: signalling our own child process by its pid.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     let mut code = None;
-    wait_until("the daemon to exit after SIGTERM", DEADLINE, || {
+    wait_for(&p, "the daemon to exit after SIGTERM", || {
         code = daemon.child.try_wait().unwrap().map(|s| s.code());
         code.is_some()
     });
@@ -1181,9 +1173,9 @@ fn daemon_kill9_at_varying_points_of_a_ratification() {
         daemon.kill9();
         daemon = p.restart_daemon();
         let line = format!("| polis-daemon | ratified amendment | [[amendments/ratified/{id}]] |");
-        wait_until(
+        wait_for(
+            &p,
             &format!("round {round}: ratified, chronicled, notified"),
-            DEADLINE,
             || {
                 p.exists(&format!("amendments/ratified/{id}.md"))
                     && !p.exists(&format!("amendments/proposed/{id}.md"))

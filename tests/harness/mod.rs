@@ -377,3 +377,23 @@ impl TestPolis {
         daemon
     }
 }
+
+/// Like [`wait_until`], but on timeout the panic message carries the end of the daemon's log
+/// and the chronicle, so a failure on a CI machine can be understood from its output alone.
+#[track_caller]
+pub fn wait_for(p: &TestPolis, what: &str, mut condition: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !condition() {
+        if start.elapsed() > DEADLINE {
+            let log = fs::read_to_string(p.dir.path().join("daemon.log")).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(80)..].join("\n");
+            panic!(
+                "timed out after {DEADLINE:?} waiting for: {what}\n--- daemon log (end) ---\n{tail}\n--- chronicle.md ---\n{}\n--- markers ---\n{:#?}",
+                p.read("chronicle.md"),
+                p.all_markers()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
