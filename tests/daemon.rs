@@ -295,6 +295,16 @@ fn daemon_stats_equal_reconcile_after_each_settlement() {
     let expected = wait_for_stats(&p, "routing_stats.yml after c2 left settled/");
     assert_ne!(expected, previous);
 
+    // Someone edits the generated file by hand: it is rebuilt, though no contract changed.
+    let rebuilt = p.read("contracts/routing_stats.yml");
+    p.save(
+        "contracts/routing_stats.yml",
+        &rebuilt.replace("contracts_completed:", "contracts_completed: 99 #"),
+    );
+    wait_for(&p, "routing_stats.yml restored after a hand edit", || {
+        p.read("contracts/routing_stats.yml") == rebuilt
+    });
+
     let out = p.polisd(&["reconcile"]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -649,7 +659,7 @@ fn daemon_own_writes_trigger_no_second_reconcile() {
             start + i as u64 + 1,
             "reconciles after settlement {}: polisd's own write (or an ignored name) caused another pass\n{}",
             i + 1,
-            p.dir.path().join("daemon.log").display()
+            fs::read_to_string(p.dir.path().join("daemon.log")).unwrap_or_default()
         );
     }
 }
