@@ -233,18 +233,22 @@ fn act_on_outcome(
             Some(amendment::set_status(text, status, ratified_at.as_deref()))
         })?;
     }
+    // The chronicle line before the move: a crash after the move would leave a ratified file
+    // that no later tally looks at (they read proposed/ only), so its line would never be
+    // written. A file still in proposed/ is finished by the next pass, and the line is not
+    // appended twice.
+    let chronicle_texts = polis.recent_chronicle();
+    if !amendment::outcome_in_chronicle(&chronicle_texts, a, outcome.action) {
+        if let Some(line) = amendment::chronicle_line(a, outcome, now) {
+            writer.append_locked(polis::CHRONICLE, line.as_bytes())?;
+        }
+    }
     if outcome.action == Action::Ratified {
         let name = file.rel.rsplit('/').next().unwrap_or(&file.rel);
         writer.rename_within(
             &file.rel,
             format!("{}/{name}", AmendmentFolder::Ratified.dir()),
         )?;
-    }
-    let chronicle_texts = polis.recent_chronicle();
-    if !amendment::outcome_in_chronicle(&chronicle_texts, a, outcome.action) {
-        if let Some(line) = amendment::chronicle_line(a, outcome, now) {
-            writer.append_locked(polis::CHRONICLE, line.as_bytes())?;
-        }
     }
     Ok(())
 }
