@@ -38,6 +38,9 @@ pub struct Reconciled {
     pub replayed: usize,
     /// `None` when there is no `contracts/settled/` folder (nothing is written then).
     pub outcome: Option<WriteOutcome>,
+    /// Hex SHA-256 of the bytes `routing_stats.yml` now holds by this reconcile (`None` with
+    /// `outcome`), so a caller can tell a later edit from its own result without re-reading.
+    pub stats_sha256: Option<String>,
 }
 
 /// Rebuilds `contracts/routing_stats.yml` from the polis's settlements; writes only when the
@@ -48,6 +51,7 @@ pub fn reconcile(polis: &Polis, writer: &Writer) -> Result<Reconciled, ActionErr
         return Ok(Reconciled {
             replayed,
             outcome: None,
+            stats_sha256: None,
         });
     }
     let text = render_stats(polis)?;
@@ -55,6 +59,7 @@ pub fn reconcile(polis: &Polis, writer: &Writer) -> Result<Reconciled, ActionErr
     Ok(Reconciled {
         replayed,
         outcome: Some(outcome),
+        stats_sha256: Some(crate::state::hex_sha256(text.as_bytes())),
     })
 }
 

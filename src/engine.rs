@@ -332,7 +332,11 @@ impl Engine {
         if !self.warmed || (scope.settled && (settled_changed || stats_changed)) {
             match actions::reconcile(&polis, &self.writer) {
                 Ok(done) => {
-                    self.stats_hash = self.stats_file_hash();
+                    // From the rendered bytes: re-reading could pick up an edit made since.
+                    self.stats_hash = match &done.stats_sha256 {
+                        Some(hash) => Some(hash.clone()),
+                        None => self.stats_file_hash(),
+                    };
                     self.state.counters.reconciles += 1;
                     if done.outcome == Some(WriteOutcome::Written) {
                         self.state.counters.writes += 1;
