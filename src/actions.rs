@@ -38,6 +38,9 @@ pub struct Reconciled {
     pub replayed: usize,
     /// `None` when there is no `contracts/settled/` folder (nothing is written then).
     pub outcome: Option<WriteOutcome>,
+    /// Hex SHA-256 of the bytes `routing_stats.yml` now holds by this reconcile (`None` with
+    /// `outcome`), so a caller can tell a later edit from its own result without re-reading.
+    pub stats_sha256: Option<String>,
 }
 
 /// Rebuilds `contracts/routing_stats.yml` from the polis's settlements; writes only when the
@@ -48,6 +51,7 @@ pub fn reconcile(polis: &Polis, writer: &Writer) -> Result<Reconciled, ActionErr
         return Ok(Reconciled {
             replayed,
             outcome: None,
+            stats_sha256: None,
         });
     }
     let text = render_stats(polis)?;
@@ -55,6 +59,7 @@ pub fn reconcile(polis: &Polis, writer: &Writer) -> Result<Reconciled, ActionErr
     Ok(Reconciled {
         replayed,
         outcome: Some(outcome),
+        stats_sha256: Some(crate::state::hex_sha256(text.as_bytes())),
     })
 }
 
@@ -133,6 +138,7 @@ pub fn tally(
     };
     let mut results = Vec::new();
     let mut notices = Vec::new();
+    let line_in_progress = writer.is_some() && chronicle_line_in_progress(polis);
     for file in &polis.amendments {
         if file.folder != AmendmentFolder::Proposed {
             continue;
@@ -152,6 +158,22 @@ pub fn tally(
         if outcome.action == Action::Closed {
             continue;
         }
+        if line_in_progress && outcome.action != Action::Pending {
+            // Our chronicle line would split the agent's; the append that completes it
+            // triggers the next tally.
+            results.push(TallyResult {
+                amendment_id: a.id.clone(),
+                action: action_name(Action::Pending),
+                agrees: outcome.agrees,
+                quorum: outcome.quorum,
+                detail: format!(
+                    "{} ({}); waiting for the chronicle line being written to end",
+                    action_name(outcome.action),
+                    outcome.detail
+                ),
+            });
+            continue;
+        }
         results.push(TallyResult {
             amendment_id: a.id.clone(),
             action: action_name(outcome.action),
@@ -167,6 +189,28 @@ pub fn tally(
         notices.extend(outcome_notices(polis, a, &outcome, &active));
     }
     Ok((results, notices))
+}
+
+/// How long a chronicle that ends mid-line (no final newline) counts as an agent still writing
+/// that line; after that the fragment is abandoned and polisd appends after it anyway.
+const LINE_IN_PROGRESS_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether the chronicle ends inside a line an agent is still writing (SPEC §3: a line without
+/// its final newline is not complete). polisd's own line must not be appended into it: the
+/// writer would end the fragment with a newline and the agent's rest would become a line of
+/// its own.
+fn chronicle_line_in_progress(polis: &Polis) -> bool {
+    let Some(text) = polis.chronicle.as_deref() else {
+        return false;
+    };
+    if text.is_empty() || text.ends_with('\n') {
+        return false;
+    }
+    std::fs::symlink_metadata(polis.root.join(polis::CHRONICLE))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age < LINE_IN_PROGRESS_GRACE)
 }
 
 fn action_name(action: Action) -> &'static str {
@@ -194,18 +238,22 @@ fn act_on_outcome(
             Some(amendment::set_status(text, status, ratified_at.as_deref()))
         })?;
     }
+    // The chronicle line before the move: a crash after the move would leave a ratified file
+    // that no later tally looks at (they read proposed/ only), so its line would never be
+    // written. A file still in proposed/ is finished by the next pass, and the line is not
+    // appended twice.
+    let chronicle_texts = polis.recent_chronicle();
+    if !amendment::outcome_in_chronicle(&chronicle_texts, a, outcome.action) {
+        if let Some(line) = amendment::chronicle_line(a, outcome, now) {
+            writer.append_locked(polis::CHRONICLE, line.as_bytes())?;
+        }
+    }
     if outcome.action == Action::Ratified {
         let name = file.rel.rsplit('/').next().unwrap_or(&file.rel);
         writer.rename_within(
             &file.rel,
             format!("{}/{name}", AmendmentFolder::Ratified.dir()),
         )?;
-    }
-    let chronicle_texts = polis.recent_chronicle();
-    if !amendment::outcome_in_chronicle(&chronicle_texts, a, outcome.action) {
-        if let Some(line) = amendment::chronicle_line(a, outcome, now) {
-            writer.append_locked(polis::CHRONICLE, line.as_bytes())?;
-        }
     }
     Ok(())
 }

@@ -197,3 +197,203 @@ impl Drop for Daemon {
         let _ = self.child.wait();
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Helpers for the daemon tests (`tests/daemon.rs`).
+
+/// "Now" as a chronicle stamp (`YYYY-MM-DD HH:MM`, UTC: the timezone `polisd init` writes).
+pub fn chronicle_stamp() -> String {
+    chrono::Utc::now().format("%Y-%m-%d %H:%M").to_string()
+}
+
+/// A complete chronicle line stamped now, newline included.
+pub fn chronicle_line(author: &str, verb: &str, link: &str, note: &str) -> String {
+    format!(
+        "- {} | {author} | {verb} | {link} | {note}\n",
+        chronicle_stamp()
+    )
+}
+
+/// Copies the tree at `from` into `to` like `cp -r from/. to/`: folders are created, files are
+/// copied over whatever is there, symbolic links are skipped (never followed).
+pub fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap().flatten() {
+        let kind = entry.file_type().unwrap();
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else if kind.is_file() {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// One notification marker (`<!-- polisd:<kind>:<id> -->`) found in an inbox.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Marker {
+    pub recipient: String,
+    pub kind: String,
+    pub id: String,
+}
+
+/// The markers in an inbox text, in order.
+pub fn markers_in(recipient: &str, text: &str) -> Vec<Marker> {
+    let re = regex::Regex::new(r"(?m)^[ \t]*<!-- polisd:([a-z-]+):([0-9a-f]{16}) -->").unwrap();
+    re.captures_iter(text)
+        .map(|c| Marker {
+            recipient: recipient.to_string(),
+            kind: c[1].to_string(),
+            id: c[2].to_string(),
+        })
+        .collect()
+}
+
+impl TestPolis {
+    /// The canonical `_polis/` path (the key of polisd's state folder).
+    pub fn canonical_root(&self) -> PathBuf {
+        fs::canonicalize(&self.root).unwrap()
+    }
+
+    /// The state folder polisd keeps for this polis.
+    pub fn polis_state_dir(&self) -> PathBuf {
+        polisd::state::polis_state_dir(&self.state_dir, &self.canonical_root())
+    }
+
+    /// The daemon's status file (`daemon.json`), when it has written one.
+    pub fn daemon_status(&self) -> Option<polisd::state::DaemonStatus> {
+        let bytes = fs::read(self.polis_state_dir().join("daemon.json")).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Every notification marker in every citizen's `inbox.md` (symbolic links are not read).
+    pub fn all_markers(&self) -> Vec<Marker> {
+        let mut out = Vec::new();
+        let Ok(entries) = fs::read_dir(self.path("citizens")) else {
+            return out;
+        };
+        let mut ids: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .collect();
+        ids.sort();
+        for id in ids {
+            out.extend(self.markers(&id));
+        }
+        out
+    }
+
+    /// The markers in one citizen's `inbox.md` (none when it is a symbolic link).
+    pub fn markers(&self, citizen: &str) -> Vec<Marker> {
+        let rel = format!("citizens/{citizen}/inbox.md");
+        match fs::symlink_metadata(self.path(&rel)) {
+            Ok(m) if m.file_type().is_file() => markers_in(citizen, &self.read(&rel)),
+            _ => Vec::new(),
+        }
+    }
+
+    /// How many markers of `kind` the citizen's inbox holds.
+    pub fn count(&self, citizen: &str, kind: &str) -> usize {
+        self.markers(citizen)
+            .iter()
+            .filter(|m| m.kind == kind)
+            .count()
+    }
+
+    /// What a one-shot `polisd reconcile` writes for the polis as it is now, computed on a copy
+    /// (with its own state folder) so the live folder is not touched.
+    pub fn expected_stats(&self) -> String {
+        let scratch = tempfile::tempdir().unwrap();
+        let copy = scratch.path().join("project").join("_polis");
+        copy_tree(&self.root, &copy);
+        let out = Command::new(BIN)
+            .arg("reconcile")
+            .arg(&copy)
+            .env("POLISD_STATE_DIR", scratch.path().join("state"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "reconcile on a copy failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        fs::read_to_string(copy.join("contracts/routing_stats.yml")).unwrap()
+    }
+}
+
+impl Daemon {
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl TestPolis {
+    /// Starts `polisd run` again after an earlier daemon on this polis stopped (or was
+    /// killed): like [`TestPolis::start_daemon`], but it waits for a *new* "initial scan done"
+    /// line, since the log file is shared with the earlier run.
+    pub fn restart_daemon(&self) -> Daemon {
+        let log = self.dir.path().join("daemon.log");
+        let before = fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("initial scan done")
+            .count();
+        let config = self.dir.path().join("polisd.toml");
+        if !config.exists() {
+            fs::write(
+                &config,
+                "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\n",
+            )
+            .unwrap();
+        }
+        let stderr = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
+        let child = Command::new(BIN)
+            .arg("run")
+            .arg(&self.root)
+            .arg("--config")
+            .arg(&config)
+            .env("POLISD_STATE_DIR", &self.state_dir)
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let mut daemon = Daemon { child, log };
+        wait_until(
+            "the restarted daemon to finish its initial scan",
+            DEADLINE,
+            || {
+                assert!(
+                    daemon.is_running(),
+                    "the restarted daemon exited:\n{}",
+                    daemon.log_text()
+                );
+                daemon.log_text().matches("initial scan done").count() > before
+            },
+        );
+        daemon
+    }
+}
+
+/// Like [`wait_until`], but on timeout the panic message carries the end of the daemon's log
+/// and the chronicle, so a failure on a CI machine can be understood from its output alone.
+#[track_caller]
+pub fn wait_for(p: &TestPolis, what: &str, mut condition: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !condition() {
+        if start.elapsed() > DEADLINE {
+            let log = fs::read_to_string(p.dir.path().join("daemon.log")).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = lines[lines.len().saturating_sub(80)..].join("\n");
+            panic!(
+                "timed out after {DEADLINE:?} waiting for: {what}\n--- daemon log (end) ---\n{tail}\n--- chronicle.md ---\n{}\n--- markers ---\n{:#?}",
+                p.read("chronicle.md"),
+                p.all_markers()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
