@@ -148,16 +148,41 @@ fn scan_lines(text: &str, from: Resume, at_start: bool) -> Scan {
 
 /// 1-based line on which the body starts (1 without frontmatter). Only the BOM and CRLF are
 /// normalised, so line numbers stay the file's.
+///
+/// Only the head of the file is looked at: the frontmatter rule (`frontmatter::split`) captures
+/// the whole body, which for a chronicle of a million lines costs a regex pass over ~100 MB on
+/// every scan. Where the body starts is decided by the head alone (the body group matches
+/// anything), so the head pattern is matched on a growing prefix until the answer cannot change.
 fn frontmatter_body_line(text: &str) -> usize {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let normal = text.replace("\r\n", "\n");
-    let split = frontmatter::split(&normal);
-    if split.yaml.is_some() {
-        split.body_line
-    } else {
-        1
+    if !text.starts_with("---") {
+        return 1;
+    }
+    let mut len = 64 * 1024;
+    loop {
+        let whole = len >= text.len();
+        let mut end = len.min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let head = text[..end].replace("\r\n", "\n");
+        if let Some(m) = FRONTMATTER_HEAD.find(&head) {
+            // The closing fence's `\s*` is greedy: the match is final once non-blank text
+            // follows it inside the prefix.
+            if whole || !head[m.end()..].trim_start().is_empty() {
+                return 1 + head[..m.end()].bytes().filter(|b| *b == b'\n').count();
+            }
+        } else if whole {
+            return 1;
+        }
+        len *= 16;
     }
 }
+
+/// The head of `frontmatter::split`'s rule (`\A---\s*\n(.*?)\n---\s*\n(.*)\z`): the body
+/// group matches anything, so the head's preferred match is the full rule's.
+static FRONTMATTER_HEAD: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"(?s)\A---\s*\n(.*?)\n---\s*\n").unwrap());
 
 // ---------------------------------------------------------------------------------------------
 // The line grammar
@@ -1003,6 +1028,41 @@ pub fn declared_period(text: &str) -> Option<Quarter> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn body_line_from_the_head_equals_the_full_split() {
+        let long_body: String = (0..20_000)
+            .map(|i| format!("- 2026-01-01 00:00 | alice-agent | worked | - | {i}\n"))
+            .collect();
+        let blank_run = format!("---\na: 1\n---\n{}x\n", " \n".repeat(40_000));
+        let cases = [
+            "no frontmatter\n".to_string(),
+            "---\nfile_type: chronicle\n---\n- line\n".to_string(),
+            "---\r\nfile_type: chronicle\r\n---\r\n\r\n- line\r\n".to_string(),
+            "---\n\n\n---\n\n\nbody\n".to_string(),
+            "---\nnever closed\n".to_string(),
+            "----\nnot a fence\n---\nx\n".to_string(),
+            format!("---\nfile_type: chronicle\n---\n{long_body}"),
+            format!("---\n{long_body}---\nbody\n"),
+            format!("---\nunclosed\n{long_body}"),
+            blank_run,
+        ];
+        for text in &cases {
+            let normal = text.replace("\r\n", "\n");
+            let split = crate::frontmatter::split(&normal);
+            let want = if split.yaml.is_some() {
+                split.body_line
+            } else {
+                1
+            };
+            assert_eq!(
+                super::frontmatter_body_line(text),
+                want,
+                "{:?}",
+                &text[..40.min(text.len())]
+            );
+        }
+    }
+
     use super::*;
     use crate::clock::PolisZone;
     use proptest::prelude::*;
