@@ -73,10 +73,15 @@ def write_chronicle(root: Path, lines: int):
     import datetime
     end = datetime.datetime.now().replace(second=0, microsecond=0) - datetime.timedelta(hours=1)
     start = end - datetime.timedelta(minutes=lines)
-    with open(root / "chronicle.md", "a") as f:
+    path = root / "chronicle.md"
+    # Before the founding line (stamped now), so every line is in time order and valid.
+    head, sep, rest = path.read_text().partition("\n- ")
+    with open(path, "w") as f:
+        f.write(head + "\n")
         for k in range(lines):
             stamp = (start + datetime.timedelta(minutes=k)).strftime("%Y-%m-%d %H:%M")
             f.write(f"- {stamp} | {CITIZENS[k % len(CITIZENS)]} | worked on | - | step {k}\n")
+        f.write(sep.lstrip("\n") + rest)
 
 
 def contract_text(cid: str, i: int, rng: random.Random, status: str = "settled") -> str:
