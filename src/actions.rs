@@ -235,7 +235,7 @@ const LINE_IN_PROGRESS_GRACE: std::time::Duration = std::time::Duration::from_se
 /// writer would end the fragment with a newline and the agent's rest would become a line of
 /// its own.
 fn chronicle_line_in_progress(polis: &Polis) -> bool {
-    let Some(text) = polis.chronicle.as_deref() else {
+    let Some(text) = polis.chronicle_text() else {
         return false;
     };
     if text.is_empty() || text.ends_with('\n') {

@@ -254,6 +254,14 @@ impl Covered {
     }
 }
 
+/// The engine's copy of `chronicle.md`: which file it was (device, inode) and its text.
+#[derive(Debug)]
+struct ChronicleCopy {
+    dev: u64,
+    ino: u64,
+    text: std::sync::Arc<String>,
+}
+
 /// The engine of one polis.
 pub struct Engine {
     root: PathBuf,
@@ -267,6 +275,8 @@ pub struct Engine {
     settled_zone: Option<crate::clock::PolisZone>,
     started_at: String,
     watch_mode: String,
+    /// `chronicle.md` as last read, so a pass reads only the bytes appended since.
+    chronicle_text: Option<ChronicleCopy>,
     /// Whether a pass since start-up has completed (the first one takes the baseline).
     warmed: bool,
     /// Hex SHA-256 of `routing_stats.yml` as the last reconcile left it: with the settled cache
@@ -314,6 +324,7 @@ impl Engine {
             stats_hash: None,
             chronicle_activity: None,
             archive_activity: None,
+            chronicle_text: None,
         })
     }
 
@@ -405,7 +416,7 @@ impl Engine {
             tracing::warn!(polis = %self.root.display(), "no CONSTITUTION.md: waiting for the polis to come back");
             return Ok(());
         }
-        let mut polis = Polis::read_with(&self.root, false);
+        let mut polis = self.read_polis();
         let now = PolisTime::at(polis.settings.timezone, wall);
         let (new_settled, settled_changed) = self.refresh_settled(&mut polis, refresh);
 
@@ -519,9 +530,16 @@ impl Engine {
             .map(|bytes| crate::state::hex_sha256(&bytes))
     }
 
+    /// The polis without its settled contracts (the engine keeps those), with `chronicle.md`
+    /// from the engine's copy.
+    fn read_polis(&mut self) -> Polis {
+        let copy = &mut self.chronicle_text;
+        Polis::read_using(&self.root, false, &mut |root| read_chronicle(root, copy))
+    }
+
     /// The polis again after polisd wrote to it, keeping the settled cache.
-    fn reread(&self, previous: &Polis) -> Polis {
-        let mut polis = Polis::read_with(&self.root, false);
+    fn reread(&mut self, previous: &Polis) -> Polis {
+        let mut polis = self.read_polis();
         polis.settlements = previous.settlements.clone();
         polis
     }
@@ -545,7 +563,7 @@ impl Engine {
                 );
             }
         }
-        if let Some(text) = &polis.chronicle {
+        if let Some(text) = polis.chronicle_text() {
             let scan = chronicle::scan(text);
             let (findings, _) = self.validate(polis, &scan.lines, None, now);
             for f in &findings {
@@ -715,12 +733,12 @@ impl Engine {
         }
         let current;
         let polis = if wrote {
-            current = Polis::read_with(&self.root, false);
+            current = self.read_polis();
             &current
         } else {
             polis
         };
-        let Some(text) = polis.chronicle.as_deref() else {
+        let Some(text) = polis.chronicle_text() else {
             return Ok(wrote);
         };
         let progress = self
@@ -849,7 +867,7 @@ impl Engine {
     /// (every complete line) and the newest archive; otherwise leaves it for a scan.
     fn fill_activity(&mut self, polis: &mut Polis, now: &PolisTime) {
         polis.active_authors = None;
-        let mut authors = match polis.chronicle.as_deref() {
+        let mut authors = match polis.chronicle_text() {
             None => BTreeSet::new(),
             Some(text) => {
                 let Some(c) = &self.chronicle_activity else {
@@ -951,7 +969,7 @@ impl Engine {
 
     /// Quarterly rollover (SPEC §3), when the configuration turns it on.
     fn roll_over(&mut self, polis: &Polis, now: &PolisTime) -> anyhow::Result<bool> {
-        let Some(text) = polis.chronicle.as_deref() else {
+        let Some(text) = polis.chronicle_text() else {
             return Ok(false);
         };
         let Some(r) = chronicle::rollover(text, now) else {
@@ -1319,6 +1337,60 @@ fn read_settled(
     entry.title = contract.title;
     entry.quality = contract.quality_score.as_i64();
     Some((entry, read.settlement))
+}
+
+/// `chronicle.md`, reading only what was appended to `copy` when the file is the same one
+/// (device and inode) and the bytes before the copy's end are unchanged; otherwise the whole
+/// file, as [`snapshot::read_text`] reads it.
+fn read_chronicle(root: &Path, copy: &mut Option<ChronicleCopy>) -> snapshot::ChronicleRead {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let path = root.join(polis::CHRONICLE);
+    let appended = (|| -> Option<std::sync::Arc<String>> {
+        let c = copy.as_mut()?;
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        let old_len = c.text.len() as u64;
+        if !meta.is_file() || meta.dev() != c.dev || meta.ino() != c.ino || meta.len() < old_len {
+            return None;
+        }
+        // Not following a final symbolic link, as `snapshot::read_text`.
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(writer::no_follow_flags())
+            .open(&path)
+            .ok()?;
+        let start = old_len.saturating_sub(TAIL_WINDOW as u64);
+        file.seek(SeekFrom::Start(start)).ok()?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).ok()?;
+        let window = (old_len - start) as usize;
+        if bytes.len() < window || bytes[..window] != c.text.as_bytes()[start as usize..] {
+            return None;
+        }
+        if bytes.len() > window {
+            let more = std::str::from_utf8(&bytes[window..]).ok()?;
+            // Between passes the engine holds the only reference: this appends in place.
+            std::sync::Arc::make_mut(&mut c.text).push_str(more);
+        }
+        Some(c.text.clone())
+    })();
+    if let Some(text) = appended {
+        return Ok(Some(text));
+    }
+    *copy = None;
+    let meta = std::fs::symlink_metadata(&path).ok();
+    let text = snapshot::read_text(root, polis::CHRONICLE, None)?;
+    Ok(text.map(|text| {
+        let text = std::sync::Arc::new(text);
+        if let Some(meta) = meta {
+            *copy = Some(ChronicleCopy {
+                dev: meta.dev(),
+                ino: meta.ino(),
+                text: text.clone(),
+            });
+        }
+        text
+    }))
 }
 
 /// Whether an open contract waits for a recommendation (routing needs the history then).

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 /// no agent writes a 16 MiB contract, and a runaway file must not stall every pass.
 pub const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
 
+/// `chronicle.md` as [`Polis`] holds it (absent: `None`), or why it cannot be read.
+pub type ChronicleRead = Result<Option<std::sync::Arc<String>>, Finding>;
+
 /// A file read as text, or the finding that says why it could not be.
 pub type TextResult = Result<String, Finding>;
 
@@ -319,8 +322,9 @@ pub struct Polis {
     pub settlements: Vec<crate::stats::Settlement>,
     pub lessons: Vec<LessonFile>,
     pub amendments: Vec<AmendmentFile>,
-    /// `chronicle.md`, when present and readable.
-    pub chronicle: Option<String>,
+    /// `chronicle.md`, when present and readable. Shared, so the daemon can keep it between
+    /// passes and read only the bytes appended since (see [`Polis::read_using`]).
+    pub chronicle: Option<std::sync::Arc<String>>,
     /// Archives `chronicle-YYYY-Qn.md` by name, oldest first.
     pub archives: Vec<(String, String)>,
     /// The authors in the activity window, when a caller that keeps the chronicle's activity
@@ -338,6 +342,18 @@ impl Polis {
     /// Reads the polis; with `settled` false the settled contracts are left out (the daemon
     /// keeps them in its own cache and fills [`Polis::settlements`] itself).
     pub fn read_with(root: &Path, settled: bool) -> Polis {
+        Polis::read_using(root, settled, &mut |root| {
+            read_text(root, crate::polis::CHRONICLE, None).map(|t| t.map(std::sync::Arc::new))
+        })
+    }
+
+    /// [`Polis::read_with`], taking `chronicle.md` from `chronicle` (the daemon's copy, which
+    /// reads only what was appended).
+    pub fn read_using(
+        root: &Path,
+        settled: bool,
+        chronicle: &mut dyn FnMut(&Path) -> ChronicleRead,
+    ) -> Polis {
         use crate::polis::{AmendmentFolder, ContractFolder};
         let mut findings = Vec::new();
         let settings_text = read_or_report(root, crate::polis::POLIS_YML, &mut findings);
@@ -408,7 +424,7 @@ impl Polis {
             }
         }
 
-        let chronicle = match read_text(root, crate::polis::CHRONICLE, None) {
+        let chronicle = match chronicle(root) {
             Ok(text) => text,
             Err(f) => {
                 findings.push(f);
@@ -459,11 +475,16 @@ impl Polis {
     /// The chronicle texts that the activity window reads: the current file and the newest
     /// archive (SPEC §3 rollover).
     pub fn recent_chronicle(&self) -> Vec<&str> {
-        let mut texts: Vec<&str> = self.chronicle.as_deref().into_iter().collect();
+        let mut texts: Vec<&str> = self.chronicle_text().into_iter().collect();
         if let Some((_, newest)) = self.archives.last() {
             texts.push(newest);
         }
         texts
+    }
+
+    /// The text of `chronicle.md`, when present and readable.
+    pub fn chronicle_text(&self) -> Option<&str> {
+        self.chronicle.as_deref().map(String::as_str)
     }
 
     /// Whether a path relative to `_polis/` exists (for wikilink checks).

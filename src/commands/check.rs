@@ -96,8 +96,7 @@ fn chronicle_findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
         .map(|(name, text)| (name.as_str(), text.as_str()))
         .chain(
             polis
-                .chronicle
-                .as_deref()
+                .chronicle_text()
                 .map(|text| (crate::polis::CHRONICLE, text)),
         );
     let mut newest = None;

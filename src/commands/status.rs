@@ -264,7 +264,7 @@ fn last_activity<'p>(polis: &'p Polis, now: &PolisTime) -> BTreeMap<&'p str, Nai
         .archives
         .iter()
         .map(|(_, t)| t.as_str())
-        .chain(polis.chronicle.as_deref());
+        .chain(polis.chronicle_text());
     let mut out: BTreeMap<&str, NaiveDateTime> = BTreeMap::new();
     for text in texts {
         // Frontmatter lines never parse as entries, so plain `lines()` will do (and borrows).
