@@ -1008,10 +1008,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn at(stamp: &str) -> PolisTime {
-        PolisTime {
-            zone: PolisZone::default(),
-            now: NaiveDateTime::parse_from_str(stamp, STAMP_FORMAT).unwrap(),
-        }
+        PolisTime::at_stamp(PolisZone::default(), stamp).unwrap()
     }
 
     const CITIZEN: &str = "claude-code-one";
