@@ -946,8 +946,9 @@ pub fn merge_conflict_copy(current: &str, copy: &str) -> String {
         }
     }
     // Without a frontmatter, sorted lines that happen to open with `---` and hold another `---`
-    // would read as one and hide every line between them; a blank first line keeps them lines.
-    if frontmatter_body_line(&body) > 1 {
+    // would read as one and hide every line between them, and a first line starting with U+FEFF
+    // would lose it as a BOM; a blank first line keeps them lines as they were.
+    if frontmatter_body_line(&body) > 1 || body.starts_with('\u{feff}') {
         body.insert_str(0, eol);
     }
     body

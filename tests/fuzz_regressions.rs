@@ -69,3 +69,14 @@ fn fuzz_chronicle_merge_keeps_a_real_frontmatter() {
     assert_no_line_lost(current, &merged);
     assert_no_line_lost(copy, &merged);
 }
+
+/// Found by the `chronicle` target: a line beginning with U+FEFF that was not the file's first
+/// became the merged file's first bytes, where every reader takes U+FEFF for a BOM and drops it,
+/// so the line read back changed (and C009 would call it lost).
+#[test]
+fn fuzz_chronicle_merge_keeps_a_line_that_starts_with_a_bom() {
+    let current = "\n\u{feff}x | y\n";
+    let merged = chronicle::merge_conflict_copy(current, "");
+    assert_no_line_lost(current, &merged);
+    assert_eq!(chronicle::merge_conflict_copy(&merged, ""), merged);
+}
