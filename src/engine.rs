@@ -190,6 +190,9 @@ pub struct Engine {
     /// Hex SHA-256 of `routing_stats.yml` as the last reconcile left it: with the settled cache
     /// unchanged and these bytes in place, a reconcile would change nothing.
     stats_hash: Option<String>,
+    /// Findings about the folder's files already logged by this process, so each is logged
+    /// once while it lasts (and again if it comes back after being fixed).
+    logged_findings: BTreeSet<String>,
 }
 
 /// Bytes of the chronicle before the validated offset that are hashed to notice a rewrite.
@@ -224,6 +227,7 @@ impl Engine {
             watch_mode: "none".to_string(),
             warmed: false,
             stats_hash: None,
+            logged_findings: BTreeSet::new(),
         })
     }
 
@@ -307,6 +311,8 @@ impl Engine {
         let now = PolisTime::at(polis.settings.timezone, wall);
         let (new_settled, settled_changed) =
             self.refresh_settled(&mut polis, scope.settled || !self.warmed);
+
+        self.log_new_findings(&polis.findings);
 
         let first_meeting = self.state.first_met.is_none();
         if first_meeting {
@@ -397,6 +403,16 @@ impl Engine {
         } else {
             anyhow::bail!("{}", errors.join("; "))
         }
+    }
+
+    /// Logs each finding about an unreadable or malformed file once: the daemon is otherwise
+    /// silent about a bad record it skips, and `polisd check` is not always run.
+    fn log_new_findings(&mut self, findings: &[Finding]) {
+        let current: BTreeSet<String> = findings.iter().map(|f| f.to_string()).collect();
+        for f in current.difference(&self.logged_findings) {
+            tracing::warn!("{f}");
+        }
+        self.logged_findings = current;
     }
 
     fn stats_file_hash(&self) -> Option<String> {
