@@ -296,9 +296,10 @@ impl Engine {
         if !rel.contains('/') && rel.starts_with("chronicle") {
             return false;
         }
-        match std::fs::read(self.root.join(rel)) {
-            Ok(bytes) => self.writer.is_own_write(rel, &writer::sha256(&bytes)),
-            Err(_) => self.writer.is_own_removal(rel),
+        // Never a plain read: a FIFO would block the daemon for good, a link could lead out.
+        match snapshot::read_regular(&self.root.join(rel)) {
+            Some(bytes) => self.writer.is_own_write(rel, &writer::sha256(&bytes)),
+            None => self.writer.is_own_removal(rel),
         }
     }
 
@@ -416,8 +417,7 @@ impl Engine {
     }
 
     fn stats_file_hash(&self) -> Option<String> {
-        std::fs::read(self.root.join(polis::ROUTING_STATS))
-            .ok()
+        snapshot::read_regular(&self.root.join(polis::ROUTING_STATS))
             .map(|bytes| crate::state::hex_sha256(&bytes))
     }
 
@@ -797,9 +797,7 @@ impl Engine {
         if !archive_exists {
             self.writer
                 .create_new(&r.archive_name, r.archive_text.as_bytes())?;
-        } else if std::fs::read(self.root.join(&r.archive_name))
-            .ok()
-            .as_deref()
+        } else if snapshot::read_regular(&self.root.join(&r.archive_name)).as_deref()
             != Some(r.archive_text.as_bytes())
         {
             // Another machine rolled over already; its archive wins and this chronicle's lines
