@@ -335,8 +335,11 @@ impl Engine {
 
         // A settled/ event whose file did not change (an event split across two batches, a
         // replayed event) needs no second reconcile: its inputs are the cache and the stats file.
+        // A changed cache always counts, whatever the scope: with the cache empty any pass
+        // lists settled/, and a settlement absorbed by a pass without the settled scope (its
+        // own event lost to a queue overflow) would otherwise never be reconciled.
         let stats_changed = self.stats_file_hash() != self.stats_hash;
-        if !self.warmed || (scope.settled && (settled_changed || stats_changed)) {
+        if !self.warmed || settled_changed || (scope.settled && stats_changed) {
             match actions::reconcile(&polis, &self.writer) {
                 Ok(done) => {
                     // From the rendered bytes: re-reading could pick up an edit made since.
@@ -350,7 +353,12 @@ impl Engine {
                         tracing::info!(settlements = done.replayed, "routing_stats.yml rebuilt");
                     }
                 }
-                Err(e) => errors.push(format!("reconcile: {e}")),
+                Err(e) => {
+                    // The settled cache is already up to date, so the retry must not take the
+                    // stats file's unchanged bytes for a completed reconcile.
+                    self.stats_hash = None;
+                    errors.push(format!("reconcile: {e}"));
+                }
             }
         }
 
