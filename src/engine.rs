@@ -296,6 +296,11 @@ impl Engine {
         if !rel.contains('/') && rel.starts_with("chronicle") {
             return false;
         }
+        // A file polisd never touched is not worth reading (an agent's 50 MB file would be
+        // read and hashed on every event).
+        if !self.writer.has_touched(rel) {
+            return false;
+        }
         // Never a plain read: a FIFO would block the daemon for good, a link could lead out.
         match snapshot::read_regular(&self.root.join(rel)) {
             Some(bytes) => self.writer.is_own_write(rel, &writer::sha256(&bytes)),
