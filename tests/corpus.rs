@@ -376,9 +376,9 @@ fn corpus_daemon_keeps_running_and_writes_nothing_outside() {
             })
         });
         if let Some(want) = want {
-            wait_until(
+            harness::wait_for(
+                &p,
                 &format!("{}: the daemon log to mention {want:?}", case.name),
-                DEADLINE,
                 || {
                     assert!(
                         daemon.is_running(),
