@@ -63,6 +63,33 @@ pub fn reconcile(polis: &Polis, writer: &Writer) -> Result<Reconciled, ActionErr
     })
 }
 
+/// [`reconcile`] with the stats built by `build` from the two values kept from the file being
+/// replaced (`explore_rate`, `last_updated`): the daemon passes its incremental
+/// [`crate::stats::Ledger`]. `replayed` is only reported.
+pub fn reconcile_with(
+    root: &std::path::Path,
+    writer: &Writer,
+    replayed: usize,
+    build: impl FnOnce(&Value, &Value) -> crate::stats::RoutingStats,
+) -> Result<Reconciled, ActionError> {
+    if !root.join("contracts/settled").is_dir() {
+        return Ok(Reconciled {
+            replayed,
+            outcome: None,
+            stats_sha256: None,
+        });
+    }
+    let previous = read_previous_stats(root);
+    let stats = build(previous.get("explore_rate"), previous.get("last_updated"));
+    let text = crate::stats::render(&stats)?;
+    let outcome = writer.replace_atomic(polis::ROUTING_STATS, text.as_bytes())?;
+    Ok(Reconciled {
+        replayed,
+        outcome: Some(outcome),
+        stats_sha256: Some(crate::state::hex_sha256(text.as_bytes())),
+    })
+}
+
 /// The bytes `routing_stats.yml` should hold for this polis.
 pub fn render_stats(polis: &Polis) -> Result<String, ActionError> {
     let previous = previous_stats(polis);
@@ -76,7 +103,11 @@ pub fn render_stats(polis: &Polis) -> Result<String, ActionError> {
 
 /// The stats file as it is, for the values a reconcile keeps (`explore_rate`, `last_updated`).
 fn previous_stats(polis: &Polis) -> Value {
-    snapshot::read_text(&polis.root, polis::ROUTING_STATS, None)
+    read_previous_stats(&polis.root)
+}
+
+fn read_previous_stats(root: &std::path::Path) -> Value {
+    snapshot::read_text(root, polis::ROUTING_STATS, None)
         .ok()
         .flatten()
         .and_then(|text| crate::yaml::load(&text).ok())

@@ -932,9 +932,15 @@ pub fn merge_conflict_copy(current: &str, copy: &str) -> String {
         })
         .map(|h| format!("{h}{eol}"))
         .unwrap_or_default();
+    let headless = out.is_empty();
     for (_, text) in keyed {
         out.push_str(text);
         out.push_str(eol);
+    }
+    // Without a frontmatter, sorted lines that happen to open with `---` and hold another `---`
+    // would read as one and hide every line between them; a blank first line keeps them lines.
+    if headless && frontmatter_body_line(&out) > 1 {
+        out.insert_str(0, eol);
     }
     out
 }
@@ -1008,10 +1014,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn at(stamp: &str) -> PolisTime {
-        PolisTime {
-            zone: PolisZone::default(),
-            now: NaiveDateTime::parse_from_str(stamp, STAMP_FORMAT).unwrap(),
-        }
+        PolisTime::at_stamp(PolisZone::default(), stamp).unwrap()
     }
 
     const CITIZEN: &str = "claude-code-one";

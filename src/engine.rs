@@ -19,7 +19,7 @@ use crate::inbox::{Kind, Notification};
 use crate::polis::{self, AmendmentFolder, ContractFolder};
 use crate::snapshot::{self, Polis};
 use crate::state::{Counters, Fingerprint, OutboxEntry, State};
-use crate::stats::Settlement;
+use crate::stats::Ledger;
 use crate::writer::{self, WriteOutcome, Writer};
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
@@ -163,15 +163,49 @@ impl Scope {
     }
 }
 
-/// One settled contract as the engine last read it.
+/// One settled contract as the engine last read it: what tells a change (size, mtime, hash)
+/// and what the settled notices need. Its settlement lives in the engine's [`Ledger`]; the body
+/// and the other fields are not kept (a polis of 100k settled contracts stays small).
 #[derive(Debug, Clone)]
 struct SettledEntry {
     size: u64,
     mtime_ns: i64,
     hash: String,
-    settlement: Option<Settlement>,
     findings: Vec<Finding>,
-    contract: Contract,
+    opener: Option<String>,
+    title: Option<String>,
+    quality: Option<i64>,
+}
+
+/// What a pass must look at in `contracts/settled/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SettledRefresh {
+    /// Nothing there changed.
+    Nothing,
+    /// Only these files (relative paths) may have changed: stat them, not the folder.
+    Paths(BTreeSet<String>),
+    /// List the folder and stat every file (start-up, rescans, a folder-level event).
+    Full,
+}
+
+impl SettledRefresh {
+    fn add(&mut self, rel: &str) {
+        let Some(name) = rel.strip_prefix("contracts/settled/") else {
+            if rel != polis::ROUTING_STATS && Scope::of_path(rel).settled {
+                *self = SettledRefresh::Full;
+            }
+            return;
+        };
+        let plain = !name.contains('/') && !name.contains('\u{FFFD}');
+        match self {
+            SettledRefresh::Full => {}
+            _ if !plain => *self = SettledRefresh::Full,
+            SettledRefresh::Nothing => *self = SettledRefresh::Paths(BTreeSet::from([rel.into()])),
+            SettledRefresh::Paths(paths) => {
+                paths.insert(rel.to_string());
+            }
+        }
+    }
 }
 
 /// The engine of one polis.
@@ -181,6 +215,8 @@ pub struct Engine {
     state: State,
     options: EngineOptions,
     settled: BTreeMap<String, SettledEntry>,
+    /// The settlements of the cached files, kept replayed (SPEC §6).
+    ledger: Ledger,
     /// The timezone the settled cache was read with: instants depend on it.
     settled_zone: Option<crate::clock::PolisZone>,
     started_at: String,
@@ -222,6 +258,7 @@ impl Engine {
             state,
             options,
             settled: BTreeMap::new(),
+            ledger: Ledger::new(),
             settled_zone: None,
             started_at,
             watch_mode: "none".to_string(),
@@ -255,37 +292,44 @@ impl Engine {
     /// Runs one pass for `trigger` at wall-clock time `wall`. Errors are returned for the log;
     /// the engine stays usable and the next pass retries whatever failed.
     pub fn handle(&mut self, trigger: &Trigger, wall: DateTime<Utc>) -> anyhow::Result<()> {
-        let scope = match trigger {
+        let (scope, refresh) = match trigger {
             Trigger::Rescan => {
                 self.state.counters.rescans += 1;
-                Scope::all()
+                (Scope::all(), SettledRefresh::Full)
             }
-            Trigger::Timer => Scope::all(),
+            Trigger::Timer => (Scope::all(), SettledRefresh::Full),
             Trigger::Paths(paths) => {
                 self.state.counters.events += paths.len() as u64;
                 self.scope_of(paths)
             }
         };
-        let scope = if self.warmed { scope } else { Scope::all() };
+        let (scope, refresh) = if self.warmed {
+            (scope, refresh)
+        } else {
+            (Scope::all(), SettledRefresh::Full)
+        };
         if scope.is_empty() {
             return Ok(());
         }
-        let result = self.pass(scope, wall);
+        let result = self.pass(scope, refresh, wall);
         self.write_status();
         result
     }
 
-    /// The scope of a batch of paths, leaving out changes polisd itself made (no loops).
-    fn scope_of(&self, paths: &[PathBuf]) -> Scope {
+    /// The scope of a batch of paths, leaving out changes polisd itself made (no loops), and
+    /// which settled files it concerns.
+    fn scope_of(&self, paths: &[PathBuf]) -> (Scope, SettledRefresh) {
         let mut scope = Scope::default();
+        let mut refresh = SettledRefresh::Nothing;
         for path in paths {
             let rel = path.to_string_lossy().replace('\\', "/");
             if self.is_own_change(&rel) {
                 continue;
             }
             scope = scope.union(Scope::of_path(&rel));
+            refresh.add(&rel);
         }
-        scope
+        (scope, refresh)
     }
 
     fn is_own_change(&self, rel: &str) -> bool {
@@ -308,15 +352,19 @@ impl Engine {
         }
     }
 
-    fn pass(&mut self, scope: Scope, wall: DateTime<Utc>) -> anyhow::Result<()> {
+    fn pass(
+        &mut self,
+        scope: Scope,
+        refresh: SettledRefresh,
+        wall: DateTime<Utc>,
+    ) -> anyhow::Result<()> {
         if !self.root.join(polis::CONSTITUTION).is_file() {
             tracing::warn!(polis = %self.root.display(), "no CONSTITUTION.md: waiting for the polis to come back");
             return Ok(());
         }
         let mut polis = Polis::read_with(&self.root, false);
         let now = PolisTime::at(polis.settings.timezone, wall);
-        let (new_settled, settled_changed) =
-            self.refresh_settled(&mut polis, scope.settled || !self.warmed);
+        let (new_settled, settled_changed) = self.refresh_settled(&mut polis, refresh);
 
         self.log_new_findings(&polis.findings);
 
@@ -345,7 +393,13 @@ impl Engine {
         // own event lost to a queue overflow) would otherwise never be reconciled.
         let stats_changed = self.stats_file_hash() != self.stats_hash;
         if !self.warmed || settled_changed || (scope.settled && stats_changed) {
-            match actions::reconcile(&polis, &self.writer) {
+            let ledger = &mut self.ledger;
+            let replayed = ledger.len();
+            let done =
+                actions::reconcile_with(&polis.root, &self.writer, replayed, |rate, last| {
+                    ledger.stats(rate, last)
+                });
+            match done {
                 Ok(done) => {
                     // From the rendered bytes: re-reading could pick up an edit made since.
                     self.stats_hash = match &done.stats_sha256 {
@@ -368,6 +422,10 @@ impl Engine {
         }
 
         if scope.open && self.options.auto_route {
+            if polis.settlements.is_empty() && wants_routing(&polis) {
+                // The posterior policy reads the history; only routing needs it as a list.
+                polis.settlements = self.ledger.settlements();
+            }
             match self.route_new_contracts(&polis) {
                 Ok(true) => {
                     wrote = true;
@@ -487,100 +545,108 @@ impl Engine {
     // Settled contracts: an in-memory cache keyed by size and mtime, so a settlement re-reads
     // one file, not ten thousand.
 
-    /// Refreshes the settled cache (when `rescan`), fills `polis.settlements`, and returns the
-    /// paths that are new since polisd last recorded them, and whether the cache changed.
-    fn refresh_settled(&mut self, polis: &mut Polis, rescan: bool) -> (Vec<String>, bool) {
+    /// Refreshes the settled cache and its ledger as `refresh` says, and returns the paths
+    /// that are new since polisd last recorded them, and whether the cache changed.
+    fn refresh_settled(
+        &mut self,
+        polis: &mut Polis,
+        refresh: SettledRefresh,
+    ) -> (Vec<String>, bool) {
         let zone = polis.settings.timezone;
         let mut changed = false;
+        let mut refresh = refresh;
         if self.settled_zone != Some(zone) {
+            // Instants depend on the zone: everything is read again.
             changed = true;
             self.settled.clear();
+            self.ledger = Ledger::new();
             self.settled_zone = Some(zone);
+            refresh = SettledRefresh::Full;
         }
-        let mut new = Vec::new();
-        if rescan || self.settled.is_empty() {
-            let dir = ContractFolder::Settled.dir();
-            let mut listing_findings = Vec::new();
-            let entries = snapshot::list(&self.root, dir, ".md", &mut listing_findings);
-            polis.findings.extend(listing_findings);
-            let listed: BTreeSet<String> = entries.iter().map(|e| e.rel.clone()).collect();
-            let cached = self.settled.len();
-            self.settled.retain(|rel, _| listed.contains(rel));
-            changed |= self.settled.len() != cached;
-            for entry in entries {
-                let Ok(meta) = std::fs::symlink_metadata(self.root.join(&entry.rel)) else {
-                    changed |= self.settled.remove(&entry.rel).is_some();
+        let candidates: Vec<String> = match refresh {
+            SettledRefresh::Nothing => return (Vec::new(), changed),
+            SettledRefresh::Paths(paths) => paths
+                .into_iter()
+                .filter(|rel| {
+                    let name = rel.rsplit('/').next().unwrap_or(rel);
+                    name.ends_with(".md") && !polis::is_ignored_name(name)
+                })
+                .collect(),
+            SettledRefresh::Full => {
+                let dir = ContractFolder::Settled.dir();
+                let mut listing_findings = Vec::new();
+                let entries = snapshot::list(&self.root, dir, ".md", &mut listing_findings);
+                polis.findings.extend(listing_findings);
+                let listed: BTreeSet<String> = entries.into_iter().map(|e| e.rel).collect();
+                let gone: Vec<String> = self
+                    .settled
+                    .keys()
+                    .filter(|rel| !listed.contains(*rel))
+                    .cloned()
+                    .collect();
+                for rel in &gone {
+                    changed |= self.forget_settled(rel);
+                }
+                self.state.settled.retain(|rel, _| listed.contains(rel));
+                listed.into_iter().collect()
+            }
+        };
+
+        // Stat each candidate; read (in parallel) those whose size or mtime moved.
+        let mut to_read = Vec::new();
+        for rel in candidates {
+            let meta = match std::fs::symlink_metadata(self.root.join(&rel)) {
+                Ok(meta) => meta,
+                Err(_) => {
+                    changed |= self.forget_settled(&rel);
+                    self.state.settled.remove(&rel);
                     continue;
-                };
-                let mtime_ns = mtime_ns(&meta);
-                if let Some(cached) = self.settled.get(&entry.rel) {
-                    if cached.size == meta.len() && cached.mtime_ns == mtime_ns {
-                        continue;
-                    }
                 }
-                changed = true;
-                match self.read_settled(&entry.rel, zone) {
-                    Some(e) => {
-                        self.settled.insert(entry.rel.clone(), e);
-                    }
-                    None => {
-                        self.settled.remove(&entry.rel);
-                    }
-                }
+            };
+            let fresh = self
+                .settled
+                .get(&rel)
+                .is_some_and(|c| c.size == meta.len() && c.mtime_ns == mtime_ns(&meta));
+            if !fresh {
+                to_read.push(rel);
             }
-            let known: BTreeSet<String> = self.state.settled.keys().cloned().collect();
-            for (rel, e) in &self.settled {
-                if !known.contains(rel) && self.state.first_met.is_some() {
-                    new.push(rel.clone());
-                }
-                self.state.settled.insert(
-                    rel.clone(),
-                    Fingerprint {
-                        size: e.size,
-                        mtime_ns: e.mtime_ns,
-                        hash: e.hash.clone(),
-                    },
-                );
-            }
-            self.state.settled.retain(|rel, _| listed.contains(rel));
         }
-        polis.settlements = self
-            .settled
-            .values()
-            .filter_map(|e| e.settlement.clone())
-            .collect();
-        for e in self.settled.values() {
-            polis.findings.extend(e.findings.iter().cloned());
+        let root = self.root.clone();
+        let read = snapshot::par_map(&to_read, |rel| read_settled(&root, rel, zone));
+        let mut new = Vec::new();
+        for (rel, read) in to_read.into_iter().zip(read) {
+            changed = true;
+            let Some((entry, settlement)) = read else {
+                self.forget_settled(&rel);
+                self.state.settled.remove(&rel);
+                continue;
+            };
+            match settlement {
+                Some(s) => self.ledger.insert(s),
+                None => {
+                    self.ledger.remove(&rel);
+                }
+            }
+            if !self.state.settled.contains_key(&rel) && self.state.first_met.is_some() {
+                new.push(rel.clone());
+            }
+            self.state.settled.insert(
+                rel.clone(),
+                Fingerprint {
+                    size: entry.size,
+                    mtime_ns: entry.mtime_ns,
+                    hash: entry.hash.clone(),
+                },
+            );
+            self.settled.insert(rel, entry);
         }
         (new, changed)
     }
 
-    fn read_settled(&self, rel: &str, zone: crate::clock::PolisZone) -> Option<SettledEntry> {
-        let meta = std::fs::symlink_metadata(self.root.join(rel)).ok()?;
-        let text = match snapshot::read_text(&self.root, rel, Some(snapshot::MAX_RECORD_BYTES)) {
-            Ok(Some(text)) => text,
-            Ok(None) => return None,
-            Err(finding) => {
-                return Some(SettledEntry {
-                    size: meta.len(),
-                    mtime_ns: mtime_ns(&meta),
-                    hash: String::new(),
-                    settlement: None,
-                    findings: vec![finding],
-                    contract: Contract::default(),
-                })
-            }
-        };
-        let read = crate::contract::read_settled(rel, &text, zone);
-        let contract = Contract::parse(&text).unwrap_or_default();
-        Some(SettledEntry {
-            size: meta.len(),
-            mtime_ns: mtime_ns(&meta),
-            hash: crate::state::hex_sha256(text.as_bytes()),
-            settlement: read.settlement,
-            findings: read.findings,
-            contract,
-        })
+    /// Drops a settled file from the cache and the ledger; whether it was there.
+    fn forget_settled(&mut self, rel: &str) -> bool {
+        self.ledger.remove(rel);
+        self.settled.remove(rel).is_some()
     }
 
     /// `contract-settled` to the opener and `quality-defaulted` to the owner, for settlements
@@ -591,14 +657,15 @@ impl Engine {
             let Some(e) = self.settled.get(rel) else {
                 continue;
             };
-            let Some(s) = &e.settlement else { continue };
+            let Some(s) = self.ledger.get(rel) else {
+                continue;
+            };
             let id = rel_stem(rel);
-            let title = e.contract.title.clone().unwrap_or_else(|| id.to_string());
-            if let Some(opener) = &e.contract.opened_by {
+            let title = e.title.clone().unwrap_or_else(|| id.to_string());
+            if let Some(opener) = &e.opener {
                 if opener != &s.owner {
-                    let quality = e.contract.quality_score.as_i64();
                     out.push(Notification::contract_settled(
-                        opener, id, &title, &s.owner, quality,
+                        opener, id, &title, &s.owner, e.quality,
                     ));
                 }
             }
@@ -1124,6 +1191,56 @@ fn stale_since(polis: &Polis, id: &str, k: &Contract, now: &PolisTime) -> Option
     })?;
     (now.now - last > chrono::Duration::days(chronicle::ACTIVITY_WINDOW_DAYS))
         .then(|| last.format("%Y-%m-%d %H:%M").to_string())
+}
+
+/// Reads one settled file: its cache entry and its settlement, if it gives one. `None` when
+/// the file is gone. The frontmatter is parsed once for both.
+fn read_settled(
+    root: &Path,
+    rel: &str,
+    zone: crate::clock::PolisZone,
+) -> Option<(SettledEntry, Option<crate::stats::Settlement>)> {
+    let meta = std::fs::symlink_metadata(root.join(rel)).ok()?;
+    let mut entry = SettledEntry {
+        size: meta.len(),
+        mtime_ns: mtime_ns(&meta),
+        hash: String::new(),
+        findings: Vec::new(),
+        opener: None,
+        title: None,
+        quality: None,
+    };
+    let text = match snapshot::read_text(root, rel, Some(snapshot::MAX_RECORD_BYTES)) {
+        Ok(Some(text)) => text,
+        Ok(None) => return None,
+        Err(finding) => {
+            entry.findings.push(finding);
+            return Some((entry, None));
+        }
+    };
+    entry.hash = crate::state::hex_sha256(text.as_bytes());
+    let record = match crate::frontmatter::parse(&text) {
+        Ok(record) => record,
+        Err(_) => {
+            entry.findings = crate::contract::read_settled(rel, &text, zone).findings;
+            return Some((entry, None));
+        }
+    };
+    let read = crate::contract::settlement_of(rel, &record, zone);
+    let contract = Contract::from_record(&record);
+    entry.findings = read.findings;
+    entry.opener = contract.opened_by;
+    entry.title = contract.title;
+    entry.quality = contract.quality_score.as_i64();
+    Some((entry, read.settlement))
+}
+
+/// Whether an open contract waits for a recommendation (routing needs the history then).
+fn wants_routing(polis: &Polis) -> bool {
+    polis
+        .contracts
+        .iter()
+        .any(|c| c.folder == ContractFolder::Open && c.contract.wants_recommendation())
 }
 
 fn rel_stem(rel: &str) -> &str {

@@ -137,6 +137,35 @@ pub fn list(root: &Path, dir: &str, ext: &str, findings: &mut Vec<Finding>) -> V
     out
 }
 
+/// Below this many items a thread costs more than it saves.
+const PARALLEL_MIN: usize = 64;
+
+/// `f` over `items` on every core (scoped threads over contiguous chunks), results in the
+/// items' order. Reading a folder of many small files is syscall- and parse-bound, so the
+/// cores help; a handful of items runs on the calling thread.
+pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(items.len() / PARALLEL_MIN)
+        .max(1);
+    if threads == 1 {
+        return items.iter().map(f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
 /// Sub-folders of `dir` (not links), sorted.
 pub fn subdirs(root: &Path, dir: &str) -> Vec<String> {
     let Ok(read) = fs::read_dir(root.join(dir)) else {
@@ -191,10 +220,18 @@ pub struct RecordFile {
 /// Reads every `*.md` record in `dir`, turning unreadable files and bad frontmatter into
 /// findings. Files that fail are left out of the result.
 pub fn read_records(root: &Path, dir: &str, findings: &mut Vec<Finding>) -> Vec<RecordFile> {
-    list(root, dir, ".md", findings)
-        .into_iter()
-        .filter_map(|entry| read_record(root, &entry.rel, &entry.stem, findings))
-        .collect()
+    let entries = list(root, dir, ".md", findings);
+    let read = par_map(&entries, |entry| {
+        let mut found = Vec::new();
+        let file = read_record(root, &entry.rel, &entry.stem, &mut found);
+        (file, found)
+    });
+    let mut out = Vec::with_capacity(read.len());
+    for (file, found) in read {
+        findings.extend(found);
+        out.extend(file);
+    }
+    out
 }
 
 /// Reads one record file; `None` (with a finding) when it cannot be used.

@@ -178,6 +178,236 @@ pub fn reconcile(
     }
 }
 
+/// A settlement placed in the replay order. Equal replay keys fall back to the path: a full
+/// [`reconcile`] sorts stably over settlements listed in path order, which is the same order.
+#[derive(Debug, Clone)]
+struct Placed(std::sync::Arc<Settlement>);
+
+impl PartialEq for Placed {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Placed {}
+impl PartialOrd for Placed {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Placed {
+    fn cmp(&self, other: &Self) -> Ordering {
+        replay_order(&self.0, &other.0).then_with(|| self.0.path.cmp(&other.0.path))
+    }
+}
+
+/// One tag as the ledger keeps it: its settlements in replay order and the stats they give.
+#[derive(Debug, Clone)]
+struct TagLedger {
+    members: std::collections::BTreeSet<Placed>,
+    stats: TagStats,
+    citizen_index: HashMap<String, usize>,
+    /// The running averages no longer match `members` (an older settlement arrived, or one
+    /// left): replayed from scratch when the stats are next asked for.
+    dirty: bool,
+}
+
+impl TagLedger {
+    fn new(tag: &str) -> TagLedger {
+        TagLedger {
+            members: std::collections::BTreeSet::new(),
+            stats: TagStats {
+                tag: tag.to_string(),
+                citizens: Vec::new(),
+                leader: None,
+                leader_confidence: None,
+            },
+            citizen_index: HashMap::new(),
+            dirty: false,
+        }
+    }
+
+    /// Adds one settlement at the end of the replay: the same operations as [`reconcile`].
+    fn extend(&mut self, s: &Settlement) {
+        let citizens = &mut self.stats.citizens;
+        let c = *self
+            .citizen_index
+            .entry(s.owner.clone())
+            .or_insert_with(|| {
+                citizens.push(CitizenStats {
+                    citizen: s.owner.clone(),
+                    contracts_completed: 0,
+                    avg_quality_score: 0.0,
+                    avg_actual_minutes: 0.0,
+                    last_completed: None,
+                });
+                citizens.len() - 1
+            });
+        let c = &mut citizens[c];
+        let n = c.contracts_completed as f64;
+        c.avg_quality_score = (c.avg_quality_score * n + f64::from(s.quality)) / (n + 1.0);
+        c.avg_actual_minutes = (c.avg_actual_minutes * n + s.minutes) / (n + 1.0);
+        c.contracts_completed += 1;
+        c.last_completed = s.last_completed.clone();
+    }
+
+    fn replay(&mut self) {
+        self.stats.citizens.clear();
+        self.citizen_index.clear();
+        let members = std::mem::take(&mut self.members);
+        for m in &members {
+            self.extend(&m.0);
+        }
+        self.members = members;
+        self.dirty = false;
+    }
+
+    fn settle_leader(&mut self) {
+        let (leader, confidence) = leader_of(&self.stats.citizens);
+        self.stats.leader = leader;
+        self.stats.leader_confidence = confidence;
+    }
+
+    /// Where the tag first appears in the replay: its first settlement, then the tag's place
+    /// among that settlement's tags.
+    fn first_seen(&self) -> Option<(&Placed, usize)> {
+        let first = self.members.first()?;
+        let at = first.0.tags.iter().position(|t| *t == self.stats.tag);
+        Some((first, at.unwrap_or(0)))
+    }
+}
+
+/// The settlements of a polis kept between changes, so `routing_stats.yml` follows one
+/// settlement at a cost that does not grow with the polis: a settlement later in the replay
+/// than every other on its tags extends the running averages directly; an older one, an edit or
+/// a removal replays only the tags it touches. [`Ledger::stats`] equals [`reconcile`] over the
+/// same settlements, byte for byte once rendered (`tests/incremental.rs` checks it).
+#[derive(Debug, Clone, Default)]
+pub struct Ledger {
+    by_path: HashMap<String, Placed>,
+    all: std::collections::BTreeSet<Placed>,
+    tags: HashMap<String, TagLedger>,
+    /// Tags whose leader must be chosen again before the next [`Ledger::stats`].
+    touched: std::collections::BTreeSet<String>,
+}
+
+impl Ledger {
+    pub fn new() -> Ledger {
+        Ledger::default()
+    }
+
+    /// How many settlements the ledger holds.
+    pub fn len(&self) -> usize {
+        self.by_path.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_path.is_empty()
+    }
+
+    pub fn get(&self, path: &str) -> Option<&Settlement> {
+        self.by_path.get(path).map(|p| &*p.0)
+    }
+
+    /// Every settlement, in path order (the order [`reconcile`] is given them elsewhere).
+    pub fn settlements(&self) -> Vec<Settlement> {
+        let mut out: Vec<Settlement> = self.by_path.values().map(|p| (*p.0).clone()).collect();
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        out
+    }
+
+    /// Adds the settlement of `s.path`, replacing what that file said before.
+    pub fn insert(&mut self, s: Settlement) {
+        if let Some(old) = self.by_path.get(&s.path) {
+            if *old.0 == s {
+                return;
+            }
+        }
+        self.remove(&s.path.clone());
+        let placed = Placed(std::sync::Arc::new(s));
+        for tag in dedup(&placed.0.tags) {
+            let t = self
+                .tags
+                .entry(tag.clone())
+                .or_insert_with(|| TagLedger::new(tag));
+            let at_end = t.members.last().is_none_or(|last| *last < placed);
+            if at_end && !t.dirty {
+                t.extend(&placed.0);
+            } else {
+                t.dirty = true;
+            }
+            t.members.insert(placed.clone());
+            self.touched.insert(tag.clone());
+        }
+        self.all.insert(placed.clone());
+        self.by_path.insert(placed.0.path.clone(), placed);
+    }
+
+    /// Forgets the settlement of `path` (the file left `settled/` or no longer counts).
+    pub fn remove(&mut self, path: &str) -> Option<Settlement> {
+        let placed = self.by_path.remove(path)?;
+        self.all.remove(&placed);
+        for tag in dedup(&placed.0.tags) {
+            if let Some(t) = self.tags.get_mut(tag) {
+                t.members.remove(&placed);
+                if t.members.is_empty() {
+                    self.tags.remove(tag);
+                } else {
+                    t.dirty = true;
+                }
+                self.touched.insert(tag.clone());
+            }
+        }
+        Some((*placed.0).clone())
+    }
+
+    /// The stats [`reconcile`] would give over the same settlements (see there for the two
+    /// values kept from the file being replaced).
+    pub fn stats(&mut self, explore_rate: &Value, previous_last_updated: &Value) -> RoutingStats {
+        for tag in std::mem::take(&mut self.touched) {
+            if let Some(t) = self.tags.get_mut(&tag) {
+                if t.dirty {
+                    t.replay();
+                }
+                t.settle_leader();
+            }
+        }
+        let mut order: Vec<(&Placed, usize, &TagLedger)> = self
+            .tags
+            .values()
+            .filter_map(|t| t.first_seen().map(|(p, at)| (p, at, t)))
+            .collect();
+        order.sort_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(&b.1)));
+        let tags = order.into_iter().map(|(_, _, t)| t.stats.clone()).collect();
+        let last_updated = self
+            .all
+            .last()
+            .and_then(|p| p.0.instant)
+            .map(|i| Value::Str(i.format("%Y-%m-%d %H:%M:%S").to_string()))
+            .unwrap_or_else(|| previous_last_updated.clone());
+        let explore_rate = match explore_rate {
+            Value::Null => Value::Float(DEFAULT_EXPLORE_RATE),
+            v => v.clone(),
+        };
+        RoutingStats {
+            last_updated,
+            explore_rate,
+            tags,
+        }
+    }
+}
+
+/// A settlement's tags without repeats (they are deduplicated when read; this keeps a
+/// hand-built settlement from counting twice on one tag).
+fn dedup(tags: &[String]) -> Vec<&String> {
+    let mut out: Vec<&String> = Vec::with_capacity(tags.len());
+    for t in tags {
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
+
 /// [`reconcile`] over the file being replaced (`None` when there is none): keeps its
 /// `explore_rate`, and its `last_updated` when no settlement has a time.
 pub fn reconcile_over(settlements: &[Settlement], previous: Option<&RoutingStats>) -> RoutingStats {

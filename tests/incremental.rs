@@ -1,0 +1,181 @@
+//! The daemon's incremental stats ([`Ledger`]) against a from-scratch [`reconcile`]: after every
+//! step of a random sequence of settlements, edits and removals, both must render the same
+//! `routing_stats.yml` bytes (SPEC §6).
+
+use chrono::NaiveDate;
+use polisd::stats::{self, Ledger, Settlement};
+use polisd::yaml::Value;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+const OWNERS: [&str; 4] = ["alice-agent", "bob-agent1", "carol-agent", "dave-agent1"];
+const TAGS: [&str; 5] = ["py", "rust", "docs", "infra", "data"];
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Settle (or edit) file `file` with these values.
+    Put {
+        file: u8,
+        day: Option<u8>,
+        owner: u8,
+        tags: Vec<u8>,
+        quality: u8,
+        minutes: u8,
+        defaulted: bool,
+    },
+    Remove {
+        file: u8,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (
+            0u8..24,
+            proptest::option::weighted(0.85, 0u8..12),
+            0u8..4,
+            proptest::collection::vec(0u8..5, 0..4),
+            1u8..=5,
+            0u8..6,
+            any::<bool>(),
+        )
+            .prop_map(|(file, day, owner, tags, quality, minutes, defaulted)| Op::Put {
+                file,
+                day,
+                owner,
+                tags,
+                quality,
+                minutes,
+                defaulted,
+            }),
+        1 => (0u8..24).prop_map(|file| Op::Remove { file }),
+    ]
+}
+
+fn settlement(op: &Op) -> Option<Settlement> {
+    let Op::Put {
+        file,
+        day,
+        owner,
+        tags,
+        quality,
+        minutes,
+        defaulted,
+    } = op
+    else {
+        return None;
+    };
+    let mut seen: Vec<String> = Vec::new();
+    for t in tags {
+        let t = TAGS[*t as usize].to_string();
+        if !seen.contains(&t) {
+            seen.push(t);
+        }
+    }
+    // Few distinct days, so ties in the replay order (and the path tie-break) are common.
+    let instant = day.map(|d| {
+        NaiveDate::from_ymd_opt(2026, 3, 1 + u32::from(d / 2))
+            .unwrap()
+            .and_hms_opt(if d % 2 == 0 { 9 } else { 17 }, 0, 0)
+            .unwrap()
+    });
+    let when_text = match instant {
+        Some(i) => i.to_string(),
+        None => ["", "soon", "None"][usize::from(*file % 3)].to_string(),
+    };
+    Some(Settlement {
+        path: format!("contracts/settled/c-{file:02}.md"),
+        contract_id: Some(format!("c-{file:02}")),
+        owner: OWNERS[usize::from(*owner)].to_string(),
+        tags: seen,
+        last_completed: instant.map(|i| i.to_string()[..10].to_string()),
+        instant,
+        when_text,
+        quality: *quality,
+        quality_defaulted: *defaulted,
+        // Fractions whose running means are inexact, so a different replay order shows.
+        minutes: [10.0, 7.5, 1.0 / 3.0, 45.0, 0.1, 120.0][usize::from(*minutes)],
+    })
+}
+
+fn from_scratch(files: &BTreeMap<String, Settlement>, rate: &Value, last: &Value) -> String {
+    let all: Vec<Settlement> = files.values().cloned().collect();
+    stats::render(&stats::reconcile(&all, rate, last)).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn incremental_stats_equal_a_full_reconcile(ops in proptest::collection::vec(op(), 1..60)) {
+        let rate = Value::Float(0.2);
+        let last = Value::Str("2025-12-31 00:00:00".into());
+        let mut ledger = Ledger::new();
+        let mut files: BTreeMap<String, Settlement> = BTreeMap::new();
+        for (step, op) in ops.iter().enumerate() {
+            match (op, settlement(op)) {
+                (_, Some(s)) => {
+                    files.insert(s.path.clone(), s.clone());
+                    ledger.insert(s);
+                }
+                (Op::Remove { file }, None) => {
+                    let path = format!("contracts/settled/c-{file:02}.md");
+                    prop_assert_eq!(ledger.remove(&path), files.remove(&path));
+                }
+                _ => unreachable!(),
+            }
+            prop_assert_eq!(ledger.len(), files.len());
+            // Not after every step: a stats call settles dirty tags, and skipping some steps
+            // checks that several changes between two passes also add up.
+            if step % 3 == 0 || step + 1 == ops.len() {
+                let ours = stats::render(&ledger.stats(&rate, &last)).unwrap();
+                prop_assert_eq!(ours, from_scratch(&files, &rate, &last), "after step {}", step);
+            }
+        }
+        prop_assert_eq!(ledger.settlements(), files.values().cloned().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn settlements_in_time_order_only_extend(count in 1usize..80) {
+        // Every settlement newer than the last: the ledger's direct extension must give the
+        // same bytes as a replay.
+        let mut ledger = Ledger::new();
+        let mut files = BTreeMap::new();
+        for i in 0..count {
+            let day = NaiveDate::from_ymd_opt(2026, 1, 1).unwrap() + chrono::Days::new(i as u64);
+            let instant = day.and_hms_opt(12, 0, 0).unwrap();
+            let s = Settlement {
+                path: format!("contracts/settled/s-{i:03}.md"),
+                owner: OWNERS[i % 4].to_string(),
+                tags: vec![TAGS[i % 5].to_string(), TAGS[(i / 5) % 5].to_string()]
+                    .into_iter()
+                    .fold(Vec::new(), |mut v, t| {
+                        if !v.contains(&t) {
+                            v.push(t);
+                        }
+                        v
+                    }),
+                when_text: instant.to_string(),
+                last_completed: Some(instant.to_string()[..10].to_string()),
+                instant: Some(instant),
+                quality: (i % 5 + 1) as u8,
+                minutes: 1.0 / (i as f64 + 3.0),
+                ..Default::default()
+            };
+            files.insert(s.path.clone(), s.clone());
+            ledger.insert(s);
+            let ours = stats::render(&ledger.stats(&Value::Null, &Value::Null)).unwrap();
+            prop_assert_eq!(ours, from_scratch(&files, &Value::Null, &Value::Null));
+        }
+    }
+}
+
+#[test]
+fn an_empty_ledger_keeps_the_previous_values() {
+    let mut ledger = Ledger::new();
+    let last = Value::Str("x".into());
+    assert_eq!(
+        ledger.stats(&Value::Float(0.3), &last),
+        stats::reconcile(&[], &Value::Float(0.3), &last)
+    );
+}
