@@ -440,6 +440,18 @@ impl Writer {
             == Some(&Ledger::Wrote(*hash))
     }
 
+    /// True when polisd ever wrote, moved or removed `rel` in this process: only then can an
+    /// event about it be polisd's own, so only then is the file worth reading to compare.
+    pub fn has_touched(&self, rel: impl AsRef<Path>) -> bool {
+        let Ok(t) = self.target(rel.as_ref()) else {
+            return false;
+        };
+        self.ledger
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(&t.rel)
+    }
+
     /// True when polisd's last action on `rel` was removing it (or moving it away).
     pub fn is_own_removal(&self, rel: impl AsRef<Path>) -> bool {
         let Ok(t) = self.target(rel.as_ref()) else {
