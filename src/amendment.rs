@@ -664,10 +664,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn at(stamp: &str) -> PolisTime {
-        PolisTime {
-            zone: PolisZone::default(),
-            now: NaiveDateTime::parse_from_str(stamp, "%Y-%m-%d %H:%M").unwrap(),
-        }
+        PolisTime::at_stamp(PolisZone::default(), stamp).unwrap()
     }
 
     fn set(ids: &[&str]) -> BTreeSet<String> {

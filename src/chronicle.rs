@@ -946,7 +946,7 @@ pub fn merge_conflict_copy(current: &str, copy: &str) -> String {
     } else {
         "\n"
     };
-    let mut out = frontmatter_block(current)
+    let head = frontmatter_block(current)
         .or_else(|| frontmatter_block(copy))
         .map(|h| {
             if eol == "\n" {
@@ -955,13 +955,28 @@ pub fn merge_conflict_copy(current: &str, copy: &str) -> String {
                 h
             }
         })
-        .map(|h| format!("{h}{eol}"))
-        .unwrap_or_default();
+        .map(|h| format!("{h}{eol}"));
+    let mut body = String::new();
     for (_, text) in keyed {
-        out.push_str(text);
-        out.push_str(eol);
+        body.push_str(text);
+        body.push_str(eol);
     }
-    out
+    if let Some(head) = head {
+        let out = format!("{head}{body}");
+        // The union's lines start on the line after the head. An empty frontmatter (only blank
+        // lines between the fences) can instead end at a later `---` line of the union, hiding
+        // the lines before it; it holds no fields, so then the lines are written without it.
+        if frontmatter_body_line(&out) <= head.matches('\n').count() + 1 {
+            return out;
+        }
+    }
+    // Without a frontmatter, sorted lines that happen to open with `---` and hold another `---`
+    // would read as one and hide every line between them, and a first line starting with U+FEFF
+    // would lose it as a BOM; a blank first line keeps them lines as they were.
+    if frontmatter_body_line(&body) > 1 || body.starts_with('\u{feff}') {
+        body.insert_str(0, eol);
+    }
+    body
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1213,10 +1228,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn at(stamp: &str) -> PolisTime {
-        PolisTime {
-            zone: PolisZone::default(),
-            now: NaiveDateTime::parse_from_str(stamp, STAMP_FORMAT).unwrap(),
-        }
+        PolisTime::at_stamp(PolisZone::default(), stamp).unwrap()
     }
 
     const CITIZEN: &str = "claude-code-one";

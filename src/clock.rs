@@ -69,6 +69,14 @@ impl PolisTime {
         Self::at(zone, Utc::now())
     }
 
+    /// A wall-clock time in `zone` from a chronicle stamp (`YYYY-MM-DD HH:MM`); `None` when the
+    /// text is not one. Handy wherever a rule is evaluated "as of" a given minute.
+    pub fn at_stamp(zone: PolisZone, stamp: &str) -> Option<PolisTime> {
+        NaiveDateTime::parse_from_str(stamp, "%Y-%m-%d %H:%M")
+            .ok()
+            .map(|now| PolisTime { zone, now })
+    }
+
     /// `YYYY-MM-DD HH:MM`, the chronicle and inbox stamp.
     pub fn minute_stamp(&self) -> String {
         self.now.format("%Y-%m-%d %H:%M").to_string()

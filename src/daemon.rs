@@ -4,7 +4,15 @@
 //!
 //! Signals: SIGTERM and SIGINT finish the batch in hand and exit 0; SIGHUP reloads the
 //! configuration (behaviour and notification switches apply at once; a changed watch list or
-//! watch settings take a restart, which the log says).
+//! watch settings take a restart, which the log says). SIGXFSZ is ignored, so a file-size limit
+//! fails a write (which is retried) instead of killing the daemon.
+//!
+//! A pass that fails (disk full, a file busy) is retried on its own, with a backoff from one
+//! second to a minute, until a full pass succeeds: no later event is needed.
+//!
+//! Test hook: when `POLISD_FAKE_NOW_FILE` names a file holding an RFC 3339 time, that time is
+//! "now" for every pass (read again at each pass; the real clock when the file is missing or
+//! unparsable). It lets tests jump the clock of a running daemon; it is not meant for use.
 
 use crate::config::{self, Backend, Config, LogFormat};
 use crate::engine::{Engine, EngineOptions, Trigger};
@@ -23,8 +31,25 @@ pub struct RunOptions {
     pub log_level: Option<String>,
 }
 
+/// See the module documentation: a test hook for jumping the clock of a running daemon.
+pub const FAKE_NOW_ENV: &str = "POLISD_FAKE_NOW_FILE";
+
+/// The first and the longest wait before a failed pass is retried.
+const RETRY_MIN: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// "Now" for a pass: the real clock, unless the test hook says otherwise.
+pub fn wall_clock() -> chrono::DateTime<Utc> {
+    std::env::var_os(FAKE_NOW_ENV)
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .and_then(|text| chrono::DateTime::parse_from_rfc3339(text.trim()).ok())
+        .map_or_else(Utc::now, |t| t.with_timezone(&Utc))
+}
+
 /// Runs the daemon until SIGTERM or SIGINT. Returns the exit code.
 pub fn run(options: RunOptions) -> anyhow::Result<u8> {
+    // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     let config = config::load(options.config.as_deref())?;
     init_logging(&config, options.log_level.as_deref());
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -94,7 +119,12 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
     // Expiries and staleness are day-granular; an hourly look is plenty and costs nothing.
     let mut clock_tick = tokio::time::interval(Duration::from_secs(3600));
     clock_tick.tick().await;
-    let mut last_day = Utc::now().date_naive();
+    let mut last_day = wall_clock().date_naive();
+    // Polises whose last pass failed, retried by a full pass when `retry` fires.
+    let mut failed = vec![false; watched.len()];
+    let mut backoff = RETRY_MIN;
+    let retry = tokio::time::sleep(RETRY_MAX);
+    tokio::pin!(retry);
 
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
@@ -111,19 +141,29 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
                     }
                     None => Trigger::Paths(batch.events.into_iter().map(|e| e.path).collect()),
                 };
-                let w = &mut watched[index];
-                if let Err(e) = w.engine.handle(&trigger, Utc::now()) {
-                    tracing::error!(polis = %w.engine.root().display(), "{e:#}");
+                if !pass(&mut watched[index], &trigger) && !failed[index] {
+                    failed[index] = true;
+                    if failed.iter().filter(|f| **f).count() == 1 {
+                        retry.as_mut().reset(tokio::time::Instant::now() + backoff);
+                    }
                 }
             }
+            _ = &mut retry, if failed.iter().any(|f| *f) => {
+                for (w, f) in watched.iter_mut().zip(failed.iter_mut()) {
+                    if *f {
+                        tracing::info!(polis = %w.engine.root().display(), "retrying after a failed pass");
+                        *f = !pass(w, &Trigger::Rescan);
+                    }
+                }
+                backoff = if failed.iter().any(|f| *f) { (backoff * 2).min(RETRY_MAX) } else { RETRY_MIN };
+                retry.as_mut().reset(tokio::time::Instant::now() + backoff);
+            }
             _ = clock_tick.tick() => {
-                let today = Utc::now().date_naive();
+                let today = wall_clock().date_naive();
                 if today != last_day {
                     last_day = today;
-                    for w in &mut watched {
-                        if let Err(e) = w.engine.handle(&Trigger::Timer, Utc::now()) {
-                            tracing::error!(polis = %w.engine.root().display(), "{e:#}");
-                        }
+                    for (w, f) in watched.iter_mut().zip(failed.iter_mut()) {
+                        *f |= !pass(w, &Trigger::Timer);
                     }
                 }
             }
@@ -157,6 +197,17 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
     }
     tracing::info!("stopped");
     Ok(0)
+}
+
+/// One pass of one polis; false (logged) when it failed.
+fn pass(w: &mut Watched, trigger: &Trigger) -> bool {
+    match w.engine.handle(trigger, wall_clock()) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::error!(polis = %w.engine.root().display(), "{e:#}");
+            false
+        }
+    }
 }
 
 fn signal(kind: tokio::signal::unix::SignalKind) -> anyhow::Result<tokio::signal::unix::Signal> {

@@ -287,6 +287,9 @@ pub struct Engine {
     chronicle_activity: Option<Covered>,
     /// The same for the newest archive, which the window also reads.
     archive_activity: Option<Covered>,
+    /// Findings about the folder's files already logged by this process, so each is logged
+    /// once while it lasts (and again if it comes back after being fixed).
+    logged_findings: BTreeSet<String>,
 }
 
 /// Bytes of the chronicle before the validated offset that are hashed to notice a rewrite.
@@ -325,6 +328,7 @@ impl Engine {
             chronicle_activity: None,
             archive_activity: None,
             chronicle_text: None,
+            logged_findings: BTreeSet::new(),
         })
     }
 
@@ -400,9 +404,15 @@ impl Engine {
         if !rel.contains('/') && rel.starts_with("chronicle") {
             return false;
         }
-        match std::fs::read(self.root.join(rel)) {
-            Ok(bytes) => self.writer.is_own_write(rel, &writer::sha256(&bytes)),
-            Err(_) => self.writer.is_own_removal(rel),
+        // A file polisd never touched is not worth reading (an agent's 50 MB file would be
+        // read and hashed on every event).
+        if !self.writer.has_touched(rel) {
+            return false;
+        }
+        // Never a plain read: a FIFO would block the daemon for good, a link could lead out.
+        match snapshot::read_regular(&self.root.join(rel)) {
+            Some(bytes) => self.writer.is_own_write(rel, &writer::sha256(&bytes)),
+            None => self.writer.is_own_removal(rel),
         }
     }
 
@@ -419,6 +429,14 @@ impl Engine {
         let mut polis = self.read_polis();
         let now = PolisTime::at(polis.settings.timezone, wall);
         let (new_settled, settled_changed) = self.refresh_settled(&mut polis, refresh);
+
+        let mut findings = polis.findings.clone();
+        findings.extend(
+            self.settled
+                .values()
+                .flat_map(|e| e.findings.iter().cloned()),
+        );
+        self.log_new_findings(&findings);
 
         let first_meeting = self.state.first_met.is_none();
         if first_meeting {
@@ -441,8 +459,11 @@ impl Engine {
 
         // A settled/ event whose file did not change (an event split across two batches, a
         // replayed event) needs no second reconcile: its inputs are the cache and the stats file.
+        // A changed cache always counts, whatever the scope: with the cache empty any pass
+        // lists settled/, and a settlement absorbed by a pass without the settled scope (its
+        // own event lost to a queue overflow) would otherwise never be reconciled.
         let stats_changed = self.stats_file_hash() != self.stats_hash;
-        if !self.warmed || (scope.settled && (settled_changed || stats_changed)) {
+        if !self.warmed || settled_changed || (scope.settled && stats_changed) {
             let ledger = &mut self.ledger;
             let replayed = ledger.len();
             let done =
@@ -462,7 +483,12 @@ impl Engine {
                         tracing::info!(settlements = done.replayed, "routing_stats.yml rebuilt");
                     }
                 }
-                Err(e) => errors.push(format!("reconcile: {e}")),
+                Err(e) => {
+                    // The settled cache is already up to date, so the retry must not take the
+                    // stats file's unchanged bytes for a completed reconcile.
+                    self.stats_hash = None;
+                    errors.push(format!("reconcile: {e}"));
+                }
             }
         }
 
@@ -524,9 +550,18 @@ impl Engine {
         }
     }
 
+    /// Logs each finding about an unreadable or malformed file once: the daemon is otherwise
+    /// silent about a bad record it skips, and `polisd check` is not always run.
+    fn log_new_findings(&mut self, findings: &[Finding]) {
+        let current: BTreeSet<String> = findings.iter().map(|f| f.to_string()).collect();
+        for f in current.difference(&self.logged_findings) {
+            tracing::warn!("{f}");
+        }
+        self.logged_findings = current;
+    }
+
     fn stats_file_hash(&self) -> Option<String> {
-        std::fs::read(self.root.join(polis::ROUTING_STATS))
-            .ok()
+        snapshot::read_regular(&self.root.join(polis::ROUTING_STATS))
             .map(|bytes| crate::state::hex_sha256(&bytes))
     }
 
@@ -979,9 +1014,7 @@ impl Engine {
         if !archive_exists {
             self.writer
                 .create_new(&r.archive_name, r.archive_text.as_bytes())?;
-        } else if std::fs::read(self.root.join(&r.archive_name))
-            .ok()
-            .as_deref()
+        } else if snapshot::read_regular(&self.root.join(&r.archive_name)).as_deref()
             != Some(r.archive_text.as_bytes())
         {
             // Another machine rolled over already; its archive wins and this chronicle's lines

@@ -94,6 +94,24 @@ impl Serialize for Code {
     }
 }
 
+/// Control characters escaped (`\u{1b}`, `\0`, `\n`): messages quote agents' text (a chronicle
+/// line, a file name), and a finding is printed to terminals, logs and inboxes, where an escape
+/// sequence or a NUL must show as text, not act. Other text is kept as it is.
+pub fn printable(text: String) -> String {
+    if !text.chars().any(char::is_control) {
+        return text;
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 impl Finding {
     pub fn error(
         code: Code,
@@ -106,7 +124,7 @@ impl Finding {
             severity: Severity::Error,
             path: path.into(),
             line,
-            message: message.into(),
+            message: printable(message.into()),
         }
     }
 
@@ -121,7 +139,7 @@ impl Finding {
             severity: Severity::Warning,
             path: path.into(),
             line,
-            message: message.into(),
+            message: printable(message.into()),
         }
     }
 }
@@ -136,9 +154,41 @@ impl fmt::Display for Finding {
             Some(line) => write!(
                 f,
                 "{}:{line}: {sev} {}: {}",
-                self.path, self.code, self.message
+                printable(self.path.clone()),
+                self.code,
+                self.message
             ),
-            None => write!(f, "{}: {sev} {}: {}", self.path, self.code, self.message),
+            None => write!(
+                f,
+                "{}: {sev} {}: {}",
+                printable(self.path.clone()),
+                self.code,
+                self.message
+            ),
         }
+    }
+}
+
+#[cfg(test)]
+mod printable_tests {
+    use super::*;
+
+    #[test]
+    fn finding_with_escape_sequence_and_nul_prints_as_text() {
+        let f = Finding::error(
+            Code::C002,
+            "contracts/open/two\nlines.md",
+            Some(6),
+            "the author `agent\u{0}\u{1b}[31m` is not registered",
+        );
+        assert_eq!(
+            f.message,
+            "the author `agent\\0\\u{1b}[31m` is not registered"
+        );
+        let shown = f.to_string();
+        assert!(!shown.chars().any(char::is_control), "{shown:?}");
+        assert!(shown.starts_with("contracts/open/two\\nlines.md:6: error C002"));
+        // Ordinary text, non-ASCII included, is untouched.
+        assert_eq!(printable("café — ok".into()), "café — ok");
     }
 }

@@ -413,13 +413,9 @@ mod tests {
     use super::*;
     use crate::clock::PolisZone;
     use crate::finding::Code;
-    use chrono::NaiveDateTime;
 
     fn at(stamp: &str) -> PolisTime {
-        PolisTime {
-            zone: PolisZone::default(),
-            now: NaiveDateTime::parse_from_str(stamp, "%Y-%m-%d %H:%M").unwrap(),
-        }
+        PolisTime::at_stamp(PolisZone::default(), stamp).unwrap()
     }
 
     #[test]

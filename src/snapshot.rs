@@ -70,6 +70,19 @@ pub fn read_text(root: &Path, rel: &str, limit: Option<u64>) -> Result<Option<St
     }
 }
 
+/// The bytes of a regular file, or `None` (missing, a link, a FIFO, a folder, unreadable).
+/// For a quick look at a file (is this our own write?): it never blocks on a FIFO and never
+/// reads through a link to something like `/dev/zero`.
+pub fn read_regular(path: &Path) -> Option<Vec<u8>> {
+    let mut file = open_no_follow(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
 fn open_no_follow(path: &Path) -> std::io::Result<fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     fs::OpenOptions::new()

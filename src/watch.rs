@@ -316,9 +316,14 @@ impl Backend {
             None,
             handler(control.clone()),
             NoCache,
+            // Modification times are compared at one-second granularity by the poller, so a
+            // change in the same second as the previous scan would wait for the safety rescan;
+            // comparing contents costs a read per file and poll, which is the price of
+            // correctness on file systems without events.
             notify::Config::default()
                 .with_follow_symlinks(false)
-                .with_poll_interval(config.poll_interval),
+                .with_poll_interval(config.poll_interval)
+                .with_compare_contents(true),
         )
         .map(Backend::Poll)
         .and_then(|mut b| b.watch_all(root).map(|_| b));

@@ -440,6 +440,18 @@ impl Writer {
             == Some(&Ledger::Wrote(*hash))
     }
 
+    /// True when polisd ever wrote, moved or removed `rel` in this process: only then can an
+    /// event about it be polisd's own, so only then is the file worth reading to compare.
+    pub fn has_touched(&self, rel: impl AsRef<Path>) -> bool {
+        let Ok(t) = self.target(rel.as_ref()) else {
+            return false;
+        };
+        self.ledger
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(&t.rel)
+    }
+
     /// True when polisd's last action on `rel` was removing it (or moving it away).
     pub fn is_own_removal(&self, rel: impl AsRef<Path>) -> bool {
         let Ok(t) = self.target(rel.as_ref()) else {
@@ -452,9 +464,11 @@ impl Writer {
             == Some(&Ledger::Removed)
     }
 
-    /// Removes `.polisd-*.tmp` regular files anywhere in the polis (left by a crash) whose
-    /// modification time is at least `min_age` old, so a write in flight in another process is
-    /// not pulled from under it. Never follows links. Returns the relative paths removed.
+    /// Removes `.polisd-*.tmp` regular files anywhere in the polis (left by a crash): at once
+    /// when the name says which process wrote it (`.polisd-<pid>-…`) and that process is gone,
+    /// otherwise once the modification time is at least `min_age` old, so a write in flight in
+    /// another process is not pulled from under it. Never follows links. Returns the relative
+    /// paths removed.
     pub fn clean_stale_temp_files(&self, min_age: Duration) -> Result<Vec<PathBuf>, WriteError> {
         self.check_root()?;
         let now = SystemTime::now();
@@ -483,7 +497,8 @@ impl Writer {
                     .ok()
                     .and_then(|m| now.duration_since(m).ok())
                     .is_some_and(|age| age >= min_age);
-                if old_enough && fs::remove_file(&path).is_ok() {
+                let writer_dead = temp_writer_pid(name).is_some_and(|pid| !process_alive(pid));
+                if (old_enough || writer_dead) && fs::remove_file(&path).is_ok() {
                     removed.push(path.strip_prefix(&self.root).unwrap_or(&path).to_path_buf());
                 }
             }
@@ -641,8 +656,11 @@ fn write_temp(
     mode: Option<u32>,
 ) -> Result<tempfile::NamedTempFile, WriteError> {
     // 0o666 before the umask, like any newly created file; an existing file's mode is kept.
+    // The pid in the name lets the next start remove what a killed polisd left at once, rather
+    // than after the age rule (SIGKILL gives no chance to clean up).
+    let prefix = format!("{TEMP_PREFIX}{}-", std::process::id());
     let mut tmp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
+        .prefix(&prefix)
         .suffix(TEMP_SUFFIX)
         .permissions(fs::Permissions::from_mode(0o666))
         .tempfile_in(t.dir())
@@ -656,6 +674,24 @@ fn write_temp(
         .and_then(|_| tmp.as_file().sync_all())
         .map_err(io_err("write", &t.rel))?;
     Ok(tmp)
+}
+
+/// The pid in a temporary file name `.polisd-<pid>-<random>.tmp`, when it has one.
+fn temp_writer_pid(name: &str) -> Option<i32> {
+    let rest = name.strip_prefix(TEMP_PREFIX)?;
+    let (pid, _) = rest.split_once('-')?;
+    let pid: i32 = pid.parse().ok()?;
+    (pid > 0).then_some(pid)
+}
+
+/// Whether a process with this pid exists (ours counts as alive: its writes may be in flight).
+fn process_alive(pid: i32) -> bool {
+    if pid == std::process::id() as i32 {
+        return true;
+    }
+    // SAFETY: kill with signal 0 only checks for existence and permission; it sends nothing.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 fn persist(tmp: tempfile::NamedTempFile, t: &Target) -> Result<(), WriteError> {
@@ -758,5 +794,27 @@ mod tests {
         w.remove("a.md").unwrap();
         assert!(w.is_own_removal("a.md"));
         assert!(!w.is_own_write("a.md", &sha256(b"one\n")));
+    }
+
+    #[test]
+    fn temp_file_of_a_killed_writer_removed_at_next_start() {
+        let (_d, w) = polis();
+        // pid_max is at most 2^22 on Linux: no process has this pid.
+        let dead = w.root().join(".polisd-999999999-abc123.tmp");
+        let ours = w
+            .root()
+            .join(format!(".polisd-{}-def456.tmp", std::process::id()));
+        let unnamed = w.root().join(".polisd-legacy.tmp");
+        for f in [&dead, &ours, &unnamed] {
+            fs::write(f, "partial").unwrap();
+        }
+        let removed = w.clean_stale_temp_files(Duration::from_secs(60)).unwrap();
+        assert_eq!(removed, vec![PathBuf::from(".polisd-999999999-abc123.tmp")]);
+        assert!(ours.exists(), "a live writer's temp file may be in flight");
+        assert!(unnamed.exists(), "no pid in the name: the age rule decides");
+        // Our own temp files carry our pid.
+        w.replace_atomic("x.md", b"x").unwrap();
+        assert_eq!(temp_writer_pid(".polisd-42-Ab9.tmp"), Some(42));
+        assert_eq!(temp_writer_pid(".polisd-legacy.tmp"), None);
     }
 }

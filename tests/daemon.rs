@@ -944,10 +944,9 @@ fn daemon_new_open_contract_routed_and_notified() {
 
 /// The polling fallback (network file systems, inotify limits) must see a second append to a
 /// file within the same wall-clock second as the scan that saw the first. notify's
-/// `PollWatcher` compares whole-second mtimes unless `compare_contents` is on, so today such
-/// an append waits for the safety rescan (15 minutes by default).
+/// `PollWatcher` compares whole-second mtimes unless `compare_contents` is on; without it such
+/// an append waited for the safety rescan (15 minutes by default).
 #[test]
-#[ignore = "known bug in src/watch.rs: the poll backend misses a same-second change (needs PollWatcher compare_contents)"]
 fn daemon_poll_backend_sees_an_append_in_the_same_second() {
     let p = four_citizens();
     fs::write(

@@ -103,18 +103,8 @@ pub struct DaemonRow {
     pub started_at: String,
     pub updated_at: String,
     pub watch_mode: String,
-    pub counters: DaemonCounters,
+    pub counters: crate::state::Counters,
     pub last_findings: Vec<StoredFinding>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct DaemonCounters {
-    pub events: u64,
-    pub rescans: u64,
-    pub reconciles: u64,
-    pub tallies: u64,
-    pub notifications: u64,
-    pub writes: u64,
 }
 
 pub fn run(args: crate::cli::JsonPolisArg) -> anyhow::Result<u8> {
@@ -226,14 +216,7 @@ pub fn summarize(
                 started_at: d.started_at,
                 updated_at: d.updated_at,
                 watch_mode: d.watch_mode,
-                counters: DaemonCounters {
-                    events: d.counters.events,
-                    rescans: d.counters.rescans,
-                    reconciles: d.counters.reconciles,
-                    tallies: d.counters.tallies,
-                    notifications: d.counters.notifications,
-                    writes: d.counters.writes,
-                },
+                counters: d.counters,
                 last_findings: tail(d.last_findings, NEWEST_FINDINGS),
             }),
             None,
