@@ -586,17 +586,15 @@ impl Engine {
         let notices = self.derive(polis, now);
         self.silence(&notices);
         self.state.first_met = Some(crate::state::now_rfc3339());
-        for rel in self.settled.keys() {
-            if let Some(e) = self.settled.get(rel) {
-                self.state.settled.insert(
-                    rel.clone(),
-                    Fingerprint {
-                        size: e.size,
-                        mtime_ns: e.mtime_ns,
-                        hash: e.hash.clone(),
-                    },
-                );
-            }
+        for (rel, e) in &self.settled {
+            self.state.settled_put(
+                rel,
+                Fingerprint {
+                    size: e.size,
+                    mtime_ns: e.mtime_ns,
+                    hash: e.hash.clone(),
+                },
+            );
         }
         if let Some(text) = polis.chronicle_text() {
             let scan = chronicle::scan(text);
@@ -667,7 +665,16 @@ impl Engine {
                 for rel in &gone {
                     changed |= self.forget_settled(rel);
                 }
-                self.state.settled.retain(|rel, _| listed.contains(rel));
+                let unlisted: Vec<String> = self
+                    .state
+                    .settled
+                    .keys()
+                    .filter(|rel| !listed.contains(*rel))
+                    .cloned()
+                    .collect();
+                for rel in &unlisted {
+                    self.state.settled_remove(rel);
+                }
                 listed.into_iter().collect()
             }
         };
@@ -679,7 +686,7 @@ impl Engine {
                 Ok(meta) => meta,
                 Err(_) => {
                     changed |= self.forget_settled(&rel);
-                    self.state.settled.remove(&rel);
+                    self.state.settled_remove(&rel);
                     continue;
                 }
             };
@@ -698,7 +705,7 @@ impl Engine {
             changed = true;
             let Some((entry, settlement)) = read else {
                 self.forget_settled(&rel);
-                self.state.settled.remove(&rel);
+                self.state.settled_remove(&rel);
                 continue;
             };
             match settlement {
@@ -710,8 +717,8 @@ impl Engine {
             if !self.state.settled.contains_key(&rel) && self.state.first_met.is_some() {
                 new.push(rel.clone());
             }
-            self.state.settled.insert(
-                rel.clone(),
+            self.state.settled_put(
+                &rel,
                 Fingerprint {
                     size: entry.size,
                     mtime_ns: entry.mtime_ns,

@@ -42,6 +42,9 @@ const STATUS_FILE: &str = "daemon.json";
 const PATH_FILE: &str = "polis-path";
 const LOCK_FILE: &str = "daemon.lock";
 const SEEN_CHRONICLE_FILE: &str = "chronicle-seen.md";
+/// [`PolisState::settled`] as a journal of changes: with 100k settled contracts the map is
+/// ~18 MB of JSON, which `state.json` would rewrite on every settlement.
+const SETTLED_FILE: &str = "settled.jsonl";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
@@ -85,7 +88,9 @@ pub struct PolisState {
     /// Notifications already sent (SPEC §9).
     pub sent_notifications: BTreeSet<SentNotification>,
     /// Settled contracts already counted, by path: a file whose fingerprint is unchanged
-    /// needs no re-read.
+    /// needs no re-read. Kept in `settled.jsonl` (change it through [`State::settled_put`] and
+    /// [`State::settled_remove`]); read from `state.json` only when an older polisd wrote it.
+    #[serde(skip_serializing)]
     pub settled: BTreeMap<String, Fingerprint>,
     /// Contract ids last seen in `contracts/open/`, to notice new ones.
     pub open_contracts: BTreeSet<String>,
@@ -371,6 +376,17 @@ pub struct State {
     saved: Vec<u8>,
     /// Where a corrupt state file was moved, when this load had to rebuild.
     pub recovered_from: Option<PathBuf>,
+    /// Changes to `settled` not yet appended to `settled.jsonl`.
+    settled_journal: Vec<SettledOp>,
+}
+
+/// One line of `settled.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+enum SettledOp {
+    #[serde(rename = "put")]
+    Put(String, Fingerprint),
+    #[serde(rename = "del")]
+    Remove(String),
 }
 
 impl Deref for State {
@@ -432,12 +448,70 @@ impl State {
         let mut data = data;
         data.version = STATE_VERSION;
         data.polis = polis;
-        Ok(State {
+        // Entries from an older `state.json` go to the journal when it is compacted below.
+        let migrated = !data.settled.is_empty();
+        let journal = dir.join(SETTLED_FILE);
+        let mut lines = 0usize;
+        if let Ok(text) = fs::read_to_string(&journal) {
+            for line in text.lines() {
+                lines += 1;
+                // A torn last line (a crash mid-append) is skipped: that settlement is read
+                // again and its notice is deduplicated by the ledger of sent notices.
+                match serde_json::from_str::<SettledOp>(line) {
+                    Ok(SettledOp::Put(rel, fp)) => {
+                        data.settled.insert(rel, fp);
+                    }
+                    Ok(SettledOp::Remove(rel)) => {
+                        data.settled.remove(&rel);
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        let state = State {
             data,
             dir,
             saved,
             recovered_from,
-        })
+            settled_journal: Vec::new(),
+        };
+        if migrated || lines > 2 * state.data.settled.len() + 1024 {
+            state.compact_settled()?;
+        }
+        Ok(state)
+    }
+
+    /// Rewrites `settled.jsonl` with one line per entry.
+    fn compact_settled(&self) -> Result<(), StateError> {
+        let mut bytes = Vec::new();
+        for (rel, fp) in &self.data.settled {
+            let op = SettledOp::Put(rel.clone(), fp.clone());
+            bytes.extend(
+                serde_json::to_vec(&op).map_err(|source| StateError::Encode {
+                    path: self.dir.join(SETTLED_FILE),
+                    source,
+                })?,
+            );
+            bytes.push(b'\n');
+        }
+        write_atomic(&self.dir, SETTLED_FILE, &bytes)
+    }
+
+    /// Records that the settled file `rel` was counted with fingerprint `fp`.
+    pub fn settled_put(&mut self, rel: &str, fp: Fingerprint) {
+        if self.data.settled.get(rel) != Some(&fp) {
+            self.data.settled.insert(rel.to_string(), fp.clone());
+            self.settled_journal
+                .push(SettledOp::Put(rel.to_string(), fp));
+        }
+    }
+
+    /// Forgets the settled file `rel`.
+    pub fn settled_remove(&mut self, rel: &str) {
+        if self.data.settled.remove(rel).is_some() {
+            self.settled_journal
+                .push(SettledOp::Remove(rel.to_string()));
+        }
     }
 
     /// This polis's state folder.
@@ -447,6 +521,25 @@ impl State {
 
     /// Writes `state.json` atomically, unless nothing changed since the last load or save.
     pub fn save(&mut self) -> Result<(), StateError> {
+        if !self.settled_journal.is_empty() {
+            use std::io::Write;
+            let path = self.dir.join(SETTLED_FILE);
+            let mut bytes = Vec::new();
+            for op in &self.settled_journal {
+                bytes.extend(serde_json::to_vec(op).map_err(|source| StateError::Encode {
+                    path: path.clone(),
+                    source,
+                })?);
+                bytes.push(b'\n');
+            }
+            fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(&bytes).and_then(|_| f.sync_data()))
+                .map_err(io_err("append to", &path))?;
+            self.settled_journal.clear();
+        }
         let file = self.dir.join(STATE_FILE);
         let mut bytes =
             serde_json::to_vec_pretty(&self.data).map_err(|source| StateError::Encode {
@@ -580,6 +673,44 @@ fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StateError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settled_fingerprints_live_in_their_journal() {
+        let base = tempfile::tempdir().unwrap();
+        let polis = tempfile::tempdir().unwrap();
+        let fp = |n: u64| Fingerprint {
+            size: n,
+            mtime_ns: n as i64,
+            hash: format!("{n:x}"),
+        };
+        let mut s = State::load_in(base.path(), polis.path()).unwrap();
+        s.settled_put("contracts/settled/a.md", fp(1));
+        s.settled_put("contracts/settled/b.md", fp(2));
+        s.save().unwrap();
+        s.settled_put("contracts/settled/a.md", fp(3));
+        s.settled_remove("contracts/settled/b.md");
+        s.save().unwrap();
+        let json = fs::read_to_string(s.dir().join(STATE_FILE)).unwrap();
+        assert!(!json.contains("contracts/settled"), "{json}");
+        let again = State::load_in(base.path(), polis.path()).unwrap();
+        assert_eq!(
+            again.settled,
+            BTreeMap::from([("contracts/settled/a.md".to_string(), fp(3))])
+        );
+        // An older state.json with the map inline is read and moved to the journal.
+        let old = json.replacen(
+            "\"sent_notifications\"",
+            "\"settled\": {\"contracts/settled/c.md\": {\"size\": 4, \"mtime_ns\": 4, \"hash\": \"4\"}},\n  \"sent_notifications\"",
+            1,
+        );
+        assert_ne!(old, json);
+        fs::write(s.dir().join(STATE_FILE), old).unwrap();
+        fs::remove_file(s.dir().join(SETTLED_FILE)).unwrap();
+        let migrated = State::load_in(base.path(), polis.path()).unwrap();
+        assert_eq!(migrated.settled.len(), 1);
+        let journal = fs::read_to_string(s.dir().join(SETTLED_FILE)).unwrap();
+        assert!(journal.contains("contracts/settled/c.md"), "{journal}");
+    }
 
     #[test]
     fn state_round_trips_and_skips_unchanged_saves() {
