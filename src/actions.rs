@@ -90,6 +90,42 @@ pub fn reconcile_with(
     })
 }
 
+/// `polisd reconcile`: reads only what a reconcile needs — `polis.yml` for the timezone and
+/// the files of `contracts/settled/`, on every core — and rebuilds the stats as [`reconcile`]
+/// over a whole [`Polis`] would. Returns the findings about the folder's files too.
+pub fn reconcile_settled(
+    root: &std::path::Path,
+    writer: &Writer,
+) -> Result<(Reconciled, Vec<crate::finding::Finding>), ActionError> {
+    let settings_text =
+        snapshot::read_text(root, polis::POLIS_YML, Some(snapshot::MAX_RECORD_BYTES))
+            .ok()
+            .flatten();
+    let zone = crate::settings::parse(settings_text.as_deref()).0.timezone;
+    let mut findings = Vec::new();
+    let dir = polis::ContractFolder::Settled.dir();
+    let entries = snapshot::list(root, dir, ".md", &mut findings);
+    let reads = snapshot::par_map(&entries, |e| {
+        let mut found = Vec::new();
+        let settlement =
+            snapshot::read_record(root, &e.rel, &e.stem, &mut found).and_then(|file| {
+                let read = crate::contract::settlement_of(&file.rel, &file.record, zone);
+                found.extend(read.findings);
+                read.settlement
+            });
+        (settlement, found)
+    });
+    let mut settlements = Vec::with_capacity(reads.len());
+    for (settlement, found) in reads {
+        findings.extend(found);
+        settlements.extend(settlement);
+    }
+    let done = reconcile_with(root, writer, settlements.len(), |rate, last| {
+        crate::stats::reconcile(&settlements, rate, last)
+    })?;
+    Ok((done, findings))
+}
+
 /// The bytes `routing_stats.yml` should hold for this polis.
 pub fn render_stats(polis: &Polis) -> Result<String, ActionError> {
     let previous = previous_stats(polis);

@@ -112,11 +112,9 @@ pub fn locate(path: Option<&Path>) -> anyhow::Result<PathBuf> {
 }
 
 fn reconcile(root: &Path) -> anyhow::Result<u8> {
-    let polis = Polis::read(root);
     let writer = Writer::new(root)?;
-    let done = crate::actions::reconcile(&polis, &writer)?;
-    let settled_findings: Vec<_> = polis
-        .findings
+    let (done, findings) = crate::actions::reconcile_settled(root, &writer)?;
+    let settled_findings: Vec<_> = findings
         .iter()
         .filter(|f| f.path.starts_with("contracts/settled/"))
         .collect();
