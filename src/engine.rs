@@ -170,7 +170,6 @@ impl Scope {
 struct SettledEntry {
     size: u64,
     mtime_ns: i64,
-    hash: String,
     findings: Vec<Finding>,
     opener: Option<String>,
     title: Option<String>,
@@ -541,6 +540,7 @@ impl Engine {
         self.state.save()?;
         if !self.warmed {
             tracing::info!(polis = %self.root.display(), "initial scan done; reacting to changes");
+            release_free_memory();
         }
         self.warmed = true;
         if errors.is_empty() {
@@ -586,16 +586,7 @@ impl Engine {
         let notices = self.derive(polis, now);
         self.silence(&notices);
         self.state.first_met = Some(crate::state::now_rfc3339());
-        for (rel, e) in &self.settled {
-            self.state.settled_put(
-                rel,
-                Fingerprint {
-                    size: e.size,
-                    mtime_ns: e.mtime_ns,
-                    hash: e.hash.clone(),
-                },
-            );
-        }
+        // The settled fingerprints are already recorded: `refresh_settled` puts each file read.
         if let Some(text) = polis.chronicle_text() {
             let scan = chronicle::scan(text);
             let (findings, _) = self.validate(polis, &scan.lines, None, now);
@@ -703,7 +694,7 @@ impl Engine {
         let mut new = Vec::new();
         for (rel, read) in to_read.into_iter().zip(read) {
             changed = true;
-            let Some((entry, settlement)) = read else {
+            let Some((entry, settlement, hash)) = read else {
                 self.forget_settled(&rel);
                 self.state.settled_remove(&rel);
                 continue;
@@ -722,7 +713,7 @@ impl Engine {
                 Fingerprint {
                     size: entry.size,
                     mtime_ns: entry.mtime_ns,
-                    hash: entry.hash.clone(),
+                    hash,
                 },
             );
             self.settled.insert(rel, entry);
@@ -1337,18 +1328,16 @@ fn stale_since(polis: &Polis, id: &str, k: &Contract, now: &PolisTime) -> Option
         .then(|| last.format("%Y-%m-%d %H:%M").to_string())
 }
 
-/// Reads one settled file: its cache entry and its settlement, if it gives one. `None` when
-/// the file is gone. The frontmatter is parsed once for both.
-fn read_settled(
-    root: &Path,
-    rel: &str,
-    zone: crate::clock::PolisZone,
-) -> Option<(SettledEntry, Option<crate::stats::Settlement>)> {
+/// A settled file as read: its cache entry, its settlement if it gives one, and the hex
+/// SHA-256 of its bytes (empty when unreadable).
+type SettledFile = (SettledEntry, Option<crate::stats::Settlement>, String);
+
+/// Reads one settled file; `None` when it is gone. The frontmatter is parsed once for all.
+fn read_settled(root: &Path, rel: &str, zone: crate::clock::PolisZone) -> Option<SettledFile> {
     let meta = std::fs::symlink_metadata(root.join(rel)).ok()?;
     let mut entry = SettledEntry {
         size: meta.len(),
         mtime_ns: mtime_ns(&meta),
-        hash: String::new(),
         findings: Vec::new(),
         opener: None,
         title: None,
@@ -1359,15 +1348,15 @@ fn read_settled(
         Ok(None) => return None,
         Err(finding) => {
             entry.findings.push(finding);
-            return Some((entry, None));
+            return Some((entry, None, String::new()));
         }
     };
-    entry.hash = crate::state::hex_sha256(text.as_bytes());
+    let hash = crate::state::hex_sha256(text.as_bytes());
     let record = match crate::frontmatter::parse(&text) {
         Ok(record) => record,
         Err(_) => {
             entry.findings = crate::contract::read_settled(rel, &text, zone).findings;
-            return Some((entry, None));
+            return Some((entry, None, hash));
         }
     };
     let read = crate::contract::settlement_of(rel, &record, zone);
@@ -1376,7 +1365,7 @@ fn read_settled(
     entry.opener = contract.opened_by;
     entry.title = contract.title;
     entry.quality = contract.quality_score.as_i64();
-    Some((entry, read.settlement))
+    Some((entry, read.settlement, hash))
 }
 
 /// `chronicle.md`, reading only what was appended to `copy` when the file is the same one
@@ -1439,6 +1428,17 @@ fn wants_routing(polis: &Polis) -> bool {
         .contracts
         .iter()
         .any(|c| c.folder == ContractFolder::Open && c.contract.wants_recommendation())
+}
+
+/// Hands the heap the initial scan freed back to the system: reading every file on several
+/// threads leaves glibc arenas holding megabytes the daemon will not use again while it idles.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel; it touches no live
+    // allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 fn rel_stem(rel: &str) -> &str {
