@@ -366,6 +366,10 @@ impl Engine {
         let now = PolisTime::at(polis.settings.timezone, wall);
         let (new_settled, settled_changed) = self.refresh_settled(&mut polis, refresh);
 
+        // The cache keeps each settled file's findings; they are the polis's findings too.
+        for e in self.settled.values() {
+            polis.findings.extend(e.findings.iter().cloned());
+        }
         self.log_new_findings(&polis.findings);
 
         let first_meeting = self.state.first_met.is_none();
