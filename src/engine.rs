@@ -418,6 +418,12 @@ impl Engine {
         let mut polis = Polis::read_with(&self.root, false);
         let now = PolisTime::at(polis.settings.timezone, wall);
         let (new_settled, settled_changed) = self.refresh_settled(&mut polis, refresh);
+        // Findings about settled files live in the cache (those files are not re-read).
+        polis.findings.extend(
+            self.settled
+                .values()
+                .flat_map(|e| e.findings.iter().cloned()),
+        );
 
         self.log_new_findings(&polis.findings);
 
