@@ -4,9 +4,18 @@
 Not a test: nothing here asserts a time. Each measurement prints its figures; compare runs on the
 same machine only.
 
+    benches/e2e.py all [--quick]                     # every target of issue 6, one table
     benches/e2e.py reconcile --contracts 10000      # polisd reconcile vs reference reconcile
     benches/e2e.py settle-latency --contracts 10000 --settlements 200 --debounce 50ms
+    benches/e2e.py chronicle-latency --lines 1000000 --appends 100 --debounce 50ms
+    benches/e2e.py startup --contracts 100000
     benches/e2e.py idle-cpu --seconds 60
+    benches/e2e.py generate OUT --contracts 10000 --chronicle-lines 100000
+
+`all` generates polises of 1k, 10k and 100k settled contracts and chronicles of 100k and 1M
+lines, runs the reference and polisd on the same files in the same run, and prints ratios and
+the read-everything floor. The reference needs about 1 s per 1k contracts, so its 100k run takes
+a couple of minutes; `--quick` stops the reference at 10k (polisd still runs 100k).
 
 Build first: `cargo build --release`. The reference comes from `.venv/bin/python` (made by
 `.ci/run`) or $POLISD_REFERENCE_PYTHON.
@@ -25,7 +34,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("POLISD_BIN", REPO / "target" / "release" / "polisd"))
-PY = os.environ.get("POLISD_REFERENCE_PYTHON") or str(REPO / ".venv" / "bin" / "python")
+PY = os.environ.get("POLISD_REFERENCE_PYTHON") or next(
+    (p for p in (str(REPO / ".venv" / "bin" / "python"), "/tmp/refvenv/bin/python") if Path(p).exists()),
+    str(REPO / ".venv" / "bin" / "python"))
 
 CITIZENS = ["claude-code-1", "codex-agent-2", "gemini-cli-03", "mistral-vibe-4"]
 TAGS = ["python", "rust", "docs", "infra", "frontend", "data", "security", "review"]
@@ -35,8 +46,10 @@ def polisd(*args, **kw):
     return subprocess.run([str(BIN), *args], check=True, capture_output=True, text=True, **kw)
 
 
-def make_polis(base: Path, settled: int, seed: int = 7) -> Path:
-    """A polis with `settled` settled contracts, written with `polisd init` plus plain files."""
+def make_polis(base: Path, settled: int, seed: int = 7, chronicle_lines: int = 0) -> Path:
+    """A polis with `settled` settled contracts, written with `polisd init` plus plain files;
+    with `chronicle_lines`, that many valid lines are appended to the chronicle (one a minute,
+    the newest an hour ago)."""
     project = base / "project"
     project.mkdir(parents=True)
     polisd("init", str(project), "--agent-id", CITIZENS[0])
@@ -51,7 +64,19 @@ def make_polis(base: Path, settled: int, seed: int = 7) -> Path:
     settled_dir = root / "contracts" / "settled"
     for i in range(settled):
         (settled_dir / f"c-{i:06d}.md").write_text(contract_text(f"c-{i:06d}", i, rng))
+    if chronicle_lines:
+        write_chronicle(root, chronicle_lines)
     return root
+
+
+def write_chronicle(root: Path, lines: int):
+    import datetime
+    end = datetime.datetime.now().replace(second=0, microsecond=0) - datetime.timedelta(hours=1)
+    start = end - datetime.timedelta(minutes=lines)
+    with open(root / "chronicle.md", "a") as f:
+        for k in range(lines):
+            stamp = (start + datetime.timedelta(minutes=k)).strftime("%Y-%m-%d %H:%M")
+            f.write(f"- {stamp} | {CITIZENS[k % len(CITIZENS)]} | worked on | - | step {k}\n")
 
 
 def contract_text(cid: str, i: int, rng: random.Random, status: str = "settled") -> str:
@@ -86,20 +111,29 @@ def read_floor(root: Path) -> float:
     return time.perf_counter() - t0
 
 
+REF_RECONCILE = ("import sys; from pathlib import Path; from polis.routing import reconcile_stats; "
+                 "reconcile_stats(Path(sys.argv[1]))")
+
+
+def measure_reconcile(root: Path, repeat: int, reference: bool = True) -> dict:
+    ours = timed([str(BIN), "reconcile", str(root)], repeat=repeat)
+    ref = timed([PY, "-c", REF_RECONCILE, str(root)], repeat=repeat) if reference else None
+    floor = min(read_floor(root) for _ in range(repeat))
+    return {"ours": ours, "ref": ref, "floor": floor}
+
+
 def cmd_reconcile(args):
     with tempfile.TemporaryDirectory() as tmp:
         root = make_polis(Path(tmp), args.contracts)
-        ours = timed([str(BIN), "reconcile", str(root)], repeat=args.repeat)
-        ref = timed([PY, "-c", "import sys; from pathlib import Path; from polis.routing import reconcile_stats; "
-                     "reconcile_stats(Path(sys.argv[1]))", str(root)], repeat=args.repeat)
-        floor = min(read_floor(root) for _ in range(args.repeat))
+        r = measure_reconcile(root, args.repeat)
+        ours, ref, floor = r["ours"], r["ref"], r["floor"]
         print(f"reconcile of {args.contracts} settled contracts (best of {args.repeat}):")
         print(f"  polisd    {ours * 1000:9.1f} ms")
         print(f"  reference {ref * 1000:9.1f} ms   -> polisd is {ref / ours:.1f}x faster")
         print(f"  read floor{floor * 1000:9.1f} ms   -> polisd is {ours / floor:.1f}x the floor")
 
 
-def start_daemon(root: Path, tmp: Path, debounce: str):
+def start_daemon(root: Path, tmp: Path, debounce: str, until: str = "watching"):
     config = tmp / "polisd.toml"
     config.write_text(f'[watch]\ndebounce = "{debounce}"\n\n[log]\nlevel = "info"\n')
     env = dict(os.environ, POLISD_STATE_DIR=str(tmp / "state"))
@@ -107,11 +141,130 @@ def start_daemon(root: Path, tmp: Path, debounce: str):
     proc = subprocess.Popen([str(BIN), "run", str(root), "--config", str(config)], env=env,
                             stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.time() + 60
-    while "watching" not in (tmp / "daemon.log").read_text():
+    while until not in (tmp / "daemon.log").read_text():
         if time.time() > deadline or proc.poll() is not None:
             raise SystemExit("daemon did not start; see " + str(tmp / "daemon.log"))
         time.sleep(0.01)
     return proc
+
+
+READY = "initial scan done"
+
+
+def percentiles(samples):
+    samples = sorted(samples)
+    p = lambda q: samples[min(len(samples) - 1, int(q * len(samples)))] * 1000
+    return {"p50": p(0.50), "p90": p(0.90), "p99": p(0.99), "max": samples[-1] * 1000}
+
+
+def settle_samples(root: Path, tmp: Path, settlements: int, debounce: str) -> list:
+    polisd("reconcile", str(root))
+    rng = random.Random(11)
+    proc = start_daemon(root, tmp, debounce, until=READY)
+    stats = root / "contracts" / "routing_stats.yml"
+    samples = []
+    try:
+        for k in range(settlements):
+            cid = f"new-{k:05d}"
+            text = contract_text(cid, 600000 + k, rng)
+            (root / "contracts" / "open" / f"{cid}.md").write_text(text)
+            time.sleep(0.05)
+            before = stats.read_bytes()
+            t0 = time.perf_counter()
+            os.rename(root / "contracts" / "open" / f"{cid}.md", root / "contracts" / "settled" / f"{cid}.md")
+            while stats.read_bytes() == before:
+                if time.perf_counter() - t0 > 30:
+                    raise SystemExit("stats never changed")
+                time.sleep(0.0005)
+            samples.append(time.perf_counter() - t0)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+    return samples
+
+
+def chronicle_samples(root: Path, tmp: Path, appends: int, debounce: str) -> list:
+    """Append one line that breaks C008 (an uppercase verb) and wait for its finding in the
+    author's inbox: the line was read, validated and reported."""
+    import datetime
+    proc = start_daemon(root, tmp, debounce, until=READY)
+    author = CITIZENS[1]
+    inbox = root / "citizens" / author / "inbox.md"
+    samples = []
+    try:
+        for k in range(appends):
+            before = inbox.read_bytes() if inbox.exists() else b""
+            stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+            line = f"- {stamp} | {author} | Measured Latency | - | probe {k}\n"
+            t0 = time.perf_counter()
+            with open(root / "chronicle.md", "a") as f:
+                f.write(line)
+            while (inbox.read_bytes() if inbox.exists() else b"") == before:
+                if time.perf_counter() - t0 > 60:
+                    raise SystemExit("no finding was reported; see " + str(tmp / "daemon.log"))
+                time.sleep(0.0005)
+            samples.append(time.perf_counter() - t0)
+            time.sleep(0.02)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+    return samples
+
+
+def cmd_chronicle_latency(args):
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        root = make_polis(tmp, 0, chronicle_lines=args.lines)
+        p = percentiles(chronicle_samples(root, tmp, args.appends, args.debounce))
+        print(f"line appended -> validated and its finding in the inbox, {args.appends} appends to a "
+              f"{args.lines}-line chronicle, debounce {args.debounce}:")
+        print(f"  p50 {p['p50']:.1f} ms   p90 {p['p90']:.1f} ms   p99 {p['p99']:.1f} ms   max {p['max']:.1f} ms")
+
+
+def measure_startup(root: Path, tmp: Path) -> dict:
+    """Seconds from spawn to "watching" and to the end of the initial scan, on a polis polisd
+    has never met (fresh state directory)."""
+    state = tmp / "state-startup"
+    shutil.rmtree(state, ignore_errors=True)
+    config = tmp / "startup.toml"
+    config.write_text('[watch]\ndebounce = "50ms"\n\n[log]\nlevel = "info"\n')
+    env = dict(os.environ, POLISD_STATE_DIR=str(state))
+    logp = tmp / "startup.log"
+    out = {}
+    t0 = time.perf_counter()
+    with open(logp, "w") as log:
+        proc = subprocess.Popen([str(BIN), "run", str(root), "--config", str(config)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        while "scan" not in out:
+            text = logp.read_text()
+            if "watch" not in out and "watching" in text:
+                out["watch"] = time.perf_counter() - t0
+            if READY in text:
+                out["scan"] = time.perf_counter() - t0
+            if time.perf_counter() - t0 > 300 or proc.poll() is not None:
+                raise SystemExit("daemon did not start; see " + str(logp))
+            time.sleep(0.002)
+        out["rss_kib"] = rss_kib(proc.pid)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+    return out
+
+
+def cmd_startup(args):
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        root = make_polis(tmp, args.contracts)
+        s = measure_startup(root, tmp)
+        print(f"start-up on {args.contracts} settled contracts: watching after {s['watch']:.2f} s, "
+              f"initial scan done after {s['scan']:.2f} s, RSS {s['rss_kib'] / 1024:.1f} MiB")
+
+
+def cmd_generate(args):
+    out = Path(args.out)
+    root = make_polis(out, args.contracts, chronicle_lines=args.chronicle_lines)
+    print(root)
 
 
 def cmd_settle_latency(args):
@@ -120,7 +273,7 @@ def cmd_settle_latency(args):
         root = make_polis(tmp, args.contracts)
         polisd("reconcile", str(root))
         rng = random.Random(11)
-        proc = start_daemon(root, tmp, args.debounce)
+        proc = start_daemon(root, tmp, args.debounce, until=READY)
         stats = root / "contracts" / "routing_stats.yml"
         samples = []
         try:
@@ -159,22 +312,110 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def wakeups(pid: int) -> int:
+    """Context switches of every thread of `pid`: a sleeping process that wakes adds some."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for line in (task / "status").read_text().splitlines():
+            if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                total += int(line.split()[1])
+    return total
+
+
+def measure_idle(root: Path, tmp: Path, seconds: int) -> dict:
+    proc = start_daemon(root, tmp, "200ms", until=READY)
+    try:
+        time.sleep(2)
+        c0, w0 = cpu_seconds(proc.pid), wakeups(proc.pid)
+        time.sleep(seconds)
+        c1, w1 = cpu_seconds(proc.pid), wakeups(proc.pid)
+        rss = rss_kib(proc.pid)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+    return {"cpu": c1 - c0, "wakeups": w1 - w0, "rss_kib": rss}
+
+
 def cmd_idle_cpu(args):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         root = make_polis(tmp, args.contracts)
-        proc = start_daemon(root, tmp, "200ms")
-        try:
-            time.sleep(2)
-            c0 = cpu_seconds(proc.pid)
-            time.sleep(args.seconds)
-            c1 = cpu_seconds(proc.pid)
-            rss = rss_kib(proc.pid)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait()
+        m = measure_idle(root, tmp, args.seconds)
         print(f"idle for {args.seconds} s with {args.contracts} settled contracts: "
-              f"{c1 - c0:.3f} s CPU, RSS {rss / 1024:.1f} MiB")
+              f"{m['cpu']:.3f} s CPU, {m['wakeups']} wake-ups, RSS {m['rss_kib'] / 1024:.1f} MiB")
+
+
+def read_file_floor(path: Path, repeat: int = 3) -> float:
+    best = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        path.read_bytes()
+        dt = time.perf_counter() - t0
+        best = dt if best is None else min(best, dt)
+    return best
+
+
+def cmd_all(args):
+    """Every figure of issue 6 part 4 in one run, printed as one table."""
+    sizes = [1000, 10000, 100000]
+    ref_limit = 10000 if args.quick else 100000
+    rows = []
+
+    def row(what, ours, ref="—", ratio="—", note=""):
+        rows.append((what, ours, ref, ratio, note))
+        print(f"  {what}: polisd {ours}  reference {ref}  {ratio}  {note}", flush=True)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        polises = {}
+        for n in sizes:
+            t0 = time.perf_counter()
+            polises[n] = make_polis(tmp / f"p{n}", n)
+            print(f"generated {n} settled contracts in {time.perf_counter() - t0:.1f} s", flush=True)
+        for n in sizes:
+            r = measure_reconcile(polises[n], args.repeat, reference=n <= ref_limit)
+            ours, ref, floor = r["ours"], r["ref"], r["floor"]
+            row(f"`polisd reconcile`, {n // 1000}k settled", f"{ours * 1000:.0f} ms",
+                f"{ref * 1000:.0f} ms" if ref else "not run (--quick)",
+                f"{ref / ours:.1f}x faster" if ref else "—",
+                f"read floor {floor * 1000:.0f} ms: {ours / floor:.1f}x the floor")
+        for n in [10000, 100000]:
+            d = tmp / f"settle{n}"
+            d.mkdir()
+            shutil.copytree(polises[n].parent, d / "project", symlinks=True)
+            root = d / "project" / "_polis"
+            p = percentiles(settle_samples(root, d, args.settlements, args.debounce))
+            row(f"settle -> `routing_stats.yml`, {n // 1000}k settled (debounce {args.debounce})",
+                f"p50 {p['p50']:.0f} ms, p99 {p['p99']:.0f} ms",
+                "a full reconcile per change (row above)", "—",
+                f"target p99 <= debounce + 20 ms")
+        for lines in [100000, 1000000]:
+            d = tmp / f"chron{lines}"
+            d.mkdir()
+            root = make_polis(d, 0, chronicle_lines=lines)
+            floor = read_file_floor(root / "chronicle.md")
+            p = percentiles(chronicle_samples(root, d, args.appends, args.debounce))
+            row(f"chronicle line appended -> validated, {lines // 1000}k lines (debounce {args.debounce})",
+                f"p50 {p['p50']:.0f} ms, p99 {p['p99']:.0f} ms", "no chronicle validation", "—",
+                f"reading the file once: {floor * 1000:.0f} ms; target p99 < debounce + 5 ms")
+        s = measure_startup(polises[100000], tmp)
+        row("start-up of `polisd run`, 100k settled", f"watching {s['watch']:.2f} s, scan done {s['scan']:.2f} s",
+            "no daemon", "—", f"RSS after the scan {s['rss_kib'] / 1024:.0f} MiB; target < 3 s")
+        d = tmp / "idle"
+        d.mkdir()
+        shutil.copytree(polises[10000].parent, d / "project", symlinks=True)
+        m = measure_idle(d / "project" / "_polis", d, args.seconds)
+        row(f"idle {args.seconds} s, 10k settled", f"{m['cpu']:.3f} s CPU, {m['wakeups']} wake-ups",
+            "no daemon", "—", "target < 0.1 s")
+        row("resident memory, 10k settled", f"{m['rss_kib'] / 1024:.1f} MiB", "no daemon", "—", "target < 25 MB")
+
+    print()
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
+          f"polisd {BIN}; reference {PY}")
+    print("| measure | polisd | reference | ratio | notes |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
 
 
 def main():
@@ -190,10 +431,31 @@ def main():
     i = sub.add_parser("idle-cpu")
     i.add_argument("--contracts", type=int, default=10000)
     i.add_argument("--seconds", type=int, default=60)
+    c = sub.add_parser("chronicle-latency")
+    c.add_argument("--lines", type=int, default=1000000)
+    c.add_argument("--appends", type=int, default=100)
+    c.add_argument("--debounce", default="50ms")
+    u = sub.add_parser("startup")
+    u.add_argument("--contracts", type=int, default=100000)
+    g = sub.add_parser("generate")
+    g.add_argument("out")
+    g.add_argument("--contracts", type=int, default=10000)
+    g.add_argument("--chronicle-lines", type=int, default=0)
+    a = sub.add_parser("all")
+    a.add_argument("--quick", action="store_true", help="run the reference up to 10k contracts only")
+    a.add_argument("--repeat", type=int, default=3)
+    a.add_argument("--settlements", type=int, default=100)
+    a.add_argument("--appends", type=int, default=100)
+    a.add_argument("--debounce", default="50ms")
+    a.add_argument("--seconds", type=int, default=60)
     args = ap.parse_args()
     if not BIN.exists():
         raise SystemExit(f"{BIN} not found: run `cargo build --release` first")
-    {"reconcile": cmd_reconcile, "settle-latency": cmd_settle_latency, "idle-cpu": cmd_idle_cpu}[args.cmd](args)
+    if not Path(PY).exists() and args.cmd in ("reconcile", "all"):
+        raise SystemExit(f"no reference at {PY}: run .ci/run's setup or set POLISD_REFERENCE_PYTHON")
+    {"reconcile": cmd_reconcile, "settle-latency": cmd_settle_latency, "idle-cpu": cmd_idle_cpu,
+     "chronicle-latency": cmd_chronicle_latency, "startup": cmd_startup, "generate": cmd_generate,
+     "all": cmd_all}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -136,7 +136,11 @@ pub struct TallyResult {
 /// away (SPEC §8).
 pub fn active_citizens(polis: &Polis, now: &PolisTime) -> BTreeSet<String> {
     let registered = polis.registered();
-    crate::chronicle::active_authors(&polis.recent_chronicle(), now)
+    let authors = match &polis.active_authors {
+        Some(authors) => authors.clone(),
+        None => crate::chronicle::active_authors(&polis.recent_chronicle(), now),
+    };
+    authors
         .into_iter()
         .filter(|id| registered.contains(id) && !polis.status(id).is_away())
         .collect()

@@ -148,16 +148,41 @@ fn scan_lines(text: &str, from: Resume, at_start: bool) -> Scan {
 
 /// 1-based line on which the body starts (1 without frontmatter). Only the BOM and CRLF are
 /// normalised, so line numbers stay the file's.
+///
+/// Only the head of the file is looked at: the frontmatter rule (`frontmatter::split`) captures
+/// the whole body, which for a chronicle of a million lines costs a regex pass over ~100 MB on
+/// every scan. Where the body starts is decided by the head alone (the body group matches
+/// anything), so the head pattern is matched on a growing prefix until the answer cannot change.
 fn frontmatter_body_line(text: &str) -> usize {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let normal = text.replace("\r\n", "\n");
-    let split = frontmatter::split(&normal);
-    if split.yaml.is_some() {
-        split.body_line
-    } else {
-        1
+    if !text.starts_with("---") {
+        return 1;
+    }
+    let mut len = 64 * 1024;
+    loop {
+        let whole = len >= text.len();
+        let mut end = len.min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let head = text[..end].replace("\r\n", "\n");
+        if let Some(m) = FRONTMATTER_HEAD.find(&head) {
+            // The closing fence's `\s*` is greedy: the match is final once non-blank text
+            // follows it inside the prefix.
+            if whole || !head[m.end()..].trim_start().is_empty() {
+                return 1 + head[..m.end()].bytes().filter(|b| *b == b'\n').count();
+            }
+        } else if whole {
+            return 1;
+        }
+        len *= 16;
     }
 }
+
+/// The head of `frontmatter::split`'s rule (`\A---\s*\n(.*?)\n---\s*\n(.*)\z`): the body
+/// group matches anything, so the head's preferred match is the full rule's.
+static FRONTMATTER_HEAD: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"(?s)\A---\s*\n(.*?)\n---\s*\n").unwrap());
 
 // ---------------------------------------------------------------------------------------------
 // The line grammar
@@ -921,7 +946,7 @@ pub fn merge_conflict_copy(current: &str, copy: &str) -> String {
     } else {
         "\n"
     };
-    let mut out = frontmatter_block(current)
+    let head = frontmatter_block(current)
         .or_else(|| frontmatter_block(copy))
         .map(|h| {
             if eol == "\n" {
@@ -930,19 +955,28 @@ pub fn merge_conflict_copy(current: &str, copy: &str) -> String {
                 h
             }
         })
-        .map(|h| format!("{h}{eol}"))
-        .unwrap_or_default();
-    let headless = out.is_empty();
+        .map(|h| format!("{h}{eol}"));
+    let mut body = String::new();
     for (_, text) in keyed {
-        out.push_str(text);
-        out.push_str(eol);
+        body.push_str(text);
+        body.push_str(eol);
+    }
+    if let Some(head) = head {
+        let out = format!("{head}{body}");
+        // The union's lines start on the line after the head. An empty frontmatter (only blank
+        // lines between the fences) can instead end at a later `---` line of the union, hiding
+        // the lines before it; it holds no fields, so then the lines are written without it.
+        if frontmatter_body_line(&out) <= head.matches('\n').count() + 1 {
+            return out;
+        }
     }
     // Without a frontmatter, sorted lines that happen to open with `---` and hold another `---`
-    // would read as one and hide every line between them; a blank first line keeps them lines.
-    if headless && frontmatter_body_line(&out) > 1 {
-        out.insert_str(0, eol);
+    // would read as one and hide every line between them, and a first line starting with U+FEFF
+    // would lose it as a BOM; a blank first line keeps them lines as they were.
+    if frontmatter_body_line(&body) > 1 || body.starts_with('\u{feff}') {
+        body.insert_str(0, eol);
     }
-    out
+    body
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -987,6 +1021,95 @@ pub fn active_authors(texts: &[&str], now: &PolisTime) -> BTreeSet<String> {
     out
 }
 
+/// What the activity window (SPEC §8) and C005 read of a chronicle, kept between passes so an
+/// appended line costs one line: per author the stamps that can still fall in the window, the
+/// newest stamp not in the future, and the stamps that were in the future when seen.
+///
+/// Answers equal [`active_authors`] and [`newest_stamp`] over the same lines for any `now` at
+/// or after the latest one given to [`Activity::add`]; for an earlier `now` (a clock set back)
+/// they are `None` and the caller scans the text.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Activity {
+    recent: std::collections::BTreeMap<String, BTreeSet<NaiveDateTime>>,
+    newest: Option<NaiveDateTime>,
+    future: Vec<NaiveDateTime>,
+    latest_now: Option<NaiveDateTime>,
+}
+
+impl Activity {
+    /// The activity of every line of `text`.
+    pub fn of_text(text: &str, now: &PolisTime) -> Activity {
+        let mut a = Activity::default();
+        a.add(&scan(text).lines, now);
+        a
+    }
+
+    /// Takes in lines appended after those already added.
+    pub fn add(&mut self, lines: &[Line], now: &PolisTime) {
+        let latest = self.latest_now.map_or(now.now, |l| l.max(now.now));
+        self.latest_now = Some(latest);
+        let floor = latest - Duration::days(ACTIVITY_WINDOW_DAYS);
+        let limit = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
+        for line in lines {
+            let Some((stamp, author)) = stamp_and_author(&line.text) else {
+                continue;
+            };
+            if stamp <= limit {
+                self.newest = self.newest.max(Some(stamp));
+            } else {
+                self.future.push(stamp);
+            }
+            if stamp >= floor {
+                match self.recent.get_mut(author) {
+                    Some(stamps) => {
+                        stamps.insert(stamp);
+                    }
+                    None => {
+                        self.recent
+                            .insert(author.to_string(), BTreeSet::from([stamp]));
+                    }
+                }
+            }
+        }
+        // Stamps before the window can never count again while the clock moves forward.
+        self.recent.retain(|_, stamps| {
+            *stamps = stamps.split_off(&floor);
+            !stamps.is_empty()
+        });
+        self.future.retain(|f| *f > limit);
+    }
+
+    fn answers(&self, now: &PolisTime) -> bool {
+        self.latest_now.is_none_or(|l| now.now >= l)
+    }
+
+    /// [`active_authors`] over the added lines.
+    pub fn active_authors(&self, now: &PolisTime) -> Option<BTreeSet<String>> {
+        if !self.answers(now) {
+            return None;
+        }
+        let from = now.now - Duration::days(ACTIVITY_WINDOW_DAYS);
+        let to = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
+        Some(
+            self.recent
+                .iter()
+                .filter(|(_, stamps)| stamps.range(from..=to).next().is_some())
+                .map(|(author, _)| author.clone())
+                .collect(),
+        )
+    }
+
+    /// [`newest_stamp`] over the added lines.
+    pub fn newest_stamp(&self, now: &PolisTime) -> Option<Option<NaiveDateTime>> {
+        if !self.answers(now) {
+            return None;
+        }
+        let limit = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
+        let future = self.future.iter().filter(|f| **f <= limit).max().copied();
+        Some(self.newest.max(future))
+    }
+}
+
 /// The newest stamp of a chronicle text that is not in the future, for seeding C005.
 pub fn newest_stamp(text: &str, now: &PolisTime) -> Option<NaiveDateTime> {
     let limit = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
@@ -1009,6 +1132,97 @@ pub fn declared_period(text: &str) -> Option<Quarter> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn activity_follows_the_full_scans_as_time_moves_on() {
+        use crate::clock::{PolisTime, PolisZone};
+        let at = |d: u32, h: u32| {
+            chrono::NaiveDate::from_ymd_opt(2026, 3, d)
+                .unwrap()
+                .and_hms_opt(h, 0, 0)
+                .unwrap()
+        };
+        let t = |d, h| PolisTime {
+            zone: PolisZone::default(),
+            now: at(d, h),
+        };
+        let line = |d: u32, h: u32, who: &str| {
+            format!(
+                "- {} | {who} | worked | - | -\n",
+                at(d, h).format("%Y-%m-%d %H:%M")
+            )
+        };
+        let mut text = String::from("---\nfile_type: chronicle\n---\n");
+        let mut activity = super::Activity::default();
+        // (line day, hour, author, the day the pass runs)
+        let steps = [
+            (1, 9, "alice-agent", 1),
+            (2, 9, "bob-agent1", 2),
+            (20, 9, "carol-agent", 3), // in the future until day 20
+            (1, 10, "dave-agent1", 5), // older than the newest (C005 material)
+            (3, 9, "alice-agent", 10),
+            (17, 9, "bob-agent1", 17),
+        ];
+        for (d, h, who, today) in steps {
+            let from = text.len();
+            text.push_str(&line(d, h, who));
+            let now = t(today, 12);
+            let lines = super::scan_tail(&text[from..], 0).lines;
+            activity.add(&lines, &now);
+            for later in [today, today + 1, today + 9, 19, 20, 28] {
+                let now = t(later, 12);
+                assert_eq!(
+                    activity.active_authors(&now).unwrap(),
+                    super::active_authors(&[&text], &now),
+                    "day {today}, asked on day {later}"
+                );
+                assert_eq!(
+                    activity.newest_stamp(&now).unwrap(),
+                    super::newest_stamp(&text, &now)
+                );
+            }
+        }
+        assert_eq!(
+            activity.active_authors(&t(1, 0)),
+            None,
+            "the clock went back"
+        );
+    }
+
+    #[test]
+    fn body_line_from_the_head_equals_the_full_split() {
+        let long_body: String = (0..20_000)
+            .map(|i| format!("- 2026-01-01 00:00 | alice-agent | worked | - | {i}\n"))
+            .collect();
+        let blank_run = format!("---\na: 1\n---\n{}x\n", " \n".repeat(40_000));
+        let cases = [
+            "no frontmatter\n".to_string(),
+            "---\nfile_type: chronicle\n---\n- line\n".to_string(),
+            "---\r\nfile_type: chronicle\r\n---\r\n\r\n- line\r\n".to_string(),
+            "---\n\n\n---\n\n\nbody\n".to_string(),
+            "---\nnever closed\n".to_string(),
+            "----\nnot a fence\n---\nx\n".to_string(),
+            format!("---\nfile_type: chronicle\n---\n{long_body}"),
+            format!("---\n{long_body}---\nbody\n"),
+            format!("---\nunclosed\n{long_body}"),
+            blank_run,
+        ];
+        for text in &cases {
+            let normal = text.replace("\r\n", "\n");
+            let split = crate::frontmatter::split(&normal);
+            let want = if split.yaml.is_some() {
+                split.body_line
+            } else {
+                1
+            };
+            assert_eq!(
+                super::frontmatter_body_line(text),
+                want,
+                "{:?}",
+                &text[..40.min(text.len())]
+            );
+        }
+    }
+
     use super::*;
     use crate::clock::PolisZone;
     use proptest::prelude::*;

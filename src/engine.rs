@@ -208,6 +208,52 @@ impl SettledRefresh {
     }
 }
 
+/// The activity of a chronicle text up to `offset`, with the hash of the bytes before it so a
+/// rewrite is noticed.
+#[derive(Debug, Clone)]
+struct Covered {
+    name: String,
+    offset: usize,
+    tail: String,
+    activity: chronicle::Activity,
+}
+
+impl Covered {
+    fn new(name: &str, text: &str, offset: usize, now: &PolisTime) -> Covered {
+        Covered {
+            name: name.to_string(),
+            offset,
+            tail: tail_hash(text, offset),
+            activity: chronicle::Activity::of_text(&text[..offset], now),
+        }
+    }
+
+    /// Whether `text` still starts with the bytes this covers (it was at most appended to).
+    fn is_prefix_of(&self, name: &str, text: &str) -> bool {
+        self.name == name
+            && self.offset <= text.len()
+            && text.is_char_boundary(self.offset)
+            && tail_hash(text, self.offset) == self.tail
+    }
+
+    /// Covers `text` up to `upto`, reading only the lines after the current offset when the
+    /// text was appended to.
+    fn extend_to(&mut self, text: &str, upto: usize, now: &PolisTime) {
+        if self.offset > 0
+            && self.offset <= upto
+            && text.as_bytes()[self.offset - 1] == b'\n'
+            && self.is_prefix_of(&self.name.clone(), text)
+        {
+            let lines = chronicle::scan_tail(&text[self.offset..upto], 0).lines;
+            self.activity.add(&lines, now);
+            self.offset = upto;
+            self.tail = tail_hash(text, upto);
+        } else {
+            *self = Covered::new(&self.name.clone(), text, upto, now);
+        }
+    }
+}
+
 /// The engine of one polis.
 pub struct Engine {
     root: PathBuf,
@@ -226,6 +272,11 @@ pub struct Engine {
     /// Hex SHA-256 of `routing_stats.yml` as the last reconcile left it: with the settled cache
     /// unchanged and these bytes in place, a reconcile would change nothing.
     stats_hash: Option<String>,
+    /// The activity window of `chronicle.md` up to its validated offset, kept so an appended
+    /// line is read once (SPEC §3, §8).
+    chronicle_activity: Option<Covered>,
+    /// The same for the newest archive, which the window also reads.
+    archive_activity: Option<Covered>,
     /// Findings about the folder's files already logged by this process, so each is logged
     /// once while it lasts (and again if it comes back after being fixed).
     logged_findings: BTreeSet<String>,
@@ -264,6 +315,8 @@ impl Engine {
             watch_mode: "none".to_string(),
             warmed: false,
             stats_hash: None,
+            chronicle_activity: None,
+            archive_activity: None,
             logged_findings: BTreeSet::new(),
         })
     }
@@ -365,6 +418,12 @@ impl Engine {
         let mut polis = Polis::read_with(&self.root, false);
         let now = PolisTime::at(polis.settings.timezone, wall);
         let (new_settled, settled_changed) = self.refresh_settled(&mut polis, refresh);
+        // Findings about settled files live in the cache (those files are not re-read).
+        polis.findings.extend(
+            self.settled
+                .values()
+                .flat_map(|e| e.findings.iter().cloned()),
+        );
 
         // The cache keeps each settled file's findings; they are the polis's findings too.
         for e in self.settled.values() {
@@ -389,6 +448,7 @@ impl Engine {
                 polis = self.reread(&polis);
             }
         }
+        self.fill_activity(&mut polis, &now);
 
         // A settled/ event whose file did not change (an event split across two batches, a
         // replayed event) needs no second reconcile: its inputs are the cache and the stats file.
@@ -434,6 +494,7 @@ impl Engine {
                 Ok(true) => {
                     wrote = true;
                     polis = self.reread(&polis);
+                    self.fill_activity(&mut polis, &now);
                 }
                 Ok(false) => {}
                 Err(e) => errors.push(format!("routing: {e:#}")),
@@ -451,6 +512,7 @@ impl Engine {
                     if !acted.is_empty() {
                         wrote = true;
                         polis = self.reread(&polis);
+                        self.fill_activity(&mut polis, &now);
                     }
                 }
                 Err(e) => errors.push(format!("tally: {e}")),
@@ -773,7 +835,13 @@ impl Engine {
             }
         };
         if !new_lines.is_empty() {
-            let earlier = chronicle::newest_stamp(&text[..resume.offset.min(text.len())], now);
+            let earlier = if rewritten {
+                chronicle::newest_stamp(&text[..resume.offset.min(text.len())], now)
+            } else {
+                self.activity_upto(text, resume.offset, now)
+                    .newest_stamp(now)
+                    .unwrap_or_else(|| chronicle::newest_stamp(&text[..resume.offset], now))
+            };
             let (findings, _) = self.validate(polis, &new_lines, earlier, now);
             for f in &findings {
                 tracing::warn!("{f}");
@@ -800,8 +868,59 @@ impl Engine {
         progress.offset = scan.resume.offset as u64;
         progress.line = scan.resume.line as u64;
         progress.tail_hash = tail_hash(text, scan.resume.offset);
+        self.activity_upto(text, scan.resume.offset, now);
         self.enqueue(notices);
         Ok(wrote)
+    }
+
+    /// The activity of `chronicle.md` up to `upto` (a line end), read incrementally.
+    fn activity_upto(&mut self, text: &str, upto: usize, now: &PolisTime) -> &chronicle::Activity {
+        let covered = self
+            .chronicle_activity
+            .get_or_insert_with(|| Covered::new(polis::CHRONICLE, text, 0, now));
+        if covered.offset != upto || !covered.is_prefix_of(polis::CHRONICLE, text) {
+            covered.extend_to(text, upto, now);
+        }
+        &covered.activity
+    }
+
+    /// Fills `polis.active_authors` from the kept activity when it covers the chronicle as read
+    /// (every complete line) and the newest archive; otherwise leaves it for a scan.
+    fn fill_activity(&mut self, polis: &mut Polis, now: &PolisTime) {
+        polis.active_authors = None;
+        let mut authors = match polis.chronicle.as_deref() {
+            None => BTreeSet::new(),
+            Some(text) => {
+                let Some(c) = &self.chronicle_activity else {
+                    return;
+                };
+                if !c.is_prefix_of(polis::CHRONICLE, text) || text[c.offset..].contains('\n') {
+                    return;
+                }
+                match c.activity.active_authors(now) {
+                    Some(authors) => authors,
+                    None => return,
+                }
+            }
+        };
+        if let Some((name, text)) = polis.archives.last() {
+            let fresh = self
+                .archive_activity
+                .as_ref()
+                .is_some_and(|a| a.offset == text.len() && a.is_prefix_of(name, text));
+            if !fresh {
+                self.archive_activity = Some(Covered::new(name, text, text.len(), now));
+            }
+            match self
+                .archive_activity
+                .as_ref()
+                .and_then(|a| a.activity.active_authors(now))
+            {
+                Some(more) => authors.extend(more),
+                None => return,
+            }
+        }
+        polis.active_authors = Some(authors);
     }
 
     fn validate(

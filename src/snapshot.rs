@@ -384,6 +384,9 @@ pub struct Polis {
     pub chronicle: Option<String>,
     /// Archives `chronicle-YYYY-Qn.md` by name, oldest first.
     pub archives: Vec<(String, String)>,
+    /// The authors in the activity window, when a caller that keeps the chronicle's activity
+    /// between passes (the daemon) has filled it in; `None` means "scan the texts".
+    pub active_authors: Option<std::collections::BTreeSet<String>>,
     pub findings: Vec<Finding>,
 }
 
@@ -496,6 +499,7 @@ impl Polis {
             amendments,
             chronicle,
             archives,
+            active_authors: None,
             findings,
         }
     }

@@ -38,3 +38,45 @@ fn fuzz_chronicle_merge_never_turns_crlf_lines_into_frontmatter() {
     assert_no_line_lost(copy, &merged);
     assert!(!merged.replace("\r\n", "").contains('\n'), "{merged:?}");
 }
+
+/// Found by the `chronicle` target after the fix above: the copy's frontmatter was empty (only
+/// blank lines between the fences), and a `---` line from the other file came first in the
+/// union. The opening fence's `\s*` then reached over the blank lines, so the copy's closing
+/// fence read as YAML and the frontmatter ended at the agent's `---` line instead.
+#[test]
+fn fuzz_chronicle_merge_keeps_lines_after_an_empty_frontmatter() {
+    let current = "x\n---\n";
+    let copy = "---\n\n---\n";
+    let merged = chronicle::merge_conflict_copy(current, copy);
+    assert_no_line_lost(current, &merged);
+    assert_no_line_lost(copy, &merged);
+    assert_eq!(chronicle::merge_conflict_copy(&merged, copy), merged);
+    // The other way round: the empty frontmatter is the chronicle's own.
+    let merged = chronicle::merge_conflict_copy(copy, current);
+    assert_no_line_lost(current, &merged);
+}
+
+/// A frontmatter with fields is kept when the lines are safe behind it.
+#[test]
+fn fuzz_chronicle_merge_keeps_a_real_frontmatter() {
+    let current = "---\nfile_type: chronicle\n---\n- 2026-03-01 09:33 | a | b | - | c\n";
+    let copy = "---\n- 2026-03-01 09:34 | a | b | - | d\n";
+    let merged = chronicle::merge_conflict_copy(current, copy);
+    assert!(
+        merged.starts_with("---\nfile_type: chronicle\n---\n"),
+        "{merged:?}"
+    );
+    assert_no_line_lost(current, &merged);
+    assert_no_line_lost(copy, &merged);
+}
+
+/// Found by the `chronicle` target: a line beginning with U+FEFF that was not the file's first
+/// became the merged file's first bytes, where every reader takes U+FEFF for a BOM and drops it,
+/// so the line read back changed (and C009 would call it lost).
+#[test]
+fn fuzz_chronicle_merge_keeps_a_line_that_starts_with_a_bom() {
+    let current = "\n\u{feff}x | y\n";
+    let merged = chronicle::merge_conflict_copy(current, "");
+    assert_no_line_lost(current, &merged);
+    assert_eq!(chronicle::merge_conflict_copy(&merged, ""), merged);
+}

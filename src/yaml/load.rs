@@ -234,10 +234,6 @@ fn err(line: usize, message: &str) -> YamlError {
 }
 
 // PyYAML's implicit resolvers (resolver.py), YAML 1.1.
-static BOOL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$")
-        .unwrap()
-});
 static FLOAT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
@@ -250,7 +246,6 @@ static INT: LazyLock<Regex> = LazyLock::new(|| {
     )
     .unwrap()
 });
-static NULL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(?:~|null|Null|NULL|)$").unwrap());
 static TIMESTAMP: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"^(?P<year>[0-9][0-9][0-9][0-9])-(?P<month>[0-9][0-9]?)-(?P<day>[0-9][0-9]?)(?:(?:[Tt]|[ \t]+)(?P<hour>[0-9][0-9]?):(?P<minute>[0-9][0-9]):(?P<second>[0-9][0-9])(?:\.(?P<fraction>[0-9]*))?(?:[ \t]*(?P<tz>Z|(?P<tz_sign>[-+])(?P<tz_hour>[0-9][0-9]?)(?::(?P<tz_minute>[0-9][0-9]))?))?)?$",
@@ -262,14 +257,46 @@ static DATE_ONLY: LazyLock<Regex> =
 
 /// What a plain scalar's text means, as PyYAML's resolver decides.
 pub(crate) fn resolve_plain(text: &str) -> Result<Value, String> {
-    // The resolver picks candidates by first character; the order below mirrors that.
-    if BOOL.is_match(text) {
-        return Ok(Value::Bool(matches!(
-            text,
-            "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON"
-        )));
+    // The resolver picks candidates by first character; the order below mirrors that. Every
+    // pattern is anchored at the start, so a scalar whose first character starts none of them
+    // is a string: most text (titles, ids, tags) takes this exit without a regex.
+    match text.as_bytes().first() {
+        None => return Ok(Value::Null),
+        Some(
+            b'y'
+            | b'Y'
+            | b'n'
+            | b'N'
+            | b't'
+            | b'T'
+            | b'f'
+            | b'F'
+            | b'o'
+            | b'O'
+            | b'~'
+            | b'-'
+            | b'+'
+            | b'.'
+            | b'0'..=b'9'
+            | b'<'
+            | b'=',
+        ) => {}
+        Some(_) => return Ok(Value::Str(text.to_string())),
     }
-    if NULL.is_match(text) {
+    // BOOL and NULL match a fixed list of words; comparing them is the same test, cheaper.
+    if matches!(
+        text,
+        "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON"
+    ) {
+        return Ok(Value::Bool(true));
+    }
+    if matches!(
+        text,
+        "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF"
+    ) {
+        return Ok(Value::Bool(false));
+    }
+    if matches!(text, "~" | "null" | "Null" | "NULL") {
         return Ok(Value::Null);
     }
     if text == "<<" {
@@ -293,6 +320,12 @@ pub(crate) fn resolve_plain(text: &str) -> Result<Value, String> {
 }
 
 fn is_timestamp(text: &str) -> bool {
+    // Every timestamp starts with four digits and a dash; most numbers and strings do not,
+    // and the capturing search below is the resolver's most expensive step.
+    let b = text.as_bytes();
+    if b.len() < 8 || !b[..4].iter().all(u8::is_ascii_digit) || b[4] != b'-' {
+        return false;
+    }
     // The date-only form needs two-digit month and day; the datetime form does not.
     match TIMESTAMP.captures(text) {
         Some(c) => c.name("hour").is_some() || DATE_ONLY.is_match(text),

@@ -1,0 +1,252 @@
+//! Criterion benchmarks of the pure core: what each reaction of the daemon is made of.
+//!
+//!     cargo bench --bench core                 # all
+//!     cargo bench --bench core -- reconcile    # one group
+//!
+//! Figures are for comparing builds on one machine; no test asserts a time.
+
+use chrono::{NaiveDate, NaiveDateTime};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use polisd::amendment::{self, TallyContext};
+use polisd::chronicle::{self, ChronicleContext};
+use polisd::clock::{PolisTime, PolisZone};
+use polisd::stats::{self, Ledger, Settlement};
+use polisd::yaml::Value;
+use std::collections::BTreeSet;
+use std::hint::black_box;
+
+const OWNERS: [&str; 4] = [
+    "claude-code-1",
+    "codex-agent-2",
+    "gemini-cli-03",
+    "mistral-vibe-4",
+];
+const TAGS: [&str; 8] = [
+    "python", "rust", "docs", "infra", "frontend", "data", "security", "review",
+];
+
+fn now() -> PolisTime {
+    PolisTime {
+        zone: PolisZone::default(),
+        now: stamp(400_000),
+    }
+}
+
+/// Minute `i` after 2026-01-01 00:00.
+fn stamp(i: u64) -> NaiveDateTime {
+    NaiveDate::from_ymd_opt(2026, 1, 1)
+        .unwrap()
+        .and_hms_opt(0, 0, 0)
+        .unwrap()
+        + chrono::Duration::minutes(i as i64)
+}
+
+/// A deterministic spread of settlements (a cheap LCG: no RNG crate in the measured loop).
+fn settlements(n: usize) -> Vec<Settlement> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (x >> 33) as usize
+    };
+    (0..n)
+        .map(|i| {
+            let at = stamp(i as u64 * 7);
+            let mut tags = vec![TAGS[next() % 8].to_string()];
+            let second = TAGS[next() % 8].to_string();
+            if !tags.contains(&second) && next() % 2 == 0 {
+                tags.push(second);
+            }
+            Settlement {
+                path: format!("contracts/settled/c-{i:06}.md"),
+                contract_id: Some(format!("c-{i:06}")),
+                owner: OWNERS[next() % 4].to_string(),
+                tags,
+                instant: Some(at),
+                when_text: at.to_string(),
+                last_completed: Some(at.to_string()[..10].to_string()),
+                quality: (next() % 5 + 1) as u8,
+                quality_defaulted: false,
+                minutes: (next() % 240 + 5) as f64,
+            }
+        })
+        .collect()
+}
+
+const CONTRACT: &str = "---\ncontract_id: c-000042\ntitle: Contract 42\nopened_by: claude-code-1\n\
+opened_at: 2026-01-03 10:42:00\nowner: codex-agent-2\nstatus: settled\nstakes: medium\n\
+required_tags: [python, docs]\ncost_ceiling: medium\nsettled_at: 2026-01-03 12:00:00\n\
+quality_score: 4\nactual_minutes: 75\n---\n\n## Intent\n\nDo the thing.\n\n## Settlement\n\nDone.\n";
+
+fn chronicle_lines(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "{} | {} | settled | [[contracts/settled/c-{:06}]] | quality 4, 75 minutes\n",
+                stamp(i as u64).format("%Y-%m-%d %H:%M"),
+                OWNERS[i % 4],
+                i
+            )
+        })
+        .collect()
+}
+
+fn bench_chronicle(c: &mut Criterion) {
+    let mut g = c.benchmark_group("chronicle");
+    let text = chronicle_lines(1000);
+    let lines = chronicle::scan(&text).lines;
+    let registered: BTreeSet<String> = OWNERS.iter().map(|s| s.to_string()).collect();
+    let is_registered = |id: &str| registered.contains(id);
+    let link_exists = |_: &str| true;
+    let ctx = ChronicleContext {
+        path: "chronicle.md",
+        is_registered: &is_registered,
+        link_exists: &link_exists,
+        newest_earlier: None,
+        now: now(),
+    };
+    g.throughput(Throughput::Elements(lines.len() as u64));
+    g.bench_function("scan_1k_lines", |b| {
+        b.iter(|| chronicle::scan(black_box(&text)))
+    });
+    g.bench_function("validate_1k_lines", |b| {
+        b.iter(|| chronicle::validate_all(black_box(&lines), &ctx))
+    });
+    g.finish();
+}
+
+fn bench_contract(c: &mut Criterion) {
+    let mut g = c.benchmark_group("contract");
+    g.throughput(Throughput::Bytes(CONTRACT.len() as u64));
+    g.bench_function("frontmatter_yaml", |b| {
+        b.iter(|| polisd::frontmatter::parse(black_box(CONTRACT)).unwrap())
+    });
+    g.bench_function("read_settled", |b| {
+        b.iter(|| {
+            polisd::contract::read_settled(
+                "contracts/settled/c-000042.md",
+                black_box(CONTRACT),
+                PolisZone::default(),
+            )
+        })
+    });
+    g.bench_function("yaml_load_only", |b| {
+        let yaml = CONTRACT.split("---\n").nth(1).unwrap();
+        b.iter(|| polisd::yaml::load(black_box(yaml)).unwrap())
+    });
+    g.finish();
+}
+
+fn bench_reconcile(c: &mut Criterion) {
+    let mut g = c.benchmark_group("reconcile");
+    g.sample_size(10);
+    for n in [1_000usize, 10_000, 100_000] {
+        let all = settlements(n);
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_with_input(BenchmarkId::new("full_render", n), &all, |b, all| {
+            b.iter(|| {
+                let s = stats::reconcile(black_box(all), &Value::Null, &Value::Null);
+                stats::render(&s).unwrap()
+            })
+        });
+        // The daemon's case: one settlement newer than all others on a warm ledger.
+        let mut ledger = Ledger::new();
+        for s in &all {
+            ledger.insert(s.clone());
+        }
+        ledger.stats(&Value::Null, &Value::Null);
+        let newest = {
+            let mut s = all[0].clone();
+            s.path = "contracts/settled/zz-new.md".into();
+            let at = stamp(n as u64 * 7 + 1);
+            s.instant = Some(at);
+            s.when_text = at.to_string();
+            s
+        };
+        g.bench_with_input(
+            BenchmarkId::new("ledger_newest_render", n),
+            &newest,
+            |b, s| {
+                b.iter_batched_ref(
+                    || ledger.clone(),
+                    |l| {
+                        l.insert(s.clone());
+                        stats::render(&l.stats(&Value::Null, &Value::Null)).unwrap()
+                    },
+                    BatchSize::LargeInput,
+                )
+            },
+        );
+        // A late sync: one settlement older than all others (replays its tags).
+        let oldest = {
+            let mut s = newest.clone();
+            s.path = "contracts/settled/aa-late.md".into();
+            let at = stamp(0) - chrono::Duration::days(1);
+            s.instant = Some(at);
+            s.when_text = at.to_string();
+            s
+        };
+        g.bench_with_input(
+            BenchmarkId::new("ledger_oldest_render", n),
+            &oldest,
+            |b, s| {
+                b.iter_batched_ref(
+                    || ledger.clone(),
+                    |l| {
+                        l.insert(s.clone());
+                        stats::render(&l.stats(&Value::Null, &Value::Null)).unwrap()
+                    },
+                    BatchSize::LargeInput,
+                )
+            },
+        );
+    }
+    g.finish();
+}
+
+fn bench_content_hash(c: &mut Criterion) {
+    let card = "agent_id: claude-code-1\nvendor: anthropic\nmodel: claude\ncapability_tags:\n  python:\n    self_rating: 5\n  rust:\n    self_rating: 4\n  docs:\n    self_rating: 3\ncost_envelope:\n  relative: medium\ncontent_hash: sha256:0000\n";
+    let value = polisd::yaml::load(card).unwrap();
+    c.bench_function("content_hash", |b| {
+        b.iter(|| polisd::card::content_hash(black_box(&value)).unwrap())
+    });
+}
+
+fn bench_tally(c: &mut Criterion) {
+    let voters: Vec<String> = (0..40).map(|i| format!("citizen-agent-{i:02}")).collect();
+    let text = format!(
+        "---\namendment_id: AMD-2026-001\ntitle: A rule\nproposed_by: {}\nproposed_at: 2026-01-01 10:00:00\n\
+         status: proposed\nquorum_required: majority\nexpires_at: 2027-01-01\nvotes:\n  agree: [{}]\n  disagree: [{}]\n---\n\nBody.\n",
+        voters[0],
+        voters[..15].join(", "),
+        voters[30..].join(", ")
+    );
+    let a = amendment::parse(&text, "AMD-2026-001").unwrap();
+    let registered: BTreeSet<String> = voters.iter().cloned().collect();
+    let active = registered.clone();
+    let away = BTreeSet::new();
+    let ctx = TallyContext {
+        registered: &registered,
+        active: &active,
+        away: &away,
+        now: now(),
+    };
+    c.bench_function("tally_40_citizens", |b| {
+        b.iter(|| amendment::tally(black_box(&a), &ctx))
+    });
+    let chron = chronicle_lines(100_000);
+    c.bench_function("active_authors_100k_lines", |b| {
+        b.iter(|| chronicle::active_authors(&[black_box(chron.as_str())], &now()))
+    });
+}
+
+criterion_group!(
+    benches,
+    bench_chronicle,
+    bench_contract,
+    bench_reconcile,
+    bench_content_hash,
+    bench_tally
+);
+criterion_main!(benches);
