@@ -424,11 +424,6 @@ impl Engine {
                 .values()
                 .flat_map(|e| e.findings.iter().cloned()),
         );
-
-        // The cache keeps each settled file's findings; they are the polis's findings too.
-        for e in self.settled.values() {
-            polis.findings.extend(e.findings.iter().cloned());
-        }
         self.log_new_findings(&polis.findings);
 
         let first_meeting = self.state.first_met.is_none();
