@@ -291,6 +291,9 @@ pub struct Engine {
     logged_findings: BTreeSet<String>,
 }
 
+/// How often a long delivery saves its progress.
+const OUTBOX_CHECKPOINT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Bytes of the chronicle before the validated offset that are hashed to notice a rewrite.
 const TAIL_WINDOW: usize = 4096;
 
@@ -428,14 +431,13 @@ impl Engine {
         let mut polis = self.read_polis();
         let now = PolisTime::at(polis.settings.timezone, wall);
         let (new_settled, settled_changed) = self.refresh_settled(&mut polis, refresh);
-
-        let mut findings = polis.findings.clone();
-        findings.extend(
+        // Findings about settled files live in the cache (those files are not re-read).
+        polis.findings.extend(
             self.settled
                 .values()
                 .flat_map(|e| e.findings.iter().cloned()),
         );
-        self.log_new_findings(&findings);
+        self.log_new_findings(&polis.findings);
 
         let first_meeting = self.state.first_met.is_none();
         if first_meeting {
@@ -1217,7 +1219,18 @@ impl Engine {
         let outbox = std::mem::take(&mut self.state.outbox);
         let enabled = self.options.notifications;
         let mut keep = Vec::new();
-        for entry in outbox {
+        // A long outbox (a backlog after downtime) is checkpointed as it drains: a crash
+        // half-way then resumes where it was, instead of re-checking every inbox from the top.
+        let mut checkpoint = std::time::Instant::now();
+        for (i, entry) in outbox.iter().enumerate() {
+            if checkpoint.elapsed() >= OUTBOX_CHECKPOINT {
+                self.state.outbox = keep.iter().chain(&outbox[i..]).cloned().collect();
+                if let Err(e) = self.state.save() {
+                    tracing::warn!("could not save the outbox's progress: {e}");
+                }
+                checkpoint = std::time::Instant::now();
+            }
+            let entry = entry.clone();
             let Some(kind) = Kind::parse(&entry.kind) else {
                 continue;
             };

@@ -9,8 +9,12 @@ use regex::Regex;
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
+/// The reference's rule without its trailing `(.*)$`, which always matches the rest: the body is
+/// everything after the match. Capturing that rest made the regex engine walk a whole file
+/// with its slowest matcher (seconds for a big record, a minute in a debug build); now only the
+/// frontmatter itself is walked.
 static FRONTMATTER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?s)\A---\s*\n(.*?)\n---\s*\n(.*)\z").unwrap());
+    LazyLock::new(|| Regex::new(r"(?s)\A---\s*\n(.*?)\n---\s*\n").unwrap());
 
 /// A file's text split at its frontmatter fences.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,12 +43,12 @@ pub fn split(text: &str) -> Split<'_> {
     match FRONTMATTER.captures(text) {
         Some(c) => {
             let yaml = c.get(1).expect("group 1 always takes part");
-            let body = c.get(2).expect("group 2 always takes part");
+            let body_start = c.get(0).expect("the whole match").end();
             Split {
                 yaml: Some(yaml.as_str()),
-                body: body.as_str(),
+                body: &text[body_start..],
                 yaml_line: 1 + count_lines(&text[..yaml.start()]),
-                body_line: 1 + count_lines(&text[..body.start()]),
+                body_line: 1 + count_lines(&text[..body_start]),
             }
         }
         None => Split {
@@ -163,5 +167,44 @@ mod tests {
             parse("---\n- a\n---\n"),
             Err(FrontmatterError::NotAMapping { .. })
         ));
+    }
+
+    /// Regression: splitting a big record took the regex engine's slowest path over the whole
+    /// file (about a minute for 16 MiB in a debug build, stalling the daemon). A deadline, not a
+    /// benchmark: linear work finishes far inside it.
+    #[test]
+    fn big_record_splits_in_linear_time() {
+        let mut text = String::from("---\nstatus: settled\n---\n");
+        let line = "filler text that goes on and on and on and on\n";
+        while text.len() < 8 * 1024 * 1024 {
+            text.push_str(line);
+        }
+        let start = std::time::Instant::now();
+        let s = split(&text);
+        assert_eq!(s.yaml, Some("status: settled"));
+        assert_eq!(s.body_line, 4);
+        assert!(s.body.starts_with("filler"));
+        // And without a closing fence: no frontmatter, quickly too.
+        let unclosed = text.replacen("\n---\n", "\n", 1);
+        assert_eq!(split(&unclosed).yaml, None);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "took {:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn fence_rules_unchanged() {
+        // `\s*` after a fence may span blank lines; the YAML is the shortest run before a fence.
+        let s = split("---  \n\na: 1\n---\nb\n---\nc\n");
+        assert_eq!(s.yaml, Some("a: 1"));
+        assert_eq!(s.body, "b\n---\nc\n");
+        assert_eq!(
+            split("---\na: 1\n---").yaml,
+            None,
+            "the closing fence needs its newline"
+        );
+        assert_eq!(split("---\na\n---\n").body, "");
     }
 }

@@ -51,10 +51,26 @@ pub fn read_text(root: &Path, rel: &str, limit: Option<u64>) -> Result<Option<St
             ));
         }
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let mut bytes = Vec::with_capacity(meta.len().min(limit.unwrap_or(u64::MAX)) as usize);
+    // The limit holds for the read too, not only for the size seen before it: a file still
+    // being written (or growing on purpose) would otherwise be read whole.
     open_no_follow(&path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .and_then(|f| {
+            f.take(limit.map_or(u64::MAX, |l| l + 1))
+                .read_to_end(&mut bytes)
+        })
         .map_err(|e| unreadable(rel, &format!("cannot read it: {e}; check its permissions")))?;
+    if let Some(limit) = limit {
+        if bytes.len() as u64 > limit {
+            return Err(unreadable(
+                rel,
+                &format!(
+                    "it grew past the {limit}-byte limit for a record while being read; split or \
+                     trim it"
+                ),
+            ));
+        }
+    }
     match String::from_utf8(bytes) {
         Ok(text) => Ok(Some(text)),
         Err(e) => {
@@ -208,6 +224,38 @@ mod tests {
             .contains("symbolic link"));
         fs::write(root.join("big.md"), vec![b'a'; 100]).unwrap();
         assert!(read_text(root, "big.md", Some(10)).is_err());
+    }
+
+    /// Regression: the limit was checked against the size before the read, and the read was
+    /// unbounded, so a record still being written (50 MB in one `write`) was read whole, and
+    /// parsed and routed, stalling the daemon for many seconds.
+    #[test]
+    fn record_growing_past_the_limit_during_the_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let path = root.join("growing.md");
+        fs::write(&path, vec![b'a'; 8]).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let grower = {
+            let (path, stop) = (path.clone(), stop.clone());
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let mut f = fs::OpenOptions::new().append(true).open(path).unwrap();
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    f.write_all(&[b'b'; 4096]).unwrap();
+                }
+            })
+        };
+        // Whatever the size at the stat, no read returns more than the limit.
+        while fs::metadata(&path).unwrap().len() < 4 * 1024 * 1024 {
+            if let Ok(Some(text)) = read_text(root, "growing.md", Some(64 * 1024)) {
+                assert!(text.len() <= 64 * 1024, "read {} bytes", text.len());
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        grower.join().unwrap();
+        let err = read_text(root, "growing.md", Some(64 * 1024)).unwrap_err();
+        assert!(err.message.contains("limit"), "{err}");
     }
 }
 

@@ -13,6 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 const FOUNDER: &str = "founder-one";
 const ALPHA: &str = "alpha-agent";
@@ -28,6 +29,13 @@ struct Piped {
 
 impl Piped {
     fn start(p: &TestPolis, envs: &[(&str, &Path)]) -> Piped {
+        let d = Piped::spawn(p, envs);
+        d.wait_log("the initial scan", "initial scan done", 1);
+        d
+    }
+
+    /// Starts the daemon without waiting for its first pass.
+    fn spawn(p: &TestPolis, envs: &[(&str, &Path)]) -> Piped {
         let config = p.dir.path().join("polisd.toml");
         fs::write(
             &config,
@@ -57,9 +65,7 @@ impl Piped {
                 l.push('\n');
             }
         });
-        let d = Piped { child, log };
-        d.wait_log("the initial scan", "initial scan done", 1);
-        d
+        Piped { child, log }
     }
 
     fn log(&self) -> String {
@@ -375,4 +381,64 @@ fn fault_fifo_named_like_a_record_does_not_block_the_daemon() {
         p.count(ALPHA, "chronicle-finding") == 1
     });
     assert!(d.log().contains("contracts/open/pipe.md"), "{}", d.log());
+}
+
+/// Regression: a backlog of notices (after downtime) was only recorded as delivered when the
+/// whole outbox was done, so a daemon killed during a long delivery re-checked every inbox from
+/// the top after each restart (with frequent kills it never got through, as the torture soak
+/// showed). Progress is now saved as the outbox drains; each notice still goes out once.
+#[test]
+fn fault_kill9_during_a_long_delivery_resumes_where_it_was() {
+    const N: usize = 1200;
+    let p = four_citizens();
+    fs::create_dir_all(p.path("contracts/settled")).unwrap();
+    // Met once (the baseline), then down while the backlog piles up: the next start finds all
+    // of it in one pass and queues every notice at once.
+    Piped::start(&p, &[]).kill9();
+    for i in 0..N {
+        p.save(
+            &format!("contracts/settled/s-{i:04}.md"),
+            &settled(&format!("s-{i:04}"), FOUNDER, ALPHA, &["rust".to_string()]),
+        );
+    }
+    let d = Piped::spawn(&p, &[]);
+    let state = p.polis_state_dir().join("state.json");
+    let outbox_len = || -> Option<usize> {
+        let json: serde_json::Value = serde_json::from_slice(&fs::read(&state).ok()?).ok()?;
+        json["outbox"].as_array().map(Vec::len)
+    };
+    // Saved only before and after the delivery, the outbox would read N, then 0: a length in
+    // between is a checkpoint.
+    wait_until(
+        "a checkpoint of the draining outbox",
+        Duration::from_secs(60),
+        || {
+            assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+            outbox_len().is_some_and(|n| n > 0 && n < N)
+        },
+    );
+    d.kill9();
+    let saved = outbox_len().unwrap();
+    let delivered = p.count(FOUNDER, "contract-settled");
+    assert!(
+        delivered >= N - saved,
+        "the checkpoint claims {} delivered, the inbox holds {delivered}",
+        N - saved
+    );
+    let d = Piped::start(&p, &[]);
+    wait_until(
+        "every settlement told once",
+        Duration::from_secs(120),
+        || {
+            assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+            p.count(FOUNDER, "contract-settled") >= N
+        },
+    );
+    assert_eq!(p.count(FOUNDER, "contract-settled"), N);
+    harness::markers_in(FOUNDER, &p.read(&format!("citizens/{FOUNDER}/inbox.md")))
+        .iter()
+        .fold(std::collections::BTreeSet::new(), |mut seen, m| {
+            assert!(seen.insert(m.clone()), "sent twice: {m:?}");
+            seen
+        });
 }

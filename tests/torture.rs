@@ -13,6 +13,17 @@
 //! `_polis/`), so "what an agent last wrote" is well defined; nothing serialises them with
 //! polisd, which is the point.
 //!
+//! "Required" notifications, from the final folder and the agents' journals (SPEC §9): one
+//! `chronicle-finding` per invalid agent line (to its author); `contract-routed` for each open,
+//! unowned contract with a recommendation; `review-needed` for each open high-stakes contract
+//! with an owner and no reviewer; `contract-settled` (opener ≠ owner) and `quality-defaulted`
+//! (no quality) for each settled contract; `amendment-proposed` to every active citizen but the
+//! proposer for each amendment still proposed; `amendment-ratified` to every active citizen and
+//! the index keeper, `amendment-rejected` to the proposer; `card-changed` to the citizen and the
+//! index keeper for each card whose final `content_hash` does not match. Each must be in its
+//! recipient's inbox exactly once, and no marker of any kind may appear twice (notices about
+//! intermediate states — a card edited again, a contract claimed twice — may exist, once).
+//!
 //! Sizes: 4 × 1,300 actions by default (about a minute of agent activity), at least 10 kills.
 //! `POLISD_TORTURE_LONG=1` runs a soak: 4 × 12,500 actions and a kill every few seconds
 //! throughout. `POLISD_TORTURE_ACTIONS=<n>` sets the per-agent count; `POLISD_TORTURE_SEED` the

@@ -30,10 +30,18 @@ fuzz_target!(|data: &[u8]| {
         let _ = chronicle::stamp_and_author(&line.text);
     }
     // Resuming where the scan stopped finds nothing new.
-    let again = chronicle::scan_from(text, scan.resume).expect("a scan's own resume point is valid");
+    let again =
+        chronicle::scan_from(text, scan.resume).expect("a scan's own resume point is valid");
     assert!(again.lines.is_empty());
     assert_eq!(again.resume, scan.resume);
-    assert!(chronicle::scan_from(text, Resume { offset: text.len() + 1, line: 0 }).is_none());
+    assert!(chronicle::scan_from(
+        text,
+        Resume {
+            offset: text.len() + 1,
+            line: 0
+        }
+    )
+    .is_none());
 
     let ctx = ChronicleContext {
         path: "chronicle.md",

@@ -11,7 +11,10 @@ fuzz_target!(|data: &[u8]| {
     let normal = frontmatter::normalise(&text);
     assert!(!normal.contains('\r'));
     let split = frontmatter::split(&normal);
-    assert!(normal.ends_with(split.body), "the body is the end of the text");
+    assert!(
+        normal.ends_with(split.body),
+        "the body is the end of the text"
+    );
     assert!(split.body_line >= 1 && split.yaml_line >= 1);
     if let Some(yaml) = split.yaml {
         assert!(normal.starts_with("---"));
