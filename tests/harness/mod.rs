@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 pub const BIN: &str = env!("CARGO_BIN_EXE_polisd");
 
 /// How long any single effect may take to appear before a test fails.
-pub const DEADLINE: Duration = Duration::from_secs(20);
+pub const DEADLINE: Duration = Duration::from_secs(60);
 
 /// Polls `condition` until it holds or `deadline` passes; panics naming `what` on timeout.
 #[track_caller]
