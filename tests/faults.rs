@@ -219,13 +219,18 @@ fn fault_inotify_overflow_rescan_finds_the_lost_change() {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(16384);
     let p = four_citizens();
+    // The flooded folder exists before the daemon starts, so it is watched and every file
+    // created in it queues a kernel event (a folder made while the daemon is stopped would not
+    // be watched yet, and its files would queue nothing). Temporary names: only the kernel
+    // queue sees them.
+    let flood = p.path("lessons/flood");
+    fs::create_dir_all(&flood).unwrap();
     let d = Piped::start(&p, &[]);
+    d.wait_log("the first pass", "initial scan done", 1);
     // SAFETY: stopping and continuing our own child.
     assert_eq!(unsafe { libc::kill(d.pid(), libc::SIGSTOP) }, 0);
-    let flood = p.path("flood");
-    fs::create_dir_all(&flood).unwrap();
     for i in 0..max + 1000 {
-        fs::File::create(flood.join(format!("f{i}"))).unwrap();
+        fs::File::create(flood.join(format!("f{i}.tmp"))).unwrap();
     }
     let c = settled("after-flood", FOUNDER, BRAVO, &["rust".to_string()]);
     p.save("contracts/settled/after-flood.md", &c);
