@@ -835,22 +835,7 @@ fn required_notices(p: &TestPolis, expect: &Expectations) -> BTreeSet<(String, S
             });
         }
     }
-    let contracts = |dir: &str| -> Vec<(String, String)> {
-        let mut v: Vec<(String, String)> = fs::read_dir(p.path(dir))
-            .map(|r| {
-                r.flatten()
-                    .filter_map(|e| {
-                        let name = e.file_name().to_str()?.to_string();
-                        let id = name.strip_suffix(".md")?.to_string();
-                        (!name.starts_with('.'))
-                            .then(|| Some((id, fs::read_to_string(e.path()).ok()?)))?
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        v.sort();
-        v
-    };
+    let contracts = |dir: &str| contracts_in(p, dir);
     for (id, text) in contracts("contracts/open") {
         let c = polisd::contract::Contract::parse(&text).unwrap_or_default();
         if c.owner.is_none() {
@@ -896,7 +881,9 @@ fn required_notices(p: &TestPolis, expect: &Expectations) -> BTreeSet<(String, S
                         add(raw(Kind::AmendmentRatified, &id, &r));
                     }
                 }
-                other => panic!("amendment {id} left as {other:?}"),
+                // Not settled yet (e.g. ratified but not moved): `check` reports it as a
+                // problem, so the quiet period waits for it instead of failing at once.
+                _ => {}
             }
         }
     }
@@ -914,8 +901,44 @@ fn required_notices(p: &TestPolis, expect: &Expectations) -> BTreeSet<(String, S
 }
 
 /// Everything that must hold once the daemon has caught up; each problem as a line.
+/// The `(stem, text)` of every `*.md` record in `dir`, sorted.
+fn contracts_in(p: &TestPolis, dir: &str) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = fs::read_dir(p.path(dir))
+        .map(|r| {
+            r.flatten()
+                .filter_map(|e| {
+                    let name = e.file_name().to_str()?.to_string();
+                    let id = name.strip_suffix(".md")?.to_string();
+                    (!name.starts_with('.'))
+                        .then(|| Some((id, fs::read_to_string(e.path()).ok()?)))?
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
 fn check(p: &TestPolis, expect: &Expectations) -> Vec<String> {
     let mut problems = Vec::new();
+    for (folder, dir) in [
+        ("proposed", "amendments/proposed"),
+        ("ratified", "amendments/ratified"),
+    ] {
+        for (id, text) in contracts_in(p, dir) {
+            let status = polisd::amendment::parse(&text, &id)
+                .ok()
+                .and_then(|a| a.status)
+                .unwrap_or_default();
+            let settled = matches!(
+                (folder, status.as_str()),
+                ("proposed", "proposed" | "rejected") | ("ratified", "ratified")
+            );
+            if !settled {
+                problems.push(format!("amendment {id} left as ({folder}, {status})"));
+            }
+        }
+    }
 
     // routing_stats.yml equals a from-scratch reconcile.
     let stats = p.read("contracts/routing_stats.yml");
