@@ -519,8 +519,23 @@ impl State {
         &self.dir
     }
 
-    /// Writes `state.json` atomically, unless nothing changed since the last load or save.
+    /// Writes `state.json` atomically, unless nothing changed since the last load or save, then
+    /// appends pending changes to `settled.jsonl`. In that order: the outbox in `state.json`
+    /// holds the notices a new settlement calls for, so a crash between the two writes leaves
+    /// the settlement unrecorded (seen as new again, its notices deduplicated) rather than
+    /// recorded with its notices lost.
     pub fn save(&mut self) -> Result<(), StateError> {
+        let file = self.dir.join(STATE_FILE);
+        let mut bytes =
+            serde_json::to_vec_pretty(&self.data).map_err(|source| StateError::Encode {
+                path: file.clone(),
+                source,
+            })?;
+        bytes.push(b'\n');
+        if bytes != self.saved {
+            write_atomic(&self.dir, STATE_FILE, &bytes)?;
+            self.saved = bytes;
+        }
         if !self.settled_journal.is_empty() {
             use std::io::Write;
             let path = self.dir.join(SETTLED_FILE);
@@ -540,18 +555,6 @@ impl State {
                 .map_err(io_err("append to", &path))?;
             self.settled_journal.clear();
         }
-        let file = self.dir.join(STATE_FILE);
-        let mut bytes =
-            serde_json::to_vec_pretty(&self.data).map_err(|source| StateError::Encode {
-                path: file.clone(),
-                source,
-            })?;
-        bytes.push(b'\n');
-        if bytes == self.saved {
-            return Ok(());
-        }
-        write_atomic(&self.dir, STATE_FILE, &bytes)?;
-        self.saved = bytes;
         Ok(())
     }
 
