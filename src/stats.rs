@@ -45,6 +45,28 @@ pub struct CitizenStats {
     pub last_completed: Option<String>,
 }
 
+impl CitizenStats {
+    fn new(citizen: &str) -> CitizenStats {
+        CitizenStats {
+            citizen: citizen.to_string(),
+            contracts_completed: 0,
+            avg_quality_score: 0.0,
+            avg_actual_minutes: 0.0,
+            last_completed: None,
+        }
+    }
+
+    /// Replays one settlement (SPEC §6 step 5): exactly the reference's operations,
+    /// `(avg * n + x) / (n + 1)`, in this order, so the doubles are the reference's.
+    fn record(&mut self, s: &Settlement) {
+        let n = self.contracts_completed as f64;
+        self.avg_quality_score = (self.avg_quality_score * n + f64::from(s.quality)) / (n + 1.0);
+        self.avg_actual_minutes = (self.avg_actual_minutes * n + s.minutes) / (n + 1.0);
+        self.contracts_completed += 1;
+        self.last_completed = s.last_completed.clone();
+    }
+}
+
 /// One tag: its citizens in first-seen order, and the leader.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TagStats {
@@ -137,22 +159,10 @@ pub fn reconcile(
             });
             let citizens = &mut tags[t].citizens;
             let c = *citizen_index[t].entry(s.owner.as_str()).or_insert_with(|| {
-                citizens.push(CitizenStats {
-                    citizen: s.owner.clone(),
-                    contracts_completed: 0,
-                    avg_quality_score: 0.0,
-                    avg_actual_minutes: 0.0,
-                    last_completed: None,
-                });
+                citizens.push(CitizenStats::new(&s.owner));
                 citizens.len() - 1
             });
-            let c = &mut citizens[c];
-            let n = c.contracts_completed as f64;
-            // Exactly the reference's operations: (avg * n + x) / (n + 1).
-            c.avg_quality_score = (c.avg_quality_score * n + f64::from(s.quality)) / (n + 1.0);
-            c.avg_actual_minutes = (c.avg_actual_minutes * n + s.minutes) / (n + 1.0);
-            c.contracts_completed += 1;
-            c.last_completed = s.last_completed.clone();
+            citizens[c].record(s);
         }
     }
     for t in &mut tags {
@@ -233,21 +243,10 @@ impl TagLedger {
             .citizen_index
             .entry(s.owner.clone())
             .or_insert_with(|| {
-                citizens.push(CitizenStats {
-                    citizen: s.owner.clone(),
-                    contracts_completed: 0,
-                    avg_quality_score: 0.0,
-                    avg_actual_minutes: 0.0,
-                    last_completed: None,
-                });
+                citizens.push(CitizenStats::new(&s.owner));
                 citizens.len() - 1
             });
-        let c = &mut citizens[c];
-        let n = c.contracts_completed as f64;
-        c.avg_quality_score = (c.avg_quality_score * n + f64::from(s.quality)) / (n + 1.0);
-        c.avg_actual_minutes = (c.avg_actual_minutes * n + s.minutes) / (n + 1.0);
-        c.contracts_completed += 1;
-        c.last_completed = s.last_completed.clone();
+        citizens[c].record(s);
     }
 
     fn replay(&mut self) {
