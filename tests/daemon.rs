@@ -361,7 +361,7 @@ fn daemon_invalid_chronicle_line_noticed_once() {
 
     // A full rescan (a restart) does not report it again.
     daemon.kill9();
-    daemon = p.restart_daemon();
+    daemon = p.start_daemon();
     chronicle_barrier(&p, 2);
     assert_eq!(p.count(ALPHA, "chronicle-finding"), 1);
 
@@ -385,7 +385,7 @@ fn daemon_invalid_chronicle_line_noticed_once() {
     );
     // Nor at a rescan.
     daemon.kill9();
-    let _daemon = p.restart_daemon();
+    let _daemon = p.start_daemon();
     assert_eq!(
         p.count(BRAVO, "chronicle-finding"),
         0,
@@ -469,7 +469,7 @@ fn daemon_amendment_ratified_moved_chronicled_notified() {
     // Nothing happens twice: not on later changes, not at a rescan.
     chronicle_barrier(&p, 2);
     daemon.kill9();
-    let _daemon = p.restart_daemon();
+    let _daemon = p.start_daemon();
     chronicle_barrier(&p, 3);
     assert_eq!(count_lines_containing(&p.read("chronicle.md"), &line), 1);
     for c in [FOUNDER, ALPHA, BRAVO, CHARLIE] {
@@ -562,7 +562,7 @@ fn daemon_kill9_restart_mid_scene() {
     .settle_by_mv(&p);
 
     // Act three: polisd catches up once.
-    let daemon = p.restart_daemon();
+    let daemon = p.start_daemon();
     wait_for_stats(&p, "stats after the restart");
     wait_for(&p, "the amendment to be ratified", || {
         p.exists(&format!("amendments/ratified/{id}.md")) && !p.exists(&proposed)
@@ -609,7 +609,7 @@ fn daemon_kill9_restart_mid_scene() {
     let inboxes: Vec<_> = p.all_markers();
     let stats = p.read("contracts/routing_stats.yml");
     daemon.kill9();
-    let _daemon = p.restart_daemon();
+    let _daemon = p.start_daemon();
     chronicle_barrier(&p, 1);
     let mut after = p.all_markers();
     after.retain(|m| !(m.recipient == FOUNDER && m.kind == "chronicle-finding"));
@@ -1180,7 +1180,7 @@ fn daemon_kill9_at_varying_points_of_a_ratification() {
         // Only varies where the kill lands; every outcome must be right.
         std::thread::sleep(std::time::Duration::from_millis(round * 7));
         daemon.kill9();
-        daemon = p.restart_daemon();
+        daemon = p.start_daemon();
         let line = format!("| polis-daemon | ratified amendment | [[amendments/ratified/{id}]] |");
         wait_for(
             &p,

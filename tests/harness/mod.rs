@@ -133,8 +133,15 @@ impl TestPolis {
             .unwrap()
     }
 
-    /// Starts `polisd run` on this polis with a short debounce.
+    /// Starts `polisd run` on this polis with a short debounce and waits until its initial
+    /// scan is done. The log file is shared by every daemon this polis has had, so it waits
+    /// for a *new* "initial scan done" line: the same call restarts a killed daemon.
     pub fn start_daemon(&self) -> Daemon {
+        let log = self.dir.path().join("daemon.log");
+        let before = fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("initial scan done")
+            .count();
         let config = self.dir.path().join("polisd.toml");
         if !config.exists() {
             fs::write(
@@ -143,7 +150,6 @@ impl TestPolis {
             )
             .unwrap();
         }
-        let log = self.dir.path().join("daemon.log");
         let stderr = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -159,18 +165,17 @@ impl TestPolis {
             .stderr(stderr)
             .spawn()
             .unwrap();
-        let daemon = Daemon { child, log };
-        let polis = self.root.clone();
-        let state = self.state_dir.clone();
-        wait_until("the daemon to be watching", DEADLINE, || {
-            daemon.log_text().contains("initial scan done") && is_ready(&state, &polis)
+        let mut daemon = Daemon { child, log };
+        wait_until("the daemon to finish its initial scan", DEADLINE, || {
+            assert!(
+                daemon.is_running(),
+                "the daemon exited:\n{}",
+                daemon.log_text()
+            );
+            daemon.log_text().matches("initial scan done").count() > before
         });
         daemon
     }
-}
-
-fn is_ready(state_dir: &Path, _polis: &Path) -> bool {
-    state_dir.exists()
 }
 
 /// A running `polisd run`; killed when dropped.
@@ -325,56 +330,6 @@ impl Daemon {
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
-    }
-}
-
-impl TestPolis {
-    /// Starts `polisd run` again after an earlier daemon on this polis stopped (or was
-    /// killed): like [`TestPolis::start_daemon`], but it waits for a *new* "initial scan done"
-    /// line, since the log file is shared with the earlier run.
-    pub fn restart_daemon(&self) -> Daemon {
-        let log = self.dir.path().join("daemon.log");
-        let before = fs::read_to_string(&log)
-            .unwrap_or_default()
-            .matches("initial scan done")
-            .count();
-        let config = self.dir.path().join("polisd.toml");
-        if !config.exists() {
-            fs::write(
-                &config,
-                "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\n",
-            )
-            .unwrap();
-        }
-        let stderr = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .unwrap();
-        let child = Command::new(BIN)
-            .arg("run")
-            .arg(&self.root)
-            .arg("--config")
-            .arg(&config)
-            .env("POLISD_STATE_DIR", &self.state_dir)
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
-        let mut daemon = Daemon { child, log };
-        wait_until(
-            "the restarted daemon to finish its initial scan",
-            DEADLINE,
-            || {
-                assert!(
-                    daemon.is_running(),
-                    "the restarted daemon exited:\n{}",
-                    daemon.log_text()
-                );
-                daemon.log_text().matches("initial scan done").count() > before
-            },
-        );
-        daemon
     }
 }
 
