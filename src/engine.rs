@@ -1080,6 +1080,19 @@ impl Engine {
             .iter()
             .filter(|c| c.folder == ContractFolder::Open)
             .collect();
+        let claimed: BTreeSet<&str> = open
+            .iter()
+            .filter(|c| {
+                c.contract.owner.is_some()
+                    && matches!(
+                        c.contract.status.as_deref(),
+                        Some("claimed" | "in_progress")
+                    )
+            })
+            .map(|c| c.file.stem.as_str())
+            .collect();
+        // One pass over the chronicle for every claimed contract, not one per contract.
+        let last_lines = last_lines_about(polis, &claimed);
 
         for c in &open {
             let k = &c.contract;
@@ -1111,11 +1124,9 @@ impl Engine {
                     ));
                 }
             }
-            if let (Some(owner), Some(status)) = (&k.owner, &k.status) {
-                if matches!(status.as_str(), "claimed" | "in_progress") {
-                    if let Some(last) = stale_since(polis, id, k, now) {
-                        out.push(Notification::contract_stale(owner, id, &last));
-                    }
+            if let (Some(owner), true) = (&k.owner, claimed.contains(id)) {
+                if let Some(last) = stale_since(last_lines.get(id).copied(), k, now) {
+                    out.push(Notification::contract_stale(owner, id, &last));
                 }
             }
         }
@@ -1313,24 +1324,39 @@ fn decided_outcome(
     }
 }
 
-/// When a claimed contract has had no chronicle line about it for 14 days, the stamp of the
-/// last one (or of its opening), which makes each silence a distinct notice.
-fn stale_since(polis: &Polis, id: &str, k: &Contract, now: &PolisTime) -> Option<String> {
-    let mut last: Option<chrono::NaiveDateTime> = None;
+/// The newest chronicle line about each of `ids` (a line whose link names the contract), over
+/// the texts the activity window reads. Nothing is scanned when `ids` is empty.
+fn last_lines_about(polis: &Polis, ids: &BTreeSet<&str>) -> HashMap<String, chrono::NaiveDateTime> {
+    let mut last: HashMap<String, chrono::NaiveDateTime> = HashMap::new();
+    if ids.is_empty() {
+        return last;
+    }
     for text in polis.recent_chronicle() {
         for line in chronicle::scan(text).lines {
-            if let Ok(entry) = chronicle::parse_entry(&line.text) {
-                let about = entry
-                    .link
-                    .and_then(chronicle::link_target)
-                    .is_some_and(|t| t.rsplit('/').next() == Some(id));
-                if about {
-                    let stamp = entry.stamp;
-                    last = Some(last.map_or(stamp, |l| l.max(stamp)));
-                }
-            }
+            let Ok(entry) = chronicle::parse_entry(&line.text) else {
+                continue;
+            };
+            let Some(target) = entry.link.and_then(chronicle::link_target) else {
+                continue;
+            };
+            let Some(id) = target.rsplit('/').next().filter(|id| ids.contains(id)) else {
+                continue;
+            };
+            let slot = last.entry(id.to_string()).or_insert(entry.stamp);
+            *slot = (*slot).max(entry.stamp);
         }
     }
+    last
+}
+
+/// When a claimed contract has had no chronicle line about it for 14 days, the stamp of the
+/// last one (or of its opening), which makes each silence a distinct notice.
+fn stale_since(
+    last_line: Option<chrono::NaiveDateTime>,
+    k: &Contract,
+    now: &PolisTime,
+) -> Option<String> {
+    let last = last_line;
     let last = last.or_else(|| {
         crate::amendment::read_when(&k.opened_at, now).map(|w| match w {
             crate::amendment::When::Moment(t) => t,
