@@ -386,12 +386,12 @@ pub fn edit_agent_file(
 // Notifications (SPEC §9)
 
 /// What delivering a batch of notifications did.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Default)]
 pub struct Delivery {
     pub delivered: usize,
     pub already_sent: usize,
     /// Recipients that could not be written to, with why (e.g. a symlinked inbox).
-    pub failed: Vec<(String, String)>,
+    pub failed: Vec<(String, WriteError)>,
 }
 
 /// Appends each notification to its recipient's inbox unless it was already sent (the ledger in
@@ -440,7 +440,7 @@ pub fn deliver(
                 state.mark_sent(n.kind.as_str(), &id);
                 report.delivered += 1;
             }
-            Err(e) => report.failed.push((n.recipient.clone(), e.to_string())),
+            Err(e) => report.failed.push((n.recipient.clone(), e)),
         }
     }
     report

@@ -1266,7 +1266,7 @@ impl Engine {
                 tracing::info!(kind = %n.kind, to = %n.recipient, subject = %n.subject, "notified");
             }
             for (who, why) in report.failed {
-                if why.contains("symbolic link") || why.contains("not a regular file") {
+                if why.is_refusal() {
                     tracing::warn!("not notifying {who}: {why}");
                 } else {
                     tracing::warn!("could not notify {who} yet (will retry): {why}");

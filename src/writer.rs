@@ -81,6 +81,24 @@ fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Wri
     }
 }
 
+impl WriteError {
+    /// Whether the write was refused for what the path is (a link, a folder, a path out of
+    /// the polis) rather than failed for a passing reason (I/O, a full disk): a refusal is
+    /// the same on every retry.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            WriteError::Absolute(_)
+                | WriteError::Escapes(_)
+                | WriteError::Empty
+                | WriteError::Symlink { .. }
+                | WriteError::NotADirectory { .. }
+                | WriteError::NotRegular { .. }
+                | WriteError::TargetExists { .. }
+        )
+    }
+}
+
 /// What [`Writer::replace_atomic`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteOutcome {
@@ -764,6 +782,21 @@ mod tests {
             .unwrap_err();
         // ELOOP is 40 on Linux, 62 on the BSDs and macOS.
         assert!(matches!(err.raw_os_error(), Some(40) | Some(62)), "{err}");
+    }
+
+    #[test]
+    fn refusals_are_told_from_passing_failures() {
+        let (_d, w) = polis();
+        assert!(w
+            .target(Path::new("/etc/x"))
+            .err()
+            .is_some_and(|e| e.is_refusal()));
+        let io = WriteError::Io {
+            op: "write",
+            path: PathBuf::from("x"),
+            source: io::Error::other("disk full"),
+        };
+        assert!(!io.is_refusal());
     }
 
     #[test]
