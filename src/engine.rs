@@ -1206,6 +1206,9 @@ impl Engine {
     }
 
     fn enqueue(&mut self, notices: Vec<Notification>) {
+        // A set rather than `outbox.contains`: a backlog after downtime holds thousands.
+        let mut queued: std::collections::HashSet<OutboxEntry> =
+            self.state.outbox.iter().cloned().collect();
         for n in notices {
             if self.state.was_sent(n.kind.as_str(), &n.id()) {
                 continue;
@@ -1218,7 +1221,7 @@ impl Engine {
                 link: n.link,
                 paragraph: n.paragraph,
             };
-            if !self.state.outbox.contains(&entry) {
+            if queued.insert(entry.clone()) {
                 self.state.outbox.push(entry);
             }
         }

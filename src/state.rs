@@ -110,7 +110,7 @@ pub struct PolisState {
 }
 
 /// A notification waiting in the outbox (see [`PolisState::outbox`]).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct OutboxEntry {
     pub kind: String,
