@@ -309,7 +309,13 @@ fn wait_for<T>(mut check: impl FnMut() -> Option<T>) -> anyhow::Result<T> {
 
 fn scaffold(project: &Path) -> anyhow::Result<()> {
     fs::create_dir_all(project)?;
-    crate::commands::init_polis(project, FOUNDER, "demo", "anthropic", "claude-opus")?;
+    let founder = crate::commands::init::InitParams {
+        agent_id: FOUNDER.to_string(),
+        project_name: "demo".to_string(),
+        vendor: "anthropic".to_string(),
+        model: "claude-opus".to_string(),
+    };
+    crate::commands::init::run(project, &founder)?;
     let root = project.join("_polis");
     for (id, vendor, python, docs, cost) in [
         (CODEX, "openai", 4, 3, "low"),

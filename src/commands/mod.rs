@@ -2,7 +2,7 @@
 //! hands writes to [`crate::writer`]; the daemon calls the same functions.
 
 pub mod check;
-mod init;
+pub mod init;
 pub mod route;
 pub mod status;
 pub mod verify;
@@ -85,24 +85,6 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         }
         Command::Demo(args) => crate::demo::run(args.keep_running, &mut std::io::stdout()),
     }
-}
-
-/// Scaffolds a polis under `project_root` (see `polisd init`).
-pub fn init_polis(
-    project_root: &Path,
-    agent_id: &str,
-    project_name: &str,
-    vendor: &str,
-    model: &str,
-) -> anyhow::Result<()> {
-    let params = init::InitParams {
-        agent_id: agent_id.to_string(),
-        project_name: project_name.to_string(),
-        vendor: vendor.to_string(),
-        model: model.to_string(),
-    };
-    init::run(project_root, &params)?;
-    Ok(())
 }
 
 /// The `_polis/` folder a command works on (SPEC §1).
