@@ -43,29 +43,11 @@ pub struct Reconciled {
     pub stats_sha256: Option<String>,
 }
 
-/// Rebuilds `contracts/routing_stats.yml` from the polis's settlements; writes only when the
-/// bytes change.
-pub fn reconcile(polis: &Polis, writer: &Writer) -> Result<Reconciled, ActionError> {
-    let replayed = polis.settlements.len();
-    if !polis.root.join("contracts/settled").is_dir() {
-        return Ok(Reconciled {
-            replayed,
-            outcome: None,
-            stats_sha256: None,
-        });
-    }
-    let text = render_stats(polis)?;
-    let outcome = writer.replace_atomic(polis::ROUTING_STATS, text.as_bytes())?;
-    Ok(Reconciled {
-        replayed,
-        outcome: Some(outcome),
-        stats_sha256: Some(crate::state::hex_sha256(text.as_bytes())),
-    })
-}
-
-/// [`reconcile`] with the stats built by `build` from the two values kept from the file being
-/// replaced (`explore_rate`, `last_updated`): the daemon passes its incremental
-/// [`crate::stats::Ledger`]. `replayed` is only reported.
+/// Rebuilds `contracts/routing_stats.yml` with the stats `build` makes from the two values kept
+/// from the file being replaced (`explore_rate`, `last_updated`); writes only when the bytes
+/// change, and nothing without a `contracts/settled/` folder. `polisd reconcile` builds with a
+/// full replay, the daemon with its incremental [`crate::stats::Ledger`]. `replayed` is only
+/// reported.
 pub fn reconcile_with(
     root: &std::path::Path,
     writer: &Writer,
@@ -91,8 +73,8 @@ pub fn reconcile_with(
 }
 
 /// `polisd reconcile`: reads only what a reconcile needs — `polis.yml` for the timezone and
-/// the files of `contracts/settled/`, on every core — and rebuilds the stats as [`reconcile`]
-/// over a whole [`Polis`] would. Returns the findings about the folder's files too.
+/// the files of `contracts/settled/`, on every core — and rebuilds the stats with a full replay
+/// (SPEC §6). Returns the findings about the folder's files too.
 pub fn reconcile_settled(
     root: &std::path::Path,
     writer: &Writer,
@@ -126,22 +108,7 @@ pub fn reconcile_settled(
     Ok((done, findings))
 }
 
-/// The bytes `routing_stats.yml` should hold for this polis.
-pub fn render_stats(polis: &Polis) -> Result<String, ActionError> {
-    let previous = previous_stats(polis);
-    let stats = crate::stats::reconcile(
-        &polis.settlements,
-        previous.get("explore_rate"),
-        previous.get("last_updated"),
-    );
-    Ok(crate::stats::render(&stats)?)
-}
-
 /// The stats file as it is, for the values a reconcile keeps (`explore_rate`, `last_updated`).
-fn previous_stats(polis: &Polis) -> Value {
-    read_previous_stats(&polis.root)
-}
-
 fn read_previous_stats(root: &std::path::Path) -> Value {
     snapshot::read_text(root, polis::ROUTING_STATS, None)
         .ok()
@@ -152,7 +119,7 @@ fn read_previous_stats(root: &std::path::Path) -> Value {
 
 /// The stats a router should read: the file on disk, or empty.
 pub fn current_stats(polis: &Polis) -> crate::stats::RoutingStats {
-    crate::stats::from_value(&previous_stats(polis))
+    crate::stats::from_value(&read_previous_stats(&polis.root))
 }
 
 // ---------------------------------------------------------------------------------------------
