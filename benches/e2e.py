@@ -21,6 +21,7 @@ Build first: `cargo build --release`. The reference comes from `.venv/bin/python
 `.ci/run`) or $POLISD_REFERENCE_PYTHON.
 """
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -33,6 +34,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# `POLISD_BENCH_LOG=debug` keeps the daemon's per-pass timings in its log (POLISD_BENCH_KEEP keeps the folder).
+LOG_LEVEL = os.environ.get("POLISD_BENCH_LOG", "info")
 BIN = Path(os.environ.get("POLISD_BIN", REPO / "target" / "release" / "polisd"))
 PY = os.environ.get("POLISD_REFERENCE_PYTHON") or next(
     (p for p in (str(REPO / ".venv" / "bin" / "python"), "/tmp/refvenv/bin/python") if Path(p).exists()),
@@ -40,6 +43,18 @@ PY = os.environ.get("POLISD_REFERENCE_PYTHON") or next(
 
 CITIZENS = ["claude-code-1", "codex-agent-2", "gemini-cli-03", "mistral-vibe-4"]
 TAGS = ["python", "rust", "docs", "infra", "frontend", "data", "security", "review"]
+
+
+@contextlib.contextmanager
+def workdir():
+    """A scratch folder, removed afterwards unless POLISD_BENCH_KEEP is set (then printed)."""
+    if os.environ.get("POLISD_BENCH_KEEP"):
+        path = tempfile.mkdtemp(prefix="polisd-bench-")
+        print(f"keeping {path}", flush=True)
+        yield path
+    else:
+        with tempfile.TemporaryDirectory() as path:
+            yield path
 
 
 def polisd(*args, **kw):
@@ -130,7 +145,7 @@ def measure_reconcile(root: Path, repeat: int, reference: bool = True) -> dict:
 
 
 def cmd_reconcile(args):
-    with tempfile.TemporaryDirectory() as tmp:
+    with workdir() as tmp:
         root = make_polis(Path(tmp), args.contracts)
         r = measure_reconcile(root, args.repeat)
         ours, ref, floor = r["ours"], r["ref"], r["floor"]
@@ -142,7 +157,7 @@ def cmd_reconcile(args):
 
 def start_daemon(root: Path, tmp: Path, debounce: str, until: str = "watching"):
     config = tmp / "polisd.toml"
-    config.write_text(f'[watch]\ndebounce = "{debounce}"\n\n[log]\nlevel = "info"\n')
+    config.write_text(f'[watch]\ndebounce = "{debounce}"\n\n[log]\nlevel = "{LOG_LEVEL}"\n')
     env = dict(os.environ, POLISD_STATE_DIR=str(tmp / "state"))
     log = open(tmp / "daemon.log", "w")
     proc = subprocess.Popen([str(BIN), "run", str(root), "--config", str(config)], env=env,
@@ -219,7 +234,7 @@ def chronicle_samples(root: Path, tmp: Path, appends: int, debounce: str) -> lis
 
 
 def cmd_chronicle_latency(args):
-    with tempfile.TemporaryDirectory() as tmp:
+    with workdir() as tmp:
         tmp = Path(tmp)
         root = make_polis(tmp, 0, chronicle_lines=args.lines)
         p = percentiles(chronicle_samples(root, tmp, args.appends, args.debounce))
@@ -234,7 +249,7 @@ def measure_startup(root: Path, tmp: Path) -> dict:
     state = tmp / "state-startup"
     shutil.rmtree(state, ignore_errors=True)
     config = tmp / "startup.toml"
-    config.write_text('[watch]\ndebounce = "50ms"\n\n[log]\nlevel = "info"\n')
+    config.write_text(f'[watch]\ndebounce = "50ms"\n\n[log]\nlevel = "{LOG_LEVEL}"\n')
     env = dict(os.environ, POLISD_STATE_DIR=str(state))
     logp = tmp / "startup.log"
     out = {}
@@ -260,7 +275,7 @@ def measure_startup(root: Path, tmp: Path) -> dict:
 
 
 def cmd_startup(args):
-    with tempfile.TemporaryDirectory() as tmp:
+    with workdir() as tmp:
         tmp = Path(tmp)
         root = make_polis(tmp, args.contracts)
         s = measure_startup(root, tmp)
@@ -275,7 +290,7 @@ def cmd_generate(args):
 
 
 def cmd_settle_latency(args):
-    with tempfile.TemporaryDirectory() as tmp:
+    with workdir() as tmp:
         tmp = Path(tmp)
         root = make_polis(tmp, args.contracts)
         polisd("reconcile", str(root))
@@ -344,7 +359,7 @@ def measure_idle(root: Path, tmp: Path, seconds: int) -> dict:
 
 
 def cmd_idle_cpu(args):
-    with tempfile.TemporaryDirectory() as tmp:
+    with workdir() as tmp:
         tmp = Path(tmp)
         root = make_polis(tmp, args.contracts)
         m = measure_idle(root, tmp, args.seconds)
@@ -372,7 +387,7 @@ def cmd_all(args):
         rows.append((what, ours, ref, ratio, note))
         print(f"  {what}: polisd {ours}  reference {ref}  {ratio}  {note}", flush=True)
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with workdir() as tmp:
         tmp = Path(tmp)
         polises = {}
         for n in sizes:

@@ -74,6 +74,26 @@ fn string(v: &Value) -> Option<String> {
     v.as_str().map(str::to_string)
 }
 
+/// What the notices about a settled contract name besides its settlement: who opened it, its
+/// title and its quality score (SPEC §9), read without building the whole [`Contract`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Heading {
+    pub opened_by: Option<String>,
+    pub title: Option<String>,
+    pub quality: Option<i64>,
+}
+
+impl Heading {
+    pub fn of(record: &Record) -> Heading {
+        let f = &record.fields;
+        Heading {
+            opened_by: string(f.get("opened_by")),
+            title: text(f.get("title")),
+            quality: f.get("quality_score").as_i64(),
+        }
+    }
+}
+
 /// Splits a `required_tags` value into string tags (deduplicated, first-seen order) and the
 /// items that are not strings.
 pub fn tags_of(v: &Value) -> (Vec<String>, Vec<Value>) {

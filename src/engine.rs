@@ -13,7 +13,7 @@ use crate::chronicle::{self, ChronicleContext, Resume};
 use crate::clock::PolisTime;
 use crate::commands::route::{self as routing, RouteOptions};
 use crate::config::Notifications;
-use crate::contract::Contract;
+use crate::contract::{Contract, Heading};
 use crate::finding::Finding;
 use crate::inbox::{Kind, Notification};
 use crate::polis::{self, AmendmentFolder, ContractFolder};
@@ -163,17 +163,14 @@ impl Scope {
     }
 }
 
-/// One settled contract as the engine last read it: what tells a change (size, mtime, hash)
-/// and what the settled notices need. Its settlement lives in the engine's [`Ledger`]; the body
-/// and the other fields are not kept (a polis of 100k settled contracts stays small).
-#[derive(Debug, Clone)]
-struct SettledEntry {
-    size: u64,
-    mtime_ns: i64,
+/// One settled file as read in a pass.
+#[derive(Debug)]
+struct SettledRead {
+    fingerprint: Fingerprint,
     findings: Vec<Finding>,
-    opener: Option<String>,
-    title: Option<String>,
-    quality: Option<i64>,
+    /// What its notices name, kept only for the pass that read it.
+    heading: Heading,
+    settlement: Option<crate::stats::Settlement>,
 }
 
 /// What a pass must look at in `contracts/settled/`.
@@ -267,7 +264,11 @@ pub struct Engine {
     writer: Writer,
     state: State,
     options: EngineOptions,
-    settled: BTreeMap<String, SettledEntry>,
+    /// Each file of `contracts/settled/` as last read (size and mtime tell a change); its
+    /// settlement, when it gives one, is in `ledger`.
+    settled: HashMap<String, Fingerprint>,
+    /// Findings about settled files, by path: they are not read again until the file changes.
+    settled_findings: BTreeMap<String, Vec<Finding>>,
     /// The settlements of the cached files, kept replayed (SPEC §6).
     ledger: Ledger,
     /// The timezone the settled cache was read with: instants depend on it.
@@ -320,7 +321,8 @@ impl Engine {
             writer,
             state,
             options,
-            settled: BTreeMap::new(),
+            settled: HashMap::new(),
+            settled_findings: BTreeMap::new(),
             ledger: Ledger::new(),
             settled_zone: None,
             started_at,
@@ -432,11 +434,9 @@ impl Engine {
         let now = PolisTime::at(polis.settings.timezone, wall);
         let (new_settled, settled_changed) = self.refresh_settled(&mut polis, refresh);
         // Findings about settled files live in the cache (those files are not re-read).
-        polis.findings.extend(
-            self.settled
-                .values()
-                .flat_map(|e| e.findings.iter().cloned()),
-        );
+        polis
+            .findings
+            .extend(self.settled_findings.values().flatten().cloned());
         self.log_new_findings(&polis.findings);
 
         let first_meeting = self.state.first_met.is_none();
@@ -616,13 +616,14 @@ impl Engine {
     // Settled contracts: an in-memory cache keyed by size and mtime, so a settlement re-reads
     // one file, not ten thousand.
 
-    /// Refreshes the settled cache and its ledger as `refresh` says, and returns the paths
-    /// that are new since polisd last recorded them, and whether the cache changed.
+    /// Refreshes the settled cache and its ledger as `refresh` says, and returns the files
+    /// that are new since polisd last recorded them (with what their notices need), and
+    /// whether the cache changed.
     fn refresh_settled(
         &mut self,
         polis: &mut Polis,
         refresh: SettledRefresh,
-    ) -> (Vec<String>, bool) {
+    ) -> (Vec<(String, Heading)>, bool) {
         let zone = polis.settings.timezone;
         let mut changed = false;
         let mut refresh = refresh;
@@ -630,6 +631,7 @@ impl Engine {
             // Instants depend on the zone: everything is read again.
             changed = true;
             self.settled.clear();
+            self.settled_findings.clear();
             self.ledger = Ledger::new();
             self.settled_zone = Some(zone);
             refresh = SettledRefresh::Full;
@@ -683,10 +685,7 @@ impl Engine {
                     continue;
                 }
             };
-            let fresh = self
-                .settled
-                .get(&rel)
-                .is_some_and(|c| c.size == meta.len() && c.mtime_ns == mtime_ns(&meta));
+            let fresh = self.settled.get(&rel) == Some(&Fingerprint::of(&meta));
             if !fresh {
                 to_read.push(rel);
             }
@@ -696,29 +695,29 @@ impl Engine {
         let mut new = Vec::new();
         for (rel, read) in to_read.into_iter().zip(read) {
             changed = true;
-            let Some((entry, settlement, hash)) = read else {
+            let Some(read) = read else {
                 self.forget_settled(&rel);
                 self.state.settled_remove(&rel);
                 continue;
             };
-            match settlement {
-                Some(s) => self.ledger.insert(s),
+            match read.settlement {
+                // Copied on this thread: the original sits in a reading thread's heap arena among
+                // the garbage of parsing, which would keep those pages resident for good.
+                Some(s) => self.ledger.insert(s.clone()),
                 None => {
                     self.ledger.remove(&rel);
                 }
             }
-            if !self.state.settled.contains_key(&rel) && self.state.first_met.is_some() {
-                new.push(rel.clone());
+            if read.findings.is_empty() {
+                self.settled_findings.remove(&rel);
+            } else {
+                self.settled_findings.insert(rel.clone(), read.findings);
             }
-            self.state.settled_put(
-                &rel,
-                Fingerprint {
-                    size: entry.size,
-                    mtime_ns: entry.mtime_ns,
-                    hash,
-                },
-            );
-            self.settled.insert(rel, entry);
+            if !self.state.settled.contains_key(&rel) && self.state.first_met.is_some() {
+                new.push((rel.clone(), read.heading));
+            }
+            self.state.settled_put(&rel, read.fingerprint);
+            self.settled.insert(rel, read.fingerprint);
         }
         (new, changed)
     }
@@ -726,23 +725,21 @@ impl Engine {
     /// Drops a settled file from the cache and the ledger; whether it was there.
     fn forget_settled(&mut self, rel: &str) -> bool {
         self.ledger.remove(rel);
+        self.settled_findings.remove(rel);
         self.settled.remove(rel).is_some()
     }
 
     /// `contract-settled` to the opener and `quality-defaulted` to the owner, for settlements
     /// that appeared since the last pass.
-    fn settled_notices(&self, new: &[String]) -> Vec<Notification> {
+    fn settled_notices(&self, new: &[(String, Heading)]) -> Vec<Notification> {
         let mut out = Vec::new();
-        for rel in new {
-            let Some(e) = self.settled.get(rel) else {
-                continue;
-            };
+        for (rel, e) in new {
             let Some(s) = self.ledger.get(rel) else {
                 continue;
             };
             let id = rel_stem(rel);
             let title = e.title.clone().unwrap_or_else(|| id.to_string());
-            if let Some(opener) = &e.opener {
+            if let Some(opener) = &e.opened_by {
                 if opener != &s.owner {
                     out.push(Notification::contract_settled(
                         opener, id, &title, &s.owner, e.quality,
@@ -1370,44 +1367,35 @@ fn stale_since(
         .then(|| last.format("%Y-%m-%d %H:%M").to_string())
 }
 
-/// A settled file as read: its cache entry, its settlement if it gives one, and the hex
-/// SHA-256 of its bytes (empty when unreadable).
-type SettledFile = (SettledEntry, Option<crate::stats::Settlement>, String);
-
 /// Reads one settled file; `None` when it is gone. The frontmatter is parsed once for all.
-fn read_settled(root: &Path, rel: &str, zone: crate::clock::PolisZone) -> Option<SettledFile> {
+fn read_settled(root: &Path, rel: &str, zone: crate::clock::PolisZone) -> Option<SettledRead> {
     let meta = std::fs::symlink_metadata(root.join(rel)).ok()?;
-    let mut entry = SettledEntry {
-        size: meta.len(),
-        mtime_ns: mtime_ns(&meta),
+    let mut read = SettledRead {
+        fingerprint: Fingerprint::of(&meta),
         findings: Vec::new(),
-        opener: None,
-        title: None,
-        quality: None,
+        heading: Heading::default(),
+        settlement: None,
     };
     let text = match snapshot::read_text(root, rel, Some(snapshot::MAX_RECORD_BYTES)) {
         Ok(Some(text)) => text,
         Ok(None) => return None,
         Err(finding) => {
-            entry.findings.push(finding);
-            return Some((entry, None, String::new()));
+            read.findings.push(finding);
+            return Some(read);
         }
     };
-    let hash = crate::state::hex_sha256(text.as_bytes());
     let record = match crate::frontmatter::parse(&text) {
         Ok(record) => record,
         Err(_) => {
-            entry.findings = crate::contract::read_settled(rel, &text, zone).findings;
-            return Some((entry, None, hash));
+            read.findings = crate::contract::read_settled(rel, &text, zone).findings;
+            return Some(read);
         }
     };
-    let read = crate::contract::settlement_of(rel, &record, zone);
-    let contract = Contract::from_record(&record);
-    entry.findings = read.findings;
-    entry.opener = contract.opened_by;
-    entry.title = contract.title;
-    entry.quality = contract.quality_score.as_i64();
-    Some((entry, read.settlement, hash))
+    let settled = crate::contract::settlement_of(rel, &record, zone);
+    read.findings = settled.findings;
+    read.settlement = settled.settlement;
+    read.heading = Heading::of(&record);
+    Some(read)
 }
 
 /// `chronicle.md`, reading only what was appended to `copy` when the file is the same one
@@ -1486,11 +1474,6 @@ fn release_free_memory() {
 fn rel_stem(rel: &str) -> &str {
     let name = rel.rsplit('/').next().unwrap_or(rel);
     name.strip_suffix(".md").unwrap_or(name)
-}
-
-fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
-    use std::os::unix::fs::MetadataExt;
-    meta.mtime() * 1_000_000_000 + meta.mtime_nsec()
 }
 
 /// Hex SHA-256 of up to [`TAIL_WINDOW`] bytes before `offset`.

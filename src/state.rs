@@ -164,36 +164,25 @@ pub struct SentNotification {
     pub id: String,
 }
 
-/// Cheap identity of a file's content: size and mtime to skip a re-read, the hash to be sure.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// Cheap identity of a file's content: size and mtime, enough to skip a re-read. (Older
+/// versions also kept a SHA-256 of the bytes; nothing read it, so it is no longer computed, and
+/// the field in an older journal is ignored.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Fingerprint {
     pub size: u64,
     /// Modification time in nanoseconds since the Unix epoch.
     pub mtime_ns: i64,
-    /// Hex SHA-256 of the bytes.
-    pub hash: String,
 }
 
 impl Fingerprint {
-    /// The fingerprint of `bytes` as read from a file with metadata `meta`.
-    pub fn of(meta: &fs::Metadata, bytes: &[u8]) -> Fingerprint {
-        let mtime_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    /// The fingerprint of a file with metadata `meta`.
+    pub fn of(meta: &fs::Metadata) -> Fingerprint {
+        use std::os::unix::fs::MetadataExt;
         Fingerprint {
             size: meta.len(),
-            mtime_ns,
-            hash: hex_sha256(bytes),
+            mtime_ns: meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec(),
         }
-    }
-
-    /// True when size and mtime still match, i.e. the file most likely did not change.
-    pub fn same_stat(&self, meta: &fs::Metadata) -> bool {
-        let other = Fingerprint::of(meta, b"");
-        self.size == other.size && self.mtime_ns == other.mtime_ns
     }
 }
 
@@ -485,7 +474,7 @@ impl State {
     fn compact_settled(&self) -> Result<(), StateError> {
         let mut bytes = Vec::new();
         for (rel, fp) in &self.data.settled {
-            let op = SettledOp::Put(rel.clone(), fp.clone());
+            let op = SettledOp::Put(rel.clone(), *fp);
             bytes.extend(
                 serde_json::to_vec(&op).map_err(|source| StateError::Encode {
                     path: self.dir.join(SETTLED_FILE),
@@ -500,7 +489,7 @@ impl State {
     /// Records that the settled file `rel` was counted with fingerprint `fp`.
     pub fn settled_put(&mut self, rel: &str, fp: Fingerprint) {
         if self.data.settled.get(rel) != Some(&fp) {
-            self.data.settled.insert(rel.to_string(), fp.clone());
+            self.data.settled.insert(rel.to_string(), fp);
             self.settled_journal
                 .push(SettledOp::Put(rel.to_string(), fp));
         }
@@ -684,7 +673,6 @@ mod tests {
         let fp = |n: u64| Fingerprint {
             size: n,
             mtime_ns: n as i64,
-            hash: format!("{n:x}"),
         };
         let mut s = State::load_in(base.path(), polis.path()).unwrap();
         s.settled_put("contracts/settled/a.md", fp(1));

@@ -210,6 +210,28 @@ impl Ord for Placed {
     }
 }
 
+/// A placed settlement found by its path, without a second copy of the path as a key.
+#[derive(Debug, Clone)]
+struct ByPath(Placed);
+
+impl PartialEq for ByPath {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 .0.path == other.0 .0.path
+    }
+}
+impl Eq for ByPath {}
+impl std::hash::Hash for ByPath {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // As `str` hashes, which `Borrow<str>` requires.
+        self.0 .0.path.as_str().hash(state)
+    }
+}
+impl std::borrow::Borrow<str> for ByPath {
+    fn borrow(&self) -> &str {
+        &self.0 .0.path
+    }
+}
+
 /// One tag as the ledger keeps it: its settlements in replay order and the stats they give.
 #[derive(Debug, Clone)]
 struct TagLedger {
@@ -282,7 +304,7 @@ impl TagLedger {
 /// same settlements, byte for byte once rendered (`tests/incremental.rs` checks it).
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
-    by_path: HashMap<String, Placed>,
+    by_path: std::collections::HashSet<ByPath>,
     all: std::collections::BTreeSet<Placed>,
     tags: HashMap<String, TagLedger>,
     /// Tags whose leader must be chosen again before the next [`Ledger::stats`].
@@ -304,20 +326,20 @@ impl Ledger {
     }
 
     pub fn get(&self, path: &str) -> Option<&Settlement> {
-        self.by_path.get(path).map(|p| &*p.0)
+        self.by_path.get(path).map(|p| &*p.0 .0)
     }
 
     /// Every settlement, in path order (the order [`reconcile`] is given them elsewhere).
     pub fn settlements(&self) -> Vec<Settlement> {
-        let mut out: Vec<Settlement> = self.by_path.values().map(|p| (*p.0).clone()).collect();
+        let mut out: Vec<Settlement> = self.by_path.iter().map(|p| (*p.0 .0).clone()).collect();
         out.sort_by(|a, b| a.path.cmp(&b.path));
         out
     }
 
     /// Adds the settlement of `s.path`, replacing what that file said before.
     pub fn insert(&mut self, s: Settlement) {
-        if let Some(old) = self.by_path.get(&s.path) {
-            if *old.0 == s {
+        if let Some(old) = self.by_path.get(s.path.as_str()) {
+            if *old.0 .0 == s {
                 return;
             }
         }
@@ -338,12 +360,12 @@ impl Ledger {
             self.touched.insert(tag.clone());
         }
         self.all.insert(placed.clone());
-        self.by_path.insert(placed.0.path.clone(), placed);
+        self.by_path.insert(ByPath(placed));
     }
 
     /// Forgets the settlement of `path` (the file left `settled/` or no longer counts).
     pub fn remove(&mut self, path: &str) -> Option<Settlement> {
-        let placed = self.by_path.remove(path)?;
+        let placed = self.by_path.take(path)?.0;
         self.all.remove(&placed);
         for tag in dedup(&placed.0.tags) {
             if let Some(t) = self.tags.get_mut(tag) {
