@@ -5,16 +5,7 @@
 //! lone CR become LF. Only reading is normalised; edits splice the original bytes.
 
 use crate::yaml::{self, Mapping, Value, YamlError};
-use regex::Regex;
 use std::borrow::Cow;
-use std::sync::LazyLock;
-
-/// The reference's rule without its trailing `(.*)$`, which always matches the rest: the body is
-/// everything after the match. Capturing that rest made the regex engine walk a whole file
-/// with its slowest matcher (seconds for a big record, a minute in a debug build); now only the
-/// frontmatter itself is walked.
-static FRONTMATTER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?s)\A---\s*\n(.*?)\n---\s*\n").unwrap());
 
 /// A file's text split at its frontmatter fences.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -40,17 +31,13 @@ pub fn normalise(text: &str) -> Cow<'_, str> {
 
 /// Splits normalised text; without a frontmatter block the whole text is the body.
 pub fn split(text: &str) -> Split<'_> {
-    match FRONTMATTER.captures(text) {
-        Some(c) => {
-            let yaml = c.get(1).expect("group 1 always takes part");
-            let body_start = c.get(0).expect("the whole match").end();
-            Split {
-                yaml: Some(yaml.as_str()),
-                body: &text[body_start..],
-                yaml_line: 1 + count_lines(&text[..yaml.start()]),
-                body_line: 1 + count_lines(&text[..body_start]),
-            }
-        }
+    match fences(text) {
+        Some(f) => Split {
+            yaml: Some(&text[f.yaml.clone()]),
+            body: &text[f.body_start..],
+            yaml_line: 1 + count_lines(&text[..f.yaml.start]),
+            body_line: 1 + count_lines(&text[..f.body_start]),
+        },
         None => Split {
             yaml: None,
             body: text,
@@ -58,6 +45,75 @@ pub fn split(text: &str) -> Split<'_> {
             body_line: 1,
         },
     }
+}
+
+/// Where the frontmatter of `text` lies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fences {
+    yaml: std::ops::Range<usize>,
+    body_start: usize,
+}
+
+/// The reference's rule, `\A---\s*\n(.*?)\n---\s*\n` with dot matching newline, matched by
+/// hand in one pass: a regex engine needs its slowest matcher for the capture and made the
+/// split a fifth of reading a settled contract. The same choices as a backtracking matcher:
+/// the opening `\s*\n` ends at the last newline of the blank run after `---` (greedy), falling
+/// back to earlier ones; the YAML ends at the first closing fence after that (lazy); the
+/// closing `\s*\n` ends at the last newline of its blank run. `\s` is Unicode white space, as
+/// in Python and the regex crate. `tests::fences_match_the_regex` checks it against the regex.
+fn fences(text: &str) -> Option<Fences> {
+    let rest = text.strip_prefix("---")?;
+    let blank_end = 3 + blank_run(rest);
+    // Newlines the opening `\s*\n` may end on, the greedy choice first.
+    let mut openings = text[3..blank_end]
+        .char_indices()
+        .filter(|(_, c)| *c == '\n')
+        .map(|(i, _)| 3 + i)
+        .collect::<Vec<_>>();
+    let last = *openings.last()?;
+    if let Some(closing) = closing_fence(text, last + 1) {
+        return Some(Fences {
+            yaml: last + 1..closing.0,
+            body_start: closing.1,
+        });
+    }
+    // No closing fence after the greedy opening. An earlier opening can only add closing
+    // fences that start inside the blank run, and only one can: its last newline, when `---`
+    // follows the run (the character after a fence's newline is a `-`, not a blank).
+    openings.pop();
+    let earlier = *openings.last()?;
+    closing_at(text, last).map(|body_start| Fences {
+        yaml: earlier + 1..last,
+        body_start,
+    })
+}
+
+/// The first closing fence `\n---\s*\n` starting at or after `from`: (its start, the end of
+/// the match).
+fn closing_fence(text: &str, from: usize) -> Option<(usize, usize)> {
+    let mut at = from;
+    while let Some(i) = text.get(at..)?.find("\n---") {
+        let start = at + i;
+        if let Some(end) = closing_at(text, start) {
+            return Some((start, end));
+        }
+        at = start + 1;
+    }
+    None
+}
+
+/// The end of a closing fence starting exactly at `start` (a newline followed by `---`).
+fn closing_at(text: &str, start: usize) -> Option<usize> {
+    let after = text.get(start..)?.strip_prefix("\n---")?;
+    let run = &after[..blank_run(after)];
+    let newline = run.rfind('\n')?;
+    Some(start + 4 + newline + 1)
+}
+
+/// Bytes of Unicode white space at the start of `text`.
+fn blank_run(text: &str) -> usize {
+    text.find(|c: char| !c.is_whitespace())
+        .unwrap_or(text.len())
 }
 
 fn count_lines(text: &str) -> usize {
@@ -127,6 +183,50 @@ pub fn parse(raw: &str) -> Result<Record, FrontmatterError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reference's rule as a regex (without its trailing `(.*)$`, which always matches).
+    fn by_regex(text: &str) -> Option<Fences> {
+        static RULE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+            regex::Regex::new(r"(?s)\A---\s*\n(.*?)\n---\s*\n").unwrap()
+        });
+        RULE.captures(text).map(|c| Fences {
+            yaml: c.get(1).unwrap().range(),
+            body_start: c.get(0).unwrap().end(),
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+        #[test]
+        fn fences_match_the_regex(parts in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "---", "-", "--", "\n", "\n---", "\n---\n", " ", "\t", "\r", "\u{a0}",
+                "\u{2028}", "\u{85}", "a", "x: 1", ":", "é",
+            ]),
+            0..14,
+        )) {
+            let text: String = parts.concat();
+            proptest::prop_assert_eq!(fences(&text), by_regex(&text), "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn fences_match_the_regex_on_named_cases() {
+        for text in [
+            "---\n\n---\n",
+            "---\n\n---\nfoo: 1\n---\n",
+            "--- \n \n---  \n \nbody",
+            "---\n---\n",
+            "---\na\n---",
+            "---\u{a0}\n\u{2028}\n---\u{85}\nx",
+            "----\na\n---\n",
+            "---\na\n----\nb\n---\n",
+            "---",
+            "",
+        ] {
+            assert_eq!(fences(text), by_regex(text), "{text:?}");
+        }
+    }
 
     #[test]
     fn splits_like_the_reference() {
