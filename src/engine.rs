@@ -674,9 +674,14 @@ impl Engine {
             }
         };
 
-        // Stat each candidate; read (in parallel) those whose size or mtime moved.
+        // Stat each cached candidate; read (in parallel) those whose size or mtime moved, and
+        // those not cached (reading them tells whether they are still there).
         let mut to_read = Vec::new();
         for rel in candidates {
+            if !self.settled.contains_key(&rel) {
+                to_read.push(rel);
+                continue;
+            }
             let meta = match std::fs::symlink_metadata(self.root.join(&rel)) {
                 Ok(meta) => meta,
                 Err(_) => {
@@ -694,12 +699,12 @@ impl Engine {
         let read = snapshot::par_map(&to_read, |rel| read_settled(&root, rel, zone));
         let mut new = Vec::new();
         for (rel, read) in to_read.into_iter().zip(read) {
-            changed = true;
             let Some(read) = read else {
-                self.forget_settled(&rel);
+                changed |= self.forget_settled(&rel);
                 self.state.settled_remove(&rel);
                 continue;
             };
+            changed = true;
             match read.settlement {
                 // Copied on this thread: the original sits in a reading thread's heap arena among
                 // the garbage of parsing, which would keep those pages resident for good.
@@ -1369,17 +1374,22 @@ fn stale_since(
 
 /// Reads one settled file; `None` when it is gone. The frontmatter is parsed once for all.
 fn read_settled(root: &Path, rel: &str, zone: crate::clock::PolisZone) -> Option<SettledRead> {
-    let meta = std::fs::symlink_metadata(root.join(rel)).ok()?;
     let mut read = SettledRead {
-        fingerprint: Fingerprint::of(&meta),
+        fingerprint: Fingerprint::default(),
         findings: Vec::new(),
         heading: Heading::default(),
         settlement: None,
     };
-    let text = match snapshot::read_text(root, rel, Some(snapshot::MAX_RECORD_BYTES)) {
-        Ok(Some(text)) => text,
+    let text = match snapshot::read_text_and_metadata(root, rel, Some(snapshot::MAX_RECORD_BYTES))
+    {
+        Ok(Some((text, meta))) => {
+            read.fingerprint = Fingerprint::of(&meta);
+            text
+        }
         Ok(None) => return None,
         Err(finding) => {
+            let meta = std::fs::symlink_metadata(root.join(rel)).ok()?;
+            read.fingerprint = Fingerprint::of(&meta);
             read.findings.push(finding);
             return Some(read);
         }

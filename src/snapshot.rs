@@ -22,6 +22,16 @@ pub type TextResult = Result<String, Finding>;
 /// Reads `rel` (relative to the polis root) as UTF-8 text, refusing links and special files.
 /// `Ok(None)` when the file does not exist.
 pub fn read_text(root: &Path, rel: &str, limit: Option<u64>) -> Result<Option<String>, Finding> {
+    read_text_and_metadata(root, rel, limit).map(|read| read.map(|(text, _)| text))
+}
+
+/// [`read_text`], with the metadata the file had when it was opened (its size and mtime
+/// fingerprint what was read, without a second `stat`).
+pub fn read_text_and_metadata(
+    root: &Path,
+    rel: &str,
+    limit: Option<u64>,
+) -> Result<Option<(String, fs::Metadata)>, Finding> {
     let path = root.join(rel);
     let meta = match fs::symlink_metadata(&path) {
         Ok(m) => m,
@@ -72,7 +82,7 @@ pub fn read_text(root: &Path, rel: &str, limit: Option<u64>) -> Result<Option<St
         }
     }
     match String::from_utf8(bytes) {
-        Ok(text) => Ok(Some(text)),
+        Ok(text) => Ok(Some((text, meta))),
         Err(e) => {
             let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
             let line = 1 + good.iter().filter(|b| **b == b'\n').count();
