@@ -258,6 +258,64 @@ struct ChronicleCopy {
     text: std::sync::Arc<String>,
 }
 
+/// The engine's copy of an archive, which changes rarely (a rollover writes it once): kept
+/// while the file's identity, size and mtime stay the same.
+#[derive(Debug)]
+struct ArchiveCopy {
+    stamp: (u64, u64, Fingerprint),
+    text: std::sync::Arc<String>,
+}
+
+/// The chronicle files as the engine keeps them between passes, so a pass reads the bytes
+/// appended to `chronicle.md` and no archive at all, whatever their size.
+#[derive(Debug, Default)]
+struct ChronicleCopies {
+    chronicle: Option<ChronicleCopy>,
+    archives: HashMap<String, ArchiveCopy>,
+    /// Archives read (or found unchanged) in the current pass; the others are dropped.
+    seen: BTreeSet<String>,
+}
+
+impl ChronicleCopies {
+    /// Forgets the archives the last read of the polis did not see.
+    fn forget_unseen(&mut self) {
+        let seen = std::mem::take(&mut self.seen);
+        self.archives.retain(|name, _| seen.contains(name));
+    }
+}
+
+impl snapshot::ChronicleSource for ChronicleCopies {
+    fn chronicle(&mut self, root: &Path) -> snapshot::ChronicleRead {
+        read_chronicle(root, &mut self.chronicle)
+    }
+
+    fn archive(&mut self, root: &Path, name: &str) -> snapshot::ChronicleRead {
+        use std::os::unix::fs::MetadataExt;
+        self.seen.insert(name.to_string());
+        let stamp = std::fs::symlink_metadata(root.join(name))
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| (m.dev(), m.ino(), Fingerprint::of(&m)));
+        if let (Some(stamp), Some(copy)) = (stamp, self.archives.get(name)) {
+            if copy.stamp == stamp {
+                return Ok(Some(copy.text.clone()));
+            }
+        }
+        self.archives.remove(name);
+        let text = snapshot::ReadChronicles.archive(root, name)?;
+        if let (Some(stamp), Some(text)) = (stamp, &text) {
+            self.archives.insert(
+                name.to_string(),
+                ArchiveCopy {
+                    stamp,
+                    text: text.clone(),
+                },
+            );
+        }
+        Ok(text)
+    }
+}
+
 /// The engine of one polis.
 pub struct Engine {
     root: PathBuf,
@@ -275,8 +333,9 @@ pub struct Engine {
     settled_zone: Option<crate::clock::PolisZone>,
     started_at: String,
     watch_mode: String,
-    /// `chronicle.md` as last read, so a pass reads only the bytes appended since.
-    chronicle_text: Option<ChronicleCopy>,
+    /// `chronicle.md` and its archives as last read, so a pass reads only the bytes appended
+    /// since.
+    chronicles: ChronicleCopies,
     /// Whether a pass since start-up has completed (the first one takes the baseline).
     warmed: bool,
     /// Hex SHA-256 of `routing_stats.yml` as the last reconcile left it: with the settled cache
@@ -331,7 +390,7 @@ impl Engine {
             stats_hash: None,
             chronicle_activity: None,
             archive_activity: None,
-            chronicle_text: None,
+            chronicles: ChronicleCopies::default(),
             logged_findings: BTreeSet::new(),
         })
     }
@@ -570,8 +629,9 @@ impl Engine {
     /// The polis without its settled contracts (the engine keeps those), with `chronicle.md`
     /// from the engine's copy.
     fn read_polis(&mut self) -> Polis {
-        let copy = &mut self.chronicle_text;
-        Polis::read_using(&self.root, false, &mut |root| read_chronicle(root, copy))
+        let polis = Polis::read_using(&self.root, false, &mut self.chronicles);
+        self.chronicles.forget_unseen();
+        polis
     }
 
     /// The polis again after polisd wrote to it, keeping the settled cache.
@@ -1380,8 +1440,7 @@ fn read_settled(root: &Path, rel: &str, zone: crate::clock::PolisZone) -> Option
         heading: Heading::default(),
         settlement: None,
     };
-    let text = match snapshot::read_text_and_metadata(root, rel, Some(snapshot::MAX_RECORD_BYTES))
-    {
+    let text = match snapshot::read_text_and_metadata(root, rel, Some(snapshot::MAX_RECORD_BYTES)) {
         Ok(Some((text, meta))) => {
             read.fingerprint = Fingerprint::of(&meta);
             text
@@ -1491,4 +1550,34 @@ fn tail_hash(text: &str, offset: usize) -> String {
     let end = offset.min(text.len());
     let start = end.saturating_sub(TAIL_WINDOW);
     crate::state::hex_sha256(&text.as_bytes()[start..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::ChronicleSource as _;
+
+    #[test]
+    fn an_archive_is_read_again_only_when_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = "chronicle-2026-Q1.md";
+        let path = dir.path().join(name);
+        std::fs::write(&path, "- 2026-01-02 10:00 | a | did | - | x\n").unwrap();
+        let mut copies = ChronicleCopies::default();
+        let first = copies.archive(dir.path(), name).unwrap().unwrap();
+        let again = copies.archive(dir.path(), name).unwrap().unwrap();
+        assert!(std::sync::Arc::ptr_eq(&first, &again), "unchanged: kept");
+
+        std::fs::write(&path, "- 2026-01-02 10:00 | a | did | - | x\nmore\n").unwrap();
+        let changed = copies.archive(dir.path(), name).unwrap().unwrap();
+        assert!(changed.ends_with("more\n"), "{changed}");
+
+        copies.forget_unseen();
+        assert!(copies.archives.contains_key(name), "seen in this read");
+        copies.forget_unseen();
+        assert!(copies.archives.is_empty(), "not seen since: dropped");
+
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(copies.archive(dir.path(), name).unwrap(), None);
+    }
 }

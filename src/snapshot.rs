@@ -396,8 +396,9 @@ pub struct Polis {
     /// `chronicle.md`, when present and readable. Shared, so the daemon can keep it between
     /// passes and read only the bytes appended since (see [`Polis::read_using`]).
     pub chronicle: Option<std::sync::Arc<String>>,
-    /// Archives `chronicle-YYYY-Qn.md` by name, oldest first.
-    pub archives: Vec<(String, String)>,
+    /// Archives `chronicle-YYYY-Qn.md` by name, oldest first. Shared, so the daemon reads an
+    /// archive again only when it changes.
+    pub archives: Vec<(String, std::sync::Arc<String>)>,
     /// The authors in the activity window, when a caller that keeps the chronicle's activity
     /// between passes (the daemon) has filled it in; `None` means "scan the texts".
     pub active_authors: Option<std::collections::BTreeSet<String>>,
@@ -413,18 +414,12 @@ impl Polis {
     /// Reads the polis; with `settled` false the settled contracts are left out (the daemon
     /// keeps them in its own cache and fills [`Polis::settlements`] itself).
     pub fn read_with(root: &Path, settled: bool) -> Polis {
-        Polis::read_using(root, settled, &mut |root| {
-            read_text(root, crate::polis::CHRONICLE, None).map(|t| t.map(std::sync::Arc::new))
-        })
+        Polis::read_using(root, settled, &mut ReadChronicles)
     }
 
-    /// [`Polis::read_with`], taking `chronicle.md` from `chronicle` (the daemon's copy, which
-    /// reads only what was appended).
-    pub fn read_using(
-        root: &Path,
-        settled: bool,
-        chronicle: &mut dyn FnMut(&Path) -> ChronicleRead,
-    ) -> Polis {
+    /// [`Polis::read_with`], taking the chronicle and its archives from `chronicles` (the
+    /// daemon's copies, which read only what changed).
+    pub fn read_using(root: &Path, settled: bool, chronicles: &mut dyn ChronicleSource) -> Polis {
         use crate::polis::{AmendmentFolder, ContractFolder};
         let mut findings = Vec::new();
         let settings_text = read_or_report(root, crate::polis::POLIS_YML, &mut findings);
@@ -495,7 +490,7 @@ impl Polis {
             }
         }
 
-        let chronicle = match chronicle(root) {
+        let chronicle = match chronicles.chronicle(root) {
             Ok(text) => text,
             Err(f) => {
                 findings.push(f);
@@ -506,8 +501,10 @@ impl Polis {
         for entry in list(root, "", ".md", &mut findings) {
             let name = entry.rel.trim_start_matches('/');
             if crate::chronicle::Quarter::from_archive_name(name).is_some() {
-                if let Some(text) = read_or_report(root, name, &mut findings) {
-                    archives.push((name.to_string(), text));
+                match chronicles.archive(root, name) {
+                    Ok(Some(text)) => archives.push((name.to_string(), text)),
+                    Ok(None) => {}
+                    Err(f) => findings.push(f),
                 }
             }
         }
@@ -587,6 +584,28 @@ impl Polis {
 
     pub fn contract(&self, id: &str) -> Option<&ContractFile> {
         self.contracts.iter().find(|c| c.file.stem == id)
+    }
+}
+
+/// Where [`Polis::read_using`] gets the chronicle files: the large, mostly appended-to texts a
+/// long-running reader keeps rather than reads again.
+pub trait ChronicleSource {
+    /// `chronicle.md`.
+    fn chronicle(&mut self, root: &Path) -> ChronicleRead;
+    /// The archive `name` (a `chronicle-YYYY-Qn.md` at the root).
+    fn archive(&mut self, root: &Path, name: &str) -> ChronicleRead;
+}
+
+/// Reads the chronicle files from disk every time (the one-shot commands).
+pub struct ReadChronicles;
+
+impl ChronicleSource for ReadChronicles {
+    fn chronicle(&mut self, root: &Path) -> ChronicleRead {
+        read_text(root, crate::polis::CHRONICLE, None).map(|t| t.map(std::sync::Arc::new))
+    }
+
+    fn archive(&mut self, root: &Path, name: &str) -> ChronicleRead {
+        read_text(root, name, Some(MAX_RECORD_BYTES)).map(|t| t.map(std::sync::Arc::new))
     }
 }
 
