@@ -348,14 +348,16 @@ def measure_idle(root: Path, tmp: Path, seconds: int) -> dict:
     proc = start_daemon(root, tmp, "200ms", until=READY)
     try:
         time.sleep(2)
-        c0, w0 = cpu_seconds(proc.pid), wakeups(proc.pid)
+        c0, w0, t0 = cpu_seconds(proc.pid), wakeups(proc.pid), time.perf_counter()
         time.sleep(seconds)
-        c1, w1 = cpu_seconds(proc.pid), wakeups(proc.pid)
+        c1, w1, t1 = cpu_seconds(proc.pid), wakeups(proc.pid), time.perf_counter()
         rss = rss_kib(proc.pid)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()
-    return {"cpu": c1 - c0, "wakeups": w1 - w0, "rss_kib": rss}
+    # Context switches of all threads over the window: an idle daemon should add almost none.
+    return {"cpu": c1 - c0, "wakeups": w1 - w0, "wakeups_per_s": (w1 - w0) / (t1 - t0),
+            "rss_kib": rss}
 
 
 def cmd_idle_cpu(args):
@@ -364,7 +366,8 @@ def cmd_idle_cpu(args):
         root = make_polis(tmp, args.contracts)
         m = measure_idle(root, tmp, args.seconds)
         print(f"idle for {args.seconds} s with {args.contracts} settled contracts: "
-              f"{m['cpu']:.3f} s CPU, {m['wakeups']} wake-ups, RSS {m['rss_kib'] / 1024:.1f} MiB")
+              f"{m['cpu']:.3f} s CPU, {m['wakeups']} wake-ups ({m['wakeups_per_s']:.1f}/s), "
+              f"RSS {m['rss_kib'] / 1024:.1f} MiB")
 
 
 def read_file_floor(path: Path, repeat: int = 3) -> float:
