@@ -245,6 +245,7 @@ fn start_one(
     })?;
     let watch_config = WatchConfig {
         debounce: config.watch.debounce,
+        max_delay: Some(config.watch.max_delay),
         poll_interval: config.watch.poll_interval,
         rescan_interval: (!config.watch.rescan_interval.is_zero())
             .then_some(config.watch.rescan_interval),

@@ -123,6 +123,9 @@ impl Mode {
 pub struct WatchConfig {
     /// How long a path must be quiet before its events are delivered.
     pub debounce: Duration,
+    /// The longest a path that keeps changing waits before it is delivered anyway; `None`
+    /// picks [`max_wait`] of the debounce.
+    pub max_delay: Option<Duration>,
     /// How often the polling fallback scans.
     pub poll_interval: Duration,
     /// The periodic safety rescan; `None` disables it.
@@ -137,6 +140,7 @@ impl Default for WatchConfig {
     fn default() -> Self {
         WatchConfig {
             debounce: Duration::from_millis(500),
+            max_delay: None,
             poll_interval: Duration::from_secs(2),
             rescan_interval: Some(Duration::from_secs(15 * 60)),
             force_poll: false,
@@ -422,7 +426,7 @@ fn folder_id(root: &Path) -> Option<(u64, u64)> {
 /// far longer than an ordinary run of writes to one file (an editor's save, a script's few
 /// steps), which still arrives once; the one-second floor keeps a short debounce from turning a
 /// continuous writer into a pass every few milliseconds.
-fn max_wait(debounce: Duration) -> Duration {
+pub fn max_wait(debounce: Duration) -> Duration {
     debounce.saturating_mul(10).max(Duration::from_secs(1))
 }
 
@@ -595,7 +599,11 @@ struct Loop {
 impl Loop {
     fn new(root: PathBuf, config: WatchConfig, backend: Backend, tx: mpsc::Sender<Batch>) -> Loop {
         let root_id = folder_id(&root);
-        let pending = Pending::new(config.debounce, max_wait(config.debounce), backend.source());
+        let cap = config
+            .max_delay
+            .unwrap_or_else(|| max_wait(config.debounce))
+            .max(config.debounce);
+        let pending = Pending::new(config.debounce, cap, backend.source());
         Loop {
             root,
             config,

@@ -570,6 +570,7 @@ use polisd::watch::{self, Batch, Event, EventKind, Mode, RescanReason, Source, W
 fn fast_config() -> WatchConfig {
     WatchConfig {
         debounce: Duration::from_millis(50),
+        max_delay: None,
         poll_interval: Duration::from_millis(100),
         rescan_interval: None,
         force_poll: false,
@@ -870,4 +871,37 @@ fn watch_refuses_a_missing_folder() {
         watch::watch(&p.root.join("nope"), fast_config()),
         Err(watch::WatchError::NotAFolder(_))
     ));
+}
+
+/// `[watch] max_delay` reaches the watcher: a file written every 20 ms never goes quiet for
+/// the 1 s debounce, yet arrives after the configured 1.2 s, long before the 10 s the watcher
+/// would cap it at by itself (ten debounce windows).
+#[test]
+fn watch_max_delay_delivers_a_file_that_never_goes_quiet() {
+    let p = Polis::new();
+    let config = WatchConfig {
+        debounce: Duration::from_secs(1),
+        max_delay: Some(Duration::from_millis(1200)),
+        ..fast_config()
+    };
+    assert_eq!(watch::max_wait(config.debounce), Duration::from_secs(10));
+    let (_w, mut seen) = start(&p, config);
+    let path = p.root.join("chronicle.md");
+    let end = Instant::now() + Duration::from_secs(8);
+    let mut file = fs::File::create(&path).unwrap();
+    loop {
+        use std::io::Write;
+        writeln!(file, "- a line").unwrap();
+        while let Ok(b) = seen.rx.try_recv() {
+            seen.batches.push(b);
+        }
+        if seen.events().any(|e| e.path == Path::new("chronicle.md")) {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "a file written without pause was not delivered within 8 s: max_delay was not used"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
