@@ -50,7 +50,6 @@ pub fn wall_clock() -> chrono::DateTime<Utc> {
 pub fn run(options: RunOptions) -> anyhow::Result<u8> {
     // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
-    tune_allocator();
     let config = config::load(options.config.as_deref())?;
     init_logging(&config, options.log_level.as_deref());
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -58,20 +57,6 @@ pub fn run(options: RunOptions) -> anyhow::Result<u8> {
         .build()
         .context("starting the event loop")?;
     runtime.block_on(serve(config, options))
-}
-
-/// One heap for every thread. glibc gives each thread that allocates its own arena, and the
-/// threads that read files in parallel during a scan leave theirs holding megabytes of pages
-/// (the parsed settlements interleaved with parsing garbage) for the daemon's whole life; with
-/// one arena the idle daemon stays near its live data. The scan's threads mostly parse, so
-/// sharing one lock costs them nothing measurable (`benches/e2e.py startup`).
-fn tune_allocator() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator tuning; it is called before any other thread
-    // exists.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-    }
 }
 
 /// Sets up tracing to stderr: `RUST_LOG` wins, then `--log-level`, then the configuration.
