@@ -522,8 +522,11 @@ impl Engine {
         // A changed cache always counts, whatever the scope: with the cache empty any pass
         // lists settled/, and a settlement absorbed by a pass without the settled scope (its
         // own event lost to a queue overflow) would otherwise never be reconciled.
-        let stats_changed = self.stats_file_hash() != self.stats_hash;
-        if !self.warmed || settled_changed || (scope.settled && stats_changed) {
+        // The stats file is read (and hashed) only when the pass concerns settled/.
+        if !self.warmed
+            || settled_changed
+            || (scope.settled && self.stats_file_hash() != self.stats_hash)
+        {
             let ledger = &mut self.ledger;
             let replayed = ledger.len();
             let done =
@@ -596,7 +599,10 @@ impl Engine {
             notices.clear();
         }
         self.enqueue(notices);
-        self.state.save()?;
+        // Saved after delivery, not before: until then the saved state is the previous pass's,
+        // so a crash repeats this pass, and delivery finds what already reached an inbox
+        // (`actions::deliver` reads it first). Saving first would put two fsyncs between an
+        // agent's line and the notice about it.
         self.deliver(&polis, &now);
         self.state.save()?;
         if !self.warmed {

@@ -173,11 +173,19 @@ const PARALLEL_MIN: usize = 64;
 /// items' order. Reading a folder of many small files is syscall- and parse-bound, so the
 /// cores help; a handful of items runs on the calling thread.
 pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(items.len() / PARALLEL_MIN)
-        .max(1);
+    // Asked once: the standard library reads the cgroup's CPU quota files on every call, which
+    // cost a daemon's small passes more than their own reading.
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let threads = if items.len() < 2 * PARALLEL_MIN {
+        1
+    } else {
+        let cores = *CORES.get_or_init(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        });
+        cores.min(items.len() / PARALLEL_MIN).max(1)
+    };
     if threads == 1 {
         return items.iter().map(f).collect();
     }

@@ -576,7 +576,7 @@ impl State {
         let mut bytes = serde_json::to_vec_pretty(status)
             .map_err(|source| StateError::Encode { path: file, source })?;
         bytes.push(b'\n');
-        write_atomic(&self.dir, STATUS_FILE, &bytes)
+        replace_file(&self.dir, STATUS_FILE, &bytes, false)
     }
 
     /// A status built from this state's counters and findings, for the daemon to stamp.
@@ -645,6 +645,13 @@ fn set_aside(file: &Path) -> Result<PathBuf, StateError> {
 }
 
 fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StateError> {
+    replace_file(dir, name, bytes, true)
+}
+
+/// Replaces `dir/name` by renaming a temporary file over it, so a reader sees the old bytes or
+/// the new, never a mix. `durable` also syncs the file and the folder before and after the
+/// rename; the status file, rewritten by every pass and worthless after a crash, skips that.
+fn replace_file(dir: &Path, name: &str, bytes: &[u8], durable: bool) -> Result<(), StateError> {
     let target = dir.join(name);
     let mut tmp = tempfile::Builder::new()
         .prefix(".polisd-")
@@ -652,12 +659,20 @@ fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StateError> 
         .tempfile_in(dir)
         .map_err(io_err("create a temporary file in", dir))?;
     tmp.write_all(bytes)
-        .and_then(|_| tmp.as_file().sync_all())
+        .and_then(|_| {
+            if durable {
+                tmp.as_file().sync_all()
+            } else {
+                Ok(())
+            }
+        })
         .map_err(io_err("write", &target))?;
     tmp.persist(&target)
         .map_err(|e| io_err("replace", &target)(e.error))?;
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
+    if durable {
+        if let Ok(d) = fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
     }
     Ok(())
 }
