@@ -12,8 +12,8 @@
 //!
 //! Debouncing: notify's raw events go to the watcher thread's inbox, which keeps the changed
 //! paths (`Pending`) with the instant of each path's last event, and delivers a path once it
-//! has been quiet for the debounce (or has waited `max_wait` while being written without
-//! pause), with the paths falling due within a quarter of the debounce after it. The thread
+//! has been quiet for the debounce (or has waited [`WatchConfig::max_delay`], by default
+//! [`max_wait`] of the debounce, while being written without pause), with the paths falling due within a quarter of the debounce after it. The thread
 //! sleeps until the next such deadline or the rescan timer, and with nothing pending and no
 //! timer it blocks without waking at all: an idle daemon costs nothing here. Rescans and
 //! `_polis/` coming or going are delivered at once, not after the debounce.
