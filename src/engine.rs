@@ -438,8 +438,14 @@ impl Engine {
         if scope.is_empty() {
             return Ok(());
         }
+        let started = std::time::Instant::now();
         let result = self.pass(scope, refresh, wall);
         self.write_status();
+        tracing::debug!(
+            elapsed_us = started.elapsed().as_micros() as u64,
+            ?scope,
+            "pass done"
+        );
         result
     }
 
