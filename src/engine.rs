@@ -456,10 +456,16 @@ impl Engine {
         let mut refresh = SettledRefresh::Nothing;
         for path in paths {
             let rel = path.to_string_lossy().replace('\\', "/");
+            let concerns = Scope::of_path(&rel);
+            // Asked first: a path no rule concerns (an inbox polisd just appended to) is not
+            // read and hashed to tell whose change it was.
+            if concerns.is_empty() {
+                continue;
+            }
             if self.is_own_change(&rel) {
                 continue;
             }
-            scope = scope.union(Scope::of_path(&rel));
+            scope = scope.union(concerns);
             refresh.add(&rel);
         }
         (scope, refresh)
