@@ -171,10 +171,19 @@ pub fn reconcile(
         t.leader_confidence = confidence;
     }
 
-    let last_updated = order
-        .iter()
-        .rev()
-        .find_map(|s| s.instant)
+    let newest = order.iter().rev().find_map(|s| s.instant);
+    assemble(tags, newest, explore_rate, previous_last_updated)
+}
+
+/// The stats file's values around the tags: `last_updated` is the newest settlement's time
+/// (the file's previous value when none has one), `explore_rate` is kept or defaulted.
+fn assemble(
+    tags: Vec<TagStats>,
+    newest: Option<NaiveDateTime>,
+    explore_rate: &Value,
+    previous_last_updated: &Value,
+) -> RoutingStats {
+    let last_updated = newest
         .map(|i| Value::Str(i.format("%Y-%m-%d %H:%M:%S").to_string()))
         .unwrap_or_else(|| previous_last_updated.clone());
     let explore_rate = match explore_rate {
@@ -399,21 +408,8 @@ impl Ledger {
             .collect();
         order.sort_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(&b.1)));
         let tags = order.into_iter().map(|(_, _, t)| t.stats.clone()).collect();
-        let last_updated = self
-            .all
-            .last()
-            .and_then(|p| p.0.instant)
-            .map(|i| Value::Str(i.format("%Y-%m-%d %H:%M:%S").to_string()))
-            .unwrap_or_else(|| previous_last_updated.clone());
-        let explore_rate = match explore_rate {
-            Value::Null => Value::Float(DEFAULT_EXPLORE_RATE),
-            v => v.clone(),
-        };
-        RoutingStats {
-            last_updated,
-            explore_rate,
-            tags,
-        }
+        let newest = self.all.last().and_then(|p| p.0.instant);
+        assemble(tags, newest, explore_rate, previous_last_updated)
     }
 }
 
