@@ -295,33 +295,10 @@ def cmd_settle_latency(args):
     with workdir() as tmp:
         tmp = Path(tmp)
         root = make_polis(tmp, args.contracts)
-        polisd("reconcile", str(root))
-        rng = random.Random(11)
-        proc = start_daemon(root, tmp, args.debounce, until=READY)
-        stats = root / "contracts" / "routing_stats.yml"
-        samples = []
-        try:
-            for k in range(args.settlements):
-                cid = f"new-{k:05d}"
-                # Newer than all others, so every settlement changes the stats file.
-                text = contract_text(cid, 600000 + k, rng)
-                (root / "contracts" / "open" / f"{cid}.md").write_text(text)
-                time.sleep(0.05)  # let the open contract be seen first, as in real use
-                before = stats.read_bytes()
-                t0 = time.perf_counter()
-                os.rename(root / "contracts" / "open" / f"{cid}.md", root / "contracts" / "settled" / f"{cid}.md")
-                while stats.read_bytes() == before:
-                    if time.perf_counter() - t0 > 30:
-                        raise SystemExit("stats never changed")
-                    time.sleep(0.0005)
-                samples.append(time.perf_counter() - t0)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait()
-        samples.sort()
-        p = lambda q: samples[min(len(samples) - 1, int(q * len(samples)))] * 1000
-        print(f"mv -> routing_stats.yml rewritten, {args.settlements} settlements over {args.contracts} settled, debounce {args.debounce}:")
-        print(f"  p50 {p(0.50):.1f} ms   p90 {p(0.90):.1f} ms   p99 {p(0.99):.1f} ms   max {samples[-1] * 1000:.1f} ms")
+        p = percentiles(settle_samples(root, tmp, args.settlements, args.debounce))
+        print(f"mv -> routing_stats.yml rewritten, {args.settlements} settlements over {args.contracts} "
+              f"settled, debounce {args.debounce}:")
+        print(f"  p50 {p['p50']:.1f} ms   p90 {p['p90']:.1f} ms   p99 {p['p99']:.1f} ms   max {p['max']:.1f} ms")
 
 
 def cpu_seconds(pid: int) -> float:
