@@ -63,14 +63,10 @@ struct Fences {
 /// in Python and the regex crate. `tests::fences_match_the_regex` checks it against the regex.
 fn fences(text: &str) -> Option<Fences> {
     let rest = text.strip_prefix("---")?;
-    let blank_end = 3 + blank_run(rest);
-    // Newlines the opening `\s*\n` may end on, the greedy choice first.
-    let mut openings = text[3..blank_end]
-        .char_indices()
-        .filter(|(_, c)| *c == '\n')
-        .map(|(i, _)| 3 + i)
-        .collect::<Vec<_>>();
-    let last = *openings.last()?;
+    // The newlines the opening `\s*\n` may end on: the last of the blank run (greedy), else
+    // the one before it.
+    let blank = &rest[..blank_run(rest)];
+    let last = 3 + blank.rfind('\n')?;
     if let Some(closing) = closing_fence(text, last + 1) {
         return Some(Fences {
             yaml: last + 1..closing.0,
@@ -80,8 +76,7 @@ fn fences(text: &str) -> Option<Fences> {
     // No closing fence after the greedy opening. An earlier opening can only add closing
     // fences that start inside the blank run, and only one can: its last newline, when `---`
     // follows the run (the character after a fence's newline is a `-`, not a blank).
-    openings.pop();
-    let earlier = *openings.last()?;
+    let earlier = 3 + blank[..last - 3].rfind('\n')?;
     closing_at(text, last).map(|body_start| Fences {
         yaml: earlier + 1..last,
         body_start,
