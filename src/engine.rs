@@ -784,9 +784,7 @@ impl Engine {
             };
             changed = true;
             match read.settlement {
-                // Copied on this thread: the original sits in a reading thread's heap arena among
-                // the garbage of parsing, which would keep those pages resident for good.
-                Some(s) => self.ledger.insert(s.clone()),
+                Some(s) => self.ledger.insert(s),
                 None => {
                     self.ledger.remove(&rel);
                 }
