@@ -729,24 +729,16 @@ impl Engine {
                 let entries = snapshot::list(&self.root, dir, ".md", &mut listing_findings);
                 polis.findings.extend(listing_findings);
                 let listed: BTreeSet<String> = entries.into_iter().map(|e| e.rel).collect();
-                let gone: Vec<String> = self
+                // Cached or recorded (by an earlier run), and no longer there.
+                let gone: BTreeSet<String> = self
                     .settled
                     .keys()
+                    .chain(self.state.settled.keys())
                     .filter(|rel| !listed.contains(*rel))
                     .cloned()
                     .collect();
                 for rel in &gone {
                     changed |= self.forget_settled(rel);
-                }
-                let unlisted: Vec<String> = self
-                    .state
-                    .settled
-                    .keys()
-                    .filter(|rel| !listed.contains(*rel))
-                    .cloned()
-                    .collect();
-                for rel in &unlisted {
-                    self.state.settled_remove(rel);
                 }
                 listed.into_iter().collect()
             }
@@ -764,7 +756,6 @@ impl Engine {
                 Ok(meta) => meta,
                 Err(_) => {
                     changed |= self.forget_settled(&rel);
-                    self.state.settled_remove(&rel);
                     continue;
                 }
             };
@@ -779,7 +770,6 @@ impl Engine {
         for (rel, read) in to_read.into_iter().zip(read) {
             let Some(read) = read else {
                 changed |= self.forget_settled(&rel);
-                self.state.settled_remove(&rel);
                 continue;
             };
             changed = true;
@@ -803,10 +793,12 @@ impl Engine {
         (new, changed)
     }
 
-    /// Drops a settled file from the cache and the ledger; whether it was there.
+    /// Drops a settled file from the cache, the ledger and the state's record; whether it was
+    /// cached.
     fn forget_settled(&mut self, rel: &str) -> bool {
         self.ledger.remove(rel);
         self.settled_findings.remove(rel);
+        self.state.settled_remove(rel);
         self.settled.remove(rel).is_some()
     }
 
