@@ -394,14 +394,19 @@ pub fn read_settled(path: &str, raw: &str, zone: PolisZone) -> SettledRead {
         Ok(record) => settlement_of(path, &record, zone),
         Err(e) => SettledRead {
             settlement: None,
-            findings: vec![Finding::error(
-                Code::BadYaml,
-                path,
-                Some(e.line()),
-                format!("{e}; this settled contract is left out of routing_stats.yml until the frontmatter is fixed"),
-            )],
+            findings: vec![unreadable_frontmatter(path, &e)],
         },
     }
+}
+
+/// The finding for a settled contract whose frontmatter cannot be read.
+pub fn unreadable_frontmatter(path: &str, e: &frontmatter::FrontmatterError) -> Finding {
+    Finding::error(
+        Code::BadYaml,
+        path,
+        Some(e.line()),
+        format!("{e}; this settled contract is left out of routing_stats.yml until the frontmatter is fixed"),
+    )
 }
 
 /// [`read_settled`] for a file whose frontmatter is already parsed.

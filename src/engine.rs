@@ -1463,8 +1463,8 @@ fn read_settled(root: &Path, rel: &str, zone: crate::clock::PolisZone) -> Option
     };
     let record = match crate::frontmatter::parse(&text) {
         Ok(record) => record,
-        Err(_) => {
-            read.findings = crate::contract::read_settled(rel, &text, zone).findings;
+        Err(e) => {
+            read.findings = vec![crate::contract::unreadable_frontmatter(rel, &e)];
             return Some(read);
         }
     };
