@@ -155,17 +155,23 @@ def cmd_reconcile(args):
         print(f"  read floor{floor * 1000:9.1f} ms   -> polisd is {ours / floor:.1f}x the floor")
 
 
-def start_daemon(root: Path, tmp: Path, debounce: str, until: str = "watching"):
-    config = tmp / "polisd.toml"
+def spawn_daemon(root: Path, tmp: Path, debounce: str, state: Path, log: Path):
+    """`polisd run` on `root` with its own configuration, state folder and log."""
+    config = tmp / f"{log.stem}.toml"
     config.write_text(f'[watch]\ndebounce = "{debounce}"\n\n[log]\nlevel = "{LOG_LEVEL}"\n')
-    env = dict(os.environ, POLISD_STATE_DIR=str(tmp / "state"))
-    log = open(tmp / "daemon.log", "w")
-    proc = subprocess.Popen([str(BIN), "run", str(root), "--config", str(config)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=log)
+    env = dict(os.environ, POLISD_STATE_DIR=str(state))
+    with open(log, "w") as err:
+        return subprocess.Popen([str(BIN), "run", str(root), "--config", str(config)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=err)
+
+
+def start_daemon(root: Path, tmp: Path, debounce: str, until: str = "watching"):
+    log = tmp / "daemon.log"
+    proc = spawn_daemon(root, tmp, debounce, tmp / "state", log)
     deadline = time.time() + 60
-    while until not in (tmp / "daemon.log").read_text():
+    while until not in log.read_text():
         if time.time() > deadline or proc.poll() is not None:
-            raise SystemExit("daemon did not start; see " + str(tmp / "daemon.log"))
+            raise SystemExit("daemon did not start; see " + str(log))
         time.sleep(0.01)
     return proc
 
@@ -250,15 +256,10 @@ def measure_startup(root: Path, tmp: Path, fresh: bool = True) -> dict:
     state = tmp / "state-startup"
     if fresh:
         shutil.rmtree(state, ignore_errors=True)
-    config = tmp / "startup.toml"
-    config.write_text(f'[watch]\ndebounce = "50ms"\n\n[log]\nlevel = "{LOG_LEVEL}"\n')
-    env = dict(os.environ, POLISD_STATE_DIR=str(state))
     logp = tmp / "startup.log"
     out = {}
     t0 = time.perf_counter()
-    with open(logp, "w") as log:
-        proc = subprocess.Popen([str(BIN), "run", str(root), "--config", str(config)], env=env,
-                                stdout=subprocess.DEVNULL, stderr=log)
+    proc = spawn_daemon(root, tmp, "50ms", state, logp)
     try:
         while "scan" not in out:
             text = logp.read_text()
