@@ -7,10 +7,10 @@
 
 use chrono::{NaiveDate, NaiveDateTime};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use polisd::amendment::{self, TallyContext};
-use polisd::chronicle::{self, ChronicleContext};
-use polisd::clock::{PolisTime, PolisZone};
-use polisd::stats::{self, Ledger, Settlement};
+use polisd::protocol::amendment::{self, TallyContext};
+use polisd::protocol::chronicle::{self, ChronicleContext};
+use polisd::protocol::clock::{PolisTime, PolisZone};
+use polisd::protocol::stats::{self, Ledger, Settlement};
 use polisd::yaml::Value;
 use std::collections::BTreeSet;
 use std::hint::black_box;
@@ -120,11 +120,11 @@ fn bench_contract(c: &mut Criterion) {
     let mut g = c.benchmark_group("contract");
     g.throughput(Throughput::Bytes(CONTRACT.len() as u64));
     g.bench_function("frontmatter_yaml", |b| {
-        b.iter(|| polisd::frontmatter::parse(black_box(CONTRACT)).unwrap())
+        b.iter(|| polisd::protocol::frontmatter::parse(black_box(CONTRACT)).unwrap())
     });
     g.bench_function("read_settled", |b| {
         b.iter(|| {
-            polisd::contract::read_settled(
+            polisd::protocol::contract::read_settled(
                 "contracts/settled/c-000042.md",
                 black_box(CONTRACT),
                 PolisZone::default(),
@@ -209,7 +209,7 @@ fn bench_content_hash(c: &mut Criterion) {
     let card = "agent_id: claude-code-1\nvendor: anthropic\nmodel: claude\ncapability_tags:\n  python:\n    self_rating: 5\n  rust:\n    self_rating: 4\n  docs:\n    self_rating: 3\ncost_envelope:\n  relative: medium\ncontent_hash: sha256:0000\n";
     let value = polisd::yaml::load(card).unwrap();
     c.bench_function("content_hash", |b| {
-        b.iter(|| polisd::card::content_hash(black_box(&value)).unwrap())
+        b.iter(|| polisd::protocol::card::content_hash(black_box(&value)).unwrap())
     });
 }
 

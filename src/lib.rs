@@ -1,39 +1,30 @@
 //! polisd: keeps a Polis Protocol folder (`_polis/`) current while AI agents edit plain files.
 //!
-//! The protocol core (everything under "core" below) is pure: text and parsed values in,
-//! findings and outputs out, no I/O. The daemon and the one-shot commands gather inputs from
-//! disk, call the core, and hand every write to [`writer`].
+//! The folders are the layers, and each depends only on those above it in this list
+//! (`tests/architecture.rs` holds it so; `docs/ARCHITECTURE.md` tells the whole story):
+//!
+//! - [`yaml`]: PyYAML-compatible reading and writing. Pure.
+//! - [`protocol`]: every rule of the Polis Protocol, as functions over text and parsed values
+//!   that return findings and outputs. Pure: no file, clock, socket or thread.
+//! - [`fs`]: the shell's hands: reading a polis from disk, the one writer, machine-local state.
+//! - [`operations`]: the application layer. Each protocol action (reconcile, route, tally,
+//!   deliver a notice, edit an agent's file) is written once here, and every front end calls it.
+//! - [`daemon`]: watching a polis and reacting to its changes; configuration and the user service.
+//! - [`bench`]: the routing simulation behind `polisd bench routing`.
+//! - [`commands`]: the command line: argument types, one module per command, the demo.
 
-// Core: the protocol, no I/O.
-pub mod amendment;
-pub mod card;
-pub mod chronicle;
-pub mod citizen;
-pub mod clock;
-pub mod contract;
-pub mod finding;
-pub mod frontmatter;
-pub mod inbox;
-pub mod lesson;
-pub mod policy;
-pub mod polis;
-pub mod review;
-pub mod router;
-pub mod settings;
-pub mod simulation;
-pub mod stats;
 pub mod yaml;
 
-// Shell: reading a polis, writing to it, watching it, running as a service.
-pub mod actions;
-pub mod cli;
-pub mod commands;
-pub mod config;
+pub mod protocol;
+
+pub mod fs;
+
+pub mod operations;
+
 pub mod daemon;
-pub mod demo;
-pub mod engine;
-pub mod service;
-pub mod snapshot;
-pub mod state;
-pub mod watch;
-pub mod writer;
+
+pub mod bench;
+
+pub mod commands;
+
+pub use commands::run;

@@ -4,8 +4,8 @@
 //! SPEC §8 overrides it.
 
 use chrono::NaiveDateTime;
-use polisd::amendment::{self, Action, TallyContext};
-use polisd::clock::{PolisTime, PolisZone};
+use polisd::protocol::amendment::{self, Action, TallyContext};
+use polisd::protocol::clock::{PolisTime, PolisZone};
 use std::collections::BTreeSet;
 
 struct Case {

@@ -520,7 +520,7 @@ fn status_json_parses_with_its_documented_keys() {
 #[test]
 fn status_reports_a_running_daemon_and_not_a_stale_one() {
     let p = TestPolis::init(FOUNDER);
-    let state = polisd::state::State::load_in(&p.state_dir, &p.root).unwrap();
+    let state = polisd::fs::state::State::load_in(&p.state_dir, &p.root).unwrap();
     // This test process stands in for a running daemon.
     let mut running = state.status("2026-11-30T09:00:00Z", "native");
     running.counters.events = 7;
@@ -543,7 +543,7 @@ fn status_reports_a_running_daemon_and_not_a_stale_one() {
     let gone_pid = gone.id();
     gone.wait().unwrap();
     state
-        .write_status(&polisd::state::DaemonStatus {
+        .write_status(&polisd::fs::state::DaemonStatus {
             pid: gone_pid,
             ..running
         })

@@ -2,8 +2,8 @@
 //! errors are located, and `service install|uninstall|status` render, write and run what they
 //! should — in temporary homes, with a scripted service manager.
 
-use polisd::config::{self, ConfigError};
-use polisd::service::{
+use polisd::daemon::config::{self, ConfigError};
+use polisd::daemon::service::{
     self, render_launchd_plist, render_systemd_unit, CommandOutput, Context, Paths, Platform,
     Runner, ServiceAction, LAUNCHD_LABEL,
 };

@@ -370,7 +370,7 @@ fn corpus_daemon_keeps_running_and_writes_nothing_outside() {
             // Findings from reading a file (the daemon logs those; the rest is `check`'s).
             ["P001", "P002", "P004"].contains(&code.as_str()).then(|| {
                 vec![
-                    polisd::finding::printable(path.clone()),
+                    polisd::protocol::finding::printable(path.clone()),
                     format!("error {code}"),
                 ]
             })

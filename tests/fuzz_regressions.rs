@@ -1,7 +1,7 @@
 //! Inputs the fuzz targets in `fuzz/` found (see fuzz/README.md), each minimised and pinned so
 //! the bug stays fixed without nightly or libFuzzer. A test names what it pins.
 
-use polisd::chronicle;
+use polisd::protocol::chronicle;
 
 /// Every line of `side` (as scan reads it, repeats included) is still a line of `merged`.
 fn assert_no_line_lost(side: &str, merged: &str) {

@@ -3,7 +3,7 @@
 //! `routing_stats.yml` bytes (SPEC §6).
 
 use chrono::NaiveDate;
-use polisd::stats::{self, Ledger, Settlement};
+use polisd::protocol::stats::{self, Ledger, Settlement};
 use polisd::yaml::Value;
 use proptest::prelude::*;
 use std::collections::BTreeMap;

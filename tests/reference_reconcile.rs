@@ -9,10 +9,10 @@ mod generate;
 mod reference;
 
 use generate::{File, TimeStyle, TIME_STYLES};
-use polisd::clock::PolisZone;
-use polisd::contract::read_settled;
-use polisd::finding::{Code, Finding};
-use polisd::stats::{self, Settlement};
+use polisd::protocol::clock::PolisZone;
+use polisd::protocol::contract::read_settled;
+use polisd::protocol::finding::{Code, Finding};
+use polisd::protocol::stats::{self, Settlement};
 use polisd::yaml::Value;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

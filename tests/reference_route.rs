@@ -7,12 +7,12 @@ mod generate;
 #[path = "common/reference.rs"]
 mod reference;
 
-use polisd::contract::Contract;
-use polisd::frontmatter;
-use polisd::lesson::{self, Lesson};
-use polisd::router::{self, Candidate, Context, Score};
-use polisd::settings;
-use polisd::stats::{self, RoutingStats};
+use polisd::protocol::contract::Contract;
+use polisd::protocol::frontmatter;
+use polisd::protocol::lesson::{self, Lesson};
+use polisd::protocol::routing::score::{self, Candidate, Context, Score};
+use polisd::protocol::settings;
+use polisd::protocol::stats::{self, RoutingStats};
 use polisd::yaml::{self, Value};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -116,7 +116,7 @@ fn ours(root: &Path) -> Ours {
         weights: settings.weights,
         lesson_cap: settings.lesson_cap,
     };
-    let explore_rate = router::explore_rate(&settings, &stats);
+    let explore_rate = score::explore_rate(&settings, &stats);
     let mut open: Vec<PathBuf> = std::fs::read_dir(root.join("contracts/open"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -126,9 +126,9 @@ fn ours(root: &Path) -> Ours {
         .iter()
         .map(|p| {
             let c = Contract::parse(&read(p).unwrap()).unwrap();
-            let adaptive = router::adaptive_explore_rate(explore_rate, &c.required_tags, &stats);
+            let adaptive = score::adaptive_explore_rate(explore_rate, &c.required_tags, &stats);
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            (name, adaptive, router::score_all(&candidates, &c, &ctx))
+            (name, adaptive, score::score_all(&candidates, &c, &ctx))
         })
         .collect();
     Ours {
@@ -277,7 +277,7 @@ print(json.dumps(out))
         let original = case["original"].as_str().unwrap();
         let contract = Contract::parse(original).unwrap();
         assert!(contract.wants_recommendation());
-        let rec = router::recommend(
+        let rec = score::recommend(
             std::slice::from_ref(&cand),
             &contract,
             &ctx,
@@ -285,7 +285,7 @@ print(json.dumps(out))
             false,
             Some(1),
         );
-        let spliced = polisd::contract::splice_routing(
+        let spliced = polisd::protocol::contract::splice_routing(
             original,
             rec.recommendation.as_deref().unwrap(),
             rec.score,

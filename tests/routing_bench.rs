@@ -2,10 +2,10 @@
 //! picks, the default policy's refusal to route to an away citizen, the bench world's
 //! statistics, and (ignored, release only) the default policy's targets.
 
-use polisd::policy::{History, Outcome, Pick, Policy, PolicyInput};
-use polisd::router::Score;
-use polisd::settings::Weights;
-use polisd::simulation::{parse_seeds, run_bench, BenchOptions, Scenario, SimRng, World};
+use polisd::bench::simulation::{parse_seeds, run_bench, BenchOptions, Scenario, SimRng, World};
+use polisd::protocol::routing::policy::{History, Outcome, Pick, Policy, PolicyInput};
+use polisd::protocol::routing::score::Score;
+use polisd::protocol::settings::Weights;
 
 fn score(citizen: &str, total: f64) -> Score {
     Score {
@@ -20,7 +20,7 @@ fn score(citizen: &str, total: f64) -> Score {
     }
 }
 
-/// Sorted as `router::score_all` returns scores: by total, highest first, ties by id.
+/// Sorted as `score::score_all` returns scores: by total, highest first, ties by id.
 fn sorted(mut scores: Vec<Score>) -> Vec<Score> {
     scores.sort_by(|a, b| a.citizen.cmp(&b.citizen));
     scores.sort_by(|a, b| b.total.total_cmp(&a.total));
@@ -190,7 +190,7 @@ fn ucb_ties_go_to_the_lowest_id_whatever_the_input_order() {
 #[test]
 fn default_policy_never_routes_to_an_away_citizen_while_another_exists() {
     let mut rng = SimRng::new(42, 0);
-    let mut unit = || polisd::policy::unit_f64(&mut rng);
+    let mut unit = || polisd::protocol::routing::policy::unit_f64(&mut rng);
     for case in 0..300 {
         let n = 2 + (unit() * 4.0) as usize;
         let mut h = History::new();
@@ -380,8 +380,10 @@ fn default_policy_meets_issue_7_targets() {
     let mut out = Vec::new();
     let r = run_bench(&BenchOptions::default(), &mut out).unwrap();
     println!("{}", String::from_utf8_lossy(&out));
-    let def = r.get(polisd::simulation::Strategy::Policy(Policy::default()));
-    let rr = r.get(polisd::simulation::Strategy::RoundRobin);
+    let def = r.get(polisd::bench::simulation::Strategy::Policy(
+        Policy::default(),
+    ));
+    let rr = r.get(polisd::bench::simulation::Strategy::RoundRobin);
     assert!(def.oracle_gain >= 0.8, "{}", def.oracle_gain);
     assert!(def.seeds_beating_static >= 15);
     assert!(def.cost_per_contract <= rr.cost_per_contract);
@@ -392,7 +394,9 @@ fn default_policy_meets_issue_7_targets() {
         };
         let r = run_bench(&opts, &mut Vec::new()).unwrap();
         let rec = r
-            .get(polisd::simulation::Strategy::Policy(Policy::default()))
+            .get(polisd::bench::simulation::Strategy::Policy(
+                Policy::default(),
+            ))
             .recovery
             .clone()
             .unwrap();

@@ -1,6 +1,6 @@
 //! The writer, the state directory and the watcher against real temp folders.
 
-use polisd::writer::{
+use polisd::fs::writer::{
     sha256, CompareOutcome, RemoveOutcome, RenameOutcome, WriteError, WriteOutcome, Writer,
 };
 use std::fs;
@@ -489,7 +489,7 @@ fn writer_refuses_when_root_replaced_by_link() {
 // ---------------------------------------------------------------------------------------------
 // state
 
-use polisd::state::{self, DaemonStatus, State};
+use polisd::fs::state::{self, DaemonStatus, State};
 
 #[test]
 fn state_corrupt_file_is_moved_aside_and_rebuilt() {
@@ -565,7 +565,9 @@ fn state_daemon_lock_is_exclusive() {
 // ---------------------------------------------------------------------------------------------
 // watch
 
-use polisd::watch::{self, Batch, Event, EventKind, Mode, RescanReason, Source, WatchConfig};
+use polisd::daemon::watch::{
+    self, Batch, Event, EventKind, Mode, RescanReason, Source, WatchConfig,
+};
 
 fn fast_config() -> WatchConfig {
     WatchConfig {
@@ -730,7 +732,7 @@ fn watch_editor_temp_files_are_filtered() {
     for e in seen.events() {
         let name = e.path.file_name().unwrap().to_str().unwrap();
         assert!(
-            !polisd::polis::is_ignored_name(name),
+            !polisd::protocol::layout::is_ignored_name(name),
             "{name} leaked: {names:?}"
         );
     }

@@ -4,9 +4,9 @@
 
 use chrono::NaiveDateTime;
 use libfuzzer_sys::fuzz_target;
-use polisd::amendment::{self, TallyContext};
-use polisd::clock::{PolisTime, PolisZone};
-use polisd::frontmatter;
+use polisd::protocol::amendment::{self, TallyContext};
+use polisd::protocol::clock::{PolisTime, PolisZone};
+use polisd::protocol::frontmatter;
 use std::collections::BTreeSet;
 
 fuzz_target!(|data: &[u8]| {

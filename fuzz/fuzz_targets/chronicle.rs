@@ -4,8 +4,8 @@
 
 use chrono::NaiveDateTime;
 use libfuzzer_sys::fuzz_target;
-use polisd::chronicle::{self, ChronicleContext, Resume};
-use polisd::clock::{PolisTime, PolisZone};
+use polisd::protocol::chronicle::{self, ChronicleContext, Resume};
+use polisd::protocol::clock::{PolisTime, PolisZone};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use polisd::frontmatter;
+use polisd::protocol::frontmatter;
 use polisd::yaml::Value;
 
 fuzz_target!(|data: &[u8]| {

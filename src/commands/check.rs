@@ -3,15 +3,15 @@
 //! [`findings`] gathers them from a [`Polis`] read model without writing anything; the daemon
 //! and `polisd status` call it too. `run` only prints and picks the exit code.
 
-use crate::card::VerifyState;
-use crate::chronicle::{self, ChronicleContext};
-use crate::clock::PolisTime;
-use crate::finding::{Code, Finding, Severity};
-use crate::polis::{AmendmentFolder, ContractFolder};
-use crate::snapshot::Polis;
+use crate::fs::snapshot::Polis;
+use crate::protocol::card::VerifyState;
+use crate::protocol::chronicle::{self, ChronicleContext};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::finding::{Code, Finding, Severity};
+use crate::protocol::layout::{AmendmentFolder, ContractFolder};
 use std::collections::{BTreeMap, BTreeSet};
 
-pub fn run(args: crate::cli::CheckArgs) -> anyhow::Result<u8> {
+pub fn run(args: crate::commands::cli::CheckArgs) -> anyhow::Result<u8> {
     let root = super::locate(args.polis.path.as_deref())?;
     let polis = Polis::read(&root);
     let now = PolisTime::system(polis.settings.timezone);
@@ -88,7 +88,8 @@ pub fn report(findings: &[Finding]) -> Report<'_> {
 /// earlier line" (C005) carries over from one file to the next, as the lines were written.
 fn chronicle_findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     let registered = polis.registered();
-    let is_registered = |id: &str| registered.contains(id) || crate::polis::is_system_citizen(id);
+    let is_registered =
+        |id: &str| registered.contains(id) || crate::protocol::layout::is_system_citizen(id);
     let link_exists = |rel: &str| polis.exists(rel);
     let files = polis
         .archives
@@ -97,7 +98,7 @@ fn chronicle_findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
         .chain(
             polis
                 .chronicle_text()
-                .map(|text| (crate::polis::CHRONICLE, text)),
+                .map(|text| (crate::protocol::layout::CHRONICLE, text)),
         );
     let mut newest = None;
     let mut out = Vec::new();
@@ -155,7 +156,9 @@ fn unknown_voters(polis: &Polis) -> Vec<Finding> {
         .amendments
         .iter()
         .filter(|a| a.folder == AmendmentFolder::Proposed)
-        .flat_map(|a| crate::amendment::unknown_voter_findings(&a.rel, &a.amendment, &registered))
+        .flat_map(|a| {
+            crate::protocol::amendment::unknown_voter_findings(&a.rel, &a.amendment, &registered)
+        })
         .collect()
 }
 

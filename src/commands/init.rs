@@ -1,7 +1,7 @@
 //! `polisd init`: scaffold a polis the reference accepts, never overwriting a file.
 
-use crate::clock::{PolisTime, PolisZone};
-use crate::polis;
+use crate::protocol::clock::{PolisTime, PolisZone};
+use crate::protocol::layout;
 use anyhow::{bail, Context};
 use chrono::Datelike;
 use std::path::Path;
@@ -18,7 +18,7 @@ pub struct InitParams {
 /// The files of a new polis, relative to `_polis/`, with their contents. Pure: the caller
 /// decides which of them to write.
 pub fn scaffold(params: &InitParams, time: &PolisTime) -> anyhow::Result<Vec<(String, String)>> {
-    if !polis::is_agent_id(&params.agent_id) {
+    if !layout::is_agent_id(&params.agent_id) {
         bail!(
             "`{}` is not a valid agent id: use 8 to 40 lowercase letters, digits and hyphens, \
              starting with a letter (for example `claude-code-1`)",
@@ -41,7 +41,8 @@ pub fn scaffold(params: &InitParams, time: &PolisTime) -> anyhow::Result<Vec<(St
     };
     let id = &params.agent_id;
     let card = fill(include_str!("templates/capability_card.yml"));
-    let card = crate::card::stamp(&card).context("stamping the founder's capability card")?;
+    let card =
+        crate::protocol::card::stamp(&card).context("stamping the founder's capability card")?;
     let mut files = vec![
         (
             "CONSTITUTION.md".to_string(),
@@ -64,7 +65,7 @@ pub fn scaffold(params: &InitParams, time: &PolisTime) -> anyhow::Result<Vec<(St
             fill(include_str!("templates/polis.yml")),
         ),
         (
-            polis::ROUTING_STATS.to_string(),
+            layout::ROUTING_STATS.to_string(),
             fill(include_str!("templates/routing_stats.yml")),
         ),
         (format!("citizens/{id}/capability_card.yml"), card),
@@ -117,7 +118,7 @@ pub fn run(project_root: &Path, params: &InitParams) -> anyhow::Result<(Vec<Stri
     std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
     let zone = PolisZone::default();
     let files = scaffold(params, &PolisTime::system(zone))?;
-    let writer = crate::writer::Writer::new(&root)?;
+    let writer = crate::fs::writer::Writer::new(&root)?;
     let (mut created, mut kept) = (Vec::new(), Vec::new());
     for (rel, content) in files {
         if writer.create_new(&rel, content.as_bytes())? {

@@ -1,21 +1,40 @@
-//! The one-shot commands. Each gathers inputs with [`crate::snapshot`], calls the pure core and
-//! hands writes to [`crate::writer`]; the daemon calls the same functions.
+//! The one-shot commands. Each gathers inputs with [`crate::fs::snapshot`], calls the pure core and
+//! hands writes to [`crate::fs::writer`]; the daemon calls the same functions.
 
 pub mod check;
+pub mod cli;
+pub mod demo;
 pub mod init;
 pub mod route;
 pub mod status;
 pub mod verify;
 
-use crate::cli::{Command, RouteArgs, ServiceCommand, TallyArgs};
-use crate::clock::PolisTime;
-use crate::finding::Severity;
-use crate::service::ServiceAction;
-use crate::snapshot::Polis;
-use crate::state::State;
-use crate::writer::{WriteOutcome, Writer};
+use crate::commands::cli::{Command, RouteArgs, ServiceCommand, TallyArgs};
+use crate::daemon::service::ServiceAction;
+use crate::fs::snapshot::Polis;
+use crate::fs::state::State;
+use crate::fs::writer::{WriteOutcome, Writer};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::finding::Severity;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
+
+/// Parses the process arguments, runs the command and maps its outcome to an exit code: 0
+/// success, 1 refused or findings, 2 usage.
+pub fn run() -> std::process::ExitCode {
+    use clap::Parser as _;
+    let cli = cli::Cli::parse();
+    match dispatch(cli.command) {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(err) => {
+            eprintln!("polisd: {err:#}");
+            let usage = err
+                .downcast_ref::<crate::fs::locate::LocateError>()
+                .is_some();
+            std::process::ExitCode::from(if usage { 2 } else { 1 })
+        }
+    }
+}
 
 /// Runs a command; the `u8` is the process exit code.
 pub fn dispatch(command: Command) -> anyhow::Result<u8> {
@@ -63,39 +82,41 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
                 ServiceCommand::Uninstall => ServiceAction::Uninstall,
                 ServiceCommand::Status => ServiceAction::Status,
             };
-            crate::service::run(
+            crate::daemon::service::run(
                 action,
                 args.dry_run,
                 args.config.as_deref(),
                 &mut std::io::stdout().lock(),
             )
         }
-        Command::Bench(crate::cli::BenchCommand::Routing(args)) => {
-            let opts = crate::simulation::BenchOptions {
+        Command::Bench(crate::commands::cli::BenchCommand::Routing(args)) => {
+            let opts = crate::bench::simulation::BenchOptions {
                 contracts: args.contracts,
                 citizens: args.citizens,
                 tags: args.tags,
-                seeds: crate::simulation::parse_seeds(&args.seeds)?,
+                seeds: crate::bench::simulation::parse_seeds(&args.seeds)?,
                 scenario: args.scenario.parse()?,
                 plot: args.plot,
                 ..Default::default()
             };
-            crate::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
+            crate::bench::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
             Ok(0)
         }
-        Command::Demo(args) => crate::demo::run(args.keep_running, &mut std::io::stdout()),
+        Command::Demo(args) => {
+            crate::commands::demo::run(args.keep_running, &mut std::io::stdout())
+        }
     }
 }
 
 /// The `_polis/` folder a command works on (SPEC §1).
 pub fn locate(path: Option<&Path>) -> anyhow::Result<PathBuf> {
     let cwd = std::env::current_dir().context("reading the working directory")?;
-    Ok(crate::polis::locate(path, &cwd)?)
+    Ok(crate::fs::locate::locate(path, &cwd)?)
 }
 
 fn reconcile(root: &Path) -> anyhow::Result<u8> {
     let writer = Writer::new(root)?;
-    let (done, findings) = crate::actions::reconcile_settled(root, &writer)?;
+    let (done, findings) = crate::operations::reconcile_settled(root, &writer)?;
     let settled_findings: Vec<_> = findings
         .iter()
         .filter(|f| f.path.starts_with("contracts/settled/"))
@@ -124,7 +145,7 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
     let policy = args
         .policy
         .as_deref()
-        .map(str::parse::<crate::policy::Policy>)
+        .map(str::parse::<crate::protocol::routing::policy::Policy>)
         .transpose()?;
     let options = route::RouteOptions {
         adaptive: args.adaptive,
@@ -177,14 +198,14 @@ fn tally(args: TallyArgs) -> anyhow::Result<u8> {
     } else {
         Some(Writer::new(&root)?)
     };
-    let (results, notices) = crate::actions::tally(&polis, writer.as_ref(), &now)?;
+    let (results, notices) = crate::operations::tally(&polis, writer.as_ref(), &now)?;
     let mut failed = false;
     if let Some(writer) = &writer {
         let mut state = State::load(&root)?;
         // Re-read: the tally may have moved files and appended to the chronicle.
         let after = Polis::read(&root);
         let delivery =
-            crate::actions::deliver(&after, writer, &mut state, &notices, &|_| true, &now);
+            crate::operations::deliver(&after, writer, &mut state, &notices, &|_| true, &now);
         for (who, why) in &delivery.failed {
             eprintln!("polisd: could not notify {who}: {why}");
             failed = true;

@@ -1,11 +1,11 @@
 //! `polisd route`: recommend a citizen for an open contract (SPEC §7).
 
-use crate::actions::{self, ActionError};
-use crate::policy::{History, Policy, PolicyInput};
-use crate::polis::ContractFolder;
-use crate::router::{self, Recommendation};
-use crate::snapshot::{ContractFile, Polis};
-use crate::writer::Writer;
+use crate::fs::snapshot::{ContractFile, Polis};
+use crate::fs::writer::Writer;
+use crate::operations::{self, ActionError};
+use crate::protocol::layout::ContractFolder;
+use crate::protocol::routing::policy::{History, Policy, PolicyInput};
+use crate::protocol::routing::score::{self, Recommendation};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
@@ -39,7 +39,7 @@ pub enum RouteError {
     #[error("no registered citizens; nothing to route to")]
     NoCitizens,
     #[error("polis.yml: {0}")]
-    Policy(#[from] crate::policy::UnknownPolicy),
+    Policy(#[from] crate::protocol::routing::policy::UnknownPolicy),
 }
 
 /// Finds an open contract by id, as the reference does (open, then settled, then abandoned).
@@ -86,17 +86,17 @@ pub fn recommend(
             None => Policy::default(),
         },
     };
-    let stats = actions::current_stats(polis);
+    let stats = operations::current_stats(polis);
     let lessons = polis.routing_lessons();
-    let ctx = router::Context {
+    let ctx = score::Context {
         stats: &stats,
         lessons: &lessons,
         weights: polis.settings.weights,
         lesson_cap: polis.settings.lesson_cap,
     };
-    let rate = router::explore_rate(&polis.settings, &stats);
+    let rate = score::explore_rate(&polis.settings, &stats);
     if policy == Policy::EpsilonGreedy {
-        let recommendation = router::recommend(
+        let recommendation = score::recommend(
             &candidates,
             &contract.contract,
             &ctx,
@@ -112,13 +112,14 @@ pub fn recommend(
     }
     let tags = &contract.contract.required_tags;
     let rate = if options.adaptive {
-        router::adaptive_explore_rate(rate, tags, &stats)
+        score::adaptive_explore_rate(rate, tags, &stats)
     } else {
         rate
     };
-    let scores = router::score_all(&candidates, &contract.contract, &ctx);
-    let mut settlements: Vec<&crate::stats::Settlement> = polis.settlements.iter().collect();
-    settlements.sort_by(|a, b| crate::stats::replay_order(a, b));
+    let scores = score::score_all(&candidates, &contract.contract, &ctx);
+    let mut settlements: Vec<&crate::protocol::stats::Settlement> =
+        polis.settlements.iter().collect();
+    settlements.sort_by(|a, b| crate::protocol::stats::replay_order(a, b));
     let history = History::from_settlements(settlements);
     let input = PolicyInput {
         tags,
@@ -156,8 +157,8 @@ pub fn apply(
     let Some(chosen) = rec.recommendation.as_deref() else {
         return Ok(false);
     };
-    actions::edit_agent_file(writer, &polis.root, &contract.file.rel, |text| {
-        crate::contract::splice_routing(text, chosen, rec.score, rec.exploration)
+    operations::edit_agent_file(writer, &polis.root, &contract.file.rel, |text| {
+        crate::protocol::contract::splice_routing(text, chosen, rec.score, rec.exploration)
     })
 }
 

@@ -24,12 +24,12 @@
 //!   else `{pid, started_at, updated_at, watch_mode, counters: {events, rescans, reconciles,
 //!   tallies, notifications, writes}, last_findings: [..up to 10, newest last]}`.
 
-use crate::amendment::{self, Expiry};
-use crate::clock::PolisTime;
-use crate::finding::Finding;
-use crate::polis::{AmendmentFolder, ContractFolder};
-use crate::snapshot::Polis;
-use crate::state::{DaemonStatus, StoredFinding};
+use crate::fs::snapshot::Polis;
+use crate::fs::state::{DaemonStatus, StoredFinding};
+use crate::protocol::amendment::{self, Expiry};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::finding::Finding;
+use crate::protocol::layout::{AmendmentFolder, ContractFolder};
 use chrono::{Duration, NaiveDateTime};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -103,16 +103,16 @@ pub struct DaemonRow {
     pub started_at: String,
     pub updated_at: String,
     pub watch_mode: String,
-    pub counters: crate::state::Counters,
+    pub counters: crate::fs::state::Counters,
     pub last_findings: Vec<StoredFinding>,
 }
 
-pub fn run(args: crate::cli::JsonPolisArg) -> anyhow::Result<u8> {
+pub fn run(args: crate::commands::cli::JsonPolisArg) -> anyhow::Result<u8> {
     let root = super::locate(args.path.as_deref())?;
     let polis = Polis::read(&root);
     let now = PolisTime::system(polis.settings.timezone);
     // An unreadable daemon.json says nothing about the polis: report "no daemon" and go on.
-    let daemon = crate::state::read_status(&root).ok().flatten();
+    let daemon = crate::fs::state::read_status(&root).ok().flatten();
     let summary = summarize(&polis, &now, daemon)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
@@ -136,7 +136,10 @@ pub fn summarize(
             let status = polis.status(&c.id);
             let (last_activity, activity_source) = match activity.get(c.id.as_str()) {
                 Some(t) => (
-                    Some(t.format(crate::chronicle::STAMP_FORMAT).to_string()),
+                    Some(
+                        t.format(crate::protocol::chronicle::STAMP_FORMAT)
+                            .to_string(),
+                    ),
                     Some("chronicle"),
                 ),
                 None if !status.last_active.is_null() => {
@@ -164,7 +167,7 @@ pub fn summarize(
         }
     }
 
-    let tags = crate::actions::current_stats(polis)
+    let tags = crate::operations::current_stats(polis)
         .tags
         .into_iter()
         .map(|t| TagRow {
@@ -175,7 +178,7 @@ pub fn summarize(
         })
         .collect();
 
-    let (results, _) = crate::actions::tally(polis, None, now)?;
+    let (results, _) = crate::operations::tally(polis, None, now)?;
     let amendments = results
         .into_iter()
         .map(|r| {
@@ -242,7 +245,7 @@ pub fn summarize(
 /// Each author's newest chronicle stamp over the archives and the current file, ignoring lines
 /// more than 10 minutes in the future (as the activity window does).
 fn last_activity<'p>(polis: &'p Polis, now: &PolisTime) -> BTreeMap<&'p str, NaiveDateTime> {
-    let limit = now.now + Duration::minutes(crate::chronicle::FUTURE_TOLERANCE_MINUTES);
+    let limit = now.now + Duration::minutes(crate::protocol::chronicle::FUTURE_TOLERANCE_MINUTES);
     let texts = polis
         .archives
         .iter()
@@ -252,7 +255,7 @@ fn last_activity<'p>(polis: &'p Polis, now: &PolisTime) -> BTreeMap<&'p str, Nai
     for text in texts {
         // Frontmatter lines never parse as entries, so plain `lines()` will do (and borrows).
         for line in text.lines() {
-            if let Some((stamp, author)) = crate::chronicle::stamp_and_author(line) {
+            if let Some((stamp, author)) = crate::protocol::chronicle::stamp_and_author(line) {
                 if stamp <= limit && polis.cards.contains_key(author) {
                     let e = out.entry(author).or_insert(stamp);
                     *e = (*e).max(stamp);
@@ -268,7 +271,7 @@ fn last_activity<'p>(polis: &'p Polis, now: &PolisTime) -> BTreeMap<&'p str, Nai
 fn newest_findings(found: Vec<Finding>) -> Vec<Finding> {
     let (chronicle, mut rest): (Vec<Finding>, Vec<Finding>) = found
         .into_iter()
-        .partition(|f| f.path == crate::polis::CHRONICLE);
+        .partition(|f| f.path == crate::protocol::layout::CHRONICLE);
     rest.extend(chronicle);
     tail(rest, NEWEST_FINDINGS)
 }
@@ -468,7 +471,7 @@ mod tests {
 
     #[test]
     fn newest_findings_put_the_chronicle_last_and_keep_ten() {
-        use crate::finding::Code;
+        use crate::protocol::finding::Code;
         let mut found: Vec<Finding> = (1..=12)
             .map(|n| Finding::error(Code::C001, "chronicle.md", Some(n), "x"))
             .collect();

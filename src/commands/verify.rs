@@ -1,13 +1,13 @@
 //! `polisd verify`: the `content_hash` of every capability card (SPEC §4), and `--fix` to stamp
 //! the cards that lack a matching one.
 //!
-//! Reading and judging go through [`crate::card`]; the only write is the stamp, through
-//! [`crate::actions::edit_agent_file`] (compare-before-replace: a card its citizen is editing at
+//! Reading and judging go through [`crate::protocol::card`]; the only write is the stamp, through
+//! [`crate::operations::edit_agent_file`] (compare-before-replace: a card its citizen is editing at
 //! that moment is never overwritten). A card polisd cannot hash exactly is never stamped.
 
-use crate::card::{self, StampError, VerifyState};
-use crate::snapshot;
-use crate::writer::Writer;
+use crate::fs::snapshot;
+use crate::fs::writer::Writer;
+use crate::protocol::card::{self, StampError, VerifyState};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::path::Path;
@@ -42,7 +42,7 @@ impl CardReport {
     }
 }
 
-pub fn run(args: crate::cli::VerifyArgs) -> anyhow::Result<u8> {
+pub fn run(args: crate::commands::cli::VerifyArgs) -> anyhow::Result<u8> {
     let root = super::locate(args.path.as_deref())?;
     let reports = if args.fix {
         let writer = Writer::new(&root)?;
@@ -85,7 +85,7 @@ pub fn fix(root: &Path, writer: &Writer) -> Vec<CardReport> {
             out.push(before);
             continue;
         }
-        if !crate::polis::is_agent_id(&id) {
+        if !crate::protocol::layout::is_agent_id(&id) {
             out.push(CardReport {
                 note: Some(
                     "not stamped: the folder name is not a valid agent id; rename the folder first"
@@ -96,14 +96,15 @@ pub fn fix(root: &Path, writer: &Writer) -> Vec<CardReport> {
             continue;
         }
         let refused: RefCell<Option<StampError>> = RefCell::new(None);
-        let written =
-            crate::actions::edit_agent_file(writer, root, &rel, |text| match card::stamp(text) {
+        let written = crate::operations::edit_agent_file(writer, root, &rel, |text| {
+            match card::stamp(text) {
                 Ok(stamped) => Some(stamped),
                 Err(e) => {
                     *refused.borrow_mut() = Some(e);
                     None
                 }
-            });
+            }
+        });
         let failure = match (written, refused.into_inner()) {
             (Err(e), _) => Some(e.to_string()),
             (Ok(_), Some(e)) => Some(e.to_string()),
@@ -128,10 +129,13 @@ pub fn fix(root: &Path, writer: &Writer) -> Vec<CardReport> {
 
 /// `(citizen id, card path)` for every citizen folder holding a card, sorted by id.
 fn card_files(root: &Path) -> Vec<(String, String)> {
-    snapshot::subdirs(root, crate::polis::CITIZENS_DIR)
+    snapshot::subdirs(root, crate::protocol::layout::CITIZENS_DIR)
         .into_iter()
         .map(|id| {
-            let rel = format!("{}/{id}/capability_card.yml", crate::polis::CITIZENS_DIR);
+            let rel = format!(
+                "{}/{id}/capability_card.yml",
+                crate::protocol::layout::CITIZENS_DIR
+            );
             (id, rel)
         })
         .filter(|(_, rel)| std::fs::symlink_metadata(root.join(rel)).is_ok())

@@ -262,11 +262,11 @@ impl TestPolis {
 
     /// The state folder polisd keeps for this polis.
     pub fn polis_state_dir(&self) -> PathBuf {
-        polisd::state::polis_state_dir(&self.state_dir, &self.canonical_root())
+        polisd::fs::state::polis_state_dir(&self.state_dir, &self.canonical_root())
     }
 
     /// The daemon's status file (`daemon.json`), when it has written one.
-    pub fn daemon_status(&self) -> Option<polisd::state::DaemonStatus> {
+    pub fn daemon_status(&self) -> Option<polisd::fs::state::DaemonStatus> {
         let bytes = fs::read(self.polis_state_dir().join("daemon.json")).ok()?;
         serde_json::from_slice(&bytes).ok()
     }

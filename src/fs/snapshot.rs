@@ -4,7 +4,7 @@
 //! anything but a regular file (a FIFO in `contracts/open/` must not block the daemon), refuses
 //! oversized records, and turns every unreadable file into a finding instead of an error.
 
-use crate::finding::{Code, Finding};
+use crate::protocol::finding::{Code, Finding};
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -113,7 +113,7 @@ fn open_no_follow(path: &Path) -> std::io::Result<fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     fs::OpenOptions::new()
         .read(true)
-        .custom_flags(crate::writer::no_follow_flags())
+        .custom_flags(crate::fs::writer::no_follow_flags())
         .open(path)
 }
 
@@ -153,7 +153,7 @@ pub fn list(root: &Path, dir: &str, ext: &str, findings: &mut Vec<Finding>) -> V
             ));
             continue;
         };
-        if crate::polis::is_ignored_name(name) || !name.ends_with(ext) {
+        if crate::protocol::layout::is_ignored_name(name) || !name.ends_with(ext) {
             continue;
         }
         let stem = name[..name.len() - ext.len()].to_string();
@@ -283,7 +283,7 @@ pub struct RecordFile {
     pub rel: String,
     pub stem: String,
     pub text: String,
-    pub record: crate::frontmatter::Record,
+    pub record: crate::protocol::frontmatter::Record,
 }
 
 /// Reads every `*.md` record in `dir`, turning unreadable files and bad frontmatter into
@@ -318,7 +318,7 @@ pub fn read_record(
             return None;
         }
     };
-    match crate::frontmatter::parse(&text) {
+    match crate::protocol::frontmatter::parse(&text) {
         Ok(record) => Some(RecordFile {
             rel: rel.to_string(),
             stem: stem.to_string(),
@@ -361,31 +361,31 @@ pub struct CardFile {
     pub id: String,
     pub rel: String,
     pub text: String,
-    pub card: crate::card::Card,
+    pub card: crate::protocol::card::Card,
 }
 
 /// A contract file in one of the three folders.
 #[derive(Debug, Clone)]
 pub struct ContractFile {
-    pub folder: crate::polis::ContractFolder,
+    pub folder: crate::protocol::layout::ContractFolder,
     pub file: RecordFile,
-    pub contract: crate::contract::Contract,
+    pub contract: crate::protocol::contract::Contract,
 }
 
 /// An amendment file in `proposed/` or `ratified/`.
 #[derive(Debug, Clone)]
 pub struct AmendmentFile {
-    pub folder: crate::polis::AmendmentFolder,
+    pub folder: crate::protocol::layout::AmendmentFolder,
     pub rel: String,
     pub text: String,
-    pub amendment: crate::amendment::Amendment,
+    pub amendment: crate::protocol::amendment::Amendment,
 }
 
 /// A lesson file.
 #[derive(Debug, Clone)]
 pub struct LessonFile {
     pub rel: String,
-    pub lesson: crate::lesson::Lesson,
+    pub lesson: crate::protocol::lesson::Lesson,
 }
 
 /// Everything the protocol rules read, from one pass over a polis. Reading never fails as a
@@ -393,12 +393,12 @@ pub struct LessonFile {
 #[derive(Debug, Clone)]
 pub struct Polis {
     pub root: PathBuf,
-    pub settings: crate::settings::Settings,
+    pub settings: crate::protocol::settings::Settings,
     pub cards: std::collections::BTreeMap<String, CardFile>,
-    pub statuses: std::collections::BTreeMap<String, crate::citizen::Status>,
+    pub statuses: std::collections::BTreeMap<String, crate::protocol::citizen::Status>,
     pub index_keeper: Option<String>,
     pub contracts: Vec<ContractFile>,
-    pub settlements: Vec<crate::stats::Settlement>,
+    pub settlements: Vec<crate::protocol::stats::Settlement>,
     pub lessons: Vec<LessonFile>,
     pub amendments: Vec<AmendmentFile>,
     /// `chronicle.md`, when present and readable. Shared, so the daemon can keep it between
@@ -428,16 +428,17 @@ impl Polis {
     /// [`Polis::read_with`], taking the chronicle and its archives from `chronicles` (the
     /// daemon's copies, which read only what changed).
     pub fn read_using(root: &Path, settled: bool, chronicles: &mut dyn ChronicleSource) -> Polis {
-        use crate::polis::{AmendmentFolder, ContractFolder};
+        use crate::protocol::layout::{AmendmentFolder, ContractFolder};
         let mut findings = Vec::new();
-        let settings_text = read_or_report(root, crate::polis::POLIS_YML, &mut findings);
-        let (settings, settings_findings) = crate::settings::parse(settings_text.as_deref());
+        let settings_text = read_or_report(root, crate::protocol::layout::POLIS_YML, &mut findings);
+        let (settings, settings_findings) =
+            crate::protocol::settings::parse(settings_text.as_deref());
         findings.extend(settings_findings);
         let zone = settings.timezone;
 
         let (cards, statuses) = read_citizens(root, &mut findings);
-        let index_keeper = read_or_report(root, crate::polis::INDEX, &mut findings)
-            .and_then(|text| crate::frontmatter::parse(&text).ok())
+        let index_keeper = read_or_report(root, crate::protocol::layout::INDEX, &mut findings)
+            .and_then(|text| crate::protocol::frontmatter::parse(&text).ok())
             .and_then(|r| r.get("index_keeper").as_str().map(str::to_string));
 
         let mut contracts = Vec::new();
@@ -448,11 +449,12 @@ impl Polis {
             }
             for file in read_records(root, folder.dir(), &mut findings) {
                 if folder == ContractFolder::Settled {
-                    let read = crate::contract::settlement_of(&file.rel, &file.record, zone);
+                    let read =
+                        crate::protocol::contract::settlement_of(&file.rel, &file.record, zone);
                     findings.extend(read.findings);
                     settlements.extend(read.settlement);
                 }
-                let contract = crate::contract::Contract::from_record(&file.record);
+                let contract = crate::protocol::contract::Contract::from_record(&file.record);
                 contracts.push(ContractFile {
                     folder,
                     file,
@@ -461,18 +463,20 @@ impl Polis {
             }
         }
 
-        let lessons = read_records_recursive(root, crate::polis::LESSONS_DIR, &mut findings)
-            .into_iter()
-            .map(|file| LessonFile {
-                lesson: crate::lesson::Lesson::from_record(&file.stem, &file.record),
-                rel: file.rel,
-            })
-            .collect::<Vec<LessonFile>>();
+        let lessons =
+            read_records_recursive(root, crate::protocol::layout::LESSONS_DIR, &mut findings)
+                .into_iter()
+                .map(|file| LessonFile {
+                    lesson: crate::protocol::lesson::Lesson::from_record(&file.stem, &file.record),
+                    rel: file.rel,
+                })
+                .collect::<Vec<LessonFile>>();
         let mut lessons = lessons;
         // The reference reads lessons in sorted path order; the order decides which lesson ids
         // `applied_lessons` lists first.
         lessons.sort_by(|a, b| {
-            crate::lesson::path_order(&a.rel).cmp(&crate::lesson::path_order(&b.rel))
+            crate::protocol::lesson::path_order(&a.rel)
+                .cmp(&crate::protocol::lesson::path_order(&b.rel))
         });
 
         let mut amendments = Vec::new();
@@ -481,7 +485,7 @@ impl Polis {
                 let Some(text) = read_or_report(root, &entry.rel, &mut findings) else {
                     continue;
                 };
-                match crate::amendment::parse(&text, &entry.stem) {
+                match crate::protocol::amendment::parse(&text, &entry.stem) {
                     Ok(amendment) => amendments.push(AmendmentFile {
                         folder,
                         rel: entry.rel,
@@ -508,7 +512,7 @@ impl Polis {
         let mut archives = Vec::new();
         for entry in list(root, "", ".md", &mut findings) {
             let name = entry.rel.trim_start_matches('/');
-            if crate::chronicle::Quarter::from_archive_name(name).is_some() {
+            if crate::protocol::chronicle::Quarter::from_archive_name(name).is_some() {
                 match chronicles.archive(root, name) {
                     Ok(Some(text)) => archives.push((name.to_string(), text)),
                     Ok(None) => {}
@@ -516,7 +520,8 @@ impl Polis {
                 }
             }
         }
-        archives.sort_by_key(|(name, _)| crate::chronicle::Quarter::from_archive_name(name));
+        archives
+            .sort_by_key(|(name, _)| crate::protocol::chronicle::Quarter::from_archive_name(name));
 
         Polis {
             root: root.to_path_buf(),
@@ -541,11 +546,11 @@ impl Polis {
     }
 
     /// The status of a citizen; a missing file reads as idle (SPEC §5).
-    pub fn status(&self, id: &str) -> crate::citizen::Status {
+    pub fn status(&self, id: &str) -> crate::protocol::citizen::Status {
         self.statuses
             .get(id)
             .cloned()
-            .unwrap_or_else(crate::citizen::Status::idle)
+            .unwrap_or_else(crate::protocol::citizen::Status::idle)
     }
 
     /// The chronicle texts that the activity window reads: the current file and the newest
@@ -571,7 +576,7 @@ impl Polis {
     }
 
     /// Lessons that move routing scores (SPEC §10), in the reference's order.
-    pub fn routing_lessons(&self) -> Vec<&crate::lesson::Lesson> {
+    pub fn routing_lessons(&self) -> Vec<&crate::protocol::lesson::Lesson> {
         self.lessons
             .iter()
             .map(|l| &l.lesson)
@@ -580,12 +585,16 @@ impl Polis {
     }
 
     /// Every registered citizen as a routing candidate, in citizen-id order.
-    pub fn candidates(&self) -> Vec<crate::router::Candidate> {
+    pub fn candidates(&self) -> Vec<crate::protocol::routing::score::Candidate> {
         self.cards
             .values()
             .map(|c| {
                 let status = self.status(&c.id);
-                crate::router::Candidate::from_card(&c.id, &c.card.raw, &status.fields)
+                crate::protocol::routing::score::Candidate::from_card(
+                    &c.id,
+                    &c.card.raw,
+                    &status.fields,
+                )
             })
             .collect()
     }
@@ -609,7 +618,8 @@ pub struct ReadChronicles;
 
 impl ChronicleSource for ReadChronicles {
     fn chronicle(&mut self, root: &Path) -> ChronicleRead {
-        read_text(root, crate::polis::CHRONICLE, None).map(|t| t.map(std::sync::Arc::new))
+        read_text(root, crate::protocol::layout::CHRONICLE, None)
+            .map(|t| t.map(std::sync::Arc::new))
     }
 
     fn archive(&mut self, root: &Path, name: &str) -> ChronicleRead {
@@ -629,19 +639,19 @@ fn read_or_report(root: &Path, rel: &str, findings: &mut Vec<Finding>) -> Option
 
 type Citizens = (
     std::collections::BTreeMap<String, CardFile>,
-    std::collections::BTreeMap<String, crate::citizen::Status>,
+    std::collections::BTreeMap<String, crate::protocol::citizen::Status>,
 );
 
 fn read_citizens(root: &Path, findings: &mut Vec<Finding>) -> Citizens {
     let mut cards = std::collections::BTreeMap::new();
     let mut statuses = std::collections::BTreeMap::new();
-    for id in subdirs(root, crate::polis::CITIZENS_DIR) {
-        let dir = format!("{}/{id}", crate::polis::CITIZENS_DIR);
+    for id in subdirs(root, crate::protocol::layout::CITIZENS_DIR) {
+        let dir = format!("{}/{id}", crate::protocol::layout::CITIZENS_DIR);
         let card_rel = format!("{dir}/capability_card.yml");
         let Some(text) = read_or_report(root, &card_rel, findings) else {
             continue;
         };
-        if !crate::polis::is_agent_id(&id) {
+        if !crate::protocol::layout::is_agent_id(&id) {
             findings.push(Finding::error(
                 Code::BadId,
                 &card_rel,
@@ -654,7 +664,7 @@ fn read_citizens(root: &Path, findings: &mut Vec<Finding>) -> Citizens {
             ));
             continue;
         }
-        match crate::card::parse(&text) {
+        match crate::protocol::card::parse(&text) {
             Ok(card) => {
                 if card.agent_id.as_deref() != Some(id.as_str()) {
                     findings.push(Finding::warning(
@@ -686,7 +696,7 @@ fn read_citizens(root: &Path, findings: &mut Vec<Finding>) -> Citizens {
         }
         let status_rel = format!("{dir}/status.md");
         let status_text = read_or_report(root, &status_rel, findings);
-        match crate::citizen::parse_status(status_text.as_deref()) {
+        match crate::protocol::citizen::parse_status(status_text.as_deref()) {
             Ok(status) => {
                 statuses.insert(id.clone(), status);
             }

@@ -1,10 +1,9 @@
-//! Where a polis is and what its paths and ids may be (SPEC §1, §2).
+//! What a polis's paths and ids may be (SPEC §1, §2).
 //!
 //! Everything that turns an id into a path goes through here, so an id like `../x` or one with
 //! a control character never becomes a path.
 
 use regex::Regex;
-use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 /// Author ids that write without a card (SPEC §2).
@@ -119,49 +118,6 @@ pub fn amendment_path(folder: AmendmentFolder, id: &str) -> Option<String> {
     is_slug(id).then(|| format!("{}/{id}.md", folder.dir()))
 }
 
-/// Why no polis was found.
-#[derive(Debug, thiserror::Error)]
-pub enum LocateError {
-    #[error("{0} is neither a project root with `_polis/{CONSTITUTION}` nor a `_polis/` folder holding `{CONSTITUTION}`")]
-    NotAPolis(PathBuf),
-    #[error("no `_polis/{CONSTITUTION}` in {0} or any folder above it; pass the project root or `_polis/` folder as PATH, or create one with `polisd init`")]
-    NotFound(PathBuf),
-}
-
-fn is_polis_dir(dir: &Path) -> bool {
-    dir.join(CONSTITUTION).is_file()
-}
-
-/// Finds the `_polis/` folder for a command (SPEC §1): the given project root or `_polis/`
-/// folder, or the first one walking up from `cwd`.
-pub fn locate(given: Option<&Path>, cwd: &Path) -> Result<PathBuf, LocateError> {
-    if let Some(path) = given {
-        let path = if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            cwd.join(path)
-        };
-        let inner = path.join("_polis");
-        if is_polis_dir(&inner) {
-            return Ok(inner);
-        }
-        if is_polis_dir(&path) {
-            return Ok(path);
-        }
-        return Err(LocateError::NotAPolis(path));
-    }
-    for dir in cwd.ancestors() {
-        if dir.file_name().is_some_and(|n| n == "_polis") && is_polis_dir(dir) {
-            return Ok(dir.to_path_buf());
-        }
-        let inner = dir.join("_polis");
-        if is_polis_dir(&inner) {
-            return Ok(inner);
-        }
-    }
-    Err(LocateError::NotFound(cwd.to_path_buf()))
-}
-
 /// Editor, temporary and sync-tool files that are never read as records (SPEC §11).
 pub fn is_ignored_name(name: &str) -> bool {
     name.ends_with(".tmp")
@@ -210,17 +166,5 @@ mod tests {
             assert!(is_ignored_name(n), "{n}");
         }
         assert!(!is_ignored_name("chronicle.md"));
-    }
-
-    #[test]
-    fn locate_accepts_root_or_polis_and_walks_up() {
-        let dir = tempfile::tempdir().unwrap();
-        let polis = dir.path().join("_polis");
-        std::fs::create_dir_all(polis.join("citizens")).unwrap();
-        std::fs::write(polis.join(CONSTITUTION), "# c\n").unwrap();
-        assert_eq!(locate(Some(dir.path()), Path::new("/")).unwrap(), polis);
-        assert_eq!(locate(Some(&polis), Path::new("/")).unwrap(), polis);
-        assert_eq!(locate(None, &polis.join("citizens")).unwrap(), polis);
-        assert!(locate(Some(&polis.join("citizens")), Path::new("/")).is_err());
     }
 }

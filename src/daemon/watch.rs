@@ -2,7 +2,7 @@
 //! [`Event`] type (STYLE "The engine does not know notify").
 //!
 //! Owns: choosing a native watcher or falling back to polling, debouncing, dropping editor and
-//! temporary names (`polis::is_ignored_name`), noticing `_polis/` itself being deleted and
+//! temporary names (`layout::is_ignored_name`), noticing `_polis/` itself being deleted and
 //! recreated (a non-recursive watch on its parent plus an identity check of the folder), and
 //! telling the caller when events can no longer be trusted ([`Rescan`]): at start, on kernel
 //! queue overflow, on watcher errors, when `_polis/` comes or goes, and on a periodic timer.
@@ -805,7 +805,7 @@ impl Loop {
             let ignored = rel
                 .file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(crate::polis::is_ignored_name);
+                .is_some_and(crate::protocol::layout::is_ignored_name);
             if ignored {
                 continue;
             }
@@ -848,7 +848,10 @@ impl Loop {
             };
             for entry in read.flatten() {
                 let name = entry.file_name();
-                if name.to_str().is_some_and(crate::polis::is_ignored_name) {
+                if name
+                    .to_str()
+                    .is_some_and(crate::protocol::layout::is_ignored_name)
+                {
                     continue;
                 }
                 let child = entry.path();

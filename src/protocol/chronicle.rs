@@ -5,10 +5,10 @@
 //! Nothing here reads or writes a file, and nothing here ever produces text that drops or edits
 //! an agent's line — rollover and merge only move and reorder lines.
 
-use crate::clock::PolisTime;
-use crate::finding::{Code, Finding};
-use crate::frontmatter;
-use crate::polis::{self, DAEMON_ID};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::finding::{Code, Finding};
+use crate::protocol::frontmatter;
+use crate::protocol::layout::{self, DAEMON_ID};
 use crate::yaml::Value;
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime};
 use regex::Regex;
@@ -466,7 +466,7 @@ pub fn validate(line: &Line, ctx: &ChronicleContext<'_>) -> Vec<Finding> {
             )
         };
 
-    if !(ctx.is_registered)(entry.author) && !polis::is_system_citizen(entry.author) {
+    if !(ctx.is_registered)(entry.author) && !layout::is_system_citizen(entry.author) {
         out.push(Finding::error(
             Code::C002,
             ctx.path,
@@ -475,7 +475,7 @@ pub fn validate(line: &Line, ctx: &ChronicleContext<'_>) -> Vec<Finding> {
                 "`{shown}`: the author `{}` is not a registered citizen (no `citizens/{}/capability_card.yml`) nor a system citizen ({}). Register with a capability card first, or write your own agent id: `{}`",
                 entry.author,
                 entry.author,
-                polis::SYSTEM_CITIZENS.join(", "),
+                layout::SYSTEM_CITIZENS.join(", "),
                 fixed(None, Some("<your-agent-id>"), None, None),
             ),
         ));
@@ -642,7 +642,7 @@ fn example_from(line: &str, now: &PolisTime) -> String {
         .unwrap_or_else(|| now.minute_stamp());
     let author = parts
         .get(1)
-        .filter(|a| polis::is_agent_id(a))
+        .filter(|a| layout::is_agent_id(a))
         .copied()
         .unwrap_or("<your-agent-id>");
     let verb = parts
@@ -875,7 +875,7 @@ pub fn rollover(text: &str, now: &PolisTime) -> Option<Rollover> {
         ),
     );
     let period_value = now_q.to_string();
-    let head = crate::amendment::splice_field(text, "current_period", &period_value, None)
+    let head = crate::protocol::amendment::splice_field(text, "current_period", &period_value, None)
         .and_then(|t| frontmatter_block(&t))
         .unwrap_or_else(|| {
             format!(
@@ -1134,7 +1134,7 @@ pub fn declared_period(text: &str) -> Option<Quarter> {
 mod tests {
     #[test]
     fn activity_follows_the_full_scans_as_time_moves_on() {
-        use crate::clock::{PolisTime, PolisZone};
+        use crate::protocol::clock::{PolisTime, PolisZone};
         let at = |d: u32, h: u32| {
             chrono::NaiveDate::from_ymd_opt(2026, 3, d)
                 .unwrap()
@@ -1208,7 +1208,7 @@ mod tests {
         ];
         for text in &cases {
             let normal = text.replace("\r\n", "\n");
-            let split = crate::frontmatter::split(&normal);
+            let split = crate::protocol::frontmatter::split(&normal);
             let want = if split.yaml.is_some() {
                 split.body_line
             } else {
@@ -1224,7 +1224,7 @@ mod tests {
     }
 
     use super::*;
-    use crate::clock::PolisZone;
+    use crate::protocol::clock::PolisZone;
     use proptest::prelude::*;
 
     fn at(stamp: &str) -> PolisTime {
@@ -1369,7 +1369,7 @@ mod tests {
     fn c005_older_than_newest_by_a_day() {
         let f = check_at(GOOD, "2026-03-04 15:00", Some("2026-03-03 14:06"));
         assert_eq!(codes(&f), vec![Code::C005]);
-        assert_eq!(f[0].severity, crate::finding::Severity::Warning);
+        assert_eq!(f[0].severity, crate::protocol::finding::Severity::Warning);
         assert_eq!(
             check_at(GOOD, "2026-03-04 15:00", Some("2026-03-03 14:05")),
             vec![]

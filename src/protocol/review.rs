@@ -3,7 +3,7 @@
 //!
 //! Pure: text and file names in, a [`Review`] out. polisd only reads reviews.
 
-use crate::frontmatter::{self, FrontmatterError};
+use crate::protocol::frontmatter::{self, FrontmatterError};
 use crate::yaml::Value;
 use chrono::NaiveDateTime;
 
@@ -93,7 +93,7 @@ pub fn parse_file_name(name: &str) -> Option<(NaiveDateTime, String)> {
     let stamp = stem.get(..15)?;
     let cid = stem.get(15..)?.strip_prefix('-')?;
     let when = NaiveDateTime::parse_from_str(stamp, "%Y-%m-%d-%H%M").ok()?;
-    crate::polis::is_slug(cid).then(|| (when, cid.to_string()))
+    crate::protocol::layout::is_slug(cid).then(|| (when, cid.to_string()))
 }
 
 #[cfg(test)]

@@ -5,10 +5,10 @@
 //! Pure: text and parsed values in, values and findings out. It never reads or writes a file;
 //! `splice_routing` returns new text and leaves the compare-before-replace write to the writer.
 
-use crate::clock::PolisZone;
-use crate::finding::{Code, Finding};
-use crate::frontmatter::{self, Record};
-use crate::stats::Settlement;
+use crate::protocol::clock::PolisZone;
+use crate::protocol::finding::{Code, Finding};
+use crate::protocol::frontmatter::{self, Record};
+use crate::protocol::stats::Settlement;
 use crate::yaml::{self, Value};
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 use regex::Regex;

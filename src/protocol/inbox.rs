@@ -5,11 +5,11 @@
 //! appends it (one locked write) only when [`sent_ids`] of the inbox and its archive and
 //! polisd's own ledger do not already hold its id. Nothing here reads an inbox from disk.
 
-use crate::amendment::{Action, Amendment, Outcome};
-use crate::chronicle;
-use crate::clock::PolisTime;
-use crate::finding::{Finding, Severity};
-use crate::polis::DAEMON_ID;
+use crate::protocol::amendment::{Action, Amendment, Outcome};
+use crate::protocol::chronicle;
+use crate::protocol::clock::PolisTime;
+use crate::protocol::finding::{Finding, Severity};
+use crate::protocol::layout::DAEMON_ID;
 use regex::Regex;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -299,7 +299,7 @@ impl Notification {
             recipient: recipient.to_string(),
             subject: a.id.clone(),
             discriminator: String::new(),
-            link: crate::amendment::link(a, "proposed"),
+            link: crate::protocol::amendment::link(a, "proposed"),
             paragraph: format!(
                 "A new amendment was proposed{by}: `{}` ({title}). Read it and vote by adding a block `## Response from {recipient} (agree)` (or `disagree`, `abstain`, `request changes`) with your reasons at the end of the file, then append a `voted on amendment` line to the chronicle.",
                 a.id
@@ -319,7 +319,7 @@ impl Notification {
         let (kind, link, paragraph) = match outcome.action {
             Action::Ratified => (
                 Kind::AmendmentRatified,
-                crate::amendment::link(a, "ratified"),
+                crate::protocol::amendment::link(a, "ratified"),
                 format!(
                     "The amendment `{}` ({title}) was ratified: {}. `CONSTITUTION.md` must now be edited to include it; the index keeper (or the proposer) makes that edit and appends a line to the chronicle.",
                     a.id, outcome.detail
@@ -327,7 +327,7 @@ impl Notification {
             ),
             Action::Rejected => (
                 Kind::AmendmentRejected,
-                crate::amendment::link(a, "proposed"),
+                crate::protocol::amendment::link(a, "proposed"),
                 format!(
                     "Your amendment `{}` ({title}) was rejected: {}. It stays in `amendments/proposed/` with `status: rejected` as a record of what was tried; to try again, address the objections in the responses and propose a new amendment.",
                     a.id, outcome.detail
@@ -335,7 +335,7 @@ impl Notification {
             ),
             Action::Expired => (
                 Kind::AmendmentExpired,
-                crate::amendment::link(a, "proposed"),
+                crate::protocol::amendment::link(a, "proposed"),
                 format!(
                     "Your amendment `{}` ({title}) expired before reaching quorum: {}. It stays in `amendments/proposed/` with `status: expired`; if it still matters, propose it again as a new amendment and ask citizens to vote.",
                     a.id, outcome.detail
@@ -411,8 +411,8 @@ impl Notification {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::PolisZone;
-    use crate::finding::Code;
+    use crate::protocol::clock::PolisZone;
+    use crate::protocol::finding::Code;
 
     fn at(stamp: &str) -> PolisTime {
         PolisTime::at_stamp(PolisZone::default(), stamp).unwrap()

@@ -5,8 +5,8 @@
 //! background thread with the same engine and watcher as `polisd run`. The demo narrates only
 //! what it can see in the folder afterwards, so it shows the product, not a mock of it.
 
-use crate::engine::{Engine, EngineOptions, Trigger};
-use crate::watch::{self, WatchConfig};
+use crate::daemon::engine::{Engine, EngineOptions, Trigger};
+use crate::daemon::watch::{self, WatchConfig};
 use anyhow::Context;
 use chrono::Utc;
 use std::fs;
@@ -34,8 +34,8 @@ pub fn run(keep_running: bool, out: &mut dyn Write) -> anyhow::Result<u8> {
     let project = base.join("project");
     let root = project.join("_polis");
     // The demo keeps its machine-local state beside the polis, not in the user's state folder.
-    if std::env::var_os(crate::state::STATE_DIR_ENV).is_none() {
-        std::env::set_var(crate::state::STATE_DIR_ENV, base.join("state"));
+    if std::env::var_os(crate::fs::state::STATE_DIR_ENV).is_none() {
+        std::env::set_var(crate::fs::state::STATE_DIR_ENV, base.join("state"));
     }
 
     say(
@@ -200,10 +200,10 @@ pub fn run(keep_running: bool, out: &mut dyn Write) -> anyhow::Result<u8> {
     )?;
     say(out, "\n$ polisd status\n")?;
     out.flush()?;
-    let status = crate::commands::dispatch(crate::cli::Command::Status(crate::cli::JsonPolisArg {
+    let status = crate::commands::status::run(crate::commands::cli::JsonPolisArg {
         path: Some(root.clone()),
         json: false,
-    }));
+    });
     if let Err(e) = status {
         say(out, &format!("(polisd status failed: {e:#})"))?;
     }
@@ -241,7 +241,7 @@ impl InProcessDaemon {
         let options = EngineOptions {
             auto_route: true,
             rollover: false,
-            notifications: crate::config::Notifications::default(),
+            notifications: crate::daemon::config::Notifications::default(),
         };
         let mut engine = Engine::open(root, options)?;
         let (watcher, mut batches) = watch::watch(
@@ -326,7 +326,7 @@ fn scaffold(project: &Path) -> anyhow::Result<()> {
              capability_tags:\n  python:\n    self_rating: {python}\n    evidence: demo\n  \
              docs:\n    self_rating: {docs}\n    evidence: demo\ncost_envelope:\n  relative: {cost}\n"
         );
-        let card = crate::card::stamp(&card)?;
+        let card = crate::protocol::card::stamp(&card)?;
         write(&root, &format!("citizens/{id}/capability_card.yml"), &card)?;
         write(
             &root,
@@ -408,8 +408,8 @@ fn amendment() -> String {
 }
 
 fn python_leader(root: &Path) -> Option<String> {
-    let text = read(root, crate::polis::ROUTING_STATS);
-    let stats = crate::stats::parse(&text).ok()?;
+    let text = read(root, crate::protocol::layout::ROUTING_STATS);
+    let stats = crate::protocol::stats::parse(&text).ok()?;
     stats.tag("python")?.leader.clone()
 }
 

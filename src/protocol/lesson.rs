@@ -4,7 +4,7 @@
 //! Pure: records in, values out. The caller hands lessons in the reference's order (sorted by
 //! path, see [`path_order`]) because the bonus is a float sum and `applied_lessons` a list.
 
-use crate::frontmatter::Record;
+use crate::protocol::frontmatter::Record;
 use crate::yaml::Value;
 
 /// One `routing_effect` entry: `{citizen, tags, delta}`.
@@ -118,7 +118,7 @@ impl Lesson {
             lesson_id,
             filed_by: f.get("filed_by").as_str().map(str::to_string),
             filed_at: f.get("filed_at").clone(),
-            capability_tags: crate::contract::tags_of(f.get("capability_tags")).0,
+            capability_tags: crate::protocol::contract::tags_of(f.get("capability_tags")).0,
             related_contracts: f.get("related_contracts").clone(),
             quality_impact: match f.get("quality_impact") {
                 v @ (Value::Int(_) | Value::Float(_)) => v.as_f64(),
@@ -225,7 +225,7 @@ pub fn lessons_score(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frontmatter;
+    use crate::protocol::frontmatter;
 
     fn lesson(fm: &str) -> Lesson {
         Lesson::from_record(

@@ -5,13 +5,13 @@
 //! the folder's state (and the sent-notification ledger), so running it twice, or after a crash
 //! half-way, changes nothing twice (SPEC §11).
 
-use crate::amendment::{self, Action, Outcome, TallyContext};
-use crate::clock::PolisTime;
-use crate::inbox::{Kind, Notification};
-use crate::polis::{self, AmendmentFolder};
-use crate::snapshot::{self, Polis};
-use crate::state::PolisState;
-use crate::writer::{CompareOutcome, WriteError, WriteOutcome, Writer};
+use crate::fs::snapshot::{self, Polis};
+use crate::fs::state::PolisState;
+use crate::fs::writer::{CompareOutcome, WriteError, WriteOutcome, Writer};
+use crate::protocol::amendment::{self, Action, Outcome, TallyContext};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::inbox::{Kind, Notification};
+use crate::protocol::layout::{self, AmendmentFolder};
 use crate::yaml::Value;
 use std::collections::BTreeSet;
 
@@ -46,13 +46,13 @@ pub struct Reconciled {
 /// Rebuilds `contracts/routing_stats.yml` with the stats `build` makes from the two values kept
 /// from the file being replaced (`explore_rate`, `last_updated`); writes only when the bytes
 /// change, and nothing without a `contracts/settled/` folder. `polisd reconcile` builds with a
-/// full replay, the daemon with its incremental [`crate::stats::Ledger`]. `replayed` is only
+/// full replay, the daemon with its incremental [`crate::protocol::stats::Ledger`]. `replayed` is only
 /// reported.
 pub fn reconcile_with(
     root: &std::path::Path,
     writer: &Writer,
     replayed: usize,
-    build: impl FnOnce(&Value, &Value) -> crate::stats::RoutingStats,
+    build: impl FnOnce(&Value, &Value) -> crate::protocol::stats::RoutingStats,
 ) -> Result<Reconciled, ActionError> {
     if !root.join("contracts/settled").is_dir() {
         return Ok(Reconciled {
@@ -63,12 +63,12 @@ pub fn reconcile_with(
     }
     let previous = read_previous_stats(root);
     let stats = build(previous.get("explore_rate"), previous.get("last_updated"));
-    let text = crate::stats::render(&stats)?;
-    let outcome = writer.replace_atomic(polis::ROUTING_STATS, text.as_bytes())?;
+    let text = crate::protocol::stats::render(&stats)?;
+    let outcome = writer.replace_atomic(layout::ROUTING_STATS, text.as_bytes())?;
     Ok(Reconciled {
         replayed,
         outcome: Some(outcome),
-        stats_sha256: Some(crate::state::hex_sha256(text.as_bytes())),
+        stats_sha256: Some(crate::fs::state::hex_sha256(text.as_bytes())),
     })
 }
 
@@ -78,20 +78,22 @@ pub fn reconcile_with(
 pub fn reconcile_settled(
     root: &std::path::Path,
     writer: &Writer,
-) -> Result<(Reconciled, Vec<crate::finding::Finding>), ActionError> {
+) -> Result<(Reconciled, Vec<crate::protocol::finding::Finding>), ActionError> {
     let settings_text =
-        snapshot::read_text(root, polis::POLIS_YML, Some(snapshot::MAX_RECORD_BYTES))
+        snapshot::read_text(root, layout::POLIS_YML, Some(snapshot::MAX_RECORD_BYTES))
             .ok()
             .flatten();
-    let zone = crate::settings::parse(settings_text.as_deref()).0.timezone;
+    let zone = crate::protocol::settings::parse(settings_text.as_deref())
+        .0
+        .timezone;
     let mut findings = Vec::new();
-    let dir = polis::ContractFolder::Settled.dir();
+    let dir = layout::ContractFolder::Settled.dir();
     let entries = snapshot::list(root, dir, ".md", &mut findings);
     let reads = snapshot::par_map(&entries, |e| {
         let mut found = Vec::new();
         let settlement =
             snapshot::read_record(root, &e.rel, &e.stem, &mut found).and_then(|file| {
-                let read = crate::contract::settlement_of(&file.rel, &file.record, zone);
+                let read = crate::protocol::contract::settlement_of(&file.rel, &file.record, zone);
                 found.extend(read.findings);
                 read.settlement
             });
@@ -103,14 +105,14 @@ pub fn reconcile_settled(
         settlements.extend(settlement);
     }
     let done = reconcile_with(root, writer, settlements.len(), |rate, last| {
-        crate::stats::reconcile(&settlements, rate, last)
+        crate::protocol::stats::reconcile(&settlements, rate, last)
     })?;
     Ok((done, findings))
 }
 
 /// The stats file as it is, for the values a reconcile keeps (`explore_rate`, `last_updated`).
 fn read_previous_stats(root: &std::path::Path) -> Value {
-    snapshot::read_text(root, polis::ROUTING_STATS, None)
+    snapshot::read_text(root, layout::ROUTING_STATS, None)
         .ok()
         .flatten()
         .and_then(|text| crate::yaml::load(&text).ok())
@@ -118,8 +120,8 @@ fn read_previous_stats(root: &std::path::Path) -> Value {
 }
 
 /// The stats a router should read: the file on disk, or empty.
-pub fn current_stats(polis: &Polis) -> crate::stats::RoutingStats {
-    crate::stats::from_value(&read_previous_stats(&polis.root))
+pub fn current_stats(polis: &Polis) -> crate::protocol::stats::RoutingStats {
+    crate::protocol::stats::from_value(&read_previous_stats(&polis.root))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -141,7 +143,7 @@ pub fn active_citizens(polis: &Polis, now: &PolisTime) -> BTreeSet<String> {
     let registered = polis.registered();
     let authors = match &polis.active_authors {
         Some(authors) => authors.clone(),
-        None => crate::chronicle::active_authors(&polis.recent_chronicle(), now),
+        None => crate::protocol::chronicle::active_authors(&polis.recent_chronicle(), now),
     };
     authors
         .into_iter()
@@ -244,7 +246,7 @@ fn chronicle_line_in_progress(polis: &Polis) -> bool {
     if text.is_empty() || text.ends_with('\n') {
         return false;
     }
-    std::fs::symlink_metadata(polis.root.join(polis::CHRONICLE))
+    std::fs::symlink_metadata(polis.root.join(layout::CHRONICLE))
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.elapsed().ok())
@@ -283,7 +285,7 @@ fn act_on_outcome(
     let chronicle_texts = polis.recent_chronicle();
     if !amendment::outcome_in_chronicle(&chronicle_texts, a, outcome.action) {
         if let Some(line) = amendment::chronicle_line(a, outcome, now) {
-            writer.append_locked(polis::CHRONICLE, line.as_bytes())?;
+            writer.append_locked(layout::CHRONICLE, line.as_bytes())?;
         }
     }
     if outcome.action == Action::Ratified {
@@ -387,8 +389,8 @@ pub fn deliver(
             continue;
         }
         let (Some(inbox), Some(archive)) = (
-            polis::inbox_path(&n.recipient),
-            polis::inbox_archive_path(&n.recipient),
+            layout::inbox_path(&n.recipient),
+            layout::inbox_archive_path(&n.recipient),
         ) else {
             continue;
         };

@@ -6,9 +6,9 @@
 //! keeps the others. A bad value is a finding and falls back to its default; it never stops
 //! polisd. polisd never writes this file.
 
-use crate::clock::PolisZone;
-use crate::finding::{Code, Finding};
-use crate::polis::POLIS_YML;
+use crate::protocol::clock::PolisZone;
+use crate::protocol::finding::{Code, Finding};
+use crate::protocol::layout::POLIS_YML;
 use crate::yaml::{self, Mapping, Value};
 
 /// The routing weights of SPEC §7.
@@ -32,7 +32,7 @@ impl Default for Weights {
     }
 }
 
-pub const DEFAULT_EXPLORE_RATE: f64 = crate::stats::DEFAULT_EXPLORE_RATE;
+pub const DEFAULT_EXPLORE_RATE: f64 = crate::protocol::stats::DEFAULT_EXPLORE_RATE;
 pub const DEFAULT_LESSON_CAP: f64 = 0.15;
 pub const DEFAULT_LESSON_IMPACT_FLOOR: f64 = 1.0;
 

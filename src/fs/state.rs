@@ -19,7 +19,7 @@
 //! directory; `_polis/` is `writer`'s alone. It holds data, not rules: what the fields mean to
 //! the protocol is decided by the engine and the core modules.
 
-use crate::finding::Finding;
+use crate::protocol::finding::Finding;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -230,8 +230,8 @@ impl From<&Finding> for StoredFinding {
         StoredFinding {
             code: f.code.as_str().to_string(),
             severity: match f.severity {
-                crate::finding::Severity::Error => "error",
-                crate::finding::Severity::Warning => "warning",
+                crate::protocol::finding::Severity::Error => "error",
+                crate::protocol::finding::Severity::Warning => "warning",
             }
             .to_string(),
             path: f.path.clone(),
@@ -758,7 +758,14 @@ mod tests {
     fn findings_are_bounded_newest_kept() {
         let mut s = PolisState::default();
         let many: Vec<_> = (0..MAX_FINDINGS + 5)
-            .map(|i| Finding::warning(crate::finding::Code::C005, "chronicle.md", Some(i), "x"))
+            .map(|i| {
+                Finding::warning(
+                    crate::protocol::finding::Code::C005,
+                    "chronicle.md",
+                    Some(i),
+                    "x",
+                )
+            })
             .collect();
         s.push_findings(&many);
         assert_eq!(s.latest_findings.len(), MAX_FINDINGS);

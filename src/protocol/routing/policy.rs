@@ -7,9 +7,9 @@
 //! follow issue 7's formulas exactly; `posterior` (the default) is polisd's own, described on
 //! [`Policy::Posterior`].
 
-use crate::router::{self, Score};
-use crate::settings::Weights;
-use crate::stats::Settlement;
+use crate::protocol::routing::score::{self, Score};
+use crate::protocol::settings::Weights;
+use crate::protocol::stats::Settlement;
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 use std::collections::HashMap;
@@ -113,7 +113,7 @@ impl History {
 pub struct PolicyInput<'a> {
     /// The contract's required tags, duplicates removed.
     pub tags: &'a [String],
-    /// Every candidate's score as [`router::score_all`] returns them: by total, highest first,
+    /// Every candidate's score as [`score::score_all`] returns them: by total, highest first,
     /// ties in citizen-id order.
     pub scores: &'a [Score],
     pub history: &'a History,
@@ -355,7 +355,7 @@ fn epsilon_greedy(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
         .collect();
     // The router's own pick (one implementation of SPEC §7's draw), fed from our generator.
     let mut draw = StdRng::seed_from_u64(rng.next_u64());
-    let (citizen, exploration, score) = router::pick(input.scores, input.explore_rate, &mut draw);
+    let (citizen, exploration, score) = score::pick(input.scores, input.explore_rate, &mut draw);
     let reason = if input.scores.len() == 1 {
         "the only candidate".to_string()
     } else if exploration {
@@ -728,7 +728,7 @@ mod tests {
             },
         ];
         let h = History::from_settlements(&settled);
-        let st = crate::stats::reconcile(
+        let st = crate::protocol::stats::reconcile(
             &settled,
             &crate::yaml::Value::Null,
             &crate::yaml::Value::Null,

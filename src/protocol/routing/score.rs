@@ -5,10 +5,10 @@
 //! reference's `score_citizen` operation for operation so they agree to the last bits; the
 //! random draw need not match the reference's.
 
-use crate::contract::Contract;
-use crate::lesson::{lessons_score, Lesson};
-use crate::settings::{Settings, Weights};
-use crate::stats::{RoutingStats, DEFAULT_EXPLORE_RATE};
+use crate::protocol::contract::Contract;
+use crate::protocol::lesson::{lessons_score, Lesson};
+use crate::protocol::settings::{Settings, Weights};
+use crate::protocol::stats::{RoutingStats, DEFAULT_EXPLORE_RATE};
 use crate::yaml::Value;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -45,7 +45,7 @@ impl Candidate {
                 let Some(m) = entry.as_map() else { continue };
                 let rating = match m.get("self_rating") {
                     None => 0.0,
-                    Some(v) => crate::lesson::python_float(v)
+                    Some(v) => crate::protocol::lesson::python_float(v)
                         .filter(|_| !matches!(v, Value::Str(_)))
                         .unwrap_or(0.0),
                 };
@@ -297,7 +297,7 @@ pub fn recommend(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{CitizenStats, TagStats};
+    use crate::protocol::stats::{CitizenStats, TagStats};
     use crate::yaml;
 
     fn contract(fm: &str) -> Contract {

@@ -8,19 +8,19 @@
 //! the outbox, and deliver them. Every step is idempotent, so a crash at any point is repaired
 //! by the next pass and nothing is announced twice.
 
-use crate::actions;
-use crate::chronicle::{self, ChronicleContext, Resume};
-use crate::clock::PolisTime;
 use crate::commands::route::{self as routing, RouteOptions};
-use crate::config::Notifications;
-use crate::contract::{Contract, Heading};
-use crate::finding::Finding;
-use crate::inbox::{Kind, Notification};
-use crate::polis::{self, AmendmentFolder, ContractFolder};
-use crate::snapshot::{self, Polis};
-use crate::state::{Counters, Fingerprint, OutboxEntry, State};
-use crate::stats::Ledger;
-use crate::writer::{self, WriteOutcome, Writer};
+use crate::daemon::config::Notifications;
+use crate::fs::snapshot::{self, Polis};
+use crate::fs::state::{Counters, Fingerprint, OutboxEntry, State};
+use crate::fs::writer::{self, WriteOutcome, Writer};
+use crate::operations;
+use crate::protocol::chronicle::{self, ChronicleContext, Resume};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::contract::{Contract, Heading};
+use crate::protocol::finding::Finding;
+use crate::protocol::inbox::{Kind, Notification};
+use crate::protocol::layout::{self, AmendmentFolder, ContractFolder};
+use crate::protocol::stats::Ledger;
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -34,8 +34,8 @@ pub struct EngineOptions {
     pub notifications: Notifications,
 }
 
-impl From<crate::config::Effective> for EngineOptions {
-    fn from(e: crate::config::Effective) -> Self {
+impl From<crate::daemon::config::Effective> for EngineOptions {
+    fn from(e: crate::daemon::config::Effective) -> Self {
         EngineOptions {
             auto_route: e.auto_route,
             rollover: e.rollover,
@@ -88,7 +88,7 @@ impl Scope {
             derive: true,
             ..Scope::default()
         };
-        if rel.is_empty() || rel == polis::POLIS_YML || rel == polis::INDEX {
+        if rel.is_empty() || rel == layout::POLIS_YML || rel == layout::INDEX {
             return Scope::all();
         }
         if !rel.contains('/') && name.starts_with("chronicle") {
@@ -99,7 +99,7 @@ impl Scope {
                 ..Scope::default()
             };
         }
-        if rel == polis::ROUTING_STATS || rel.starts_with("contracts/settled") {
+        if rel == layout::ROUTING_STATS || rel.starts_with("contracts/settled") {
             return Scope {
                 settled: true,
                 derive: true,
@@ -140,8 +140,8 @@ impl Scope {
             };
         }
         if rel.starts_with("contracts/abandoned")
-            || rel.starts_with(polis::LESSONS_DIR)
-            || rel.starts_with(polis::REVIEWS_DIR)
+            || rel.starts_with(layout::LESSONS_DIR)
+            || rel.starts_with(layout::REVIEWS_DIR)
         {
             return derive_only;
         }
@@ -170,7 +170,7 @@ struct SettledRead {
     findings: Vec<Finding>,
     /// What its notices name, kept only for the pass that read it.
     heading: Heading,
-    settlement: Option<crate::stats::Settlement>,
+    settlement: Option<crate::protocol::stats::Settlement>,
 }
 
 /// What a pass must look at in `contracts/settled/`.
@@ -187,7 +187,7 @@ enum SettledRefresh {
 impl SettledRefresh {
     fn add(&mut self, rel: &str) {
         let Some(name) = rel.strip_prefix("contracts/settled/") else {
-            if rel != polis::ROUTING_STATS && Scope::of_path(rel).settled {
+            if rel != layout::ROUTING_STATS && Scope::of_path(rel).settled {
                 *self = SettledRefresh::Full;
             }
             return;
@@ -330,7 +330,7 @@ pub struct Engine {
     /// The settlements of the cached files, kept replayed (SPEC §6).
     ledger: Ledger,
     /// The timezone the settled cache was read with: instants depend on it.
-    settled_zone: Option<crate::clock::PolisZone>,
+    settled_zone: Option<crate::protocol::clock::PolisZone>,
     started_at: String,
     watch_mode: String,
     /// `chronicle.md` and its archives as last read, so a pass reads only the bytes appended
@@ -372,7 +372,7 @@ impl Engine {
             Ok(_) => {}
             Err(e) => tracing::warn!("could not clean stale temporary files: {e}"),
         }
-        let started_at = crate::state::now_rfc3339();
+        let started_at = crate::fs::state::now_rfc3339();
         state.counters.started_at = Some(started_at.clone());
         state.counters.pid = Some(std::process::id());
         Ok(Engine {
@@ -412,7 +412,7 @@ impl Engine {
     }
 
     /// Holds the single-daemon lock for this polis, if no other polisd has it.
-    pub fn lock(&self) -> anyhow::Result<Option<crate::state::DaemonLock>> {
+    pub fn lock(&self) -> anyhow::Result<Option<crate::fs::state::DaemonLock>> {
         Ok(self.state.try_lock_daemon()?)
     }
 
@@ -497,7 +497,7 @@ impl Engine {
         refresh: SettledRefresh,
         wall: DateTime<Utc>,
     ) -> anyhow::Result<()> {
-        if !self.root.join(polis::CONSTITUTION).is_file() {
+        if !self.root.join(layout::CONSTITUTION).is_file() {
             tracing::warn!(polis = %self.root.display(), "no CONSTITUTION.md: waiting for the polis to come back");
             return Ok(());
         }
@@ -542,7 +542,7 @@ impl Engine {
             let ledger = &mut self.ledger;
             let replayed = ledger.len();
             let done =
-                actions::reconcile_with(&polis.root, &self.writer, replayed, |rate, last| {
+                operations::reconcile_with(&polis.root, &self.writer, replayed, |rate, last| {
                     ledger.stats(rate, last)
                 });
             match done {
@@ -584,7 +584,7 @@ impl Engine {
         }
 
         if scope.tally {
-            match actions::tally(&polis, Some(&self.writer), &now) {
+            match operations::tally(&polis, Some(&self.writer), &now) {
                 Ok((results, _)) => {
                     self.state.counters.tallies += 1;
                     let acted: Vec<_> = results.iter().filter(|r| r.action != "pending").collect();
@@ -613,7 +613,7 @@ impl Engine {
         self.enqueue(notices);
         // Saved after delivery, not before: until then the saved state is the previous pass's,
         // so a crash repeats this pass, and delivery finds what already reached an inbox
-        // (`actions::deliver` reads it first). Saving first would put two fsyncs between an
+        // (`operations::deliver` reads it first). Saving first would put two fsyncs between an
         // agent's line and the notice about it.
         self.deliver(&polis, &now);
         self.state.save()?;
@@ -640,8 +640,8 @@ impl Engine {
     }
 
     fn stats_file_hash(&self) -> Option<String> {
-        snapshot::read_regular(&self.root.join(polis::ROUTING_STATS))
-            .map(|bytes| crate::state::hex_sha256(&bytes))
+        snapshot::read_regular(&self.root.join(layout::ROUTING_STATS))
+            .map(|bytes| crate::fs::state::hex_sha256(&bytes))
     }
 
     /// The polis without its settled contracts (the engine keeps those), with `chronicle.md`
@@ -665,7 +665,7 @@ impl Engine {
         tracing::info!(polis = %self.root.display(), "first meeting with this polis: taking the baseline");
         let notices = self.derive(polis, now);
         self.silence(&notices);
-        self.state.first_met = Some(crate::state::now_rfc3339());
+        self.state.first_met = Some(crate::fs::state::now_rfc3339());
         // The settled fingerprints are already recorded: `refresh_settled` puts each file read.
         if let Some(text) = polis.chronicle_text() {
             let scan = chronicle::scan(text);
@@ -677,7 +677,7 @@ impl Engine {
             let progress = self
                 .state
                 .chronicles
-                .entry(polis::CHRONICLE.to_string())
+                .entry(layout::CHRONICLE.to_string())
                 .or_default();
             progress.offset = scan.resume.offset as u64;
             progress.line = scan.resume.line as u64;
@@ -720,7 +720,7 @@ impl Engine {
                 .into_iter()
                 .filter(|rel| {
                     let name = rel.rsplit('/').next().unwrap_or(rel);
-                    name.ends_with(".md") && !polis::is_ignored_name(name)
+                    name.ends_with(".md") && !layout::is_ignored_name(name)
                 })
                 .collect(),
             SettledRefresh::Full => {
@@ -849,7 +849,7 @@ impl Engine {
         let progress = self
             .state
             .chronicles
-            .get(polis::CHRONICLE)
+            .get(layout::CHRONICLE)
             .cloned()
             .unwrap_or_default();
         let resume = Resume {
@@ -878,17 +878,17 @@ impl Engine {
                 let mut files: Vec<&str> = vec![text];
                 files.extend(polis.archives.iter().map(|(_, t)| t.as_str()));
                 for lost in chronicle::lost_lines(&seen_lines, &files) {
-                    let finding = chronicle::lost_line_finding(polis::CHRONICLE, &lost);
+                    let finding = chronicle::lost_line_finding(layout::CHRONICLE, &lost);
                     tracing::warn!("{finding}");
                     self.state.push_findings(std::iter::once(&finding));
                     self.state
                         .chronicles
-                        .entry(polis::CHRONICLE.to_string())
+                        .entry(layout::CHRONICLE.to_string())
                         .or_default()
                         .lost_lines
-                        .push(crate::state::LostLine {
+                        .push(crate::fs::state::LostLine {
                             text: lost.clone(),
-                            noticed_at: crate::state::now_rfc3339(),
+                            noticed_at: crate::fs::state::now_rfc3339(),
                         });
                     if let Some(n) = self.finding_notice(polis, &finding, &lost) {
                         notices.push(n);
@@ -947,7 +947,7 @@ impl Engine {
         let progress = self
             .state
             .chronicles
-            .entry(polis::CHRONICLE.to_string())
+            .entry(layout::CHRONICLE.to_string())
             .or_default();
         progress.offset = scan.resume.offset as u64;
         progress.line = scan.resume.line as u64;
@@ -961,8 +961,8 @@ impl Engine {
     fn activity_upto(&mut self, text: &str, upto: usize, now: &PolisTime) -> &chronicle::Activity {
         let covered = self
             .chronicle_activity
-            .get_or_insert_with(|| Covered::new(polis::CHRONICLE, text, 0, now));
-        if covered.offset != upto || !covered.is_prefix_of(polis::CHRONICLE, text) {
+            .get_or_insert_with(|| Covered::new(layout::CHRONICLE, text, 0, now));
+        if covered.offset != upto || !covered.is_prefix_of(layout::CHRONICLE, text) {
             covered.extend_to(text, upto, now);
         }
         &covered.activity
@@ -978,7 +978,7 @@ impl Engine {
                 let Some(c) = &self.chronicle_activity else {
                     return;
                 };
-                if !c.is_prefix_of(polis::CHRONICLE, text) || text[c.offset..].contains('\n') {
+                if !c.is_prefix_of(layout::CHRONICLE, text) || text[c.offset..].contains('\n') {
                     return;
                 }
                 match c.activity.active_authors(now) {
@@ -1017,7 +1017,7 @@ impl Engine {
         let registered = |id: &str| polis.cards.contains_key(id);
         let exists = |rel: &str| polis.exists(rel);
         let ctx = ChronicleContext {
-            path: polis::CHRONICLE,
+            path: layout::CHRONICLE,
             is_registered: &registered,
             link_exists: &exists,
             newest_earlier,
@@ -1053,7 +1053,7 @@ impl Engine {
             .flatten()
             .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
             .filter_map(|e| e.file_name().to_str().map(str::to_string))
-            .filter(|n| n.starts_with("chronicle") && polis::is_conflict_copy(n))
+            .filter(|n| n.starts_with("chronicle") && layout::is_conflict_copy(n))
             .collect();
         copies.sort();
         for name in copies {
@@ -1061,7 +1061,7 @@ impl Engine {
                 continue;
             };
             let merged =
-                actions::edit_agent_file(&self.writer, &self.root, polis::CHRONICLE, |cur| {
+                operations::edit_agent_file(&self.writer, &self.root, layout::CHRONICLE, |cur| {
                     Some(chronicle::merge_conflict_copy(cur, &copy))
                 })?;
             self.writer.remove(&name)?;
@@ -1093,7 +1093,7 @@ impl Engine {
         }
         let original = text.to_string();
         let changed =
-            actions::edit_agent_file(&self.writer, &self.root, polis::CHRONICLE, |cur| {
+            operations::edit_agent_file(&self.writer, &self.root, layout::CHRONICLE, |cur| {
                 (cur == original).then(|| r.new_text.clone())
             })?;
         if changed {
@@ -1144,7 +1144,7 @@ impl Engine {
     /// who is active are fixed when the fact is first seen (`state.known`).
     fn derive(&mut self, polis: &Polis, now: &PolisTime) -> Vec<Notification> {
         let mut out = Vec::new();
-        let active = actions::active_citizens(polis, now);
+        let active = operations::active_citizens(polis, now);
         let open: Vec<_> = polis
             .contracts
             .iter()
@@ -1255,7 +1255,7 @@ impl Engine {
 
         for card in polis.cards.values() {
             let v = card.card.verify();
-            if v.state == crate::card::VerifyState::Mismatch {
+            if v.state == crate::protocol::card::VerifyState::Mismatch {
                 let actual = v.computed.clone().unwrap_or_default();
                 out.push(Notification::card_changed(&card.id, &card.id, &actual));
                 if let Some(keeper) = &polis.index_keeper {
@@ -1326,7 +1326,7 @@ impl Engine {
                 link: entry.link.clone(),
                 paragraph: entry.paragraph.clone(),
             };
-            let report = actions::deliver(
+            let report = operations::deliver(
                 polis,
                 &self.writer,
                 &mut self.state,
@@ -1367,28 +1367,28 @@ impl Engine {
 /// The outcome behind a decided amendment, for the notice's wording.
 fn decided_outcome(
     polis: &Polis,
-    a: &crate::amendment::Amendment,
+    a: &crate::protocol::amendment::Amendment,
     status: &str,
     active: &BTreeSet<String>,
-) -> crate::amendment::Outcome {
-    let votes = crate::amendment::counted_votes(a, &polis.registered());
-    let agrees = votes.count(crate::amendment::Vote::Agree);
-    let quorum = crate::amendment::quorum(&a.quorum_required, active.len());
+) -> crate::protocol::amendment::Outcome {
+    let votes = crate::protocol::amendment::counted_votes(a, &polis.registered());
+    let agrees = votes.count(crate::protocol::amendment::Vote::Agree);
+    let quorum = crate::protocol::amendment::quorum(&a.quorum_required, active.len());
     let (action, detail) = match status {
         "ratified" => (
-            crate::amendment::Action::Ratified,
+            crate::protocol::amendment::Action::Ratified,
             format!("{agrees} citizens agreed (quorum {quorum})"),
         ),
         "rejected" => (
-            crate::amendment::Action::Rejected,
+            crate::protocol::amendment::Action::Rejected,
             format!("it can no longer reach its quorum of {quorum} ({agrees} agreed)"),
         ),
         _ => (
-            crate::amendment::Action::Expired,
+            crate::protocol::amendment::Action::Expired,
             format!("its deadline passed with {agrees} of {quorum} agreeing votes"),
         ),
     };
-    crate::amendment::Outcome {
+    crate::protocol::amendment::Outcome {
         action,
         agrees,
         quorum,
@@ -1431,9 +1431,9 @@ fn stale_since(
 ) -> Option<String> {
     let last = last_line;
     let last = last.or_else(|| {
-        crate::amendment::read_when(&k.opened_at, now).map(|w| match w {
-            crate::amendment::When::Moment(t) => t,
-            crate::amendment::When::Day(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
+        crate::protocol::amendment::read_when(&k.opened_at, now).map(|w| match w {
+            crate::protocol::amendment::When::Moment(t) => t,
+            crate::protocol::amendment::When::Day(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
         })
     })?;
     (now.now - last > chrono::Duration::days(chronicle::ACTIVITY_WINDOW_DAYS))
@@ -1441,7 +1441,11 @@ fn stale_since(
 }
 
 /// Reads one settled file; `None` when it is gone. The frontmatter is parsed once for all.
-fn read_settled(root: &Path, rel: &str, zone: crate::clock::PolisZone) -> Option<SettledRead> {
+fn read_settled(
+    root: &Path,
+    rel: &str,
+    zone: crate::protocol::clock::PolisZone,
+) -> Option<SettledRead> {
     let mut read = SettledRead {
         fingerprint: Fingerprint::default(),
         findings: Vec::new(),
@@ -1461,14 +1465,14 @@ fn read_settled(root: &Path, rel: &str, zone: crate::clock::PolisZone) -> Option
             return Some(read);
         }
     };
-    let record = match crate::frontmatter::parse(&text) {
+    let record = match crate::protocol::frontmatter::parse(&text) {
         Ok(record) => record,
         Err(e) => {
-            read.findings = vec![crate::contract::unreadable_frontmatter(rel, &e)];
+            read.findings = vec![crate::protocol::contract::unreadable_frontmatter(rel, &e)];
             return Some(read);
         }
     };
-    let settled = crate::contract::settlement_of(rel, &record, zone);
+    let settled = crate::protocol::contract::settlement_of(rel, &record, zone);
     read.findings = settled.findings;
     read.settlement = settled.settlement;
     read.heading = Heading::of(&record);
@@ -1481,7 +1485,7 @@ fn read_settled(root: &Path, rel: &str, zone: crate::clock::PolisZone) -> Option
 fn read_chronicle(root: &Path, copy: &mut Option<ChronicleCopy>) -> snapshot::ChronicleRead {
     use std::io::{Read, Seek, SeekFrom};
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let path = root.join(polis::CHRONICLE);
+    let path = root.join(layout::CHRONICLE);
     let appended = (|| -> Option<std::sync::Arc<String>> {
         let c = copy.as_mut()?;
         let meta = std::fs::symlink_metadata(&path).ok()?;
@@ -1515,7 +1519,7 @@ fn read_chronicle(root: &Path, copy: &mut Option<ChronicleCopy>) -> snapshot::Ch
     }
     *copy = None;
     let meta = std::fs::symlink_metadata(&path).ok();
-    let text = snapshot::read_text(root, polis::CHRONICLE, None)?;
+    let text = snapshot::read_text(root, layout::CHRONICLE, None)?;
     Ok(text.map(|text| {
         let text = std::sync::Arc::new(text);
         if let Some(meta) = meta {
@@ -1557,13 +1561,13 @@ fn rel_stem(rel: &str) -> &str {
 fn tail_hash(text: &str, offset: usize) -> String {
     let end = offset.min(text.len());
     let start = end.saturating_sub(TAIL_WINDOW);
-    crate::state::hex_sha256(&text.as_bytes()[start..end])
+    crate::fs::state::hex_sha256(&text.as_bytes()[start..end])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::ChronicleSource as _;
+    use crate::fs::snapshot::ChronicleSource as _;
 
     #[test]
     fn an_archive_is_read_again_only_when_it_changes() {

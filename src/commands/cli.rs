@@ -5,7 +5,6 @@
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -207,17 +206,4 @@ pub struct DemoArgs {
     /// Leave the daemon watching the demo polis after the scene (Ctrl-C to stop).
     #[arg(long)]
     pub keep_running: bool,
-}
-
-/// Parses the process arguments, runs the command and maps its outcome to an exit code.
-pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match crate::commands::dispatch(cli.command) {
-        Ok(code) => ExitCode::from(code),
-        Err(err) => {
-            eprintln!("polisd: {err:#}");
-            let usage = err.downcast_ref::<crate::polis::LocateError>().is_some();
-            ExitCode::from(if usage { 2 } else { 1 })
-        }
-    }
 }

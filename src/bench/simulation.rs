@@ -7,11 +7,13 @@
 //! updated exactly as reconcile does, and only ever see settled quality, never skill. Nothing
 //! here touches a polis; the only file written is the optional plot.
 
-use crate::contract::Contract;
-use crate::policy::{self, History, Outcome, Policy, PolicyInput, PosteriorParams};
-use crate::router::{self, Candidate};
-use crate::settings::{Weights, DEFAULT_LESSON_CAP};
-use crate::stats::{self, RoutingStats, Settlement};
+use crate::protocol::contract::Contract;
+use crate::protocol::routing::policy::{
+    self, History, Outcome, Policy, PolicyInput, PosteriorParams,
+};
+use crate::protocol::routing::score::{self, Candidate};
+use crate::protocol::settings::{Weights, DEFAULT_LESSON_CAP};
+use crate::protocol::stats::{self, RoutingStats, Settlement};
 use crate::yaml::Value;
 use anyhow::Context;
 use rand::RngCore;
@@ -23,7 +25,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-mod png;
+use super::png;
 
 /// Cost units of the envelopes `low`, `medium`, `high` (the reference bench's).
 const COST_UNITS: [f64; 3] = [1.0, 2.0, 4.0];
@@ -481,7 +483,7 @@ impl Learner {
                 .map(|c| c.contracts_completed)
                 .max()
                 .unwrap_or(0);
-            tag.leader_confidence = Some(router::confidence_factor(most as f64));
+            tag.leader_confidence = Some(score::confidence_factor(most as f64));
         }
         st
     }
@@ -497,7 +499,7 @@ impl Learner {
     ) -> usize {
         let contract = &self.contracts[k];
         let st = self.stats(&contract.required_tags);
-        let ctx = router::Context {
+        let ctx = score::Context {
             stats: &st,
             lessons: &[],
             weights: Weights::default(),
@@ -507,13 +509,13 @@ impl Learner {
             .iter()
             .map(|&c| self.candidates[c].clone())
             .collect();
-        let scores = router::score_all(&candidates, contract, &ctx);
+        let scores = score::score_all(&candidates, contract, &ctx);
         let input = PolicyInput {
             tags: &contract.required_tags,
             scores: &scores,
             history: &self.history,
             weights: Weights::default(),
-            explore_rate: router::adaptive_explore_rate(
+            explore_rate: score::adaptive_explore_rate(
                 stats::DEFAULT_EXPLORE_RATE,
                 &contract.required_tags,
                 &st,

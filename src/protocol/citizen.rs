@@ -3,7 +3,7 @@
 //! Pure: text in, a [`Status`] out. A missing file means `idle`; polisd only ever reads this
 //! file, it belongs to its citizen.
 
-use crate::frontmatter::{self, FrontmatterError};
+use crate::protocol::frontmatter::{self, FrontmatterError};
 use crate::yaml::Value;
 
 /// `state:` as written. Values are compared exactly, as the reference does: `Idle` is not

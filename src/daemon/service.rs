@@ -7,7 +7,7 @@
 //! touches a polis. Home, XDG folders, the binary path and the command runner are injected so
 //! tests work in temporary folders without a service manager.
 
-use crate::config;
+use crate::daemon::config;
 use anyhow::{bail, Context as _};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,8 +17,8 @@ pub const UNIT_NAME: &str = "polisd.service";
 /// The LaunchAgent's label (its plist is `<label>.plist`).
 pub const LAUNCHD_LABEL: &str = "dev.polisd.polisd";
 
-const UNIT_TEMPLATE: &str = include_str!("../systemd/polisd.service");
-const PLIST_TEMPLATE: &str = include_str!("../launchd/dev.polisd.polisd.plist");
+const UNIT_TEMPLATE: &str = include_str!("../../systemd/polisd.service");
+const PLIST_TEMPLATE: &str = include_str!("../../launchd/dev.polisd.polisd.plist");
 
 const BINARY: &str = "@POLISD_BINARY@";
 const CONFIG: &str = "@POLISD_CONFIG@";
@@ -530,7 +530,7 @@ fn install(
             )?;
         }
         for entry in &cfg.polises {
-            if crate::polis::locate(Some(&entry.path), &ctx.paths.cwd).is_err() {
+            if crate::fs::locate::locate(Some(&entry.path), &ctx.paths.cwd).is_err() {
                 writeln!(
                     out,
                     "note: {} (line {}) has no _polis/CONSTITUTION.md yet",
@@ -541,7 +541,7 @@ fn install(
         }
         None
     } else {
-        let polis = crate::polis::locate(None, &ctx.paths.cwd).map_err(|e| {
+        let polis = crate::fs::locate::locate(None, &ctx.paths.cwd).map_err(|e| {
             anyhow::anyhow!(
                 "there is no config file at {} to give the service, and none can be written: {e}.\n\
                  Run `polisd service install` inside a project that has a polis, or write that \
@@ -917,7 +917,8 @@ fn status(
             } else {
                 writeln!(out, "polises:")?;
                 for entry in &cfg.polises {
-                    let found = crate::polis::locate(Some(&entry.path), &ctx.paths.cwd).is_ok();
+                    let found =
+                        crate::fs::locate::locate(Some(&entry.path), &ctx.paths.cwd).is_ok();
                     writeln!(
                         out,
                         "    {}{}",

@@ -5,10 +5,10 @@
 //! file through YAML: it changes the `status` and `ratified_at` lines and keeps every other byte
 //! (where the reference re-dumps the whole frontmatter). Moving the file is the caller's job.
 
-use crate::chronicle;
-use crate::clock::PolisTime;
-use crate::finding::{Code, Finding};
-use crate::frontmatter::{self, FrontmatterError};
+use crate::protocol::chronicle;
+use crate::protocol::clock::PolisTime;
+use crate::protocol::finding::{Code, Finding};
+use crate::protocol::frontmatter::{self, FrontmatterError};
 use crate::yaml::Value;
 use chrono::{Duration, NaiveDate, NaiveDateTime};
 use regex::Regex;
@@ -660,7 +660,7 @@ pub fn link(a: &Amendment, folder: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::PolisZone;
+    use crate::protocol::clock::PolisZone;
     use proptest::prelude::*;
 
     fn at(stamp: &str) -> PolisTime {

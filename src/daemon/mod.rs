@@ -14,14 +14,19 @@
 //! "now" for every pass (read again at each pass; the real clock when the file is missing or
 //! unparsable). It lets tests jump the clock of a running daemon; it is not meant for use.
 
-use crate::config::{self, Backend, Config, LogFormat};
-use crate::engine::{Engine, EngineOptions, Trigger};
-use crate::watch::{self, Batch, WatchConfig};
+pub mod config;
+pub mod engine;
+pub mod service;
+pub mod watch;
+
+use crate::daemon::engine::{Engine, EngineOptions, Trigger};
 use anyhow::Context;
 use chrono::Utc;
+use config::{Backend, Config, LogFormat};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::sync::mpsc;
+use watch::{Batch, WatchConfig};
 
 /// What `polisd run` was asked to do.
 #[derive(Debug, Clone, Default)]
@@ -83,7 +88,7 @@ pub fn init_logging(config: &Config, level: Option<&str>) {
 struct Watched {
     engine: Engine,
     _watcher: watch::Watcher,
-    _lock: crate::state::DaemonLock,
+    _lock: crate::fs::state::DaemonLock,
 }
 
 async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
@@ -102,7 +107,7 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
     let (tx, mut rx) = mpsc::channel::<(usize, Batch)>(64);
     let mut watched: Vec<Watched> = Vec::new();
     for path in &paths {
-        let root = crate::polis::locate(Some(path), &cwd)?;
+        let root = crate::fs::locate::locate(Some(path), &cwd)?;
         let index = watched.len();
         watched.push(start_one(&root, &config, index, tx.clone())?);
     }

@@ -1,0 +1,65 @@
+//! Finding the `_polis/` folder a command is about (SPEC §1), from a given path or by walking
+//! up from the working directory.
+
+use crate::protocol::layout::CONSTITUTION;
+use std::path::{Path, PathBuf};
+
+/// Why no polis was found.
+#[derive(Debug, thiserror::Error)]
+pub enum LocateError {
+    #[error("{0} is neither a project root with `_polis/{CONSTITUTION}` nor a `_polis/` folder holding `{CONSTITUTION}`")]
+    NotAPolis(PathBuf),
+    #[error("no `_polis/{CONSTITUTION}` in {0} or any folder above it; pass the project root or `_polis/` folder as PATH, or create one with `polisd init`")]
+    NotFound(PathBuf),
+}
+
+fn is_polis_dir(dir: &Path) -> bool {
+    dir.join(CONSTITUTION).is_file()
+}
+
+/// Finds the `_polis/` folder for a command (SPEC §1): the given project root or `_polis/`
+/// folder, or the first one walking up from `cwd`.
+pub fn locate(given: Option<&Path>, cwd: &Path) -> Result<PathBuf, LocateError> {
+    if let Some(path) = given {
+        let path = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            cwd.join(path)
+        };
+        let inner = path.join("_polis");
+        if is_polis_dir(&inner) {
+            return Ok(inner);
+        }
+        if is_polis_dir(&path) {
+            return Ok(path);
+        }
+        return Err(LocateError::NotAPolis(path));
+    }
+    for dir in cwd.ancestors() {
+        if dir.file_name().is_some_and(|n| n == "_polis") && is_polis_dir(dir) {
+            return Ok(dir.to_path_buf());
+        }
+        let inner = dir.join("_polis");
+        if is_polis_dir(&inner) {
+            return Ok(inner);
+        }
+    }
+    Err(LocateError::NotFound(cwd.to_path_buf()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locate_accepts_root_or_polis_and_walks_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let polis = dir.path().join("_polis");
+        std::fs::create_dir_all(polis.join("citizens")).unwrap();
+        std::fs::write(polis.join(CONSTITUTION), "# c\n").unwrap();
+        assert_eq!(locate(Some(dir.path()), Path::new("/")).unwrap(), polis);
+        assert_eq!(locate(Some(&polis), Path::new("/")).unwrap(), polis);
+        assert_eq!(locate(None, &polis.join("citizens")).unwrap(), polis);
+        assert!(locate(Some(&polis.join("citizens")), Path::new("/")).is_err());
+    }
+}

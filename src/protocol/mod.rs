@@ -1,0 +1,19 @@
+//! The Polis Protocol's rules (SPEC.md), pure: text and parsed values in, findings and outputs
+//! out. Nothing here opens a file, reads the clock, spawns a thread or names the shell; the
+//! architecture test fails if it does.
+
+pub mod amendment;
+pub mod card;
+pub mod chronicle;
+pub mod citizen;
+pub mod clock;
+pub mod contract;
+pub mod finding;
+pub mod frontmatter;
+pub mod inbox;
+pub mod layout;
+pub mod lesson;
+pub mod review;
+pub mod routing;
+pub mod settings;
+pub mod stats;
