@@ -267,24 +267,26 @@ print(json.dumps(out))
     assert_eq!(cases.len(), 4);
     let cand = Candidate::from_card("alice-agent", &yaml::load(card).unwrap(), &Value::Null);
     let st = RoutingStats::default();
-    let ctx = Context {
-        stats: &st,
-        lessons: &[],
-        weights: Default::default(),
-        lesson_cap: 0.15,
-    };
+    let settings = polisd::protocol::settings::Settings::default();
     for case in &cases {
         let original = case["original"].as_str().unwrap();
         let contract = Contract::parse(original).unwrap();
         assert!(contract.wants_recommendation());
-        let rec = score::recommend(
-            std::slice::from_ref(&cand),
-            &contract,
-            &ctx,
-            0.15,
+        let inputs = polisd::protocol::routing::Inputs {
+            candidates: std::slice::from_ref(&cand),
+            contract: &contract,
+            stats: &st,
+            lessons: &[],
+            settings: &settings,
+            settlements: &[],
+        };
+        let rec = polisd::protocol::routing::recommend(
+            &inputs,
+            polisd::protocol::routing::policy::Policy::EpsilonGreedy,
             false,
-            Some(1),
-        );
+            &mut StdRng::seed_from_u64(1),
+        )
+        .recommendation;
         let spliced = polisd::protocol::contract::splice_routing(
             original,
             rec.recommendation.as_deref().unwrap(),

@@ -141,18 +141,18 @@ fn reconcile(root: &Path) -> anyhow::Result<u8> {
 fn route(args: RouteArgs) -> anyhow::Result<u8> {
     let root = locate(args.path.as_deref())?;
     let polis = Polis::read(&root);
-    let contract = route::open_contract(&polis, &args.contract_id)?;
+    let contract = crate::operations::route::open_contract(&polis, &args.contract_id)?;
     let policy = args
         .policy
         .as_deref()
         .map(str::parse::<crate::protocol::routing::policy::Policy>)
         .transpose()?;
-    let options = route::RouteOptions {
+    let options = crate::operations::route::RouteOptions {
         adaptive: args.adaptive,
         seed: args.seed,
         policy,
     };
-    let routed = route::recommend(&polis, contract, &options)?;
+    let routed = crate::operations::route::recommend(&polis, contract, &options)?;
     let rec = &routed.recommendation;
     if args.json {
         println!("{}", serde_json::to_string_pretty(rec)?);
@@ -173,7 +173,7 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
     }
     if args.apply {
         let writer = Writer::new(&root)?;
-        let changed = route::apply(&polis, &writer, contract, rec)?;
+        let changed = crate::operations::route::apply(&polis, &writer, contract, rec)?;
         if !args.json {
             println!(
                 "  {} {}",

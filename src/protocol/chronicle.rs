@@ -875,7 +875,7 @@ pub fn rollover(text: &str, now: &PolisTime) -> Option<Rollover> {
         ),
     );
     let period_value = now_q.to_string();
-    let head = crate::protocol::amendment::splice_field(text, "current_period", &period_value, None)
+    let head = crate::protocol::frontmatter::splice_field(text, "current_period", &period_value, None)
         .and_then(|t| frontmatter_block(&t))
         .unwrap_or_else(|| {
             format!(

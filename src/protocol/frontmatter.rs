@@ -175,6 +175,86 @@ pub fn parse(raw: &str) -> Result<Record, FrontmatterError> {
     })
 }
 
+/// Sets one top-level scalar in a file's frontmatter by splicing lines: every line `key: …`
+/// (and its indented continuation) becomes `key: value` with its own line end; when the key is
+/// missing, the line is added after `insert_after`'s entry, else before the closing fence.
+/// Every other byte is kept. `None` when the text has no frontmatter.
+pub fn splice_field(
+    text: &str,
+    key: &str,
+    value: &str,
+    insert_after: Option<&str>,
+) -> Option<String> {
+    let (bom, rest) = match text.strip_prefix('\u{feff}') {
+        Some(r) => ("\u{feff}", r),
+        None => ("", text),
+    };
+    // Only CRLF is normalised, so line numbers match the raw text's `\n`-separated lines.
+    let normal = rest.replace("\r\n", "\n");
+    let split = split(&normal);
+    let yaml = split.yaml?;
+    let lines: Vec<&str> = rest.split_inclusive('\n').collect();
+    let first = split.yaml_line - 1;
+    let fence = first + yaml.split('\n').count();
+    let fence_eol = if lines.get(fence)?.ends_with("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    let content = |l: &str| l.trim_end_matches(['\n', '\r']).to_string();
+    // The lines (start, end exclusive) of each top-level entry for `k`.
+    let entries = |k: &str| -> Vec<(usize, usize)> {
+        let mut found = Vec::new();
+        let mut i = first;
+        while i < fence {
+            let c = content(lines[i]);
+            if let Some(after) = c.strip_prefix(k).and_then(|r| r.strip_prefix(':')) {
+                if after.is_empty() || after.starts_with([' ', '\t']) {
+                    let mut end = i + 1;
+                    if after.trim().is_empty() {
+                        while end < fence {
+                            let n = content(lines[end]);
+                            if n.starts_with([' ', '\t']) || n == "-" || n.starts_with("- ") {
+                                end += 1;
+                            } else {
+                                break;
+                            }
+                        }
+                    }
+                    found.push((i, end));
+                    i = end;
+                    continue;
+                }
+            }
+            i += 1;
+        }
+        found
+    };
+    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let existing = entries(key);
+    if existing.is_empty() {
+        let at = insert_after
+            .and_then(|k| entries(k).last().map(|(_, end)| *end))
+            .unwrap_or(fence);
+        let eol = if at > 0 && lines[at - 1].ends_with("\r\n") {
+            "\r\n"
+        } else {
+            fence_eol
+        };
+        out.insert(at, format!("{key}: {value}{eol}"));
+    } else {
+        for (start, end) in existing.into_iter().rev() {
+            let eol = if lines[end - 1].ends_with("\r\n") {
+                "\r\n"
+            } else {
+                "\n"
+            };
+            out.splice(start..end, [format!("{key}: {value}{eol}")]);
+        }
+    }
+    Some(format!("{bom}{}", out.concat()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,12 +8,12 @@
 //! the outbox, and deliver them. Every step is idempotent, so a crash at any point is repaired
 //! by the next pass and nothing is announced twice.
 
-use crate::commands::route::{self as routing, RouteOptions};
 use crate::daemon::config::Notifications;
 use crate::fs::snapshot::{self, Polis};
 use crate::fs::state::{Counters, Fingerprint, OutboxEntry, State};
 use crate::fs::writer::{self, WriteOutcome, Writer};
 use crate::operations;
+use crate::operations::route::{self as routing, RouteOptions};
 use crate::protocol::chronicle::{self, ChronicleContext, Resume};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::contract::{Contract, Heading};

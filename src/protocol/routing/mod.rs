@@ -1,5 +1,157 @@
-//! Routing a contract to a citizen (SPEC §7): the score of every candidate ([`score`]) and the
-//! policy that picks one ([`policy`]).
+//! Routing a contract to a citizen (SPEC §7), in one place: every candidate's score
+//! ([`score`], the reference's numbers) and the policy that picks one ([`policy`]).
+//!
+//! Pure: the shell gathers the inputs (cards, stats, lessons, settlements) and the random
+//! generator; [`recommend`] scores and picks.
 
 pub mod policy;
 pub mod score;
+
+use crate::protocol::contract::Contract;
+use crate::protocol::lesson::Lesson;
+use crate::protocol::settings::Settings;
+use crate::protocol::stats::{RoutingStats, Settlement};
+use policy::{History, Policy, PolicyInput, UnknownPolicy};
+use rand::rngs::StdRng;
+use score::{Candidate, Score};
+use serde::Serialize;
+
+/// The router's answer, serialised with the reference's keys.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recommendation {
+    pub recommendation: Option<String>,
+    pub score: f64,
+    pub exploration: bool,
+    pub explore_rate: f64,
+    /// Sorted by total, highest first (stable).
+    pub scores: Vec<Score>,
+}
+
+/// Everything a routing decision reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Inputs<'a> {
+    pub candidates: &'a [Candidate],
+    pub contract: &'a Contract,
+    pub stats: &'a RoutingStats,
+    /// Lessons that affect routing, in path order.
+    pub lessons: &'a [&'a Lesson],
+    pub settings: &'a Settings,
+    /// Settled contracts in any order; the learning policies replay them.
+    pub settlements: &'a [Settlement],
+}
+
+/// A recommendation and, for `--explain`, what the policy saw.
+#[derive(Debug, Clone)]
+pub struct Routed {
+    pub recommendation: Recommendation,
+    pub policy: Policy,
+    /// The policy's own explanation (empty for `epsilon-greedy`, whose scores say it all).
+    pub explanation: String,
+}
+
+/// The policy that routes: the one asked for, else `routing.policy` of `polis.yml`, else the
+/// default.
+pub fn policy_for(settings: &Settings, asked: Option<Policy>) -> Result<Policy, UnknownPolicy> {
+    match (asked, settings.policy.as_deref()) {
+        (Some(p), _) => Ok(p),
+        (None, Some(name)) => name.parse(),
+        (None, None) => Ok(Policy::default()),
+    }
+}
+
+/// Scores every candidate and lets `policy` pick one. `adaptive` widens the explore rate where
+/// the leaders are uncertain. Only the policies' draws use `rng`, so a seeded generator makes
+/// the pick reproducible.
+pub fn recommend(inputs: &Inputs<'_>, policy: Policy, adaptive: bool, rng: &mut StdRng) -> Routed {
+    let ctx = score::Context {
+        stats: inputs.stats,
+        lessons: inputs.lessons,
+        weights: inputs.settings.weights,
+        lesson_cap: inputs.settings.lesson_cap,
+    };
+    let tags = &inputs.contract.required_tags;
+    let rate = score::explore_rate(inputs.settings, inputs.stats);
+    let rate = if adaptive {
+        score::adaptive_explore_rate(rate, tags, inputs.stats)
+    } else {
+        rate
+    };
+    let scores: Vec<Score> = score::score_all(inputs.candidates, inputs.contract, &ctx);
+    if policy == Policy::EpsilonGreedy {
+        // The reference's draw straight from the caller's generator, so `--seed` gives the
+        // same pick as it always has.
+        let (citizen, exploration, score) = policy::epsilon_greedy_draw(&scores, rate, rng);
+        return Routed {
+            recommendation: Recommendation {
+                recommendation: citizen,
+                score,
+                exploration,
+                explore_rate: rate,
+                scores,
+            },
+            policy,
+            explanation: String::new(),
+        };
+    }
+    let mut settlements: Vec<&Settlement> = inputs.settlements.iter().collect();
+    settlements.sort_by(|a, b| crate::protocol::stats::replay_order(a, b));
+    let history = History::from_settlements(settlements);
+    let input = PolicyInput {
+        tags,
+        scores: &scores,
+        history: &history,
+        weights: inputs.settings.weights,
+        explore_rate: rate,
+    };
+    let pick = policy.pick(&input, rng);
+    Routed {
+        explanation: pick.explain(),
+        recommendation: Recommendation {
+            recommendation: pick.citizen,
+            score: pick.score,
+            exploration: pick.exploration,
+            explore_rate: rate,
+            scores,
+        },
+        policy,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn a_recommendation_serialises_with_the_references_five_keys() {
+        let card = crate::yaml::load("capability_tags: {py: {self_rating: 5}}").unwrap();
+        let candidates = [
+            Candidate::from_card("alice-agent", &card, &crate::yaml::Value::Null),
+            Candidate::from_card("bob-agent1", &card, &crate::yaml::Value::Null),
+        ];
+        let contract = Contract::parse("---\nrequired_tags: [py]\n---\n").unwrap();
+        let inputs = Inputs {
+            candidates: &candidates,
+            contract: &contract,
+            stats: &RoutingStats::default(),
+            lessons: &[],
+            settings: &Settings::default(),
+            settlements: &[],
+        };
+        let mut rng = StdRng::seed_from_u64(7);
+        let routed = recommend(&inputs, Policy::EpsilonGreedy, false, &mut rng);
+        let json = serde_json::to_value(&routed.recommendation).unwrap();
+        let keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(
+            keys,
+            [
+                "exploration",
+                "explore_rate",
+                "recommendation",
+                "score",
+                "scores"
+            ]
+        );
+        assert!(json["scores"][0].get("applied_lessons").is_some());
+    }
+}

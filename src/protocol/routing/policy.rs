@@ -7,11 +7,11 @@
 //! follow issue 7's formulas exactly; `posterior` (the default) is polisd's own, described on
 //! [`Policy::Posterior`].
 
-use crate::protocol::routing::score::{self, Score};
+use crate::protocol::routing::score::Score;
 use crate::protocol::settings::Weights;
 use crate::protocol::stats::Settlement;
 use rand::rngs::StdRng;
-use rand::{RngCore, SeedableRng};
+use rand::{Rng, RngCore, SeedableRng};
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
@@ -342,6 +342,37 @@ fn finish(
     }
 }
 
+/// The reference's epsilon-greedy draw over scores sorted by [`score::score_all`]: returns (citizen, exploration,
+/// score of the choice).
+pub fn epsilon_greedy_draw(
+    sorted: &[Score],
+    explore_rate: f64,
+    rng: &mut StdRng,
+) -> (Option<String>, bool, f64) {
+    match sorted {
+        [] => (None, false, 0.0),
+        [only] => (Some(only.citizen.clone()), false, only.total),
+        [leader, rest @ ..] => {
+            if rng.random::<f64>() < explore_rate {
+                let weights: Vec<f64> = rest.iter().map(|s| s.total.max(0.0001)).collect();
+                let total_w: f64 = weights.iter().sum();
+                let r = total_w * rng.random::<f64>();
+                let mut upto = 0.0;
+                for (cand, w) in rest.iter().zip(&weights) {
+                    upto += w;
+                    if upto >= r {
+                        return (Some(cand.citizen.clone()), true, cand.total);
+                    }
+                }
+                let last = rest.last().expect("at least one non-leader");
+                (Some(last.citizen.clone()), true, last.total)
+            } else {
+                (Some(leader.citizen.clone()), false, leader.total)
+            }
+        }
+    }
+}
+
 fn epsilon_greedy(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
     let seen: Vec<Seen> = input
         .scores
@@ -355,7 +386,8 @@ fn epsilon_greedy(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
         .collect();
     // The router's own pick (one implementation of SPEC §7's draw), fed from our generator.
     let mut draw = StdRng::seed_from_u64(rng.next_u64());
-    let (citizen, exploration, score) = score::pick(input.scores, input.explore_rate, &mut draw);
+    let (citizen, exploration, score) =
+        epsilon_greedy_draw(input.scores, input.explore_rate, &mut draw);
     let reason = if input.scores.len() == 1 {
         "the only candidate".to_string()
     } else if exploration {

@@ -1,6 +1,6 @@
-//! Routing (SPEC §7): scoring every citizen for an open contract and picking one.
+//! The score of every citizen for an open contract (SPEC §7).
 //!
-//! Pure: candidates, stats, lessons and settings in, scores and a recommendation out. It reads
+//! Pure: candidates, stats, lessons and settings in, score breakdowns out. It reads
 //! no file and no clock; the random draw comes from a seedable generator. Scores follow the
 //! reference's `score_citizen` operation for operation so they agree to the last bits; the
 //! random draw need not match the reference's.
@@ -10,8 +10,6 @@ use crate::protocol::lesson::{lessons_score, Lesson};
 use crate::protocol::settings::{Settings, Weights};
 use crate::protocol::stats::{RoutingStats, DEFAULT_EXPLORE_RATE};
 use crate::yaml::Value;
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -85,17 +83,6 @@ pub struct Score {
     pub lessons: f64,
     pub applied_lessons: Vec<String>,
     pub total: f64,
-}
-
-/// The router's answer, serialised with the reference's keys.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Recommendation {
-    pub recommendation: Option<String>,
-    pub score: f64,
-    pub exploration: bool,
-    pub explore_rate: f64,
-    /// Sorted by total, highest first (stable).
-    pub scores: Vec<Score>,
 }
 
 /// `cf(n)`: confidence in a history of `n` settlements.
@@ -238,67 +225,13 @@ pub fn adaptive_explore_rate(rate: f64, tags: &[String], stats: &RoutingStats) -
     }
 }
 
-/// Epsilon-greedy pick over scores sorted by [`score_all`]: returns (citizen, exploration,
-/// score of the choice).
-pub fn pick(sorted: &[Score], explore_rate: f64, rng: &mut StdRng) -> (Option<String>, bool, f64) {
-    match sorted {
-        [] => (None, false, 0.0),
-        [only] => (Some(only.citizen.clone()), false, only.total),
-        [leader, rest @ ..] => {
-            if rng.random::<f64>() < explore_rate {
-                let weights: Vec<f64> = rest.iter().map(|s| s.total.max(0.0001)).collect();
-                let total_w: f64 = weights.iter().sum();
-                let r = total_w * rng.random::<f64>();
-                let mut upto = 0.0;
-                for (cand, w) in rest.iter().zip(&weights) {
-                    upto += w;
-                    if upto >= r {
-                        return (Some(cand.citizen.clone()), true, cand.total);
-                    }
-                }
-                let last = rest.last().expect("at least one non-leader");
-                (Some(last.citizen.clone()), true, last.total)
-            } else {
-                (Some(leader.citizen.clone()), false, leader.total)
-            }
-        }
-    }
-}
-
-/// Scores every candidate and picks one (SPEC §7). `seed` makes the draw reproducible.
-pub fn recommend(
-    candidates: &[Candidate],
-    contract: &Contract,
-    ctx: &Context<'_>,
-    explore_rate: f64,
-    adaptive: bool,
-    seed: Option<u64>,
-) -> Recommendation {
-    let rate = if adaptive {
-        adaptive_explore_rate(explore_rate, &contract.required_tags, ctx.stats)
-    } else {
-        explore_rate
-    };
-    let scores = score_all(candidates, contract, ctx);
-    let mut rng = match seed {
-        Some(s) => StdRng::seed_from_u64(s),
-        None => StdRng::from_os_rng(),
-    };
-    let (recommendation, exploration, score) = pick(&scores, rate, &mut rng);
-    Recommendation {
-        recommendation,
-        score,
-        exploration,
-        explore_rate: rate,
-        scores,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::protocol::stats::{CitizenStats, TagStats};
     use crate::yaml;
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
 
     fn contract(fm: &str) -> Contract {
         Contract::parse(&format!("---\n{fm}\n---\n")).unwrap()
@@ -389,16 +322,17 @@ mod tests {
                 "{}",
             ),
         ];
-        let r1 = recommend(&cands, &c, &ctx, 0.0, false, Some(7));
-        assert_eq!(r1.recommendation.as_deref(), Some("alice-agent"));
-        assert!(!r1.exploration);
-        let r2 = recommend(&cands, &c, &ctx, 1.0, false, Some(7));
-        assert_eq!(r2.recommendation.as_deref(), Some("bob-agent1"));
-        assert!(r2.exploration);
-        let json = serde_json::to_value(&r2).unwrap();
-        let keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
-        assert_eq!(keys.len(), 5);
-        assert!(json["scores"][0].get("applied_lessons").is_some());
+        let scores = score_all(&cands, &c, &ctx);
+        let draw = |rate| {
+            let mut rng = StdRng::seed_from_u64(7);
+            crate::protocol::routing::policy::epsilon_greedy_draw(&scores, rate, &mut rng)
+        };
+        let (citizen, exploration, _) = draw(0.0);
+        assert_eq!(citizen.as_deref(), Some("alice-agent"));
+        assert!(!exploration);
+        let (citizen, exploration, _) = draw(1.0);
+        assert_eq!(citizen.as_deref(), Some("bob-agent1"));
+        assert!(exploration);
     }
 
     #[test]

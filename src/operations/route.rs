@@ -1,0 +1,111 @@
+//! Routing an open contract (SPEC §7): gathering the router's inputs from the polis, and
+//! writing its pick into the contract.
+
+use crate::fs::snapshot::{ContractFile, Polis};
+use crate::fs::writer::Writer;
+use crate::operations::ActionError;
+use crate::protocol::layout::ContractFolder;
+use crate::protocol::routing::policy::Policy;
+use crate::protocol::routing::{self, Recommendation, Routed};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+/// How to route.
+#[derive(Debug, Clone, Default)]
+pub struct RouteOptions {
+    pub adaptive: bool,
+    pub seed: Option<u64>,
+    /// The policy that picks; `None` takes `routing.policy` from `polis.yml`, else the default.
+    pub policy: Option<Policy>,
+}
+
+/// Why a contract cannot be routed.
+#[derive(Debug, thiserror::Error)]
+pub enum RouteError {
+    #[error("no contract `{0}` in contracts/open, settled or abandoned")]
+    NotFound(String),
+    #[error("contract `{0}` is {1}, not open; only open contracts are routed")]
+    NotOpen(String, &'static str),
+    #[error("contracts/open/{0}.md has no YAML frontmatter; cannot route it")]
+    NoFrontmatter(String),
+    #[error("no registered citizens; nothing to route to")]
+    NoCitizens,
+    #[error("polis.yml: {0}")]
+    Policy(#[from] crate::protocol::routing::policy::UnknownPolicy),
+}
+
+/// Finds an open contract by id, as the reference does (open, then settled, then abandoned).
+pub fn open_contract<'p>(polis: &'p Polis, id: &str) -> Result<&'p ContractFile, RouteError> {
+    let file = ContractFolder::ALL
+        .iter()
+        .find_map(|folder| {
+            polis
+                .contracts
+                .iter()
+                .find(|c| c.folder == *folder && c.file.stem == id)
+        })
+        .ok_or_else(|| RouteError::NotFound(id.to_string()))?;
+    if file.folder != ContractFolder::Open {
+        return Err(RouteError::NotOpen(id.to_string(), file.folder.name()));
+    }
+    if file
+        .file
+        .record
+        .fields
+        .as_map()
+        .is_none_or(|m| m.is_empty())
+    {
+        return Err(RouteError::NoFrontmatter(id.to_string()));
+    }
+    Ok(file)
+}
+
+/// Gathers the router's inputs from the polis (cards, the stats file, lessons, settlements)
+/// and asks [`routing::recommend`] for a pick.
+pub fn recommend(
+    polis: &Polis,
+    contract: &ContractFile,
+    options: &RouteOptions,
+) -> Result<Routed, RouteError> {
+    let candidates = polis.candidates();
+    if candidates.is_empty() {
+        return Err(RouteError::NoCitizens);
+    }
+    let policy = routing::policy_for(&polis.settings, options.policy)?;
+    let stats = super::current_stats(polis);
+    let lessons = polis.routing_lessons();
+    let inputs = routing::Inputs {
+        candidates: &candidates,
+        contract: &contract.contract,
+        stats: &stats,
+        lessons: &lessons,
+        settings: &polis.settings,
+        settlements: &polis.settlements,
+    };
+    let mut rng = match options.seed {
+        Some(seed) => StdRng::seed_from_u64(seed),
+        None => StdRng::from_os_rng(),
+    };
+    Ok(routing::recommend(
+        &inputs,
+        policy,
+        options.adaptive,
+        &mut rng,
+    ))
+}
+
+/// Writes the recommendation into the contract's routing block, compare-before-replace.
+/// Returns whether the file changed.
+pub fn apply(
+    polis: &Polis,
+    writer: &Writer,
+    contract: &ContractFile,
+    rec: &Recommendation,
+) -> Result<bool, ActionError> {
+    let Some(chosen) = rec.recommendation.as_deref() else {
+        return Ok(false);
+    };
+    super::edit_agent_file(writer, &polis.root, &contract.file.rel, |text| {
+        crate::protocol::contract::splice_routing(text, chosen, rec.score, rec.exploration)
+    })
+}

@@ -1,0 +1,202 @@
+//! Tallying amendments and acting on the outcome (SPEC §8).
+
+use super::ActionError;
+use crate::fs::snapshot::{self, Polis};
+use crate::fs::writer::Writer;
+use crate::protocol::amendment::{self, Action, Outcome, TallyContext};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::inbox::Notification;
+use crate::protocol::layout::{self, AmendmentFolder};
+use std::collections::BTreeSet;
+
+/// One amendment's tally, as `polisd tally --json` reports it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TallyResult {
+    pub amendment_id: String,
+    pub action: &'static str,
+    pub agrees: usize,
+    pub quorum: usize,
+    pub detail: String,
+}
+
+/// Who is active: registered citizens with a chronicle line in the last 14 days who are not
+/// away (SPEC §8).
+pub fn active_citizens(polis: &Polis, now: &PolisTime) -> BTreeSet<String> {
+    let registered = polis.registered();
+    let authors = match &polis.active_authors {
+        Some(authors) => authors.clone(),
+        None => crate::protocol::chronicle::active_authors(&polis.recent_chronicle(), now),
+    };
+    authors
+        .into_iter()
+        .filter(|id| registered.contains(id) && !polis.status(id).is_away())
+        .collect()
+}
+
+fn away_citizens(polis: &Polis) -> BTreeSet<String> {
+    polis
+        .registered()
+        .into_iter()
+        .filter(|id| polis.status(id).is_away())
+        .collect()
+}
+
+/// Tallies every proposed amendment and, unless `writer` is `None` (a dry run), acts on the
+/// outcome: edits `status`/`ratified_at`, moves ratified files, appends the chronicle line and
+/// returns the notifications to deliver.
+pub fn tally(
+    polis: &Polis,
+    writer: Option<&Writer>,
+    now: &PolisTime,
+) -> Result<(Vec<TallyResult>, Vec<Notification>), ActionError> {
+    let registered = polis.registered();
+    let active = active_citizens(polis, now);
+    let away = away_citizens(polis);
+    let ctx = TallyContext {
+        registered: &registered,
+        active: &active,
+        away: &away,
+        now: *now,
+    };
+    let mut results = Vec::new();
+    let mut notices = Vec::new();
+    let line_in_progress = writer.is_some() && chronicle_line_in_progress(polis);
+    for file in &polis.amendments {
+        if file.folder != AmendmentFolder::Proposed {
+            continue;
+        }
+        let a = &file.amendment;
+        // An interrupted ratification (status already ratified, file still in proposed/) is
+        // finished: moved, chronicled and announced.
+        let outcome = if amendment::needs_move(a, true) {
+            let mut outcome = amendment::tally(a, &ctx);
+            outcome.action = Action::Ratified;
+            outcome.detail =
+                "ratified earlier; the move to amendments/ratified/ is completed now".into();
+            outcome
+        } else {
+            amendment::tally(a, &ctx)
+        };
+        if outcome.action == Action::Closed {
+            continue;
+        }
+        if line_in_progress && outcome.action != Action::Pending {
+            // Our chronicle line would split the agent's; the append that completes it
+            // triggers the next tally.
+            results.push(TallyResult {
+                amendment_id: a.id.clone(),
+                action: action_name(Action::Pending),
+                agrees: outcome.agrees,
+                quorum: outcome.quorum,
+                detail: format!(
+                    "{} ({}); waiting for the chronicle line being written to end",
+                    action_name(outcome.action),
+                    outcome.detail
+                ),
+            });
+            continue;
+        }
+        results.push(TallyResult {
+            amendment_id: a.id.clone(),
+            action: action_name(outcome.action),
+            agrees: outcome.agrees,
+            quorum: outcome.quorum,
+            detail: outcome.detail.clone(),
+        });
+        let Some(writer) = writer else { continue };
+        if outcome.action == Action::Pending {
+            continue;
+        }
+        act_on_outcome(polis, writer, file, &outcome, &active, now)?;
+        notices.extend(outcome_notices(polis, a, &outcome, &active));
+    }
+    Ok((results, notices))
+}
+
+/// How long a chronicle that ends mid-line (no final newline) counts as an agent still writing
+/// that line; after that the fragment is abandoned and polisd appends after it anyway.
+const LINE_IN_PROGRESS_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether the chronicle ends inside a line an agent is still writing (SPEC §3: a line without
+/// its final newline is not complete). polisd's own line must not be appended into it: the
+/// writer would end the fragment with a newline and the agent's rest would become a line of
+/// its own.
+fn chronicle_line_in_progress(polis: &Polis) -> bool {
+    let Some(text) = polis.chronicle_text() else {
+        return false;
+    };
+    if text.is_empty() || text.ends_with('\n') {
+        return false;
+    }
+    std::fs::symlink_metadata(polis.root.join(layout::CHRONICLE))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age < LINE_IN_PROGRESS_GRACE)
+}
+
+fn action_name(action: Action) -> &'static str {
+    match action {
+        Action::Ratified => "ratified",
+        Action::Expired => "expired",
+        Action::Rejected => "rejected",
+        Action::Pending | Action::Closed => "pending",
+    }
+}
+
+fn act_on_outcome(
+    polis: &Polis,
+    writer: &Writer,
+    file: &snapshot::AmendmentFile,
+    outcome: &Outcome,
+    _active: &BTreeSet<String>,
+    now: &PolisTime,
+) -> Result<(), ActionError> {
+    let a = &file.amendment;
+    let status = outcome.action.status().unwrap_or("proposed");
+    if a.status.as_deref() != Some(status) {
+        let ratified_at = (outcome.action == Action::Ratified).then(|| now.second_stamp());
+        super::edit_agent_file(writer, &polis.root, &file.rel, |text| {
+            Some(amendment::set_status(text, status, ratified_at.as_deref()))
+        })?;
+    }
+    // The chronicle line before the move: a crash after the move would leave a ratified file
+    // that no later tally looks at (they read proposed/ only), so its line would never be
+    // written. A file still in proposed/ is finished by the next pass, and the line is not
+    // appended twice.
+    let chronicle_texts = polis.recent_chronicle();
+    if !amendment::outcome_in_chronicle(&chronicle_texts, a, outcome.action) {
+        if let Some(line) = amendment::chronicle_line(a, outcome, now) {
+            writer.append_locked(layout::CHRONICLE, line.as_bytes())?;
+        }
+    }
+    if outcome.action == Action::Ratified {
+        let name = file.rel.rsplit('/').next().unwrap_or(&file.rel);
+        writer.rename_within(
+            &file.rel,
+            format!("{}/{name}", AmendmentFolder::Ratified.dir()),
+        )?;
+    }
+    Ok(())
+}
+
+/// Who hears of an outcome: for a ratification every active citizen and the index keeper,
+/// otherwise the proposer (SPEC §8, §9).
+fn outcome_notices(
+    polis: &Polis,
+    a: &amendment::Amendment,
+    outcome: &Outcome,
+    active: &BTreeSet<String>,
+) -> Vec<Notification> {
+    let mut recipients: BTreeSet<String> = BTreeSet::new();
+    if outcome.action == Action::Ratified {
+        recipients.extend(active.iter().cloned());
+        recipients.extend(polis.index_keeper.iter().cloned());
+    } else {
+        recipients.extend(a.proposed_by.iter().cloned());
+    }
+    recipients
+        .iter()
+        .filter_map(|r| Notification::amendment_outcome(r, a, outcome))
+        .collect()
+}

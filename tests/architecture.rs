@@ -1,0 +1,417 @@
+//! The layering that `src/lib.rs` and `docs/ARCHITECTURE.md` describe, held by reading the
+//! source: every `crate::…` path of every file under `src/` is resolved to the file it names.
+//!
+//! - The pure layers (`yaml/`, `protocol/`) name no shell module and use no `std::fs`,
+//!   `std::net`, `notify` or `tokio`.
+//! - Every file names only its own layer or the layers below it.
+//! - No two files import each other, directly or through others.
+//!
+//! Only the code before a file's `#[cfg(test)]` module counts, and comments are left out (a doc
+//! link is not an import).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The layers from the bottom up; a file may name its own layer and those before it.
+const LAYERS: [&str; 7] = [
+    "yaml",
+    "protocol",
+    "fs",
+    "operations",
+    "daemon",
+    "bench",
+    "commands",
+];
+
+/// The layers that must stay free of I/O.
+const PURE: [&str; 2] = ["yaml", "protocol"];
+
+/// What a pure file may not use.
+const IMPURE_PATHS: [&str; 4] = ["std::fs", "std::net", "notify::", "tokio::"];
+
+/// A source file: its module path (`protocol::chronicle`) and its code without comments or tests.
+struct Source {
+    module: Vec<String>,
+    code: String,
+}
+
+fn sources(src: &Path) -> Vec<Source> {
+    let mut out = Vec::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.push(Source {
+                    module: module_of(src, &path),
+                    code: code_of(&text),
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.module.cmp(&b.module));
+    out
+}
+
+/// `src/protocol/chronicle.rs` → `[protocol, chronicle]`; `src/daemon/engine/mod.rs` →
+/// `[daemon, engine]`; `src/lib.rs` and `src/main.rs` → `[]` and `[main]`.
+fn module_of(src: &Path, path: &Path) -> Vec<String> {
+    let rel: PathBuf = path.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The code before `#[cfg(test)]`, with `//` comments removed (string contents are kept; a
+/// `//` inside a string literal is rare enough in this code base to be cut harmlessly).
+fn code_of(text: &str) -> String {
+    let body = match text.find("#[cfg(test)]") {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    body.lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every path the code names from the crate root, as segments: `crate::fs::writer::Writer` →
+/// `[fs, writer, Writer]`; a group `crate::protocol::{amendment, chronicle::scan}` gives one
+/// path per member.
+fn crate_paths(code: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        let before = rest[..i].chars().next_back();
+        rest = &rest[i + "crate::".len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue; // `polisd_crate::`, not ours
+        }
+        let (prefix, after) = take_path(rest);
+        if let Some(group) = after
+            .strip_prefix("::{")
+            .or_else(|| after.strip_prefix('{'))
+        {
+            let end = matching_brace(group);
+            for member in split_top_level(&group[..end]) {
+                let (tail, _) = take_path(member.trim());
+                let mut path = prefix.clone();
+                path.extend(tail);
+                out.push(path);
+            }
+        } else {
+            out.push(prefix);
+        }
+    }
+    out
+}
+
+fn take_path(s: &str) -> (Vec<String>, &str) {
+    let mut segments = Vec::new();
+    let mut rest = s;
+    loop {
+        let len = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        if len == 0 {
+            break;
+        }
+        segments.push(rest[..len].to_string());
+        rest = &rest[len..];
+        match rest.strip_prefix("::") {
+            Some(r) if r.starts_with(|c: char| c.is_alphanumeric() || c == '_') => rest = r,
+            _ => break,
+        }
+    }
+    (segments, rest)
+}
+
+fn matching_brace(s: &str) -> usize {
+    let mut depth = 0usize;
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => return i,
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    s.len()
+}
+
+fn split_top_level(s: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts
+}
+
+/// The file a path names: the longest prefix of it that is a module of the crate.
+fn resolve<'m>(path: &[String], modules: &'m BTreeSet<Vec<String>>) -> Option<&'m Vec<String>> {
+    (1..=path.len())
+        .rev()
+        .find_map(|n| modules.get(&path[..n].to_vec()))
+}
+
+fn layer_of(module: &[String]) -> Option<usize> {
+    let top = module.first()?;
+    LAYERS.iter().position(|l| l == top)
+}
+
+struct Graph {
+    edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+}
+
+fn graph(sources: &[Source]) -> Graph {
+    let modules: BTreeSet<Vec<String>> = sources.iter().map(|s| s.module.clone()).collect();
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for s in sources {
+        let targets = edges.entry(s.module.clone()).or_default();
+        for path in crate_paths(&s.code) {
+            if let Some(target) = resolve(&path, &modules) {
+                // A parent module that declares its children names them; only other files and
+                // non-ancestors count as imports.
+                if target != &s.module && !s.module.starts_with(target) {
+                    targets.insert(target.clone());
+                }
+            }
+        }
+    }
+    Graph { edges }
+}
+
+fn name(module: &[String]) -> String {
+    if module.is_empty() {
+        "lib".to_string()
+    } else {
+        module.join("::")
+    }
+}
+
+/// Violations of the layering: pure files that touch I/O or the shell, and files that name a
+/// layer above their own.
+fn layering_violations(sources: &[Source], graph: &Graph) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in sources {
+        let Some(own) = layer_of(&s.module) else {
+            continue; // lib.rs and main.rs sit above every layer
+        };
+        if PURE.contains(&LAYERS[own]) {
+            for impure in IMPURE_PATHS {
+                if s.code.contains(impure) {
+                    out.push(format!("{} is pure but uses `{impure}`", name(&s.module)));
+                }
+            }
+        }
+        for target in &graph.edges[&s.module] {
+            if let Some(theirs) = layer_of(target) {
+                if theirs > own {
+                    out.push(format!(
+                        "{} ({}) names {} ({}), a layer above it",
+                        name(&s.module),
+                        LAYERS[own],
+                        name(target),
+                        LAYERS[theirs]
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every loop of imports, as the files on it (Tarjan's strongly connected components).
+fn import_loops(graph: &Graph) -> Vec<Vec<String>> {
+    struct Walk<'g> {
+        graph: &'g Graph,
+        index: BTreeMap<&'g Vec<String>, usize>,
+        low: BTreeMap<&'g Vec<String>, usize>,
+        stack: Vec<&'g Vec<String>>,
+        on_stack: BTreeSet<&'g Vec<String>>,
+        loops: Vec<Vec<String>>,
+    }
+    impl<'g> Walk<'g> {
+        fn visit(&mut self, v: &'g Vec<String>) {
+            let i = self.index.len();
+            self.index.insert(v, i);
+            self.low.insert(v, i);
+            self.stack.push(v);
+            self.on_stack.insert(v);
+            for w in &self.graph.edges[v] {
+                let Some((w, _)) = self.graph.edges.get_key_value(w) else {
+                    continue;
+                };
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let low = self.low[v].min(self.low[w]);
+                    self.low.insert(v, low);
+                } else if self.on_stack.contains(w) {
+                    let low = self.low[v].min(self.index[w]);
+                    self.low.insert(v, low);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack.remove(w);
+                    component.push(name(w));
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort();
+                    self.loops.push(component);
+                }
+            }
+        }
+    }
+    let mut walk = Walk {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        loops: Vec::new(),
+    };
+    for v in graph.edges.keys() {
+        if !walk.index.contains_key(v) {
+            walk.visit(v);
+        }
+    }
+    walk.loops
+}
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+#[test]
+fn every_layer_names_only_itself_and_the_layers_below() {
+    let sources = sources(&src_dir());
+    let graph = graph(&sources);
+    let violations = layering_violations(&sources, &graph);
+    assert!(
+        violations.is_empty(),
+        "the layering of src/lib.rs is broken:\n  {}",
+        violations.join("\n  ")
+    );
+}
+
+#[test]
+fn no_two_files_import_each_other() {
+    let graph = graph(&sources(&src_dir()));
+    let loops = import_loops(&graph);
+    assert!(
+        loops.is_empty(),
+        "files that import each other (directly or through others):\n  {}",
+        loops
+            .iter()
+            .map(|l| l.join(" <-> "))
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    );
+}
+
+#[test]
+fn every_file_of_src_is_in_a_layer() {
+    for s in sources(&src_dir()) {
+        let top = s.module.first().map(String::as_str);
+        assert!(
+            matches!(top, None | Some("main")) || layer_of(&s.module).is_some(),
+            "src/{} is in no layer: put it in one of {LAYERS:?}",
+            s.module.join("/")
+        );
+    }
+}
+
+// The checker itself, on made-up trees: a rule that cannot fail is no rule.
+
+fn fake(files: &[(&str, &str)]) -> Vec<Source> {
+    files
+        .iter()
+        .map(|(module, code)| Source {
+            module: module.split("::").map(str::to_string).collect(),
+            code: code_of(code),
+        })
+        .collect()
+}
+
+#[test]
+fn a_protocol_file_using_std_fs_is_refused() {
+    let sources = fake(&[(
+        "protocol::chronicle",
+        "fn f() { std::fs::read(\"x\").unwrap(); }",
+    )]);
+    let v = layering_violations(&sources, &graph(&sources));
+    assert_eq!(v, ["protocol::chronicle is pure but uses `std::fs`"]);
+}
+
+#[test]
+fn a_protocol_file_naming_the_shell_is_refused() {
+    let sources = fake(&[
+        ("protocol::stats", "use crate::fs::writer::Writer;"),
+        ("fs::writer", "pub struct Writer;"),
+    ]);
+    let v = layering_violations(&sources, &graph(&sources));
+    assert_eq!(
+        v,
+        ["protocol::stats (protocol) names fs::writer (fs), a layer above it"]
+    );
+}
+
+#[test]
+fn a_loop_through_a_group_import_is_found() {
+    let sources = fake(&[
+        (
+            "protocol::amendment",
+            "use crate::protocol::{chronicle, clock};",
+        ),
+        (
+            "protocol::chronicle",
+            "fn f() { crate::protocol::amendment::x(); }",
+        ),
+        (
+            "protocol::clock",
+            "// crate::protocol::chronicle in a comment",
+        ),
+    ]);
+    assert_eq!(
+        import_loops(&graph(&sources)),
+        [vec![
+            "protocol::amendment".to_string(),
+            "protocol::chronicle".to_string()
+        ]]
+    );
+}
+
+#[test]
+fn code_after_the_test_module_and_comments_do_not_count() {
+    let sources = fake(&[(
+        "protocol::card",
+        "/// [`crate::fs::snapshot`]\nfn f() {}\n#[cfg(test)]\nmod tests { fn g() { std::fs::read(\"x\"); } }",
+    )]);
+    assert!(layering_violations(&sources, &graph(&sources)).is_empty());
+}
