@@ -1,0 +1,521 @@
+//! The chronicle (SPEC §3, §11): the engine's copies of `chronicle.md` and its archives, the
+//! validation of newly completed lines, lost lines, conflict copies and the quarterly rollover.
+
+use super::{Engine, Pass};
+use crate::fs::snapshot::{self, Polis};
+use crate::fs::state::Fingerprint;
+use crate::fs::writer::{self};
+use crate::operations;
+use crate::protocol::chronicle::{self, ChronicleContext, Resume};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::finding::Finding;
+use crate::protocol::inbox::Notification;
+use crate::protocol::layout::{self};
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+/// Bytes of the chronicle before the validated offset that are hashed to notice a rewrite.
+pub(super) const TAIL_WINDOW: usize = 4096;
+
+/// The activity of a chronicle text up to `offset`, with the hash of the bytes before it so a
+/// rewrite is noticed.
+#[derive(Debug, Clone)]
+pub(super) struct Covered {
+    name: String,
+    offset: usize,
+    tail: String,
+    activity: chronicle::Activity,
+}
+
+impl Covered {
+    pub(super) fn new(name: &str, text: &str, offset: usize, now: &PolisTime) -> Covered {
+        Covered {
+            name: name.to_string(),
+            offset,
+            tail: tail_hash(text, offset),
+            activity: chronicle::Activity::of_text(&text[..offset], now),
+        }
+    }
+
+    /// Whether `text` still starts with the bytes this covers (it was at most appended to).
+    pub(super) fn is_prefix_of(&self, name: &str, text: &str) -> bool {
+        self.name == name
+            && self.offset <= text.len()
+            && text.is_char_boundary(self.offset)
+            && tail_hash(text, self.offset) == self.tail
+    }
+
+    /// Covers `text` up to `upto`, reading only the lines after the current offset when the
+    /// text was appended to.
+    pub(super) fn extend_to(&mut self, text: &str, upto: usize, now: &PolisTime) {
+        if self.offset > 0
+            && self.offset <= upto
+            && text.as_bytes()[self.offset - 1] == b'\n'
+            && self.is_prefix_of(&self.name.clone(), text)
+        {
+            let lines = chronicle::scan_tail(&text[self.offset..upto], 0).lines;
+            self.activity.add(&lines, now);
+            self.offset = upto;
+            self.tail = tail_hash(text, upto);
+        } else {
+            *self = Covered::new(&self.name.clone(), text, upto, now);
+        }
+    }
+}
+
+/// The engine's copy of `chronicle.md`: which file it was (device, inode) and its text.
+#[derive(Debug)]
+pub(super) struct ChronicleCopy {
+    dev: u64,
+    ino: u64,
+    text: std::sync::Arc<String>,
+}
+
+/// The engine's copy of an archive, which changes rarely (a rollover writes it once): kept
+/// while the file's identity, size and mtime stay the same.
+#[derive(Debug)]
+pub(super) struct ArchiveCopy {
+    stamp: (u64, u64, Fingerprint),
+    text: std::sync::Arc<String>,
+}
+
+/// The chronicle files as the engine keeps them between passes, so a pass reads the bytes
+/// appended to `chronicle.md` and no archive at all, whatever their size.
+#[derive(Debug, Default)]
+pub(super) struct ChronicleCopies {
+    chronicle: Option<ChronicleCopy>,
+    archives: HashMap<String, ArchiveCopy>,
+    /// Archives read (or found unchanged) in the current pass; the others are dropped.
+    seen: BTreeSet<String>,
+}
+
+impl ChronicleCopies {
+    /// Forgets the archives the last read of the polis did not see.
+    pub(super) fn forget_unseen(&mut self) {
+        let seen = std::mem::take(&mut self.seen);
+        self.archives.retain(|name, _| seen.contains(name));
+    }
+}
+
+impl snapshot::ChronicleSource for ChronicleCopies {
+    fn chronicle(&mut self, root: &Path) -> snapshot::ChronicleRead {
+        read_chronicle(root, &mut self.chronicle)
+    }
+
+    fn archive(&mut self, root: &Path, name: &str) -> snapshot::ChronicleRead {
+        use std::os::unix::fs::MetadataExt;
+        self.seen.insert(name.to_string());
+        let stamp = std::fs::symlink_metadata(root.join(name))
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| (m.dev(), m.ino(), Fingerprint::of(&m)));
+        if let (Some(stamp), Some(copy)) = (stamp, self.archives.get(name)) {
+            if copy.stamp == stamp {
+                return Ok(Some(copy.text.clone()));
+            }
+        }
+        self.archives.remove(name);
+        let text = snapshot::ReadChronicles.archive(root, name)?;
+        if let (Some(stamp), Some(text)) = (stamp, &text) {
+            self.archives.insert(
+                name.to_string(),
+                ArchiveCopy {
+                    stamp,
+                    text: text.clone(),
+                },
+            );
+        }
+        Ok(text)
+    }
+}
+
+impl Engine {
+    pub(super) fn chronicle_step(&mut self, pass: &mut Pass) {
+        match self.chronicle_pass(&pass.polis, &pass.now) {
+            Ok(true) => self.after_write(pass),
+            Ok(false) => {}
+            Err(e) => pass.errors.push(format!("chronicle: {e:#}")),
+        }
+    }
+
+    /// Merges conflict copies, rolls over at a new quarter, validates the newly completed
+    /// lines and notices lost ones. Returns whether polisd wrote to the chronicle.
+    pub(super) fn chronicle_pass(
+        &mut self,
+        polis: &Polis,
+        now: &PolisTime,
+    ) -> anyhow::Result<bool> {
+        let mut wrote = self.merge_conflict_copies()?;
+        if self.options.rollover {
+            wrote |= self.roll_over(polis, now)?;
+        }
+        let current;
+        let polis = if wrote {
+            current = self.read_polis();
+            &current
+        } else {
+            polis
+        };
+        let Some(text) = polis.chronicle_text() else {
+            return Ok(wrote);
+        };
+        let progress = self
+            .state
+            .chronicles
+            .get(layout::CHRONICLE)
+            .cloned()
+            .unwrap_or_default();
+        let resume = Resume {
+            offset: progress.offset as usize,
+            line: progress.line as usize,
+        };
+        let appended = chronicle::scan_from(text, resume)
+            .filter(|_| tail_hash(text, resume.offset) == progress.tail_hash);
+        let mut notices = Vec::new();
+        let rewritten = appended.is_none();
+        let (scan, new_lines) = match appended {
+            Some(scan) => {
+                let lines = scan.lines.clone();
+                (scan, lines)
+            }
+            None => {
+                // Rewritten, shrunk, rolled over or merged: what polisd saw before must still be
+                // somewhere (SPEC §3 C009), and only lines it has not seen are new.
+                let seen_bytes = self.state.read_seen_chronicle();
+                let seen_text = String::from_utf8_lossy(&seen_bytes);
+                let seen_lines: Vec<String> = chronicle::scan(&seen_text)
+                    .lines
+                    .into_iter()
+                    .map(|l| l.text)
+                    .collect();
+                let mut files: Vec<&str> = vec![text];
+                files.extend(polis.archives.iter().map(|(_, t)| t.as_str()));
+                for lost in chronicle::lost_lines(&seen_lines, &files) {
+                    let finding = chronicle::lost_line_finding(layout::CHRONICLE, &lost);
+                    tracing::warn!("{finding}");
+                    self.state.push_findings(std::iter::once(&finding));
+                    self.state
+                        .chronicles
+                        .entry(layout::CHRONICLE.to_string())
+                        .or_default()
+                        .lost_lines
+                        .push(crate::fs::state::LostLine {
+                            text: lost.clone(),
+                            noticed_at: crate::fs::state::now_rfc3339(),
+                        });
+                    if let Some(n) = self.finding_notice(polis, &finding, &lost) {
+                        notices.push(n);
+                    }
+                }
+                let scan = chronicle::scan(text);
+                let mut seen_counts: HashMap<String, usize> = HashMap::new();
+                for l in &seen_lines {
+                    *seen_counts.entry(chronicle::line_key(l)).or_default() += 1;
+                }
+                let fresh = scan
+                    .lines
+                    .iter()
+                    .filter(
+                        |l| match seen_counts.get_mut(&chronicle::line_key(&l.text)) {
+                            Some(n) if *n > 0 => {
+                                *n -= 1;
+                                false
+                            }
+                            _ => true,
+                        },
+                    )
+                    .cloned()
+                    .collect();
+                self.state
+                    .reset_seen_chronicle(&text.as_bytes()[..scan.resume.offset])?;
+                (scan, fresh)
+            }
+        };
+        if !new_lines.is_empty() {
+            let earlier = if rewritten {
+                chronicle::newest_stamp(&text[..resume.offset.min(text.len())], now)
+            } else {
+                self.activity_upto(text, resume.offset, now)
+                    .newest_stamp(now)
+                    .unwrap_or_else(|| chronicle::newest_stamp(&text[..resume.offset], now))
+            };
+            let (findings, _) = self.validate(polis, &new_lines, earlier, now);
+            for f in &findings {
+                tracing::warn!("{f}");
+                let line_text = new_lines
+                    .iter()
+                    .find(|l| Some(l.number) == f.line)
+                    .map(|l| l.text.as_str())
+                    .unwrap_or("");
+                if let Some(n) = self.finding_notice(polis, f, line_text) {
+                    notices.push(n);
+                }
+            }
+            self.state.push_findings(&findings);
+            if !rewritten {
+                self.state
+                    .append_seen_chronicle(&text.as_bytes()[resume.offset..scan.resume.offset])?;
+            }
+        }
+        let progress = self
+            .state
+            .chronicles
+            .entry(layout::CHRONICLE.to_string())
+            .or_default();
+        progress.offset = scan.resume.offset as u64;
+        progress.line = scan.resume.line as u64;
+        progress.tail_hash = tail_hash(text, scan.resume.offset);
+        self.activity_upto(text, scan.resume.offset, now);
+        self.enqueue(notices);
+        Ok(wrote)
+    }
+
+    /// The activity of `chronicle.md` up to `upto` (a line end), read incrementally.
+    pub(super) fn activity_upto(
+        &mut self,
+        text: &str,
+        upto: usize,
+        now: &PolisTime,
+    ) -> &chronicle::Activity {
+        let covered = self
+            .chronicle_activity
+            .get_or_insert_with(|| Covered::new(layout::CHRONICLE, text, 0, now));
+        if covered.offset != upto || !covered.is_prefix_of(layout::CHRONICLE, text) {
+            covered.extend_to(text, upto, now);
+        }
+        &covered.activity
+    }
+
+    /// Fills `polis.active_authors` from the kept activity when it covers the chronicle as read
+    /// (every complete line) and the newest archive; otherwise leaves it for a scan.
+    pub(super) fn fill_activity(&mut self, polis: &mut Polis, now: &PolisTime) {
+        polis.active_authors = None;
+        let mut authors = match polis.chronicle_text() {
+            None => BTreeSet::new(),
+            Some(text) => {
+                let Some(c) = &self.chronicle_activity else {
+                    return;
+                };
+                if !c.is_prefix_of(layout::CHRONICLE, text) || text[c.offset..].contains('\n') {
+                    return;
+                }
+                match c.activity.active_authors(now) {
+                    Some(authors) => authors,
+                    None => return,
+                }
+            }
+        };
+        if let Some((name, text)) = polis.archives.last() {
+            let fresh = self
+                .archive_activity
+                .as_ref()
+                .is_some_and(|a| a.offset == text.len() && a.is_prefix_of(name, text));
+            if !fresh {
+                self.archive_activity = Some(Covered::new(name, text, text.len(), now));
+            }
+            match self
+                .archive_activity
+                .as_ref()
+                .and_then(|a| a.activity.active_authors(now))
+            {
+                Some(more) => authors.extend(more),
+                None => return,
+            }
+        }
+        polis.active_authors = Some(authors);
+    }
+
+    pub(super) fn validate(
+        &self,
+        polis: &Polis,
+        lines: &[chronicle::Line],
+        newest_earlier: Option<chrono::NaiveDateTime>,
+        now: &PolisTime,
+    ) -> (Vec<Finding>, Option<chrono::NaiveDateTime>) {
+        let registered = |id: &str| polis.cards.contains_key(id);
+        let exists = |rel: &str| polis.exists(rel);
+        let ctx = ChronicleContext {
+            path: layout::CHRONICLE,
+            is_registered: &registered,
+            link_exists: &exists,
+            newest_earlier,
+            now: *now,
+        };
+        chronicle::validate_all(lines, &ctx)
+    }
+
+    /// The inbox notice for a chronicle finding: to the author when registered, otherwise to
+    /// the index keeper (SPEC §3).
+    pub(super) fn finding_notice(
+        &self,
+        polis: &Polis,
+        f: &Finding,
+        line_text: &str,
+    ) -> Option<Notification> {
+        let author = chronicle::stamp_and_author(line_text)
+            .map(|(_, a)| a.to_string())
+            .or_else(|| line_text.split(" | ").nth(1).map(|a| a.trim().to_string()))
+            .unwrap_or_default();
+        let recipient = if polis.cards.contains_key(&author) {
+            author.clone()
+        } else {
+            polis.index_keeper.clone()?
+        };
+        Some(Notification::chronicle_finding(
+            &recipient, &author, f, line_text,
+        ))
+    }
+
+    /// Merges chronicle conflict copies left by a sync tool (SPEC §11).
+    pub(super) fn merge_conflict_copies(&mut self) -> anyhow::Result<bool> {
+        let mut wrote = false;
+        let Ok(entries) = std::fs::read_dir(&self.root) else {
+            return Ok(false);
+        };
+        let mut copies: Vec<String> = entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| n.starts_with("chronicle") && layout::is_conflict_copy(n))
+            .collect();
+        copies.sort();
+        for name in copies {
+            let Ok(Some(copy)) = snapshot::read_text(&self.root, &name, None) else {
+                continue;
+            };
+            let merged =
+                operations::edit_agent_file(&self.writer, &self.root, layout::CHRONICLE, |cur| {
+                    Some(chronicle::merge_conflict_copy(cur, &copy))
+                })?;
+            self.writer.remove(&name)?;
+            tracing::info!(copy = %name, "merged a chronicle conflict copy");
+            wrote |= merged;
+            self.state.counters.writes += 1;
+        }
+        Ok(wrote)
+    }
+
+    /// Quarterly rollover (SPEC §3), when the configuration turns it on.
+    pub(super) fn roll_over(&mut self, polis: &Polis, now: &PolisTime) -> anyhow::Result<bool> {
+        let Some(text) = polis.chronicle_text() else {
+            return Ok(false);
+        };
+        let Some(r) = chronicle::rollover(text, now) else {
+            return Ok(false);
+        };
+        let archive_exists = self.root.join(&r.archive_name).exists();
+        if !archive_exists {
+            self.writer
+                .create_new(&r.archive_name, r.archive_text.as_bytes())?;
+        } else if snapshot::read_regular(&self.root.join(&r.archive_name)).as_deref()
+            != Some(r.archive_text.as_bytes())
+        {
+            // Another machine rolled over already; its archive wins and this chronicle's lines
+            // stay where they are.
+            return Ok(false);
+        }
+        let original = text.to_string();
+        let changed =
+            operations::edit_agent_file(&self.writer, &self.root, layout::CHRONICLE, |cur| {
+                (cur == original).then(|| r.new_text.clone())
+            })?;
+        if changed {
+            tracing::info!(archive = %r.archive_name, "chronicle rolled over");
+        }
+        Ok(changed)
+    }
+}
+
+/// `chronicle.md`, reading only what was appended to `copy` when the file is the same one
+/// (device and inode) and the bytes before the copy's end are unchanged; otherwise the whole
+/// file, as [`snapshot::read_text`] reads it.
+pub(super) fn read_chronicle(
+    root: &Path,
+    copy: &mut Option<ChronicleCopy>,
+) -> snapshot::ChronicleRead {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let path = root.join(layout::CHRONICLE);
+    let appended = (|| -> Option<std::sync::Arc<String>> {
+        let c = copy.as_mut()?;
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        let old_len = c.text.len() as u64;
+        if !meta.is_file() || meta.dev() != c.dev || meta.ino() != c.ino || meta.len() < old_len {
+            return None;
+        }
+        // Not following a final symbolic link, as `snapshot::read_text`.
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(writer::no_follow_flags())
+            .open(&path)
+            .ok()?;
+        let start = old_len.saturating_sub(TAIL_WINDOW as u64);
+        file.seek(SeekFrom::Start(start)).ok()?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).ok()?;
+        let window = (old_len - start) as usize;
+        if bytes.len() < window || bytes[..window] != c.text.as_bytes()[start as usize..] {
+            return None;
+        }
+        if bytes.len() > window {
+            let more = std::str::from_utf8(&bytes[window..]).ok()?;
+            // Between passes the engine holds the only reference: this appends in place.
+            std::sync::Arc::make_mut(&mut c.text).push_str(more);
+        }
+        Some(c.text.clone())
+    })();
+    if let Some(text) = appended {
+        return Ok(Some(text));
+    }
+    *copy = None;
+    let meta = std::fs::symlink_metadata(&path).ok();
+    let text = snapshot::read_text(root, layout::CHRONICLE, None)?;
+    Ok(text.map(|text| {
+        let text = std::sync::Arc::new(text);
+        if let Some(meta) = meta {
+            *copy = Some(ChronicleCopy {
+                dev: meta.dev(),
+                ino: meta.ino(),
+                text: text.clone(),
+            });
+        }
+        text
+    }))
+}
+
+/// Hex SHA-256 of up to [`TAIL_WINDOW`] bytes before `offset`.
+pub(super) fn tail_hash(text: &str, offset: usize) -> String {
+    let end = offset.min(text.len());
+    let start = end.saturating_sub(TAIL_WINDOW);
+    crate::fs::state::hex_sha256(&text.as_bytes()[start..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::snapshot::ChronicleSource as _;
+
+    #[test]
+    fn an_archive_is_read_again_only_when_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = "chronicle-2026-Q1.md";
+        let path = dir.path().join(name);
+        std::fs::write(&path, "- 2026-01-02 10:00 | a | did | - | x\n").unwrap();
+        let mut copies = ChronicleCopies::default();
+        let first = copies.archive(dir.path(), name).unwrap().unwrap();
+        let again = copies.archive(dir.path(), name).unwrap().unwrap();
+        assert!(std::sync::Arc::ptr_eq(&first, &again), "unchanged: kept");
+
+        std::fs::write(&path, "- 2026-01-02 10:00 | a | did | - | x\nmore\n").unwrap();
+        let changed = copies.archive(dir.path(), name).unwrap().unwrap();
+        assert!(changed.ends_with("more\n"), "{changed}");
+
+        copies.forget_unseen();
+        assert!(copies.archives.contains_key(name), "seen in this read");
+        copies.forget_unseen();
+        assert!(copies.archives.is_empty(), "not seen since: dropped");
+
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(copies.archive(dir.path(), name).unwrap(), None);
+    }
+}

@@ -1,0 +1,95 @@
+//! Queueing notices in the outbox and delivering them, each at most once (SPEC §9).
+
+use super::Engine;
+use crate::fs::snapshot::Polis;
+use crate::fs::state::OutboxEntry;
+use crate::operations;
+use crate::protocol::clock::PolisTime;
+use crate::protocol::inbox::{Kind, Notification};
+
+/// How often a long delivery saves its progress.
+pub(super) const OUTBOX_CHECKPOINT: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl Engine {
+    /// Marks notices as sent without delivering them (the baseline).
+    pub(super) fn silence(&mut self, notices: &[Notification]) {
+        for n in notices {
+            self.state.mark_sent(n.kind.as_str(), &n.id());
+        }
+    }
+
+    pub(super) fn enqueue(&mut self, notices: Vec<Notification>) {
+        // A set rather than `outbox.contains`: a backlog after downtime holds thousands.
+        let mut queued: std::collections::HashSet<OutboxEntry> =
+            self.state.outbox.iter().cloned().collect();
+        for n in notices {
+            if self.state.was_sent(n.kind.as_str(), &n.id()) {
+                continue;
+            }
+            let entry = OutboxEntry {
+                kind: n.kind.as_str().to_string(),
+                recipient: n.recipient,
+                subject: n.subject,
+                discriminator: n.discriminator,
+                link: n.link,
+                paragraph: n.paragraph,
+            };
+            if queued.insert(entry.clone()) {
+                self.state.outbox.push(entry);
+            }
+        }
+    }
+
+    /// Delivers the outbox. A notice that cannot be written (a symlinked inbox, a recipient
+    /// without a card) is dropped with a warning; an I/O failure keeps it for the next pass.
+    pub(super) fn deliver(&mut self, polis: &Polis, now: &PolisTime) {
+        let outbox = std::mem::take(&mut self.state.outbox);
+        let enabled = self.options.notifications;
+        let mut keep = Vec::new();
+        // A long outbox (a backlog after downtime) is checkpointed as it drains: a crash
+        // half-way then resumes where it was, instead of re-checking every inbox from the top.
+        let mut checkpoint = std::time::Instant::now();
+        for (i, entry) in outbox.iter().enumerate() {
+            if checkpoint.elapsed() >= OUTBOX_CHECKPOINT {
+                self.state.outbox = keep.iter().chain(&outbox[i..]).cloned().collect();
+                if let Err(e) = self.state.save() {
+                    tracing::warn!("could not save the outbox's progress: {e}");
+                }
+                checkpoint = std::time::Instant::now();
+            }
+            let entry = entry.clone();
+            let Some(kind) = Kind::parse(&entry.kind) else {
+                continue;
+            };
+            let n = Notification {
+                kind,
+                recipient: entry.recipient.clone(),
+                subject: entry.subject.clone(),
+                discriminator: entry.discriminator.clone(),
+                link: entry.link.clone(),
+                paragraph: entry.paragraph.clone(),
+            };
+            let report = operations::deliver(
+                polis,
+                &self.writer,
+                &mut self.state,
+                std::slice::from_ref(&n),
+                &|k| enabled.enabled(k.as_str()),
+                now,
+            );
+            self.state.counters.notifications += report.delivered as u64;
+            if report.delivered > 0 {
+                tracing::info!(kind = %n.kind, to = %n.recipient, subject = %n.subject, "notified");
+            }
+            for (who, why) in report.failed {
+                if why.is_refusal() {
+                    tracing::warn!("not notifying {who}: {why}");
+                } else {
+                    tracing::warn!("could not notify {who} yet (will retry): {why}");
+                    keep.push(entry.clone());
+                }
+            }
+        }
+        self.state.outbox = keep;
+    }
+}

@@ -1,0 +1,221 @@
+//! The notices the folder's state calls for (SPEC §9): routed, stale and high-stakes
+//! contracts, proposed and decided amendments, filed lessons, changed cards.
+
+use super::Engine;
+use crate::fs::snapshot::Polis;
+use crate::operations;
+use crate::protocol::chronicle::{self};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::contract::Contract;
+use crate::protocol::inbox::Notification;
+use crate::protocol::layout::{AmendmentFolder, ContractFolder};
+use std::collections::{BTreeSet, HashMap};
+
+impl Engine {
+    /// Every notice the folder's current state calls for. Notices whose recipients depend on
+    /// who is active are fixed when the fact is first seen (`state.known`).
+    pub(super) fn derive(&mut self, polis: &Polis, now: &PolisTime) -> Vec<Notification> {
+        let mut out = Vec::new();
+        let active = operations::active_citizens(polis, now);
+        let open: Vec<_> = polis
+            .contracts
+            .iter()
+            .filter(|c| c.folder == ContractFolder::Open)
+            .collect();
+        let claimed: BTreeSet<&str> = open
+            .iter()
+            .filter(|c| {
+                c.contract.owner.is_some()
+                    && matches!(
+                        c.contract.status.as_deref(),
+                        Some("claimed" | "in_progress")
+                    )
+            })
+            .map(|c| c.file.stem.as_str())
+            .collect();
+        // One pass over the chronicle for every claimed contract, not one per contract.
+        let last_lines = last_lines_about(polis, &claimed);
+
+        for c in &open {
+            let k = &c.contract;
+            let id = c.file.stem.as_str();
+            let title = k.title.clone().unwrap_or_else(|| id.to_string());
+            if k.owner.is_none() {
+                if let Some(r) = &k.routing.recommended_by_router {
+                    out.push(Notification::contract_routed(
+                        r,
+                        id,
+                        &title,
+                        k.routing.recommendation_score.unwrap_or(0.0),
+                        k.routing.exploration.unwrap_or(false),
+                    ));
+                }
+            }
+            if k.stakes.as_deref() == Some("high") {
+                if let Some(owner) = &k.owner {
+                    if k.review.reviewer.is_none() {
+                        out.push(Notification::review_needed(owner, id, &title, None));
+                    }
+                }
+                if let Some(reviewer) = &k.review.reviewer {
+                    out.push(Notification::review_needed(
+                        reviewer,
+                        id,
+                        &title,
+                        Some(reviewer),
+                    ));
+                }
+            }
+            if let (Some(owner), true) = (&k.owner, claimed.contains(id)) {
+                if let Some(last) = stale_since(last_lines.get(id).copied(), k, now) {
+                    out.push(Notification::contract_stale(owner, id, &last));
+                }
+            }
+        }
+
+        for file in &polis.amendments {
+            let a = &file.amendment;
+            let status = a.status.clone().unwrap_or_default();
+            if file.folder == AmendmentFolder::Proposed && status == "proposed" {
+                let key = format!("proposed/{}", a.id);
+                if let std::collections::btree_map::Entry::Vacant(e) = self.state.known.entry(key) {
+                    e.insert("1".into());
+                    for r in active.iter().filter(|r| Some(*r) != a.proposed_by.as_ref()) {
+                        out.push(Notification::amendment_proposed(r, a));
+                    }
+                }
+            }
+            let decided = matches!(status.as_str(), "ratified" | "rejected" | "expired");
+            let key = format!("amendment/{}", a.id);
+            if decided && self.state.known.get(&key) != Some(&status) {
+                self.state.known.insert(key, status.clone());
+                let outcome = decided_outcome(polis, a, &status, &active);
+                let mut recipients: BTreeSet<String> = BTreeSet::new();
+                if status == "ratified" {
+                    recipients.extend(active.iter().cloned());
+                    recipients.extend(polis.index_keeper.iter().cloned());
+                } else {
+                    recipients.extend(a.proposed_by.iter().cloned());
+                }
+                for r in &recipients {
+                    out.extend(Notification::amendment_outcome(r, a, &outcome));
+                }
+            }
+        }
+
+        for lesson in &polis.lessons {
+            let key = format!("lesson/{}", lesson.rel);
+            if self.state.known.contains_key(&key) {
+                continue;
+            }
+            self.state.known.insert(key, "1".into());
+            let link = lesson.rel.trim_end_matches(".md");
+            for c in &open {
+                let Some(owner) = &c.contract.owner else {
+                    continue;
+                };
+                if let Some(tag) = c
+                    .contract
+                    .required_tags
+                    .iter()
+                    .find(|t| lesson.lesson.capability_tags.contains(t))
+                {
+                    out.push(Notification::lesson_filed(owner, link, tag, &c.file.stem));
+                }
+            }
+        }
+
+        for card in polis.cards.values() {
+            let v = card.card.verify();
+            if v.state == crate::protocol::card::VerifyState::Mismatch {
+                let actual = v.computed.clone().unwrap_or_default();
+                out.push(Notification::card_changed(&card.id, &card.id, &actual));
+                if let Some(keeper) = &polis.index_keeper {
+                    if keeper != &card.id {
+                        out.push(Notification::card_changed(keeper, &card.id, &actual));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The outcome behind a decided amendment, for the notice's wording.
+pub(super) fn decided_outcome(
+    polis: &Polis,
+    a: &crate::protocol::amendment::Amendment,
+    status: &str,
+    active: &BTreeSet<String>,
+) -> crate::protocol::amendment::Outcome {
+    let votes = crate::protocol::amendment::counted_votes(a, &polis.registered());
+    let agrees = votes.count(crate::protocol::amendment::Vote::Agree);
+    let quorum = crate::protocol::amendment::quorum(&a.quorum_required, active.len());
+    let (action, detail) = match status {
+        "ratified" => (
+            crate::protocol::amendment::Action::Ratified,
+            format!("{agrees} citizens agreed (quorum {quorum})"),
+        ),
+        "rejected" => (
+            crate::protocol::amendment::Action::Rejected,
+            format!("it can no longer reach its quorum of {quorum} ({agrees} agreed)"),
+        ),
+        _ => (
+            crate::protocol::amendment::Action::Expired,
+            format!("its deadline passed with {agrees} of {quorum} agreeing votes"),
+        ),
+    };
+    crate::protocol::amendment::Outcome {
+        action,
+        agrees,
+        quorum,
+        detail,
+        votes,
+    }
+}
+
+/// The newest chronicle line about each of `ids` (a line whose link names the contract), over
+/// the texts the activity window reads. Nothing is scanned when `ids` is empty.
+pub(super) fn last_lines_about(
+    polis: &Polis,
+    ids: &BTreeSet<&str>,
+) -> HashMap<String, chrono::NaiveDateTime> {
+    let mut last: HashMap<String, chrono::NaiveDateTime> = HashMap::new();
+    if ids.is_empty() {
+        return last;
+    }
+    for text in polis.recent_chronicle() {
+        for line in chronicle::scan(text).lines {
+            let Ok(entry) = chronicle::parse_entry(&line.text) else {
+                continue;
+            };
+            let Some(target) = entry.link.and_then(chronicle::link_target) else {
+                continue;
+            };
+            let Some(id) = target.rsplit('/').next().filter(|id| ids.contains(id)) else {
+                continue;
+            };
+            let slot = last.entry(id.to_string()).or_insert(entry.stamp);
+            *slot = (*slot).max(entry.stamp);
+        }
+    }
+    last
+}
+
+/// When a claimed contract has had no chronicle line about it for 14 days, the stamp of the
+/// last one (or of its opening), which makes each silence a distinct notice.
+pub(super) fn stale_since(
+    last_line: Option<chrono::NaiveDateTime>,
+    k: &Contract,
+    now: &PolisTime,
+) -> Option<String> {
+    let last = last_line;
+    let last = last.or_else(|| {
+        crate::protocol::amendment::read_when(&k.opened_at, now).map(|w| match w {
+            crate::protocol::amendment::When::Moment(t) => t,
+            crate::protocol::amendment::When::Day(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
+        })
+    })?;
+    (now.now - last > chrono::Duration::days(chronicle::ACTIVITY_WINDOW_DAYS))
+        .then(|| last.format("%Y-%m-%d %H:%M").to_string())
+}

@@ -1,0 +1,111 @@
+//! Which rules a pass runs, from the paths that changed.
+
+use crate::protocol::layout::{self};
+
+/// Which rules a pass must run, from the paths that changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scope {
+    pub chronicle: bool,
+    pub settled: bool,
+    pub open: bool,
+    pub tally: bool,
+    /// Notices derived from the whole folder (cards, lessons, reviews, staleness).
+    pub derive: bool,
+}
+
+impl Scope {
+    pub fn all() -> Scope {
+        Scope {
+            chronicle: true,
+            settled: true,
+            open: true,
+            tally: true,
+            derive: true,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Scope::default()
+    }
+
+    /// What a change to `rel` concerns.
+    pub fn of_path(rel: &str) -> Scope {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        let derive_only = Scope {
+            derive: true,
+            ..Scope::default()
+        };
+        if rel.is_empty() || rel == layout::POLIS_YML || rel == layout::INDEX {
+            return Scope::all();
+        }
+        if !rel.contains('/') && name.starts_with("chronicle") {
+            return Scope {
+                chronicle: true,
+                tally: true,
+                derive: true,
+                ..Scope::default()
+            };
+        }
+        if rel == layout::ROUTING_STATS || rel.starts_with("contracts/settled") {
+            return Scope {
+                settled: true,
+                derive: true,
+                ..Scope::default()
+            };
+        }
+        if rel.starts_with("contracts/open") || rel == "contracts" {
+            return Scope {
+                open: true,
+                derive: true,
+                ..Scope::default()
+            };
+        }
+        if rel.starts_with("amendments") {
+            return Scope {
+                tally: true,
+                derive: true,
+                ..Scope::default()
+            };
+        }
+        if let Some(rest) = rel.strip_prefix("citizens/") {
+            return match rest.split('/').nth(1) {
+                // Inboxes and journals change nothing polisd decides.
+                Some(f) if f.starts_with("inbox") || f == "journal.md" => Scope::default(),
+                Some("capability_card.yml") => Scope {
+                    chronicle: true, // C002 depends on who is registered
+                    tally: true,
+                    open: true,
+                    derive: true,
+                    ..Scope::default()
+                },
+                Some("status.md") => Scope {
+                    tally: true,
+                    derive: true,
+                    ..Scope::default()
+                },
+                _ => Scope::all(),
+            };
+        }
+        if rel.starts_with("contracts/abandoned")
+            || rel.starts_with(layout::LESSONS_DIR)
+            || rel.starts_with(layout::REVIEWS_DIR)
+        {
+            return derive_only;
+        }
+        if rel.contains('/') {
+            derive_only
+        } else {
+            Scope::default()
+        }
+    }
+
+    pub(super) fn union(self, other: Scope) -> Scope {
+        Scope {
+            chronicle: self.chronicle || other.chronicle,
+            settled: self.settled || other.settled,
+            open: self.open || other.open,
+            tally: self.tally || other.tally,
+            derive: self.derive || other.derive,
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! Tallying amendments (SPEC §8) through the application layer.
+
+use super::{Engine, Pass};
+use crate::operations;
+
+impl Engine {
+    pub(super) fn tally_step(&mut self, pass: &mut Pass) {
+        match operations::tally(&pass.polis, Some(&self.writer), &pass.now) {
+            Ok((results, _)) => {
+                self.state.counters.tallies += 1;
+                let acted: Vec<_> = results.iter().filter(|r| r.action != "pending").collect();
+                for r in &acted {
+                    tracing::info!(amendment = %r.amendment_id, action = r.action, detail = %r.detail, "amendment tallied");
+                }
+                if !acted.is_empty() {
+                    self.after_write(pass);
+                }
+            }
+            Err(e) => pass.errors.push(format!("tally: {e}")),
+        }
+    }
+}
