@@ -6,12 +6,15 @@
 //! the folder's state (and the sent-notification ledger), so running it twice, or after a crash
 //! half-way, changes nothing twice (SPEC §11).
 
+mod check;
 mod deliver;
 mod edit;
 mod reconcile;
 pub mod route;
+pub mod summary;
 mod tally;
 
+pub use check::{count, findings};
 pub use deliver::{deliver, Delivery};
 pub use edit::edit_agent_file;
 pub use reconcile::{current_stats, reconcile_settled, reconcile_with, Reconciled};
