@@ -21,7 +21,7 @@
 //! - `findings`: `{errors, warnings, newest: [{code, severity, path, line, message}]}`, the
 //!   totals of `polisd check` and its last 10 findings (the current chronicle's last).
 //! - `daemon`: null when no daemon is watching (no `daemon.json`, or its process is gone);
-//!   else `{pid, started_at, updated_at, watch_mode, counters: {events, rescans, reconciles,
+//!   else `{pid, started_at, updated_at, watch_mode, dashboard (its URL or null), counters: {events, rescans, reconciles,
 //!   tallies, notifications, writes}, last_findings: [..up to 10, newest last]}`.
 
 use crate::fs::snapshot::Polis;
@@ -150,6 +150,9 @@ pub fn render(s: &Summary) -> String {
                 "  pid {} watching since {} ({} mode), last update {}\n",
                 d.pid, d.started_at, d.watch_mode, d.updated_at
             ));
+            if let Some(url) = &d.dashboard {
+                out.push_str(&format!("  dashboard {url}\n"));
+            }
             let k = &d.counters;
             out.push_str(&format!(
                 "  events {}   rescans {}   reconciles {}   tallies {}   notifications {}   writes {}\n",

@@ -11,6 +11,7 @@ mod deliver;
 mod edit;
 mod reconcile;
 pub mod route;
+mod stale;
 pub mod summary;
 mod tally;
 
@@ -18,6 +19,7 @@ pub use check::{count, findings};
 pub use deliver::{deliver, Delivery};
 pub use edit::edit_agent_file;
 pub use reconcile::{current_stats, reconcile_settled, reconcile_with, Reconciled};
+pub use stale::{last_lines_about, stale_since};
 pub use tally::{active_citizens, tally, TallyResult};
 
 use crate::fs::writer::WriteError;

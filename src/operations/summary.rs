@@ -81,6 +81,8 @@ pub struct DaemonRow {
     pub started_at: String,
     pub updated_at: String,
     pub watch_mode: String,
+    /// The dashboard's address, when the daemon serves one.
+    pub dashboard: Option<String>,
     pub counters: crate::fs::state::Counters,
     pub last_findings: Vec<StoredFinding>,
 }
@@ -182,6 +184,7 @@ pub fn summarize(
                 started_at: d.started_at,
                 updated_at: d.updated_at,
                 watch_mode: d.watch_mode,
+                dashboard: d.dashboard,
                 counters: d.counters,
                 last_findings: tail(d.last_findings, NEWEST_FINDINGS),
             }),
