@@ -36,8 +36,10 @@ pub enum Command {
     Status(JsonPolisArg),
     /// Scaffold a new polis with a founding citizen.
     Init(InitArgs),
-    /// Watch one or more polises and keep them current (the daemon).
+    /// Watch one or more polises and keep them current (the daemon); serves the dashboard.
     Run(RunArgs),
+    /// Serve the read-only dashboard for one polis, without the daemon.
+    Serve(ServeArgs),
     /// Install, remove or inspect polisd as a user service (systemd or launchd).
     Service(ServiceArgs),
     /// Play a short scene on a temporary polis to show what polisd does.
@@ -177,6 +179,22 @@ pub struct RunArgs {
     /// Log level: error, warn, info, debug, trace (RUST_LOG overrides).
     #[arg(long)]
     pub log_level: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// Address and port (default: `[dashboard] listen` of the configuration, 127.0.0.1:7341).
+    /// Off loopback a token is required; it is printed once.
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// Configuration file (default: $POLISD_CONFIG, then the user config directory).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Print the address as JSON (`{"url": ...}`) once listening.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

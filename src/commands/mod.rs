@@ -42,11 +42,15 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Check(args) => check::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Status(args) => status::run(args),
-        Command::Run(args) => crate::daemon::run(crate::daemon::RunOptions {
-            paths: args.paths,
-            config: args.config,
-            log_level: args.log_level,
-        }),
+        Command::Run(args) => crate::daemon::run_with(
+            crate::daemon::RunOptions {
+                paths: args.paths,
+                config: args.config,
+                log_level: args.log_level,
+            },
+            Some(Box::new(crate::dashboard::beside_daemon)),
+        ),
+        Command::Serve(args) => serve(args),
         Command::Reconcile(args) => reconcile(&locate(args.path.as_deref())?),
         Command::Route(args) => route(args),
         Command::Tally(args) => tally(args),
@@ -106,6 +110,20 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             crate::commands::demo::run(args.keep_running, &mut std::io::stdout())
         }
     }
+}
+
+/// `polisd serve`: the dashboard alone.
+fn serve(args: crate::commands::cli::ServeArgs) -> anyhow::Result<u8> {
+    let root = locate(args.path.as_deref())?;
+    let config = crate::daemon::config::load(args.config.as_deref())?;
+    crate::daemon::init_logging(&config, None);
+    let mut options = crate::dashboard::Options::from_config(&config.dashboard);
+    if let Some(listen) = &args.listen {
+        options.listen = listen.parse().map_err(|_| {
+            anyhow::anyhow!("--listen {listen:?} is not an address and port; write e.g. 127.0.0.1:7341")
+        })?;
+    }
+    crate::dashboard::serve_alone(root, options, args.json)
 }
 
 /// The `_polis/` folder a command works on (SPEC §1).

@@ -170,9 +170,10 @@ impl Engine {
         self.watch_mode = mode.to_string();
     }
 
-    /// Records the dashboard's address in the status file (written at the next pass).
+    /// Records the dashboard's address in the status file, now.
     pub fn set_dashboard_url(&mut self, url: Option<String>) {
         self.dashboard_url = url;
+        self.write_status();
     }
 
     /// Holds the single-daemon lock for this polis, if no other polisd has it.
