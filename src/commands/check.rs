@@ -3,8 +3,8 @@
 //! [`crate::operations::findings`] gathers them; `run` only prints and picks the exit code.
 
 use crate::fs::snapshot::Polis;
-use crate::protocol::clock::PolisTime;
 use crate::operations::{count, findings};
+use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Finding;
 
 pub fn run(args: crate::commands::cli::CheckArgs) -> anyhow::Result<u8> {

@@ -120,10 +120,19 @@ fn serve(args: crate::commands::cli::ServeArgs) -> anyhow::Result<u8> {
     let mut options = crate::dashboard::Options::from_config(&config.dashboard);
     if let Some(listen) = &args.listen {
         options.listen = listen.parse().map_err(|_| {
-            anyhow::anyhow!("--listen {listen:?} is not an address and port; write e.g. 127.0.0.1:7341")
+            anyhow::anyhow!(
+                "--listen {listen:?} is not an address and port; write e.g. 127.0.0.1:7341"
+            )
         })?;
     }
-    crate::dashboard::serve_alone(root, options, args.json)
+    let watch = crate::daemon::watch::WatchConfig {
+        debounce: config.watch.debounce,
+        max_delay: Some(config.watch.max_delay),
+        poll_interval: config.watch.poll_interval,
+        force_poll: config.watch.backend == crate::daemon::config::Backend::Poll,
+        ..Default::default()
+    };
+    crate::dashboard::serve_alone(root, options, watch, args.json)
 }
 
 /// The `_polis/` folder a command works on (SPEC §1).

@@ -726,7 +726,12 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
         ));
     }
 
-    if file.dashboard.listen.parse::<std::net::SocketAddr>().is_err() {
+    if file
+        .dashboard
+        .listen
+        .parse::<std::net::SocketAddr>()
+        .is_err()
+    {
         return Err(invalid(
             find_key(text, "dashboard", "listen"),
             Some("dashboard.listen".into()),

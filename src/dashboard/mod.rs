@@ -84,8 +84,14 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
         .route("/", get(index))
         .route("/p/{polis}", get(to_polis))
         .route("/p/{polis}/events", get(events))
-        .route("/static/live.js", get(|| async { asset("text/javascript; charset=utf-8", LIVE_JS) }))
-        .route("/static/style.css", get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }))
+        .route(
+            "/static/live.js",
+            get(|| async { asset("text/javascript; charset=utf-8", LIVE_JS) }),
+        )
+        .route(
+            "/static/style.css",
+            get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }),
+        )
         .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
         .with_state(site)
         .layer(axum::middleware::from_fn_with_state(
@@ -171,14 +177,21 @@ async fn render_page(
             Ok(r) => (StatusCode::OK, r),
             Err(pages::PageError::NotFound(m)) => (StatusCode::NOT_FOUND, pages::not_found(&m)),
         };
-        (status, pages::frame(page, &cx, &picker, &rendered).into_string())
+        (
+            status,
+            pages::frame(page, &cx, &picker, &rendered).into_string(),
+        )
     })
     .await;
     match done {
         Ok((status, html)) => (status, Html(html)).into_response(),
         Err(e) => {
             tracing::error!("dashboard: a page failed: {e}");
-            (StatusCode::INTERNAL_SERVER_ERROR, "the page failed; see polisd's log\n").into_response()
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the page failed; see polisd's log\n",
+            )
+                .into_response()
         }
     }
 }
@@ -200,7 +213,9 @@ async fn events(
         let change: Change = rx.borrow_and_update().clone();
         let data = serde_json::json!({ "generation": change.generation, "paths": change.paths });
         Some((
-            Ok::<Event, std::convert::Infallible>(Event::default().event("change").data(data.to_string())),
+            Ok::<Event, std::convert::Infallible>(
+                Event::default().event("change").data(data.to_string()),
+            ),
             rx,
         ))
     });
@@ -263,7 +278,10 @@ fn announce(bound: &Bound) -> String {
                 bound.addr,
                 bound.url
             );
-            eprintln!("polisd: dashboard token (shown once): {}?token={t}", bound.url);
+            eprintln!(
+                "polisd: dashboard token (shown once): {}?token={t}",
+                bound.url
+            );
         }
         None => tracing::info!("dashboard at {}", bound.url),
     }
@@ -318,7 +336,12 @@ pub fn beside_daemon(view: DaemonView) -> Option<Sidecar> {
 }
 
 /// For `polisd serve`: the dashboard alone over one polis, with its own (read-only) watcher.
-pub fn serve_alone(root: PathBuf, options: Options, json: bool) -> anyhow::Result<u8> {
+pub fn serve_alone(
+    root: PathBuf,
+    options: Options,
+    watch: crate::daemon::watch::WatchConfig,
+    json: bool,
+) -> anyhow::Result<u8> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -327,10 +350,7 @@ pub fn serve_alone(root: PathBuf, options: Options, json: bool) -> anyhow::Resul
         let bound = bind(&options)
             .with_context(|| format!("cannot listen on {} (is another dashboard running? choose one with --listen)", options.listen))?;
         let (tx, rx) = tokio::sync::watch::channel(Change::default());
-        let (watcher, mut batches) = crate::daemon::watch::watch(
-            &root,
-            crate::daemon::watch::WatchConfig::default(),
-        )
+        let (watcher, mut batches) = crate::daemon::watch::watch(&root, watch)
         .with_context(|| format!("cannot watch {}", root.display()))?;
         let site = Arc::new(Site {
             polises: vec![Arc::new(PolisView::new(&root, rx))],
@@ -387,11 +407,15 @@ async fn queue_notifier(view: Arc<PolisView>, command: String, url: String) {
         let Ok(items) = tokio::task::spawn_blocking(move || v.current().queue.clone()).await else {
             return;
         };
-        let current: std::collections::BTreeSet<String> = items.iter().map(|i| i.key.clone()).collect();
+        let current: std::collections::BTreeSet<String> =
+            items.iter().map(|i| i.key.clone()).collect();
         // Items present at start are not news: the person sees them on the page.
         if !first {
             for item in items.iter().filter(|i| !notified.contains(&i.key)) {
-                let link = item.link.as_deref().map_or_else(|| url.clone(), |l| format!("{url}{l}"));
+                let link = item
+                    .link
+                    .as_deref()
+                    .map_or_else(|| url.clone(), |l| format!("{url}{l}"));
                 let status = tokio::process::Command::new("sh")
                     .arg("-c")
                     .arg(&command)

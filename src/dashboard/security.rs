@@ -108,7 +108,10 @@ pub async fn guard(State(g): State<Arc<Guard>>, request: Request, next: Next) ->
         }
     };
     let h = response.headers_mut();
-    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -182,7 +185,11 @@ fn presented(request: &Request, token: &str) -> bool {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
-        .filter_map(|c| c.trim().strip_prefix(COOKIE).and_then(|c| c.strip_prefix('=')))
+        .filter_map(|c| {
+            c.trim()
+                .strip_prefix(COOKIE)
+                .and_then(|c| c.strip_prefix('='))
+        })
         .any(|t| same(t, token));
     bearer || cookie || query_token(request).is_some_and(|q| same(&q, token))
 }

@@ -48,9 +48,10 @@ impl PolisView {
         };
         PolisView {
             root: root.to_path_buf(),
-            name: project
-                .file_name()
-                .map_or_else(|| root.display().to_string(), |n| n.to_string_lossy().into_owned()),
+            name: project.file_name().map_or_else(
+                || root.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
             changes,
             cache: Mutex::new(None),
         }
@@ -85,7 +86,8 @@ pub fn read(root: &Path, generation: u64) -> Snapshot {
         empty_summary(&polis, &now)
     });
     let findings = crate::operations::findings(&polis, &now);
-    let stats = crate::operations::current_stats(&polis);
+    // From the settlements themselves: the page is current even with no daemon reconciling.
+    let stats = crate::protocol::stats::reconcile_over(&polis.settlements, None);
     let history = crate::protocol::stats::history(&polis.settlements);
     let inboxes = polis
         .cards

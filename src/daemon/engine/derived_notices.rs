@@ -171,4 +171,3 @@ pub(super) fn decided_outcome(
         votes,
     }
 }
-

@@ -23,7 +23,9 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     let verify = card.card.verify();
     let hash_state = match verify.state {
         VerifyState::Ok => "content_hash matches",
-        VerifyState::Mismatch => "content_hash does NOT match: the card changed after it was stamped",
+        VerifyState::Mismatch => {
+            "content_hash does NOT match: the card changed after it was stamped"
+        }
         VerifyState::Legacy => "legacy signature only",
         VerifyState::Unstamped => "no content_hash",
         VerifyState::Unverifiable => "content_hash present, not reproducible by polisd",

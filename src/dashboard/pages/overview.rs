@@ -23,7 +23,12 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
     for c in &open {
         *by_status
-            .entry(c.contract.status.clone().unwrap_or_else(|| "(no status)".into()))
+            .entry(
+                c.contract
+                    .status
+                    .clone()
+                    .unwrap_or_else(|| "(no status)".into()),
+            )
             .or_default() += 1;
     }
     let claimed: std::collections::BTreeSet<&str> = open
