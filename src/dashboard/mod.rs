@@ -166,21 +166,7 @@ async fn render_page(
     // Reading the folder and rendering are blocking work: off the event loop's thread.
     let done = tokio::task::spawn_blocking(move || {
         let snapshot = view.current();
-        let cx = pages::Context {
-            snapshot: &snapshot,
-            view: &view,
-            params: &params,
-            query: &query,
-            base: format!("/p/{n}"),
-        };
-        let (status, rendered) = match (page.render)(&cx) {
-            Ok(r) => (StatusCode::OK, r),
-            Err(pages::PageError::NotFound(m)) => (StatusCode::NOT_FOUND, pages::not_found(&m)),
-        };
-        (
-            status,
-            pages::frame(page, &cx, &picker, &rendered).into_string(),
-        )
+        render(page, &view, &snapshot, n, &picker, &params, &query)
     })
     .await;
     match done {
@@ -194,6 +180,31 @@ async fn render_page(
                 .into_response()
         }
     }
+}
+
+/// One page of polis `n` as a whole document, with its status (200, or 404 for a record that
+/// is not there). Pure over the snapshot: the benches time it.
+pub fn render(
+    page: &pages::Page,
+    view: &PolisView,
+    snapshot: &view::Snapshot,
+    n: usize,
+    picker: &[(String, String)],
+    params: &HashMap<String, String>,
+    query: &HashMap<String, String>,
+) -> (StatusCode, String) {
+    let cx = pages::Context {
+        snapshot,
+        view,
+        params,
+        query,
+        base: format!("/p/{n}"),
+    };
+    let (status, rendered) = match (page.render)(&cx) {
+        Ok(r) => (StatusCode::OK, r),
+        Err(pages::PageError::NotFound(m)) => (StatusCode::NOT_FOUND, pages::not_found(&m)),
+    };
+    (status, pages::frame(page, &cx, picker, &rendered).into_string())
 }
 
 /// `text/event-stream`: a `change` event (data: `{"generation":N,"paths":[...]}`) for each
