@@ -291,7 +291,17 @@ fn bench_dashboard(c: &mut Criterion) {
     let mut params = std::collections::HashMap::new();
     params.insert("id".to_string(), "alpha-agent".to_string());
     group.bench_function("/citizens/{id}", |b| {
-        b.iter(|| render(&pages::citizen::PAGE, &v, &snapshot, 0, &picker, &params, &none))
+        b.iter(|| {
+            render(
+                &pages::citizen::PAGE,
+                &v,
+                &snapshot,
+                0,
+                &picker,
+                &params,
+                &none,
+            )
+        })
     });
     group.finish();
     c.bench_function("dashboard_10k_settled/read_snapshot", |b| {

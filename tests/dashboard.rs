@@ -781,3 +781,86 @@ fn browser_pages_work_without_javascript() {
         c.close().await.unwrap();
     });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Static export
+
+#[test]
+fn report_md_and_html_are_self_contained_and_redact_hides_ids_and_text() {
+    let p = generated_polis();
+    let md = p.polisd(&["report", p.root.to_str().unwrap(), "--format", "md"]);
+    assert!(
+        md.status.success(),
+        "{}",
+        String::from_utf8_lossy(&md.stderr)
+    );
+    let md = String::from_utf8(md.stdout).unwrap();
+    assert!(
+        md.contains("## Waiting for a person") && md.contains(ALPHA) && md.contains("the next job"),
+        "{md}"
+    );
+
+    let out = p.dir.path().join("report.html");
+    let html = p.polisd(&[
+        "report",
+        p.root.to_str().unwrap(),
+        "--format",
+        "html",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        html.status.success(),
+        "{}",
+        String::from_utf8_lossy(&html.stderr)
+    );
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        !html.contains("<script") && !html.contains("<link"),
+        "self-contained, no script: {html}"
+    );
+    assert!(
+        html.contains("&lt;script&gt;"),
+        "the hostile title is escaped: {html}"
+    );
+
+    let redacted = p.polisd(&["report", p.root.to_str().unwrap(), "--redact"]);
+    let r = String::from_utf8(redacted.stdout).unwrap();
+    for secret in [
+        ALPHA,
+        BRAVO,
+        FOUNDER,
+        "the next job",
+        "next-job",
+        "quorum-rule",
+        "pwned",
+    ] {
+        assert!(!r.contains(secret), "{secret} in the redacted report: {r}");
+    }
+    assert!(r.contains("citizen-") && r.contains("contract-"), "{r}");
+    let again = String::from_utf8(
+        p.polisd(&["report", p.root.to_str().unwrap(), "--redact"])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        r.lines()
+            .filter(|l| l.contains("citizen-"))
+            .collect::<Vec<_>>(),
+        again
+            .lines()
+            .filter(|l| l.contains("citizen-"))
+            .collect::<Vec<_>>(),
+        "stable pseudonyms"
+    );
+
+    let inside = p.root.join("report.md");
+    let refused = p.polisd(&[
+        "report",
+        p.root.to_str().unwrap(),
+        "--out",
+        inside.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(!inside.exists(), "nothing written inside the polis");
+}

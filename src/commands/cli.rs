@@ -40,6 +40,8 @@ pub enum Command {
     Run(RunArgs),
     /// Serve the read-only dashboard for one polis, without the daemon.
     Serve(ServeArgs),
+    /// Write a self-contained snapshot of a polis (markdown or HTML), optionally redacted.
+    Report(ReportArgs),
     /// Install, remove or inspect polisd as a user service (systemd or launchd).
     Service(ServiceArgs),
     /// Play a short scene on a temporary polis to show what polisd does.
@@ -193,6 +195,24 @@ pub struct ServeArgs {
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Print the address as JSON (`{"url": ...}`) once listening.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// md or html (one self-contained file: no script, the stylesheet inline).
+    #[arg(long, default_value = "md")]
+    pub format: String,
+    /// Replace ids and paths with stable pseudonyms and leave free text out, for sharing.
+    #[arg(long)]
+    pub redact: bool,
+    /// Write here instead of standard output (never inside `_polis/`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print `{"format", "redacted", "out", "bytes"}` after writing (with --out).
     #[arg(long)]
     pub json: bool,
 }

@@ -51,6 +51,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             Some(Box::new(crate::dashboard::beside_daemon)),
         ),
         Command::Serve(args) => serve(args),
+        Command::Report(args) => report(args),
         Command::Reconcile(args) => reconcile(&locate(args.path.as_deref())?),
         Command::Route(args) => route(args),
         Command::Tally(args) => tally(args),
@@ -133,6 +134,51 @@ fn serve(args: crate::commands::cli::ServeArgs) -> anyhow::Result<u8> {
         ..Default::default()
     };
     crate::dashboard::serve_alone(root, options, watch, args.json)
+}
+
+/// `polisd report`: a snapshot to standard output or a file outside `_polis/`.
+fn report(args: crate::commands::cli::ReportArgs) -> anyhow::Result<u8> {
+    let format: crate::dashboard::report::Format = match args.format.parse() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("polisd: {e}");
+            return Ok(2);
+        }
+    };
+    let root = locate(args.path.as_deref())?;
+    if let Some(out) = &args.out {
+        let dir = out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let canon = std::fs::canonicalize(dir)
+            .with_context(|| format!("the folder of --out {} does not exist", out.display()))?;
+        if canon.starts_with(crate::fs::snapshot::canonical_root(&root)) {
+            eprintln!(
+                "polisd: --out {} is inside the polis; write the report elsewhere",
+                out.display()
+            );
+            return Ok(1);
+        }
+    }
+    let snapshot = crate::dashboard::view::read(&root, 0);
+    let name = crate::dashboard::view::PolisView::name_of(&root);
+    let text = crate::dashboard::report::render(&snapshot, &name, format, args.redact);
+    match &args.out {
+        Some(out) => {
+            std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "format": args.format, "redacted": args.redact, "out": out, "bytes": text.len() })
+                );
+            } else {
+                println!("wrote {} ({} bytes)", out.display(), text.len());
+            }
+        }
+        None => print!("{text}"),
+    }
+    Ok(0)
 }
 
 /// The `_polis/` folder a command works on (SPEC §1).

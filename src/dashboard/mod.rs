@@ -15,6 +15,7 @@ pub mod chart;
 pub mod markdown;
 pub mod pages;
 pub mod queue;
+pub mod report;
 pub mod security;
 pub mod view;
 
@@ -204,7 +205,10 @@ pub fn render(
         Ok(r) => (StatusCode::OK, r),
         Err(pages::PageError::NotFound(m)) => (StatusCode::NOT_FOUND, pages::not_found(&m)),
     };
-    (status, pages::frame(page, &cx, picker, &rendered).into_string())
+    (
+        status,
+        pages::frame(page, &cx, picker, &rendered).into_string(),
+    )
 }
 
 /// `text/event-stream`: a `change` event (data: `{"generation":N,"paths":[...]}`) for each

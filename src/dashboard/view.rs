@@ -41,20 +41,25 @@ pub struct Snapshot {
 
 impl PolisView {
     pub fn new(root: &Path, changes: watch::Receiver<Change>) -> PolisView {
+        PolisView {
+            root: root.to_path_buf(),
+            name: PolisView::name_of(root),
+            changes,
+            cache: Mutex::new(None),
+        }
+    }
+
+    /// The project folder's name (the parent of `_polis/`).
+    pub fn name_of(root: &Path) -> String {
         let project = if root.file_name().is_some_and(|n| n == "_polis") {
             root.parent().unwrap_or(root)
         } else {
             root
         };
-        PolisView {
-            root: root.to_path_buf(),
-            name: project.file_name().map_or_else(
-                || root.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            ),
-            changes,
-            cache: Mutex::new(None),
-        }
+        project.file_name().map_or_else(
+            || root.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
     }
 
     /// The generation the latest published change has reached.
