@@ -170,6 +170,21 @@ impl SettingChange {
     }
 }
 
+/// The `setting_change` a reflection proposal carries in its frontmatter, if any.
+pub fn setting_change_of(fields: &Value) -> Option<SettingChange> {
+    let change = fields.get("setting_change");
+    let number = |v: &Value| match v {
+        Value::Int(i) => Some(*i as f64),
+        Value::Float(f) if f.is_finite() => Some(*f),
+        _ => None,
+    };
+    Some(SettingChange {
+        key: change.get("key").as_str()?.to_string(),
+        from: number(change.get("from"))?,
+        to: number(change.get("to"))?,
+    })
+}
+
 /// One proposed amendment, before it is rendered.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Proposal {
@@ -231,7 +246,9 @@ fn by_tag(settled: &[SettledEvidence]) -> Vec<(&str, Vec<&SettledEvidence>)> {
 }
 
 fn mean(xs: impl IntoIterator<Item = f64>) -> Option<f64> {
-    let (sum, n) = xs.into_iter().fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    let (sum, n) = xs
+        .into_iter()
+        .fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
     (n > 0).then(|| sum / n as f64)
 }
 
@@ -289,12 +306,13 @@ fn chronic_misroute(
             continue;
         };
         // Python's max keeps the first of equal means.
-        let Some(&(best, best_mean, best_n)) = means
-            .iter()
-            .fold(None::<&(&str, f64, usize)>, |b, m| match b {
-                Some(b) if b.1 >= m.1 => Some(b),
-                _ => Some(m),
-            })
+        let Some(&(best, best_mean, best_n)) =
+            means
+                .iter()
+                .fold(None::<&(&str, f64, usize)>, |b, m| match b {
+                    Some(b) if b.1 >= m.1 => Some(b),
+                    _ => Some(m),
+                })
         else {
             continue;
         };
@@ -638,7 +656,10 @@ fn lesson_impact_floor(
     if hidden.len() < min {
         return Vec::new();
     }
-    let strongest = hidden.iter().map(|l| l.impact.abs()).fold(0.0_f64, f64::max);
+    let strongest = hidden
+        .iter()
+        .map(|l| l.impact.abs())
+        .fold(0.0_f64, f64::max);
     // Just low enough that every hidden lesson counts, rounded down to two decimals.
     let to = (strongest * 100.0).floor() / 100.0;
     if to >= floor {
@@ -718,8 +739,8 @@ pub fn dedup(p: &Proposal, amendments: &[AmendmentEvidence], now: &PolisTime) ->
                 } else {
                     a.proposed_at
                 };
-                let recent = decided
-                    .is_none_or(|t| now.now - t < Duration::days(REPROPOSE_AFTER_DAYS));
+                let recent =
+                    decided.is_none_or(|t| now.now - t < Duration::days(REPROPOSE_AFTER_DAYS));
                 if recent && p.evidence_count() < 2 * a.evidence_count.max(1) {
                     declined = Some(Held::Declined {
                         amendment: a.id.clone(),
@@ -870,8 +891,11 @@ pub fn tags_worth_reading<'s>(
         .filter(|(_, e)| {
             let low_mean = e.n >= min && e.sum / e.n as f64 <= f64::from(LOW_QUALITY);
             let unguarded = e.low >= min;
-            let means: Vec<(usize, f64)> =
-                e.owners.values().map(|(n, s)| (*n, s / *n as f64)).collect();
+            let means: Vec<(usize, f64)> = e
+                .owners
+                .values()
+                .map(|(n, s)| (*n, s / *n as f64))
+                .collect();
             let worst = means.iter().map(|m| m.1).fold(f64::INFINITY, f64::min);
             let misroute = means
                 .iter()
@@ -916,13 +940,28 @@ mod tests {
             ..Evidence::default()
         };
         for i in 0..3 {
-            e.settled.push(settled(&format!("bad-{i}"), "backend", "claude-dev", 1, Some("claude-dev")));
+            e.settled.push(settled(
+                &format!("bad-{i}"),
+                "backend",
+                "claude-dev",
+                1,
+                Some("claude-dev"),
+            ));
         }
         for i in 0..3 {
-            e.settled.push(settled(&format!("good-{i}"), "backend", "codex-dev", 5, Some("claude-dev")));
+            e.settled.push(settled(
+                &format!("good-{i}"),
+                "backend",
+                "codex-dev",
+                5,
+                Some("claude-dev"),
+            ));
         }
         let ps = detect(&e, 3, &now());
-        let m: Vec<_> = ps.iter().filter(|p| p.kind == Detector::ChronicMisroute).collect();
+        let m: Vec<_> = ps
+            .iter()
+            .filter(|p| p.kind == Detector::ChronicMisroute)
+            .collect();
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].slug, "misroute-backend");
         assert!(m[0].evidence_contracts.contains(&"bad-0".to_string()));
@@ -934,12 +973,24 @@ mod tests {
     fn healthy_history_and_thin_evidence_propose_nothing() {
         let mut e = Evidence::default();
         for i in 0..4 {
-            e.settled.push(settled(&format!("ok-{i}"), "backend", "codex-dev", 5, Some("codex-dev")));
+            e.settled.push(settled(
+                &format!("ok-{i}"),
+                "backend",
+                "codex-dev",
+                5,
+                Some("codex-dev"),
+            ));
         }
         assert!(kinds(&e).is_empty());
         let mut e = Evidence::default();
         for i in 0..2 {
-            e.settled.push(settled(&format!("few-{i}"), "backend", "claude-dev", 1, None));
+            e.settled.push(settled(
+                &format!("few-{i}"),
+                "backend",
+                "claude-dev",
+                1,
+                None,
+            ));
         }
         assert!(kinds(&e).is_empty());
     }
@@ -948,11 +999,20 @@ mod tests {
     fn low_quality_and_unguarded_stakes() {
         let mut e = Evidence::default();
         for i in 0..3 {
-            e.settled.push(settled(&format!("lq-{i}"), "frontend", "claude-dev", 2, None));
+            e.settled.push(settled(
+                &format!("lq-{i}"),
+                "frontend",
+                "claude-dev",
+                2,
+                None,
+            ));
         }
         assert_eq!(
             kinds(&e),
-            [Detector::RecurringLowQuality, Detector::StakesMiscalibration]
+            [
+                Detector::RecurringLowQuality,
+                Detector::StakesMiscalibration
+            ]
         );
         for c in &mut e.settled {
             c.guarded = true;
@@ -990,7 +1050,13 @@ mod tests {
     fn overrides_stale_and_expiry() {
         let mut e = Evidence::default();
         for i in 0..3 {
-            e.settled.push(settled(&format!("o-{i}"), "docs", "bob-writer1", 4, Some("amy-writer1")));
+            e.settled.push(settled(
+                &format!("o-{i}"),
+                "docs",
+                "bob-writer1",
+                4,
+                Some("amy-writer1"),
+            ));
         }
         e.stale = (0..3)
             .map(|i| StaleEvidence {
@@ -1027,7 +1093,8 @@ mod tests {
             ..Evidence::default()
         };
         for i in 0..3 {
-            e.settled.push(settled(&format!("lq-{i}"), "ml", "bob-writer1", 1, None));
+            e.settled
+                .push(settled(&format!("lq-{i}"), "ml", "bob-writer1", 1, None));
             e.settled[i].guarded = true;
             e.lessons.push(LessonEvidence {
                 lesson_id: format!("l-{i}"),
@@ -1036,9 +1103,17 @@ mod tests {
             });
         }
         let ps = detect(&e, 3, &now());
-        let p = ps.iter().find(|p| p.kind == Detector::LessonImpactFloor).unwrap();
+        let p = ps
+            .iter()
+            .find(|p| p.kind == Detector::LessonImpactFloor)
+            .unwrap();
         assert_eq!(p.setting.as_ref().unwrap().to, 0.3);
-        assert!(p.setting.as_ref().unwrap().diff().contains("-  lesson_impact_floor: 0.5\n+  lesson_impact_floor: 0.3\n"));
+        assert!(p
+            .setting
+            .as_ref()
+            .unwrap()
+            .diff()
+            .contains("-  lesson_impact_floor: 0.5\n+  lesson_impact_floor: 0.3\n"));
     }
 
     fn amendment(status: &str, evidence: usize, proposed: &str) -> AmendmentEvidence {
@@ -1057,7 +1132,13 @@ mod tests {
     fn dedup_pending_ratified_and_declined() {
         let mut e = Evidence::default();
         for i in 0..3 {
-            e.settled.push(settled(&format!("lq-{i}"), "frontend", "claude-dev", 2, None));
+            e.settled.push(settled(
+                &format!("lq-{i}"),
+                "frontend",
+                "claude-dev",
+                2,
+                None,
+            ));
         }
         let p = detect(&e, 3, &now()).remove(0);
         assert!(matches!(
@@ -1066,11 +1147,21 @@ mod tests {
         ));
         let mut ratified = amendment("ratified", 3, "2026-01-01 00:00");
         ratified.ratified = true;
-        assert!(matches!(dedup(&p, &[ratified], &now()), Some(Held::Ratified { .. })));
+        assert!(matches!(
+            dedup(&p, &[ratified], &now()),
+            Some(Held::Ratified { .. })
+        ));
         let recent = amendment("rejected", 3, "2026-05-01 00:00");
-        assert!(matches!(dedup(&p, std::slice::from_ref(&recent), &now()), Some(Held::Declined { .. })));
+        assert!(matches!(
+            dedup(&p, std::slice::from_ref(&recent), &now()),
+            Some(Held::Declined { .. })
+        ));
         let doubled = amendment("rejected", 1, "2026-05-01 00:00");
-        assert_eq!(dedup(&p, &[doubled], &now()), None, "3 pieces of evidence against 1");
+        assert_eq!(
+            dedup(&p, &[doubled], &now()),
+            None,
+            "3 pieces of evidence against 1"
+        );
         let old = amendment("rejected", 3, "2025-12-01 00:00");
         assert_eq!(dedup(&p, &[old], &now()), None, "past the 90 days");
     }
@@ -1079,7 +1170,13 @@ mod tests {
     fn rendered_proposal_reads_back_as_an_amendment_with_quorum_two() {
         let mut e = Evidence::default();
         for i in 0..3 {
-            e.settled.push(settled(&format!("lq-{i}"), "frontend", "claude-dev", 2, None));
+            e.settled.push(settled(
+                &format!("lq-{i}"),
+                "frontend",
+                "claude-dev",
+                2,
+                None,
+            ));
         }
         let p = detect(&e, 3, &now()).remove(0);
         let id = amendment_id(&p, now().now.date());
@@ -1091,7 +1188,10 @@ mod tests {
         assert_eq!(a.quorum_required, Value::Int(2));
         assert!(text.contains("- [[contracts/settled/lq-0]]"));
         let record = crate::protocol::frontmatter::parse(&text).unwrap();
-        assert_eq!(record.fields.get("reflect_slug").as_str(), Some("low-quality-frontend"));
+        assert_eq!(
+            record.fields.get("reflect_slug").as_str(),
+            Some("low-quality-frontend")
+        );
         assert_eq!(record.fields.get("evidence_count"), &Value::Int(3));
     }
 
@@ -1100,7 +1200,7 @@ mod tests {
         let tags = |v: &[String]| v.to_vec();
         let backend = vec!["backend".to_string()];
         let docs = vec!["docs".to_string()];
-        let rows = vec![
+        let rows = [
             ("a", tags(&backend), 5u8),
             ("a", tags(&backend), 5),
             ("a", tags(&backend), 5),
