@@ -448,3 +448,25 @@ print(json.dumps(out))
         "the fixtures must make the reference propose something"
     );
 }
+
+#[test]
+fn reflect_off_in_the_config_files_nothing() {
+    let p = polis();
+    std::fs::write(
+        p.dir.path().join("polisd.toml"),
+        "[watch]\ndebounce = \"50ms\"\n\n[behaviour]\nreflect = false\n\n[log]\nlevel = \"debug\"\n",
+    )
+    .unwrap();
+    for i in 0..2 {
+        settle(&p, &format!("lq-{i}"), "frontend", CLAUDE, 1, None);
+    }
+    let d = p.start_daemon();
+    settle(&p, "lq-2", "frontend", CLAUDE, 1, None);
+    barrier(&p, 1);
+    assert!(proposed_with_slug(&p, "low-quality-frontend").is_empty());
+    assert!(
+        kinds(&reflect_json(&p, &[])).contains("recurring-low-quality"),
+        "the pattern is there; only the daemon's reflection is off"
+    );
+    drop(d);
+}
