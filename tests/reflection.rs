@@ -93,6 +93,10 @@ fn proposed_with_slug(p: &TestPolis, slug: &str) -> Vec<String> {
             continue;
         };
         for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || !name.ends_with(".md") {
+                continue; // polisd's temporary files while it writes
+            }
             let text = std::fs::read_to_string(e.path()).unwrap_or_default();
             if text.contains(&format!("reflect_slug: {slug}\n")) {
                 out.push(format!("{folder}/{}", e.file_name().to_string_lossy()));
@@ -262,7 +266,8 @@ fn reflect_daemon_files_once_survives_a_restart_and_stops_once_ratified() {
     });
     assert_eq!(proposed_with_slug(&p, "stakes-backend").len(), 1);
     let line = format!("| polis-reflector | proposed amendment | [[amendments/proposed/{id}]]");
-    assert_eq!(p.read("chronicle.md").matches(&line).count(), 1);
+    let chronicle = p.read("chronicle.md");
+    assert_eq!(chronicle.matches(&line).count(), 1, "{line}\n{chronicle}");
 
     d.kill9();
     let d = p.start_daemon();
