@@ -10,8 +10,9 @@ mod check;
 mod deliver;
 mod edit;
 mod reconcile;
+pub mod reflection;
 pub mod route;
-mod stale;
+mod staleness;
 pub mod summary;
 mod tally;
 
@@ -19,7 +20,7 @@ pub use check::{count, findings};
 pub use deliver::{deliver, Delivery};
 pub use edit::edit_agent_file;
 pub use reconcile::{current_stats, reconcile_settled, reconcile_with, Reconciled};
-pub use stale::{last_lines_about, stale_since};
+pub use staleness::stale_claims;
 pub use tally::{active_citizens, tally, TallyResult};
 
 use crate::fs::writer::WriteError;

@@ -20,19 +20,7 @@ impl Engine {
             .iter()
             .filter(|c| c.folder == ContractFolder::Open)
             .collect();
-        let claimed: BTreeSet<&str> = open
-            .iter()
-            .filter(|c| {
-                c.contract.owner.is_some()
-                    && matches!(
-                        c.contract.status.as_deref(),
-                        Some("claimed" | "in_progress")
-                    )
-            })
-            .map(|c| c.file.stem.as_str())
-            .collect();
-        // One pass over the chronicle for every claimed contract, not one per contract.
-        let last_lines = operations::last_lines_about(polis, &claimed);
+        let stale = operations::stale_claims(polis, now);
 
         for c in &open {
             let k = &c.contract;
@@ -64,10 +52,8 @@ impl Engine {
                     ));
                 }
             }
-            if let (Some(owner), true) = (&k.owner, claimed.contains(id)) {
-                if let Some(last) = operations::stale_since(last_lines.get(id).copied(), k, now) {
-                    out.push(Notification::contract_stale(owner, id, &last));
-                }
+            if let (Some(owner), Some(last)) = (&k.owner, stale.get(id)) {
+                out.push(Notification::contract_stale(owner, id, last));
             }
         }
 
@@ -97,6 +83,14 @@ impl Engine {
                 }
                 for r in &recipients {
                     out.extend(Notification::amendment_outcome(r, a, &outcome));
+                }
+                if status == "ratified" {
+                    let change = crate::protocol::frontmatter::parse(&file.text)
+                        .ok()
+                        .and_then(|r| crate::protocol::reflection::setting_change_of(&r.fields));
+                    if let (Some(change), Some(keeper)) = (change, &polis.index_keeper) {
+                        out.push(Notification::setting_change(keeper, a, &change));
+                    }
                 }
             }
         }

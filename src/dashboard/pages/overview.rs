@@ -31,12 +31,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
             )
             .or_default() += 1;
     }
-    let claimed: std::collections::BTreeSet<&str> = open
-        .iter()
-        .filter(|c| c.contract.owner.is_some())
-        .map(|c| c.file.stem.as_str())
-        .collect();
-    let last_lines = crate::operations::last_lines_about(polis, &claimed);
+    let stale = crate::operations::stale_claims(polis, &s.now);
     let counts = &s.summary.contracts;
     let body = html! {
         h1 { "Overview" }
@@ -71,21 +66,19 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
             }
             @if !open.is_empty() {
                 table {
-                    thead { tr { th { "contract" } th { "title" } th { "status" } th { "owner" } th { "stakes" } th { "last chronicle line" } } }
+                    thead { tr { th { "contract" } th { "title" } th { "status" } th { "owner" } th { "stakes" } } }
                     tbody {
                         @for c in &open {
                             @let k = &c.contract;
-                            @let stale = k.owner.as_ref().and_then(|_| crate::operations::stale_since(last_lines.get(c.file.stem.as_str()).copied(), k, &s.now));
                             tr {
                                 td { (contract_link(cx, &c.file.stem)) }
                                 td { (k.title.as_deref().unwrap_or("")) }
                                 td class=(format!("state-{}", k.status.as_deref().unwrap_or("none"))) {
                                     (k.status.as_deref().unwrap_or("-"))
-                                    @if let Some(since) = &stale { " " span.state-stale { "stale since " (since) } }
+                                    @if let Some(since) = stale.get(&c.file.stem) { " " span.state-stale { "quiet since " (since) } }
                                 }
                                 td { @if let Some(o) = &k.owner { (citizen_link(cx, o)) } @else { span.muted { "unclaimed" } } }
                                 td { (k.stakes.as_deref().unwrap_or("-")) }
-                                td.muted { (last_lines.get(c.file.stem.as_str()).map(|t| t.format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default()) }
                             }
                         }
                     }
