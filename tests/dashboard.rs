@@ -864,3 +864,45 @@ fn report_md_and_html_are_self_contained_and_redact_hides_ids_and_text() {
     assert_eq!(refused.status.code(), Some(1));
     assert!(!inside.exists(), "nothing written inside the polis");
 }
+
+#[test]
+fn notify_command_runs_once_for_a_new_human_queue_item() {
+    let p = generated_polis();
+    let sink = p.dir.path().join("notified.txt");
+    std::fs::write(
+        p.dir.path().join("polisd.toml"),
+        format!(
+            "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\n\n[dashboard]\nlisten = \"127.0.0.1:0\"\n\
+             notify_command = 'printf \"%s|%s\\n\" \"$POLISD_ITEM_TITLE\" \"$POLISD_ITEM_URL\" >> {}'\n",
+            sink.display()
+        ),
+    )
+    .unwrap();
+    let daemon = p.start_daemon();
+    // Items already waiting at start are not news.
+    p.save(
+        "contracts/open/urgent-fix.md",
+        &contract(
+            "urgent-fix",
+            "urgent fix",
+            Some(BRAVO),
+            "claimed",
+            &["rust"],
+            "",
+            "## Intent\n\nx\n",
+        ),
+    );
+    wait_until(
+        "the notify_command for the new item",
+        Duration::from_secs(30),
+        || std::fs::read_to_string(&sink).is_ok_and(|t| t.contains("urgent-fix")),
+    );
+    let text = std::fs::read_to_string(&sink).unwrap();
+    assert_eq!(
+        text.lines().count(),
+        1,
+        "only the new item: {text}\n{}",
+        daemon.log_text()
+    );
+    assert!(text.contains("/p/0/contracts/urgent-fix"), "{text}");
+}

@@ -140,6 +140,10 @@ mod tests {
         line_chart(&path, &["title".into(), "sizes".into()], &series, Some(100)).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
-        assert!(bytes.len() > 5_000, "something was drawn: {} bytes", bytes.len());
+        assert!(
+            bytes.len() > 5_000,
+            "something was drawn: {} bytes",
+            bytes.len()
+        );
     }
 }

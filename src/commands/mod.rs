@@ -122,11 +122,15 @@ fn serve(args: crate::commands::cli::ServeArgs) -> anyhow::Result<u8> {
     crate::daemon::init_logging(&config, None);
     let mut options = crate::dashboard::Options::from_config(&config.dashboard);
     if let Some(listen) = &args.listen {
-        options.listen = listen.parse().map_err(|_| {
-            anyhow::anyhow!(
-                "--listen {listen:?} is not an address and port; write e.g. 127.0.0.1:7341"
-            )
-        })?;
+        match listen.parse() {
+            Ok(addr) => options.listen = addr,
+            Err(_) => {
+                eprintln!(
+                    "polisd: --listen {listen:?} is not an address and port; write e.g. 127.0.0.1:7341"
+                );
+                return Ok(2);
+            }
+        }
     }
     let watch = crate::daemon::watch::WatchConfig {
         debounce: config.watch.debounce,

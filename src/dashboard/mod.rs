@@ -409,52 +409,75 @@ pub fn serve_alone(
     })
 }
 
-/// Runs `[dashboard] notify_command` for each new item of the human queue, at most once a
-/// minute (items that arrive meanwhile are sent in the next round). This is the one part that
-/// reads the folder without a visitor, and only when a command is configured.
+/// Runs `[dashboard] notify_command` for each new item of the human queue. Rate-limited: at
+/// most one round a minute (items that arrive meanwhile go in the next round) and at most
+/// [`NOTIFY_PER_ROUND`] commands a round (the rest are summed up in one more). Items present
+/// at start are not news. This is the one part that reads the folder without a visitor, and
+/// only when a command is configured.
 async fn queue_notifier(view: Arc<PolisView>, command: String, url: String) {
     const GAP: Duration = Duration::from_secs(60);
     let mut changes = view.changes.clone();
-    let mut notified: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-    let mut first = true;
+    let mut notified: Option<std::collections::BTreeSet<String>> = None;
+    let mut last_round: Option<tokio::time::Instant> = None;
     loop {
         let v = Arc::clone(&view);
         let Ok(items) = tokio::task::spawn_blocking(move || v.current().queue.clone()).await else {
             return;
         };
-        let current: std::collections::BTreeSet<String> =
-            items.iter().map(|i| i.key.clone()).collect();
-        // Items present at start are not news: the person sees them on the page.
-        if !first {
-            for item in items.iter().filter(|i| !notified.contains(&i.key)) {
+        if let Some(seen) = &notified {
+            let new: Vec<&queue::Item> = items.iter().filter(|i| !seen.contains(&i.key)).collect();
+            if !new.is_empty() {
+                last_round = Some(tokio::time::Instant::now());
+            }
+            for item in new.iter().take(NOTIFY_PER_ROUND) {
                 let link = item
                     .link
                     .as_deref()
                     .map_or_else(|| url.clone(), |l| format!("{url}{l}"));
-                let status = tokio::process::Command::new("sh")
-                    .arg("-c")
-                    .arg(&command)
-                    .env("POLISD_ITEM_TITLE", &item.title)
-                    .env("POLISD_ITEM_ACTION", &item.action)
-                    .env("POLISD_ITEM_URL", &link)
-                    .env("POLISD_POLIS", &view.root)
-                    .stdin(std::process::Stdio::null())
-                    .status()
-                    .await;
-                match status {
-                    Ok(s) if s.success() => {}
-                    Ok(s) => tracing::warn!("notify_command exited with {s} for {:?}", item.title),
-                    Err(e) => tracing::warn!("notify_command could not run: {e}"),
-                }
+                notify(&command, &view, &item.title, &item.action, &link).await;
+            }
+            if new.len() > NOTIFY_PER_ROUND {
+                let more = new.len() - NOTIFY_PER_ROUND;
+                let title = format!("{more} more items wait for a person");
+                notify(
+                    &command,
+                    &view,
+                    &title,
+                    "Open the dashboard's overview.",
+                    &url,
+                )
+                .await;
             }
         }
-        first = false;
-        notified = current;
-        let ran = tokio::time::Instant::now();
+        notified = Some(items.iter().map(|i| i.key.clone()).collect());
         if changes.changed().await.is_err() {
             return;
         }
-        tokio::time::sleep_until(ran + GAP).await;
+        if let Some(t) = last_round {
+            tokio::time::sleep_until(t + GAP).await;
+        }
         changes.borrow_and_update();
+    }
+}
+
+/// Commands run per round of [`queue_notifier`] at most.
+const NOTIFY_PER_ROUND: usize = 5;
+
+async fn notify(command: &str, view: &PolisView, title: &str, action: &str, link: &str) {
+    let status = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .env("POLISD_ITEM_TITLE", title)
+        .env("POLISD_ITEM_ACTION", action)
+        .env("POLISD_ITEM_URL", link)
+        .env("POLISD_POLIS", &view.root)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .status()
+        .await;
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => tracing::warn!("notify_command exited with {s} for {title:?}"),
+        Err(e) => tracing::warn!("notify_command could not run: {e}"),
     }
 }
