@@ -60,19 +60,17 @@ fn generated_polis() -> TestPolis {
     let p = TestPolis::init(FOUNDER);
     p.citizen(ALPHA, "openai", &[("rust", 4), ("docs", 3)], "medium");
     p.citizen(BRAVO, "google", &[("rust", 3)], "low");
-    let mut day = 1;
-    for (owner, tag, q) in [
+    for (day, (owner, tag, q)) in (1u32..).zip([
         (ALPHA, "rust", 4),
         (BRAVO, "rust", 5),
         (ALPHA, "rust", 5),
         (BRAVO, "rust", 2),
         (ALPHA, "docs", 4),
-    ] {
+    ]) {
         p.save(
             &format!("contracts/settled/done-{day}.md"),
             &settled(&format!("done-{day}"), owner, tag, q, day),
         );
-        day += 1;
     }
     p.save(
         "contracts/open/hostile-one.md",
