@@ -17,7 +17,9 @@ pub struct Series {
     pub thick: bool,
 }
 
-fn register_font() {
+/// Makes the embedded font plotters' `sans-serif` (once per process); every chart needs it to
+/// measure and draw text.
+pub fn register_font() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         if plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_err() {

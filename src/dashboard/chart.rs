@@ -16,6 +16,28 @@ const COLOURS: [RGBColor; 8] = [
     RGBColor(200, 30, 90),
 ];
 
+/// A line keeps at most this many points (a long history is sampled evenly, its last point
+/// kept), so a page stays small with thousands of settlements.
+const MAX_POINTS: usize = 300;
+
+/// Series this short get a dot per settlement.
+const MARKED_POINTS: usize = 60;
+
+fn thin(points: &[(usize, f64)]) -> Vec<(f64, f64)> {
+    let step = points.len().div_ceil(MAX_POINTS).max(1);
+    let mut out: Vec<(f64, f64)> = points
+        .iter()
+        .step_by(step)
+        .map(|&(x, y)| (x as f64, y))
+        .collect();
+    if let Some(&(x, y)) = points.last() {
+        if out.last().map(|p| p.0) != Some(x as f64) {
+            out.push((x as f64, y));
+        }
+    }
+    out
+}
+
 /// Lines of `(x, y)` points, one per label, over x in `1..=max_x` and quality 1–5. `None`
 /// when there is nothing to draw (or plotters fails, which the page reports as no chart).
 pub fn quality_lines(series: &[(String, Vec<(usize, f64)>)], caption: &str) -> Option<String> {
@@ -23,6 +45,8 @@ pub fn quality_lines(series: &[(String, Vec<(usize, f64)>)], caption: &str) -> O
         .iter()
         .flat_map(|(_, pts)| pts.iter().map(|p| p.0))
         .max()?;
+    // Text is measured with the embedded font (plotters has one font system for every backend).
+    crate::bench::chart::register_font();
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (720, 300)).into_drawing_area();
@@ -45,7 +69,7 @@ pub fn quality_lines(series: &[(String, Vec<(usize, f64)>)], caption: &str) -> O
             .ok()?;
         for (i, (label, points)) in series.iter().enumerate() {
             let colour = COLOURS[i % COLOURS.len()];
-            let line: Vec<(f64, f64)> = points.iter().map(|&(x, y)| (x as f64, y)).collect();
+            let line = thin(points);
             chart
                 .draw_series(LineSeries::new(line.clone(), colour.stroke_width(2)))
                 .ok()?
@@ -53,9 +77,11 @@ pub fn quality_lines(series: &[(String, Vec<(usize, f64)>)], caption: &str) -> O
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2))
                 });
-            chart
-                .draw_series(line.iter().map(|&p| Circle::new(p, 3, colour.filled())))
-                .ok()?;
+            if points.len() <= MARKED_POINTS {
+                chart
+                    .draw_series(line.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+                    .ok()?;
+            }
         }
         chart
             .configure_series_labels()
@@ -84,6 +110,17 @@ mod tests {
         assert!(!svg.contains("<script"), "{svg}");
         assert!(!svg.contains("<b>"), "{svg}");
         assert!(svg.contains("&lt;script&gt;"), "{svg}");
+    }
+
+    #[test]
+    fn long_histories_are_drawn() {
+        let pts: Vec<(usize, f64)> = (1..2000).map(|i| (i, 3.0)).collect();
+        let svg = quality_lines(&[("a".into(), pts)], "x").unwrap();
+        assert!(svg.len() < 40_000, "sampled: {} bytes", svg.len());
+        assert_eq!(
+            thin(&(1..=2000).map(|i| (i, 1.0)).collect::<Vec<_>>()).last(),
+            Some(&(2000.0, 1.0))
+        );
     }
 
     #[test]
