@@ -10,6 +10,7 @@ pub mod clock;
 pub mod contract;
 pub mod finding;
 pub mod frontmatter;
+pub mod guardrail;
 pub mod inbox;
 pub mod layout;
 pub mod lesson;
