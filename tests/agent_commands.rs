@@ -484,3 +484,57 @@ fn lesson_review_guardrail_and_context_packet() {
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
 }
+
+#[test]
+fn daemon_sends_claim_conflict_notices_and_check_reports_it_until_resolved() {
+    let p = polis_with_contract();
+    let second = "codex-second-one";
+    p.citizen(second, "openai", &[("python", 4)], "medium");
+    let _daemon = p.start_daemon();
+    let rel = "contracts/open/fix-the-login-bug.md";
+    let link = "[[contracts/open/fix-the-login-bug]]";
+    let claim_by_hand = |who: &str| {
+        let text = p.read(rel);
+        let text = text
+            .replacen("\nowner: null\n", &format!("\nowner: {who}\n"), 1)
+            .replacen(
+                &format!("\nowner: {FOUNDER}\n"),
+                &format!("\nowner: {who}\n"),
+                1,
+            )
+            .replacen("\nstatus: proposed\n", "\nstatus: claimed\n", 1);
+        p.save(rel, &text);
+        p.append(
+            "chronicle.md",
+            &harness::chronicle_line(who, "claimed contract", link, "-"),
+        );
+    };
+    // Both claim by hand in the same minute: the tie goes to the smaller id, the founder.
+    claim_by_hand(FOUNDER);
+    claim_by_hand(second);
+    harness::wait_for(&p, "claim-conflict notices to both claimers", || {
+        p.count(FOUNDER, "claim-conflict") == 1 && p.count(second, "claim-conflict") == 1
+    });
+    assert!(p
+        .read(&format!("citizens/{second}/inbox.md"))
+        .contains(&format!("`{FOUNDER}` had claimed it first")));
+    let check = p.polisd(&["check"]);
+    let out = String::from_utf8_lossy(&check.stdout).into_owned();
+    assert!(
+        out.contains("P011") && out.contains(&format!("so {FOUNDER} owns it")),
+        "{out}"
+    );
+
+    // The later claimer gives way: the conflict is resolved and `check` is quiet about it.
+    let text = p.read(rel).replacen(
+        &format!("\nowner: {second}\n"),
+        &format!("\nowner: {FOUNDER}\n"),
+        1,
+    );
+    p.save(rel, &text);
+    let check = p.polisd(&["check"]);
+    assert!(!String::from_utf8_lossy(&check.stdout).contains("P011"));
+    // A claim through the command cannot conflict: the loser writes nothing.
+    let err = refused(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", second]));
+    assert!(err.contains(&format!("already owned by {FOUNDER}")));
+}

@@ -283,6 +283,8 @@ pub struct Notifications {
     pub contract_stale: bool,
     #[serde(rename = "card-changed")]
     pub card_changed: bool,
+    #[serde(rename = "claim-conflict")]
+    pub claim_conflict: bool,
 }
 
 impl Default for Notifications {
@@ -300,6 +302,7 @@ impl Default for Notifications {
             lesson_filed: true,
             contract_stale: true,
             card_changed: true,
+            claim_conflict: true,
         }
     }
 }
@@ -319,6 +322,7 @@ impl Notifications {
             "lesson-filed" => &mut self.lesson_filed,
             "contract-stale" => &mut self.contract_stale,
             "card-changed" => &mut self.card_changed,
+            "claim-conflict" => &mut self.claim_conflict,
             _ => return None,
         })
     }
@@ -370,6 +374,8 @@ pub struct NotificationOverrides {
     pub contract_stale: Option<bool>,
     #[serde(rename = "card-changed", skip_serializing_if = "Option::is_none")]
     pub card_changed: Option<bool>,
+    #[serde(rename = "claim-conflict", skip_serializing_if = "Option::is_none")]
+    pub claim_conflict: Option<bool>,
 }
 
 impl NotificationOverrides {
@@ -391,6 +397,7 @@ impl NotificationOverrides {
             (self.lesson_filed, &mut to.lesson_filed),
             (self.contract_stale, &mut to.contract_stale),
             (self.card_changed, &mut to.card_changed),
+            (self.claim_conflict, &mut to.claim_conflict),
         ];
         for (over, slot) in pairs {
             if let Some(v) = over {
@@ -552,6 +559,7 @@ pub fn accepted_keys() -> BTreeSet<String> {
         lesson_filed: Some(true),
         contract_stale: Some(true),
         card_changed: Some(true),
+        claim_conflict: Some(true),
     };
     let sample = ConfigFile {
         polis: vec![PolisFileEntry {

@@ -6,6 +6,7 @@ pub mod amendment;
 pub mod card;
 pub mod chronicle;
 pub mod citizen;
+pub mod claims;
 pub mod clock;
 pub mod contract;
 pub mod finding;

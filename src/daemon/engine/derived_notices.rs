@@ -73,6 +73,10 @@ impl Engine {
             }
         }
 
+        if !claimed.is_empty() {
+            out.extend(claim_conflict_notices(polis, &claimed, now));
+        }
+
         for file in &polis.amendments {
             let a = &file.amendment;
             let status = a.status.clone().unwrap_or_default();
@@ -218,4 +222,39 @@ pub(super) fn stale_since(
     })?;
     (now.now - last > chrono::Duration::days(chronicle::ACTIVITY_WINDOW_DAYS))
         .then(|| last.format("%Y-%m-%d %H:%M").to_string())
+}
+
+/// `claim-conflict` notices for the open, claimed contracts (issue 13): to the first claimer
+/// and to each later one, for later claims inside the activity window (older ones are
+/// `check`'s to report, so a long-lived polis does not flood inboxes).
+pub(super) fn claim_conflict_notices(
+    polis: &Polis,
+    claimed: &BTreeSet<&str>,
+    now: &PolisTime,
+) -> Vec<Notification> {
+    let registered = |id: &str| polis.cards.contains_key(id);
+    let mut texts = polis.recent_chronicle();
+    texts.reverse(); // oldest first
+    let mut out = Vec::new();
+    for c in crate::protocol::claims::conflicts(&texts, &registered) {
+        if !claimed.contains(c.contract_id.as_str()) {
+            continue;
+        }
+        for (loser, at) in &c.losers {
+            if now.now - *at > chrono::Duration::days(chronicle::ACTIVITY_WINDOW_DAYS) {
+                continue;
+            }
+            let stamp = at.format(chronicle::STAMP_FORMAT).to_string();
+            for recipient in [c.winner.as_str(), loser.as_str()] {
+                out.push(Notification::claim_conflict(
+                    recipient,
+                    &c.contract_id,
+                    &c.winner,
+                    loser,
+                    &stamp,
+                ));
+            }
+        }
+    }
+    out
 }
