@@ -57,7 +57,7 @@ pub fn validate_line(root: &Path, now: &PolisTime, line: &str) -> Vec<Finding> {
         is_registered: &registered,
         link_exists: &exists,
         newest_earlier: None,
-        now: now.clone(),
+        now: *now,
     };
     chronicle::validate(
         &Line {

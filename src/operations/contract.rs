@@ -551,7 +551,7 @@ pub fn abandon(
             let who = text_field(record, "owner")
                 .or_else(|| text_field(record, "opened_by"))
                 .filter(|w| chronicle::is_registered(root, w))
-                .ok_or_else(|| OpError::Empty {
+                .ok_or(OpError::Empty {
                     what: "the author",
                     fix: "the contract has no registered owner or opener; pass --as <your id>",
                 })?;
