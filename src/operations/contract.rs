@@ -517,9 +517,7 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
 
 /// Whether a daemon holds this polis's lock (it then reconciles on its own).
 pub fn daemon_running(root: &Path) -> bool {
-    crate::fs::state::State::load(root)
-        .and_then(|s| s.daemon_lock_held())
-        .unwrap_or(false)
+    crate::fs::state::daemon_running(root)
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
