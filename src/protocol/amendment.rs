@@ -728,6 +728,23 @@ pub fn render_new(a: &NewAmendment) -> Result<String, crate::yaml::EmitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cast_vote_moves_the_id_and_replaces_the_block_as_the_reference() {
+        let text = "---\namendment_id: 2026-03-01-x\ntitle: X\nstatus: proposed\nvotes:\n  agree: null\n  disagree:\n  - bob-agent-one\n---\n\n# Amendment: X\n\n## Response from bob-agent-one (disagree)\nno\n\n## Response from carol-agent-one (agree)\nyes\n";
+        let out = cast_vote(text, "bob-agent-one", Vote::Agree, Some(" fine now ")).unwrap();
+        // The reference's fence pattern (`\n---\s*\n`) swallows the blank line after the fence.
+        assert_eq!(
+            out,
+            "---\namendment_id: 2026-03-01-x\ntitle: X\nstatus: proposed\nvotes:\n  agree:\n  - bob-agent-one\n  disagree: []\n  abstain: []\n  request_changes: []\n---\n# Amendment: X\n\n## Response from carol-agent-one (agree)\nyes\n\n## Response from bob-agent-one (agree)\nfine now\n"
+        );
+        let ratified = text.replace("status: proposed", "status: ratified");
+        assert!(matches!(
+            cast_vote(&ratified, "bob-agent-one", Vote::Agree, None),
+            Err(VoteError::NotProposed(_))
+        ));
+    }
+
     use crate::protocol::clock::PolisZone;
     use proptest::prelude::*;
 
