@@ -15,6 +15,7 @@ pub mod guardrail;
 pub mod inbox;
 pub mod layout;
 pub mod lesson;
+pub mod reflection;
 pub mod review;
 pub mod routing;
 pub mod settings;
