@@ -450,8 +450,6 @@ def command_rounds(root: Path, rounds: int, env: dict) -> dict:
         subprocess.run([str(BIN), *args, "--polis", str(root)], check=True, capture_output=True, env=env)
         samples.setdefault(name, []).append(time.perf_counter() - t0)
 
-    polisd("amendment", "propose", "--title", "Bench amendment", "--by", CITIZENS[0], "--polis", str(root))
-    aid = next((root / "amendments" / "proposed").glob("*bench-amendment*.md")).stem
     for k in range(rounds):
         cid = f"bench-{k}"
         run("contract open", "contract", "open", "--title", f"Bench {k}", "--by", CITIZENS[0], "--tags", "python,docs")
@@ -460,6 +458,9 @@ def command_rounds(root: Path, rounds: int, env: dict) -> dict:
         run("contract show", "contract", "show", cid)
         run("log", "log", "--as", CITIZENS[1], "worked on", "--link", f"contracts/open/{cid}", "--note", f"step {k}")
         run("review", "review", cid, "--as", CITIZENS[2], "--decision", "signed_off")
+        # A fresh amendment each round: the daemon's tally decides earlier ones as votes arrive.
+        run("amendment propose", "amendment", "propose", "--title", f"Bench amendment {k}", "--by", CITIZENS[0])
+        aid = next((root / "amendments" / "proposed").glob(f"*-bench-amendment-{k}.md")).stem
         run("amendment vote", "amendment", "vote", aid, "--as", CITIZENS[k % 3 + 1],
             "--vote", ["agree", "disagree", "abstain"][k % 3])
         run("lesson file", "lesson", "file", "--as", CITIZENS[1], "--tags", "python", "--impact", "3",

@@ -19,7 +19,7 @@ pub struct Env {
 impl Env {
     pub fn open(opts: &AgentOpts) -> anyhow::Result<Env> {
         let root = crate::commands::locate(opts.polis.as_deref())?;
-        let writer = Writer::new(&root)?;
+        let writer = Writer::unrecorded(&root)?;
         let now = crate::operations::chronicle::polis_now(&root);
         Ok(Env { root, writer, now })
     }

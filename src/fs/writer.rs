@@ -146,6 +146,9 @@ enum Ledger {
 pub struct Writer {
     root: PathBuf,
     ledger: Mutex<HashMap<PathBuf, Ledger>>,
+    /// Whether writes are recorded in the own-write ledger. A one-shot command has no watcher
+    /// to tell about its writes, and recording an append costs a read of the whole file.
+    recording: bool,
 }
 
 /// An advisory lock from [`Writer::lock_file`], released when dropped.
@@ -237,7 +240,16 @@ impl Writer {
         Ok(Writer {
             root,
             ledger: Mutex::new(HashMap::new()),
+            recording: true,
         })
+    }
+
+    /// A writer for a one-shot process (the agents' commands): the same checks and writes,
+    /// without the own-write ledger, which only a long-running watcher reads.
+    pub fn unrecorded(root: &Path) -> Result<Writer, WriteError> {
+        let mut w = Writer::new(root)?;
+        w.recording = false;
+        Ok(w)
     }
 
     /// The canonical `_polis/` root.
@@ -361,6 +373,9 @@ impl Writer {
             }
         }
         file.sync_data().map_err(io_err("sync", &t.rel))?;
+        if !self.recording {
+            return Ok(());
+        }
         // The ledger needs the whole file's hash; read it while still holding the lock.
         let mut all = Vec::new();
         file.seek(SeekFrom::Start(0))
@@ -627,6 +642,9 @@ impl Writer {
     }
 
     fn record(&self, rel: &Path, entry: Ledger) {
+        if !self.recording {
+            return;
+        }
         self.ledger
             .lock()
             .unwrap_or_else(|p| p.into_inner())
