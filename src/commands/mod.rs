@@ -5,6 +5,7 @@ pub mod check;
 pub mod cli;
 pub mod demo;
 pub mod init;
+pub mod reserve;
 pub mod route;
 pub mod status;
 pub mod verify;
@@ -102,6 +103,9 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             crate::bench::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
             Ok(0)
         }
+        Command::Reserve(args) => reserve::reserve(args),
+        Command::Release(args) => reserve::release(args),
+        Command::Reservations(args) => reserve::list(args),
         Command::Demo(args) => {
             crate::commands::demo::run(args.keep_running, &mut std::io::stdout())
         }

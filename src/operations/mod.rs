@@ -9,6 +9,7 @@
 mod deliver;
 mod edit;
 mod reconcile;
+pub mod reservation;
 pub mod route;
 mod tally;
 
