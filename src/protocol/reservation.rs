@@ -115,10 +115,11 @@ pub fn is_glob(text: &str) -> bool {
 }
 
 /// Whether two reserved paths (each a path or a glob, project-relative, as [`normalize`]
-/// leaves them) can name a common file. A reservation holds the paths its pattern matches and
-/// everything below them, so `src` and `src/**/*.rs` overlap, `src/*.rs` and `src/main.rs`
-/// overlap, `docs/*.md` and `*/README.md` overlap (`docs/README.md`), and `src/*.rs` and
-/// `src/*.md` do not.
+/// leaves them) can name a common file. A reservation holds the paths its pattern matches and,
+/// for a plain path or a glob ending in `*` or `**`, everything below them ([`holds_below`]).
+/// So `src` and `src/**/*.rs` overlap, `src/*.rs` and `src/main.rs` overlap, `docs/*.md` and
+/// `*/README.md` overlap (`docs/README.md`), `src/*` and `src/a/b.rs` overlap, and `src/*.rs`
+/// and `src/*.md` do not, nor `**/*.rs` and `**/*.md`.
 pub fn overlaps(a: &str, b: &str) -> bool {
     let (Some(xs), Some(ys)) = (expand_braces(a), expand_braces(b)) else {
         // Unreachable for normalised paths; a pattern too large to expand is compared as text.
@@ -415,10 +416,8 @@ fn names_meet(a: &[Tok], b: &[Tok]) -> bool {
                     }
                 }
             }
-            (Some(Tok::One(x)), Some(Tok::One(y))) => {
-                if x.meets(y) {
-                    stack.push((i + 1, j + 1, true));
-                }
+            (Some(Tok::One(x)), Some(Tok::One(y))) if x.meets(y) => {
+                stack.push((i + 1, j + 1, true));
             }
             _ => {}
         }
@@ -432,6 +431,23 @@ fn name_satisfiable(a: &[Tok]) -> bool {
         Tok::Star => true,
         Tok::One(set) => !set.is_empty(),
     }) && !a.is_empty()
+}
+
+/// Whether what a pattern names holds what is below it: a plain path does (a folder holds its
+/// files, as in the reference), and so does a glob ending in `*` or `**`; a glob whose last
+/// part is a partial pattern (`*.rs`, `test_?`) names files, so `**/*.rs` and `**/*.md` do not
+/// meet in a folder that happens to be called `x.md`.
+fn holds_below(pattern: &[Comp]) -> bool {
+    match pattern.last() {
+        None | Some(Comp::AnyDepth) => true,
+        Some(Comp::Name(toks)) => {
+            toks == &[Tok::Star]
+                || toks.iter().all(|t| match t {
+                    Tok::One(set) => set.0.len() == 1 && set.0[0].0 == set.0[0].1,
+                    Tok::Star => false,
+                })
+        }
+    }
 }
 
 /// The search over pairs of component positions for [`overlaps`]: both patterns read the same
@@ -476,11 +492,14 @@ impl<'a> PathOverlap<'a> {
 
     fn step(&mut self, i: usize, j: usize) -> bool {
         let (a, b) = (self.a, self.b);
+        if i == a.len() && j == b.len() {
+            return true;
+        }
         if i == a.len() {
-            return j < b.len() && Self::rest_ok(&b[j..]) || j == b.len();
+            return holds_below(a) && Self::rest_ok(&b[j..]);
         }
         if j == b.len() {
-            return Self::rest_ok(&a[i..]);
+            return holds_below(b) && Self::rest_ok(&a[i..]);
         }
         match (&a[i], &b[j]) {
             (Comp::AnyDepth, Comp::AnyDepth) => self.at(i + 1, j) || self.at(i, j + 1),
@@ -1130,6 +1149,9 @@ mod tests {
             ("a*z", "b*"),
             ("*.rs", "*.md"),
             ("src/a?", "src/???"),
+            ("**/*.rs", "**/*.md"),
+            ("src/**/*.md", "src/**/*.rs"),
+            ("*.md", "x.md/y.rs"), // a partial pattern names files, not folders
         ] {
             assert!(!overlaps(a, b), "{a} vs {b}");
             assert!(!overlaps(b, a), "{b} vs {a}");

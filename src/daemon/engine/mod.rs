@@ -11,6 +11,7 @@
 mod chronicle_pass;
 mod delivery;
 mod derived_notices;
+mod reservation_pass;
 mod routing_pass;
 mod scope;
 mod settled_pass;
@@ -270,6 +271,9 @@ impl Engine {
         }
         if scope.tally {
             self.tally_step(&mut pass);
+        }
+        if scope.reservations {
+            self.reservation_step(&mut pass);
         }
         self.notice_step(&mut pass, scope);
         self.finish_pass(pass)
