@@ -80,7 +80,18 @@ fn json(out: &Output) -> serde_json::Value {
 #[test]
 fn conflict_exits_1_names_the_holder_and_writes_nothing() {
     let p = polis();
-    ok(&run(&p, &["reserve", "src/auth.rs", "docs", "--as", ALPHA, "--note", "login fix"]));
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "src/auth.rs",
+            "docs",
+            "--as",
+            ALPHA,
+            "--note",
+            "login fix",
+        ],
+    ));
     let before = p.read(FILE);
     let err = refused(&run(&p, &["reserve", "src/auth.rs", "--as", BRAVO]));
     assert!(err.contains(ALPHA) && err.contains("src/auth.rs"), "{err}");
@@ -98,7 +109,10 @@ fn conflict_exits_1_names_the_holder_and_writes_nothing() {
     assert_eq!(v["conflicts"][0]["holder"], ALPHA);
     assert_eq!(v["conflicts"][0]["held_path"], "src/auth.rs");
     // The holder may reserve again (renew); another path is free for others.
-    ok(&run(&p, &["reserve", "src/auth.rs", "--as", ALPHA, "--ttl-min", "5"]));
+    ok(&run(
+        &p,
+        &["reserve", "src/auth.rs", "--as", ALPHA, "--ttl-min", "5"],
+    ));
     ok(&run(&p, &["reserve", "src/other.rs", "--as", BRAVO]));
     let list = json(&run(&p, &["reservations", "--json"]));
     let entries = list["reservations"].as_array().unwrap();
@@ -108,7 +122,11 @@ fn conflict_exits_1_names_the_holder_and_writes_nothing() {
         .flat_map(|e| e["paths"].as_array().unwrap())
         .map(|p| p.as_str().unwrap())
         .collect();
-    assert_eq!(all_paths, ["docs", "src/auth.rs", "src/other.rs"], "renewed, not doubled");
+    assert_eq!(
+        all_paths,
+        ["docs", "src/auth.rs", "src/other.rs"],
+        "renewed, not doubled"
+    );
 }
 
 #[test]
@@ -123,14 +141,27 @@ fn overlap_by_glob_in_either_direction() {
         ("**/lib.rs", "a glob that meets the held glob from the top"),
     ] {
         let err = refused(&run(&p, &["reserve", path, "--as", BRAVO]));
-        assert!(err.contains(ALPHA) && err.contains("src/**/*.rs"), "{why}: {err}");
+        assert!(
+            err.contains(ALPHA) && err.contains("src/**/*.rs"),
+            "{why}: {err}"
+        );
     }
     // The other direction: a held plain path, a requested glob.
     ok(&run(&p, &["reserve", "docs/guide.md", "--as", CHARLIE]));
     let err = refused(&run(&p, &["reserve", "docs/*.md", "--as", BRAVO]));
     assert!(err.contains(CHARLIE), "{err}");
     // What no glob can reach is free.
-    ok(&run(&p, &["reserve", "src/**/*.md", "docs/*.txt", "Cargo.toml", "--as", BRAVO]));
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "src/**/*.md",
+            "docs/*.txt",
+            "Cargo.toml",
+            "--as",
+            BRAVO,
+        ],
+    ));
     let list = ok(&run(&p, &["reservations"]));
     assert!(list.contains("src/**/*.md"), "{list}");
 }
@@ -169,7 +200,10 @@ fn concurrent_reservers_exactly_one_wins() {
     for (i, out) in outs.iter().enumerate() {
         if i != winners[0] {
             let err = refused(out);
-            assert!(err.contains(winner.as_str()), "loser names the winner: {err}");
+            assert!(
+                err.contains(winner.as_str()),
+                "loser names the winner: {err}"
+            );
         }
     }
     let list = json(&run(&p, &["reservations", "--json"]));
@@ -182,7 +216,12 @@ fn concurrent_reservers_exactly_one_wins() {
 fn paths_outside_the_project_are_refused() {
     let p = polis();
     let outside = p.dir.path().join("elsewhere.txt");
-    for path in ["../elsewhere.txt", "src/../../x", outside.to_str().unwrap(), "/etc/passwd"] {
+    for path in [
+        "../elsewhere.txt",
+        "src/../../x",
+        outside.to_str().unwrap(),
+        "/etc/passwd",
+    ] {
         let err = refused(&run(&p, &["reserve", path, "--as", ALPHA]));
         assert!(err.contains("outside the project"), "{path}: {err}");
     }
@@ -191,26 +230,47 @@ fn paths_outside_the_project_are_refused() {
     assert!(err.contains("whole project"), "{err}");
     let err = refused(&run(&p, &["reserve", "src", "--as", "nobody-registered"]));
     assert!(err.contains("not a registered citizen"), "{err}");
-    let err = refused(&run(&p, &["reserve", "src", "--as", ALPHA, "--contract", "no-such"]));
+    let err = refused(&run(
+        &p,
+        &["reserve", "src", "--as", ALPHA, "--contract", "no-such"],
+    ));
     assert!(err.contains("not an open contract"), "{err}");
     assert!(!p.exists(FILE), "nothing written");
     // Inside the project, relative to where the agent stands; absolute paths inside count.
     std::fs::create_dir_all(project(&p).join("src/net")).unwrap();
-    ok(&run_in(&p, &project(&p).join("src/net"), &["reserve", "http.rs", "../*.toml", "--as", ALPHA]));
+    ok(&run_in(
+        &p,
+        &project(&p).join("src/net"),
+        &["reserve", "http.rs", "../*.toml", "--as", ALPHA],
+    ));
     let abs = project(&p).join(".github/workflows/ci.yml");
     ok(&run(&p, &["reserve", abs.to_str().unwrap(), "--as", ALPHA]));
     let file = p.read(FILE);
-    assert!(file.contains("- src/net/http.rs\n") && file.contains("- src/*.toml\n"), "{file}");
-    assert!(file.contains("- .github/workflows/ci.yml\n"), "dot folder kept: {file}");
+    assert!(
+        file.contains("- src/net/http.rs\n") && file.contains("- src/*.toml\n"),
+        "{file}"
+    );
+    assert!(
+        file.contains("- .github/workflows/ci.yml\n"),
+        "dot folder kept: {file}"
+    );
     // A bad usage is exit 2.
     assert_eq!(run(&p, &["reserve", "--as", ALPHA]).status.code(), Some(2));
-    assert_eq!(run(&p, &["reserve", "x", "--as", ALPHA, "--ttl-min", "0"]).status.code(), Some(2));
+    assert_eq!(
+        run(&p, &["reserve", "x", "--as", ALPHA, "--ttl-min", "0"])
+            .status
+            .code(),
+        Some(2)
+    );
 }
 
 #[test]
 fn release_lets_go_of_overlapping_paths_and_refuses_unknown_ids() {
     let p = polis();
-    ok(&run(&p, &["reserve", "src/a.rs", "src/b.rs", "docs", "--as", ALPHA]));
+    ok(&run(
+        &p,
+        &["reserve", "src/a.rs", "src/b.rs", "docs", "--as", ALPHA],
+    ));
     let out = json(&run(&p, &["release", "src/a.rs", "--as", ALPHA, "--json"]));
     assert_eq!(out["released"]["paths"], serde_json::json!(["src/a.rs"]));
     let out = ok(&run(&p, &["release", "--as", BRAVO]));
@@ -252,8 +312,21 @@ fn stamp(offset_minutes: i64) -> String {
 #[test]
 fn daemon_drops_expired_releases_ended_work_and_tells_overlaps() {
     let p = polis();
-    p.save("contracts/open/fix-login.md", &open_contract("fix-login", CHARLIE));
-    ok(&run(&p, &["reserve", "ops/deploy.sh", "--as", CHARLIE, "--contract", "fix-login"]));
+    p.save(
+        "contracts/open/fix-login.md",
+        &open_contract("fix-login", CHARLIE),
+    );
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "ops/deploy.sh",
+            "--as",
+            CHARLIE,
+            "--contract",
+            "fix-login",
+        ],
+    ));
     let daemon = p.start_daemon();
 
     // Written by hand (or by the reference, which does not see globs): an expired lease, and
@@ -269,17 +342,27 @@ fn daemon_drops_expired_releases_ended_work_and_tells_overlaps() {
         stamp(-5),
     ));
     p.save(FILE, &file);
-    wait_for(&p, "the expired entry dropped", || !p.read(FILE).contains("old/thing"));
+    wait_for(&p, "the expired entry dropped", || {
+        !p.read(FILE).contains("old/thing")
+    });
     wait_for(&p, "a reservation-conflict notice to both holders", || {
         p.count(ALPHA, "reservation-conflict") == 1 && p.count(BRAVO, "reservation-conflict") == 1
     });
     let to_bravo = p.read(&format!("citizens/{BRAVO}/inbox.md"));
-    assert!(to_bravo.contains(ALPHA) && to_bravo.contains("src/*.rs"), "{to_bravo}");
-    assert!(p.read(FILE).contains("ops/deploy.sh"), "an open contract's reservation stays");
+    assert!(
+        to_bravo.contains(ALPHA) && to_bravo.contains("src/*.rs"),
+        "{to_bravo}"
+    );
+    assert!(
+        p.read(FILE).contains("ops/deploy.sh"),
+        "an open contract's reservation stays"
+    );
 
     // The contract ends: its reservation goes.
-    let abandoned = open_contract("fix-login", CHARLIE)
-        .replace("status: claimed", &format!("status: abandoned\nsettled_at: '{}'", stamp(0)));
+    let abandoned = open_contract("fix-login", CHARLIE).replace(
+        "status: claimed",
+        &format!("status: abandoned\nsettled_at: '{}'", stamp(0)),
+    );
     p.save("contracts/abandoned/fix-login.md", &abandoned);
     std::fs::remove_file(p.path("contracts/open/fix-login.md")).unwrap();
     wait_for(&p, "the ended contract's reservation released", || {
@@ -331,8 +414,25 @@ fn same_arguments_same_file_as_the_reference_apart_from_timestamps() {
     let theirs = polis();
     // Paths the reference does not mangle (no leading dot), and the calls both make.
     let steps: [&[&str]; 5] = [
-        &["reserve", "src/auth.rs", "docs/api", "--as", ALPHA, "--ttl-min", "30", "--note", "login: fix"],
-        &["reserve", "tests/é.rs", "--as", BRAVO, "--note", "unicode ✓"],
+        &[
+            "reserve",
+            "src/auth.rs",
+            "docs/api",
+            "--as",
+            ALPHA,
+            "--ttl-min",
+            "30",
+            "--note",
+            "login: fix",
+        ],
+        &[
+            "reserve",
+            "tests/é.rs",
+            "--as",
+            BRAVO,
+            "--note",
+            "unicode ✓",
+        ],
         &["reserve", "src/auth.rs", "--as", BRAVO],
         &["release", "docs", "--as", ALPHA],
         &["release", "--as", BRAVO],
@@ -359,16 +459,34 @@ fn same_arguments_same_file_as_the_reference_apart_from_timestamps() {
 fn reference_reads_what_polisd_writes_and_polisd_reads_what_the_reference_writes() {
     let p = polis();
     let proj = project(&p);
-    ok(&run(&p, &["reserve", "src/auth.rs", "--as", ALPHA, "--ttl-min", "60", "--note", "n"]));
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "src/auth.rs",
+            "--as",
+            ALPHA,
+            "--ttl-min",
+            "60",
+            "--note",
+            "n",
+        ],
+    ));
     // The reference sees polisd's entry as active (aware stamps compare) and refuses a
     // conflicting reservation, naming the holder.
     let listed = reference_in(&proj, &["reservations"]);
-    assert!(listed.contains(ALPHA) && listed.contains("src/auth.rs"), "{listed}");
+    assert!(
+        listed.contains(ALPHA) && listed.contains("src/auth.rs"),
+        "{listed}"
+    );
     let out = reference_cli(&proj, &["reserve", "src/auth.rs", "--as", BRAVO]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stdout).contains(ALPHA));
     // The reference writes; polisd reads it and refuses in turn.
-    reference_in(&proj, &["reserve", "lib/db.py", "--as", BRAVO, "--ttl-min", "60"]);
+    reference_in(
+        &proj,
+        &["reserve", "lib/db.py", "--as", BRAVO, "--ttl-min", "60"],
+    );
     let v = json(&run(&p, &["reservations", "--json"]));
     let entries = v["reservations"].as_array().unwrap();
     assert_eq!(entries.len(), 2, "{v}");
@@ -379,5 +497,8 @@ fn reference_reads_what_polisd_writes_and_polisd_reads_what_the_reference_writes
     // polisd releases an entry the reference wrote; the reference still reads the result.
     ok(&run(&p, &["release", "--as", BRAVO]));
     let listed = reference_in(&proj, &["reservations"]);
-    assert!(!listed.contains(BRAVO) && listed.contains(ALPHA), "{listed}");
+    assert!(
+        !listed.contains(BRAVO) && listed.contains(ALPHA),
+        "{listed}"
+    );
 }

@@ -180,7 +180,10 @@ pub fn list(args: ReservationsArgs) -> anyhow::Result<u8> {
         }
     );
     for v in &shown {
-        let note = v.note.as_deref().map_or(String::new(), |n| format!("  ({n})"));
+        let note = v
+            .note
+            .as_deref()
+            .map_or(String::new(), |n| format!("  ({n})"));
         let contract = v
             .contract
             .as_deref()

@@ -375,7 +375,10 @@ pub struct NotificationOverrides {
     pub contract_stale: Option<bool>,
     #[serde(rename = "card-changed", skip_serializing_if = "Option::is_none")]
     pub card_changed: Option<bool>,
-    #[serde(rename = "reservation-conflict", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "reservation-conflict",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub reservation_conflict: Option<bool>,
 }
 

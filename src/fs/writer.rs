@@ -375,9 +375,7 @@ impl Writer {
         let (new, out) = decide(current.as_deref())?;
         let outcome = match new {
             Some(bytes) if current.as_deref() != Some(bytes.as_slice()) => {
-                let mode = self
-                    .existing_file(&t)?
-                    .map(|m| m.permissions().mode());
+                let mode = self.existing_file(&t)?.map(|m| m.permissions().mode());
                 let tmp = write_temp(&t, &bytes, mode)?;
                 self.ensure_parents(&t, false)?;
                 self.existing_file(&t)?;

@@ -216,8 +216,9 @@ pub fn reserve(
         return Err(ReservationError::NoPaths);
     }
     if let Some(c) = &request.contract {
-        let open = layout::contract_path(ContractFolder::Open, c)
-            .is_some_and(|rel| std::fs::symlink_metadata(root.join(rel)).is_ok_and(|m| m.is_file()));
+        let open = layout::contract_path(ContractFolder::Open, c).is_some_and(|rel| {
+            std::fs::symlink_metadata(root.join(rel)).is_ok_and(|m| m.is_file())
+        });
         if !open {
             return Err(ReservationError::NotOpen(c.clone()));
         }
@@ -355,8 +356,12 @@ mod tests {
         assert_eq!(project_path(&root, &sub, "x.rs").unwrap(), "src/a/x.rs");
         assert_eq!(project_path(&root, &sub, "../*.rs").unwrap(), "src/*.rs");
         assert_eq!(
-            project_path(&root, &sub, project.join(".github/ci.yml").to_str().unwrap())
-                .unwrap(),
+            project_path(
+                &root,
+                &sub,
+                project.join(".github/ci.yml").to_str().unwrap()
+            )
+            .unwrap(),
             ".github/ci.yml"
         );
         assert!(matches!(

@@ -43,7 +43,9 @@ pub const MAX_ALTERNATIVES: usize = 256;
 pub enum PathError {
     #[error("`{0}` is empty; name a file, folder or glob inside the project")]
     Empty(String),
-    #[error("`{0}` is the whole project; reserve `**` to hold everything, or name what you will edit")]
+    #[error(
+        "`{0}` is the whole project; reserve `**` to hold everything, or name what you will edit"
+    )]
     WholeProject(String),
     #[error("`{0}` is outside the project; reservations name paths inside the project root (the folder holding _polis/)")]
     Outside(String),
@@ -51,7 +53,9 @@ pub enum PathError {
     DotDotAfterGlob(String),
     #[error("`{0}` holds a control character; name the path as it is written on disk")]
     Control(String),
-    #[error("`{0}` expands to more than {MAX_ALTERNATIVES} alternatives; split it into several paths")]
+    #[error(
+        "`{0}` expands to more than {MAX_ALTERNATIVES} alternatives; split it into several paths"
+    )]
     TooManyAlternatives(String),
 }
 
@@ -554,7 +558,9 @@ pub fn read_instant(v: &Value, zone: PolisZone) -> Option<DateTime<FixedOffset>>
         Value::Str(s) => {
             let s = s.trim();
             let t = s.replacen(' ', "T", 1);
-            let t = t.strip_suffix('Z').map_or(t.clone(), |x| format!("{x}+00:00"));
+            let t = t
+                .strip_suffix('Z')
+                .map_or(t.clone(), |x| format!("{x}+00:00"));
             if let Ok(d) = DateTime::parse_from_rfc3339(&t) {
                 return Some(d);
             }
@@ -946,7 +952,9 @@ pub fn finished_by(e: &Entry, facts: &ContractFacts, zone: PolisZone) -> Option<
     facts
         .finished
         .iter()
-        .filter(|(_, owner, at)| owner.as_deref() == Some(citizen) && at.is_some_and(|t| t >= since))
+        .filter(|(_, owner, at)| {
+            owner.as_deref() == Some(citizen) && at.is_some_and(|t| t >= since)
+        })
         .map(|(id, _, _)| Dropped::WorkFinished(id.clone()))
         .next()
 }
@@ -1070,10 +1078,7 @@ mod tests {
             normalize("src/*/../x", &[]),
             Err(PathError::DotDotAfterGlob(_))
         ));
-        assert!(matches!(
-            normalize("a\nb", &[]),
-            Err(PathError::Control(_))
-        ));
+        assert!(matches!(normalize("a\nb", &[]), Err(PathError::Control(_))));
     }
 
     #[test]
@@ -1231,10 +1236,7 @@ mod tests {
             render(&entries).unwrap(),
             format!("{HEADER}reservations:\n- citizen: claude-code-1\n  paths:\n  - .github/x\n  - src\n  reserved_at: '2026-03-02T14:05:00+00:00'\n  expires_at: '2026-03-02T14:35:00+00:00'\n  note: 'ci: fix'\n")
         );
-        assert_eq!(
-            render(&[]).unwrap(),
-            format!("{HEADER}reservations: []\n")
-        );
+        assert_eq!(render(&[]).unwrap(), format!("{HEADER}reservations: []\n"));
     }
 
     #[test]
@@ -1352,17 +1354,18 @@ mod tests {
         let now = at("2026-03-02 10:30");
         let (kept, dropped) = prune(&es, &facts, &now);
         assert_eq!(kept.len(), 2);
-        assert_eq!(
-            dropped[0].1,
-            Dropped::ContractFinished("fix-login".into())
-        );
+        assert_eq!(dropped[0].1, Dropped::ContractFinished("fix-login".into()));
         facts.finished.push((
             "new-work".into(),
             Some("bravo-agent".into()),
             t("2026-03-02 10:20"),
         ));
         facts.open_owners.insert("bravo-agent".into());
-        assert_eq!(prune(&es, &facts, &now).0.len(), 2, "bravo still owns an open contract");
+        assert_eq!(
+            prune(&es, &facts, &now).0.len(),
+            2,
+            "bravo still owns an open contract"
+        );
         facts.open_owners.clear();
         let (kept, dropped) = prune(&es, &facts, &at("2026-03-02 11:00"));
         assert!(kept.is_empty());

@@ -100,13 +100,12 @@ impl Engine {
             let id = rel_stem(rel);
             let settlement = self.ledger.get(rel);
             let owner = settlement.map(|s| s.owner.clone());
-            let named = contracts.contains(id) || owner.as_ref().is_some_and(|o| citizens.contains(o));
+            let named =
+                contracts.contains(id) || owner.as_ref().is_some_and(|o| citizens.contains(o));
             if named {
-                facts.finished.push((
-                    id.to_string(),
-                    owner,
-                    settlement.and_then(|s| s.instant),
-                ));
+                facts
+                    .finished
+                    .push((id.to_string(), owner, settlement.and_then(|s| s.instant)));
             }
         }
         facts

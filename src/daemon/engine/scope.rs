@@ -114,9 +114,7 @@ impl Scope {
                 _ => Scope::all(),
             };
         }
-        if rel.starts_with(layout::LESSONS_DIR)
-            || rel.starts_with(layout::REVIEWS_DIR)
-        {
+        if rel.starts_with(layout::LESSONS_DIR) || rel.starts_with(layout::REVIEWS_DIR) {
             return derive_only;
         }
         if rel.contains('/') {
