@@ -329,21 +329,30 @@ fn daemon_drops_expired_releases_ended_work_and_tells_overlaps() {
     ));
     let daemon = p.start_daemon();
 
-    // Written by hand (or by the reference, which does not see globs): an expired lease, and
-    // two citizens holding overlapping paths.
+    // Written by hand (or by the reference, which does not see globs): an expired lease, one
+    // that runs out in a few seconds, and two citizens holding overlapping paths.
     let mut file = p.read(FILE);
+    let soon = (chrono::Utc::now() + chrono::Duration::seconds(3))
+        .format("%Y-%m-%dT%H:%M:%S+00:00")
+        .to_string();
     file.push_str(&format!(
         "- citizen: {FOUNDER}\n  paths:\n  - old/thing\n  reserved_at: '{}'\n  expires_at: '{}'\n\
+         - citizen: {FOUNDER}\n  paths:\n  - short/lease\n  reserved_at: '{}'\n  expires_at: '{soon}'\n\
          - citizen: {ALPHA}\n  paths:\n  - src/*.rs\n  reserved_at: '{}'\n  expires_at: null\n\
          - citizen: {BRAVO}\n  paths:\n  - src/lib.rs\n  reserved_at: '{}'\n  expires_at: null\n",
         stamp(-120),
         stamp(-60),
+        stamp(-1),
         stamp(-10),
         stamp(-5),
     ));
     p.save(FILE, &file);
     wait_for(&p, "the expired entry dropped", || {
         !p.read(FILE).contains("old/thing")
+    });
+    // Nothing changes in the folder when the short lease ends: the daemon wakes for it.
+    wait_for(&p, "the short lease dropped when it ran out", || {
+        !p.read(FILE).contains("short/lease")
     });
     wait_for(&p, "a reservation-conflict notice to both holders", || {
         p.count(ALPHA, "reservation-conflict") == 1 && p.count(BRAVO, "reservation-conflict") == 1

@@ -300,6 +300,8 @@ pub fn overlaps_now(root: &Path, now: &PolisTime) -> Result<Vec<Overlap>, Reserv
 pub struct Pruned {
     pub outcome: WriteOutcome,
     pub dropped: Vec<(View, Dropped)>,
+    /// When the next kept entry expires (the daemon wakes then to drop it).
+    pub next_expiry: Option<chrono::DateTime<chrono::FixedOffset>>,
 }
 
 /// Drops expired entries and those the end of a contract releases ([`rules::prune`]), under
@@ -309,9 +311,9 @@ pub fn prune(
     now: &PolisTime,
     facts: &ContractFacts,
 ) -> Result<Pruned, ReservationError> {
-    let (outcome, dropped) = writer.update_locked(rules::FILE, |bytes| {
+    let (outcome, (dropped, next_expiry)) = writer.update_locked(rules::FILE, |bytes| {
         if bytes.is_none() {
-            return Ok((None, Vec::new()));
+            return Ok((None, (Vec::new(), None)));
         }
         let entries = entries_of(bytes, now)?;
         let (kept, dropped) = rules::prune(&entries, facts, now);
@@ -322,9 +324,20 @@ pub fn prune(
             .iter()
             .map(|(e, why)| (View::of(e, now), why.clone()))
             .collect();
-        Ok::<_, ReservationError>((new, views))
+        let next = kept
+            .iter()
+            .filter_map(|e| match e.expires {
+                Expiry::At(t) => Some(t),
+                _ => None,
+            })
+            .min();
+        Ok::<_, ReservationError>((new, (views, next)))
     })?;
-    Ok(Pruned { outcome, dropped })
+    Ok(Pruned {
+        outcome,
+        dropped,
+        next_expiry,
+    })
 }
 
 #[cfg(test)]

@@ -63,6 +63,8 @@ pub enum Trigger {
     Rescan,
     /// The clock moved on: expiries, stale contracts, rollover.
     Timer,
+    /// A reservation's lease ran out ([`Engine::next_expiry`]).
+    ReservationExpiry,
 }
 
 /// What one pass has read and done so far.
@@ -112,6 +114,8 @@ pub struct Engine {
     /// Findings about the folder's files already logged by this process, so each is logged
     /// once while it lasts (and again if it comes back after being fixed).
     logged_findings: BTreeSet<String>,
+    /// When the earliest lease in `reservations.yml` ends, as the last reservation step saw it.
+    next_expiry: Option<DateTime<Utc>>,
 }
 
 impl Engine {
@@ -149,6 +153,7 @@ impl Engine {
             archive_activity: None,
             chronicles: ChronicleCopies::default(),
             logged_findings: BTreeSet::new(),
+            next_expiry: None,
         })
     }
 
@@ -182,6 +187,14 @@ impl Engine {
                 (Scope::all(), SettledRefresh::Full)
             }
             Trigger::Timer => (Scope::all(), SettledRefresh::Full),
+            Trigger::ReservationExpiry => (
+                Scope {
+                    reservations: true,
+                    derive: true,
+                    ..Scope::default()
+                },
+                SettledRefresh::Nothing,
+            ),
             Trigger::Paths(paths) => {
                 self.state.counters.events += paths.len() as u64;
                 self.scope_of(paths)

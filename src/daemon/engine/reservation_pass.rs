@@ -19,6 +19,7 @@ use std::collections::BTreeSet;
 
 impl Engine {
     pub(super) fn reservation_step(&mut self, pass: &mut Pass) {
+        self.next_expiry = None;
         if !self.root.join(rules::FILE).is_file() {
             return;
         }
@@ -39,6 +40,7 @@ impl Engine {
         let facts = self.contract_facts(&pass.polis, &pass.now, &citizens, &contracts);
         match op::prune(&self.writer, &pass.now, &facts) {
             Ok(pruned) => {
+                self.next_expiry = pruned.next_expiry.map(|t| t.with_timezone(&chrono::Utc));
                 for (view, why) in &pruned.dropped {
                     let who = view.citizen.as_deref().unwrap_or("(no citizen)");
                     let paths = view.paths.join(", ");
@@ -57,6 +59,12 @@ impl Engine {
             }
             Err(e) => pass.errors.push(format!("reservations: {e}")),
         }
+    }
+
+    /// When the earliest reservation the file holds expires, so the event loop can wake and
+    /// drop it then rather than at the next change.
+    pub fn next_expiry(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.next_expiry
     }
 
     /// What the release rule needs to know of contracts, limited to the citizens and contract
