@@ -30,7 +30,7 @@ use crate::protocol::finding::Finding;
 use crate::protocol::layout::{self};
 use crate::protocol::stats::Ledger;
 use anyhow::Context as _;
-use chronicle_pass::{tail_hash, ChronicleCopies, Covered};
+use chronicle_pass::{ChronicleCopies, Covered};
 use chrono::{DateTime, Utc};
 use settled_pass::SettledRefresh;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -407,15 +407,8 @@ impl Engine {
                 tracing::info!("{f} (before polisd's baseline: logged, not sent)");
             }
             self.state.push_findings(&findings);
-            let progress = self
-                .state
-                .chronicles
-                .entry(layout::CHRONICLE.to_string())
-                .or_default();
-            progress.offset = scan.resume.offset as u64;
-            progress.line = scan.resume.line as u64;
-            progress.baseline_offset = Some(scan.resume.offset as u64);
-            progress.tail_hash = tail_hash(text, scan.resume.offset);
+            self.record_progress(text, scan.resume).baseline_offset =
+                Some(scan.resume.offset as u64);
             self.state
                 .reset_seen_chronicle(&text.as_bytes()[..scan.resume.offset])?;
         }
