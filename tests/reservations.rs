@@ -295,6 +295,42 @@ fn unreadable_file_is_refused_not_overwritten() {
     assert_eq!(p.read(FILE), "reservations: [\n  - citizen: alpha-agent\n");
 }
 
+#[test]
+fn check_reports_overlapping_entries_p012_and_an_unreadable_file_p002() {
+    let p = polis();
+    p.save(
+        FILE,
+        &format!(
+            "reservations:\n- citizen: {ALPHA}\n  paths: ['src/*.rs']\n  reserved_at: '{}'\n  expires_at: null\n\
+             - citizen: {BRAVO}\n  paths: [src/lib.rs]\n  reserved_at: '{}'\n  expires_at: soon\n",
+            stamp(-10),
+            stamp(-5)
+        ),
+    );
+    let out = run(&p, &["check", "--json"]);
+    let v = json(&out);
+    let codes: Vec<(&str, &str)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["path"] == FILE)
+        .map(|f| (f["code"].as_str().unwrap(), f["severity"].as_str().unwrap()))
+        .collect();
+    assert_eq!(codes, [("P002", "warning"), ("P012", "warning")], "{v}");
+    p.save(FILE, "reservations: [\n");
+    let out = run(&p, &["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["path"] == FILE && f["code"] == "P002" && f["severity"] == "error"),
+        "{v}"
+    );
+}
+
 fn open_contract(id: &str, owner: &str) -> String {
     format!(
         "---\ncontract_id: {id}\ntitle: Contract {id}\nopened_by: {FOUNDER}\nopened_at: 2026-11-01 09:00:00\n\

@@ -340,6 +340,41 @@ pub fn prune(
     })
 }
 
+/// Releases what the end of one contract releases ([`rules::finished_by`]), for the settle
+/// and abandon commands, so reservations go at once even with no daemon running. `owner` is
+/// the contract's owner; the open contracts are listed from `contracts/open/` (the contract
+/// itself must already have left it). With no `reservations.yml`, nothing is read or written.
+pub fn release_for_ended_contract(
+    root: &Path,
+    writer: &Writer,
+    now: &PolisTime,
+    contract_id: &str,
+    owner: Option<&str>,
+) -> Result<Pruned, ReservationError> {
+    if !root.join(rules::FILE).is_file() {
+        return Ok(Pruned {
+            outcome: WriteOutcome::Unchanged,
+            dropped: Vec::new(),
+            next_expiry: None,
+        });
+    }
+    let mut facts = ContractFacts::default();
+    let mut findings = Vec::new();
+    for file in snapshot::read_records(root, ContractFolder::Open.dir(), &mut findings) {
+        let contract = crate::protocol::contract::Contract::from_record(&file.record);
+        if let Some(o) = contract.owner {
+            facts.open_owners.insert(o);
+        }
+        facts.open.insert(file.stem);
+    }
+    facts.finished.push((
+        contract_id.to_string(),
+        owner.map(str::to_string),
+        Some(now.now),
+    ));
+    prune(writer, now, &facts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,5 +422,62 @@ mod tests {
         ));
         // From outside the project, relative paths are the project root's.
         assert_eq!(project_path(&root, Path::new("/"), "docs").unwrap(), "docs");
+    }
+
+    fn polis_with(citizens: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, Writer) {
+        let d = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(d.path()).unwrap().join("_polis");
+        for c in citizens {
+            let dir = root.join("citizens").join(c);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("capability_card.yml"), format!("agent_id: {c}\n")).unwrap();
+        }
+        std::fs::create_dir_all(root.join("contracts/open")).unwrap();
+        let w = Writer::new(&root).unwrap();
+        (d, root, w)
+    }
+
+    fn at(stamp: &str) -> PolisTime {
+        PolisTime::at_stamp(crate::protocol::clock::PolisZone::default(), stamp).unwrap()
+    }
+
+    #[test]
+    fn ended_contract_releases_its_own_and_the_owners_unlinked_reservations() {
+        let (_d, root, w) = polis_with(&["alpha-agent", "bravo-agent"]);
+        std::fs::write(
+            root.join("contracts/open/fix-login.md"),
+            "---\nowner: alpha-agent\nstatus: claimed\n---\n",
+        )
+        .unwrap();
+        let t0 = at("2026-03-02 10:00");
+        let req = |who: &str, path: &str, contract: Option<&str>| ReserveRequest {
+            citizen: who.into(),
+            paths: vec![path.into()],
+            ttl_minutes: None,
+            note: None,
+            contract: contract.map(str::to_string),
+        };
+        reserve(
+            &root,
+            &w,
+            &t0,
+            &req("alpha-agent", "src", Some("fix-login")),
+        )
+        .unwrap();
+        reserve(&root, &w, &t0, &req("alpha-agent", "docs", None)).unwrap();
+        reserve(&root, &w, &t0, &req("bravo-agent", "tests", None)).unwrap();
+        // The settle moved the contract out of open/ before calling this.
+        std::fs::remove_file(root.join("contracts/open/fix-login.md")).unwrap();
+        let t1 = at("2026-03-02 11:00");
+        let done =
+            release_for_ended_contract(&root, &w, &t1, "fix-login", Some("alpha-agent")).unwrap();
+        assert_eq!(done.dropped.len(), 2, "{:?}", done.dropped);
+        let left = list(&root, &t1).unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].citizen.as_deref(), Some("bravo-agent"));
+        // Nothing left to release: nothing written.
+        let again =
+            release_for_ended_contract(&root, &w, &t1, "fix-login", Some("alpha-agent")).unwrap();
+        assert_eq!(again.outcome, WriteOutcome::Unchanged);
     }
 }

@@ -54,6 +54,8 @@ pub enum Code {
     ConflictCopy,
     /// A card whose `content_hash` does not match its content.
     CardMismatch,
+    /// Two citizens' entries in `reservations.yml` hold overlapping paths.
+    ReservationOverlap,
 }
 
 impl Code {
@@ -78,6 +80,7 @@ impl Code {
             Code::BadSettlement => "P008",
             Code::ConflictCopy => "P009",
             Code::CardMismatch => "P010",
+            Code::ReservationOverlap => "P012",
         }
     }
 }
