@@ -290,11 +290,12 @@ fn expand_braces(pattern: &str) -> Option<Vec<String>> {
     Some(vec![pattern.to_string()])
 }
 
-/// Splits a brace-free pattern into components.
+/// Splits a brace-free pattern into components. `.` and empty components are skipped, so a
+/// hand-written `./src/` in the file still means `src`.
 fn parse_pattern(pattern: &str) -> Vec<Comp> {
     pattern
         .split('/')
-        .filter(|c| !c.is_empty())
+        .filter(|c| !c.is_empty() && *c != ".")
         .map(|c| {
             if c == "**" {
                 Comp::AnyDepth
@@ -1089,6 +1090,8 @@ mod tests {
         assert!(!overlaps("src/a.rs", "src/b.rs"));
         assert!(!overlaps("src/a", "src/ab"));
         assert!(!overlaps("src", "srcs/x"));
+        // Written by hand in the file.
+        assert!(overlaps("./src/", "src/a.rs"));
     }
 
     #[test]
@@ -1384,5 +1387,35 @@ mod tests {
         assert_eq!(o[0].first_path, "src/*.rs");
         assert_eq!(o[0].second, "bravo-agent");
         assert_eq!(o[1].first_path, "src/lib.rs");
+    }
+
+    mod props {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn pattern() -> impl Strategy<Value = String> {
+            proptest::string::string_regex(r"[ab*?/.\[\]!{},\\-]{0,12}").unwrap()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+            #[test]
+            fn overlap_never_panics_and_is_symmetric(a in pattern(), b in pattern()) {
+                prop_assert_eq!(overlaps(&a, &b), overlaps(&b, &a));
+                let _ = normalize(&a, &[]);
+            }
+
+            #[test]
+            fn a_plain_path_overlaps_itself_and_what_is_below(
+                a in "[a-z.]{1,4}(/[a-z.]{1,4}){0,3}",
+                tail in "[a-z]{1,4}",
+            ) {
+                if let Ok(p) = normalize(&a, &[]) {
+                    prop_assert!(overlaps(&p, &p));
+                    let below = format!("{p}/{tail}");
+                    prop_assert!(overlaps(&p, &below));
+                }
+            }
+        }
     }
 }
