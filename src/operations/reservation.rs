@@ -283,7 +283,7 @@ pub fn list(root: &Path, now: &PolisTime) -> Result<Vec<View>, ReservationError>
 }
 
 fn read_file(root: &Path) -> Result<Option<Vec<u8>>, ReservationError> {
-    match snapshot::read_text(root, rules::FILE, None) {
+    match snapshot::read_text(root, rules::FILE, Some(snapshot::MAX_RECORD_BYTES)) {
         Ok(text) => Ok(text.map(String::into_bytes)),
         Err(f) => Err(ReservationError::Unreadable(f.to_string())),
     }
