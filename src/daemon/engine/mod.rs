@@ -263,7 +263,8 @@ impl Engine {
 
     /// One pass, in the order the rules depend on each other: the chronicle first (its
     /// activity window decides who is active), the stats next (routing reads them), then
-    /// routing, the tally, and last the notices all of that calls for. Each step that fails is
+    /// routing, the tally, the reservations (released when the contracts read above ended),
+    /// and last the notices all of that calls for. Each step that fails is
     /// reported and the others still run; the next pass retries it.
     fn pass(
         &mut self,
