@@ -416,10 +416,24 @@ fn daemon_drops_expired_releases_ended_work_and_tells_overlaps() {
     // The overlap is still there and still told once.
     assert!(p.read(FILE).contains("src/lib.rs"));
     assert_eq!(p.count(ALPHA, "reservation-conflict"), 1);
+
+    // Bravo reserved without --contract and owns no open contract: settling one releases it.
+    let settled = open_contract("bravo-work", BRAVO).replace(
+        "status: claimed",
+        &format!(
+            "status: settled\nsettled_at: {}\nquality_score: 4",
+            chrono::Utc::now().format("%Y-%m-%d %H:%M:%S")
+        ),
+    );
+    p.save("contracts/settled/bravo-work.md", &settled);
+    wait_for(&p, "bravo's reservation released by the settlement", || {
+        !p.read(FILE).contains("src/lib.rs")
+    });
+    assert!(p.read(FILE).contains("src/*.rs"), "alpha's stays");
     drop(daemon);
     // The daemon's own clean-up left a file the reference still reads.
     let out = reference_in(&project(&p), &["reservations"]);
-    assert!(out.contains(ALPHA) && out.contains("src/lib.rs"), "{out}");
+    assert!(out.contains(ALPHA) && out.contains("src/*.rs"), "{out}");
 }
 
 // ---------------------------------------------------------------------------------------------
