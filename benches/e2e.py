@@ -466,7 +466,27 @@ def cmd_reserve(args):
                     subprocess.run(base + extra, cwd=cwd, check=True, capture_output=True)
                     samples[what].append(time.perf_counter() - t0)
             results[name] = {k: statistics.median(v) * 1000 for k, v in samples.items()}
+        # The floors a write command cannot go under: starting the process, and one atomic
+        # replace with its two fsyncs (file, folder) on this disk.
+        start = statistics.median([timed([str(BIN), "--version"], repeat=1) for _ in range(args.repeat)]) * 1000
+        fsyncs = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            tmpf = root / ".bench-floor.tmp"
+            fd = os.open(tmpf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.write(fd, b"x" * 4096)
+            os.fsync(fd)
+            os.close(fd)
+            os.rename(tmpf, root / ".bench-floor")
+            dfd = os.open(root, os.O_RDONLY)
+            os.fsync(dfd)
+            os.close(dfd)
+            fsyncs.append(time.perf_counter() - t0)
+        (root / ".bench-floor").unlink()
+        fsync = statistics.median(fsyncs) * 1000
         print(f"{args.contracts} settled contracts, {args.entries} reservations, {args.repeat} runs each, median ms:")
+        print(f"floors: process start {start:.1f} ms, atomic replace with fsyncs {fsync:.1f} ms; "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         print("| command | polisd | reference | ratio |")
         print("|---|---|---|---|")
         for what in ["reserve", "release", "reservations"]:
