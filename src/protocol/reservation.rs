@@ -23,7 +23,6 @@
 use crate::protocol::clock::{PolisTime, PolisZone};
 use crate::yaml::{self, DumpOptions, Mapping, Value};
 use chrono::{DateTime, Duration, FixedOffset, NaiveDate, NaiveDateTime, TimeZone as _};
-use std::collections::HashMap;
 
 /// The file, relative to `_polis/`.
 pub const FILE: &str = "reservations.yml";
@@ -125,14 +124,38 @@ pub fn is_glob(text: &str) -> bool {
 /// `*/README.md` overlap (`docs/README.md`), `src/*` and `src/a/b.rs` overlap, and `src/*.rs`
 /// and `src/*.md` do not, nor `**/*.rs` and `**/*.md`.
 pub fn overlaps(a: &str, b: &str) -> bool {
-    let (Some(xs), Some(ys)) = (expand_braces(a), expand_braces(b)) else {
-        // Unreachable for normalised paths; a pattern too large to expand is compared as text.
-        return a == b;
-    };
-    let xs: Vec<Vec<Comp>> = xs.iter().map(|p| parse_pattern(p)).collect();
-    let ys: Vec<Vec<Comp>> = ys.iter().map(|p| parse_pattern(p)).collect();
-    xs.iter()
-        .any(|x| ys.iter().any(|y| PathOverlap::new(x, y).run()))
+    Pattern::new(a).overlaps(&Pattern::new(b))
+}
+
+/// A reserved path parsed once for many comparisons (the daemon compares every pair of
+/// entries on each pass).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pattern {
+    text: String,
+    /// The brace alternatives, each split into components; `None` when there were too many
+    /// to expand (then the text is compared as it is).
+    alternatives: Option<Vec<Vec<Comp>>>,
+}
+
+impl Pattern {
+    pub fn new(text: &str) -> Pattern {
+        Pattern {
+            text: text.to_string(),
+            alternatives: expand_braces(text)
+                .map(|alts| alts.iter().map(|p| parse_pattern(p)).collect()),
+        }
+    }
+
+    /// [`overlaps`] of the two patterns.
+    pub fn overlaps(&self, other: &Pattern) -> bool {
+        match (&self.alternatives, &other.alternatives) {
+            (Some(xs), Some(ys)) => xs
+                .iter()
+                .any(|x| ys.iter().any(|y| PathOverlap::new(x, y).run())),
+            // Unreachable for normalised paths: too many alternatives are refused.
+            _ => self.text == other.text,
+        }
+    }
 }
 
 /// One `/`-separated part of a pattern.
@@ -384,6 +407,10 @@ fn parse_class(chars: &[char], start: usize) -> Option<(CharSet, usize)> {
 /// Whether two single components can name one non-empty file name. A search over pairs of
 /// token positions: `*` may stay put while the other side consumes a character.
 fn names_meet(a: &[Tok], b: &[Tok]) -> bool {
+    // Plain names (most paths): equal or not, no search.
+    if let (Some(x), Some(y)) = (literal(a), literal(b)) {
+        return !x.is_empty() && x == y;
+    }
     // State: (i, j, consumed anything yet).
     let mut seen = std::collections::HashSet::new();
     let mut stack = vec![(0usize, 0usize, false)];
@@ -430,6 +457,16 @@ fn names_meet(a: &[Tok], b: &[Tok]) -> bool {
     false
 }
 
+/// The characters of a component without wildcards; `None` when it has one.
+fn literal(toks: &[Tok]) -> Option<Vec<u32>> {
+    toks.iter()
+        .map(|t| match t {
+            Tok::One(CharSet(r)) if r.len() == 1 && r[0].0 == r[0].1 => Some(r[0].0),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Whether a component can match any file name at all (`[]`-like sets cannot).
 fn name_satisfiable(a: &[Tok]) -> bool {
     a.iter().all(|t| match t {
@@ -461,7 +498,8 @@ fn holds_below(pattern: &[Comp]) -> bool {
 struct PathOverlap<'a> {
     a: &'a [Comp],
     b: &'a [Comp],
-    memo: HashMap<(usize, usize), bool>,
+    /// Per (i, j): `None` unvisited, else the answer (false while being computed).
+    memo: Vec<Option<bool>>,
 }
 
 impl<'a> PathOverlap<'a> {
@@ -469,7 +507,7 @@ impl<'a> PathOverlap<'a> {
         PathOverlap {
             a,
             b,
-            memo: HashMap::new(),
+            memo: vec![None; (a.len() + 1) * (b.len() + 1)],
         }
     }
 
@@ -485,13 +523,14 @@ impl<'a> PathOverlap<'a> {
     }
 
     fn at(&mut self, i: usize, j: usize) -> bool {
-        if let Some(&v) = self.memo.get(&(i, j)) {
+        let k = i * (self.b.len() + 1) + j;
+        if let Some(v) = self.memo[k] {
             return v;
         }
         // Guards against cycles: a state is false until proven true.
-        self.memo.insert((i, j), false);
+        self.memo[k] = Some(false);
         let v = self.step(i, j);
-        self.memo.insert((i, j), v);
+        self.memo[k] = Some(v);
         v
     }
 
@@ -595,6 +634,8 @@ pub struct Entry {
     pub citizen: Option<String>,
     /// The paths as written (the reference's and polisd's normalised forms both).
     pub paths: Vec<String>,
+    /// `paths`, parsed for comparison.
+    patterns: Vec<Pattern>,
     pub reserved_at: Option<DateTime<FixedOffset>>,
     pub expires: Expiry,
     pub note: Option<String>,
@@ -637,6 +678,7 @@ impl Entry {
         };
         Entry {
             citizen: text("citizen"),
+            patterns: paths.iter().map(|p| Pattern::new(p)).collect(),
             paths,
             reserved_at: read_instant(raw.get("reserved_at"), zone),
             expires,
@@ -663,6 +705,7 @@ impl Entry {
                 Value::Seq(paths.iter().cloned().map(Value::Str).collect()),
             );
         }
+        e.patterns = paths.iter().map(|p| Pattern::new(p)).collect();
         e.paths = paths;
         e
     }
@@ -775,14 +818,15 @@ pub fn conflicts(
     now: DateTime<FixedOffset>,
 ) -> Vec<Conflict> {
     let mut out = Vec::new();
+    let asked: Vec<Pattern> = paths.iter().map(|p| Pattern::new(p)).collect();
     for e in entries.iter().filter(|e| e.is_active(now)) {
         let Some(holder) = &e.citizen else { continue };
         if holder == citizen {
             continue;
         }
-        for held in &e.paths {
-            for path in paths {
-                if overlaps(path, held) {
+        for (held, held_pattern) in e.paths.iter().zip(&e.patterns) {
+            for (path, pattern) in paths.iter().zip(&asked) {
+                if pattern.overlaps(held_pattern) {
                     out.push(Conflict {
                         path: path.clone(),
                         holder: holder.clone(),
@@ -887,21 +931,25 @@ pub fn release(
 ) -> (Vec<Entry>, Released) {
     let mut kept = Vec::new();
     let mut done = Released::default();
+    let targets: Option<Vec<Pattern>> =
+        targets.map(|t| t.iter().map(|p| Pattern::new(p)).collect());
     for e in entries {
         if e.citizen.as_deref() != Some(citizen) {
             kept.push(e.clone());
             continue;
         }
-        let Some(targets) = targets else {
+        let Some(targets) = &targets else {
             done.entries += 1;
             done.paths.extend(e.paths.iter().cloned());
             continue;
         };
-        let (gone, rest): (Vec<String>, Vec<String>) = e
+        let (gone, rest): (Vec<_>, Vec<_>) = e
             .paths
             .iter()
-            .cloned()
-            .partition(|p| targets.iter().any(|t| overlaps(p, t)));
+            .zip(&e.patterns)
+            .partition(|(_, p)| targets.iter().any(|t| p.overlaps(t)));
+        let gone: Vec<String> = gone.into_iter().map(|(p, _)| p.clone()).collect();
+        let rest: Vec<String> = rest.into_iter().map(|(p, _)| p.clone()).collect();
         if gone.is_empty() {
             kept.push(e.clone());
             continue;
@@ -1017,9 +1065,9 @@ pub fn overlapping(entries: &[Entry], now: &PolisTime) -> Vec<Overlap> {
             } else {
                 (b, a)
             };
-            for xp in &x.paths {
-                for yp in &y.paths {
-                    if overlaps(xp, yp) {
+            for (xp, xpat) in x.paths.iter().zip(&x.patterns) {
+                for (yp, ypat) in y.paths.iter().zip(&y.patterns) {
+                    if xpat.overlaps(ypat) {
                         out.push(Overlap {
                             first: x.citizen.clone().unwrap_or_default(),
                             first_path: xp.clone(),
