@@ -331,6 +331,35 @@ fn check_reports_overlapping_entries_p012_and_an_unreadable_file_p002() {
     );
 }
 
+#[test]
+fn daemon_leaves_an_unreadable_file_alone_and_is_not_stopped_by_it() {
+    let p = polis();
+    let daemon = p.start_daemon();
+    p.save(FILE, "reservations: [\n");
+    // A barrier: a bad chronicle line after the bad file draws its notice, so the daemon has
+    // certainly been through the file.
+    p.append(
+        "chronicle.md",
+        &format!("- {} | {ALPHA} | broken line\n", harness::chronicle_stamp()),
+    );
+    wait_for(&p, "the chronicle finding after the bad file", || {
+        p.count(ALPHA, "chronicle-finding") == 1
+    });
+    wait_for(&p, "the bad file logged", || {
+        daemon
+            .log_text()
+            .contains("reservations: reservations.yml line")
+    });
+    assert_eq!(p.read(FILE), "reservations: [\n", "left as it is");
+    // A warning, not a failed pass (which would be retried, and logged, again and again).
+    let log = daemon.log_text();
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("ERROR") && l.contains("reservations")),
+        "{log}"
+    );
+}
+
 fn open_contract(id: &str, owner: &str) -> String {
     format!(
         "---\ncontract_id: {id}\ntitle: Contract {id}\nopened_by: {FOUNDER}\nopened_at: 2026-11-01 09:00:00\n\

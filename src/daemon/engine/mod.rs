@@ -119,6 +119,9 @@ pub struct Engine {
     logged_findings: BTreeSet<String>,
     /// When the earliest lease in `reservations.yml` ends, as the last reservation step saw it.
     next_expiry: Option<DateTime<Utc>>,
+    /// Why `reservations.yml` could not be read, as last logged (logged again only when it
+    /// changes).
+    reservations_problem: Option<String>,
 }
 
 impl Engine {
@@ -157,6 +160,7 @@ impl Engine {
             chronicles: ChronicleCopies::default(),
             logged_findings: BTreeSet::new(),
             next_expiry: None,
+            reservations_problem: None,
         })
     }
 

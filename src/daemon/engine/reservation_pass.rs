@@ -24,10 +24,18 @@ impl Engine {
             return;
         }
         let entries = match op::list(&self.root, &pass.now) {
-            Ok(entries) => entries,
+            Ok(entries) => {
+                self.reservations_problem = None;
+                entries
+            }
             Err(e) => {
-                // Reported once per distinct problem by the log; the file is left as it is.
-                pass.errors.push(format!("reservations: {e}"));
+                // A bad file is the agents' to fix: logged once, not retried as a failure
+                // (`polisd check` reports it too). The file is left as it is.
+                let text = e.to_string();
+                if self.reservations_problem.as_deref() != Some(text.as_str()) {
+                    tracing::warn!("reservations: {text}");
+                    self.reservations_problem = Some(text);
+                }
                 return;
             }
         };
@@ -57,6 +65,7 @@ impl Engine {
                     pass.wrote = true;
                 }
             }
+            Err(e) if e.is_refusal() => tracing::warn!("reservations: {e}"),
             Err(e) => pass.errors.push(format!("reservations: {e}")),
         }
     }
