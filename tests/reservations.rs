@@ -360,6 +360,59 @@ fn daemon_leaves_an_unreadable_file_alone_and_is_not_stopped_by_it() {
     );
 }
 
+#[test]
+fn settle_and_abandon_commands_release_at_once_without_a_daemon() {
+    let p = polis();
+    for title in ["Fix login", "Write docs"] {
+        ok(&run(
+            &p,
+            &[
+                "contract", "open", "--title", title, "--by", FOUNDER, "--tags", "ops",
+            ],
+        ));
+    }
+    ok(&run(&p, &["contract", "claim", "fix-login", "--as", ALPHA]));
+    ok(&run(
+        &p,
+        &["contract", "claim", "write-docs", "--as", BRAVO],
+    ));
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "src/auth",
+            "--as",
+            ALPHA,
+            "--contract",
+            "fix-login",
+        ],
+    ));
+    ok(&run(&p, &["reserve", "docs", "--as", BRAVO]));
+    ok(&run(&p, &["reserve", "tests", "--as", CHARLIE]));
+    let v = json(&run(
+        &p,
+        &[
+            "contract",
+            "settle",
+            "fix-login",
+            "--quality",
+            "4",
+            "--json",
+        ],
+    ));
+    assert_eq!(
+        v["reservations"]["paths"],
+        serde_json::json!(["src/auth"]),
+        "{v}"
+    );
+    let out = ok(&run(&p, &["contract", "abandon", "write-docs"]));
+    assert!(out.contains("released reservations: docs"), "{out}");
+    let left = json(&run(&p, &["reservations", "--json"]));
+    let left = left["reservations"].as_array().unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["citizen"], CHARLIE);
+}
+
 fn open_contract(id: &str, owner: &str) -> String {
     format!(
         "---\ncontract_id: {id}\ntitle: Contract {id}\nopened_by: {FOUNDER}\nopened_at: 2026-11-01 09:00:00\n\

@@ -6,7 +6,7 @@
 //! holder; a path outside the project; an unregistered citizen; an unreadable file) with
 //! nothing written, 2 usage.
 
-use crate::commands::cli::{PolisOption, ReleaseArgs, ReservationsArgs, ReserveArgs};
+use crate::commands::cli::{AgentOpts, ReleaseArgs, ReservationsArgs, ReserveArgs};
 use crate::fs::snapshot;
 use crate::fs::writer::Writer;
 use crate::operations::reservation::{self as op, ReservationError, View};
@@ -16,8 +16,8 @@ use serde_json::json;
 use std::path::PathBuf;
 
 /// The polis, its writer-facing canonical root, and "now" in its timezone.
-fn open(polis: &PolisOption) -> anyhow::Result<(PathBuf, PolisTime)> {
-    let root = super::locate(polis.path.as_deref())?;
+fn open(opts: &AgentOpts) -> anyhow::Result<(PathBuf, PolisTime)> {
+    let root = super::locate(opts.polis.as_deref())?;
     let root = std::fs::canonicalize(&root).unwrap_or(root);
     let text = snapshot::read_text(&root, layout::POLIS_YML, None)
         .ok()
@@ -71,10 +71,10 @@ fn plural(n: usize) -> &'static str {
 }
 
 pub fn reserve(args: ReserveArgs) -> anyhow::Result<u8> {
-    let (root, now) = open(&args.polis)?;
+    let (root, now) = open(&args.opts)?;
     let paths = match project_paths(&root, &args.paths) {
         Ok(p) => p,
-        Err(e) => return refuse(args.polis.json, &e),
+        Err(e) => return refuse(args.opts.json, &e),
     };
     let writer = Writer::new(&root)?;
     let request = op::ReserveRequest {
@@ -86,10 +86,10 @@ pub fn reserve(args: ReserveArgs) -> anyhow::Result<u8> {
     };
     let done = match op::reserve(&root, &writer, &now, &request) {
         Ok(done) => done,
-        Err(e) => return refuse(args.polis.json, &e),
+        Err(e) => return refuse(args.opts.json, &e),
     };
     let r = &done.reservation;
-    if args.polis.json {
+    if args.opts.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({ "ok": true, "reservation": r }))?
@@ -110,21 +110,21 @@ pub fn reserve(args: ReserveArgs) -> anyhow::Result<u8> {
 }
 
 pub fn release(args: ReleaseArgs) -> anyhow::Result<u8> {
-    let (root, now) = open(&args.polis)?;
+    let (root, now) = open(&args.opts)?;
     let targets = if args.paths.is_empty() {
         None
     } else {
         match project_paths(&root, &args.paths) {
             Ok(p) => Some(p),
-            Err(e) => return refuse(args.polis.json, &e),
+            Err(e) => return refuse(args.opts.json, &e),
         }
     };
     let writer = Writer::new(&root)?;
     let done = match op::release(&root, &writer, &now, &args.citizen, targets.as_deref()) {
         Ok(done) => done,
-        Err(e) => return refuse(args.polis.json, &e),
+        Err(e) => return refuse(args.opts.json, &e),
     };
-    if args.polis.json {
+    if args.opts.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({ "ok": true, "released": done }))?
@@ -150,17 +150,17 @@ pub fn release(args: ReleaseArgs) -> anyhow::Result<u8> {
 }
 
 pub fn list(args: ReservationsArgs) -> anyhow::Result<u8> {
-    let (root, now) = open(&args.polis)?;
+    let (root, now) = open(&args.opts)?;
     let views = match op::list(&root, &now) {
         Ok(v) => v,
-        Err(e) => return refuse(args.polis.json, &e),
+        Err(e) => return refuse(args.opts.json, &e),
     };
     let shown: Vec<&View> = views
         .iter()
         .filter(|v| args.all || v.active)
         .filter(|v| args.citizen.is_none() || v.citizen == args.citizen)
         .collect();
-    if args.polis.json {
+    if args.opts.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({ "reservations": shown }))?
