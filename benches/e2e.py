@@ -11,6 +11,7 @@ same machine only.
     benches/e2e.py startup --contracts 100000
     benches/e2e.py idle-cpu --seconds 60
     benches/e2e.py generate OUT --contracts 10000 --chronicle-lines 100000
+    benches/e2e.py reserve --contracts 10000 --entries 300 --repeat 30
     benches/e2e.py commands --contracts 10000 --rounds 30   # each agents' command, vs the reference
 
 `all` generates polises of 1k, 10k and 100k settled contracts and chronicles of 100k and 1M
@@ -427,6 +428,72 @@ def cmd_all(args):
         print("| " + " | ".join(r) + " |")
 
 
+def write_reservations(project: Path, entries: int):
+    """`entries` reservations spread over three citizens, plain paths and globs, none of them
+    in the way of the measured `bench/…` paths."""
+    lines = ["# Advisory file reservations (collision prevention). Managed by `polis reserve/release`.",
+             "reservations:"]
+    for i in range(entries):
+        who = CITIZENS[1 + i % 3]
+        path = f"src/mod{i}/**/*.rs" if i % 2 else f"docs/part{i}.md"
+        lines += [f"- citizen: {who}", "  paths:", f"  - {path}",
+                  "  reserved_at: '2026-03-02T10:00:00+00:00'", "  expires_at: null"]
+    (project / "_polis" / "reservations.yml").write_text("\n".join(lines) + "\n")
+
+
+REF_CLI = "import sys; from polis.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def cmd_reserve(args):
+    """`reserve` + `release` + `reservations` on a polis with many settled contracts and many
+    reservations, polisd beside the reference CLI on identical copies. Median wall time per
+    command, including process start-up."""
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        root = make_polis(tmp / "ours", args.contracts)
+        write_reservations(root.parent, args.entries)
+        theirs = tmp / "theirs" / "project"
+        shutil.copytree(root.parent, theirs, symlinks=True)
+        who = CITIZENS[0]
+        tools = {"polisd": (root.parent, [str(BIN)]), "reference": (theirs, [PY, "-c", REF_CLI])}
+        results = {}
+        for name, (cwd, base) in tools.items():
+            samples = {"reserve": [], "release": [], "reservations": []}
+            for k in range(args.repeat):
+                for what, extra in [("reserve", ["reserve", f"bench/file{k}.rs", "bench/dir/", "--as", who]),
+                                    ("reservations", ["reservations"]),
+                                    ("release", ["release", "--as", who])]:
+                    t0 = time.perf_counter()
+                    subprocess.run(base + extra, cwd=cwd, check=True, capture_output=True)
+                    samples[what].append(time.perf_counter() - t0)
+            results[name] = {k: statistics.median(v) * 1000 for k, v in samples.items()}
+        # The floors a write command cannot go under: starting the process, and one atomic
+        # replace with its two fsyncs (file, folder) on this disk.
+        start = statistics.median([timed([str(BIN), "--version"], repeat=1) for _ in range(args.repeat)]) * 1000
+        fsyncs = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            tmpf = root / ".bench-floor.tmp"
+            fd = os.open(tmpf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.write(fd, b"x" * 4096)
+            os.fsync(fd)
+            os.close(fd)
+            os.rename(tmpf, root / ".bench-floor")
+            dfd = os.open(root, os.O_RDONLY)
+            os.fsync(dfd)
+            os.close(dfd)
+            fsyncs.append(time.perf_counter() - t0)
+        (root / ".bench-floor").unlink()
+        fsync = statistics.median(fsyncs) * 1000
+        print(f"{args.contracts} settled contracts, {args.entries} reservations, {args.repeat} runs each, median ms:")
+        print(f"floors: process start {start:.1f} ms, atomic replace with fsyncs {fsync:.1f} ms; "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print("| command | polisd | reference | ratio |")
+        print("|---|---|---|---|")
+        for what in ["reserve", "release", "reservations"]:
+            o, r = results["polisd"][what], results["reference"][what]
+            print(f"| `{what}` | {o:.1f} ms | {r:.1f} ms | {r / o:.1f}x faster |")
+
 
 REF_COMMANDS = {
     # The reference's CLI for the same actions, where it has one (`python -m polis.cli`).
@@ -543,6 +610,10 @@ def main():
     g.add_argument("out")
     g.add_argument("--contracts", type=int, default=10000)
     g.add_argument("--chronicle-lines", type=int, default=0)
+    rv = sub.add_parser("reserve")
+    rv.add_argument("--contracts", type=int, default=10000)
+    rv.add_argument("--entries", type=int, default=300)
+    rv.add_argument("--repeat", type=int, default=30)
     m = sub.add_parser("commands")
     m.add_argument("--contracts", type=int, default=10000)
     m.add_argument("--chronicle-lines", type=int, default=100000)
@@ -557,11 +628,11 @@ def main():
     args = ap.parse_args()
     if not BIN.exists():
         raise SystemExit(f"{BIN} not found: run `cargo build --release` first")
-    if not Path(PY).exists() and args.cmd in ("reconcile", "all"):
+    if not Path(PY).exists() and args.cmd in ("reconcile", "all", "reserve"):
         raise SystemExit(f"no reference at {PY}: run .ci/run's setup or set POLISD_REFERENCE_PYTHON")
     {"reconcile": cmd_reconcile, "settle-latency": cmd_settle_latency, "idle-cpu": cmd_idle_cpu,
      "chronicle-latency": cmd_chronicle_latency, "startup": cmd_startup, "generate": cmd_generate,
-     "commands": cmd_commands, "all": cmd_all}[args.cmd](args)
+     "reserve": cmd_reserve, "commands": cmd_commands, "all": cmd_all}[args.cmd](args)
 
 
 if __name__ == "__main__":

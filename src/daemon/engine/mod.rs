@@ -12,6 +12,7 @@ mod chronicle_pass;
 mod delivery;
 mod derived_notices;
 mod reflection_pass;
+mod reservation_pass;
 mod routing_pass;
 mod scope;
 mod settled_pass;
@@ -65,6 +66,8 @@ pub enum Trigger {
     Rescan,
     /// The clock moved on: expiries, stale contracts, rollover.
     Timer,
+    /// A reservation's lease ran out ([`Engine::next_expiry`]).
+    ReservationExpiry,
 }
 
 /// What one pass has read and done so far.
@@ -114,6 +117,11 @@ pub struct Engine {
     /// Findings about the folder's files already logged by this process, so each is logged
     /// once while it lasts (and again if it comes back after being fixed).
     logged_findings: BTreeSet<String>,
+    /// When the earliest lease in `reservations.yml` ends, as the last reservation step saw it.
+    next_expiry: Option<DateTime<Utc>>,
+    /// Why `reservations.yml` could not be read, as last logged (logged again only when it
+    /// changes).
+    reservations_problem: Option<String>,
 }
 
 impl Engine {
@@ -151,6 +159,8 @@ impl Engine {
             archive_activity: None,
             chronicles: ChronicleCopies::default(),
             logged_findings: BTreeSet::new(),
+            next_expiry: None,
+            reservations_problem: None,
         })
     }
 
@@ -184,6 +194,14 @@ impl Engine {
                 (Scope::all(), SettledRefresh::Full)
             }
             Trigger::Timer => (Scope::all(), SettledRefresh::Full),
+            Trigger::ReservationExpiry => (
+                Scope {
+                    reservations: true,
+                    derive: true,
+                    ..Scope::default()
+                },
+                SettledRefresh::Nothing,
+            ),
             Trigger::Paths(paths) => {
                 self.state.counters.events += paths.len() as u64;
                 self.scope_of(paths)
@@ -252,8 +270,9 @@ impl Engine {
 
     /// One pass, in the order the rules depend on each other: the chronicle first (its
     /// activity window decides who is active), the stats next (routing reads them), then
-    /// routing, the tally, reflection (which files amendments for the next tally), and last
-    /// the notices all of that calls for. Each step that fails is
+    /// routing, the tally, the reservations (released when the contracts read above ended),
+    /// reflection (which files amendments for the next tally), and last the notices all of
+    /// that calls for. Each step that fails is
     /// reported and the others still run; the next pass retries it.
     fn pass(
         &mut self,
@@ -274,6 +293,9 @@ impl Engine {
         }
         if scope.tally {
             self.tally_step(&mut pass);
+        }
+        if scope.reservations {
+            self.reservation_step(&mut pass);
         }
         self.reflection_step(&mut pass);
         self.notice_step(&mut pass, scope);
