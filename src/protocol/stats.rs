@@ -610,6 +610,11 @@ impl<M> Ledger<M> {
             .map(|(k, _)| k.0 .0.settlement())
     }
 
+    /// Every settlement, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &Settlement> {
+        self.by_path.iter().map(|p| &*p.0 .0)
+    }
+
     /// Every settlement, in path order (the order [`reconcile`] is given them elsewhere).
     /// A settlement's `when_text` is given back only when it has no instant (the only case
     /// where it counts).
