@@ -610,9 +610,9 @@ impl<M> Ledger<M> {
             .map(|(k, _)| k.0 .0.settlement())
     }
 
-    /// Every settlement, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = &Settlement> {
-        self.by_path.iter().map(|p| &*p.0 .0)
+    /// Every settlement with its path, borrowed, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, SettlementView<'_>)> {
+        self.by_path.keys().map(|k| (&*k.0 .0.path, k.0 .0.view()))
     }
 
     /// Every settlement, in path order (the order [`reconcile`] is given them elsewhere).
