@@ -156,10 +156,11 @@ impl Durable {
             panic!("the state folder's ledger was not trusted after step {step}");
         };
         assert_eq!(zone_seconds, 3600);
-        Ledger::restore(records.into_iter().map(|r| {
-            let s = r.settlement();
-            (r.path, r.fingerprint, s)
-        }))
+        Ledger::restore(
+            records
+                .iter()
+                .map(|r| (r.path.as_str(), r.fingerprint, r.view())),
+        )
     }
 }
 

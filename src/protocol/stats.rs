@@ -313,14 +313,14 @@ impl Interner {
             .retain(|t| std::sync::Arc::strong_count(&t.0) > 1);
     }
 
-    fn entry(&mut self, path: &str, s: &Settlement) -> Entry {
+    fn entry(&mut self, path: &str, s: SettlementView<'_>) -> Entry {
         Entry {
             path: path.into(),
-            owner: self.text(&s.owner),
-            tags: self.tags(&s.tags),
+            owner: self.text(s.owner),
+            tags: self.tags(s.tags),
             instant: instant_micros(s.instant),
-            when_text: s.instant.is_none().then(|| self.text(&s.when_text)),
-            last_completed: s.last_completed.as_deref().map(|d| self.text(d)),
+            when_text: s.instant.is_none().then(|| self.text(s.when_text)),
+            last_completed: s.last_completed.map(|d| self.text(d)),
             minutes: s.minutes,
             quality: s.quality,
             quality_defaulted: s.quality_defaulted,
@@ -415,6 +415,23 @@ pub struct SettlementView<'a> {
     pub quality: u8,
     pub quality_defaulted: bool,
     pub minutes: f64,
+}
+
+impl SettlementView<'_> {
+    /// The settlement owned, with its path.
+    pub fn to_settlement(&self, path: &str) -> Settlement {
+        Settlement {
+            path: path.to_string(),
+            owner: self.owner.to_string(),
+            tags: self.tags.to_vec(),
+            instant: self.instant,
+            when_text: self.when_text.to_string(),
+            last_completed: self.last_completed.map(str::to_string),
+            quality: self.quality,
+            quality_defaulted: self.quality_defaulted,
+            minutes: self.minutes,
+        }
+    }
 }
 
 /// A settlement placed in the replay order. Equal replay keys fall back to the path: a full
@@ -668,7 +685,7 @@ impl<M> Ledger<M> {
             self.unsettled.insert(path.into(), meta);
             return;
         };
-        let placed = Placed(std::sync::Arc::new(self.interner.entry(path, &s)));
+        let placed = Placed(std::sync::Arc::new(self.interner.entry(path, s.view())));
         for tag in dedup(&placed.0.tags) {
             let t = self
                 .tags
@@ -720,12 +737,16 @@ impl<M> Ledger<M> {
     /// A ledger of these files at once (a restart: the files as a snapshot recorded them).
     /// The same as recording them one by one, in a fraction of the time: the replay order is
     /// sorted once and every tag is replayed once. A path given twice keeps its last record.
-    pub fn restore(files: impl IntoIterator<Item = (String, M, Option<Settlement>)>) -> Ledger<M> {
+    /// The settlements are borrowed, so nothing but the ledger's own entries is allocated
+    /// while it is built (they then lie together in memory).
+    pub fn restore<'a>(
+        files: impl IntoIterator<Item = (&'a str, M, Option<SettlementView<'a>>)>,
+    ) -> Ledger<M> {
         let mut ledger = Ledger::default();
         let mut placed = Vec::new();
         for (path, meta, settlement) in files {
-            if ledger.contains_file(&path) {
-                ledger.record(&path, meta, settlement);
+            if ledger.contains_file(path) {
+                ledger.record(path, meta, settlement.map(|s| s.to_settlement(path)));
                 continue;
             }
             match settlement {
@@ -733,7 +754,7 @@ impl<M> Ledger<M> {
                     ledger.unsettled.insert(path.into(), meta);
                 }
                 Some(s) => {
-                    let p = Placed(std::sync::Arc::new(ledger.interner.entry(&path, &s)));
+                    let p = Placed(std::sync::Arc::new(ledger.interner.entry(path, s)));
                     ledger.by_path.insert(ByPath(p.clone()), meta);
                     placed.push(p);
                 }
@@ -763,11 +784,12 @@ impl<M> Ledger<M> {
                 .tags
                 .entry(tag.clone())
                 .or_insert_with(|| TagLedger::new(&tag));
-            t.members.extend(members);
+            // Collected, not inserted one by one: a sorted run is built in one go.
+            t.members = members.into_iter().collect();
             t.dirty = true;
             ledger.touched.insert(tag);
         }
-        ledger.all.extend(placed);
+        ledger.all = placed.into_iter().collect();
         ledger.interned_at_purge = ledger.interner.texts.len() + ledger.interner.tag_lists.len();
         ledger
     }

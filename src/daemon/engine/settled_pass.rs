@@ -16,6 +16,9 @@ use crate::protocol::stats::{Ledger, Settlement};
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
+/// How many settled files are read (in parallel) before what they said is put in the ledger.
+const READ_CHUNK: usize = 4096;
+
 /// One settled file as read in a pass.
 #[derive(Debug)]
 pub(super) struct SettledRead {
@@ -184,9 +187,31 @@ impl Engine {
                 Some(_) => to_read.push(rel),
             }
         }
-        let read = snapshot::par_map(&to_read, |rel| read_settled(&root, rel, zone));
         let mut new = Vec::new();
-        for (rel, read) in to_read.into_iter().zip(read) {
+        // In chunks: what a file's read leaves (its text, its parse) is freed before the next
+        // chunk is read, so a first meeting with 100k files does not hold them all at once.
+        let mut to_read = to_read.into_iter().peekable();
+        while to_read.peek().is_some() {
+            let chunk: Vec<String> = to_read.by_ref().take(READ_CHUNK).collect();
+            let read = snapshot::par_map(&chunk, |rel| read_settled(&root, rel, zone));
+            changed |= self.absorb_settled(chunk, read, &mut new);
+        }
+        if self.settled_recorded.is_empty() && self.settled_recorded.capacity() > 0 {
+            self.settled_recorded = HashSet::new();
+        }
+        (new, changed)
+    }
+
+    /// Puts what a chunk of settled files said into the ledger and the state's journal; the
+    /// new settlements go to `new`. Whether the ledger changed.
+    fn absorb_settled(
+        &mut self,
+        chunk: Vec<String>,
+        read: Vec<Option<SettledRead>>,
+        new: &mut Vec<(String, Heading)>,
+    ) -> bool {
+        let mut changed = false;
+        for (rel, read) in chunk.into_iter().zip(read) {
             let Some(read) = read else {
                 changed |= self.forget_settled(&rel);
                 continue;
@@ -210,10 +235,7 @@ impl Engine {
             ));
             self.ledger.record(&rel, read.fingerprint, read.settlement);
         }
-        if self.settled_recorded.is_empty() && self.settled_recorded.capacity() > 0 {
-            self.settled_recorded = HashSet::new();
-        }
-        (new, changed)
+        changed
     }
 
     /// Takes the ledger an earlier run left in the state folder, or, when there is none or it
@@ -250,17 +272,17 @@ impl Engine {
             }
             Restored::Records { records, .. } => {
                 let count = records.len();
-                let mut reread = Vec::new();
-                let files = records.into_iter().filter_map(|r| {
-                    if r.reread {
-                        reread.push(r.path);
-                        return None;
-                    }
-                    let settlement = r.settlement();
-                    Some((r.path, r.fingerprint, settlement))
-                });
+                let files = records
+                    .iter()
+                    .filter(|r| !r.reread)
+                    .map(|r| (r.path.as_str(), r.fingerprint, r.view()));
                 self.ledger = Ledger::restore(files);
-                self.settled_recorded.extend(reread);
+                self.settled_recorded.extend(
+                    records
+                        .into_iter()
+                        .filter(|r| r.reread)
+                        .map(|r| r.path),
+                );
                 tracing::info!(
                     files = count,
                     "restored the ledger of settled contracts; checking each file's fingerprint"

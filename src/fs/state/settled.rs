@@ -88,7 +88,12 @@ impl SettledRecord {
 
     /// The settlement again, with this record's path.
     pub fn settlement(&self) -> Option<Settlement> {
-        self.settlement.as_ref().map(|s| s.to_settlement(&self.path))
+        self.view().map(|v| v.to_settlement(&self.path))
+    }
+
+    /// The settlement, borrowed (for [`crate::protocol::stats::Ledger::restore`]).
+    pub fn view(&self) -> Option<SettlementView<'_>> {
+        self.settlement.as_ref().map(StoredSettlement::view)
     }
 }
 
@@ -133,17 +138,16 @@ impl StoredSettlement {
         }
     }
 
-    fn to_settlement(&self, path: &str) -> Settlement {
-        Settlement {
-            path: path.to_string(),
-            owner: self.owner.clone(),
-            tags: self.tags.clone(),
+    fn view(&self) -> SettlementView<'_> {
+        SettlementView {
+            owner: &self.owner,
+            tags: &self.tags,
             instant: self
                 .instant_us
                 .and_then(chrono::DateTime::from_timestamp_micros)
                 .map(|d| d.naive_utc()),
-            when_text: self.when_text.clone(),
-            last_completed: self.last_completed.clone(),
+            when_text: &self.when_text,
+            last_completed: self.last_completed.as_deref(),
             quality: self.quality,
             quality_defaulted: self.quality_defaulted,
             minutes: f64::from_bits(self.minutes_bits),
@@ -313,16 +317,10 @@ pub fn decode(bytes: &[u8]) -> (Restored, usize) {
             0,
         );
     }
-    let mut records: HashMap<String, SettledRecord> = HashMap::with_capacity(body_lines);
-    let mut order: Vec<String> = Vec::with_capacity(body_lines);
+    let mut records: Vec<SettledRecord> = Vec::with_capacity(body_lines);
     for line in body.split_inclusive(|b| *b == b'\n') {
         match serde_json::from_slice::<SettledRecord>(trim_newline(line)) {
-            Ok(r) => {
-                if !records.contains_key(&r.path) {
-                    order.push(r.path.clone());
-                }
-                records.insert(r.path.clone(), r);
-            }
+            Ok(r) => records.push(r),
             Err(e) => {
                 return (
                     untrusted(format!("a snapshot record does not parse ({e})"), rest),
@@ -331,20 +329,19 @@ pub fn decode(bytes: &[u8]) -> (Restored, usize) {
             }
         }
     }
+    // The journal's last word on each path it names: a new record, or `None` when it is gone.
     let journal = &rest[body_len..];
+    let mut changes: HashMap<String, Option<SettledRecord>> = HashMap::new();
     let mut journal_lines = 0usize;
     for line in journal.split_inclusive(|b| *b == b'\n') {
         journal_lines += 1;
         let torn = !line.ends_with(b"\n");
         match decode_op(trim_newline(line)) {
             Some(Op::Put(r)) => {
-                if !records.contains_key(&r.path) {
-                    order.push(r.path.clone());
-                }
-                records.insert(r.path.clone(), r);
+                changes.insert(r.path.clone(), Some(r));
             }
             Some(Op::Del(path)) => {
-                records.remove(&path);
+                changes.insert(path, None);
             }
             // A crash mid-append leaves a torn last line: that one change is read again.
             None if torn => {}
@@ -359,10 +356,12 @@ pub fn decode(bytes: &[u8]) -> (Restored, usize) {
             }
         }
     }
-    let records = order
-        .into_iter()
-        .filter_map(|p| records.remove(&p))
-        .collect();
+    if !changes.is_empty() {
+        records.retain(|r| !changes.contains_key(&r.path));
+        let mut added: Vec<SettledRecord> = changes.into_values().flatten().collect();
+        added.sort_by(|a, b| a.path.cmp(&b.path));
+        records.extend(added);
+    }
     (
         Restored::Records {
             zone_seconds: header.zone_seconds,
