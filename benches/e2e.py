@@ -271,7 +271,8 @@ def measure_startup(root: Path, tmp: Path, fresh: bool = True, bin=None, label: 
     # Settled before the daemon starts again, so every run settles a contract of its own.
     global _probe
     _probe += 1
-    cid = f"probe-{label}-{_probe:04d}"
+    # Unique across runs on a kept folder: a probe moved over an equal file changes nothing.
+    cid = f"probe-{label}-{os.getpid()}-{_probe:04d}"
     rng = random.Random(_probe)
     # Outside `_polis/` (same file system) until it is moved in: the daemon must not route it.
     staged = root.parent / f"{cid}.md"
