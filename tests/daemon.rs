@@ -1249,7 +1249,11 @@ fn daemon_restart_restores_the_ledger_checking_fingerprints_and_distrusting_dama
     assert!(stats.contains("avg_quality_score: 5.0"), "{stats}");
     assert!(!stats.contains(BRAVO), "{stats}");
     let log = daemon.log_text();
-    assert_eq!(count_lines_containing(&log, "restored the ledger"), 1, "{log}");
+    assert_eq!(
+        count_lines_containing(&log, "restored the ledger"),
+        1,
+        "{log}"
+    );
     assert_eq!(count_lines_containing(&log, "is not used"), 0, "{log}");
     wait_for_ledger(&p, "contracts/settled/r3-restart.md");
     // r1 and r2 were there when polisd first met the polis: only r3 is news.

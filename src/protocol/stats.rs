@@ -615,9 +615,7 @@ impl<M> Ledger<M> {
 
     /// The caller's value for the file `path`.
     pub fn meta(&self, path: &str) -> Option<&M> {
-        self.by_path
-            .get(path)
-            .or_else(|| self.unsettled.get(path))
+        self.by_path.get(path).or_else(|| self.unsettled.get(path))
     }
 
     /// The settlement of `path`, if the ledger holds one.

@@ -7,11 +7,11 @@ use crate::fs::snapshot::{self, Polis};
 use crate::fs::state::{Fingerprint, Restored, SettledRecord};
 use crate::fs::writer::WriteOutcome;
 use crate::operations;
+use crate::protocol::clock::PolisZone;
 use crate::protocol::contract::Heading;
 use crate::protocol::finding::Finding;
 use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
-use crate::protocol::clock::PolisZone;
 use crate::protocol::stats::{Ledger, Settlement};
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
@@ -277,12 +277,8 @@ impl Engine {
                     .filter(|r| !r.reread)
                     .map(|r| (r.path.as_str(), r.fingerprint, r.view()));
                 self.ledger = Ledger::restore(files);
-                self.settled_recorded.extend(
-                    records
-                        .into_iter()
-                        .filter(|r| r.reread)
-                        .map(|r| r.path),
-                );
+                self.settled_recorded
+                    .extend(records.into_iter().filter(|r| r.reread).map(|r| r.path));
                 tracing::info!(
                     files = count,
                     "restored the ledger of settled contracts; checking each file's fingerprint"

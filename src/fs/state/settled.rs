@@ -262,7 +262,10 @@ pub fn decode(bytes: &[u8]) -> (Restored, usize) {
     if header.format != FORMAT || header.version != LEDGER_VERSION {
         return (
             untrusted(
-                format!("its format is {} v{}, this polisd reads v{LEDGER_VERSION}", header.format, header.version),
+                format!(
+                    "its format is {} v{}, this polisd reads v{LEDGER_VERSION}",
+                    header.format, header.version
+                ),
                 rest,
             ),
             0,
@@ -434,6 +437,9 @@ mod tests {
     use super::*;
     use chrono::NaiveDate;
 
+    // Field by field: the fingerprint grows fields (ctime, mode, inode) that these tests
+    // leave at their defaults.
+    #[allow(clippy::field_reassign_with_default)]
     fn record(n: u64, settles: bool) -> SettledRecord {
         let instant = NaiveDate::from_ymd_opt(2026, 3, 1)
             .unwrap()
@@ -476,7 +482,13 @@ mod tests {
             encode_snapshot(3600, [record(1, true), record(2, false), record(3, true)]).unwrap();
         bytes.extend(encode_put(record(4, true)).unwrap());
         bytes.extend(encode_del("contracts/settled/c-2.md").unwrap());
-        bytes.extend(encode_put(SettledRecord { reread: false, ..record(3, true) }).unwrap());
+        bytes.extend(
+            encode_put(SettledRecord {
+                reread: false,
+                ..record(3, true)
+            })
+            .unwrap(),
+        );
         let (restored, journal) = decode(&bytes);
         assert_eq!(journal, 3);
         let Restored::Records { zone_seconds, .. } = &restored else {
@@ -488,13 +500,19 @@ mod tests {
             got,
             vec![
                 record(1, true),
-                SettledRecord { reread: false, ..record(3, true) },
+                SettledRecord {
+                    reread: false,
+                    ..record(3, true)
+                },
                 record(4, true)
             ]
         );
         let s = got[0].settlement().unwrap();
         assert_eq!(s.minutes.to_bits(), (1.0f64 / 3.0).to_bits());
-        assert_eq!(s.instant.unwrap().and_utc().timestamp_subsec_micros(), 123_456);
+        assert_eq!(
+            s.instant.unwrap().and_utc().timestamp_subsec_micros(),
+            123_456
+        );
         assert_eq!(s.path, "contracts/settled/c-1.md");
     }
 
@@ -511,16 +529,42 @@ mod tests {
         let good = encode_snapshot(0, [record(1, true), record(2, true)]).unwrap();
         let cases: Vec<(&str, Vec<u8>)> = vec![
             // A flipped quality inside the snapshot.
-            ("checksum", String::from_utf8(good.clone()).unwrap().replacen("\"q\":4", "\"q\":5", 1).into_bytes()),
+            (
+                "checksum",
+                String::from_utf8(good.clone())
+                    .unwrap()
+                    .replacen("\"q\":4", "\"q\":5", 1)
+                    .into_bytes(),
+            ),
             // The snapshot cut short.
             ("checksum", good[..good.len() - 10].to_vec()),
-            ("this polisd reads v2", String::from_utf8(good.clone()).unwrap().replacen("\"version\":2", "\"version\":3", 1).into_bytes()),
-            ("wrote it", String::from_utf8(good.clone()).unwrap().replacen(env!("CARGO_PKG_VERSION"), "0.0.1", 1).into_bytes()),
-            ("fingerprints hold", String::from_utf8(good.clone()).unwrap().replacen("\"fingerprint\":[", "\"fingerprint\":[\"inode\",", 1).into_bytes()),
+            (
+                "this polisd reads v2",
+                String::from_utf8(good.clone())
+                    .unwrap()
+                    .replacen("\"version\":2", "\"version\":3", 1)
+                    .into_bytes(),
+            ),
+            (
+                "wrote it",
+                String::from_utf8(good.clone())
+                    .unwrap()
+                    .replacen(env!("CARGO_PKG_VERSION"), "0.0.1", 1)
+                    .into_bytes(),
+            ),
+            (
+                "fingerprints hold",
+                String::from_utf8(good.clone())
+                    .unwrap()
+                    .replacen("\"fingerprint\":[", "\"fingerprint\":[\"inode\",", 1)
+                    .into_bytes(),
+            ),
             ("journal line 1", {
                 let mut b = good.clone();
                 let line = encode_put(record(3, true)).unwrap();
-                let line = String::from_utf8(line).unwrap().replacen("\"q\":4", "\"q\":1", 1);
+                let line = String::from_utf8(line)
+                    .unwrap()
+                    .replacen("\"q\":4", "\"q\":1", 1);
                 b.extend(line.as_bytes());
                 b.extend(encode_put(record(4, true)).unwrap());
                 b
@@ -530,7 +574,10 @@ mod tests {
             match decode(&bytes).0 {
                 Restored::Untrusted { reason, recorded } => {
                     assert!(reason.contains(why), "{why}: {reason}");
-                    assert!(recorded.contains(&"contracts/settled/c-1.md".to_string()), "{why}: {recorded:?}");
+                    assert!(
+                        recorded.contains(&"contracts/settled/c-1.md".to_string()),
+                        "{why}: {recorded:?}"
+                    );
                 }
                 other => panic!("{why}: trusted {other:?}"),
             }
