@@ -60,11 +60,10 @@ fn settlements(n: usize) -> Vec<Settlement> {
             }
             Settlement {
                 path: format!("contracts/settled/c-{i:06}.md"),
-                contract_id: Some(format!("c-{i:06}")),
                 owner: OWNERS[next() % 4].to_string(),
                 tags,
                 instant: Some(at),
-                when_text: at.to_string(),
+                when_text: String::new(),
                 last_completed: Some(at.to_string()[..10].to_string()),
                 quality: (next() % 5 + 1) as u8,
                 quality_defaulted: false,

@@ -34,7 +34,7 @@ use anyhow::Context as _;
 use chronicle_pass::{ChronicleCopies, Covered};
 use chrono::{DateTime, Utc};
 use settled_pass::SettledRefresh;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 /// What the configuration lets the engine do for this polis.
@@ -90,13 +90,16 @@ pub struct Engine {
     writer: Writer,
     state: State,
     options: EngineOptions,
-    /// Each file of `contracts/settled/` as last read (size and mtime tell a change); its
-    /// settlement, when it gives one, is in `ledger`.
-    settled: HashMap<String, Fingerprint>,
+    /// Settled files an earlier run had counted that `ledger` does not hold (its durable
+    /// snapshot was not usable, or held findings): read again, not announced as new. Empty
+    /// after the first full pass.
+    settled_recorded: HashSet<String>,
     /// Findings about settled files, by path: they are not read again until the file changes.
     settled_findings: BTreeMap<String, Vec<Finding>>,
-    /// The settlements of the cached files, kept replayed (SPEC §6).
-    ledger: Ledger,
+    /// Each file of `contracts/settled/` as last read, with its fingerprint (which tells a
+    /// change) and its settlement, kept replayed (SPEC §6). Restored from the state's
+    /// snapshot on start-up and checked against every file's fingerprint.
+    ledger: Ledger<Fingerprint>,
     /// The timezone the settled cache was read with: instants depend on it.
     settled_zone: Option<crate::protocol::clock::PolisZone>,
     started_at: String,
@@ -147,9 +150,9 @@ impl Engine {
             writer,
             state,
             options,
-            settled: HashMap::new(),
+            settled_recorded: HashSet::new(),
             settled_findings: BTreeMap::new(),
-            ledger: Ledger::new(),
+            ledger: Ledger::default(),
             settled_zone: None,
             started_at,
             watch_mode: "none".to_string(),
@@ -365,6 +368,7 @@ impl Engine {
 
     fn finish_pass(&mut self, pass: Pass) -> anyhow::Result<()> {
         self.state.save()?;
+        self.save_settled_snapshot();
         if !self.warmed {
             tracing::info!(polis = %self.root.display(), "initial scan done; reacting to changes");
             release_free_memory();
