@@ -3,7 +3,7 @@
 //! [`crate::operations::findings`] gathers them; `run` only prints and picks the exit code.
 
 use crate::fs::snapshot::Polis;
-use crate::operations::{count, findings};
+use crate::operations::{count, findings, reservation_findings};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Finding;
 
@@ -11,7 +11,9 @@ pub fn run(args: crate::commands::cli::CheckArgs) -> anyhow::Result<u8> {
     let root = super::locate(args.polis.path.as_deref())?;
     let polis = Polis::read(&root);
     let now = PolisTime::system(polis.settings.timezone);
-    let found = findings(&polis, &now);
+    let mut found = findings(&polis, &now);
+    found.extend(reservation_findings(&root, &now));
+    found.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     let (errors, warnings) = count(&found);
     if args.polis.json {
         println!("{}", serde_json::to_string_pretty(&report(&found))?);

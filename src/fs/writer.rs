@@ -146,6 +146,52 @@ enum Ledger {
 pub struct Writer {
     root: PathBuf,
     ledger: Mutex<HashMap<PathBuf, Ledger>>,
+    /// Whether writes are recorded in the own-write ledger. A one-shot command has no watcher
+    /// to tell about its writes, and recording an append costs a read of the whole file.
+    recording: bool,
+}
+
+/// An advisory lock from [`Writer::lock_file`], released when dropped.
+#[derive(Debug)]
+pub struct FileLock {
+    _file: File,
+}
+
+/// `rename(2)` that fails with `AlreadyExists` instead of replacing `to` (Linux's
+/// `renameat2(RENAME_NOREPLACE)`); `Unsupported` where the system has none.
+fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let f = CString::new(from.as_os_str().as_bytes()).map_err(io::Error::other)?;
+        let t = CString::new(to.as_os_str().as_bytes()).map_err(io::Error::other)?;
+        // SAFETY: both are valid NUL-terminated paths; AT_FDCWD resolves them as given.
+        let rc = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                f.as_ptr(),
+                libc::AT_FDCWD,
+                t.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINVAL) | Some(libc::ENOSYS) => {
+                Err(io::Error::from(io::ErrorKind::Unsupported))
+            }
+            _ => Err(e),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (from, to);
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
 }
 
 /// `O_NOFOLLOW | O_NONBLOCK`: a link is refused rather than followed, and a FIFO put in place
@@ -194,7 +240,16 @@ impl Writer {
         Ok(Writer {
             root,
             ledger: Mutex::new(HashMap::new()),
+            recording: true,
         })
+    }
+
+    /// A writer for a one-shot process (the agents' commands): the same checks and writes,
+    /// without the own-write ledger, which only a long-running watcher reads.
+    pub fn unrecorded(root: &Path) -> Result<Writer, WriteError> {
+        let mut w = Writer::new(root)?;
+        w.recording = false;
+        Ok(w)
     }
 
     /// The canonical `_polis/` root.
@@ -318,6 +373,9 @@ impl Writer {
             }
         }
         file.sync_data().map_err(io_err("sync", &t.rel))?;
+        if !self.recording {
+            return Ok(());
+        }
         // The ledger needs the whole file's hash; read it while still holding the lock.
         let mut all = Vec::new();
         file.seek(SeekFrom::Start(0))
@@ -325,6 +383,68 @@ impl Writer {
             .map_err(io_err("read back", &t.rel))?;
         self.record(&t.rel, Ledger::Wrote(sha256(&all)));
         Ok(())
+    }
+
+    /// A read-modify-write of `rel` that no other process doing the same can interleave with:
+    /// under an exclusive advisory lock on `.polisd-<name>.lock` beside the file, reads the
+    /// current bytes (`None`: no file), asks `decide` for the new bytes (`None`: leave it),
+    /// and replaces the file atomically when they differ. The lock is on a file of its own,
+    /// not on `rel`, because the atomic rename swaps `rel`'s inode: a waiter holding the old
+    /// one would read stale bytes. Nothing is written when `decide` fails.
+    ///
+    /// The lock file is empty, hidden and never removed (removing a lock file races with a
+    /// process about to take it); watchers ignore `.polisd-*` names.
+    pub fn update_locked<T, E: From<WriteError>>(
+        &self,
+        rel: impl AsRef<Path>,
+        decide: impl FnOnce(Option<&[u8]>) -> Result<(Option<Vec<u8>>, T), E>,
+    ) -> Result<(WriteOutcome, T), E> {
+        let t = self.target(rel.as_ref())?;
+        self.ensure_parents(&t, true)?;
+        let name = t
+            .rel
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let lock_rel = t.rel.with_file_name(format!("{TEMP_PREFIX}{name}.lock"));
+        let lock_t = self.target(&lock_rel)?;
+        self.existing_file(&lock_t)?;
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(no_follow_flags())
+            .open(&lock_t.abs)
+            .map_err(|e| self.link_or_io(&lock_t, e, "open the lock file"))?;
+        let meta = lock.metadata().map_err(io_err("inspect", &lock_t.rel))?;
+        if !meta.is_file() {
+            return Err(WriteError::NotRegular {
+                path: lock_t.rel,
+                kind: kind_name(meta.file_type()),
+            }
+            .into());
+        }
+        fs4::fs_std::FileExt::lock_exclusive(&lock).map_err(io_err("lock", &lock_t.rel))?;
+        let current = match self.existing_file(&t)? {
+            Some(_) => Some(read_no_follow(&t)?),
+            None => None,
+        };
+        let (new, out) = decide(current.as_deref())?;
+        let outcome = match new {
+            Some(bytes) if current.as_deref() != Some(bytes.as_slice()) => {
+                let mode = self.existing_file(&t)?.map(|m| m.permissions().mode());
+                let tmp = write_temp(&t, &bytes, mode)?;
+                self.ensure_parents(&t, false)?;
+                self.existing_file(&t)?;
+                persist(tmp, &t)?;
+                self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
+                WriteOutcome::Written
+            }
+            _ => WriteOutcome::Unchanged,
+        };
+        drop(lock);
+        Ok((outcome, out))
     }
 
     /// Replaces an agent-owned file whose bytes were `expected_old` with `new`, re-reading it
@@ -401,9 +521,26 @@ impl Writer {
             self.record(&f.rel, Ledger::Removed);
             return Ok(RenameOutcome::AlreadyMoved);
         }
-        // A hard link cannot replace an existing file, so a file appearing at `to` meanwhile
-        // is refused rather than overwritten. Filesystems without hard links fall back to a
-        // checked rename.
+        // One rename that refuses to replace a file appearing at `to` meanwhile: the file is
+        // never in both folders, not even for an instant (a crash cannot leave two copies).
+        // Where the kernel has no such rename, a hard link (which cannot replace a file either)
+        // then an unlink; filesystems without hard links fall back to a checked rename.
+        match rename_no_replace(&f.abs, &t.abs) {
+            Ok(()) => {
+                sync_dir(t.dir())?;
+                sync_dir(f.dir())?;
+                self.record(&f.rel, Ledger::Removed);
+                self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
+                return Ok(RenameOutcome::Moved);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(WriteError::TargetExists {
+                    from: f.rel,
+                    to: t.rel,
+                })
+            }
+            Err(_) => {}
+        }
         match fs::hard_link(&f.abs, &t.abs) {
             Ok(()) => fs::remove_file(&f.abs).map_err(io_err("remove", &f.rel))?,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -427,6 +564,47 @@ impl Writer {
         self.record(&f.rel, Ledger::Removed);
         self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
         Ok(RenameOutcome::Moved)
+    }
+
+    /// Takes an advisory exclusive lock on the agent's file `rel` itself, for a
+    /// read-decide-replace that must not interleave with another polisd process (a claim).
+    /// The lock is on the file's inode; since a replace puts a new inode at the path, the lock
+    /// is taken again until the locked inode is the one at the path, so two holders never
+    /// overlap. Hand edits take no lock: [`Writer::compare_and_replace`] still guards those.
+    pub fn lock_file(&self, rel: impl AsRef<Path>) -> Result<FileLock, WriteError> {
+        use std::os::unix::fs::MetadataExt;
+        let t = self.target(rel.as_ref())?;
+        for _ in 0..1000 {
+            if !self.ensure_parents(&t, false)? || self.existing_file(&t)?.is_none() {
+                return Err(WriteError::Missing(t.rel));
+            }
+            let file = match OpenOptions::new()
+                .read(true)
+                .custom_flags(no_follow_flags())
+                .open(&t.abs)
+            {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(self.link_or_io(&t, e, "open to lock")),
+            };
+            fs4::fs_std::FileExt::lock_exclusive(&file).map_err(io_err("lock", &t.rel))?;
+            let held = file.metadata().map_err(io_err("inspect", &t.rel))?;
+            match fs::symlink_metadata(&t.abs) {
+                Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => {
+                    return Ok(FileLock { _file: file })
+                }
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(WriteError::Missing(t.rel))
+                }
+                Err(e) => return Err(io_err("inspect", &t.rel)(e)),
+            }
+        }
+        Err(WriteError::Io {
+            op: "lock",
+            path: t.rel,
+            source: io::Error::other("the file was replaced 1000 times while waiting for its lock"),
+        })
     }
 
     /// Removes a regular file (a chronicle conflict copy whose lines are merged).
@@ -526,6 +704,9 @@ impl Writer {
     }
 
     fn record(&self, rel: &Path, entry: Ledger) {
+        if !self.recording {
+            return;
+        }
         self.ledger
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -761,6 +942,62 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(names.len(), 1, "temp file removed: {names:?}");
+    }
+
+    #[test]
+    fn update_locked_serialises_read_modify_write_across_handles() {
+        // Two writers on one root stand for two processes: each appends a line under the lock
+        // while the other waits, so no increment is lost.
+        let (_d, w) = polis();
+        let root = w.root().to_path_buf();
+        let threads: Vec<_> = (0..4)
+            .map(|i| {
+                let root = root.clone();
+                std::thread::spawn(move || {
+                    let w = Writer::new(&root).unwrap();
+                    for j in 0..10 {
+                        w.update_locked("counter.txt", |cur| {
+                            let mut text = cur.map(|b| b.to_vec()).unwrap_or_default();
+                            std::thread::yield_now();
+                            text.extend_from_slice(format!("{i}-{j}\n").as_bytes());
+                            Ok::<_, WriteError>((Some(text), ()))
+                        })
+                        .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let text = fs::read_to_string(root.join("counter.txt")).unwrap();
+        assert_eq!(text.lines().count(), 40, "{text}");
+        assert!(root.join(".polisd-counter.txt.lock").is_file());
+    }
+
+    #[test]
+    fn update_locked_writes_nothing_when_unchanged_or_refused() {
+        let (_d, w) = polis();
+        let (out, ()) = w
+            .update_locked("r.yml", |cur| {
+                assert!(cur.is_none());
+                Ok::<_, WriteError>((None, ()))
+            })
+            .unwrap();
+        assert_eq!(out, WriteOutcome::Unchanged);
+        assert!(!w.root().join("r.yml").exists());
+        let err = w
+            .update_locked("r.yml", |_| -> Result<(Option<Vec<u8>>, ()), WriteError> {
+                Err(WriteError::Empty)
+            })
+            .unwrap_err();
+        assert!(matches!(err, WriteError::Empty));
+        assert!(!w.root().join("r.yml").exists());
+        std::os::unix::fs::symlink("/tmp", w.root().join(".polisd-l.yml.lock")).unwrap();
+        let err = w
+            .update_locked("l.yml", |_| Ok::<_, WriteError>((Some(b"x".to_vec()), ())))
+            .unwrap_err();
+        assert!(matches!(err, WriteError::Symlink { .. }), "{err}");
     }
 
     fn polis() -> (tempfile::TempDir, Writer) {

@@ -18,8 +18,37 @@ pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     out.extend(card_findings(polis));
     out.extend(unknown_voters(polis));
     out.extend(contracts_in_two_folders(polis));
+    out.extend(claim_conflicts(polis));
     // Stable: findings on one line keep their code order.
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    out
+}
+
+/// `reservations.yml` that cannot be read (an error: `polisd reserve` refuses to touch it),
+/// entries whose `expires_at` is not a time, and overlapping entries of different citizens.
+pub fn reservation_findings(root: &std::path::Path, now: &PolisTime) -> Vec<Finding> {
+    use crate::operations::reservation as op;
+    use crate::protocol::reservation::FILE;
+    let views = match op::list(root, now) {
+        Ok(v) => v,
+        Err(e) => return vec![Finding::error(Code::BadYaml, FILE, None, e.to_string())],
+    };
+    let mut out: Vec<Finding> = views
+        .iter()
+        .filter_map(|v| v.problem.as_ref())
+        .map(|p| Finding::warning(Code::BadYaml, FILE, None, p.clone()))
+        .collect();
+    for o in op::overlaps_now(root, now).unwrap_or_default() {
+        out.push(Finding::warning(
+            Code::ReservationOverlap,
+            FILE,
+            None,
+            format!(
+                "`{}` holds `{}`, which overlaps `{}` held by `{}` since {}; one of them should release it (`polisd release PATH --as ID`)",
+                o.second, o.second_path, o.first_path, o.first, if o.first_at.is_empty() { "an unknown time" } else { &o.first_at }
+            ),
+        ));
+    }
     out
 }
 
@@ -158,4 +187,24 @@ fn contracts_in_two_folders(polis: &Polis) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// Claim conflicts still unresolved: an open contract claimed by two citizens with no release
+/// between, whose file does not name the first claimer as owner (issue 13).
+fn claim_conflicts(polis: &Polis) -> Vec<Finding> {
+    let registered = |id: &str| polis.cards.contains_key(id);
+    let mut texts = polis.recent_chronicle();
+    texts.reverse();
+    crate::protocol::claims::conflicts(&texts, &registered)
+        .into_iter()
+        .filter_map(|c| {
+            let file = polis
+                .contracts
+                .iter()
+                .find(|f| f.folder == ContractFolder::Open && f.file.stem == c.contract_id)?;
+            let owner = file.contract.owner.as_deref();
+            (owner != Some(c.winner.as_str()))
+                .then(|| crate::protocol::claims::finding(&c, &file.file.rel, owner))
+        })
+        .collect()
 }

@@ -54,6 +54,10 @@ pub enum Code {
     ConflictCopy,
     /// A card whose `content_hash` does not match its content.
     CardMismatch,
+    /// Two citizens claimed one contract with no release between (issue 13).
+    ClaimConflict,
+    /// Two citizens' entries in `reservations.yml` hold overlapping paths.
+    ReservationOverlap,
 }
 
 impl Code {
@@ -78,6 +82,8 @@ impl Code {
             Code::BadSettlement => "P008",
             Code::ConflictCopy => "P009",
             Code::CardMismatch => "P010",
+            Code::ClaimConflict => "P011",
+            Code::ReservationOverlap => "P012",
         }
     }
 }
