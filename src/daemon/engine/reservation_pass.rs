@@ -113,10 +113,10 @@ impl Engine {
                 ContractFolder::Settled => {}
             }
         }
-        for rel in self.settled.keys() {
+        for (rel, _, _) in self.ledger.files() {
             let id = rel_stem(rel);
             let settlement = self.ledger.get(rel);
-            let owner = settlement.map(|s| s.owner.clone());
+            let owner = settlement.as_ref().map(|s| s.owner.clone());
             let named =
                 contracts.contains(id) || owner.as_ref().is_some_and(|o| citizens.contains(o));
             if named {
