@@ -222,6 +222,83 @@ pub fn canonical_root(root: &Path) -> PathBuf {
     fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())
 }
 
+/// The end of a text file read backwards in chunks: the complete lines from the first line
+/// break of the bytes read to the end, newest last. Reading stops as soon as `enough` says the
+/// oldest complete line read so far is old enough, at the start of the file, or after
+/// `max_bytes` (then the result says it was cut). Refuses links and special files like
+/// [`read_text`]. For the primer: the last days of a million-line chronicle, without reading
+/// the million lines.
+pub fn read_tail_lines(
+    root: &Path,
+    rel: &str,
+    max_bytes: u64,
+    enough: impl Fn(&str) -> bool,
+) -> Result<Option<TailLines>, Finding> {
+    use std::io::{Seek, SeekFrom};
+    const CHUNK: u64 = 64 * 1024;
+    let path = root.join(rel);
+    let meta = match fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(unreadable(rel, &format!("cannot inspect it: {e}"))),
+    };
+    if !meta.is_file() {
+        return Err(unreadable(
+            rel,
+            "it is a symbolic link or not a regular file; replace it with a regular file",
+        ));
+    }
+    let mut file = open_no_follow(&path)
+        .map_err(|e| unreadable(rel, &format!("cannot open it: {e}")))?;
+    let len = file
+        .metadata()
+        .map_err(|e| unreadable(rel, &format!("cannot inspect it: {e}")))?
+        .len();
+    let mut start = len;
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        let step = CHUNK.min(start);
+        start -= step;
+        let mut chunk = vec![0u8; step as usize];
+        file.seek(SeekFrom::Start(start))
+            .and_then(|_| file.read_exact(&mut chunk))
+            .map_err(|e| unreadable(rel, &format!("cannot read it: {e}")))?;
+        chunk.extend_from_slice(&buf);
+        buf = chunk;
+        let at_start = start == 0;
+        let cut = !at_start && len - start >= max_bytes;
+        // The first partial line (unless at the start of the file) is not a line yet.
+        let from = if at_start {
+            0
+        } else {
+            match buf.iter().position(|b| *b == b'\n') {
+                Some(i) => i + 1,
+                None => continue,
+            }
+        };
+        let oldest = buf[from..]
+            .split(|b| *b == b'\n')
+            .find(|l| !l.iter().all(u8::is_ascii_whitespace));
+        let done = at_start || cut || oldest.is_some_and(|l| enough(&String::from_utf8_lossy(l)));
+        if done {
+            let text = String::from_utf8_lossy(&buf[from..]).into_owned();
+            return Ok(Some(TailLines {
+                text,
+                whole: at_start,
+            }));
+        }
+    }
+}
+
+/// What [`read_tail_lines`] read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TailLines {
+    /// Complete lines (the last one may lack its newline).
+    pub text: String,
+    /// Whether the whole file was read.
+    pub whole: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

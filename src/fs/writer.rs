@@ -46,6 +46,8 @@ pub enum WriteError {
     Escapes(PathBuf),
     #[error("empty path: name a file inside _polis/")]
     Empty,
+    #[error("`{}`: outside _polis/ polisd writes only the agent CLIs' hook settings and the bridge pointers", .0.display())]
+    NotAProjectFile(PathBuf),
     #[error("`{}`: `{}` is a symbolic link; polisd never writes through links — replace it with a regular file or folder", .path.display(), .link.display())]
     Symlink { path: PathBuf, link: PathBuf },
     #[error("`{}`: `{}` is not a folder; move it away so polisd can write here", .path.display(), .component.display())]
@@ -91,6 +93,7 @@ impl WriteError {
             WriteError::Absolute(_)
                 | WriteError::Escapes(_)
                 | WriteError::Empty
+                | WriteError::NotAProjectFile(_)
                 | WriteError::Symlink { .. }
                 | WriteError::NotADirectory { .. }
                 | WriteError::NotRegular { .. }
@@ -146,7 +149,22 @@ enum Ledger {
 pub struct Writer {
     root: PathBuf,
     ledger: Mutex<HashMap<PathBuf, Ledger>>,
+    /// For a project writer, the only paths it may write.
+    allow: Option<&'static [&'static str]>,
 }
+
+/// The files outside `_polis/` that polisd writes, relative to the project root, and only when
+/// a person or agent asks (`polisd hooks install`, `polisd init`): each agent CLI's
+/// project-level hook configuration and the bridge pointers of the protocol's skill.
+pub const PROJECT_FILES: [&str; 7] = [
+    ".claude/settings.json",
+    ".codex/hooks.json",
+    ".gemini/settings.json",
+    "CLAUDE.md",
+    "AGENTS.md",
+    "GEMINI.md",
+    ".agents/skills/polis-protocol/SKILL.md",
+];
 
 /// `O_NOFOLLOW | O_NONBLOCK`: a link is refused rather than followed, and a FIFO put in place
 /// of a file cannot block the open.
@@ -194,7 +212,17 @@ impl Writer {
         Ok(Writer {
             root,
             ledger: Mutex::new(HashMap::new()),
+            allow: None,
         })
+    }
+
+    /// A writer for the project root (the folder holding `_polis/`) that may write only
+    /// [`PROJECT_FILES`], with the same safety as the polis writer (no links, atomic replace,
+    /// compare-before-replace).
+    pub fn for_project(project_root: &Path) -> Result<Writer, WriteError> {
+        let mut w = Writer::new(project_root)?;
+        w.allow = Some(&PROJECT_FILES);
+        Ok(w)
     }
 
     /// The canonical `_polis/` root.
@@ -554,6 +582,11 @@ impl Writer {
         }
         if clean.as_os_str().is_empty() {
             return Err(WriteError::Empty);
+        }
+        if let Some(allow) = self.allow {
+            if !allow.iter().any(|a| Path::new(a) == clean) {
+                return Err(WriteError::NotAProjectFile(rel.to_path_buf()));
+            }
         }
         Ok(Target {
             abs: self.root.join(&clean),
