@@ -6,6 +6,7 @@ pub mod cli;
 pub mod demo;
 pub mod init;
 pub mod route;
+pub mod session;
 pub mod status;
 pub mod verify;
 
@@ -30,11 +31,17 @@ pub fn run() -> std::process::ExitCode {
             eprintln!("polisd: {err:#}");
             let usage = err
                 .downcast_ref::<crate::fs::locate::LocateError>()
-                .is_some();
+                .is_some()
+                || err.downcast_ref::<Usage>().is_some();
             std::process::ExitCode::from(if usage { 2 } else { 1 })
         }
     }
 }
+
+/// A usage error found after argument parsing (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
 
 /// Runs a command; the `u8` is the process exit code.
 pub fn dispatch(command: Command) -> anyhow::Result<u8> {
@@ -105,6 +112,12 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Demo(args) => {
             crate::commands::demo::run(args.keep_running, &mut std::io::stdout())
         }
+        Command::Prime(args) => session::prime(args),
+        Command::Notices(args) => session::notices(args),
+        Command::Inbox(command) => session::inbox(command),
+        Command::Hooks(command) => session::hooks(command),
+        Command::Hook(args) => session::hook(args),
+        Command::Mcp(args) => crate::mcp::serve(&locate(args.path.as_deref())?),
     }
 }
 

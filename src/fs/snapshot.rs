@@ -248,8 +248,8 @@ pub fn read_tail_lines(
             "it is a symbolic link or not a regular file; replace it with a regular file",
         ));
     }
-    let mut file = open_no_follow(&path)
-        .map_err(|e| unreadable(rel, &format!("cannot open it: {e}")))?;
+    let mut file =
+        open_no_follow(&path).map_err(|e| unreadable(rel, &format!("cannot open it: {e}")))?;
     let len = file
         .metadata()
         .map_err(|e| unreadable(rel, &format!("cannot inspect it: {e}")))?

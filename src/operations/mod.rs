@@ -6,11 +6,13 @@
 //! the folder's state (and the sent-notification ledger), so running it twice, or after a crash
 //! half-way, changes nothing twice (SPEC §11).
 
+pub mod agent_hooks;
 mod deliver;
 mod edit;
 mod reconcile;
-pub mod session;
 pub mod route;
+pub mod session;
+pub mod summary;
 mod tally;
 
 pub use deliver::{deliver, Delivery};

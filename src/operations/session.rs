@@ -99,7 +99,8 @@ fn read_opt(root: &Path, rel: &str) -> Result<Option<String>, SessionError> {
 
 /// Reads the inbox and the read cursor of `citizen` (two files).
 pub fn read_inbox(root: &Path, citizen: &str) -> Result<InboxView, SessionError> {
-    let inbox_rel = layout::inbox_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let inbox_rel =
+        layout::inbox_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
     let status_rel =
         layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
     let inbox_text = read_opt(root, &inbox_rel)?.unwrap_or_default();
@@ -171,13 +172,14 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
     let identity = identity(root, citizen)?;
 
     let mut findings = Vec::new();
-    let open: Vec<(String, Contract)> = snapshot::read_records(root, "contracts/open", &mut findings)
-        .into_iter()
-        .map(|f| {
-            let c = Contract::from_record(&f.record);
-            (f.stem, c)
-        })
-        .collect();
+    let open: Vec<(String, Contract)> =
+        snapshot::read_records(root, "contracts/open", &mut findings)
+            .into_iter()
+            .map(|f| {
+                let c = Contract::from_record(&f.record);
+                (f.stem, c)
+            })
+            .collect();
     let text_of = |v: &crate::yaml::Value| match v {
         crate::yaml::Value::Null => None,
         v => Some(v.python_str()),
@@ -257,9 +259,9 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
 }
 
 fn identity(root: &Path, citizen: &str) -> Result<Identity, SessionError> {
-    let card_rel = layout::card_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let card = read_opt(root, &card_rel)?
-        .and_then(|t| crate::protocol::card::parse(&t).ok());
+    let card_rel =
+        layout::card_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let card = read_opt(root, &card_rel)?.and_then(|t| crate::protocol::card::parse(&t).ok());
     let status_rel =
         layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
     let status = crate::protocol::citizen::parse_status(read_opt(root, &status_rel)?.as_deref())
@@ -287,7 +289,12 @@ fn identity(root: &Path, citizen: &str) -> Result<Identity, SessionError> {
 fn votes_wanted(root: &Path, citizen: &str) -> Vec<VoteWanted> {
     let mut findings = Vec::new();
     let mut out = Vec::new();
-    for entry in snapshot::list(root, layout::AmendmentFolder::Proposed.dir(), ".md", &mut findings) {
+    for entry in snapshot::list(
+        root,
+        layout::AmendmentFolder::Proposed.dir(),
+        ".md",
+        &mut findings,
+    ) {
         let Ok(Some(text)) = snapshot::read_text(root, &entry.rel, Some(MAX_RECORD_BYTES)) else {
             continue;
         };
@@ -359,9 +366,8 @@ fn last_lines_about(
         return last;
     }
     let cutoff = now.now - chrono::Duration::days(TAIL_DAYS);
-    let old_enough = |line: &str| {
-        chronicle::stamp_and_author(line).is_some_and(|(stamp, _)| stamp < cutoff)
-    };
+    let old_enough =
+        |line: &str| chronicle::stamp_and_author(line).is_some_and(|(stamp, _)| stamp < cutoff);
     let mut files = vec![CHRONICLE.to_string()];
     let mut findings = Vec::new();
     let archives: Vec<String> = snapshot::list(root, "", ".md", &mut findings)
@@ -428,7 +434,8 @@ pub fn archive_inbox(
     let view = read_inbox(root, citizen)?;
     let archive_rel =
         layout::inbox_archive_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let inbox_rel = layout::inbox_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let inbox_rel =
+        layout::inbox_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
     let limit = now.now - older_than;
     let mut report = Archived::default();
     let mut moving: Vec<&Notice> = Vec::new();
@@ -473,7 +480,10 @@ pub fn archive_inbox(
     let ids: BTreeSet<&str> = moving.iter().map(|n| n.id.as_str()).collect();
     edit_agent_file(writer, root, &inbox_rel, |current| {
         let notices = notice::parse_inbox(current);
-        let remove: Vec<&Notice> = notices.iter().filter(|n| ids.contains(n.id.as_str())).collect();
+        let remove: Vec<&Notice> = notices
+            .iter()
+            .filter(|n| ids.contains(n.id.as_str()))
+            .collect();
         Some(notice::without_blocks(current, &remove))
     })?;
     report.moved = moving.len();

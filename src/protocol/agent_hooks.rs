@@ -126,7 +126,10 @@ impl HookKind {
 /// The command a hook runs: `<bin> hook <cli> <kind> [--as ID]`. Without an id the command reads
 /// `POLIS_CITIZEN` when it runs.
 pub fn command(bin: &str, cli: Cli, kind: HookKind, citizen: Option<&str>) -> String {
-    let bin = if bin.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) {
+    let bin = if bin
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    {
         bin.to_string()
     } else {
         format!("'{}'", bin.replace('\'', r"'\''"))
@@ -138,9 +141,9 @@ pub fn command(bin: &str, cli: Cli, kind: HookKind, citizen: Option<&str>) -> St
 /// Whether a handler's command is one polisd installed (for this CLI).
 pub fn is_ours(command: &str, cli: Cli) -> bool {
     let words: Vec<&str> = command.split_whitespace().collect();
-    words.windows(3).any(|w| {
-        w[0] == "hook" && w[1] == cli.as_str() && matches!(w[2], "prime" | "notices")
-    })
+    words
+        .windows(3)
+        .any(|w| w[0] == "hook" && w[1] == cli.as_str() && matches!(w[2], "prime" | "notices"))
 }
 
 /// A JSON value whose objects keep their keys in file order.
@@ -299,7 +302,12 @@ fn parse(path: &str, text: Option<&str>) -> Result<Json, ConfigError> {
         path: path.to_string(),
         line: e.line(),
         column: e.column(),
-        reason: e.to_string().split(" at line").next().unwrap_or("").to_string(),
+        reason: e
+            .to_string()
+            .split(" at line")
+            .next()
+            .unwrap_or("")
+            .to_string(),
     })?;
     if !matches!(value, Json::Obj(_)) {
         return Err(ConfigError::Shape {
@@ -320,7 +328,12 @@ fn render(value: &Json) -> String {
 
 /// Removes polisd's handlers from one event's groups; a group left with no handler, that had
 /// some, is removed too. Returns how many handlers went.
-fn strip_ours(path: &str, event: &str, groups: &mut Vec<Json>, cli: Cli) -> Result<usize, ConfigError> {
+fn strip_ours(
+    path: &str,
+    event: &str,
+    groups: &mut Vec<Json>,
+    cli: Cli,
+) -> Result<usize, ConfigError> {
     let mut removed = 0;
     let mut keep = Vec::with_capacity(groups.len());
     for mut group in std::mem::take(groups) {
@@ -363,7 +376,11 @@ fn hooks_object<'a>(path: &str, root: &'a mut Json) -> Result<&'a mut Json, Conf
     Ok(hooks)
 }
 
-fn event_groups<'a>(path: &str, hooks: &'a mut Json, event: &str) -> Result<&'a mut Vec<Json>, ConfigError> {
+fn event_groups<'a>(
+    path: &str,
+    hooks: &'a mut Json,
+    event: &str,
+) -> Result<&'a mut Vec<Json>, ConfigError> {
     if hooks.get(event).is_none() {
         if let Json::Obj(entries) = hooks {
             entries.push((event.to_string(), Json::Arr(Vec::new())));
@@ -396,7 +413,10 @@ pub fn install(
         strip_ours(path, event, groups, cli)?;
         let mut handler = Vec::new();
         if cli == Cli::Gemini {
-            handler.push(("name".to_string(), Json::Str(format!("polisd-{}", kind.as_str()))));
+            handler.push((
+                "name".to_string(),
+                Json::Str(format!("polisd-{}", kind.as_str())),
+            ));
         }
         handler.push(("type".to_string(), Json::Str("command".into())));
         handler.push((
@@ -494,7 +514,11 @@ pub fn output(cli: Cli, event: &str, context: &str) -> Option<String> {
 /// The event a hook answers: the payload's `hook_event_name` when it is one polisd installs
 /// for this CLI and kind, else the first such event.
 pub fn event_of(cli: Cli, kind: HookKind, payload_event: Option<&str>) -> &'static str {
-    let mut ours = cli.events().iter().filter(|(_, k)| *k == kind).map(|(e, _)| *e);
+    let mut ours = cli
+        .events()
+        .iter()
+        .filter(|(_, k)| *k == kind)
+        .map(|(e, _)| *e);
     let first = cli
         .events()
         .iter()
@@ -587,7 +611,10 @@ mod tests {
         for cli in Cli::ALL {
             let installed = install(cli, Some(USER), "polisd", Some("claude-code-one")).unwrap();
             assert!(installed.contains("prettier --write"));
-            assert!(installed.contains(&format!("polisd hook {} prime --as claude-code-one", cli.as_str())));
+            assert!(installed.contains(&format!(
+                "polisd hook {} prime --as claude-code-one",
+                cli.as_str()
+            )));
             assert!(installed.find("\"model\"") < installed.find("\"z-last\""));
             let again = install(cli, Some(&installed), "polisd", Some("claude-code-one")).unwrap();
             assert_eq!(again, installed, "install is idempotent for {cli:?}");
@@ -607,11 +634,17 @@ mod tests {
         );
         assert_eq!(v["hooks"]["PostToolUse"][0]["matcher"], "*");
         assert!(v["hooks"]["SessionStart"][0].get("matcher").is_none());
-        assert_eq!(uninstall(Cli::Claude, Some(&installed)).unwrap().unwrap(), "{}\n");
+        assert_eq!(
+            uninstall(Cli::Claude, Some(&installed)).unwrap().unwrap(),
+            "{}\n"
+        );
         let g: serde_json::Value =
             serde_json::from_str(&install(Cli::Gemini, None, "polisd", None).unwrap()).unwrap();
         assert_eq!(g["hooks"]["AfterTool"][0]["hooks"][0]["timeout"], 10_000);
-        assert_eq!(g["hooks"]["BeforeAgent"][0]["hooks"][0]["name"], "polisd-notices");
+        assert_eq!(
+            g["hooks"]["BeforeAgent"][0]["hooks"][0]["name"],
+            "polisd-notices"
+        );
     }
 
     #[test]
@@ -620,8 +653,13 @@ mod tests {
         assert!(matches!(e, ConfigError::NotJson { line: 2, .. }), "{e}");
         let e = install(Cli::Claude, Some("[]"), "polisd", None).unwrap_err();
         assert!(e.to_string().contains("not an object"), "{e}");
-        let e = install(Cli::Claude, Some(r#"{"hooks": {"SessionStart": {}}}"#), "polisd", None)
-            .unwrap_err();
+        let e = install(
+            Cli::Claude,
+            Some(r#"{"hooks": {"SessionStart": {}}}"#),
+            "polisd",
+            None,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("hooks.SessionStart"), "{e}");
     }
 
@@ -631,7 +669,10 @@ mod tests {
         assert!(is_ours("/opt/bin/polisd hook codex prime", Cli::Codex));
         assert!(!is_ours("polisd hook codex prime", Cli::Claude));
         assert!(!is_ours("prettier --write", Cli::Claude));
-        assert_eq!(command("/a b/polisd", Cli::Claude, HookKind::Prime, None), "'/a b/polisd' hook claude prime");
+        assert_eq!(
+            command("/a b/polisd", Cli::Claude, HookKind::Prime, None),
+            "'/a b/polisd' hook claude prime"
+        );
     }
 
     #[test]
@@ -642,8 +683,14 @@ mod tests {
             serde_json::from_str(&output(Cli::Codex, "SessionStart", "hi").unwrap()).unwrap();
         assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
         assert_eq!(v["hookSpecificOutput"]["additionalContext"], "hi");
-        assert_eq!(event_of(Cli::Claude, HookKind::Notices, Some("UserPromptSubmit")), "UserPromptSubmit");
-        assert_eq!(event_of(Cli::Claude, HookKind::Notices, Some("Stop")), "PostToolUse");
+        assert_eq!(
+            event_of(Cli::Claude, HookKind::Notices, Some("UserPromptSubmit")),
+            "UserPromptSubmit"
+        );
+        assert_eq!(
+            event_of(Cli::Claude, HookKind::Notices, Some("Stop")),
+            "PostToolUse"
+        );
         assert_eq!(event_of(Cli::Gemini, HookKind::Prime, None), "SessionStart");
     }
 

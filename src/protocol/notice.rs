@@ -116,7 +116,10 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
             kept.push(t);
         }
         // polisd's block ends `[[link]]`, marker, blank, `---`; a message ends with `---` too.
-        while kept.last().is_some_and(|l| l.trim().is_empty() || l.trim() == "---") {
+        while kept
+            .last()
+            .is_some_and(|l| l.trim().is_empty() || l.trim() == "---")
+        {
             kept.pop();
         }
         if let Some(last) = kept.last() {
@@ -134,10 +137,17 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
         let body = kept.join("\n");
         let stamp = c[1].replace('T', " ");
         let author = c[2].to_string();
-        let subject = c[3].trim().trim_start_matches([':', '-', '—']).trim().to_string();
+        let subject = c[3]
+            .trim()
+            .trim_start_matches([':', '-', '—'])
+            .trim()
+            .to_string();
         let (kind, id) = match kind_id {
             Some((k, id)) => (Some(k), id),
-            None => (None, message_id(&author, &stamp, &subject, &body, link.as_deref())),
+            None => (
+                None,
+                message_id(&author, &stamp, &subject, &body, link.as_deref()),
+            ),
         };
         out.push(Notice {
             id,
@@ -400,7 +410,8 @@ mod tests {
         inbox::render("2026-03-02 10:00", paragraph, "contracts/open/x", kind, &id)
     }
 
-    const HEAD: &str = "---\nfile_type: inbox\nowner: claude-code-one\n---\n\n<!-- Notifications -->\n";
+    const HEAD: &str =
+        "---\nfile_type: inbox\nowner: claude-code-one\n---\n\n<!-- Notifications -->\n";
 
     #[test]
     fn parses_daemon_blocks_and_messages() {
@@ -422,13 +433,22 @@ mod tests {
         assert_eq!(m.subject, "handoff");
         assert_eq!(m.body, "Please take `x`.\nIt is urgent.");
         assert_eq!(m.id.len(), 16);
-        assert_eq!(&text[d.span.0..d.span.1].trim_start().lines().next().unwrap()[..4], "### ");
+        assert_eq!(
+            &text[d.span.0..d.span.1]
+                .trim_start()
+                .lines()
+                .next()
+                .unwrap()[..4],
+            "### "
+        );
     }
 
     #[test]
     fn a_message_id_survives_rewrapping_and_crlf() {
         let a = parse_inbox("### 2026-03-02 11:15 from x-agent-one\n\nOne two\nthree.\n");
-        let b = parse_inbox("### 2026-03-02 11:15 from x-agent-one\r\n\r\nOne   two three.\r\n\r\n---\r\n");
+        let b = parse_inbox(
+            "### 2026-03-02 11:15 from x-agent-one\r\n\r\nOne   two three.\r\n\r\n---\r\n",
+        );
         assert_eq!(a[0].id, b[0].id);
         let c = parse_inbox("### 2026-03-02 11:15 from x-agent-one\n\nOne two four.\n");
         assert_ne!(a[0].id, c[0].id);
@@ -451,7 +471,9 @@ mod tests {
             .collect();
         let out = with_read_set(Some(status), "claude-code-one", &ids);
         assert!(out.ends_with("---\n\n# Status\n"));
-        assert!(out.contains("last_seen_amendment: null\nnotices_read: ['0000000000001234', 'abcdef0123456789']\n"));
+        assert!(out.contains(
+            "last_seen_amendment: null\nnotices_read: ['0000000000001234', 'abcdef0123456789']\n"
+        ));
         let record = crate::protocol::frontmatter::parse(&out).unwrap();
         assert_eq!(read_ids(&record.fields), ids);
         // Replacing keeps one line.
@@ -508,7 +530,10 @@ mod tests {
         );
         let n = parse_inbox(&text);
         let out = without_blocks(&text, &[&n[0]]);
-        assert_eq!(out, format!("{HEAD}### 2026-03-02 11:16 from a-agent-one\n\ntwo\n"));
+        assert_eq!(
+            out,
+            format!("{HEAD}### 2026-03-02 11:16 from a-agent-one\n\ntwo\n")
+        );
     }
 
     #[test]
