@@ -339,6 +339,8 @@ fn install_then_uninstall_gives_each_settings_file_back() {
 fn install_refuses_bad_json_read_only_files_and_unknown_ids_writing_nothing() {
     let p = polis();
     let root = project(&p);
+    let claude_md = std::fs::read_to_string(root.join("CLAUDE.md")).unwrap();
+    std::fs::write(root.join("CLAUDE.md"), "# Mine\n").unwrap();
     std::fs::create_dir_all(root.join(".claude")).unwrap();
     let bad = "{\n  \"model\": \"opus\",\n  \"hooks\": {,\n}\n";
     std::fs::write(root.join(".claude/settings.json"), bad).unwrap();
@@ -347,7 +349,9 @@ fn install_refuses_bad_json_read_only_files_and_unknown_ids_writing_nothing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(".claude/settings.json is not valid JSON (line 3"), "{err}");
     assert_eq!(std::fs::read_to_string(root.join(".claude/settings.json")).unwrap(), bad);
-    assert!(!root.join(".codex").exists() && !root.join("CLAUDE.md").exists(), "nothing written");
+    assert!(!root.join(".codex").exists(), "nothing written");
+    assert_eq!(std::fs::read_to_string(root.join("CLAUDE.md")).unwrap(), "# Mine\n");
+    assert!(claude_md.contains("polisd prime --as <your-citizen-id>"), "init wrote the pointer");
 
     std::fs::write(root.join(".claude/settings.json"), USER_SETTINGS).unwrap();
     let mut perms = std::fs::metadata(root.join(".claude/settings.json")).unwrap().permissions();

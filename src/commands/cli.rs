@@ -305,6 +305,10 @@ pub struct InitArgs {
     /// The founder's model identifier.
     #[arg(long, default_value = "unknown")]
     pub model: String,
+    /// Do not write the bridge pointers (CLAUDE.md, AGENTS.md, GEMINI.md and
+    /// .agents/skills/polis-protocol/SKILL.md at the project root).
+    #[arg(long)]
+    pub no_bridge: bool,
 }
 
 #[derive(Debug, Args)]

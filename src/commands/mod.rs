@@ -81,6 +81,19 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             for rel in &kept {
                 println!("  kept {rel}");
             }
+            if !args.no_bridge {
+                // The protocol's skill points every agent CLI at the constitution; an existing
+                // file keeps its text and gets (or updates) polisd's marked section.
+                let plans = crate::operations::agent_hooks::plan_bridge(&args.project_root)?;
+                crate::operations::agent_hooks::apply(&args.project_root, &plans)?;
+                for p in plans.iter().filter(|p| p.changes()) {
+                    println!(
+                        "  {} {}",
+                        if p.before.is_none() { "wrote" } else { "updated" },
+                        p.path
+                    );
+                }
+            }
             Ok(0)
         }
         Command::Service(args) => {
