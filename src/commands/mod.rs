@@ -89,7 +89,11 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
                 for p in plans.iter().filter(|p| p.changes()) {
                     println!(
                         "  {} {}",
-                        if p.before.is_none() { "wrote" } else { "updated" },
+                        if p.before.is_none() {
+                            "wrote"
+                        } else {
+                            "updated"
+                        },
                         p.path
                     );
                 }

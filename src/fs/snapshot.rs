@@ -304,6 +304,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tail_lines_stop_at_the_first_old_enough_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::new();
+        for i in 0..200_000 {
+            text.push_str(&format!("line {i:06}\n"));
+        }
+        std::fs::write(dir.path().join("c.md"), &text).unwrap();
+        let enough = |l: &str| l < "line 199000";
+        let tail = read_tail_lines(dir.path(), "c.md", u64::MAX, enough)
+            .unwrap()
+            .unwrap();
+        assert!(!tail.whole);
+        assert!(
+            tail.text.len() < 200 * 1024,
+            "read {} bytes",
+            tail.text.len()
+        );
+        assert!(tail.text.ends_with("line 199999\n"));
+        assert!(tail.text.starts_with("line ") && tail.text.lines().all(|l| l.len() == 11));
+        assert!(tail.text.contains("line 199000\n"));
+        // Never enough: the whole file, or the byte cap.
+        let all = read_tail_lines(dir.path(), "c.md", u64::MAX, |_| false)
+            .unwrap()
+            .unwrap();
+        assert!(all.whole);
+        assert_eq!(all.text, text);
+        let capped = read_tail_lines(dir.path(), "c.md", 100_000, |_| false)
+            .unwrap()
+            .unwrap();
+        assert!(!capped.whole && capped.text.len() < 200_000);
+        assert!(read_tail_lines(dir.path(), "missing.md", 10, |_| true)
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
     fn symlinks_fifos_and_bad_utf8_are_findings() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();

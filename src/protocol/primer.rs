@@ -354,8 +354,9 @@ pub fn render(input: &PrimerInput, budget: usize) -> Primer {
     }
 
     let act = format!(
-        "\n## How to act\nClaim a routed contract: `polisd contract claim ID --as {id}`; settle it: `polisd contract settle ID --quality N --as {id}`; \
-         mark notices read: `polisd notices --as {id} --mark-read`; the rules are in `_polis/CONSTITUTION.md`.\n"
+        "\n## How to act\nClaim: `polisd contract claim ID --as {id}`; record progress: `polisd log --as {id} VERB --link L`; \
+         settle: `polisd contract settle ID --quality N --by {id}`; vote: `polisd amendment vote AID --as {id} --vote agree`; \
+         notices: `polisd notices --as {id} --unread`. The rules are in `_polis/CONSTITUTION.md`.\n"
     );
     let assemble = |sections: &[Section]| {
         let mut out = head.clone();
