@@ -16,6 +16,7 @@ pub mod layout;
 pub mod lesson;
 pub mod notice;
 pub mod primer;
+pub mod reflection;
 pub mod review;
 pub mod routing;
 pub mod settings;
