@@ -277,6 +277,31 @@ fn session_start_hooks_print_the_primer_in_each_clis_format() {
         ctx.contains("## Unread notices (newest first)\n- none"),
         "{ctx}"
     );
+    // Claude Code's UserPromptSubmit and Codex's PostToolUse payloads, for the notices hook.
+    message(&p, ME, "2026-03-02 11:16", OTHER, "Between turns.");
+    let prompt = json!({"session_id": "s", "transcript_path": "/tmp/t", "cwd": project(&p),
+        "permission_mode": "default", "hook_event_name": "UserPromptSubmit", "prompt": "go on"});
+    let c = hook(
+        &p,
+        "claude",
+        "notices",
+        &["--as", ME, "--interval", "0"],
+        &prompt,
+    );
+    assert!(context(&c, "UserPromptSubmit").contains("Between turns."));
+    message(&p, ME, "2026-03-02 11:16", OTHER, "After a Codex tool.");
+    let codex_tool = json!({"session_id": "s", "transcript_path": null, "cwd": project(&p),
+        "hook_event_name": "PostToolUse", "model": "gpt-5", "permission_mode": "default",
+        "turn_id": "t1", "tool_name": "Bash", "tool_use_id": "c1",
+        "tool_input": {"command": ["ls"]}, "tool_response": {"output": ""}});
+    let c = hook(
+        &p,
+        "codex",
+        "notices",
+        &["--as", ME, "--interval", "0"],
+        &codex_tool,
+    );
+    assert!(context(&c, "PostToolUse").contains("After a Codex tool."));
     // Gemini CLI: `{}` when a notices hook has nothing to add, context when it has.
     let after_tool = json!({"session_id": "s", "transcript_path": "/tmp/t", "cwd": project(&p),
         "hook_event_name": "AfterTool", "timestamp": "2026-03-02T11:16:00Z",
@@ -492,6 +517,27 @@ fn install_refuses_bad_json_read_only_files_and_unknown_ids_writing_nothing() {
         USER_SETTINGS
     );
     assert!(!root.join(".gemini").exists(), "nothing written");
+
+    std::fs::create_dir_all(root.join(".codex")).unwrap();
+    std::fs::write(root.join(".codex/config.toml"), "[features\nhooks = true\n").unwrap();
+    let out = p.polisd(&["hooks", "install", "--codex", "--as", ME]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not valid TOML"),
+        "{out:?}"
+    );
+    assert!(!root.join(".codex/hooks.json").exists(), "nothing written");
+    std::fs::write(
+        root.join(".codex/config.toml"),
+        "[features]\nhooks = false\n",
+    )
+    .unwrap();
+    let status = p.polisd(&["hooks", "status"]);
+    assert!(
+        text(&status).contains("Codex runs no hooks"),
+        "{}",
+        text(&status)
+    );
 
     let out = p.polisd(&["hooks", "install", "--claude", "--as", "nobody-at-all"]);
     assert_eq!(out.status.code(), Some(1));

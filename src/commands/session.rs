@@ -292,13 +292,13 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     if let Some(id) = &args.citizen {
         session::check_citizen(&polis_root, id)?;
     }
+    let mut warnings = Vec::new();
+    if clis.contains(&Cli::Codex) {
+        warnings.extend(hooks::codex_features(&root)?);
+    }
     let mut plans = hooks::plan_install(&root, &clis, &args.bin, args.citizen.as_deref())?;
     if !args.no_bridge {
         plans.extend(hooks::plan_bridge(&root)?);
-    }
-    let mut warnings = Vec::new();
-    if clis.contains(&Cli::Codex) {
-        warnings.extend(hooks::codex_features(&root));
     }
     if args.citizen.is_none() {
         warnings.push(

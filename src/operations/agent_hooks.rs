@@ -23,6 +23,8 @@ pub enum HooksError {
     Unreadable(String),
     #[error("{path} is read-only; make it writable (`chmod u+w {path}`) or edit it by hand — polisd changed nothing")]
     ReadOnly { path: String },
+    #[error("{path} is not valid TOML ({reason}); Codex cannot read it either — fix it, polisd changed nothing")]
+    NotToml { path: String, reason: String },
     #[error("{path} changed while polisd was editing it; run the command again")]
     Changed { path: String },
     #[error(transparent)]
@@ -204,7 +206,10 @@ pub fn status(project_root: &Path) -> Vec<CliStatus> {
                 }
             };
             if cli == Cli::Codex {
-                problems.extend(codex_features(project_root));
+                match codex_features(project_root) {
+                    Ok(warnings) => problems.extend(warnings),
+                    Err(e) => problems.push(e.to_string()),
+                }
             }
             CliStatus {
                 cli: cli.as_str(),
@@ -218,31 +223,25 @@ pub fn status(project_root: &Path) -> Vec<CliStatus> {
 }
 
 /// Codex turns hooks off with `[features] hooks = false` (or the older `codex_hooks`) in
-/// `.codex/config.toml`; say so rather than report hooks that never run.
-pub fn codex_features(project_root: &Path) -> Vec<String> {
+/// `.codex/config.toml`; say so rather than report hooks that never run. A config that is not
+/// TOML is an error: installing hooks Codex cannot load would only hide the problem.
+pub fn codex_features(project_root: &Path) -> Result<Vec<String>, HooksError> {
     let rel = ".codex/config.toml";
-    let text = match read(project_root, rel) {
-        Ok(Some(t)) => t,
-        Ok(None) => return Vec::new(),
-        Err(e) => return vec![e.to_string()],
+    let Some(text) = read(project_root, rel)? else {
+        return Ok(Vec::new());
     };
-    let value: toml::Table = match toml::from_str(&text) {
-        Ok(v) => v,
-        Err(e) => {
-            return vec![format!(
-                "{rel} is not valid TOML ({}); Codex will not read it either",
-                e.message()
-            )]
-        }
-    };
+    let value: toml::Table = toml::from_str(&text).map_err(|e| HooksError::NotToml {
+        path: rel.to_string(),
+        reason: e.message().to_string(),
+    })?;
     let features = value.get("features").and_then(|f| f.as_table());
     let off =
         |key: &str| features.and_then(|f| f.get(key)).and_then(|v| v.as_bool()) == Some(false);
-    if off("hooks") || off("codex_hooks") {
+    Ok(if off("hooks") || off("codex_hooks") {
         vec![format!(
             "{rel} sets `[features] hooks = false`: Codex runs no hooks until it is removed"
         )]
     } else {
         Vec::new()
-    }
+    })
 }

@@ -13,8 +13,8 @@ mod reconcile;
 pub mod reflection;
 pub mod route;
 pub mod session;
-pub mod summary;
 mod staleness;
+pub mod summary;
 mod tally;
 
 pub use deliver::{deliver, Delivery};
