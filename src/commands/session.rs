@@ -224,6 +224,8 @@ fn report(plans: &[Planned], dry_run: bool, json: bool, extra: &[String]) -> any
     }
     for p in plans {
         let verb = match (p.changes(), p.before.is_none(), dry_run) {
+            _ if p.remove && dry_run => "would remove",
+            _ if p.remove => "removed",
             (false, _, _) => "unchanged",
             (true, true, true) => "would create",
             (true, false, true) => "would update",

@@ -42,12 +42,24 @@ pub struct Planned {
     pub before: Option<String>,
     #[serde(skip)]
     pub after: String,
+    /// Remove the file instead: uninstall left nothing in a file install created (`{}`).
+    pub remove: bool,
 }
 
 impl Planned {
     /// Whether applying it changes the file.
     pub fn changes(&self) -> bool {
-        self.before.as_deref() != Some(self.after.as_str())
+        self.remove || self.before.as_deref() != Some(self.after.as_str())
+    }
+
+    fn new(path: &str, what: String, before: Option<String>, after: String) -> Planned {
+        Planned {
+            path: path.to_string(),
+            what,
+            before,
+            after,
+            remove: false,
+        }
     }
 }
 
@@ -81,12 +93,12 @@ pub fn plan_install(
         let rel = cli.settings_path();
         let before = read(project_root, rel)?;
         let after = agent_hooks::install(*cli, before.as_deref(), bin, citizen)?;
-        out.push(Planned {
-            path: rel.to_string(),
-            what: format!("install {} hooks", cli.display()),
+        out.push(Planned::new(
+            rel,
+            format!("install {} hooks", cli.display()),
             before,
             after,
-        });
+        ));
     }
     Ok(out)
 }
@@ -98,12 +110,14 @@ pub fn plan_uninstall(project_root: &Path, clis: &[Cli]) -> Result<Vec<Planned>,
         let rel = cli.settings_path();
         let before = read(project_root, rel)?;
         if let Some(after) = agent_hooks::uninstall(*cli, before.as_deref())? {
-            out.push(Planned {
-                path: rel.to_string(),
-                what: format!("remove {} hooks", cli.display()),
+            let mut plan = Planned::new(
+                rel,
+                format!("remove {} hooks", cli.display()),
                 before,
                 after,
-            });
+            );
+            plan.remove = plan.after.trim() == "{}";
+            out.push(plan);
         }
     }
     Ok(out)
@@ -117,12 +131,12 @@ pub fn plan_bridge(project_root: &Path) -> Result<Vec<Planned>, HooksError> {
     for rel in ["CLAUDE.md", "AGENTS.md", "GEMINI.md"] {
         let before = read(project_root, rel)?;
         let after = agent_hooks::upsert_section(before.as_deref(), &section);
-        out.push(Planned {
-            path: rel.into(),
-            what: "bridge pointer to _polis/CONSTITUTION.md".into(),
+        out.push(Planned::new(
+            rel,
+            "bridge pointer to _polis/CONSTITUTION.md".into(),
             before,
             after,
-        });
+        ));
     }
     let rel = ".agents/skills/polis-protocol/SKILL.md";
     let before = read(project_root, rel)?;
@@ -130,12 +144,7 @@ pub fn plan_bridge(project_root: &Path) -> Result<Vec<Planned>, HooksError> {
         Some(text) => agent_hooks::upsert_section(Some(text), &section),
         None => agent_hooks::skill_file(),
     };
-    out.push(Planned {
-        path: rel.into(),
-        what: "skill pointer".into(),
-        before,
-        after,
-    });
+    out.push(Planned::new(rel, "skill pointer".into(), before, after));
     Ok(out)
 }
 
@@ -148,6 +157,17 @@ pub fn apply(project_root: &Path, plans: &[Planned]) -> Result<usize, HooksError
     let writer = Writer::for_project(project_root)?;
     let mut written = 0;
     for p in plans.iter().filter(|p| p.changes()) {
+        if p.remove {
+            // Only the bytes planned from are removed; a file edited meanwhile stays.
+            if read(project_root, &p.path)? != p.before {
+                return Err(HooksError::Changed {
+                    path: p.path.clone(),
+                });
+            }
+            writer.remove(&p.path)?;
+            written += 1;
+            continue;
+        }
         match &p.before {
             None => {
                 if !writer.create_new(&p.path, p.after.as_bytes())? {
