@@ -255,7 +255,9 @@ pub fn read_tail_lines(
         .map_err(|e| unreadable(rel, &format!("cannot inspect it: {e}")))?
         .len();
     let mut start = len;
-    let mut buf: Vec<u8> = Vec::new();
+    // Chunks newest first; joined once at the end (prepending each chunk to one buffer would
+    // copy the tail again for every chunk read).
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
     loop {
         let step = CHUNK.min(start);
         start -= step;
@@ -263,25 +265,39 @@ pub fn read_tail_lines(
         file.seek(SeekFrom::Start(start))
             .and_then(|_| file.read_exact(&mut chunk))
             .map_err(|e| unreadable(rel, &format!("cannot read it: {e}")))?;
-        chunk.extend_from_slice(&buf);
-        buf = chunk;
+        chunks.push(chunk);
         let at_start = start == 0;
         let cut = !at_start && len - start >= max_bytes;
-        // The first partial line (unless at the start of the file) is not a line yet.
+        // The oldest complete line read so far: after the first line break of the oldest
+        // bytes (unless at the start of the file), looked for in the two oldest chunks.
+        let mut probe: Vec<u8> = chunks[chunks.len() - 1].clone();
+        if chunks.len() > 1 {
+            probe.extend_from_slice(&chunks[chunks.len() - 2]);
+        }
         let from = if at_start {
-            0
+            Some(0)
         } else {
-            match buf.iter().position(|b| *b == b'\n') {
-                Some(i) => i + 1,
-                None => continue,
-            }
+            probe.iter().position(|b| *b == b'\n').map(|i| i + 1)
         };
-        let oldest = buf[from..]
-            .split(|b| *b == b'\n')
-            .find(|l| !l.iter().all(u8::is_ascii_whitespace));
+        let oldest = from.and_then(|f| {
+            probe[f..]
+                .split(|b| *b == b'\n')
+                .find(|l| !l.iter().all(u8::is_ascii_whitespace))
+        });
         let done = at_start || cut || oldest.is_some_and(|l| enough(&String::from_utf8_lossy(l)));
         if done {
-            let text = String::from_utf8_lossy(&buf[from..]).into_owned();
+            let mut buf = Vec::with_capacity((len - start) as usize);
+            for c in chunks.iter().rev() {
+                buf.extend_from_slice(c);
+            }
+            let skip = if at_start {
+                0
+            } else {
+                buf.iter()
+                    .position(|b| *b == b'\n')
+                    .map_or(buf.len(), |i| i + 1)
+            };
+            let text = String::from_utf8_lossy(&buf[skip..]).into_owned();
             return Ok(Some(TailLines {
                 text,
                 whole: at_start,

@@ -383,14 +383,15 @@ fn last_lines_about(
         else {
             continue;
         };
-        let mut reached_cutoff = false;
         for line in tail.text.lines() {
+            // Most lines link no contract of ours: a substring test spares parsing them (the
+            // window of a busy chronicle is tens of thousands of lines).
+            if !line.contains("[[") || !ids.iter().any(|id| line.contains(id)) {
+                continue;
+            }
             let Ok(entry) = chronicle::parse_entry(line) else {
                 continue;
             };
-            if entry.stamp < cutoff {
-                reached_cutoff = true;
-            }
             let Some(target) = entry.link.and_then(chronicle::link_target) else {
                 continue;
             };
@@ -400,7 +401,8 @@ fn last_lines_about(
             let slot = last.entry(id.to_string()).or_insert(entry.stamp);
             *slot = (*slot).max(entry.stamp);
         }
-        if reached_cutoff || !tail.whole {
+        // The current file went back far enough (or hit the byte cap): no archive needed.
+        if !tail.whole {
             break;
         }
     }
