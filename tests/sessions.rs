@@ -739,6 +739,76 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
     let st: Value =
         serde_json::from_str(state["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
     assert!(st["status"]["citizens"].is_array());
+    // A full contract lifecycle through the same operations as the commands.
+    let opened = mcp.call(
+        20,
+        "polis_open_contract",
+        json!({"title": "Speed up the parser", "opened_by": OTHER, "required_tags": ["rust"],
+               "acceptance": ["benchmarks improve"]}),
+    );
+    assert_eq!(opened["result"]["isError"], false, "{opened}");
+    let o: Value = serde_json::from_str(tool_text(&opened)).unwrap();
+    let cid = o["contract_id"].as_str().unwrap().to_string();
+    assert!(p.exists(&format!("contracts/open/{cid}.md")));
+    let listed = mcp.call(21, "polis_list_contracts", json!({}));
+    assert!(tool_text(&listed).contains(&cid));
+    let routed = mcp.call(22, "polis_route", json!({"contract_id": cid, "seed": 1}));
+    assert_eq!(routed["result"]["isError"], false, "{routed}");
+    let context = mcp.call(23, "polis_context", json!({"contract_id": cid}));
+    assert!(
+        tool_text(&context).contains("benchmarks improve"),
+        "{context}"
+    );
+    let claimed = mcp.call(
+        24,
+        "polis_claim_contract",
+        json!({"contract_id": cid, "citizen": ME}),
+    );
+    assert_eq!(claimed["result"]["isError"], false, "{claimed}");
+    let second = mcp.call(
+        25,
+        "polis_claim_contract",
+        json!({"contract_id": cid, "citizen": OTHER}),
+    );
+    assert_eq!(second["result"]["isError"], true, "{second}");
+    assert!(
+        tool_text(&second).contains(ME),
+        "the loser is told who owns it: {second}"
+    );
+    let guard = mcp.call(
+        26,
+        "polis_add_guardrail",
+        json!({"text": "run cargo bench", "tags": ["rust"]}),
+    );
+    assert_eq!(guard["result"]["isError"], false, "{guard}");
+    let primer = mcp.call(27, "polis_prime", json!({"citizen": ME}));
+    assert!(
+        tool_text(&primer).contains("guardrail (must pass): `run cargo bench`"),
+        "{primer}"
+    );
+    let bad = mcp.call(
+        28,
+        "polis_settle_contract",
+        json!({"contract_id": cid, "quality": 9}),
+    );
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    let settled = mcp.call(
+        29,
+        "polis_settle_contract",
+        json!({"contract_id": cid, "quality": 4, "minutes": 30}),
+    );
+    assert_eq!(settled["result"]["isError"], false, "{settled}");
+    assert!(p.exists(&format!("contracts/settled/{cid}.md")));
+    assert!(!p.exists(&format!("contracts/open/{cid}.md")));
+    let shown = mcp.call(30, "polis_show_contract", json!({"contract_id": cid}));
+    assert!(
+        tool_text(&shown).contains("\"state\": \"settled\""),
+        "{shown}"
+    );
+    assert!(p
+        .read("chronicle.md")
+        .contains(&format!("settled contract | [[contracts/settled/{cid}]]")));
+
     mcp.send("this is not json");
     let parse = mcp.response(Value::Null);
     assert_eq!(parse["error"]["code"], -32700, "{parse}");

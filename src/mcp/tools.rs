@@ -1,7 +1,8 @@
 //! The MCP tools: their short schemas and their calls into `operations/`.
 
 use crate::fs::snapshot::Polis;
-use crate::operations::{self, session, summary};
+use crate::fs::writer::Writer;
+use crate::operations::{self, contract, session, summary, OpError};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::layout::ContractFolder;
 use serde_json::{json, Map, Value};
@@ -31,7 +32,6 @@ fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> 
 /// Every tool, with a one-line description.
 pub fn list() -> Vec<Value> {
     let citizen = json!({"type": "string", "description": "Your citizen id."});
-    let _ = strings;
     vec![
         tool(
             "polis_status",
@@ -42,7 +42,8 @@ pub fn list() -> Vec<Value> {
         tool(
             "polis_list_contracts",
             "List contracts in one state (default open).",
-            json!({"state": {"type": "string", "enum": ["open", "settled", "abandoned"]}}),
+            json!({"state": {"type": "string", "enum": ["open", "settled", "abandoned"]},
+                   "owner": {"type": "string"}}),
             &[],
         ),
         tool(
@@ -69,10 +70,55 @@ pub fn list() -> Vec<Value> {
         ),
         tool(
             "polis_amendments",
-            "Proposed amendments and what a tally would decide now (writes nothing).",
+            "Amendments with their votes, and what a tally would decide now (writes nothing).",
             json!({}),
             &[],
         ),
+        tool("polis_open_contract", "Open a contract; matching guardrails become acceptance criteria.",
+            json!({"title": {"type": "string"}, "opened_by": {"type": "string"},
+                   "required_tags": strings("Capability tags."),
+                   "stakes": {"type": "string", "enum": ["low", "medium", "high"]},
+                   "cost_ceiling": {"type": "string", "enum": ["low", "medium", "high"]},
+                   "acceptance": strings("Acceptance criteria."),
+                   "deadline": {"type": "string"}}),
+            &["title", "opened_by"]),
+        tool("polis_claim_contract", "Claim an open contract (atomic: one claimer wins).",
+            json!({"contract_id": {"type": "string"}, "citizen": {"type": "string"},
+                   "force": {"type": "boolean", "description": "Take it from its owner."}}),
+            &["contract_id", "citizen"]),
+        tool("polis_settle_contract", "Settle a contract with a quality 1-5.",
+            json!({"contract_id": {"type": "string"},
+                   "quality": {"type": "integer", "minimum": 1, "maximum": 5},
+                   "minutes": {"type": "integer"}, "by": {"type": "string"},
+                   "outcome": {"type": "string"}}),
+            &["contract_id", "quality"]),
+        tool("polis_abandon_contract", "Abandon an open contract.",
+            json!({"contract_id": {"type": "string"}, "reason": {"type": "string"},
+                   "by": {"type": "string"}}),
+            &["contract_id"]),
+        tool("polis_show_contract", "One contract's file, wherever it is.",
+            json!({"contract_id": {"type": "string"}}), &["contract_id"]),
+        tool("polis_context", "Read before working: criteria, guardrails, lessons for a contract.",
+            json!({"contract_id": {"type": "string"}}), &["contract_id"]),
+        tool("polis_reserve", "Reserve project paths or globs; refused naming the holder.",
+            json!({"citizen": {"type": "string"}, "paths": strings("Paths or globs."),
+                   "ttl_minutes": {"type": "integer"}, "note": {"type": "string"},
+                   "contract": {"type": "string"}}),
+            &["citizen", "paths"]),
+        tool("polis_release", "Release your reservations (all, or these paths).",
+            json!({"citizen": {"type": "string"}, "paths": strings("Paths (omit for all).")}),
+            &["citizen"]),
+        tool("polis_reservations", "Every reservation: who holds what, until when.", json!({}), &[]),
+        tool("polis_add_guardrail", "Record a must-pass check for future contracts on these tags.",
+            json!({"text": {"type": "string"}, "tags": strings("Tags (empty: every contract)."),
+                   "source_contract": {"type": "string"}}),
+            &["text"]),
+        tool("polis_guardrails", "The active guardrails.", json!({}), &[]),
+        tool("polis_vote", "Vote on a proposed amendment.",
+            json!({"amendment_id": {"type": "string"}, "citizen": {"type": "string"},
+                   "vote": {"type": "string", "enum": ["agree", "disagree", "abstain", "request_changes"]},
+                   "rationale": {"type": "string"}}),
+            &["amendment_id", "citizen", "vote"]),
     ]
 }
 
@@ -95,6 +141,17 @@ pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
         "polis_prime" => prime(root, args),
         "polis_notices" => notices(root, args),
         "polis_amendments" => amendments(root),
+        "polis_open_contract" => open_contract(root, args),
+        "polis_claim_contract" => claim(root, args),
+        "polis_settle_contract" => settle(root, args),
+        "polis_abandon_contract" => abandon(root, args),
+        "polis_show_contract" => {
+            arg_str(args, "contract_id").and_then(|id| done(contract::show(root, id)))
+        }
+        "polis_context" => context(root, args),
+        "polis_add_guardrail" => add_guardrail(root, args),
+        "polis_guardrails" => Ok(json!({"guardrails": operations::guardrail::list(root)})),
+        "polis_vote" => vote(root, args),
         other => return Outcome::Unknown(other.to_string()),
     };
     match result {
@@ -109,7 +166,149 @@ fn list_contracts(root: &Path, args: &Map<String, Value>) -> Result<Value, Strin
         .into_iter()
         .find(|f| f.name() == state)
         .ok_or_else(|| format!("unknown state `{state}`: use open, settled or abandoned"))?;
-    Ok(json!({"state": state, "contracts": summary::list_contracts(root, folder)}))
+    let owner = args.get("owner").and_then(Value::as_str);
+    Ok(json!({"state": state, "contracts": contract::list(root, folder, owner)}))
+}
+
+/// An operation's result as the tool's answer (`ok: true` added, as the commands' `--json`).
+fn done<T: serde::Serialize>(result: Result<T, OpError>) -> Result<Value, String> {
+    let value = result.map_err(|e| e.to_string())?;
+    let mut v = serde_json::to_value(&value).map_err(|e| e.to_string())?;
+    if let Some(map) = v.as_object_mut() {
+        map.insert("ok".into(), Value::Bool(true));
+    }
+    Ok(v)
+}
+
+fn writer(root: &Path) -> Result<Writer, String> {
+    Writer::unrecorded(root).map_err(|e| e.to_string())
+}
+
+fn opt_str(args: &Map<String, Value>, key: &str) -> Option<String> {
+    args.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+fn str_list(args: &Map<String, Value>, key: &str) -> Vec<String> {
+    match args.get(key) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        // A comma-separated string, as the commands take tags.
+        Some(Value::String(s)) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn open_contract(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let req = contract::OpenRequest {
+        title: arg_str(args, "title")?.trim().to_string(),
+        by: arg_str(args, "opened_by")?.to_string(),
+        tags: str_list(args, "required_tags"),
+        stakes: opt_str(args, "stakes").unwrap_or_else(|| "medium".into()),
+        cost_ceiling: opt_str(args, "cost_ceiling").unwrap_or_else(|| "medium".into()),
+        deadline: opt_str(args, "deadline"),
+        accept: str_list(args, "acceptance"),
+    };
+    let now = operations::chronicle::polis_now(root);
+    done(contract::open(&writer(root)?, &now, &req))
+}
+
+fn claim(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let id = arg_str(args, "contract_id")?;
+    let citizen = arg_str(args, "citizen")?;
+    let now = operations::chronicle::polis_now(root);
+    done(contract::claim(
+        &writer(root)?,
+        &now,
+        id,
+        citizen,
+        arg_bool(args, "force", false),
+    ))
+}
+
+fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let quality = args
+        .get("quality")
+        .and_then(Value::as_i64)
+        .ok_or("missing required argument: 'quality' (an integer 1-5)")?;
+    let req = contract::SettleRequest {
+        id: arg_str(args, "contract_id")?.to_string(),
+        quality,
+        minutes: args
+            .get("minutes")
+            .and_then(Value::as_u64)
+            .and_then(|m| u32::try_from(m).ok()),
+        by: opt_str(args, "by"),
+        outcome: opt_str(args, "outcome"),
+        lesson: None,
+        reconcile_without_daemon: true,
+    };
+    let now = operations::chronicle::polis_now(root);
+    done(contract::settle(&writer(root)?, &now, &req))
+}
+
+fn abandon(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let id = arg_str(args, "contract_id")?;
+    let now = operations::chronicle::polis_now(root);
+    done(contract::abandon(
+        &writer(root)?,
+        &now,
+        id,
+        opt_str(args, "reason").as_deref(),
+        opt_str(args, "by").as_deref(),
+    ))
+}
+
+fn context(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let id = arg_str(args, "contract_id")?;
+    let packet = operations::context::packet(root, id).map_err(|e| e.to_string())?;
+    let markdown = operations::context::render(&packet);
+    Ok(json!({"ok": true, "markdown": markdown, "packet": packet}))
+}
+
+fn add_guardrail(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let text = arg_str(args, "text")?;
+    let now = operations::chronicle::polis_now(root);
+    done(operations::guardrail::add(
+        &writer(root)?,
+        &now,
+        text,
+        &str_list(args, "tags"),
+        opt_str(args, "source_contract").as_deref(),
+    ))
+}
+
+fn vote(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    use crate::protocol::amendment::Vote;
+    let aid = arg_str(args, "amendment_id")?;
+    let citizen = arg_str(args, "citizen")?;
+    let vote = match arg_str(args, "vote")? {
+        "agree" => Vote::Agree,
+        "disagree" => Vote::Disagree,
+        "abstain" => Vote::Abstain,
+        "request_changes" | "request changes" => Vote::RequestChanges,
+        other => {
+            return Err(format!(
+                "`{other}` is not a vote: use agree, disagree, abstain or request_changes"
+            ))
+        }
+    };
+    let now = operations::chronicle::polis_now(root);
+    done(operations::amendment::vote(
+        &writer(root)?,
+        &now,
+        aid,
+        citizen,
+        vote,
+        opt_str(args, "rationale").as_deref(),
+    ))
 }
 
 fn route(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
@@ -169,6 +368,6 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
 fn amendments(root: &Path) -> Result<Value, String> {
     let polis = Polis::read(root);
     let now = PolisTime::system(polis.settings.timezone);
-    let (results, _) = operations::tally(&polis, None, &now).map_err(|e| e.to_string())?;
-    Ok(json!({"amendments": results}))
+    let (tally, _) = operations::tally(&polis, None, &now).map_err(|e| e.to_string())?;
+    Ok(json!({"amendments": operations::amendment::list(root), "tally": tally}))
 }

@@ -2,8 +2,8 @@
 //! notices, marking them read, and archiving read notices.
 //!
 //! Every read here is bounded to what is printed: the citizen's own card, status and inbox,
-//! `contracts/open/`, `amendments/proposed/`, the lesson folders of the tags it works on, and
-//! the tail of the chronicle back to the stale window. Settled contracts, other citizens'
+//! `contracts/open/`, `amendments/proposed/`, the lesson folders of the tags it works on,
+//! `guardrails/`, and the tail of the chronicle back to the stale window. Settled contracts, other citizens'
 //! folders and the rest of the chronicle are never opened, so a session start costs the same on
 //! a polis with ten thousand settled contracts as on a new one.
 //!
@@ -240,6 +240,17 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         }
     }
     let lessons = lessons_for(root, &tags);
+    let tag_list: Vec<String> = tags.iter().map(|t| t.to_string()).collect();
+    // Guardrails the citizen's contracts inherit; none when it owns nothing (a tagless
+    // guardrail applies to every contract, but there is no contract to apply it to).
+    let guardrails: Vec<String> = if owned.is_empty() {
+        Vec::new()
+    } else {
+        super::guardrail::matching(root, &tag_list)
+            .into_iter()
+            .map(|g| g.text)
+            .collect()
+    };
 
     let input = PrimerInput {
         identity,
@@ -248,6 +259,8 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         votes,
         notices: view.unread().into_iter().cloned().collect(),
         lessons,
+        guardrails,
+        has_guardrails: true,
         ..Default::default()
     };
     let primer = primer::render(&input, primer::BUDGET);

@@ -1,6 +1,6 @@
-//! Read-only summaries of a polis for the servers (the MCP server's `polis_status`,
-//! `polis_list_contracts` and its `polis://state` resource), with the reference MCP server's
-//! keys so that a client written for it reads them unchanged.
+//! Read-only summaries of a polis for the servers (the MCP server's `polis_status` and its
+//! `polis://state` resource), with the reference MCP server's keys so that a client written for
+//! it reads them unchanged.
 
 use crate::fs::snapshot::{self, MAX_RECORD_BYTES};
 use crate::protocol::layout::{self, ContractFolder};
@@ -48,34 +48,6 @@ pub fn status(root: &Path) -> Value {
     })
 }
 
-/// The reference's `list_contracts`: id, title, status, owner and tags of each contract in a
-/// folder, in file-name order. A file whose frontmatter cannot be read is listed with its
-/// finding instead of being skipped.
-pub fn list_contracts(root: &Path, folder: ContractFolder) -> Vec<Value> {
-    let mut findings = Vec::new();
-    let mut out = Vec::new();
-    for entry in snapshot::list(root, folder.dir(), ".md", &mut findings) {
-        let mut found = Vec::new();
-        match snapshot::read_record(root, &entry.rel, &entry.stem, &mut found) {
-            Some(file) => {
-                let c = crate::protocol::contract::Contract::from_record(&file.record);
-                out.push(json!({
-                    "contract_id": c.contract_id.unwrap_or(entry.stem),
-                    "title": c.title.unwrap_or_default(),
-                    "status": c.status.unwrap_or_else(|| "?".into()),
-                    "owner": c.owner,
-                    "required_tags": c.required_tags,
-                }));
-            }
-            None => out.push(json!({
-                "contract_id": entry.stem,
-                "error": found.first().map(|f| f.to_string()),
-            })),
-        }
-    }
-    out
-}
-
 /// `polis://state`: the status, every open contract and the proposed amendments.
 pub fn state(root: &Path) -> Value {
     let mut findings = Vec::new();
@@ -99,7 +71,7 @@ pub fn state(root: &Path) -> Value {
     .collect();
     json!({
         "status": status(root),
-        "contracts": {"open": list_contracts(root, ContractFolder::Open)},
+        "contracts": {"open": crate::operations::contract::list(root, ContractFolder::Open, None)},
         "amendments": amendments,
     })
 }
