@@ -19,6 +19,7 @@ pub mod lesson;
 pub mod notice;
 pub mod primer;
 pub mod reflection;
+pub mod reservation;
 pub mod review;
 pub mod routing;
 pub mod settings;
