@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers from the bottom up; a file may name its own layer and those before it.
-const LAYERS: [&str; 8] = [
+const LAYERS: [&str; 9] = [
     "yaml",
     "protocol",
     "fs",
@@ -21,6 +21,7 @@ const LAYERS: [&str; 8] = [
     "daemon",
     "bench",
     "dashboard",
+    "mcp",
     "commands",
 ];
 

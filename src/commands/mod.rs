@@ -16,6 +16,7 @@ pub mod reflect;
 pub mod reserve;
 pub mod review;
 pub mod route;
+pub mod session;
 pub mod status;
 pub mod verify;
 
@@ -40,11 +41,17 @@ pub fn run() -> std::process::ExitCode {
             eprintln!("polisd: {err:#}");
             let usage = err
                 .downcast_ref::<crate::fs::locate::LocateError>()
-                .is_some();
+                .is_some()
+                || err.downcast_ref::<Usage>().is_some();
             std::process::ExitCode::from(if usage { 2 } else { 1 })
         }
     }
 }
+
+/// A usage error found after argument parsing (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
 
 /// Runs a command; the `u8` is the process exit code.
 pub fn dispatch(command: Command) -> anyhow::Result<u8> {
@@ -90,6 +97,23 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             for rel in &kept {
                 println!("  kept {rel}");
             }
+            if !args.no_bridge {
+                // The protocol's skill points every agent CLI at the constitution; an existing
+                // file keeps its text and gets (or updates) polisd's marked section.
+                let plans = crate::operations::agent_hooks::plan_bridge(&args.project_root)?;
+                crate::operations::agent_hooks::apply(&args.project_root, &plans)?;
+                for p in plans.iter().filter(|p| p.changes()) {
+                    println!(
+                        "  {} {}",
+                        if p.before.is_none() {
+                            "wrote"
+                        } else {
+                            "updated"
+                        },
+                        p.path
+                    );
+                }
+            }
             Ok(0)
         }
         Command::Service(args) => {
@@ -131,6 +155,12 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Demo(args) => {
             crate::commands::demo::run(args.keep_running, &mut std::io::stdout())
         }
+        Command::Prime(args) => session::prime(args),
+        Command::Notices(args) => session::notices(args),
+        Command::Inbox(command) => session::inbox(command),
+        Command::Hooks(command) => session::hooks(command),
+        Command::Hook(args) => session::hook(args),
+        Command::Mcp(args) => crate::mcp::serve(&locate(args.path.as_deref())?),
     }
 }
 

@@ -25,7 +25,7 @@
 //!   tallies, notifications, writes}, last_findings: [..up to 10, newest last]}`.
 
 use crate::fs::snapshot::Polis;
-use crate::operations::summary::{summarize, Summary};
+use crate::operations::status::{summarize, Summary};
 use crate::protocol::clock::PolisTime;
 
 pub fn run(args: crate::commands::cli::JsonPolisArg) -> anyhow::Result<u8> {
@@ -210,7 +210,7 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::operations::summary::{newest_findings, NEWEST_FINDINGS};
+    use crate::operations::status::{newest_findings, NEWEST_FINDINGS};
     use crate::protocol::finding::Finding;
 
     #[test]

@@ -4,7 +4,7 @@
 
 use crate::daemon::Change;
 use crate::fs::snapshot::Polis;
-use crate::operations::summary::Summary;
+use crate::operations::status::Summary;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Finding;
 use crate::protocol::stats::{RoutingStats, TagHistory};
@@ -86,7 +86,7 @@ pub fn read(root: &Path, generation: u64) -> Snapshot {
     let polis = Polis::read(root);
     let now = PolisTime::system(polis.settings.timezone);
     let daemon = crate::fs::state::read_status(root).ok().flatten();
-    let summary = crate::operations::summary::summarize(&polis, &now, daemon).unwrap_or_else(|e| {
+    let summary = crate::operations::status::summarize(&polis, &now, daemon).unwrap_or_else(|e| {
         tracing::warn!("dashboard: cannot summarize {}: {e:#}", root.display());
         empty_summary(&polis, &now)
     });
@@ -130,7 +130,7 @@ fn empty_summary(polis: &Polis, now: &PolisTime) -> Summary {
         contracts: Default::default(),
         tags: Vec::new(),
         amendments: Vec::new(),
-        findings: crate::operations::summary::FindingsSummary {
+        findings: crate::operations::status::FindingsSummary {
             errors: 0,
             warnings: 0,
             newest: Vec::new(),

@@ -685,6 +685,50 @@ impl State {
     }
 }
 
+/// Where the session hooks of one citizen keep their rate limit on this machine:
+/// `hooks/<citizen>.json` in the polis's state folder. Small and separate from `state.json`, so
+/// a hook never loads (or rewrites) the daemon's state.
+fn hook_file(polis_root: &Path, citizen: &str) -> Result<(PathBuf, PathBuf), StateError> {
+    let dir = polis_state_dir(&state_base_dir()?, &canonical(polis_root)).join("hooks");
+    let name = format!("{citizen}.json");
+    Ok((dir, PathBuf::from(name)))
+}
+
+/// When the hooks of `citizen` last looked at its inbox on this machine, as recorded (the
+/// recorded time, never a file's mtime). `None` when never, or unreadable.
+pub fn hook_last_check(polis_root: &Path, citizen: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    let (dir, name) = hook_file(polis_root, citizen).ok()?;
+    let bytes = fs::read(dir.join(name)).ok()?;
+    let record: HookRecord = serde_json::from_slice(&bytes).ok()?;
+    chrono::DateTime::parse_from_rfc3339(&record.last_check)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// Records that the hooks of `citizen` looked at its inbox at `at`.
+pub fn set_hook_last_check(
+    polis_root: &Path,
+    citizen: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<(), StateError> {
+    let (dir, name) = hook_file(polis_root, citizen)?;
+    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+    let record = HookRecord {
+        last_check: at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    };
+    let mut bytes = serde_json::to_vec(&record).map_err(|source| StateError::Encode {
+        path: dir.join(&name),
+        source,
+    })?;
+    bytes.push(b'\n');
+    replace_file(&dir, &name.to_string_lossy(), &bytes, false)
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct HookRecord {
+    last_check: String,
+}
+
 /// Whether a daemon holds `polis_root`'s lock, without loading (or creating) its state: what a
 /// one-shot command asks before doing work the daemon would do anyway. `false` when no daemon
 /// ever ran for the polis.

@@ -6,6 +6,7 @@
 //! the folder's state (and the sent-notification ledger), so running it twice, or after a crash
 //! half-way, changes nothing twice (SPEC §11).
 
+pub mod agent_hooks;
 pub mod amendment;
 mod check;
 pub mod chronicle;
@@ -22,7 +23,9 @@ pub mod reflection;
 pub mod reservation;
 pub mod review;
 pub mod route;
+pub mod session;
 mod staleness;
+pub mod status;
 pub mod summary;
 mod tally;
 
