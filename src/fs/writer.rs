@@ -11,6 +11,16 @@
 //! It never decides *what* to write; callers bring the bytes. Nothing else in the crate opens a
 //! file for writing. The state directory (outside `_polis/`) is written by `state`, not here.
 //!
+//! Before it edits or moves a file an agent owns, the writer makes sure nobody is still writing
+//! it (SPEC §11, issue 21): the file must have been seen unchanged (identity, size, mtime,
+//! ctime, mode) for the [`Stability`] window, and on Linux polisd must be able to take a read
+//! lease on it (`F_SETLEASE`), which the kernel grants only while no process has the file open
+//! for writing and breaks when one opens it during the edit. A file that is not settled yet is
+//! left alone and its path is recorded as deferred, for the caller to come back to. Elsewhere
+//! (macOS, file systems without leases, a file owned by another user) only the window applies.
+//! No file with more than one hard link is written or replaced: the other name may lie
+//! outside the polis.
+//!
 //! Residual race: parent folders are checked with `lstat` just before use, so an agent that
 //! swaps a checked folder for a link in the microseconds between check and rename could still
 //! redirect one write. The final component is never followed (rename replaces a link rather
@@ -23,7 +33,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt as _, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// SHA-256 of some bytes; the key of the own-write ledger.
 pub type Hash = [u8; 32];
@@ -58,6 +68,8 @@ pub enum WriteError {
     TargetExists { from: PathBuf, to: PathBuf },
     #[error("cannot move `{}`: it does not exist", .0.display())]
     Missing(PathBuf),
+    #[error("`{}` has {links} hard links; polisd never writes a file that another name (perhaps outside _polis/) shares — replace it with a plain copy (`cp --remove-destination`)", .path.display())]
+    HardLinked { path: PathBuf, links: u64 },
     #[error("short write appending to `{}`: {written} of {wanted} bytes (disk full or file-size limit?)", .path.display())]
     ShortWrite {
         path: PathBuf,
@@ -95,6 +107,7 @@ impl WriteError {
                 | WriteError::NotADirectory { .. }
                 | WriteError::NotRegular { .. }
                 | WriteError::TargetExists { .. }
+                | WriteError::HardLinked { .. }
         )
     }
 }
@@ -117,6 +130,76 @@ pub enum CompareOutcome {
     Conflict {
         current: Option<Vec<u8>>,
     },
+    /// Someone may still be writing the file; nothing was written. Its path is recorded as
+    /// deferred ([`Writer::take_due`]); try again after `retry_after`.
+    NotSettled {
+        reason: Unsettled,
+        retry_after: Duration,
+    },
+}
+
+/// Why an agent's file is not edited yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsettled {
+    /// It changed less than the stability window ago.
+    Changing,
+    /// Another process has it open for writing (Linux: the read lease was refused or broken).
+    OpenForWriting,
+}
+
+impl Unsettled {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Unsettled::Changing => "it changed too recently",
+            Unsettled::OpenForWriting => "another process has it open for writing",
+        }
+    }
+}
+
+/// How the writer waits for an agent's file to be settled before editing or moving it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stability {
+    /// How long the file must have been seen unchanged.
+    pub window: Duration,
+    /// `true`: wait inside the call (one-shot commands); `false`: return
+    /// [`CompareOutcome::NotSettled`] at once and record the path as deferred (the daemon).
+    pub wait: bool,
+}
+
+impl Default for Stability {
+    /// Twice the daemon's default debounce, waited for in the call.
+    fn default() -> Self {
+        Stability {
+            window: Duration::from_millis(400),
+            wait: true,
+        }
+    }
+}
+
+/// What can tell a file changed: its identity and the metadata a write, a `chmod` or a
+/// replacement changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    mode: u32,
+}
+
+impl FileId {
+    fn of(meta: &fs::Metadata) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            mode: meta.mode(),
+        }
+    }
 }
 
 /// What [`Writer::rename_within`] did.
@@ -126,6 +209,12 @@ pub enum RenameOutcome {
     /// The target already held the same bytes (a replayed move); the source, if still there,
     /// was removed.
     AlreadyMoved,
+    /// Someone may still be writing the source; nothing was moved (see
+    /// [`CompareOutcome::NotSettled`]).
+    NotSettled {
+        reason: Unsettled,
+        retry_after: Duration,
+    },
 }
 
 /// What [`Writer::remove`] did.
@@ -133,6 +222,14 @@ pub enum RenameOutcome {
 pub enum RemoveOutcome {
     Removed,
     AlreadyGone,
+}
+
+/// The lock on a `_polis/` folder taken by [`Writer::try_lock_polis`].
+#[derive(Debug)]
+pub struct PolisLock {
+    /// (device, inode) of the locked folder.
+    pub id: (u64, u64),
+    _dir: File,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +243,11 @@ enum Ledger {
 pub struct Writer {
     root: PathBuf,
     ledger: Mutex<HashMap<PathBuf, Ledger>>,
+    stability: Stability,
+    /// Agents' files polisd wanted to edit: how each looked when first seen so, and since when.
+    seen: Mutex<HashMap<PathBuf, (FileId, Instant)>>,
+    /// Paths left alone because they were not settled, with when to look again.
+    deferred: Mutex<HashMap<PathBuf, Instant>>,
 }
 
 /// `O_NOFOLLOW | O_NONBLOCK`: a link is refused rather than followed, and a FIFO put in place
@@ -194,12 +296,167 @@ impl Writer {
         Ok(Writer {
             root,
             ledger: Mutex::new(HashMap::new()),
+            stability: Stability::default(),
+            seen: Mutex::new(HashMap::new()),
+            deferred: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Sets how agents' files are waited for (the daemon: its window, without waiting).
+    pub fn set_stability(&mut self, stability: Stability) {
+        self.stability = stability;
+    }
+
+    pub fn stability(&self) -> Stability {
+        self.stability
+    }
+
+    /// When the earliest deferred path is due to be looked at again.
+    pub fn next_deferred(&self) -> Option<Instant> {
+        lock(&self.deferred).values().min().copied()
+    }
+
+    /// Takes the deferred paths due at `now` (relative to the root).
+    pub fn take_due(&self, now: Instant) -> Vec<PathBuf> {
+        let mut deferred = lock(&self.deferred);
+        let due: Vec<PathBuf> = deferred
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in &due {
+            deferred.remove(p);
+        }
+        due
+    }
+
+    /// Whether nobody is writing `rel`: unchanged for the stability window and, where leases
+    /// exist, open for writing by no process. `Ok(None)` when settled (or missing); otherwise
+    /// why not and when to look again (the path is recorded as deferred). Waits for the window
+    /// when the writer is set to wait.
+    pub fn settled(&self, rel: impl AsRef<Path>) -> Result<Option<(Unsettled, Duration)>, WriteError> {
+        let t = self.target(rel.as_ref())?;
+        if !self.ensure_parents(&t, false)? {
+            return Ok(None);
+        }
+        let Some(meta) = self.existing_file(&t)? else {
+            return Ok(None);
+        };
+        if let Err(not) = self.settle(&t, &meta) {
+            return Ok(Some(not));
+        }
+        let file = open_no_follow(&t)?;
+        match lease::take(&file) {
+            lease::Taken::OpenForWriting => Ok(Some(self.defer(&t, Unsettled::OpenForWriting))),
+            _ => Ok(None),
+        }
+    }
+
+    /// The stability window for one file: `Err` (deferred) while it has been seen unchanged
+    /// for less than the window. Waits instead when the writer is set to wait, giving up after
+    /// ten windows of a file that keeps changing.
+    fn settle(&self, t: &Target, meta: &fs::Metadata) -> Result<(), (Unsettled, Duration)> {
+        let window = self.stability.window;
+        let mut meta = meta.clone();
+        let deadline = Instant::now() + window.saturating_mul(10);
+        loop {
+            let id = FileId::of(&meta);
+            let now = Instant::now();
+            let since = {
+                let mut seen = lock(&self.seen);
+                if seen.len() > 4096 {
+                    seen.clear();
+                }
+                match seen.get(&t.rel) {
+                    Some((seen_id, since)) if *seen_id == id => *since,
+                    _ => {
+                        seen.insert(t.rel.clone(), (id, now));
+                        now
+                    }
+                }
+            };
+            let remaining = window.saturating_sub(now.duration_since(since));
+            if remaining.is_zero() {
+                return Ok(());
+            }
+            if !self.stability.wait || now >= deadline {
+                return Err(self.defer(t, Unsettled::Changing));
+            }
+            std::thread::sleep(remaining);
+            meta = match fs::symlink_metadata(&t.abs) {
+                Ok(m) => m,
+                Err(_) => return Ok(()),
+            };
+        }
+    }
+
+    /// Records `t` as deferred and says when to look again.
+    fn defer(&self, t: &Target, reason: Unsettled) -> (Unsettled, Duration) {
+        let retry_after = self.stability.window.max(Duration::from_millis(50));
+        lock(&self.deferred).insert(t.rel.clone(), Instant::now() + retry_after);
+        (reason, retry_after)
+    }
+
+    /// After polisd's own edit or move: the file as it now is counts as settled.
+    fn remember_settled(&self, t: &Target) {
+        if let Ok(meta) = fs::symlink_metadata(&t.abs) {
+            let since = Instant::now()
+                .checked_sub(self.stability.window)
+                .unwrap_or_else(Instant::now);
+            lock(&self.seen).insert(t.rel.clone(), (FileId::of(&meta), since));
+        }
+        lock(&self.deferred).remove(&t.rel);
+    }
+
+    /// Opens an agent's file to edit it and takes the read lease, or says why not: the lease
+    /// held for the edit (when leases work here), and the file.
+    fn open_settled(&self, t: &Target) -> Result<Result<(File, bool), (Unsettled, Duration)>, WriteError> {
+        let file = open_no_follow(t)?;
+        check_single_link(t, &file.metadata().map_err(io_err("inspect", &t.rel))?)?;
+        match lease::take(&file) {
+            lease::Taken::Held => Ok(Ok((file, true))),
+            lease::Taken::Unsupported => Ok(Ok((file, false))),
+            lease::Taken::OpenForWriting => Ok(Err(self.defer(t, Unsettled::OpenForWriting))),
+        }
     }
 
     /// The canonical `_polis/` root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Takes an exclusive advisory lock (`flock`) on the `_polis/` folder itself, or `None`
+    /// when another process holds it. Whatever state directory each daemon uses, two daemons
+    /// on one folder meet here. Held until the returned lock is dropped.
+    pub fn try_lock_polis(&self) -> Result<Option<PolisLock>, WriteError> {
+        use std::os::unix::fs::MetadataExt;
+        self.check_root()?;
+        let dir = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+            .open(&self.root)
+            .map_err(io_err("open the polis folder", &self.root))?;
+        let meta = dir
+            .metadata()
+            .map_err(io_err("inspect the polis folder", &self.root))?;
+        match fs4::fs_std::FileExt::try_lock_exclusive(&dir) {
+            Ok(true) => Ok(Some(PolisLock {
+                id: (meta.dev(), meta.ino()),
+                _dir: dir,
+            })),
+            Ok(false) => Ok(None),
+            Err(e) => Err(io_err("lock the polis folder", &self.root)(e)),
+        }
+    }
+
+    /// The (device, inode) of the `_polis/` folder now at the root, to tell whether a lock is
+    /// still on it (the folder may have been deleted and restored).
+    pub fn root_id(&self) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        fs::symlink_metadata(&self.root)
+            .ok()
+            .filter(|m| m.is_dir())
+            .map(|m| (m.dev(), m.ino()))
     }
 
     /// Replaces `rel` with `bytes` atomically (temp file in the same folder, fsync, rename,
@@ -215,6 +472,7 @@ impl Writer {
         let existing = self.existing_file(&t)?;
         let mode = match &existing {
             Some(meta) => {
+                check_single_link(&t, meta)?;
                 if read_no_follow(&t)? == bytes {
                     return Ok(WriteOutcome::Unchanged);
                 }
@@ -260,12 +518,27 @@ impl Writer {
     /// end with a newline, one is written first (in the same `write`), so an agent's unfinished
     /// last line never swallows ours.
     pub fn append_locked(&self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<(), WriteError> {
+        self.append_locked_unless(rel, bytes, |_| false).map(|_| ())
+    }
+
+    /// [`Writer::append_locked`], unless `already(current bytes)` says the file holds what the
+    /// append would add: the check and the append happen under the same lock, so two polisd
+    /// processes (or a one-shot command beside the daemon) never append the same block twice.
+    /// Returns whether it appended.
+    pub fn append_locked_unless(
+        &self,
+        rel: impl AsRef<Path>,
+        bytes: &[u8],
+        already: impl Fn(&[u8]) -> bool,
+    ) -> Result<bool, WriteError> {
         let t = self.target(rel.as_ref())?;
         if bytes.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         self.ensure_parents(&t, true)?;
-        self.existing_file(&t)?;
+        if let Some(meta) = self.existing_file(&t)? {
+            check_single_link(&t, &meta)?;
+        }
         let mut file = OpenOptions::new()
             .read(true)
             .append(true)
@@ -281,8 +554,14 @@ impl Writer {
             });
         }
         fs4::fs_std::FileExt::lock_exclusive(&file).map_err(io_err("lock", &t.rel))?;
-        // Re-stat under the lock: another locked appender may have written meanwhile.
-        let len = file.metadata().map_err(io_err("inspect", &t.rel))?.len();
+        // Re-stat under the lock: another locked appender may have written meanwhile, and the
+        // name may have gained a second link since it was opened.
+        let meta = file.metadata().map_err(io_err("inspect", &t.rel))?;
+        check_single_link(&t, &meta)?;
+        let len = meta.len();
+        if len > 0 && already(&read_open(&t, &file)?) {
+            return Ok(false);
+        }
         let mut block = Vec::with_capacity(bytes.len() + 1);
         if len > 0 {
             let mut last = [0u8; 1];
@@ -324,13 +603,14 @@ impl Writer {
             .and_then(|_| file.read_to_end(&mut all))
             .map_err(io_err("read back", &t.rel))?;
         self.record(&t.rel, Ledger::Wrote(sha256(&all)));
-        Ok(())
+        Ok(true)
     }
 
     /// Replaces an agent-owned file whose bytes were `expected_old` with `new`, re-reading it
     /// just before the rename. If the file differs from `expected_old` at any check, nothing is
     /// written and [`CompareOutcome::Conflict`] carries the current bytes (SPEC §11: an agent's
-    /// bytes are never lost to a polisd edit).
+    /// bytes are never lost to a polisd edit). A file someone may still be writing is left
+    /// alone ([`CompareOutcome::NotSettled`]); see the module documentation.
     pub fn compare_and_replace(
         &self,
         rel: impl AsRef<Path>,
@@ -342,7 +622,24 @@ impl Writer {
         let Some(meta) = self.existing_file(&t)? else {
             return Ok(CompareOutcome::Conflict { current: None });
         };
-        let current = read_no_follow(&t)?;
+        check_single_link(&t, &meta)?;
+        if let Err((reason, retry_after)) = self.settle(&t, &meta) {
+            return Ok(CompareOutcome::NotSettled {
+                reason,
+                retry_after,
+            });
+        }
+        // The lease lasts as long as `file` is open: until the end of this call.
+        let (file, leased) = match self.open_settled(&t)? {
+            Ok(opened) => opened,
+            Err((reason, retry_after)) => {
+                return Ok(CompareOutcome::NotSettled {
+                    reason,
+                    retry_after,
+                })
+            }
+        };
+        let current = read_open(&t, &file)?;
         if current != expected_old {
             return Ok(CompareOutcome::Conflict {
                 current: Some(current),
@@ -355,22 +652,56 @@ impl Writer {
         #[cfg(test)]
         tests::BEFORE_RECHECK.with(|h| h.borrow().as_ref().map(|h| h(&t.abs)));
         self.ensure_parents(&t, false)?;
-        let again = match self.existing_file(&t)? {
+        let now = self.existing_file(&t)?;
+        let again = match &now {
             Some(_) => Some(read_no_follow(&t)?),
             None => None,
         };
-        if again.as_deref() != Some(expected_old) {
+        let same_file = now
+            .as_ref()
+            .zip(file.metadata().ok())
+            .is_some_and(|(a, b)| FileId::of(a).ino == FileId::of(&b).ino);
+        if again.as_deref() != Some(expected_old) || (leased && !same_file) {
             drop(tmp);
             return Ok(CompareOutcome::Conflict { current: again });
         }
+        if leased && lease::broken(&file) {
+            drop(tmp);
+            let (reason, retry_after) = self.defer(&t, Unsettled::OpenForWriting);
+            return Ok(CompareOutcome::NotSettled {
+                reason,
+                retry_after,
+            });
+        }
+        // A writer opening the file from here on waits for the lease (until `file` closes),
+        // then writes to the inode it opened: the agent's inode is kept under a second name so
+        // it can be put back in place if that happens.
+        let keep = if leased { keep_link(&t) } else { None };
         persist(tmp, &t)?;
+        if leased && lease::broken(&file) {
+            if let Some(keep) = keep {
+                if fs::rename(&keep, &t.abs).is_ok() {
+                    let _ = sync_dir(t.dir());
+                    let (reason, retry_after) = self.defer(&t, Unsettled::OpenForWriting);
+                    return Ok(CompareOutcome::NotSettled {
+                        reason,
+                        retry_after,
+                    });
+                }
+            }
+        } else if let Some(keep) = keep {
+            let _ = fs::remove_file(keep);
+        }
+        drop(file);
         self.record(&t.rel, Ledger::Wrote(sha256(new)));
+        self.remember_settled(&t);
         Ok(CompareOutcome::Written)
     }
 
     /// Moves `from` to `to` inside the root (an amendment from proposed/ to ratified/). Never
     /// overwrites a different file at `to`; a replayed move (same bytes already at `to`)
-    /// just removes what is left at `from`.
+    /// just removes what is left at `from`. A source someone may still be writing is not moved
+    /// ([`RenameOutcome::NotSettled`]).
     pub fn rename_within(
         &self,
         from: impl AsRef<Path>,
@@ -378,16 +709,38 @@ impl Writer {
     ) -> Result<RenameOutcome, WriteError> {
         let f = self.target(from.as_ref())?;
         let t = self.target(to.as_ref())?;
-        let from_present = self.ensure_parents(&f, false)? && self.existing_file(&f)?.is_some();
+        let from_meta = if self.ensure_parents(&f, false)? {
+            self.existing_file(&f)?
+        } else {
+            None
+        };
         self.ensure_parents(&t, true)?;
         let to_present = self.existing_file(&t)?.is_some();
-        if !from_present {
+        let Some(from_meta) = from_meta else {
             return if to_present {
                 Ok(RenameOutcome::AlreadyMoved)
             } else {
                 Err(WriteError::Missing(f.rel))
             };
+        };
+        check_single_link(&f, &from_meta)?;
+        if let Err((reason, retry_after)) = self.settle(&f, &from_meta) {
+            return Ok(RenameOutcome::NotSettled {
+                reason,
+                retry_after,
+            });
         }
+        // Held through the move: a writer that opens the file meanwhile waits, then writes to
+        // the same inode under its new name.
+        let _leased = match self.open_settled(&f)? {
+            Ok(opened) => opened,
+            Err((reason, retry_after)) => {
+                return Ok(RenameOutcome::NotSettled {
+                    reason,
+                    retry_after,
+                })
+            }
+        };
         let bytes = read_no_follow(&f)?;
         if to_present {
             if read_no_follow(&t)? != bytes {
@@ -426,6 +779,8 @@ impl Writer {
         sync_dir(f.dir())?;
         self.record(&f.rel, Ledger::Removed);
         self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
+        lock(&self.seen).remove(&f.rel);
+        lock(&self.deferred).remove(&f.rel);
         Ok(RenameOutcome::Moved)
     }
 
@@ -643,6 +998,116 @@ impl Writer {
         } else {
             io_err(op, &t.rel)(e)
         }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Refuses a file with more than one hard link: writing it would change the other name too,
+/// which may lie outside the polis; replacing it would silently split the two.
+fn check_single_link(t: &Target, meta: &fs::Metadata) -> Result<(), WriteError> {
+    use std::os::unix::fs::MetadataExt;
+    if meta.is_file() && meta.nlink() > 1 {
+        return Err(WriteError::HardLinked {
+            path: t.rel.clone(),
+            links: meta.nlink(),
+        });
+    }
+    Ok(())
+}
+
+/// A second name for the target's inode (`.polisd-<pid>-keep-<n>.tmp`), so it can be put back.
+fn keep_link(t: &Target) -> Option<PathBuf> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let keep = t.dir().join(format!(
+        "{TEMP_PREFIX}{}-keep-{n}{TEMP_SUFFIX}",
+        std::process::id()
+    ));
+    fs::hard_link(&t.abs, &keep).ok().map(|_| keep)
+}
+
+/// Opens a regular file for reading without following a link or blocking on a FIFO.
+fn open_no_follow(t: &Target) -> Result<File, WriteError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(no_follow_flags())
+        .open(&t.abs)
+        .map_err(io_err("read", &t.rel))?;
+    let meta = file.metadata().map_err(io_err("inspect", &t.rel))?;
+    if !meta.is_file() {
+        return Err(WriteError::NotRegular {
+            path: t.rel.clone(),
+            kind: kind_name(meta.file_type()),
+        });
+    }
+    Ok(file)
+}
+
+/// The whole content of a file opened by [`open_no_follow`].
+fn read_open(t: &Target, mut file: &File) -> Result<Vec<u8>, WriteError> {
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.read_to_end(&mut bytes))
+        .map_err(io_err("read", &t.rel))?;
+    Ok(bytes)
+}
+
+/// Read leases (`F_SETLEASE`): granted only while no process has the file open for writing,
+/// broken when one opens it. Linux only; elsewhere every file counts as not open.
+mod lease {
+    use std::fs::File;
+
+    pub(super) enum Taken {
+        /// Held until the file is closed.
+        Held,
+        OpenForWriting,
+        /// Not available here (another OS, a file system without leases, a file owned by
+        /// another user without CAP_LEASE): only the stability window applies.
+        Unsupported,
+    }
+
+    #[cfg(target_os = "linux")]
+    pub(super) fn take(file: &File) -> Taken {
+        use std::os::fd::AsRawFd;
+        static IGNORE_SIGIO: std::sync::Once = std::sync::Once::new();
+        // A lease break is announced with SIGIO, whose default action ends the process; polisd
+        // asks the lease's state instead (F_GETLEASE).
+        // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
+        IGNORE_SIGIO.call_once(|| unsafe {
+            libc::signal(libc::SIGIO, libc::SIG_IGN);
+        });
+        // SAFETY: fcntl on an open descriptor we own; no pointers.
+        let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) };
+        if r == 0 {
+            return Taken::Held;
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EBUSY) => Taken::OpenForWriting,
+            _ => Taken::Unsupported,
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn take(_file: &File) -> Taken {
+        Taken::Unsupported
+    }
+
+    /// Whether someone opened the file for writing since the lease was taken.
+    #[cfg(target_os = "linux")]
+    pub(super) fn broken(file: &File) -> bool {
+        use std::os::fd::AsRawFd;
+        // SAFETY: as above. While a break is pending the kernel reports the type the lease is
+        // being broken to (F_UNLCK), not F_RDLCK.
+        let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLEASE) };
+        r != libc::F_RDLCK
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn broken(_file: &File) -> bool {
+        false
     }
 }
 

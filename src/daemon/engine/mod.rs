@@ -111,7 +111,28 @@ pub struct Engine {
     /// Findings about the folder's files already logged by this process, so each is logged
     /// once while it lasts (and again if it comes back after being fixed).
     logged_findings: BTreeSet<String>,
+    /// The lock on the `_polis/` folder itself, once [`Engine::lock`] took it.
+    polis_lock: Option<writer::PolisLock>,
+    /// Whether the missing lock on a restored folder was logged.
+    warned_lock: bool,
+    /// While `_polis/` is coming back (restored file by file), passes wait until the tree has
+    /// been quiet for the stability window: nothing is derived from a half-restored folder.
+    arriving_until: Option<std::time::Instant>,
+    /// Chronicle findings whose recipient could not be resolved yet (the author's card and
+    /// the index are not there, as while a folder is restored): looked at again every pass.
+    unresolved: Vec<(Finding, String)>,
+    /// Conditions already warned about once in this process (a hard-linked inbox).
+    warned_once: BTreeSet<String>,
 }
+
+/// What [`Engine::lock`] holds: the state directory's lock and the folder's own.
+#[derive(Debug)]
+pub struct EngineLock {
+    _state: crate::fs::state::DaemonLock,
+}
+
+/// The most unresolved findings kept waiting for a recipient.
+const MAX_UNRESOLVED: usize = 1000;
 
 impl Engine {
     /// Opens the engine for the `_polis/` folder at `root`, with its machine-local state.
@@ -148,7 +169,52 @@ impl Engine {
             archive_activity: None,
             chronicles: ChronicleCopies::default(),
             logged_findings: BTreeSet::new(),
+            polis_lock: None,
+            warned_lock: false,
+            arriving_until: None,
+            unresolved: Vec::new(),
+            warned_once: BTreeSet::new(),
         })
+    }
+
+    /// How long agents' files (and a returning tree) must be quiet before polisd acts on them;
+    /// the engine never waits in a call, it defers the path and asks to be woken
+    /// ([`Engine::next_wakeup`]).
+    pub fn set_stability(&mut self, window: std::time::Duration) {
+        self.writer.set_stability(writer::Stability {
+            window,
+            wait: false,
+        });
+    }
+
+    /// `_polis/` has just come back (or been replaced): hold passes until the tree has been
+    /// quiet for the stability window, then rescan.
+    pub fn tree_arriving(&mut self) {
+        self.arriving_until = Some(std::time::Instant::now() + self.writer.stability().window);
+    }
+
+    /// When the engine wants a pass of its own: a deferred edit, or the end of a tree's
+    /// arrival.
+    pub fn next_wakeup(&self) -> Option<std::time::Instant> {
+        match (self.arriving_until, self.writer.next_deferred()) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The pass due at `now`, if any (see [`Engine::next_wakeup`]).
+    pub fn due(&mut self, now: std::time::Instant) -> Option<Trigger> {
+        if let Some(until) = self.arriving_until {
+            if now < until {
+                return None;
+            }
+            self.arriving_until = None;
+            // The rescan covers every deferred path too.
+            self.writer.take_due(std::time::Instant::now() + std::time::Duration::from_secs(3600));
+            return Some(Trigger::Rescan);
+        }
+        let due = self.writer.take_due(now);
+        (!due.is_empty()).then_some(Trigger::Paths(due))
     }
 
     pub fn root(&self) -> &Path {
@@ -167,14 +233,65 @@ impl Engine {
         self.watch_mode = mode.to_string();
     }
 
-    /// Holds the single-daemon lock for this polis, if no other polisd has it.
-    pub fn lock(&self) -> anyhow::Result<Option<crate::fs::state::DaemonLock>> {
-        Ok(self.state.try_lock_daemon()?)
+    /// Holds the single-daemon locks for this polis, if no other polisd has them: the one in
+    /// the state directory, and a lock on the `_polis/` folder itself, which a second daemon
+    /// meets whatever its state directory.
+    pub fn lock(&mut self) -> anyhow::Result<Option<EngineLock>> {
+        let Some(state) = self.state.try_lock_daemon()? else {
+            return Ok(None);
+        };
+        let Some(polis) = self.writer.try_lock_polis()? else {
+            return Ok(None);
+        };
+        self.polis_lock = Some(polis);
+        Ok(Some(EngineLock { _state: state }))
+    }
+
+    /// Whether this engine holds the lock on the folder now at the root. After `_polis/` was
+    /// deleted and restored the lock is taken again on the new folder; if another polisd got
+    /// it first, this one stands aside (an engine that never locked, as in tests, always
+    /// acts).
+    fn holds_polis_lock(&mut self) -> bool {
+        let Some(lock) = &self.polis_lock else {
+            return true;
+        };
+        let Some(now) = self.writer.root_id() else {
+            return true;
+        };
+        if lock.id == now {
+            return true;
+        }
+        match self.writer.try_lock_polis() {
+            Ok(Some(lock)) => {
+                self.polis_lock = Some(lock);
+                self.warned_lock = false;
+                true
+            }
+            Ok(None) | Err(_) => {
+                if !self.warned_lock {
+                    self.warned_lock = true;
+                    tracing::error!(polis = %self.root.display(), "the restored _polis/ folder is locked by another polisd; this one stands aside until it is free");
+                }
+                false
+            }
+        }
     }
 
     /// Runs one pass for `trigger` at wall-clock time `wall`. Errors are returned for the log;
     /// the engine stays usable and the next pass retries whatever failed.
     pub fn handle(&mut self, trigger: &Trigger, wall: DateTime<Utc>) -> anyhow::Result<()> {
+        if let Some(until) = self.arriving_until {
+            // Still arriving: every change restarts the quiet window; the rescan at its end
+            // covers them all.
+            if !matches!(trigger, Trigger::Timer) {
+                let quiet = std::time::Instant::now() + self.writer.stability().window;
+                self.arriving_until = Some(until.max(quiet));
+            }
+            return Ok(());
+        }
+        if !self.holds_polis_lock() {
+            return Ok(());
+        }
         let (scope, refresh) = match trigger {
             Trigger::Rescan => {
                 self.state.counters.rescans += 1;
@@ -216,6 +333,11 @@ impl Engine {
             // Asked first: a path no rule concerns (an inbox polisd just appended to) is not
             // read and hashed to tell whose change it was.
             if concerns.is_empty() {
+                // An inbox a waiting notice could not be written to (a hard link) was
+                // replaced: deliver now rather than at the next rescan.
+                if self.notice_waits_for_inbox(&rel) {
+                    scope.derive = true;
+                }
                 continue;
             }
             if self.is_own_change(&rel) {
@@ -225,6 +347,16 @@ impl Engine {
             refresh.add(&rel);
         }
         (scope, refresh)
+    }
+
+    fn notice_waits_for_inbox(&self, rel: &str) -> bool {
+        let Some(id) = rel
+            .strip_prefix("citizens/")
+            .and_then(|r| r.strip_suffix("/inbox.md"))
+        else {
+            return false;
+        };
+        self.state.outbox.iter().any(|e| e.recipient == id)
     }
 
     fn is_own_change(&self, rel: &str) -> bool {
@@ -320,6 +452,9 @@ impl Engine {
     /// wrote, those the whole folder calls for; queued and delivered.
     fn notice_step(&mut self, pass: &mut Pass, scope: Scope) {
         let mut notices = self.settled_notices(&pass.new_settled);
+        if !self.unresolved.is_empty() {
+            notices.extend(self.resolved_findings(&pass.polis));
+        }
         if scope.derive || pass.wrote {
             notices.extend(self.derive(&pass.polis, &pass.now));
         }

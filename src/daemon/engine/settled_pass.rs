@@ -8,7 +8,7 @@ use crate::fs::state::Fingerprint;
 use crate::fs::writer::WriteOutcome;
 use crate::operations;
 use crate::protocol::contract::Heading;
-use crate::protocol::finding::Finding;
+use crate::protocol::finding::{Code, Finding};
 use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::stats::Ledger;
@@ -62,6 +62,15 @@ impl Engine {
             .map(|bytes| crate::fs::state::hex_sha256(&bytes))
     }
 
+    /// Whether nothing at all is where `routing_stats.yml` belongs while there are settlements
+    /// to write: it is rebuilt then, whatever the last reconcile left (a folder or a link put
+    /// in its place, refused, then removed).
+    fn stats_file_missing(&self) -> bool {
+        !self.ledger.is_empty()
+            && std::fs::symlink_metadata(self.root.join(layout::ROUTING_STATS))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    }
+
     /// Rebuilds `routing_stats.yml` from the ledger when the cache changed, on the first pass,
     /// or when the pass concerns settled/ and the stats file is not what the last reconcile
     /// left. A settled/ event whose file did not change (an event split across two batches, a
@@ -73,6 +82,7 @@ impl Engine {
         if self.warmed
             && !pass.settled_changed
             && !(scope.settled && self.stats_file_hash() != self.stats_hash)
+            && !self.stats_file_missing()
         {
             return;
         }
@@ -168,7 +178,13 @@ impl Engine {
                     continue;
                 }
             };
-            let fresh = self.settled.get(&rel) == Some(&Fingerprint::of(&meta));
+            // A file polisd could not read is tried again on every look: making it readable
+            // (`chmod`, `chown`) may change nothing the fingerprint holds on some systems.
+            let unreadable = self
+                .settled_findings
+                .get(&rel)
+                .is_some_and(|f| f.iter().any(|f| f.code == Code::Unreadable));
+            let fresh = !unreadable && self.settled.get(&rel) == Some(&Fingerprint::of(&meta));
             if !fresh {
                 to_read.push(rel);
             }
@@ -193,7 +209,10 @@ impl Engine {
             } else {
                 self.settled_findings.insert(rel.clone(), read.findings);
             }
-            if !self.state.settled.contains_key(&rel) && self.state.first_met.is_some() {
+            // On first meeting too: those notices are silenced (marked sent, not delivered),
+            // so a settlement that was there before polisd came never draws one, even after
+            // the folder is deleted and restored.
+            if !self.state.settled.contains_key(&rel) {
                 new.push((rel.clone(), read.heading));
             }
             self.state.settled_put(&rel, read.fingerprint);
