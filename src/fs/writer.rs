@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileExt as _, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
@@ -558,18 +558,16 @@ impl Writer {
         // name may have gained a second link since it was opened.
         let meta = file.metadata().map_err(io_err("inspect", &t.rel))?;
         check_single_link(&t, &meta)?;
-        let len = meta.len();
-        if len > 0 && already(&read_open(&t, &file)?) {
+        // Read once, under the lock: for the duplicate check, the final newline and the
+        // ledger's hash of the whole file after the append.
+        let mut all = read_open(&t, &file)?;
+        if !all.is_empty() && already(&all) {
             return Ok(false);
         }
+        let len = all.len() as u64;
         let mut block = Vec::with_capacity(bytes.len() + 1);
-        if len > 0 {
-            let mut last = [0u8; 1];
-            file.read_exact_at(&mut last, len - 1)
-                .map_err(io_err("read the end of", &t.rel))?;
-            if last[0] != b'\n' {
-                block.push(b'\n');
-            }
+        if all.last().is_some_and(|b| *b != b'\n') {
+            block.push(b'\n');
         }
         block.extend_from_slice(bytes);
         match file.write(&block) {
@@ -597,11 +595,10 @@ impl Writer {
             }
         }
         file.sync_data().map_err(io_err("sync", &t.rel))?;
-        // The ledger needs the whole file's hash; read it while still holding the lock.
-        let mut all = Vec::new();
-        file.seek(SeekFrom::Start(0))
-            .and_then(|_| file.read_to_end(&mut all))
-            .map_err(io_err("read back", &t.rel))?;
+        // An agent's unlocked `>>` landing between the read and the write makes this hash
+        // differ from the file: its event is then taken for someone else's, which costs one
+        // more look and loses nothing.
+        all.extend_from_slice(&block);
         self.record(&t.rel, Ledger::Wrote(sha256(&all)));
         Ok(true)
     }
@@ -1208,8 +1205,14 @@ mod tests {
     fn compare_and_replace_rereads_just_before_rename() {
         let (_d, w) = polis();
         fs::write(w.root().join("c.md"), "old\n").unwrap();
+        // An editor-style save (write a copy, rename it over): opening the file itself for
+        // writing would wait for polisd's read lease, held by this very thread.
         BEFORE_RECHECK.with(|h| {
-            *h.borrow_mut() = Some(Box::new(|p: &Path| fs::write(p, "agent\n").unwrap()))
+            *h.borrow_mut() = Some(Box::new(|p: &Path| {
+                let copy = p.with_extension("swp");
+                fs::write(&copy, "agent\n").unwrap();
+                fs::rename(&copy, p).unwrap();
+            }))
         });
         let out = w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap();
         BEFORE_RECHECK.with(|h| *h.borrow_mut() = None);
@@ -1231,8 +1234,124 @@ mod tests {
     fn polis() -> (tempfile::TempDir, Writer) {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir(dir.path().join("_polis")).unwrap();
-        let w = Writer::new(&dir.path().join("_polis")).unwrap();
+        let mut w = Writer::new(&dir.path().join("_polis")).unwrap();
+        w.set_stability(Stability {
+            window: Duration::ZERO,
+            wait: false,
+        });
         (dir, w)
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_file_open_for_writing_elsewhere_is_not_edited_until_closed() {
+        let (_d, w) = polis();
+        let path = w.root().join("c.md");
+        fs::write(&path, "old\n").unwrap();
+        let agent = OpenOptions::new().append(true).open(&path).unwrap();
+        let out = w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap();
+        let unsettled = matches!(
+            out,
+            CompareOutcome::NotSettled {
+                reason: Unsettled::OpenForWriting,
+                ..
+            }
+        );
+        // A lease is refused to a process that does not own the file unless it has CAP_LEASE;
+        // then only the window applies and the edit goes through.
+        if !unsettled {
+            assert_eq!(out, CompareOutcome::Written);
+            return;
+        }
+        assert_eq!(fs::read(&path).unwrap(), b"old\n");
+        assert!(w.next_deferred().is_some(), "the path is kept for later");
+        drop(agent);
+        assert_eq!(
+            w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap(),
+            CompareOutcome::Written
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"ours\n");
+    }
+
+    #[test]
+    fn a_file_seen_changing_waits_for_the_stability_window() {
+        let (_d, mut w) = polis();
+        w.set_stability(Stability {
+            window: Duration::from_millis(300),
+            wait: false,
+        });
+        fs::write(w.root().join("c.md"), "old\n").unwrap();
+        let out = w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap();
+        assert!(
+            matches!(out, CompareOutcome::NotSettled { reason: Unsettled::Changing, .. }),
+            "{out:?}"
+        );
+        let at = w.next_deferred().unwrap();
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        assert_eq!(w.take_due(Instant::now()), vec![PathBuf::from("c.md")]);
+        assert_eq!(
+            w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap(),
+            CompareOutcome::Written
+        );
+        // Its own edit counts as settled: the move that follows does not wait again.
+        assert_eq!(
+            w.rename_within("c.md", "d/c.md").unwrap(),
+            RenameOutcome::Moved
+        );
+    }
+
+    #[test]
+    fn a_hard_linked_file_is_never_written() {
+        let (d, w) = polis();
+        let outside = d.path().join("outside.md");
+        fs::write(&outside, "theirs\n").unwrap();
+        fs::hard_link(&outside, w.root().join("inbox.md")).unwrap();
+        for err in [
+            w.append_locked("inbox.md", b"ours\n").unwrap_err(),
+            w.replace_atomic("inbox.md", b"ours\n").unwrap_err(),
+            w.compare_and_replace("inbox.md", b"theirs\n", b"ours\n")
+                .unwrap_err(),
+        ] {
+            assert!(matches!(err, WriteError::HardLinked { links: 2, .. }), "{err}");
+            assert!(err.is_refusal());
+        }
+        assert_eq!(fs::read(&outside).unwrap(), b"theirs\n");
+    }
+
+    #[test]
+    fn the_duplicate_check_runs_under_the_append_lock() {
+        let (_d, w) = polis();
+        let w = std::sync::Arc::new(w);
+        let block = b"<!-- polisd:x:0123456789abcdef -->\n";
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let w = w.clone();
+                std::thread::spawn(move || {
+                    w.append_locked_unless("inbox.md", block, |cur| {
+                        cur.windows(block.len()).any(|win| win == block)
+                    })
+                    .unwrap()
+                })
+            })
+            .collect();
+        let appended = threads
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .filter(|a| *a)
+            .count();
+        assert_eq!(appended, 1);
+        assert_eq!(fs::read(w.root().join("inbox.md")).unwrap(), block);
+    }
+
+    #[test]
+    fn the_polis_folder_is_locked_once() {
+        let (_d, w) = polis();
+        let first = w.try_lock_polis().unwrap();
+        assert!(first.is_some());
+        let other = Writer::new(w.root()).unwrap();
+        assert!(other.try_lock_polis().unwrap().is_none());
+        drop(first);
+        assert!(other.try_lock_polis().unwrap().is_some());
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub fn deliver(
             Ok(false)
         } else {
             writer.append_locked_unless(&inbox, n.render(now).as_bytes(), |current| {
-                n.already_in(&[&String::from_utf8_lossy(current)])
+                n.marker_in(current)
             })
         };
         match appended {
