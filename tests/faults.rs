@@ -883,3 +883,31 @@ fn fault_finding_without_a_recipient_waits_for_one() {
         p.count(LATE, "chronicle-finding") == 1
     });
 }
+
+/// Issue 21: a line stamped in year 9999 (C004) never becomes the "newest earlier line" for
+/// C005, so the lines after it are checked as usual: a broken link still draws C006, and a
+/// line backdated by days (against the last real line) still draws C005.
+#[test]
+fn fault_year_9999_line_does_not_silence_the_lines_after_it() {
+    let p = four_citizens();
+    let d = Piped::start(&p, &[]);
+    p.append(
+        "chronicle.md",
+        &format!("- 9999-12-31 23:59 | {ALPHA} | time travelled | - | far ahead\n"),
+    );
+    p.append(
+        "chronicle.md",
+        &chronicle_line(ALPHA, "linked", "[[nowhere/at/all]]", "a broken link"),
+    );
+    let backdated = (chrono::Utc::now() - chrono::Duration::days(3)).format("%Y-%m-%d %H:%M");
+    p.append(
+        "chronicle.md",
+        &format!("- {backdated} | {BRAVO} | noted | - | three days late\n"),
+    );
+    wait_until("C004, C006 and C005 told", DEADLINE, || {
+        assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+        p.count(ALPHA, "chronicle-finding") == 2 && p.count(BRAVO, "chronicle-finding") == 1
+    });
+    let bravo = p.read(&format!("citizens/{BRAVO}/inbox.md"));
+    assert!(bravo.contains("(C005)"), "{bravo}");
+}

@@ -1076,6 +1076,9 @@ impl Activity {
             *stamps = stamps.split_off(&floor);
             !stamps.is_empty()
         });
+        // A stamp that was in the future and no longer is counts as an ordinary one now.
+        let due = self.future.iter().filter(|f| **f <= limit).max().copied();
+        self.newest = self.newest.max(due);
         self.future.retain(|f| *f > limit);
     }
 
