@@ -5,6 +5,7 @@ pub mod check;
 pub mod cli;
 pub mod demo;
 pub mod init;
+pub mod reflect;
 pub mod route;
 pub mod status;
 pub mod verify;
@@ -41,6 +42,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
     match command {
         Command::Check(args) => check::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Reflect(args) => reflect::run(args),
         Command::Status(args) => status::run(args),
         Command::Run(args) => crate::daemon::run(crate::daemon::RunOptions {
             paths: args.paths,

@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 12] = [
+pub const NOTIFICATION_KINDS: [&str; 13] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -32,6 +32,7 @@ pub const NOTIFICATION_KINDS: [&str; 12] = [
     "lesson-filed",
     "contract-stale",
     "card-changed",
+    "setting-change",
 ];
 
 /// Why the configuration could not be used.
@@ -189,6 +190,7 @@ pub struct PolisEntry {
 pub struct Overrides {
     pub auto_route: Option<bool>,
     pub rollover: Option<bool>,
+    pub reflect: Option<bool>,
     pub notifications: NotificationOverrides,
 }
 
@@ -265,12 +267,15 @@ pub struct Behaviour {
     pub auto_route: bool,
     /// Move `chronicle.md` to a quarterly archive at the start of a quarter (SPEC §3).
     pub rollover: bool,
+    /// Propose amendments from recurring friction, daily and after settlements.
+    pub reflect: bool,
 }
 
 impl Default for Behaviour {
     fn default() -> Self {
         Behaviour {
             auto_route: true,
+            reflect: true,
             rollover: false,
         }
     }
@@ -304,6 +309,8 @@ pub struct Notifications {
     pub contract_stale: bool,
     #[serde(rename = "card-changed")]
     pub card_changed: bool,
+    #[serde(rename = "setting-change")]
+    pub setting_change: bool,
 }
 
 impl Default for Notifications {
@@ -321,6 +328,7 @@ impl Default for Notifications {
             lesson_filed: true,
             contract_stale: true,
             card_changed: true,
+            setting_change: true,
         }
     }
 }
@@ -340,6 +348,7 @@ impl Notifications {
             "lesson-filed" => &mut self.lesson_filed,
             "contract-stale" => &mut self.contract_stale,
             "card-changed" => &mut self.card_changed,
+            "setting-change" => &mut self.setting_change,
             _ => return None,
         })
     }
@@ -391,6 +400,8 @@ pub struct NotificationOverrides {
     pub contract_stale: Option<bool>,
     #[serde(rename = "card-changed", skip_serializing_if = "Option::is_none")]
     pub card_changed: Option<bool>,
+    #[serde(rename = "setting-change", skip_serializing_if = "Option::is_none")]
+    pub setting_change: Option<bool>,
 }
 
 impl NotificationOverrides {
@@ -412,6 +423,7 @@ impl NotificationOverrides {
             (self.lesson_filed, &mut to.lesson_filed),
             (self.contract_stale, &mut to.contract_stale),
             (self.card_changed, &mut to.card_changed),
+            (self.setting_change, &mut to.setting_change),
         ];
         for (over, slot) in pairs {
             if let Some(v) = over {
@@ -468,6 +480,7 @@ pub enum LogFormat {
 pub struct Effective {
     pub auto_route: bool,
     pub rollover: bool,
+    pub reflect: bool,
     pub notifications: Notifications,
 }
 
@@ -477,6 +490,7 @@ impl Config {
     pub fn effective_for(&self, polis_path: &Path) -> Effective {
         let mut eff = Effective {
             auto_route: self.behaviour.auto_route,
+            reflect: self.behaviour.reflect,
             rollover: self.behaviour.rollover,
             notifications: self.notifications,
         };
@@ -489,6 +503,7 @@ impl Config {
             let o = &entry.overrides;
             eff.auto_route = o.auto_route.unwrap_or(eff.auto_route);
             eff.rollover = o.rollover.unwrap_or(eff.rollover);
+            eff.reflect = o.reflect.unwrap_or(eff.reflect);
             o.notifications.apply(&mut eff.notifications);
         }
         eff
@@ -551,6 +566,8 @@ struct PolisFileEntry {
     auto_route: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rollover: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reflect: Option<bool>,
     #[serde(default, skip_serializing_if = "NotificationOverrides::is_empty")]
     notifications: NotificationOverrides,
 }
@@ -573,12 +590,14 @@ pub fn accepted_keys() -> BTreeSet<String> {
         lesson_filed: Some(true),
         contract_stale: Some(true),
         card_changed: Some(true),
+        setting_change: Some(true),
     };
     let sample = ConfigFile {
         polis: vec![PolisFileEntry {
             path: toml::Spanned::new(0..0, "~/project".into()),
             auto_route: Some(true),
             rollover: Some(true),
+            reflect: Some(true),
             notifications: all,
         }],
         ..ConfigFile::default()
@@ -679,6 +698,7 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
             overrides: Overrides {
                 auto_route: entry.auto_route,
                 rollover: entry.rollover,
+                reflect: entry.reflect,
                 notifications: entry.notifications,
             },
         });
@@ -726,7 +746,7 @@ fn accepted_values(key: &str) -> Option<&'static str> {
         "level" => "\"error\", \"warn\", \"info\", \"debug\" or \"trace\"",
         "format" => "\"auto\", \"text\" or \"json\"",
         "path" => "a quoted path such as \"~/project\"",
-        "auto_route" | "rollover" => "true or false",
+        "auto_route" | "rollover" | "reflect" => "true or false",
         kind if NOTIFICATION_KINDS.contains(&kind) => "true or false",
         _ => return None,
     })

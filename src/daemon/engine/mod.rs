@@ -11,6 +11,7 @@
 mod chronicle_pass;
 mod delivery;
 mod derived_notices;
+mod reflection_pass;
 mod routing_pass;
 mod scope;
 mod settled_pass;
@@ -40,6 +41,7 @@ use std::path::{Path, PathBuf};
 pub struct EngineOptions {
     pub auto_route: bool,
     pub rollover: bool,
+    pub reflect: bool,
     pub notifications: Notifications,
 }
 
@@ -48,6 +50,7 @@ impl From<crate::daemon::config::Effective> for EngineOptions {
         EngineOptions {
             auto_route: e.auto_route,
             rollover: e.rollover,
+            reflect: e.reflect,
             notifications: e.notifications,
         }
     }
@@ -381,7 +384,8 @@ impl Engine {
 
     /// One pass, in the order the rules depend on each other: the chronicle first (its
     /// activity window decides who is active), the stats next (routing reads them), then
-    /// routing, the tally, and last the notices all of that calls for. Each step that fails is
+    /// routing, the tally, reflection (which files amendments for the next tally), and last
+    /// the notices all of that calls for. Each step that fails is
     /// reported and the others still run; the next pass retries it.
     fn pass(
         &mut self,
@@ -403,6 +407,7 @@ impl Engine {
         if scope.tally {
             self.tally_step(&mut pass);
         }
+        self.reflection_step(&mut pass);
         self.notice_step(&mut pass, scope);
         self.finish_pass(pass)
     }
