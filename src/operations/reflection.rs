@@ -257,7 +257,14 @@ fn file(
         .iter()
         .any(|t| chronicle::has_line(t, "proposed amendment", &target));
     if !chronicled {
-        writer.append_locked(layout::CHRONICLE, rules::chronicle_line(id, now).as_bytes())?;
+        // Checked again under the chronicle's lock: another polisd may have just appended it.
+        writer.append_locked_unless(
+            layout::CHRONICLE,
+            rules::chronicle_line(id, now).as_bytes(),
+            |current| {
+                chronicle::has_line(&String::from_utf8_lossy(current), "proposed amendment", &target)
+            },
+        )?;
     }
     Ok(created)
 }
