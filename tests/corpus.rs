@@ -476,7 +476,7 @@ fn corpus_small_alias_bomb_costs_a_few_megabytes() {
     bomb.push_str("a0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
     for i in 1..12 {
         let prev = format!("*a{}", i - 1);
-        let refs = vec![prev.as_str(); 10].join(",");
+        let refs = [prev.as_str(); 10].join(",");
         bomb.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
     }
     while bomb.len() < 1500 {
@@ -485,7 +485,9 @@ fn corpus_small_alias_bomb_costs_a_few_megabytes() {
     fs::write(p.root.join("polis.yml"), &bomb).unwrap();
     let with_bomb = check_peak_rss_kib(&p.root, &state);
     let extra_mib = (with_bomb - plain) as f64 / 1024.0;
-    eprintln!("polisd check: {plain} KiB plain, {with_bomb} KiB with the bomb (+{extra_mib:.1} MiB)");
+    eprintln!(
+        "polisd check: {plain} KiB plain, {with_bomb} KiB with the bomb (+{extra_mib:.1} MiB)"
+    );
     assert!(
         extra_mib < 8.0,
         "a {} byte alias bomb cost {extra_mib:.1} MiB",

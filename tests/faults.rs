@@ -40,12 +40,7 @@ impl Piped {
     }
 
     /// [`Piped::spawn`] with more `[watch]` settings, and as another user when `uid` is given.
-    fn spawn_with(
-        p: &TestPolis,
-        envs: &[(&str, &Path)],
-        watch: &str,
-        uid: Option<u32>,
-    ) -> Piped {
+    fn spawn_with(p: &TestPolis, envs: &[(&str, &Path)], watch: &str, uid: Option<u32>) -> Piped {
         let config = p.dir.path().join("polisd.toml");
         fs::write(
             &config,
@@ -580,7 +575,12 @@ fn fault_half_written_files_are_edited_only_after_the_writer_closes() {
         "the amendment lost bytes:\n{text}"
     );
     assert!(!p.exists("amendments/proposed/2026-11-01-half.md"));
-    assert_eq!(p.read("chronicle.md").matches("| ratified amendment |").count(), 1);
+    assert_eq!(
+        p.read("chronicle.md")
+            .matches("| ratified amendment |")
+            .count(),
+        1
+    );
 }
 
 /// Issue 21 point 7: a second `polisd run` on the same polis with another state directory
@@ -605,7 +605,10 @@ fn fault_second_daemon_with_another_state_dir_stands_aside() {
     for i in 0..12 {
         p.append(
             "chronicle.md",
-            &format!("- {} | {ALPHA} | broken line {i}\n", harness::chronicle_stamp()),
+            &format!(
+                "- {} | {ALPHA} | broken line {i}\n",
+                harness::chronicle_stamp()
+            ),
         );
     }
     wait_until("twelve notices", DEADLINE, || {
@@ -615,7 +618,10 @@ fn fault_second_daemon_with_another_state_dir_stands_aside() {
     // A barrier after them: the thirteenth shows every pass on the twelve is done.
     p.append(
         "chronicle.md",
-        &format!("- {} | {ALPHA} | broken barrier\n", harness::chronicle_stamp()),
+        &format!(
+            "- {} | {ALPHA} | broken barrier\n",
+            harness::chronicle_stamp()
+        ),
     );
     wait_until("the barrier notice", DEADLINE, || {
         p.count(ALPHA, "chronicle-finding") >= 13
@@ -640,7 +646,10 @@ fn fault_hard_linked_inbox_is_never_written() {
         &format!("- {} | {ALPHA} | broken line\n", harness::chronicle_stamp()),
     );
     d.wait_log("the refusal logged", "hard links", 1);
-    assert_eq!(fs::read_to_string(&outside).unwrap(), "someone else's notes\n");
+    assert_eq!(
+        fs::read_to_string(&outside).unwrap(),
+        "someone else's notes\n"
+    );
     // A plain single-link inbox again: the notice that waited goes out, once.
     fs::remove_file(&inbox).unwrap();
     fs::write(&inbox, &original).unwrap();
@@ -648,7 +657,10 @@ fn fault_hard_linked_inbox_is_never_written() {
         assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
         p.count(ALPHA, "chronicle-finding") == 1
     });
-    assert_eq!(fs::read_to_string(&outside).unwrap(), "someone else's notes\n");
+    assert_eq!(
+        fs::read_to_string(&outside).unwrap(),
+        "someone else's notes\n"
+    );
     assert_eq!(d.log().matches("hard links").count(), 1, "reported once");
 }
 
@@ -675,7 +687,10 @@ fn fault_symlinked_settled_folder_is_not_entered() {
     let barrier = |d: &Piped, n: usize| {
         p.append(
             "chronicle.md",
-            &format!("- {} | {ALPHA} | broken line {n}\n", harness::chronicle_stamp()),
+            &format!(
+                "- {} | {ALPHA} | broken line {n}\n",
+                harness::chronicle_stamp()
+            ),
         );
         wait_until("the barrier notice", DEADLINE, || {
             assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
@@ -703,7 +718,9 @@ fn fault_stats_file_rebuilt_once_the_blocker_is_removed() {
     );
     let d = Piped::start(&p, &[]);
     let stats = "contracts/routing_stats.yml";
-    wait_until("the first stats", DEADLINE, || p.read(stats).contains(ALPHA));
+    wait_until("the first stats", DEADLINE, || {
+        p.read(stats).contains(ALPHA)
+    });
     let outside = p.dir.path().join("outside-stats.yml");
     fs::write(&outside, "not yours\n").unwrap();
     for (round, blocker) in ["folder", "link"].iter().enumerate() {
@@ -715,17 +732,26 @@ fn fault_stats_file_rebuilt_once_the_blocker_is_removed() {
         let owner = [BRAVO, CHARLIE][round];
         p.save(
             &format!("contracts/settled/blocked-{round}.md"),
-            &settled(&format!("blocked-{round}"), FOUNDER, owner, &["rust".to_string()]),
+            &settled(
+                &format!("blocked-{round}"),
+                FOUNDER,
+                owner,
+                &["rust".to_string()],
+            ),
         );
         d.wait_log("the refusal", "reconcile:", round + 1);
         match *blocker {
             "folder" => fs::remove_dir(p.path(stats)).unwrap(),
             _ => fs::remove_file(p.path(stats)).unwrap(),
         }
-        wait_until(&format!("the stats rebuilt after the {blocker}"), DEADLINE, || {
-            assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
-            p.read(stats).contains(owner)
-        });
+        wait_until(
+            &format!("the stats rebuilt after the {blocker}"),
+            DEADLINE,
+            || {
+                assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+                p.read(stats).contains(owner)
+            },
+        );
         assert_eq!(p.read(stats), p.expected_stats());
     }
     assert_eq!(fs::read_to_string(&outside).unwrap(), "not yours\n");
@@ -754,7 +780,11 @@ fn fault_settled_file_made_readable_is_counted() {
         &settled("open-one", FOUNDER, BRAVO, &["rust".to_string()]),
     );
     let secret = p.path("contracts/settled/secret.md");
-    fs::write(&secret, settled("secret", FOUNDER, CHARLIE, &["ops".to_string()])).unwrap();
+    fs::write(
+        &secret,
+        settled("secret", FOUNDER, CHARLIE, &["ops".to_string()]),
+    )
+    .unwrap();
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     const NOBODY: u32 = 65534;
@@ -796,7 +826,11 @@ fn files_in_checkout_order(dir: &Path) -> Vec<PathBuf> {
             }
         }
     }
-    out.sort_by(|a, b| a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes()));
+    out.sort_by(|a, b| {
+        a.as_os_str()
+            .as_encoded_bytes()
+            .cmp(b.as_os_str().as_encoded_bytes())
+    });
     out
 }
 
@@ -824,7 +858,12 @@ fn fault_polis_restored_file_by_file_notices_once() {
             .append(true)
             .open(backup.join("chronicle.md"))
             .unwrap();
-        write!(f, "- {} | {ALPHA} | broken line\n", harness::chronicle_stamp()).unwrap();
+        writeln!(
+            f,
+            "- {} | {ALPHA} | broken line",
+            harness::chronicle_stamp()
+        )
+        .unwrap();
     }
     fs::remove_dir_all(&p.root).unwrap();
     d.wait_log("the removal noticed", "PolisRemoved", 1);
@@ -852,7 +891,10 @@ fn fault_polis_restored_file_by_file_notices_once() {
     assert_eq!(p.count(FOUNDER, "contract-settled"), 0);
     assert_eq!(p.count(ALPHA, "quality-defaulted"), 0);
     let writes = d.log().matches("routing_stats.yml rebuilt").count() - writes_before;
-    assert!(writes <= 1, "routing_stats.yml written {writes} times during the restore");
+    assert!(
+        writes <= 1,
+        "routing_stats.yml written {writes} times during the restore"
+    );
     assert_eq!(p.read("contracts/routing_stats.yml"), p.expected_stats());
 }
 

@@ -1122,6 +1122,34 @@ mod tests {
     }
 
     #[test]
+    fn pending_fast_path_is_delivered_while_it_keeps_changing() {
+        // Issue 21: eight agents appending keep the chronicle from ever being quiet for the
+        // debounce; its own debounce (30 ms, capped at four of it) delivers it regardless,
+        // while other paths keep theirs.
+        let t0 = Instant::now();
+        let mut p = pending(200).with_fast(&[PathBuf::from("chronicle.md")], 30 * MS);
+        p.add("contracts/open/x.md".into(), EventKind::Create, t0);
+        let mut chronicle = Vec::new();
+        let mut other = None;
+        for k in 0..=100u32 {
+            let now = t0 + 10 * MS * k;
+            p.add("chronicle.md".into(), EventKind::Modify, now);
+            for e in p.due(now) {
+                if e.path == Path::new("chronicle.md") {
+                    chronicle.push(now - t0);
+                } else {
+                    other.get_or_insert(now - t0);
+                }
+            }
+        }
+        assert_eq!(chronicle.first(), Some(&Duration::from_millis(120)));
+        let gaps: Vec<_> = chronicle.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.iter().all(|g| *g <= 130 * MS), "{chronicle:?}");
+        let other = other.expect("the contract was delivered");
+        assert!(other >= 200 * MS && other <= 250 * MS, "{other:?}");
+    }
+
+    #[test]
     fn pending_with_zero_debounce_is_due_at_once() {
         let t0 = Instant::now();
         let mut p = pending(0);

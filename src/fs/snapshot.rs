@@ -155,7 +155,10 @@ fn linked_folder_finding(link: &str) -> Finding {
         Code::Unreadable,
         link,
         None,
-        format!("polisd does not read this folder: {}", linked_folder_why(link)),
+        format!(
+            "polisd does not read this folder: {}",
+            linked_folder_why(link)
+        ),
     )
 }
 

@@ -176,6 +176,9 @@ impl Default for Stability {
     }
 }
 
+/// Why a file is not settled, and when to look again.
+type NotYet = (Unsettled, Duration);
+
 /// What can tell a file changed: its identity and the metadata a write, a `chmod` or a
 /// replacement changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -334,7 +337,10 @@ impl Writer {
     /// exist, open for writing by no process. `Ok(None)` when settled (or missing); otherwise
     /// why not and when to look again (the path is recorded as deferred). Waits for the window
     /// when the writer is set to wait.
-    pub fn settled(&self, rel: impl AsRef<Path>) -> Result<Option<(Unsettled, Duration)>, WriteError> {
+    pub fn settled(
+        &self,
+        rel: impl AsRef<Path>,
+    ) -> Result<Option<(Unsettled, Duration)>, WriteError> {
         let t = self.target(rel.as_ref())?;
         if !self.ensure_parents(&t, false)? {
             return Ok(None);
@@ -410,7 +416,7 @@ impl Writer {
 
     /// Opens an agent's file to edit it and takes the read lease, or says why not: the lease
     /// held for the edit (when leases work here), and the file.
-    fn open_settled(&self, t: &Target) -> Result<Result<(File, bool), (Unsettled, Duration)>, WriteError> {
+    fn open_settled(&self, t: &Target) -> Result<Result<(File, bool), NotYet>, WriteError> {
         let file = open_no_follow(t)?;
         check_single_link(t, &file.metadata().map_err(io_err("inspect", &t.rel))?)?;
         match lease::take(&file) {
@@ -1283,7 +1289,13 @@ mod tests {
         fs::write(w.root().join("c.md"), "old\n").unwrap();
         let out = w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap();
         assert!(
-            matches!(out, CompareOutcome::NotSettled { reason: Unsettled::Changing, .. }),
+            matches!(
+                out,
+                CompareOutcome::NotSettled {
+                    reason: Unsettled::Changing,
+                    ..
+                }
+            ),
             "{out:?}"
         );
         let at = w.next_deferred().unwrap();
@@ -1312,7 +1324,10 @@ mod tests {
             w.compare_and_replace("inbox.md", b"theirs\n", b"ours\n")
                 .unwrap_err(),
         ] {
-            assert!(matches!(err, WriteError::HardLinked { links: 2, .. }), "{err}");
+            assert!(
+                matches!(err, WriteError::HardLinked { links: 2, .. }),
+                "{err}"
+            );
             assert!(err.is_refusal());
         }
         assert_eq!(fs::read(&outside).unwrap(), b"theirs\n");

@@ -262,7 +262,11 @@ fn file(
             layout::CHRONICLE,
             rules::chronicle_line(id, now).as_bytes(),
             |current| {
-                chronicle::has_line(&String::from_utf8_lossy(current), "proposed amendment", &target)
+                chronicle::has_line(
+                    &String::from_utf8_lossy(current),
+                    "proposed amendment",
+                    &target,
+                )
             },
         )?;
     }

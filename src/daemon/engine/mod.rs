@@ -213,7 +213,8 @@ impl Engine {
             }
             self.arriving_until = None;
             // The rescan covers every deferred path too.
-            self.writer.take_due(std::time::Instant::now() + std::time::Duration::from_secs(3600));
+            self.writer
+                .take_due(std::time::Instant::now() + std::time::Duration::from_secs(3600));
             return Some(Trigger::Rescan);
         }
         let due = self.writer.take_due(now);

@@ -79,11 +79,11 @@ impl Engine {
     /// a queue overflow) would otherwise never be reconciled. The stats file is read (and
     /// hashed) only when the pass concerns settled/.
     pub(super) fn reconcile_step(&mut self, pass: &mut Pass, scope: Scope) {
-        if self.warmed
-            && !pass.settled_changed
-            && !(scope.settled && self.stats_file_hash() != self.stats_hash)
-            && !self.stats_file_missing()
-        {
+        let needed = !self.warmed
+            || pass.settled_changed
+            || (scope.settled && self.stats_file_hash() != self.stats_hash)
+            || self.stats_file_missing();
+        if !needed {
             return;
         }
         let ledger = &mut self.ledger;
