@@ -11,7 +11,7 @@ use crate::protocol::inbox::{Kind, Notification};
 pub(super) const OUTBOX_CHECKPOINT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The most notices kept waiting for a recipient without a card.
-const MAX_WAITING: usize = 1000;
+const MAX_WAITING: usize = 200;
 
 impl Engine {
     /// Marks notices as sent without delivering them (the baseline).
@@ -85,7 +85,10 @@ impl Engine {
             if report.delivered > 0 {
                 tracing::info!(kind = %n.kind, to = %n.recipient, subject = %n.subject, "notified");
             }
-            if !report.unresolved.is_empty() && unresolved_kept < MAX_WAITING {
+            if !report.unresolved.is_empty()
+                && crate::protocol::layout::is_agent_id(&n.recipient)
+                && unresolved_kept < MAX_WAITING
+            {
                 // The recipient has no card yet (a folder being restored, a card being
                 // rewritten): the notice waits for it.
                 unresolved_kept += 1;

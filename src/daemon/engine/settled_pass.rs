@@ -133,6 +133,13 @@ impl Engine {
             self.settled_zone = Some(zone);
             refresh = SettledRefresh::Full;
         }
+        if let SettledRefresh::Paths(_) = refresh {
+            // The folder is checked once here, not for each file read below; a link in its
+            // place turns this into a full look, which reports it and reads nothing.
+            if snapshot::linked_folder(&self.root, ContractFolder::Settled.dir()).is_some() {
+                refresh = SettledRefresh::Full;
+            }
+        }
         let candidates: Vec<String> = match refresh {
             SettledRefresh::Nothing => return (Vec::new(), changed),
             SettledRefresh::Paths(paths) => paths
@@ -267,7 +274,12 @@ pub(super) fn read_settled(
         heading: Heading::default(),
         settlement: None,
     };
-    let text = match snapshot::read_text_and_metadata(root, rel, Some(snapshot::MAX_RECORD_BYTES)) {
+    // `refresh_settled` checked the folder for links once for all of them.
+    let text = match snapshot::read_text_and_metadata_in_checked_folder(
+        root,
+        rel,
+        Some(snapshot::MAX_RECORD_BYTES),
+    ) {
         Ok(Some((text, meta))) => {
             read.fingerprint = Fingerprint::of(&meta);
             text
