@@ -891,6 +891,7 @@ fn fault_polis_restored_file_by_file_notices_once() {
     assert_eq!(p.count(FOUNDER, "contract-settled"), 0);
     assert_eq!(p.count(ALPHA, "quality-defaulted"), 0);
     let writes = d.log().matches("routing_stats.yml rebuilt").count() - writes_before;
+    eprintln!("routing_stats.yml written {writes} times during and after the restore");
     assert!(
         writes <= 1,
         "routing_stats.yml written {writes} times during the restore"
