@@ -190,10 +190,11 @@ fn fault_disk_full_old_file_intact_and_written_when_space_returns() {
     assert!(old.len() < 4096, "{old}");
 
     set_fsize_limit(d.pid(), Some(16 * 1024));
-    // Twenty settlements with ten tags each: the new stats file is far over 16 KiB, while the
-    // state file and the inboxes stay under it.
+    // Twenty settlements with eighty tags each: the stats of even one of them are over 16 KiB
+    // (so a pass that sees only the first few, on a loaded machine, fails the same way), while
+    // the state file and the inboxes stay under it.
     for i in 0..20 {
-        let tags: Vec<String> = (0..10).map(|t| format!("tag-{i}-{t}")).collect();
+        let tags: Vec<String> = (0..80).map(|t| format!("tag-{i}-{t}")).collect();
         p.save(
             &format!("contracts/settled/big-{i:02}.md"),
             &settled(&format!("big-{i:02}"), FOUNDER, ALPHA, &tags),

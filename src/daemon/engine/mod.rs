@@ -128,7 +128,8 @@ pub struct Engine {
     warned_once: BTreeSet<String>,
 }
 
-/// What [`Engine::lock`] holds: the state directory's lock and the folder's own.
+/// What [`Engine::lock`] hands the caller: the state directory's lock (the lock on the
+/// `_polis/` folder stays with the engine, which takes it again on a restored folder).
 #[derive(Debug)]
 pub struct EngineLock {
     _state: crate::fs::state::DaemonLock,
@@ -199,10 +200,8 @@ impl Engine {
     /// When the engine wants a pass of its own: a deferred edit, or the end of a tree's
     /// arrival.
     pub fn next_wakeup(&self) -> Option<std::time::Instant> {
-        match (self.arriving_until, self.writer.next_deferred()) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        }
+        // While the tree arrives, only its end matters: the rescan then covers the rest.
+        self.arriving_until.or_else(|| self.writer.next_deferred())
     }
 
     /// The pass due at `now`, if any (see [`Engine::next_wakeup`]).
