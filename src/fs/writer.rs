@@ -251,7 +251,12 @@ pub struct Writer {
     seen: Mutex<HashMap<PathBuf, (FileId, Instant)>>,
     /// Paths left alone because they were not settled, with when to look again.
     deferred: Mutex<HashMap<PathBuf, Instant>>,
+    /// How many times in a row each deferred path was found open for writing.
+    held_open: Mutex<HashMap<PathBuf, u32>>,
 }
+
+/// The longest wait before looking again at a file a process keeps open for writing.
+pub const MAX_OPEN_RETRY: Duration = Duration::from_secs(30);
 
 /// `O_NOFOLLOW | O_NONBLOCK`: a link is refused rather than followed, and a FIFO put in place
 /// of a file cannot block the open.
@@ -302,6 +307,7 @@ impl Writer {
             stability: Stability::default(),
             seen: Mutex::new(HashMap::new()),
             deferred: Mutex::new(HashMap::new()),
+            held_open: Mutex::new(HashMap::new()),
         })
     }
 
@@ -396,9 +402,26 @@ impl Writer {
         }
     }
 
-    /// Records `t` as deferred and says when to look again.
+    /// Records `t` as deferred and says when to look again: after the window for a file that
+    /// changed, and with a backoff (doubling up to [`MAX_OPEN_RETRY`]) for one a process keeps
+    /// open for writing, so a file held open for hours is not looked at every few hundred
+    /// milliseconds (its close is an event of its own, which brings polisd back at once).
     fn defer(&self, t: &Target, reason: Unsettled) -> (Unsettled, Duration) {
-        let retry_after = self.stability.window.max(Duration::from_millis(50));
+        let window = self.stability.window.max(Duration::from_millis(50));
+        let mut open = lock(&self.held_open);
+        let retry_after = match reason {
+            Unsettled::Changing => window,
+            Unsettled::OpenForWriting => {
+                let n = open.entry(t.rel.clone()).or_insert(0);
+                *n = (*n + 1).min(16);
+                window
+                    .saturating_mul(1 << (*n - 1).min(10))
+                    .min(MAX_OPEN_RETRY)
+            }
+        };
+        if reason == Unsettled::Changing {
+            open.remove(&t.rel);
+        }
         lock(&self.deferred).insert(t.rel.clone(), Instant::now() + retry_after);
         (reason, retry_after)
     }
@@ -412,6 +435,7 @@ impl Writer {
             lock(&self.seen).insert(t.rel.clone(), (FileId::of(&meta), since));
         }
         lock(&self.deferred).remove(&t.rel);
+        lock(&self.held_open).remove(&t.rel);
     }
 
     /// Opens an agent's file to edit it and takes the read lease, or says why not: the lease
@@ -784,6 +808,7 @@ impl Writer {
         self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
         lock(&self.seen).remove(&f.rel);
         lock(&self.deferred).remove(&f.rel);
+        lock(&self.held_open).remove(&f.rel);
         Ok(RenameOutcome::Moved)
     }
 
