@@ -253,6 +253,52 @@ pub struct Writer {
     deferred: Mutex<HashMap<PathBuf, Instant>>,
     /// How many times in a row each deferred path was found open for writing.
     held_open: Mutex<HashMap<PathBuf, u32>>,
+    /// Whether writes are recorded in the own-write ledger. A one-shot command has no watcher
+    /// to tell about its writes, and recording an append costs a read of the whole file.
+    recording: bool,
+}
+
+/// An advisory lock from [`Writer::lock_file`], released when dropped.
+#[derive(Debug)]
+pub struct FileLock {
+    _file: File,
+}
+
+/// `rename(2)` that fails with `AlreadyExists` instead of replacing `to` (Linux's
+/// `renameat2(RENAME_NOREPLACE)`); `Unsupported` where the system has none.
+fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let f = CString::new(from.as_os_str().as_bytes()).map_err(io::Error::other)?;
+        let t = CString::new(to.as_os_str().as_bytes()).map_err(io::Error::other)?;
+        // SAFETY: both are valid NUL-terminated paths; AT_FDCWD resolves them as given.
+        let rc = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                f.as_ptr(),
+                libc::AT_FDCWD,
+                t.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINVAL) | Some(libc::ENOSYS) => {
+                Err(io::Error::from(io::ErrorKind::Unsupported))
+            }
+            _ => Err(e),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (from, to);
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
 }
 
 /// The longest wait before looking again at a file a process keeps open for writing.
@@ -308,7 +354,22 @@ impl Writer {
             seen: Mutex::new(HashMap::new()),
             deferred: Mutex::new(HashMap::new()),
             held_open: Mutex::new(HashMap::new()),
+            recording: true,
         })
+    }
+
+    /// A writer for a one-shot process (the agents' commands): the same checks and writes,
+    /// without the own-write ledger, which only a long-running watcher reads. An agent's own
+    /// command (claim, vote, settle) acts on a file at the agent's request: it waits for no
+    /// stability window, only (Linux) for no other process to have the file open for writing.
+    pub fn unrecorded(root: &Path) -> Result<Writer, WriteError> {
+        let mut w = Writer::new(root)?;
+        w.recording = false;
+        w.stability = Stability {
+            window: Duration::ZERO,
+            wait: true,
+        };
+        Ok(w)
     }
 
     /// Sets how agents' files are waited for (the daemon: its window, without waiting).
@@ -548,7 +609,7 @@ impl Writer {
     /// end with a newline, one is written first (in the same `write`), so an agent's unfinished
     /// last line never swallows ours.
     pub fn append_locked(&self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<(), WriteError> {
-        self.append_locked_unless(rel, bytes, |_| false).map(|_| ())
+        self.append(rel.as_ref(), bytes, None).map(|_| ())
     }
 
     /// [`Writer::append_locked`], unless `already(current bytes)` says the file holds what the
@@ -561,7 +622,16 @@ impl Writer {
         bytes: &[u8],
         already: impl Fn(&[u8]) -> bool,
     ) -> Result<bool, WriteError> {
-        let t = self.target(rel.as_ref())?;
+        self.append(rel.as_ref(), bytes, Some(&already))
+    }
+
+    fn append(
+        &self,
+        rel: &Path,
+        bytes: &[u8],
+        already: Option<&dyn Fn(&[u8]) -> bool>,
+    ) -> Result<bool, WriteError> {
+        let t = self.target(rel)?;
         if bytes.is_empty() {
             return Ok(false);
         }
@@ -588,15 +658,32 @@ impl Writer {
         // name may have gained a second link since it was opened.
         let meta = file.metadata().map_err(io_err("inspect", &t.rel))?;
         check_single_link(&t, &meta)?;
-        // Read once, under the lock: for the duplicate check, the final newline and the
-        // ledger's hash of the whole file after the append.
-        let mut all = read_open(&t, &file)?;
-        if !all.is_empty() && already(&all) {
-            return Ok(false);
+        // Read once, under the lock, when the duplicate check or the ledger's hash of the
+        // whole file needs it; otherwise only the last byte (does the file end a line?).
+        let whole = already.is_some() || self.recording;
+        let mut all = if whole {
+            read_open(&t, &file)?
+        } else {
+            Vec::new()
+        };
+        if let Some(already) = already {
+            if !all.is_empty() && already(&all) {
+                return Ok(false);
+            }
         }
-        let len = all.len() as u64;
+        let len = if whole { all.len() as u64 } else { meta.len() };
+        let ends_a_line = if whole {
+            all.last().is_none_or(|b| *b == b'\n')
+        } else if len == 0 {
+            true
+        } else {
+            let mut last = [0u8; 1];
+            std::os::unix::fs::FileExt::read_exact_at(&file, &mut last, len - 1)
+                .map_err(io_err("read the end of", &t.rel))?;
+            last[0] == b'\n'
+        };
         let mut block = Vec::with_capacity(bytes.len() + 1);
-        if all.last().is_some_and(|b| *b != b'\n') {
+        if !ends_a_line {
             block.push(b'\n');
         }
         block.extend_from_slice(bytes);
@@ -625,6 +712,9 @@ impl Writer {
             }
         }
         file.sync_data().map_err(io_err("sync", &t.rel))?;
+        if !self.recording {
+            return Ok(true);
+        }
         // An agent's unlocked `>>` landing between the read and the write makes this hash
         // differ from the file: its event is then taken for someone else's, which costs one
         // more look and loses nothing.
@@ -781,9 +871,26 @@ impl Writer {
             self.record(&f.rel, Ledger::Removed);
             return Ok(RenameOutcome::AlreadyMoved);
         }
-        // A hard link cannot replace an existing file, so a file appearing at `to` meanwhile
-        // is refused rather than overwritten. Filesystems without hard links fall back to a
-        // checked rename.
+        // One rename that refuses to replace a file appearing at `to` meanwhile: the file is
+        // never in both folders, not even for an instant (a crash cannot leave two copies).
+        // Where the kernel has no such rename, a hard link (which cannot replace a file either)
+        // then an unlink; filesystems without hard links fall back to a checked rename.
+        match rename_no_replace(&f.abs, &t.abs) {
+            Ok(()) => {
+                sync_dir(t.dir())?;
+                sync_dir(f.dir())?;
+                self.record(&f.rel, Ledger::Removed);
+                self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
+                return Ok(RenameOutcome::Moved);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(WriteError::TargetExists {
+                    from: f.rel,
+                    to: t.rel,
+                })
+            }
+            Err(_) => {}
+        }
         match fs::hard_link(&f.abs, &t.abs) {
             Ok(()) => fs::remove_file(&f.abs).map_err(io_err("remove", &f.rel))?,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -810,6 +917,47 @@ impl Writer {
         lock(&self.deferred).remove(&f.rel);
         lock(&self.held_open).remove(&f.rel);
         Ok(RenameOutcome::Moved)
+    }
+
+    /// Takes an advisory exclusive lock on the agent's file `rel` itself, for a
+    /// read-decide-replace that must not interleave with another polisd process (a claim).
+    /// The lock is on the file's inode; since a replace puts a new inode at the path, the lock
+    /// is taken again until the locked inode is the one at the path, so two holders never
+    /// overlap. Hand edits take no lock: [`Writer::compare_and_replace`] still guards those.
+    pub fn lock_file(&self, rel: impl AsRef<Path>) -> Result<FileLock, WriteError> {
+        use std::os::unix::fs::MetadataExt;
+        let t = self.target(rel.as_ref())?;
+        for _ in 0..1000 {
+            if !self.ensure_parents(&t, false)? || self.existing_file(&t)?.is_none() {
+                return Err(WriteError::Missing(t.rel));
+            }
+            let file = match OpenOptions::new()
+                .read(true)
+                .custom_flags(no_follow_flags())
+                .open(&t.abs)
+            {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(self.link_or_io(&t, e, "open to lock")),
+            };
+            fs4::fs_std::FileExt::lock_exclusive(&file).map_err(io_err("lock", &t.rel))?;
+            let held = file.metadata().map_err(io_err("inspect", &t.rel))?;
+            match fs::symlink_metadata(&t.abs) {
+                Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => {
+                    return Ok(FileLock { _file: file })
+                }
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(WriteError::Missing(t.rel))
+                }
+                Err(e) => return Err(io_err("inspect", &t.rel)(e)),
+            }
+        }
+        Err(WriteError::Io {
+            op: "lock",
+            path: t.rel,
+            source: io::Error::other("the file was replaced 1000 times while waiting for its lock"),
+        })
     }
 
     /// Removes a regular file (a chronicle conflict copy whose lines are merged).
@@ -909,6 +1057,9 @@ impl Writer {
     }
 
     fn record(&self, rel: &Path, entry: Ledger) {
+        if !self.recording {
+            return;
+        }
         self.ledger
             .lock()
             .unwrap_or_else(|p| p.into_inner())

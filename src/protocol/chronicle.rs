@@ -1010,6 +1010,29 @@ pub fn daemon_line_by(
     )
 }
 
+/// A citizen's line as `polisd log` and the commands write it, without its newline: fields
+/// flattened to one line each, an empty note as `-`, the link as `[[link]]` or `-`.
+pub fn citizen_line(
+    stamp: &str,
+    author: &str,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+) -> String {
+    let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let note = flat(note);
+    let note = if note.is_empty() {
+        "-".to_string()
+    } else {
+        note
+    };
+    let link = match link.map(flat).filter(|l| !l.is_empty()) {
+        Some(l) => format!("[[{}]]", l.trim_start_matches("[[").trim_end_matches("]]")),
+        None => "-".to_string(),
+    };
+    render_line(stamp, &flat(author), &flat(verb), &link, &note)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Activity
 
