@@ -176,6 +176,9 @@ impl Default for Stability {
     }
 }
 
+/// The duplicate check of [`Writer::append_locked_unless`]: does the file hold the block?
+type AlreadyThere<'a> = dyn Fn(&[u8]) -> bool + 'a;
+
 /// Why a file is not settled, and when to look again.
 type NotYet = (Unsettled, Duration);
 
@@ -629,7 +632,7 @@ impl Writer {
         &self,
         rel: &Path,
         bytes: &[u8],
-        already: Option<&dyn Fn(&[u8]) -> bool>,
+        already: Option<&AlreadyThere<'_>>,
     ) -> Result<bool, WriteError> {
         let t = self.target(rel)?;
         if bytes.is_empty() {
