@@ -13,6 +13,7 @@ pub mod init;
 pub mod lesson;
 pub mod log;
 pub mod reflect;
+pub mod reserve;
 pub mod review;
 pub mod route;
 pub mod status;
@@ -112,6 +113,9 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             crate::bench::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
             Ok(0)
         }
+        Command::Reserve(args) => reserve::reserve(args),
+        Command::Release(args) => reserve::release(args),
+        Command::Reservations(args) => reserve::list(args),
         Command::Contract(c) => contract::run(c),
         Command::Amendment(c) => amendment::run(c),
         Command::Log(a) => log::run(a),

@@ -138,6 +138,10 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
     if let Some(at) = wake_at {
         wakeup.as_mut().reset(tokio::time::Instant::from_std(at));
     }
+    // The earliest reservation lease to run out in any polis: a pass drops it then.
+    let mut next_expiry = earliest_expiry(&watched);
+    let expiry = tokio::time::sleep_until(until(next_expiry));
+    tokio::pin!(expiry);
 
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
@@ -150,6 +154,11 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
             if let Some(at) = want {
                 wakeup.as_mut().reset(tokio::time::Instant::from_std(at));
             }
+        }
+        let earliest = earliest_expiry(&watched);
+        if earliest != next_expiry {
+            next_expiry = earliest;
+            expiry.as_mut().reset(until(next_expiry));
         }
         tokio::select! {
             batch = rx.recv() => {
@@ -192,6 +201,14 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
                 }
                 backoff = if failed.iter().any(|f| *f) { (backoff * 2).min(RETRY_MAX) } else { RETRY_MIN };
                 retry.as_mut().reset(tokio::time::Instant::now() + backoff);
+            }
+            _ = &mut expiry, if next_expiry.is_some() => {
+                let now = wall_clock();
+                for (w, f) in watched.iter_mut().zip(failed.iter_mut()) {
+                    if w.engine.next_expiry().is_some_and(|t| t <= now) {
+                        *f |= !pass(w, &Trigger::ReservationExpiry);
+                    }
+                }
             }
             _ = clock_tick.tick() => {
                 let today = wall_clock().date_naive();
@@ -237,6 +254,24 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
 /// The earliest pass any engine asks for.
 fn next_wakeup(watched: &[Watched]) -> Option<std::time::Instant> {
     watched.iter().filter_map(|w| w.engine.next_wakeup()).min()
+}
+
+/// The earliest reservation lease to end among the watched polises.
+fn earliest_expiry(watched: &[Watched]) -> Option<chrono::DateTime<Utc>> {
+    watched.iter().filter_map(|w| w.engine.next_expiry()).min()
+}
+
+/// The moment to wake for `at` (a second late, so the lease has surely ended by the polis's
+/// clock too); far away when there is none.
+fn until(at: Option<chrono::DateTime<Utc>>) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    match at {
+        Some(t) => {
+            let wait = (t - wall_clock()).to_std().unwrap_or_default() + Duration::from_secs(1);
+            now + wait
+        }
+        None => now + Duration::from_secs(86_400),
+    }
 }
 
 /// One pass of one polis; false (logged) when it failed.

@@ -18,6 +18,7 @@ pub mod lesson;
 pub mod lookup;
 mod reconcile;
 pub mod reflection;
+pub mod reservation;
 pub mod review;
 pub mod route;
 mod staleness;
