@@ -8,6 +8,7 @@ same machine only.
     benches/e2e.py reconcile --contracts 10000      # polisd reconcile vs reference reconcile
     benches/e2e.py settle-latency --contracts 10000 --settlements 200 --debounce 50ms
     benches/e2e.py chronicle-latency --lines 1000000 --appends 100 --debounce 50ms
+    benches/e2e.py reaction-under-load --writers 8 --probes 200 --debounce 200ms
     benches/e2e.py startup --contracts 100000
     benches/e2e.py idle-cpu --seconds 60
     benches/e2e.py generate OUT --contracts 10000 --chronicle-lines 100000
@@ -251,6 +252,66 @@ def chronicle_samples(root: Path, tmp: Path, appends: int, debounce: str, bin=No
         proc.send_signal(signal.SIGTERM)
         proc.wait()
     return samples
+
+
+def reaction_under_load(root: Path, tmp: Path, writers: int, probes: int, debounce: str) -> list:
+    """Issue 21: `writers` agents append valid lines to the chronicle without pause (one every
+    10-30 ms each), so the file never goes quiet for the debounce; meanwhile a probe appends a
+    line breaking C008 and waits for its finding in the author's inbox."""
+    import datetime
+    import threading
+    proc = start_daemon(root, tmp, debounce, until=READY)
+    author = CITIZENS[1]
+    others = [c for c in CITIZENS if c != author]
+    inbox = root / "citizens" / author / "inbox.md"
+    stop = threading.Event()
+
+    def writer(n: int):
+        rng = random.Random(n)
+        k = 0
+        while not stop.is_set():
+            stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+            with open(root / "chronicle.md", "a") as f:
+                f.write(f"- {stamp} | {others[n % len(others)]} | noted work | - | writer {n} line {k}\n")
+            k += 1
+            time.sleep(rng.uniform(0.01, 0.03))
+
+    threads = [threading.Thread(target=writer, args=(n,), daemon=True) for n in range(writers)]
+    for t in threads:
+        t.start()
+    samples = []
+    try:
+        time.sleep(1.0)
+        for k in range(probes):
+            before = inbox.read_bytes() if inbox.exists() else b""
+            stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+            t0 = time.perf_counter()
+            with open(root / "chronicle.md", "a") as f:
+                f.write(f"- {stamp} | {author} | Measured Under Load | - | probe {k}\n")
+            while (inbox.read_bytes() if inbox.exists() else b"") == before:
+                if time.perf_counter() - t0 > 60:
+                    raise SystemExit("no finding was reported; see " + str(tmp / "daemon.log"))
+                time.sleep(0.001)
+            samples.append(time.perf_counter() - t0)
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+    return samples
+
+
+def cmd_reaction_under_load(args):
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        root = make_polis(tmp, 0, chronicle_lines=1000)
+        p = percentiles(reaction_under_load(root, tmp, args.writers, args.probes, args.debounce))
+        print(f"line appended -> its finding in the inbox, with {args.writers} agents appending "
+              f"continuously, {args.probes} probes, debounce {args.debounce}:")
+        print(f"  p50 {p['p50']:.1f} ms   p90 {p['p90']:.1f} ms   p99 {p['p99']:.1f} ms   max {p['max']:.1f} ms"
+              f"   (target p99 < 300 ms)")
 
 
 def cmd_chronicle_latency(args):
@@ -587,6 +648,12 @@ def cmd_all(args):
                 f"p50 {q['p50']:.0f} ms, p99 {q['p99']:.0f} ms" if q else "—", "—",
                 "no chronicle validation", "—",
                 f"reading the file once: {floor * 1000:.0f} ms; target p99 < debounce + 5 ms")
+        d = tmp / "load"
+        d.mkdir()
+        root = make_polis(d, 0, chronicle_lines=1000)
+        p = percentiles(reaction_under_load(root, d, 8, 100, "200ms"))
+        row("chronicle finding -> inbox with 8 agents appending continuously (debounce 200ms)",
+            f"p50 {p['p50']:.0f} ms, p99 {p['p99']:.0f} ms", note="target p99 < 300 ms")
         for n in [10000, 100000]:
             st = {}
             for label, bin in [("new", BIN), ("before", base)]:
@@ -874,6 +941,10 @@ def main():
     c.add_argument("--lines", type=int, default=1000000)
     c.add_argument("--appends", type=int, default=100)
     c.add_argument("--debounce", default="50ms")
+    w = sub.add_parser("reaction-under-load")
+    w.add_argument("--writers", type=int, default=8)
+    w.add_argument("--probes", type=int, default=200)
+    w.add_argument("--debounce", default="200ms")
     u = sub.add_parser("startup")
     u.add_argument("--contracts", type=int, default=100000)
     g = sub.add_parser("generate")
@@ -912,7 +983,8 @@ def main():
     if not Path(PY).exists() and args.cmd in ("reconcile", "all", "reserve", "scale"):
         raise SystemExit(f"no reference at {PY}: run .ci/run's setup or set POLISD_REFERENCE_PYTHON")
     {"reconcile": cmd_reconcile, "settle-latency": cmd_settle_latency, "idle-cpu": cmd_idle_cpu,
-     "chronicle-latency": cmd_chronicle_latency, "startup": cmd_startup, "generate": cmd_generate,
+     "chronicle-latency": cmd_chronicle_latency, "reaction-under-load": cmd_reaction_under_load,
+     "startup": cmd_startup, "generate": cmd_generate,
      "reserve": cmd_reserve, "commands": cmd_commands, "session": cmd_session, "all": cmd_all,
      "scale": cmd_scale}[args.cmd](args)
 

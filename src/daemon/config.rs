@@ -214,6 +214,25 @@ pub struct Watch {
     /// A full rescan catches events every backend can miss; `0s` turns it off.
     #[serde(with = "human_duration")]
     pub rescan_interval: Duration,
+    /// How long an agent's file must be unchanged before polisd edits or moves it; `0s` means
+    /// twice the debounce (see [`Watch::stability_window`]).
+    #[serde(with = "human_duration")]
+    pub stability: Duration,
+    /// The chronicle's own debounce: a complete line is final, so appended lines are validated
+    /// this soon after they land even while agents keep appending.
+    #[serde(with = "human_duration")]
+    pub chronicle_debounce: Duration,
+}
+
+impl Watch {
+    /// The stability window for agents' files: `stability`, or twice the debounce when unset.
+    pub fn stability_window(&self) -> Duration {
+        if self.stability.is_zero() {
+            self.debounce.saturating_mul(2)
+        } else {
+            self.stability
+        }
+    }
 }
 
 impl Default for Watch {
@@ -224,6 +243,8 @@ impl Default for Watch {
             backend: Backend::Auto,
             poll_interval: Duration::from_secs(2),
             rescan_interval: Duration::from_secs(300),
+            stability: Duration::ZERO,
+            chronicle_debounce: Duration::from_millis(30),
         }
     }
 }
@@ -798,9 +819,8 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
 fn accepted_values(key: &str) -> Option<&'static str> {
     let last = key.rsplit('.').next().unwrap_or(key);
     Some(match last {
-        "debounce" | "max_delay" | "poll_interval" | "rescan_interval" => {
-            "a quoted duration such as \"200ms\", \"2s\" or \"5m\""
-        }
+        "debounce" | "max_delay" | "poll_interval" | "rescan_interval" | "stability"
+        | "chronicle_debounce" => "a quoted duration such as \"200ms\", \"2s\" or \"5m\"",
         "backend" => "\"auto\", \"native\" or \"poll\"",
         "level" => "\"error\", \"warn\", \"info\", \"debug\" or \"trace\"",
         "format" => "\"auto\", \"text\" or \"json\"",

@@ -127,7 +127,7 @@ struct Watched {
     engine: Engine,
     changes: tokio::sync::watch::Sender<Change>,
     _watcher: watch::Watcher,
-    _lock: crate::fs::state::DaemonLock,
+    _lock: crate::daemon::engine::EngineLock,
 }
 
 async fn serve(
@@ -192,6 +192,14 @@ async fn serve(
     let mut backoff = RETRY_MIN;
     let retry = tokio::time::sleep(RETRY_MAX);
     tokio::pin!(retry);
+    // The engines' own wake-ups: an agent's file to edit once it is settled, the end of a
+    // restored folder's arrival. Armed only while some engine wants one.
+    let wakeup = tokio::time::sleep(RETRY_MAX);
+    tokio::pin!(wakeup);
+    let mut wake_at = next_wakeup(&watched);
+    if let Some(at) = wake_at {
+        wakeup.as_mut().reset(tokio::time::Instant::from_std(at));
+    }
     // The earliest reservation lease to run out in any polis: a pass drops it then.
     let mut next_expiry = earliest_expiry(&watched);
     let expiry = tokio::time::sleep_until(until(next_expiry));
@@ -202,6 +210,13 @@ async fn serve(
     let mut sighup = signal(tokio::signal::unix::SignalKind::hangup())?;
 
     loop {
+        let want = next_wakeup(&watched);
+        if want != wake_at {
+            wake_at = want;
+            if let Some(at) = want {
+                wakeup.as_mut().reset(tokio::time::Instant::from_std(at));
+            }
+        }
         let earliest = earliest_expiry(&watched);
         if earliest != next_expiry {
             next_expiry = earliest;
@@ -213,6 +228,10 @@ async fn serve(
                 let trigger = match batch.rescan {
                     Some(r) => {
                         tracing::debug!(reason = ?r.reason, "rescan");
+                        if r.reason == watch::RescanReason::PolisRecreated {
+                            tracing::info!(polis = %watched[index].engine.root().display(), "the polis is back; waiting for it to be quiet before acting");
+                            watched[index].engine.tree_arriving();
+                        }
                         Trigger::Rescan
                     }
                     None => Trigger::Paths(batch.events.into_iter().map(|e| e.path).collect()),
@@ -221,6 +240,17 @@ async fn serve(
                     failed[index] = true;
                     if failed.iter().filter(|f| **f).count() == 1 {
                         retry.as_mut().reset(tokio::time::Instant::now() + backoff);
+                    }
+                }
+            }
+            _ = &mut wakeup, if wake_at.is_some() => {
+                // Re-armed at the top of the loop, even for the same instant: a fired sleep
+                // stays ready.
+                wake_at = None;
+                let now = std::time::Instant::now();
+                for (w, f) in watched.iter_mut().zip(failed.iter_mut()) {
+                    if let Some(trigger) = w.engine.due(now) {
+                        *f |= !pass(w, &trigger);
                     }
                 }
             }
@@ -283,6 +313,11 @@ async fn serve(
     Ok(0)
 }
 
+/// The earliest pass any engine asks for.
+fn next_wakeup(watched: &[Watched]) -> Option<std::time::Instant> {
+    watched.iter().filter_map(|w| w.engine.next_wakeup()).min()
+}
+
 /// The earliest reservation lease to end among the watched polises.
 fn earliest_expiry(watched: &[Watched]) -> Option<chrono::DateTime<Utc>> {
     watched.iter().filter_map(|w| w.engine.next_expiry()).min()
@@ -336,9 +371,11 @@ fn start_one(
     tx: mpsc::Sender<(usize, Batch)>,
 ) -> anyhow::Result<Watched> {
     let mut engine = Engine::open(root, EngineOptions::from(config.effective_for(root)))?;
+    engine.set_stability(config.watch.stability_window());
     let lock = engine.lock()?.ok_or_else(|| {
         anyhow::anyhow!(
-            "another polisd already watches {}; stop it first (`polisd status` shows its pid)",
+            "another polisd already watches {} (it holds the lock on the _polis/ folder or on \
+             this state directory); stop it first (`polisd status` shows its pid)",
             root.display()
         )
     })?;
@@ -350,6 +387,10 @@ fn start_one(
             .then_some(config.watch.rescan_interval),
         force_poll: config.watch.backend == Backend::Poll
             || watch::force_poll_requested(std::env::var(watch::FORCE_POLL_ENV).ok().as_deref()),
+        // A complete chronicle line is final: validated as it lands, even while agents keep
+        // appending (the chronicle as a whole never goes quiet under load).
+        fast_paths: vec![PathBuf::from(crate::protocol::layout::CHRONICLE)],
+        fast_debounce: config.watch.chronicle_debounce,
         ..WatchConfig::default()
     };
     let (watcher, mut batches) = watch::watch(root, watch_config)

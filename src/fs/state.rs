@@ -169,15 +169,21 @@ pub struct SentNotification {
     pub id: String,
 }
 
-/// Cheap identity of a file's content: size and mtime, enough to skip a re-read. (Older
-/// versions also kept a SHA-256 of the bytes; nothing read it, so it is no longer computed, and
-/// the field in an older journal is ignored.)
+/// Cheap identity of a file's content: enough to skip a re-read. Size and mtime tell a write;
+/// ctime, mode and inode tell what a write does not change: a `chmod` or `chown` (a file that
+/// becomes readable) and a replacement by another file with the same size and mtime. (Older
+/// versions kept only size and mtime, and before that a SHA-256 nothing read; an entry from
+/// them reads with zeros here, so the file is read once more.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Fingerprint {
     pub size: u64,
     /// Modification time in nanoseconds since the Unix epoch.
     pub mtime_ns: i64,
+    /// Status-change time in nanoseconds since the Unix epoch.
+    pub ctime_ns: i64,
+    pub mode: u32,
+    pub ino: u64,
 }
 
 impl Fingerprint {
@@ -187,6 +193,9 @@ impl Fingerprint {
         Fingerprint {
             size: meta.len(),
             mtime_ns: meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec(),
+            ctime_ns: meta.ctime().saturating_mul(1_000_000_000) + meta.ctime_nsec(),
+            mode: meta.mode(),
+            ino: meta.ino(),
         }
     }
 }

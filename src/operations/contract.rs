@@ -228,6 +228,11 @@ pub fn claim(
         match writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())? {
             CompareOutcome::Written | CompareOutcome::Unchanged => {}
             CompareOutcome::Conflict { .. } => continue,
+            CompareOutcome::NotSettled { retry_after, .. } => {
+                // Another process has the file open for writing: a moment, then again.
+                std::thread::sleep(retry_after.min(std::time::Duration::from_millis(200)));
+                continue;
+            }
         }
         let link = rel.trim_end_matches(".md").to_string();
         let note = match &owner {
@@ -425,10 +430,19 @@ fn end_contract(
             match writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())? {
                 CompareOutcome::Written | CompareOutcome::Unchanged => {}
                 CompareOutcome::Conflict { .. } => continue,
+                CompareOutcome::NotSettled { retry_after, .. } => {
+                    std::thread::sleep(retry_after.min(std::time::Duration::from_millis(200)));
+                    continue;
+                }
             }
         }
         crash_hook();
-        writer.rename_within(&rel, &target)?;
+        if let crate::fs::writer::RenameOutcome::NotSettled { retry_after, .. } =
+            writer.rename_within(&rel, &target)?
+        {
+            std::thread::sleep(retry_after.min(std::time::Duration::from_millis(200)));
+            continue;
+        }
         let recorded = resumed && chronicle::has_line(root, ending.verb, &link);
         return Ok(Moved {
             rel: target,

@@ -51,4 +51,17 @@ pub enum ActionError {
         "{path} kept changing while polisd tried to edit it; it will try again on the next change"
     )]
     Busy { path: String },
+    #[error("{path} is not edited yet: {}; polisd looks again in {} ms", .reason.describe(), .retry_after.as_millis())]
+    NotSettled {
+        path: String,
+        reason: crate::fs::writer::Unsettled,
+        retry_after: std::time::Duration,
+    },
+}
+
+impl ActionError {
+    /// Whether the action only waits for an agent to finish writing a file (not a failure).
+    pub fn is_not_settled(&self) -> bool {
+        matches!(self, ActionError::NotSettled { .. })
+    }
 }

@@ -169,6 +169,16 @@ impl Notification {
     }
 
     /// Whether any of the given inbox texts (inbox, archive) already holds this notification.
+    /// Whether `bytes` (an inbox as read under its lock) hold this notice's marker anywhere:
+    /// a plain substring search, quick on a long inbox.
+    pub fn marker_in(&self, bytes: &[u8]) -> bool {
+        let marker = format!("<!-- polisd:{}:{} -->", self.kind.as_str(), self.id());
+        match std::str::from_utf8(bytes) {
+            Ok(text) => text.contains(&marker),
+            Err(_) => String::from_utf8_lossy(bytes).contains(&marker),
+        }
+    }
+
     pub fn already_in(&self, texts: &[&str]) -> bool {
         let key = (self.kind, self.id());
         texts.iter().any(|t| sent_ids(t).contains(&key))

@@ -35,7 +35,16 @@ impl Engine {
                     continue;
                 }
             };
-            if routing::apply(polis, &self.writer, file, &rec)? {
+            let applied = match routing::apply(polis, &self.writer, file, &rec) {
+                Ok(applied) => applied,
+                Err(e) if e.is_not_settled() => {
+                    // An agent is still writing the contract: routed once it is done.
+                    tracing::debug!("{e}");
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            if applied {
                 self.state.counters.writes += 1;
                 tracing::info!(
                     contract = %file.file.stem,
