@@ -383,6 +383,10 @@ pub struct ContractSettleArgs {
     /// The lesson's quality impact, 1 to 5.
     #[arg(long, requires = "lesson", allow_negative_numbers = true)]
     pub impact: Option<i64>,
+    /// Suggest who goes next, as `CITIZEN:REASON` (repeatable): writes a `### Suggested next
+    /// citizen` block into the Settlement, which polisd turns into a follow-up contract.
+    #[arg(long, value_name = "CITIZEN:REASON")]
+    pub suggest: Vec<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
 }

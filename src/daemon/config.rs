@@ -292,6 +292,14 @@ pub struct Notifications {
     pub claim_conflict: bool,
     #[serde(rename = "setting-change")]
     pub setting_change: bool,
+    #[serde(rename = "handoff-opened")]
+    pub handoff_opened: bool,
+    #[serde(rename = "handoff-deferred")]
+    pub handoff_deferred: bool,
+    #[serde(rename = "citizen-needed")]
+    pub citizen_needed: bool,
+    #[serde(rename = "contract-unblocked")]
+    pub contract_unblocked: bool,
 }
 
 impl Default for Notifications {
@@ -311,6 +319,10 @@ impl Default for Notifications {
             card_changed: true,
             claim_conflict: true,
             setting_change: true,
+            handoff_opened: true,
+            handoff_deferred: true,
+            citizen_needed: true,
+            contract_unblocked: true,
         }
     }
 }
@@ -332,6 +344,10 @@ impl Notifications {
             "card-changed" => &mut self.card_changed,
             "claim-conflict" => &mut self.claim_conflict,
             "setting-change" => &mut self.setting_change,
+            "handoff-opened" => &mut self.handoff_opened,
+            "handoff-deferred" => &mut self.handoff_deferred,
+            "citizen-needed" => &mut self.citizen_needed,
+            "contract-unblocked" => &mut self.contract_unblocked,
             _ => return None,
         })
     }
@@ -387,6 +403,14 @@ pub struct NotificationOverrides {
     pub claim_conflict: Option<bool>,
     #[serde(rename = "setting-change", skip_serializing_if = "Option::is_none")]
     pub setting_change: Option<bool>,
+    #[serde(rename = "handoff-opened", skip_serializing_if = "Option::is_none")]
+    pub handoff_opened: Option<bool>,
+    #[serde(rename = "handoff-deferred", skip_serializing_if = "Option::is_none")]
+    pub handoff_deferred: Option<bool>,
+    #[serde(rename = "citizen-needed", skip_serializing_if = "Option::is_none")]
+    pub citizen_needed: Option<bool>,
+    #[serde(rename = "contract-unblocked", skip_serializing_if = "Option::is_none")]
+    pub contract_unblocked: Option<bool>,
 }
 
 impl NotificationOverrides {
@@ -410,6 +434,10 @@ impl NotificationOverrides {
             (self.card_changed, &mut to.card_changed),
             (self.claim_conflict, &mut to.claim_conflict),
             (self.setting_change, &mut to.setting_change),
+            (self.handoff_opened, &mut to.handoff_opened),
+            (self.handoff_deferred, &mut to.handoff_deferred),
+            (self.citizen_needed, &mut to.citizen_needed),
+            (self.contract_unblocked, &mut to.contract_unblocked),
         ];
         for (over, slot) in pairs {
             if let Some(v) = over {
@@ -578,6 +606,10 @@ pub fn accepted_keys() -> BTreeSet<String> {
         card_changed: Some(true),
         claim_conflict: Some(true),
         setting_change: Some(true),
+        handoff_opened: Some(true),
+        handoff_deferred: Some(true),
+        citizen_needed: Some(true),
+        contract_unblocked: Some(true),
     };
     let sample = ConfigFile {
         polis: vec![PolisFileEntry {

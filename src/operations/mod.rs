@@ -14,6 +14,7 @@ mod deliver;
 mod edit;
 pub mod error;
 pub mod guardrail;
+pub mod handoff;
 pub mod lesson;
 pub mod lookup;
 mod reconcile;

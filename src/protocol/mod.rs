@@ -12,6 +12,7 @@ pub mod contract;
 pub mod finding;
 pub mod frontmatter;
 pub mod guardrail;
+pub mod handoff;
 pub mod inbox;
 pub mod layout;
 pub mod lesson;

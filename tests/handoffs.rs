@@ -1,0 +1,173 @@
+//! Handoff chains (issue 15) with a real daemon and real files: a suggestion in a Settlement
+//! becomes a routed follow-up contract and a notice; the chain rules refuse with reasons; a
+//! restart dispatches nothing twice; a new-citizen suggestion reaches the index keeper.
+
+mod harness;
+
+use harness::{wait_for, TestPolis};
+use std::process::Output;
+
+const FOUNDER: &str = "claude-founder-one";
+const B: &str = "codex-agent-two";
+const C: &str = "gemini-agent-three";
+const D: &str = "claude-agent-four";
+const AWAY: &str = "codex-agent-away";
+
+#[track_caller]
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "polisd failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn polis() -> TestPolis {
+    let p = TestPolis::init(FOUNDER);
+    for id in [B, C, D, AWAY] {
+        p.citizen(id, "test", &[("api", 4), ("frontend", 3)], "medium");
+    }
+    p.save(
+        &format!("citizens/{AWAY}/status.md"),
+        &format!("---\nagent_id: {AWAY}\nstate: away\n---\n"),
+    );
+    p
+}
+
+fn claim_and_settle(p: &TestPolis, id: &str, owner: &str, suggest: &[&str]) {
+    ok(p.polisd(&["contract", "claim", id, "--as", owner]));
+    let mut args = vec!["contract", "settle", id, "--quality", "4"];
+    for s in suggest {
+        args.push("--suggest");
+        args.push(s);
+    }
+    ok(p.polisd(&args));
+}
+
+fn inbox(p: &TestPolis, id: &str) -> String {
+    p.read(&format!("citizens/{id}/inbox.md"))
+}
+
+#[test]
+fn suggestions_become_routed_follow_ups_and_the_fourth_step_is_deferred_to_the_first_opener() {
+    let p = polis();
+    let daemon = p.start_daemon();
+    ok(p.polisd(&[
+        "contract", "open", "--title", "Login API", "--by", FOUNDER, "--tags", "api",
+    ]));
+    // Step 1 (FOUNDER owns it) suggests B: the follow-up is step 2.
+    claim_and_settle(
+        &p,
+        "login-api",
+        FOUNDER,
+        &[&format!("{B}:Wire the endpoint into the login form")],
+    );
+    let next1 = "contracts/open/login-api-next-1.md";
+    wait_for(&p, "the first follow-up", || p.exists(next1));
+    let text = p.read(next1);
+    assert!(text.contains("opened_by: polis-daemon"), "{text}");
+    assert!(text.contains(&format!("  recommended_by_router: {B}\n")), "{text}");
+    assert!(text.contains(&format!("chain: [{FOUNDER}]")), "{text}");
+    assert!(text.contains("parent_contract: login-api"), "{text}");
+    assert!(text.contains("depends_on: [login-api]"), "{text}");
+    assert!(text.contains("- api\n"), "tags from the parent: {text}");
+    assert!(
+        text.contains(&format!("Call chain so far: [{FOUNDER}]; you are step 2 of at most 3")),
+        "{text}"
+    );
+    wait_for(&p, "the handoff-opened notice", || {
+        p.count(B, "handoff-opened") == 1
+    });
+    assert!(p
+        .read("chronicle.md")
+        .contains("| polis-daemon | opened contract | [[contracts/open/login-api-next-1]] |"));
+
+    // Step 2 (B) suggests C (step 3), B again (in the chain), an unknown id and an away one.
+    claim_and_settle(
+        &p,
+        "login-api-next-1",
+        B,
+        &[
+            &format!("{C}:Test the login form end to end"),
+            &format!("{FOUNDER}:Review it again"),
+            "nobody-registered-here:Translate it",
+            &format!("{AWAY}:Document it"),
+        ],
+    );
+    let next2 = "contracts/open/login-api-next-1-next-1.md";
+    wait_for(&p, "the second follow-up", || p.exists(next2));
+    assert!(p
+        .read(next2)
+        .contains(&format!("chain: [{FOUNDER}, {B}]")));
+    assert!(p.read(next2).contains("you are step 3 of at most 3"));
+    for n in 2..=4 {
+        assert!(!p.exists(&format!("contracts/open/login-api-next-1-next-{n}.md")));
+    }
+    wait_for(&p, "the deferred and skipped notices", || {
+        p.count(FOUNDER, "handoff-deferred") == 1 && p.count(B, "handoff-deferred") == 1
+    });
+    let founder = inbox(&p, FOUNDER);
+    assert!(founder.contains("already owns a step of this chain"), "{founder}");
+    let b = inbox(&p, B);
+    assert!(b.contains("`nobody-registered-here` was suggested but is not a registered citizen"), "{b}");
+    assert!(b.contains(&format!("`{AWAY}` was suggested but is away")), "{b}");
+
+    // Step 3 (C) suggests D: the fourth step is deferred to the first opener, with context.
+    claim_and_settle(&p, "login-api-next-1-next-1", C, &[&format!("{D}:Ship it")]);
+    wait_for(&p, "the chain-depth deferral", || {
+        p.count(FOUNDER, "handoff-deferred") == 2
+    });
+    assert!(!p.exists("contracts/open/login-api-next-1-next-1-next-1.md"));
+    let founder = inbox(&p, FOUNDER);
+    assert!(
+        founder.contains("it would be step 4 of a chain limited to 3"),
+        "{founder}"
+    );
+    assert!(founder.contains("Reason: Ship it"), "{founder}");
+
+    // A restart (after a crash) dispatches nothing twice.
+    let markers = p.all_markers().len();
+    let chronicle = p.read("chronicle.md");
+    daemon.kill9();
+    let _daemon = p.start_daemon();
+    p.append("chronicle.md", ""); // an event, so the restarted daemon runs a pass
+    ok(p.polisd(&["check"]));
+    assert_eq!(p.read("chronicle.md"), chronicle);
+    assert_eq!(p.all_markers().len(), markers);
+    assert_eq!(p.count(B, "handoff-opened"), 1);
+    assert_eq!(p.count(C, "handoff-opened"), 1);
+}
+
+#[test]
+fn a_new_citizen_suggestion_reaches_the_index_keeper_and_registers_nobody() {
+    let p = polis();
+    let _daemon = p.start_daemon();
+    ok(p.polisd(&[
+        "contract", "open", "--title", "Licence audit", "--by", FOUNDER, "--tags", "api",
+    ]));
+    ok(p.polisd(&["contract", "claim", "licence-audit", "--as", B]));
+    let rel = "contracts/open/licence-audit.md";
+    let text = p.read(rel);
+    p.save(
+        rel,
+        &format!(
+            "{text}\n## Settlement\n\nQuality self-score: 4\n\n### Suggested new citizen\n- **Need**: legal review\n- **Reason**: nobody here can read licences\n- **Suggested role**: reviews third-party licences before release\n"
+        ),
+    );
+    let settled = p
+        .read(rel)
+        .replace("status: claimed", "status: settled")
+        .replace("quality_score: null", "quality_score: 4");
+    p.save(rel, &settled);
+    p.mv(rel, "contracts/settled/licence-audit.md");
+    wait_for(&p, "the citizen-needed notice", || {
+        p.count(FOUNDER, "citizen-needed") == 1
+    });
+    let keeper = inbox(&p, FOUNDER);
+    assert!(keeper.contains("Need: legal review"), "{keeper}");
+    assert!(keeper.contains("reviews third-party licences"), "{keeper}");
+    let citizens = std::fs::read_dir(p.path("citizens")).unwrap().count();
+    assert_eq!(citizens, 5, "polisd registered nobody");
+}
