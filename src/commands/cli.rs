@@ -60,6 +60,9 @@ pub enum Command {
     /// Add and list guardrails (must-pass criteria inherited by new contracts).
     #[command(subcommand)]
     Guardrail(GuardrailCommand),
+    /// The contracts a citizen can start now: unowned, every dependency settled, no overlap
+    /// with work in progress; recommended ones first, then by how much they unblock.
+    Ready(ReadyArgs),
     /// Play a short scene on a temporary polis to show what polisd does.
     Demo(DemoArgs),
     /// Measure polisd against alternatives on simulated worlds.
@@ -155,6 +158,15 @@ pub struct TallyArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReadyArgs {
+    /// The citizen whose queue to list.
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    #[command(flatten)]
+    pub opts: AgentOpts,
 }
 
 #[derive(Debug, Args)]

@@ -12,6 +12,7 @@ pub mod guardrail;
 pub mod init;
 pub mod lesson;
 pub mod log;
+pub mod ready;
 pub mod reflect;
 pub mod review;
 pub mod route;
@@ -51,6 +52,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Check(args) => check::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Reflect(args) => reflect::run(args),
+        Command::Ready(args) => ready::run(args),
         Command::Status(args) => status::run(args),
         Command::Run(args) => crate::daemon::run(crate::daemon::RunOptions {
             paths: args.paths,

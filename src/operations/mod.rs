@@ -17,6 +17,7 @@ pub mod guardrail;
 pub mod handoff;
 pub mod lesson;
 pub mod lookup;
+pub mod ready;
 mod reconcile;
 pub mod reflection;
 pub mod review;

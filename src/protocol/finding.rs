@@ -56,6 +56,12 @@ pub enum Code {
     CardMismatch,
     /// Two citizens claimed one contract with no release between (issue 13).
     ClaimConflict,
+    /// A `depends_on` id that names no contract (issue 15).
+    UnknownDependency,
+    /// Contracts whose `depends_on` form a cycle (issue 15).
+    DependencyCycle,
+    /// A citizen folder that breaks the registry's shape (issue 15's audit).
+    Registry,
 }
 
 impl Code {
@@ -81,6 +87,9 @@ impl Code {
             Code::ConflictCopy => "P009",
             Code::CardMismatch => "P010",
             Code::ClaimConflict => "P011",
+            Code::UnknownDependency => "P012",
+            Code::DependencyCycle => "P013",
+            Code::Registry => "P014",
         }
     }
 }

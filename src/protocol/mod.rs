@@ -9,6 +9,7 @@ pub mod citizen;
 pub mod claims;
 pub mod clock;
 pub mod contract;
+pub mod dependency;
 pub mod finding;
 pub mod frontmatter;
 pub mod guardrail;
