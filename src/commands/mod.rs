@@ -177,6 +177,14 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
         println!("{}", serde_json::to_string_pretty(rec)?);
     } else {
         if args.explain {
+            match &routed.rule {
+                Some(m) if m.applied => println!("Routing {} matched and decided.", m.rule),
+                Some(m) => println!(
+                    "Routing {} matched, but {} is not available: the policy decides.",
+                    m.rule, m.route_to
+                ),
+                None => println!("No routing rule matched: the policy decides."),
+            }
             print!("{}", route::explain(rec));
             if !routed.explanation.is_empty() {
                 println!("Policy `{}`:", routed.policy);

@@ -294,6 +294,35 @@ pub fn has_left(texts: &[&str], id: &str) -> bool {
     false
 }
 
+/// Everyone whose latest membership line in `texts` (newest text first) is `left polis`,
+/// in one pass (membership lines name their citizen as author or by `[[citizens/<id>]]`).
+pub fn departed(texts: &[&str]) -> BTreeSet<String> {
+    let mut decided: BTreeSet<String> = BTreeSet::new();
+    let mut left = BTreeSet::new();
+    for text in texts {
+        for line in text.lines().rev() {
+            if !line.contains(" polis |") {
+                continue; // cheap filter before parsing
+            }
+            let Ok(e) = chronicle::parse_entry(line) else {
+                continue;
+            };
+            if e.verb != "joined polis" && e.verb != "left polis" {
+                continue;
+            }
+            let who = e
+                .link
+                .and_then(|l| l.strip_prefix("citizens/"))
+                .map(|l| l.trim_end_matches('/'))
+                .unwrap_or(e.author);
+            if decided.insert(who.to_string()) && e.verb == "left polis" {
+                left.insert(who.to_string());
+            }
+        }
+    }
+    left
+}
+
 /// What the follow-up contract is built from.
 #[derive(Debug, Clone)]
 pub struct FollowUp<'a> {
@@ -455,6 +484,8 @@ mod tests {
         let back = format!("{t}- 2026-03-03 10:00 | x | joined polis | [[citizens/x]] | back\n");
         assert!(!has_left(&[&back], "x"));
         assert!(!has_left(&[t], "y"));
+        assert!(departed(&[t]).contains("x"));
+        assert!(departed(&[&back]).is_empty());
     }
 
     #[test]
