@@ -55,7 +55,14 @@ fn suggestions_become_routed_follow_ups_and_the_fourth_step_is_deferred_to_the_f
     let p = polis();
     let daemon = p.start_daemon();
     ok(p.polisd(&[
-        "contract", "open", "--title", "Login API", "--by", FOUNDER, "--tags", "api",
+        "contract",
+        "open",
+        "--title",
+        "Login API",
+        "--by",
+        FOUNDER,
+        "--tags",
+        "api",
     ]));
     // Step 1 (FOUNDER owns it) suggests B: the follow-up is step 2.
     claim_and_settle(
@@ -68,13 +75,18 @@ fn suggestions_become_routed_follow_ups_and_the_fourth_step_is_deferred_to_the_f
     wait_for(&p, "the first follow-up", || p.exists(next1));
     let text = p.read(next1);
     assert!(text.contains("opened_by: polis-daemon"), "{text}");
-    assert!(text.contains(&format!("  recommended_by_router: {B}\n")), "{text}");
+    assert!(
+        text.contains(&format!("  recommended_by_router: {B}\n")),
+        "{text}"
+    );
     assert!(text.contains(&format!("chain: [{FOUNDER}]")), "{text}");
     assert!(text.contains("parent_contract: login-api"), "{text}");
     assert!(text.contains("depends_on: [login-api]"), "{text}");
     assert!(text.contains("- api\n"), "tags from the parent: {text}");
     assert!(
-        text.contains(&format!("Call chain so far: [{FOUNDER}]; you are step 2 of at most 3")),
+        text.contains(&format!(
+            "Call chain so far: [{FOUNDER}]; you are step 2 of at most 3"
+        )),
         "{text}"
     );
     wait_for(&p, "the handoff-opened notice", || {
@@ -98,9 +110,7 @@ fn suggestions_become_routed_follow_ups_and_the_fourth_step_is_deferred_to_the_f
     );
     let next2 = "contracts/open/login-api-next-1-next-1.md";
     wait_for(&p, "the second follow-up", || p.exists(next2));
-    assert!(p
-        .read(next2)
-        .contains(&format!("chain: [{FOUNDER}, {B}]")));
+    assert!(p.read(next2).contains(&format!("chain: [{FOUNDER}, {B}]")));
     assert!(p.read(next2).contains("you are step 3 of at most 3"));
     for n in 2..=4 {
         assert!(!p.exists(&format!("contracts/open/login-api-next-1-next-{n}.md")));
@@ -109,10 +119,19 @@ fn suggestions_become_routed_follow_ups_and_the_fourth_step_is_deferred_to_the_f
         p.count(FOUNDER, "handoff-deferred") == 1 && p.count(B, "handoff-deferred") == 1
     });
     let founder = inbox(&p, FOUNDER);
-    assert!(founder.contains("already owns a step of this chain"), "{founder}");
+    assert!(
+        founder.contains("already owns a step of this chain"),
+        "{founder}"
+    );
     let b = inbox(&p, B);
-    assert!(b.contains("`nobody-registered-here` was suggested but is not a registered citizen"), "{b}");
-    assert!(b.contains(&format!("`{AWAY}` was suggested but is away")), "{b}");
+    assert!(
+        b.contains("`nobody-registered-here` was suggested but is not a registered citizen"),
+        "{b}"
+    );
+    assert!(
+        b.contains(&format!("`{AWAY}` was suggested but is away")),
+        "{b}"
+    );
 
     // Step 3 (C) suggests D: the fourth step is deferred to the first opener, with context.
     claim_and_settle(&p, "login-api-next-1-next-1", C, &[&format!("{D}:Ship it")]);
@@ -145,7 +164,14 @@ fn a_new_citizen_suggestion_reaches_the_index_keeper_and_registers_nobody() {
     let p = polis();
     let _daemon = p.start_daemon();
     ok(p.polisd(&[
-        "contract", "open", "--title", "Licence audit", "--by", FOUNDER, "--tags", "api",
+        "contract",
+        "open",
+        "--title",
+        "Licence audit",
+        "--by",
+        FOUNDER,
+        "--tags",
+        "api",
     ]));
     ok(p.polisd(&["contract", "claim", "licence-audit", "--as", B]));
     let rel = "contracts/open/licence-audit.md";
@@ -170,4 +196,137 @@ fn a_new_citizen_suggestion_reaches_the_index_keeper_and_registers_nobody() {
     assert!(keeper.contains("reviews third-party licences"), "{keeper}");
     let citizens = std::fs::read_dir(p.path("citizens")).unwrap().count();
     assert_eq!(citizens, 5, "polisd registered nobody");
+}
+
+const WEAK: &str = "claude-agent-weak";
+
+fn contract(id: &str, tags: &str, extra: &str) -> String {
+    format!(
+        "---\ncontract_id: {id}\ntitle: {id}\nopened_by: {FOUNDER}\nopened_at: 2026-03-02 10:00:00\nowner: null\nstatus: proposed\nstakes: medium\nrequired_tags: [{tags}]\ncost_ceiling: 60min\n{extra}routing:\n  recommended_by_router: null\n  recommendation_score: null\n  exploration: null\n  override: null\n---\n\n# {id}\n"
+    )
+}
+
+fn recommended(p: &TestPolis, id: &str) -> Option<String> {
+    let text = p.read(&format!("contracts/open/{id}.md"));
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("recommended_by_router:"))?;
+    let v = line.split_once(':')?.1.trim();
+    (v != "null").then(|| v.to_string())
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn dependencies_route_on_the_last_settlement_rules_beat_the_policy_and_ready_skips_overlaps() {
+    let p = polis();
+    p.citizen(WEAK, "test", &[("api", 1)], "high");
+    let yml = p.read("polis.yml");
+    p.save(
+        "polis.yml",
+        &yml.replace(
+            "routing:\n",
+            &format!("routing:\n  rules:\n    - {{when: {{title: '^legal'}}, route_to: {WEAK}}}\n"),
+        ),
+    );
+    let _daemon = p.start_daemon();
+    p.save("contracts/open/base-a.md", &contract("base-a", "api", ""));
+    p.save("contracts/open/base-b.md", &contract("base-b", "api", ""));
+    p.save(
+        "contracts/open/wired.md",
+        &contract("wired", "api", "depends_on: [base-a, base-b]\n"),
+    );
+    p.save(
+        "contracts/open/legal-review.md",
+        &contract("legal-review", "api", ""),
+    );
+    wait_for(&p, "the bases and the rule's contract routed", || {
+        recommended(&p, "base-a").is_some()
+            && recommended(&p, "base-b").is_some()
+            && recommended(&p, "legal-review").is_some()
+    });
+    assert_eq!(
+        recommended(&p, "wired"),
+        None,
+        "not ready: never recommended"
+    );
+
+    // The routing rule decided, against the policy's scores.
+    assert_eq!(recommended(&p, "legal-review").as_deref(), Some(WEAK));
+    let explain = p.polisd(&["route", "legal-review", "--explain"]);
+    let explain = String::from_utf8_lossy(&explain.stdout).to_string();
+    assert!(
+        explain.contains(&format!(
+            "Routing rule 1 (title /^legal/) -> {WEAK} matched and decided."
+        )),
+        "{explain}"
+    );
+    let rec = json(&p.polisd(&["route", "legal-review", "--json"]));
+    let best = rec["scores"][0]["citizen"].as_str().unwrap().to_string();
+    assert_ne!(best, WEAK, "the policy's scores would not pick it");
+
+    claim_and_settle(&p, "base-a", FOUNDER, &[]);
+    wait_for(&p, "base-a in the stats", || {
+        !p.read("contracts/routing_stats.yml").contains("tags: {}")
+    });
+    assert_eq!(recommended(&p, "wired"), None, "one dependency still open");
+    claim_and_settle(&p, "base-b", FOUNDER, &[]);
+    wait_for(&p, "wired routed when its last dependency settled", || {
+        recommended(&p, "wired").is_some()
+    });
+    let to = recommended(&p, "wired").unwrap();
+    wait_for(&p, "the contract-unblocked notice", || {
+        p.count(&to, "contract-unblocked") == 1
+    });
+
+    // The ready queue leaves out work that overlaps a contract in progress.
+    p.save(
+        "contracts/open/busy.md",
+        &contract("busy", "api", "touches: [src/api/**]\n")
+            .replace("owner: null", &format!("owner: {C}")),
+    );
+    p.save(
+        "contracts/open/clash.md",
+        &contract("clash", "api", "touches: [src/api/login.rs]\n"),
+    );
+    p.save(
+        "contracts/open/apart.md",
+        &contract("apart", "api", "touches: [docs/*.md]\n"),
+    );
+    let q = json(&ok(p.polisd(&["ready", "--as", B, "--json"])));
+    let ids: Vec<&str> = q["ready"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["contract_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"apart") && ids.contains(&"legal-review"),
+        "{q}"
+    );
+    assert!(!ids.contains(&"clash") && !ids.contains(&"busy"), "{q}");
+    assert_eq!(q["held"][0]["contract_id"], "clash");
+    assert_eq!(q["held"][0]["overlaps"], "busy");
+
+    // A dependency cycle is a finding.
+    p.save(
+        "contracts/open/loop-a.md",
+        &contract("loop-a", "api", "depends_on: [loop-b]\n"),
+    );
+    p.save(
+        "contracts/open/loop-b.md",
+        &contract("loop-b", "api", "depends_on: [loop-a]\n"),
+    );
+    let check = p.polisd(&["check", "--json"]);
+    assert_eq!(check.status.code(), Some(1));
+    let found = json(&check);
+    let codes: Vec<&str> = found["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes.iter().filter(|c| **c == "P013").count(), 1, "{found}");
 }

@@ -73,7 +73,11 @@ fn read_record(root: &Path, rel: &str) -> Result<Option<(String, Contract)>, OpE
 pub fn first_opener(root: &Path, contract: &Contract) -> Option<String> {
     let mut current = contract.clone();
     for _ in 0..32 {
-        let parent = current.fields.get("parent_contract").as_str().map(str::to_string);
+        let parent = current
+            .fields
+            .get("parent_contract")
+            .as_str()
+            .map(str::to_string);
         let Some(parent) = parent.filter(|p| layout::is_slug(p)) else {
             return current.opened_by.clone();
         };
@@ -214,7 +218,14 @@ pub fn dispatch_blocks(
             out.wrote = true;
             let title = handoff::follow_up_title(&s.reason, parent_id);
             let link = new_rel.trim_end_matches(".md");
-            chronicle::append(writer, now, layout::DAEMON_ID, "opened contract", Some(link), &title)?;
+            chronicle::append(
+                writer,
+                now,
+                layout::DAEMON_ID,
+                "opened contract",
+                Some(link),
+                &title,
+            )?;
         }
         out.opened.push(OpenedHandoff {
             contract_id: id.clone(),
@@ -244,8 +255,9 @@ pub fn dispatch_blocks(
     }
     if !out.skipped.is_empty() && polis.cards.contains_key(author) {
         let items: Vec<String> = out.skipped.iter().map(worded).collect();
-        out.notices
-            .push(Notification::handoff_deferred(author, parent_id, "skipped", &items));
+        out.notices.push(Notification::handoff_deferred(
+            author, parent_id, "skipped", &items,
+        ));
     }
     for need in &blocks.new {
         out.citizens_needed.push(need.clone());
@@ -294,7 +306,14 @@ fn recover(
         let title = contract
             .title
             .unwrap_or_else(|| handoff::follow_up_title(&s.reason, id));
-        chronicle::append(writer, now, layout::DAEMON_ID, "opened contract", Some(link), &title)?;
+        chronicle::append(
+            writer,
+            now,
+            layout::DAEMON_ID,
+            "opened contract",
+            Some(link),
+            &title,
+        )?;
         out.wrote = true;
     }
     Ok(())

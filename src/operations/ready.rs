@@ -47,10 +47,11 @@ pub struct Queue {
 pub fn queue(root: &Path, citizen: &str) -> Result<Queue, OpError> {
     chronicle::require_citizen(root, citizen)?;
     let card = layout::card_path(citizen).expect("a registered id");
-    let tags: BTreeSet<String> = snapshot::read_text(root, &card, Some(snapshot::MAX_RECORD_BYTES))?
-        .and_then(|t| crate::protocol::card::parse(&t).ok())
-        .map(|c| c.capability_tags.into_iter().map(|(t, _)| t).collect())
-        .unwrap_or_default();
+    let tags: BTreeSet<String> =
+        snapshot::read_text(root, &card, Some(snapshot::MAX_RECORD_BYTES))?
+            .and_then(|t| crate::protocol::card::parse(&t).ok())
+            .map(|c| c.capability_tags.into_iter().map(|(t, _)| t).collect())
+            .unwrap_or_default();
     let (nodes, _) = open_nodes(root);
     let settled = |id: &str| is_in(root, ContractFolder::Settled, id);
     let (ready, held) = dependency::ready_queue(citizen, &tags, &nodes, &settled);

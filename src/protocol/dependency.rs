@@ -90,7 +90,12 @@ pub fn findings(nodes: &[Node], exists: &dyn Fn(&str) -> bool) -> Vec<Finding> {
 pub fn cycles(nodes: &[Node]) -> Vec<Vec<String>> {
     let edges: BTreeMap<&str, Vec<&str>> = nodes
         .iter()
-        .map(|n| (n.id.as_str(), n.depends_on.iter().map(String::as_str).collect()))
+        .map(|n| {
+            (
+                n.id.as_str(),
+                n.depends_on.iter().map(String::as_str).collect(),
+            )
+        })
         .collect();
     let mut found: BTreeSet<Vec<String>> = BTreeSet::new();
     let mut done: BTreeSet<&str> = BTreeSet::new();
@@ -257,8 +262,16 @@ mod tests {
 
     #[test]
     fn dependency_cycle_is_one_finding_per_cycle() {
-        let nodes = vec![node("a", &["b"]), node("b", &["c"]), node("c", &["a"]), node("d", &["a"])];
-        assert_eq!(cycles(&nodes), vec![vec!["a".to_string(), "b".into(), "c".into()]]);
+        let nodes = vec![
+            node("a", &["b"]),
+            node("b", &["c"]),
+            node("c", &["a"]),
+            node("d", &["a"]),
+        ];
+        assert_eq!(
+            cycles(&nodes),
+            vec![vec!["a".to_string(), "b".into(), "c".into()]]
+        );
         let f = findings(&nodes, &|_| true);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].code, Code::DependencyCycle);
@@ -305,6 +318,12 @@ mod tests {
         let ids: Vec<&str> = ready.iter().map(|r| r.contract_id.as_str()).collect();
         assert_eq!(ids, vec!["mine", "base"]);
         assert_eq!(ready[1].unblocks, 2);
-        assert_eq!(held, vec![Held { contract_id: "clash".into(), overlaps: "busy".into() }]);
+        assert_eq!(
+            held,
+            vec![Held {
+                contract_id: "clash".into(),
+                overlaps: "busy".into()
+            }]
+        );
     }
 }

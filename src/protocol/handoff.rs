@@ -148,7 +148,9 @@ fn field(fields: &[(String, String)], key: &str) -> String {
 
 /// `- **Key**: value` (also `- **Key:** value`) as `(lowercase key, trimmed value)`.
 fn field_line(line: &str) -> Option<(String, String)> {
-    let rest = line.strip_prefix("- ").or_else(|| line.strip_prefix("* "))?;
+    let rest = line
+        .strip_prefix("- ")
+        .or_else(|| line.strip_prefix("* "))?;
     let rest = rest.trim_start().strip_prefix("**")?;
     let (key, value) = rest.split_once("**")?;
     let (key, value) = match key.strip_suffix(':') {
@@ -161,7 +163,9 @@ fn field_line(line: &str) -> Option<(String, String)> {
 /// The block `contract settle --suggest CITIZEN:REASON` writes.
 pub fn render_suggestion(citizen: &str, reason: &str) -> String {
     let reason = reason.split_whitespace().collect::<Vec<_>>().join(" ");
-    format!("\n{NEXT_HEADING}\n- **Citizen**: {citizen}\n- **Reason**: {reason}\n- **Context**: -\n")
+    format!(
+        "\n{NEXT_HEADING}\n- **Citizen**: {citizen}\n- **Reason**: {reason}\n- **Context**: -\n"
+    )
 }
 
 /// Why a suggested citizen cannot take the work at all (the author is told).
@@ -413,7 +417,11 @@ pub fn render_follow_up(f: &FollowUp<'_>) -> Result<String, crate::yaml::EmitErr
         c => c.to_string(),
     };
     Ok(text
-        .replacen("### Goal\n<what and why>\n", &format!("### Goal\n{goal}\n"), 1)
+        .replacen(
+            "### Goal\n<what and why>\n",
+            &format!("### Goal\n{goal}\n"),
+            1,
+        )
         .replacen(
             "### Notes for the executor\n<context>\n",
             &format!("### Notes for the executor\n{context}\n"),
@@ -468,7 +476,10 @@ mod tests {
         let chain = vec!["a".to_string(), "b".to_string()];
         let mut seen = BTreeSet::new();
         assert_eq!(judge(&chain, &s("c"), 3, &mut seen), Ok(()));
-        assert_eq!(judge(&chain, &s("c"), 3, &mut seen), Err(Deferral::Duplicate));
+        assert_eq!(
+            judge(&chain, &s("c"), 3, &mut seen),
+            Err(Deferral::Duplicate)
+        );
         assert_eq!(judge(&chain, &s("a"), 3, &mut seen), Err(Deferral::InChain));
         let long = vec!["a".into(), "b".into(), "c".into()];
         assert_eq!(
@@ -519,8 +530,10 @@ mod tests {
         assert_eq!(ids_of(c.fields.get("chain")), chain);
         assert_eq!(ids_of(c.fields.get("depends_on")), vec!["p"]);
         assert_eq!(c.fields.get("parent_contract").as_str(), Some("p"));
-        assert!(text.contains("call chain so far: [a, b]; you are step 3 of at most 3")
-            || text.contains("Call chain so far: [a, b]; you are step 3 of at most 3"));
+        assert!(
+            text.contains("call chain so far: [a, b]; you are step 3 of at most 3")
+                || text.contains("Call chain so far: [a, b]; you are step 3 of at most 3")
+        );
         assert!(text.contains("see notes"));
         assert_eq!(c.title.as_deref(), Some("Wire it up"));
     }

@@ -15,7 +15,9 @@ impl Engine {
             .new_settled
             .iter()
             .filter_map(|(rel, _)| {
-                let name = rel.strip_prefix("contracts/settled/")?.strip_suffix(".md")?;
+                let name = rel
+                    .strip_prefix("contracts/settled/")?
+                    .strip_suffix(".md")?;
                 (!name.contains('/')).then(|| name.to_string())
             })
             .collect();

@@ -29,8 +29,18 @@ pub struct Rule {
 impl Rule {
     pub fn describe(&self) -> String {
         match &self.when {
-            When::Tags(t) => format!("rule {} (tags [{}]) -> {}", self.n, t.join(", "), self.route_to),
-            When::Title(r) => format!("rule {} (title /{}/) -> {}", self.n, r.as_str(), self.route_to),
+            When::Tags(t) => format!(
+                "rule {} (tags [{}]) -> {}",
+                self.n,
+                t.join(", "),
+                self.route_to
+            ),
+            When::Title(r) => format!(
+                "rule {} (title /{}/) -> {}",
+                self.n,
+                r.as_str(),
+                self.route_to
+            ),
         }
     }
 
@@ -59,7 +69,11 @@ pub fn parse(merged: &Value) -> (Vec<Rule>, Vec<Finding>) {
                 format!("routing.rules entry {n} is ignored: {why}; write `{{when: {{tags: [a, b]}}, route_to: <citizen>}}` or `{{when: {{title: <regex>}}, route_to: <citizen>}}`"),
             )
         };
-        let Some(to) = item.get("route_to").as_str().filter(|t| layout::is_agent_id(t)) else {
+        let Some(to) = item
+            .get("route_to")
+            .as_str()
+            .filter(|t| layout::is_agent_id(t))
+        else {
             findings.push(bad("`route_to` is not a citizen id"));
             continue;
         };
@@ -137,13 +151,17 @@ mod tests {
         let (rules, findings) = parse(&merged);
         assert_eq!(rules.len(), 2);
         assert_eq!(findings.len(), 1);
-        let c = Contract::parse("---\ntitle: Docs for legal\nrequired_tags: [legal, api]\n---\n").unwrap();
+        let c = Contract::parse("---\ntitle: Docs for legal\nrequired_tags: [legal, api]\n---\n")
+            .unwrap();
         let m = decide(&rules, &c, &|_| true).unwrap();
         assert_eq!(m.route_to, "lawyer-agent");
         assert!(m.applied);
         let m = decide(&rules, &c, &|_| false).unwrap();
         assert!(!m.applied && m.finding.is_some());
         let d = Contract::parse("---\ntitle: Docs\nrequired_tags: [api]\n---\n").unwrap();
-        assert_eq!(decide(&rules, &d, &|_| true).unwrap().route_to, "writer-agent");
+        assert_eq!(
+            decide(&rules, &d, &|_| true).unwrap().route_to,
+            "writer-agent"
+        );
     }
 }
