@@ -328,5 +328,5 @@ fn dependencies_route_on_the_last_settlement_rules_beat_the_policy_and_ready_ski
         .iter()
         .map(|f| f["code"].as_str().unwrap())
         .collect();
-    assert_eq!(codes.iter().filter(|c| **c == "P013").count(), 1, "{found}");
+    assert_eq!(codes.iter().filter(|c| **c == "P014").count(), 1, "{found}");
 }

@@ -15,6 +15,7 @@ pub fn run(command: AmendmentCommand) -> anyhow::Result<u8> {
                 body: read_body(a.body.as_deref())?,
                 expires: a.expires,
                 quorum: a.quorum,
+                ..ProposeRequest::default()
             };
             let r = amendment::propose(&env.writer, &env.now, &req);
             finish(&a.opts, r, |p| {
@@ -22,7 +23,7 @@ pub fn run(command: AmendmentCommand) -> anyhow::Result<u8> {
                     "Proposed amendment {} -> {}{}",
                     p.amendment_id,
                     p.path,
-                    warnings(Some(&p.chronicle))
+                    warnings(p.chronicle.as_ref())
                 )
             })
         }

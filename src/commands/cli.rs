@@ -65,6 +65,12 @@ pub enum Command {
     Ready(ReadyArgs),
     /// Play a short scene on a temporary polis to show what polisd does.
     Demo(DemoArgs),
+    /// Reserve project paths (files, folders or globs) so other citizens leave them alone.
+    Reserve(ReserveArgs),
+    /// Release paths you reserved (everything you hold when no PATH is given).
+    Release(ReleaseArgs),
+    /// List the reservations in `_polis/reservations.yml`: who holds what, until when.
+    Reservations(ReservationsArgs),
     /// Measure polisd against alternatives on simulated worlds.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -255,6 +261,54 @@ pub struct DemoArgs {
     pub keep_running: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct ReserveArgs {
+    /// Paths or globs to reserve (`src/auth.rs`, `docs/`, `src/**/*.rs`), relative to the
+    /// working directory; each must lie inside the project.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// The citizen reserving (your agent id).
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    /// Let the reservation expire after this many minutes (default: until released).
+    #[arg(long = "ttl-min", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub ttl_minutes: Option<u32>,
+    /// Why you are reserving these paths.
+    #[arg(long)]
+    pub note: Option<String>,
+    /// The open contract the work is for; the reservation is released when it settles or is
+    /// abandoned.
+    #[arg(long, value_name = "CONTRACT_ID")]
+    pub contract: Option<String>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// Paths or globs to release (default: everything you hold). A held path is released
+    /// when it overlaps one of these.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// The citizen releasing (your agent id).
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ReservationsArgs {
+    /// Include expired entries (the daemon drops them).
+    #[arg(long)]
+    pub all: bool,
+    /// Only the reservations of this citizen.
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: Option<String>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
 // ---------------------------------------------------------------------------------------------
 // Agents' commands
 
@@ -262,7 +316,12 @@ pub struct DemoArgs {
 #[derive(Debug, Args, Clone)]
 pub struct AgentOpts {
     /// Project root or `_polis/` folder (default: found from the working directory).
-    #[arg(long = "polis", value_name = "PATH", global = true)]
+    #[arg(
+        long = "polis",
+        visible_alias = "polis-root",
+        value_name = "PATH",
+        global = true
+    )]
     pub polis: Option<PathBuf>,
     /// Print JSON (the result, or `{"ok": false, "error": …}` on a refusal).
     #[arg(long, global = true)]

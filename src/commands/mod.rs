@@ -14,6 +14,7 @@ pub mod lesson;
 pub mod log;
 pub mod ready;
 pub mod reflect;
+pub mod reserve;
 pub mod review;
 pub mod route;
 pub mod status;
@@ -114,6 +115,9 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             crate::bench::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
             Ok(0)
         }
+        Command::Reserve(args) => reserve::reserve(args),
+        Command::Release(args) => reserve::release(args),
+        Command::Reservations(args) => reserve::list(args),
         Command::Contract(c) => contract::run(c),
         Command::Amendment(c) => amendment::run(c),
         Command::Log(a) => log::run(a),

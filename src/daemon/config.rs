@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 13] = [
+pub const NOTIFICATION_KINDS: [&str; 19] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -32,7 +32,13 @@ pub const NOTIFICATION_KINDS: [&str; 13] = [
     "lesson-filed",
     "contract-stale",
     "card-changed",
+    "reservation-conflict",
+    "claim-conflict",
     "setting-change",
+    "handoff-opened",
+    "handoff-deferred",
+    "citizen-needed",
+    "contract-unblocked",
 ];
 
 /// Why the configuration could not be used.
@@ -288,6 +294,8 @@ pub struct Notifications {
     pub contract_stale: bool,
     #[serde(rename = "card-changed")]
     pub card_changed: bool,
+    #[serde(rename = "reservation-conflict")]
+    pub reservation_conflict: bool,
     #[serde(rename = "claim-conflict")]
     pub claim_conflict: bool,
     #[serde(rename = "setting-change")]
@@ -317,6 +325,7 @@ impl Default for Notifications {
             lesson_filed: true,
             contract_stale: true,
             card_changed: true,
+            reservation_conflict: true,
             claim_conflict: true,
             setting_change: true,
             handoff_opened: true,
@@ -342,6 +351,7 @@ impl Notifications {
             "lesson-filed" => &mut self.lesson_filed,
             "contract-stale" => &mut self.contract_stale,
             "card-changed" => &mut self.card_changed,
+            "reservation-conflict" => &mut self.reservation_conflict,
             "claim-conflict" => &mut self.claim_conflict,
             "setting-change" => &mut self.setting_change,
             "handoff-opened" => &mut self.handoff_opened,
@@ -399,6 +409,11 @@ pub struct NotificationOverrides {
     pub contract_stale: Option<bool>,
     #[serde(rename = "card-changed", skip_serializing_if = "Option::is_none")]
     pub card_changed: Option<bool>,
+    #[serde(
+        rename = "reservation-conflict",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reservation_conflict: Option<bool>,
     #[serde(rename = "claim-conflict", skip_serializing_if = "Option::is_none")]
     pub claim_conflict: Option<bool>,
     #[serde(rename = "setting-change", skip_serializing_if = "Option::is_none")]
@@ -432,6 +447,7 @@ impl NotificationOverrides {
             (self.lesson_filed, &mut to.lesson_filed),
             (self.contract_stale, &mut to.contract_stale),
             (self.card_changed, &mut to.card_changed),
+            (self.reservation_conflict, &mut to.reservation_conflict),
             (self.claim_conflict, &mut to.claim_conflict),
             (self.setting_change, &mut to.setting_change),
             (self.handoff_opened, &mut to.handoff_opened),
@@ -604,6 +620,7 @@ pub fn accepted_keys() -> BTreeSet<String> {
         lesson_filed: Some(true),
         contract_stale: Some(true),
         card_changed: Some(true),
+        reservation_conflict: Some(true),
         claim_conflict: Some(true),
         setting_change: Some(true),
         handoff_opened: Some(true),

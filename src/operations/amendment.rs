@@ -19,13 +19,24 @@ pub struct ProposeRequest {
     /// `YYYY-MM-DD`; default 30 days from now (the tally's default window).
     pub expires: Option<String>,
     pub quorum: Option<u32>,
+    /// File under exactly this id, idempotently: when the file is there already nothing is
+    /// written, and its chronicle line is appended only if the chronicle lacks it (reflection,
+    /// whose proposals are named by date and slug). `None` takes the next free id.
+    pub id: Option<String>,
+    /// More frontmatter keys after `status` (see `NewAmendment::extra`).
+    pub extra: Vec<(String, crate::yaml::Value)>,
+    /// The chronicle line's note; empty takes the title.
+    pub note: String,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Proposed {
     pub amendment_id: String,
     pub path: String,
-    pub chronicle: Appended,
+    /// Whether this call created the file (false: an exact id that was already filed).
+    pub written: bool,
+    /// The `proposed amendment` line, when this call appended it.
+    pub chronicle: Option<Appended>,
 }
 
 /// Writes `amendments/proposed/<today>-<slug>.md` and appends `proposed amendment`. This is
@@ -58,6 +69,42 @@ pub fn propose(
             .format("%Y-%m-%d")
             .to_string(),
     };
+    let new = |id: &str| NewAmendment {
+        amendment_id: id.to_string(),
+        title: req.title.trim().to_string(),
+        proposed_by: req.by.clone(),
+        proposed_at: now.second_stamp(),
+        quorum_required: req.quorum,
+        expires_at: expires.clone(),
+        body: req.body.clone(),
+        extra: req.extra.clone(),
+    };
+    if let Some(id) = &req.id {
+        let rel = layout::amendment_path(AmendmentFolder::Proposed, id).ok_or_else(|| {
+            OpError::BadId {
+                what: "amendment id",
+                value: id.clone(),
+                rule: "use lowercase letters, digits and dashes",
+            }
+        })?;
+        let written = writer.create_new(&rel, rules::render_new(&new(id))?.as_bytes())?;
+        let link = rel.trim_end_matches(".md").to_string();
+        let chronicled = snapshot::read_text(root, layout::CHRONICLE, None)
+            .ok()
+            .flatten()
+            .is_some_and(|t| crate::protocol::chronicle::has_line(&t, "proposed amendment", &link));
+        let line = if chronicled {
+            None
+        } else {
+            Some(proposed_line(writer, now, req, &link)?)
+        };
+        return Ok(Proposed {
+            amendment_id: id.clone(),
+            path: rel,
+            written,
+            chronicle: line,
+        });
+    }
     let date = now.now.format("%Y-%m-%d").to_string();
     let base = format!("{date}-{}", layout::slugify(&req.title, None, "amendment"));
     let taken = |id: &str| {
@@ -70,35 +117,35 @@ pub fn propose(
     };
     for _ in 0..8 {
         let id = layout::unique_id(&base, taken);
-        let text = rules::render_new(&NewAmendment {
-            amendment_id: id.clone(),
-            title: req.title.trim().to_string(),
-            proposed_by: req.by.clone(),
-            proposed_at: now.second_stamp(),
-            quorum_required: req.quorum,
-            expires_at: expires.clone(),
-            body: req.body.clone(),
-        })?;
+        let text = rules::render_new(&new(&id))?;
         let rel = layout::amendment_path(AmendmentFolder::Proposed, &id).expect("slug");
         if !writer.create_new(&rel, text.as_bytes())? {
             continue;
         }
         let link = rel.trim_end_matches(".md").to_string();
-        let line = chronicle::append(
-            writer,
-            now,
-            &req.by,
-            "proposed amendment",
-            Some(&link),
-            req.title.trim(),
-        )?;
+        let line = proposed_line(writer, now, req, &link)?;
         return Ok(Proposed {
             amendment_id: id,
             path: rel,
-            chronicle: line,
+            written: true,
+            chronicle: Some(line),
         });
     }
     Err(OpError::Busy(format!("amendments/proposed/{base}*.md")))
+}
+
+fn proposed_line(
+    writer: &Writer,
+    now: &PolisTime,
+    req: &ProposeRequest,
+    link: &str,
+) -> Result<Appended, OpError> {
+    let note = if req.note.is_empty() {
+        req.title.trim()
+    } else {
+        req.note.as_str()
+    };
+    chronicle::append(writer, now, &req.by, "proposed amendment", Some(link), note)
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

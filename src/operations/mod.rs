@@ -20,6 +20,7 @@ pub mod lookup;
 pub mod ready;
 mod reconcile;
 pub mod reflection;
+pub mod reservation;
 pub mod review;
 pub mod route;
 mod staleness;

@@ -54,7 +54,20 @@ pub fn queue(root: &Path, citizen: &str) -> Result<Queue, OpError> {
             .unwrap_or_default();
     let (nodes, _) = open_nodes(root);
     let settled = |id: &str| is_in(root, ContractFolder::Settled, id);
-    let (ready, held) = dependency::ready_queue(citizen, &tags, &nodes, &settled);
+    let now = chronicle::polis_now(root);
+    // An unreadable reservations.yml holds nothing back here; `polisd check` reports it.
+    let reserved: Vec<dependency::Reserved> = crate::operations::reservation::list(root, &now)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|v| v.active)
+        .filter_map(|v| {
+            Some(dependency::Reserved {
+                citizen: v.citizen?,
+                paths: v.paths,
+            })
+        })
+        .collect();
+    let (ready, held) = dependency::ready_queue(citizen, &tags, &nodes, &settled, &reserved);
     Ok(Queue {
         citizen: citizen.to_string(),
         ready,

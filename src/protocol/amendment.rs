@@ -689,6 +689,9 @@ pub struct NewAmendment {
     /// `YYYY-MM-DD`.
     pub expires_at: String,
     pub body: String,
+    /// More frontmatter keys, written after `status` in this order (reflection's `kind`,
+    /// `reflect_slug`, evidence, …, as the reference's reflect writes them).
+    pub extra: Vec<(String, Value)>,
 }
 
 /// The bytes of a new amendment, in the key order the reference's proposals use.
@@ -704,6 +707,9 @@ pub fn render_new(a: &NewAmendment) -> Result<String, crate::yaml::EmitError> {
     m.insert(s("proposed_by"), s(&a.proposed_by));
     m.insert(s("proposed_at"), s(&a.proposed_at));
     m.insert(s("status"), s("proposed"));
+    for (key, value) in &a.extra {
+        m.insert(s(key), value.clone());
+    }
     m.insert(
         s("quorum_required"),
         a.quorum_required

@@ -147,27 +147,11 @@ pub fn unblocks(nodes: &[Node], id: &str) -> usize {
     seen.len()
 }
 
-/// The part of a glob before its first wildcard.
-fn literal_prefix(glob: &str) -> (&str, bool) {
-    match glob.find(['*', '?', '[', '{']) {
-        Some(i) => (&glob[..i], true),
-        None => (glob, false),
-    }
-}
-
-/// Whether two path globs may match a common path. Conservative: two globs overlap when the
-/// literal part of one (before its first wildcard) starts the other's; two plain paths overlap
-/// when equal or when one is a folder of the other.
+/// Whether two path globs can name a common file: the reservations' rule
+/// (`protocol::reservation::overlaps`), so `touches` and reservations agree.
 pub fn globs_overlap(a: &str, b: &str) -> bool {
-    let a = a.trim().trim_start_matches("./");
-    let b = b.trim().trim_start_matches("./");
-    let (pa, wa) = literal_prefix(a);
-    let (pb, wb) = literal_prefix(b);
-    if !wa && !wb {
-        let dir = |x: &str, y: &str| y.starts_with(&format!("{}/", x.trim_end_matches('/')));
-        return a == b || dir(a, b) || dir(b, a);
-    }
-    pa.starts_with(pb) || pb.starts_with(pa)
+    let clean = |x: &str| x.trim().trim_start_matches("./").to_string();
+    crate::protocol::reservation::overlaps(&clean(a), &clean(b))
 }
 
 /// Whether any glob of `a` overlaps any of `b`.
@@ -192,19 +176,27 @@ pub struct Ready {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Held {
     pub contract_id: String,
-    /// The in-progress contract it overlaps.
+    /// The in-progress contract it overlaps, or `reservation of <citizen>`.
     pub overlaps: String,
+}
+
+/// Another citizen's active reservation (`reservations.yml`), as the queue sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reserved {
+    pub citizen: String,
+    pub paths: Vec<String>,
 }
 
 /// `citizen`'s ready queue: the ready contracts recommended for it first, then the other ready
 /// contracts on its tags, each group ordered by how much settling it would unblock (then id).
-/// Ready contracts whose `touches` overlap an in-progress contract (open, with an owner) are
-/// left out and returned as held.
+/// Ready contracts whose `touches` overlap an in-progress contract (open, with an owner) or
+/// another citizen's reservation are left out and returned as held.
 pub fn ready_queue(
     citizen: &str,
     citizen_tags: &BTreeSet<String>,
     nodes: &[Node],
     settled: &dyn Fn(&str) -> bool,
+    reserved: &[Reserved],
 ) -> (Vec<Ready>, Vec<Held>) {
     let in_progress: Vec<&Node> = nodes.iter().filter(|n| n.owner.is_some()).collect();
     let mut ready = Vec::new();
@@ -222,6 +214,16 @@ pub fn ready_queue(
             held.push(Held {
                 contract_id: n.id.clone(),
                 overlaps: busy.id.clone(),
+            });
+            continue;
+        }
+        if let Some(r) = reserved
+            .iter()
+            .find(|r| r.citizen != citizen && touches_overlap(&n.touches, &r.paths))
+        {
+            held.push(Held {
+                contract_id: n.id.clone(),
+                overlaps: format!("reservation of {}", r.citizen),
             });
             continue;
         }
@@ -297,6 +299,7 @@ mod tests {
         assert!(globs_overlap("src", "src/api/login.rs"));
         assert!(!globs_overlap("src/api/*.rs", "docs/*.md"));
         assert!(!globs_overlap("src/a.rs", "src/b.rs"));
+        assert!(globs_overlap("./src/a.rs", "src/a.rs"));
     }
 
     #[test]
@@ -314,9 +317,18 @@ mod tests {
         let later = node("later", &["blocked"]);
         let nodes = vec![busy, clash, mine, blocked, base, later];
         let settled = |_: &str| false;
-        let (ready, held) = ready_queue("codex-agent-two", &tags, &nodes, &settled);
+        let (ready, held) = ready_queue("codex-agent-two", &tags, &nodes, &settled, &[]);
         let ids: Vec<&str> = ready.iter().map(|r| r.contract_id.as_str()).collect();
         assert_eq!(ids, vec!["mine", "base"]);
+        let reserved = [Reserved {
+            citizen: "other-agent-x".into(),
+            paths: vec!["src/**".into()],
+        }];
+        let mut nodes2 = nodes.clone();
+        nodes2[2].touches = vec!["src/ui.rs".into()];
+        let (ready2, held2) = ready_queue("codex-agent-two", &tags, &nodes2, &settled, &reserved);
+        assert!(!ready2.iter().any(|r| r.contract_id == "mine"));
+        assert_eq!(held2[1].overlaps, "reservation of other-agent-x");
         assert_eq!(ready[1].unblocks, 2);
         assert_eq!(
             held,

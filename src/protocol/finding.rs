@@ -56,6 +56,8 @@ pub enum Code {
     CardMismatch,
     /// Two citizens claimed one contract with no release between (issue 13).
     ClaimConflict,
+    /// Two citizens' entries in `reservations.yml` hold overlapping paths.
+    ReservationOverlap,
     /// A `depends_on` id that names no contract (issue 15).
     UnknownDependency,
     /// Contracts whose `depends_on` form a cycle (issue 15).
@@ -87,9 +89,10 @@ impl Code {
             Code::ConflictCopy => "P009",
             Code::CardMismatch => "P010",
             Code::ClaimConflict => "P011",
-            Code::UnknownDependency => "P012",
-            Code::DependencyCycle => "P013",
-            Code::Registry => "P014",
+            Code::ReservationOverlap => "P012",
+            Code::UnknownDependency => "P013",
+            Code::DependencyCycle => "P014",
+            Code::Registry => "P015",
         }
     }
 }

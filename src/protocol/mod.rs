@@ -18,6 +18,7 @@ pub mod inbox;
 pub mod layout;
 pub mod lesson;
 pub mod reflection;
+pub mod reservation;
 pub mod review;
 pub mod routing;
 pub mod settings;
