@@ -157,6 +157,23 @@ fn suggestions_become_routed_follow_ups_and_the_fourth_step_is_deferred_to_the_f
     assert_eq!(p.all_markers().len(), markers);
     assert_eq!(p.count(B, "handoff-opened"), 1);
     assert_eq!(p.count(C, "handoff-opened"), 1);
+
+    // The dispatch itself, run again on every settled parent (as a replayed event or a
+    // second machine would), writes nothing and finds its follow-ups in place.
+    let writer = polisd::fs::writer::Writer::new(&p.root).unwrap();
+    let now = polisd::operations::chronicle::polis_now(&p.root);
+    let polis = polisd::fs::snapshot::Polis::read(&p.root);
+    for parent in ["login-api", "login-api-next-1", "login-api-next-1-next-1"] {
+        let d =
+            polisd::operations::handoff::dispatch_settled(&writer, &now, &polis, parent).unwrap();
+        assert!(!d.wrote, "{parent} dispatched again");
+        assert!(
+            d.opened.iter().all(|o| o.existing),
+            "{parent}: {:?}",
+            d.opened
+        );
+    }
+    assert_eq!(p.read("chronicle.md"), chronicle);
 }
 
 #[test]

@@ -14,6 +14,7 @@ impl Engine {
         let ids: Vec<String> = pass
             .new_settled
             .iter()
+            .filter(|(_, heading)| heading.suggests)
             .filter_map(|(rel, _)| {
                 let name = rel
                     .strip_prefix("contracts/settled/")?
