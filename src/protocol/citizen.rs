@@ -143,7 +143,7 @@ pub fn registry_findings(
         .map(|name| {
             Finding::warning(
                 Code::Registry,
-                &format!("{dir}/{name}"),
+                format!("{dir}/{name}"),
                 None,
                 format!("the citizen folder has no `{name}`; every citizen has a capability card, a status, an inbox and a journal (`polisd init` writes them)"),
             )
@@ -157,7 +157,7 @@ pub fn registry_findings(
         if lines > STATUS_MAX_BODY_LINES {
             out.push(Finding::warning(
                 Code::Registry,
-                &format!("{dir}/status.md"),
+                format!("{dir}/status.md"),
                 None,
                 format!("the status body is {lines} lines (more than {STATUS_MAX_BODY_LINES}): status is a post-it each session overwrites, not a log; move the history to journal.md"),
             ));
