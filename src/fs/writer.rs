@@ -46,6 +46,8 @@ pub enum WriteError {
     Escapes(PathBuf),
     #[error("empty path: name a file inside _polis/")]
     Empty,
+    #[error("`{}`: outside _polis/ polisd writes only the agent CLIs' hook settings and the bridge pointers", .0.display())]
+    NotAProjectFile(PathBuf),
     #[error("`{}`: `{}` is a symbolic link; polisd never writes through links — replace it with a regular file or folder", .path.display(), .link.display())]
     Symlink { path: PathBuf, link: PathBuf },
     #[error("`{}`: `{}` is not a folder; move it away so polisd can write here", .path.display(), .component.display())]
@@ -91,6 +93,7 @@ impl WriteError {
             WriteError::Absolute(_)
                 | WriteError::Escapes(_)
                 | WriteError::Empty
+                | WriteError::NotAProjectFile(_)
                 | WriteError::Symlink { .. }
                 | WriteError::NotADirectory { .. }
                 | WriteError::NotRegular { .. }
@@ -146,6 +149,8 @@ enum Ledger {
 pub struct Writer {
     root: PathBuf,
     ledger: Mutex<HashMap<PathBuf, Ledger>>,
+    /// For a project writer, the only paths it may write.
+    allow: Option<&'static [&'static str]>,
     /// Whether writes are recorded in the own-write ledger. A one-shot command has no watcher
     /// to tell about its writes, and recording an append costs a read of the whole file.
     recording: bool,
@@ -194,6 +199,19 @@ fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     }
 }
 
+/// The files outside `_polis/` that polisd writes, relative to the project root, and only when
+/// a person or agent asks (`polisd hooks install`, `polisd init`): each agent CLI's
+/// project-level hook configuration and the bridge pointers of the protocol's skill.
+pub const PROJECT_FILES: [&str; 7] = [
+    ".claude/settings.json",
+    ".codex/hooks.json",
+    ".gemini/settings.json",
+    "CLAUDE.md",
+    "AGENTS.md",
+    "GEMINI.md",
+    ".agents/skills/polis-protocol/SKILL.md",
+];
+
 /// `O_NOFOLLOW | O_NONBLOCK`: a link is refused rather than followed, and a FIFO put in place
 /// of a file cannot block the open.
 pub(crate) const fn no_follow_flags() -> i32 {
@@ -240,6 +258,7 @@ impl Writer {
         Ok(Writer {
             root,
             ledger: Mutex::new(HashMap::new()),
+            allow: None,
             recording: true,
         })
     }
@@ -249,6 +268,15 @@ impl Writer {
     pub fn unrecorded(root: &Path) -> Result<Writer, WriteError> {
         let mut w = Writer::new(root)?;
         w.recording = false;
+        Ok(w)
+    }
+
+    /// A writer for the project root (the folder holding `_polis/`) that may write only
+    /// [`PROJECT_FILES`], with the same safety as the polis writer (no links, atomic replace,
+    /// compare-before-replace).
+    pub fn for_project(project_root: &Path) -> Result<Writer, WriteError> {
+        let mut w = Writer::new(project_root)?;
+        w.allow = Some(&PROJECT_FILES);
         Ok(w)
     }
 
@@ -735,6 +763,11 @@ impl Writer {
         }
         if clean.as_os_str().is_empty() {
             return Err(WriteError::Empty);
+        }
+        if let Some(allow) = self.allow {
+            if !allow.iter().any(|a| Path::new(a) == clean) {
+                return Err(WriteError::NotAProjectFile(rel.to_path_buf()));
+            }
         }
         Ok(Target {
             abs: self.root.join(&clean),

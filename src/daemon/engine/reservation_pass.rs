@@ -113,7 +113,7 @@ impl Engine {
                 ContractFolder::Settled => {}
             }
         }
-        for rel in self.state.settled.keys() {
+        for (rel, _, _) in self.ledger.files() {
             let id = rel_stem(rel);
             let settlement = self.ledger.get(rel);
             let owner = settlement.as_ref().map(|s| s.owner.clone());
