@@ -64,6 +64,9 @@ pub enum Command {
     /// Add and list guardrails (must-pass criteria inherited by new contracts).
     #[command(subcommand)]
     Guardrail(GuardrailCommand),
+    /// The contracts a citizen can start now: unowned, every dependency settled, no overlap
+    /// with work in progress; recommended ones first, then by how much they unblock.
+    Ready(ReadyArgs),
     /// Play a short scene on a temporary polis to show what polisd does.
     Demo(DemoArgs),
     /// Reserve project paths (files, folders or globs) so other citizens leave them alone.
@@ -305,6 +308,15 @@ pub struct TallyArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReadyArgs {
+    /// The citizen whose queue to list.
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    #[command(flatten)]
+    pub opts: AgentOpts,
 }
 
 #[derive(Debug, Args)]
@@ -624,6 +636,10 @@ pub struct ContractSettleArgs {
     /// The lesson's quality impact, 1 to 5.
     #[arg(long, requires = "lesson", allow_negative_numbers = true)]
     pub impact: Option<i64>,
+    /// Suggest who goes next, as `CITIZEN:REASON` (repeatable): writes a `### Suggested next
+    /// citizen` block into the Settlement, which polisd turns into a follow-up contract.
+    #[arg(long, value_name = "CITIZEN:REASON")]
+    pub suggest: Vec<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
 }

@@ -12,6 +12,7 @@ pub mod guardrail;
 pub mod init;
 pub mod lesson;
 pub mod log;
+pub mod ready;
 pub mod reflect;
 pub mod reserve;
 pub mod review;
@@ -59,6 +60,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Check(args) => check::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Reflect(args) => reflect::run(args),
+        Command::Ready(args) => ready::run(args),
         Command::Status(args) => status::run(args),
         Command::Run(args) => crate::daemon::run_with(
             crate::daemon::RunOptions {
@@ -286,6 +288,14 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
         println!("{}", serde_json::to_string_pretty(rec)?);
     } else {
         if args.explain {
+            match &routed.rule {
+                Some(m) if m.applied => println!("Routing {} matched and decided.", m.rule),
+                Some(m) => println!(
+                    "Routing {} matched, but {} is not available: the policy decides.",
+                    m.rule, m.route_to
+                ),
+                None => println!("No routing rule matched: the policy decides."),
+            }
             print!("{}", route::explain(rec));
             if !routed.explanation.is_empty() {
                 println!("Policy `{}`:", routed.policy);

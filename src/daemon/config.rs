@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 15] = [
+pub const NOTIFICATION_KINDS: [&str; 19] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -35,6 +35,10 @@ pub const NOTIFICATION_KINDS: [&str; 15] = [
     "reservation-conflict",
     "claim-conflict",
     "setting-change",
+    "handoff-opened",
+    "handoff-deferred",
+    "citizen-needed",
+    "contract-unblocked",
 ];
 
 /// Why the configuration could not be used.
@@ -318,6 +322,14 @@ pub struct Notifications {
     pub claim_conflict: bool,
     #[serde(rename = "setting-change")]
     pub setting_change: bool,
+    #[serde(rename = "handoff-opened")]
+    pub handoff_opened: bool,
+    #[serde(rename = "handoff-deferred")]
+    pub handoff_deferred: bool,
+    #[serde(rename = "citizen-needed")]
+    pub citizen_needed: bool,
+    #[serde(rename = "contract-unblocked")]
+    pub contract_unblocked: bool,
 }
 
 impl Default for Notifications {
@@ -338,6 +350,10 @@ impl Default for Notifications {
             reservation_conflict: true,
             claim_conflict: true,
             setting_change: true,
+            handoff_opened: true,
+            handoff_deferred: true,
+            citizen_needed: true,
+            contract_unblocked: true,
         }
     }
 }
@@ -360,6 +376,10 @@ impl Notifications {
             "reservation-conflict" => &mut self.reservation_conflict,
             "claim-conflict" => &mut self.claim_conflict,
             "setting-change" => &mut self.setting_change,
+            "handoff-opened" => &mut self.handoff_opened,
+            "handoff-deferred" => &mut self.handoff_deferred,
+            "citizen-needed" => &mut self.citizen_needed,
+            "contract-unblocked" => &mut self.contract_unblocked,
             _ => return None,
         })
     }
@@ -420,6 +440,14 @@ pub struct NotificationOverrides {
     pub claim_conflict: Option<bool>,
     #[serde(rename = "setting-change", skip_serializing_if = "Option::is_none")]
     pub setting_change: Option<bool>,
+    #[serde(rename = "handoff-opened", skip_serializing_if = "Option::is_none")]
+    pub handoff_opened: Option<bool>,
+    #[serde(rename = "handoff-deferred", skip_serializing_if = "Option::is_none")]
+    pub handoff_deferred: Option<bool>,
+    #[serde(rename = "citizen-needed", skip_serializing_if = "Option::is_none")]
+    pub citizen_needed: Option<bool>,
+    #[serde(rename = "contract-unblocked", skip_serializing_if = "Option::is_none")]
+    pub contract_unblocked: Option<bool>,
 }
 
 impl NotificationOverrides {
@@ -444,6 +472,10 @@ impl NotificationOverrides {
             (self.reservation_conflict, &mut to.reservation_conflict),
             (self.claim_conflict, &mut to.claim_conflict),
             (self.setting_change, &mut to.setting_change),
+            (self.handoff_opened, &mut to.handoff_opened),
+            (self.handoff_deferred, &mut to.handoff_deferred),
+            (self.citizen_needed, &mut to.citizen_needed),
+            (self.contract_unblocked, &mut to.contract_unblocked),
         ];
         for (over, slot) in pairs {
             if let Some(v) = over {
@@ -651,6 +683,10 @@ pub fn accepted_keys() -> BTreeSet<String> {
         reservation_conflict: Some(true),
         claim_conflict: Some(true),
         setting_change: Some(true),
+        handoff_opened: Some(true),
+        handoff_deferred: Some(true),
+        citizen_needed: Some(true),
+        contract_unblocked: Some(true),
     };
     let sample = ConfigFile {
         polis: vec![PolisFileEntry {

@@ -899,6 +899,14 @@ fn read_citizens(root: &Path, findings: &mut Vec<Finding>) -> Citizens {
     for id in subdirs_reporting(root, crate::protocol::layout::CITIZENS_DIR, findings) {
         let dir = format!("{}/{id}", crate::protocol::layout::CITIZENS_DIR);
         let card_rel = format!("{dir}/capability_card.yml");
+        // The registry audit (issue 15): a few `lstat`s per citizen.
+        let missing: Vec<&str> = crate::protocol::citizen::CITIZEN_FILES
+            .into_iter()
+            .filter(|name| fs::symlink_metadata(root.join(&dir).join(name)).is_err())
+            .collect();
+        findings.extend(crate::protocol::citizen::registry_findings(
+            &dir, &missing, None,
+        ));
         let Some(text) = read_or_report(root, &card_rel, findings) else {
             continue;
         };
@@ -947,6 +955,11 @@ fn read_citizens(root: &Path, findings: &mut Vec<Finding>) -> Citizens {
         }
         let status_rel = format!("{dir}/status.md");
         let status_text = read_or_report(root, &status_rel, findings);
+        findings.extend(crate::protocol::citizen::registry_findings(
+            &dir,
+            &[],
+            status_text.as_deref(),
+        ));
         match crate::protocol::citizen::parse_status(status_text.as_deref()) {
             Ok(status) => {
                 statuses.insert(id.clone(), status);

@@ -249,6 +249,7 @@ fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         outcome: opt_str(args, "outcome"),
         lesson: None,
         reconcile_without_daemon: true,
+        suggest: Vec::new(),
     };
     let now = operations::chronicle::polis_now(root);
     done(contract::settle(&writer(root)?, &now, &req))

@@ -9,6 +9,17 @@ use crate::protocol::finding::{Code, Finding, Severity};
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Unknown `depends_on` ids and dependency cycles among the open contracts (issue 15).
+pub fn dependency_findings(polis: &Polis) -> Vec<Finding> {
+    let nodes: Vec<_> = polis
+        .contracts
+        .iter()
+        .filter(|c| c.folder == crate::protocol::layout::ContractFolder::Open)
+        .map(|c| crate::protocol::dependency::Node::of(&c.file.stem, &c.file.rel, &c.contract))
+        .collect();
+    crate::operations::ready::dependency_findings(&polis.root, &nodes)
+}
+
 /// Every finding in the polis, sorted by path, then line (a finding about a whole file first).
 ///
 /// Pure apart from what `polis` already read, and `Polis::exists` for wikilink targets.
@@ -19,6 +30,7 @@ pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     out.extend(unknown_voters(polis));
     out.extend(contracts_in_two_folders(polis));
     out.extend(claim_conflicts(polis));
+    out.extend(dependency_findings(polis));
     // Stable: findings on one line keep their code order.
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     out

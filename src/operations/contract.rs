@@ -275,6 +275,9 @@ pub struct SettleRequest {
     /// Rebuild `routing_stats.yml` when no daemon holds this polis (the daemon does it
     /// otherwise). Callers inside the daemon pass `false`.
     pub reconcile_without_daemon: bool,
+    /// `(citizen, reason)` pairs written as `### Suggested next citizen` blocks into the
+    /// Settlement (issue 15); the daemon dispatches them.
+    pub suggest: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -472,6 +475,21 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             return Err(OpError::Impact(l.impact));
         }
     }
+    for (citizen, reason) in &req.suggest {
+        if !layout::is_agent_id(citizen) {
+            return Err(OpError::BadId {
+                what: "suggested citizen",
+                value: citizen.clone(),
+                rule: "write --suggest CITIZEN:REASON with a citizen's agent id",
+            });
+        }
+        if reason.trim().is_empty() {
+            return Err(OpError::Empty {
+                what: "the suggestion's reason",
+                fix: "write --suggest CITIZEN:REASON, saying what needs doing and why",
+            });
+        }
+    }
     let at = now.second_stamp();
     let edit = |text: &str, record: &Record| -> Result<String, OpError> {
         let owner = req
@@ -502,6 +520,10 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
                 req.outcome.as_deref(),
             );
             new = rules::append_section(&new, &section);
+        }
+        for (citizen, reason) in &req.suggest {
+            let block = crate::protocol::handoff::render_suggestion(citizen, reason);
+            new = rules::append_section(&new, &block);
         }
         Ok(new)
     };

@@ -67,7 +67,13 @@ pub fn recommend(
     contract: &ContractFile,
     options: &RouteOptions,
 ) -> Result<Routed, RouteError> {
-    let candidates = polis.candidates();
+    // Citizens who have left the polis are no candidates (issue 15).
+    let left = crate::protocol::handoff::departed(&polis.recent_chronicle());
+    let candidates: Vec<_> = polis
+        .candidates()
+        .into_iter()
+        .filter(|c| !left.contains(&c.id))
+        .collect();
     if candidates.is_empty() {
         return Err(RouteError::NoCitizens);
     }

@@ -58,6 +58,12 @@ pub enum Code {
     ClaimConflict,
     /// Two citizens' entries in `reservations.yml` hold overlapping paths.
     ReservationOverlap,
+    /// A `depends_on` id that names no contract (issue 15).
+    UnknownDependency,
+    /// Contracts whose `depends_on` form a cycle (issue 15).
+    DependencyCycle,
+    /// A citizen folder that breaks the registry's shape (issue 15's audit).
+    Registry,
 }
 
 impl Code {
@@ -84,6 +90,9 @@ impl Code {
             Code::CardMismatch => "P010",
             Code::ClaimConflict => "P011",
             Code::ReservationOverlap => "P012",
+            Code::UnknownDependency => "P013",
+            Code::DependencyCycle => "P014",
+            Code::Registry => "P015",
         }
     }
 }

@@ -11,6 +11,7 @@
 mod chronicle_pass;
 mod delivery;
 mod derived_notices;
+mod handoff_pass;
 mod reflection_pass;
 mod reservation_pass;
 mod routing_pass;
@@ -436,6 +437,7 @@ impl Engine {
         }
         self.fill_activity(&mut pass.polis, &pass.now);
         self.reconcile_step(&mut pass, scope);
+        self.handoff_step(&mut pass);
         if scope.open && self.options.auto_route {
             self.route_step(&mut pass);
         }

@@ -25,10 +25,23 @@ impl Engine {
             .iter()
             .filter(|c| c.folder == ContractFolder::Open && c.contract.wants_recommendation())
         {
-            let rec = match routing::recommend(polis, file, &RouteOptions::default())
-                .map(|r| r.recommendation)
+            // Never a contract that is not ready: it is routed when its last dependency
+            // settles (issue 15).
+            let deps = crate::protocol::dependency::depends_on(&file.contract);
+            if !deps.is_empty()
+                && !crate::protocol::dependency::dependencies_settled(&deps, &|d| {
+                    crate::operations::ready::is_in(&polis.root, ContractFolder::Settled, d)
+                })
             {
-                Ok(rec) => rec,
+                continue;
+            }
+            let rec = match routing::recommend(polis, file, &RouteOptions::default()) {
+                Ok(routed) => {
+                    if let Some(f) = routed.rule.as_ref().and_then(|m| m.finding.as_ref()) {
+                        tracing::warn!("{f}");
+                    }
+                    routed.recommendation
+                }
                 Err(routing::RouteError::NoCitizens) => return Ok(wrote),
                 Err(e) => {
                     tracing::debug!("not routing {}: {e}", file.file.rel);
