@@ -339,16 +339,8 @@ fn tally(args: TallyArgs) -> anyhow::Result<u8> {
     let (results, notices) = crate::operations::tally(&polis, writer.as_ref(), &now)?;
     let mut failed = false;
     if let Some(writer) = &writer {
-        let mut state = State::load(&root)?;
         // Re-read: the tally may have moved files and appended to the chronicle.
-        let after = Polis::read(&root);
-        let delivery =
-            crate::operations::deliver(&after, writer, &mut state, &notices, &|_| true, &now);
-        for (who, why) in &delivery.failed {
-            eprintln!("polisd: could not notify {who}: {why}");
-            failed = true;
-        }
-        state.save()?;
+        failed = !deliver_now(&Polis::read(&root), writer, &notices, &now)?;
     }
     if args.json {
         println!(
@@ -371,4 +363,21 @@ fn tally(args: TallyArgs) -> anyhow::Result<u8> {
 /// 1 when any finding is an error, else 0.
 fn exit_for(severities: impl IntoIterator<Item = Severity>) -> u8 {
     u8::from(severities.into_iter().any(|s| s == Severity::Error))
+}
+
+/// Delivers a one-shot command's notices (no daemon may be running) with the machine-local
+/// sent ledger, saying on stderr whom it could not notify; whether every one was delivered.
+pub fn deliver_now(
+    polis: &Polis,
+    writer: &Writer,
+    notices: &[crate::protocol::inbox::Notification],
+    now: &PolisTime,
+) -> anyhow::Result<bool> {
+    let mut state = State::load(&polis.root)?;
+    let delivery = crate::operations::deliver(polis, writer, &mut state, notices, &|_| true, now);
+    for (who, why) in &delivery.failed {
+        eprintln!("polisd: could not notify {who}: {why}");
+    }
+    state.save()?;
+    Ok(delivery.failed.is_empty())
 }
