@@ -113,8 +113,7 @@ impl Engine {
                 ContractFolder::Settled => {}
             }
         }
-        let settled: Vec<&str> = self.ledger.files().map(|(rel, _, _)| rel).collect();
-        for rel in settled {
+        for (rel, _, _) in self.ledger.files() {
             let id = rel_stem(rel);
             let settlement = self.ledger.get(rel);
             let owner = settlement.as_ref().map(|s| s.owner.clone());
