@@ -282,7 +282,6 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         has_guardrails: true,
         reservations,
         has_reservations: true,
-        ..Default::default()
     };
     let primer = primer::render(&input, primer::BUDGET);
     Ok(Primed {
