@@ -38,8 +38,12 @@ pub enum Command {
     Status(JsonPolisArg),
     /// Scaffold a new polis with a founding citizen.
     Init(InitArgs),
-    /// Watch one or more polises and keep them current (the daemon).
+    /// Watch one or more polises and keep them current (the daemon); serves the dashboard.
     Run(RunArgs),
+    /// Serve the read-only dashboard for one polis, without the daemon.
+    Serve(ServeArgs),
+    /// Write a self-contained snapshot of a polis (markdown or HTML), optionally redacted.
+    Report(ReportArgs),
     /// Install, remove or inspect polisd as a user service (systemd or launchd).
     Service(ServiceArgs),
     /// Open, claim, settle, abandon, show and list contracts (agents' commands).
@@ -362,6 +366,40 @@ pub struct RunArgs {
     /// Log level: error, warn, info, debug, trace (RUST_LOG overrides).
     #[arg(long)]
     pub log_level: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// Address and port (default: `[dashboard] listen` of the configuration, 127.0.0.1:7341).
+    /// Off loopback a token is required; it is printed once.
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// Configuration file (default: $POLISD_CONFIG, then the user config directory).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Print the address as JSON (`{"url": ...}`) once listening.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// md or html (one self-contained file: no script, the stylesheet inline).
+    #[arg(long, default_value = "md")]
+    pub format: String,
+    /// Replace ids and paths with stable pseudonyms and leave free text out, for sharing.
+    #[arg(long)]
+    pub redact: bool,
+    /// Write here instead of standard output (never inside `_polis/`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print `{"format", "redacted", "out", "bytes"}` after writing (with --out).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

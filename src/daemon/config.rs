@@ -174,6 +174,7 @@ pub struct Config {
     pub behaviour: Behaviour,
     pub notifications: Notifications,
     pub log: Log,
+    pub dashboard: Dashboard,
 }
 
 /// One `[[polis]]` entry, its path made absolute.
@@ -431,6 +432,43 @@ impl NotificationOverrides {
     }
 }
 
+/// `[dashboard]`: the read-only web view `polisd run` serves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Dashboard {
+    /// Serve it from `polisd run`.
+    pub enabled: bool,
+    /// `IP:PORT`. Off loopback a token is required (printed once at start).
+    pub listen: String,
+    /// More `Host` names it answers to (the loopback names and the listen address always
+    /// count); anything else gets 403, which stops DNS rebinding.
+    pub allowed_hosts: Vec<String>,
+    /// Run for each new item of the human queue, through `sh -c`, with the item in
+    /// `POLISD_ITEM_TITLE`, `POLISD_ITEM_ACTION`, `POLISD_ITEM_URL` and `POLISD_POLIS`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notify_command: Option<String>,
+}
+
+impl Default for Dashboard {
+    fn default() -> Self {
+        Dashboard {
+            enabled: true,
+            listen: "127.0.0.1:7341".into(),
+            allowed_hosts: Vec::new(),
+            notify_command: None,
+        }
+    }
+}
+
+impl Dashboard {
+    /// The parsed listen address (validated when the file is read).
+    pub fn listen_addr(&self) -> std::net::SocketAddr {
+        self.listen
+            .parse()
+            .unwrap_or_else(|_| std::net::SocketAddr::from(([127, 0, 0, 1], 7341)))
+    }
+}
+
 /// `[log]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -552,6 +590,7 @@ struct ConfigFile {
     behaviour: Behaviour,
     notifications: Notifications,
     log: Log,
+    dashboard: Dashboard,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -600,6 +639,10 @@ pub fn accepted_keys() -> BTreeSet<String> {
             reflect: Some(true),
             notifications: all,
         }],
+        dashboard: Dashboard {
+            notify_command: Some("notify-send polisd".into()),
+            ..Dashboard::default()
+        },
         ..ConfigFile::default()
     };
     let table = toml::Table::try_from(&sample).expect("the config types serialise to TOML");
@@ -724,6 +767,22 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
         ));
     }
 
+    if file
+        .dashboard
+        .listen
+        .parse::<std::net::SocketAddr>()
+        .is_err()
+    {
+        return Err(invalid(
+            find_key(text, "dashboard", "listen"),
+            Some("dashboard.listen".into()),
+            format!(
+                "listen = {:?} is not an address and port; write e.g. \"127.0.0.1:7341\" (or \"0.0.0.0:7341\" to serve off loopback, with a token)",
+                file.dashboard.listen
+            ),
+        ));
+    }
+
     Ok(Config {
         file: Some(path.to_path_buf()),
         polises,
@@ -731,6 +790,7 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
         behaviour: file.behaviour,
         notifications: file.notifications,
         log: file.log,
+        dashboard: file.dashboard,
     })
 }
 

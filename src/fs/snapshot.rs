@@ -217,6 +217,30 @@ pub fn subdirs(root: &Path, dir: &str) -> Vec<String> {
     out
 }
 
+/// Sync-conflict copies (SPEC §11) directly inside each of `dirs` (relative to the root, `""`
+/// for the root itself), as paths relative to the root, sorted. Never read as records; listed
+/// so a person can merge them.
+pub fn conflict_copies(root: &Path, dirs: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if crate::protocol::layout::is_conflict_copy(&name) {
+                out.push(if dir.is_empty() {
+                    name
+                } else {
+                    format!("{dir}/{name}")
+                });
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// The canonical path of a polis root, the key for its machine-local state.
 pub fn canonical_root(root: &Path) -> PathBuf {
     fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())

@@ -298,6 +298,9 @@ pub struct DaemonStatus {
     pub updated_at: String,
     /// `native` or `poll` (see `watch::Mode`).
     pub watch_mode: String,
+    /// The dashboard's address when the daemon serves one (`http://127.0.0.1:7341/`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<String>,
     pub counters: Counters,
     /// Newest last, at most [`MAX_FINDINGS`].
     pub last_findings: Vec<StoredFinding>,
@@ -638,6 +641,7 @@ impl State {
             started_at: started_at.to_string(),
             updated_at: now_rfc3339(),
             watch_mode: watch_mode.to_string(),
+            dashboard: None,
             counters: self.data.counters.clone(),
             last_findings: self.data.latest_findings.clone(),
         }

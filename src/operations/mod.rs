@@ -8,6 +8,7 @@
 
 pub mod agent_hooks;
 pub mod amendment;
+mod check;
 pub mod chronicle;
 pub mod context;
 pub mod contract;
@@ -24,9 +25,11 @@ pub mod review;
 pub mod route;
 pub mod session;
 mod staleness;
+pub mod status;
 pub mod summary;
 mod tally;
 
+pub use check::{count, findings, reservation_findings};
 pub use deliver::{deliver, Delivery};
 pub use edit::edit_agent_file;
 pub use error::OpError;

@@ -104,6 +104,8 @@ pub struct Engine {
     settled_zone: Option<crate::protocol::clock::PolisZone>,
     started_at: String,
     watch_mode: String,
+    /// The dashboard's address, shown by `polisd status`.
+    dashboard_url: Option<String>,
     /// `chronicle.md` and its archives as last read, so a pass reads only the bytes appended
     /// since.
     chronicles: ChronicleCopies,
@@ -156,6 +158,7 @@ impl Engine {
             settled_zone: None,
             started_at,
             watch_mode: "none".to_string(),
+            dashboard_url: None,
             warmed: false,
             stats_hash: None,
             chronicle_activity: None,
@@ -181,6 +184,12 @@ impl Engine {
 
     pub fn set_watch_mode(&mut self, mode: &str) {
         self.watch_mode = mode.to_string();
+    }
+
+    /// Records the dashboard's address in the status file, now.
+    pub fn set_dashboard_url(&mut self, url: Option<String>) {
+        self.dashboard_url = url;
+        self.write_status();
     }
 
     /// Holds the single-daemon lock for this polis, if no other polisd has it.
@@ -431,7 +440,8 @@ impl Engine {
     }
 
     fn write_status(&mut self) {
-        let status = self.state.status(&self.started_at, &self.watch_mode);
+        let mut status = self.state.status(&self.started_at, &self.watch_mode);
+        status.dashboard = self.dashboard_url.clone();
         if let Err(e) = self.state.write_status(&status) {
             tracing::warn!("could not write the status file: {e}");
         }
