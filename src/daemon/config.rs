@@ -288,6 +288,8 @@ pub struct Notifications {
     pub contract_stale: bool,
     #[serde(rename = "card-changed")]
     pub card_changed: bool,
+    #[serde(rename = "claim-conflict")]
+    pub claim_conflict: bool,
     #[serde(rename = "setting-change")]
     pub setting_change: bool,
 }
@@ -307,6 +309,7 @@ impl Default for Notifications {
             lesson_filed: true,
             contract_stale: true,
             card_changed: true,
+            claim_conflict: true,
             setting_change: true,
         }
     }
@@ -327,6 +330,7 @@ impl Notifications {
             "lesson-filed" => &mut self.lesson_filed,
             "contract-stale" => &mut self.contract_stale,
             "card-changed" => &mut self.card_changed,
+            "claim-conflict" => &mut self.claim_conflict,
             "setting-change" => &mut self.setting_change,
             _ => return None,
         })
@@ -379,6 +383,8 @@ pub struct NotificationOverrides {
     pub contract_stale: Option<bool>,
     #[serde(rename = "card-changed", skip_serializing_if = "Option::is_none")]
     pub card_changed: Option<bool>,
+    #[serde(rename = "claim-conflict", skip_serializing_if = "Option::is_none")]
+    pub claim_conflict: Option<bool>,
     #[serde(rename = "setting-change", skip_serializing_if = "Option::is_none")]
     pub setting_change: Option<bool>,
 }
@@ -402,6 +408,7 @@ impl NotificationOverrides {
             (self.lesson_filed, &mut to.lesson_filed),
             (self.contract_stale, &mut to.contract_stale),
             (self.card_changed, &mut to.card_changed),
+            (self.claim_conflict, &mut to.claim_conflict),
             (self.setting_change, &mut to.setting_change),
         ];
         for (over, slot) in pairs {
@@ -569,6 +576,7 @@ pub fn accepted_keys() -> BTreeSet<String> {
         lesson_filed: Some(true),
         contract_stale: Some(true),
         card_changed: Some(true),
+        claim_conflict: Some(true),
         setting_change: Some(true),
     };
     let sample = ConfigFile {

@@ -370,8 +370,9 @@ pub struct State {
     saved: Vec<u8>,
     /// Where a corrupt state file was moved, when this load had to rebuild.
     pub recovered_from: Option<PathBuf>,
-    /// What `settled.jsonl` held at load, until the engine takes it.
-    settled_restored: Option<Restored>,
+    /// The settled paths an older `state.json` named, until the engine takes the ledger
+    /// ([`State::take_settled`]; `None` after).
+    settled_migrated: Option<Vec<String>>,
     /// Journal lines not yet appended to `settled.jsonl`, and how many.
     settled_pending: Vec<u8>,
     settled_pending_lines: usize,
@@ -442,7 +443,29 @@ impl State {
         data.version = STATE_VERSION;
         data.polis = polis;
         let migrated: Vec<String> = std::mem::take(&mut data.settled).into_keys().collect();
-        let journal = dir.join(SETTLED_FILE);
+        Ok(State {
+            data,
+            dir,
+            saved,
+            recovered_from,
+            settled_migrated: Some(migrated),
+            settled_pending: Vec::new(),
+            settled_pending_lines: 0,
+            settled_journal_lines: 0,
+            // Until the engine has taken the ledger: a command that loads the state for
+            // something else journals nothing.
+            settled_snapshot_due: true,
+        })
+    }
+
+    /// What `settled.jsonl` holds (the durable ledger of an earlier run, to be checked against
+    /// each file's fingerprint). Read here, not on load, so a command that loads the state for
+    /// something else does not read megabytes; [`Restored::Nothing`] after the first call.
+    pub fn take_settled(&mut self) -> Restored {
+        let Some(migrated) = self.settled_migrated.take() else {
+            return Restored::Nothing;
+        };
+        let journal = self.dir.join(SETTLED_FILE);
         let (restored, journal_lines) = match fs::read(&journal) {
             Ok(bytes) => settled::decode(&bytes),
             Err(e) if e.kind() == io::ErrorKind::NotFound => (Restored::Nothing, 0),
@@ -469,25 +492,9 @@ impl State {
                 Restored::Untrusted { reason, recorded }
             }
         };
-        let snapshot_due = !matches!(restored, Restored::Records { .. });
-        Ok(State {
-            data,
-            dir,
-            saved,
-            recovered_from,
-            settled_restored: Some(restored),
-            settled_pending: Vec::new(),
-            settled_pending_lines: 0,
-            settled_journal_lines: journal_lines,
-            settled_snapshot_due: snapshot_due,
-        })
-    }
-
-    /// What `settled.jsonl` held when the state was loaded (the durable ledger of an earlier
-    /// run, to be checked against each file's fingerprint); [`Restored::Nothing`] after the
-    /// first call.
-    pub fn take_settled(&mut self) -> Restored {
-        self.settled_restored.take().unwrap_or(Restored::Nothing)
+        self.settled_journal_lines = journal_lines;
+        self.settled_snapshot_due = !matches!(restored, Restored::Records { .. });
+        restored
     }
 
     /// Journals that the settled file `record.path` was counted as `record` says.
@@ -679,6 +686,21 @@ impl State {
     pub fn daemon_lock_held(&self) -> Result<bool, StateError> {
         Ok(self.try_lock_daemon()?.is_none())
     }
+}
+
+/// Whether a daemon holds `polis_root`'s lock, without loading (or creating) its state: what a
+/// one-shot command asks before doing work the daemon would do anyway. `false` when no daemon
+/// ever ran for the polis.
+pub fn daemon_running(polis_root: &Path) -> bool {
+    let Ok(base) = state_base_dir() else {
+        return false;
+    };
+    let path = polis_state_dir(&base, &canonical(polis_root)).join(LOCK_FILE);
+    let Ok(file) = fs::OpenOptions::new().read(true).open(&path) else {
+        return false;
+    };
+    // A shared probe: it fails only while the daemon holds its exclusive lock.
+    matches!(fs4::fs_std::FileExt::try_lock_shared(&file), Ok(false))
 }
 
 /// The current time as RFC 3339 UTC, seconds precision.

@@ -54,6 +54,8 @@ pub enum Code {
     ConflictCopy,
     /// A card whose `content_hash` does not match its content.
     CardMismatch,
+    /// Two citizens claimed one contract with no release between (issue 13).
+    ClaimConflict,
 }
 
 impl Code {
@@ -78,6 +80,7 @@ impl Code {
             Code::BadSettlement => "P008",
             Code::ConflictCopy => "P009",
             Code::CardMismatch => "P010",
+            Code::ClaimConflict => "P011",
         }
     }
 }
