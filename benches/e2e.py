@@ -11,6 +11,8 @@ same machine only.
     benches/e2e.py startup --contracts 100000
     benches/e2e.py idle-cpu --seconds 60
     benches/e2e.py generate OUT --contracts 10000 --chronicle-lines 100000
+    benches/e2e.py session --contracts 10000 --lines 1000000 --runs 50   # primer and hooks (issue 14)
+    benches/e2e.py reserve --contracts 10000 --entries 300 --repeat 30
     benches/e2e.py commands --contracts 10000 --rounds 30   # each agents' command, vs the reference
 
 `all` generates polises of 1k, 10k and 100k settled contracts and chronicles of 100k and 1M
@@ -409,6 +411,101 @@ def read_file_floor(path: Path, repeat: int = 3) -> float:
     return best
 
 
+def add_session_work(root: Path, me: str, notices: int = 30, open_contracts: int = 40):
+    """Open contracts (some routed to `me`, some claimed by it, with chronicle lines about them),
+    a lesson on its tags and `notices` unread messages in its inbox: what a primer prints."""
+    import datetime
+    now = datetime.datetime.now().replace(second=0, microsecond=0)
+    open_dir = root / "contracts" / "open"
+    lines = []
+    for i in range(open_contracts):
+        cid = f"open-{i:03d}"
+        owner = me if i % 4 == 0 else "null"
+        routed = me if i % 4 == 1 else CITIZENS[1]
+        (open_dir / f"{cid}.md").write_text(
+            "---\n"
+            f"contract_id: {cid}\ntitle: Open work {i}\nopened_by: {CITIZENS[1]}\n"
+            f"opened_at: {(now - datetime.timedelta(days=i)).strftime('%Y-%m-%d %H:%M:%S')}\n"
+            f"owner: {owner}\nstatus: {'claimed' if owner == me else 'proposed'}\nstakes: medium\n"
+            f"required_tags: [{TAGS[i % len(TAGS)]}]\nrouting:\n  recommended_by_router: {routed}\n"
+            "  recommendation_score: 0.5\n  exploration: false\n---\n\n## Intent\n\nDo it.\n")
+        if owner == me and i % 8 == 0:
+            stamp = (now - datetime.timedelta(minutes=30 + i)).strftime("%Y-%m-%d %H:%M")
+            lines.append(f"- {stamp} | {me} | worked on | [[contracts/open/{cid}]] | step\n")
+    with open(root / "chronicle.md", "a") as f:
+        f.writelines(lines)
+    lesson_dir = root / "lessons" / TAGS[0]
+    lesson_dir.mkdir(parents=True, exist_ok=True)
+    (lesson_dir / "2026-01-01-a-lesson.md").write_text(
+        f"---\nlesson_id: 2026-01-01-a-lesson\nfiled_by: {CITIZENS[1]}\ncapability_tags: [{TAGS[0]}]\n"
+        "quality_impact: 3\n---\n\nCheck the cache before the database.\n")
+    inbox = root / "citizens" / me / "inbox.md"
+    with open(inbox, "a") as f:
+        for k in range(notices):
+            f.write(f"\n### 2026-02-01 10:{k % 60:02d} from {CITIZENS[1]}\n\nMessage {k}: please look.\n\n---\n")
+
+
+def session_samples(root: Path, state: Path, runs: int) -> dict:
+    """Wall time of one process per call: the primer, the session-start hook, a notices hook
+    that delivers, one that finds nothing new, one inside the rate limit; and the floor
+    (`polisd --version`, the cost of starting the process at all)."""
+    me = CITIZENS[0]
+    env = dict(os.environ, POLISD_STATE_DIR=str(state))
+    project = root.parent
+    payload = ('{"session_id":"s","transcript_path":"/tmp/t","cwd":"%s","permission_mode":"default",'
+               '"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},'
+               '"tool_response":{},"tool_use_id":"t1"}' % project)
+    start = '{"session_id":"s","cwd":"%s","hook_event_name":"SessionStart","source":"startup"}' % project
+
+    def sample(cmd, stdin=None, before=None):
+        out = []
+        for _ in range(runs):
+            if before:
+                before()
+            t0 = time.perf_counter()
+            subprocess.run(cmd, input=stdin, text=True, check=True, capture_output=True, env=env,
+                           cwd=project)
+            out.append(time.perf_counter() - t0)
+        return percentiles(out)
+
+    inbox = root / "citizens" / me / "inbox.md"
+    counter = [0]
+
+    def new_notice():
+        counter[0] += 1
+        with open(inbox, "a") as f:
+            f.write(f"\n### 2026-02-02 10:00 from {CITIZENS[1]}\n\nNew {counter[0]}.\n\n---\n")
+
+    res = {
+        "floor": sample([str(BIN), "--version"]),
+        "prime": sample([str(BIN), "prime", "--as", me, "--no-mark-read"]),
+        "hook_prime": sample([str(BIN), "hook", "claude", "prime", "--as", me], stdin=start),
+        "hook_delivers": sample([str(BIN), "hook", "claude", "notices", "--as", me, "--interval", "0"],
+                                stdin=payload, before=new_notice),
+        "hook_nothing_new": sample([str(BIN), "hook", "claude", "notices", "--as", me, "--interval", "0"],
+                                   stdin=payload),
+        "hook_rate_limited": sample([str(BIN), "hook", "claude", "notices", "--as", me], stdin=payload),
+    }
+    primer = subprocess.run([str(BIN), "prime", "--as", me, "--no-mark-read"], check=True,
+                            capture_output=True, text=True, env=env, cwd=project).stdout
+    res["primer_bytes"] = len(primer.encode())
+    return res
+
+
+def cmd_session(args):
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        t0 = time.perf_counter()
+        root = make_polis(tmp, args.contracts, chronicle_lines=args.lines)
+        add_session_work(root, CITIZENS[0])
+        print(f"generated {args.contracts} settled, {args.lines} chronicle lines in "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
+        r = session_samples(root, tmp / "state", args.runs)
+        for k, v in r.items():
+            if isinstance(v, dict):
+                print(f"  {k}: p50 {v['p50']:.1f} ms, p99 {v['p99']:.1f} ms")
+            else:
+                print(f"  {k}: {v}")
 def mib(kib):
     return f"{kib / 1024:.1f} MiB"
 
@@ -724,6 +821,72 @@ def cmd_scale(args):
         print("| " + " | ".join(r) + " |")
 
 
+def write_reservations(project: Path, entries: int):
+    """`entries` reservations spread over three citizens, plain paths and globs, none of them
+    in the way of the measured `bench/…` paths."""
+    lines = ["# Advisory file reservations (collision prevention). Managed by `polis reserve/release`.",
+             "reservations:"]
+    for i in range(entries):
+        who = CITIZENS[1 + i % 3]
+        path = f"src/mod{i}/**/*.rs" if i % 2 else f"docs/part{i}.md"
+        lines += [f"- citizen: {who}", "  paths:", f"  - {path}",
+                  "  reserved_at: '2026-03-02T10:00:00+00:00'", "  expires_at: null"]
+    (project / "_polis" / "reservations.yml").write_text("\n".join(lines) + "\n")
+
+
+REF_CLI = "import sys; from polis.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def cmd_reserve(args):
+    """`reserve` + `release` + `reservations` on a polis with many settled contracts and many
+    reservations, polisd beside the reference CLI on identical copies. Median wall time per
+    command, including process start-up."""
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        root = make_polis(tmp / "ours", args.contracts)
+        write_reservations(root.parent, args.entries)
+        theirs = tmp / "theirs" / "project"
+        shutil.copytree(root.parent, theirs, symlinks=True)
+        who = CITIZENS[0]
+        tools = {"polisd": (root.parent, [str(BIN)]), "reference": (theirs, [PY, "-c", REF_CLI])}
+        results = {}
+        for name, (cwd, base) in tools.items():
+            samples = {"reserve": [], "release": [], "reservations": []}
+            for k in range(args.repeat):
+                for what, extra in [("reserve", ["reserve", f"bench/file{k}.rs", "bench/dir/", "--as", who]),
+                                    ("reservations", ["reservations"]),
+                                    ("release", ["release", "--as", who])]:
+                    t0 = time.perf_counter()
+                    subprocess.run(base + extra, cwd=cwd, check=True, capture_output=True)
+                    samples[what].append(time.perf_counter() - t0)
+            results[name] = {k: statistics.median(v) * 1000 for k, v in samples.items()}
+        # The floors a write command cannot go under: starting the process, and one atomic
+        # replace with its two fsyncs (file, folder) on this disk.
+        start = statistics.median([timed([str(BIN), "--version"], repeat=1) for _ in range(args.repeat)]) * 1000
+        fsyncs = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            tmpf = root / ".bench-floor.tmp"
+            fd = os.open(tmpf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.write(fd, b"x" * 4096)
+            os.fsync(fd)
+            os.close(fd)
+            os.rename(tmpf, root / ".bench-floor")
+            dfd = os.open(root, os.O_RDONLY)
+            os.fsync(dfd)
+            os.close(dfd)
+            fsyncs.append(time.perf_counter() - t0)
+        (root / ".bench-floor").unlink()
+        fsync = statistics.median(fsyncs) * 1000
+        print(f"{args.contracts} settled contracts, {args.entries} reservations, {args.repeat} runs each, median ms:")
+        print(f"floors: process start {start:.1f} ms, atomic replace with fsyncs {fsync:.1f} ms; "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print("| command | polisd | reference | ratio |")
+        print("|---|---|---|---|")
+        for what in ["reserve", "release", "reservations"]:
+            o, r = results["polisd"][what], results["reference"][what]
+            print(f"| `{what}` | {o:.1f} ms | {r:.1f} ms | {r / o:.1f}x faster |")
+
 
 REF_COMMANDS = {
     # The reference's CLI for the same actions, where it has one (`python -m polis.cli`).
@@ -840,6 +1003,14 @@ def main():
     g.add_argument("out")
     g.add_argument("--contracts", type=int, default=10000)
     g.add_argument("--chronicle-lines", type=int, default=0)
+    e = sub.add_parser("session")
+    e.add_argument("--contracts", type=int, default=10000)
+    e.add_argument("--lines", type=int, default=1000000)
+    e.add_argument("--runs", type=int, default=50)
+    rv = sub.add_parser("reserve")
+    rv.add_argument("--contracts", type=int, default=10000)
+    rv.add_argument("--entries", type=int, default=300)
+    rv.add_argument("--repeat", type=int, default=30)
     m = sub.add_parser("commands")
     m.add_argument("--contracts", type=int, default=10000)
     m.add_argument("--chronicle-lines", type=int, default=100000)
@@ -869,12 +1040,12 @@ def main():
     args = ap.parse_args()
     if not BIN.exists():
         raise SystemExit(f"{BIN} not found: run `cargo build --release` first")
-    if not Path(PY).exists() and args.cmd in ("reconcile", "all", "scale"):
+    if not Path(PY).exists() and args.cmd in ("reconcile", "all", "reserve", "scale"):
         raise SystemExit(f"no reference at {PY}: run .ci/run's setup or set POLISD_REFERENCE_PYTHON")
     {"reconcile": cmd_reconcile, "settle-latency": cmd_settle_latency, "idle-cpu": cmd_idle_cpu,
      "chronicle-latency": cmd_chronicle_latency, "startup": cmd_startup, "generate": cmd_generate,
-     "commands": cmd_commands, "all": cmd_all, "scale": cmd_scale, "round2": cmd_round2}[args.cmd](args)
-
+     "reserve": cmd_reserve, "commands": cmd_commands, "session": cmd_session, "all": cmd_all,
+     "scale": cmd_scale, "round2": cmd_round2}[args.cmd](args)
 
 if __name__ == "__main__":
     main()

@@ -39,7 +39,7 @@ impl Piped {
         let config = p.dir.path().join("polisd.toml");
         fs::write(
             &config,
-            "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\nformat = \"text\"\n",
+            "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\nformat = \"text\"\n\n[dashboard]\nlisten = \"127.0.0.1:0\"\n",
         )
         .unwrap();
         let mut cmd = Command::new(BIN);

@@ -38,8 +38,12 @@ pub enum Command {
     Status(JsonPolisArg),
     /// Scaffold a new polis with a founding citizen.
     Init(InitArgs),
-    /// Watch one or more polises and keep them current (the daemon).
+    /// Watch one or more polises and keep them current (the daemon); serves the dashboard.
     Run(RunArgs),
+    /// Serve the read-only dashboard for one polis, without the daemon.
+    Serve(ServeArgs),
+    /// Write a self-contained snapshot of a polis (markdown or HTML), optionally redacted.
+    Report(ReportArgs),
     /// Install, remove or inspect polisd as a user service (systemd or launchd).
     Service(ServiceArgs),
     /// Open, claim, settle, abandon, show and list contracts (agents' commands).
@@ -62,9 +66,155 @@ pub enum Command {
     Guardrail(GuardrailCommand),
     /// Play a short scene on a temporary polis to show what polisd does.
     Demo(DemoArgs),
+    /// Reserve project paths (files, folders or globs) so other citizens leave them alone.
+    Reserve(ReserveArgs),
+    /// Release paths you reserved (everything you hold when no PATH is given).
+    Release(ReleaseArgs),
+    /// List the reservations in `_polis/reservations.yml`: who holds what, until when.
+    Reservations(ReservationsArgs),
     /// Measure polisd against alternatives on simulated worlds.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Print a citizen's session primer: who it is, what is routed to it, its claims, votes
+    /// and unread notices (at most about 6 KB).
+    Prime(PrimeArgs),
+    /// List a citizen's inbox notices, newest first; mark them read.
+    Notices(NoticesArgs),
+    /// Keep a citizen's inbox small.
+    #[command(subcommand)]
+    Inbox(InboxCommand),
+    /// Install, remove or inspect polisd's session hooks in the agent CLIs' project settings.
+    #[command(subcommand)]
+    Hooks(HooksCommand),
+    /// What an installed hook runs: reads the agent CLI's JSON payload on stdin, prints what it
+    /// adds to the session, and always exits 0.
+    #[command(hide = true)]
+    Hook(HookArgs),
+    /// Serve the polis to an agent over MCP (stdio).
+    Mcp(PolisArg),
+}
+
+/// The citizen a session acts as.
+#[derive(Debug, Args, Clone)]
+pub struct AsArg {
+    /// The citizen id (default: $POLIS_CITIZEN).
+    #[arg(long = "as", env = "POLIS_CITIZEN", value_name = "ID")]
+    pub citizen: String,
+}
+
+#[derive(Debug, Args)]
+pub struct PrimeArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub who: AsArg,
+    /// Leave the notices shown unread (by default the primer marks what it shows as read).
+    #[arg(long)]
+    pub no_mark_read: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct NoticesArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub who: AsArg,
+    /// Only the notices not read yet.
+    #[arg(long)]
+    pub unread: bool,
+    /// Mark the notices listed as read.
+    #[arg(long)]
+    pub mark_read: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InboxCommand {
+    /// Move read notices to inbox-archive.md.
+    Archive(InboxArchiveArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InboxArchiveArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub who: AsArg,
+    /// Only read notices older than this (`7d`, `12h`, `30m`, `0` for all read notices).
+    #[arg(long, default_value = "7d")]
+    pub older_than: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Add polisd's hooks (primer at session start, new notices after tool calls) and the
+    /// bridge pointers.
+    Install(HooksInstallArgs),
+    /// Remove exactly the hooks polisd added.
+    Uninstall(HooksTargetArgs),
+    /// Show which CLIs have polisd's hooks.
+    Status(JsonPolisArg),
+}
+
+#[derive(Debug, Args)]
+pub struct HooksTargetArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// Claude Code (`.claude/settings.json`).
+    #[arg(long)]
+    pub claude: bool,
+    /// Codex CLI (`.codex/hooks.json`).
+    #[arg(long)]
+    pub codex: bool,
+    /// Gemini CLI (`.gemini/settings.json`).
+    #[arg(long)]
+    pub gemini: bool,
+    /// Every CLI above.
+    #[arg(long)]
+    pub all: bool,
+    /// Print what would change and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HooksInstallArgs {
+    #[command(flatten)]
+    pub target: HooksTargetArgs,
+    /// The citizen the hooks act as (default: $POLIS_CITIZEN when the hook runs).
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: Option<String>,
+    /// The polisd command the hooks run.
+    #[arg(long, default_value = "polisd")]
+    pub bin: String,
+    /// Do not write the bridge pointers (CLAUDE.md, AGENTS.md, GEMINI.md, SKILL.md).
+    #[arg(long)]
+    pub no_bridge: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// claude, codex or gemini.
+    pub cli: String,
+    /// prime (session start) or notices (after tool calls and between turns).
+    pub kind: String,
+    /// The citizen id (default: $POLIS_CITIZEN).
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: Option<String>,
+    /// At most one notices check per this many seconds.
+    #[arg(long, default_value_t = 60)]
+    pub interval: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -200,6 +350,10 @@ pub struct InitArgs {
     /// The founder's model identifier.
     #[arg(long, default_value = "unknown")]
     pub model: String,
+    /// Do not write the bridge pointers (CLAUDE.md, AGENTS.md, GEMINI.md and
+    /// .agents/skills/polis-protocol/SKILL.md at the project root).
+    #[arg(long)]
+    pub no_bridge: bool,
 }
 
 #[derive(Debug, Args)]
@@ -212,6 +366,40 @@ pub struct RunArgs {
     /// Log level: error, warn, info, debug, trace (RUST_LOG overrides).
     #[arg(long)]
     pub log_level: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// Address and port (default: `[dashboard] listen` of the configuration, 127.0.0.1:7341).
+    /// Off loopback a token is required; it is printed once.
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// Configuration file (default: $POLISD_CONFIG, then the user config directory).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Print the address as JSON (`{"url": ...}`) once listening.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// md or html (one self-contained file: no script, the stylesheet inline).
+    #[arg(long, default_value = "md")]
+    pub format: String,
+    /// Replace ids and paths with stable pseudonyms and leave free text out, for sharing.
+    #[arg(long)]
+    pub redact: bool,
+    /// Write here instead of standard output (never inside `_polis/`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print `{"format", "redacted", "out", "bytes"}` after writing (with --out).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -243,6 +431,54 @@ pub struct DemoArgs {
     pub keep_running: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct ReserveArgs {
+    /// Paths or globs to reserve (`src/auth.rs`, `docs/`, `src/**/*.rs`), relative to the
+    /// working directory; each must lie inside the project.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// The citizen reserving (your agent id).
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    /// Let the reservation expire after this many minutes (default: until released).
+    #[arg(long = "ttl-min", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub ttl_minutes: Option<u32>,
+    /// Why you are reserving these paths.
+    #[arg(long)]
+    pub note: Option<String>,
+    /// The open contract the work is for; the reservation is released when it settles or is
+    /// abandoned.
+    #[arg(long, value_name = "CONTRACT_ID")]
+    pub contract: Option<String>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// Paths or globs to release (default: everything you hold). A held path is released
+    /// when it overlaps one of these.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// The citizen releasing (your agent id).
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ReservationsArgs {
+    /// Include expired entries (the daemon drops them).
+    #[arg(long)]
+    pub all: bool,
+    /// Only the reservations of this citizen.
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: Option<String>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
 // ---------------------------------------------------------------------------------------------
 // Agents' commands
 
@@ -250,7 +486,12 @@ pub struct DemoArgs {
 #[derive(Debug, Args, Clone)]
 pub struct AgentOpts {
     /// Project root or `_polis/` folder (default: found from the working directory).
-    #[arg(long = "polis", value_name = "PATH", global = true)]
+    #[arg(
+        long = "polis",
+        visible_alias = "polis-root",
+        value_name = "PATH",
+        global = true
+    )]
     pub polis: Option<PathBuf>,
     /// Print JSON (the result, or `{"ok": false, "error": …}` on a refusal).
     #[arg(long, global = true)]

@@ -13,8 +13,10 @@ pub mod init;
 pub mod lesson;
 pub mod log;
 pub mod reflect;
+pub mod reserve;
 pub mod review;
 pub mod route;
+pub mod session;
 pub mod status;
 pub mod verify;
 
@@ -39,11 +41,17 @@ pub fn run() -> std::process::ExitCode {
             eprintln!("polisd: {err:#}");
             let usage = err
                 .downcast_ref::<crate::fs::locate::LocateError>()
-                .is_some();
+                .is_some()
+                || err.downcast_ref::<Usage>().is_some();
             std::process::ExitCode::from(if usage { 2 } else { 1 })
         }
     }
 }
+
+/// A usage error found after argument parsing (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
 
 /// Runs a command; the `u8` is the process exit code.
 pub fn dispatch(command: Command) -> anyhow::Result<u8> {
@@ -52,11 +60,16 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Verify(args) => verify::run(args),
         Command::Reflect(args) => reflect::run(args),
         Command::Status(args) => status::run(args),
-        Command::Run(args) => crate::daemon::run(crate::daemon::RunOptions {
-            paths: args.paths,
-            config: args.config,
-            log_level: args.log_level,
-        }),
+        Command::Run(args) => crate::daemon::run_with(
+            crate::daemon::RunOptions {
+                paths: args.paths,
+                config: args.config,
+                log_level: args.log_level,
+            },
+            Some(Box::new(crate::dashboard::beside_daemon)),
+        ),
+        Command::Serve(args) => serve(args),
+        Command::Report(args) => report(args),
         Command::Reconcile(args) => reconcile(&locate(args.path.as_deref())?),
         Command::Route(args) => route(args),
         Command::Tally(args) => tally(args),
@@ -83,6 +96,23 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             );
             for rel in &kept {
                 println!("  kept {rel}");
+            }
+            if !args.no_bridge {
+                // The protocol's skill points every agent CLI at the constitution; an existing
+                // file keeps its text and gets (or updates) polisd's marked section.
+                let plans = crate::operations::agent_hooks::plan_bridge(&args.project_root)?;
+                crate::operations::agent_hooks::apply(&args.project_root, &plans)?;
+                for p in plans.iter().filter(|p| p.changes()) {
+                    println!(
+                        "  {} {}",
+                        if p.before.is_none() {
+                            "wrote"
+                        } else {
+                            "updated"
+                        },
+                        p.path
+                    );
+                }
             }
             Ok(0)
         }
@@ -112,6 +142,9 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             crate::bench::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
             Ok(0)
         }
+        Command::Reserve(args) => reserve::reserve(args),
+        Command::Release(args) => reserve::release(args),
+        Command::Reservations(args) => reserve::list(args),
         Command::Contract(c) => contract::run(c),
         Command::Amendment(c) => amendment::run(c),
         Command::Log(a) => log::run(a),
@@ -122,7 +155,85 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Demo(args) => {
             crate::commands::demo::run(args.keep_running, &mut std::io::stdout())
         }
+        Command::Prime(args) => session::prime(args),
+        Command::Notices(args) => session::notices(args),
+        Command::Inbox(command) => session::inbox(command),
+        Command::Hooks(command) => session::hooks(command),
+        Command::Hook(args) => session::hook(args),
+        Command::Mcp(args) => crate::mcp::serve(&locate(args.path.as_deref())?),
     }
+}
+
+/// `polisd serve`: the dashboard alone.
+fn serve(args: crate::commands::cli::ServeArgs) -> anyhow::Result<u8> {
+    let root = locate(args.path.as_deref())?;
+    let config = crate::daemon::config::load(args.config.as_deref())?;
+    crate::daemon::init_logging(&config, None);
+    let mut options = crate::dashboard::Options::from_config(&config.dashboard);
+    if let Some(listen) = &args.listen {
+        match listen.parse() {
+            Ok(addr) => options.listen = addr,
+            Err(_) => {
+                eprintln!(
+                    "polisd: --listen {listen:?} is not an address and port; write e.g. 127.0.0.1:7341"
+                );
+                return Ok(2);
+            }
+        }
+    }
+    let watch = crate::daemon::watch::WatchConfig {
+        debounce: config.watch.debounce,
+        max_delay: Some(config.watch.max_delay),
+        poll_interval: config.watch.poll_interval,
+        force_poll: config.watch.backend == crate::daemon::config::Backend::Poll,
+        ..Default::default()
+    };
+    crate::dashboard::serve_alone(root, options, watch, args.json)
+}
+
+/// `polisd report`: a snapshot to standard output or a file outside `_polis/`.
+fn report(args: crate::commands::cli::ReportArgs) -> anyhow::Result<u8> {
+    let format: crate::dashboard::report::Format = match args.format.parse() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("polisd: {e}");
+            return Ok(2);
+        }
+    };
+    let root = locate(args.path.as_deref())?;
+    if let Some(out) = &args.out {
+        let dir = out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let canon = std::fs::canonicalize(dir)
+            .with_context(|| format!("the folder of --out {} does not exist", out.display()))?;
+        if canon.starts_with(crate::fs::snapshot::canonical_root(&root)) {
+            eprintln!(
+                "polisd: --out {} is inside the polis; write the report elsewhere",
+                out.display()
+            );
+            return Ok(1);
+        }
+    }
+    let snapshot = crate::dashboard::view::read(&root, 0);
+    let name = crate::dashboard::view::PolisView::name_of(&root);
+    let text = crate::dashboard::report::render(&snapshot, &name, format, args.redact);
+    match &args.out {
+        Some(out) => {
+            std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "format": args.format, "redacted": args.redact, "out": out, "bytes": text.len() })
+                );
+            } else {
+                println!("wrote {} ({} bytes)", out.display(), text.len());
+            }
+        }
+        None => print!("{text}"),
+    }
+    Ok(0)
 }
 
 /// The `_polis/` folder a command works on (SPEC §1).

@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 13] = [
+pub const NOTIFICATION_KINDS: [&str; 15] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -32,6 +32,8 @@ pub const NOTIFICATION_KINDS: [&str; 13] = [
     "lesson-filed",
     "contract-stale",
     "card-changed",
+    "reservation-conflict",
+    "claim-conflict",
     "setting-change",
 ];
 
@@ -172,6 +174,7 @@ pub struct Config {
     pub behaviour: Behaviour,
     pub notifications: Notifications,
     pub log: Log,
+    pub dashboard: Dashboard,
 }
 
 /// One `[[polis]]` entry, its path made absolute.
@@ -288,6 +291,8 @@ pub struct Notifications {
     pub contract_stale: bool,
     #[serde(rename = "card-changed")]
     pub card_changed: bool,
+    #[serde(rename = "reservation-conflict")]
+    pub reservation_conflict: bool,
     #[serde(rename = "claim-conflict")]
     pub claim_conflict: bool,
     #[serde(rename = "setting-change")]
@@ -309,6 +314,7 @@ impl Default for Notifications {
             lesson_filed: true,
             contract_stale: true,
             card_changed: true,
+            reservation_conflict: true,
             claim_conflict: true,
             setting_change: true,
         }
@@ -330,6 +336,7 @@ impl Notifications {
             "lesson-filed" => &mut self.lesson_filed,
             "contract-stale" => &mut self.contract_stale,
             "card-changed" => &mut self.card_changed,
+            "reservation-conflict" => &mut self.reservation_conflict,
             "claim-conflict" => &mut self.claim_conflict,
             "setting-change" => &mut self.setting_change,
             _ => return None,
@@ -383,6 +390,11 @@ pub struct NotificationOverrides {
     pub contract_stale: Option<bool>,
     #[serde(rename = "card-changed", skip_serializing_if = "Option::is_none")]
     pub card_changed: Option<bool>,
+    #[serde(
+        rename = "reservation-conflict",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reservation_conflict: Option<bool>,
     #[serde(rename = "claim-conflict", skip_serializing_if = "Option::is_none")]
     pub claim_conflict: Option<bool>,
     #[serde(rename = "setting-change", skip_serializing_if = "Option::is_none")]
@@ -408,6 +420,7 @@ impl NotificationOverrides {
             (self.lesson_filed, &mut to.lesson_filed),
             (self.contract_stale, &mut to.contract_stale),
             (self.card_changed, &mut to.card_changed),
+            (self.reservation_conflict, &mut to.reservation_conflict),
             (self.claim_conflict, &mut to.claim_conflict),
             (self.setting_change, &mut to.setting_change),
         ];
@@ -416,6 +429,43 @@ impl NotificationOverrides {
                 *slot = v;
             }
         }
+    }
+}
+
+/// `[dashboard]`: the read-only web view `polisd run` serves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Dashboard {
+    /// Serve it from `polisd run`.
+    pub enabled: bool,
+    /// `IP:PORT`. Off loopback a token is required (printed once at start).
+    pub listen: String,
+    /// More `Host` names it answers to (the loopback names and the listen address always
+    /// count); anything else gets 403, which stops DNS rebinding.
+    pub allowed_hosts: Vec<String>,
+    /// Run for each new item of the human queue, through `sh -c`, with the item in
+    /// `POLISD_ITEM_TITLE`, `POLISD_ITEM_ACTION`, `POLISD_ITEM_URL` and `POLISD_POLIS`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notify_command: Option<String>,
+}
+
+impl Default for Dashboard {
+    fn default() -> Self {
+        Dashboard {
+            enabled: true,
+            listen: "127.0.0.1:7341".into(),
+            allowed_hosts: Vec::new(),
+            notify_command: None,
+        }
+    }
+}
+
+impl Dashboard {
+    /// The parsed listen address (validated when the file is read).
+    pub fn listen_addr(&self) -> std::net::SocketAddr {
+        self.listen
+            .parse()
+            .unwrap_or_else(|_| std::net::SocketAddr::from(([127, 0, 0, 1], 7341)))
     }
 }
 
@@ -540,6 +590,7 @@ struct ConfigFile {
     behaviour: Behaviour,
     notifications: Notifications,
     log: Log,
+    dashboard: Dashboard,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -576,6 +627,7 @@ pub fn accepted_keys() -> BTreeSet<String> {
         lesson_filed: Some(true),
         contract_stale: Some(true),
         card_changed: Some(true),
+        reservation_conflict: Some(true),
         claim_conflict: Some(true),
         setting_change: Some(true),
     };
@@ -587,6 +639,10 @@ pub fn accepted_keys() -> BTreeSet<String> {
             reflect: Some(true),
             notifications: all,
         }],
+        dashboard: Dashboard {
+            notify_command: Some("notify-send polisd".into()),
+            ..Dashboard::default()
+        },
         ..ConfigFile::default()
     };
     let table = toml::Table::try_from(&sample).expect("the config types serialise to TOML");
@@ -711,6 +767,22 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
         ));
     }
 
+    if file
+        .dashboard
+        .listen
+        .parse::<std::net::SocketAddr>()
+        .is_err()
+    {
+        return Err(invalid(
+            find_key(text, "dashboard", "listen"),
+            Some("dashboard.listen".into()),
+            format!(
+                "listen = {:?} is not an address and port; write e.g. \"127.0.0.1:7341\" (or \"0.0.0.0:7341\" to serve off loopback, with a token)",
+                file.dashboard.listen
+            ),
+        ));
+    }
+
     Ok(Config {
         file: Some(path.to_path_buf()),
         polises,
@@ -718,6 +790,7 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
         behaviour: file.behaviour,
         notifications: file.notifications,
         log: file.log,
+        dashboard: file.dashboard,
     })
 }
 
@@ -905,11 +978,11 @@ pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
     if ms == 0 {
         "0s".into()
-    } else if ms % 3_600_000 == 0 {
+    } else if ms.is_multiple_of(3_600_000) {
         format!("{}h", ms / 3_600_000)
-    } else if ms % 60_000 == 0 {
+    } else if ms.is_multiple_of(60_000) {
         format!("{}m", ms / 60_000)
-    } else if ms % 1_000 == 0 {
+    } else if ms.is_multiple_of(1_000) {
         format!("{}s", ms / 1_000)
     } else {
         format!("{ms}ms")

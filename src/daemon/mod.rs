@@ -36,6 +36,39 @@ pub struct RunOptions {
     pub log_level: Option<String>,
 }
 
+/// What passes have changed in one polis, published for read-only observers (the dashboard).
+/// `generation` counts passes; `paths` are the changed paths of the latest one (relative to
+/// `_polis/`; empty after a rescan or a timer pass, when anything may have changed). Publishing
+/// is a store into a `tokio::sync::watch` channel: with nobody waiting it wakes nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Change {
+    pub generation: u64,
+    pub paths: Vec<String>,
+}
+
+/// What the daemon lets a front end started beside it see: the configuration and, for every
+/// polis it watches, its `_polis/` folder and the channel of its changes. Nothing in it writes.
+pub struct DaemonView {
+    pub config: Config,
+    pub polises: Vec<ObservedPolis>,
+}
+
+pub struct ObservedPolis {
+    pub root: PathBuf,
+    pub changes: tokio::sync::watch::Receiver<Change>,
+}
+
+/// A front end running on the daemon's runtime (the dashboard): its address, recorded in the
+/// status file for `polisd status`, and the task that serves it.
+pub struct Sidecar {
+    pub url: Option<String>,
+    pub task: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+}
+
+/// Starts a front end beside the daemon once every polis is watched; `None` when it does not
+/// run (disabled, or its port is busy: it logs why).
+pub type StartSidecar = Box<dyn FnOnce(DaemonView) -> Option<Sidecar>>;
+
 /// See the module documentation: a test hook for jumping the clock of a running daemon.
 pub const FAKE_NOW_ENV: &str = "POLISD_FAKE_NOW_FILE";
 
@@ -53,6 +86,11 @@ pub fn wall_clock() -> chrono::DateTime<Utc> {
 
 /// Runs the daemon until SIGTERM or SIGINT. Returns the exit code.
 pub fn run(options: RunOptions) -> anyhow::Result<u8> {
+    run_with(options, None)
+}
+
+/// [`run`], with a front end started beside the daemon on its runtime.
+pub fn run_with(options: RunOptions, sidecar: Option<StartSidecar>) -> anyhow::Result<u8> {
     // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     let config = config::load(options.config.as_deref())?;
@@ -61,7 +99,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<u8> {
         .enable_all()
         .build()
         .context("starting the event loop")?;
-    runtime.block_on(serve(config, options))
+    runtime.block_on(serve(config, options, sidecar))
 }
 
 /// Sets up tracing to stderr: `RUST_LOG` wins, then `--log-level`, then the configuration.
@@ -87,11 +125,16 @@ pub fn init_logging(config: &Config, level: Option<&str>) {
 
 struct Watched {
     engine: Engine,
+    changes: tokio::sync::watch::Sender<Change>,
     _watcher: watch::Watcher,
     _lock: crate::fs::state::DaemonLock,
 }
 
-async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
+async fn serve(
+    mut config: Config,
+    options: RunOptions,
+    sidecar: Option<StartSidecar>,
+) -> anyhow::Result<u8> {
     let paths = if options.paths.is_empty() {
         config.polis_paths()
     } else {
@@ -113,6 +156,25 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
     }
     drop(tx);
 
+    if let Some(start) = sidecar {
+        let view = DaemonView {
+            config: config.clone(),
+            polises: watched
+                .iter()
+                .map(|w| ObservedPolis {
+                    root: w.engine.root().to_path_buf(),
+                    changes: w.changes.subscribe(),
+                })
+                .collect(),
+        };
+        if let Some(started) = start(view) {
+            for w in &mut watched {
+                w.engine.set_dashboard_url(started.url.clone());
+            }
+            tokio::spawn(started.task);
+        }
+    }
+
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
     let mut watchdog_usec = 0u64;
     let watchdog = sd_notify::watchdog_enabled(false, &mut watchdog_usec);
@@ -130,12 +192,21 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
     let mut backoff = RETRY_MIN;
     let retry = tokio::time::sleep(RETRY_MAX);
     tokio::pin!(retry);
+    // The earliest reservation lease to run out in any polis: a pass drops it then.
+    let mut next_expiry = earliest_expiry(&watched);
+    let expiry = tokio::time::sleep_until(until(next_expiry));
+    tokio::pin!(expiry);
 
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut sighup = signal(tokio::signal::unix::SignalKind::hangup())?;
 
     loop {
+        let earliest = earliest_expiry(&watched);
+        if earliest != next_expiry {
+            next_expiry = earliest;
+            expiry.as_mut().reset(until(next_expiry));
+        }
         tokio::select! {
             batch = rx.recv() => {
                 let Some((index, batch)) = batch else { break };
@@ -162,6 +233,14 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
                 }
                 backoff = if failed.iter().any(|f| *f) { (backoff * 2).min(RETRY_MAX) } else { RETRY_MIN };
                 retry.as_mut().reset(tokio::time::Instant::now() + backoff);
+            }
+            _ = &mut expiry, if next_expiry.is_some() => {
+                let now = wall_clock();
+                for (w, f) in watched.iter_mut().zip(failed.iter_mut()) {
+                    if w.engine.next_expiry().is_some_and(|t| t <= now) {
+                        *f |= !pass(w, &Trigger::ReservationExpiry);
+                    }
+                }
             }
             _ = clock_tick.tick() => {
                 let today = wall_clock().date_naive();
@@ -204,9 +283,39 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// The earliest reservation lease to end among the watched polises.
+fn earliest_expiry(watched: &[Watched]) -> Option<chrono::DateTime<Utc>> {
+    watched.iter().filter_map(|w| w.engine.next_expiry()).min()
+}
+
+/// The moment to wake for `at` (a second late, so the lease has surely ended by the polis's
+/// clock too); far away when there is none.
+fn until(at: Option<chrono::DateTime<Utc>>) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    match at {
+        Some(t) => {
+            let wait = (t - wall_clock()).to_std().unwrap_or_default() + Duration::from_secs(1);
+            now + wait
+        }
+        None => now + Duration::from_secs(86_400),
+    }
+}
+
 /// One pass of one polis; false (logged) when it failed.
 fn pass(w: &mut Watched, trigger: &Trigger) -> bool {
-    match w.engine.handle(trigger, wall_clock()) {
+    let result = w.engine.handle(trigger, wall_clock());
+    // Published even after a failed pass: part of it may have been written.
+    w.changes.send_modify(|c| {
+        c.generation += 1;
+        c.paths = match trigger {
+            Trigger::Paths(paths) => paths
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect(),
+            Trigger::Rescan | Trigger::Timer | Trigger::ReservationExpiry => Vec::new(),
+        };
+    });
+    match result {
         Ok(()) => true,
         Err(e) => {
             tracing::error!(polis = %w.engine.root().display(), "{e:#}");
@@ -263,6 +372,7 @@ fn start_one(
     });
     Ok(Watched {
         engine,
+        changes: tokio::sync::watch::Sender::new(Change::default()),
         _watcher: watcher,
         _lock: lock,
     })

@@ -298,6 +298,9 @@ pub struct DaemonStatus {
     pub updated_at: String,
     /// `native` or `poll` (see `watch::Mode`).
     pub watch_mode: String,
+    /// The dashboard's address when the daemon serves one (`http://127.0.0.1:7341/`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<String>,
     pub counters: Counters,
     /// Newest last, at most [`MAX_FINDINGS`].
     pub last_findings: Vec<StoredFinding>,
@@ -645,6 +648,7 @@ impl State {
             started_at: started_at.to_string(),
             updated_at: now_rfc3339(),
             watch_mode: watch_mode.to_string(),
+            dashboard: None,
             counters: self.data.counters.clone(),
             last_findings: self.data.latest_findings.clone(),
         }
@@ -686,6 +690,50 @@ impl State {
     pub fn daemon_lock_held(&self) -> Result<bool, StateError> {
         Ok(self.try_lock_daemon()?.is_none())
     }
+}
+
+/// Where the session hooks of one citizen keep their rate limit on this machine:
+/// `hooks/<citizen>.json` in the polis's state folder. Small and separate from `state.json`, so
+/// a hook never loads (or rewrites) the daemon's state.
+fn hook_file(polis_root: &Path, citizen: &str) -> Result<(PathBuf, PathBuf), StateError> {
+    let dir = polis_state_dir(&state_base_dir()?, &canonical(polis_root)).join("hooks");
+    let name = format!("{citizen}.json");
+    Ok((dir, PathBuf::from(name)))
+}
+
+/// When the hooks of `citizen` last looked at its inbox on this machine, as recorded (the
+/// recorded time, never a file's mtime). `None` when never, or unreadable.
+pub fn hook_last_check(polis_root: &Path, citizen: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    let (dir, name) = hook_file(polis_root, citizen).ok()?;
+    let bytes = fs::read(dir.join(name)).ok()?;
+    let record: HookRecord = serde_json::from_slice(&bytes).ok()?;
+    chrono::DateTime::parse_from_rfc3339(&record.last_check)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// Records that the hooks of `citizen` looked at its inbox at `at`.
+pub fn set_hook_last_check(
+    polis_root: &Path,
+    citizen: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<(), StateError> {
+    let (dir, name) = hook_file(polis_root, citizen)?;
+    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+    let record = HookRecord {
+        last_check: at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    };
+    let mut bytes = serde_json::to_vec(&record).map_err(|source| StateError::Encode {
+        path: dir.join(&name),
+        source,
+    })?;
+    bytes.push(b'\n');
+    replace_file(&dir, &name.to_string_lossy(), &bytes, false)
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct HookRecord {
+    last_check: String,
 }
 
 /// Whether a daemon holds `polis_root`'s lock, without loading (or creating) its state: what a

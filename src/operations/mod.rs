@@ -6,7 +6,9 @@
 //! the folder's state (and the sent-notification ledger), so running it twice, or after a crash
 //! half-way, changes nothing twice (SPEC §11).
 
+pub mod agent_hooks;
 pub mod amendment;
+mod check;
 pub mod chronicle;
 pub mod context;
 pub mod contract;
@@ -18,11 +20,16 @@ pub mod lesson;
 pub mod lookup;
 mod reconcile;
 pub mod reflection;
+pub mod reservation;
 pub mod review;
 pub mod route;
+pub mod session;
 mod staleness;
+pub mod status;
+pub mod summary;
 mod tally;
 
+pub use check::{count, findings, reservation_findings};
 pub use deliver::{deliver, Delivery};
 pub use edit::edit_agent_file;
 pub use error::OpError;

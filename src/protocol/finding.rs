@@ -56,6 +56,8 @@ pub enum Code {
     CardMismatch,
     /// Two citizens claimed one contract with no release between (issue 13).
     ClaimConflict,
+    /// Two citizens' entries in `reservations.yml` hold overlapping paths.
+    ReservationOverlap,
 }
 
 impl Code {
@@ -81,6 +83,7 @@ impl Code {
             Code::ConflictCopy => "P009",
             Code::CardMismatch => "P010",
             Code::ClaimConflict => "P011",
+            Code::ReservationOverlap => "P012",
         }
     }
 }

@@ -12,6 +12,7 @@ mod chronicle_pass;
 mod delivery;
 mod derived_notices;
 mod reflection_pass;
+mod reservation_pass;
 mod routing_pass;
 mod scope;
 mod settled_pass;
@@ -65,6 +66,8 @@ pub enum Trigger {
     Rescan,
     /// The clock moved on: expiries, stale contracts, rollover.
     Timer,
+    /// A reservation's lease ran out ([`Engine::next_expiry`]).
+    ReservationExpiry,
 }
 
 /// What one pass has read and done so far.
@@ -101,6 +104,8 @@ pub struct Engine {
     settled_zone: Option<crate::protocol::clock::PolisZone>,
     started_at: String,
     watch_mode: String,
+    /// The dashboard's address, shown by `polisd status`.
+    dashboard_url: Option<String>,
     /// `chronicle.md` and its archives as last read, so a pass reads only the bytes appended
     /// since.
     chronicles: ChronicleCopies,
@@ -117,6 +122,11 @@ pub struct Engine {
     /// Findings about the folder's files already logged by this process, so each is logged
     /// once while it lasts (and again if it comes back after being fixed).
     logged_findings: BTreeSet<String>,
+    /// When the earliest lease in `reservations.yml` ends, as the last reservation step saw it.
+    next_expiry: Option<DateTime<Utc>>,
+    /// Why `reservations.yml` could not be read, as last logged (logged again only when it
+    /// changes).
+    reservations_problem: Option<String>,
 }
 
 impl Engine {
@@ -148,12 +158,15 @@ impl Engine {
             settled_zone: None,
             started_at,
             watch_mode: "none".to_string(),
+            dashboard_url: None,
             warmed: false,
             stats_hash: None,
             chronicle_activity: None,
             archive_activity: None,
             chronicles: ChronicleCopies::default(),
             logged_findings: BTreeSet::new(),
+            next_expiry: None,
+            reservations_problem: None,
         })
     }
 
@@ -173,6 +186,12 @@ impl Engine {
         self.watch_mode = mode.to_string();
     }
 
+    /// Records the dashboard's address in the status file, now.
+    pub fn set_dashboard_url(&mut self, url: Option<String>) {
+        self.dashboard_url = url;
+        self.write_status();
+    }
+
     /// Holds the single-daemon lock for this polis, if no other polisd has it.
     pub fn lock(&self) -> anyhow::Result<Option<crate::fs::state::DaemonLock>> {
         Ok(self.state.try_lock_daemon()?)
@@ -187,6 +206,14 @@ impl Engine {
                 (Scope::all(), SettledRefresh::Full)
             }
             Trigger::Timer => (Scope::all(), SettledRefresh::Full),
+            Trigger::ReservationExpiry => (
+                Scope {
+                    reservations: true,
+                    derive: true,
+                    ..Scope::default()
+                },
+                SettledRefresh::Nothing,
+            ),
             Trigger::Paths(paths) => {
                 self.state.counters.events += paths.len() as u64;
                 self.scope_of(paths)
@@ -255,8 +282,9 @@ impl Engine {
 
     /// One pass, in the order the rules depend on each other: the chronicle first (its
     /// activity window decides who is active), the stats next (routing reads them), then
-    /// routing, the tally, reflection (which files amendments for the next tally), and last
-    /// the notices all of that calls for. Each step that fails is
+    /// routing, the tally, the reservations (released when the contracts read above ended),
+    /// reflection (which files amendments for the next tally), and last the notices all of
+    /// that calls for. Each step that fails is
     /// reported and the others still run; the next pass retries it.
     fn pass(
         &mut self,
@@ -277,6 +305,9 @@ impl Engine {
         }
         if scope.tally {
             self.tally_step(&mut pass);
+        }
+        if scope.reservations {
+            self.reservation_step(&mut pass);
         }
         self.reflection_step(&mut pass);
         self.notice_step(&mut pass, scope);
@@ -409,7 +440,8 @@ impl Engine {
     }
 
     fn write_status(&mut self) {
-        let status = self.state.status(&self.started_at, &self.watch_mode);
+        let mut status = self.state.status(&self.started_at, &self.watch_mode);
+        status.dashboard = self.dashboard_url.clone();
         if let Err(e) = self.state.write_status(&status) {
             tracing::warn!("could not write the status file: {e}");
         }
