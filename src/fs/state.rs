@@ -382,8 +382,9 @@ pub struct State {
     saved: Vec<u8>,
     /// Where a corrupt state file was moved, when this load had to rebuild.
     pub recovered_from: Option<PathBuf>,
-    /// What `settled.jsonl` held at load, until the engine takes it.
-    settled_restored: Option<Restored>,
+    /// The settled paths an older `state.json` named, until the engine takes the ledger
+    /// ([`State::take_settled`]; `None` after).
+    settled_migrated: Option<Vec<String>>,
     /// Journal lines not yet appended to `settled.jsonl`, and how many.
     settled_pending: Vec<u8>,
     settled_pending_lines: usize,
@@ -454,7 +455,29 @@ impl State {
         data.version = STATE_VERSION;
         data.polis = polis;
         let migrated: Vec<String> = std::mem::take(&mut data.settled).into_keys().collect();
-        let journal = dir.join(SETTLED_FILE);
+        Ok(State {
+            data,
+            dir,
+            saved,
+            recovered_from,
+            settled_migrated: Some(migrated),
+            settled_pending: Vec::new(),
+            settled_pending_lines: 0,
+            settled_journal_lines: 0,
+            // Until the engine has taken the ledger: a command that loads the state for
+            // something else journals nothing.
+            settled_snapshot_due: true,
+        })
+    }
+
+    /// What `settled.jsonl` holds (the durable ledger of an earlier run, to be checked against
+    /// each file's fingerprint). Read here, not on load, so a command that loads the state for
+    /// something else does not read megabytes; [`Restored::Nothing`] after the first call.
+    pub fn take_settled(&mut self) -> Restored {
+        let Some(migrated) = self.settled_migrated.take() else {
+            return Restored::Nothing;
+        };
+        let journal = self.dir.join(SETTLED_FILE);
         let (restored, journal_lines) = match fs::read(&journal) {
             Ok(bytes) => settled::decode(&bytes),
             Err(e) if e.kind() == io::ErrorKind::NotFound => (Restored::Nothing, 0),
@@ -481,25 +504,9 @@ impl State {
                 Restored::Untrusted { reason, recorded }
             }
         };
-        let snapshot_due = !matches!(restored, Restored::Records { .. });
-        Ok(State {
-            data,
-            dir,
-            saved,
-            recovered_from,
-            settled_restored: Some(restored),
-            settled_pending: Vec::new(),
-            settled_pending_lines: 0,
-            settled_journal_lines: journal_lines,
-            settled_snapshot_due: snapshot_due,
-        })
-    }
-
-    /// What `settled.jsonl` held when the state was loaded (the durable ledger of an earlier
-    /// run, to be checked against each file's fingerprint); [`Restored::Nothing`] after the
-    /// first call.
-    pub fn take_settled(&mut self) -> Restored {
-        self.settled_restored.take().unwrap_or(Restored::Nothing)
+        self.settled_journal_lines = journal_lines;
+        self.settled_snapshot_due = !matches!(restored, Restored::Records { .. });
+        restored
     }
 
     /// Journals that the settled file `record.path` was counted as `record` says.
