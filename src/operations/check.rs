@@ -24,11 +24,21 @@ pub fn dependency_findings(polis: &Polis) -> Vec<Finding> {
 ///
 /// Pure apart from what `polis` already read, and `Polis::exists` for wikilink targets.
 pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+    findings_beside_settled(polis, now, &|_| false)
+}
+
+/// [`findings`] of a polis read without its settled contracts (a reader beside the daemon
+/// holds those as a ledger): `is_settled` says whether `contracts/settled/<id>.md` is there.
+pub fn findings_beside_settled(
+    polis: &Polis,
+    now: &PolisTime,
+    is_settled: &dyn Fn(&str) -> bool,
+) -> Vec<Finding> {
     let mut out = polis.findings.clone();
     out.extend(chronicle_findings(polis, now));
     out.extend(card_findings(polis));
     out.extend(unknown_voters(polis));
-    out.extend(contracts_in_two_folders(polis));
+    out.extend(contracts_in_two_folders(polis, is_settled));
     out.extend(claim_conflicts(polis));
     out.extend(dependency_findings(polis));
     // Stable: findings on one line keep their code order.
@@ -154,13 +164,21 @@ fn unknown_voters(polis: &Polis) -> Vec<Finding> {
 /// The same contract id in two or more of open/settled/abandoned (a sync artifact, SPEC §6).
 /// With a settled copy that copy counts and each stale copy is a warning; without one the
 /// contract's state is ambiguous, which is an error.
-fn contracts_in_two_folders(polis: &Polis) -> Vec<Finding> {
-    let mut by_id: BTreeMap<&str, Vec<(ContractFolder, &str)>> = BTreeMap::new();
+fn contracts_in_two_folders(polis: &Polis, is_settled: &dyn Fn(&str) -> bool) -> Vec<Finding> {
+    let mut by_id: BTreeMap<&str, Vec<(ContractFolder, String)>> = BTreeMap::new();
     for c in &polis.contracts {
         by_id
             .entry(c.file.stem.as_str())
             .or_default()
-            .push((c.folder, c.file.rel.as_str()));
+            .push((c.folder, c.file.rel.clone()));
+    }
+    // The settled copies the polis was read without.
+    for (id, copies) in &mut by_id {
+        if !copies.iter().any(|(f, _)| *f == ContractFolder::Settled) && is_settled(id) {
+            if let Some(rel) = crate::protocol::layout::contract_path(ContractFolder::Settled, id) {
+                copies.push((ContractFolder::Settled, rel));
+            }
+        }
     }
     let mut out = Vec::new();
     for (id, copies) in by_id {
@@ -177,7 +195,7 @@ fn contracts_in_two_folders(polis: &Polis) -> Vec<Finding> {
                 for (_, rel) in copies.iter().filter(|(f, _)| *f != ContractFolder::Settled) {
                     out.push(Finding::warning(
                         Code::ContractInTwoFolders,
-                        *rel,
+                        rel,
                         None,
                         format!(
                             "contract `{id}` is in more than one folder ({all}); only `{settled}` \
@@ -188,7 +206,7 @@ fn contracts_in_two_folders(polis: &Polis) -> Vec<Finding> {
             }
             None => out.push(Finding::error(
                 Code::ContractInTwoFolders,
-                copies[0].1,
+                &copies[0].1,
                 None,
                 format!(
                     "contract `{id}` is in more than one folder ({all}), none of them settled, so \

@@ -19,6 +19,7 @@ pub mod guardrail;
 pub mod handoff;
 pub mod lesson;
 pub mod lookup;
+pub mod published;
 pub mod ready;
 mod reconcile;
 pub mod reflection;
@@ -31,7 +32,7 @@ pub mod status;
 pub mod summary;
 mod tally;
 
-pub use check::{count, findings, reservation_findings};
+pub use check::{count, findings, findings_beside_settled, reservation_findings};
 pub use deliver::{deliver, Delivery};
 pub use edit::edit_agent_file;
 pub use error::OpError;

@@ -93,6 +93,17 @@ pub fn summarize(
     now: &PolisTime,
     daemon: Option<DaemonStatus>,
 ) -> anyhow::Result<Summary> {
+    summarize_with(polis, now, daemon, super::findings(polis, now))
+}
+
+/// [`summarize`] with the polis's findings already computed (`found`, as
+/// [`super::findings`] gives them).
+pub fn summarize_with(
+    polis: &Polis,
+    now: &PolisTime,
+    daemon: Option<DaemonStatus>,
+    found: Vec<Finding>,
+) -> anyhow::Result<Summary> {
     let activity = last_activity(polis, now);
     let citizens = polis
         .cards
@@ -169,7 +180,6 @@ pub fn summarize(
         })
         .collect();
 
-    let found = super::findings(polis, now);
     let (errors, warnings) = super::count(&found);
     let findings = FindingsSummary {
         errors,

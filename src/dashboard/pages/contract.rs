@@ -16,9 +16,9 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     let s = cx.snapshot;
     let id = cx.param("id");
     let file = s
-        .polis
         .contract(id)
         .ok_or_else(|| PageError::NotFound(format!("no contract `{id}` in this polis")))?;
+    let file = file.as_ref();
     let k = &file.contract;
     let split = crate::protocol::frontmatter::split(&file.file.text);
     let routing = (file.folder == ContractFolder::Open).then(|| {
