@@ -95,14 +95,13 @@ impl Engine {
         }
         let ledger = &mut self.ledger;
         let replayed = ledger.len();
-        let publishing = self.publishing;
+        // Kept for `Engine::published` whether or not anyone reads it yet (a few rows per tag):
+        // publishing may be switched on after the last reconcile.
         let mut rendered = None;
         let done =
             operations::reconcile_with(&pass.polis.root, &self.writer, replayed, |rate, last| {
                 let stats = ledger.stats(rate, last);
-                if publishing {
-                    rendered = Some(stats.clone());
-                }
+                rendered = Some(stats.clone());
                 stats
             });
         if let Some(stats) = rendered {
