@@ -628,6 +628,31 @@ fn handoffs_under_polisd_run_show_the_chain_dependencies_and_queue_items() {
 }
 
 #[test]
+fn a_ratified_setting_change_waits_in_the_queue_until_polis_yml_shows_it() {
+    let p = generated_polis();
+    p.save(
+        "amendments/ratified/raise-explore.md",
+        &format!(
+            "---\namendment_id: raise-explore\ntitle: explore more\nproposed_by: {FOUNDER}\n\
+             proposed_at: '2026-11-20 10:00:00'\nstatus: ratified\nratified_at: '2026-11-25 10:00:00'\n\
+             setting_change:\n  key: routing.explore_rate\n  from: 0.15\n  to: 0.3\n---\n\nBody.\n"
+        ),
+    );
+    let s = serve(&p, "127.0.0.1:0");
+    let queue = part(&get(&s, "/p/0/").body, "queue").to_string();
+    assert!(
+        queue.contains(r#"data-key="setting/raise-explore/routing.explore_rate=0.3""#),
+        "{queue}"
+    );
+    assert!(queue.contains("set `routing.explore_rate` to 0.3"), "{queue}");
+    let settings = p.read("polis.yml").replace("explore_rate: 0.15", "explore_rate: 0.3");
+    p.save("polis.yml", &settings);
+    wait_until("the item to clear", Duration::from_secs(20), || {
+        !get(&s, "/p/0/").body.contains("data-key=\"setting/")
+    });
+}
+
+#[test]
 fn beside_the_daemon_pages_come_from_the_engine_without_reading_settled_files() {
     use polisd::daemon::engine::{Engine, EngineOptions, Trigger};
     let p = generated_polis();
@@ -642,18 +667,26 @@ fn beside_the_daemon_pages_come_from_the_engine_without_reading_settled_files() 
     engine.handle(&Trigger::Rescan, chrono::Utc::now()).unwrap();
     let state = engine.published().expect("a pass publishes its state");
     assert_eq!(state.settled.len(), 5);
+    // Not the chronicle: the engine appends to its copy in place, which a shared text forbids.
+    assert!(state.polis.chronicle.is_none());
     assert!(state.polis.contracts.iter().all(|c| c.folder != polisd::protocol::layout::ContractFolder::Settled));
     // The settled files are gone: what the pages show of them comes from the engine.
     std::fs::rename(p.path("contracts/settled"), p.dir.path().join("moved-away")).unwrap();
-    let snapshot = polisd::dashboard::view::build(&p.root, 1, state);
+    let (tx, rx) = tokio::sync::watch::channel(polisd::daemon::Change::default());
+    let view = polisd::dashboard::view::PolisView::new(&p.root, rx);
+    tx.send_modify(|c| {
+        c.generation = 1;
+        c.state = Some(state);
+    });
+    let snapshot = view.current();
     assert_eq!(snapshot.summary.contracts.settled, 5);
     assert!(snapshot.is_settled("done-3"));
     let rust = snapshot.stats.tag("rust").expect("the rust tag");
     assert_eq!(rust.citizens.len(), 2);
     let (_, history) = snapshot.history.iter().find(|(t, _)| t == "rust").unwrap();
     assert_eq!(history.series.iter().map(|(_, pts)| pts.len()).sum::<usize>(), 4);
-    let (tx, rx) = tokio::sync::watch::channel(polisd::daemon::Change::default());
-    let view = polisd::dashboard::view::PolisView::new(&p.root, rx);
+    // The chronicle, which the engine does not hand over, is read by the view itself.
+    assert!(snapshot.polis.chronicle_text().is_some_and(|t| t.contains("window.__pwned=9")));
     let none = std::collections::HashMap::new();
     let (status, html) = polisd::dashboard::render(
         &polisd::dashboard::pages::overview::PAGE,

@@ -8,6 +8,7 @@
 //! a change only bumps a generation, and the next request builds the snapshot.
 
 use crate::daemon::Change;
+use crate::fs::chronicle_copy::ChronicleCopies;
 use crate::fs::snapshot::{ContractFile, Polis};
 use crate::operations::published::{FolderState, PolisState, Refresh};
 use crate::operations::status::Summary;
@@ -35,6 +36,8 @@ pub struct PolisView {
     folder: Mutex<FolderState>,
     /// Without a daemon's state: what may have changed since `folder` last read.
     pending: Mutex<Refresh>,
+    /// The chronicle and its archives as last read (appended bytes are read, not the file).
+    chronicles: Mutex<ChronicleCopies>,
 }
 
 /// Everything a page may show, read at one generation.
@@ -104,6 +107,7 @@ impl PolisView {
             cache: Mutex::new(None),
             folder: Mutex::new(FolderState::default()),
             pending: Mutex::new(Refresh::Full),
+            chronicles: Mutex::new(ChronicleCopies::default()),
         }
     }
 
@@ -150,32 +154,60 @@ impl PolisView {
         if let Some(s) = cache.as_ref().filter(|s| s.generation == generation) {
             return Arc::clone(s);
         }
-        let state = state.unwrap_or_else(|| Arc::new(self.read_folder()));
+        // Dropped first: the chronicle copies append in place only when nobody else holds
+        // the text.
+        *cache = None;
+        let mut chronicles = self.chronicles.lock().unwrap_or_else(|e| e.into_inner());
+        let state = match state {
+            Some(published) => {
+                // The daemon's polis comes without the chronicle texts: read from our copies.
+                let mut polis = (*published.polis).clone();
+                let (chronicle, archives) = crate::fs::snapshot::read_chronicles(
+                    &self.root,
+                    &mut *chronicles,
+                    &mut polis.findings,
+                );
+                polis.chronicle = chronicle;
+                polis.archives = archives;
+                Arc::new(PolisState {
+                    polis: Arc::new(polis),
+                    settled: published.settled.clone(),
+                    stats: Arc::clone(&published.stats),
+                })
+            }
+            None => Arc::new(self.read_folder(&mut *chronicles)),
+        };
+        chronicles.forget_unseen();
+        drop(chronicles);
         let snapshot = Arc::new(build(&self.root, generation, state));
         *cache = Some(Arc::clone(&snapshot));
         snapshot
     }
 
     /// The polis from the folder, reading only what changed since the last time.
-    fn read_folder(&self) -> PolisState {
+    fn read_folder(&self, chronicles: &mut ChronicleCopies) -> PolisState {
         let refresh = std::mem::replace(
             &mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()),
             Refresh::nothing(),
         );
         let mut folder = self.folder.lock().unwrap_or_else(|e| e.into_inner());
-        folder.read(&self.root, refresh)
+        folder.read(&self.root, refresh, chronicles)
     }
 }
 
 /// Reads the polis at `root` from scratch and summarizes it (`polisd report`).
 pub fn read(root: &Path, generation: u64) -> Snapshot {
-    let state = FolderState::default().read(root, Refresh::Full);
+    let state = FolderState::default().read(
+        root,
+        Refresh::Full,
+        &mut crate::fs::snapshot::ReadChronicles,
+    );
     build(root, generation, Arc::new(state))
 }
 
 /// Summarizes a published state: the parts that change with the clock or live outside the
 /// engine (inboxes, `CONSTITUTION.md`) are read here, the rest comes from `state`.
-pub fn build(root: &Path, generation: u64, state: Arc<PolisState>) -> Snapshot {
+fn build(root: &Path, generation: u64, state: Arc<PolisState>) -> Snapshot {
     let polis = Arc::clone(&state.polis);
     let settled_ids: HashSet<String> = state
         .settled

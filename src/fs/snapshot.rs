@@ -753,26 +753,7 @@ impl Polis {
             }
         }
 
-        let chronicle = match chronicles.chronicle(root) {
-            Ok(text) => text,
-            Err(f) => {
-                findings.push(f);
-                None
-            }
-        };
-        let mut archives = Vec::new();
-        for entry in list(root, "", ".md", &mut findings) {
-            let name = entry.rel.trim_start_matches('/');
-            if crate::protocol::chronicle::Quarter::from_archive_name(name).is_some() {
-                match chronicles.archive(root, name) {
-                    Ok(Some(text)) => archives.push((name.to_string(), text)),
-                    Ok(None) => {}
-                    Err(f) => findings.push(f),
-                }
-            }
-        }
-        archives
-            .sort_by_key(|(name, _)| crate::protocol::chronicle::Quarter::from_archive_name(name));
+        let (chronicle, archives) = read_chronicles(root, chronicles, &mut findings);
 
         Polis {
             root: root.to_path_buf(),
@@ -853,6 +834,41 @@ impl Polis {
     pub fn contract(&self, id: &str) -> Option<&ContractFile> {
         self.contracts.iter().find(|c| c.file.stem == id)
     }
+}
+
+/// The chronicle type of [`Polis::chronicle`] and [`Polis::archives`].
+pub type Chronicles = (
+    Option<std::sync::Arc<String>>,
+    Vec<(String, std::sync::Arc<String>)>,
+);
+
+/// `chronicle.md` and the archives (oldest first), from `chronicles`; what cannot be read
+/// goes to `findings`. (A reader that keeps a polis without them reads them again with this.)
+pub fn read_chronicles(
+    root: &Path,
+    chronicles: &mut dyn ChronicleSource,
+    findings: &mut Vec<Finding>,
+) -> Chronicles {
+    let chronicle = match chronicles.chronicle(root) {
+        Ok(text) => text,
+        Err(f) => {
+            findings.push(f);
+            None
+        }
+    };
+    let mut archives = Vec::new();
+    for entry in list(root, "", ".md", findings) {
+        let name = entry.rel.trim_start_matches('/');
+        if crate::protocol::chronicle::Quarter::from_archive_name(name).is_some() {
+            match chronicles.archive(root, name) {
+                Ok(Some(text)) => archives.push((name.to_string(), text)),
+                Ok(None) => {}
+                Err(f) => findings.push(f),
+            }
+        }
+    }
+    archives.sort_by_key(|(name, _)| crate::protocol::chronicle::Quarter::from_archive_name(name));
+    (chronicle, archives)
 }
 
 /// Where [`Polis::read_using`] gets the chronicle files: the large, mostly appended-to texts a

@@ -24,7 +24,9 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct PolisState {
     /// The polis without its settled contracts (`contracts` holds open and abandoned ones,
-    /// `settlements` is empty); `findings` include those about settled files.
+    /// `settlements` is empty); `findings` include those about settled files. The daemon
+    /// leaves `chronicle` and `archives` out (`None`, empty): a reader fills them from copies
+    /// of its own (`fs::chronicle_copy`), as [`FolderState::read`] does.
     pub polis: Arc<Polis>,
     /// Every file of `contracts/settled/`, with its settlement if it gives one.
     pub settled: LedgerSnapshot,
@@ -128,8 +130,13 @@ pub struct FolderState {
 impl FolderState {
     /// The polis now: everything but the settled contracts read again (small), the settled
     /// ones brought up to date as `refresh` says.
-    pub fn read(&mut self, root: &Path, refresh: Refresh) -> PolisState {
-        let mut polis = Polis::read_with(root, false);
+    pub fn read(
+        &mut self,
+        root: &Path,
+        refresh: Refresh,
+        chronicles: &mut dyn snapshot::ChronicleSource,
+    ) -> PolisState {
+        let mut polis = Polis::read_using(root, false, chronicles);
         let zone = polis.settings.timezone;
         let refresh = if self.zone == Some(zone) {
             refresh
@@ -253,21 +260,21 @@ mod tests {
         std::fs::create_dir_all(root.join("contracts/settled")).unwrap();
         std::fs::write(root.join("contracts/settled/a.md"), settled("a", 4)).unwrap();
         let mut state = FolderState::default();
-        let s = state.read(root, Refresh::Full);
+        let s = state.read(root, Refresh::Full, &mut snapshot::ReadChronicles);
         assert_eq!(s.settled.len(), 1);
         assert_eq!(s.stats.tags[0].citizens[0].avg_quality_score, 4.0);
 
         std::fs::write(root.join("contracts/settled/b.md"), settled("b", 2)).unwrap();
         // Not named and no rescan: not seen (nothing is listed).
-        assert_eq!(state.read(root, Refresh::nothing()).settled.len(), 1);
+        assert_eq!(state.read(root, Refresh::nothing(), &mut snapshot::ReadChronicles).settled.len(), 1);
         let mut named = Refresh::nothing();
         named.note("contracts/settled/b.md");
-        let s = state.read(root, named);
+        let s = state.read(root, named, &mut snapshot::ReadChronicles);
         assert_eq!(s.settled.len(), 2);
         assert_eq!(s.stats.tags[0].citizens[0].avg_quality_score, 3.0);
 
         std::fs::remove_file(root.join("contracts/settled/a.md")).unwrap();
-        let s = state.read(root, Refresh::Full);
+        let s = state.read(root, Refresh::Full, &mut snapshot::ReadChronicles);
         assert_eq!(s.settled.paths().collect::<Vec<_>>(), ["contracts/settled/b.md"]);
     }
 

@@ -279,8 +279,8 @@ impl Engine {
         }
     }
 
-    /// The polis as the last completed pass left it, with the ledger of settled contracts
-    /// and the stats (`None` before the first pass, or when not publishing). Shared: taking
+    /// The polis as the last completed pass left it (without the chronicle texts), with the
+    /// ledger of settled contracts and the stats (`None` before the first pass, or when not publishing). Shared: taking
     /// it copies a pointer.
     pub fn published(&self) -> Option<std::sync::Arc<crate::operations::published::PolisState>> {
         self.published.clone()
@@ -288,11 +288,15 @@ impl Engine {
 
     /// Keeps what the pass read for [`Engine::published`]: the polis is moved, not copied; the
     /// ledger's snapshot is taken again only when the ledger changed (a pointer per
-    /// settlement).
-    fn publish(&mut self, polis: Polis) {
+    /// settlement). The chronicle texts stay out: the engine appends to its copy in place,
+    /// which a reader holding it would turn into a copy of the whole file on every append
+    /// (the reader keeps copies of its own, `fs::chronicle_copy`).
+    fn publish(&mut self, mut polis: Polis) {
         if !self.publishing {
             return;
         }
+        polis.chronicle = None;
+        polis.archives = Vec::new();
         let version = self.ledger.version();
         let settled = match &self.published_settled {
             Some((v, s)) if *v == version => s.clone(),
