@@ -1207,3 +1207,23 @@ fn daemon_kill9_at_varying_points_of_a_ratification() {
     }
     assert_no_duplicate_markers(&p);
 }
+
+/// A test that fails while its daemon runs must not leave the daemon behind (it once kept
+/// watching a deleted temporary folder for minutes): dropping the handle kills it.
+#[test]
+fn a_daemon_whose_test_fails_is_killed_with_its_handle() {
+    let p = TestPolis::init(FOUNDER);
+    let pid = std::sync::Mutex::new(None);
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let daemon = p.start_daemon();
+        *pid.lock().unwrap() = Some(daemon.child.id());
+        panic!("a failing assertion while the daemon runs");
+    }));
+    assert!(failed.is_err());
+    let pid = pid.lock().unwrap().expect("the daemon started");
+    // Killed and reaped: no process (not even a zombie) has the pid any more.
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "polisd run (pid {pid}) outlived its failing test"
+    );
+}

@@ -14,14 +14,17 @@ const DEMO_DEADLINE: Duration = Duration::from_secs(30);
 #[test]
 fn demo_plays_its_scene_in_time_and_leaves_a_polis_without_errors() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
-        .arg("demo")
-        .env("TMPDIR", tmp.path())
-        .env("POLISD_STATE_DIR", tmp.path().join("state"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut guard = harness::Killed::new(
+        Command::new(BIN)
+            .arg("demo")
+            .env("TMPDIR", tmp.path())
+            .env("POLISD_STATE_DIR", tmp.path().join("state"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let child = guard.child();
     let start = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
