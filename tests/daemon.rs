@@ -1227,3 +1227,32 @@ fn a_daemon_whose_test_fails_is_killed_with_its_handle() {
         "polisd run (pid {pid}) outlived its failing test"
     );
 }
+
+/// `polisd run` without PATH and with no polis configured watches the polis found walking up
+/// from its working directory, like every other command.
+#[test]
+fn run_without_path_watches_the_polis_above_the_working_directory() {
+    let p = TestPolis::init(FOUNDER);
+    let config = p.dir.path().join("empty.toml");
+    fs::write(&config, "[watch]\ndebounce = \"50ms\"\n").unwrap();
+    let log = p.dir.path().join("walk-up.log");
+    let child = Command::new(harness::BIN)
+        .args(["run", "--config"])
+        .arg(&config)
+        .current_dir(p.path("citizens"))
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut daemon = harness::Daemon { child, log };
+    let root = p.canonical_root();
+    harness::wait_until("the daemon to watch the polis", harness::DEADLINE, || {
+        assert!(daemon.is_running(), "exited:\n{}", daemon.log_text());
+        let text = daemon.log_text();
+        text.contains("initial scan done")
+            && (text.contains(&*root.to_string_lossy())
+                || text.contains(&*p.root.to_string_lossy()))
+    });
+}

@@ -40,6 +40,8 @@ pub enum Command {
     Run(RunArgs),
     /// Install, remove or inspect polisd as a user service (systemd or launchd).
     Service(ServiceArgs),
+    /// Print, check or locate polisd's own configuration file.
+    Config(ConfigArgs),
     /// Play a short scene on a temporary polis to show what polisd does.
     Demo(DemoArgs),
     /// Measure polisd against alternatives on simulated worlds.
@@ -199,6 +201,35 @@ pub enum ServiceCommand {
     Uninstall,
     /// Say whether the service is installed and running, and what it watches.
     Status,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub command: ConfigCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print a commented configuration with every key and its default (a starting point:
+    /// `polisd config example > "$(polisd config path)"`).
+    Example,
+    /// Check a configuration file (default: the one `polisd run` would read); exit 1 on a
+    /// problem, naming its line.
+    Check {
+        /// The file to check.
+        file: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print where polisd looks for its configuration ($POLISD_CONFIG, else the user config
+    /// directory).
+    Path {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]

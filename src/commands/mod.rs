@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod cli;
+pub mod config;
 pub mod demo;
 pub mod init;
 pub mod route;
@@ -102,6 +103,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             crate::bench::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
             Ok(0)
         }
+        Command::Config(args) => config::run(args, &mut std::io::stdout().lock()),
         Command::Demo(args) => {
             crate::commands::demo::run(args.keep_running, &mut std::io::stdout())
         }

@@ -92,18 +92,23 @@ struct Watched {
 }
 
 async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
-    let paths = if options.paths.is_empty() {
+    let cwd = std::env::current_dir().context("reading the working directory")?;
+    // Without PATH: the configured polises (what a service runs), else the polis found walking
+    // up from the working directory, as every other command does.
+    let paths = if !options.paths.is_empty() {
+        options.paths.clone()
+    } else if !config.polises.is_empty() {
         config.polis_paths()
     } else {
-        options.paths.clone()
+        match crate::fs::locate::locate(None, &cwd) {
+            Ok(root) => vec![root],
+            Err(e) => anyhow::bail!(
+                "no polis to watch: {e}. Or list polises in the configuration as [[polis]] \
+                 path = \"...\" (`polisd config example` shows every key, `polisd config path` \
+                 where the file goes)"
+            ),
+        }
     };
-    if paths.is_empty() {
-        anyhow::bail!(
-            "no polis to watch: pass one as `polisd run PATH`, or list it in the configuration \
-             as [[polis]] path = \"...\" (see config.example.toml)"
-        );
-    }
-    let cwd = std::env::current_dir().context("reading the working directory")?;
     let (tx, mut rx) = mpsc::channel::<(usize, Batch)>(64);
     let mut watched: Vec<Watched> = Vec::new();
     for path in &paths {
