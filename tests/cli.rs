@@ -749,3 +749,187 @@ fn reference_built_polis_reconcile_and_verify() {
     let out = polisd(&["check"]);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
 }
+
+// ---------------------------------------------------------------------------------------------
+// `polisd init` checks before it writes; `polisd register` adds a citizen polisd is happy with
+
+fn polisd_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("POLISD_STATE_DIR", dir.join(".state"))
+        .output()
+        .unwrap()
+}
+
+/// Every path under `dir`, relative, sorted (`.state/` excluded).
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let rel = e.path().strip_prefix(dir).unwrap().display().to_string();
+            if rel.starts_with(".state") {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+            out.push(rel);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn init_with_a_bad_agent_id_exits_2_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = polisd_in(tmp.path(), &["init", ".", "--agent-id", "bad"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a valid agent id"));
+    assert_eq!(tree(tmp.path()), Vec::<String>::new());
+}
+
+#[test]
+fn init_into_a_missing_folder_exits_2_and_creates_no_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = polisd_in(tmp.path(), &["init", "x/sub", "--agent-id", FOUNDER]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    assert!(!tmp.path().join("x").exists());
+}
+
+#[test]
+fn init_dry_run_lists_the_files_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = polisd_in(
+        tmp.path(),
+        &["init", ".", "--agent-id", FOUNDER, "--dry-run", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let report = json(&out);
+    let created: Vec<&str> = report["created"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(created.contains(&"CONSTITUTION.md"));
+    assert!(created.contains(&"contracts/TEMPLATE.md"));
+    assert_eq!(report["dry_run"], true);
+    assert_eq!(tree(tmp.path()), Vec::<String>::new());
+}
+
+#[test]
+fn init_writes_a_contract_template_that_is_not_read_as_a_contract() {
+    let p = TestPolis::init(FOUNDER);
+    let template = p.read("contracts/TEMPLATE.md");
+    assert!(template.contains("contract_id:") && template.contains("## Settlement"));
+    let status = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(status["contracts"]["open"], 0, "{status:#}");
+    let check = json(&p.polisd(&["check", "--json"]));
+    assert_eq!(check["findings"], serde_json::json!([]), "{check:#}");
+    // Copied into open/ and filled in, it is a contract polisd accepts.
+    let filled = template
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("my-contract-id", "first-task");
+    p.save("contracts/open/first-task.md", &filled);
+    let status = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(status["contracts"]["open"], 1, "{status:#}");
+    let check = p.polisd(&["check", "--json"]);
+    assert_eq!(json(&check)["errors"], 0, "{}", describe(&check));
+}
+
+#[test]
+fn register_writes_a_stamped_card_and_its_joined_line() {
+    let p = TestPolis::init(FOUNDER);
+    let out = p.polisd(&[
+        "register",
+        "codex-agent-2",
+        "--vendor",
+        "openai",
+        "--model",
+        "gpt-5",
+        "--tags",
+        "python:4,docs:3",
+        "--cost",
+        "low",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    for f in ["capability_card.yml", "status.md", "inbox.md", "journal.md"] {
+        assert!(p.exists(&format!("citizens/codex-agent-2/{f}")), "{f}");
+    }
+    let last = p.read("chronicle.md").lines().last().unwrap().to_string();
+    assert!(
+        last.contains("| codex-agent-2 | joined polis | [[citizens/codex-agent-2]] |"),
+        "{last}"
+    );
+    let verify = json(&p.polisd(&["verify", "--json"]));
+    let states: Vec<&str> = verify["cards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["ok", "ok"], "{verify:#}");
+    let check = p.polisd(&["check", "--json"]);
+    assert_eq!(
+        json(&check)["findings"],
+        serde_json::json!([]),
+        "{}",
+        describe(&check)
+    );
+    // The id is now taken: refused with one line, nothing written.
+    let chronicle = p.read("chronicle.md");
+    let again = p.polisd(&[
+        "register",
+        "codex-agent-2",
+        "--vendor",
+        "openai",
+        "--model",
+        "gpt-5",
+        "--tags",
+        "rust:2",
+    ]);
+    assert_eq!(again.status.code(), Some(1), "{}", describe(&again));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already taken"));
+    assert_eq!(p.read("chronicle.md"), chronicle);
+}
+
+#[test]
+fn register_refuses_an_invalid_id_or_tag_with_exit_2() {
+    let p = TestPolis::init(FOUNDER);
+    for args in [
+        [
+            "register", "Bad", "--vendor", "x", "--model", "y", "--tags", "python:4",
+        ],
+        [
+            "register",
+            "polis-daemon",
+            "--vendor",
+            "x",
+            "--model",
+            "y",
+            "--tags",
+            "python:4",
+        ],
+        [
+            "register",
+            "fine-agent-1",
+            "--vendor",
+            "x",
+            "--model",
+            "y",
+            "--tags",
+            "python:9",
+        ],
+    ] {
+        let out = p.polisd(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+    }
+    assert!(!p.exists("citizens/fine-agent-1"));
+}

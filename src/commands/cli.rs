@@ -36,6 +36,9 @@ pub enum Command {
     Status(JsonPolisArg),
     /// Scaffold a new polis with a founding citizen.
     Init(InitArgs),
+    /// Add a citizen: a stamped capability card, status, inbox, journal and its `joined polis`
+    /// chronicle line.
+    Register(RegisterArgs),
     /// Watch one or more polises and keep them current (the daemon).
     Run(RunArgs),
     /// Install, remove or inspect polisd as a user service (systemd or launchd).
@@ -167,6 +170,38 @@ pub struct InitArgs {
     /// The founder's model identifier.
     #[arg(long, default_value = "unknown")]
     pub model: String,
+    /// Check everything and list the files that would be created; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RegisterArgs {
+    /// The new citizen's id (`^[a-z][a-z0-9-]{7,39}$`).
+    pub agent_id: String,
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// Its vendor (anthropic, openai, google, meta, mistral, other).
+    #[arg(long)]
+    pub vendor: String,
+    /// Its model identifier.
+    #[arg(long)]
+    pub model: String,
+    /// Capability tags with self-ratings 1-5: `python:4,docs:3`.
+    #[arg(long)]
+    pub tags: String,
+    /// Its relative cost: low, medium or high.
+    #[arg(long, default_value = "medium")]
+    pub cost: String,
+    /// Check and list what would be written; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -315,7 +315,7 @@ fn scaffold(project: &Path) -> anyhow::Result<()> {
         vendor: "anthropic".to_string(),
         model: "claude-opus".to_string(),
     };
-    crate::commands::init::run(project, &founder)?;
+    crate::commands::init::run(project, &founder, false)?;
     let root = project.join("_polis");
     for (id, vendor, python, docs, cost) in [
         (CODEX, "openai", 4, 3, "low"),

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod init;
+pub mod register;
 pub mod route;
 pub mod status;
 pub mod verify;
@@ -31,11 +32,18 @@ pub fn run() -> std::process::ExitCode {
             eprintln!("polisd: {err:#}");
             let usage = err
                 .downcast_ref::<crate::fs::locate::LocateError>()
-                .is_some();
+                .is_some()
+                || err.downcast_ref::<UsageError>().is_some();
             std::process::ExitCode::from(if usage { 2 } else { 1 })
         }
     }
 }
+
+/// A command line that cannot be acted on (a bad id, a missing folder): exit 2, nothing
+/// written.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
 
 /// Runs a command; the `u8` is the process exit code.
 pub fn dispatch(command: Command) -> anyhow::Result<u8> {
@@ -51,32 +59,8 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Reconcile(args) => reconcile(&locate(args.path.as_deref())?),
         Command::Route(args) => route(args),
         Command::Tally(args) => tally(args),
-        Command::Init(args) => {
-            let project_name = args.project_name.clone().unwrap_or_else(|| {
-                std::fs::canonicalize(&args.project_root)
-                    .ok()
-                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                    .unwrap_or_else(|| "project".to_string())
-            });
-            let params = init::InitParams {
-                agent_id: args.agent_id,
-                project_name,
-                vendor: args.vendor,
-                model: args.model,
-            };
-            let (created, kept) = init::run(&args.project_root, &params)?;
-            let root = args.project_root.join("_polis");
-            println!(
-                "initialised {}: {} files created, {} already present and kept",
-                root.display(),
-                created.len(),
-                kept.len()
-            );
-            for rel in &kept {
-                println!("  kept {rel}");
-            }
-            Ok(0)
-        }
+        Command::Init(args) => init::command(args),
+        Command::Register(args) => register::run(args),
         Command::Service(args) => {
             let action = match args.action {
                 ServiceCommand::Install => ServiceAction::Install,
