@@ -1256,3 +1256,46 @@ fn run_without_path_watches_the_polis_above_the_working_directory() {
                 || text.contains(&*p.root.to_string_lossy()))
     });
 }
+
+/// The newcomer's `quick-fix.md` (no `contract_id`, a typo `required_tag:`) is not routed; its
+/// opener hears of each finding once; fixed, it is routed and nothing is sent again.
+#[test]
+fn daemon_contract_with_findings_is_not_routed_and_its_opener_hears_each_once() {
+    let p = four_citizens();
+    let _daemon = p.start_daemon();
+    let rel = "contracts/open/quick-fix.md";
+    let broken = open_contract("quick-fix", ALPHA, &["rust"])
+        .replace("contract_id: quick-fix\n", "")
+        .replace("required_tags:", "required_tag:");
+    p.save(rel, &broken);
+    wait_for(&p, "a record-finding per finding to the opener", || {
+        p.count(ALPHA, "record-finding") == 3
+    });
+    let inbox = p.read(&format!("citizens/{ALPHA}/inbox.md"));
+    for code in ["P011", "P012", "P015"] {
+        assert!(
+            inbox.contains(&format!("({code})")),
+            "{code} missing:\n{inbox}"
+        );
+    }
+    assert!(inbox.contains("did you mean `required_tags`?"), "{inbox}");
+    assert!(
+        p.read(rel).contains("recommended_by_router: null"),
+        "routed a broken contract"
+    );
+    // Fixed: routed, and the old findings are not sent again.
+    p.save(rel, &open_contract("quick-fix", ALPHA, &["rust"]));
+    wait_for(&p, "the fixed contract to be routed", || {
+        !p.read(rel).contains("recommended_by_router: null")
+    });
+    assert_eq!(p.count(ALPHA, "record-finding"), 3);
+    let check = p.polisd(&["check", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    let about: Vec<_> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["path"] == rel)
+        .collect();
+    assert!(about.is_empty(), "{about:#?}");
+}

@@ -37,6 +37,11 @@ pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     out.extend(card_findings(polis));
     out.extend(unknown_voters(polis));
     out.extend(contracts_in_two_folders(polis));
+    out.extend(
+        crate::operations::records::record_findings(polis, now)
+            .into_iter()
+            .map(|r| r.finding),
+    );
     // Stable: findings on one line keep their code order.
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     out

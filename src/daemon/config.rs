@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 12] = [
+pub const NOTIFICATION_KINDS: [&str; 13] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -32,6 +32,7 @@ pub const NOTIFICATION_KINDS: [&str; 12] = [
     "lesson-filed",
     "contract-stale",
     "card-changed",
+    "record-finding",
 ];
 
 /// Why the configuration could not be used.
@@ -283,6 +284,8 @@ pub struct Notifications {
     pub contract_stale: bool,
     #[serde(rename = "card-changed")]
     pub card_changed: bool,
+    #[serde(rename = "record-finding")]
+    pub record_finding: bool,
 }
 
 impl Default for Notifications {
@@ -300,6 +303,7 @@ impl Default for Notifications {
             lesson_filed: true,
             contract_stale: true,
             card_changed: true,
+            record_finding: true,
         }
     }
 }
@@ -319,6 +323,7 @@ impl Notifications {
             "lesson-filed" => &mut self.lesson_filed,
             "contract-stale" => &mut self.contract_stale,
             "card-changed" => &mut self.card_changed,
+            "record-finding" => &mut self.record_finding,
             _ => return None,
         })
     }
@@ -370,6 +375,8 @@ pub struct NotificationOverrides {
     pub contract_stale: Option<bool>,
     #[serde(rename = "card-changed", skip_serializing_if = "Option::is_none")]
     pub card_changed: Option<bool>,
+    #[serde(rename = "record-finding", skip_serializing_if = "Option::is_none")]
+    pub record_finding: Option<bool>,
 }
 
 impl NotificationOverrides {
@@ -391,6 +398,7 @@ impl NotificationOverrides {
             (self.lesson_filed, &mut to.lesson_filed),
             (self.contract_stale, &mut to.contract_stale),
             (self.card_changed, &mut to.card_changed),
+            (self.record_finding, &mut to.record_finding),
         ];
         for (over, slot) in pairs {
             if let Some(v) = over {
@@ -552,6 +560,7 @@ pub fn accepted_keys() -> BTreeSet<String> {
         lesson_filed: Some(true),
         contract_stale: Some(true),
         card_changed: Some(true),
+        record_finding: Some(true),
     };
     let sample = ConfigFile {
         polis: vec![PolisFileEntry {

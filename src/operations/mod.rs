@@ -9,6 +9,7 @@
 mod deliver;
 mod edit;
 mod reconcile;
+pub mod records;
 pub mod register;
 pub mod route;
 mod tally;

@@ -54,6 +54,20 @@ pub enum Code {
     ConflictCopy,
     /// A card whose `content_hash` does not match its content.
     CardMismatch,
+    /// A contract without `contract_id`, or whose id is not its file name.
+    ContractId,
+    /// A frontmatter key the protocol does not define (often a typo).
+    UnknownKey,
+    /// A contract whose `status` does not belong in its folder.
+    StatusFolder,
+    /// A record naming a citizen who is not registered (opener, owner, routing effect).
+    UnknownCitizen,
+    /// `required_tags` that is not a list of tags.
+    BadTags,
+    /// An amendment field with a value the tally cannot use.
+    BadAmendment,
+    /// A lesson field with a value the router cannot use.
+    BadLesson,
 }
 
 impl Code {
@@ -78,6 +92,13 @@ impl Code {
             Code::BadSettlement => "P008",
             Code::ConflictCopy => "P009",
             Code::CardMismatch => "P010",
+            Code::ContractId => "P011",
+            Code::UnknownKey => "P012",
+            Code::StatusFolder => "P013",
+            Code::UnknownCitizen => "P014",
+            Code::BadTags => "P015",
+            Code::BadAmendment => "P016",
+            Code::BadLesson => "P017",
         }
     }
 }

@@ -31,10 +31,11 @@ pub enum Kind {
     LessonFiled,
     ContractStale,
     CardChanged,
+    RecordFinding,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::ChronicleFinding,
         Kind::ContractRouted,
         Kind::ContractSettled,
@@ -47,6 +48,7 @@ impl Kind {
         Kind::LessonFiled,
         Kind::ContractStale,
         Kind::CardChanged,
+        Kind::RecordFinding,
     ];
 
     /// The kind as it is written in the marker.
@@ -64,6 +66,7 @@ impl Kind {
             Kind::LessonFiled => "lesson-filed",
             Kind::ContractStale => "contract-stale",
             Kind::CardChanged => "card-changed",
+            Kind::RecordFinding => "record-finding",
         }
     }
 
@@ -190,6 +193,41 @@ impl Notification {
             link: finding.path.trim_end_matches(".md").to_string(),
             paragraph: format!(
                 "polisd found {severity} ({}) in {whose} in `{}`{at}: {}. The chronicle is append-only, so do not edit or delete the line; if it needs correcting, append a new, correct line.",
+                finding.code, finding.path, finding.message
+            ),
+        }
+    }
+
+    /// A contract, amendment or lesson breaks a rule: one notice per finding, to its author
+    /// (else the index keeper). The same finding is never sent twice; a changed message (the
+    /// record was edited and is wrong in a new way) is a new notice.
+    pub fn record_finding(
+        recipient: &str,
+        author: Option<&str>,
+        finding: &Finding,
+    ) -> Notification {
+        let severity = match finding.severity {
+            Severity::Error => "an error",
+            Severity::Warning => "a warning",
+        };
+        let whose = match author {
+            Some(a) if a == recipient => "a file you wrote".to_string(),
+            Some(a) => format!(
+                "a file by `{a}`, who is not a registered citizen (you are told as index keeper)"
+            ),
+            None => "a file that names no author (you are told as index keeper)".to_string(),
+        };
+        let at = finding
+            .line
+            .map_or(String::new(), |l| format!(" at line {l}"));
+        Notification {
+            kind: Kind::RecordFinding,
+            recipient: recipient.to_string(),
+            subject: finding.path.clone(),
+            discriminator: format!("{}:{}", finding.code, finding.message),
+            link: finding.path.trim_end_matches(".md").to_string(),
+            paragraph: format!(
+                "polisd found {severity} ({}) in {whose}, `{}`{at}: {} Fix the file; `polisd check` shows what is left.",
                 finding.code, finding.path, finding.message
             ),
         }

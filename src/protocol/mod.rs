@@ -13,6 +13,7 @@ pub mod frontmatter;
 pub mod inbox;
 pub mod layout;
 pub mod lesson;
+pub mod record_check;
 pub mod register;
 pub mod review;
 pub mod routing;

@@ -125,6 +125,23 @@ impl Engine {
             }
         }
 
+        // Each finding about a contract, amendment or lesson, once, to whoever wrote it.
+        let registered = polis.registered();
+        for r in operations::records::record_findings(polis, now) {
+            let recipient = r
+                .author
+                .as_ref()
+                .filter(|a| registered.contains(*a))
+                .or(polis.index_keeper.as_ref());
+            if let Some(recipient) = recipient {
+                out.push(Notification::record_finding(
+                    recipient,
+                    r.author.as_deref(),
+                    &r.finding,
+                ));
+            }
+        }
+
         for card in polis.cards.values() {
             let v = card.card.verify();
             if v.state == crate::protocol::card::VerifyState::Mismatch {

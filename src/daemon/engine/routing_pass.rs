@@ -25,6 +25,14 @@ impl Engine {
             .iter()
             .filter(|c| c.folder == ContractFolder::Open && c.contract.wants_recommendation())
         {
+            if crate::operations::records::contract_has_errors(polis, file) {
+                // Its author hears of each error (`record-finding`); routing waits for the fix.
+                tracing::info!(
+                    contract = %file.file.stem,
+                    "not routing: the contract has errors (see `polisd check`)"
+                );
+                continue;
+            }
             let rec = match routing::recommend(polis, file, &RouteOptions::default())
                 .map(|r| r.recommendation)
             {
