@@ -485,12 +485,16 @@ fn status_json_parses_with_its_documented_keys() {
             "timezone",
             "citizens",
             "contracts",
+            "explore_rate",
             "tags",
             "amendments",
+            "malformed_amendments",
+            "recent_outcomes",
             "findings",
             "daemon"
         ])
     );
+    assert_eq!(s["explore_rate"], 0.15);
     assert_eq!(s["citizens"].as_array().unwrap().len(), 2);
     assert_eq!(s["citizens"][0]["id"], FOUNDER);
     assert_eq!(s["citizens"][0]["activity_source"], "chronicle");
@@ -932,4 +936,107 @@ fn register_refuses_an_invalid_id_or_tag_with_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
     }
     assert!(!p.exists("citizens/fine-agent-1"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Amendments and lessons the tally or router cannot use are reported, never skipped silently
+
+const BAD_AMENDMENT: &str = "---\namendment_id: 2026-01-05-bad\ntitle: Bad\nproposed_by: claude-founder-one\n\
+proposed_at: 2026-01-05 10:00:00\nstatus: something-bad\nquorum_required: abc\nexpires_at: 'not-a-date'\n\
+votes:\n  agree: [claude-founder-one]\n  maybe: []\n---\n\nBody.\n";
+
+#[test]
+fn check_status_and_tally_report_a_malformed_amendment() {
+    let p = TestPolis::init(FOUNDER);
+    p.save("amendments/proposed/2026-01-05-bad.md", BAD_AMENDMENT);
+    let check = p.polisd(&["check", "--json"]);
+    assert_eq!(check.status.code(), Some(1));
+    let report = json(&check);
+    let p016: Vec<_> = with_code(&report, "P016");
+    assert_eq!(p016.len(), 4, "{report:#}");
+    let status = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(
+        status["malformed_amendments"].as_array().unwrap().len(),
+        4,
+        "{status:#}"
+    );
+    let text = stdout(&p.polisd(&["status"]));
+    assert!(
+        text.contains("malformed: amendments/proposed/2026-01-05-bad.md"),
+        "{text}"
+    );
+    assert!(!text.contains("(none proposed)"), "{text}");
+    let tally = p.polisd(&["tally", "--dry-run", "--json"]);
+    assert_eq!(json(&tally)["malformed"].as_array().unwrap().len(), 4);
+    let tally = stdout(&p.polisd(&["tally", "--dry-run"]));
+    assert!(
+        tally.contains("malformed amendments/proposed/2026-01-05-bad.md"),
+        "{tally}"
+    );
+}
+
+#[test]
+fn check_reports_lesson_effects_on_unknown_citizens_and_non_numeric_deltas() {
+    let p = TestPolis::init(FOUNDER);
+    p.save(
+        "lessons/rust/2026-01-05-borrow.md",
+        "---\nlesson_id: 2026-01-05-borrow\nfiled_by: claude-founder-one\ncapability_tags: [rust]\n\
+         quality_impact: 3\nrouting_effect:\n- citizen: ghost-agent-9\n  delta: 0.1\n\
+         - citizen: claude-founder-one\n  delta: much\n---\n",
+    );
+    let report = json(&p.polisd(&["check", "--json"]));
+    let unknown = with_code(&report, "P014");
+    assert_eq!(unknown.len(), 1, "{report:#}");
+    assert_eq!(unknown[0]["severity"], "warning");
+    let delta = with_code(&report, "P017");
+    assert_eq!(delta.len(), 1, "{report:#}");
+    assert_eq!(delta[0]["severity"], "error");
+}
+
+#[test]
+fn status_shows_recent_amendment_outcomes_after_a_ratification() {
+    let p = TestPolis::init(FOUNDER);
+    p.save(
+        "amendments/ratified/2026-01-02-floor.md",
+        "---\namendment_id: 2026-01-02-floor\ntitle: Floor\nproposed_by: claude-founder-one\n\
+         proposed_at: 2026-01-02 10:00:00\nstatus: ratified\nratified_at: 2026-01-03 09:00:00\n---\n",
+    );
+    let status = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(
+        status["recent_outcomes"][0]["amendment_id"],
+        "2026-01-02-floor"
+    );
+    assert_eq!(status["recent_outcomes"][0]["status"], "ratified");
+    let text = stdout(&p.polisd(&["status"]));
+    assert!(
+        text.contains("2026-01-02-floor ratified at 2026-01-03 09:00:00"),
+        "{text}"
+    );
+}
+
+#[test]
+fn status_lists_tags_by_name_as_the_reference_does() {
+    let p = TestPolis::init(FOUNDER);
+    // First seen (the stats file's order) is zeta, then alpha.
+    p.save(
+        "contracts/routing_stats.yml",
+        "last_updated: '2026-01-02 10:00:00'\nexplore_rate: 0.2\ntags:\n  zeta:\n    citizens: {}\n    leader: null\n    leader_confidence: 0.0\n  alpha:\n    citizens: {}\n    leader: null\n    leader_confidence: 0.0\n",
+    );
+    // polis.yml's rate is the one the router uses.
+    let polis_yml = p.read("polis.yml");
+    assert!(polis_yml.contains("explore_rate: 0.15"));
+    p.save(
+        "polis.yml",
+        &polis_yml.replace("explore_rate: 0.15", "explore_rate: 0.25"),
+    );
+    let s = json(&p.polisd(&["status", "--json"]));
+    let tags: Vec<&str> = s["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tag"].as_str().unwrap())
+        .collect();
+    assert_eq!(tags, ["alpha", "zeta"], "{s:#}");
+    assert_eq!(s["explore_rate"], 0.25);
+    assert!(stdout(&p.polisd(&["status"])).contains("explore_rate 0.25"));
 }

@@ -47,6 +47,25 @@ pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     out
 }
 
+/// The findings that make the tally skip an amendment or read it differently from what it
+/// says (bad YAML, a status it does not know, a quorum or expiry it cannot read), for
+/// `status` and `tally` to show next to the amendments.
+pub fn amendment_problems(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+    let mut out: Vec<Finding> = polis
+        .findings
+        .iter()
+        .filter(|f| f.path.starts_with("amendments/") && f.code == Code::BadYaml)
+        .cloned()
+        .collect();
+    for a in &polis.amendments {
+        out.extend(crate::protocol::record_check::check_amendment(
+            &a.rel, &a.text, now,
+        ));
+    }
+    out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    out
+}
+
 /// (errors, warnings).
 pub fn count(findings: &[Finding]) -> (usize, usize) {
     let errors = findings

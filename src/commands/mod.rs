@@ -198,19 +198,27 @@ fn tally(args: TallyArgs) -> anyhow::Result<u8> {
         }
         state.save()?;
     }
+    // Amendments the tally skipped or read differently from what they say: never silently.
+    let malformed = check::amendment_problems(&polis, &now);
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "results": results }))?
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "results": results, "malformed": malformed })
+            )?
         );
-    } else if results.is_empty() {
-        println!("no proposed amendments");
     } else {
+        if results.is_empty() {
+            println!("no proposed amendments");
+        }
         for r in &results {
             println!(
                 "{:9} {}  ({} agree, quorum {}): {}",
                 r.action, r.amendment_id, r.agrees, r.quorum, r.detail
             );
+        }
+        for f in &malformed {
+            println!("malformed {f}");
         }
     }
     Ok(u8::from(failed))

@@ -12,12 +12,20 @@
 //!   archives; lines more than 10 minutes in the future ignored), else `last_active` from
 //!   `status.md`, else null; `activity_source` says which: `chronicle`, `status` or null.
 //! - `contracts`: `{open, settled, abandoned}` file counts.
-//! - `tags`: `[{tag, leader, leader_confidence, contracts_completed}]` from
+//! - `explore_rate`: the exploration rate the router uses (`routing.explore_rate` in
+//!   polis.yml, else `contracts/routing_stats.yml`'s, else 0.15; the reference shows the
+//!   stats file's).
+//! - `tags`: sorted by name, `[{tag, leader, leader_confidence, contracts_completed}]` from
 //!   `contracts/routing_stats.yml` as it is on disk (run `polisd reconcile` to refresh it).
 //! - `amendments`: every amendment a tally would look at now: `[{amendment_id, title, action,
 //!   agrees, quorum, expires, expiry_passed, detail}]`. `action` is what `polisd tally` would do
 //!   (`pending`, `ratified`, `expired`, `rejected`); `expires` is the deadline as text (null when
 //!   none can be read).
+//! - `malformed_amendments`: findings (as in `check --json`) about amendments the tally skips
+//!   or reads differently from what they say (bad YAML, unknown status, unreadable quorum or
+//!   expiry, unknown vote category).
+//! - `recent_outcomes`: the last 5 decided amendments by id: `[{amendment_id, status,
+//!   ratified_at}]`.
 //! - `findings`: `{errors, warnings, newest: [{code, severity, path, line, message}]}`, the
 //!   totals of `polisd check` and its last 10 findings (the current chronicle's last).
 //! - `daemon`: null when no daemon is watching (no `daemon.json`, or its process is gone);
@@ -44,8 +52,15 @@ pub struct Summary {
     pub timezone: String,
     pub citizens: Vec<CitizenRow>,
     pub contracts: Counts,
+    /// The exploration rate the router uses (`routing.explore_rate` in polis.yml, else the
+    /// stats file's, else 0.15).
+    pub explore_rate: f64,
     pub tags: Vec<TagRow>,
     pub amendments: Vec<AmendmentRow>,
+    /// Amendments the tally skips or reads differently from what they say, and why.
+    pub malformed_amendments: Vec<Finding>,
+    /// The newest decided amendments (ratified, rejected, expired), newest last.
+    pub recent_outcomes: Vec<OutcomeRow>,
     pub findings: FindingsSummary,
     pub daemon: Option<DaemonRow>,
     /// A daemon.json left by a daemon that no longer runs (text output mentions it).
@@ -89,6 +104,17 @@ pub struct AmendmentRow {
     pub expiry_passed: bool,
     pub detail: String,
 }
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OutcomeRow {
+    pub amendment_id: String,
+    pub status: String,
+    /// `ratified_at` as written, for a ratified amendment.
+    pub ratified_at: Option<String>,
+}
+
+/// How many decided amendments the summary shows.
+pub const RECENT_OUTCOMES: usize = 5;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct FindingsSummary {
@@ -167,7 +193,9 @@ pub fn summarize(
         }
     }
 
-    let tags = crate::operations::current_stats(polis)
+    let stats = crate::operations::current_stats(polis);
+    let explore_rate = crate::protocol::routing::score::explore_rate(&polis.settings, &stats);
+    let mut tags: Vec<TagRow> = stats
         .tags
         .into_iter()
         .map(|t| TagRow {
@@ -177,6 +205,8 @@ pub fn summarize(
             leader_confidence: t.leader_confidence,
         })
         .collect();
+    // By name, as the reference's `status` lists them.
+    tags.sort_by(|a, b| a.tag.cmp(&b.tag));
 
     let (results, _) = crate::operations::tally(polis, None, now)?;
     let amendments = results
@@ -203,6 +233,24 @@ pub fn summarize(
             }
         })
         .collect();
+
+    let malformed_amendments = super::check::amendment_problems(polis, now);
+    let mut decided: Vec<OutcomeRow> = polis
+        .amendments
+        .iter()
+        .filter_map(|f| {
+            let status = f.amendment.status.clone()?;
+            matches!(status.as_str(), "ratified" | "rejected" | "expired").then(|| OutcomeRow {
+                amendment_id: f.amendment.id.clone(),
+                ratified_at: (!f.amendment.ratified_at.is_null())
+                    .then(|| f.amendment.ratified_at.python_str()),
+                status,
+            })
+        })
+        .collect();
+    // Amendment ids start with their date, so id order is the order they were proposed in.
+    decided.sort_by(|a, b| a.amendment_id.cmp(&b.amendment_id));
+    let recent_outcomes = tail(decided, RECENT_OUTCOMES);
 
     let found = super::check::findings(polis, now);
     let (errors, warnings) = super::check::count(&found);
@@ -234,8 +282,11 @@ pub fn summarize(
         timezone: now.zone.0.to_string(),
         citizens,
         contracts,
+        explore_rate,
         tags,
         amendments,
+        malformed_amendments,
+        recent_outcomes,
         findings,
         daemon,
         stale_daemon_pid,
@@ -315,6 +366,7 @@ pub fn render(s: &Summary) -> String {
         c.open, c.settled, c.abandoned
     ));
 
+    out.push_str(&format!("  explore_rate {}\n", s.explore_rate));
     out.push_str("\nTags (from contracts/routing_stats.yml)\n");
     if s.tags.is_empty() {
         out.push_str("  (no settled work yet)\n");
@@ -336,9 +388,9 @@ pub fn render(s: &Summary) -> String {
     }
 
     out.push_str("\nAmendments\n");
-    if s.amendments.is_empty() {
+    if s.amendments.is_empty() && s.malformed_amendments.is_empty() {
         out.push_str("  (none proposed)\n");
-    } else {
+    } else if !s.amendments.is_empty() {
         let rows: Vec<Vec<String>> = s
             .amendments
             .iter()
@@ -360,6 +412,21 @@ pub fn render(s: &Summary) -> String {
             })
             .collect();
         out.push_str(&table(&["ID", "AGREES/QUORUM", "EXPIRES", "STATE"], &rows));
+    }
+    for f in &s.malformed_amendments {
+        out.push_str(&format!(
+            "  malformed: {}\n",
+            shorten(&f.to_string(), FINDING_WIDTH)
+        ));
+    }
+    if !s.recent_outcomes.is_empty() {
+        out.push_str("  recent outcomes:\n");
+        for o in &s.recent_outcomes {
+            match &o.ratified_at {
+                Some(at) => out.push_str(&format!("    {} {} at {at}\n", o.amendment_id, o.status)),
+                None => out.push_str(&format!("    {} {}\n", o.amendment_id, o.status)),
+            }
+        }
     }
 
     let f = &s.findings;
