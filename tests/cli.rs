@@ -89,7 +89,10 @@ fn check_json_has_exactly_the_documented_keys() {
     let out = p.polisd(&["check", "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let report = json(&out);
-    assert_eq!(keys(&report), set(&["findings", "errors", "warnings"]));
+    assert_eq!(
+        keys(&report),
+        set(&["findings", "errors", "warnings", "resolved"])
+    );
     assert_eq!(report["errors"], 1);
     assert_eq!(report["warnings"], 0);
     let findings = report["findings"].as_array().unwrap();
@@ -517,7 +520,10 @@ fn status_json_parses_with_its_documented_keys() {
     assert_eq!(a["agrees"], 1);
     assert_eq!(a["quorum"], 2);
     assert_eq!(a["expiry_passed"], false);
-    assert_eq!(keys(&s["findings"]), set(&["errors", "warnings", "newest"]));
+    assert_eq!(
+        keys(&s["findings"]),
+        set(&["errors", "warnings", "resolved", "newest"])
+    );
     assert_eq!(s["daemon"], Value::Null);
 }
 
@@ -1039,4 +1045,85 @@ fn status_lists_tags_by_name_as_the_reference_does() {
     assert_eq!(tags, ["alpha", "zeta"], "{s:#}");
     assert_eq!(s["explore_rate"], 0.25);
     assert!(stdout(&p.polisd(&["status"])).contains("explore_rate 0.25"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A chronicle finding is resolved by a later line, never by editing the chronicle
+
+#[test]
+fn check_c001_finding_resolved_by_the_corrected_line_exits_0() {
+    let p = TestPolis::init(FOUNDER);
+    p.save(
+        "contracts/settled/fix-it.md",
+        &contract("fix-it", "settled"),
+    );
+    let stamp = harness::chronicle_stamp();
+    // C001 (an error): the note field is missing.
+    p.append(
+        "chronicle.md",
+        &format!("- {stamp} | {FOUNDER} | settled contract | [[contracts/settled/fix-it]]\n"),
+    );
+    let out = p.polisd(&["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_eq!(with_code(&json(&out), "C001").len(), 1);
+    let bad_line = last_line_number(&p.read("chronicle.md"));
+    // The notice's advice: the same stamp and verb, correct this time.
+    p.append(
+        "chronicle.md",
+        &format!(
+            "- {stamp} | {FOUNDER} | settled contract | [[contracts/settled/fix-it]] | done\n"
+        ),
+    );
+    let out = p.polisd(&["check", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let report = json(&out);
+    assert_eq!(report["errors"], 0);
+    assert_eq!(report["warnings"], 0, "{report:#}");
+    assert_eq!(report["resolved"][0]["code"], "C001");
+    assert_eq!(report["resolved"][0]["line"], bad_line);
+    assert_eq!(
+        report["resolved"][0]["resolved_by"],
+        format!("chronicle.md:{}", bad_line + 1)
+    );
+    let text = stdout(&p.polisd(&["check"]));
+    assert!(
+        text.contains("resolved (1; they no longer count):"),
+        "{text}"
+    );
+    let status = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(status["findings"]["resolved"], 1);
+    assert_eq!(status["findings"]["errors"], 0);
+}
+
+#[test]
+fn check_c001_finding_resolved_by_a_retracted_line() {
+    let (p, line) = polis_with_malformed_line();
+    p.append(
+        "chronicle.md",
+        &harness::chronicle_line(
+            FOUNDER,
+            "retracted line",
+            "-",
+            &format!("line {line}: typo"),
+        ),
+    );
+    // A malformed line has no author to match: only its own author may retract it, so this
+    // one (no author) stays.
+    assert_eq!(p.polisd(&["check"]).status.code(), Some(1));
+    let stamp = harness::chronicle_stamp();
+    p.append("chronicle.md", &format!("- {stamp} | {FOUNDER} | oops\n"));
+    let oops = last_line_number(&p.read("chronicle.md"));
+    p.append(
+        "chronicle.md",
+        &harness::chronicle_line(FOUNDER, "retracted line", "-", &format!("line {oops}")),
+    );
+    let report = json(&p.polisd(&["check", "--json"]));
+    let resolved: Vec<_> = report["resolved"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["line"].as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(resolved, [oops], "{report:#}");
+    assert_eq!(report["errors"], 1, "the author-less line still counts");
 }

@@ -15,23 +15,79 @@ pub fn run(args: crate::commands::cli::CheckArgs) -> anyhow::Result<u8> {
     let root = super::locate(args.polis.path.as_deref())?;
     let polis = Polis::read(&root);
     let now = PolisTime::system(polis.settings.timezone);
-    let found = findings(&polis, &now);
+    let (found, resolved) = findings_and_resolved(&polis, &now);
     let (errors, warnings) = count(&found);
     if args.polis.json {
-        println!("{}", serde_json::to_string_pretty(&report(&found))?);
+        let mut report = serde_json::to_value(report(&found))?;
+        report["resolved"] = serde_json::to_value(&resolved)?;
+        println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for f in &found {
             println!("{f}");
+        }
+        if !resolved.is_empty() {
+            println!("resolved ({}; they no longer count):", resolved.len());
+            for r in &resolved {
+                println!("  {} (resolved by {})", r.finding, r.resolved_by);
+            }
         }
         println!("{}", summary(errors, warnings));
     }
     Ok(u8::from(errors > 0))
 }
 
-/// Every finding in the polis, sorted by path, then line (a finding about a whole file first).
+/// A chronicle finding that a later line resolved (see [`crate::protocol::resolution`]).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Resolved {
+    #[serde(flatten)]
+    pub finding: Finding,
+    /// `path:line` of the correcting or retracting line.
+    pub resolved_by: String,
+}
+
+/// The findings that still count and the chronicle findings later lines resolved.
+pub fn findings_and_resolved(polis: &Polis, now: &PolisTime) -> (Vec<Finding>, Vec<Resolved>) {
+    let all = all_findings(polis, now);
+    let files: Vec<(&str, &str)> = polis
+        .archives
+        .iter()
+        .map(|(name, text)| (name.as_str(), text.as_str()))
+        .chain(
+            polis
+                .chronicle_text()
+                .map(|text| (crate::protocol::layout::CHRONICLE, text)),
+        )
+        .collect();
+    let chronicle_paths: BTreeSet<&str> = files.iter().map(|(p, _)| *p).collect();
+    let (chron, rest): (Vec<Finding>, Vec<Finding>) = all
+        .into_iter()
+        .partition(|f| chronicle_paths.contains(f.path.as_str()) && f.line.is_some());
+    let by = crate::protocol::resolution::resolutions(&files, &chron);
+    let mut open = rest;
+    let mut resolved = Vec::new();
+    for (finding, by) in chron.into_iter().zip(by) {
+        match by {
+            Some(resolved_by) => resolved.push(Resolved {
+                finding,
+                resolved_by,
+            }),
+            None => open.push(finding),
+        }
+    }
+    open.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    (open, resolved)
+}
+
+/// Every finding in the polis that still counts (resolved chronicle findings left out),
+/// sorted by path, then line (a finding about a whole file first).
+pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+    findings_and_resolved(polis, now).0
+}
+
+/// Every finding in the polis, resolved or not, sorted by path, then line.
 ///
 /// Pure apart from what `polis` already read, and `Polis::exists` for wikilink targets.
-pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+fn all_findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     let mut out = polis.findings.clone();
     out.extend(chronicle_findings(polis, now));
     out.extend(card_findings(polis));

@@ -26,7 +26,7 @@
 //!   expiry, unknown vote category).
 //! - `recent_outcomes`: the last 5 decided amendments by id: `[{amendment_id, status,
 //!   ratified_at}]`.
-//! - `findings`: `{errors, warnings, newest: [{code, severity, path, line, message}]}`, the
+//! - `findings`: `{errors, warnings, resolved, newest: [{code, severity, path, line, message}]}`, the
 //!   totals of `polisd check` and its last 10 findings (the current chronicle's last).
 //! - `daemon`: null when no daemon is watching (no `daemon.json`, or its process is gone);
 //!   else `{pid, started_at, updated_at, watch_mode, counters: {events, rescans, reconciles,
@@ -120,6 +120,8 @@ pub const RECENT_OUTCOMES: usize = 5;
 pub struct FindingsSummary {
     pub errors: usize,
     pub warnings: usize,
+    /// Chronicle findings a later line resolved; not in `errors`/`warnings`.
+    pub resolved: usize,
     pub newest: Vec<Finding>,
 }
 
@@ -252,11 +254,12 @@ pub fn summarize(
     decided.sort_by(|a, b| a.amendment_id.cmp(&b.amendment_id));
     let recent_outcomes = tail(decided, RECENT_OUTCOMES);
 
-    let found = super::check::findings(polis, now);
+    let (found, resolved) = super::check::findings_and_resolved(polis, now);
     let (errors, warnings) = super::check::count(&found);
     let findings = FindingsSummary {
         errors,
         warnings,
+        resolved: resolved.len(),
         newest: newest_findings(found),
     };
 
@@ -434,6 +437,9 @@ pub fn render(s: &Summary) -> String {
         "\nFindings: {}",
         super::check::summary(f.errors, f.warnings)
     ));
+    if f.resolved > 0 {
+        out.push_str(&format!(", {} resolved", f.resolved));
+    }
     if f.newest.is_empty() {
         out.push('\n');
     } else {

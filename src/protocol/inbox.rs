@@ -192,7 +192,7 @@ impl Notification {
             discriminator: finding.code.as_str().to_string(),
             link: finding.path.trim_end_matches(".md").to_string(),
             paragraph: format!(
-                "polisd found {severity} ({}) in {whose} in `{}`{at}: {}. The chronicle is append-only, so do not edit or delete the line; if it needs correcting, append a new, correct line.",
+                "polisd found {severity} ({}) in {whose} in `{}`{at}: {}. The chronicle is append-only, so do not edit or delete the line. To resolve the finding, append the corrected line with the same stamp and verb, or a line `- <now> | <you> | retracted line | - | <that line's stamp>`.",
                 finding.code, finding.path, finding.message
             ),
         }

@@ -15,6 +15,7 @@ pub mod layout;
 pub mod lesson;
 pub mod record_check;
 pub mod register;
+pub mod resolution;
 pub mod review;
 pub mod routing;
 pub mod settings;
