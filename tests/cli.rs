@@ -1127,3 +1127,49 @@ fn check_c001_finding_resolved_by_a_retracted_line() {
     assert_eq!(resolved, [oops], "{report:#}");
     assert_eq!(report["errors"], 1, "the author-less line still counts");
 }
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let out = Command::new(BIN).arg("--version").output().unwrap();
+    let text = stdout(&out);
+    let re =
+        regex::Regex::new(r"^polisd \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown)\)\n$").unwrap();
+    let caps = re.captures(&text).unwrap_or_else(|| panic!("{text:?}"));
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if let Some(head) = head {
+        assert_eq!(&caps[1], head, "built from another commit than HEAD");
+    }
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_command_line_definition() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = Command::new(BIN)
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let script = stdout(&out);
+        for sub in ["register", "config", "check", "completions"] {
+            assert!(script.contains(sub), "{shell} completions lack `{sub}`");
+        }
+    }
+    let out = Command::new(BIN)
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown shell is a usage error"
+    );
+    let man = stdout(&Command::new(BIN).arg("man").output().unwrap());
+    assert!(man.contains(".TH polisd 1"), "{man}");
+    assert!(man.contains("register"), "{man}");
+}

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(
     name = "polisd",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("POLISD_COMMIT"), ")"),
     about = "Keeps a Polis Protocol folder (_polis/) current while AI agents edit plain files",
     long_about = "polisd validates chronicle lines, rebuilds routing stats, tallies amendments, \
 routes new contracts and writes inbox notifications for a _polis/ folder. Run `polisd run` as a \
@@ -47,6 +47,10 @@ pub enum Command {
     Config(ConfigArgs),
     /// Play a short scene on a temporary polis to show what polisd does.
     Demo(DemoArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff): `polisd man > ~/.local/share/man/man1/polisd.1`.
+    Man,
     /// Measure polisd against alternatives on simulated worlds.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -268,8 +272,18 @@ pub enum ConfigCommand {
 }
 
 #[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, elvish or powershell.
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Leave the daemon watching the demo polis after the scene (Ctrl-C to stop).
+    /// Keep the demo folder afterwards (it is removed otherwise).
+    #[arg(long)]
+    pub keep: bool,
+    /// Leave the daemon watching the demo polis after the scene (Ctrl-C to stop); implies
+    /// --keep.
     #[arg(long)]
     pub keep_running: bool,
 }

@@ -88,8 +88,19 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             Ok(0)
         }
         Command::Config(args) => config::run(args, &mut std::io::stdout().lock()),
+        Command::Completions(args) => {
+            use clap::CommandFactory as _;
+            let mut cmd = cli::Cli::command();
+            clap_complete::generate(args.shell, &mut cmd, "polisd", &mut std::io::stdout());
+            Ok(0)
+        }
+        Command::Man => {
+            use clap::CommandFactory as _;
+            clap_mangen::Man::new(cli::Cli::command()).render(&mut std::io::stdout())?;
+            Ok(0)
+        }
         Command::Demo(args) => {
-            crate::commands::demo::run(args.keep_running, &mut std::io::stdout())
+            crate::commands::demo::run(args.keep, args.keep_running, &mut std::io::stdout())
         }
     }
 }
