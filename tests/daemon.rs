@@ -1299,3 +1299,49 @@ fn daemon_contract_with_findings_is_not_routed_and_its_opener_hears_each_once() 
         .collect();
     assert!(about.is_empty(), "{about:#?}");
 }
+
+/// At the default level a log file gets plain text (no colour codes), one info line per
+/// validated line and per notice, and the notice's id is the inbox marker's; `status` counts
+/// the inbox append as a write.
+#[test]
+fn daemon_log_file_is_plain_and_names_each_notice_by_its_marker_id() {
+    let p = four_citizens();
+    let config = p.dir.path().join("info.toml");
+    fs::write(&config, "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"info\"\n").unwrap();
+    let log = p.dir.path().join("info.log");
+    let child = Command::new(harness::BIN)
+        .arg("run")
+        .arg(&p.root)
+        .arg("--config")
+        .arg(&config)
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let daemon = harness::Daemon { child, log };
+    wait_for(&p, "the initial scan", || {
+        daemon.log_text().contains("initial scan done")
+    });
+    // C008: the verb phrase is not lowercase.
+    p.append("chronicle.md", &chronicle_line(ALPHA, "Shipped It", "-", "-"));
+    wait_for(&p, "the chronicle-finding notice", || {
+        p.count(ALPHA, "chronicle-finding") == 1
+    });
+    let marker = p
+        .markers(ALPHA)
+        .into_iter()
+        .find(|m| m.kind == "chronicle-finding")
+        .unwrap();
+    wait_for(&p, "the notice's log line", || {
+        daemon.log_text().contains(&format!("id={}", marker.id))
+    });
+    let text = daemon.log_text();
+    assert!(!text.contains('\u{1b}'), "colour codes in a log file:\n{text}");
+    assert!(text.contains("chronicle line validated"), "{text}");
+    wait_for(&p, "status to count the inbox append as a write", || {
+        p.daemon_status().is_some_and(|s| s.counters.writes >= 1)
+    });
+}

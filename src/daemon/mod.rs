@@ -74,8 +74,12 @@ pub fn init_logging(config: &Config, level: Option<&str>) {
     let supervised = std::env::var_os("JOURNAL_STREAM").is_some()
         || std::env::var_os("INVOCATION_ID").is_some()
         || std::env::var_os("XPC_SERVICE_NAME").is_some_and(|v| v != "0");
+    // Colour codes only on a terminal: a log file or a pipe gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     let _ = match config.log.format {
         LogFormat::Json => builder.json().try_init(),

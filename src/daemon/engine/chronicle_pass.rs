@@ -240,6 +240,22 @@ impl Engine {
                     .unwrap_or_else(|| chronicle::newest_stamp(&text[..resume.offset], now))
             };
             let (findings, _) = self.validate(polis, &new_lines, earlier, now);
+            // One info line per pass: a single append names its line.
+            match new_lines.as_slice() {
+                [one] => tracing::info!(
+                    line = one.number,
+                    findings = findings.len(),
+                    "chronicle line validated"
+                ),
+                [first, .., last] => tracing::info!(
+                    lines = new_lines.len(),
+                    from = first.number,
+                    to = last.number,
+                    findings = findings.len(),
+                    "chronicle lines validated"
+                ),
+                [] => {}
+            }
             for f in &findings {
                 tracing::warn!("{f}");
                 let line_text = new_lines

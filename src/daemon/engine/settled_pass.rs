@@ -92,7 +92,15 @@ impl Engine {
                 self.state.counters.reconciles += 1;
                 if done.outcome == Some(WriteOutcome::Written) {
                     self.state.counters.writes += 1;
-                    tracing::info!(settlements = done.replayed, "routing_stats.yml rebuilt");
+                    tracing::info!(
+                        settlements = done.replayed,
+                        "reconciled: routing_stats.yml rebuilt"
+                    );
+                } else {
+                    tracing::info!(
+                        settlements = done.replayed,
+                        "reconciled: routing_stats.yml unchanged"
+                    );
                 }
             }
             Err(e) => {

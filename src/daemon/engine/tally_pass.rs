@@ -13,6 +13,7 @@ impl Engine {
                     tracing::info!(amendment = %r.amendment_id, action = r.action, detail = %r.detail, "amendment tallied");
                 }
                 if !acted.is_empty() {
+                    self.state.counters.writes += acted.len() as u64;
                     self.after_write(pass);
                 }
             }
