@@ -1307,7 +1307,11 @@ fn daemon_contract_with_findings_is_not_routed_and_its_opener_hears_each_once() 
 fn daemon_log_file_is_plain_and_names_each_notice_by_its_marker_id() {
     let p = four_citizens();
     let config = p.dir.path().join("info.toml");
-    fs::write(&config, "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"info\"\n").unwrap();
+    fs::write(
+        &config,
+        "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"info\"\n",
+    )
+    .unwrap();
     let log = p.dir.path().join("info.log");
     let child = Command::new(harness::BIN)
         .arg("run")
@@ -1326,7 +1330,10 @@ fn daemon_log_file_is_plain_and_names_each_notice_by_its_marker_id() {
         daemon.log_text().contains("initial scan done")
     });
     // C008: the verb phrase is not lowercase.
-    p.append("chronicle.md", &chronicle_line(ALPHA, "Shipped It", "-", "-"));
+    p.append(
+        "chronicle.md",
+        &chronicle_line(ALPHA, "Shipped It", "-", "-"),
+    );
     wait_for(&p, "the chronicle-finding notice", || {
         p.count(ALPHA, "chronicle-finding") == 1
     });
@@ -1339,7 +1346,10 @@ fn daemon_log_file_is_plain_and_names_each_notice_by_its_marker_id() {
         daemon.log_text().contains(&format!("id={}", marker.id))
     });
     let text = daemon.log_text();
-    assert!(!text.contains('\u{1b}'), "colour codes in a log file:\n{text}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "colour codes in a log file:\n{text}"
+    );
     assert!(text.contains("chronicle line validated"), "{text}");
     wait_for(&p, "status to count the inbox append as a write", || {
         p.daemon_status().is_some_and(|s| s.counters.writes >= 1)
