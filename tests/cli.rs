@@ -1173,3 +1173,107 @@ fn completions_and_man_page_come_from_the_command_line_definition() {
     assert!(man.contains(".TH polisd 1"), "{man}");
     assert!(man.contains("register"), "{man}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// docs/protocol.md: every example is a real file
+
+/// Writes every example of docs/protocol.md into a polis, in order (`<!-- example: PATH -->`
+/// replaces the file, `(moved from OLD)` removes OLD, `<!-- example-append: PATH -->` appends),
+/// and checks it.
+#[test]
+fn protocol_doc_examples_make_a_polis_without_errors() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/protocol.md"))
+            .unwrap();
+    let p = TestPolis::init("claude-code-1");
+    for (id, vendor) in [("codex-agent-2", "openai"), ("gemini-cli-03", "google")] {
+        let out = p.polisd(&[
+            "register", id, "--vendor", vendor, "--model", "m", "--tags", "python:3",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    }
+    let marker = regex::Regex::new(
+        r"(?m)^<!-- (example|example-append): (\S+)(?: \(moved from (\S+)\))? -->\n```[a-z]*\n((?s:.*?))```\n",
+    )
+    .unwrap();
+    let mut examples = 0;
+    for c in marker.captures_iter(&doc) {
+        let (path, body) = (&c[2], &c[4]);
+        if let Some(old) = c.get(3) {
+            std::fs::remove_file(p.path(old.as_str())).unwrap();
+        }
+        if &c[1] == "example" {
+            p.save(path, body);
+        } else {
+            p.append(path, body);
+        }
+        examples += 1;
+    }
+    assert_eq!(
+        examples,
+        doc.matches("<!-- example").count(),
+        "a marked example did not parse"
+    );
+    let out = p.polisd(&["check", "--json"]);
+    let report = json(&out);
+    assert_eq!(report["errors"], 0, "{report:#}");
+    // Only C005 (the examples are older than the founding line) may warn.
+    let others: Vec<_> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] != "C005")
+        .collect();
+    assert!(others.is_empty(), "{others:#?}");
+    // The retraction in the chronicle section resolves the C008 above it.
+    assert!(
+        report["resolved"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["code"] == "C008"),
+        "{report:#}"
+    );
+    // The card example's hash is right.
+    let verify = json(&p.polisd(&["verify", "--json"]));
+    assert!(
+        verify["cards"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["state"] == "ok"),
+        "{verify:#}"
+    );
+    // The amendment's three vote forms all count: 3 agree would ratify; here the tally sees
+    // claude-code-1 and codex-agent-2 agreeing and gemini-cli-03 requesting changes.
+    let tally = json(&p.polisd(&["tally", "--dry-run", "--json"]));
+    assert_eq!(tally["results"][0]["agrees"], 2, "{tally:#}");
+}
+
+#[test]
+fn readme_links_the_protocol_page_and_cites_no_missing_spec() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.contains("(docs/protocol.md)"));
+    assert!(
+        !readme.contains("SPEC.md"),
+        "README cites SPEC.md, which is not in the repository"
+    );
+    assert!(readme.contains("## A day with polisd"));
+    let doc = std::fs::read_to_string(root.join("docs/protocol.md")).unwrap();
+    for code in (1..=9)
+        .map(|n| format!("C00{n}"))
+        .chain((1..=17).map(|n| format!("P{n:03}")))
+    {
+        assert!(
+            doc.contains(&format!("| {code} |")),
+            "docs/protocol.md lacks {code}"
+        );
+    }
+    for kind in polisd::protocol::inbox::Kind::ALL {
+        assert!(
+            doc.contains(&format!("`{}`", kind.as_str())),
+            "docs/protocol.md lacks {kind}"
+        );
+    }
+}
