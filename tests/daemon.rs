@@ -1355,3 +1355,78 @@ fn daemon_log_file_is_plain_and_names_each_notice_by_its_marker_id() {
         p.daemon_status().is_some_and(|s| s.counters.writes >= 1)
     });
 }
+
+/// `polisd activity` shows what the daemon did, newest last, with the cause of each write;
+/// `-f` keeps printing.
+#[test]
+fn activity_shows_each_write_with_its_cause_and_follows() {
+    use std::io::Read;
+    let p = four_citizens();
+    let _daemon = p.start_daemon();
+    let mut follower = harness::Killed::new(
+        Command::new(harness::BIN)
+            .args(["activity", "-f"])
+            .current_dir(&p.root)
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = follower.child().stdout.take().unwrap();
+    let followed = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = followed.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    Settled {
+        id: "s1-done",
+        opener: FOUNDER,
+        owner: ALPHA,
+        tags: &["rust"],
+        settled_at: "2026-11-02 10:00:00",
+        quality: Some(4),
+        minutes: 30,
+        body: "",
+    }
+    .settle_by_save(&p);
+    wait_for(&p, "the stats to be rebuilt", || {
+        p.read("contracts/routing_stats.yml").contains("s1-done")
+            || p.read("contracts/routing_stats.yml").contains(ALPHA)
+    });
+    let out = p.polisd(&["activity", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let entries: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let wrote = entries
+        .iter()
+        .find(|e| e["action"] == "wrote" && e["path"] == "contracts/routing_stats.yml")
+        .unwrap_or_else(|| panic!("{entries:#?}"));
+    assert!(
+        wrote["cause"]
+            .as_str()
+            .unwrap()
+            .contains("contracts/settled/s1-done.md settled"),
+        "{wrote}"
+    );
+    let text = String::from_utf8_lossy(&p.polisd(&["activity"]).stdout).into_owned();
+    assert!(
+        text.contains(
+            "wrote       contracts/routing_stats.yml: contracts/settled/s1-done.md settled"
+        ),
+        "{text}"
+    );
+    wait_for(&p, "activity -f to print the write", || {
+        followed
+            .lock()
+            .unwrap()
+            .contains("contracts/routing_stats.yml")
+    });
+}

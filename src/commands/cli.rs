@@ -34,6 +34,8 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Summarize a polis: citizens, contracts, leaders, amendments, findings, daemon.
     Status(JsonPolisArg),
+    /// Show what the daemon did to a polis, newest last, with the cause of each write.
+    Activity(ActivityArgs),
     /// Scaffold a new polis with a founding citizen.
     Init(InitArgs),
     /// Add a citizen: a stamped capability card, status, inbox, journal and its `joined polis`
@@ -97,6 +99,21 @@ pub struct JsonPolisArg {
     /// Project root or `_polis/` folder (default: found from the working directory).
     pub path: Option<PathBuf>,
     /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ActivityArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// Keep printing what the daemon does (Ctrl-C stops).
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+    /// How many of the newest entries to show first.
+    #[arg(short = 'n', long, default_value_t = 50)]
+    pub lines: usize,
+    /// Print JSON (one array; with -f, one object per line).
     #[arg(long)]
     pub json: bool,
 }

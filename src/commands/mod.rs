@@ -1,6 +1,7 @@
 //! The one-shot commands. Each gathers inputs with [`crate::fs::snapshot`], calls the pure core and
 //! hands writes to [`crate::fs::writer`]; the daemon calls the same functions.
 
+pub mod activity;
 pub mod check;
 pub mod cli;
 pub mod config;
@@ -51,6 +52,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Check(args) => check::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Status(args) => status::run(args),
+        Command::Activity(args) => activity::run(args, &mut std::io::stdout().lock()),
         Command::Run(args) => crate::daemon::run(crate::daemon::RunOptions {
             paths: args.paths,
             config: args.config,

@@ -405,6 +405,11 @@ impl Engine {
                 })?;
             self.writer.remove(&name)?;
             tracing::info!(copy = %name, "merged a chronicle conflict copy");
+            self.log_activity(
+                "merged",
+                Some(layout::CHRONICLE),
+                format!("a sync tool left the conflict copy {name}"),
+            );
             wrote |= merged;
             self.state.counters.writes += 1;
         }
@@ -437,6 +442,14 @@ impl Engine {
             })?;
         if changed {
             tracing::info!(archive = %r.archive_name, "chronicle rolled over");
+            self.log_activity(
+                "rolled-over",
+                Some(layout::CHRONICLE),
+                format!(
+                    "a new quarter began: the old lines are in {}",
+                    r.archive_name
+                ),
+            );
         }
         Ok(changed)
     }

@@ -83,6 +83,11 @@ impl Engine {
             if report.delivered > 0 {
                 // `id` is the one in the inbox's `<!-- polisd:<kind>:<id> -->` marker.
                 tracing::info!(kind = %n.kind, id = %n.id(), to = %n.recipient, subject = %n.subject, "notified");
+                self.log_activity(
+                    "notified",
+                    Some(&format!("citizens/{}/inbox.md", n.recipient)),
+                    format!("{} about {} (marker id {})", n.kind, n.subject, n.id()),
+                );
             }
             for (who, why) in report.failed {
                 if why.is_refusal() {

@@ -45,6 +45,16 @@ impl Engine {
             };
             if routing::apply(polis, &self.writer, file, &rec)? {
                 self.state.counters.writes += 1;
+                self.log_activity(
+                    "routed",
+                    Some(&file.file.rel),
+                    format!(
+                        "a new open contract without a recommendation: picked {} (score {:.3}{})",
+                        rec.recommendation.as_deref().unwrap_or("nobody"),
+                        rec.score,
+                        if rec.exploration { ", exploring" } else { "" }
+                    ),
+                );
                 tracing::info!(
                     contract = %file.file.stem,
                     recommendation = rec.recommendation.as_deref().unwrap_or("-"),
