@@ -258,6 +258,7 @@ impl InProcessDaemon {
         let options = EngineOptions {
             auto_route: true,
             rollover: false,
+            reflect: false,
             notifications: crate::daemon::config::Notifications::default(),
         };
         let mut engine = Engine::open(root, options)?;

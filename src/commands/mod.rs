@@ -8,6 +8,7 @@ pub mod config;
 pub mod demo;
 pub mod init;
 pub mod register;
+pub mod reflect;
 pub mod route;
 pub mod status;
 pub mod verify;
@@ -51,6 +52,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
     match command {
         Command::Check(args) => check::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Reflect(args) => reflect::run(args),
         Command::Status(args) => status::run(args),
         Command::Activity(args) => activity::run(args, &mut std::io::stdout().lock()),
         Command::Run(args) => crate::daemon::run(crate::daemon::RunOptions {

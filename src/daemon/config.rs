@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 13] = [
+pub const NOTIFICATION_KINDS: [&str; 14] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -33,6 +33,7 @@ pub const NOTIFICATION_KINDS: [&str; 13] = [
     "contract-stale",
     "card-changed",
     "record-finding",
+    "setting-change",
 ];
 
 /// Why the configuration could not be used.
@@ -190,6 +191,7 @@ pub struct PolisEntry {
 pub struct Overrides {
     pub auto_route: Option<bool>,
     pub rollover: Option<bool>,
+    pub reflect: Option<bool>,
     pub notifications: NotificationOverrides,
 }
 
@@ -245,12 +247,15 @@ pub struct Behaviour {
     pub auto_route: bool,
     /// Move `chronicle.md` to a quarterly archive at the start of a quarter (SPEC §3).
     pub rollover: bool,
+    /// Propose amendments from recurring friction, daily and after settlements.
+    pub reflect: bool,
 }
 
 impl Default for Behaviour {
     fn default() -> Self {
         Behaviour {
             auto_route: true,
+            reflect: true,
             rollover: false,
         }
     }
@@ -286,6 +291,8 @@ pub struct Notifications {
     pub card_changed: bool,
     #[serde(rename = "record-finding")]
     pub record_finding: bool,
+    #[serde(rename = "setting-change")]
+    pub setting_change: bool,
 }
 
 impl Default for Notifications {
@@ -304,6 +311,7 @@ impl Default for Notifications {
             contract_stale: true,
             card_changed: true,
             record_finding: true,
+            setting_change: true,
         }
     }
 }
@@ -324,6 +332,7 @@ impl Notifications {
             "contract-stale" => &mut self.contract_stale,
             "card-changed" => &mut self.card_changed,
             "record-finding" => &mut self.record_finding,
+            "setting-change" => &mut self.setting_change,
             _ => return None,
         })
     }
@@ -377,6 +386,8 @@ pub struct NotificationOverrides {
     pub card_changed: Option<bool>,
     #[serde(rename = "record-finding", skip_serializing_if = "Option::is_none")]
     pub record_finding: Option<bool>,
+    #[serde(rename = "setting-change", skip_serializing_if = "Option::is_none")]
+    pub setting_change: Option<bool>,
 }
 
 impl NotificationOverrides {
@@ -399,6 +410,7 @@ impl NotificationOverrides {
             (self.contract_stale, &mut to.contract_stale),
             (self.card_changed, &mut to.card_changed),
             (self.record_finding, &mut to.record_finding),
+            (self.setting_change, &mut to.setting_change),
         ];
         for (over, slot) in pairs {
             if let Some(v) = over {
@@ -455,6 +467,7 @@ pub enum LogFormat {
 pub struct Effective {
     pub auto_route: bool,
     pub rollover: bool,
+    pub reflect: bool,
     pub notifications: Notifications,
 }
 
@@ -464,6 +477,7 @@ impl Config {
     pub fn effective_for(&self, polis_path: &Path) -> Effective {
         let mut eff = Effective {
             auto_route: self.behaviour.auto_route,
+            reflect: self.behaviour.reflect,
             rollover: self.behaviour.rollover,
             notifications: self.notifications,
         };
@@ -476,6 +490,7 @@ impl Config {
             let o = &entry.overrides;
             eff.auto_route = o.auto_route.unwrap_or(eff.auto_route);
             eff.rollover = o.rollover.unwrap_or(eff.rollover);
+            eff.reflect = o.reflect.unwrap_or(eff.reflect);
             o.notifications.apply(&mut eff.notifications);
         }
         eff
@@ -538,6 +553,8 @@ struct PolisFileEntry {
     auto_route: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rollover: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reflect: Option<bool>,
     #[serde(default, skip_serializing_if = "NotificationOverrides::is_empty")]
     notifications: NotificationOverrides,
 }
@@ -561,12 +578,14 @@ pub fn accepted_keys() -> BTreeSet<String> {
         contract_stale: Some(true),
         card_changed: Some(true),
         record_finding: Some(true),
+        setting_change: Some(true),
     };
     let sample = ConfigFile {
         polis: vec![PolisFileEntry {
             path: toml::Spanned::new(0..0, "~/project".into()),
             auto_route: Some(true),
             rollover: Some(true),
+            reflect: Some(true),
             notifications: all,
         }],
         ..ConfigFile::default()
@@ -667,6 +686,7 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
             overrides: Overrides {
                 auto_route: entry.auto_route,
                 rollover: entry.rollover,
+                reflect: entry.reflect,
                 notifications: entry.notifications,
             },
         });
@@ -713,7 +733,7 @@ fn accepted_values(key: &str) -> Option<&'static str> {
         "level" => "\"error\", \"warn\", \"info\", \"debug\" or \"trace\"",
         "format" => "\"auto\", \"text\" or \"json\"",
         "path" => "a quoted path such as \"~/project\"",
-        "auto_route" | "rollover" => "true or false",
+        "auto_route" | "rollover" | "reflect" => "true or false",
         kind if NOTIFICATION_KINDS.contains(&kind) => "true or false",
         _ => return None,
     })

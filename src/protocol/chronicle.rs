@@ -986,6 +986,17 @@ pub fn merge_conflict_copy(current: &str, copy: &str) -> String {
 /// `- YYYY-MM-DD HH:MM | polis-daemon | <verb> | [[link]] | <note>`. The note is flattened to
 /// one line; an empty note becomes `-`.
 pub fn daemon_line(now: &PolisTime, verb: &str, link: Option<&str>, note: &str) -> String {
+    daemon_line_by(DAEMON_ID, now, verb, link, note)
+}
+
+/// [`daemon_line`] signed by another system citizen (SPEC §2), e.g. `polis-reflector`.
+pub fn daemon_line_by(
+    author: &str,
+    now: &PolisTime,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+) -> String {
     let note = note.split_whitespace().collect::<Vec<_>>().join(" ");
     let note = if note.is_empty() {
         "-".to_string()
@@ -995,7 +1006,7 @@ pub fn daemon_line(now: &PolisTime, verb: &str, link: Option<&str>, note: &str) 
     let link = link.map_or("-".to_string(), |l| format!("[[{l}]]"));
     format!(
         "{}\n",
-        render_line(&now.minute_stamp(), DAEMON_ID, verb, &link, &note)
+        render_line(&now.minute_stamp(), author, verb, &link, &note)
     )
 }
 

@@ -16,6 +16,7 @@ pub mod lesson;
 pub mod record_check;
 pub mod register;
 pub mod resolution;
+pub mod reflection;
 pub mod review;
 pub mod routing;
 pub mod settings;
