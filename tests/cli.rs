@@ -1277,3 +1277,28 @@ fn readme_links_the_protocol_page_and_cites_no_missing_spec() {
         );
     }
 }
+
+#[test]
+fn reconcile_of_thousands_shows_no_progress_when_stderr_is_not_a_terminal() {
+    let p = TestPolis::init(FOUNDER);
+    let dir = p.path("contracts/settled");
+    for i in 0..2_100 {
+        std::fs::write(
+            dir.join(format!("c-{i:05}.md")),
+            format!(
+                "---\ncontract_id: c-{i:05}\nopened_by: {FOUNDER}\nowner: {FOUNDER}\nstatus: settled\n\
+                 required_tags: [rust]\nsettled_at: 2026-01-01 10:00:00\nquality_score: 4\n---\n"
+            ),
+        )
+        .unwrap();
+    }
+    let out = p.polisd(&["reconcile"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        stdout(&out).contains("replayed 2100 settlements"),
+        "{}",
+        describe(&out)
+    );
+    // A pipe gets no bar, no carriage returns, no escape codes: nothing at all.
+    assert!(out.stderr.is_empty(), "{}", describe(&out));
+}

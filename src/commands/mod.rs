@@ -117,7 +117,16 @@ pub fn locate(path: Option<&Path>) -> anyhow::Result<PathBuf> {
 
 fn reconcile(root: &Path) -> anyhow::Result<u8> {
     let writer = Writer::new(root)?;
-    let (done, findings) = crate::operations::reconcile_settled(root, &writer)?;
+    // A bar on a terminal for a big polis; nothing at all when stderr is a file or a pipe.
+    let bar = progress_bar("reading settled contracts");
+    let (done, findings) =
+        crate::operations::reconcile_settled_with_progress(root, &writer, &|n, total| {
+            if n == 1 {
+                bar.set_length(total as u64);
+            }
+            bar.inc(1);
+        })?;
+    bar.finish_and_clear();
     let settled_findings: Vec<_> = findings
         .iter()
         .filter(|f| f.path.starts_with("contracts/settled/"))
@@ -237,6 +246,55 @@ fn tally(args: TallyArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(u8::from(failed))
+}
+
+/// Files below which a progress bar would only flicker.
+const PROGRESS_MIN_FILES: u64 = 2_000;
+
+/// A progress bar on stderr when it is a terminal, hidden otherwise (logs, pipes, CI), and
+/// hidden until the operation turns out to have at least [`PROGRESS_MIN_FILES`] files.
+pub fn progress_bar(what: &'static str) -> ProgressGate {
+    ProgressGate {
+        bar: indicatif::ProgressBar::hidden(),
+        what,
+        terminal: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        shown: std::sync::atomic::AtomicBool::new(false),
+    }
+}
+
+/// A progress bar drawn only on a terminal and only for long operations.
+pub struct ProgressGate {
+    bar: indicatif::ProgressBar,
+    what: &'static str,
+    terminal: bool,
+    shown: std::sync::atomic::AtomicBool,
+}
+
+impl ProgressGate {
+    pub fn set_length(&self, total: u64) {
+        self.bar.set_length(total);
+        if self.terminal
+            && total >= PROGRESS_MIN_FILES
+            && !self.shown.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            self.bar
+                .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} ({elapsed})")
+            {
+                self.bar.set_style(style);
+            }
+            self.bar.set_message(self.what);
+        }
+    }
+
+    pub fn inc(&self, n: u64) {
+        self.bar.inc(n);
+    }
+
+    pub fn finish_and_clear(&self) {
+        self.bar.finish_and_clear();
+    }
 }
 
 /// 1 when any finding is an error, else 0.

@@ -18,7 +18,9 @@ mod tally;
 
 pub use deliver::{deliver, Delivery};
 pub use edit::edit_agent_file;
-pub use reconcile::{current_stats, reconcile_settled, reconcile_with, Reconciled};
+pub use reconcile::{
+    current_stats, reconcile_settled, reconcile_settled_with_progress, reconcile_with, Reconciled,
+};
 pub use staleness::stale_claims;
 pub use tally::{active_citizens, tally, TallyResult};
 
