@@ -1398,17 +1398,20 @@ fn activity_shows_each_write_with_its_cause_and_follows() {
         body: "",
     }
     .settle_by_save(&p);
-    wait_for(&p, "the stats to be rebuilt", || {
-        p.read("contracts/routing_stats.yml").contains("s1-done")
-            || p.read("contracts/routing_stats.yml").contains(ALPHA)
+    // The entry is recorded just after the write it describes: wait for it.
+    let activity = || -> Vec<serde_json::Value> {
+        let out = p.polisd(&["activity", "--json"]);
+        assert_eq!(out.status.code(), Some(0));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let is_stats_write = |e: &serde_json::Value| {
+        e["action"] == "wrote" && e["path"] == "contracts/routing_stats.yml"
+    };
+    wait_for(&p, "the stats write in the activity log", || {
+        activity().iter().any(is_stats_write)
     });
-    let out = p.polisd(&["activity", "--json"]);
-    assert_eq!(out.status.code(), Some(0));
-    let entries: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-    let wrote = entries
-        .iter()
-        .find(|e| e["action"] == "wrote" && e["path"] == "contracts/routing_stats.yml")
-        .unwrap_or_else(|| panic!("{entries:#?}"));
+    let entries = activity();
+    let wrote = entries.iter().find(|e| is_stats_write(e)).unwrap();
     assert!(
         wrote["cause"]
             .as_str()
