@@ -1272,7 +1272,7 @@ fn daemon_contract_with_findings_is_not_routed_and_its_opener_hears_each_once() 
         p.count(ALPHA, "record-finding") == 3
     });
     let inbox = p.read(&format!("citizens/{ALPHA}/inbox.md"));
-    for code in ["P011", "P012", "P015"] {
+    for code in ["P012", "P013", "P016"] {
         assert!(
             inbox.contains(&format!("({code})")),
             "{code} missing:\n{inbox}"

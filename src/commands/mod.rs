@@ -2,13 +2,21 @@
 //! hands writes to [`crate::fs::writer`]; the daemon calls the same functions.
 
 pub mod activity;
+pub mod agent;
+pub mod amendment;
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod context;
+pub mod contract;
 pub mod demo;
+pub mod guardrail;
 pub mod init;
+pub mod lesson;
+pub mod log;
 pub mod reflect;
 pub mod register;
+pub mod review;
 pub mod route;
 pub mod status;
 pub mod verify;
@@ -103,6 +111,13 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             clap_mangen::Man::new(cli::Cli::command()).render(&mut std::io::stdout())?;
             Ok(0)
         }
+        Command::Contract(c) => contract::run(c),
+        Command::Amendment(c) => amendment::run(c),
+        Command::Log(a) => log::run(a),
+        Command::Lesson(c) => lesson::run(c),
+        Command::Review(a) => review::run(a),
+        Command::Context(a) => context::run(a),
+        Command::Guardrail(c) => guardrail::run(c),
         Command::Demo(args) => {
             crate::commands::demo::run(args.keep, args.keep_running, &mut std::io::stdout())
         }

@@ -6,18 +6,28 @@
 //! the folder's state (and the sent-notification ledger), so running it twice, or after a crash
 //! half-way, changes nothing twice (SPEC §11).
 
+pub mod amendment;
+pub mod chronicle;
+pub mod context;
+pub mod contract;
 mod deliver;
 mod edit;
+pub mod error;
+pub mod guardrail;
+pub mod lesson;
+pub mod lookup;
 mod reconcile;
 pub mod records;
 pub mod reflection;
 pub mod register;
+pub mod review;
 pub mod route;
 mod staleness;
 mod tally;
 
 pub use deliver::{deliver, Delivery};
 pub use edit::edit_agent_file;
+pub use error::OpError;
 pub use reconcile::{
     current_stats, reconcile_settled, reconcile_settled_with_progress, reconcile_with, Reconciled,
 };

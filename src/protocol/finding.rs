@@ -54,6 +54,8 @@ pub enum Code {
     ConflictCopy,
     /// A card whose `content_hash` does not match its content.
     CardMismatch,
+    /// Two citizens claimed one contract with no release between (issue 13).
+    ClaimConflict,
     /// A contract without `contract_id`, or whose id is not its file name.
     ContractId,
     /// A frontmatter key the protocol does not define (often a typo).
@@ -92,13 +94,14 @@ impl Code {
             Code::BadSettlement => "P008",
             Code::ConflictCopy => "P009",
             Code::CardMismatch => "P010",
-            Code::ContractId => "P011",
-            Code::UnknownKey => "P012",
-            Code::StatusFolder => "P013",
-            Code::UnknownCitizen => "P014",
-            Code::BadTags => "P015",
-            Code::BadAmendment => "P016",
-            Code::BadLesson => "P017",
+            Code::ClaimConflict => "P011",
+            Code::ContractId => "P012",
+            Code::UnknownKey => "P013",
+            Code::StatusFolder => "P014",
+            Code::UnknownCitizen => "P015",
+            Code::BadTags => "P016",
+            Code::BadAmendment => "P017",
+            Code::BadLesson => "P018",
         }
     }
 }
