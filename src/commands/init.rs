@@ -1,6 +1,6 @@
 //! `polisd init`: scaffold a polis the reference accepts, never overwriting a file.
 
-use crate::commands::UsageError;
+use crate::commands::Usage;
 use crate::protocol::clock::{PolisTime, PolisZone};
 use crate::protocol::layout;
 use crate::protocol::register::{single_quoted, NewCitizen};
@@ -122,20 +122,20 @@ pub struct InitReport {
 /// Checks everything `init` needs before anything is written: the id, the project root (it
 /// must exist and be a folder; `init` creates only `_polis/` inside it), and `_polis/` itself
 /// (a folder if present). Errors are usage errors.
-pub fn validate(project_root: &Path, params: &InitParams) -> Result<(), UsageError> {
+pub fn validate(project_root: &Path, params: &InitParams) -> Result<(), Usage> {
     founder(params)
         .validate()
-        .map_err(|e| UsageError(format!("{e}; nothing was written")))?;
+        .map_err(|e| Usage(format!("{e}; nothing was written")))?;
     match std::fs::metadata(project_root) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => {
-            return Err(UsageError(format!(
+            return Err(Usage(format!(
                 "{} is not a folder; pass the project root that should hold `_polis/`",
                 project_root.display()
             )))
         }
         Err(_) => {
-            return Err(UsageError(format!(
+            return Err(Usage(format!(
                 "the project root {} does not exist; create it first (`mkdir -p {}`), init \
                  creates only `_polis/` inside it",
                 project_root.display(),
@@ -146,7 +146,7 @@ pub fn validate(project_root: &Path, params: &InitParams) -> Result<(), UsageErr
     let root = project_root.join("_polis");
     if let Ok(m) = std::fs::symlink_metadata(&root) {
         if !m.is_dir() {
-            return Err(UsageError(format!(
+            return Err(Usage(format!(
                 "{} exists and is not a folder (a symbolic link or a file); nothing was written",
                 root.display()
             )));
@@ -238,6 +238,23 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
     }
     for rel in &report.kept {
         println!("  kept {rel}");
+    }
+    if !report.dry_run && !args.no_bridge {
+        // The protocol's skill points every agent CLI at the constitution; an existing file
+        // keeps its text and gets (or updates) polisd's marked section.
+        let plans = crate::operations::agent_hooks::plan_bridge(&args.project_root)?;
+        crate::operations::agent_hooks::apply(&args.project_root, &plans)?;
+        for p in plans.iter().filter(|p| p.changes()) {
+            println!(
+                "  {} {}",
+                if p.before.is_none() {
+                    "wrote"
+                } else {
+                    "updated"
+                },
+                p.path
+            );
+        }
     }
     if !report.dry_run {
         println!(

@@ -16,8 +16,10 @@ pub mod lesson;
 pub mod log;
 pub mod reflect;
 pub mod register;
+pub mod reserve;
 pub mod review;
 pub mod route;
+pub mod session;
 pub mod status;
 pub mod verify;
 
@@ -43,17 +45,16 @@ pub fn run() -> std::process::ExitCode {
             let usage = err
                 .downcast_ref::<crate::fs::locate::LocateError>()
                 .is_some()
-                || err.downcast_ref::<UsageError>().is_some();
+                || err.downcast_ref::<Usage>().is_some();
             std::process::ExitCode::from(if usage { 2 } else { 1 })
         }
     }
 }
 
-/// A command line that cannot be acted on (a bad id, a missing folder): exit 2, nothing
-/// written.
+/// A usage error found after argument parsing (exit code 2).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct UsageError(pub String);
+pub struct Usage(pub String);
 
 /// Runs a command; the `u8` is the process exit code.
 pub fn dispatch(command: Command) -> anyhow::Result<u8> {
@@ -111,6 +112,9 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             clap_mangen::Man::new(cli::Cli::command()).render(&mut std::io::stdout())?;
             Ok(0)
         }
+        Command::Reserve(args) => reserve::reserve(args),
+        Command::Release(args) => reserve::release(args),
+        Command::Reservations(args) => reserve::list(args),
         Command::Contract(c) => contract::run(c),
         Command::Amendment(c) => amendment::run(c),
         Command::Log(a) => log::run(a),
@@ -121,6 +125,12 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Demo(args) => {
             crate::commands::demo::run(args.keep, args.keep_running, &mut std::io::stdout())
         }
+        Command::Prime(args) => session::prime(args),
+        Command::Notices(args) => session::notices(args),
+        Command::Inbox(command) => session::inbox(command),
+        Command::Hooks(command) => session::hooks(command),
+        Command::Hook(args) => session::hook(args),
+        Command::Mcp(args) => crate::mcp::serve(&locate(args.path.as_deref())?),
     }
 }
 

@@ -2,7 +2,7 @@
 //! (see [`crate::operations::register`]).
 
 use crate::commands::cli::RegisterArgs;
-use crate::commands::UsageError;
+use crate::commands::Usage;
 use crate::fs::snapshot;
 use crate::fs::writer::Writer;
 use crate::operations::register::{register, Refusal};
@@ -11,7 +11,7 @@ use crate::protocol::layout;
 use crate::protocol::register::{parse_tags, NewCitizen};
 
 pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
-    let tags = parse_tags(&args.tags).map_err(|e| UsageError(e.to_string()))?;
+    let tags = parse_tags(&args.tags).map_err(|e| Usage(e.to_string()))?;
     let citizen = NewCitizen {
         agent_id: args.agent_id,
         vendor: args.vendor,
@@ -21,7 +21,7 @@ pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
     };
     citizen
         .validate()
-        .map_err(|e| UsageError(format!("{e}; nothing was written")))?;
+        .map_err(|e| Usage(format!("{e}; nothing was written")))?;
     let root = super::locate(args.path.as_deref())?;
     // Only polis.yml (for the timezone): registering needs no scan of the polis.
     let settings_text =
@@ -70,7 +70,7 @@ pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
             }
             Ok(0)
         }
-        Err(Refusal::Invalid(e)) => Err(UsageError(format!("{e}; nothing was written")).into()),
+        Err(Refusal::Invalid(e)) => Err(Usage(format!("{e}; nothing was written")).into()),
         Err(refusal) => {
             if args.json {
                 println!(

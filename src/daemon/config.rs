@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 15] = [
+pub const NOTIFICATION_KINDS: [&str; 16] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -33,6 +33,7 @@ pub const NOTIFICATION_KINDS: [&str; 15] = [
     "contract-stale",
     "card-changed",
     "record-finding",
+    "reservation-conflict",
     "claim-conflict",
     "setting-change",
 ];
@@ -292,6 +293,8 @@ pub struct Notifications {
     pub card_changed: bool,
     #[serde(rename = "record-finding")]
     pub record_finding: bool,
+    #[serde(rename = "reservation-conflict")]
+    pub reservation_conflict: bool,
     #[serde(rename = "claim-conflict")]
     pub claim_conflict: bool,
     #[serde(rename = "setting-change")]
@@ -314,6 +317,7 @@ impl Default for Notifications {
             contract_stale: true,
             card_changed: true,
             record_finding: true,
+            reservation_conflict: true,
             claim_conflict: true,
             setting_change: true,
         }
@@ -336,6 +340,7 @@ impl Notifications {
             "contract-stale" => &mut self.contract_stale,
             "card-changed" => &mut self.card_changed,
             "record-finding" => &mut self.record_finding,
+            "reservation-conflict" => &mut self.reservation_conflict,
             "claim-conflict" => &mut self.claim_conflict,
             "setting-change" => &mut self.setting_change,
             _ => return None,
@@ -391,6 +396,11 @@ pub struct NotificationOverrides {
     pub card_changed: Option<bool>,
     #[serde(rename = "record-finding", skip_serializing_if = "Option::is_none")]
     pub record_finding: Option<bool>,
+    #[serde(
+        rename = "reservation-conflict",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reservation_conflict: Option<bool>,
     #[serde(rename = "claim-conflict", skip_serializing_if = "Option::is_none")]
     pub claim_conflict: Option<bool>,
     #[serde(rename = "setting-change", skip_serializing_if = "Option::is_none")]
@@ -417,6 +427,7 @@ impl NotificationOverrides {
             (self.contract_stale, &mut to.contract_stale),
             (self.card_changed, &mut to.card_changed),
             (self.record_finding, &mut to.record_finding),
+            (self.reservation_conflict, &mut to.reservation_conflict),
             (self.claim_conflict, &mut to.claim_conflict),
             (self.setting_change, &mut to.setting_change),
         ];
@@ -586,6 +597,7 @@ pub fn accepted_keys() -> BTreeSet<String> {
         contract_stale: Some(true),
         card_changed: Some(true),
         record_finding: Some(true),
+        reservation_conflict: Some(true),
         claim_conflict: Some(true),
         setting_change: Some(true),
     };

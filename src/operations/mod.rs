@@ -6,6 +6,7 @@
 //! the folder's state (and the sent-notification ledger), so running it twice, or after a crash
 //! half-way, changes nothing twice (SPEC §11).
 
+pub mod agent_hooks;
 pub mod amendment;
 pub mod chronicle;
 pub mod context;
@@ -20,9 +21,12 @@ mod reconcile;
 pub mod records;
 pub mod reflection;
 pub mod register;
+pub mod reservation;
 pub mod review;
 pub mod route;
+pub mod session;
 mod staleness;
+pub mod summary;
 mod tally;
 
 pub use deliver::{deliver, Delivery};

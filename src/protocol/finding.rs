@@ -56,6 +56,8 @@ pub enum Code {
     CardMismatch,
     /// Two citizens claimed one contract with no release between (issue 13).
     ClaimConflict,
+    /// Two citizens' entries in `reservations.yml` hold overlapping paths.
+    ReservationOverlap,
     /// A contract without `contract_id`, or whose id is not its file name.
     ContractId,
     /// A frontmatter key the protocol does not define (often a typo).
@@ -95,13 +97,14 @@ impl Code {
             Code::ConflictCopy => "P009",
             Code::CardMismatch => "P010",
             Code::ClaimConflict => "P011",
-            Code::ContractId => "P012",
-            Code::UnknownKey => "P013",
-            Code::StatusFolder => "P014",
-            Code::UnknownCitizen => "P015",
-            Code::BadTags => "P016",
-            Code::BadAmendment => "P017",
-            Code::BadLesson => "P018",
+            Code::ReservationOverlap => "P012",
+            Code::ContractId => "P013",
+            Code::UnknownKey => "P014",
+            Code::StatusFolder => "P015",
+            Code::UnknownCitizen => "P016",
+            Code::BadTags => "P017",
+            Code::BadAmendment => "P018",
+            Code::BadLesson => "P019",
         }
     }
 }

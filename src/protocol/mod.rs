@@ -2,6 +2,7 @@
 //! out. Nothing here opens a file, reads the clock, spawns a thread or names the shell; the
 //! architecture test fails if it does.
 
+pub mod agent_hooks;
 pub mod amendment;
 pub mod card;
 pub mod chronicle;
@@ -15,9 +16,12 @@ pub mod guardrail;
 pub mod inbox;
 pub mod layout;
 pub mod lesson;
+pub mod notice;
+pub mod primer;
 pub mod record_check;
 pub mod reflection;
 pub mod register;
+pub mod reservation;
 pub mod resolution;
 pub mod review;
 pub mod routing;

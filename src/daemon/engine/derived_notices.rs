@@ -144,6 +144,7 @@ impl Engine {
                 ));
             }
         }
+        out.extend(self.reservation_notices(now));
 
         for card in polis.cards.values() {
             let v = card.card.verify();

@@ -11,6 +11,8 @@ pub struct Scope {
     pub tally: bool,
     /// Notices derived from the whole folder (cards, lessons, reviews, staleness).
     pub derive: bool,
+    /// `reservations.yml`: expiry, release when work ends, overlap notices.
+    pub reservations: bool,
 }
 
 impl Scope {
@@ -21,6 +23,7 @@ impl Scope {
             open: true,
             tally: true,
             derive: true,
+            reservations: true,
         }
     }
 
@@ -38,6 +41,13 @@ impl Scope {
         if rel.is_empty() || rel == layout::POLIS_YML || rel == layout::INDEX {
             return Scope::all();
         }
+        if rel == crate::protocol::reservation::FILE {
+            return Scope {
+                reservations: true,
+                derive: true,
+                ..Scope::default()
+            };
+        }
         if !rel.contains('/') && name.starts_with("chronicle") {
             return Scope {
                 chronicle: true,
@@ -46,10 +56,20 @@ impl Scope {
                 ..Scope::default()
             };
         }
-        if rel == layout::ROUTING_STATS || rel.starts_with("contracts/settled") {
+        if rel == layout::ROUTING_STATS {
             return Scope {
                 settled: true,
                 derive: true,
+                ..Scope::default()
+            };
+        }
+        // The end of a contract (settled, abandoned) and a change of owner release
+        // reservations.
+        if rel.starts_with("contracts/settled") {
+            return Scope {
+                settled: true,
+                derive: true,
+                reservations: true,
                 ..Scope::default()
             };
         }
@@ -57,6 +77,14 @@ impl Scope {
             return Scope {
                 open: true,
                 derive: true,
+                reservations: true,
+                ..Scope::default()
+            };
+        }
+        if rel.starts_with("contracts/abandoned") {
+            return Scope {
+                derive: true,
+                reservations: true,
                 ..Scope::default()
             };
         }
@@ -86,10 +114,7 @@ impl Scope {
                 _ => Scope::all(),
             };
         }
-        if rel.starts_with("contracts/abandoned")
-            || rel.starts_with(layout::LESSONS_DIR)
-            || rel.starts_with(layout::REVIEWS_DIR)
-        {
+        if rel.starts_with(layout::LESSONS_DIR) || rel.starts_with(layout::REVIEWS_DIR) {
             return derive_only;
         }
         if rel.contains('/') {
@@ -106,6 +131,7 @@ impl Scope {
             open: self.open || other.open,
             tally: self.tally || other.tally,
             derive: self.derive || other.derive,
+            reservations: self.reservations || other.reservations,
         }
     }
 }
