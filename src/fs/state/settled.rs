@@ -453,7 +453,7 @@ mod tests {
                 f.mtime_ns = n as i64 * 7;
                 f
             },
-            reread: n % 3 == 0,
+            reread: n.is_multiple_of(3),
             settlement: settles.then(|| {
                 StoredSettlement::of(SettlementView {
                     owner: "alice-agent",
