@@ -958,8 +958,8 @@ fn check_status_and_tally_report_a_malformed_amendment() {
     let check = p.polisd(&["check", "--json"]);
     assert_eq!(check.status.code(), Some(1));
     let report = json(&check);
-    let p018: Vec<_> = with_code(&report, "P018");
-    assert_eq!(p018.len(), 4, "{report:#}");
+    let p021: Vec<_> = with_code(&report, "P021");
+    assert_eq!(p021.len(), 4, "{report:#}");
     let status = json(&p.polisd(&["status", "--json"]));
     assert_eq!(
         status["malformed_amendments"].as_array().unwrap().len(),
@@ -991,10 +991,10 @@ fn check_reports_lesson_effects_on_unknown_citizens_and_non_numeric_deltas() {
          - citizen: claude-founder-one\n  delta: much\n---\n",
     );
     let report = json(&p.polisd(&["check", "--json"]));
-    let unknown = with_code(&report, "P016");
+    let unknown = with_code(&report, "P019");
     assert_eq!(unknown.len(), 1, "{report:#}");
     assert_eq!(unknown[0]["severity"], "warning");
-    let delta = with_code(&report, "P019");
+    let delta = with_code(&report, "P022");
     assert_eq!(delta.len(), 1, "{report:#}");
     assert_eq!(delta[0]["severity"], "error");
 }

@@ -58,6 +58,12 @@ pub enum Code {
     ClaimConflict,
     /// Two citizens' entries in `reservations.yml` hold overlapping paths.
     ReservationOverlap,
+    /// A `depends_on` id that names no contract (issue 15).
+    UnknownDependency,
+    /// Contracts whose `depends_on` form a cycle (issue 15).
+    DependencyCycle,
+    /// A citizen folder that breaks the registry's shape (issue 15's audit).
+    Registry,
     /// A contract without `contract_id`, or whose id is not its file name.
     ContractId,
     /// A frontmatter key the protocol does not define (often a typo).
@@ -98,13 +104,16 @@ impl Code {
             Code::CardMismatch => "P010",
             Code::ClaimConflict => "P011",
             Code::ReservationOverlap => "P012",
-            Code::ContractId => "P013",
-            Code::UnknownKey => "P014",
-            Code::StatusFolder => "P015",
-            Code::UnknownCitizen => "P016",
-            Code::BadTags => "P017",
-            Code::BadAmendment => "P018",
-            Code::BadLesson => "P019",
+            Code::UnknownDependency => "P013",
+            Code::DependencyCycle => "P014",
+            Code::Registry => "P015",
+            Code::ContractId => "P016",
+            Code::UnknownKey => "P017",
+            Code::StatusFolder => "P018",
+            Code::UnknownCitizen => "P019",
+            Code::BadTags => "P020",
+            Code::BadAmendment => "P021",
+            Code::BadLesson => "P022",
         }
     }
 }

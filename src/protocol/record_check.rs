@@ -8,9 +8,11 @@ use crate::protocol::frontmatter::Record;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::yaml::Value;
 
-/// Every key SPEC §6 gives a contract, and `abandoned_reason`, which the reference's
-/// `abandon` writes.
-pub const CONTRACT_KEYS: [&str; 19] = [
+/// Every key SPEC §6 gives a contract, `abandoned_reason`, which the reference's `abandon`
+/// writes, and the keys of handoffs and dependencies (docs/handoffs.md): `depends_on` and
+/// `touches`, which agents write, and `chain` and `parent_contract`, which a follow-up contract
+/// opened by the daemon carries.
+pub const CONTRACT_KEYS: [&str; 23] = [
     "contract_id",
     "title",
     "opened_by",
@@ -30,6 +32,10 @@ pub const CONTRACT_KEYS: [&str; 19] = [
     "abandoned_reason",
     "claimed_at",
     "file_type",
+    "depends_on",
+    "touches",
+    "chain",
+    "parent_contract",
 ];
 
 /// The statuses a contract may have in each folder (SPEC §6).
