@@ -39,6 +39,12 @@ use std::path::{Path, PathBuf};
 pub fn run() -> std::process::ExitCode {
     use clap::Parser as _;
     let cli = cli::Cli::parse();
+    if !matches!(
+        cli.command,
+        Command::Run(_) | Command::Serve(_) | Command::Mcp(_)
+    ) {
+        die_quietly_on_closed_pipe();
+    }
     match dispatch(cli.command) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(err) => {
@@ -50,6 +56,14 @@ pub fn run() -> std::process::ExitCode {
             std::process::ExitCode::from(if usage { 2 } else { 1 })
         }
     }
+}
+
+/// A one-shot command piped into `head` ends like any Unix tool when the reader goes away,
+/// instead of panicking in `println!`. Its writes are done before it prints, so nothing is cut
+/// short. The servers keep Rust's default (a closed pipe is an error they handle).
+fn die_quietly_on_closed_pipe() {
+    // SAFETY: restoring the default disposition of one signal before any thread is started.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
 /// A usage error found after argument parsing (exit code 2).
