@@ -220,10 +220,11 @@ fn build(root: &Path, generation: u64, state: Arc<PolisState>) -> Snapshot {
         .collect();
     let now = PolisTime::system(polis.settings.timezone);
     let daemon = crate::fs::state::read_status(root).ok().flatten();
-    let findings =
-        crate::operations::findings_beside_settled(&polis, &now, &|id| settled_ids.contains(id));
+    let (findings, resolved) = crate::operations::findings_and_resolved_beside(&polis, &now, &|id| {
+        settled_ids.contains(id)
+    });
     let mut summary =
-        crate::operations::status::summarize_with(&polis, &now, daemon, findings.clone())
+        crate::operations::status::summarize_with(&polis, &now, daemon, (findings.clone(), resolved))
             .unwrap_or_else(|e| {
                 tracing::warn!("dashboard: cannot summarize {}: {e:#}", root.display());
                 empty_summary(&polis, &now)
@@ -268,11 +269,18 @@ fn empty_summary(polis: &Polis, now: &PolisTime) -> Summary {
         timezone: now.zone.0.to_string(),
         citizens: Vec::new(),
         contracts: Default::default(),
+        explore_rate: polis
+            .settings
+            .explore_rate
+            .unwrap_or(crate::protocol::stats::DEFAULT_EXPLORE_RATE),
         tags: Vec::new(),
         amendments: Vec::new(),
+        malformed_amendments: Vec::new(),
+        recent_outcomes: Vec::new(),
         findings: crate::operations::status::FindingsSummary {
             errors: 0,
             warnings: 0,
+            resolved: 0,
             newest: Vec::new(),
         },
         daemon: None,

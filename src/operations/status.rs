@@ -22,8 +22,15 @@ pub struct Summary {
     pub timezone: String,
     pub citizens: Vec<CitizenRow>,
     pub contracts: Counts,
+    /// The exploration rate the router uses (`routing.explore_rate` in polis.yml, else the
+    /// stats file's, else 0.15).
+    pub explore_rate: f64,
     pub tags: Vec<TagRow>,
     pub amendments: Vec<AmendmentRow>,
+    /// Amendments the tally skips or reads differently from what they say, and why.
+    pub malformed_amendments: Vec<Finding>,
+    /// The newest decided amendments (ratified, rejected, expired), newest last.
+    pub recent_outcomes: Vec<OutcomeRow>,
     pub findings: FindingsSummary,
     pub daemon: Option<DaemonRow>,
     /// A daemon.json left by a daemon that no longer runs (text output mentions it).
@@ -69,9 +76,22 @@ pub struct AmendmentRow {
 }
 
 #[derive(Debug, Clone, Serialize)]
+pub struct OutcomeRow {
+    pub amendment_id: String,
+    pub status: String,
+    /// `ratified_at` as written, for a ratified amendment.
+    pub ratified_at: Option<String>,
+}
+
+/// How many decided amendments the summary shows.
+pub const RECENT_OUTCOMES: usize = 5;
+
+#[derive(Debug, Clone, Serialize)]
 pub struct FindingsSummary {
     pub errors: usize,
     pub warnings: usize,
+    /// Chronicle findings a later line resolved; not in `errors`/`warnings`.
+    pub resolved: usize,
     pub newest: Vec<Finding>,
 }
 
@@ -93,16 +113,16 @@ pub fn summarize(
     now: &PolisTime,
     daemon: Option<DaemonStatus>,
 ) -> anyhow::Result<Summary> {
-    summarize_with(polis, now, daemon, super::findings(polis, now))
+    summarize_with(polis, now, daemon, super::findings_and_resolved(polis, now))
 }
 
-/// [`summarize`] with the polis's findings already computed (`found`, as
-/// [`super::findings`] gives them).
+/// [`summarize`] with the polis's findings already computed (the findings that count and the
+/// resolved ones, as [`super::findings_and_resolved`] gives them).
 pub fn summarize_with(
     polis: &Polis,
     now: &PolisTime,
     daemon: Option<DaemonStatus>,
-    found: Vec<Finding>,
+    (found, resolved): (Vec<Finding>, Vec<super::Resolved>),
 ) -> anyhow::Result<Summary> {
     let activity = last_activity(polis, now);
     let citizens = polis
@@ -143,7 +163,9 @@ pub fn summarize_with(
         }
     }
 
-    let tags = crate::operations::current_stats(polis)
+    let stats = crate::operations::current_stats(polis);
+    let explore_rate = crate::protocol::routing::score::explore_rate(&polis.settings, &stats);
+    let mut tags: Vec<TagRow> = stats
         .tags
         .into_iter()
         .map(|t| TagRow {
@@ -153,6 +175,8 @@ pub fn summarize_with(
             leader_confidence: t.leader_confidence,
         })
         .collect();
+    // By name, as the reference's `status` lists them.
+    tags.sort_by(|a, b| a.tag.cmp(&b.tag));
 
     let (results, _) = crate::operations::tally(polis, None, now)?;
     let amendments = results
@@ -180,10 +204,29 @@ pub fn summarize_with(
         })
         .collect();
 
+    let malformed_amendments = super::amendment_problems(polis, now);
+    let mut decided: Vec<OutcomeRow> = polis
+        .amendments
+        .iter()
+        .filter_map(|f| {
+            let status = f.amendment.status.clone()?;
+            matches!(status.as_str(), "ratified" | "rejected" | "expired").then(|| OutcomeRow {
+                amendment_id: f.amendment.id.clone(),
+                ratified_at: (!f.amendment.ratified_at.is_null())
+                    .then(|| f.amendment.ratified_at.python_str()),
+                status,
+            })
+        })
+        .collect();
+    // Amendment ids start with their date, so id order is the order they were proposed in.
+    decided.sort_by(|a, b| a.amendment_id.cmp(&b.amendment_id));
+    let recent_outcomes = tail(decided, RECENT_OUTCOMES);
+
     let (errors, warnings) = super::count(&found);
     let findings = FindingsSummary {
         errors,
         warnings,
+        resolved: resolved.len(),
         newest: newest_findings(found),
     };
 
@@ -210,8 +253,11 @@ pub fn summarize_with(
         timezone: now.zone.0.to_string(),
         citizens,
         contracts,
+        explore_rate,
         tags,
         amendments,
+        malformed_amendments,
+        recent_outcomes,
         findings,
         daemon,
         stale_daemon_pid,
