@@ -523,12 +523,30 @@ def start_dashboard(mode: str, root: Path, tmp: Path):
     return proc, int(url.rstrip("/").rsplit(":", 1)[1])
 
 
+def thread_switches(pid: int) -> dict:
+    """Context switches per thread of `pid` (threads come and go: a pool's idle thread exits)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            lines = (task / "status").read_text().splitlines()
+        except OSError:
+            continue
+        out[task.name] = sum(int(l.split()[1]) for l in lines
+                             if l.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+    return out
+
+
 def idle_window(pid: int, seconds: int) -> dict:
-    time.sleep(2)
-    c0, w0, t0 = cpu_seconds(pid), wakeups(pid), time.perf_counter()
+    """CPU and wake-ups over `seconds` of rest: context switches of the threads alive at both
+    ends (a thread that ends meanwhile, as an idle blocking-pool thread does after 10 s, is
+    left out; one that starts counts from zero)."""
+    time.sleep(12)  # past the blocking pool's 10 s keep-alive after the last page
+    c0, w0, t0 = cpu_seconds(pid), thread_switches(pid), time.perf_counter()
     time.sleep(seconds)
-    c1, w1, t1 = cpu_seconds(pid), wakeups(pid), time.perf_counter()
-    return {"cpu": c1 - c0, "cpu_pct": 100 * (c1 - c0) / (t1 - t0), "wakeups_per_s": (w1 - w0) / (t1 - t0)}
+    c1, w1, t1 = cpu_seconds(pid), thread_switches(pid), time.perf_counter()
+    woke = sum(n - w0.get(tid, 0) for tid, n in w1.items())
+    return {"cpu": c1 - c0, "cpu_pct": 100 * (c1 - c0) / (t1 - t0), "wakeups_per_s": woke / (t1 - t0),
+            "threads": len(w1)}
 
 
 def cmd_dashboard(args):

@@ -628,7 +628,7 @@ fn handoffs_under_polisd_run_show_the_chain_dependencies_and_queue_items() {
 }
 
 #[test]
-fn a_ratified_setting_change_waits_in_the_queue_until_polis_yml_shows_it() {
+fn a_ratified_setting_change_and_a_settled_conflict_copy_wait_in_the_queue() {
     let p = generated_polis();
     p.save(
         "amendments/ratified/raise-explore.md",
@@ -649,6 +649,22 @@ fn a_ratified_setting_change_waits_in_the_queue_until_polis_yml_shows_it() {
     p.save("polis.yml", &settings);
     wait_until("the item to clear", Duration::from_secs(20), || {
         !get(&s, "/p/0/").body.contains("data-key=\"setting/")
+    });
+    // A sync-conflict copy among the settled contracts (a folder the view lists again only
+    // when it changed) shows up too.
+    p.save(
+        "contracts/settled/done-1.sync-conflict-20261130-101010-ABCDEF.md",
+        &settled("done-1", ALPHA, "rust", 1, 1),
+    );
+    // Watchers ignore sync-tool names: the copy is seen with the next change.
+    p.append(
+        "chronicle.md",
+        &harness::chronicle_line(ALPHA, "noted", "-", "a conflict copy appeared"),
+    );
+    wait_until("the conflict copy in the queue", Duration::from_secs(20), || {
+        get(&s, "/p/0/").body.contains(
+            "data-key=\"conflict/contracts/settled/done-1.sync-conflict-20261130-101010-ABCDEF.md\"",
+        )
     });
 }
 

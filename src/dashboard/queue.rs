@@ -243,7 +243,7 @@ fn file_findings(s: &Snapshot, out: &mut Vec<Item>) {
 
 /// Sync-conflict copies (a file syncing tools leave beside the original).
 fn sync_conflicts(s: &Snapshot, out: &mut Vec<Item>) {
-    for rel in conflict_copies(&s.polis.root) {
+    for rel in &s.conflict_copies {
         out.push(Item {
             key: format!("conflict/{rel}"),
             title: format!("Sync conflict copy {rel}"),
@@ -253,12 +253,12 @@ fn sync_conflicts(s: &Snapshot, out: &mut Vec<Item>) {
     }
 }
 
-/// Sync-conflict copies in the folders agents edit (not recursive below them).
-fn conflict_copies(root: &std::path::Path) -> Vec<String> {
+/// Sync-conflict copies in the folders agents edit other than `contracts/settled/` (not
+/// recursive below them); the view lists that large folder only when it changed.
+pub fn conflict_copies_outside_settled(root: &std::path::Path) -> Vec<String> {
     let mut dirs = vec![String::new()];
     for d in [
         "contracts/open",
-        "contracts/settled",
         "contracts/abandoned",
         "amendments/proposed",
         "amendments/ratified",

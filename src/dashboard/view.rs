@@ -9,6 +9,7 @@
 
 use crate::daemon::Change;
 use crate::fs::chronicle_copy::ChronicleCopies;
+use crate::fs::state::Fingerprint;
 use crate::fs::snapshot::{ContractFile, Polis};
 use crate::operations::published::{FolderState, PolisState, Refresh};
 use crate::operations::status::Summary;
@@ -38,6 +39,9 @@ pub struct PolisView {
     pending: Mutex<Refresh>,
     /// The chronicle and its archives as last read (appended bytes are read, not the file).
     chronicles: Mutex<ChronicleCopies>,
+    /// Conflict copies in `contracts/settled/`, with the folder's fingerprint when it was
+    /// listed: the listing of 10,000 names is taken again only when the folder changed.
+    settled_conflicts: Mutex<Option<(Fingerprint, Vec<String>)>>,
 }
 
 /// Everything a page may show, read at one generation.
@@ -56,6 +60,8 @@ pub struct Snapshot {
     /// Per citizen: `inbox.md` as read (`None`: no inbox).
     pub inboxes: BTreeMap<String, Option<String>>,
     pub queue: Vec<super::queue::Item>,
+    /// Sync-conflict copies in the folders agents edit (see `queue`).
+    pub conflict_copies: Vec<String>,
 }
 
 impl Snapshot {
@@ -108,6 +114,7 @@ impl PolisView {
             folder: Mutex::new(FolderState::default()),
             pending: Mutex::new(Refresh::Full),
             chronicles: Mutex::new(ChronicleCopies::default()),
+            settled_conflicts: Mutex::new(None),
         }
     }
 
@@ -179,9 +186,32 @@ impl PolisView {
         };
         chronicles.forget_unseen();
         drop(chronicles);
-        let snapshot = Arc::new(build(&self.root, generation, state));
+        let mut conflicts = super::queue::conflict_copies_outside_settled(&self.root);
+        conflicts.extend(self.settled_conflicts());
+        let snapshot = Arc::new(build(&self.root, generation, state, conflicts));
         *cache = Some(Arc::clone(&snapshot));
         snapshot
+    }
+
+    /// The conflict copies in `contracts/settled/`, listed again only when the folder's
+    /// fingerprint moved (an entry added, removed or renamed changes it).
+    fn settled_conflicts(&self) -> Vec<String> {
+        let dir = ContractFolder::Settled.dir();
+        let now = std::fs::symlink_metadata(self.root.join(dir))
+            .ok()
+            .map(|m| Fingerprint::of(&m));
+        let mut cache = self
+            .settled_conflicts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let (Some(now), Some((was, list))) = (now, cache.as_ref()) {
+            if *was == now {
+                return list.clone();
+            }
+        }
+        let list = crate::fs::snapshot::conflict_copies(&self.root, &[dir.to_string()]);
+        *cache = now.map(|fp| (fp, list.clone()));
+        list
     }
 
     /// The polis from the folder, reading only what changed since the last time.
@@ -202,12 +232,24 @@ pub fn read(root: &Path, generation: u64) -> Snapshot {
         Refresh::Full,
         &mut crate::fs::snapshot::ReadChronicles,
     );
-    build(root, generation, Arc::new(state))
+    let conflicts = crate::fs::snapshot::conflict_copies(
+        root,
+        &[ContractFolder::Settled.dir().to_string()],
+    );
+    let mut all = super::queue::conflict_copies_outside_settled(root);
+    all.extend(conflicts);
+    build(root, generation, Arc::new(state), all)
 }
 
 /// Summarizes a published state: the parts that change with the clock or live outside the
 /// engine (inboxes, `CONSTITUTION.md`) are read here, the rest comes from `state`.
-fn build(root: &Path, generation: u64, state: Arc<PolisState>) -> Snapshot {
+fn build(
+    root: &Path,
+    generation: u64,
+    state: Arc<PolisState>,
+    mut conflict_copies: Vec<String>,
+) -> Snapshot {
+    conflict_copies.sort();
     let polis = Arc::clone(&state.polis);
     let settled_ids: HashSet<String> = state
         .settled
@@ -257,6 +299,7 @@ fn build(root: &Path, generation: u64, state: Arc<PolisState>) -> Snapshot {
         history,
         inboxes,
         queue: Vec::new(),
+        conflict_copies,
     };
     snapshot.queue = super::queue::items(&snapshot);
     snapshot
