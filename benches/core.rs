@@ -354,12 +354,9 @@ fn bench_dashboard(c: &mut Criterion) {
 
     // `polisd run`: the engine's pass (not timed) publishes its state; the page builds on it.
     let config = polisd::daemon::config::Config::default();
-    let mut engine =
-        Engine::open(&root, EngineOptions::from(config.effective_for(&root))).unwrap();
+    let mut engine = Engine::open(&root, EngineOptions::from(config.effective_for(&root))).unwrap();
     engine.set_publishing(true);
-    engine
-        .handle(&Trigger::Rescan, chrono::Utc::now())
-        .unwrap();
+    engine.handle(&Trigger::Rescan, chrono::Utc::now()).unwrap();
     group.bench_function("first_overview_after_a_change/run", |b| {
         b.iter_batched(
             || {

@@ -517,10 +517,14 @@ fn polisd_run_serves_the_dashboard_and_status_prints_its_url() {
 /// The dashboard's address under `polisd run`, from `daemon.json`.
 fn daemon_dashboard(p: &TestPolis) -> SocketAddr {
     let mut url = None;
-    wait_until("daemon.json with the dashboard", Duration::from_secs(30), || {
-        url = p.daemon_status().and_then(|d| d.dashboard);
-        url.is_some()
-    });
+    wait_until(
+        "daemon.json with the dashboard",
+        Duration::from_secs(30),
+        || {
+            url = p.daemon_status().and_then(|d| d.dashboard);
+            url.is_some()
+        },
+    );
     let port: u16 = url
         .unwrap()
         .rsplit(':')
@@ -589,26 +593,47 @@ fn handoffs_under_polisd_run_show_the_chain_dependencies_and_queue_items() {
             &settlement,
         ),
     );
-    wait_until("the follow-up opened by the daemon", Duration::from_secs(30), || {
-        p.exists("contracts/open/design-api-next-1.md")
-    });
+    wait_until(
+        "the follow-up opened by the daemon",
+        Duration::from_secs(30),
+        || p.exists("contracts/open/design-api-next-1.md"),
+    );
     let mut page = String::new();
-    wait_until("the parent's page shows the dispatch", Duration::from_secs(30), || {
-        page = get_at(addr, "/p/0/contracts/design-api").body;
-        part(&page, "followups").contains("design-api-next-1")
-    });
+    wait_until(
+        "the parent's page shows the dispatch",
+        Duration::from_secs(30),
+        || {
+            page = get_at(addr, "/p/0/contracts/design-api").body;
+            part(&page, "followups").contains("design-api-next-1")
+        },
+    );
     let followups = part(&page, "followups");
-    assert!(followups.contains("/p/0/contracts/design-api-next-1"), "{followups}");
+    assert!(
+        followups.contains("/p/0/contracts/design-api-next-1"),
+        "{followups}"
+    );
     assert!(followups.contains("already owns a step"), "{followups}");
-    assert!(followups.contains("not a registered citizen"), "{followups}");
-    assert!(part(&page, "citizens-needed").contains("legal review"), "{page}");
+    assert!(
+        followups.contains("not a registered citizen"),
+        "{followups}"
+    );
+    assert!(
+        part(&page, "citizens-needed").contains("legal review"),
+        "{page}"
+    );
 
     let child = get_at(addr, "/p/0/contracts/design-api-next-1").body;
-    assert!(part(&child, "parent").contains("design-api</a> (settled)"), "{child}");
+    assert!(
+        part(&child, "parent").contains("design-api</a> (settled)"),
+        "{child}"
+    );
     assert!(part(&child, "chain").contains(ALPHA), "{child}");
     assert!(part(&child, "depends-on").contains("design-api"), "{child}");
     assert!(part(&child, "readiness").contains("Ready"), "{child}");
-    assert!(part(&child, "unblocks").contains("waits-for-client"), "{child}");
+    assert!(
+        part(&child, "unblocks").contains("waits-for-client"),
+        "{child}"
+    );
     let waiting = get_at(addr, "/p/0/contracts/waits-for-client").body;
     let readiness = part(&waiting, "readiness");
     assert!(
@@ -618,10 +643,14 @@ fn handoffs_under_polisd_run_show_the_chain_dependencies_and_queue_items() {
 
     // The refused and skipped suggestions and the new citizen wait for a person.
     let mut queue = String::new();
-    wait_until("the human queue lists the handoff notices", Duration::from_secs(30), || {
-        queue = part(&get_at(addr, "/p/0/").body, "queue").to_string();
-        queue.matches("data-key=\"notice/").count() >= 3
-    });
+    wait_until(
+        "the human queue lists the handoff notices",
+        Duration::from_secs(30),
+        || {
+            queue = part(&get_at(addr, "/p/0/").body, "queue").to_string();
+            queue.matches("data-key=\"notice/").count() >= 3
+        },
+    );
     assert!(queue.contains("were not opened"), "{queue}");
     assert!(queue.contains("A new citizen is asked for in"), "{queue}");
     drop(daemon);
@@ -644,8 +673,13 @@ fn a_ratified_setting_change_and_a_settled_conflict_copy_wait_in_the_queue() {
         queue.contains(r#"data-key="setting/raise-explore/routing.explore_rate=0.3""#),
         "{queue}"
     );
-    assert!(queue.contains("set `routing.explore_rate` to 0.3"), "{queue}");
-    let settings = p.read("polis.yml").replace("explore_rate: 0.15", "explore_rate: 0.3");
+    assert!(
+        queue.contains("set `routing.explore_rate` to 0.3"),
+        "{queue}"
+    );
+    let settings = p
+        .read("polis.yml")
+        .replace("explore_rate: 0.15", "explore_rate: 0.3");
     p.save("polis.yml", &settings);
     wait_until("the item to clear", Duration::from_secs(20), || {
         !get(&s, "/p/0/").body.contains("data-key=\"setting/")
@@ -661,11 +695,15 @@ fn a_ratified_setting_change_and_a_settled_conflict_copy_wait_in_the_queue() {
         "chronicle.md",
         &harness::chronicle_line(ALPHA, "noted", "-", "a conflict copy appeared"),
     );
-    wait_until("the conflict copy in the queue", Duration::from_secs(20), || {
-        get(&s, "/p/0/").body.contains(
+    wait_until(
+        "the conflict copy in the queue",
+        Duration::from_secs(20),
+        || {
+            get(&s, "/p/0/").body.contains(
             "data-key=\"conflict/contracts/settled/done-1.sync-conflict-20261130-101010-ABCDEF.md\"",
         )
-    });
+        },
+    );
 }
 
 #[test]
@@ -678,14 +716,21 @@ fn beside_the_daemon_pages_come_from_the_engine_without_reading_settled_files() 
     let mut engine =
         Engine::open(&p.root, EngineOptions::from(config.effective_for(&p.root))).unwrap();
     engine.handle(&Trigger::Rescan, chrono::Utc::now()).unwrap();
-    assert!(engine.published().is_none(), "nothing is kept while nobody reads it");
+    assert!(
+        engine.published().is_none(),
+        "nothing is kept while nobody reads it"
+    );
     engine.set_publishing(true);
     engine.handle(&Trigger::Rescan, chrono::Utc::now()).unwrap();
     let state = engine.published().expect("a pass publishes its state");
     assert_eq!(state.settled.len(), 5);
     // Not the chronicle: the engine appends to its copy in place, which a shared text forbids.
     assert!(state.polis.chronicle.is_none());
-    assert!(state.polis.contracts.iter().all(|c| c.folder != polisd::protocol::layout::ContractFolder::Settled));
+    assert!(state
+        .polis
+        .contracts
+        .iter()
+        .all(|c| c.folder != polisd::protocol::layout::ContractFolder::Settled));
     // The settled files are gone: what the pages show of them comes from the engine.
     std::fs::rename(p.path("contracts/settled"), p.dir.path().join("moved-away")).unwrap();
     let (tx, rx) = tokio::sync::watch::channel(polisd::daemon::Change::default());
@@ -700,9 +745,19 @@ fn beside_the_daemon_pages_come_from_the_engine_without_reading_settled_files() 
     let rust = snapshot.stats.tag("rust").expect("the rust tag");
     assert_eq!(rust.citizens.len(), 2);
     let (_, history) = snapshot.history.iter().find(|(t, _)| t == "rust").unwrap();
-    assert_eq!(history.series.iter().map(|(_, pts)| pts.len()).sum::<usize>(), 4);
+    assert_eq!(
+        history
+            .series
+            .iter()
+            .map(|(_, pts)| pts.len())
+            .sum::<usize>(),
+        4
+    );
     // The chronicle, which the engine does not hand over, is read by the view itself.
-    assert!(snapshot.polis.chronicle_text().is_some_and(|t| t.contains("window.__pwned=9")));
+    assert!(snapshot
+        .polis
+        .chronicle_text()
+        .is_some_and(|t| t.contains("window.__pwned=9")));
     let none = std::collections::HashMap::new();
     let (status, html) = polisd::dashboard::render(
         &polisd::dashboard::pages::overview::PAGE,

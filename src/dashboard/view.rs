@@ -9,8 +9,8 @@
 
 use crate::daemon::Change;
 use crate::fs::chronicle_copy::ChronicleCopies;
-use crate::fs::state::Fingerprint;
 use crate::fs::snapshot::{ContractFile, Polis};
+use crate::fs::state::Fingerprint;
 use crate::operations::published::{FolderState, PolisState, Refresh};
 use crate::operations::status::Summary;
 use crate::protocol::clock::PolisTime;
@@ -232,10 +232,8 @@ pub fn read(root: &Path, generation: u64) -> Snapshot {
         Refresh::Full,
         &mut crate::fs::snapshot::ReadChronicles,
     );
-    let conflicts = crate::fs::snapshot::conflict_copies(
-        root,
-        &[ContractFolder::Settled.dir().to_string()],
-    );
+    let conflicts =
+        crate::fs::snapshot::conflict_copies(root, &[ContractFolder::Settled.dir().to_string()]);
     let mut all = super::queue::conflict_copies_outside_settled(root);
     all.extend(conflicts);
     build(root, generation, Arc::new(state), all)
@@ -262,15 +260,20 @@ fn build(
         .collect();
     let now = PolisTime::system(polis.settings.timezone);
     let daemon = crate::fs::state::read_status(root).ok().flatten();
-    let (findings, resolved) = crate::operations::findings_and_resolved_beside(&polis, &now, &|id| {
-        settled_ids.contains(id)
+    let (findings, resolved) =
+        crate::operations::findings_and_resolved_beside(&polis, &now, &|id| {
+            settled_ids.contains(id)
+        });
+    let mut summary = crate::operations::status::summarize_with(
+        &polis,
+        &now,
+        daemon,
+        (findings.clone(), resolved),
+    )
+    .unwrap_or_else(|e| {
+        tracing::warn!("dashboard: cannot summarize {}: {e:#}", root.display());
+        empty_summary(&polis, &now)
     });
-    let mut summary =
-        crate::operations::status::summarize_with(&polis, &now, daemon, (findings.clone(), resolved))
-            .unwrap_or_else(|e| {
-                tracing::warn!("dashboard: cannot summarize {}: {e:#}", root.display());
-                empty_summary(&polis, &now)
-            });
     // The polis was read without its settled contracts; the ledger counts them.
     summary.contracts.settled += state.settled.file_count();
     let stats = Arc::clone(&state.stats);

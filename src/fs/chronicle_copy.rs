@@ -85,10 +85,7 @@ impl snapshot::ChronicleSource for ChronicleCopies {
 /// `chronicle.md`, reading only what was appended to `copy` when the file is the same one
 /// (device and inode) and the bytes before the copy's end are unchanged; otherwise the whole
 /// file, as [`snapshot::read_text`] reads it.
-pub fn read_chronicle(
-    root: &Path,
-    copy: &mut Option<ChronicleCopy>,
-) -> snapshot::ChronicleRead {
+pub fn read_chronicle(root: &Path, copy: &mut Option<ChronicleCopy>) -> snapshot::ChronicleRead {
     use std::io::{Read, Seek, SeekFrom};
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let path = root.join(layout::CHRONICLE);

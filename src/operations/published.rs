@@ -266,7 +266,13 @@ mod tests {
 
         std::fs::write(root.join("contracts/settled/b.md"), settled("b", 2)).unwrap();
         // Not named and no rescan: not seen (nothing is listed).
-        assert_eq!(state.read(root, Refresh::nothing(), &mut snapshot::ReadChronicles).settled.len(), 1);
+        assert_eq!(
+            state
+                .read(root, Refresh::nothing(), &mut snapshot::ReadChronicles)
+                .settled
+                .len(),
+            1
+        );
         let mut named = Refresh::nothing();
         named.note("contracts/settled/b.md");
         let s = state.read(root, named, &mut snapshot::ReadChronicles);
@@ -275,7 +281,10 @@ mod tests {
 
         std::fs::remove_file(root.join("contracts/settled/a.md")).unwrap();
         let s = state.read(root, Refresh::Full, &mut snapshot::ReadChronicles);
-        assert_eq!(s.settled.paths().collect::<Vec<_>>(), ["contracts/settled/b.md"]);
+        assert_eq!(
+            s.settled.paths().collect::<Vec<_>>(),
+            ["contracts/settled/b.md"]
+        );
     }
 
     #[test]

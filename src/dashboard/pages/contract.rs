@@ -5,8 +5,8 @@
 
 use super::{citizen_link, contract_link, markdown, Context, Page, PageError, Rendered};
 use crate::operations::handoff::BlockOutcome;
-use crate::protocol::dependency;
 use crate::protocol::chronicle;
+use crate::protocol::dependency;
 use crate::protocol::layout::ContractFolder;
 use maud::html;
 
@@ -131,14 +131,10 @@ fn handoff_section(cx: &Context<'_>, file: &crate::fs::snapshot::ContractFile) -
         .map(str::to_string)
         .filter(|p| !p.trim().is_empty());
     let settled = file.folder == crate::protocol::layout::ContractFolder::Settled;
-    let (blocks, new) = crate::operations::handoff::explain(
-        &s.polis,
-        id,
-        k,
-        settled,
-        &file.file.text,
-        &|c| s.folder_of(c),
-    );
+    let (blocks, new) =
+        crate::operations::handoff::explain(&s.polis, id, k, settled, &file.file.text, &|c| {
+            s.folder_of(c)
+        });
     let listed: Vec<String> = blocks
         .iter()
         .map(|(b, _)| format!("{id}-next-{}", b.n))
@@ -151,7 +147,12 @@ fn handoff_section(cx: &Context<'_>, file: &crate::fs::snapshot::ContractFile) -
         .filter(|c| c.contract.fields.get("parent_contract").as_str() == Some(id))
         .filter(|c| !listed.contains(&c.file.stem))
         .collect();
-    if chain.is_empty() && parent.is_none() && blocks.is_empty() && new.is_empty() && others.is_empty() {
+    if chain.is_empty()
+        && parent.is_none()
+        && blocks.is_empty()
+        && new.is_empty()
+        && others.is_empty()
+    {
         return html! {};
     }
     let max = crate::protocol::handoff::max_chain_depth(&s.polis.settings.merged);
