@@ -741,10 +741,14 @@ fn beside_the_daemon_pages_come_from_the_engine_without_reading_settled_files() 
     });
     let snapshot = view.current();
     assert_eq!(snapshot.summary.contracts.settled, 5);
-    assert!(snapshot.is_settled("done-3"));
+    assert_eq!(snapshot.settled_count(), 5);
     let rust = snapshot.stats.tag("rust").expect("the rust tag");
     assert_eq!(rust.citizens.len(), 2);
-    let (_, history) = snapshot.history.iter().find(|(t, _)| t == "rust").unwrap();
+    let (_, history) = snapshot
+        .history()
+        .iter()
+        .find(|(t, _)| t == "rust")
+        .unwrap();
     assert_eq!(
         history
             .series

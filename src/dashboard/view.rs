@@ -18,7 +18,7 @@ use crate::protocol::finding::Finding;
 use crate::protocol::layout::ContractFolder;
 use crate::protocol::stats::{RoutingStats, TagHistory};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
@@ -50,13 +50,13 @@ pub struct Snapshot {
     /// The polis without its settled contracts (see [`PolisState`]).
     pub polis: Arc<Polis>,
     pub state: Arc<PolisState>,
-    /// The ids of `contracts/settled/`.
-    settled_ids: HashSet<String>,
+
     pub now: PolisTime,
     pub summary: Summary,
     pub findings: Vec<Finding>,
     pub stats: Arc<RoutingStats>,
-    pub history: Vec<(String, TagHistory)>,
+    /// Built by the first page that shows it (tags, citizen), once per generation.
+    history: std::sync::OnceLock<Vec<(String, TagHistory)>>,
     /// Per citizen: `inbox.md` as read (`None`: no inbox).
     pub inboxes: BTreeMap<String, Option<String>>,
     pub queue: Vec<super::queue::Item>,
@@ -65,14 +65,21 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Whether `contracts/settled/<id>.md` is there.
+    /// Whether `contracts/settled/<id>.md` is there (one `lstat`: the few ids a page asks
+    /// about cost less than a set of every settled id built per generation).
     pub fn is_settled(&self, id: &str) -> bool {
-        self.settled_ids.contains(id)
+        crate::operations::ready::is_in(&self.polis.root, ContractFolder::Settled, id)
     }
 
     /// How many files `contracts/settled/` holds.
     pub fn settled_count(&self) -> usize {
-        self.settled_ids.len()
+        self.state.settled.file_count()
+    }
+
+    /// Per tag, each citizen's running average and the leader changes (see
+    /// `protocol::stats::history`), from the ledger's snapshot without a sort.
+    pub fn history(&self) -> &[(String, TagHistory)] {
+        self.history.get_or_init(|| self.state.settled.history())
     }
 
     /// Contract `id`: an open or abandoned one from the snapshot, a settled one read now
@@ -249,21 +256,12 @@ fn build(
 ) -> Snapshot {
     conflict_copies.sort();
     let polis = Arc::clone(&state.polis);
-    let settled_ids: HashSet<String> = state
-        .settled
-        .paths()
-        .filter_map(|rel| {
-            rel.strip_prefix("contracts/settled/")
-                .and_then(|n| n.strip_suffix(".md"))
-                .map(str::to_string)
-        })
-        .collect();
     let now = PolisTime::system(polis.settings.timezone);
     let daemon = crate::fs::state::read_status(root).ok().flatten();
+    // One `lstat` per id asked about (the few open contracts), not a set of every settled id.
+    let is_settled = |id: &str| crate::operations::ready::is_in(root, ContractFolder::Settled, id);
     let (findings, resolved) =
-        crate::operations::findings_and_resolved_beside(&polis, &now, &|id| {
-            settled_ids.contains(id)
-        });
+        crate::operations::findings_and_resolved_beside(&polis, &now, &is_settled);
     let mut summary = crate::operations::status::summarize_with(
         &polis,
         &now,
@@ -277,7 +275,6 @@ fn build(
     // The polis was read without its settled contracts; the ledger counts them.
     summary.contracts.settled += state.settled.file_count();
     let stats = Arc::clone(&state.stats);
-    let history = state.settled.history();
     let inboxes = polis
         .cards
         .keys()
@@ -294,12 +291,11 @@ fn build(
         generation,
         polis,
         state,
-        settled_ids,
         now,
         summary,
         findings,
         stats,
-        history,
+        history: std::sync::OnceLock::new(),
         inboxes,
         queue: Vec::new(),
         conflict_copies,
