@@ -37,7 +37,7 @@ pub use edit::edit_agent_file;
 pub use error::OpError;
 pub use reconcile::{current_stats, reconcile_settled, reconcile_with, Reconciled};
 pub use staleness::stale_claims;
-pub use tally::{active_citizens, tally, TallyResult};
+pub use tally::{active_citizens, tally, Electorate, TallyResult};
 
 use crate::fs::writer::WriteError;
 

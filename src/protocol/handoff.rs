@@ -275,24 +275,38 @@ pub fn chain_after(parent_chain: &[String], parent_owner: &str) -> Vec<String> {
     chain
 }
 
+/// The membership lines (`joined polis` / `left polis`) of a chronicle text, newest (last in
+/// the file) first, each with the citizen it is about: the one its `[[citizens/<id>]]` link
+/// names, else its author. Found by searching the whole text for the verb, so a million-line
+/// chronicle costs one substring search, not a million parses.
+fn membership_lines(text: &str) -> impl Iterator<Item = (String, bool)> + '_ {
+    let mut last_start = usize::MAX;
+    text.rmatch_indices(" polis |").filter_map(move |(at, _)| {
+        let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        if start == last_start {
+            return None; // a second match on a line already read
+        }
+        last_start = start;
+        let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+        let e = chronicle::parse_entry(&text[start..end]).ok()?;
+        if e.verb != "joined polis" && e.verb != "left polis" {
+            return None;
+        }
+        let who = e
+            .link
+            .and_then(|l| l.strip_prefix("citizens/"))
+            .map(|l| l.trim_end_matches('/'))
+            .unwrap_or(e.author);
+        Some((who.to_string(), e.verb == "left polis"))
+    })
+}
+
 /// Whether `id`'s latest membership line (`joined polis` / `left polis`, by them or linking
 /// `citizens/<id>`) in the given chronicle texts (newest text first) is `left polis`.
 pub fn has_left(texts: &[&str], id: &str) -> bool {
-    let link = format!("citizens/{id}");
     for text in texts {
-        for line in text.lines().rev() {
-            let Ok(e) = chronicle::parse_entry(line) else {
-                continue;
-            };
-            if e.verb != "joined polis" && e.verb != "left polis" {
-                continue;
-            }
-            let about = e.author == id
-                || e.link
-                    .is_some_and(|l| l.trim_end_matches('/') == link || l == id);
-            if about {
-                return e.verb == "left polis";
-            }
+        if let Some((_, left)) = membership_lines(text).find(|(who, _)| who == id) {
+            return left;
         }
     }
     false
@@ -304,23 +318,9 @@ pub fn departed(texts: &[&str]) -> BTreeSet<String> {
     let mut decided: BTreeSet<String> = BTreeSet::new();
     let mut left = BTreeSet::new();
     for text in texts {
-        for line in text.lines().rev() {
-            if !line.contains(" polis |") {
-                continue; // cheap filter before parsing
-            }
-            let Ok(e) = chronicle::parse_entry(line) else {
-                continue;
-            };
-            if e.verb != "joined polis" && e.verb != "left polis" {
-                continue;
-            }
-            let who = e
-                .link
-                .and_then(|l| l.strip_prefix("citizens/"))
-                .map(|l| l.trim_end_matches('/'))
-                .unwrap_or(e.author);
-            if decided.insert(who.to_string()) && e.verb == "left polis" {
-                left.insert(who.to_string());
+        for (who, gone) in membership_lines(text) {
+            if decided.insert(who.clone()) && gone {
+                left.insert(who);
             }
         }
     }
@@ -497,6 +497,14 @@ mod tests {
         assert!(!has_left(&[t], "y"));
         assert!(departed(&[t]).contains("x"));
         assert!(departed(&[&back]).is_empty());
+        // A line about someone else (the index keeper removing `z`) is about `z` only; other
+        // verbs ending in "polis" are no membership lines.
+        let other = format!("{t}- 2026-03-04 10:00 | k | founded polis | - | x\n- 2026-03-04 11:00 | k | left polis | [[citizens/z]] | removed z\n");
+        assert_eq!(departed(&[&other]), BTreeSet::from(["x".to_string(), "z".to_string()]));
+        assert!(!has_left(&[&other], "k"));
+        // The newest text decides first.
+        assert!(!has_left(&[&back, t], "x"));
+        assert!(has_left(&[t, &back], "x"));
     }
 
     #[test]
