@@ -119,6 +119,11 @@ pub fn list() -> Vec<Value> {
                    "vote": {"type": "string", "enum": ["agree", "disagree", "abstain", "request_changes"]},
                    "rationale": {"type": "string"}}),
             &["amendment_id", "citizen", "vote"]),
+        tool("polis_tally", "Tally the proposed amendments and apply the outcomes (ratify, reject, expire), as `polisd tally` does.",
+            json!({"dry_run": {"type": "boolean", "description": "Only report (default false)."}}),
+            &[]),
+        tool("polis_ready", "What you can start now: unowned contracts whose dependencies settled.",
+            json!({"citizen": citizen}), &["citizen"]),
     ]
 }
 
@@ -152,6 +157,10 @@ pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
         "polis_add_guardrail" => add_guardrail(root, args),
         "polis_guardrails" => Ok(json!({"guardrails": operations::guardrail::list(root)})),
         "polis_vote" => vote(root, args),
+        "polis_tally" => tally(root, args),
+        "polis_ready" => {
+            arg_str(args, "citizen").and_then(|c| done(operations::ready::queue(root, c)))
+        }
         "polis_reserve" => reserve(root, args),
         "polis_release" => release(root, args),
         "polis_reservations" => {
@@ -422,4 +431,12 @@ fn amendments(root: &Path) -> Result<Value, String> {
     let now = PolisTime::system(polis.settings.timezone);
     let (tally, _) = operations::tally(&polis, None, &now).map_err(|e| e.to_string())?;
     Ok(json!({"amendments": operations::amendment::list(root), "tally": tally}))
+}
+
+fn tally(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let applied = operations::tally::apply(root, arg_bool(args, "dry_run", false))
+        .map_err(|e| e.to_string())?;
+    let mut v = serde_json::to_value(&applied).map_err(|e| e.to_string())?;
+    v["ok"] = Value::Bool(true);
+    Ok(v)
 }

@@ -29,10 +29,10 @@ pub mod session;
 mod staleness;
 pub mod status;
 pub mod summary;
-mod tally;
+pub mod tally;
 
 pub use check::{count, findings, reservation_findings};
-pub use deliver::{deliver, Delivery};
+pub use deliver::{deliver, deliver_now, Delivery};
 pub use edit::edit_agent_file;
 pub use error::OpError;
 pub use reconcile::{current_stats, reconcile_settled, reconcile_with, Reconciled};

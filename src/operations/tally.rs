@@ -81,6 +81,58 @@ pub fn active_citizens(polis: &Polis, now: &PolisTime) -> BTreeSet<String> {
     Electorate::of(polis, now).active(now)
 }
 
+/// What [`apply`] did: each amendment's tally and whom its notices could not reach.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Applied {
+    pub results: Vec<TallyResult>,
+    pub undelivered: Vec<Undelivered>,
+}
+
+/// A notice that could not be appended to its recipient's inbox.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Undelivered {
+    pub recipient: String,
+    pub why: String,
+}
+
+/// Why [`apply`] failed as a whole.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error(transparent)]
+    Action(#[from] ActionError),
+    #[error(transparent)]
+    Write(#[from] crate::fs::writer::WriteError),
+    #[error(transparent)]
+    State(#[from] crate::fs::state::StateError),
+}
+
+/// `polisd tally` and the MCP tool `polis_tally`: reads the polis at `root`, tallies every
+/// proposed amendment and, unless `dry_run`, acts on the outcomes (status, move, chronicle
+/// line) and delivers their notices at once, as a one-shot action does.
+pub fn apply(root: &std::path::Path, dry_run: bool) -> Result<Applied, ApplyError> {
+    let polis = Polis::read(root);
+    let now = PolisTime::system(polis.settings.timezone);
+    let writer = if dry_run {
+        None
+    } else {
+        Some(Writer::new(root)?)
+    };
+    let (results, notices) = tally(&polis, writer.as_ref(), &now)?;
+    let mut undelivered = Vec::new();
+    if let Some(writer) = &writer {
+        // Read again: the tally may have moved files and appended to the chronicle.
+        let after = Polis::read(root);
+        undelivered = crate::operations::deliver_now(&after, writer, &notices, &now)?
+            .into_iter()
+            .map(|(recipient, why)| Undelivered { recipient, why })
+            .collect();
+    }
+    Ok(Applied {
+        results,
+        undelivered,
+    })
+}
+
 /// Tallies every proposed amendment and, unless `writer` is `None` (a dry run), acts on the
 /// outcome: edits `status`/`ratified_at`, moves ratified files, appends the chronicle line and
 /// returns the notifications to deliver.
