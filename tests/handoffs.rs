@@ -347,3 +347,98 @@ fn dependencies_route_on_the_last_settlement_rules_beat_the_policy_and_ready_ski
         .collect();
     assert_eq!(codes.iter().filter(|c| **c == "P014").count(), 1, "{found}");
 }
+
+fn review(cid: &str, reviewer: &str, body: &str) -> String {
+    format!(
+        "---\nreviewer: {reviewer}\ncontract: {cid}\ndecision: requested_changes\nreviewed_at: 2026-03-02 14:30:00\n---\n\n## What is missing\n\nThe form is not wired.\n{body}"
+    )
+}
+
+#[test]
+fn suggestions_in_a_review_file_are_dispatched_under_the_chain_rules_once() {
+    let p = polis();
+    ok(p.polisd(&[
+        "contract", "open", "--title", "Login API", "--by", FOUNDER, "--tags", "api",
+    ]));
+    claim_and_settle(&p, "login-api", B, &[]);
+    // A review written before polisd met the polis is not acted on.
+    let old = "reviews/2026-03-01-0900-login-api.md";
+    p.save(
+        old,
+        &review(
+            "login-api",
+            D,
+            &format!("\n### Suggested next citizen\n- **Citizen**: {C}\n- **Reason**: Old news\n"),
+        ),
+    );
+    let daemon = p.start_daemon();
+    ok(p.polisd(&["check"]));
+    let rel = "reviews/2026-03-02-1430-login-api.md";
+    p.save(
+        rel,
+        &review(
+            "login-api",
+            D,
+            &format!(
+                "\n### Suggested next citizen\n- **Citizen**: {C}\n- **Reason**: Wire the endpoint into the form\n- **Context**: src/ui/login.tsx\n\n\
+                 ### Suggested next citizen\n- **Citizen**: {B}\n- **Reason**: Fix it yourself\n\n\
+                 ### Suggested new citizen\n- **Need**: accessibility audit\n- **Reason**: nobody checks screen readers\n- **Suggested role**: audits forms\n"
+            ),
+        ),
+    );
+    let next = "contracts/open/login-api-review-202603021430-next-1.md";
+    wait_for(&p, "the review's follow-up", || p.exists(next));
+    let text = p.read(next);
+    assert!(
+        text.contains(&format!("  recommended_by_router: {C}\n")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("chain: [{B}]")), "{text}");
+    assert!(text.contains("parent_contract: login-api"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Suggested by `{D}` when reviewing [[reviews/2026-03-02-1430-login-api]]"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("src/ui/login.tsx"), "{text}");
+    wait_for(&p, "the notices of the review's suggestions", || {
+        p.count(C, "handoff-opened") == 1
+            && p.count(FOUNDER, "handoff-deferred") == 1
+            && p.count(FOUNDER, "citizen-needed") == 1
+    });
+    assert!(inbox(&p, C).contains(&format!("`{D}` suggested you as the next citizen when reviewing `login-api`")));
+    let founder = inbox(&p, FOUNDER);
+    assert!(
+        founder.contains(&format!("`{B}` was suggested but that citizen already owns a step of this chain")),
+        "{founder}"
+    );
+    assert!(founder.contains("Need: accessibility audit"), "{founder}");
+    assert!(!p.exists("contracts/open/login-api-review-202603021430-next-2.md"));
+    assert!(!p.exists("contracts/open/login-api-review-202603010900-next-1.md"));
+
+    // After a restart, the review edited to add a block: only the new block is opened, and
+    // nothing is dispatched or announced twice.
+    let chronicle = p.read("chronicle.md");
+    daemon.kill9();
+    let _daemon = p.start_daemon();
+    p.append(
+        rel,
+        &format!("\n### Suggested next citizen\n- **Citizen**: {FOUNDER}\n- **Reason**: Document the form\n"),
+    );
+    let third = "contracts/open/login-api-review-202603021430-next-3.md";
+    wait_for(&p, "the added block's follow-up", || p.exists(third));
+    wait_for(&p, "its notice", || p.count(FOUNDER, "handoff-opened") == 1);
+    let after = p.read("chronicle.md");
+    let added: Vec<&str> = after
+        .strip_prefix(chronicle.as_str())
+        .expect("only appended")
+        .lines()
+        .collect();
+    assert_eq!(added.len(), 1, "{added:?}");
+    assert!(added[0].contains("[[contracts/open/login-api-review-202603021430-next-3]]"));
+    assert_eq!(p.count(C, "handoff-opened"), 1);
+    assert_eq!(p.count(FOUNDER, "handoff-deferred"), 1);
+    assert_eq!(p.count(FOUNDER, "citizen-needed"), 1);
+    assert!(!p.exists("contracts/open/login-api-review-202603010900-next-1.md"));
+}

@@ -327,6 +327,61 @@ pub fn departed(texts: &[&str]) -> BTreeSet<String> {
     left
 }
 
+/// Where a parent's suggestion blocks were written: its `## Settlement`, or a review file
+/// about it (`reviews/<YYYY-MM-DD-HHMM>-<cid>.md`, SPEC §10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Settlement,
+    /// `stem` is the review file's name without `.md`; `stamp` its `YYYYMMDDHHMM`.
+    Review { stem: String, stamp: String },
+}
+
+impl Source {
+    /// The review file `name` (`<YYYY-MM-DD-HHMM>-<cid>.md`) as a source, with the id of the
+    /// contract its name gives; `None` for a name that is not a review's.
+    pub fn review(name: &str) -> Option<(Source, String)> {
+        let (when, cid) = crate::protocol::review::parse_file_name(name)?;
+        let stem = name.strip_suffix(".md")?.to_string();
+        let stamp = when.format("%Y%m%d%H%M").to_string();
+        Some((Source::Review { stem, stamp }, cid))
+    }
+
+    /// The id of the n-th follow-up of `parent` from this source: `<parent>-next-<n>` for a
+    /// Settlement, `<parent>-review-<YYYYMMDDHHMM>-next-<n>` for a review, so the same block
+    /// always names the same file and two sources never name the same one.
+    pub fn follow_up_id(&self, parent: &str, n: usize) -> String {
+        match self {
+            Source::Settlement => format!("{parent}-next-{n}"),
+            Source::Review { stamp, .. } => format!("{parent}-review-{stamp}-next-{n}"),
+        }
+    }
+
+    /// The wikilink target where the suggestions were written.
+    pub fn link(&self, parent: &str) -> String {
+        match self {
+            Source::Settlement => format!("contracts/settled/{parent}"),
+            Source::Review { stem, .. } => format!("reviews/{stem}"),
+        }
+    }
+
+    /// What the author was doing: `settling` or `reviewing`.
+    pub fn doing(&self) -> &'static str {
+        match self {
+            Source::Settlement => "settling",
+            Source::Review { .. } => "reviewing",
+        }
+    }
+
+    /// The subject of the notices about this source's suggestions: the parent for a
+    /// Settlement (as before reviews were dispatched), the review file for a review.
+    pub fn subject(&self, parent: &str) -> String {
+        match self {
+            Source::Settlement => parent.to_string(),
+            Source::Review { stem, .. } => format!("reviews/{stem}"),
+        }
+    }
+}
+
 /// What the follow-up contract is built from.
 #[derive(Debug, Clone)]
 pub struct FollowUp<'a> {
@@ -341,6 +396,9 @@ pub struct FollowUp<'a> {
     pub chain: &'a [String],
     pub max: usize,
     pub suggestion: &'a Suggestion,
+    /// Who wrote the suggestion (the parent's owner, or the reviewer).
+    pub suggested_by: &'a str,
+    pub source: &'a Source,
 }
 
 /// The title of a follow-up: the reason's first sentence, cut at a word near 80 characters.
@@ -405,9 +463,10 @@ pub fn render_follow_up(f: &FollowUp<'_>) -> Result<String, crate::yaml::EmitErr
     let step = f.chain.len() + 1;
     let reason = one_line(&s.reason);
     let goal = format!(
-        "{reason}\n\nSuggested by `{owner}` when settling [[contracts/settled/{parent}]] ({parent_title}). Call chain so far: [{chain}]; you are step {step} of at most {max}.",
-        owner = f.chain.last().map_or("-", String::as_str),
-        parent = f.parent_id,
+        "{reason}\n\nSuggested by `{owner}` when {doing} [[{link}]] ({parent_title}). Call chain so far: [{chain}]; you are step {step} of at most {max}.",
+        owner = f.suggested_by,
+        doing = f.source.doing(),
+        link = f.source.link(f.parent_id),
         parent_title = f.parent_title,
         chain = f.chain.join(", "),
         max = f.max,
@@ -528,6 +587,8 @@ mod tests {
             chain: &chain,
             max: 3,
             suggestion: &s,
+            suggested_by: "b",
+            source: &Source::Settlement,
         })
         .unwrap();
         let c = contract::Contract::parse(&text).unwrap();
