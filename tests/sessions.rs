@@ -885,9 +885,9 @@ fn mcp_tally_applies_the_outcome_as_the_command_does() {
     let moved = format!("amendments/ratified/{aid}.md");
     assert!(p.exists(&moved) && !p.exists(&format!("amendments/proposed/{aid}.md")));
     assert!(p.read(&moved).contains("status: ratified"));
-    assert!(p
-        .read("chronicle.md")
-        .contains(&format!("| ratified amendment | [[amendments/ratified/{aid}]]")));
+    assert!(p.read("chronicle.md").contains(&format!(
+        "| ratified amendment | [[amendments/ratified/{aid}]]"
+    )));
     assert_eq!(p.count(OTHER, "amendment-ratified"), 1);
 
     // Again: nothing left to tally, nothing written twice.

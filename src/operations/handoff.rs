@@ -179,7 +179,9 @@ pub fn dispatch_review(
         path: rel.clone(),
         why: e.to_string(),
     })?;
-    let body = frontmatter::parse(&text).map(|r| r.body).unwrap_or_default();
+    let body = frontmatter::parse(&text)
+        .map(|r| r.body)
+        .unwrap_or_default();
     let blocks = handoff::parse_blocks(&body);
     if blocks.next.is_empty() && blocks.new.is_empty() {
         return Ok(Dispatch {

@@ -31,7 +31,7 @@ pub mod status;
 pub mod summary;
 pub mod tally;
 
-pub use check::{count, findings, reservation_findings};
+pub use check::{count, dependency_findings, findings, reservation_findings};
 pub use deliver::{deliver, deliver_now, Delivery};
 pub use edit::edit_agent_file;
 pub use error::OpError;

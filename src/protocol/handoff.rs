@@ -333,7 +333,10 @@ pub fn departed(texts: &[&str]) -> BTreeSet<String> {
 pub enum Source {
     Settlement,
     /// `stem` is the review file's name without `.md`; `stamp` its `YYYYMMDDHHMM`.
-    Review { stem: String, stamp: String },
+    Review {
+        stem: String,
+        stamp: String,
+    },
 }
 
 impl Source {
@@ -559,7 +562,10 @@ mod tests {
         // A line about someone else (the index keeper removing `z`) is about `z` only; other
         // verbs ending in "polis" are no membership lines.
         let other = format!("{t}- 2026-03-04 10:00 | k | founded polis | - | x\n- 2026-03-04 11:00 | k | left polis | [[citizens/z]] | removed z\n");
-        assert_eq!(departed(&[&other]), BTreeSet::from(["x".to_string(), "z".to_string()]));
+        assert_eq!(
+            departed(&[&other]),
+            BTreeSet::from(["x".to_string(), "z".to_string()])
+        );
         assert!(!has_left(&[&other], "k"));
         // The newest text decides first.
         assert!(!has_left(&[&back, t], "x"));

@@ -561,9 +561,8 @@ mod tests {
         let p = render(&i, BUDGET);
         assert!(p.text.len() <= BUDGET, "{} bytes", p.text.len());
         assert!(
-            p.text.contains(
-                "## Ready to start (unowned, dependencies settled)\n- `ready-0` `ttt"
-            ),
+            p.text
+                .contains("## Ready to start (unowned, dependencies settled)\n- `ready-0` `ttt"),
             "{}",
             p.text
         );

@@ -52,7 +52,12 @@ impl Engine {
         let mut present = std::collections::HashSet::new();
         let mut wrote = false;
         for entry in entries {
-            let name = entry.rel.rsplit('/').next().unwrap_or(&entry.rel).to_string();
+            let name = entry
+                .rel
+                .rsplit('/')
+                .next()
+                .unwrap_or(&entry.rel)
+                .to_string();
             if Source::review(&name).is_none() {
                 continue; // not a review's name (SPEC §10): not a record to act on
             }

@@ -477,7 +477,11 @@ impl Engine {
         polis
             .findings
             .extend(self.settled_findings.values().flatten().cloned());
-        self.log_new_findings(&polis.findings);
+        // Unknown dependencies and cycles (P013, P014) are logged too, not kept in the polis:
+        // `check` derives them itself.
+        let mut logged = polis.findings.clone();
+        logged.extend(crate::operations::dependency_findings(&polis));
+        self.log_new_findings(&logged);
         let first_meeting = self.state.first_met.is_none();
         if first_meeting {
             self.take_baseline(&polis, &now)?;
