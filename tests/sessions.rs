@@ -814,10 +814,17 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
     let settled = mcp.call(
         29,
         "polis_settle_contract",
-        json!({"contract_id": cid, "quality": 4, "minutes": 30}),
+        json!({"contract_id": cid, "quality": 4, "minutes": 30,
+               "suggest": [format!("{OTHER}:Profile the parser, then the lexer")]}),
     );
     assert_eq!(settled["result"]["isError"], false, "{settled}");
     assert!(p.exists(&format!("contracts/settled/{cid}.md")));
+    assert!(
+        p.read(&format!("contracts/settled/{cid}.md")).contains(&format!(
+            "### Suggested next citizen\n- **Citizen**: {OTHER}\n- **Reason**: Profile the parser, then the lexer\n"
+        )),
+        "the suggestion block, as `--suggest` writes it"
+    );
     assert!(!p.exists(&format!("contracts/open/{cid}.md")));
     let shown = mcp.call(30, "polis_show_contract", json!({"contract_id": cid}));
     assert!(

@@ -90,7 +90,8 @@ pub fn list() -> Vec<Value> {
             json!({"contract_id": {"type": "string"},
                    "quality": {"type": "integer", "minimum": 1, "maximum": 5},
                    "minutes": {"type": "integer"}, "by": {"type": "string"},
-                   "outcome": {"type": "string"}}),
+                   "outcome": {"type": "string"},
+                   "suggest": strings("Next citizens, each CITIZEN:REASON.")}),
             &["contract_id", "quality"]),
         tool("polis_abandon_contract", "Abandon an open contract.",
             json!({"contract_id": {"type": "string"}, "reason": {"type": "string"},
@@ -266,7 +267,17 @@ fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         outcome: opt_str(args, "outcome"),
         lesson: None,
         reconcile_without_daemon: true,
-        suggest: Vec::new(),
+        // One string is one suggestion (a reason may hold commas).
+        suggest: match args.get("suggest") {
+            Some(Value::String(one)) => vec![one.clone()],
+            _ => str_list(args, "suggest"),
+        }
+        .iter()
+        .map(|s| match s.split_once(':') {
+            Some((c, r)) => (c.trim().to_string(), r.trim().to_string()),
+            None => (s.trim().to_string(), String::new()),
+        })
+        .collect(),
     };
     let now = operations::chronicle::polis_now(root);
     done(contract::settle(&writer(root)?, &now, &req))
