@@ -387,6 +387,12 @@ fn suggestions_in_a_review_file_are_dispatched_under_the_chain_rules_once() {
         "api",
     ]));
     claim_and_settle(&p, "login-api", B, &[]);
+    const GONE: &str = "codex-agent-gone";
+    p.citizen(GONE, "test", &[("api", 4)], "medium");
+    p.append(
+        "chronicle.md",
+        &chronicle_line(GONE, "left polis", &format!("[[citizens/{GONE}]]"), "bye"),
+    );
     // A review written before polisd met the polis is not acted on.
     let old = "reviews/2026-03-01-0900-login-api.md";
     p.save(
@@ -408,6 +414,7 @@ fn suggestions_in_a_review_file_are_dispatched_under_the_chain_rules_once() {
             &format!(
                 "\n### Suggested next citizen\n- **Citizen**: {C}\n- **Reason**: Wire the endpoint into the form\n- **Context**: src/ui/login.tsx\n\n\
                  ### Suggested next citizen\n- **Citizen**: {B}\n- **Reason**: Fix it yourself\n\n\
+                 ### Suggested next citizen\n- **Citizen**: {GONE}\n- **Reason**: Port it\n\n\
                  ### Suggested new citizen\n- **Need**: accessibility audit\n- **Reason**: nobody checks screen readers\n- **Suggested role**: audits forms\n"
             ),
         ),
@@ -432,7 +439,13 @@ fn suggestions_in_a_review_file_are_dispatched_under_the_chain_rules_once() {
         p.count(C, "handoff-opened") == 1
             && p.count(FOUNDER, "handoff-deferred") == 1
             && p.count(FOUNDER, "citizen-needed") == 1
+            && p.count(D, "handoff-deferred") == 1
     });
+    assert!(
+        inbox(&p, D).contains(&format!("`{GONE}` was suggested but has left the polis")),
+        "{}",
+        inbox(&p, D)
+    );
     assert!(inbox(&p, C).contains(&format!(
         "`{D}` suggested you as the next citizen when reviewing `login-api`"
     )));
@@ -444,7 +457,11 @@ fn suggestions_in_a_review_file_are_dispatched_under_the_chain_rules_once() {
         "{founder}"
     );
     assert!(founder.contains("Need: accessibility audit"), "{founder}");
-    assert!(!p.exists("contracts/open/login-api-review-202603021430-next-2.md"));
+    for n in [2, 3] {
+        assert!(!p.exists(&format!(
+            "contracts/open/login-api-review-202603021430-next-{n}.md"
+        )));
+    }
     assert!(!p.exists("contracts/open/login-api-review-202603010900-next-1.md"));
 
     // After a restart, the review edited to add a block: only the new block is opened, and
@@ -456,7 +473,7 @@ fn suggestions_in_a_review_file_are_dispatched_under_the_chain_rules_once() {
         rel,
         &format!("\n### Suggested next citizen\n- **Citizen**: {FOUNDER}\n- **Reason**: Document the form\n"),
     );
-    let third = "contracts/open/login-api-review-202603021430-next-3.md";
+    let third = "contracts/open/login-api-review-202603021430-next-4.md";
     wait_for(&p, "the added block's follow-up", || p.exists(third));
     wait_for(&p, "its notice", || p.count(FOUNDER, "handoff-opened") == 1);
     let after = p.read("chronicle.md");
@@ -466,10 +483,11 @@ fn suggestions_in_a_review_file_are_dispatched_under_the_chain_rules_once() {
         .lines()
         .collect();
     assert_eq!(added.len(), 1, "{added:?}");
-    assert!(added[0].contains("[[contracts/open/login-api-review-202603021430-next-3]]"));
+    assert!(added[0].contains("[[contracts/open/login-api-review-202603021430-next-4]]"));
     assert_eq!(p.count(C, "handoff-opened"), 1);
     assert_eq!(p.count(FOUNDER, "handoff-deferred"), 1);
     assert_eq!(p.count(FOUNDER, "citizen-needed"), 1);
+    assert_eq!(p.count(D, "handoff-deferred"), 1);
     assert!(!p.exists("contracts/open/login-api-review-202603010900-next-1.md"));
 }
 

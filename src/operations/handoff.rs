@@ -98,7 +98,7 @@ fn skip_reason(polis: &Polis, id: &str) -> Option<Skip> {
     if polis.status(id).is_away() {
         return Some(Skip::Away);
     }
-    if handoff::has_left(&polis.recent_chronicle(), id) {
+    if polis.departed().contains(id) {
         return Some(Skip::Left);
     }
     None

@@ -45,7 +45,7 @@ impl Electorate {
             .filter(|id| polis.status(id).is_away())
             .cloned()
             .collect();
-        let departed = crate::protocol::handoff::departed(&polis.recent_chronicle());
+        let departed = polis.departed();
         Electorate {
             registered,
             authors,

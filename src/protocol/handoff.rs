@@ -288,16 +288,7 @@ fn membership_lines(text: &str) -> impl Iterator<Item = (String, bool)> + '_ {
         }
         last_start = start;
         let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
-        let e = chronicle::parse_entry(&text[start..end]).ok()?;
-        if e.verb != "joined polis" && e.verb != "left polis" {
-            return None;
-        }
-        let who = e
-            .link
-            .and_then(|l| l.strip_prefix("citizens/"))
-            .map(|l| l.trim_end_matches('/'))
-            .unwrap_or(e.author);
-        Some((who.to_string(), e.verb == "left polis"))
+        chronicle::membership(&text[start..end])
     })
 }
 
