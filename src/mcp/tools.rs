@@ -401,7 +401,7 @@ fn prime(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let now = PolisTime::system(session::polis_zone(root));
     let primed = session::prime(root, citizen, &now).map_err(|e| e.to_string())?;
     if arg_bool(args, "mark_read", true) && !primed.primer.shown_notices.is_empty() {
-        let writer = crate::fs::writer::Writer::new(root).map_err(|e| e.to_string())?;
+        let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
         session::mark_read(root, &writer, &primed.view, &primed.primer.shown_notices)
             .map_err(|e| e.to_string())?;
     }
@@ -431,7 +431,7 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         })
         .collect();
     if arg_bool(args, "mark_read", false) && !ids.is_empty() {
-        let writer = crate::fs::writer::Writer::new(root).map_err(|e| e.to_string())?;
+        let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
         session::mark_read(root, &writer, &view, &ids).map_err(|e| e.to_string())?;
     }
     Ok(json!({"citizen": citizen, "notices": items}))

@@ -14,6 +14,11 @@ fn review_key(name: &str) -> String {
     format!("review/{name}")
 }
 
+/// The `state.known` key set once the reviews' baseline is taken: on first meeting, or on the
+/// first run of a polisd that dispatches reviews over the state of one that did not (whose
+/// reviews are then recorded, not dispatched).
+const REVIEWS_BASELINE: &str = "reviews-baseline";
+
 impl Engine {
     pub(super) fn handoff_step(&mut self, pass: &mut Pass) {
         // What was settled before polisd met the polis is not acted on (SPEC §3, §9).
@@ -44,13 +49,15 @@ impl Engine {
 
     /// The suggestions written in review files (`reviews/<YYYY-MM-DD-HHMM>-<cid>.md`) that
     /// polisd has not dispatched from these bytes yet. A review there when polisd first met
-    /// the polis is recorded, not dispatched (SPEC §3, §9); one edited later is dispatched
-    /// again, which opens only its new blocks (each block names a fixed follow-up file).
+    /// the polis (or first ran with this step) is recorded, not dispatched (SPEC §3, §9); one
+    /// edited later is dispatched again, which opens only its new blocks (each block names a
+    /// fixed follow-up file).
     pub(super) fn review_handoff_step(&mut self, pass: &mut Pass) {
         let mut findings = Vec::new();
         let entries = snapshot::list(&self.root, layout::REVIEWS_DIR, ".md", &mut findings);
         let mut present = std::collections::HashSet::new();
         let mut wrote = false;
+        let baseline = pass.first_meeting || !self.state.known.contains_key(REVIEWS_BASELINE);
         for entry in entries {
             let name = entry
                 .rel
@@ -86,7 +93,7 @@ impl Engine {
             if self.state.known.get(&key) == Some(&hash) {
                 continue;
             }
-            if pass.first_meeting {
+            if baseline {
                 self.state.known.insert(key, hash);
                 continue;
             }
@@ -97,6 +104,11 @@ impl Engine {
             wrote |= self.take_dispatch(pass, &format!("reviews/{name}"), result);
         }
         self.review_prints.retain(|name, _| present.contains(name));
+        if baseline {
+            self.state
+                .known
+                .insert(REVIEWS_BASELINE.to_string(), pass.now.second_stamp());
+        }
         if wrote {
             self.after_write(pass);
         }
