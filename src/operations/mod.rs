@@ -21,7 +21,9 @@ pub mod lesson;
 pub mod lookup;
 pub mod ready;
 mod reconcile;
+pub mod records;
 pub mod reflection;
+pub mod register;
 pub mod reservation;
 pub mod review;
 pub mod route;
@@ -31,11 +33,16 @@ pub mod status;
 pub mod summary;
 pub mod tally;
 
-pub use check::{count, dependency_findings, findings, reservation_findings};
+pub use check::{
+    amendment_problems, count, dependency_findings, findings, findings_and_resolved,
+    reservation_findings, Resolved,
+};
 pub use deliver::{deliver, deliver_now, Delivery};
 pub use edit::edit_agent_file;
 pub use error::OpError;
-pub use reconcile::{current_stats, reconcile_settled, reconcile_with, Reconciled};
+pub use reconcile::{
+    current_stats, reconcile_settled, reconcile_settled_with_progress, reconcile_with, Reconciled,
+};
 pub use staleness::stale_claims;
 pub use tally::{active_citizens, tally, Electorate, TallyResult};
 

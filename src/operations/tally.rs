@@ -86,6 +86,8 @@ pub fn active_citizens(polis: &Polis, now: &PolisTime) -> BTreeSet<String> {
 pub struct Applied {
     pub results: Vec<TallyResult>,
     pub undelivered: Vec<Undelivered>,
+    /// Amendments the tally skipped or read differently from what they say.
+    pub malformed: Vec<crate::protocol::finding::Finding>,
 }
 
 /// A notice that could not be appended to its recipient's inbox.
@@ -118,6 +120,7 @@ pub fn apply(root: &std::path::Path, dry_run: bool) -> Result<Applied, ApplyErro
         Some(Writer::new(root)?)
     };
     let (results, notices) = tally(&polis, writer.as_ref(), &now)?;
+    let malformed = crate::operations::amendment_problems(&polis, &now);
     let mut undelivered = Vec::new();
     if let Some(writer) = &writer {
         // Read again: the tally may have moved files and appended to the chronicle.
@@ -130,6 +133,7 @@ pub fn apply(root: &std::path::Path, dry_run: bool) -> Result<Applied, ApplyErro
     Ok(Applied {
         results,
         undelivered,
+        malformed,
     })
 }
 
