@@ -1214,7 +1214,8 @@ mod tests {
             let left: std::collections::BTreeSet<String> = activity
                 .membership()
                 .iter()
-                .filter_map(|(who, left)| left.then(|| who.clone()))
+                .filter(|(_, left)| **left)
+                .map(|(who, _)| who.clone())
                 .collect();
             assert_eq!(left, crate::protocol::handoff::departed(&[&text]), "{text}");
         }
