@@ -13,6 +13,8 @@ pub struct Scope {
     pub derive: bool,
     /// `reservations.yml`: expiry, release when work ends, overlap notices.
     pub reservations: bool,
+    /// `reviews/`: suggestions written in review files (issue 15).
+    pub reviews: bool,
 }
 
 impl Scope {
@@ -24,6 +26,7 @@ impl Scope {
             tally: true,
             derive: true,
             reservations: true,
+            reviews: true,
         }
     }
 
@@ -117,7 +120,14 @@ impl Scope {
                 _ => Scope::all(),
             };
         }
-        if rel.starts_with(layout::LESSONS_DIR) || rel.starts_with(layout::REVIEWS_DIR) {
+        if rel.starts_with(layout::REVIEWS_DIR) {
+            return Scope {
+                derive: true,
+                reviews: true,
+                ..Scope::default()
+            };
+        }
+        if rel.starts_with(layout::LESSONS_DIR) {
             return derive_only;
         }
         if rel.contains('/') {
@@ -135,6 +145,7 @@ impl Scope {
             tally: self.tally || other.tally,
             derive: self.derive || other.derive,
             reservations: self.reservations || other.reservations,
+            reviews: self.reviews || other.reviews,
         }
     }
 }
