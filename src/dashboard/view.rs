@@ -189,7 +189,7 @@ impl PolisView {
                     stats: Arc::clone(&published.stats),
                 })
             }
-            None => Arc::new(self.read_folder(&mut *chronicles)),
+            None => Arc::new(self.read_folder(&mut chronicles)),
         };
         chronicles.forget_unseen();
         drop(chronicles);

@@ -36,8 +36,7 @@ pub mod tally;
 
 pub use check::{
     amendment_problems, count, dependency_findings, findings, findings_and_resolved,
-    findings_and_resolved_beside,
-    reservation_findings, Resolved,
+    findings_and_resolved_beside, reservation_findings, Resolved,
 };
 pub use deliver::{deliver, deliver_now, Delivery};
 pub use edit::edit_agent_file;
