@@ -204,9 +204,7 @@ impl PolisView {
     /// fingerprint moved (an entry added, removed or renamed changes it).
     fn settled_conflicts(&self) -> Vec<String> {
         let dir = ContractFolder::Settled.dir();
-        let now = std::fs::symlink_metadata(self.root.join(dir))
-            .ok()
-            .map(|m| Fingerprint::of(&m));
+        let now = crate::fs::snapshot::fingerprint(&self.root, dir);
         let mut cache = self
             .settled_conflicts
             .lock()
