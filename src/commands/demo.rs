@@ -241,6 +241,7 @@ impl InProcessDaemon {
         let options = EngineOptions {
             auto_route: true,
             rollover: false,
+            writer: crate::daemon::config::WriterMode::Any,
             notifications: crate::daemon::config::Notifications::default(),
         };
         let mut engine = Engine::open(root, options)?;

@@ -189,6 +189,7 @@ pub struct PolisEntry {
 pub struct Overrides {
     pub auto_route: Option<bool>,
     pub rollover: Option<bool>,
+    pub writer: Option<WriterMode>,
     pub notifications: NotificationOverrides,
 }
 
@@ -244,6 +245,8 @@ pub struct Behaviour {
     pub auto_route: bool,
     /// Move `chronicle.md` to a quarterly archive at the start of a quarter (SPEC §3).
     pub rollover: bool,
+    /// Whether this machine's polisd appends and edits (docs/sync.md).
+    pub writer: WriterMode,
 }
 
 impl Default for Behaviour {
@@ -251,6 +254,40 @@ impl Default for Behaviour {
         Behaviour {
             auto_route: true,
             rollover: false,
+            writer: WriterMode::Any,
+        }
+    }
+}
+
+/// `writer`: which machines' daemons append lines and notices and edit agents' files, when one
+/// polis is synced between several (docs/sync.md). Generated files (`routing_stats.yml`) are
+/// written by every daemon: their bytes are the same on every machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WriterMode {
+    /// Every machine's daemon writes; duplicates that arrive by sync are recognised by id.
+    #[default]
+    Any,
+    /// This machine is the one that writes; a notice another machine's daemon delivered is
+    /// reported once (set `writer = "none"` there).
+    ThisMachineOnly,
+    /// This daemon appends nothing and edits nothing; it validates, reports and keeps
+    /// `routing_stats.yml` current.
+    None,
+}
+
+impl WriterMode {
+    /// Whether this daemon appends chronicle lines and inbox notices and edits agents' files
+    /// (routing blocks, amendment outcomes, rollover, conflict-copy merges).
+    pub fn writes(self) -> bool {
+        self != WriterMode::None
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriterMode::Any => "any",
+            WriterMode::ThisMachineOnly => "this-machine-only",
+            WriterMode::None => "none",
         }
     }
 }
@@ -447,6 +484,7 @@ pub enum LogFormat {
 pub struct Effective {
     pub auto_route: bool,
     pub rollover: bool,
+    pub writer: WriterMode,
     pub notifications: Notifications,
 }
 
@@ -457,6 +495,7 @@ impl Config {
         let mut eff = Effective {
             auto_route: self.behaviour.auto_route,
             rollover: self.behaviour.rollover,
+            writer: self.behaviour.writer,
             notifications: self.notifications,
         };
         let wanted = project_root(&normalize(polis_path));
@@ -468,6 +507,7 @@ impl Config {
             let o = &entry.overrides;
             eff.auto_route = o.auto_route.unwrap_or(eff.auto_route);
             eff.rollover = o.rollover.unwrap_or(eff.rollover);
+            eff.writer = o.writer.unwrap_or(eff.writer);
             o.notifications.apply(&mut eff.notifications);
         }
         eff
@@ -530,6 +570,8 @@ struct PolisFileEntry {
     auto_route: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rollover: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    writer: Option<WriterMode>,
     #[serde(default, skip_serializing_if = "NotificationOverrides::is_empty")]
     notifications: NotificationOverrides,
 }
@@ -558,6 +600,7 @@ pub fn accepted_keys() -> BTreeSet<String> {
             path: toml::Spanned::new(0..0, "~/project".into()),
             auto_route: Some(true),
             rollover: Some(true),
+            writer: Some(WriterMode::Any),
             notifications: all,
         }],
         ..ConfigFile::default()
@@ -658,6 +701,7 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
             overrides: Overrides {
                 auto_route: entry.auto_route,
                 rollover: entry.rollover,
+                writer: entry.writer,
                 notifications: entry.notifications,
             },
         });
@@ -705,6 +749,7 @@ fn accepted_values(key: &str) -> Option<&'static str> {
         "format" => "\"auto\", \"text\" or \"json\"",
         "path" => "a quoted path such as \"~/project\"",
         "auto_route" | "rollover" => "true or false",
+        "writer" => "\"any\", \"this-machine-only\" or \"none\"",
         kind if NOTIFICATION_KINDS.contains(&kind) => "true or false",
         _ => return None,
     })

@@ -13,6 +13,7 @@ pub mod frontmatter;
 pub mod inbox;
 pub mod layout;
 pub mod lesson;
+pub mod merge;
 pub mod review;
 pub mod routing;
 pub mod settings;

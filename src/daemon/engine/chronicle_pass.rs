@@ -145,8 +145,8 @@ impl Engine {
         polis: &Polis,
         now: &PolisTime,
     ) -> anyhow::Result<bool> {
-        let mut wrote = self.merge_conflict_copies()?;
-        if self.options.rollover {
+        let mut wrote = self.options.writer.writes() && self.merge_conflict_copies(polis)?;
+        if self.options.rollover && self.options.writer.writes() {
             wrote |= self.roll_over(polis, now)?;
         }
         let current;
@@ -367,7 +367,7 @@ impl Engine {
     }
 
     /// Merges chronicle conflict copies left by a sync tool (SPEC §11).
-    pub(super) fn merge_conflict_copies(&mut self) -> anyhow::Result<bool> {
+    pub(super) fn merge_conflict_copies(&mut self, polis: &Polis) -> anyhow::Result<bool> {
         let mut wrote = false;
         let Ok(entries) = std::fs::read_dir(&self.root) else {
             return Ok(false);
@@ -383,9 +383,15 @@ impl Engine {
             let Ok(Some(copy)) = snapshot::read_text(&self.root, &name, None) else {
                 continue;
             };
+            // The archives keep the copy's older lines from coming back after a rollover here.
+            let archives: Vec<&str> = polis.archives.iter().map(|(_, t)| t.as_str()).collect();
             let merged =
                 operations::edit_agent_file(&self.writer, &self.root, layout::CHRONICLE, |cur| {
-                    Some(chronicle::merge_conflict_copy(cur, &copy))
+                    let m = crate::protocol::merge::merge_chronicle(None, cur, &copy, &archives);
+                    for note in &m.report {
+                        tracing::info!(copy = %name, "{note}");
+                    }
+                    Some(m.text)
                 })?;
             self.writer.remove(&name)?;
             tracing::info!(copy = %name, "merged a chronicle conflict copy");

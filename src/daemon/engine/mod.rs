@@ -18,7 +18,7 @@ mod tally_pass;
 
 pub use scope::Scope;
 
-use crate::daemon::config::Notifications;
+use crate::daemon::config::{Notifications, WriterMode};
 use crate::fs::snapshot::{self, Polis};
 use crate::fs::state::{Counters, Fingerprint, State};
 use crate::fs::writer::{self, Writer};
@@ -40,6 +40,7 @@ use std::path::{Path, PathBuf};
 pub struct EngineOptions {
     pub auto_route: bool,
     pub rollover: bool,
+    pub writer: WriterMode,
     pub notifications: Notifications,
 }
 
@@ -48,6 +49,7 @@ impl From<crate::daemon::config::Effective> for EngineOptions {
         EngineOptions {
             auto_route: e.auto_route,
             rollover: e.rollover,
+            writer: e.writer,
             notifications: e.notifications,
         }
     }
@@ -265,13 +267,17 @@ impl Engine {
         }
         self.fill_activity(&mut pass.polis, &pass.now);
         self.reconcile_step(&mut pass, scope);
-        if scope.open && self.options.auto_route {
+        // `writer = "none"`: another machine's daemon appends and edits (docs/sync.md).
+        let writes = self.options.writer.writes();
+        if scope.open && self.options.auto_route && writes {
             self.route_step(&mut pass);
         }
-        if scope.tally {
+        if scope.tally && writes {
             self.tally_step(&mut pass);
         }
-        self.notice_step(&mut pass, scope);
+        if writes {
+            self.notice_step(&mut pass, scope);
+        }
         self.finish_pass(pass)
     }
 

@@ -25,9 +25,14 @@ impl Engine {
             .iter()
             .filter(|c| c.folder == ContractFolder::Open && c.contract.wants_recommendation())
         {
-            let rec = match routing::recommend(polis, file, &RouteOptions::default())
-                .map(|r| r.recommendation)
-            {
+            let options = RouteOptions {
+                seed: Some(crate::protocol::routing::seed_for(
+                    &file.file.rel,
+                    &file.file.text,
+                )),
+                ..RouteOptions::default()
+            };
+            let rec = match routing::recommend(polis, file, &options).map(|r| r.recommendation) {
                 Ok(rec) => rec,
                 Err(routing::RouteError::NoCitizens) => return Ok(wrote),
                 Err(e) => {
