@@ -42,6 +42,11 @@ pub enum Command {
     Service(ServiceArgs),
     /// Play a short scene on a temporary polis to show what polisd does.
     Demo(DemoArgs),
+    /// Register polisd's merge driver in this clone's git config and _polis/.gitattributes.
+    GitSetup(GitSetupArgs),
+    /// git's merge driver for the chronicle, inboxes and routing_stats.yml (run by git).
+    #[command(hide = true)]
+    MergeDriver(MergeDriverArgs),
     /// Measure polisd against alternatives on simulated worlds.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -206,4 +211,25 @@ pub struct DemoArgs {
     /// Leave the daemon watching the demo polis after the scene (Ctrl-C to stop).
     #[arg(long)]
     pub keep_running: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GitSetupArgs {
+    #[command(flatten)]
+    pub polis: JsonPolisArg,
+    /// The program git should run as the driver (default: this polisd's absolute path).
+    #[arg(long)]
+    pub program: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeDriverArgs {
+    /// %O: the common ancestor's version (a temporary file).
+    pub base: PathBuf,
+    /// %A: our version; the merge result is written here.
+    pub ours: PathBuf,
+    /// %B: their version.
+    pub theirs: PathBuf,
+    /// %P: the path the result is stored at, relative to the repository.
+    pub path: String,
 }

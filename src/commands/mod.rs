@@ -4,7 +4,9 @@
 pub mod check;
 pub mod cli;
 pub mod demo;
+pub mod git_setup;
 pub mod init;
+pub mod merge_driver;
 pub mod route;
 pub mod status;
 pub mod verify;
@@ -102,6 +104,8 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             crate::bench::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
             Ok(0)
         }
+        Command::GitSetup(args) => git_setup::run(args),
+        Command::MergeDriver(args) => merge_driver::run(args),
         Command::Demo(args) => {
             crate::commands::demo::run(args.keep_running, &mut std::io::stdout())
         }

@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 12] = [
+pub const NOTIFICATION_KINDS: [&str; 14] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -32,6 +32,8 @@ pub const NOTIFICATION_KINDS: [&str; 12] = [
     "lesson-filed",
     "contract-stale",
     "card-changed",
+    "sync-conflict",
+    "worktree-diverged",
 ];
 
 /// Why the configuration could not be used.
@@ -320,6 +322,10 @@ pub struct Notifications {
     pub contract_stale: bool,
     #[serde(rename = "card-changed")]
     pub card_changed: bool,
+    #[serde(rename = "sync-conflict")]
+    pub sync_conflict: bool,
+    #[serde(rename = "worktree-diverged")]
+    pub worktree_diverged: bool,
 }
 
 impl Default for Notifications {
@@ -337,6 +343,8 @@ impl Default for Notifications {
             lesson_filed: true,
             contract_stale: true,
             card_changed: true,
+            sync_conflict: true,
+            worktree_diverged: true,
         }
     }
 }
@@ -356,6 +364,8 @@ impl Notifications {
             "lesson-filed" => &mut self.lesson_filed,
             "contract-stale" => &mut self.contract_stale,
             "card-changed" => &mut self.card_changed,
+            "sync-conflict" => &mut self.sync_conflict,
+            "worktree-diverged" => &mut self.worktree_diverged,
             _ => return None,
         })
     }
@@ -407,6 +417,10 @@ pub struct NotificationOverrides {
     pub contract_stale: Option<bool>,
     #[serde(rename = "card-changed", skip_serializing_if = "Option::is_none")]
     pub card_changed: Option<bool>,
+    #[serde(rename = "sync-conflict", skip_serializing_if = "Option::is_none")]
+    pub sync_conflict: Option<bool>,
+    #[serde(rename = "worktree-diverged", skip_serializing_if = "Option::is_none")]
+    pub worktree_diverged: Option<bool>,
 }
 
 impl NotificationOverrides {
@@ -428,6 +442,8 @@ impl NotificationOverrides {
             (self.lesson_filed, &mut to.lesson_filed),
             (self.contract_stale, &mut to.contract_stale),
             (self.card_changed, &mut to.card_changed),
+            (self.sync_conflict, &mut to.sync_conflict),
+            (self.worktree_diverged, &mut to.worktree_diverged),
         ];
         for (over, slot) in pairs {
             if let Some(v) = over {
@@ -594,6 +610,8 @@ pub fn accepted_keys() -> BTreeSet<String> {
         lesson_filed: Some(true),
         contract_stale: Some(true),
         card_changed: Some(true),
+        sync_conflict: Some(true),
+        worktree_diverged: Some(true),
     };
     let sample = ConfigFile {
         polis: vec![PolisFileEntry {

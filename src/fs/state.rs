@@ -164,7 +164,7 @@ pub struct SentNotification {
     pub id: String,
 }
 
-/// Cheap identity of a file's content: size and mtime, enough to skip a re-read. (Older
+/// Cheap identity of a file's content: size, mtime, inode and ctime, enough to skip a re-read. (Older
 /// versions also kept a SHA-256 of the bytes; nothing read it, so it is no longer computed, and
 /// the field in an older journal is ignored.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -173,6 +173,12 @@ pub struct Fingerprint {
     pub size: u64,
     /// Modification time in nanoseconds since the Unix epoch.
     pub mtime_ns: i64,
+    /// The inode and the status-change time: a sync tool (rsync -t, Syncthing, Dropbox, `cp -p`)
+    /// sets a copied file's mtime to the original's, so a file replaced with other bytes of the
+    /// same size can carry an old mtime. No program can set the ctime, and a replacement by
+    /// rename is a new inode, so those still tell the change.
+    pub ino: u64,
+    pub ctime_ns: i64,
 }
 
 impl Fingerprint {
@@ -182,6 +188,8 @@ impl Fingerprint {
         Fingerprint {
             size: meta.len(),
             mtime_ns: meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec(),
+            ino: meta.ino(),
+            ctime_ns: meta.ctime().saturating_mul(1_000_000_000) + meta.ctime_nsec(),
         }
     }
 }
@@ -688,6 +696,7 @@ mod tests {
         let fp = |n: u64| Fingerprint {
             size: n,
             mtime_ns: n as i64,
+            ..Fingerprint::default()
         };
         let mut s = State::load_in(base.path(), polis.path()).unwrap();
         s.settled_put("contracts/settled/a.md", fp(1));

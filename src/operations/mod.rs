@@ -10,6 +10,7 @@ mod deliver;
 mod edit;
 mod reconcile;
 pub mod route;
+pub mod sync;
 mod tally;
 
 pub use deliver::{deliver, Delivery};

@@ -54,6 +54,14 @@ pub enum Code {
     ConflictCopy,
     /// A card whose `content_hash` does not match its content.
     CardMismatch,
+    /// A file holding git conflict markers: never read as a record.
+    ConflictMarkers,
+    /// The same line or notice id twice (a duplicate that arrived through a sync).
+    Duplicate,
+    /// A clone whose `.gitattributes` names polisd's merge driver while its git config lacks it.
+    DriverNotConfigured,
+    /// Copies of one contract that differ between worktrees or machines.
+    Diverged,
 }
 
 impl Code {
@@ -78,6 +86,10 @@ impl Code {
             Code::BadSettlement => "P008",
             Code::ConflictCopy => "P009",
             Code::CardMismatch => "P010",
+            Code::ConflictMarkers => "P011",
+            Code::Duplicate => "P012",
+            Code::DriverNotConfigured => "P013",
+            Code::Diverged => "P014",
         }
     }
 }

@@ -31,10 +31,12 @@ pub enum Kind {
     LessonFiled,
     ContractStale,
     CardChanged,
+    SyncConflict,
+    WorktreeDiverged,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 14] = [
         Kind::ChronicleFinding,
         Kind::ContractRouted,
         Kind::ContractSettled,
@@ -47,6 +49,8 @@ impl Kind {
         Kind::LessonFiled,
         Kind::ContractStale,
         Kind::CardChanged,
+        Kind::SyncConflict,
+        Kind::WorktreeDiverged,
     ];
 
     /// The kind as it is written in the marker.
@@ -64,6 +68,8 @@ impl Kind {
             Kind::LessonFiled => "lesson-filed",
             Kind::ContractStale => "contract-stale",
             Kind::CardChanged => "card-changed",
+            Kind::SyncConflict => "sync-conflict",
+            Kind::WorktreeDiverged => "worktree-diverged",
         }
     }
 
@@ -404,6 +410,40 @@ impl Notification {
             discriminator: actual.to_string(),
             link: format!("citizens/{citizen}/capability_card.yml"),
             paragraph,
+        }
+    }
+}
+
+impl Notification {
+    /// A sync tool left a conflict copy polisd does not merge (docs/sync.md); told once per
+    /// copy to the index keeper, with both paths.
+    pub fn sync_conflict(recipient: &str, copy: &str, original: &str) -> Notification {
+        Notification {
+            kind: Kind::SyncConflict,
+            recipient: recipient.to_string(),
+            subject: copy.to_string(),
+            discriminator: String::new(),
+            link: original.trim_end_matches(".md").to_string(),
+            paragraph: format!(
+                "A sync tool kept two versions of `{original}`: the other one is `{copy}` (you are told as index keeper). polisd reads neither copy as a record and merges only the chronicle's and the inboxes' copies. Compare the two files, keep the right content in `{original}`, and delete `{copy}`."
+            ),
+        }
+    }
+
+    /// Copies of one contract differ between worktrees (or clones) of the repository;
+    /// `copies` is one line per copy (path, folder, owner, status), the discriminator, so each
+    /// distinct divergence is told once, to the index keeper.
+    pub fn worktree_diverged(recipient: &str, contract_id: &str, copies: &[String]) -> Notification {
+        Notification {
+            kind: Kind::WorktreeDiverged,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: copies.join("\n"),
+            link: format!("contracts/open/{contract_id}"),
+            paragraph: format!(
+                "The contract `{contract_id}` differs between worktrees of this repository (you are told as index keeper): {}. Agents in different worktrees see different owners or states, so two of them may work on it at once. Decide which copy is right, make the others match (or keep the polis in one place that every worktree uses, see docs/sync.md), and append a chronicle line.",
+                copies.join("; ")
+            ),
         }
     }
 }

@@ -496,6 +496,102 @@ pub fn merge_inbox(base: Option<&str>, ours: &str, theirs: &str, elsewhere: &[&s
     Merged { text, report }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Duplicates that arrived anyway
+
+/// P012 for every polisd id marker (`<!-- polisd:<kind>:<16 hex> -->`) seen a second time
+/// across `files` (path, text), in the order given (archives before the current chronicle):
+/// a line or notice that reached the folder twice, e.g. through a plain `merge=union` or two
+/// daemons without the merge driver. polisd removes nothing; the finding names both lines.
+pub fn duplicate_markers(files: &[(&str, &str)]) -> Vec<crate::protocol::finding::Finding> {
+    use crate::protocol::finding::{Code, Finding};
+    let mut first: HashMap<String, (String, usize)> = HashMap::new();
+    let mut out = Vec::new();
+    for (path, text) in files {
+        if !text.contains("<!-- polisd:") {
+            continue;
+        }
+        for (i, line) in text.lines().enumerate() {
+            let Some(start) = line.find("<!-- polisd:") else {
+                continue;
+            };
+            let rest = &line[start + "<!-- polisd:".len()..];
+            let Some(end) = rest.find(" -->") else {
+                continue;
+            };
+            let id = &rest[..end];
+            let valid = id.split_once(':').is_some_and(|(k, h)| {
+                !k.is_empty() && h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit())
+            });
+            if !valid {
+                continue;
+            }
+            match first.get(id) {
+                None => {
+                    first.insert(id.to_string(), (path.to_string(), i + 1));
+                }
+                Some((p, l)) => out.push(Finding::warning(
+                    Code::Duplicate,
+                    *path,
+                    Some(i + 1),
+                    format!(
+                        "polisd's `{id}` is here a second time (first at {p}:{l}): the same line \
+                         or notice arrived twice through a sync. polisd removes nothing; delete \
+                         one copy if you like, and run `polisd git-setup` so git merges by id"
+                    ),
+                )),
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Copies of a contract in several places (worktrees, clones)
+
+/// One copy of a contract, as found in one worktree's polis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContractCopy {
+    /// Where it is (the file's path, for the report).
+    pub path: String,
+    pub folder: crate::protocol::layout::ContractFolder,
+    /// `None` for a settled copy, whose owner is not read (a settlement is final).
+    pub owner: Option<String>,
+    pub status: Option<String>,
+}
+
+impl ContractCopy {
+    fn state(&self) -> (crate::protocol::layout::ContractFolder, Option<&str>, Option<&str>) {
+        (self.folder, self.owner.as_deref(), self.status.as_deref())
+    }
+
+    /// `path (folder, owner X, status Y)`, as the report names it.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({}, owner {}, status {})",
+            self.path,
+            self.folder.name(),
+            self.owner.as_deref().unwrap_or("none"),
+            self.status.as_deref().unwrap_or("none")
+        )
+    }
+}
+
+/// The contracts whose copies differ (folder, owner or status) between places, by id, with
+/// each copy described; a contract found in one place only is not a divergence (a branch may
+/// add one). Ids come out sorted, copies in the order given.
+pub fn diverging(copies: &[(String, ContractCopy)]) -> Vec<(String, Vec<String>)> {
+    let mut by_id: std::collections::BTreeMap<&str, Vec<&ContractCopy>> = Default::default();
+    for (id, c) in copies {
+        by_id.entry(id.as_str()).or_default().push(c);
+    }
+    by_id
+        .into_iter()
+        .filter(|(_, cs)| cs.len() > 1 && cs.iter().any(|c| c.state() != cs[0].state()))
+        .map(|(id, cs)| (id.to_string(), cs.iter().map(|c| c.describe()).collect()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -519,6 +615,40 @@ mod tests {
             conflict_marker_line("x\r\n<<<<<<<\r\ny\r\n>>>>>>>\r\n"),
             Some(2)
         );
+    }
+
+    #[test]
+    fn copies_differing_in_owner_or_folder_diverge() {
+        use crate::protocol::layout::ContractFolder::{Open, Settled};
+        let copy = |path: &str, folder, owner: Option<&str>| ContractCopy {
+            path: path.into(),
+            folder,
+            owner: owner.map(Into::into),
+            status: Some("claimed".into()),
+        };
+        let copies = vec![
+            ("a".to_string(), copy("/w1/a.md", Open, Some("x-agent-one"))),
+            ("a".to_string(), copy("/w2/a.md", Open, Some("y-agent-one"))),
+            ("b".to_string(), copy("/w1/b.md", Open, Some("x-agent-one"))),
+            ("b".to_string(), copy("/w2/b.md", Open, Some("x-agent-one"))),
+            ("c".to_string(), copy("/w1/c.md", Open, None)),
+            ("c".to_string(), copy("/w2/c.md", Settled, None)),
+            ("d".to_string(), copy("/w2/d.md", Open, None)),
+        ];
+        let d = diverging(&copies);
+        assert_eq!(d.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["a", "c"]);
+        assert!(d[0].1[1].contains("owner y-agent-one"), "{:?}", d[0]);
+    }
+
+    #[test]
+    fn a_marker_seen_twice_is_reported_with_both_places() {
+        let line = daemon("2026-03-02 10:05");
+        let text = format!("{line}- 2026-03-02 10:06 | a-agent-one | x | - | -\n{line}");
+        let f = duplicate_markers(&[("chronicle.md", &text)]);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].line, Some(3));
+        assert!(f[0].message.contains("chronicle.md:1"));
+        assert!(duplicate_markers(&[("chronicle.md", &line)]).is_empty());
     }
 
     #[test]
