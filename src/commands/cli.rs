@@ -170,6 +170,10 @@ pub struct InitArgs {
     /// The founder's model identifier.
     #[arg(long, default_value = "unknown")]
     pub model: String,
+    /// Also run `polisd git-setup`: register the merge driver for the chronicle, inboxes and
+    /// routing_stats.yml in this git clone (offered when the project is a git repository).
+    #[arg(long)]
+    pub git_setup: bool,
 }
 
 #[derive(Debug, Args)]

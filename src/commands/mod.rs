@@ -76,6 +76,22 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             for rel in &kept {
                 println!("  kept {rel}");
             }
+            if args.git_setup {
+                return git_setup::run(cli::GitSetupArgs {
+                    polis: cli::JsonPolisArg {
+                        path: Some(root),
+                        json: false,
+                    },
+                    program: None,
+                });
+            }
+            if crate::fs::git::inside_repo(&root) {
+                println!(
+                    "this project is a git repository: run `polisd git-setup {}` so that git merges \
+                     the chronicle and the inboxes by line id (once in every clone; docs/sync.md)",
+                    args.project_root.display()
+                );
+            }
             Ok(0)
         }
         Command::Service(args) => {

@@ -20,6 +20,9 @@
 //!   none can be read).
 //! - `findings`: `{errors, warnings, newest: [{code, severity, path, line, message}]}`, the
 //!   totals of `polisd check` and its last 10 findings (the current chronicle's last).
+//! - `worktrees`: `{others: [path], diverged: [{contract_id, copies: [text]}]}`: the same
+//!   polis in the repository's other git worktrees, and the contracts whose copies differ
+//!   there (folder, owner or status).
 //! - `daemon`: null when no daemon is watching (no `daemon.json`, or its process is gone);
 //!   else `{pid, started_at, updated_at, watch_mode, counters: {events, rescans, reconciles,
 //!   tallies, notifications, writes}, last_findings: [..up to 10, newest last]}`.
@@ -47,6 +50,7 @@ pub struct Summary {
     pub tags: Vec<TagRow>,
     pub amendments: Vec<AmendmentRow>,
     pub findings: FindingsSummary,
+    pub worktrees: Worktrees,
     pub daemon: Option<DaemonRow>,
     /// A daemon.json left by a daemon that no longer runs (text output mentions it).
     #[serde(skip)]
@@ -61,6 +65,22 @@ pub struct CitizenRow {
     pub state: String,
     pub last_activity: Option<String>,
     pub activity_source: Option<&'static str>,
+}
+
+/// The same polis in the repository's other git worktrees (docs/sync.md).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Worktrees {
+    /// The other worktrees' `_polis/` folders.
+    pub others: Vec<String>,
+    /// Contracts whose copies differ (folder, owner or status) between worktrees.
+    pub diverged: Vec<DivergedRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DivergedRow {
+    pub contract_id: String,
+    /// One line per copy: `path (folder, owner X, status Y)`.
+    pub copies: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -212,6 +232,21 @@ pub fn summarize(
         newest: newest_findings(found),
     };
 
+    let others = crate::operations::sync::other_worktree_polises(&polis.root);
+    let worktrees = Worktrees {
+        others: others
+            .iter()
+            .map(|(_, p)| p.display().to_string())
+            .collect(),
+        diverged: crate::operations::sync::worktree_divergences(&polis.root, &others)
+            .into_iter()
+            .map(|(contract_id, copies)| DivergedRow {
+                contract_id,
+                copies,
+            })
+            .collect(),
+    };
+
     let (daemon, stale_daemon_pid) = match daemon {
         Some(d) if d.pid != 0 && d.process_running() != Some(false) => (
             Some(DaemonRow {
@@ -237,6 +272,7 @@ pub fn summarize(
         tags,
         amendments,
         findings,
+        worktrees,
         daemon,
         stale_daemon_pid,
     })
@@ -314,6 +350,25 @@ pub fn render(s: &Summary) -> String {
         "\nContracts\n  open {}   settled {}   abandoned {}\n",
         c.open, c.settled, c.abandoned
     ));
+
+    if !s.worktrees.others.is_empty() {
+        out.push_str(&format!(
+            "\nWorktrees ({} other with this polis)\n",
+            s.worktrees.others.len()
+        ));
+        for p in &s.worktrees.others {
+            out.push_str(&format!("  {p}\n"));
+        }
+        if s.worktrees.diverged.is_empty() {
+            out.push_str("  every contract agrees across worktrees\n");
+        }
+        for d in &s.worktrees.diverged {
+            out.push_str(&format!("  DIVERGED {}\n", d.contract_id));
+            for c in &d.copies {
+                out.push_str(&format!("    {c}\n"));
+            }
+        }
+    }
 
     out.push_str("\nTags (from contracts/routing_stats.yml)\n");
     if s.tags.is_empty() {

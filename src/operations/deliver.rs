@@ -13,6 +13,9 @@ use std::collections::BTreeSet;
 pub struct Delivery {
     pub delivered: usize,
     pub already_sent: usize,
+    /// Of those, found in the inbox though this machine's ledger did not have them: another
+    /// machine's polisd (or an earlier state folder) delivered them.
+    pub found_in_inbox: usize,
     /// Recipients that could not be written to, with why (e.g. a symlinked inbox).
     pub failed: Vec<(String, WriteError)>,
 }
@@ -56,6 +59,7 @@ pub fn deliver(
         if n.already_in(&refs) {
             state.mark_sent(n.kind.as_str(), &id);
             report.already_sent += 1;
+            report.found_in_inbox += 1;
             continue;
         }
         match writer.append_locked(&inbox, n.render(now).as_bytes()) {

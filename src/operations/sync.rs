@@ -21,6 +21,8 @@ pub enum CopyKind {
     Chronicle,
     /// A copy of an inbox or inbox archive: merged here.
     Inbox,
+    /// A copy of `routing_stats.yml`: stale derived bytes, removed (polisd rebuilds the file).
+    Derived,
     /// Anything else: reported to the index keeper.
     Other,
 }
@@ -41,6 +43,7 @@ pub fn conflict_copies(root: &Path) -> Vec<ConflictCopy> {
             let kind = match merge::strategy_for(&original) {
                 merge::Strategy::Chronicle => CopyKind::Chronicle,
                 merge::Strategy::Inbox => CopyKind::Inbox,
+                merge::Strategy::Derived => CopyKind::Derived,
                 _ => CopyKind::Other,
             };
             ConflictCopy {
@@ -59,6 +62,12 @@ pub fn copy_finding(c: &ConflictCopy) -> Finding {
             "a sync tool kept a second version of `{}` here; polisd does not read it as a record. \
              Compare the two, keep the right content in `{}`, and delete this copy",
             c.original, c.original
+        ),
+        CopyKind::Derived => format!(
+            "a sync tool kept a second version of `{}` here; it is derived from the settled \
+             contracts, so the daemon removes the copy (or delete it; `polisd reconcile` \
+             rebuilds the file)",
+            c.original
         ),
         _ => format!(
             "a sync tool kept a second version of `{}` here; the daemon merges it into `{}` (an \
@@ -161,11 +170,14 @@ fn contract_copies(root: &Path, label: &Path) -> Vec<(String, ContractCopy)> {
 /// The contracts whose copies differ between this polis and the same polis in the
 /// repository's other worktrees, each with its copies described (path, folder, owner,
 /// status). `others` is [`other_worktree_polises`]'s answer.
-pub fn worktree_divergences(root: &Path, others: &[(PathBuf, PathBuf)]) -> Vec<(String, Vec<String>)> {
+pub fn worktree_divergences(
+    root: &Path,
+    others: &[(PathBuf, PathBuf)],
+) -> Vec<(String, Vec<String>)> {
     if others.is_empty() {
         return Vec::new();
     }
-    let mut copies = contract_copies(root, root);
+    let mut copies = contract_copies(root, &snapshot::canonical_root(root));
     for (_, polis) in others {
         copies.extend(contract_copies(polis, polis));
     }
@@ -236,8 +248,8 @@ pub fn git_setup(root: &Path, writer: &Writer, program: &str) -> Result<GitSetup
         repo.config_set(&key, &driver)?;
     }
     let rel = ".gitattributes";
-    let existing = snapshot::read_text(root, rel, None)
-        .map_err(|f| ActionError::Busy { path: f.path })?;
+    let existing =
+        snapshot::read_text(root, rel, None).map_err(|f| ActionError::Busy { path: f.path })?;
     let gitattributes_written = match existing {
         None => {
             let text = merge::with_driver_lines("").unwrap_or_default();

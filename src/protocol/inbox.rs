@@ -433,7 +433,11 @@ impl Notification {
     /// Copies of one contract differ between worktrees (or clones) of the repository;
     /// `copies` is one line per copy (path, folder, owner, status), the discriminator, so each
     /// distinct divergence is told once, to the index keeper.
-    pub fn worktree_diverged(recipient: &str, contract_id: &str, copies: &[String]) -> Notification {
+    pub fn worktree_diverged(
+        recipient: &str,
+        contract_id: &str,
+        copies: &[String],
+    ) -> Notification {
         Notification {
             kind: Kind::WorktreeDiverged,
             recipient: recipient.to_string(),

@@ -561,7 +561,13 @@ pub struct ContractCopy {
 }
 
 impl ContractCopy {
-    fn state(&self) -> (crate::protocol::layout::ContractFolder, Option<&str>, Option<&str>) {
+    fn state(
+        &self,
+    ) -> (
+        crate::protocol::layout::ContractFolder,
+        Option<&str>,
+        Option<&str>,
+    ) {
         (self.folder, self.owner.as_deref(), self.status.as_deref())
     }
 
@@ -636,7 +642,10 @@ mod tests {
             ("d".to_string(), copy("/w2/d.md", Open, None)),
         ];
         let d = diverging(&copies);
-        assert_eq!(d.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["a", "c"]);
+        assert_eq!(
+            d.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+            ["a", "c"]
+        );
         assert!(d[0].1[1].contains("owner y-agent-one"), "{:?}", d[0]);
     }
 

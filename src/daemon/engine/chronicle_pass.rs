@@ -252,6 +252,30 @@ impl Engine {
                 }
             }
             self.state.push_findings(&findings);
+            // A polisd line whose id is already in the chronicle arrived twice (a sync without
+            // the merge driver): reported once, never removed (docs/sync.md).
+            if new_lines
+                .iter()
+                .any(|l| chronicle::marker_id(&l.text).is_some())
+            {
+                let archives: Vec<(&str, &str)> = polis
+                    .archives
+                    .iter()
+                    .map(|(n, t)| (n.as_str(), t.as_str()))
+                    .chain(std::iter::once((layout::CHRONICLE, text)))
+                    .collect();
+                let fresh: BTreeSet<usize> = new_lines.iter().map(|l| l.number).collect();
+                let dups: Vec<Finding> = crate::protocol::merge::duplicate_markers(&archives)
+                    .into_iter()
+                    .filter(|f| {
+                        f.path == layout::CHRONICLE && f.line.is_some_and(|n| fresh.contains(&n))
+                    })
+                    .collect();
+                for f in &dups {
+                    tracing::warn!("{f}");
+                }
+                self.state.push_findings(&dups);
+            }
             if !rewritten {
                 self.state
                     .append_seen_chronicle(&text.as_bytes()[resume.offset..scan.resume.offset])?;
@@ -372,27 +396,38 @@ impl Engine {
         let Ok(entries) = std::fs::read_dir(&self.root) else {
             return Ok(false);
         };
-        let mut copies: Vec<String> = entries
+        // Each copy is merged into the file it is a copy of: `chronicle.md` or an archive.
+        let mut copies: Vec<(String, String)> = entries
             .flatten()
             .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
             .filter_map(|e| e.file_name().to_str().map(str::to_string))
-            .filter(|n| n.starts_with("chronicle") && layout::is_conflict_copy(n))
+            .filter_map(|n| layout::conflict_original(&n).map(|o| (n, o)))
+            .filter(|(_, o)| {
+                o == layout::CHRONICLE || chronicle::Quarter::from_archive_name(o).is_some()
+            })
             .collect();
         copies.sort();
-        for name in copies {
+        for (name, original) in copies {
             let Ok(Some(copy)) = snapshot::read_text(&self.root, &name, None) else {
                 continue;
             };
             // The archives keep the copy's older lines from coming back after a rollover here.
-            let archives: Vec<&str> = polis.archives.iter().map(|(_, t)| t.as_str()).collect();
-            let merged =
-                operations::edit_agent_file(&self.writer, &self.root, layout::CHRONICLE, |cur| {
-                    let m = crate::protocol::merge::merge_chronicle(None, cur, &copy, &archives);
-                    for note in &m.report {
-                        tracing::info!(copy = %name, "{note}");
-                    }
-                    Some(m.text)
-                })?;
+            let archives: Vec<&str> = polis
+                .archives
+                .iter()
+                .filter(|(n, _)| *n != original)
+                .map(|(_, t)| t.as_str())
+                .collect();
+            if !self.root.join(&original).is_file() {
+                continue; // reported by the sync pass: nothing to merge into
+            }
+            let merged = operations::edit_agent_file(&self.writer, &self.root, &original, |cur| {
+                let m = crate::protocol::merge::merge_chronicle(None, cur, &copy, &archives);
+                for note in &m.report {
+                    tracing::info!(copy = %name, "{note}");
+                }
+                Some(m.text)
+            })?;
             self.writer.remove(&name)?;
             tracing::info!(copy = %name, "merged a chronicle conflict copy");
             wrote |= merged;

@@ -78,6 +78,19 @@ impl Engine {
                 now,
             );
             self.state.counters.notifications += report.delivered as u64;
+            if report.found_in_inbox > 0
+                && self.options.writer == crate::daemon::config::WriterMode::ThisMachineOnly
+                && !self.reported_other_writer
+            {
+                self.reported_other_writer = true;
+                tracing::warn!(
+                    kind = %n.kind, to = %n.recipient,
+                    "this machine is the polis's only writer (writer = \"this-machine-only\"), yet \
+                     this notice was already in the inbox, though this machine's ledger did not have it: \
+                     another machine's polisd delivers notices too (or this one crashed before \
+                     saving). Set `writer = \"none\"` for this polis in that machine's config"
+                );
+            }
             if report.delivered > 0 {
                 tracing::info!(kind = %n.kind, to = %n.recipient, subject = %n.subject, "notified");
             }

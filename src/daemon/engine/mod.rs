@@ -14,6 +14,7 @@ mod derived_notices;
 mod routing_pass;
 mod scope;
 mod settled_pass;
+mod sync_pass;
 mod tally_pass;
 
 pub use scope::Scope;
@@ -77,6 +78,8 @@ struct Pass {
     settled_changed: bool,
     /// Whether polisd wrote to the polis in this pass.
     wrote: bool,
+    /// Notices of the sync pass (conflict copies, diverging worktrees).
+    sync_notices: Vec<crate::protocol::inbox::Notification>,
     errors: Vec<String>,
 }
 
@@ -113,6 +116,11 @@ pub struct Engine {
     /// Findings about the folder's files already logged by this process, so each is logged
     /// once while it lasts (and again if it comes back after being fixed).
     logged_findings: BTreeSet<String>,
+    /// Other worktrees' copies of this polis (docs/sync.md).
+    sync: sync_pass::SyncCache,
+    /// Whether a notice another machine's daemon delivered was already reported
+    /// (`writer = "this-machine-only"`).
+    reported_other_writer: bool,
 }
 
 impl Engine {
@@ -150,6 +158,8 @@ impl Engine {
             archive_activity: None,
             chronicles: ChronicleCopies::default(),
             logged_findings: BTreeSet::new(),
+            sync: sync_pass::SyncCache::default(),
+            reported_other_writer: false,
         })
     }
 
@@ -195,6 +205,9 @@ impl Engine {
         };
         if scope.is_empty() {
             return Ok(());
+        }
+        if !self.warmed || matches!(trigger, Trigger::Rescan | Trigger::Timer) {
+            self.refresh_sync();
         }
         let started = std::time::Instant::now();
         let result = self.pass(scope, refresh, wall);
@@ -266,6 +279,7 @@ impl Engine {
             self.chronicle_step(&mut pass);
         }
         self.fill_activity(&mut pass.polis, &pass.now);
+        self.sync_step(&mut pass, scope.sync, scope.open || scope.settled);
         self.reconcile_step(&mut pass, scope);
         // `writer = "none"`: another machine's daemon appends and edits (docs/sync.md).
         let writes = self.options.writer.writes();
@@ -311,6 +325,7 @@ impl Engine {
             new_settled,
             settled_changed,
             wrote: false,
+            sync_notices: Vec::new(),
             errors: Vec::new(),
         }))
     }
@@ -326,6 +341,7 @@ impl Engine {
     /// wrote, those the whole folder calls for; queued and delivered.
     fn notice_step(&mut self, pass: &mut Pass, scope: Scope) {
         let mut notices = self.settled_notices(&pass.new_settled);
+        notices.append(&mut pass.sync_notices);
         if scope.derive || pass.wrote {
             notices.extend(self.derive(&pass.polis, &pass.now));
         }

@@ -66,7 +66,6 @@ impl Scope {
             return Scope {
                 open: true,
                 derive: true,
-                sync: true,
                 ..Scope::default()
             };
         }
