@@ -488,8 +488,13 @@ fn status_json_parses_with_its_documented_keys() {
             "tags",
             "amendments",
             "findings",
+            "worktrees",
             "daemon"
         ])
+    );
+    assert_eq!(
+        s["worktrees"],
+        serde_json::json!({"others": [], "diverged": []})
     );
     assert_eq!(s["citizens"].as_array().unwrap().len(), 2);
     assert_eq!(s["citizens"][0]["id"], FOUNDER);

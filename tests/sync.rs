@@ -389,9 +389,9 @@ fn a_declared_but_unconfigured_merge_driver_is_reported() {
         .iter()
         .map(|f| f["code"].as_str().unwrap())
         .collect();
-    assert_eq!(codes, ["P013"]);
+    assert_eq!(codes, ["P014"]);
     let daemon = clone.start_daemon();
-    assert!(daemon.log_text().contains("P013"), "{}", daemon.log_text());
+    assert!(daemon.log_text().contains("P014"), "{}", daemon.log_text());
     drop(daemon);
     assert!(clone
         .polisd(&["git-setup", "--program", BIN])
@@ -469,14 +469,14 @@ fn conflict_markers_are_findings_and_never_records() {
     let out = p.polisd(&["check", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let p011: Vec<&str> = report["findings"]
+    let p012: Vec<&str> = report["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|f| f["code"] == "P011")
+        .filter(|f| f["code"] == "P012")
         .map(|f| f["path"].as_str().unwrap())
         .collect();
-    assert_eq!(p011, ["chronicle.md", "contracts/settled/parser.md"]);
+    assert_eq!(p012, ["chronicle.md", "contracts/settled/parser.md"]);
     assert!(
         !report.to_string().contains("C001"),
         "marker lines are not validated as lines"
@@ -806,4 +806,93 @@ fn rollover_happens_once_with_two_daemons() {
         "{chronicle}"
     );
     assert_eq!(tree(&a.root), tree(&b.root));
+}
+
+/// A line from a branch merged days later sits among its peers in timestamp order: it is late,
+/// not backdated, and its author is not told otherwise (C005 compares with the lines before it
+/// in the merged file, not with the end of the old one).
+#[test]
+fn a_line_merged_from_an_old_branch_is_not_reported_as_backdated() {
+    let p = machine(|d| {
+        let project = d.join("project");
+        fs::create_dir_all(&project).unwrap();
+        git(&project, &["init", "-q", "-b", "main"]);
+        project
+    });
+    let project = p.root.parent().unwrap().to_path_buf();
+    found(&project);
+    assert!(p.polisd(&["git-setup", "--program", BIN]).status.success());
+    git(&project, &["add", "-A"]);
+    git(&project, &["commit", "-qm", "found"]);
+    // The branch's line is three days older than the founding line on main.
+    let old = (chrono::Utc::now() - chrono::Duration::days(3))
+        .format("%Y-%m-%d %H:%M")
+        .to_string();
+    git(&project, &["checkout", "-qb", "old-branch"]);
+    let line = format!("- {old} | {ALPHA} | noted | - | written on a branch\n");
+    p.append("chronicle.md", &line);
+    git(&project, &["commit", "-qam", "a line on a branch"]);
+    git(&project, &["checkout", "-q", "main"]);
+    for note in ["on main", "still on main"] {
+        p.append("chronicle.md", &chronicle_line(BETA, "noted", "-", note));
+    }
+    git(&project, &["commit", "-qam", "lines on main"]);
+    let daemon = p.start_daemon();
+    git(&project, &["merge", "-q", "--no-edit", "old-branch"]);
+    let chronicle = p.read("chronicle.md");
+    assert!(chronicle.find(&line).unwrap() < chronicle.find("founded polis").unwrap());
+    // The daemon has read the merged file when a line appended after it is reported.
+    p.append("chronicle.md", &chronicle_line(BETA, "NOTED", "-", "probe"));
+    wait_for(&p, "the probe's C008 notice", || {
+        p.count(BETA, "chronicle-finding") == 1
+    });
+    assert_eq!(
+        p.count(ALPHA, "chronicle-finding"),
+        0,
+        "{}\n{}",
+        daemon.log_text(),
+        p.read("chronicle.md")
+    );
+}
+
+/// `writer = "none"`: this machine's daemon appends and edits nothing (another machine's
+/// does), and still keeps routing_stats.yml, whose bytes are the same everywhere.
+#[test]
+fn a_daemon_with_writer_none_writes_only_the_stats() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    fs::write(
+        p.dir.path().join("polisd.toml"),
+        "[watch]\ndebounce = \"50ms\"\n\n[behaviour]\nwriter = \"none\"\n\n[log]\nlevel = \"debug\"\n",
+    )
+    .unwrap();
+    let _daemon = p.start_daemon();
+    let open = "---\ncontract_id: lexer\ntitle: Lexer\nopened_by: founder-agent\nowner: null\nstatus: proposed\nrequired_tags: [rust]\nrouting:\n  recommended_by_router: null\n---\n\n## Intent\n\nLex.\n";
+    p.save("contracts/open/lexer.md", open);
+    p.save(
+        "contracts/settled/parser.md",
+        &settled("parser", FOUNDER, ALPHA, 4, "2026-03-02 10:00:00"),
+    );
+    p.append(
+        "chronicle.md",
+        &chronicle_line(ALPHA, "NOTED", "-", "bad verb"),
+    );
+    wait_for(&p, "the stats", || {
+        p.read("contracts/routing_stats.yml") == p.expected_stats()
+            && p.read("contracts/routing_stats.yml").contains(ALPHA)
+    });
+    let probe = "contracts/settled/probe.md";
+    p.save(
+        probe,
+        &settled("probe", FOUNDER, ALPHA, 2, "2026-03-02 11:00:00"),
+    );
+    wait_for(&p, "the stats after a second settlement", || {
+        p.read("contracts/routing_stats.yml") == p.expected_stats()
+    });
+    assert_eq!(
+        p.read("contracts/open/lexer.md"),
+        open,
+        "no routing block written"
+    );
+    assert!(p.all_markers().is_empty(), "{:?}", p.all_markers());
 }

@@ -184,7 +184,7 @@ pub fn worktree_divergences(
     merge::diverging(&copies)
 }
 
-/// The P014 findings for [`worktree_divergences`].
+/// The P015 findings for [`worktree_divergences`].
 pub fn divergence_findings(divergences: &[(String, Vec<String>)]) -> Vec<Finding> {
     divergences
         .iter()

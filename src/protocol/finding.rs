@@ -86,10 +86,10 @@ impl Code {
             Code::BadSettlement => "P008",
             Code::ConflictCopy => "P009",
             Code::CardMismatch => "P010",
-            Code::ConflictMarkers => "P011",
-            Code::Duplicate => "P012",
-            Code::DriverNotConfigured => "P013",
-            Code::Diverged => "P014",
+            Code::ConflictMarkers => "P012",
+            Code::Duplicate => "P013",
+            Code::DriverNotConfigured => "P014",
+            Code::Diverged => "P015",
         }
     }
 }

@@ -232,14 +232,19 @@ impl Engine {
             }
         };
         if !new_lines.is_empty() {
-            let earlier = if rewritten {
-                chronicle::newest_stamp(&text[..resume.offset.min(text.len())], now)
+            let findings = if rewritten {
+                // Rewritten by a merge (git's driver, a conflict copy): the new lines sit among
+                // the others in timestamp order, so each is checked against the lines before
+                // it in the file, not against the end of the old file (a line from a branch
+                // merged days later is late, not backdated).
+                self.validate_in_place(polis, &scan.lines, &new_lines, now)
             } else {
-                self.activity_upto(text, resume.offset, now)
+                let earlier = self
+                    .activity_upto(text, resume.offset, now)
                     .newest_stamp(now)
-                    .unwrap_or_else(|| chronicle::newest_stamp(&text[..resume.offset], now))
+                    .unwrap_or_else(|| chronicle::newest_stamp(&text[..resume.offset], now));
+                self.validate(polis, &new_lines, earlier, now).0
             };
-            let (findings, _) = self.validate(polis, &new_lines, earlier, now);
             for f in &findings {
                 tracing::warn!("{f}");
                 let line_text = new_lines
@@ -366,6 +371,35 @@ impl Engine {
             now: *now,
         };
         chronicle::validate_all(lines, &ctx)
+    }
+
+    /// Validates `fresh` (some of `all`, the file's lines in order), each with the newest stamp
+    /// of the lines before it in the file as "the newest earlier line" (C005).
+    fn validate_in_place(
+        &self,
+        polis: &Polis,
+        all: &[chronicle::Line],
+        fresh: &[chronicle::Line],
+        now: &PolisTime,
+    ) -> Vec<Finding> {
+        let limit = now.now + chrono::Duration::minutes(chronicle::FUTURE_TOLERANCE_MINUTES);
+        let wanted: BTreeSet<usize> = fresh.iter().map(|l| l.number).collect();
+        let mut newest = None;
+        let mut out = Vec::new();
+        for line in all {
+            if wanted.contains(&line.number) {
+                out.extend(
+                    self.validate(polis, std::slice::from_ref(line), newest, now)
+                        .0,
+                );
+            }
+            if let Some((stamp, _)) = chronicle::stamp_and_author(&line.text) {
+                if stamp <= limit {
+                    newest = newest.max(Some(stamp));
+                }
+            }
+        }
+        out
     }
 
     /// The inbox notice for a chronicle finding: to the author when registered, otherwise to
