@@ -30,6 +30,8 @@ pub enum Command {
     Route(RouteArgs),
     /// Tally amendment votes; ratify, expire or reject by the quorum rules.
     Tally(TallyArgs),
+    /// Find recurring friction in the polis's records and propose amendments that fix it.
+    Reflect(ReflectArgs),
     /// Check capability cards' content_hash (tamper evidence).
     Verify(VerifyArgs),
     /// Summarize a polis: citizens, contracts, leaders, amendments, findings, daemon.
@@ -137,6 +139,21 @@ pub struct TallyArgs {
     /// Decide but write nothing (no status edits, moves, chronicle lines or notices).
     #[arg(long)]
     pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReflectArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// File the new proposals in amendments/proposed/ (default: only show them).
+    #[arg(long)]
+    pub apply: bool,
+    /// How many contracts, lines or amendments make a pattern recurring.
+    #[arg(long, default_value_t = crate::protocol::reflection::DEFAULT_MIN_EVIDENCE, value_name = "N")]
+    pub min_evidence: usize,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -242,6 +242,7 @@ impl InProcessDaemon {
             auto_route: true,
             rollover: false,
             writer: crate::daemon::config::WriterMode::Any,
+            reflect: false,
             notifications: crate::daemon::config::Notifications::default(),
         };
         let mut engine = Engine::open(root, options)?;

@@ -7,6 +7,7 @@ pub mod demo;
 pub mod git_setup;
 pub mod init;
 pub mod merge_driver;
+pub mod reflect;
 pub mod route;
 pub mod status;
 pub mod verify;
@@ -43,6 +44,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
     match command {
         Command::Check(args) => check::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Reflect(args) => reflect::run(args),
         Command::Status(args) => status::run(args),
         Command::Run(args) => crate::daemon::run(crate::daemon::RunOptions {
             paths: args.paths,

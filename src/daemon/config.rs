@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 14] = [
+pub const NOTIFICATION_KINDS: [&str; 15] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -34,6 +34,7 @@ pub const NOTIFICATION_KINDS: [&str; 14] = [
     "card-changed",
     "sync-conflict",
     "worktree-diverged",
+    "setting-change",
 ];
 
 /// Why the configuration could not be used.
@@ -192,6 +193,7 @@ pub struct Overrides {
     pub auto_route: Option<bool>,
     pub rollover: Option<bool>,
     pub writer: Option<WriterMode>,
+    pub reflect: Option<bool>,
     pub notifications: NotificationOverrides,
 }
 
@@ -249,12 +251,15 @@ pub struct Behaviour {
     pub rollover: bool,
     /// Whether this machine's polisd appends and edits (docs/sync.md).
     pub writer: WriterMode,
+    /// Propose amendments from recurring friction, daily and after settlements.
+    pub reflect: bool,
 }
 
 impl Default for Behaviour {
     fn default() -> Self {
         Behaviour {
             auto_route: true,
+            reflect: true,
             rollover: false,
             writer: WriterMode::Any,
         }
@@ -326,6 +331,8 @@ pub struct Notifications {
     pub sync_conflict: bool,
     #[serde(rename = "worktree-diverged")]
     pub worktree_diverged: bool,
+    #[serde(rename = "setting-change")]
+    pub setting_change: bool,
 }
 
 impl Default for Notifications {
@@ -345,6 +352,7 @@ impl Default for Notifications {
             card_changed: true,
             sync_conflict: true,
             worktree_diverged: true,
+            setting_change: true,
         }
     }
 }
@@ -366,6 +374,7 @@ impl Notifications {
             "card-changed" => &mut self.card_changed,
             "sync-conflict" => &mut self.sync_conflict,
             "worktree-diverged" => &mut self.worktree_diverged,
+            "setting-change" => &mut self.setting_change,
             _ => return None,
         })
     }
@@ -421,6 +430,8 @@ pub struct NotificationOverrides {
     pub sync_conflict: Option<bool>,
     #[serde(rename = "worktree-diverged", skip_serializing_if = "Option::is_none")]
     pub worktree_diverged: Option<bool>,
+    #[serde(rename = "setting-change", skip_serializing_if = "Option::is_none")]
+    pub setting_change: Option<bool>,
 }
 
 impl NotificationOverrides {
@@ -444,6 +455,7 @@ impl NotificationOverrides {
             (self.card_changed, &mut to.card_changed),
             (self.sync_conflict, &mut to.sync_conflict),
             (self.worktree_diverged, &mut to.worktree_diverged),
+            (self.setting_change, &mut to.setting_change),
         ];
         for (over, slot) in pairs {
             if let Some(v) = over {
@@ -501,6 +513,7 @@ pub struct Effective {
     pub auto_route: bool,
     pub rollover: bool,
     pub writer: WriterMode,
+    pub reflect: bool,
     pub notifications: Notifications,
 }
 
@@ -510,6 +523,7 @@ impl Config {
     pub fn effective_for(&self, polis_path: &Path) -> Effective {
         let mut eff = Effective {
             auto_route: self.behaviour.auto_route,
+            reflect: self.behaviour.reflect,
             rollover: self.behaviour.rollover,
             writer: self.behaviour.writer,
             notifications: self.notifications,
@@ -524,6 +538,7 @@ impl Config {
             eff.auto_route = o.auto_route.unwrap_or(eff.auto_route);
             eff.rollover = o.rollover.unwrap_or(eff.rollover);
             eff.writer = o.writer.unwrap_or(eff.writer);
+            eff.reflect = o.reflect.unwrap_or(eff.reflect);
             o.notifications.apply(&mut eff.notifications);
         }
         eff
@@ -588,6 +603,7 @@ struct PolisFileEntry {
     rollover: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     writer: Option<WriterMode>,
+    reflect: Option<bool>,
     #[serde(default, skip_serializing_if = "NotificationOverrides::is_empty")]
     notifications: NotificationOverrides,
 }
@@ -612,6 +628,7 @@ pub fn accepted_keys() -> BTreeSet<String> {
         card_changed: Some(true),
         sync_conflict: Some(true),
         worktree_diverged: Some(true),
+        setting_change: Some(true),
     };
     let sample = ConfigFile {
         polis: vec![PolisFileEntry {
@@ -619,6 +636,7 @@ pub fn accepted_keys() -> BTreeSet<String> {
             auto_route: Some(true),
             rollover: Some(true),
             writer: Some(WriterMode::Any),
+            reflect: Some(true),
             notifications: all,
         }],
         ..ConfigFile::default()
@@ -720,6 +738,7 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
                 auto_route: entry.auto_route,
                 rollover: entry.rollover,
                 writer: entry.writer,
+                reflect: entry.reflect,
                 notifications: entry.notifications,
             },
         });
@@ -766,8 +785,8 @@ fn accepted_values(key: &str) -> Option<&'static str> {
         "level" => "\"error\", \"warn\", \"info\", \"debug\" or \"trace\"",
         "format" => "\"auto\", \"text\" or \"json\"",
         "path" => "a quoted path such as \"~/project\"",
-        "auto_route" | "rollover" => "true or false",
         "writer" => "\"any\", \"this-machine-only\" or \"none\"",
+        "auto_route" | "rollover" | "reflect" => "true or false",
         kind if NOTIFICATION_KINDS.contains(&kind) => "true or false",
         _ => return None,
     })

@@ -9,13 +9,16 @@
 mod deliver;
 mod edit;
 mod reconcile;
+pub mod reflection;
 pub mod route;
+mod staleness;
 pub mod sync;
 mod tally;
 
 pub use deliver::{deliver, Delivery};
 pub use edit::edit_agent_file;
 pub use reconcile::{current_stats, reconcile_settled, reconcile_with, Reconciled};
+pub use staleness::stale_claims;
 pub use tally::{active_citizens, tally, TallyResult};
 
 use crate::fs::writer::WriteError;

@@ -942,6 +942,17 @@ pub fn frontmatter_block(text: &str) -> Option<String> {
 /// `- YYYY-MM-DD HH:MM | polis-daemon | <verb> | [[link]] | <note>`. The note is flattened to
 /// one line; an empty note becomes `-`.
 pub fn daemon_line(now: &PolisTime, verb: &str, link: Option<&str>, note: &str) -> String {
+    daemon_line_by(DAEMON_ID, now, verb, link, note)
+}
+
+/// [`daemon_line`] signed by another system citizen (SPEC §2), e.g. `polis-reflector`.
+pub fn daemon_line_by(
+    author: &str,
+    now: &PolisTime,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+) -> String {
     let note = note.split_whitespace().collect::<Vec<_>>().join(" ");
     let note = if note.is_empty() {
         "-".to_string()
@@ -952,7 +963,7 @@ pub fn daemon_line(now: &PolisTime, verb: &str, link: Option<&str>, note: &str) 
     let link = link.map_or("-".to_string(), |l| format!("[[{l}]]"));
     format!(
         "{} <!-- polisd:{LINE_KIND}:{id} -->\n",
-        render_line(&now.minute_stamp(), DAEMON_ID, verb, &link, &note)
+        render_line(&now.minute_stamp(), author, verb, &link, &note)
     )
 }
 

@@ -33,10 +33,11 @@ pub enum Kind {
     CardChanged,
     SyncConflict,
     WorktreeDiverged,
+    SettingChange,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 14] = [
+    pub const ALL: [Kind; 15] = [
         Kind::ChronicleFinding,
         Kind::ContractRouted,
         Kind::ContractSettled,
@@ -51,6 +52,7 @@ impl Kind {
         Kind::CardChanged,
         Kind::SyncConflict,
         Kind::WorktreeDiverged,
+        Kind::SettingChange,
     ];
 
     /// The kind as it is written in the marker.
@@ -70,6 +72,7 @@ impl Kind {
             Kind::CardChanged => "card-changed",
             Kind::SyncConflict => "sync-conflict",
             Kind::WorktreeDiverged => "worktree-diverged",
+            Kind::SettingChange => "setting-change",
         }
     }
 
@@ -309,6 +312,32 @@ impl Notification {
             paragraph: format!(
                 "A new amendment was proposed{by}: `{}` ({title}). Read it and vote by adding a block `## Response from {recipient} (agree)` (or `disagree`, `abstain`, `request changes`) with your reasons at the end of the file, then append a `voted on amendment` line to the chronicle.",
                 a.id
+            ),
+        }
+    }
+
+    /// A ratified amendment changes a `polis.yml` setting, which polisd never edits: the index
+    /// keeper is given the exact change to make.
+    pub fn setting_change(
+        recipient: &str,
+        a: &Amendment,
+        change: &crate::protocol::reflection::SettingChange,
+    ) -> Notification {
+        let (section, leaf) = change.key.split_once('.').unwrap_or(("", &change.key));
+        let place = if section.is_empty() {
+            String::new()
+        } else {
+            format!(" under `{section}:`")
+        };
+        Notification {
+            kind: Kind::SettingChange,
+            recipient: recipient.to_string(),
+            subject: a.id.clone(),
+            discriminator: format!("{}={}", change.key, change.to),
+            link: crate::protocol::amendment::link(a, "ratified"),
+            paragraph: format!(
+                "The ratified amendment `{}` changes a setting that polisd does not edit, because `polis.yml` belongs to the citizens: set `{}` to {} (it is {}). The diff, also in the amendment's \"Proposed change\": `-  {leaf}: {}` `+  {leaf}: {}`{place}. Append a chronicle line when it is done.",
+                a.id, change.key, change.to, change.from, change.from, change.to
             ),
         }
     }

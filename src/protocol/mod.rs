@@ -14,6 +14,7 @@ pub mod inbox;
 pub mod layout;
 pub mod lesson;
 pub mod merge;
+pub mod reflection;
 pub mod review;
 pub mod routing;
 pub mod settings;

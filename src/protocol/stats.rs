@@ -338,6 +338,11 @@ impl Ledger {
         self.by_path.get(path).map(|p| &*p.0 .0)
     }
 
+    /// Every settlement, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &Settlement> {
+        self.by_path.iter().map(|p| &*p.0 .0)
+    }
+
     /// Every settlement, in path order (the order [`reconcile`] is given them elsewhere).
     pub fn settlements(&self) -> Vec<Settlement> {
         let mut out: Vec<Settlement> = self.by_path.iter().map(|p| (*p.0 .0).clone()).collect();

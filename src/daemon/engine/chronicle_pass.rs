@@ -286,17 +286,28 @@ impl Engine {
                     .append_seen_chronicle(&text.as_bytes()[resume.offset..scan.resume.offset])?;
             }
         }
+        self.record_progress(text, scan.resume);
+        self.activity_upto(text, scan.resume.offset, now);
+        self.enqueue(notices);
+        Ok(wrote)
+    }
+
+    /// Records that `chronicle.md` has been validated up to `resume`, with the hash of the
+    /// bytes before it (a rewrite is noticed by the next pass).
+    pub(super) fn record_progress(
+        &mut self,
+        text: &str,
+        resume: Resume,
+    ) -> &mut crate::fs::state::ChronicleProgress {
         let progress = self
             .state
             .chronicles
             .entry(layout::CHRONICLE.to_string())
             .or_default();
-        progress.offset = scan.resume.offset as u64;
-        progress.line = scan.resume.line as u64;
-        progress.tail_hash = tail_hash(text, scan.resume.offset);
-        self.activity_upto(text, scan.resume.offset, now);
-        self.enqueue(notices);
-        Ok(wrote)
+        progress.offset = resume.offset as u64;
+        progress.line = resume.line as u64;
+        progress.tail_hash = tail_hash(text, resume.offset);
+        progress
     }
 
     /// The activity of `chronicle.md` up to `upto` (a line end), read incrementally.

@@ -4,12 +4,10 @@
 use super::Engine;
 use crate::fs::snapshot::Polis;
 use crate::operations;
-use crate::protocol::chronicle::{self};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::contract::Contract;
 use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 impl Engine {
     /// Every notice the folder's current state calls for. Notices whose recipients depend on
@@ -22,19 +20,7 @@ impl Engine {
             .iter()
             .filter(|c| c.folder == ContractFolder::Open)
             .collect();
-        let claimed: BTreeSet<&str> = open
-            .iter()
-            .filter(|c| {
-                c.contract.owner.is_some()
-                    && matches!(
-                        c.contract.status.as_deref(),
-                        Some("claimed" | "in_progress")
-                    )
-            })
-            .map(|c| c.file.stem.as_str())
-            .collect();
-        // One pass over the chronicle for every claimed contract, not one per contract.
-        let last_lines = last_lines_about(polis, &claimed);
+        let stale = operations::stale_claims(polis, now);
 
         for c in &open {
             let k = &c.contract;
@@ -66,10 +52,8 @@ impl Engine {
                     ));
                 }
             }
-            if let (Some(owner), true) = (&k.owner, claimed.contains(id)) {
-                if let Some(last) = stale_since(last_lines.get(id).copied(), k, now) {
-                    out.push(Notification::contract_stale(owner, id, &last));
-                }
+            if let (Some(owner), Some(last)) = (&k.owner, stale.get(id)) {
+                out.push(Notification::contract_stale(owner, id, last));
             }
         }
 
@@ -99,6 +83,14 @@ impl Engine {
                 }
                 for r in &recipients {
                     out.extend(Notification::amendment_outcome(r, a, &outcome));
+                }
+                if status == "ratified" {
+                    let change = crate::protocol::frontmatter::parse(&file.text)
+                        .ok()
+                        .and_then(|r| crate::protocol::reflection::setting_change_of(&r.fields));
+                    if let (Some(change), Some(keeper)) = (change, &polis.index_keeper) {
+                        out.push(Notification::setting_change(keeper, a, &change));
+                    }
                 }
             }
         }
@@ -172,50 +164,4 @@ pub(super) fn decided_outcome(
         detail,
         votes,
     }
-}
-
-/// The newest chronicle line about each of `ids` (a line whose link names the contract), over
-/// the texts the activity window reads. Nothing is scanned when `ids` is empty.
-pub(super) fn last_lines_about(
-    polis: &Polis,
-    ids: &BTreeSet<&str>,
-) -> HashMap<String, chrono::NaiveDateTime> {
-    let mut last: HashMap<String, chrono::NaiveDateTime> = HashMap::new();
-    if ids.is_empty() {
-        return last;
-    }
-    for text in polis.recent_chronicle() {
-        for line in chronicle::scan(text).lines {
-            let Ok(entry) = chronicle::parse_entry(&line.text) else {
-                continue;
-            };
-            let Some(target) = entry.link.and_then(chronicle::link_target) else {
-                continue;
-            };
-            let Some(id) = target.rsplit('/').next().filter(|id| ids.contains(id)) else {
-                continue;
-            };
-            let slot = last.entry(id.to_string()).or_insert(entry.stamp);
-            *slot = (*slot).max(entry.stamp);
-        }
-    }
-    last
-}
-
-/// When a claimed contract has had no chronicle line about it for 14 days, the stamp of the
-/// last one (or of its opening), which makes each silence a distinct notice.
-pub(super) fn stale_since(
-    last_line: Option<chrono::NaiveDateTime>,
-    k: &Contract,
-    now: &PolisTime,
-) -> Option<String> {
-    let last = last_line;
-    let last = last.or_else(|| {
-        crate::protocol::amendment::read_when(&k.opened_at, now).map(|w| match w {
-            crate::protocol::amendment::When::Moment(t) => t,
-            crate::protocol::amendment::When::Day(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
-        })
-    })?;
-    (now.now - last > chrono::Duration::days(chronicle::ACTIVITY_WINDOW_DAYS))
-        .then(|| last.format("%Y-%m-%d %H:%M").to_string())
 }

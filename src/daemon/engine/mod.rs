@@ -11,6 +11,7 @@
 mod chronicle_pass;
 mod delivery;
 mod derived_notices;
+mod reflection_pass;
 mod routing_pass;
 mod scope;
 mod settled_pass;
@@ -30,7 +31,7 @@ use crate::protocol::finding::Finding;
 use crate::protocol::layout::{self};
 use crate::protocol::stats::Ledger;
 use anyhow::Context as _;
-use chronicle_pass::{tail_hash, ChronicleCopies, Covered};
+use chronicle_pass::{ChronicleCopies, Covered};
 use chrono::{DateTime, Utc};
 use settled_pass::SettledRefresh;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -42,6 +43,7 @@ pub struct EngineOptions {
     pub auto_route: bool,
     pub rollover: bool,
     pub writer: WriterMode,
+    pub reflect: bool,
     pub notifications: Notifications,
 }
 
@@ -51,6 +53,7 @@ impl From<crate::daemon::config::Effective> for EngineOptions {
             auto_route: e.auto_route,
             rollover: e.rollover,
             writer: e.writer,
+            reflect: e.reflect,
             notifications: e.notifications,
         }
     }
@@ -264,7 +267,8 @@ impl Engine {
 
     /// One pass, in the order the rules depend on each other: the chronicle first (its
     /// activity window decides who is active), the stats next (routing reads them), then
-    /// routing, the tally, and last the notices all of that calls for. Each step that fails is
+    /// routing, the tally, reflection (which files amendments for the next tally), and last
+    /// the notices all of that calls for. Each step that fails is
     /// reported and the others still run; the next pass retries it.
     fn pass(
         &mut self,
@@ -290,6 +294,7 @@ impl Engine {
             self.tally_step(&mut pass);
         }
         if writes {
+            self.reflection_step(&mut pass);
             self.notice_step(&mut pass, scope);
         }
         self.finish_pass(pass)
@@ -412,15 +417,8 @@ impl Engine {
                 tracing::info!("{f} (before polisd's baseline: logged, not sent)");
             }
             self.state.push_findings(&findings);
-            let progress = self
-                .state
-                .chronicles
-                .entry(layout::CHRONICLE.to_string())
-                .or_default();
-            progress.offset = scan.resume.offset as u64;
-            progress.line = scan.resume.line as u64;
-            progress.baseline_offset = Some(scan.resume.offset as u64);
-            progress.tail_hash = tail_hash(text, scan.resume.offset);
+            self.record_progress(text, scan.resume).baseline_offset =
+                Some(scan.resume.offset as u64);
             self.state
                 .reset_seen_chronicle(&text.as_bytes()[..scan.resume.offset])?;
         }

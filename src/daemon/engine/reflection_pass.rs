@@ -1,0 +1,95 @@
+//! Reflection (issue 19): once a day every detector, and after a settlement the detectors that
+//! settled contracts feed, filing what they find as amendments through the application layer.
+//!
+//! After a settlement the ledger (owner, tags, quality) says on which tags a proposal is at all
+//! possible ([`rules::tags_worth_reading`]); only the settled files of those tags are read
+//! again, for the routing and review fields the ledger does not keep.
+
+use super::{Engine, Pass};
+use crate::fs::snapshot::{self, ContractFile};
+use crate::operations::reflection::{self, Scope};
+use crate::protocol::contract::Contract;
+use crate::protocol::layout::ContractFolder;
+use crate::protocol::reflection::{self as rules, SettledEvidence};
+
+/// The `state.known` key holding the polis-local date of the last daily run.
+const LAST_DAILY_RUN: &str = "reflect/daily";
+
+impl Engine {
+    pub(super) fn reflection_step(&mut self, pass: &mut Pass) {
+        if !self.options.reflect || pass.first_meeting {
+            return;
+        }
+        let today = pass.now.now.date().format("%Y-%m-%d").to_string();
+        let daily = self.state.known.get(LAST_DAILY_RUN) != Some(&today);
+        let scope = if daily {
+            Scope::All
+        } else if !pass.new_settled.is_empty() {
+            Scope::Settled
+        } else {
+            return;
+        };
+        let settled = self.settled_evidence();
+        let evidence = reflection::gather_with(&pass.polis, settled, scope, &pass.now);
+        match reflection::reflect(
+            &pass.polis,
+            &evidence,
+            rules::DEFAULT_MIN_EVIDENCE,
+            Some(&self.writer),
+            &pass.now,
+        ) {
+            Ok(results) => {
+                if daily {
+                    self.state.known.insert(LAST_DAILY_RUN.into(), today);
+                }
+                let filed: Vec<_> = results.iter().filter(|r| r.written).collect();
+                for r in &filed {
+                    tracing::info!(amendment = %r.amendment_id, kind = r.proposal.kind.as_str(), "reflection filed a proposal");
+                }
+                if !filed.is_empty() {
+                    self.state.counters.writes += filed.len() as u64;
+                    self.after_write(pass);
+                }
+            }
+            Err(e) => pass.errors.push(format!("reflection: {e}")),
+        }
+    }
+
+    /// The settled contracts of every tag where a detector could fire, read again for the
+    /// fields the ledger does not keep; in path order, as the reference lists them.
+    fn settled_evidence(&self) -> Vec<SettledEvidence> {
+        let worth = rules::tags_worth_reading(
+            self.ledger
+                .iter()
+                .map(|s| (s.owner.as_str(), s.tags.as_slice(), s.quality)),
+            rules::DEFAULT_MIN_EVIDENCE,
+        );
+        if worth.is_empty() {
+            return Vec::new();
+        }
+        let mut wanted: Vec<_> = self
+            .ledger
+            .iter()
+            .filter(|s| s.tags.iter().any(|t| worth.contains(t)))
+            .collect();
+        wanted.sort_by(|a, b| a.path.cmp(&b.path));
+        let root = self.root.clone();
+        let files = snapshot::par_map(&wanted, |s| {
+            let stem = s.path.rsplit('/').next()?.strip_suffix(".md")?;
+            let file = snapshot::read_record(&root, &s.path, stem, &mut Vec::new())?;
+            let contract = Contract::from_record(&file.record);
+            Some(ContractFile {
+                folder: ContractFolder::Settled,
+                file,
+                contract,
+            })
+        });
+        let mut out: Vec<SettledEvidence> = wanted
+            .iter()
+            .zip(files)
+            .filter_map(|(s, f)| Some(reflection::settled_evidence(&f?, s)))
+            .collect();
+        out.sort_by(|a, b| a.contract_id.cmp(&b.contract_id));
+        out
+    }
+}

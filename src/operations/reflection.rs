@@ -1,0 +1,263 @@
+//! Reflection over a polis (`polisd reflect` and the daemon's daily pass): gathering the
+//! evidence the detectors of [`crate::protocol::reflection`] read, and filing the proposals
+//! they make as amendments with their chronicle line.
+
+use super::ActionError;
+use crate::fs::snapshot::{ContractFile, Polis};
+use crate::fs::writer::Writer;
+use crate::protocol::amendment::{read_when, When};
+use crate::protocol::chronicle::{self, ChronicleContext};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::layout::{self, AmendmentFolder, ContractFolder};
+use crate::protocol::reflection::{
+    self as rules, AmendmentEvidence, Evidence, FindingEvidence, Held, LessonEvidence, Proposal,
+    SettledEvidence, StaleEvidence,
+};
+use crate::protocol::stats::Settlement;
+use crate::yaml::Value;
+use chrono::{Duration, NaiveDateTime};
+use std::collections::{BTreeSet, HashMap};
+
+/// Which detectors a run feeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Everything: `polisd reflect` and the daemon's daily run.
+    All,
+    /// Only the detectors that settled contracts feed (after a settlement).
+    Settled,
+}
+
+/// One proposal and what became of it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Reflected {
+    pub amendment_id: String,
+    #[serde(flatten)]
+    pub proposal: Proposal,
+    /// Why it is not filed, when it is not.
+    pub held: Option<Held>,
+    /// Whether this run wrote it.
+    pub written: bool,
+}
+
+/// A settled contract's evidence, from its file and the settlement reconcile read from it.
+pub fn settled_evidence(file: &ContractFile, settlement: &Settlement) -> SettledEvidence {
+    let k = &file.contract;
+    SettledEvidence {
+        contract_id: k
+            .contract_id
+            .clone()
+            .unwrap_or_else(|| file.file.stem.clone()),
+        owner: Some(settlement.owner.clone()),
+        tags: settlement.tags.clone(),
+        quality: settlement.quality,
+        recommended: k.routing.recommended_by_router.clone(),
+        guarded: k.stakes.as_deref() == Some("high")
+            || k.review.required == Some(true)
+            || k.review.reviewer.is_some(),
+    }
+}
+
+/// The evidence of a polis read with its settled contracts ([`Polis::read`]).
+pub fn gather(polis: &Polis, scope: Scope, now: &PolisTime) -> Evidence {
+    let by_path: HashMap<&str, &Settlement> = polis
+        .settlements
+        .iter()
+        .map(|s| (s.path.as_str(), s))
+        .collect();
+    let mut settled: Vec<SettledEvidence> = polis
+        .contracts
+        .iter()
+        .filter(|c| c.folder == ContractFolder::Settled)
+        .filter_map(|c| Some(settled_evidence(c, by_path.get(c.file.rel.as_str())?)))
+        .collect();
+    settled.sort_by(|a, b| a.contract_id.cmp(&b.contract_id));
+    gather_with(polis, settled, scope, now)
+}
+
+/// The evidence, with the settled contracts' part given (the daemon reads only the files of
+/// the tags where a detector could fire).
+pub fn gather_with(
+    polis: &Polis,
+    settled: Vec<SettledEvidence>,
+    scope: Scope,
+    now: &PolisTime,
+) -> Evidence {
+    let stats = super::current_stats(polis);
+    let mut evidence = Evidence {
+        settled,
+        amendments: amendments(polis, now),
+        lesson_impact_floor: polis.settings.lesson_impact_floor,
+        explore_rate: crate::protocol::routing::score::explore_rate(&polis.settings, &stats),
+        ..Evidence::default()
+    };
+    if scope == Scope::All {
+        evidence.findings = recent_findings(polis, now);
+        evidence.stale = stale(polis, now);
+        evidence.lessons = polis
+            .lessons
+            .iter()
+            .filter_map(|l| {
+                Some(LessonEvidence {
+                    lesson_id: l.lesson.lesson_id.clone(),
+                    tags: l.lesson.capability_tags.clone(),
+                    impact: l.lesson.quality_impact?,
+                })
+            })
+            .collect();
+    }
+    evidence
+}
+
+/// Every amendment on file, with what [`rules::dedup`] compares.
+fn amendments(polis: &Polis, now: &PolisTime) -> Vec<AmendmentEvidence> {
+    let moment = |v: &Value| {
+        read_when(v, now).map(|w| match w {
+            When::Moment(t) => t,
+            When::Day(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
+        })
+    };
+    polis
+        .amendments
+        .iter()
+        .map(|file| {
+            let a = &file.amendment;
+            let fields = crate::protocol::frontmatter::parse(&file.text)
+                .map(|r| r.fields)
+                .unwrap_or(Value::Null);
+            let listed = |key: &str| match fields.get(key) {
+                Value::Seq(items) => items.len(),
+                _ => 0,
+            };
+            let evidence_count = match fields.get("evidence_count") {
+                Value::Int(n) if *n >= 0 => *n as usize,
+                _ => listed("evidence_contracts").max(listed("evidence_lines")),
+            };
+            AmendmentEvidence {
+                id: a.id.clone(),
+                status: a.status.clone().unwrap_or_default(),
+                ratified: file.folder == AmendmentFolder::Ratified,
+                reflect_slug: fields.get("reflect_slug").as_str().map(str::to_string),
+                evidence_count,
+                proposed_at: moment(&a.proposed_at),
+                expires_at: moment(&a.expires_at),
+            }
+        })
+        .collect()
+}
+
+/// Error findings of chronicle lines written in the detector's window, with their authors.
+fn recent_findings(polis: &Polis, now: &PolisTime) -> Vec<FindingEvidence> {
+    let since = now.now - Duration::days(rules::FINDING_WINDOW_DAYS);
+    let registered = |id: &str| polis.cards.contains_key(id);
+    let exists = |rel: &str| polis.exists(rel);
+    let mut out = Vec::new();
+    for text in polis.recent_chronicle() {
+        let lines: Vec<chronicle::Line> = chronicle::scan(text)
+            .lines
+            .into_iter()
+            .filter(|l| stamp_of(&l.text).is_some_and(|t| t >= since))
+            .collect();
+        let ctx = ChronicleContext {
+            path: layout::CHRONICLE,
+            is_registered: &registered,
+            link_exists: &exists,
+            newest_earlier: None,
+            now: *now,
+        };
+        let (findings, _) = chronicle::validate_all(&lines, &ctx);
+        for f in findings {
+            let Some(line) = lines.iter().find(|l| Some(l.number) == f.line) else {
+                continue;
+            };
+            let (Some(stamp), Some(author)) = (
+                stamp_of(&line.text),
+                chronicle::stamp_and_author(&line.text).map(|(_, a)| a.to_string()),
+            ) else {
+                continue;
+            };
+            out.push(FindingEvidence {
+                code: f.code.to_string(),
+                author,
+                stamp,
+                line: line.text.clone(),
+            });
+        }
+    }
+    out
+}
+
+fn stamp_of(line: &str) -> Option<NaiveDateTime> {
+    chronicle::stamp_and_author(line).map(|(stamp, _)| stamp)
+}
+
+fn stale(polis: &Polis, now: &PolisTime) -> Vec<StaleEvidence> {
+    let stale = super::stale_claims(polis, now);
+    polis
+        .contracts
+        .iter()
+        .filter(|c| c.folder == ContractFolder::Open && stale.contains_key(&c.file.stem))
+        .map(|c| StaleEvidence {
+            contract_id: c.file.stem.clone(),
+            tags: c.contract.required_tags.clone(),
+        })
+        .collect()
+}
+
+/// Detects, deduplicates and, with `writer`, files each new proposal: the amendment in
+/// `amendments/proposed/`, then its `proposed amendment` line. Idempotent: an amendment file
+/// already there is not written again, and its line is appended only when the chronicle lacks
+/// it, so a crash between the two is finished by the next run.
+pub fn reflect(
+    polis: &Polis,
+    evidence: &Evidence,
+    min_evidence: usize,
+    writer: Option<&Writer>,
+    now: &PolisTime,
+) -> Result<Vec<Reflected>, ActionError> {
+    let mut out = Vec::new();
+    let mut filed_slugs: BTreeSet<String> = BTreeSet::new();
+    for proposal in rules::detect(evidence, min_evidence, now) {
+        let id = rules::amendment_id(&proposal, now.now.date());
+        let mut held = rules::dedup(&proposal, &evidence.amendments, now);
+        // The file of today's proposal is on disk but the listing above predates it.
+        if held.is_none() && !filed_slugs.insert(proposal.slug.clone()) {
+            held = Some(Held::Pending {
+                amendment: id.clone(),
+            });
+        }
+        let mut written = false;
+        if let (Some(writer), None) = (writer, &held) {
+            written = file(polis, writer, &proposal, &id, now)?;
+        }
+        out.push(Reflected {
+            amendment_id: id,
+            proposal,
+            held,
+            written,
+        });
+    }
+    Ok(out)
+}
+
+fn file(
+    polis: &Polis,
+    writer: &Writer,
+    proposal: &Proposal,
+    id: &str,
+    now: &PolisTime,
+) -> Result<bool, ActionError> {
+    let Some(rel) = layout::amendment_path(AmendmentFolder::Proposed, id) else {
+        return Ok(false);
+    };
+    let text = rules::render(proposal, id, now)?;
+    let created = writer.create_new(&rel, text.as_bytes())?;
+    let target = format!("amendments/proposed/{id}");
+    let chronicled = polis
+        .recent_chronicle()
+        .iter()
+        .any(|t| chronicle::has_line(t, "proposed amendment", &target));
+    if !chronicled {
+        writer.append_locked(layout::CHRONICLE, rules::chronicle_line(id, now).as_bytes())?;
+    }
+    Ok(created)
+}
