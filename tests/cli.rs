@@ -494,7 +494,7 @@ fn status_json_parses_with_its_documented_keys() {
     );
     assert_eq!(
         s["worktrees"],
-        serde_json::json!({"others": [], "diverged": []})
+        serde_json::json!({"git_common_dir": null, "others": [], "diverged": []})
     );
     assert_eq!(s["citizens"].as_array().unwrap().len(), 2);
     assert_eq!(s["citizens"][0]["id"], FOUNDER);

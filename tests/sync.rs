@@ -334,6 +334,8 @@ fn two_worktrees_with_diverging_claims_are_reported_once() {
         p.count(FOUNDER, "worktree-diverged") == 1
     });
     let s = status();
+    let common = s["worktrees"]["git_common_dir"].as_str().unwrap();
+    assert!(common.ends_with("project/.git"), "{common}");
     let diverged = &s["worktrees"]["diverged"][0];
     assert_eq!(diverged["contract_id"], "tokenizer");
     let copies = diverged["copies"].to_string();
@@ -895,4 +897,40 @@ fn a_daemon_with_writer_none_writes_only_the_stats() {
         "no routing block written"
     );
     assert!(p.all_markers().is_empty(), "{:?}", p.all_markers());
+}
+
+/// `writer = "this-machine-only"`: a notice this machine was about to send is already in the
+/// inbox though its ledger never sent it, so another machine's polisd writes too; polisd adds
+/// nothing and says so once.
+#[test]
+fn the_only_writer_reports_a_notice_another_machine_delivered() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    p.citizen(BETA, "openai", &[("rust", 3)], "low");
+    fs::write(
+        p.dir.path().join("polisd.toml"),
+        "[watch]\ndebounce = \"50ms\"\n\n[behaviour]\nwriter = \"this-machine-only\"\n\n[log]\nlevel = \"debug\"\n",
+    )
+    .unwrap();
+    let daemon = p.start_daemon();
+    // Another machine's daemon already told beta (its block arrived with the sync).
+    let other = polisd::protocol::inbox::Notification::contract_settled(
+        BETA,
+        "parser",
+        "parser",
+        ALPHA,
+        Some(5),
+    );
+    let now = polisd::protocol::clock::PolisTime::system(Default::default());
+    p.append(&format!("citizens/{BETA}/inbox.md"), &other.render(&now));
+    p.save(
+        "contracts/settled/parser.md",
+        &settled("parser", BETA, ALPHA, 5, "2026-03-02 10:00:00"),
+    );
+    wait_for(&p, "the report about the other writer", || {
+        daemon
+            .log_text()
+            .contains("another machine's polisd delivers notices too")
+    });
+    assert_eq!(p.count(BETA, "contract-settled"), 1);
 }

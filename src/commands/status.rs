@@ -20,9 +20,9 @@
 //!   none can be read).
 //! - `findings`: `{errors, warnings, newest: [{code, severity, path, line, message}]}`, the
 //!   totals of `polisd check` and its last 10 findings (the current chronicle's last).
-//! - `worktrees`: `{others: [path], diverged: [{contract_id, copies: [text]}]}`: the same
-//!   polis in the repository's other git worktrees, and the contracts whose copies differ
-//!   there (folder, owner or status).
+//! - `worktrees`: `{git_common_dir, others: [path], diverged: [{contract_id, copies: [text]}]}`:
+//!   the repository's common git dir (null outside git), the same polis in its other
+//!   worktrees, and the contracts whose copies differ there (folder, owner or status).
 //! - `daemon`: null when no daemon is watching (no `daemon.json`, or its process is gone);
 //!   else `{pid, started_at, updated_at, watch_mode, counters: {events, rescans, reconciles,
 //!   tallies, notifications, writes}, last_findings: [..up to 10, newest last]}`.
@@ -70,6 +70,8 @@ pub struct CitizenRow {
 /// The same polis in the repository's other git worktrees (docs/sync.md).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Worktrees {
+    /// The repository's common git dir (shared by its worktrees); null outside git.
+    pub git_common_dir: Option<String>,
     /// The other worktrees' `_polis/` folders.
     pub others: Vec<String>,
     /// Contracts whose copies differ (folder, owner or status) between worktrees.
@@ -232,8 +234,12 @@ pub fn summarize(
         newest: newest_findings(found),
     };
 
-    let others = crate::operations::sync::other_worktree_polises(&polis.root);
+    let repo = crate::fs::git::Repo::find(&polis.root);
+    let others = repo.as_ref().map_or_else(Vec::new, |r| {
+        crate::operations::sync::other_worktree_polises_in(r, &polis.root)
+    });
     let worktrees = Worktrees {
+        git_common_dir: repo.map(|r| r.common_dir.display().to_string()),
         others: others
             .iter()
             .map(|(_, p)| p.display().to_string())

@@ -115,9 +115,14 @@ pub fn merge_inbox_copy(
 /// (`git worktree list`), with the worktree's top. Empty outside a repository or with one
 /// worktree.
 pub fn other_worktree_polises(root: &Path) -> Vec<(PathBuf, PathBuf)> {
-    let Some(repo) = Repo::find(root) else {
-        return Vec::new();
-    };
+    match Repo::find(root) {
+        Some(repo) => other_worktree_polises_in(&repo, root),
+        None => Vec::new(),
+    }
+}
+
+/// [`other_worktree_polises`] in a repository already found.
+pub fn other_worktree_polises_in(repo: &Repo, root: &Path) -> Vec<(PathBuf, PathBuf)> {
     let canonical = snapshot::canonical_root(root);
     let Ok(rel) = canonical.strip_prefix(&repo.top) else {
         return Vec::new();
