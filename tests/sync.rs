@@ -934,3 +934,44 @@ fn the_only_writer_reports_a_notice_another_machine_delivered() {
     });
     assert_eq!(p.count(BETA, "contract-settled"), 1);
 }
+
+/// Conflict copies polisd does not merge: a contract's is reported to the index keeper once,
+/// with both paths, and never read as a record; a copy of routing_stats.yml (derived bytes)
+/// is removed.
+#[test]
+fn other_conflict_copies_are_reported_once_and_a_stats_copy_is_removed() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    let daemon = p.start_daemon();
+    let open = "---\ncontract_id: lexer\ntitle: Lexer\nopened_by: founder-agent\nowner: null\nstatus: proposed\nrouting:\n  recommended_by_router: alpha-agent-one\n---\n";
+    p.save("contracts/open/lexer.md", open);
+    let copy = "contracts/open/lexer (Bob's conflicted copy 2026-03-02).md";
+    p.save(
+        copy,
+        &open.replace("owner: null", &format!("owner: {ALPHA}")),
+    );
+    let stats_copy = "contracts/routing_stats.sync-conflict-20260302-120000-BBBBBBB.yml";
+    p.save(stats_copy, "last_updated: x\n");
+    wait_for(&p, "the sync-conflict notice", || {
+        p.count(FOUNDER, "sync-conflict") == 1 && !p.exists(stats_copy)
+    });
+    let inbox = p.read(&format!("citizens/{FOUNDER}/inbox.md"));
+    assert!(
+        inbox.contains(copy) && inbox.contains("contracts/open/lexer.md"),
+        "{inbox}"
+    );
+    // Another event in the folder: nothing is sent again, and the copy is not a contract.
+    p.append("contracts/open/lexer.md", "\nMore.\n");
+    let before = daemon.log_text().matches("pass done").count();
+    wait_for(&p, "the next pass", || {
+        daemon.log_text().matches("pass done").count() > before
+    });
+    assert_eq!(p.count(FOUNDER, "sync-conflict"), 1);
+    assert!(
+        p.exists(copy),
+        "a copy polisd cannot merge is left for a person"
+    );
+    let status: serde_json::Value =
+        serde_json::from_slice(&p.polisd(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(status["contracts"]["open"], 1);
+}

@@ -18,23 +18,35 @@ use anyhow::Context as _;
 use std::path::Path;
 
 pub fn run(args: MergeDriverArgs) -> anyhow::Result<u8> {
-    let read = |p: &Path| -> anyhow::Result<String> {
+    let mut strategy = merge::strategy_for(&args.path);
+    if strategy == Strategy::Derived {
+        eprintln!(
+            "polisd merge-driver: {}: kept ours; polisd rebuilds it from the merged contracts \
+             (the daemon does on its next pass; or run `polisd reconcile`)",
+            args.path
+        );
+        return Ok(0);
+    }
+    // The union works on text it can read back byte for byte: a side that is not UTF-8, or
+    // that already holds conflict markers (a virtual merge base of a criss-cross merge), goes
+    // to git's own merge, which leaves markers for a person rather than guessing.
+    let mut texts = Vec::new();
+    for p in [&args.base, &args.ours, &args.theirs] {
         let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
-    };
-    let strategy = merge::strategy_for(&args.path);
-    let merged = match strategy {
-        Strategy::Text => return text_merge(&args),
-        Strategy::Derived => {
-            eprintln!(
-                "polisd merge-driver: {}: kept ours; polisd rebuilds it from the merged contracts \
-                 (the daemon does on its next pass; or run `polisd reconcile`)",
-                args.path
-            );
-            return Ok(0);
+        match String::from_utf8(bytes) {
+            Ok(t) if merge::conflict_marker_line(&t).is_none() => texts.push(t),
+            _ => strategy = Strategy::Text,
         }
+    }
+    if strategy == Strategy::Text {
+        return text_merge(&args);
+    }
+    let [base, ours, theirs]: [String; 3] = texts
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("three versions expected"))?;
+    let merged = match strategy {
+        Strategy::Text | Strategy::Derived => return text_merge(&args),
         Strategy::Chronicle => {
-            let (base, ours, theirs) = (read(&args.base)?, read(&args.ours)?, read(&args.theirs)?);
             let beside = siblings(&args.path, |name| {
                 crate::protocol::chronicle::Quarter::from_archive_name(name).is_some()
             });
@@ -42,7 +54,6 @@ pub fn run(args: MergeDriverArgs) -> anyhow::Result<u8> {
             merge::merge_chronicle(Some(&base), &ours, &theirs, &refs)
         }
         Strategy::Inbox => {
-            let (base, ours, theirs) = (read(&args.base)?, read(&args.ours)?, read(&args.theirs)?);
             let beside = if args.path.ends_with("/inbox.md") {
                 siblings(&args.path, |name| name == "inbox-archive.md")
             } else {
