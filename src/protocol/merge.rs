@@ -242,6 +242,7 @@ fn union<'a>(
     let mut out: Vec<Unit<'a>> = Vec::new();
     let mut taken: HashMap<&str, usize> = HashMap::new();
     let mut from_ours: HashMap<&str, usize> = HashMap::new();
+    let our_texts: HashSet<&str> = ours.iter().map(|u| u.text).collect();
     for (side, units) in [(Side::Ours, ours), (Side::Theirs, theirs)] {
         for u in units {
             let q = quota.get(u.id.as_str()).copied().unwrap_or(0);
@@ -254,7 +255,7 @@ fn union<'a>(
                 out.push(u.clone());
             } else if side == Side::Theirs
                 && from_ours.get(u.id.as_str()).copied().unwrap_or(0) > 0
-                && !ours.iter().any(|m| m.text == u.text)
+                && !our_texts.contains(u.text)
             {
                 report.push(format!(
                     "{what} `{}` was written on both sides for the same cause; ours is kept",
