@@ -11,6 +11,7 @@ same machine only.
     benches/e2e.py startup --contracts 100000
     benches/e2e.py idle-cpu --seconds 60
     benches/e2e.py generate OUT --contracts 10000 --chronicle-lines 100000
+    benches/e2e.py commands --contracts 10000 --rounds 30   # each agents' command, vs the reference
 
 `all` generates polises of 1k, 10k and 100k settled contracts and chronicles of 100k and 1M
 lines, runs the reference and polisd on the same files in the same run, and prints ratios and
@@ -426,6 +427,99 @@ def cmd_all(args):
         print("| " + " | ".join(r) + " |")
 
 
+
+REF_COMMANDS = {
+    # The reference's CLI for the same actions, where it has one (`python -m polis.cli`).
+    "contract open": lambda k, root: ["contract", "open", "--title", f"Ref bench {k}", "--by", CITIZENS[0],
+                                      "--tags", "python", "--polis-root", str(root)],
+    "contract claim": lambda k, root: ["contract", "claim", f"ref-bench-{k}", "--as", CITIZENS[1],
+                                       "--polis-root", str(root)],
+    "contract settle": lambda k, root: ["contract", "settle", f"ref-bench-{k}", "--quality", "4",
+                                        "--minutes", "10", "--polis-root", str(root)],
+    "context": lambda k, root: ["contract", "context", f"ref-bench-{k}", "--polis-root", str(root)],
+    "guardrail list": lambda k, root: ["guardrail", "list", "--polis-root", str(root)],
+}
+
+
+def command_rounds(root: Path, rounds: int, env: dict) -> dict:
+    """Runs every agents' command `rounds` times on `root`; wall time of each process."""
+    samples = {}
+
+    def run(name, *args):
+        t0 = time.perf_counter()
+        subprocess.run([str(BIN), *args, "--polis", str(root)], check=True, capture_output=True, env=env)
+        samples.setdefault(name, []).append(time.perf_counter() - t0)
+
+    for k in range(rounds):
+        cid = f"bench-{k}"
+        run("contract open", "contract", "open", "--title", f"Bench {k}", "--by", CITIZENS[0], "--tags", "python,docs")
+        run("contract claim", "contract", "claim", cid, "--as", CITIZENS[1])
+        run("context", "context", cid)
+        run("contract show", "contract", "show", cid)
+        run("log", "log", "--as", CITIZENS[1], "worked on", "--link", f"contracts/open/{cid}", "--note", f"step {k}")
+        run("review", "review", cid, "--as", CITIZENS[2], "--decision", "signed_off")
+        # A fresh amendment each round: the daemon's tally decides earlier ones as votes arrive.
+        run("amendment propose", "amendment", "propose", "--title", f"Bench amendment {k}", "--by", CITIZENS[0])
+        aid = next((root / "amendments" / "proposed").glob(f"*-bench-amendment-{k}.md")).stem
+        run("amendment vote", "amendment", "vote", aid, "--as", CITIZENS[k % 3 + 1],
+            "--vote", ["agree", "disagree", "abstain"][k % 3])
+        run("lesson file", "lesson", "file", "--as", CITIZENS[1], "--tags", "python", "--impact", "3",
+            f"Lesson number {k} about python")
+        run("guardrail add", "guardrail", "add", "--text", f"Check number {k}", "--tags", "python")
+        run("guardrail list", "guardrail", "list")
+        run("contract settle", "contract", "settle", cid, "--quality", "4", "--minutes", "10")
+        run("contract open (2)", "contract", "open", "--title", f"Dropped {k}", "--by", CITIZENS[0])
+        run("contract abandon", "contract", "abandon", f"dropped-{k}", "--reason", "bench")
+    return samples
+
+
+def ref_rounds(root: Path, rounds: int) -> dict:
+    samples = {}
+    for k in range(rounds):
+        for name, argv in REF_COMMANDS.items():
+            t0 = time.perf_counter()
+            subprocess.run([PY, "-m", "polis.cli", *argv(k, root)], check=True, capture_output=True)
+            samples.setdefault(name, []).append(time.perf_counter() - t0)
+    return samples
+
+
+def cmd_commands(args):
+    """Each agents' command on a polis with `--contracts` settled contracts and a chronicle of
+    `--chronicle-lines`, with a daemon running (so `settle` leaves the stats to it), then
+    `settle` without a daemon (it reconciles itself). The reference runs its CLI for the same
+    actions on a copy in the same run."""
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        root = make_polis(tmp / "ours", args.contracts, chronicle_lines=args.chronicle_lines)
+        ref_root = make_polis(tmp / "ref", args.contracts)
+        polisd("reconcile", str(root))
+        env = dict(os.environ, POLISD_STATE_DIR=str(tmp / "state"))
+        proc = start_daemon(root, tmp, "50ms", until=READY)
+        try:
+            ours = command_rounds(root, args.rounds, env)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait()
+        # Without a daemon, settle also rebuilds routing_stats.yml from every settled file.
+        for k in range(min(args.rounds, 10)):
+            polisd("contract", "open", "--title", f"Alone {k}", "--by", CITIZENS[0], "--polis", str(root), env=env)
+            polisd("contract", "claim", f"alone-{k}", "--as", CITIZENS[1], "--polis", str(root), env=env)
+            t0 = time.perf_counter()
+            polisd("contract", "settle", f"alone-{k}", "--quality", "3", "--polis", str(root), env=env)
+            ours.setdefault("contract settle, no daemon (+ reconcile)", []).append(time.perf_counter() - t0)
+        ref = ref_rounds(ref_root, args.rounds) if Path(PY).exists() else {}
+    print(f"agents' commands, {args.contracts} settled contracts, chronicle {args.chronicle_lines} lines, "
+          f"{args.rounds} rounds (ms, whole process)")
+    print("| command | polisd p50 | p90 | max | reference p50 | ratio |")
+    print("|---|---|---|---|---|---|")
+    for name, xs in ours.items():
+        p = percentiles(xs)
+        key = name.replace(" (2)", "")
+        r = percentiles(ref[key])["p50"] if key in ref else None
+        ratio = f"{r / p['p50']:.0f}x" if r else "—"
+        rtext = f"{r:.1f}" if r else "—"
+        print(f"| {name} | {p['p50']:.1f} | {p['p90']:.1f} | {p['max']:.1f} | {rtext} | {ratio} |")
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -449,6 +543,10 @@ def main():
     g.add_argument("out")
     g.add_argument("--contracts", type=int, default=10000)
     g.add_argument("--chronicle-lines", type=int, default=0)
+    m = sub.add_parser("commands")
+    m.add_argument("--contracts", type=int, default=10000)
+    m.add_argument("--chronicle-lines", type=int, default=100000)
+    m.add_argument("--rounds", type=int, default=30)
     a = sub.add_parser("all")
     a.add_argument("--quick", action="store_true", help="run the reference up to 10k contracts only")
     a.add_argument("--repeat", type=int, default=3)
@@ -463,7 +561,7 @@ def main():
         raise SystemExit(f"no reference at {PY}: run .ci/run's setup or set POLISD_REFERENCE_PYTHON")
     {"reconcile": cmd_reconcile, "settle-latency": cmd_settle_latency, "idle-cpu": cmd_idle_cpu,
      "chronicle-latency": cmd_chronicle_latency, "startup": cmd_startup, "generate": cmd_generate,
-     "all": cmd_all}[args.cmd](args)
+     "commands": cmd_commands, "all": cmd_all}[args.cmd](args)
 
 
 if __name__ == "__main__":

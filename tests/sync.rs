@@ -220,13 +220,43 @@ fn two_daemons_on_two_git_clones_converge() {
     git(&project_a, &["add", "_polis/contracts/settled/parser.md"]);
     git(&project_a, &["commit", "-qm", "settle parser"]);
     git(&project_a, &["push", "-q", "origin", "main"]);
-    let lb = chronicle_line(BETA, "noted", "-", "working on the lexer");
-    b.append("chronicle.md", &lb);
-    b.save(
-        "contracts/settled/lexer.md",
-        &settled("lexer", ALPHA, BETA, 3, "2026-03-02 11:00:00"),
-    );
-    lines.extend([la, lb]);
+    // On B the agents use polisd's commands (issue 13) instead of editing files: open, claim
+    // and settle a contract, and log a line; every one appends its chronicle line.
+    let line_of = |out: std::process::Output| -> String {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let line = v["line"].as_str().or(v["chronicle"]["line"].as_str());
+        format!("{}\n", line.unwrap())
+    };
+    let lb = line_of(b.polisd(&[
+        "log",
+        "--as",
+        BETA,
+        "noted",
+        "--note",
+        "working on the lexer",
+        "--json",
+    ]));
+    let opened = line_of(b.polisd(&[
+        "contract", "open", "--title", "Lexer", "--by", ALPHA, "--tags", "rust", "--json",
+    ]));
+    let claimed = line_of(b.polisd(&["contract", "claim", "lexer", "--as", BETA, "--json"]));
+    let settled_b = line_of(b.polisd(&[
+        "contract",
+        "settle",
+        "lexer",
+        "--quality",
+        "3",
+        "--minutes",
+        "15",
+        "--json",
+    ]));
+    assert!(opened.contains("opened contract"));
+    lines.extend([la, lb, claimed, settled_b]);
     // Both daemons notify the opener of the settlement they see.
     wait_for(&a, "A's contract-settled notice", || {
         a.count(BETA, "contract-settled") == 1

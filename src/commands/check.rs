@@ -38,6 +38,7 @@ pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     out.extend(unknown_voters(polis));
     out.extend(contracts_in_two_folders(polis));
     out.extend(sync_findings(polis));
+    out.extend(claim_conflicts(polis));
     // Stable: findings on one line keep their code order.
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     out
@@ -242,6 +243,26 @@ fn contracts_in_two_folders(polis: &Polis) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// Claim conflicts still unresolved: an open contract claimed by two citizens with no release
+/// between, whose file does not name the first claimer as owner (issue 13).
+fn claim_conflicts(polis: &Polis) -> Vec<Finding> {
+    let registered = |id: &str| polis.cards.contains_key(id);
+    let mut texts = polis.recent_chronicle();
+    texts.reverse();
+    crate::protocol::claims::conflicts(&texts, &registered)
+        .into_iter()
+        .filter_map(|c| {
+            let file = polis
+                .contracts
+                .iter()
+                .find(|f| f.folder == ContractFolder::Open && f.file.stem == c.contract_id)?;
+            let owner = file.contract.owner.as_deref();
+            (owner != Some(c.winner.as_str()))
+                .then(|| crate::protocol::claims::finding(&c, &file.file.rel, owner))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -42,6 +42,24 @@ pub enum Command {
     Run(RunArgs),
     /// Install, remove or inspect polisd as a user service (systemd or launchd).
     Service(ServiceArgs),
+    /// Open, claim, settle, abandon, show and list contracts (agents' commands).
+    #[command(subcommand)]
+    Contract(ContractCommand),
+    /// Propose, vote on and list amendments.
+    #[command(subcommand)]
+    Amendment(AmendmentCommand),
+    /// Append one validated chronicle line (refused, with a corrected example, if it is wrong).
+    Log(LogArgs),
+    /// File a lesson.
+    #[command(subcommand)]
+    Lesson(LessonCommand),
+    /// Review a contract: write reviews/<stamp>-<cid>.md and announce the decision.
+    Review(ReviewArgs),
+    /// The context packet to read before starting a contract.
+    Context(ContextArgs),
+    /// Add and list guardrails (must-pass criteria inherited by new contracts).
+    #[command(subcommand)]
+    Guardrail(GuardrailCommand),
     /// Play a short scene on a temporary polis to show what polisd does.
     Demo(DemoArgs),
     /// Register polisd's merge driver in this clone's git config and _polis/.gitattributes.
@@ -253,4 +271,308 @@ pub struct MergeDriverArgs {
     pub theirs: PathBuf,
     /// %P: the path the result is stored at, relative to the repository.
     pub path: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Agents' commands
+
+/// Where the polis is and how to print, shared by the agents' commands.
+#[derive(Debug, Args, Clone)]
+pub struct AgentOpts {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    #[arg(long = "polis", value_name = "PATH", global = true)]
+    pub polis: Option<PathBuf>,
+    /// Print JSON (the result, or `{"ok": false, "error": …}` on a refusal).
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Level {
+    Low,
+    Medium,
+    High,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Low => "low",
+            Level::Medium => "medium",
+            Level::High => "high",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StateArg {
+    Open,
+    Settled,
+    Abandoned,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum VoteArg {
+    Agree,
+    Disagree,
+    Abstain,
+    #[value(name = "request_changes", alias = "request-changes")]
+    RequestChanges,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DecisionArg {
+    #[value(name = "signed_off", alias = "signed-off")]
+    SignedOff,
+    #[value(name = "requested_changes", alias = "requested-changes")]
+    RequestedChanges,
+    Rejected,
+}
+
+/// Splits `a,b , c` into tags.
+pub fn split_tags(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ContractCommand {
+    /// Open a contract in contracts/open/ (the reference's id rule and file).
+    Open(ContractOpenArgs),
+    /// Claim an open contract; exactly one of any number of simultaneous claimers wins.
+    Claim(ContractClaimArgs),
+    /// Settle a claimed contract and move it to contracts/settled/.
+    Settle(ContractSettleArgs),
+    /// Abandon an open contract and move it to contracts/abandoned/.
+    Abandon(ContractAbandonArgs),
+    /// Print a contract's file.
+    Show(ContractIdArgs),
+    /// List the contracts in one folder.
+    List(ContractListArgs),
+    /// The context packet to read before starting (same as `polisd context`).
+    Context(ContractIdArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ContractOpenArgs {
+    #[arg(long)]
+    pub title: String,
+    /// The opening citizen's id.
+    #[arg(long)]
+    pub by: String,
+    /// Comma-separated required capability tags.
+    #[arg(long, default_value = "")]
+    pub tags: String,
+    #[arg(long, value_enum, default_value = "medium")]
+    pub stakes: Level,
+    #[arg(long, value_enum, default_value = "medium")]
+    pub cost_ceiling: Level,
+    #[arg(long)]
+    pub deadline: Option<String>,
+    /// An acceptance criterion (repeat for more).
+    #[arg(long = "accept", value_name = "CRITERION")]
+    pub accept: Vec<String>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ContractClaimArgs {
+    pub contract_id: String,
+    /// The claiming citizen's id.
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    /// Take the contract over from its current owner.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ContractSettleArgs {
+    pub contract_id: String,
+    /// Quality score, 1 to 5.
+    #[arg(long, allow_negative_numbers = true)]
+    pub quality: i64,
+    /// Minutes the work took.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub minutes: Option<u32>,
+    /// The settling owner (default: the contract's owner).
+    #[arg(long)]
+    pub by: Option<String>,
+    /// What came out of it, for the Settlement section.
+    #[arg(long)]
+    pub outcome: Option<String>,
+    /// File this lesson too (on the contract's tags).
+    #[arg(long, requires = "impact")]
+    pub lesson: Option<String>,
+    /// The lesson's quality impact, 1 to 5.
+    #[arg(long, requires = "lesson", allow_negative_numbers = true)]
+    pub impact: Option<i64>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ContractAbandonArgs {
+    pub contract_id: String,
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Who abandons it (default: its owner, else its opener).
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: Option<String>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ContractIdArgs {
+    pub contract_id: String,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ContractListArgs {
+    #[arg(long, value_enum, default_value = "open")]
+    pub state: StateArg,
+    /// Only this owner's contracts.
+    #[arg(long)]
+    pub owner: Option<String>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AmendmentCommand {
+    /// Propose an amendment in amendments/proposed/.
+    Propose(AmendmentProposeArgs),
+    /// Vote on a proposed amendment (a second vote replaces the first).
+    Vote(AmendmentVoteArgs),
+    /// List proposed and ratified amendments.
+    List(AgentOnly),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentOnly {
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct AmendmentProposeArgs {
+    #[arg(long)]
+    pub title: String,
+    #[arg(long)]
+    pub by: String,
+    /// A markdown file with the problem, the change and the rationale.
+    #[arg(long)]
+    pub body: Option<PathBuf>,
+    /// Expiry date, YYYY-MM-DD (default: 30 days from now).
+    #[arg(long)]
+    pub expires: Option<String>,
+    /// Agree votes needed (default: a majority of active citizens, at least 2).
+    #[arg(long)]
+    pub quorum: Option<u32>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct AmendmentVoteArgs {
+    pub amendment_id: String,
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    #[arg(long, value_enum)]
+    pub vote: VoteArg,
+    #[arg(long)]
+    pub rationale: Option<String>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    /// The verb phrase, e.g. "blocked on review" (quote it).
+    pub verb: String,
+    /// A path relative to _polis/ (`[[…]]` optional).
+    #[arg(long)]
+    pub link: Option<String>,
+    #[arg(long)]
+    pub note: Option<String>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LessonCommand {
+    /// File a lesson under lessons/<first tag>/.
+    File(LessonFileArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LessonFileArgs {
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    /// Comma-separated capability tags.
+    #[arg(long)]
+    pub tags: String,
+    /// The contract it came from.
+    #[arg(long)]
+    pub contract: Option<String>,
+    /// Quality impact, 1 to 5.
+    #[arg(long, allow_negative_numbers = true)]
+    pub impact: i64,
+    /// The lesson: one paragraph.
+    pub text: String,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    pub contract_id: String,
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    #[arg(long, value_enum)]
+    pub decision: DecisionArg,
+    /// A markdown file with the review's text.
+    #[arg(long)]
+    pub body: Option<PathBuf>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    pub contract_id: String,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GuardrailCommand {
+    /// Add a guardrail (no tags: it applies to every contract).
+    Add(GuardrailAddArgs),
+    /// List the active guardrails.
+    List(AgentOnly),
+}
+
+#[derive(Debug, Args)]
+pub struct GuardrailAddArgs {
+    #[arg(long)]
+    pub text: String,
+    #[arg(long, default_value = "")]
+    pub tags: String,
+    /// The contract whose failure taught it.
+    #[arg(long = "from", value_name = "CID")]
+    pub from: Option<String>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
 }

@@ -1,13 +1,21 @@
 //! The one-shot commands. Each gathers inputs with [`crate::fs::snapshot`], calls the pure core and
 //! hands writes to [`crate::fs::writer`]; the daemon calls the same functions.
 
+pub mod agent;
+pub mod amendment;
 pub mod check;
 pub mod cli;
+pub mod context;
+pub mod contract;
 pub mod demo;
 pub mod git_setup;
+pub mod guardrail;
 pub mod init;
+pub mod lesson;
+pub mod log;
 pub mod merge_driver;
 pub mod reflect;
+pub mod review;
 pub mod route;
 pub mod status;
 pub mod verify;
@@ -124,6 +132,13 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         }
         Command::GitSetup(args) => git_setup::run(args),
         Command::MergeDriver(args) => merge_driver::run(args),
+        Command::Contract(c) => contract::run(c),
+        Command::Amendment(c) => amendment::run(c),
+        Command::Log(a) => log::run(a),
+        Command::Lesson(c) => lesson::run(c),
+        Command::Review(a) => review::run(a),
+        Command::Context(a) => context::run(a),
+        Command::Guardrail(c) => guardrail::run(c),
         Command::Demo(args) => {
             crate::commands::demo::run(args.keep_running, &mut std::io::stdout())
         }

@@ -21,7 +21,7 @@ pub fn run(args: ReflectArgs) -> anyhow::Result<u8> {
     } else {
         None
     };
-    let results = reflection::reflect(&polis, &evidence, args.min_evidence, writer.as_ref(), &now)?;
+    let results = reflection::reflect(&evidence, args.min_evidence, writer.as_ref(), &now)?;
     let mut failed = false;
     if let Some(writer) = &writer {
         let written: Vec<&str> = results

@@ -331,6 +331,8 @@ pub struct Notifications {
     pub sync_conflict: bool,
     #[serde(rename = "worktree-diverged")]
     pub worktree_diverged: bool,
+    #[serde(rename = "claim-conflict")]
+    pub claim_conflict: bool,
     #[serde(rename = "setting-change")]
     pub setting_change: bool,
 }
@@ -352,6 +354,7 @@ impl Default for Notifications {
             card_changed: true,
             sync_conflict: true,
             worktree_diverged: true,
+            claim_conflict: true,
             setting_change: true,
         }
     }
@@ -374,6 +377,7 @@ impl Notifications {
             "card-changed" => &mut self.card_changed,
             "sync-conflict" => &mut self.sync_conflict,
             "worktree-diverged" => &mut self.worktree_diverged,
+            "claim-conflict" => &mut self.claim_conflict,
             "setting-change" => &mut self.setting_change,
             _ => return None,
         })
@@ -430,6 +434,8 @@ pub struct NotificationOverrides {
     pub sync_conflict: Option<bool>,
     #[serde(rename = "worktree-diverged", skip_serializing_if = "Option::is_none")]
     pub worktree_diverged: Option<bool>,
+    #[serde(rename = "claim-conflict", skip_serializing_if = "Option::is_none")]
+    pub claim_conflict: Option<bool>,
     #[serde(rename = "setting-change", skip_serializing_if = "Option::is_none")]
     pub setting_change: Option<bool>,
 }
@@ -455,6 +461,7 @@ impl NotificationOverrides {
             (self.card_changed, &mut to.card_changed),
             (self.sync_conflict, &mut to.sync_conflict),
             (self.worktree_diverged, &mut to.worktree_diverged),
+            (self.claim_conflict, &mut to.claim_conflict),
             (self.setting_change, &mut to.setting_change),
         ];
         for (over, slot) in pairs {
@@ -628,6 +635,7 @@ pub fn accepted_keys() -> BTreeSet<String> {
         card_changed: Some(true),
         sync_conflict: Some(true),
         worktree_diverged: Some(true),
+        claim_conflict: Some(true),
         setting_change: Some(true),
     };
     let sample = ConfigFile {

@@ -638,6 +638,21 @@ impl State {
     }
 }
 
+/// Whether a daemon holds `polis_root`'s lock, without loading (or creating) its state: what a
+/// one-shot command asks before doing work the daemon would do anyway. `false` when no daemon
+/// ever ran for the polis.
+pub fn daemon_running(polis_root: &Path) -> bool {
+    let Ok(base) = state_base_dir() else {
+        return false;
+    };
+    let path = polis_state_dir(&base, &canonical(polis_root)).join(LOCK_FILE);
+    let Ok(file) = fs::OpenOptions::new().read(true).open(&path) else {
+        return false;
+    };
+    // A shared probe: it fails only while the daemon holds its exclusive lock.
+    matches!(fs4::fs_std::FileExt::try_lock_shared(&file), Ok(false))
+}
+
 /// The current time as RFC 3339 UTC, seconds precision.
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)

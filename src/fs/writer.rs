@@ -146,6 +146,52 @@ enum Ledger {
 pub struct Writer {
     root: PathBuf,
     ledger: Mutex<HashMap<PathBuf, Ledger>>,
+    /// Whether writes are recorded in the own-write ledger. A one-shot command has no watcher
+    /// to tell about its writes, and recording an append costs a read of the whole file.
+    recording: bool,
+}
+
+/// An advisory lock from [`Writer::lock_file`], released when dropped.
+#[derive(Debug)]
+pub struct FileLock {
+    _file: File,
+}
+
+/// `rename(2)` that fails with `AlreadyExists` instead of replacing `to` (Linux's
+/// `renameat2(RENAME_NOREPLACE)`); `Unsupported` where the system has none.
+fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let f = CString::new(from.as_os_str().as_bytes()).map_err(io::Error::other)?;
+        let t = CString::new(to.as_os_str().as_bytes()).map_err(io::Error::other)?;
+        // SAFETY: both are valid NUL-terminated paths; AT_FDCWD resolves them as given.
+        let rc = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                f.as_ptr(),
+                libc::AT_FDCWD,
+                t.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINVAL) | Some(libc::ENOSYS) => {
+                Err(io::Error::from(io::ErrorKind::Unsupported))
+            }
+            _ => Err(e),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (from, to);
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
 }
 
 /// `O_NOFOLLOW | O_NONBLOCK`: a link is refused rather than followed, and a FIFO put in place
@@ -194,7 +240,16 @@ impl Writer {
         Ok(Writer {
             root,
             ledger: Mutex::new(HashMap::new()),
+            recording: true,
         })
+    }
+
+    /// A writer for a one-shot process (the agents' commands): the same checks and writes,
+    /// without the own-write ledger, which only a long-running watcher reads.
+    pub fn unrecorded(root: &Path) -> Result<Writer, WriteError> {
+        let mut w = Writer::new(root)?;
+        w.recording = false;
+        Ok(w)
     }
 
     /// The canonical `_polis/` root.
@@ -318,6 +373,9 @@ impl Writer {
             }
         }
         file.sync_data().map_err(io_err("sync", &t.rel))?;
+        if !self.recording {
+            return Ok(());
+        }
         // The ledger needs the whole file's hash; read it while still holding the lock.
         let mut all = Vec::new();
         file.seek(SeekFrom::Start(0))
@@ -401,9 +459,26 @@ impl Writer {
             self.record(&f.rel, Ledger::Removed);
             return Ok(RenameOutcome::AlreadyMoved);
         }
-        // A hard link cannot replace an existing file, so a file appearing at `to` meanwhile
-        // is refused rather than overwritten. Filesystems without hard links fall back to a
-        // checked rename.
+        // One rename that refuses to replace a file appearing at `to` meanwhile: the file is
+        // never in both folders, not even for an instant (a crash cannot leave two copies).
+        // Where the kernel has no such rename, a hard link (which cannot replace a file either)
+        // then an unlink; filesystems without hard links fall back to a checked rename.
+        match rename_no_replace(&f.abs, &t.abs) {
+            Ok(()) => {
+                sync_dir(t.dir())?;
+                sync_dir(f.dir())?;
+                self.record(&f.rel, Ledger::Removed);
+                self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
+                return Ok(RenameOutcome::Moved);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(WriteError::TargetExists {
+                    from: f.rel,
+                    to: t.rel,
+                })
+            }
+            Err(_) => {}
+        }
         match fs::hard_link(&f.abs, &t.abs) {
             Ok(()) => fs::remove_file(&f.abs).map_err(io_err("remove", &f.rel))?,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -427,6 +502,47 @@ impl Writer {
         self.record(&f.rel, Ledger::Removed);
         self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
         Ok(RenameOutcome::Moved)
+    }
+
+    /// Takes an advisory exclusive lock on the agent's file `rel` itself, for a
+    /// read-decide-replace that must not interleave with another polisd process (a claim).
+    /// The lock is on the file's inode; since a replace puts a new inode at the path, the lock
+    /// is taken again until the locked inode is the one at the path, so two holders never
+    /// overlap. Hand edits take no lock: [`Writer::compare_and_replace`] still guards those.
+    pub fn lock_file(&self, rel: impl AsRef<Path>) -> Result<FileLock, WriteError> {
+        use std::os::unix::fs::MetadataExt;
+        let t = self.target(rel.as_ref())?;
+        for _ in 0..1000 {
+            if !self.ensure_parents(&t, false)? || self.existing_file(&t)?.is_none() {
+                return Err(WriteError::Missing(t.rel));
+            }
+            let file = match OpenOptions::new()
+                .read(true)
+                .custom_flags(no_follow_flags())
+                .open(&t.abs)
+            {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(self.link_or_io(&t, e, "open to lock")),
+            };
+            fs4::fs_std::FileExt::lock_exclusive(&file).map_err(io_err("lock", &t.rel))?;
+            let held = file.metadata().map_err(io_err("inspect", &t.rel))?;
+            match fs::symlink_metadata(&t.abs) {
+                Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => {
+                    return Ok(FileLock { _file: file })
+                }
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(WriteError::Missing(t.rel))
+                }
+                Err(e) => return Err(io_err("inspect", &t.rel)(e)),
+            }
+        }
+        Err(WriteError::Io {
+            op: "lock",
+            path: t.rel,
+            source: io::Error::other("the file was replaced 1000 times while waiting for its lock"),
+        })
     }
 
     /// Removes a regular file (a chronicle conflict copy whose lines are merged).
@@ -526,6 +642,9 @@ impl Writer {
     }
 
     fn record(&self, rel: &Path, entry: Ledger) {
+        if !self.recording {
+            return;
+        }
         self.ledger
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -6,10 +6,19 @@
 //! the folder's state (and the sent-notification ledger), so running it twice, or after a crash
 //! half-way, changes nothing twice (SPEC §11).
 
+pub mod amendment;
+pub mod chronicle;
+pub mod context;
+pub mod contract;
 mod deliver;
 mod edit;
+pub mod error;
+pub mod guardrail;
+pub mod lesson;
+pub mod lookup;
 mod reconcile;
 pub mod reflection;
+pub mod review;
 pub mod route;
 mod staleness;
 pub mod sync;
@@ -17,6 +26,7 @@ mod tally;
 
 pub use deliver::{deliver, Delivery};
 pub use edit::edit_agent_file;
+pub use error::OpError;
 pub use reconcile::{current_stats, reconcile_settled, reconcile_with, Reconciled};
 pub use staleness::stale_claims;
 pub use tally::{active_citizens, tally, TallyResult};

@@ -2,7 +2,8 @@
 //! evidence the detectors of [`crate::protocol::reflection`] read, and filing the proposals
 //! they make as amendments with their chronicle line.
 
-use super::ActionError;
+use super::amendment::ProposeRequest;
+use super::error::OpError;
 use crate::fs::snapshot::{ContractFile, Polis};
 use crate::fs::writer::Writer;
 use crate::protocol::amendment::{read_when, When};
@@ -203,17 +204,17 @@ fn stale(polis: &Polis, now: &PolisTime) -> Vec<StaleEvidence> {
         .collect()
 }
 
-/// Detects, deduplicates and, with `writer`, files each new proposal: the amendment in
-/// `amendments/proposed/`, then its `proposed amendment` line. Idempotent: an amendment file
-/// already there is not written again, and its line is appended only when the chronicle lacks
-/// it, so a crash between the two is finished by the next run.
+/// Detects, deduplicates and, with `writer`, files each new proposal through
+/// [`super::amendment::propose`]: the amendment in `amendments/proposed/` under its dated slug,
+/// then its `proposed amendment` line. Idempotent: an amendment file already there is not
+/// written again, and its line is appended only when the chronicle lacks it, so a crash between
+/// the two is finished by the next run.
 pub fn reflect(
-    polis: &Polis,
     evidence: &Evidence,
     min_evidence: usize,
     writer: Option<&Writer>,
     now: &PolisTime,
-) -> Result<Vec<Reflected>, ActionError> {
+) -> Result<Vec<Reflected>, OpError> {
     let mut out = Vec::new();
     let mut filed_slugs: BTreeSet<String> = BTreeSet::new();
     for proposal in rules::detect(evidence, min_evidence, now) {
@@ -227,7 +228,7 @@ pub fn reflect(
         }
         let mut written = false;
         if let (Some(writer), None) = (writer, &held) {
-            written = file(polis, writer, &proposal, &id, now)?;
+            written = file(writer, &proposal, &id, now)?;
         }
         out.push(Reflected {
             amendment_id: id,
@@ -239,25 +240,22 @@ pub fn reflect(
     Ok(out)
 }
 
-fn file(
-    polis: &Polis,
-    writer: &Writer,
-    proposal: &Proposal,
-    id: &str,
-    now: &PolisTime,
-) -> Result<bool, ActionError> {
-    let Some(rel) = layout::amendment_path(AmendmentFolder::Proposed, id) else {
-        return Ok(false);
-    };
-    let text = rules::render(proposal, id, now)?;
-    let created = writer.create_new(&rel, text.as_bytes())?;
-    let target = format!("amendments/proposed/{id}");
-    let chronicled = polis
-        .recent_chronicle()
-        .iter()
-        .any(|t| chronicle::has_line(t, "proposed amendment", &target));
-    if !chronicled {
-        writer.append_locked(layout::CHRONICLE, rules::chronicle_line(id, now).as_bytes())?;
-    }
-    Ok(created)
+/// Files one proposal through the amendment operations, under its exact id.
+fn file(writer: &Writer, proposal: &Proposal, id: &str, now: &PolisTime) -> Result<bool, OpError> {
+    let draft = rules::draft(proposal, now);
+    let filed = super::amendment::propose(
+        writer,
+        now,
+        &ProposeRequest {
+            title: draft.title,
+            by: rules::REFLECTOR.to_string(),
+            body: draft.body,
+            expires: Some(draft.expires),
+            quorum: Some(rules::PROPOSAL_QUORUM),
+            id: Some(id.to_string()),
+            extra: draft.extra,
+            note: "evidence-mined by polisd reflect".to_string(),
+        },
+    )?;
+    Ok(filed.written)
 }

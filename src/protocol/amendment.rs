@@ -30,6 +30,14 @@ pub enum Vote {
 }
 
 impl Vote {
+    /// The four votes in the order the reference keeps their lists.
+    pub const ALL: [Vote; 4] = [
+        Vote::Agree,
+        Vote::Disagree,
+        Vote::Abstain,
+        Vote::RequestChanges,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Vote::Agree => "agree",
@@ -577,9 +585,172 @@ pub fn link(a: &Amendment, folder: &str) -> String {
     format!("amendments/{folder}/{}", a.file_stem)
 }
 
+// ---------------------------------------------------------------------------------------------
+// Writing amendments: a new proposal, and a vote as the reference's `vote_amendment` casts it
+
+/// Why a vote cannot be written into an amendment's text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum VoteError {
+    #[error("{0}; fix the frontmatter by hand, then vote again")]
+    Frontmatter(#[from] FrontmatterError),
+    #[error(
+        "the amendment's status is `{0}`, not `proposed`; only a proposed amendment takes votes"
+    )]
+    NotProposed(String),
+    #[error("`votes:` is not a mapping of vote -> list of ids; fix it by hand, then vote again")]
+    BadVotes,
+    #[error("polisd cannot rewrite this frontmatter as PyYAML would ({0}); vote by adding a `## Response from <id> (<vote>)` block by hand")]
+    Emit(#[from] crate::yaml::EmitError),
+}
+
+const DUMP: crate::yaml::DumpOptions = crate::yaml::DumpOptions {
+    sort_keys: false,
+    allow_unicode: true,
+};
+
+/// The text of `text` with `citizen`'s vote cast as the reference casts it: the id leaves
+/// every `votes` list and joins `vote`'s (missing lists are added, in the reference's order),
+/// the citizen's earlier `## Response from <id>` block is removed and a new one appended, and
+/// the frontmatter is written again as PyYAML dumps it. Deliberate difference: a `votes` list
+/// written as null counts as empty (the reference crashes on it).
+pub fn cast_vote(
+    text: &str,
+    citizen: &str,
+    vote: Vote,
+    rationale: Option<&str>,
+) -> Result<String, VoteError> {
+    let record = frontmatter::parse(text)?;
+    let mut fields = match record.fields {
+        Value::Map(m) => m,
+        _ => crate::yaml::Mapping::new(),
+    };
+    let status = fields.get("status").cloned().unwrap_or(Value::Null);
+    if status.as_str() != Some("proposed") {
+        return Err(VoteError::NotProposed(status.python_str()));
+    }
+    let mut votes = match fields.get("votes") {
+        None | Some(Value::Null) => crate::yaml::Mapping::new(),
+        Some(Value::Map(m)) => m.clone(),
+        Some(_) => return Err(VoteError::BadVotes),
+    };
+    for kind in Vote::ALL {
+        let mut list = match votes.get(kind.as_str()) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Seq(items)) => items.clone(),
+            Some(_) => return Err(VoteError::BadVotes),
+        };
+        if let Some(at) = list.iter().position(|v| v.as_str() == Some(citizen)) {
+            list.remove(at);
+        }
+        if kind == vote {
+            list.push(Value::Str(citizen.to_string()));
+        }
+        votes.insert(Value::Str(kind.as_str().into()), Value::Seq(list));
+    }
+    fields.insert(Value::Str("votes".into()), Value::Map(votes));
+    let head = crate::yaml::dump(&Value::Map(fields), &DUMP)?;
+
+    let own = format!("## Response from {citizen}");
+    let mut kept = Vec::new();
+    let mut skipping = false;
+    for line in record.body.lines() {
+        if line.starts_with(&own) {
+            skipping = true;
+            continue;
+        }
+        if skipping && line.starts_with("## Response from ") {
+            skipping = false;
+        }
+        if !skipping {
+            kept.push(line);
+        }
+    }
+    let mut body = kept.join("\n").trim_end().to_string();
+    body.push_str(&format!(
+        "\n\n## Response from {citizen} ({})",
+        vote.as_str()
+    ));
+    if let Some(r) = rationale.map(str::trim).filter(|r| !r.is_empty()) {
+        body.push('\n');
+        body.push_str(r);
+    }
+    Ok(format!("---\n{head}---\n{body}\n"))
+}
+
+/// What `amendment propose` was asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewAmendment {
+    pub amendment_id: String,
+    pub title: String,
+    pub proposed_by: String,
+    /// `YYYY-MM-DD HH:MM:SS` in the polis timezone.
+    pub proposed_at: String,
+    pub quorum_required: Option<u32>,
+    /// `YYYY-MM-DD`.
+    pub expires_at: String,
+    pub body: String,
+    /// More frontmatter keys, written after `status` in this order (reflection's `kind`,
+    /// `reflect_slug`, evidence, …, as the reference's reflect writes them).
+    pub extra: Vec<(String, Value)>,
+}
+
+/// The bytes of a new amendment, in the key order the reference's proposals use.
+pub fn render_new(a: &NewAmendment) -> Result<String, crate::yaml::EmitError> {
+    let s = |v: &str| Value::Str(v.to_string());
+    let mut votes = crate::yaml::Mapping::new();
+    for kind in Vote::ALL {
+        votes.insert(s(kind.as_str()), Value::Seq(Vec::new()));
+    }
+    let mut m = crate::yaml::Mapping::new();
+    m.insert(s("amendment_id"), s(&a.amendment_id));
+    m.insert(s("title"), s(&a.title));
+    m.insert(s("proposed_by"), s(&a.proposed_by));
+    m.insert(s("proposed_at"), s(&a.proposed_at));
+    m.insert(s("status"), s("proposed"));
+    for (key, value) in &a.extra {
+        m.insert(s(key), value.clone());
+    }
+    m.insert(
+        s("quorum_required"),
+        a.quorum_required
+            .map_or(Value::Null, |q| Value::Int(q.into())),
+    );
+    m.insert(s("votes"), Value::Map(votes));
+    m.insert(s("ratified_at"), Value::Null);
+    m.insert(s("expires_at"), s(&a.expires_at));
+    let head = crate::yaml::dump(&Value::Map(m), &DUMP)?;
+    let body = a.body.trim();
+    let body = if body.is_empty() {
+        "## Problem\n<what goes wrong today>\n\n## Proposed change\n<the change to CONSTITUTION.md>\n\n## Rationale\n<why>"
+    } else {
+        body
+    };
+    Ok(format!(
+        "---\n{head}---\n\n# Amendment: {}\n\n{body}\n",
+        a.title
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cast_vote_moves_the_id_and_replaces_the_block_as_the_reference() {
+        let text = "---\namendment_id: 2026-03-01-x\ntitle: X\nstatus: proposed\nvotes:\n  agree: null\n  disagree:\n  - bob-agent-one\n---\n\n# Amendment: X\n\n## Response from bob-agent-one (disagree)\nno\n\n## Response from carol-agent-one (agree)\nyes\n";
+        let out = cast_vote(text, "bob-agent-one", Vote::Agree, Some(" fine now ")).unwrap();
+        // The reference's fence pattern (`\n---\s*\n`) swallows the blank line after the fence.
+        assert_eq!(
+            out,
+            "---\namendment_id: 2026-03-01-x\ntitle: X\nstatus: proposed\nvotes:\n  agree:\n  - bob-agent-one\n  disagree: []\n  abstain: []\n  request_changes: []\n---\n# Amendment: X\n\n## Response from carol-agent-one (agree)\nyes\n\n## Response from bob-agent-one (agree)\nfine now\n"
+        );
+        let ratified = text.replace("status: proposed", "status: ratified");
+        assert!(matches!(
+            cast_vote(&ratified, "bob-agent-one", Vote::Agree, None),
+            Err(VoteError::NotProposed(_))
+        ));
+    }
+
     use crate::protocol::clock::PolisZone;
     use proptest::prelude::*;
 

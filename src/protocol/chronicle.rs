@@ -942,17 +942,6 @@ pub fn frontmatter_block(text: &str) -> Option<String> {
 /// `- YYYY-MM-DD HH:MM | polis-daemon | <verb> | [[link]] | <note>`. The note is flattened to
 /// one line; an empty note becomes `-`.
 pub fn daemon_line(now: &PolisTime, verb: &str, link: Option<&str>, note: &str) -> String {
-    daemon_line_by(DAEMON_ID, now, verb, link, note)
-}
-
-/// [`daemon_line`] signed by another system citizen (SPEC §2), e.g. `polis-reflector`.
-pub fn daemon_line_by(
-    author: &str,
-    now: &PolisTime,
-    verb: &str,
-    link: Option<&str>,
-    note: &str,
-) -> String {
     let note = note.split_whitespace().collect::<Vec<_>>().join(" ");
     let note = if note.is_empty() {
         "-".to_string()
@@ -963,7 +952,7 @@ pub fn daemon_line_by(
     let link = link.map_or("-".to_string(), |l| format!("[[{l}]]"));
     format!(
         "{} <!-- polisd:{LINE_KIND}:{id} -->\n",
-        render_line(&now.minute_stamp(), author, verb, &link, &note)
+        render_line(&now.minute_stamp(), DAEMON_ID, verb, &link, &note)
     )
 }
 
@@ -1006,6 +995,29 @@ pub fn marker_id(text: &str) -> Option<String> {
     LINE_MARKER
         .captures(text)
         .map(|c| format!("{}:{}", &c[1], &c[2]))
+}
+
+/// A citizen's line as `polisd log` and the commands write it, without its newline: fields
+/// flattened to one line each, an empty note as `-`, the link as `[[link]]` or `-`.
+pub fn citizen_line(
+    stamp: &str,
+    author: &str,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+) -> String {
+    let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let note = flat(note);
+    let note = if note.is_empty() {
+        "-".to_string()
+    } else {
+        note
+    };
+    let link = match link.map(flat).filter(|l| !l.is_empty()) {
+        Some(l) => format!("[[{}]]", l.trim_start_matches("[[").trim_end_matches("]]")),
+        None => "-".to_string(),
+    };
+    render_line(stamp, &flat(author), &flat(verb), &link, &note)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -741,6 +741,159 @@ fn has_child(all: &[Line<'_>], block: std::ops::Range<usize>, indent: &str, key:
     })
 }
 
+// ---------------------------------------------------------------------------------------------
+// Writing contracts as the reference's `polis contract` commands do
+
+/// What `contract open` was asked for. Strings are as given; the caller has validated ids.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewContract {
+    pub contract_id: String,
+    pub title: String,
+    pub opened_by: String,
+    /// `YYYY-MM-DD HH:MM:SS` in the polis timezone.
+    pub opened_at: String,
+    pub stakes: String,
+    pub required_tags: Vec<String>,
+    pub deadline: Option<String>,
+    pub cost_ceiling: String,
+    /// The criteria given, then the inherited guardrails' (`[guardrail] <text>`).
+    pub acceptance_criteria: Vec<String>,
+}
+
+/// The bytes of a new contract file: the reference's frontmatter keys in its order, dumped as
+/// PyYAML's `safe_dump(sort_keys=False, allow_unicode=True)` does, and its body sections.
+pub fn render_new(c: &NewContract) -> Result<String, yaml::EmitError> {
+    let s = |v: &str| Value::Str(v.to_string());
+    let strs = |v: &[String]| Value::Seq(v.iter().map(|x| s(x)).collect());
+    let map = |pairs: Vec<(&str, Value)>| {
+        let mut m = yaml::Mapping::new();
+        for (k, v) in pairs {
+            m.insert(s(k), v);
+        }
+        Value::Map(m)
+    };
+    let fields = map(vec![
+        ("contract_id", s(&c.contract_id)),
+        ("title", s(&c.title)),
+        ("opened_by", s(&c.opened_by)),
+        ("opened_at", s(&c.opened_at)),
+        ("owner", Value::Null),
+        ("status", s("proposed")),
+        ("stakes", s(&c.stakes)),
+        ("required_tags", strs(&c.required_tags)),
+        ("deadline", c.deadline.as_deref().map_or(Value::Null, s)),
+        ("cost_ceiling", s(&c.cost_ceiling)),
+        ("acceptance_criteria", strs(&c.acceptance_criteria)),
+        (
+            "routing",
+            map(vec![
+                ("recommended_by_router", Value::Null),
+                ("recommendation_score", Value::Null),
+                ("exploration", Value::Null),
+                ("override", Value::Null),
+            ]),
+        ),
+        (
+            "review",
+            map(vec![
+                ("required", Value::Bool(c.stakes == "high")),
+                ("reviewer", Value::Null),
+                ("status", Value::Null),
+            ]),
+        ),
+        ("settled_at", Value::Null),
+        ("quality_score", Value::Null),
+        ("actual_minutes", Value::Null),
+    ]);
+    let yaml_text = yaml::dump(
+        &fields,
+        &yaml::DumpOptions {
+            sort_keys: false,
+            allow_unicode: true,
+        },
+    )?;
+    let criteria: String = if c.acceptance_criteria.is_empty() {
+        "- <criterion>\n".to_string()
+    } else {
+        c.acceptance_criteria
+            .iter()
+            .map(|x| format!("- {x}\n"))
+            .collect()
+    };
+    Ok(format!(
+        "---\n{yaml_text}---\n\n# {title}\n\n## Intent\n\n### Goal\n<what and why>\n\n### Acceptance criteria\n{criteria}\n### Notes for the executor\n<context>\n",
+        title = c.title
+    ))
+}
+
+/// A frontmatter value as the reference's commands write one into an existing contract:
+/// plain, or double-quoted when it holds YAML punctuation or edge white space.
+pub fn reference_scalar(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Str(t) => {
+            let special = t.is_empty()
+                || t.contains([':', '#', '[', ']', '{', '}', '"', '\''])
+                || t.starts_with(char::is_whitespace)
+                || t.ends_with(char::is_whitespace);
+            if special {
+                format!("\"{}\"", t.replace('"', "\\\""))
+            } else {
+                t.clone()
+            }
+        }
+        other => other.python_str(),
+    }
+}
+
+/// Sets top-level scalars in a contract's frontmatter as the reference's claim, settle and
+/// abandon do: each `key:` line is replaced, a missing key is added before the closing fence,
+/// in the order given. Every other byte is kept. `None` when the text has no frontmatter.
+pub fn set_fields(text: &str, updates: &[(&str, Value)]) -> Option<String> {
+    let mut out = text.to_string();
+    for (key, value) in updates {
+        out = frontmatter::splice_field(&out, key, &reference_scalar(value), None)?;
+    }
+    Some(out)
+}
+
+/// The `## Settlement` section `contract settle` adds when the body has none: the quality and
+/// minutes in the lines the reconcile rules read back (SPEC §6), then the outcome.
+pub fn settlement_section(
+    by: &str,
+    at: &str,
+    quality: u8,
+    minutes: Option<u32>,
+    outcome: Option<&str>,
+) -> String {
+    let mut s =
+        format!("\n## Settlement\n\nSettled by {by} at {at}.\n\nQuality self-score: {quality}\n");
+    if let Some(m) = minutes {
+        s.push_str(&format!("actual_minutes: {m}\n"));
+    }
+    if let Some(o) = outcome.map(str::trim).filter(|o| !o.is_empty()) {
+        s.push_str(&format!("\n### Outcome\n{o}\n"));
+    }
+    s
+}
+
+/// Whether a body already has a `## Settlement` heading.
+pub fn has_settlement_section(text: &str) -> bool {
+    text.lines().any(|l| l.trim_end() == "## Settlement")
+}
+
+/// Appends `section` to a file's text, after exactly one newline at its end.
+pub fn append_section(text: &str, section: &str) -> String {
+    let mut out = text.to_string();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(section);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

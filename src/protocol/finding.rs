@@ -62,6 +62,8 @@ pub enum Code {
     DriverNotConfigured,
     /// Copies of one contract that differ between worktrees or machines.
     Diverged,
+    /// Two citizens claimed one contract with no release between (issue 13).
+    ClaimConflict,
 }
 
 impl Code {
@@ -90,6 +92,7 @@ impl Code {
             Code::Duplicate => "P013",
             Code::DriverNotConfigured => "P014",
             Code::Diverged => "P015",
+            Code::ClaimConflict => "P011",
         }
     }
 }

@@ -33,11 +33,12 @@ pub enum Kind {
     CardChanged,
     SyncConflict,
     WorktreeDiverged,
+    ClaimConflict,
     SettingChange,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 15] = [
+    pub const ALL: [Kind; 16] = [
         Kind::ChronicleFinding,
         Kind::ContractRouted,
         Kind::ContractSettled,
@@ -52,6 +53,7 @@ impl Kind {
         Kind::CardChanged,
         Kind::SyncConflict,
         Kind::WorktreeDiverged,
+        Kind::ClaimConflict,
         Kind::SettingChange,
     ];
 
@@ -72,6 +74,7 @@ impl Kind {
             Kind::CardChanged => "card-changed",
             Kind::SyncConflict => "sync-conflict",
             Kind::WorktreeDiverged => "worktree-diverged",
+            Kind::ClaimConflict => "claim-conflict",
             Kind::SettingChange => "setting-change",
         }
     }
@@ -438,6 +441,30 @@ impl Notification {
             subject: citizen.to_string(),
             discriminator: actual.to_string(),
             link: format!("citizens/{citizen}/capability_card.yml"),
+            paragraph,
+        }
+    }
+
+    /// Two citizens claimed one contract with no release between (issue 13); told to the
+    /// winner and to each later claimer. The later claim (who, when) is the discriminator.
+    pub fn claim_conflict(
+        recipient: &str,
+        contract_id: &str,
+        winner: &str,
+        loser: &str,
+        loser_stamp: &str,
+    ) -> Notification {
+        let paragraph = if recipient == winner {
+            format!("`{loser}` also claimed the contract `{contract_id}` at {loser_stamp}, after your claim. The first claim wins, so it stays yours: go on, and make sure its `owner:` says `{winner}`.")
+        } else {
+            format!("You claimed the contract `{contract_id}` at {loser_stamp}, but `{winner}` had claimed it first with no release between. The first claim wins: stop work on it, set `owner: {winner}` back if you changed it, and pick another contract (`polisd contract list`). Claim with `polisd contract claim`, which cannot race.")
+        };
+        Notification {
+            kind: Kind::ClaimConflict,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: format!("{loser}@{loser_stamp}"),
+            link: format!("contracts/open/{contract_id}"),
             paragraph,
         }
     }

@@ -88,6 +88,46 @@ pub fn is_system_citizen(id: &str) -> bool {
     SYSTEM_CITIZENS.contains(&id)
 }
 
+/// A title as an id, as the reference makes one: lowercase, every run of characters other than
+/// `a-z0-9` becomes one `-`, hyphens trimmed, then cut to `max` characters (the reference's
+/// guardrail ids keep 48, and the cut may leave a final `-`); `fallback` when nothing is left.
+pub fn slugify(title: &str, max: Option<usize>, fallback: &str) -> String {
+    let mut slug = String::new();
+    let mut dash = false;
+    // Python's `str.lower()` then `[^a-z0-9]+`: a non-ASCII letter is a separator.
+    for c in title.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            if dash && !slug.is_empty() {
+                slug.push('-');
+            }
+            dash = false;
+            slug.push(c);
+        } else {
+            dash = true;
+        }
+    }
+    if let Some(max) = max {
+        slug = slug.chars().take(max).collect();
+    }
+    if slug.is_empty() {
+        fallback.to_string()
+    } else {
+        slug
+    }
+}
+
+/// `base`, or `base-2`, `base-3`, … : the first that `taken` says is free (the reference's rule
+/// for a clashing id).
+pub fn unique_id(base: &str, taken: impl Fn(&str) -> bool) -> String {
+    if !taken(base) {
+        return base.to_string();
+    }
+    (2u64..)
+        .map(|n| format!("{base}-{n}"))
+        .find(|id| !taken(id))
+        .expect("some suffix is free")
+}
+
 /// A citizen's folder, relative to `_polis/`, or `None` when the id may not become a path.
 pub fn citizen_dir(id: &str) -> Option<String> {
     is_agent_id(id).then(|| format!("{CITIZENS_DIR}/{id}"))
@@ -174,6 +214,28 @@ pub fn conflict_original(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slugify_follows_the_reference() {
+        assert_eq!(
+            slugify("Fix the Login bug!", None, "contract"),
+            "fix-the-login-bug"
+        );
+        assert_eq!(
+            slugify("  --Ünïcode  title-- ", None, "contract"),
+            "n-code-title"
+        );
+        assert_eq!(slugify("!!!", None, "contract"), "contract");
+        let long = "a".repeat(47) + " b";
+        assert_eq!(slugify(&long, Some(48), "guardrail"), "a".repeat(47) + "-");
+    }
+
+    #[test]
+    fn unique_id_adds_the_first_free_suffix() {
+        let taken = ["x", "x-2"];
+        assert_eq!(unique_id("x", |id| taken.contains(&id)), "x-3");
+        assert_eq!(unique_id("y", |id| taken.contains(&id)), "y");
+    }
 
     #[test]
     fn ids_that_are_not_paths_are_refused() {

@@ -222,6 +222,60 @@ pub fn lessons_score(
     (py_max(-cap, py_min(cap, raw)), applied)
 }
 
+/// What `lesson file` (and `contract settle --lesson`) was asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewLesson {
+    pub lesson_id: String,
+    pub filed_by: String,
+    /// `YYYY-MM-DD HH:MM:SS` in the polis timezone.
+    pub filed_at: String,
+    pub capability_tags: Vec<String>,
+    pub related_contracts: Vec<String>,
+    pub quality_impact: u8,
+    pub text: String,
+}
+
+/// The lesson's title: its text's first line, cut at 80 characters.
+pub fn title_of(text: &str) -> String {
+    let first = text.trim().lines().next().unwrap_or("").trim();
+    let mut t: String = first.chars().take(80).collect();
+    if first.chars().count() > 80 {
+        t.push('…');
+    }
+    t
+}
+
+/// The bytes of a new lesson file: the frontmatter SPEC §10 names (accepted: no `status`), a
+/// title heading (what context packets show) and the paragraph.
+pub fn render_new(l: &NewLesson) -> Result<String, crate::yaml::EmitError> {
+    let s = |v: &str| Value::Str(v.to_string());
+    let mut m = crate::yaml::Mapping::new();
+    m.insert(s("lesson_id"), s(&l.lesson_id));
+    m.insert(s("filed_by"), s(&l.filed_by));
+    m.insert(s("filed_at"), s(&l.filed_at));
+    m.insert(
+        s("capability_tags"),
+        Value::Seq(l.capability_tags.iter().map(|t| s(t)).collect()),
+    );
+    m.insert(
+        s("related_contracts"),
+        Value::Seq(l.related_contracts.iter().map(|t| s(t)).collect()),
+    );
+    m.insert(s("quality_impact"), Value::Int(l.quality_impact.into()));
+    let head = crate::yaml::dump(
+        &Value::Map(m),
+        &crate::yaml::DumpOptions {
+            sort_keys: false,
+            allow_unicode: true,
+        },
+    )?;
+    Ok(format!(
+        "---\n{head}---\n\n# {}\n\n{}\n",
+        title_of(&l.text),
+        l.text.trim()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@
 
 use crate::protocol::clock::PolisTime;
 use crate::protocol::layout;
-use crate::yaml::{self, DumpOptions, Mapping, Value};
+use crate::yaml::{Mapping, Value};
 use chrono::{Duration, NaiveDate, NaiveDateTime};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,7 +33,7 @@ pub const REPROPOSE_AFTER_DAYS: i64 = 90;
 /// How long a proposal stays open (the reference's 30 days).
 pub const PROPOSAL_DAYS: i64 = 30;
 /// Proposals carry this quorum: SPEC §8 raises anything lower to 2 anyway.
-pub const PROPOSAL_QUORUM: i64 = 2;
+pub const PROPOSAL_QUORUM: u32 = 2;
 
 /// One settled contract as the reference's detectors see it.
 #[derive(Debug, Clone, PartialEq)]
@@ -763,32 +763,34 @@ pub fn amendment_id(p: &Proposal, today: NaiveDate) -> String {
     format!("{}-{}", today.format("%Y-%m-%d"), p.slug)
 }
 
-/// The amendment file for `p`: the reference's frontmatter keys (with a quorum of 2, and the
-/// evidence count that [`dedup`] compares later), then the problem, the evidence, the change
-/// and the rationale.
-pub fn render(p: &Proposal, id: &str, now: &PolisTime) -> Result<String, yaml::EmitError> {
+/// What the amendment operations file for `p`: its title, the frontmatter keys reflection adds
+/// after `status` (the reference's `kind`, `reflect_slug`, `affects`, `evidence_contracts`, then
+/// `evidence_lines`, `evidence_count` that [`dedup`] compares later, and `setting_change`), the
+/// body (problem, evidence, change, rationale) and the expiry date.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Draft {
+    pub title: String,
+    pub extra: Vec<(String, Value)>,
+    pub body: String,
+    pub expires: String,
+}
+
+pub fn draft(p: &Proposal, now: &PolisTime) -> Draft {
     let s = |t: &str| Value::Str(t.to_string());
     let list = |xs: &[String]| Value::Seq(xs.iter().map(|x| s(x)).collect());
-    let votes: Mapping = ["agree", "disagree", "abstain", "request_changes"]
-        .into_iter()
-        .map(|k| (s(k), Value::Seq(Vec::new())))
-        .collect();
-    let expires = (now.now + Duration::days(PROPOSAL_DAYS)).date();
-    let mut fields: Vec<(Value, Value)> = vec![
-        (s("amendment_id"), s(id)),
-        (s("title"), s(&p.title)),
-        (s("proposed_by"), s(REFLECTOR)),
-        (s("proposed_at"), s(&now.second_stamp())),
-        (s("status"), s("proposed")),
-        (s("kind"), s(p.kind.as_str())),
-        (s("reflect_slug"), s(&p.slug)),
-        (s("affects"), list(&p.affects)),
-        (s("evidence_contracts"), list(&p.evidence_contracts)),
+    let mut extra: Vec<(String, Value)> = vec![
+        ("kind".into(), s(p.kind.as_str())),
+        ("reflect_slug".into(), s(&p.slug)),
+        ("affects".into(), list(&p.affects)),
+        ("evidence_contracts".into(), list(&p.evidence_contracts)),
     ];
     if !p.evidence_lines.is_empty() {
-        fields.push((s("evidence_lines"), list(&p.evidence_lines)));
+        extra.push(("evidence_lines".into(), list(&p.evidence_lines)));
     }
-    fields.push((s("evidence_count"), Value::Int(p.evidence_count() as i64)));
+    extra.push((
+        "evidence_count".into(),
+        Value::Int(p.evidence_count() as i64),
+    ));
     if let Some(change) = &p.setting {
         let setting: Mapping = [
             (s("key"), s(&change.key)),
@@ -797,21 +799,8 @@ pub fn render(p: &Proposal, id: &str, now: &PolisTime) -> Result<String, yaml::E
         ]
         .into_iter()
         .collect();
-        fields.push((s("setting_change"), Value::Map(setting)));
+        extra.push(("setting_change".into(), Value::Map(setting)));
     }
-    fields.extend([
-        (s("quorum_required"), Value::Int(PROPOSAL_QUORUM)),
-        (s("votes"), Value::Map(votes)),
-        (s("ratified_at"), Value::Null),
-        (s("expires_at"), s(&expires.format("%Y-%m-%d").to_string())),
-    ]);
-    let front = yaml::dump(
-        &Value::Map(fields.into_iter().collect()),
-        &DumpOptions {
-            sort_keys: false,
-            allow_unicode: true,
-        },
-    )?;
     let metrics: String = p
         .metrics
         .iter()
@@ -834,30 +823,26 @@ pub fn render(p: &Proposal, id: &str, now: &PolisTime) -> Result<String, yaml::E
     if let Some(setting) = &p.setting {
         change.push_str(&format!(
             "\n\nThe change to `polis.yml`, which polisd does not make itself (the file belongs \
-             to the citizens):\n\n```diff\n{}```\n",
+             to the citizens):\n\n```diff\n{}```",
             setting.diff()
         ));
     }
-    Ok(format!(
-        "---\n{front}---\n\n# Amendment: {title}\n\n> Drafted by `{REFLECTOR}` from the polis's own \
-         records. Nothing changes until the citizens ratify it by the usual vote.\n\n## \
-         Problem\n{problem}\n\n## Evidence\n{metrics}{evidence}\n## Proposed change\n{change}\n\n## \
-         Rationale\n{rationale}\n",
-        title = p.title,
+    let body = format!(
+        "> Drafted by `{REFLECTOR}` from the polis's own records. Nothing changes until the \
+         citizens ratify it by the usual vote.\n\n## Problem\n{problem}\n\n## \
+         Evidence\n{metrics}{evidence}\n## Proposed change\n{change}\n\n## Rationale\n{rationale}",
         problem = p.problem,
         rationale = p.rationale,
-    ))
-}
-
-/// The `proposed amendment` chronicle line reflection appends for a filed proposal.
-pub fn chronicle_line(id: &str, now: &PolisTime) -> String {
-    crate::protocol::chronicle::daemon_line_by(
-        REFLECTOR,
-        now,
-        "proposed amendment",
-        Some(&format!("amendments/proposed/{id}")),
-        "evidence-mined by polisd reflect",
-    )
+    );
+    Draft {
+        title: p.title.clone(),
+        extra,
+        body,
+        expires: (now.now + Duration::days(PROPOSAL_DAYS))
+            .date()
+            .format("%Y-%m-%d")
+            .to_string(),
+    }
 }
 
 /// Whether a settlement could make one of the reference's detectors fire on its tags, judged
@@ -1180,7 +1165,19 @@ mod tests {
         }
         let p = detect(&e, 3, &now()).remove(0);
         let id = amendment_id(&p, now().now.date());
-        let text = render(&p, &id, &now()).unwrap();
+        let d = draft(&p, &now());
+        let text =
+            crate::protocol::amendment::render_new(&crate::protocol::amendment::NewAmendment {
+                amendment_id: id.clone(),
+                title: d.title,
+                proposed_by: REFLECTOR.into(),
+                proposed_at: now().second_stamp(),
+                quorum_required: Some(PROPOSAL_QUORUM),
+                expires_at: d.expires,
+                body: d.body,
+                extra: d.extra,
+            })
+            .unwrap();
         let a = crate::protocol::amendment::parse(&text, &id).unwrap();
         assert_eq!(a.id, "2026-06-01-low-quality-frontend");
         assert_eq!(a.proposed_by.as_deref(), Some(REFLECTOR));
@@ -1193,6 +1190,26 @@ mod tests {
             Some("low-quality-frontend")
         );
         assert_eq!(record.fields.get("evidence_count"), &Value::Int(3));
+        let keys: Vec<String> = record
+            .fields
+            .as_map()
+            .unwrap()
+            .iter()
+            .map(|(k, _)| k.python_str())
+            .collect();
+        assert_eq!(
+            keys[..7],
+            [
+                "amendment_id",
+                "title",
+                "proposed_by",
+                "proposed_at",
+                "status",
+                "kind",
+                "reflect_slug"
+            ],
+            "the reference's key order"
+        );
     }
 
     #[test]

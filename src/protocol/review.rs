@@ -96,6 +96,55 @@ pub fn parse_file_name(name: &str) -> Option<(NaiveDateTime, String)> {
     crate::protocol::layout::is_slug(cid).then(|| (when, cid.to_string()))
 }
 
+/// The file name of a review: `<YYYY-MM-DD-HHMM>-<cid>.md`.
+pub fn file_name(at: &NaiveDateTime, contract_id: &str) -> String {
+    format!("{}-{contract_id}.md", at.format("%Y-%m-%d-%H%M"))
+}
+
+/// The chronicle verb a decision is announced with: the reserved `signed off` and
+/// `rejected review`, and the free verb `requested changes`.
+pub fn chronicle_verb(decision: &Decision) -> &'static str {
+    match decision {
+        Decision::SignedOff => "signed off",
+        Decision::Rejected => "rejected review",
+        _ => "requested changes",
+    }
+}
+
+/// The bytes of a new review file (SPEC §10 keys, then the reviewer's text).
+pub fn render_new(
+    reviewer: &str,
+    contract_link: &str,
+    contract_id: &str,
+    decision: &Decision,
+    reviewed_at: &str,
+    body: &str,
+) -> Result<String, crate::yaml::EmitError> {
+    let s = |v: &str| Value::Str(v.to_string());
+    let mut m = crate::yaml::Mapping::new();
+    m.insert(s("reviewer"), s(reviewer));
+    m.insert(s("contract"), s(contract_id));
+    m.insert(s("decision"), s(decision.as_str()));
+    m.insert(s("reviewed_at"), s(reviewed_at));
+    let head = crate::yaml::dump(
+        &Value::Map(m),
+        &crate::yaml::DumpOptions {
+            sort_keys: false,
+            allow_unicode: true,
+        },
+    )?;
+    let body = body.trim();
+    let body = if body.is_empty() {
+        "## What is right\n\n## What is missing\n"
+    } else {
+        body
+    };
+    Ok(format!(
+        "---\n{head}---\n\n# Review of [[{contract_link}]]: {}\n\n{body}\n",
+        decision.as_str()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

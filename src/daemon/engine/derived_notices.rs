@@ -4,6 +4,7 @@
 use super::Engine;
 use crate::fs::snapshot::Polis;
 use crate::operations;
+use crate::protocol::chronicle;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
@@ -55,6 +56,16 @@ impl Engine {
             if let (Some(owner), Some(last)) = (&k.owner, stale.get(id)) {
                 out.push(Notification::contract_stale(owner, id, last));
             }
+        }
+
+        // Only an open contract with an owner can be in dispute; none, no chronicle scan.
+        let claimed: BTreeSet<&str> = open
+            .iter()
+            .filter(|c| c.contract.owner.is_some())
+            .map(|c| c.file.stem.as_str())
+            .collect();
+        if !claimed.is_empty() {
+            out.extend(claim_conflict_notices(polis, &claimed, now));
         }
 
         for file in &polis.amendments {
@@ -164,4 +175,39 @@ pub(super) fn decided_outcome(
         detail,
         votes,
     }
+}
+
+/// `claim-conflict` notices for the open, claimed contracts (issue 13): to the first claimer
+/// and to each later one, for later claims inside the activity window (older ones are
+/// `check`'s to report, so a long-lived polis does not flood inboxes).
+pub(super) fn claim_conflict_notices(
+    polis: &Polis,
+    claimed: &BTreeSet<&str>,
+    now: &PolisTime,
+) -> Vec<Notification> {
+    let registered = |id: &str| polis.cards.contains_key(id);
+    let mut texts = polis.recent_chronicle();
+    texts.reverse(); // oldest first
+    let mut out = Vec::new();
+    for c in crate::protocol::claims::conflicts(&texts, &registered) {
+        if !claimed.contains(c.contract_id.as_str()) {
+            continue;
+        }
+        for (loser, at) in &c.losers {
+            if now.now - *at > chrono::Duration::days(chronicle::ACTIVITY_WINDOW_DAYS) {
+                continue;
+            }
+            let stamp = at.format(chronicle::STAMP_FORMAT).to_string();
+            for recipient in [c.winner.as_str(), loser.as_str()] {
+                out.push(Notification::claim_conflict(
+                    recipient,
+                    &c.contract_id,
+                    &c.winner,
+                    loser,
+                    &stamp,
+                ));
+            }
+        }
+    }
+    out
 }

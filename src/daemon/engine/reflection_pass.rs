@@ -32,7 +32,6 @@ impl Engine {
         let settled = self.settled_evidence();
         let evidence = reflection::gather_with(&pass.polis, settled, scope, &pass.now);
         match reflection::reflect(
-            &pass.polis,
             &evidence,
             rules::DEFAULT_MIN_EVIDENCE,
             Some(&self.writer),

@@ -1,0 +1,290 @@
+//! Proposing an amendment and voting on one, as agents do it; listing them. The tally stays in
+//! `operations::tally` (the daemon runs it after every vote).
+
+use crate::fs::snapshot;
+use crate::fs::writer::{CompareOutcome, WriteError, Writer};
+use crate::operations::chronicle::{self, Appended};
+use crate::operations::error::OpError;
+use crate::protocol::amendment::{self as rules, NewAmendment, Vote};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::layout::{self, AmendmentFolder};
+use std::path::Path;
+
+/// What `amendment propose` asks for.
+#[derive(Debug, Clone, Default)]
+pub struct ProposeRequest {
+    pub title: String,
+    pub by: String,
+    pub body: String,
+    /// `YYYY-MM-DD`; default 30 days from now (the tally's default window).
+    pub expires: Option<String>,
+    pub quorum: Option<u32>,
+    /// File under exactly this id, idempotently: when the file is there already nothing is
+    /// written, and its chronicle line is appended only if the chronicle lacks it (reflection,
+    /// whose proposals are named by date and slug). `None` takes the next free id.
+    pub id: Option<String>,
+    /// More frontmatter keys after `status` (see `NewAmendment::extra`).
+    pub extra: Vec<(String, crate::yaml::Value)>,
+    /// The chronicle line's note; empty takes the title.
+    pub note: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Proposed {
+    pub amendment_id: String,
+    pub path: String,
+    /// Whether this call created the file (false: an exact id that was already filed).
+    pub written: bool,
+    /// The `proposed amendment` line, when this call appended it.
+    pub chronicle: Option<Appended>,
+}
+
+/// Writes `amendments/proposed/<today>-<slug>.md` and appends `proposed amendment`. This is
+/// also how reflection files the amendments it drafts.
+pub fn propose(
+    writer: &Writer,
+    now: &PolisTime,
+    req: &ProposeRequest,
+) -> Result<Proposed, OpError> {
+    let root = writer.root();
+    if req.title.trim().is_empty() {
+        return Err(OpError::Empty {
+            what: "the title",
+            fix: "pass --title \"the change in a few words\"",
+        });
+    }
+    if !layout::is_system_citizen(&req.by) {
+        chronicle::require_citizen(root, &req.by)?;
+    }
+    let expires = match &req.expires {
+        Some(d) => {
+            chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").map_err(|_| OpError::BadId {
+                what: "expiry date",
+                value: d.clone(),
+                rule: "write it as YYYY-MM-DD",
+            })?;
+            d.clone()
+        }
+        None => (now.now + chrono::Duration::days(30))
+            .format("%Y-%m-%d")
+            .to_string(),
+    };
+    let new = |id: &str| NewAmendment {
+        amendment_id: id.to_string(),
+        title: req.title.trim().to_string(),
+        proposed_by: req.by.clone(),
+        proposed_at: now.second_stamp(),
+        quorum_required: req.quorum,
+        expires_at: expires.clone(),
+        body: req.body.clone(),
+        extra: req.extra.clone(),
+    };
+    if let Some(id) = &req.id {
+        let rel = layout::amendment_path(AmendmentFolder::Proposed, id).ok_or_else(|| {
+            OpError::BadId {
+                what: "amendment id",
+                value: id.clone(),
+                rule: "use lowercase letters, digits and dashes",
+            }
+        })?;
+        let written = writer.create_new(&rel, rules::render_new(&new(id))?.as_bytes())?;
+        let link = rel.trim_end_matches(".md").to_string();
+        let chronicled = snapshot::read_text(root, layout::CHRONICLE, None)
+            .ok()
+            .flatten()
+            .is_some_and(|t| crate::protocol::chronicle::has_line(&t, "proposed amendment", &link));
+        let line = if chronicled {
+            None
+        } else {
+            Some(proposed_line(writer, now, req, &link)?)
+        };
+        return Ok(Proposed {
+            amendment_id: id.clone(),
+            path: rel,
+            written,
+            chronicle: line,
+        });
+    }
+    let date = now.now.format("%Y-%m-%d").to_string();
+    let base = format!("{date}-{}", layout::slugify(&req.title, None, "amendment"));
+    let taken = |id: &str| {
+        [AmendmentFolder::Proposed, AmendmentFolder::Ratified]
+            .into_iter()
+            .any(|f| {
+                layout::amendment_path(f, id)
+                    .is_some_and(|rel| std::fs::symlink_metadata(root.join(rel)).is_ok())
+            })
+    };
+    for _ in 0..8 {
+        let id = layout::unique_id(&base, taken);
+        let text = rules::render_new(&new(&id))?;
+        let rel = layout::amendment_path(AmendmentFolder::Proposed, &id).expect("slug");
+        if !writer.create_new(&rel, text.as_bytes())? {
+            continue;
+        }
+        let link = rel.trim_end_matches(".md").to_string();
+        let line = proposed_line(writer, now, req, &link)?;
+        return Ok(Proposed {
+            amendment_id: id,
+            path: rel,
+            written: true,
+            chronicle: Some(line),
+        });
+    }
+    Err(OpError::Busy(format!("amendments/proposed/{base}*.md")))
+}
+
+fn proposed_line(
+    writer: &Writer,
+    now: &PolisTime,
+    req: &ProposeRequest,
+    link: &str,
+) -> Result<Appended, OpError> {
+    let note = if req.note.is_empty() {
+        req.title.trim()
+    } else {
+        req.note.as_str()
+    };
+    chronicle::append(writer, now, &req.by, "proposed amendment", Some(link), note)
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Voted {
+    pub amendment_id: String,
+    pub citizen: String,
+    pub vote: &'static str,
+    pub path: String,
+    pub chronicle: Appended,
+}
+
+/// Casts (or changes) `citizen`'s vote on a proposed amendment as the reference does: the
+/// frontmatter lists and one `## Response from <id> (<vote>)` block, then `voted on
+/// amendment`. Under the file's lock with compare-before-replace: two voters at once both land.
+pub fn vote(
+    writer: &Writer,
+    now: &PolisTime,
+    aid: &str,
+    citizen: &str,
+    vote: Vote,
+    rationale: Option<&str>,
+) -> Result<Voted, OpError> {
+    let root = writer.root();
+    chronicle::require_citizen(root, citizen)?;
+    let Some(rel) = layout::amendment_path(AmendmentFolder::Proposed, aid) else {
+        return Err(OpError::BadId {
+            what: "amendment id",
+            value: aid.to_string(),
+            rule: "amendment ids are YYYY-MM-DD-<slug>",
+        });
+    };
+    for _ in 0..8 {
+        let _lock = match writer.lock_file(&rel) {
+            Ok(l) => l,
+            Err(WriteError::Missing(_)) => {
+                let ratified = layout::amendment_path(AmendmentFolder::Ratified, aid)
+                    .is_some_and(|r| root.join(r).is_file());
+                return Err(if ratified {
+                    OpError::Vote(
+                        aid.to_string(),
+                        rules::VoteError::NotProposed("ratified".into()),
+                    )
+                } else {
+                    OpError::NoAmendment(aid.to_string())
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let Some(text) = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))? else {
+            continue;
+        };
+        let new = rules::cast_vote(&text, citizen, vote, rationale)
+            .map_err(|e| OpError::Vote(aid.to_string(), e))?;
+        match writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())? {
+            CompareOutcome::Written | CompareOutcome::Unchanged => {}
+            CompareOutcome::Conflict { .. } => continue,
+        }
+        let link = rel.trim_end_matches(".md").to_string();
+        let note = format!(
+            "{}: {}",
+            vote.as_str(),
+            rationale
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+                .unwrap_or("-")
+        );
+        let line = chronicle::append(
+            writer,
+            now,
+            citizen,
+            "voted on amendment",
+            Some(&link),
+            &note,
+        )?;
+        return Ok(Voted {
+            amendment_id: aid.to_string(),
+            citizen: citizen.to_string(),
+            vote: vote.as_str(),
+            path: rel,
+            chronicle: line,
+        });
+    }
+    Err(OpError::Busy(rel))
+}
+
+/// A line of `amendment list`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AmendmentSummary {
+    pub amendment_id: String,
+    pub title: String,
+    pub status: String,
+    pub folder: &'static str,
+    pub votes: std::collections::BTreeMap<&'static str, Vec<String>>,
+    pub path: String,
+}
+
+/// Every amendment in `proposed/` and `ratified/`, sorted by id as the reference lists them.
+pub fn list(root: &Path) -> Vec<AmendmentSummary> {
+    let mut out = Vec::new();
+    let mut findings = Vec::new();
+    for folder in [AmendmentFolder::Proposed, AmendmentFolder::Ratified] {
+        for e in snapshot::list(root, folder.dir(), ".md", &mut findings) {
+            let Ok(Some(text)) =
+                snapshot::read_text(root, &e.rel, Some(snapshot::MAX_RECORD_BYTES))
+            else {
+                continue;
+            };
+            let Ok(a) = crate::protocol::frontmatter::parse(&text) else {
+                continue;
+            };
+            let field = |k: &str| match a.fields.get(k) {
+                crate::yaml::Value::Null => String::new(),
+                v => v.python_str(),
+            };
+            let mut votes = std::collections::BTreeMap::new();
+            for kind in Vote::ALL {
+                let ids = match a.fields.get("votes").get(kind.as_str()) {
+                    crate::yaml::Value::Seq(items) => {
+                        items.iter().map(|v| v.python_str()).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                votes.insert(kind.as_str(), ids);
+            }
+            out.push(AmendmentSummary {
+                amendment_id: Some(field("amendment_id"))
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| e.stem.clone()),
+                title: field("title"),
+                status: field("status"),
+                folder: match folder {
+                    AmendmentFolder::Proposed => "proposed",
+                    AmendmentFolder::Ratified => "ratified",
+                },
+                votes,
+                path: e.rel,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.amendment_id.cmp(&b.amendment_id));
+    out
+}

@@ -1,0 +1,135 @@
+//! The validated chronicle append every operation that records an event goes through (and
+//! `polisd log`): the line is built with the current stamp, checked against SPEC §3's rules,
+//! and refused with the finding (which carries a corrected example) when it would draw an
+//! error. Otherwise it is appended with one locked write. Nothing is written on a refusal.
+//!
+//! Also the small reads every operation needs: the polis clock and "is this a citizen".
+
+use crate::fs::snapshot;
+use crate::fs::writer::Writer;
+use crate::operations::error::OpError;
+use crate::protocol::chronicle::{self, ChronicleContext, Line};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::finding::{Finding, Severity};
+use crate::protocol::layout;
+use std::path::Path;
+
+/// "Now" in the polis timezone (`polis.yml`'s `timezone:`, UTC without it).
+pub fn polis_now(root: &Path) -> PolisTime {
+    let text = snapshot::read_text(root, layout::POLIS_YML, None)
+        .ok()
+        .flatten();
+    let (settings, _) = crate::protocol::settings::parse(text.as_deref());
+    PolisTime::system(settings.timezone)
+}
+
+/// Whether `id` has a capability card (SPEC §3 C002), without reading the card.
+pub fn is_registered(root: &Path, id: &str) -> bool {
+    layout::card_path(id).is_some_and(|rel| {
+        std::fs::symlink_metadata(root.join(rel)).is_ok_and(|m| m.file_type().is_file())
+    })
+}
+
+/// Refuses an id that is not a registered citizen.
+pub fn require_citizen(root: &Path, id: &str) -> Result<(), OpError> {
+    if is_registered(root, id) {
+        Ok(())
+    } else {
+        Err(OpError::NotRegistered(id.to_string()))
+    }
+}
+
+/// A path relative to `_polis/` that exists (for C006), never leaving the folder.
+fn link_exists(root: &Path, rel: &str) -> bool {
+    !rel.is_empty()
+        && !rel.starts_with('/')
+        && !rel.split('/').any(|c| c == "..")
+        && std::fs::symlink_metadata(root.join(rel)).is_ok()
+}
+
+/// The findings a new line would draw (C001–C004, C006–C008; C005 needs the line before it,
+/// which a stamp of "now" cannot be older than by a day unless the chronicle is in the future).
+pub fn validate_line(root: &Path, now: &PolisTime, line: &str) -> Vec<Finding> {
+    let registered = |id: &str| is_registered(root, id);
+    let exists = |rel: &str| link_exists(root, rel);
+    let ctx = ChronicleContext {
+        path: layout::CHRONICLE,
+        is_registered: &registered,
+        link_exists: &exists,
+        newest_earlier: None,
+        now: *now,
+    };
+    chronicle::validate(
+        &Line {
+            number: 0,
+            text: line.to_string(),
+        },
+        &ctx,
+    )
+}
+
+/// A line that was appended, with the warnings it drew.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Appended {
+    pub line: String,
+    #[serde(serialize_with = "findings_as_text")]
+    pub warnings: Vec<Finding>,
+}
+
+fn findings_as_text<S: serde::Serializer>(f: &[Finding], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(f.iter().map(|f| f.to_string()))
+}
+
+/// Builds `- <now> | author | verb | [[link]] | note`, validates it, and appends it to
+/// `chronicle.md` under the append lock. An error finding refuses it: nothing is written.
+pub fn append(
+    writer: &Writer,
+    now: &PolisTime,
+    author: &str,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+) -> Result<Appended, OpError> {
+    let line = chronicle::citizen_line(&now.minute_stamp(), author, verb, link, note);
+    if verb.contains('|') || author.contains('|') || link.is_some_and(|l| l.contains('|')) {
+        // The grammar splits on ` | `; the generic C001 example would guess wrong fields.
+        let fixed = chronicle::citizen_line(
+            &now.minute_stamp(),
+            &author.replace('|', "-"),
+            &verb.replace('|', "-"),
+            link.map(|l| l.replace('|', "-")).as_deref(),
+            note,
+        );
+        return Err(OpError::Chronicle {
+            finding: Box::new(Finding::error(
+                crate::protocol::finding::Code::C001,
+                layout::CHRONICLE,
+                None,
+                format!("`{line}`: `|` separates the fields, so the author, verb and link may not contain it (the note may). A corrected line: `{fixed}`"),
+            )),
+            line,
+        });
+    }
+    let findings = validate_line(writer.root(), now, &line);
+    if let Some(error) = findings.iter().find(|f| f.severity == Severity::Error) {
+        return Err(OpError::Chronicle {
+            finding: Box::new(error.clone()),
+            line,
+        });
+    }
+    writer.append_locked(layout::CHRONICLE, format!("{line}\n").as_bytes())?;
+    Ok(Appended {
+        line,
+        warnings: findings,
+    })
+}
+
+/// Whether the chronicle already has a `verb` line linking `target` (a replayed operation
+/// must not record its event twice). Reads the whole current chronicle: only recovery paths
+/// call it.
+pub fn has_line(root: &Path, verb: &str, target: &str) -> bool {
+    snapshot::read_text(root, layout::CHRONICLE, None)
+        .ok()
+        .flatten()
+        .is_some_and(|text| chronicle::has_line(&text, verb, target))
+}

@@ -1,0 +1,653 @@
+//! The contract lifecycle as agents run it: open, claim, settle, abandon, show, list.
+//!
+//! Each reads only the files it needs (never the settled folder as a whole), asks
+//! `protocol::contract` for the new bytes, and writes through the [`Writer`]:
+//! - a new contract with `create_new`, so two openers of one title get `x` and `x-2`;
+//! - a claim under the contract file's advisory lock with compare-before-replace, so of any
+//!   number of simultaneous claimers exactly one wins and an agent's hand edit is never lost;
+//! - a settle or abandon as an edit in `open/`, then one rename into the other folder: a crash
+//!   between the two leaves the file in `open/` (with `status: settled`), never in two folders,
+//!   and running the command again finishes the move.
+
+use crate::fs::snapshot;
+use crate::fs::writer::{CompareOutcome, WriteError, Writer};
+use crate::operations::chronicle::{self, Appended};
+use crate::operations::error::OpError;
+use crate::operations::guardrail;
+use crate::operations::lesson::{self, Filed, LessonRequest};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::contract::{self as rules, NewContract};
+use crate::protocol::frontmatter::{self, Record};
+use crate::protocol::layout::{self, ContractFolder};
+use crate::yaml::Value;
+use std::path::Path;
+
+/// Set to make `settle` and `abandon` abort the process between writing the file and moving it
+/// (the crash test of the "never in two folders" rule).
+pub const CRASH_BEFORE_MOVE_ENV: &str = "POLISD_TEST_CRASH_BEFORE_MOVE";
+
+/// How often a claim or settle starts over when the file changed under it.
+const ATTEMPTS: usize = 8;
+
+pub use crate::operations::lookup::{check_slug, find};
+
+fn read(root: &Path, rel: &str) -> Result<Option<(String, Record)>, OpError> {
+    let Some(text) = snapshot::read_text(root, rel, Some(snapshot::MAX_RECORD_BYTES))? else {
+        return Ok(None);
+    };
+    let record = frontmatter::parse(&text).map_err(|e| OpError::Unreadable {
+        path: rel.to_string(),
+        why: e.to_string(),
+    })?;
+    if record.fields.as_map().is_none_or(|m| m.is_empty()) {
+        return Err(OpError::Unreadable {
+            path: rel.to_string(),
+            why: "the file does not start with a `---` fenced YAML block".into(),
+        });
+    }
+    Ok(Some((text, record)))
+}
+
+fn text_field(record: &Record, key: &str) -> Option<String> {
+    match record.get(key) {
+        Value::Null => None,
+        v => Some(v.python_str()).filter(|s| !s.trim().is_empty()),
+    }
+}
+
+fn tags_field(record: &Record) -> Vec<String> {
+    rules::tags_of(record.get("required_tags")).0
+}
+
+// ---------------------------------------------------------------------------------------------
+// open
+
+/// What `contract open` asks for.
+#[derive(Debug, Clone, Default)]
+pub struct OpenRequest {
+    pub title: String,
+    pub by: String,
+    pub tags: Vec<String>,
+    pub stakes: String,
+    pub cost_ceiling: String,
+    pub deadline: Option<String>,
+    pub accept: Vec<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Opened {
+    pub contract_id: String,
+    pub path: String,
+    /// Acceptance criteria inherited from guardrails.
+    pub inherited_guardrails: usize,
+    pub chronicle: Appended,
+}
+
+/// Opens a contract: the reference's id rule (a slug of the title, `-2`, `-3`… on a clash in
+/// any of the three folders), its frontmatter and body, the matching guardrails as acceptance
+/// criteria, and an `opened contract` line.
+pub fn open(writer: &Writer, now: &PolisTime, req: &OpenRequest) -> Result<Opened, OpError> {
+    let root = writer.root();
+    if req.title.trim().is_empty() {
+        return Err(OpError::Empty {
+            what: "the title",
+            fix: "pass --title \"what needs doing\"",
+        });
+    }
+    chronicle::require_citizen(root, &req.by)?;
+    for tag in &req.tags {
+        check_slug("tag", tag)?;
+    }
+    let mut criteria = req.accept.clone();
+    let mut inherited = 0;
+    for g in guardrail::matching(root, &req.tags) {
+        let c = crate::protocol::guardrail::criterion(&g);
+        if !criteria.contains(&c) {
+            criteria.push(c);
+            inherited += 1;
+        }
+    }
+    let base = layout::slugify(&req.title, None, "contract");
+    let taken = |id: &str| {
+        ContractFolder::ALL.into_iter().any(|f| {
+            layout::contract_path(f, id)
+                .is_some_and(|rel| std::fs::symlink_metadata(root.join(rel)).is_ok())
+        })
+    };
+    for _ in 0..ATTEMPTS {
+        let id = layout::unique_id(&base, taken);
+        let new = NewContract {
+            contract_id: id.clone(),
+            title: req.title.clone(),
+            opened_by: req.by.clone(),
+            opened_at: now.second_stamp(),
+            stakes: req.stakes.clone(),
+            required_tags: req.tags.clone(),
+            deadline: req.deadline.clone(),
+            cost_ceiling: req.cost_ceiling.clone(),
+            acceptance_criteria: criteria.clone(),
+        };
+        let text = rules::render_new(&new)?;
+        let rel = layout::contract_path(ContractFolder::Open, &id).expect("a slug is a path");
+        if !writer.create_new(&rel, text.as_bytes())? {
+            continue; // another opener took this id a moment ago
+        }
+        let link = rel.trim_end_matches(".md").to_string();
+        let chronicle = chronicle::append(
+            writer,
+            now,
+            &req.by,
+            "opened contract",
+            Some(&link),
+            &req.title,
+        )?;
+        return Ok(Opened {
+            contract_id: id,
+            path: rel,
+            inherited_guardrails: inherited,
+            chronicle,
+        });
+    }
+    Err(OpError::Busy(format!("contracts/open/{base}*.md")))
+}
+
+// ---------------------------------------------------------------------------------------------
+// claim
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Claimed {
+    pub contract_id: String,
+    pub owner: String,
+    pub path: String,
+    /// The citizen already owned it; nothing was written.
+    pub already_owned: bool,
+    /// The owner `--force` took it from.
+    pub took_over_from: Option<String>,
+    pub chronicle: Option<Appended>,
+}
+
+/// Claims an open contract for `citizen`: sets `owner` and `status: claimed` and appends
+/// `claimed contract`, all under the contract file's lock, so that of any number of
+/// simultaneous claimers exactly one wins; the others are told who owns it.
+pub fn claim(
+    writer: &Writer,
+    now: &PolisTime,
+    id: &str,
+    citizen: &str,
+    force: bool,
+) -> Result<Claimed, OpError> {
+    let root = writer.root();
+    chronicle::require_citizen(root, citizen)?;
+    for _ in 0..ATTEMPTS {
+        let (folder, rel) = find(root, id)?;
+        if folder != ContractFolder::Open {
+            return Err(OpError::NotOpen {
+                id: id.to_string(),
+                folder: folder.name(),
+                action: "claimed",
+            });
+        }
+        let _lock = match writer.lock_file(&rel) {
+            Ok(lock) => lock,
+            Err(WriteError::Missing(_)) => continue, // settled or abandoned meanwhile
+            Err(e) => return Err(e.into()),
+        };
+        let Some((text, record)) = read(root, &rel)? else {
+            continue;
+        };
+        let owner = text_field(&record, "owner");
+        if owner.as_deref() == Some(citizen) {
+            return Ok(Claimed {
+                contract_id: id.to_string(),
+                owner: citizen.to_string(),
+                path: rel,
+                already_owned: true,
+                took_over_from: None,
+                chronicle: None,
+            });
+        }
+        if let Some(owner) = &owner {
+            if !force {
+                return Err(OpError::AlreadyOwned {
+                    id: id.to_string(),
+                    owner: owner.clone(),
+                });
+            }
+        }
+        let new = rules::set_fields(
+            &text,
+            &[
+                ("owner", Value::Str(citizen.to_string())),
+                ("status", Value::Str("claimed".into())),
+            ],
+        )
+        .ok_or_else(|| OpError::Unreadable {
+            path: rel.clone(),
+            why: "no frontmatter".into(),
+        })?;
+        match writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())? {
+            CompareOutcome::Written | CompareOutcome::Unchanged => {}
+            CompareOutcome::Conflict { .. } => continue,
+        }
+        let link = rel.trim_end_matches(".md").to_string();
+        let note = match &owner {
+            Some(prev) => format!("took over from {prev} (--force)"),
+            None => "-".to_string(),
+        };
+        let line = chronicle::append(writer, now, citizen, "claimed contract", Some(&link), &note)?;
+        return Ok(Claimed {
+            contract_id: id.to_string(),
+            owner: citizen.to_string(),
+            path: rel,
+            already_owned: false,
+            took_over_from: owner,
+            chronicle: Some(line),
+        });
+    }
+    Err(OpError::Busy(format!("contracts/open/{id}.md")))
+}
+
+// ---------------------------------------------------------------------------------------------
+// settle and abandon
+
+/// A lesson filed with a settlement.
+#[derive(Debug, Clone)]
+pub struct SettleLesson {
+    pub text: String,
+    pub impact: i64,
+}
+
+/// What `contract settle` asks for.
+#[derive(Debug, Clone, Default)]
+pub struct SettleRequest {
+    pub id: String,
+    pub quality: i64,
+    pub minutes: Option<u32>,
+    /// The settling owner; default the contract's owner.
+    pub by: Option<String>,
+    pub outcome: Option<String>,
+    pub lesson: Option<SettleLesson>,
+    /// Rebuild `routing_stats.yml` when no daemon holds this polis (the daemon does it
+    /// otherwise). Callers inside the daemon pass `false`.
+    pub reconcile_without_daemon: bool,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Settled {
+    pub contract_id: String,
+    pub owner: String,
+    pub quality_score: u8,
+    pub path: String,
+    /// A previous settle had been interrupted; this run finished it.
+    pub resumed: bool,
+    pub chronicle: Option<Appended>,
+    pub lesson: Option<Filed>,
+    /// `Some(true)` when routing_stats.yml was rebuilt and changed, `None` when a daemon
+    /// runs (it reconciles) or reconciling was not asked for.
+    pub reconciled: Option<bool>,
+}
+
+fn crash_hook() {
+    if std::env::var_os(CRASH_BEFORE_MOVE_ENV).is_some() {
+        eprintln!("polisd: {CRASH_BEFORE_MOVE_ENV} is set: aborting between write and move");
+        std::process::abort();
+    }
+}
+
+/// The end state of a settle or abandon: which folder, which status, which verb.
+struct Ending {
+    folder: ContractFolder,
+    status: &'static str,
+    verb: &'static str,
+    action: &'static str,
+}
+
+const SETTLE: Ending = Ending {
+    folder: ContractFolder::Settled,
+    status: "settled",
+    verb: "settled contract",
+    action: "settled",
+};
+const ABANDON: Ending = Ending {
+    folder: ContractFolder::Abandoned,
+    status: "abandoned",
+    verb: "abandoned contract",
+    action: "abandoned",
+};
+
+/// Where an ending left the contract, and who it was for.
+struct Moved {
+    rel: String,
+    owner: Option<String>,
+    resumed: bool,
+    /// The chronicle already records this ending (a replay).
+    recorded: bool,
+}
+
+/// Edits the open contract with `edit` (given its text and record; `Err` refuses), then moves
+/// it to the ending's folder by one rename, all under the file's lock. A file already in the
+/// ending's folder, or still in `open/` with the ending's status (an interrupted run), is
+/// finished instead of refused.
+fn end_contract(
+    writer: &Writer,
+    id: &str,
+    ending: &Ending,
+    edit: &dyn Fn(&str, &Record) -> Result<String, OpError>,
+) -> Result<Moved, OpError> {
+    let root = writer.root();
+    let target = layout::contract_path(ending.folder, id).expect("checked slug");
+    let link = target.trim_end_matches(".md").to_string();
+    for _ in 0..ATTEMPTS {
+        let (folder, rel) = find(root, id)?;
+        if folder == ending.folder {
+            // Moved by an earlier run: it is done unless its chronicle line is missing.
+            let owner = read(root, &rel)?.and_then(|(_, r)| text_field(&r, "owner"));
+            let recorded = chronicle::has_line(root, ending.verb, &link);
+            if recorded {
+                return Err(OpError::NotOpen {
+                    id: id.to_string(),
+                    folder: folder.name(),
+                    action: ending.action,
+                });
+            }
+            return Ok(Moved {
+                rel,
+                owner,
+                resumed: true,
+                recorded,
+            });
+        }
+        if folder != ContractFolder::Open {
+            return Err(OpError::NotOpen {
+                id: id.to_string(),
+                folder: folder.name(),
+                action: ending.action,
+            });
+        }
+        let _lock = match writer.lock_file(&rel) {
+            Ok(lock) => lock,
+            Err(WriteError::Missing(_)) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let Some((text, record)) = read(root, &rel)? else {
+            continue;
+        };
+        let resumed = text_field(&record, "status").as_deref() == Some(ending.status);
+        let owner;
+        if resumed {
+            owner = text_field(&record, "owner");
+        } else {
+            let new = edit(&text, &record)?;
+            owner = frontmatter::parse(&new)
+                .ok()
+                .and_then(|r| text_field(&r, "owner"));
+            match writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())? {
+                CompareOutcome::Written | CompareOutcome::Unchanged => {}
+                CompareOutcome::Conflict { .. } => continue,
+            }
+        }
+        crash_hook();
+        writer.rename_within(&rel, &target)?;
+        let recorded = resumed && chronicle::has_line(root, ending.verb, &link);
+        return Ok(Moved {
+            rel: target,
+            owner,
+            resumed,
+            recorded,
+        });
+    }
+    Err(OpError::Busy(format!("contracts/open/{id}.md")))
+}
+
+/// Settles an open contract: `status: settled`, `settled_at`, `quality_score`,
+/// `actual_minutes` and the owner, a `## Settlement` section, the move to `settled/` by
+/// rename, a `settled contract` line, the optional lesson, and (without a daemon) the stats.
+/// Deliberate difference: a quality outside 1–5 is refused (the reference clamps it).
+pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<Settled, OpError> {
+    let root = writer.root();
+    if !(1..=5).contains(&req.quality) {
+        return Err(OpError::Quality(req.quality));
+    }
+    let quality = req.quality as u8;
+    if let Some(by) = &req.by {
+        chronicle::require_citizen(root, by)?;
+    }
+    if let Some(l) = &req.lesson {
+        if !(1..=5).contains(&l.impact) {
+            return Err(OpError::Impact(l.impact));
+        }
+    }
+    let at = now.second_stamp();
+    let edit = |text: &str, record: &Record| -> Result<String, OpError> {
+        let owner = req
+            .by
+            .clone()
+            .or_else(|| text_field(record, "owner"))
+            .ok_or_else(|| OpError::NoOwner(req.id.clone()))?;
+        chronicle::require_citizen(root, &owner)?;
+        let mut updates = vec![
+            ("status", Value::Str("settled".into())),
+            ("settled_at", Value::Str(at.clone())),
+            ("quality_score", Value::Int(quality.into())),
+        ];
+        if let Some(m) = req.minutes {
+            updates.push(("actual_minutes", Value::Int(m.into())));
+        }
+        updates.push(("owner", Value::Str(owner.clone())));
+        let mut new = rules::set_fields(text, &updates).ok_or_else(|| OpError::Unreadable {
+            path: format!("contracts/open/{}.md", req.id),
+            why: "no frontmatter".into(),
+        })?;
+        if !rules::has_settlement_section(&new) {
+            let section = rules::settlement_section(
+                &owner,
+                &at,
+                quality,
+                req.minutes,
+                req.outcome.as_deref(),
+            );
+            new = rules::append_section(&new, &section);
+        }
+        Ok(new)
+    };
+    let moved = end_contract(writer, &req.id, &SETTLE, &edit)?;
+    let owner = moved
+        .owner
+        .clone()
+        .or_else(|| req.by.clone())
+        .unwrap_or_default();
+    let link = moved.rel.trim_end_matches(".md").to_string();
+    let author = if chronicle::is_registered(root, &owner) {
+        owner.clone()
+    } else {
+        layout::DAEMON_ID.to_string()
+    };
+    let chronicle = if moved.recorded {
+        None
+    } else {
+        Some(chronicle::append(
+            writer,
+            now,
+            &author,
+            "settled contract",
+            Some(&link),
+            &format!("quality {quality}"),
+        )?)
+    };
+    let lesson = match &req.lesson {
+        Some(l) => {
+            let record = read(root, &moved.rel)?.map(|(_, r)| r);
+            let tags = record.as_ref().map(tags_field).unwrap_or_default();
+            let tags = if tags.is_empty() {
+                vec!["general".to_string()]
+            } else {
+                tags
+            };
+            Some(lesson::file(
+                writer,
+                now,
+                &LessonRequest {
+                    by: author.clone(),
+                    tags,
+                    contract: Some(req.id.clone()),
+                    impact: l.impact,
+                    text: l.text.clone(),
+                },
+            )?)
+        }
+        None => None,
+    };
+    let reconciled = if req.reconcile_without_daemon && !daemon_running(root) {
+        let (done, _) = crate::operations::reconcile_settled(root, writer)?;
+        Some(done.outcome == Some(crate::fs::writer::WriteOutcome::Written))
+    } else {
+        None
+    };
+    Ok(Settled {
+        contract_id: req.id.clone(),
+        owner,
+        quality_score: quality,
+        path: moved.rel,
+        resumed: moved.resumed,
+        chronicle,
+        lesson,
+        reconciled,
+    })
+}
+
+/// Whether a daemon holds this polis's lock (it then reconciles on its own).
+pub fn daemon_running(root: &Path) -> bool {
+    crate::fs::state::daemon_running(root)
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Abandoned {
+    pub contract_id: String,
+    pub path: String,
+    pub resumed: bool,
+    pub chronicle: Option<Appended>,
+}
+
+/// Abandons an open contract: `status: abandoned`, `settled_at`, `abandoned_reason`, the move
+/// to `abandoned/` by rename and an `abandoned contract` line by `by` (default: the owner,
+/// else the opener).
+pub fn abandon(
+    writer: &Writer,
+    now: &PolisTime,
+    id: &str,
+    reason: Option<&str>,
+    by: Option<&str>,
+) -> Result<Abandoned, OpError> {
+    let root = writer.root();
+    if let Some(by) = by {
+        chronicle::require_citizen(root, by)?;
+    }
+    let at = now.second_stamp();
+    let author = std::cell::RefCell::new(by.map(str::to_string));
+    let edit = |text: &str, record: &Record| -> Result<String, OpError> {
+        if author.borrow().is_none() {
+            let who = text_field(record, "owner")
+                .or_else(|| text_field(record, "opened_by"))
+                .filter(|w| chronicle::is_registered(root, w))
+                .ok_or(OpError::Empty {
+                    what: "the author",
+                    fix: "the contract has no registered owner or opener; pass --as <your id>",
+                })?;
+            *author.borrow_mut() = Some(who);
+        }
+        let mut updates = vec![
+            ("status", Value::Str("abandoned".into())),
+            ("settled_at", Value::Str(at.clone())),
+        ];
+        if let Some(r) = reason.map(str::trim).filter(|r| !r.is_empty()) {
+            updates.push(("abandoned_reason", Value::Str(r.to_string())));
+        }
+        rules::set_fields(text, &updates).ok_or_else(|| OpError::Unreadable {
+            path: format!("contracts/open/{id}.md"),
+            why: "no frontmatter".into(),
+        })
+    };
+    let moved = end_contract(writer, id, &ABANDON, &edit)?;
+    let author = author
+        .into_inner()
+        .or(moved.owner.clone())
+        .filter(|w| chronicle::is_registered(root, w))
+        .unwrap_or_else(|| layout::DAEMON_ID.to_string());
+    let link = moved.rel.trim_end_matches(".md").to_string();
+    let chronicle = if moved.recorded {
+        None
+    } else {
+        Some(chronicle::append(
+            writer,
+            now,
+            &author,
+            "abandoned contract",
+            Some(&link),
+            reason.unwrap_or("-"),
+        )?)
+    };
+    Ok(Abandoned {
+        contract_id: id.to_string(),
+        path: moved.rel,
+        resumed: moved.resumed,
+        chronicle,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// show and list
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Shown {
+    pub contract_id: String,
+    pub state: &'static str,
+    pub path: String,
+    pub text: String,
+}
+
+/// One contract's file, wherever it is.
+pub fn show(root: &Path, id: &str) -> Result<Shown, OpError> {
+    let (folder, rel) = find(root, id)?;
+    let text = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))?
+        .ok_or_else(|| OpError::NoContract(id.to_string()))?;
+    Ok(Shown {
+        contract_id: id.to_string(),
+        state: folder.name(),
+        path: rel,
+        text,
+    })
+}
+
+/// A line of `contract list`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Summary {
+    pub contract_id: String,
+    pub title: String,
+    pub status: String,
+    pub owner: Option<String>,
+    pub required_tags: Vec<String>,
+    pub path: String,
+}
+
+/// The contracts in one folder (sorted by file name, as the reference lists them), optionally
+/// only one owner's. Unreadable files are listed with status `?`.
+pub fn list(root: &Path, folder: ContractFolder, owner: Option<&str>) -> Vec<Summary> {
+    let mut findings = Vec::new();
+    let mut entries = snapshot::list(root, folder.dir(), ".md", &mut findings);
+    entries.sort_by(|a, b| a.rel.cmp(&b.rel));
+    let rows = snapshot::par_map(&entries, |e| {
+        let record = read(root, &e.rel).ok().flatten().map(|(_, r)| r);
+        let get = |k: &str| record.as_ref().and_then(|r| text_field(r, k));
+        Summary {
+            contract_id: get("contract_id").unwrap_or_else(|| e.stem.clone()),
+            title: get("title").unwrap_or_default(),
+            status: get("status").unwrap_or_else(|| "?".into()),
+            owner: get("owner"),
+            required_tags: record.as_ref().map(tags_field).unwrap_or_default(),
+            path: e.rel.clone(),
+        }
+    });
+    rows.into_iter()
+        .filter(|r| owner.is_none_or(|o| r.owner.as_deref() == Some(o)))
+        .collect()
+}

@@ -1,0 +1,77 @@
+//! The one error type of the agents' operations: every refusal names what to do, and nothing
+//! was written when one is returned (except [`OpError::Write`], a failure half-way that the
+//! operation's idempotence lets the caller simply run again).
+
+use crate::fs::writer::WriteError;
+use crate::protocol::finding::Finding;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    #[error("`{value}` is not a valid {what}: {rule}")]
+    BadId {
+        what: &'static str,
+        value: String,
+        rule: &'static str,
+    },
+    #[error("`{0}` is not a registered citizen (no citizens/{0}/capability_card.yml); register with a capability card first, or pass your own agent id")]
+    NotRegistered(String),
+    #[error("no contract `{0}` in contracts/open, settled or abandoned; `polisd contract list` shows the open ones")]
+    NoContract(String),
+    #[error("contract `{id}` is {folder}, not open; only open contracts can be {action}")]
+    NotOpen {
+        id: String,
+        folder: &'static str,
+        action: &'static str,
+    },
+    #[error("contract `{id}` is already owned by {owner}; pick another contract, or ask {owner} to release it (--force takes it over)")]
+    AlreadyOwned { id: String, owner: String },
+    #[error("contract `{0}` has no owner; claim it first (`polisd contract claim {0} --as <id>`) or pass --by <id>")]
+    NoOwner(String),
+    #[error("quality must be 1 to 5, not {0}")]
+    Quality(i64),
+    #[error("impact must be 1 to 5, not {0}")]
+    Impact(i64),
+    #[error("{path} has no YAML frontmatter polisd can read: {why}; fix it by hand first")]
+    Unreadable { path: String, why: String },
+    #[error("no amendment `{0}` in amendments/proposed; `polisd amendment list` shows them")]
+    NoAmendment(String),
+    #[error("amendment `{0}`: {1}")]
+    Vote(String, crate::protocol::amendment::VoteError),
+    #[error("refused, nothing written: {} {}: {}", if finding.severity == crate::protocol::finding::Severity::Error { "error" } else { "warning" }, finding.code, finding.message)]
+    Chronicle { finding: Box<Finding>, line: String },
+    #[error("{what} is empty; {fix}")]
+    Empty {
+        what: &'static str,
+        fix: &'static str,
+    },
+    #[error("cannot read {path}: {why}")]
+    Read { path: String, why: String },
+    #[error("polisd cannot write this as PyYAML would ({0})")]
+    Render(#[from] crate::yaml::EmitError),
+    #[error("{0} kept changing while polisd tried to edit it; run the command again")]
+    Busy(String),
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    #[error(transparent)]
+    Action(#[from] crate::operations::ActionError),
+}
+
+impl OpError {
+    /// Whether the operation was refused (the same on every retry) rather than failed.
+    pub fn is_refusal(&self) -> bool {
+        match self {
+            OpError::Write(e) => e.is_refusal(),
+            OpError::Busy(_) | OpError::Action(_) | OpError::Read { .. } => false,
+            _ => true,
+        }
+    }
+}
+
+impl From<Finding> for OpError {
+    fn from(f: Finding) -> OpError {
+        OpError::Read {
+            path: f.path.clone(),
+            why: f.message,
+        }
+    }
+}

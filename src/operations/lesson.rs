@@ -1,0 +1,90 @@
+//! Filing a lesson (`lessons/<first tag>/<YYYY-MM-DD-slug>.md`) and its `filed lesson` line.
+
+use crate::fs::writer::Writer;
+use crate::operations::chronicle::{self, Appended};
+use crate::operations::error::OpError;
+use crate::protocol::clock::PolisTime;
+use crate::protocol::layout;
+use crate::protocol::lesson::{self as rules, NewLesson};
+
+/// What `lesson file` asks for.
+#[derive(Debug, Clone)]
+pub struct LessonRequest {
+    pub by: String,
+    pub tags: Vec<String>,
+    pub contract: Option<String>,
+    pub impact: i64,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Filed {
+    pub lesson_id: String,
+    pub path: String,
+    pub chronicle: Appended,
+}
+
+/// Files an accepted lesson under its first tag's folder, with the id `<today>-<slug of its
+/// text>` (`-2`, `-3`… on a clash), and appends `filed lesson`.
+pub fn file(writer: &Writer, now: &PolisTime, req: &LessonRequest) -> Result<Filed, OpError> {
+    let root = writer.root();
+    chronicle::require_citizen(root, &req.by)?;
+    if req.text.trim().is_empty() {
+        return Err(OpError::Empty {
+            what: "the lesson",
+            fix: "write one paragraph: what happened and what to do next time",
+        });
+    }
+    if !(1..=5).contains(&req.impact) {
+        return Err(OpError::Impact(req.impact));
+    }
+    let Some(first) = req.tags.first() else {
+        return Err(OpError::Empty {
+            what: "--tags",
+            fix: "name the capability tags the lesson is about (--tags a,b)",
+        });
+    };
+    for tag in &req.tags {
+        crate::operations::lookup::check_slug("tag", tag)?;
+    }
+    if let Some(cid) = &req.contract {
+        crate::operations::lookup::find(root, cid)?;
+    }
+    let date = now.now.format("%Y-%m-%d").to_string();
+    let base = format!("{date}-{}", layout::slugify(&req.text, Some(48), "lesson"));
+    let base = base.trim_end_matches('-').to_string();
+    let dir = format!("{}/{first}", layout::LESSONS_DIR);
+    for _ in 0..8 {
+        let id = layout::unique_id(&base, |id| {
+            std::fs::symlink_metadata(root.join(format!("{dir}/{id}.md"))).is_ok()
+        });
+        let text = rules::render_new(&NewLesson {
+            lesson_id: id.clone(),
+            filed_by: req.by.clone(),
+            filed_at: now.second_stamp(),
+            capability_tags: req.tags.clone(),
+            related_contracts: req.contract.iter().cloned().collect(),
+            quality_impact: req.impact as u8,
+            text: req.text.clone(),
+        })?;
+        let rel = format!("{dir}/{id}.md");
+        if !writer.create_new(&rel, text.as_bytes())? {
+            continue;
+        }
+        let link = rel.trim_end_matches(".md").to_string();
+        let line = chronicle::append(
+            writer,
+            now,
+            &req.by,
+            "filed lesson",
+            Some(&link),
+            &rules::title_of(&req.text),
+        )?;
+        return Ok(Filed {
+            lesson_id: id,
+            path: rel,
+            chronicle: line,
+        });
+    }
+    Err(OpError::Busy(format!("{dir}/{base}*.md")))
+}

@@ -1,0 +1,540 @@
+//! The agents' commands (`contract`, `amendment`, `log`, `lesson`, `review`, `context`,
+//! `guardrail`) run as the real binary on temporary polises: claims that cannot race, a settle
+//! that is never in two folders, refusals that write nothing, and exit codes 0 / 1 / 2.
+
+mod harness;
+
+use harness::{TestPolis, BIN};
+use std::process::{Command, Output, Stdio};
+
+const FOUNDER: &str = "claude-founder-one";
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[track_caller]
+fn ok(out: Output) -> Output {
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    out
+}
+
+#[track_caller]
+fn refused(out: Output) -> String {
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "a refusal is one line: {err}"
+    );
+    err
+}
+
+/// Every file under `_polis/` with its bytes, to show that a refusal wrote nothing.
+fn tree(p: &TestPolis) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![p.root.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(&p.root).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn lines_with(p: &TestPolis, verb: &str) -> usize {
+    p.read("chronicle.md")
+        .lines()
+        .filter(|l| l.contains(&format!("| {verb} |")))
+        .count()
+}
+
+fn polis_with_contract() -> TestPolis {
+    let p = TestPolis::init(FOUNDER);
+    ok(p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Fix the login bug",
+        "--by",
+        FOUNDER,
+        "--tags",
+        "python",
+    ]));
+    p
+}
+
+#[test]
+fn eight_simultaneous_claims_have_exactly_one_winner() {
+    let p = polis_with_contract();
+    let ids: Vec<String> = (0..8).map(|i| format!("claimer-agent-{i}")).collect();
+    for id in &ids {
+        p.citizen(id, "openai", &[("python", 3)], "medium");
+    }
+    // All eight start before any is waited for, so their claims overlap.
+    let children: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            Command::new(BIN)
+                .args(["contract", "claim", "fix-the-login-bug", "--as", id])
+                .env("POLISD_STATE_DIR", &p.state_dir)
+                .current_dir(&p.root)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let winners: Vec<usize> = (0..8)
+        .filter(|&i| outs[i].status.code() == Some(0))
+        .collect();
+    assert_eq!(
+        winners.len(),
+        1,
+        "exactly one winner: {:#?}",
+        outs.iter().map(text).collect::<Vec<_>>()
+    );
+    let winner = &ids[winners[0]];
+    for (i, out) in outs.iter().enumerate() {
+        if i != winners[0] {
+            let err = refused(out.clone());
+            assert!(err.contains(&format!("already owned by {winner}")), "{err}");
+        }
+    }
+    let file = p.read("contracts/open/fix-the-login-bug.md");
+    assert!(file.contains(&format!("\nowner: {winner}\n")), "{file}");
+    assert!(file.contains("\nstatus: claimed\n"), "{file}");
+    assert_eq!(lines_with(&p, "claimed contract"), 1);
+}
+
+#[test]
+fn settle_killed_between_write_and_move_is_in_one_folder_and_finishes_on_rerun() {
+    let p = polis_with_contract();
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    let out = Command::new(BIN)
+        .args([
+            "contract",
+            "settle",
+            "fix-the-login-bug",
+            "--quality",
+            "4",
+            "--minutes",
+            "20",
+        ])
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .env("POLISD_TEST_CRASH_BEFORE_MOVE", "1")
+        .current_dir(&p.root)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "the hook aborts the process: {}",
+        text(&out)
+    );
+    assert!(p.exists("contracts/open/fix-the-login-bug.md"));
+    assert!(
+        !p.exists("contracts/settled/fix-the-login-bug.md"),
+        "never in two folders"
+    );
+    assert!(p
+        .read("contracts/open/fix-the-login-bug.md")
+        .contains("\nstatus: settled\n"));
+    assert_eq!(lines_with(&p, "settled contract"), 0);
+
+    let out = ok(p.polisd(&[
+        "contract",
+        "settle",
+        "fix-the-login-bug",
+        "--quality",
+        "4",
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["resumed"], true, "{v}");
+    assert!(!p.exists("contracts/open/fix-the-login-bug.md"));
+    let settled = p.read("contracts/settled/fix-the-login-bug.md");
+    assert!(
+        settled.contains("\nquality_score: 4\n") && settled.contains("\nactual_minutes: 20\n"),
+        "{settled}"
+    );
+    assert_eq!(settled.matches("## Settlement").count(), 1, "{settled}");
+    assert_eq!(lines_with(&p, "settled contract"), 1);
+    // No daemon runs, so the settle rebuilt the stats itself.
+    assert!(p.read("contracts/routing_stats.yml").contains(FOUNDER));
+    // A third run is refused: it is settled, and recorded.
+    refused(p.polisd(&["contract", "settle", "fix-the-login-bug", "--quality", "4"]));
+}
+
+#[test]
+fn refused_log_line_writes_nothing_and_shows_a_corrected_example() {
+    let p = TestPolis::init(FOUNDER);
+    let before = tree(&p);
+    let err = refused(p.polisd(&["log", "--as", "unknown-agent-x", "fixed the build"]));
+    assert!(
+        err.contains("C002") && err.contains("| <your-agent-id> | fixed the build |"),
+        "{err}"
+    );
+    let err = refused(p.polisd(&["log", "--as", FOUNDER, "fixed | the build"]));
+    assert!(
+        err.contains("C001") && err.contains(&format!("| {FOUNDER} | fixed - the build | - | -`")),
+        "{err}"
+    );
+    assert_eq!(tree(&p), before, "a refused line writes nothing");
+
+    let out = ok(p.polisd(&[
+        "log",
+        "--as",
+        FOUNDER,
+        "fixed the build",
+        "--note",
+        "two\nlines",
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let line = v["line"].as_str().unwrap();
+    assert!(
+        line.ends_with(&format!("| {FOUNDER} | fixed the build | - | two lines")),
+        "{line}"
+    );
+    assert!(p.read("chronicle.md").ends_with(&format!("{line}\n")));
+}
+
+#[test]
+fn refusals_exit_1_with_one_line_and_write_nothing() {
+    let p = polis_with_contract();
+    let before = tree(&p);
+    let cases: &[&[&str]] = &[
+        &["contract", "claim", "no-such-contract", "--as", FOUNDER],
+        &[
+            "contract",
+            "claim",
+            "fix-the-login-bug",
+            "--as",
+            "not-registered-x",
+        ],
+        &["contract", "settle", "fix-the-login-bug", "--quality", "7"],
+        &["contract", "settle", "fix-the-login-bug", "--quality", "3"],
+        &[
+            "contract",
+            "open",
+            "--title",
+            "x",
+            "--by",
+            "not-registered-x",
+        ],
+        &[
+            "contract", "open", "--title", "x", "--by", FOUNDER, "--tags", "Bad Tag",
+        ],
+        &[
+            "amendment",
+            "vote",
+            "2026-01-01-nothing",
+            "--as",
+            FOUNDER,
+            "--vote",
+            "agree",
+        ],
+        &[
+            "lesson", "file", "--as", FOUNDER, "--tags", "python", "--impact", "9", "text",
+        ],
+        &[
+            "review",
+            "no-such-contract",
+            "--as",
+            FOUNDER,
+            "--decision",
+            "signed_off",
+        ],
+    ];
+    for args in cases {
+        let err = refused(p.polisd(args));
+        assert!(err.starts_with("polisd: "), "{args:?}: {err}");
+    }
+    let out = p.polisd(&[
+        "contract",
+        "settle",
+        "fix-the-login-bug",
+        "--quality",
+        "3",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    assert!(
+        v["error"].as_str().unwrap().contains("claim it first"),
+        "{v}"
+    );
+    assert_eq!(tree(&p), before, "refusals wrote nothing");
+    // Usage errors are clap's: exit 2.
+    let out = p.polisd(&["contract", "claim", "fix-the-login-bug"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+#[test]
+fn claim_by_another_is_refused_until_forced() {
+    let p = polis_with_contract();
+    p.citizen("codex-second-one", "openai", &[("python", 4)], "medium");
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    let again = ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already yours"));
+    let err = refused(p.polisd(&[
+        "contract",
+        "claim",
+        "fix-the-login-bug",
+        "--as",
+        "codex-second-one",
+    ]));
+    assert!(
+        err.contains(&format!("already owned by {FOUNDER}")),
+        "{err}"
+    );
+    ok(p.polisd(&[
+        "contract",
+        "claim",
+        "fix-the-login-bug",
+        "--as",
+        "codex-second-one",
+        "--force",
+    ]));
+    assert!(p
+        .read("contracts/open/fix-the-login-bug.md")
+        .contains("\nowner: codex-second-one\n"));
+    assert_eq!(lines_with(&p, "claimed contract"), 2);
+}
+
+#[test]
+fn abandon_moves_by_rename_and_records_it() {
+    let p = polis_with_contract();
+    ok(p.polisd(&[
+        "contract",
+        "abandon",
+        "fix-the-login-bug",
+        "--reason",
+        "duplicate",
+    ]));
+    assert!(!p.exists("contracts/open/fix-the-login-bug.md"));
+    let f = p.read("contracts/abandoned/fix-the-login-bug.md");
+    assert!(
+        f.contains("\nstatus: abandoned\n") && f.contains("\nabandoned_reason: duplicate\n"),
+        "{f}"
+    );
+    assert!(p.read("chronicle.md").contains(&format!(
+        "| {FOUNDER} | abandoned contract | [[contracts/abandoned/fix-the-login-bug]] | duplicate"
+    )));
+    let list = ok(p.polisd(&["contract", "list", "--state", "abandoned", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(v["contracts"][0]["contract_id"], "fix-the-login-bug");
+}
+
+#[test]
+fn amendment_vote_changed_moves_the_id_and_replaces_the_block() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let out = ok(p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "Reviews for high stakes",
+        "--by",
+        FOUNDER,
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let aid = v["amendment_id"].as_str().unwrap().to_string();
+    let rel = format!("amendments/proposed/{aid}.md");
+    ok(p.polisd(&[
+        "amendment",
+        "vote",
+        &aid,
+        "--as",
+        "codex-second-one",
+        "--vote",
+        "disagree",
+        "--rationale",
+        "too slow",
+    ]));
+    ok(p.polisd(&[
+        "amendment",
+        "vote",
+        &aid,
+        "--as",
+        "codex-second-one",
+        "--vote",
+        "agree",
+        "--rationale",
+        "convinced",
+    ]));
+    let f = p.read(&rel);
+    assert!(
+        f.contains("  agree:\n  - codex-second-one\n  disagree: []\n"),
+        "{f}"
+    );
+    assert!(!f.contains("(disagree)") && !f.contains("too slow"), "{f}");
+    assert!(
+        f.ends_with("\n\n## Response from codex-second-one (agree)\nconvinced\n"),
+        "{f}"
+    );
+    assert_eq!(lines_with(&p, "voted on amendment"), 2);
+    let list = ok(p.polisd(&["amendment", "list", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(v["amendments"][0]["votes"]["agree"][0], "codex-second-one");
+}
+
+#[test]
+fn lesson_review_guardrail_and_context_packet() {
+    let p = polis_with_contract();
+    let cold = ok(p.polisd(&["context", "fix-the-login-bug"]));
+    assert!(String::from_utf8_lossy(&cold.stdout).contains("No prior lessons"));
+    ok(p.polisd(&[
+        "guardrail",
+        "add",
+        "--text",
+        "Run the auth tests",
+        "--tags",
+        "python",
+        "--from",
+        "fix-the-login-bug",
+    ]));
+    ok(p.polisd(&["guardrail", "add", "--text", "Never log a password"]));
+    ok(p.polisd(&[
+        "lesson",
+        "file",
+        "--as",
+        FOUNDER,
+        "--tags",
+        "python",
+        "--impact",
+        "2",
+        "Cookies expire early.",
+    ]));
+    ok(p.polisd(&[
+        "lesson",
+        "file",
+        "--as",
+        FOUNDER,
+        "--tags",
+        "python,auth",
+        "--impact",
+        "5",
+        "--contract",
+        "fix-the-login-bug",
+        "Check the session store first.",
+    ]));
+    ok(p.polisd(&[
+        "review",
+        "fix-the-login-bug",
+        "--as",
+        FOUNDER,
+        "--decision",
+        "signed_off",
+    ]));
+    assert_eq!(lines_with(&p, "signed off"), 1);
+    assert_eq!(lines_with(&p, "filed lesson"), 2);
+    let out = ok(p.polisd(&["context", "fix-the-login-bug", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["lessons"][0]["quality_impact"], 5.0,
+        "strongest first: {v}"
+    );
+    assert_eq!(
+        v["guardrails"].as_array().unwrap().len(),
+        2,
+        "an untagged guardrail applies too: {v}"
+    );
+    // A contract opened now inherits both guardrails as acceptance criteria.
+    ok(p.polisd(&[
+        "contract", "open", "--title", "Another", "--by", FOUNDER, "--tags", "python",
+    ]));
+    let f = p.read("contracts/open/another.md");
+    assert!(
+        f.contains("- '[guardrail] Run the auth tests'")
+            || f.contains("- '[guardrail] Never log a password'"),
+        "{f}"
+    );
+    assert_eq!(
+        f.matches("[guardrail]").count(),
+        4,
+        "twice each: frontmatter and body: {f}"
+    );
+    // `check` finds nothing wrong with what the commands wrote.
+    let check = p.polisd(&["check", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    let errors: Vec<_> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[test]
+fn daemon_sends_claim_conflict_notices_and_check_reports_it_until_resolved() {
+    let p = polis_with_contract();
+    let second = "codex-second-one";
+    p.citizen(second, "openai", &[("python", 4)], "medium");
+    let _daemon = p.start_daemon();
+    let rel = "contracts/open/fix-the-login-bug.md";
+    let link = "[[contracts/open/fix-the-login-bug]]";
+    let claim_by_hand = |who: &str| {
+        let text = p.read(rel);
+        let text = text
+            .replacen("\nowner: null\n", &format!("\nowner: {who}\n"), 1)
+            .replacen(
+                &format!("\nowner: {FOUNDER}\n"),
+                &format!("\nowner: {who}\n"),
+                1,
+            )
+            .replacen("\nstatus: proposed\n", "\nstatus: claimed\n", 1);
+        p.save(rel, &text);
+        p.append(
+            "chronicle.md",
+            &harness::chronicle_line(who, "claimed contract", link, "-"),
+        );
+    };
+    // Both claim by hand in the same minute: the tie goes to the smaller id, the founder.
+    claim_by_hand(FOUNDER);
+    claim_by_hand(second);
+    harness::wait_for(&p, "claim-conflict notices to both claimers", || {
+        p.count(FOUNDER, "claim-conflict") == 1 && p.count(second, "claim-conflict") == 1
+    });
+    assert!(p
+        .read(&format!("citizens/{second}/inbox.md"))
+        .contains(&format!("`{FOUNDER}` had claimed it first")));
+    let check = p.polisd(&["check"]);
+    let out = String::from_utf8_lossy(&check.stdout).into_owned();
+    assert!(
+        out.contains("P011") && out.contains(&format!("so {FOUNDER} owns it")),
+        "{out}"
+    );
+
+    // The later claimer gives way: the conflict is resolved and `check` is quiet about it.
+    let text = p.read(rel).replacen(
+        &format!("\nowner: {second}\n"),
+        &format!("\nowner: {FOUNDER}\n"),
+        1,
+    );
+    p.save(rel, &text);
+    let check = p.polisd(&["check"]);
+    assert!(!String::from_utf8_lossy(&check.stdout).contains("P011"));
+    // A claim through the command cannot conflict: the loser writes nothing.
+    let err = refused(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", second]));
+    assert!(err.contains(&format!("already owned by {FOUNDER}")));
+}
