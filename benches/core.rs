@@ -60,11 +60,10 @@ fn settlements(n: usize) -> Vec<Settlement> {
             }
             Settlement {
                 path: format!("contracts/settled/c-{i:06}.md"),
-                contract_id: Some(format!("c-{i:06}")),
                 owner: OWNERS[next() % 4].to_string(),
                 tags,
                 instant: Some(at),
-                when_text: at.to_string(),
+                when_text: String::new(),
                 last_completed: Some(at.to_string()[..10].to_string()),
                 quality: (next() % 5 + 1) as u8,
                 quality_defaulted: false,
@@ -241,8 +240,46 @@ fn bench_tally(c: &mut Criterion) {
     });
 }
 
+/// The reservation rules on a file of 300 entries (plain paths and globs from three citizens):
+/// parsing, one `reserve` check, and the daemon's all-pairs overlap scan.
+fn bench_reservations(c: &mut Criterion) {
+    use polisd::protocol::reservation as r;
+    let mut text = String::from("reservations:\n");
+    for i in 0..300 {
+        let path = if i % 2 == 1 {
+            format!("src/mod{i}/**/*.rs")
+        } else {
+            format!("docs/part{i}.md")
+        };
+        text.push_str(&format!(
+            "- citizen: agent-number-{}\n  paths:\n  - {path}\n  reserved_at: '2026-03-02T10:00:00+00:00'\n  expires_at: null\n",
+            i % 3
+        ));
+    }
+    let zone = polisd::protocol::clock::PolisZone::default();
+    c.bench_function("reservations_parse_300", |b| {
+        b.iter(|| r::parse(Some(black_box(&text)), zone).unwrap())
+    });
+    let entries = r::parse(Some(&text), zone).unwrap();
+    let paths = vec!["src/mod7/net/http.rs".to_string(), "bench/dir".to_string()];
+    c.bench_function("reservations_conflicts_300", |b| {
+        b.iter(|| {
+            r::conflicts(
+                black_box(&entries),
+                "agent-number-9",
+                &paths,
+                r::aware_now(&now()),
+            )
+        })
+    });
+    c.bench_function("reservations_overlapping_300", |b| {
+        b.iter(|| r::overlapping(black_box(&entries), &now()))
+    });
+}
+
 criterion_group!(
     benches,
+    bench_reservations,
     bench_chronicle,
     bench_contract,
     bench_reconcile,

@@ -11,6 +11,8 @@ same machine only.
     benches/e2e.py startup --contracts 100000
     benches/e2e.py idle-cpu --seconds 60
     benches/e2e.py generate OUT --contracts 10000 --chronicle-lines 100000
+    benches/e2e.py session --contracts 10000 --lines 1000000 --runs 50   # primer and hooks (issue 14)
+    benches/e2e.py reserve --contracts 10000 --entries 300 --repeat 30
     benches/e2e.py commands --contracts 10000 --rounds 30   # each agents' command, vs the reference
 
 `all` generates polises of 1k, 10k and 100k settled contracts and chronicles of 100k and 1M
@@ -58,8 +60,13 @@ def workdir():
             yield path
 
 
-def polisd(*args, **kw):
-    return subprocess.run([str(BIN), *args], check=True, capture_output=True, text=True, **kw)
+# `--baseline BIN` (or $POLISD_BASELINE_BIN): an earlier polisd measured in the same run, so
+# each figure stands beside the one it replaces.
+BASELINE = os.environ.get("POLISD_BASELINE_BIN")
+
+
+def polisd(*args, bin=None, **kw):
+    return subprocess.run([str(bin or BIN), *args], check=True, capture_output=True, text=True, **kw)
 
 
 def make_polis(base: Path, settled: int, seed: int = 7, chronicle_lines: int = 0) -> Path:
@@ -136,13 +143,14 @@ REF_RECONCILE = ("import sys; from pathlib import Path; from polis.routing impor
                  "reconcile_stats(Path(sys.argv[1]))")
 
 
-def measure_reconcile(root: Path, repeat: int, reference: bool = True) -> dict:
+def measure_reconcile(root: Path, repeat: int, reference: bool = True, baseline=None) -> dict:
     ours = timed([str(BIN), "reconcile", str(root)], repeat=repeat)
+    before = timed([str(baseline), "reconcile", str(root)], repeat=repeat) if baseline else None
     # The reference takes minutes on 100k contracts: one run there is plenty.
     big = sum(1 for _ in (root / "contracts" / "settled").iterdir()) > 50000
     ref = timed([PY, "-c", REF_RECONCILE, str(root)], repeat=1 if big else repeat) if reference else None
     floor = min(read_floor(root) for _ in range(repeat))
-    return {"ours": ours, "ref": ref, "floor": floor}
+    return {"ours": ours, "ref": ref, "floor": floor, "before": before}
 
 
 def cmd_reconcile(args):
@@ -156,19 +164,24 @@ def cmd_reconcile(args):
         print(f"  read floor{floor * 1000:9.1f} ms   -> polisd is {ours / floor:.1f}x the floor")
 
 
-def spawn_daemon(root: Path, tmp: Path, debounce: str, state: Path, log: Path):
+# The scale check turns reflection (issue 19) off: its daily run reads every settled file again,
+# which at 1M would measure reflection rather than the ledger. Everything else runs as shipped.
+EXTRA_CONFIG = ""
+
+
+def spawn_daemon(root: Path, tmp: Path, debounce: str, state: Path, log: Path, bin=None):
     """`polisd run` on `root` with its own configuration, state folder and log."""
     config = tmp / f"{log.stem}.toml"
-    config.write_text(f'[watch]\ndebounce = "{debounce}"\n\n[log]\nlevel = "{LOG_LEVEL}"\n')
+    config.write_text(f'[watch]\ndebounce = "{debounce}"\n\n[log]\nlevel = "{LOG_LEVEL}"\n' + EXTRA_CONFIG)
     env = dict(os.environ, POLISD_STATE_DIR=str(state))
     with open(log, "w") as err:
-        return subprocess.Popen([str(BIN), "run", str(root), "--config", str(config)], env=env,
+        return subprocess.Popen([str(bin or BIN), "run", str(root), "--config", str(config)], env=env,
                                 stdout=subprocess.DEVNULL, stderr=err)
 
 
-def start_daemon(root: Path, tmp: Path, debounce: str, until: str = "watching"):
+def start_daemon(root: Path, tmp: Path, debounce: str, until: str = "watching", bin=None):
     log = tmp / "daemon.log"
-    proc = spawn_daemon(root, tmp, debounce, tmp / "state", log)
+    proc = spawn_daemon(root, tmp, debounce, tmp / "state", log, bin=bin)
     deadline = time.time() + 60
     while until not in log.read_text():
         if time.time() > deadline or proc.poll() is not None:
@@ -186,10 +199,10 @@ def percentiles(samples):
     return {"p50": p(0.50), "p90": p(0.90), "p99": p(0.99), "max": samples[-1] * 1000}
 
 
-def settle_samples(root: Path, tmp: Path, settlements: int, debounce: str) -> list:
-    polisd("reconcile", str(root))
+def settle_samples(root: Path, tmp: Path, settlements: int, debounce: str, bin=None) -> list:
+    polisd("reconcile", str(root), bin=bin)
     rng = random.Random(11)
-    proc = start_daemon(root, tmp, debounce, until=READY)
+    proc = start_daemon(root, tmp, debounce, until=READY, bin=bin)
     stats = root / "contracts" / "routing_stats.yml"
     samples = []
     try:
@@ -212,11 +225,11 @@ def settle_samples(root: Path, tmp: Path, settlements: int, debounce: str) -> li
     return samples
 
 
-def chronicle_samples(root: Path, tmp: Path, appends: int, debounce: str) -> list:
+def chronicle_samples(root: Path, tmp: Path, appends: int, debounce: str, bin=None) -> list:
     """Append one line that breaks C008 (an uppercase verb) and wait for its finding in the
     author's inbox: the line was read, validated and reported."""
     import datetime
-    proc = start_daemon(root, tmp, debounce, until=READY)
+    proc = start_daemon(root, tmp, debounce, until=READY, bin=bin)
     author = CITIZENS[1]
     inbox = root / "citizens" / author / "inbox.md"
     samples = []
@@ -250,32 +263,64 @@ def cmd_chronicle_latency(args):
         print(f"  p50 {p['p50']:.1f} ms   p90 {p['p90']:.1f} ms   p99 {p['p99']:.1f} ms   max {p['max']:.1f} ms")
 
 
-def measure_startup(root: Path, tmp: Path, fresh: bool = True) -> dict:
-    """Seconds from spawn to "watching" and to the end of the initial scan, on a polis polisd
-    has never met (fresh state directory), or with `fresh=False` on a restart (the state of the
-    previous run kept)."""
-    state = tmp / "state-startup"
+def measure_startup(root: Path, tmp: Path, fresh: bool = True, bin=None, label: str = "new") -> dict:
+    """Seconds from exec to "watching", to the end of the initial scan, and to the first
+    settlement handled (a contract moved into `settled/` as soon as the daemon watches, until
+    `routing_stats.yml` changes; `polisd reconcile` afterwards must leave the file as it is, or
+    the figure is refused). On a polis polisd has never met (fresh state directory), or with
+    `fresh=False` on a restart (the state of the previous run kept). Also the resident memory
+    after the scan and its peak (VmHWM)."""
+    state = tmp / f"state-startup-{label}"
     if fresh:
         shutil.rmtree(state, ignore_errors=True)
-    logp = tmp / "startup.log"
+    polisd("reconcile", str(root), bin=bin)
+    stats = root / "contracts" / "routing_stats.yml"
+    before = stats.read_bytes()
+    # Settled before the daemon starts again, so every run settles a contract of its own.
+    global _probe
+    _probe += 1
+    # Unique across runs on a kept folder: a probe moved over an equal file changes nothing.
+    cid = f"probe-{label}-{os.getpid()}-{_probe:04d}"
+    rng = random.Random(_probe)
+    # Outside `_polis/` (same file system) until it is moved in: the daemon must not route it.
+    staged = root.parent / f"{cid}.md"
+    staged.write_text(contract_text(cid, 900000 + _probe, rng))
+    logp = tmp / f"startup-{label}.log"
     out = {}
     t0 = time.perf_counter()
-    proc = spawn_daemon(root, tmp, "50ms", state, logp)
+    proc = spawn_daemon(root, tmp, "50ms", state, logp, bin=bin)
     try:
-        while "scan" not in out:
+        while "react" not in out:
             text = logp.read_text()
             if "watch" not in out and "watching" in text:
                 out["watch"] = time.perf_counter() - t0
-            if READY in text:
+                os.rename(staged, root / "contracts" / "settled" / f"{cid}.md")
+            if "scan" not in out and READY in text:
                 out["scan"] = time.perf_counter() - t0
-            if time.perf_counter() - t0 > 300 or proc.poll() is not None:
+            if "watch" in out and stats.read_bytes() != before:
+                out["react"] = time.perf_counter() - t0
+            if time.perf_counter() - t0 > 600 or proc.poll() is not None:
                 raise SystemExit("daemon did not start; see " + str(logp))
             time.sleep(0.002)
+        while "scan" not in out:
+            if READY in logp.read_text():
+                out["scan"] = time.perf_counter() - t0
+            time.sleep(0.002)
+        time.sleep(0.5)
         out["rss_kib"] = rss_kib(proc.pid)
+        out["peak_kib"] = rss_kib(proc.pid, "VmHWM:")
+        out["log"] = logp.read_text()
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()
+    reacted = stats.read_bytes()
+    polisd("reconcile", str(root), bin=bin)
+    if stats.read_bytes() != reacted:
+        raise SystemExit(f"{label}: the daemon's stats after the restart differ from a full reconcile")
     return out
+
+
+_probe = 0
 
 
 def cmd_startup(args):
@@ -284,7 +329,11 @@ def cmd_startup(args):
         root = make_polis(tmp, args.contracts)
         s = measure_startup(root, tmp)
         print(f"start-up on {args.contracts} settled contracts: watching after {s['watch']:.2f} s, "
-              f"initial scan done after {s['scan']:.2f} s, RSS {s['rss_kib'] / 1024:.1f} MiB")
+              f"first settlement handled after {s['react']:.2f} s, initial scan done after {s['scan']:.2f} s, "
+              f"RSS {s['rss_kib'] / 1024:.1f} MiB (peak {s['peak_kib'] / 1024:.1f} MiB)")
+        r = measure_startup(root, tmp, fresh=False)
+        print(f"restart: watching after {r['watch']:.2f} s, first settlement handled after {r['react']:.2f} s, "
+              f"initial scan done after {r['scan']:.2f} s, RSS {r['rss_kib'] / 1024:.1f} MiB (peak {r['peak_kib'] / 1024:.1f} MiB)")
 
 
 def cmd_generate(args):
@@ -308,9 +357,9 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def rss_kib(pid: int) -> int:
+def rss_kib(pid: int, field: str = "VmRSS:") -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field):
             return int(line.split()[1])
     return 0
 
@@ -325,20 +374,21 @@ def wakeups(pid: int) -> int:
     return total
 
 
-def measure_idle(root: Path, tmp: Path, seconds: int) -> dict:
-    proc = start_daemon(root, tmp, "200ms", until=READY)
+def measure_idle(root: Path, tmp: Path, seconds: int, bin=None) -> dict:
+    proc = start_daemon(root, tmp, "200ms", until=READY, bin=bin)
     try:
         time.sleep(2)
         c0, w0, t0 = cpu_seconds(proc.pid), wakeups(proc.pid), time.perf_counter()
         time.sleep(seconds)
         c1, w1, t1 = cpu_seconds(proc.pid), wakeups(proc.pid), time.perf_counter()
         rss = rss_kib(proc.pid)
+        peak = rss_kib(proc.pid, "VmHWM:")
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()
     # Context switches of all threads over the window: an idle daemon should add almost none.
     return {"cpu": c1 - c0, "wakeups": w1 - w0, "wakeups_per_s": (w1 - w0) / (t1 - t0),
-            "rss_kib": rss}
+            "rss_kib": rss, "peak_kib": peak}
 
 
 def cmd_idle_cpu(args):
@@ -361,15 +411,132 @@ def read_file_floor(path: Path, repeat: int = 3) -> float:
     return best
 
 
+def add_session_work(root: Path, me: str, notices: int = 30, open_contracts: int = 40):
+    """Open contracts (some routed to `me`, some claimed by it, with chronicle lines about them),
+    a lesson on its tags and `notices` unread messages in its inbox: what a primer prints."""
+    import datetime
+    now = datetime.datetime.now().replace(second=0, microsecond=0)
+    open_dir = root / "contracts" / "open"
+    lines = []
+    for i in range(open_contracts):
+        cid = f"open-{i:03d}"
+        owner = me if i % 4 == 0 else "null"
+        routed = me if i % 4 == 1 else CITIZENS[1]
+        (open_dir / f"{cid}.md").write_text(
+            "---\n"
+            f"contract_id: {cid}\ntitle: Open work {i}\nopened_by: {CITIZENS[1]}\n"
+            f"opened_at: {(now - datetime.timedelta(days=i)).strftime('%Y-%m-%d %H:%M:%S')}\n"
+            f"owner: {owner}\nstatus: {'claimed' if owner == me else 'proposed'}\nstakes: medium\n"
+            f"required_tags: [{TAGS[i % len(TAGS)]}]\nrouting:\n  recommended_by_router: {routed}\n"
+            "  recommendation_score: 0.5\n  exploration: false\n---\n\n## Intent\n\nDo it.\n")
+        if owner == me and i % 8 == 0:
+            stamp = (now - datetime.timedelta(minutes=30 + i)).strftime("%Y-%m-%d %H:%M")
+            lines.append(f"- {stamp} | {me} | worked on | [[contracts/open/{cid}]] | step\n")
+    with open(root / "chronicle.md", "a") as f:
+        f.writelines(lines)
+    lesson_dir = root / "lessons" / TAGS[0]
+    lesson_dir.mkdir(parents=True, exist_ok=True)
+    (lesson_dir / "2026-01-01-a-lesson.md").write_text(
+        f"---\nlesson_id: 2026-01-01-a-lesson\nfiled_by: {CITIZENS[1]}\ncapability_tags: [{TAGS[0]}]\n"
+        "quality_impact: 3\n---\n\nCheck the cache before the database.\n")
+    inbox = root / "citizens" / me / "inbox.md"
+    with open(inbox, "a") as f:
+        for k in range(notices):
+            f.write(f"\n### 2026-02-01 10:{k % 60:02d} from {CITIZENS[1]}\n\nMessage {k}: please look.\n\n---\n")
+
+
+def session_samples(root: Path, state: Path, runs: int) -> dict:
+    """Wall time of one process per call: the primer, the session-start hook, a notices hook
+    that delivers, one that finds nothing new, one inside the rate limit; and the floor
+    (`polisd --version`, the cost of starting the process at all)."""
+    me = CITIZENS[0]
+    env = dict(os.environ, POLISD_STATE_DIR=str(state))
+    project = root.parent
+    payload = ('{"session_id":"s","transcript_path":"/tmp/t","cwd":"%s","permission_mode":"default",'
+               '"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},'
+               '"tool_response":{},"tool_use_id":"t1"}' % project)
+    start = '{"session_id":"s","cwd":"%s","hook_event_name":"SessionStart","source":"startup"}' % project
+
+    def sample(cmd, stdin=None, before=None):
+        out = []
+        for _ in range(runs):
+            if before:
+                before()
+            t0 = time.perf_counter()
+            subprocess.run(cmd, input=stdin, text=True, check=True, capture_output=True, env=env,
+                           cwd=project)
+            out.append(time.perf_counter() - t0)
+        return percentiles(out)
+
+    inbox = root / "citizens" / me / "inbox.md"
+    counter = [0]
+
+    def new_notice():
+        counter[0] += 1
+        with open(inbox, "a") as f:
+            f.write(f"\n### 2026-02-02 10:00 from {CITIZENS[1]}\n\nNew {counter[0]}.\n\n---\n")
+
+    res = {
+        "floor": sample([str(BIN), "--version"]),
+        "prime": sample([str(BIN), "prime", "--as", me, "--no-mark-read"]),
+        "hook_prime": sample([str(BIN), "hook", "claude", "prime", "--as", me], stdin=start),
+        "hook_delivers": sample([str(BIN), "hook", "claude", "notices", "--as", me, "--interval", "0"],
+                                stdin=payload, before=new_notice),
+        "hook_nothing_new": sample([str(BIN), "hook", "claude", "notices", "--as", me, "--interval", "0"],
+                                   stdin=payload),
+        "hook_rate_limited": sample([str(BIN), "hook", "claude", "notices", "--as", me], stdin=payload),
+    }
+    primer = subprocess.run([str(BIN), "prime", "--as", me, "--no-mark-read"], check=True,
+                            capture_output=True, text=True, env=env, cwd=project).stdout
+    res["primer_bytes"] = len(primer.encode())
+    return res
+
+
+def cmd_session(args):
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        t0 = time.perf_counter()
+        root = make_polis(tmp, args.contracts, chronicle_lines=args.lines)
+        add_session_work(root, CITIZENS[0])
+        print(f"generated {args.contracts} settled, {args.lines} chronicle lines in "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
+        r = session_samples(root, tmp / "state", args.runs)
+        for k, v in r.items():
+            if isinstance(v, dict):
+                print(f"  {k}: p50 {v['p50']:.1f} ms, p99 {v['p99']:.1f} ms")
+            else:
+                print(f"  {k}: {v}")
+def mib(kib):
+    return f"{kib / 1024:.1f} MiB"
+
+
+def growth(values):
+    """"10k->100k x9.8, 100k->1M x10.2" for figures at 10k, 100k, 1M."""
+    keys = sorted(values)
+    return ", ".join(f"{fmt_n(a)}->{fmt_n(b)} x{values[b] / values[a]:.1f}"
+                     for a, b in zip(keys, keys[1:]) if values[a])
+
+
+def fmt_n(n):
+    return f"{n // 1000000}M" if n >= 1000000 else f"{n // 1000}k"
+
+
 def cmd_all(args):
-    """Every figure of issue 6 part 4 in one run, printed as one table."""
+    """Every figure of issues 6 and 20 in one run, printed as one table; with a baseline binary,
+    each polisd figure beside the one it replaces."""
     sizes = [1000, 10000, 100000]
     ref_limit = 10000 if args.quick else 100000
+    base = args.baseline or BASELINE
     rows = []
 
-    def row(what, ours, ref="—", ratio="—", note=""):
-        rows.append((what, ours, ref, ratio, note))
-        print(f"  {what}: polisd {ours}  reference {ref}  {ratio}  {note}", flush=True)
+    def row(what, ours, before="—", change="—", ref="—", ratio="—", note=""):
+        rows.append((what, ours, before, change, ref, ratio, note))
+        print(f"  {what}: polisd {ours} | before {before} {change} | reference {ref} {ratio} | {note}",
+              flush=True)
+
+    def x(old, new):
+        """How many times better the new figure is (old / new)."""
+        return f"{old / new:.1f}x" if old and new else "—"
 
     with workdir() as tmp:
         tmp = Path(tmp)
@@ -378,54 +545,224 @@ def cmd_all(args):
             t0 = time.perf_counter()
             polises[n] = make_polis(tmp / f"p{n}", n)
             print(f"generated {n} settled contracts in {time.perf_counter() - t0:.1f} s", flush=True)
+        ref100k = None
         for n in sizes:
-            r = measure_reconcile(polises[n], args.repeat, reference=n <= ref_limit)
-            ours, ref, floor = r["ours"], r["ref"], r["floor"]
-            row(f"`polisd reconcile`, {n // 1000}k settled", f"{ours * 1000:.0f} ms",
+            r = measure_reconcile(polises[n], args.repeat, reference=n <= ref_limit, baseline=base)
+            ours, ref, floor, before = r["ours"], r["ref"], r["floor"], r["before"]
+            if n == 100000:
+                ref100k = ref
+            row(f"`polisd reconcile`, {fmt_n(n)} settled", f"{ours * 1000:.0f} ms",
+                f"{before * 1000:.0f} ms" if before else "—", x(before, ours),
                 f"{ref * 1000:.0f} ms" if ref else "not run (--quick)",
-                f"{ref / ours:.1f}x faster" if ref else "—",
+                f"{ref / ours:.0f}x faster" if ref else "—",
                 f"read floor {floor * 1000:.0f} ms: {ours / floor:.1f}x the floor")
         for n in [10000, 100000]:
-            d = tmp / f"settle{n}"
-            d.mkdir()
-            shutil.copytree(polises[n].parent, d / "project", symlinks=True)
-            root = d / "project" / "_polis"
-            p = percentiles(settle_samples(root, d, args.settlements, args.debounce))
-            row(f"settle -> `routing_stats.yml`, {n // 1000}k settled (debounce {args.debounce})",
+            res = {}
+            for label, bin in [("new", BIN), ("before", base)]:
+                if not bin:
+                    continue
+                d = tmp / f"settle{n}-{label}"
+                d.mkdir()
+                shutil.copytree(polises[n].parent, d / "project", symlinks=True)
+                root = d / "project" / "_polis"
+                res[label] = percentiles(settle_samples(root, d, args.settlements, args.debounce, bin=bin))
+            p, q = res["new"], res.get("before")
+            row(f"settle -> `routing_stats.yml`, {fmt_n(n)} settled (debounce {args.debounce})",
                 f"p50 {p['p50']:.0f} ms, p99 {p['p99']:.0f} ms",
-                "a full reconcile per change (row above)", "—",
-                f"target p99 <= debounce + 20 ms")
+                f"p50 {q['p50']:.0f} ms, p99 {q['p99']:.0f} ms" if q else "—", "—",
+                "a full reconcile per change (row above)", "—", "target p99 <= debounce + 10 ms")
         for lines in [100000, 1000000]:
-            d = tmp / f"chron{lines}"
-            d.mkdir()
-            root = make_polis(d, 0, chronicle_lines=lines)
-            floor = read_file_floor(root / "chronicle.md")
-            p = percentiles(chronicle_samples(root, d, args.appends, args.debounce))
-            row(f"chronicle line appended -> validated, {lines // 1000}k lines (debounce {args.debounce})",
-                f"p50 {p['p50']:.0f} ms, p99 {p['p99']:.0f} ms", "no chronicle validation", "—",
+            res = {}
+            for label, bin in [("new", BIN), ("before", base)]:
+                if not bin:
+                    continue
+                d = tmp / f"chron{lines}-{label}"
+                d.mkdir()
+                root = make_polis(d, 0, chronicle_lines=lines)
+                floor = read_file_floor(root / "chronicle.md")
+                res[label] = percentiles(chronicle_samples(root, d, args.appends, args.debounce, bin=bin))
+            p, q = res["new"], res.get("before")
+            row(f"chronicle line appended -> validated, {fmt_n(lines)} lines (debounce {args.debounce})",
+                f"p50 {p['p50']:.0f} ms, p99 {p['p99']:.0f} ms",
+                f"p50 {q['p50']:.0f} ms, p99 {q['p99']:.0f} ms" if q else "—", "—",
+                "no chronicle validation", "—",
                 f"reading the file once: {floor * 1000:.0f} ms; target p99 < debounce + 5 ms")
-        for fresh, what in [(True, "first meeting"), (False, "restart")]:
-            s = measure_startup(polises[100000], tmp, fresh=fresh)
-            row(f"start-up of `polisd run`, 100k settled, {what}",
-                f"watching {s['watch']:.2f} s, scan done {s['scan']:.2f} s", "no daemon", "—",
-                f"RSS after the scan {s['rss_kib'] / 1024:.0f} MiB; target < 3 s")
-        d = tmp / "idle"
-        d.mkdir()
-        shutil.copytree(polises[10000].parent, d / "project", symlinks=True)
-        m = measure_idle(d / "project" / "_polis", d, args.seconds)
-        row(f"idle {args.seconds} s, 10k settled",
-            f"{m['cpu']:.3f} s CPU, {m['wakeups']} wake-ups ({m['wakeups'] / args.seconds:.2f}/s)",
-            "no daemon", "—", "target < 0.1 s")
-        row("resident memory, 10k settled", f"{m['rss_kib'] / 1024:.1f} MiB", "no daemon", "—", "target < 25 MB")
+        for n in [10000, 100000]:
+            st = {}
+            for label, bin in [("new", BIN), ("before", base)]:
+                if not bin:
+                    continue
+                first = measure_startup(polises[n], tmp, fresh=True, bin=bin, label=label)
+                again = measure_startup(polises[n], tmp, fresh=False, bin=bin, label=label)
+                st[label] = (first, again)
+            for i, what in [(0, "first meeting"), (1, "restart")]:
+                s_new = st["new"][i]
+                s_old = st["before"][i] if "before" in st else None
+                fmt = lambda s: (f"reacts {s['react']:.2f} s (watching {s['watch']:.2f} s, scan done "
+                                 f"{s['scan']:.2f} s)")
+                row(f"start-up of `polisd run`, {fmt_n(n)} settled, {what}: exec -> first settlement handled",
+                    fmt(s_new), fmt(s_old) if s_old else "—",
+                    x(s_old["react"], s_new["react"]) if s_old else "—", "no daemon", "—",
+                    "target < 0.5 s on restart, < 2 s first meeting (100k)")
+                row(f"resident memory after the scan, {fmt_n(n)} settled, {what} (peak during the scan)",
+                    f"{mib(s_new['rss_kib'])} (peak {mib(s_new['peak_kib'])})",
+                    f"{mib(s_old['rss_kib'])} (peak {mib(s_old['peak_kib'])})" if s_old else "—",
+                    x(s_old["rss_kib"], s_new["rss_kib"]) if s_old else "—", "no daemon", "—",
+                    f"{(s_new['rss_kib'] * 1024) / n:.0f} B per settlement incl. the process; "
+                    "target < 12 MiB (10k), < 35 MiB (100k)")
+        idle = {}
+        for label, bin in [("new", BIN), ("before", base)]:
+            if not bin:
+                continue
+            d = tmp / f"idle-{label}"
+            d.mkdir()
+            shutil.copytree(polises[10000].parent, d / "project", symlinks=True)
+            idle[label] = measure_idle(d / "project" / "_polis", d, args.seconds, bin=bin)
+        m, o = idle["new"], idle.get("before")
+        fmt = lambda m: f"{m['cpu']:.3f} s CPU, {m['wakeups']} wake-ups"
+        row(f"idle {args.seconds} s, 10k settled", fmt(m), fmt(o) if o else "—", "—", "no daemon", "—",
+            "target < 0.1 s CPU per minute, 0 wake-ups")
+        if args.scale:
+            scale_rows(tmp, polises, args, ref100k, row)
 
     print()
-    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
-          f"polisd {BIN}; reference {PY}")
-    print("| measure | polisd | reference | ratio | notes |")
-    print("|---|---|---|---|---|")
+    print(f"machine: {os.cpu_count()} CPUs, load average at the end {os.getloadavg()[0]:.1f} "
+          f"(other builds share it); polisd {BIN}; before {base or '—'}; reference {PY}")
+    print("| measure | polisd | before | better by | reference | vs reference | notes |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
 
+
+def scale_rows(tmp: Path, polises: dict, args, ref100k, row):
+    """Issue 20's scale check: reconcile, start-up, settle latency and memory at 10k, 100k and
+    1M settled contracts (the reference at 100k only), with the growth of each figure."""
+    global EXTRA_CONFIG
+    EXTRA_CONFIG = "\n[behaviour]\nreflect = false\n"
+    sizes = [10000, 100000, 1000000]
+    polises = dict(polises)
+    for n in sizes:
+        if n not in polises:
+            t0 = time.perf_counter()
+            polises[n] = make_polis(tmp / f"p{n}", n)
+            print(f"generated {n} settled contracts in {time.perf_counter() - t0:.1f} s", flush=True)
+    figs = {k: {} for k in ["reconcile", "first", "restart", "settle99", "rss", "peak", "restart_rss"]}
+    for n in sizes:
+        r = measure_reconcile(polises[n], 1 if n >= 1000000 else args.repeat, reference=False)
+        figs["reconcile"][n] = r["ours"]
+        first = measure_startup(polises[n], tmp, fresh=True, label=f"scale{n}")
+        again = measure_startup(polises[n], tmp, fresh=False, label=f"scale{n}")
+        figs["first"][n] = first["react"]
+        figs["restart"][n] = again["react"]
+        figs["rss"][n] = first["rss_kib"]
+        figs["peak"][n] = first["peak_kib"]
+        figs["restart_rss"][n] = again["rss_kib"]
+        d = tmp / f"scale-settle{n}"
+        d.mkdir()
+        # The folder is moved, not copied (1M files): settle_samples leaves it usable.
+        root = polises[n]
+        p = percentiles(settle_samples(root, d, args.scale_settlements, args.debounce))
+        figs["settle99"][n] = p["p99"]
+        row(f"scale, {fmt_n(n)} settled",
+            f"reconcile {r['ours']:.2f} s; reacts {first['react']:.2f} s first meeting, "
+            f"{again['react']:.2f} s restart; settle p50 {p['p50']:.0f} ms p99 {p['p99']:.0f} ms; "
+            f"RSS {mib(first['rss_kib'])} (peak {mib(first['peak_kib'])}), after a restart "
+            f"{mib(again['rss_kib'])} (peak {mib(again['peak_kib'])})",
+            "—", "—",
+            f"reconcile {ref100k:.1f} s" if n == 100000 and ref100k else "not timed",
+            f"{ref100k / r['ours']:.0f}x faster" if n == 100000 and ref100k else "—",
+            f"target settle p99 <= debounce + 10 ms")
+    for key, what in [("reconcile", "reconcile"), ("first", "first-meeting start-up"),
+                      ("restart", "restart"), ("settle99", "settle p99"), ("rss", "RSS after the scan"),
+                      ("peak", "peak RSS"), ("restart_rss", "RSS after a restart")]:
+        row(f"growth of {what}", growth(figs[key]), "—", "—", "—", "—",
+            "x10 per step is linear; nothing quadratic grows x100")
+
+
+def cmd_scale(args):
+    """The scale check alone (the reference at 100k)."""
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        root = make_polis(tmp / "ref100k", 100000)
+        ref = timed([PY, "-c", REF_RECONCILE, str(root)], repeat=1)
+        shutil.rmtree(tmp / "ref100k")
+        rows = []
+
+        def row(*r):
+            rows.append(r)
+            print("  " + " | ".join(r), flush=True)
+        scale_rows(tmp, {}, args, ref, row)
+    print("| measure | polisd | before | better by | reference | vs reference | notes |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+
+
+def write_reservations(project: Path, entries: int):
+    """`entries` reservations spread over three citizens, plain paths and globs, none of them
+    in the way of the measured `bench/…` paths."""
+    lines = ["# Advisory file reservations (collision prevention). Managed by `polis reserve/release`.",
+             "reservations:"]
+    for i in range(entries):
+        who = CITIZENS[1 + i % 3]
+        path = f"src/mod{i}/**/*.rs" if i % 2 else f"docs/part{i}.md"
+        lines += [f"- citizen: {who}", "  paths:", f"  - {path}",
+                  "  reserved_at: '2026-03-02T10:00:00+00:00'", "  expires_at: null"]
+    (project / "_polis" / "reservations.yml").write_text("\n".join(lines) + "\n")
+
+
+REF_CLI = "import sys; from polis.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def cmd_reserve(args):
+    """`reserve` + `release` + `reservations` on a polis with many settled contracts and many
+    reservations, polisd beside the reference CLI on identical copies. Median wall time per
+    command, including process start-up."""
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        root = make_polis(tmp / "ours", args.contracts)
+        write_reservations(root.parent, args.entries)
+        theirs = tmp / "theirs" / "project"
+        shutil.copytree(root.parent, theirs, symlinks=True)
+        who = CITIZENS[0]
+        tools = {"polisd": (root.parent, [str(BIN)]), "reference": (theirs, [PY, "-c", REF_CLI])}
+        results = {}
+        for name, (cwd, base) in tools.items():
+            samples = {"reserve": [], "release": [], "reservations": []}
+            for k in range(args.repeat):
+                for what, extra in [("reserve", ["reserve", f"bench/file{k}.rs", "bench/dir/", "--as", who]),
+                                    ("reservations", ["reservations"]),
+                                    ("release", ["release", "--as", who])]:
+                    t0 = time.perf_counter()
+                    subprocess.run(base + extra, cwd=cwd, check=True, capture_output=True)
+                    samples[what].append(time.perf_counter() - t0)
+            results[name] = {k: statistics.median(v) * 1000 for k, v in samples.items()}
+        # The floors a write command cannot go under: starting the process, and one atomic
+        # replace with its two fsyncs (file, folder) on this disk.
+        start = statistics.median([timed([str(BIN), "--version"], repeat=1) for _ in range(args.repeat)]) * 1000
+        fsyncs = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            tmpf = root / ".bench-floor.tmp"
+            fd = os.open(tmpf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.write(fd, b"x" * 4096)
+            os.fsync(fd)
+            os.close(fd)
+            os.rename(tmpf, root / ".bench-floor")
+            dfd = os.open(root, os.O_RDONLY)
+            os.fsync(dfd)
+            os.close(dfd)
+            fsyncs.append(time.perf_counter() - t0)
+        (root / ".bench-floor").unlink()
+        fsync = statistics.median(fsyncs) * 1000
+        print(f"{args.contracts} settled contracts, {args.entries} reservations, {args.repeat} runs each, median ms:")
+        print(f"floors: process start {start:.1f} ms, atomic replace with fsyncs {fsync:.1f} ms; "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print("| command | polisd | reference | ratio |")
+        print("|---|---|---|---|")
+        for what in ["reserve", "release", "reservations"]:
+            o, r = results["polisd"][what], results["reference"][what]
+            print(f"| `{what}` | {o:.1f} ms | {r:.1f} ms | {r / o:.1f}x faster |")
 
 
 REF_COMMANDS = {
@@ -543,6 +880,14 @@ def main():
     g.add_argument("out")
     g.add_argument("--contracts", type=int, default=10000)
     g.add_argument("--chronicle-lines", type=int, default=0)
+    e = sub.add_parser("session")
+    e.add_argument("--contracts", type=int, default=10000)
+    e.add_argument("--lines", type=int, default=1000000)
+    e.add_argument("--runs", type=int, default=50)
+    rv = sub.add_parser("reserve")
+    rv.add_argument("--contracts", type=int, default=10000)
+    rv.add_argument("--entries", type=int, default=300)
+    rv.add_argument("--repeat", type=int, default=30)
     m = sub.add_parser("commands")
     m.add_argument("--contracts", type=int, default=10000)
     m.add_argument("--chronicle-lines", type=int, default=100000)
@@ -554,15 +899,22 @@ def main():
     a.add_argument("--appends", type=int, default=300)
     a.add_argument("--debounce", default="50ms")
     a.add_argument("--seconds", type=int, default=60)
+    a.add_argument("--baseline", help="an earlier polisd binary, measured beside this one")
+    a.add_argument("--scale", action="store_true", help="also the 10k/100k/1M scale check")
+    a.add_argument("--scale-settlements", type=int, default=30)
+    sc = sub.add_parser("scale")
+    sc.add_argument("--repeat", type=int, default=1)
+    sc.add_argument("--debounce", default="50ms")
+    sc.add_argument("--scale-settlements", type=int, default=30)
     args = ap.parse_args()
     if not BIN.exists():
         raise SystemExit(f"{BIN} not found: run `cargo build --release` first")
-    if not Path(PY).exists() and args.cmd in ("reconcile", "all"):
+    if not Path(PY).exists() and args.cmd in ("reconcile", "all", "reserve", "scale"):
         raise SystemExit(f"no reference at {PY}: run .ci/run's setup or set POLISD_REFERENCE_PYTHON")
     {"reconcile": cmd_reconcile, "settle-latency": cmd_settle_latency, "idle-cpu": cmd_idle_cpu,
      "chronicle-latency": cmd_chronicle_latency, "startup": cmd_startup, "generate": cmd_generate,
-     "commands": cmd_commands, "all": cmd_all}[args.cmd](args)
-
+     "reserve": cmd_reserve, "commands": cmd_commands, "session": cmd_session, "all": cmd_all,
+     "scale": cmd_scale}[args.cmd](args)
 
 if __name__ == "__main__":
     main()

@@ -13,13 +13,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers from the bottom up; a file may name its own layer and those before it.
-const LAYERS: [&str; 7] = [
+const LAYERS: [&str; 8] = [
     "yaml",
     "protocol",
     "fs",
     "operations",
     "daemon",
     "bench",
+    "mcp",
     "commands",
 ];
 

@@ -1207,3 +1207,87 @@ fn daemon_kill9_at_varying_points_of_a_ratification() {
     }
     assert_no_duplicate_markers(&p);
 }
+
+/// Waits until the durable ledger in the state folder (`settled.jsonl`) mentions `needle`: the
+/// pass that recorded it has ended, so a kill now loses nothing of it.
+#[track_caller]
+fn wait_for_ledger(p: &TestPolis, needle: &str) {
+    let file = p.polis_state_dir().join("settled.jsonl");
+    wait_for(p, &format!("{needle} in settled.jsonl"), || {
+        fs::read_to_string(&file).is_ok_and(|t| t.contains(needle))
+    });
+}
+
+#[test]
+fn daemon_restart_restores_the_ledger_checking_fingerprints_and_distrusting_damage() {
+    let p = four_citizens();
+    let settled = |id: &'static str, owner, quality| Settled {
+        id,
+        opener: FOUNDER,
+        owner,
+        tags: &["rust"],
+        settled_at: "2026-11-10 10:00:00",
+        quality: Some(quality),
+        minutes: 30,
+        body: "",
+    };
+    settled("r0-restart", CHARLIE, 4).settle_by_save(&p);
+    settled("r1-restart", ALPHA, 4).settle_by_save(&p);
+    settled("r2-restart", BRAVO, 2).settle_by_save(&p);
+    let daemon = p.start_daemon();
+    wait_for_stats(&p, "stats of the first run");
+    wait_for_ledger(&p, "contracts/settled/r2-restart.md");
+    daemon.kill9();
+
+    // While no daemon runs: an edit of the same size (only the fingerprint's mtime tells), a
+    // new settlement and a removal.
+    settled("r1-restart", ALPHA, 5).settle_by_save(&p);
+    settled("r3-restart", CHARLIE, 3).settle_by_save(&p);
+    fs::remove_file(p.path("contracts/settled/r2-restart.md")).unwrap();
+    let daemon = p.start_daemon();
+    let stats = wait_for_stats(&p, "stats after a restart with changes made meanwhile");
+    assert!(stats.contains("avg_quality_score: 5.0"), "{stats}");
+    assert!(!stats.contains(BRAVO), "{stats}");
+    let log = daemon.log_text();
+    assert_eq!(
+        count_lines_containing(&log, "restored the ledger"),
+        1,
+        "{log}"
+    );
+    assert_eq!(count_lines_containing(&log, "is not used"), 0, "{log}");
+    wait_for_ledger(&p, "contracts/settled/r3-restart.md");
+    // r1 and r2 were there when polisd first met the polis: only r3 is news.
+    wait_for(&p, "the opener told of r3", || {
+        p.count(FOUNDER, "contract-settled") == 1
+    });
+    daemon.kill9();
+
+    // A damaged snapshot (r0's quality changed inside it) is not trusted: one log line, every
+    // file read again, the stats still a full reconcile's, no notice sent again.
+    let ledger = p.polis_state_dir().join("settled.jsonl");
+    let text = fs::read_to_string(&ledger).unwrap();
+    let damaged: String = text
+        .split_inclusive('\n')
+        .map(|line| {
+            if line.starts_with('{') && line.contains("r0-restart") {
+                line.replacen("\"q\":4", "\"q\":1", 1)
+            } else {
+                line.to_string()
+            }
+        })
+        .collect();
+    assert_ne!(damaged, text);
+    fs::write(&ledger, damaged).unwrap();
+    settled("r4-restart", ALPHA, 1).settle_by_save(&p);
+    let daemon = p.start_daemon();
+    let stats = wait_for_stats(&p, "stats after a restart with a damaged snapshot");
+    assert!(stats.contains("avg_quality_score: 3.0"), "{stats}");
+    let log = daemon.log_text();
+    assert_eq!(count_lines_containing(&log, "is not used"), 1, "{log}");
+    wait_for(&p, "the opener told of r4", || {
+        p.count(FOUNDER, "contract-settled") == 2
+    });
+    chronicle_barrier(&p, 1);
+    assert_eq!(p.count(FOUNDER, "contract-settled"), 2);
+    assert_no_duplicate_markers(&p);
+}

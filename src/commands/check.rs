@@ -15,7 +15,9 @@ pub fn run(args: crate::commands::cli::CheckArgs) -> anyhow::Result<u8> {
     let root = super::locate(args.polis.path.as_deref())?;
     let polis = Polis::read(&root);
     let now = PolisTime::system(polis.settings.timezone);
-    let found = findings(&polis, &now);
+    let mut found = findings(&polis, &now);
+    found.extend(reservation_findings(&root, &now));
+    found.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     let (errors, warnings) = count(&found);
     if args.polis.json {
         println!("{}", serde_json::to_string_pretty(&report(&found))?);
@@ -41,6 +43,34 @@ pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     out.extend(claim_conflicts(polis));
     // Stable: findings on one line keep their code order.
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    out
+}
+
+/// `reservations.yml` that cannot be read (an error: `polisd reserve` refuses to touch it),
+/// entries whose `expires_at` is not a time, and overlapping entries of different citizens.
+fn reservation_findings(root: &std::path::Path, now: &PolisTime) -> Vec<Finding> {
+    use crate::operations::reservation as op;
+    use crate::protocol::reservation::FILE;
+    let views = match op::list(root, now) {
+        Ok(v) => v,
+        Err(e) => return vec![Finding::error(Code::BadYaml, FILE, None, e.to_string())],
+    };
+    let mut out: Vec<Finding> = views
+        .iter()
+        .filter_map(|v| v.problem.as_ref())
+        .map(|p| Finding::warning(Code::BadYaml, FILE, None, p.clone()))
+        .collect();
+    for o in op::overlaps_now(root, now).unwrap_or_default() {
+        out.push(Finding::warning(
+            Code::ReservationOverlap,
+            FILE,
+            None,
+            format!(
+                "`{}` holds `{}`, which overlaps `{}` held by `{}` since {}; one of them should release it (`polisd release PATH --as ID`)",
+                o.second, o.second_path, o.first_path, o.first, if o.first_at.is_empty() { "an unknown time" } else { &o.first_at }
+            ),
+        ));
+    }
     out
 }
 

@@ -67,9 +67,155 @@ pub enum Command {
     /// git's merge driver for the chronicle, inboxes and routing_stats.yml (run by git).
     #[command(hide = true)]
     MergeDriver(MergeDriverArgs),
+    /// Reserve project paths (files, folders or globs) so other citizens leave them alone.
+    Reserve(ReserveArgs),
+    /// Release paths you reserved (everything you hold when no PATH is given).
+    Release(ReleaseArgs),
+    /// List the reservations in `_polis/reservations.yml`: who holds what, until when.
+    Reservations(ReservationsArgs),
     /// Measure polisd against alternatives on simulated worlds.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Print a citizen's session primer: who it is, what is routed to it, its claims, votes
+    /// and unread notices (at most about 6 KB).
+    Prime(PrimeArgs),
+    /// List a citizen's inbox notices, newest first; mark them read.
+    Notices(NoticesArgs),
+    /// Keep a citizen's inbox small.
+    #[command(subcommand)]
+    Inbox(InboxCommand),
+    /// Install, remove or inspect polisd's session hooks in the agent CLIs' project settings.
+    #[command(subcommand)]
+    Hooks(HooksCommand),
+    /// What an installed hook runs: reads the agent CLI's JSON payload on stdin, prints what it
+    /// adds to the session, and always exits 0.
+    #[command(hide = true)]
+    Hook(HookArgs),
+    /// Serve the polis to an agent over MCP (stdio).
+    Mcp(PolisArg),
+}
+
+/// The citizen a session acts as.
+#[derive(Debug, Args, Clone)]
+pub struct AsArg {
+    /// The citizen id (default: $POLIS_CITIZEN).
+    #[arg(long = "as", env = "POLIS_CITIZEN", value_name = "ID")]
+    pub citizen: String,
+}
+
+#[derive(Debug, Args)]
+pub struct PrimeArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub who: AsArg,
+    /// Leave the notices shown unread (by default the primer marks what it shows as read).
+    #[arg(long)]
+    pub no_mark_read: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct NoticesArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub who: AsArg,
+    /// Only the notices not read yet.
+    #[arg(long)]
+    pub unread: bool,
+    /// Mark the notices listed as read.
+    #[arg(long)]
+    pub mark_read: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InboxCommand {
+    /// Move read notices to inbox-archive.md.
+    Archive(InboxArchiveArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InboxArchiveArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub who: AsArg,
+    /// Only read notices older than this (`7d`, `12h`, `30m`, `0` for all read notices).
+    #[arg(long, default_value = "7d")]
+    pub older_than: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Add polisd's hooks (primer at session start, new notices after tool calls) and the
+    /// bridge pointers.
+    Install(HooksInstallArgs),
+    /// Remove exactly the hooks polisd added.
+    Uninstall(HooksTargetArgs),
+    /// Show which CLIs have polisd's hooks.
+    Status(JsonPolisArg),
+}
+
+#[derive(Debug, Args)]
+pub struct HooksTargetArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// Claude Code (`.claude/settings.json`).
+    #[arg(long)]
+    pub claude: bool,
+    /// Codex CLI (`.codex/hooks.json`).
+    #[arg(long)]
+    pub codex: bool,
+    /// Gemini CLI (`.gemini/settings.json`).
+    #[arg(long)]
+    pub gemini: bool,
+    /// Every CLI above.
+    #[arg(long)]
+    pub all: bool,
+    /// Print what would change and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HooksInstallArgs {
+    #[command(flatten)]
+    pub target: HooksTargetArgs,
+    /// The citizen the hooks act as (default: $POLIS_CITIZEN when the hook runs).
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: Option<String>,
+    /// The polisd command the hooks run.
+    #[arg(long, default_value = "polisd")]
+    pub bin: String,
+    /// Do not write the bridge pointers (CLAUDE.md, AGENTS.md, GEMINI.md, SKILL.md).
+    #[arg(long)]
+    pub no_bridge: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// claude, codex or gemini.
+    pub cli: String,
+    /// prime (session start) or notices (after tool calls and between turns).
+    pub kind: String,
+    /// The citizen id (default: $POLIS_CITIZEN).
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: Option<String>,
+    /// At most one notices check per this many seconds.
+    #[arg(long, default_value_t = 60)]
+    pub interval: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -209,6 +355,10 @@ pub struct InitArgs {
     /// routing_stats.yml in this git clone (offered when the project is a git repository).
     #[arg(long)]
     pub git_setup: bool,
+    /// Do not write the bridge pointers (CLAUDE.md, AGENTS.md, GEMINI.md and
+    /// .agents/skills/polis-protocol/SKILL.md at the project root).
+    #[arg(long)]
+    pub no_bridge: bool,
 }
 
 #[derive(Debug, Args)]
@@ -273,6 +423,54 @@ pub struct MergeDriverArgs {
     pub path: String,
 }
 
+#[derive(Debug, Args)]
+pub struct ReserveArgs {
+    /// Paths or globs to reserve (`src/auth.rs`, `docs/`, `src/**/*.rs`), relative to the
+    /// working directory; each must lie inside the project.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// The citizen reserving (your agent id).
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    /// Let the reservation expire after this many minutes (default: until released).
+    #[arg(long = "ttl-min", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub ttl_minutes: Option<u32>,
+    /// Why you are reserving these paths.
+    #[arg(long)]
+    pub note: Option<String>,
+    /// The open contract the work is for; the reservation is released when it settles or is
+    /// abandoned.
+    #[arg(long, value_name = "CONTRACT_ID")]
+    pub contract: Option<String>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// Paths or globs to release (default: everything you hold). A held path is released
+    /// when it overlaps one of these.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// The citizen releasing (your agent id).
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ReservationsArgs {
+    /// Include expired entries (the daemon drops them).
+    #[arg(long)]
+    pub all: bool,
+    /// Only the reservations of this citizen.
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: Option<String>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
 // ---------------------------------------------------------------------------------------------
 // Agents' commands
 
@@ -280,7 +478,12 @@ pub struct MergeDriverArgs {
 #[derive(Debug, Args, Clone)]
 pub struct AgentOpts {
     /// Project root or `_polis/` folder (default: found from the working directory).
-    #[arg(long = "polis", value_name = "PATH", global = true)]
+    #[arg(
+        long = "polis",
+        visible_alias = "polis-root",
+        value_name = "PATH",
+        global = true
+    )]
     pub polis: Option<PathBuf>,
     /// Print JSON (the result, or `{"ok": false, "error": …}` on a refusal).
     #[arg(long, global = true)]

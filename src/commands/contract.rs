@@ -91,6 +91,7 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
                     Some(false) => out.push_str("\nno daemon running: routing_stats.yml unchanged"),
                     None => {}
                 }
+                out.push_str(&released(&s.reservations));
                 out.push_str(&warnings(s.chronicle.as_ref()));
                 out
             })
@@ -106,9 +107,10 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
             );
             finish(&a.opts, r, |x| {
                 format!(
-                    "abandoned {} -> {}{}",
+                    "abandoned {} -> {}{}{}",
                     x.contract_id,
                     x.path,
+                    released(&x.reservations),
                     warnings(x.chronicle.as_ref())
                 )
             })
@@ -155,5 +157,14 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
                 opts: a.opts,
             })
         }
+    }
+}
+
+/// The line about reservations the end of a contract released (nothing when none).
+fn released(r: &contract::ReleasedReservations) -> String {
+    match (&r.error, r.paths.is_empty()) {
+        (Some(e), _) => format!("\nreservations not released yet (the daemon will): {e}"),
+        (None, false) => format!("\nreleased reservations: {}", r.paths.join(", ")),
+        (None, true) => String::new(),
     }
 }

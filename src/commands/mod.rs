@@ -15,8 +15,10 @@ pub mod lesson;
 pub mod log;
 pub mod merge_driver;
 pub mod reflect;
+pub mod reserve;
 pub mod review;
 pub mod route;
+pub mod session;
 pub mod status;
 pub mod verify;
 
@@ -41,11 +43,17 @@ pub fn run() -> std::process::ExitCode {
             eprintln!("polisd: {err:#}");
             let usage = err
                 .downcast_ref::<crate::fs::locate::LocateError>()
-                .is_some();
+                .is_some()
+                || err.downcast_ref::<Usage>().is_some();
             std::process::ExitCode::from(if usage { 2 } else { 1 })
         }
     }
 }
+
+/// A usage error found after argument parsing (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
 
 /// Runs a command; the `u8` is the process exit code.
 pub fn dispatch(command: Command) -> anyhow::Result<u8> {
@@ -85,6 +93,23 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             );
             for rel in &kept {
                 println!("  kept {rel}");
+            }
+            if !args.no_bridge {
+                // The protocol's skill points every agent CLI at the constitution; an existing
+                // file keeps its text and gets (or updates) polisd's marked section.
+                let plans = crate::operations::agent_hooks::plan_bridge(&args.project_root)?;
+                crate::operations::agent_hooks::apply(&args.project_root, &plans)?;
+                for p in plans.iter().filter(|p| p.changes()) {
+                    println!(
+                        "  {} {}",
+                        if p.before.is_none() {
+                            "wrote"
+                        } else {
+                            "updated"
+                        },
+                        p.path
+                    );
+                }
             }
             if args.git_setup {
                 return git_setup::run(cli::GitSetupArgs {
@@ -132,6 +157,9 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         }
         Command::GitSetup(args) => git_setup::run(args),
         Command::MergeDriver(args) => merge_driver::run(args),
+        Command::Reserve(args) => reserve::reserve(args),
+        Command::Release(args) => reserve::release(args),
+        Command::Reservations(args) => reserve::list(args),
         Command::Contract(c) => contract::run(c),
         Command::Amendment(c) => amendment::run(c),
         Command::Log(a) => log::run(a),
@@ -142,6 +170,12 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Demo(args) => {
             crate::commands::demo::run(args.keep_running, &mut std::io::stdout())
         }
+        Command::Prime(args) => session::prime(args),
+        Command::Notices(args) => session::notices(args),
+        Command::Inbox(command) => session::inbox(command),
+        Command::Hooks(command) => session::hooks(command),
+        Command::Hook(args) => session::hook(args),
+        Command::Mcp(args) => crate::mcp::serve(&locate(args.path.as_deref())?),
     }
 }
 

@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 15] = [
+pub const NOTIFICATION_KINDS: [&str; 17] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -34,6 +34,8 @@ pub const NOTIFICATION_KINDS: [&str; 15] = [
     "card-changed",
     "sync-conflict",
     "worktree-diverged",
+    "reservation-conflict",
+    "claim-conflict",
     "setting-change",
 ];
 
@@ -331,6 +333,8 @@ pub struct Notifications {
     pub sync_conflict: bool,
     #[serde(rename = "worktree-diverged")]
     pub worktree_diverged: bool,
+    #[serde(rename = "reservation-conflict")]
+    pub reservation_conflict: bool,
     #[serde(rename = "claim-conflict")]
     pub claim_conflict: bool,
     #[serde(rename = "setting-change")]
@@ -354,6 +358,7 @@ impl Default for Notifications {
             card_changed: true,
             sync_conflict: true,
             worktree_diverged: true,
+            reservation_conflict: true,
             claim_conflict: true,
             setting_change: true,
         }
@@ -377,6 +382,7 @@ impl Notifications {
             "card-changed" => &mut self.card_changed,
             "sync-conflict" => &mut self.sync_conflict,
             "worktree-diverged" => &mut self.worktree_diverged,
+            "reservation-conflict" => &mut self.reservation_conflict,
             "claim-conflict" => &mut self.claim_conflict,
             "setting-change" => &mut self.setting_change,
             _ => return None,
@@ -434,6 +440,11 @@ pub struct NotificationOverrides {
     pub sync_conflict: Option<bool>,
     #[serde(rename = "worktree-diverged", skip_serializing_if = "Option::is_none")]
     pub worktree_diverged: Option<bool>,
+    #[serde(
+        rename = "reservation-conflict",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reservation_conflict: Option<bool>,
     #[serde(rename = "claim-conflict", skip_serializing_if = "Option::is_none")]
     pub claim_conflict: Option<bool>,
     #[serde(rename = "setting-change", skip_serializing_if = "Option::is_none")]
@@ -461,6 +472,7 @@ impl NotificationOverrides {
             (self.card_changed, &mut to.card_changed),
             (self.sync_conflict, &mut to.sync_conflict),
             (self.worktree_diverged, &mut to.worktree_diverged),
+            (self.reservation_conflict, &mut to.reservation_conflict),
             (self.claim_conflict, &mut to.claim_conflict),
             (self.setting_change, &mut to.setting_change),
         ];
@@ -635,6 +647,7 @@ pub fn accepted_keys() -> BTreeSet<String> {
         card_changed: Some(true),
         sync_conflict: Some(true),
         worktree_diverged: Some(true),
+        reservation_conflict: Some(true),
         claim_conflict: Some(true),
         setting_change: Some(true),
     };
@@ -967,11 +980,11 @@ pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
     if ms == 0 {
         "0s".into()
-    } else if ms % 3_600_000 == 0 {
+    } else if ms.is_multiple_of(3_600_000) {
         format!("{}h", ms / 3_600_000)
-    } else if ms % 60_000 == 0 {
+    } else if ms.is_multiple_of(60_000) {
         format!("{}m", ms / 60_000)
-    } else if ms % 1_000 == 0 {
+    } else if ms.is_multiple_of(1_000) {
         format!("{}s", ms / 1_000)
     } else {
         format!("{ms}ms")

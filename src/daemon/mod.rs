@@ -130,12 +130,21 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
     let mut backoff = RETRY_MIN;
     let retry = tokio::time::sleep(RETRY_MAX);
     tokio::pin!(retry);
+    // The earliest reservation lease to run out in any polis: a pass drops it then.
+    let mut next_expiry = earliest_expiry(&watched);
+    let expiry = tokio::time::sleep_until(until(next_expiry));
+    tokio::pin!(expiry);
 
     let mut sigterm = signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut sighup = signal(tokio::signal::unix::SignalKind::hangup())?;
 
     loop {
+        let earliest = earliest_expiry(&watched);
+        if earliest != next_expiry {
+            next_expiry = earliest;
+            expiry.as_mut().reset(until(next_expiry));
+        }
         tokio::select! {
             batch = rx.recv() => {
                 let Some((index, batch)) = batch else { break };
@@ -162,6 +171,14 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
                 }
                 backoff = if failed.iter().any(|f| *f) { (backoff * 2).min(RETRY_MAX) } else { RETRY_MIN };
                 retry.as_mut().reset(tokio::time::Instant::now() + backoff);
+            }
+            _ = &mut expiry, if next_expiry.is_some() => {
+                let now = wall_clock();
+                for (w, f) in watched.iter_mut().zip(failed.iter_mut()) {
+                    if w.engine.next_expiry().is_some_and(|t| t <= now) {
+                        *f |= !pass(w, &Trigger::ReservationExpiry);
+                    }
+                }
             }
             _ = clock_tick.tick() => {
                 let today = wall_clock().date_naive();
@@ -202,6 +219,24 @@ async fn serve(mut config: Config, options: RunOptions) -> anyhow::Result<u8> {
     }
     tracing::info!("stopped");
     Ok(0)
+}
+
+/// The earliest reservation lease to end among the watched polises.
+fn earliest_expiry(watched: &[Watched]) -> Option<chrono::DateTime<Utc>> {
+    watched.iter().filter_map(|w| w.engine.next_expiry()).min()
+}
+
+/// The moment to wake for `at` (a second late, so the lease has surely ended by the polis's
+/// clock too); far away when there is none.
+fn until(at: Option<chrono::DateTime<Utc>>) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    match at {
+        Some(t) => {
+            let wait = (t - wall_clock()).to_std().unwrap_or_default() + Duration::from_secs(1);
+            now + wait
+        }
+        None => now + Duration::from_secs(86_400),
+    }
 }
 
 /// One pass of one polis; false (logged) when it failed.

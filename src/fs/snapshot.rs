@@ -257,9 +257,138 @@ pub fn canonical_root(root: &Path) -> PathBuf {
     fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())
 }
 
+/// The end of a text file read backwards in chunks: the complete lines from the first line
+/// break of the bytes read to the end, newest last. Reading stops as soon as `enough` says the
+/// oldest complete line read so far is old enough, at the start of the file, or after
+/// `max_bytes` (then the result says it was cut). Refuses links and special files like
+/// [`read_text`]. For the primer: the last days of a million-line chronicle, without reading
+/// the million lines.
+pub fn read_tail_lines(
+    root: &Path,
+    rel: &str,
+    max_bytes: u64,
+    enough: impl Fn(&str) -> bool,
+) -> Result<Option<TailLines>, Finding> {
+    use std::io::{Seek, SeekFrom};
+    const CHUNK: u64 = 64 * 1024;
+    let path = root.join(rel);
+    let meta = match fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(unreadable(rel, &format!("cannot inspect it: {e}"))),
+    };
+    if !meta.is_file() {
+        return Err(unreadable(
+            rel,
+            "it is a symbolic link or not a regular file; replace it with a regular file",
+        ));
+    }
+    let mut file =
+        open_no_follow(&path).map_err(|e| unreadable(rel, &format!("cannot open it: {e}")))?;
+    let len = file
+        .metadata()
+        .map_err(|e| unreadable(rel, &format!("cannot inspect it: {e}")))?
+        .len();
+    let mut start = len;
+    // Chunks newest first; joined once at the end (prepending each chunk to one buffer would
+    // copy the tail again for every chunk read).
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let step = CHUNK.min(start);
+        start -= step;
+        let mut chunk = vec![0u8; step as usize];
+        file.seek(SeekFrom::Start(start))
+            .and_then(|_| file.read_exact(&mut chunk))
+            .map_err(|e| unreadable(rel, &format!("cannot read it: {e}")))?;
+        chunks.push(chunk);
+        let at_start = start == 0;
+        let cut = !at_start && len - start >= max_bytes;
+        // The oldest complete line read so far: after the first line break of the oldest
+        // bytes (unless at the start of the file), looked for in the two oldest chunks.
+        let mut probe: Vec<u8> = chunks[chunks.len() - 1].clone();
+        if chunks.len() > 1 {
+            probe.extend_from_slice(&chunks[chunks.len() - 2]);
+        }
+        let from = if at_start {
+            Some(0)
+        } else {
+            probe.iter().position(|b| *b == b'\n').map(|i| i + 1)
+        };
+        let oldest = from.and_then(|f| {
+            probe[f..]
+                .split(|b| *b == b'\n')
+                .find(|l| !l.iter().all(u8::is_ascii_whitespace))
+        });
+        let done = at_start || cut || oldest.is_some_and(|l| enough(&String::from_utf8_lossy(l)));
+        if done {
+            let mut buf = Vec::with_capacity((len - start) as usize);
+            for c in chunks.iter().rev() {
+                buf.extend_from_slice(c);
+            }
+            let skip = if at_start {
+                0
+            } else {
+                buf.iter()
+                    .position(|b| *b == b'\n')
+                    .map_or(buf.len(), |i| i + 1)
+            };
+            let text = String::from_utf8_lossy(&buf[skip..]).into_owned();
+            return Ok(Some(TailLines {
+                text,
+                whole: at_start,
+            }));
+        }
+    }
+}
+
+/// What [`read_tail_lines`] read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TailLines {
+    /// Complete lines (the last one may lack its newline).
+    pub text: String,
+    /// Whether the whole file was read.
+    pub whole: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tail_lines_stop_at_the_first_old_enough_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::new();
+        for i in 0..200_000 {
+            text.push_str(&format!("line {i:06}\n"));
+        }
+        std::fs::write(dir.path().join("c.md"), &text).unwrap();
+        let enough = |l: &str| l < "line 199000";
+        let tail = read_tail_lines(dir.path(), "c.md", u64::MAX, enough)
+            .unwrap()
+            .unwrap();
+        assert!(!tail.whole);
+        assert!(
+            tail.text.len() < 200 * 1024,
+            "read {} bytes",
+            tail.text.len()
+        );
+        assert!(tail.text.ends_with("line 199999\n"));
+        assert!(tail.text.starts_with("line ") && tail.text.lines().all(|l| l.len() == 11));
+        assert!(tail.text.contains("line 199000\n"));
+        // Never enough: the whole file, or the byte cap.
+        let all = read_tail_lines(dir.path(), "c.md", u64::MAX, |_| false)
+            .unwrap()
+            .unwrap();
+        assert!(all.whole);
+        assert_eq!(all.text, text);
+        let capped = read_tail_lines(dir.path(), "c.md", 100_000, |_| false)
+            .unwrap()
+            .unwrap();
+        assert!(!capped.whole && capped.text.len() < 200_000);
+        assert!(read_tail_lines(dir.path(), "missing.md", 10, |_| true)
+            .unwrap()
+            .is_none());
+    }
 
     #[test]
     fn symlinks_fifos_and_bad_utf8_are_findings() {

@@ -19,6 +19,10 @@
 //! directory; `_polis/` is `writer`'s alone. It holds data, not rules: what the fields mean to
 //! the protocol is decided by the engine and the core modules.
 
+mod settled;
+
+pub use settled::{Restored, SettledRecord, LEDGER_VERSION};
+
 use crate::protocol::finding::Finding;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -42,8 +46,9 @@ const STATUS_FILE: &str = "daemon.json";
 const PATH_FILE: &str = "polis-path";
 const LOCK_FILE: &str = "daemon.lock";
 const SEEN_CHRONICLE_FILE: &str = "chronicle-seen.md";
-/// [`PolisState::settled`] as a journal of changes: with 100k settled contracts the map is
-/// ~18 MB of JSON, which `state.json` would rewrite on every settlement.
+/// The durable ledger of settled contracts, a snapshot and a journal of changes (see
+/// `state/settled.rs`): with 100k settled contracts it is ~20 MB, which `state.json` would
+/// rewrite on every settlement.
 const SETTLED_FILE: &str = "settled.jsonl";
 
 #[derive(Debug, thiserror::Error)]
@@ -87,9 +92,9 @@ pub struct PolisState {
     pub chronicles: BTreeMap<String, ChronicleProgress>,
     /// Notifications already sent (SPEC §9).
     pub sent_notifications: BTreeSet<SentNotification>,
-    /// Settled contracts already counted, by path: a file whose fingerprint is unchanged
-    /// needs no re-read. Kept in `settled.jsonl` (change it through [`State::settled_put`] and
-    /// [`State::settled_remove`]); read from `state.json` only when an older polisd wrote it.
+    /// Only read, from a `state.json` an older polisd wrote: the settled files it had counted.
+    /// They are now in `settled.jsonl` with their settlements ([`State::take_settled`]); the
+    /// map is emptied on load.
     #[serde(skip_serializing)]
     pub settled: BTreeMap<String, Fingerprint>,
     /// Contract ids last seen in `contracts/open/`, to notice new ones.
@@ -373,17 +378,16 @@ pub struct State {
     saved: Vec<u8>,
     /// Where a corrupt state file was moved, when this load had to rebuild.
     pub recovered_from: Option<PathBuf>,
-    /// Changes to `settled` not yet appended to `settled.jsonl`.
-    settled_journal: Vec<SettledOp>,
-}
-
-/// One line of `settled.jsonl`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-enum SettledOp {
-    #[serde(rename = "put")]
-    Put(String, Fingerprint),
-    #[serde(rename = "del")]
-    Remove(String),
+    /// What `settled.jsonl` held at load, until the engine takes it.
+    settled_restored: Option<Restored>,
+    /// Journal lines not yet appended to `settled.jsonl`, and how many.
+    settled_pending: Vec<u8>,
+    settled_pending_lines: usize,
+    /// Journal lines after the snapshot in `settled.jsonl`.
+    settled_journal_lines: usize,
+    /// The file must be rewritten whole from the ledger (it was missing, untrusted, or the
+    /// ledger was rebuilt): changes are not journalled until then.
+    settled_snapshot_due: bool,
 }
 
 impl Deref for State {
@@ -445,70 +449,112 @@ impl State {
         let mut data = data;
         data.version = STATE_VERSION;
         data.polis = polis;
-        // Entries from an older `state.json` go to the journal when it is compacted below.
-        let migrated = !data.settled.is_empty();
+        let migrated: Vec<String> = std::mem::take(&mut data.settled).into_keys().collect();
         let journal = dir.join(SETTLED_FILE);
-        let mut lines = 0usize;
-        if let Ok(text) = fs::read_to_string(&journal) {
-            for line in text.lines() {
-                lines += 1;
-                // A torn last line (a crash mid-append) is skipped: that settlement is read
-                // again and its notice is deduplicated by the ledger of sent notices.
-                match serde_json::from_str::<SettledOp>(line) {
-                    Ok(SettledOp::Put(rel, fp)) => {
-                        data.settled.insert(rel, fp);
-                    }
-                    Ok(SettledOp::Remove(rel)) => {
-                        data.settled.remove(&rel);
-                    }
-                    Err(_) => {}
-                }
+        let (restored, journal_lines) = match fs::read(&journal) {
+            Ok(bytes) => settled::decode(&bytes),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (Restored::Nothing, 0),
+            Err(e) => (
+                Restored::Untrusted {
+                    reason: format!("it cannot be read ({e})"),
+                    recorded: Vec::new(),
+                },
+                0,
+            ),
+        };
+        let restored = match restored {
+            Restored::Records { .. } => restored,
+            _ if migrated.is_empty() => restored,
+            Restored::Nothing => Restored::Untrusted {
+                reason: "an older polisd kept only fingerprints, in state.json".to_string(),
+                recorded: migrated,
+            },
+            Restored::Untrusted {
+                reason,
+                mut recorded,
+            } => {
+                recorded.extend(migrated);
+                Restored::Untrusted { reason, recorded }
             }
-        }
-        let state = State {
+        };
+        let snapshot_due = !matches!(restored, Restored::Records { .. });
+        Ok(State {
             data,
             dir,
             saved,
             recovered_from,
-            settled_journal: Vec::new(),
-        };
-        if migrated || lines > 2 * state.data.settled.len() + 1024 {
-            state.compact_settled()?;
-        }
-        Ok(state)
+            settled_restored: Some(restored),
+            settled_pending: Vec::new(),
+            settled_pending_lines: 0,
+            settled_journal_lines: journal_lines,
+            settled_snapshot_due: snapshot_due,
+        })
     }
 
-    /// Rewrites `settled.jsonl` with one line per entry.
-    fn compact_settled(&self) -> Result<(), StateError> {
-        let mut bytes = Vec::new();
-        for (rel, fp) in &self.data.settled {
-            let op = SettledOp::Put(rel.clone(), *fp);
-            bytes.extend(
-                serde_json::to_vec(&op).map_err(|source| StateError::Encode {
-                    path: self.dir.join(SETTLED_FILE),
-                    source,
-                })?,
-            );
-            bytes.push(b'\n');
-        }
-        write_atomic(&self.dir, SETTLED_FILE, &bytes)
+    /// What `settled.jsonl` held when the state was loaded (the durable ledger of an earlier
+    /// run, to be checked against each file's fingerprint); [`Restored::Nothing`] after the
+    /// first call.
+    pub fn take_settled(&mut self) -> Restored {
+        self.settled_restored.take().unwrap_or(Restored::Nothing)
     }
 
-    /// Records that the settled file `rel` was counted with fingerprint `fp`.
-    pub fn settled_put(&mut self, rel: &str, fp: Fingerprint) {
-        if self.data.settled.get(rel) != Some(&fp) {
-            self.data.settled.insert(rel.to_string(), fp);
-            self.settled_journal
-                .push(SettledOp::Put(rel.to_string(), fp));
+    /// Journals that the settled file `record.path` was counted as `record` says.
+    pub fn settled_put(&mut self, record: SettledRecord) {
+        if self.settled_snapshot_due {
+            return;
+        }
+        match settled::encode_put(record) {
+            Ok(line) => self.push_settled_line(line),
+            Err(_) => self.settled_snapshot_due = true,
         }
     }
 
-    /// Forgets the settled file `rel`.
+    /// Journals that the settled file `rel` is gone.
     pub fn settled_remove(&mut self, rel: &str) {
-        if self.data.settled.remove(rel).is_some() {
-            self.settled_journal
-                .push(SettledOp::Remove(rel.to_string()));
+        if self.settled_snapshot_due {
+            return;
         }
+        match settled::encode_del(rel) {
+            Ok(line) => self.push_settled_line(line),
+            Err(_) => self.settled_snapshot_due = true,
+        }
+    }
+
+    fn push_settled_line(&mut self, line: Vec<u8>) {
+        self.settled_pending.extend(line);
+        self.settled_pending_lines += 1;
+    }
+
+    /// Asks for `settled.jsonl` to be rewritten whole (the ledger was rebuilt).
+    pub fn require_settled_snapshot(&mut self) {
+        self.settled_snapshot_due = true;
+        self.settled_pending.clear();
+        self.settled_pending_lines = 0;
+    }
+
+    /// Whether `settled.jsonl` should be rewritten from a ledger of `files` files: it is due,
+    /// or its journal has grown past twice the snapshot.
+    pub fn settled_snapshot_due(&self, files: usize) -> bool {
+        self.settled_snapshot_due
+            || self.settled_journal_lines + self.settled_pending_lines > 2 * files + 1024
+    }
+
+    /// Replaces `settled.jsonl` with a snapshot of these records (instants computed in the
+    /// zone `zone_seconds` east of UTC), atomically. Call it after [`State::save`]: see there.
+    pub fn write_settled_snapshot(
+        &mut self,
+        zone_seconds: i32,
+        records: impl IntoIterator<Item = SettledRecord>,
+    ) -> Result<(), StateError> {
+        let path = self.dir.join(SETTLED_FILE);
+        let bytes = settled::encode_snapshot(zone_seconds, records)
+            .map_err(|source| StateError::Encode { path, source })?;
+        write_atomic(&self.dir, SETTLED_FILE, &bytes)?;
+        self.settled_snapshot_due = false;
+        self.settled_pending.clear();
+        self.settled_pending_lines = 0;
+        self.settled_journal_lines = 0;
+        Ok(())
     }
 
     /// This polis's state folder.
@@ -517,7 +563,8 @@ impl State {
     }
 
     /// Writes `state.json` atomically, unless nothing changed since the last load or save, then
-    /// appends pending changes to `settled.jsonl`. In that order: the outbox in `state.json`
+    /// appends pending changes to `settled.jsonl` (only after a snapshot: a journal line never
+    /// starts the file). In that order: the outbox in `state.json`
     /// holds the notices a new settlement calls for, so a crash between the two writes leaves
     /// the settlement unrecorded (seen as new again, its notices deduplicated) rather than
     /// recorded with its notices lost.
@@ -533,24 +580,28 @@ impl State {
             write_atomic(&self.dir, STATE_FILE, &bytes)?;
             self.saved = bytes;
         }
-        if !self.settled_journal.is_empty() {
+        if !self.settled_pending.is_empty() {
             use std::io::Write;
             let path = self.dir.join(SETTLED_FILE);
-            let mut bytes = Vec::new();
-            for op in &self.settled_journal {
-                bytes.extend(serde_json::to_vec(op).map_err(|source| StateError::Encode {
-                    path: path.clone(),
-                    source,
-                })?);
-                bytes.push(b'\n');
-            }
-            fs::OpenOptions::new()
-                .create(true)
+            let appended = fs::OpenOptions::new()
                 .append(true)
                 .open(&path)
-                .and_then(|mut f| f.write_all(&bytes).and_then(|_| f.sync_data()))
-                .map_err(io_err("append to", &path))?;
-            self.settled_journal.clear();
+                .and_then(|mut f| {
+                    f.write_all(&self.settled_pending)
+                        .and_then(|_| f.sync_data())
+                });
+            match appended {
+                Ok(()) => {}
+                // Removed behind polisd's back: the next snapshot writes it whole.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    self.require_settled_snapshot();
+                    return Ok(());
+                }
+                Err(e) => return Err(io_err("append to", &path)(e)),
+            }
+            self.settled_pending.clear();
+            self.settled_journal_lines += self.settled_pending_lines;
+            self.settled_pending_lines = 0;
         }
         Ok(())
     }
@@ -638,6 +689,50 @@ impl State {
     }
 }
 
+/// Where the session hooks of one citizen keep their rate limit on this machine:
+/// `hooks/<citizen>.json` in the polis's state folder. Small and separate from `state.json`, so
+/// a hook never loads (or rewrites) the daemon's state.
+fn hook_file(polis_root: &Path, citizen: &str) -> Result<(PathBuf, PathBuf), StateError> {
+    let dir = polis_state_dir(&state_base_dir()?, &canonical(polis_root)).join("hooks");
+    let name = format!("{citizen}.json");
+    Ok((dir, PathBuf::from(name)))
+}
+
+/// When the hooks of `citizen` last looked at its inbox on this machine, as recorded (the
+/// recorded time, never a file's mtime). `None` when never, or unreadable.
+pub fn hook_last_check(polis_root: &Path, citizen: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    let (dir, name) = hook_file(polis_root, citizen).ok()?;
+    let bytes = fs::read(dir.join(name)).ok()?;
+    let record: HookRecord = serde_json::from_slice(&bytes).ok()?;
+    chrono::DateTime::parse_from_rfc3339(&record.last_check)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// Records that the hooks of `citizen` looked at its inbox at `at`.
+pub fn set_hook_last_check(
+    polis_root: &Path,
+    citizen: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<(), StateError> {
+    let (dir, name) = hook_file(polis_root, citizen)?;
+    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+    let record = HookRecord {
+        last_check: at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    };
+    let mut bytes = serde_json::to_vec(&record).map_err(|source| StateError::Encode {
+        path: dir.join(&name),
+        source,
+    })?;
+    bytes.push(b'\n');
+    replace_file(&dir, &name.to_string_lossy(), &bytes, false)
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct HookRecord {
+    last_check: String,
+}
+
 /// Whether a daemon holds `polis_root`'s lock, without loading (or creating) its state: what a
 /// one-shot command asks before doing work the daemon would do anyway. `false` when no daemon
 /// ever ran for the polis.
@@ -704,30 +799,51 @@ fn replace_file(dir: &Path, name: &str, bytes: &[u8], durable: bool) -> Result<(
 mod tests {
     use super::*;
 
+    // Field by field: the fingerprint grows fields (ctime, mode, inode) that these tests
+    // leave at their defaults.
+    #[allow(clippy::field_reassign_with_default)]
+    fn record(rel: &str, n: u64) -> SettledRecord {
+        let mut fingerprint = Fingerprint::default();
+        fingerprint.size = n;
+        fingerprint.mtime_ns = n as i64;
+        SettledRecord {
+            path: rel.to_string(),
+            fingerprint,
+            reread: false,
+            settlement: None,
+        }
+    }
+
     #[test]
-    fn settled_fingerprints_live_in_their_journal() {
+    fn settled_records_live_in_their_snapshot_and_journal() {
         let base = tempfile::tempdir().unwrap();
         let polis = tempfile::tempdir().unwrap();
-        let fp = |n: u64| Fingerprint {
-            size: n,
-            mtime_ns: n as i64,
-            ..Fingerprint::default()
-        };
+        let (a, b) = ("contracts/settled/a.md", "contracts/settled/b.md");
         let mut s = State::load_in(base.path(), polis.path()).unwrap();
-        s.settled_put("contracts/settled/a.md", fp(1));
-        s.settled_put("contracts/settled/b.md", fp(2));
+        assert_eq!(s.take_settled(), Restored::Nothing);
+        assert!(s.settled_snapshot_due(0));
+        // Before the first snapshot nothing is journalled: the snapshot will hold it.
+        s.settled_put(record(a, 9));
         s.save().unwrap();
-        s.settled_put("contracts/settled/a.md", fp(3));
-        s.settled_remove("contracts/settled/b.md");
+        assert!(!s.dir().join(SETTLED_FILE).exists());
+        s.write_settled_snapshot(3600, [record(a, 1), record(b, 2)])
+            .unwrap();
+        s.settled_put(record(a, 3));
+        s.settled_remove(b);
         s.save().unwrap();
+        assert!(!s.settled_snapshot_due(2));
         let json = fs::read_to_string(s.dir().join(STATE_FILE)).unwrap();
         assert!(!json.contains("contracts/settled"), "{json}");
-        let again = State::load_in(base.path(), polis.path()).unwrap();
+        let mut again = State::load_in(base.path(), polis.path()).unwrap();
         assert_eq!(
-            again.settled,
-            BTreeMap::from([("contracts/settled/a.md".to_string(), fp(3))])
+            again.take_settled(),
+            Restored::Records {
+                zone_seconds: 3600,
+                records: vec![record(a, 3)]
+            }
         );
-        // An older state.json with the map inline is read and moved to the journal.
+        assert_eq!(again.take_settled(), Restored::Nothing);
+        // An older state.json with the map inline names its paths, untrusted.
         let old = json.replacen(
             "\"sent_notifications\"",
             "\"settled\": {\"contracts/settled/c.md\": {\"size\": 4, \"mtime_ns\": 4, \"hash\": \"4\"}},\n  \"sent_notifications\"",
@@ -736,10 +852,15 @@ mod tests {
         assert_ne!(old, json);
         fs::write(s.dir().join(STATE_FILE), old).unwrap();
         fs::remove_file(s.dir().join(SETTLED_FILE)).unwrap();
-        let migrated = State::load_in(base.path(), polis.path()).unwrap();
-        assert_eq!(migrated.settled.len(), 1);
-        let journal = fs::read_to_string(s.dir().join(SETTLED_FILE)).unwrap();
-        assert!(journal.contains("contracts/settled/c.md"), "{journal}");
+        let mut migrated = State::load_in(base.path(), polis.path()).unwrap();
+        assert!(migrated.settled.is_empty());
+        match migrated.take_settled() {
+            Restored::Untrusted { recorded, .. } => {
+                assert_eq!(recorded, vec!["contracts/settled/c.md".to_string()])
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(migrated.settled_snapshot_due(1));
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub enum WriteError {
     Escapes(PathBuf),
     #[error("empty path: name a file inside _polis/")]
     Empty,
+    #[error("`{}`: outside _polis/ polisd writes only the agent CLIs' hook settings and the bridge pointers", .0.display())]
+    NotAProjectFile(PathBuf),
     #[error("`{}`: `{}` is a symbolic link; polisd never writes through links — replace it with a regular file or folder", .path.display(), .link.display())]
     Symlink { path: PathBuf, link: PathBuf },
     #[error("`{}`: `{}` is not a folder; move it away so polisd can write here", .path.display(), .component.display())]
@@ -91,6 +93,7 @@ impl WriteError {
             WriteError::Absolute(_)
                 | WriteError::Escapes(_)
                 | WriteError::Empty
+                | WriteError::NotAProjectFile(_)
                 | WriteError::Symlink { .. }
                 | WriteError::NotADirectory { .. }
                 | WriteError::NotRegular { .. }
@@ -146,6 +149,8 @@ enum Ledger {
 pub struct Writer {
     root: PathBuf,
     ledger: Mutex<HashMap<PathBuf, Ledger>>,
+    /// For a project writer, the only paths it may write.
+    allow: Option<&'static [&'static str]>,
     /// Whether writes are recorded in the own-write ledger. A one-shot command has no watcher
     /// to tell about its writes, and recording an append costs a read of the whole file.
     recording: bool,
@@ -194,6 +199,19 @@ fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     }
 }
 
+/// The files outside `_polis/` that polisd writes, relative to the project root, and only when
+/// a person or agent asks (`polisd hooks install`, `polisd init`): each agent CLI's
+/// project-level hook configuration and the bridge pointers of the protocol's skill.
+pub const PROJECT_FILES: [&str; 7] = [
+    ".claude/settings.json",
+    ".codex/hooks.json",
+    ".gemini/settings.json",
+    "CLAUDE.md",
+    "AGENTS.md",
+    "GEMINI.md",
+    ".agents/skills/polis-protocol/SKILL.md",
+];
+
 /// `O_NOFOLLOW | O_NONBLOCK`: a link is refused rather than followed, and a FIFO put in place
 /// of a file cannot block the open.
 pub(crate) const fn no_follow_flags() -> i32 {
@@ -240,6 +258,7 @@ impl Writer {
         Ok(Writer {
             root,
             ledger: Mutex::new(HashMap::new()),
+            allow: None,
             recording: true,
         })
     }
@@ -249,6 +268,15 @@ impl Writer {
     pub fn unrecorded(root: &Path) -> Result<Writer, WriteError> {
         let mut w = Writer::new(root)?;
         w.recording = false;
+        Ok(w)
+    }
+
+    /// A writer for the project root (the folder holding `_polis/`) that may write only
+    /// [`PROJECT_FILES`], with the same safety as the polis writer (no links, atomic replace,
+    /// compare-before-replace).
+    pub fn for_project(project_root: &Path) -> Result<Writer, WriteError> {
+        let mut w = Writer::new(project_root)?;
+        w.allow = Some(&PROJECT_FILES);
         Ok(w)
     }
 
@@ -383,6 +411,68 @@ impl Writer {
             .map_err(io_err("read back", &t.rel))?;
         self.record(&t.rel, Ledger::Wrote(sha256(&all)));
         Ok(())
+    }
+
+    /// A read-modify-write of `rel` that no other process doing the same can interleave with:
+    /// under an exclusive advisory lock on `.polisd-<name>.lock` beside the file, reads the
+    /// current bytes (`None`: no file), asks `decide` for the new bytes (`None`: leave it),
+    /// and replaces the file atomically when they differ. The lock is on a file of its own,
+    /// not on `rel`, because the atomic rename swaps `rel`'s inode: a waiter holding the old
+    /// one would read stale bytes. Nothing is written when `decide` fails.
+    ///
+    /// The lock file is empty, hidden and never removed (removing a lock file races with a
+    /// process about to take it); watchers ignore `.polisd-*` names.
+    pub fn update_locked<T, E: From<WriteError>>(
+        &self,
+        rel: impl AsRef<Path>,
+        decide: impl FnOnce(Option<&[u8]>) -> Result<(Option<Vec<u8>>, T), E>,
+    ) -> Result<(WriteOutcome, T), E> {
+        let t = self.target(rel.as_ref())?;
+        self.ensure_parents(&t, true)?;
+        let name = t
+            .rel
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let lock_rel = t.rel.with_file_name(format!("{TEMP_PREFIX}{name}.lock"));
+        let lock_t = self.target(&lock_rel)?;
+        self.existing_file(&lock_t)?;
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(no_follow_flags())
+            .open(&lock_t.abs)
+            .map_err(|e| self.link_or_io(&lock_t, e, "open the lock file"))?;
+        let meta = lock.metadata().map_err(io_err("inspect", &lock_t.rel))?;
+        if !meta.is_file() {
+            return Err(WriteError::NotRegular {
+                path: lock_t.rel,
+                kind: kind_name(meta.file_type()),
+            }
+            .into());
+        }
+        fs4::fs_std::FileExt::lock_exclusive(&lock).map_err(io_err("lock", &lock_t.rel))?;
+        let current = match self.existing_file(&t)? {
+            Some(_) => Some(read_no_follow(&t)?),
+            None => None,
+        };
+        let (new, out) = decide(current.as_deref())?;
+        let outcome = match new {
+            Some(bytes) if current.as_deref() != Some(bytes.as_slice()) => {
+                let mode = self.existing_file(&t)?.map(|m| m.permissions().mode());
+                let tmp = write_temp(&t, &bytes, mode)?;
+                self.ensure_parents(&t, false)?;
+                self.existing_file(&t)?;
+                persist(tmp, &t)?;
+                self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
+                WriteOutcome::Written
+            }
+            _ => WriteOutcome::Unchanged,
+        };
+        drop(lock);
+        Ok((outcome, out))
     }
 
     /// Replaces an agent-owned file whose bytes were `expected_old` with `new`, re-reading it
@@ -674,6 +764,11 @@ impl Writer {
         if clean.as_os_str().is_empty() {
             return Err(WriteError::Empty);
         }
+        if let Some(allow) = self.allow {
+            if !allow.iter().any(|a| Path::new(a) == clean) {
+                return Err(WriteError::NotAProjectFile(rel.to_path_buf()));
+            }
+        }
         Ok(Target {
             abs: self.root.join(&clean),
             rel: clean,
@@ -880,6 +975,62 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(names.len(), 1, "temp file removed: {names:?}");
+    }
+
+    #[test]
+    fn update_locked_serialises_read_modify_write_across_handles() {
+        // Two writers on one root stand for two processes: each appends a line under the lock
+        // while the other waits, so no increment is lost.
+        let (_d, w) = polis();
+        let root = w.root().to_path_buf();
+        let threads: Vec<_> = (0..4)
+            .map(|i| {
+                let root = root.clone();
+                std::thread::spawn(move || {
+                    let w = Writer::new(&root).unwrap();
+                    for j in 0..10 {
+                        w.update_locked("counter.txt", |cur| {
+                            let mut text = cur.map(|b| b.to_vec()).unwrap_or_default();
+                            std::thread::yield_now();
+                            text.extend_from_slice(format!("{i}-{j}\n").as_bytes());
+                            Ok::<_, WriteError>((Some(text), ()))
+                        })
+                        .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let text = fs::read_to_string(root.join("counter.txt")).unwrap();
+        assert_eq!(text.lines().count(), 40, "{text}");
+        assert!(root.join(".polisd-counter.txt.lock").is_file());
+    }
+
+    #[test]
+    fn update_locked_writes_nothing_when_unchanged_or_refused() {
+        let (_d, w) = polis();
+        let (out, ()) = w
+            .update_locked("r.yml", |cur| {
+                assert!(cur.is_none());
+                Ok::<_, WriteError>((None, ()))
+            })
+            .unwrap();
+        assert_eq!(out, WriteOutcome::Unchanged);
+        assert!(!w.root().join("r.yml").exists());
+        let err = w
+            .update_locked("r.yml", |_| -> Result<(Option<Vec<u8>>, ()), WriteError> {
+                Err(WriteError::Empty)
+            })
+            .unwrap_err();
+        assert!(matches!(err, WriteError::Empty));
+        assert!(!w.root().join("r.yml").exists());
+        std::os::unix::fs::symlink("/tmp", w.root().join(".polisd-l.yml.lock")).unwrap();
+        let err = w
+            .update_locked("l.yml", |_| Ok::<_, WriteError>((Some(b"x".to_vec()), ())))
+            .unwrap_err();
+        assert!(matches!(err, WriteError::Symlink { .. }), "{err}");
     }
 
     fn polis() -> (tempfile::TempDir, Writer) {

@@ -285,6 +285,47 @@ pub struct Settled {
     /// `Some(true)` when routing_stats.yml was rebuilt and changed, `None` when a daemon
     /// runs (it reconciles) or reconciling was not asked for.
     pub reconciled: Option<bool>,
+    /// What the end of the contract released in `reservations.yml`.
+    pub reservations: ReleasedReservations,
+}
+
+/// The reservations the end of a contract released (`operations::reservation`): those made
+/// for it, and its owner's made for no contract when the owner has no other open one.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ReleasedReservations {
+    pub paths: Vec<String>,
+    /// Why they could not be released now (the daemon releases them on its next pass); the
+    /// contract has ended all the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+fn release_reservations(
+    writer: &Writer,
+    now: &PolisTime,
+    id: &str,
+    owner: Option<&str>,
+) -> ReleasedReservations {
+    match crate::operations::reservation::release_for_ended_contract(
+        writer.root(),
+        writer,
+        now,
+        id,
+        owner,
+    ) {
+        Ok(done) => ReleasedReservations {
+            paths: done
+                .dropped
+                .into_iter()
+                .flat_map(|(v, _)| v.paths)
+                .collect(),
+            error: None,
+        },
+        Err(e) => ReleasedReservations {
+            paths: Vec::new(),
+            error: Some(e.to_string()),
+        },
+    }
 }
 
 fn crash_hook() {
@@ -503,6 +544,12 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
     } else {
         None
     };
+    let reservations = release_reservations(
+        writer,
+        now,
+        &req.id,
+        Some(owner.as_str()).filter(|o| !o.is_empty()),
+    );
     Ok(Settled {
         contract_id: req.id.clone(),
         owner,
@@ -512,6 +559,7 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
         chronicle,
         lesson,
         reconciled,
+        reservations,
     })
 }
 
@@ -526,6 +574,8 @@ pub struct Abandoned {
     pub path: String,
     pub resumed: bool,
     pub chronicle: Option<Appended>,
+    /// What the end of the contract released in `reservations.yml`.
+    pub reservations: ReleasedReservations,
 }
 
 /// Abandons an open contract: `status: abandoned`, `settled_at`, `abandoned_reason`, the move
@@ -568,6 +618,7 @@ pub fn abandon(
         })
     };
     let moved = end_contract(writer, id, &ABANDON, &edit)?;
+    let reservations = release_reservations(writer, now, id, moved.owner.as_deref());
     let author = author
         .into_inner()
         .or(moved.owner.clone())
@@ -591,6 +642,7 @@ pub fn abandon(
         path: moved.rel,
         resumed: moved.resumed,
         chronicle,
+        reservations,
     })
 }
 

@@ -6,6 +6,7 @@
 //! the folder's state (and the sent-notification ledger), so running it twice, or after a crash
 //! half-way, changes nothing twice (SPEC §11).
 
+pub mod agent_hooks;
 pub mod amendment;
 pub mod chronicle;
 pub mod context;
@@ -18,9 +19,12 @@ pub mod lesson;
 pub mod lookup;
 mod reconcile;
 pub mod reflection;
+pub mod reservation;
 pub mod review;
 pub mod route;
+pub mod session;
 mod staleness;
+pub mod summary;
 pub mod sync;
 mod tally;
 

@@ -459,7 +459,7 @@ pub fn settlement_of(path: &str, record: &Record, zone: PolisZone) -> SettledRea
         .is_truthy()
         .then(|| when.python_str().chars().take(10).collect::<String>());
     let instant = instant_of(when, zone);
-    let when_text = if when.is_truthy() {
+    let when_text = if when.is_truthy() && instant.is_none() {
         when.python_str()
     } else {
         String::new()
@@ -477,7 +477,6 @@ pub fn settlement_of(path: &str, record: &Record, zone: PolisZone) -> SettledRea
     let minutes = extract_minutes(f, &record.body);
     out.settlement = Some(Settlement {
         path: path.to_string(),
-        contract_id: text(f.get("contract_id")),
         owner,
         tags,
         instant,

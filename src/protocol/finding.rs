@@ -64,6 +64,8 @@ pub enum Code {
     Diverged,
     /// Two citizens claimed one contract with no release between (issue 13).
     ClaimConflict,
+    /// Two citizens' entries in `reservations.yml` hold overlapping paths.
+    ReservationOverlap,
 }
 
 impl Code {
@@ -93,6 +95,7 @@ impl Code {
             Code::DriverNotConfigured => "P014",
             Code::Diverged => "P015",
             Code::ClaimConflict => "P011",
+            Code::ReservationOverlap => "P012",
         }
     }
 }

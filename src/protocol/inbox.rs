@@ -10,6 +10,7 @@ use crate::protocol::chronicle;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::{Finding, Severity};
 use crate::protocol::layout::DAEMON_ID;
+use crate::protocol::reservation::Overlap;
 use regex::Regex;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -33,12 +34,13 @@ pub enum Kind {
     CardChanged,
     SyncConflict,
     WorktreeDiverged,
+    ReservationConflict,
     ClaimConflict,
     SettingChange,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 17] = [
         Kind::ChronicleFinding,
         Kind::ContractRouted,
         Kind::ContractSettled,
@@ -53,6 +55,7 @@ impl Kind {
         Kind::CardChanged,
         Kind::SyncConflict,
         Kind::WorktreeDiverged,
+        Kind::ReservationConflict,
         Kind::ClaimConflict,
         Kind::SettingChange,
     ];
@@ -74,6 +77,7 @@ impl Kind {
             Kind::CardChanged => "card-changed",
             Kind::SyncConflict => "sync-conflict",
             Kind::WorktreeDiverged => "worktree-diverged",
+            Kind::ReservationConflict => "reservation-conflict",
             Kind::ClaimConflict => "claim-conflict",
             Kind::SettingChange => "setting-change",
         }
@@ -116,6 +120,9 @@ pub fn render(stamp: &str, paragraph: &str, link: &str, kind: Kind, id: &str) ->
     let paragraph = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
     format!("\n### {stamp} from {DAEMON_ID}\n\n{paragraph}\n\n[[{link}]]\n<!-- polisd:{kind}:{id} -->\n\n---\n")
 }
+
+/// The wikilink of `reservations.yml` in a notice.
+const RESERVATIONS_LINK: &str = "reservations.yml";
 
 static MARKER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?m)^[ \t]*<!-- polisd:([a-z-]+):([0-9a-f]{16}) -->[ \t]*\r?$").unwrap()
@@ -425,6 +432,55 @@ impl Notification {
                 "The contract `{contract_id}` that you own has had no chronicle line since {last_line} (14 days or more). Append a line with your progress, or, if you have stopped, set `status: abandoned`, move it to `contracts/abandoned/` and append an `abandoned contract` line so someone else can take it."
             ),
         }
+    }
+
+    /// Two citizens' entries in `reservations.yml` hold overlapping paths: one notice to each.
+    /// The subject names both entries' paths and the discriminator the later entry's time, so
+    /// each overlap is told once, and a new overlapping reservation again.
+    pub fn reservation_conflict(o: &Overlap) -> [Notification; 2] {
+        let subject = format!(
+            "{}:{}|{}:{}",
+            o.first, o.first_path, o.second, o.second_path
+        );
+        let since = |at: &str| {
+            if at.is_empty() {
+                String::new()
+            } else {
+                format!(" since {at}")
+            }
+        };
+        let how = "`polisd reserve` refuses overlapping paths, so the entry was written another way (by hand, by the reference's `polis reserve`, or by a sync between machines)";
+        let to_first = Notification {
+            kind: Kind::ReservationConflict,
+            recipient: o.first.clone(),
+            subject: subject.clone(),
+            discriminator: o.second_at.clone(),
+            link: RESERVATIONS_LINK.to_string(),
+            paragraph: format!(
+                "`{second}` reserved `{sp}` in reservations.yml, which overlaps `{fp}` that you hold{fsince}; {how}. Agree with `{second}` who goes first: ask them to run `polisd release {sp} --as {second}`, or release yours with `polisd release {fp} --as {first}`.",
+                second = o.second,
+                first = o.first,
+                sp = o.second_path,
+                fp = o.first_path,
+                fsince = since(&o.first_at),
+            ),
+        };
+        let to_second = Notification {
+            kind: Kind::ReservationConflict,
+            recipient: o.second.clone(),
+            subject,
+            discriminator: o.second_at.clone(),
+            link: RESERVATIONS_LINK.to_string(),
+            paragraph: format!(
+                "Your reservation of `{sp}` in reservations.yml overlaps `{fp}`, which `{first}` reserved earlier{fsince}; {how}. Leave those files to `{first}` and release yours with `polisd release {sp} --as {second}`, or agree with `{first}` that they release theirs.",
+                second = o.second,
+                first = o.first,
+                sp = o.second_path,
+                fp = o.first_path,
+                fsince = since(&o.first_at),
+            ),
+        };
+        [to_first, to_second]
     }
 
     /// A card's `content_hash` stopped matching; told to that citizen and the index keeper.

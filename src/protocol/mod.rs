@@ -2,6 +2,7 @@
 //! out. Nothing here opens a file, reads the clock, spawns a thread or names the shell; the
 //! architecture test fails if it does.
 
+pub mod agent_hooks;
 pub mod amendment;
 pub mod card;
 pub mod chronicle;
@@ -16,7 +17,10 @@ pub mod inbox;
 pub mod layout;
 pub mod lesson;
 pub mod merge;
+pub mod notice;
+pub mod primer;
 pub mod reflection;
+pub mod reservation;
 pub mod review;
 pub mod routing;
 pub mod settings;

@@ -18,13 +18,13 @@ pub const DEFAULT_EXPLORE_RATE: f64 = 0.15;
 pub struct Settlement {
     /// The file, relative to `_polis/` (for findings and notices).
     pub path: String,
-    pub contract_id: Option<String>,
     pub owner: String,
     /// Deduplicated, first-seen order.
     pub tags: Vec<String>,
     /// The settlement time as polis-local wall time; `None` when there is no readable time.
     pub instant: Option<NaiveDateTime>,
-    /// The time as Python's `str()` writes it; orders settlements without an instant.
+    /// The time as Python's `str()` writes it, for a settlement without an instant: it orders
+    /// those (SPEC §6 step 4). Empty when there is an instant, which orders instead.
     pub when_text: String,
     /// `str(settled_at)[:10]`, `None` when there is no time at all.
     pub last_completed: Option<String>,
@@ -33,6 +33,22 @@ pub struct Settlement {
     pub quality_defaulted: bool,
     /// As the double the reference's arithmetic uses.
     pub minutes: f64,
+}
+
+impl Settlement {
+    /// The settlement borrowed, as a [`Ledger`] gives its own.
+    pub fn view(&self) -> SettlementView<'_> {
+        SettlementView {
+            owner: &self.owner,
+            tags: &self.tags,
+            instant: self.instant,
+            when_text: &self.when_text,
+            last_completed: self.last_completed.as_deref(),
+            quality: self.quality,
+            quality_defaulted: self.quality_defaulted,
+            minutes: self.minutes,
+        }
+    }
 }
 
 /// One citizen's record on one tag.
@@ -59,11 +75,17 @@ impl CitizenStats {
     /// Replays one settlement (SPEC §6 step 5): exactly the reference's operations,
     /// `(avg * n + x) / (n + 1)`, in this order, so the doubles are the reference's.
     fn record(&mut self, s: &Settlement) {
+        self.record_values(s.quality, s.minutes, s.last_completed.as_deref());
+    }
+
+    fn record_values(&mut self, quality: u8, minutes: f64, last_completed: Option<&str>) {
         let n = self.contracts_completed as f64;
-        self.avg_quality_score = (self.avg_quality_score * n + f64::from(s.quality)) / (n + 1.0);
-        self.avg_actual_minutes = (self.avg_actual_minutes * n + s.minutes) / (n + 1.0);
+        self.avg_quality_score = (self.avg_quality_score * n + f64::from(quality)) / (n + 1.0);
+        self.avg_actual_minutes = (self.avg_actual_minutes * n + minutes) / (n + 1.0);
         self.contracts_completed += 1;
-        self.last_completed = s.last_completed.clone();
+        if self.last_completed.as_deref() != last_completed {
+            self.last_completed = last_completed.map(str::to_string);
+        }
     }
 }
 
@@ -197,10 +219,225 @@ fn assemble(
     }
 }
 
+/// Marks a settlement without a readable time in [`Entry::instant`].
+const NO_INSTANT: i64 = i64::MIN;
+
+/// A polis-local wall time as the ledger keeps it: microseconds since 1970-01-01 00:00 (the
+/// reference reads times to the microsecond; every year chrono can hold fits).
+fn instant_micros(i: Option<NaiveDateTime>) -> i64 {
+    i.map_or(NO_INSTANT, |i| i.and_utc().timestamp_micros())
+}
+
+fn micros_instant(micros: i64) -> Option<NaiveDateTime> {
+    if micros == NO_INSTANT {
+        return None;
+    }
+    chrono::DateTime::from_timestamp_micros(micros).map(|d| d.naive_utc())
+}
+
+/// A string shared by every settlement that names it, found by its text.
+#[derive(Debug, Clone)]
+struct Shared(std::sync::Arc<String>);
+
+impl PartialEq for Shared {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for Shared {}
+impl std::hash::Hash for Shared {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.as_str().hash(state)
+    }
+}
+impl std::borrow::Borrow<str> for Shared {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A tag list shared the same way.
+#[derive(Debug, Clone)]
+struct SharedTags(std::sync::Arc<Vec<String>>);
+
+impl PartialEq for SharedTags {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for SharedTags {}
+impl std::hash::Hash for SharedTags {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // As a slice hashes, which `Borrow<[String]>` requires.
+        self.0.as_slice().hash(state)
+    }
+}
+impl std::borrow::Borrow<[String]> for SharedTags {
+    fn borrow(&self) -> &[String] {
+        &self.0
+    }
+}
+
+/// The owners, dates and tag lists of a ledger, each kept once: a polis of 100k settlements
+/// has a few dozen owners, a few thousand days and a few hundred tag lists.
+#[derive(Debug, Clone, Default)]
+struct Interner {
+    texts: std::collections::HashSet<Shared>,
+    tag_lists: std::collections::HashSet<SharedTags>,
+}
+
+impl Interner {
+    fn text(&mut self, s: &str) -> std::sync::Arc<String> {
+        if let Some(shared) = self.texts.get(s) {
+            return shared.0.clone();
+        }
+        let shared = std::sync::Arc::new(s.to_string());
+        self.texts.insert(Shared(shared.clone()));
+        shared
+    }
+
+    fn tags(&mut self, tags: &[String]) -> std::sync::Arc<Vec<String>> {
+        if let Some(shared) = self.tag_lists.get(tags) {
+            return shared.0.clone();
+        }
+        let shared = std::sync::Arc::new(tags.to_vec());
+        self.tag_lists.insert(SharedTags(shared.clone()));
+        shared
+    }
+
+    /// Forgets what no settlement names any more.
+    fn purge(&mut self) {
+        self.texts
+            .retain(|s| std::sync::Arc::strong_count(&s.0) > 1);
+        self.tag_lists
+            .retain(|t| std::sync::Arc::strong_count(&t.0) > 1);
+    }
+
+    fn entry(&mut self, path: &str, s: SettlementView<'_>) -> Entry {
+        Entry {
+            path: path.into(),
+            owner: self.text(s.owner),
+            tags: self.tags(s.tags),
+            instant: instant_micros(s.instant),
+            when_text: s.instant.is_none().then(|| self.text(s.when_text)),
+            last_completed: s.last_completed.map(|d| self.text(d)),
+            minutes: s.minutes,
+            quality: s.quality,
+            quality_defaulted: s.quality_defaulted,
+        }
+    }
+}
+
+/// One settlement as the ledger keeps it (about a tenth of a [`Settlement`]'s heap): the path
+/// once, owner, tags and date shared through the [`Interner`], the time as an integer.
+#[derive(Debug)]
+struct Entry {
+    path: Box<str>,
+    owner: std::sync::Arc<String>,
+    tags: std::sync::Arc<Vec<String>>,
+    /// See [`instant_micros`]; [`NO_INSTANT`] when there is none.
+    instant: i64,
+    /// Only for a settlement without an instant: it orders those (SPEC §6 step 4).
+    when_text: Option<std::sync::Arc<String>>,
+    last_completed: Option<std::sync::Arc<String>>,
+    minutes: f64,
+    quality: u8,
+    quality_defaulted: bool,
+}
+
+impl Entry {
+    fn when_text(&self) -> &str {
+        self.when_text.as_deref().map_or("", String::as_str)
+    }
+
+    fn settlement(&self) -> Settlement {
+        Settlement {
+            path: self.path.to_string(),
+            owner: self.owner.to_string(),
+            tags: self.tags.to_vec(),
+            instant: micros_instant(self.instant),
+            when_text: self.when_text().to_string(),
+            last_completed: self.last_completed.as_deref().cloned(),
+            quality: self.quality,
+            quality_defaulted: self.quality_defaulted,
+            minutes: self.minutes,
+        }
+    }
+
+    fn view(&self) -> SettlementView<'_> {
+        SettlementView {
+            owner: &self.owner,
+            tags: &self.tags,
+            instant: micros_instant(self.instant),
+            when_text: self.when_text(),
+            last_completed: self.last_completed.as_deref().map(String::as_str),
+            quality: self.quality,
+            quality_defaulted: self.quality_defaulted,
+            minutes: self.minutes,
+        }
+    }
+
+    /// Whether `s` says what this entry says (its `when_text` counts only without an instant).
+    fn same_as(&self, s: &Settlement) -> bool {
+        *self.owner == s.owner
+            && *self.tags == s.tags
+            && self.instant == instant_micros(s.instant)
+            && (s.instant.is_some() || self.when_text() == s.when_text)
+            && self.last_completed.as_deref() == s.last_completed.as_ref()
+            && self.minutes.to_bits() == s.minutes.to_bits()
+            && self.quality == s.quality
+            && self.quality_defaulted == s.quality_defaulted
+    }
+
+    /// [`replay_order`] over entries, then the path.
+    fn order(&self, other: &Entry) -> Ordering {
+        let time = if self.instant == NO_INSTANT && other.instant == NO_INSTANT {
+            self.when_text().cmp(other.when_text())
+        } else {
+            self.instant.cmp(&other.instant)
+        };
+        time.then_with(|| self.owner.cmp(&other.owner))
+            .then_with(|| self.tags.cmp(&other.tags))
+            .then_with(|| self.quality.cmp(&other.quality))
+            .then_with(|| self.minutes.total_cmp(&other.minutes))
+            .then_with(|| self.path.cmp(&other.path))
+    }
+}
+
+/// A settlement kept by a [`Ledger`], borrowed (for writing it elsewhere without a copy).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SettlementView<'a> {
+    pub owner: &'a str,
+    pub tags: &'a [String],
+    pub instant: Option<NaiveDateTime>,
+    pub when_text: &'a str,
+    pub last_completed: Option<&'a str>,
+    pub quality: u8,
+    pub quality_defaulted: bool,
+    pub minutes: f64,
+}
+
+impl SettlementView<'_> {
+    /// The settlement owned, with its path.
+    pub fn to_settlement(&self, path: &str) -> Settlement {
+        Settlement {
+            path: path.to_string(),
+            owner: self.owner.to_string(),
+            tags: self.tags.to_vec(),
+            instant: self.instant,
+            when_text: self.when_text.to_string(),
+            last_completed: self.last_completed.map(str::to_string),
+            quality: self.quality,
+            quality_defaulted: self.quality_defaulted,
+            minutes: self.minutes,
+        }
+    }
+}
+
 /// A settlement placed in the replay order. Equal replay keys fall back to the path: a full
 /// [`reconcile`] sorts stably over settlements listed in path order, which is the same order.
 #[derive(Debug, Clone)]
-struct Placed(std::sync::Arc<Settlement>);
+struct Placed(std::sync::Arc<Entry>);
 
 impl PartialEq for Placed {
     fn eq(&self, other: &Self) -> bool {
@@ -215,7 +452,10 @@ impl PartialOrd for Placed {
 }
 impl Ord for Placed {
     fn cmp(&self, other: &Self) -> Ordering {
-        replay_order(&self.0, &other.0).then_with(|| self.0.path.cmp(&other.0.path))
+        if std::sync::Arc::ptr_eq(&self.0, &other.0) {
+            return Ordering::Equal;
+        }
+        self.0.order(&other.0)
     }
 }
 
@@ -232,7 +472,7 @@ impl Eq for ByPath {}
 impl std::hash::Hash for ByPath {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         // As `str` hashes, which `Borrow<str>` requires.
-        self.0 .0.path.as_str().hash(state)
+        self.0 .0.path.hash(state)
     }
 }
 impl std::borrow::Borrow<str> for ByPath {
@@ -268,16 +508,22 @@ impl TagLedger {
     }
 
     /// Adds one settlement at the end of the replay: the same operations as [`reconcile`].
-    fn extend(&mut self, s: &Settlement) {
+    fn extend(&mut self, e: &Entry) {
         let citizens = &mut self.stats.citizens;
-        let c = *self
-            .citizen_index
-            .entry(s.owner.clone())
-            .or_insert_with(|| {
-                citizens.push(CitizenStats::new(&s.owner));
+        let c = match self.citizen_index.get(e.owner.as_str()) {
+            Some(&c) => c,
+            None => {
+                citizens.push(CitizenStats::new(&e.owner));
+                self.citizen_index
+                    .insert(e.owner.to_string(), citizens.len() - 1);
                 citizens.len() - 1
-            });
-        citizens[c].record(s);
+            }
+        };
+        citizens[c].record_values(
+            e.quality,
+            e.minutes,
+            e.last_completed.as_deref().map(String::as_str),
+        );
     }
 
     fn replay(&mut self) {
@@ -306,25 +552,49 @@ impl TagLedger {
     }
 }
 
-/// The settlements of a polis kept between changes, so `routing_stats.yml` follows one
+/// The settled files of a polis kept between changes, so `routing_stats.yml` follows one
 /// settlement at a cost that does not grow with the polis: a settlement later in the replay
 /// than every other on its tags extends the running averages directly; an older one, an edit or
 /// a removal replays only the tags it touches. [`Ledger::stats`] equals [`reconcile`] over the
 /// same settlements, byte for byte once rendered (`tests/incremental.rs` checks it).
-#[derive(Debug, Clone, Default)]
-pub struct Ledger {
-    by_path: std::collections::HashSet<ByPath>,
+///
+/// Each file carries a value `M` of the caller's (the daemon keeps its fingerprint there), so
+/// the path is kept once for the file, its settlement and its metadata. Files that give no
+/// settlement are kept too, with their `M` only.
+#[derive(Debug, Clone)]
+pub struct Ledger<M = ()> {
+    by_path: HashMap<ByPath, M>,
+    unsettled: HashMap<Box<str>, M>,
     all: std::collections::BTreeSet<Placed>,
     tags: HashMap<String, TagLedger>,
     /// Tags whose leader must be chosen again before the next [`Ledger::stats`].
     touched: std::collections::BTreeSet<String>,
+    interner: Interner,
+    /// Interned values when they were last purged, to purge again once they double.
+    interned_at_purge: usize,
+}
+
+impl<M> Default for Ledger<M> {
+    fn default() -> Self {
+        Ledger {
+            by_path: HashMap::new(),
+            unsettled: HashMap::new(),
+            all: std::collections::BTreeSet::new(),
+            tags: HashMap::new(),
+            touched: std::collections::BTreeSet::new(),
+            interner: Interner::default(),
+            interned_at_purge: 0,
+        }
+    }
 }
 
 impl Ledger {
     pub fn new() -> Ledger {
         Ledger::default()
     }
+}
 
+impl<M> Ledger<M> {
     /// How many settlements the ledger holds.
     pub fn len(&self) -> usize {
         self.by_path.len()
@@ -334,31 +604,86 @@ impl Ledger {
         self.by_path.is_empty()
     }
 
-    pub fn get(&self, path: &str) -> Option<&Settlement> {
-        self.by_path.get(path).map(|p| &*p.0 .0)
+    /// How many files the ledger holds, with a settlement or without.
+    pub fn file_count(&self) -> usize {
+        self.by_path.len() + self.unsettled.len()
     }
 
-    /// Every settlement, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = &Settlement> {
-        self.by_path.iter().map(|p| &*p.0 .0)
+    pub fn contains_file(&self, path: &str) -> bool {
+        self.by_path.contains_key(path) || self.unsettled.contains_key(path)
+    }
+
+    /// The caller's value for the file `path`.
+    pub fn meta(&self, path: &str) -> Option<&M> {
+        self.by_path.get(path).or_else(|| self.unsettled.get(path))
+    }
+
+    /// The settlement of `path`, if the ledger holds one.
+    pub fn get(&self, path: &str) -> Option<Settlement> {
+        self.by_path
+            .get_key_value(path)
+            .map(|(k, _)| k.0 .0.settlement())
+    }
+
+    /// Every settlement with its path, borrowed, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, SettlementView<'_>)> {
+        self.by_path.keys().map(|k| (&*k.0 .0.path, k.0 .0.view()))
     }
 
     /// Every settlement, in path order (the order [`reconcile`] is given them elsewhere).
+    /// A settlement's `when_text` is given back only when it has no instant (the only case
+    /// where it counts).
     pub fn settlements(&self) -> Vec<Settlement> {
-        let mut out: Vec<Settlement> = self.by_path.iter().map(|p| (*p.0 .0).clone()).collect();
+        let mut out: Vec<Settlement> = self.by_path.keys().map(|p| p.0 .0.settlement()).collect();
         out.sort_by(|a, b| a.path.cmp(&b.path));
         out
     }
 
+    /// Every file: its path, the caller's value and its settlement if it gives one.
+    pub fn files(&self) -> impl Iterator<Item = (&str, &M, Option<SettlementView<'_>>)> {
+        self.by_path
+            .iter()
+            .map(|(k, m)| (&*k.0 .0.path, m, Some(k.0 .0.view())))
+            .chain(self.unsettled.iter().map(|(p, m)| (&**p, m, None)))
+    }
+
     /// Adds the settlement of `s.path`, replacing what that file said before.
-    pub fn insert(&mut self, s: Settlement) {
-        if let Some(old) = self.by_path.get(s.path.as_str()) {
-            if *old.0 .0 == s {
+    pub fn insert(&mut self, s: Settlement)
+    where
+        M: Default,
+    {
+        let path = s.path.clone();
+        self.record(&path, M::default(), Some(s));
+    }
+
+    /// Forgets the settlement of `path` (the file left `settled/` or no longer counts).
+    pub fn remove(&mut self, path: &str) -> Option<Settlement> {
+        let s = self.get(path);
+        self.forget(path);
+        s
+    }
+
+    /// Records the file `path` with the caller's value and what it settles (`None`: it is kept
+    /// but counts for nothing), replacing what it said before.
+    pub fn record(&mut self, path: &str, meta: M, settlement: Option<Settlement>) {
+        if let Some(s) = &settlement {
+            let same = self
+                .by_path
+                .get_key_value(path)
+                .is_some_and(|(k, _)| k.0 .0.same_as(s));
+            if same {
+                if let Some(m) = self.by_path.get_mut(path) {
+                    *m = meta;
+                }
                 return;
             }
         }
-        self.remove(&s.path.clone());
-        let placed = Placed(std::sync::Arc::new(s));
+        self.forget(path);
+        let Some(s) = settlement else {
+            self.unsettled.insert(path.into(), meta);
+            return;
+        };
+        let placed = Placed(std::sync::Arc::new(self.interner.entry(path, s.view())));
         for tag in dedup(&placed.0.tags) {
             let t = self
                 .tags
@@ -374,12 +699,18 @@ impl Ledger {
             self.touched.insert(tag.clone());
         }
         self.all.insert(placed.clone());
-        self.by_path.insert(ByPath(placed));
+        self.by_path.insert(ByPath(placed), meta);
     }
 
-    /// Forgets the settlement of `path` (the file left `settled/` or no longer counts).
-    pub fn remove(&mut self, path: &str) -> Option<Settlement> {
-        let placed = self.by_path.take(path)?.0;
+    /// Forgets the file `path`; whether the ledger held it.
+    pub fn forget(&mut self, path: &str) -> bool {
+        if self.unsettled.remove(path).is_some() {
+            return true;
+        }
+        let Some((key, _)) = self.by_path.remove_entry(path) else {
+            return false;
+        };
+        let placed = key.0;
         self.all.remove(&placed);
         for tag in dedup(&placed.0.tags) {
             if let Some(t) = self.tags.get_mut(tag) {
@@ -392,7 +723,73 @@ impl Ledger {
                 self.touched.insert(tag.clone());
             }
         }
-        Some((*placed.0).clone())
+        drop(placed);
+        let interned = self.interner.texts.len() + self.interner.tag_lists.len();
+        if interned > 2 * self.interned_at_purge.max(512) {
+            self.interner.purge();
+            self.interned_at_purge = self.interner.texts.len() + self.interner.tag_lists.len();
+        }
+        true
+    }
+
+    /// A ledger of these files at once (a restart: the files as a snapshot recorded them).
+    /// The same as recording them one by one, in a fraction of the time: the replay order is
+    /// sorted once and every tag is replayed once. A path given twice keeps its last record.
+    /// The settlements are borrowed, so nothing but the ledger's own entries is allocated
+    /// while it is built (they then lie together in memory).
+    pub fn restore<'a>(
+        files: impl IntoIterator<Item = (&'a str, M, Option<SettlementView<'a>>)>,
+    ) -> Ledger<M> {
+        let mut ledger = Ledger::default();
+        let mut placed = Vec::new();
+        for (path, meta, settlement) in files {
+            if ledger.contains_file(path) {
+                ledger.record(path, meta, settlement.map(|s| s.to_settlement(path)));
+                continue;
+            }
+            match settlement {
+                None => {
+                    ledger.unsettled.insert(path.into(), meta);
+                }
+                Some(s) => {
+                    let p = Placed(std::sync::Arc::new(ledger.interner.entry(path, s)));
+                    ledger.by_path.insert(ByPath(p.clone()), meta);
+                    placed.push(p);
+                }
+            }
+        }
+        // Entries recorded twice above were placed by `record`; keep those they replaced out.
+        placed.retain(|p| {
+            ledger
+                .by_path
+                .get_key_value(&*p.0.path)
+                .is_some_and(|(k, _)| std::sync::Arc::ptr_eq(&k.0 .0, &p.0))
+        });
+        placed.sort();
+        let mut per_tag: HashMap<String, Vec<Placed>> = HashMap::new();
+        for p in &placed {
+            for tag in dedup(&p.0.tags) {
+                match per_tag.get_mut(tag.as_str()) {
+                    Some(members) => members.push(p.clone()),
+                    None => {
+                        per_tag.insert(tag.clone(), vec![p.clone()]);
+                    }
+                }
+            }
+        }
+        for (tag, members) in per_tag {
+            let t = ledger
+                .tags
+                .entry(tag.clone())
+                .or_insert_with(|| TagLedger::new(&tag));
+            // Collected, not inserted one by one: a sorted run is built in one go.
+            t.members = members.into_iter().collect();
+            t.dirty = true;
+            ledger.touched.insert(tag);
+        }
+        ledger.all = placed.into_iter().collect();
+        ledger.interned_at_purge = ledger.interner.texts.len() + ledger.interner.tag_lists.len();
+        ledger
     }
 
     /// The stats [`reconcile`] would give over the same settlements (see there for the two
@@ -413,7 +810,7 @@ impl Ledger {
             .collect();
         order.sort_by(|a, b| a.0.cmp(b.0).then(a.1.cmp(&b.1)));
         let tags = order.into_iter().map(|(_, _, t)| t.stats.clone()).collect();
-        let newest = self.all.last().and_then(|p| p.0.instant);
+        let newest = self.all.last().and_then(|p| micros_instant(p.0.instant));
         assemble(tags, newest, explore_rate, previous_last_updated)
     }
 }

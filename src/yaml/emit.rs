@@ -597,7 +597,10 @@ fn float_text(f: f64) -> String {
 /// `datetime.isoformat(' ')`, refusing what a Python datetime cannot hold.
 fn datetime_text(ts: &Timestamp) -> Result<String, EmitError> {
     let nanos = ts.local.nanosecond();
-    if !(1..=9999).contains(&ts.local.year()) || nanos % 1000 != 0 || nanos >= 1_000_000_000 {
+    if !(1..=9999).contains(&ts.local.year())
+        || !nanos.is_multiple_of(1000)
+        || nanos >= 1_000_000_000
+    {
         return Err(EmitError::Unrepresentable(format!(
             "the datetime {}",
             ts.local

@@ -128,6 +128,8 @@ impl Engine {
             }
         }
 
+        out.extend(self.reservation_notices(now));
+
         for card in polis.cards.values() {
             let v = card.card.verify();
             if v.state == crate::protocol::card::VerifyState::Mismatch {

@@ -12,6 +12,7 @@ mod chronicle_pass;
 mod delivery;
 mod derived_notices;
 mod reflection_pass;
+mod reservation_pass;
 mod routing_pass;
 mod scope;
 mod settled_pass;
@@ -34,7 +35,7 @@ use anyhow::Context as _;
 use chronicle_pass::{ChronicleCopies, Covered};
 use chrono::{DateTime, Utc};
 use settled_pass::SettledRefresh;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 /// What the configuration lets the engine do for this polis.
@@ -68,6 +69,8 @@ pub enum Trigger {
     Rescan,
     /// The clock moved on: expiries, stale contracts, rollover.
     Timer,
+    /// A reservation's lease ran out ([`Engine::next_expiry`]).
+    ReservationExpiry,
 }
 
 /// What one pass has read and done so far.
@@ -92,13 +95,16 @@ pub struct Engine {
     writer: Writer,
     state: State,
     options: EngineOptions,
-    /// Each file of `contracts/settled/` as last read (size and mtime tell a change); its
-    /// settlement, when it gives one, is in `ledger`.
-    settled: HashMap<String, Fingerprint>,
+    /// Settled files an earlier run had counted that `ledger` does not hold (its durable
+    /// snapshot was not usable, or held findings): read again, not announced as new. Empty
+    /// after the first full pass.
+    settled_recorded: HashSet<String>,
     /// Findings about settled files, by path: they are not read again until the file changes.
     settled_findings: BTreeMap<String, Vec<Finding>>,
-    /// The settlements of the cached files, kept replayed (SPEC §6).
-    ledger: Ledger,
+    /// Each file of `contracts/settled/` as last read, with its fingerprint (which tells a
+    /// change) and its settlement, kept replayed (SPEC §6). Restored from the state's
+    /// snapshot on start-up and checked against every file's fingerprint.
+    ledger: Ledger<Fingerprint>,
     /// The timezone the settled cache was read with: instants depend on it.
     settled_zone: Option<crate::protocol::clock::PolisZone>,
     started_at: String,
@@ -124,6 +130,11 @@ pub struct Engine {
     /// Whether a notice another machine's daemon delivered was already reported
     /// (`writer = "this-machine-only"`).
     reported_other_writer: bool,
+    /// When the earliest lease in `reservations.yml` ends, as the last reservation step saw it.
+    next_expiry: Option<DateTime<Utc>>,
+    /// Why `reservations.yml` could not be read, as last logged (logged again only when it
+    /// changes).
+    reservations_problem: Option<String>,
 }
 
 impl Engine {
@@ -149,9 +160,9 @@ impl Engine {
             writer,
             state,
             options,
-            settled: HashMap::new(),
+            settled_recorded: HashSet::new(),
             settled_findings: BTreeMap::new(),
-            ledger: Ledger::new(),
+            ledger: Ledger::default(),
             settled_zone: None,
             started_at,
             watch_mode: "none".to_string(),
@@ -163,6 +174,8 @@ impl Engine {
             logged_findings: BTreeSet::new(),
             sync: sync_pass::SyncCache::default(),
             reported_other_writer: false,
+            next_expiry: None,
+            reservations_problem: None,
         })
     }
 
@@ -196,6 +209,14 @@ impl Engine {
                 (Scope::all(), SettledRefresh::Full)
             }
             Trigger::Timer => (Scope::all(), SettledRefresh::Full),
+            Trigger::ReservationExpiry => (
+                Scope {
+                    reservations: true,
+                    derive: true,
+                    ..Scope::default()
+                },
+                SettledRefresh::Nothing,
+            ),
             Trigger::Paths(paths) => {
                 self.state.counters.events += paths.len() as u64;
                 self.scope_of(paths)
@@ -267,8 +288,9 @@ impl Engine {
 
     /// One pass, in the order the rules depend on each other: the chronicle first (its
     /// activity window decides who is active), the stats next (routing reads them), then
-    /// routing, the tally, reflection (which files amendments for the next tally), and last
-    /// the notices all of that calls for. Each step that fails is
+    /// routing, the tally, the reservations (released when the contracts read above ended),
+    /// reflection (which files amendments for the next tally), and last the notices all of
+    /// that calls for. Each step that fails is
     /// reported and the others still run; the next pass retries it.
     fn pass(
         &mut self,
@@ -294,6 +316,9 @@ impl Engine {
             self.tally_step(&mut pass);
         }
         if writes {
+            if scope.reservations {
+                self.reservation_step(&mut pass);
+            }
             self.reflection_step(&mut pass);
             self.notice_step(&mut pass, scope);
         }
@@ -365,6 +390,7 @@ impl Engine {
 
     fn finish_pass(&mut self, pass: Pass) -> anyhow::Result<()> {
         self.state.save()?;
+        self.save_settled_snapshot();
         if !self.warmed {
             tracing::info!(polis = %self.root.display(), "initial scan done; reacting to changes");
             release_free_memory();

@@ -60,7 +60,7 @@ impl Engine {
         let worth = rules::tags_worth_reading(
             self.ledger
                 .iter()
-                .map(|s| (s.owner.as_str(), s.tags.as_slice(), s.quality)),
+                .map(|(_, s)| (s.owner, s.tags, s.quality)),
             rules::DEFAULT_MIN_EVIDENCE,
         );
         if worth.is_empty() {
@@ -69,7 +69,8 @@ impl Engine {
         let mut wanted: Vec<_> = self
             .ledger
             .iter()
-            .filter(|s| s.tags.iter().any(|t| worth.contains(t)))
+            .filter(|(_, s)| s.tags.iter().any(|t| worth.contains(t)))
+            .filter_map(|(path, _)| self.ledger.get(path))
             .collect();
         wanted.sort_by(|a, b| a.path.cmp(&b.path));
         let root = self.root.clone();

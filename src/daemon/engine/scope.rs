@@ -13,6 +13,8 @@ pub struct Scope {
     pub derive: bool,
     /// Sync conflict copies and copies of the polis elsewhere (worktrees): merged or reported.
     pub sync: bool,
+    /// `reservations.yml`: expiry, release when work ends, overlap notices.
+    pub reservations: bool,
 }
 
 impl Scope {
@@ -24,6 +26,7 @@ impl Scope {
             tally: true,
             derive: true,
             sync: true,
+            reservations: true,
         }
     }
 
@@ -47,6 +50,13 @@ impl Scope {
         if rel.is_empty() || rel == layout::POLIS_YML || rel == layout::INDEX {
             return Scope::all();
         }
+        if rel == crate::protocol::reservation::FILE {
+            return Scope {
+                reservations: true,
+                derive: true,
+                ..Scope::default()
+            };
+        }
         if !rel.contains('/') && name.starts_with("chronicle") {
             return Scope {
                 chronicle: true,
@@ -55,10 +65,20 @@ impl Scope {
                 ..Scope::default()
             };
         }
-        if rel == layout::ROUTING_STATS || rel.starts_with("contracts/settled") {
+        if rel == layout::ROUTING_STATS {
             return Scope {
                 settled: true,
                 derive: true,
+                ..Scope::default()
+            };
+        }
+        // The end of a contract (settled, abandoned) and a change of owner release
+        // reservations.
+        if rel.starts_with("contracts/settled") {
+            return Scope {
+                settled: true,
+                derive: true,
+                reservations: true,
                 ..Scope::default()
             };
         }
@@ -66,6 +86,14 @@ impl Scope {
             return Scope {
                 open: true,
                 derive: true,
+                reservations: true,
+                ..Scope::default()
+            };
+        }
+        if rel.starts_with("contracts/abandoned") {
+            return Scope {
+                derive: true,
+                reservations: true,
                 ..Scope::default()
             };
         }
@@ -95,10 +123,7 @@ impl Scope {
                 _ => Scope::all(),
             };
         }
-        if rel.starts_with("contracts/abandoned")
-            || rel.starts_with(layout::LESSONS_DIR)
-            || rel.starts_with(layout::REVIEWS_DIR)
-        {
+        if rel.starts_with(layout::LESSONS_DIR) || rel.starts_with(layout::REVIEWS_DIR) {
             return derive_only;
         }
         if rel.contains('/') {
@@ -116,6 +141,7 @@ impl Scope {
             tally: self.tally || other.tally,
             derive: self.derive || other.derive,
             sync: self.sync || other.sync,
+            reservations: self.reservations || other.reservations,
         }
     }
 }

@@ -4,16 +4,20 @@
 
 use super::{rel_stem, Engine, Pass, Scope};
 use crate::fs::snapshot::{self, Polis};
-use crate::fs::state::Fingerprint;
+use crate::fs::state::{Fingerprint, Restored, SettledRecord};
 use crate::fs::writer::WriteOutcome;
 use crate::operations;
+use crate::protocol::clock::PolisZone;
 use crate::protocol::contract::Heading;
 use crate::protocol::finding::Finding;
 use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
-use crate::protocol::stats::Ledger;
-use std::collections::BTreeSet;
+use crate::protocol::stats::{Ledger, Settlement};
+use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
+
+/// How many settled files are read (in parallel) before what they said is put in the ledger.
+const READ_CHUNK: usize = 4096;
 
 /// One settled file as read in a pass.
 #[derive(Debug)]
@@ -104,8 +108,11 @@ impl Engine {
         }
     }
 
-    /// that are new since polisd last recorded them (with what their notices need), and
-    /// whether the cache changed.
+    /// Brings the ledger up to date with `contracts/settled/`; returns the settled files that
+    /// are new since polisd last recorded them (with what their notices need), and whether the
+    /// ledger changed. On the first pass the ledger is restored from the state's snapshot and
+    /// every listed file is checked against its fingerprint: only a file that changed (or one
+    /// the snapshot does not vouch for) is read.
     pub(super) fn refresh_settled(
         &mut self,
         polis: &mut Polis,
@@ -115,11 +122,18 @@ impl Engine {
         let mut changed = false;
         let mut refresh = refresh;
         if self.settled_zone != Some(zone) {
-            // Instants depend on the zone: everything is read again.
             changed = true;
-            self.settled.clear();
             self.settled_findings.clear();
-            self.ledger = Ledger::new();
+            let before = std::mem::take(&mut self.ledger);
+            if self.settled_zone.is_none() {
+                self.restore_settled(zone);
+            } else {
+                // Instants depend on the zone: everything is read again, nothing announced.
+                tracing::info!("the polis's timezone changed: reading every settled file again");
+                self.settled_recorded
+                    .extend(before.files().map(|(rel, _, _)| rel.to_string()));
+                self.state.require_settled_snapshot();
+            }
             self.settled_zone = Some(zone);
             refresh = SettledRefresh::Full;
         }
@@ -137,14 +151,15 @@ impl Engine {
                 let mut listing_findings = Vec::new();
                 let entries = snapshot::list(&self.root, dir, ".md", &mut listing_findings);
                 polis.findings.extend(listing_findings);
-                let listed: BTreeSet<String> = entries.into_iter().map(|e| e.rel).collect();
-                // Cached or recorded (by an earlier run), and no longer there.
-                let gone: BTreeSet<String> = self
-                    .settled
-                    .keys()
-                    .chain(self.state.settled.keys())
+                let listed: HashSet<String> = entries.into_iter().map(|e| e.rel).collect();
+                // Held or recorded (by an earlier run), and no longer there.
+                let gone: Vec<String> = self
+                    .ledger
+                    .files()
+                    .map(|(rel, _, _)| rel)
+                    .chain(self.settled_recorded.iter().map(String::as_str))
                     .filter(|rel| !listed.contains(*rel))
-                    .cloned()
+                    .map(str::to_string)
                     .collect();
                 for rel in &gone {
                     changed |= self.forget_settled(rel);
@@ -153,62 +168,154 @@ impl Engine {
             }
         };
 
-        // Stat each cached candidate; read (in parallel) those whose size or mtime moved, and
-        // those not cached (reading them tells whether they are still there).
-        let mut to_read = Vec::new();
-        for rel in candidates {
-            if !self.settled.contains_key(&rel) {
-                to_read.push(rel);
-                continue;
-            }
-            let meta = match std::fs::symlink_metadata(self.root.join(&rel)) {
-                Ok(meta) => meta,
-                Err(_) => {
-                    changed |= self.forget_settled(&rel);
-                    continue;
-                }
-            };
-            let fresh = self.settled.get(&rel) == Some(&Fingerprint::of(&meta));
-            if !fresh {
-                to_read.push(rel);
+        // Stat (on every core) each candidate the ledger holds; read (in parallel) those whose
+        // fingerprint moved, and those it does not hold (reading them tells whether they are
+        // still there).
+        let (held, mut to_read): (Vec<String>, Vec<String>) = candidates
+            .into_iter()
+            .partition(|rel| self.ledger.contains_file(rel));
+        let root = self.root.clone();
+        let stats = snapshot::par_map(&held, |rel| {
+            std::fs::symlink_metadata(root.join(rel))
+                .ok()
+                .map(|meta| Fingerprint::of(&meta))
+        });
+        for (rel, fingerprint) in held.into_iter().zip(stats) {
+            match fingerprint {
+                None => changed |= self.forget_settled(&rel),
+                Some(fp) if self.ledger.meta(&rel) == Some(&fp) => {}
+                Some(_) => to_read.push(rel),
             }
         }
-        let root = self.root.clone();
-        let read = snapshot::par_map(&to_read, |rel| read_settled(&root, rel, zone));
         let mut new = Vec::new();
-        for (rel, read) in to_read.into_iter().zip(read) {
+        // In chunks: what a file's read leaves (its text, its parse) is freed before the next
+        // chunk is read, so a first meeting with 100k files does not hold them all at once.
+        let mut to_read = to_read.into_iter().peekable();
+        while to_read.peek().is_some() {
+            let chunk: Vec<String> = to_read.by_ref().take(READ_CHUNK).collect();
+            let read = snapshot::par_map(&chunk, |rel| read_settled(&root, rel, zone));
+            changed |= self.absorb_settled(chunk, read, &mut new);
+        }
+        if self.settled_recorded.is_empty() && self.settled_recorded.capacity() > 0 {
+            self.settled_recorded = HashSet::new();
+        }
+        (new, changed)
+    }
+
+    /// Puts what a chunk of settled files said into the ledger and the state's journal; the
+    /// new settlements go to `new`. Whether the ledger changed.
+    fn absorb_settled(
+        &mut self,
+        chunk: Vec<String>,
+        read: Vec<Option<SettledRead>>,
+        new: &mut Vec<(String, Heading)>,
+    ) -> bool {
+        let mut changed = false;
+        for (rel, read) in chunk.into_iter().zip(read) {
             let Some(read) = read else {
                 changed |= self.forget_settled(&rel);
                 continue;
             };
             changed = true;
-            match read.settlement {
-                Some(s) => self.ledger.insert(s),
-                None => {
-                    self.ledger.remove(&rel);
-                }
-            }
-            if read.findings.is_empty() {
-                self.settled_findings.remove(&rel);
-            } else {
-                self.settled_findings.insert(rel.clone(), read.findings);
-            }
-            if !self.state.settled.contains_key(&rel) && self.state.first_met.is_some() {
+            let known = self.ledger.contains_file(&rel) | self.settled_recorded.remove(&rel);
+            if !known && self.state.first_met.is_some() {
                 new.push((rel.clone(), read.heading));
             }
-            self.state.settled_put(&rel, read.fingerprint);
-            self.settled.insert(rel, read.fingerprint);
+            let reread = !read.findings.is_empty();
+            if reread {
+                self.settled_findings.insert(rel.clone(), read.findings);
+            } else {
+                self.settled_findings.remove(&rel);
+            }
+            self.state.settled_put(SettledRecord::of(
+                &rel,
+                &read.fingerprint,
+                reread,
+                read.settlement.as_ref().map(Settlement::view),
+            ));
+            self.ledger.record(&rel, read.fingerprint, read.settlement);
         }
-        (new, changed)
+        changed
     }
 
-    /// Drops a settled file from the cache, the ledger and the state's record; whether it was
-    /// cached.
+    /// Takes the ledger an earlier run left in the state folder, or, when there is none or it
+    /// cannot be trusted, the paths it had counted (with one log line saying why every settled
+    /// file is read again).
+    fn restore_settled(&mut self, zone: PolisZone) {
+        let zone_seconds = zone.0.local_minus_utc();
+        match self.state.take_settled() {
+            Restored::Nothing => {
+                if self.state.first_met.is_some() {
+                    tracing::warn!(
+                        "no ledger of settled contracts in polisd's state folder: reading every settled file again"
+                    );
+                }
+            }
+            Restored::Untrusted { reason, recorded } => {
+                tracing::warn!(
+                    "the ledger of settled contracts in polisd's state folder is not used ({reason}): reading every settled file again"
+                );
+                self.settled_recorded.extend(recorded);
+            }
+            Restored::Records {
+                zone_seconds: was,
+                records,
+            } if was != zone_seconds => {
+                tracing::warn!(
+                    "the ledger of settled contracts in polisd's state folder was computed at UTC{:+}s and the polis is now at UTC{:+}s: reading every settled file again",
+                    was,
+                    zone_seconds
+                );
+                self.settled_recorded
+                    .extend(records.into_iter().map(|r| r.path));
+                self.state.require_settled_snapshot();
+            }
+            Restored::Records { records, .. } => {
+                let count = records.len();
+                let files = records
+                    .iter()
+                    .filter(|r| !r.reread)
+                    .map(|r| (r.path.as_str(), r.fingerprint, r.view()));
+                self.ledger = Ledger::restore(files);
+                self.settled_recorded
+                    .extend(records.into_iter().filter(|r| r.reread).map(|r| r.path));
+                tracing::info!(
+                    files = count,
+                    "restored the ledger of settled contracts; checking each file's fingerprint"
+                );
+            }
+        }
+    }
+
+    /// Rewrites the state's snapshot of the ledger when it is due (after a full read, or when
+    /// its journal has grown past twice the snapshot). After `state.save()`, for the reason
+    /// given there.
+    pub(super) fn save_settled_snapshot(&mut self) {
+        let Some(zone) = self.settled_zone else {
+            return;
+        };
+        if !self.state.settled_snapshot_due(self.ledger.file_count()) {
+            return;
+        }
+        let findings = &self.settled_findings;
+        let records = self.ledger.files().map(|(rel, fp, settlement)| {
+            SettledRecord::of(rel, fp, findings.contains_key(rel), settlement)
+        });
+        if let Err(e) = self
+            .state
+            .write_settled_snapshot(zone.0.local_minus_utc(), records)
+        {
+            // Only costs the next start-up a full read; the next pass tries again.
+            tracing::warn!("could not save the ledger of settled contracts: {e}");
+        }
+    }
+
+    /// Drops a settled file from the ledger and the state's record; whether it was held or
+    /// recorded.
     pub(super) fn forget_settled(&mut self, rel: &str) -> bool {
-        self.ledger.remove(rel);
         self.settled_findings.remove(rel);
         self.state.settled_remove(rel);
-        self.settled.remove(rel).is_some()
+        self.ledger.forget(rel) | self.settled_recorded.remove(rel)
     }
 
     /// `contract-settled` to the opener and `quality-defaulted` to the owner, for settlements

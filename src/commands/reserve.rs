@@ -1,0 +1,203 @@
+//! `polisd reserve`, `polisd release` and `polisd reservations`: advisory file reservations
+//! for agents that run a shell. Each reads only `polis.yml` (for the timezone), the citizen's
+//! card and `reservations.yml`; the work is `operations::reservation`.
+//!
+//! Exit codes: 0 done (releasing nothing included), 1 refused (a conflict, which names the
+//! holder; a path outside the project; an unregistered citizen; an unreadable file) with
+//! nothing written, 2 usage.
+
+use crate::commands::cli::{AgentOpts, ReleaseArgs, ReservationsArgs, ReserveArgs};
+use crate::fs::snapshot;
+use crate::fs::writer::Writer;
+use crate::operations::reservation::{self as op, ReservationError, View};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::layout;
+use serde_json::json;
+use std::path::PathBuf;
+
+/// The polis, its writer-facing canonical root, and "now" in its timezone.
+fn open(opts: &AgentOpts) -> anyhow::Result<(PathBuf, PolisTime)> {
+    let root = super::locate(opts.polis.as_deref())?;
+    let root = std::fs::canonicalize(&root).unwrap_or(root);
+    let text = snapshot::read_text(&root, layout::POLIS_YML, None)
+        .ok()
+        .flatten();
+    let (settings, _) = crate::protocol::settings::parse(text.as_deref());
+    Ok((root, PolisTime::system(settings.timezone)))
+}
+
+/// Prints a refusal (one line on stderr; with `--json`, an object on stdout too) and gives
+/// its exit code.
+fn refuse(json: bool, err: &ReservationError) -> anyhow::Result<u8> {
+    eprintln!("polisd: {err}");
+    if json {
+        let conflicts = match err {
+            ReservationError::Conflict(c) => c.clone(),
+            _ => Vec::new(),
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "ok": false,
+                "error": err.to_string(),
+                "conflicts": conflicts,
+            }))?
+        );
+    }
+    Ok(1)
+}
+
+/// The paths as given, made project-relative; the first bad one refuses the command.
+fn project_paths(root: &std::path::Path, raw: &[String]) -> Result<Vec<String>, ReservationError> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    raw.iter()
+        .map(|p| op::project_path(root, &cwd, p).map_err(ReservationError::from))
+        .collect()
+}
+
+fn until(v: &View) -> String {
+    match &v.expires_at {
+        Some(t) => format!("until {t}"),
+        None => "until released".to_string(),
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        "path"
+    } else {
+        "paths"
+    }
+}
+
+pub fn reserve(args: ReserveArgs) -> anyhow::Result<u8> {
+    let (root, now) = open(&args.opts)?;
+    let paths = match project_paths(&root, &args.paths) {
+        Ok(p) => p,
+        Err(e) => return refuse(args.opts.json, &e),
+    };
+    let writer = Writer::new(&root)?;
+    let request = op::ReserveRequest {
+        citizen: args.citizen,
+        paths,
+        ttl_minutes: args.ttl_minutes,
+        note: args.note,
+        contract: args.contract,
+    };
+    let done = match op::reserve(&root, &writer, &now, &request) {
+        Ok(done) => done,
+        Err(e) => return refuse(args.opts.json, &e),
+    };
+    let r = &done.reservation;
+    if args.opts.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "ok": true, "reservation": r }))?
+        );
+    } else {
+        println!(
+            "Reserved {} {} for {} {}:",
+            r.paths.len(),
+            plural(r.paths.len()),
+            request.citizen,
+            until(r)
+        );
+        for p in &r.paths {
+            println!("  {p}");
+        }
+    }
+    Ok(0)
+}
+
+pub fn release(args: ReleaseArgs) -> anyhow::Result<u8> {
+    let (root, now) = open(&args.opts)?;
+    let targets = if args.paths.is_empty() {
+        None
+    } else {
+        match project_paths(&root, &args.paths) {
+            Ok(p) => Some(p),
+            Err(e) => return refuse(args.opts.json, &e),
+        }
+    };
+    let writer = Writer::new(&root)?;
+    let done = match op::release(&root, &writer, &now, &args.citizen, targets.as_deref()) {
+        Ok(done) => done,
+        Err(e) => return refuse(args.opts.json, &e),
+    };
+    if args.opts.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "ok": true, "released": done }))?
+        );
+    } else if done.paths.is_empty() {
+        println!(
+            "{} holds no reservation{}; nothing released",
+            args.citizen,
+            targets.map_or(String::new(), |t| format!(" overlapping {}", t.join(", ")))
+        );
+    } else {
+        println!(
+            "Released {} {} for {}:",
+            done.paths.len(),
+            plural(done.paths.len()),
+            args.citizen
+        );
+        for p in &done.paths {
+            println!("  {p}");
+        }
+    }
+    Ok(0)
+}
+
+pub fn list(args: ReservationsArgs) -> anyhow::Result<u8> {
+    let (root, now) = open(&args.opts)?;
+    let views = match op::list(&root, &now) {
+        Ok(v) => v,
+        Err(e) => return refuse(args.opts.json, &e),
+    };
+    let shown: Vec<&View> = views
+        .iter()
+        .filter(|v| args.all || v.active)
+        .filter(|v| args.citizen.is_none() || v.citizen == args.citizen)
+        .collect();
+    if args.opts.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "reservations": shown }))?
+        );
+        return Ok(0);
+    }
+    if shown.is_empty() {
+        println!("No active reservations.");
+        return Ok(0);
+    }
+    println!(
+        "{}:",
+        if args.all {
+            "Reservations"
+        } else {
+            "Active reservations"
+        }
+    );
+    for v in &shown {
+        let note = v
+            .note
+            .as_deref()
+            .map_or(String::new(), |n| format!("  ({n})"));
+        let contract = v
+            .contract
+            .as_deref()
+            .map_or(String::new(), |c| format!(" for {c}"));
+        let state = if v.active { "" } else { " [expired]" };
+        println!(
+            "  {}: {}  {}{contract}{state}{note}",
+            v.citizen.as_deref().unwrap_or("(no citizen)"),
+            v.paths.join(", "),
+            until(v)
+        );
+        if let Some(problem) = &v.problem {
+            println!("    warning: {problem}");
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,438 @@
+//! `polisd prime`, `polisd notices`, `polisd inbox archive`, `polisd hooks …` and the hook entry
+//! point `polisd hook <cli> <prime|notices>` that the installed hooks run.
+//!
+//! The hook entry point is one short process: it reads the CLI's payload, the citizen's inbox
+//! and status (and for the primer the few folders the primer prints), writes the read cursor
+//! and its rate-limit record, prints the CLI's JSON and exits 0 whatever happens. It never
+//! talks to the daemon and never starts an async runtime.
+
+use crate::commands::cli::{
+    HookArgs, HooksCommand, HooksInstallArgs, HooksTargetArgs, InboxArchiveArgs, InboxCommand,
+    NoticesArgs, PrimeArgs,
+};
+use crate::commands::locate;
+use crate::fs::writer::Writer;
+use crate::operations::agent_hooks::{self as hooks, Planned};
+use crate::operations::session;
+use crate::protocol::agent_hooks::{self, Cli, HookKind};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::notice::{self, Notice};
+use anyhow::{bail, Context};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// How many notices a notices hook shows at once; the rest are counted.
+const HOOK_NOTICES: usize = 5;
+
+pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
+    let root = locate(args.path.as_deref())?;
+    let now = PolisTime::system(session::polis_zone(&root));
+    let primed = session::prime(&root, &args.who.citizen, &now)?;
+    if !args.no_mark_read && !primed.primer.shown_notices.is_empty() {
+        let writer = Writer::new(&root)?;
+        session::mark_read(&root, &writer, &primed.view, &primed.primer.shown_notices)?;
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "citizen": args.who.citizen,
+                "markdown": primed.primer.text,
+                "bytes": primed.primer.text.len(),
+                "shown_notices": primed.primer.shown_notices,
+                "cut": primed.primer.cut,
+            }))?
+        );
+    } else {
+        print!("{}", primed.primer.text);
+    }
+    Ok(0)
+}
+
+fn notice_json(n: &Notice, read: bool) -> serde_json::Value {
+    serde_json::json!({
+        "id": n.id,
+        "kind": n.kind.map(|k| k.as_str()),
+        "stamp": n.stamp,
+        "from": n.author,
+        "subject": n.subject,
+        "text": n.body,
+        "link": n.link,
+        "line": n.line,
+        "read": read,
+    })
+}
+
+pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
+    let root = locate(args.path.as_deref())?;
+    let citizen = &args.who.citizen;
+    session::check_citizen(&root, citizen)?;
+    let view = session::read_inbox(&root, citizen)?;
+    let mut listed: Vec<&Notice> = if args.unread {
+        view.unread()
+    } else {
+        view.notices.iter().rev().collect()
+    };
+    listed.dedup_by(|a, b| a.id == b.id);
+    let unread_ids: Vec<String> = listed
+        .iter()
+        .filter(|n| !view.read.contains(&n.id))
+        .map(|n| n.id.clone())
+        .collect();
+    let mut marked = false;
+    if args.mark_read && !unread_ids.is_empty() {
+        let writer = Writer::new(&root)?;
+        marked = session::mark_read(&root, &writer, &view, &unread_ids)?;
+    }
+    if args.json {
+        let items: Vec<_> = listed
+            .iter()
+            .map(|n| notice_json(n, view.read.contains(&n.id)))
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "citizen": citizen,
+                "notices": items,
+                "unread": view.unread().len(),
+                "marked_read": if marked { unread_ids.len() } else { 0 },
+            }))?
+        );
+        return Ok(0);
+    }
+    if listed.is_empty() {
+        println!(
+            "no {}notices for {citizen}",
+            if args.unread { "unread " } else { "" }
+        );
+        return Ok(0);
+    }
+    for n in &listed {
+        let flag = if view.read.contains(&n.id) {
+            "  "
+        } else {
+            "* "
+        };
+        println!(
+            "{flag}{}",
+            notice::render_notice(n).trim_start_matches("- ")
+        );
+    }
+    if marked {
+        println!("marked {} notice(s) read", unread_ids.len());
+    } else if !unread_ids.is_empty() && !args.mark_read {
+        println!(
+            "{} unread (marked *); `polisd notices --as {citizen} --mark-read` marks them read",
+            unread_ids.len()
+        );
+    }
+    Ok(0)
+}
+
+/// `7d`, `12h`, `30m`, `90s`, `0`.
+fn parse_age(text: &str) -> anyhow::Result<chrono::Duration> {
+    let t = text.trim();
+    if t == "0" {
+        return Ok(chrono::Duration::zero());
+    }
+    let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: i64 = num
+        .parse()
+        .with_context(|| format!("`{text}` is not an age: write it like 7d, 12h, 30m or 0"))?;
+    Ok(match unit {
+        "d" => chrono::Duration::days(n),
+        "h" => chrono::Duration::hours(n),
+        "m" => chrono::Duration::minutes(n),
+        "s" => chrono::Duration::seconds(n),
+        _ => bail!("`{text}` is not an age: write it like 7d, 12h, 30m or 0"),
+    })
+}
+
+pub fn inbox(command: InboxCommand) -> anyhow::Result<u8> {
+    let InboxCommand::Archive(args) = command;
+    archive(args)
+}
+
+fn archive(args: InboxArchiveArgs) -> anyhow::Result<u8> {
+    let root = locate(args.path.as_deref())?;
+    let age = parse_age(&args.older_than)?;
+    let now = PolisTime::system(session::polis_zone(&root));
+    let writer = Writer::new(&root)?;
+    let report = session::archive_inbox(&root, &writer, &args.who.citizen, age, &now)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "moved {} read notice(s) to inbox-archive.md; kept {} read newer than {} and {} unread",
+            report.moved, report.kept_recent, args.older_than, report.unread
+        );
+    }
+    Ok(0)
+}
+
+/// The project root of a located `_polis/` folder.
+fn project_root(polis_root: &Path) -> PathBuf {
+    polis_root
+        .parent()
+        .map_or_else(|| polis_root.to_path_buf(), Path::to_path_buf)
+}
+
+fn clis(t: &HooksTargetArgs) -> anyhow::Result<Vec<Cli>> {
+    if t.all {
+        return Ok(Cli::ALL.to_vec());
+    }
+    let picked: Vec<Cli> = [
+        (t.claude, Cli::Claude),
+        (t.codex, Cli::Codex),
+        (t.gemini, Cli::Gemini),
+    ]
+    .into_iter()
+    .filter_map(|(on, c)| on.then_some(c))
+    .collect();
+    if picked.is_empty() {
+        return Err(crate::commands::Usage(
+            "name the agent CLIs: --claude, --codex, --gemini or --all".into(),
+        )
+        .into());
+    }
+    Ok(picked)
+}
+
+fn report(plans: &[Planned], dry_run: bool, json: bool, extra: &[String]) -> anyhow::Result<()> {
+    if json {
+        let items: Vec<_> = plans
+            .iter()
+            .map(|p| {
+                serde_json::json!({
+                    "path": p.path,
+                    "what": p.what,
+                    "changes": p.changes(),
+                    "created": p.before.is_none(),
+                    "content": if dry_run { Some(&p.after) } else { None },
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "dry_run": dry_run,
+                "files": items,
+                "warnings": extra,
+            }))?
+        );
+        return Ok(());
+    }
+    for p in plans {
+        let verb = match (p.changes(), p.before.is_none(), dry_run) {
+            _ if p.remove && dry_run => "would remove",
+            _ if p.remove => "removed",
+            (false, _, _) => "unchanged",
+            (true, true, true) => "would create",
+            (true, false, true) => "would update",
+            (true, true, false) => "created",
+            (true, false, false) => "updated",
+        };
+        println!("{verb:12} {} ({})", p.path, p.what);
+        if dry_run && p.changes() {
+            for line in p.after.lines() {
+                println!("    {line}");
+            }
+        }
+    }
+    for w in extra {
+        println!("warning: {w}");
+    }
+    Ok(())
+}
+
+pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
+    match command {
+        HooksCommand::Install(args) => install(args),
+        HooksCommand::Uninstall(t) => {
+            let root = project_root(&locate(t.path.as_deref())?);
+            let plans = hooks::plan_uninstall(&root, &clis(&t)?)?;
+            if !t.dry_run {
+                hooks::apply(&root, &plans)?;
+            }
+            if plans.is_empty() && !t.json {
+                println!("no polisd hooks to remove");
+            }
+            report(&plans, t.dry_run, t.json, &[])?;
+            Ok(0)
+        }
+        HooksCommand::Status(args) => {
+            let root = project_root(&locate(args.path.as_deref())?);
+            let status = hooks::status(&root);
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+                return Ok(0);
+            }
+            for s in &status {
+                let state = if s.hooks.is_empty() {
+                    "not installed".to_string()
+                } else {
+                    format!("{} hook(s)", s.hooks.len())
+                };
+                println!("{:7} {:24} {state}", s.cli, s.path);
+                for (event, cmd) in &s.hooks {
+                    println!("          {event}: {cmd}");
+                }
+                for p in &s.problems {
+                    println!("          problem: {p}");
+                }
+            }
+            Ok(u8::from(status.iter().any(|s| !s.problems.is_empty())))
+        }
+    }
+}
+
+fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
+    let t = &args.target;
+    let polis_root = locate(t.path.as_deref())?;
+    let root = project_root(&polis_root);
+    let clis = clis(t)?;
+    if let Some(id) = &args.citizen {
+        session::check_citizen(&polis_root, id)?;
+    }
+    let mut warnings = Vec::new();
+    if clis.contains(&Cli::Codex) {
+        warnings.extend(hooks::codex_features(&root)?);
+    }
+    let mut plans = hooks::plan_install(&root, &clis, &args.bin, args.citizen.as_deref())?;
+    if !args.no_bridge {
+        plans.extend(hooks::plan_bridge(&root)?);
+    }
+    if args.citizen.is_none() {
+        warnings.push(
+            "no --as: the hooks act as $POLIS_CITIZEN, which each agent session must set".into(),
+        );
+    }
+    if !t.dry_run {
+        hooks::apply(&root, &plans)?;
+    }
+    report(&plans, t.dry_run, t.json, &warnings)?;
+    Ok(0)
+}
+
+/// The payload an agent CLI sends on stdin (only what polisd uses).
+#[derive(Debug, Default, serde::Deserialize)]
+struct Payload {
+    hook_event_name: Option<String>,
+    cwd: Option<PathBuf>,
+}
+
+fn read_payload() -> Payload {
+    // A person running the hook by hand has a terminal on stdin: do not wait for it.
+    if unsafe { libc::isatty(0) } == 1 {
+        return Payload::default();
+    }
+    let mut bytes = Vec::new();
+    let _ = std::io::stdin()
+        .take(4 * 1024 * 1024)
+        .read_to_end(&mut bytes);
+    serde_json::from_slice(&bytes).unwrap_or_default()
+}
+
+/// The hook entry point. Always exit 0: a polisd problem must never block the agent; it is
+/// reported on stderr, which the CLIs show in their logs.
+pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
+    let (Some(cli), kind) = (
+        Cli::parse(&args.cli),
+        match args.kind.as_str() {
+            "prime" => Some(HookKind::Prime),
+            "notices" => Some(HookKind::Notices),
+            _ => None,
+        },
+    ) else {
+        eprintln!(
+            "polisd hook: unknown agent CLI `{}` (claude, codex, gemini)",
+            args.cli
+        );
+        return Ok(0);
+    };
+    let Some(kind) = kind else {
+        eprintln!("polisd hook: unknown hook `{}` (prime, notices)", args.kind);
+        return Ok(0);
+    };
+    let payload = read_payload();
+    let event = agent_hooks::event_of(cli, kind, payload.hook_event_name.as_deref());
+    let context = match hook_context(&args, kind, &payload) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("polisd hook: {e:#}");
+            String::new()
+        }
+    };
+    if let Some(out) = agent_hooks::output(cli, event, &context) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{out}");
+    }
+    Ok(0)
+}
+
+fn hook_context(args: &HookArgs, kind: HookKind, payload: &Payload) -> anyhow::Result<String> {
+    let citizen = args
+        .citizen
+        .clone()
+        .or_else(|| std::env::var("POLIS_CITIZEN").ok())
+        .filter(|c| !c.trim().is_empty());
+    let cwd = payload
+        .cwd
+        .clone()
+        .filter(|p| p.is_dir())
+        .map_or_else(std::env::current_dir, Ok)
+        .context("reading the working directory")?;
+    let Ok(root) = crate::fs::locate::locate(None, &cwd) else {
+        // No polis here: the hooks were installed for another folder; nothing to say.
+        return Ok(String::new());
+    };
+    let Some(citizen) = citizen else {
+        if kind == HookKind::Prime {
+            return Ok(
+                "polisd: this project has a Polis (`_polis/`), but the session has no citizen id. \
+Set POLIS_CITIZEN (or reinstall the hooks with `polisd hooks install --as <id>`) and run \
+`polisd prime --as <your-citizen-id>`."
+                    .to_string(),
+            );
+        }
+        bail!("no citizen id: pass --as or set POLIS_CITIZEN");
+    };
+    let now_utc = chrono::Utc::now();
+    let now = PolisTime::at(session::polis_zone(&root), now_utc);
+    match kind {
+        HookKind::Prime => {
+            let primed = session::prime(&root, &citizen, &now)?;
+            let writer = Writer::new(&root)?;
+            if !primed.primer.shown_notices.is_empty() {
+                session::mark_read(&root, &writer, &primed.view, &primed.primer.shown_notices)?;
+            }
+            // The primer showed the notices: the next notices hook need not look for a while.
+            crate::fs::state::set_hook_last_check(&root, &citizen, now_utc)?;
+            Ok(primed.primer.text)
+        }
+        HookKind::Notices => {
+            if let Some(last) = crate::fs::state::hook_last_check(&root, &citizen) {
+                let since = now_utc.signed_duration_since(last);
+                if since >= chrono::Duration::zero()
+                    && since < chrono::Duration::seconds(args.interval as i64)
+                {
+                    return Ok(String::new());
+                }
+            }
+            session::check_citizen(&root, &citizen)?;
+            crate::fs::state::set_hook_last_check(&root, &citizen, now_utc)?;
+            let view = session::read_inbox(&root, &citizen)?;
+            let unread = view.unread();
+            if unread.is_empty() {
+                return Ok(String::new());
+            }
+            let shown: Vec<&Notice> = unread.iter().take(HOOK_NOTICES).copied().collect();
+            let more = unread.len() - shown.len();
+            let text = notice::render_delivery(&citizen, &shown, more);
+            let ids: Vec<String> = shown.iter().map(|n| n.id.clone()).collect();
+            let writer = Writer::new(&root)?;
+            session::mark_read(&root, &writer, &view, &ids)?;
+            Ok(text)
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! The MCP tools: their short schemas and their calls into `operations/`.
+
+use crate::fs::snapshot::Polis;
+use crate::fs::writer::Writer;
+use crate::operations::{self, contract, session, summary, OpError};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::layout::ContractFolder;
+use serde_json::{json, Map, Value};
+use std::path::Path;
+
+/// What a call came to.
+pub enum Outcome {
+    Done(Value),
+    /// `isError` with this reason.
+    Failed(String),
+    /// No such tool (a protocol error, −32602).
+    Unknown(String),
+}
+
+fn strings(desc: &str) -> Value {
+    json!({"type": "array", "items": {"type": "string"}, "description": desc})
+}
+
+fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
+    let mut schema = json!({"type": "object", "properties": properties});
+    if !required.is_empty() {
+        schema["required"] = json!(required);
+    }
+    json!({"name": name, "description": description, "inputSchema": schema})
+}
+
+/// Every tool, with a one-line description.
+pub fn list() -> Vec<Value> {
+    let citizen = json!({"type": "string", "description": "Your citizen id."});
+    vec![
+        tool(
+            "polis_status",
+            "Citizens, open/settled counts and each tag's routing leader.",
+            json!({}),
+            &[],
+        ),
+        tool(
+            "polis_list_contracts",
+            "List contracts in one state (default open).",
+            json!({"state": {"type": "string", "enum": ["open", "settled", "abandoned"]},
+                   "owner": {"type": "string"}}),
+            &[],
+        ),
+        tool(
+            "polis_route",
+            "Recommend a citizen for an open contract, with every score.",
+            json!({"contract_id": {"type": "string"},
+                   "seed": {"type": "integer", "description": "Seed for a reproducible pick."}}),
+            &["contract_id"],
+        ),
+        tool(
+            "polis_prime",
+            "Your session primer: routed contracts, claims, votes, unread notices (marks shown notices read).",
+            json!({"citizen": citizen,
+                   "mark_read": {"type": "boolean", "description": "Default true."}}),
+            &["citizen"],
+        ),
+        tool(
+            "polis_notices",
+            "Your inbox notices, newest first.",
+            json!({"citizen": citizen,
+                   "unread": {"type": "boolean", "description": "Only unread (default true)."},
+                   "mark_read": {"type": "boolean", "description": "Mark the listed ones read."}}),
+            &["citizen"],
+        ),
+        tool(
+            "polis_amendments",
+            "Amendments with their votes, and what a tally would decide now (writes nothing).",
+            json!({}),
+            &[],
+        ),
+        tool("polis_open_contract", "Open a contract; matching guardrails become acceptance criteria.",
+            json!({"title": {"type": "string"}, "opened_by": {"type": "string"},
+                   "required_tags": strings("Capability tags."),
+                   "stakes": {"type": "string", "enum": ["low", "medium", "high"]},
+                   "cost_ceiling": {"type": "string", "enum": ["low", "medium", "high"]},
+                   "acceptance": strings("Acceptance criteria."),
+                   "deadline": {"type": "string"}}),
+            &["title", "opened_by"]),
+        tool("polis_claim_contract", "Claim an open contract (atomic: one claimer wins).",
+            json!({"contract_id": {"type": "string"}, "citizen": {"type": "string"},
+                   "force": {"type": "boolean", "description": "Take it from its owner."}}),
+            &["contract_id", "citizen"]),
+        tool("polis_settle_contract", "Settle a contract with a quality 1-5.",
+            json!({"contract_id": {"type": "string"},
+                   "quality": {"type": "integer", "minimum": 1, "maximum": 5},
+                   "minutes": {"type": "integer"}, "by": {"type": "string"},
+                   "outcome": {"type": "string"}}),
+            &["contract_id", "quality"]),
+        tool("polis_abandon_contract", "Abandon an open contract.",
+            json!({"contract_id": {"type": "string"}, "reason": {"type": "string"},
+                   "by": {"type": "string"}}),
+            &["contract_id"]),
+        tool("polis_show_contract", "One contract's file, wherever it is.",
+            json!({"contract_id": {"type": "string"}}), &["contract_id"]),
+        tool("polis_context", "Read before working: criteria, guardrails, lessons for a contract.",
+            json!({"contract_id": {"type": "string"}}), &["contract_id"]),
+        tool("polis_reserve", "Reserve project paths or globs; refused naming the holder.",
+            json!({"citizen": {"type": "string"}, "paths": strings("Paths or globs."),
+                   "ttl_minutes": {"type": "integer"}, "note": {"type": "string"},
+                   "contract": {"type": "string"}}),
+            &["citizen", "paths"]),
+        tool("polis_release", "Release your reservations (all, or these paths).",
+            json!({"citizen": {"type": "string"}, "paths": strings("Paths (omit for all).")}),
+            &["citizen"]),
+        tool("polis_reservations", "Every reservation: who holds what, until when.", json!({}), &[]),
+        tool("polis_add_guardrail", "Record a must-pass check for future contracts on these tags.",
+            json!({"text": {"type": "string"}, "tags": strings("Tags (empty: every contract)."),
+                   "source_contract": {"type": "string"}}),
+            &["text"]),
+        tool("polis_guardrails", "The active guardrails.", json!({}), &[]),
+        tool("polis_vote", "Vote on a proposed amendment.",
+            json!({"amendment_id": {"type": "string"}, "citizen": {"type": "string"},
+                   "vote": {"type": "string", "enum": ["agree", "disagree", "abstain", "request_changes"]},
+                   "rationale": {"type": "string"}}),
+            &["amendment_id", "citizen", "vote"]),
+    ]
+}
+
+fn arg_str<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("missing required argument: '{key}'"))
+}
+
+fn arg_bool(args: &Map<String, Value>, key: &str, default: bool) -> bool {
+    args.get(key).and_then(Value::as_bool).unwrap_or(default)
+}
+
+/// Runs one tool.
+pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
+    let result = match name {
+        "polis_status" => Ok(summary::status(root)),
+        "polis_list_contracts" => list_contracts(root, args),
+        "polis_route" => route(root, args),
+        "polis_prime" => prime(root, args),
+        "polis_notices" => notices(root, args),
+        "polis_amendments" => amendments(root),
+        "polis_open_contract" => open_contract(root, args),
+        "polis_claim_contract" => claim(root, args),
+        "polis_settle_contract" => settle(root, args),
+        "polis_abandon_contract" => abandon(root, args),
+        "polis_show_contract" => {
+            arg_str(args, "contract_id").and_then(|id| done(contract::show(root, id)))
+        }
+        "polis_context" => context(root, args),
+        "polis_add_guardrail" => add_guardrail(root, args),
+        "polis_guardrails" => Ok(json!({"guardrails": operations::guardrail::list(root)})),
+        "polis_vote" => vote(root, args),
+        other => return Outcome::Unknown(other.to_string()),
+    };
+    match result {
+        Ok(v) => Outcome::Done(v),
+        Err(reason) => Outcome::Failed(reason),
+    }
+}
+
+fn list_contracts(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let state = args.get("state").and_then(Value::as_str).unwrap_or("open");
+    let folder = ContractFolder::ALL
+        .into_iter()
+        .find(|f| f.name() == state)
+        .ok_or_else(|| format!("unknown state `{state}`: use open, settled or abandoned"))?;
+    let owner = args.get("owner").and_then(Value::as_str);
+    Ok(json!({"state": state, "contracts": contract::list(root, folder, owner)}))
+}
+
+/// An operation's result as the tool's answer (`ok: true` added, as the commands' `--json`).
+fn done<T: serde::Serialize>(result: Result<T, OpError>) -> Result<Value, String> {
+    let value = result.map_err(|e| e.to_string())?;
+    let mut v = serde_json::to_value(&value).map_err(|e| e.to_string())?;
+    if let Some(map) = v.as_object_mut() {
+        map.insert("ok".into(), Value::Bool(true));
+    }
+    Ok(v)
+}
+
+fn writer(root: &Path) -> Result<Writer, String> {
+    Writer::unrecorded(root).map_err(|e| e.to_string())
+}
+
+fn opt_str(args: &Map<String, Value>, key: &str) -> Option<String> {
+    args.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+fn str_list(args: &Map<String, Value>, key: &str) -> Vec<String> {
+    match args.get(key) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        // A comma-separated string, as the commands take tags.
+        Some(Value::String(s)) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn open_contract(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let req = contract::OpenRequest {
+        title: arg_str(args, "title")?.trim().to_string(),
+        by: arg_str(args, "opened_by")?.to_string(),
+        tags: str_list(args, "required_tags"),
+        stakes: opt_str(args, "stakes").unwrap_or_else(|| "medium".into()),
+        cost_ceiling: opt_str(args, "cost_ceiling").unwrap_or_else(|| "medium".into()),
+        deadline: opt_str(args, "deadline"),
+        accept: str_list(args, "acceptance"),
+    };
+    let now = operations::chronicle::polis_now(root);
+    done(contract::open(&writer(root)?, &now, &req))
+}
+
+fn claim(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let id = arg_str(args, "contract_id")?;
+    let citizen = arg_str(args, "citizen")?;
+    let now = operations::chronicle::polis_now(root);
+    done(contract::claim(
+        &writer(root)?,
+        &now,
+        id,
+        citizen,
+        arg_bool(args, "force", false),
+    ))
+}
+
+fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let quality = args
+        .get("quality")
+        .and_then(Value::as_i64)
+        .ok_or("missing required argument: 'quality' (an integer 1-5)")?;
+    let req = contract::SettleRequest {
+        id: arg_str(args, "contract_id")?.to_string(),
+        quality,
+        minutes: args
+            .get("minutes")
+            .and_then(Value::as_u64)
+            .and_then(|m| u32::try_from(m).ok()),
+        by: opt_str(args, "by"),
+        outcome: opt_str(args, "outcome"),
+        lesson: None,
+        reconcile_without_daemon: true,
+    };
+    let now = operations::chronicle::polis_now(root);
+    done(contract::settle(&writer(root)?, &now, &req))
+}
+
+fn abandon(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let id = arg_str(args, "contract_id")?;
+    let now = operations::chronicle::polis_now(root);
+    done(contract::abandon(
+        &writer(root)?,
+        &now,
+        id,
+        opt_str(args, "reason").as_deref(),
+        opt_str(args, "by").as_deref(),
+    ))
+}
+
+fn context(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let id = arg_str(args, "contract_id")?;
+    let packet = operations::context::packet(root, id).map_err(|e| e.to_string())?;
+    let markdown = operations::context::render(&packet);
+    Ok(json!({"ok": true, "markdown": markdown, "packet": packet}))
+}
+
+fn add_guardrail(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let text = arg_str(args, "text")?;
+    let now = operations::chronicle::polis_now(root);
+    done(operations::guardrail::add(
+        &writer(root)?,
+        &now,
+        text,
+        &str_list(args, "tags"),
+        opt_str(args, "source_contract").as_deref(),
+    ))
+}
+
+fn vote(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    use crate::protocol::amendment::Vote;
+    let aid = arg_str(args, "amendment_id")?;
+    let citizen = arg_str(args, "citizen")?;
+    let vote = match arg_str(args, "vote")? {
+        "agree" => Vote::Agree,
+        "disagree" => Vote::Disagree,
+        "abstain" => Vote::Abstain,
+        "request_changes" | "request changes" => Vote::RequestChanges,
+        other => {
+            return Err(format!(
+                "`{other}` is not a vote: use agree, disagree, abstain or request_changes"
+            ))
+        }
+    };
+    let now = operations::chronicle::polis_now(root);
+    done(operations::amendment::vote(
+        &writer(root)?,
+        &now,
+        aid,
+        citizen,
+        vote,
+        opt_str(args, "rationale").as_deref(),
+    ))
+}
+
+fn route(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let id = arg_str(args, "contract_id")?;
+    let polis = Polis::read(root);
+    let contract = operations::route::open_contract(&polis, id).map_err(|e| e.to_string())?;
+    let options = operations::route::RouteOptions {
+        seed: args.get("seed").and_then(Value::as_u64),
+        ..Default::default()
+    };
+    let routed =
+        operations::route::recommend(&polis, contract, &options).map_err(|e| e.to_string())?;
+    serde_json::to_value(&routed.recommendation).map_err(|e| e.to_string())
+}
+
+fn prime(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let citizen = arg_str(args, "citizen")?;
+    let now = PolisTime::system(session::polis_zone(root));
+    let primed = session::prime(root, citizen, &now).map_err(|e| e.to_string())?;
+    if arg_bool(args, "mark_read", true) && !primed.primer.shown_notices.is_empty() {
+        let writer = crate::fs::writer::Writer::new(root).map_err(|e| e.to_string())?;
+        session::mark_read(root, &writer, &primed.view, &primed.primer.shown_notices)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(Value::String(primed.primer.text))
+}
+
+fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let citizen = arg_str(args, "citizen")?;
+    session::check_citizen(root, citizen).map_err(|e| e.to_string())?;
+    let view = session::read_inbox(root, citizen).map_err(|e| e.to_string())?;
+    let listed: Vec<&crate::protocol::notice::Notice> = if arg_bool(args, "unread", true) {
+        view.unread()
+    } else {
+        view.notices.iter().rev().collect()
+    };
+    let ids: Vec<String> = listed
+        .iter()
+        .filter(|n| !view.read.contains(&n.id))
+        .map(|n| n.id.clone())
+        .collect();
+    let items: Vec<Value> = listed
+        .iter()
+        .map(|n| {
+            json!({"id": n.id, "kind": n.kind.map(|k| k.as_str()), "stamp": n.stamp,
+                   "from": n.author, "text": crate::protocol::notice::render_notice(n),
+                   "read": view.read.contains(&n.id)})
+        })
+        .collect();
+    if arg_bool(args, "mark_read", false) && !ids.is_empty() {
+        let writer = crate::fs::writer::Writer::new(root).map_err(|e| e.to_string())?;
+        session::mark_read(root, &writer, &view, &ids).map_err(|e| e.to_string())?;
+    }
+    Ok(json!({"citizen": citizen, "notices": items}))
+}
+
+fn amendments(root: &Path) -> Result<Value, String> {
+    let polis = Polis::read(root);
+    let now = PolisTime::system(polis.settings.timezone);
+    let (tally, _) = operations::tally(&polis, None, &now).map_err(|e| e.to_string())?;
+    Ok(json!({"amendments": operations::amendment::list(root), "tally": tally}))
+}

@@ -1,0 +1,506 @@
+//! What a running agent session asks of the polis as one citizen: its primer, its unread
+//! notices, marking them read, and archiving read notices.
+//!
+//! Every read here is bounded to what is printed: the citizen's own card, status and inbox,
+//! `contracts/open/`, `amendments/proposed/`, the lesson folders of the tags it works on,
+//! `guardrails/`, and the tail of the chronicle back to the stale window. Settled contracts, other citizens'
+//! folders and the rest of the chronicle are never opened, so a session start costs the same on
+//! a polis with ten thousand settled contracts as on a new one.
+//!
+//! The read cursor is the `notices_read` list in the citizen's own `status.md` (see
+//! [`crate::protocol::notice`]): it travels with the polis to every clone and machine where the
+//! citizen works, it is written only when the citizen acts (`--as`), and it is edited by
+//! compare-before-replace like every agent-owned file.
+
+use super::{edit_agent_file, ActionError};
+use crate::fs::snapshot::{self, MAX_RECORD_BYTES};
+use crate::fs::writer::Writer;
+use crate::protocol::clock::PolisTime;
+use crate::protocol::contract::Contract;
+use crate::protocol::finding::Finding;
+use crate::protocol::layout::{self, CHRONICLE};
+use crate::protocol::notice::{self, Notice};
+use crate::protocol::primer::{self, Claim, Identity, LessonLine, PrimerInput, Routed, VoteWanted};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// How far back the primer reads the chronicle to date its claims: the stale window and a day.
+const TAIL_DAYS: i64 = crate::protocol::chronicle::ACTIVITY_WINDOW_DAYS + 1;
+/// The most chronicle bytes the primer reads from the end, whatever the dates say.
+const TAIL_MAX_BYTES: u64 = 4 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("`{0}` is not a citizen id (8 to 40 lowercase letters, digits and hyphens, starting with a letter); pass your own id with --as or POLIS_CITIZEN")]
+    NotAnId(String),
+    #[error("`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml){known}; pass your own id with --as or POLIS_CITIZEN")]
+    Unknown { id: String, known: String },
+    #[error("{0}")]
+    Unreadable(Finding),
+    #[error(transparent)]
+    Action(#[from] ActionError),
+}
+
+impl From<crate::fs::writer::WriteError> for SessionError {
+    fn from(e: crate::fs::writer::WriteError) -> Self {
+        SessionError::Action(ActionError::Write(e))
+    }
+}
+
+/// Checks that `id` is a registered citizen of the polis at `root` (a card exists), reading
+/// only that card's metadata and, to name the known ids in the refusal, the citizens folder.
+pub fn check_citizen(root: &Path, id: &str) -> Result<(), SessionError> {
+    let Some(card) = layout::card_path(id) else {
+        return Err(SessionError::NotAnId(id.to_string()));
+    };
+    if std::fs::symlink_metadata(root.join(&card)).is_ok_and(|m| m.is_file()) {
+        return Ok(());
+    }
+    let known: Vec<String> = snapshot::subdirs(root, layout::CITIZENS_DIR)
+        .into_iter()
+        .filter(|d| {
+            layout::card_path(d)
+                .is_some_and(|c| std::fs::symlink_metadata(root.join(c)).is_ok_and(|m| m.is_file()))
+        })
+        .take(8)
+        .collect();
+    let known = if known.is_empty() {
+        String::new()
+    } else {
+        format!("; citizens: {}", known.join(", "))
+    };
+    Err(SessionError::Unknown {
+        id: id.to_string(),
+        known,
+    })
+}
+
+/// A citizen's inbox with its read cursor.
+#[derive(Debug, Clone)]
+pub struct InboxView {
+    pub citizen: String,
+    /// Every notice of `inbox.md`, oldest first.
+    pub notices: Vec<Notice>,
+    /// The ids the citizen has read (`notices_read` in its `status.md`).
+    pub read: BTreeSet<String>,
+    pub inbox_text: String,
+}
+
+impl InboxView {
+    /// The unread notices, newest first.
+    pub fn unread(&self) -> Vec<&Notice> {
+        notice::unread(&self.notices, &self.read)
+    }
+}
+
+fn read_opt(root: &Path, rel: &str) -> Result<Option<String>, SessionError> {
+    snapshot::read_text(root, rel, Some(MAX_RECORD_BYTES)).map_err(SessionError::Unreadable)
+}
+
+/// Reads the inbox and the read cursor of `citizen` (two files).
+pub fn read_inbox(root: &Path, citizen: &str) -> Result<InboxView, SessionError> {
+    let inbox_rel =
+        layout::inbox_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let status_rel =
+        layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let inbox_text = read_opt(root, &inbox_rel)?.unwrap_or_default();
+    let read = match read_opt(root, &status_rel)? {
+        Some(text) => crate::protocol::frontmatter::parse(&text)
+            .map(|r| notice::read_ids(&r.fields))
+            .unwrap_or_default(),
+        None => BTreeSet::new(),
+    };
+    Ok(InboxView {
+        citizen: citizen.to_string(),
+        notices: notice::parse_inbox(&inbox_text),
+        read,
+        inbox_text,
+    })
+}
+
+/// Adds `ids` to the citizen's read cursor in its `status.md` (created with a minimal
+/// frontmatter when missing), pruned to the notices still in `view`. Returns whether the file
+/// changed. Compare-before-replace: an edit the citizen makes meanwhile is never lost.
+pub fn mark_read(
+    root: &Path,
+    writer: &Writer,
+    view: &InboxView,
+    ids: &[String],
+) -> Result<bool, SessionError> {
+    let citizen = &view.citizen;
+    let rel = layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.clone()))?;
+    let next = notice::next_read_set(&view.read, ids, &view.notices);
+    if next == view.read && ids.iter().all(|i| view.read.contains(i)) {
+        return Ok(false);
+    }
+    if read_opt(root, &rel)?.is_none() {
+        let text = notice::with_read_set(None, citizen, &next);
+        if writer.create_new(&rel, text.as_bytes())? {
+            return Ok(true);
+        }
+    }
+    let edited = edit_agent_file(writer, root, &rel, |current| {
+        let old = crate::protocol::frontmatter::parse(current)
+            .map(|r| notice::read_ids(&r.fields))
+            .unwrap_or_default();
+        let set = notice::next_read_set(&old, ids, &view.notices);
+        Some(notice::with_read_set(Some(current), citizen, &set))
+    })?;
+    Ok(edited)
+}
+
+/// The polis timezone, from `polis.yml` alone.
+pub fn polis_zone(root: &Path) -> crate::protocol::clock::PolisZone {
+    let text = snapshot::read_text(root, layout::POLIS_YML, Some(MAX_RECORD_BYTES))
+        .ok()
+        .flatten();
+    crate::protocol::settings::parse(text.as_deref()).0.timezone
+}
+
+/// What `prime` produced.
+#[derive(Debug, Clone)]
+pub struct Primed {
+    pub primer: primer::Primer,
+    pub input: PrimerInput,
+    pub view: InboxView,
+}
+
+/// Gathers and renders the primer of `citizen` at `now`, reading only what it prints.
+pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, SessionError> {
+    check_citizen(root, citizen)?;
+    let view = read_inbox(root, citizen)?;
+    let identity = identity(root, citizen)?;
+
+    let mut findings = Vec::new();
+    let open: Vec<(String, Contract)> =
+        snapshot::read_records(root, "contracts/open", &mut findings)
+            .into_iter()
+            .map(|f| {
+                let c = Contract::from_record(&f.record);
+                (f.stem, c)
+            })
+            .collect();
+    let text_of = |v: &crate::yaml::Value| match v {
+        crate::yaml::Value::Null => None,
+        v => Some(v.python_str()),
+    };
+    let routed: Vec<Routed> = open
+        .iter()
+        .filter(|(_, c)| {
+            c.owner.is_none() && c.routing.recommended_by_router.as_deref() == Some(citizen)
+        })
+        .map(|(id, c)| Routed {
+            id: id.clone(),
+            title: c.title.clone().unwrap_or_else(|| id.clone()),
+            tags: c.required_tags.clone(),
+            stakes: c.stakes.clone(),
+            score: c.routing.recommendation_score,
+            exploration: c.routing.exploration.unwrap_or(false),
+            deadline: text_of(&c.deadline),
+        })
+        .collect();
+    let owned: Vec<&(String, Contract)> = open
+        .iter()
+        .filter(|(_, c)| c.owner.as_deref() == Some(citizen))
+        .collect();
+    let owned_ids: BTreeSet<&str> = owned.iter().map(|(id, _)| id.as_str()).collect();
+    let last_lines = last_lines_about(root, &owned_ids, now);
+    let claims: Vec<Claim> = owned
+        .iter()
+        .map(|(id, c)| {
+            let last = last_lines.get(id.as_str()).copied();
+            let since = last.or_else(|| {
+                crate::protocol::amendment::read_when(&c.opened_at, now).map(|w| match w {
+                    crate::protocol::amendment::When::Moment(t) => t,
+                    crate::protocol::amendment::When::Day(d) => {
+                        d.and_hms_opt(0, 0, 0).unwrap_or_default()
+                    }
+                })
+            });
+            let idle_days = since.map(|t| (now.now - t).num_days().max(0));
+            Claim {
+                id: id.clone(),
+                title: c.title.clone().unwrap_or_else(|| id.clone()),
+                status: c.status.clone().unwrap_or_else(|| "claimed".into()),
+                last_line: last.map(|t| t.format("%Y-%m-%d %H:%M").to_string()),
+                idle_days,
+                stale: idle_days
+                    .is_some_and(|d| d > crate::protocol::chronicle::ACTIVITY_WINDOW_DAYS),
+            }
+        })
+        .collect();
+
+    let votes = votes_wanted(root, citizen);
+    let mut tags: Vec<&str> = Vec::new();
+    for (_, c) in &owned {
+        for t in &c.required_tags {
+            if !tags.contains(&t.as_str()) {
+                tags.push(t);
+            }
+        }
+    }
+    let lessons = lessons_for(root, &tags);
+    let tag_list: Vec<String> = tags.iter().map(|t| t.to_string()).collect();
+    // Guardrails the citizen's contracts inherit; none when it owns nothing (a tagless
+    // guardrail applies to every contract, but there is no contract to apply it to).
+    let guardrails: Vec<String> = if owned.is_empty() {
+        Vec::new()
+    } else {
+        super::guardrail::matching(root, &tag_list)
+            .into_iter()
+            .map(|g| g.text)
+            .collect()
+    };
+
+    let input = PrimerInput {
+        identity,
+        routed,
+        claims,
+        votes,
+        notices: view.unread().into_iter().cloned().collect(),
+        lessons,
+        guardrails,
+        has_guardrails: true,
+        ..Default::default()
+    };
+    let primer = primer::render(&input, primer::BUDGET);
+    Ok(Primed {
+        primer,
+        input,
+        view,
+    })
+}
+
+fn identity(root: &Path, citizen: &str) -> Result<Identity, SessionError> {
+    let card_rel =
+        layout::card_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let card = read_opt(root, &card_rel)?.and_then(|t| crate::protocol::card::parse(&t).ok());
+    let status_rel =
+        layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let status = crate::protocol::citizen::parse_status(read_opt(root, &status_rel)?.as_deref())
+        .unwrap_or_default();
+    Ok(Identity {
+        id: citizen.to_string(),
+        vendor: card
+            .as_ref()
+            .map(|c| c.vendor.clone().unwrap_or_else(|| "unknown vendor".into())),
+        model: card.as_ref().and_then(|c| c.model.clone()),
+        tags: card
+            .map(|c| {
+                c.capability_tags
+                    .into_iter()
+                    .map(|(t, claim)| (t, claim.self_rating.map(|r| r as i64)))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        state: status.state.as_str().to_string(),
+        current_contract: status.current_contract,
+    })
+}
+
+/// Proposed amendments the citizen has not voted on (and did not propose).
+fn votes_wanted(root: &Path, citizen: &str) -> Vec<VoteWanted> {
+    let mut findings = Vec::new();
+    let mut out = Vec::new();
+    for entry in snapshot::list(
+        root,
+        layout::AmendmentFolder::Proposed.dir(),
+        ".md",
+        &mut findings,
+    ) {
+        let Ok(Some(text)) = snapshot::read_text(root, &entry.rel, Some(MAX_RECORD_BYTES)) else {
+            continue;
+        };
+        let Ok(a) = crate::protocol::amendment::parse(&text, &entry.stem) else {
+            continue;
+        };
+        if a.status.as_deref().unwrap_or("proposed") != "proposed"
+            || a.proposed_by.as_deref() == Some(citizen)
+            || a.votes.iter().any(|v| v.citizen == citizen)
+        {
+            continue;
+        }
+        let expires = match &a.expires_at {
+            crate::yaml::Value::Null => None,
+            v => Some(v.python_str()),
+        };
+        out.push(VoteWanted {
+            id: a.id.clone(),
+            title: a.title.clone().unwrap_or_else(|| a.id.clone()),
+            proposed_by: a.proposed_by.clone(),
+            expires,
+        });
+    }
+    out
+}
+
+/// Accepted lessons filed under the given tags (`lessons/<tag>/`), newest id first.
+fn lessons_for(root: &Path, tags: &[&str]) -> Vec<LessonLine> {
+    let mut findings = Vec::new();
+    let mut out: Vec<LessonLine> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for tag in tags.iter().filter(|t| layout::is_slug(t)) {
+        let dir = format!("{}/{tag}", layout::LESSONS_DIR);
+        for file in snapshot::read_records(root, &dir, &mut findings) {
+            let lesson = crate::protocol::lesson::Lesson::from_record(&file.stem, &file.record);
+            if !lesson.is_accepted() || !seen.insert(lesson.lesson_id.clone()) {
+                continue;
+            }
+            let summary = file
+                .record
+                .body
+                .split("\n\n")
+                .map(str::trim)
+                .find(|p| !p.is_empty() && !p.starts_with('#'))
+                .unwrap_or("")
+                .to_string();
+            out.push(LessonLine {
+                id: lesson.lesson_id.clone(),
+                tags: lesson.capability_tags.clone(),
+                summary,
+            });
+        }
+    }
+    out.sort_by(|a, b| b.id.cmp(&a.id));
+    out
+}
+
+/// The newest chronicle line linking each of `ids`, read from the end of `chronicle.md` back
+/// to [`TAIL_DAYS`] before `now` (and from the newest archive when the current file is younger
+/// than that, as after a rollover).
+fn last_lines_about(
+    root: &Path,
+    ids: &BTreeSet<&str>,
+    now: &PolisTime,
+) -> std::collections::HashMap<String, chrono::NaiveDateTime> {
+    use crate::protocol::chronicle;
+    let mut last = std::collections::HashMap::new();
+    if ids.is_empty() {
+        return last;
+    }
+    let cutoff = now.now - chrono::Duration::days(TAIL_DAYS);
+    let old_enough =
+        |line: &str| chronicle::stamp_and_author(line).is_some_and(|(stamp, _)| stamp < cutoff);
+    let mut files = vec![CHRONICLE.to_string()];
+    let mut findings = Vec::new();
+    let archives: Vec<String> = snapshot::list(root, "", ".md", &mut findings)
+        .into_iter()
+        .map(|e| e.rel.trim_start_matches('/').to_string())
+        .filter(|n| chronicle::Quarter::from_archive_name(n).is_some())
+        .collect();
+    if let Some(newest) = chronicle::newest_archive(archives.iter().map(String::as_str)) {
+        files.push(newest.to_string());
+    }
+    for rel in files {
+        let Ok(Some(tail)) = snapshot::read_tail_lines(root, &rel, TAIL_MAX_BYTES, old_enough)
+        else {
+            continue;
+        };
+        for line in tail.text.lines() {
+            // Most lines link no contract of ours: a substring test spares parsing them (the
+            // window of a busy chronicle is tens of thousands of lines).
+            if !line.contains("[[") || !ids.iter().any(|id| line.contains(id)) {
+                continue;
+            }
+            let Ok(entry) = chronicle::parse_entry(line) else {
+                continue;
+            };
+            let Some(target) = entry.link.and_then(chronicle::link_target) else {
+                continue;
+            };
+            let Some(id) = target.rsplit('/').next().filter(|id| ids.contains(id)) else {
+                continue;
+            };
+            let slot = last.entry(id.to_string()).or_insert(entry.stamp);
+            *slot = (*slot).max(entry.stamp);
+        }
+        // The current file went back far enough (or hit the byte cap): no archive needed.
+        if !tail.whole {
+            break;
+        }
+    }
+    last
+}
+
+/// What archiving an inbox did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Archived {
+    /// Notices moved to `inbox-archive.md`.
+    pub moved: usize,
+    /// Read notices kept because they are newer than the age limit.
+    pub kept_recent: usize,
+    /// Unread notices (never moved).
+    pub unread: usize,
+}
+
+/// Moves the citizen's read notices older than `older_than` (by their heading's stamp) from
+/// `inbox.md` to `inbox-archive.md`, as the protocol lets the owner do. Appends to the archive
+/// first (skipping blocks it already holds), then removes the blocks from the inbox by
+/// compare-before-replace, so a crash in between leaves a notice in both files, never in
+/// neither, and a second run finishes the move.
+pub fn archive_inbox(
+    root: &Path,
+    writer: &Writer,
+    citizen: &str,
+    older_than: chrono::Duration,
+    now: &PolisTime,
+) -> Result<Archived, SessionError> {
+    check_citizen(root, citizen)?;
+    let view = read_inbox(root, citizen)?;
+    let archive_rel =
+        layout::inbox_archive_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let inbox_rel =
+        layout::inbox_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let limit = now.now - older_than;
+    let mut report = Archived::default();
+    let mut moving: Vec<&Notice> = Vec::new();
+    for n in &view.notices {
+        if !view.read.contains(&n.id) {
+            report.unread += 1;
+            continue;
+        }
+        let stamp = chrono::NaiveDateTime::parse_from_str(&n.stamp, "%Y-%m-%d %H:%M")
+            .or_else(|_| chrono::NaiveDateTime::parse_from_str(&n.stamp, "%Y-%m-%d %H:%M:%S"));
+        match stamp {
+            Ok(t) if t <= limit => moving.push(n),
+            _ => report.kept_recent += 1,
+        }
+    }
+    if moving.is_empty() {
+        return Ok(report);
+    }
+    let archive_text = read_opt(root, &archive_rel)?.unwrap_or_default();
+    let archived = notice::parse_inbox(&archive_text);
+    let mut append = String::new();
+    if archive_text.is_empty() {
+        append.push_str(&format!(
+            "---\nfile_type: inbox-archive\nowner: {citizen}\n---\n\n<!-- Read notices moved out of inbox.md, oldest first. -->\n"
+        ));
+    }
+    for n in &moving {
+        if !notice::archive_has(&archived, &archive_text, n) {
+            let block = &view.inbox_text[n.span.0..n.span.1];
+            if !block.starts_with('\n') && !append.ends_with("\n\n") {
+                append.push('\n');
+            }
+            append.push_str(block);
+            if !block.ends_with('\n') {
+                append.push('\n');
+            }
+        }
+    }
+    if !append.is_empty() {
+        writer.append_locked(&archive_rel, append.as_bytes())?;
+    }
+    let ids: BTreeSet<&str> = moving.iter().map(|n| n.id.as_str()).collect();
+    edit_agent_file(writer, root, &inbox_rel, |current| {
+        let notices = notice::parse_inbox(current);
+        let remove: Vec<&Notice> = notices
+            .iter()
+            .filter(|n| ids.contains(n.id.as_str()))
+            .collect();
+        Some(notice::without_blocks(current, &remove))
+    })?;
+    report.moved = moving.len();
+    Ok(report)
+}

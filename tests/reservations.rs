@@ -1,0 +1,645 @@
+//! `polisd reserve`, `release` and `reservations` on real folders, the daemon's care of
+//! `reservations.yml` (expiry, release when work ends, `reservation-conflict` notices), and the
+//! file against the Python reference: each reads what the other writes, and for the same
+//! arguments both write the same bytes apart from timestamps.
+
+mod harness;
+#[path = "common/reference.rs"]
+mod reference;
+
+use harness::{wait_for, TestPolis, BIN};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const FOUNDER: &str = "founder-one";
+const ALPHA: &str = "alpha-agent";
+const BRAVO: &str = "bravo-agent";
+const CHARLIE: &str = "charlie-agent";
+const FILE: &str = "reservations.yml";
+
+fn polis() -> TestPolis {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "openai", &[("rust", 4)], "low")
+        .citizen(BRAVO, "google", &[("rust", 3)], "medium")
+        .citizen(CHARLIE, "mistral", &[("ops", 4)], "high");
+    p
+}
+
+fn project(p: &TestPolis) -> PathBuf {
+    p.root.parent().unwrap().to_path_buf()
+}
+
+/// Runs polisd from the project root (where an agent usually is).
+fn run(p: &TestPolis, args: &[&str]) -> Output {
+    run_in(p, &project(p), args)
+}
+
+fn run_in(p: &TestPolis, cwd: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[track_caller]
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "expected success, got {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+#[track_caller]
+fn refused(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "expected a refusal (exit 1)\nstdout: {}\nstderr: {}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "one line saying what to do: {err}");
+    err
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
+}
+
+#[test]
+fn conflict_exits_1_names_the_holder_and_writes_nothing() {
+    let p = polis();
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "src/auth.rs",
+            "docs",
+            "--as",
+            ALPHA,
+            "--note",
+            "login fix",
+        ],
+    ));
+    let before = p.read(FILE);
+    let err = refused(&run(&p, &["reserve", "src/auth.rs", "--as", BRAVO]));
+    assert!(err.contains(ALPHA) && err.contains("src/auth.rs"), "{err}");
+    // A folder holds what is inside it, both ways.
+    let err = refused(&run(&p, &["reserve", "docs/guide.md", "--as", BRAVO]));
+    assert!(err.contains(&format!("reserved by {ALPHA}")), "{err}");
+    let err = refused(&run(&p, &["reserve", "src", "--as", BRAVO]));
+    assert!(err.contains(ALPHA), "{err}");
+    assert_eq!(p.read(FILE), before, "a refusal writes nothing");
+    // --json: the conflicts as data, on stdout.
+    let out = run(&p, &["reserve", "src/auth.rs", "--as", BRAVO, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["conflicts"][0]["holder"], ALPHA);
+    assert_eq!(v["conflicts"][0]["held_path"], "src/auth.rs");
+    // The holder may reserve again (renew); another path is free for others.
+    ok(&run(
+        &p,
+        &["reserve", "src/auth.rs", "--as", ALPHA, "--ttl-min", "5"],
+    ));
+    ok(&run(&p, &["reserve", "src/other.rs", "--as", BRAVO]));
+    let list = json(&run(&p, &["reservations", "--json"]));
+    let entries = list["reservations"].as_array().unwrap();
+    assert_eq!(entries.len(), 3, "{list}");
+    let all_paths: Vec<&str> = entries
+        .iter()
+        .flat_map(|e| e["paths"].as_array().unwrap())
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        all_paths,
+        ["docs", "src/auth.rs", "src/other.rs"],
+        "renewed, not doubled"
+    );
+}
+
+#[test]
+fn overlap_by_glob_in_either_direction() {
+    let p = polis();
+    ok(&run(&p, &["reserve", "src/**/*.rs", "--as", ALPHA]));
+    // A path the glob matches, a folder that holds matches, another glob that meets it.
+    for (path, why) in [
+        ("src/net/http.rs", "a path the held glob matches"),
+        ("src", "a folder above the held glob"),
+        ("src/*/mod.rs", "a glob that meets the held glob"),
+        ("**/lib.rs", "a glob that meets the held glob from the top"),
+    ] {
+        let err = refused(&run(&p, &["reserve", path, "--as", BRAVO]));
+        assert!(
+            err.contains(ALPHA) && err.contains("src/**/*.rs"),
+            "{why}: {err}"
+        );
+    }
+    // The other direction: a held plain path, a requested glob.
+    ok(&run(&p, &["reserve", "docs/guide.md", "--as", CHARLIE]));
+    let err = refused(&run(&p, &["reserve", "docs/*.md", "--as", BRAVO]));
+    assert!(err.contains(CHARLIE), "{err}");
+    // What no glob can reach is free.
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "src/**/*.md",
+            "docs/*.txt",
+            "Cargo.toml",
+            "--as",
+            BRAVO,
+        ],
+    ));
+    let list = ok(&run(&p, &["reservations"]));
+    assert!(list.contains("src/**/*.md"), "{list}");
+}
+
+#[test]
+fn concurrent_reservers_exactly_one_wins() {
+    let p = polis();
+    let ids: Vec<String> = (0..8).map(|i| format!("racer-agent-{i}")).collect();
+    for id in &ids {
+        p.citizen(id, "other", &[("rust", 3)], "medium");
+    }
+    // Each asks for a different spelling of the same files, so only the lock can keep two of
+    // them from both seeing an empty file.
+    let children: Vec<_> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let path = if i % 2 == 0 { "src/lib.rs" } else { "src/*.rs" };
+            Command::new(BIN)
+                .args(["reserve", path, "--as", id])
+                .env("POLISD_STATE_DIR", &p.state_dir)
+                .current_dir(project(&p))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let winners: Vec<usize> = (0..8).filter(|&i| outs[i].status.success()).collect();
+    assert_eq!(winners.len(), 1, "exactly one winner: {outs:#?}");
+    let winner = &ids[winners[0]];
+    for (i, out) in outs.iter().enumerate() {
+        if i != winners[0] {
+            let err = refused(out);
+            assert!(
+                err.contains(winner.as_str()),
+                "loser names the winner: {err}"
+            );
+        }
+    }
+    let list = json(&run(&p, &["reservations", "--json"]));
+    let entries = list["reservations"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{list}");
+    assert_eq!(entries[0]["citizen"], winner.as_str());
+}
+
+#[test]
+fn paths_outside_the_project_are_refused() {
+    let p = polis();
+    let outside = p.dir.path().join("elsewhere.txt");
+    for path in [
+        "../elsewhere.txt",
+        "src/../../x",
+        outside.to_str().unwrap(),
+        "/etc/passwd",
+    ] {
+        let err = refused(&run(&p, &["reserve", path, "--as", ALPHA]));
+        assert!(err.contains("outside the project"), "{path}: {err}");
+    }
+    assert!(!p.exists(FILE), "nothing written");
+    let err = refused(&run(&p, &["reserve", ".", "--as", ALPHA]));
+    assert!(err.contains("whole project"), "{err}");
+    let err = refused(&run(&p, &["reserve", "src", "--as", "nobody-registered"]));
+    assert!(err.contains("not a registered citizen"), "{err}");
+    let err = refused(&run(
+        &p,
+        &["reserve", "src", "--as", ALPHA, "--contract", "no-such"],
+    ));
+    assert!(err.contains("not an open contract"), "{err}");
+    assert!(!p.exists(FILE), "nothing written");
+    // Inside the project, relative to where the agent stands; absolute paths inside count.
+    std::fs::create_dir_all(project(&p).join("src/net")).unwrap();
+    ok(&run_in(
+        &p,
+        &project(&p).join("src/net"),
+        &["reserve", "http.rs", "../*.toml", "--as", ALPHA],
+    ));
+    let abs = project(&p).join(".github/workflows/ci.yml");
+    ok(&run(&p, &["reserve", abs.to_str().unwrap(), "--as", ALPHA]));
+    let file = p.read(FILE);
+    assert!(
+        file.contains("- src/net/http.rs\n") && file.contains("- src/*.toml\n"),
+        "{file}"
+    );
+    assert!(
+        file.contains("- .github/workflows/ci.yml\n"),
+        "dot folder kept: {file}"
+    );
+    // A bad usage is exit 2.
+    assert_eq!(run(&p, &["reserve", "--as", ALPHA]).status.code(), Some(2));
+    assert_eq!(
+        run(&p, &["reserve", "x", "--as", ALPHA, "--ttl-min", "0"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn release_lets_go_of_overlapping_paths_and_refuses_unknown_ids() {
+    let p = polis();
+    ok(&run(
+        &p,
+        &["reserve", "src/a.rs", "src/b.rs", "docs", "--as", ALPHA],
+    ));
+    let out = json(&run(&p, &["release", "src/a.rs", "--as", ALPHA, "--json"]));
+    assert_eq!(out["released"]["paths"], serde_json::json!(["src/a.rs"]));
+    let out = ok(&run(&p, &["release", "--as", BRAVO]));
+    assert!(out.contains("nothing released"), "{out}");
+    let before = p.read(FILE);
+    let err = refused(&run(&p, &["release", "--as", "typo-agent-id"]));
+    assert!(err.contains("not a registered citizen"), "{err}");
+    assert_eq!(p.read(FILE), before);
+    ok(&run(&p, &["release", "--as", ALPHA]));
+    assert_eq!(
+        json(&run(&p, &["reservations", "--json"]))["reservations"],
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn unreadable_file_is_refused_not_overwritten() {
+    let p = polis();
+    p.save(FILE, "reservations: [\n  - citizen: alpha-agent\n");
+    let err = refused(&run(&p, &["reserve", "src", "--as", BRAVO]));
+    assert!(err.contains("reservations.yml line"), "{err}");
+    assert_eq!(p.read(FILE), "reservations: [\n  - citizen: alpha-agent\n");
+}
+
+#[test]
+fn check_reports_overlapping_entries_p012_and_an_unreadable_file_p002() {
+    let p = polis();
+    p.save(
+        FILE,
+        &format!(
+            "reservations:\n- citizen: {ALPHA}\n  paths: ['src/*.rs']\n  reserved_at: '{}'\n  expires_at: null\n\
+             - citizen: {BRAVO}\n  paths: [src/lib.rs]\n  reserved_at: '{}'\n  expires_at: soon\n",
+            stamp(-10),
+            stamp(-5)
+        ),
+    );
+    let out = run(&p, &["check", "--json"]);
+    let v = json(&out);
+    let codes: Vec<(&str, &str)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["path"] == FILE)
+        .map(|f| (f["code"].as_str().unwrap(), f["severity"].as_str().unwrap()))
+        .collect();
+    assert_eq!(codes, [("P002", "warning"), ("P012", "warning")], "{v}");
+    p.save(FILE, "reservations: [\n");
+    let out = run(&p, &["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["path"] == FILE && f["code"] == "P002" && f["severity"] == "error"),
+        "{v}"
+    );
+}
+
+#[test]
+fn daemon_leaves_an_unreadable_file_alone_and_is_not_stopped_by_it() {
+    let p = polis();
+    let daemon = p.start_daemon();
+    p.save(FILE, "reservations: [\n");
+    // A barrier: a bad chronicle line after the bad file draws its notice, so the daemon has
+    // certainly been through the file.
+    p.append(
+        "chronicle.md",
+        &format!("- {} | {ALPHA} | broken line\n", harness::chronicle_stamp()),
+    );
+    wait_for(&p, "the chronicle finding after the bad file", || {
+        p.count(ALPHA, "chronicle-finding") == 1
+    });
+    wait_for(&p, "the bad file logged", || {
+        daemon
+            .log_text()
+            .contains("reservations: reservations.yml line")
+    });
+    assert_eq!(p.read(FILE), "reservations: [\n", "left as it is");
+    // A warning, not a failed pass (which would be retried, and logged, again and again).
+    let log = daemon.log_text();
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("ERROR") && l.contains("reservations")),
+        "{log}"
+    );
+}
+
+#[test]
+fn settle_and_abandon_commands_release_at_once_without_a_daemon() {
+    let p = polis();
+    for title in ["Fix login", "Write docs"] {
+        ok(&run(
+            &p,
+            &[
+                "contract", "open", "--title", title, "--by", FOUNDER, "--tags", "ops",
+            ],
+        ));
+    }
+    ok(&run(&p, &["contract", "claim", "fix-login", "--as", ALPHA]));
+    ok(&run(
+        &p,
+        &["contract", "claim", "write-docs", "--as", BRAVO],
+    ));
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "src/auth",
+            "--as",
+            ALPHA,
+            "--contract",
+            "fix-login",
+        ],
+    ));
+    ok(&run(&p, &["reserve", "docs", "--as", BRAVO]));
+    ok(&run(&p, &["reserve", "tests", "--as", CHARLIE]));
+    let v = json(&run(
+        &p,
+        &[
+            "contract",
+            "settle",
+            "fix-login",
+            "--quality",
+            "4",
+            "--json",
+        ],
+    ));
+    assert_eq!(
+        v["reservations"]["paths"],
+        serde_json::json!(["src/auth"]),
+        "{v}"
+    );
+    let out = ok(&run(&p, &["contract", "abandon", "write-docs"]));
+    assert!(out.contains("released reservations: docs"), "{out}");
+    let left = json(&run(&p, &["reservations", "--json"]));
+    let left = left["reservations"].as_array().unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["citizen"], CHARLIE);
+}
+
+fn open_contract(id: &str, owner: &str) -> String {
+    format!(
+        "---\ncontract_id: {id}\ntitle: Contract {id}\nopened_by: {FOUNDER}\nopened_at: 2026-11-01 09:00:00\n\
+         owner: {owner}\nstatus: claimed\nstakes: low\nrequired_tags: [ops]\ncost_ceiling: medium\n---\n\n\
+         ## Intent\n\nDo {id}.\n"
+    )
+}
+
+fn stamp(offset_minutes: i64) -> String {
+    (chrono::Utc::now() + chrono::Duration::minutes(offset_minutes))
+        .format("%Y-%m-%dT%H:%M:%S+00:00")
+        .to_string()
+}
+
+#[test]
+fn daemon_drops_expired_releases_ended_work_and_tells_overlaps() {
+    let p = polis();
+    p.save(
+        "contracts/open/fix-login.md",
+        &open_contract("fix-login", CHARLIE),
+    );
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "ops/deploy.sh",
+            "--as",
+            CHARLIE,
+            "--contract",
+            "fix-login",
+        ],
+    ));
+    let daemon = p.start_daemon();
+
+    // Written by hand (or by the reference, which does not see globs): an expired lease, one
+    // that runs out in a few seconds, and two citizens holding overlapping paths.
+    let mut file = p.read(FILE);
+    let soon = (chrono::Utc::now() + chrono::Duration::seconds(3))
+        .format("%Y-%m-%dT%H:%M:%S+00:00")
+        .to_string();
+    file.push_str(&format!(
+        "- citizen: {FOUNDER}\n  paths:\n  - old/thing\n  reserved_at: '{}'\n  expires_at: '{}'\n\
+         - citizen: {FOUNDER}\n  paths:\n  - short/lease\n  reserved_at: '{}'\n  expires_at: '{soon}'\n\
+         - citizen: {ALPHA}\n  paths:\n  - src/*.rs\n  reserved_at: '{}'\n  expires_at: null\n\
+         - citizen: {BRAVO}\n  paths:\n  - src/lib.rs\n  reserved_at: '{}'\n  expires_at: null\n",
+        stamp(-120),
+        stamp(-60),
+        stamp(-1),
+        stamp(-10),
+        stamp(-5),
+    ));
+    p.save(FILE, &file);
+    wait_for(&p, "the expired entry dropped", || {
+        !p.read(FILE).contains("old/thing")
+    });
+    // Nothing changes in the folder when the short lease ends: the daemon wakes for it.
+    wait_for(&p, "the short lease dropped when it ran out", || {
+        !p.read(FILE).contains("short/lease")
+    });
+    wait_for(&p, "a reservation-conflict notice to both holders", || {
+        p.count(ALPHA, "reservation-conflict") == 1 && p.count(BRAVO, "reservation-conflict") == 1
+    });
+    let to_bravo = p.read(&format!("citizens/{BRAVO}/inbox.md"));
+    assert!(
+        to_bravo.contains(ALPHA) && to_bravo.contains("src/*.rs"),
+        "{to_bravo}"
+    );
+    assert!(
+        p.read(FILE).contains("ops/deploy.sh"),
+        "an open contract's reservation stays"
+    );
+
+    // The contract ends: its reservation goes.
+    let abandoned = open_contract("fix-login", CHARLIE).replace(
+        "status: claimed",
+        &format!("status: abandoned\nsettled_at: '{}'", stamp(0)),
+    );
+    p.save("contracts/abandoned/fix-login.md", &abandoned);
+    std::fs::remove_file(p.path("contracts/open/fix-login.md")).unwrap();
+    wait_for(&p, "the ended contract's reservation released", || {
+        !p.read(FILE).contains("ops/deploy.sh")
+    });
+    // The overlap is still there and still told once.
+    assert!(p.read(FILE).contains("src/lib.rs"));
+    assert_eq!(p.count(ALPHA, "reservation-conflict"), 1);
+
+    // Bravo reserved without --contract and owns no open contract: settling one releases it.
+    let settled = open_contract("bravo-work", BRAVO).replace(
+        "status: claimed",
+        &format!(
+            "status: settled\nsettled_at: {}\nquality_score: 4",
+            chrono::Utc::now().format("%Y-%m-%d %H:%M:%S")
+        ),
+    );
+    p.save("contracts/settled/bravo-work.md", &settled);
+    wait_for(&p, "bravo's reservation released by the settlement", || {
+        !p.read(FILE).contains("src/lib.rs")
+    });
+    assert!(p.read(FILE).contains("src/*.rs"), "alpha's stays");
+    drop(daemon);
+    // The daemon's own clean-up left a file the reference still reads.
+    let out = reference_in(&project(&p), &["reservations"]);
+    assert!(out.contains(ALPHA) && out.contains("src/*.rs"), "{out}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Against the reference.
+
+/// Runs the reference CLI (`polis …`) in `cwd`.
+fn reference_cli(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(reference::reference_python())
+        .arg("-c")
+        .arg("import sys; from polis.cli import main; sys.exit(main(sys.argv[1:]))")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run the reference CLI")
+}
+
+#[track_caller]
+fn reference_in(cwd: &Path, args: &[&str]) -> String {
+    let out = reference_cli(cwd, args);
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "reference failed: {}",
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// The file with every timestamp masked.
+fn masked(text: &str) -> String {
+    let re = regex::Regex::new(r"'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?\+00:00'").unwrap();
+    re.replace_all(text, "'<T>'").into_owned()
+}
+
+#[test]
+fn same_arguments_same_file_as_the_reference_apart_from_timestamps() {
+    let ours = polis();
+    let theirs = polis();
+    // Paths the reference does not mangle (no leading dot), and the calls both make.
+    let steps: [&[&str]; 5] = [
+        &[
+            "reserve",
+            "src/auth.rs",
+            "docs/api",
+            "--as",
+            ALPHA,
+            "--ttl-min",
+            "30",
+            "--note",
+            "login: fix",
+        ],
+        &[
+            "reserve",
+            "tests/é.rs",
+            "--as",
+            BRAVO,
+            "--note",
+            "unicode ✓",
+        ],
+        &["reserve", "src/auth.rs", "--as", BRAVO],
+        &["release", "docs", "--as", ALPHA],
+        &["release", "--as", BRAVO],
+    ];
+    for step in steps {
+        let a = run(&ours, step);
+        let b = reference_cli(&project(&theirs), step);
+        assert_eq!(
+            a.status.code(),
+            b.status.code(),
+            "{step:?}: polisd {} / reference {}",
+            text(&a.stderr),
+            text(&b.stdout)
+        );
+        assert_eq!(
+            masked(&ours.read(FILE)),
+            masked(&theirs.read(FILE)),
+            "after {step:?}"
+        );
+    }
+}
+
+#[test]
+fn reference_reads_what_polisd_writes_and_polisd_reads_what_the_reference_writes() {
+    let p = polis();
+    let proj = project(&p);
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "src/auth.rs",
+            "--as",
+            ALPHA,
+            "--ttl-min",
+            "60",
+            "--note",
+            "n",
+        ],
+    ));
+    // The reference sees polisd's entry as active (aware stamps compare) and refuses a
+    // conflicting reservation, naming the holder.
+    let listed = reference_in(&proj, &["reservations"]);
+    assert!(
+        listed.contains(ALPHA) && listed.contains("src/auth.rs"),
+        "{listed}"
+    );
+    let out = reference_cli(&proj, &["reserve", "src/auth.rs", "--as", BRAVO]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).contains(ALPHA));
+    // The reference writes; polisd reads it and refuses in turn.
+    reference_in(
+        &proj,
+        &["reserve", "lib/db.py", "--as", BRAVO, "--ttl-min", "60"],
+    );
+    let v = json(&run(&p, &["reservations", "--json"]));
+    let entries = v["reservations"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{v}");
+    assert_eq!(entries[1]["citizen"], BRAVO);
+    assert_eq!(entries[1]["active"], true);
+    let err = refused(&run(&p, &["reserve", "lib", "--as", CHARLIE]));
+    assert!(err.contains(BRAVO), "{err}");
+    // polisd releases an entry the reference wrote; the reference still reads the result.
+    ok(&run(&p, &["release", "--as", BRAVO]));
+    let listed = reference_in(&proj, &["reservations"]);
+    assert!(
+        !listed.contains(BRAVO) && listed.contains(ALPHA),
+        "{listed}"
+    );
+}
