@@ -421,9 +421,9 @@ fn a_declared_but_unconfigured_merge_driver_is_reported() {
         .iter()
         .map(|f| f["code"].as_str().unwrap())
         .collect();
-    assert_eq!(codes, ["P014"]);
+    assert_eq!(codes, ["P015"]);
     let daemon = clone.start_daemon();
-    assert!(daemon.log_text().contains("P014"), "{}", daemon.log_text());
+    assert!(daemon.log_text().contains("P015"), "{}", daemon.log_text());
     drop(daemon);
     assert!(clone
         .polisd(&["git-setup", "--program", BIN])
@@ -505,7 +505,7 @@ fn conflict_markers_are_findings_and_never_records() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|f| f["code"] == "P012")
+        .filter(|f| f["code"] == "P013")
         .map(|f| f["path"].as_str().unwrap())
         .collect();
     assert_eq!(p012, ["chronicle.md", "contracts/settled/parser.md"]);

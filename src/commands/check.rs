@@ -195,8 +195,8 @@ fn unknown_voters(polis: &Polis) -> Vec<Finding> {
 }
 
 /// What several machines, clones or worktrees left behind (docs/sync.md): sync conflict
-/// copies (P009), polisd ids that arrived twice (P013) in the chronicle or an inbox, and a
-/// merge driver named in `.gitattributes` but not configured in this clone (P014).
+/// copies (P009), polisd ids that arrived twice (P014) in the chronicle or an inbox, and a
+/// merge driver named in `.gitattributes` but not configured in this clone (P015).
 fn sync_findings(polis: &Polis) -> Vec<Finding> {
     let mut out: Vec<Finding> = crate::operations::sync::conflict_copies(&polis.root)
         .iter()
