@@ -220,16 +220,24 @@ pub fn chronicle_line(author: &str, verb: &str, link: &str, note: &str) -> Strin
 }
 
 /// Copies the tree at `from` into `to` like `cp -r from/. to/`: folders are created, files are
-/// copied over whatever is there, symbolic links are skipped (never followed).
+/// copied over whatever is there, symbolic links are skipped (never followed). A file that
+/// vanishes while it is copied (a running daemon's `.polisd-*.tmp`, renamed into place) is
+/// skipped.
 pub fn copy_tree(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap().flatten() {
-        let kind = entry.file_type().unwrap();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
         let target = to.join(entry.file_name());
         if kind.is_dir() {
             copy_tree(&entry.path(), &target);
         } else if kind.is_file() {
-            fs::copy(entry.path(), &target).unwrap();
+            match fs::copy(entry.path(), &target) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => panic!("copying {}: {e}", entry.path().display()),
+            }
         }
     }
 }
