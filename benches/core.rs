@@ -240,6 +240,74 @@ fn bench_tally(c: &mut Criterion) {
     });
 }
 
+/// A page of the dashboard over a polis with 10,000 settled contracts (issue 18: under
+/// 20 ms). The folder is read once (a change re-reads it); what is timed is the render.
+fn bench_dashboard(c: &mut Criterion) {
+    use polisd::dashboard::{pages, render, view};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("_polis");
+    for d in ["contracts/settled", "contracts/open", "citizens"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::write(root.join("CONSTITUTION.md"), "# Constitution\n").unwrap();
+    let citizens = ["alpha-agent", "bravo-agent", "charlie-agent", "delta-agent"];
+    for id in citizens {
+        std::fs::create_dir_all(root.join("citizens").join(id)).unwrap();
+        std::fs::write(
+            root.join(format!("citizens/{id}/capability_card.yml")),
+            format!("agent_id: {id}\nvendor: other\nmodel: m\ncapability_tags:\n  rust:\n    self_rating: 3\n    evidence: x\n"),
+        )
+        .unwrap();
+    }
+    let tags = ["rust", "docs", "infra", "review", "tests"];
+    for i in 0..10_000usize {
+        std::fs::write(
+            root.join(format!("contracts/settled/c-{i:05}.md")),
+            format!(
+                "---\ncontract_id: c-{i:05}\ntitle: work {i}\nopened_by: alpha-agent\nowner: {}\nstatus: settled\n\
+                 required_tags:\n- {}\nsettled_at: '2026-{:02}-{:02} 10:00:00'\nquality_score: {}\nactual_minutes: 30\n---\n\n## Intent\n\nx\n",
+                citizens[i % 4],
+                tags[i % 5],
+                1 + (i / 28) % 12,
+                1 + i % 28,
+                1 + (i * 7) % 5
+            ),
+        )
+        .unwrap();
+    }
+    let (_tx, rx) = tokio::sync::watch::channel(polisd::daemon::Change::default());
+    let v = view::PolisView::new(&root, rx);
+    let snapshot = v.current();
+    let picker = vec![("/p/0/".to_string(), "bench".to_string())];
+    let none = std::collections::HashMap::new();
+    let mut group = c.benchmark_group("dashboard_10k_settled");
+    group.sample_size(20);
+    for page in pages::PAGES.iter().filter(|p| p.nav.is_some()) {
+        group.bench_function(page.route, |b| {
+            b.iter(|| render(page, &v, &snapshot, 0, &picker, &none, &none))
+        });
+    }
+    let mut params = std::collections::HashMap::new();
+    params.insert("id".to_string(), "alpha-agent".to_string());
+    group.bench_function("/citizens/{id}", |b| {
+        b.iter(|| {
+            render(
+                &pages::citizen::PAGE,
+                &v,
+                &snapshot,
+                0,
+                &picker,
+                &params,
+                &none,
+            )
+        })
+    });
+    group.finish();
+    c.bench_function("dashboard_10k_settled/read_snapshot", |b| {
+        b.iter(|| view::read(&root, 0))
+    });
+}
+
 /// The reservation rules on a file of 300 entries (plain paths and globs from three citizens):
 /// parsing, one `reserve` check, and the daemon's all-pairs overlap scan.
 fn bench_reservations(c: &mut Criterion) {
@@ -284,6 +352,7 @@ criterion_group!(
     bench_contract,
     bench_reconcile,
     bench_content_hash,
-    bench_tally
+    bench_tally,
+    bench_dashboard
 );
 criterion_main!(benches);

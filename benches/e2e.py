@@ -8,6 +8,7 @@ same machine only.
     benches/e2e.py reconcile --contracts 10000      # polisd reconcile vs reference reconcile
     benches/e2e.py settle-latency --contracts 10000 --settlements 200 --debounce 50ms
     benches/e2e.py chronicle-latency --lines 1000000 --appends 100 --debounce 50ms
+    benches/e2e.py reaction-under-load --writers 8 --probes 200 --debounce 200ms
     benches/e2e.py startup --contracts 100000
     benches/e2e.py idle-cpu --seconds 60
     benches/e2e.py generate OUT --contracts 10000 --chronicle-lines 100000
@@ -251,6 +252,66 @@ def chronicle_samples(root: Path, tmp: Path, appends: int, debounce: str, bin=No
         proc.send_signal(signal.SIGTERM)
         proc.wait()
     return samples
+
+
+def reaction_under_load(root: Path, tmp: Path, writers: int, probes: int, debounce: str) -> list:
+    """Issue 21: `writers` agents append valid lines to the chronicle without pause (one every
+    10-30 ms each), so the file never goes quiet for the debounce; meanwhile a probe appends a
+    line breaking C008 and waits for its finding in the author's inbox."""
+    import datetime
+    import threading
+    proc = start_daemon(root, tmp, debounce, until=READY)
+    author = CITIZENS[1]
+    others = [c for c in CITIZENS if c != author]
+    inbox = root / "citizens" / author / "inbox.md"
+    stop = threading.Event()
+
+    def writer(n: int):
+        rng = random.Random(n)
+        k = 0
+        while not stop.is_set():
+            stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+            with open(root / "chronicle.md", "a") as f:
+                f.write(f"- {stamp} | {others[n % len(others)]} | noted work | - | writer {n} line {k}\n")
+            k += 1
+            time.sleep(rng.uniform(0.01, 0.03))
+
+    threads = [threading.Thread(target=writer, args=(n,), daemon=True) for n in range(writers)]
+    for t in threads:
+        t.start()
+    samples = []
+    try:
+        time.sleep(1.0)
+        for k in range(probes):
+            before = inbox.read_bytes() if inbox.exists() else b""
+            stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+            t0 = time.perf_counter()
+            with open(root / "chronicle.md", "a") as f:
+                f.write(f"- {stamp} | {author} | Measured Under Load | - | probe {k}\n")
+            while (inbox.read_bytes() if inbox.exists() else b"") == before:
+                if time.perf_counter() - t0 > 60:
+                    raise SystemExit("no finding was reported; see " + str(tmp / "daemon.log"))
+                time.sleep(0.001)
+            samples.append(time.perf_counter() - t0)
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+    return samples
+
+
+def cmd_reaction_under_load(args):
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        root = make_polis(tmp, 0, chronicle_lines=1000)
+        p = percentiles(reaction_under_load(root, tmp, args.writers, args.probes, args.debounce))
+        print(f"line appended -> its finding in the inbox, with {args.writers} agents appending "
+              f"continuously, {args.probes} probes, debounce {args.debounce}:")
+        print(f"  p50 {p['p50']:.1f} ms   p90 {p['p90']:.1f} ms   p99 {p['p99']:.1f} ms   max {p['max']:.1f} ms"
+              f"   (target p99 < 300 ms)")
 
 
 def cmd_chronicle_latency(args):
@@ -587,6 +648,12 @@ def cmd_all(args):
                 f"p50 {q['p50']:.0f} ms, p99 {q['p99']:.0f} ms" if q else "—", "—",
                 "no chronicle validation", "—",
                 f"reading the file once: {floor * 1000:.0f} ms; target p99 < debounce + 5 ms")
+        d = tmp / "load"
+        d.mkdir()
+        root = make_polis(d, 0, chronicle_lines=1000)
+        p = percentiles(reaction_under_load(root, d, 8, 100, "200ms"))
+        row("chronicle finding -> inbox with 8 agents appending continuously (debounce 200ms)",
+            f"p50 {p['p50']:.0f} ms, p99 {p['p99']:.0f} ms", note="target p99 < 300 ms")
         for n in [10000, 100000]:
             st = {}
             for label, bin in [("new", BIN), ("before", base)]:
@@ -677,6 +744,129 @@ def scale_rows(tmp: Path, polises: dict, args, ref100k, row):
                       ("peak", "peak RSS"), ("restart_rss", "RSS after a restart")]:
         row(f"growth of {what}", growth(figs[key]), "—", "—", "—", "—",
             "x10 per step is linear; nothing quadratic grows x100")
+
+
+def make_polis_linked(base: Path, settled: int, distinct: int = 1000) -> Path:
+    """A polis of `settled` settled contracts made of `distinct` files and hard links to them
+    (1M files written one by one take longer than the measurements). Each link is its own
+    directory entry to list, stat and read; their settlements repeat every `distinct`."""
+    root = make_polis(base, distinct)
+    settled_dir = root / "contracts" / "settled"
+    for i in range(distinct, settled):
+        os.link(settled_dir / f"c-{i % distinct:06d}.md", settled_dir / f"c-{i:06d}.md")
+    return root
+
+
+def cmd_round2(args):
+    """Issue 20's figures in one shorter run (for a loaded machine): start-up and restart at
+    10k and 100k, settle latency at 100k, chronicle appends at 1M lines, idle, each beside the
+    baseline binary; and the scale check at 10k / 100k / 1M (1M made of hard links). Reflection
+    (issue 19) is off for this binary: its per-settlement and daily re-reads of settled files
+    are measured apart (`--reflection`)."""
+    global EXTRA_CONFIG
+    base = args.baseline or BASELINE
+    off = "\n[behaviour]\nreflect = false\n"
+    rows = []
+
+    def row(*r):
+        rows.append(r)
+        print("  " + " | ".join(r), flush=True)
+
+    def x(old, new):
+        return f"{old / new:.1f}x" if old and new else "—"
+
+    def both(fn):
+        """fn(bin, label) for this binary (reflection off) and the baseline."""
+        global EXTRA_CONFIG
+        EXTRA_CONFIG = off
+        new = fn(BIN, "new")
+        EXTRA_CONFIG = ""
+        old = fn(base, "before") if base else None
+        return new, old
+
+    tmp = Path(args.dir)
+    tmp.mkdir(parents=True, exist_ok=True)
+    polises = {}
+    for n in [10000, 100000, 1000000]:
+        d = tmp / f"p{n}"
+        if (d / "project" / "_polis").exists():
+            polises[n] = d / "project" / "_polis"
+            continue
+        t0 = time.perf_counter()
+        polises[n] = make_polis(d, n) if n < 1000000 else make_polis_linked(d, n)
+        print(f"generated {n} settled contracts in {time.perf_counter() - t0:.1f} s", flush=True)
+    fmt = lambda s: f"reacts {s['react']:.2f} s (watching {s['watch']:.2f} s, scan done {s['scan']:.2f} s)"
+    mem = lambda s: f"{mib(s['rss_kib'])} (peak {mib(s['peak_kib'])})"
+    for n in [10000, 100000]:
+        def st(bin, label):
+            return (measure_startup(polises[n], tmp, fresh=True, bin=bin, label=label),
+                    measure_startup(polises[n], tmp, fresh=False, bin=bin, label=label))
+        new, old = both(st)
+        for i, what in [(0, "first meeting"), (1, "restart")]:
+            a, b = new[i], old[i] if old else None
+            row(f"`polisd run`, {fmt_n(n)} settled, {what}: exec -> first settlement handled", fmt(a),
+                fmt(b) if b else "—", x(b["react"], a["react"]) if b else "—")
+            row(f"resident memory after the scan (peak), {fmt_n(n)} settled, {what}", mem(a),
+                mem(b) if b else "—", x(b["rss_kib"], a["rss_kib"]) if b else "—")
+
+    def settle(bin, label):
+        d = tmp / f"settle-{label}"
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir()
+        shutil.copytree(polises[100000].parent, d / "project", symlinks=True)
+        return percentiles(settle_samples(d / "project" / "_polis", d, args.settlements, args.debounce, bin=bin))
+    p, q = both(settle)
+    pf = lambda p: f"p50 {p['p50']:.0f} ms, p99 {p['p99']:.0f} ms"
+    row(f"settle -> `routing_stats.yml`, 100k settled (debounce {args.debounce})", pf(p), pf(q) if q else "—", "—")
+
+    def chron(bin, label):
+        d = tmp / f"chron-{label}"
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir()
+        root = make_polis(d, 0, chronicle_lines=1000000)
+        return percentiles(chronicle_samples(root, d, args.appends, args.debounce, bin=bin))
+    p, q = both(chron)
+    row(f"chronicle line appended -> validated, 1M lines (debounce {args.debounce})", pf(p), pf(q) if q else "—", "—")
+
+    def idle(bin, label):
+        d = tmp / f"idle-{label}"
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir()
+        shutil.copytree(polises[10000].parent, d / "project", symlinks=True)
+        return measure_idle(d / "project" / "_polis", d, args.seconds, bin=bin)
+    m, o = both(idle)
+    fi = lambda m: f"{m['cpu']:.3f} s CPU, {m['wakeups']} wake-ups, RSS {mib(m['rss_kib'])}"
+    row(f"idle {args.seconds} s, 10k settled", fi(m), fi(o) if o else "—", "—")
+
+    EXTRA_CONFIG = off
+    figs = {k: {} for k in ["reconcile", "first", "restart", "settle99", "rss", "peak", "restart_rss"]}
+    for n in [10000, 100000, 1000000]:
+        r = measure_reconcile(polises[n], 1, reference=False)
+        first = measure_startup(polises[n], tmp, fresh=True, label=f"scale{n}")
+        again = measure_startup(polises[n], tmp, fresh=False, label=f"scale{n}")
+        d = tmp / f"scale-settle{n}"
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir()
+        p = percentiles(settle_samples(polises[n], d, args.scale_settlements, args.debounce))
+        for k, v in [("reconcile", r["ours"]), ("first", first["react"]), ("restart", again["react"]),
+                     ("settle99", p["p99"]), ("rss", first["rss_kib"]), ("peak", first["peak_kib"]),
+                     ("restart_rss", again["rss_kib"])]:
+            figs[k][n] = v
+        row(f"scale, {fmt_n(n)} settled",
+            f"reconcile {r['ours']:.2f} s; reacts {first['react']:.2f} s first meeting, {again['react']:.2f} s "
+            f"restart; settle p50 {p['p50']:.0f} ms p99 {p['p99']:.0f} ms; RSS {mem(first)} first meeting, "
+            f"{mem(again)} after a restart", "—", "—")
+    for key, what in [("reconcile", "reconcile"), ("first", "first-meeting start-up"),
+                      ("restart", "restart"), ("settle99", "settle p99"), ("rss", "RSS after the scan"),
+                      ("peak", "peak RSS"), ("restart_rss", "RSS after a restart")]:
+        row(f"growth of {what}", growth(figs[key]), "—", "—")
+    print()
+    print(f"machine: {os.cpu_count()} CPUs, load average at the end {os.getloadavg()[0]:.1f} "
+          f"(other engineers' builds share it); polisd {BIN}; before {base or '—'}")
+    print("| measure | polisd | before | better by |")
+    print("|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
 
 
 def cmd_scale(args):
@@ -874,6 +1064,10 @@ def main():
     c.add_argument("--lines", type=int, default=1000000)
     c.add_argument("--appends", type=int, default=100)
     c.add_argument("--debounce", default="50ms")
+    w = sub.add_parser("reaction-under-load")
+    w.add_argument("--writers", type=int, default=8)
+    w.add_argument("--probes", type=int, default=200)
+    w.add_argument("--debounce", default="200ms")
     u = sub.add_parser("startup")
     u.add_argument("--contracts", type=int, default=100000)
     g = sub.add_parser("generate")
@@ -902,6 +1096,14 @@ def main():
     a.add_argument("--baseline", help="an earlier polisd binary, measured beside this one")
     a.add_argument("--scale", action="store_true", help="also the 10k/100k/1M scale check")
     a.add_argument("--scale-settlements", type=int, default=30)
+    r2 = sub.add_parser("round2")
+    r2.add_argument("dir", help="a folder for the generated polises (kept, and reused when run again)")
+    r2.add_argument("--baseline")
+    r2.add_argument("--settlements", type=int, default=30)
+    r2.add_argument("--scale-settlements", type=int, default=20)
+    r2.add_argument("--appends", type=int, default=50)
+    r2.add_argument("--seconds", type=int, default=60)
+    r2.add_argument("--debounce", default="50ms")
     sc = sub.add_parser("scale")
     sc.add_argument("--repeat", type=int, default=1)
     sc.add_argument("--debounce", default="50ms")
@@ -912,9 +1114,10 @@ def main():
     if not Path(PY).exists() and args.cmd in ("reconcile", "all", "reserve", "scale"):
         raise SystemExit(f"no reference at {PY}: run .ci/run's setup or set POLISD_REFERENCE_PYTHON")
     {"reconcile": cmd_reconcile, "settle-latency": cmd_settle_latency, "idle-cpu": cmd_idle_cpu,
-     "chronicle-latency": cmd_chronicle_latency, "startup": cmd_startup, "generate": cmd_generate,
+     "chronicle-latency": cmd_chronicle_latency, "reaction-under-load": cmd_reaction_under_load,
+     "startup": cmd_startup, "generate": cmd_generate,
      "reserve": cmd_reserve, "commands": cmd_commands, "session": cmd_session, "all": cmd_all,
-     "scale": cmd_scale}[args.cmd](args)
+     "scale": cmd_scale, "round2": cmd_round2}[args.cmd](args)
 
 if __name__ == "__main__":
     main()

@@ -11,6 +11,7 @@
 //!   deliver a notice, edit an agent's file) is written once here, and every front end calls it.
 //! - [`daemon`]: watching a polis and reacting to its changes; configuration and the user service.
 //! - [`bench`]: the routing simulation behind `polisd bench routing`.
+//! - [`dashboard`]: the read-only web view with live updates (`polisd run`, `polisd serve`).
 //! - [`mcp`]: the MCP server (`polisd mcp`), a front end over `operations` on the `rmcp` SDK.
 //! - [`commands`]: the command line: argument types, one module per command, the demo.
 
@@ -26,6 +27,7 @@ pub mod daemon;
 
 pub mod bench;
 
+pub mod dashboard;
 pub mod mcp;
 
 pub mod commands;

@@ -13,13 +13,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers from the bottom up; a file may name its own layer and those before it.
-const LAYERS: [&str; 8] = [
+const LAYERS: [&str; 9] = [
     "yaml",
     "protocol",
     "fs",
     "operations",
     "daemon",
     "bench",
+    "dashboard",
     "mcp",
     "commands",
 ];
@@ -319,6 +320,33 @@ fn every_layer_names_only_itself_and_the_layers_below() {
         "the layering of src/lib.rs is broken:\n  {}",
         violations.join("\n  ")
     );
+}
+
+/// What a read-only front end may not name: the writer, and file-writing calls of std.
+const WRITING: [&str; 6] = [
+    "fs::writer",
+    "Writer",
+    "std::fs",
+    "OpenOptions",
+    "File::create",
+    "operations::edit",
+];
+
+/// The dashboard only reads: any write belongs in `operations/` (none exists for it yet).
+#[test]
+fn the_dashboard_writes_nothing() {
+    for s in sources(&src_dir()) {
+        if s.module.first().map(String::as_str) != Some("dashboard") {
+            continue;
+        }
+        for w in WRITING {
+            assert!(
+                !s.code.contains(w),
+                "src/{}.rs names `{w}`: the dashboard is read-only; put a write in operations/",
+                s.module.join("/")
+            );
+        }
+    }
 }
 
 #[test]

@@ -443,3 +443,54 @@ fn corpus_daemon_keeps_running_and_writes_nothing_outside() {
         targets.len()
     );
 }
+
+/// Runs `polisd check` on `root` and returns its peak resident memory in KiB (`wait4`).
+fn check_peak_rss_kib(root: &Path, state: &Path) -> i64 {
+    let child = Command::new(harness::BIN)
+        .args(["check", "--json"])
+        .arg(root)
+        .env("POLISD_STATE_DIR", state)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter; the pid is our own child, waited once.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as i32;
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    std::mem::forget(child);
+    usage.ru_maxrss
+}
+
+/// Issue 21: a 1.5 KB alias bomb in `polis.yml` once cost 124 MB before the node bound
+/// tripped. The bound is relative to the file's size now: the bomb costs `polisd check` a few
+/// MB more than the same polis without it.
+#[test]
+fn corpus_small_alias_bomb_costs_a_few_megabytes() {
+    let p = TestPolis::init(FOUNDER);
+    let state = p.dir.path().join("rss-state");
+    let plain = check_peak_rss_kib(&p.root, &state);
+    let mut bomb = String::from("# an alias bomb of about 1.5 KB\ntimezone: UTC\n");
+    bomb.push_str("a0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+    for i in 1..12 {
+        let prev = format!("*a{}", i - 1);
+        let refs = [prev.as_str(); 10].join(",");
+        bomb.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+    }
+    while bomb.len() < 1500 {
+        bomb.push_str("# padding to the size of the reported file\n");
+    }
+    fs::write(p.root.join("polis.yml"), &bomb).unwrap();
+    let with_bomb = check_peak_rss_kib(&p.root, &state);
+    let extra_mib = (with_bomb - plain) as f64 / 1024.0;
+    eprintln!(
+        "polisd check: {plain} KiB plain, {with_bomb} KiB with the bomb (+{extra_mib:.1} MiB)"
+    );
+    assert!(
+        extra_mib < 8.0,
+        "a {} byte alias bomb cost {extra_mib:.1} MiB",
+        bomb.len()
+    );
+}

@@ -951,7 +951,7 @@ fn daemon_poll_backend_sees_an_append_in_the_same_second() {
     let p = four_citizens();
     fs::write(
         p.dir.path().join("polisd.toml"),
-        "[watch]\nbackend = \"poll\"\npoll_interval = \"100ms\"\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\n",
+        "[watch]\nbackend = \"poll\"\npoll_interval = \"100ms\"\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\n\n[dashboard]\nlisten = \"127.0.0.1:0\"\n",
     )
     .unwrap();
     let _daemon = p.start_daemon();

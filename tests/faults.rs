@@ -36,13 +36,24 @@ impl Piped {
 
     /// Starts the daemon without waiting for its first pass.
     fn spawn(p: &TestPolis, envs: &[(&str, &Path)]) -> Piped {
+        Piped::spawn_with(p, envs, "", None)
+    }
+
+    /// [`Piped::spawn`] with more `[watch]` settings, and as another user when `uid` is given.
+    fn spawn_with(p: &TestPolis, envs: &[(&str, &Path)], watch: &str, uid: Option<u32>) -> Piped {
         let config = p.dir.path().join("polisd.toml");
         fs::write(
             &config,
-            "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\nformat = \"text\"\n",
+            format!(
+                "[watch]\ndebounce = \"50ms\"\n{watch}\n[log]\nlevel = \"debug\"\nformat = \"text\"\n\n[dashboard]\nlisten = \"127.0.0.1:0\"\n"
+            ),
         )
         .unwrap();
         let mut cmd = Command::new(BIN);
+        if let Some(uid) = uid {
+            use std::os::unix::process::CommandExt;
+            cmd.uid(uid).gid(uid);
+        }
         cmd.arg("run")
             .arg(&p.root)
             .arg("--config")
@@ -80,10 +91,19 @@ impl Piped {
     #[track_caller]
     fn wait_log(&self, what: &str, needle: &str, n: usize) {
         let pid = self.pid();
-        wait_until(what, DEADLINE, || {
+        let start = std::time::Instant::now();
+        while self.log().matches(needle).count() < n {
             assert!(alive(pid), "the daemon died:\n{}", self.log());
-            self.log().matches(needle).count() >= n
-        });
+            if start.elapsed() > DEADLINE {
+                let log = self.log();
+                let lines: Vec<&str> = log.lines().collect();
+                panic!(
+                    "timed out after {DEADLINE:?} waiting for: {what}\n--- log (end) ---\n{}",
+                    lines[lines.len().saturating_sub(40)..].join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     fn kill9(mut self) {
@@ -170,10 +190,11 @@ fn fault_disk_full_old_file_intact_and_written_when_space_returns() {
     assert!(old.len() < 4096, "{old}");
 
     set_fsize_limit(d.pid(), Some(16 * 1024));
-    // Twenty settlements with ten tags each: the new stats file is far over 16 KiB, while the
-    // state file and the inboxes stay under it.
+    // Twenty settlements with eighty tags each: the stats of even one of them are over 16 KiB
+    // (so a pass that sees only the first few, on a loaded machine, fails the same way), while
+    // the state file and the inboxes stay under it.
     for i in 0..20 {
-        let tags: Vec<String> = (0..10).map(|t| format!("tag-{i}-{t}")).collect();
+        let tags: Vec<String> = (0..80).map(|t| format!("tag-{i}-{t}")).collect();
         p.save(
             &format!("contracts/settled/big-{i:02}.md"),
             &settled(&format!("big-{i:02}"), FOUNDER, ALPHA, &tags),
@@ -446,4 +467,513 @@ fn fault_kill9_during_a_long_delivery_resumes_where_it_was() {
             assert!(seen.insert(m.clone()), "sent twice: {m:?}");
             seen
         });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Second round (issue 21): half-written files, links out, restored folders, a second daemon.
+
+/// Writes `head`, pauses, then writes `tail` on the same open file (`O_TRUNC`), as an agent
+/// streaming its output into a file does. Returns whether the path still named the inode
+/// being written when the writer closed it (polisd's rename would have replaced it).
+fn write_in_two_steps(path: &Path, head: &str, tail: &str, pause: Duration) -> bool {
+    use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .unwrap();
+    f.write_all(head.as_bytes()).unwrap();
+    // The agent's own pause, not a wait for polisd.
+    std::thread::sleep(pause);
+    f.write_all(tail.as_bytes()).unwrap();
+    let ino = f.metadata().unwrap().ino();
+    let same = fs::symlink_metadata(path).is_ok_and(|m| m.ino() == ino);
+    drop(f);
+    same
+}
+
+/// Whether the kernel grants a read lease on a file in `dir` (Linux, a local file system).
+fn leases_work(dir: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let path = dir.join(".lease-probe.tmp");
+    fs::write(&path, "probe").unwrap();
+    let f = fs::File::open(&path).unwrap();
+    // SAFETY: fcntl on a descriptor we own, no pointers.
+    let ok = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) } == 0;
+    drop(f);
+    let _ = fs::remove_file(&path);
+    ok
+}
+
+/// About `n` bytes of body text, numbered so a lost part shows.
+fn body_text(n: usize) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while out.len() < n {
+        out.push_str(&format!("Line {i} of the part written after the pause.\n"));
+        i += 1;
+    }
+    out
+}
+
+/// SPEC §11, issue 21 point 1: an agent writes a contract (or an amendment ratifiable from its
+/// first half) in two steps with a pause of 0.1–3 s. polisd routes (or ratifies and moves) only
+/// after the writer closed the file, and every byte the agent wrote survives.
+#[test]
+fn fault_half_written_files_are_edited_only_after_the_writer_closes() {
+    let p = four_citizens();
+    // Where the file system grants no lease (some overlay or network mounts), only the
+    // stability window protects a writer that pauses: make it longer than the longest pause.
+    let watch = if leases_work(&p.root) {
+        ""
+    } else {
+        println!("no file leases on this file system: testing the stability window alone");
+        "stability = \"5s\"\n"
+    };
+    let d = Piped::spawn_with(&p, &[], watch, None);
+    d.wait_log("the initial scan", "initial scan done", 1);
+    let pauses = [100u64, 500, 1500, 3000];
+    let tail = body_text(1387);
+    let mut writers = Vec::new();
+    for (i, ms) in pauses.iter().enumerate() {
+        let path = p.path(&format!("contracts/open/half-{i}.md"));
+        let head = format!(
+            "---\ncontract_id: half-{i}\ntitle: Half {i}\nopened_by: {FOUNDER}\nopened_at: 2026-11-01 09:00:00\n\
+             owner: null\nstatus: proposed\nstakes: low\nrequired_tags: [rust]\nrouting:\n  \
+             recommended_by_router: null\n  recommendation_score: null\n  exploration: null\n---\n\n\
+             ## Intent\n\nThe first part.\n"
+        );
+        let (tail, ms) = (tail.clone(), *ms);
+        writers.push(std::thread::spawn(move || {
+            write_in_two_steps(&path, &head, &tail, Duration::from_millis(ms))
+        }));
+    }
+    let amendment_tail = body_text(1258);
+    let amendment = {
+        let path = p.path("amendments/proposed/2026-11-01-half.md");
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let head = format!(
+            "---\namendment_id: 2026-11-01-half\ntitle: Half\nproposed_by: {ALPHA}\n\
+             proposed_at: 2026-11-01 09:00:00\nstatus: proposed\nquorum_required: 2\nvotes:\n  \
+             agree: [{ALPHA}, {BRAVO}]\n  disagree: []\n  abstain: []\n  request_changes: []\n\
+             ratified_at: null\n---\n\n## Proposal\n\nThe first part.\n"
+        );
+        let tail = amendment_tail.clone();
+        std::thread::spawn(move || {
+            write_in_two_steps(&path, &head, &tail, Duration::from_millis(1500))
+        })
+    };
+    for (w, ms) in writers.into_iter().zip(pauses) {
+        assert!(
+            w.join().unwrap(),
+            "the contract written with a {ms} ms pause was replaced while still open"
+        );
+    }
+    assert!(
+        amendment.join().unwrap(),
+        "the amendment was edited or moved while still open"
+    );
+    for (i, ms) in pauses.iter().enumerate() {
+        let rel = format!("contracts/open/half-{i}.md");
+        wait_until(&format!("{rel} routed"), DEADLINE, || {
+            assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+            !p.read(&rel).contains("recommended_by_router: null")
+        });
+        let text = p.read(&rel);
+        assert!(
+            text.contains("The first part.\n") && text.ends_with(&tail),
+            "{ms} ms pause: the agent's bytes are not all there:\n{text}"
+        );
+    }
+    let ratified = "amendments/ratified/2026-11-01-half.md";
+    wait_until("the amendment ratified and moved", DEADLINE, || {
+        assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+        p.read(ratified).contains("status: ratified")
+    });
+    let text = p.read(ratified);
+    assert!(
+        text.contains("The first part.\n") && text.ends_with(&amendment_tail),
+        "the amendment lost bytes:\n{text}"
+    );
+    assert!(!p.exists("amendments/proposed/2026-11-01-half.md"));
+    assert_eq!(
+        p.read("chronicle.md")
+            .matches("| ratified amendment |")
+            .count(),
+        1
+    );
+}
+
+/// Issue 21 point 7: a second `polisd run` on the same polis with another state directory
+/// (another user config, a container) does not start, because the `_polis/` folder itself is
+/// locked; each invalid line draws one notice, not two.
+#[test]
+fn fault_second_daemon_with_another_state_dir_stands_aside() {
+    let p = four_citizens();
+    let d = Piped::start(&p, &[]);
+    let other_state = p.dir.path().join("state-two");
+    let mut second = Piped::spawn(&p, &[("POLISD_STATE_DIR", other_state.as_path())]);
+    wait_until("the second daemon to exit", DEADLINE, || {
+        matches!(second.child.try_wait(), Ok(Some(_)))
+    });
+    let status = second.child.wait().unwrap();
+    assert!(!status.success());
+    assert!(
+        second.log().contains("another polisd already watches"),
+        "{}",
+        second.log()
+    );
+    for i in 0..12 {
+        p.append(
+            "chronicle.md",
+            &format!(
+                "- {} | {ALPHA} | broken line {i}\n",
+                harness::chronicle_stamp()
+            ),
+        );
+    }
+    wait_until("twelve notices", DEADLINE, || {
+        assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+        p.count(ALPHA, "chronicle-finding") >= 12
+    });
+    // A barrier after them: the thirteenth shows every pass on the twelve is done.
+    p.append(
+        "chronicle.md",
+        &format!(
+            "- {} | {ALPHA} | broken barrier\n",
+            harness::chronicle_stamp()
+        ),
+    );
+    wait_until("the barrier notice", DEADLINE, || {
+        p.count(ALPHA, "chronicle-finding") >= 13
+    });
+    assert_eq!(p.count(ALPHA, "chronicle-finding"), 13);
+}
+
+/// Issue 21 point 3: an `inbox.md` hard-linked to a file outside the polis is never written;
+/// the daemon says so, and the notice waits until the inbox is a plain file again.
+#[test]
+fn fault_hard_linked_inbox_is_never_written() {
+    let p = four_citizens();
+    let d = Piped::start(&p, &[]);
+    let outside = p.dir.path().join("outside-notes.md");
+    fs::write(&outside, "someone else's notes\n").unwrap();
+    let inbox = p.path(&format!("citizens/{ALPHA}/inbox.md"));
+    let original = fs::read(&inbox).unwrap();
+    fs::remove_file(&inbox).unwrap();
+    fs::hard_link(&outside, &inbox).unwrap();
+    p.append(
+        "chronicle.md",
+        &format!("- {} | {ALPHA} | broken line\n", harness::chronicle_stamp()),
+    );
+    d.wait_log("the refusal logged", "hard links", 1);
+    assert_eq!(
+        fs::read_to_string(&outside).unwrap(),
+        "someone else's notes\n"
+    );
+    // A plain single-link inbox again: the notice that waited goes out, once.
+    fs::remove_file(&inbox).unwrap();
+    fs::write(&inbox, &original).unwrap();
+    wait_until("the notice once the inbox is plain", DEADLINE, || {
+        assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+        p.count(ALPHA, "chronicle-finding") == 1
+    });
+    assert_eq!(
+        fs::read_to_string(&outside).unwrap(),
+        "someone else's notes\n"
+    );
+    assert_eq!(d.log().matches("hard links").count(), 1, "reported once");
+}
+
+/// Issue 21 point 2 (SPEC §1): `contracts/settled` replaced by a link to a folder outside the
+/// polis is not entered, at once or after a restart's full scan; the link is a finding.
+#[test]
+fn fault_symlinked_settled_folder_is_not_entered() {
+    let p = four_citizens();
+    fs::create_dir_all(p.path("contracts/settled")).unwrap();
+    let d = Piped::start(&p, &[]);
+    let before = p.read("contracts/routing_stats.yml");
+    let outside = p.dir.path().join("elsewhere");
+    fs::create_dir_all(&outside).unwrap();
+    for i in 0..5 {
+        fs::write(
+            outside.join(format!("out-{i}.md")),
+            settled(&format!("out-{i}"), FOUNDER, CHARLIE, &["ops".to_string()]),
+        )
+        .unwrap();
+    }
+    fs::remove_dir_all(p.path("contracts/settled")).unwrap();
+    std::os::unix::fs::symlink(&outside, p.path("contracts/settled")).unwrap();
+    d.wait_log("the link reported", "symbolic link to a folder", 1);
+    let barrier = |d: &Piped, n: usize| {
+        p.append(
+            "chronicle.md",
+            &format!(
+                "- {} | {ALPHA} | broken line {n}\n",
+                harness::chronicle_stamp()
+            ),
+        );
+        wait_until("the barrier notice", DEADLINE, || {
+            assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+            p.count(ALPHA, "chronicle-finding") == n
+        });
+    };
+    barrier(&d, 1);
+    d.kill9();
+    let d = Piped::start(&p, &[]);
+    barrier(&d, 2);
+    assert_eq!(p.read("contracts/routing_stats.yml"), before);
+    assert!(!p.read("contracts/routing_stats.yml").contains(CHARLIE));
+    assert_eq!(p.count(FOUNDER, "contract-settled"), 0);
+}
+
+/// Issue 21 point 6: `routing_stats.yml` blocked by a folder (then by a link) is refused; once
+/// the blocker is removed, the stats are rebuilt without waiting for another settlement.
+#[test]
+fn fault_stats_file_rebuilt_once_the_blocker_is_removed() {
+    let p = four_citizens();
+    fs::create_dir_all(p.path("contracts/settled")).unwrap();
+    p.save(
+        "contracts/settled/first.md",
+        &settled("first", FOUNDER, ALPHA, &["rust".to_string()]),
+    );
+    let d = Piped::start(&p, &[]);
+    let stats = "contracts/routing_stats.yml";
+    wait_until("the first stats", DEADLINE, || {
+        p.read(stats).contains(ALPHA)
+    });
+    let outside = p.dir.path().join("outside-stats.yml");
+    fs::write(&outside, "not yours\n").unwrap();
+    for (round, blocker) in ["folder", "link"].iter().enumerate() {
+        fs::remove_file(p.path(stats)).unwrap();
+        match *blocker {
+            "folder" => fs::create_dir(p.path(stats)).unwrap(),
+            _ => std::os::unix::fs::symlink(&outside, p.path(stats)).unwrap(),
+        }
+        let owner = [BRAVO, CHARLIE][round];
+        p.save(
+            &format!("contracts/settled/blocked-{round}.md"),
+            &settled(
+                &format!("blocked-{round}"),
+                FOUNDER,
+                owner,
+                &["rust".to_string()],
+            ),
+        );
+        d.wait_log("the refusal", "reconcile:", round + 1);
+        match *blocker {
+            "folder" => fs::remove_dir(p.path(stats)).unwrap(),
+            _ => fs::remove_file(p.path(stats)).unwrap(),
+        }
+        wait_until(
+            &format!("the stats rebuilt after the {blocker}"),
+            DEADLINE,
+            || {
+                assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+                p.read(stats).contains(owner)
+            },
+        );
+        assert_eq!(p.read(stats), p.expected_stats());
+    }
+    assert_eq!(fs::read_to_string(&outside).unwrap(), "not yours\n");
+}
+
+/// Recursively gives `path` to `uid` (without following links).
+fn chown_tree(path: &Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).unwrap();
+    if fs::symlink_metadata(path).unwrap().is_dir() {
+        for e in fs::read_dir(path).unwrap().flatten() {
+            chown_tree(&e.path(), uid);
+        }
+    }
+}
+
+/// Issue 21 point 4: a settled contract the daemon cannot read is reported; once it is made
+/// readable (`chown` + `chmod`, which change neither its size nor its mtime) it is counted.
+/// As root the daemon runs as `nobody`, so that "unreadable" means something.
+#[test]
+fn fault_settled_file_made_readable_is_counted() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = four_citizens();
+    fs::create_dir_all(p.path("contracts/settled")).unwrap();
+    p.save(
+        "contracts/settled/open-one.md",
+        &settled("open-one", FOUNDER, BRAVO, &["rust".to_string()]),
+    );
+    let secret = p.path("contracts/settled/secret.md");
+    fs::write(
+        &secret,
+        settled("secret", FOUNDER, CHARLIE, &["ops".to_string()]),
+    )
+    .unwrap();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    const NOBODY: u32 = 65534;
+    let uid = if root {
+        chown_tree(p.dir.path(), NOBODY);
+        std::os::unix::fs::lchown(&secret, Some(0), Some(0)).unwrap();
+        fs::set_permissions(&secret, fs::Permissions::from_mode(0o600)).unwrap();
+        Some(NOBODY)
+    } else {
+        fs::set_permissions(&secret, fs::Permissions::from_mode(0o000)).unwrap();
+        None
+    };
+    let d = Piped::spawn_with(&p, &[], "", uid);
+    d.wait_log("the initial scan", "initial scan done", 1);
+    d.wait_log("the unreadable file reported", "secret.md", 1);
+    assert!(!p.read("contracts/routing_stats.yml").contains(CHARLIE));
+    if root {
+        std::os::unix::fs::lchown(&secret, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    fs::set_permissions(&secret, fs::Permissions::from_mode(0o644)).unwrap();
+    wait_until("the readable file counted", DEADLINE, || {
+        assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+        p.read("contracts/routing_stats.yml").contains(CHARLIE)
+    });
+    assert_eq!(p.read("contracts/routing_stats.yml"), p.expected_stats());
+}
+
+/// Every file under `dir`, relative, in the byte order `git checkout` writes them.
+fn files_in_checkout_order(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for e in fs::read_dir(dir.join(&rel)).unwrap().flatten() {
+            let child = rel.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                stack.push(child);
+            } else {
+                out.push(child);
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        a.as_os_str()
+            .as_encoded_bytes()
+            .cmp(b.as_os_str().as_encoded_bytes())
+    });
+    out
+}
+
+/// Issue 21 point 5: `rm -rf _polis`, then a restore file by file in checkout order
+/// (`chronicle.md` before `citizens/`) from a copy holding one new invalid line. The line's
+/// author hears of it once; the contracts settled before polisd came draw no notice; the stats
+/// file is not rewritten from a half-restored folder.
+#[test]
+fn fault_polis_restored_file_by_file_notices_once() {
+    let p = four_citizens();
+    fs::create_dir_all(p.path("contracts/settled")).unwrap();
+    for i in 0..6 {
+        // No quality: each would also draw `quality-defaulted` if announced.
+        let mut c = settled(&format!("old-{i}"), FOUNDER, ALPHA, &["rust".to_string()]);
+        c = c.replace("quality_score: 4\n", "");
+        p.save(&format!("contracts/settled/old-{i}.md"), &c);
+    }
+    let d = Piped::spawn_with(&p, &[], "stability = \"1s\"\n", None);
+    d.wait_log("the initial scan", "initial scan done", 1);
+    let backup = p.dir.path().join("backup");
+    copy_tree(&p.root, &backup);
+    {
+        use std::io::Write;
+        let mut f = fs::OpenOptions::new()
+            .append(true)
+            .open(backup.join("chronicle.md"))
+            .unwrap();
+        writeln!(
+            f,
+            "- {} | {ALPHA} | broken line",
+            harness::chronicle_stamp()
+        )
+        .unwrap();
+    }
+    fs::remove_dir_all(&p.root).unwrap();
+    d.wait_log("the removal noticed", "PolisRemoved", 1);
+    let writes_before = d.log().matches("routing_stats.yml rebuilt").count();
+    for rel in files_in_checkout_order(&backup) {
+        let to = p.root.join(&rel);
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        fs::copy(backup.join(&rel), &to).unwrap();
+        // A checkout's pace: files land a few milliseconds apart.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    wait_until("the finding told to its author", DEADLINE, || {
+        assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+        p.count(ALPHA, "chronicle-finding") == 1
+    });
+    // A barrier: a second invalid line's notice shows the passes after the restore are done.
+    p.append(
+        "chronicle.md",
+        &format!("- {} | {BRAVO} | broken line\n", harness::chronicle_stamp()),
+    );
+    wait_until("the barrier notice", DEADLINE, || {
+        p.count(BRAVO, "chronicle-finding") == 1
+    });
+    assert_eq!(p.count(ALPHA, "chronicle-finding"), 1);
+    assert_eq!(p.count(FOUNDER, "contract-settled"), 0);
+    assert_eq!(p.count(ALPHA, "quality-defaulted"), 0);
+    let writes = d.log().matches("routing_stats.yml rebuilt").count() - writes_before;
+    eprintln!("routing_stats.yml written {writes} times during and after the restore");
+    assert!(
+        writes <= 1,
+        "routing_stats.yml written {writes} times during the restore"
+    );
+    assert_eq!(p.read("contracts/routing_stats.yml"), p.expected_stats());
+}
+
+/// Issue 21 point 5: a finding whose recipient cannot be resolved yet (the author has no card
+/// and there is no index keeper) waits, and goes out once the author's card appears.
+#[test]
+fn fault_finding_without_a_recipient_waits_for_one() {
+    let p = four_citizens();
+    p.save("index.md", "---\nfile_type: index\n---\n\n# Index\n");
+    let d = Piped::start(&p, &[]);
+    const LATE: &str = "late-comer-agent";
+    p.append(
+        "chronicle.md",
+        &format!("- {} | {LATE} | broken line\n", harness::chronicle_stamp()),
+    );
+    d.wait_log("the finding logged", "late-comer-agent | broken line", 1);
+    // The inbox first: the notice may go out the moment the card lands.
+    p.save(
+        &format!("citizens/{LATE}/inbox.md"),
+        &format!("---\nfile_type: inbox\nowner: {LATE}\n---\n"),
+    );
+    p.save(
+        &format!("citizens/{LATE}/capability_card.yml"),
+        &format!("agent_id: {LATE}\nvendor: openai\nmodel: test\ncapability_tags:\n  rust:\n    self_rating: 3\n"),
+    );
+    wait_until("the finding told once the card is there", DEADLINE, || {
+        assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+        p.count(LATE, "chronicle-finding") == 1
+    });
+}
+
+/// Issue 21: a line stamped in year 9999 (C004) never becomes the "newest earlier line" for
+/// C005, so the lines after it are checked as usual: a broken link still draws C006, and a
+/// line backdated by days (against the last real line) still draws C005.
+#[test]
+fn fault_year_9999_line_does_not_silence_the_lines_after_it() {
+    let p = four_citizens();
+    let d = Piped::start(&p, &[]);
+    p.append(
+        "chronicle.md",
+        &format!("- 9999-12-31 23:59 | {ALPHA} | time travelled | - | far ahead\n"),
+    );
+    p.append(
+        "chronicle.md",
+        &chronicle_line(ALPHA, "linked", "[[nowhere/at/all]]", "a broken link"),
+    );
+    let backdated = (chrono::Utc::now() - chrono::Duration::days(3)).format("%Y-%m-%d %H:%M");
+    p.append(
+        "chronicle.md",
+        &format!("- {backdated} | {BRAVO} | noted | - | three days late\n"),
+    );
+    wait_until("C004, C006 and C005 told", DEADLINE, || {
+        assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+        p.count(ALPHA, "chronicle-finding") == 2 && p.count(BRAVO, "chronicle-finding") == 1
+    });
+    let bravo = p.read(&format!("citizens/{BRAVO}/inbox.md"));
+    assert!(bravo.contains("(C005)"), "{bravo}");
 }

@@ -136,6 +136,25 @@ fn primer_shows_each_section_within_6kb_and_marks_what_it_shows_read() {
     ] {
         assert!(primer.contains(needle), "missing {needle:?} in\n{primer}");
     }
+    // The commands "How to act" names exist, with the flags it names.
+    for (cmd, flags) in [
+        (&["contract", "claim"][..], &["--as"][..]),
+        (&["log"], &["--as", "--link"]),
+        (&["contract", "settle"], &["--quality", "--by"]),
+        (&["amendment", "vote"], &["--as", "--vote"]),
+        (&["notices"], &["--as", "--unread"]),
+    ] {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let help = text(&p.polisd(&args));
+        for f in flags {
+            assert!(help.contains(f), "`polisd {}` has no {f}", cmd.join(" "));
+        }
+        assert!(
+            primer.contains(&format!("polisd {}", cmd.join(" "))),
+            "{cmd:?} not named"
+        );
+    }
     // Newest first, and what was shown is now read: the rest stays unread.
     assert!(primer.find("Message 39.") < primer.find("Message 38."));
     let shown = v["shown_notices"].as_array().unwrap().len();

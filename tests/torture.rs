@@ -582,7 +582,7 @@ fn torture_agents_and_kill9() {
     }
     fs::write(
         dir.join("polisd.toml"),
-        "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"info\"\n",
+        "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"info\"\n\n[dashboard]\nlisten = \"127.0.0.1:0\"\n",
     )
     .unwrap();
 

@@ -577,6 +577,7 @@ fn fast_config() -> WatchConfig {
         rescan_interval: None,
         force_poll: false,
         channel_capacity: 64,
+        ..WatchConfig::default()
     }
 }
 

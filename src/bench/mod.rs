@@ -1,5 +1,5 @@
 //! `polisd bench routing`: simulated polises that compare routing policies, and the chart of
 //! their learning curves.
 
-mod png;
+pub mod chart;
 pub mod simulation;

@@ -25,7 +25,7 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use super::png;
+use super::chart;
 
 /// Cost units of the envelopes `low`, `medium`, `high` (the reference bench's).
 const COST_UNITS: [f64; 3] = [1.0, 2.0, 4.0];
@@ -854,8 +854,8 @@ pub fn run_bench(opts: &BenchOptions, out: &mut dyn Write) -> anyhow::Result<Ben
     };
     write_report(&report, out)?;
     if let Some(path) = &opts.plot {
-        let bytes = plot(&report);
-        std::fs::write(path, bytes)
+        plot(&report, path)
+            .map_err(anyhow::Error::msg)
             .with_context(|| format!("cannot write the plot to {}", path.display()))?;
         writeln!(out, "\nplot: {}", path.display())?;
     }
@@ -993,7 +993,7 @@ const CURVE_COLOURS: [[u8; 3]; 8] = [
 ];
 
 /// Draws the seed-averaged running mean quality of every strategy.
-pub fn plot(r: &BenchReport) -> Vec<u8> {
+pub fn plot(r: &BenchReport, path: &std::path::Path) -> Result<(), String> {
     let mut title = vec![format!(
         "running mean quality - scenario {} - seeds {}..{}",
         r.scenario, r.seeds.start, r.seeds.end
@@ -1006,18 +1006,18 @@ pub fn plot(r: &BenchReport) -> Vec<u8> {
         sizes.push_str(&format!(" - change at {at} (dashed)"));
     }
     title.push(sizes);
-    let series: Vec<png::Series> = r
+    let series: Vec<chart::Series> = r
         .results
         .iter()
         .zip(CURVE_COLOURS)
-        .map(|(s, colour)| png::Series {
+        .map(|(s, colour)| chart::Series {
             label: s.strategy.clone(),
             colour,
             points: s.curve.clone(),
             thick: s.strategy == Policy::default().name(),
         })
         .collect();
-    png::line_chart(&title, &series, r.change_at)
+    chart::line_chart(path, &title, &series, r.change_at)
 }
 
 #[cfg(test)]

@@ -38,8 +38,12 @@ pub enum Command {
     Status(JsonPolisArg),
     /// Scaffold a new polis with a founding citizen.
     Init(InitArgs),
-    /// Watch one or more polises and keep them current (the daemon).
+    /// Watch one or more polises and keep them current (the daemon); serves the dashboard.
     Run(RunArgs),
+    /// Serve the read-only dashboard for one polis, without the daemon.
+    Serve(ServeArgs),
+    /// Write a self-contained snapshot of a polis (markdown or HTML), optionally redacted.
+    Report(ReportArgs),
     /// Install, remove or inspect polisd as a user service (systemd or launchd).
     Service(ServiceArgs),
     /// Open, claim, settle, abandon, show and list contracts (agents' commands).
@@ -60,6 +64,9 @@ pub enum Command {
     /// Add and list guardrails (must-pass criteria inherited by new contracts).
     #[command(subcommand)]
     Guardrail(GuardrailCommand),
+    /// The contracts a citizen can start now: unowned, every dependency settled, no overlap
+    /// with work in progress; recommended ones first, then by how much they unblock.
+    Ready(ReadyArgs),
     /// Play a short scene on a temporary polis to show what polisd does.
     Demo(DemoArgs),
     /// Register polisd's merge driver in this clone's git config and _polis/.gitattributes.
@@ -309,6 +316,15 @@ pub struct TallyArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ReadyArgs {
+    /// The citizen whose queue to list.
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
 pub struct ReflectArgs {
     /// Project root or `_polis/` folder (default: found from the working directory).
     pub path: Option<PathBuf>,
@@ -371,6 +387,40 @@ pub struct RunArgs {
     /// Log level: error, warn, info, debug, trace (RUST_LOG overrides).
     #[arg(long)]
     pub log_level: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// Address and port (default: `[dashboard] listen` of the configuration, 127.0.0.1:7341).
+    /// Off loopback a token is required; it is printed once.
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// Configuration file (default: $POLISD_CONFIG, then the user config directory).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Print the address as JSON (`{"url": ...}`) once listening.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// md or html (one self-contained file: no script, the stylesheet inline).
+    #[arg(long, default_value = "md")]
+    pub format: String,
+    /// Replace ids and paths with stable pseudonyms and leave free text out, for sharing.
+    #[arg(long)]
+    pub redact: bool,
+    /// Write here instead of standard output (never inside `_polis/`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print `{"format", "redacted", "out", "bytes"}` after writing (with --out).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -616,6 +666,10 @@ pub struct ContractSettleArgs {
     /// The lesson's quality impact, 1 to 5.
     #[arg(long, requires = "lesson", allow_negative_numbers = true)]
     pub impact: Option<i64>,
+    /// Suggest who goes next, as `CITIZEN:REASON` (repeatable): writes a `### Suggested next
+    /// citizen` block into the Settlement, which polisd turns into a follow-up contract.
+    #[arg(long, value_name = "CITIZEN:REASON")]
+    pub suggest: Vec<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
 }

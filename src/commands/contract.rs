@@ -69,6 +69,14 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
                     impact: a.impact.unwrap_or(0),
                 }),
                 reconcile_without_daemon: true,
+                suggest: a
+                    .suggest
+                    .iter()
+                    .map(|s| match s.split_once(':') {
+                        Some((c, r)) => (c.trim().to_string(), r.trim().to_string()),
+                        None => (s.trim().to_string(), String::new()),
+                    })
+                    .collect(),
             };
             let r = contract::settle(&env.writer, &env.now, &req);
             finish(&a.opts, r, |s| {

@@ -14,6 +14,7 @@ pub mod init;
 pub mod lesson;
 pub mod log;
 pub mod merge_driver;
+pub mod ready;
 pub mod reflect;
 pub mod reserve;
 pub mod review;
@@ -61,12 +62,18 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Check(args) => check::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Reflect(args) => reflect::run(args),
+        Command::Ready(args) => ready::run(args),
         Command::Status(args) => status::run(args),
-        Command::Run(args) => crate::daemon::run(crate::daemon::RunOptions {
-            paths: args.paths,
-            config: args.config,
-            log_level: args.log_level,
-        }),
+        Command::Run(args) => crate::daemon::run_with(
+            crate::daemon::RunOptions {
+                paths: args.paths,
+                config: args.config,
+                log_level: args.log_level,
+            },
+            Some(Box::new(crate::dashboard::beside_daemon)),
+        ),
+        Command::Serve(args) => serve(args),
+        Command::Report(args) => report(args),
         Command::Reconcile(args) => reconcile(&locate(args.path.as_deref())?),
         Command::Route(args) => route(args),
         Command::Tally(args) => tally(args),
@@ -179,6 +186,78 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
     }
 }
 
+/// `polisd serve`: the dashboard alone.
+fn serve(args: crate::commands::cli::ServeArgs) -> anyhow::Result<u8> {
+    let root = locate(args.path.as_deref())?;
+    let config = crate::daemon::config::load(args.config.as_deref())?;
+    crate::daemon::init_logging(&config, None);
+    let mut options = crate::dashboard::Options::from_config(&config.dashboard);
+    if let Some(listen) = &args.listen {
+        match listen.parse() {
+            Ok(addr) => options.listen = addr,
+            Err(_) => {
+                eprintln!(
+                    "polisd: --listen {listen:?} is not an address and port; write e.g. 127.0.0.1:7341"
+                );
+                return Ok(2);
+            }
+        }
+    }
+    let watch = crate::daemon::watch::WatchConfig {
+        debounce: config.watch.debounce,
+        max_delay: Some(config.watch.max_delay),
+        poll_interval: config.watch.poll_interval,
+        force_poll: config.watch.backend == crate::daemon::config::Backend::Poll,
+        ..Default::default()
+    };
+    crate::dashboard::serve_alone(root, options, watch, args.json)
+}
+
+/// `polisd report`: a snapshot to standard output or a file outside `_polis/`.
+fn report(args: crate::commands::cli::ReportArgs) -> anyhow::Result<u8> {
+    let format: crate::dashboard::report::Format = match args.format.parse() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("polisd: {e}");
+            return Ok(2);
+        }
+    };
+    let root = locate(args.path.as_deref())?;
+    if let Some(out) = &args.out {
+        let dir = out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let canon = std::fs::canonicalize(dir)
+            .with_context(|| format!("the folder of --out {} does not exist", out.display()))?;
+        if canon.starts_with(crate::fs::snapshot::canonical_root(&root)) {
+            eprintln!(
+                "polisd: --out {} is inside the polis; write the report elsewhere",
+                out.display()
+            );
+            return Ok(1);
+        }
+    }
+    let snapshot = crate::dashboard::view::read(&root, 0);
+    let name = crate::dashboard::view::PolisView::name_of(&root);
+    let text = crate::dashboard::report::render(&snapshot, &name, format, args.redact);
+    match &args.out {
+        Some(out) => {
+            std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "format": args.format, "redacted": args.redact, "out": out, "bytes": text.len() })
+                );
+            } else {
+                println!("wrote {} ({} bytes)", out.display(), text.len());
+            }
+        }
+        None => print!("{text}"),
+    }
+    Ok(0)
+}
+
 /// The `_polis/` folder a command works on (SPEC §1).
 pub fn locate(path: Option<&Path>) -> anyhow::Result<PathBuf> {
     let cwd = std::env::current_dir().context("reading the working directory")?;
@@ -229,6 +308,14 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
         println!("{}", serde_json::to_string_pretty(rec)?);
     } else {
         if args.explain {
+            match &routed.rule {
+                Some(m) if m.applied => println!("Routing {} matched and decided.", m.rule),
+                Some(m) => println!(
+                    "Routing {} matched, but {} is not available: the policy decides.",
+                    m.rule, m.route_to
+                ),
+                None => println!("No routing rule matched: the policy decides."),
+            }
             print!("{}", route::explain(rec));
             if !routed.explanation.is_empty() {
                 println!("Policy `{}`:", routed.policy);
@@ -272,16 +359,8 @@ fn tally(args: TallyArgs) -> anyhow::Result<u8> {
     let (results, notices) = crate::operations::tally(&polis, writer.as_ref(), &now)?;
     let mut failed = false;
     if let Some(writer) = &writer {
-        let mut state = State::load(&root)?;
         // Re-read: the tally may have moved files and appended to the chronicle.
-        let after = Polis::read(&root);
-        let delivery =
-            crate::operations::deliver(&after, writer, &mut state, &notices, &|_| true, &now);
-        for (who, why) in &delivery.failed {
-            eprintln!("polisd: could not notify {who}: {why}");
-            failed = true;
-        }
-        state.save()?;
+        failed = !deliver_now(&Polis::read(&root), writer, &notices, &now)?;
     }
     if args.json {
         println!(
@@ -304,4 +383,21 @@ fn tally(args: TallyArgs) -> anyhow::Result<u8> {
 /// 1 when any finding is an error, else 0.
 fn exit_for(severities: impl IntoIterator<Item = Severity>) -> u8 {
     u8::from(severities.into_iter().any(|s| s == Severity::Error))
+}
+
+/// Delivers a one-shot command's notices (no daemon may be running) with the machine-local
+/// sent ledger, saying on stderr whom it could not notify; whether every one was delivered.
+pub fn deliver_now(
+    polis: &Polis,
+    writer: &Writer,
+    notices: &[crate::protocol::inbox::Notification],
+    now: &PolisTime,
+) -> anyhow::Result<bool> {
+    let mut state = State::load(&polis.root)?;
+    let delivery = crate::operations::deliver(polis, writer, &mut state, notices, &|_| true, now);
+    for (who, why) in &delivery.failed {
+        eprintln!("polisd: could not notify {who}: {why}");
+    }
+    state.save()?;
+    Ok(delivery.failed.is_empty())
 }

@@ -4,7 +4,6 @@
 
 use crate::commands::cli::ReflectArgs;
 use crate::fs::snapshot::Polis;
-use crate::fs::state::State;
 use crate::fs::writer::Writer;
 use crate::operations::reflection::{self, Scope};
 use crate::protocol::clock::PolisTime;
@@ -43,14 +42,7 @@ pub fn run(args: ReflectArgs) -> anyhow::Result<u8> {
                         .map(|r| Notification::amendment_proposed(r, &f.amendment))
                 })
                 .collect();
-            let mut state = State::load(&root)?;
-            let delivery =
-                crate::operations::deliver(&after, writer, &mut state, &notices, &|_| true, &now);
-            for (who, why) in &delivery.failed {
-                eprintln!("polisd: could not notify {who}: {why}");
-                failed = true;
-            }
-            state.save()?;
+            failed = !super::deliver_now(&after, writer, &notices, &now)?;
         }
     }
     if args.json {

@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 17] = [
+pub const NOTIFICATION_KINDS: [&str; 21] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -37,6 +37,10 @@ pub const NOTIFICATION_KINDS: [&str; 17] = [
     "reservation-conflict",
     "claim-conflict",
     "setting-change",
+    "handoff-opened",
+    "handoff-deferred",
+    "citizen-needed",
+    "contract-unblocked",
 ];
 
 /// Why the configuration could not be used.
@@ -176,6 +180,7 @@ pub struct Config {
     pub behaviour: Behaviour,
     pub notifications: Notifications,
     pub log: Log,
+    pub dashboard: Dashboard,
 }
 
 /// One `[[polis]]` entry, its path made absolute.
@@ -216,6 +221,25 @@ pub struct Watch {
     /// A full rescan catches events every backend can miss; `0s` turns it off.
     #[serde(with = "human_duration")]
     pub rescan_interval: Duration,
+    /// How long an agent's file must be unchanged before polisd edits or moves it; `0s` means
+    /// twice the debounce (see [`Watch::stability_window`]).
+    #[serde(with = "human_duration")]
+    pub stability: Duration,
+    /// The chronicle's own debounce: a complete line is final, so appended lines are validated
+    /// this soon after they land even while agents keep appending.
+    #[serde(with = "human_duration")]
+    pub chronicle_debounce: Duration,
+}
+
+impl Watch {
+    /// The stability window for agents' files: `stability`, or twice the debounce when unset.
+    pub fn stability_window(&self) -> Duration {
+        if self.stability.is_zero() {
+            self.debounce.saturating_mul(2)
+        } else {
+            self.stability
+        }
+    }
 }
 
 impl Default for Watch {
@@ -226,6 +250,8 @@ impl Default for Watch {
             backend: Backend::Auto,
             poll_interval: Duration::from_secs(2),
             rescan_interval: Duration::from_secs(300),
+            stability: Duration::ZERO,
+            chronicle_debounce: Duration::from_millis(30),
         }
     }
 }
@@ -339,6 +365,14 @@ pub struct Notifications {
     pub claim_conflict: bool,
     #[serde(rename = "setting-change")]
     pub setting_change: bool,
+    #[serde(rename = "handoff-opened")]
+    pub handoff_opened: bool,
+    #[serde(rename = "handoff-deferred")]
+    pub handoff_deferred: bool,
+    #[serde(rename = "citizen-needed")]
+    pub citizen_needed: bool,
+    #[serde(rename = "contract-unblocked")]
+    pub contract_unblocked: bool,
 }
 
 impl Default for Notifications {
@@ -361,6 +395,10 @@ impl Default for Notifications {
             reservation_conflict: true,
             claim_conflict: true,
             setting_change: true,
+            handoff_opened: true,
+            handoff_deferred: true,
+            citizen_needed: true,
+            contract_unblocked: true,
         }
     }
 }
@@ -385,6 +423,10 @@ impl Notifications {
             "reservation-conflict" => &mut self.reservation_conflict,
             "claim-conflict" => &mut self.claim_conflict,
             "setting-change" => &mut self.setting_change,
+            "handoff-opened" => &mut self.handoff_opened,
+            "handoff-deferred" => &mut self.handoff_deferred,
+            "citizen-needed" => &mut self.citizen_needed,
+            "contract-unblocked" => &mut self.contract_unblocked,
             _ => return None,
         })
     }
@@ -449,6 +491,14 @@ pub struct NotificationOverrides {
     pub claim_conflict: Option<bool>,
     #[serde(rename = "setting-change", skip_serializing_if = "Option::is_none")]
     pub setting_change: Option<bool>,
+    #[serde(rename = "handoff-opened", skip_serializing_if = "Option::is_none")]
+    pub handoff_opened: Option<bool>,
+    #[serde(rename = "handoff-deferred", skip_serializing_if = "Option::is_none")]
+    pub handoff_deferred: Option<bool>,
+    #[serde(rename = "citizen-needed", skip_serializing_if = "Option::is_none")]
+    pub citizen_needed: Option<bool>,
+    #[serde(rename = "contract-unblocked", skip_serializing_if = "Option::is_none")]
+    pub contract_unblocked: Option<bool>,
 }
 
 impl NotificationOverrides {
@@ -475,12 +525,53 @@ impl NotificationOverrides {
             (self.reservation_conflict, &mut to.reservation_conflict),
             (self.claim_conflict, &mut to.claim_conflict),
             (self.setting_change, &mut to.setting_change),
+            (self.handoff_opened, &mut to.handoff_opened),
+            (self.handoff_deferred, &mut to.handoff_deferred),
+            (self.citizen_needed, &mut to.citizen_needed),
+            (self.contract_unblocked, &mut to.contract_unblocked),
         ];
         for (over, slot) in pairs {
             if let Some(v) = over {
                 *slot = v;
             }
         }
+    }
+}
+
+/// `[dashboard]`: the read-only web view `polisd run` serves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Dashboard {
+    /// Serve it from `polisd run`.
+    pub enabled: bool,
+    /// `IP:PORT`. Off loopback a token is required (printed once at start).
+    pub listen: String,
+    /// More `Host` names it answers to (the loopback names and the listen address always
+    /// count); anything else gets 403, which stops DNS rebinding.
+    pub allowed_hosts: Vec<String>,
+    /// Run for each new item of the human queue, through `sh -c`, with the item in
+    /// `POLISD_ITEM_TITLE`, `POLISD_ITEM_ACTION`, `POLISD_ITEM_URL` and `POLISD_POLIS`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notify_command: Option<String>,
+}
+
+impl Default for Dashboard {
+    fn default() -> Self {
+        Dashboard {
+            enabled: true,
+            listen: "127.0.0.1:7341".into(),
+            allowed_hosts: Vec::new(),
+            notify_command: None,
+        }
+    }
+}
+
+impl Dashboard {
+    /// The parsed listen address (validated when the file is read).
+    pub fn listen_addr(&self) -> std::net::SocketAddr {
+        self.listen
+            .parse()
+            .unwrap_or_else(|_| std::net::SocketAddr::from(([127, 0, 0, 1], 7341)))
     }
 }
 
@@ -608,6 +699,7 @@ struct ConfigFile {
     behaviour: Behaviour,
     notifications: Notifications,
     log: Log,
+    dashboard: Dashboard,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -650,6 +742,10 @@ pub fn accepted_keys() -> BTreeSet<String> {
         reservation_conflict: Some(true),
         claim_conflict: Some(true),
         setting_change: Some(true),
+        handoff_opened: Some(true),
+        handoff_deferred: Some(true),
+        citizen_needed: Some(true),
+        contract_unblocked: Some(true),
     };
     let sample = ConfigFile {
         polis: vec![PolisFileEntry {
@@ -660,6 +756,10 @@ pub fn accepted_keys() -> BTreeSet<String> {
             reflect: Some(true),
             notifications: all,
         }],
+        dashboard: Dashboard {
+            notify_command: Some("notify-send polisd".into()),
+            ..Dashboard::default()
+        },
         ..ConfigFile::default()
     };
     let table = toml::Table::try_from(&sample).expect("the config types serialise to TOML");
@@ -785,6 +885,22 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
         ));
     }
 
+    if file
+        .dashboard
+        .listen
+        .parse::<std::net::SocketAddr>()
+        .is_err()
+    {
+        return Err(invalid(
+            find_key(text, "dashboard", "listen"),
+            Some("dashboard.listen".into()),
+            format!(
+                "listen = {:?} is not an address and port; write e.g. \"127.0.0.1:7341\" (or \"0.0.0.0:7341\" to serve off loopback, with a token)",
+                file.dashboard.listen
+            ),
+        ));
+    }
+
     Ok(Config {
         file: Some(path.to_path_buf()),
         polises,
@@ -792,6 +908,7 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
         behaviour: file.behaviour,
         notifications: file.notifications,
         log: file.log,
+        dashboard: file.dashboard,
     })
 }
 
@@ -799,9 +916,8 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
 fn accepted_values(key: &str) -> Option<&'static str> {
     let last = key.rsplit('.').next().unwrap_or(key);
     Some(match last {
-        "debounce" | "max_delay" | "poll_interval" | "rescan_interval" => {
-            "a quoted duration such as \"200ms\", \"2s\" or \"5m\""
-        }
+        "debounce" | "max_delay" | "poll_interval" | "rescan_interval" | "stability"
+        | "chronicle_debounce" => "a quoted duration such as \"200ms\", \"2s\" or \"5m\"",
         "backend" => "\"auto\", \"native\" or \"poll\"",
         "level" => "\"error\", \"warn\", \"info\", \"debug\" or \"trace\"",
         "format" => "\"auto\", \"text\" or \"json\"",

@@ -134,6 +134,13 @@ pub struct WatchConfig {
     pub force_poll: bool,
     /// Batches buffered before the watcher thread waits for the caller.
     pub channel_capacity: usize,
+    /// Paths (relative to `_polis/`) with a debounce of their own: files only ever appended
+    /// to in complete units (the chronicle's lines), which need not wait for the whole file to
+    /// go quiet. The caller names them; the watcher knows nothing of what they are.
+    pub fast_paths: Vec<PathBuf>,
+    /// The debounce of `fast_paths`; such a path waits at most four of these while it keeps
+    /// changing.
+    pub fast_debounce: Duration,
 }
 
 impl Default for WatchConfig {
@@ -145,6 +152,8 @@ impl Default for WatchConfig {
             rescan_interval: Some(Duration::from_secs(15 * 60)),
             force_poll: false,
             channel_capacity: 64,
+            fast_paths: Vec::new(),
+            fast_debounce: Duration::from_millis(30),
         }
     }
 }
@@ -455,6 +464,10 @@ struct Pending {
     debounce: Duration,
     max_wait: Duration,
     gather: Duration,
+    /// Paths with their own, shorter debounce and cap (see [`WatchConfig::fast_paths`]).
+    fast: HashSet<PathBuf>,
+    fast_debounce: Duration,
+    fast_max_wait: Duration,
     source: Source,
     paths: Vec<PendingPath>,
     /// Position of each path in `paths`.
@@ -467,6 +480,7 @@ struct PendingPath {
     kinds: Vec<EventKind>,
     first: Instant,
     last: Instant,
+    fast: bool,
 }
 
 impl PendingPath {
@@ -486,9 +500,29 @@ impl Pending {
             debounce,
             max_wait,
             gather: debounce / 4,
+            fast: HashSet::new(),
+            fast_debounce: debounce,
+            fast_max_wait: max_wait,
             source,
             paths: Vec::new(),
             index: HashMap::new(),
+        }
+    }
+
+    /// Gives `paths` a debounce of their own, capped at four of it while they keep changing.
+    fn with_fast(mut self, paths: &[PathBuf], debounce: Duration) -> Pending {
+        self.fast = paths.iter().cloned().collect();
+        self.fast_debounce = debounce.min(self.debounce);
+        self.fast_max_wait = self.fast_debounce.saturating_mul(4).min(self.max_wait);
+        self
+    }
+
+    /// The debounce and cap that apply to a path.
+    fn windows(&self, p: &PendingPath) -> (Duration, Duration) {
+        if p.fast {
+            (self.fast_debounce, self.fast_max_wait)
+        } else {
+            (self.debounce, self.max_wait)
         }
     }
 
@@ -503,11 +537,13 @@ impl Pending {
             }
             None => {
                 self.index.insert(path.clone(), self.paths.len());
+                let fast = self.fast.contains(&path);
                 self.paths.push(PendingPath {
                     path,
                     kinds: vec![kind],
                     first: now,
                     last: now,
+                    fast,
                 });
             }
         }
@@ -517,9 +553,10 @@ impl Pending {
     /// when nothing is pending.
     fn next_deadline(&self) -> Option<Instant> {
         let deadlines = || {
-            self.paths
-                .iter()
-                .filter_map(|p| p.due_at(self.debounce, self.max_wait))
+            self.paths.iter().filter_map(|p| {
+                let (debounce, max_wait) = self.windows(p);
+                p.due_at(debounce, max_wait)
+            })
         };
         let first = deadlines().min()?;
         let Some(until) = first.checked_add(self.gather) else {
@@ -533,8 +570,16 @@ impl Pending {
         if self.next_deadline().is_none_or(|at| now < at) {
             return Vec::new();
         }
-        let (debounce, max_wait) = (self.debounce, self.max_wait);
-        self.take_where(|p| p.due_at(debounce, max_wait).is_some_and(|at| at <= now))
+        let due: HashSet<PathBuf> = self
+            .paths
+            .iter()
+            .filter(|p| {
+                let (debounce, max_wait) = self.windows(p);
+                p.due_at(debounce, max_wait).is_some_and(|at| at <= now)
+            })
+            .map(|p| p.path.clone())
+            .collect();
+        self.take_where(|p| due.contains(&p.path))
     }
 
     /// Takes everything, due or not (a rescan is delivered at once, with all of it).
@@ -603,7 +648,8 @@ impl Loop {
             .max_delay
             .unwrap_or_else(|| max_wait(config.debounce))
             .max(config.debounce);
-        let pending = Pending::new(config.debounce, cap, backend.source());
+        let pending = Pending::new(config.debounce, cap, backend.source())
+            .with_fast(&config.fast_paths, config.fast_debounce);
         Loop {
             root,
             config,
@@ -1073,6 +1119,34 @@ mod tests {
         // d.md, alone now, goes the moment it is due.
         assert_eq!(p.next_deadline(), Some(t0 + 52 * MS));
         assert_eq!(p.due(t0 + 52 * MS), vec![ev("d.md", EventKind::Create)]);
+    }
+
+    #[test]
+    fn pending_fast_path_is_delivered_while_it_keeps_changing() {
+        // Issue 21: eight agents appending keep the chronicle from ever being quiet for the
+        // debounce; its own debounce (30 ms, capped at four of it) delivers it regardless,
+        // while other paths keep theirs.
+        let t0 = Instant::now();
+        let mut p = pending(200).with_fast(&[PathBuf::from("chronicle.md")], 30 * MS);
+        p.add("contracts/open/x.md".into(), EventKind::Create, t0);
+        let mut chronicle = Vec::new();
+        let mut other = None;
+        for k in 0..=100u32 {
+            let now = t0 + 10 * MS * k;
+            p.add("chronicle.md".into(), EventKind::Modify, now);
+            for e in p.due(now) {
+                if e.path == Path::new("chronicle.md") {
+                    chronicle.push(now - t0);
+                } else {
+                    other.get_or_insert(now - t0);
+                }
+            }
+        }
+        assert_eq!(chronicle.first(), Some(&Duration::from_millis(120)));
+        let gaps: Vec<_> = chronicle.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.iter().all(|g| *g <= 130 * MS), "{chronicle:?}");
+        let other = other.expect("the contract was delivered");
+        assert!(other >= 200 * MS && other <= 250 * MS, "{other:?}");
     }
 
     #[test]

@@ -32,6 +32,22 @@ pub fn read_text_and_metadata(
     rel: &str,
     limit: Option<u64>,
 ) -> Result<Option<(String, fs::Metadata)>, Finding> {
+    if let Some(parent) = rel.rsplit_once('/').map(|(p, _)| p) {
+        if let Some(link) = linked_folder(root, parent) {
+            return Err(unreadable(rel, &linked_folder_why(&link)));
+        }
+    }
+    read_text_and_metadata_in_checked_folder(root, rel, limit)
+}
+
+/// [`read_text_and_metadata`] of a file whose folder the caller has just checked with
+/// [`linked_folder`] (a listing does): the per-file `lstat` of each parent is skipped, which
+/// matters when 100,000 settled contracts are read at start-up.
+pub fn read_text_and_metadata_in_checked_folder(
+    root: &Path,
+    rel: &str,
+    limit: Option<u64>,
+) -> Result<Option<(String, fs::Metadata)>, Finding> {
     let path = root.join(rel);
     let meta = match fs::symlink_metadata(&path) {
         Ok(m) => m,
@@ -117,6 +133,46 @@ fn open_no_follow(path: &Path) -> std::io::Result<fs::File> {
         .open(path)
 }
 
+/// The first folder of `dir` (relative to the root, `/`-separated) that is a symbolic link,
+/// if any: polisd never enters a folder through a link (SPEC §1), wherever it points.
+pub fn linked_folder(root: &Path, dir: &str) -> Option<String> {
+    let mut at = root.to_path_buf();
+    let mut rel = String::new();
+    for part in dir.split('/').filter(|p| !p.is_empty() && *p != ".") {
+        at.push(part);
+        if !rel.is_empty() {
+            rel.push('/');
+        }
+        rel.push_str(part);
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => return Some(rel),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+fn linked_folder_why(link: &str) -> String {
+    format!(
+        "`{link}` is a symbolic link to a folder, which polisd never enters; replace it with a \
+         real folder holding the files"
+    )
+}
+
+/// The finding about a folder reached through a link.
+fn linked_folder_finding(link: &str) -> Finding {
+    Finding::error(
+        Code::Unreadable,
+        link,
+        None,
+        format!(
+            "polisd does not read this folder: {}",
+            linked_folder_why(link)
+        ),
+    )
+}
+
 fn unreadable(rel: &str, why: &str) -> Finding {
     Finding::error(
         Code::Unreadable,
@@ -138,6 +194,10 @@ pub struct Entry {
 /// Lists `dir` (relative) for files ending in `ext`, sorted by name, skipping ignored and
 /// conflict-copy names (SPEC §11). Names that are not UTF-8 are skipped with a finding.
 pub fn list(root: &Path, dir: &str, ext: &str, findings: &mut Vec<Finding>) -> Vec<Entry> {
+    if let Some(link) = linked_folder(root, dir) {
+        findings.push(linked_folder_finding(&link));
+        return Vec::new();
+    }
     let Ok(read) = fs::read_dir(root.join(dir)) else {
         return Vec::new();
     };
@@ -240,14 +300,36 @@ pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
 
 /// Sub-folders of `dir` (not links), sorted.
 pub fn subdirs(root: &Path, dir: &str) -> Vec<String> {
+    subdirs_reporting(root, dir, &mut Vec::new())
+}
+
+/// [`subdirs`], with a finding for each link to a folder among them (and for `dir` itself
+/// when it is reached through a link): a linked folder is never entered.
+pub fn subdirs_reporting(root: &Path, dir: &str, findings: &mut Vec<Finding>) -> Vec<String> {
+    if let Some(link) = linked_folder(root, dir) {
+        findings.push(linked_folder_finding(&link));
+        return Vec::new();
+    }
     let Ok(read) = fs::read_dir(root.join(dir)) else {
         return Vec::new();
     };
-    let mut out: Vec<String> = read
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| e.file_name().to_str().map(str::to_string))
-        .collect();
+    let mut out = Vec::new();
+    for e in read.flatten() {
+        let Ok(t) = e.file_type() else { continue };
+        let Some(name) = e.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        if t.is_dir() {
+            out.push(name);
+        } else if t.is_symlink() && e.path().is_dir() {
+            let rel = if dir.is_empty() {
+                name
+            } else {
+                format!("{dir}/{name}")
+            };
+            findings.push(linked_folder_finding(&rel));
+        }
+    }
     out.sort();
     out
 }
@@ -456,7 +538,7 @@ pub fn read_records(root: &Path, dir: &str, findings: &mut Vec<Finding>) -> Vec<
     let entries = list(root, dir, ".md", findings);
     let read = par_map(&entries, |entry| {
         let mut found = Vec::new();
-        let file = read_record(root, &entry.rel, &entry.stem, &mut found);
+        let file = read_record_in(root, &entry.rel, &entry.stem, &mut found, false);
         (file, found)
     });
     let mut out = Vec::with_capacity(read.len());
@@ -474,7 +556,23 @@ pub fn read_record(
     stem: &str,
     findings: &mut Vec<Finding>,
 ) -> Option<RecordFile> {
-    let text = match read_text(root, rel, Some(MAX_RECORD_BYTES)) {
+    read_record_in(root, rel, stem, findings, true)
+}
+
+/// [`read_record`]; `check_folder: false` when a listing has just checked the folder.
+fn read_record_in(
+    root: &Path,
+    rel: &str,
+    stem: &str,
+    findings: &mut Vec<Finding>,
+    check_folder: bool,
+) -> Option<RecordFile> {
+    let read = if check_folder {
+        read_text_and_metadata(root, rel, Some(MAX_RECORD_BYTES))
+    } else {
+        read_text_and_metadata_in_checked_folder(root, rel, Some(MAX_RECORD_BYTES))
+    };
+    let text = match read.map(|r| r.map(|(text, _)| text)) {
         Ok(Some(text)) => text,
         Ok(None) => return None,
         Err(f) => {
@@ -512,7 +610,7 @@ pub fn read_records_recursive(
     findings: &mut Vec<Finding>,
 ) -> Vec<RecordFile> {
     let mut out = read_records(root, dir, findings);
-    for sub in subdirs(root, dir) {
+    for sub in subdirs_reporting(root, dir, findings) {
         out.extend(read_records_recursive(
             root,
             &format!("{dir}/{sub}"),
@@ -847,9 +945,17 @@ type Citizens = (
 fn read_citizens(root: &Path, findings: &mut Vec<Finding>) -> Citizens {
     let mut cards = std::collections::BTreeMap::new();
     let mut statuses = std::collections::BTreeMap::new();
-    for id in subdirs(root, crate::protocol::layout::CITIZENS_DIR) {
+    for id in subdirs_reporting(root, crate::protocol::layout::CITIZENS_DIR, findings) {
         let dir = format!("{}/{id}", crate::protocol::layout::CITIZENS_DIR);
         let card_rel = format!("{dir}/capability_card.yml");
+        // The registry audit (issue 15): a few `lstat`s per citizen.
+        let missing: Vec<&str> = crate::protocol::citizen::CITIZEN_FILES
+            .into_iter()
+            .filter(|name| fs::symlink_metadata(root.join(&dir).join(name)).is_err())
+            .collect();
+        findings.extend(crate::protocol::citizen::registry_findings(
+            &dir, &missing, None,
+        ));
         let Some(text) = read_or_report(root, &card_rel, findings) else {
             continue;
         };
@@ -898,6 +1004,11 @@ fn read_citizens(root: &Path, findings: &mut Vec<Finding>) -> Citizens {
         }
         let status_rel = format!("{dir}/status.md");
         let status_text = read_or_report(root, &status_rel, findings);
+        findings.extend(crate::protocol::citizen::registry_findings(
+            &dir,
+            &[],
+            status_text.as_deref(),
+        ));
         match crate::protocol::citizen::parse_status(status_text.as_deref()) {
             Ok(status) => {
                 statuses.insert(id.clone(), status);

@@ -169,21 +169,21 @@ pub struct SentNotification {
     pub id: String,
 }
 
-/// Cheap identity of a file's content: size, mtime, inode and ctime, enough to skip a re-read. (Older
-/// versions also kept a SHA-256 of the bytes; nothing read it, so it is no longer computed, and
-/// the field in an older journal is ignored.)
+/// Cheap identity of a file's content: enough to skip a re-read. Size and mtime tell a write;
+/// ctime, mode and inode tell what a write does not change: a `chmod` or `chown` (a file that
+/// becomes readable) and a replacement by another file with the same size and mtime. (Older
+/// versions kept only size and mtime, and before that a SHA-256 nothing read; an entry from
+/// them reads with zeros here, so the file is read once more.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Fingerprint {
     pub size: u64,
     /// Modification time in nanoseconds since the Unix epoch.
     pub mtime_ns: i64,
-    /// The inode and the status-change time: a sync tool (rsync -t, Syncthing, Dropbox, `cp -p`)
-    /// sets a copied file's mtime to the original's, so a file replaced with other bytes of the
-    /// same size can carry an old mtime. No program can set the ctime, and a replacement by
-    /// rename is a new inode, so those still tell the change.
-    pub ino: u64,
+    /// Status-change time in nanoseconds since the Unix epoch.
     pub ctime_ns: i64,
+    pub mode: u32,
+    pub ino: u64,
 }
 
 impl Fingerprint {
@@ -193,8 +193,9 @@ impl Fingerprint {
         Fingerprint {
             size: meta.len(),
             mtime_ns: meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec(),
-            ino: meta.ino(),
             ctime_ns: meta.ctime().saturating_mul(1_000_000_000) + meta.ctime_nsec(),
+            mode: meta.mode(),
+            ino: meta.ino(),
         }
     }
 }
@@ -306,6 +307,9 @@ pub struct DaemonStatus {
     pub updated_at: String,
     /// `native` or `poll` (see `watch::Mode`).
     pub watch_mode: String,
+    /// The dashboard's address when the daemon serves one (`http://127.0.0.1:7341/`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<String>,
     pub counters: Counters,
     /// Newest last, at most [`MAX_FINDINGS`].
     pub last_findings: Vec<StoredFinding>,
@@ -378,8 +382,9 @@ pub struct State {
     saved: Vec<u8>,
     /// Where a corrupt state file was moved, when this load had to rebuild.
     pub recovered_from: Option<PathBuf>,
-    /// What `settled.jsonl` held at load, until the engine takes it.
-    settled_restored: Option<Restored>,
+    /// The settled paths an older `state.json` named, until the engine takes the ledger
+    /// ([`State::take_settled`]; `None` after).
+    settled_migrated: Option<Vec<String>>,
     /// Journal lines not yet appended to `settled.jsonl`, and how many.
     settled_pending: Vec<u8>,
     settled_pending_lines: usize,
@@ -450,7 +455,29 @@ impl State {
         data.version = STATE_VERSION;
         data.polis = polis;
         let migrated: Vec<String> = std::mem::take(&mut data.settled).into_keys().collect();
-        let journal = dir.join(SETTLED_FILE);
+        Ok(State {
+            data,
+            dir,
+            saved,
+            recovered_from,
+            settled_migrated: Some(migrated),
+            settled_pending: Vec::new(),
+            settled_pending_lines: 0,
+            settled_journal_lines: 0,
+            // Until the engine has taken the ledger: a command that loads the state for
+            // something else journals nothing.
+            settled_snapshot_due: true,
+        })
+    }
+
+    /// What `settled.jsonl` holds (the durable ledger of an earlier run, to be checked against
+    /// each file's fingerprint). Read here, not on load, so a command that loads the state for
+    /// something else does not read megabytes; [`Restored::Nothing`] after the first call.
+    pub fn take_settled(&mut self) -> Restored {
+        let Some(migrated) = self.settled_migrated.take() else {
+            return Restored::Nothing;
+        };
+        let journal = self.dir.join(SETTLED_FILE);
         let (restored, journal_lines) = match fs::read(&journal) {
             Ok(bytes) => settled::decode(&bytes),
             Err(e) if e.kind() == io::ErrorKind::NotFound => (Restored::Nothing, 0),
@@ -477,25 +504,9 @@ impl State {
                 Restored::Untrusted { reason, recorded }
             }
         };
-        let snapshot_due = !matches!(restored, Restored::Records { .. });
-        Ok(State {
-            data,
-            dir,
-            saved,
-            recovered_from,
-            settled_restored: Some(restored),
-            settled_pending: Vec::new(),
-            settled_pending_lines: 0,
-            settled_journal_lines: journal_lines,
-            settled_snapshot_due: snapshot_due,
-        })
-    }
-
-    /// What `settled.jsonl` held when the state was loaded (the durable ledger of an earlier
-    /// run, to be checked against each file's fingerprint); [`Restored::Nothing`] after the
-    /// first call.
-    pub fn take_settled(&mut self) -> Restored {
-        self.settled_restored.take().unwrap_or(Restored::Nothing)
+        self.settled_journal_lines = journal_lines;
+        self.settled_snapshot_due = !matches!(restored, Restored::Records { .. });
+        restored
     }
 
     /// Journals that the settled file `record.path` was counted as `record` says.
@@ -646,6 +657,7 @@ impl State {
             started_at: started_at.to_string(),
             updated_at: now_rfc3339(),
             watch_mode: watch_mode.to_string(),
+            dashboard: None,
             counters: self.data.counters.clone(),
             last_findings: self.data.latest_findings.clone(),
         }

@@ -11,6 +11,16 @@
 //! It never decides *what* to write; callers bring the bytes. Nothing else in the crate opens a
 //! file for writing. The state directory (outside `_polis/`) is written by `state`, not here.
 //!
+//! Before it edits or moves a file an agent owns, the writer makes sure nobody is still writing
+//! it (SPEC §11, issue 21): the file must have been seen unchanged (identity, size, mtime,
+//! ctime, mode) for the [`Stability`] window, and on Linux polisd must be able to take a read
+//! lease on it (`F_SETLEASE`), which the kernel grants only while no process has the file open
+//! for writing and breaks when one opens it during the edit. A file that is not settled yet is
+//! left alone and its path is recorded as deferred, for the caller to come back to. Elsewhere
+//! (macOS, file systems without leases, a file owned by another user) only the window applies.
+//! No file with more than one hard link is written or replaced: the other name may lie
+//! outside the polis.
+//!
 //! Residual race: parent folders are checked with `lstat` just before use, so an agent that
 //! swaps a checked folder for a link in the microseconds between check and rename could still
 //! redirect one write. The final component is never followed (rename replaces a link rather
@@ -20,10 +30,10 @@ use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileExt as _, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// SHA-256 of some bytes; the key of the own-write ledger.
 pub type Hash = [u8; 32];
@@ -60,6 +70,8 @@ pub enum WriteError {
     TargetExists { from: PathBuf, to: PathBuf },
     #[error("cannot move `{}`: it does not exist", .0.display())]
     Missing(PathBuf),
+    #[error("`{}` has {links} hard links; polisd never writes a file that another name (perhaps outside _polis/) shares — replace it with a plain copy (`cp --remove-destination`)", .path.display())]
+    HardLinked { path: PathBuf, links: u64 },
     #[error("short write appending to `{}`: {written} of {wanted} bytes (disk full or file-size limit?)", .path.display())]
     ShortWrite {
         path: PathBuf,
@@ -98,6 +110,7 @@ impl WriteError {
                 | WriteError::NotADirectory { .. }
                 | WriteError::NotRegular { .. }
                 | WriteError::TargetExists { .. }
+                | WriteError::HardLinked { .. }
         )
     }
 }
@@ -120,6 +133,82 @@ pub enum CompareOutcome {
     Conflict {
         current: Option<Vec<u8>>,
     },
+    /// Someone may still be writing the file; nothing was written. Its path is recorded as
+    /// deferred ([`Writer::take_due`]); try again after `retry_after`.
+    NotSettled {
+        reason: Unsettled,
+        retry_after: Duration,
+    },
+}
+
+/// Why an agent's file is not edited yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsettled {
+    /// It changed less than the stability window ago.
+    Changing,
+    /// Another process has it open for writing (Linux: the read lease was refused or broken).
+    OpenForWriting,
+}
+
+impl Unsettled {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Unsettled::Changing => "it changed too recently",
+            Unsettled::OpenForWriting => "another process has it open for writing",
+        }
+    }
+}
+
+/// How the writer waits for an agent's file to be settled before editing or moving it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stability {
+    /// How long the file must have been seen unchanged.
+    pub window: Duration,
+    /// `true`: wait inside the call (one-shot commands); `false`: return
+    /// [`CompareOutcome::NotSettled`] at once and record the path as deferred (the daemon).
+    pub wait: bool,
+}
+
+impl Default for Stability {
+    /// Twice the daemon's default debounce, waited for in the call.
+    fn default() -> Self {
+        Stability {
+            window: Duration::from_millis(400),
+            wait: true,
+        }
+    }
+}
+
+/// The duplicate check of [`Writer::append_locked_unless`]: does the file hold the block?
+type AlreadyThere<'a> = dyn Fn(&[u8]) -> bool + 'a;
+
+/// Why a file is not settled, and when to look again.
+type NotYet = (Unsettled, Duration);
+
+/// What can tell a file changed: its identity and the metadata a write, a `chmod` or a
+/// replacement changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    mode: u32,
+}
+
+impl FileId {
+    fn of(meta: &fs::Metadata) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            mode: meta.mode(),
+        }
+    }
 }
 
 /// What [`Writer::rename_within`] did.
@@ -129,6 +218,12 @@ pub enum RenameOutcome {
     /// The target already held the same bytes (a replayed move); the source, if still there,
     /// was removed.
     AlreadyMoved,
+    /// Someone may still be writing the source; nothing was moved (see
+    /// [`CompareOutcome::NotSettled`]).
+    NotSettled {
+        reason: Unsettled,
+        retry_after: Duration,
+    },
 }
 
 /// What [`Writer::remove`] did.
@@ -136,6 +231,14 @@ pub enum RenameOutcome {
 pub enum RemoveOutcome {
     Removed,
     AlreadyGone,
+}
+
+/// The lock on a `_polis/` folder taken by [`Writer::try_lock_polis`].
+#[derive(Debug)]
+pub struct PolisLock {
+    /// (device, inode) of the locked folder.
+    pub id: (u64, u64),
+    _dir: File,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +254,13 @@ pub struct Writer {
     ledger: Mutex<HashMap<PathBuf, Ledger>>,
     /// For a project writer, the only paths it may write.
     allow: Option<&'static [&'static str]>,
+    stability: Stability,
+    /// Agents' files polisd wanted to edit: how each looked when first seen so, and since when.
+    seen: Mutex<HashMap<PathBuf, (FileId, Instant)>>,
+    /// Paths left alone because they were not settled, with when to look again.
+    deferred: Mutex<HashMap<PathBuf, Instant>>,
+    /// How many times in a row each deferred path was found open for writing.
+    held_open: Mutex<HashMap<PathBuf, u32>>,
     /// Whether writes are recorded in the own-write ledger. A one-shot command has no watcher
     /// to tell about its writes, and recording an append costs a read of the whole file.
     recording: bool,
@@ -212,6 +322,9 @@ pub const PROJECT_FILES: [&str; 7] = [
     ".agents/skills/polis-protocol/SKILL.md",
 ];
 
+/// The longest wait before looking again at a file a process keeps open for writing.
+pub const MAX_OPEN_RETRY: Duration = Duration::from_secs(30);
+
 /// `O_NOFOLLOW | O_NONBLOCK`: a link is refused rather than followed, and a FIFO put in place
 /// of a file cannot block the open.
 pub(crate) const fn no_follow_flags() -> i32 {
@@ -259,15 +372,25 @@ impl Writer {
             root,
             ledger: Mutex::new(HashMap::new()),
             allow: None,
+            stability: Stability::default(),
+            seen: Mutex::new(HashMap::new()),
+            deferred: Mutex::new(HashMap::new()),
+            held_open: Mutex::new(HashMap::new()),
             recording: true,
         })
     }
 
     /// A writer for a one-shot process (the agents' commands): the same checks and writes,
-    /// without the own-write ledger, which only a long-running watcher reads.
+    /// without the own-write ledger, which only a long-running watcher reads. An agent's own
+    /// command (claim, vote, settle) acts on a file at the agent's request: it waits for no
+    /// stability window, only (Linux) for no other process to have the file open for writing.
     pub fn unrecorded(root: &Path) -> Result<Writer, WriteError> {
         let mut w = Writer::new(root)?;
         w.recording = false;
+        w.stability = Stability {
+            window: Duration::ZERO,
+            wait: true,
+        };
         Ok(w)
     }
 
@@ -280,9 +403,182 @@ impl Writer {
         Ok(w)
     }
 
+    /// Sets how agents' files are waited for (the daemon: its window, without waiting).
+    pub fn set_stability(&mut self, stability: Stability) {
+        self.stability = stability;
+    }
+
+    pub fn stability(&self) -> Stability {
+        self.stability
+    }
+
+    /// When the earliest deferred path is due to be looked at again.
+    pub fn next_deferred(&self) -> Option<Instant> {
+        lock(&self.deferred).values().min().copied()
+    }
+
+    /// Takes the deferred paths due at `now` (relative to the root).
+    pub fn take_due(&self, now: Instant) -> Vec<PathBuf> {
+        let mut deferred = lock(&self.deferred);
+        let due: Vec<PathBuf> = deferred
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in &due {
+            deferred.remove(p);
+        }
+        due
+    }
+
+    /// Whether nobody is writing `rel`: unchanged for the stability window and, where leases
+    /// exist, open for writing by no process. `Ok(None)` when settled (or missing); otherwise
+    /// why not and when to look again (the path is recorded as deferred). Waits for the window
+    /// when the writer is set to wait.
+    pub fn settled(
+        &self,
+        rel: impl AsRef<Path>,
+    ) -> Result<Option<(Unsettled, Duration)>, WriteError> {
+        let t = self.target(rel.as_ref())?;
+        if !self.ensure_parents(&t, false)? {
+            return Ok(None);
+        }
+        let Some(meta) = self.existing_file(&t)? else {
+            return Ok(None);
+        };
+        if let Err(not) = self.settle(&t, &meta) {
+            return Ok(Some(not));
+        }
+        let file = open_no_follow(&t)?;
+        match lease::take(&file) {
+            lease::Taken::OpenForWriting => Ok(Some(self.defer(&t, Unsettled::OpenForWriting))),
+            _ => Ok(None),
+        }
+    }
+
+    /// The stability window for one file: `Err` (deferred) while it has been seen unchanged
+    /// for less than the window. Waits instead when the writer is set to wait, giving up after
+    /// ten windows of a file that keeps changing.
+    fn settle(&self, t: &Target, meta: &fs::Metadata) -> Result<(), (Unsettled, Duration)> {
+        let window = self.stability.window;
+        let mut meta = meta.clone();
+        let deadline = Instant::now() + window.saturating_mul(10);
+        loop {
+            let id = FileId::of(&meta);
+            let now = Instant::now();
+            let since = {
+                let mut seen = lock(&self.seen);
+                if seen.len() > 4096 {
+                    seen.clear();
+                }
+                match seen.get(&t.rel) {
+                    Some((seen_id, since)) if *seen_id == id => *since,
+                    _ => {
+                        seen.insert(t.rel.clone(), (id, now));
+                        now
+                    }
+                }
+            };
+            let remaining = window.saturating_sub(now.duration_since(since));
+            if remaining.is_zero() {
+                return Ok(());
+            }
+            if !self.stability.wait || now >= deadline {
+                return Err(self.defer(t, Unsettled::Changing));
+            }
+            std::thread::sleep(remaining);
+            meta = match fs::symlink_metadata(&t.abs) {
+                Ok(m) => m,
+                Err(_) => return Ok(()),
+            };
+        }
+    }
+
+    /// Records `t` as deferred and says when to look again: after the window for a file that
+    /// changed, and with a backoff (doubling up to [`MAX_OPEN_RETRY`]) for one a process keeps
+    /// open for writing, so a file held open for hours is not looked at every few hundred
+    /// milliseconds (its close is an event of its own, which brings polisd back at once).
+    fn defer(&self, t: &Target, reason: Unsettled) -> (Unsettled, Duration) {
+        let window = self.stability.window.max(Duration::from_millis(50));
+        let mut open = lock(&self.held_open);
+        let retry_after = match reason {
+            Unsettled::Changing => window,
+            Unsettled::OpenForWriting => {
+                let n = open.entry(t.rel.clone()).or_insert(0);
+                *n = (*n + 1).min(16);
+                window
+                    .saturating_mul(1 << (*n - 1).min(10))
+                    .min(MAX_OPEN_RETRY)
+            }
+        };
+        if reason == Unsettled::Changing {
+            open.remove(&t.rel);
+        }
+        lock(&self.deferred).insert(t.rel.clone(), Instant::now() + retry_after);
+        (reason, retry_after)
+    }
+
+    /// After polisd's own edit or move: the file as it now is counts as settled.
+    fn remember_settled(&self, t: &Target) {
+        if let Ok(meta) = fs::symlink_metadata(&t.abs) {
+            let since = Instant::now()
+                .checked_sub(self.stability.window)
+                .unwrap_or_else(Instant::now);
+            lock(&self.seen).insert(t.rel.clone(), (FileId::of(&meta), since));
+        }
+        lock(&self.deferred).remove(&t.rel);
+        lock(&self.held_open).remove(&t.rel);
+    }
+
+    /// Opens an agent's file to edit it and takes the read lease, or says why not: the lease
+    /// held for the edit (when leases work here), and the file.
+    fn open_settled(&self, t: &Target) -> Result<Result<(File, bool), NotYet>, WriteError> {
+        let file = open_no_follow(t)?;
+        check_single_link(t, &file.metadata().map_err(io_err("inspect", &t.rel))?)?;
+        match lease::take(&file) {
+            lease::Taken::Held => Ok(Ok((file, true))),
+            lease::Taken::Unsupported => Ok(Ok((file, false))),
+            lease::Taken::OpenForWriting => Ok(Err(self.defer(t, Unsettled::OpenForWriting))),
+        }
+    }
+
     /// The canonical `_polis/` root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Takes an exclusive advisory lock (`flock`) on the `_polis/` folder itself, or `None`
+    /// when another process holds it. Whatever state directory each daemon uses, two daemons
+    /// on one folder meet here. Held until the returned lock is dropped.
+    pub fn try_lock_polis(&self) -> Result<Option<PolisLock>, WriteError> {
+        use std::os::unix::fs::MetadataExt;
+        self.check_root()?;
+        let dir = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+            .open(&self.root)
+            .map_err(io_err("open the polis folder", &self.root))?;
+        let meta = dir
+            .metadata()
+            .map_err(io_err("inspect the polis folder", &self.root))?;
+        match fs4::fs_std::FileExt::try_lock_exclusive(&dir) {
+            Ok(true) => Ok(Some(PolisLock {
+                id: (meta.dev(), meta.ino()),
+                _dir: dir,
+            })),
+            Ok(false) => Ok(None),
+            Err(e) => Err(io_err("lock the polis folder", &self.root)(e)),
+        }
+    }
+
+    /// The (device, inode) of the `_polis/` folder now at the root, to tell whether a lock is
+    /// still on it (the folder may have been deleted and restored).
+    pub fn root_id(&self) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        fs::symlink_metadata(&self.root)
+            .ok()
+            .filter(|m| m.is_dir())
+            .map(|m| (m.dev(), m.ino()))
     }
 
     /// Replaces `rel` with `bytes` atomically (temp file in the same folder, fsync, rename,
@@ -298,6 +594,7 @@ impl Writer {
         let existing = self.existing_file(&t)?;
         let mode = match &existing {
             Some(meta) => {
+                check_single_link(&t, meta)?;
                 if read_no_follow(&t)? == bytes {
                     return Ok(WriteOutcome::Unchanged);
                 }
@@ -343,12 +640,36 @@ impl Writer {
     /// end with a newline, one is written first (in the same `write`), so an agent's unfinished
     /// last line never swallows ours.
     pub fn append_locked(&self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<(), WriteError> {
-        let t = self.target(rel.as_ref())?;
+        self.append(rel.as_ref(), bytes, None).map(|_| ())
+    }
+
+    /// [`Writer::append_locked`], unless `already(current bytes)` says the file holds what the
+    /// append would add: the check and the append happen under the same lock, so two polisd
+    /// processes (or a one-shot command beside the daemon) never append the same block twice.
+    /// Returns whether it appended.
+    pub fn append_locked_unless(
+        &self,
+        rel: impl AsRef<Path>,
+        bytes: &[u8],
+        already: impl Fn(&[u8]) -> bool,
+    ) -> Result<bool, WriteError> {
+        self.append(rel.as_ref(), bytes, Some(&already))
+    }
+
+    fn append(
+        &self,
+        rel: &Path,
+        bytes: &[u8],
+        already: Option<&AlreadyThere<'_>>,
+    ) -> Result<bool, WriteError> {
+        let t = self.target(rel)?;
         if bytes.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         self.ensure_parents(&t, true)?;
-        self.existing_file(&t)?;
+        if let Some(meta) = self.existing_file(&t)? {
+            check_single_link(&t, &meta)?;
+        }
         let mut file = OpenOptions::new()
             .read(true)
             .append(true)
@@ -364,16 +685,37 @@ impl Writer {
             });
         }
         fs4::fs_std::FileExt::lock_exclusive(&file).map_err(io_err("lock", &t.rel))?;
-        // Re-stat under the lock: another locked appender may have written meanwhile.
-        let len = file.metadata().map_err(io_err("inspect", &t.rel))?.len();
-        let mut block = Vec::with_capacity(bytes.len() + 1);
-        if len > 0 {
-            let mut last = [0u8; 1];
-            file.read_exact_at(&mut last, len - 1)
-                .map_err(io_err("read the end of", &t.rel))?;
-            if last[0] != b'\n' {
-                block.push(b'\n');
+        // Re-stat under the lock: another locked appender may have written meanwhile, and the
+        // name may have gained a second link since it was opened.
+        let meta = file.metadata().map_err(io_err("inspect", &t.rel))?;
+        check_single_link(&t, &meta)?;
+        // Read once, under the lock, when the duplicate check or the ledger's hash of the
+        // whole file needs it; otherwise only the last byte (does the file end a line?).
+        let whole = already.is_some() || self.recording;
+        let mut all = if whole {
+            read_open(&t, &file)?
+        } else {
+            Vec::new()
+        };
+        if let Some(already) = already {
+            if !all.is_empty() && already(&all) {
+                return Ok(false);
             }
+        }
+        let len = if whole { all.len() as u64 } else { meta.len() };
+        let ends_a_line = if whole {
+            all.last().is_none_or(|b| *b == b'\n')
+        } else if len == 0 {
+            true
+        } else {
+            let mut last = [0u8; 1];
+            std::os::unix::fs::FileExt::read_exact_at(&file, &mut last, len - 1)
+                .map_err(io_err("read the end of", &t.rel))?;
+            last[0] == b'\n'
+        };
+        let mut block = Vec::with_capacity(bytes.len() + 1);
+        if !ends_a_line {
+            block.push(b'\n');
         }
         block.extend_from_slice(bytes);
         match file.write(&block) {
@@ -402,15 +744,14 @@ impl Writer {
         }
         file.sync_data().map_err(io_err("sync", &t.rel))?;
         if !self.recording {
-            return Ok(());
+            return Ok(true);
         }
-        // The ledger needs the whole file's hash; read it while still holding the lock.
-        let mut all = Vec::new();
-        file.seek(SeekFrom::Start(0))
-            .and_then(|_| file.read_to_end(&mut all))
-            .map_err(io_err("read back", &t.rel))?;
+        // An agent's unlocked `>>` landing between the read and the write makes this hash
+        // differ from the file: its event is then taken for someone else's, which costs one
+        // more look and loses nothing.
+        all.extend_from_slice(&block);
         self.record(&t.rel, Ledger::Wrote(sha256(&all)));
-        Ok(())
+        Ok(true)
     }
 
     /// A read-modify-write of `rel` that no other process doing the same can interleave with:
@@ -478,7 +819,8 @@ impl Writer {
     /// Replaces an agent-owned file whose bytes were `expected_old` with `new`, re-reading it
     /// just before the rename. If the file differs from `expected_old` at any check, nothing is
     /// written and [`CompareOutcome::Conflict`] carries the current bytes (SPEC §11: an agent's
-    /// bytes are never lost to a polisd edit).
+    /// bytes are never lost to a polisd edit). A file someone may still be writing is left
+    /// alone ([`CompareOutcome::NotSettled`]); see the module documentation.
     pub fn compare_and_replace(
         &self,
         rel: impl AsRef<Path>,
@@ -490,7 +832,24 @@ impl Writer {
         let Some(meta) = self.existing_file(&t)? else {
             return Ok(CompareOutcome::Conflict { current: None });
         };
-        let current = read_no_follow(&t)?;
+        check_single_link(&t, &meta)?;
+        if let Err((reason, retry_after)) = self.settle(&t, &meta) {
+            return Ok(CompareOutcome::NotSettled {
+                reason,
+                retry_after,
+            });
+        }
+        // The lease lasts as long as `file` is open: until the end of this call.
+        let (file, leased) = match self.open_settled(&t)? {
+            Ok(opened) => opened,
+            Err((reason, retry_after)) => {
+                return Ok(CompareOutcome::NotSettled {
+                    reason,
+                    retry_after,
+                })
+            }
+        };
+        let current = read_open(&t, &file)?;
         if current != expected_old {
             return Ok(CompareOutcome::Conflict {
                 current: Some(current),
@@ -503,22 +862,56 @@ impl Writer {
         #[cfg(test)]
         tests::BEFORE_RECHECK.with(|h| h.borrow().as_ref().map(|h| h(&t.abs)));
         self.ensure_parents(&t, false)?;
-        let again = match self.existing_file(&t)? {
+        let now = self.existing_file(&t)?;
+        let again = match &now {
             Some(_) => Some(read_no_follow(&t)?),
             None => None,
         };
-        if again.as_deref() != Some(expected_old) {
+        let same_file = now
+            .as_ref()
+            .zip(file.metadata().ok())
+            .is_some_and(|(a, b)| FileId::of(a).ino == FileId::of(&b).ino);
+        if again.as_deref() != Some(expected_old) || (leased && !same_file) {
             drop(tmp);
             return Ok(CompareOutcome::Conflict { current: again });
         }
+        if leased && lease::broken(&file) {
+            drop(tmp);
+            let (reason, retry_after) = self.defer(&t, Unsettled::OpenForWriting);
+            return Ok(CompareOutcome::NotSettled {
+                reason,
+                retry_after,
+            });
+        }
+        // A writer opening the file from here on waits for the lease (until `file` closes),
+        // then writes to the inode it opened: the agent's inode is kept under a second name so
+        // it can be put back in place if that happens.
+        let keep = if leased { keep_link(&t) } else { None };
         persist(tmp, &t)?;
+        if leased && lease::broken(&file) {
+            if let Some(keep) = keep {
+                if fs::rename(&keep, &t.abs).is_ok() {
+                    let _ = sync_dir(t.dir());
+                    let (reason, retry_after) = self.defer(&t, Unsettled::OpenForWriting);
+                    return Ok(CompareOutcome::NotSettled {
+                        reason,
+                        retry_after,
+                    });
+                }
+            }
+        } else if let Some(keep) = keep {
+            let _ = fs::remove_file(keep);
+        }
+        drop(file);
         self.record(&t.rel, Ledger::Wrote(sha256(new)));
+        self.remember_settled(&t);
         Ok(CompareOutcome::Written)
     }
 
     /// Moves `from` to `to` inside the root (an amendment from proposed/ to ratified/). Never
     /// overwrites a different file at `to`; a replayed move (same bytes already at `to`)
-    /// just removes what is left at `from`.
+    /// just removes what is left at `from`. A source someone may still be writing is not moved
+    /// ([`RenameOutcome::NotSettled`]).
     pub fn rename_within(
         &self,
         from: impl AsRef<Path>,
@@ -526,16 +919,38 @@ impl Writer {
     ) -> Result<RenameOutcome, WriteError> {
         let f = self.target(from.as_ref())?;
         let t = self.target(to.as_ref())?;
-        let from_present = self.ensure_parents(&f, false)? && self.existing_file(&f)?.is_some();
+        let from_meta = if self.ensure_parents(&f, false)? {
+            self.existing_file(&f)?
+        } else {
+            None
+        };
         self.ensure_parents(&t, true)?;
         let to_present = self.existing_file(&t)?.is_some();
-        if !from_present {
+        let Some(from_meta) = from_meta else {
             return if to_present {
                 Ok(RenameOutcome::AlreadyMoved)
             } else {
                 Err(WriteError::Missing(f.rel))
             };
+        };
+        check_single_link(&f, &from_meta)?;
+        if let Err((reason, retry_after)) = self.settle(&f, &from_meta) {
+            return Ok(RenameOutcome::NotSettled {
+                reason,
+                retry_after,
+            });
         }
+        // Held through the move: a writer that opens the file meanwhile waits, then writes to
+        // the same inode under its new name.
+        let _leased = match self.open_settled(&f)? {
+            Ok(opened) => opened,
+            Err((reason, retry_after)) => {
+                return Ok(RenameOutcome::NotSettled {
+                    reason,
+                    retry_after,
+                })
+            }
+        };
         let bytes = read_no_follow(&f)?;
         if to_present {
             if read_no_follow(&t)? != bytes {
@@ -591,6 +1006,9 @@ impl Writer {
         sync_dir(f.dir())?;
         self.record(&f.rel, Ledger::Removed);
         self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
+        lock(&self.seen).remove(&f.rel);
+        lock(&self.deferred).remove(&f.rel);
+        lock(&self.held_open).remove(&f.rel);
         Ok(RenameOutcome::Moved)
     }
 
@@ -860,6 +1278,116 @@ impl Writer {
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Refuses a file with more than one hard link: writing it would change the other name too,
+/// which may lie outside the polis; replacing it would silently split the two.
+fn check_single_link(t: &Target, meta: &fs::Metadata) -> Result<(), WriteError> {
+    use std::os::unix::fs::MetadataExt;
+    if meta.is_file() && meta.nlink() > 1 {
+        return Err(WriteError::HardLinked {
+            path: t.rel.clone(),
+            links: meta.nlink(),
+        });
+    }
+    Ok(())
+}
+
+/// A second name for the target's inode (`.polisd-<pid>-keep-<n>.tmp`), so it can be put back.
+fn keep_link(t: &Target) -> Option<PathBuf> {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let keep = t.dir().join(format!(
+        "{TEMP_PREFIX}{}-keep-{n}{TEMP_SUFFIX}",
+        std::process::id()
+    ));
+    fs::hard_link(&t.abs, &keep).ok().map(|_| keep)
+}
+
+/// Opens a regular file for reading without following a link or blocking on a FIFO.
+fn open_no_follow(t: &Target) -> Result<File, WriteError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(no_follow_flags())
+        .open(&t.abs)
+        .map_err(io_err("read", &t.rel))?;
+    let meta = file.metadata().map_err(io_err("inspect", &t.rel))?;
+    if !meta.is_file() {
+        return Err(WriteError::NotRegular {
+            path: t.rel.clone(),
+            kind: kind_name(meta.file_type()),
+        });
+    }
+    Ok(file)
+}
+
+/// The whole content of a file opened by [`open_no_follow`].
+fn read_open(t: &Target, mut file: &File) -> Result<Vec<u8>, WriteError> {
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.read_to_end(&mut bytes))
+        .map_err(io_err("read", &t.rel))?;
+    Ok(bytes)
+}
+
+/// Read leases (`F_SETLEASE`): granted only while no process has the file open for writing,
+/// broken when one opens it. Linux only; elsewhere every file counts as not open.
+mod lease {
+    use std::fs::File;
+
+    pub(super) enum Taken {
+        /// Held until the file is closed.
+        Held,
+        OpenForWriting,
+        /// Not available here (another OS, a file system without leases, a file owned by
+        /// another user without CAP_LEASE): only the stability window applies.
+        Unsupported,
+    }
+
+    #[cfg(target_os = "linux")]
+    pub(super) fn take(file: &File) -> Taken {
+        use std::os::fd::AsRawFd;
+        static IGNORE_SIGIO: std::sync::Once = std::sync::Once::new();
+        // A lease break is announced with SIGIO, whose default action ends the process; polisd
+        // asks the lease's state instead (F_GETLEASE).
+        // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
+        IGNORE_SIGIO.call_once(|| unsafe {
+            libc::signal(libc::SIGIO, libc::SIG_IGN);
+        });
+        // SAFETY: fcntl on an open descriptor we own; no pointers.
+        let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) };
+        if r == 0 {
+            return Taken::Held;
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EBUSY) => Taken::OpenForWriting,
+            _ => Taken::Unsupported,
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn take(_file: &File) -> Taken {
+        Taken::Unsupported
+    }
+
+    /// Whether someone opened the file for writing since the lease was taken.
+    #[cfg(target_os = "linux")]
+    pub(super) fn broken(file: &File) -> bool {
+        use std::os::fd::AsRawFd;
+        // SAFETY: as above. While a break is pending the kernel reports the type the lease is
+        // being broken to (F_UNLCK), not F_RDLCK.
+        let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLEASE) };
+        r != libc::F_RDLCK
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(super) fn broken(_file: &File) -> bool {
+        false
+    }
+}
+
 /// Reads a regular file without following a link or blocking on a FIFO.
 fn read_no_follow(t: &Target) -> Result<Vec<u8>, WriteError> {
     let mut file = OpenOptions::new()
@@ -957,8 +1485,14 @@ mod tests {
     fn compare_and_replace_rereads_just_before_rename() {
         let (_d, w) = polis();
         fs::write(w.root().join("c.md"), "old\n").unwrap();
+        // An editor-style save (write a copy, rename it over): opening the file itself for
+        // writing would wait for polisd's read lease, held by this very thread.
         BEFORE_RECHECK.with(|h| {
-            *h.borrow_mut() = Some(Box::new(|p: &Path| fs::write(p, "agent\n").unwrap()))
+            *h.borrow_mut() = Some(Box::new(|p: &Path| {
+                let copy = p.with_extension("swp");
+                fs::write(&copy, "agent\n").unwrap();
+                fs::rename(&copy, p).unwrap();
+            }))
         });
         let out = w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap();
         BEFORE_RECHECK.with(|h| *h.borrow_mut() = None);
@@ -1036,8 +1570,133 @@ mod tests {
     fn polis() -> (tempfile::TempDir, Writer) {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir(dir.path().join("_polis")).unwrap();
-        let w = Writer::new(&dir.path().join("_polis")).unwrap();
+        let mut w = Writer::new(&dir.path().join("_polis")).unwrap();
+        w.set_stability(Stability {
+            window: Duration::ZERO,
+            wait: false,
+        });
         (dir, w)
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_file_open_for_writing_elsewhere_is_not_edited_until_closed() {
+        let (_d, w) = polis();
+        let path = w.root().join("c.md");
+        fs::write(&path, "old\n").unwrap();
+        let agent = OpenOptions::new().append(true).open(&path).unwrap();
+        let out = w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap();
+        let unsettled = matches!(
+            out,
+            CompareOutcome::NotSettled {
+                reason: Unsettled::OpenForWriting,
+                ..
+            }
+        );
+        // A lease is refused to a process that does not own the file unless it has CAP_LEASE;
+        // then only the window applies and the edit goes through.
+        if !unsettled {
+            assert_eq!(out, CompareOutcome::Written);
+            return;
+        }
+        assert_eq!(fs::read(&path).unwrap(), b"old\n");
+        assert!(w.next_deferred().is_some(), "the path is kept for later");
+        drop(agent);
+        assert_eq!(
+            w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap(),
+            CompareOutcome::Written
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"ours\n");
+    }
+
+    #[test]
+    fn a_file_seen_changing_waits_for_the_stability_window() {
+        let (_d, mut w) = polis();
+        w.set_stability(Stability {
+            window: Duration::from_millis(300),
+            wait: false,
+        });
+        fs::write(w.root().join("c.md"), "old\n").unwrap();
+        let out = w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap();
+        assert!(
+            matches!(
+                out,
+                CompareOutcome::NotSettled {
+                    reason: Unsettled::Changing,
+                    ..
+                }
+            ),
+            "{out:?}"
+        );
+        let at = w.next_deferred().unwrap();
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        assert_eq!(w.take_due(Instant::now()), vec![PathBuf::from("c.md")]);
+        assert_eq!(
+            w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap(),
+            CompareOutcome::Written
+        );
+        // Its own edit counts as settled: the move that follows does not wait again.
+        assert_eq!(
+            w.rename_within("c.md", "d/c.md").unwrap(),
+            RenameOutcome::Moved
+        );
+    }
+
+    #[test]
+    fn a_hard_linked_file_is_never_written() {
+        let (d, w) = polis();
+        let outside = d.path().join("outside.md");
+        fs::write(&outside, "theirs\n").unwrap();
+        fs::hard_link(&outside, w.root().join("inbox.md")).unwrap();
+        for err in [
+            w.append_locked("inbox.md", b"ours\n").unwrap_err(),
+            w.replace_atomic("inbox.md", b"ours\n").unwrap_err(),
+            w.compare_and_replace("inbox.md", b"theirs\n", b"ours\n")
+                .unwrap_err(),
+        ] {
+            assert!(
+                matches!(err, WriteError::HardLinked { links: 2, .. }),
+                "{err}"
+            );
+            assert!(err.is_refusal());
+        }
+        assert_eq!(fs::read(&outside).unwrap(), b"theirs\n");
+    }
+
+    #[test]
+    fn the_duplicate_check_runs_under_the_append_lock() {
+        let (_d, w) = polis();
+        let w = std::sync::Arc::new(w);
+        let block = b"<!-- polisd:x:0123456789abcdef -->\n";
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let w = w.clone();
+                std::thread::spawn(move || {
+                    w.append_locked_unless("inbox.md", block, |cur| {
+                        cur.windows(block.len()).any(|win| win == block)
+                    })
+                    .unwrap()
+                })
+            })
+            .collect();
+        let appended = threads
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .filter(|a| *a)
+            .count();
+        assert_eq!(appended, 1);
+        assert_eq!(fs::read(w.root().join("inbox.md")).unwrap(), block);
+    }
+
+    #[test]
+    fn the_polis_folder_is_locked_once() {
+        let (_d, w) = polis();
+        let first = w.try_lock_polis().unwrap();
+        assert!(first.is_some());
+        let other = Writer::new(w.root()).unwrap();
+        assert!(other.try_lock_polis().unwrap().is_none());
+        drop(first);
+        assert!(other.try_lock_polis().unwrap().is_some());
     }
 
     #[test]

@@ -152,6 +152,14 @@ pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
         "polis_add_guardrail" => add_guardrail(root, args),
         "polis_guardrails" => Ok(json!({"guardrails": operations::guardrail::list(root)})),
         "polis_vote" => vote(root, args),
+        "polis_reserve" => reserve(root, args),
+        "polis_release" => release(root, args),
+        "polis_reservations" => {
+            let now = operations::chronicle::polis_now(root);
+            operations::reservation::list(root, &now)
+                .map(|r| json!({"reservations": r}))
+                .map_err(|e| e.to_string())
+        }
         other => return Outcome::Unknown(other.to_string()),
     };
     match result {
@@ -249,6 +257,7 @@ fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         outcome: opt_str(args, "outcome"),
         lesson: None,
         reconcile_without_daemon: true,
+        suggest: Vec::new(),
     };
     let now = operations::chronicle::polis_now(root);
     done(contract::settle(&writer(root)?, &now, &req))
@@ -283,6 +292,49 @@ fn add_guardrail(root: &Path, args: &Map<String, Value>) -> Result<Value, String
         &str_list(args, "tags"),
         opt_str(args, "source_contract").as_deref(),
     ))
+}
+
+/// Paths as the agent gave them, relative to the project root (the server's working folder
+/// may be anywhere).
+fn project_paths(root: &Path, raw: &[String]) -> Result<Vec<String>, String> {
+    let project = root.parent().unwrap_or(root);
+    raw.iter()
+        .map(|p| operations::reservation::project_path(root, project, p).map_err(|e| e.to_string()))
+        .collect()
+}
+
+fn reserve(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let request = operations::reservation::ReserveRequest {
+        citizen: arg_str(args, "citizen")?.to_string(),
+        paths: project_paths(root, &str_list(args, "paths"))?,
+        ttl_minutes: args
+            .get("ttl_minutes")
+            .and_then(Value::as_u64)
+            .and_then(|m| u32::try_from(m).ok()),
+        note: opt_str(args, "note"),
+        contract: opt_str(args, "contract"),
+    };
+    let now = operations::chronicle::polis_now(root);
+    let done = operations::reservation::reserve(root, &writer(root)?, &now, &request)
+        .map_err(|e| e.to_string())?;
+    let mut v = serde_json::to_value(&done).map_err(|e| e.to_string())?;
+    v["ok"] = Value::Bool(true);
+    Ok(v)
+}
+
+fn release(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let citizen = arg_str(args, "citizen")?;
+    let paths = str_list(args, "paths");
+    let targets = if paths.is_empty() {
+        None
+    } else {
+        Some(project_paths(root, &paths)?)
+    };
+    let now = operations::chronicle::polis_now(root);
+    let done =
+        operations::reservation::release(root, &writer(root)?, &now, citizen, targets.as_deref())
+            .map_err(|e| e.to_string())?;
+    Ok(json!({"ok": true, "released": done.entries, "paths": done.paths}))
 }
 
 fn vote(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {

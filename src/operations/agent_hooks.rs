@@ -179,7 +179,8 @@ pub fn apply(project_root: &Path, plans: &[Planned]) -> Result<usize, HooksError
             Some(before) => {
                 match writer.compare_and_replace(&p.path, before.as_bytes(), p.after.as_bytes())? {
                     CompareOutcome::Written | CompareOutcome::Unchanged => {}
-                    CompareOutcome::Conflict { .. } => {
+                    // Another process is writing it right now: the same answer as a change.
+                    CompareOutcome::Conflict { .. } | CompareOutcome::NotSettled { .. } => {
                         return Err(HooksError::Changed {
                             path: p.path.clone(),
                         })

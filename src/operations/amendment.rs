@@ -202,6 +202,11 @@ pub fn vote(
         match writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())? {
             CompareOutcome::Written | CompareOutcome::Unchanged => {}
             CompareOutcome::Conflict { .. } => continue,
+            CompareOutcome::NotSettled { retry_after, .. } => {
+                // Another process has the file open for writing: a moment, then again.
+                std::thread::sleep(retry_after.min(std::time::Duration::from_millis(200)));
+                continue;
+            }
         }
         let link = rel.trim_end_matches(".md").to_string();
         let note = format!(

@@ -228,6 +228,11 @@ pub fn claim(
         match writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())? {
             CompareOutcome::Written | CompareOutcome::Unchanged => {}
             CompareOutcome::Conflict { .. } => continue,
+            CompareOutcome::NotSettled { retry_after, .. } => {
+                // Another process has the file open for writing: a moment, then again.
+                std::thread::sleep(retry_after.min(std::time::Duration::from_millis(200)));
+                continue;
+            }
         }
         let link = rel.trim_end_matches(".md").to_string();
         let note = match &owner {
@@ -270,6 +275,9 @@ pub struct SettleRequest {
     /// Rebuild `routing_stats.yml` when no daemon holds this polis (the daemon does it
     /// otherwise). Callers inside the daemon pass `false`.
     pub reconcile_without_daemon: bool,
+    /// `(citizen, reason)` pairs written as `### Suggested next citizen` blocks into the
+    /// Settlement (issue 15); the daemon dispatches them.
+    pub suggest: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -425,10 +433,19 @@ fn end_contract(
             match writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())? {
                 CompareOutcome::Written | CompareOutcome::Unchanged => {}
                 CompareOutcome::Conflict { .. } => continue,
+                CompareOutcome::NotSettled { retry_after, .. } => {
+                    std::thread::sleep(retry_after.min(std::time::Duration::from_millis(200)));
+                    continue;
+                }
             }
         }
         crash_hook();
-        writer.rename_within(&rel, &target)?;
+        if let crate::fs::writer::RenameOutcome::NotSettled { retry_after, .. } =
+            writer.rename_within(&rel, &target)?
+        {
+            std::thread::sleep(retry_after.min(std::time::Duration::from_millis(200)));
+            continue;
+        }
         let recorded = resumed && chronicle::has_line(root, ending.verb, &link);
         return Ok(Moved {
             rel: target,
@@ -456,6 +473,21 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
     if let Some(l) = &req.lesson {
         if !(1..=5).contains(&l.impact) {
             return Err(OpError::Impact(l.impact));
+        }
+    }
+    for (citizen, reason) in &req.suggest {
+        if !layout::is_agent_id(citizen) {
+            return Err(OpError::BadId {
+                what: "suggested citizen",
+                value: citizen.clone(),
+                rule: "write --suggest CITIZEN:REASON with a citizen's agent id",
+            });
+        }
+        if reason.trim().is_empty() {
+            return Err(OpError::Empty {
+                what: "the suggestion's reason",
+                fix: "write --suggest CITIZEN:REASON, saying what needs doing and why",
+            });
         }
     }
     let at = now.second_stamp();
@@ -488,6 +520,10 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
                 req.outcome.as_deref(),
             );
             new = rules::append_section(&new, &section);
+        }
+        for (citizen, reason) in &req.suggest {
+            let block = crate::protocol::handoff::render_suggestion(citizen, reason);
+            new = rules::append_section(&new, &block);
         }
         Ok(new)
     };

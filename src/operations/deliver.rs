@@ -18,6 +18,8 @@ pub struct Delivery {
     pub found_in_inbox: usize,
     /// Recipients that could not be written to, with why (e.g. a symlinked inbox).
     pub failed: Vec<(String, WriteError)>,
+    /// Recipients without a card (yet): nothing was written for them.
+    pub unresolved: Vec<String>,
 }
 
 /// Appends each notification to its recipient's inbox unless it was already sent (the ledger in
@@ -43,6 +45,7 @@ pub fn deliver(
             continue;
         }
         if !polis.cards.contains_key(&n.recipient) {
+            report.unresolved.push(n.recipient.clone());
             continue;
         }
         let (Some(inbox), Some(archive)) = (
@@ -51,21 +54,31 @@ pub fn deliver(
         ) else {
             continue;
         };
-        let texts: Vec<String> = [&inbox, &archive]
-            .iter()
-            .filter_map(|rel| snapshot::read_text(&polis.root, rel, None).ok().flatten())
-            .collect();
-        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        if n.already_in(&refs) {
-            state.mark_sent(n.kind.as_str(), &id);
-            report.already_sent += 1;
-            report.found_in_inbox += 1;
-            continue;
-        }
-        match writer.append_locked(&inbox, n.render(now).as_bytes()) {
-            Ok(()) => {
+        // The archive first, the inbox under its lock: the marker check and the append are
+        // one step for every polisd process appending to this inbox (SPEC §9, §11).
+        let archived = snapshot::read_text(&polis.root, &archive, None)
+            .ok()
+            .flatten()
+            .is_some_and(|text| n.already_in(&[&text]));
+        let appended = if archived {
+            Ok(false)
+        } else {
+            writer.append_locked_unless(&inbox, n.render(now).as_bytes(), |current| {
+                n.marker_in(current)
+            })
+        };
+        match appended {
+            Ok(true) => {
                 state.mark_sent(n.kind.as_str(), &id);
                 report.delivered += 1;
+            }
+            Ok(false) => {
+                // Found in the inbox (checked under the append's own lock) or its archive,
+                // though this machine's ledger did not have it: another machine's polisd, or
+                // an earlier state folder, delivered it (docs/sync.md).
+                state.mark_sent(n.kind.as_str(), &id);
+                report.already_sent += 1;
+                report.found_in_inbox += 1;
             }
             Err(e) => report.failed.push((n.recipient.clone(), e)),
         }

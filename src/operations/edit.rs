@@ -5,7 +5,8 @@ use crate::fs::snapshot::{self};
 use crate::fs::writer::{CompareOutcome, Writer};
 
 /// Compare-before-replace edit of a file an agent owns (SPEC §11): compute the new text from
-/// the current bytes, and start over if the file changed meanwhile.
+/// the current bytes, and start over if the file changed meanwhile. A file someone may still be
+/// writing is not edited: [`ActionError::NotSettled`] (the writer keeps the path as deferred).
 pub fn edit_agent_file(
     writer: &Writer,
     root: &std::path::Path,
@@ -29,6 +30,16 @@ pub fn edit_agent_file(
             CompareOutcome::Unchanged => return Ok(false),
             CompareOutcome::Conflict { current: None } => return Ok(false),
             CompareOutcome::Conflict { .. } => continue,
+            CompareOutcome::NotSettled {
+                reason,
+                retry_after,
+            } => {
+                return Err(ActionError::NotSettled {
+                    path: rel.to_string(),
+                    reason,
+                    retry_after,
+                })
+            }
         }
     }
     Err(ActionError::Busy {

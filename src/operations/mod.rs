@@ -8,6 +8,7 @@
 
 pub mod agent_hooks;
 pub mod amendment;
+mod check;
 pub mod chronicle;
 pub mod context;
 pub mod contract;
@@ -15,8 +16,10 @@ mod deliver;
 mod edit;
 pub mod error;
 pub mod guardrail;
+pub mod handoff;
 pub mod lesson;
 pub mod lookup;
+pub mod ready;
 mod reconcile;
 pub mod reflection;
 pub mod reservation;
@@ -24,10 +27,12 @@ pub mod review;
 pub mod route;
 pub mod session;
 mod staleness;
+pub mod status;
 pub mod summary;
 pub mod sync;
 mod tally;
 
+pub use check::{count, findings, reservation_findings};
 pub use deliver::{deliver, Delivery};
 pub use edit::edit_agent_file;
 pub use error::OpError;
@@ -49,4 +54,17 @@ pub enum ActionError {
         "{path} kept changing while polisd tried to edit it; it will try again on the next change"
     )]
     Busy { path: String },
+    #[error("{path} is not edited yet: {}; polisd looks again in {} ms", .reason.describe(), .retry_after.as_millis())]
+    NotSettled {
+        path: String,
+        reason: crate::fs::writer::Unsettled,
+        retry_after: std::time::Duration,
+    },
+}
+
+impl ActionError {
+    /// Whether the action only waits for an agent to finish writing a file (not a failure).
+    pub fn is_not_settled(&self) -> bool {
+        matches!(self, ActionError::NotSettled { .. })
+    }
 }

@@ -67,7 +67,13 @@ pub fn recommend(
     contract: &ContractFile,
     options: &RouteOptions,
 ) -> Result<Routed, RouteError> {
-    let candidates = polis.candidates();
+    // Citizens who have left the polis are no candidates (issue 15).
+    let left = crate::protocol::handoff::departed(&polis.recent_chronicle());
+    let candidates: Vec<_> = polis
+        .candidates()
+        .into_iter()
+        .filter(|c| !left.contains(&c.id))
+        .collect();
     if candidates.is_empty() {
         return Err(RouteError::NoCitizens);
     }
@@ -108,4 +114,24 @@ pub fn apply(
     super::edit_agent_file(writer, &polis.root, &contract.file.rel, |text| {
         crate::protocol::contract::splice_routing(text, chosen, rec.score, rec.exploration)
     })
+}
+
+/// The text `route --explain` prints: every candidate's breakdown, sorted by total.
+pub fn explain(rec: &crate::protocol::routing::Recommendation) -> String {
+    let mut out = String::from("Score breakdown (sorted by total):\n");
+    for s in &rec.scores {
+        out.push_str(&format!(
+            "  {:30}  total={:.3}  hist={:.2}  self={:.2}  cost={:.2}  avail={:.2}  lessons={:+.2}\n",
+            s.citizen, s.total, s.historical, s.self_rating, s.cost_fit, s.availability, s.lessons
+        ));
+        if !s.applied_lessons.is_empty() {
+            out.push_str(&format!(
+                "  {:30}    lessons applied: {}\n",
+                "",
+                s.applied_lessons.join(", ")
+            ));
+        }
+    }
+    out.push_str(&format!("Explore rate: {:.2}\n", rec.explore_rate));
+    out
 }

@@ -3,7 +3,7 @@
 //!
 //! Every read here is bounded to what is printed: the citizen's own card, status and inbox,
 //! `contracts/open/`, `amendments/proposed/`, the lesson folders of the tags it works on,
-//! `guardrails/`, and the tail of the chronicle back to the stale window. Settled contracts, other citizens'
+//! `guardrails/`, `reservations.yml`, and the tail of the chronicle back to the stale window. Settled contracts, other citizens'
 //! folders and the rest of the chronicle are never opened, so a session start costs the same on
 //! a polis with ten thousand settled contracts as on a new one.
 //!
@@ -252,6 +252,25 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
             .collect()
     };
 
+    let reservations = match super::reservation::list(root, now) {
+        Ok(all) => all
+            .into_iter()
+            .filter(|v| v.active && v.citizen.as_deref() == Some(citizen))
+            .map(|v| {
+                let until = v
+                    .expires_at
+                    .map_or("until released".to_string(), |t| format!("until {t}"));
+                let contract = v.contract.map_or(String::new(), |c| {
+                    format!(", for `{}`", notice::one_line(&c, 60))
+                });
+                format!(
+                    "`{}` {until}{contract}",
+                    notice::one_line(&v.paths.join(", "), 120)
+                )
+            })
+            .collect(),
+        Err(e) => vec![format!("reservations.yml cannot be read: {e}")],
+    };
     let input = PrimerInput {
         identity,
         routed,
@@ -261,7 +280,8 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         lessons,
         guardrails,
         has_guardrails: true,
-        ..Default::default()
+        reservations,
+        has_reservations: true,
     };
     let primer = primer::render(&input, primer::BUDGET);
     Ok(Primed {

@@ -189,7 +189,7 @@ pub fn worktree_divergences(
     merge::diverging(&copies)
 }
 
-/// The P016 findings for [`worktree_divergences`].
+/// The P026 findings for [`worktree_divergences`].
 pub fn divergence_findings(divergences: &[(String, Vec<String>)]) -> Vec<Finding> {
     divergences
         .iter()

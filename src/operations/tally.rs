@@ -2,7 +2,7 @@
 
 use super::ActionError;
 use crate::fs::snapshot::{self, Polis};
-use crate::fs::writer::Writer;
+use crate::fs::writer::{RenameOutcome, Writer};
 use crate::protocol::amendment::{self, Action, Outcome, TallyContext};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::inbox::Notification;
@@ -60,7 +60,10 @@ pub fn tally(
     };
     let mut results = Vec::new();
     let mut notices = Vec::new();
-    let line_in_progress = writer.is_some() && chronicle_line_in_progress(polis);
+    let line_in_progress = match writer {
+        Some(w) => chronicle_line_in_progress(polis, w)?,
+        None => false,
+    };
     for file in &polis.amendments {
         if file.folder != AmendmentFolder::Proposed {
             continue;
@@ -107,32 +110,37 @@ pub fn tally(
         if outcome.action == Action::Pending {
             continue;
         }
-        act_on_outcome(polis, writer, file, &outcome, &active, now)?;
-        notices.extend(outcome_notices(polis, a, &outcome, &active));
+        match act_on_outcome(polis, writer, file, &outcome, &active, now) {
+            Ok(()) => notices.extend(outcome_notices(polis, a, &outcome, &active)),
+            Err(e) if e.is_not_settled() => {
+                // Someone is still writing the amendment: nothing is edited, chronicled or
+                // moved until they are done (the writer keeps the path for a later pass).
+                if let Some(r) = results.last_mut() {
+                    r.detail = format!("{} ({}); waiting: {e}", r.action, r.detail);
+                    r.action = action_name(Action::Pending);
+                }
+            }
+            Err(e) => return Err(e),
+        }
     }
     Ok((results, notices))
 }
 
-/// How long a chronicle that ends mid-line (no final newline) counts as an agent still writing
-/// that line; after that the fragment is abandoned and polisd appends after it anyway.
-const LINE_IN_PROGRESS_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// Whether the chronicle ends inside a line an agent is still writing (SPEC §3: a line without
 /// its final newline is not complete). polisd's own line must not be appended into it: the
 /// writer would end the fragment with a newline and the agent's rest would become a line of
-/// its own.
-fn chronicle_line_in_progress(polis: &Polis) -> bool {
+/// its own. "Still writing" is the writer's stability rule, not the file's mtime: the
+/// fragment changed within the stability window, or (Linux) a process has the file open for
+/// writing. A fragment left alone longer than that is abandoned, and polisd's line goes after
+/// it on a line of its own.
+fn chronicle_line_in_progress(polis: &Polis, writer: &Writer) -> Result<bool, ActionError> {
     let Some(text) = polis.chronicle_text() else {
-        return false;
+        return Ok(false);
     };
     if text.is_empty() || text.ends_with('\n') {
-        return false;
+        return Ok(false);
     }
-    std::fs::symlink_metadata(polis.root.join(layout::CHRONICLE))
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.elapsed().ok())
-        .is_some_and(|age| age < LINE_IN_PROGRESS_GRACE)
+    Ok(writer.settled(layout::CHRONICLE)?.is_some())
 }
 
 fn action_name(action: Action) -> &'static str {
@@ -167,15 +175,31 @@ fn act_on_outcome(
     let chronicle_texts = polis.recent_chronicle();
     if !amendment::outcome_in_chronicle(&chronicle_texts, a, outcome.action) {
         if let Some(line) = amendment::chronicle_line(a, outcome, now) {
-            writer.append_locked(layout::CHRONICLE, line.as_bytes())?;
+            // Checked again under the chronicle's lock: another polisd (a second daemon, a
+            // one-shot `polisd tally`) may have appended the same outcome since the read.
+            writer.append_locked_unless(layout::CHRONICLE, line.as_bytes(), |current| {
+                let current = String::from_utf8_lossy(current);
+                amendment::outcome_in_chronicle(&[&current], a, outcome.action)
+            })?;
         }
     }
     if outcome.action == Action::Ratified {
         let name = file.rel.rsplit('/').next().unwrap_or(&file.rel);
-        writer.rename_within(
+        let moved = writer.rename_within(
             &file.rel,
             format!("{}/{name}", AmendmentFolder::Ratified.dir()),
         )?;
+        if let RenameOutcome::NotSettled {
+            reason,
+            retry_after,
+        } = moved
+        {
+            return Err(ActionError::NotSettled {
+                path: file.rel.clone(),
+                reason,
+                retry_after,
+            });
+        }
     }
     Ok(())
 }

@@ -1104,6 +1104,9 @@ impl Activity {
             *stamps = stamps.split_off(&floor);
             !stamps.is_empty()
         });
+        // A stamp that was in the future and no longer is counts as an ordinary one now.
+        let due = self.future.iter().filter(|f| **f <= limit).max().copied();
+        self.newest = self.newest.max(due);
         self.future.retain(|f| *f > limit);
     }
 
@@ -1189,6 +1192,8 @@ mod tests {
             (1, 10, "dave-agent1", 5), // older than the newest (C005 material)
             (3, 9, "alice-agent", 10),
             (17, 9, "bob-agent1", 17),
+            // Added once day 20 has come: the stamp that was in the future counts now.
+            (18, 9, "erin-agent1", 21),
         ];
         for (d, h, who, today) in steps {
             let from = text.len();
@@ -1197,6 +1202,9 @@ mod tests {
             let lines = super::scan_tail(&text[from..], 0).lines;
             activity.add(&lines, &now);
             for later in [today, today + 1, today + 9, 19, 20, 28] {
+                if later < today {
+                    continue;
+                }
                 let now = t(later, 12);
                 assert_eq!(
                     activity.active_authors(&now).unwrap(),

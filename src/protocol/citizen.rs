@@ -121,9 +121,65 @@ pub fn parse_status(text: Option<&str>) -> Result<Status, FrontmatterError> {
     })
 }
 
+/// A `status.md` body longer than this is a warning: status is a post-it each session
+/// overwrites, not a log (issue 15's registry audit).
+pub const STATUS_MAX_BODY_LINES: usize = 30;
+
+/// The files every citizen folder holds.
+pub const CITIZEN_FILES: [&str; 4] = ["capability_card.yml", "status.md", "inbox.md", "journal.md"];
+
+/// The registry audit of one citizen folder `dir` (`citizens/<id>`): each of
+/// [`CITIZEN_FILES`] that is `missing`, and a `status.md` body over
+/// [`STATUS_MAX_BODY_LINES`] lines. (A card whose `agent_id` is not the folder's name is
+/// reported where the card is read.)
+pub fn registry_findings(
+    dir: &str,
+    missing: &[&str],
+    status_text: Option<&str>,
+) -> Vec<crate::protocol::finding::Finding> {
+    use crate::protocol::finding::{Code, Finding};
+    let mut out: Vec<Finding> = missing
+        .iter()
+        .map(|name| {
+            Finding::warning(
+                Code::Registry,
+                format!("{dir}/{name}"),
+                None,
+                format!("the citizen folder has no `{name}`; every citizen has a capability card, a status, an inbox and a journal (`polisd init` writes them)"),
+            )
+        })
+        .collect();
+    if let Some(text) = status_text {
+        let body = frontmatter::parse(text)
+            .map(|r| r.body)
+            .unwrap_or_else(|_| text.to_string());
+        let lines = body.lines().count();
+        if lines > STATUS_MAX_BODY_LINES {
+            out.push(Finding::warning(
+                Code::Registry,
+                format!("{dir}/status.md"),
+                None,
+                format!("the status body is {lines} lines (more than {STATUS_MAX_BODY_LINES}): status is a post-it each session overwrites, not a log; move the history to journal.md"),
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn registry_audit_reports_missing_files_and_a_long_status() {
+        let long = format!("---\nstate: idle\n---\n{}", "line\n".repeat(31));
+        let f = registry_findings("citizens/x", &["journal.md"], Some(&long));
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[0].path, "citizens/x/journal.md");
+        assert!(f[1].message.contains("31 lines"));
+        let short = format!("---\nstate: idle\n---\n{}", "line\n".repeat(30));
+        assert!(registry_findings("citizens/x", &[], Some(&short)).is_empty());
+    }
 
     #[test]
     fn missing_file_is_idle() {

@@ -81,6 +81,9 @@ pub struct Heading {
     pub opened_by: Option<String>,
     pub title: Option<String>,
     pub quality: Option<i64>,
+    /// The body holds a suggestion block (issue 15's handoffs), so the file is worth reading
+    /// again for them.
+    pub suggests: bool,
 }
 
 impl Heading {
@@ -90,6 +93,7 @@ impl Heading {
             opened_by: string(f.get("opened_by")),
             title: text(f.get("title")),
             quality: f.get("quality_score").as_i64(),
+            suggests: record.body.contains("### Suggested"),
         }
     }
 }

@@ -54,6 +54,16 @@ pub enum Code {
     ConflictCopy,
     /// A card whose `content_hash` does not match its content.
     CardMismatch,
+    /// Two citizens claimed one contract with no release between (issue 13).
+    ClaimConflict,
+    /// Two citizens' entries in `reservations.yml` hold overlapping paths.
+    ReservationOverlap,
+    /// A `depends_on` id that names no contract (issue 15).
+    UnknownDependency,
+    /// Contracts whose `depends_on` form a cycle (issue 15).
+    DependencyCycle,
+    /// A citizen folder that breaks the registry's shape (issue 15's audit).
+    Registry,
     /// A file holding git conflict markers: never read as a record.
     ConflictMarkers,
     /// The same line or notice id twice (a duplicate that arrived through a sync).
@@ -62,10 +72,6 @@ pub enum Code {
     DriverNotConfigured,
     /// Copies of one contract that differ between worktrees or machines.
     Diverged,
-    /// Two citizens claimed one contract with no release between (issue 13).
-    ClaimConflict,
-    /// Two citizens' entries in `reservations.yml` hold overlapping paths.
-    ReservationOverlap,
 }
 
 impl Code {
@@ -90,12 +96,15 @@ impl Code {
             Code::BadSettlement => "P008",
             Code::ConflictCopy => "P009",
             Code::CardMismatch => "P010",
-            Code::ConflictMarkers => "P013",
-            Code::Duplicate => "P014",
-            Code::DriverNotConfigured => "P015",
-            Code::Diverged => "P016",
             Code::ClaimConflict => "P011",
             Code::ReservationOverlap => "P012",
+            Code::UnknownDependency => "P013",
+            Code::DependencyCycle => "P014",
+            Code::Registry => "P015",
+            Code::ConflictMarkers => "P023",
+            Code::Duplicate => "P024",
+            Code::DriverNotConfigured => "P025",
+            Code::Diverged => "P026",
         }
     }
 }

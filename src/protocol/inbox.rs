@@ -37,10 +37,14 @@ pub enum Kind {
     ReservationConflict,
     ClaimConflict,
     SettingChange,
+    HandoffOpened,
+    HandoffDeferred,
+    CitizenNeeded,
+    ContractUnblocked,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 21] = [
         Kind::ChronicleFinding,
         Kind::ContractRouted,
         Kind::ContractSettled,
@@ -58,6 +62,10 @@ impl Kind {
         Kind::ReservationConflict,
         Kind::ClaimConflict,
         Kind::SettingChange,
+        Kind::HandoffOpened,
+        Kind::HandoffDeferred,
+        Kind::CitizenNeeded,
+        Kind::ContractUnblocked,
     ];
 
     /// The kind as it is written in the marker.
@@ -80,6 +88,10 @@ impl Kind {
             Kind::ReservationConflict => "reservation-conflict",
             Kind::ClaimConflict => "claim-conflict",
             Kind::SettingChange => "setting-change",
+            Kind::HandoffOpened => "handoff-opened",
+            Kind::HandoffDeferred => "handoff-deferred",
+            Kind::CitizenNeeded => "citizen-needed",
+            Kind::ContractUnblocked => "contract-unblocked",
         }
     }
 
@@ -175,6 +187,16 @@ impl Notification {
     }
 
     /// Whether any of the given inbox texts (inbox, archive) already holds this notification.
+    /// Whether `bytes` (an inbox as read under its lock) hold this notice's marker anywhere:
+    /// a plain substring search, quick on a long inbox.
+    pub fn marker_in(&self, bytes: &[u8]) -> bool {
+        let marker = format!("<!-- polisd:{}:{} -->", self.kind.as_str(), self.id());
+        match std::str::from_utf8(bytes) {
+            Ok(text) => text.contains(&marker),
+            Err(_) => String::from_utf8_lossy(bytes).contains(&marker),
+        }
+    }
+
     pub fn already_in(&self, texts: &[&str]) -> bool {
         let key = (self.kind, self.id());
         texts.iter().any(|t| sent_ids(t).contains(&key))
@@ -522,6 +544,104 @@ impl Notification {
             discriminator: format!("{loser}@{loser_stamp}"),
             link: format!("contracts/open/{contract_id}"),
             paragraph,
+        }
+    }
+
+    /// polisd opened a follow-up contract for `recipient` from a suggestion (issue 15).
+    pub fn handoff_opened(
+        recipient: &str,
+        contract_id: &str,
+        parent_id: &str,
+        suggested_by: &str,
+        step: usize,
+        max: usize,
+    ) -> Notification {
+        Notification {
+            kind: Kind::HandoffOpened,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: String::new(),
+            link: format!("contracts/open/{contract_id}"),
+            paragraph: format!(
+                "`{suggested_by}` suggested you as the next citizen when settling `{parent_id}`, and polisd opened the follow-up contract `{contract_id}` for you (step {step} of at most {max} of its chain). Read its Intent; to take it, run `polisd contract claim {contract_id} --as {recipient}`; if you cannot, leave it open for someone else."
+            ),
+        }
+    }
+
+    /// Suggestions of one parent contract that polisd did not dispatch, each with its reason
+    /// and context (issue 15). `what` is `deferred` (the chain rules, told to the chain's first
+    /// opener) or `skipped` (the citizen cannot take work, told to the suggestion's author);
+    /// `items` are already worded, one per suggestion.
+    pub fn handoff_deferred(
+        recipient: &str,
+        parent_id: &str,
+        what: &str,
+        items: &[String],
+    ) -> Notification {
+        let listed = items
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("({}) {t}", i + 1))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let why = if what == "skipped" {
+            "because the suggested citizen cannot take work"
+        } else {
+            "under the chain rules (no citizen twice, no duplicate, at most max_chain_depth owners), and you opened the first contract of the chain"
+        };
+        Notification {
+            kind: Kind::HandoffDeferred,
+            recipient: recipient.to_string(),
+            subject: parent_id.to_string(),
+            discriminator: format!("{what}:{}", items.join("\n")),
+            link: format!("contracts/settled/{parent_id}"),
+            paragraph: format!(
+                "polisd did not open {} follow-up contract(s) suggested in `{parent_id}` {why}: {listed} If the work is still needed, open it by hand (`polisd contract open`).",
+                items.len()
+            ),
+        }
+    }
+
+    /// A suggestion asks for a citizen the polis does not have; told to the index keeper,
+    /// who decides (polisd never registers anyone).
+    pub fn citizen_needed(
+        recipient: &str,
+        source: &str,
+        author: &str,
+        need: &str,
+        reason: &str,
+        role: &str,
+    ) -> Notification {
+        let role = if role.trim().is_empty() { "-" } else { role };
+        Notification {
+            kind: Kind::CitizenNeeded,
+            recipient: recipient.to_string(),
+            subject: source.to_string(),
+            discriminator: need.to_string(),
+            link: source.to_string(),
+            paragraph: format!(
+                "`{author}` suggests the polis needs a new citizen (you are told as index keeper). Need: {need}. Why no citizen fits: {reason}. Suggested role: {role}. polisd registers nobody on its own: if you agree, invite an agent that has this capability and register it."
+            ),
+        }
+    }
+
+    /// The last dependency of an open contract settled and the router recommends `recipient`.
+    pub fn contract_unblocked(
+        recipient: &str,
+        contract_id: &str,
+        title: &str,
+        depends_on: &[String],
+    ) -> Notification {
+        Notification {
+            kind: Kind::ContractUnblocked,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: String::new(),
+            link: format!("contracts/open/{contract_id}"),
+            paragraph: format!(
+                "The contract `{contract_id}` ({title}) is ready: every contract it depends on ({}) has settled, and the router recommends you. To take it, run `polisd contract claim {contract_id} --as {recipient}`.",
+                depends_on.join(", ")
+            ),
         }
     }
 }

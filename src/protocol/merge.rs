@@ -500,7 +500,7 @@ pub fn merge_inbox(base: Option<&str>, ours: &str, theirs: &str, elsewhere: &[&s
 // ---------------------------------------------------------------------------------------------
 // Duplicates that arrived anyway
 
-/// P014 for every polisd id marker (`<!-- polisd:<kind>:<16 hex> -->`) seen a second time
+/// P024 for every polisd id marker (`<!-- polisd:<kind>:<16 hex> -->`) seen a second time
 /// across `files` (path, text), in the order given (archives before the current chronicle):
 /// a line or notice that reached the folder twice, e.g. through a plain `merge=union` or two
 /// daemons without the merge driver. polisd removes nothing; the finding names both lines.

@@ -186,6 +186,15 @@ pub fn parse(text: Option<&str>) -> (Settings, Vec<Finding>) {
     }
     let number = |v: &Value, name: &str, default: f64, findings: &mut Vec<Finding>| -> f64 {
         match v {
+            // `.nan` and `.inf` are YAML floats, but a NaN weight makes every score NaN and
+            // stops routing silently; they are findings like any other non-number.
+            Value::Float(f) if !f.is_finite() => {
+                findings.push(finding(format!(
+                    "`routing.{name}: {}` is not a finite number; {default} is used",
+                    v.python_str()
+                )));
+                default
+            }
             Value::Int(_) | Value::Float(_) => v.as_f64().unwrap_or(default),
             Value::Null => default,
             other => {
@@ -225,7 +234,9 @@ pub fn parse(text: Option<&str>) -> (Settings, Vec<Finding>) {
             )),
         }
         s.explore_rate = match routing.get("explore_rate") {
-            v @ (Value::Int(_) | Value::Float(_)) => v.as_f64(),
+            v @ (Value::Int(_) | Value::Float(_)) if v.as_f64().is_some_and(f64::is_finite) => {
+                v.as_f64()
+            }
             other => {
                 findings.push(finding(format!(
                     "`routing.explore_rate: {}` is not a number; the rate in routing_stats.yml is used",

@@ -1005,6 +1005,72 @@ pub fn parse(text: &str) -> Result<RoutingStats, yaml::YamlError> {
     yaml::load(text).map(|v| from_value(&v))
 }
 
+/// How one tag's averages and leader moved, settlement by settlement (the dashboard's chart).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TagHistory {
+    /// Per citizen (first-seen order): after the tag's n-th settlement (1-based), the
+    /// citizen's running average quality. A point only where that citizen settled.
+    pub series: Vec<(String, Vec<(usize, f64)>)>,
+    /// Every change of leader: after which settlement, its time as written, from whom, to whom.
+    pub leader_changes: Vec<LeaderChange>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaderChange {
+    pub after: usize,
+    pub when: String,
+    pub from: Option<String>,
+    pub to: String,
+}
+
+/// Replays `settlements` in the order of SPEC §6 and records, per tag, each citizen's running
+/// average after each settlement and each change of leader (highest average, ties to the first
+/// seen, as [`reconcile`] picks).
+pub fn history(settlements: &[Settlement]) -> Vec<(String, TagHistory)> {
+    let mut sorted: Vec<&Settlement> = settlements.iter().collect();
+    sorted.sort_by(|a, b| replay_order(a, b));
+    let mut tags: Vec<(String, Vec<CitizenStats>, TagHistory, usize)> = Vec::new();
+    for s in sorted {
+        for tag in &s.tags {
+            let i = match tags.iter().position(|t| &t.0 == tag) {
+                Some(i) => i,
+                None => {
+                    tags.push((tag.clone(), Vec::new(), TagHistory::default(), 0));
+                    tags.len() - 1
+                }
+            };
+            let (_, citizens, hist, n) = &mut tags[i];
+            *n += 1;
+            let c = match citizens.iter().position(|c| c.citizen == s.owner) {
+                Some(c) => c,
+                None => {
+                    citizens.push(CitizenStats::new(&s.owner));
+                    hist.series.push((s.owner.clone(), Vec::new()));
+                    citizens.len() - 1
+                }
+            };
+            citizens[c].record(s);
+            hist.series[c].1.push((*n, citizens[c].avg_quality_score));
+            let mut leader = &citizens[0];
+            for x in &citizens[1..] {
+                if x.avg_quality_score > leader.avg_quality_score {
+                    leader = x;
+                }
+            }
+            let before = hist.leader_changes.last().map(|l| l.to.clone());
+            if before.as_deref() != Some(leader.citizen.as_str()) {
+                hist.leader_changes.push(LeaderChange {
+                    after: *n,
+                    when: s.when_text.clone(),
+                    from: before,
+                    to: leader.citizen.clone(),
+                });
+            }
+        }
+    }
+    tags.into_iter().map(|(t, _, h, _)| (t, h)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1113,5 +1179,33 @@ mod tests {
             render(&reconcile(&[], &Value::Null, &Value::Null)).unwrap(),
             "last_updated: null\nexplore_rate: 0.15\ntags: {}\n"
         );
+    }
+
+    #[test]
+    fn history_tracks_running_averages_and_leader_changes() {
+        let s = |owner: &str, q: u8, day: u32| Settlement {
+            path: format!("contracts/settled/{owner}{day}.md"),
+            owner: owner.into(),
+            tags: vec!["rust".into()],
+            instant: chrono::NaiveDate::from_ymd_opt(2026, 1, day)
+                .and_then(|d| d.and_hms_opt(0, 0, 0)),
+            when_text: format!("2026-01-{day:02}"),
+            quality: q,
+            minutes: 30.0,
+            ..Settlement::default()
+        };
+        // Given out of order: replay sorts by time.
+        let h = history(&[s("bob", 5, 2), s("alice", 4, 1), s("alice", 2, 3)]);
+        assert_eq!(h.len(), 1);
+        let (tag, h) = &h[0];
+        assert_eq!(tag, "rust");
+        assert_eq!(h.series[0], ("alice".into(), vec![(1, 4.0), (3, 3.0)]));
+        assert_eq!(h.series[1], ("bob".into(), vec![(2, 5.0)]));
+        let changes: Vec<(usize, Option<&str>, &str)> = h
+            .leader_changes
+            .iter()
+            .map(|c| (c.after, c.from.as_deref(), c.to.as_str()))
+            .collect();
+        assert_eq!(changes, [(1, None, "alice"), (2, Some("alice"), "bob")]);
     }
 }

@@ -19,6 +19,17 @@ pub const MAX_DEPTH: usize = 128;
 /// Most nodes a document may produce, counting every node an alias copies. This is what turns
 /// a "billion laughs" file into a finding instead of a hang.
 pub const MAX_NODES: usize = 1_000_000;
+/// Nodes a document may produce per byte of its text (with a floor of [`MIN_NODE_BUDGET`]):
+/// a plain document has at most one node per two bytes, so this leaves room for real aliases
+/// while a 1.5 KB alias bomb stops at about 24,000 nodes (a few MB), not at [`MAX_NODES`].
+pub const NODES_PER_BYTE: usize = 16;
+pub const MIN_NODE_BUDGET: usize = 4096;
+
+/// The node budget of a text of `len` bytes.
+pub fn node_budget(len: usize) -> usize {
+    len.saturating_mul(NODES_PER_BYTE)
+        .clamp(MIN_NODE_BUDGET, MAX_NODES)
+}
 
 /// Why a YAML text could not be read. `line` is 1-based within the text given.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -53,6 +64,7 @@ struct Loader<'a> {
     anchors: HashMap<usize, Value>,
     stack: Vec<Frame>,
     nodes: usize,
+    budget: usize,
     documents: usize,
     root: Option<Value>,
 }
@@ -64,6 +76,7 @@ impl<'a> Loader<'a> {
             anchors: HashMap::new(),
             stack: Vec::new(),
             nodes: 0,
+            budget: node_budget(text.len()),
             documents: 0,
             root: None,
         }
@@ -86,10 +99,12 @@ impl<'a> Loader<'a> {
                 }
                 Event::Nothing | Event::StreamStart | Event::DocumentEnd => {}
                 Event::Alias(id) => {
-                    let value = self.anchors.get(&id).cloned().ok_or_else(|| {
+                    // Counted before it is copied: the copy is what costs the memory.
+                    let size = self.anchors.get(&id).map(count_nodes).ok_or_else(|| {
                         err(line, "found an alias to an anchor that is not defined")
                     })?;
-                    self.count(count_nodes(&value), line)?;
+                    self.count(size, line)?;
+                    let value = self.anchors.get(&id).cloned().unwrap_or(Value::Null);
                     self.push_value(value, None, line)?;
                 }
                 Event::Scalar(text, style, anchor, tag) => {
@@ -126,10 +141,14 @@ impl<'a> Loader<'a> {
 
     fn count(&mut self, n: usize, line: usize) -> Result<(), YamlError> {
         self.nodes = self.nodes.saturating_add(n);
-        if self.nodes > MAX_NODES {
+        if self.nodes > self.budget {
             return Err(err(
                 line,
-                &format!("the document expands to more than {MAX_NODES} nodes (an alias bomb?)"),
+                &format!(
+                    "the document expands to more than {} nodes, {NODES_PER_BYTE} per byte of its \
+                     text (an alias bomb?); polisd stops there",
+                    self.budget
+                ),
             ));
         }
         Ok(())

@@ -146,7 +146,7 @@ impl TestPolis {
         if !config.exists() {
             fs::write(
                 &config,
-                "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\n",
+                "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\n\n[dashboard]\nlisten = \"127.0.0.1:0\"\n",
             )
             .unwrap();
         }
@@ -233,6 +233,7 @@ pub fn copy_tree(from: &Path, to: &Path) {
         if kind.is_dir() {
             copy_tree(&entry.path(), &target);
         } else if kind.is_file() {
+            // A live daemon's temporary files come and go while the tree is copied.
             match fs::copy(entry.path(), &target) {
                 Ok(_) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -252,8 +252,11 @@ impl Engine {
                     .find(|l| Some(l.number) == f.line)
                     .map(|l| l.text.as_str())
                     .unwrap_or("");
-                if let Some(n) = self.finding_notice(polis, f, line_text) {
-                    notices.push(n);
+                match self.finding_notice(polis, f, line_text) {
+                    Some(n) => notices.push(n),
+                    // Nobody to tell yet (the author's card and the index are missing, as
+                    // while the folder is restored): looked at again on every pass.
+                    None => self.wait_for_recipient(f, line_text),
                 }
             }
             self.state.push_findings(&findings);
@@ -435,6 +438,33 @@ impl Engine {
         ))
     }
 
+    fn wait_for_recipient(&mut self, f: &Finding, line_text: &str) {
+        if self.unresolved.len() >= super::MAX_UNRESOLVED {
+            self.unresolved.remove(0);
+        }
+        self.unresolved.push((f.clone(), line_text.to_string()));
+    }
+
+    /// The findings that waited for a recipient and now have one. A C002 finding whose author
+    /// is now registered no longer holds and is dropped: the card was only late.
+    pub(super) fn resolved_findings(&mut self, polis: &Polis) -> Vec<Notification> {
+        let waiting = std::mem::take(&mut self.unresolved);
+        let mut out = Vec::new();
+        for (f, line) in waiting {
+            let author = chronicle::stamp_and_author(&line).map(|(_, a)| a.to_string());
+            if f.code == crate::protocol::finding::Code::C002
+                && author.is_some_and(|a| polis.cards.contains_key(&a))
+            {
+                continue;
+            }
+            match self.finding_notice(polis, &f, &line) {
+                Some(n) => out.push(n),
+                None => self.unresolved.push((f, line)),
+            }
+        }
+        out
+    }
+
     /// Merges chronicle conflict copies left by a sync tool (SPEC §11).
     pub(super) fn merge_conflict_copies(&mut self, polis: &Polis) -> anyhow::Result<bool> {
         let mut wrote = false;
@@ -472,7 +502,16 @@ impl Engine {
                     tracing::info!(copy = %name, "{note}");
                 }
                 Some(m.text)
-            })?;
+            });
+            let merged = match merged {
+                Err(e) if e.is_not_settled() => {
+                    // Agents are still appending: merged when the file is settled, and the
+                    // copy stays until its lines are in.
+                    tracing::debug!("{e}");
+                    continue;
+                }
+                other => other?,
+            };
             self.writer.remove(&name)?;
             tracing::info!(copy = %name, "merged a chronicle conflict copy");
             wrote |= merged;
@@ -504,7 +543,14 @@ impl Engine {
         let changed =
             operations::edit_agent_file(&self.writer, &self.root, layout::CHRONICLE, |cur| {
                 (cur == original).then(|| r.new_text.clone())
-            })?;
+            });
+        let changed = match changed {
+            Err(e) if e.is_not_settled() => {
+                tracing::debug!("rollover waits: {e}");
+                false
+            }
+            other => other?,
+        };
         if changed {
             tracing::info!(archive = %r.archive_name, "chronicle rolled over");
         }

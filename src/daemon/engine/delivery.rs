@@ -10,6 +10,9 @@ use crate::protocol::inbox::{Kind, Notification};
 /// How often a long delivery saves its progress.
 pub(super) const OUTBOX_CHECKPOINT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// The most notices kept waiting for a recipient without a card.
+const MAX_WAITING: usize = 200;
+
 impl Engine {
     /// Marks notices as sent without delivering them (the baseline).
     pub(super) fn silence(&mut self, notices: &[Notification]) {
@@ -46,6 +49,7 @@ impl Engine {
         let outbox = std::mem::take(&mut self.state.outbox);
         let enabled = self.options.notifications;
         let mut keep = Vec::new();
+        let mut unresolved_kept = 0usize;
         // A long outbox (a backlog after downtime) is checkpointed as it drains: a crash
         // half-way then resumes where it was, instead of re-checking every inbox from the top.
         let mut checkpoint = std::time::Instant::now();
@@ -94,8 +98,24 @@ impl Engine {
             if report.delivered > 0 {
                 tracing::info!(kind = %n.kind, to = %n.recipient, subject = %n.subject, "notified");
             }
+            if !report.unresolved.is_empty()
+                && crate::protocol::layout::is_agent_id(&n.recipient)
+                && unresolved_kept < MAX_WAITING
+            {
+                // The recipient has no card yet (a folder being restored, a card being
+                // rewritten): the notice waits for it.
+                unresolved_kept += 1;
+                keep.push(entry.clone());
+            }
             for (who, why) in report.failed {
-                if why.is_refusal() {
+                if matches!(why, crate::fs::writer::WriteError::HardLinked { .. }) {
+                    // Sent nowhere until the inbox is a plain single-link file again.
+                    let key = format!("hard link: {}", n.recipient);
+                    if self.warned_once.insert(key) {
+                        tracing::warn!("not notifying {who} yet: {why}");
+                    }
+                    keep.push(entry.clone());
+                } else if why.is_refusal() {
                     tracing::warn!("not notifying {who}: {why}");
                 } else {
                     tracing::warn!("could not notify {who} yet (will retry): {why}");

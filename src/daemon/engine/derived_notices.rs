@@ -27,7 +27,15 @@ impl Engine {
             let k = &c.contract;
             let id = c.file.stem.as_str();
             let title = k.title.clone().unwrap_or_else(|| id.to_string());
-            if k.owner.is_none() {
+            let deps = crate::protocol::dependency::depends_on(k);
+            let handoff = !k.fields.get("parent_contract").is_null();
+            if k.owner.is_none() && handoff {
+                // A follow-up's citizen has its `handoff-opened` notice (issue 15).
+            } else if k.owner.is_none() && !deps.is_empty() {
+                if let Some(r) = &k.routing.recommended_by_router {
+                    out.push(Notification::contract_unblocked(r, id, &title, &deps));
+                }
+            } else if k.owner.is_none() {
                 if let Some(r) = &k.routing.recommended_by_router {
                     out.push(Notification::contract_routed(
                         r,

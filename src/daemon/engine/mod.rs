@@ -11,6 +11,7 @@
 mod chronicle_pass;
 mod delivery;
 mod derived_notices;
+mod handoff_pass;
 mod reflection_pass;
 mod reservation_pass;
 mod routing_pass;
@@ -109,6 +110,8 @@ pub struct Engine {
     settled_zone: Option<crate::protocol::clock::PolisZone>,
     started_at: String,
     watch_mode: String,
+    /// The dashboard's address, shown by `polisd status`.
+    dashboard_url: Option<String>,
     /// `chronicle.md` and its archives as last read, so a pass reads only the bytes appended
     /// since.
     chronicles: ChronicleCopies,
@@ -130,12 +133,37 @@ pub struct Engine {
     /// Whether a notice another machine's daemon delivered was already reported
     /// (`writer = "this-machine-only"`).
     reported_other_writer: bool,
+    /// The lock on the `_polis/` folder itself, once [`Engine::lock`] took it.
+    polis_lock: Option<writer::PolisLock>,
+    /// Whether the missing lock on a restored folder was logged.
+    warned_lock: bool,
+    /// While `_polis/` is coming back (restored file by file), passes wait until the tree has
+    /// been quiet for the stability window: nothing is derived from a half-restored folder.
+    arriving_until: Option<std::time::Instant>,
+    /// Chronicle findings whose recipient could not be resolved yet (the author's card and
+    /// the index are not there, as while a folder is restored): looked at again every pass.
+    unresolved: Vec<(Finding, String)>,
+    /// Conditions already warned about once in this process (a hard-linked inbox).
+    warned_once: BTreeSet<String>,
+    /// Settled files that were counted and then disappeared (the folder deleted, restored
+    /// file by file): when one comes back it is not a new settlement, and draws no notice.
+    settled_gone: std::collections::HashSet<String>,
     /// When the earliest lease in `reservations.yml` ends, as the last reservation step saw it.
     next_expiry: Option<DateTime<Utc>>,
     /// Why `reservations.yml` could not be read, as last logged (logged again only when it
     /// changes).
     reservations_problem: Option<String>,
 }
+
+/// What [`Engine::lock`] hands the caller: the state directory's lock (the lock on the
+/// `_polis/` folder stays with the engine, which takes it again on a restored folder).
+#[derive(Debug)]
+pub struct EngineLock {
+    _state: crate::fs::state::DaemonLock,
+}
+
+/// The most unresolved findings kept waiting for a recipient.
+const MAX_UNRESOLVED: usize = 1000;
 
 impl Engine {
     /// Opens the engine for the `_polis/` folder at `root`, with its machine-local state.
@@ -166,6 +194,7 @@ impl Engine {
             settled_zone: None,
             started_at,
             watch_mode: "none".to_string(),
+            dashboard_url: None,
             warmed: false,
             stats_hash: None,
             chronicle_activity: None,
@@ -174,9 +203,54 @@ impl Engine {
             logged_findings: BTreeSet::new(),
             sync: sync_pass::SyncCache::default(),
             reported_other_writer: false,
+            polis_lock: None,
+            warned_lock: false,
+            arriving_until: None,
+            unresolved: Vec::new(),
+            warned_once: BTreeSet::new(),
+            settled_gone: std::collections::HashSet::new(),
             next_expiry: None,
             reservations_problem: None,
         })
+    }
+
+    /// How long agents' files (and a returning tree) must be quiet before polisd acts on them;
+    /// the engine never waits in a call, it defers the path and asks to be woken
+    /// ([`Engine::next_wakeup`]).
+    pub fn set_stability(&mut self, window: std::time::Duration) {
+        self.writer.set_stability(writer::Stability {
+            window,
+            wait: false,
+        });
+    }
+
+    /// `_polis/` has just come back (or been replaced): hold passes until the tree has been
+    /// quiet for the stability window, then rescan.
+    pub fn tree_arriving(&mut self) {
+        self.arriving_until = Some(std::time::Instant::now() + self.writer.stability().window);
+    }
+
+    /// When the engine wants a pass of its own: a deferred edit, or the end of a tree's
+    /// arrival.
+    pub fn next_wakeup(&self) -> Option<std::time::Instant> {
+        // While the tree arrives, only its end matters: the rescan then covers the rest.
+        self.arriving_until.or_else(|| self.writer.next_deferred())
+    }
+
+    /// The pass due at `now`, if any (see [`Engine::next_wakeup`]).
+    pub fn due(&mut self, now: std::time::Instant) -> Option<Trigger> {
+        if let Some(until) = self.arriving_until {
+            if now < until {
+                return None;
+            }
+            self.arriving_until = None;
+            // The rescan covers every deferred path too.
+            self.writer
+                .take_due(std::time::Instant::now() + std::time::Duration::from_secs(3600));
+            return Some(Trigger::Rescan);
+        }
+        let due = self.writer.take_due(now);
+        (!due.is_empty()).then_some(Trigger::Paths(due))
     }
 
     pub fn root(&self) -> &Path {
@@ -195,14 +269,71 @@ impl Engine {
         self.watch_mode = mode.to_string();
     }
 
-    /// Holds the single-daemon lock for this polis, if no other polisd has it.
-    pub fn lock(&self) -> anyhow::Result<Option<crate::fs::state::DaemonLock>> {
-        Ok(self.state.try_lock_daemon()?)
+    /// Records the dashboard's address in the status file, now.
+    pub fn set_dashboard_url(&mut self, url: Option<String>) {
+        self.dashboard_url = url;
+        self.write_status();
+    }
+
+    /// Holds the single-daemon locks for this polis, if no other polisd has them: the one in
+    /// the state directory, and a lock on the `_polis/` folder itself, which a second daemon
+    /// meets whatever its state directory.
+    pub fn lock(&mut self) -> anyhow::Result<Option<EngineLock>> {
+        let Some(state) = self.state.try_lock_daemon()? else {
+            return Ok(None);
+        };
+        let Some(polis) = self.writer.try_lock_polis()? else {
+            return Ok(None);
+        };
+        self.polis_lock = Some(polis);
+        Ok(Some(EngineLock { _state: state }))
+    }
+
+    /// Whether this engine holds the lock on the folder now at the root. After `_polis/` was
+    /// deleted and restored the lock is taken again on the new folder; if another polisd got
+    /// it first, this one stands aside (an engine that never locked, as in tests, always
+    /// acts).
+    fn holds_polis_lock(&mut self) -> bool {
+        let Some(lock) = &self.polis_lock else {
+            return true;
+        };
+        let Some(now) = self.writer.root_id() else {
+            return true;
+        };
+        if lock.id == now {
+            return true;
+        }
+        match self.writer.try_lock_polis() {
+            Ok(Some(lock)) => {
+                self.polis_lock = Some(lock);
+                self.warned_lock = false;
+                true
+            }
+            Ok(None) | Err(_) => {
+                if !self.warned_lock {
+                    self.warned_lock = true;
+                    tracing::error!(polis = %self.root.display(), "the restored _polis/ folder is locked by another polisd; this one stands aside until it is free");
+                }
+                false
+            }
+        }
     }
 
     /// Runs one pass for `trigger` at wall-clock time `wall`. Errors are returned for the log;
     /// the engine stays usable and the next pass retries whatever failed.
     pub fn handle(&mut self, trigger: &Trigger, wall: DateTime<Utc>) -> anyhow::Result<()> {
+        if let Some(until) = self.arriving_until {
+            // Still arriving: every change restarts the quiet window; the rescan at its end
+            // covers them all.
+            if !matches!(trigger, Trigger::Timer) {
+                let quiet = std::time::Instant::now() + self.writer.stability().window;
+                self.arriving_until = Some(until.max(quiet));
+            }
+            return Ok(());
+        }
+        if !self.holds_polis_lock() {
+            return Ok(());
+        }
         let (scope, refresh) = match trigger {
             Trigger::Rescan => {
                 self.state.counters.rescans += 1;
@@ -255,6 +386,11 @@ impl Engine {
             // Asked first: a path no rule concerns (an inbox polisd just appended to) is not
             // read and hashed to tell whose change it was.
             if concerns.is_empty() {
+                // An inbox a waiting notice could not be written to (a hard link) was
+                // replaced: deliver now rather than at the next rescan.
+                if self.notice_waits_for_inbox(&rel) {
+                    scope.derive = true;
+                }
                 continue;
             }
             if self.is_own_change(&rel) {
@@ -264,6 +400,16 @@ impl Engine {
             refresh.add(&rel);
         }
         (scope, refresh)
+    }
+
+    fn notice_waits_for_inbox(&self, rel: &str) -> bool {
+        let Some(id) = rel
+            .strip_prefix("citizens/")
+            .and_then(|r| r.strip_suffix("/inbox.md"))
+        else {
+            return false;
+        };
+        self.state.outbox.iter().any(|e| e.recipient == id)
     }
 
     fn is_own_change(&self, rel: &str) -> bool {
@@ -309,6 +455,9 @@ impl Engine {
         self.reconcile_step(&mut pass, scope);
         // `writer = "none"`: another machine's daemon appends and edits (docs/sync.md).
         let writes = self.options.writer.writes();
+        if writes {
+            self.handoff_step(&mut pass);
+        }
         if scope.open && self.options.auto_route && writes {
             self.route_step(&mut pass);
         }
@@ -372,6 +521,9 @@ impl Engine {
     fn notice_step(&mut self, pass: &mut Pass, scope: Scope) {
         let mut notices = self.settled_notices(&pass.new_settled);
         notices.append(&mut pass.sync_notices);
+        if !self.unresolved.is_empty() {
+            notices.extend(self.resolved_findings(&pass.polis));
+        }
         if scope.derive || pass.wrote {
             notices.extend(self.derive(&pass.polis, &pass.now));
         }
@@ -453,7 +605,8 @@ impl Engine {
     }
 
     fn write_status(&mut self) {
-        let status = self.state.status(&self.started_at, &self.watch_mode);
+        let mut status = self.state.status(&self.started_at, &self.watch_mode);
+        status.dashboard = self.dashboard_url.clone();
         if let Err(e) = self.state.write_status(&status) {
             tracing::warn!("could not write the status file: {e}");
         }

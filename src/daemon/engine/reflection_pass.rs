@@ -29,7 +29,16 @@ impl Engine {
         } else {
             return;
         };
-        let settled = self.settled_evidence();
+        // After a settlement only its own tags can have changed a detector's answer.
+        let touched: Option<std::collections::BTreeSet<String>> =
+            (scope == Scope::Settled).then(|| {
+                pass.new_settled
+                    .iter()
+                    .filter_map(|(rel, _)| self.ledger.get(rel))
+                    .flat_map(|s| s.tags)
+                    .collect()
+            });
+        let settled = self.settled_evidence(touched.as_ref());
         let evidence = reflection::gather_with(&pass.polis, settled, scope, &pass.now);
         match reflection::reflect(
             &evidence,
@@ -54,15 +63,22 @@ impl Engine {
         }
     }
 
-    /// The settled contracts of every tag where a detector could fire, read again for the
+    /// The settled contracts of every tag where a detector could fire (of `only`'s tags, when
+    /// given), read again for the
     /// fields the ledger does not keep; in path order, as the reference lists them.
-    fn settled_evidence(&self) -> Vec<SettledEvidence> {
-        let worth = rules::tags_worth_reading(
+    fn settled_evidence(
+        &self,
+        only: Option<&std::collections::BTreeSet<String>>,
+    ) -> Vec<SettledEvidence> {
+        let mut worth = rules::tags_worth_reading(
             self.ledger
                 .iter()
                 .map(|(_, s)| (s.owner, s.tags, s.quality)),
             rules::DEFAULT_MIN_EVIDENCE,
         );
+        if let Some(only) = only {
+            worth.retain(|t| only.contains(t));
+        }
         if worth.is_empty() {
             return Vec::new();
         }

@@ -113,6 +113,7 @@ impl Engine {
                 ContractFolder::Settled => {}
             }
         }
+        // The ledger holds every settled file (issue 20 replaced the engine's own map).
         for (rel, _, _) in self.ledger.files() {
             let id = rel_stem(rel);
             let settlement = self.ledger.get(rel);

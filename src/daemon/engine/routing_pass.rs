@@ -25,6 +25,18 @@ impl Engine {
             .iter()
             .filter(|c| c.folder == ContractFolder::Open && c.contract.wants_recommendation())
         {
+            // Never a contract that is not ready: it is routed when its last dependency
+            // settles (issue 15).
+            let deps = crate::protocol::dependency::depends_on(&file.contract);
+            if !deps.is_empty()
+                && !crate::protocol::dependency::dependencies_settled(&deps, &|d| {
+                    crate::operations::ready::is_in(&polis.root, ContractFolder::Settled, d)
+                })
+            {
+                continue;
+            }
+            // Seeded by the contract's path and bytes: two daemons on synced machines draw
+            // alike and write the same routing block (docs/sync.md).
             let options = RouteOptions {
                 seed: Some(crate::protocol::routing::seed_for(
                     &file.file.rel,
@@ -32,15 +44,29 @@ impl Engine {
                 )),
                 ..RouteOptions::default()
             };
-            let rec = match routing::recommend(polis, file, &options).map(|r| r.recommendation) {
-                Ok(rec) => rec,
+            let rec = match routing::recommend(polis, file, &options) {
+                Ok(routed) => {
+                    if let Some(f) = routed.rule.as_ref().and_then(|m| m.finding.as_ref()) {
+                        tracing::warn!("{f}");
+                    }
+                    routed.recommendation
+                }
                 Err(routing::RouteError::NoCitizens) => return Ok(wrote),
                 Err(e) => {
                     tracing::debug!("not routing {}: {e}", file.file.rel);
                     continue;
                 }
             };
-            if routing::apply(polis, &self.writer, file, &rec)? {
+            let applied = match routing::apply(polis, &self.writer, file, &rec) {
+                Ok(applied) => applied,
+                Err(e) if e.is_not_settled() => {
+                    // An agent is still writing the contract: routed once it is done.
+                    tracing::debug!("{e}");
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            if applied {
                 self.state.counters.writes += 1;
                 tracing::info!(
                     contract = %file.file.stem,

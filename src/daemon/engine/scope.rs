@@ -68,6 +68,9 @@ impl Scope {
         if rel == layout::ROUTING_STATS {
             return Scope {
                 settled: true,
+                // A settlement may make a contract ready (its last dependency), or open
+                // follow-ups (handoffs): routing runs again (issue 15).
+                open: rel != layout::ROUTING_STATS,
                 derive: true,
                 ..Scope::default()
             };

@@ -9,7 +9,7 @@ use crate::fs::writer::WriteOutcome;
 use crate::operations;
 use crate::protocol::clock::PolisZone;
 use crate::protocol::contract::Heading;
-use crate::protocol::finding::Finding;
+use crate::protocol::finding::{Code, Finding};
 use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::stats::{Ledger, Settlement};
@@ -60,10 +60,22 @@ impl SettledRefresh {
     }
 }
 
+/// The most vanished settled paths remembered (see `Engine::settled_gone`).
+const MAX_GONE: usize = 200_000;
+
 impl Engine {
     pub(super) fn stats_file_hash(&self) -> Option<String> {
         snapshot::read_regular(&self.root.join(layout::ROUTING_STATS))
             .map(|bytes| crate::fs::state::hex_sha256(&bytes))
+    }
+
+    /// Whether nothing at all is where `routing_stats.yml` belongs while there are settlements
+    /// to write: it is rebuilt then, whatever the last reconcile left (a folder or a link put
+    /// in its place, refused, then removed).
+    fn stats_file_missing(&self) -> bool {
+        !self.ledger.is_empty()
+            && std::fs::symlink_metadata(self.root.join(layout::ROUTING_STATS))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
     }
 
     /// Rebuilds `routing_stats.yml` from the ledger when the cache changed, on the first pass,
@@ -74,10 +86,11 @@ impl Engine {
     /// a queue overflow) would otherwise never be reconciled. The stats file is read (and
     /// hashed) only when the pass concerns settled/.
     pub(super) fn reconcile_step(&mut self, pass: &mut Pass, scope: Scope) {
-        if self.warmed
-            && !pass.settled_changed
-            && !(scope.settled && self.stats_file_hash() != self.stats_hash)
-        {
+        let needed = !self.warmed
+            || pass.settled_changed
+            || (scope.settled && self.stats_file_hash() != self.stats_hash)
+            || self.stats_file_missing();
+        if !needed {
             return;
         }
         let ledger = &mut self.ledger;
@@ -137,6 +150,13 @@ impl Engine {
             self.settled_zone = Some(zone);
             refresh = SettledRefresh::Full;
         }
+        if let SettledRefresh::Paths(_) = refresh {
+            // The folder is checked once here, not for each file read below; a link in its
+            // place turns this into a full look, which reports it and reads nothing.
+            if snapshot::linked_folder(&self.root, ContractFolder::Settled.dir()).is_some() {
+                refresh = SettledRefresh::Full;
+            }
+        }
         let candidates: Vec<String> = match refresh {
             SettledRefresh::Nothing => return (Vec::new(), changed),
             SettledRefresh::Paths(paths) => paths
@@ -181,9 +201,15 @@ impl Engine {
                 .map(|meta| Fingerprint::of(&meta))
         });
         for (rel, fingerprint) in held.into_iter().zip(stats) {
+            // A file polisd could not read is tried again on every look: making it readable
+            // (`chmod`, `chown`) may change nothing else the fingerprint holds.
+            let unreadable = self
+                .settled_findings
+                .get(&rel)
+                .is_some_and(|f| f.iter().any(|f| f.code == Code::Unreadable));
             match fingerprint {
                 None => changed |= self.forget_settled(&rel),
-                Some(fp) if self.ledger.meta(&rel) == Some(&fp) => {}
+                Some(fp) if !unreadable && self.ledger.meta(&rel) == Some(&fp) => {}
                 Some(_) => to_read.push(rel),
             }
         }
@@ -217,7 +243,10 @@ impl Engine {
                 continue;
             };
             changed = true;
-            let known = self.ledger.contains_file(&rel) | self.settled_recorded.remove(&rel);
+            // Counted once and gone since (the folder deleted and restored): not new either.
+            let known = self.ledger.contains_file(&rel)
+                | self.settled_recorded.remove(&rel)
+                | self.settled_gone.remove(&rel);
             if !known && self.state.first_met.is_some() {
                 new.push((rel.clone(), read.heading));
             }
@@ -315,7 +344,14 @@ impl Engine {
     pub(super) fn forget_settled(&mut self, rel: &str) -> bool {
         self.settled_findings.remove(rel);
         self.state.settled_remove(rel);
-        self.ledger.forget(rel) | self.settled_recorded.remove(rel)
+        let was = self.ledger.forget(rel) | self.settled_recorded.remove(rel);
+        if was {
+            if self.settled_gone.len() >= MAX_GONE {
+                self.settled_gone.clear();
+            }
+            self.settled_gone.insert(rel.to_string());
+        }
+        was
     }
 
     /// `contract-settled` to the opener and `quality-defaulted` to the owner, for settlements
@@ -355,7 +391,12 @@ pub(super) fn read_settled(
         heading: Heading::default(),
         settlement: None,
     };
-    let text = match snapshot::read_text_and_metadata(root, rel, Some(snapshot::MAX_RECORD_BYTES)) {
+    // `refresh_settled` checked the folder for links once for all of them.
+    let text = match snapshot::read_text_and_metadata_in_checked_folder(
+        root,
+        rel,
+        Some(snapshot::MAX_RECORD_BYTES),
+    ) {
         Ok(Some((text, meta))) => {
             read.fingerprint = Fingerprint::of(&meta);
             text

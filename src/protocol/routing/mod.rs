@@ -5,6 +5,7 @@
 //! generator; [`recommend`] scores and picks.
 
 pub mod policy;
+pub mod rules;
 pub mod score;
 
 use crate::protocol::contract::Contract;
@@ -60,6 +61,8 @@ pub struct Routed {
     pub policy: Policy,
     /// The policy's own explanation (empty for `epsilon-greedy`, whose scores say it all).
     pub explanation: String,
+    /// The routing rule that matched, if one did (issue 15); when it applied, it decided.
+    pub rule: Option<rules::RuleMatch>,
 }
 
 /// The policy that routes: the one asked for, else `routing.policy` of `polis.yml`, else the
@@ -90,6 +93,33 @@ pub fn recommend(inputs: &Inputs<'_>, policy: Policy, adaptive: bool, rng: &mut 
         rate
     };
     let scores: Vec<Score> = score::score_all(inputs.candidates, inputs.contract, &ctx);
+    // Rules before the learned router (issue 15).
+    let (rule_list, _) = rules::parse(&inputs.settings.merged);
+    let available = |id: &str| {
+        inputs
+            .candidates
+            .iter()
+            .any(|c| c.id == id && c.state.as_deref() != Some("away"))
+    };
+    let rule = rules::decide(&rule_list, inputs.contract, &available);
+    if let Some(m) = rule.as_ref().filter(|m| m.applied) {
+        let score = scores
+            .iter()
+            .find(|s| s.citizen == m.route_to)
+            .map_or(0.0, |s| s.total);
+        return Routed {
+            recommendation: Recommendation {
+                recommendation: Some(m.route_to.clone()),
+                score,
+                exploration: false,
+                explore_rate: rate,
+                scores,
+            },
+            policy,
+            explanation: format!("Routing {} decided before the policy.\n", m.rule),
+            rule,
+        };
+    }
     if policy == Policy::EpsilonGreedy {
         // The reference's draw straight from the caller's generator, so `--seed` gives the
         // same pick as it always has.
@@ -104,6 +134,7 @@ pub fn recommend(inputs: &Inputs<'_>, policy: Policy, adaptive: bool, rng: &mut 
             },
             policy,
             explanation: String::new(),
+            rule,
         };
     }
     let mut settlements: Vec<&Settlement> = inputs.settlements.iter().collect();
@@ -127,6 +158,7 @@ pub fn recommend(inputs: &Inputs<'_>, policy: Policy, adaptive: bool, rng: &mut 
             scores,
         },
         policy,
+        rule,
     }
 }
 

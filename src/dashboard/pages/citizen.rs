@@ -1,0 +1,88 @@
+//! One citizen: the capability card (with its `content_hash` state), the status, the inbox,
+//! and its quality per tag over time.
+
+use super::{contract_link, markdown, Context, Page, PageError, Rendered};
+use crate::protocol::card::VerifyState;
+use maud::{html, PreEscaped};
+
+pub const PAGE: Page = Page {
+    route: "/citizens/{id}",
+    nav: None,
+    render,
+};
+
+fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
+    let s = cx.snapshot;
+    let id = cx.param("id");
+    let card = s
+        .polis
+        .cards
+        .get(id)
+        .ok_or_else(|| PageError::NotFound(format!("no citizen `{id}` in this polis")))?;
+    let status = s.polis.status(id);
+    let verify = card.card.verify();
+    let hash_state = match verify.state {
+        VerifyState::Ok => "content_hash matches",
+        VerifyState::Mismatch => {
+            "content_hash does NOT match: the card changed after it was stamped"
+        }
+        VerifyState::Legacy => "legacy signature only",
+        VerifyState::Unstamped => "no content_hash",
+        VerifyState::Unverifiable => "content_hash present, not reproducible by polisd",
+    };
+    let inbox = s.inboxes.get(id).and_then(|t| t.as_deref());
+    // This citizen's line on every tag it settled work on.
+    let series: Vec<(String, Vec<(usize, f64)>)> = s
+        .history
+        .iter()
+        .filter_map(|(tag, h)| {
+            h.series
+                .iter()
+                .find(|(c, _)| c == id)
+                .map(|(_, pts)| (tag.clone(), pts.clone()))
+        })
+        .collect();
+    let body = html! {
+        h1 { (id) }
+        p.muted { (card.card.vendor.as_deref().unwrap_or("?")) " · " (card.card.model.as_deref().unwrap_or("?")) }
+        h2 { "Capability card" }
+        p #hash-state class=(if verify.state == VerifyState::Mismatch { "error" } else { "muted" }) { (hash_state) }
+        pre { (card.text) }
+        h2 { "Status" }
+        p {
+            "state " strong #state { (status.state.as_str()) }
+            @if let Some(k) = &status.current_contract { " · current contract " (contract_link(cx, k)) }
+            @if !status.last_active.is_null() { " · last active " (status.last_active.python_str()) }
+        }
+        @if !status.blockers.is_empty() {
+            p { "Blockers:" }
+            ul { @for b in &status.blockers { li { (b) } } }
+        }
+        h2 { "Quality per tag" }
+        @if series.is_empty() { p.muted { "No settled work yet." } }
+        @else {
+            table {
+                thead { tr { th { "tag" } th { "settled" } th { "avg quality" } } }
+                tbody {
+                    @for t in &s.stats.tags {
+                        @if let Some(c) = t.citizens.iter().find(|c| c.citizen == id) {
+                            tr { td { (t.tag) } td { (c.contracts_completed) } td { (format!("{:.2}", c.avg_quality_score)) } }
+                        }
+                    }
+                }
+            }
+            @if let Some(svg) = crate::dashboard::chart::quality_lines(&series, "running average quality per tag") {
+                figure.chart { (PreEscaped(svg)) }
+            }
+        }
+        h2 { "Inbox (" (crate::dashboard::view::unread(inbox)) ")" }
+        @match inbox {
+            Some(text) => { (markdown(text)) }
+            None => { p.muted { "No inbox.md." } }
+        }
+    };
+    Ok(Rendered {
+        title: id.to_string(),
+        body,
+    })
+}

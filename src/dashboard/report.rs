@@ -1,0 +1,339 @@
+//! `polisd report`: a self-contained snapshot of a polis, as markdown or as one HTML file (no
+//! script, the stylesheet inline), like the reference's `polis report`. With `redact`, every
+//! citizen id, contract id, amendment id and path becomes a stable pseudonym (the first hex
+//! digits of its SHA-256, so the same id reads the same in every report) and free text
+//! (titles, messages, queue details) is left out, so a report can be shared.
+
+use super::view::{unread, Snapshot};
+use crate::protocol::layout::ContractFolder;
+use maud::{html, PreEscaped, DOCTYPE};
+use std::fmt::Write as _;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Markdown,
+    Html,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Format, String> {
+        match s {
+            "md" | "markdown" => Ok(Format::Markdown),
+            "html" => Ok(Format::Html),
+            other => Err(format!("--format {other:?}: use md or html")),
+        }
+    }
+}
+
+/// What the report shows, already redacted when asked.
+struct Data {
+    name: String,
+    now: String,
+    redacted: bool,
+    citizens: Vec<[String; 4]>,
+    counts: [usize; 3],
+    open: Vec<[String; 5]>,
+    tags: Vec<(String, String, String, Vec<[String; 3]>)>,
+    amendments: Vec<[String; 5]>,
+    findings: (usize, usize, Vec<[String; 3]>),
+    queue: Vec<[String; 2]>,
+}
+
+/// A stable pseudonym: `kind-` and six hex digits of SHA-256 over the kind and the value.
+fn pseudonym(kind: &str, value: &str) -> String {
+    let h = crate::fs::state::hex_sha256(format!("{kind}\0{value}").as_bytes());
+    format!("{kind}-{}", &h[..6])
+}
+
+fn data(s: &Snapshot, name: &str, redact: bool) -> Data {
+    let who = |id: &str| {
+        if redact {
+            pseudonym("citizen", id)
+        } else {
+            id.to_string()
+        }
+    };
+    let text = |t: &str| {
+        if redact {
+            "—".to_string()
+        } else {
+            t.to_string()
+        }
+    };
+    let contract = |id: &str| {
+        if redact {
+            pseudonym("contract", id)
+        } else {
+            id.to_string()
+        }
+    };
+    let citizens = s
+        .summary
+        .citizens
+        .iter()
+        .map(|c| {
+            [
+                who(&c.id),
+                c.vendor.clone().unwrap_or_default(),
+                c.state.clone(),
+                unread(s.inboxes.get(&c.id).and_then(|t| t.as_deref())).to_string(),
+            ]
+        })
+        .collect();
+    let c = &s.summary.contracts;
+    let open = s
+        .polis
+        .contracts
+        .iter()
+        .filter(|c| c.folder == ContractFolder::Open)
+        .map(|f| {
+            let k = &f.contract;
+            [
+                contract(&f.file.stem),
+                text(k.title.as_deref().unwrap_or("")),
+                k.status.clone().unwrap_or_default(),
+                k.owner.as_deref().map(who).unwrap_or_default(),
+                k.stakes.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let tags = s
+        .stats
+        .tags
+        .iter()
+        .map(|t| {
+            (
+                t.tag.clone(),
+                t.leader.as_deref().map(who).unwrap_or_default(),
+                t.leader_confidence
+                    .map(|c| format!("{c:.3}"))
+                    .unwrap_or_default(),
+                t.citizens
+                    .iter()
+                    .map(|c| {
+                        [
+                            who(&c.citizen),
+                            c.contracts_completed.to_string(),
+                            format!("{:.2}", c.avg_quality_score),
+                        ]
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let amendments = s
+        .summary
+        .amendments
+        .iter()
+        .map(|a| {
+            [
+                if redact {
+                    pseudonym("amendment", &a.amendment_id)
+                } else {
+                    a.amendment_id.clone()
+                },
+                text(a.title.as_deref().unwrap_or("")),
+                format!("{} of {}", a.agrees, a.quorum),
+                a.expires.clone().unwrap_or_default(),
+                a.action.to_string(),
+            ]
+        })
+        .collect();
+    let f = &s.summary.findings;
+    let newest = f
+        .newest
+        .iter()
+        .map(|x| {
+            [
+                x.code.as_str().to_string(),
+                if redact {
+                    pseudonym("path", &x.path)
+                } else {
+                    format!(
+                        "{}{}",
+                        x.path,
+                        x.line.map(|l| format!(":{l}")).unwrap_or_default()
+                    )
+                },
+                text(&x.message),
+            ]
+        })
+        .collect();
+    let queue = s
+        .queue
+        .iter()
+        .map(|q| {
+            let kind = q.key.split('/').next().unwrap_or("item");
+            if redact {
+                [format!("{kind} item"), pseudonym("item", &q.key)]
+            } else {
+                [q.title.clone(), q.action.clone()]
+            }
+        })
+        .collect();
+    Data {
+        name: if redact {
+            "polis".into()
+        } else {
+            name.to_string()
+        },
+        now: s.now.minute_stamp(),
+        redacted: redact,
+        citizens,
+        counts: [c.open, c.settled, c.abandoned],
+        open,
+        tags,
+        amendments,
+        findings: (f.errors, f.warnings, newest),
+        queue,
+    }
+}
+
+/// The report of `s` (a polis named `name`) in `format`.
+pub fn render(s: &Snapshot, name: &str, format: Format, redact: bool) -> String {
+    let d = data(s, name, redact);
+    match format {
+        Format::Markdown => markdown(&d),
+        Format::Html => html_page(&d),
+    }
+}
+
+/// Markdown table cells: pipes and newlines would break the row.
+fn cell(t: &str) -> String {
+    t.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+fn table(out: &mut String, header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) {
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+    for r in rows {
+        let cells: Vec<String> = r.iter().map(|c| cell(c)).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+}
+
+fn markdown(d: &Data) -> String {
+    let mut out = format!(
+        "# Polis report: {}\n\n_{} (polis time){}_\n\n",
+        cell(&d.name),
+        d.now,
+        if d.redacted {
+            " · redacted for sharing"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(out, "## Waiting for a person ({})\n", d.queue.len());
+    for [t, a] in &d.queue {
+        let _ = writeln!(out, "- **{}**: {}", cell(t), cell(a));
+    }
+    let [o, s, a] = d.counts;
+    let _ = writeln!(
+        out,
+        "\n## Contracts\n\nopen {o} · settled {s} · abandoned {a}\n"
+    );
+    if !d.open.is_empty() {
+        table(
+            &mut out,
+            &["contract", "title", "status", "owner", "stakes"],
+            d.open.iter().map(|r| r.to_vec()),
+        );
+    }
+    let _ = writeln!(out, "\n## Citizens\n");
+    table(
+        &mut out,
+        &["citizen", "vendor", "state", "unread"],
+        d.citizens.iter().map(|r| r.to_vec()),
+    );
+    let _ = writeln!(out, "\n## Tags\n");
+    for (tag, leader, conf, rows) in &d.tags {
+        let _ = writeln!(
+            out,
+            "### {}\n\nleader {} (confidence {})\n",
+            cell(tag),
+            leader,
+            conf
+        );
+        table(
+            &mut out,
+            &["citizen", "settled", "avg quality"],
+            rows.iter().map(|r| r.to_vec()),
+        );
+        out.push('\n');
+    }
+    let _ = writeln!(out, "## Amendments\n");
+    table(
+        &mut out,
+        &[
+            "amendment",
+            "title",
+            "votes",
+            "expires",
+            "a tally now would",
+        ],
+        d.amendments.iter().map(|r| r.to_vec()),
+    );
+    let (e, w, newest) = &d.findings;
+    let _ = writeln!(out, "\n## Findings\n\n{e} errors, {w} warnings\n");
+    table(
+        &mut out,
+        &["code", "where", "what"],
+        newest.iter().map(|r| r.to_vec()),
+    );
+    out
+}
+
+fn html_page(d: &Data) -> String {
+    let [o, s, a] = d.counts;
+    let (e, w, newest) = &d.findings;
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'";
+                title { "Polis report: " (d.name) }
+                style { (PreEscaped(include_str!("static/style.css"))) }
+            }
+            body {
+                header { span.brand { "polisd report" } span.muted { (d.name) " · " (d.now) @if d.redacted { " · redacted for sharing" } } }
+                main {
+                    h1 { "Polis report: " (d.name) }
+                    h2 { "Waiting for a person (" (d.queue.len()) ")" }
+                    ul.queue { @for [t, a] in &d.queue { li { span.what { (t) } br; span.muted { (a) } } } }
+                    h2 { "Contracts" }
+                    div.cards {
+                        div.card { div.n { (o) } "open" }
+                        div.card { div.n { (s) } "settled" }
+                        div.card { div.n { (a) } "abandoned" }
+                    }
+                    (rows(&["contract", "title", "status", "owner", "stakes"], d.open.iter().map(|r| r.to_vec())))
+                    h2 { "Citizens" }
+                    (rows(&["citizen", "vendor", "state", "unread"], d.citizens.iter().map(|r| r.to_vec())))
+                    h2 { "Tags" }
+                    @for (tag, leader, conf, r) in &d.tags {
+                        h3 { (tag) }
+                        p { "leader " (leader) " (confidence " (conf) ")" }
+                        (rows(&["citizen", "settled", "avg quality"], r.iter().map(|x| x.to_vec())))
+                    }
+                    h2 { "Amendments" }
+                    (rows(&["amendment", "title", "votes", "expires", "a tally now would"], d.amendments.iter().map(|r| r.to_vec())))
+                    h2 { "Findings" }
+                    p { (e) " errors, " (w) " warnings" }
+                    (rows(&["code", "where", "what"], newest.iter().map(|r| r.to_vec())))
+                }
+            }
+        }
+    }
+    .into_string()
+}
+
+fn rows(header: &[&str], body: impl IntoIterator<Item = Vec<String>>) -> maud::Markup {
+    html! {
+        table {
+            thead { tr { @for h in header { th { (h) } } } }
+            tbody { @for r in body { tr { @for c in &r { td { (c) } } } } }
+        }
+    }
+}

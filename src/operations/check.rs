@@ -1,0 +1,254 @@
+//! Every finding in a polis, gathered from a [`Polis`] read model without writing anything:
+//! `polisd check` prints them, `polisd status`, the daemon and the dashboard summarize them.
+
+use crate::fs::snapshot::Polis;
+use crate::protocol::card::VerifyState;
+use crate::protocol::chronicle::{self, ChronicleContext};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::finding::{Code, Finding, Severity};
+use crate::protocol::layout::{AmendmentFolder, ContractFolder};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Unknown `depends_on` ids and dependency cycles among the open contracts (issue 15).
+pub fn dependency_findings(polis: &Polis) -> Vec<Finding> {
+    let nodes: Vec<_> = polis
+        .contracts
+        .iter()
+        .filter(|c| c.folder == crate::protocol::layout::ContractFolder::Open)
+        .map(|c| crate::protocol::dependency::Node::of(&c.file.stem, &c.file.rel, &c.contract))
+        .collect();
+    crate::operations::ready::dependency_findings(&polis.root, &nodes)
+}
+
+/// Every finding in the polis, sorted by path, then line (a finding about a whole file first).
+///
+/// Pure apart from what `polis` already read, and `Polis::exists` for wikilink targets.
+pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+    let mut out = polis.findings.clone();
+    out.extend(chronicle_findings(polis, now));
+    out.extend(card_findings(polis));
+    out.extend(unknown_voters(polis));
+    out.extend(contracts_in_two_folders(polis));
+    out.extend(sync_findings(polis));
+    out.extend(claim_conflicts(polis));
+    out.extend(dependency_findings(polis));
+    // Stable: findings on one line keep their code order.
+    out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    out
+}
+
+/// `reservations.yml` that cannot be read (an error: `polisd reserve` refuses to touch it),
+/// entries whose `expires_at` is not a time, and overlapping entries of different citizens.
+pub fn reservation_findings(root: &std::path::Path, now: &PolisTime) -> Vec<Finding> {
+    use crate::operations::reservation as op;
+    use crate::protocol::reservation::FILE;
+    let views = match op::list(root, now) {
+        Ok(v) => v,
+        Err(e) => return vec![Finding::error(Code::BadYaml, FILE, None, e.to_string())],
+    };
+    let mut out: Vec<Finding> = views
+        .iter()
+        .filter_map(|v| v.problem.as_ref())
+        .map(|p| Finding::warning(Code::BadYaml, FILE, None, p.clone()))
+        .collect();
+    for o in op::overlaps_now(root, now).unwrap_or_default() {
+        out.push(Finding::warning(
+            Code::ReservationOverlap,
+            FILE,
+            None,
+            format!(
+                "`{}` holds `{}`, which overlaps `{}` held by `{}` since {}; one of them should release it (`polisd release PATH --as ID`)",
+                o.second, o.second_path, o.first_path, o.first, if o.first_at.is_empty() { "an unknown time" } else { &o.first_at }
+            ),
+        ));
+    }
+    out
+}
+
+/// (errors, warnings).
+pub fn count(findings: &[Finding]) -> (usize, usize) {
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    (errors, findings.len() - errors)
+}
+
+/// C001–C008 over the archives (oldest first) and then the current chronicle. "The newest
+/// earlier line" (C005) carries over from one file to the next, as the lines were written.
+fn chronicle_findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+    let registered = polis.registered();
+    let is_registered =
+        |id: &str| registered.contains(id) || crate::protocol::layout::is_system_citizen(id);
+    let link_exists = |rel: &str| polis.exists(rel);
+    let files = polis
+        .archives
+        .iter()
+        .map(|(name, text)| (name.as_str(), text.as_str()))
+        .chain(
+            polis
+                .chronicle_text()
+                .map(|text| (crate::protocol::layout::CHRONICLE, text)),
+        );
+    let mut newest = None;
+    let mut out = Vec::new();
+    for (path, text) in files {
+        let ctx = ChronicleContext {
+            path,
+            is_registered: &is_registered,
+            link_exists: &link_exists,
+            newest_earlier: newest,
+            now: *now,
+        };
+        let (found, newest_here) = chronicle::validate_all(&chronicle::scan(text).lines, &ctx);
+        out.extend(found);
+        newest = newest_here;
+    }
+    out
+}
+
+/// Cards without tags, and cards whose `content_hash` no longer matches.
+fn card_findings(polis: &Polis) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for card in polis.cards.values() {
+        if card.card.capability_tags.is_empty() {
+            out.push(Finding::warning(
+                Code::CardWithoutTags,
+                &card.rel,
+                None,
+                "the card claims no `capability_tags`, so the router can never pick this citizen; \
+                 add a map of tag -> {self_rating: 1-5, evidence: ...}",
+            ));
+        }
+        let v = card.card.verify();
+        if v.state == VerifyState::Mismatch {
+            out.push(Finding::warning(
+                Code::CardMismatch,
+                &card.rel,
+                None,
+                format!(
+                    "the stored content_hash ({}) does not match the card's content ({}): the card \
+                     was edited after it was stamped; if the edit is intended, run `polisd verify --fix`",
+                    v.stored.as_deref().unwrap_or("?"),
+                    v.computed.as_deref().unwrap_or("?"),
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// Votes by ids that are not registered citizens, in amendments still in `proposed/` (votes in
+/// ratified amendments no longer count for anything; a citizen who has since left is no news).
+fn unknown_voters(polis: &Polis) -> Vec<Finding> {
+    let registered: BTreeSet<String> = polis.registered();
+    polis
+        .amendments
+        .iter()
+        .filter(|a| a.folder == AmendmentFolder::Proposed)
+        .flat_map(|a| {
+            crate::protocol::amendment::unknown_voter_findings(&a.rel, &a.amendment, &registered)
+        })
+        .collect()
+}
+
+/// What several machines, clones or worktrees left behind (docs/sync.md): sync conflict
+/// copies (P009), polisd ids that arrived twice (P024) in the chronicle or an inbox, and a
+/// merge driver named in `.gitattributes` but not configured in this clone (P025).
+fn sync_findings(polis: &Polis) -> Vec<Finding> {
+    let mut out: Vec<Finding> = crate::operations::sync::conflict_copies(&polis.root)
+        .iter()
+        .map(crate::operations::sync::copy_finding)
+        .collect();
+    let mut chronicles: Vec<(&str, &str)> = polis
+        .archives
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
+    chronicles.extend(
+        polis
+            .chronicle_text()
+            .map(|t| (crate::protocol::layout::CHRONICLE, t)),
+    );
+    out.extend(crate::protocol::merge::duplicate_markers(&chronicles));
+    for id in polis.cards.keys() {
+        let Some(rel) = crate::protocol::layout::inbox_path(id) else {
+            continue;
+        };
+        if let Ok(Some(text)) = crate::fs::snapshot::read_text(&polis.root, &rel, None) {
+            out.extend(crate::protocol::merge::duplicate_markers(&[(&rel, &text)]));
+        }
+    }
+    out.extend(crate::fs::git::driver_finding(&polis.root));
+    out
+}
+
+/// The same contract id in two or more of open/settled/abandoned (a sync artifact, SPEC §6).
+/// With a settled copy that copy counts and each stale copy is a warning; without one the
+/// contract's state is ambiguous, which is an error.
+fn contracts_in_two_folders(polis: &Polis) -> Vec<Finding> {
+    let mut by_id: BTreeMap<&str, Vec<(ContractFolder, &str)>> = BTreeMap::new();
+    for c in &polis.contracts {
+        by_id
+            .entry(c.file.stem.as_str())
+            .or_default()
+            .push((c.folder, c.file.rel.as_str()));
+    }
+    let mut out = Vec::new();
+    for (id, copies) in by_id {
+        if copies.len() < 2 {
+            continue;
+        }
+        let all = copies
+            .iter()
+            .map(|(_, rel)| format!("`{rel}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        match copies.iter().find(|(f, _)| *f == ContractFolder::Settled) {
+            Some((_, settled)) => {
+                for (_, rel) in copies.iter().filter(|(f, _)| *f != ContractFolder::Settled) {
+                    out.push(Finding::warning(
+                        Code::ContractInTwoFolders,
+                        *rel,
+                        None,
+                        format!(
+                            "contract `{id}` is in more than one folder ({all}); only `{settled}` \
+                             counts. This copy is stale (often a sync artifact): delete it"
+                        ),
+                    ));
+                }
+            }
+            None => out.push(Finding::error(
+                Code::ContractInTwoFolders,
+                copies[0].1,
+                None,
+                format!(
+                    "contract `{id}` is in more than one folder ({all}), none of them settled, so \
+                     its state is ambiguous; keep the copy in the folder it belongs to and delete \
+                     the others"
+                ),
+            )),
+        }
+    }
+    out
+}
+
+/// Claim conflicts still unresolved: an open contract claimed by two citizens with no release
+/// between, whose file does not name the first claimer as owner (issue 13).
+fn claim_conflicts(polis: &Polis) -> Vec<Finding> {
+    let registered = |id: &str| polis.cards.contains_key(id);
+    let mut texts = polis.recent_chronicle();
+    texts.reverse();
+    crate::protocol::claims::conflicts(&texts, &registered)
+        .into_iter()
+        .filter_map(|c| {
+            let file = polis
+                .contracts
+                .iter()
+                .find(|f| f.folder == ContractFolder::Open && f.file.stem == c.contract_id)?;
+            let owner = file.contract.owner.as_deref();
+            (owner != Some(c.winner.as_str()))
+                .then(|| crate::protocol::claims::finding(&c, &file.file.rel, owner))
+        })
+        .collect()
+}

@@ -1,0 +1,320 @@
+//! Dispatching handoffs (issue 15): the suggestions of a settled contract become routed
+//! follow-up contracts, within the chain rules of `protocol::handoff`.
+//!
+//! Idempotent by construction: the n-th next-citizen block of `<parent>` always names
+//! `contracts/open/<parent>-next-<n>.md`, created with `create_new`; a block whose file exists
+//! in any folder was dispatched before, and only its chronicle line (if a crash lost it) and
+//! its notice (whose id the inboxes already hold) are derived again. So a restart, a replayed
+//! event or a second machine dispatches nothing twice. The notices are returned, not sent: the
+//! caller queues them (the daemon's outbox).
+
+use crate::fs::snapshot::{self, Polis};
+use crate::fs::writer::Writer;
+use crate::operations::chronicle;
+use crate::operations::error::OpError;
+use crate::operations::lookup;
+use crate::protocol::clock::PolisTime;
+use crate::protocol::contract::{self as rules, Contract};
+use crate::protocol::frontmatter;
+use crate::protocol::handoff::{self, Deferral, FollowUp, NewCitizen, Skip, Suggestion};
+use crate::protocol::inbox::Notification;
+use crate::protocol::layout::{self, ContractFolder};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// One follow-up contract of a dispatch.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OpenedHandoff {
+    pub contract_id: String,
+    pub citizen: String,
+    pub step: usize,
+    /// Already there from an earlier dispatch (nothing new was written for it).
+    pub existing: bool,
+}
+
+/// A suggestion that was not dispatched, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NotDispatched {
+    pub suggestion: Suggestion,
+    pub why: String,
+}
+
+/// What dispatching one parent's suggestions did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Dispatch {
+    pub parent_id: String,
+    pub opened: Vec<OpenedHandoff>,
+    /// Refused by the chain rules (told to the chain's first opener).
+    pub deferred: Vec<NotDispatched>,
+    /// The citizen cannot take work (told to the suggestion's author).
+    pub skipped: Vec<NotDispatched>,
+    pub citizens_needed: Vec<NewCitizen>,
+    #[serde(skip)]
+    pub notices: Vec<Notification>,
+    /// Whether anything was written into the polis.
+    pub wrote: bool,
+}
+
+fn read_record(root: &Path, rel: &str) -> Result<Option<(String, Contract)>, OpError> {
+    let Some(text) = snapshot::read_text(root, rel, Some(snapshot::MAX_RECORD_BYTES))? else {
+        return Ok(None);
+    };
+    match rules::Contract::parse(&text) {
+        Ok(c) => Ok(Some((text, c))),
+        Err(e) => Err(OpError::Unreadable {
+            path: rel.to_string(),
+            why: e.to_string(),
+        }),
+    }
+}
+
+/// The opener of the first contract of `contract`'s handoff sequence: up the `parent_contract`
+/// links (bounded, so a hand-made loop ends) to a contract without one.
+pub fn first_opener(root: &Path, contract: &Contract) -> Option<String> {
+    let mut current = contract.clone();
+    for _ in 0..32 {
+        let parent = current
+            .fields
+            .get("parent_contract")
+            .as_str()
+            .map(str::to_string);
+        let Some(parent) = parent.filter(|p| layout::is_slug(p)) else {
+            return current.opened_by.clone();
+        };
+        let (_, rel) = lookup::find(root, &parent).ok()?;
+        current = read_record(root, &rel).ok().flatten()?.1;
+    }
+    None
+}
+
+/// Why `id` cannot take work, if it cannot.
+fn skip_reason(polis: &Polis, id: &str) -> Option<Skip> {
+    if !layout::is_agent_id(id) {
+        return Some(Skip::BadId);
+    }
+    if !polis.cards.contains_key(id) {
+        return Some(Skip::Unknown);
+    }
+    if polis.status(id).is_away() {
+        return Some(Skip::Away);
+    }
+    if handoff::has_left(&polis.recent_chronicle(), id) {
+        return Some(Skip::Left);
+    }
+    None
+}
+
+fn worded(n: &NotDispatched) -> String {
+    let s = &n.suggestion;
+    let context = if s.context.trim().is_empty() {
+        "-"
+    } else {
+        s.context.as_str()
+    };
+    format!(
+        "`{}` was suggested but {}. Reason: {}. Context: {}.",
+        s.citizen,
+        n.why,
+        s.reason.trim_end_matches('.'),
+        context.trim_end_matches('.')
+    )
+}
+
+/// Dispatches the suggestions in the `## Settlement` of the settled contract `parent_id`.
+/// Reads only that contract, its ancestors and the existence of its follow-ups.
+pub fn dispatch_settled(
+    writer: &Writer,
+    now: &PolisTime,
+    polis: &Polis,
+    parent_id: &str,
+) -> Result<Dispatch, OpError> {
+    let root = writer.root();
+    lookup::check_slug("contract id", parent_id)?;
+    let rel = layout::contract_path(ContractFolder::Settled, parent_id).expect("a slug");
+    let Some((text, parent)) = read_record(root, &rel)? else {
+        return Err(OpError::NoContract(parent_id.to_string()));
+    };
+    let blocks = handoff::parse_blocks(handoff::settlement_section(&text));
+    let author = parent
+        .owner
+        .clone()
+        .unwrap_or_else(|| layout::DAEMON_ID.to_string());
+    dispatch_blocks(writer, now, polis, parent_id, &parent, &author, &blocks)
+}
+
+/// Dispatches `blocks` as suggestions of `author` for follow-ups to `parent` (a settlement's
+/// or a review's).
+pub fn dispatch_blocks(
+    writer: &Writer,
+    now: &PolisTime,
+    polis: &Polis,
+    parent_id: &str,
+    parent: &Contract,
+    author: &str,
+    blocks: &handoff::Blocks,
+) -> Result<Dispatch, OpError> {
+    let root = writer.root();
+    let mut out = Dispatch {
+        parent_id: parent_id.to_string(),
+        ..Dispatch::default()
+    };
+    if blocks.next.is_empty() && blocks.new.is_empty() {
+        return Ok(out);
+    }
+    let max = handoff::max_chain_depth(&polis.settings.merged);
+    let parent_chain = handoff::ids_of(parent.fields.get("chain"));
+    let chain = handoff::chain_after(&parent_chain, parent.owner.as_deref().unwrap_or(""));
+    let mut seen = BTreeSet::new();
+    for s in &blocks.next {
+        let id = format!("{parent_id}-next-{}", s.n);
+        if let Ok((folder, existing)) = lookup::find(root, &id) {
+            seen.insert((s.citizen.clone(), s.reason.clone()));
+            recover(writer, now, &mut out, folder, &existing, &id, s)?;
+            out.opened.push(OpenedHandoff {
+                contract_id: id.clone(),
+                citizen: s.citizen.clone(),
+                step: chain.len() + 1,
+                existing: true,
+            });
+            out.notices.push(Notification::handoff_opened(
+                &s.citizen,
+                &id,
+                parent_id,
+                author,
+                chain.len() + 1,
+                max,
+            ));
+            continue;
+        }
+        if let Some(skip) = skip_reason(polis, &s.citizen) {
+            out.skipped.push(NotDispatched {
+                suggestion: s.clone(),
+                why: skip.to_string(),
+            });
+            continue;
+        }
+        if let Err(d) = handoff::judge(&chain, s, max, &mut seen) {
+            out.deferred.push(NotDispatched {
+                suggestion: s.clone(),
+                why: deferral_text(&d),
+            });
+            continue;
+        }
+        let follow = FollowUp {
+            id: id.clone(),
+            parent_id,
+            parent_title: parent.title.as_deref().unwrap_or(parent_id),
+            parent_tags: &parent.required_tags,
+            stakes: parent.stakes.as_deref().unwrap_or("medium"),
+            cost_ceiling: parent.cost_ceiling().unwrap_or("60min"),
+            opened_at: now.second_stamp(),
+            chain: &chain,
+            max,
+            suggestion: s,
+        };
+        let bytes = handoff::render_follow_up(&follow)?;
+        let new_rel = layout::contract_path(ContractFolder::Open, &id).expect("a slug");
+        if writer.create_new(&new_rel, bytes.as_bytes())? {
+            out.wrote = true;
+            let title = handoff::follow_up_title(&s.reason, parent_id);
+            let link = new_rel.trim_end_matches(".md");
+            chronicle::append(
+                writer,
+                now,
+                layout::DAEMON_ID,
+                "opened contract",
+                Some(link),
+                &title,
+            )?;
+        }
+        out.opened.push(OpenedHandoff {
+            contract_id: id.clone(),
+            citizen: s.citizen.clone(),
+            step: chain.len() + 1,
+            existing: false,
+        });
+        out.notices.push(Notification::handoff_opened(
+            &s.citizen,
+            &id,
+            parent_id,
+            author,
+            chain.len() + 1,
+            max,
+        ));
+    }
+    if !out.deferred.is_empty() {
+        let opener = first_opener(root, parent)
+            .filter(|o| polis.cards.contains_key(o))
+            .or_else(|| Some(author.to_string()).filter(|a| polis.cards.contains_key(a)));
+        if let Some(opener) = opener {
+            let items: Vec<String> = out.deferred.iter().map(worded).collect();
+            out.notices.push(Notification::handoff_deferred(
+                &opener, parent_id, "deferred", &items,
+            ));
+        }
+    }
+    if !out.skipped.is_empty() && polis.cards.contains_key(author) {
+        let items: Vec<String> = out.skipped.iter().map(worded).collect();
+        out.notices.push(Notification::handoff_deferred(
+            author, parent_id, "skipped", &items,
+        ));
+    }
+    for need in &blocks.new {
+        out.citizens_needed.push(need.clone());
+        if let Some(keeper) = &polis.index_keeper {
+            out.notices.push(Notification::citizen_needed(
+                keeper,
+                &format!("contracts/settled/{parent_id}"),
+                author,
+                &need.need,
+                &need.reason,
+                &need.role,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn deferral_text(d: &Deferral) -> String {
+    d.to_string()
+}
+
+/// A follow-up that exists already: its `opened contract` line is appended if a crash lost it
+/// (only when it is still open; this reads the chronicle, a recovery path only).
+fn recover(
+    writer: &Writer,
+    now: &PolisTime,
+    out: &mut Dispatch,
+    folder: ContractFolder,
+    rel: &str,
+    id: &str,
+    s: &Suggestion,
+) -> Result<(), OpError> {
+    if folder != ContractFolder::Open {
+        return Ok(());
+    }
+    let link = rel.trim_end_matches(".md");
+    let Some((text, contract)) = read_record(writer.root(), rel)? else {
+        return Ok(());
+    };
+    let ours = frontmatter::parse(&text)
+        .ok()
+        .and_then(|r| r.get("opened_by").as_str().map(str::to_string))
+        .as_deref()
+        == Some(layout::DAEMON_ID);
+    if ours && !chronicle::has_line(writer.root(), "opened contract", link) {
+        let title = contract
+            .title
+            .unwrap_or_else(|| handoff::follow_up_title(&s.reason, id));
+        chronicle::append(
+            writer,
+            now,
+            layout::DAEMON_ID,
+            "opened contract",
+            Some(link),
+            &title,
+        )?;
+        out.wrote = true;
+    }
+    Ok(())
+}

@@ -1,0 +1,914 @@
+//! The dashboard, served by the real binary (`polisd serve`, `polisd run`) on 127.0.0.1:0:
+//! every page over HTTP, the event stream, the security checks (Host allow-list, token off
+//! loopback, read-only, headers), hostile agent text, and the same in headless Chromium
+//! (`browser_*`: Debian's `chromium` and `chromium-driver`, which `.ci/run` installs).
+
+mod harness;
+
+use harness::{wait_until, TestPolis, BIN};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const FOUNDER: &str = "founder-one";
+const ALPHA: &str = "alpha-agent";
+const BRAVO: &str = "bravo-agent";
+
+/// Agent text that would run script if any page let it through. Each sets `window.__pwned`.
+const HOSTILE_TITLE: &str =
+    "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">";
+const HOSTILE_BODY: &str = "## Intent\n\n<script>window.__pwned=3</script>\n\n\
+<img src=x onerror=\"window.__pwned=4\">\n\n[click me](javascript:window.__pwned=5)\n\n\
+<a href=\"javascript:window.__pwned=6\" onclick=\"window.__pwned=7\">raw link</a>\n\n\
+<svg onload=\"window.__pwned=8\"></svg>\n";
+
+fn contract(
+    id: &str,
+    title: &str,
+    owner: Option<&str>,
+    status: &str,
+    tags: &[&str],
+    extra: &str,
+    body: &str,
+) -> String {
+    let owner = owner.map_or("null".to_string(), str::to_string);
+    let tags: Vec<String> = tags.iter().map(|t| format!("- {t}")).collect();
+    format!(
+        "---\ncontract_id: {id}\ntitle: '{}'\nopened_by: {FOUNDER}\nopened_at: '2026-01-05 10:00:00'\n\
+         owner: {owner}\nstatus: {status}\nstakes: high\nrequired_tags:\n{}\n{extra}---\n{body}",
+        title.replace('\'', "''"),
+        tags.join("\n")
+    )
+}
+
+fn settled(id: &str, owner: &str, tag: &str, quality: u8, day: u32) -> String {
+    contract(
+        id,
+        &format!("settled work {id}"),
+        Some(owner),
+        "settled",
+        &[tag],
+        &format!("settled_at: '2026-02-{day:02} 12:00:00'\nquality_score: {quality}\nactual_minutes: 30\n"),
+        "## Intent\n\nDone.\n",
+    )
+}
+
+/// A polis with three citizens, settled history on two tags, open contracts (one hostile),
+/// a proposed amendment short of quorum, and a chronicle with a bad line.
+fn generated_polis() -> TestPolis {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "openai", &[("rust", 4), ("docs", 3)], "medium");
+    p.citizen(BRAVO, "google", &[("rust", 3)], "low");
+    for (day, (owner, tag, q)) in (1u32..).zip([
+        (ALPHA, "rust", 4),
+        (BRAVO, "rust", 5),
+        (ALPHA, "rust", 5),
+        (BRAVO, "rust", 2),
+        (ALPHA, "docs", 4),
+    ]) {
+        p.save(
+            &format!("contracts/settled/done-{day}.md"),
+            &settled(&format!("done-{day}"), owner, tag, q, day),
+        );
+    }
+    p.save(
+        "contracts/open/hostile-one.md",
+        &contract(
+            "hostile-one",
+            HOSTILE_TITLE,
+            Some(ALPHA),
+            "claimed",
+            &["rust"],
+            "",
+            HOSTILE_BODY,
+        ),
+    );
+    p.save(
+        "contracts/open/next-job.md",
+        &contract(
+            "next-job",
+            "the next job",
+            Some(BRAVO),
+            "in_progress",
+            &["rust"],
+            "",
+            "## Intent\n\nShip **it**.\n",
+        ),
+    );
+    p.save(
+        "amendments/proposed/quorum-rule.md",
+        &format!(
+            "---\namendment_id: quorum-rule\ntitle: a quorum rule\nproposed_by: {FOUNDER}\n\
+             proposed_at: '2026-11-20 10:00:00'\nstatus: proposed\nexpires_at: '2099-01-01'\n---\n\nBody.\n"
+        ),
+    );
+    p.append(
+        "chronicle.md",
+        &harness::chronicle_line(
+            ALPHA,
+            "claimed",
+            "[[contracts/open/hostile-one]]",
+            "<script>window.__pwned=9</script> note",
+        ),
+    );
+    p.append("chronicle.md", "- this line is not a chronicle entry\n");
+    p.save(
+        &format!("citizens/{ALPHA}/inbox.md"),
+        &format!("---\nfile_type: inbox\nowner: {ALPHA}\n---\n\n### 2026-11-30 10:00 from {BRAVO}\n\n<script>window.__pwned=10</script> hello [x](javascript:alert(1))\n\n---\n"),
+    );
+    p
+}
+
+// ---------------------------------------------------------------------------------------------
+// A server under test and a minimal HTTP/1.1 client (the tests need exact control of Host).
+
+/// A running `polisd serve`; it and everything it started are killed when dropped.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    url: String,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(p: &TestPolis, listen: &str) -> Server {
+    let config = p.dir.path().join("serve.toml");
+    std::fs::write(&config, "[watch]\ndebounce = \"50ms\"\n").unwrap();
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .arg(&p.root)
+        .args(["--listen", listen, "--json", "--config"])
+        .arg(&config)
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = stderr.clone();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let mut s = sink.lock().unwrap();
+            s.push_str(&line);
+            s.push('\n');
+        }
+    });
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+        panic!(
+            "serve printed {line:?} ({e}); stderr: {}",
+            stderr.lock().unwrap()
+        )
+    });
+    let url = v["url"].as_str().unwrap().to_string();
+    let port: u16 = url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    Server {
+        child,
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+        url,
+        stderr,
+    }
+}
+
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn request(addr: SocketAddr, method: &str, path: &str, host: &str, extra: &str) -> Reply {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Reply {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+fn get(server: &Server, path: &str) -> Reply {
+    request(
+        server.addr,
+        "GET",
+        path,
+        &format!("127.0.0.1:{}", server.addr.port()),
+        "",
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+#[test]
+fn every_page_renders_the_generated_polis() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let overview = get(&s, "/p/0/");
+    assert_eq!(overview.status, 200, "{}", overview.body);
+    let b = &overview.body;
+    assert!(b.contains(r#"id="count-settled">5<"#), "{b}");
+    assert!(b.contains(ALPHA) && b.contains(BRAVO), "{b}");
+    assert!(b.contains("quorum-rule") && b.contains("<progress"), "{b}");
+    assert!(b.contains("Waiting for a person"), "{b}");
+    assert!(
+        b.contains("is claimed with no reviewer"),
+        "the high-stakes contract: {b}"
+    );
+    assert!(b.contains("has 1 of"), "the vote short of quorum: {b}");
+
+    let tags = get(&s, "/p/0/tags");
+    assert_eq!(tags.status, 200);
+    assert!(tags.body.contains("<svg"), "a chart: {}", tags.body);
+    assert!(tags.body.contains("Leader changes"), "{}", tags.body);
+
+    let chronicle = get(&s, "/p/0/chronicle");
+    assert_eq!(chronicle.status, 200);
+    assert!(
+        chronicle.body.contains("<tr class=\"finding\""),
+        "the bad line is marked: {}",
+        chronicle.body
+    );
+    let filtered = get(&s, &format!("/p/0/chronicle?citizen={ALPHA}"));
+    assert!(filtered.body.contains("1 of 3 lines"), "{}", filtered.body);
+    assert!(
+        !filtered.body.contains("founded polis</td>"),
+        "{}",
+        filtered.body
+    );
+
+    let c = get(&s, "/p/0/contracts/next-job");
+    assert_eq!(c.status, 200);
+    assert!(
+        c.body.contains("<strong>it</strong>"),
+        "markdown body: {}",
+        c.body
+    );
+    assert!(
+        c.body.contains("Score breakdown"),
+        "routing explanation: {}",
+        c.body
+    );
+
+    let citizen = get(&s, &format!("/p/0/citizens/{ALPHA}"));
+    assert_eq!(citizen.status, 200);
+    assert!(
+        citizen.body.contains("id=\"hash-state\""),
+        "{}",
+        citizen.body
+    );
+    assert!(citizen.body.contains("Inbox (1)"), "{}", citizen.body);
+
+    assert_eq!(get(&s, "/p/0/contracts/no-such").status, 404);
+    assert_eq!(get(&s, "/p/7/").status, 404);
+    assert_eq!(get(&s, "/static/live.js").status, 200);
+}
+
+#[test]
+fn hostile_agent_text_is_escaped_on_every_page() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    for path in [
+        "/p/0/".to_string(),
+        "/p/0/contracts/hostile-one".to_string(),
+        "/p/0/chronicle".to_string(),
+        format!("/p/0/citizens/{ALPHA}"),
+    ] {
+        let r = get(&s, &path);
+        assert_eq!(r.status, 200, "{path}");
+        let only_ours = r.body.matches("<script").count() == 1
+            && r.body
+                .contains(r#"<script src="/static/live.js" defer></script>"#);
+        assert!(only_ours, "{path}: a <script> got through: {}", r.body);
+        for tag in tags_of(&r.body) {
+            let t = tag.to_ascii_lowercase();
+            for bad in ["<img", " onerror", " onclick", " onload", "javascript:"] {
+                assert!(!t.contains(bad), "{path}: {bad} got through in {tag}");
+            }
+        }
+    }
+}
+
+/// Every tag of an HTML text, `<` to `>` (text never holds a raw `<`: it is escaped).
+fn tags_of(html: &str) -> Vec<&str> {
+    html.split('<')
+        .skip(1)
+        .map(|rest| &rest[..rest.find('>').unwrap_or(rest.len())])
+        .map(|t| &html[t.as_ptr() as usize - html.as_ptr() as usize - 1..][..t.len() + 1])
+        .collect()
+}
+
+#[test]
+fn security_headers_and_read_only() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let r = get(&s, "/p/0/");
+    let csp = r.header("content-security-policy").unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(r.header("referrer-policy"), Some("no-referrer"));
+    let host = format!("127.0.0.1:{}", s.addr.port());
+    let post = request(s.addr, "POST", "/p/0/", &host, "Content-Length: 0\r\n");
+    assert_eq!(post.status, 405);
+    assert!(
+        post.header("content-security-policy").is_some(),
+        "refusals carry the headers too"
+    );
+}
+
+#[test]
+fn a_rebinding_host_gets_403() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let port = s.addr.port();
+    let r = request(
+        s.addr,
+        "GET",
+        "/p/0/",
+        &format!("attacker.example:{port}"),
+        "",
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(!r.body.contains(ALPHA), "nothing of the polis in a refusal");
+    assert_eq!(
+        request(s.addr, "GET", "/p/0/", &format!("localhost:{port}"), "").status,
+        200
+    );
+}
+
+#[test]
+fn off_loopback_without_the_token_gets_401() {
+    let p = generated_polis();
+    let s = serve(&p, "0.0.0.0:0");
+    let host = format!("127.0.0.1:{}", s.addr.port());
+    let r = request(s.addr, "GET", "/p/0/", &host, "");
+    assert_eq!(r.status, 401, "{}", r.body);
+    let mut token = String::new();
+    wait_until("the token on stderr", Duration::from_secs(10), || {
+        let e = s.stderr.lock().unwrap();
+        match e.split("?token=").nth(1) {
+            Some(rest) => {
+                token = rest.split_whitespace().next().unwrap_or("").to_string();
+                true
+            }
+            None => false,
+        }
+    });
+    assert_eq!(token.len(), 48, "{}", s.stderr.lock().unwrap());
+    let r = request(s.addr, "GET", &format!("/p/0/?token={token}"), &host, "");
+    assert_eq!(r.status, 200);
+    let cookie = r.header("set-cookie").unwrap();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let by_cookie = request(
+        s.addr,
+        "GET",
+        "/p/0/tags",
+        &host,
+        &format!("Cookie: polisd_token={token}\r\n"),
+    );
+    assert_eq!(by_cookie.status, 200);
+    let wrong = request(
+        s.addr,
+        "GET",
+        "/p/0/",
+        &host,
+        "Authorization: Bearer 00\r\n",
+    );
+    assert_eq!(wrong.status, 401);
+}
+
+#[test]
+fn the_event_stream_reports_a_settlement() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /p/0/events HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/event-stream\r\n\r\n",
+        s.addr.port()
+    )
+    .unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    let mut read_some = |seen: &mut String| {
+        if let Ok(n) = stream.read(&mut buf) {
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    };
+    wait_until("the stream's headers", Duration::from_secs(10), || {
+        read_some(&mut seen);
+        seen.contains("\r\n\r\n")
+    });
+    assert!(seen.contains("text/event-stream"), "{seen}");
+    p.mv(
+        "contracts/open/next-job.md",
+        "contracts/settled/next-job.md",
+    );
+    // The first change event may be about another path (the stats file the daemon rewrites);
+    // wait for the one that names the moved contract.
+    wait_until(
+        "a change event naming the contract",
+        Duration::from_secs(20),
+        || {
+            read_some(&mut seen);
+            seen.contains("event: change")
+                && (seen.contains("contracts/settled/next-job.md")
+                    || seen.contains("contracts/open/next-job.md"))
+        },
+    );
+    assert!(
+        seen.contains("contracts/settled/next-job.md")
+            || seen.contains("contracts/open/next-job.md"),
+        "{seen}"
+    );
+    let overview = get(&s, "/p/0/");
+    assert!(
+        overview.body.contains(r#"id="count-settled">6<"#),
+        "{}",
+        overview.body
+    );
+}
+
+#[test]
+fn polisd_run_serves_the_dashboard_and_status_prints_its_url() {
+    let p = generated_polis();
+    let daemon = p.start_daemon();
+    let mut url = None;
+    wait_until(
+        "daemon.json with the dashboard",
+        Duration::from_secs(30),
+        || {
+            url = p.daemon_status().and_then(|d| d.dashboard);
+            url.is_some()
+        },
+    );
+    let url = url.unwrap();
+    let port: u16 = url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let r = request(addr, "GET", "/p/0/", &format!("127.0.0.1:{port}"), "");
+    assert_eq!(r.status, 200, "{}", daemon.log_text());
+    let status = p.polisd(&["status", p.root.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&status.stdout);
+    assert!(out.contains(&format!("dashboard {url}")), "{out}");
+}
+
+#[test]
+fn a_busy_port_is_one_warning_not_a_failed_start() {
+    let p = generated_polis();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    std::fs::write(
+        p.dir.path().join("polisd.toml"),
+        format!("[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\n\n[dashboard]\nlisten = \"127.0.0.1:{port}\"\n"),
+    )
+    .unwrap();
+    let daemon = p.start_daemon();
+    let log = daemon.log_text();
+    assert_eq!(log.matches("dashboard not started").count(), 1, "{log}");
+    assert!(p.daemon_status().is_some_and(|d| d.dashboard.is_none()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Headless Chromium through chromedriver (WebDriver).
+
+/// chromedriver in its own process group; the group (chromedriver and every Chromium process
+/// it started) is killed when dropped, pass or fail.
+struct Driver {
+    child: Child,
+    port: u16,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let pgid = self.child.id() as i32;
+        // SAFETY: kill(2) on our own child's process group.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+fn chromedriver() -> Driver {
+    use std::os::unix::process::CommandExt as _;
+    let mut child = Command::new("chromedriver")
+        .arg("--port=0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("chromedriver is missing: install Debian's `chromium` and `chromium-driver` (.ci/run does)");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut port = None;
+    let mut line = String::new();
+    while port.is_none() && out.read_line(&mut line).unwrap_or(0) > 0 {
+        port = line
+            .split("started successfully on port ")
+            .nth(1)
+            .and_then(|r| r.trim().trim_end_matches('.').parse().ok());
+        line.clear();
+    }
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    Driver {
+        child,
+        port: port.expect("chromedriver did not say its port"),
+        _profile: tempfile::tempdir().unwrap(),
+    }
+}
+
+const CHROMIUM_FLAGS: [&str; 9] = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1280,1600",
+];
+
+async fn browser(driver: &Driver) -> fantoccini::Client {
+    browser_with(driver, true).await
+}
+
+/// A Chromium session; `javascript: false` turns scripts off for every page.
+async fn browser_with(driver: &Driver, javascript: bool) -> fantoccini::Client {
+    let mut args: Vec<String> = CHROMIUM_FLAGS.iter().map(|s| s.to_string()).collect();
+    args.push(format!(
+        "--user-data-dir={}",
+        driver._profile.path().display()
+    ));
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        serde_json::json!({
+            "binary": "/usr/bin/chromium",
+            "args": args,
+            "prefs": { "profile.managed_default_content_settings.javascript": if javascript { 1 } else { 2 } },
+        }),
+    );
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    fantoccini::ClientBuilder::new(connector)
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("starting headless Chromium through chromedriver")
+}
+
+async fn text_of(c: &fantoccini::Client, script: &str) -> String {
+    let v = c.execute(script, vec![]).await.unwrap();
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn browser_overview_renders_then_follows_a_settlement_without_reload() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let driver = chromedriver();
+    runtime().block_on(async {
+        let c = browser(&driver).await;
+        c.goto(&format!("{}p/0/", s.url)).await.unwrap();
+        assert_eq!(
+            text_of(
+                &c,
+                "return document.getElementById('count-settled').textContent"
+            )
+            .await,
+            "5"
+        );
+        assert_eq!(
+            text_of(
+                &c,
+                "return document.querySelectorAll('#citizens tbody tr').length"
+            )
+            .await,
+            "3"
+        );
+        let png = c.screenshot().await.unwrap();
+        let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard-overview.png");
+        std::fs::write(&shot, &png).unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "a PNG screenshot");
+
+        // The live script is connected; a marker shows the page is never reloaded.
+        let start = Instant::now();
+        loop {
+            if text_of(&c, "return document.body.getAttribute('data-live') || ''").await == "on" {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the event stream never opened"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        c.execute("window.__marker = 'kept'; return 1", vec![])
+            .await
+            .unwrap();
+        let moved = Instant::now();
+        p.mv(
+            "contracts/open/next-job.md",
+            "contracts/settled/next-job.md",
+        );
+        loop {
+            if text_of(
+                &c,
+                "return document.getElementById('count-settled').textContent",
+            )
+            .await
+                == "6"
+            {
+                break;
+            }
+            assert!(
+                moved.elapsed() < Duration::from_secs(20),
+                "the page never showed the settlement"
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        eprintln!(
+            "settlement on disk -> page updated in {:?}",
+            moved.elapsed()
+        );
+        assert_eq!(
+            text_of(&c, "return String(window.__marker)").await,
+            "kept",
+            "the page was reloaded"
+        );
+        c.close().await.unwrap();
+    });
+}
+
+#[test]
+fn browser_hostile_content_never_executes() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let driver = chromedriver();
+    runtime().block_on(async {
+        let c = browser(&driver).await;
+        for path in ["p/0/", "p/0/contracts/hostile-one", "p/0/chronicle", &format!("p/0/citizens/{ALPHA}")] {
+            c.goto(&format!("{}{path}", s.url)).await.unwrap();
+            // Give onerror/onload handlers their chance.
+            c.execute("return new Promise(r => setTimeout(() => r(1), 300))", vec![]).await.unwrap();
+            assert_eq!(text_of(&c, "return String(window.__pwned)").await, "undefined", "{path}");
+            assert_eq!(text_of(&c, "return String(document.scripts.length)").await, "1", "{path}");
+            assert_eq!(
+                text_of(&c, "return String(document.querySelectorAll('[onerror],[onload],[onclick],a[href^=\"javascript\"],img').length)").await,
+                "0",
+                "{path}"
+            );
+        }
+        // The hostile title is shown as text.
+        c.goto(&format!("{}p/0/contracts/hostile-one", s.url)).await.unwrap();
+        let h1 = text_of(&c, "return document.querySelector('h1').textContent").await;
+        assert!(h1.starts_with("<script>"), "{h1}");
+        c.close().await.unwrap();
+    });
+}
+
+#[test]
+fn browser_pages_work_without_javascript() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let driver = chromedriver();
+    runtime().block_on(async {
+        let c = browser_with(&driver, false).await;
+        c.goto(&format!("{}p/0/chronicle", s.url)).await.unwrap();
+        // The filter is a plain GET form: choosing and submitting works with scripts off.
+        let select = c
+            .find(fantoccini::Locator::Css("select[name=citizen]"))
+            .await
+            .unwrap();
+        select.select_by_value(ALPHA).await.unwrap();
+        c.find(fantoccini::Locator::Css("form.filter button"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let start = Instant::now();
+        while !c.current_url().await.unwrap().as_str().contains("citizen=") {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the form did not submit"
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        let rows = c
+            .find_all(fantoccini::Locator::Css("#chronicle tbody tr[data-line]"))
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1, "only {ALPHA}'s line");
+        let body = c.find(fantoccini::Locator::Css("body")).await.unwrap();
+        assert_eq!(body.attr("data-live").await.unwrap(), None, "no script ran");
+        // Links between pages are plain links too.
+        c.find(fantoccini::Locator::Css("nav a[href$=tags]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let h1 = c
+            .find(fantoccini::Locator::Css("h1"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(h1, "Tags");
+        c.close().await.unwrap();
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Static export
+
+#[test]
+fn report_md_and_html_are_self_contained_and_redact_hides_ids_and_text() {
+    let p = generated_polis();
+    let md = p.polisd(&["report", p.root.to_str().unwrap(), "--format", "md"]);
+    assert!(
+        md.status.success(),
+        "{}",
+        String::from_utf8_lossy(&md.stderr)
+    );
+    let md = String::from_utf8(md.stdout).unwrap();
+    assert!(
+        md.contains("## Waiting for a person") && md.contains(ALPHA) && md.contains("the next job"),
+        "{md}"
+    );
+
+    let out = p.dir.path().join("report.html");
+    let html = p.polisd(&[
+        "report",
+        p.root.to_str().unwrap(),
+        "--format",
+        "html",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        html.status.success(),
+        "{}",
+        String::from_utf8_lossy(&html.stderr)
+    );
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        !html.contains("<script") && !html.contains("<link"),
+        "self-contained, no script: {html}"
+    );
+    assert!(
+        html.contains("&lt;script&gt;"),
+        "the hostile title is escaped: {html}"
+    );
+
+    let redacted = p.polisd(&["report", p.root.to_str().unwrap(), "--redact"]);
+    let r = String::from_utf8(redacted.stdout).unwrap();
+    for secret in [
+        ALPHA,
+        BRAVO,
+        FOUNDER,
+        "the next job",
+        "next-job",
+        "quorum-rule",
+        "pwned",
+    ] {
+        assert!(!r.contains(secret), "{secret} in the redacted report: {r}");
+    }
+    assert!(r.contains("citizen-") && r.contains("contract-"), "{r}");
+    let again = String::from_utf8(
+        p.polisd(&["report", p.root.to_str().unwrap(), "--redact"])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        r.lines()
+            .filter(|l| l.contains("citizen-"))
+            .collect::<Vec<_>>(),
+        again
+            .lines()
+            .filter(|l| l.contains("citizen-"))
+            .collect::<Vec<_>>(),
+        "stable pseudonyms"
+    );
+
+    let inside = p.root.join("report.md");
+    let refused = p.polisd(&[
+        "report",
+        p.root.to_str().unwrap(),
+        "--out",
+        inside.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(!inside.exists(), "nothing written inside the polis");
+}
+
+#[test]
+fn notify_command_runs_once_for_a_new_human_queue_item() {
+    let p = generated_polis();
+    let sink = p.dir.path().join("notified.txt");
+    std::fs::write(
+        p.dir.path().join("polisd.toml"),
+        format!(
+            "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\n\n[dashboard]\nlisten = \"127.0.0.1:0\"\n\
+             notify_command = 'printf \"%s|%s\\n\" \"$POLISD_ITEM_TITLE\" \"$POLISD_ITEM_URL\" >> {}'\n",
+            sink.display()
+        ),
+    )
+    .unwrap();
+    let daemon = p.start_daemon();
+    // Items already waiting at start are not news.
+    p.save(
+        "contracts/open/urgent-fix.md",
+        &contract(
+            "urgent-fix",
+            "urgent fix",
+            Some(BRAVO),
+            "claimed",
+            &["rust"],
+            "",
+            "## Intent\n\nx\n",
+        ),
+    );
+    wait_until(
+        "the notify_command for the new item",
+        Duration::from_secs(30),
+        || std::fs::read_to_string(&sink).is_ok_and(|t| t.contains("urgent-fix")),
+    );
+    let text = std::fs::read_to_string(&sink).unwrap();
+    assert_eq!(
+        text.lines().count(),
+        1,
+        "only the new item: {text}\n{}",
+        daemon.log_text()
+    );
+    assert!(text.contains("/p/0/contracts/urgent-fix"), "{text}");
+}

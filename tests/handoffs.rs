@@ -1,0 +1,349 @@
+//! Handoff chains (issue 15) with a real daemon and real files: a suggestion in a Settlement
+//! becomes a routed follow-up contract and a notice; the chain rules refuse with reasons; a
+//! restart dispatches nothing twice; a new-citizen suggestion reaches the index keeper.
+
+mod harness;
+
+use harness::{wait_for, TestPolis};
+use std::process::Output;
+
+const FOUNDER: &str = "claude-founder-one";
+const B: &str = "codex-agent-two";
+const C: &str = "gemini-agent-three";
+const D: &str = "claude-agent-four";
+const AWAY: &str = "codex-agent-away";
+
+#[track_caller]
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "polisd failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn polis() -> TestPolis {
+    let p = TestPolis::init(FOUNDER);
+    for id in [B, C, D, AWAY] {
+        p.citizen(id, "test", &[("api", 4), ("frontend", 3)], "medium");
+    }
+    p.save(
+        &format!("citizens/{AWAY}/status.md"),
+        &format!("---\nagent_id: {AWAY}\nstate: away\n---\n"),
+    );
+    p
+}
+
+fn claim_and_settle(p: &TestPolis, id: &str, owner: &str, suggest: &[&str]) {
+    ok(p.polisd(&["contract", "claim", id, "--as", owner]));
+    let mut args = vec!["contract", "settle", id, "--quality", "4"];
+    for s in suggest {
+        args.push("--suggest");
+        args.push(s);
+    }
+    ok(p.polisd(&args));
+}
+
+fn inbox(p: &TestPolis, id: &str) -> String {
+    p.read(&format!("citizens/{id}/inbox.md"))
+}
+
+#[test]
+fn suggestions_become_routed_follow_ups_and_the_fourth_step_is_deferred_to_the_first_opener() {
+    let p = polis();
+    let daemon = p.start_daemon();
+    ok(p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Login API",
+        "--by",
+        FOUNDER,
+        "--tags",
+        "api",
+    ]));
+    // Step 1 (FOUNDER owns it) suggests B: the follow-up is step 2.
+    claim_and_settle(
+        &p,
+        "login-api",
+        FOUNDER,
+        &[&format!("{B}:Wire the endpoint into the login form")],
+    );
+    let next1 = "contracts/open/login-api-next-1.md";
+    wait_for(&p, "the first follow-up", || p.exists(next1));
+    let text = p.read(next1);
+    assert!(text.contains("opened_by: polis-daemon"), "{text}");
+    assert!(
+        text.contains(&format!("  recommended_by_router: {B}\n")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("chain: [{FOUNDER}]")), "{text}");
+    assert!(text.contains("parent_contract: login-api"), "{text}");
+    assert!(text.contains("depends_on: [login-api]"), "{text}");
+    assert!(text.contains("- api\n"), "tags from the parent: {text}");
+    assert!(
+        text.contains(&format!(
+            "Call chain so far: [{FOUNDER}]; you are step 2 of at most 3"
+        )),
+        "{text}"
+    );
+    wait_for(&p, "the handoff-opened notice", || {
+        p.count(B, "handoff-opened") == 1
+    });
+    assert!(p
+        .read("chronicle.md")
+        .contains("| polis-daemon | opened contract | [[contracts/open/login-api-next-1]] |"));
+
+    // Step 2 (B) suggests C (step 3), B again (in the chain), an unknown id and an away one.
+    claim_and_settle(
+        &p,
+        "login-api-next-1",
+        B,
+        &[
+            &format!("{C}:Test the login form end to end"),
+            &format!("{FOUNDER}:Review it again"),
+            "nobody-registered-here:Translate it",
+            &format!("{AWAY}:Document it"),
+        ],
+    );
+    let next2 = "contracts/open/login-api-next-1-next-1.md";
+    wait_for(&p, "the second follow-up", || p.exists(next2));
+    assert!(p.read(next2).contains(&format!("chain: [{FOUNDER}, {B}]")));
+    assert!(p.read(next2).contains("you are step 3 of at most 3"));
+    for n in 2..=4 {
+        assert!(!p.exists(&format!("contracts/open/login-api-next-1-next-{n}.md")));
+    }
+    wait_for(&p, "the deferred and skipped notices", || {
+        p.count(FOUNDER, "handoff-deferred") == 1 && p.count(B, "handoff-deferred") == 1
+    });
+    let founder = inbox(&p, FOUNDER);
+    assert!(
+        founder.contains("already owns a step of this chain"),
+        "{founder}"
+    );
+    let b = inbox(&p, B);
+    assert!(
+        b.contains("`nobody-registered-here` was suggested but is not a registered citizen"),
+        "{b}"
+    );
+    assert!(
+        b.contains(&format!("`{AWAY}` was suggested but is away")),
+        "{b}"
+    );
+
+    // Step 3 (C) suggests D: the fourth step is deferred to the first opener, with context.
+    claim_and_settle(&p, "login-api-next-1-next-1", C, &[&format!("{D}:Ship it")]);
+    wait_for(&p, "the chain-depth deferral", || {
+        p.count(FOUNDER, "handoff-deferred") == 2
+    });
+    assert!(!p.exists("contracts/open/login-api-next-1-next-1-next-1.md"));
+    let founder = inbox(&p, FOUNDER);
+    assert!(
+        founder.contains("it would be step 4 of a chain limited to 3"),
+        "{founder}"
+    );
+    assert!(founder.contains("Reason: Ship it"), "{founder}");
+
+    // A restart (after a crash) dispatches nothing twice.
+    let markers = p.all_markers().len();
+    let chronicle = p.read("chronicle.md");
+    daemon.kill9();
+    let _daemon = p.start_daemon();
+    p.append("chronicle.md", ""); // an event, so the restarted daemon runs a pass
+    ok(p.polisd(&["check"]));
+    assert_eq!(p.read("chronicle.md"), chronicle);
+    assert_eq!(p.all_markers().len(), markers);
+    assert_eq!(p.count(B, "handoff-opened"), 1);
+    assert_eq!(p.count(C, "handoff-opened"), 1);
+
+    // The dispatch itself, run again on every settled parent (as a replayed event or a
+    // second machine would), writes nothing and finds its follow-ups in place.
+    let writer = polisd::fs::writer::Writer::new(&p.root).unwrap();
+    let now = polisd::operations::chronicle::polis_now(&p.root);
+    let polis = polisd::fs::snapshot::Polis::read(&p.root);
+    for parent in ["login-api", "login-api-next-1", "login-api-next-1-next-1"] {
+        let d =
+            polisd::operations::handoff::dispatch_settled(&writer, &now, &polis, parent).unwrap();
+        assert!(!d.wrote, "{parent} dispatched again");
+        assert!(
+            d.opened.iter().all(|o| o.existing),
+            "{parent}: {:?}",
+            d.opened
+        );
+    }
+    assert_eq!(p.read("chronicle.md"), chronicle);
+}
+
+#[test]
+fn a_new_citizen_suggestion_reaches_the_index_keeper_and_registers_nobody() {
+    let p = polis();
+    let _daemon = p.start_daemon();
+    ok(p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Licence audit",
+        "--by",
+        FOUNDER,
+        "--tags",
+        "api",
+    ]));
+    ok(p.polisd(&["contract", "claim", "licence-audit", "--as", B]));
+    let rel = "contracts/open/licence-audit.md";
+    let text = p.read(rel);
+    p.save(
+        rel,
+        &format!(
+            "{text}\n## Settlement\n\nQuality self-score: 4\n\n### Suggested new citizen\n- **Need**: legal review\n- **Reason**: nobody here can read licences\n- **Suggested role**: reviews third-party licences before release\n"
+        ),
+    );
+    let settled = p
+        .read(rel)
+        .replace("status: claimed", "status: settled")
+        .replace("quality_score: null", "quality_score: 4");
+    p.save(rel, &settled);
+    p.mv(rel, "contracts/settled/licence-audit.md");
+    wait_for(&p, "the citizen-needed notice", || {
+        p.count(FOUNDER, "citizen-needed") == 1
+    });
+    let keeper = inbox(&p, FOUNDER);
+    assert!(keeper.contains("Need: legal review"), "{keeper}");
+    assert!(keeper.contains("reviews third-party licences"), "{keeper}");
+    let citizens = std::fs::read_dir(p.path("citizens")).unwrap().count();
+    assert_eq!(citizens, 5, "polisd registered nobody");
+}
+
+const WEAK: &str = "claude-agent-weak";
+
+fn contract(id: &str, tags: &str, extra: &str) -> String {
+    format!(
+        "---\ncontract_id: {id}\ntitle: {id}\nopened_by: {FOUNDER}\nopened_at: 2026-03-02 10:00:00\nowner: null\nstatus: proposed\nstakes: medium\nrequired_tags: [{tags}]\ncost_ceiling: 60min\n{extra}routing:\n  recommended_by_router: null\n  recommendation_score: null\n  exploration: null\n  override: null\n---\n\n# {id}\n"
+    )
+}
+
+fn recommended(p: &TestPolis, id: &str) -> Option<String> {
+    let text = p.read(&format!("contracts/open/{id}.md"));
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("recommended_by_router:"))?;
+    let v = line.split_once(':')?.1.trim();
+    (v != "null").then(|| v.to_string())
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn dependencies_route_on_the_last_settlement_rules_beat_the_policy_and_ready_skips_overlaps() {
+    let p = polis();
+    p.citizen(WEAK, "test", &[("api", 1)], "high");
+    let yml = p.read("polis.yml");
+    p.save(
+        "polis.yml",
+        &yml.replace(
+            "routing:\n",
+            &format!("routing:\n  rules:\n    - {{when: {{title: '^legal'}}, route_to: {WEAK}}}\n"),
+        ),
+    );
+    let _daemon = p.start_daemon();
+    p.save("contracts/open/base-a.md", &contract("base-a", "api", ""));
+    p.save("contracts/open/base-b.md", &contract("base-b", "api", ""));
+    p.save(
+        "contracts/open/wired.md",
+        &contract("wired", "api", "depends_on: [base-a, base-b]\n"),
+    );
+    p.save(
+        "contracts/open/legal-review.md",
+        &contract("legal-review", "api", ""),
+    );
+    wait_for(&p, "the bases and the rule's contract routed", || {
+        recommended(&p, "base-a").is_some()
+            && recommended(&p, "base-b").is_some()
+            && recommended(&p, "legal-review").is_some()
+    });
+    assert_eq!(
+        recommended(&p, "wired"),
+        None,
+        "not ready: never recommended"
+    );
+
+    // The routing rule decided, against the policy's scores.
+    assert_eq!(recommended(&p, "legal-review").as_deref(), Some(WEAK));
+    let explain = p.polisd(&["route", "legal-review", "--explain"]);
+    let explain = String::from_utf8_lossy(&explain.stdout).to_string();
+    assert!(
+        explain.contains(&format!(
+            "Routing rule 1 (title /^legal/) -> {WEAK} matched and decided."
+        )),
+        "{explain}"
+    );
+    let rec = json(&p.polisd(&["route", "legal-review", "--json"]));
+    let best = rec["scores"][0]["citizen"].as_str().unwrap().to_string();
+    assert_ne!(best, WEAK, "the policy's scores would not pick it");
+
+    claim_and_settle(&p, "base-a", FOUNDER, &[]);
+    wait_for(&p, "base-a in the stats", || {
+        !p.read("contracts/routing_stats.yml").contains("tags: {}")
+    });
+    assert_eq!(recommended(&p, "wired"), None, "one dependency still open");
+    claim_and_settle(&p, "base-b", FOUNDER, &[]);
+    wait_for(&p, "wired routed when its last dependency settled", || {
+        recommended(&p, "wired").is_some()
+    });
+    let to = recommended(&p, "wired").unwrap();
+    wait_for(&p, "the contract-unblocked notice", || {
+        p.count(&to, "contract-unblocked") == 1
+    });
+
+    // The ready queue leaves out work that overlaps a contract in progress.
+    p.save(
+        "contracts/open/busy.md",
+        &contract("busy", "api", "touches: [src/api/**]\n")
+            .replace("owner: null", &format!("owner: {C}")),
+    );
+    p.save(
+        "contracts/open/clash.md",
+        &contract("clash", "api", "touches: [src/api/login.rs]\n"),
+    );
+    p.save(
+        "contracts/open/apart.md",
+        &contract("apart", "api", "touches: [docs/*.md]\n"),
+    );
+    let q = json(&ok(p.polisd(&["ready", "--as", B, "--json"])));
+    let ids: Vec<&str> = q["ready"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["contract_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"apart") && ids.contains(&"legal-review"),
+        "{q}"
+    );
+    assert!(!ids.contains(&"clash") && !ids.contains(&"busy"), "{q}");
+    assert_eq!(q["held"][0]["contract_id"], "clash");
+    assert_eq!(q["held"][0]["overlaps"], "busy");
+
+    // A dependency cycle is a finding.
+    p.save(
+        "contracts/open/loop-a.md",
+        &contract("loop-a", "api", "depends_on: [loop-b]\n"),
+    );
+    p.save(
+        "contracts/open/loop-b.md",
+        &contract("loop-b", "api", "depends_on: [loop-a]\n"),
+    );
+    let check = p.polisd(&["check", "--json"]);
+    assert_eq!(check.status.code(), Some(1));
+    let found = json(&check);
+    let codes: Vec<&str> = found["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes.iter().filter(|c| **c == "P014").count(), 1, "{found}");
+}
