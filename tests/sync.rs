@@ -213,13 +213,21 @@ fn two_daemons_on_two_git_clones_converge() {
     // anything, so the other daemon derives the same notices on its own), a new contract.
     let la = chronicle_line(ALPHA, "noted", "-", "working on the parser");
     a.append("chronicle.md", &la);
-    a.save(
-        "contracts/settled/parser.md",
-        &settled("parser", BETA, ALPHA, 5, "2026-03-02 10:00:00"),
+    // The settlement suggests a next citizen (issue 15): each daemon dispatches the follow-up
+    // on its own, A's now and B's once it pulls the settlement.
+    let parser = settled("parser", BETA, ALPHA, 5, "2026-03-02 10:00:00").replace(
+        "Done.\n",
+        &format!("Done.\n\n### Suggested next citizen\n- **Citizen**: {BETA}\n- **Reason**: Fuzz the parser.\n- **Context**: src/parser.rs\n"),
     );
+    a.save("contracts/settled/parser.md", &parser);
     git(&project_a, &["add", "_polis/contracts/settled/parser.md"]);
     git(&project_a, &["commit", "-qm", "settle parser"]);
     git(&project_a, &["push", "-q", "origin", "main"]);
+    let follow_up = "contracts/open/parser-next-1.md";
+    wait_for(&a, "A's follow-up contract", || {
+        a.root.join(follow_up).is_file() && a.count(BETA, "handoff-opened") == 1
+    });
+    let dispatched_on_a = Instant::now();
     // On B the agents use polisd's commands (issue 13) instead of editing files: open, claim
     // and settle a contract, and log a line; every one appends its chronicle line.
     let line_of = |out: std::process::Output| -> String {
@@ -264,14 +272,23 @@ fn two_daemons_on_two_git_clones_converge() {
     wait_for(&b, "B's contract-settled notice", || {
         b.count(ALPHA, "contract-settled") == 1
     });
+    // B dispatches in a later second than A did: a follow-up stamped with the wall clock
+    // would differ between the machines, and git would stop on an add/add conflict.
+    while dispatched_on_a.elapsed() < Duration::from_millis(1100) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     git(
         &project_b,
         &["pull", "-q", "--no-rebase", "--no-edit", "origin", "main"],
     );
-    // B's daemon now sees `parser` too and tells beta, as A's did on A.
+    // B's daemon now sees `parser` too and tells beta, as A's did on A, and opens the same
+    // follow-up, byte for byte.
     wait_for(&b, "B's notice about the pulled settlement", || {
         b.count(BETA, "contract-settled") == 1
+            && b.root.join(follow_up).is_file()
+            && b.count(BETA, "handoff-opened") == 1
     });
+    assert_eq!(b.read(follow_up), a.read(follow_up));
 
     // Sync until nothing is left to commit: every side commits what it has, B merges A's
     // history and pushes, A pulls.
@@ -308,6 +325,16 @@ fn two_daemons_on_two_git_clones_converge() {
     assert_converged(&a, &b, &lines);
     assert_eq!(a.count(BETA, "contract-settled"), 1);
     assert_eq!(a.count(ALPHA, "contract-settled"), 1);
+    assert_eq!(a.count(BETA, "handoff-opened"), 1);
+    let chronicle = a.read("chronicle.md");
+    assert_eq!(
+        chronicle
+            .lines()
+            .filter(|l| l.contains("| opened contract | [[contracts/open/parser-next-1]]"))
+            .count(),
+        1,
+        "the follow-up's line once:\n{chronicle}"
+    );
 }
 
 /// git worktrees holding diverging copies of one claimed contract: `status` names both, and

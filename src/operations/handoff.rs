@@ -5,8 +5,10 @@
 //! `contracts/open/<parent>-next-<n>.md`, created with `create_new`; a block whose file exists
 //! in any folder was dispatched before, and only its chronicle line (if a crash lost it) and
 //! its notice (whose id the inboxes already hold) are derived again. So a restart, a replayed
-//! event or a second machine dispatches nothing twice. The notices are returned, not sent: the
-//! caller queues them (the daemon's outbox).
+//! event or a second machine dispatches nothing twice. The follow-up's bytes depend only on the
+//! synced files (its `opened_at` is the parent's `settled_at`) and its `opened contract` line
+//! carries the id of its cause, so two machines that both dispatch converge (docs/sync.md).
+//! The notices are returned, not sent: the caller queues them (the daemon's outbox).
 
 use crate::fs::snapshot::{self, Polis};
 use crate::fs::writer::Writer;
@@ -207,7 +209,7 @@ pub fn dispatch_blocks(
             parent_tags: &parent.required_tags,
             stakes: parent.stakes.as_deref().unwrap_or("medium"),
             cost_ceiling: parent.cost_ceiling().unwrap_or("60min"),
-            opened_at: now.second_stamp(),
+            opened_at: opened_at(parent, now),
             chain: &chain,
             max,
             suggestion: s,
@@ -218,14 +220,7 @@ pub fn dispatch_blocks(
             out.wrote = true;
             let title = handoff::follow_up_title(&s.reason, parent_id);
             let link = new_rel.trim_end_matches(".md");
-            chronicle::append(
-                writer,
-                now,
-                layout::DAEMON_ID,
-                "opened contract",
-                Some(link),
-                &title,
-            )?;
+            chronicle::append_daemon(writer, now, "opened contract", Some(link), &title)?;
         }
         out.opened.push(OpenedHandoff {
             contract_id: id.clone(),
@@ -275,6 +270,22 @@ pub fn dispatch_blocks(
     Ok(out)
 }
 
+/// The `opened_at` of a follow-up: when its cause happened, the parent's `settled_at` (to the
+/// second), not when this polisd dispatched it. Two daemons on synced machines that both
+/// dispatch one settlement then create byte-identical follow-up files (docs/sync.md). The
+/// wall clock only when the parent has no readable `settled_at`.
+fn opened_at(parent: &Contract, now: &PolisTime) -> String {
+    match crate::protocol::amendment::read_when(&parent.settled_at, now) {
+        Some(crate::protocol::amendment::When::Moment(t)) => {
+            t.format("%Y-%m-%d %H:%M:%S").to_string()
+        }
+        Some(crate::protocol::amendment::When::Day(d)) => {
+            format!("{} 00:00:00", d.format("%Y-%m-%d"))
+        }
+        None => now.second_stamp(),
+    }
+}
+
 fn deferral_text(d: &Deferral) -> String {
     d.to_string()
 }
@@ -306,15 +317,7 @@ fn recover(
         let title = contract
             .title
             .unwrap_or_else(|| handoff::follow_up_title(&s.reason, id));
-        chronicle::append(
-            writer,
-            now,
-            layout::DAEMON_ID,
-            "opened contract",
-            Some(link),
-            &title,
-        )?;
-        out.wrote = true;
+        out.wrote |= chronicle::append_daemon(writer, now, "opened contract", Some(link), &title)?;
     }
     Ok(())
 }
