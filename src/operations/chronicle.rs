@@ -136,7 +136,20 @@ pub fn append_daemon(
     link: Option<&str>,
     note: &str,
 ) -> Result<bool, OpError> {
-    let line = chronicle::daemon_line(now, verb, link, note);
+    append_system(writer, now, layout::DAEMON_ID, verb, link, note)
+}
+
+/// [`append_daemon`] for any of polisd's system citizens (`polis-reflector` files its
+/// proposals' lines this way).
+pub fn append_system(
+    writer: &Writer,
+    now: &PolisTime,
+    author: &str,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+) -> Result<bool, OpError> {
+    let line = chronicle::system_line(now, author, verb, link, note);
     let marker = format!(
         "<!-- polisd:{}:{} -->",
         chronicle::LINE_KIND,

@@ -949,6 +949,18 @@ pub fn frontmatter_block(text: &str) -> Option<String> {
 /// `- YYYY-MM-DD HH:MM | polis-daemon | <verb> | [[link]] | <note>`. The note is flattened to
 /// one line; an empty note becomes `-`.
 pub fn daemon_line(now: &PolisTime, verb: &str, link: Option<&str>, note: &str) -> String {
+    system_line(now, DAEMON_ID, verb, link, note)
+}
+
+/// [`daemon_line`] written for one of polisd's system citizens (`polis-daemon`,
+/// `polis-reflector`): the same id of its cause, whoever's name it carries.
+pub fn system_line(
+    now: &PolisTime,
+    author: &str,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+) -> String {
     let note = note.split_whitespace().collect::<Vec<_>>().join(" ");
     let note = if note.is_empty() {
         "-".to_string()
@@ -959,7 +971,7 @@ pub fn daemon_line(now: &PolisTime, verb: &str, link: Option<&str>, note: &str) 
     let link = link.map_or("-".to_string(), |l| format!("[[{l}]]"));
     format!(
         "{} <!-- polisd:{LINE_KIND}:{id} -->\n",
-        render_line(&now.minute_stamp(), DAEMON_ID, verb, &link, &note)
+        render_line(&now.minute_stamp(), author, verb, &link, &note)
     )
 }
 
