@@ -37,7 +37,8 @@ pub fn run(args: crate::commands::cli::JsonPolisArg) -> anyhow::Result<u8> {
     let now = PolisTime::system(polis.settings.timezone);
     // An unreadable daemon.json says nothing about the polis: report "no daemon" and go on.
     let daemon = crate::fs::state::read_status(&root).ok().flatten();
-    let summary = summarize(&polis, &now, daemon)?;
+    let mut summary = summarize(&polis, &now, daemon)?;
+    summary.worktrees = crate::operations::status::worktrees(&polis);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {

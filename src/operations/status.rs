@@ -25,6 +25,7 @@ pub struct Summary {
     pub tags: Vec<TagRow>,
     pub amendments: Vec<AmendmentRow>,
     pub findings: FindingsSummary,
+    /// Empty unless filled by [`worktrees`] (`polisd status` does).
     pub worktrees: Worktrees,
     pub daemon: Option<DaemonRow>,
     /// A daemon.json left by a daemon that no longer runs (text output mentions it).
@@ -196,25 +197,6 @@ pub fn summarize(
         newest: newest_findings(found),
     };
 
-    let repo = crate::fs::git::Repo::find(&polis.root);
-    let others = repo.as_ref().map_or_else(Vec::new, |r| {
-        crate::operations::sync::other_worktree_polises_in(r, &polis.root)
-    });
-    let worktrees = Worktrees {
-        git_common_dir: repo.map(|r| r.common_dir.display().to_string()),
-        others: others
-            .iter()
-            .map(|(_, p)| p.display().to_string())
-            .collect(),
-        diverged: crate::operations::sync::worktree_divergences(&polis.root, &others)
-            .into_iter()
-            .map(|(contract_id, copies)| DivergedRow {
-                contract_id,
-                copies,
-            })
-            .collect(),
-    };
-
     let (daemon, stale_daemon_pid) = match daemon {
         Some(d) if d.pid != 0 && d.process_running() != Some(false) => (
             Some(DaemonRow {
@@ -241,10 +223,34 @@ pub fn summarize(
         tags,
         amendments,
         findings,
-        worktrees,
+        worktrees: Worktrees::default(),
         daemon,
         stale_daemon_pid,
     })
+}
+
+/// The same polis in the repository's other git worktrees and the contracts whose copies
+/// differ there (docs/sync.md). Asks git (two short processes), so `polisd status` calls it
+/// and fills [`Summary::worktrees`]; the dashboard, which summarizes on every change, does not.
+pub fn worktrees(polis: &Polis) -> Worktrees {
+    let repo = crate::fs::git::Repo::find(&polis.root);
+    let others = repo.as_ref().map_or_else(Vec::new, |r| {
+        crate::operations::sync::other_worktree_polises_in(r, &polis.root)
+    });
+    Worktrees {
+        git_common_dir: repo.map(|r| r.common_dir.display().to_string()),
+        others: others
+            .iter()
+            .map(|(_, p)| p.display().to_string())
+            .collect(),
+        diverged: crate::operations::sync::worktree_divergences(&polis.root, &others)
+            .into_iter()
+            .map(|(contract_id, copies)| DivergedRow {
+                contract_id,
+                copies,
+            })
+            .collect(),
+    }
 }
 
 /// Each author's newest chronicle stamp over the archives and the current file, ignoring lines
