@@ -95,6 +95,12 @@ impl Engine {
                             true
                         }
                         Ok(None) => false,
+                        Err(e) if e.is_not_settled() => {
+                            // The owner is still writing the inbox: merged once it is settled,
+                            // and the copy stays until its blocks are in.
+                            tracing::debug!("{e}");
+                            continue;
+                        }
                         Err(e) => {
                             pass.errors.push(format!("merging {}: {e}", copy.copy));
                             continue;
@@ -130,4 +136,27 @@ impl Engine {
             self.after_write(pass);
         }
     }
+}
+
+/// Whether `rel` is an inbox (`citizens/<id>/inbox.md`) with a sync conflict copy of it in the
+/// same folder. Reads that one folder only.
+pub(super) fn has_conflict_copy_beside(root: &std::path::Path, rel: &str) -> bool {
+    let Some(dir) = rel
+        .strip_prefix("citizens/")
+        .and_then(|r| r.strip_suffix("/inbox.md"))
+    else {
+        return false;
+    };
+    if dir.contains('/') {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir(root.join("citizens").join(dir)) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        e.file_name().to_str().is_some_and(|n| {
+            crate::protocol::layout::is_conflict_copy(n)
+                && crate::protocol::layout::conflict_original(n).as_deref() == Some("inbox.md")
+        })
+    })
 }
