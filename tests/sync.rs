@@ -1034,3 +1034,46 @@ fn other_conflict_copies_are_reported_once_and_a_stats_copy_is_removed() {
         serde_json::from_slice(&p.polisd(&["status", "--json"]).stdout).unwrap();
     assert_eq!(status["contracts"]["open"], 1);
 }
+
+/// An inbox conflict copy that arrives while the inbox is still being written (main's
+/// stability rule, issue 21) is not merged then; it is merged as soon as the inbox has been
+/// quiet for the window (the deferred inbox's own pass), not at the next rescan minutes later,
+/// and the owner's bytes are all kept.
+#[test]
+fn an_inbox_conflict_copy_waits_for_a_settled_inbox_and_is_merged_then() {
+    let p = machine(|d| d.join("project"));
+    let project = p.root.parent().unwrap().to_path_buf();
+    fs::create_dir_all(&project).unwrap();
+    found(&project);
+    // A window long enough that the copy is always seen inside it.
+    fs::write(
+        p.dir.path().join("polisd.toml"),
+        "[watch]\ndebounce = \"50ms\"\nstability = \"2s\"\n\n[log]\nlevel = \"debug\"\n\n[dashboard]\nlisten = \"127.0.0.1:0\"\n",
+    )
+    .unwrap();
+    let _d = p.start_daemon();
+    let inbox = format!("citizens/{ALPHA}/inbox.md");
+    let block = |id: &str, stamp: &str| {
+        format!("\n### {stamp} from polis-daemon\n\nSomething.\n\n[[contracts/x]]\n<!-- polisd:contract-settled:{id} -->\n\n---\n")
+    };
+    let base = p.read(&inbox);
+    // The owner writes its inbox and, at once, a sync tool drops the other machine's version.
+    p.append(&inbox, &block("00000000000000aa", "2026-03-02 10:00"));
+    let copy = format!("citizens/{ALPHA}/inbox.sync-conflict-20260302-120000-BBBBBBB.md");
+    p.save(
+        &copy,
+        &format!("{base}{}", block("00000000000000bb", "2026-03-02 11:00")),
+    );
+    let started = Instant::now();
+    wait_for(&p, "the copy merged into the settled inbox", || {
+        !p.exists(&copy) && p.read(&inbox).contains("00000000000000bb")
+    });
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "merged while the inbox was changing ({:?})",
+        started.elapsed()
+    );
+    let text = p.read(&inbox);
+    assert!(text.contains("00000000000000aa"), "{text}");
+    assert_eq!(text.matches("<!-- polisd:").count(), 2, "{text}");
+}
