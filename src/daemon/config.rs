@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 21] = [
+pub const NOTIFICATION_KINDS: [&str; 22] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -34,6 +34,7 @@ pub const NOTIFICATION_KINDS: [&str; 21] = [
     "card-changed",
     "sync-conflict",
     "worktree-diverged",
+    "record-finding",
     "reservation-conflict",
     "claim-conflict",
     "setting-change",
@@ -359,6 +360,8 @@ pub struct Notifications {
     pub sync_conflict: bool,
     #[serde(rename = "worktree-diverged")]
     pub worktree_diverged: bool,
+    #[serde(rename = "record-finding")]
+    pub record_finding: bool,
     #[serde(rename = "reservation-conflict")]
     pub reservation_conflict: bool,
     #[serde(rename = "claim-conflict")]
@@ -392,6 +395,7 @@ impl Default for Notifications {
             card_changed: true,
             sync_conflict: true,
             worktree_diverged: true,
+            record_finding: true,
             reservation_conflict: true,
             claim_conflict: true,
             setting_change: true,
@@ -420,6 +424,7 @@ impl Notifications {
             "card-changed" => &mut self.card_changed,
             "sync-conflict" => &mut self.sync_conflict,
             "worktree-diverged" => &mut self.worktree_diverged,
+            "record-finding" => &mut self.record_finding,
             "reservation-conflict" => &mut self.reservation_conflict,
             "claim-conflict" => &mut self.claim_conflict,
             "setting-change" => &mut self.setting_change,
@@ -482,6 +487,8 @@ pub struct NotificationOverrides {
     pub sync_conflict: Option<bool>,
     #[serde(rename = "worktree-diverged", skip_serializing_if = "Option::is_none")]
     pub worktree_diverged: Option<bool>,
+    #[serde(rename = "record-finding", skip_serializing_if = "Option::is_none")]
+    pub record_finding: Option<bool>,
     #[serde(
         rename = "reservation-conflict",
         skip_serializing_if = "Option::is_none"
@@ -522,6 +529,7 @@ impl NotificationOverrides {
             (self.card_changed, &mut to.card_changed),
             (self.sync_conflict, &mut to.sync_conflict),
             (self.worktree_diverged, &mut to.worktree_diverged),
+            (self.record_finding, &mut to.record_finding),
             (self.reservation_conflict, &mut to.reservation_conflict),
             (self.claim_conflict, &mut to.claim_conflict),
             (self.setting_change, &mut to.setting_change),
@@ -739,6 +747,7 @@ pub fn accepted_keys() -> BTreeSet<String> {
         card_changed: Some(true),
         sync_conflict: Some(true),
         worktree_diverged: Some(true),
+        record_finding: Some(true),
         reservation_conflict: Some(true),
         claim_conflict: Some(true),
         setting_change: Some(true),
