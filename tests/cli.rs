@@ -1268,7 +1268,7 @@ fn readme_links_the_protocol_page_and_cites_no_missing_spec() {
     let doc = std::fs::read_to_string(root.join("docs/protocol.md")).unwrap();
     for code in (1..=9)
         .map(|n| format!("C00{n}"))
-        .chain((1..=19).map(|n| format!("P{n:03}")))
+        .chain((1..=26).map(|n| format!("P{n:03}")))
     {
         assert!(
             doc.contains(&format!("| {code} |")),

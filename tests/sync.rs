@@ -681,6 +681,7 @@ fn syncthing(
 #[test]
 fn two_daemons_on_folders_synced_with_conflict_copies_converge() {
     let a = machine(|d| d.join("project"));
+    fs::create_dir_all(a.root.parent().unwrap()).unwrap();
     found(a.root.parent().unwrap());
     let b = machine(|d| d.join("project"));
     copy_tree(a.root.parent().unwrap(), b.root.parent().unwrap());
@@ -1076,4 +1077,46 @@ fn an_inbox_conflict_copy_waits_for_a_settled_inbox_and_is_merged_then() {
     let text = p.read(&inbox);
     assert!(text.contains("00000000000000aa"), "{text}");
     assert_eq!(text.matches("<!-- polisd:").count(), 2, "{text}");
+}
+
+/// `polisd init --git-setup` registers the driver in a new repository's clone; outside a
+/// repository it is refused before anything is written.
+#[test]
+fn init_with_git_setup_registers_the_driver_and_refuses_outside_git() {
+    let d = tempfile::tempdir().unwrap();
+    let outside = d.path().join("plain");
+    fs::create_dir_all(&outside).unwrap();
+    let init = |project: &Path| {
+        Command::new(BIN)
+            .arg("init")
+            .arg(project)
+            .args(["--agent-id", FOUNDER, "--git-setup"])
+            .env("POLISD_STATE_DIR", d.path().join("state"))
+            .output()
+            .unwrap()
+    };
+    if !harness::inside_git(&outside) {
+        let out = init(&outside);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            !outside.join("_polis").exists(),
+            "written before the refusal"
+        );
+    }
+    let repo = d.path().join("repo");
+    fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    let out = init(&repo);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(git(&repo, &["config", "--get", "merge.polisd.driver"])
+        .contains("merge-driver %O %A %B %P"));
+    let attributes = fs::read_to_string(repo.join("_polis/.gitattributes")).unwrap();
+    assert!(
+        attributes.contains("chronicle.md merge=polisd"),
+        "{attributes}"
+    );
 }

@@ -393,3 +393,10 @@ pub fn wait_for(p: &TestPolis, what: &str, mut condition: impl FnMut() -> bool) 
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Whether `dir` is inside a git work tree (a temporary folder on a machine whose /tmp is in
+/// one would make "outside a repository" untestable there).
+#[allow(dead_code)]
+pub fn inside_git(dir: &Path) -> bool {
+    dir.ancestors().any(|d| d.join(".git").exists())
+}
