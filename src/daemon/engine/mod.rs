@@ -153,6 +153,9 @@ pub struct Engine {
     /// Why `reservations.yml` could not be read, as last logged (logged again only when it
     /// changes).
     reservations_problem: Option<String>,
+    /// Each review file as last read by the review handoff step, so an unchanged one is not
+    /// read again in this process (its dispatch is decided from its bytes, `state.known`).
+    review_prints: std::collections::HashMap<String, Fingerprint>,
 }
 
 /// What [`Engine::lock`] hands the caller: the state directory's lock (the lock on the
@@ -211,6 +214,7 @@ impl Engine {
             settled_gone: std::collections::HashSet::new(),
             next_expiry: None,
             reservations_problem: None,
+            review_prints: std::collections::HashMap::new(),
         })
     }
 
@@ -462,6 +466,9 @@ impl Engine {
         let writes = self.options.writer.writes();
         if writes {
             self.handoff_step(&mut pass);
+            if scope.reviews {
+                self.review_handoff_step(&mut pass);
+            }
         }
         if scope.open && self.options.auto_route && writes {
             self.route_step(&mut pass);
@@ -497,7 +504,11 @@ impl Engine {
         polis
             .findings
             .extend(self.settled_findings.values().flatten().cloned());
-        self.log_new_findings(&polis.findings);
+        // Unknown dependencies and cycles (P013, P014) are logged too, not kept in the polis:
+        // `check` derives them itself.
+        let mut logged = polis.findings.clone();
+        logged.extend(crate::operations::dependency_findings(&polis));
+        self.log_new_findings(&logged);
         let first_meeting = self.state.first_met.is_none();
         if first_meeting {
             self.take_baseline(&polis, &now)?;

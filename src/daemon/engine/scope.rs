@@ -15,6 +15,8 @@ pub struct Scope {
     pub sync: bool,
     /// `reservations.yml`: expiry, release when work ends, overlap notices.
     pub reservations: bool,
+    /// `reviews/`: suggestions written in review files (issue 15).
+    pub reviews: bool,
 }
 
 impl Scope {
@@ -27,6 +29,7 @@ impl Scope {
             derive: true,
             sync: true,
             reservations: true,
+            reviews: true,
         }
     }
 
@@ -126,7 +129,14 @@ impl Scope {
                 _ => Scope::all(),
             };
         }
-        if rel.starts_with(layout::LESSONS_DIR) || rel.starts_with(layout::REVIEWS_DIR) {
+        if rel.starts_with(layout::REVIEWS_DIR) {
+            return Scope {
+                derive: true,
+                reviews: true,
+                ..Scope::default()
+            };
+        }
+        if rel.starts_with(layout::LESSONS_DIR) {
             return derive_only;
         }
         if rel.contains('/') {
@@ -145,6 +155,7 @@ impl Scope {
             derive: self.derive || other.derive,
             sync: self.sync || other.sync,
             reservations: self.reservations || other.reservations,
+            reviews: self.reviews || other.reviews,
         }
     }
 }
