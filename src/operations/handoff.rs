@@ -277,7 +277,7 @@ pub fn dispatch_blocks(
             parent_tags: &parent.required_tags,
             stakes: parent.stakes.as_deref().unwrap_or("medium"),
             cost_ceiling: parent.cost_ceiling().unwrap_or("60min"),
-            opened_at: opened_at(parent, now),
+            opened_at: opened_at(source, parent, now),
             chain: &chain,
             max,
             suggestion: s,
@@ -341,11 +341,17 @@ pub fn dispatch_blocks(
     Ok(out)
 }
 
-/// The `opened_at` of a follow-up: when its cause happened, the parent's `settled_at` (to the
-/// second), not when this polisd dispatched it. Two daemons on synced machines that both
-/// dispatch one settlement then create byte-identical follow-up files (docs/sync.md). The
-/// wall clock only when the parent has no readable `settled_at`.
-fn opened_at(parent: &Contract, now: &PolisTime) -> String {
+/// The `opened_at` of a follow-up: when its cause happened, not when this polisd dispatched
+/// it: for a review's suggestion the review's own time (its file name), for a settlement's the
+/// parent's `settled_at` (to the second). Two daemons on synced machines that both dispatch one
+/// block then create byte-identical follow-up files (docs/sync.md). The wall clock only when
+/// neither can be read.
+fn opened_at(source: &handoff::Source, parent: &Contract, now: &PolisTime) -> String {
+    if let handoff::Source::Review { stamp, .. } = source {
+        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%d%H%M") {
+            return t.format("%Y-%m-%d %H:%M:%S").to_string();
+        }
+    }
     match crate::protocol::amendment::read_when(&parent.settled_at, now) {
         Some(crate::protocol::amendment::When::Moment(t)) => {
             t.format("%Y-%m-%d %H:%M:%S").to_string()
@@ -391,4 +397,32 @@ fn recover(
         out.wrote |= chronicle::append_daemon(writer, now, "opened contract", Some(link), &title)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> PolisTime {
+        PolisTime::at_stamp(Default::default(), "2026-03-05 17:42").unwrap()
+    }
+
+    #[test]
+    fn a_follow_up_is_opened_at_its_cause_not_at_the_dispatch() {
+        let parent = Contract::parse(
+            "---\ncontract_id: p\nstatus: settled\nsettled_at: 2026-03-02 10:00:07\n---\n",
+        )
+        .unwrap();
+        assert_eq!(
+            opened_at(&Source::Settlement, &parent, &now()),
+            "2026-03-02 10:00:07"
+        );
+        let (review, _) = Source::review("2026-03-03-0915-p.md").unwrap();
+        assert_eq!(opened_at(&review, &parent, &now()), "2026-03-03 09:15:00");
+        let open = Contract::parse("---\ncontract_id: p\nstatus: claimed\n---\n").unwrap();
+        assert_eq!(
+            opened_at(&Source::Settlement, &open, &now()),
+            "2026-03-05 17:42:00"
+        );
+    }
 }
