@@ -220,7 +220,11 @@ fn votes_short_of_quorum(s: &Snapshot, out: &mut Vec<Item>) {
 /// Findings about polis files other than the chronicle.
 fn file_findings(s: &Snapshot, out: &mut Vec<Item>) {
     for f in &s.findings {
-        if f.path == crate::protocol::layout::CHRONICLE || f.path.starts_with("chronicle/") {
+        // Conflict copies are items of their own (`sync_conflicts`).
+        if f.path == crate::protocol::layout::CHRONICLE
+            || f.path.starts_with("chronicle/")
+            || f.code == crate::protocol::finding::Code::ConflictCopy
+        {
             continue;
         }
         out.push(Item {
@@ -241,36 +245,14 @@ fn file_findings(s: &Snapshot, out: &mut Vec<Item>) {
     }
 }
 
-/// Sync-conflict copies (a file syncing tools leave beside the original).
+/// Every sync-conflict copy in the polis, with the file it is a copy of (docs/sync.md).
 fn sync_conflicts(s: &Snapshot, out: &mut Vec<Item>) {
-    for rel in &s.conflict_copies {
+    for (rel, original) in crate::fs::snapshot::conflict_copies(&s.polis.root) {
         out.push(Item {
             key: format!("conflict/{rel}"),
-            title: format!("Sync conflict copy {rel}"),
+            title: format!("Sync conflict copy {rel} (of {original})"),
             action: "Merge what it holds into the original file and delete the copy.".into(),
             link: None,
         });
     }
-}
-
-/// Sync-conflict copies in the folders agents edit other than `contracts/settled/` (not
-/// recursive below them); the view lists that large folder only when it changed.
-pub fn conflict_copies_outside_settled(root: &std::path::Path) -> Vec<String> {
-    let mut dirs = vec![String::new()];
-    for d in [
-        "contracts/open",
-        "contracts/abandoned",
-        "amendments/proposed",
-        "amendments/ratified",
-        "lessons",
-        "reviews",
-    ] {
-        dirs.push(d.to_string());
-    }
-    dirs.extend(
-        crate::fs::snapshot::subdirs(root, crate::protocol::layout::CITIZENS_DIR)
-            .into_iter()
-            .map(|d| format!("{}/{d}", crate::protocol::layout::CITIZENS_DIR)),
-    );
-    crate::fs::snapshot::conflict_copies(root, &dirs)
 }

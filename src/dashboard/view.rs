@@ -10,7 +10,6 @@
 use crate::daemon::Change;
 use crate::fs::chronicle_copy::ChronicleCopies;
 use crate::fs::snapshot::{ContractFile, Polis};
-use crate::fs::state::Fingerprint;
 use crate::operations::published::{FolderState, PolisState, Refresh};
 use crate::operations::status::Summary;
 use crate::protocol::clock::PolisTime;
@@ -39,9 +38,6 @@ pub struct PolisView {
     pending: Mutex<Refresh>,
     /// The chronicle and its archives as last read (appended bytes are read, not the file).
     chronicles: Mutex<ChronicleCopies>,
-    /// Conflict copies in `contracts/settled/`, with the folder's fingerprint when it was
-    /// listed: the listing of 10,000 names is taken again only when the folder changed.
-    settled_conflicts: Mutex<Option<(Fingerprint, Vec<String>)>>,
 }
 
 /// Everything a page may show, read at one generation.
@@ -60,8 +56,6 @@ pub struct Snapshot {
     /// Per citizen: `inbox.md` as read (`None`: no inbox).
     pub inboxes: BTreeMap<String, Option<String>>,
     pub queue: Vec<super::queue::Item>,
-    /// Sync-conflict copies in the folders agents edit (see `queue`).
-    pub conflict_copies: Vec<String>,
 }
 
 impl Snapshot {
@@ -121,7 +115,6 @@ impl PolisView {
             folder: Mutex::new(FolderState::default()),
             pending: Mutex::new(Refresh::Full),
             chronicles: Mutex::new(ChronicleCopies::default()),
-            settled_conflicts: Mutex::new(None),
         }
     }
 
@@ -193,30 +186,9 @@ impl PolisView {
         };
         chronicles.forget_unseen();
         drop(chronicles);
-        let mut conflicts = super::queue::conflict_copies_outside_settled(&self.root);
-        conflicts.extend(self.settled_conflicts());
-        let snapshot = Arc::new(build(&self.root, generation, state, conflicts));
+        let snapshot = Arc::new(build(&self.root, generation, state));
         *cache = Some(Arc::clone(&snapshot));
         snapshot
-    }
-
-    /// The conflict copies in `contracts/settled/`, listed again only when the folder's
-    /// fingerprint moved (an entry added, removed or renamed changes it).
-    fn settled_conflicts(&self) -> Vec<String> {
-        let dir = ContractFolder::Settled.dir();
-        let now = crate::fs::snapshot::fingerprint(&self.root, dir);
-        let mut cache = self
-            .settled_conflicts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let (Some(now), Some((was, list))) = (now, cache.as_ref()) {
-            if *was == now {
-                return list.clone();
-            }
-        }
-        let list = crate::fs::snapshot::conflict_copies(&self.root, &[dir.to_string()]);
-        *cache = now.map(|fp| (fp, list.clone()));
-        list
     }
 
     /// The polis from the folder, reading only what changed since the last time.
@@ -237,22 +209,12 @@ pub fn read(root: &Path, generation: u64) -> Snapshot {
         Refresh::Full,
         &mut crate::fs::snapshot::ReadChronicles,
     );
-    let conflicts =
-        crate::fs::snapshot::conflict_copies(root, &[ContractFolder::Settled.dir().to_string()]);
-    let mut all = super::queue::conflict_copies_outside_settled(root);
-    all.extend(conflicts);
-    build(root, generation, Arc::new(state), all)
+    build(root, generation, Arc::new(state))
 }
 
 /// Summarizes a published state: the parts that change with the clock or live outside the
 /// engine (inboxes, `CONSTITUTION.md`) are read here, the rest comes from `state`.
-fn build(
-    root: &Path,
-    generation: u64,
-    state: Arc<PolisState>,
-    mut conflict_copies: Vec<String>,
-) -> Snapshot {
-    conflict_copies.sort();
+fn build(root: &Path, generation: u64, state: Arc<PolisState>) -> Snapshot {
     let polis = Arc::clone(&state.polis);
     let now = PolisTime::system(polis.settings.timezone);
     let daemon = crate::fs::state::read_status(root).ok().flatten();
@@ -296,7 +258,6 @@ fn build(
         history: std::sync::OnceLock::new(),
         inboxes,
         queue: Vec::new(),
-        conflict_copies,
     };
     snapshot.queue = super::queue::items(&snapshot);
     snapshot
@@ -323,6 +284,7 @@ fn empty_summary(polis: &Polis, now: &PolisTime) -> Summary {
             resolved: 0,
             newest: Vec::new(),
         },
+        worktrees: Default::default(),
         daemon: None,
         stale_daemon_pid: None,
     }

@@ -70,6 +70,11 @@ pub fn read_settled(root: &Path, rel: &str, zone: PolisZone) -> Option<SettledFi
             return Some(read);
         }
     };
+    // Git's conflict markers: reported, not parsed (docs/sync.md).
+    if let Some(f) = snapshot::conflict_markers(rel, &text) {
+        read.findings = vec![f];
+        return Some(read);
+    }
     let record = match crate::protocol::frontmatter::parse(&text) {
         Ok(record) => record,
         Err(e) => {
