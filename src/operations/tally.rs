@@ -250,7 +250,11 @@ fn act_on_outcome(
     let a = &file.amendment;
     let status = outcome.action.status().unwrap_or("proposed");
     if a.status.as_deref() != Some(status) {
-        let ratified_at = (outcome.action == Action::Ratified).then(|| now.second_stamp());
+        // From the chronicle when it shows the moment, so every machine writes the same bytes.
+        let ratified_at = (outcome.action == Action::Ratified).then(|| {
+            amendment::quorum_reached_at(&polis.recent_chronicle(), a, outcome)
+                .unwrap_or_else(|| now.second_stamp())
+        });
         super::edit_agent_file(writer, &polis.root, &file.rel, |text| {
             Some(amendment::set_status(text, status, ratified_at.as_deref()))
         })?;

@@ -590,6 +590,48 @@ pub fn outcome_in_chronicle(texts: &[&str], a: &Amendment, action: Action) -> bo
     texts.iter().any(|t| chronicle::has_line(t, verb, &target))
 }
 
+/// When an amendment's quorum was reached, read from the synced chronicle rather than a clock,
+/// so that two machines tallying the same files write the same `ratified_at` (issue 17): the
+/// `quorum`-th earliest of the agreeing citizens' votes, each dated by the citizen's last line
+/// on it: `voted on amendment`, or for the proposer's implied agree `proposed amendment`. `None` when the lines do not show it (votes edited in without their
+/// lines); the caller then uses its clock.
+pub fn quorum_reached_at(texts: &[&str], a: &Amendment, outcome: &Outcome) -> Option<String> {
+    let target = chronicle::link_target(&link(a, "proposed"));
+    let agreeing: BTreeSet<&str> = outcome
+        .votes
+        .by_citizen
+        .iter()
+        .filter(|(_, v)| **v == Vote::Agree)
+        .map(|(id, _)| id.as_str())
+        .collect();
+    let mut last: BTreeMap<&str, NaiveDateTime> = BTreeMap::new();
+    let scans: Vec<chronicle::Scan> = texts.iter().map(|t| chronicle::scan(t)).collect();
+    for line in scans.iter().flat_map(|s| &s.lines) {
+        let Ok(e) = chronicle::parse_entry(&line.text) else {
+            continue;
+        };
+        let takes_part = e.verb == "voted on amendment"
+            || (e.verb == "proposed amendment" && a.proposed_by.as_deref() == Some(e.author));
+        if !takes_part
+            || !agreeing.contains(e.author)
+            || e.link.and_then(chronicle::link_target) != target
+        {
+            continue;
+        }
+        // A voter's last line is when their current vote was cast (the last record wins).
+        let at = last
+            .entry(agreeing.get(e.author).copied()?)
+            .or_insert(e.stamp);
+        *at = (*at).max(e.stamp);
+    }
+    let mut stamps: Vec<NaiveDateTime> = last.into_values().collect();
+    stamps.sort();
+    let needed = outcome.quorum.max(1);
+    stamps
+        .get(needed - 1)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+}
+
 /// The action a recorded `status` stands for (`ratified`, `expired`, `rejected`).
 pub fn recorded_action(a: &Amendment) -> Option<Action> {
     match a.status.as_deref()? {
@@ -843,6 +885,33 @@ mod tests {
         assert_eq!(w.tally(&date, "2026-03-31 00:01").action, Action::Expired);
         let string = none.replace("2026-03-01 10:00:00", "'2026-03-01 10:00'");
         assert_eq!(w.tally(&string, "2026-03-31 10:01").action, Action::Expired);
+    }
+
+    #[test]
+    fn quorum_reached_at_is_read_from_the_chronicle_not_a_clock() {
+        let w = World::all_active();
+        let body = format!("\n## Response from {B} (agree)\n\n## Response from {C} (agree)\n");
+        let text = amendment("", &body);
+        let o = w.tally(&text, "2026-03-04 10:00");
+        assert_eq!((o.action, o.quorum), (Action::Ratified, 3));
+        let a = parse(&text, "2026-03-01-floor").unwrap();
+        let link = "[[amendments/proposed/2026-03-01-floor]]";
+        // B first disagreed, then agreed at 12:00; C agreed at 11:00; D's line is no agree.
+        let chron = format!(
+            "- 2026-03-01 10:00 | {A} | proposed amendment | {link} | Quality floor\n\
+             - 2026-03-01 10:30 | {B} | voted on amendment | {link} | disagree: -\n\
+             - 2026-03-01 11:00 | {C} | voted on amendment | {link} | agree: -\n\
+             - 2026-03-01 11:30 | {D} | voted on amendment | [[amendments/proposed/other]] | agree: -\n\
+             - 2026-03-01 12:00 | {B} | voted on amendment | {link} | agree: -\n"
+        );
+        assert_eq!(
+            quorum_reached_at(&[&chron], &a, &o).as_deref(),
+            Some("2026-03-01 12:00:00"),
+            "the third agreeing vote, dated by its voter's last line"
+        );
+        // The same files give the same stamp; missing lines give none (the caller's clock).
+        let without_b = chron.replace(&format!("{B} | voted"), &format!("{D} | voted"));
+        assert_eq!(quorum_reached_at(&[&without_b], &a, &o), None);
     }
 
     #[test]
