@@ -15,6 +15,7 @@ same machine only.
     benches/e2e.py session --contracts 10000 --lines 1000000 --runs 50   # primer and hooks (issue 14)
     benches/e2e.py reserve --contracts 10000 --entries 300 --repeat 30
     benches/e2e.py commands --contracts 10000 --rounds 30   # each agents' command, vs the reference
+    benches/e2e.py dashboard --contracts 10000 --clients 50 --seconds 30   # pages and idle cost (issue 18)
     benches/e2e.py merge --lines 100000 --side 1000 --repeat 5   # git's merge driver on a chronicle (issue 17)
 
 `all` generates polises of 1k, 10k and 100k settled contracts and chronicles of 100k and 1M
@@ -461,6 +462,135 @@ def cmd_idle_cpu(args):
         print(f"idle for {args.seconds} s with {args.contracts} settled contracts: "
               f"{m['cpu']:.3f} s CPU, {m['wakeups']} wake-ups ({m['wakeups_per_s']:.1f}/s), "
               f"RSS {m['rss_kib'] / 1024:.1f} MiB")
+
+
+def http_get(port: int, path: str) -> tuple:
+    """One GET on 127.0.0.1:`port` (status, body, seconds)."""
+    import socket
+    t0 = time.perf_counter()
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+        chunks = []
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            chunks.append(b)
+    raw = b"".join(chunks).decode(errors="replace")
+    status = int(raw.split(" ", 2)[1]) if raw.startswith("HTTP/") else 0
+    return status, raw, time.perf_counter() - t0
+
+
+def sse_client(port: int):
+    """An open event-stream connection, its headers read."""
+    import socket
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    s.sendall(f"GET /p/0/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n\r\n".encode())
+    seen = b""
+    while b"\r\n\r\n" not in seen:
+        seen += s.recv(4096)
+    return s
+
+
+def start_dashboard(mode: str, root: Path, tmp: Path):
+    """`polisd run` (dashboard beside the daemon) or `polisd serve` on a free port: (process, port)."""
+    config = tmp / f"dash-{mode}.toml"
+    config.write_text('[watch]\ndebounce = "50ms"\n\n[log]\nlevel = "info"\n\n[dashboard]\nlisten = "127.0.0.1:0"\n')
+    state = tmp / f"state-{mode}"
+    env = dict(os.environ, POLISD_STATE_DIR=str(state))
+    log = tmp / f"dash-{mode}.log"
+    if mode == "serve":
+        proc = subprocess.Popen([str(BIN), "serve", str(root), "--listen", "127.0.0.1:0", "--json",
+                                 "--config", str(config)], env=env, stdout=subprocess.PIPE,
+                                stderr=open(log, "w"), text=True)
+        import json
+        url = json.loads(proc.stdout.readline())["url"]
+    else:
+        proc = subprocess.Popen([str(BIN), "run", str(root), "--config", str(config)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+        deadline = time.time() + 120
+        while READY not in log.read_text():
+            if time.time() > deadline or proc.poll() is not None:
+                raise SystemExit("daemon did not start; see " + str(log))
+            time.sleep(0.05)
+        import json
+        url = None
+        while not url:
+            out = subprocess.run([str(BIN), "status", str(root), "--json"], env=env, capture_output=True, text=True)
+            try:
+                url = json.loads(out.stdout)["daemon"]["dashboard"]
+            except (ValueError, KeyError, TypeError):
+                time.sleep(0.1)
+    return proc, int(url.rstrip("/").rsplit(":", 1)[1])
+
+
+def thread_switches(pid: int) -> dict:
+    """Context switches per thread of `pid` (threads come and go: a pool's idle thread exits)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            lines = (task / "status").read_text().splitlines()
+        except OSError:
+            continue
+        out[task.name] = sum(int(l.split()[1]) for l in lines
+                             if l.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+    return out
+
+
+def idle_window(pid: int, seconds: int) -> dict:
+    """CPU and wake-ups over `seconds` of rest: context switches of the threads alive at both
+    ends (a thread that ends meanwhile, as an idle blocking-pool thread does after 10 s, is
+    left out; one that starts counts from zero)."""
+    time.sleep(12)  # past the blocking pool's 10 s keep-alive after the last page
+    c0, w0, t0 = cpu_seconds(pid), thread_switches(pid), time.perf_counter()
+    time.sleep(seconds)
+    c1, w1, t1 = cpu_seconds(pid), thread_switches(pid), time.perf_counter()
+    woke = sum(n - w0.get(tid, 0) for tid, n in w1.items())
+    return {"cpu": c1 - c0, "cpu_pct": 100 * (c1 - c0) / (t1 - t0), "wakeups_per_s": woke / (t1 - t0),
+            "threads": len(w1)}
+
+
+def cmd_dashboard(args):
+    """The dashboard (issue 18) under `polisd run` and `polisd serve`: the overview at rest,
+    the first overview after one settled file changes (the change event awaited first, then
+    the GET timed), and idle cost with no client and with `--clients` event-stream clients."""
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        root = make_polis(tmp, args.contracts)
+        settled = sorted((root / "contracts" / "settled").iterdir())
+        rng = random.Random(3)
+        for mode in ("run", "serve"):
+            proc, port = start_dashboard(mode, root, tmp)
+            try:
+                http_get(port, "/p/0/")  # the first read after start
+                warm = [http_get(port, "/p/0/")[2] for _ in range(args.repeat)]
+                after = []
+                probe = sse_client(port)
+                probe.settimeout(30)
+                for k in range(args.repeat):
+                    f = settled[rng.randrange(len(settled))]
+                    import re
+                    f.write_text(re.sub(r"quality_score: \d", f"quality_score: {1 + k % 5}", f.read_text(), count=1))
+                    got = b""
+                    while b"event: change" not in got:
+                        got += probe.recv(65536)
+                    time.sleep(0.02)  # let a follow-up event of the same change land too
+                    after.append(http_get(port, "/p/0/")[2])
+                probe.close()
+                quiet = idle_window(proc.pid, args.seconds)
+                clients = [sse_client(port) for _ in range(args.clients)]
+                busy = idle_window(proc.pid, args.seconds)
+                for c in clients:
+                    c.close()
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait()
+            w, a = percentiles(warm), percentiles(after)
+            print(f"polisd {mode}, {args.contracts} settled contracts:")
+            print(f"  overview, nothing changed:        p50 {w['p50']:.1f} ms  max {w['max']:.1f} ms")
+            print(f"  first overview after a change:    p50 {a['p50']:.1f} ms  max {a['max']:.1f} ms")
+            print(f"  idle, no client ({args.seconds} s):          {quiet['cpu_pct']:.3f} % CPU, {quiet['wakeups_per_s']:.2f} wake-ups/s")
+            print(f"  idle, {args.clients} event-stream clients:     {busy['cpu_pct']:.3f} % CPU, {busy['wakeups_per_s']:.2f} wake-ups/s")
 
 
 def read_file_floor(path: Path, repeat: int = 3) -> float:
@@ -1165,6 +1295,11 @@ def main():
     m.add_argument("--contracts", type=int, default=10000)
     m.add_argument("--chronicle-lines", type=int, default=100000)
     m.add_argument("--rounds", type=int, default=30)
+    d = sub.add_parser("dashboard")
+    d.add_argument("--contracts", type=int, default=10000)
+    d.add_argument("--repeat", type=int, default=20)
+    d.add_argument("--clients", type=int, default=50)
+    d.add_argument("--seconds", type=int, default=30)
     a = sub.add_parser("all")
     a.add_argument("--quick", action="store_true", help="run the reference up to 10k contracts only")
     a.add_argument("--repeat", type=int, default=3)
@@ -1200,7 +1335,7 @@ def main():
      "chronicle-latency": cmd_chronicle_latency, "reaction-under-load": cmd_reaction_under_load,
      "startup": cmd_startup, "generate": cmd_generate,
      "reserve": cmd_reserve, "commands": cmd_commands, "session": cmd_session, "all": cmd_all,
-     "scale": cmd_scale, "round2": cmd_round2, "merge": cmd_merge}[args.cmd](args)
+     "scale": cmd_scale, "round2": cmd_round2, "merge": cmd_merge, "dashboard": cmd_dashboard}[args.cmd](args)
 
 if __name__ == "__main__":
     main()

@@ -514,6 +514,269 @@ fn polisd_run_serves_the_dashboard_and_status_prints_its_url() {
     assert!(out.contains(&format!("dashboard {url}")), "{out}");
 }
 
+/// The dashboard's address under `polisd run`, from `daemon.json`.
+fn daemon_dashboard(p: &TestPolis) -> SocketAddr {
+    let mut url = None;
+    wait_until(
+        "daemon.json with the dashboard",
+        Duration::from_secs(30),
+        || {
+            url = p.daemon_status().and_then(|d| d.dashboard);
+            url.is_some()
+        },
+    );
+    let port: u16 = url
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+fn get_at(addr: SocketAddr, path: &str) -> Reply {
+    request(addr, "GET", path, &format!("127.0.0.1:{}", addr.port()), "")
+}
+
+/// The text of the element with `id` (its opening tag to the next closing `</section>`,
+/// `</table>`, `</p>` or `</ul>`), for assertions about one part of a page.
+fn part<'a>(html: &'a str, id: &str) -> &'a str {
+    let Some(start) = html.find(&format!("id=\"{id}\"")) else {
+        return "";
+    };
+    let rest = &html[start..];
+    let end = ["</section>", "</table>", "</p>", "</ul>"]
+        .iter()
+        .filter_map(|t| rest.find(t))
+        .min()
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
+
+#[test]
+fn handoffs_under_polisd_run_show_the_chain_dependencies_and_queue_items() {
+    let p = generated_polis();
+    p.save(
+        "contracts/open/waits-for-client.md",
+        &contract(
+            "waits-for-client",
+            "after the client",
+            None,
+            "proposed",
+            &["rust"],
+            "depends_on: [design-api-next-1]\n",
+            "## Intent\n\nLater.\n",
+        ),
+    );
+    let daemon = p.start_daemon();
+    let addr = daemon_dashboard(&p);
+    // A settlement with three suggestions (one accepted, one refused by the chain rules, one
+    // for a citizen who does not exist) and a new citizen asked for.
+    let settlement = format!(
+        "## Intent\n\nDesign it.\n\n## Settlement\n\nDone.\n\n\
+         ### Suggested next citizen\n- **Citizen**: {BRAVO}\n- **Reason**: Write the client\n- **Context**: api.md\n\n\
+         ### Suggested next citizen\n- **Citizen**: {ALPHA}\n- **Reason**: Review my own work\n\n\
+         ### Suggested next citizen\n- **Citizen**: ghost-agent\n- **Reason**: Haunt it\n\n\
+         ### Suggested new citizen\n- **Need**: legal review\n- **Reason**: nobody reads licences\n- **Suggested role**: counsel\n"
+    );
+    p.save(
+        "contracts/settled/design-api.md",
+        &contract(
+            "design-api",
+            "design the api",
+            Some(ALPHA),
+            "settled",
+            &["rust"],
+            "settled_at: '2026-02-20 12:00:00'\nquality_score: 4\nactual_minutes: 30\n",
+            &settlement,
+        ),
+    );
+    wait_until(
+        "the follow-up opened by the daemon",
+        Duration::from_secs(30),
+        || p.exists("contracts/open/design-api-next-1.md"),
+    );
+    let mut page = String::new();
+    wait_until(
+        "the parent's page shows the dispatch",
+        Duration::from_secs(30),
+        || {
+            page = get_at(addr, "/p/0/contracts/design-api").body;
+            part(&page, "followups").contains("design-api-next-1")
+        },
+    );
+    let followups = part(&page, "followups");
+    assert!(
+        followups.contains("/p/0/contracts/design-api-next-1"),
+        "{followups}"
+    );
+    assert!(followups.contains("already owns a step"), "{followups}");
+    assert!(
+        followups.contains("not a registered citizen"),
+        "{followups}"
+    );
+    assert!(
+        part(&page, "citizens-needed").contains("legal review"),
+        "{page}"
+    );
+
+    let child = get_at(addr, "/p/0/contracts/design-api-next-1").body;
+    assert!(
+        part(&child, "parent").contains("design-api</a> (settled)"),
+        "{child}"
+    );
+    assert!(part(&child, "chain").contains(ALPHA), "{child}");
+    assert!(part(&child, "depends-on").contains("design-api"), "{child}");
+    assert!(part(&child, "readiness").contains("Ready"), "{child}");
+    assert!(
+        part(&child, "unblocks").contains("waits-for-client"),
+        "{child}"
+    );
+    let waiting = get_at(addr, "/p/0/contracts/waits-for-client").body;
+    let readiness = part(&waiting, "readiness");
+    assert!(
+        readiness.contains("Not ready") && readiness.contains("design-api-next-1"),
+        "{waiting}"
+    );
+
+    // The refused and skipped suggestions and the new citizen wait for a person.
+    let mut queue = String::new();
+    wait_until(
+        "the human queue lists the handoff notices",
+        Duration::from_secs(30),
+        || {
+            queue = part(&get_at(addr, "/p/0/").body, "queue").to_string();
+            queue.matches("data-key=\"notice/").count() >= 3
+        },
+    );
+    assert!(queue.contains("were not opened"), "{queue}");
+    assert!(queue.contains("A new citizen is asked for in"), "{queue}");
+    drop(daemon);
+}
+
+#[test]
+fn a_ratified_setting_change_and_a_settled_conflict_copy_wait_in_the_queue() {
+    let p = generated_polis();
+    p.save(
+        "amendments/ratified/raise-explore.md",
+        &format!(
+            "---\namendment_id: raise-explore\ntitle: explore more\nproposed_by: {FOUNDER}\n\
+             proposed_at: '2026-11-20 10:00:00'\nstatus: ratified\nratified_at: '2026-11-25 10:00:00'\n\
+             setting_change:\n  key: routing.explore_rate\n  from: 0.15\n  to: 0.3\n---\n\nBody.\n"
+        ),
+    );
+    let s = serve(&p, "127.0.0.1:0");
+    let queue = part(&get(&s, "/p/0/").body, "queue").to_string();
+    assert!(
+        queue.contains(r#"data-key="setting/raise-explore/routing.explore_rate=0.3""#),
+        "{queue}"
+    );
+    assert!(
+        queue.contains("set `routing.explore_rate` to 0.3"),
+        "{queue}"
+    );
+    let settings = p
+        .read("polis.yml")
+        .replace("explore_rate: 0.15", "explore_rate: 0.3");
+    p.save("polis.yml", &settings);
+    wait_until("the item to clear", Duration::from_secs(20), || {
+        !get(&s, "/p/0/").body.contains("data-key=\"setting/")
+    });
+    // A sync-conflict copy among the settled contracts (a folder the view lists again only
+    // when it changed) shows up too.
+    p.save(
+        "contracts/settled/done-1.sync-conflict-20261130-101010-ABCDEF.md",
+        &settled("done-1", ALPHA, "rust", 1, 1),
+    );
+    // Watchers ignore sync-tool names: the copy is seen with the next change.
+    p.append(
+        "chronicle.md",
+        &harness::chronicle_line(ALPHA, "noted", "-", "a conflict copy appeared"),
+    );
+    wait_until(
+        "the conflict copy in the queue",
+        Duration::from_secs(20),
+        || {
+            get(&s, "/p/0/").body.contains(
+            "data-key=\"conflict/contracts/settled/done-1.sync-conflict-20261130-101010-ABCDEF.md\"",
+        )
+        },
+    );
+}
+
+#[test]
+fn beside_the_daemon_pages_come_from_the_engine_without_reading_settled_files() {
+    use polisd::daemon::engine::{Engine, EngineOptions, Trigger};
+    let p = generated_polis();
+    // This test alone runs the engine in this process.
+    std::env::set_var("POLISD_STATE_DIR", &p.state_dir);
+    let config = polisd::daemon::config::Config::default();
+    let mut engine =
+        Engine::open(&p.root, EngineOptions::from(config.effective_for(&p.root))).unwrap();
+    engine.handle(&Trigger::Rescan, chrono::Utc::now()).unwrap();
+    assert!(
+        engine.published().is_none(),
+        "nothing is kept while nobody reads it"
+    );
+    engine.set_publishing(true);
+    engine.handle(&Trigger::Rescan, chrono::Utc::now()).unwrap();
+    let state = engine.published().expect("a pass publishes its state");
+    assert_eq!(state.settled.len(), 5);
+    // Not the chronicle: the engine appends to its copy in place, which a shared text forbids.
+    assert!(state.polis.chronicle.is_none());
+    assert!(state
+        .polis
+        .contracts
+        .iter()
+        .all(|c| c.folder != polisd::protocol::layout::ContractFolder::Settled));
+    // The settled files are gone: what the pages show of them comes from the engine.
+    std::fs::rename(p.path("contracts/settled"), p.dir.path().join("moved-away")).unwrap();
+    let (tx, rx) = tokio::sync::watch::channel(polisd::daemon::Change::default());
+    let view = polisd::dashboard::view::PolisView::new(&p.root, rx);
+    tx.send_modify(|c| {
+        c.generation = 1;
+        c.state = Some(state);
+    });
+    let snapshot = view.current();
+    assert_eq!(snapshot.summary.contracts.settled, 5);
+    assert_eq!(snapshot.settled_count(), 5);
+    let rust = snapshot.stats.tag("rust").expect("the rust tag");
+    assert_eq!(rust.citizens.len(), 2);
+    let (_, history) = snapshot
+        .history()
+        .iter()
+        .find(|(t, _)| t == "rust")
+        .unwrap();
+    assert_eq!(
+        history
+            .series
+            .iter()
+            .map(|(_, pts)| pts.len())
+            .sum::<usize>(),
+        4
+    );
+    // The chronicle, which the engine does not hand over, is read by the view itself.
+    assert!(snapshot
+        .polis
+        .chronicle_text()
+        .is_some_and(|t| t.contains("window.__pwned=9")));
+    let none = std::collections::HashMap::new();
+    let (status, html) = polisd::dashboard::render(
+        &polisd::dashboard::pages::overview::PAGE,
+        &view,
+        &snapshot,
+        0,
+        &[],
+        &none,
+        &none,
+    );
+    assert_eq!(status, 200);
+    assert!(html.contains(r#"id="count-settled">5<"#), "{html}");
+    drop(tx);
+}
+
 #[test]
 fn a_busy_port_is_one_warning_not_a_failed_start() {
     let p = generated_polis();

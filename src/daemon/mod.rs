@@ -38,12 +38,17 @@ pub struct RunOptions {
 
 /// What passes have changed in one polis, published for read-only observers (the dashboard).
 /// `generation` counts passes; `paths` are the changed paths of the latest one (relative to
-/// `_polis/`; empty after a rescan or a timer pass, when anything may have changed). Publishing
-/// is a store into a `tokio::sync::watch` channel: with nobody waiting it wakes nothing.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// `_polis/`; empty after a rescan or a timer pass, when anything may have changed); `state`
+/// is what the engine holds after it (the polis it read, the ledger of settled contracts, the
+/// stats), shared, so an observer reads no file for it. Publishing is a store into a
+/// `tokio::sync::watch` channel: with nobody waiting it wakes nothing.
+#[derive(Debug, Clone, Default)]
 pub struct Change {
     pub generation: u64,
     pub paths: Vec<String>,
+    /// `None` from a publisher that holds no state (`polisd serve`'s watcher), or before the
+    /// engine's first pass.
+    pub state: Option<std::sync::Arc<crate::operations::published::PolisState>>,
 }
 
 /// What the daemon lets a front end started beside it see: the configuration and, for every
@@ -179,6 +184,7 @@ async fn serve(
         if let Some(started) = start(view) {
             for w in &mut watched {
                 w.engine.set_dashboard_url(started.url.clone());
+                w.engine.set_publishing(true);
             }
             tokio::spawn(started.task);
         }
@@ -348,8 +354,10 @@ fn until(at: Option<chrono::DateTime<Utc>>) -> tokio::time::Instant {
 /// One pass of one polis; false (logged) when it failed.
 fn pass(w: &mut Watched, trigger: &Trigger) -> bool {
     let result = w.engine.handle(trigger, wall_clock());
+    let state = w.engine.published();
     // Published even after a failed pass: part of it may have been written.
     w.changes.send_modify(|c| {
+        c.state = state;
         c.generation += 1;
         c.paths = match trigger {
             Trigger::Paths(paths) => paths

@@ -387,16 +387,18 @@ pub fn serve_alone(
                 format!("{url}p/0/"),
             ));
         }
-        let task = serve_task(bound, site)?;
+        let task = serve_task(bound, Arc::clone(&site))?;
         let server = tokio::spawn(task);
         let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         loop {
             tokio::select! {
                 batch = batches.recv() => {
                     let Some(batch) = batch else { break };
+                    let paths: Vec<String> = batch.events.iter().map(|e| e.path.to_string_lossy().replace('\\', "/")).collect();
+                    site.polises[0].note_changed(batch.rescan.is_none().then(|| paths.iter().map(String::as_str)));
                     tx.send_modify(|c| {
                         c.generation += 1;
-                        c.paths = batch.events.iter().map(|e| e.path.to_string_lossy().into_owned()).collect();
+                        c.paths = paths;
                     });
                 }
                 _ = tokio::signal::ctrl_c() => break,

@@ -1,14 +1,18 @@
 //! The human queue: what only a person can unblock, each item with what to do. Derived from a
 //! snapshot, so an item disappears by itself once the folder no longer calls for it.
 //!
-//! Sources (issue 18): a ratified amendment whose id `CONSTITUTION.md` does not mention yet; a
-//! high-stakes contract claimed with no reviewer; a vote short of quorum with days left;
-//! findings about polis files other than the chronicle (chronicle findings go to their authors'
-//! inboxes); sync-conflict copies. Handoffs, `citizen-needed` and council fallbacks join when
-//! those features land.
+//! Each source is one function in [`SOURCES`] (`fn(&Snapshot, &mut Vec<Item>)`): adding one
+//! (council fallbacks, sync conflicts of the sync driver) is that function and its line there.
+//! Today's sources: a ratified amendment whose id `CONSTITUTION.md` does not mention yet; a
+//! ratified amendment whose `setting_change` `polis.yml` does not show yet; unread
+//! `handoff-deferred` and `citizen-needed` notices in any inbox (they stand until their
+//! recipient reads them); a high-stakes contract claimed with no reviewer; a vote short of
+//! quorum with days left; findings about polis files other than the chronicle (chronicle
+//! findings go to their authors' inboxes); sync-conflict copies.
 
 use super::view::Snapshot;
 use crate::protocol::finding::Severity;
+use crate::protocol::inbox::Kind;
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
 
 /// One thing waiting for a person.
@@ -23,9 +27,39 @@ pub struct Item {
     pub link: Option<String>,
 }
 
+/// A source of items.
+pub type Source = fn(&Snapshot, &mut Vec<Item>);
+
+/// Every source, in the order the overview lists their items.
+pub const SOURCES: &[Source] = &[
+    constitution_edits,
+    setting_changes,
+    handoff_notices,
+    high_stakes_without_reviewer,
+    votes_short_of_quorum,
+    file_findings,
+    sync_conflicts,
+];
+
 /// Every item the snapshot calls for, in a stable order.
 pub fn items(s: &Snapshot) -> Vec<Item> {
     let mut out = Vec::new();
+    for source in SOURCES {
+        source(s, &mut out);
+    }
+    out
+}
+
+/// A ratified amendment waiting for its `CONSTITUTION.md` edit.
+fn constitution_edits(s: &Snapshot, out: &mut Vec<Item>) {
+    if !s
+        .polis
+        .amendments
+        .iter()
+        .any(|a| a.folder == AmendmentFolder::Ratified)
+    {
+        return;
+    }
     let constitution = crate::fs::snapshot::read_text(
         &s.polis.root,
         crate::protocol::layout::CONSTITUTION,
@@ -50,6 +84,96 @@ pub fn items(s: &Snapshot) -> Vec<Item> {
             });
         }
     }
+}
+
+/// A ratified amendment that changes a `polis.yml` setting (polisd never edits that file)
+/// while the merged settings do not show the new value yet.
+fn setting_changes(s: &Snapshot, out: &mut Vec<Item>) {
+    for a in &s.polis.amendments {
+        if a.folder != AmendmentFolder::Ratified {
+            continue;
+        }
+        let Some(change) = crate::protocol::frontmatter::parse(&a.text)
+            .ok()
+            .and_then(|r| crate::protocol::reflection::setting_change_of(&r.fields))
+        else {
+            continue;
+        };
+        let now = change
+            .key
+            .split('.')
+            .fold(&s.polis.settings.merged, |v, k| v.get(k))
+            .as_f64();
+        if now.is_some_and(|v| (v - change.to).abs() < 1e-9) {
+            continue;
+        }
+        out.push(Item {
+            key: format!("setting/{}/{}={}", a.amendment.id, change.key, change.to),
+            title: format!(
+                "Amendment {} was ratified: polis.yml must set {} to {}",
+                a.amendment.id, change.key, change.to
+            ),
+            action: format!(
+                "Edit polis.yml: set `{}` to {} (it is {}); polisd never edits that file.",
+                change.key,
+                change.to,
+                now.map_or_else(|| "unset".to_string(), |v| v.to_string())
+            ),
+            link: None,
+        });
+    }
+}
+
+/// Unread `handoff-deferred` and `citizen-needed` notices: a suggested follow-up the rules
+/// refused, a new citizen asked for. Each stands until its recipient has read it.
+fn handoff_notices(s: &Snapshot, out: &mut Vec<Item>) {
+    for (citizen, text) in &s.inboxes {
+        let Some(text) = text.as_deref() else {
+            continue;
+        };
+        if !text.contains("polisd:handoff-deferred:") && !text.contains("polisd:citizen-needed:") {
+            continue;
+        }
+        let read = crate::protocol::notice::read_ids(&s.polis.status(citizen).fields);
+        for n in crate::protocol::notice::parse_inbox(text) {
+            if read.contains(&n.id) || !n.from_daemon() {
+                continue;
+            }
+            let (title, action) = match n.kind {
+                Some(Kind::HandoffDeferred) => (
+                    format!("Follow-ups suggested in {} were not opened (told to {citizen})", n.subject),
+                    "Read the notice: if the work is still needed, open it by hand (`polisd contract open`)."
+                        .to_string(),
+                ),
+                Some(Kind::CitizenNeeded) => (
+                    format!("A new citizen is asked for in {} (told to {citizen})", n.subject),
+                    "Decide whether to invite an agent with this capability and register it; polisd registers nobody."
+                        .to_string(),
+                ),
+                _ => continue,
+            };
+            let subject = n
+                .link
+                .as_deref()
+                .and_then(|l| l.rsplit('/').next())
+                .unwrap_or(&n.subject)
+                .to_string();
+            out.push(Item {
+                key: format!("notice/{citizen}/{}", n.id),
+                title,
+                action: format!(
+                    "{action} {}",
+                    crate::protocol::notice::one_line(&n.body, 300)
+                ),
+                link: crate::protocol::layout::is_slug(&subject)
+                    .then(|| format!("contracts/{subject}")),
+            });
+        }
+    }
+}
+
+/// A high-stakes contract claimed with no reviewer.
+fn high_stakes_without_reviewer(s: &Snapshot, out: &mut Vec<Item>) {
     for c in &s.polis.contracts {
         let k = &c.contract;
         if c.folder == ContractFolder::Open
@@ -68,6 +192,10 @@ pub fn items(s: &Snapshot) -> Vec<Item> {
             });
         }
     }
+}
+
+/// A vote short of quorum that has not expired.
+fn votes_short_of_quorum(s: &Snapshot, out: &mut Vec<Item>) {
     for a in &s.summary.amendments {
         if a.action == "pending" && a.agrees < a.quorum && !a.expiry_passed {
             out.push(Item {
@@ -87,7 +215,12 @@ pub fn items(s: &Snapshot) -> Vec<Item> {
             });
         }
     }
+}
+
+/// Findings about polis files other than the chronicle.
+fn file_findings(s: &Snapshot, out: &mut Vec<Item>) {
     for f in &s.findings {
+        // Conflict copies are items of their own (`sync_conflicts`).
         if f.path == crate::protocol::layout::CHRONICLE
             || f.path.starts_with("chronicle/")
             || f.code == crate::protocol::finding::Code::ConflictCopy
@@ -110,8 +243,10 @@ pub fn items(s: &Snapshot) -> Vec<Item> {
             link: None,
         });
     }
-    // Every conflict copy in the polis, with the file it is a copy of (docs/sync.md); their
-    // P009 findings are left out above, so each copy is one item.
+}
+
+/// Every sync-conflict copy in the polis, with the file it is a copy of (docs/sync.md).
+fn sync_conflicts(s: &Snapshot, out: &mut Vec<Item>) {
     for (rel, original) in crate::fs::snapshot::conflict_copies(&s.polis.root) {
         out.push(Item {
             key: format!("conflict/{rel}"),
@@ -120,5 +255,4 @@ pub fn items(s: &Snapshot) -> Vec<Item> {
             link: None,
         });
     }
-    out
 }

@@ -1,13 +1,22 @@
-//! What the pages read: one polis, read through `fs::snapshot` and summarized through
-//! `operations`, cached until the next change is published. Nothing is read while nobody
-//! looks: a change only bumps a generation, and the next request re-reads the folder.
+//! What the pages read: one polis at one published generation, cached until the next.
+//!
+//! Beside the daemon (`polisd run`) a snapshot is built from what the engine published after
+//! its pass ([`PolisState`]: the polis it read, its ledger of settled contracts, the stats), so
+//! the first page after a change reads no contract file. Alone (`polisd serve`), the view keeps
+//! a [`FolderState`] and the paths the watcher reported since the last read: a change reads the
+//! files it names, not the settled folder again. Either way nothing is read while nobody looks:
+//! a change only bumps a generation, and the next request builds the snapshot.
 
 use crate::daemon::Change;
-use crate::fs::snapshot::Polis;
+use crate::fs::chronicle_copy::ChronicleCopies;
+use crate::fs::snapshot::{ContractFile, Polis};
+use crate::operations::published::{FolderState, PolisState, Refresh};
 use crate::operations::status::Summary;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Finding;
+use crate::protocol::layout::ContractFolder;
 use crate::protocol::stats::{RoutingStats, TagHistory};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -23,20 +32,77 @@ pub struct PolisView {
     pub name: String,
     pub changes: watch::Receiver<Change>,
     cache: Mutex<Option<Arc<Snapshot>>>,
+    /// Without a daemon's state: the settled contracts as last read.
+    folder: Mutex<FolderState>,
+    /// Without a daemon's state: what may have changed since `folder` last read.
+    pending: Mutex<Refresh>,
+    /// The chronicle and its archives as last read (appended bytes are read, not the file).
+    chronicles: Mutex<ChronicleCopies>,
 }
 
 /// Everything a page may show, read at one generation.
 pub struct Snapshot {
     pub generation: u64,
-    pub polis: Polis,
+    /// The polis without its settled contracts (see [`PolisState`]).
+    pub polis: Arc<Polis>,
+    pub state: Arc<PolisState>,
+
     pub now: PolisTime,
     pub summary: Summary,
     pub findings: Vec<Finding>,
-    pub stats: RoutingStats,
-    pub history: Vec<(String, TagHistory)>,
+    pub stats: Arc<RoutingStats>,
+    /// Built by the first page that shows it (tags, citizen), once per generation.
+    history: std::sync::OnceLock<Vec<(String, TagHistory)>>,
     /// Per citizen: `inbox.md` as read (`None`: no inbox).
     pub inboxes: BTreeMap<String, Option<String>>,
     pub queue: Vec<super::queue::Item>,
+}
+
+impl Snapshot {
+    /// Whether `contracts/settled/<id>.md` is there (one `lstat`: the few ids a page asks
+    /// about cost less than a set of every settled id built per generation).
+    pub fn is_settled(&self, id: &str) -> bool {
+        crate::operations::ready::is_in(&self.polis.root, ContractFolder::Settled, id)
+    }
+
+    /// How many files `contracts/settled/` holds.
+    pub fn settled_count(&self) -> usize {
+        self.state.settled.file_count()
+    }
+
+    /// Per tag, each citizen's running average and the leader changes (see
+    /// `protocol::stats::history`), from the ledger's snapshot without a sort.
+    pub fn history(&self) -> &[(String, TagHistory)] {
+        self.history.get_or_init(|| self.state.settled.history())
+    }
+
+    /// Contract `id`: an open or abandoned one from the snapshot, a settled one read now
+    /// (one file).
+    pub fn contract(&self, id: &str) -> Option<Cow<'_, ContractFile>> {
+        if let Some(c) = self.polis.contract(id) {
+            return Some(Cow::Borrowed(c));
+        }
+        if !self.is_settled(id) {
+            return None;
+        }
+        let rel = crate::protocol::layout::contract_path(ContractFolder::Settled, id)?;
+        let mut ignored = Vec::new();
+        let file = crate::fs::snapshot::read_record(&self.polis.root, &rel, id, &mut ignored)?;
+        let contract = crate::protocol::contract::Contract::from_record(&file.record);
+        Some(Cow::Owned(ContractFile {
+            folder: ContractFolder::Settled,
+            file,
+            contract,
+        }))
+    }
+
+    /// Which folder contract `id` is in, if any (open first, as [`Snapshot::contract`]).
+    pub fn folder_of(&self, id: &str) -> Option<ContractFolder> {
+        self.polis
+            .contract(id)
+            .map(|c| c.folder)
+            .or_else(|| self.is_settled(id).then_some(ContractFolder::Settled))
+    }
 }
 
 impl PolisView {
@@ -46,6 +112,9 @@ impl PolisView {
             name: PolisView::name_of(root),
             changes,
             cache: Mutex::new(None),
+            folder: Mutex::new(FolderState::default()),
+            pending: Mutex::new(Refresh::Full),
+            chronicles: Mutex::new(ChronicleCopies::default()),
         }
     }
 
@@ -67,33 +136,105 @@ impl PolisView {
         self.changes.borrow().generation
     }
 
-    /// The snapshot of the current generation, read now if the cached one is older. Blocking
-    /// (it reads the folder): call it off the async threads.
+    /// For a publisher without state (`polisd serve`'s watcher): these paths may have changed
+    /// (`None`: anything may have). Cheap: nothing is read until a page is asked for.
+    pub fn note_changed<'a>(&self, paths: Option<impl IntoIterator<Item = &'a str>>) {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        match paths {
+            None => *pending = Refresh::Full,
+            Some(paths) => {
+                for p in paths {
+                    pending.note(p);
+                }
+            }
+        }
+    }
+
+    /// The snapshot of the current generation, built now if the cached one is older. Blocking
+    /// (without a daemon's state it reads the folder): call it off the async threads.
     pub fn current(&self) -> Arc<Snapshot> {
-        let generation = self.generation();
+        let (generation, state) = {
+            let change = self.changes.borrow();
+            (change.generation, change.state.clone())
+        };
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(s) = cache.as_ref().filter(|s| s.generation == generation) {
             return Arc::clone(s);
         }
-        let snapshot = Arc::new(read(&self.root, generation));
+        // Dropped first: the chronicle copies append in place only when nobody else holds
+        // the text.
+        *cache = None;
+        let mut chronicles = self.chronicles.lock().unwrap_or_else(|e| e.into_inner());
+        let state = match state {
+            Some(published) => {
+                // The daemon's polis comes without the chronicle texts: read from our copies.
+                let mut polis = (*published.polis).clone();
+                let (chronicle, archives) = crate::fs::snapshot::read_chronicles(
+                    &self.root,
+                    &mut *chronicles,
+                    &mut polis.findings,
+                );
+                polis.chronicle = chronicle;
+                polis.archives = archives;
+                Arc::new(PolisState {
+                    polis: Arc::new(polis),
+                    settled: published.settled.clone(),
+                    stats: Arc::clone(&published.stats),
+                })
+            }
+            None => Arc::new(self.read_folder(&mut chronicles)),
+        };
+        chronicles.forget_unseen();
+        drop(chronicles);
+        let snapshot = Arc::new(build(&self.root, generation, state));
         *cache = Some(Arc::clone(&snapshot));
         snapshot
     }
+
+    /// The polis from the folder, reading only what changed since the last time.
+    fn read_folder(&self, chronicles: &mut ChronicleCopies) -> PolisState {
+        let refresh = std::mem::replace(
+            &mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()),
+            Refresh::nothing(),
+        );
+        let mut folder = self.folder.lock().unwrap_or_else(|e| e.into_inner());
+        folder.read(&self.root, refresh, chronicles)
+    }
 }
 
-/// Reads and summarizes the polis at `root`.
+/// Reads the polis at `root` from scratch and summarizes it (`polisd report`).
 pub fn read(root: &Path, generation: u64) -> Snapshot {
-    let polis = Polis::read(root);
+    let state = FolderState::default().read(
+        root,
+        Refresh::Full,
+        &mut crate::fs::snapshot::ReadChronicles,
+    );
+    build(root, generation, Arc::new(state))
+}
+
+/// Summarizes a published state: the parts that change with the clock or live outside the
+/// engine (inboxes, `CONSTITUTION.md`) are read here, the rest comes from `state`.
+fn build(root: &Path, generation: u64, state: Arc<PolisState>) -> Snapshot {
+    let polis = Arc::clone(&state.polis);
     let now = PolisTime::system(polis.settings.timezone);
     let daemon = crate::fs::state::read_status(root).ok().flatten();
-    let summary = crate::operations::status::summarize(&polis, &now, daemon).unwrap_or_else(|e| {
+    // One `lstat` per id asked about (the few open contracts), not a set of every settled id.
+    let is_settled = |id: &str| crate::operations::ready::is_in(root, ContractFolder::Settled, id);
+    let (findings, resolved) =
+        crate::operations::findings_and_resolved_beside(&polis, &now, &is_settled);
+    let mut summary = crate::operations::status::summarize_with(
+        &polis,
+        &now,
+        daemon,
+        (findings.clone(), resolved),
+    )
+    .unwrap_or_else(|e| {
         tracing::warn!("dashboard: cannot summarize {}: {e:#}", root.display());
         empty_summary(&polis, &now)
     });
-    let findings = crate::operations::findings(&polis, &now);
-    // From the settlements themselves: the page is current even with no daemon reconciling.
-    let stats = crate::protocol::stats::reconcile_over(&polis.settlements, None);
-    let history = crate::protocol::stats::history(&polis.settlements);
+    // The polis was read without its settled contracts; the ledger counts them.
+    summary.contracts.settled += state.settled.file_count();
+    let stats = Arc::clone(&state.stats);
     let inboxes = polis
         .cards
         .keys()
@@ -109,11 +250,12 @@ pub fn read(root: &Path, generation: u64) -> Snapshot {
     let mut snapshot = Snapshot {
         generation,
         polis,
+        state,
         now,
         summary,
         findings,
         stats,
-        history,
+        history: std::sync::OnceLock::new(),
         inboxes,
         queue: Vec::new(),
     };

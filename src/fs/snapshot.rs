@@ -334,6 +334,14 @@ pub fn subdirs_reporting(root: &Path, dir: &str, findings: &mut Vec<Finding>) ->
     out
 }
 
+/// The fingerprint of `rel` (a file or a folder, not followed if a link), or `None` when it
+/// is not there: a reader keeps what it derived from it until the fingerprint moves.
+pub fn fingerprint(root: &Path, rel: &str) -> Option<crate::fs::state::Fingerprint> {
+    fs::symlink_metadata(root.join(rel))
+        .ok()
+        .map(|m| crate::fs::state::Fingerprint::of(&m))
+}
+
 /// The canonical path of a polis root, the key for its machine-local state.
 pub fn canonical_root(root: &Path) -> PathBuf {
     fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())
@@ -772,36 +780,7 @@ impl Polis {
             }
         }
 
-        let chronicle = match chronicles.chronicle(root) {
-            Ok(Some(text)) => match conflict_markers(crate::protocol::layout::CHRONICLE, &text) {
-                Some(f) => {
-                    findings.push(f);
-                    None
-                }
-                None => Some(text),
-            },
-            Ok(None) => None,
-            Err(f) => {
-                findings.push(f);
-                None
-            }
-        };
-        let mut archives = Vec::new();
-        for entry in list(root, "", ".md", &mut findings) {
-            let name = entry.rel.trim_start_matches('/');
-            if crate::protocol::chronicle::Quarter::from_archive_name(name).is_some() {
-                match chronicles.archive(root, name) {
-                    Ok(Some(text)) => match conflict_markers(name, &text) {
-                        Some(f) => findings.push(f),
-                        None => archives.push((name.to_string(), text)),
-                    },
-                    Ok(None) => {}
-                    Err(f) => findings.push(f),
-                }
-            }
-        }
-        archives
-            .sort_by_key(|(name, _)| crate::protocol::chronicle::Quarter::from_archive_name(name));
+        let (chronicle, archives) = read_chronicles(root, chronicles, &mut findings);
 
         Polis {
             root: root.to_path_buf(),
@@ -903,6 +882,52 @@ impl Polis {
     pub fn contract(&self, id: &str) -> Option<&ContractFile> {
         self.contracts.iter().find(|c| c.file.stem == id)
     }
+}
+
+/// The chronicle type of [`Polis::chronicle`] and [`Polis::archives`].
+pub type Chronicles = (
+    Option<std::sync::Arc<String>>,
+    Vec<(String, std::sync::Arc<String>)>,
+);
+
+/// `chronicle.md` and the archives (oldest first), from `chronicles`; what cannot be read
+/// goes to `findings`. (A reader that keeps a polis without them reads them again with this.)
+pub fn read_chronicles(
+    root: &Path,
+    chronicles: &mut dyn ChronicleSource,
+    findings: &mut Vec<Finding>,
+) -> Chronicles {
+    // A text with git's conflict markers is reported, not read (docs/sync.md).
+    let chronicle = match chronicles.chronicle(root) {
+        Ok(Some(text)) => match conflict_markers(crate::protocol::layout::CHRONICLE, &text) {
+            Some(f) => {
+                findings.push(f);
+                None
+            }
+            None => Some(text),
+        },
+        Ok(None) => None,
+        Err(f) => {
+            findings.push(f);
+            None
+        }
+    };
+    let mut archives = Vec::new();
+    for entry in list(root, "", ".md", findings) {
+        let name = entry.rel.trim_start_matches('/');
+        if crate::protocol::chronicle::Quarter::from_archive_name(name).is_some() {
+            match chronicles.archive(root, name) {
+                Ok(Some(text)) => match conflict_markers(name, &text) {
+                    Some(f) => findings.push(f),
+                    None => archives.push((name.to_string(), text)),
+                },
+                Ok(None) => {}
+                Err(f) => findings.push(f),
+            }
+        }
+    }
+    archives.sort_by_key(|(name, _)| crate::protocol::chronicle::Quarter::from_archive_name(name));
+    (chronicle, archives)
 }
 
 /// Where [`Polis::read_using`] gets the chronicle files: the large, mostly appended-to texts a

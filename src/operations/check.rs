@@ -31,7 +31,18 @@ pub struct Resolved {
 
 /// The findings that still count and the chronicle findings later lines resolved.
 pub fn findings_and_resolved(polis: &Polis, now: &PolisTime) -> (Vec<Finding>, Vec<Resolved>) {
-    let all = all_findings(polis, now);
+    findings_and_resolved_beside(polis, now, &|_| false)
+}
+
+/// [`findings_and_resolved`] of a polis read without its settled contracts (a reader beside
+/// the daemon holds those as a ledger): `is_settled` says whether
+/// `contracts/settled/<id>.md` is there.
+pub fn findings_and_resolved_beside(
+    polis: &Polis,
+    now: &PolisTime,
+    is_settled: &dyn Fn(&str) -> bool,
+) -> (Vec<Finding>, Vec<Resolved>) {
+    let all = all_findings(polis, now, is_settled);
     let files: Vec<(&str, &str)> = polis
         .archives
         .iter()
@@ -71,12 +82,12 @@ pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
 /// Every finding in the polis, resolved or not, sorted by path, then line.
 ///
 /// Pure apart from what `polis` already read, and `Polis::exists` for wikilink targets.
-fn all_findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+fn all_findings(polis: &Polis, now: &PolisTime, is_settled: &dyn Fn(&str) -> bool) -> Vec<Finding> {
     let mut out = polis.findings.clone();
     out.extend(chronicle_findings(polis, now));
     out.extend(card_findings(polis));
     out.extend(unknown_voters(polis));
-    out.extend(contracts_in_two_folders(polis));
+    out.extend(contracts_in_two_folders(polis, is_settled));
     out.extend(sync_findings(polis));
     out.extend(
         crate::operations::records::record_findings(polis, now)
@@ -258,13 +269,21 @@ fn sync_findings(polis: &Polis) -> Vec<Finding> {
 /// The same contract id in two or more of open/settled/abandoned (a sync artifact, SPEC §6).
 /// With a settled copy that copy counts and each stale copy is a warning; without one the
 /// contract's state is ambiguous, which is an error.
-fn contracts_in_two_folders(polis: &Polis) -> Vec<Finding> {
-    let mut by_id: BTreeMap<&str, Vec<(ContractFolder, &str)>> = BTreeMap::new();
+fn contracts_in_two_folders(polis: &Polis, is_settled: &dyn Fn(&str) -> bool) -> Vec<Finding> {
+    let mut by_id: BTreeMap<&str, Vec<(ContractFolder, String)>> = BTreeMap::new();
     for c in &polis.contracts {
         by_id
             .entry(c.file.stem.as_str())
             .or_default()
-            .push((c.folder, c.file.rel.as_str()));
+            .push((c.folder, c.file.rel.clone()));
+    }
+    // The settled copies the polis was read without.
+    for (id, copies) in &mut by_id {
+        if !copies.iter().any(|(f, _)| *f == ContractFolder::Settled) && is_settled(id) {
+            if let Some(rel) = crate::protocol::layout::contract_path(ContractFolder::Settled, id) {
+                copies.push((ContractFolder::Settled, rel));
+            }
+        }
     }
     let mut out = Vec::new();
     for (id, copies) in by_id {
@@ -281,7 +300,7 @@ fn contracts_in_two_folders(polis: &Polis) -> Vec<Finding> {
                 for (_, rel) in copies.iter().filter(|(f, _)| *f != ContractFolder::Settled) {
                     out.push(Finding::warning(
                         Code::ContractInTwoFolders,
-                        *rel,
+                        rel,
                         None,
                         format!(
                             "contract `{id}` is in more than one folder ({all}); only `{settled}` \
@@ -292,7 +311,7 @@ fn contracts_in_two_folders(polis: &Polis) -> Vec<Finding> {
             }
             None => out.push(Finding::error(
                 Code::ContractInTwoFolders,
-                copies[0].1,
+                &copies[0].1,
                 None,
                 format!(
                     "contract `{id}` is in more than one folder ({all}), none of them settled, so \

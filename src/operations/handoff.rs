@@ -341,6 +341,67 @@ pub fn dispatch_blocks(
     Ok(out)
 }
 
+/// What became, or would become, of one `Suggested next citizen` block (the dashboard's view
+/// of a contract's handoffs; nothing is written).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "outcome")]
+pub enum BlockOutcome {
+    /// Its follow-up `<parent>-next-<n>` is there, in `folder`.
+    Dispatched { id: String, folder: String },
+    /// The citizen cannot take work: the suggestion's author was told.
+    Skipped { why: String },
+    /// The chain rules refuse it: the chain's first opener was told.
+    Deferred { why: String },
+    /// The contract has not settled: the block is dispatched (or not) when it does.
+    Pending,
+    /// Settled, the rules would accept it now, and no follow-up is there: polisd had not met
+    /// the polis when it settled, or the citizen could not take work then.
+    NotOpened,
+}
+
+/// One contract's handoffs as the folder shows them now: each next-citizen block of its
+/// `## Settlement` with its outcome, judged by the same rules as [`dispatch_blocks`] in the
+/// same order, and its new-citizen blocks. `folder_of` says where a contract id is.
+pub fn explain(
+    polis: &Polis,
+    parent_id: &str,
+    parent: &Contract,
+    settled: bool,
+    text: &str,
+    folder_of: &dyn Fn(&str) -> Option<ContractFolder>,
+) -> (Vec<(Suggestion, BlockOutcome)>, Vec<NewCitizen>) {
+    let blocks = handoff::parse_blocks(handoff::settlement_section(text));
+    let max = handoff::max_chain_depth(&polis.settings.merged);
+    let parent_chain = handoff::ids_of(parent.fields.get("chain"));
+    let chain = handoff::chain_after(&parent_chain, parent.owner.as_deref().unwrap_or(""));
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for s in blocks.next {
+        let id = format!("{parent_id}-next-{}", s.n);
+        let outcome = if let Some(folder) = folder_of(&id) {
+            seen.insert((s.citizen.clone(), s.reason.clone()));
+            BlockOutcome::Dispatched {
+                id,
+                folder: folder.name().to_string(),
+            }
+        } else if !settled {
+            BlockOutcome::Pending
+        } else if let Some(skip) = skip_reason(polis, &s.citizen) {
+            BlockOutcome::Skipped {
+                why: skip.to_string(),
+            }
+        } else if let Err(d) = handoff::judge(&chain, &s, max, &mut seen) {
+            BlockOutcome::Deferred {
+                why: deferral_text(&d),
+            }
+        } else {
+            BlockOutcome::NotOpened
+        };
+        out.push((s, outcome));
+    }
+    (out, blocks.new)
+}
+
 /// The `opened_at` of a follow-up: when its cause happened, not when this polisd dispatched
 /// it: for a review's suggestion the review's own time (its file name), for a settlement's the
 /// parent's `settled_at` (to the second). Two daemons on synced machines that both dispatch one

@@ -19,6 +19,7 @@ pub mod guardrail;
 pub mod handoff;
 pub mod lesson;
 pub mod lookup;
+pub mod published;
 pub mod ready;
 mod reconcile;
 pub mod records;
@@ -36,7 +37,7 @@ pub mod tally;
 
 pub use check::{
     amendment_problems, count, dependency_findings, findings, findings_and_resolved,
-    reservation_findings, Resolved,
+    findings_and_resolved_beside, reservation_findings, Resolved,
 };
 pub use deliver::{deliver, deliver_now, Delivery};
 pub use edit::edit_agent_file;

@@ -133,6 +133,17 @@ pub fn summarize(
     now: &PolisTime,
     daemon: Option<DaemonStatus>,
 ) -> anyhow::Result<Summary> {
+    summarize_with(polis, now, daemon, super::findings_and_resolved(polis, now))
+}
+
+/// [`summarize`] with the polis's findings already computed (the findings that count and the
+/// resolved ones, as [`super::findings_and_resolved`] gives them).
+pub fn summarize_with(
+    polis: &Polis,
+    now: &PolisTime,
+    daemon: Option<DaemonStatus>,
+    (found, resolved): (Vec<Finding>, Vec<super::Resolved>),
+) -> anyhow::Result<Summary> {
     let activity = last_activity(polis, now);
     let citizens = polis
         .cards
@@ -231,7 +242,6 @@ pub fn summarize(
     decided.sort_by(|a, b| a.amendment_id.cmp(&b.amendment_id));
     let recent_outcomes = tail(decided, RECENT_OUTCOMES);
 
-    let (found, resolved) = super::findings_and_resolved(polis, now);
     let (errors, warnings) = super::count(&found);
     let findings = FindingsSummary {
         errors,

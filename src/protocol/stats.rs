@@ -572,6 +572,15 @@ pub struct Ledger<M = ()> {
     interner: Interner,
     /// Interned values when they were last purged, to purge again once they double.
     interned_at_purge: usize,
+    /// Stamped anew (unique in the process) by every change of what the ledger holds: a reader
+    /// keeps a snapshot until it moves.
+    version: u64,
+}
+
+/// A stamp no ledger of this process has had.
+fn next_version() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl<M> Default for Ledger<M> {
@@ -584,6 +593,7 @@ impl<M> Default for Ledger<M> {
             touched: std::collections::BTreeSet::new(),
             interner: Interner::default(),
             interned_at_purge: 0,
+            version: next_version(),
         }
     }
 }
@@ -666,6 +676,7 @@ impl<M> Ledger<M> {
     /// Records the file `path` with the caller's value and what it settles (`None`: it is kept
     /// but counts for nothing), replacing what it said before.
     pub fn record(&mut self, path: &str, meta: M, settlement: Option<Settlement>) {
+        self.version = next_version();
         if let Some(s) = &settlement {
             let same = self
                 .by_path
@@ -704,6 +715,7 @@ impl<M> Ledger<M> {
 
     /// Forgets the file `path`; whether the ledger held it.
     pub fn forget(&mut self, path: &str) -> bool {
+        self.version = next_version();
         if self.unsettled.remove(path).is_some() {
             return true;
         }
@@ -1029,9 +1041,16 @@ pub struct LeaderChange {
 pub fn history(settlements: &[Settlement]) -> Vec<(String, TagHistory)> {
     let mut sorted: Vec<&Settlement> = settlements.iter().collect();
     sorted.sort_by(|a, b| replay_order(a, b));
+    history_in_order(sorted.into_iter().map(Settlement::view))
+}
+
+/// [`history`] over settlements already in the replay order (a [`LedgerSnapshot`]'s).
+pub fn history_in_order<'a>(
+    settlements: impl IntoIterator<Item = SettlementView<'a>>,
+) -> Vec<(String, TagHistory)> {
     let mut tags: Vec<(String, Vec<CitizenStats>, TagHistory, usize)> = Vec::new();
-    for s in sorted {
-        for tag in &s.tags {
+    for s in settlements {
+        for tag in s.tags {
             let i = match tags.iter().position(|t| &t.0 == tag) {
                 Some(i) => i,
                 None => {
@@ -1044,12 +1063,12 @@ pub fn history(settlements: &[Settlement]) -> Vec<(String, TagHistory)> {
             let c = match citizens.iter().position(|c| c.citizen == s.owner) {
                 Some(c) => c,
                 None => {
-                    citizens.push(CitizenStats::new(&s.owner));
-                    hist.series.push((s.owner.clone(), Vec::new()));
+                    citizens.push(CitizenStats::new(s.owner));
+                    hist.series.push((s.owner.to_string(), Vec::new()));
                     citizens.len() - 1
                 }
             };
-            citizens[c].record(s);
+            citizens[c].record_values(s.quality, s.minutes, s.last_completed);
             hist.series[c].1.push((*n, citizens[c].avg_quality_score));
             let mut leader = &citizens[0];
             for x in &citizens[1..] {
@@ -1061,7 +1080,9 @@ pub fn history(settlements: &[Settlement]) -> Vec<(String, TagHistory)> {
             if before.as_deref() != Some(leader.citizen.as_str()) {
                 hist.leader_changes.push(LeaderChange {
                     after: *n,
-                    when: s.when_text.clone(),
+                    when: s
+                        .instant
+                        .map_or_else(|| s.when_text.to_string(), |t| t.to_string()),
                     from: before,
                     to: leader.citizen.clone(),
                 });
@@ -1069,6 +1090,67 @@ pub fn history(settlements: &[Settlement]) -> Vec<(String, TagHistory)> {
         }
     }
     tags.into_iter().map(|(t, _, h, _)| (t, h)).collect()
+}
+
+/// A [`Ledger`]'s files at one moment, sharing the ledger's entries (taking one copies a
+/// pointer per settlement, nothing else): what the daemon publishes after a pass for readers
+/// beside it (the dashboard), which must not hold the ledger itself.
+#[derive(Debug, Clone, Default)]
+pub struct LedgerSnapshot {
+    /// In the replay order.
+    settled: std::sync::Arc<Vec<Placed>>,
+    /// Files that give no settlement.
+    unsettled: std::sync::Arc<Vec<Box<str>>>,
+}
+
+impl LedgerSnapshot {
+    /// How many settlements it holds.
+    pub fn len(&self) -> usize {
+        self.settled.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.settled.is_empty()
+    }
+
+    /// How many files, with a settlement or without.
+    pub fn file_count(&self) -> usize {
+        self.settled.len() + self.unsettled.len()
+    }
+
+    /// Every settlement with its path, in the replay order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, SettlementView<'_>)> {
+        self.settled.iter().map(|p| (&*p.0.path, p.0.view()))
+    }
+
+    /// Every file's path.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.settled
+            .iter()
+            .map(|p| &*p.0.path)
+            .chain(self.unsettled.iter().map(|p| &**p))
+    }
+
+    /// [`history`] of these settlements, without sorting them again.
+    pub fn history(&self) -> Vec<(String, TagHistory)> {
+        history_in_order(self.iter().map(|(_, v)| v))
+    }
+}
+
+impl<M> Ledger<M> {
+    /// Changes whenever a file is recorded or forgotten (and differs between ledgers): equal
+    /// versions, same files.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The files as they are now (see [`LedgerSnapshot`]).
+    pub fn snapshot(&self) -> LedgerSnapshot {
+        LedgerSnapshot {
+            settled: std::sync::Arc::new(self.all.iter().cloned().collect()),
+            unsettled: std::sync::Arc::new(self.unsettled.keys().cloned().collect()),
+        }
+    }
 }
 
 #[cfg(test)]

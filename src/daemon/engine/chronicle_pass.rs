@@ -3,8 +3,6 @@
 
 use super::{Engine, Pass};
 use crate::fs::snapshot::{self, Polis};
-use crate::fs::state::Fingerprint;
-use crate::fs::writer::{self};
 use crate::operations;
 use crate::protocol::chronicle::{self, ChronicleContext, Resume};
 use crate::protocol::clock::PolisTime;
@@ -12,10 +10,8 @@ use crate::protocol::finding::Finding;
 use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{self};
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
 
-/// Bytes of the chronicle before the validated offset that are hashed to notice a rewrite.
-pub(super) const TAIL_WINDOW: usize = 4096;
+pub(super) use crate::fs::chronicle_copy::{ChronicleCopies, TAIL_WINDOW};
 
 /// The activity of a chronicle text up to `offset`, with the hash of the bytes before it so a
 /// rewrite is noticed.
@@ -60,72 +56,6 @@ impl Covered {
         } else {
             *self = Covered::new(&self.name.clone(), text, upto, now);
         }
-    }
-}
-
-/// The engine's copy of `chronicle.md`: which file it was (device, inode) and its text.
-#[derive(Debug)]
-pub(super) struct ChronicleCopy {
-    dev: u64,
-    ino: u64,
-    text: std::sync::Arc<String>,
-}
-
-/// The engine's copy of an archive, which changes rarely (a rollover writes it once): kept
-/// while the file's identity, size and mtime stay the same.
-#[derive(Debug)]
-pub(super) struct ArchiveCopy {
-    stamp: (u64, u64, Fingerprint),
-    text: std::sync::Arc<String>,
-}
-
-/// The chronicle files as the engine keeps them between passes, so a pass reads the bytes
-/// appended to `chronicle.md` and no archive at all, whatever their size.
-#[derive(Debug, Default)]
-pub(super) struct ChronicleCopies {
-    chronicle: Option<ChronicleCopy>,
-    archives: HashMap<String, ArchiveCopy>,
-    /// Archives read (or found unchanged) in the current pass; the others are dropped.
-    seen: BTreeSet<String>,
-}
-
-impl ChronicleCopies {
-    /// Forgets the archives the last read of the polis did not see.
-    pub(super) fn forget_unseen(&mut self) {
-        let seen = std::mem::take(&mut self.seen);
-        self.archives.retain(|name, _| seen.contains(name));
-    }
-}
-
-impl snapshot::ChronicleSource for ChronicleCopies {
-    fn chronicle(&mut self, root: &Path) -> snapshot::ChronicleRead {
-        read_chronicle(root, &mut self.chronicle)
-    }
-
-    fn archive(&mut self, root: &Path, name: &str) -> snapshot::ChronicleRead {
-        use std::os::unix::fs::MetadataExt;
-        self.seen.insert(name.to_string());
-        let stamp = std::fs::symlink_metadata(root.join(name))
-            .ok()
-            .filter(|m| m.is_file())
-            .map(|m| (m.dev(), m.ino(), Fingerprint::of(&m)));
-        if let (Some(stamp), Some(copy)) = (stamp, self.archives.get(name)) {
-            if copy.stamp == stamp {
-                return Ok(Some(copy.text.clone()));
-            }
-        }
-        self.archives.remove(name);
-        let text = snapshot::ReadChronicles.archive(root, name)?;
-        if let (Some(stamp), Some(text)) = (stamp, &text) {
-            self.archives.insert(
-                name.to_string(),
-                ArchiveCopy {
-                    stamp,
-                    text: text.clone(),
-                },
-            );
-        }
-        Ok(text)
     }
 }
 
@@ -603,96 +533,9 @@ impl Engine {
     }
 }
 
-/// `chronicle.md`, reading only what was appended to `copy` when the file is the same one
-/// (device and inode) and the bytes before the copy's end are unchanged; otherwise the whole
-/// file, as [`snapshot::read_text`] reads it.
-pub(super) fn read_chronicle(
-    root: &Path,
-    copy: &mut Option<ChronicleCopy>,
-) -> snapshot::ChronicleRead {
-    use std::io::{Read, Seek, SeekFrom};
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let path = root.join(layout::CHRONICLE);
-    let appended = (|| -> Option<std::sync::Arc<String>> {
-        let c = copy.as_mut()?;
-        let meta = std::fs::symlink_metadata(&path).ok()?;
-        let old_len = c.text.len() as u64;
-        if !meta.is_file() || meta.dev() != c.dev || meta.ino() != c.ino || meta.len() < old_len {
-            return None;
-        }
-        // Not following a final symbolic link, as `snapshot::read_text`.
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(writer::no_follow_flags())
-            .open(&path)
-            .ok()?;
-        let start = old_len.saturating_sub(TAIL_WINDOW as u64);
-        file.seek(SeekFrom::Start(start)).ok()?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).ok()?;
-        let window = (old_len - start) as usize;
-        if bytes.len() < window || bytes[..window] != c.text.as_bytes()[start as usize..] {
-            return None;
-        }
-        if bytes.len() > window {
-            let more = std::str::from_utf8(&bytes[window..]).ok()?;
-            // Between passes the engine holds the only reference: this appends in place.
-            std::sync::Arc::make_mut(&mut c.text).push_str(more);
-        }
-        Some(c.text.clone())
-    })();
-    if let Some(text) = appended {
-        return Ok(Some(text));
-    }
-    *copy = None;
-    let meta = std::fs::symlink_metadata(&path).ok();
-    let text = snapshot::read_text(root, layout::CHRONICLE, None)?;
-    Ok(text.map(|text| {
-        let text = std::sync::Arc::new(text);
-        if let Some(meta) = meta {
-            *copy = Some(ChronicleCopy {
-                dev: meta.dev(),
-                ino: meta.ino(),
-                text: text.clone(),
-            });
-        }
-        text
-    }))
-}
-
 /// Hex SHA-256 of up to [`TAIL_WINDOW`] bytes before `offset`.
 pub(super) fn tail_hash(text: &str, offset: usize) -> String {
     let end = offset.min(text.len());
     let start = end.saturating_sub(TAIL_WINDOW);
     crate::fs::state::hex_sha256(&text.as_bytes()[start..end])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fs::snapshot::ChronicleSource as _;
-
-    #[test]
-    fn an_archive_is_read_again_only_when_it_changes() {
-        let dir = tempfile::tempdir().unwrap();
-        let name = "chronicle-2026-Q1.md";
-        let path = dir.path().join(name);
-        std::fs::write(&path, "- 2026-01-02 10:00 | a | did | - | x\n").unwrap();
-        let mut copies = ChronicleCopies::default();
-        let first = copies.archive(dir.path(), name).unwrap().unwrap();
-        let again = copies.archive(dir.path(), name).unwrap().unwrap();
-        assert!(std::sync::Arc::ptr_eq(&first, &again), "unchanged: kept");
-
-        std::fs::write(&path, "- 2026-01-02 10:00 | a | did | - | x\nmore\n").unwrap();
-        let changed = copies.archive(dir.path(), name).unwrap().unwrap();
-        assert!(changed.ends_with("more\n"), "{changed}");
-
-        copies.forget_unseen();
-        assert!(copies.archives.contains_key(name), "seen in this read");
-        copies.forget_unseen();
-        assert!(copies.archives.is_empty(), "not seen since: dropped");
-
-        std::fs::remove_file(&path).unwrap();
-        assert_eq!(copies.archive(dir.path(), name).unwrap(), None);
-    }
 }

@@ -153,6 +153,14 @@ pub struct Engine {
     /// Why `reservations.yml` could not be read, as last logged (logged again only when it
     /// changes).
     reservations_problem: Option<String>,
+    /// Whether a reader beside the daemon (the dashboard) takes [`Engine::published`].
+    publishing: bool,
+    /// What the last pass left for that reader.
+    published: Option<std::sync::Arc<crate::operations::published::PolisState>>,
+    /// The stats the last reconcile rendered.
+    published_stats: std::sync::Arc<crate::protocol::stats::RoutingStats>,
+    /// The ledger's snapshot and the version it was taken at (taken again only when it moved).
+    published_settled: Option<(u64, crate::protocol::stats::LedgerSnapshot)>,
     /// Each review file as last read by the review handoff step, so an unchanged one is not
     /// read again in this process (its dispatch is decided from its bytes, `state.known`).
     review_prints: std::collections::HashMap<String, Fingerprint>,
@@ -214,6 +222,10 @@ impl Engine {
             settled_gone: std::collections::HashSet::new(),
             next_expiry: None,
             reservations_problem: None,
+            publishing: false,
+            published: None,
+            published_stats: Default::default(),
+            published_settled: None,
             review_prints: std::collections::HashMap::new(),
         })
     }
@@ -271,6 +283,52 @@ impl Engine {
 
     pub fn set_watch_mode(&mut self, mode: &str) {
         self.watch_mode = mode.to_string();
+    }
+
+    /// Whether to keep what each pass read for a reader beside the daemon
+    /// ([`Engine::published`]). Off, a pass keeps nothing it would not otherwise keep.
+    pub fn set_publishing(&mut self, on: bool) {
+        self.publishing = on;
+        if !on {
+            self.published = None;
+            self.published_settled = None;
+        }
+    }
+
+    /// The polis as the last completed pass left it (without the chronicle texts), with the
+    /// ledger of settled contracts and the stats (`None` before the first pass, or when not publishing). Shared: taking
+    /// it copies a pointer.
+    pub fn published(&self) -> Option<std::sync::Arc<crate::operations::published::PolisState>> {
+        self.published.clone()
+    }
+
+    /// Keeps what the pass read for [`Engine::published`]: the polis is moved, not copied; the
+    /// ledger's snapshot is taken again only when the ledger changed (a pointer per
+    /// settlement). The chronicle texts stay out: the engine appends to its copy in place,
+    /// which a reader holding it would turn into a copy of the whole file on every append
+    /// (the reader keeps copies of its own, `fs::chronicle_copy`).
+    fn publish(&mut self, mut polis: Polis) {
+        if !self.publishing {
+            return;
+        }
+        polis.chronicle = None;
+        polis.archives = Vec::new();
+        let version = self.ledger.version();
+        let settled = match &self.published_settled {
+            Some((v, s)) if *v == version => s.clone(),
+            _ => {
+                let s = self.ledger.snapshot();
+                self.published_settled = Some((version, s.clone()));
+                s
+            }
+        };
+        self.published = Some(std::sync::Arc::new(
+            crate::operations::published::PolisState {
+                polis: std::sync::Arc::new(polis),
+                settled,
+                stats: std::sync::Arc::clone(&self.published_stats),
+            },
+        ));
     }
 
     /// Records the dashboard's address in the status file, now.
@@ -566,6 +624,8 @@ impl Engine {
     }
 
     fn finish_pass(&mut self, pass: Pass) -> anyhow::Result<()> {
+        let Pass { polis, errors, .. } = pass;
+        self.publish(polis);
         self.state.save()?;
         self.save_settled_snapshot();
         if !self.warmed {
@@ -573,10 +633,10 @@ impl Engine {
             release_free_memory();
         }
         self.warmed = true;
-        if pass.errors.is_empty() {
+        if errors.is_empty() {
             Ok(())
         } else {
-            anyhow::bail!("{}", pass.errors.join("; "))
+            anyhow::bail!("{}", errors.join("; "))
         }
     }
 

@@ -95,10 +95,18 @@ impl Engine {
         }
         let ledger = &mut self.ledger;
         let replayed = ledger.len();
+        // Kept for `Engine::published` whether or not anyone reads it yet (a few rows per tag):
+        // publishing may be switched on after the last reconcile.
+        let mut rendered = None;
         let done =
             operations::reconcile_with(&pass.polis.root, &self.writer, replayed, |rate, last| {
-                ledger.stats(rate, last)
+                let stats = ledger.stats(rate, last);
+                rendered = Some(stats.clone());
+                stats
             });
+        if let Some(stats) = rendered {
+            self.published_stats = std::sync::Arc::new(stats);
+        }
         match done {
             Ok(done) => {
                 // From the rendered bytes: re-reading could pick up an edit made since.
@@ -412,44 +420,12 @@ pub(super) fn read_settled(
     rel: &str,
     zone: crate::protocol::clock::PolisZone,
 ) -> Option<SettledRead> {
-    let mut read = SettledRead {
-        fingerprint: Fingerprint::default(),
-        findings: Vec::new(),
-        heading: Heading::default(),
-        settlement: None,
-    };
     // `refresh_settled` checked the folder for links once for all of them.
-    let text = match snapshot::read_text_and_metadata_in_checked_folder(
-        root,
-        rel,
-        Some(snapshot::MAX_RECORD_BYTES),
-    ) {
-        Ok(Some((text, meta))) => {
-            read.fingerprint = Fingerprint::of(&meta);
-            text
-        }
-        Ok(None) => return None,
-        Err(finding) => {
-            let meta = std::fs::symlink_metadata(root.join(rel)).ok()?;
-            read.fingerprint = Fingerprint::of(&meta);
-            read.findings.push(finding);
-            return Some(read);
-        }
-    };
-    if let Some(f) = snapshot::conflict_markers(rel, &text) {
-        read.findings = vec![f];
-        return Some(read);
-    }
-    let record = match crate::protocol::frontmatter::parse(&text) {
-        Ok(record) => record,
-        Err(e) => {
-            read.findings = vec![crate::protocol::contract::unreadable_frontmatter(rel, &e)];
-            return Some(read);
-        }
-    };
-    let settled = crate::protocol::contract::settlement_of(rel, &record, zone);
-    read.findings = settled.findings;
-    read.settlement = settled.settlement;
-    read.heading = Heading::of(&record);
-    Some(read)
+    let read = operations::published::read_settled(root, rel, zone)?;
+    Some(SettledRead {
+        fingerprint: read.fingerprint,
+        findings: read.findings,
+        heading: read.record.as_ref().map(Heading::of).unwrap_or_default(),
+        settlement: read.settlement,
+    })
 }

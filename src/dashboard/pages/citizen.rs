@@ -33,7 +33,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     let inbox = s.inboxes.get(id).and_then(|t| t.as_deref());
     // This citizen's line on every tag it settled work on.
     let series: Vec<(String, Vec<(usize, f64)>)> = s
-        .history
+        .history()
         .iter()
         .filter_map(|(tag, h)| {
             h.series

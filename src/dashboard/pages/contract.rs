@@ -1,8 +1,12 @@
 //! One contract: its frontmatter, its body as markdown, the routing explanation (what `polisd
-//! route ID --explain` prints), the chronicle lines about it, its lessons and reviews.
+//! route ID --explain` prints), its handoff chain (parent, follow-ups and what became of each
+//! suggestion, new citizens asked for), its dependencies and readiness, the chronicle lines
+//! about it, its lessons and reviews.
 
-use super::{citizen_link, markdown, Context, Page, PageError, Rendered};
+use super::{citizen_link, contract_link, markdown, Context, Page, PageError, Rendered};
+use crate::operations::handoff::BlockOutcome;
 use crate::protocol::chronicle;
+use crate::protocol::dependency;
 use crate::protocol::layout::ContractFolder;
 use maud::html;
 
@@ -16,9 +20,9 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     let s = cx.snapshot;
     let id = cx.param("id");
     let file = s
-        .polis
         .contract(id)
         .ok_or_else(|| PageError::NotFound(format!("no contract `{id}` in this polis")))?;
+    let file = file.as_ref();
     let k = &file.contract;
     let split = crate::protocol::frontmatter::split(&file.file.text);
     let routing = (file.folder == ContractFolder::Open).then(|| {
@@ -61,6 +65,8 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     })
     .collect();
     let title = k.title.clone().unwrap_or_else(|| id.to_string());
+    let handoffs = handoff_section(cx, file);
+    let dependencies = dependency_section(cx, file);
     let body = html! {
         h1 { (title) }
         p.muted {
@@ -86,6 +92,8 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                 Err(e) => { p.muted { (e.to_string()) } }
             }
         }
+        (handoffs)
+        (dependencies)
         h2 { "Chronicle (" (lines.len()) ")" }
         @if lines.is_empty() { p.muted { "No chronicle line links to this contract." } }
         @else { ul { @for l in &lines { li { code { (l) } } } } }
@@ -101,6 +109,157 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         }
     };
     Ok(Rendered { title, body })
+}
+
+fn folder_label(cx: &Context<'_>, id: &str) -> String {
+    cx.snapshot
+        .folder_of(id)
+        .map_or_else(|| "not in this polis".to_string(), |f| f.name().to_string())
+}
+
+/// The handoff chain, when there is one: the chain of owners, the parent, each suggestion of
+/// the Settlement with its outcome, follow-ups opened by hand, new citizens asked for.
+fn handoff_section(cx: &Context<'_>, file: &crate::fs::snapshot::ContractFile) -> maud::Markup {
+    let s = cx.snapshot;
+    let id = file.file.stem.as_str();
+    let k = &file.contract;
+    let chain = crate::protocol::handoff::ids_of(k.fields.get("chain"));
+    let parent = k
+        .fields
+        .get("parent_contract")
+        .as_str()
+        .map(str::to_string)
+        .filter(|p| !p.trim().is_empty());
+    let settled = file.folder == crate::protocol::layout::ContractFolder::Settled;
+    let (blocks, new) =
+        crate::operations::handoff::explain(&s.polis, id, k, settled, &file.file.text, &|c| {
+            s.folder_of(c)
+        });
+    let listed: Vec<String> = blocks
+        .iter()
+        .map(|(b, _)| format!("{id}-next-{}", b.n))
+        .collect();
+    // Open or abandoned contracts naming this one as parent that no block accounts for.
+    let others: Vec<&crate::fs::snapshot::ContractFile> = s
+        .polis
+        .contracts
+        .iter()
+        .filter(|c| c.contract.fields.get("parent_contract").as_str() == Some(id))
+        .filter(|c| !listed.contains(&c.file.stem))
+        .collect();
+    if chain.is_empty()
+        && parent.is_none()
+        && blocks.is_empty()
+        && new.is_empty()
+        && others.is_empty()
+    {
+        return html! {};
+    }
+    let max = crate::protocol::handoff::max_chain_depth(&s.polis.settings.merged);
+    html! {
+        section #handoffs {
+            h2 { "Handoff chain" }
+            @if !chain.is_empty() {
+                p #chain { "Owners so far: "
+                    @for (i, c) in chain.iter().enumerate() { @if i > 0 { " → " } (citizen_link(cx, c)) }
+                    " · this contract is step " (chain.len() + 1) " of at most " (max) }
+            }
+            @if let Some(p) = &parent {
+                p #parent { "Follow-up of " (contract_link(cx, p)) " (" (folder_label(cx, p)) ")" }
+            }
+            @if !blocks.is_empty() || !others.is_empty() {
+                table #followups {
+                    thead { tr { th { "#" } th { "suggested citizen" } th { "reason" } th { "what became of it" } } }
+                    tbody {
+                        @for (b, outcome) in &blocks {
+                            tr class=(match outcome { BlockOutcome::Dispatched { .. } => "dispatched", BlockOutcome::Deferred { .. } => "deferred", BlockOutcome::Skipped { .. } => "skipped", BlockOutcome::Pending => "pending", BlockOutcome::NotOpened => "not-opened" }) {
+                                td { (b.n) }
+                                td { (citizen_link(cx, &b.citizen)) }
+                                td { (b.reason) }
+                                td {
+                                    @match outcome {
+                                        BlockOutcome::Dispatched { id, folder } => { "follow-up " (contract_link(cx, id)) " (" (folder) ")" }
+                                        BlockOutcome::Deferred { why } => { span.warning { "deferred" } ": " (why) "; the chain's first opener was told, so a person can open it by hand" }
+                                        BlockOutcome::Skipped { why } => { span.warning { "skipped" } ": the citizen " (why) "; its author was told" }
+                                        BlockOutcome::Pending => { span.muted { "dispatched when the contract settles" } }
+                                        BlockOutcome::NotOpened => { span.muted { "no follow-up: it settled before polisd met the polis, or the citizen could not take work then" } }
+                                    }
+                                }
+                            }
+                        }
+                        @for c in &others {
+                            tr.dispatched {
+                                td { "-" }
+                                td { @if let Some(o) = &c.contract.owner { (citizen_link(cx, o)) } @else { span.muted { "unclaimed" } } }
+                                td { (c.contract.title.as_deref().unwrap_or("")) }
+                                td { "follow-up " (contract_link(cx, &c.file.stem)) " (" (c.folder.name()) ")" }
+                            }
+                        }
+                    }
+                }
+            }
+            @if !new.is_empty() {
+                h3 { "New citizens asked for" }
+                ul #citizens-needed {
+                    @for n in &new {
+                        li { strong { (n.need) } ": " (n.reason) @if !n.role.is_empty() { " (role: " (n.role) ")" }
+                            span.muted { " · the index keeper was sent a citizen-needed notice" } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `depends_on` with where each dependency is, the readiness of an open contract, and the
+/// open contracts that wait for this one.
+fn dependency_section(cx: &Context<'_>, file: &crate::fs::snapshot::ContractFile) -> maud::Markup {
+    let s = cx.snapshot;
+    let id = file.file.stem.as_str();
+    let deps = dependency::depends_on(&file.contract);
+    let waiting: Vec<&crate::fs::snapshot::ContractFile> = s
+        .polis
+        .contracts
+        .iter()
+        .filter(|c| c.folder == crate::protocol::layout::ContractFolder::Open)
+        .filter(|c| dependency::depends_on(&c.contract).iter().any(|d| d == id))
+        .collect();
+    if deps.is_empty() && waiting.is_empty() {
+        return html! {};
+    }
+    let open = file.folder == crate::protocol::layout::ContractFolder::Open;
+    let unsettled: Vec<&String> = deps.iter().filter(|d| !s.is_settled(d)).collect();
+    let node = dependency::Node::of(id, &file.file.rel, &file.contract);
+    let ready = dependency::is_ready(&node, &|d| s.is_settled(d));
+    html! {
+        section #dependencies {
+            h2 { "Dependencies" }
+            @if !deps.is_empty() {
+                ul #depends-on {
+                    @for d in &deps {
+                        li class=(if s.is_settled(d) { "settled" } else { "waiting" }) { (contract_link(cx, d)) " (" (folder_label(cx, d)) ")" }
+                    }
+                }
+            }
+            @if open {
+                p #readiness {
+                    @if let Some(o) = &file.contract.owner {
+                        "In progress: claimed by " (citizen_link(cx, o)) "."
+                    } @else if ready {
+                        strong.ready { "Ready" } ": unowned, and every dependency has settled."
+                    } @else {
+                        strong.blocked { "Not ready" } ": waiting for "
+                        @for (i, d) in unsettled.iter().enumerate() { @if i > 0 { ", " } (contract_link(cx, d)) }
+                        " to settle."
+                    }
+                }
+            }
+            @if !waiting.is_empty() {
+                p #unblocks { "Open contracts waiting for this one: "
+                    @for (i, c) in waiting.iter().enumerate() { @if i > 0 { ", " } (contract_link(cx, &c.file.stem)) } }
+            }
+        }
+    }
 }
 
 /// Whether `related_contracts` (a list, or one string) names `id`.

@@ -18,7 +18,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
             p.muted { "No settled work yet: leaders appear once contracts settle." }
         }
         @for t in &s.stats.tags {
-            @let history = s.history.iter().find(|(tag, _)| tag == &t.tag).map(|(_, h)| h);
+            @let history = s.history().iter().find(|(tag, _)| tag == &t.tag).map(|(_, h)| h);
             section.tag id=(format!("tag-{}", super::urlencode(&t.tag))) {
                 h2 { (t.tag) }
                 p {

@@ -1,0 +1,305 @@
+//! The state of one polis as a reader beside its writer sees it (the dashboard): the polis as
+//! last read without its settled contracts, the ledger of those as a shared snapshot, and the
+//! routing stats they give.
+//!
+//! Two producers fill it. The daemon publishes one after every pass from what it already holds
+//! (`daemon::Change::state`): nothing is read for it. A reader without a daemon (`polisd
+//! serve`, `polisd report`) keeps a [`FolderState`]: the settled contracts as last read, each
+//! with its fingerprint, so a change reads the files it names (or, after a rescan, stats each
+//! settled file and reads those that moved), never the whole folder again.
+
+use crate::fs::snapshot::{self, Polis};
+use crate::fs::state::Fingerprint;
+use crate::protocol::clock::PolisZone;
+use crate::protocol::finding::{Code, Finding};
+use crate::protocol::frontmatter::Record;
+use crate::protocol::layout::{self, ContractFolder};
+use crate::protocol::stats::{Ledger, LedgerSnapshot, RoutingStats, Settlement};
+use crate::yaml::Value;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+
+/// One polis at one moment, shared between threads.
+#[derive(Debug, Clone)]
+pub struct PolisState {
+    /// The polis without its settled contracts (`contracts` holds open and abandoned ones,
+    /// `settlements` is empty); `findings` include those about settled files. The daemon
+    /// leaves `chronicle` and `archives` out (`None`, empty): a reader fills them from copies
+    /// of its own (`fs::chronicle_copy`), as [`FolderState::read`] does.
+    pub polis: Arc<Polis>,
+    /// Every file of `contracts/settled/`, with its settlement if it gives one.
+    pub settled: LedgerSnapshot,
+    /// The stats `settled` gives (what `routing_stats.yml` holds once reconciled).
+    pub stats: Arc<RoutingStats>,
+}
+
+/// One settled file as read.
+#[derive(Debug)]
+pub struct SettledFile {
+    pub fingerprint: Fingerprint,
+    pub findings: Vec<Finding>,
+    pub settlement: Option<Settlement>,
+    /// Its frontmatter, when it parsed.
+    pub record: Option<Record>,
+}
+
+/// Reads one settled file (`rel` below `contracts/settled/`, whose folder the caller checked
+/// for links); `None` when it is gone.
+pub fn read_settled(root: &Path, rel: &str, zone: PolisZone) -> Option<SettledFile> {
+    let mut read = SettledFile {
+        fingerprint: Fingerprint::default(),
+        findings: Vec::new(),
+        settlement: None,
+        record: None,
+    };
+    let text = match snapshot::read_text_and_metadata_in_checked_folder(
+        root,
+        rel,
+        Some(snapshot::MAX_RECORD_BYTES),
+    ) {
+        Ok(Some((text, meta))) => {
+            read.fingerprint = Fingerprint::of(&meta);
+            text
+        }
+        Ok(None) => return None,
+        Err(finding) => {
+            let meta = std::fs::symlink_metadata(root.join(rel)).ok()?;
+            read.fingerprint = Fingerprint::of(&meta);
+            read.findings.push(finding);
+            return Some(read);
+        }
+    };
+    // Git's conflict markers: reported, not parsed (docs/sync.md).
+    if let Some(f) = snapshot::conflict_markers(rel, &text) {
+        read.findings = vec![f];
+        return Some(read);
+    }
+    let record = match crate::protocol::frontmatter::parse(&text) {
+        Ok(record) => record,
+        Err(e) => {
+            read.findings = vec![crate::protocol::contract::unreadable_frontmatter(rel, &e)];
+            return Some(read);
+        }
+    };
+    let settled = crate::protocol::contract::settlement_of(rel, &record, zone);
+    read.findings = settled.findings;
+    read.settlement = settled.settlement;
+    read.record = Some(record);
+    Some(read)
+}
+
+/// What may have changed since a [`FolderState`] last read the folder.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Refresh {
+    /// Anything (the first read, a rescan): every settled file is stat'ed.
+    #[default]
+    Full,
+    /// Only these paths (relative to `_polis/`).
+    Paths(BTreeSet<String>),
+}
+
+impl Refresh {
+    /// Nothing changed yet.
+    pub fn nothing() -> Refresh {
+        Refresh::Paths(BTreeSet::new())
+    }
+
+    /// `rel` may have changed. A path that is a folder of settled contracts, or below one,
+    /// makes it a full look.
+    pub fn note(&mut self, rel: &str) {
+        let Refresh::Paths(paths) = self else {
+            return;
+        };
+        let dir = ContractFolder::Settled.dir();
+        let plain = rel
+            .strip_prefix(dir)
+            .and_then(|r| r.strip_prefix('/'))
+            .is_some_and(|name| !name.contains('/') && name.ends_with(".md"));
+        if plain {
+            paths.insert(rel.to_string());
+        } else if rel == dir || rel == "contracts" || rel.is_empty() || rel.starts_with(dir) {
+            *self = Refresh::Full;
+        }
+    }
+}
+
+/// The settled contracts of a polis as a reader without a daemon last read them.
+#[derive(Debug, Default)]
+pub struct FolderState {
+    ledger: Ledger<Fingerprint>,
+    findings: BTreeMap<String, Vec<Finding>>,
+    zone: Option<PolisZone>,
+}
+
+impl FolderState {
+    /// The polis now: everything but the settled contracts read again (small), the settled
+    /// ones brought up to date as `refresh` says.
+    pub fn read(
+        &mut self,
+        root: &Path,
+        refresh: Refresh,
+        chronicles: &mut dyn snapshot::ChronicleSource,
+    ) -> PolisState {
+        let mut polis = Polis::read_using(root, false, chronicles);
+        let zone = polis.settings.timezone;
+        let refresh = if self.zone == Some(zone) {
+            refresh
+        } else {
+            // Instants depend on the zone: everything is read again.
+            *self = FolderState {
+                zone: Some(zone),
+                ..FolderState::default()
+            };
+            Refresh::Full
+        };
+        self.refresh(root, zone, refresh, &mut polis.findings);
+        polis
+            .findings
+            .extend(self.findings.values().flatten().cloned());
+        let stats = self.ledger.stats(&Value::Null, &Value::Null);
+        PolisState {
+            polis: Arc::new(polis),
+            settled: self.ledger.snapshot(),
+            stats: Arc::new(stats),
+        }
+    }
+
+    fn refresh(&mut self, root: &Path, zone: PolisZone, refresh: Refresh, out: &mut Vec<Finding>) {
+        let dir = ContractFolder::Settled.dir();
+        if let Some(link) = snapshot::linked_folder(root, dir) {
+            self.ledger = Ledger::default();
+            self.findings.clear();
+            out.push(Finding::error(
+                Code::Unreadable,
+                dir,
+                None,
+                format!("`{link}` is a symbolic link, which polisd never follows; replace it with a folder"),
+            ));
+            return;
+        }
+        let candidates: Vec<String> = match refresh {
+            Refresh::Paths(paths) => paths
+                .into_iter()
+                .filter(|rel| {
+                    let name = rel.rsplit('/').next().unwrap_or(rel);
+                    !layout::is_ignored_name(name)
+                })
+                .collect(),
+            Refresh::Full => {
+                let listed: HashSet<String> = snapshot::list(root, dir, ".md", out)
+                    .into_iter()
+                    .map(|e| e.rel)
+                    .collect();
+                let gone: Vec<String> = self
+                    .ledger
+                    .files()
+                    .map(|(rel, _, _)| rel)
+                    .filter(|rel| !listed.contains(*rel))
+                    .map(str::to_string)
+                    .collect();
+                for rel in gone {
+                    self.forget(&rel);
+                }
+                listed.into_iter().collect()
+            }
+        };
+        let (held, mut to_read): (Vec<String>, Vec<String>) = candidates
+            .into_iter()
+            .partition(|rel| self.ledger.contains_file(rel));
+        let stats = snapshot::par_map(&held, |rel| {
+            std::fs::symlink_metadata(root.join(rel))
+                .ok()
+                .map(|m| Fingerprint::of(&m))
+        });
+        for (rel, fingerprint) in held.into_iter().zip(stats) {
+            let unreadable = self
+                .findings
+                .get(&rel)
+                .is_some_and(|f| f.iter().any(|f| f.code == Code::Unreadable));
+            match fingerprint {
+                None => self.forget(&rel),
+                Some(fp) if !unreadable && self.ledger.meta(&rel) == Some(&fp) => {}
+                Some(_) => to_read.push(rel),
+            }
+        }
+        let read = snapshot::par_map(&to_read, |rel| {
+            read_settled(root, rel, zone).map(|f| (f.fingerprint, f.findings, f.settlement))
+        });
+        for (rel, read) in to_read.into_iter().zip(read) {
+            match read {
+                None => self.forget(&rel),
+                Some((fingerprint, findings, settlement)) => {
+                    if findings.is_empty() {
+                        self.findings.remove(&rel);
+                    } else {
+                        self.findings.insert(rel.clone(), findings);
+                    }
+                    self.ledger.record(&rel, fingerprint, settlement);
+                }
+            }
+        }
+    }
+
+    fn forget(&mut self, rel: &str) {
+        self.findings.remove(rel);
+        self.ledger.forget(rel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settled(id: &str, quality: u8) -> String {
+        format!(
+            "---\ncontract_id: {id}\nowner: alpha-agent\nstatus: settled\nrequired_tags:\n- rust\n\
+             settled_at: '2026-02-01 12:00:00'\nquality_score: {quality}\nactual_minutes: 30\n---\n"
+        )
+    }
+
+    #[test]
+    fn a_change_reads_the_named_file_and_a_rescan_finds_what_was_missed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("contracts/settled")).unwrap();
+        std::fs::write(root.join("contracts/settled/a.md"), settled("a", 4)).unwrap();
+        let mut state = FolderState::default();
+        let s = state.read(root, Refresh::Full, &mut snapshot::ReadChronicles);
+        assert_eq!(s.settled.len(), 1);
+        assert_eq!(s.stats.tags[0].citizens[0].avg_quality_score, 4.0);
+
+        std::fs::write(root.join("contracts/settled/b.md"), settled("b", 2)).unwrap();
+        // Not named and no rescan: not seen (nothing is listed).
+        assert_eq!(
+            state
+                .read(root, Refresh::nothing(), &mut snapshot::ReadChronicles)
+                .settled
+                .len(),
+            1
+        );
+        let mut named = Refresh::nothing();
+        named.note("contracts/settled/b.md");
+        let s = state.read(root, named, &mut snapshot::ReadChronicles);
+        assert_eq!(s.settled.len(), 2);
+        assert_eq!(s.stats.tags[0].citizens[0].avg_quality_score, 3.0);
+
+        std::fs::remove_file(root.join("contracts/settled/a.md")).unwrap();
+        let s = state.read(root, Refresh::Full, &mut snapshot::ReadChronicles);
+        assert_eq!(
+            s.settled.paths().collect::<Vec<_>>(),
+            ["contracts/settled/b.md"]
+        );
+    }
+
+    #[test]
+    fn a_folder_event_is_a_full_look() {
+        let mut r = Refresh::nothing();
+        r.note("contracts/open/x.md");
+        assert_eq!(r, Refresh::nothing());
+        r.note("contracts/settled/x.md");
+        assert!(matches!(&r, Refresh::Paths(p) if p.len() == 1));
+        r.note("contracts/settled");
+        assert_eq!(r, Refresh::Full);
+    }
+}
