@@ -35,7 +35,10 @@ pub use check::{count, findings, reservation_findings};
 pub use deliver::{deliver, Delivery};
 pub use edit::edit_agent_file;
 pub use error::OpError;
-pub use reconcile::{current_stats, reconcile_settled, reconcile_with, Reconciled};
+pub use reconcile::{
+    current_stats, read_settled, reconcile_from_ledger, reconcile_settled, reconcile_with,
+    LedgerUse, Reconciled, SettledRead,
+};
 pub use staleness::stale_claims;
 pub use tally::{active_citizens, tally, TallyResult};
 

@@ -6,28 +6,17 @@ use super::{rel_stem, Engine, Pass, Scope};
 use crate::fs::snapshot::{self, Polis};
 use crate::fs::state::{Fingerprint, Restored, SettledRecord};
 use crate::fs::writer::WriteOutcome;
-use crate::operations;
+use crate::operations::{self, read_settled, SettledRead};
 use crate::protocol::clock::PolisZone;
 use crate::protocol::contract::Heading;
-use crate::protocol::finding::{Code, Finding};
+use crate::protocol::finding::Code;
 use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::stats::{Ledger, Settlement};
 use std::collections::{BTreeSet, HashSet};
-use std::path::Path;
 
 /// How many settled files are read (in parallel) before what they said is put in the ledger.
 const READ_CHUNK: usize = 4096;
-
-/// One settled file as read in a pass.
-#[derive(Debug)]
-pub(super) struct SettledRead {
-    fingerprint: Fingerprint,
-    findings: Vec<Finding>,
-    /// What its notices name, kept only for the pass that read it.
-    heading: Heading,
-    settlement: Option<crate::protocol::stats::Settlement>,
-}
 
 /// What a pass must look at in `contracts/settled/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -301,13 +290,19 @@ impl Engine {
             }
             Restored::Records { records, .. } => {
                 let count = records.len();
+                // A record a command made for a file no daemon counted yet is not trusted as
+                // known: the file is read again and announced as a new settlement.
                 let files = records
                     .iter()
-                    .filter(|r| !r.reread)
+                    .filter(|r| !r.reread && !r.unannounced)
                     .map(|r| (r.path.as_str(), r.fingerprint, r.view()));
                 self.ledger = Ledger::restore(files);
-                self.settled_recorded
-                    .extend(records.into_iter().filter(|r| r.reread).map(|r| r.path));
+                self.settled_recorded.extend(
+                    records
+                        .into_iter()
+                        .filter(|r| r.reread && !r.unannounced)
+                        .map(|r| r.path),
+                );
                 tracing::info!(
                     files = count,
                     "restored the ledger of settled contracts; checking each file's fingerprint"
@@ -377,48 +372,4 @@ impl Engine {
         }
         out
     }
-}
-
-/// Reads one settled file; `None` when it is gone. The frontmatter is parsed once for all.
-pub(super) fn read_settled(
-    root: &Path,
-    rel: &str,
-    zone: crate::protocol::clock::PolisZone,
-) -> Option<SettledRead> {
-    let mut read = SettledRead {
-        fingerprint: Fingerprint::default(),
-        findings: Vec::new(),
-        heading: Heading::default(),
-        settlement: None,
-    };
-    // `refresh_settled` checked the folder for links once for all of them.
-    let text = match snapshot::read_text_and_metadata_in_checked_folder(
-        root,
-        rel,
-        Some(snapshot::MAX_RECORD_BYTES),
-    ) {
-        Ok(Some((text, meta))) => {
-            read.fingerprint = Fingerprint::of(&meta);
-            text
-        }
-        Ok(None) => return None,
-        Err(finding) => {
-            let meta = std::fs::symlink_metadata(root.join(rel)).ok()?;
-            read.fingerprint = Fingerprint::of(&meta);
-            read.findings.push(finding);
-            return Some(read);
-        }
-    };
-    let record = match crate::protocol::frontmatter::parse(&text) {
-        Ok(record) => record,
-        Err(e) => {
-            read.findings = vec![crate::protocol::contract::unreadable_frontmatter(rel, &e)];
-            return Some(read);
-        }
-    };
-    let settled = crate::protocol::contract::settlement_of(rel, &record, zone);
-    read.findings = settled.findings;
-    read.settlement = settled.settlement;
-    read.heading = Heading::of(&record);
-    Some(read)
 }

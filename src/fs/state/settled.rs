@@ -68,6 +68,11 @@ pub struct SettledRecord {
     pub reread: bool,
     #[serde(rename = "s", default, skip_serializing_if = "Option::is_none")]
     pub settlement: Option<StoredSettlement>,
+    /// Recorded by a one-shot command (no daemon running) for a file no daemon has counted
+    /// yet: the daemon reads it again on restart and announces it as a new settlement, as it
+    /// would have without the command's record.
+    #[serde(rename = "n", default, skip_serializing_if = "is_false")]
+    pub unannounced: bool,
 }
 
 impl SettledRecord {
@@ -83,6 +88,7 @@ impl SettledRecord {
             fingerprint: *fingerprint,
             reread,
             settlement: settlement.map(StoredSettlement::of),
+            unannounced: false,
         }
     }
 
@@ -412,13 +418,23 @@ fn paths_named(rest: &[u8]) -> Vec<String> {
     #[derive(Deserialize)]
     struct PathOnly {
         p: String,
+        #[serde(default)]
+        n: bool,
     }
+    // A path recorded as not yet announced (by a command) is left out: it is still news.
     let mut recorded: std::collections::BTreeSet<String> = Default::default();
     for line in rest.split(|b| *b == b'\n') {
         if let Ok(r) = serde_json::from_slice::<PathOnly>(line) {
-            recorded.insert(r.p);
+            if r.n {
+                recorded.remove(&r.p);
+            } else {
+                recorded.insert(r.p);
+            }
         } else if let Some(json) = line.get(17..) {
             match serde_json::from_slice::<Op>(json) {
+                Ok(Op::Put(r)) if r.unannounced => {
+                    recorded.remove(&r.path);
+                }
                 Ok(Op::Put(r)) => {
                     recorded.insert(r.path);
                 }
@@ -466,6 +482,7 @@ mod tests {
                     minutes: 1.0 / 3.0,
                 })
             }),
+            unannounced: n == 4,
         }
     }
 
