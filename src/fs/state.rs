@@ -26,6 +26,7 @@ mod settled;
 
 pub use settled::{Restored, SettledRecord, LEDGER_VERSION};
 
+
 use crate::protocol::finding::Finding;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -414,6 +415,50 @@ impl DerefMut for State {
     }
 }
 
+/// What reading `settled.jsonl` needs, apart from the state (see [`State::settled_source`]).
+#[derive(Debug)]
+pub struct SettledSource {
+    path: PathBuf,
+    /// `None` once the ledger was taken: reading gives [`Restored::Nothing`] then.
+    migrated: Option<Vec<String>>,
+}
+
+impl SettledSource {
+    /// Reads and decodes the file; also how many journal lines follow its snapshot.
+    pub fn read(self) -> (Restored, usize) {
+        let Some(migrated) = self.migrated else {
+            return (Restored::Nothing, 0);
+        };
+        let (restored, journal_lines) = match fs::read(&self.path) {
+            Ok(bytes) => settled::decode(&bytes),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (Restored::Nothing, 0),
+            Err(e) => (
+                Restored::Untrusted {
+                    reason: format!("it cannot be read ({e})"),
+                    recorded: Vec::new(),
+                },
+                0,
+            ),
+        };
+        let restored = match restored {
+            Restored::Records { .. } => restored,
+            _ if migrated.is_empty() => restored,
+            Restored::Nothing => Restored::Untrusted {
+                reason: "an older polisd kept only fingerprints, in state.json".to_string(),
+                recorded: migrated,
+            },
+            Restored::Untrusted {
+                reason,
+                mut recorded,
+            } => {
+                recorded.extend(migrated);
+                Restored::Untrusted { reason, recorded }
+            }
+        };
+        (restored, journal_lines)
+    }
+}
+
 /// Held while a daemon runs for a polis; dropping it releases the lock.
 #[derive(Debug)]
 pub struct DaemonLock {
@@ -481,39 +526,27 @@ impl State {
     /// each file's fingerprint). Read here, not on load, so a command that loads the state for
     /// something else does not read megabytes; [`Restored::Nothing`] after the first call.
     pub fn take_settled(&mut self) -> Restored {
-        let Some(migrated) = self.settled_migrated.take() else {
-            return Restored::Nothing;
-        };
-        let journal = self.dir.join(SETTLED_FILE);
-        let (restored, journal_lines) = match fs::read(&journal) {
-            Ok(bytes) => settled::decode(&bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => (Restored::Nothing, 0),
-            Err(e) => (
-                Restored::Untrusted {
-                    reason: format!("it cannot be read ({e})"),
-                    recorded: Vec::new(),
-                },
-                0,
-            ),
-        };
-        let restored = match restored {
-            Restored::Records { .. } => restored,
-            _ if migrated.is_empty() => restored,
-            Restored::Nothing => Restored::Untrusted {
-                reason: "an older polisd kept only fingerprints, in state.json".to_string(),
-                recorded: migrated,
-            },
-            Restored::Untrusted {
-                reason,
-                mut recorded,
-            } => {
-                recorded.extend(migrated);
-                Restored::Untrusted { reason, recorded }
-            }
-        };
-        self.settled_journal_lines = journal_lines;
-        self.settled_snapshot_due = !matches!(restored, Restored::Records { .. });
+        let (restored, journal_lines) = self.settled_source().read();
+        self.settled_taken(matches!(restored, Restored::Records { .. }), journal_lines);
         restored
+    }
+
+    /// [`State::take_settled`] in two halves, so the file can be read and decoded on another
+    /// thread (the daemon does it while its watches are registered): this one takes what the
+    /// reading needs, [`State::settled_taken`] records what it found.
+    pub fn settled_source(&mut self) -> SettledSource {
+        SettledSource {
+            path: self.dir.join(SETTLED_FILE),
+            migrated: self.settled_migrated.take(),
+        }
+    }
+
+    /// Records what [`SettledSource::read`] gave (whether its records are trusted, and how
+    /// many journal lines follow the snapshot): changes are journalled only after a trusted
+    /// file; otherwise the next save writes a snapshot.
+    pub fn settled_taken(&mut self, trusted: bool, journal_lines: usize) {
+        self.settled_journal_lines = journal_lines;
+        self.settled_snapshot_due = !trusted;
     }
 
     /// Journals that the settled file `record.path` was counted as `record` says.

@@ -49,6 +49,67 @@ impl SettledRefresh {
     }
 }
 
+/// The ledger of an earlier run as the first pass takes it: decoded and built, possibly on a
+/// thread of its own ([`Engine::start_preparing_settled`]).
+pub(super) enum PreparedSettled {
+    Nothing,
+    Untrusted {
+        reason: String,
+        recorded: Vec<String>,
+    },
+    Records {
+        zone_seconds: i32,
+        count: usize,
+        /// The records trusted as counted (those without findings, and not left unannounced
+        /// by a command).
+        ledger: Ledger<Fingerprint>,
+        /// Counted files to read again (they had findings, which are not stored).
+        reread: Vec<String>,
+    },
+}
+
+impl PreparedSettled {
+    fn of(restored: Restored) -> PreparedSettled {
+        match restored {
+            Restored::Nothing => PreparedSettled::Nothing,
+            Restored::Untrusted { reason, recorded } => {
+                PreparedSettled::Untrusted { reason, recorded }
+            }
+            Restored::Records {
+                zone_seconds,
+                records,
+            } => {
+                let count = records.len();
+                // A record a command made for a file no daemon counted yet is not trusted as
+                // known: the file is read again and announced as a new settlement.
+                let ledger = Ledger::restore(
+                    records
+                        .iter()
+                        .filter(|r| !r.reread && !r.unannounced)
+                        .map(|r| (r.path.as_str(), r.fingerprint, r.view())),
+                );
+                let reread = records
+                    .into_iter()
+                    .filter(|r| r.reread && !r.unannounced)
+                    .map(|r| r.path)
+                    .collect();
+                PreparedSettled::Records {
+                    zone_seconds,
+                    count,
+                    ledger,
+                    reread,
+                }
+            }
+        }
+    }
+}
+
+/// Where the prepared ledger is coming from.
+pub(super) enum Preparing {
+    Thread(std::thread::JoinHandle<(PreparedSettled, usize)>),
+    Inline(Option<crate::fs::state::SettledSource>),
+}
+
 /// The most vanished settled paths remembered (see `Engine::settled_gone`).
 const MAX_GONE: usize = 200_000;
 
@@ -256,28 +317,79 @@ impl Engine {
         changed
     }
 
+    /// Starts reading the ledger an earlier run left in the state folder on a thread of its
+    /// own (decoding and building 100k records takes a while): called once the engine holds
+    /// its locks, so it runs while the watches are registered; the first pass takes it.
+    pub(super) fn start_preparing_settled(&mut self) {
+        if self.settled_zone.is_some() || self.settled_preparing.is_some() {
+            return;
+        }
+        let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(self.state.settled_source())));
+        let theirs = slot.clone();
+        let spawned = std::thread::Builder::new()
+            .name("polisd-ledger".into())
+            .spawn(move || {
+                let source = theirs.lock().ok().and_then(|mut s| s.take());
+                let (restored, lines) = source.map(|s| s.read()).unwrap_or((Restored::Nothing, 0));
+                (PreparedSettled::of(restored), lines)
+            });
+        self.settled_preparing = Some(match spawned {
+            Ok(handle) => Preparing::Thread(handle),
+            // No thread to be had: the first pass reads it itself.
+            Err(_) => Preparing::Inline(slot.lock().ok().and_then(|mut s| s.take())),
+        });
+    }
+
+    /// The prepared ledger (waiting for its thread), or read now.
+    fn take_prepared_settled(&mut self) -> (PreparedSettled, usize) {
+        let read = |source: Option<crate::fs::state::SettledSource>| {
+            let (restored, lines) = source.map(|s| s.read()).unwrap_or((Restored::Nothing, 0));
+            (PreparedSettled::of(restored), lines)
+        };
+        match self.settled_preparing.take() {
+            Some(Preparing::Thread(handle)) => handle.join().unwrap_or_else(|_| {
+                (
+                    PreparedSettled::Untrusted {
+                        reason: "reading it failed".to_string(),
+                        recorded: Vec::new(),
+                    },
+                    0,
+                )
+            }),
+            Some(Preparing::Inline(source)) => read(source),
+            None => read(Some(self.state.settled_source())),
+        }
+    }
+
     /// Takes the ledger an earlier run left in the state folder, or, when there is none or it
     /// cannot be trusted, the paths it had counted (with one log line saying why every settled
     /// file is read again).
     fn restore_settled(&mut self, zone: PolisZone) {
         let zone_seconds = zone.0.local_minus_utc();
-        match self.state.take_settled() {
-            Restored::Nothing => {
+        let (prepared, journal_lines) = self.take_prepared_settled();
+        self.state.settled_taken(
+            matches!(prepared, PreparedSettled::Records { .. }),
+            journal_lines,
+        );
+        match prepared {
+            PreparedSettled::Nothing => {
                 if self.state.first_met.is_some() {
                     tracing::warn!(
                         "no ledger of settled contracts in polisd's state folder: reading every settled file again"
                     );
                 }
             }
-            Restored::Untrusted { reason, recorded } => {
+            PreparedSettled::Untrusted { reason, recorded } => {
                 tracing::warn!(
                     "the ledger of settled contracts in polisd's state folder is not used ({reason}): reading every settled file again"
                 );
                 self.settled_recorded.extend(recorded);
             }
-            Restored::Records {
+            PreparedSettled::Records {
                 zone_seconds: was,
-                records,
+                ledger,
+                reread,
+                ..
             } if was != zone_seconds => {
                 tracing::warn!(
                     "the ledger of settled contracts in polisd's state folder was computed at UTC{:+}s and the polis is now at UTC{:+}s: reading every settled file again",
@@ -285,24 +397,18 @@ impl Engine {
                     zone_seconds
                 );
                 self.settled_recorded
-                    .extend(records.into_iter().map(|r| r.path));
+                    .extend(ledger.files().map(|(rel, _, _)| rel.to_string()));
+                self.settled_recorded.extend(reread);
                 self.state.require_settled_snapshot();
             }
-            Restored::Records { records, .. } => {
-                let count = records.len();
-                // A record a command made for a file no daemon counted yet is not trusted as
-                // known: the file is read again and announced as a new settlement.
-                let files = records
-                    .iter()
-                    .filter(|r| !r.reread && !r.unannounced)
-                    .map(|r| (r.path.as_str(), r.fingerprint, r.view()));
-                self.ledger = Ledger::restore(files);
-                self.settled_recorded.extend(
-                    records
-                        .into_iter()
-                        .filter(|r| r.reread && !r.unannounced)
-                        .map(|r| r.path),
-                );
+            PreparedSettled::Records {
+                count,
+                ledger,
+                reread,
+                ..
+            } => {
+                self.ledger = ledger;
+                self.settled_recorded.extend(reread);
                 tracing::info!(
                     files = count,
                     "restored the ledger of settled contracts; checking each file's fingerprint"
