@@ -216,29 +216,26 @@ pub fn reconcile_from_ledger(
         .filter(|rel| !listed.contains(rel.as_str()))
         .cloned()
         .collect();
+    drop(listed);
     for rel in gone {
         held.remove(&rel);
         changes.push(Err(rel));
     }
     // Stat (on every core) what the ledger holds; read what moved, and what it does not hold
     // or holds with findings (not stored, so read again, as the daemon does).
-    let (check, mut to_read): (Vec<&str>, Vec<&str>) = entries
-        .iter()
-        .map(|e| e.rel.as_str())
-        .partition(|rel| held.get(*rel).is_some_and(|r| !r.reread));
-    let stats = snapshot::par_map(&check, |rel| {
-        std::fs::symlink_metadata(root.join(rel))
-            .ok()
-            .map(|meta| Fingerprint::of(&meta))
-    });
+    let (check, mut to_read): (Vec<String>, Vec<String>) = entries
+        .into_iter()
+        .map(|e| e.rel)
+        .partition(|rel| held.get(rel).is_some_and(|r| !r.reread));
+    let stats = crate::fs::state::fingerprints_in(root, ContractFolder::Settled.dir(), &check);
     for (rel, fingerprint) in check.into_iter().zip(stats) {
-        if fingerprint.as_ref() != held.get(rel).map(|r| &r.fingerprint) {
+        if fingerprint.as_ref() != held.get(&rel).map(|r| &r.fingerprint) {
             to_read.push(rel);
         }
     }
     let reads = snapshot::par_map(&to_read, |rel| read_settled(root, rel, zone));
     let read_count = to_read.len();
-    for (rel, read) in to_read.into_iter().zip(reads) {
+    for (rel, read) in to_read.iter().map(String::as_str).zip(reads) {
         let before = held.remove(rel);
         let Some(read) = read else {
             if before.is_some() {
@@ -257,14 +254,18 @@ pub fn reconcile_from_ledger(
             None if trusted => true,
             None => !known.contains(rel),
         };
-        changes.push(Ok(record.clone()));
+        // A file read again only for its findings, unchanged, needs no new line.
+        if before.as_ref() != Some(&record) {
+            changes.push(Ok(record.clone()));
+        }
         held.insert(rel.to_string(), record);
     }
     let mut records: Vec<&SettledRecord> = held.values().collect();
     records.sort_by(|a, b| a.path.cmp(&b.path));
-    let settlements: Vec<Settlement> = records.iter().filter_map(|r| r.settlement()).collect();
+    // Borrowed from the records, in path order (the order a full reconcile lists them in).
+    let settlements: Vec<_> = records.iter().filter_map(|r| r.view()).collect();
     let done = reconcile_with(root, writer, settlements.len(), |rate, last| {
-        crate::protocol::stats::reconcile(&settlements, rate, last)
+        crate::protocol::stats::reconcile_views(&settlements, rate, last)
     })?;
     // After the stats: a ledger that misses a change only costs the next look a read.
     let journalled = if trusted && !file.snapshot_due(records.len(), changes.len()) {

@@ -184,6 +184,27 @@ impl Engine {
         let zone = polis.settings.timezone;
         let mut changed = false;
         let mut refresh = refresh;
+        let root = self.root.clone();
+        // The first look after a restart: the folder is listed and every file stat'ed (on
+        // every core) while the ledger of the earlier run may still be decoding on its own
+        // thread. After the watches are registered, as every stat must be.
+        let mut early: Option<(Vec<String>, Vec<Option<Fingerprint>>)> = None;
+        if self.settled_zone.is_none() && self.settled_preparing.is_some() {
+            let mut listing_findings = Vec::new();
+            let entries: Vec<String> = snapshot::list(
+                &root,
+                ContractFolder::Settled.dir(),
+                ".md",
+                &mut listing_findings,
+            )
+            .into_iter()
+            .map(|e| e.rel)
+            .collect();
+            polis.findings.extend(listing_findings);
+            let stats =
+                crate::fs::state::fingerprints_in(&root, ContractFolder::Settled.dir(), &entries);
+            early = Some((entries, stats));
+        }
         if self.settled_zone != Some(zone) {
             changed = true;
             self.settled_findings.clear();
@@ -207,49 +228,73 @@ impl Engine {
                 refresh = SettledRefresh::Full;
             }
         }
-        let candidates: Vec<String> = match refresh {
-            SettledRefresh::Nothing => return (Vec::new(), changed),
-            SettledRefresh::Paths(paths) => paths
-                .into_iter()
-                .filter(|rel| {
-                    let name = rel.rsplit('/').next().unwrap_or(rel);
-                    name.ends_with(".md") && !layout::is_ignored_name(name)
-                })
-                .collect(),
-            SettledRefresh::Full => {
-                let dir = ContractFolder::Settled.dir();
-                let mut listing_findings = Vec::new();
-                let entries = snapshot::list(&self.root, dir, ".md", &mut listing_findings);
-                polis.findings.extend(listing_findings);
-                let listed: HashSet<String> = entries.into_iter().map(|e| e.rel).collect();
-                // Held or recorded (by an earlier run), and no longer there.
-                let gone: Vec<String> = self
-                    .ledger
-                    .files()
-                    .map(|(rel, _, _)| rel)
-                    .chain(self.settled_recorded.iter().map(String::as_str))
-                    .filter(|rel| !listed.contains(*rel))
-                    .map(str::to_string)
-                    .collect();
-                for rel in &gone {
-                    changed |= self.forget_settled(rel);
+        let (candidates, early_stats): (Vec<String>, Option<Vec<Option<Fingerprint>>>) =
+            match refresh {
+                SettledRefresh::Nothing => return (Vec::new(), changed),
+                SettledRefresh::Paths(paths) => (
+                    paths
+                        .into_iter()
+                        .filter(|rel| {
+                            let name = rel.rsplit('/').next().unwrap_or(rel);
+                            name.ends_with(".md") && !layout::is_ignored_name(name)
+                        })
+                        .collect(),
+                    None,
+                ),
+                SettledRefresh::Full => {
+                    let (entries, stats) = match early.take() {
+                        Some((entries, stats)) => (entries, Some(stats)),
+                        None => {
+                            let mut listing_findings = Vec::new();
+                            let entries = snapshot::list(
+                                &self.root,
+                                ContractFolder::Settled.dir(),
+                                ".md",
+                                &mut listing_findings,
+                            );
+                            polis.findings.extend(listing_findings);
+                            (entries.into_iter().map(|e| e.rel).collect(), None)
+                        }
+                    };
+                    let listed: HashSet<&str> = entries.iter().map(String::as_str).collect();
+                    // Held or recorded (by an earlier run), and no longer there.
+                    let gone: Vec<String> = self
+                        .ledger
+                        .files()
+                        .map(|(rel, _, _)| rel)
+                        .chain(self.settled_recorded.iter().map(String::as_str))
+                        .filter(|rel| !listed.contains(*rel))
+                        .map(str::to_string)
+                        .collect();
+                    drop(listed);
+                    for rel in &gone {
+                        changed |= self.forget_settled(rel);
+                    }
+                    (entries, stats)
                 }
-                listed.into_iter().collect()
-            }
-        };
+            };
 
-        // Stat (on every core) each candidate the ledger holds; read (in parallel) those whose
-        // fingerprint moved, and those it does not hold (reading them tells whether they are
-        // still there).
-        let (held, mut to_read): (Vec<String>, Vec<String>) = candidates
-            .into_iter()
-            .partition(|rel| self.ledger.contains_file(rel));
-        let root = self.root.clone();
-        let stats = snapshot::par_map(&held, |rel| {
-            std::fs::symlink_metadata(root.join(rel))
-                .ok()
-                .map(|meta| Fingerprint::of(&meta))
-        });
+        // Stat (on every core) each candidate the ledger holds (unless that was done above);
+        // read (in parallel) those whose fingerprint moved, and those it does not hold
+        // (reading them tells whether they are still there).
+        let mut held = Vec::new();
+        let mut held_stats = Vec::new();
+        let mut to_read = Vec::new();
+        let mut early_stats = early_stats.map(Vec::into_iter);
+        for rel in candidates {
+            let stat = early_stats.as_mut().and_then(Iterator::next);
+            if self.ledger.contains_file(&rel) {
+                held.push(rel);
+                held_stats.extend(stat);
+            } else {
+                to_read.push(rel);
+            }
+        }
+        let stats = if early_stats.is_some() {
+            held_stats
+        } else {
+            crate::fs::state::fingerprints_in(&root, ContractFolder::Settled.dir(), &held)
+        };
         for (rel, fingerprint) in held.into_iter().zip(stats) {
             // A file polisd could not read is tried again on every look: making it readable
             // (`chmod`, `chown`) may change nothing else the fingerprint holds.
