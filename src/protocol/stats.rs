@@ -149,11 +149,11 @@ pub fn replay_order(a: &Settlement, b: &Settlement) -> Ordering {
 /// [`replay_order`] of borrowed settlements.
 pub fn replay_order_of_views(a: &SettlementView<'_>, b: &SettlementView<'_>) -> Ordering {
     let time = match (&a.instant, &b.instant) {
-        (None, None) => a.when_text.cmp(&b.when_text),
+        (None, None) => a.when_text.cmp(b.when_text),
         (x, y) => x.cmp(y),
     };
-    time.then_with(|| a.owner.cmp(&b.owner))
-        .then_with(|| a.tags.cmp(&b.tags))
+    time.then_with(|| a.owner.cmp(b.owner))
+        .then_with(|| a.tags.cmp(b.tags))
         .then_with(|| a.quality.cmp(&b.quality))
         .then_with(|| a.minutes.total_cmp(&b.minutes))
 }
@@ -197,7 +197,7 @@ pub fn reconcile_views(
             });
             let citizens = &mut tags[t].citizens;
             let c = *citizen_index[t].entry(s.owner).or_insert_with(|| {
-                citizens.push(CitizenStats::new(&s.owner));
+                citizens.push(CitizenStats::new(s.owner));
                 citizens.len() - 1
             });
             citizens[c].record(s);

@@ -50,7 +50,9 @@ impl SettledRefresh {
 }
 
 /// The ledger of an earlier run as the first pass takes it: decoded and built, possibly on a
-/// thread of its own ([`Engine::start_preparing_settled`]).
+/// thread of its own ([`Engine::start_preparing_settled`]). Made once per run: the size of
+/// the ledger inline costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum PreparedSettled {
     Nothing,
     Untrusted {
