@@ -185,7 +185,8 @@ def spawn_daemon(root: Path, tmp: Path, debounce: str, state: Path, log: Path, b
 def start_daemon(root: Path, tmp: Path, debounce: str, until: str = "watching", bin=None):
     log = tmp / "daemon.log"
     proc = spawn_daemon(root, tmp, debounce, tmp / "state", log, bin=bin)
-    deadline = time.time() + 60
+    # A first meeting with 1M settled contracts on a loaded machine takes minutes.
+    deadline = time.time() + 600
     while until not in log.read_text():
         if time.time() > deadline or proc.poll() is not None:
             raise SystemExit("daemon did not start; see " + str(log))
