@@ -10,10 +10,12 @@ pub mod config;
 pub mod context;
 pub mod contract;
 pub mod demo;
+pub mod git_setup;
 pub mod guardrail;
 pub mod init;
 pub mod lesson;
 pub mod log;
+pub mod merge_driver;
 pub mod ready;
 pub mod reflect;
 pub mod register;
@@ -27,7 +29,6 @@ pub mod verify;
 use crate::commands::cli::{Command, RouteArgs, ServiceCommand, TallyArgs};
 use crate::daemon::service::ServiceAction;
 use crate::fs::snapshot::Polis;
-use crate::fs::state::State;
 use crate::fs::writer::{WriteOutcome, Writer};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Severity;
@@ -121,6 +122,8 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             crate::bench::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
             Ok(0)
         }
+        Command::GitSetup(args) => git_setup::run(args),
+        Command::MergeDriver(args) => merge_driver::run(args),
         Command::Config(args) => config::run(args, &mut std::io::stdout().lock()),
         Command::Completions(args) => {
             use clap::CommandFactory as _;
@@ -289,7 +292,7 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
             match &routed.rule {
                 Some(m) if m.applied => println!("Routing {} matched and decided.", m.rule),
                 Some(m) => println!(
-                    "Routing {} matched, but {} is not available: the policy decides.",
+                    "Routing {} matched, but {} is not available (not registered, away, left or inactive for 14 days): the policy decides.",
                     m.rule, m.route_to
                 ),
                 None => println!("No routing rule matched: the policy decides."),
@@ -327,21 +330,14 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
 
 fn tally(args: TallyArgs) -> anyhow::Result<u8> {
     let root = locate(args.path.as_deref())?;
-    let polis = Polis::read(&root);
-    let now = PolisTime::system(polis.settings.timezone);
-    let writer = if args.dry_run {
-        None
-    } else {
-        Some(Writer::new(&root)?)
-    };
-    let (results, notices) = crate::operations::tally(&polis, writer.as_ref(), &now)?;
-    let mut failed = false;
-    if let Some(writer) = &writer {
-        // Re-read: the tally may have moved files and appended to the chronicle.
-        failed = !deliver_now(&Polis::read(&root), writer, &notices, &now)?;
+    let applied = crate::operations::tally::apply(&root, args.dry_run)?;
+    for u in &applied.undelivered {
+        eprintln!("polisd: could not notify {}: {}", u.recipient, u.why);
     }
+    let failed = !applied.undelivered.is_empty();
+    let results = applied.results;
     // Amendments the tally skipped or read differently from what they say: never silently.
-    let malformed = crate::operations::amendment_problems(&polis, &now);
+    let malformed = applied.malformed;
     if args.json {
         println!(
             "{}",
@@ -428,11 +424,9 @@ pub fn deliver_now(
     notices: &[crate::protocol::inbox::Notification],
     now: &PolisTime,
 ) -> anyhow::Result<bool> {
-    let mut state = State::load(&polis.root)?;
-    let delivery = crate::operations::deliver(polis, writer, &mut state, notices, &|_| true, now);
-    for (who, why) in &delivery.failed {
+    let failed = crate::operations::deliver_now(polis, writer, notices, now)?;
+    for (who, why) in &failed {
         eprintln!("polisd: could not notify {who}: {why}");
     }
-    state.save()?;
-    Ok(delivery.failed.is_empty())
+    Ok(failed.is_empty())
 }

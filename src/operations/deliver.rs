@@ -13,10 +13,32 @@ use std::collections::BTreeSet;
 pub struct Delivery {
     pub delivered: usize,
     pub already_sent: usize,
+    /// Of those, found in the inbox though this machine's ledger did not have them: another
+    /// machine's polisd (or an earlier state folder) delivered them.
+    pub found_in_inbox: usize,
     /// Recipients that could not be written to, with why (e.g. a symlinked inbox).
     pub failed: Vec<(String, WriteError)>,
     /// Recipients without a card (yet): nothing was written for them.
     pub unresolved: Vec<String>,
+}
+
+/// Delivers the notices of a one-shot action (a command or an MCP tool, with or without a
+/// daemon) with the machine-local sent ledger, which it loads and saves: the recipients that
+/// could not be written to, with why.
+pub fn deliver_now(
+    polis: &Polis,
+    writer: &Writer,
+    notifications: &[Notification],
+    now: &PolisTime,
+) -> Result<Vec<(String, String)>, crate::fs::state::StateError> {
+    let mut state = crate::fs::state::State::load(&polis.root)?;
+    let delivery = deliver(polis, writer, &mut state, notifications, &|_| true, now);
+    state.save()?;
+    Ok(delivery
+        .failed
+        .into_iter()
+        .map(|(who, why)| (who, why.to_string()))
+        .collect())
 }
 
 /// Appends each notification to its recipient's inbox unless it was already sent (the ledger in
@@ -70,8 +92,12 @@ pub fn deliver(
                 report.delivered += 1;
             }
             Ok(false) => {
+                // Found in the inbox (checked under the append's own lock) or its archive,
+                // though this machine's ledger did not have it: another machine's polisd, or
+                // an earlier state folder, delivered it (docs/sync.md).
                 state.mark_sent(n.kind.as_str(), &id);
                 report.already_sent += 1;
+                report.found_in_inbox += 1;
             }
             Err(e) => report.failed.push((n.recipient.clone(), e)),
         }

@@ -31,12 +31,14 @@ pub mod session;
 mod staleness;
 pub mod status;
 pub mod summary;
-mod tally;
+pub mod sync;
+pub mod tally;
 
 pub use check::{
-    amendment_problems, count, findings, findings_and_resolved, reservation_findings, Resolved,
+    amendment_problems, count, dependency_findings, findings, findings_and_resolved,
+    reservation_findings, Resolved,
 };
-pub use deliver::{deliver, Delivery};
+pub use deliver::{deliver, deliver_now, Delivery};
 pub use edit::edit_agent_file;
 pub use error::OpError;
 pub use reconcile::{
@@ -44,7 +46,7 @@ pub use reconcile::{
     reconcile_settled_with_progress, reconcile_with, LedgerUse, Reconciled, SettledRead,
 };
 pub use staleness::stale_claims;
-pub use tally::{active_citizens, tally, TallyResult};
+pub use tally::{active_citizens, tally, Electorate, TallyResult};
 
 use crate::fs::writer::WriteError;
 

@@ -146,6 +146,10 @@ pub fn read_settled(root: &Path, rel: &str, zone: PolisZone) -> Option<SettledRe
             return Some(read);
         }
     };
+    if let Some(f) = snapshot::conflict_markers(rel, &text) {
+        read.findings = vec![f];
+        return Some(read);
+    }
     let record = match crate::protocol::frontmatter::parse(&text) {
         Ok(record) => record,
         Err(e) => {

@@ -32,6 +32,8 @@ pub struct Summary {
     /// The newest decided amendments (ratified, rejected, expired), newest last.
     pub recent_outcomes: Vec<OutcomeRow>,
     pub findings: FindingsSummary,
+    /// Empty unless filled by [`worktrees`] (`polisd status` does).
+    pub worktrees: Worktrees,
     pub daemon: Option<DaemonRow>,
     /// A daemon.json left by a daemon that no longer runs (text output mentions it).
     #[serde(skip)]
@@ -46,6 +48,24 @@ pub struct CitizenRow {
     pub state: String,
     pub last_activity: Option<String>,
     pub activity_source: Option<&'static str>,
+}
+
+/// The same polis in the repository's other git worktrees (docs/sync.md).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Worktrees {
+    /// The repository's common git dir (shared by its worktrees); null outside git.
+    pub git_common_dir: Option<String>,
+    /// The other worktrees' `_polis/` folders.
+    pub others: Vec<String>,
+    /// Contracts whose copies differ (folder, owner or status) between worktrees.
+    pub diverged: Vec<DivergedRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DivergedRow {
+    pub contract_id: String,
+    /// One line per copy: `path (folder, owner X, status Y)`.
+    pub copies: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -249,9 +269,34 @@ pub fn summarize(
         malformed_amendments,
         recent_outcomes,
         findings,
+        worktrees: Worktrees::default(),
         daemon,
         stale_daemon_pid,
     })
+}
+
+/// The same polis in the repository's other git worktrees and the contracts whose copies
+/// differ there (docs/sync.md). Asks git (two short processes), so `polisd status` calls it
+/// and fills [`Summary::worktrees`]; the dashboard, which summarizes on every change, does not.
+pub fn worktrees(polis: &Polis) -> Worktrees {
+    let repo = crate::fs::git::Repo::find(&polis.root);
+    let others = repo.as_ref().map_or_else(Vec::new, |r| {
+        crate::operations::sync::other_worktree_polises_in(r, &polis.root)
+    });
+    Worktrees {
+        git_common_dir: repo.map(|r| r.common_dir.display().to_string()),
+        others: others
+            .iter()
+            .map(|(_, p)| p.display().to_string())
+            .collect(),
+        diverged: crate::operations::sync::worktree_divergences(&polis.root, &others)
+            .into_iter()
+            .map(|(contract_id, copies)| DivergedRow {
+                contract_id,
+                copies,
+            })
+            .collect(),
+    }
 }
 
 /// Each author's newest chronicle stamp over the archives and the current file, ignoring lines

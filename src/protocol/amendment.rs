@@ -334,23 +334,44 @@ pub struct TallyContext<'a> {
     /// Citizens with a capability card.
     pub registered: &'a BTreeSet<String>,
     /// Authors with a chronicle line in the activity window
-    /// ([`chronicle::active_authors`]); intersected with `registered` minus `away` here.
+    /// ([`chronicle::active_authors`]); intersected with the voters minus `away` here.
     pub active: &'a BTreeSet<String>,
     /// Citizens whose status says `away`.
     pub away: &'a BTreeSet<String>,
+    /// Citizens who have left the polis: their latest membership line is `left polis`
+    /// ([`crate::protocol::handoff::departed`]). They are no voters (issue 15).
+    pub departed: &'a BTreeSet<String>,
     pub now: PolisTime,
+}
+
+/// The citizens whose votes count: registered and not departed. With [`active_voters`], the
+/// one definition of who the quorum rules count (tally, notices, status, dashboard).
+pub fn voters(ctx: &TallyContext<'_>) -> BTreeSet<String> {
+    ctx.registered
+        .iter()
+        .filter(|c| !ctx.departed.contains(*c))
+        .cloned()
+        .collect()
+}
+
+/// The *active* citizens of SPEC §8, whose number sets the default quorum: voters with a
+/// chronicle line in the activity window whose state is not `away`.
+pub fn active_voters(ctx: &TallyContext<'_>) -> BTreeSet<String> {
+    ctx.active
+        .iter()
+        .filter(|c| {
+            ctx.registered.contains(*c) && !ctx.departed.contains(*c) && !ctx.away.contains(*c)
+        })
+        .cloned()
+        .collect()
 }
 
 /// SPEC §8's tally, in its order: ratify, expire, reject, else pending. Only `status:
 /// proposed` is tallied, as the reference does; anything else is [`Action::Closed`].
 pub fn tally(a: &Amendment, ctx: &TallyContext<'_>) -> Outcome {
-    let votes = counted_votes(a, ctx.registered);
-    let active = ctx
-        .active
-        .iter()
-        .filter(|c| ctx.registered.contains(*c) && !ctx.away.contains(*c))
-        .count();
-    let quorum = quorum(&a.quorum_required, active);
+    let voters = voters(ctx);
+    let votes = counted_votes(a, &voters);
+    let quorum = quorum(&a.quorum_required, active_voters(ctx).len());
     let agrees = votes.count(Vote::Agree);
     let outcome = |action, detail: String| Outcome {
         action,
@@ -378,8 +399,7 @@ pub fn tally(a: &Amendment, ctx: &TallyContext<'_>) -> Outcome {
         }
         Expiry::Open(_) | Expiry::Never => {}
     }
-    let undecided = ctx
-        .registered
+    let undecided = voters
         .iter()
         .filter(|c| !ctx.away.contains(*c) && !votes.by_citizen.contains_key(*c))
         .count();
@@ -568,6 +588,48 @@ pub fn outcome_in_chronicle(texts: &[&str], a: &Amendment, action: Action) -> bo
     };
     let target = link(a, folder);
     texts.iter().any(|t| chronicle::has_line(t, verb, &target))
+}
+
+/// When an amendment's quorum was reached, read from the synced chronicle rather than a clock,
+/// so that two machines tallying the same files write the same `ratified_at` (issue 17): the
+/// `quorum`-th earliest of the agreeing citizens' votes, each dated by the citizen's last line
+/// on it: `voted on amendment`, or for the proposer's implied agree `proposed amendment`. `None` when the lines do not show it (votes edited in without their
+/// lines); the caller then uses its clock.
+pub fn quorum_reached_at(texts: &[&str], a: &Amendment, outcome: &Outcome) -> Option<String> {
+    let target = chronicle::link_target(&link(a, "proposed"));
+    let agreeing: BTreeSet<&str> = outcome
+        .votes
+        .by_citizen
+        .iter()
+        .filter(|(_, v)| **v == Vote::Agree)
+        .map(|(id, _)| id.as_str())
+        .collect();
+    let mut last: BTreeMap<&str, NaiveDateTime> = BTreeMap::new();
+    let scans: Vec<chronicle::Scan> = texts.iter().map(|t| chronicle::scan(t)).collect();
+    for line in scans.iter().flat_map(|s| &s.lines) {
+        let Ok(e) = chronicle::parse_entry(&line.text) else {
+            continue;
+        };
+        let takes_part = e.verb == "voted on amendment"
+            || (e.verb == "proposed amendment" && a.proposed_by.as_deref() == Some(e.author));
+        if !takes_part
+            || !agreeing.contains(e.author)
+            || e.link.and_then(chronicle::link_target) != target
+        {
+            continue;
+        }
+        // A voter's last line is when their current vote was cast (the last record wins).
+        let at = last
+            .entry(agreeing.get(e.author).copied()?)
+            .or_insert(e.stamp);
+        *at = (*at).max(e.stamp);
+    }
+    let mut stamps: Vec<NaiveDateTime> = last.into_values().collect();
+    stamps.sort();
+    let needed = outcome.quorum.max(1);
+    stamps
+        .get(needed - 1)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
 }
 
 /// The action a recorded `status` stands for (`ratified`, `expired`, `rejected`).
@@ -771,6 +833,7 @@ mod tests {
         registered: BTreeSet<String>,
         active: BTreeSet<String>,
         away: BTreeSet<String>,
+        departed: BTreeSet<String>,
     }
 
     impl World {
@@ -779,6 +842,7 @@ mod tests {
                 registered: set(&[A, B, C, D]),
                 active: set(&[A, B, C, D]),
                 away: set(&[]),
+                departed: set(&[]),
             }
         }
 
@@ -790,6 +854,7 @@ mod tests {
                     registered: &self.registered,
                     active: &self.active,
                     away: &self.away,
+                    departed: &self.departed,
                     now: at(now),
                 },
             )
@@ -820,6 +885,33 @@ mod tests {
         assert_eq!(w.tally(&date, "2026-03-31 00:01").action, Action::Expired);
         let string = none.replace("2026-03-01 10:00:00", "'2026-03-01 10:00'");
         assert_eq!(w.tally(&string, "2026-03-31 10:01").action, Action::Expired);
+    }
+
+    #[test]
+    fn quorum_reached_at_is_read_from_the_chronicle_not_a_clock() {
+        let w = World::all_active();
+        let body = format!("\n## Response from {B} (agree)\n\n## Response from {C} (agree)\n");
+        let text = amendment("", &body);
+        let o = w.tally(&text, "2026-03-04 10:00");
+        assert_eq!((o.action, o.quorum), (Action::Ratified, 3));
+        let a = parse(&text, "2026-03-01-floor").unwrap();
+        let link = "[[amendments/proposed/2026-03-01-floor]]";
+        // B first disagreed, then agreed at 12:00; C agreed at 11:00; D's line is no agree.
+        let chron = format!(
+            "- 2026-03-01 10:00 | {A} | proposed amendment | {link} | Quality floor\n\
+             - 2026-03-01 10:30 | {B} | voted on amendment | {link} | disagree: -\n\
+             - 2026-03-01 11:00 | {C} | voted on amendment | {link} | agree: -\n\
+             - 2026-03-01 11:30 | {D} | voted on amendment | [[amendments/proposed/other]] | agree: -\n\
+             - 2026-03-01 12:00 | {B} | voted on amendment | {link} | agree: -\n"
+        );
+        assert_eq!(
+            quorum_reached_at(&[&chron], &a, &o).as_deref(),
+            Some("2026-03-01 12:00:00"),
+            "the third agreeing vote, dated by its voter's last line"
+        );
+        // The same files give the same stamp; missing lines give none (the caller's clock).
+        let without_b = chron.replace(&format!("{B} | voted"), &format!("{D} | voted"));
+        assert_eq!(quorum_reached_at(&[&without_b], &a, &o), None);
     }
 
     #[test]
@@ -899,6 +991,7 @@ mod tests {
             registered: set(&[A, B, C]),
             active: set(&[]),
             away: set(&[]),
+            departed: set(&[]),
         };
         let o = w.tally(&amendment("", ""), "2026-03-02 10:00");
         assert_eq!(o.quorum, 2);
@@ -911,11 +1004,40 @@ mod tests {
             registered: set(&[A, B, C, D]),
             active: set(&[A, B, C, D]),
             away: set(&[D]),
+            departed: set(&[]),
         };
         // Quorum max(2, 3/2+1) = 2 over the three not away; B and C disagree.
         let body = format!("\n## Response from {B} (disagree)\n## Response from {C} (disagree)\n");
         let o = w.tally(&amendment("", &body), "2026-03-02 10:00");
         assert_eq!((o.agrees, o.quorum, o.action), (1, 2, Action::Rejected));
+    }
+
+    #[test]
+    fn tally_leaves_out_citizens_who_left() {
+        const E: &str = "echo-agent";
+        // Five registered and active: quorum 3. Two left (their `left polis` line keeps them
+        // in the activity window): quorum max(2, 3/2+1) = 2, and their votes do not count.
+        let w = World {
+            registered: set(&[A, B, C, D, E]),
+            active: set(&[A, B, C, D, E]),
+            away: set(&[]),
+            departed: set(&[D, E]),
+        };
+        let body = format!("\n## Response from {D} (agree)\n");
+        let o = w.tally(&amendment("", &body), "2026-03-02 10:00");
+        assert_eq!((o.agrees, o.quorum, o.action), (1, 2, Action::Pending));
+        // Those who left are not waited for: with B and C against, quorum is out of reach.
+        let body = format!(
+            "\n## Response from {B} (disagree)\n## Response from {C} (disagree)\n## Response from {E} (agree)\n"
+        );
+        let o = w.tally(&amendment("", &body), "2026-03-02 10:00");
+        assert_eq!((o.agrees, o.quorum, o.action), (1, 2, Action::Rejected));
+        let stayed = World {
+            departed: set(&[]),
+            ..w
+        };
+        let o = stayed.tally(&amendment("", &body), "2026-03-02 10:00");
+        assert_eq!((o.agrees, o.quorum, o.action), (2, 3, Action::Pending));
     }
 
     #[test]
@@ -1059,7 +1181,7 @@ mod tests {
             let _ = body_votes(&format!("{head}\n{body}"), 1);
             let _ = Vote::parse_prefix(&body);
             if let Ok(a) = parse(&body, "x") {
-                let _ = tally(&a, &TallyContext { registered: &set(&[A]), active: &set(&[]), away: &set(&[]), now: at("2026-03-02 10:00") });
+                let _ = tally(&a, &TallyContext { registered: &set(&[A]), active: &set(&[]), away: &set(&[]), departed: &set(&[]), now: at("2026-03-02 10:00") });
             }
             let _ = set_status(&body, "ratified", Some("2026-03-02 10:00:00"));
         }

@@ -78,6 +78,14 @@ pub enum Code {
     BadAmendment,
     /// A lesson field with a value the router cannot use.
     BadLesson,
+    /// A file holding git conflict markers: never read as a record.
+    ConflictMarkers,
+    /// The same line or notice id twice (a duplicate that arrived through a sync).
+    Duplicate,
+    /// A clone whose `.gitattributes` names polisd's merge driver while its git config lacks it.
+    DriverNotConfigured,
+    /// Copies of one contract that differ between worktrees or machines.
+    Diverged,
 }
 
 impl Code {
@@ -114,6 +122,10 @@ impl Code {
             Code::BadTags => "P020",
             Code::BadAmendment => "P021",
             Code::BadLesson => "P022",
+            Code::ConflictMarkers => "P023",
+            Code::Duplicate => "P024",
+            Code::DriverNotConfigured => "P025",
+            Code::Diverged => "P026",
         }
     }
 }

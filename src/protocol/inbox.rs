@@ -32,6 +32,8 @@ pub enum Kind {
     LessonFiled,
     ContractStale,
     CardChanged,
+    SyncConflict,
+    WorktreeDiverged,
     RecordFinding,
     ReservationConflict,
     ClaimConflict,
@@ -43,7 +45,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 20] = [
+    pub const ALL: [Kind; 22] = [
         Kind::ChronicleFinding,
         Kind::ContractRouted,
         Kind::ContractSettled,
@@ -56,6 +58,8 @@ impl Kind {
         Kind::LessonFiled,
         Kind::ContractStale,
         Kind::CardChanged,
+        Kind::SyncConflict,
+        Kind::WorktreeDiverged,
         Kind::RecordFinding,
         Kind::ReservationConflict,
         Kind::ClaimConflict,
@@ -81,6 +85,8 @@ impl Kind {
             Kind::LessonFiled => "lesson-filed",
             Kind::ContractStale => "contract-stale",
             Kind::CardChanged => "card-changed",
+            Kind::SyncConflict => "sync-conflict",
+            Kind::WorktreeDiverged => "worktree-diverged",
             Kind::RecordFinding => "record-finding",
             Kind::ReservationConflict => "reservation-conflict",
             Kind::ClaimConflict => "claim-conflict",
@@ -585,6 +591,7 @@ impl Notification {
         contract_id: &str,
         parent_id: &str,
         suggested_by: &str,
+        doing: &str,
         step: usize,
         max: usize,
     ) -> Notification {
@@ -595,7 +602,7 @@ impl Notification {
             discriminator: String::new(),
             link: format!("contracts/open/{contract_id}"),
             paragraph: format!(
-                "`{suggested_by}` suggested you as the next citizen when settling `{parent_id}`, and polisd opened the follow-up contract `{contract_id}` for you (step {step} of at most {max} of its chain). Read its Intent; to take it, run `polisd contract claim {contract_id} --as {recipient}`; if you cannot, leave it open for someone else."
+                "`{suggested_by}` suggested you as the next citizen when {doing} `{parent_id}`, and polisd opened the follow-up contract `{contract_id}` for you (step {step} of at most {max} of its chain). Read its Intent; to take it, run `polisd contract claim {contract_id} --as {recipient}`; if you cannot, leave it open for someone else."
             ),
         }
     }
@@ -607,6 +614,7 @@ impl Notification {
     pub fn handoff_deferred(
         recipient: &str,
         parent_id: &str,
+        source: &crate::protocol::handoff::Source,
         what: &str,
         items: &[String],
     ) -> Notification {
@@ -624,12 +632,16 @@ impl Notification {
         Notification {
             kind: Kind::HandoffDeferred,
             recipient: recipient.to_string(),
-            subject: parent_id.to_string(),
+            subject: source.subject(parent_id),
             discriminator: format!("{what}:{}", items.join("\n")),
-            link: format!("contracts/settled/{parent_id}"),
+            link: source.link(parent_id),
             paragraph: format!(
-                "polisd did not open {} follow-up contract(s) suggested in `{parent_id}` {why}: {listed} If the work is still needed, open it by hand (`polisd contract open`).",
-                items.len()
+                "polisd did not open {} follow-up contract(s) suggested {} `{parent_id}` {why}: {listed} If the work is still needed, open it by hand (`polisd contract open`).",
+                items.len(),
+                match source {
+                    crate::protocol::handoff::Source::Settlement => "in",
+                    crate::protocol::handoff::Source::Review { .. } => "in a review of",
+                }
             ),
         }
     }
@@ -673,6 +685,44 @@ impl Notification {
             paragraph: format!(
                 "The contract `{contract_id}` ({title}) is ready: every contract it depends on ({}) has settled, and the router recommends you. To take it, run `polisd contract claim {contract_id} --as {recipient}`.",
                 depends_on.join(", ")
+            ),
+        }
+    }
+}
+
+impl Notification {
+    /// A sync tool left a conflict copy polisd does not merge (docs/sync.md); told once per
+    /// copy to the index keeper, with both paths.
+    pub fn sync_conflict(recipient: &str, copy: &str, original: &str) -> Notification {
+        Notification {
+            kind: Kind::SyncConflict,
+            recipient: recipient.to_string(),
+            subject: copy.to_string(),
+            discriminator: String::new(),
+            link: original.trim_end_matches(".md").to_string(),
+            paragraph: format!(
+                "A sync tool kept two versions of `{original}`: the other one is `{copy}` (you are told as index keeper). polisd reads neither copy as a record and merges only the chronicle's and the inboxes' copies. Compare the two files, keep the right content in `{original}`, and delete `{copy}`."
+            ),
+        }
+    }
+
+    /// Copies of one contract differ between worktrees (or clones) of the repository;
+    /// `copies` is one line per copy (path, folder, owner, status), the discriminator, so each
+    /// distinct divergence is told once, to the index keeper.
+    pub fn worktree_diverged(
+        recipient: &str,
+        contract_id: &str,
+        copies: &[String],
+    ) -> Notification {
+        Notification {
+            kind: Kind::WorktreeDiverged,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: copies.join("\n"),
+            link: format!("contracts/open/{contract_id}"),
+            paragraph: format!(
+                "The contract `{contract_id}` differs between worktrees of this repository (you are told as index keeper): {}. Agents in different worktrees see different owners or states, so two of them may work on it at once. Decide which copy is right, make the others match (or keep the polis in one place that every worktree uses, see docs/sync.md), and append a chronicle line.",
+                copies.join("; ")
             ),
         }
     }

@@ -17,11 +17,12 @@ mod reservation_pass;
 mod routing_pass;
 mod scope;
 mod settled_pass;
+mod sync_pass;
 mod tally_pass;
 
 pub use scope::Scope;
 
-use crate::daemon::config::Notifications;
+use crate::daemon::config::{Notifications, WriterMode};
 use crate::fs::snapshot::{self, Polis};
 use crate::fs::state::{Counters, Fingerprint, State};
 use crate::fs::writer::{self, Writer};
@@ -43,6 +44,7 @@ use std::path::{Path, PathBuf};
 pub struct EngineOptions {
     pub auto_route: bool,
     pub rollover: bool,
+    pub writer: WriterMode,
     pub reflect: bool,
     pub notifications: Notifications,
 }
@@ -52,6 +54,7 @@ impl From<crate::daemon::config::Effective> for EngineOptions {
         EngineOptions {
             auto_route: e.auto_route,
             rollover: e.rollover,
+            writer: e.writer,
             reflect: e.reflect,
             notifications: e.notifications,
         }
@@ -82,6 +85,8 @@ struct Pass {
     settled_changed: bool,
     /// Whether polisd wrote to the polis in this pass.
     wrote: bool,
+    /// Notices of the sync pass (conflict copies, diverging worktrees).
+    sync_notices: Vec<crate::protocol::inbox::Notification>,
     errors: Vec<String>,
 }
 
@@ -125,6 +130,11 @@ pub struct Engine {
     /// Findings about the folder's files already logged by this process, so each is logged
     /// once while it lasts (and again if it comes back after being fixed).
     logged_findings: BTreeSet<String>,
+    /// Other worktrees' copies of this polis (docs/sync.md).
+    sync: sync_pass::SyncCache,
+    /// Whether a notice another machine's daemon delivered was already reported
+    /// (`writer = "this-machine-only"`).
+    reported_other_writer: bool,
     /// The lock on the `_polis/` folder itself, once [`Engine::lock`] took it.
     polis_lock: Option<writer::PolisLock>,
     /// Whether the missing lock on a restored folder was logged.
@@ -145,6 +155,9 @@ pub struct Engine {
     /// Why `reservations.yml` could not be read, as last logged (logged again only when it
     /// changes).
     reservations_problem: Option<String>,
+    /// Each review file as last read by the review handoff step, so an unchanged one is not
+    /// read again in this process (its dispatch is decided from its bytes, `state.known`).
+    review_prints: std::collections::HashMap<String, Fingerprint>,
 }
 
 /// What [`Engine::lock`] hands the caller: the state directory's lock (the lock on the
@@ -194,6 +207,8 @@ impl Engine {
             archive_activity: None,
             chronicles: ChronicleCopies::default(),
             logged_findings: BTreeSet::new(),
+            sync: sync_pass::SyncCache::default(),
+            reported_other_writer: false,
             polis_lock: None,
             warned_lock: false,
             arriving_until: None,
@@ -202,6 +217,7 @@ impl Engine {
             settled_gone: std::collections::HashSet::new(),
             next_expiry: None,
             reservations_problem: None,
+            review_prints: std::collections::HashMap::new(),
         })
     }
 
@@ -353,6 +369,9 @@ impl Engine {
         if scope.is_empty() {
             return Ok(());
         }
+        if !self.warmed || matches!(trigger, Trigger::Rescan | Trigger::Timer) {
+            self.refresh_sync();
+        }
         let started = std::time::Instant::now();
         let result = self.pass(scope, refresh, wall);
         self.write_status();
@@ -379,6 +398,11 @@ impl Engine {
                 // replaced: deliver now rather than at the next rescan.
                 if self.notice_waits_for_inbox(&rel) {
                     scope.derive = true;
+                }
+                // An inbox whose conflict copy waited while the inbox was being written (a
+                // deferred edit that is due now): merged on this pass.
+                if sync_pass::has_conflict_copy_beside(&self.root, &rel) {
+                    scope.sync = true;
                 }
                 continue;
             }
@@ -440,19 +464,29 @@ impl Engine {
             self.chronicle_step(&mut pass);
         }
         self.fill_activity(&mut pass.polis, &pass.now);
+        self.sync_step(&mut pass, scope.sync, scope.open || scope.settled);
         self.reconcile_step(&mut pass, scope);
-        self.handoff_step(&mut pass);
-        if scope.open && self.options.auto_route {
+        // `writer = "none"`: another machine's daemon appends and edits (docs/sync.md).
+        let writes = self.options.writer.writes();
+        if writes {
+            self.handoff_step(&mut pass);
+            if scope.reviews {
+                self.review_handoff_step(&mut pass);
+            }
+        }
+        if scope.open && self.options.auto_route && writes {
             self.route_step(&mut pass);
         }
-        if scope.tally {
+        if scope.tally && writes {
             self.tally_step(&mut pass);
         }
-        if scope.reservations {
-            self.reservation_step(&mut pass);
+        if writes {
+            if scope.reservations {
+                self.reservation_step(&mut pass);
+            }
+            self.reflection_step(&mut pass);
+            self.notice_step(&mut pass, scope);
         }
-        self.reflection_step(&mut pass);
-        self.notice_step(&mut pass, scope);
         self.finish_pass(pass)
     }
 
@@ -474,7 +508,11 @@ impl Engine {
         polis
             .findings
             .extend(self.settled_findings.values().flatten().cloned());
-        self.log_new_findings(&polis.findings);
+        // Unknown dependencies and cycles (P013, P014) are logged too, not kept in the polis:
+        // `check` derives them itself.
+        let mut logged = polis.findings.clone();
+        logged.extend(crate::operations::dependency_findings(&polis));
+        self.log_new_findings(&logged);
         let first_meeting = self.state.first_met.is_none();
         if first_meeting {
             self.take_baseline(&polis, &now)?;
@@ -486,6 +524,7 @@ impl Engine {
             new_settled,
             settled_changed,
             wrote: false,
+            sync_notices: Vec::new(),
             errors: Vec::new(),
         }))
     }
@@ -510,6 +549,7 @@ impl Engine {
     /// wrote, those the whole folder calls for; queued and delivered.
     fn notice_step(&mut self, pass: &mut Pass, scope: Scope) {
         let mut notices = self.settled_notices(&pass.new_settled);
+        notices.append(&mut pass.sync_notices);
         if !self.unresolved.is_empty() {
             notices.extend(self.resolved_findings(&pass.polis));
         }

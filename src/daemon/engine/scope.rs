@@ -11,8 +11,12 @@ pub struct Scope {
     pub tally: bool,
     /// Notices derived from the whole folder (cards, lessons, reviews, staleness).
     pub derive: bool,
+    /// Sync conflict copies and copies of the polis elsewhere (worktrees): merged or reported.
+    pub sync: bool,
     /// `reservations.yml`: expiry, release when work ends, overlap notices.
     pub reservations: bool,
+    /// `reviews/`: suggestions written in review files (issue 15).
+    pub reviews: bool,
 }
 
 impl Scope {
@@ -23,7 +27,9 @@ impl Scope {
             open: true,
             tally: true,
             derive: true,
+            sync: true,
             reservations: true,
+            reviews: true,
         }
     }
 
@@ -34,6 +40,12 @@ impl Scope {
     /// What a change to `rel` concerns.
     pub fn of_path(rel: &str) -> Scope {
         let name = rel.rsplit('/').next().unwrap_or(rel);
+        if layout::is_conflict_copy(name) {
+            return Scope {
+                sync: true,
+                ..Scope::of_path(&layout::conflict_original_path(rel).unwrap_or_default())
+            };
+        }
         let derive_only = Scope {
             derive: true,
             ..Scope::default()
@@ -117,7 +129,14 @@ impl Scope {
                 _ => Scope::all(),
             };
         }
-        if rel.starts_with(layout::LESSONS_DIR) || rel.starts_with(layout::REVIEWS_DIR) {
+        if rel.starts_with(layout::REVIEWS_DIR) {
+            return Scope {
+                derive: true,
+                reviews: true,
+                ..Scope::default()
+            };
+        }
+        if rel.starts_with(layout::LESSONS_DIR) {
             return derive_only;
         }
         if rel.contains('/') {
@@ -134,7 +153,9 @@ impl Scope {
             open: self.open || other.open,
             tally: self.tally || other.tally,
             derive: self.derive || other.derive,
+            sync: self.sync || other.sync,
             reservations: self.reservations || other.reservations,
+            reviews: self.reviews || other.reviews,
         }
     }
 }

@@ -28,6 +28,19 @@ pub struct Recommendation {
     pub scores: Vec<Score>,
 }
 
+/// The seed of the daemon's draw for a contract: the first 8 bytes of SHA-256 over its path
+/// and bytes. Two daemons that route the same new contract on two synced machines then draw
+/// alike and write the same routing block, instead of two edits that conflict (docs/sync.md).
+pub fn seed_for(rel: &str, text: &str) -> u64 {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(rel.as_bytes());
+    h.update([0]);
+    h.update(text.as_bytes());
+    let d = h.finalize();
+    u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
+}
+
 /// Everything a routing decision reads.
 #[derive(Debug, Clone, Copy)]
 pub struct Inputs<'a> {
@@ -39,6 +52,9 @@ pub struct Inputs<'a> {
     pub settings: &'a Settings,
     /// Settled contracts in any order; the learning policies replay them.
     pub settlements: &'a [Settlement],
+    /// The citizens with a chronicle line in the activity window (SPEC §8). A routing rule's
+    /// target outside it is inactive and falls through to the policy; `None` counts everyone.
+    pub active: Option<&'a std::collections::BTreeSet<String>>,
 }
 
 /// A recommendation and, for `--explain`, what the policy saw.
@@ -87,6 +103,7 @@ pub fn recommend(inputs: &Inputs<'_>, policy: Policy, adaptive: bool, rng: &mut 
             .candidates
             .iter()
             .any(|c| c.id == id && c.state.as_deref() != Some("away"))
+            && inputs.active.is_none_or(|active| active.contains(id))
     };
     let rule = rules::decide(&rule_list, inputs.contract, &available);
     if let Some(m) = rule.as_ref().filter(|m| m.applied) {
@@ -169,6 +186,7 @@ mod tests {
             lessons: &[],
             settings: &Settings::default(),
             settlements: &[],
+            active: None,
         };
         let mut rng = StdRng::seed_from_u64(7);
         let routed = recommend(&inputs, Policy::EpsilonGreedy, false, &mut rng);
