@@ -30,6 +30,8 @@ import argparse
 import contextlib
 import os
 import random
+import re
+import resource
 import shutil
 import signal
 import statistics
@@ -185,7 +187,8 @@ def spawn_daemon(root: Path, tmp: Path, debounce: str, state: Path, log: Path, b
 def start_daemon(root: Path, tmp: Path, debounce: str, until: str = "watching", bin=None):
     log = tmp / "daemon.log"
     proc = spawn_daemon(root, tmp, debounce, tmp / "state", log, bin=bin)
-    deadline = time.time() + 60
+    # A first meeting with 1M settled contracts on a loaded machine takes minutes.
+    deadline = time.time() + 600
     while until not in log.read_text():
         if time.time() > deadline or proc.poll() is not None:
             raise SystemExit("daemon did not start; see " + str(log))
@@ -1177,16 +1180,33 @@ REF_COMMANDS = {
 }
 
 
-def command_rounds(root: Path, rounds: int, env: dict) -> dict:
-    """Runs every agents' command `rounds` times on `root`; wall time of each process."""
+def command_rounds(root: Path, rounds: int, env: dict, cpu: dict = None, fsync: dict = None,
+                   first: int = 0) -> dict:
+    """Runs every agents' command `rounds` times on `root`; wall time of each process (and,
+    into `cpu`, its user + system CPU seconds; into `fsync`, with strace, the wall time it
+    spent in fsync/fdatasync and how many it made, one traced run per command)."""
     samples = {}
 
     def run(name, *args):
+        argv = [str(BIN), *args, "--polis", str(root)]
+        if fsync is not None and name not in fsync and shutil.which("strace"):
+            trace = Path(tempfile.mkstemp(prefix="polisd-strace-")[1])
+            subprocess.run(["strace", "-f", "-T", "-e", "trace=fsync,fdatasync", "-o", str(trace), *argv],
+                           check=True, capture_output=True, env=env)
+            spent = [float(m) for m in re.findall(r"<([0-9.]+)>", trace.read_text())]
+            trace.unlink()
+            fsync[name] = (len(spent), sum(spent))
+            return
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        subprocess.run([str(BIN), *args, "--polis", str(root)], check=True, capture_output=True, env=env)
+        subprocess.run(argv, check=True, capture_output=True, env=env)
         samples.setdefault(name, []).append(time.perf_counter() - t0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if cpu is not None:
+            cpu.setdefault(name, []).append(
+                (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
 
-    for k in range(rounds):
+    for k in range(first, first + rounds):
         cid = f"bench-{k}"
         run("contract open", "contract", "open", "--title", f"Bench {k}", "--by", CITIZENS[0], "--tags", "python,docs")
         run("contract claim", "contract", "claim", cid, "--as", CITIZENS[1])
@@ -1203,10 +1223,34 @@ def command_rounds(root: Path, rounds: int, env: dict) -> dict:
             f"Lesson number {k} about python")
         run("guardrail add", "guardrail", "add", "--text", f"Check number {k}", "--tags", "python")
         run("guardrail list", "guardrail", "list")
+        run("reserve", "reserve", f"bench/file{k}.rs", "--as", CITIZENS[1])
+        run("release", "release", f"bench/file{k}.rs", "--as", CITIZENS[1])
         run("contract settle", "contract", "settle", cid, "--quality", "4", "--minutes", "10")
         run("contract open (2)", "contract", "open", "--title", f"Dropped {k}", "--by", CITIZENS[0])
         run("contract abandon", "contract", "abandon", f"dropped-{k}", "--reason", "bench")
     return samples
+
+
+def fsync_floor(root: Path, repeat: int = 20) -> tuple:
+    """The medians, in ms, of one fsync of a small new file, and of one of its folder, on the
+    disk under `root`: what every durable write pays at least."""
+    files, dirs = [], []
+    for _ in range(repeat):
+        tmpf = root / ".bench-floor.tmp"
+        fd = os.open(tmpf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.write(fd, b"x" * 2048)
+        t0 = time.perf_counter()
+        os.fsync(fd)
+        files.append(time.perf_counter() - t0)
+        os.close(fd)
+        os.rename(tmpf, root / ".bench-floor")
+        dfd = os.open(root, os.O_RDONLY)
+        t0 = time.perf_counter()
+        os.fsync(dfd)
+        dirs.append(time.perf_counter() - t0)
+        os.close(dfd)
+    (root / ".bench-floor").unlink()
+    return statistics.median(files) * 1000, statistics.median(dirs) * 1000
 
 
 def ref_rounds(root: Path, rounds: int) -> dict:
@@ -1221,40 +1265,54 @@ def ref_rounds(root: Path, rounds: int) -> dict:
 
 def cmd_commands(args):
     """Each agents' command on a polis with `--contracts` settled contracts and a chronicle of
-    `--chronicle-lines`, with a daemon running (so `settle` leaves the stats to it), then
-    `settle` without a daemon (it reconciles itself). The reference runs its CLI for the same
-    actions on a copy in the same run."""
+    `--chronicle-lines`: first with no daemon running (so `settle` reconciles
+    `routing_stats.yml` itself, from the durable ledger), then with a daemon (which takes the
+    stats over). Wall and CPU time per process, the fsync time of one traced run of each, and
+    the disk's fsync floor. The reference runs its CLI for the same actions on a copy in the
+    same run."""
     with workdir() as tmp:
         tmp = Path(tmp)
         root = make_polis(tmp / "ours", args.contracts, chronicle_lines=args.chronicle_lines)
         ref_root = make_polis(tmp / "ref", args.contracts)
         polisd("reconcile", str(root))
         env = dict(os.environ, POLISD_STATE_DIR=str(tmp / "state"))
+        # A daemon met the polis once (as a user's would have), leaving the ledger.
+        proc = start_daemon(root, tmp, "50ms", until=READY)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+        alone_cpu, fsyncs = {}, {}
+        # The first round warms the page cache and is traced (strace), not timed.
+        command_rounds(root, 1, env, fsync=fsyncs)
+        alone = command_rounds(root, args.rounds, env, cpu=alone_cpu, first=1)
+        full = []
+        for k in range(min(args.rounds, 5)):
+            t0 = time.perf_counter()
+            polisd("reconcile", str(root), env=env)
+            full.append(time.perf_counter() - t0)
+        floor_file, floor_dir = fsync_floor(root)
         proc = start_daemon(root, tmp, "50ms", until=READY)
         try:
-            ours = command_rounds(root, args.rounds, env)
+            ours = command_rounds(root, args.rounds, env, first=1000)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait()
-        # Without a daemon, settle also rebuilds routing_stats.yml from every settled file.
-        for k in range(min(args.rounds, 10)):
-            polisd("contract", "open", "--title", f"Alone {k}", "--by", CITIZENS[0], "--polis", str(root), env=env)
-            polisd("contract", "claim", f"alone-{k}", "--as", CITIZENS[1], "--polis", str(root), env=env)
-            t0 = time.perf_counter()
-            polisd("contract", "settle", f"alone-{k}", "--quality", "3", "--polis", str(root), env=env)
-            ours.setdefault("contract settle, no daemon (+ reconcile)", []).append(time.perf_counter() - t0)
         ref = ref_rounds(ref_root, args.rounds) if Path(PY).exists() else {}
     print(f"agents' commands, {args.contracts} settled contracts, chronicle {args.chronicle_lines} lines, "
-          f"{args.rounds} rounds (ms, whole process)")
-    print("| command | polisd p50 | p90 | max | reference p50 | ratio |")
-    print("|---|---|---|---|---|---|")
-    for name, xs in ours.items():
+          f"{args.rounds} rounds (ms, whole process); load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} CPUs; fsync floor: a small file {floor_file:.1f} ms, its folder {floor_dir:.1f} ms; "
+          f"`polisd reconcile` (full read) p50 {percentiles(full)['p50']:.0f} ms")
+    print("| command | no daemon: wall p50 | CPU p50 | fsyncs (ms in them) | with a daemon: wall p50 | reference p50 | ratio (no daemon) |")
+    print("|---|---|---|---|---|---|---|")
+    for name, xs in alone.items():
         p = percentiles(xs)
+        c = percentiles(alone_cpu[name])
+        d = percentiles(ours[name])["p50"] if name in ours else None
         key = name.replace(" (2)", "")
         r = percentiles(ref[key])["p50"] if key in ref else None
+        n, spent = fsyncs.get(name, (0, 0.0))
         ratio = f"{r / p['p50']:.0f}x" if r else "—"
-        rtext = f"{r:.1f}" if r else "—"
-        print(f"| {name} | {p['p50']:.1f} | {p['p90']:.1f} | {p['max']:.1f} | {rtext} | {ratio} |")
+        print(f"| {name} | {p['p50']:.1f} | {c['p50']:.1f} | {n} ({spent * 1000:.1f}) | "
+              f"{f'{d:.1f}' if d else '—'} | {f'{r:.1f}' if r else '—'} | {ratio} |")
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -574,3 +574,107 @@ fn output_into_a_closed_pipe_ends_quietly_instead_of_panicking() {
 fn libc_sigpipe() -> i32 {
     13
 }
+
+/// Opens, claims and settles one contract with the agents' commands (no daemon running).
+fn open_claim_settle(p: &TestPolis, title: &str, owner: &str, quality: &str) -> String {
+    let out = ok(p.polisd(&[
+        "contract", "open", "--title", title, "--by", FOUNDER, "--tags", "python", "--json",
+    ]));
+    let opened: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = opened["contract_id"].as_str().unwrap().to_string();
+    ok(p.polisd(&["contract", "claim", &id, "--as", owner]));
+    ok(p.polisd(&["contract", "settle", &id, "--quality", quality]));
+    id
+}
+
+fn ledger_text(p: &TestPolis) -> String {
+    std::fs::read_to_string(p.polis_state_dir().join("settled.jsonl")).unwrap_or_default()
+}
+
+#[test]
+fn settle_without_a_daemon_reconciles_from_the_ledger_to_a_full_reconciles_bytes() {
+    const WORKER: &str = "codex-worker-one";
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(WORKER, "openai", &[("python", 3)], "medium");
+    let stats = |p: &TestPolis| p.read("contracts/routing_stats.yml");
+    // A daemon met the polis once, so settlements made since are news to it.
+    p.start_daemon().kill9();
+
+    // Each settle journals one line for its own file after the daemon's (empty) snapshot.
+    let first = open_claim_settle(&p, "First job", WORKER, "4");
+    assert_eq!(stats(&p), p.expected_stats());
+    let second = open_claim_settle(&p, "Second job", FOUNDER, "2");
+    assert_eq!(stats(&p), p.expected_stats());
+    let ledger = ledger_text(&p);
+    assert!(
+        ledger.starts_with("{\"format\":\"polisd-settled-ledger\""),
+        "{ledger}"
+    );
+    let journal: Vec<&str> = ledger.lines().filter(|l| !l.starts_with('{')).collect();
+    assert_eq!(journal.len(), 2, "{ledger}");
+    assert!(
+        journal[0].contains(&format!("contracts/settled/{first}.md")),
+        "{ledger}"
+    );
+    assert!(
+        journal[1].contains(&format!("contracts/settled/{second}.md")),
+        "{ledger}"
+    );
+
+    // A settled file edited behind the ledger's back (same size: only the fingerprint tells)
+    // and one removed: the next settle reads the edit, drops the removed one, and still writes
+    // a full reconcile's bytes.
+    let rel = format!("contracts/settled/{first}.md");
+    let edited = p
+        .read(&rel)
+        .replacen("quality_score: 4", "quality_score: 5", 1);
+    assert_ne!(edited, p.read(&rel));
+    p.save(&rel, &edited);
+    std::fs::remove_file(p.path(&format!("contracts/settled/{second}.md"))).unwrap();
+    open_claim_settle(&p, "Third job", WORKER, "3");
+    let after_edit = stats(&p);
+    assert_eq!(after_edit, p.expected_stats());
+    assert!(
+        after_edit.contains("avg_quality_score: 4.0"),
+        "{after_edit}"
+    );
+    assert!(!after_edit.contains(FOUNDER), "{after_edit}");
+
+    // A daemon restarted now restores the commands' journal, yet announces their settlements
+    // (no daemon counted them): the first and the third (the second was removed).
+    let daemon = p.start_daemon();
+    harness::wait_until(
+        "the opener told of two settlements",
+        harness::DEADLINE,
+        || p.count(FOUNDER, "contract-settled") == 2,
+    );
+    assert!(daemon.log_text().contains("restored the ledger"));
+    daemon.kill9();
+
+    // A damaged snapshot, then no ledger at all: both fall back to reading every file, with
+    // the same bytes, and leave a fresh snapshot.
+    let damaged = ledger_text(&p).replacen("\"q\":5", "\"q\":1", 1);
+    assert_ne!(damaged, ledger_text(&p));
+    std::fs::write(p.polis_state_dir().join("settled.jsonl"), damaged).unwrap();
+    open_claim_settle(&p, "Fourth job", WORKER, "1");
+    assert_eq!(stats(&p), p.expected_stats());
+    let only_snapshot = |p: &TestPolis| {
+        let text = ledger_text(p);
+        text.starts_with("{\"format\"") && text.lines().all(|l| l.starts_with('{'))
+    };
+    assert!(only_snapshot(&p), "{}", ledger_text(&p));
+    std::fs::remove_file(p.polis_state_dir().join("settled.jsonl")).unwrap();
+    open_claim_settle(&p, "Fifth job", WORKER, "5");
+    assert_eq!(stats(&p), p.expected_stats());
+    assert!(only_snapshot(&p), "{}", ledger_text(&p));
+
+    // A daemon started afterwards restores what the commands left; the settlements no daemon
+    // counted yet are still news to the opener (the commands' records say so).
+    let _daemon = p.start_daemon();
+    harness::wait_until(
+        "the opener told of the four settlements by another citizen",
+        harness::DEADLINE,
+        || p.count(FOUNDER, "contract-settled") == 4,
+    );
+    assert_eq!(stats(&p), p.expected_stats());
+}

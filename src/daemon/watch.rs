@@ -283,8 +283,45 @@ enum Internal {
 }
 
 enum Backend {
-    Native(RecommendedWatcher),
+    /// With the folders it watches (see [`native_watches`]).
+    Native(RecommendedWatcher, Vec<PathBuf>),
     Poll(PollWatcher),
+}
+
+/// The watches of a native backend over `_polis/`: the folder itself and `contracts/` without
+/// recursion, `contracts/settled/` without recursion (it holds files only: a recursive watch
+/// stats every entry it meets, which was a fifth of a restart with 100k settled contracts),
+/// every other folder recursively. Only folders are listed, by their entries' types (no stat
+/// per file). A folder created later in one of the unrecursed ones is watched when its event
+/// arrives ([`Loop::watch_new_folder`]).
+fn native_watches(root: &Path, start: &Path) -> Vec<(PathBuf, RecursiveMode)> {
+    let contracts = root.join("contracts");
+    let settled = contracts.join("settled");
+    let subfolders = |dir: &Path| -> Vec<PathBuf> {
+        let Ok(read) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut out: Vec<PathBuf> = read
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect();
+        out.sort();
+        out
+    };
+    let mut out = Vec::new();
+    let mut stack = vec![start.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        if dir == root || dir == contracts {
+            out.push((dir.clone(), RecursiveMode::NonRecursive));
+            stack.extend(subfolders(&dir).into_iter().rev());
+        } else if dir == settled {
+            out.push((dir, RecursiveMode::NonRecursive));
+        } else {
+            out.push((dir, RecursiveMode::Recursive));
+        }
+    }
+    out
 }
 
 impl Backend {
@@ -311,7 +348,7 @@ impl Backend {
                 handler(control.clone()),
                 notify::Config::default().with_follow_symlinks(false),
             )
-            .map(Backend::Native)
+            .map(|w| Backend::Native(w, Vec::new()))
             .and_then(|mut b| b.watch_all(root).map(|_| b));
             #[cfg(test)]
             let native = if tests::FAIL_NATIVE.load(std::sync::atomic::Ordering::SeqCst) {
@@ -354,44 +391,79 @@ impl Backend {
 
     fn mode(&self) -> Mode {
         match self {
-            Backend::Native(_) => Mode::Native,
+            Backend::Native(..) => Mode::Native,
             Backend::Poll(_) => Mode::Poll,
         }
     }
 
     fn source(&self) -> Source {
         match self {
-            Backend::Native(_) => Source::Native,
+            Backend::Native(..) => Source::Native,
             Backend::Poll(_) => Source::Poll,
         }
     }
 
-    /// The parent non-recursively (to see `_polis/` come and go), `_polis/` recursively.
+    /// The parent non-recursively (to see `_polis/` come and go), `_polis/` recursively
+    /// (natively: as [`native_watches`] says).
     fn watch_all(&mut self, root: &Path) -> notify::Result<()> {
         if let Some(parent) = root.parent() {
             self.watch(parent, RecursiveMode::NonRecursive)?;
         }
-        self.watch(root, RecursiveMode::Recursive)
+        self.watch_polis(root, root)
+    }
+
+    /// `_polis/` (or, natively, the folder `start` inside it) and what is under it.
+    fn watch_polis(&mut self, root: &Path, start: &Path) -> notify::Result<()> {
+        match self {
+            Backend::Poll(d) => d.watch(root, RecursiveMode::Recursive),
+            Backend::Native(d, watched) => {
+                for (path, mode) in native_watches(root, start) {
+                    match d.watch(&path, mode) {
+                        Ok(()) => {}
+                        // Gone since it was listed: nothing to watch.
+                        Err(e) if path != root && is_gone(&e) => continue,
+                        Err(e) => return Err(e),
+                    }
+                    if !watched.contains(&path) {
+                        watched.push(path);
+                    }
+                }
+                Ok(())
+            }
+        }
     }
 
     fn watch(&mut self, path: &Path, mode: RecursiveMode) -> notify::Result<()> {
         match self {
-            Backend::Native(d) => d.watch(path, mode),
+            Backend::Native(d, _) => d.watch(path, mode),
             Backend::Poll(d) => d.watch(path, mode),
         }
     }
 
-    fn unwatch(&mut self, path: &Path) -> notify::Result<()> {
+    /// Stops watching `_polis/` and everything under it.
+    fn unwatch_polis(&mut self, root: &Path) {
         match self {
-            Backend::Native(d) => d.unwatch(path),
-            Backend::Poll(d) => d.unwatch(path),
+            Backend::Native(d, watched) => {
+                for path in std::mem::take(watched) {
+                    let _ = d.unwatch(&path);
+                }
+            }
+            Backend::Poll(d) => {
+                let _ = d.unwatch(root);
+            }
         }
     }
 
     fn rewatch(&mut self, root: &Path) -> notify::Result<()> {
-        let _ = self.unwatch(root);
-        self.watch(root, RecursiveMode::Recursive)
+        self.unwatch_polis(root);
+        self.watch_polis(root, root)
     }
+}
+
+/// Whether a watcher error says the path is not there (any more).
+fn is_gone(e: &notify::Error) -> bool {
+    matches!(&e.kind, notify::ErrorKind::PathNotFound)
+        || matches!(&e.kind, notify::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// An open, or a close without writing: nothing changed (inotify reports every open, polisd's
@@ -770,7 +842,7 @@ impl Loop {
         let reason = if now.is_none() {
             // inotify watches follow a folder that was moved away; drop them so its events
             // are not reported under the old name.
-            let _ = self.backend.unwatch(&self.root);
+            self.backend.unwatch_polis(&self.root);
             RescanReason::PolisRemoved
         } else {
             match self.backend.rewatch(&self.root) {
@@ -786,6 +858,28 @@ impl Loop {
             }
         };
         batch.rescan = Some(Rescan { reason });
+    }
+
+    /// A folder that appeared directly in `_polis/` or `contracts/`, which are watched without
+    /// recursion (see [`native_watches`]): watched now, with what is under it. Deeper folders
+    /// are the recursive watches' business, as are all of them when polling.
+    fn watch_new_folder(&mut self, path: &Path) {
+        let Backend::Native(..) = self.backend else {
+            return;
+        };
+        let Some(parent) = path.parent() else {
+            return;
+        };
+        if parent != self.root && parent != self.root.join("contracts") {
+            return;
+        }
+        if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+            return;
+        }
+        let root = self.root.clone();
+        if let Err(e) = self.backend.watch_polis(&root, path) {
+            self.error(e);
+        }
     }
 
     fn error(&mut self, e: notify::Error) {
@@ -859,6 +953,9 @@ impl Loop {
                 // Nothing under a `_polis/` believed gone is trusted; look at the folder again.
                 self.root_touched = true;
                 continue;
+            }
+            if matches!(kind, EventKind::Create | EventKind::Rename | EventKind::Any) {
+                self.watch_new_folder(&path);
             }
             self.pending.add(rel.to_path_buf(), kind, now);
         }
@@ -954,6 +1051,79 @@ mod tests {
             assert!(Instant::now() < end, "no batch within 10 s");
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// Waits (with a deadline) for a batch naming `rel`.
+    #[track_caller]
+    fn wait_for_path(rx: &mut mpsc::Receiver<Batch>, rel: &str) {
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "no event for {rel} within 10 s");
+            if let Ok(b) = rx.try_recv() {
+                if b.events.iter().any(|e| e.path == Path::new(rel)) {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn folders_made_after_the_start_in_unrecursed_folders_are_watched_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("_polis");
+        std::fs::create_dir_all(root.join("contracts/settled")).unwrap();
+        std::fs::create_dir_all(root.join("citizens/a-agent")).unwrap();
+        let root = std::fs::canonicalize(&root).unwrap();
+        let (_w, mut rx) = watch_native(
+            &root,
+            WatchConfig {
+                debounce: Duration::from_millis(20),
+                ..WatchConfig::default()
+            },
+        );
+        // Watched at the start: a deep folder (recursive), settled/ (without recursion).
+        std::fs::write(root.join("citizens/a-agent/status.md"), "x").unwrap();
+        wait_for_path(&mut rx, "citizens/a-agent/status.md");
+        std::fs::write(root.join("contracts/settled/c.md"), "x").unwrap();
+        wait_for_path(&mut rx, "contracts/settled/c.md");
+        // Made later directly in `_polis/` and in `contracts/`, with a folder inside.
+        std::fs::create_dir(root.join("lessons")).unwrap();
+        wait_for_path(&mut rx, "lessons");
+        std::fs::create_dir(root.join("lessons/python")).unwrap();
+        wait_for_path(&mut rx, "lessons/python");
+        std::fs::write(root.join("lessons/python/l.md"), "x").unwrap();
+        wait_for_path(&mut rx, "lessons/python/l.md");
+        std::fs::create_dir(root.join("contracts/drafts")).unwrap();
+        wait_for_path(&mut rx, "contracts/drafts");
+        std::fs::write(root.join("contracts/drafts/d.md"), "x").unwrap();
+        wait_for_path(&mut rx, "contracts/drafts/d.md");
+        // settled/ removed and made again: still watched.
+        std::fs::remove_dir_all(root.join("contracts/settled")).unwrap();
+        std::fs::create_dir(root.join("contracts/settled")).unwrap();
+        wait_for_path(&mut rx, "contracts/settled");
+        std::fs::write(root.join("contracts/settled/e.md"), "x").unwrap();
+        wait_for_path(&mut rx, "contracts/settled/e.md");
+    }
+
+    #[test]
+    fn the_native_watches_leave_settled_unrecursed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("_polis");
+        std::fs::create_dir_all(root.join("contracts/settled")).unwrap();
+        std::fs::create_dir_all(root.join("contracts/open")).unwrap();
+        std::fs::create_dir_all(root.join("citizens")).unwrap();
+        std::fs::write(root.join("polis.yml"), "x").unwrap();
+        let got = native_watches(&root, &root);
+        let want = vec![
+            (root.clone(), RecursiveMode::NonRecursive),
+            (root.join("citizens"), RecursiveMode::Recursive),
+            (root.join("contracts"), RecursiveMode::NonRecursive),
+            (root.join("contracts/open"), RecursiveMode::Recursive),
+            (root.join("contracts/settled"), RecursiveMode::NonRecursive),
+        ];
+        assert_eq!(got, want);
     }
 
     #[test]

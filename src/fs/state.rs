@@ -12,7 +12,10 @@
 //! - `daemon.json` — [`DaemonStatus`], the status file: while a daemon watches the polis it
 //!   keeps pid, start time, counters and latest findings here, and `polisd status` reads it
 //!   (with [`read_status`]) to say whether and how a daemon is watching;
-//! - `daemon.lock` — held (advisory lock) by the running daemon, see [`State::try_lock_daemon`].
+//! - `daemon.lock` — held (advisory lock) by the running daemon, see [`State::try_lock_daemon`];
+//! - `settled.jsonl` — the durable ledger of settled contracts (`state/settled.rs`), and
+//!   `settled.lock`, held by its one writer: the daemon for as long as it runs, or a one-shot
+//!   command with no daemon running ([`LedgerFile`]), so the two never write it at once.
 //!
 //! A corrupt `state.json` is moved aside (`state.json.corrupt-<unix secs>`) with a warning and
 //! rebuilt from the folder; it never stops the daemon. This module writes only inside the state
@@ -50,6 +53,9 @@ const SEEN_CHRONICLE_FILE: &str = "chronicle-seen.md";
 /// `state/settled.rs`): with 100k settled contracts it is ~20 MB, which `state.json` would
 /// rewrite on every settlement.
 const SETTLED_FILE: &str = "settled.jsonl";
+/// Held by whoever writes `settled.jsonl`: the daemon for its whole run, a command for one
+/// reconcile.
+const SETTLED_LOCK_FILE: &str = "settled.lock";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
@@ -198,6 +204,74 @@ impl Fingerprint {
             ino: meta.ino(),
         }
     }
+}
+
+/// The fingerprints of `rels`, files directly inside the folder `dir` of `root` (the caller
+/// checked the folder for links), on every core: one `fstatat` of the bare name relative to the
+/// open folder each, instead of a lookup of every component of the full path (100k settled
+/// files are stat'ed on every restart). `None` for a file that is gone. A path outside `dir`,
+/// or a folder that cannot be opened, is stat'ed by its full path.
+// The casts are no-ops on Linux only: `libc::stat`'s field types differ between platforms.
+#[allow(clippy::unnecessary_cast)]
+pub fn fingerprints_in(root: &Path, dir: &str, rels: &[String]) -> Vec<Option<Fingerprint>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let by_path = |rel: &String| {
+        fs::symlink_metadata(root.join(rel))
+            .ok()
+            .map(|m| Fingerprint::of(&m))
+    };
+    let Ok(folder) = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(root.join(dir))
+    else {
+        return crate::fs::snapshot::par_map(rels, by_path);
+    };
+    let fd = folder.as_raw_fd();
+    let prefix = format!("{}/", dir.trim_end_matches('/'));
+    crate::fs::snapshot::par_map(rels, |rel| {
+        let Some(name) = rel
+            .strip_prefix(prefix.as_str())
+            .filter(|n| !n.contains('/'))
+        else {
+            return by_path(rel);
+        };
+        let mut buf = [0u8; 256];
+        if name.len() >= buf.len() || name.as_bytes().contains(&0) {
+            return by_path(rel);
+        }
+        buf[..name.len()].copy_from_slice(name.as_bytes());
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: `buf` holds the name and a NUL; `st` is written by a successful call only.
+        let rc = unsafe {
+            libc::fstatat(
+                fd,
+                buf.as_ptr().cast(),
+                st.as_mut_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if rc != 0 {
+            return match io::Error::last_os_error().kind() {
+                io::ErrorKind::NotFound => None,
+                _ => by_path(rel),
+            };
+        }
+        // SAFETY: initialised by the successful call above.
+        let st = unsafe { st.assume_init() };
+        Some(Fingerprint {
+            size: st.st_size as u64,
+            mtime_ns: (st.st_mtime as i64)
+                .saturating_mul(1_000_000_000)
+                .saturating_add(st.st_mtime_nsec as i64),
+            ctime_ns: (st.st_ctime as i64)
+                .saturating_mul(1_000_000_000)
+                .saturating_add(st.st_ctime_nsec as i64),
+            mode: st.st_mode as u32,
+            ino: st.st_ino as u64,
+        })
+    })
 }
 
 /// What polisd last saw and did about one amendment.
@@ -408,10 +482,55 @@ impl DerefMut for State {
     }
 }
 
+/// What reading `settled.jsonl` needs, apart from the state (see [`State::settled_source`]).
+#[derive(Debug)]
+pub struct SettledSource {
+    path: PathBuf,
+    /// `None` once the ledger was taken: reading gives [`Restored::Nothing`] then.
+    migrated: Option<Vec<String>>,
+}
+
+impl SettledSource {
+    /// Reads and decodes the file; also how many journal lines follow its snapshot.
+    pub fn read(self) -> (Restored, usize) {
+        let Some(migrated) = self.migrated else {
+            return (Restored::Nothing, 0);
+        };
+        let (restored, journal_lines) = match fs::read(&self.path) {
+            Ok(bytes) => settled::decode(&bytes),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (Restored::Nothing, 0),
+            Err(e) => (
+                Restored::Untrusted {
+                    reason: format!("it cannot be read ({e})"),
+                    recorded: Vec::new(),
+                },
+                0,
+            ),
+        };
+        let restored = match restored {
+            Restored::Records { .. } => restored,
+            _ if migrated.is_empty() => restored,
+            Restored::Nothing => Restored::Untrusted {
+                reason: "an older polisd kept only fingerprints, in state.json".to_string(),
+                recorded: migrated,
+            },
+            Restored::Untrusted {
+                reason,
+                mut recorded,
+            } => {
+                recorded.extend(migrated);
+                Restored::Untrusted { reason, recorded }
+            }
+        };
+        (restored, journal_lines)
+    }
+}
+
 /// Held while a daemon runs for a polis; dropping it releases the lock.
 #[derive(Debug)]
 pub struct DaemonLock {
     _file: fs::File,
+    _settled: fs::File,
 }
 
 impl State {
@@ -474,39 +593,27 @@ impl State {
     /// each file's fingerprint). Read here, not on load, so a command that loads the state for
     /// something else does not read megabytes; [`Restored::Nothing`] after the first call.
     pub fn take_settled(&mut self) -> Restored {
-        let Some(migrated) = self.settled_migrated.take() else {
-            return Restored::Nothing;
-        };
-        let journal = self.dir.join(SETTLED_FILE);
-        let (restored, journal_lines) = match fs::read(&journal) {
-            Ok(bytes) => settled::decode(&bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => (Restored::Nothing, 0),
-            Err(e) => (
-                Restored::Untrusted {
-                    reason: format!("it cannot be read ({e})"),
-                    recorded: Vec::new(),
-                },
-                0,
-            ),
-        };
-        let restored = match restored {
-            Restored::Records { .. } => restored,
-            _ if migrated.is_empty() => restored,
-            Restored::Nothing => Restored::Untrusted {
-                reason: "an older polisd kept only fingerprints, in state.json".to_string(),
-                recorded: migrated,
-            },
-            Restored::Untrusted {
-                reason,
-                mut recorded,
-            } => {
-                recorded.extend(migrated);
-                Restored::Untrusted { reason, recorded }
-            }
-        };
-        self.settled_journal_lines = journal_lines;
-        self.settled_snapshot_due = !matches!(restored, Restored::Records { .. });
+        let (restored, journal_lines) = self.settled_source().read();
+        self.settled_taken(matches!(restored, Restored::Records { .. }), journal_lines);
         restored
+    }
+
+    /// [`State::take_settled`] in two halves, so the file can be read and decoded on another
+    /// thread (the daemon does it while its watches are registered): this one takes what the
+    /// reading needs, [`State::settled_taken`] records what it found.
+    pub fn settled_source(&mut self) -> SettledSource {
+        SettledSource {
+            path: self.dir.join(SETTLED_FILE),
+            migrated: self.settled_migrated.take(),
+        }
+    }
+
+    /// Records what [`SettledSource::read`] gave (whether its records are trusted, and how
+    /// many journal lines follow the snapshot): changes are journalled only after a trusted
+    /// file; otherwise the next save writes a snapshot.
+    pub fn settled_taken(&mut self, trusted: bool, journal_lines: usize) {
+        self.settled_journal_lines = journal_lines;
+        self.settled_snapshot_due = !trusted;
     }
 
     /// Journals that the settled file `record.path` was counted as `record` says.
@@ -689,10 +796,20 @@ impl State {
             .open(&path)
             .map_err(io_err("open", &path))?;
         match fs4::fs_std::FileExt::try_lock_exclusive(&file) {
-            Ok(true) => Ok(Some(DaemonLock { _file: file })),
-            Ok(false) => Ok(None),
-            Err(e) => Err(io_err("lock", &path)(e)),
+            Ok(true) => {}
+            Ok(false) => return Ok(None),
+            Err(e) => return Err(io_err("lock", &path)(e)),
         }
+        // The ledger's writer lock, for the whole run: a command that began reconciling before
+        // this daemon started holds it for one reconcile, and is waited for here, before the
+        // engine reads the ledger.
+        let settled = open_settled_lock(&self.dir)?;
+        fs4::fs_std::FileExt::lock_exclusive(&settled)
+            .map_err(io_err("lock", &self.dir.join(SETTLED_LOCK_FILE)))?;
+        Ok(Some(DaemonLock {
+            _file: file,
+            _settled: settled,
+        }))
     }
 
     /// True when some process holds the daemon lock (for `polisd status`).
@@ -752,12 +869,194 @@ pub fn daemon_running(polis_root: &Path) -> bool {
     let Ok(base) = state_base_dir() else {
         return false;
     };
-    let path = polis_state_dir(&base, &canonical(polis_root)).join(LOCK_FILE);
+    daemon_running_in(&base, polis_root)
+}
+
+fn daemon_running_in(base: &Path, polis_root: &Path) -> bool {
+    let path = polis_state_dir(base, &canonical(polis_root)).join(LOCK_FILE);
     let Ok(file) = fs::OpenOptions::new().read(true).open(&path) else {
         return false;
     };
     // A shared probe: it fails only while the daemon holds its exclusive lock.
     matches!(fs4::fs_std::FileExt::try_lock_shared(&file), Ok(false))
+}
+
+fn open_settled_lock(dir: &Path) -> Result<fs::File, StateError> {
+    let path = dir.join(SETTLED_LOCK_FILE);
+    fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io_err("open", &path))
+}
+
+/// `settled.jsonl` opened by a one-shot command while no daemon runs (`contract settle`
+/// reconciling on its own), holding the ledger's writer lock until dropped. The command
+/// checks the records against every file's fingerprint exactly as the daemon's start-up does,
+/// then appends a journal line per change (or writes a new snapshot); the daemon, once
+/// started, takes the same lock for its whole run and reads what the command left.
+#[derive(Debug)]
+pub struct LedgerFile {
+    dir: PathBuf,
+    journal_lines: usize,
+    _lock: fs::File,
+}
+
+/// How long a command waits for another command's reconcile before giving up on its own.
+const LEDGER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl LedgerFile {
+    /// Opens the ledger of `polis_root` with its writer lock, with what it holds; `None` when
+    /// a daemon runs for the polis (it keeps the stats itself, and the command touches
+    /// nothing of its state). Waits while another command holds the lock. Without a journal
+    /// the settled paths an older polisd's `state.json` counted come back as
+    /// [`Restored::Untrusted`], as they do for the daemon.
+    pub fn open(polis_root: &Path) -> Result<Option<(LedgerFile, Restored)>, StateError> {
+        LedgerFile::open_in(&state_base_dir()?, polis_root)
+    }
+
+    /// [`LedgerFile::open`] with an explicit base state directory.
+    pub fn open_in(
+        base: &Path,
+        polis_root: &Path,
+    ) -> Result<Option<(LedgerFile, Restored)>, StateError> {
+        let polis = canonical(polis_root);
+        let dir = polis_state_dir(base, &polis);
+        fs::create_dir_all(&dir).map_err(io_err("create the state directory", &dir))?;
+        let path_file = dir.join(PATH_FILE);
+        if !path_file.exists() {
+            write_atomic(&dir, PATH_FILE, format!("{}\n", polis.display()).as_bytes())?;
+        }
+        let lock = open_settled_lock(&dir)?;
+        let deadline = std::time::Instant::now() + LEDGER_WAIT;
+        loop {
+            // Before every try: a running daemon holds the lock for good.
+            if daemon_running_in(base, &polis) {
+                return Ok(None);
+            }
+            match fs4::fs_std::FileExt::try_lock_exclusive(&lock) {
+                Ok(true) => break,
+                Ok(false) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(2))
+                }
+                Ok(false) => {
+                    return Err(io_err("lock", &dir.join(SETTLED_LOCK_FILE))(
+                        io::Error::new(
+                            io::ErrorKind::WouldBlock,
+                            "another polisd command kept it for 10 s",
+                        ),
+                    ))
+                }
+                Err(e) => return Err(io_err("lock", &dir.join(SETTLED_LOCK_FILE))(e)),
+            }
+        }
+        let path = dir.join(SETTLED_FILE);
+        let (restored, journal_lines) = match fs::read(&path) {
+            Ok(bytes) => settled::decode(&bytes),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (Restored::Nothing, 0),
+            Err(e) => (
+                Restored::Untrusted {
+                    reason: format!("it cannot be read ({e})"),
+                    recorded: Vec::new(),
+                },
+                0,
+            ),
+        };
+        let restored = match restored {
+            Restored::Nothing => {
+                let migrated = migrated_settled(&dir);
+                if migrated.is_empty() {
+                    Restored::Nothing
+                } else {
+                    Restored::Untrusted {
+                        reason: "an older polisd kept only fingerprints, in state.json".into(),
+                        recorded: migrated,
+                    }
+                }
+            }
+            other => other,
+        };
+        Ok(Some((
+            LedgerFile {
+                dir,
+                journal_lines,
+                _lock: lock,
+            },
+            restored,
+        )))
+    }
+
+    /// Whether the journal, after `more` lines, would outgrow a snapshot of `files` files (the
+    /// daemon's rule): write a snapshot instead of appending then.
+    pub fn snapshot_due(&self, files: usize, more: usize) -> bool {
+        self.journal_lines + more > 2 * files + 1024
+    }
+
+    /// Appends one journal line per change (a record, or `Err(path)` for a file gone), in one
+    /// write. Not synced: a line lost to a crash only costs the next look a read of that file
+    /// (every record is checked against its file's fingerprint, and a torn line is dropped).
+    pub fn append(
+        &mut self,
+        changes: impl IntoIterator<Item = Result<SettledRecord, String>>,
+    ) -> Result<(), StateError> {
+        let path = self.dir.join(SETTLED_FILE);
+        let mut bytes = Vec::new();
+        let mut lines = 0;
+        for change in changes {
+            let line = match change {
+                Ok(record) => settled::encode_put(record),
+                Err(rel) => settled::encode_del(&rel),
+            }
+            .map_err(|source| StateError::Encode {
+                path: path.clone(),
+                source,
+            })?;
+            bytes.extend(line);
+            lines += 1;
+        }
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(&bytes))
+            .map_err(io_err("append to", &path))?;
+        self.journal_lines += lines;
+        Ok(())
+    }
+
+    /// Replaces the file with a snapshot of these records, atomically.
+    pub fn write_snapshot(
+        &mut self,
+        zone_seconds: i32,
+        records: impl IntoIterator<Item = SettledRecord>,
+    ) -> Result<(), StateError> {
+        let bytes = settled::encode_snapshot(zone_seconds, records).map_err(|source| {
+            StateError::Encode {
+                path: self.dir.join(SETTLED_FILE),
+                source,
+            }
+        })?;
+        write_atomic(&self.dir, SETTLED_FILE, &bytes)?;
+        self.journal_lines = 0;
+        Ok(())
+    }
+}
+
+/// The settled paths an older polisd's `state.json` in `dir` named (see [`PolisState::settled`]).
+fn migrated_settled(dir: &Path) -> Vec<String> {
+    #[derive(Deserialize)]
+    struct Old {
+        #[serde(default)]
+        settled: BTreeMap<String, serde::de::IgnoredAny>,
+    }
+    fs::read(dir.join(STATE_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Old>(&b).ok())
+        .map(|o| o.settled.into_keys().collect())
+        .unwrap_or_default()
 }
 
 /// The current time as RFC 3339 UTC, seconds precision.
@@ -823,6 +1122,77 @@ mod tests {
             fingerprint,
             reread: false,
             settlement: None,
+            unannounced: false,
+        }
+    }
+
+    #[test]
+    fn fingerprints_in_a_folder_are_those_of_the_full_paths() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("contracts/settled");
+        fs::create_dir_all(&dir).unwrap();
+        let mut rels = Vec::new();
+        for i in 0..300 {
+            fs::write(dir.join(format!("c-{i}.md")), "x".repeat(i)).unwrap();
+            rels.push(format!("contracts/settled/c-{i}.md"));
+        }
+        rels.push("contracts/settled/gone.md".to_string());
+        fs::write(root.path().join("elsewhere.md"), "y").unwrap();
+        rels.push("elsewhere.md".to_string());
+        let got = fingerprints_in(root.path(), "contracts/settled", &rels);
+        let want: Vec<Option<Fingerprint>> = rels
+            .iter()
+            .map(|r| {
+                fs::symlink_metadata(root.path().join(r))
+                    .ok()
+                    .map(|m| Fingerprint::of(&m))
+            })
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(got[300], None);
+        assert!(got[301].is_some());
+    }
+
+    #[test]
+    fn the_ledger_has_one_writer_a_daemon_or_one_command_at_a_time() {
+        let base = tempfile::tempdir().unwrap();
+        let polis = tempfile::tempdir().unwrap();
+        // A command holds the ledger: a second command waits for it (as a daemon starting
+        // meanwhile does, in `try_lock_daemon`, before it reads the ledger).
+        let (mut held, restored) = LedgerFile::open_in(base.path(), polis.path())
+            .unwrap()
+            .unwrap();
+        assert_eq!(restored, Restored::Nothing);
+        held.write_snapshot(0, [record("contracts/settled/a.md", 1)])
+            .unwrap();
+        let (b, p) = (base.path().to_path_buf(), polis.path().to_path_buf());
+        let waiting = std::thread::spawn(move || {
+            let (mut second, restored) = LedgerFile::open_in(&b, &p).unwrap().unwrap();
+            second
+                .append([Ok(record("contracts/settled/c.md", 3))])
+                .unwrap();
+            restored
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!waiting.is_finished(), "the second command did not wait");
+        held.append([Ok(record("contracts/settled/b.md", 2))])
+            .unwrap();
+        drop(held);
+        match waiting.join().unwrap() {
+            Restored::Records { records, .. } => assert_eq!(records.len(), 2),
+            other => panic!("{other:?}"),
+        }
+        // A running daemon holds it for good: a command does not touch the ledger then.
+        let state = State::load_in(base.path(), polis.path()).unwrap();
+        let lock = state.try_lock_daemon().unwrap().unwrap();
+        assert!(LedgerFile::open_in(base.path(), polis.path())
+            .unwrap()
+            .is_none());
+        drop(lock);
+        let mut state = State::load_in(base.path(), polis.path()).unwrap();
+        match state.take_settled() {
+            Restored::Records { records, .. } => assert_eq!(records.len(), 3),
+            other => panic!("{other:?}"),
         }
     }
 

@@ -575,8 +575,8 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
         None => None,
     };
     let reconciled = if req.reconcile_without_daemon && !daemon_running(root) {
-        let (done, _) = crate::operations::reconcile_settled(root, writer)?;
-        Some(done.outcome == Some(crate::fs::writer::WriteOutcome::Written))
+        crate::operations::reconcile_from_ledger(root, writer)?
+            .map(|(done, _)| done.outcome == Some(crate::fs::writer::WriteOutcome::Written))
     } else {
         None
     };

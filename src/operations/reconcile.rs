@@ -2,9 +2,16 @@
 
 use super::ActionError;
 use crate::fs::snapshot::{self, Polis};
+use crate::fs::state::{Fingerprint, LedgerFile, Restored, SettledRecord};
 use crate::fs::writer::{WriteOutcome, Writer};
-use crate::protocol::layout::{self};
+use crate::protocol::clock::PolisZone;
+use crate::protocol::contract::Heading;
+use crate::protocol::finding::Finding;
+use crate::protocol::layout::{self, ContractFolder};
+use crate::protocol::stats::Settlement;
 use crate::yaml::Value;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
 /// What a reconcile did.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,13 +70,7 @@ pub fn reconcile_settled_with_progress(
     writer: &Writer,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(Reconciled, Vec<crate::protocol::finding::Finding>), ActionError> {
-    let settings_text =
-        snapshot::read_text(root, layout::POLIS_YML, Some(snapshot::MAX_RECORD_BYTES))
-            .ok()
-            .flatten();
-    let zone = crate::protocol::settings::parse(settings_text.as_deref())
-        .0
-        .timezone;
+    let zone = polis_zone(root);
     let mut findings = Vec::new();
     let dir = layout::ContractFolder::Settled.dir();
     let entries = snapshot::list(root, dir, ".md", &mut findings);
@@ -96,6 +97,178 @@ pub fn reconcile_settled_with_progress(
         crate::protocol::stats::reconcile(&settlements, rate, last)
     })?;
     Ok((done, findings))
+}
+
+/// The polis's timezone, from `polis.yml` alone.
+fn polis_zone(root: &Path) -> PolisZone {
+    let settings_text =
+        snapshot::read_text(root, layout::POLIS_YML, Some(snapshot::MAX_RECORD_BYTES))
+            .ok()
+            .flatten();
+    crate::protocol::settings::parse(settings_text.as_deref())
+        .0
+        .timezone
+}
+
+/// One settled file as read: what the ledger records of it, and what its notices name.
+#[derive(Debug)]
+pub struct SettledRead {
+    pub fingerprint: Fingerprint,
+    pub findings: Vec<Finding>,
+    /// What its notices name, kept only for the pass that read it.
+    pub heading: Heading,
+    pub settlement: Option<Settlement>,
+}
+
+/// Reads one settled file of a folder the caller checked for links; `None` when it is gone.
+/// The frontmatter is parsed once for all (by [`super::published::read_settled`], which the
+/// dashboard shares), and only the heading its notices name is kept of it.
+pub fn read_settled(root: &Path, rel: &str, zone: PolisZone) -> Option<SettledRead> {
+    let file = super::published::read_settled(root, rel, zone)?;
+    Some(SettledRead {
+        fingerprint: file.fingerprint,
+        findings: file.findings,
+        heading: file.record.as_ref().map(Heading::of).unwrap_or_default(),
+        settlement: file.settlement,
+    })
+}
+
+/// How [`reconcile_from_ledger`] went about it, for the caller to report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LedgerUse {
+    /// The ledger was trusted: only these many files were read.
+    Incremental { read: usize },
+    /// No ledger, or one that cannot be trusted: every settled file was read (and a new
+    /// snapshot written).
+    Full,
+}
+
+/// `routing_stats.yml` rebuilt by a one-shot command while no daemon runs (`contract settle`):
+/// from the daemon's durable ledger of settled contracts in the state folder, checked against
+/// every settled file's fingerprint, so only the files that changed (and the new ones) are
+/// read. The bytes are those of a full reconcile ([`reconcile_settled`]). Without a ledger,
+/// or with one that cannot be trusted (another version, a damaged snapshot or journal, another
+/// timezone), every file is read and a fresh snapshot written. What changed is journalled for
+/// the next command or daemon, under the ledger's writer lock. `None` when a daemon runs: it
+/// keeps the stats, and its state is left alone. A state folder that cannot be used costs the
+/// full read, never the reconcile.
+pub fn reconcile_from_ledger(
+    root: &Path,
+    writer: &Writer,
+) -> Result<Option<(Reconciled, LedgerUse)>, ActionError> {
+    let (mut file, restored) = match LedgerFile::open(root) {
+        Ok(Some(opened)) => opened,
+        Ok(None) => return Ok(None),
+        Err(e) => {
+            tracing::warn!(
+                "the ledger of settled contracts is not used ({e}): reading every settled file"
+            );
+            let (done, _) = reconcile_settled(root, writer)?;
+            return Ok(Some((done, LedgerUse::Full)));
+        }
+    };
+    let zone = polis_zone(root);
+    let zone_seconds = zone.0.local_minus_utc();
+    // What the ledger vouches for, and (when it cannot be trusted) the paths it had counted.
+    let (mut held, known, trusted): (HashMap<String, SettledRecord>, HashSet<String>, bool) =
+        match restored {
+            Restored::Records {
+                zone_seconds: was,
+                records,
+            } if was == zone_seconds => (
+                records.into_iter().map(|r| (r.path.clone(), r)).collect(),
+                HashSet::new(),
+                true,
+            ),
+            Restored::Records { records, .. } => (
+                HashMap::new(),
+                records
+                    .into_iter()
+                    .filter(|r| !r.unannounced)
+                    .map(|r| r.path)
+                    .collect(),
+                false,
+            ),
+            Restored::Untrusted { recorded, .. } => {
+                (HashMap::new(), recorded.into_iter().collect(), false)
+            }
+            Restored::Nothing => (HashMap::new(), HashSet::new(), false),
+        };
+    let mut findings = Vec::new();
+    let entries = snapshot::list(root, ContractFolder::Settled.dir(), ".md", &mut findings);
+    let listed: HashSet<&str> = entries.iter().map(|e| e.rel.as_str()).collect();
+    let mut changes: Vec<Result<SettledRecord, String>> = Vec::new();
+    let gone: Vec<String> = held
+        .keys()
+        .filter(|rel| !listed.contains(rel.as_str()))
+        .cloned()
+        .collect();
+    drop(listed);
+    for rel in gone {
+        held.remove(&rel);
+        changes.push(Err(rel));
+    }
+    // Stat (on every core) what the ledger holds; read what moved, and what it does not hold
+    // or holds with findings (not stored, so read again, as the daemon does).
+    let (check, mut to_read): (Vec<String>, Vec<String>) = entries
+        .into_iter()
+        .map(|e| e.rel)
+        .partition(|rel| held.get(rel).is_some_and(|r| !r.reread));
+    let stats = crate::fs::state::fingerprints_in(root, ContractFolder::Settled.dir(), &check);
+    for (rel, fingerprint) in check.into_iter().zip(stats) {
+        if fingerprint.as_ref() != held.get(&rel).map(|r| &r.fingerprint) {
+            to_read.push(rel);
+        }
+    }
+    let reads = snapshot::par_map(&to_read, |rel| read_settled(root, rel, zone));
+    let read_count = to_read.len();
+    for (rel, read) in to_read.iter().map(String::as_str).zip(reads) {
+        let before = held.remove(rel);
+        let Some(read) = read else {
+            if before.is_some() {
+                changes.push(Err(rel.to_string()));
+            }
+            continue;
+        };
+        let mut record = SettledRecord::of(
+            rel,
+            &read.fingerprint,
+            !read.findings.is_empty(),
+            read.settlement.as_ref().map(Settlement::view),
+        );
+        record.unannounced = match &before {
+            Some(b) => b.unannounced,
+            None if trusted => true,
+            None => !known.contains(rel),
+        };
+        // A file read again only for its findings, unchanged, needs no new line.
+        if before.as_ref() != Some(&record) {
+            changes.push(Ok(record.clone()));
+        }
+        held.insert(rel.to_string(), record);
+    }
+    let mut records: Vec<&SettledRecord> = held.values().collect();
+    records.sort_by(|a, b| a.path.cmp(&b.path));
+    // Borrowed from the records, in path order (the order a full reconcile lists them in).
+    let settlements: Vec<_> = records.iter().filter_map(|r| r.view()).collect();
+    let done = reconcile_with(root, writer, settlements.len(), |rate, last| {
+        crate::protocol::stats::reconcile_views(&settlements, rate, last)
+    })?;
+    // After the stats: a ledger that misses a change only costs the next look a read.
+    let journalled = if trusted && !file.snapshot_due(records.len(), changes.len()) {
+        file.append(changes)
+    } else {
+        file.write_snapshot(zone_seconds, records.into_iter().cloned())
+    };
+    if let Err(e) = journalled {
+        tracing::warn!("could not record the settled contracts in polisd's state folder: {e}");
+    }
+    let used = if trusted {
+        LedgerUse::Incremental { read: read_count }
+    } else {
+        LedgerUse::Full
+    };
+    Ok(Some((done, used)))
 }
 
 /// The stats file as it is, for the values a reconcile keeps (`explore_rate`, `last_updated`).

@@ -74,8 +74,8 @@ impl CitizenStats {
 
     /// Replays one settlement (SPEC §6 step 5): exactly the reference's operations,
     /// `(avg * n + x) / (n + 1)`, in this order, so the doubles are the reference's.
-    fn record(&mut self, s: &Settlement) {
-        self.record_values(s.quality, s.minutes, s.last_completed.as_deref());
+    fn record(&mut self, s: &SettlementView<'_>) {
+        self.record_values(s.quality, s.minutes, s.last_completed);
     }
 
     fn record_values(&mut self, quality: u8, minutes: f64, last_completed: Option<&str>) {
@@ -143,12 +143,17 @@ impl RoutingStats {
 /// tags, quality, minutes. Different time styles compare as instants instead of failing.
 /// The replay order of SPEC §6 step 4 (instant, owner, tags, quality, minutes).
 pub fn replay_order(a: &Settlement, b: &Settlement) -> Ordering {
+    replay_order_of_views(&a.view(), &b.view())
+}
+
+/// [`replay_order`] of borrowed settlements.
+pub fn replay_order_of_views(a: &SettlementView<'_>, b: &SettlementView<'_>) -> Ordering {
     let time = match (&a.instant, &b.instant) {
-        (None, None) => a.when_text.cmp(&b.when_text),
+        (None, None) => a.when_text.cmp(b.when_text),
         (x, y) => x.cmp(y),
     };
-    time.then_with(|| a.owner.cmp(&b.owner))
-        .then_with(|| a.tags.cmp(&b.tags))
+    time.then_with(|| a.owner.cmp(b.owner))
+        .then_with(|| a.tags.cmp(b.tags))
         .then_with(|| a.quality.cmp(&b.quality))
         .then_with(|| a.minutes.total_cmp(&b.minutes))
 }
@@ -161,14 +166,25 @@ pub fn reconcile(
     explore_rate: &Value,
     previous_last_updated: &Value,
 ) -> RoutingStats {
-    let mut order: Vec<&Settlement> = settlements.iter().collect();
-    order.sort_by(|a, b| replay_order(a, b));
+    let views: Vec<SettlementView<'_>> = settlements.iter().map(Settlement::view).collect();
+    reconcile_views(&views, explore_rate, previous_last_updated)
+}
+
+/// [`reconcile`] over borrowed settlements (a one-shot command's ledger records), in the same
+/// order as the owned ones would be given (a stable sort keeps ties in that order).
+pub fn reconcile_views(
+    settlements: &[SettlementView<'_>],
+    explore_rate: &Value,
+    previous_last_updated: &Value,
+) -> RoutingStats {
+    let mut order: Vec<&SettlementView<'_>> = settlements.iter().collect();
+    order.sort_by(|a, b| replay_order_of_views(a, b));
 
     let mut tags: Vec<TagStats> = Vec::new();
     let mut tag_index: HashMap<&str, usize> = HashMap::new();
     let mut citizen_index: Vec<HashMap<&str, usize>> = Vec::new();
     for s in &order {
-        for tag in &s.tags {
+        for tag in s.tags {
             let t = *tag_index.entry(tag.as_str()).or_insert_with(|| {
                 tags.push(TagStats {
                     tag: tag.clone(),
@@ -180,8 +196,8 @@ pub fn reconcile(
                 tags.len() - 1
             });
             let citizens = &mut tags[t].citizens;
-            let c = *citizen_index[t].entry(s.owner.as_str()).or_insert_with(|| {
-                citizens.push(CitizenStats::new(&s.owner));
+            let c = *citizen_index[t].entry(s.owner).or_insert_with(|| {
+                citizens.push(CitizenStats::new(s.owner));
                 citizens.len() - 1
             });
             citizens[c].record(s);

@@ -108,6 +108,8 @@ pub struct Engine {
     ledger: Ledger<Fingerprint>,
     /// The timezone the settled cache was read with: instants depend on it.
     settled_zone: Option<crate::protocol::clock::PolisZone>,
+    /// The ledger of an earlier run, being read while the watches are registered.
+    settled_preparing: Option<settled_pass::Preparing>,
     started_at: String,
     watch_mode: String,
     /// The dashboard's address, shown by `polisd status`.
@@ -203,6 +205,7 @@ impl Engine {
             settled_findings: BTreeMap::new(),
             ledger: Ledger::default(),
             settled_zone: None,
+            settled_preparing: None,
             started_at,
             watch_mode: "none".to_string(),
             dashboard_url: None,
@@ -348,6 +351,7 @@ impl Engine {
             return Ok(None);
         };
         self.polis_lock = Some(polis);
+        self.start_preparing_settled();
         Ok(Some(EngineLock { _state: state }))
     }
 

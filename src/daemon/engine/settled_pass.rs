@@ -6,28 +6,17 @@ use super::{rel_stem, Engine, Pass, Scope};
 use crate::fs::snapshot::{self, Polis};
 use crate::fs::state::{Fingerprint, Restored, SettledRecord};
 use crate::fs::writer::WriteOutcome;
-use crate::operations;
+use crate::operations::{self, read_settled, SettledRead};
 use crate::protocol::clock::PolisZone;
 use crate::protocol::contract::Heading;
-use crate::protocol::finding::{Code, Finding};
+use crate::protocol::finding::Code;
 use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::stats::{Ledger, Settlement};
 use std::collections::{BTreeSet, HashSet};
-use std::path::Path;
 
 /// How many settled files are read (in parallel) before what they said is put in the ledger.
 const READ_CHUNK: usize = 4096;
-
-/// One settled file as read in a pass.
-#[derive(Debug)]
-pub(super) struct SettledRead {
-    fingerprint: Fingerprint,
-    findings: Vec<Finding>,
-    /// What its notices name, kept only for the pass that read it.
-    heading: Heading,
-    settlement: Option<crate::protocol::stats::Settlement>,
-}
 
 /// What a pass must look at in `contracts/settled/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +47,69 @@ impl SettledRefresh {
             }
         }
     }
+}
+
+/// The ledger of an earlier run as the first pass takes it: decoded and built, possibly on a
+/// thread of its own ([`Engine::start_preparing_settled`]). Made once per run: the size of
+/// the ledger inline costs nothing.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum PreparedSettled {
+    Nothing,
+    Untrusted {
+        reason: String,
+        recorded: Vec<String>,
+    },
+    Records {
+        zone_seconds: i32,
+        count: usize,
+        /// The records trusted as counted (those without findings, and not left unannounced
+        /// by a command).
+        ledger: Ledger<Fingerprint>,
+        /// Counted files to read again (they had findings, which are not stored).
+        reread: Vec<String>,
+    },
+}
+
+impl PreparedSettled {
+    fn of(restored: Restored) -> PreparedSettled {
+        match restored {
+            Restored::Nothing => PreparedSettled::Nothing,
+            Restored::Untrusted { reason, recorded } => {
+                PreparedSettled::Untrusted { reason, recorded }
+            }
+            Restored::Records {
+                zone_seconds,
+                records,
+            } => {
+                let count = records.len();
+                // A record a command made for a file no daemon counted yet is not trusted as
+                // known: the file is read again and announced as a new settlement.
+                let ledger = Ledger::restore(
+                    records
+                        .iter()
+                        .filter(|r| !r.reread && !r.unannounced)
+                        .map(|r| (r.path.as_str(), r.fingerprint, r.view())),
+                );
+                let reread = records
+                    .into_iter()
+                    .filter(|r| r.reread && !r.unannounced)
+                    .map(|r| r.path)
+                    .collect();
+                PreparedSettled::Records {
+                    zone_seconds,
+                    count,
+                    ledger,
+                    reread,
+                }
+            }
+        }
+    }
+}
+
+/// Where the prepared ledger is coming from.
+pub(super) enum Preparing {
+    Thread(std::thread::JoinHandle<(PreparedSettled, usize)>),
+    Inline(Option<crate::fs::state::SettledSource>),
 }
 
 /// The most vanished settled paths remembered (see `Engine::settled_gone`).
@@ -169,6 +221,27 @@ impl Engine {
         let zone = polis.settings.timezone;
         let mut changed = false;
         let mut refresh = refresh;
+        let root = self.root.clone();
+        // The first look after a restart: the folder is listed and every file stat'ed (on
+        // every core) while the ledger of the earlier run may still be decoding on its own
+        // thread. After the watches are registered, as every stat must be.
+        let mut early: Option<(Vec<String>, Vec<Option<Fingerprint>>)> = None;
+        if self.settled_zone.is_none() && self.settled_preparing.is_some() {
+            let mut listing_findings = Vec::new();
+            let entries: Vec<String> = snapshot::list(
+                &root,
+                ContractFolder::Settled.dir(),
+                ".md",
+                &mut listing_findings,
+            )
+            .into_iter()
+            .map(|e| e.rel)
+            .collect();
+            polis.findings.extend(listing_findings);
+            let stats =
+                crate::fs::state::fingerprints_in(&root, ContractFolder::Settled.dir(), &entries);
+            early = Some((entries, stats));
+        }
         if self.settled_zone != Some(zone) {
             changed = true;
             self.settled_findings.clear();
@@ -192,49 +265,73 @@ impl Engine {
                 refresh = SettledRefresh::Full;
             }
         }
-        let candidates: Vec<String> = match refresh {
-            SettledRefresh::Nothing => return (Vec::new(), changed),
-            SettledRefresh::Paths(paths) => paths
-                .into_iter()
-                .filter(|rel| {
-                    let name = rel.rsplit('/').next().unwrap_or(rel);
-                    name.ends_with(".md") && !layout::is_ignored_name(name)
-                })
-                .collect(),
-            SettledRefresh::Full => {
-                let dir = ContractFolder::Settled.dir();
-                let mut listing_findings = Vec::new();
-                let entries = snapshot::list(&self.root, dir, ".md", &mut listing_findings);
-                polis.findings.extend(listing_findings);
-                let listed: HashSet<String> = entries.into_iter().map(|e| e.rel).collect();
-                // Held or recorded (by an earlier run), and no longer there.
-                let gone: Vec<String> = self
-                    .ledger
-                    .files()
-                    .map(|(rel, _, _)| rel)
-                    .chain(self.settled_recorded.iter().map(String::as_str))
-                    .filter(|rel| !listed.contains(*rel))
-                    .map(str::to_string)
-                    .collect();
-                for rel in &gone {
-                    changed |= self.forget_settled(rel);
+        let (candidates, early_stats): (Vec<String>, Option<Vec<Option<Fingerprint>>>) =
+            match refresh {
+                SettledRefresh::Nothing => return (Vec::new(), changed),
+                SettledRefresh::Paths(paths) => (
+                    paths
+                        .into_iter()
+                        .filter(|rel| {
+                            let name = rel.rsplit('/').next().unwrap_or(rel);
+                            name.ends_with(".md") && !layout::is_ignored_name(name)
+                        })
+                        .collect(),
+                    None,
+                ),
+                SettledRefresh::Full => {
+                    let (entries, stats) = match early.take() {
+                        Some((entries, stats)) => (entries, Some(stats)),
+                        None => {
+                            let mut listing_findings = Vec::new();
+                            let entries = snapshot::list(
+                                &self.root,
+                                ContractFolder::Settled.dir(),
+                                ".md",
+                                &mut listing_findings,
+                            );
+                            polis.findings.extend(listing_findings);
+                            (entries.into_iter().map(|e| e.rel).collect(), None)
+                        }
+                    };
+                    let listed: HashSet<&str> = entries.iter().map(String::as_str).collect();
+                    // Held or recorded (by an earlier run), and no longer there.
+                    let gone: Vec<String> = self
+                        .ledger
+                        .files()
+                        .map(|(rel, _, _)| rel)
+                        .chain(self.settled_recorded.iter().map(String::as_str))
+                        .filter(|rel| !listed.contains(*rel))
+                        .map(str::to_string)
+                        .collect();
+                    drop(listed);
+                    for rel in &gone {
+                        changed |= self.forget_settled(rel);
+                    }
+                    (entries, stats)
                 }
-                listed.into_iter().collect()
-            }
-        };
+            };
 
-        // Stat (on every core) each candidate the ledger holds; read (in parallel) those whose
-        // fingerprint moved, and those it does not hold (reading them tells whether they are
-        // still there).
-        let (held, mut to_read): (Vec<String>, Vec<String>) = candidates
-            .into_iter()
-            .partition(|rel| self.ledger.contains_file(rel));
-        let root = self.root.clone();
-        let stats = snapshot::par_map(&held, |rel| {
-            std::fs::symlink_metadata(root.join(rel))
-                .ok()
-                .map(|meta| Fingerprint::of(&meta))
-        });
+        // Stat (on every core) each candidate the ledger holds (unless that was done above);
+        // read (in parallel) those whose fingerprint moved, and those it does not hold
+        // (reading them tells whether they are still there).
+        let mut held = Vec::new();
+        let mut held_stats = Vec::new();
+        let mut to_read = Vec::new();
+        let mut early_stats = early_stats.map(Vec::into_iter);
+        for rel in candidates {
+            let stat = early_stats.as_mut().and_then(Iterator::next);
+            if self.ledger.contains_file(&rel) {
+                held.push(rel);
+                held_stats.extend(stat);
+            } else {
+                to_read.push(rel);
+            }
+        }
+        let stats = if early_stats.is_some() {
+            held_stats
+        } else {
+            crate::fs::state::fingerprints_in(&root, ContractFolder::Settled.dir(), &held)
+        };
         for (rel, fingerprint) in held.into_iter().zip(stats) {
             // A file polisd could not read is tried again on every look: making it readable
             // (`chmod`, `chown`) may change nothing else the fingerprint holds.
@@ -302,28 +399,79 @@ impl Engine {
         changed
     }
 
+    /// Starts reading the ledger an earlier run left in the state folder on a thread of its
+    /// own (decoding and building 100k records takes a while): called once the engine holds
+    /// its locks, so it runs while the watches are registered; the first pass takes it.
+    pub(super) fn start_preparing_settled(&mut self) {
+        if self.settled_zone.is_some() || self.settled_preparing.is_some() {
+            return;
+        }
+        let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(self.state.settled_source())));
+        let theirs = slot.clone();
+        let spawned = std::thread::Builder::new()
+            .name("polisd-ledger".into())
+            .spawn(move || {
+                let source = theirs.lock().ok().and_then(|mut s| s.take());
+                let (restored, lines) = source.map(|s| s.read()).unwrap_or((Restored::Nothing, 0));
+                (PreparedSettled::of(restored), lines)
+            });
+        self.settled_preparing = Some(match spawned {
+            Ok(handle) => Preparing::Thread(handle),
+            // No thread to be had: the first pass reads it itself.
+            Err(_) => Preparing::Inline(slot.lock().ok().and_then(|mut s| s.take())),
+        });
+    }
+
+    /// The prepared ledger (waiting for its thread), or read now.
+    fn take_prepared_settled(&mut self) -> (PreparedSettled, usize) {
+        let read = |source: Option<crate::fs::state::SettledSource>| {
+            let (restored, lines) = source.map(|s| s.read()).unwrap_or((Restored::Nothing, 0));
+            (PreparedSettled::of(restored), lines)
+        };
+        match self.settled_preparing.take() {
+            Some(Preparing::Thread(handle)) => handle.join().unwrap_or_else(|_| {
+                (
+                    PreparedSettled::Untrusted {
+                        reason: "reading it failed".to_string(),
+                        recorded: Vec::new(),
+                    },
+                    0,
+                )
+            }),
+            Some(Preparing::Inline(source)) => read(source),
+            None => read(Some(self.state.settled_source())),
+        }
+    }
+
     /// Takes the ledger an earlier run left in the state folder, or, when there is none or it
     /// cannot be trusted, the paths it had counted (with one log line saying why every settled
     /// file is read again).
     fn restore_settled(&mut self, zone: PolisZone) {
         let zone_seconds = zone.0.local_minus_utc();
-        match self.state.take_settled() {
-            Restored::Nothing => {
+        let (prepared, journal_lines) = self.take_prepared_settled();
+        self.state.settled_taken(
+            matches!(prepared, PreparedSettled::Records { .. }),
+            journal_lines,
+        );
+        match prepared {
+            PreparedSettled::Nothing => {
                 if self.state.first_met.is_some() {
                     tracing::warn!(
                         "no ledger of settled contracts in polisd's state folder: reading every settled file again"
                     );
                 }
             }
-            Restored::Untrusted { reason, recorded } => {
+            PreparedSettled::Untrusted { reason, recorded } => {
                 tracing::warn!(
                     "the ledger of settled contracts in polisd's state folder is not used ({reason}): reading every settled file again"
                 );
                 self.settled_recorded.extend(recorded);
             }
-            Restored::Records {
+            PreparedSettled::Records {
                 zone_seconds: was,
-                records,
+                ledger,
+                reread,
+                ..
             } if was != zone_seconds => {
                 tracing::warn!(
                     "the ledger of settled contracts in polisd's state folder was computed at UTC{:+}s and the polis is now at UTC{:+}s: reading every settled file again",
@@ -331,18 +479,18 @@ impl Engine {
                     zone_seconds
                 );
                 self.settled_recorded
-                    .extend(records.into_iter().map(|r| r.path));
+                    .extend(ledger.files().map(|(rel, _, _)| rel.to_string()));
+                self.settled_recorded.extend(reread);
                 self.state.require_settled_snapshot();
             }
-            Restored::Records { records, .. } => {
-                let count = records.len();
-                let files = records
-                    .iter()
-                    .filter(|r| !r.reread)
-                    .map(|r| (r.path.as_str(), r.fingerprint, r.view()));
-                self.ledger = Ledger::restore(files);
-                self.settled_recorded
-                    .extend(records.into_iter().filter(|r| r.reread).map(|r| r.path));
+            PreparedSettled::Records {
+                count,
+                ledger,
+                reread,
+                ..
+            } => {
+                self.ledger = ledger;
+                self.settled_recorded.extend(reread);
                 tracing::info!(
                     files = count,
                     "restored the ledger of settled contracts; checking each file's fingerprint"
@@ -412,20 +560,4 @@ impl Engine {
         }
         out
     }
-}
-
-/// Reads one settled file; `None` when it is gone. The frontmatter is parsed once for all.
-pub(super) fn read_settled(
-    root: &Path,
-    rel: &str,
-    zone: crate::protocol::clock::PolisZone,
-) -> Option<SettledRead> {
-    // `refresh_settled` checked the folder for links once for all of them.
-    let read = operations::published::read_settled(root, rel, zone)?;
-    Some(SettledRead {
-        fingerprint: read.fingerprint,
-        findings: read.findings,
-        heading: read.record.as_ref().map(Heading::of).unwrap_or_default(),
-        settlement: read.settlement,
-    })
 }

@@ -68,6 +68,11 @@ pub struct SettledRecord {
     pub reread: bool,
     #[serde(rename = "s", default, skip_serializing_if = "Option::is_none")]
     pub settlement: Option<StoredSettlement>,
+    /// Recorded by a one-shot command (no daemon running) for a file no daemon has counted
+    /// yet: the daemon reads it again on restart and announces it as a new settlement, as it
+    /// would have without the command's record.
+    #[serde(rename = "n", default, skip_serializing_if = "is_false")]
+    pub unannounced: bool,
 }
 
 impl SettledRecord {
@@ -83,6 +88,7 @@ impl SettledRecord {
             fingerprint: *fingerprint,
             reread,
             settlement: settlement.map(StoredSettlement::of),
+            unannounced: false,
         }
     }
 
@@ -320,9 +326,15 @@ pub fn decode(bytes: &[u8]) -> (Restored, usize) {
             0,
         );
     }
+    // Parsed on every core: 100k records are most of a restart's decoding.
+    let lines: Vec<&[u8]> = body.split_inclusive(|b| *b == b'\n').collect();
+    let parsed = crate::fs::snapshot::par_map(&lines, |line| {
+        serde_json::from_slice::<SettledRecord>(trim_newline(line))
+    });
+    drop(lines);
     let mut records: Vec<SettledRecord> = Vec::with_capacity(body_lines);
-    for line in body.split_inclusive(|b| *b == b'\n') {
-        match serde_json::from_slice::<SettledRecord>(trim_newline(line)) {
+    for r in parsed {
+        match r {
             Ok(r) => records.push(r),
             Err(e) => {
                 return (
@@ -412,13 +424,23 @@ fn paths_named(rest: &[u8]) -> Vec<String> {
     #[derive(Deserialize)]
     struct PathOnly {
         p: String,
+        #[serde(default)]
+        n: bool,
     }
+    // A path recorded as not yet announced (by a command) is left out: it is still news.
     let mut recorded: std::collections::BTreeSet<String> = Default::default();
     for line in rest.split(|b| *b == b'\n') {
         if let Ok(r) = serde_json::from_slice::<PathOnly>(line) {
-            recorded.insert(r.p);
+            if r.n {
+                recorded.remove(&r.p);
+            } else {
+                recorded.insert(r.p);
+            }
         } else if let Some(json) = line.get(17..) {
             match serde_json::from_slice::<Op>(json) {
+                Ok(Op::Put(r)) if r.unannounced => {
+                    recorded.remove(&r.path);
+                }
                 Ok(Op::Put(r)) => {
                     recorded.insert(r.path);
                 }
@@ -466,6 +488,7 @@ mod tests {
                     minutes: 1.0 / 3.0,
                 })
             }),
+            unannounced: n == 4,
         }
     }
 
