@@ -334,14 +334,6 @@ pub fn subdirs_reporting(root: &Path, dir: &str, findings: &mut Vec<Finding>) ->
     out
 }
 
-/// The fingerprint of `rel` (a file or a folder, not followed if a link), or `None` when it
-/// is not there: a reader keeps what it derived from it until the fingerprint moves.
-pub fn fingerprint(root: &Path, rel: &str) -> Option<crate::fs::state::Fingerprint> {
-    fs::symlink_metadata(root.join(rel))
-        .ok()
-        .map(|m| crate::fs::state::Fingerprint::of(&m))
-}
-
 /// The canonical path of a polis root, the key for its machine-local state.
 pub fn canonical_root(root: &Path) -> PathBuf {
     fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())
