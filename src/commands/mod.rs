@@ -7,6 +7,7 @@ pub mod check;
 pub mod cli;
 pub mod context;
 pub mod contract;
+pub mod council;
 pub mod demo;
 pub mod guardrail;
 pub mod init;
@@ -152,6 +153,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Log(a) => log::run(a),
         Command::Lesson(c) => lesson::run(c),
         Command::Review(a) => review::run(a),
+        Command::Council(c) => council::run(c),
         Command::Context(a) => context::run(a),
         Command::Guardrail(c) => guardrail::run(c),
         Command::Demo(args) => {

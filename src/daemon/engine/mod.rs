@@ -9,6 +9,7 @@
 //! by the next pass and nothing is announced twice.
 
 mod chronicle_pass;
+mod council_pass;
 mod delivery;
 mod derived_notices;
 mod handoff_pass;
@@ -67,7 +68,7 @@ pub enum Trigger {
     Rescan,
     /// The clock moved on: expiries, stale contracts, rollover.
     Timer,
-    /// A reservation's lease ran out ([`Engine::next_expiry`]).
+    /// A reservation's lease or a council round ran out ([`Engine::next_expiry`]).
     ReservationExpiry,
 }
 
@@ -143,6 +144,9 @@ pub struct Engine {
     /// Why `reservations.yml` could not be read, as last logged (logged again only when it
     /// changes).
     reservations_problem: Option<String>,
+    /// When the earliest open council round closes by time, as the last council step saw it
+    /// (from `council.md`, never from file times).
+    council_deadline: Option<DateTime<Utc>>,
 }
 
 /// What [`Engine::lock`] hands the caller: the state directory's lock (the lock on the
@@ -199,6 +203,7 @@ impl Engine {
             settled_gone: std::collections::HashSet::new(),
             next_expiry: None,
             reservations_problem: None,
+            council_deadline: None,
         })
     }
 
@@ -331,6 +336,7 @@ impl Engine {
             Trigger::ReservationExpiry => (
                 Scope {
                     reservations: true,
+                    council: true,
                     derive: true,
                     ..Scope::default()
                 },
@@ -448,6 +454,9 @@ impl Engine {
             self.reservation_step(&mut pass);
         }
         self.reflection_step(&mut pass);
+        if scope.council {
+            self.council_step(&mut pass);
+        }
         self.notice_step(&mut pass, scope);
         self.finish_pass(pass)
     }

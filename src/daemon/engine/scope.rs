@@ -13,6 +13,8 @@ pub struct Scope {
     pub derive: bool,
     /// `reservations.yml`: expiry, release when work ends, overlap notices.
     pub reservations: bool,
+    /// Councils (issue 16): starts on claim, seat files, verdicts, rounds running out.
+    pub council: bool,
 }
 
 impl Scope {
@@ -24,6 +26,7 @@ impl Scope {
             tally: true,
             derive: true,
             reservations: true,
+            council: true,
         }
     }
 
@@ -81,6 +84,8 @@ impl Scope {
                 open: true,
                 derive: true,
                 reservations: true,
+                // A claim starts the council a contract asks for.
+                council: true,
                 ..Scope::default()
             };
         }
@@ -117,7 +122,15 @@ impl Scope {
                 _ => Scope::all(),
             };
         }
-        if rel.starts_with(layout::LESSONS_DIR) || rel.starts_with(layout::REVIEWS_DIR) {
+        if rel.starts_with(layout::REVIEWS_DIR) {
+            // Seat files, verdicts and council.md live in `reviews/<cid>/`.
+            return Scope {
+                derive: true,
+                council: rel.contains('/') || rel == layout::REVIEWS_DIR,
+                ..Scope::default()
+            };
+        }
+        if rel.starts_with(layout::LESSONS_DIR) {
             return derive_only;
         }
         if rel.contains('/') {
@@ -135,6 +148,7 @@ impl Scope {
             tally: self.tally || other.tally,
             derive: self.derive || other.derive,
             reservations: self.reservations || other.reservations,
+            council: self.council || other.council,
         }
     }
 }
