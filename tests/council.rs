@@ -293,3 +293,177 @@ fn full_council_with_a_silent_seat_an_over_long_contribution_and_a_corrected_ver
     assert_eq!(v["phase"], "done");
     assert_eq!(v["outcome"]["decision"], "requested_changes");
 }
+
+#[test]
+fn quick_council_started_by_command_survives_a_restart_mid_round_doing_nothing_twice() {
+    let p = polis();
+    let clock = Clock::new(&p);
+    let env = [("POLISD_FAKE_NOW_FILE", clock.path.as_path())];
+    let daemon = p.start_daemon_with(&env);
+    let cid = "cache-quick";
+    contract(&p, cid, "");
+    ok(p.polisd(&["contract", "claim", cid, "--as", OWNER]));
+    // The contract did not ask: the command starts one, with the panel named by hand.
+    let out = ok(p.polisd(&[
+        "council",
+        "start",
+        cid,
+        "--mode",
+        "quick",
+        "--panel",
+        &format!("{C},{B},{A}"),
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["mode"], "quick");
+    assert_eq!(v["seats"][0]["id"], C, "labels follow the panel's order");
+    assert_eq!(v["chairman"], D);
+    refused(
+        p.polisd(&["council", "start", cid, "--mode", "quick"]),
+        "already exists",
+    );
+    refused(
+        p.polisd(&["council", "start", "no-such-contract"]),
+        "no contract",
+    );
+    let state = format!("reviews/{cid}/council.md");
+    // The command delivered the prompts and the daemon derived the same ones: each once.
+    wait_for(&p, "round 1 prompts", || {
+        [A, B, C].iter().all(|m| p.count(m, "council-prompt") == 1)
+    });
+    for m in [A, B, C] {
+        ok(write(&p, cid, m, &words(150, "round one")));
+    }
+    wait_for(&p, "the round 1 packet", || p.exists(&packet(cid, 1)));
+    wait_for(&p, "round 2 prompts", || {
+        [A, B, C].iter().all(|m| p.count(m, "council-prompt") == 2)
+    });
+    let p1 = p.read(&packet(cid, 1));
+    ok(write(&p, cid, A, &words(60, "round two")));
+    // Killed mid-round; B writes while no daemon runs.
+    daemon.kill9();
+    ok(write(&p, cid, B, &words(60, "round two")));
+    let state_before = p.read(&state);
+    let daemon = p.start_daemon_with(&env);
+    ok(write(&p, cid, C, &words(60, "round two")));
+    wait_for(&p, "the last packet and the verdict request", || {
+        p.exists(&packet(cid, 2)) && p.count(D, "council-prompt") == 1
+    });
+    assert!(state_before.contains("| 2 | 75 |"), "{state_before}");
+    p.save(
+        &format!("reviews/{cid}/verdict.md"),
+        &verdict_good("signed_off"),
+    );
+    let contract_rel = format!("contracts/open/{cid}.md");
+    wait_for(&p, "review.status from the verdict", || {
+        p.read(&contract_rel)
+            .contains("review: {status: signed_off}\n")
+    });
+    wait_for(&p, "the owner's notice", || {
+        p.count(OWNER, "council-verdict") == 1
+    });
+    // Restarted once more after the verdict: nothing is done again.
+    daemon.kill9();
+    let _daemon = p.start_daemon_with(&env);
+    // A barrier: the nudge and then a broken chronicle line; its notice shows the passes
+    // after the restart are done.
+    nudge(&p, cid);
+    p.append(
+        "chronicle.md",
+        &format!("- {} | {OWNER} | broken line\n", harness::chronicle_stamp()),
+    );
+    wait_for(&p, "the barrier notice", || {
+        p.count(OWNER, "chronicle-finding") == 1
+    });
+    assert_eq!(p.read(&packet(cid, 1)), p1, "packet 1 rewritten");
+    for m in [A, B, C] {
+        assert_eq!(p.count(m, "council-prompt"), 2, "{m}: one prompt per round");
+    }
+    assert_eq!(p.count(D, "council-prompt"), 1);
+    assert_eq!(p.count(OWNER, "council-verdict"), 1);
+    let chronicle = p.read("chronicle.md");
+    assert_eq!(
+        chronicle
+            .matches(&format!(
+                "| polis-daemon | signed off | [[reviews/{cid}/verdict]] |"
+            ))
+            .count(),
+        1,
+        "{chronicle}"
+    );
+    let text = p.read(&state);
+    assert_eq!(text.matches("| 1 | 200 |").count(), 1, "{text}");
+    assert!(text.contains("- rounds run: 2"), "{text}");
+    assert!(
+        text.contains(&format!("- live seats: {C}, {B}, {A}")),
+        "{text}"
+    );
+}
+
+#[test]
+fn duo_council_names_its_members_and_cuts_the_short_third_round() {
+    let p = polis();
+    let clock = Clock::new(&p);
+    let _daemon = p.start_daemon_with(&[("POLISD_FAKE_NOW_FILE", clock.path.as_path())]);
+    let cid = "cache-duo";
+    contract(&p, cid, "council:\n  mode: duo\n  round_hours: 2\n");
+    ok(p.polisd(&["contract", "claim", cid, "--as", OWNER]));
+    let state = format!("reviews/{cid}/council.md");
+    wait_for(&p, "the duo to start", || p.exists(&state));
+    let text = p.read(&state);
+    // Two seats of two vendors; the chair from the vendor not seated (google).
+    assert!(
+        text.contains(&format!("| Member A | {A} | anthropic |")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("| Member B | {B} | openai |")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("chairman: {C}")), "{text}");
+    for (n, limit) in [(1, 250), (2, 180), (3, 60)] {
+        wait_for(&p, &format!("round {n} prompts"), || {
+            [A, B].iter().all(|m| p.count(m, "council-prompt") == n)
+        });
+        let inbox = p.read(&format!("citizens/{A}/inbox.md"));
+        assert!(inbox.contains(&format!("at most {limit} words")), "{inbox}");
+        let long = if n == 3 { 100 } else { limit - 10 };
+        ok(write(&p, cid, A, &words(long, &format!("what {B} said"))));
+        ok(write(
+            &p,
+            cid,
+            B,
+            &words(limit - 10, &format!("what {A} said")),
+        ));
+        wait_for(&p, &format!("the round {n} packet"), || {
+            p.exists(&packet(cid, n))
+        });
+        let text = p.read(&packet(cid, n));
+        assert!(
+            text.contains(&format!("## {A}\n")),
+            "a duo is not anonymised: {text}"
+        );
+        assert!(text.contains(&format!("what {B} said")), "{text}");
+    }
+    assert!(p
+        .read(&packet(cid, 3))
+        .contains("*[cut at 60 words: the contribution had 100]*"));
+    wait_for(&p, "the verdict request and the over-limit notice", || {
+        p.count(C, "council-prompt") == 1 && p.count(A, "council-over-limit") == 1
+    });
+    p.save(
+        &format!("reviews/{cid}/verdict.md"),
+        &verdict_good("rejected"),
+    );
+    let contract_rel = format!("contracts/open/{cid}.md");
+    wait_for(&p, "review.status from the verdict", || {
+        p.read(&contract_rel)
+            .contains("review: {status: rejected}\n")
+    });
+    wait_for(&p, "the chronicle line", || {
+        p.read("chronicle.md").contains(&format!(
+            "| polis-daemon | rejected review | [[reviews/{cid}/verdict]] |"
+        ))
+    });
+}
