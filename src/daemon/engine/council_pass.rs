@@ -56,6 +56,11 @@ impl Engine {
                     }
                     self.enqueue(a.notices);
                 }
+                // The contract is being written (or was just seen for the first time): the
+                // writer keeps it as deferred and the engine is woken once it is quiet.
+                Err(crate::operations::OpError::Action(e)) if e.is_not_settled() => {
+                    tracing::debug!("council on {id}: {e}")
+                }
                 Err(e) if e.is_refusal() => {
                     if self.warned_once.insert(format!("council {id}: {e}")) {
                         tracing::warn!("council on {id}: {e}");
