@@ -467,3 +467,41 @@ fn duo_council_names_its_members_and_cuts_the_short_third_round() {
         ))
     });
 }
+
+#[test]
+fn one_live_seat_falls_back_to_a_chavruta_review_and_a_bad_request_is_p027() {
+    let p = polis();
+    let mut clock = Clock::new(&p);
+    let _daemon = p.start_daemon_with(&[("POLISD_FAKE_NOW_FILE", clock.path.as_path())]);
+    let cid = "cache-alone";
+    contract(&p, cid, "council: {mode: duo, round_hours: 1}\n");
+    contract(&p, "cache-bad", "council: {mode: huge}\n");
+    ok(p.polisd(&["contract", "claim", "cache-bad", "--as", OWNER]));
+    ok(p.polisd(&["contract", "claim", cid, "--as", OWNER]));
+    wait_for(&p, "round 1 prompts", || {
+        [A, B].iter().all(|m| p.count(m, "council-prompt") == 1)
+    });
+    ok(write(&p, cid, A, &words(100, "the plan")));
+    clock.advance_minutes(61);
+    nudge(&p, cid);
+    let contract_rel = format!("contracts/open/{cid}.md");
+    wait_for(&p, "the fallback", || {
+        p.read(&contract_rel)
+            .contains(&format!("review: {{reviewer: {A}}}\n"))
+            && p.count(A, "council-prompt") == 2
+            && p.count(OWNER, "council-verdict") == 1
+    });
+    let state = p.read(&format!("reviews/{cid}/council.md"));
+    assert!(state.contains("phase: fallback"), "{state}");
+    assert!(p
+        .read(&format!("citizens/{A}/inbox.md"))
+        .contains(&format!("polisd review {cid} --as {A}")));
+    assert_eq!(p.count(B, "council-prompt"), 1, "no round 2");
+    assert!(!p.exists(&packet(cid, 2)));
+    // The malformed request started nothing and is reported.
+    assert!(!p.exists("reviews/cache-bad"));
+    let out = p.polisd(&["check", "--json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("P027"), "{text}");
+    assert!(text.contains("council_mode"), "{text}");
+}

@@ -31,6 +31,7 @@ pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     out.extend(contracts_in_two_folders(polis));
     out.extend(claim_conflicts(polis));
     out.extend(dependency_findings(polis));
+    out.extend(crate::operations::council::findings(polis));
     // Stable: findings on one line keep their code order.
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     out

@@ -219,6 +219,40 @@ pub fn wanting_start(polis: &Polis) -> (Vec<String>, Vec<(String, String)>) {
     (want, bad)
 }
 
+/// P027 for a council request that cannot be read, P028 for a `council.md` that cannot be
+/// read back (`polisd check`).
+pub fn findings(polis: &Polis) -> Vec<crate::protocol::finding::Finding> {
+    use crate::protocol::finding::{Code, Finding};
+    let mut out: Vec<Finding> = polis
+        .contracts
+        .iter()
+        .filter(|c| c.folder == ContractFolder::Open)
+        .filter_map(|c| {
+            rules::requested(&c.contract.fields).err().map(|e| {
+                Finding::warning(
+                    Code::BadCouncil,
+                    &c.file.rel,
+                    None,
+                    format!(
+                        "{e}; no council starts until it is fixed (docs/council.md lists the keys)"
+                    ),
+                )
+            })
+        })
+        .collect();
+    for id in listed(&polis.root) {
+        if let Err(e) = read(&polis.root, &id) {
+            out.push(Finding::error(
+                Code::CouncilState,
+                state::state_path(&id),
+                None,
+                e.to_string(),
+            ));
+        }
+    }
+    out
+}
+
 /// The councils in `reviews/` (folders holding a `council.md`).
 pub fn listed(root: &Path) -> Vec<String> {
     snapshot::subdirs(root, layout::REVIEWS_DIR)
@@ -562,6 +596,20 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
                         .collect();
                     if !council.round_due(&written, now) {
                         break;
+                    }
+                    let time_up = council.deadline().is_some_and(|d| now.now >= d);
+                    if !time_up {
+                        // Every seat wrote: close once no seat file is still being written
+                        // (the writer asks the engine to look again when they are quiet).
+                        let mut quiet = true;
+                        for id in &written {
+                            quiet &= writer
+                                .settled(state::seat_path(cid, round.n, id))?
+                                .is_none();
+                        }
+                        if !quiet {
+                            break;
+                        }
                     }
                     let contributions: Vec<packet::Contribution<'_>> = texts
                         .iter()

@@ -64,6 +64,10 @@ pub enum Code {
     DependencyCycle,
     /// A citizen folder that breaks the registry's shape (issue 15's audit).
     Registry,
+    /// A contract's council request that cannot be read (issue 16): no council starts.
+    BadCouncil,
+    /// A council's `council.md` that cannot be read back: the council is stuck.
+    CouncilState,
 }
 
 impl Code {
@@ -93,6 +97,8 @@ impl Code {
             Code::UnknownDependency => "P013",
             Code::DependencyCycle => "P014",
             Code::Registry => "P015",
+            Code::BadCouncil => "P027",
+            Code::CouncilState => "P028",
         }
     }
 }
