@@ -493,6 +493,7 @@ fn one_live_seat_falls_back_to_a_chavruta_review_and_a_bad_request_is_p027() {
     });
     let state = p.read(&format!("reviews/{cid}/council.md"));
     assert!(state.contains("phase: fallback"), "{state}");
+    assert!(state.contains(" | offline |\n"), "the silent seat: {state}");
     assert!(p
         .read(&format!("citizens/{A}/inbox.md"))
         .contains(&format!("polisd review {cid} --as {A}")));

@@ -131,9 +131,14 @@ pub fn read(root: &Path, cid: &str) -> Result<Option<Council>, OpError> {
     let rel = state::state_path(cid);
     match snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))? {
         None => Ok(None),
-        Some(text) => Council::parse(&rel, &text)
-            .map(Some)
-            .map_err(|e| refuse(e.to_string())),
+        Some(text) => match Council::parse(&rel, &text) {
+            Ok(c) if c.contract == cid => Ok(Some(c)),
+            Ok(c) => Err(refuse(format!(
+                "{rel} names the contract `{}`, not `{cid}`; polisd owns this file: restore it from version control",
+                c.contract
+            ))),
+            Err(e) => Err(refuse(e.to_string())),
+        },
     }
 }
 

@@ -290,21 +290,22 @@ impl Council {
         n
     }
 
-    /// Seat states over the closed rounds: `live` wrote in every one, `offline` in none,
-    /// `degraded` in some.
+    /// Seat states over the closed rounds: `live` wrote in every one; `degraded` missed at
+    /// least one; `offline`, once the council is over, wrote in none.
     pub fn seat_states(&self) -> Vec<(String, &'static str)> {
         let closed: Vec<&Round> = self
             .rounds
             .iter()
             .filter(|r| r.closed_at.is_some())
             .collect();
+        let over = matches!(self.phase, Phase::Done | Phase::Fallback);
         self.seats
             .iter()
             .map(|s| {
                 let missed = closed.iter().filter(|r| r.missing.contains(&s.id)).count();
                 let state = if missed == 0 {
                     "live"
-                } else if missed == closed.len() {
+                } else if over && missed == closed.len() {
                     "offline"
                 } else {
                     "degraded"
@@ -316,6 +317,7 @@ impl Council {
 
     /// Records the applied verdict and the metadata block.
     pub fn finish(&mut self, decision: &str, now: &PolisTime) {
+        self.phase = Phase::Done;
         let states = self.seat_states();
         let of = |want: &str| -> Vec<String> {
             states
@@ -337,7 +339,6 @@ impl Council {
             offline: of("offline"),
             duration_minutes: duration,
         });
-        self.phase = Phase::Done;
         self.finished_at = Some(now.second_stamp());
     }
 
@@ -478,6 +479,20 @@ impl Council {
         if council.file_type != "council" {
             return Err(err("`file_type` is not `council`".into()));
         }
+        // Ids become paths: nothing but valid ids, however the file was edited.
+        let layout_ok = crate::protocol::layout::is_slug(&council.contract)
+            && crate::protocol::layout::is_agent_id(&council.chairman)
+            && council
+                .seats
+                .iter()
+                .all(|s| crate::protocol::layout::is_agent_id(&s.id))
+            && council.seats.len() >= 2;
+        if !layout_ok {
+            return Err(err(
+                "a contract id, seat id or chairman id is not a valid id, or fewer than 2 seats"
+                    .into(),
+            ));
+        }
         Ok(council)
     }
 }
@@ -573,6 +588,7 @@ mod tests {
             match step {
                 0 => {
                     c.close_round(&ids[..2], &ids[..1], &at("2026-12-01 11:30"));
+                    assert_eq!(c.seat_states()[2].1, "degraded", "a silent seat");
                 }
                 1 | 2 => {
                     c.close_round(&ids, &[], &at("2026-12-01 12:00"));
@@ -612,6 +628,9 @@ mod tests {
             Some("codex-seat-bbbb")
         );
         assert!(c.open().is_none());
+        let states = c.seat_states();
+        assert_eq!(states[0].1, "offline", "{states:?}");
+        assert_eq!(states[1].1, "live", "{states:?}");
     }
 
     #[test]
@@ -631,5 +650,11 @@ mod tests {
             Council::parse("reviews/x/council.md", "---\nfile_type: council\n---\n").unwrap_err();
         assert!(e.to_string().contains("reviews/x/council.md"), "{e}");
         assert!(Council::parse("p", "no frontmatter").is_err());
+        let good = council(Mode::Full).render().unwrap();
+        let bad = good.replace("- id: codex-seat-bbbb", "- id: ../../../etc");
+        assert!(
+            Council::parse("p", &bad).is_err(),
+            "an id that would escape as a path"
+        );
     }
 }
