@@ -21,8 +21,8 @@ lines, runs the reference and polisd on the same files in the same run, and prin
 the read-everything floor. The reference needs about 1 s per 1k contracts, so its 100k run takes
 a couple of minutes; `--quick` stops the reference at 10k (polisd still runs 100k).
 
-Build first: `cargo build --release`. The reference comes from `.venv/bin/python` (made by
-`.ci/run`) or $POLISD_REFERENCE_PYTHON.
+Build first: `cargo build --release`. The reference comes from $POLISD_REFERENCE_PYTHON,
+`.venv/bin/python`, or `target/polis-reference/` (created by `cargo test`).
 """
 import argparse
 import contextlib
@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 LOG_LEVEL = os.environ.get("POLISD_BENCH_LOG", "info")
 BIN = Path(os.environ.get("POLISD_BIN", REPO / "target" / "release" / "polisd"))
 PY = os.environ.get("POLISD_REFERENCE_PYTHON") or next(
-    (p for p in (str(REPO / ".venv" / "bin" / "python"), "/tmp/refvenv/bin/python") if Path(p).exists()),
+    (p for p in (str(REPO / ".venv" / "bin" / "python"), str(REPO / "target" / "polis-reference" / "bin" / "python")) if Path(p).exists()),
     str(REPO / ".venv" / "bin" / "python"))
 
 CITIZENS = ["claude-code-1", "codex-agent-2", "gemini-cli-03", "mistral-vibe-4"]
@@ -1112,7 +1112,7 @@ def main():
     if not BIN.exists():
         raise SystemExit(f"{BIN} not found: run `cargo build --release` first")
     if not Path(PY).exists() and args.cmd in ("reconcile", "all", "reserve", "scale"):
-        raise SystemExit(f"no reference at {PY}: run .ci/run's setup or set POLISD_REFERENCE_PYTHON")
+        raise SystemExit(f"no reference at {PY}: run `cargo test --locked --test setup` once, or set POLISD_REFERENCE_PYTHON")
     {"reconcile": cmd_reconcile, "settle-latency": cmd_settle_latency, "idle-cpu": cmd_idle_cpu,
      "chronicle-latency": cmd_chronicle_latency, "reaction-under-load": cmd_reaction_under_load,
      "startup": cmd_startup, "generate": cmd_generate,

@@ -538,3 +538,39 @@ fn daemon_sends_claim_conflict_notices_and_check_reports_it_until_resolved() {
     let err = refused(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", second]));
     assert!(err.contains(&format!("already owned by {FOUNDER}")));
 }
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly_instead_of_panicking() {
+    let p = polis_with_contract();
+    // The reader is gone before the command starts, so its first print meets a closed pipe
+    // every time (`polisd contract list | head -0`).
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    for args in [&["contract", "list"][..], &["status"][..], &["check"][..]] {
+        let out = Command::new(BIN)
+            .args(args)
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .current_dir(&p.root)
+            .stdout(writer.try_clone().unwrap())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked"),
+            "polisd {args:?} panicked on a closed pipe: {stderr}"
+        );
+        use std::os::unix::process::ExitStatusExt as _;
+        assert_eq!(
+            out.status.signal(),
+            Some(libc_sigpipe()),
+            "polisd {args:?} should end by SIGPIPE like any Unix tool: {:?}",
+            out.status
+        );
+    }
+}
+
+/// SIGPIPE's number on Linux and macOS.
+fn libc_sigpipe() -> i32 {
+    13
+}

@@ -89,7 +89,10 @@ fn check_json_has_exactly_the_documented_keys() {
     let out = p.polisd(&["check", "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let report = json(&out);
-    assert_eq!(keys(&report), set(&["findings", "errors", "warnings"]));
+    assert_eq!(
+        keys(&report),
+        set(&["findings", "errors", "warnings", "resolved"])
+    );
     assert_eq!(report["errors"], 1);
     assert_eq!(report["warnings"], 0);
     let findings = report["findings"].as_array().unwrap();
@@ -485,12 +488,16 @@ fn status_json_parses_with_its_documented_keys() {
             "timezone",
             "citizens",
             "contracts",
+            "explore_rate",
             "tags",
             "amendments",
+            "malformed_amendments",
+            "recent_outcomes",
             "findings",
             "daemon"
         ])
     );
+    assert_eq!(s["explore_rate"], 0.15);
     assert_eq!(s["citizens"].as_array().unwrap().len(), 2);
     assert_eq!(s["citizens"][0]["id"], FOUNDER);
     assert_eq!(s["citizens"][0]["activity_source"], "chronicle");
@@ -513,7 +520,10 @@ fn status_json_parses_with_its_documented_keys() {
     assert_eq!(a["agrees"], 1);
     assert_eq!(a["quorum"], 2);
     assert_eq!(a["expiry_passed"], false);
-    assert_eq!(keys(&s["findings"]), set(&["errors", "warnings", "newest"]));
+    assert_eq!(
+        keys(&s["findings"]),
+        set(&["errors", "warnings", "resolved", "newest"])
+    );
     assert_eq!(s["daemon"], Value::Null);
 }
 
@@ -748,4 +758,547 @@ fn reference_built_polis_reconcile_and_verify() {
     // And polisd finds no error in what the reference wrote.
     let out = polisd(&["check"]);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+}
+
+// ---------------------------------------------------------------------------------------------
+// `polisd init` checks before it writes; `polisd register` adds a citizen polisd is happy with
+
+fn polisd_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("POLISD_STATE_DIR", dir.join(".state"))
+        .output()
+        .unwrap()
+}
+
+/// Every path under `dir`, relative, sorted (`.state/` excluded).
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let rel = e.path().strip_prefix(dir).unwrap().display().to_string();
+            if rel.starts_with(".state") {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+            out.push(rel);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn init_with_a_bad_agent_id_exits_2_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = polisd_in(tmp.path(), &["init", ".", "--agent-id", "bad"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a valid agent id"));
+    assert_eq!(tree(tmp.path()), Vec::<String>::new());
+}
+
+#[test]
+fn init_into_a_missing_folder_exits_2_and_creates_no_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = polisd_in(tmp.path(), &["init", "x/sub", "--agent-id", FOUNDER]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    assert!(!tmp.path().join("x").exists());
+}
+
+#[test]
+fn init_dry_run_lists_the_files_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = polisd_in(
+        tmp.path(),
+        &["init", ".", "--agent-id", FOUNDER, "--dry-run", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let report = json(&out);
+    let created: Vec<&str> = report["created"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(created.contains(&"CONSTITUTION.md"));
+    assert!(created.contains(&"contracts/TEMPLATE.md"));
+    assert_eq!(report["dry_run"], true);
+    assert_eq!(tree(tmp.path()), Vec::<String>::new());
+}
+
+#[test]
+fn init_writes_a_contract_template_that_is_not_read_as_a_contract() {
+    let p = TestPolis::init(FOUNDER);
+    let template = p.read("contracts/TEMPLATE.md");
+    assert!(template.contains("contract_id:") && template.contains("## Settlement"));
+    let status = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(status["contracts"]["open"], 0, "{status:#}");
+    let check = json(&p.polisd(&["check", "--json"]));
+    assert_eq!(check["findings"], serde_json::json!([]), "{check:#}");
+    // Copied into open/ and filled in, it is a contract polisd accepts.
+    let filled = template
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("my-contract-id", "first-task");
+    p.save("contracts/open/first-task.md", &filled);
+    let status = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(status["contracts"]["open"], 1, "{status:#}");
+    let check = p.polisd(&["check", "--json"]);
+    assert_eq!(json(&check)["errors"], 0, "{}", describe(&check));
+}
+
+#[test]
+fn register_writes_a_stamped_card_and_its_joined_line() {
+    let p = TestPolis::init(FOUNDER);
+    let out = p.polisd(&[
+        "register",
+        "codex-agent-2",
+        "--vendor",
+        "openai",
+        "--model",
+        "gpt-5",
+        "--tags",
+        "python:4,docs:3",
+        "--cost",
+        "low",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    for f in ["capability_card.yml", "status.md", "inbox.md", "journal.md"] {
+        assert!(p.exists(&format!("citizens/codex-agent-2/{f}")), "{f}");
+    }
+    let last = p.read("chronicle.md").lines().last().unwrap().to_string();
+    assert!(
+        last.contains("| codex-agent-2 | joined polis | [[citizens/codex-agent-2]] |"),
+        "{last}"
+    );
+    let verify = json(&p.polisd(&["verify", "--json"]));
+    let states: Vec<&str> = verify["cards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["ok", "ok"], "{verify:#}");
+    let check = p.polisd(&["check", "--json"]);
+    assert_eq!(
+        json(&check)["findings"],
+        serde_json::json!([]),
+        "{}",
+        describe(&check)
+    );
+    // The id is now taken: refused with one line, nothing written.
+    let chronicle = p.read("chronicle.md");
+    let again = p.polisd(&[
+        "register",
+        "codex-agent-2",
+        "--vendor",
+        "openai",
+        "--model",
+        "gpt-5",
+        "--tags",
+        "rust:2",
+    ]);
+    assert_eq!(again.status.code(), Some(1), "{}", describe(&again));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already taken"));
+    assert_eq!(p.read("chronicle.md"), chronicle);
+}
+
+#[test]
+fn register_refuses_an_invalid_id_or_tag_with_exit_2() {
+    let p = TestPolis::init(FOUNDER);
+    for args in [
+        [
+            "register", "Bad", "--vendor", "x", "--model", "y", "--tags", "python:4",
+        ],
+        [
+            "register",
+            "polis-daemon",
+            "--vendor",
+            "x",
+            "--model",
+            "y",
+            "--tags",
+            "python:4",
+        ],
+        [
+            "register",
+            "fine-agent-1",
+            "--vendor",
+            "x",
+            "--model",
+            "y",
+            "--tags",
+            "python:9",
+        ],
+    ] {
+        let out = p.polisd(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+    }
+    assert!(!p.exists("citizens/fine-agent-1"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Amendments and lessons the tally or router cannot use are reported, never skipped silently
+
+const BAD_AMENDMENT: &str = "---\namendment_id: 2026-01-05-bad\ntitle: Bad\nproposed_by: claude-founder-one\n\
+proposed_at: 2026-01-05 10:00:00\nstatus: something-bad\nquorum_required: abc\nexpires_at: 'not-a-date'\n\
+votes:\n  agree: [claude-founder-one]\n  maybe: []\n---\n\nBody.\n";
+
+#[test]
+fn check_status_and_tally_report_a_malformed_amendment() {
+    let p = TestPolis::init(FOUNDER);
+    p.save("amendments/proposed/2026-01-05-bad.md", BAD_AMENDMENT);
+    let check = p.polisd(&["check", "--json"]);
+    assert_eq!(check.status.code(), Some(1));
+    let report = json(&check);
+    let p021: Vec<_> = with_code(&report, "P021");
+    assert_eq!(p021.len(), 4, "{report:#}");
+    let status = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(
+        status["malformed_amendments"].as_array().unwrap().len(),
+        4,
+        "{status:#}"
+    );
+    let text = stdout(&p.polisd(&["status"]));
+    assert!(
+        text.contains("malformed: amendments/proposed/2026-01-05-bad.md"),
+        "{text}"
+    );
+    assert!(!text.contains("(none proposed)"), "{text}");
+    let tally = p.polisd(&["tally", "--dry-run", "--json"]);
+    assert_eq!(json(&tally)["malformed"].as_array().unwrap().len(), 4);
+    let tally = stdout(&p.polisd(&["tally", "--dry-run"]));
+    assert!(
+        tally.contains("malformed amendments/proposed/2026-01-05-bad.md"),
+        "{tally}"
+    );
+}
+
+#[test]
+fn check_reports_lesson_effects_on_unknown_citizens_and_non_numeric_deltas() {
+    let p = TestPolis::init(FOUNDER);
+    p.save(
+        "lessons/rust/2026-01-05-borrow.md",
+        "---\nlesson_id: 2026-01-05-borrow\nfiled_by: claude-founder-one\ncapability_tags: [rust]\n\
+         quality_impact: 3\nrouting_effect:\n- citizen: ghost-agent-9\n  delta: 0.1\n\
+         - citizen: claude-founder-one\n  delta: much\n---\n",
+    );
+    let report = json(&p.polisd(&["check", "--json"]));
+    let unknown = with_code(&report, "P019");
+    assert_eq!(unknown.len(), 1, "{report:#}");
+    assert_eq!(unknown[0]["severity"], "warning");
+    let delta = with_code(&report, "P022");
+    assert_eq!(delta.len(), 1, "{report:#}");
+    assert_eq!(delta[0]["severity"], "error");
+}
+
+#[test]
+fn status_shows_recent_amendment_outcomes_after_a_ratification() {
+    let p = TestPolis::init(FOUNDER);
+    p.save(
+        "amendments/ratified/2026-01-02-floor.md",
+        "---\namendment_id: 2026-01-02-floor\ntitle: Floor\nproposed_by: claude-founder-one\n\
+         proposed_at: 2026-01-02 10:00:00\nstatus: ratified\nratified_at: 2026-01-03 09:00:00\n---\n",
+    );
+    let status = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(
+        status["recent_outcomes"][0]["amendment_id"],
+        "2026-01-02-floor"
+    );
+    assert_eq!(status["recent_outcomes"][0]["status"], "ratified");
+    let text = stdout(&p.polisd(&["status"]));
+    assert!(
+        text.contains("2026-01-02-floor ratified at 2026-01-03 09:00:00"),
+        "{text}"
+    );
+}
+
+#[test]
+fn status_lists_tags_by_name_as_the_reference_does() {
+    let p = TestPolis::init(FOUNDER);
+    // First seen (the stats file's order) is zeta, then alpha.
+    p.save(
+        "contracts/routing_stats.yml",
+        "last_updated: '2026-01-02 10:00:00'\nexplore_rate: 0.2\ntags:\n  zeta:\n    citizens: {}\n    leader: null\n    leader_confidence: 0.0\n  alpha:\n    citizens: {}\n    leader: null\n    leader_confidence: 0.0\n",
+    );
+    // polis.yml's rate is the one the router uses.
+    let polis_yml = p.read("polis.yml");
+    assert!(polis_yml.contains("explore_rate: 0.15"));
+    p.save(
+        "polis.yml",
+        &polis_yml.replace("explore_rate: 0.15", "explore_rate: 0.25"),
+    );
+    let s = json(&p.polisd(&["status", "--json"]));
+    let tags: Vec<&str> = s["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tag"].as_str().unwrap())
+        .collect();
+    assert_eq!(tags, ["alpha", "zeta"], "{s:#}");
+    assert_eq!(s["explore_rate"], 0.25);
+    assert!(stdout(&p.polisd(&["status"])).contains("explore_rate 0.25"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A chronicle finding is resolved by a later line, never by editing the chronicle
+
+#[test]
+fn check_c001_finding_resolved_by_the_corrected_line_exits_0() {
+    let p = TestPolis::init(FOUNDER);
+    p.save(
+        "contracts/settled/fix-it.md",
+        &contract("fix-it", "settled"),
+    );
+    let stamp = harness::chronicle_stamp();
+    // C001 (an error): the note field is missing.
+    p.append(
+        "chronicle.md",
+        &format!("- {stamp} | {FOUNDER} | settled contract | [[contracts/settled/fix-it]]\n"),
+    );
+    let out = p.polisd(&["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_eq!(with_code(&json(&out), "C001").len(), 1);
+    let bad_line = last_line_number(&p.read("chronicle.md"));
+    // The notice's advice: the same stamp and verb, correct this time.
+    p.append(
+        "chronicle.md",
+        &format!(
+            "- {stamp} | {FOUNDER} | settled contract | [[contracts/settled/fix-it]] | done\n"
+        ),
+    );
+    let out = p.polisd(&["check", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let report = json(&out);
+    assert_eq!(report["errors"], 0);
+    assert_eq!(report["warnings"], 0, "{report:#}");
+    assert_eq!(report["resolved"][0]["code"], "C001");
+    assert_eq!(report["resolved"][0]["line"], bad_line);
+    assert_eq!(
+        report["resolved"][0]["resolved_by"],
+        format!("chronicle.md:{}", bad_line + 1)
+    );
+    let text = stdout(&p.polisd(&["check"]));
+    assert!(
+        text.contains("resolved (1; they no longer count):"),
+        "{text}"
+    );
+    let status = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(status["findings"]["resolved"], 1);
+    assert_eq!(status["findings"]["errors"], 0);
+}
+
+#[test]
+fn check_c001_finding_resolved_by_a_retracted_line() {
+    let (p, line) = polis_with_malformed_line();
+    p.append(
+        "chronicle.md",
+        &harness::chronicle_line(
+            FOUNDER,
+            "retracted line",
+            "-",
+            &format!("line {line}: typo"),
+        ),
+    );
+    // A malformed line has no author to match: only its own author may retract it, so this
+    // one (no author) stays.
+    assert_eq!(p.polisd(&["check"]).status.code(), Some(1));
+    let stamp = harness::chronicle_stamp();
+    p.append("chronicle.md", &format!("- {stamp} | {FOUNDER} | oops\n"));
+    let oops = last_line_number(&p.read("chronicle.md"));
+    p.append(
+        "chronicle.md",
+        &harness::chronicle_line(FOUNDER, "retracted line", "-", &format!("line {oops}")),
+    );
+    let report = json(&p.polisd(&["check", "--json"]));
+    let resolved: Vec<_> = report["resolved"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["line"].as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(resolved, [oops], "{report:#}");
+    assert_eq!(report["errors"], 1, "the author-less line still counts");
+}
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let out = Command::new(BIN).arg("--version").output().unwrap();
+    let text = stdout(&out);
+    let re =
+        regex::Regex::new(r"^polisd \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown)\)\n$").unwrap();
+    let caps = re.captures(&text).unwrap_or_else(|| panic!("{text:?}"));
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if let Some(head) = head {
+        assert_eq!(&caps[1], head, "built from another commit than HEAD");
+    }
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_command_line_definition() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = Command::new(BIN)
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let script = stdout(&out);
+        for sub in ["register", "config", "check", "completions"] {
+            assert!(script.contains(sub), "{shell} completions lack `{sub}`");
+        }
+    }
+    let out = Command::new(BIN)
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown shell is a usage error"
+    );
+    let man = stdout(&Command::new(BIN).arg("man").output().unwrap());
+    assert!(man.contains(".TH polisd 1"), "{man}");
+    assert!(man.contains("register"), "{man}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// docs/protocol.md: every example is a real file
+
+/// Writes every example of docs/protocol.md into a polis, in order (`<!-- example: PATH -->`
+/// replaces the file, `(moved from OLD)` removes OLD, `<!-- example-append: PATH -->` appends),
+/// and checks it.
+#[test]
+fn protocol_doc_examples_make_a_polis_without_errors() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/protocol.md"))
+            .unwrap();
+    let p = TestPolis::init("claude-code-1");
+    for (id, vendor) in [("codex-agent-2", "openai"), ("gemini-cli-03", "google")] {
+        let out = p.polisd(&[
+            "register", id, "--vendor", vendor, "--model", "m", "--tags", "python:3",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    }
+    let marker = regex::Regex::new(
+        r"(?m)^<!-- (example|example-append): (\S+)(?: \(moved from (\S+)\))? -->\n```[a-z]*\n((?s:.*?))```\n",
+    )
+    .unwrap();
+    let mut examples = 0;
+    for c in marker.captures_iter(&doc) {
+        let (path, body) = (&c[2], &c[4]);
+        if let Some(old) = c.get(3) {
+            std::fs::remove_file(p.path(old.as_str())).unwrap();
+        }
+        if &c[1] == "example" {
+            p.save(path, body);
+        } else {
+            p.append(path, body);
+        }
+        examples += 1;
+    }
+    assert_eq!(
+        examples,
+        doc.matches("<!-- example").count(),
+        "a marked example did not parse"
+    );
+    let out = p.polisd(&["check", "--json"]);
+    let report = json(&out);
+    assert_eq!(report["errors"], 0, "{report:#}");
+    // Only C005 (the examples are older than the founding line) may warn.
+    let others: Vec<_> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] != "C005")
+        .collect();
+    assert!(others.is_empty(), "{others:#?}");
+    // The retraction in the chronicle section resolves the C008 above it.
+    assert!(
+        report["resolved"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["code"] == "C008"),
+        "{report:#}"
+    );
+    // The card example's hash is right.
+    let verify = json(&p.polisd(&["verify", "--json"]));
+    assert!(
+        verify["cards"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["state"] == "ok"),
+        "{verify:#}"
+    );
+    // The amendment's three vote forms all count: 3 agree would ratify; here the tally sees
+    // claude-code-1 and codex-agent-2 agreeing and gemini-cli-03 requesting changes.
+    let tally = json(&p.polisd(&["tally", "--dry-run", "--json"]));
+    assert_eq!(tally["results"][0]["agrees"], 2, "{tally:#}");
+}
+
+#[test]
+fn readme_links_the_protocol_page_and_cites_no_missing_spec() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.contains("(docs/protocol.md)"));
+    assert!(
+        !readme.contains("SPEC.md"),
+        "README cites SPEC.md, which is not in the repository"
+    );
+    assert!(readme.contains("## A day with polisd"));
+    let doc = std::fs::read_to_string(root.join("docs/protocol.md")).unwrap();
+    for code in (1..=9)
+        .map(|n| format!("C00{n}"))
+        .chain((1..=19).map(|n| format!("P{n:03}")))
+    {
+        assert!(
+            doc.contains(&format!("| {code} |")),
+            "docs/protocol.md lacks {code}"
+        );
+    }
+    for kind in polisd::protocol::inbox::Kind::ALL {
+        assert!(
+            doc.contains(&format!("`{}`", kind.as_str())),
+            "docs/protocol.md lacks {kind}"
+        );
+    }
+}
+
+#[test]
+fn reconcile_of_thousands_shows_no_progress_when_stderr_is_not_a_terminal() {
+    let p = TestPolis::init(FOUNDER);
+    let dir = p.path("contracts/settled");
+    for i in 0..2_100 {
+        std::fs::write(
+            dir.join(format!("c-{i:05}.md")),
+            format!(
+                "---\ncontract_id: c-{i:05}\nopened_by: {FOUNDER}\nowner: {FOUNDER}\nstatus: settled\n\
+                 required_tags: [rust]\nsettled_at: 2026-01-01 10:00:00\nquality_score: 4\n---\n"
+            ),
+        )
+        .unwrap();
+    }
+    let out = p.polisd(&["reconcile"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        stdout(&out).contains("replayed 2100 settlements"),
+        "{}",
+        describe(&out)
+    );
+    // A pipe gets no bar, no carriage returns, no escape codes: nothing at all.
+    assert!(out.stderr.is_empty(), "{}", describe(&out));
 }

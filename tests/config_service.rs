@@ -435,7 +435,7 @@ fn install_outside_a_polis_without_config_says_what_to_do() {
     .unwrap_err();
     let text = format!("{err:#}");
     assert!(
-        text.contains("config.example.toml") && text.contains("polis"),
+        text.contains("polisd config example") && text.contains("polis"),
         "{text}"
     );
 }
@@ -907,4 +907,82 @@ mod plist {
             other => Err(format!("unexpected {other:?}")),
         }
     }
+}
+
+// ------------------------------------------------------------------------------------------
+// `polisd config example | check | path`: the installed binary carries its own example
+
+fn polisd_config(args: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_polisd"));
+    cmd.arg("config").args(args).env_remove(config::ENV_VAR);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn config_example_prints_the_embedded_example_which_checks_clean() {
+    let out = polisd_config(&["example"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), EXAMPLE);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, EXAMPLE).unwrap();
+    // The example watches `~/project`: give it one.
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join("project/_polis")).unwrap();
+    std::fs::write(home.join("project/_polis/CONSTITUTION.md"), "# c\n").unwrap();
+    let out = polisd_config(
+        &["check", file.to_str().unwrap(), "--json"],
+        &[("HOME", &home)],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], true, "{report:#}");
+    assert_eq!(report["polises"][0], home.join("project").to_str().unwrap());
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn config_check_names_the_line_of_a_bad_key_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, "[watch]\ndebounce = \"50ms\"\nbakend = \"poll\"\n").unwrap();
+    let out = polisd_config(&["check", file.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("{}:3:", file.display())), "{text}");
+    assert!(text.contains("bakend"), "{text}");
+    assert!(text.contains("polisd config example"), "{text}");
+    // A polis path without a polis is a problem too: `polisd run` would refuse it.
+    std::fs::write(&file, "[[polis]]\npath = \"/nonexistent/project\"\n").unwrap();
+    let out = polisd_config(&["check", file.to_str().unwrap(), "--json"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["problems"][0]["line"], 2, "{report:#}");
+}
+
+#[test]
+fn config_path_follows_polisd_config_then_the_user_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("elsewhere.toml");
+    let out = polisd_config(&["path", "--json"], &[("POLISD_CONFIG", &file)]);
+    assert_eq!(out.status.code(), Some(0));
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["path"], file.to_str().unwrap());
+    assert_eq!(row["origin"], "env");
+    assert_eq!(row["exists"], false);
+    let out = polisd_config(
+        &["path"],
+        &[
+            ("HOME", dir.path()),
+            ("XDG_CONFIG_HOME", &dir.path().join("xdg")),
+        ],
+    );
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        printed.trim(),
+        dir.path().join("xdg/polisd/config.toml").to_str().unwrap()
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("polisd config example >"));
 }

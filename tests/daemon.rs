@@ -1208,6 +1208,229 @@ fn daemon_kill9_at_varying_points_of_a_ratification() {
     assert_no_duplicate_markers(&p);
 }
 
+/// A test that fails while its daemon runs must not leave the daemon behind (it once kept
+/// watching a deleted temporary folder for minutes): dropping the handle kills it.
+#[test]
+fn a_daemon_whose_test_fails_is_killed_with_its_handle() {
+    let p = TestPolis::init(FOUNDER);
+    let pid = std::sync::Mutex::new(None);
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let daemon = p.start_daemon();
+        *pid.lock().unwrap() = Some(daemon.child.id());
+        panic!("a failing assertion while the daemon runs");
+    }));
+    assert!(failed.is_err());
+    let pid = pid.lock().unwrap().expect("the daemon started");
+    // Killed and reaped: no process (not even a zombie) has the pid any more.
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "polisd run (pid {pid}) outlived its failing test"
+    );
+}
+
+/// `polisd run` without PATH and with no polis configured watches the polis found walking up
+/// from its working directory, like every other command.
+#[test]
+fn run_without_path_watches_the_polis_above_the_working_directory() {
+    let p = TestPolis::init(FOUNDER);
+    let config = p.dir.path().join("empty.toml");
+    fs::write(&config, "[watch]\ndebounce = \"50ms\"\n").unwrap();
+    let log = p.dir.path().join("walk-up.log");
+    let child = Command::new(harness::BIN)
+        .args(["run", "--config"])
+        .arg(&config)
+        .current_dir(p.path("citizens"))
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut daemon = harness::Daemon { child, log };
+    let root = p.canonical_root();
+    harness::wait_until("the daemon to watch the polis", harness::DEADLINE, || {
+        assert!(daemon.is_running(), "exited:\n{}", daemon.log_text());
+        let text = daemon.log_text();
+        text.contains("initial scan done")
+            && (text.contains(&*root.to_string_lossy())
+                || text.contains(&*p.root.to_string_lossy()))
+    });
+}
+
+/// The newcomer's `quick-fix.md` (no `contract_id`, a typo `required_tag:`) is not routed; its
+/// opener hears of each finding once; fixed, it is routed and nothing is sent again.
+#[test]
+fn daemon_contract_with_findings_is_not_routed_and_its_opener_hears_each_once() {
+    let p = four_citizens();
+    let _daemon = p.start_daemon();
+    let rel = "contracts/open/quick-fix.md";
+    let broken = open_contract("quick-fix", ALPHA, &["rust"])
+        .replace("contract_id: quick-fix\n", "")
+        .replace("required_tags:", "required_tag:");
+    p.save(rel, &broken);
+    wait_for(&p, "a record-finding per finding to the opener", || {
+        p.count(ALPHA, "record-finding") == 3
+    });
+    let inbox = p.read(&format!("citizens/{ALPHA}/inbox.md"));
+    for code in ["P016", "P017", "P020"] {
+        assert!(
+            inbox.contains(&format!("({code})")),
+            "{code} missing:\n{inbox}"
+        );
+    }
+    assert!(inbox.contains("did you mean `required_tags`?"), "{inbox}");
+    assert!(
+        p.read(rel).contains("recommended_by_router: null"),
+        "routed a broken contract"
+    );
+    // Fixed: routed, and the old findings are not sent again.
+    p.save(rel, &open_contract("quick-fix", ALPHA, &["rust"]));
+    wait_for(&p, "the fixed contract to be routed", || {
+        !p.read(rel).contains("recommended_by_router: null")
+    });
+    assert_eq!(p.count(ALPHA, "record-finding"), 3);
+    let check = p.polisd(&["check", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    let about: Vec<_> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["path"] == rel)
+        .collect();
+    assert!(about.is_empty(), "{about:#?}");
+}
+
+/// At the default level a log file gets plain text (no colour codes), one info line per
+/// validated line and per notice, and the notice's id is the inbox marker's; `status` counts
+/// the inbox append as a write.
+#[test]
+fn daemon_log_file_is_plain_and_names_each_notice_by_its_marker_id() {
+    let p = four_citizens();
+    let config = p.dir.path().join("info.toml");
+    fs::write(
+        &config,
+        "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"info\"\n",
+    )
+    .unwrap();
+    let log = p.dir.path().join("info.log");
+    let child = Command::new(harness::BIN)
+        .arg("run")
+        .arg(&p.root)
+        .arg("--config")
+        .arg(&config)
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let daemon = harness::Daemon { child, log };
+    wait_for(&p, "the initial scan", || {
+        daemon.log_text().contains("initial scan done")
+    });
+    // C008: the verb phrase is not lowercase.
+    p.append(
+        "chronicle.md",
+        &chronicle_line(ALPHA, "Shipped It", "-", "-"),
+    );
+    wait_for(&p, "the chronicle-finding notice", || {
+        p.count(ALPHA, "chronicle-finding") == 1
+    });
+    let marker = p
+        .markers(ALPHA)
+        .into_iter()
+        .find(|m| m.kind == "chronicle-finding")
+        .unwrap();
+    wait_for(&p, "the notice's log line", || {
+        daemon.log_text().contains(&format!("id={}", marker.id))
+    });
+    let text = daemon.log_text();
+    assert!(
+        !text.contains('\u{1b}'),
+        "colour codes in a log file:\n{text}"
+    );
+    assert!(text.contains("chronicle line validated"), "{text}");
+    wait_for(&p, "status to count the inbox append as a write", || {
+        p.daemon_status().is_some_and(|s| s.counters.writes >= 1)
+    });
+}
+
+/// `polisd activity` shows what the daemon did, newest last, with the cause of each write;
+/// `-f` keeps printing.
+#[test]
+fn activity_shows_each_write_with_its_cause_and_follows() {
+    use std::io::Read;
+    let p = four_citizens();
+    let _daemon = p.start_daemon();
+    let mut follower = harness::Killed::new(
+        Command::new(harness::BIN)
+            .args(["activity", "-f"])
+            .current_dir(&p.root)
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = follower.child().stdout.take().unwrap();
+    let followed = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = followed.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    Settled {
+        id: "s1-done",
+        opener: FOUNDER,
+        owner: ALPHA,
+        tags: &["rust"],
+        settled_at: "2026-11-02 10:00:00",
+        quality: Some(4),
+        minutes: 30,
+        body: "",
+    }
+    .settle_by_save(&p);
+    // The entry is recorded just after the write it describes: wait for it.
+    let activity = || -> Vec<serde_json::Value> {
+        let out = p.polisd(&["activity", "--json"]);
+        assert_eq!(out.status.code(), Some(0));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let is_stats_write = |e: &serde_json::Value| {
+        e["action"] == "wrote"
+            && e["path"] == "contracts/routing_stats.yml"
+            && e["cause"]
+                .as_str()
+                .is_some_and(|c| c.contains("contracts/settled/s1-done.md settled"))
+    };
+    wait_for(
+        &p,
+        "the stats write, with its cause, in the activity log",
+        || activity().iter().any(is_stats_write),
+    );
+    let text = String::from_utf8_lossy(&p.polisd(&["activity"]).stdout).into_owned();
+    assert!(
+        text.contains(
+            "wrote       contracts/routing_stats.yml: contracts/settled/s1-done.md settled"
+        ),
+        "{text}"
+    );
+    wait_for(&p, "activity -f to print the write", || {
+        followed
+            .lock()
+            .unwrap()
+            .contains("contracts/routing_stats.yml")
+    });
+}
+
 /// Waits until the durable ledger in the state folder (`settled.jsonl`) mentions `needle`: the
 /// pass that recorded it has ended, so a kill now loses nothing of it.
 #[track_caller]

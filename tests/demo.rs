@@ -14,14 +14,17 @@ const DEMO_DEADLINE: Duration = Duration::from_secs(30);
 #[test]
 fn demo_plays_its_scene_in_time_and_leaves_a_polis_without_errors() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
-        .arg("demo")
-        .env("TMPDIR", tmp.path())
-        .env("POLISD_STATE_DIR", tmp.path().join("state"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut guard = harness::Killed::new(
+        Command::new(BIN)
+            .args(["demo", "--keep"])
+            .env("TMPDIR", tmp.path())
+            .env("POLISD_STATE_DIR", tmp.path().join("state"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let child = guard.child();
     let start = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -121,4 +124,23 @@ fn service_install_dry_run_renders_absolute_paths_and_writes_nothing() {
         0,
         "--dry-run wrote into HOME"
     );
+}
+
+#[test]
+fn demo_removes_its_folder_unless_keep_is_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .arg("demo")
+        .env("TMPDIR", tmp.path())
+        .env_remove("POLISD_STATE_DIR")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("`polisd demo --keep`"));
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "the demo left {left:?}");
 }

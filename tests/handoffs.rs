@@ -347,3 +347,76 @@ fn dependencies_route_on_the_last_settlement_rules_beat_the_policy_and_ready_ski
         .collect();
     assert_eq!(codes.iter().filter(|c| **c == "P014").count(), 1, "{found}");
 }
+
+/// Issue 12's record checks (P016–P022) know every key main's features write: a polis worked
+/// on only through polisd's commands and daemon (a follow-up contract with `chain`,
+/// `parent_contract` and `depends_on`; a contract with `depends_on` and `touches` routed when
+/// it is unblocked; a reservation; a read cursor in `status.md`; a review) draws none of them.
+#[test]
+fn a_polis_written_by_handoffs_dependencies_reservations_and_read_cursors_draws_no_record_finding()
+{
+    let p = polis();
+    let _daemon = p.start_daemon();
+    ok(p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Login API",
+        "--by",
+        FOUNDER,
+        "--tags",
+        "api",
+    ]));
+    p.save(
+        "contracts/open/login-docs.md",
+        &contract(
+            "login-docs",
+            "api",
+            "depends_on: [login-api]\ntouches: [docs/login.md]\n",
+        ),
+    );
+    ok(p.polisd(&[
+        "reserve",
+        "src/api/**",
+        "--as",
+        B,
+        "--contract",
+        "login-api",
+    ]));
+    claim_and_settle(
+        &p,
+        "login-api",
+        FOUNDER,
+        &[&format!("{B}:Wire the endpoint into the login form")],
+    );
+    wait_for(&p, "the follow-up and the unblocked contract", || {
+        p.exists("contracts/open/login-api-next-1.md")
+            && p.count(B, "handoff-opened") == 1
+            && recommended(&p, "login-docs").is_some()
+    });
+    ok(p.polisd(&["review", "login-api", "--as", C, "--decision", "signed_off"]));
+    ok(p.polisd(&["notices", "--as", B, "--mark-read"]));
+    assert!(p
+        .read(&format!("citizens/{B}/status.md"))
+        .contains("notices_read:"));
+    let follow_up = p.read("contracts/open/login-api-next-1.md");
+    assert!(
+        follow_up.contains("parent_contract: login-api"),
+        "{follow_up}"
+    );
+
+    let found = json(&p.polisd(&["check", "--json"]));
+    let record: Vec<&serde_json::Value> = found["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            let code = f["code"].as_str().unwrap();
+            ("P016".."P023").contains(&code)
+        })
+        .collect();
+    assert!(
+        record.is_empty(),
+        "record findings on polisd's own writes: {record:#?}"
+    );
+}

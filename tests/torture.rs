@@ -41,7 +41,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const AGENT_ENV: &str = "POLISD_TORTURE_AGENT";
@@ -530,13 +530,15 @@ impl Run {
     }
 }
 
-fn spawn_daemon(p: &TestPolis) -> Child {
+/// The daemon, as a handle that kills it when dropped (a failing assertion included).
+fn spawn_daemon(p: &TestPolis) -> harness::Daemon {
+    let log_path = p.dir.path().join("daemon.log");
     let log = OpenOptions::new()
         .create(true)
         .append(true)
-        .open(p.dir.path().join("daemon.log"))
+        .open(&log_path)
         .unwrap();
-    Command::new(BIN)
+    let child = Command::new(BIN)
         .arg("run")
         .arg(&p.root)
         .arg("--config")
@@ -545,12 +547,16 @@ fn spawn_daemon(p: &TestPolis) -> Child {
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()
-        .unwrap()
+        .unwrap();
+    harness::Daemon {
+        child,
+        log: log_path,
+    }
 }
 
-fn kill9(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
+fn kill9(daemon: &mut harness::Daemon) {
+    let _ = daemon.child.kill();
+    let _ = daemon.child.wait();
 }
 
 #[test]
@@ -558,6 +564,8 @@ fn torture_agents_and_kill9() {
     if std::env::var(AGENT_ENV).is_ok() {
         return;
     }
+    // Fail now, not after a minute of agents, when the comparison at the end cannot run.
+    reference::reference_python();
     let run = Run::from_env();
     println!(
         "torture: seed {} ({SEED_ENV}), {} agents x {} actions{}",
@@ -595,9 +603,9 @@ fn torture_agents_and_kill9() {
     });
 
     let exe = std::env::current_exe().unwrap();
-    let mut agents: Vec<Child> = (0..AGENTS.len())
+    let mut agents: Vec<harness::Killed> = (0..AGENTS.len())
         .map(|i| {
-            Command::new(&exe)
+            let child = Command::new(&exe)
                 .args([
                     "--exact",
                     "torture_agent_role",
@@ -611,7 +619,8 @@ fn torture_agents_and_kill9() {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
-                .unwrap()
+                .unwrap();
+            harness::Killed::new(child)
         })
         .collect();
 
@@ -622,7 +631,7 @@ fn torture_agents_and_kill9() {
     loop {
         let running = agents
             .iter_mut()
-            .map(|a| matches!(a.try_wait(), Ok(None)))
+            .map(|a| matches!(a.child().try_wait(), Ok(None)))
             .filter(|r| *r)
             .count();
         if running == 0 && kills >= MIN_KILLS {
@@ -642,7 +651,7 @@ fn torture_agents_and_kill9() {
         );
     }
     for (i, a) in agents.into_iter().enumerate() {
-        let out = a.wait_with_output().unwrap();
+        let out = a.into_inner().wait_with_output().unwrap();
         assert!(
             out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
             "agent {i} failed:\n{}\n{}",
@@ -661,7 +670,7 @@ fn torture_agents_and_kill9() {
     let mut problems = check(&p, &expect);
     while !problems.is_empty() && start.elapsed() < deadline {
         assert!(
-            matches!(daemon.try_wait(), Ok(None)),
+            daemon.is_running(),
             "the daemon exited:\n{}",
             tail(&dir.join("daemon.log"), 60)
         );

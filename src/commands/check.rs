@@ -3,7 +3,7 @@
 //! [`crate::operations::findings`] gathers them; `run` only prints and picks the exit code.
 
 use crate::fs::snapshot::Polis;
-use crate::operations::{count, findings, reservation_findings};
+use crate::operations::{count, findings_and_resolved, reservation_findings};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Finding;
 
@@ -11,15 +11,23 @@ pub fn run(args: crate::commands::cli::CheckArgs) -> anyhow::Result<u8> {
     let root = super::locate(args.polis.path.as_deref())?;
     let polis = Polis::read(&root);
     let now = PolisTime::system(polis.settings.timezone);
-    let mut found = findings(&polis, &now);
+    let (mut found, resolved) = findings_and_resolved(&polis, &now);
     found.extend(reservation_findings(&root, &now));
     found.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     let (errors, warnings) = count(&found);
     if args.polis.json {
-        println!("{}", serde_json::to_string_pretty(&report(&found))?);
+        let mut report = serde_json::to_value(report(&found))?;
+        report["resolved"] = serde_json::to_value(&resolved)?;
+        println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for f in &found {
             println!("{f}");
+        }
+        if !resolved.is_empty() {
+            println!("resolved ({}; they no longer count):", resolved.len());
+            for r in &resolved {
+                println!("  {} (resolved by {})", r.finding, r.resolved_by);
+            }
         }
         println!("{}", summary(errors, warnings));
     }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[derive(Debug, Parser)]
 #[command(
     name = "polisd",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("POLISD_COMMIT"), ")"),
     about = "Keeps a Polis Protocol folder (_polis/) current while AI agents edit plain files",
     long_about = "polisd validates chronicle lines, rebuilds routing stats, tallies amendments, \
 routes new contracts and writes inbox notifications for a _polis/ folder. Run `polisd run` as a \
@@ -36,8 +36,13 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Summarize a polis: citizens, contracts, leaders, amendments, findings, daemon.
     Status(JsonPolisArg),
+    /// Show what the daemon did to a polis, newest last, with the cause of each write.
+    Activity(ActivityArgs),
     /// Scaffold a new polis with a founding citizen.
     Init(InitArgs),
+    /// Add a citizen: a stamped capability card, status, inbox, journal and its `joined polis`
+    /// chronicle line.
+    Register(RegisterArgs),
     /// Watch one or more polises and keep them current (the daemon); serves the dashboard.
     Run(RunArgs),
     /// Serve the read-only dashboard for one polis, without the daemon.
@@ -46,6 +51,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Install, remove or inspect polisd as a user service (systemd or launchd).
     Service(ServiceArgs),
+    /// Print, check or locate polisd's own configuration file.
+    Config(ConfigArgs),
     /// Open, claim, settle, abandon, show and list contracts (agents' commands).
     #[command(subcommand)]
     Contract(ContractCommand),
@@ -73,6 +80,10 @@ pub enum Command {
     Ready(ReadyArgs),
     /// Play a short scene on a temporary polis to show what polisd does.
     Demo(DemoArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff): `polisd man > ~/.local/share/man/man1/polisd.1`.
+    Man,
     /// Reserve project paths (files, folders or globs) so other citizens leave them alone.
     Reserve(ReserveArgs),
     /// Release paths you reserved (everything you hold when no PATH is given).
@@ -270,6 +281,21 @@ pub struct JsonPolisArg {
 }
 
 #[derive(Debug, Args)]
+pub struct ActivityArgs {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// Keep printing what the daemon does (Ctrl-C stops).
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+    /// How many of the newest entries to show first.
+    #[arg(short = 'n', long, default_value_t = 50)]
+    pub lines: usize,
+    /// Print JSON (one array; with -f, one object per line).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct CheckArgs {
     #[command(flatten)]
     pub polis: JsonPolisArg,
@@ -370,6 +396,38 @@ pub struct InitArgs {
     /// .agents/skills/polis-protocol/SKILL.md at the project root).
     #[arg(long)]
     pub no_bridge: bool,
+    /// Check everything and list the files that would be created; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RegisterArgs {
+    /// The new citizen's id (`^[a-z][a-z0-9-]{7,39}$`).
+    pub agent_id: String,
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    pub path: Option<PathBuf>,
+    /// Its vendor (anthropic, openai, google, meta, mistral, other).
+    #[arg(long)]
+    pub vendor: String,
+    /// Its model identifier.
+    #[arg(long)]
+    pub model: String,
+    /// Capability tags with self-ratings 1-5: `python:4,docs:3`.
+    #[arg(long)]
+    pub tags: String,
+    /// Its relative cost: low, medium or high.
+    #[arg(long, default_value = "medium")]
+    pub cost: String,
+    /// Check and list what would be written; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -441,8 +499,47 @@ pub enum ServiceCommand {
 }
 
 #[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub command: ConfigCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print a commented configuration with every key and its default (a starting point:
+    /// `polisd config example > "$(polisd config path)"`).
+    Example,
+    /// Check a configuration file (default: the one `polisd run` would read); exit 1 on a
+    /// problem, naming its line.
+    Check {
+        /// The file to check.
+        file: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print where polisd looks for its configuration ($POLISD_CONFIG, else the user config
+    /// directory).
+    Path {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, elvish or powershell.
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Leave the daemon watching the demo polis after the scene (Ctrl-C to stop).
+    /// Keep the demo folder afterwards (it is removed otherwise).
+    #[arg(long)]
+    pub keep: bool,
+    /// Leave the daemon watching the demo polis after the scene (Ctrl-C to stop); implies
+    /// --keep.
     #[arg(long)]
     pub keep_running: bool,
 }

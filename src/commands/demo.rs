@@ -23,14 +23,15 @@ const GEMINI: &str = "gemini-cli-03";
 /// How long the demo waits for any one reaction before it says polisd did not react.
 const REACTION_DEADLINE: Duration = Duration::from_secs(10);
 
-/// Plays the scene. With `keep_running`, leaves the daemon watching until Ctrl-C.
-pub fn run(keep_running: bool, out: &mut dyn Write) -> anyhow::Result<u8> {
+/// Plays the scene. With `keep_running`, leaves the daemon watching until Ctrl-C. The demo
+/// folder is removed at the end (also after a failure) unless `keep` or `keep_running`.
+pub fn run(keep: bool, keep_running: bool, out: &mut dyn Write) -> anyhow::Result<u8> {
     let started = Instant::now();
-    let base = tempfile::Builder::new()
+    let dir = tempfile::Builder::new()
         .prefix("polisd-demo-")
         .tempdir()
-        .context("creating the demo folder")?
-        .keep();
+        .context("creating the demo folder")?;
+    let base = dir.path().to_path_buf();
     let project = base.join("project");
     let root = project.join("_polis");
     // The demo keeps its machine-local state beside the polis, not in the user's state folder.
@@ -221,6 +222,22 @@ pub fn run(keep_running: bool, out: &mut dyn Write) -> anyhow::Result<u8> {
         });
     }
     daemon.stop();
+    if keep || keep_running {
+        let kept = dir.keep();
+        say(
+            out,
+            &format!(
+                "\nThe demo folder {} is kept; remove it when done.",
+                kept.display()
+            ),
+        )?;
+    } else {
+        drop(dir);
+        say(
+            out,
+            "\nThe demo folder is removed; `polisd demo --keep` leaves it to explore.",
+        )?;
+    }
     Ok(0)
 }
 
@@ -316,7 +333,7 @@ fn scaffold(project: &Path) -> anyhow::Result<()> {
         vendor: "anthropic".to_string(),
         model: "claude-opus".to_string(),
     };
-    crate::commands::init::run(project, &founder)?;
+    crate::commands::init::run(project, &founder, false)?;
     let root = project.join("_polis");
     for (id, vendor, python, docs, cost) in [
         (CODEX, "openai", 4, 3, "low"),

@@ -1,10 +1,12 @@
 //! `polisd init`: scaffold a polis the reference accepts, never overwriting a file.
 
+use crate::commands::Usage;
 use crate::protocol::clock::{PolisTime, PolisZone};
 use crate::protocol::layout;
+use crate::protocol::register::{single_quoted, NewCitizen};
 use anyhow::{bail, Context};
 use chrono::Datelike;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What the founder told `init`.
 #[derive(Debug, Clone)]
@@ -13,6 +15,17 @@ pub struct InitParams {
     pub project_name: String,
     pub vendor: String,
     pub model: String,
+}
+
+/// The founding citizen, with the one tag a fresh card rates.
+fn founder(params: &InitParams) -> NewCitizen {
+    NewCitizen {
+        agent_id: params.agent_id.clone(),
+        vendor: params.vendor.clone(),
+        model: params.model.clone(),
+        tags: vec![("general-reasoning".to_string(), 3)],
+        cost: "medium".to_string(),
+    }
 }
 
 /// The files of a new polis, relative to `_polis/`, with their contents. Pure: the caller
@@ -39,10 +52,9 @@ pub fn scaffold(params: &InitParams, time: &PolisTime) -> anyhow::Result<Vec<(St
             .replace("{today}", &time.now.format("%Y-%m-%d").to_string())
             .replace("{quarter}", &quarter)
     };
-    let id = &params.agent_id;
-    let card = fill(include_str!("templates/capability_card.yml"));
-    let card =
-        crate::protocol::card::stamp(&card).context("stamping the founder's capability card")?;
+    let citizen_files = founder(params)
+        .files(time)
+        .context("writing the founder's files")?;
     let mut files = vec![
         (
             "CONSTITUTION.md".to_string(),
@@ -68,20 +80,12 @@ pub fn scaffold(params: &InitParams, time: &PolisTime) -> anyhow::Result<Vec<(St
             layout::ROUTING_STATS.to_string(),
             fill(include_str!("templates/routing_stats.yml")),
         ),
-        (format!("citizens/{id}/capability_card.yml"), card),
-        (
-            format!("citizens/{id}/status.md"),
-            fill(include_str!("templates/status.md")),
-        ),
-        (
-            format!("citizens/{id}/inbox.md"),
-            fill(include_str!("templates/inbox.md")),
-        ),
-        (
-            format!("citizens/{id}/journal.md"),
-            fill(include_str!("templates/journal.md")),
-        ),
     ];
+    files.extend(citizen_files);
+    files.extend([(
+        layout::CONTRACT_TEMPLATE.to_string(),
+        fill(include_str!("templates/contract_TEMPLATE.md")),
+    )]);
     for dir in [
         "contracts/open",
         "contracts/settled",
@@ -96,11 +100,6 @@ pub fn scaffold(params: &InitParams, time: &PolisTime) -> anyhow::Result<Vec<(St
     Ok(files)
 }
 
-/// A YAML single-quoted scalar: always a string, whatever it looks like.
-fn single_quoted(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
 /// Free text as a chronicle note: one line, no field separator.
 fn note_text(text: &str) -> String {
     let one_line = text.replace(['\n', '\r'], " ").replace(" | ", " / ");
@@ -111,21 +110,158 @@ fn note_text(text: &str) -> String {
     }
 }
 
-/// Writes the scaffold under `project_root/_polis/`, skipping files that exist. Returns the
-/// paths created and the paths kept.
-pub fn run(project_root: &Path, params: &InitParams) -> anyhow::Result<(Vec<String>, Vec<String>)> {
-    let root = project_root.join("_polis");
-    std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
-    let zone = PolisZone::default();
-    let files = scaffold(params, &PolisTime::system(zone))?;
-    let writer = crate::fs::writer::Writer::new(&root)?;
-    let (mut created, mut kept) = (Vec::new(), Vec::new());
-    for (rel, content) in files {
-        if writer.create_new(&rel, content.as_bytes())? {
-            created.push(rel);
-        } else {
-            kept.push(rel);
+/// What `init` did (or, with `--dry-run`, would do).
+#[derive(Debug, serde::Serialize)]
+pub struct InitReport {
+    pub polis: PathBuf,
+    pub dry_run: bool,
+    pub created: Vec<String>,
+    pub kept: Vec<String>,
+}
+
+/// Checks everything `init` needs before anything is written: the id, the project root (it
+/// must exist and be a folder; `init` creates only `_polis/` inside it), and `_polis/` itself
+/// (a folder if present). Errors are usage errors.
+pub fn validate(project_root: &Path, params: &InitParams) -> Result<(), Usage> {
+    founder(params)
+        .validate()
+        .map_err(|e| Usage(format!("{e}; nothing was written")))?;
+    match std::fs::metadata(project_root) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(Usage(format!(
+                "{} is not a folder; pass the project root that should hold `_polis/`",
+                project_root.display()
+            )))
+        }
+        Err(_) => {
+            return Err(Usage(format!(
+                "the project root {} does not exist; create it first (`mkdir -p {}`), init \
+                 creates only `_polis/` inside it",
+                project_root.display(),
+                project_root.display()
+            )))
         }
     }
-    Ok((created, kept))
+    let root = project_root.join("_polis");
+    if let Ok(m) = std::fs::symlink_metadata(&root) {
+        if !m.is_dir() {
+            return Err(Usage(format!(
+                "{} exists and is not a folder (a symbolic link or a file); nothing was written",
+                root.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Writes the scaffold under `project_root/_polis/`, skipping files that exist; with
+/// `dry_run`, writes nothing and reports what it would create. Everything is checked first.
+pub fn run(project_root: &Path, params: &InitParams, dry_run: bool) -> anyhow::Result<InitReport> {
+    validate(project_root, params)?;
+    let root = project_root.join("_polis");
+    let zone = PolisZone::default();
+    let files = scaffold(params, &PolisTime::system(zone))?;
+    let mut report = InitReport {
+        polis: root.clone(),
+        dry_run,
+        created: Vec::new(),
+        kept: Vec::new(),
+    };
+    if dry_run {
+        for (rel, _) in files {
+            if root.join(&rel).exists() {
+                report.kept.push(rel);
+            } else {
+                report.created.push(rel);
+            }
+        }
+        return Ok(report);
+    }
+    std::fs::create_dir(&root)
+        .or_else(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })
+        .with_context(|| format!("creating {}", root.display()))?;
+    let writer = crate::fs::writer::Writer::new(&root)?;
+    for (rel, content) in files {
+        if writer.create_new(&rel, content.as_bytes())? {
+            report.created.push(rel);
+        } else {
+            report.kept.push(rel);
+        }
+    }
+    Ok(report)
+}
+
+/// `polisd init` from the command line: check, write (or not), print.
+pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
+    let project_name = args.project_name.clone().unwrap_or_else(|| {
+        std::fs::canonicalize(&args.project_root)
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "project".to_string())
+    });
+    let params = InitParams {
+        agent_id: args.agent_id,
+        project_name,
+        vendor: args.vendor,
+        model: args.model,
+    };
+    let report = run(&args.project_root, &params, args.dry_run)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(0);
+    }
+    if report.dry_run {
+        println!(
+            "dry run: would initialise {}: {} files to create, {} already present and kept; \
+             nothing was written",
+            report.polis.display(),
+            report.created.len(),
+            report.kept.len()
+        );
+        for rel in &report.created {
+            println!("  create {rel}");
+        }
+    } else {
+        println!(
+            "initialised {}: {} files created, {} already present and kept",
+            report.polis.display(),
+            report.created.len(),
+            report.kept.len()
+        );
+    }
+    for rel in &report.kept {
+        println!("  kept {rel}");
+    }
+    if !report.dry_run && !args.no_bridge {
+        // The protocol's skill points every agent CLI at the constitution; an existing file
+        // keeps its text and gets (or updates) polisd's marked section.
+        let plans = crate::operations::agent_hooks::plan_bridge(&args.project_root)?;
+        crate::operations::agent_hooks::apply(&args.project_root, &plans)?;
+        for p in plans.iter().filter(|p| p.changes()) {
+            println!(
+                "  {} {}",
+                if p.before.is_none() {
+                    "wrote"
+                } else {
+                    "updated"
+                },
+                p.path
+            );
+        }
+    }
+    if !report.dry_run {
+        println!(
+            "next: `polisd register ID --vendor V --model M --tags tag:rating` for each further \
+             citizen, copy contracts/TEMPLATE.md to open a contract, and `polisd run` to keep \
+             the polis current"
+        );
+    }
+    Ok(0)
 }

@@ -1,10 +1,12 @@
 //! The one-shot commands. Each gathers inputs with [`crate::fs::snapshot`], calls the pure core and
 //! hands writes to [`crate::fs::writer`]; the daemon calls the same functions.
 
+pub mod activity;
 pub mod agent;
 pub mod amendment;
 pub mod check;
 pub mod cli;
+pub mod config;
 pub mod context;
 pub mod contract;
 pub mod council;
@@ -15,6 +17,7 @@ pub mod lesson;
 pub mod log;
 pub mod ready;
 pub mod reflect;
+pub mod register;
 pub mod reserve;
 pub mod review;
 pub mod route;
@@ -37,6 +40,12 @@ use std::path::{Path, PathBuf};
 pub fn run() -> std::process::ExitCode {
     use clap::Parser as _;
     let cli = cli::Cli::parse();
+    if !matches!(
+        cli.command,
+        Command::Run(_) | Command::Serve(_) | Command::Mcp(_)
+    ) {
+        die_quietly_on_closed_pipe();
+    }
     match dispatch(cli.command) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(err) => {
@@ -48,6 +57,14 @@ pub fn run() -> std::process::ExitCode {
             std::process::ExitCode::from(if usage { 2 } else { 1 })
         }
     }
+}
+
+/// A one-shot command piped into `head` ends like any Unix tool when the reader goes away,
+/// instead of panicking in `println!`. Its writes are done before it prints, so nothing is cut
+/// short. The servers keep Rust's default (a closed pipe is an error they handle).
+fn die_quietly_on_closed_pipe() {
+    // SAFETY: restoring the default disposition of one signal before any thread is started.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
 /// A usage error found after argument parsing (exit code 2).
@@ -63,6 +80,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Reflect(args) => reflect::run(args),
         Command::Ready(args) => ready::run(args),
         Command::Status(args) => status::run(args),
+        Command::Activity(args) => activity::run(args, &mut std::io::stdout().lock()),
         Command::Run(args) => crate::daemon::run_with(
             crate::daemon::RunOptions {
                 paths: args.paths,
@@ -76,49 +94,8 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Reconcile(args) => reconcile(&locate(args.path.as_deref())?),
         Command::Route(args) => route(args),
         Command::Tally(args) => tally(args),
-        Command::Init(args) => {
-            let project_name = args.project_name.clone().unwrap_or_else(|| {
-                std::fs::canonicalize(&args.project_root)
-                    .ok()
-                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                    .unwrap_or_else(|| "project".to_string())
-            });
-            let params = init::InitParams {
-                agent_id: args.agent_id,
-                project_name,
-                vendor: args.vendor,
-                model: args.model,
-            };
-            let (created, kept) = init::run(&args.project_root, &params)?;
-            let root = args.project_root.join("_polis");
-            println!(
-                "initialised {}: {} files created, {} already present and kept",
-                root.display(),
-                created.len(),
-                kept.len()
-            );
-            for rel in &kept {
-                println!("  kept {rel}");
-            }
-            if !args.no_bridge {
-                // The protocol's skill points every agent CLI at the constitution; an existing
-                // file keeps its text and gets (or updates) polisd's marked section.
-                let plans = crate::operations::agent_hooks::plan_bridge(&args.project_root)?;
-                crate::operations::agent_hooks::apply(&args.project_root, &plans)?;
-                for p in plans.iter().filter(|p| p.changes()) {
-                    println!(
-                        "  {} {}",
-                        if p.before.is_none() {
-                            "wrote"
-                        } else {
-                            "updated"
-                        },
-                        p.path
-                    );
-                }
-            }
-            Ok(0)
-        }
+        Command::Init(args) => init::command(args),
+        Command::Register(args) => register::run(args),
         Command::Service(args) => {
             let action = match args.action {
                 ServiceCommand::Install => ServiceAction::Install,
@@ -145,6 +122,18 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             crate::bench::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
             Ok(0)
         }
+        Command::Config(args) => config::run(args, &mut std::io::stdout().lock()),
+        Command::Completions(args) => {
+            use clap::CommandFactory as _;
+            let mut cmd = cli::Cli::command();
+            clap_complete::generate(args.shell, &mut cmd, "polisd", &mut std::io::stdout());
+            Ok(0)
+        }
+        Command::Man => {
+            use clap::CommandFactory as _;
+            clap_mangen::Man::new(cli::Cli::command()).render(&mut std::io::stdout())?;
+            Ok(0)
+        }
         Command::Reserve(args) => reserve::reserve(args),
         Command::Release(args) => reserve::release(args),
         Command::Reservations(args) => reserve::list(args),
@@ -157,7 +146,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Context(a) => context::run(a),
         Command::Guardrail(c) => guardrail::run(c),
         Command::Demo(args) => {
-            crate::commands::demo::run(args.keep_running, &mut std::io::stdout())
+            crate::commands::demo::run(args.keep, args.keep_running, &mut std::io::stdout())
         }
         Command::Prime(args) => session::prime(args),
         Command::Notices(args) => session::notices(args),
@@ -248,7 +237,16 @@ pub fn locate(path: Option<&Path>) -> anyhow::Result<PathBuf> {
 
 fn reconcile(root: &Path) -> anyhow::Result<u8> {
     let writer = Writer::new(root)?;
-    let (done, findings) = crate::operations::reconcile_settled(root, &writer)?;
+    // A bar on a terminal for a big polis; nothing at all when stderr is a file or a pipe.
+    let bar = progress_bar("reading settled contracts");
+    let (done, findings) =
+        crate::operations::reconcile_settled_with_progress(root, &writer, &|n, total| {
+            if n == 1 {
+                bar.set_length(total as u64);
+            }
+            bar.inc(1);
+        })?;
+    bar.finish_and_clear();
     let settled_findings: Vec<_> = findings
         .iter()
         .filter(|f| f.path.starts_with("contracts/settled/"))
@@ -344,22 +342,79 @@ fn tally(args: TallyArgs) -> anyhow::Result<u8> {
         // Re-read: the tally may have moved files and appended to the chronicle.
         failed = !deliver_now(&Polis::read(&root), writer, &notices, &now)?;
     }
+    // Amendments the tally skipped or read differently from what they say: never silently.
+    let malformed = crate::operations::amendment_problems(&polis, &now);
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "results": results }))?
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "results": results, "malformed": malformed })
+            )?
         );
-    } else if results.is_empty() {
-        println!("no proposed amendments");
     } else {
+        if results.is_empty() {
+            println!("no proposed amendments");
+        }
         for r in &results {
             println!(
                 "{:9} {}  ({} agree, quorum {}): {}",
                 r.action, r.amendment_id, r.agrees, r.quorum, r.detail
             );
         }
+        for f in &malformed {
+            println!("malformed {f}");
+        }
     }
     Ok(u8::from(failed))
+}
+
+/// Files below which a progress bar would only flicker.
+const PROGRESS_MIN_FILES: u64 = 2_000;
+
+/// A progress bar on stderr when it is a terminal, hidden otherwise (logs, pipes, CI), and
+/// hidden until the operation turns out to have at least [`PROGRESS_MIN_FILES`] files.
+pub fn progress_bar(what: &'static str) -> ProgressGate {
+    ProgressGate {
+        bar: indicatif::ProgressBar::hidden(),
+        what,
+        terminal: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        shown: std::sync::atomic::AtomicBool::new(false),
+    }
+}
+
+/// A progress bar drawn only on a terminal and only for long operations.
+pub struct ProgressGate {
+    bar: indicatif::ProgressBar,
+    what: &'static str,
+    terminal: bool,
+    shown: std::sync::atomic::AtomicBool,
+}
+
+impl ProgressGate {
+    pub fn set_length(&self, total: u64) {
+        self.bar.set_length(total);
+        if self.terminal
+            && total >= PROGRESS_MIN_FILES
+            && !self.shown.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            self.bar
+                .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} ({elapsed})")
+            {
+                self.bar.set_style(style);
+            }
+            self.bar.set_message(self.what);
+        }
+    }
+
+    pub fn inc(&self, n: u64) {
+        self.bar.inc(n);
+    }
+
+    pub fn finish_and_clear(&self) {
+        self.bar.finish_and_clear();
+    }
 }
 
 /// 1 when any finding is an error, else 0.

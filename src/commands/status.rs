@@ -12,13 +12,21 @@
 //!   archives; lines more than 10 minutes in the future ignored), else `last_active` from
 //!   `status.md`, else null; `activity_source` says which: `chronicle`, `status` or null.
 //! - `contracts`: `{open, settled, abandoned}` file counts.
-//! - `tags`: `[{tag, leader, leader_confidence, contracts_completed}]` from
+//! - `explore_rate`: the exploration rate the router uses (`routing.explore_rate` in
+//!   polis.yml, else `contracts/routing_stats.yml`'s, else 0.15; the reference shows the
+//!   stats file's).
+//! - `tags`: sorted by name, `[{tag, leader, leader_confidence, contracts_completed}]` from
 //!   `contracts/routing_stats.yml` as it is on disk (run `polisd reconcile` to refresh it).
 //! - `amendments`: every amendment a tally would look at now: `[{amendment_id, title, action,
 //!   agrees, quorum, expires, expiry_passed, detail}]`. `action` is what `polisd tally` would do
 //!   (`pending`, `ratified`, `expired`, `rejected`); `expires` is the deadline as text (null when
 //!   none can be read).
-//! - `findings`: `{errors, warnings, newest: [{code, severity, path, line, message}]}`, the
+//! - `malformed_amendments`: findings (as in `check --json`) about amendments the tally skips
+//!   or reads differently from what they say (bad YAML, unknown status, unreadable quorum or
+//!   expiry, unknown vote category).
+//! - `recent_outcomes`: the last 5 decided amendments by id: `[{amendment_id, status,
+//!   ratified_at}]`.
+//! - `findings`: `{errors, warnings, resolved, newest: [{code, severity, path, line, message}]}`, the
 //!   totals of `polisd check` and its last 10 findings (the current chronicle's last).
 //! - `daemon`: null when no daemon is watching (no `daemon.json`, or its process is gone);
 //!   else `{pid, started_at, updated_at, watch_mode, dashboard (its URL or null), counters: {events, rescans, reconciles,
@@ -76,6 +84,7 @@ pub fn render(s: &Summary) -> String {
         c.open, c.settled, c.abandoned
     ));
 
+    out.push_str(&format!("  explore_rate {}\n", s.explore_rate));
     out.push_str("\nTags (from contracts/routing_stats.yml)\n");
     if s.tags.is_empty() {
         out.push_str("  (no settled work yet)\n");
@@ -97,9 +106,9 @@ pub fn render(s: &Summary) -> String {
     }
 
     out.push_str("\nAmendments\n");
-    if s.amendments.is_empty() {
+    if s.amendments.is_empty() && s.malformed_amendments.is_empty() {
         out.push_str("  (none proposed)\n");
-    } else {
+    } else if !s.amendments.is_empty() {
         let rows: Vec<Vec<String>> = s
             .amendments
             .iter()
@@ -122,12 +131,30 @@ pub fn render(s: &Summary) -> String {
             .collect();
         out.push_str(&table(&["ID", "AGREES/QUORUM", "EXPIRES", "STATE"], &rows));
     }
+    for f in &s.malformed_amendments {
+        out.push_str(&format!(
+            "  malformed: {}\n",
+            shorten(&f.to_string(), FINDING_WIDTH)
+        ));
+    }
+    if !s.recent_outcomes.is_empty() {
+        out.push_str("  recent outcomes:\n");
+        for o in &s.recent_outcomes {
+            match &o.ratified_at {
+                Some(at) => out.push_str(&format!("    {} {} at {at}\n", o.amendment_id, o.status)),
+                None => out.push_str(&format!("    {} {}\n", o.amendment_id, o.status)),
+            }
+        }
+    }
 
     let f = &s.findings;
     out.push_str(&format!(
         "\nFindings: {}",
         super::check::summary(f.errors, f.warnings)
     ));
+    if f.resolved > 0 {
+        out.push_str(&format!(", {} resolved", f.resolved));
+    }
     if f.newest.is_empty() {
         out.push('\n');
     } else {

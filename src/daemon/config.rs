@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 23] = [
+pub const NOTIFICATION_KINDS: [&str; 24] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -32,6 +32,7 @@ pub const NOTIFICATION_KINDS: [&str; 23] = [
     "lesson-filed",
     "contract-stale",
     "card-changed",
+    "record-finding",
     "reservation-conflict",
     "claim-conflict",
     "setting-change",
@@ -320,6 +321,8 @@ pub struct Notifications {
     pub contract_stale: bool,
     #[serde(rename = "card-changed")]
     pub card_changed: bool,
+    #[serde(rename = "record-finding")]
+    pub record_finding: bool,
     #[serde(rename = "reservation-conflict")]
     pub reservation_conflict: bool,
     #[serde(rename = "claim-conflict")]
@@ -359,6 +362,7 @@ impl Default for Notifications {
             lesson_filed: true,
             contract_stale: true,
             card_changed: true,
+            record_finding: true,
             reservation_conflict: true,
             claim_conflict: true,
             setting_change: true,
@@ -389,6 +393,7 @@ impl Notifications {
             "lesson-filed" => &mut self.lesson_filed,
             "contract-stale" => &mut self.contract_stale,
             "card-changed" => &mut self.card_changed,
+            "record-finding" => &mut self.record_finding,
             "reservation-conflict" => &mut self.reservation_conflict,
             "claim-conflict" => &mut self.claim_conflict,
             "setting-change" => &mut self.setting_change,
@@ -451,6 +456,8 @@ pub struct NotificationOverrides {
     pub contract_stale: Option<bool>,
     #[serde(rename = "card-changed", skip_serializing_if = "Option::is_none")]
     pub card_changed: Option<bool>,
+    #[serde(rename = "record-finding", skip_serializing_if = "Option::is_none")]
+    pub record_finding: Option<bool>,
     #[serde(
         rename = "reservation-conflict",
         skip_serializing_if = "Option::is_none"
@@ -500,6 +507,7 @@ impl NotificationOverrides {
             (self.lesson_filed, &mut to.lesson_filed),
             (self.contract_stale, &mut to.contract_stale),
             (self.card_changed, &mut to.card_changed),
+            (self.record_finding, &mut to.record_finding),
             (self.reservation_conflict, &mut to.reservation_conflict),
             (self.claim_conflict, &mut to.claim_conflict),
             (self.setting_change, &mut to.setting_change),
@@ -718,6 +726,7 @@ pub fn accepted_keys() -> BTreeSet<String> {
         lesson_filed: Some(true),
         contract_stale: Some(true),
         card_changed: Some(true),
+        record_finding: Some(true),
         reservation_conflict: Some(true),
         claim_conflict: Some(true),
         setting_change: Some(true),

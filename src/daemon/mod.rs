@@ -112,8 +112,12 @@ pub fn init_logging(config: &Config, level: Option<&str>) {
     let supervised = std::env::var_os("JOURNAL_STREAM").is_some()
         || std::env::var_os("INVOCATION_ID").is_some()
         || std::env::var_os("XPC_SERVICE_NAME").is_some_and(|v| v != "0");
+    // Colour codes only on a terminal: a log file or a pipe gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     let _ = match config.log.format {
         LogFormat::Json => builder.json().try_init(),
@@ -135,18 +139,23 @@ async fn serve(
     options: RunOptions,
     sidecar: Option<StartSidecar>,
 ) -> anyhow::Result<u8> {
-    let paths = if options.paths.is_empty() {
+    let cwd = std::env::current_dir().context("reading the working directory")?;
+    // Without PATH: the configured polises (what a service runs), else the polis found walking
+    // up from the working directory, as every other command does.
+    let paths = if !options.paths.is_empty() {
+        options.paths.clone()
+    } else if !config.polises.is_empty() {
         config.polis_paths()
     } else {
-        options.paths.clone()
+        match crate::fs::locate::locate(None, &cwd) {
+            Ok(root) => vec![root],
+            Err(e) => anyhow::bail!(
+                "no polis to watch: {e}. Or list polises in the configuration as [[polis]] \
+                 path = \"...\" (`polisd config example` shows every key, `polisd config path` \
+                 where the file goes)"
+            ),
+        }
     };
-    if paths.is_empty() {
-        anyhow::bail!(
-            "no polis to watch: pass one as `polisd run PATH`, or list it in the configuration \
-             as [[polis]] path = \"...\" (see config.example.toml)"
-        );
-    }
-    let cwd = std::env::current_dir().context("reading the working directory")?;
     let (tx, mut rx) = mpsc::channel::<(usize, Batch)>(64);
     let mut watched: Vec<Watched> = Vec::new();
     for path in &paths {

@@ -473,7 +473,7 @@ fn first_config(project_root: &Path) -> String {
     let path = toml::Value::String(project_root.display().to_string());
     format!(
         "# polisd configuration, written by `polisd service install`.\n\
-         # Every key, with its default, is documented in config.example.toml in polisd's source.\n\
+         # Every key, with its default: `polisd config example`. Check this file: `polisd config check`.\n\
          # Add a [[polis]] table for each further polis, then `systemctl --user reload polisd`\n\
          # (Linux) or restart the LaunchAgent (macOS).\n\
          \n\
@@ -545,7 +545,7 @@ fn install(
             anyhow::anyhow!(
                 "there is no config file at {} to give the service, and none can be written: {e}.\n\
                  Run `polisd service install` inside a project that has a polis, or write that \
-                 file yourself (config.example.toml documents every key)",
+                 file yourself (`polisd config example` prints every key)",
                 config_file.display()
             )
         })?;

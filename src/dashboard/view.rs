@@ -128,11 +128,18 @@ fn empty_summary(polis: &Polis, now: &PolisTime) -> Summary {
         timezone: now.zone.0.to_string(),
         citizens: Vec::new(),
         contracts: Default::default(),
+        explore_rate: polis
+            .settings
+            .explore_rate
+            .unwrap_or(crate::protocol::stats::DEFAULT_EXPLORE_RATE),
         tags: Vec::new(),
         amendments: Vec::new(),
+        malformed_amendments: Vec::new(),
+        recent_outcomes: Vec::new(),
         findings: crate::operations::status::FindingsSummary {
             errors: 0,
             warnings: 0,
+            resolved: 0,
             newest: Vec::new(),
         },
         daemon: None,

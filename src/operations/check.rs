@@ -20,19 +20,91 @@ pub fn dependency_findings(polis: &Polis) -> Vec<Finding> {
     crate::operations::ready::dependency_findings(&polis.root, &nodes)
 }
 
-/// Every finding in the polis, sorted by path, then line (a finding about a whole file first).
+/// A chronicle finding that a later line resolved (see [`crate::protocol::resolution`]).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Resolved {
+    #[serde(flatten)]
+    pub finding: Finding,
+    /// `path:line` of the correcting or retracting line.
+    pub resolved_by: String,
+}
+
+/// The findings that still count and the chronicle findings later lines resolved.
+pub fn findings_and_resolved(polis: &Polis, now: &PolisTime) -> (Vec<Finding>, Vec<Resolved>) {
+    let all = all_findings(polis, now);
+    let files: Vec<(&str, &str)> = polis
+        .archives
+        .iter()
+        .map(|(name, text)| (name.as_str(), text.as_str()))
+        .chain(
+            polis
+                .chronicle_text()
+                .map(|text| (crate::protocol::layout::CHRONICLE, text)),
+        )
+        .collect();
+    let chronicle_paths: BTreeSet<&str> = files.iter().map(|(p, _)| *p).collect();
+    let (chron, rest): (Vec<Finding>, Vec<Finding>) = all
+        .into_iter()
+        .partition(|f| chronicle_paths.contains(f.path.as_str()) && f.line.is_some());
+    let by = crate::protocol::resolution::resolutions(&files, &chron);
+    let mut open = rest;
+    let mut resolved = Vec::new();
+    for (finding, by) in chron.into_iter().zip(by) {
+        match by {
+            Some(resolved_by) => resolved.push(Resolved {
+                finding,
+                resolved_by,
+            }),
+            None => open.push(finding),
+        }
+    }
+    open.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    (open, resolved)
+}
+
+/// Every finding in the polis that still counts (resolved chronicle findings left out),
+/// sorted by path, then line (a finding about a whole file first).
+pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+    findings_and_resolved(polis, now).0
+}
+
+/// Every finding in the polis, resolved or not, sorted by path, then line.
 ///
 /// Pure apart from what `polis` already read, and `Polis::exists` for wikilink targets.
-pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+fn all_findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     let mut out = polis.findings.clone();
     out.extend(chronicle_findings(polis, now));
     out.extend(card_findings(polis));
     out.extend(unknown_voters(polis));
     out.extend(contracts_in_two_folders(polis));
+    out.extend(
+        crate::operations::records::record_findings(polis, now)
+            .into_iter()
+            .map(|r| r.finding),
+    );
     out.extend(claim_conflicts(polis));
     out.extend(dependency_findings(polis));
     out.extend(crate::operations::council::findings(polis));
     // Stable: findings on one line keep their code order.
+    out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    out
+}
+
+/// The findings that make the tally skip an amendment or read it differently from what it
+/// says (bad YAML, a status it does not know, a quorum or expiry it cannot read), for
+/// `status` and `tally` to show next to the amendments.
+pub fn amendment_problems(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+    let mut out: Vec<Finding> = polis
+        .findings
+        .iter()
+        .filter(|f| f.path.starts_with("amendments/") && f.code == Code::BadYaml)
+        .cloned()
+        .collect();
+    for a in &polis.amendments {
+        out.extend(crate::protocol::record_check::check_amendment(
+            &a.rel, &a.text, now,
+        ));
+    }
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     out
 }

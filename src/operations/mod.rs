@@ -22,7 +22,9 @@ pub mod lesson;
 pub mod lookup;
 pub mod ready;
 mod reconcile;
+pub mod records;
 pub mod reflection;
+pub mod register;
 pub mod reservation;
 pub mod review;
 pub mod route;
@@ -32,11 +34,15 @@ pub mod status;
 pub mod summary;
 mod tally;
 
-pub use check::{count, findings, reservation_findings};
+pub use check::{
+    amendment_problems, count, findings, findings_and_resolved, reservation_findings, Resolved,
+};
 pub use deliver::{deliver, Delivery};
 pub use edit::edit_agent_file;
 pub use error::OpError;
-pub use reconcile::{current_stats, reconcile_settled, reconcile_with, Reconciled};
+pub use reconcile::{
+    current_stats, reconcile_settled, reconcile_settled_with_progress, reconcile_with, Reconciled,
+};
 pub use staleness::stale_claims;
 pub use tally::{active_citizens, tally, TallyResult};
 

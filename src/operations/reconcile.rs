@@ -53,6 +53,16 @@ pub fn reconcile_settled(
     root: &std::path::Path,
     writer: &Writer,
 ) -> Result<(Reconciled, Vec<crate::protocol::finding::Finding>), ActionError> {
+    reconcile_settled_with_progress(root, writer, &|_, _| {})
+}
+
+/// [`reconcile_settled`], calling `progress(read, total)` after each settled file is read (from
+/// the reading threads), so a front end can show how far it got.
+pub fn reconcile_settled_with_progress(
+    root: &std::path::Path,
+    writer: &Writer,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<(Reconciled, Vec<crate::protocol::finding::Finding>), ActionError> {
     let settings_text =
         snapshot::read_text(root, layout::POLIS_YML, Some(snapshot::MAX_RECORD_BYTES))
             .ok()
@@ -63,7 +73,11 @@ pub fn reconcile_settled(
     let mut findings = Vec::new();
     let dir = layout::ContractFolder::Settled.dir();
     let entries = snapshot::list(root, dir, ".md", &mut findings);
+    let total = entries.len();
+    let read_so_far = std::sync::atomic::AtomicUsize::new(0);
     let reads = snapshot::par_map(&entries, |e| {
+        let n = read_so_far.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        progress(n, total);
         let mut found = Vec::new();
         let settlement =
             snapshot::read_record(root, &e.rel, &e.stem, &mut found).and_then(|file| {

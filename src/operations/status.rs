@@ -22,8 +22,15 @@ pub struct Summary {
     pub timezone: String,
     pub citizens: Vec<CitizenRow>,
     pub contracts: Counts,
+    /// The exploration rate the router uses (`routing.explore_rate` in polis.yml, else the
+    /// stats file's, else 0.15).
+    pub explore_rate: f64,
     pub tags: Vec<TagRow>,
     pub amendments: Vec<AmendmentRow>,
+    /// Amendments the tally skips or reads differently from what they say, and why.
+    pub malformed_amendments: Vec<Finding>,
+    /// The newest decided amendments (ratified, rejected, expired), newest last.
+    pub recent_outcomes: Vec<OutcomeRow>,
     pub findings: FindingsSummary,
     pub daemon: Option<DaemonRow>,
     /// A daemon.json left by a daemon that no longer runs (text output mentions it).
@@ -69,9 +76,22 @@ pub struct AmendmentRow {
 }
 
 #[derive(Debug, Clone, Serialize)]
+pub struct OutcomeRow {
+    pub amendment_id: String,
+    pub status: String,
+    /// `ratified_at` as written, for a ratified amendment.
+    pub ratified_at: Option<String>,
+}
+
+/// How many decided amendments the summary shows.
+pub const RECENT_OUTCOMES: usize = 5;
+
+#[derive(Debug, Clone, Serialize)]
 pub struct FindingsSummary {
     pub errors: usize,
     pub warnings: usize,
+    /// Chronicle findings a later line resolved; not in `errors`/`warnings`.
+    pub resolved: usize,
     pub newest: Vec<Finding>,
 }
 
@@ -132,7 +152,9 @@ pub fn summarize(
         }
     }
 
-    let tags = crate::operations::current_stats(polis)
+    let stats = crate::operations::current_stats(polis);
+    let explore_rate = crate::protocol::routing::score::explore_rate(&polis.settings, &stats);
+    let mut tags: Vec<TagRow> = stats
         .tags
         .into_iter()
         .map(|t| TagRow {
@@ -142,6 +164,8 @@ pub fn summarize(
             leader_confidence: t.leader_confidence,
         })
         .collect();
+    // By name, as the reference's `status` lists them.
+    tags.sort_by(|a, b| a.tag.cmp(&b.tag));
 
     let (results, _) = crate::operations::tally(polis, None, now)?;
     let amendments = results
@@ -169,11 +193,30 @@ pub fn summarize(
         })
         .collect();
 
-    let found = super::findings(polis, now);
+    let malformed_amendments = super::amendment_problems(polis, now);
+    let mut decided: Vec<OutcomeRow> = polis
+        .amendments
+        .iter()
+        .filter_map(|f| {
+            let status = f.amendment.status.clone()?;
+            matches!(status.as_str(), "ratified" | "rejected" | "expired").then(|| OutcomeRow {
+                amendment_id: f.amendment.id.clone(),
+                ratified_at: (!f.amendment.ratified_at.is_null())
+                    .then(|| f.amendment.ratified_at.python_str()),
+                status,
+            })
+        })
+        .collect();
+    // Amendment ids start with their date, so id order is the order they were proposed in.
+    decided.sort_by(|a, b| a.amendment_id.cmp(&b.amendment_id));
+    let recent_outcomes = tail(decided, RECENT_OUTCOMES);
+
+    let (found, resolved) = super::findings_and_resolved(polis, now);
     let (errors, warnings) = super::count(&found);
     let findings = FindingsSummary {
         errors,
         warnings,
+        resolved: resolved.len(),
         newest: newest_findings(found),
     };
 
@@ -200,8 +243,11 @@ pub fn summarize(
         timezone: now.zone.0.to_string(),
         citizens,
         contracts,
+        explore_rate,
         tags,
         amendments,
+        malformed_amendments,
+        recent_outcomes,
         findings,
         daemon,
         stale_daemon_pid,

@@ -64,6 +64,20 @@ pub enum Code {
     DependencyCycle,
     /// A citizen folder that breaks the registry's shape (issue 15's audit).
     Registry,
+    /// A contract without `contract_id`, or whose id is not its file name.
+    ContractId,
+    /// A frontmatter key the protocol does not define (often a typo).
+    UnknownKey,
+    /// A contract whose `status` does not belong in its folder.
+    StatusFolder,
+    /// A record naming a citizen who is not registered (opener, owner, routing effect).
+    UnknownCitizen,
+    /// `required_tags` that is not a list of tags.
+    BadTags,
+    /// An amendment field with a value the tally cannot use.
+    BadAmendment,
+    /// A lesson field with a value the router cannot use.
+    BadLesson,
     /// A contract's council request that cannot be read (issue 16): no council starts.
     BadCouncil,
     /// A council's `council.md` that cannot be read back: the council is stuck.
@@ -97,6 +111,13 @@ impl Code {
             Code::UnknownDependency => "P013",
             Code::DependencyCycle => "P014",
             Code::Registry => "P015",
+            Code::ContractId => "P016",
+            Code::UnknownKey => "P017",
+            Code::StatusFolder => "P018",
+            Code::UnknownCitizen => "P019",
+            Code::BadTags => "P020",
+            Code::BadAmendment => "P021",
+            Code::BadLesson => "P022",
             Code::BadCouncil => "P027",
             Code::CouncilState => "P028",
         }

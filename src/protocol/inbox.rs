@@ -32,6 +32,7 @@ pub enum Kind {
     LessonFiled,
     ContractStale,
     CardChanged,
+    RecordFinding,
     ReservationConflict,
     ClaimConflict,
     SettingChange,
@@ -46,7 +47,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 23] = [
+    pub const ALL: [Kind; 24] = [
         Kind::ChronicleFinding,
         Kind::ContractRouted,
         Kind::ContractSettled,
@@ -59,6 +60,7 @@ impl Kind {
         Kind::LessonFiled,
         Kind::ContractStale,
         Kind::CardChanged,
+        Kind::RecordFinding,
         Kind::ReservationConflict,
         Kind::ClaimConflict,
         Kind::SettingChange,
@@ -87,6 +89,7 @@ impl Kind {
             Kind::LessonFiled => "lesson-filed",
             Kind::ContractStale => "contract-stale",
             Kind::CardChanged => "card-changed",
+            Kind::RecordFinding => "record-finding",
             Kind::ReservationConflict => "reservation-conflict",
             Kind::ClaimConflict => "claim-conflict",
             Kind::SettingChange => "setting-change",
@@ -236,7 +239,42 @@ impl Notification {
             discriminator: finding.code.as_str().to_string(),
             link: finding.path.trim_end_matches(".md").to_string(),
             paragraph: format!(
-                "polisd found {severity} ({}) in {whose} in `{}`{at}: {}. The chronicle is append-only, so do not edit or delete the line; if it needs correcting, append a new, correct line.",
+                "polisd found {severity} ({}) in {whose} in `{}`{at}: {}. The chronicle is append-only, so do not edit or delete the line. To resolve the finding, append the corrected line with the same stamp and verb, or a line `- <now> | <you> | retracted line | - | <that line's stamp>`.",
+                finding.code, finding.path, finding.message
+            ),
+        }
+    }
+
+    /// A contract, amendment or lesson breaks a rule: one notice per finding, to its author
+    /// (else the index keeper). The same finding is never sent twice; a changed message (the
+    /// record was edited and is wrong in a new way) is a new notice.
+    pub fn record_finding(
+        recipient: &str,
+        author: Option<&str>,
+        finding: &Finding,
+    ) -> Notification {
+        let severity = match finding.severity {
+            Severity::Error => "an error",
+            Severity::Warning => "a warning",
+        };
+        let whose = match author {
+            Some(a) if a == recipient => "a file you wrote".to_string(),
+            Some(a) => format!(
+                "a file by `{a}`, who is not a registered citizen (you are told as index keeper)"
+            ),
+            None => "a file that names no author (you are told as index keeper)".to_string(),
+        };
+        let at = finding
+            .line
+            .map_or(String::new(), |l| format!(" at line {l}"));
+        Notification {
+            kind: Kind::RecordFinding,
+            recipient: recipient.to_string(),
+            subject: finding.path.clone(),
+            discriminator: format!("{}:{}", finding.code, finding.message),
+            link: finding.path.trim_end_matches(".md").to_string(),
+            paragraph: format!(
+                "polisd found {severity} ({}) in {whose}, `{}`{at}: {} Fix the file; `polisd check` shows what is left.",
                 finding.code, finding.path, finding.message
             ),
         }

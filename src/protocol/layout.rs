@@ -17,6 +17,9 @@ pub const POLIS_YML: &str = "polis.yml";
 pub const INDEX: &str = "index.md";
 pub const CITIZENS_DIR: &str = "citizens";
 pub const ROUTING_STATS: &str = "contracts/routing_stats.yml";
+/// A contract for agents to copy, written by `init`; never read as a contract (it is not in a
+/// contract folder).
+pub const CONTRACT_TEMPLATE: &str = "contracts/TEMPLATE.md";
 pub const LESSONS_DIR: &str = "lessons";
 pub const REVIEWS_DIR: &str = "reviews";
 

@@ -1,4 +1,4 @@
-//! The Polis Protocol's rules (SPEC.md), pure: text and parsed values in, findings and outputs
+//! The Polis Protocol's rules (docs/protocol.md), pure: text and parsed values in, findings and outputs
 //! out. Nothing here opens a file, reads the clock, spawns a thread or names the shell; the
 //! architecture test fails if it does.
 
@@ -21,8 +21,11 @@ pub mod layout;
 pub mod lesson;
 pub mod notice;
 pub mod primer;
+pub mod record_check;
 pub mod reflection;
+pub mod register;
 pub mod reservation;
+pub mod resolution;
 pub mod review;
 pub mod routing;
 pub mod settings;

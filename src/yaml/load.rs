@@ -43,6 +43,10 @@ pub struct YamlError {
 pub fn load(text: &str) -> Result<Value, YamlError> {
     // PyYAML's reader drops a byte-order mark at the start of the stream.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // What PyYAML refuses is invalid here too, even where yaml-rust2 would read it.
+    if let Some((line, message)) = super::strict::check(text) {
+        return Err(YamlError { line, message });
+    }
     // yaml-rust2 is not written to be panic-free on every malformed input; a panic there must
     // become a finding, never a crashed daemon.
     match std::panic::catch_unwind(|| Loader::new(text).run()) {

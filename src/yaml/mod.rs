@@ -3,6 +3,7 @@
 
 mod emit;
 mod load;
+mod strict;
 mod value;
 
 pub use emit::{dump, DumpOptions, EmitError};

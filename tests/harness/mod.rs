@@ -210,6 +210,38 @@ impl Drop for Daemon {
     }
 }
 
+/// Any child process a test starts, killed and reaped when dropped, so a failing assertion never
+/// leaves it running. `into_inner` hands the process back to be waited on normally.
+pub struct Killed(Option<Child>);
+
+impl Killed {
+    pub fn new(child: Child) -> Killed {
+        Killed(Some(child))
+    }
+
+    /// The process, no longer killed on drop (the caller waits for it).
+    pub fn into_inner(mut self) -> Child {
+        self.0
+            .take()
+            .expect("the child is present until into_inner")
+    }
+
+    pub fn child(&mut self) -> &mut Child {
+        self.0
+            .as_mut()
+            .expect("the child is present until into_inner")
+    }
+}
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Helpers for the daemon tests (`tests/daemon.rs`).
 

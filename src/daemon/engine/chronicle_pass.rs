@@ -240,6 +240,22 @@ impl Engine {
                     .unwrap_or_else(|| chronicle::newest_stamp(&text[..resume.offset], now))
             };
             let (findings, _) = self.validate(polis, &new_lines, earlier, now);
+            // One info line per pass: a single append names its line.
+            match new_lines.as_slice() {
+                [one] => tracing::info!(
+                    line = one.number,
+                    findings = findings.len(),
+                    "chronicle line validated"
+                ),
+                [first, .., last] => tracing::info!(
+                    lines = new_lines.len(),
+                    from = first.number,
+                    to = last.number,
+                    findings = findings.len(),
+                    "chronicle lines validated"
+                ),
+                [] => {}
+            }
             for f in &findings {
                 tracing::warn!("{f}");
                 let line_text = new_lines
@@ -438,6 +454,11 @@ impl Engine {
             };
             self.writer.remove(&name)?;
             tracing::info!(copy = %name, "merged a chronicle conflict copy");
+            self.log_activity(
+                "merged",
+                Some(layout::CHRONICLE),
+                format!("a sync tool left the conflict copy {name}"),
+            );
             wrote |= merged;
             self.state.counters.writes += 1;
         }
@@ -477,6 +498,14 @@ impl Engine {
         };
         if changed {
             tracing::info!(archive = %r.archive_name, "chronicle rolled over");
+            self.log_activity(
+                "rolled-over",
+                Some(layout::CHRONICLE),
+                format!(
+                    "a new quarter began: the old lines are in {}",
+                    r.archive_name
+                ),
+            );
         }
         Ok(changed)
     }

@@ -82,8 +82,16 @@ impl Engine {
                 now,
             );
             self.state.counters.notifications += report.delivered as u64;
+            // An inbox append is a write like any other.
+            self.state.counters.writes += report.delivered as u64;
             if report.delivered > 0 {
-                tracing::info!(kind = %n.kind, to = %n.recipient, subject = %n.subject, "notified");
+                // `id` is the one in the inbox's `<!-- polisd:<kind>:<id> -->` marker.
+                tracing::info!(kind = %n.kind, id = %n.id(), to = %n.recipient, subject = %n.subject, "notified");
+                self.log_activity(
+                    "notified",
+                    Some(&format!("citizens/{}/inbox.md", n.recipient)),
+                    format!("{} about {} (marker id {})", n.kind, n.subject, n.id()),
+                );
             }
             if !report.unresolved.is_empty()
                 && crate::protocol::layout::is_agent_id(&n.recipient)

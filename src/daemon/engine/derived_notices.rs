@@ -136,6 +136,22 @@ impl Engine {
             }
         }
 
+        // Each finding about a contract, amendment or lesson, once, to whoever wrote it.
+        let registered = polis.registered();
+        for r in operations::records::record_findings(polis, now) {
+            let recipient = r
+                .author
+                .as_ref()
+                .filter(|a| registered.contains(*a))
+                .or(polis.index_keeper.as_ref());
+            if let Some(recipient) = recipient {
+                out.push(Notification::record_finding(
+                    recipient,
+                    r.author.as_deref(),
+                    &r.finding,
+                ));
+            }
+        }
         out.extend(self.reservation_notices(now));
 
         for card in polis.cards.values() {

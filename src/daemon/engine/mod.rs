@@ -495,6 +495,15 @@ impl Engine {
         }))
     }
 
+    /// Records what the daemon did, and why, in the activity log (`polisd activity`). A log
+    /// that cannot be written costs a debug line, never the pass.
+    pub(super) fn log_activity(&self, action: &str, path: Option<&str>, cause: impl Into<String>) {
+        let entry = crate::fs::activity::Activity::now(action, path, cause);
+        if let Err(e) = crate::fs::activity::record(self.state.dir(), &entry) {
+            tracing::debug!("activity log: {e}");
+        }
+    }
+
     /// After a step wrote to the polis: read it again, keeping the settled cache.
     fn after_write(&mut self, pass: &mut Pass) {
         pass.wrote = true;

@@ -25,6 +25,14 @@ impl Engine {
             .iter()
             .filter(|c| c.folder == ContractFolder::Open && c.contract.wants_recommendation())
         {
+            if crate::operations::records::contract_has_errors(polis, file) {
+                // Its author hears of each error (`record-finding`); routing waits for the fix.
+                tracing::info!(
+                    contract = %file.file.stem,
+                    "not routing: the contract has errors (see `polisd check`)"
+                );
+                continue;
+            }
             // Never a contract that is not ready: it is routed when its last dependency
             // settles (issue 15).
             let deps = crate::protocol::dependency::depends_on(&file.contract);
@@ -59,6 +67,16 @@ impl Engine {
             };
             if applied {
                 self.state.counters.writes += 1;
+                self.log_activity(
+                    "routed",
+                    Some(&file.file.rel),
+                    format!(
+                        "a new open contract without a recommendation: picked {} (score {:.3}{})",
+                        rec.recommendation.as_deref().unwrap_or("nobody"),
+                        rec.score,
+                        if rec.exploration { ", exploring" } else { "" }
+                    ),
+                );
                 tracing::info!(
                     contract = %file.file.stem,
                     recommendation = rec.recommendation.as_deref().unwrap_or("-"),

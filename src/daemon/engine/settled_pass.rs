@@ -109,7 +109,34 @@ impl Engine {
                 self.state.counters.reconciles += 1;
                 if done.outcome == Some(WriteOutcome::Written) {
                     self.state.counters.writes += 1;
-                    tracing::info!(settlements = done.replayed, "routing_stats.yml rebuilt");
+                    let new: Vec<&str> = pass
+                        .new_settled
+                        .iter()
+                        .map(|(rel, _)| rel.as_str())
+                        .take(5)
+                        .collect();
+                    let cause = if new.is_empty() {
+                        format!(
+                            "the settled contracts changed ({} settlements replayed)",
+                            done.replayed
+                        )
+                    } else {
+                        format!(
+                            "{} settled ({} settlements replayed)",
+                            new.join(", "),
+                            done.replayed
+                        )
+                    };
+                    self.log_activity("wrote", Some(layout::ROUTING_STATS), cause);
+                    tracing::info!(
+                        settlements = done.replayed,
+                        "reconciled: routing_stats.yml rebuilt"
+                    );
+                } else {
+                    tracing::info!(
+                        settlements = done.replayed,
+                        "reconciled: routing_stats.yml unchanged"
+                    );
                 }
             }
             Err(e) => {

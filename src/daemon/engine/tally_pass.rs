@@ -11,8 +11,14 @@ impl Engine {
                 let acted: Vec<_> = results.iter().filter(|r| r.action != "pending").collect();
                 for r in &acted {
                     tracing::info!(amendment = %r.amendment_id, action = r.action, detail = %r.detail, "amendment tallied");
+                    self.log_activity(
+                        "tallied",
+                        Some(&format!("amendments/proposed/{}.md", r.amendment_id)),
+                        format!("{} {}: {}", r.action, r.amendment_id, r.detail),
+                    );
                 }
                 if !acted.is_empty() {
+                    self.state.counters.writes += acted.len() as u64;
                     self.after_write(pass);
                 }
             }

@@ -149,6 +149,9 @@ pub struct Pick {
     pub reason: String,
 }
 
+/// The details that are counts, printed without decimals.
+const COUNTS: [&str; 2] = ["settlements", "n"];
+
 impl Pick {
     /// What `route --explain` prints after the score breakdown: one line per candidate with
     /// what the policy saw, then the winner and why.
@@ -157,7 +160,12 @@ impl Pick {
         for s in &self.seen {
             text.push_str(&format!("  {:<24} value {:>8.3}", s.citizen, s.value));
             for (name, v) in &s.details {
-                text.push_str(&format!("  {name} {v:.3}"));
+                // Counts are whole numbers: `settlements 1`, not `settlements 1.000`.
+                if COUNTS.contains(name) && v.fract() == 0.0 && v.abs() < 1e15 {
+                    text.push_str(&format!("  {name} {}", *v as i64));
+                } else {
+                    text.push_str(&format!("  {name} {v:.3}"));
+                }
             }
             if let Some(why) = s.excluded {
                 text.push_str(&format!("  (excluded: {why})"));
@@ -580,6 +588,27 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn explain_prints_counts_as_integers() {
+        let pick = Pick {
+            citizen: Some("alpha-agent".into()),
+            exploration: false,
+            score: 0.5,
+            seen: vec![Seen {
+                citizen: "alpha-agent".into(),
+                value: 0.5,
+                details: vec![("settlements", 1.0), ("spread", 0.25), ("sample", 4.0)],
+                excluded: None,
+            }],
+            reason: "r".into(),
+        };
+        let text = pick.explain();
+        assert!(
+            text.contains("settlements 1  spread 0.250  sample 4.000"),
+            "{text}"
+        );
+    }
 
     struct Fixed(u64);
     impl RngCore for Fixed {

@@ -1,0 +1,80 @@
+//! The rules of hand-written records (contracts, amendments, lessons) over a read polis, each
+//! finding with the citizen who should fix it. `polisd check` reports them; the daemon sends
+//! each to its author once and does not route a contract with an error.
+
+use crate::fs::snapshot::{ContractFile, Polis};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::finding::{Finding, Severity};
+use crate::protocol::layout;
+use crate::protocol::record_check;
+
+/// A finding about a record and who wrote the record (as it says; maybe not a citizen).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordFinding {
+    pub finding: Finding,
+    pub author: Option<String>,
+}
+
+/// The SPEC §6 findings of one contract file.
+pub fn contract_findings(file: &ContractFile, is_citizen: &dyn Fn(&str) -> bool) -> Vec<Finding> {
+    record_check::check_contract(
+        &file.file.rel,
+        file.folder,
+        &file.file.stem,
+        &file.file.text,
+        &file.file.record,
+        is_citizen,
+    )
+}
+
+/// Whether a contract has an error a router must not guess around (no id, a status that does
+/// not belong in its folder, tags no one can match).
+pub fn contract_has_errors(polis: &Polis, file: &ContractFile) -> bool {
+    let registered = polis.registered();
+    let is_citizen = |id: &str| registered.contains(id);
+    contract_findings(file, &is_citizen)
+        .iter()
+        .any(|f| f.severity == Severity::Error)
+}
+
+/// Every record finding in the polis: each contract the polis holds (the daemon's read leaves
+/// settled ones out), each amendment, each lesson.
+pub fn record_findings(polis: &Polis, now: &PolisTime) -> Vec<RecordFinding> {
+    let registered = polis.registered();
+    let is_citizen = |id: &str| registered.contains(id) || layout::is_system_citizen(id);
+    let mut out = Vec::new();
+    for c in &polis.contracts {
+        let author = c.contract.opened_by.clone();
+        out.extend(
+            contract_findings(c, &is_citizen)
+                .into_iter()
+                .map(|finding| RecordFinding {
+                    finding,
+                    author: author.clone(),
+                }),
+        );
+    }
+    for a in &polis.amendments {
+        let author = a.amendment.proposed_by.clone();
+        out.extend(
+            record_check::check_amendment(&a.rel, &a.text, now)
+                .into_iter()
+                .map(|finding| RecordFinding {
+                    finding,
+                    author: author.clone(),
+                }),
+        );
+    }
+    for l in &polis.lessons {
+        let author = l.lesson.filed_by.clone();
+        out.extend(
+            record_check::check_lesson(&l.rel, &l.lesson.fields, &is_citizen)
+                .into_iter()
+                .map(|finding| RecordFinding {
+                    finding,
+                    author: author.clone(),
+                }),
+        );
+    }
+    out
+}

@@ -1,0 +1,69 @@
+//! Registering a citizen (`polisd register`): its stamped card, status, inbox and journal, and
+//! its `joined polis` chronicle line, written so that polisd has nothing to complain about (a
+//! copied card would draw `card-changed` notices until someone ran `verify --fix`).
+
+use crate::fs::writer::{WriteError, Writer};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::layout;
+use crate::protocol::register::{NewCitizen, RegisterError};
+use std::path::Path;
+
+/// Why a citizen was not registered. Nothing was written, except for [`Refusal::Write`] after
+/// the card (the id is then taken, and the message says which files are missing).
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error(transparent)]
+    Invalid(#[from] RegisterError),
+    #[error(
+        "`{0}` is already taken: citizens/{0}/ exists. Choose another id, or edit that \
+         citizen's card and run `polisd verify --fix`"
+    )]
+    Taken(String),
+    #[error("{0}")]
+    Write(#[from] WriteError),
+}
+
+/// What a registration wrote (or, dry, would write), relative to `_polis/`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Registered {
+    pub agent_id: String,
+    pub files: Vec<String>,
+    pub chronicle_line: String,
+}
+
+/// Registers `citizen` in the polis at `root`. With `writer` None (a dry run) only checks and
+/// reports what it would write.
+pub fn register(
+    root: &Path,
+    writer: Option<&Writer>,
+    citizen: &NewCitizen,
+    now: &PolisTime,
+) -> Result<Registered, Refusal> {
+    let files = citizen.files(now)?;
+    let id = &citizen.agent_id;
+    let folder = root.join(layout::CITIZENS_DIR).join(id);
+    if std::fs::symlink_metadata(&folder).is_ok() {
+        return Err(Refusal::Taken(id.clone()));
+    }
+    let line = citizen.joined_line(now);
+    let registered = Registered {
+        agent_id: id.clone(),
+        files: files.iter().map(|(rel, _)| rel.clone()).collect(),
+        chronicle_line: line.trim_end().to_string(),
+    };
+    let Some(writer) = writer else {
+        return Ok(registered);
+    };
+    // The card first, created exclusively: it claims the id against a second registration
+    // racing this one.
+    let mut files = files.into_iter();
+    let (card_rel, card) = files.next().expect("the card is the first file");
+    if !writer.create_new(&card_rel, card.as_bytes())? {
+        return Err(Refusal::Taken(id.clone()));
+    }
+    for (rel, text) in files {
+        writer.create_new(&rel, text.as_bytes())?;
+    }
+    writer.append_locked(layout::CHRONICLE, line.as_bytes())?;
+    Ok(registered)
+}

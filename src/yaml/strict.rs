@@ -1,0 +1,221 @@
+//! What PyYAML's scanner and parser refuse but yaml-rust2 reads anyway. The reference reads
+//! every file with PyYAML, so a text it cannot load is invalid YAML (SPEC §2) and must be a
+//! finding here too, not a silently different value. Each rule was found by loading generated
+//! near-YAML with both (`tests/reference_yaml_accept.rs`):
+//!
+//! - a tab where PyYAML looks for the next token: in indentation, after `:`, `-` or `?`,
+//!   around or inside a plain scalar, on a whitespace-only line. Tabs inside quoted scalars,
+//!   comments and block-scalar content are fine.
+//! - a `:` at the start of a line with no key before it (`: value`, `: : bad yaml`), unless it
+//!   answers an explicit `? key`.
+//! - a `...` document-end marker with no document before it, or followed by more content.
+//! - an anchor (`&name`) defined twice.
+//!
+//! Pure: text in, the first problem (with its 1-based line) out.
+
+/// The first construct PyYAML would refuse, as (line, message).
+pub fn check(text: &str) -> Option<(usize, String)> {
+    let mut quote: Option<char> = None;
+    // (parent indentation, content indentation once known) of a block scalar being read.
+    let mut block: Option<(usize, Option<usize>)> = None;
+    let mut flow_depth = 0usize;
+    let mut ended = false;
+    let mut has_content = false;
+    let mut explicit_key_at: Option<usize> = None;
+    let mut anchors: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for (i, raw) in text.split('\n').enumerate() {
+        let n = i + 1;
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let spaces = line.len() - line.trim_start_matches(' ').len();
+        let rest = &line[spaces..];
+
+        if let Some((parent, content)) = block {
+            let blank = rest.is_empty();
+            match content {
+                _ if blank => continue,
+                Some(c) if spaces >= c => continue,
+                None if spaces > parent && !rest.starts_with('\t') => {
+                    block = Some((parent, Some(spaces)));
+                    continue;
+                }
+                _ => block = None,
+            }
+        }
+
+        if quote.is_none() {
+            if ended && !rest.is_empty() && !rest.starts_with('#') {
+                return Some((
+                    n,
+                    "content after a `...` document end (PyYAML reads one document; remove \
+                     the `...` line)"
+                        .into(),
+                ));
+            }
+            if spaces == 0 && (line == "..." || line.starts_with("... ")) {
+                if !has_content {
+                    return Some((n, "a `...` document end with no document before it".into()));
+                }
+                ended = true;
+                continue;
+            }
+            if spaces == 0 && (line == "---" || line.starts_with("--- ")) {
+                continue;
+            }
+            if flow_depth == 0 {
+                let mut col = spaces;
+                let mut r = rest;
+                if r == ":" || r.starts_with(": ") || r.starts_with(":\t") {
+                    if explicit_key_at != Some(spaces) {
+                        return Some((
+                            n,
+                            "a `:` with no key before it; write `key: value` (or quote a \
+                             value that starts with `:`)"
+                                .into(),
+                        ));
+                    }
+                    explicit_key_at = None;
+                    let after = &r[1..];
+                    let trimmed = after.trim_start_matches(' ');
+                    col += 1 + (after.len() - trimmed.len());
+                    r = trimmed;
+                }
+                // `? key`, also as a sequence item (`- ? key`) or a value (`: ? key`): its
+                // `:` comes at that column.
+                while let Some(after) = r.strip_prefix("- ") {
+                    let trimmed = after.trim_start_matches(' ');
+                    col += 2 + (after.len() - trimmed.len());
+                    r = trimmed;
+                }
+                if r == "?" || r.starts_with("? ") {
+                    explicit_key_at = Some(col);
+                }
+            }
+        }
+
+        // Character scan: quotes, comments, flow brackets, tabs, block-scalar indicators.
+        let chars: Vec<char> = line.chars().collect();
+        let mut token_start = quote.is_none();
+        let mut k = 0;
+        while k < chars.len() {
+            let c = chars[k];
+            if let Some(q) = quote {
+                if q == '\'' && c == '\'' {
+                    if chars.get(k + 1) == Some(&'\'') {
+                        k += 2;
+                        continue;
+                    }
+                    quote = None;
+                } else if q == '"' && c == '\\' {
+                    k += 2;
+                    continue;
+                } else if q == '"' && c == '"' {
+                    quote = None;
+                }
+                k += 1;
+                continue;
+            }
+            match c {
+                '\t' => {
+                    return Some((
+                        n,
+                        "a tab where PyYAML expects the next token (in indentation, after `:` \
+                         or `-`, or around a plain value); use spaces, or quote a value that \
+                         holds a tab"
+                            .into(),
+                    ))
+                }
+                ' ' => {}
+                '#' if k == 0 || chars[k - 1] == ' ' => break,
+                '\'' | '"' if token_start => quote = Some(c),
+                '&' if token_start => {
+                    let name: String = chars[k + 1..]
+                        .iter()
+                        .take_while(|c| !matches!(c, ' ' | '\t' | ',' | '[' | ']' | '{' | '}'))
+                        .collect();
+                    if !anchors.insert(name.clone()) {
+                        return Some((
+                            n,
+                            format!("the anchor `&{name}` is defined twice; give each anchor its own name"),
+                        ));
+                    }
+                }
+                '[' | '{' if token_start => flow_depth += 1,
+                ']' | '}' if flow_depth > 0 => flow_depth -= 1,
+                '|' | '>' if token_start && flow_depth == 0 => {
+                    let tail: String = chars[k + 1..].iter().collect();
+                    let tail = tail.split(" #").next().unwrap_or("").trim_end_matches(' ');
+                    if tail.chars().all(|t| matches!(t, '+' | '-' | '0'..='9')) {
+                        block = Some((spaces, None));
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            if c != ' ' {
+                has_content = true;
+            }
+            // The next character starts a token after an indicator followed by a space, or
+            // after a flow indicator.
+            token_start = match c {
+                ' ' => {
+                    token_start
+                        || matches!(
+                            k.checked_sub(1).map(|p| chars[p]),
+                            Some(':' | '-' | '?' | ',')
+                        )
+                }
+                '[' | '{' | ',' => flow_depth > 0,
+                _ => false,
+            };
+            k += 1;
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check;
+
+    #[test]
+    fn yaml_strict_refuses_what_pyyaml_refuses() {
+        for bad in [
+            ": : bad yaml\n",
+            "a: 1\n: value\n",
+            "key:\tvalue\n",
+            "key: value\t\n",
+            "\tkey: tab\n",
+            "key: a\n\tb\n",
+            "- \titem\n",
+            "key: |\n\tx\n",
+            "k: v\n\t\n",
+            "...\nkey: value\n",
+            "a: 1\n...\nb: 2\n",
+            "#comment\n...\n",
+            "a: &x 1\nb: &x 2\n",
+        ] {
+            assert!(check(bad).is_some(), "accepted {bad:?}");
+        }
+    }
+
+    #[test]
+    fn yaml_strict_accepts_what_pyyaml_accepts() {
+        for good in [
+            "key: 'a\n\tb'\n",
+            "key: \"a\\tb\"\n",
+            "key: |\n  a\tb\n  c\n",
+            "k: v  # c\t\n",
+            "? a\n: b\n",
+            "a: 1\n...\n",
+            "title: don't\tpanic'\n".split('\t').next().unwrap(),
+            "list:\n- a\n- b\n",
+            "url: http://x:80/a\n",
+            "k: [a, 'b\tc']\n",
+            "k: >-\n  folded\n  text\n",
+            "a: &x 1\nb: *x\nc: 'a &x'\n",
+            "",
+        ] {
+            assert_eq!(check(good), None, "refused {good:?}");
+        }
+    }
+}
