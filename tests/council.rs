@@ -250,6 +250,9 @@ fn full_council_with_a_silent_seat_an_over_long_contribution_and_a_corrected_ver
     wait_for(&p, "the verdict request", || {
         p.count(D, "council-prompt") == 1
     });
+    // After the last round closed, nothing more is placed.
+    refused(write(&p, cid, A, &words(20, "too late")), "no open round");
+    assert!(!p.exists(&seat(cid, 4, A)));
     p.save(&format!("reviews/{cid}/verdict.md"), VERDICT_BAD);
     wait_for(&p, "the invalid-verdict notice", || {
         p.count(D, "council-verdict-invalid") == 1

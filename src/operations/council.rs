@@ -637,7 +637,13 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
                         if let Some(reviewer) =
                             council.fallback.as_ref().and_then(|f| f.reviewer.clone())
                         {
-                            out.wrote |= set_contract_review(writer, cid, "reviewer", &reviewer)?;
+                            // A contract deleted meanwhile has no `review:` to set; the
+                            // reviewer is still told.
+                            match set_contract_review(writer, cid, "reviewer", &reviewer) {
+                                Ok(w) => out.wrote |= w,
+                                Err(OpError::NoContract(_)) => {}
+                                Err(e) => return Err(e),
+                            }
                         }
                     }
                 }
@@ -847,4 +853,102 @@ pub fn notices_for(council: &Council, title: &str) -> Vec<Notification> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::clock::PolisZone;
+    use crate::protocol::council::{Choice, Chosen, Request};
+
+    const SEATS: [&str; 3] = ["claude-seat-aaaa", "codex-seat-bbbb", "gemini-seat-cccc"];
+
+    fn at(stamp: &str) -> PolisTime {
+        PolisTime::at_stamp(PolisZone::default(), stamp).unwrap()
+    }
+
+    /// A polis folder holding only a council on `x` (round 1 open 10:00–11:00).
+    fn council_here() -> (tempfile::TempDir, Writer) {
+        let d = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(d.path()).unwrap().join("_polis");
+        std::fs::create_dir_all(&root).unwrap();
+        let writer = Writer::unrecorded(&root).unwrap();
+        let choice = Choice {
+            panel: SEATS
+                .iter()
+                .map(|id| Chosen {
+                    id: id.to_string(),
+                    vendor: "v".into(),
+                    why: "w".into(),
+                })
+                .collect(),
+            chairman: Some(Chosen {
+                id: "claude-chair-dddd".into(),
+                vendor: "v".into(),
+                why: "w".into(),
+            }),
+            notes: vec![],
+        };
+        let request = Request {
+            mode: Mode::Quick,
+            round_hours: Some(1.0),
+            ..Request::default()
+        };
+        let c = Council::new(
+            "x",
+            Some("codex-owner-eeee"),
+            &request,
+            &choice,
+            "test",
+            &at("2026-12-01 10:00"),
+        );
+        writer
+            .replace_atomic(state::state_path("x"), c.render().unwrap().as_bytes())
+            .unwrap();
+        (d, writer)
+    }
+
+    #[test]
+    fn a_seat_write_after_the_round_s_time_is_refused_and_writes_nothing() {
+        let (_d, writer) = council_here();
+        let w = write_seat(&writer, &at("2026-12-01 10:30"), "x", SEATS[0], "in time").unwrap();
+        assert_eq!((w.round, w.words, w.over_limit), (1, 2, false));
+        let e = write_seat(&writer, &at("2026-12-01 11:00"), "x", SEATS[1], "late").unwrap_err();
+        assert!(
+            e.to_string().contains("closed at 2026-12-01 11:00:00"),
+            "{e}"
+        );
+        assert!(e.is_refusal());
+        assert!(!writer
+            .root()
+            .join(state::seat_path("x", 1, SEATS[1]))
+            .exists());
+        let e = write_seat(&writer, &at("2026-12-01 10:30"), "y", SEATS[1], "t").unwrap_err();
+        assert!(e.to_string().contains("no council on `y`"), "{e}");
+        assert!(
+            !writer.root().join("reviews/y").exists(),
+            "nothing created on refusal"
+        );
+    }
+
+    #[test]
+    fn advancing_twice_closes_a_round_once() {
+        let (_d, writer) = council_here();
+        write_seat(&writer, &at("2026-12-01 10:10"), "x", SEATS[0], "one").unwrap();
+        let first = advance(&writer, &at("2026-12-01 11:05"), "x").unwrap();
+        assert_eq!(first.closed_rounds, vec![1]);
+        assert!(first.wrote);
+        let state_text =
+            std::fs::read_to_string(writer.root().join(state::state_path("x"))).unwrap();
+        let again = advance(&writer, &at("2026-12-01 11:06"), "x").unwrap();
+        assert!(again.closed_rounds.is_empty());
+        assert!(!again.wrote);
+        assert_eq!(
+            std::fs::read_to_string(writer.root().join(state::state_path("x"))).unwrap(),
+            state_text
+        );
+        // Only one seat wrote: the council fell back to that seat.
+        assert_eq!(first.phase, Some(Phase::Fallback));
+        assert!(first.fell_back);
+    }
 }
