@@ -653,6 +653,11 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
                     else {
                         break;
                     };
+                    // Judged only once the chairman has stopped writing it: a half-saved
+                    // verdict must not draw a notice.
+                    if writer.settled(&vrel)?.is_some() {
+                        break;
+                    }
                     match verdict::check(&vtext) {
                         Err(problems) => {
                             let digest = crate::fs::writer::sha256(vtext.as_bytes());
