@@ -508,5 +508,5 @@ fn a_round_closes_on_time_with_no_event_and_one_live_seat_falls_back_to_a_chavru
     let out = p.polisd(&["check", "--json"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("P027"), "{text}");
-    assert!(text.contains("council_mode"), "{text}");
+    assert!(text.contains("`mode: huge`"), "{text}");
 }

@@ -155,11 +155,18 @@ pub fn requested(fields: &Value) -> Result<Option<Request>, RequestError> {
             v
         }
     };
-    request_from(&key)
+    // Errors name the key as written: `mode` inside a `council:` block.
+    let mode_key = if std::ptr::eq(block, council) && block.get("council_mode").is_null() {
+        "mode"
+    } else {
+        "council_mode"
+    };
+    request_from(&key, mode_key)
 }
 
 fn request_from<'v>(
     key: &dyn Fn(&'static str) -> &'v Value,
+    mode_key: &'static str,
 ) -> Result<Option<Request>, RequestError> {
     let mut r = Request::default();
     match key("council_mode") {
@@ -168,7 +175,7 @@ fn request_from<'v>(
             r.mode = v
                 .as_str()
                 .and_then(Mode::parse)
-                .ok_or_else(|| bad("council_mode", v, "use full, quick or duo"))?
+                .ok_or_else(|| bad(mode_key, v, "use full, quick or duo"))?
         }
     }
     match key("panel") {
@@ -458,6 +465,8 @@ mod tests {
     fn bad_requests_name_the_key() {
         let e = requested(&fields("review: {mode: council, council_mode: huge}")).unwrap_err();
         assert!(e.to_string().contains("council_mode"), "{e}");
+        let e = requested(&fields("council: {mode: huge}")).unwrap_err();
+        assert!(e.to_string().starts_with("`mode: huge`"), "{e}");
         let e = requested(&fields("council: {panel_size: 1}")).unwrap_err();
         assert!(e.to_string().contains("panel_size"), "{e}");
         let e = requested(&fields("council: {panel: [Bad Id]}")).unwrap_err();
