@@ -295,6 +295,15 @@ fn full_council_with_a_silent_seat_an_over_long_contribution_and_a_corrected_ver
     let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(v["phase"], "done");
     assert_eq!(v["outcome"]["decision"], "requested_changes");
+    let status = ok(p.polisd(&["status", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(v["councils"][0]["contract_id"], cid);
+    assert_eq!(v["councils"][0]["decision"], "requested_changes");
+    let text = String::from_utf8_lossy(&ok(p.polisd(&["status"])).stdout).into_owned();
+    assert!(
+        text.contains(&format!("  {cid} (full): finished: requested_changes")),
+        "{text}"
+    );
 }
 
 #[test]
