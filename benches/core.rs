@@ -229,6 +229,7 @@ fn bench_tally(c: &mut Criterion) {
         registered: &registered,
         active: &active,
         away: &away,
+        departed: &away,
         now: now(),
     };
     c.bench_function("tally_40_citizens", |b| {

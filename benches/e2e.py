@@ -519,15 +519,23 @@ def session_samples(root: Path, state: Path, runs: int) -> dict:
     start = '{"session_id":"s","cwd":"%s","hook_event_name":"SessionStart","source":"startup"}' % project
 
     def sample(cmd, stdin=None, before=None):
-        out = []
+        # Wall time, and the CPU (user + system) the child used: on a loaded machine the wall
+        # time is mostly waiting for a core, the CPU is what an idle machine would see.
+        import resource
+        out, cpu = [], []
         for _ in range(runs):
             if before:
                 before()
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             subprocess.run(cmd, input=stdin, text=True, check=True, capture_output=True, env=env,
                            cwd=project)
             out.append(time.perf_counter() - t0)
-        return percentiles(out)
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime))
+        res = percentiles(out)
+        res["cpu_ms"] = statistics.mean(cpu) * 1000
+        return res
 
     inbox = root / "citizens" / me / "inbox.md"
     counter = [0]
@@ -564,7 +572,8 @@ def cmd_session(args):
         r = session_samples(root, tmp / "state", args.runs)
         for k, v in r.items():
             if isinstance(v, dict):
-                print(f"  {k}: p50 {v['p50']:.1f} ms, p99 {v['p99']:.1f} ms")
+                print(f"  {k}: p50 {v['p50']:.1f} ms, p99 {v['p99']:.1f} ms, "
+                      f"CPU {v['cpu_ms']:.1f} ms")
             else:
                 print(f"  {k}: {v}")
 def mib(kib):

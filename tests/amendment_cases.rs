@@ -207,6 +207,7 @@ fn amendment_cases() {
                 registered: &registered,
                 active: &active,
                 away: &away,
+                departed: &BTreeSet::new(),
                 now,
             },
         );

@@ -4,7 +4,7 @@
 
 mod harness;
 
-use harness::{wait_for, TestPolis};
+use harness::{chronicle_line, wait_for, TestPolis};
 use std::process::Output;
 
 const FOUNDER: &str = "claude-founder-one";
@@ -326,6 +326,25 @@ fn dependencies_route_on_the_last_settlement_rules_beat_the_policy_and_ready_ski
     assert!(!ids.contains(&"clash") && !ids.contains(&"busy"), "{q}");
     assert_eq!(q["held"][0]["contract_id"], "clash");
     assert_eq!(q["held"][0]["overlaps"], "busy");
+    // The session primer shows the same queue.
+    let primer =
+        String::from_utf8_lossy(&ok(p.polisd(&["prime", "--as", B, "--no-mark-read"])).stdout)
+            .to_string();
+    let section = primer
+        .split("## Ready to start (unowned, dependencies settled)\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap_or_else(|| panic!("no ready section in\n{primer}"));
+    for id in &ids {
+        assert!(
+            section.contains(&format!("`{id}`")),
+            "{id} missing: {section}"
+        );
+    }
+    assert!(
+        section.contains("- held back: `clash` (its `touches` overlap `busy`)"),
+        "{section}"
+    );
 
     // A dependency cycle is a finding.
     p.save(
@@ -346,6 +365,225 @@ fn dependencies_route_on_the_last_settlement_rules_beat_the_policy_and_ready_ski
         .map(|f| f["code"].as_str().unwrap())
         .collect();
     assert_eq!(codes.iter().filter(|c| **c == "P014").count(), 1, "{found}");
+}
+
+fn review(cid: &str, reviewer: &str, body: &str) -> String {
+    format!(
+        "---\nreviewer: {reviewer}\ncontract: {cid}\ndecision: requested_changes\nreviewed_at: 2026-03-02 14:30:00\n---\n\n## What is missing\n\nThe form is not wired.\n{body}"
+    )
+}
+
+#[test]
+fn suggestions_in_a_review_file_are_dispatched_under_the_chain_rules_once() {
+    let p = polis();
+    ok(p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Login API",
+        "--by",
+        FOUNDER,
+        "--tags",
+        "api",
+    ]));
+    claim_and_settle(&p, "login-api", B, &[]);
+    const GONE: &str = "codex-agent-gone";
+    p.citizen(GONE, "test", &[("api", 4)], "medium");
+    p.append(
+        "chronicle.md",
+        &chronicle_line(GONE, "left polis", &format!("[[citizens/{GONE}]]"), "bye"),
+    );
+    // A review written before polisd met the polis is not acted on.
+    let old = "reviews/2026-03-01-0900-login-api.md";
+    p.save(
+        old,
+        &review(
+            "login-api",
+            D,
+            &format!("\n### Suggested next citizen\n- **Citizen**: {C}\n- **Reason**: Old news\n"),
+        ),
+    );
+    let daemon = p.start_daemon();
+    ok(p.polisd(&["check"]));
+    let rel = "reviews/2026-03-02-1430-login-api.md";
+    p.save(
+        rel,
+        &review(
+            "login-api",
+            D,
+            &format!(
+                "\n### Suggested next citizen\n- **Citizen**: {C}\n- **Reason**: Wire the endpoint into the form\n- **Context**: src/ui/login.tsx\n\n\
+                 ### Suggested next citizen\n- **Citizen**: {B}\n- **Reason**: Fix it yourself\n\n\
+                 ### Suggested next citizen\n- **Citizen**: {GONE}\n- **Reason**: Port it\n\n\
+                 ### Suggested new citizen\n- **Need**: accessibility audit\n- **Reason**: nobody checks screen readers\n- **Suggested role**: audits forms\n"
+            ),
+        ),
+    );
+    let next = "contracts/open/login-api-review-202603021430-next-1.md";
+    wait_for(&p, "the review's follow-up", || p.exists(next));
+    let text = p.read(next);
+    assert!(
+        text.contains(&format!("  recommended_by_router: {C}\n")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("chain: [{B}]")), "{text}");
+    assert!(text.contains("parent_contract: login-api"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Suggested by `{D}` when reviewing [[reviews/2026-03-02-1430-login-api]]"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("src/ui/login.tsx"), "{text}");
+    wait_for(&p, "the notices of the review's suggestions", || {
+        p.count(C, "handoff-opened") == 1
+            && p.count(FOUNDER, "handoff-deferred") == 1
+            && p.count(FOUNDER, "citizen-needed") == 1
+            && p.count(D, "handoff-deferred") == 1
+    });
+    assert!(
+        inbox(&p, D).contains(&format!("`{GONE}` was suggested but has left the polis")),
+        "{}",
+        inbox(&p, D)
+    );
+    assert!(inbox(&p, C).contains(&format!(
+        "`{D}` suggested you as the next citizen when reviewing `login-api`"
+    )));
+    let founder = inbox(&p, FOUNDER);
+    assert!(
+        founder.contains(&format!(
+            "`{B}` was suggested but that citizen already owns a step of this chain"
+        )),
+        "{founder}"
+    );
+    assert!(founder.contains("Need: accessibility audit"), "{founder}");
+    for n in [2, 3] {
+        assert!(!p.exists(&format!(
+            "contracts/open/login-api-review-202603021430-next-{n}.md"
+        )));
+    }
+    assert!(!p.exists("contracts/open/login-api-review-202603010900-next-1.md"));
+
+    // After a restart, the review edited to add a block: only the new block is opened, and
+    // nothing is dispatched or announced twice.
+    let chronicle = p.read("chronicle.md");
+    daemon.kill9();
+    let _daemon = p.start_daemon();
+    p.append(
+        rel,
+        &format!("\n### Suggested next citizen\n- **Citizen**: {FOUNDER}\n- **Reason**: Document the form\n"),
+    );
+    let third = "contracts/open/login-api-review-202603021430-next-4.md";
+    wait_for(&p, "the added block's follow-up", || p.exists(third));
+    wait_for(&p, "its notice", || p.count(FOUNDER, "handoff-opened") == 1);
+    let after = p.read("chronicle.md");
+    let added: Vec<&str> = after
+        .strip_prefix(chronicle.as_str())
+        .expect("only appended")
+        .lines()
+        .collect();
+    assert_eq!(added.len(), 1, "{added:?}");
+    assert!(added[0].contains("[[contracts/open/login-api-review-202603021430-next-4]]"));
+    assert_eq!(p.count(C, "handoff-opened"), 1);
+    assert_eq!(p.count(FOUNDER, "handoff-deferred"), 1);
+    assert_eq!(p.count(FOUNDER, "citizen-needed"), 1);
+    assert_eq!(p.count(D, "handoff-deferred"), 1);
+    assert!(!p.exists("contracts/open/login-api-review-202603010900-next-1.md"));
+}
+
+#[test]
+fn check_and_the_daemon_report_unknown_dependencies_and_the_registry_audit() {
+    let p = polis();
+    let daemon = p.start_daemon();
+    p.save(
+        "contracts/open/wired.md",
+        &contract("wired", "api", "depends_on: [no-such-contract]\n"),
+    );
+    p.save(
+        &format!("citizens/{FOUNDER}/status.md"),
+        &format!(
+            "---\nagent_id: {FOUNDER}\nstate: idle\n---\n{}",
+            "- did a thing\n".repeat(31)
+        ),
+    );
+    let check = p.polisd(&["check", "--json"]);
+    assert_eq!(check.status.code(), Some(1), "P013 is an error");
+    let found = json(&check);
+    let findings = found["findings"].as_array().unwrap();
+    let at = |code: &str, path: &str| {
+        findings
+            .iter()
+            .find(|f| f["code"] == code && f["path"] == path)
+            .map(|f| f["message"].as_str().unwrap().to_string())
+    };
+    let unknown = at("P013", "contracts/open/wired.md").expect("P013");
+    assert!(unknown.contains("`no-such-contract`"), "{unknown}");
+    let journal = at("P015", &format!("citizens/{B}/journal.md")).expect("P015 missing file");
+    assert!(journal.contains("no `journal.md`"), "{journal}");
+    assert!(at("P015", &format!("citizens/{B}/status.md")).is_some());
+    let long = at("P015", &format!("citizens/{FOUNDER}/status.md")).expect("P015 long status");
+    assert!(long.contains("31 lines"), "{long}");
+    assert!(
+        at("P015", &format!("citizens/{FOUNDER}/journal.md")).is_none(),
+        "init writes every file: {found}"
+    );
+    // The daemon logs each of them once.
+    wait_for(&p, "the daemon's log of both findings", || {
+        let log = daemon.log_text();
+        log.contains("contracts/open/wired.md: error P013")
+            && log.contains(&format!("citizens/{FOUNDER}/status.md: warning P015"))
+    });
+    let log = daemon.log_text();
+    assert_eq!(log.matches("error P013").count(), 1, "{log}");
+}
+
+#[test]
+fn quorum_leaves_out_citizens_who_left_in_status_and_tally() {
+    let p = polis();
+    for id in [B, C, D] {
+        p.append(
+            "chronicle.md",
+            &chronicle_line(id, "joined polis", &format!("[[citizens/{id}]]"), "hello"),
+        );
+    }
+    // C leaves on its own; the index keeper records that D left. Both lines are recent, so
+    // without the rule both would still count as active citizens.
+    p.append(
+        "chronicle.md",
+        &chronicle_line(C, "left polis", &format!("[[citizens/{C}]]"), "bye"),
+    );
+    p.append(
+        "chronicle.md",
+        &chronicle_line(
+            FOUNDER,
+            "left polis",
+            &format!("[[citizens/{D}]]"),
+            "D moved on",
+        ),
+    );
+    let proposed = json(&ok(p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "Quality floor",
+        "--by",
+        FOUNDER,
+        "--json",
+    ])));
+    let aid = proposed["amendment_id"].as_str().unwrap().to_string();
+    ok(p.polisd(&["amendment", "vote", &aid, "--as", B, "--vote", "agree"]));
+
+    // FOUNDER and B remain: quorum max(2, 2/2 + 1) = 2, met by the proposer and B.
+    let status = json(&ok(p.polisd(&["status", "--json"])));
+    let a = &status["amendments"][0];
+    assert_eq!(
+        (a["agrees"].as_u64(), a["quorum"].as_u64()),
+        (Some(2), Some(2)),
+        "{status}"
+    );
+    let tally = json(&ok(p.polisd(&["tally", "--json"])));
+    assert_eq!(tally["results"][0]["action"], "ratified", "{tally}");
+    assert!(p.exists(&format!("amendments/ratified/{aid}.md")));
 }
 
 /// Issue 12's record checks (P016–P022) know every key main's features write: a polis worked

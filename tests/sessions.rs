@@ -816,10 +816,17 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
     let settled = mcp.call(
         29,
         "polis_settle_contract",
-        json!({"contract_id": cid, "quality": 4, "minutes": 30}),
+        json!({"contract_id": cid, "quality": 4, "minutes": 30,
+               "suggest": [format!("{OTHER}:Profile the parser, then the lexer")]}),
     );
     assert_eq!(settled["result"]["isError"], false, "{settled}");
     assert!(p.exists(&format!("contracts/settled/{cid}.md")));
+    assert!(
+        p.read(&format!("contracts/settled/{cid}.md")).contains(&format!(
+            "### Suggested next citizen\n- **Citizen**: {OTHER}\n- **Reason**: Profile the parser, then the lexer\n"
+        )),
+        "the suggestion block, as `--suggest` writes it"
+    );
     assert!(!p.exists(&format!("contracts/open/{cid}.md")));
     let shown = mcp.call(30, "polis_show_contract", json!({"contract_id": cid}));
     assert!(
@@ -836,4 +843,67 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
     // The session goes on after a parse error.
     let after = mcp.request(13, "ping", json!({}));
     assert!(after.get("result").is_some(), "{after}");
+}
+
+#[test]
+fn mcp_tally_applies_the_outcome_as_the_command_does() {
+    let p = polis();
+    let proposed = p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "Quality floor",
+        "--by",
+        ME,
+        "--json",
+    ]);
+    assert!(proposed.status.success(), "{}", text(&proposed));
+    let aid = serde_json::from_str::<Value>(&text(&proposed)).unwrap()["amendment_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut mcp = Mcp::start(&p.root, &p.state_dir);
+    mcp.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "test", "version": "1"}}),
+    );
+    let voted = mcp.call(
+        2,
+        "polis_vote",
+        json!({"amendment_id": aid, "citizen": OTHER, "vote": "agree"}),
+    );
+    assert_eq!(voted["result"]["isError"], false, "{voted}");
+
+    // A dry run reports what a tally would decide and writes nothing.
+    let before = p.read("chronicle.md");
+    let dry = mcp.call(3, "polis_tally", json!({"dry_run": true}));
+    let d: Value = serde_json::from_str(tool_text(&dry)).unwrap();
+    assert_eq!(d["results"][0]["action"], "ratified", "{d}");
+    assert!(p.exists(&format!("amendments/proposed/{aid}.md")));
+    assert_eq!(p.read("chronicle.md"), before);
+
+    // The tally itself ratifies, moves, chronicles and notifies, like `polisd tally`.
+    let applied = mcp.call(4, "polis_tally", json!({}));
+    assert_eq!(applied["result"]["isError"], false, "{applied}");
+    let a: Value = serde_json::from_str(tool_text(&applied)).unwrap();
+    assert_eq!(a["results"][0]["amendment_id"], aid.as_str(), "{a}");
+    assert_eq!(a["results"][0]["action"], "ratified", "{a}");
+    assert_eq!(a["undelivered"], json!([]), "{a}");
+    let moved = format!("amendments/ratified/{aid}.md");
+    assert!(p.exists(&moved) && !p.exists(&format!("amendments/proposed/{aid}.md")));
+    assert!(p.read(&moved).contains("status: ratified"));
+    assert!(p.read("chronicle.md").contains(&format!(
+        "| ratified amendment | [[amendments/ratified/{aid}]]"
+    )));
+    assert_eq!(p.count(OTHER, "amendment-ratified"), 1);
+
+    // Again: nothing left to tally, nothing written twice.
+    let chronicle = p.read("chronicle.md");
+    let again = mcp.call(5, "polis_tally", json!({}));
+    let g: Value = serde_json::from_str(tool_text(&again)).unwrap();
+    assert_eq!(g["results"], json!([]), "{g}");
+    assert_eq!(p.read("chronicle.md"), chronicle);
+    assert_eq!(p.count(OTHER, "amendment-ratified"), 1);
 }

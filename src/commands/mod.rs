@@ -28,7 +28,6 @@ pub mod verify;
 use crate::commands::cli::{Command, RouteArgs, ServiceCommand, TallyArgs};
 use crate::daemon::service::ServiceAction;
 use crate::fs::snapshot::Polis;
-use crate::fs::state::State;
 use crate::fs::writer::{WriteOutcome, Writer};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Severity;
@@ -329,21 +328,14 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
 
 fn tally(args: TallyArgs) -> anyhow::Result<u8> {
     let root = locate(args.path.as_deref())?;
-    let polis = Polis::read(&root);
-    let now = PolisTime::system(polis.settings.timezone);
-    let writer = if args.dry_run {
-        None
-    } else {
-        Some(Writer::new(&root)?)
-    };
-    let (results, notices) = crate::operations::tally(&polis, writer.as_ref(), &now)?;
-    let mut failed = false;
-    if let Some(writer) = &writer {
-        // Re-read: the tally may have moved files and appended to the chronicle.
-        failed = !deliver_now(&Polis::read(&root), writer, &notices, &now)?;
+    let applied = crate::operations::tally::apply(&root, args.dry_run)?;
+    for u in &applied.undelivered {
+        eprintln!("polisd: could not notify {}: {}", u.recipient, u.why);
     }
+    let failed = !applied.undelivered.is_empty();
+    let results = applied.results;
     // Amendments the tally skipped or read differently from what they say: never silently.
-    let malformed = crate::operations::amendment_problems(&polis, &now);
+    let malformed = applied.malformed;
     if args.json {
         println!(
             "{}",
@@ -430,11 +422,9 @@ pub fn deliver_now(
     notices: &[crate::protocol::inbox::Notification],
     now: &PolisTime,
 ) -> anyhow::Result<bool> {
-    let mut state = State::load(&polis.root)?;
-    let delivery = crate::operations::deliver(polis, writer, &mut state, notices, &|_| true, now);
-    for (who, why) in &delivery.failed {
+    let failed = crate::operations::deliver_now(polis, writer, notices, now)?;
+    for (who, why) in &failed {
         eprintln!("polisd: could not notify {who}: {why}");
     }
-    state.save()?;
-    Ok(delivery.failed.is_empty())
+    Ok(failed.is_empty())
 }

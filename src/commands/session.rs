@@ -29,7 +29,7 @@ pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
     let now = PolisTime::system(session::polis_zone(&root));
     let primed = session::prime(&root, &args.who.citizen, &now)?;
     if !args.no_mark_read && !primed.primer.shown_notices.is_empty() {
-        let writer = Writer::new(&root)?;
+        let writer = Writer::unrecorded(&root)?;
         session::mark_read(&root, &writer, &primed.view, &primed.primer.shown_notices)?;
     }
     if args.json {
@@ -81,7 +81,7 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
         .collect();
     let mut marked = false;
     if args.mark_read && !unread_ids.is_empty() {
-        let writer = Writer::new(&root)?;
+        let writer = Writer::unrecorded(&root)?;
         marked = session::mark_read(&root, &writer, &view, &unread_ids)?;
     }
     if args.json {
@@ -402,7 +402,7 @@ Set POLIS_CITIZEN (or reinstall the hooks with `polisd hooks install --as <id>`)
     match kind {
         HookKind::Prime => {
             let primed = session::prime(&root, &citizen, &now)?;
-            let writer = Writer::new(&root)?;
+            let writer = Writer::unrecorded(&root)?;
             if !primed.primer.shown_notices.is_empty() {
                 session::mark_read(&root, &writer, &primed.view, &primed.primer.shown_notices)?;
             }
@@ -430,7 +430,7 @@ Set POLIS_CITIZEN (or reinstall the hooks with `polisd hooks install --as <id>`)
             let more = unread.len() - shown.len();
             let text = notice::render_delivery(&citizen, &shown, more);
             let ids: Vec<String> = shown.iter().map(|n| n.id.clone()).collect();
-            let writer = Writer::new(&root)?;
+            let writer = Writer::unrecorded(&root)?;
             session::mark_read(&root, &writer, &view, &ids)?;
             Ok(text)
         }

@@ -661,6 +661,10 @@ pub struct Polis {
     /// The authors in the activity window, when a caller that keeps the chronicle's activity
     /// between passes (the daemon) has filled it in; `None` means "scan the texts".
     pub active_authors: Option<std::collections::BTreeSet<String>>,
+    /// Who has left the polis (latest membership line `left polis`, current chronicle and
+    /// newest archive), when the daemon has filled it in from what it keeps; `None` means
+    /// "scan the texts" ([`Polis::departed`]).
+    pub departed: Option<std::collections::BTreeSet<String>>,
     pub findings: Vec<Finding>,
 }
 
@@ -787,6 +791,7 @@ impl Polis {
             chronicle,
             archives,
             active_authors: None,
+            departed: None,
             findings,
         }
     }
@@ -812,6 +817,14 @@ impl Polis {
             texts.push(newest);
         }
         texts
+    }
+
+    /// Who has left the polis (issue 15): as filled in by the daemon, else from the texts.
+    pub fn departed(&self) -> std::collections::BTreeSet<String> {
+        match &self.departed {
+            Some(d) => d.clone(),
+            None => crate::protocol::handoff::departed(&self.recent_chronicle()),
+        }
     }
 
     /// The text of `chronicle.md`, when present and readable.

@@ -90,7 +90,8 @@ pub fn list() -> Vec<Value> {
             json!({"contract_id": {"type": "string"},
                    "quality": {"type": "integer", "minimum": 1, "maximum": 5},
                    "minutes": {"type": "integer"}, "by": {"type": "string"},
-                   "outcome": {"type": "string"}}),
+                   "outcome": {"type": "string"},
+                   "suggest": strings("Next citizens, each CITIZEN:REASON.")}),
             &["contract_id", "quality"]),
         tool("polis_abandon_contract", "Abandon an open contract.",
             json!({"contract_id": {"type": "string"}, "reason": {"type": "string"},
@@ -119,6 +120,11 @@ pub fn list() -> Vec<Value> {
                    "vote": {"type": "string", "enum": ["agree", "disagree", "abstain", "request_changes"]},
                    "rationale": {"type": "string"}}),
             &["amendment_id", "citizen", "vote"]),
+        tool("polis_tally", "Tally the proposed amendments and apply the outcomes (ratify, reject, expire), as `polisd tally` does.",
+            json!({"dry_run": {"type": "boolean", "description": "Only report (default false)."}}),
+            &[]),
+        tool("polis_ready", "What you can start now: unowned contracts whose dependencies settled.",
+            json!({"citizen": citizen}), &["citizen"]),
         tool("polis_council_status", "Where a council review stands: round, seats, deadline, verdict.",
             json!({"contract_id": {"type": "string"}}), &["contract_id"]),
         tool("polis_council_write", "Place your contribution for the council's open round.",
@@ -158,6 +164,10 @@ pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
         "polis_add_guardrail" => add_guardrail(root, args),
         "polis_guardrails" => Ok(json!({"guardrails": operations::guardrail::list(root)})),
         "polis_vote" => vote(root, args),
+        "polis_tally" => tally(root, args),
+        "polis_ready" => {
+            arg_str(args, "citizen").and_then(|c| done(operations::ready::queue(root, c)))
+        }
         "polis_reserve" => reserve(root, args),
         "polis_release" => release(root, args),
         "polis_reservations" => {
@@ -281,7 +291,17 @@ fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         outcome: opt_str(args, "outcome"),
         lesson: None,
         reconcile_without_daemon: true,
-        suggest: Vec::new(),
+        // One string is one suggestion (a reason may hold commas).
+        suggest: match args.get("suggest") {
+            Some(Value::String(one)) => vec![one.clone()],
+            _ => str_list(args, "suggest"),
+        }
+        .iter()
+        .map(|s| match s.split_once(':') {
+            Some((c, r)) => (c.trim().to_string(), r.trim().to_string()),
+            None => (s.trim().to_string(), String::new()),
+        })
+        .collect(),
     };
     let now = operations::chronicle::polis_now(root);
     done(contract::settle(&writer(root)?, &now, &req))
@@ -405,7 +425,7 @@ fn prime(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let now = PolisTime::system(session::polis_zone(root));
     let primed = session::prime(root, citizen, &now).map_err(|e| e.to_string())?;
     if arg_bool(args, "mark_read", true) && !primed.primer.shown_notices.is_empty() {
-        let writer = crate::fs::writer::Writer::new(root).map_err(|e| e.to_string())?;
+        let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
         session::mark_read(root, &writer, &primed.view, &primed.primer.shown_notices)
             .map_err(|e| e.to_string())?;
     }
@@ -435,7 +455,7 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         })
         .collect();
     if arg_bool(args, "mark_read", false) && !ids.is_empty() {
-        let writer = crate::fs::writer::Writer::new(root).map_err(|e| e.to_string())?;
+        let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
         session::mark_read(root, &writer, &view, &ids).map_err(|e| e.to_string())?;
     }
     Ok(json!({"citizen": citizen, "notices": items}))
@@ -446,4 +466,12 @@ fn amendments(root: &Path) -> Result<Value, String> {
     let now = PolisTime::system(polis.settings.timezone);
     let (tally, _) = operations::tally(&polis, None, &now).map_err(|e| e.to_string())?;
     Ok(json!({"amendments": operations::amendment::list(root), "tally": tally}))
+}
+
+fn tally(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let applied = operations::tally::apply(root, arg_bool(args, "dry_run", false))
+        .map_err(|e| e.to_string())?;
+    let mut v = serde_json::to_value(&applied).map_err(|e| e.to_string())?;
+    v["ok"] = Value::Bool(true);
+    Ok(v)
 }

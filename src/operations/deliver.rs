@@ -19,6 +19,25 @@ pub struct Delivery {
     pub unresolved: Vec<String>,
 }
 
+/// Delivers the notices of a one-shot action (a command or an MCP tool, with or without a
+/// daemon) with the machine-local sent ledger, which it loads and saves: the recipients that
+/// could not be written to, with why.
+pub fn deliver_now(
+    polis: &Polis,
+    writer: &Writer,
+    notifications: &[Notification],
+    now: &PolisTime,
+) -> Result<Vec<(String, String)>, crate::fs::state::StateError> {
+    let mut state = crate::fs::state::State::load(&polis.root)?;
+    let delivery = deliver(polis, writer, &mut state, notifications, &|_| true, now);
+    state.save()?;
+    Ok(delivery
+        .failed
+        .into_iter()
+        .map(|(who, why)| (who, why.to_string()))
+        .collect())
+}
+
 /// Appends each notification to its recipient's inbox unless it was already sent (the ledger in
 /// `state`, or its marker in `inbox.md`/`inbox-archive.md`) or its kind is switched off.
 /// Recipients must be registered citizens: polisd never creates an inbox for an unknown id.

@@ -16,7 +16,7 @@ use crate::operations::lookup;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::contract::{self as rules, Contract};
 use crate::protocol::frontmatter;
-use crate::protocol::handoff::{self, Deferral, FollowUp, NewCitizen, Skip, Suggestion};
+use crate::protocol::handoff::{self, Deferral, FollowUp, NewCitizen, Skip, Source, Suggestion};
 use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
 use std::collections::BTreeSet;
@@ -98,7 +98,7 @@ fn skip_reason(polis: &Polis, id: &str) -> Option<Skip> {
     if polis.status(id).is_away() {
         return Some(Skip::Away);
     }
-    if handoff::has_left(&polis.recent_chronicle(), id) {
+    if polis.departed().contains(id) {
         return Some(Skip::Left);
     }
     None
@@ -139,11 +139,77 @@ pub fn dispatch_settled(
         .owner
         .clone()
         .unwrap_or_else(|| layout::DAEMON_ID.to_string());
-    dispatch_blocks(writer, now, polis, parent_id, &parent, &author, &blocks)
+    dispatch_blocks(
+        writer,
+        now,
+        polis,
+        parent_id,
+        &parent,
+        &author,
+        &Source::Settlement,
+        &blocks,
+    )
 }
 
-/// Dispatches `blocks` as suggestions of `author` for follow-ups to `parent` (a settlement's
-/// or a review's).
+/// Dispatches the suggestions in the review file `reviews/<name>` (SPEC §10:
+/// `<YYYY-MM-DD-HHMM>-<cid>.md`) as its reviewer's suggestions of follow-ups to the reviewed
+/// contract, in whichever folder it is, under the same chain rules as a Settlement's. The
+/// blocks are read from the whole body; the n-th names
+/// `<cid>-review-<YYYYMMDDHHMM>-next-<n>`. Reads only that review, the contract, its ancestors
+/// and the existence of the follow-ups.
+pub fn dispatch_review(
+    writer: &Writer,
+    now: &PolisTime,
+    polis: &Polis,
+    name: &str,
+) -> Result<Dispatch, OpError> {
+    let root = writer.root();
+    let Some((source, named)) = Source::review(name) else {
+        return Err(OpError::BadId {
+            what: "review file name",
+            value: name.to_string(),
+            rule: "reviews are named <YYYY-MM-DD-HHMM>-<contract-id>.md (SPEC §10)",
+        });
+    };
+    let rel = format!("{}/{name}", layout::REVIEWS_DIR);
+    let Some(text) = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))? else {
+        return Err(OpError::NoContract(named));
+    };
+    let review = crate::protocol::review::parse(&text).map_err(|e| OpError::Unreadable {
+        path: rel.clone(),
+        why: e.to_string(),
+    })?;
+    let body = frontmatter::parse(&text)
+        .map(|r| r.body)
+        .unwrap_or_default();
+    let blocks = handoff::parse_blocks(&body);
+    if blocks.next.is_empty() && blocks.new.is_empty() {
+        return Ok(Dispatch {
+            parent_id: named,
+            ..Dispatch::default()
+        });
+    }
+    // The frontmatter names the contract; the file name does when it does not.
+    let parent_id = review
+        .contract
+        .filter(|c| layout::is_slug(c))
+        .unwrap_or(named);
+    let (_, parent_rel) = lookup::find(root, &parent_id)?;
+    let Some((_, parent)) = read_record(root, &parent_rel)? else {
+        return Err(OpError::NoContract(parent_id));
+    };
+    let author = review
+        .reviewer
+        .filter(|r| layout::is_agent_id(r))
+        .unwrap_or_else(|| layout::DAEMON_ID.to_string());
+    dispatch_blocks(
+        writer, now, polis, &parent_id, &parent, &author, &source, &blocks,
+    )
+}
+
+/// Dispatches `blocks` as suggestions of `author` for follow-ups to `parent`, written in
+/// `source` (the parent's Settlement or a review of it).
+#[allow(clippy::too_many_arguments)]
 pub fn dispatch_blocks(
     writer: &Writer,
     now: &PolisTime,
@@ -151,6 +217,7 @@ pub fn dispatch_blocks(
     parent_id: &str,
     parent: &Contract,
     author: &str,
+    source: &Source,
     blocks: &handoff::Blocks,
 ) -> Result<Dispatch, OpError> {
     let root = writer.root();
@@ -166,7 +233,7 @@ pub fn dispatch_blocks(
     let chain = handoff::chain_after(&parent_chain, parent.owner.as_deref().unwrap_or(""));
     let mut seen = BTreeSet::new();
     for s in &blocks.next {
-        let id = format!("{parent_id}-next-{}", s.n);
+        let id = source.follow_up_id(parent_id, s.n);
         if let Ok((folder, existing)) = lookup::find(root, &id) {
             seen.insert((s.citizen.clone(), s.reason.clone()));
             recover(writer, now, &mut out, folder, &existing, &id, s)?;
@@ -181,6 +248,7 @@ pub fn dispatch_blocks(
                 &id,
                 parent_id,
                 author,
+                source.doing(),
                 chain.len() + 1,
                 max,
             ));
@@ -211,6 +279,8 @@ pub fn dispatch_blocks(
             chain: &chain,
             max,
             suggestion: s,
+            suggested_by: author,
+            source,
         };
         let bytes = handoff::render_follow_up(&follow)?;
         let new_rel = layout::contract_path(ContractFolder::Open, &id).expect("a slug");
@@ -238,6 +308,7 @@ pub fn dispatch_blocks(
             &id,
             parent_id,
             author,
+            source.doing(),
             chain.len() + 1,
             max,
         ));
@@ -249,14 +320,14 @@ pub fn dispatch_blocks(
         if let Some(opener) = opener {
             let items: Vec<String> = out.deferred.iter().map(worded).collect();
             out.notices.push(Notification::handoff_deferred(
-                &opener, parent_id, "deferred", &items,
+                &opener, parent_id, source, "deferred", &items,
             ));
         }
     }
     if !out.skipped.is_empty() && polis.cards.contains_key(author) {
         let items: Vec<String> = out.skipped.iter().map(worded).collect();
         out.notices.push(Notification::handoff_deferred(
-            author, parent_id, "skipped", &items,
+            author, parent_id, source, "skipped", &items,
         ));
     }
     for need in &blocks.new {
@@ -264,7 +335,7 @@ pub fn dispatch_blocks(
         if let Some(keeper) = &polis.index_keeper {
             out.notices.push(Notification::citizen_needed(
                 keeper,
-                &format!("contracts/settled/{parent_id}"),
+                &source.link(parent_id),
                 author,
                 &need.need,
                 &need.reason,

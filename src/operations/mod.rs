@@ -32,19 +32,20 @@ pub mod session;
 mod staleness;
 pub mod status;
 pub mod summary;
-mod tally;
+pub mod tally;
 
 pub use check::{
-    amendment_problems, count, findings, findings_and_resolved, reservation_findings, Resolved,
+    amendment_problems, count, dependency_findings, findings, findings_and_resolved,
+    reservation_findings, Resolved,
 };
-pub use deliver::{deliver, Delivery};
+pub use deliver::{deliver, deliver_now, Delivery};
 pub use edit::edit_agent_file;
 pub use error::OpError;
 pub use reconcile::{
     current_stats, reconcile_settled, reconcile_settled_with_progress, reconcile_with, Reconciled,
 };
 pub use staleness::stale_claims;
-pub use tally::{active_citizens, tally, TallyResult};
+pub use tally::{active_citizens, tally, Electorate, TallyResult};
 
 use crate::fs::writer::WriteError;
 

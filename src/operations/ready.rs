@@ -53,24 +53,37 @@ pub fn queue(root: &Path, citizen: &str) -> Result<Queue, OpError> {
             .map(|c| c.capability_tags.into_iter().map(|(t, _)| t).collect())
             .unwrap_or_default();
     let (nodes, _) = open_nodes(root);
-    let settled = |id: &str| is_in(root, ContractFolder::Settled, id);
     let now = chronicle::polis_now(root);
     // An unreadable reservations.yml holds nothing back here; `polisd check` reports it.
-    let reserved: Vec<dependency::Reserved> = crate::operations::reservation::list(root, &now)
-        .unwrap_or_default()
-        .into_iter()
+    let reservations = crate::operations::reservation::list(root, &now).unwrap_or_default();
+    Ok(queue_of(root, citizen, &tags, &nodes, &reservations))
+}
+
+/// The ready queue from what a caller has already read (the primer reads the open contracts,
+/// the card and the reservations for itself): each dependency is one `lstat` in
+/// `contracts/settled/`; nothing else is read.
+pub fn queue_of(
+    root: &Path,
+    citizen: &str,
+    tags: &BTreeSet<String>,
+    nodes: &[Node],
+    reservations: &[crate::operations::reservation::View],
+) -> Queue {
+    let settled = |id: &str| is_in(root, ContractFolder::Settled, id);
+    let reserved: Vec<dependency::Reserved> = reservations
+        .iter()
         .filter(|v| v.active)
         .filter_map(|v| {
             Some(dependency::Reserved {
-                citizen: v.citizen?,
-                paths: v.paths,
+                citizen: v.citizen.clone()?,
+                paths: v.paths.clone(),
             })
         })
         .collect();
-    let (ready, held) = dependency::ready_queue(citizen, &tags, &nodes, &settled, &reserved);
-    Ok(Queue {
+    let (ready, held) = dependency::ready_queue(citizen, tags, nodes, &settled, &reserved);
+    Queue {
         citizen: citizen.to_string(),
         ready,
         held,
-    })
+    }
 }

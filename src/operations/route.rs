@@ -68,7 +68,7 @@ pub fn recommend(
     options: &RouteOptions,
 ) -> Result<Routed, RouteError> {
     // Citizens who have left the polis are no candidates (issue 15).
-    let left = crate::protocol::handoff::departed(&polis.recent_chronicle());
+    let left = polis.departed();
     let candidates: Vec<_> = polis
         .candidates()
         .into_iter()

@@ -2,7 +2,8 @@
 //! notices, marking them read, and archiving read notices.
 //!
 //! Every read here is bounded to what is printed: the citizen's own card, status and inbox,
-//! `contracts/open/`, `amendments/proposed/`, the lesson folders of the tags it works on,
+//! `contracts/open/` (and, for the ready queue, one `lstat` in `contracts/settled/` per
+//! dependency), `amendments/proposed/`, the lesson folders of the tags it works on,
 //! `guardrails/`, `reservations.yml`, and the tail of the chronicle back to the stale window. Settled contracts, other citizens'
 //! folders and the rest of the chronicle are never opened, so a session start costs the same on
 //! a polis with ten thousand settled contracts as on a new one.
@@ -172,14 +173,16 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
     let identity = identity(root, citizen)?;
 
     let mut findings = Vec::new();
-    let open: Vec<(String, Contract)> =
-        snapshot::read_records(root, "contracts/open", &mut findings)
-            .into_iter()
-            .map(|f| {
-                let c = Contract::from_record(&f.record);
-                (f.stem, c)
-            })
-            .collect();
+    let records = snapshot::read_records(root, "contracts/open", &mut findings);
+    let open: Vec<(String, Contract)> = records
+        .iter()
+        .map(|f| (f.stem.clone(), Contract::from_record(&f.record)))
+        .collect();
+    let nodes: Vec<crate::protocol::dependency::Node> = records
+        .iter()
+        .zip(&open)
+        .map(|(f, (id, c))| crate::protocol::dependency::Node::of(id, &f.rel, c))
+        .collect();
     let text_of = |v: &crate::yaml::Value| match v {
         crate::yaml::Value::Null => None,
         v => Some(v.python_str()),
@@ -252,7 +255,18 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
             .collect()
     };
 
-    let reservations = match super::reservation::list(root, now) {
+    let all_reservations = super::reservation::list(root, now);
+    // The ready queue as `polisd ready` computes it, from what the primer has read already
+    // (one `lstat` per dependency; issue 15).
+    let card_tags: BTreeSet<String> = identity.tags.iter().map(|(t, _)| t.clone()).collect();
+    let queue = super::ready::queue_of(
+        root,
+        citizen,
+        &card_tags,
+        &nodes,
+        all_reservations.as_deref().unwrap_or_default(),
+    );
+    let reservations = match all_reservations {
         Ok(all) => all
             .into_iter()
             .filter(|v| v.active && v.citizen.as_deref() == Some(citizen))
@@ -282,6 +296,8 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         has_guardrails: true,
         reservations,
         has_reservations: true,
+        ready: queue.ready,
+        held: queue.held,
     };
     let primer = primer::render(&input, primer::BUDGET);
     Ok(Primed {

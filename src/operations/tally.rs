@@ -19,26 +19,122 @@ pub struct TallyResult {
     pub detail: String,
 }
 
-/// Who is active: registered citizens with a chronicle line in the last 14 days who are not
-/// away (SPEC §8).
-pub fn active_citizens(polis: &Polis, now: &PolisTime) -> BTreeSet<String> {
-    let registered = polis.registered();
-    let authors = match &polis.active_authors {
-        Some(authors) => authors.clone(),
-        None => crate::protocol::chronicle::active_authors(&polis.recent_chronicle(), now),
-    };
-    authors
-        .into_iter()
-        .filter(|id| registered.contains(id) && !polis.status(id).is_away())
-        .collect()
+/// Who the quorum rules count, read from a polis (SPEC §8; issue 15 leaves out who left):
+/// the one place the tally, the notices about outcomes, `polisd status`, the dashboard and
+/// reflection get it from. [`Electorate::context`] hands it to the pure rules
+/// (`amendment::voters`, `amendment::active_voters`).
+#[derive(Debug, Clone)]
+pub struct Electorate {
+    pub registered: BTreeSet<String>,
+    /// Authors in the activity window (registered or not).
+    pub authors: BTreeSet<String>,
+    pub away: BTreeSet<String>,
+    /// Whose latest membership line (current chronicle and newest archive) is `left polis`.
+    pub departed: BTreeSet<String>,
 }
 
-fn away_citizens(polis: &Polis) -> BTreeSet<String> {
-    polis
-        .registered()
-        .into_iter()
-        .filter(|id| polis.status(id).is_away())
-        .collect()
+impl Electorate {
+    pub fn of(polis: &Polis, now: &PolisTime) -> Electorate {
+        let registered = polis.registered();
+        let authors = match &polis.active_authors {
+            Some(authors) => authors.clone(),
+            None => crate::protocol::chronicle::active_authors(&polis.recent_chronicle(), now),
+        };
+        let away = registered
+            .iter()
+            .filter(|id| polis.status(id).is_away())
+            .cloned()
+            .collect();
+        let departed = polis.departed();
+        Electorate {
+            registered,
+            authors,
+            away,
+            departed,
+        }
+    }
+
+    pub fn context(&self, now: &PolisTime) -> TallyContext<'_> {
+        TallyContext {
+            registered: &self.registered,
+            active: &self.authors,
+            away: &self.away,
+            departed: &self.departed,
+            now: *now,
+        }
+    }
+
+    /// The active citizens: voters with a line in the window who are not away.
+    pub fn active(&self, now: &PolisTime) -> BTreeSet<String> {
+        amendment::active_voters(&self.context(now))
+    }
+
+    /// The citizens whose votes count.
+    pub fn voters(&self, now: &PolisTime) -> BTreeSet<String> {
+        amendment::voters(&self.context(now))
+    }
+}
+
+/// Who is active: registered citizens with a chronicle line in the last 14 days who are not
+/// away and have not left the polis (SPEC §8).
+pub fn active_citizens(polis: &Polis, now: &PolisTime) -> BTreeSet<String> {
+    Electorate::of(polis, now).active(now)
+}
+
+/// What [`apply`] did: each amendment's tally and whom its notices could not reach.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Applied {
+    pub results: Vec<TallyResult>,
+    pub undelivered: Vec<Undelivered>,
+    /// Amendments the tally skipped or read differently from what they say.
+    pub malformed: Vec<crate::protocol::finding::Finding>,
+}
+
+/// A notice that could not be appended to its recipient's inbox.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Undelivered {
+    pub recipient: String,
+    pub why: String,
+}
+
+/// Why [`apply`] failed as a whole.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error(transparent)]
+    Action(#[from] ActionError),
+    #[error(transparent)]
+    Write(#[from] crate::fs::writer::WriteError),
+    #[error(transparent)]
+    State(#[from] crate::fs::state::StateError),
+}
+
+/// `polisd tally` and the MCP tool `polis_tally`: reads the polis at `root`, tallies every
+/// proposed amendment and, unless `dry_run`, acts on the outcomes (status, move, chronicle
+/// line) and delivers their notices at once, as a one-shot action does.
+pub fn apply(root: &std::path::Path, dry_run: bool) -> Result<Applied, ApplyError> {
+    let polis = Polis::read(root);
+    let now = PolisTime::system(polis.settings.timezone);
+    let writer = if dry_run {
+        None
+    } else {
+        Some(Writer::new(root)?)
+    };
+    let (results, notices) = tally(&polis, writer.as_ref(), &now)?;
+    let malformed = crate::operations::amendment_problems(&polis, &now);
+    let mut undelivered = Vec::new();
+    if let Some(writer) = &writer {
+        // Read again: the tally may have moved files and appended to the chronicle.
+        let after = Polis::read(root);
+        undelivered = crate::operations::deliver_now(&after, writer, &notices, &now)?
+            .into_iter()
+            .map(|(recipient, why)| Undelivered { recipient, why })
+            .collect();
+    }
+    Ok(Applied {
+        results,
+        undelivered,
+        malformed,
+    })
 }
 
 /// Tallies every proposed amendment and, unless `writer` is `None` (a dry run), acts on the
@@ -49,15 +145,9 @@ pub fn tally(
     writer: Option<&Writer>,
     now: &PolisTime,
 ) -> Result<(Vec<TallyResult>, Vec<Notification>), ActionError> {
-    let registered = polis.registered();
-    let active = active_citizens(polis, now);
-    let away = away_citizens(polis);
-    let ctx = TallyContext {
-        registered: &registered,
-        active: &active,
-        away: &away,
-        now: *now,
-    };
+    let electorate = Electorate::of(polis, now);
+    let ctx = electorate.context(now);
+    let active = electorate.active(now);
     let mut results = Vec::new();
     let mut notices = Vec::new();
     let line_in_progress = match writer {

@@ -334,23 +334,44 @@ pub struct TallyContext<'a> {
     /// Citizens with a capability card.
     pub registered: &'a BTreeSet<String>,
     /// Authors with a chronicle line in the activity window
-    /// ([`chronicle::active_authors`]); intersected with `registered` minus `away` here.
+    /// ([`chronicle::active_authors`]); intersected with the voters minus `away` here.
     pub active: &'a BTreeSet<String>,
     /// Citizens whose status says `away`.
     pub away: &'a BTreeSet<String>,
+    /// Citizens who have left the polis: their latest membership line is `left polis`
+    /// ([`crate::protocol::handoff::departed`]). They are no voters (issue 15).
+    pub departed: &'a BTreeSet<String>,
     pub now: PolisTime,
+}
+
+/// The citizens whose votes count: registered and not departed. With [`active_voters`], the
+/// one definition of who the quorum rules count (tally, notices, status, dashboard).
+pub fn voters(ctx: &TallyContext<'_>) -> BTreeSet<String> {
+    ctx.registered
+        .iter()
+        .filter(|c| !ctx.departed.contains(*c))
+        .cloned()
+        .collect()
+}
+
+/// The *active* citizens of SPEC §8, whose number sets the default quorum: voters with a
+/// chronicle line in the activity window whose state is not `away`.
+pub fn active_voters(ctx: &TallyContext<'_>) -> BTreeSet<String> {
+    ctx.active
+        .iter()
+        .filter(|c| {
+            ctx.registered.contains(*c) && !ctx.departed.contains(*c) && !ctx.away.contains(*c)
+        })
+        .cloned()
+        .collect()
 }
 
 /// SPEC §8's tally, in its order: ratify, expire, reject, else pending. Only `status:
 /// proposed` is tallied, as the reference does; anything else is [`Action::Closed`].
 pub fn tally(a: &Amendment, ctx: &TallyContext<'_>) -> Outcome {
-    let votes = counted_votes(a, ctx.registered);
-    let active = ctx
-        .active
-        .iter()
-        .filter(|c| ctx.registered.contains(*c) && !ctx.away.contains(*c))
-        .count();
-    let quorum = quorum(&a.quorum_required, active);
+    let voters = voters(ctx);
+    let votes = counted_votes(a, &voters);
+    let quorum = quorum(&a.quorum_required, active_voters(ctx).len());
     let agrees = votes.count(Vote::Agree);
     let outcome = |action, detail: String| Outcome {
         action,
@@ -378,8 +399,7 @@ pub fn tally(a: &Amendment, ctx: &TallyContext<'_>) -> Outcome {
         }
         Expiry::Open(_) | Expiry::Never => {}
     }
-    let undecided = ctx
-        .registered
+    let undecided = voters
         .iter()
         .filter(|c| !ctx.away.contains(*c) && !votes.by_citizen.contains_key(*c))
         .count();
@@ -771,6 +791,7 @@ mod tests {
         registered: BTreeSet<String>,
         active: BTreeSet<String>,
         away: BTreeSet<String>,
+        departed: BTreeSet<String>,
     }
 
     impl World {
@@ -779,6 +800,7 @@ mod tests {
                 registered: set(&[A, B, C, D]),
                 active: set(&[A, B, C, D]),
                 away: set(&[]),
+                departed: set(&[]),
             }
         }
 
@@ -790,6 +812,7 @@ mod tests {
                     registered: &self.registered,
                     active: &self.active,
                     away: &self.away,
+                    departed: &self.departed,
                     now: at(now),
                 },
             )
@@ -899,6 +922,7 @@ mod tests {
             registered: set(&[A, B, C]),
             active: set(&[]),
             away: set(&[]),
+            departed: set(&[]),
         };
         let o = w.tally(&amendment("", ""), "2026-03-02 10:00");
         assert_eq!(o.quorum, 2);
@@ -911,11 +935,40 @@ mod tests {
             registered: set(&[A, B, C, D]),
             active: set(&[A, B, C, D]),
             away: set(&[D]),
+            departed: set(&[]),
         };
         // Quorum max(2, 3/2+1) = 2 over the three not away; B and C disagree.
         let body = format!("\n## Response from {B} (disagree)\n## Response from {C} (disagree)\n");
         let o = w.tally(&amendment("", &body), "2026-03-02 10:00");
         assert_eq!((o.agrees, o.quorum, o.action), (1, 2, Action::Rejected));
+    }
+
+    #[test]
+    fn tally_leaves_out_citizens_who_left() {
+        const E: &str = "echo-agent";
+        // Five registered and active: quorum 3. Two left (their `left polis` line keeps them
+        // in the activity window): quorum max(2, 3/2+1) = 2, and their votes do not count.
+        let w = World {
+            registered: set(&[A, B, C, D, E]),
+            active: set(&[A, B, C, D, E]),
+            away: set(&[]),
+            departed: set(&[D, E]),
+        };
+        let body = format!("\n## Response from {D} (agree)\n");
+        let o = w.tally(&amendment("", &body), "2026-03-02 10:00");
+        assert_eq!((o.agrees, o.quorum, o.action), (1, 2, Action::Pending));
+        // Those who left are not waited for: with B and C against, quorum is out of reach.
+        let body = format!(
+            "\n## Response from {B} (disagree)\n## Response from {C} (disagree)\n## Response from {E} (agree)\n"
+        );
+        let o = w.tally(&amendment("", &body), "2026-03-02 10:00");
+        assert_eq!((o.agrees, o.quorum, o.action), (1, 2, Action::Rejected));
+        let stayed = World {
+            departed: set(&[]),
+            ..w
+        };
+        let o = stayed.tally(&amendment("", &body), "2026-03-02 10:00");
+        assert_eq!((o.agrees, o.quorum, o.action), (2, 3, Action::Pending));
     }
 
     #[test]
@@ -1059,7 +1112,7 @@ mod tests {
             let _ = body_votes(&format!("{head}\n{body}"), 1);
             let _ = Vote::parse_prefix(&body);
             if let Ok(a) = parse(&body, "x") {
-                let _ = tally(&a, &TallyContext { registered: &set(&[A]), active: &set(&[]), away: &set(&[]), now: at("2026-03-02 10:00") });
+                let _ = tally(&a, &TallyContext { registered: &set(&[A]), active: &set(&[]), away: &set(&[]), departed: &set(&[]), now: at("2026-03-02 10:00") });
             }
             let _ = set_status(&body, "ratified", Some("2026-03-02 10:00:00"));
         }

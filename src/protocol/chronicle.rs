@@ -1057,6 +1057,26 @@ pub struct Activity {
     newest: Option<NaiveDateTime>,
     future: Vec<NaiveDateTime>,
     latest_now: Option<NaiveDateTime>,
+    /// Per citizen, whether their latest membership line so far is `left polis`.
+    members: std::collections::BTreeMap<String, bool>,
+}
+
+/// A membership line (`joined polis` / `left polis`): the citizen it is about (the one its
+/// `[[citizens/<id>]]` link names, else its author) and whether they left.
+pub fn membership(line: &str) -> Option<(String, bool)> {
+    if !line.contains(" polis |") {
+        return None; // cheap filter before parsing
+    }
+    let e = parse_entry(line).ok()?;
+    if e.verb != "joined polis" && e.verb != "left polis" {
+        return None;
+    }
+    let who = e
+        .link
+        .and_then(|l| l.strip_prefix("citizens/"))
+        .map(|l| l.trim_end_matches('/'))
+        .unwrap_or(e.author);
+    Some((who.to_string(), e.verb == "left polis"))
 }
 
 impl Activity {
@@ -1074,6 +1094,9 @@ impl Activity {
         let floor = latest - Duration::days(ACTIVITY_WINDOW_DAYS);
         let limit = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
         for line in lines {
+            if let Some((who, left)) = membership(&line.text) {
+                self.members.insert(who, left);
+            }
             let Some((stamp, author)) = stamp_and_author(&line.text) else {
                 continue;
             };
@@ -1107,6 +1130,12 @@ impl Activity {
 
     fn answers(&self, now: &PolisTime) -> bool {
         self.latest_now.is_none_or(|l| now.now >= l)
+    }
+
+    /// Per citizen with a membership line among the added lines, whether the latest one is
+    /// `left polis` (the same as [`crate::protocol::handoff::departed`] over them).
+    pub fn membership(&self) -> &std::collections::BTreeMap<String, bool> {
+        &self.members
     }
 
     /// [`active_authors`] over the added lines.
@@ -1158,6 +1187,42 @@ pub fn declared_period(text: &str) -> Option<Quarter> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn activity_keeps_membership_as_the_full_scan_finds_it() {
+        use crate::protocol::clock::{PolisTime, PolisZone};
+        let now = PolisTime {
+            zone: PolisZone::default(),
+            now: chrono::NaiveDate::from_ymd_opt(2026, 3, 9)
+                .unwrap()
+                .and_hms_opt(12, 0, 0)
+                .unwrap(),
+        };
+        let lines = [
+            "- 2026-03-01 10:00 | alice-agent | joined polis | [[citizens/alice-agent]] | hi\n",
+            "- 2026-03-02 10:00 | bob-agent1 | joined polis | - | hi\n",
+            "- 2026-03-03 10:00 | alice-agent | left polis | [[citizens/alice-agent]] | bye\n",
+            "- 2026-03-04 10:00 | alice-agent | founded polis | - | not membership\n",
+            "- 2026-03-05 10:00 | keeper-agent | left polis | [[citizens/bob-agent1]] | removed\n",
+            "- 2026-03-06 10:00 | bob-agent1 | joined polis | - | back\n",
+        ];
+        let mut text = String::new();
+        let mut activity = super::Activity::default();
+        for l in lines {
+            let from = text.len();
+            text.push_str(l);
+            activity.add(&super::scan_tail(&text[from..], 0).lines, &now);
+            let left: std::collections::BTreeSet<String> = activity
+                .membership()
+                .iter()
+                .filter(|(_, left)| **left)
+                .map(|(who, _)| who.clone())
+                .collect();
+            assert_eq!(left, crate::protocol::handoff::departed(&[&text]), "{text}");
+        }
+        assert!(activity.membership()["alice-agent"]);
+        assert!(!activity.membership()["bob-agent1"]);
+    }
+
     #[test]
     fn activity_follows_the_full_scans_as_time_moves_on() {
         use crate::protocol::clock::{PolisTime, PolisZone};

@@ -275,24 +275,29 @@ pub fn chain_after(parent_chain: &[String], parent_owner: &str) -> Vec<String> {
     chain
 }
 
+/// The membership lines (`joined polis` / `left polis`) of a chronicle text, newest (last in
+/// the file) first, each with the citizen it is about: the one its `[[citizens/<id>]]` link
+/// names, else its author. Found by searching the whole text for the verb, so a million-line
+/// chronicle costs one substring search, not a million parses.
+fn membership_lines(text: &str) -> impl Iterator<Item = (String, bool)> + '_ {
+    let mut last_start = usize::MAX;
+    text.rmatch_indices(" polis |").filter_map(move |(at, _)| {
+        let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        if start == last_start {
+            return None; // a second match on a line already read
+        }
+        last_start = start;
+        let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+        chronicle::membership(&text[start..end])
+    })
+}
+
 /// Whether `id`'s latest membership line (`joined polis` / `left polis`, by them or linking
 /// `citizens/<id>`) in the given chronicle texts (newest text first) is `left polis`.
 pub fn has_left(texts: &[&str], id: &str) -> bool {
-    let link = format!("citizens/{id}");
     for text in texts {
-        for line in text.lines().rev() {
-            let Ok(e) = chronicle::parse_entry(line) else {
-                continue;
-            };
-            if e.verb != "joined polis" && e.verb != "left polis" {
-                continue;
-            }
-            let about = e.author == id
-                || e.link
-                    .is_some_and(|l| l.trim_end_matches('/') == link || l == id);
-            if about {
-                return e.verb == "left polis";
-            }
+        if let Some((_, left)) = membership_lines(text).find(|(who, _)| who == id) {
+            return left;
         }
     }
     false
@@ -304,27 +309,71 @@ pub fn departed(texts: &[&str]) -> BTreeSet<String> {
     let mut decided: BTreeSet<String> = BTreeSet::new();
     let mut left = BTreeSet::new();
     for text in texts {
-        for line in text.lines().rev() {
-            if !line.contains(" polis |") {
-                continue; // cheap filter before parsing
-            }
-            let Ok(e) = chronicle::parse_entry(line) else {
-                continue;
-            };
-            if e.verb != "joined polis" && e.verb != "left polis" {
-                continue;
-            }
-            let who = e
-                .link
-                .and_then(|l| l.strip_prefix("citizens/"))
-                .map(|l| l.trim_end_matches('/'))
-                .unwrap_or(e.author);
-            if decided.insert(who.to_string()) && e.verb == "left polis" {
-                left.insert(who.to_string());
+        for (who, gone) in membership_lines(text) {
+            if decided.insert(who.clone()) && gone {
+                left.insert(who);
             }
         }
     }
     left
+}
+
+/// Where a parent's suggestion blocks were written: its `## Settlement`, or a review file
+/// about it (`reviews/<YYYY-MM-DD-HHMM>-<cid>.md`, SPEC §10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Settlement,
+    /// `stem` is the review file's name without `.md`; `stamp` its `YYYYMMDDHHMM`.
+    Review {
+        stem: String,
+        stamp: String,
+    },
+}
+
+impl Source {
+    /// The review file `name` (`<YYYY-MM-DD-HHMM>-<cid>.md`) as a source, with the id of the
+    /// contract its name gives; `None` for a name that is not a review's.
+    pub fn review(name: &str) -> Option<(Source, String)> {
+        let (when, cid) = crate::protocol::review::parse_file_name(name)?;
+        let stem = name.strip_suffix(".md")?.to_string();
+        let stamp = when.format("%Y%m%d%H%M").to_string();
+        Some((Source::Review { stem, stamp }, cid))
+    }
+
+    /// The id of the n-th follow-up of `parent` from this source: `<parent>-next-<n>` for a
+    /// Settlement, `<parent>-review-<YYYYMMDDHHMM>-next-<n>` for a review, so the same block
+    /// always names the same file and two sources never name the same one.
+    pub fn follow_up_id(&self, parent: &str, n: usize) -> String {
+        match self {
+            Source::Settlement => format!("{parent}-next-{n}"),
+            Source::Review { stamp, .. } => format!("{parent}-review-{stamp}-next-{n}"),
+        }
+    }
+
+    /// The wikilink target where the suggestions were written.
+    pub fn link(&self, parent: &str) -> String {
+        match self {
+            Source::Settlement => format!("contracts/settled/{parent}"),
+            Source::Review { stem, .. } => format!("reviews/{stem}"),
+        }
+    }
+
+    /// What the author was doing: `settling` or `reviewing`.
+    pub fn doing(&self) -> &'static str {
+        match self {
+            Source::Settlement => "settling",
+            Source::Review { .. } => "reviewing",
+        }
+    }
+
+    /// The subject of the notices about this source's suggestions: the parent for a
+    /// Settlement (as before reviews were dispatched), the review file for a review.
+    pub fn subject(&self, parent: &str) -> String {
+        match self {
+            Source::Settlement => parent.to_string(),
+            Source::Review { stem, .. } => format!("reviews/{stem}"),
+        }
+    }
 }
 
 /// What the follow-up contract is built from.
@@ -341,6 +390,9 @@ pub struct FollowUp<'a> {
     pub chain: &'a [String],
     pub max: usize,
     pub suggestion: &'a Suggestion,
+    /// Who wrote the suggestion (the parent's owner, or the reviewer).
+    pub suggested_by: &'a str,
+    pub source: &'a Source,
 }
 
 /// The title of a follow-up: the reason's first sentence, cut at a word near 80 characters.
@@ -405,9 +457,10 @@ pub fn render_follow_up(f: &FollowUp<'_>) -> Result<String, crate::yaml::EmitErr
     let step = f.chain.len() + 1;
     let reason = one_line(&s.reason);
     let goal = format!(
-        "{reason}\n\nSuggested by `{owner}` when settling [[contracts/settled/{parent}]] ({parent_title}). Call chain so far: [{chain}]; you are step {step} of at most {max}.",
-        owner = f.chain.last().map_or("-", String::as_str),
-        parent = f.parent_id,
+        "{reason}\n\nSuggested by `{owner}` when {doing} [[{link}]] ({parent_title}). Call chain so far: [{chain}]; you are step {step} of at most {max}.",
+        owner = f.suggested_by,
+        doing = f.source.doing(),
+        link = f.source.link(f.parent_id),
         parent_title = f.parent_title,
         chain = f.chain.join(", "),
         max = f.max,
@@ -497,6 +550,17 @@ mod tests {
         assert!(!has_left(&[t], "y"));
         assert!(departed(&[t]).contains("x"));
         assert!(departed(&[&back]).is_empty());
+        // A line about someone else (the index keeper removing `z`) is about `z` only; other
+        // verbs ending in "polis" are no membership lines.
+        let other = format!("{t}- 2026-03-04 10:00 | k | founded polis | - | x\n- 2026-03-04 11:00 | k | left polis | [[citizens/z]] | removed z\n");
+        assert_eq!(
+            departed(&[&other]),
+            BTreeSet::from(["x".to_string(), "z".to_string()])
+        );
+        assert!(!has_left(&[&other], "k"));
+        // The newest text decides first.
+        assert!(!has_left(&[&back, t], "x"));
+        assert!(has_left(&[t, &back], "x"));
     }
 
     #[test]
@@ -520,6 +584,8 @@ mod tests {
             chain: &chain,
             max: 3,
             suggestion: &s,
+            suggested_by: "b",
+            source: &Source::Settlement,
         })
         .unwrap();
         let c = contract::Contract::parse(&text).unwrap();

@@ -597,6 +597,7 @@ impl Notification {
         contract_id: &str,
         parent_id: &str,
         suggested_by: &str,
+        doing: &str,
         step: usize,
         max: usize,
     ) -> Notification {
@@ -607,7 +608,7 @@ impl Notification {
             discriminator: String::new(),
             link: format!("contracts/open/{contract_id}"),
             paragraph: format!(
-                "`{suggested_by}` suggested you as the next citizen when settling `{parent_id}`, and polisd opened the follow-up contract `{contract_id}` for you (step {step} of at most {max} of its chain). Read its Intent; to take it, run `polisd contract claim {contract_id} --as {recipient}`; if you cannot, leave it open for someone else."
+                "`{suggested_by}` suggested you as the next citizen when {doing} `{parent_id}`, and polisd opened the follow-up contract `{contract_id}` for you (step {step} of at most {max} of its chain). Read its Intent; to take it, run `polisd contract claim {contract_id} --as {recipient}`; if you cannot, leave it open for someone else."
             ),
         }
     }
@@ -619,6 +620,7 @@ impl Notification {
     pub fn handoff_deferred(
         recipient: &str,
         parent_id: &str,
+        source: &crate::protocol::handoff::Source,
         what: &str,
         items: &[String],
     ) -> Notification {
@@ -636,12 +638,16 @@ impl Notification {
         Notification {
             kind: Kind::HandoffDeferred,
             recipient: recipient.to_string(),
-            subject: parent_id.to_string(),
+            subject: source.subject(parent_id),
             discriminator: format!("{what}:{}", items.join("\n")),
-            link: format!("contracts/settled/{parent_id}"),
+            link: source.link(parent_id),
             paragraph: format!(
-                "polisd did not open {} follow-up contract(s) suggested in `{parent_id}` {why}: {listed} If the work is still needed, open it by hand (`polisd contract open`).",
-                items.len()
+                "polisd did not open {} follow-up contract(s) suggested {} `{parent_id}` {why}: {listed} If the work is still needed, open it by hand (`polisd contract open`).",
+                items.len(),
+                match source {
+                    crate::protocol::handoff::Source::Settlement => "in",
+                    crate::protocol::handoff::Source::Review { .. } => "in a review of",
+                }
             ),
         }
     }

@@ -94,6 +94,10 @@ pub struct PrimerInput {
     /// rather than shown empty when the feature is absent).
     pub has_reservations: bool,
     pub has_guardrails: bool,
+    /// The ready queue (`polisd ready`): what the citizen can start now, in its order.
+    pub ready: Vec<crate::protocol::dependency::Ready>,
+    /// Ready contracts held back because their `touches` overlap work in progress.
+    pub held: Vec<crate::protocol::dependency::Held>,
 }
 
 /// The rendered primer.
@@ -232,6 +236,49 @@ pub fn render(input: &PrimerInput, budget: usize) -> Primer {
         more_hint: "ls _polis/contracts/open/".into(),
         empty: Some("- none".into()),
     });
+    let mut ready: Vec<(String, Option<String>)> = input
+        .ready
+        .iter()
+        .map(|r| {
+            let why = if r.recommended {
+                "recommended for you"
+            } else {
+                "on your tags"
+            };
+            let unblocks = if r.unblocks > 0 {
+                format!("; unblocks {}", r.unblocks)
+            } else {
+                String::new()
+            };
+            (
+                format!(
+                    "- {} {} ({}; {why}{unblocks})",
+                    code(&r.contract_id, 60),
+                    code(&r.title, 90),
+                    tags(&r.required_tags)
+                ),
+                None,
+            )
+        })
+        .collect();
+    ready.extend(input.held.iter().map(|h| {
+        (
+            format!(
+                "- held back: {} (its `touches` overlap {})",
+                code(&h.contract_id, 60),
+                code(&h.overlaps, 80)
+            ),
+            None,
+        )
+    }));
+    sections.push(Section {
+        title: "Ready to start (unowned, dependencies settled)",
+        priority: 4,
+        items: ready,
+        more: 0,
+        more_hint: format!("polisd ready --as {id}"),
+        empty: Some("- none".into()),
+    });
     sections.push(Section {
         title: "Your claims",
         priority: 6,
@@ -354,7 +401,7 @@ pub fn render(input: &PrimerInput, budget: usize) -> Primer {
     }
 
     let act = format!(
-        "\n## How to act\nClaim: `polisd contract claim ID --as {id}`; record progress: `polisd log --as {id} VERB --link L`; \
+        "\n## How to act\nStart: `polisd ready --as {id}`, then `polisd contract claim ID --as {id}`; record progress: `polisd log --as {id} VERB --link L`; \
          settle: `polisd contract settle ID --quality N --by {id}`; vote: `polisd amendment vote AID --as {id} --vote agree`; \
          notices: `polisd notices --as {id} --unread`. The rules are in `_polis/CONSTITUTION.md`.\n"
     );
@@ -492,6 +539,48 @@ mod tests {
         assert!(p.text.contains("`claim-0`"));
         assert!(p.text.contains("`2026-01-01-l0`"));
         assert!(p.text.contains("STALE"));
+    }
+
+    #[test]
+    fn lists_the_ready_queue_in_its_order_within_the_budget() {
+        let mut i = input();
+        i.ready = (0..200)
+            .map(|k| crate::protocol::dependency::Ready {
+                contract_id: format!("ready-{k}"),
+                title: "t".repeat(200),
+                path: format!("contracts/open/ready-{k}.md"),
+                required_tags: vec!["rust".into()],
+                recommended: k == 0,
+                unblocks: if k == 0 { 2 } else { 0 },
+            })
+            .collect();
+        i.held = vec![crate::protocol::dependency::Held {
+            contract_id: "clash".into(),
+            overlaps: "busy".into(),
+        }];
+        let p = render(&i, BUDGET);
+        assert!(p.text.len() <= BUDGET, "{} bytes", p.text.len());
+        assert!(
+            p.text
+                .contains("## Ready to start (unowned, dependencies settled)\n- `ready-0` `ttt"),
+            "{}",
+            p.text
+        );
+        assert!(p.text.contains("(rust; recommended for you; unblocks 2)"));
+        assert!(p.text.contains("(rust; on your tags)"));
+        assert!(p.text.contains("more: `polisd ready --as claude-code-one`"));
+        let small = PrimerInput {
+            ready: i.ready[..1].to_vec(),
+            held: i.held.clone(),
+            ..input()
+        };
+        let p = render(&small, BUDGET);
+        assert!(
+            p.text
+                .contains("- held back: `clash` (its `touches` overlap `busy`)"),
+            "{}",
+            p.text
+        );
     }
 
     #[test]

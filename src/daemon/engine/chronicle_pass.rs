@@ -320,6 +320,10 @@ impl Engine {
     /// (every complete line) and the newest archive; otherwise leaves it for a scan.
     pub(super) fn fill_activity(&mut self, polis: &mut Polis, now: &PolisTime) {
         polis.active_authors = None;
+        polis.departed = None;
+        // Per citizen, whether the latest membership line is `left polis`: the current
+        // chronicle decides over the archive.
+        let mut members = std::collections::BTreeMap::new();
         let mut authors = match polis.chronicle_text() {
             None => BTreeSet::new(),
             Some(text) => {
@@ -329,6 +333,7 @@ impl Engine {
                 if !c.is_prefix_of(layout::CHRONICLE, text) || text[c.offset..].contains('\n') {
                     return;
                 }
+                members.clone_from(c.activity.membership());
                 match c.activity.active_authors(now) {
                     Some(authors) => authors,
                     None => return,
@@ -351,8 +356,19 @@ impl Engine {
                 Some(more) => authors.extend(more),
                 None => return,
             }
+            if let Some(a) = &self.archive_activity {
+                for (who, left) in a.activity.membership() {
+                    members.entry(who.clone()).or_insert(*left);
+                }
+            }
         }
         polis.active_authors = Some(authors);
+        polis.departed = Some(
+            members
+                .into_iter()
+                .filter_map(|(who, left)| left.then_some(who))
+                .collect(),
+        );
     }
 
     pub(super) fn validate(

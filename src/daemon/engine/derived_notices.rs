@@ -15,7 +15,9 @@ impl Engine {
     /// who is active are fixed when the fact is first seen (`state.known`).
     pub(super) fn derive(&mut self, polis: &Polis, now: &PolisTime) -> Vec<Notification> {
         let mut out = Vec::new();
-        let active = operations::active_citizens(polis, now);
+        let electorate = operations::Electorate::of(polis, now);
+        let active = electorate.active(now);
+        let voters = electorate.voters(now);
         let open: Vec<_> = polis
             .contracts
             .iter()
@@ -92,7 +94,7 @@ impl Engine {
             let key = format!("amendment/{}", a.id);
             if decided && self.state.known.get(&key) != Some(&status) {
                 self.state.known.insert(key, status.clone());
-                let outcome = decided_outcome(polis, a, &status, &active);
+                let outcome = decided_outcome(a, &status, &voters, &active);
                 let mut recipients: BTreeSet<String> = BTreeSet::new();
                 if status == "ratified" {
                     recipients.extend(active.iter().cloned());
@@ -172,12 +174,12 @@ impl Engine {
 
 /// The outcome behind a decided amendment, for the notice's wording.
 pub(super) fn decided_outcome(
-    polis: &Polis,
     a: &crate::protocol::amendment::Amendment,
     status: &str,
+    voters: &BTreeSet<String>,
     active: &BTreeSet<String>,
 ) -> crate::protocol::amendment::Outcome {
-    let votes = crate::protocol::amendment::counted_votes(a, &polis.registered());
+    let votes = crate::protocol::amendment::counted_votes(a, voters);
     let agrees = votes.count(crate::protocol::amendment::Vote::Agree);
     let quorum = crate::protocol::amendment::quorum(&a.quorum_required, active.len());
     let (action, detail) = match status {

@@ -1,8 +1,23 @@
-//! Handoffs (issue 15): the suggestions of newly settled contracts become routed follow-up
-//! contracts through `operations::handoff`; their notices join the outbox.
+//! Handoffs (issue 15): the suggestions of newly settled contracts, and of review files, become
+//! routed follow-up contracts through `operations::handoff`; their notices join the outbox.
 
 use super::{Engine, Pass};
+use crate::fs::snapshot;
+use crate::fs::state::Fingerprint;
 use crate::operations::handoff;
+use crate::protocol::handoff::{Source, NEW_HEADING, NEXT_HEADING};
+use crate::protocol::layout;
+
+/// The `state.known` key of a review file whose suggestions were dispatched (its value: the
+/// hex SHA-256 of the bytes they were dispatched from).
+fn review_key(name: &str) -> String {
+    format!("review/{name}")
+}
+
+/// The `state.known` key set once the reviews' baseline is taken: on first meeting, or on the
+/// first run of a polisd that dispatches reviews over the state of one that did not (whose
+/// reviews are then recorded, not dispatched).
+const REVIEWS_BASELINE: &str = "reviews-baseline";
 
 impl Engine {
     pub(super) fn handoff_step(&mut self, pass: &mut Pass) {
@@ -24,29 +39,113 @@ impl Engine {
             .collect();
         let mut wrote = false;
         for id in ids {
-            match handoff::dispatch_settled(&self.writer, &pass.now, &pass.polis, &id) {
-                Ok(d) => {
-                    for o in d.opened.iter().filter(|o| !o.existing) {
-                        tracing::info!(parent = %id, contract = %o.contract_id, to = %o.citizen, step = o.step, "handoff opened");
-                    }
-                    for n in &d.deferred {
-                        tracing::info!(parent = %id, citizen = %n.suggestion.citizen, why = %n.why, "handoff deferred");
-                    }
-                    for n in &d.skipped {
-                        tracing::info!(parent = %id, citizen = %n.suggestion.citizen, why = %n.why, "handoff skipped");
-                    }
-                    if d.wrote {
-                        self.state.counters.writes += 1;
-                        wrote = true;
-                    }
-                    self.enqueue(d.notices);
-                }
-                Err(e) if e.is_refusal() => tracing::warn!("handoffs of {id}: {e}"),
-                Err(e) => pass.errors.push(format!("handoffs of {id}: {e}")),
-            }
+            let result = handoff::dispatch_settled(&self.writer, &pass.now, &pass.polis, &id);
+            wrote |= self.take_dispatch(pass, &id, result);
         }
         if wrote {
             self.after_write(pass);
+        }
+    }
+
+    /// The suggestions written in review files (`reviews/<YYYY-MM-DD-HHMM>-<cid>.md`) that
+    /// polisd has not dispatched from these bytes yet. A review there when polisd first met
+    /// the polis (or first ran with this step) is recorded, not dispatched (SPEC §3, §9); one
+    /// edited later is dispatched again, which opens only its new blocks (each block names a
+    /// fixed follow-up file).
+    pub(super) fn review_handoff_step(&mut self, pass: &mut Pass) {
+        let mut findings = Vec::new();
+        let entries = snapshot::list(&self.root, layout::REVIEWS_DIR, ".md", &mut findings);
+        let mut present = std::collections::HashSet::new();
+        let mut wrote = false;
+        let baseline = pass.first_meeting || !self.state.known.contains_key(REVIEWS_BASELINE);
+        for entry in entries {
+            let name = entry
+                .rel
+                .rsplit('/')
+                .next()
+                .unwrap_or(&entry.rel)
+                .to_string();
+            if Source::review(&name).is_none() {
+                continue; // not a review's name (SPEC §10): not a record to act on
+            }
+            present.insert(name.clone());
+            let Ok(meta) = std::fs::symlink_metadata(self.root.join(&entry.rel)) else {
+                continue;
+            };
+            if !meta.is_file() {
+                continue;
+            }
+            let print = Fingerprint::of(&meta);
+            if self.review_prints.get(&name) == Some(&print) {
+                continue;
+            }
+            let Ok(Some(text)) =
+                snapshot::read_text(&self.root, &entry.rel, Some(snapshot::MAX_RECORD_BYTES))
+            else {
+                continue;
+            };
+            self.review_prints.insert(name.clone(), print);
+            if !text.contains(NEXT_HEADING) && !text.contains(NEW_HEADING) {
+                continue;
+            }
+            let hash = crate::fs::state::hex_sha256(text.as_bytes());
+            let key = review_key(&name);
+            if self.state.known.get(&key) == Some(&hash) {
+                continue;
+            }
+            if baseline {
+                self.state.known.insert(key, hash);
+                continue;
+            }
+            let result = handoff::dispatch_review(&self.writer, &pass.now, &pass.polis, &name);
+            if result.is_ok() {
+                self.state.known.insert(key, hash);
+            }
+            wrote |= self.take_dispatch(pass, &format!("reviews/{name}"), result);
+        }
+        self.review_prints.retain(|name, _| present.contains(name));
+        if baseline {
+            self.state
+                .known
+                .insert(REVIEWS_BASELINE.to_string(), pass.now.second_stamp());
+        }
+        if wrote {
+            self.after_write(pass);
+        }
+    }
+
+    /// Logs a dispatch and queues its notices; whether it wrote into the polis.
+    fn take_dispatch(
+        &mut self,
+        pass: &mut Pass,
+        id: &str,
+        result: Result<handoff::Dispatch, crate::operations::OpError>,
+    ) -> bool {
+        match result {
+            Ok(d) => {
+                for o in d.opened.iter().filter(|o| !o.existing) {
+                    tracing::info!(parent = %id, contract = %o.contract_id, to = %o.citizen, step = o.step, "handoff opened");
+                }
+                for n in &d.deferred {
+                    tracing::info!(parent = %id, citizen = %n.suggestion.citizen, why = %n.why, "handoff deferred");
+                }
+                for n in &d.skipped {
+                    tracing::info!(parent = %id, citizen = %n.suggestion.citizen, why = %n.why, "handoff skipped");
+                }
+                if d.wrote {
+                    self.state.counters.writes += 1;
+                }
+                self.enqueue(d.notices);
+                d.wrote
+            }
+            Err(e) if e.is_refusal() => {
+                tracing::warn!("handoffs of {id}: {e}");
+                false
+            }
+            Err(e) => {
+                pass.errors.push(format!("handoffs of {id}: {e}"));
+                false
+            }
         }
     }
 }

@@ -147,6 +147,9 @@ pub struct Engine {
     /// When the earliest open council round closes by time, as the last council step saw it
     /// (from `council.md`, never from file times).
     council_deadline: Option<DateTime<Utc>>,
+    /// Each review file as last read by the review handoff step, so an unchanged one is not
+    /// read again in this process (its dispatch is decided from its bytes, `state.known`).
+    review_prints: std::collections::HashMap<String, Fingerprint>,
 }
 
 /// What [`Engine::lock`] hands the caller: the state directory's lock (the lock on the
@@ -204,6 +207,7 @@ impl Engine {
             next_expiry: None,
             reservations_problem: None,
             council_deadline: None,
+            review_prints: std::collections::HashMap::new(),
         })
     }
 
@@ -444,6 +448,9 @@ impl Engine {
         self.fill_activity(&mut pass.polis, &pass.now);
         self.reconcile_step(&mut pass, scope);
         self.handoff_step(&mut pass);
+        if scope.reviews {
+            self.review_handoff_step(&mut pass);
+        }
         if scope.open && self.options.auto_route {
             self.route_step(&mut pass);
         }
@@ -479,7 +486,11 @@ impl Engine {
         polis
             .findings
             .extend(self.settled_findings.values().flatten().cloned());
-        self.log_new_findings(&polis.findings);
+        // Unknown dependencies and cycles (P013, P014) are logged too, not kept in the polis:
+        // `check` derives them itself.
+        let mut logged = polis.findings.clone();
+        logged.extend(crate::operations::dependency_findings(&polis));
+        self.log_new_findings(&logged);
         let first_meeting = self.state.first_met.is_none();
         if first_meeting {
             self.take_baseline(&polis, &now)?;

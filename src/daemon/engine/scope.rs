@@ -15,6 +15,8 @@ pub struct Scope {
     pub reservations: bool,
     /// Councils (issue 16): starts on claim, seat files, verdicts, rounds running out.
     pub council: bool,
+    /// `reviews/`: suggestions written in review files (issue 15).
+    pub reviews: bool,
 }
 
 impl Scope {
@@ -27,6 +29,7 @@ impl Scope {
             derive: true,
             reservations: true,
             council: true,
+            reviews: true,
         }
     }
 
@@ -123,9 +126,11 @@ impl Scope {
             };
         }
         if rel.starts_with(layout::REVIEWS_DIR) {
-            // Seat files, verdicts and council.md live in `reviews/<cid>/`.
+            // Review files (issue 15's suggestions); seat files, verdicts and council.md
+            // live in `reviews/<cid>/` (issue 16).
             return Scope {
                 derive: true,
+                reviews: true,
                 council: rel.contains('/') || rel == layout::REVIEWS_DIR,
                 ..Scope::default()
             };
@@ -149,6 +154,7 @@ impl Scope {
             derive: self.derive || other.derive,
             reservations: self.reservations || other.reservations,
             council: self.council || other.council,
+            reviews: self.reviews || other.reviews,
         }
     }
 }
