@@ -238,17 +238,34 @@ fn json(out: &Output) -> serde_json::Value {
 
 #[test]
 fn dependencies_route_on_the_last_settlement_rules_beat_the_policy_and_ready_skips_overlaps() {
+    // IDLE is registered and not away, but has written no chronicle line in 14 days: inactive
+    // (SPEC §8), so its rule falls through to the policy.
+    const IDLE: &str = "claude-agent-idle";
     let p = polis();
     p.citizen(WEAK, "test", &[("api", 1)], "high");
+    p.citizen(IDLE, "test", &[("api", 1)], "high");
+    p.append(
+        "chronicle.md",
+        &chronicle_line(
+            WEAK,
+            "joined polis",
+            &format!("[[citizens/{WEAK}]]"),
+            "hello",
+        ),
+    );
     let yml = p.read("polis.yml");
     p.save(
         "polis.yml",
         &yml.replace(
             "routing:\n",
-            &format!("routing:\n  rules:\n    - {{when: {{title: '^legal'}}, route_to: {WEAK}}}\n"),
+            &format!("routing:\n  rules:\n    - {{when: {{title: '^legal'}}, route_to: {WEAK}}}\n    - {{when: {{title: '^idle'}}, route_to: {IDLE}}}\n"),
         ),
     );
     let _daemon = p.start_daemon();
+    p.save(
+        "contracts/open/idle-chore.md",
+        &contract("idle-chore", "api", ""),
+    );
     p.save("contracts/open/base-a.md", &contract("base-a", "api", ""));
     p.save("contracts/open/base-b.md", &contract("base-b", "api", ""));
     p.save(
@@ -283,6 +300,19 @@ fn dependencies_route_on_the_last_settlement_rules_beat_the_policy_and_ready_ski
     let rec = json(&p.polisd(&["route", "legal-review", "--json"]));
     let best = rec["scores"][0]["citizen"].as_str().unwrap().to_string();
     assert_ne!(best, WEAK, "the policy's scores would not pick it");
+
+    // The inactive target's rule fell through: the policy decided, and `route` says why.
+    wait_for(&p, "the inactive target's contract routed", || {
+        recommended(&p, "idle-chore").is_some()
+    });
+    let explain = p.polisd(&["route", "idle-chore", "--explain"]);
+    let explain = String::from_utf8_lossy(&explain.stdout).to_string();
+    assert!(
+        explain.contains(&format!(
+            "Routing rule 2 (title /^idle/) -> {IDLE} matched, but {IDLE} is not available"
+        )),
+        "an inactive target does not decide: {explain}"
+    );
 
     claim_and_settle(&p, "base-a", FOUNDER, &[]);
     wait_for(&p, "base-a in the stats", || {

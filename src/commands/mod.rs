@@ -290,7 +290,7 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
             match &routed.rule {
                 Some(m) if m.applied => println!("Routing {} matched and decided.", m.rule),
                 Some(m) => println!(
-                    "Routing {} matched, but {} is not available: the policy decides.",
+                    "Routing {} matched, but {} is not available (not registered, away, left or inactive for 14 days): the policy decides.",
                     m.rule, m.route_to
                 ),
                 None => println!("No routing rule matched: the policy decides."),

@@ -819,6 +819,18 @@ impl Polis {
         texts
     }
 
+    /// The authors with a chronicle line in the activity window (SPEC §8, 14 days before
+    /// `now`): as filled in by the daemon, else from the texts.
+    pub fn active_authors(
+        &self,
+        now: &crate::protocol::clock::PolisTime,
+    ) -> std::collections::BTreeSet<String> {
+        match &self.active_authors {
+            Some(authors) => authors.clone(),
+            None => crate::protocol::chronicle::active_authors(&self.recent_chronicle(), now),
+        }
+    }
+
     /// Who has left the polis (issue 15): as filled in by the daemon, else from the texts.
     pub fn departed(&self) -> std::collections::BTreeSet<String> {
         match &self.departed {

@@ -80,6 +80,13 @@ pub fn recommend(
     let policy = routing::policy_for(&polis.settings, options.policy)?;
     let stats = super::current_stats(polis);
     let lessons = polis.routing_lessons();
+    // A routing rule's target must be active (issue 15); only a rule reads it, so the window
+    // is worked out only when `polis.yml` has rules.
+    let active = routing::rules::any(&polis.settings.merged).then(|| {
+        polis.active_authors(&crate::protocol::clock::PolisTime::system(
+            polis.settings.timezone,
+        ))
+    });
     let inputs = routing::Inputs {
         candidates: &candidates,
         contract: &contract.contract,
@@ -87,6 +94,7 @@ pub fn recommend(
         lessons: &lessons,
         settings: &polis.settings,
         settlements: &polis.settlements,
+        active: active.as_ref(),
     };
     let mut rng = match options.seed {
         Some(seed) => StdRng::seed_from_u64(seed),

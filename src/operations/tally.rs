@@ -36,10 +36,7 @@ pub struct Electorate {
 impl Electorate {
     pub fn of(polis: &Polis, now: &PolisTime) -> Electorate {
         let registered = polis.registered();
-        let authors = match &polis.active_authors {
-            Some(authors) => authors.clone(),
-            None => crate::protocol::chronicle::active_authors(&polis.recent_chronicle(), now),
-        };
+        let authors = polis.active_authors(now);
         let away = registered
             .iter()
             .filter(|id| polis.status(id).is_away())

@@ -39,6 +39,9 @@ pub struct Inputs<'a> {
     pub settings: &'a Settings,
     /// Settled contracts in any order; the learning policies replay them.
     pub settlements: &'a [Settlement],
+    /// The citizens with a chronicle line in the activity window (SPEC §8). A routing rule's
+    /// target outside it is inactive and falls through to the policy; `None` counts everyone.
+    pub active: Option<&'a std::collections::BTreeSet<String>>,
 }
 
 /// A recommendation and, for `--explain`, what the policy saw.
@@ -87,6 +90,7 @@ pub fn recommend(inputs: &Inputs<'_>, policy: Policy, adaptive: bool, rng: &mut 
             .candidates
             .iter()
             .any(|c| c.id == id && c.state.as_deref() != Some("away"))
+            && inputs.active.is_none_or(|active| active.contains(id))
     };
     let rule = rules::decide(&rule_list, inputs.contract, &available);
     if let Some(m) = rule.as_ref().filter(|m| m.applied) {
@@ -169,6 +173,7 @@ mod tests {
             lessons: &[],
             settings: &Settings::default(),
             settlements: &[],
+            active: None,
         };
         let mut rng = StdRng::seed_from_u64(7);
         let routed = recommend(&inputs, Policy::EpsilonGreedy, false, &mut rng);

@@ -1,7 +1,7 @@
 //! Routing rules (issue 15): `polis.yml` `routing.rules`, a list of
 //! `{when: {tags: [...]} | {title: <regex>}, route_to: <citizen>}`. The first rule that
 //! matches decides the recommendation before any policy runs; a target that is not a
-//! registered, available candidate falls through to the policy, with a finding.
+//! registered, available, active candidate falls through to the policy, with a finding.
 
 use crate::protocol::contract::Contract;
 use crate::protocol::finding::{Code, Finding};
@@ -53,6 +53,16 @@ impl Rule {
 }
 
 /// The rules of the merged `polis.yml`, and findings for entries that cannot be used.
+/// Whether `polis.yml` lists any routing rule (valid or not), so callers gather what only a
+/// rule needs (the activity window) only then.
+pub fn any(merged: &Value) -> bool {
+    merged
+        .get("routing")
+        .get("rules")
+        .as_seq()
+        .is_some_and(|items| !items.is_empty())
+}
+
 pub fn parse(merged: &Value) -> (Vec<Rule>, Vec<Finding>) {
     let mut rules = Vec::new();
     let mut findings = Vec::new();
@@ -123,7 +133,7 @@ pub fn decide(rules: &[Rule], c: &Contract, available: &dyn Fn(&str) -> bool) ->
             layout::POLIS_YML,
             None,
             format!(
-                "{} matched `{}`, but `{}` is not registered or is away, so the policy decided instead; fix the rule or the citizen's status",
+                "{} matched `{}`, but `{}` is not registered, is away, has left or has written no chronicle line in 14 days, so the policy decided instead; fix the rule or the citizen's status",
                 rule.describe(),
                 c.contract_id.as_deref().unwrap_or("?"),
                 rule.route_to
