@@ -15,6 +15,7 @@ same machine only.
     benches/e2e.py session --contracts 10000 --lines 1000000 --runs 50   # primer and hooks (issue 14)
     benches/e2e.py reserve --contracts 10000 --entries 300 --repeat 30
     benches/e2e.py commands --contracts 10000 --rounds 30   # each agents' command, vs the reference
+    benches/e2e.py merge --lines 100000 --side 1000 --repeat 5   # git's merge driver on a chronicle (issue 17)
 
 `all` generates polises of 1k, 10k and 100k settled contracts and chronicles of 100k and 1M
 lines, runs the reference and polisd on the same files in the same run, and prints ratios and
@@ -964,6 +965,75 @@ def cmd_reserve(args):
             print(f"| `{what}` | {o:.1f} ms | {r:.1f} ms | {r / o:.1f}x faster |")
 
 
+def cmd_merge(args):
+    """`polisd merge-driver %O %A %B %P` on a chronicle of `--lines` lines that each side of a
+    merge extended by `--side` lines of its own (interleaved in time) plus a line both sides
+    hold: the id-aware union git runs for `chronicle.md` (docs/sync.md). Beside it, in the same
+    run, git's own `git merge-file --union` on the same three files (a line union that neither
+    sorts nor recognises ids), and the floor of reading the three files. Wall time per run,
+    process start included; the result file is restored before each run."""
+    import datetime
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        root = make_polis(tmp / "polis", 0, chronicle_lines=args.lines)
+        base = (root / "chronicle.md").read_text()
+        start = datetime.datetime.now().replace(second=0, microsecond=0) + datetime.timedelta(minutes=1)
+
+        def side(who, offset):
+            out = []
+            for k in range(args.side):
+                stamp = (start + datetime.timedelta(minutes=2 * k + offset)).strftime("%Y-%m-%d %H:%M")
+                out.append(f"- {stamp} | {who} | worked on | - | {who} step {k}\n")
+            return out
+
+        shared = f"- {(start - datetime.timedelta(minutes=1)).strftime('%Y-%m-%d %H:%M')} | {CITIZENS[3]} | noted | - | on both sides\n"
+        files = {"base": base,
+                 "ours": base + shared + "".join(side(CITIZENS[1], 0)),
+                 "theirs": base + shared + "".join(side(CITIZENS[2], 1))}
+        paths = {}
+        for name, text in files.items():
+            paths[name] = tmp / f"{name}.md"
+            paths[name].write_text(text)
+        result = tmp / "result.md"
+        project = root.parent
+
+        def run(cmd):
+            samples = []
+            for _ in range(args.repeat):
+                shutil.copyfile(paths["ours"], result)
+                t0 = time.perf_counter()
+                subprocess.run(cmd, cwd=project, check=True, capture_output=True)
+                samples.append(time.perf_counter() - t0)
+            return samples
+
+        ours = run([str(BIN), "merge-driver", str(paths["base"]), str(result), str(paths["theirs"]),
+                    "_polis/chronicle.md"])
+        merged = result.read_text()
+        lines = [l for l in merged.splitlines() if l.startswith("- ")]
+        expected = args.lines + 1 + 1 + 2 * args.side  # the founding line, the shared line once
+        stamps = [l[2:18] for l in lines]
+        check = "ok" if len(lines) == expected and stamps == sorted(stamps) else \
+            f"UNEXPECTED: {len(lines)} lines (expected {expected}), sorted={stamps == sorted(stamps)}"
+        union = run(["git", "merge-file", "--union", str(result), str(paths["base"]), str(paths["theirs"])])
+        union_lines = sum(1 for l in result.read_text().splitlines() if l.startswith("- "))
+        floor = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            for p in paths.values():
+                p.read_bytes()
+            floor.append(time.perf_counter() - t0)
+        size = sum(len(t.encode()) for t in files.values()) / 1e6
+        print(f"chronicle of {args.lines} lines, each side +{args.side} lines and one shared line; "
+              f"{size:.1f} MB read; {args.repeat} runs; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print("| merge | min | median | result |")
+        print("|---|---|---|---|")
+        print(f"| `polisd merge-driver` (id-aware union, sorted) | {min(ours) * 1000:.0f} ms | "
+              f"{statistics.median(ours) * 1000:.0f} ms | {len(lines)} lines, {check} |")
+        print(f"| `git merge-file --union` | {min(union) * 1000:.0f} ms | {statistics.median(union) * 1000:.0f} ms | "
+              f"{union_lines} lines (the shared line {'twice' if union_lines > expected else 'once'}) |")
+        print(f"| reading the three files | {min(floor) * 1000:.1f} ms | {statistics.median(floor) * 1000:.1f} ms | |")
+
+
 REF_COMMANDS = {
     # The reference's CLI for the same actions, where it has one (`python -m polis.cli`).
     "contract open": lambda k, root: ["contract", "open", "--title", f"Ref bench {k}", "--by", CITIZENS[0],
@@ -1113,6 +1183,10 @@ def main():
     r2.add_argument("--appends", type=int, default=50)
     r2.add_argument("--seconds", type=int, default=60)
     r2.add_argument("--debounce", default="50ms")
+    mg = sub.add_parser("merge")
+    mg.add_argument("--lines", type=int, default=100000)
+    mg.add_argument("--side", type=int, default=1000)
+    mg.add_argument("--repeat", type=int, default=5)
     sc = sub.add_parser("scale")
     sc.add_argument("--repeat", type=int, default=1)
     sc.add_argument("--debounce", default="50ms")
@@ -1126,7 +1200,7 @@ def main():
      "chronicle-latency": cmd_chronicle_latency, "reaction-under-load": cmd_reaction_under_load,
      "startup": cmd_startup, "generate": cmd_generate,
      "reserve": cmd_reserve, "commands": cmd_commands, "session": cmd_session, "all": cmd_all,
-     "scale": cmd_scale, "round2": cmd_round2}[args.cmd](args)
+     "scale": cmd_scale, "round2": cmd_round2, "merge": cmd_merge}[args.cmd](args)
 
 if __name__ == "__main__":
     main()

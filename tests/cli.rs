@@ -495,8 +495,13 @@ fn status_json_parses_with_its_documented_keys() {
             "recent_outcomes",
             "councils",
             "findings",
+            "worktrees",
             "daemon"
         ])
+    );
+    assert_eq!(
+        s["worktrees"],
+        serde_json::json!({"git_common_dir": null, "others": [], "diverged": []})
     );
     assert_eq!(s["explore_rate"], 0.15);
     assert_eq!(s["citizens"].as_array().unwrap().len(), 2);
@@ -1264,7 +1269,7 @@ fn readme_links_the_protocol_page_and_cites_no_missing_spec() {
     let doc = std::fs::read_to_string(root.join("docs/protocol.md")).unwrap();
     for code in (1..=9)
         .map(|n| format!("C00{n}"))
-        .chain((1..=19).map(|n| format!("P{n:03}")))
+        .chain((1..=26).map(|n| format!("P{n:03}")))
     {
         assert!(
             doc.contains(&format!("| {code} |")),

@@ -3,6 +3,11 @@
 
 use polisd::protocol::chronicle;
 
+/// A sync conflict copy merged into the chronicle (no common ancestor, no archives).
+fn merge(current: &str, copy: &str) -> String {
+    polisd::protocol::merge::merge_chronicle(None, current, copy, &[]).text
+}
+
 /// Every line of `side` (as scan reads it, repeats included) is still a line of `merged`.
 fn assert_no_line_lost(side: &str, merged: &str) {
     let seen: Vec<String> = chronicle::scan(side)
@@ -21,11 +26,11 @@ fn assert_no_line_lost(side: &str, merged: &str) {
 fn fuzz_chronicle_merge_never_turns_lines_into_frontmatter() {
     let current = "---\n- 2026-03-01 09:33 | claude-1 | founded polis | - | first\n";
     let copy = "y\n---\n---\n";
-    let merged = chronicle::merge_conflict_copy(current, copy);
+    let merged = merge(current, copy);
     assert_no_line_lost(current, &merged);
     assert_no_line_lost(copy, &merged);
     // Merging again changes nothing.
-    assert_eq!(chronicle::merge_conflict_copy(&merged, copy), merged);
+    assert_eq!(merge(&merged, copy), merged);
 }
 
 /// The same with CRLF line ends, which the merge keeps.
@@ -33,7 +38,7 @@ fn fuzz_chronicle_merge_never_turns_lines_into_frontmatter() {
 fn fuzz_chronicle_merge_never_turns_crlf_lines_into_frontmatter() {
     let current = "---\r\nbar\r\n";
     let copy = "y\r\n---\r\n---\r\n";
-    let merged = chronicle::merge_conflict_copy(current, copy);
+    let merged = merge(current, copy);
     assert_no_line_lost(current, &merged);
     assert_no_line_lost(copy, &merged);
     assert!(!merged.replace("\r\n", "").contains('\n'), "{merged:?}");
@@ -47,12 +52,12 @@ fn fuzz_chronicle_merge_never_turns_crlf_lines_into_frontmatter() {
 fn fuzz_chronicle_merge_keeps_lines_after_an_empty_frontmatter() {
     let current = "x\n---\n";
     let copy = "---\n\n---\n";
-    let merged = chronicle::merge_conflict_copy(current, copy);
+    let merged = merge(current, copy);
     assert_no_line_lost(current, &merged);
     assert_no_line_lost(copy, &merged);
-    assert_eq!(chronicle::merge_conflict_copy(&merged, copy), merged);
+    assert_eq!(merge(&merged, copy), merged);
     // The other way round: the empty frontmatter is the chronicle's own.
-    let merged = chronicle::merge_conflict_copy(copy, current);
+    let merged = merge(copy, current);
     assert_no_line_lost(current, &merged);
 }
 
@@ -61,7 +66,7 @@ fn fuzz_chronicle_merge_keeps_lines_after_an_empty_frontmatter() {
 fn fuzz_chronicle_merge_keeps_a_real_frontmatter() {
     let current = "---\nfile_type: chronicle\n---\n- 2026-03-01 09:33 | a | b | - | c\n";
     let copy = "---\n- 2026-03-01 09:34 | a | b | - | d\n";
-    let merged = chronicle::merge_conflict_copy(current, copy);
+    let merged = merge(current, copy);
     assert!(
         merged.starts_with("---\nfile_type: chronicle\n---\n"),
         "{merged:?}"
@@ -76,7 +81,7 @@ fn fuzz_chronicle_merge_keeps_a_real_frontmatter() {
 #[test]
 fn fuzz_chronicle_merge_keeps_a_line_that_starts_with_a_bom() {
     let current = "\n\u{feff}x | y\n";
-    let merged = chronicle::merge_conflict_copy(current, "");
+    let merged = merge(current, "");
     assert_no_line_lost(current, &merged);
-    assert_eq!(chronicle::merge_conflict_copy(&merged, ""), merged);
+    assert_eq!(merge(&merged, ""), merged);
 }

@@ -475,3 +475,49 @@ fn reflect_off_in_the_config_files_nothing() {
     );
     drop(d);
 }
+
+/// Two machines with one synced polis both run reflection on it, seconds apart: the proposal
+/// is the same file, byte for byte (a wall-clock `proposed_at` would make git stop on an
+/// add/add conflict), and both `proposed amendment` lines carry the id of one cause, so a
+/// merge keeps one (docs/sync.md).
+#[test]
+fn reflect_on_two_synced_machines_files_the_same_bytes_and_one_line_id() {
+    let a = polis();
+    for i in 0..3 {
+        settle(&a, &format!("bad-{i}"), "backend", CLAUDE, 1, Some(CLAUDE));
+        settle(&a, &format!("good-{i}"), "backend", CODEX, 5, Some(CLAUDE));
+    }
+    let b_dir = tempfile::tempdir().unwrap();
+    let b = TestPolis {
+        root: b_dir.path().join("project/_polis"),
+        state_dir: b_dir.path().join("state"),
+        dir: b_dir,
+    };
+    harness::copy_tree(&a.root, &b.root);
+    let started = std::time::Instant::now();
+    reflect_json(&a, &["--apply"]);
+    // B runs in a later second than A.
+    while started.elapsed() < std::time::Duration::from_millis(1100) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    reflect_json(&b, &["--apply"]);
+    let files = proposed_with_slug(&a, "misroute-backend");
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(proposed_with_slug(&b, "misroute-backend"), files);
+    assert_eq!(a.read(&files[0]), b.read(&files[0]));
+    let id_of = |p: &TestPolis| -> Vec<String> {
+        p.read("chronicle.md")
+            .lines()
+            .filter(|l| l.contains("| polis-reflector | proposed amendment |"))
+            .map(|l| {
+                let at = l
+                    .find("<!-- polisd:chronicle:")
+                    .unwrap_or_else(|| panic!("no id: {l}"));
+                l[at..].to_string()
+            })
+            .collect()
+    };
+    let ids = id_of(&a);
+    assert!(!ids.is_empty());
+    assert_eq!(id_of(&b), ids);
+}

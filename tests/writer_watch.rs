@@ -718,22 +718,25 @@ fn watch_editor_temp_files_are_filtered() {
         ".#index.md",
         ".polisd-abc.tmp",
         "index.md.tmp",
-        "chronicle.sync-conflict-20260101-000000-ABC.md",
     ] {
         fs::write(p.root.join(name), "x").unwrap();
     }
+    // A sync tool's conflict copy is passed on: polisd merges or reports it (docs/sync.md).
+    let copy = "chronicle.sync-conflict-20260101-000000-ABC.md";
+    fs::write(p.root.join(copy), "x").unwrap();
     // An editor's atomic save: temp file renamed over the real one.
     fs::rename(p.root.join("index.md.tmp"), p.root.join("index.md")).unwrap();
     fs::write(p.root.join("marker.md"), "x").unwrap();
-    seen.wait_for("the save and the marker", |s| {
+    seen.wait_for("the save, the copy and the marker", |s| {
         s.events().any(|e| e.path == Path::new("index.md"))
+            && s.events().any(|e| e.path == Path::new(copy))
             && s.events().any(|e| e.path == Path::new("marker.md"))
     });
     let names: Vec<_> = seen.events().map(|e| e.path.clone()).collect();
     for e in seen.events() {
         let name = e.path.file_name().unwrap().to_str().unwrap();
         assert!(
-            !polisd::protocol::layout::is_ignored_name(name),
+            !polisd::protocol::layout::is_temporary_name(name),
             "{name} leaked: {names:?}"
         );
     }

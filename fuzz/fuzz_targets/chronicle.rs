@@ -66,7 +66,7 @@ fuzz_target!(|data: &[u8]| {
         .find(|i| text.is_char_boundary(*i))
         .unwrap_or(0);
     let (current, copy) = text.split_at(cut);
-    let merged = chronicle::merge_conflict_copy(current, copy);
+    let merged = polisd::protocol::merge::merge_chronicle(None, current, copy, &[]).text;
     for side in [current, copy] {
         let seen: Vec<String> = chronicle::scan(side)
             .lines

@@ -80,6 +80,11 @@ pub enum Command {
     Ready(ReadyArgs),
     /// Play a short scene on a temporary polis to show what polisd does.
     Demo(DemoArgs),
+    /// Register polisd's merge driver in this clone's git config and _polis/.gitattributes.
+    GitSetup(GitSetupArgs),
+    /// git's merge driver for the chronicle, inboxes and routing_stats.yml (run by git).
+    #[command(hide = true)]
+    MergeDriver(MergeDriverArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the manual page (roff): `polisd man > ~/.local/share/man/man1/polisd.1`.
@@ -392,6 +397,10 @@ pub struct InitArgs {
     /// The founder's model identifier.
     #[arg(long, default_value = "unknown")]
     pub model: String,
+    /// Also run `polisd git-setup`: register the merge driver for the chronicle, inboxes and
+    /// routing_stats.yml in this git clone (offered when the project is a git repository).
+    #[arg(long)]
+    pub git_setup: bool,
     /// Do not write the bridge pointers (CLAUDE.md, AGENTS.md, GEMINI.md and
     /// .agents/skills/polis-protocol/SKILL.md at the project root).
     #[arg(long)]
@@ -542,6 +551,27 @@ pub struct DemoArgs {
     /// --keep.
     #[arg(long)]
     pub keep_running: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GitSetupArgs {
+    #[command(flatten)]
+    pub polis: JsonPolisArg,
+    /// The program git should run as the driver (default: this polisd's absolute path).
+    #[arg(long)]
+    pub program: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeDriverArgs {
+    /// %O: the common ancestor's version (a temporary file).
+    pub base: PathBuf,
+    /// %A: our version; the merge result is written here.
+    pub ours: PathBuf,
+    /// %B: their version.
+    pub theirs: PathBuf,
+    /// %P: the path the result is stored at, relative to the repository.
+    pub path: String,
 }
 
 #[derive(Debug, Args)]

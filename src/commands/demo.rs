@@ -258,6 +258,7 @@ impl InProcessDaemon {
         let options = EngineOptions {
             auto_route: true,
             rollover: false,
+            writer: crate::daemon::config::WriterMode::Any,
             reflect: false,
             notifications: crate::daemon::config::Notifications::default(),
         };

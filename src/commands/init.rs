@@ -212,9 +212,35 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
         vendor: args.vendor,
         model: args.model,
     };
+    // `--git-setup` outside a repository is refused before anything is written.
+    if args.git_setup && !crate::fs::git::inside_repo(&absolute(&args.project_root)) {
+        eprintln!(
+            "polisd: {} is not inside a git repository; run `git init` first, or leave out \
+             --git-setup (nothing was written)",
+            args.project_root.display()
+        );
+        return Ok(1);
+    }
     let report = run(&args.project_root, &params, args.dry_run)?;
+    let git = if args.git_setup && !report.dry_run {
+        let writer = crate::fs::writer::Writer::new(&report.polis)?;
+        let program = std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "polisd".to_string());
+        Some(crate::operations::sync::git_setup(
+            &report.polis,
+            &writer,
+            &program,
+        )?)
+    } else {
+        None
+    };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let mut v = serde_json::to_value(&report)?;
+        if let (Some(git), Some(obj)) = (&git, v.as_object_mut()) {
+            obj.insert("git_setup".into(), serde_json::to_value(git)?);
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
     }
     if report.dry_run {
@@ -256,6 +282,25 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
             );
         }
     }
+    if let Some(git) = &git {
+        println!(
+            "{} merge.polisd.driver and {} {}: git merges the chronicle and the inboxes by line \
+             id (run `polisd git-setup` once in every other clone; docs/sync.md)",
+            if git.configured { "set" } else { "kept" },
+            if git.gitattributes_written {
+                "wrote"
+            } else {
+                "kept"
+            },
+            git.gitattributes
+        );
+    } else if !report.dry_run && crate::fs::git::inside_repo(&report.polis) {
+        println!(
+            "this project is a git repository: run `polisd git-setup {}` so that git merges the \
+             chronicle and the inboxes by line id (once in every clone; docs/sync.md)",
+            args.project_root.display()
+        );
+    }
     if !report.dry_run {
         println!(
             "next: `polisd register ID --vendor V --model M --tags tag:rating` for each further \
@@ -264,4 +309,16 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
         );
     }
     Ok(0)
+}
+
+/// `path` made absolute against the working directory (it may not exist yet), so its
+/// ancestors include the folders above a relative path.
+fn absolute(path: &std::path::Path) -> std::path::PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    }
 }

@@ -11,10 +11,12 @@ pub mod context;
 pub mod contract;
 pub mod council;
 pub mod demo;
+pub mod git_setup;
 pub mod guardrail;
 pub mod init;
 pub mod lesson;
 pub mod log;
+pub mod merge_driver;
 pub mod ready;
 pub mod reflect;
 pub mod register;
@@ -121,6 +123,8 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             crate::bench::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
             Ok(0)
         }
+        Command::GitSetup(args) => git_setup::run(args),
+        Command::MergeDriver(args) => merge_driver::run(args),
         Command::Config(args) => config::run(args, &mut std::io::stdout().lock()),
         Command::Completions(args) => {
             use clap::CommandFactory as _;

@@ -30,6 +30,9 @@
 //!   closes_at, decision, problem}]`.
 //! - `findings`: `{errors, warnings, resolved, newest: [{code, severity, path, line, message}]}`, the
 //!   totals of `polisd check` and its last 10 findings (the current chronicle's last).
+//! - `worktrees`: `{git_common_dir, others: [path], diverged: [{contract_id, copies: [text]}]}`:
+//!   the repository's common git dir (null outside git), the same polis in its other
+//!   worktrees, and the contracts whose copies differ there (folder, owner or status).
 //! - `daemon`: null when no daemon is watching (no `daemon.json`, or its process is gone);
 //!   else `{pid, started_at, updated_at, watch_mode, dashboard (its URL or null), counters: {events, rescans, reconciles,
 //!   tallies, notifications, writes}, last_findings: [..up to 10, newest last]}`.
@@ -44,7 +47,8 @@ pub fn run(args: crate::commands::cli::JsonPolisArg) -> anyhow::Result<u8> {
     let now = PolisTime::system(polis.settings.timezone);
     // An unreadable daemon.json says nothing about the polis: report "no daemon" and go on.
     let daemon = crate::fs::state::read_status(&root).ok().flatten();
-    let summary = summarize(&polis, &now, daemon)?;
+    let mut summary = summarize(&polis, &now, daemon)?;
+    summary.worktrees = crate::operations::status::worktrees(&polis);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
@@ -87,6 +91,26 @@ pub fn render(s: &Summary) -> String {
     ));
 
     out.push_str(&format!("  explore_rate {}\n", s.explore_rate));
+
+    if !s.worktrees.others.is_empty() {
+        out.push_str(&format!(
+            "\nWorktrees ({} other with this polis)\n",
+            s.worktrees.others.len()
+        ));
+        for p in &s.worktrees.others {
+            out.push_str(&format!("  {p}\n"));
+        }
+        if s.worktrees.diverged.is_empty() {
+            out.push_str("  every contract agrees across worktrees\n");
+        }
+        for d in &s.worktrees.diverged {
+            out.push_str(&format!("  DIVERGED {}\n", d.contract_id));
+            for c in &d.copies {
+                out.push_str(&format!("    {c}\n"));
+            }
+        }
+    }
+
     out.push_str("\nTags (from contracts/routing_stats.yml)\n");
     if s.tags.is_empty() {
         out.push_str("  (no settled work yet)\n");

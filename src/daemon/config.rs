@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 24] = [
+pub const NOTIFICATION_KINDS: [&str; 26] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -32,6 +32,8 @@ pub const NOTIFICATION_KINDS: [&str; 24] = [
     "lesson-filed",
     "contract-stale",
     "card-changed",
+    "sync-conflict",
+    "worktree-diverged",
     "record-finding",
     "reservation-conflict",
     "claim-conflict",
@@ -202,6 +204,7 @@ pub struct PolisEntry {
 pub struct Overrides {
     pub auto_route: Option<bool>,
     pub rollover: Option<bool>,
+    pub writer: Option<WriterMode>,
     pub reflect: Option<bool>,
     pub notifications: NotificationOverrides,
 }
@@ -279,6 +282,8 @@ pub struct Behaviour {
     pub auto_route: bool,
     /// Move `chronicle.md` to a quarterly archive at the start of a quarter (SPEC §3).
     pub rollover: bool,
+    /// Whether this machine's polisd appends and edits (docs/sync.md).
+    pub writer: WriterMode,
     /// Propose amendments from recurring friction, daily and after settlements.
     pub reflect: bool,
 }
@@ -289,6 +294,40 @@ impl Default for Behaviour {
             auto_route: true,
             reflect: true,
             rollover: false,
+            writer: WriterMode::Any,
+        }
+    }
+}
+
+/// `writer`: which machines' daemons append lines and notices and edit agents' files, when one
+/// polis is synced between several (docs/sync.md). Generated files (`routing_stats.yml`) are
+/// written by every daemon: their bytes are the same on every machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WriterMode {
+    /// Every machine's daemon writes; duplicates that arrive by sync are recognised by id.
+    #[default]
+    Any,
+    /// This machine is the one that writes; a notice another machine's daemon delivered is
+    /// reported once (set `writer = "none"` there).
+    ThisMachineOnly,
+    /// This daemon appends nothing and edits nothing; it validates, reports and keeps
+    /// `routing_stats.yml` current.
+    None,
+}
+
+impl WriterMode {
+    /// Whether this daemon appends chronicle lines and inbox notices and edits agents' files
+    /// (routing blocks, amendment outcomes, rollover, conflict-copy merges).
+    pub fn writes(self) -> bool {
+        self != WriterMode::None
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriterMode::Any => "any",
+            WriterMode::ThisMachineOnly => "this-machine-only",
+            WriterMode::None => "none",
         }
     }
 }
@@ -321,6 +360,10 @@ pub struct Notifications {
     pub contract_stale: bool,
     #[serde(rename = "card-changed")]
     pub card_changed: bool,
+    #[serde(rename = "sync-conflict")]
+    pub sync_conflict: bool,
+    #[serde(rename = "worktree-diverged")]
+    pub worktree_diverged: bool,
     #[serde(rename = "record-finding")]
     pub record_finding: bool,
     #[serde(rename = "reservation-conflict")]
@@ -362,6 +405,8 @@ impl Default for Notifications {
             lesson_filed: true,
             contract_stale: true,
             card_changed: true,
+            sync_conflict: true,
+            worktree_diverged: true,
             record_finding: true,
             reservation_conflict: true,
             claim_conflict: true,
@@ -393,6 +438,8 @@ impl Notifications {
             "lesson-filed" => &mut self.lesson_filed,
             "contract-stale" => &mut self.contract_stale,
             "card-changed" => &mut self.card_changed,
+            "sync-conflict" => &mut self.sync_conflict,
+            "worktree-diverged" => &mut self.worktree_diverged,
             "record-finding" => &mut self.record_finding,
             "reservation-conflict" => &mut self.reservation_conflict,
             "claim-conflict" => &mut self.claim_conflict,
@@ -456,6 +503,10 @@ pub struct NotificationOverrides {
     pub contract_stale: Option<bool>,
     #[serde(rename = "card-changed", skip_serializing_if = "Option::is_none")]
     pub card_changed: Option<bool>,
+    #[serde(rename = "sync-conflict", skip_serializing_if = "Option::is_none")]
+    pub sync_conflict: Option<bool>,
+    #[serde(rename = "worktree-diverged", skip_serializing_if = "Option::is_none")]
+    pub worktree_diverged: Option<bool>,
     #[serde(rename = "record-finding", skip_serializing_if = "Option::is_none")]
     pub record_finding: Option<bool>,
     #[serde(
@@ -507,6 +558,8 @@ impl NotificationOverrides {
             (self.lesson_filed, &mut to.lesson_filed),
             (self.contract_stale, &mut to.contract_stale),
             (self.card_changed, &mut to.card_changed),
+            (self.sync_conflict, &mut to.sync_conflict),
+            (self.worktree_diverged, &mut to.worktree_diverged),
             (self.record_finding, &mut to.record_finding),
             (self.reservation_conflict, &mut to.reservation_conflict),
             (self.claim_conflict, &mut to.claim_conflict),
@@ -615,6 +668,7 @@ pub enum LogFormat {
 pub struct Effective {
     pub auto_route: bool,
     pub rollover: bool,
+    pub writer: WriterMode,
     pub reflect: bool,
     pub notifications: Notifications,
 }
@@ -627,6 +681,7 @@ impl Config {
             auto_route: self.behaviour.auto_route,
             reflect: self.behaviour.reflect,
             rollover: self.behaviour.rollover,
+            writer: self.behaviour.writer,
             notifications: self.notifications,
         };
         let wanted = project_root(&normalize(polis_path));
@@ -638,6 +693,7 @@ impl Config {
             let o = &entry.overrides;
             eff.auto_route = o.auto_route.unwrap_or(eff.auto_route);
             eff.rollover = o.rollover.unwrap_or(eff.rollover);
+            eff.writer = o.writer.unwrap_or(eff.writer);
             eff.reflect = o.reflect.unwrap_or(eff.reflect);
             o.notifications.apply(&mut eff.notifications);
         }
@@ -703,6 +759,7 @@ struct PolisFileEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rollover: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    writer: Option<WriterMode>,
     reflect: Option<bool>,
     #[serde(default, skip_serializing_if = "NotificationOverrides::is_empty")]
     notifications: NotificationOverrides,
@@ -726,6 +783,8 @@ pub fn accepted_keys() -> BTreeSet<String> {
         lesson_filed: Some(true),
         contract_stale: Some(true),
         card_changed: Some(true),
+        sync_conflict: Some(true),
+        worktree_diverged: Some(true),
         record_finding: Some(true),
         reservation_conflict: Some(true),
         claim_conflict: Some(true),
@@ -744,6 +803,7 @@ pub fn accepted_keys() -> BTreeSet<String> {
             path: toml::Spanned::new(0..0, "~/project".into()),
             auto_route: Some(true),
             rollover: Some(true),
+            writer: Some(WriterMode::Any),
             reflect: Some(true),
             notifications: all,
         }],
@@ -849,6 +909,7 @@ pub fn parse(text: &str, path: &Path, home: Option<&Path>) -> Result<Config, Con
             overrides: Overrides {
                 auto_route: entry.auto_route,
                 rollover: entry.rollover,
+                writer: entry.writer,
                 reflect: entry.reflect,
                 notifications: entry.notifications,
             },
@@ -912,6 +973,7 @@ fn accepted_values(key: &str) -> Option<&'static str> {
         "level" => "\"error\", \"warn\", \"info\", \"debug\" or \"trace\"",
         "format" => "\"auto\", \"text\" or \"json\"",
         "path" => "a quoted path such as \"~/project\"",
+        "writer" => "\"any\", \"this-machine-only\" or \"none\"",
         "auto_route" | "rollover" | "reflect" => "true or false",
         kind if NOTIFICATION_KINDS.contains(&kind) => "true or false",
         _ => return None,

@@ -2,8 +2,8 @@
 //! [`Event`] type (STYLE "The engine does not know notify").
 //!
 //! Owns: choosing a native watcher or falling back to polling, debouncing, dropping editor and
-//! temporary names (`layout::is_ignored_name`), noticing `_polis/` itself being deleted and
-//! recreated (a non-recursive watch on its parent plus an identity check of the folder), and
+//! temporary names (`layout::is_temporary_name`; sync conflict copies are passed on, to be
+//! merged or reported), noticing `_polis/` itself being deleted and recreated (a non-recursive watch on its parent plus an identity check of the folder), and
 //! telling the caller when events can no longer be trusted ([`Rescan`]): at start, on kernel
 //! queue overflow, on watcher errors, when `_polis/` comes or goes, and on a periodic timer.
 //!
@@ -851,7 +851,7 @@ impl Loop {
             let ignored = rel
                 .file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(crate::protocol::layout::is_ignored_name);
+                .is_some_and(crate::protocol::layout::is_temporary_name);
             if ignored {
                 continue;
             }
@@ -896,7 +896,7 @@ impl Loop {
                 let name = entry.file_name();
                 if name
                     .to_str()
-                    .is_some_and(crate::protocol::layout::is_ignored_name)
+                    .is_some_and(crate::protocol::layout::is_temporary_name)
                 {
                     continue;
                 }

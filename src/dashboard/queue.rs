@@ -88,7 +88,10 @@ pub fn items(s: &Snapshot) -> Vec<Item> {
         }
     }
     for f in &s.findings {
-        if f.path == crate::protocol::layout::CHRONICLE || f.path.starts_with("chronicle/") {
+        if f.path == crate::protocol::layout::CHRONICLE
+            || f.path.starts_with("chronicle/")
+            || f.code == crate::protocol::finding::Code::ConflictCopy
+        {
             continue;
         }
         out.push(Item {
@@ -107,35 +110,15 @@ pub fn items(s: &Snapshot) -> Vec<Item> {
             link: None,
         });
     }
-    for rel in conflict_copies(&s.polis.root) {
+    // Every conflict copy in the polis, with the file it is a copy of (docs/sync.md); their
+    // P009 findings are left out above, so each copy is one item.
+    for (rel, original) in crate::fs::snapshot::conflict_copies(&s.polis.root) {
         out.push(Item {
             key: format!("conflict/{rel}"),
-            title: format!("Sync conflict copy {rel}"),
+            title: format!("Sync conflict copy {rel} (of {original})"),
             action: "Merge what it holds into the original file and delete the copy.".into(),
             link: None,
         });
     }
     out
-}
-
-/// Sync-conflict copies in the folders agents edit (not recursive below them).
-fn conflict_copies(root: &std::path::Path) -> Vec<String> {
-    let mut dirs = vec![String::new()];
-    for d in [
-        "contracts/open",
-        "contracts/settled",
-        "contracts/abandoned",
-        "amendments/proposed",
-        "amendments/ratified",
-        "lessons",
-        "reviews",
-    ] {
-        dirs.push(d.to_string());
-    }
-    dirs.extend(
-        crate::fs::snapshot::subdirs(root, crate::protocol::layout::CITIZENS_DIR)
-            .into_iter()
-            .map(|d| format!("{}/{d}", crate::protocol::layout::CITIZENS_DIR)),
-    );
-    crate::fs::snapshot::conflict_copies(root, &dirs)
 }

@@ -143,6 +143,7 @@ fn empty_summary(polis: &Polis, now: &PolisTime) -> Summary {
             resolved: 0,
             newest: Vec::new(),
         },
+        worktrees: Default::default(),
         daemon: None,
         stale_daemon_pid: None,
     }

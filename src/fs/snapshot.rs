@@ -226,6 +226,41 @@ pub fn list(root: &Path, dir: &str, ext: &str, findings: &mut Vec<Finding>) -> V
     out
 }
 
+/// Every sync conflict copy in the polis (SPEC §11), as (copy, original) paths relative to the
+/// root, sorted; folders are walked without following links, a few levels deep (the deepest
+/// records are `lessons/<tag>/<id>.md`).
+pub fn conflict_copies(root: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![(String::new(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(read) = fs::read_dir(root.join(&dir)) else {
+            continue;
+        };
+        for entry in read.flatten() {
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let rel = if dir.is_empty() {
+                name.clone()
+            } else {
+                format!("{dir}/{name}")
+            };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() && depth < 3 && !name.starts_with('.') {
+                stack.push((rel, depth + 1));
+            } else if kind.is_file() && crate::protocol::layout::is_conflict_copy(&name) {
+                if let Some(original) = crate::protocol::layout::conflict_original_path(&rel) {
+                    out.push((rel, original));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Below this many items a thread costs more than it saves.
 const PARALLEL_MIN: usize = 64;
 
@@ -293,30 +328,6 @@ pub fn subdirs_reporting(root: &Path, dir: &str, findings: &mut Vec<Finding>) ->
                 format!("{dir}/{name}")
             };
             findings.push(linked_folder_finding(&rel));
-        }
-    }
-    out.sort();
-    out
-}
-
-/// Sync-conflict copies (SPEC §11) directly inside each of `dirs` (relative to the root, `""`
-/// for the root itself), as paths relative to the root, sorted. Never read as records; listed
-/// so a person can merge them.
-pub fn conflict_copies(root: &Path, dirs: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    for dir in dirs {
-        let Ok(entries) = fs::read_dir(root.join(dir)) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if crate::protocol::layout::is_conflict_copy(&name) {
-                out.push(if dir.is_empty() {
-                    name
-                } else {
-                    format!("{dir}/{name}")
-                });
-            }
         }
     }
     out.sort();
@@ -569,6 +580,10 @@ fn read_record_in(
             return None;
         }
     };
+    if let Some(f) = conflict_markers(rel, &text) {
+        findings.push(f);
+        return None;
+    }
     match crate::protocol::frontmatter::parse(&text) {
         Ok(record) => Some(RecordFile {
             rel: rel.to_string(),
@@ -758,7 +773,14 @@ impl Polis {
         }
 
         let chronicle = match chronicles.chronicle(root) {
-            Ok(text) => text,
+            Ok(Some(text)) => match conflict_markers(crate::protocol::layout::CHRONICLE, &text) {
+                Some(f) => {
+                    findings.push(f);
+                    None
+                }
+                None => Some(text),
+            },
+            Ok(None) => None,
             Err(f) => {
                 findings.push(f);
                 None
@@ -769,7 +791,10 @@ impl Polis {
             let name = entry.rel.trim_start_matches('/');
             if crate::protocol::chronicle::Quarter::from_archive_name(name).is_some() {
                 match chronicles.archive(root, name) {
-                    Ok(Some(text)) => archives.push((name.to_string(), text)),
+                    Ok(Some(text)) => match conflict_markers(name, &text) {
+                        Some(f) => findings.push(f),
+                        None => archives.push((name.to_string(), text)),
+                    },
                     Ok(None) => {}
                     Err(f) => findings.push(f),
                 }
@@ -905,12 +930,36 @@ impl ChronicleSource for ReadChronicles {
 
 fn read_or_report(root: &Path, rel: &str, findings: &mut Vec<Finding>) -> Option<String> {
     match read_text(root, rel, Some(MAX_RECORD_BYTES)) {
-        Ok(text) => text,
+        Ok(Some(text)) => match conflict_markers(rel, &text) {
+            Some(f) => {
+                findings.push(f);
+                None
+            }
+            None => Some(text),
+        },
+        Ok(None) => None,
         Err(f) => {
             findings.push(f);
             None
         }
     }
+}
+
+/// The finding about a file that holds git conflict markers (tbd#155: such a file must not be
+/// read as a record, or half of it silently vanishes), or `None`.
+pub fn conflict_markers(rel: &str, text: &str) -> Option<Finding> {
+    let line = crate::protocol::merge::conflict_marker_line(text)?;
+    let what = if rel.starts_with("chronicle") {
+        "the chronicle"
+    } else {
+        "a record"
+    };
+    Some(Finding::error(
+        Code::ConflictMarkers,
+        rel,
+        Some(line),
+        crate::protocol::merge::conflict_marker_message(what),
+    ))
 }
 
 type Citizens = (

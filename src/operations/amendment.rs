@@ -27,6 +27,10 @@ pub struct ProposeRequest {
     pub extra: Vec<(String, crate::yaml::Value)>,
     /// The chronicle line's note; empty takes the title.
     pub note: String,
+    /// `proposed_at`, `YYYY-MM-DD HH:MM:SS`; `None` takes the wall clock. Reflection passes the
+    /// start of the day its id names, so daemons on synced machines that file the same
+    /// proposal write the same bytes (docs/sync.md).
+    pub proposed_at: Option<String>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -73,7 +77,10 @@ pub fn propose(
         amendment_id: id.to_string(),
         title: req.title.trim().to_string(),
         proposed_by: req.by.clone(),
-        proposed_at: now.second_stamp(),
+        proposed_at: req
+            .proposed_at
+            .clone()
+            .unwrap_or_else(|| now.second_stamp()),
         quorum_required: req.quorum,
         expires_at: expires.clone(),
         body: req.body.clone(),
@@ -96,7 +103,7 @@ pub fn propose(
         let line = if chronicled {
             None
         } else {
-            Some(proposed_line(writer, now, req, &link)?)
+            proposed_line(writer, now, req, &link)?
         };
         return Ok(Proposed {
             amendment_id: id.clone(),
@@ -128,24 +135,37 @@ pub fn propose(
             amendment_id: id,
             path: rel,
             written: true,
-            chronicle: Some(line),
+            chronicle: line,
         });
     }
     Err(OpError::Busy(format!("amendments/proposed/{base}*.md")))
 }
 
+/// The `proposed amendment` line: a citizen's as the commands write it, or, for a system
+/// citizen (`polis-reflector`), a line with the id of its cause appended only when the
+/// chronicle lacks that id (checked under the append lock), so the same proposal filed on two
+/// synced machines has one line (docs/sync.md). `None` when nothing was appended.
 fn proposed_line(
     writer: &Writer,
     now: &PolisTime,
     req: &ProposeRequest,
     link: &str,
-) -> Result<Appended, OpError> {
+) -> Result<Option<Appended>, OpError> {
     let note = if req.note.is_empty() {
         req.title.trim()
     } else {
         req.note.as_str()
     };
-    chronicle::append(writer, now, &req.by, "proposed amendment", Some(link), note)
+    let verb = "proposed amendment";
+    if layout::is_system_citizen(&req.by) {
+        let appended = chronicle::append_system(writer, now, &req.by, verb, Some(link), note)?;
+        let line = crate::protocol::chronicle::system_line(now, &req.by, verb, Some(link), note);
+        return Ok(appended.then(|| Appended {
+            line: line.trim_end().to_string(),
+            warnings: Vec::new(),
+        }));
+    }
+    chronicle::append(writer, now, &req.by, verb, Some(link), note).map(Some)
 }
 
 #[derive(Debug, Clone, serde::Serialize)]

@@ -77,6 +77,7 @@ fn all_findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     out.extend(card_findings(polis));
     out.extend(unknown_voters(polis));
     out.extend(contracts_in_two_folders(polis));
+    out.extend(sync_findings(polis));
     out.extend(
         crate::operations::records::record_findings(polis, now)
             .into_iter()
@@ -222,6 +223,37 @@ fn unknown_voters(polis: &Polis) -> Vec<Finding> {
             crate::protocol::amendment::unknown_voter_findings(&a.rel, &a.amendment, &registered)
         })
         .collect()
+}
+
+/// What several machines, clones or worktrees left behind (docs/sync.md): sync conflict
+/// copies (P009), polisd ids that arrived twice (P024) in the chronicle or an inbox, and a
+/// merge driver named in `.gitattributes` but not configured in this clone (P025).
+fn sync_findings(polis: &Polis) -> Vec<Finding> {
+    let mut out: Vec<Finding> = crate::operations::sync::conflict_copies(&polis.root)
+        .iter()
+        .map(crate::operations::sync::copy_finding)
+        .collect();
+    let mut chronicles: Vec<(&str, &str)> = polis
+        .archives
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
+    chronicles.extend(
+        polis
+            .chronicle_text()
+            .map(|t| (crate::protocol::layout::CHRONICLE, t)),
+    );
+    out.extend(crate::protocol::merge::duplicate_markers(&chronicles));
+    for id in polis.cards.keys() {
+        let Some(rel) = crate::protocol::layout::inbox_path(id) else {
+            continue;
+        };
+        if let Ok(Some(text)) = crate::fs::snapshot::read_text(&polis.root, &rel, None) {
+            out.extend(crate::protocol::merge::duplicate_markers(&[(&rel, &text)]));
+        }
+    }
+    out.extend(crate::fs::git::driver_finding(&polis.root));
+    out
 }
 
 /// The same contract id in two or more of open/settled/abandoned (a sync artifact, SPEC §6).

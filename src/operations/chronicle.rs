@@ -124,6 +124,44 @@ pub fn append(
     })
 }
 
+/// Appends one of polisd's own lines ([`chronicle::daemon_line`]: stamped now, ending with the
+/// id of its cause, the verb and the link) unless `chronicle.md` already holds that id. The
+/// check is made under the append's lock, so a second polisd process, or the same line that
+/// reached this machine from another through a sync, leaves the line once (docs/sync.md).
+/// Returns whether it appended.
+pub fn append_daemon(
+    writer: &Writer,
+    now: &PolisTime,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+) -> Result<bool, OpError> {
+    append_system(writer, now, layout::DAEMON_ID, verb, link, note)
+}
+
+/// [`append_daemon`] for any of polisd's system citizens (`polis-reflector` files its
+/// proposals' lines this way).
+pub fn append_system(
+    writer: &Writer,
+    now: &PolisTime,
+    author: &str,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+) -> Result<bool, OpError> {
+    let line = chronicle::system_line(now, author, verb, link, note);
+    let marker = format!(
+        "<!-- polisd:{}:{} -->",
+        chronicle::LINE_KIND,
+        chronicle::cause_id(verb, link)
+    );
+    Ok(
+        writer.append_locked_unless(layout::CHRONICLE, line.as_bytes(), |current| {
+            String::from_utf8_lossy(current).contains(&marker)
+        })?,
+    )
+}
+
 /// Whether the chronicle already has a `verb` line linking `target` (a replayed operation
 /// must not record its event twice). Reads the whole current chronicle: only recovery paths
 /// call it.
@@ -132,4 +170,48 @@ pub fn has_line(root: &Path, verb: &str, target: &str) -> bool {
         .ok()
         .flatten()
         .is_some_and(|text| chronicle::has_line(&text, verb, target))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(stamp: &str) -> PolisTime {
+        PolisTime::at_stamp(crate::protocol::clock::PolisZone::default(), stamp).unwrap()
+    }
+
+    #[test]
+    fn a_daemon_line_whose_cause_is_in_the_chronicle_is_not_appended_again() {
+        let d = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(d.path()).unwrap().join("_polis");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(
+            root.join(layout::CHRONICLE),
+            "---\nfile_type: chronicle\n---\n",
+        )
+        .unwrap();
+        let w = Writer::new(&root).unwrap();
+        let link = Some("contracts/open/parser-next-1");
+        assert!(
+            append_daemon(&w, &at("2026-03-02 10:00"), "opened contract", link, "Fuzz").unwrap()
+        );
+        // The same cause a minute later (another machine's daemon, whose line arrived by a
+        // sync, or a replayed dispatch): one line.
+        assert!(
+            !append_daemon(&w, &at("2026-03-02 10:01"), "opened contract", link, "Fuzz").unwrap()
+        );
+        let text = std::fs::read_to_string(root.join(layout::CHRONICLE)).unwrap();
+        assert_eq!(text.matches("opened contract").count(), 1, "{text}");
+        assert!(text.contains("<!-- polisd:chronicle:"), "{text}");
+        // Another cause is another line.
+        let other = Some("contracts/open/parser-next-2");
+        assert!(append_daemon(
+            &w,
+            &at("2026-03-02 10:01"),
+            "opened contract",
+            other,
+            "More"
+        )
+        .unwrap());
+    }
 }

@@ -13,6 +13,9 @@ use std::collections::BTreeSet;
 pub struct Delivery {
     pub delivered: usize,
     pub already_sent: usize,
+    /// Of those, found in the inbox though this machine's ledger did not have them: another
+    /// machine's polisd (or an earlier state folder) delivered them.
+    pub found_in_inbox: usize,
     /// Recipients that could not be written to, with why (e.g. a symlinked inbox).
     pub failed: Vec<(String, WriteError)>,
     /// Recipients without a card (yet): nothing was written for them.
@@ -89,8 +92,12 @@ pub fn deliver(
                 report.delivered += 1;
             }
             Ok(false) => {
+                // Found in the inbox (checked under the append's own lock) or its archive,
+                // though this machine's ledger did not have it: another machine's polisd, or
+                // an earlier state folder, delivered it (docs/sync.md).
                 state.mark_sent(n.kind.as_str(), &id);
                 report.already_sent += 1;
+                report.found_in_inbox += 1;
             }
             Err(e) => report.failed.push((n.recipient.clone(), e)),
         }

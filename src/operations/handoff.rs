@@ -5,8 +5,10 @@
 //! `contracts/open/<parent>-next-<n>.md`, created with `create_new`; a block whose file exists
 //! in any folder was dispatched before, and only its chronicle line (if a crash lost it) and
 //! its notice (whose id the inboxes already hold) are derived again. So a restart, a replayed
-//! event or a second machine dispatches nothing twice. The notices are returned, not sent: the
-//! caller queues them (the daemon's outbox).
+//! event or a second machine dispatches nothing twice. The follow-up's bytes depend only on the
+//! synced files (its `opened_at` is the parent's `settled_at`) and its `opened contract` line
+//! carries the id of its cause, so two machines that both dispatch converge (docs/sync.md).
+//! The notices are returned, not sent: the caller queues them (the daemon's outbox).
 
 use crate::fs::snapshot::{self, Polis};
 use crate::fs::writer::Writer;
@@ -275,7 +277,7 @@ pub fn dispatch_blocks(
             parent_tags: &parent.required_tags,
             stakes: parent.stakes.as_deref().unwrap_or("medium"),
             cost_ceiling: parent.cost_ceiling().unwrap_or("60min"),
-            opened_at: now.second_stamp(),
+            opened_at: opened_at(source, parent, now),
             chain: &chain,
             max,
             suggestion: s,
@@ -288,14 +290,7 @@ pub fn dispatch_blocks(
             out.wrote = true;
             let title = handoff::follow_up_title(&s.reason, parent_id);
             let link = new_rel.trim_end_matches(".md");
-            chronicle::append(
-                writer,
-                now,
-                layout::DAEMON_ID,
-                "opened contract",
-                Some(link),
-                &title,
-            )?;
+            chronicle::append_daemon(writer, now, "opened contract", Some(link), &title)?;
         }
         out.opened.push(OpenedHandoff {
             contract_id: id.clone(),
@@ -346,6 +341,28 @@ pub fn dispatch_blocks(
     Ok(out)
 }
 
+/// The `opened_at` of a follow-up: when its cause happened, not when this polisd dispatched
+/// it: for a review's suggestion the review's own time (its file name), for a settlement's the
+/// parent's `settled_at` (to the second). Two daemons on synced machines that both dispatch one
+/// block then create byte-identical follow-up files (docs/sync.md). The wall clock only when
+/// neither can be read.
+fn opened_at(source: &handoff::Source, parent: &Contract, now: &PolisTime) -> String {
+    if let handoff::Source::Review { stamp, .. } = source {
+        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%d%H%M") {
+            return t.format("%Y-%m-%d %H:%M:%S").to_string();
+        }
+    }
+    match crate::protocol::amendment::read_when(&parent.settled_at, now) {
+        Some(crate::protocol::amendment::When::Moment(t)) => {
+            t.format("%Y-%m-%d %H:%M:%S").to_string()
+        }
+        Some(crate::protocol::amendment::When::Day(d)) => {
+            format!("{} 00:00:00", d.format("%Y-%m-%d"))
+        }
+        None => now.second_stamp(),
+    }
+}
+
 fn deferral_text(d: &Deferral) -> String {
     d.to_string()
 }
@@ -377,15 +394,35 @@ fn recover(
         let title = contract
             .title
             .unwrap_or_else(|| handoff::follow_up_title(&s.reason, id));
-        chronicle::append(
-            writer,
-            now,
-            layout::DAEMON_ID,
-            "opened contract",
-            Some(link),
-            &title,
-        )?;
-        out.wrote = true;
+        out.wrote |= chronicle::append_daemon(writer, now, "opened contract", Some(link), &title)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> PolisTime {
+        PolisTime::at_stamp(Default::default(), "2026-03-05 17:42").unwrap()
+    }
+
+    #[test]
+    fn a_follow_up_is_opened_at_its_cause_not_at_the_dispatch() {
+        let parent = Contract::parse(
+            "---\ncontract_id: p\nstatus: settled\nsettled_at: 2026-03-02 10:00:07\n---\n",
+        )
+        .unwrap();
+        assert_eq!(
+            opened_at(&Source::Settlement, &parent, &now()),
+            "2026-03-02 10:00:07"
+        );
+        let (review, _) = Source::review("2026-03-03-0915-p.md").unwrap();
+        assert_eq!(opened_at(&review, &parent, &now()), "2026-03-03 09:15:00");
+        let open = Contract::parse("---\ncontract_id: p\nstatus: claimed\n---\n").unwrap();
+        assert_eq!(
+            opened_at(&Source::Settlement, &open, &now()),
+            "2026-03-05 17:42:00"
+        );
+    }
 }

@@ -32,6 +32,7 @@ pub mod session;
 mod staleness;
 pub mod status;
 pub mod summary;
+pub mod sync;
 pub mod tally;
 
 pub use check::{

@@ -255,6 +255,9 @@ fn file(writer: &Writer, proposal: &Proposal, id: &str, now: &PolisTime) -> Resu
             id: Some(id.to_string()),
             extra: draft.extra,
             note: "evidence-mined by polisd reflect".to_string(),
+            // The start of the day the id names, not the second this run filed it: the same
+            // proposal filed by two daemons on synced machines is one file (docs/sync.md).
+            proposed_at: Some(format!("{} 00:00:00", now.now.date().format("%Y-%m-%d"))),
         },
     )?;
     Ok(filed.written)

@@ -34,6 +34,8 @@ pub struct Summary {
     /// Every council in `reviews/` (issue 16), by contract id.
     pub councils: Vec<CouncilRow>,
     pub findings: FindingsSummary,
+    /// Empty unless filled by [`worktrees`] (`polisd status` does).
+    pub worktrees: Worktrees,
     pub daemon: Option<DaemonRow>,
     /// A daemon.json left by a daemon that no longer runs (text output mentions it).
     #[serde(skip)]
@@ -48,6 +50,24 @@ pub struct CitizenRow {
     pub state: String,
     pub last_activity: Option<String>,
     pub activity_source: Option<&'static str>,
+}
+
+/// The same polis in the repository's other git worktrees (docs/sync.md).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Worktrees {
+    /// The repository's common git dir (shared by its worktrees); null outside git.
+    pub git_common_dir: Option<String>,
+    /// The other worktrees' `_polis/` folders.
+    pub others: Vec<String>,
+    /// Contracts whose copies differ (folder, owner or status) between worktrees.
+    pub diverged: Vec<DivergedRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DivergedRow {
+    pub contract_id: String,
+    /// One line per copy: `path (folder, owner X, status Y)`.
+    pub copies: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -299,9 +319,34 @@ pub fn summarize(
         recent_outcomes,
         councils: council_rows(polis),
         findings,
+        worktrees: Worktrees::default(),
         daemon,
         stale_daemon_pid,
     })
+}
+
+/// The same polis in the repository's other git worktrees and the contracts whose copies
+/// differ there (docs/sync.md). Asks git (two short processes), so `polisd status` calls it
+/// and fills [`Summary::worktrees`]; the dashboard, which summarizes on every change, does not.
+pub fn worktrees(polis: &Polis) -> Worktrees {
+    let repo = crate::fs::git::Repo::find(&polis.root);
+    let others = repo.as_ref().map_or_else(Vec::new, |r| {
+        crate::operations::sync::other_worktree_polises_in(r, &polis.root)
+    });
+    Worktrees {
+        git_common_dir: repo.map(|r| r.common_dir.display().to_string()),
+        others: others
+            .iter()
+            .map(|(_, p)| p.display().to_string())
+            .collect(),
+        diverged: crate::operations::sync::worktree_divergences(&polis.root, &others)
+            .into_iter()
+            .map(|(contract_id, copies)| DivergedRow {
+                contract_id,
+                copies,
+            })
+            .collect(),
+    }
 }
 
 /// Each author's newest chronicle stamp over the archives and the current file, ignoring lines

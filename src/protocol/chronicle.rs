@@ -153,7 +153,7 @@ fn scan_lines(text: &str, from: Resume, at_start: bool) -> Scan {
 /// the whole body, which for a chronicle of a million lines costs a regex pass over ~100 MB on
 /// every scan. Where the body starts is decided by the head alone (the body group matches
 /// anything), so the head pattern is matched on a growing prefix until the answer cannot change.
-fn frontmatter_body_line(text: &str) -> usize {
+pub fn frontmatter_body_line(text: &str) -> usize {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if !text.starts_with("---") {
         return 1;
@@ -682,7 +682,14 @@ pub fn line_key(text: &str) -> String {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    // A table rather than `format!` per byte: a merge hashes every line of both sides.
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    out
 }
 
 fn present_counts(files: &[&str]) -> HashMap<String, usize> {
@@ -698,9 +705,13 @@ fn present_counts(files: &[&str]) -> HashMap<String, usize> {
 /// C009: the lines of `seen` (texts polisd saw before, in order) that are no longer in any of
 /// `files` (the current chronicle and every archive). Lines are counted as a multiset, so
 /// reordering and moves into an archive are fine while deleting one of two equal lines is not.
+///
+/// One of polisd's own lines is not lost while a line with its id is present: a merge keeps one
+/// of the copies two machines wrote for the same cause, with the other's stamp.
 pub fn lost_lines(seen: &[String], files: &[&str]) -> Vec<String> {
     let mut counts = present_counts(files);
-    seen.iter()
+    let lost: Vec<String> = seen
+        .iter()
         .filter(|text| match counts.get_mut(&line_key(text)) {
             Some(n) if *n > 0 => {
                 *n -= 1;
@@ -709,6 +720,17 @@ pub fn lost_lines(seen: &[String], files: &[&str]) -> Vec<String> {
             _ => true,
         })
         .cloned()
+        .collect();
+    if lost.iter().all(|l| marker_id(l).is_none()) {
+        return lost;
+    }
+    let present: std::collections::HashSet<String> = files
+        .iter()
+        .flat_map(|t| scan(t).lines)
+        .filter_map(|l| marker_id(&l.text))
+        .collect();
+    lost.into_iter()
+        .filter(|l| marker_id(l).is_none_or(|id| !present.contains(&id)))
         .collect()
 }
 
@@ -755,6 +777,11 @@ impl Quarter {
             year: date.year(),
             q: (date.month() - 1) / 3 + 1,
         }
+    }
+
+    /// The first day of the quarter.
+    pub fn first_day(self) -> NaiveDate {
+        NaiveDate::from_ymd_opt(self.year, (self.q - 1) * 3 + 1, 1).unwrap_or_default()
     }
 
     pub fn previous(self) -> Quarter {
@@ -860,8 +887,14 @@ pub fn rollover(text: &str, now: &PolisTime) -> Option<Rollover> {
     }
     let archived = declared.unwrap_or(now_q.previous());
     let archive_name = archived.archive_name();
+    // Stamped at the start of the new quarter, not at the moment polisd noticed it: every
+    // machine that rolls the same chronicle over writes the same bytes (docs/sync.md).
+    let start = PolisTime {
+        zone: now.zone,
+        now: now_q.first_day().and_hms_opt(0, 0, 0).unwrap_or(now.now),
+    };
     let line = daemon_line(
-        now,
+        &start,
         "rolled over chronicle",
         Some(archive_name.trim_end_matches(".md")),
         &format!(
@@ -894,7 +927,7 @@ pub fn rollover(text: &str, now: &PolisTime) -> Option<Rollover> {
 
 /// The raw frontmatter block of a text, through the closing fence line (BOM and line ends
 /// kept), `None` without one.
-fn frontmatter_block(text: &str) -> Option<String> {
+pub fn frontmatter_block(text: &str) -> Option<String> {
     let bare = text.strip_prefix('\u{feff}').unwrap_or(text);
     let normal = bare.replace("\r\n", "\n");
     let split = frontmatter::split(&normal);
@@ -910,93 +943,77 @@ fn frontmatter_block(text: &str) -> Option<String> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Merging a sync conflict copy (SPEC §11)
-
-/// Merges a conflict copy into the chronicle: the frontmatter of `current` (or the copy's when
-/// `current` has none), then the union of both files' lines sorted by timestamp. The sort is
-/// stable and a line without a readable stamp stays after the line it followed. The union is
-/// a multiset union (a line twice in either file stays twice), so merging again changes
-/// nothing and no line of either file is lost. Line ends follow `current`.
-pub fn merge_conflict_copy(current: &str, copy: &str) -> String {
-    let mine = scan(current).lines;
-    let theirs = scan(copy).lines;
-    let mut have: HashMap<&str, usize> = HashMap::new();
-    for l in &mine {
-        *have.entry(l.text.trim_end()).or_insert(0) += 1;
-    }
-    let mut union: Vec<&str> = mine.iter().map(|l| l.text.as_str()).collect();
-    for l in &theirs {
-        match have.get_mut(l.text.trim_end()) {
-            Some(n) if *n > 0 => *n -= 1,
-            _ => union.push(&l.text),
-        }
-    }
-    // Each line sorts by its own stamp, or by the stamp of the line it followed.
-    let mut last = None;
-    let mut keyed: Vec<(Option<NaiveDateTime>, &str)> = Vec::with_capacity(union.len());
-    for text in union {
-        if let Some((stamp, _)) = stamp_and_author(text) {
-            last = Some(stamp);
-        }
-        keyed.push((last, text));
-    }
-    keyed.sort_by_key(|(k, _)| *k);
-    let eol = if current.contains("\r\n") {
-        "\r\n"
-    } else {
-        "\n"
-    };
-    let head = frontmatter_block(current)
-        .or_else(|| frontmatter_block(copy))
-        .map(|h| {
-            if eol == "\n" {
-                h.replace("\r\n", "\n")
-            } else {
-                h
-            }
-        })
-        .map(|h| format!("{h}{eol}"));
-    let mut body = String::new();
-    for (_, text) in keyed {
-        body.push_str(text);
-        body.push_str(eol);
-    }
-    if let Some(head) = head {
-        let out = format!("{head}{body}");
-        // The union's lines start on the line after the head. An empty frontmatter (only blank
-        // lines between the fences) can instead end at a later `---` line of the union, hiding
-        // the lines before it; it holds no fields, so then the lines are written without it.
-        if frontmatter_body_line(&out) <= head.matches('\n').count() + 1 {
-            return out;
-        }
-    }
-    // Without a frontmatter, sorted lines that happen to open with `---` and hold another `---`
-    // would read as one and hide every line between them, and a first line starting with U+FEFF
-    // would lose it as a BOM; a blank first line keeps them lines as they were.
-    if frontmatter_body_line(&body) > 1 || body.starts_with('\u{feff}') {
-        body.insert_str(0, eol);
-    }
-    body
-}
-
-// ---------------------------------------------------------------------------------------------
 // polisd's own lines
 
 /// One line by polisd, newline included:
 /// `- YYYY-MM-DD HH:MM | polis-daemon | <verb> | [[link]] | <note>`. The note is flattened to
 /// one line; an empty note becomes `-`.
 pub fn daemon_line(now: &PolisTime, verb: &str, link: Option<&str>, note: &str) -> String {
+    system_line(now, DAEMON_ID, verb, link, note)
+}
+
+/// [`daemon_line`] written for one of polisd's system citizens (`polis-daemon`,
+/// `polis-reflector`): the same id of its cause, whoever's name it carries.
+pub fn system_line(
+    now: &PolisTime,
+    author: &str,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+) -> String {
     let note = note.split_whitespace().collect::<Vec<_>>().join(" ");
     let note = if note.is_empty() {
         "-".to_string()
     } else {
         note
     };
+    let id = cause_id(verb, link);
     let link = link.map_or("-".to_string(), |l| format!("[[{l}]]"));
     format!(
-        "{}\n",
-        render_line(&now.minute_stamp(), DAEMON_ID, verb, &link, &note)
+        "{} <!-- polisd:{LINE_KIND}:{id} -->\n",
+        render_line(&now.minute_stamp(), author, verb, &link, &note)
     )
+}
+
+/// The kind written in the id marker of polisd's own chronicle lines.
+pub const LINE_KIND: &str = "chronicle";
+
+static LINE_MARKER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"<!-- polisd:([a-z-]+):([0-9a-f]{16}) -->\s*$").unwrap());
+
+/// The id of what caused one of polisd's lines: the first 16 hex digits of SHA-256 over the
+/// verb and the link target, as netstrings. An action has one cause however many machines take
+/// it (a ratification, a quarter's rollover), so its lines share one id even when their stamps
+/// differ, and a merge recognises the second as a duplicate (docs/sync.md).
+pub fn cause_id(verb: &str, link: Option<&str>) -> String {
+    let mut h = Sha256::new();
+    for field in [LINE_KIND, verb, link.unwrap_or("-")] {
+        h.update(field.len().to_string().as_bytes());
+        h.update(b":");
+        h.update(field.as_bytes());
+        h.update(b",");
+    }
+    hex(&h.finalize()[..8])
+}
+
+/// The stable id of a chronicle line: the marker of polisd's own lines (`chronicle:<16 hex>`),
+/// else `line:` and the SHA-256 of the text without trailing whitespace (two equal lines are
+/// one event written twice).
+pub fn line_id(text: &str) -> String {
+    match marker_id(text) {
+        Some(id) => id,
+        None => format!("line:{}", line_key(text)),
+    }
+}
+
+/// The `kind:id` of a line's trailing polisd marker, if it has one.
+pub fn marker_id(text: &str) -> Option<String> {
+    if !text.contains("<!-- polisd:") {
+        return None;
+    }
+    LINE_MARKER
+        .captures(text)
+        .map(|c| format!("{}:{}", &c[1], &c[2]))
 }
 
 /// A citizen's line as `polisd log` and the commands write it, without its newline: fields
@@ -1622,7 +1639,7 @@ mod tests {
         assert_eq!(r.archive_text, text);
         assert_eq!(
             r.new_text,
-            "---\nfile_type: chronicle\nrollover_policy: quarterly\ncurrent_period: 2026-Q2\n---\n\n- 2026-04-01 00:05 | polis-daemon | rolled over chronicle | [[chronicle-2026-Q1]] | 1 line of 2026-Q1 moved to chronicle-2026-Q1.md\n"
+            format!("---\nfile_type: chronicle\nrollover_policy: quarterly\ncurrent_period: 2026-Q2\n---\n\n- 2026-04-01 00:00 | polis-daemon | rolled over chronicle | [[chronicle-2026-Q1]] | 1 line of 2026-Q1 moved to chronicle-2026-Q1.md <!-- polisd:chronicle:{} -->\n", cause_id("rolled over chronicle", Some("chronicle-2026-Q1")))
         );
         assert_eq!(
             declared_period(&r.new_text),
@@ -1641,39 +1658,6 @@ mod tests {
         assert!(r.new_text.starts_with("---\nfile_type: chronicle\nrollover_policy: quarterly\ncurrent_period: 2026-Q1\n---\n\n- 2026-01-01 00:00 | polis-daemon |"));
         let never = "---\nrollover_policy: never\ncurrent_period: 2025-Q1\n---\n";
         assert!(rollover(never, &at("2026-01-01 00:00")).is_none());
-    }
-
-    #[test]
-    fn merge_unions_and_sorts_stably() {
-        let cur = "---\nfile_type: chronicle\n---\n\n- 2026-03-02 10:00 | a-agent-one | x | - | 1\n- 2026-03-02 12:00 | a-agent-one | x | - | 3\n";
-        let copy = "---\nfile_type: other\n---\n- 2026-03-02 10:00 | a-agent-one | x | - | 1\n- 2026-03-02 11:00 | b-agent-one | x | - | 2\n- 2026-03-02 12:00 | b-agent-one | x | - | 3b\n";
-        let m = merge_conflict_copy(cur, copy);
-        assert_eq!(
-            m,
-            "---\nfile_type: chronicle\n---\n\n- 2026-03-02 10:00 | a-agent-one | x | - | 1\n- 2026-03-02 11:00 | b-agent-one | x | - | 2\n- 2026-03-02 12:00 | a-agent-one | x | - | 3\n- 2026-03-02 12:00 | b-agent-one | x | - | 3b\n"
-        );
-        assert_eq!(
-            merge_conflict_copy(&m, copy),
-            m,
-            "merging again changes nothing"
-        );
-        // No line of either file is lost; the copy's lines may come first in a merge too.
-        let both: Vec<String> = scan(cur)
-            .lines
-            .into_iter()
-            .chain(scan(copy).lines)
-            .map(|l| l.text)
-            .collect();
-        let once: Vec<String> = both
-            .iter()
-            .enumerate()
-            .filter(|(i, t)| both[..*i].iter().all(|p| p != *t))
-            .map(|(_, t)| t.clone())
-            .collect();
-        assert!(lost_lines(&once, &[&m]).is_empty());
-        let the_other_way = merge_conflict_copy(copy, cur);
-        assert!(lost_lines(&once, &[&the_other_way]).is_empty());
-        assert!(the_other_way.starts_with("---\nfile_type: other\n---\n\n"));
     }
 
     #[test]
@@ -1714,11 +1698,19 @@ mod tests {
             Some("amendments/ratified/2026-03-01-floor"),
             "Floor\nthree",
         );
-        assert_eq!(l, "- 2026-03-02 14:05 | polis-daemon | ratified amendment | [[amendments/ratified/2026-03-01-floor]] | Floor three\n");
+        let id = cause_id(
+            "ratified amendment",
+            Some("amendments/ratified/2026-03-01-floor"),
+        );
+        assert_eq!(l, format!("- 2026-03-02 14:05 | polis-daemon | ratified amendment | [[amendments/ratified/2026-03-01-floor]] | Floor three <!-- polisd:chronicle:{id} -->\n"));
+        assert_eq!(line_id(&l), format!("chronicle:{id}"));
         assert!(parse_entry(l.trim_end()).is_ok());
         assert_eq!(
             daemon_line(&at("2026-03-02 14:05"), "noted", None, " "),
-            "- 2026-03-02 14:05 | polis-daemon | noted | - | -\n"
+            format!(
+                "- 2026-03-02 14:05 | polis-daemon | noted | - | - <!-- polisd:chronicle:{} -->\n",
+                cause_id("noted", None)
+            )
         );
     }
 
@@ -1746,7 +1738,6 @@ mod tests {
             let _ = scan_tail(&text, 3);
             let _ = lost_lines(std::slice::from_ref(&text), &[&text]);
             let _ = active_authors(&[&text], &at("2026-03-02 15:00"));
-            let _ = merge_conflict_copy(&text, &text);
             let _ = rollover(&text, &at("2026-03-02 15:00"));
         }
 

@@ -78,6 +78,14 @@ pub enum Code {
     BadAmendment,
     /// A lesson field with a value the router cannot use.
     BadLesson,
+    /// A file holding git conflict markers: never read as a record.
+    ConflictMarkers,
+    /// The same line or notice id twice (a duplicate that arrived through a sync).
+    Duplicate,
+    /// A clone whose `.gitattributes` names polisd's merge driver while its git config lacks it.
+    DriverNotConfigured,
+    /// Copies of one contract that differ between worktrees or machines.
+    Diverged,
     /// A contract's council request that cannot be read (issue 16): no council starts.
     BadCouncil,
     /// A council's `council.md` that cannot be read back: the council is stuck.
@@ -118,6 +126,10 @@ impl Code {
             Code::BadTags => "P020",
             Code::BadAmendment => "P021",
             Code::BadLesson => "P022",
+            Code::ConflictMarkers => "P023",
+            Code::Duplicate => "P024",
+            Code::DriverNotConfigured => "P025",
+            Code::Diverged => "P026",
             Code::BadCouncil => "P027",
             Code::CouncilState => "P028",
         }

@@ -32,6 +32,8 @@ pub enum Kind {
     LessonFiled,
     ContractStale,
     CardChanged,
+    SyncConflict,
+    WorktreeDiverged,
     RecordFinding,
     ReservationConflict,
     ClaimConflict,
@@ -47,7 +49,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 24] = [
+    pub const ALL: [Kind; 26] = [
         Kind::ChronicleFinding,
         Kind::ContractRouted,
         Kind::ContractSettled,
@@ -60,6 +62,8 @@ impl Kind {
         Kind::LessonFiled,
         Kind::ContractStale,
         Kind::CardChanged,
+        Kind::SyncConflict,
+        Kind::WorktreeDiverged,
         Kind::RecordFinding,
         Kind::ReservationConflict,
         Kind::ClaimConflict,
@@ -89,6 +93,8 @@ impl Kind {
             Kind::LessonFiled => "lesson-filed",
             Kind::ContractStale => "contract-stale",
             Kind::CardChanged => "card-changed",
+            Kind::SyncConflict => "sync-conflict",
+            Kind::WorktreeDiverged => "worktree-diverged",
             Kind::RecordFinding => "record-finding",
             Kind::ReservationConflict => "reservation-conflict",
             Kind::ClaimConflict => "claim-conflict",
@@ -774,6 +780,44 @@ impl Notification {
             discriminator: outcome.to_string(),
             link: link.to_string(),
             paragraph,
+        }
+    }
+}
+
+impl Notification {
+    /// A sync tool left a conflict copy polisd does not merge (docs/sync.md); told once per
+    /// copy to the index keeper, with both paths.
+    pub fn sync_conflict(recipient: &str, copy: &str, original: &str) -> Notification {
+        Notification {
+            kind: Kind::SyncConflict,
+            recipient: recipient.to_string(),
+            subject: copy.to_string(),
+            discriminator: String::new(),
+            link: original.trim_end_matches(".md").to_string(),
+            paragraph: format!(
+                "A sync tool kept two versions of `{original}`: the other one is `{copy}` (you are told as index keeper). polisd reads neither copy as a record and merges only the chronicle's and the inboxes' copies. Compare the two files, keep the right content in `{original}`, and delete `{copy}`."
+            ),
+        }
+    }
+
+    /// Copies of one contract differ between worktrees (or clones) of the repository;
+    /// `copies` is one line per copy (path, folder, owner, status), the discriminator, so each
+    /// distinct divergence is told once, to the index keeper.
+    pub fn worktree_diverged(
+        recipient: &str,
+        contract_id: &str,
+        copies: &[String],
+    ) -> Notification {
+        Notification {
+            kind: Kind::WorktreeDiverged,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: copies.join("\n"),
+            link: format!("contracts/open/{contract_id}"),
+            paragraph: format!(
+                "The contract `{contract_id}` differs between worktrees of this repository (you are told as index keeper): {}. Agents in different worktrees see different owners or states, so two of them may work on it at once. Decide which copy is right, make the others match (or keep the polis in one place that every worktree uses, see docs/sync.md), and append a chronicle line.",
+                copies.join("; ")
+            ),
         }
     }
 }

@@ -180,6 +180,40 @@ pub fn is_conflict_copy(name: &str) -> bool {
         || name.contains(" (conflict")
 }
 
+/// Temporary and editor names the watcher never reports (everything [`is_ignored_name`] names
+/// but conflict copies, which polisd merges or reports).
+pub fn is_temporary_name(name: &str) -> bool {
+    is_ignored_name(name) && !is_conflict_copy(name)
+}
+
+/// [`conflict_original`] for a path: the same folder, the original's name.
+pub fn conflict_original_path(rel: &str) -> Option<String> {
+    let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    let original = conflict_original(name)?;
+    Some(if dir.is_empty() {
+        original
+    } else {
+        format!("{dir}/{original}")
+    })
+}
+
+/// The name of the file a conflict copy is a copy of: `chronicle.md` for
+/// `chronicle.sync-conflict-20260101-120000-ABCDEFG.md`, `chronicle (Bob's conflicted copy
+/// 2026-01-01).md` and `chronicle (conflict 1).md`. `None` for a name that is not a copy.
+pub fn conflict_original(name: &str) -> Option<String> {
+    if let Some(i) = name.find(".sync-conflict-") {
+        let rest = &name[i + ".sync-conflict-".len()..];
+        let ext = rest.find('.').map_or("", |j| &rest[j..]);
+        return Some(format!("{}{ext}", &name[..i]));
+    }
+    let open = name.match_indices(" (").map(|(i, _)| i).find(|&i| {
+        let inner = name[i..].split(')').next().unwrap_or("");
+        inner.starts_with(" (conflict") || inner.contains("conflicted copy")
+    })?;
+    let close = open + name[open..].find(')')?;
+    Some(format!("{}{}", &name[..open], &name[close + 1..]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +265,23 @@ mod tests {
             assert!(is_ignored_name(n), "{n}");
         }
         assert!(!is_ignored_name("chronicle.md"));
+    }
+
+    #[test]
+    fn conflict_copies_name_their_original() {
+        assert_eq!(
+            conflict_original("chronicle.sync-conflict-20260101-120000-ABCDEFG.md").as_deref(),
+            Some("chronicle.md")
+        );
+        assert_eq!(
+            conflict_original("inbox (Bob's conflicted copy 2026-01-01).md").as_deref(),
+            Some("inbox.md")
+        );
+        assert_eq!(
+            conflict_original("x (conflict 2).md").as_deref(),
+            Some("x.md")
+        );
+        assert_eq!(conflict_original("notes (draft).md"), None);
+        assert!(is_temporary_name(".polisd-1-x.tmp") && !is_temporary_name("a (conflict 1).md"));
     }
 }

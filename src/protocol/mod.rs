@@ -19,6 +19,7 @@ pub mod handoff;
 pub mod inbox;
 pub mod layout;
 pub mod lesson;
+pub mod merge;
 pub mod notice;
 pub mod primer;
 pub mod record_check;

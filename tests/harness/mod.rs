@@ -259,11 +259,15 @@ pub fn chronicle_line(author: &str, verb: &str, link: &str, note: &str) -> Strin
 }
 
 /// Copies the tree at `from` into `to` like `cp -r from/. to/`: folders are created, files are
-/// copied over whatever is there, symbolic links are skipped (never followed).
+/// copied over whatever is there, symbolic links are skipped (never followed). A file that
+/// vanishes while it is copied (a running daemon's `.polisd-*.tmp`, renamed into place) is
+/// skipped.
 pub fn copy_tree(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap().flatten() {
-        let kind = entry.file_type().unwrap();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
         let target = to.join(entry.file_name());
         if kind.is_dir() {
             copy_tree(&entry.path(), &target);
@@ -395,4 +399,11 @@ pub fn wait_for(p: &TestPolis, what: &str, mut condition: impl FnMut() -> bool) 
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Whether `dir` is inside a git work tree (a temporary folder on a machine whose /tmp is in
+/// one would make "outside a repository" untestable there).
+#[allow(dead_code)]
+pub fn inside_git(dir: &Path) -> bool {
+    dir.ancestors().any(|d| d.join(".git").exists())
 }

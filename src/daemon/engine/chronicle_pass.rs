@@ -145,8 +145,8 @@ impl Engine {
         polis: &Polis,
         now: &PolisTime,
     ) -> anyhow::Result<bool> {
-        let mut wrote = self.merge_conflict_copies()?;
-        if self.options.rollover {
+        let mut wrote = self.options.writer.writes() && self.merge_conflict_copies(polis)?;
+        if self.options.rollover && self.options.writer.writes() {
             wrote |= self.roll_over(polis, now)?;
         }
         let current;
@@ -232,14 +232,19 @@ impl Engine {
             }
         };
         if !new_lines.is_empty() {
-            let earlier = if rewritten {
-                chronicle::newest_stamp(&text[..resume.offset.min(text.len())], now)
+            let findings = if rewritten {
+                // Rewritten by a merge (git's driver, a conflict copy): the new lines sit among
+                // the others in timestamp order, so each is checked against the lines before
+                // it in the file, not against the end of the old file (a line from a branch
+                // merged days later is late, not backdated).
+                self.validate_in_place(polis, &scan.lines, &new_lines, now)
             } else {
-                self.activity_upto(text, resume.offset, now)
+                let earlier = self
+                    .activity_upto(text, resume.offset, now)
                     .newest_stamp(now)
-                    .unwrap_or_else(|| chronicle::newest_stamp(&text[..resume.offset], now))
+                    .unwrap_or_else(|| chronicle::newest_stamp(&text[..resume.offset], now));
+                self.validate(polis, &new_lines, earlier, now).0
             };
-            let (findings, _) = self.validate(polis, &new_lines, earlier, now);
             // One info line per pass: a single append names its line.
             match new_lines.as_slice() {
                 [one] => tracing::info!(
@@ -271,6 +276,30 @@ impl Engine {
                 }
             }
             self.state.push_findings(&findings);
+            // A polisd line whose id is already in the chronicle arrived twice (a sync without
+            // the merge driver): reported once, never removed (docs/sync.md).
+            if new_lines
+                .iter()
+                .any(|l| chronicle::marker_id(&l.text).is_some())
+            {
+                let archives: Vec<(&str, &str)> = polis
+                    .archives
+                    .iter()
+                    .map(|(n, t)| (n.as_str(), t.as_str()))
+                    .chain(std::iter::once((layout::CHRONICLE, text)))
+                    .collect();
+                let fresh: BTreeSet<usize> = new_lines.iter().map(|l| l.number).collect();
+                let dups: Vec<Finding> = crate::protocol::merge::duplicate_markers(&archives)
+                    .into_iter()
+                    .filter(|f| {
+                        f.path == layout::CHRONICLE && f.line.is_some_and(|n| fresh.contains(&n))
+                    })
+                    .collect();
+                for f in &dups {
+                    tracing::warn!("{f}");
+                }
+                self.state.push_findings(&dups);
+            }
             if !rewritten {
                 self.state
                     .append_seen_chronicle(&text.as_bytes()[resume.offset..scan.resume.offset])?;
@@ -390,6 +419,35 @@ impl Engine {
         chronicle::validate_all(lines, &ctx)
     }
 
+    /// Validates `fresh` (some of `all`, the file's lines in order), each with the newest stamp
+    /// of the lines before it in the file as "the newest earlier line" (C005).
+    fn validate_in_place(
+        &self,
+        polis: &Polis,
+        all: &[chronicle::Line],
+        fresh: &[chronicle::Line],
+        now: &PolisTime,
+    ) -> Vec<Finding> {
+        let limit = now.now + chrono::Duration::minutes(chronicle::FUTURE_TOLERANCE_MINUTES);
+        let wanted: BTreeSet<usize> = fresh.iter().map(|l| l.number).collect();
+        let mut newest = None;
+        let mut out = Vec::new();
+        for line in all {
+            if wanted.contains(&line.number) {
+                out.extend(
+                    self.validate(polis, std::slice::from_ref(line), newest, now)
+                        .0,
+                );
+            }
+            if let Some((stamp, _)) = chronicle::stamp_and_author(&line.text) {
+                if stamp <= limit {
+                    newest = newest.max(Some(stamp));
+                }
+            }
+        }
+        out
+    }
+
     /// The inbox notice for a chronicle finding: to the author when registered, otherwise to
     /// the index keeper (SPEC §3).
     pub(super) fn finding_notice(
@@ -440,29 +498,47 @@ impl Engine {
     }
 
     /// Merges chronicle conflict copies left by a sync tool (SPEC §11).
-    pub(super) fn merge_conflict_copies(&mut self) -> anyhow::Result<bool> {
+    pub(super) fn merge_conflict_copies(&mut self, polis: &Polis) -> anyhow::Result<bool> {
         let mut wrote = false;
         let Ok(entries) = std::fs::read_dir(&self.root) else {
             return Ok(false);
         };
-        let mut copies: Vec<String> = entries
+        // Each copy is merged into the file it is a copy of: `chronicle.md` or an archive.
+        let mut copies: Vec<(String, String)> = entries
             .flatten()
             .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
             .filter_map(|e| e.file_name().to_str().map(str::to_string))
-            .filter(|n| n.starts_with("chronicle") && layout::is_conflict_copy(n))
+            .filter_map(|n| layout::conflict_original(&n).map(|o| (n, o)))
+            .filter(|(_, o)| {
+                o == layout::CHRONICLE || chronicle::Quarter::from_archive_name(o).is_some()
+            })
             .collect();
         copies.sort();
-        for name in copies {
+        for (name, original) in copies {
             let Ok(Some(copy)) = snapshot::read_text(&self.root, &name, None) else {
                 continue;
             };
-            let merged =
-                operations::edit_agent_file(&self.writer, &self.root, layout::CHRONICLE, |cur| {
-                    Some(chronicle::merge_conflict_copy(cur, &copy))
-                });
+            // The archives keep the copy's older lines from coming back after a rollover here.
+            let archives: Vec<&str> = polis
+                .archives
+                .iter()
+                .filter(|(n, _)| *n != original)
+                .map(|(_, t)| t.as_str())
+                .collect();
+            if !self.root.join(&original).is_file() {
+                continue; // reported by the sync pass: nothing to merge into
+            }
+            let merged = operations::edit_agent_file(&self.writer, &self.root, &original, |cur| {
+                let m = crate::protocol::merge::merge_chronicle(None, cur, &copy, &archives);
+                for note in &m.report {
+                    tracing::info!(copy = %name, "{note}");
+                }
+                Some(m.text)
+            });
             let merged = match merged {
                 Err(e) if e.is_not_settled() => {
-                    // Agents are still appending: merged when the chronicle is settled.
+                    // Agents are still appending: merged when the file is settled, and the
+                    // copy stays until its lines are in.
                     tracing::debug!("{e}");
                     continue;
                 }

@@ -84,6 +84,19 @@ impl Engine {
             self.state.counters.notifications += report.delivered as u64;
             // An inbox append is a write like any other.
             self.state.counters.writes += report.delivered as u64;
+            if report.found_in_inbox > 0
+                && self.options.writer == crate::daemon::config::WriterMode::ThisMachineOnly
+                && !self.reported_other_writer
+            {
+                self.reported_other_writer = true;
+                tracing::warn!(
+                    kind = %n.kind, to = %n.recipient,
+                    "this machine is the polis's only writer (writer = \"this-machine-only\"), yet \
+                     this notice was already in the inbox, though this machine's ledger did not have it: \
+                     another machine's polisd delivers notices too (or this one crashed before \
+                     saving). Set `writer = \"none\"` for this polis in that machine's config"
+                );
+            }
             if report.delivered > 0 {
                 // `id` is the one in the inbox's `<!-- polisd:<kind>:<id> -->` marker.
                 tracing::info!(kind = %n.kind, id = %n.id(), to = %n.recipient, subject = %n.subject, "notified");

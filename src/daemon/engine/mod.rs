@@ -18,11 +18,12 @@ mod reservation_pass;
 mod routing_pass;
 mod scope;
 mod settled_pass;
+mod sync_pass;
 mod tally_pass;
 
 pub use scope::Scope;
 
-use crate::daemon::config::Notifications;
+use crate::daemon::config::{Notifications, WriterMode};
 use crate::fs::snapshot::{self, Polis};
 use crate::fs::state::{Counters, Fingerprint, State};
 use crate::fs::writer::{self, Writer};
@@ -44,6 +45,7 @@ use std::path::{Path, PathBuf};
 pub struct EngineOptions {
     pub auto_route: bool,
     pub rollover: bool,
+    pub writer: WriterMode,
     pub reflect: bool,
     pub notifications: Notifications,
 }
@@ -53,6 +55,7 @@ impl From<crate::daemon::config::Effective> for EngineOptions {
         EngineOptions {
             auto_route: e.auto_route,
             rollover: e.rollover,
+            writer: e.writer,
             reflect: e.reflect,
             notifications: e.notifications,
         }
@@ -83,6 +86,8 @@ struct Pass {
     settled_changed: bool,
     /// Whether polisd wrote to the polis in this pass.
     wrote: bool,
+    /// Notices of the sync pass (conflict copies, diverging worktrees).
+    sync_notices: Vec<crate::protocol::inbox::Notification>,
     errors: Vec<String>,
 }
 
@@ -124,6 +129,11 @@ pub struct Engine {
     /// Findings about the folder's files already logged by this process, so each is logged
     /// once while it lasts (and again if it comes back after being fixed).
     logged_findings: BTreeSet<String>,
+    /// Other worktrees' copies of this polis (docs/sync.md).
+    sync: sync_pass::SyncCache,
+    /// Whether a notice another machine's daemon delivered was already reported
+    /// (`writer = "this-machine-only"`).
+    reported_other_writer: bool,
     /// The lock on the `_polis/` folder itself, once [`Engine::lock`] took it.
     polis_lock: Option<writer::PolisLock>,
     /// Whether the missing lock on a restored folder was logged.
@@ -198,6 +208,8 @@ impl Engine {
             archive_activity: None,
             chronicles: ChronicleCopies::default(),
             logged_findings: BTreeSet::new(),
+            sync: sync_pass::SyncCache::default(),
+            reported_other_writer: false,
             polis_lock: None,
             warned_lock: false,
             arriving_until: None,
@@ -359,6 +371,9 @@ impl Engine {
         if scope.is_empty() {
             return Ok(());
         }
+        if !self.warmed || matches!(trigger, Trigger::Rescan | Trigger::Timer) {
+            self.refresh_sync();
+        }
         let started = std::time::Instant::now();
         let result = self.pass(scope, refresh, wall);
         self.write_status();
@@ -385,6 +400,11 @@ impl Engine {
                 // replaced: deliver now rather than at the next rescan.
                 if self.notice_waits_for_inbox(&rel) {
                     scope.derive = true;
+                }
+                // An inbox whose conflict copy waited while the inbox was being written (a
+                // deferred edit that is due now): merged on this pass.
+                if sync_pass::has_conflict_copy_beside(&self.root, &rel) {
+                    scope.sync = true;
                 }
                 continue;
             }
@@ -446,25 +466,32 @@ impl Engine {
             self.chronicle_step(&mut pass);
         }
         self.fill_activity(&mut pass.polis, &pass.now);
+        self.sync_step(&mut pass, scope.sync, scope.open || scope.settled);
         self.reconcile_step(&mut pass, scope);
-        self.handoff_step(&mut pass);
-        if scope.reviews {
-            self.review_handoff_step(&mut pass);
+        // `writer = "none"`: another machine's daemon appends and edits (docs/sync.md).
+        let writes = self.options.writer.writes();
+        if writes {
+            self.handoff_step(&mut pass);
+            if scope.reviews {
+                self.review_handoff_step(&mut pass);
+            }
         }
-        if scope.open && self.options.auto_route {
+        if scope.open && self.options.auto_route && writes {
             self.route_step(&mut pass);
         }
-        if scope.tally {
+        if scope.tally && writes {
             self.tally_step(&mut pass);
         }
-        if scope.reservations {
-            self.reservation_step(&mut pass);
+        if writes {
+            if scope.reservations {
+                self.reservation_step(&mut pass);
+            }
+            self.reflection_step(&mut pass);
+            if scope.council {
+                self.council_step(&mut pass);
+            }
+            self.notice_step(&mut pass, scope);
         }
-        self.reflection_step(&mut pass);
-        if scope.council {
-            self.council_step(&mut pass);
-        }
-        self.notice_step(&mut pass, scope);
         self.finish_pass(pass)
     }
 
@@ -502,6 +529,7 @@ impl Engine {
             new_settled,
             settled_changed,
             wrote: false,
+            sync_notices: Vec::new(),
             errors: Vec::new(),
         }))
     }
@@ -526,6 +554,7 @@ impl Engine {
     /// wrote, those the whole folder calls for; queued and delivered.
     fn notice_step(&mut self, pass: &mut Pass, scope: Scope) {
         let mut notices = self.settled_notices(&pass.new_settled);
+        notices.append(&mut pass.sync_notices);
         if !self.unresolved.is_empty() {
             notices.extend(self.resolved_findings(&pass.polis));
         }

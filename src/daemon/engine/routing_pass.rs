@@ -43,7 +43,16 @@ impl Engine {
             {
                 continue;
             }
-            let rec = match routing::recommend(polis, file, &RouteOptions::default()) {
+            // Seeded by the contract's path and bytes: two daemons on synced machines draw
+            // alike and write the same routing block (docs/sync.md).
+            let options = RouteOptions {
+                seed: Some(crate::protocol::routing::seed_for(
+                    &file.file.rel,
+                    &file.file.text,
+                )),
+                ..RouteOptions::default()
+            };
+            let rec = match routing::recommend(polis, file, &options) {
                 Ok(routed) => {
                     if let Some(f) = routed.rule.as_ref().and_then(|m| m.finding.as_ref()) {
                         tracing::warn!("{f}");

@@ -11,6 +11,8 @@ pub struct Scope {
     pub tally: bool,
     /// Notices derived from the whole folder (cards, lessons, reviews, staleness).
     pub derive: bool,
+    /// Sync conflict copies and copies of the polis elsewhere (worktrees): merged or reported.
+    pub sync: bool,
     /// `reservations.yml`: expiry, release when work ends, overlap notices.
     pub reservations: bool,
     /// Councils (issue 16): starts on claim, seat files, verdicts, rounds running out.
@@ -27,6 +29,7 @@ impl Scope {
             open: true,
             tally: true,
             derive: true,
+            sync: true,
             reservations: true,
             council: true,
             reviews: true,
@@ -40,6 +43,12 @@ impl Scope {
     /// What a change to `rel` concerns.
     pub fn of_path(rel: &str) -> Scope {
         let name = rel.rsplit('/').next().unwrap_or(rel);
+        if layout::is_conflict_copy(name) {
+            return Scope {
+                sync: true,
+                ..Scope::of_path(&layout::conflict_original_path(rel).unwrap_or_default())
+            };
+        }
         let derive_only = Scope {
             derive: true,
             ..Scope::default()
@@ -152,6 +161,7 @@ impl Scope {
             open: self.open || other.open,
             tally: self.tally || other.tally,
             derive: self.derive || other.derive,
+            sync: self.sync || other.sync,
             reservations: self.reservations || other.reservations,
             council: self.council || other.council,
             reviews: self.reviews || other.reviews,

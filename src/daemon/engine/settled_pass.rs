@@ -436,6 +436,10 @@ pub(super) fn read_settled(
             return Some(read);
         }
     };
+    if let Some(f) = snapshot::conflict_markers(rel, &text) {
+        read.findings = vec![f];
+        return Some(read);
+    }
     let record = match crate::protocol::frontmatter::parse(&text) {
         Ok(record) => record,
         Err(e) => {

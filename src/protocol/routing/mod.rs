@@ -28,6 +28,19 @@ pub struct Recommendation {
     pub scores: Vec<Score>,
 }
 
+/// The seed of the daemon's draw for a contract: the first 8 bytes of SHA-256 over its path
+/// and bytes. Two daemons that route the same new contract on two synced machines then draw
+/// alike and write the same routing block, instead of two edits that conflict (docs/sync.md).
+pub fn seed_for(rel: &str, text: &str) -> u64 {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(rel.as_bytes());
+    h.update([0]);
+    h.update(text.as_bytes());
+    let d = h.finalize();
+    u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
+}
+
 /// Everything a routing decision reads.
 #[derive(Debug, Clone, Copy)]
 pub struct Inputs<'a> {

@@ -1,0 +1,200 @@
+//! The git repository a polis lives in, as far as polisd needs it (docs/sync.md): where the
+//! repository and its worktrees are, whether the polisd merge driver is configured, and
+//! registering it.
+//!
+//! Everything goes through the `git` program (`rev-parse`, `config`, `worktree list`), never
+//! by parsing `.git/` by hand: worktrees, `includeIf` and linked git dirs are git's business.
+//! Without git installed, or outside a repository, every function says "no repository".
+//! Nothing here writes into `_polis/`; `git config` writes git's own config.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A git repository (one worktree of it) holding a polis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repo {
+    /// The top of this worktree.
+    pub top: PathBuf,
+    /// The repository's common git dir (shared by every worktree).
+    pub common_dir: PathBuf,
+}
+
+/// Why a git command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("cannot run git: {0}; install git, or run this inside a git repository")]
+    Spawn(#[source] std::io::Error),
+    #[error("`git {args}` failed: {stderr}")]
+    Failed { args: String, stderr: String },
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(GitError::Spawn)?;
+    if !out.status.success() {
+        return Err(GitError::Failed {
+            args: args.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Whether some folder from `dir` up holds `.git` (a folder, or the file of a linked
+/// worktree): a cheap test before spawning git.
+pub fn inside_repo(dir: &Path) -> bool {
+    dir.ancestors()
+        .any(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
+}
+
+impl Repo {
+    /// The repository holding `dir`, or `None` (no `.git` above it, or no git).
+    pub fn find(dir: &Path) -> Option<Repo> {
+        if !inside_repo(dir) {
+            return None;
+        }
+        let out = git(dir, &["rev-parse", "--show-toplevel", "--git-common-dir"]).ok()?;
+        let mut lines = out.lines();
+        let top = PathBuf::from(lines.next()?.trim());
+        let common = PathBuf::from(lines.next()?.trim());
+        // `--git-common-dir` may be relative to `dir`.
+        let common_dir = if common.is_absolute() {
+            common
+        } else {
+            dir.join(common)
+        };
+        Some(Repo {
+            top: crate::fs::snapshot::canonical_root(&top),
+            common_dir: crate::fs::snapshot::canonical_root(&common_dir),
+        })
+    }
+
+    /// `git config --get KEY`, `None` when unset.
+    pub fn config_get(&self, key: &str) -> Option<String> {
+        git(&self.top, &["config", "--get", key])
+            .ok()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// `git config KEY VALUE` (the repository's config, which every worktree shares).
+    pub fn config_set(&self, key: &str, value: &str) -> Result<(), GitError> {
+        git(&self.top, &["config", key, value]).map(|_| ())
+    }
+
+    /// Every worktree's top folder (`git worktree list --porcelain`), this one included,
+    /// canonicalised. Bare and missing (`prunable`) worktrees are left out.
+    pub fn worktrees(&self) -> Vec<PathBuf> {
+        let Ok(out) = git(&self.top, &["worktree", "list", "--porcelain"]) else {
+            return vec![self.top.clone()];
+        };
+        parse_worktree_list(&out)
+            .into_iter()
+            .filter(|p| p.is_dir())
+            .map(|p| crate::fs::snapshot::canonical_root(&p))
+            .collect()
+    }
+}
+
+/// The worktree paths of `git worktree list --porcelain` output, without bare entries.
+fn parse_worktree_list(out: &str) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    for record in out.split("\n\n") {
+        let mut path = None;
+        let mut bare = false;
+        for line in record.lines() {
+            if let Some(p) = line.strip_prefix("worktree ") {
+                path = Some(PathBuf::from(p));
+            } else if line == "bare" {
+                bare = true;
+            }
+        }
+        if let (Some(p), false) = (path, bare) {
+            paths.push(p);
+        }
+    }
+    paths
+}
+
+/// The `.gitattributes` files that apply to a polis at `root`: from `_polis/` up to the
+/// repository's top, those that exist, with their text.
+pub fn gitattributes_above(root: &Path, top: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for dir in root.ancestors() {
+        let path = dir.join(".gitattributes");
+        if let Some(bytes) = crate::fs::snapshot::read_regular(&path) {
+            out.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+        if dir == top {
+            break;
+        }
+    }
+    out
+}
+
+/// The finding for a clone whose `.gitattributes` names polisd's merge driver while its git
+/// config does not define it (overdeck#1901: git then silently falls back to its text merge,
+/// conflict markers and all). `None` when the driver is not named, or is configured, or the
+/// polis is not in a repository. Spawns git only when a `.gitattributes` names the driver.
+pub fn driver_finding(root: &Path) -> Option<crate::protocol::finding::Finding> {
+    use crate::protocol::merge::{names_driver, DRIVER_NAME};
+    if !inside_repo(root) {
+        return None;
+    }
+    // The candidate files are read before git is asked where the top is: most polises have
+    // none, and then no process is spawned.
+    let named: Vec<PathBuf> = root
+        .ancestors()
+        .map(|d| d.join(".gitattributes"))
+        .filter_map(|p| crate::fs::snapshot::read_regular(&p).map(|b| (p, b)))
+        .filter(|(_, b)| names_driver(&String::from_utf8_lossy(b)))
+        .map(|(p, _)| p)
+        .collect();
+    if named.is_empty() {
+        return None;
+    }
+    let repo = Repo::find(root)?;
+    let named: Vec<&PathBuf> = named.iter().filter(|p| p.starts_with(&repo.top)).collect();
+    let first = named.first()?;
+    if repo
+        .config_get(&format!("merge.{DRIVER_NAME}.driver"))
+        .is_some()
+    {
+        return None;
+    }
+    let rel = first
+        .strip_prefix(root)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| first.display().to_string());
+    Some(crate::protocol::finding::Finding::error(
+        crate::protocol::finding::Code::DriverNotConfigured,
+        rel,
+        None,
+        format!(
+            "{} assigns `merge={DRIVER_NAME}`, but this clone's git config has no \
+             `merge.{DRIVER_NAME}.driver`, so git merges those files as plain text (conflict \
+             markers in the chronicle and inboxes). Run `polisd git-setup` in this clone; every \
+             clone needs it once, because git never copies its config with a clone",
+            first.display()
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worktree_list_skips_bare_entries() {
+        let out = "worktree /r/main.git\nbare\n\nworktree /r/a\nHEAD 1234\nbranch refs/heads/a\n\nworktree /r/b\nHEAD 5678\ndetached\n";
+        assert_eq!(
+            parse_worktree_list(out),
+            vec![PathBuf::from("/r/a"), PathBuf::from("/r/b")]
+        );
+    }
+}

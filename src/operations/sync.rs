@@ -1,0 +1,274 @@
+//! One polis on several machines, clones or worktrees (docs/sync.md): merging the sync
+//! conflict copies polisd can merge, finding the ones it cannot, comparing the copies of a
+//! polis in the repository's worktrees, and setting up git's merge driver.
+//!
+//! The rules are in `protocol::merge`; this module gathers their inputs from disk and hands
+//! every write to the `Writer` (or, for git's own config, to git).
+
+use super::ActionError;
+use crate::fs::git::{GitError, Repo};
+use crate::fs::snapshot::{self};
+use crate::fs::writer::Writer;
+use crate::protocol::finding::{Code, Finding};
+use crate::protocol::layout::{self, ContractFolder};
+use crate::protocol::merge::{self, ContractCopy, DRIVER_NAME};
+use std::path::{Path, PathBuf};
+
+/// What a sync conflict copy is, for polisd.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CopyKind {
+    /// A copy of `chronicle.md` or an archive: merged by the chronicle pass.
+    Chronicle,
+    /// A copy of an inbox or inbox archive: merged here.
+    Inbox,
+    /// A copy of `routing_stats.yml`: stale derived bytes, removed (polisd rebuilds the file).
+    Derived,
+    /// Anything else: reported to the index keeper.
+    Other,
+}
+
+/// A sync conflict copy found in the polis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictCopy {
+    pub copy: String,
+    pub original: String,
+    pub kind: CopyKind,
+}
+
+/// Every conflict copy in the polis, with what polisd does about it.
+pub fn conflict_copies(root: &Path) -> Vec<ConflictCopy> {
+    snapshot::conflict_copies(root)
+        .into_iter()
+        .map(|(copy, original)| {
+            let kind = match merge::strategy_for(&original) {
+                merge::Strategy::Chronicle => CopyKind::Chronicle,
+                merge::Strategy::Inbox => CopyKind::Inbox,
+                merge::Strategy::Derived => CopyKind::Derived,
+                _ => CopyKind::Other,
+            };
+            ConflictCopy {
+                copy,
+                original,
+                kind,
+            }
+        })
+        .collect()
+}
+
+/// The finding `polisd check` reports for a conflict copy (P009).
+pub fn copy_finding(c: &ConflictCopy) -> Finding {
+    let message = match c.kind {
+        CopyKind::Other => format!(
+            "a sync tool kept a second version of `{}` here; polisd does not read it as a record. \
+             Compare the two, keep the right content in `{}`, and delete this copy",
+            c.original, c.original
+        ),
+        CopyKind::Derived => format!(
+            "a sync tool kept a second version of `{}` here; it is derived from the settled \
+             contracts, so the daemon removes the copy (or delete it; `polisd reconcile` \
+             rebuilds the file)",
+            c.original
+        ),
+        _ => format!(
+            "a sync tool kept a second version of `{}` here; the daemon merges it into `{}` (an \
+             id-aware union of its lines) and removes it, or merge it by hand",
+            c.original, c.original
+        ),
+    };
+    Finding::warning(Code::ConflictCopy, &c.copy, None, message)
+}
+
+/// Merges an inbox conflict copy into its original (an id-aware union of the blocks; a block
+/// already in the inbox archive is not brought back), compare-before-replace, then removes the
+/// copy. Returns whether the inbox changed; `false` with the copy left in place when the
+/// original is missing (nothing to merge into: the copy is reported instead).
+pub fn merge_inbox_copy(
+    writer: &Writer,
+    root: &Path,
+    copy: &ConflictCopy,
+) -> Result<Option<bool>, ActionError> {
+    let Ok(Some(copy_text)) = snapshot::read_text(root, &copy.copy, None) else {
+        return Ok(None);
+    };
+    if !root.join(&copy.original).is_file() {
+        return Ok(None);
+    }
+    let archive_rel = copy
+        .original
+        .strip_suffix("inbox.md")
+        .map(|dir| format!("{dir}inbox-archive.md"));
+    let archive = archive_rel
+        .filter(|a| *a != copy.original)
+        .and_then(|a| snapshot::read_text(root, &a, None).ok().flatten());
+    let elsewhere: Vec<&str> = archive.as_deref().into_iter().collect();
+    let changed = super::edit_agent_file(writer, root, &copy.original, |cur| {
+        Some(merge::merge_inbox(None, cur, &copy_text, &elsewhere).text)
+    })?;
+    writer.remove(&copy.copy)?;
+    Ok(Some(changed))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worktrees
+
+/// The polis at the same place in each other worktree of the repository holding `root`
+/// (`git worktree list`), with the worktree's top. Empty outside a repository or with one
+/// worktree.
+pub fn other_worktree_polises(root: &Path) -> Vec<(PathBuf, PathBuf)> {
+    match Repo::find(root) {
+        Some(repo) => other_worktree_polises_in(&repo, root),
+        None => Vec::new(),
+    }
+}
+
+/// [`other_worktree_polises`] in a repository already found.
+pub fn other_worktree_polises_in(repo: &Repo, root: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let canonical = snapshot::canonical_root(root);
+    let Ok(rel) = canonical.strip_prefix(&repo.top) else {
+        return Vec::new();
+    };
+    repo.worktrees()
+        .into_iter()
+        .filter(|w| *w != repo.top)
+        .map(|w| (w.clone(), w.join(rel)))
+        .filter(|(_, p)| p.join(layout::CONSTITUTION).is_file())
+        .collect()
+}
+
+/// Every contract copy of one polis: each file name in the three folders; the owner and status
+/// of open and abandoned ones (a settled copy's are not read: a settlement is final, and a
+/// polis may hold many thousands).
+fn contract_copies(root: &Path, label: &Path) -> Vec<(String, ContractCopy)> {
+    let mut out = Vec::new();
+    let mut ignored = Vec::new();
+    for folder in ContractFolder::ALL {
+        if folder == ContractFolder::Settled {
+            for e in snapshot::list(root, folder.dir(), ".md", &mut ignored) {
+                out.push((
+                    e.stem,
+                    ContractCopy {
+                        path: label.join(&e.rel).display().to_string(),
+                        folder,
+                        owner: None,
+                        status: Some("settled".into()),
+                    },
+                ));
+            }
+            continue;
+        }
+        for f in snapshot::read_records(root, folder.dir(), &mut ignored) {
+            let c = crate::protocol::contract::Contract::from_record(&f.record);
+            out.push((
+                f.stem.clone(),
+                ContractCopy {
+                    path: label.join(&f.rel).display().to_string(),
+                    folder,
+                    owner: c.owner,
+                    status: c.status,
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// The contracts whose copies differ between this polis and the same polis in the
+/// repository's other worktrees, each with its copies described (path, folder, owner,
+/// status). `others` is [`other_worktree_polises`]'s answer.
+pub fn worktree_divergences(
+    root: &Path,
+    others: &[(PathBuf, PathBuf)],
+) -> Vec<(String, Vec<String>)> {
+    if others.is_empty() {
+        return Vec::new();
+    }
+    let mut copies = contract_copies(root, &snapshot::canonical_root(root));
+    for (_, polis) in others {
+        copies.extend(contract_copies(polis, polis));
+    }
+    merge::diverging(&copies)
+}
+
+/// The P026 findings for [`worktree_divergences`].
+pub fn divergence_findings(divergences: &[(String, Vec<String>)]) -> Vec<Finding> {
+    divergences
+        .iter()
+        .map(|(id, copies)| {
+            Finding::warning(
+                Code::Diverged,
+                format!("contracts/{id}"),
+                None,
+                format!(
+                    "contract `{id}` differs between worktrees: {}. Agents in each worktree see \
+                     a different owner or state; make the copies agree, or keep one polis that \
+                     every worktree uses (docs/sync.md)",
+                    copies.join("; ")
+                ),
+            )
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// git-setup
+
+/// What `polisd git-setup` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct GitSetup {
+    /// The repository's top folder.
+    pub repository: PathBuf,
+    /// `merge.polisd.driver` as it now is.
+    pub driver: String,
+    /// Whether the driver's config was written (false: it already was so).
+    pub configured: bool,
+    /// `_polis/.gitattributes`, and whether it was written.
+    pub gitattributes: String,
+    pub gitattributes_written: bool,
+}
+
+/// Why `git-setup` could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0} is not inside a git repository; run `git init` first, or sync it another way (docs/sync.md)")]
+    NotARepository(PathBuf),
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Write(#[from] ActionError),
+}
+
+/// Registers polisd's merge driver in the clone's git config (`merge.polisd.name` and
+/// `.driver`, running `program`) and writes the `merge=polisd` lines into
+/// `_polis/.gitattributes`, keeping whatever else that file says. Idempotent.
+pub fn git_setup(root: &Path, writer: &Writer, program: &str) -> Result<GitSetup, SetupError> {
+    let repo = Repo::find(root).ok_or_else(|| SetupError::NotARepository(root.to_path_buf()))?;
+    let driver = format!("{program} merge-driver %O %A %B %P");
+    let key = format!("merge.{DRIVER_NAME}.driver");
+    let configured = repo.config_get(&key).as_deref() != Some(driver.as_str());
+    if configured {
+        repo.config_set(
+            &format!("merge.{DRIVER_NAME}.name"),
+            "polisd: id-aware union of chronicle lines and inbox blocks",
+        )?;
+        repo.config_set(&key, &driver)?;
+    }
+    let rel = ".gitattributes";
+    let existing =
+        snapshot::read_text(root, rel, None).map_err(|f| ActionError::Busy { path: f.path })?;
+    let gitattributes_written = match existing {
+        None => {
+            let text = merge::with_driver_lines("").unwrap_or_default();
+            writer
+                .create_new(rel, text.as_bytes())
+                .map_err(ActionError::from)?
+        }
+        Some(_) => super::edit_agent_file(writer, root, rel, merge::with_driver_lines)?,
+    };
+    Ok(GitSetup {
+        repository: repo.top,
+        driver,
+        configured,
+        gitattributes: root.join(rel).display().to_string(),
+        gitattributes_written,
+    })
+}

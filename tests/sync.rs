@@ -1,0 +1,1122 @@
+//! One polis on several machines, clones and worktrees (docs/sync.md): two real `polisd run`
+//! processes on two copies of a polis, synced by real `git` operations or by a file-copy sync
+//! that keeps both versions as conflict copies the way Syncthing does, while agents act on
+//! both sides. And one test per scar of the tools before us: a union merge that brings a
+//! record back (beads#1485), a merge driver declared but not configured (overdeck#1901),
+//! conflict markers read as records (tbd#155), and an mtime that lies (beads#321).
+
+mod harness;
+
+use harness::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const ALPHA: &str = "alpha-agent-one";
+const BETA: &str = "beta-agent-two";
+const FOUNDER: &str = "founder-agent";
+
+/// Runs git in `dir` with a fixed identity; panics with its output on failure.
+#[track_caller]
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?} in {}: {}{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A polis at `project/_polis` in a fresh folder of its own (its own state folder, log and
+/// config), for a clone made by the test.
+fn machine(project: impl FnOnce(&Path) -> PathBuf) -> TestPolis {
+    let dir = tempfile::tempdir().unwrap();
+    let project = project(dir.path());
+    TestPolis {
+        root: project.join("_polis"),
+        state_dir: dir.path().join("state"),
+        dir,
+    }
+}
+
+/// A founded polis with two registered agents, at `project`.
+fn found(project: &Path) {
+    let out = Command::new(BIN)
+        .arg("init")
+        .arg(project)
+        .args(["--agent-id", FOUNDER])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p = TestPolis {
+        dir: tempfile::tempdir().unwrap(),
+        root: project.join("_polis"),
+        state_dir: project.join("unused"),
+    };
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    p.citizen(BETA, "openai", &[("rust", 3)], "low");
+}
+
+fn settled(id: &str, opener: &str, owner: &str, quality: u8, at: &str) -> String {
+    format!(
+        "---\ncontract_id: {id}\ntitle: {id}\nopened_by: {opener}\nopened_at: {at}\nowner: {owner}\nstatus: settled\nrequired_tags: [rust]\nsettled_at: {at}\nquality_score: {quality}\nactual_minutes: 20\n---\n\n## Settlement\n\nDone.\n"
+    )
+}
+
+/// Every regular file under `root`, by relative path (`.git` and `state` left out).
+fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in fs::read_dir(&dir).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name == ".git" {
+                continue;
+            }
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                stack.push(e.path());
+            } else if t.is_file() {
+                let rel = e.path().strip_prefix(root).unwrap().display().to_string();
+                out.insert(rel, fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Waits until the polis has stopped changing: the same tree twice, 400 ms apart, with
+/// `routing_stats.yml` equal to a from-scratch reconcile.
+#[track_caller]
+fn quiet(p: &TestPolis) {
+    wait_for(p, "the polis to settle", || {
+        let before = tree(&p.root);
+        std::thread::sleep(Duration::from_millis(400));
+        before == tree(&p.root) && p.read("contracts/routing_stats.yml") == p.expected_stats()
+    });
+}
+
+/// The agents' lines of a chronicle (polisd's own and the founder's left out).
+fn agent_lines(chronicle: &str) -> Vec<String> {
+    chronicle
+        .lines()
+        .filter(|l| l.contains(ALPHA) || l.contains(BETA))
+        .filter(|l| l.starts_with("- "))
+        .map(str::to_string)
+        .collect()
+}
+
+#[track_caller]
+fn assert_converged(a: &TestPolis, b: &TestPolis, lines: &[String]) {
+    let (ta, tb) = (tree(&a.root), tree(&b.root));
+    let only: Vec<_> = ta
+        .keys()
+        .filter(|k| ta.get(*k) != tb.get(*k))
+        .chain(tb.keys().filter(|k| !ta.contains_key(*k)))
+        .collect();
+    assert!(only.is_empty(), "the trees differ in {only:?}");
+    assert_eq!(a.read("contracts/routing_stats.yml"), a.expected_stats());
+    let chronicle = a.read("chronicle.md");
+    let have = agent_lines(&chronicle);
+    for l in lines {
+        assert_eq!(
+            have.iter().filter(|h| *h == l.trim_end()).count(),
+            1,
+            "{l:?} once in\n{chronicle}"
+        );
+    }
+    let stamps: Vec<&str> = chronicle
+        .lines()
+        .filter(|l| l.starts_with("- "))
+        .map(|l| &l[2..18])
+        .collect();
+    let mut sorted = stamps.clone();
+    sorted.sort();
+    assert_eq!(
+        stamps, sorted,
+        "the chronicle is in timestamp order:\n{chronicle}"
+    );
+    for p in [a, b] {
+        let markers = p.all_markers();
+        let unique: BTreeSet<_> = markers.iter().collect();
+        assert_eq!(
+            unique.len(),
+            markers.len(),
+            "a notice is duplicated: {markers:#?}"
+        );
+        for (rel, bytes) in tree(&p.root) {
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(!text.contains("<<<<<<<"), "conflict markers in {rel}");
+            assert!(
+                !rel.contains("sync-conflict"),
+                "a conflict copy is left: {rel}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// git
+
+#[test]
+fn two_daemons_on_two_git_clones_converge() {
+    let origin = tempfile::tempdir().unwrap();
+    git(origin.path(), &["init", "-q", "--bare", "-b", "main", "."]);
+    let url = origin.path().display().to_string();
+    let a = machine(|d| {
+        git(d, &["clone", "-q", &url, "project"]);
+        d.join("project")
+    });
+    let project_a = a.root.parent().unwrap().to_path_buf();
+    found(&project_a);
+    let setup = a.polisd(&["git-setup", "--program", BIN]);
+    assert!(
+        setup.status.success(),
+        "{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+    git(&project_a, &["add", "-A"]);
+    git(&project_a, &["commit", "-qm", "found the polis"]);
+    git(&project_a, &["push", "-q", "origin", "main"]);
+    let b = machine(|d| {
+        git(d, &["clone", "-q", &url, "project"]);
+        d.join("project")
+    });
+    let project_b = b.root.parent().unwrap().to_path_buf();
+    assert!(b.polisd(&["git-setup", "--program", BIN]).status.success());
+
+    let _da = a.start_daemon();
+    let _db = b.start_daemon();
+    let mut lines = Vec::new();
+
+    // Each side: an agent's line, a settlement (committed at once, before its daemon writes
+    // anything, so the other daemon derives the same notices on its own), a new contract.
+    let la = chronicle_line(ALPHA, "noted", "-", "working on the parser");
+    a.append("chronicle.md", &la);
+    // The settlement suggests a next citizen (issue 15): each daemon dispatches the follow-up
+    // on its own, A's now and B's once it pulls the settlement.
+    let parser = settled("parser", BETA, ALPHA, 5, "2026-03-02 10:00:00").replace(
+        "Done.\n",
+        &format!("Done.\n\n### Suggested next citizen\n- **Citizen**: {BETA}\n- **Reason**: Fuzz the parser.\n- **Context**: src/parser.rs\n"),
+    );
+    a.save("contracts/settled/parser.md", &parser);
+    git(&project_a, &["add", "_polis/contracts/settled/parser.md"]);
+    git(&project_a, &["commit", "-qm", "settle parser"]);
+    git(&project_a, &["push", "-q", "origin", "main"]);
+    let follow_up = "contracts/open/parser-next-1.md";
+    wait_for(&a, "A's follow-up contract", || {
+        a.root.join(follow_up).is_file() && a.count(BETA, "handoff-opened") == 1
+    });
+    let dispatched_on_a = Instant::now();
+    // On B the agents use polisd's commands (issue 13) instead of editing files: open, claim
+    // and settle a contract, and log a line; every one appends its chronicle line.
+    let line_of = |out: std::process::Output| -> String {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let line = v["line"].as_str().or(v["chronicle"]["line"].as_str());
+        format!("{}\n", line.unwrap())
+    };
+    let lb = line_of(b.polisd(&[
+        "log",
+        "--as",
+        BETA,
+        "noted",
+        "--note",
+        "working on the lexer",
+        "--json",
+    ]));
+    let opened = line_of(b.polisd(&[
+        "contract", "open", "--title", "Lexer", "--by", ALPHA, "--tags", "rust", "--json",
+    ]));
+    let claimed = line_of(b.polisd(&["contract", "claim", "lexer", "--as", BETA, "--json"]));
+    let settled_b = line_of(b.polisd(&[
+        "contract",
+        "settle",
+        "lexer",
+        "--quality",
+        "3",
+        "--minutes",
+        "15",
+        "--json",
+    ]));
+    assert!(opened.contains("opened contract"));
+    lines.extend([la, lb, claimed, settled_b]);
+    // Both daemons notify the opener of the settlement they see.
+    wait_for(&a, "A's contract-settled notice", || {
+        a.count(BETA, "contract-settled") == 1
+    });
+    wait_for(&b, "B's contract-settled notice", || {
+        b.count(ALPHA, "contract-settled") == 1
+    });
+    // B dispatches in a later second than A did: a follow-up stamped with the wall clock
+    // would differ between the machines, and git would stop on an add/add conflict.
+    while dispatched_on_a.elapsed() < Duration::from_millis(1100) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    git(
+        &project_b,
+        &["pull", "-q", "--no-rebase", "--no-edit", "origin", "main"],
+    );
+    // B's daemon now sees `parser` too and tells beta, as A's did on A, and opens the same
+    // follow-up, byte for byte.
+    wait_for(&b, "B's notice about the pulled settlement", || {
+        b.count(BETA, "contract-settled") == 1
+            && b.root.join(follow_up).is_file()
+            && b.count(BETA, "handoff-opened") == 1
+    });
+    assert_eq!(b.read(follow_up), a.read(follow_up));
+
+    // Sync until nothing is left to commit: every side commits what it has, B merges A's
+    // history and pushes, A pulls.
+    for _ in 0..4 {
+        quiet(&a);
+        quiet(&b);
+        for project in [&project_a, &project_b] {
+            git(project, &["add", "-A"]);
+            if !git(project, &["status", "--porcelain"]).is_empty() {
+                git(project, &["commit", "-qm", "sync"]);
+            }
+        }
+        git(
+            &project_a,
+            &["pull", "-q", "--no-rebase", "--no-edit", "origin", "main"],
+        );
+        git(&project_a, &["push", "-q", "origin", "main"]);
+        git(
+            &project_b,
+            &["pull", "-q", "--no-rebase", "--no-edit", "origin", "main"],
+        );
+        git(&project_b, &["push", "-q", "origin", "main"]);
+        git(
+            &project_a,
+            &["pull", "-q", "--no-rebase", "--no-edit", "origin", "main"],
+        );
+        quiet(&a);
+        quiet(&b);
+        let clean = |p: &Path| git(p, &["status", "--porcelain"]).is_empty();
+        if clean(&project_a) && clean(&project_b) {
+            break;
+        }
+    }
+    assert_converged(&a, &b, &lines);
+    assert_eq!(a.count(BETA, "contract-settled"), 1);
+    assert_eq!(a.count(ALPHA, "contract-settled"), 1);
+    assert_eq!(a.count(BETA, "handoff-opened"), 1);
+    let chronicle = a.read("chronicle.md");
+    assert_eq!(
+        chronicle
+            .lines()
+            .filter(|l| l.contains("| opened contract | [[contracts/open/parser-next-1]]"))
+            .count(),
+        1,
+        "the follow-up's line once:\n{chronicle}"
+    );
+}
+
+/// git worktrees holding diverging copies of one claimed contract: `status` names both, and
+/// the daemon tells the index keeper once.
+#[test]
+fn two_worktrees_with_diverging_claims_are_reported_once() {
+    let p = machine(|d| {
+        let project = d.join("project");
+        fs::create_dir_all(&project).unwrap();
+        git(&project, &["init", "-q", "-b", "main"]);
+        project
+    });
+    let project = p.root.parent().unwrap().to_path_buf();
+    found(&project);
+    let open = "contracts/open/tokenizer.md";
+    p.save(
+        open,
+        "---\ncontract_id: tokenizer\ntitle: Tokenizer\nopened_by: founder-agent\nowner: null\nstatus: proposed\nrequired_tags: [rust]\nrouting:\n  recommended_by_router: beta-agent-two\n---\n\n## Intent\n\nTokens.\n",
+    );
+    git(&project, &["add", "-A"]);
+    git(&project, &["commit", "-qm", "open tokenizer"]);
+    let wt2 = p.dir.path().join("wt2");
+    git(
+        &project,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            wt2.to_str().unwrap(),
+            "-b",
+            "agent-two",
+        ],
+    );
+    let status = || -> serde_json::Value {
+        serde_json::from_slice(&p.polisd(&["status", "--json"]).stdout).unwrap()
+    };
+    assert_eq!(status()["worktrees"]["diverged"], serde_json::json!([]));
+
+    let daemon = p.start_daemon();
+    let claim = |root: &Path, who: &str| {
+        let path = root.join(open);
+        let text = fs::read_to_string(&path).unwrap();
+        fs::write(
+            &path,
+            text.replace("owner: null", &format!("owner: {who}"))
+                .replace("status: proposed", "status: claimed"),
+        )
+        .unwrap();
+    };
+    claim(&p.root, ALPHA);
+    claim(&wt2.join("_polis"), BETA);
+    // The daemon watches its own worktree; the claim there makes it compare.
+    wait_for(&p, "the worktree-diverged notice", || {
+        p.count(FOUNDER, "worktree-diverged") == 1
+    });
+    let s = status();
+    let common = s["worktrees"]["git_common_dir"].as_str().unwrap();
+    assert!(common.ends_with("project/.git"), "{common}");
+    let diverged = &s["worktrees"]["diverged"][0];
+    assert_eq!(diverged["contract_id"], "tokenizer");
+    let copies = diverged["copies"].to_string();
+    assert!(copies.contains(ALPHA) && copies.contains(BETA), "{copies}");
+    assert!(
+        copies.contains("wt2/_polis/contracts/open/tokenizer.md"),
+        "{copies}"
+    );
+    let inbox = p.read(&format!("citizens/{FOUNDER}/inbox.md"));
+    assert!(
+        inbox.contains("wt2/_polis/contracts/open/tokenizer.md"),
+        "{inbox}"
+    );
+    // Another change in the same contract, the divergence unchanged: nothing new is sent.
+    p.append(open, "\nProgress: started.\n");
+    let before = daemon.log_text().matches("pass done").count();
+    wait_for(&p, "the next pass", || {
+        daemon.log_text().matches("pass done").count() > before
+    });
+    assert_eq!(p.count(FOUNDER, "worktree-diverged"), 1);
+}
+
+/// overdeck#1901: `.gitattributes` named the driver, but a fresh clone's config lacked it, so
+/// git merged as text. `check` and the daemon say so until `git-setup` runs in that clone.
+#[test]
+fn a_declared_but_unconfigured_merge_driver_is_reported() {
+    let origin = machine(|d| {
+        let project = d.join("project");
+        fs::create_dir_all(&project).unwrap();
+        git(&project, &["init", "-q", "-b", "main"]);
+        project
+    });
+    let project = origin.root.parent().unwrap().to_path_buf();
+    found(&project);
+    assert!(origin
+        .polisd(&["git-setup", "--program", BIN])
+        .status
+        .success());
+    git(&project, &["add", "-A"]);
+    git(&project, &["commit", "-qm", "found"]);
+    assert!(origin.polisd(&["check"]).status.success());
+
+    let clone = machine(|d| {
+        git(d, &["clone", "-q", project.to_str().unwrap(), "project"]);
+        d.join("project")
+    });
+    let out = clone.polisd(&["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let codes: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        // The harness's citizens have no status.md or journal.md: P015 registry warnings.
+        .filter(|c| *c != "P015")
+        .collect();
+    assert_eq!(codes, ["P025"]);
+    let daemon = clone.start_daemon();
+    assert!(daemon.log_text().contains("P025"), "{}", daemon.log_text());
+    drop(daemon);
+    assert!(clone
+        .polisd(&["git-setup", "--program", BIN])
+        .status
+        .success());
+    assert!(clone.polisd(&["check"]).status.success());
+}
+
+/// beads#1485: a union merge brought deleted records back. Through git and polisd's driver,
+/// a notice its owner archived on one branch stays archived when the other branch merges,
+/// while plain `merge=union` brings it back.
+#[test]
+fn a_merge_does_not_bring_an_archived_notice_back() {
+    let run = |attributes: Option<&str>| -> String {
+        let p = machine(|d| {
+            let project = d.join("project");
+            fs::create_dir_all(&project).unwrap();
+            git(&project, &["init", "-q", "-b", "main"]);
+            project
+        });
+        let project = p.root.parent().unwrap().to_path_buf();
+        found(&project);
+        match attributes {
+            None => assert!(p.polisd(&["git-setup", "--program", BIN]).status.success()),
+            Some(a) => fs::write(p.path(".gitattributes"), a).unwrap(),
+        }
+        let inbox = format!("citizens/{ALPHA}/inbox.md");
+        let block = |id: &str, stamp: &str| {
+            format!("\n### {stamp} from polis-daemon\n\nSomething.\n\n[[contracts/x]]\n<!-- polisd:contract-settled:{id} -->\n\n---\n")
+        };
+        p.append(&inbox, &block("00000000000000aa", "2026-03-02 10:00"));
+        git(&project, &["add", "-A"]);
+        git(&project, &["commit", "-qm", "a notice"]);
+        git(&project, &["checkout", "-qb", "other"]);
+        p.append(&inbox, &block("00000000000000bb", "2026-03-02 11:00"));
+        git(&project, &["commit", "-qam", "another notice"]);
+        git(&project, &["checkout", "-q", "main"]);
+        // The owner archives the first notice.
+        let text = p.read(&inbox);
+        let first = block("00000000000000aa", "2026-03-02 10:00");
+        p.save(&inbox, &text.replace(&first, ""));
+        p.save(&format!("citizens/{ALPHA}/inbox-archive.md"), &first);
+        git(&project, &["add", "-A"]);
+        git(&project, &["commit", "-qm", "archive"]);
+        git(&project, &["merge", "-q", "--no-edit", "other"]);
+        p.read(&inbox)
+    };
+    let merged = run(None);
+    assert!(!merged.contains("00000000000000aa"), "{merged}");
+    assert!(merged.contains("00000000000000bb"), "{merged}");
+    let union = run(Some("citizens/*/inbox.md merge=union\n"));
+    assert!(
+        union.contains("00000000000000aa"),
+        "plain union resurrects it: {union}"
+    );
+}
+
+/// tbd#155: conflict markers made records vanish while sync reported success. A file with
+/// markers is a finding and is never read as a record: the stats leave it out, and once the
+/// markers are resolved it counts.
+#[test]
+fn conflict_markers_are_findings_and_never_records() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    let good = settled("parser", FOUNDER, ALPHA, 4, "2026-03-02 10:00:00");
+    let conflicted = good.replace(
+        "quality_score: 4\n",
+        "<<<<<<< HEAD\nquality_score: 4\n=======\nquality_score: 2\n>>>>>>> origin/main\n",
+    );
+    p.save("contracts/settled/parser.md", &conflicted);
+    p.append(
+        "chronicle.md",
+        "<<<<<<< HEAD\n- 2026-03-02 10:00 | alpha-agent-one | noted | - | x\n=======\n>>>>>>> theirs\n",
+    );
+    let out = p.polisd(&["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p012: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "P023")
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(p012, ["chronicle.md", "contracts/settled/parser.md"]);
+    assert!(
+        !report.to_string().contains("C001"),
+        "marker lines are not validated as lines"
+    );
+    let daemon = p.start_daemon();
+    assert!(!p.read("contracts/routing_stats.yml").contains("parser"));
+    assert!(!p.read("contracts/routing_stats.yml").contains(ALPHA));
+    p.save("contracts/settled/parser.md", &good);
+    wait_for(&p, "the resolved settlement to count", || {
+        p.read("contracts/routing_stats.yml").contains(ALPHA)
+    });
+    drop(daemon);
+}
+
+/// beads#321: freshness decided by mtime. A sync tool writes a settled contract with other
+/// bytes of the same size and the original's old mtime; polisd still sees the change.
+#[test]
+fn a_file_copied_with_an_old_mtime_is_still_read() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    let rel = "contracts/settled/parser.md";
+    p.save(
+        rel,
+        &settled("parser", FOUNDER, ALPHA, 4, "2026-03-02 10:00:00"),
+    );
+    let old = fs::metadata(p.path(rel)).unwrap().modified().unwrap();
+    let _daemon = p.start_daemon();
+    wait_for(&p, "the first settlement", || {
+        p.read("contracts/routing_stats.yml")
+            .contains("avg_quality_score: 4.0")
+    });
+    // Same size, other quality, and the mtime set back as rsync -t or Syncthing would.
+    let edited = settled("parser", FOUNDER, ALPHA, 2, "2026-03-02 10:00:00");
+    assert_eq!(edited.len(), fs::read(p.path(rel)).unwrap().len());
+    let tmp = p.path("contracts/settled/.parser.md.swp");
+    fs::write(&tmp, &edited).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&tmp)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    fs::rename(&tmp, p.path(rel)).unwrap();
+    assert_eq!(fs::metadata(p.path(rel)).unwrap().modified().unwrap(), old);
+    wait_for(&p, "the copied settlement to count", || {
+        p.read("contracts/routing_stats.yml")
+            .contains("avg_quality_score: 2.0")
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// A file-copy sync that keeps both versions, as Syncthing does
+
+/// Syncs two folders the way Syncthing does: a file changed on one side since the last sync
+/// is copied to the other (its mtime kept); one changed on both sides to different bytes
+/// keeps A's version and B's as `<name>.sync-conflict-<date>-<time>-<device>.<ext>` on both
+/// sides (the copy is written before the winner, as Syncthing renames the loser aside first);
+/// one deleted on one side and unchanged on the other is deleted. `only` limits the sync to
+/// paths starting with it. Returns how many files it touched, and how many conflicts it kept.
+fn syncthing(
+    a: &Path,
+    b: &Path,
+    last: &mut BTreeMap<String, Vec<u8>>,
+    only: &str,
+) -> (usize, usize) {
+    let (ta, tb) = (tree(a), tree(b));
+    let names: BTreeSet<&String> = ta.keys().chain(tb.keys()).collect();
+    let (mut touched, mut conflicts) = (0, 0);
+    let put = |root: &Path, rel: &str, bytes: &[u8], mtime_from: &Path| {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let tmp = path.with_file_name(format!(".syncthing.{}.tmp", rel.replace('/', "_")));
+        fs::write(&tmp, bytes).unwrap();
+        if let Ok(m) = fs::metadata(mtime_from).and_then(|m| m.modified()) {
+            let _ = fs::File::options()
+                .write(true)
+                .open(&tmp)
+                .unwrap()
+                .set_modified(m);
+        }
+        fs::rename(&tmp, &path).unwrap();
+    };
+    for rel in names {
+        if !rel.starts_with(only) || rel.contains(".syncthing.") || rel.ends_with(".tmp") {
+            continue;
+        }
+        let (va, vb, vl) = (ta.get(rel), tb.get(rel), last.get(rel));
+        match (va, vb) {
+            (Some(x), Some(y)) if x == y => {}
+            (Some(x), Some(y)) => {
+                let a_changed = Some(x) != vl;
+                let b_changed = Some(y) != vl;
+                if a_changed && b_changed {
+                    let (stem, ext) = match rel.rfind('.') {
+                        Some(i) if !rel[i..].contains('/') => (&rel[..i], &rel[i..]),
+                        _ => (rel.as_str(), ""),
+                    };
+                    let copy = format!("{stem}.sync-conflict-20260302-120000-BBBBBBB{ext}");
+                    put(a, &copy, y, &b.join(rel));
+                    put(b, &copy, y, &b.join(rel));
+                    put(b, rel, x, &a.join(rel));
+                    touched += 3;
+                    conflicts += 1;
+                } else if a_changed {
+                    put(b, rel, x, &a.join(rel));
+                    touched += 1;
+                } else {
+                    put(a, rel, y, &b.join(rel));
+                    touched += 1;
+                }
+            }
+            (Some(x), None) => {
+                if vl == Some(x) {
+                    fs::remove_file(a.join(rel)).unwrap();
+                } else {
+                    put(b, rel, x, &a.join(rel));
+                }
+                touched += 1;
+            }
+            (None, Some(y)) => {
+                if vl == Some(y) {
+                    fs::remove_file(b.join(rel)).unwrap();
+                } else {
+                    put(a, rel, y, &b.join(rel));
+                }
+                touched += 1;
+            }
+            (None, None) => {}
+        }
+    }
+    let (ta, tb) = (tree(a), tree(b));
+    last.retain(|rel, _| !rel.starts_with(only));
+    for (rel, bytes) in ta {
+        if rel.starts_with(only) && tb.get(&rel) == Some(&bytes) {
+            last.insert(rel, bytes);
+        }
+    }
+    (touched, conflicts)
+}
+
+#[test]
+fn two_daemons_on_folders_synced_with_conflict_copies_converge() {
+    let a = machine(|d| d.join("project"));
+    fs::create_dir_all(a.root.parent().unwrap()).unwrap();
+    found(a.root.parent().unwrap());
+    let b = machine(|d| d.join("project"));
+    copy_tree(a.root.parent().unwrap(), b.root.parent().unwrap());
+    let mut last = tree(&a.root);
+    let _da = a.start_daemon();
+    let _db = b.start_daemon();
+    quiet(&a);
+    quiet(&b);
+
+    // Both sides append to the chronicle and settle a contract; each daemon notifies the
+    // opener on its own side.
+    let la = chronicle_line(ALPHA, "noted", "-", "parser on machine A");
+    let lb = chronicle_line(BETA, "noted", "-", "lexer on machine B");
+    a.append("chronicle.md", &la);
+    b.append("chronicle.md", &lb);
+    a.save(
+        "contracts/settled/parser.md",
+        &settled("parser", BETA, ALPHA, 5, "2026-03-02 10:00:00"),
+    );
+    b.save(
+        "contracts/settled/lexer.md",
+        &settled("lexer", ALPHA, BETA, 3, "2026-03-02 11:00:00"),
+    );
+    wait_for(&a, "A's notice", || a.count(BETA, "contract-settled") == 1);
+    wait_for(&b, "B's notice", || b.count(ALPHA, "contract-settled") == 1);
+    // The contracts travel first: each daemon then notifies the other opener too, so both
+    // inboxes change on both sides and the next sync keeps conflict copies of them.
+    syncthing(&a.root, &b.root, &mut last, "contracts/settled");
+    wait_for(&a, "A's notice about lexer", || {
+        a.count(ALPHA, "contract-settled") == 1
+    });
+    wait_for(&b, "B's notice about parser", || {
+        b.count(BETA, "contract-settled") == 1
+    });
+
+    // An agent writes to alpha's inbox on B while the daemons wrote there on both sides.
+    let message = format!(
+        "\n### {} from {BETA}\n\nCan you review the lexer?\n\n---\n",
+        chronicle_stamp()
+    );
+    b.append(&format!("citizens/{ALPHA}/inbox.md"), &message);
+    let mut conflicts = 0;
+    for _ in 0..6 {
+        quiet(&a);
+        quiet(&b);
+        let (touched, kept) = syncthing(&a.root, &b.root, &mut last, "");
+        conflicts += kept;
+        if touched == 0 {
+            break;
+        }
+    }
+    assert!(
+        conflicts >= 2,
+        "the sync kept conflict copies (chronicle, inboxes): {conflicts}"
+    );
+    assert_converged(&a, &b, &[la, lb]);
+    for p in [&a, &b] {
+        let inbox = p.read(&format!("citizens/{ALPHA}/inbox.md"));
+        assert_eq!(
+            inbox.matches("Can you review the lexer?").count(),
+            1,
+            "{inbox}"
+        );
+        assert_eq!(p.count(ALPHA, "contract-settled"), 1);
+        assert_eq!(p.count(BETA, "contract-settled"), 1);
+    }
+}
+
+/// SPEC §3 rollover with two daemons: both roll the same chronicle over at the start of a
+/// quarter and write the same bytes, so git merges their work without a conflict and the
+/// polis holds one archive and one `rolled over chronicle` line.
+#[test]
+fn rollover_happens_once_with_two_daemons() {
+    let origin = tempfile::tempdir().unwrap();
+    git(origin.path(), &["init", "-q", "--bare", "-b", "main", "."]);
+    let url = origin.path().display().to_string();
+    let a = machine(|d| {
+        git(d, &["clone", "-q", &url, "project"]);
+        d.join("project")
+    });
+    let project_a = a.root.parent().unwrap().to_path_buf();
+    found(&project_a);
+    assert!(a.polisd(&["git-setup", "--program", BIN]).status.success());
+    git(&project_a, &["add", "-A"]);
+    git(&project_a, &["commit", "-qm", "found"]);
+    git(&project_a, &["push", "-q", "origin", "main"]);
+    let b = machine(|d| {
+        git(d, &["clone", "-q", &url, "project"]);
+        d.join("project")
+    });
+    let project_b = b.root.parent().unwrap().to_path_buf();
+    assert!(b.polisd(&["git-setup", "--program", BIN]).status.success());
+    // The chronicle's first line is from this quarter; move the clock to the next one.
+    let first = a.read("chronicle.md");
+    let next_quarter = {
+        let stamp = first
+            .lines()
+            .find(|l| l.contains("founded polis"))
+            .map(|l| l[2..12].to_string())
+            .unwrap();
+        let (y, m) = (
+            stamp[..4].parse::<i32>().unwrap(),
+            stamp[5..7].parse::<u32>().unwrap(),
+        );
+        let q = (m - 1) / 3 + 1;
+        if q == 4 {
+            format!("{}-01-01T00:07:00Z", y + 1)
+        } else {
+            format!("{y}-{:02}-01T00:07:00Z", q * 3 + 1)
+        }
+    };
+    for p in [&a, &b] {
+        let now_file = p.dir.path().join("now");
+        fs::write(&now_file, &next_quarter).unwrap();
+        fs::write(
+            p.dir.path().join("polisd.toml"),
+            "[watch]\ndebounce = \"50ms\"\n\n[behaviour]\nrollover = true\n\n[log]\nlevel = \"debug\"\n",
+        )
+        .unwrap();
+    }
+    let start = |p: &TestPolis| {
+        let log = fs::File::create(p.dir.path().join("daemon.log")).unwrap();
+        Command::new(BIN)
+            .arg("run")
+            .arg(&p.root)
+            .arg("--config")
+            .arg(p.dir.path().join("polisd.toml"))
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .env("POLISD_FAKE_NOW_FILE", p.dir.path().join("now"))
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    };
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _da = Kill(start(&a));
+    let _db = Kill(start(&b));
+    let archives = |p: &TestPolis| -> Vec<String> {
+        fs::read_dir(&p.root)
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| n.starts_with("chronicle-"))
+            .collect()
+    };
+    let deadline = Instant::now() + DEADLINE;
+    while archives(&a).is_empty() || archives(&b).is_empty() {
+        assert!(Instant::now() < deadline, "both daemons roll over");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    quiet(&a);
+    quiet(&b);
+    assert_eq!(a.read("chronicle.md"), b.read("chronicle.md"));
+    for (project, msg) in [
+        (&project_a, "rolled over on A"),
+        (&project_b, "rolled over on B"),
+    ] {
+        git(project, &["add", "-A"]);
+        git(project, &["commit", "-qm", msg]);
+    }
+    git(&project_a, &["push", "-q", "origin", "main"]);
+    git(
+        &project_b,
+        &["pull", "-q", "--no-rebase", "--no-edit", "origin", "main"],
+    );
+    git(&project_b, &["push", "-q", "origin", "main"]);
+    git(
+        &project_a,
+        &["pull", "-q", "--no-rebase", "--no-edit", "origin", "main"],
+    );
+    quiet(&a);
+    quiet(&b);
+    assert_eq!(archives(&a), archives(&b));
+    assert_eq!(archives(&a).len(), 1);
+    let chronicle = a.read("chronicle.md");
+    assert_eq!(
+        chronicle.matches("rolled over chronicle").count(),
+        1,
+        "{chronicle}"
+    );
+    assert_eq!(tree(&a.root), tree(&b.root));
+}
+
+/// A line from a branch merged days later sits among its peers in timestamp order: it is late,
+/// not backdated, and its author is not told otherwise (C005 compares with the lines before it
+/// in the merged file, not with the end of the old one).
+#[test]
+fn a_line_merged_from_an_old_branch_is_not_reported_as_backdated() {
+    let p = machine(|d| {
+        let project = d.join("project");
+        fs::create_dir_all(&project).unwrap();
+        git(&project, &["init", "-q", "-b", "main"]);
+        project
+    });
+    let project = p.root.parent().unwrap().to_path_buf();
+    found(&project);
+    assert!(p.polisd(&["git-setup", "--program", BIN]).status.success());
+    git(&project, &["add", "-A"]);
+    git(&project, &["commit", "-qm", "found"]);
+    // The branch's line is three days older than the founding line on main.
+    let old = (chrono::Utc::now() - chrono::Duration::days(3))
+        .format("%Y-%m-%d %H:%M")
+        .to_string();
+    git(&project, &["checkout", "-qb", "old-branch"]);
+    let line = format!("- {old} | {ALPHA} | noted | - | written on a branch\n");
+    p.append("chronicle.md", &line);
+    git(&project, &["commit", "-qam", "a line on a branch"]);
+    git(&project, &["checkout", "-q", "main"]);
+    for note in ["on main", "still on main"] {
+        p.append("chronicle.md", &chronicle_line(BETA, "noted", "-", note));
+    }
+    git(&project, &["commit", "-qam", "lines on main"]);
+    let daemon = p.start_daemon();
+    git(&project, &["merge", "-q", "--no-edit", "old-branch"]);
+    let chronicle = p.read("chronicle.md");
+    assert!(chronicle.find(&line).unwrap() < chronicle.find("founded polis").unwrap());
+    // The daemon has read the merged file when a line appended after it is reported.
+    p.append("chronicle.md", &chronicle_line(BETA, "NOTED", "-", "probe"));
+    wait_for(&p, "the probe's C008 notice", || {
+        p.count(BETA, "chronicle-finding") == 1
+    });
+    assert_eq!(
+        p.count(ALPHA, "chronicle-finding"),
+        0,
+        "{}\n{}",
+        daemon.log_text(),
+        p.read("chronicle.md")
+    );
+}
+
+/// `writer = "none"`: this machine's daemon appends and edits nothing (another machine's
+/// does), and still keeps routing_stats.yml, whose bytes are the same everywhere.
+#[test]
+fn a_daemon_with_writer_none_writes_only_the_stats() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    fs::write(
+        p.dir.path().join("polisd.toml"),
+        "[watch]\ndebounce = \"50ms\"\n\n[behaviour]\nwriter = \"none\"\n\n[log]\nlevel = \"debug\"\n",
+    )
+    .unwrap();
+    let _daemon = p.start_daemon();
+    let open = "---\ncontract_id: lexer\ntitle: Lexer\nopened_by: founder-agent\nowner: null\nstatus: proposed\nrequired_tags: [rust]\nrouting:\n  recommended_by_router: null\n---\n\n## Intent\n\nLex.\n";
+    p.save("contracts/open/lexer.md", open);
+    p.save(
+        "contracts/settled/parser.md",
+        &settled("parser", FOUNDER, ALPHA, 4, "2026-03-02 10:00:00"),
+    );
+    p.append(
+        "chronicle.md",
+        &chronicle_line(ALPHA, "NOTED", "-", "bad verb"),
+    );
+    wait_for(&p, "the stats", || {
+        p.read("contracts/routing_stats.yml") == p.expected_stats()
+            && p.read("contracts/routing_stats.yml").contains(ALPHA)
+    });
+    let probe = "contracts/settled/probe.md";
+    p.save(
+        probe,
+        &settled("probe", FOUNDER, ALPHA, 2, "2026-03-02 11:00:00"),
+    );
+    wait_for(&p, "the stats after a second settlement", || {
+        p.read("contracts/routing_stats.yml") == p.expected_stats()
+    });
+    assert_eq!(
+        p.read("contracts/open/lexer.md"),
+        open,
+        "no routing block written"
+    );
+    assert!(p.all_markers().is_empty(), "{:?}", p.all_markers());
+}
+
+/// `writer = "this-machine-only"`: a notice this machine was about to send is already in the
+/// inbox though its ledger never sent it, so another machine's polisd writes too; polisd adds
+/// nothing and says so once.
+#[test]
+fn the_only_writer_reports_a_notice_another_machine_delivered() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    p.citizen(BETA, "openai", &[("rust", 3)], "low");
+    fs::write(
+        p.dir.path().join("polisd.toml"),
+        "[watch]\ndebounce = \"50ms\"\n\n[behaviour]\nwriter = \"this-machine-only\"\n\n[log]\nlevel = \"debug\"\n",
+    )
+    .unwrap();
+    let daemon = p.start_daemon();
+    // Another machine's daemon already told beta (its block arrived with the sync).
+    let other = polisd::protocol::inbox::Notification::contract_settled(
+        BETA,
+        "parser",
+        "parser",
+        ALPHA,
+        Some(5),
+    );
+    let now = polisd::protocol::clock::PolisTime::system(Default::default());
+    p.append(&format!("citizens/{BETA}/inbox.md"), &other.render(&now));
+    p.save(
+        "contracts/settled/parser.md",
+        &settled("parser", BETA, ALPHA, 5, "2026-03-02 10:00:00"),
+    );
+    wait_for(&p, "the report about the other writer", || {
+        daemon
+            .log_text()
+            .contains("another machine's polisd delivers notices too")
+    });
+    assert_eq!(p.count(BETA, "contract-settled"), 1);
+}
+
+/// Conflict copies polisd does not merge: a contract's is reported to the index keeper once,
+/// with both paths, and never read as a record; a copy of routing_stats.yml (derived bytes)
+/// is removed.
+#[test]
+fn other_conflict_copies_are_reported_once_and_a_stats_copy_is_removed() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    let daemon = p.start_daemon();
+    let open = "---\ncontract_id: lexer\ntitle: Lexer\nopened_by: founder-agent\nowner: null\nstatus: proposed\nrouting:\n  recommended_by_router: alpha-agent-one\n---\n";
+    p.save("contracts/open/lexer.md", open);
+    let copy = "contracts/open/lexer (Bob's conflicted copy 2026-03-02).md";
+    p.save(
+        copy,
+        &open.replace("owner: null", &format!("owner: {ALPHA}")),
+    );
+    let stats_copy = "contracts/routing_stats.sync-conflict-20260302-120000-BBBBBBB.yml";
+    p.save(stats_copy, "last_updated: x\n");
+    wait_for(&p, "the sync-conflict notice", || {
+        p.count(FOUNDER, "sync-conflict") == 1 && !p.exists(stats_copy)
+    });
+    let inbox = p.read(&format!("citizens/{FOUNDER}/inbox.md"));
+    assert!(
+        inbox.contains(copy) && inbox.contains("contracts/open/lexer.md"),
+        "{inbox}"
+    );
+    // Another event in the folder: nothing is sent again, and the copy is not a contract.
+    p.append("contracts/open/lexer.md", "\nMore.\n");
+    let before = daemon.log_text().matches("pass done").count();
+    wait_for(&p, "the next pass", || {
+        daemon.log_text().matches("pass done").count() > before
+    });
+    assert_eq!(p.count(FOUNDER, "sync-conflict"), 1);
+    assert!(
+        p.exists(copy),
+        "a copy polisd cannot merge is left for a person"
+    );
+    let status: serde_json::Value =
+        serde_json::from_slice(&p.polisd(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(status["contracts"]["open"], 1);
+}
+
+/// An inbox conflict copy that arrives while the inbox is still being written (main's
+/// stability rule, issue 21) is not merged then; it is merged as soon as the inbox has been
+/// quiet for the window (the deferred inbox's own pass), not at the next rescan minutes later,
+/// and the owner's bytes are all kept.
+#[test]
+fn an_inbox_conflict_copy_waits_for_a_settled_inbox_and_is_merged_then() {
+    let p = machine(|d| d.join("project"));
+    let project = p.root.parent().unwrap().to_path_buf();
+    fs::create_dir_all(&project).unwrap();
+    found(&project);
+    // A window long enough that the copy is always seen inside it.
+    fs::write(
+        p.dir.path().join("polisd.toml"),
+        "[watch]\ndebounce = \"50ms\"\nstability = \"2s\"\n\n[log]\nlevel = \"debug\"\n\n[dashboard]\nlisten = \"127.0.0.1:0\"\n",
+    )
+    .unwrap();
+    let _d = p.start_daemon();
+    let inbox = format!("citizens/{ALPHA}/inbox.md");
+    let block = |id: &str, stamp: &str| {
+        format!("\n### {stamp} from polis-daemon\n\nSomething.\n\n[[contracts/x]]\n<!-- polisd:contract-settled:{id} -->\n\n---\n")
+    };
+    let base = p.read(&inbox);
+    // The owner writes its inbox and, at once, a sync tool drops the other machine's version.
+    p.append(&inbox, &block("00000000000000aa", "2026-03-02 10:00"));
+    let copy = format!("citizens/{ALPHA}/inbox.sync-conflict-20260302-120000-BBBBBBB.md");
+    p.save(
+        &copy,
+        &format!("{base}{}", block("00000000000000bb", "2026-03-02 11:00")),
+    );
+    let started = Instant::now();
+    wait_for(&p, "the copy merged into the settled inbox", || {
+        !p.exists(&copy) && p.read(&inbox).contains("00000000000000bb")
+    });
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "merged while the inbox was changing ({:?})",
+        started.elapsed()
+    );
+    let text = p.read(&inbox);
+    assert!(text.contains("00000000000000aa"), "{text}");
+    assert_eq!(text.matches("<!-- polisd:").count(), 2, "{text}");
+}
+
+/// `polisd init --git-setup` registers the driver in a new repository's clone; outside a
+/// repository it is refused before anything is written.
+#[test]
+fn init_with_git_setup_registers_the_driver_and_refuses_outside_git() {
+    let d = tempfile::tempdir().unwrap();
+    let outside = d.path().join("plain");
+    fs::create_dir_all(&outside).unwrap();
+    let init = |project: &Path| {
+        Command::new(BIN)
+            .arg("init")
+            .arg(project)
+            .args(["--agent-id", FOUNDER, "--git-setup"])
+            .env("POLISD_STATE_DIR", d.path().join("state"))
+            .output()
+            .unwrap()
+    };
+    if !harness::inside_git(&outside) {
+        let out = init(&outside);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            !outside.join("_polis").exists(),
+            "written before the refusal"
+        );
+    }
+    let repo = d.path().join("repo");
+    fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    let out = init(&repo);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(git(&repo, &["config", "--get", "merge.polisd.driver"])
+        .contains("merge-driver %O %A %B %P"));
+    let attributes = fs::read_to_string(repo.join("_polis/.gitattributes")).unwrap();
+    assert!(
+        attributes.contains("chronicle.md merge=polisd"),
+        "{attributes}"
+    );
+}
