@@ -493,6 +493,7 @@ fn status_json_parses_with_its_documented_keys() {
             "amendments",
             "malformed_amendments",
             "recent_outcomes",
+            "councils",
             "findings",
             "worktrees",
             "daemon"

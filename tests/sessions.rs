@@ -707,6 +707,8 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
         "polis_route",
         "polis_prime",
         "polis_notices",
+        "polis_council_status",
+        "polis_council_write",
     ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }

@@ -66,6 +66,10 @@ pub enum Command {
     Lesson(LessonCommand),
     /// Review a contract: write reviews/<stamp>-<cid>.md and announce the decision.
     Review(ReviewArgs),
+    /// Council review: several citizens deliberate on a contract in rounds, and a chairman
+    /// writes a falsifiable verdict (start, status, write a member's contribution).
+    #[command(subcommand)]
+    Council(CouncilCommand),
     /// The context packet to read before starting a contract.
     Context(ContextArgs),
     /// Add and list guardrails (must-pass criteria inherited by new contracts).
@@ -779,6 +783,60 @@ pub struct ContractAbandonArgs {
     /// Who abandons it (default: its owner, else its opener).
     #[arg(long = "as", value_name = "ID")]
     pub citizen: Option<String>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CouncilCommand {
+    /// Start a council on an open contract (one that did not ask for it, or to choose the
+    /// mode or panel by hand).
+    Start(CouncilStartArgs),
+    /// Show where a council stands: its round, seats, deadline, verdict.
+    Status(ContractIdArgs),
+    /// Place a member's contribution for the open round where it belongs.
+    Write(CouncilWriteArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CouncilModeArg {
+    Full,
+    Quick,
+    Duo,
+}
+
+#[derive(Debug, Args)]
+pub struct CouncilStartArgs {
+    pub contract_id: String,
+    /// full (3 rounds), quick (2 rounds) or duo (2 seats, not anonymised); default: the
+    /// contract's `council_mode`, else full.
+    #[arg(long, value_enum)]
+    pub mode: Option<CouncilModeArg>,
+    /// Comma-separated member ids (default: polisd picks, different vendors first).
+    #[arg(long, value_delimiter = ',', value_name = "ID,ID,…")]
+    pub panel: Vec<String>,
+    /// The chairman's id (default: the best citizen not on the panel).
+    #[arg(long, value_name = "ID")]
+    pub chairman: Option<String>,
+    /// How long each round stays open, in hours (default: the contract's, else 24).
+    #[arg(long, value_name = "HOURS")]
+    pub round_hours: Option<f64>,
+    /// How many seats polisd picks (2 to 7; default 3, a duo has 2).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(2..=7))]
+    pub panel_size: Option<u8>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct CouncilWriteArgs {
+    pub contract_id: String,
+    /// The member writing (your agent id).
+    #[arg(long = "as", value_name = "ID")]
+    pub citizen: String,
+    /// A markdown file with the contribution (`-` reads standard input).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
     #[command(flatten)]
     pub opts: AgentOpts,
 }

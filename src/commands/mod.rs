@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod context;
 pub mod contract;
+pub mod council;
 pub mod demo;
 pub mod git_setup;
 pub mod guardrail;
@@ -144,6 +145,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Log(a) => log::run(a),
         Command::Lesson(c) => lesson::run(c),
         Command::Review(a) => review::run(a),
+        Command::Council(c) => council::run(c),
         Command::Context(a) => context::run(a),
         Command::Guardrail(c) => guardrail::run(c),
         Command::Demo(args) => {

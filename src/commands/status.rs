@@ -26,6 +26,8 @@
 //!   expiry, unknown vote category).
 //! - `recent_outcomes`: the last 5 decided amendments by id: `[{amendment_id, status,
 //!   ratified_at}]`.
+//! - `councils`: every council in `reviews/` (issue 16): `[{contract_id, mode, phase, round,
+//!   closes_at, decision, problem}]`.
 //! - `findings`: `{errors, warnings, resolved, newest: [{code, severity, path, line, message}]}`, the
 //!   totals of `polisd check` and its last 10 findings (the current chronicle's last).
 //! - `worktrees`: `{git_common_dir, others: [path], diverged: [{contract_id, copies: [text]}]}`:
@@ -168,6 +170,27 @@ pub fn render(s: &Summary) -> String {
                 Some(at) => out.push_str(&format!("    {} {} at {at}\n", o.amendment_id, o.status)),
                 None => out.push_str(&format!("    {} {}\n", o.amendment_id, o.status)),
             }
+        }
+    }
+
+    if !s.councils.is_empty() {
+        out.push_str("\nCouncils\n");
+        for c in &s.councils {
+            let state = match (&c.problem, &c.decision, c.round) {
+                (Some(p), _, _) => shorten(p, FINDING_WIDTH),
+                (None, Some(d), _) => format!("finished: {d}"),
+                (None, None, Some(n)) => format!(
+                    "round {n} open until {}",
+                    c.closes_at.as_deref().unwrap_or("-")
+                ),
+                (None, None, None) => match c.phase {
+                    crate::protocol::council::state::Phase::Verdict => {
+                        "waiting for the verdict".into()
+                    }
+                    _ => "stopped: fell back to a chavruta review".into(),
+                },
+            };
+            out.push_str(&format!("  {} ({}): {state}\n", c.contract_id, c.mode));
         }
     }
 

@@ -19,7 +19,7 @@ pub const ENV_VAR: &str = "POLISD_CONFIG";
 
 /// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
 /// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 22] = [
+pub const NOTIFICATION_KINDS: [&str; 26] = [
     "chronicle-finding",
     "contract-routed",
     "contract-settled",
@@ -42,6 +42,10 @@ pub const NOTIFICATION_KINDS: [&str; 22] = [
     "handoff-deferred",
     "citizen-needed",
     "contract-unblocked",
+    "council-prompt",
+    "council-over-limit",
+    "council-verdict-invalid",
+    "council-verdict",
 ];
 
 /// Why the configuration could not be used.
@@ -376,6 +380,14 @@ pub struct Notifications {
     pub citizen_needed: bool,
     #[serde(rename = "contract-unblocked")]
     pub contract_unblocked: bool,
+    #[serde(rename = "council-prompt")]
+    pub council_prompt: bool,
+    #[serde(rename = "council-over-limit")]
+    pub council_over_limit: bool,
+    #[serde(rename = "council-verdict-invalid")]
+    pub council_verdict_invalid: bool,
+    #[serde(rename = "council-verdict")]
+    pub council_verdict: bool,
 }
 
 impl Default for Notifications {
@@ -403,6 +415,10 @@ impl Default for Notifications {
             handoff_deferred: true,
             citizen_needed: true,
             contract_unblocked: true,
+            council_prompt: true,
+            council_over_limit: true,
+            council_verdict_invalid: true,
+            council_verdict: true,
         }
     }
 }
@@ -432,6 +448,10 @@ impl Notifications {
             "handoff-deferred" => &mut self.handoff_deferred,
             "citizen-needed" => &mut self.citizen_needed,
             "contract-unblocked" => &mut self.contract_unblocked,
+            "council-prompt" => &mut self.council_prompt,
+            "council-over-limit" => &mut self.council_over_limit,
+            "council-verdict-invalid" => &mut self.council_verdict_invalid,
+            "council-verdict" => &mut self.council_verdict,
             _ => return None,
         })
     }
@@ -506,6 +526,17 @@ pub struct NotificationOverrides {
     pub citizen_needed: Option<bool>,
     #[serde(rename = "contract-unblocked", skip_serializing_if = "Option::is_none")]
     pub contract_unblocked: Option<bool>,
+    #[serde(rename = "council-prompt", skip_serializing_if = "Option::is_none")]
+    pub council_prompt: Option<bool>,
+    #[serde(rename = "council-over-limit", skip_serializing_if = "Option::is_none")]
+    pub council_over_limit: Option<bool>,
+    #[serde(
+        rename = "council-verdict-invalid",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub council_verdict_invalid: Option<bool>,
+    #[serde(rename = "council-verdict", skip_serializing_if = "Option::is_none")]
+    pub council_verdict: Option<bool>,
 }
 
 impl NotificationOverrides {
@@ -537,6 +568,13 @@ impl NotificationOverrides {
             (self.handoff_deferred, &mut to.handoff_deferred),
             (self.citizen_needed, &mut to.citizen_needed),
             (self.contract_unblocked, &mut to.contract_unblocked),
+            (self.council_prompt, &mut to.council_prompt),
+            (self.council_over_limit, &mut to.council_over_limit),
+            (
+                self.council_verdict_invalid,
+                &mut to.council_verdict_invalid,
+            ),
+            (self.council_verdict, &mut to.council_verdict),
         ];
         for (over, slot) in pairs {
             if let Some(v) = over {
@@ -755,6 +793,10 @@ pub fn accepted_keys() -> BTreeSet<String> {
         handoff_deferred: Some(true),
         citizen_needed: Some(true),
         contract_unblocked: Some(true),
+        council_prompt: Some(true),
+        council_over_limit: Some(true),
+        council_verdict_invalid: Some(true),
+        council_verdict: Some(true),
     };
     let sample = ConfigFile {
         polis: vec![PolisFileEntry {

@@ -278,6 +278,7 @@ fn empty_summary(polis: &Polis, now: &PolisTime) -> Summary {
         amendments: Vec::new(),
         malformed_amendments: Vec::new(),
         recent_outcomes: Vec::new(),
+        councils: Vec::new(),
         findings: crate::operations::status::FindingsSummary {
             errors: 0,
             warnings: 0,

@@ -125,6 +125,12 @@ pub fn list() -> Vec<Value> {
             &[]),
         tool("polis_ready", "What you can start now: unowned contracts whose dependencies settled.",
             json!({"citizen": citizen}), &["citizen"]),
+        tool("polis_council_status", "Where a council review stands: round, seats, deadline, verdict.",
+            json!({"contract_id": {"type": "string"}}), &["contract_id"]),
+        tool("polis_council_write", "Place your contribution for the council's open round.",
+            json!({"contract_id": {"type": "string"}, "citizen": {"type": "string"},
+                   "text": {"type": "string", "description": "Markdown, within the round's word limit."}}),
+            &["contract_id", "citizen", "text"]),
     ]
 }
 
@@ -170,6 +176,10 @@ pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
                 .map(|r| json!({"reservations": r}))
                 .map_err(|e| e.to_string())
         }
+        "polis_council_status" => {
+            arg_str(args, "contract_id").and_then(|id| done(operations::council::status(root, id)))
+        }
+        "polis_council_write" => council_write(root, args),
         other => return Outcome::Unknown(other.to_string()),
     };
     match result {
@@ -236,6 +246,20 @@ fn open_contract(root: &Path, args: &Map<String, Value>) -> Result<Value, String
     };
     let now = operations::chronicle::polis_now(root);
     done(contract::open(&writer(root)?, &now, &req))
+}
+
+fn council_write(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let id = arg_str(args, "contract_id")?;
+    let citizen = arg_str(args, "citizen")?;
+    let text = arg_str(args, "text")?;
+    let now = operations::chronicle::polis_now(root);
+    done(operations::council::write_seat(
+        &writer(root)?,
+        &now,
+        id,
+        citizen,
+        text,
+    ))
 }
 
 fn claim(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {

@@ -96,6 +96,7 @@ fn all_findings(polis: &Polis, now: &PolisTime, is_settled: &dyn Fn(&str) -> boo
     );
     out.extend(claim_conflicts(polis));
     out.extend(dependency_findings(polis));
+    out.extend(crate::operations::council::findings(polis));
     // Stable: findings on one line keep their code order.
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     out

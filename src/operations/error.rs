@@ -50,6 +50,9 @@ pub enum OpError {
     Render(#[from] crate::yaml::EmitError),
     #[error("{0} kept changing while polisd tried to edit it; run the command again")]
     Busy(String),
+    /// A council refused the action (issue 16); the text says why and what to do.
+    #[error("{0}")]
+    Council(String),
     #[error(transparent)]
     Write(#[from] WriteError),
     #[error(transparent)]

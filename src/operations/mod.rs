@@ -12,6 +12,7 @@ mod check;
 pub mod chronicle;
 pub mod context;
 pub mod contract;
+pub mod council;
 mod deliver;
 mod edit;
 pub mod error;

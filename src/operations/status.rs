@@ -31,6 +31,8 @@ pub struct Summary {
     pub malformed_amendments: Vec<Finding>,
     /// The newest decided amendments (ratified, rejected, expired), newest last.
     pub recent_outcomes: Vec<OutcomeRow>,
+    /// Every council in `reviews/` (issue 16), by contract id.
+    pub councils: Vec<CouncilRow>,
     pub findings: FindingsSummary,
     /// Empty unless filled by [`worktrees`] (`polisd status` does).
     pub worktrees: Worktrees,
@@ -101,6 +103,53 @@ pub struct OutcomeRow {
     pub status: String,
     /// `ratified_at` as written, for a ratified amendment.
     pub ratified_at: Option<String>,
+}
+
+/// One council as `status` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CouncilRow {
+    pub contract_id: String,
+    pub mode: &'static str,
+    pub phase: crate::protocol::council::state::Phase,
+    /// The open round, and when it closes by time.
+    pub round: Option<usize>,
+    pub closes_at: Option<String>,
+    pub decision: Option<String>,
+    /// Why `council.md` cannot be read, when it cannot (P028).
+    pub problem: Option<String>,
+}
+
+fn council_rows(polis: &Polis) -> Vec<CouncilRow> {
+    use crate::operations::council;
+    use crate::protocol::council::state::Phase;
+    let mut rows = Vec::new();
+    for id in council::listed(&polis.root) {
+        let read = council::read(&polis.root, &id);
+        rows.push(match read {
+            Ok(Some(c)) => CouncilRow {
+                mode: c.mode.as_str(),
+                phase: c.phase,
+                round: c.open().map(|r| r.n),
+                closes_at: c.open().map(|r| r.closes_at.clone()),
+                decision: c.outcome.as_ref().map(|o| o.decision.clone()),
+                problem: None,
+                contract_id: id,
+            },
+            other => CouncilRow {
+                mode: "-",
+                phase: Phase::Rounds,
+                round: None,
+                closes_at: None,
+                decision: None,
+                problem: Some(match other {
+                    Err(e) => e.to_string(),
+                    _ => "council.md went away while it was read".into(),
+                }),
+                contract_id: id,
+            },
+        });
+    }
+    rows
 }
 
 /// How many decided amendments the summary shows.
@@ -278,6 +327,7 @@ pub fn summarize_with(
         amendments,
         malformed_amendments,
         recent_outcomes,
+        councils: council_rows(polis),
         findings,
         worktrees: Worktrees::default(),
         daemon,

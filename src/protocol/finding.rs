@@ -86,6 +86,10 @@ pub enum Code {
     DriverNotConfigured,
     /// Copies of one contract that differ between worktrees or machines.
     Diverged,
+    /// A contract's council request that cannot be read (issue 16): no council starts.
+    BadCouncil,
+    /// A council's `council.md` that cannot be read back: the council is stuck.
+    CouncilState,
 }
 
 impl Code {
@@ -126,6 +130,8 @@ impl Code {
             Code::Duplicate => "P024",
             Code::DriverNotConfigured => "P025",
             Code::Diverged => "P026",
+            Code::BadCouncil => "P027",
+            Code::CouncilState => "P028",
         }
     }
 }

@@ -42,10 +42,14 @@ pub enum Kind {
     HandoffDeferred,
     CitizenNeeded,
     ContractUnblocked,
+    CouncilPrompt,
+    CouncilOverLimit,
+    CouncilVerdictInvalid,
+    CouncilVerdict,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 22] = [
+    pub const ALL: [Kind; 26] = [
         Kind::ChronicleFinding,
         Kind::ContractRouted,
         Kind::ContractSettled,
@@ -68,6 +72,10 @@ impl Kind {
         Kind::HandoffDeferred,
         Kind::CitizenNeeded,
         Kind::ContractUnblocked,
+        Kind::CouncilPrompt,
+        Kind::CouncilOverLimit,
+        Kind::CouncilVerdictInvalid,
+        Kind::CouncilVerdict,
     ];
 
     /// The kind as it is written in the marker.
@@ -95,6 +103,10 @@ impl Kind {
             Kind::HandoffDeferred => "handoff-deferred",
             Kind::CitizenNeeded => "citizen-needed",
             Kind::ContractUnblocked => "contract-unblocked",
+            Kind::CouncilPrompt => "council-prompt",
+            Kind::CouncilOverLimit => "council-over-limit",
+            Kind::CouncilVerdictInvalid => "council-verdict-invalid",
+            Kind::CouncilVerdict => "council-verdict",
         }
     }
 
@@ -686,6 +698,88 @@ impl Notification {
                 "The contract `{contract_id}` ({title}) is ready: every contract it depends on ({}) has settled, and the router recommends you. To take it, run `polisd contract claim {contract_id} --as {recipient}`.",
                 depends_on.join(", ")
             ),
+        }
+    }
+
+    /// A council's message to one of its members or its chairman (issue 16): a round is
+    /// open, the verdict is asked for, or the council fell back to a chavruta review.
+    /// `step` (`round-<n>`, `verdict`, `fallback`) makes each a notice of its own.
+    pub fn council_prompt(
+        recipient: &str,
+        contract_id: &str,
+        step: &str,
+        link: &str,
+        paragraph: String,
+    ) -> Notification {
+        Notification {
+            kind: Kind::CouncilPrompt,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: step.to_string(),
+            link: link.to_string(),
+            paragraph,
+        }
+    }
+
+    /// A member's contribution to round `n` is over its word limit.
+    pub fn council_over_limit(
+        recipient: &str,
+        contract_id: &str,
+        n: usize,
+        link: &str,
+        paragraph: String,
+    ) -> Notification {
+        Notification {
+            kind: Kind::CouncilOverLimit,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: format!("round-{n}"),
+            link: link.to_string(),
+            paragraph,
+        }
+    }
+
+    /// The verdict's form is wrong; `digest` (of its bytes) makes each attempt its own notice.
+    pub fn council_verdict_invalid(
+        recipient: &str,
+        contract_id: &str,
+        digest: &str,
+        link: &str,
+        problems: &[String],
+    ) -> Notification {
+        let listed = problems
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("({}) {p}.", i + 1))
+            .collect::<Vec<_>>()
+            .join(" ");
+        Notification {
+            kind: Kind::CouncilVerdictInvalid,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: digest.to_string(),
+            link: link.to_string(),
+            paragraph: format!(
+                "The council verdict on `{contract_id}` is not complete yet, so polisd has not applied it: {listed} Fix the file in place; polisd checks it again when it changes."
+            ),
+        }
+    }
+
+    /// The council's outcome, to the contract's owner: the applied verdict, or the fallback.
+    pub fn council_verdict(
+        recipient: &str,
+        contract_id: &str,
+        outcome: &str,
+        link: &str,
+        paragraph: String,
+    ) -> Notification {
+        Notification {
+            kind: Kind::CouncilVerdict,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: outcome.to_string(),
+            link: link.to_string(),
+            paragraph,
         }
     }
 }

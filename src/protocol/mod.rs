@@ -10,6 +10,7 @@ pub mod citizen;
 pub mod claims;
 pub mod clock;
 pub mod contract;
+pub mod council;
 pub mod dependency;
 pub mod finding;
 pub mod frontmatter;

@@ -11,8 +11,8 @@ use crate::yaml::Value;
 /// Every key SPEC §6 gives a contract, `abandoned_reason`, which the reference's `abandon`
 /// writes, and the keys of handoffs and dependencies (docs/handoffs.md): `depends_on` and
 /// `touches`, which agents write, and `chain` and `parent_contract`, which a follow-up contract
-/// opened by the daemon carries.
-pub const CONTRACT_KEYS: [&str; 23] = [
+/// opened by the daemon carries; and `council`, a council request (docs/council.md).
+pub const CONTRACT_KEYS: [&str; 24] = [
     "contract_id",
     "title",
     "opened_by",
@@ -36,6 +36,7 @@ pub const CONTRACT_KEYS: [&str; 23] = [
     "touches",
     "chain",
     "parent_contract",
+    "council",
 ];
 
 /// The statuses a contract may have in each folder (SPEC §6).

@@ -137,6 +137,12 @@ impl TestPolis {
     /// scan is done. The log file is shared by every daemon this polis has had, so it waits
     /// for a *new* "initial scan done" line: the same call restarts a killed daemon.
     pub fn start_daemon(&self) -> Daemon {
+        self.start_daemon_with(&[])
+    }
+
+    /// [`TestPolis::start_daemon`] with more environment variables (e.g. the
+    /// `POLISD_FAKE_NOW_FILE` test clock).
+    pub fn start_daemon_with(&self, env: &[(&str, &Path)]) -> Daemon {
         let log = self.dir.path().join("daemon.log");
         let before = fs::read_to_string(&log)
             .unwrap_or_default()
@@ -161,6 +167,7 @@ impl TestPolis {
             .arg("--config")
             .arg(&config)
             .env("POLISD_STATE_DIR", &self.state_dir)
+            .envs(env.iter().map(|(k, v)| (*k, *v)))
             .stdout(Stdio::null())
             .stderr(stderr)
             .spawn()

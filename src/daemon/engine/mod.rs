@@ -9,6 +9,7 @@
 //! by the next pass and nothing is announced twice.
 
 mod chronicle_pass;
+mod council_pass;
 mod delivery;
 mod derived_notices;
 mod handoff_pass;
@@ -70,7 +71,7 @@ pub enum Trigger {
     Rescan,
     /// The clock moved on: expiries, stale contracts, rollover.
     Timer,
-    /// A reservation's lease ran out ([`Engine::next_expiry`]).
+    /// A reservation's lease or a council round ran out ([`Engine::next_expiry`]).
     ReservationExpiry,
 }
 
@@ -163,6 +164,9 @@ pub struct Engine {
     published_stats: std::sync::Arc<crate::protocol::stats::RoutingStats>,
     /// The ledger's snapshot and the version it was taken at (taken again only when it moved).
     published_settled: Option<(u64, crate::protocol::stats::LedgerSnapshot)>,
+    /// When the earliest open council round closes by time, as the last council step saw it
+    /// (from `council.md`, never from file times).
+    council_deadline: Option<DateTime<Utc>>,
     /// Each review file as last read by the review handoff step, so an unchanged one is not
     /// read again in this process (its dispatch is decided from its bytes, `state.known`).
     review_prints: std::collections::HashMap<String, Fingerprint>,
@@ -229,6 +233,7 @@ impl Engine {
             published: None,
             published_stats: Default::default(),
             published_settled: None,
+            council_deadline: None,
             review_prints: std::collections::HashMap::new(),
         })
     }
@@ -409,6 +414,7 @@ impl Engine {
             Trigger::ReservationExpiry => (
                 Scope {
                     reservations: true,
+                    council: true,
                     derive: true,
                     ..Scope::default()
                 },
@@ -543,6 +549,9 @@ impl Engine {
                 self.reservation_step(&mut pass);
             }
             self.reflection_step(&mut pass);
+            if scope.council {
+                self.council_step(&mut pass);
+            }
             self.notice_step(&mut pass, scope);
         }
         self.finish_pass(pass)

@@ -70,10 +70,13 @@ impl Engine {
         }
     }
 
-    /// When the earliest reservation the file holds expires, so the event loop can wake and
-    /// drop it then rather than at the next change.
+    /// When the earliest reservation the file holds expires, or the earliest open council
+    /// round closes by time, so the event loop can wake then rather than at the next change.
     pub fn next_expiry(&self) -> Option<chrono::DateTime<chrono::Utc>> {
-        self.next_expiry
+        match (self.next_expiry, self.council_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// What the release rule needs to know of contracts, limited to the citizens and contract

@@ -15,6 +15,8 @@ pub struct Scope {
     pub sync: bool,
     /// `reservations.yml`: expiry, release when work ends, overlap notices.
     pub reservations: bool,
+    /// Councils (issue 16): starts on claim, seat files, verdicts, rounds running out.
+    pub council: bool,
     /// `reviews/`: suggestions written in review files (issue 15).
     pub reviews: bool,
 }
@@ -29,6 +31,7 @@ impl Scope {
             derive: true,
             sync: true,
             reservations: true,
+            council: true,
             reviews: true,
         }
     }
@@ -93,6 +96,8 @@ impl Scope {
                 open: true,
                 derive: true,
                 reservations: true,
+                // A claim starts the council a contract asks for.
+                council: true,
                 ..Scope::default()
             };
         }
@@ -130,9 +135,12 @@ impl Scope {
             };
         }
         if rel.starts_with(layout::REVIEWS_DIR) {
+            // Review files (issue 15's suggestions); seat files, verdicts and council.md
+            // live in `reviews/<cid>/` (issue 16).
             return Scope {
                 derive: true,
                 reviews: true,
+                council: rel.contains('/') || rel == layout::REVIEWS_DIR,
                 ..Scope::default()
             };
         }
@@ -155,6 +163,7 @@ impl Scope {
             derive: self.derive || other.derive,
             sync: self.sync || other.sync,
             reservations: self.reservations || other.reservations,
+            council: self.council || other.council,
             reviews: self.reviews || other.reviews,
         }
     }

@@ -1,0 +1,959 @@
+//! Councils (issue 16): starting one, reading its state, placing a member's contribution, and
+//! moving it on (closing rounds, writing packets, checking and applying the verdict).
+//!
+//! Everything is derived from the files: `reviews/<cid>/council.md` says where a council
+//! stands, the seat files and `verdict.md` say what members wrote. Each change of
+//! `council.md` happens under `Writer::update_locked`, so the daemon and a command never
+//! interleave; every side effect before it is idempotent (a packet with the same bytes is not
+//! rewritten, `review.status` already set is not set again, the chronicle line is appended
+//! only if it is not there, notices have stable ids), so a crash at any point is repaired by
+//! the next call and nothing is done twice. Notices are returned, not sent: the caller queues
+//! them (the daemon's outbox) or delivers them (a one-shot command).
+
+use crate::fs::snapshot::{self, Polis};
+use crate::fs::writer::Writer;
+use crate::operations::{chronicle, edit_agent_file, lookup, OpError};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::contract::Contract;
+use crate::protocol::council::state::{self, Council, Fallback, Outcome, Phase};
+use crate::protocol::council::{self as rules, packet, verdict, Eligible, Mode};
+use crate::protocol::inbox::Notification;
+use crate::protocol::layout::{self, ContractFolder};
+use crate::protocol::review::{self, Decision};
+use crate::protocol::routing::score;
+use chrono::NaiveDateTime;
+use std::path::Path;
+
+/// The largest seat or verdict file polisd reads (far above any word limit).
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+fn refuse(why: impl Into<String>) -> OpError {
+    OpError::Council(why.into())
+}
+
+/// What `polisd council start` may set over the contract's own request.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    pub mode: Option<Mode>,
+    pub panel: Vec<String>,
+    pub panel_size: Option<usize>,
+    pub chairman: Option<String>,
+    pub round_hours: Option<f64>,
+}
+
+/// One seat as shown by `start` and `status`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SeatView {
+    pub label: String,
+    pub id: String,
+    pub vendor: String,
+    pub why: String,
+    /// `live`, `degraded` or `offline` over the closed rounds.
+    pub state: String,
+    /// Whether a contribution is in place for the open round.
+    pub wrote_this_round: bool,
+    pub words: Option<usize>,
+}
+
+/// A council that was started.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Started {
+    pub contract_id: String,
+    pub path: String,
+    pub mode: Mode,
+    pub round_closes_at: String,
+    pub seats: Vec<SeatView>,
+    pub chairman: String,
+    pub chairman_is_owner: bool,
+    pub notes: Vec<String>,
+    #[serde(skip)]
+    pub notices: Vec<Notification>,
+}
+
+/// Where a council stands (`polisd council status`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StatusView {
+    pub contract_id: String,
+    pub path: String,
+    pub mode: Mode,
+    pub phase: Phase,
+    pub rounds: usize,
+    /// The open round, with its limit and when it closes by time.
+    pub round: Option<usize>,
+    pub word_limit: Option<usize>,
+    pub closes_at: Option<String>,
+    pub seats: Vec<SeatView>,
+    pub chairman: String,
+    pub chairman_is_owner: bool,
+    pub packets: Vec<String>,
+    /// While the verdict is awaited: whether `verdict.md` exists, and what is wrong with it.
+    pub verdict_present: bool,
+    pub verdict_problems: Vec<String>,
+    pub outcome: Option<Outcome>,
+    pub fallback: Option<Fallback>,
+}
+
+/// What one [`advance`] did.
+#[derive(Debug, Clone, Default)]
+pub struct Advanced {
+    pub contract_id: String,
+    pub phase: Option<Phase>,
+    pub closed_rounds: Vec<usize>,
+    /// The decision applied to the contract in this call.
+    pub applied: Option<String>,
+    pub fell_back: bool,
+    /// Whether anything was written into the polis.
+    pub wrote: bool,
+    /// When the open round closes by time (polis time).
+    pub deadline: Option<NaiveDateTime>,
+    /// Why the verdict in place is not valid yet.
+    pub verdict_problems: Vec<String>,
+    pub notices: Vec<Notification>,
+}
+
+/// A contribution placed by `polisd council write`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SeatWritten {
+    pub contract_id: String,
+    pub round: usize,
+    pub path: String,
+    pub words: usize,
+    pub word_limit: usize,
+    /// Over the limit (but within twice it): the packet will cut it.
+    pub over_limit: bool,
+    pub closes_at: String,
+    pub replaced: bool,
+}
+
+/// Reads `reviews/<cid>/council.md`; `None` when there is no council on `cid`.
+pub fn read(root: &Path, cid: &str) -> Result<Option<Council>, OpError> {
+    lookup::check_slug("contract id", cid)?;
+    let rel = state::state_path(cid);
+    match snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))? {
+        None => Ok(None),
+        Some(text) => match Council::parse(&rel, &text) {
+            Ok(c) if c.contract == cid => Ok(Some(c)),
+            Ok(c) => Err(refuse(format!(
+                "{rel} names the contract `{}`, not `{cid}`; polisd owns this file: restore it from version control",
+                c.contract
+            ))),
+            Err(e) => Err(refuse(e.to_string())),
+        },
+    }
+}
+
+fn no_council(cid: &str) -> OpError {
+    refuse(format!(
+        "there is no council on `{cid}` (no reviews/{cid}/council.md); start one with `polisd council start {cid}`"
+    ))
+}
+
+/// The contract's title (its id when unreadable), for prompts.
+fn title_of(root: &Path, cid: &str) -> String {
+    lookup::find(root, cid)
+        .ok()
+        .and_then(|(_, rel)| {
+            snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))
+                .ok()
+                .flatten()
+        })
+        .and_then(|t| Contract::parse(&t).ok())
+        .and_then(|c| c.title)
+        .filter(|t| !t.trim().is_empty())
+        .unwrap_or_else(|| cid.to_string())
+}
+
+/// Who may sit: registered, not away, not departed, not the owner; scored for the contract
+/// by the router's own score (`protocol::routing::score`), best first.
+pub fn eligible(polis: &Polis, contract: &Contract, owner: Option<&str>) -> Vec<Eligible> {
+    let left = crate::protocol::handoff::departed(&polis.recent_chronicle());
+    let candidates: Vec<score::Candidate> = polis
+        .candidates()
+        .into_iter()
+        .filter(|c| !left.contains(&c.id))
+        .filter(|c| Some(c.id.as_str()) != owner)
+        .filter(|c| c.state.as_deref() != Some("away"))
+        .collect();
+    let stats = super::current_stats(polis);
+    let lessons = polis.routing_lessons();
+    let ctx = score::Context {
+        stats: &stats,
+        lessons: &lessons,
+        weights: polis.settings.weights,
+        lesson_cap: polis.settings.lesson_cap,
+    };
+    score::score_all(&candidates, contract, &ctx)
+        .into_iter()
+        .map(|s| Eligible {
+            vendor: polis
+                .cards
+                .get(&s.citizen)
+                .and_then(|c| c.card.vendor.clone())
+                .filter(|v| !v.trim().is_empty())
+                .unwrap_or_else(|| "unknown".into()),
+            id: s.citizen,
+            score: s.total,
+        })
+        .collect()
+}
+
+/// Open contracts that ask for a council, have an owner and have none yet; and those whose
+/// request cannot be read, with why.
+pub fn wanting_start(polis: &Polis) -> (Vec<String>, Vec<(String, String)>) {
+    let mut want = Vec::new();
+    let mut bad = Vec::new();
+    for c in polis
+        .contracts
+        .iter()
+        .filter(|c| c.folder == ContractFolder::Open)
+    {
+        let id = &c.file.stem;
+        if c.contract.owner.is_none() || !layout::is_slug(id) {
+            continue;
+        }
+        match rules::requested(&c.contract.fields) {
+            Ok(Some(_)) => {
+                if std::fs::symlink_metadata(polis.root.join(state::state_path(id))).is_err() {
+                    want.push(id.clone());
+                }
+            }
+            Ok(None) => {}
+            Err(e) => bad.push((id.clone(), format!("{}: {e}", c.file.rel))),
+        }
+    }
+    (want, bad)
+}
+
+/// P027 for a council request that cannot be read, P028 for a `council.md` that cannot be
+/// read back (`polisd check`).
+pub fn findings(polis: &Polis) -> Vec<crate::protocol::finding::Finding> {
+    use crate::protocol::finding::{Code, Finding};
+    let mut out: Vec<Finding> = polis
+        .contracts
+        .iter()
+        .filter(|c| c.folder == ContractFolder::Open)
+        .filter_map(|c| {
+            rules::requested(&c.contract.fields).err().map(|e| {
+                Finding::warning(
+                    Code::BadCouncil,
+                    &c.file.rel,
+                    None,
+                    format!(
+                        "{e}; no council starts until it is fixed (docs/council.md lists the keys)"
+                    ),
+                )
+            })
+        })
+        .collect();
+    for id in listed(&polis.root) {
+        if let Err(e) = read(&polis.root, &id) {
+            out.push(Finding::error(
+                Code::CouncilState,
+                state::state_path(&id),
+                None,
+                e.to_string(),
+            ));
+        }
+    }
+    out
+}
+
+/// The councils in `reviews/` (folders holding a `council.md`).
+pub fn listed(root: &Path) -> Vec<String> {
+    snapshot::subdirs(root, layout::REVIEWS_DIR)
+        .into_iter()
+        .filter(|id| layout::is_slug(id))
+        .filter(|id| {
+            std::fs::symlink_metadata(root.join(state::state_path(id)))
+                .is_ok_and(|m| m.file_type().is_file())
+        })
+        .collect()
+}
+
+/// Starts a council on open contract `cid`: seats the panel and the chair, writes
+/// `council.md` with round 1 open, and returns the round's prompts. `options` (from the
+/// command) override the contract's request; `started_by` is recorded. Refused when a council
+/// exists or cannot be seated; nothing is written then.
+pub fn start(
+    writer: &Writer,
+    now: &PolisTime,
+    polis: &Polis,
+    cid: &str,
+    started_by: &str,
+    options: Option<&StartOptions>,
+) -> Result<Started, OpError> {
+    lookup::check_slug("contract id", cid)?;
+    let Some(file) = polis.contract(cid) else {
+        return Err(OpError::NoContract(cid.to_string()));
+    };
+    if file.folder != ContractFolder::Open {
+        return Err(OpError::NotOpen {
+            id: cid.to_string(),
+            folder: file.folder.name(),
+            action: "reviewed by a council",
+        });
+    }
+    if let Some(existing) = read(&polis.root, cid)? {
+        return Err(refuse(format!(
+            "a council on `{cid}` already exists ({}); `polisd council status {cid}` shows it",
+            phase_text(&existing)
+        )));
+    }
+    let contract = &file.contract;
+    let mut request = rules::requested(&contract.fields)
+        .map_err(|e| refuse(format!("{}: {e}", file.file.rel)))?
+        .unwrap_or_default();
+    if let Some(o) = options {
+        if let Some(m) = o.mode {
+            request.mode = m;
+        }
+        if !o.panel.is_empty() {
+            request.panel = o.panel.clone();
+        }
+        if o.panel_size.is_some() {
+            request.panel_size = o.panel_size;
+        }
+        if o.chairman.is_some() {
+            request.chairman = o.chairman.clone();
+        }
+        if o.round_hours.is_some() {
+            request.round_hours = o.round_hours;
+        }
+    }
+    if request.mode == Mode::Duo && request.panel.len() > 2 {
+        return Err(refuse(
+            "a duo has two seats: name at most two members with --panel",
+        ));
+    }
+    let owner = contract.owner.as_deref();
+    let choice = rules::choose(&eligible(polis, contract, owner), &request)
+        .map_err(|e| refuse(e.to_string()))?;
+    if choice.chairman.is_none() && owner.is_none() {
+        return Err(refuse(format!(
+            "nobody is left off the panel to chair, and `{cid}` has no owner to write the verdict; claim it first, or name a smaller --panel"
+        )));
+    }
+    let council = Council::new(cid, owner, &request, &choice, started_by, now);
+    let bytes = council.render()?;
+    let rel = state::state_path(cid);
+    writer.update_locked(&rel, |current| {
+        if current.is_some() {
+            return Err(refuse(format!(
+                "a council on `{cid}` was started meanwhile; `polisd council status {cid}` shows it"
+            )));
+        }
+        Ok((Some(bytes.clone().into_bytes()), ()))
+    })?;
+    let title = contract.title.clone().unwrap_or_else(|| cid.to_string());
+    Ok(Started {
+        contract_id: cid.to_string(),
+        path: rel,
+        mode: council.mode,
+        round_closes_at: council
+            .rounds
+            .first()
+            .map(|r| r.closes_at.clone())
+            .unwrap_or_default(),
+        seats: seat_views(&council, &[]),
+        chairman: council.chairman.clone(),
+        chairman_is_owner: council.chairman_is_owner,
+        notes: council.notes.clone(),
+        notices: notices_for(&council, &title),
+    })
+}
+
+fn phase_text(c: &Council) -> String {
+    match c.phase {
+        Phase::Rounds => format!(
+            "round {} of {} open",
+            c.open().map_or(0, |r| r.n),
+            c.mode.rounds()
+        ),
+        Phase::Verdict => format!("waiting for the verdict of {}", c.chairman),
+        Phase::Done => format!(
+            "finished: {}",
+            c.outcome.as_ref().map_or("-", |o| o.decision.as_str())
+        ),
+        Phase::Fallback => "stopped: fell back to a chavruta review".into(),
+    }
+}
+
+/// Each seat's contribution to round `n`, as read now (`None`: no file, or only whitespace).
+fn read_seats(root: &Path, council: &Council, n: usize) -> Vec<(String, Option<String>)> {
+    council
+        .seats
+        .iter()
+        .map(|s| {
+            let rel = state::seat_path(&council.contract, n, &s.id);
+            let text = match snapshot::read_text(root, &rel, Some(MAX_FILE_BYTES)) {
+                Ok(t) => t.filter(|t| !packet::body(t).trim().is_empty()),
+                Err(f) => {
+                    tracing::warn!("{f}");
+                    None
+                }
+            };
+            (s.id.clone(), text)
+        })
+        .collect()
+}
+
+fn seat_views(council: &Council, texts: &[(String, Option<String>)]) -> Vec<SeatView> {
+    let states = council.seat_states();
+    council
+        .seats
+        .iter()
+        .map(|s| {
+            let text = texts
+                .iter()
+                .find(|(id, _)| *id == s.id)
+                .and_then(|(_, t)| t.as_deref());
+            SeatView {
+                label: s.label.clone(),
+                id: s.id.clone(),
+                vendor: s.vendor.clone(),
+                why: s.why.clone(),
+                state: states
+                    .iter()
+                    .find(|(id, _)| *id == s.id)
+                    .map_or("live", |(_, st)| st)
+                    .to_string(),
+                wrote_this_round: text.is_some(),
+                words: text.map(packet::word_count),
+            }
+        })
+        .collect()
+}
+
+/// Where the council on `cid` stands. Reads only its own files.
+pub fn status(root: &Path, cid: &str) -> Result<StatusView, OpError> {
+    let council = read(root, cid)?.ok_or_else(|| no_council(cid))?;
+    let open = council.open().cloned();
+    let texts = open
+        .as_ref()
+        .map(|r| read_seats(root, &council, r.n))
+        .unwrap_or_default();
+    let (verdict_present, verdict_problems) = if council.phase == Phase::Verdict {
+        match snapshot::read_text(root, &state::verdict_path(cid), Some(MAX_FILE_BYTES))? {
+            Some(t) => (true, verdict::check(&t).err().unwrap_or_default()),
+            None => (false, Vec::new()),
+        }
+    } else {
+        (false, Vec::new())
+    };
+    Ok(StatusView {
+        contract_id: cid.to_string(),
+        path: state::state_path(cid),
+        mode: council.mode,
+        phase: council.phase,
+        rounds: council.mode.rounds(),
+        round: open.as_ref().map(|r| r.n),
+        word_limit: open.as_ref().map(|r| council.mode.word_limit(r.n)),
+        closes_at: open.as_ref().map(|r| r.closes_at.clone()),
+        seats: seat_views(&council, &texts),
+        chairman: council.chairman.clone(),
+        chairman_is_owner: council.chairman_is_owner,
+        packets: council
+            .rounds
+            .iter()
+            .filter(|r| r.closed_at.is_some())
+            .map(|r| state::packet_path(cid, r.n))
+            .collect(),
+        verdict_present,
+        verdict_problems,
+        outcome: council.outcome.clone(),
+        fallback: council.fallback.clone(),
+    })
+}
+
+/// Places `id`'s contribution for the open round (`polisd council write`). Refused, with
+/// nothing written, when `id` has no seat, the round has closed (or its time is up), or the
+/// text is empty or over twice the round's word limit.
+pub fn write_seat(
+    writer: &Writer,
+    now: &PolisTime,
+    cid: &str,
+    id: &str,
+    text: &str,
+) -> Result<SeatWritten, OpError> {
+    if !layout::is_agent_id(id) {
+        return Err(OpError::BadId {
+            what: "citizen id",
+            value: id.to_string(),
+            rule:
+                "an agent id: a lowercase letter, then 7 to 39 lowercase letters, digits or hyphens",
+        });
+    }
+    // Looked at before the lock: a refused write must not even create the lock file.
+    let root = writer.root();
+    read(root, cid)?.ok_or_else(|| no_council(cid))?;
+    let rel = state::state_path(cid);
+    let (_, written) = writer.update_locked(&rel, |current| {
+        let current = current.ok_or_else(|| no_council(cid))?;
+        let council = Council::parse(&rel, &String::from_utf8_lossy(current))
+            .map_err(|e| refuse(e.to_string()))?;
+        let Some(seat) = council.seat(id) else {
+            return Err(refuse(format!(
+                "`{id}` has no seat on the council on `{cid}` (its members are listed in {rel}); only members write contributions"
+            )));
+        };
+        let Some(round) = council.open() else {
+            return Err(refuse(format!(
+                "the council on `{cid}` has no open round ({}); nothing was written",
+                phase_text(&council)
+            )));
+        };
+        if council.deadline().is_some_and(|d| now.now >= d) {
+            return Err(refuse(format!(
+                "round {} of the council on `{cid}` closed at {}; the contribution is too late and was not written",
+                round.n, round.closes_at
+            )));
+        }
+        let limit = council.mode.word_limit(round.n);
+        let words = packet::word_count(text);
+        if words == 0 {
+            return Err(refuse("the contribution is empty; write your position first"));
+        }
+        if words > 2 * limit {
+            return Err(refuse(format!(
+                "the contribution has {words} words, over twice round {}'s limit of {limit}; shorten it to {limit} words (nothing was written)",
+                round.n
+            )));
+        }
+        let path = state::seat_path(cid, round.n, &seat.id);
+        let replaced = snapshot::read_text(root, &path, Some(MAX_FILE_BYTES))
+            .ok()
+            .flatten()
+            .is_some();
+        let mut bytes = text.to_string();
+        if !bytes.ends_with('\n') {
+            bytes.push('\n');
+        }
+        writer.replace_atomic(&path, bytes.as_bytes())?;
+        Ok((
+            None,
+            SeatWritten {
+                contract_id: cid.to_string(),
+                round: round.n,
+                path,
+                words,
+                word_limit: limit,
+                over_limit: words > limit,
+                closes_at: round.closes_at.clone(),
+                replaced,
+            },
+        ))
+    })?;
+    Ok(written)
+}
+
+/// Moves the council on `cid` on as far as its files allow: closes the open round when every
+/// seat wrote or its time is up (writing the packet), asks for the verdict, applies a valid
+/// verdict (contract `review.status`, the chronicle line, the outcome block) or falls back to
+/// a chavruta review; and returns the notices the council's state calls for.
+pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, OpError> {
+    let root = writer.root();
+    let mut out = Advanced {
+        contract_id: cid.to_string(),
+        ..Advanced::default()
+    };
+    let Some(first) = read(root, cid)? else {
+        return Ok(out);
+    };
+    let title = title_of(root, cid);
+    if matches!(first.phase, Phase::Done | Phase::Fallback) {
+        // Nothing moves any more; only the notices of the outcome (sent once) remain.
+        out.phase = Some(first.phase);
+        out.notices = notices_for(&first, &title);
+        return Ok(out);
+    }
+    let rel = state::state_path(cid);
+    let mut notices = Vec::new();
+    let (outcome, council) = writer.update_locked(&rel, |current| {
+        let Some(current) = current else {
+            return Ok((None, None));
+        };
+        let text = String::from_utf8_lossy(current).into_owned();
+        let mut council = Council::parse(&rel, &text).map_err(|e| refuse(e.to_string()))?;
+        for _ in 0..8 {
+            match council.phase {
+                Phase::Rounds => {
+                    let Some(round) = council.open().cloned() else {
+                        break;
+                    };
+                    let texts = read_seats(root, &council, round.n);
+                    let limit = council.mode.word_limit(round.n);
+                    for (id, t) in &texts {
+                        let words = t.as_deref().map_or(0, packet::word_count);
+                        if words > limit {
+                            notices.push(Notification::council_over_limit(
+                                id,
+                                cid,
+                                round.n,
+                                state::seat_path(cid, round.n, id).trim_end_matches(".md"),
+                                packet::over_limit_text(&council, round.n, words),
+                            ));
+                        }
+                    }
+                    let written: Vec<String> = texts
+                        .iter()
+                        .filter(|(_, t)| t.is_some())
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    if !council.round_due(&written, now) {
+                        break;
+                    }
+                    let time_up = council.deadline().is_some_and(|d| now.now >= d);
+                    if !time_up {
+                        // Every seat wrote: close once no seat file is still being written
+                        // (the writer asks the engine to look again when they are quiet).
+                        let mut quiet = true;
+                        for id in &written {
+                            quiet &= writer
+                                .settled(state::seat_path(cid, round.n, id))?
+                                .is_none();
+                        }
+                        if !quiet {
+                            break;
+                        }
+                    }
+                    let contributions: Vec<packet::Contribution<'_>> = texts
+                        .iter()
+                        .map(|(id, t)| packet::Contribution {
+                            id,
+                            text: t.as_deref(),
+                        })
+                        .collect();
+                    let (packet_text, cut) = packet::render(&council, round.n, &contributions);
+                    if writer
+                        .replace_atomic(state::packet_path(cid, round.n), packet_text.as_bytes())?
+                        == crate::fs::writer::WriteOutcome::Written
+                    {
+                        out.wrote = true;
+                    }
+                    council.close_round(&written, &cut, now);
+                    out.closed_rounds.push(round.n);
+                    if council.phase == Phase::Fallback {
+                        out.fell_back = true;
+                        if let Some(reviewer) =
+                            council.fallback.as_ref().and_then(|f| f.reviewer.clone())
+                        {
+                            // A contract deleted meanwhile has no `review:` to set; the
+                            // reviewer is still told.
+                            match set_contract_review(writer, cid, "reviewer", &reviewer) {
+                                Ok(w) => out.wrote |= w,
+                                Err(OpError::NoContract(_)) => {}
+                                Err(e) => return Err(e),
+                            }
+                        }
+                    }
+                }
+                Phase::Verdict => {
+                    let vrel = state::verdict_path(cid);
+                    let Some(vtext) = snapshot::read_text(root, &vrel, Some(MAX_FILE_BYTES))?
+                    else {
+                        break;
+                    };
+                    // Judged only once the chairman has stopped writing it: a half-saved
+                    // verdict must not draw a notice.
+                    if writer.settled(&vrel)?.is_some() {
+                        break;
+                    }
+                    match verdict::check(&vtext) {
+                        Err(problems) => {
+                            let digest = crate::fs::writer::sha256(vtext.as_bytes());
+                            notices.push(Notification::council_verdict_invalid(
+                                &council.chairman,
+                                cid,
+                                &hex(&digest)[..16],
+                                vrel.trim_end_matches(".md"),
+                                &problems,
+                            ));
+                            out.verdict_problems = problems;
+                            break;
+                        }
+                        Ok(v) => {
+                            out.wrote |= apply_verdict(writer, now, &council, &v.decision)?;
+                            council.finish(v.decision.as_str(), now);
+                            out.applied = Some(v.decision.as_str().to_string());
+                        }
+                    }
+                }
+                Phase::Done | Phase::Fallback => break,
+            }
+        }
+        let new = council.render()?;
+        Ok::<_, OpError>((Some(new.into_bytes()), Some(council)))
+    })?;
+    if outcome == crate::fs::writer::WriteOutcome::Written {
+        out.wrote = true;
+    }
+    if let Some(council) = council {
+        out.phase = Some(council.phase);
+        out.deadline = council.deadline();
+        notices.extend(notices_for(&council, &title));
+    }
+    out.notices = notices;
+    Ok(out)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Sets `review.<key>` in the contract (wherever it is), compare-before-replace; refused
+/// when the contract's frontmatter cannot be edited safely.
+fn set_contract_review(
+    writer: &Writer,
+    cid: &str,
+    key: &str,
+    value: &str,
+) -> Result<bool, OpError> {
+    let root = writer.root();
+    let (_, rel) = lookup::find(root, cid)?;
+    let wrote = edit_agent_file(writer, root, &rel, |text| {
+        verdict::set_review_field(text, key, value)
+    })?;
+    let now_value = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))?
+        .and_then(|t| Contract::parse(&t).ok())
+        .and_then(|c| c.fields.get("review").get(key).as_str().map(str::to_string));
+    if now_value.as_deref() != Some(value) {
+        return Err(refuse(format!(
+            "cannot set `review.{key}: {value}` in {rel} without changing other bytes; set it by hand (polisd tries again on the next change)"
+        )));
+    }
+    Ok(wrote)
+}
+
+/// The verdict's effects on the rest of the polis: `review.status` and the chronicle line.
+fn apply_verdict(
+    writer: &Writer,
+    now: &PolisTime,
+    council: &Council,
+    decision: &Decision,
+) -> Result<bool, OpError> {
+    let cid = &council.contract;
+    let mut wrote = set_contract_review(writer, cid, "status", decision.as_str())?;
+    let verb = review::chronicle_verb(decision);
+    let link = state::verdict_path(cid).trim_end_matches(".md").to_string();
+    if !chronicle::has_line(writer.root(), verb, &link) {
+        let by = if council.chairman_is_owner {
+            format!("{} (the owner, no chair was left)", council.chairman)
+        } else {
+            council.chairman.clone()
+        };
+        chronicle::append(
+            writer,
+            now,
+            layout::DAEMON_ID,
+            verb,
+            Some(&link),
+            &format!(
+                "council verdict on {cid} by {by}: {} ({} council, {} seats, {} rounds)",
+                decision.as_str(),
+                council.mode.as_str(),
+                council.seats.len(),
+                council
+                    .rounds
+                    .iter()
+                    .filter(|r| r.closed_at.is_some())
+                    .count()
+            ),
+        )?;
+        wrote = true;
+    }
+    Ok(wrote)
+}
+
+/// The notices a council's state calls for now (stable ids: each is sent once).
+pub fn notices_for(council: &Council, title: &str) -> Vec<Notification> {
+    let cid = &council.contract;
+    let mut out = Vec::new();
+    match council.phase {
+        Phase::Rounds => {
+            if let Some(round) = council.open() {
+                let link = if round.n == 1 {
+                    format!("contracts/open/{cid}")
+                } else {
+                    state::packet_path(cid, round.n - 1)
+                        .trim_end_matches(".md")
+                        .to_string()
+                };
+                for seat in &council.seats {
+                    out.push(Notification::council_prompt(
+                        &seat.id,
+                        cid,
+                        &format!("round-{}", round.n),
+                        &link,
+                        packet::round_prompt(council, round.n, &seat.id, title),
+                    ));
+                }
+            }
+        }
+        Phase::Verdict => {
+            let last = council.rounds.last().map_or(1, |r| r.n);
+            out.push(Notification::council_prompt(
+                &council.chairman,
+                cid,
+                "verdict",
+                state::packet_path(cid, last).trim_end_matches(".md"),
+                packet::verdict_prompt(council),
+            ));
+        }
+        Phase::Done => {
+            if let (Some(owner), Some(o)) = (&council.owner, &council.outcome) {
+                out.push(Notification::council_verdict(
+                    owner,
+                    cid,
+                    "done",
+                    state::verdict_path(cid).trim_end_matches(".md"),
+                    format!(
+                        "The council on `{cid}` ({title}) reached its verdict: {}. polisd set the contract's `review.status` to it. {} council, {} seats ({} degraded, {} offline), {} rounds, {} minutes. Read the verdict for its kill criteria and its one concrete next step.",
+                        o.decision,
+                        o.mode.as_str(),
+                        o.panel_size,
+                        o.degraded.len(),
+                        o.offline.len(),
+                        o.rounds_run,
+                        o.duration_minutes
+                    ),
+                ));
+            }
+        }
+        Phase::Fallback => {
+            let why = council
+                .fallback
+                .as_ref()
+                .map_or(String::new(), |f| f.why.clone());
+            if let Some(reviewer) = council
+                .fallback
+                .as_ref()
+                .and_then(|f| f.reviewer.as_deref())
+            {
+                out.push(Notification::council_prompt(
+                    reviewer,
+                    cid,
+                    "fallback",
+                    &format!("contracts/open/{cid}"),
+                    format!(
+                        "The council on `{cid}` ({title}) stopped: {why}. You are now its reviewer (`review.reviewer`). Review it alone and record your decision with `polisd review {cid} --as {reviewer} --decision signed_off|requested_changes|rejected --body FILE`."
+                    ),
+                ));
+            }
+            if let Some(owner) = &council.owner {
+                out.push(Notification::council_verdict(
+                    owner,
+                    cid,
+                    "fallback",
+                    state::state_path(cid).trim_end_matches(".md"),
+                    format!(
+                        "The council on `{cid}` ({title}) stopped without a verdict: {why}. {}",
+                        if council.fallback.as_ref().is_some_and(|f| f.reviewer.is_some()) {
+                            "A chavruta review replaces it; wait for that review."
+                        } else {
+                            "Ask for a review by hand (set `review.reviewer`), or start a new council later."
+                        }
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::clock::PolisZone;
+    use crate::protocol::council::{Choice, Chosen, Request};
+
+    const SEATS: [&str; 3] = ["claude-seat-aaaa", "codex-seat-bbbb", "gemini-seat-cccc"];
+
+    fn at(stamp: &str) -> PolisTime {
+        PolisTime::at_stamp(PolisZone::default(), stamp).unwrap()
+    }
+
+    /// A polis folder holding only a council on `x` (round 1 open 10:00–11:00).
+    fn council_here() -> (tempfile::TempDir, Writer) {
+        let d = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(d.path()).unwrap().join("_polis");
+        std::fs::create_dir_all(&root).unwrap();
+        let writer = Writer::unrecorded(&root).unwrap();
+        let choice = Choice {
+            panel: SEATS
+                .iter()
+                .map(|id| Chosen {
+                    id: id.to_string(),
+                    vendor: "v".into(),
+                    why: "w".into(),
+                })
+                .collect(),
+            chairman: Some(Chosen {
+                id: "claude-chair-dddd".into(),
+                vendor: "v".into(),
+                why: "w".into(),
+            }),
+            notes: vec![],
+        };
+        let request = Request {
+            mode: Mode::Quick,
+            round_hours: Some(1.0),
+            ..Request::default()
+        };
+        let c = Council::new(
+            "x",
+            Some("codex-owner-eeee"),
+            &request,
+            &choice,
+            "test",
+            &at("2026-12-01 10:00"),
+        );
+        writer
+            .replace_atomic(state::state_path("x"), c.render().unwrap().as_bytes())
+            .unwrap();
+        (d, writer)
+    }
+
+    #[test]
+    fn a_seat_write_after_the_round_s_time_is_refused_and_writes_nothing() {
+        let (_d, writer) = council_here();
+        let w = write_seat(&writer, &at("2026-12-01 10:30"), "x", SEATS[0], "in time").unwrap();
+        assert_eq!((w.round, w.words, w.over_limit), (1, 2, false));
+        let e = write_seat(&writer, &at("2026-12-01 11:00"), "x", SEATS[1], "late").unwrap_err();
+        assert!(
+            e.to_string().contains("closed at 2026-12-01 11:00:00"),
+            "{e}"
+        );
+        assert!(e.is_refusal());
+        assert!(!writer
+            .root()
+            .join(state::seat_path("x", 1, SEATS[1]))
+            .exists());
+        let e = write_seat(&writer, &at("2026-12-01 10:30"), "y", SEATS[1], "t").unwrap_err();
+        assert!(e.to_string().contains("no council on `y`"), "{e}");
+        assert!(
+            !writer.root().join("reviews/y").exists(),
+            "nothing created on refusal"
+        );
+    }
+
+    #[test]
+    fn advancing_twice_closes_a_round_once() {
+        let (_d, writer) = council_here();
+        write_seat(&writer, &at("2026-12-01 10:10"), "x", SEATS[0], "one").unwrap();
+        let first = advance(&writer, &at("2026-12-01 11:05"), "x").unwrap();
+        assert_eq!(first.closed_rounds, vec![1]);
+        assert!(first.wrote);
+        let state_text =
+            std::fs::read_to_string(writer.root().join(state::state_path("x"))).unwrap();
+        let again = advance(&writer, &at("2026-12-01 11:06"), "x").unwrap();
+        assert!(again.closed_rounds.is_empty());
+        assert!(!again.wrote);
+        assert_eq!(
+            std::fs::read_to_string(writer.root().join(state::state_path("x"))).unwrap(),
+            state_text
+        );
+        // Only one seat wrote: the council fell back to that seat.
+        assert_eq!(first.phase, Some(Phase::Fallback));
+        assert!(first.fell_back);
+    }
+}

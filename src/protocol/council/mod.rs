@@ -1,0 +1,583 @@
+//! Council review (issue 16): several citizens from different vendors deliberate on a contract
+//! in rounds, through plain files, and a chairman writes a falsifiable verdict.
+//!
+//! This module owns the rules and nothing else: the modes and their limits, what a contract
+//! asks for ([`requested`]), who sits on the panel and in the chair ([`choose`]), the state
+//! file `reviews/<cid>/council.md` ([`state`]), the anonymised packets, word limits and prompts
+//! ([`packet`]), and the verdict's form ([`verdict`]). It reads no file and no clock: the
+//! operations layer gathers the inputs (`operations::council`) and writes what these
+//! functions return. Scores come from `protocol::routing::score`; nothing here re-implements
+//! them.
+
+pub mod packet;
+pub mod state;
+pub mod verdict;
+
+use crate::yaml::Value;
+use serde::{Deserialize, Serialize};
+
+/// The three council shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Three rounds (300, 220, 100 words), anonymised until the last packet.
+    #[default]
+    Full,
+    /// Two rounds (200, 75 words), anonymised until the last packet.
+    Quick,
+    /// Two seats, two rounds and a short third (250, 180, 60 words), never anonymised.
+    Duo,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::Full, Mode::Quick, Mode::Duo];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Full => "full",
+            Mode::Quick => "quick",
+            Mode::Duo => "duo",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Mode> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == text.trim().to_ascii_lowercase())
+    }
+
+    /// The word limit of each round, in order; its length is the number of rounds.
+    pub fn word_limits(self) -> &'static [usize] {
+        match self {
+            Mode::Full => &[300, 220, 100],
+            Mode::Quick => &[200, 75],
+            Mode::Duo => &[250, 180, 60],
+        }
+    }
+
+    pub fn rounds(self) -> usize {
+        self.word_limits().len()
+    }
+
+    /// The word limit of round `n` (1-based); the last round's for anything past it.
+    pub fn word_limit(self, n: usize) -> usize {
+        let limits = self.word_limits();
+        limits[n.clamp(1, limits.len()) - 1]
+    }
+
+    pub fn default_panel_size(self) -> usize {
+        match self {
+            Mode::Duo => 2,
+            _ => 3,
+        }
+    }
+
+    /// Whether packets hide who said what (every packet but the last; never in duo).
+    pub fn anonymised(self) -> bool {
+        self != Mode::Duo
+    }
+}
+
+/// The default time each round stays open.
+pub const DEFAULT_ROUND_HOURS: f64 = 24.0;
+/// The largest panel polisd seats (labels run from A; more voices do not deliberate better).
+pub const MAX_PANEL: usize = 7;
+
+/// What a contract (or `polisd council start`) asks of a council.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Request {
+    pub mode: Mode,
+    /// Members named by hand, in label order; empty: polisd picks.
+    pub panel: Vec<String>,
+    pub panel_size: Option<usize>,
+    pub chairman: Option<String>,
+    pub round_hours: Option<f64>,
+}
+
+impl Request {
+    pub fn panel_size(&self) -> usize {
+        if self.mode == Mode::Duo {
+            return 2;
+        }
+        self.panel_size
+            .unwrap_or_else(|| self.mode.default_panel_size())
+    }
+
+    pub fn round_hours(&self) -> f64 {
+        self.round_hours.unwrap_or(DEFAULT_ROUND_HOURS)
+    }
+}
+
+/// Why a council request cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    #[error("`{key}: {value}` is not valid in the council request: {rule}")]
+    Bad {
+        key: &'static str,
+        value: String,
+        rule: &'static str,
+    },
+}
+
+fn bad(key: &'static str, value: &Value, rule: &'static str) -> RequestError {
+    RequestError::Bad {
+        key,
+        value: value.python_str(),
+        rule,
+    }
+}
+
+/// The council a contract's frontmatter asks for: `review: {mode: council, …}` or a top-level
+/// `council:` block (a mapping, or `true`), with `council_mode`, `panel`, `panel_size`,
+/// `chairman` and `round_hours` in either. `Ok(None)` when it asks for none.
+pub fn requested(fields: &Value) -> Result<Option<Request>, RequestError> {
+    let review = fields.get("review");
+    let council = fields.get("council");
+    let block = if review
+        .get("mode")
+        .as_str()
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("council"))
+    {
+        review
+    } else if council.as_map().is_some() {
+        council
+    } else if matches!(council, Value::Bool(true)) {
+        &Value::Null
+    } else {
+        return Ok(None);
+    };
+    // Keys of a `council:` block may also be written without the `council_` prefix.
+    let key = |k: &'static str| {
+        let v = block.get(k);
+        if v.is_null() && k == "council_mode" && std::ptr::eq(block, council) {
+            block.get("mode")
+        } else {
+            v
+        }
+    };
+    // Errors name the key as written: `mode` inside a `council:` block.
+    let mode_key = if std::ptr::eq(block, council) && block.get("council_mode").is_null() {
+        "mode"
+    } else {
+        "council_mode"
+    };
+    request_from(&key, mode_key)
+}
+
+fn request_from<'v>(
+    key: &dyn Fn(&'static str) -> &'v Value,
+    mode_key: &'static str,
+) -> Result<Option<Request>, RequestError> {
+    let mut r = Request::default();
+    match key("council_mode") {
+        Value::Null => {}
+        v => {
+            r.mode = v
+                .as_str()
+                .and_then(Mode::parse)
+                .ok_or_else(|| bad(mode_key, v, "use full, quick or duo"))?
+        }
+    }
+    match key("panel") {
+        Value::Null => {}
+        Value::Seq(items) => {
+            for item in items {
+                let id = item
+                    .as_str()
+                    .map(str::trim)
+                    .filter(|s| crate::protocol::layout::is_agent_id(s));
+                match id {
+                    Some(id) if !r.panel.iter().any(|p| p == id) => r.panel.push(id.to_string()),
+                    Some(_) => return Err(bad("panel", item, "each member once")),
+                    None => return Err(bad("panel", item, "a list of citizen ids")),
+                }
+            }
+        }
+        Value::Str(s) => {
+            for id in s.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                if !crate::protocol::layout::is_agent_id(id) {
+                    return Err(bad(
+                        "panel",
+                        &Value::Str(s.clone()),
+                        "a list of citizen ids",
+                    ));
+                }
+                if !r.panel.iter().any(|p| p == id) {
+                    r.panel.push(id.to_string());
+                }
+            }
+        }
+        v => return Err(bad("panel", v, "a list of citizen ids")),
+    }
+    match key("panel_size") {
+        Value::Null => {}
+        Value::Int(n) if (2..=MAX_PANEL as i64).contains(n) => r.panel_size = Some(*n as usize),
+        v => return Err(bad("panel_size", v, "a whole number from 2 to 7")),
+    }
+    match key("chairman") {
+        Value::Null => {}
+        v => match v.as_str().map(str::trim) {
+            Some(id) if crate::protocol::layout::is_agent_id(id) => {
+                r.chairman = Some(id.to_string())
+            }
+            _ => return Err(bad("chairman", v, "a citizen id")),
+        },
+    }
+    match key("round_hours") {
+        Value::Null => {}
+        v => match v.as_f64() {
+            Some(h) if h > 0.0 && h <= 24.0 * 30.0 => r.round_hours = Some(h),
+            _ => {
+                return Err(bad(
+                    "round_hours",
+                    v,
+                    "a number of hours above 0, at most 720",
+                ))
+            }
+        },
+    }
+    if r.mode == Mode::Duo && r.panel.len() > 2 {
+        return Err(RequestError::Bad {
+            key: "panel",
+            value: r.panel.join(", "),
+            rule: "a duo has two seats",
+        });
+    }
+    Ok(Some(r))
+}
+
+/// A citizen who may sit on the council: registered, not away, not departed, not the owner.
+/// `score` is their routing total for the contract (`protocol::routing::score`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Eligible {
+    pub id: String,
+    pub vendor: String,
+    pub score: f64,
+}
+
+/// One seat as chosen, with why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chosen {
+    pub id: String,
+    pub vendor: String,
+    pub why: String,
+}
+
+/// The panel and the chair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    pub panel: Vec<Chosen>,
+    /// `None`: nobody is left, so the owner writes the verdict (and it is marked so).
+    pub chairman: Option<Chosen>,
+    /// Anything a reader should know (a smaller panel than asked).
+    pub notes: Vec<String>,
+}
+
+/// Why no council can be seated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChoiceError {
+    #[error("`{0}` cannot sit on the council: {1}")]
+    NotEligible(String, String),
+    #[error("a council needs at least 2 members and only {0} citizen(s) other than the owner can sit (registered, not away); register more citizens or ask for a chavruta review (`review.reviewer`)")]
+    TooFew(usize),
+    #[error("`{0}` is on the panel and cannot also chair it")]
+    ChairOnPanel(String),
+}
+
+/// Greedy by vendor, then by score: while some vendor is not yet seated, the best-scored
+/// citizen of an unseated vendor; then the best remaining. `eligible` comes sorted by score,
+/// highest first (ties in citizen-id order, as `score_all` sorts).
+fn pick_next<'e>(
+    eligible: &'e [Eligible],
+    taken: &[String],
+    vendors: &[String],
+) -> Option<(&'e Eligible, bool)> {
+    let free = || eligible.iter().filter(|e| !taken.contains(&e.id));
+    free()
+        .find(|e| !vendors.contains(&e.vendor))
+        .map(|e| (e, true))
+        .or_else(|| free().next().map(|e| (e, false)))
+}
+
+fn why_picked(e: &Eligible, new_vendor: bool) -> String {
+    if new_vendor {
+        format!(
+            "vendor `{}` not yet seated; best routing score of that vendor ({:.3})",
+            e.vendor, e.score
+        )
+    } else {
+        format!(
+            "every vendor already seated; best remaining routing score ({:.3})",
+            e.score
+        )
+    }
+}
+
+/// Seats the panel and the chair (issue 16 point 1). `given` members and `chairman` are
+/// checked against `eligible` (an id missing there is not registered, away, departed or the
+/// owner); the rest is picked by [`pick_next`].
+pub fn choose(eligible: &[Eligible], request: &Request) -> Result<Choice, ChoiceError> {
+    let find = |id: &str| {
+        eligible.iter().find(|e| e.id == id).ok_or_else(|| {
+            ChoiceError::NotEligible(
+                id.to_string(),
+                "not a registered citizen who is present (not away or departed) and not the contract's owner".into(),
+            )
+        })
+    };
+    let mut panel: Vec<Chosen> = Vec::new();
+    let mut notes = Vec::new();
+    let size = request.panel_size();
+    if !request.panel.is_empty() {
+        for id in &request.panel {
+            let e = find(id)?;
+            panel.push(Chosen {
+                id: e.id.clone(),
+                vendor: e.vendor.clone(),
+                why: "named in the request".into(),
+            });
+        }
+        if panel.len() < 2 {
+            return Err(ChoiceError::TooFew(panel.len()));
+        }
+    } else {
+        let reserved: Vec<String> = request.chairman.iter().cloned().collect();
+        let mut taken = reserved.clone();
+        let mut vendors = Vec::new();
+        while panel.len() < size {
+            let Some((e, new_vendor)) = pick_next(eligible, &taken, &vendors) else {
+                break;
+            };
+            taken.push(e.id.clone());
+            vendors.push(e.vendor.clone());
+            panel.push(Chosen {
+                id: e.id.clone(),
+                vendor: e.vendor.clone(),
+                why: why_picked(e, new_vendor),
+            });
+        }
+        if panel.len() < 2 {
+            return Err(ChoiceError::TooFew(panel.len()));
+        }
+        if panel.len() < size {
+            notes.push(format!(
+                "{size} seats were asked for; only {} citizens could sit",
+                panel.len()
+            ));
+        }
+    }
+    let seated: Vec<String> = panel.iter().map(|c| c.id.clone()).collect();
+    let chairman = match &request.chairman {
+        Some(id) => {
+            if seated.contains(id) {
+                return Err(ChoiceError::ChairOnPanel(id.clone()));
+            }
+            let e = find(id)?;
+            Some(Chosen {
+                id: e.id.clone(),
+                vendor: e.vendor.clone(),
+                why: "named in the request".into(),
+            })
+        }
+        None => {
+            let vendors: Vec<String> = panel.iter().map(|c| c.vendor.clone()).collect();
+            pick_next(eligible, &seated, &vendors).map(|(e, new_vendor)| Chosen {
+                id: e.id.clone(),
+                vendor: e.vendor.clone(),
+                why: if new_vendor {
+                    format!(
+                        "not on the panel; vendor `{}` is not on it either; best routing score of that vendor ({:.3})",
+                        e.vendor, e.score
+                    )
+                } else {
+                    format!("not on the panel; best remaining routing score ({:.3})", e.score)
+                },
+            })
+        }
+    };
+    if chairman.is_none() {
+        notes.push("no citizen is left for the chair: the owner writes the verdict".into());
+    }
+    Ok(Choice {
+        panel,
+        chairman,
+        notes,
+    })
+}
+
+/// The label of the `i`-th seat (0-based): `Member A`, `Member B`, …
+pub fn label(i: usize) -> String {
+    format!("Member {}", (b'A' + (i % 26) as u8) as char)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(yaml: &str) -> Value {
+        crate::yaml::load(yaml).unwrap()
+    }
+
+    fn e(id: &str, vendor: &str, score: f64) -> Eligible {
+        Eligible {
+            id: id.into(),
+            vendor: vendor.into(),
+            score,
+        }
+    }
+
+    #[test]
+    fn limits_per_mode() {
+        assert_eq!(Mode::Full.word_limits(), &[300, 220, 100]);
+        assert_eq!(Mode::Quick.word_limits(), &[200, 75]);
+        assert_eq!(Mode::Duo.word_limits(), &[250, 180, 60]);
+        assert_eq!(Mode::Quick.rounds(), 2);
+        assert_eq!(Mode::Duo.default_panel_size(), 2);
+        assert!(!Mode::Duo.anonymised());
+    }
+
+    #[test]
+    fn review_mode_council_and_council_block_are_both_requests() {
+        let r = requested(&fields(
+            "review: {mode: council, council_mode: quick, panel_size: 4, round_hours: 0.5}",
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(r.mode, Mode::Quick);
+        assert_eq!(r.panel_size(), 4);
+        assert_eq!(r.round_hours(), 0.5);
+        let r = requested(&fields(
+            "council:\n  mode: duo\n  chairman: claude-chair-one\n",
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(r.mode, Mode::Duo);
+        assert_eq!(r.chairman.as_deref(), Some("claude-chair-one"));
+        assert_eq!(r.panel_size(), 2);
+        assert!(requested(&fields("council: true")).unwrap().is_some());
+        assert!(requested(&fields("review: {required: true}"))
+            .unwrap()
+            .is_none());
+        assert!(requested(&fields("stakes: high")).unwrap().is_none());
+    }
+
+    #[test]
+    fn bad_requests_name_the_key() {
+        let e = requested(&fields("review: {mode: council, council_mode: huge}")).unwrap_err();
+        assert!(e.to_string().contains("council_mode"), "{e}");
+        let e = requested(&fields("council: {mode: huge}")).unwrap_err();
+        assert!(e.to_string().starts_with("`mode: huge`"), "{e}");
+        let e = requested(&fields("council: {panel_size: 1}")).unwrap_err();
+        assert!(e.to_string().contains("panel_size"), "{e}");
+        let e = requested(&fields("council: {panel: [Bad Id]}")).unwrap_err();
+        assert!(e.to_string().contains("panel"), "{e}");
+        let e = requested(&fields("council: {round_hours: -1}")).unwrap_err();
+        assert!(e.to_string().contains("round_hours"), "{e}");
+    }
+
+    #[test]
+    fn different_vendors_first_then_score() {
+        let eligible = [
+            e("claude-aaaa-one", "anthropic", 0.9),
+            e("claude-aaaa-two", "anthropic", 0.8),
+            e("codex-bbbb-one", "openai", 0.5),
+            e("gemini-cccc-one", "google", 0.4),
+            e("codex-bbbb-two", "openai", 0.3),
+        ];
+        let c = choose(&eligible, &Request::default()).unwrap();
+        let ids: Vec<&str> = c.panel.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["claude-aaaa-one", "codex-bbbb-one", "gemini-cccc-one"]
+        );
+        // The chair: no vendor left unseated, so the best remaining score.
+        assert_eq!(c.chairman.unwrap().id, "claude-aaaa-two");
+        let c = choose(
+            &eligible,
+            &Request {
+                panel_size: Some(4),
+                ..Request::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(c.panel[3].id, "claude-aaaa-two");
+        assert!(c.panel[3].why.contains("every vendor already seated"));
+    }
+
+    #[test]
+    fn chair_prefers_an_unseated_vendor() {
+        let eligible = [
+            e("claude-aaaa-one", "anthropic", 0.9),
+            e("claude-aaaa-two", "anthropic", 0.8),
+            e("codex-bbbb-one", "openai", 0.5),
+            e("gemini-cccc-one", "google", 0.1),
+        ];
+        let c = choose(
+            &eligible,
+            &Request {
+                mode: Mode::Duo,
+                ..Request::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(c.panel.len(), 2);
+        assert_eq!(c.chairman.unwrap().id, "gemini-cccc-one");
+    }
+
+    #[test]
+    fn no_one_left_for_the_chair_means_the_owner() {
+        let eligible = [
+            e("claude-aaaa-one", "a", 0.9),
+            e("codex-bbbb-one", "b", 0.5),
+        ];
+        let c = choose(&eligible, &Request::default()).unwrap();
+        assert_eq!(c.panel.len(), 2);
+        assert!(c.chairman.is_none());
+        assert_eq!(c.notes.len(), 2, "{:?}", c.notes);
+        assert_eq!(
+            choose(&eligible[..1], &Request::default()),
+            Err(ChoiceError::TooFew(1))
+        );
+    }
+
+    #[test]
+    fn given_members_must_be_eligible_and_the_chair_off_the_panel() {
+        let eligible = [
+            e("claude-aaaa-one", "a", 0.9),
+            e("codex-bbbb-one", "b", 0.5),
+            e("gemini-cccc-one", "c", 0.1),
+        ];
+        let r = Request {
+            panel: vec!["claude-aaaa-one".into(), "nobody-at-all".into()],
+            ..Request::default()
+        };
+        assert!(matches!(
+            choose(&eligible, &r),
+            Err(ChoiceError::NotEligible(..))
+        ));
+        let r = Request {
+            panel: vec!["claude-aaaa-one".into(), "codex-bbbb-one".into()],
+            chairman: Some("codex-bbbb-one".into()),
+            ..Request::default()
+        };
+        assert!(matches!(
+            choose(&eligible, &r),
+            Err(ChoiceError::ChairOnPanel(_))
+        ));
+        // A named chair is kept out of the picked panel.
+        let r = Request {
+            chairman: Some("claude-aaaa-one".into()),
+            panel_size: Some(2),
+            ..Request::default()
+        };
+        let c = choose(&eligible, &r).unwrap();
+        assert!(c.panel.iter().all(|m| m.id != "claude-aaaa-one"));
+        assert_eq!(c.chairman.unwrap().id, "claude-aaaa-one");
+    }
+
+    #[test]
+    fn labels_run_from_a() {
+        assert_eq!(label(0), "Member A");
+        assert_eq!(label(2), "Member C");
+    }
+}

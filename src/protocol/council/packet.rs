@@ -1,0 +1,411 @@
+//! What members write and read: word counts and limits, the anonymised packet of a closed
+//! round, and the prompts polisd sends (in this project's words; see `docs/council.md`).
+//!
+//! Anonymity is by text substitution: every seat's id in any contribution becomes its label
+//! (a member's own id becomes `[self]`), so no packet before the last names a member. Each
+//! contribution is quoted (`> `), so nothing in it can pose as a heading of the packet.
+
+use super::state::{self, Council};
+
+/// The words of a contribution: its body (a frontmatter, if any, is not counted), split on
+/// whitespace.
+pub fn body(text: &str) -> &str {
+    crate::protocol::frontmatter::split(text).body
+}
+
+pub fn word_count(text: &str) -> usize {
+    body(text).split_whitespace().count()
+}
+
+/// The first `limit` words of `text`, with the text between them kept as written; `None`
+/// when it is within the limit.
+pub fn cut(text: &str, limit: usize) -> Option<String> {
+    let mut count = 0;
+    let mut in_word = false;
+    let mut end = 0;
+    for (i, ch) in text.char_indices() {
+        if ch.is_whitespace() {
+            in_word = false;
+        } else {
+            if !in_word {
+                count += 1;
+                if count > limit {
+                    return Some(text[..end].to_string());
+                }
+            }
+            in_word = true;
+            end = i + ch.len_utf8();
+        }
+    }
+    None
+}
+
+/// Replaces every whole-word, case-insensitive occurrence of each `(id, with)` in `text`.
+/// A word character is an ASCII letter, digit or `-` (agent ids are made of these).
+pub fn replace_ids(text: &str, pairs: &[(String, String)]) -> String {
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'-';
+    let lower = text.to_ascii_lowercase();
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    'scan: while i < bytes.len() {
+        if i == 0 || !is_word(bytes[i - 1]) {
+            for (id, with) in pairs {
+                let end = i + id.len();
+                if lower.as_bytes().get(i..end) == Some(id.as_bytes())
+                    && bytes.get(end).is_none_or(|b| !is_word(*b))
+                {
+                    out.push_str(with);
+                    i = end;
+                    continue 'scan;
+                }
+            }
+        }
+        // Copy one whole character.
+        let ch = text[i..].chars().next().expect("inside the text");
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
+/// One seat's contribution to a closed round: its text, or `None` for no response.
+pub struct Contribution<'a> {
+    pub id: &'a str,
+    pub text: Option<&'a str>,
+}
+
+/// The packet of round `n` and which seats were cut. Every packet but the last is anonymised
+/// (except in duo); the last restores names.
+pub fn render(
+    council: &Council,
+    n: usize,
+    contributions: &[Contribution<'_>],
+) -> (String, Vec<String>) {
+    let cid = &council.contract;
+    let limit = council.mode.word_limit(n);
+    let last = council.is_last_round(n);
+    let anonymous = council.mode.anonymised() && !last;
+    let mut cut_ids = Vec::new();
+    let mut out = format!(
+        "---\nfile_type: council-packet\ncontract: {cid}\nround: {n}\nanonymised: {anonymous}\n---\n\n# Council packet: round {n} of {}\n\n",
+        council.mode.rounds()
+    );
+    out.push_str(&if anonymous {
+        format!("What each member wrote in round {n} of the council on [[contracts/open/{cid}]], under a stable label. Who holds which label is not part of this packet; polisd restores names in the last round's packet. Contributions over {limit} words are cut at the limit.\n")
+    } else if council.mode.anonymised() {
+        format!("What each member wrote in round {n}, the last round, of the council on [[contracts/open/{cid}]], with names restored. Contributions over {limit} words are cut at the limit.\n")
+    } else {
+        format!("What each member wrote in round {n} of the duo on [[contracts/open/{cid}]] (a duo is not anonymised). Contributions over {limit} words are cut at the limit.\n")
+    });
+    for seat in &council.seats {
+        let heading = if anonymous {
+            seat.label.clone()
+        } else if council.mode.anonymised() {
+            format!("{} ({})", seat.label, seat.id)
+        } else {
+            seat.id.clone()
+        };
+        out.push_str(&format!("\n## {heading}\n\n"));
+        let text = contributions
+            .iter()
+            .find(|c| c.id == seat.id)
+            .and_then(|c| c.text);
+        let Some(text) = text else {
+            out.push_str("*no response*\n");
+            continue;
+        };
+        let body = body(text).trim();
+        let words = body.split_whitespace().count();
+        let (shown, was_cut) = match cut(body, limit) {
+            Some(short) => (short, true),
+            None => (body.to_string(), false),
+        };
+        if was_cut {
+            cut_ids.push(seat.id.clone());
+        }
+        let shown = if anonymous {
+            let mut pairs: Vec<(String, String)> = council
+                .seats
+                .iter()
+                .map(|s| {
+                    let with = if s.id == seat.id {
+                        "[self]".to_string()
+                    } else {
+                        s.label.clone()
+                    };
+                    (s.id.clone(), with)
+                })
+                .collect();
+            // Longer ids first, so one id that is a prefix of another cannot split it.
+            pairs.sort_by_key(|(id, _)| std::cmp::Reverse(id.len()));
+            replace_ids(&shown, &pairs)
+        } else {
+            shown
+        };
+        if shown.trim().is_empty() {
+            out.push_str("*an empty file*\n");
+        } else {
+            for line in shown.lines() {
+                if line.trim().is_empty() {
+                    out.push_str(">\n");
+                } else {
+                    out.push_str(&format!("> {line}\n"));
+                }
+            }
+        }
+        if was_cut {
+            out.push_str(&format!(
+                "\n*[cut at {limit} words: the contribution had {words}]*\n"
+            ));
+        }
+    }
+    (out, cut_ids)
+}
+
+fn write_hint(council: &Council, n: usize, id: &str) -> String {
+    let cid = &council.contract;
+    format!(
+        "Write at most {} words to `{}` (or run `polisd council write {cid} --as {id} FILE`) before {}; the round closes when every seat has written or then, and a seat that has not written shows as `no response`.",
+        council.mode.word_limit(n),
+        state::seat_path(cid, n, id),
+        council
+            .rounds
+            .iter()
+            .find(|r| r.n == n)
+            .map_or("-", |r| r.closes_at.as_str()),
+    )
+}
+
+/// The prompt to seat `id` for round `n` (the link is the contract for round 1, else the
+/// previous packet).
+pub fn round_prompt(council: &Council, n: usize, id: &str, title: &str) -> String {
+    let cid = &council.contract;
+    let rounds = council.mode.rounds();
+    let seat = council.seat(id);
+    let label = seat.map_or("-", |s| s.label.as_str());
+    let who = if council.mode.anonymised() {
+        format!(" as {label} (peers see only this label until the last round)")
+    } else {
+        String::new()
+    };
+    if n == 1 {
+        return format!(
+            "You sit on the {} council reviewing `{cid}` ({title}){who}: round 1 of {rounds}. Round 1 is blind: read the contract and give your own assessment (what is right, what is wrong, what you would change) without reading other members' files; polisd publishes nothing of this round until it closes. {}",
+            council.mode.as_str(),
+            write_hint(council, n, id)
+        );
+    }
+    let engage = if council.mode.anonymised() {
+        let others: Vec<&str> = council
+            .seats
+            .iter()
+            .filter(|s| s.id != id)
+            .map(|s| s.label.as_str())
+            .collect();
+        let at_least = others.len().min(2);
+        format!(
+            "Engage at least {at_least} peers by label ({}): say what you accept from each and what you contest, and why.",
+            others.join(", ")
+        )
+    } else {
+        "Engage your peer by name on each point: say what you accept and what you contest, and why."
+            .to_string()
+    };
+    let last = if council.is_last_round(n) {
+        " This is the last round: state your final position briefly."
+    } else {
+        ""
+    };
+    format!(
+        "Round {n} of {rounds} of the council on `{cid}` is open{who}. Read the packet of round {} first. Hold the position you took unless you can name the specific flaw in it that a peer exposed, and name it; that others disagree, or that they are many, is no reason to move. {engage}{last} {}",
+        n - 1,
+        write_hint(council, n, id)
+    )
+}
+
+/// The chairman's request for the verdict.
+pub fn verdict_prompt(council: &Council) -> String {
+    let cid = &council.contract;
+    let role = if council.chairman_is_owner {
+        "No citizen was left off the panel to chair, so you, the owner, write the verdict (it is marked as the owner's)."
+    } else {
+        "You chair it and did not sit on the panel."
+    };
+    format!(
+        "The council on `{cid}` has closed its {} rounds. {role} Read every packet (the last one names the members), then write `{}` with frontmatter `decision: signed_off`, `requested_changes` or `rejected`, and these sections as `##` headings: {}. Each kill criterion is one list item of the form `If <condition> by <YYYY-MM-DD>, invalidated → <consequence>`; Concrete next step holds exactly one action; Decision options lists 2 to 4 options with their trade-offs; Confidence starts with high, medium or low and says why. Keep the dissent in Key disagreements; do not flatten it. polisd checks the file and tells you what is missing; when it is valid it sets the contract's `review.status`.",
+        council.rounds.len(),
+        state::verdict_path(cid),
+        super::verdict::SECTIONS.join("; "),
+    )
+}
+
+/// The notice to a seat whose contribution is over the limit.
+pub fn over_limit_text(council: &Council, n: usize, words: usize) -> String {
+    let limit = council.mode.word_limit(n);
+    format!(
+        "Your contribution to round {n} of the council on `{}` has {words} words, over the limit of {limit}: the packet will show only its first {limit} words, marked as cut. Shorten it before the round closes ({}) if the rest matters.",
+        council.contract,
+        council
+            .rounds
+            .iter()
+            .find(|r| r.n == n)
+            .map_or("-", |r| r.closes_at.as_str())
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::state::Council;
+    use super::super::{Choice, Chosen, Mode, Request};
+    use super::*;
+    use crate::protocol::clock::{PolisTime, PolisZone};
+
+    const IDS: [&str; 3] = ["claude-seat-aaaa", "codex-seat-bbbb", "gemini-seat-cccc"];
+
+    fn council(mode: Mode) -> Council {
+        let n = if mode == Mode::Duo { 2 } else { 3 };
+        let choice = Choice {
+            panel: IDS[..n]
+                .iter()
+                .map(|id| Chosen {
+                    id: id.to_string(),
+                    vendor: "v".into(),
+                    why: "w".into(),
+                })
+                .collect(),
+            chairman: None,
+            notes: vec![],
+        };
+        let now = PolisTime::at_stamp(PolisZone::default(), "2026-12-01 10:00").unwrap();
+        Council::new(
+            "big-change",
+            Some("codex-owner-eeee"),
+            &Request {
+                mode,
+                ..Request::default()
+            },
+            &choice,
+            "contract",
+            &now,
+        )
+    }
+
+    #[test]
+    fn counts_and_cuts_words_keeping_the_text_between_them() {
+        assert_eq!(word_count("---\nx: 1\n---\none two\nthree\n"), 3);
+        assert_eq!(
+            cut("one  two\nthree four", 3).as_deref(),
+            Some("one  two\nthree")
+        );
+        assert_eq!(cut("one two three", 3), None);
+        assert_eq!(cut("one two three ", 3), None);
+        assert_eq!(cut("a b c d", 2).as_deref(), Some("a b"));
+    }
+
+    #[test]
+    fn ids_are_replaced_as_whole_words_only() {
+        let pairs = vec![("codex-seat-bbbb".to_string(), "Member B".to_string())];
+        assert_eq!(
+            replace_ids(
+                "Codex-Seat-BBBB said; codex-seat-bbbb-two did not (codex-seat-bbbb).",
+                &pairs
+            ),
+            "Member B said; codex-seat-bbbb-two did not (Member B)."
+        );
+        assert_eq!(replace_ids("é codex-seat-bbbb é", &pairs), "é Member B é");
+    }
+
+    #[test]
+    fn an_anonymised_packet_names_no_member_and_marks_cuts_and_silence() {
+        let c = council(Mode::Full);
+        let long = (0..350)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let a = format!(
+            "I am claude-seat-aaaa and I agree with codex-seat-bbbb.\n\n# Member C\n{long}"
+        );
+        let contributions = [
+            Contribution {
+                id: IDS[0],
+                text: Some(&a),
+            },
+            Contribution {
+                id: IDS[1],
+                text: Some("Fine by me."),
+            },
+            Contribution {
+                id: IDS[2],
+                text: None,
+            },
+        ];
+        let (packet, cut_ids) = render(&c, 1, &contributions);
+        for id in IDS {
+            assert!(!packet.contains(id), "{id} in\n{packet}");
+        }
+        assert!(
+            packet.contains("> I am [self] and I agree with Member B."),
+            "{packet}"
+        );
+        assert!(
+            packet.contains("> # Member C"),
+            "quoted, so no heading: {packet}"
+        );
+        assert!(
+            packet.contains("*[cut at 300 words: the contribution had 361]*"),
+            "{packet}"
+        );
+        assert!(!packet.contains("w349"));
+        assert!(packet.contains("## Member C\n\n*no response*"), "{packet}");
+        assert_eq!(cut_ids, vec![IDS[0].to_string()]);
+    }
+
+    #[test]
+    fn the_last_packet_and_duo_packets_name_members() {
+        let c = council(Mode::Quick);
+        let contributions = [Contribution {
+            id: IDS[0],
+            text: Some("about codex-seat-bbbb"),
+        }];
+        let (packet, _) = render(&c, 2, &contributions);
+        assert!(
+            packet.contains("## Member A (claude-seat-aaaa)"),
+            "{packet}"
+        );
+        assert!(packet.contains("about codex-seat-bbbb"), "{packet}");
+        let d = council(Mode::Duo);
+        let (packet, _) = render(&d, 1, &contributions);
+        assert!(packet.contains("## claude-seat-aaaa"), "{packet}");
+        assert!(packet.contains("anonymised: false"));
+    }
+
+    #[test]
+    fn prompts_say_hold_your_position_and_engage_two_peers() {
+        let c = council(Mode::Full);
+        let p1 = round_prompt(&c, 1, IDS[0], "Big change");
+        assert!(p1.contains("blind"), "{p1}");
+        assert!(
+            p1.contains("reviews/big-change/round-1/claude-seat-aaaa.md"),
+            "{p1}"
+        );
+        assert!(p1.contains("300 words"), "{p1}");
+        let mut c2 = c.clone();
+        let ids = c2.ids();
+        c2.close_round(
+            &ids,
+            &[],
+            &PolisTime::at_stamp(PolisZone::default(), "2026-12-01 11:00").unwrap(),
+        );
+        let p2 = round_prompt(&c2, 2, IDS[0], "Big change");
+        assert!(p2.contains("unless you can name the specific flaw"), "{p2}");
+        assert!(
+            p2.contains("at least 2 peers by label (Member B, Member C)"),
+            "{p2}"
+        );
+        assert!(p2.contains("220 words"), "{p2}");
+        let v = verdict_prompt(&c2);
+        assert!(v.contains("owner"), "{v}");
+        assert!(v.contains("Kill criteria"), "{v}");
+    }
+}

@@ -1,0 +1,414 @@
+//! The chairman's `reviews/<cid>/verdict.md`: its required form ([`check`]), and the edit that
+//! records the decision in the contract's `review:` block ([`set_review_field`]).
+//!
+//! A verdict must be falsifiable and actionable: kill criteria with a condition, a date and a
+//! consequence; exactly one concrete next step; 2 to 4 decision options; dissent kept.
+
+use crate::protocol::frontmatter;
+use crate::protocol::review::Decision;
+use crate::yaml::Value;
+use regex::Regex;
+use std::sync::LazyLock;
+
+/// The sections a verdict must have, as `##` headings, in this order (order is not checked).
+pub const SECTIONS: [&str; 10] = [
+    "Panel and mode",
+    "Chairman",
+    "Acceptable compromises",
+    "Kill criteria",
+    "Concrete next step",
+    "Unresolved questions",
+    "Key agreements",
+    "Key disagreements",
+    "Decision options",
+    "Confidence",
+];
+
+static KILL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?i:if)\s+\S.*?\s+by\s+.*\d{4}-\d{2}-\d{2}.*?,\s*invalidated\s*(?:→|->)\s*\S.*$")
+        .unwrap()
+});
+
+/// A valid verdict's decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub decision: Decision,
+}
+
+/// The sections of a markdown body by heading (`#` to `######`), lower-cased titles.
+fn sections(body: &str) -> Vec<(String, Vec<&str>)> {
+    let mut out: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut fence = false;
+    for line in body.lines() {
+        if line.trim_start().starts_with("```") {
+            fence = !fence;
+        }
+        let t = line.trim();
+        if !fence && t.starts_with('#') {
+            let title = t
+                .trim_start_matches('#')
+                .trim()
+                .trim_end_matches(':')
+                .trim();
+            out.push((title.to_lowercase(), Vec::new()));
+        } else if let Some((_, lines)) = out.last_mut() {
+            lines.push(line);
+        }
+    }
+    out
+}
+
+/// Top-level list items (`- `, `* `, `+ `, `1. `) of a section, continuation lines joined.
+fn items(lines: &[&str]) -> Vec<String> {
+    static ITEM: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^(?:[-*+]|\d+[.)])\s+(.*)$").unwrap());
+    let mut out: Vec<String> = Vec::new();
+    for line in lines {
+        if let Some(c) = ITEM.captures(line) {
+            out.push(c[1].trim().to_string());
+        } else if line.starts_with([' ', '\t']) && !line.trim().is_empty() {
+            if let Some(last) = out.last_mut() {
+                last.push(' ');
+                last.push_str(line.trim());
+            }
+        }
+    }
+    out
+}
+
+fn paragraphs(lines: &[&str]) -> usize {
+    lines
+        .split(|l| l.trim().is_empty())
+        .filter(|p| !p.is_empty())
+        .count()
+}
+
+/// Checks a verdict's form; every problem, each saying what to write instead.
+pub fn check(text: &str) -> Result<Verdict, Vec<String>> {
+    let mut problems = Vec::new();
+    let record = match frontmatter::parse(&frontmatter::normalise(text)) {
+        Ok(r) => r,
+        Err(e) => return Err(vec![format!("its frontmatter cannot be read ({e}); start the file with `---`, `decision: signed_off`, `---`")]),
+    };
+    let decision = match record.fields.get("decision") {
+        Value::Null => {
+            problems.push("the frontmatter has no `decision:`; add `decision: signed_off`, `requested_changes` or `rejected`".to_string());
+            None
+        }
+        v => match Decision::parse(&v.python_str()) {
+            Decision::Other(o) => {
+                problems.push(format!(
+                    "`decision: {o}` is not one of signed_off, requested_changes, rejected"
+                ));
+                None
+            }
+            d => Some(d),
+        },
+    };
+    let found = sections(&record.body);
+    let get = |name: &str| {
+        found
+            .iter()
+            .find(|(t, _)| t == &name.to_lowercase())
+            .map(|(_, l)| l.as_slice())
+    };
+    let mut missing = Vec::new();
+    for name in SECTIONS {
+        match get(name) {
+            None => missing.push(name),
+            Some(lines) if lines.iter().all(|l| l.trim().is_empty()) => {
+                problems.push(format!("the section `## {name}` is empty"))
+            }
+            Some(_) => {}
+        }
+    }
+    if !missing.is_empty() {
+        problems.push(format!(
+            "missing section(s): {}",
+            missing
+                .iter()
+                .map(|m| format!("`## {m}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let Some(lines) = get("Kill criteria").filter(|l| !l.iter().all(|l| l.trim().is_empty())) {
+        let list = items(lines);
+        if list.is_empty() {
+            problems.push("Kill criteria has no list item; write each as `- If <condition> by <YYYY-MM-DD>, invalidated → <consequence>`".into());
+        }
+        for item in list {
+            let plain = item.replace(['*', '`'], "");
+            if !KILL.is_match(plain.trim()) {
+                problems.push(format!("the kill criterion `{item}` is not of the form `If <condition> by <YYYY-MM-DD>, invalidated → <consequence>`"));
+            }
+        }
+    }
+    if let Some(lines) =
+        get("Concrete next step").filter(|l| !l.iter().all(|l| l.trim().is_empty()))
+    {
+        let list = items(lines);
+        let n = if list.is_empty() {
+            paragraphs(lines)
+        } else {
+            list.len()
+        };
+        if n != 1 {
+            problems.push(format!("Concrete next step holds {n} actions; keep exactly one (the first thing to do), and move the others to Decision options or Unresolved questions"));
+        }
+    }
+    if let Some(lines) = get("Decision options").filter(|l| !l.iter().all(|l| l.trim().is_empty()))
+    {
+        let n = items(lines).len();
+        if !(2..=4).contains(&n) {
+            problems.push(format!(
+                "Decision options lists {n} option(s); list 2 to 4, each with its trade-offs"
+            ));
+        }
+    }
+    if let Some(lines) = get("Confidence").filter(|l| !l.iter().all(|l| l.trim().is_empty())) {
+        let text = lines.join(" ");
+        let words: Vec<String> = text
+            .split_whitespace()
+            .map(|w| {
+                w.trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase()
+            })
+            .filter(|w| !w.is_empty())
+            .collect();
+        let level_ok = words
+            .first()
+            .is_some_and(|w| matches!(w.as_str(), "high" | "medium" | "low"));
+        if !level_ok {
+            problems.push("Confidence must start with high, medium or low".into());
+        } else if words.len() < 3 {
+            problems.push("Confidence must say why, after its level".into());
+        }
+    }
+    match (decision, problems.is_empty()) {
+        (Some(decision), true) => Ok(Verdict { decision }),
+        _ => Err(problems),
+    }
+}
+
+/// Sets `key: value` inside the top-level `review:` mapping of a contract, keeping every other
+/// byte: a block mapping gets its `key:` line replaced or added (at its indentation); a flow
+/// mapping on one line is rewritten with the key set; a missing `review:` is added as
+/// `review: {key: value}`. `None` when the result would not read back with `review.key ==
+/// value` and every other field unchanged (then nothing should be written).
+pub fn set_review_field(text: &str, key: &str, value: &str) -> Option<String> {
+    let before = frontmatter::parse(&frontmatter::normalise(text)).ok()?;
+    let out = splice_review(text, key, value)?;
+    let after = frontmatter::parse(&frontmatter::normalise(&out)).ok()?;
+    let (Some(b), Some(a)) = (before.fields.as_map(), after.fields.as_map()) else {
+        return None;
+    };
+    if after.fields.get("review").get(key).as_str() != Some(value) || before.body != after.body {
+        return None;
+    }
+    for (k, v) in b.iter() {
+        let name = k.python_str();
+        if name == "review" {
+            for (rk, rv) in before
+                .fields
+                .get("review")
+                .as_map()
+                .into_iter()
+                .flat_map(|m| m.iter())
+            {
+                let rname = rk.python_str();
+                if rname != key && after.fields.get("review").get(&rname) != rv {
+                    return None;
+                }
+            }
+        } else if a.get(&name) != Some(v) {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+fn splice_review(text: &str, key: &str, value: &str) -> Option<String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let content = |l: &str| l.trim_end_matches(['\n', '\r']).to_string();
+    // The frontmatter's lines: after the first `---` up to the next `---`.
+    if content(lines.first()?)
+        .trim_start_matches('\u{feff}')
+        .trim_end()
+        != "---"
+    {
+        return None;
+    }
+    let fence = lines
+        .iter()
+        .skip(1)
+        .position(|l| content(l).trim_end() == "---")?
+        + 1;
+    let Some(start) = (1..fence).find(|&i| {
+        let c = content(lines[i]);
+        c.strip_prefix("review:")
+            .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']))
+    }) else {
+        return frontmatter::splice_field(text, "review", &format!("{{{key}: {value}}}"), None);
+    };
+    let eol = if lines[start].ends_with("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    let after = content(lines[start])["review:".len()..].trim().to_string();
+    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    if after.is_empty() || after.starts_with('#') {
+        // A block mapping: its child lines are the indented ones that follow.
+        let mut end = start + 1;
+        while end < fence {
+            let c = content(lines[end]);
+            if c.starts_with([' ', '\t']) || c.trim().is_empty() {
+                end += 1;
+            } else {
+                break;
+            }
+        }
+        let indent = (start + 1..end)
+            .map(|i| content(lines[i]))
+            .find(|c| !c.trim().is_empty())
+            .map(|c| c[..c.len() - c.trim_start().len()].to_string())
+            .unwrap_or_else(|| "  ".into());
+        let own = (start + 1..end).find(|&i| {
+            let c = content(lines[i]);
+            c.strip_prefix(indent.as_str())
+                .and_then(|r| r.strip_prefix(key))
+                .and_then(|r| r.strip_prefix(':'))
+                .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']))
+        });
+        let line = format!("{indent}{key}: {value}{eol}");
+        match own {
+            Some(i) => out[i] = line,
+            None => {
+                // After the last non-blank child line.
+                let at = (start + 1..end)
+                    .rev()
+                    .find(|&i| !content(lines[i]).trim().is_empty())
+                    .map_or(start + 1, |i| i + 1);
+                out.insert(at, line);
+            }
+        }
+        return Some(out.concat());
+    }
+    // A flow mapping on this line.
+    let parsed = crate::yaml::load(&after).ok()?;
+    let map = parsed.as_map()?;
+    let mut parts = Vec::new();
+    let mut set = false;
+    for (k, v) in map.iter() {
+        let name = k.python_str();
+        if name == key {
+            parts.push(format!("{key}: {value}"));
+            set = true;
+        } else {
+            parts.push(format!("{name}: {}", flow(v)?));
+        }
+    }
+    if !set {
+        parts.push(format!("{key}: {value}"));
+    }
+    out[start] = format!("review: {{{}}}{eol}", parts.join(", "));
+    Some(out.concat())
+}
+
+/// A value in flow style, for the rewritten `review: {…}` line (checked by reading back).
+fn flow(v: &Value) -> Option<String> {
+    Some(match v {
+        Value::Seq(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(flow)
+                .collect::<Option<Vec<_>>>()?
+                .join(", ")
+        ),
+        Value::Map(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| Some(format!("{}: {}", k.python_str(), flow(v)?)))
+                .collect::<Option<Vec<_>>>()?
+                .join(", ")
+        ),
+        Value::Float(f) => crate::yaml::python_float_repr(*f),
+        other => crate::protocol::contract::reference_scalar(other),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) const VALID: &str = "---\ndecision: requested_changes\n---\n\n## Panel and mode\nfull, 3 seats.\n\n## Chairman\nme.\n\n## Acceptable compromises\n- keep the old path for a release\n\n## Kill criteria\n- If p95 latency rises above 200 ms by 2027-01-15, invalidated → roll back to the old cache\n- If no second vendor reviews the migration by 2027-02-01, invalidated -> reopen the council\n\n## Concrete next step\n- Write the migration plan in docs/migration.md\n\n## Unresolved questions\n- who owns the cache?\n\n## Key agreements\n- the cache is needed\n\n## Key disagreements\n- Member B holds that the TTL is too short\n\n## Decision options\n- ship now: fast, risky\n- ship after a canary: slower, safer\n\n## Confidence\nmedium, because the load test was small.\n";
+
+    #[test]
+    fn a_complete_verdict_is_valid() {
+        assert_eq!(check(VALID).unwrap().decision, Decision::RequestedChanges);
+    }
+
+    #[test]
+    fn every_problem_is_named() {
+        let bad = VALID
+            .replace("decision: requested_changes", "decision: maybe")
+            .replace("## Unresolved questions\n- who owns the cache?\n\n", "")
+            .replace("- If p95 latency rises above 200 ms by 2027-01-15, invalidated → roll back to the old cache", "- latency might rise")
+            .replace("- Write the migration plan in docs/migration.md", "- Write the plan\n- Run the canary")
+            .replace("- ship after a canary: slower, safer\n", "")
+            .replace("medium, because the load test was small.", "pretty sure");
+        let problems = check(&bad).unwrap_err();
+        let all = problems.join("\n");
+        for want in [
+            "maybe",
+            "`## Unresolved questions`",
+            "latency might rise",
+            "2 actions",
+            "1 option",
+            "Confidence must start",
+        ] {
+            assert!(all.contains(want), "{want} not in:\n{all}");
+        }
+        assert_eq!(problems.len(), 6, "{all}");
+        assert!(check("no frontmatter").is_err());
+    }
+
+    #[test]
+    fn one_paragraph_is_one_next_step() {
+        let v = VALID.replace(
+            "- Write the migration plan in docs/migration.md",
+            "Write the migration plan.",
+        );
+        assert!(check(&v).is_ok());
+        let v = VALID.replace(
+            "- Write the migration plan in docs/migration.md",
+            "Write it.\n\nThen ship it.",
+        );
+        assert!(check(&v).is_err());
+    }
+
+    #[test]
+    fn review_status_is_set_in_flow_and_block_mappings_keeping_every_other_byte() {
+        let flow_text = "---\ncontract_id: x\nreview: {mode: council, panel: [a-citizen-1, b-citizen-2], round_hours: 0.5}\nowner: someone-here\n---\nbody\n";
+        let out = set_review_field(flow_text, "status", "signed_off").unwrap();
+        assert_eq!(out, "---\ncontract_id: x\nreview: {mode: council, panel: [a-citizen-1, b-citizen-2], round_hours: 0.5, status: signed_off}\nowner: someone-here\n---\nbody\n");
+        let block = "---\nreview:\n    mode: council\n    status: null\n# note\nowner: o\n---\n";
+        assert_eq!(
+            set_review_field(block, "status", "rejected").unwrap(),
+            "---\nreview:\n    mode: council\n    status: rejected\n# note\nowner: o\n---\n"
+        );
+        let block = "---\r\nreview:\r\n  mode: council\r\nowner: o\r\n---\r\n";
+        assert_eq!(
+            set_review_field(block, "reviewer", "codex-seat-bbbb").unwrap(),
+            "---\r\nreview:\r\n  mode: council\r\n  reviewer: codex-seat-bbbb\r\nowner: o\r\n---\r\n"
+        );
+        let none = "---\ncouncil: {mode: duo}\n---\n";
+        assert_eq!(
+            set_review_field(none, "status", "signed_off").unwrap(),
+            "---\ncouncil: {mode: duo}\nreview: {status: signed_off}\n---\n"
+        );
+        assert_eq!(set_review_field("no frontmatter", "status", "x"), None);
+    }
+}
