@@ -496,17 +496,7 @@ impl SettledSource {
         let Some(migrated) = self.migrated else {
             return (Restored::Nothing, 0);
         };
-        let (restored, journal_lines) = match fs::read(&self.path) {
-            Ok(bytes) => settled::decode(&bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => (Restored::Nothing, 0),
-            Err(e) => (
-                Restored::Untrusted {
-                    reason: format!("it cannot be read ({e})"),
-                    recorded: Vec::new(),
-                },
-                0,
-            ),
-        };
+        let (restored, journal_lines) = read_settled_file(&self.path);
         let restored = match restored {
             Restored::Records { .. } => restored,
             _ if migrated.is_empty() => restored,
@@ -952,17 +942,7 @@ impl LedgerFile {
             }
         }
         let path = dir.join(SETTLED_FILE);
-        let (restored, journal_lines) = match fs::read(&path) {
-            Ok(bytes) => settled::decode(&bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => (Restored::Nothing, 0),
-            Err(e) => (
-                Restored::Untrusted {
-                    reason: format!("it cannot be read ({e})"),
-                    recorded: Vec::new(),
-                },
-                0,
-            ),
-        };
+        let (restored, journal_lines) = read_settled_file(&path);
         let restored = match restored {
             Restored::Nothing => {
                 let migrated = migrated_settled(&dir);
@@ -1042,6 +1022,22 @@ impl LedgerFile {
         write_atomic(&self.dir, SETTLED_FILE, &bytes)?;
         self.journal_lines = 0;
         Ok(())
+    }
+}
+
+/// The durable ledger file decoded, with its journal's line count: nothing when it is not
+/// there, untrusted (and read again from the folder) when it cannot be read.
+fn read_settled_file(path: &Path) -> (Restored, usize) {
+    match fs::read(path) {
+        Ok(bytes) => settled::decode(&bytes),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => (Restored::Nothing, 0),
+        Err(e) => (
+            Restored::Untrusted {
+                reason: format!("it cannot be read ({e})"),
+                recorded: Vec::new(),
+            },
+            0,
+        ),
     }
 }
 
