@@ -518,4 +518,13 @@ fn a_round_closes_on_time_with_no_event_and_one_live_seat_falls_back_to_a_chavru
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("P027"), "{text}");
     assert!(text.contains("`mode: huge`"), "{text}");
+    // The fallback waits in the human queue (the dashboard's, shown here by its static report).
+    let out = p.polisd(&["report", "--format", "md"]);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains(&format!(
+            "The council on {cid} stopped and fell back to one review"
+        )),
+        "{report}"
+    );
 }

@@ -2,13 +2,14 @@
 //! snapshot, so an item disappears by itself once the folder no longer calls for it.
 //!
 //! Each source is one function in [`SOURCES`] (`fn(&Snapshot, &mut Vec<Item>)`): adding one
-//! (council fallbacks, sync conflicts of the sync driver) is that function and its line there.
+//! is that function and its line there.
 //! Today's sources: a ratified amendment whose id `CONSTITUTION.md` does not mention yet; a
 //! ratified amendment whose `setting_change` `polis.yml` does not show yet; unread
 //! `handoff-deferred` and `citizen-needed` notices in any inbox (they stand until their
 //! recipient reads them); a high-stakes contract claimed with no reviewer; a vote short of
 //! quorum with days left; findings about polis files other than the chronicle (chronicle
-//! findings go to their authors' inboxes); sync-conflict copies.
+//! findings go to their authors' inboxes); sync-conflict copies; councils that stopped and
+//! fell back to a chavruta review.
 
 use super::view::Snapshot;
 use crate::protocol::finding::Severity;
@@ -39,6 +40,7 @@ pub const SOURCES: &[Source] = &[
     votes_short_of_quorum,
     file_findings,
     sync_conflicts,
+    council_fallbacks,
 ];
 
 /// Every item the snapshot calls for, in a stable order.
@@ -253,6 +255,34 @@ fn sync_conflicts(s: &Snapshot, out: &mut Vec<Item>) {
             title: format!("Sync conflict copy {rel} (of {original})"),
             action: "Merge what it holds into the original file and delete the copy.".into(),
             link: None,
+        });
+    }
+}
+
+/// A council that stopped with fewer than two live seats and fell back to a chavruta review
+/// (issue 16): a person decides whether one review is enough for a decision that asked for a
+/// council. `council.md` files are few (one per council), so reading them per change is cheap.
+fn council_fallbacks(s: &Snapshot, out: &mut Vec<Item>) {
+    use crate::operations::council;
+    for id in council::listed(&s.polis.root) {
+        let Ok(Some(c)) = council::read(&s.polis.root, &id) else {
+            continue;
+        };
+        let Some(fallback) = c.fallback.as_ref() else {
+            continue;
+        };
+        let reviewer = fallback
+            .reviewer
+            .as_deref()
+            .map_or("no seat wrote, so nobody".to_string(), |r| format!("`{r}`"));
+        out.push(Item {
+            key: format!("council-fallback/{id}"),
+            title: format!("The council on {id} stopped and fell back to one review"),
+            action: format!(
+                "{}. {reviewer} reviews alone. Decide whether one review is enough for this decision; if not, hold it until more members are available (or registered) to deliberate.",
+                fallback.why.trim_end_matches('.')
+            ),
+            link: Some(format!("contracts/{id}")),
         });
     }
 }
