@@ -236,14 +236,14 @@ pub fn dispatch_blocks(
     let mut seen = BTreeSet::new();
     for s in &blocks.next {
         let id = source.follow_up_id(parent_id, s.n);
-        if let Ok((folder, existing)) = lookup::find(root, &id) {
-            seen.insert((s.citizen.clone(), s.reason.clone()));
-            recover(writer, now, &mut out, folder, &existing, &id, s)?;
+        // An opened follow-up (found from an earlier pass, or new) is reported and its citizen
+        // told the same way.
+        let opened = |out: &mut Dispatch, existing: bool| {
             out.opened.push(OpenedHandoff {
                 contract_id: id.clone(),
                 citizen: s.citizen.clone(),
                 step: chain.len() + 1,
-                existing: true,
+                existing,
             });
             out.notices.push(Notification::handoff_opened(
                 &s.citizen,
@@ -254,6 +254,11 @@ pub fn dispatch_blocks(
                 chain.len() + 1,
                 max,
             ));
+        };
+        if let Ok((folder, existing)) = lookup::find(root, &id) {
+            seen.insert((s.citizen.clone(), s.reason.clone()));
+            recover(writer, now, &mut out, folder, &existing, &id, s)?;
+            opened(&mut out, true);
             continue;
         }
         if let Some(skip) = skip_reason(polis, &s.citizen) {
@@ -292,21 +297,7 @@ pub fn dispatch_blocks(
             let link = new_rel.trim_end_matches(".md");
             chronicle::append_daemon(writer, now, "opened contract", Some(link), &title)?;
         }
-        out.opened.push(OpenedHandoff {
-            contract_id: id.clone(),
-            citizen: s.citizen.clone(),
-            step: chain.len() + 1,
-            existing: false,
-        });
-        out.notices.push(Notification::handoff_opened(
-            &s.citizen,
-            &id,
-            parent_id,
-            author,
-            source.doing(),
-            chain.len() + 1,
-            max,
-        ));
+        opened(&mut out, false);
     }
     if !out.deferred.is_empty() {
         let opener = first_opener(root, parent)
