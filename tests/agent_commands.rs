@@ -563,16 +563,11 @@ fn output_into_a_closed_pipe_ends_quietly_instead_of_panicking() {
         use std::os::unix::process::ExitStatusExt as _;
         assert_eq!(
             out.status.signal(),
-            Some(libc_sigpipe()),
+            Some(libc::SIGPIPE),
             "polisd {args:?} should end by SIGPIPE like any Unix tool: {:?}",
             out.status
         );
     }
-}
-
-/// SIGPIPE's number on Linux and macOS.
-fn libc_sigpipe() -> i32 {
-    13
 }
 
 /// Opens, claims and settles one contract with the agents' commands (no daemon running).
