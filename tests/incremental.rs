@@ -129,7 +129,10 @@ fn snapshot(state: &mut State, ledger: &Ledger<Fingerprint>) {
     let records = ledger
         .files()
         .map(|(path, fp, s)| SettledRecord::of(path, fp, false, s));
-    state.write_settled_snapshot(3600, records).unwrap();
+    let records: Vec<SettledRecord> = records.collect();
+    state
+        .write_settled_snapshot(3600, records.iter().map(SettledRecord::as_ref))
+        .unwrap();
 }
 
 /// A state folder journalling the ledger as the daemon's does.
@@ -162,7 +165,7 @@ impl Durable {
         Ledger::restore(
             records
                 .iter()
-                .map(|r| (r.path.as_str(), r.fingerprint, r.view())),
+                .map(|r| (r.path, r.fingerprint, r.settlement)),
         )
     }
 }

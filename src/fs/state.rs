@@ -13,7 +13,8 @@
 //!   keeps pid, start time, counters and latest findings here, and `polisd status` reads it
 //!   (with [`read_status`]) to say whether and how a daemon is watching;
 //! - `daemon.lock` — held (advisory lock) by the running daemon, see [`State::try_lock_daemon`];
-//! - `settled.jsonl` — the durable ledger of settled contracts (`state/settled.rs`), and
+//! - `settled.ledger` — the durable ledger of settled contracts (`state/settled.rs`; earlier
+//!   versions kept it as JSON in `settled.jsonl`, read once as untrusted and removed), and
 //!   `settled.lock`, held by its one writer: the daemon for as long as it runs, or a one-shot
 //!   command with no daemon running ([`LedgerFile`]), so the two never write it at once.
 //!
@@ -24,7 +25,7 @@
 
 mod settled;
 
-pub use settled::{Restored, SettledRecord, LEDGER_VERSION};
+pub use settled::{RecordRef, Records, Restored, SettledRecord, LEDGER_VERSION};
 
 use crate::protocol::finding::Finding;
 use serde::{Deserialize, Serialize};
@@ -50,10 +51,13 @@ const PATH_FILE: &str = "polis-path";
 const LOCK_FILE: &str = "daemon.lock";
 const SEEN_CHRONICLE_FILE: &str = "chronicle-seen.md";
 /// The durable ledger of settled contracts, a snapshot and a journal of changes (see
-/// `state/settled.rs`): with 100k settled contracts it is ~20 MB, which `state.json` would
+/// `state/settled.rs`): with 100k settled contracts it is ~7 MB, which `state.json` would
 /// rewrite on every settlement.
-const SETTLED_FILE: &str = "settled.jsonl";
-/// Held by whoever writes `settled.jsonl`: the daemon for its whole run, a command for one
+const SETTLED_FILE: &str = "settled.ledger";
+/// The JSON ledger of earlier versions: read (as untrusted) only when there is no
+/// [`SETTLED_FILE`], and removed once a snapshot replaces it.
+const LEGACY_SETTLED_FILE: &str = "settled.jsonl";
+/// Held by whoever writes `settled.ledger`: the daemon for its whole run, a command for one
 /// reconcile.
 const SETTLED_LOCK_FILE: &str = "settled.lock";
 
@@ -73,6 +77,12 @@ pub enum StateError {
         path: PathBuf,
         #[source]
         source: serde_json::Error,
+    },
+    #[error("cannot encode the ledger of settled contracts for {}: {source}", .path.display())]
+    EncodeLedger {
+        path: PathBuf,
+        #[source]
+        source: postcard::Error,
     },
 }
 
@@ -99,7 +109,7 @@ pub struct PolisState {
     /// Notifications already sent (SPEC §9).
     pub sent_notifications: BTreeSet<SentNotification>,
     /// Only read, from a `state.json` an older polisd wrote: the settled files it had counted.
-    /// They are now in `settled.jsonl` with their settlements ([`State::take_settled`]); the
+    /// They are now in `settled.ledger` with their settlements ([`State::take_settled`]); the
     /// map is emptied on load.
     #[serde(skip_serializing)]
     pub settled: BTreeMap<String, Fingerprint>,
@@ -213,11 +223,15 @@ impl Fingerprint {
 /// or a folder that cannot be opened, is stat'ed by its full path.
 // The casts are no-ops on Linux only: `libc::stat`'s field types differ between platforms.
 #[allow(clippy::unnecessary_cast)]
-pub fn fingerprints_in(root: &Path, dir: &str, rels: &[String]) -> Vec<Option<Fingerprint>> {
+pub fn fingerprints_in<S: AsRef<str> + Sync>(
+    root: &Path,
+    dir: &str,
+    rels: &[S],
+) -> Vec<Option<Fingerprint>> {
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::io::AsRawFd;
-    let by_path = |rel: &String| {
-        fs::symlink_metadata(root.join(rel))
+    let by_path = |rel: &S| {
+        fs::symlink_metadata(root.join(rel.as_ref()))
             .ok()
             .map(|m| Fingerprint::of(&m))
     };
@@ -232,6 +246,7 @@ pub fn fingerprints_in(root: &Path, dir: &str, rels: &[String]) -> Vec<Option<Fi
     let prefix = format!("{}/", dir.trim_end_matches('/'));
     crate::fs::snapshot::par_map(rels, |rel| {
         let Some(name) = rel
+            .as_ref()
             .strip_prefix(prefix.as_str())
             .filter(|n| !n.contains('/'))
         else {
@@ -459,10 +474,10 @@ pub struct State {
     /// The settled paths an older `state.json` named, until the engine takes the ledger
     /// ([`State::take_settled`]; `None` after).
     settled_migrated: Option<Vec<String>>,
-    /// Journal lines not yet appended to `settled.jsonl`, and how many.
+    /// Journal lines not yet appended to `settled.ledger`, and how many.
     settled_pending: Vec<u8>,
     settled_pending_lines: usize,
-    /// Journal lines after the snapshot in `settled.jsonl`.
+    /// Journal lines after the snapshot in `settled.ledger`.
     settled_journal_lines: usize,
     /// The file must be rewritten whole from the ledger (it was missing, untrusted, or the
     /// ledger was rebuilt): changes are not journalled until then.
@@ -482,7 +497,7 @@ impl DerefMut for State {
     }
 }
 
-/// What reading `settled.jsonl` needs, apart from the state (see [`State::settled_source`]).
+/// What reading `settled.ledger` needs, apart from the state (see [`State::settled_source`]).
 #[derive(Debug)]
 pub struct SettledSource {
     path: PathBuf,
@@ -579,7 +594,7 @@ impl State {
         })
     }
 
-    /// What `settled.jsonl` holds (the durable ledger of an earlier run, to be checked against
+    /// What `settled.ledger` holds (the durable ledger of an earlier run, to be checked against
     /// each file's fingerprint). Read here, not on load, so a command that loads the state for
     /// something else does not read megabytes; [`Restored::Nothing`] after the first call.
     pub fn take_settled(&mut self) -> Restored {
@@ -611,7 +626,7 @@ impl State {
         if self.settled_snapshot_due {
             return;
         }
-        match settled::encode_put(record) {
+        match settled::encode_put(record.as_ref()) {
             Ok(line) => self.push_settled_line(line),
             Err(_) => self.settled_snapshot_due = true,
         }
@@ -633,31 +648,31 @@ impl State {
         self.settled_pending_lines += 1;
     }
 
-    /// Asks for `settled.jsonl` to be rewritten whole (the ledger was rebuilt).
+    /// Asks for `settled.ledger` to be rewritten whole (the ledger was rebuilt).
     pub fn require_settled_snapshot(&mut self) {
         self.settled_snapshot_due = true;
         self.settled_pending.clear();
         self.settled_pending_lines = 0;
     }
 
-    /// Whether `settled.jsonl` should be rewritten from a ledger of `files` files: it is due,
-    /// or its journal has grown past twice the snapshot.
+    /// Whether `settled.ledger` should be rewritten from a ledger of `files` files: it is due,
+    /// or its journal has outgrown the snapshot ([`settled::journal_outgrown`]).
     pub fn settled_snapshot_due(&self, files: usize) -> bool {
         self.settled_snapshot_due
-            || self.settled_journal_lines + self.settled_pending_lines > 2 * files + 1024
+            || settled::journal_outgrown(
+                self.settled_journal_lines + self.settled_pending_lines,
+                files,
+            )
     }
 
-    /// Replaces `settled.jsonl` with a snapshot of these records (instants computed in the
+    /// Replaces `settled.ledger` with a snapshot of these records (instants computed in the
     /// zone `zone_seconds` east of UTC), atomically. Call it after [`State::save`]: see there.
-    pub fn write_settled_snapshot(
+    pub fn write_settled_snapshot<'a>(
         &mut self,
         zone_seconds: i32,
-        records: impl IntoIterator<Item = SettledRecord>,
+        records: impl IntoIterator<Item = RecordRef<'a>>,
     ) -> Result<(), StateError> {
-        let path = self.dir.join(SETTLED_FILE);
-        let bytes = settled::encode_snapshot(zone_seconds, records)
-            .map_err(|source| StateError::Encode { path, source })?;
-        write_atomic(&self.dir, SETTLED_FILE, &bytes)?;
+        write_ledger_snapshot(&self.dir, zone_seconds, records)?;
         self.settled_snapshot_due = false;
         self.settled_pending.clear();
         self.settled_pending_lines = 0;
@@ -671,7 +686,7 @@ impl State {
     }
 
     /// Writes `state.json` atomically, unless nothing changed since the last load or save, then
-    /// appends pending changes to `settled.jsonl` (only after a snapshot: a journal line never
+    /// appends pending changes to `settled.ledger` (only after a snapshot: a journal line never
     /// starts the file). In that order: the outbox in `state.json`
     /// holds the notices a new settlement calls for, so a crash between the two writes leaves
     /// the settlement unrecorded (seen as new again, its notices deduplicated) rather than
@@ -881,7 +896,7 @@ fn open_settled_lock(dir: &Path) -> Result<fs::File, StateError> {
         .map_err(io_err("open", &path))
 }
 
-/// `settled.jsonl` opened by a one-shot command while no daemon runs (`contract settle`
+/// `settled.ledger` opened by a one-shot command while no daemon runs (`contract settle`
 /// reconciling on its own), holding the ledger's writer lock until dropped. The command
 /// checks the records against every file's fingerprint exactly as the daemon's start-up does,
 /// then appends a journal line per change (or writes a new snapshot); the daemon, once
@@ -970,7 +985,7 @@ impl LedgerFile {
     /// Whether the journal, after `more` lines, would outgrow a snapshot of `files` files (the
     /// daemon's rule): write a snapshot instead of appending then.
     pub fn snapshot_due(&self, files: usize, more: usize) -> bool {
-        self.journal_lines + more > 2 * files + 1024
+        settled::journal_outgrown(self.journal_lines + more, files)
     }
 
     /// Appends one journal line per change (a record, or `Err(path)` for a file gone), in one
@@ -985,10 +1000,10 @@ impl LedgerFile {
         let mut lines = 0;
         for change in changes {
             let line = match change {
-                Ok(record) => settled::encode_put(record),
+                Ok(record) => settled::encode_put(record.as_ref()),
                 Err(rel) => settled::encode_del(&rel),
             }
-            .map_err(|source| StateError::Encode {
+            .map_err(|source| StateError::EncodeLedger {
                 path: path.clone(),
                 source,
             })?;
@@ -1008,27 +1023,50 @@ impl LedgerFile {
     }
 
     /// Replaces the file with a snapshot of these records, atomically.
-    pub fn write_snapshot(
+    pub fn write_snapshot<'a>(
         &mut self,
         zone_seconds: i32,
-        records: impl IntoIterator<Item = SettledRecord>,
+        records: impl IntoIterator<Item = RecordRef<'a>>,
     ) -> Result<(), StateError> {
-        let bytes = settled::encode_snapshot(zone_seconds, records).map_err(|source| {
-            StateError::Encode {
-                path: self.dir.join(SETTLED_FILE),
-                source,
-            }
-        })?;
-        write_atomic(&self.dir, SETTLED_FILE, &bytes)?;
+        write_ledger_snapshot(&self.dir, zone_seconds, records)?;
         self.journal_lines = 0;
         Ok(())
     }
 }
 
+/// Replaces the ledger file in `dir` with a snapshot of these records, atomically, and removes
+/// the JSON file of an earlier version it supersedes.
+fn write_ledger_snapshot<'a>(
+    dir: &Path,
+    zone_seconds: i32,
+    records: impl IntoIterator<Item = RecordRef<'a>>,
+) -> Result<(), StateError> {
+    let bytes = settled::encode_snapshot(zone_seconds, records).map_err(|source| {
+        StateError::EncodeLedger {
+            path: dir.join(SETTLED_FILE),
+            source,
+        }
+    })?;
+    write_atomic(dir, SETTLED_FILE, &bytes)?;
+    match fs::remove_file(dir.join(LEGACY_SETTLED_FILE)) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            tracing::debug!("could not remove the older ledger file: {e}")
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// The durable ledger file decoded, with its journal's line count: nothing when it is not
-/// there, untrusted (and read again from the folder) when it cannot be read.
+/// there, untrusted (and read again from the folder) when it cannot be read. Without one, the
+/// JSON file an earlier version kept gives the paths it had counted (untrusted).
 fn read_settled_file(path: &Path) -> (Restored, usize) {
-    match fs::read(path) {
+    let legacy = || path.with_file_name(LEGACY_SETTLED_FILE);
+    let read = fs::read(path).or_else(|e| match e.kind() {
+        io::ErrorKind::NotFound => fs::read(legacy()),
+        _ => Err(e),
+    });
+    match read {
         Ok(bytes) => settled::decode(&bytes),
         Err(e) if e.kind() == io::ErrorKind::NotFound => (Restored::Nothing, 0),
         Err(e) => (
@@ -1159,7 +1197,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(restored, Restored::Nothing);
-        held.write_snapshot(0, [record("contracts/settled/a.md", 1)])
+        held.write_snapshot(0, [record("contracts/settled/a.md", 1).as_ref()])
             .unwrap();
         let (b, p) = (base.path().to_path_buf(), polis.path().to_path_buf());
         let waiting = std::thread::spawn(move || {
@@ -1204,7 +1242,7 @@ mod tests {
         s.settled_put(record(a, 9));
         s.save().unwrap();
         assert!(!s.dir().join(SETTLED_FILE).exists());
-        s.write_settled_snapshot(3600, [record(a, 1), record(b, 2)])
+        s.write_settled_snapshot(3600, [record(a, 1).as_ref(), record(b, 2).as_ref()])
             .unwrap();
         s.settled_put(record(a, 3));
         s.settled_remove(b);
@@ -1217,7 +1255,7 @@ mod tests {
             again.take_settled(),
             Restored::Records {
                 zone_seconds: 3600,
-                records: vec![record(a, 3)]
+                records: Records::from_refs([record(a, 3).as_ref()])
             }
         );
         assert_eq!(again.take_settled(), Restored::Nothing);

@@ -2,7 +2,7 @@
 
 use super::ActionError;
 use crate::fs::snapshot::{self, Polis};
-use crate::fs::state::{Fingerprint, LedgerFile, Restored, SettledRecord};
+use crate::fs::state::{Fingerprint, LedgerFile, RecordRef, Records, Restored, SettledRecord};
 use crate::fs::writer::{WriteOutcome, Writer};
 use crate::protocol::clock::PolisZone;
 use crate::protocol::contract::Heading;
@@ -10,7 +10,7 @@ use crate::protocol::finding::Finding;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::stats::Settlement;
 use crate::yaml::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 
 /// What a reconcile did.
@@ -169,69 +169,78 @@ pub fn reconcile_from_ledger(
     };
     let zone = polis_zone(root);
     let zone_seconds = zone.0.local_minus_utc();
-    // What the ledger vouches for, and (when it cannot be trusted) the paths it had counted.
-    let (mut held, known, trusted): (HashMap<String, SettledRecord>, HashSet<String>, bool) =
-        match restored {
-            Restored::Records {
-                zone_seconds: was,
-                records,
-            } if was == zone_seconds => (
-                records.into_iter().map(|r| (r.path.clone(), r)).collect(),
-                HashSet::new(),
-                true,
-            ),
-            Restored::Records { records, .. } => (
-                HashMap::new(),
-                records
-                    .into_iter()
-                    .filter(|r| !r.unannounced)
-                    .map(|r| r.path)
-                    .collect(),
-                false,
-            ),
-            Restored::Untrusted { recorded, .. } => {
-                (HashMap::new(), recorded.into_iter().collect(), false)
-            }
-            Restored::Nothing => (HashMap::new(), HashSet::new(), false),
-        };
+    // What the ledger vouches for (in path order), and (when it cannot be trusted) the paths
+    // it had counted.
+    let (held, known, trusted): (Records, HashSet<String>, bool) = match restored {
+        Restored::Records {
+            zone_seconds: was,
+            records,
+        } if was == zone_seconds => (records, HashSet::new(), true),
+        Restored::Records { records, .. } => (
+            Records::default(),
+            records
+                .iter()
+                .filter(|r| !r.unannounced)
+                .map(|r| r.path.to_string())
+                .collect(),
+            false,
+        ),
+        Restored::Untrusted { recorded, .. } => {
+            (Records::default(), recorded.into_iter().collect(), false)
+        }
+        Restored::Nothing => (Records::default(), HashSet::new(), false),
+    };
     let mut findings = Vec::new();
     let entries = snapshot::list(root, ContractFolder::Settled.dir(), ".md", &mut findings);
-    let listed: HashSet<&str> = entries.iter().map(|e| e.rel.as_str()).collect();
+    // The listing and the records, both in path order, side by side: a record not listed is
+    // gone; a listed file the ledger holds (without findings, which are not stored) is
+    // stat'ed; the rest is read.
     let mut changes: Vec<Result<SettledRecord, String>> = Vec::new();
-    let gone: Vec<String> = held
-        .keys()
-        .filter(|rel| !listed.contains(rel.as_str()))
-        .cloned()
-        .collect();
-    drop(listed);
-    for rel in gone {
-        held.remove(&rel);
-        changes.push(Err(rel));
-    }
-    // Stat (on every core) what the ledger holds; read what moved, and what it does not hold
-    // or holds with findings (not stored, so read again, as the daemon does).
-    let (check, mut to_read): (Vec<String>, Vec<String>) = entries
-        .into_iter()
-        .map(|e| e.rel)
-        .partition(|rel| held.get(rel).is_some_and(|r| !r.reread));
-    let stats = crate::fs::state::fingerprints_in(root, ContractFolder::Settled.dir(), &check);
-    for (rel, fingerprint) in check.into_iter().zip(stats) {
-        if fingerprint.as_ref() != held.get(&rel).map(|r| &r.fingerprint) {
-            to_read.push(rel);
+    let mut check: Vec<usize> = Vec::new();
+    let mut check_rels: Vec<String> = Vec::new();
+    let mut to_read: Vec<(Option<usize>, String)> = Vec::new();
+    let mut next = 0;
+    for e in entries {
+        while next < held.len() && held.get(next).path < e.rel.as_str() {
+            changes.push(Err(held.get(next).path.to_string()));
+            next += 1;
+        }
+        if next < held.len() && held.get(next).path == e.rel {
+            if held.get(next).reread {
+                to_read.push((Some(next), e.rel));
+            } else {
+                check.push(next);
+                check_rels.push(e.rel);
+            }
+            next += 1;
+        } else {
+            to_read.push((None, e.rel));
         }
     }
-    let reads = snapshot::par_map(&to_read, |rel| read_settled(root, rel, zone));
+    changes.extend((next..held.len()).map(|i| Err(held.get(i).path.to_string())));
+    // Stat (on every core) what the ledger holds; read what moved.
+    let stats = crate::fs::state::fingerprints_in(root, ContractFolder::Settled.dir(), &check_rels);
+    let mut kept: Vec<RecordRef<'_>> = Vec::with_capacity(check.len() + to_read.len());
+    for ((i, rel), fingerprint) in check.into_iter().zip(check_rels).zip(stats) {
+        if fingerprint == Some(held.get(i).fingerprint) {
+            kept.push(held.get(i));
+        } else {
+            to_read.push((Some(i), rel));
+        }
+    }
+    let reads = snapshot::par_map(&to_read, |(_, rel)| read_settled(root, rel, zone));
     let read_count = to_read.len();
-    for (rel, read) in to_read.iter().map(String::as_str).zip(reads) {
-        let before = held.remove(rel);
+    let mut fresh: Vec<SettledRecord> = Vec::with_capacity(read_count);
+    for ((before, rel), read) in to_read.into_iter().zip(reads) {
+        let before = before.map(|i| held.get(i));
         let Some(read) = read else {
             if before.is_some() {
-                changes.push(Err(rel.to_string()));
+                changes.push(Err(rel));
             }
             continue;
         };
         let mut record = SettledRecord::of(
-            rel,
+            &rel,
             &read.fingerprint,
             !read.findings.is_empty(),
             read.settlement.as_ref().map(Settlement::view),
@@ -239,26 +248,26 @@ pub fn reconcile_from_ledger(
         record.unannounced = match &before {
             Some(b) => b.unannounced,
             None if trusted => true,
-            None => !known.contains(rel),
+            None => !known.contains(&rel),
         };
         // A file read again only for its findings, unchanged, needs no new line.
-        if before.as_ref() != Some(&record) {
+        if before != Some(record.as_ref()) {
             changes.push(Ok(record.clone()));
         }
-        held.insert(rel.to_string(), record);
+        fresh.push(record);
     }
-    let mut records: Vec<&SettledRecord> = held.values().collect();
-    records.sort_by(|a, b| a.path.cmp(&b.path));
-    // Borrowed from the records, in path order (the order a full reconcile lists them in).
-    let settlements: Vec<_> = records.iter().filter_map(|r| r.view()).collect();
+    kept.extend(fresh.iter().map(SettledRecord::as_ref));
+    // In path order (the order a full reconcile lists them in); the kept ones already are.
+    kept.sort_by(|a, b| a.path.cmp(b.path));
+    let settlements: Vec<_> = kept.iter().filter_map(|r| r.settlement).collect();
     let done = reconcile_with(root, writer, settlements.len(), |rate, last| {
         crate::protocol::stats::reconcile_views(&settlements, rate, last)
     })?;
     // After the stats: a ledger that misses a change only costs the next look a read.
-    let journalled = if trusted && !file.snapshot_due(records.len(), changes.len()) {
+    let journalled = if trusted && !file.snapshot_due(kept.len(), changes.len()) {
         file.append(changes)
     } else {
-        file.write_snapshot(zone_seconds, records.into_iter().cloned())
+        file.write_snapshot(zone_seconds, kept.iter().copied())
     };
     if let Err(e) = journalled {
         tracing::warn!("could not record the settled contracts in polisd's state folder: {e}");

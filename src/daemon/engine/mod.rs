@@ -510,7 +510,8 @@ impl Engine {
     }
 
     /// One pass, in the order the rules depend on each other: the chronicle first (its
-    /// activity window decides who is active), the stats next (routing reads them), then
+    /// activity window decides who is active; on the first pass the stats come before it),
+    /// the stats next (routing reads them), then
     /// routing, the tally, the reservations (released when the contracts read above ended),
     /// reflection (which files amendments for the next tally), and last the notices all of
     /// that calls for. Each step that fails is
@@ -524,12 +525,20 @@ impl Engine {
         let Some(mut pass) = self.begin_pass(refresh, wall)? else {
             return Ok(());
         };
+        // On the first pass the stats come first: after a restart they are what a settlement
+        // made meanwhile waits for, and nothing before them changes the ledger.
+        let first = !self.warmed;
+        if first {
+            self.reconcile_step(&mut pass, scope);
+        }
         if scope.chronicle {
             self.chronicle_step(&mut pass);
         }
         self.fill_activity(&mut pass.polis, &pass.now);
         self.sync_step(&mut pass, scope.sync, scope.open || scope.settled);
-        self.reconcile_step(&mut pass, scope);
+        if !first {
+            self.reconcile_step(&mut pass, scope);
+        }
         // `writer = "none"`: another machine's daemon appends and edits (docs/sync.md).
         let writes = self.options.writer.writes();
         if writes {

@@ -4,7 +4,7 @@
 
 use super::{rel_stem, Engine, Pass, Scope};
 use crate::fs::snapshot::{self, Polis};
-use crate::fs::state::{Fingerprint, Restored, SettledRecord};
+use crate::fs::state::{Fingerprint, RecordRef, Restored, SettledRecord};
 use crate::fs::writer::WriteOutcome;
 use crate::operations::{self, read_settled, SettledRead};
 use crate::protocol::clock::PolisZone;
@@ -88,12 +88,12 @@ impl PreparedSettled {
                     records
                         .iter()
                         .filter(|r| !r.reread && !r.unannounced)
-                        .map(|r| (r.path.as_str(), r.fingerprint, r.view())),
+                        .map(|r| (r.path, r.fingerprint, r.settlement)),
                 );
                 let reread = records
-                    .into_iter()
+                    .iter()
                     .filter(|r| r.reread && !r.unannounced)
-                    .map(|r| r.path)
+                    .map(|r| r.path.to_string())
                     .collect();
                 PreparedSettled::Records {
                     zone_seconds,
@@ -265,7 +265,8 @@ impl Engine {
                 refresh = SettledRefresh::Full;
             }
         }
-        let (candidates, early_stats): (Vec<String>, Option<Vec<Option<Fingerprint>>>) =
+        let full = matches!(refresh, SettledRefresh::Full);
+        let (mut candidates, early_stats): (Vec<String>, Option<Vec<Option<Fingerprint>>>) =
             match refresh {
                 SettledRefresh::Nothing => return (Vec::new(), changed),
                 SettledRefresh::Paths(paths) => (
@@ -278,73 +279,88 @@ impl Engine {
                         .collect(),
                     None,
                 ),
-                SettledRefresh::Full => {
-                    let (entries, stats) = match early.take() {
-                        Some((entries, stats)) => (entries, Some(stats)),
-                        None => {
-                            let mut listing_findings = Vec::new();
-                            let entries = snapshot::list(
-                                &self.root,
-                                ContractFolder::Settled.dir(),
-                                ".md",
-                                &mut listing_findings,
-                            );
-                            polis.findings.extend(listing_findings);
-                            (entries.into_iter().map(|e| e.rel).collect(), None)
-                        }
-                    };
-                    let listed: HashSet<&str> = entries.iter().map(String::as_str).collect();
-                    // Held or recorded (by an earlier run), and no longer there.
-                    let gone: Vec<String> = self
-                        .ledger
-                        .files()
-                        .map(|(rel, _, _)| rel)
-                        .chain(self.settled_recorded.iter().map(String::as_str))
-                        .filter(|rel| !listed.contains(*rel))
-                        .map(str::to_string)
-                        .collect();
-                    drop(listed);
-                    for rel in &gone {
-                        changed |= self.forget_settled(rel);
+                SettledRefresh::Full => match early.take() {
+                    Some((entries, stats)) => (entries, Some(stats)),
+                    None => {
+                        let mut listing_findings = Vec::new();
+                        let entries = snapshot::list(
+                            &self.root,
+                            ContractFolder::Settled.dir(),
+                            ".md",
+                            &mut listing_findings,
+                        );
+                        polis.findings.extend(listing_findings);
+                        (entries.into_iter().map(|e| e.rel).collect(), None)
                     }
-                    (entries, stats)
-                }
+                },
             };
 
-        // Stat (on every core) each candidate the ledger holds (unless that was done above);
-        // read (in parallel) those whose fingerprint moved, and those it does not hold
-        // (reading them tells whether they are still there).
-        let mut held = Vec::new();
-        let mut held_stats = Vec::new();
-        let mut to_read = Vec::new();
-        let mut early_stats = early_stats.map(Vec::into_iter);
-        for rel in candidates {
-            let stat = early_stats.as_mut().and_then(Iterator::next);
-            if self.ledger.contains_file(&rel) {
-                held.push(rel);
-                held_stats.extend(stat);
-            } else {
-                to_read.push(rel);
+        // What the ledger holds of each candidate (one lookup each), and each one's
+        // fingerprint now: stat'ed above, or here (on every core) for those it holds. Read (in
+        // parallel) those whose fingerprint moved, and those it does not hold (reading them
+        // tells whether they are still there).
+        let files_before = self.ledger.file_count();
+        let was: Vec<Option<Fingerprint>> = candidates
+            .iter()
+            .map(|rel| self.ledger.meta(rel).copied())
+            .collect();
+        let matched = was.iter().filter(|w| w.is_some()).count();
+        let now: Vec<Option<Fingerprint>> = match early_stats {
+            Some(stats) => stats,
+            None => {
+                let held: Vec<&String> = candidates
+                    .iter()
+                    .zip(&was)
+                    .filter_map(|(rel, w)| w.map(|_| rel))
+                    .collect();
+                let mut stats =
+                    crate::fs::state::fingerprints_in(&root, ContractFolder::Settled.dir(), &held)
+                        .into_iter();
+                was.iter()
+                    .map(|w| w.and_then(|_| stats.next().flatten()))
+                    .collect()
             }
-        }
-        let stats = if early_stats.is_some() {
-            held_stats
-        } else {
-            crate::fs::state::fingerprints_in(&root, ContractFolder::Settled.dir(), &held)
         };
-        for (rel, fingerprint) in held.into_iter().zip(stats) {
+        let mut to_read: Vec<usize> = Vec::new();
+        for (i, (was, now)) in was.iter().zip(now).enumerate() {
+            let Some(was) = was else {
+                to_read.push(i);
+                continue;
+            };
+            let rel = &candidates[i];
             // A file polisd could not read is tried again on every look: making it readable
             // (`chmod`, `chown`) may change nothing else the fingerprint holds.
             let unreadable = self
                 .settled_findings
-                .get(&rel)
+                .get(rel)
                 .is_some_and(|f| f.iter().any(|f| f.code == Code::Unreadable));
-            match fingerprint {
-                None => changed |= self.forget_settled(&rel),
-                Some(fp) if !unreadable && self.ledger.meta(&rel) == Some(&fp) => {}
-                Some(_) => to_read.push(rel),
+            match now {
+                None => changed |= self.forget_settled(rel),
+                Some(fp) if !unreadable && *was == fp => {}
+                Some(_) => to_read.push(i),
             }
         }
+        // Held or recorded (by an earlier run), and no longer there: looked for only when the
+        // listing does not account for every file the ledger holds.
+        if full && (matched < files_before || !self.settled_recorded.is_empty()) {
+            let listed: HashSet<&str> = candidates.iter().map(String::as_str).collect();
+            let gone: Vec<String> = self
+                .ledger
+                .files()
+                .map(|(rel, _, _)| rel)
+                .chain(self.settled_recorded.iter().map(String::as_str))
+                .filter(|rel| !listed.contains(*rel))
+                .map(str::to_string)
+                .collect();
+            drop(listed);
+            for rel in &gone {
+                changed |= self.forget_settled(rel);
+            }
+        }
+        let to_read: Vec<String> = to_read
+            .into_iter()
+            .map(|i| std::mem::take(&mut candidates[i]))
+            .collect();
         let mut new = Vec::new();
         // In chunks: what a file's read leaves (its text, its parse) is freed before the next
         // chunk is read, so a first meeting with 100k files does not hold them all at once.
@@ -510,9 +526,16 @@ impl Engine {
             return;
         }
         let findings = &self.settled_findings;
-        let records = self.ledger.files().map(|(rel, fp, settlement)| {
-            SettledRecord::of(rel, fp, findings.contains_key(rel), settlement)
-        });
+        let records = self
+            .ledger
+            .files()
+            .map(|(rel, fp, settlement)| RecordRef {
+                path: rel,
+                fingerprint: *fp,
+                reread: findings.contains_key(rel),
+                unannounced: false,
+                settlement,
+            });
         if let Err(e) = self
             .state
             .write_settled_snapshot(zone.0.local_minus_utc(), records)

@@ -1,52 +1,56 @@
-//! The durable ledger of settled contracts: `settled.jsonl` in the polis's state folder, so a
-//! restart restores the ledger instead of reading every settled file again.
+//! The durable ledger of settled contracts: `settled.ledger` in the polis's state folder, so a
+//! restart (or a `contract settle` with no daemon running) restores the ledger instead of
+//! reading every settled file again.
 //!
-//! The file is a **snapshot** followed by a **journal**:
+//! The file is a **snapshot** followed by a **journal**, in a compact binary form (postcard,
+//! the serde format; see the module's tests for the layout in use):
 //!
 //! ```text
-//! {"format":"polisd-settled-ledger","version":2,"polisd":"0.1.0","fingerprint":["size","mtime_ns"],
-//!  "zone_seconds":3600,"records":2,"sha256":"<hex of the two record lines>"}
-//! {"p":"contracts/settled/a.md","f":{"size":412,"mtime_ns":...},"s":{"o":"alice-agent",...}}
-//! {"p":"contracts/settled/b.md","f":{...},"r":true}
-//! 3f1c0a9d2b7e4c11 {"put":{"p":"contracts/settled/c.md",...}}
-//! 9a0b1c2d3e4f5a6b {"del":"contracts/settled/a.md"}
+//! "polisd settled ledger\n"  u32 version  u32 header length  header  body  frame…
+//! header: polisd version, fingerprint fields, zone seconds, record count, body length, SHA-256
+//! body:   the distinct texts (owners, dates), the distinct tag lists, then one record per file
+//!         in path order: path, fingerprint, flags, the settlement as indices into those tables
+//! frame:  u32 length  8 bytes of the payload's SHA-256  payload (a put with its texts inline,
+//!         or a removal)
 //! ```
 //!
 //! The snapshot is written whole and atomically ([`encode_snapshot`]); each change after it is
-//! one journal line carrying the first 16 hex of its own SHA-256. Nothing here is trusted as
-//! stats: a restored record is only a claim "this file, with this fingerprint, settles this",
-//! and the engine stats every file and re-reads those whose fingerprint differs before the
-//! ledger is used. What makes the whole file untrusted (then every settled file is read again,
-//! with one log line): another format version or polisd version (a newer parser may read a
-//! file differently), another set of fingerprint fields (the fingerprint grew: old ones cannot
-//! be compared), a snapshot whose checksum or record count does not match, a journal line that
-//! is not what its checksum says (except a torn last line, which a crash mid-append leaves:
-//! that change is simply read again). The zone the instants were computed in is checked by the
-//! engine, which knows the polis's current one.
+//! one frame. Nothing here is trusted as stats: a restored record is only a claim "this file,
+//! with this fingerprint, settles this", and the reader stats every file and re-reads those
+//! whose fingerprint differs before the ledger is used. What makes the whole file untrusted
+//! (then every settled file is read again, with one log line): another format version or
+//! polisd version (a newer parser may read a file differently), another set of fingerprint
+//! fields (the fingerprint grew: old ones cannot be compared), a snapshot whose checksum,
+//! record count or tables do not match, a frame that is not what its checksum says (except a
+//! torn last frame, which a crash mid-append leaves: that change is simply read again). The
+//! zone the instants were computed in is checked by the reader, which knows the polis's
+//! current one. The JSON file of earlier versions (`settled.jsonl`) is read as untrusted, for
+//! the paths it had counted only: an upgrade costs one full read, never wrong stats.
 //!
-//! Settlement times are kept as integers (microseconds) and minutes as the bits of their
+//! Settlement times are kept as integers (microseconds) and minutes as the exact bits of their
 //! double, so a restored ledger replays to exactly the bytes a fresh read gives.
 
 use super::Fingerprint;
 use crate::protocol::stats::{Settlement, SettlementView};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
-/// Bumped whenever a record's meaning changes; any other version is read as untrusted.
-pub const LEDGER_VERSION: u32 = 2;
-const FORMAT: &str = "polisd-settled-ledger";
+/// Bumped whenever a record's meaning or the layout changes; any other version is untrusted.
+/// (1 was a JSON journal of fingerprints, 2 a JSON snapshot and journal.)
+pub const LEDGER_VERSION: u32 = 3;
+const MAGIC: &[u8] = b"polisd settled ledger\n";
+/// Bytes before a frame's payload: its length and the first bytes of its SHA-256.
+const FRAME_HEAD: usize = 4 + FRAME_SUM;
+const FRAME_SUM: usize = 8;
 
-/// What the journal of an earlier run gives the engine.
+/// What the ledger file of an earlier run gives its reader.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Restored {
-    /// No journal: nothing is recorded for this polis.
+    /// No file: nothing is recorded for this polis.
     Nothing,
     /// Records to check against each file's fingerprint. `zone_seconds` is the UTC offset the
     /// instants were computed with.
-    Records {
-        zone_seconds: i32,
-        records: Vec<SettledRecord>,
-    },
+    Records { zone_seconds: i32, records: Records },
     /// Not usable, for `reason` (one line for the log). `recorded` are the paths it still
     /// names, as far as they could be read: polisd had counted them, so they are read again
     /// but not announced as new settlements.
@@ -56,22 +60,17 @@ pub enum Restored {
     },
 }
 
-/// One settled file as the snapshot or a journal line records it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One settled file as a journal frame records it, owned.
+#[derive(Debug, Clone, PartialEq)]
 pub struct SettledRecord {
-    #[serde(rename = "p")]
     pub path: String,
-    #[serde(rename = "f")]
     pub fingerprint: Fingerprint,
     /// The file had findings, which are not stored: read it again on restart.
-    #[serde(rename = "r", default, skip_serializing_if = "is_false")]
     pub reread: bool,
-    #[serde(rename = "s", default, skip_serializing_if = "Option::is_none")]
     pub settlement: Option<StoredSettlement>,
     /// Recorded by a one-shot command (no daemon running) for a file no daemon has counted
     /// yet: the daemon reads it again on restart and announces it as a new settlement, as it
     /// would have without the command's record.
-    #[serde(rename = "n", default, skip_serializing_if = "is_false")]
     pub unannounced: bool,
 }
 
@@ -101,33 +100,53 @@ impl SettledRecord {
     pub fn view(&self) -> Option<SettlementView<'_>> {
         self.settlement.as_ref().map(StoredSettlement::view)
     }
+
+    /// The record borrowed, as snapshots are written from.
+    pub fn as_ref(&self) -> RecordRef<'_> {
+        RecordRef {
+            path: &self.path,
+            fingerprint: self.fingerprint,
+            reread: self.reread,
+            unannounced: self.unannounced,
+            settlement: self.view(),
+        }
+    }
 }
 
-fn is_false(b: &bool) -> bool {
-    !*b
+/// A record borrowed from a [`Records`], a [`SettledRecord`] or the caller's ledger.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RecordRef<'a> {
+    pub path: &'a str,
+    pub fingerprint: Fingerprint,
+    pub reread: bool,
+    pub unannounced: bool,
+    pub settlement: Option<SettlementView<'a>>,
 }
 
-/// A [`Settlement`] without its path, in short keys (100k of them make the snapshot).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+impl RecordRef<'_> {
+    pub fn to_owned(&self) -> SettledRecord {
+        SettledRecord {
+            path: self.path.to_string(),
+            fingerprint: self.fingerprint,
+            reread: self.reread,
+            settlement: self.settlement.map(StoredSettlement::of),
+            unannounced: self.unannounced,
+        }
+    }
+}
+
+/// A [`Settlement`] without its path, owned.
+#[derive(Debug, Clone, PartialEq)]
 pub struct StoredSettlement {
-    #[serde(rename = "o")]
     owner: String,
-    #[serde(rename = "t")]
     tags: Vec<String>,
     /// Microseconds since 1970 of the polis-local wall time.
-    #[serde(rename = "i", default, skip_serializing_if = "Option::is_none")]
     instant_us: Option<i64>,
-    #[serde(rename = "w", default, skip_serializing_if = "String::is_empty")]
     when_text: String,
-    #[serde(rename = "l", default, skip_serializing_if = "Option::is_none")]
     last_completed: Option<String>,
-    #[serde(rename = "q")]
     quality: u8,
-    #[serde(rename = "d", default, skip_serializing_if = "is_false")]
     quality_defaulted: bool,
-    /// `f64::to_bits` of the minutes: JSON's decimal form would not round-trip every double.
-    #[serde(rename = "m")]
-    minutes_bits: u64,
+    minutes: f64,
 }
 
 impl StoredSettlement {
@@ -135,12 +154,12 @@ impl StoredSettlement {
         StoredSettlement {
             owner: v.owner.to_string(),
             tags: v.tags.to_vec(),
-            instant_us: v.instant.map(|i| i.and_utc().timestamp_micros()),
+            instant_us: instant_us(&v),
             when_text: v.when_text.to_string(),
             last_completed: v.last_completed.map(str::to_string),
             quality: v.quality,
             quality_defaulted: v.quality_defaulted,
-            minutes_bits: v.minutes.to_bits(),
+            minutes: v.minutes,
         }
     }
 
@@ -148,46 +167,300 @@ impl StoredSettlement {
         SettlementView {
             owner: &self.owner,
             tags: &self.tags,
-            instant: self
-                .instant_us
-                .and_then(chrono::DateTime::from_timestamp_micros)
-                .map(|d| d.naive_utc()),
+            instant: instant_of(self.instant_us),
             when_text: &self.when_text,
             last_completed: self.last_completed.as_deref(),
             quality: self.quality,
             quality_defaulted: self.quality_defaulted,
-            minutes: f64::from_bits(self.minutes_bits),
+            minutes: self.minutes,
         }
     }
 }
 
+fn instant_us(v: &SettlementView<'_>) -> Option<i64> {
+    v.instant.map(|i| i.and_utc().timestamp_micros())
+}
+
+fn instant_of(us: Option<i64>) -> Option<chrono::NaiveDateTime> {
+    us.and_then(chrono::DateTime::from_timestamp_micros)
+        .map(|d| d.naive_utc())
+}
+
+/// The records of a trusted file, decoded once and kept compact: every owner, date and tag
+/// list once, the paths in one buffer, one small fixed record per file, in path order.
+/// Borrowed as [`RecordRef`]s; nothing is allocated per record.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Records {
+    texts: Vec<String>,
+    tag_lists: Vec<Vec<String>>,
+    paths: String,
+    recs: Vec<Rec>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Rec {
+    path_at: usize,
+    path_len: usize,
+    fingerprint: Fingerprint,
+    flags: u8,
+    settlement: Option<WireSettlement>,
+}
+
+const REREAD: u8 = 1;
+const UNANNOUNCED: u8 = 2;
+const DEFAULTED: u8 = 4;
+
+fn flags_of(r: &RecordRef<'_>) -> u8 {
+    let mut flags = 0;
+    if r.reread {
+        flags |= REREAD;
+    }
+    if r.unannounced {
+        flags |= UNANNOUNCED;
+    }
+    if r.settlement.is_some_and(|s| s.quality_defaulted) {
+        flags |= DEFAULTED;
+    }
+    flags
+}
+
+impl Records {
+    pub fn len(&self) -> usize {
+        self.recs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.recs.is_empty()
+    }
+
+    /// The `i`th record in path order.
+    pub fn get(&self, i: usize) -> RecordRef<'_> {
+        self.view(&self.recs[i])
+    }
+
+    /// Every record, in path order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = RecordRef<'_>> + '_ {
+        self.recs.iter().map(|r| self.view(r))
+    }
+
+    fn view(&self, r: &Rec) -> RecordRef<'_> {
+        RecordRef {
+            path: &self.paths[r.path_at..r.path_at + r.path_len],
+            fingerprint: r.fingerprint,
+            reread: r.flags & REREAD != 0,
+            unannounced: r.flags & UNANNOUNCED != 0,
+            settlement: r.settlement.map(|s| SettlementView {
+                owner: &self.texts[s.owner as usize],
+                tags: &self.tag_lists[s.tags as usize],
+                instant: instant_of(s.instant_us),
+                when_text: &self.texts[s.when_text as usize],
+                last_completed: s.last_completed.map(|d| self.texts[d as usize].as_str()),
+                quality: s.quality,
+                quality_defaulted: r.flags & DEFAULTED != 0,
+                minutes: s.minutes,
+            }),
+        }
+    }
+
+    /// Records of these (a test's, or a caller's that keeps them as records), in path order; a
+    /// path given twice keeps its last record.
+    pub fn from_refs<'a>(refs: impl IntoIterator<Item = RecordRef<'a>>) -> Records {
+        let mut out = Records::default();
+        let mut tables = Tables::default();
+        for r in refs {
+            out.push(&mut tables, r);
+        }
+        out.sort_by_path();
+        out
+    }
+
+    fn push(&mut self, tables: &mut Tables, r: RecordRef<'_>) {
+        let settlement = r.settlement.map(|s| WireSettlement {
+            owner: tables.text(&mut self.texts, s.owner),
+            tags: tables.tags(&mut self.tag_lists, s.tags.iter().map(String::as_str)),
+            instant_us: instant_us(&s),
+            when_text: tables.text(&mut self.texts, s.when_text),
+            last_completed: s.last_completed.map(|d| tables.text(&mut self.texts, d)),
+            quality: s.quality,
+            minutes: s.minutes,
+        });
+        let path_at = self.paths.len();
+        self.paths.push_str(r.path);
+        self.recs.push(Rec {
+            path_at,
+            path_len: r.path.len(),
+            fingerprint: r.fingerprint,
+            flags: flags_of(&r),
+            settlement,
+        });
+    }
+
+    fn push_journal(&mut self, tables: &mut Tables, r: JournalRecord<'_>) {
+        let settlement = r.settlement.map(|s| WireSettlement {
+            owner: tables.text(&mut self.texts, s.owner),
+            tags: tables.tags(&mut self.tag_lists, s.tags.iter().copied()),
+            instant_us: s.instant_us,
+            when_text: tables.text(&mut self.texts, s.when_text),
+            last_completed: s.last_completed.map(|d| tables.text(&mut self.texts, d)),
+            quality: s.quality,
+            minutes: s.minutes,
+        });
+        let path_at = self.paths.len();
+        self.paths.push_str(r.path);
+        self.recs.push(Rec {
+            path_at,
+            path_len: r.path.len(),
+            fingerprint: r.fingerprint,
+            flags: r.flags,
+            settlement,
+        });
+    }
+
+    /// In path order, the last of a path given twice kept (a stable sort keeps them in the
+    /// order they were pushed).
+    fn sort_by_path(&mut self) {
+        let paths = &self.paths;
+        let path = |r: &Rec| &paths[r.path_at..r.path_at + r.path_len];
+        if !self.recs.windows(2).all(|w| path(&w[0]) < path(&w[1])) {
+            self.recs.sort_by(|a, b| path(a).cmp(path(b)));
+            let mut kept: Vec<Rec> = Vec::with_capacity(self.recs.len());
+            for r in self.recs.drain(..) {
+                match kept.last_mut() {
+                    Some(last) if path(last) == path(&r) => *last = r,
+                    _ => kept.push(r),
+                }
+            }
+            self.recs = kept;
+        }
+    }
+
+    /// The tables' indices all point somewhere (a snapshot that passed its checksum but was
+    /// written wrong is not trusted).
+    fn indices_hold(&self) -> bool {
+        let texts = self.texts.len() as u32;
+        self.recs.iter().all(|r| {
+            r.path_at + r.path_len <= self.paths.len()
+                && self.paths.is_char_boundary(r.path_at)
+                && self.paths.is_char_boundary(r.path_at + r.path_len)
+                && r.settlement.is_none_or(|s| {
+                    s.owner < texts
+                        && s.when_text < texts
+                        && s.last_completed.is_none_or(|d| d < texts)
+                        && (s.tags as usize) < self.tag_lists.len()
+                })
+        })
+    }
+}
+
+/// Where each distinct text and tag list already is, while records are added.
+#[derive(Default)]
+struct Tables {
+    texts: HashMap<String, u32>,
+    tag_lists: HashMap<Vec<String>, u32>,
+}
+
+impl Tables {
+    fn of(records: &Records) -> Tables {
+        Tables {
+            texts: (records.texts.iter().cloned()).zip(0..).collect(),
+            tag_lists: (records.tag_lists.iter().cloned()).zip(0..).collect(),
+        }
+    }
+
+    fn text(&mut self, texts: &mut Vec<String>, s: &str) -> u32 {
+        if let Some(&i) = self.texts.get(s) {
+            return i;
+        }
+        let i = texts.len() as u32;
+        texts.push(s.to_string());
+        self.texts.insert(s.to_string(), i);
+        i
+    }
+
+    fn tags<'a>(
+        &mut self,
+        lists: &mut Vec<Vec<String>>,
+        tags: impl Iterator<Item = &'a str>,
+    ) -> u32 {
+        let tags: Vec<String> = tags.map(str::to_string).collect();
+        if let Some(&i) = self.tag_lists.get(&tags) {
+            return i;
+        }
+        let i = lists.len() as u32;
+        lists.push(tags.clone());
+        self.tag_lists.insert(tags, i);
+        i
+    }
+}
+
+/// A settlement in the snapshot: indices into its tables.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+struct WireSettlement {
+    owner: u32,
+    tags: u32,
+    instant_us: Option<i64>,
+    when_text: u32,
+    last_completed: Option<u32>,
+    quality: u8,
+    minutes: f64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireRecord<'a> {
+    path: &'a str,
+    fingerprint: Fingerprint,
+    flags: u8,
+    settlement: Option<WireSettlement>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Body<'a> {
+    #[serde(borrow)]
+    texts: Vec<&'a str>,
+    tag_lists: Vec<Vec<u32>>,
+    #[serde(borrow)]
+    records: Vec<WireRecord<'a>>,
+}
+
 #[derive(Debug, Serialize, Deserialize)]
-struct Header {
-    format: String,
-    version: u32,
-    polisd: String,
-    fingerprint: Vec<String>,
+struct Header<'a> {
+    polisd: &'a str,
+    #[serde(borrow)]
+    fingerprint: Vec<&'a str>,
     zone_seconds: i32,
-    records: usize,
-    sha256: String,
+    records: u64,
+    body_len: u64,
+    sha256: [u8; 32],
 }
 
-/// One journal line after the snapshot.
-#[derive(Debug, Serialize, Deserialize)]
-enum Op {
-    #[serde(rename = "put")]
-    Put(SettledRecord),
-    #[serde(rename = "del")]
-    Del(String),
+/// A settlement in a journal frame, its texts inline.
+#[derive(Serialize, Deserialize)]
+struct JournalSettlement<'a> {
+    owner: &'a str,
+    #[serde(borrow)]
+    tags: Vec<&'a str>,
+    instant_us: Option<i64>,
+    when_text: &'a str,
+    last_completed: Option<&'a str>,
+    quality: u8,
+    minutes: f64,
 }
 
-/// A line of the format before the snapshot existed (fingerprints only).
-#[derive(Debug, Deserialize)]
-enum OldOp {
-    #[serde(rename = "put")]
-    Put(String, serde::de::IgnoredAny),
-    #[serde(rename = "del")]
-    Del(String),
+#[derive(Serialize, Deserialize)]
+struct JournalRecord<'a> {
+    path: &'a str,
+    fingerprint: Fingerprint,
+    flags: u8,
+    #[serde(borrow)]
+    settlement: Option<JournalSettlement<'a>>,
+}
+
+/// One journal frame after the snapshot.
+#[derive(Serialize, Deserialize)]
+enum Op<'a> {
+    #[serde(borrow)]
+    Put(JournalRecord<'a>),
+    Del(&'a str),
 }
 
 /// The names of the fingerprint's fields, in the order it serialises them: a snapshot made
@@ -199,423 +472,399 @@ pub fn fingerprint_fields() -> Vec<String> {
     }
 }
 
-/// The whole file for these records: the header and one line per record.
-pub fn encode_snapshot(
+/// Whether a journal of `lines` frames after a snapshot of `files` files should give way to a
+/// new snapshot: past a quarter of the snapshot, reading the journal would start to cost more
+/// than the snapshot it follows.
+pub fn journal_outgrown(lines: usize, files: usize) -> bool {
+    lines > files / 4 + 256
+}
+
+/// The whole file for these records (in any order; a path given twice keeps its last): the
+/// header, then the body in path order.
+pub fn encode_snapshot<'a>(
     zone_seconds: i32,
-    records: impl IntoIterator<Item = SettledRecord>,
-) -> Result<Vec<u8>, serde_json::Error> {
-    let mut body = Vec::new();
-    let mut count = 0usize;
-    for r in records {
-        serde_json::to_writer(&mut body, &r)?;
-        body.push(b'\n');
-        count += 1;
+    records: impl IntoIterator<Item = RecordRef<'a>>,
+) -> Result<Vec<u8>, postcard::Error> {
+    let mut refs: Vec<RecordRef<'a>> = records.into_iter().collect();
+    refs.sort_by(|a, b| a.path.cmp(b.path));
+    let mut kept: Vec<RecordRef<'a>> = Vec::with_capacity(refs.len());
+    for r in refs {
+        match kept.last_mut() {
+            Some(last) if last.path == r.path => *last = r,
+            _ => kept.push(r),
+        }
     }
-    let header = Header {
-        format: FORMAT.to_string(),
-        version: LEDGER_VERSION,
-        polisd: env!("CARGO_PKG_VERSION").to_string(),
-        fingerprint: fingerprint_fields(),
-        zone_seconds,
-        records: count,
-        sha256: super::hex_sha256(&body),
+    let mut texts: Vec<&str> = Vec::new();
+    let mut text_at: HashMap<&str, u32> = HashMap::new();
+    let mut tag_lists: Vec<Vec<u32>> = Vec::new();
+    let mut list_at: HashMap<&[String], u32> = HashMap::new();
+    let mut text = |s: &'a str, texts: &mut Vec<&'a str>| -> u32 {
+        *text_at.entry(s).or_insert_with(|| {
+            texts.push(s);
+            texts.len() as u32 - 1
+        })
     };
-    let mut out = serde_json::to_vec(&header)?;
-    out.push(b'\n');
+    let mut wire = Vec::with_capacity(kept.len());
+    for r in &kept {
+        let settlement = r.settlement.map(|s| {
+            let tags = match list_at.get(s.tags) {
+                Some(&i) => i,
+                None => {
+                    let list = s.tags.iter().map(|t| text(t, &mut texts)).collect();
+                    tag_lists.push(list);
+                    list_at.insert(s.tags, tag_lists.len() as u32 - 1);
+                    tag_lists.len() as u32 - 1
+                }
+            };
+            WireSettlement {
+                owner: text(s.owner, &mut texts),
+                tags,
+                instant_us: instant_us(&s),
+                when_text: text(s.when_text, &mut texts),
+                last_completed: s.last_completed.map(|d| text(d, &mut texts)),
+                quality: s.quality,
+                minutes: s.minutes,
+            }
+        });
+        wire.push(WireRecord {
+            path: r.path,
+            fingerprint: r.fingerprint,
+            flags: flags_of(r),
+            settlement,
+        });
+    }
+    let body = postcard::to_allocvec(&Body {
+        texts,
+        tag_lists,
+        records: wire,
+    })?;
+    let fields = fingerprint_fields();
+    let header = postcard::to_allocvec(&Header {
+        polisd: env!("CARGO_PKG_VERSION"),
+        fingerprint: fields.iter().map(String::as_str).collect(),
+        zone_seconds,
+        records: kept.len() as u64,
+        body_len: body.len() as u64,
+        sha256: sha256(&body),
+    })?;
+    let mut out = Vec::with_capacity(MAGIC.len() + 8 + header.len() + body.len());
+    out.extend(MAGIC);
+    out.extend(LEDGER_VERSION.to_le_bytes());
+    out.extend((header.len() as u32).to_le_bytes());
+    out.extend(header);
     out.extend(body);
     Ok(out)
 }
 
-/// The journal line recording `record`.
-pub fn encode_put(record: SettledRecord) -> Result<Vec<u8>, serde_json::Error> {
-    encode_op(&Op::Put(record))
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).into()
 }
 
-/// The journal line recording that `path` is gone.
-pub fn encode_del(path: &str) -> Result<Vec<u8>, serde_json::Error> {
-    encode_op(&Op::Del(path.to_string()))
+/// The journal frame recording `record`.
+pub fn encode_put(record: RecordRef<'_>) -> Result<Vec<u8>, postcard::Error> {
+    let flags = flags_of(&record);
+    let settlement = record.settlement.map(|s| JournalSettlement {
+        owner: s.owner,
+        tags: s.tags.iter().map(String::as_str).collect(),
+        instant_us: instant_us(&s),
+        when_text: s.when_text,
+        last_completed: s.last_completed,
+        quality: s.quality,
+        minutes: s.minutes,
+    });
+    encode_op(&Op::Put(JournalRecord {
+        path: record.path,
+        fingerprint: record.fingerprint,
+        flags,
+        settlement,
+    }))
 }
 
-fn encode_op(op: &Op) -> Result<Vec<u8>, serde_json::Error> {
-    let json = serde_json::to_vec(op)?;
-    let mut line = line_sum(&json).into_bytes();
-    line.push(b' ');
-    line.extend(json);
-    line.push(b'\n');
-    Ok(line)
+/// The journal frame recording that `path` is gone.
+pub fn encode_del(path: &str) -> Result<Vec<u8>, postcard::Error> {
+    encode_op(&Op::Del(path))
 }
 
-fn line_sum(json: &[u8]) -> String {
-    super::hex_sha256(json)[..16].to_string()
+fn encode_op(op: &Op<'_>) -> Result<Vec<u8>, postcard::Error> {
+    let payload = postcard::to_allocvec(op)?;
+    let mut frame = Vec::with_capacity(FRAME_HEAD + payload.len());
+    frame.extend((payload.len() as u32).to_le_bytes());
+    frame.extend(&sha256(&payload)[..FRAME_SUM]);
+    frame.extend(payload);
+    Ok(frame)
+}
+
+/// The frames after a snapshot: each payload, `Err(n)` for the `n`th (1-based) when it is not
+/// what its checksum says; a torn last frame (cut short by a crash mid-append) ends them.
+fn frames(mut journal: &[u8]) -> impl Iterator<Item = Result<&[u8], usize>> {
+    let mut n = 0;
+    std::iter::from_fn(move || {
+        if journal.len() < FRAME_HEAD {
+            return None;
+        }
+        n += 1;
+        let len = u32::from_le_bytes(journal[..4].try_into().ok()?) as usize;
+        let payload = journal.get(FRAME_HEAD..FRAME_HEAD + len)?;
+        let sum = &journal[4..FRAME_HEAD];
+        journal = &journal[FRAME_HEAD + len..];
+        if sha256(payload)[..FRAME_SUM] != *sum {
+            return Some(Err(n));
+        }
+        Some(Ok(payload))
+    })
 }
 
 /// Reads the file's bytes (see the module comment for what is trusted); also returns how many
-/// journal lines follow the snapshot, so the caller knows when to compact.
+/// journal frames follow the snapshot, so the caller knows when to compact.
 pub fn decode(bytes: &[u8]) -> (Restored, usize) {
-    let mut lines = bytes.split_inclusive(|b| *b == b'\n');
-    let Some(first) = lines.next() else {
+    if bytes.is_empty() {
         return (Restored::Nothing, 0);
-    };
-    let header: Header = match serde_json::from_slice(trim_newline(first)) {
-        Ok(h) => h,
-        Err(_) => return (old_format(bytes), 0),
-    };
-    let untrusted = |reason: String, rest: &[u8]| Restored::Untrusted {
-        reason,
-        recorded: paths_named(rest),
-    };
-    let rest = &bytes[first.len()..];
-    if header.format != FORMAT || header.version != LEDGER_VERSION {
-        return (
-            untrusted(
-                format!(
-                    "its format is {} v{}, this polisd reads v{LEDGER_VERSION}",
-                    header.format, header.version
-                ),
-                rest,
-            ),
-            0,
-        );
     }
+    let Some(rest) = bytes.strip_prefix(MAGIC) else {
+        return (legacy::decode(bytes), 0);
+    };
+    match decode_trusted(rest) {
+        Ok((zone_seconds, records, journal)) => (
+            Restored::Records {
+                zone_seconds,
+                records,
+            },
+            journal,
+        ),
+        Err(reason) => (
+            Restored::Untrusted {
+                reason,
+                recorded: paths_named(rest),
+            },
+            0,
+        ),
+    }
+}
+
+/// The header after the magic bytes, and what follows it.
+fn header(rest: &[u8]) -> Result<(Header<'_>, &[u8]), String> {
+    let cut = || "it is cut short (a partial or damaged file)".to_string();
+    let version = u32::from_le_bytes(rest.get(..4).ok_or_else(cut)?.try_into().unwrap_or([0; 4]));
+    if version != LEDGER_VERSION {
+        return Err(format!(
+            "its format is v{version}, this polisd reads v{LEDGER_VERSION}"
+        ));
+    }
+    let len = u32::from_le_bytes(rest.get(4..8).ok_or_else(cut)?.try_into().unwrap_or([0; 4]));
+    let text = rest.get(8..8 + len as usize).ok_or_else(cut)?;
+    let header: Header<'_> =
+        postcard::from_bytes(text).map_err(|e| format!("its header does not parse ({e})"))?;
+    Ok((header, &rest[8 + len as usize..]))
+}
+
+fn decode_trusted(rest: &[u8]) -> Result<(i32, Records, usize), String> {
+    let (header, after) = header(rest)?;
     if header.polisd != env!("CARGO_PKG_VERSION") {
-        return (
-            untrusted(
-                format!(
-                    "polisd {} wrote it and this is {} (a settled file may read differently)",
-                    header.polisd,
-                    env!("CARGO_PKG_VERSION")
-                ),
-                rest,
-            ),
-            0,
-        );
+        return Err(format!(
+            "polisd {} wrote it and this is {} (a settled file may read differently)",
+            header.polisd,
+            env!("CARGO_PKG_VERSION")
+        ));
     }
-    if header.fingerprint != fingerprint_fields() {
-        return (
-            untrusted(
-                format!(
-                    "its fingerprints hold {:?}, this polisd compares {:?}",
-                    header.fingerprint,
-                    fingerprint_fields()
-                ),
-                rest,
-            ),
-            0,
-        );
+    let fields = fingerprint_fields();
+    if header.fingerprint != fields {
+        return Err(format!(
+            "its fingerprints hold {:?}, this polisd compares {fields:?}",
+            header.fingerprint
+        ));
     }
-    // The snapshot's lines, checked as a whole against the header.
-    let mut body_len = 0usize;
-    let mut body_lines = 0usize;
-    for line in rest.split_inclusive(|b| *b == b'\n') {
-        if body_lines == header.records {
-            break;
-        }
-        if !line.ends_with(b"\n") {
-            break;
-        }
-        body_len += line.len();
-        body_lines += 1;
+    let damaged = || "its snapshot does not match its checksum (a partial or damaged file)";
+    let body_bytes = usize::try_from(header.body_len)
+        .ok()
+        .and_then(|n| after.get(..n))
+        .ok_or_else(damaged)?;
+    if sha256(body_bytes) != header.sha256 {
+        return Err(damaged().to_string());
     }
-    let body = &rest[..body_len];
-    if body_lines != header.records || super::hex_sha256(body) != header.sha256 {
-        return (
-            untrusted(
-                "its snapshot does not match its checksum (a partial or damaged file)".to_string(),
-                rest,
-            ),
-            0,
-        );
+    let body: Body<'_> = postcard::from_bytes(body_bytes)
+        .map_err(|e| format!("its snapshot does not parse ({e})"))?;
+    if body.records.len() as u64 != header.records {
+        return Err(damaged().to_string());
     }
-    // Parsed on every core: 100k records are most of a restart's decoding.
-    let lines: Vec<&[u8]> = body.split_inclusive(|b| *b == b'\n').collect();
-    let parsed = crate::fs::snapshot::par_map(&lines, |line| {
-        serde_json::from_slice::<SettledRecord>(trim_newline(line))
-    });
-    drop(lines);
-    let mut records: Vec<SettledRecord> = Vec::with_capacity(body_lines);
-    for r in parsed {
-        match r {
-            Ok(r) => records.push(r),
-            Err(e) => {
-                return (
-                    untrusted(format!("a snapshot record does not parse ({e})"), rest),
-                    0,
-                )
-            }
-        }
+    let mut records = Records {
+        texts: body.texts.iter().map(|t| t.to_string()).collect(),
+        tag_lists: Vec::with_capacity(body.tag_lists.len()),
+        paths: String::with_capacity(body.records.iter().map(|r| r.path.len()).sum()),
+        recs: Vec::with_capacity(body.records.len()),
+    };
+    for list in &body.tag_lists {
+        let tags: Option<Vec<String>> = list
+            .iter()
+            .map(|&i| records.texts.get(i as usize).cloned())
+            .collect();
+        records
+            .tag_lists
+            .push(tags.ok_or("a snapshot tag list names no text")?);
+    }
+    for r in &body.records {
+        let path_at = records.paths.len();
+        records.paths.push_str(r.path);
+        records.recs.push(Rec {
+            path_at,
+            path_len: r.path.len(),
+            fingerprint: r.fingerprint,
+            flags: r.flags,
+            settlement: r.settlement,
+        });
+    }
+    if !records.indices_hold() {
+        return Err("a snapshot record names no text".to_string());
     }
     // The journal's last word on each path it names: a new record, or `None` when it is gone.
-    let journal = &rest[body_len..];
-    let mut changes: HashMap<String, Option<SettledRecord>> = HashMap::new();
-    let mut journal_lines = 0usize;
-    for line in journal.split_inclusive(|b| *b == b'\n') {
-        journal_lines += 1;
-        let torn = !line.ends_with(b"\n");
-        match decode_op(trim_newline(line)) {
-            Some(Op::Put(r)) => {
-                changes.insert(r.path.clone(), Some(r));
+    let journal = &after[body_bytes.len()..];
+    let mut changes: HashMap<&str, Option<JournalRecord<'_>>> = HashMap::new();
+    let mut lines = 0;
+    for frame in frames(journal) {
+        lines += 1;
+        let op = frame
+            .ok()
+            .and_then(|payload| postcard::from_bytes::<Op<'_>>(payload).ok())
+            .ok_or_else(|| format!("journal entry {lines} is not what its checksum says"))?;
+        match op {
+            Op::Put(r) => changes.insert(r.path, Some(r)),
+            Op::Del(path) => changes.insert(path, None),
+        };
+    }
+    if !changes.is_empty() {
+        let mut kept = Records {
+            texts: std::mem::take(&mut records.texts),
+            tag_lists: std::mem::take(&mut records.tag_lists),
+            paths: String::with_capacity(records.paths.len()),
+            recs: Vec::with_capacity(records.recs.len()),
+        };
+        for r in &records.recs {
+            let path = &records.paths[r.path_at..r.path_at + r.path_len];
+            if changes.contains_key(path) {
+                continue;
             }
-            Some(Op::Del(path)) => {
-                changes.insert(path, None);
-            }
-            // A crash mid-append leaves a torn last line: that one change is read again.
-            None if torn => {}
-            None => {
-                return (
-                    untrusted(
-                        format!("journal line {journal_lines} is not what its checksum says"),
-                        rest,
-                    ),
-                    journal_lines,
-                )
+            let path_at = kept.paths.len();
+            kept.paths.push_str(path);
+            kept.recs.push(Rec { path_at, ..*r });
+        }
+        let mut tables = Tables::of(&kept);
+        let mut puts: Vec<JournalRecord<'_>> = changes.into_values().flatten().collect();
+        puts.sort_by(|a, b| a.path.cmp(b.path));
+        for put in puts {
+            kept.push_journal(&mut tables, put);
+        }
+        kept.sort_by_path();
+        records = kept;
+    }
+    Ok((header.zone_seconds, records, lines))
+}
+
+/// Best effort: the paths a damaged or foreign file still names (the snapshot's records if
+/// its body still parses, then the journal's frames). A path recorded as not yet announced
+/// (by a command) is left out: it is still news.
+fn paths_named(rest: &[u8]) -> Vec<String> {
+    let mut recorded: BTreeSet<String> = BTreeSet::new();
+    let Some((header, after)) = rest
+        .get(..4)
+        .map(|v| u32::from_le_bytes(v.try_into().unwrap_or([0; 4])))
+        .filter(|v| *v == LEDGER_VERSION)
+        .and_then(|_| header(rest).ok())
+    else {
+        return Vec::new();
+    };
+    let body_len = usize::try_from(header.body_len).unwrap_or(usize::MAX);
+    let Some(body_bytes) = after.get(..body_len) else {
+        return Vec::new();
+    };
+    if let Ok(body) = postcard::from_bytes::<Body<'_>>(body_bytes) {
+        for r in body.records {
+            if r.flags & UNANNOUNCED == 0 {
+                recorded.insert(r.path.to_string());
             }
         }
     }
-    if !changes.is_empty() {
-        records.retain(|r| !changes.contains_key(&r.path));
-        let mut added: Vec<SettledRecord> = changes.into_values().flatten().collect();
-        added.sort_by(|a, b| a.path.cmp(&b.path));
-        records.extend(added);
-    }
-    (
-        Restored::Records {
-            zone_seconds: header.zone_seconds,
-            records,
-        },
-        journal_lines,
-    )
-}
-
-fn decode_op(line: &[u8]) -> Option<Op> {
-    let (sum, json) = (line.get(..16)?, line.get(17..)?);
-    if line.get(16) != Some(&b' ') || line_sum(json).as_bytes() != sum {
-        return None;
-    }
-    serde_json::from_slice(json).ok()
-}
-
-fn trim_newline(line: &[u8]) -> &[u8] {
-    line.strip_suffix(b"\n").unwrap_or(line)
-}
-
-/// The journal of polisd before the snapshot (one `{"put":[path, fingerprint]}` per change):
-/// its paths are known, its settlements are not.
-fn old_format(bytes: &[u8]) -> Restored {
-    let mut recorded: std::collections::BTreeSet<String> = Default::default();
-    for line in bytes.split(|b| *b == b'\n') {
-        match serde_json::from_slice::<OldOp>(line) {
-            Ok(OldOp::Put(path, _)) => {
-                recorded.insert(path);
+    for payload in frames(&after[body_len..]).flatten() {
+        match postcard::from_bytes::<Op<'_>>(payload) {
+            Ok(Op::Put(r)) if r.flags & UNANNOUNCED != 0 => {
+                recorded.remove(r.path);
             }
-            Ok(OldOp::Del(path)) => {
-                recorded.remove(&path);
+            Ok(Op::Put(r)) => {
+                recorded.insert(r.path.to_string());
+            }
+            Ok(Op::Del(p)) => {
+                recorded.remove(p);
             }
             Err(_) => {}
         }
     }
-    Restored::Untrusted {
-        reason: "it was written by an older polisd, without the settlements".to_string(),
-        recorded: recorded.into_iter().collect(),
-    }
+    recorded.into_iter().collect()
 }
 
-/// Best effort: the paths a damaged or foreign file still names (records, then journal lines).
-fn paths_named(rest: &[u8]) -> Vec<String> {
+/// The JSON files of earlier versions (`settled.jsonl`): never trusted, read for the paths
+/// they had counted.
+mod legacy {
+    use super::Restored;
+    use serde::Deserialize;
+    use std::collections::BTreeSet;
+
+    /// A line of the first format (fingerprints only).
+    #[derive(Deserialize)]
+    enum OldOp {
+        #[serde(rename = "put")]
+        Put(String, serde::de::IgnoredAny),
+        #[serde(rename = "del")]
+        Del(String),
+    }
+
+    /// A snapshot record of the second format, for its path.
     #[derive(Deserialize)]
     struct PathOnly {
         p: String,
         #[serde(default)]
         n: bool,
     }
-    // A path recorded as not yet announced (by a command) is left out: it is still news.
-    let mut recorded: std::collections::BTreeSet<String> = Default::default();
-    for line in rest.split(|b| *b == b'\n') {
-        if let Ok(r) = serde_json::from_slice::<PathOnly>(line) {
-            if r.n {
-                recorded.remove(&r.p);
-            } else {
-                recorded.insert(r.p);
-            }
-        } else if let Some(json) = line.get(17..) {
-            match serde_json::from_slice::<Op>(json) {
-                Ok(Op::Put(r)) if r.unannounced => {
-                    recorded.remove(&r.path);
+
+    /// A journal line of the second format (after 17 characters of checksum).
+    #[derive(Deserialize)]
+    enum Op {
+        #[serde(rename = "put")]
+        Put(PathOnly),
+        #[serde(rename = "del")]
+        Del(String),
+    }
+
+    pub(super) fn decode(bytes: &[u8]) -> Restored {
+        let mut recorded: BTreeSet<String> = BTreeSet::new();
+        for line in bytes.split(|b| *b == b'\n') {
+            if let Ok(op) = serde_json::from_slice::<OldOp>(line) {
+                match op {
+                    OldOp::Put(path, _) => recorded.insert(path),
+                    OldOp::Del(path) => recorded.remove(&path),
+                };
+            } else if let Ok(r) = serde_json::from_slice::<PathOnly>(line) {
+                if r.n {
+                    recorded.remove(&r.p);
+                } else {
+                    recorded.insert(r.p);
                 }
-                Ok(Op::Put(r)) => {
-                    recorded.insert(r.path);
+            } else if let Some(json) = line.get(17..) {
+                match serde_json::from_slice::<Op>(json) {
+                    Ok(Op::Put(r)) if r.n => {
+                        recorded.remove(&r.p);
+                    }
+                    Ok(Op::Put(r)) => {
+                        recorded.insert(r.p);
+                    }
+                    Ok(Op::Del(p)) => {
+                        recorded.remove(&p);
+                    }
+                    Err(_) => {}
                 }
-                Ok(Op::Del(p)) => {
-                    recorded.remove(&p);
-                }
-                Err(_) => {}
-            }
-        }
-    }
-    recorded.into_iter().collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use chrono::NaiveDate;
-
-    // Field by field: the fingerprint grows fields (ctime, mode, inode) that these tests
-    // leave at their defaults.
-    #[allow(clippy::field_reassign_with_default)]
-    fn record(n: u64, settles: bool) -> SettledRecord {
-        let instant = NaiveDate::from_ymd_opt(2026, 3, 1)
-            .unwrap()
-            .and_hms_micro_opt(10, 0, 0, 123_456)
-            .unwrap();
-        SettledRecord {
-            path: format!("contracts/settled/c-{n}.md"),
-            fingerprint: {
-                let mut f = Fingerprint::default();
-                f.size = n;
-                f.mtime_ns = n as i64 * 7;
-                f
-            },
-            reread: n.is_multiple_of(3),
-            settlement: settles.then(|| {
-                StoredSettlement::of(SettlementView {
-                    owner: "alice-agent",
-                    tags: &["py".to_string(), "docs".to_string()],
-                    instant: Some(instant),
-                    when_text: "",
-                    last_completed: Some("2026-03-01"),
-                    quality: 4,
-                    quality_defaulted: false,
-                    minutes: 1.0 / 3.0,
-                })
-            }),
-            unannounced: n == 4,
-        }
-    }
-
-    fn records(restored: Restored) -> Vec<SettledRecord> {
-        match restored {
-            Restored::Records { records, .. } => records,
-            other => panic!("not trusted: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn snapshot_and_journal_round_trip_exactly() {
-        let mut bytes =
-            encode_snapshot(3600, [record(1, true), record(2, false), record(3, true)]).unwrap();
-        bytes.extend(encode_put(record(4, true)).unwrap());
-        bytes.extend(encode_del("contracts/settled/c-2.md").unwrap());
-        bytes.extend(
-            encode_put(SettledRecord {
-                reread: false,
-                ..record(3, true)
-            })
-            .unwrap(),
-        );
-        let (restored, journal) = decode(&bytes);
-        assert_eq!(journal, 3);
-        let Restored::Records { zone_seconds, .. } = &restored else {
-            panic!("{restored:?}")
-        };
-        assert_eq!(*zone_seconds, 3600);
-        let got = records(restored);
-        assert_eq!(
-            got,
-            vec![
-                record(1, true),
-                SettledRecord {
-                    reread: false,
-                    ..record(3, true)
-                },
-                record(4, true)
-            ]
-        );
-        let s = got[0].settlement().unwrap();
-        assert_eq!(s.minutes.to_bits(), (1.0f64 / 3.0).to_bits());
-        assert_eq!(
-            s.instant.unwrap().and_utc().timestamp_subsec_micros(),
-            123_456
-        );
-        assert_eq!(s.path, "contracts/settled/c-1.md");
-    }
-
-    #[test]
-    fn a_torn_last_line_is_dropped_and_the_rest_trusted() {
-        let mut bytes = encode_snapshot(0, [record(1, true)]).unwrap();
-        let put = encode_put(record(2, true)).unwrap();
-        bytes.extend(&put[..put.len() / 2]);
-        assert_eq!(records(decode(&bytes).0), vec![record(1, true)]);
-    }
-
-    #[test]
-    fn damage_or_another_version_makes_it_untrusted_with_its_paths() {
-        let good = encode_snapshot(0, [record(1, true), record(2, true)]).unwrap();
-        let cases: Vec<(&str, Vec<u8>)> = vec![
-            // A flipped quality inside the snapshot.
-            (
-                "checksum",
-                String::from_utf8(good.clone())
-                    .unwrap()
-                    .replacen("\"q\":4", "\"q\":5", 1)
-                    .into_bytes(),
-            ),
-            // The snapshot cut short.
-            ("checksum", good[..good.len() - 10].to_vec()),
-            (
-                "this polisd reads v2",
-                String::from_utf8(good.clone())
-                    .unwrap()
-                    .replacen("\"version\":2", "\"version\":3", 1)
-                    .into_bytes(),
-            ),
-            (
-                "wrote it",
-                String::from_utf8(good.clone())
-                    .unwrap()
-                    .replacen(env!("CARGO_PKG_VERSION"), "0.0.1", 1)
-                    .into_bytes(),
-            ),
-            (
-                "fingerprints hold",
-                String::from_utf8(good.clone())
-                    .unwrap()
-                    .replacen("\"fingerprint\":[", "\"fingerprint\":[\"inode\",", 1)
-                    .into_bytes(),
-            ),
-            ("journal line 1", {
-                let mut b = good.clone();
-                let line = encode_put(record(3, true)).unwrap();
-                let line = String::from_utf8(line)
-                    .unwrap()
-                    .replacen("\"q\":4", "\"q\":1", 1);
-                b.extend(line.as_bytes());
-                b.extend(encode_put(record(4, true)).unwrap());
-                b
-            }),
-        ];
-        for (why, bytes) in cases {
-            match decode(&bytes).0 {
-                Restored::Untrusted { reason, recorded } => {
-                    assert!(reason.contains(why), "{why}: {reason}");
-                    assert!(
-                        recorded.contains(&"contracts/settled/c-1.md".to_string()),
-                        "{why}: {recorded:?}"
-                    );
-                }
-                other => panic!("{why}: trusted {other:?}"),
             }
         }
-    }
-
-    #[test]
-    fn the_older_journal_names_its_paths_only() {
-        let old = b"{\"put\":[\"contracts/settled/a.md\",{\"size\":1,\"mtime_ns\":2}]}\n{\"put\":[\"contracts/settled/b.md\",{\"size\":1,\"mtime_ns\":2}]}\n{\"del\":\"contracts/settled/a.md\"}\n";
-        match decode(old).0 {
-            Restored::Untrusted { recorded, .. } => {
-                assert_eq!(recorded, vec!["contracts/settled/b.md".to_string()])
-            }
-            other => panic!("{other:?}"),
+        Restored::Untrusted {
+            reason: "it was written by an older polisd, in JSON".to_string(),
+            recorded: recorded.into_iter().collect(),
         }
-        assert_eq!(decode(b"").0, Restored::Nothing);
     }
 }
