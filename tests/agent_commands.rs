@@ -582,8 +582,17 @@ fn open_claim_settle(p: &TestPolis, title: &str, owner: &str, quality: &str) -> 
     id
 }
 
-fn ledger_text(p: &TestPolis) -> String {
-    std::fs::read_to_string(p.polis_state_dir().join("settled.jsonl")).unwrap_or_default()
+/// The ledger's records (`None` when not trusted) and how many journal frames follow its
+/// snapshot.
+fn ledger(p: &TestPolis) -> (Option<Vec<String>>, usize) {
+    let (restored, journal) = polisd::fs::state::read_ledger_in(&p.polis_state_dir());
+    let paths = match restored {
+        polisd::fs::state::Restored::Records { records, .. } => {
+            Some(records.iter().map(|r| r.path.to_string()).collect())
+        }
+        _ => None,
+    };
+    (paths, journal)
 }
 
 #[test]
@@ -600,20 +609,14 @@ fn settle_without_a_daemon_reconciles_from_the_ledger_to_a_full_reconciles_bytes
     assert_eq!(stats(&p), p.expected_stats());
     let second = open_claim_settle(&p, "Second job", FOUNDER, "2");
     assert_eq!(stats(&p), p.expected_stats());
-    let ledger = ledger_text(&p);
-    assert!(
-        ledger.starts_with("{\"format\":\"polisd-settled-ledger\""),
-        "{ledger}"
-    );
-    let journal: Vec<&str> = ledger.lines().filter(|l| !l.starts_with('{')).collect();
-    assert_eq!(journal.len(), 2, "{ledger}");
-    assert!(
-        journal[0].contains(&format!("contracts/settled/{first}.md")),
-        "{ledger}"
-    );
-    assert!(
-        journal[1].contains(&format!("contracts/settled/{second}.md")),
-        "{ledger}"
+    let (paths, journal) = ledger(&p);
+    assert_eq!(journal, 2, "{paths:?}");
+    assert_eq!(
+        paths,
+        Some(vec![
+            format!("contracts/settled/{first}.md"),
+            format!("contracts/settled/{second}.md")
+        ])
     );
 
     // A settled file edited behind the ledger's back (same size: only the fingerprint tells)
@@ -648,20 +651,26 @@ fn settle_without_a_daemon_reconciles_from_the_ledger_to_a_full_reconciles_bytes
 
     // A damaged snapshot, then no ledger at all: both fall back to reading every file, with
     // the same bytes, and leave a fresh snapshot.
-    let damaged = ledger_text(&p).replacen("\"q\":5", "\"q\":1", 1);
-    assert_ne!(damaged, ledger_text(&p));
-    std::fs::write(p.polis_state_dir().join("settled.jsonl"), damaged).unwrap();
+    let file = p.polis_state_dir().join("settled.ledger");
+    let mut damaged = std::fs::read(&file).unwrap();
+    let at = damaged
+        .windows(WORKER.len())
+        .position(|w| w == WORKER.as_bytes())
+        .expect("the ledger names the worker");
+    damaged[at] = b'C';
+    std::fs::write(&file, damaged).unwrap();
+    assert_eq!(ledger(&p).0, None);
     open_claim_settle(&p, "Fourth job", WORKER, "1");
     assert_eq!(stats(&p), p.expected_stats());
     let only_snapshot = |p: &TestPolis| {
-        let text = ledger_text(p);
-        text.starts_with("{\"format\"") && text.lines().all(|l| l.starts_with('{'))
+        let (paths, journal) = ledger(p);
+        paths.is_some() && journal == 0
     };
-    assert!(only_snapshot(&p), "{}", ledger_text(&p));
-    std::fs::remove_file(p.polis_state_dir().join("settled.jsonl")).unwrap();
+    assert!(only_snapshot(&p), "{:?}", ledger(&p));
+    std::fs::remove_file(&file).unwrap();
     open_claim_settle(&p, "Fifth job", WORKER, "5");
     assert_eq!(stats(&p), p.expected_stats());
-    assert!(only_snapshot(&p), "{}", ledger_text(&p));
+    assert!(only_snapshot(&p), "{:?}", ledger(&p));
 
     // A daemon started afterwards restores what the commands left; the settlements no daemon
     // counted yet are still news to the opener (the commands' records say so).

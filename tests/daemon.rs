@@ -1431,14 +1431,21 @@ fn activity_shows_each_write_with_its_cause_and_follows() {
     });
 }
 
-/// Waits until the durable ledger in the state folder (`settled.jsonl`) mentions `needle`: the
+/// Waits until the durable ledger in the state folder (`settled.ledger`) records `needle`: the
 /// pass that recorded it has ended, so a kill now loses nothing of it.
 #[track_caller]
 fn wait_for_ledger(p: &TestPolis, needle: &str) {
-    let file = p.polis_state_dir().join("settled.jsonl");
-    wait_for(p, &format!("{needle} in settled.jsonl"), || {
-        fs::read_to_string(&file).is_ok_and(|t| t.contains(needle))
-    });
+    let dir = p.polis_state_dir();
+    wait_for(
+        p,
+        &format!("{needle} in settled.ledger"),
+        || match polisd::fs::state::read_ledger_in(&dir).0 {
+            polisd::fs::state::Restored::Records { records, .. } => {
+                records.iter().any(|r| r.path == needle)
+            }
+            _ => false,
+        },
+    );
 }
 
 #[test]
@@ -1485,22 +1492,16 @@ fn daemon_restart_restores_the_ledger_checking_fingerprints_and_distrusting_dama
     });
     daemon.kill9();
 
-    // A damaged snapshot (r0's quality changed inside it) is not trusted: one log line, every
+    // A damaged snapshot (r0's owner changed inside it) is not trusted: one log line, every
     // file read again, the stats still a full reconcile's, no notice sent again.
-    let ledger = p.polis_state_dir().join("settled.jsonl");
-    let text = fs::read_to_string(&ledger).unwrap();
-    let damaged: String = text
-        .split_inclusive('\n')
-        .map(|line| {
-            if line.starts_with('{') && line.contains("r0-restart") {
-                line.replacen("\"q\":4", "\"q\":1", 1)
-            } else {
-                line.to_string()
-            }
-        })
-        .collect();
-    assert_ne!(damaged, text);
-    fs::write(&ledger, damaged).unwrap();
+    let ledger = p.polis_state_dir().join("settled.ledger");
+    let mut bytes = fs::read(&ledger).unwrap();
+    let at = bytes
+        .windows(CHARLIE.len())
+        .position(|w| w == CHARLIE.as_bytes())
+        .expect("the snapshot names r0's owner");
+    bytes[at] = b'C';
+    fs::write(&ledger, bytes).unwrap();
     settled("r4-restart", ALPHA, 1).settle_by_save(&p);
     let daemon = p.start_daemon();
     let stats = wait_for_stats(&p, "stats after a restart with a damaged snapshot");

@@ -226,6 +226,38 @@ pub fn list(root: &Path, dir: &str, ext: &str, findings: &mut Vec<Finding>) -> V
     out
 }
 
+/// The bare names [`list`] would give for `dir` (with the same findings), unsorted: for a caller
+/// that only looks names up (a one-shot command checking 10k settled files against a ledger).
+pub fn list_names(root: &Path, dir: &str, ext: &str, findings: &mut Vec<Finding>) -> Vec<String> {
+    if let Some(link) = linked_folder(root, dir) {
+        findings.push(linked_folder_finding(&link));
+        return Vec::new();
+    }
+    let Ok(read) = fs::read_dir(root.join(dir)) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in read.flatten() {
+        let name = match entry.file_name().into_string() {
+            Ok(name) => name,
+            Err(name) => {
+                findings.push(Finding::warning(
+                    Code::Unreadable,
+                    format!("{dir}/{}", name.to_string_lossy()),
+                    None,
+                    "the file name is not valid UTF-8; rename it",
+                ));
+                continue;
+            }
+        };
+        if crate::protocol::layout::is_ignored_name(&name) || !name.ends_with(ext) {
+            continue;
+        }
+        out.push(name);
+    }
+    out
+}
+
 /// Every sync conflict copy in the polis (SPEC §11), as (copy, original) paths relative to the
 /// root, sorted; folders are walked without following links, a few levels deep (the deepest
 /// records are `lessons/<tag>/<id>.md`).

@@ -1079,6 +1079,13 @@ fn read_settled_file(path: &Path) -> (Restored, usize) {
     }
 }
 
+/// What the ledger of settled contracts in the polis state folder `dir` holds, and how many
+/// journal frames follow its snapshot (for tests and diagnostics; the daemon and the commands
+/// read it under its lock).
+pub fn read_ledger_in(dir: &Path) -> (Restored, usize) {
+    read_settled_file(&dir.join(SETTLED_FILE))
+}
+
 /// The settled paths an older polisd's `state.json` in `dir` named (see [`PolisState::settled`]).
 fn migrated_settled(dir: &Path) -> Vec<String> {
     #[derive(Deserialize)]
@@ -1277,6 +1284,32 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(migrated.settled_snapshot_due(1));
+    }
+
+    #[test]
+    fn the_json_ledger_of_an_earlier_version_is_read_once_untrusted_and_replaced() {
+        let base = tempfile::tempdir().unwrap();
+        let polis = tempfile::tempdir().unwrap();
+        let mut s = State::load_in(base.path(), polis.path()).unwrap();
+        let legacy = s.dir().join(LEGACY_SETTLED_FILE);
+        fs::write(
+            &legacy,
+            "{\"format\":\"polisd-settled-ledger\",\"version\":2}\n{\"p\":\"contracts/settled/a.md\",\"f\":{}}\n",
+        )
+        .unwrap();
+        match s.take_settled() {
+            Restored::Untrusted { recorded, reason } => {
+                assert!(reason.contains("older polisd"), "{reason}");
+                assert_eq!(recorded, vec!["contracts/settled/a.md".to_string()]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(s.settled_snapshot_due(1));
+        s.write_settled_snapshot(0, [record("contracts/settled/a.md", 1).as_ref()])
+            .unwrap();
+        assert!(!legacy.exists());
+        let mut again = State::load_in(base.path(), polis.path()).unwrap();
+        assert!(matches!(again.take_settled(), Restored::Records { .. }));
     }
 
     #[test]

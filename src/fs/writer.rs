@@ -1123,9 +1123,8 @@ impl Writer {
             for entry in read.flatten() {
                 // DirEntry::file_type does not follow links.
                 let Ok(ft) = entry.file_type() else { continue };
-                let path = entry.path();
                 if ft.is_dir() {
-                    stack.push(path);
+                    stack.push(entry.path());
                     continue;
                 }
                 let name = entry.file_name();
@@ -1133,6 +1132,8 @@ impl Writer {
                 if !ft.is_file() || !name.starts_with(TEMP_PREFIX) || !name.ends_with(TEMP_SUFFIX) {
                     continue;
                 }
+                // Only now: 100k settled files would each cost a path otherwise.
+                let path = entry.path();
                 let old_enough = entry
                     .metadata()
                     .and_then(|m| m.modified())

@@ -2,7 +2,7 @@
 
 use super::ActionError;
 use crate::fs::snapshot::{self, Polis};
-use crate::fs::state::{Fingerprint, LedgerFile, RecordRef, Records, Restored, SettledRecord};
+use crate::fs::state::{Fingerprint, LedgerFile, Records, Restored, SettledRecord};
 use crate::fs::writer::{WriteOutcome, Writer};
 use crate::protocol::clock::PolisZone;
 use crate::protocol::contract::Heading;
@@ -10,7 +10,7 @@ use crate::protocol::finding::Finding;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::stats::Settlement;
 use crate::yaml::Value;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 /// What a reconcile did.
@@ -156,7 +156,17 @@ pub fn reconcile_from_ledger(
     root: &Path,
     writer: &Writer,
 ) -> Result<Option<(Reconciled, LedgerUse)>, ActionError> {
-    let (mut file, restored) = match LedgerFile::open(root) {
+    let dir = ContractFolder::Settled.dir();
+    // The folder is listed while the ledger is read and decoded.
+    let (opened, names) = std::thread::scope(|scope| {
+        let listing = scope.spawn(|| snapshot::list_names(root, dir, ".md", &mut Vec::new()));
+        let opened = LedgerFile::open(root);
+        let names = listing
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (opened, names)
+    });
+    let (mut file, restored) = match opened {
         Ok(Some(opened)) => opened,
         Ok(None) => return Ok(None),
         Err(e) => {
@@ -190,42 +200,48 @@ pub fn reconcile_from_ledger(
         }
         Restored::Nothing => (Records::default(), HashSet::new(), false),
     };
-    let mut findings = Vec::new();
-    let entries = snapshot::list(root, ContractFolder::Settled.dir(), ".md", &mut findings);
-    // The listing and the records, both in path order, side by side: a record not listed is
-    // gone; a listed file the ledger holds (without findings, which are not stored) is
-    // stat'ed; the rest is read.
-    let mut changes: Vec<Result<SettledRecord, String>> = Vec::new();
+    // Each listed name found among the records by name: a record not listed is gone; a listed
+    // file the ledger holds (without findings, which are not stored) is stat'ed; the rest is
+    // read.
+    let prefix = format!("{dir}/");
+    let by_name: HashMap<&str, usize> = held
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.path.strip_prefix(prefix.as_str()).map(|name| (name, i)))
+        .collect();
+    let mut listed = vec![false; held.len()];
     let mut check: Vec<usize> = Vec::new();
-    let mut check_rels: Vec<String> = Vec::new();
     let mut to_read: Vec<(Option<usize>, String)> = Vec::new();
-    let mut next = 0;
-    for e in entries {
-        while next < held.len() && held.get(next).path < e.rel.as_str() {
-            changes.push(Err(held.get(next).path.to_string()));
-            next += 1;
-        }
-        if next < held.len() && held.get(next).path == e.rel {
-            if held.get(next).reread {
-                to_read.push((Some(next), e.rel));
-            } else {
-                check.push(next);
-                check_rels.push(e.rel);
+    for name in names {
+        match by_name.get(name.as_str()) {
+            Some(&i) => {
+                listed[i] = true;
+                if held.get(i).reread {
+                    to_read.push((Some(i), held.get(i).path.to_string()));
+                } else {
+                    check.push(i);
+                }
             }
-            next += 1;
-        } else {
-            to_read.push((None, e.rel));
+            None => to_read.push((None, format!("{prefix}{name}"))),
         }
     }
-    changes.extend((next..held.len()).map(|i| Err(held.get(i).path.to_string())));
+    drop(by_name);
+    let mut changes: Vec<Result<SettledRecord, String>> = listed
+        .iter()
+        .enumerate()
+        .filter(|(_, listed)| !**listed)
+        .map(|(i, _)| Err(held.get(i).path.to_string()))
+        .collect();
     // Stat (on every core) what the ledger holds; read what moved.
-    let stats = crate::fs::state::fingerprints_in(root, ContractFolder::Settled.dir(), &check_rels);
-    let mut kept: Vec<RecordRef<'_>> = Vec::with_capacity(check.len() + to_read.len());
-    for ((i, rel), fingerprint) in check.into_iter().zip(check_rels).zip(stats) {
+    let check_paths: Vec<&str> = check.iter().map(|&i| held.get(i).path).collect();
+    let stats = crate::fs::state::fingerprints_in(root, dir, &check_paths);
+    drop(check_paths);
+    let mut kept = vec![false; held.len()];
+    for (i, fingerprint) in check.into_iter().zip(stats) {
         if fingerprint == Some(held.get(i).fingerprint) {
-            kept.push(held.get(i));
+            kept[i] = true;
         } else {
-            to_read.push((Some(i), rel));
+            to_read.push((Some(i), held.get(i).path.to_string()));
         }
     }
     let reads = snapshot::par_map(&to_read, |(_, rel)| read_settled(root, rel, zone));
@@ -256,18 +272,33 @@ pub fn reconcile_from_ledger(
         }
         fresh.push(record);
     }
-    kept.extend(fresh.iter().map(SettledRecord::as_ref));
-    // In path order (the order a full reconcile lists them in); the kept ones already are.
-    kept.sort_by(|a, b| a.path.cmp(b.path));
-    let settlements: Vec<_> = kept.iter().filter_map(|r| r.settlement).collect();
+    fresh.sort_by(|a, b| a.path.cmp(&b.path));
+    // The kept records (in path order already) and the fresh ones, merged in path order: the
+    // order a full reconcile lists them in.
+    let merged = || {
+        let mut kept_refs = held
+            .iter()
+            .zip(&kept)
+            .filter_map(|(r, k)| k.then_some(r))
+            .peekable();
+        let mut fresh_refs = fresh.iter().map(SettledRecord::as_ref).peekable();
+        std::iter::from_fn(move || match (kept_refs.peek(), fresh_refs.peek()) {
+            (Some(k), Some(f)) if k.path < f.path => kept_refs.next(),
+            (Some(_), Some(_)) | (None, _) => fresh_refs.next(),
+            (Some(_), None) => kept_refs.next(),
+        })
+    };
+    let files = kept.iter().filter(|k| **k).count() + fresh.len();
+    let settlements: Vec<_> = merged().filter_map(|r| r.settlement).collect();
     let done = reconcile_with(root, writer, settlements.len(), |rate, last| {
         crate::protocol::stats::reconcile_views(&settlements, rate, last)
     })?;
+    drop(settlements);
     // After the stats: a ledger that misses a change only costs the next look a read.
-    let journalled = if trusted && !file.snapshot_due(kept.len(), changes.len()) {
+    let journalled = if trusted && !file.snapshot_due(files, changes.len()) {
         file.append(changes)
     } else {
-        file.write_snapshot(zone_seconds, kept.iter().copied())
+        file.write_snapshot(zone_seconds, merged())
     };
     if let Err(e) = journalled {
         tracing::warn!("could not record the settled contracts in polisd's state folder: {e}");

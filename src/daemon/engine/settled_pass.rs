@@ -112,6 +112,19 @@ pub(super) enum Preparing {
     Inline(Option<crate::fs::state::SettledSource>),
 }
 
+/// The settled files' paths, unsorted (a sort of 100k paths would cost a restart more than
+/// anything it orders); the listing's findings go to `findings`.
+fn list_settled(
+    root: &std::path::Path,
+    findings: &mut Vec<crate::protocol::finding::Finding>,
+) -> Vec<String> {
+    let dir = ContractFolder::Settled.dir();
+    snapshot::list_names(root, dir, ".md", findings)
+        .into_iter()
+        .map(|name| format!("{dir}/{name}"))
+        .collect()
+}
+
 /// The most vanished settled paths remembered (see `Engine::settled_gone`).
 const MAX_GONE: usize = 200_000;
 
@@ -227,17 +240,7 @@ impl Engine {
         // thread. After the watches are registered, as every stat must be.
         let mut early: Option<(Vec<String>, Vec<Option<Fingerprint>>)> = None;
         if self.settled_zone.is_none() && self.settled_preparing.is_some() {
-            let mut listing_findings = Vec::new();
-            let entries: Vec<String> = snapshot::list(
-                &root,
-                ContractFolder::Settled.dir(),
-                ".md",
-                &mut listing_findings,
-            )
-            .into_iter()
-            .map(|e| e.rel)
-            .collect();
-            polis.findings.extend(listing_findings);
+            let entries = list_settled(&root, &mut polis.findings);
             let stats =
                 crate::fs::state::fingerprints_in(&root, ContractFolder::Settled.dir(), &entries);
             early = Some((entries, stats));
@@ -281,17 +284,7 @@ impl Engine {
                 ),
                 SettledRefresh::Full => match early.take() {
                     Some((entries, stats)) => (entries, Some(stats)),
-                    None => {
-                        let mut listing_findings = Vec::new();
-                        let entries = snapshot::list(
-                            &self.root,
-                            ContractFolder::Settled.dir(),
-                            ".md",
-                            &mut listing_findings,
-                        );
-                        polis.findings.extend(listing_findings);
-                        (entries.into_iter().map(|e| e.rel).collect(), None)
-                    }
+                    None => (list_settled(&root, &mut polis.findings), None),
                 },
             };
 
@@ -357,10 +350,12 @@ impl Engine {
                 changed |= self.forget_settled(rel);
             }
         }
-        let to_read: Vec<String> = to_read
+        // In path order (the listing is not): new settlements are announced in that order.
+        let mut to_read: Vec<String> = to_read
             .into_iter()
             .map(|i| std::mem::take(&mut candidates[i]))
             .collect();
+        to_read.sort_unstable();
         let mut new = Vec::new();
         // In chunks: what a file's read leaves (its text, its parse) is freed before the next
         // chunk is read, so a first meeting with 100k files does not hold them all at once.
@@ -526,16 +521,13 @@ impl Engine {
             return;
         }
         let findings = &self.settled_findings;
-        let records = self
-            .ledger
-            .files()
-            .map(|(rel, fp, settlement)| RecordRef {
-                path: rel,
-                fingerprint: *fp,
-                reread: findings.contains_key(rel),
-                unannounced: false,
-                settlement,
-            });
+        let records = self.ledger.files().map(|(rel, fp, settlement)| RecordRef {
+            path: rel,
+            fingerprint: *fp,
+            reread: findings.contains_key(rel),
+            unannounced: false,
+            settlement,
+        });
         if let Err(e) = self
             .state
             .write_settled_snapshot(zone.0.local_minus_utc(), records)
