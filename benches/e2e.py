@@ -15,6 +15,7 @@ same machine only.
     benches/e2e.py session --contracts 10000 --lines 1000000 --runs 50   # primer and hooks (issue 14)
     benches/e2e.py reserve --contracts 10000 --entries 300 --repeat 30
     benches/e2e.py commands --contracts 10000 --rounds 30   # each agents' command, vs the reference
+    benches/e2e.py settle-alone --contracts 10000 --rounds 30 --baseline OLD   # settle with no daemon, old vs new
     benches/e2e.py dashboard --contracts 10000 --clients 50 --seconds 30   # pages and idle cost (issue 18)
     benches/e2e.py merge --lines 100000 --side 1000 --repeat 5   # git's merge driver on a chronicle (issue 17)
 
@@ -390,16 +391,32 @@ _probe = 0
 
 
 def cmd_startup(args):
+    """First meeting and restart; with `--baseline`, an earlier polisd too, on the same polis
+    (each with its own state folder), its restarts interleaved with this one's. `--restarts N`
+    restarts each N times and prints the medians (and CPU seconds to the first settlement
+    handled are not measured here: see the log's pass timings with POLISD_BENCH_LOG=debug)."""
+    bins = [("new", None)] + ([("baseline", args.baseline)] if args.baseline else [])
     with workdir() as tmp:
         tmp = Path(tmp)
         root = make_polis(tmp, args.contracts)
-        s = measure_startup(root, tmp)
-        print(f"start-up on {args.contracts} settled contracts: watching after {s['watch']:.2f} s, "
-              f"first settlement handled after {s['react']:.2f} s, initial scan done after {s['scan']:.2f} s, "
-              f"RSS {s['rss_kib'] / 1024:.1f} MiB (peak {s['peak_kib'] / 1024:.1f} MiB)")
-        r = measure_startup(root, tmp, fresh=False)
-        print(f"restart: watching after {r['watch']:.2f} s, first settlement handled after {r['react']:.2f} s, "
-              f"initial scan done after {r['scan']:.2f} s, RSS {r['rss_kib'] / 1024:.1f} MiB (peak {r['peak_kib'] / 1024:.1f} MiB)")
+        restarts = {}
+        for label, b in bins:
+            s = measure_startup(root, tmp, bin=b, label=label)
+            print(f"{label}: start-up on {args.contracts} settled contracts: watching after {s['watch']:.2f} s, "
+                  f"first settlement handled after {s['react']:.2f} s, initial scan done after {s['scan']:.2f} s, "
+                  f"RSS {s['rss_kib'] / 1024:.1f} MiB (peak {s['peak_kib'] / 1024:.1f} MiB)", flush=True)
+        for _ in range(args.restarts):
+            for label, b in bins:
+                restarts.setdefault(label, []).append(measure_startup(root, tmp, fresh=False, bin=b, label=label))
+        for label, _ in bins:
+            rs = restarts[label]
+            m = lambda key: statistics.median(r[key] for r in rs)
+            runs = ", ".join(f"{r['react']:.2f}" for r in rs)
+            print(f"{label}: restart (median of {len(rs)}): watching after {m('watch'):.2f} s, first settlement "
+                  f"handled after {m('react'):.2f} s (runs: {runs}), "
+                  f"initial scan done after {m('scan'):.2f} s, RSS {m('rss_kib') / 1024:.1f} MiB "
+                  f"(peak {m('peak_kib') / 1024:.1f} MiB)")
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 
 def cmd_generate(args):
@@ -1314,6 +1331,62 @@ def cmd_commands(args):
         print(f"| {name} | {p['p50']:.1f} | {c['p50']:.1f} | {n} ({spent * 1000:.1f}) | "
               f"{f'{d:.1f}' if d else '—'} | {f'{r:.1f}' if r else '—'} | {ratio} |")
 
+def cmd_settle_alone(args):
+    """`contract settle` with no daemon running (it reconciles `routing_stats.yml` from the
+    durable ledger a daemon left) on a polis of `--contracts` settled contracts: wall and CPU
+    medians per process, for this polisd and (with `--baseline`) an earlier one, interleaved
+    round by round on copies of one polis so both meet the same load. Each one's stats must
+    equal a full reconcile's afterwards."""
+    bins = [("new", str(BIN))] + ([("baseline", args.baseline)] if args.baseline else [])
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        made = make_polis(tmp / "made", args.contracts)
+        setups = {}
+        for label, b in bins:
+            base = tmp / label
+            shutil.copytree(made.parent, base / "project", symlinks=True)
+            root = base / "project" / "_polis"
+            env = dict(os.environ, POLISD_STATE_DIR=str(base / "state"))
+            # A daemon met the polis once (as a user's would have), leaving the ledger.
+            log = base / "daemon.log"
+            proc = spawn_daemon(root, base, "50ms", base / "state", log, bin=b)
+            while READY not in log.read_text():
+                if proc.poll() is not None:
+                    raise SystemExit("daemon did not start; see " + str(log))
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGTERM)
+            proc.wait()
+            setups[label] = (b, root, env)
+        wall, cpu = {}, {}
+        for k in range(args.rounds):
+            for label, (b, root, env) in setups.items():
+                cid = f"bench-{k}"
+                run = lambda *a: subprocess.run([b, *a, "--polis", str(root)], check=True,
+                                                capture_output=True, env=env)
+                run("contract", "open", "--title", f"Bench {k}", "--by", CITIZENS[0])
+                run("contract", "claim", cid, "--as", CITIZENS[1])
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t0 = time.perf_counter()
+                run("contract", "settle", cid, "--quality", "4", "--minutes", "10")
+                wall.setdefault(label, []).append(time.perf_counter() - t0)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu.setdefault(label, []).append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+        for label, (b, root, env) in setups.items():
+            stats = root / "contracts" / "routing_stats.yml"
+            reacted = stats.read_bytes()
+            polisd("reconcile", str(root), bin=b)
+            if stats.read_bytes() != reacted:
+                raise SystemExit(f"{label}: settle's stats differ from a full reconcile")
+    print(f"contract settle with no daemon, {args.contracts} settled contracts, {args.rounds} rounds; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    med = lambda xs: statistics.median(xs) * 1000
+    for label, _ in bins:
+        print(f"  {label}: wall p50 {med(wall[label]):.1f} ms, CPU p50 {med(cpu[label]):.1f} ms")
+    if args.baseline:
+        print(f"  ratio baseline/new: wall {med(wall['baseline']) / med(wall['new']):.2f}x, "
+              f"CPU {med(cpu['baseline']) / med(cpu['new']):.2f}x")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -1337,6 +1410,8 @@ def main():
     w.add_argument("--debounce", default="200ms")
     u = sub.add_parser("startup")
     u.add_argument("--contracts", type=int, default=100000)
+    u.add_argument("--restarts", type=int, default=1)
+    u.add_argument("--baseline", default=BASELINE, help="an earlier polisd binary, measured beside this one")
     g = sub.add_parser("generate")
     g.add_argument("out")
     g.add_argument("--contracts", type=int, default=10000)
@@ -1353,6 +1428,10 @@ def main():
     m.add_argument("--contracts", type=int, default=10000)
     m.add_argument("--chronicle-lines", type=int, default=100000)
     m.add_argument("--rounds", type=int, default=30)
+    sa = sub.add_parser("settle-alone")
+    sa.add_argument("--contracts", type=int, default=10000)
+    sa.add_argument("--rounds", type=int, default=30)
+    sa.add_argument("--baseline", default=BASELINE, help="an earlier polisd binary, measured beside this one")
     d = sub.add_parser("dashboard")
     d.add_argument("--contracts", type=int, default=10000)
     d.add_argument("--repeat", type=int, default=20)
@@ -1392,7 +1471,7 @@ def main():
     {"reconcile": cmd_reconcile, "settle-latency": cmd_settle_latency, "idle-cpu": cmd_idle_cpu,
      "chronicle-latency": cmd_chronicle_latency, "reaction-under-load": cmd_reaction_under_load,
      "startup": cmd_startup, "generate": cmd_generate,
-     "reserve": cmd_reserve, "commands": cmd_commands, "session": cmd_session, "all": cmd_all,
+     "reserve": cmd_reserve, "commands": cmd_commands, "settle-alone": cmd_settle_alone, "session": cmd_session, "all": cmd_all,
      "scale": cmd_scale, "round2": cmd_round2, "merge": cmd_merge, "dashboard": cmd_dashboard}[args.cmd](args)
 
 if __name__ == "__main__":

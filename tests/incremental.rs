@@ -150,8 +150,15 @@ impl Durable {
         Durable { base, polis, state }
     }
 
-    /// Saves, loads the folder again and restores a ledger from it.
-    fn restart(&mut self, step: usize) -> Ledger<Fingerprint> {
+    /// Saves, loads the folder again and restores a ledger from it (as the daemon does), with
+    /// the stats a one-shot command renders straight from the records (`contract settle` with
+    /// no daemon running: the records' settlements in path order).
+    fn restart(
+        &mut self,
+        step: usize,
+        rate: &Value,
+        last: &Value,
+    ) -> (Ledger<Fingerprint>, String) {
         self.state.save().unwrap();
         self.state = State::load_in(self.base.path(), self.polis.path()).unwrap();
         let Restored::Records {
@@ -162,11 +169,14 @@ impl Durable {
             panic!("the state folder's ledger was not trusted after step {step}");
         };
         assert_eq!(zone_seconds, 3600);
-        Ledger::restore(
+        let views: Vec<_> = records.iter().filter_map(|r| r.settlement).collect();
+        let command = stats::render(&stats::reconcile_views(&views, rate, last)).unwrap();
+        let ledger = Ledger::restore(
             records
                 .iter()
                 .map(|r| (r.path, r.fingerprint, r.settlement)),
-        )
+        );
+        (ledger, command)
     }
 }
 
@@ -208,7 +218,13 @@ fn play(ops: &[Op], durable: bool) -> Result<(), TestCaseError> {
             }
             (Op::Restart, None) => {
                 let Some(d) = &mut durable else { continue };
-                let restored = d.restart(step);
+                let (restored, command) = d.restart(step, &rate, &last);
+                prop_assert_eq!(
+                    command,
+                    from_scratch(&files, &rate, &last),
+                    "the command's stats from the records restored at step {}",
+                    step
+                );
                 for (path, fp, _) in ledger.files() {
                     prop_assert_eq!(restored.meta(path), Some(fp), "{}", path);
                 }
