@@ -204,10 +204,8 @@ pub fn reconcile_from_ledger(
     // file the ledger holds (without findings, which are not stored) is stat'ed; the rest is
     // read.
     let prefix = format!("{dir}/");
-    let by_name: HashMap<&str, usize> = held
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| r.path.strip_prefix(prefix.as_str()).map(|name| (name, i)))
+    let by_name: HashMap<&str, usize> = (0..held.len())
+        .filter_map(|i| held.path(i).strip_prefix(prefix.as_str()).map(|name| (name, i)))
         .collect();
     let mut listed = vec![false; held.len()];
     let mut check: Vec<usize> = Vec::new();
@@ -216,8 +214,8 @@ pub fn reconcile_from_ledger(
         match by_name.get(name.as_str()) {
             Some(&i) => {
                 listed[i] = true;
-                if held.get(i).reread {
-                    to_read.push((Some(i), held.get(i).path.to_string()));
+                if held.reread(i) {
+                    to_read.push((Some(i), held.path(i).to_string()));
                 } else {
                     check.push(i);
                 }
@@ -230,18 +228,18 @@ pub fn reconcile_from_ledger(
         .iter()
         .enumerate()
         .filter(|(_, listed)| !**listed)
-        .map(|(i, _)| Err(held.get(i).path.to_string()))
+        .map(|(i, _)| Err(held.path(i).to_string()))
         .collect();
     // Stat (on every core) what the ledger holds; read what moved.
-    let check_paths: Vec<&str> = check.iter().map(|&i| held.get(i).path).collect();
+    let check_paths: Vec<&str> = check.iter().map(|&i| held.path(i)).collect();
     let stats = crate::fs::state::fingerprints_in(root, dir, &check_paths);
     drop(check_paths);
     let mut kept = vec![false; held.len()];
     for (i, fingerprint) in check.into_iter().zip(stats) {
-        if fingerprint == Some(held.get(i).fingerprint) {
+        if fingerprint == Some(held.fingerprint(i)) {
             kept[i] = true;
         } else {
-            to_read.push((Some(i), held.get(i).path.to_string()));
+            to_read.push((Some(i), held.path(i).to_string()));
         }
     }
     let reads = snapshot::par_map(&to_read, |(_, rel)| read_settled(root, rel, zone));

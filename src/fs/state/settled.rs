@@ -245,6 +245,22 @@ impl Records {
         self.view(&self.recs[i])
     }
 
+    /// The `i`th record's path, without the rest of its view.
+    pub fn path(&self, i: usize) -> &str {
+        let r = &self.recs[i];
+        &self.paths[r.path_at..r.path_at + r.path_len]
+    }
+
+    /// The `i`th record's fingerprint.
+    pub fn fingerprint(&self, i: usize) -> Fingerprint {
+        self.recs[i].fingerprint
+    }
+
+    /// Whether the `i`th record's file had findings (read it again).
+    pub fn reread(&self, i: usize) -> bool {
+        self.recs[i].flags & REREAD != 0
+    }
+
     /// Every record, in path order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = RecordRef<'_>> + '_ {
         self.recs.iter().map(|r| self.view(r))
@@ -710,18 +726,31 @@ fn decode_trusted(rest: &[u8]) -> Result<(i32, Records, usize), String> {
     if sha256(body_bytes) != header.sha256 {
         return Err(damaged().to_string());
     }
-    let body: Body<'_> = postcard::from_bytes(body_bytes)
-        .map_err(|e| format!("its snapshot does not parse ({e})"))?;
-    if body.records.len() as u64 != header.records {
+    let unparsed = |e: postcard::Error| format!("its snapshot does not parse ({e})");
+    // The tables, then the records straight into their compact form (the body is a `Body`).
+    let (texts, rest) = postcard::take_from_bytes::<Vec<&str>>(body_bytes).map_err(unparsed)?;
+    let (tag_lists, rest) =
+        postcard::take_from_bytes::<Vec<Vec<u32>>>(rest).map_err(unparsed)?;
+    let mut records = Records {
+        texts: texts.iter().map(|t| t.to_string()).collect(),
+        tag_lists: Vec::with_capacity(tag_lists.len()),
+        paths: String::with_capacity(body_bytes.len() / 2),
+        recs: Vec::new(),
+    };
+    let mut de = postcard::Deserializer::from_bytes(rest);
+    serde::de::DeserializeSeed::deserialize(
+        IntoRecords {
+            recs: &mut records.recs,
+            paths: &mut records.paths,
+        },
+        &mut de,
+    )
+    .map_err(unparsed)?;
+    if !de.finalize().map_err(unparsed)?.is_empty() || records.recs.len() as u64 != header.records
+    {
         return Err(damaged().to_string());
     }
-    let mut records = Records {
-        texts: body.texts.iter().map(|t| t.to_string()).collect(),
-        tag_lists: Vec::with_capacity(body.tag_lists.len()),
-        paths: String::with_capacity(body.records.iter().map(|r| r.path.len()).sum()),
-        recs: Vec::with_capacity(body.records.len()),
-    };
-    for list in &body.tag_lists {
+    for list in &tag_lists {
         let tags: Option<Vec<String>> = list
             .iter()
             .map(|&i| records.texts.get(i as usize).cloned())
@@ -729,17 +758,6 @@ fn decode_trusted(rest: &[u8]) -> Result<(i32, Records, usize), String> {
         records
             .tag_lists
             .push(tags.ok_or("a snapshot tag list names no text")?);
-    }
-    for r in &body.records {
-        let path_at = records.paths.len();
-        records.paths.push_str(r.path);
-        records.recs.push(Rec {
-            path_at,
-            path_len: r.path.len(),
-            fingerprint: r.fingerprint,
-            flags: r.flags,
-            settlement: r.settlement,
-        });
     }
     if !records.indices_hold() {
         return Err("a snapshot record names no text".to_string());
@@ -786,6 +804,45 @@ fn decode_trusted(rest: &[u8]) -> Result<(i32, Records, usize), String> {
         records = kept;
     }
     Ok((header.zone_seconds, records, lines))
+}
+
+/// Decodes the snapshot's records (a sequence of [`WireRecord`]) into a [`Records`]' own
+/// vectors, with no vector of wire records between.
+struct IntoRecords<'r> {
+    recs: &'r mut Vec<Rec>,
+    paths: &'r mut String,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for IntoRecords<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for IntoRecords<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("the snapshot's records")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.recs.reserve(seq.size_hint().unwrap_or(0).min(1 << 24));
+        while let Some(r) = seq.next_element::<WireRecord<'de>>()? {
+            let path_at = self.paths.len();
+            self.paths.push_str(r.path);
+            self.recs.push(Rec {
+                path_at,
+                path_len: r.path.len(),
+                fingerprint: r.fingerprint,
+                flags: r.flags,
+                settlement: r.settlement,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Best effort: the paths a damaged or foreign file still names (the snapshot's records if
