@@ -981,8 +981,10 @@ fn the_only_writer_reports_a_notice_another_machine_delivered() {
         ALPHA,
         Some(5),
     );
-    let now = polisd::protocol::clock::PolisTime::system(Default::default());
-    p.append(&format!("citizens/{BETA}/inbox.md"), &other.render(&now));
+    p.append(
+        &format!("citizens/{BETA}/inbox.md"),
+        &other.render("2026-03-02 10:00"),
+    );
     p.save(
         "contracts/settled/parser.md",
         &settled("parser", BETA, ALPHA, 5, "2026-03-02 10:00:00"),
