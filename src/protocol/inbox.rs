@@ -926,12 +926,7 @@ impl Notification {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::clock::PolisZone;
     use crate::protocol::finding::Code;
-
-    fn at(stamp: &str) -> PolisTime {
-        PolisTime::at_stamp(PolisZone::default(), stamp).unwrap()
-    }
 
     #[test]
     fn inbox_block_format_exact() {

@@ -221,7 +221,7 @@ pub fn conflict_original(name: &str) -> Option<String> {
 pub fn conflict_stamp(name: &str) -> Option<String> {
     let name = name.rsplit('/').next().unwrap_or(name);
     if let Some(i) = name.find(".sync-conflict-") {
-        let rest = name[i + ".sync-conflict-".len()..].as_bytes();
+        let rest = &name.as_bytes()[i + ".sync-conflict-".len()..];
         let digits = |r: std::ops::Range<usize>| {
             rest.get(r.clone())
                 .filter(|b| b.iter().all(u8::is_ascii_digit))
