@@ -32,7 +32,12 @@ pub fn deliver_now(
     now: &PolisTime,
 ) -> Result<Vec<(String, String)>, crate::fs::state::StateError> {
     let mut state = crate::fs::state::State::load(&polis.root)?;
-    let clock = clock_of(polis, now);
+    // The chronicle is scanned only when a notice's cause holds no time of its own.
+    let clock = if notifications.iter().any(|n| n.at.is_none()) {
+        clock_of(polis, now)
+    } else {
+        crate::protocol::inbox::EPOCH_STAMP.to_string()
+    };
     let delivery = deliver(polis, writer, &mut state, notifications, &|_| true, &clock);
     state.save()?;
     Ok(delivery

@@ -76,11 +76,22 @@ pub fn gather(polis: &Polis, scope: Scope, now: &PolisTime) -> Evidence {
         .filter_map(|c| Some(settled_evidence(c, by_path.get(c.file.rel.as_str())?)))
         .collect();
     settled.sort_by(|a, b| a.contract_id.cmp(&b.contract_id));
-    gather_with(polis, settled, scope, now)
+    let mut evidence = gather_with(polis, settled, scope, now);
+    evidence.clock = polis
+        .chronicle_text()
+        .and_then(|t| chronicle::newest_stamp(t, now))
+        .or_else(|| {
+            polis
+                .archives
+                .last()
+                .and_then(|(_, t)| chronicle::newest_stamp(t, now))
+        });
+    evidence
 }
 
 /// The evidence, with the settled contracts' part given (the daemon reads only the files of
-/// the tags where a detector could fire).
+/// the tags where a detector could fire). [`Evidence::clock`] is left to the caller (the
+/// daemon keeps it without scanning the chronicle again).
 pub fn gather_with(
     polis: &Polis,
     settled: Vec<SettledEvidence>,
@@ -93,15 +104,6 @@ pub fn gather_with(
         amendments: amendments(polis, now),
         lesson_impact_floor: polis.settings.lesson_impact_floor,
         explore_rate: crate::protocol::routing::score::explore_rate(&polis.settings, &stats),
-        clock: polis
-            .chronicle_text()
-            .and_then(|t| chronicle::newest_stamp(t, now))
-            .or_else(|| {
-                polis
-                    .archives
-                    .last()
-                    .and_then(|(_, t)| chronicle::newest_stamp(t, now))
-            }),
         ..Evidence::default()
     };
     if scope == Scope::All {
