@@ -1204,13 +1204,32 @@ fn two_daemons_with_different_clocks_write_byte_identical_inboxes() {
         "the amendment-proposed notices",
         &|p| p.count(ALPHA, "amendment-proposed") == 1 && p.count(BETA, "amendment-proposed") == 1,
     );
+    // A high-stakes contract claimed with no reviewer: stamped with its claim's line (which
+    // came first, so it also draws a C006 finding: its link did not exist yet).
+    let claim = format!(
+        "- {} | {ALPHA} | claimed contract | [[contracts/open/vault]] | mine\n",
+        (chrono::Utc::now() - chrono::Duration::hours(2)).format("%Y-%m-%d %H:%M")
+    );
+    both("chronicle.md", &claim, true, "the C006 notice", &|p| {
+        p.count(ALPHA, "chronicle-finding") == 1
+    });
+    both(
+        "contracts/open/vault.md",
+        &format!(
+            "---\ncontract_id: vault\ntitle: Vault\nopened_by: {BETA}\nopened_at: '2026-03-01 07:00:00'\n\
+             owner: {ALPHA}\nstatus: claimed\nstakes: high\nrequired_tags: [rust]\n---\n\n## Intent\n\nLock it.\n"
+        ),
+        false,
+        "the review-needed notice",
+        &|p| p.count(ALPHA, "review-needed") == 1,
+    );
     let bad = chronicle_line(ALPHA, "Finished The Tests", "-", "uppercase verb");
     both(
         "chronicle.md",
         &bad,
         true,
         "the chronicle-finding notice",
-        &|p| p.count(ALPHA, "chronicle-finding") == 1,
+        &|p| p.count(ALPHA, "chronicle-finding") == 2,
     );
     for who in [ALPHA, BETA, FOUNDER] {
         assert_eq!(
@@ -1233,6 +1252,14 @@ fn two_daemons_with_different_clocks_write_byte_identical_inboxes() {
         "{beta}"
     );
     let alpha = a.read(&inbox(ALPHA));
+    // The heading of the block that holds `kind`'s marker.
+    let heading = |text: &str, kind: &str| -> String {
+        let at = text.find(&format!("<!-- polisd:{kind}:")).unwrap();
+        let start = text[..at].rfind("\n### ").unwrap() + 5;
+        text[start..start + 16].to_string()
+    };
+    assert_eq!(heading(&alpha, "review-needed"), &claim[2..18], "{alpha}");
+    assert_eq!(heading(&alpha, "quality-defaulted"), "2026-03-03 16:45");
     assert!(
         alpha.contains(&format!("\n### {} from polis-daemon\n", &bad[2..18])),
         "{alpha}"

@@ -29,7 +29,23 @@ impl Engine {
         let high: BTreeSet<&str> = open
             .iter()
             .filter(|c| c.contract.stakes.as_deref() == Some("high"))
-            .filter(|c| c.contract.owner.is_some() || c.contract.review.reviewer.is_some())
+            .filter(|c| {
+                // Only where a review-needed notice is still to be sent: the chronicle is read
+                // for its stamp, not on every pass.
+                let id = c.file.stem.as_str();
+                let unsent = |to: &str, why: &str| {
+                    let nid = inbox::notification_id(inbox::Kind::ReviewNeeded, id, to, why);
+                    !self
+                        .state
+                        .was_sent(inbox::Kind::ReviewNeeded.as_str(), &nid)
+                };
+                let k = &c.contract;
+                match (&k.owner, &k.review.reviewer) {
+                    (_, Some(r)) => unsent(r, &format!("reviewer:{r}")),
+                    (Some(o), None) => unsent(o, "no-reviewer"),
+                    (None, None) => false,
+                }
+            })
             .map(|c| c.file.stem.as_str())
             .collect();
         let review_lines = lines_about(polis, &high, &["claimed contract", "requested review"]);
