@@ -790,6 +790,10 @@ fn a_busy_port_is_one_warning_not_a_failed_start() {
     let daemon = p.start_daemon();
     let log = daemon.log_text();
     assert_eq!(log.matches("dashboard not started").count(), 1, "{log}");
+    // The status file follows the pass that logged "initial scan done" by a moment.
+    harness::wait_until("the daemon's status file", harness::DEADLINE, || {
+        p.daemon_status().is_some()
+    });
     assert!(p.daemon_status().is_some_and(|d| d.dashboard.is_none()));
 }
 

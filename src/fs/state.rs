@@ -225,17 +225,54 @@ impl Fingerprint {
 /// open folder each, instead of a lookup of every component of the full path (100k settled
 /// files are stat'ed on every restart). `None` for a file that is gone. A path outside `dir`,
 /// or a folder that cannot be opened, is stat'ed by its full path.
-// The casts are no-ops on Linux only: `libc::stat`'s field types differ between platforms.
-#[allow(clippy::unnecessary_cast)]
 pub fn fingerprints_in<S: AsRef<str> + Sync>(
     root: &Path,
     dir: &str,
     rels: &[S],
 ) -> Vec<Option<Fingerprint>> {
+    let prefix = format!("{}/", dir.trim_end_matches('/'));
+    fingerprints_by(
+        root,
+        dir,
+        rels,
+        |rel| {
+            rel.as_ref()
+                .strip_prefix(prefix.as_str())
+                .filter(|n| !n.contains('/'))
+        },
+        |rel| root.join(rel.as_ref()),
+    )
+}
+
+/// [`fingerprints_in`] of bare file names inside `dir` (a listing's names, unjoined).
+pub fn fingerprints_of_names<S: AsRef<str> + Sync>(
+    root: &Path,
+    dir: &str,
+    names: &[S],
+) -> Vec<Option<Fingerprint>> {
+    let folder = root.join(dir);
+    fingerprints_by(
+        root,
+        dir,
+        names,
+        |name| Some(name.as_ref()).filter(|n| !n.contains('/')),
+        |name| folder.join(name.as_ref()),
+    )
+}
+
+// The casts are no-ops on Linux only: `libc::stat`'s field types differ between platforms.
+#[allow(clippy::unnecessary_cast)]
+fn fingerprints_by<S: Sync>(
+    root: &Path,
+    dir: &str,
+    items: &[S],
+    name_of: impl Fn(&S) -> Option<&str> + Sync,
+    path_of: impl Fn(&S) -> PathBuf + Sync,
+) -> Vec<Option<Fingerprint>> {
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::io::AsRawFd;
-    let by_path = |rel: &S| {
-        fs::symlink_metadata(root.join(rel.as_ref()))
+    let by_path = |item: &S| {
+        fs::symlink_metadata(path_of(item))
             .ok()
             .map(|m| Fingerprint::of(&m))
     };
@@ -244,21 +281,16 @@ pub fn fingerprints_in<S: AsRef<str> + Sync>(
         .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(root.join(dir))
     else {
-        return crate::fs::snapshot::par_map(rels, by_path);
+        return crate::fs::snapshot::par_map(items, by_path);
     };
     let fd = folder.as_raw_fd();
-    let prefix = format!("{}/", dir.trim_end_matches('/'));
-    crate::fs::snapshot::par_map(rels, |rel| {
-        let Some(name) = rel
-            .as_ref()
-            .strip_prefix(prefix.as_str())
-            .filter(|n| !n.contains('/'))
-        else {
-            return by_path(rel);
+    crate::fs::snapshot::par_map(items, |item| {
+        let Some(name) = name_of(item) else {
+            return by_path(item);
         };
         let mut buf = [0u8; 256];
         if name.len() >= buf.len() || name.as_bytes().contains(&0) {
-            return by_path(rel);
+            return by_path(item);
         }
         buf[..name.len()].copy_from_slice(name.as_bytes());
         let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
@@ -274,7 +306,7 @@ pub fn fingerprints_in<S: AsRef<str> + Sync>(
         if rc != 0 {
             return match io::Error::last_os_error().kind() {
                 io::ErrorKind::NotFound => None,
-                _ => by_path(rel),
+                _ => by_path(item),
             };
         }
         // SAFETY: initialised by the successful call above.

@@ -157,14 +157,19 @@ pub fn reconcile_from_ledger(
     writer: &Writer,
 ) -> Result<Option<(Reconciled, LedgerUse)>, ActionError> {
     let dir = ContractFolder::Settled.dir();
-    // The folder is listed while the ledger is read and decoded.
-    let (opened, names) = std::thread::scope(|scope| {
-        let listing = scope.spawn(|| snapshot::list_names(root, dir, ".md", &mut Vec::new()));
+    // The folder is listed and every file in it stat'ed (on every core) while the ledger is
+    // read and decoded: the fingerprints are compared once both are there.
+    let (opened, (names, now)) = std::thread::scope(|scope| {
+        let listing = scope.spawn(|| {
+            let names = snapshot::list_names(root, dir, ".md", &mut Vec::new());
+            let now = crate::fs::state::fingerprints_of_names(root, dir, &names);
+            (names, now)
+        });
         let opened = LedgerFile::open(root);
-        let names = listing
+        let listed = listing
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e));
-        (opened, names)
+        (opened, listed)
     });
     let (mut file, restored) = match opened {
         Ok(Some(opened)) => opened,
@@ -201,23 +206,27 @@ pub fn reconcile_from_ledger(
         Restored::Nothing => (Records::default(), HashSet::new(), false),
     };
     // Each listed name found among the records by name: a record not listed is gone; a listed
-    // file the ledger holds (without findings, which are not stored) is stat'ed; the rest is
-    // read.
+    // file the ledger holds (without findings, which are not stored) with the fingerprint it
+    // records is kept; the rest is read.
     let prefix = format!("{dir}/");
     let by_name: HashMap<&str, usize> = (0..held.len())
-        .filter_map(|i| held.path(i).strip_prefix(prefix.as_str()).map(|name| (name, i)))
+        .filter_map(|i| {
+            held.path(i)
+                .strip_prefix(prefix.as_str())
+                .map(|name| (name, i))
+        })
         .collect();
     let mut listed = vec![false; held.len()];
-    let mut check: Vec<usize> = Vec::new();
+    let mut kept = vec![false; held.len()];
     let mut to_read: Vec<(Option<usize>, String)> = Vec::new();
-    for name in names {
+    for (name, now) in names.iter().zip(now) {
         match by_name.get(name.as_str()) {
             Some(&i) => {
                 listed[i] = true;
-                if held.reread(i) {
-                    to_read.push((Some(i), held.path(i).to_string()));
+                if !held.reread(i) && now == Some(held.fingerprint(i)) {
+                    kept[i] = true;
                 } else {
-                    check.push(i);
+                    to_read.push((Some(i), held.path(i).to_string()));
                 }
             }
             None => to_read.push((None, format!("{prefix}{name}"))),
@@ -230,18 +239,6 @@ pub fn reconcile_from_ledger(
         .filter(|(_, listed)| !**listed)
         .map(|(i, _)| Err(held.path(i).to_string()))
         .collect();
-    // Stat (on every core) what the ledger holds; read what moved.
-    let check_paths: Vec<&str> = check.iter().map(|&i| held.path(i)).collect();
-    let stats = crate::fs::state::fingerprints_in(root, dir, &check_paths);
-    drop(check_paths);
-    let mut kept = vec![false; held.len()];
-    for (i, fingerprint) in check.into_iter().zip(stats) {
-        if fingerprint == Some(held.fingerprint(i)) {
-            kept[i] = true;
-        } else {
-            to_read.push((Some(i), held.path(i).to_string()));
-        }
-    }
     let reads = snapshot::par_map(&to_read, |(_, rel)| read_settled(root, rel, zone));
     let read_count = to_read.len();
     let mut fresh: Vec<SettledRecord> = Vec::with_capacity(read_count);

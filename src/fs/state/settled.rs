@@ -364,17 +364,16 @@ impl Records {
         let head = std::mem::take(&mut self.recs);
         let paths = &self.paths;
         let path = |r: &Rec| &paths[r.path_at..r.path_at + r.path_len];
+        // Each of the (few) new ones placed by a binary search, the runs between copied whole.
         let mut merged = Vec::with_capacity(head.len() + tail.len());
-        let (mut head, mut tail) = (head.into_iter().peekable(), tail.into_iter().peekable());
-        loop {
-            let next = match (head.peek(), tail.peek()) {
-                (Some(h), Some(t)) if path(h) < path(t) => head.next(),
-                (_, Some(_)) => tail.next(),
-                (Some(_), None) => head.next(),
-                (None, None) => break,
-            };
-            merged.extend(next);
+        let mut start = 0;
+        for t in tail {
+            let at = start + head[start..].partition_point(|h| path(h) < path(&t));
+            merged.extend_from_slice(&head[start..at]);
+            merged.push(t);
+            start = at;
         }
+        merged.extend_from_slice(&head[start..]);
         self.recs = merged;
     }
 
@@ -729,8 +728,7 @@ fn decode_trusted(rest: &[u8]) -> Result<(i32, Records, usize), String> {
     let unparsed = |e: postcard::Error| format!("its snapshot does not parse ({e})");
     // The tables, then the records straight into their compact form (the body is a `Body`).
     let (texts, rest) = postcard::take_from_bytes::<Vec<&str>>(body_bytes).map_err(unparsed)?;
-    let (tag_lists, rest) =
-        postcard::take_from_bytes::<Vec<Vec<u32>>>(rest).map_err(unparsed)?;
+    let (tag_lists, rest) = postcard::take_from_bytes::<Vec<Vec<u32>>>(rest).map_err(unparsed)?;
     let mut records = Records {
         texts: texts.iter().map(|t| t.to_string()).collect(),
         tag_lists: Vec::with_capacity(tag_lists.len()),
@@ -742,12 +740,12 @@ fn decode_trusted(rest: &[u8]) -> Result<(i32, Records, usize), String> {
         IntoRecords {
             recs: &mut records.recs,
             paths: &mut records.paths,
+            most: rest.len() / 16,
         },
         &mut de,
     )
     .map_err(unparsed)?;
-    if !de.finalize().map_err(unparsed)?.is_empty() || records.recs.len() as u64 != header.records
-    {
+    if !de.finalize().map_err(unparsed)?.is_empty() || records.recs.len() as u64 != header.records {
         return Err(damaged().to_string());
     }
     for list in &tag_lists {
@@ -811,6 +809,9 @@ fn decode_trusted(rest: &[u8]) -> Result<(i32, Records, usize), String> {
 struct IntoRecords<'r> {
     recs: &'r mut Vec<Rec>,
     paths: &'r mut String,
+    /// At most this many records can follow (a record takes 16 bytes or more): a length
+    /// prefix that says more reserves no more.
+    most: usize,
 }
 
 impl<'de> serde::de::DeserializeSeed<'de> for IntoRecords<'_> {
@@ -829,7 +830,8 @@ impl<'de> serde::de::Visitor<'de> for IntoRecords<'_> {
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        self.recs.reserve(seq.size_hint().unwrap_or(0).min(1 << 24));
+        self.recs
+            .reserve(seq.size_hint().unwrap_or(0).min(self.most));
         while let Some(r) = seq.next_element::<WireRecord<'de>>()? {
             let path_at = self.paths.len();
             self.paths.push_str(r.path);
