@@ -547,12 +547,17 @@ impl Engine {
             return;
         }
         let findings = &self.settled_findings;
-        let records = self.ledger.files().map(|(rel, fp, settlement)| {
-            SettledRecord::of(rel, fp, findings.contains_key(rel), settlement)
-        });
+        let ledger = &self.ledger;
+        // Streamed: the whole snapshot in memory was the peak of a first meeting (25 MB at
+        // 100k, held twice while the header was put in front).
+        let records = || {
+            ledger.files().map(|(rel, fp, settlement)| {
+                SettledRecord::of(rel, fp, findings.contains_key(rel), settlement)
+            })
+        };
         if let Err(e) = self
             .state
-            .write_settled_snapshot(zone.0.local_minus_utc(), records)
+            .write_settled_snapshot_with(zone.0.local_minus_utc(), records)
         {
             // Only costs the next start-up a full read; the next pass tries again.
             tracing::warn!("could not save the ledger of settled contracts: {e}");
