@@ -722,14 +722,23 @@ impl Engine {
 /// The machine code start-up ran (option parsing, the first full pass, every rule) is let go
 /// too (see [`release_code_pages`]).
 fn release_free_memory() {
+    trim_heap();
+    #[cfg(target_os = "linux")]
+    release_code_pages();
+}
+
+/// A pass that read at least this many files gives the heap they left back ([`trim_heap`]).
+const MANY_FILES: usize = 4096;
+
+/// Returns the free pages of the heap to the system (a pass that read thousands of files
+/// leaves them free but resident).
+fn trim_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free heap pages to the kernel; it touches no live
     // allocation.
     unsafe {
         libc::malloc_trim(0);
     }
-    #[cfg(target_os = "linux")]
-    release_code_pages();
 }
 
 /// Unmaps the resident pages of the process's machine code (the executable's and the shared

@@ -39,6 +39,10 @@ impl Engine {
                     .collect()
             });
         let settled = self.settled_evidence(touched.as_ref());
+        if settled.len() >= super::MANY_FILES {
+            // Reading that many files left the heap holding their freed parses.
+            super::trim_heap();
+        }
         let evidence = reflection::gather_with(&pass.polis, settled, scope, &pass.now);
         match reflection::reflect(
             &evidence,
