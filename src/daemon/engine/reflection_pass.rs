@@ -43,7 +43,13 @@ impl Engine {
             // Reading that many files left the heap holding their freed parses.
             super::trim_heap();
         }
-        let evidence = reflection::gather_with(&pass.polis, settled, scope, &pass.now);
+        let mut evidence = reflection::gather_with(&pass.polis, settled, scope, &pass.now);
+        evidence.clock = chrono::NaiveDateTime::parse_from_str(
+            &self.polis_clock(&pass.polis, &pass.now),
+            crate::protocol::chronicle::STAMP_FORMAT,
+        )
+        .ok()
+        .filter(|t| t.and_utc().timestamp() != 0);
         match reflection::reflect(
             &evidence,
             rules::DEFAULT_MIN_EVIDENCE,
