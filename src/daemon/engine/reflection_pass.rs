@@ -112,7 +112,10 @@ impl Engine {
                 file,
                 contract,
             };
-            Some(reflection::settled_evidence(&file, &view.to_settlement(path)))
+            Some(reflection::settled_evidence(
+                &file,
+                &view.to_settlement(path),
+            ))
         })
         .into_iter()
         .flatten()
