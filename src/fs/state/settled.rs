@@ -563,7 +563,7 @@ mod tests {
         write_snapshot(&mut streamed, 3600, all).unwrap();
         assert_eq!(streamed, encode_snapshot(3600, all()).unwrap());
         let mut empty = Vec::new();
-        write_snapshot(&mut empty, 0, || std::iter::empty()).unwrap();
+        write_snapshot(&mut empty, 0, std::iter::empty).unwrap();
         assert_eq!(empty, encode_snapshot(0, []).unwrap());
     }
 
