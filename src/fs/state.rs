@@ -716,6 +716,21 @@ impl State {
         Ok(())
     }
 
+    /// [`State::write_settled_snapshot`] streamed to the file, never held whole in memory
+    /// (the bytes are the same). `records` must give the same records each time.
+    pub fn write_settled_snapshot_with<'a, I: Iterator<Item = RecordRef<'a>>>(
+        &mut self,
+        zone_seconds: i32,
+        records: impl Fn() -> I,
+    ) -> Result<(), StateError> {
+        write_ledger_snapshot(&self.dir, zone_seconds, records())?;
+        self.settled_snapshot_due = false;
+        self.settled_pending.clear();
+        self.settled_pending_lines = 0;
+        self.settled_journal_lines = 0;
+        Ok(())
+    }
+
     /// This polis's state folder.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -1077,13 +1092,12 @@ fn write_ledger_snapshot<'a>(
     zone_seconds: i32,
     records: impl IntoIterator<Item = RecordRef<'a>>,
 ) -> Result<(), StateError> {
-    let bytes = settled::encode_snapshot(zone_seconds, records).map_err(|source| {
-        StateError::EncodeLedger {
-            path: dir.join(SETTLED_FILE),
-            source,
-        }
-    })?;
-    write_atomic(dir, SETTLED_FILE, &bytes)?;
+    // Streamed to the file: 100k records encode to ~8 MB.
+    let target = dir.join(SETTLED_FILE);
+    replace_file_with(dir, SETTLED_FILE, true, |out| {
+        settled::write_snapshot(out, zone_seconds, records)
+    })
+    .map_err(io_err("write", &target))?;
     match fs::remove_file(dir.join(LEGACY_SETTLED_FILE)) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => {
             tracing::debug!("could not remove the older ledger file: {e}")
@@ -1152,6 +1166,31 @@ fn set_aside(file: &Path) -> Result<PathBuf, StateError> {
 
 fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StateError> {
     replace_file(dir, name, bytes, true)
+}
+
+/// [`replace_file`] with the bytes written by `write` (durable: synced before and after the
+/// rename).
+fn replace_file_with(
+    dir: &Path,
+    name: &str,
+    durable: bool,
+    write: impl FnOnce(&mut fs::File) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".polisd-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    write(tmp.as_file_mut())?;
+    if durable {
+        tmp.as_file().sync_all()?;
+    }
+    tmp.persist(dir.join(name)).map_err(|e| e.error)?;
+    if durable {
+        if let Ok(d) = fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
 }
 
 /// Replaces `dir/name` by renaming a temporary file over it, so a reader sees the old bytes or

@@ -34,6 +34,7 @@ use super::Fingerprint;
 use crate::protocol::stats::{Settlement, SettlementView};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
+use std::io::Write as _;
 
 /// Bumped whenever a record's meaning or the layout changes; any other version is untrusted.
 /// (1 was a JSON journal of fingerprints, 2 a JSON snapshot and journal.)
@@ -456,14 +457,9 @@ struct WireRecord<'a> {
     settlement: Option<WireSettlement>,
 }
 
-#[derive(Serialize, Deserialize)]
-struct Body<'a> {
-    #[serde(borrow)]
-    texts: Vec<&'a str>,
-    tag_lists: Vec<Vec<u32>>,
-    #[serde(borrow)]
-    records: Vec<WireRecord<'a>>,
-}
+// The body is, in postcard, what `struct Body { texts: Vec<&str>, tag_lists: Vec<Vec<u32>>,
+// records: Vec<WireRecord> }` would be: written part by part by [`write_snapshot`] and read
+// part by part by [`decode`].
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Header<'a> {
@@ -524,19 +520,37 @@ pub fn journal_outgrown(lines: usize, files: usize) -> bool {
 
 /// The whole file for these records (in any order; a path given twice keeps its last): the
 /// header, then the body in path order.
+#[cfg(test)]
 pub fn encode_snapshot<'a>(
     zone_seconds: i32,
     records: impl IntoIterator<Item = RecordRef<'a>>,
-) -> Result<Vec<u8>, postcard::Error> {
+) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    write_snapshot(&mut out, zone_seconds, records)?;
+    Ok(out)
+}
+
+/// [`encode_snapshot`]'s bytes written to `out` without holding the encoded body in memory:
+/// it is encoded twice, once to hash and measure it for the header, then after the header to
+/// `out`. Only the records' references (sorted by path) and the tables are held.
+pub fn write_snapshot<'a>(
+    out: &mut impl std::io::Write,
+    zone_seconds: i32,
+    records: impl IntoIterator<Item = RecordRef<'a>>,
+) -> std::io::Result<()> {
     let mut refs: Vec<RecordRef<'a>> = records.into_iter().collect();
     refs.sort_by(|a, b| a.path.cmp(b.path));
-    let mut kept: Vec<RecordRef<'a>> = Vec::with_capacity(refs.len());
-    for r in refs {
-        match kept.last_mut() {
-            Some(last) if last.path == r.path => *last = r,
-            _ => kept.push(r),
+    // A path given twice keeps its last record (the sort is stable).
+    let mut kept = 0;
+    for i in 0..refs.len() {
+        if kept > 0 && refs[kept - 1].path == refs[i].path {
+            refs[kept - 1] = refs[i];
+        } else {
+            refs[kept] = refs[i];
+            kept += 1;
         }
     }
+    refs.truncate(kept);
     let mut texts: Vec<&str> = Vec::new();
     let mut text_at: HashMap<&str, u32> = HashMap::new();
     let mut tag_lists: Vec<Vec<u32>> = Vec::new();
@@ -547,56 +561,82 @@ pub fn encode_snapshot<'a>(
             texts.len() as u32 - 1
         })
     };
-    let mut wire = Vec::with_capacity(kept.len());
-    for r in &kept {
-        let settlement = r.settlement.map(|s| {
-            let tags = match list_at.get(s.tags) {
-                Some(&i) => i,
-                None => {
-                    let list = s.tags.iter().map(|t| text(t, &mut texts)).collect();
-                    tag_lists.push(list);
-                    list_at.insert(s.tags, tag_lists.len() as u32 - 1);
-                    tag_lists.len() as u32 - 1
+    let settlements: Vec<Option<WireSettlement>> = refs
+        .iter()
+        .map(|r| {
+            r.settlement.map(|s| {
+                let tags = match list_at.get(s.tags) {
+                    Some(&i) => i,
+                    None => {
+                        let list = s.tags.iter().map(|t| text(t, &mut texts)).collect();
+                        tag_lists.push(list);
+                        list_at.insert(s.tags, tag_lists.len() as u32 - 1);
+                        tag_lists.len() as u32 - 1
+                    }
+                };
+                WireSettlement {
+                    owner: text(s.owner, &mut texts),
+                    tags,
+                    instant_us: instant_us(&s),
+                    when_text: text(s.when_text, &mut texts),
+                    last_completed: s.last_completed.map(|d| text(d, &mut texts)),
+                    quality: s.quality,
+                    minutes: s.minutes,
                 }
+            })
+        })
+        .collect();
+    // The body as a `Body`: the tables, then the records' count and each record.
+    let body = |w: &mut dyn std::io::Write| -> Result<(), postcard::Error> {
+        postcard::to_io(&texts, &mut *w)?;
+        postcard::to_io(&tag_lists, &mut *w)?;
+        postcard::to_io(&(refs.len() as u64), &mut *w)?;
+        for (r, settlement) in refs.iter().zip(&settlements) {
+            let wire = WireRecord {
+                path: r.path,
+                fingerprint: r.fingerprint,
+                flags: flags_of(r),
+                settlement: *settlement,
             };
-            WireSettlement {
-                owner: text(s.owner, &mut texts),
-                tags,
-                instant_us: instant_us(&s),
-                when_text: text(s.when_text, &mut texts),
-                last_completed: s.last_completed.map(|d| text(d, &mut texts)),
-                quality: s.quality,
-                minutes: s.minutes,
-            }
-        });
-        wire.push(WireRecord {
-            path: r.path,
-            fingerprint: r.fingerprint,
-            flags: flags_of(r),
-            settlement,
-        });
-    }
-    let body = postcard::to_allocvec(&Body {
-        texts,
-        tag_lists,
-        records: wire,
-    })?;
+            postcard::to_io(&wire, &mut *w)?;
+        }
+        Ok(())
+    };
+    let invalid = std::io::Error::other;
+    let mut digest = Digesting(sha2::Digest::new(), 0);
+    body(&mut digest).map_err(invalid)?;
     let fields = fingerprint_fields();
     let header = postcard::to_allocvec(&Header {
         polisd: env!("CARGO_PKG_VERSION"),
         fingerprint: fields.iter().map(String::as_str).collect(),
         zone_seconds,
-        records: kept.len() as u64,
-        body_len: body.len() as u64,
-        sha256: sha256(&body),
-    })?;
-    let mut out = Vec::with_capacity(MAGIC.len() + 8 + header.len() + body.len());
-    out.extend(MAGIC);
-    out.extend(LEDGER_VERSION.to_le_bytes());
-    out.extend((header.len() as u32).to_le_bytes());
-    out.extend(header);
-    out.extend(body);
-    Ok(out)
+        records: refs.len() as u64,
+        body_len: digest.1,
+        sha256: sha2::Digest::finalize(digest.0).into(),
+    })
+    .map_err(invalid)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    out.write_all(MAGIC)?;
+    out.write_all(&LEDGER_VERSION.to_le_bytes())?;
+    out.write_all(&(header.len() as u32).to_le_bytes())?;
+    out.write_all(&header)?;
+    body(&mut out).map_err(invalid)?;
+    out.flush()
+}
+
+/// Hashes and measures what is written to it.
+struct Digesting(sha2::Sha256, u64);
+
+impl std::io::Write for Digesting {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        sha2::Digest::update(&mut self.0, buf);
+        self.1 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn sha256(bytes: &[u8]) -> [u8; 32] {
