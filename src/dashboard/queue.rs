@@ -249,7 +249,7 @@ fn file_findings(s: &Snapshot, out: &mut Vec<Item>) {
 
 /// Every sync-conflict copy in the polis, with the file it is a copy of (docs/sync.md).
 fn sync_conflicts(s: &Snapshot, out: &mut Vec<Item>) {
-    for (rel, original) in crate::fs::snapshot::conflict_copies(&s.polis.root) {
+    for (rel, original) in s.state.copies.iter() {
         out.push(Item {
             key: format!("conflict/{rel}"),
             title: format!("Sync conflict copy {rel} (of {original})"),

@@ -32,6 +32,10 @@ pub struct PolisState {
     pub settled: LedgerSnapshot,
     /// The stats `settled` gives (what `routing_stats.yml` holds once reconciled).
     pub stats: Arc<RoutingStats>,
+    /// The sync conflict copies in the polis, (copy, original), sorted: as the daemon's last
+    /// sync step left them (those it merged or removed are gone), or as a [`FolderState`]
+    /// keeps them (the settled folder's from its events, the rest walked on each read).
+    pub copies: Arc<Vec<(String, String)>>,
 }
 
 /// One settled file as read.
@@ -130,6 +134,9 @@ pub struct FolderState {
     ledger: Ledger<Fingerprint>,
     findings: BTreeMap<String, Vec<Finding>>,
     zone: Option<PolisZone>,
+    /// The sync conflict copies in `contracts/settled/` (listed on a full look, else kept
+    /// from the paths named), so a read does not list ten thousand names to find them.
+    settled_copies: BTreeSet<(String, String)>,
 }
 
 impl FolderState {
@@ -158,10 +165,14 @@ impl FolderState {
             .findings
             .extend(self.findings.values().flatten().cloned());
         let stats = self.ledger.stats(&Value::Null, &Value::Null);
+        let mut copies = snapshot::conflict_copies_but(root, Some(ContractFolder::Settled.dir()));
+        copies.extend(self.settled_copies.iter().cloned());
+        copies.sort();
         PolisState {
             polis: Arc::new(polis),
             settled: self.ledger.snapshot(),
             stats: Arc::new(stats),
+            copies: Arc::new(copies),
         }
     }
 
@@ -170,6 +181,7 @@ impl FolderState {
         if let Some(link) = snapshot::linked_folder(root, dir) {
             self.ledger = Ledger::default();
             self.findings.clear();
+            self.settled_copies.clear();
             out.push(Finding::error(
                 Code::Unreadable,
                 dir,
@@ -183,10 +195,16 @@ impl FolderState {
                 .into_iter()
                 .filter(|rel| {
                     let name = rel.rsplit('/').next().unwrap_or(rel);
+                    if layout::is_conflict_copy(name) {
+                        self.note_copy(root, rel);
+                    }
                     !layout::is_ignored_name(name)
                 })
                 .collect(),
             Refresh::Full => {
+                self.settled_copies = snapshot::conflict_copies_in(root, dir)
+                    .into_iter()
+                    .collect();
                 let listed: HashSet<String> = snapshot::list(root, dir, ".md", out)
                     .into_iter()
                     .map(|e| e.rel)
@@ -237,6 +255,22 @@ impl FolderState {
                     }
                     self.ledger.record(&rel, fingerprint, settlement);
                 }
+            }
+        }
+    }
+
+    /// A conflict copy in the settled folder was named by an event: kept while it is a file.
+    fn note_copy(&mut self, root: &Path, rel: &str) {
+        let Some(original) = layout::conflict_original_path(rel) else {
+            return;
+        };
+        let entry = (rel.to_string(), original);
+        match std::fs::symlink_metadata(root.join(rel)) {
+            Ok(meta) if meta.is_file() => {
+                self.settled_copies.insert(entry);
+            }
+            _ => {
+                self.settled_copies.remove(&entry);
             }
         }
     }

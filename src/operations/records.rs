@@ -40,6 +40,16 @@ pub fn contract_has_errors(polis: &Polis, file: &ContractFile) -> bool {
 /// Every record finding in the polis: each contract the polis holds (the daemon's read leaves
 /// settled ones out), each amendment, each lesson.
 pub fn record_findings(polis: &Polis, now: &PolisTime) -> Vec<RecordFinding> {
+    record_findings_with(polis, now, &mut super::Rechecks::default())
+}
+
+/// [`record_findings`], each amendment checked through `rechecks` (again only when its text
+/// changed).
+pub fn record_findings_with(
+    polis: &Polis,
+    now: &PolisTime,
+    rechecks: &mut super::Rechecks,
+) -> Vec<RecordFinding> {
     let registered = polis.registered();
     let is_citizen = |id: &str| registered.contains(id) || layout::is_system_citizen(id);
     let mut out = Vec::new();
@@ -57,7 +67,8 @@ pub fn record_findings(polis: &Polis, now: &PolisTime) -> Vec<RecordFinding> {
     for a in &polis.amendments {
         let author = a.amendment.proposed_by.clone();
         out.extend(
-            record_check::check_amendment(&a.rel, &a.text, now)
+            rechecks
+                .amendment(&a.rel, &a.text, now)
                 .into_iter()
                 .map(|finding| RecordFinding {
                     finding,
