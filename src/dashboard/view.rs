@@ -181,6 +181,7 @@ impl PolisView {
                 );
                 polis.chronicle = chronicle;
                 polis.archives = archives;
+                chronicles.forget_unseen();
                 Arc::new(PolisState {
                     polis: Arc::new(polis),
                     settled: published.settled.clone(),
@@ -190,7 +191,6 @@ impl PolisView {
             }
             None => Arc::new(self.read_folder(&mut chronicles)),
         };
-        chronicles.forget_unseen();
         drop(chronicles);
         let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
         let snapshot = Arc::new(build(&self.root, generation, state, &mut rechecks));
@@ -200,14 +200,20 @@ impl PolisView {
         snapshot
     }
 
-    /// The polis from the folder, reading only what changed since the last time.
+    /// The polis from the folder, reading only what changed since the last time (the rest of
+    /// the polis, chronicle included, only when a path outside the settled folder changed).
     fn read_folder(&self, chronicles: &mut ChronicleCopies) -> PolisState {
         let refresh = std::mem::replace(
             &mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()),
             Refresh::nothing(),
         );
+        let others = refresh.others();
         let mut folder = self.folder.lock().unwrap_or_else(|e| e.into_inner());
-        folder.read(&self.root, refresh, chronicles)
+        let state = folder.read(&self.root, refresh, chronicles);
+        if others {
+            chronicles.forget_unseen();
+        }
+        state
     }
 }
 
