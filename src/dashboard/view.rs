@@ -119,7 +119,7 @@ impl PolisView {
             folder: Mutex::new(FolderState::default()),
             pending: Mutex::new(Refresh::Full),
             chronicles: Mutex::new(ChronicleCopies::default()),
-            rechecks: Mutex::new(Rechecks::default()),
+            rechecks: Mutex::new(Rechecks::kept()),
         }
     }
 
@@ -167,8 +167,11 @@ impl PolisView {
             return Arc::clone(s);
         }
         // Dropped first: the chronicle copies append in place only when nobody else holds
-        // the text.
-        *cache = None;
+        // the text. Its ledger (a pointer per settlement, 100k in a large polis) is freed off
+        // this request.
+        if let Some(old) = cache.take() {
+            free_later(old);
+        }
         let mut chronicles = self.chronicles.lock().unwrap_or_else(|e| e.into_inner());
         let state = match state {
             Some(published) => {
@@ -224,7 +227,7 @@ pub fn read(root: &Path, generation: u64) -> Snapshot {
         Refresh::Full,
         &mut crate::fs::snapshot::ReadChronicles,
     );
-    build(root, generation, Arc::new(state), &mut Rechecks::default())
+    build(root, generation, Arc::new(state), &mut Rechecks::once())
 }
 
 /// Summarizes a published state: the parts that change with the clock or live outside the
@@ -291,6 +294,33 @@ fn build(
     };
     snapshot.queue = super::queue::items(&snapshot);
     snapshot
+}
+
+/// Drops an old snapshot: its polis (and so its chronicle texts) now, its ledger on a
+/// blocking thread of the runtime when there is one (freeing a pointer per settlement is the
+/// one part of a new generation that grows with the history).
+fn free_later(old: Arc<Snapshot>) {
+    let Ok(old) = Arc::try_unwrap(old) else {
+        return; // a page still renders it; the last one drops it
+    };
+    let Snapshot {
+        polis,
+        state,
+        history,
+        ..
+    } = old;
+    drop(polis);
+    let Ok(state) = Arc::try_unwrap(state) else {
+        return; // its history still goes with this thread: rare (a render in flight)
+    };
+    let PolisState { polis, settled, .. } = state;
+    drop(polis);
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn_blocking(move || drop((settled, history)));
+        }
+        Err(_) => drop((settled, history)),
+    }
 }
 
 fn empty_summary(polis: &Polis, now: &PolisTime) -> Summary {

@@ -703,7 +703,9 @@ pub struct Polis {
     pub contracts: Vec<ContractFile>,
     pub settlements: Vec<crate::protocol::stats::Settlement>,
     pub lessons: Vec<LessonFile>,
-    pub amendments: Vec<AmendmentFile>,
+    /// Shared: a reader beside the daemon copies the polis it was handed (to add chronicle
+    /// texts), and amendments with their evidence lists run to megabytes in a large polis.
+    pub amendments: std::sync::Arc<Vec<AmendmentFile>>,
     /// `chronicle.md`, when present and readable. Shared, so the daemon can keep it between
     /// passes and read only the bytes appended since (see [`Polis::read_using`]).
     pub chronicle: Option<std::sync::Arc<String>>,
@@ -820,7 +822,7 @@ impl Polis {
             contracts,
             settlements,
             lessons,
-            amendments,
+            amendments: std::sync::Arc::new(amendments),
             chronicle,
             archives,
             active_authors: None,

@@ -43,7 +43,7 @@ pub fn findings_and_resolved_beside(
     is_settled: &dyn Fn(&str) -> bool,
 ) -> (Vec<Finding>, Vec<Resolved>) {
     let copies = crate::operations::sync::conflict_copies(&polis.root);
-    findings_and_resolved_from(polis, now, is_settled, &copies, &mut Rechecks::default())
+    findings_and_resolved_from(polis, now, is_settled, &copies, &mut Rechecks::once())
 }
 
 /// What a reader that gathers a polis's findings again after every change (the dashboard)
@@ -54,9 +54,24 @@ pub fn findings_and_resolved_beside(
 #[derive(Debug, Default)]
 pub struct Rechecks {
     amendments: HashMap<String, (String, Vec<Finding>)>,
+    /// Whether anything is kept (not for a one-shot gathering, which would only copy texts).
+    keep: bool,
 }
 
 impl Rechecks {
+    /// Keeps what it checks, for the next gathering.
+    pub fn kept() -> Rechecks {
+        Rechecks {
+            keep: true,
+            ..Rechecks::default()
+        }
+    }
+
+    /// Keeps nothing: one gathering (a command, a daemon pass).
+    pub fn once() -> Rechecks {
+        Rechecks::default()
+    }
+
     /// [`record_check::check_amendment`] of `rel`, from the memo while its text is the same
     /// (its findings depend on nothing else: `now` only gives the zone a date is read in, and
     /// whether `expires_at` reads as a date does not depend on it).
@@ -67,8 +82,10 @@ impl Rechecks {
             }
         }
         let found = crate::protocol::record_check::check_amendment(rel, text, now);
-        self.amendments
-            .insert(rel.to_string(), (text.to_string(), found.clone()));
+        if self.keep {
+            self.amendments
+                .insert(rel.to_string(), (text.to_string(), found.clone()));
+        }
         found
     }
 
@@ -158,7 +175,7 @@ fn all_findings(
 /// says (bad YAML, a status it does not know, a quorum or expiry it cannot read), for
 /// `status` and `tally` to show next to the amendments.
 pub fn amendment_problems(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
-    amendment_problems_with(polis, now, &mut Rechecks::default())
+    amendment_problems_with(polis, now, &mut Rechecks::once())
 }
 
 /// [`amendment_problems`], each amendment checked through `rechecks`.
@@ -173,7 +190,7 @@ pub fn amendment_problems_with(
         .filter(|f| f.path.starts_with("amendments/") && f.code == Code::BadYaml)
         .cloned()
         .collect();
-    for a in &polis.amendments {
+    for a in polis.amendments.iter() {
         out.extend(rechecks.amendment(&a.rel, &a.text, now));
     }
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));

@@ -40,7 +40,7 @@ pub fn contract_has_errors(polis: &Polis, file: &ContractFile) -> bool {
 /// Every record finding in the polis: each contract the polis holds (the daemon's read leaves
 /// settled ones out), each amendment, each lesson.
 pub fn record_findings(polis: &Polis, now: &PolisTime) -> Vec<RecordFinding> {
-    record_findings_with(polis, now, &mut super::Rechecks::default())
+    record_findings_with(polis, now, &mut super::Rechecks::once())
 }
 
 /// [`record_findings`], each amendment checked through `rechecks` (again only when its text
@@ -64,7 +64,7 @@ pub fn record_findings_with(
                 }),
         );
     }
-    for a in &polis.amendments {
+    for a in polis.amendments.iter() {
         let author = a.amendment.proposed_by.clone();
         out.extend(
             rechecks
