@@ -52,10 +52,13 @@ fn settled_text(
     let routing = recommended.map_or(" {}".to_string(), |r| {
         format!("\n  recommended_by_router: {r}")
     });
+    // Yesterday: a proposal is dated by its newest evidence, and evidence older than the 30
+    // days a proposal stays open is held as stale.
+    let at = (chrono::Utc::now() - chrono::Duration::days(1)).format("%Y-%m-%d 10:00:00");
     format!(
         "---\ncontract_id: {id}\nstatus: settled\nowner: {owner}\nrequired_tags: [{tag}]\n\
          quality_score: {quality}\nstakes: medium\nreview: {{required: false}}\nrouting:{routing}\n\
-         settled_at: '2026-11-20 10:00:00'\n---\n# {id}\n"
+         settled_at: '{at}'\n---\n# {id}\n"
     )
 }
 

@@ -829,6 +829,7 @@ fn required_notices(p: &TestPolis, expect: &Expectations) -> BTreeSet<(String, S
         discriminator: String::new(),
         link: String::new(),
         paragraph: String::new(),
+        at: None,
     };
     // Each invalid agent line: one notice to its (registered) author.
     for a in &expect.appended {
@@ -844,6 +845,7 @@ fn required_notices(p: &TestPolis, expect: &Expectations) -> BTreeSet<(String, S
                 discriminator: code.clone(),
                 link: String::new(),
                 paragraph: String::new(),
+                at: None,
             });
         }
     }

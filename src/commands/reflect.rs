@@ -65,6 +65,9 @@ pub fn run(args: ReflectArgs) -> anyhow::Result<u8> {
             (None, false) => "would file".to_string(),
             (Some(Held::Pending { amendment }), _) => format!("held: {amendment} is open"),
             (Some(Held::Ratified { amendment }), _) => format!("held: {amendment} was ratified"),
+            (Some(Held::Stale { newest_evidence }), _) => format!(
+                "held: its newest evidence ({newest_evidence}) is more than 30 days old; new evidence files it"
+            ),
             (Some(Held::Declined { amendment, evidence_then }), _) => format!(
                 "held: {amendment} was declined with {evidence_then} pieces of evidence; needs twice that or 90 days"
             ),

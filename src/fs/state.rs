@@ -130,6 +130,10 @@ pub struct OutboxEntry {
     pub discriminator: String,
     pub link: String,
     pub paragraph: String,
+    /// The heading's stamp: when the notice's cause happened (`None`: the polis's clock at
+    /// delivery, also for entries an older polisd queued).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
 }
 
 /// How far polisd has read and validated one chronicle file.

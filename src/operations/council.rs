@@ -585,13 +585,16 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
                     for (id, t) in &texts {
                         let words = t.as_deref().map_or(0, packet::word_count);
                         if words > limit {
-                            notices.push(Notification::council_over_limit(
-                                id,
-                                cid,
-                                round.n,
-                                state::seat_path(cid, round.n, id).trim_end_matches(".md"),
-                                packet::over_limit_text(&council, round.n, words),
-                            ));
+                            notices.push(
+                                Notification::council_over_limit(
+                                    id,
+                                    cid,
+                                    round.n,
+                                    state::seat_path(cid, round.n, id).trim_end_matches(".md"),
+                                    packet::over_limit_text(&council, round.n, words),
+                                )
+                                .caused_at(Some(round.opened_at.clone())),
+                            );
                         }
                     }
                     let written: Vec<String> = texts
@@ -661,13 +664,16 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
                     match verdict::check(&vtext) {
                         Err(problems) => {
                             let digest = crate::fs::writer::sha256(vtext.as_bytes());
-                            notices.push(Notification::council_verdict_invalid(
-                                &council.chairman,
-                                cid,
-                                &hex(&digest)[..16],
-                                vrel.trim_end_matches(".md"),
-                                &problems,
-                            ));
+                            notices.push(
+                                Notification::council_verdict_invalid(
+                                    &council.chairman,
+                                    cid,
+                                    &hex(&digest)[..16],
+                                    vrel.trim_end_matches(".md"),
+                                    &problems,
+                                )
+                                .caused_at(council.verdict_asked_at.clone()),
+                            );
                             out.verdict_problems = problems;
                             break;
                         }
@@ -765,7 +771,22 @@ fn apply_verdict(
 }
 
 /// The notices a council's state calls for now (stable ids: each is sent once).
+/// Each is stamped with the council's own record of the step (`council.md`, synced): the
+/// round's `opened_at`, `verdict_asked_at`, `finished_at`; else its `started_at`.
 pub fn notices_for(council: &Council, title: &str) -> Vec<Notification> {
+    let at = match council.phase {
+        Phase::Rounds => council.open().map(|r| r.opened_at.clone()),
+        Phase::Verdict => council.verdict_asked_at.clone(),
+        Phase::Done | Phase::Fallback => council.finished_at.clone(),
+    }
+    .or_else(|| Some(council.started_at.clone()));
+    notices_unstamped(council, title)
+        .into_iter()
+        .map(|n| n.caused_at(at.clone()))
+        .collect()
+}
+
+fn notices_unstamped(council: &Council, title: &str) -> Vec<Notification> {
     let cid = &council.contract;
     let mut out = Vec::new();
     match council.phase {

@@ -32,13 +32,45 @@ pub fn deliver_now(
     now: &PolisTime,
 ) -> Result<Vec<(String, String)>, crate::fs::state::StateError> {
     let mut state = crate::fs::state::State::load(&polis.root)?;
-    let delivery = deliver(polis, writer, &mut state, notifications, &|_| true, now);
+    // The chronicle is scanned only when a notice's cause holds no time of its own.
+    let clock = if notifications.iter().any(|n| n.at.is_none()) {
+        clock_of(polis, now)
+    } else {
+        crate::protocol::inbox::EPOCH_STAMP.to_string()
+    };
+    let delivery = deliver(polis, writer, &mut state, notifications, &|_| true, &clock);
     state.save()?;
     Ok(delivery
         .failed
         .into_iter()
         .map(|(who, why)| (who, why.to_string()))
         .collect())
+}
+
+/// The polis's clock ([`crate::protocol::inbox::polis_clock`]) as a one-shot action reads it:
+/// the newest stamp of `chronicle.md` (lines dated in the future left out), else of its newest
+/// archive. The chronicle is read from disk when `polis` was read without it.
+pub fn clock_of(polis: &Polis, now: &PolisTime) -> String {
+    use crate::protocol::chronicle;
+    let read;
+    let current = match polis.chronicle_text() {
+        Some(t) => Some(t),
+        None => {
+            read = snapshot::read_text(&polis.root, layout::CHRONICLE, None)
+                .ok()
+                .flatten();
+            read.as_deref()
+        }
+    };
+    let newest = current
+        .and_then(|t| chronicle::newest_stamp(t, now))
+        .or_else(|| {
+            polis
+                .archives
+                .last()
+                .and_then(|(_, t)| chronicle::newest_stamp(t, now))
+        });
+    crate::protocol::inbox::polis_clock(newest)
 }
 
 /// Appends each notification to its recipient's inbox unless it was already sent (the ledger in
@@ -50,7 +82,7 @@ pub fn deliver(
     state: &mut PolisState,
     notifications: &[Notification],
     enabled: &dyn Fn(Kind) -> bool,
-    now: &PolisTime,
+    clock: &str,
 ) -> Delivery {
     let mut report = Delivery::default();
     let mut seen: BTreeSet<(Kind, String)> = BTreeSet::new();
@@ -82,7 +114,7 @@ pub fn deliver(
         let appended = if archived {
             Ok(false)
         } else {
-            writer.append_locked_unless(&inbox, n.render(now).as_bytes(), |current| {
+            writer.append_locked_unless(&inbox, n.render(clock).as_bytes(), |current| {
                 n.marker_in(current)
             })
         };

@@ -329,6 +329,12 @@ pub fn dispatch_blocks(
             ));
         }
     }
+    // Every notice of a dispatch is caused by the parent's settlement (or the review): stamped
+    // with the follow-up's `opened_at`, the same on every machine.
+    let cause = crate::protocol::inbox::cause_stamp(&opened_at(source, parent, now));
+    for n in &mut out.notices {
+        n.at = n.at.take().or_else(|| cause.clone());
+    }
     Ok(out)
 }
 

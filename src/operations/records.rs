@@ -13,6 +13,9 @@ use crate::protocol::record_check;
 pub struct RecordFinding {
     pub finding: Finding,
     pub author: Option<String>,
+    /// The record's own stamp (`opened_at`, `proposed_at`, `filed_at`), the heading of the
+    /// notice about it: a finding is caused by the file's bytes, and this is the time they hold.
+    pub at: Option<String>,
 }
 
 /// The SPEC §6 findings of one contract file.
@@ -52,20 +55,24 @@ pub fn record_findings_with(
 ) -> Vec<RecordFinding> {
     let registered = polis.registered();
     let is_citizen = |id: &str| registered.contains(id) || layout::is_system_citizen(id);
+    let stamp = |v: &crate::yaml::Value| crate::protocol::inbox::value_stamp(v, now.zone);
     let mut out = Vec::new();
     for c in &polis.contracts {
         let author = c.contract.opened_by.clone();
+        let at = stamp(&c.contract.opened_at);
         out.extend(
             contract_findings(c, &is_citizen)
                 .into_iter()
                 .map(|finding| RecordFinding {
                     finding,
                     author: author.clone(),
+                    at: at.clone(),
                 }),
         );
     }
     for a in polis.amendments.iter() {
         let author = a.amendment.proposed_by.clone();
+        let at = stamp(&a.amendment.proposed_at);
         out.extend(
             rechecks
                 .amendment(&a.rel, &a.text, now)
@@ -73,17 +80,20 @@ pub fn record_findings_with(
                 .map(|finding| RecordFinding {
                     finding,
                     author: author.clone(),
+                    at: at.clone(),
                 }),
         );
     }
     for l in &polis.lessons {
         let author = l.lesson.filed_by.clone();
+        let at = stamp(&l.lesson.filed_at);
         out.extend(
             record_check::check_lesson(&l.rel, &l.lesson.fields, &is_citizen)
                 .into_iter()
                 .map(|finding| RecordFinding {
                     finding,
                     author: author.clone(),
+                    at: at.clone(),
                 }),
         );
     }

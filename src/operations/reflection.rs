@@ -32,6 +32,9 @@ pub enum Scope {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Reflected {
     pub amendment_id: String,
+    /// When its evidence was complete (`YYYY-MM-DD HH:MM:SS`): its `proposed_at`, and the day
+    /// its id names ([`rules::caused_at`]).
+    pub proposed_at: String,
     #[serde(flatten)]
     pub proposal: Proposal,
     /// Why it is not filed, when it is not.
@@ -55,6 +58,7 @@ pub fn settled_evidence(file: &ContractFile, settlement: &Settlement) -> Settled
         guarded: k.stakes.as_deref() == Some("high")
             || k.review.required == Some(true)
             || k.review.reviewer.is_some(),
+        settled_at: settlement.instant,
     }
 }
 
@@ -72,11 +76,22 @@ pub fn gather(polis: &Polis, scope: Scope, now: &PolisTime) -> Evidence {
         .filter_map(|c| Some(settled_evidence(c, by_path.get(c.file.rel.as_str())?)))
         .collect();
     settled.sort_by(|a, b| a.contract_id.cmp(&b.contract_id));
-    gather_with(polis, settled, scope, now)
+    let mut evidence = gather_with(polis, settled, scope, now);
+    evidence.clock = polis
+        .chronicle_text()
+        .and_then(|t| chronicle::newest_stamp(t, now))
+        .or_else(|| {
+            polis
+                .archives
+                .last()
+                .and_then(|(_, t)| chronicle::newest_stamp(t, now))
+        });
+    evidence
 }
 
 /// The evidence, with the settled contracts' part given (the daemon reads only the files of
-/// the tags where a detector could fire).
+/// the tags where a detector could fire). [`Evidence::clock`] is left to the caller (the
+/// daemon keeps it without scanning the chronicle again).
 pub fn gather_with(
     polis: &Polis,
     settled: Vec<SettledEvidence>,
@@ -102,6 +117,10 @@ pub fn gather_with(
                     lesson_id: l.lesson.lesson_id.clone(),
                     tags: l.lesson.capability_tags.clone(),
                     impact: l.lesson.quality_impact?,
+                    filed_at: read_when(&l.lesson.filed_at, now).map(|w| match w {
+                        When::Moment(t) => t,
+                        When::Day(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
+                    }),
                 })
             })
             .collect();
@@ -200,6 +219,10 @@ fn stale(polis: &Polis, now: &PolisTime) -> Vec<StaleEvidence> {
         .map(|c| StaleEvidence {
             contract_id: c.file.stem.clone(),
             tags: c.contract.required_tags.clone(),
+            since: stale
+                .get(&c.file.stem)
+                .and_then(|last| NaiveDateTime::parse_from_str(last, chronicle::STAMP_FORMAT).ok())
+                .map(|t| t + Duration::days(chronicle::ACTIVITY_WINDOW_DAYS)),
         })
         .collect()
 }
@@ -218,8 +241,29 @@ pub fn reflect(
     let mut out = Vec::new();
     let mut filed_slugs: BTreeSet<String> = BTreeSet::new();
     for proposal in rules::detect(evidence, min_evidence, now) {
-        let id = rules::amendment_id(&proposal, now.now.date());
+        // Dated by its evidence, not by this run: the same evidence is the same file on every
+        // machine, whichever day each runs reflection (docs/sync.md).
+        let at = rules::caused_at(&proposal, evidence).unwrap_or_default();
+        let id = rules::amendment_id(&proposal, at.date());
         let mut held = rules::dedup(&proposal, &evidence.amendments, now);
+        // The same proposal, already filed (in either folder, whatever its status now).
+        if held.is_none() {
+            held = evidence.amendments.iter().find(|a| a.id == id).map(|a| {
+                let amendment = id.clone();
+                match a.status.as_str() {
+                    _ if a.ratified => Held::Ratified { amendment },
+                    "ratified" => Held::Ratified { amendment },
+                    "rejected" | "expired" => Held::Declined {
+                        amendment,
+                        evidence_then: a.evidence_count,
+                    },
+                    _ => Held::Pending { amendment },
+                }
+            });
+        }
+        if held.is_none() {
+            held = rules::stale(at, now);
+        }
         // The file of today's proposal is on disk but the listing above predates it.
         if held.is_none() && !filed_slugs.insert(proposal.slug.clone()) {
             held = Some(Held::Pending {
@@ -228,10 +272,11 @@ pub fn reflect(
         }
         let mut written = false;
         if let (Some(writer), None) = (writer, &held) {
-            written = file(writer, &proposal, &id, now)?;
+            written = file(writer, &proposal, &id, at, now)?;
         }
         out.push(Reflected {
             amendment_id: id,
+            proposed_at: at.format("%Y-%m-%d %H:%M:%S").to_string(),
             proposal,
             held,
             written,
@@ -241,8 +286,14 @@ pub fn reflect(
 }
 
 /// Files one proposal through the amendment operations, under its exact id.
-fn file(writer: &Writer, proposal: &Proposal, id: &str, now: &PolisTime) -> Result<bool, OpError> {
-    let draft = rules::draft(proposal, now);
+fn file(
+    writer: &Writer,
+    proposal: &Proposal,
+    id: &str,
+    at: NaiveDateTime,
+    now: &PolisTime,
+) -> Result<bool, OpError> {
+    let draft = rules::draft(proposal, at);
     let filed = super::amendment::propose(
         writer,
         now,
@@ -255,9 +306,9 @@ fn file(writer: &Writer, proposal: &Proposal, id: &str, now: &PolisTime) -> Resu
             id: Some(id.to_string()),
             extra: draft.extra,
             note: "evidence-mined by polisd reflect".to_string(),
-            // The start of the day the id names, not the second this run filed it: the same
-            // proposal filed by two daemons on synced machines is one file (docs/sync.md).
-            proposed_at: Some(format!("{} 00:00:00", now.now.date().format("%Y-%m-%d"))),
+            // When its evidence was complete, not when this run filed it: the same proposal
+            // filed by two daemons on synced machines, on any days, is one file (docs/sync.md).
+            proposed_at: Some(at.format("%Y-%m-%d %H:%M:%S").to_string()),
         },
     )?;
     Ok(filed.written)

@@ -198,7 +198,24 @@ pub fn tally(
             continue;
         }
         match act_on_outcome(polis, writer, file, &outcome, &active, now) {
-            Ok(()) => notices.extend(outcome_notices(polis, a, &outcome, &active)),
+            Ok(()) => {
+                // Stamped with the decision as the files record it (the `ratified_at` just
+                // written, the deadline, the last vote), never this run's clock alone.
+                let texts = polis.recent_chronicle();
+                let at = amendment::decided_at(&texts, a, outcome.action, now)
+                    .map(crate::protocol::inbox::time_stamp)
+                    .or_else(|| {
+                        (outcome.action == Action::Ratified).then(|| {
+                            amendment::quorum_reached_at(&texts, a, &outcome)
+                                .unwrap_or_else(|| now.second_stamp())
+                        })
+                    });
+                notices.extend(
+                    outcome_notices(polis, a, &outcome, &active)
+                        .into_iter()
+                        .map(|n| n.caused_at(at.clone())),
+                );
+            }
             Err(e) if e.is_not_settled() => {
                 // Someone is still writing the amendment: nothing is edited, chronicled or
                 // moved until they are done (the writer keeps the path for a later pass).

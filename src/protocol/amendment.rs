@@ -632,6 +632,49 @@ pub fn quorum_reached_at(texts: &[&str], a: &Amendment, outcome: &Outcome) -> Op
         .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
 }
 
+/// When an amendment's outcome happened, read from the synced files only, for the headings of
+/// the notices about it (issue 17: two machines stamp them the same way): a ratification at its
+/// `ratified_at`; an expiry at its deadline (the end of the `expires_at` day, that moment for a
+/// datetime, else `proposed_at` + 30 days); a rejection at the newest vote or proposal line on
+/// it in `texts`, the last event that can have put the quorum out of reach. `None` when the
+/// files do not show it.
+pub fn decided_at(
+    texts: &[&str],
+    a: &Amendment,
+    action: Action,
+    now: &PolisTime,
+) -> Option<NaiveDateTime> {
+    let moment = |v: &Value| {
+        read_when(v, now).map(|w| match w {
+            When::Moment(t) => t,
+            When::Day(d) => d.and_time(chrono::NaiveTime::MIN),
+        })
+    };
+    match action {
+        Action::Ratified => moment(&a.ratified_at),
+        Action::Expired => match read_when(&a.expires_at, now) {
+            Some(When::Day(d)) => d.succ_opt().map(|d| d.and_time(chrono::NaiveTime::MIN)),
+            Some(When::Moment(t)) => Some(t),
+            None => moment(&a.proposed_at).map(|t| t + Duration::days(DEFAULT_LIFETIME_DAYS)),
+        },
+        Action::Rejected => {
+            let target = chronicle::link_target(&link(a, "proposed"));
+            texts
+                .iter()
+                .flat_map(|t| chronicle::scan(t).lines)
+                .filter_map(|line| {
+                    let e = chronicle::parse_entry(&line.text).ok()?;
+                    let on_it = matches!(e.verb, "voted on amendment" | "proposed amendment")
+                        && e.link.and_then(chronicle::link_target) == target;
+                    on_it.then_some(e.stamp)
+                })
+                .max()
+                .or_else(|| moment(&a.proposed_at))
+        }
+        Action::Pending | Action::Closed => None,
+    }
+}
+
 /// The action a recorded `status` stands for (`ratified`, `expired`, `rejected`).
 pub fn recorded_action(a: &Amendment) -> Option<Action> {
     match a.status.as_deref()? {

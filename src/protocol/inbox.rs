@@ -164,6 +164,58 @@ pub fn sent_ids(inbox_text: &str) -> HashSet<(Kind, String)> {
         .collect()
 }
 
+/// A cause's time as an inbox heading's stamp (`YYYY-MM-DD HH:MM`): a chronicle stamp, a
+/// frontmatter stamp (seconds dropped, `T` accepted), or a date (its midnight), with or without
+/// the quotes YAML may have kept; `None` for anything else.
+pub fn cause_stamp(text: &str) -> Option<String> {
+    let t = text.trim().trim_matches(|c| c == '\'' || c == '"').trim();
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d") {
+        return Some(format!("{} 00:00", d.format("%Y-%m-%d")));
+    }
+    let head = t.get(..16)?.replace('T', " ");
+    let at = chrono::NaiveDateTime::parse_from_str(&head, chronicle::STAMP_FORMAT).ok()?;
+    // `:SS`, a fraction and an offset may follow; anything else is not a stamp.
+    static TAIL: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^(:[0-9]{2}(\.[0-9]+)?)?[ ]?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?$").unwrap()
+    });
+    if !TAIL.is_match(&t[16..]) {
+        return None;
+    }
+    Some(at.format(chronicle::STAMP_FORMAT).to_string())
+}
+
+/// A frontmatter value as a cause's time ([`cause_stamp`]): a YAML datetime (in the polis
+/// timezone when it carries an offset), a date, or a string holding one.
+pub fn value_stamp(
+    value: &crate::yaml::Value,
+    zone: crate::protocol::clock::PolisZone,
+) -> Option<String> {
+    let now = PolisTime {
+        zone,
+        now: chrono::NaiveDateTime::default(),
+    };
+    match crate::protocol::amendment::read_when(value, &now)? {
+        crate::protocol::amendment::When::Moment(t) => Some(time_stamp(t)),
+        crate::protocol::amendment::When::Day(d) => Some(format!("{} 00:00", d.format("%Y-%m-%d"))),
+    }
+}
+
+/// A time as an inbox heading's stamp.
+pub fn time_stamp(t: chrono::NaiveDateTime) -> String {
+    t.format(chronicle::STAMP_FORMAT).to_string()
+}
+
+/// The polis's clock, the heading of a notice whose cause records no time: the newest
+/// chronicle stamp read (`newest`, lines dated in the future left out by the caller), else the
+/// Unix epoch for a polis without a dated line. Never the wall clock: two machines that read
+/// the same chronicle stamp the same notice the same way.
+pub fn polis_clock(newest: Option<chrono::NaiveDateTime>) -> String {
+    newest.map_or_else(|| EPOCH_STAMP.to_string(), time_stamp)
+}
+
+/// The stamp of a notice from a polis with no dated chronicle line at all.
+pub const EPOCH_STAMP: &str = "1970-01-01 00:00";
+
 /// A notification to one citizen about one event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notification {
@@ -178,6 +230,12 @@ pub struct Notification {
     pub link: String,
     /// What happened and what the reader should do.
     pub paragraph: String,
+    /// When its cause happened, as the heading's stamp (`YYYY-MM-DD HH:MM`, polis time): the
+    /// chronicle line, settlement, vote or file stamp that called for it, never the moment a
+    /// daemon noticed it, so two machines write the same block (docs/sync.md). `None` when the
+    /// cause records no time: the heading then carries the polis's clock (the newest chronicle
+    /// stamp the caller had read, [`render`]'s `fallback`).
+    pub at: Option<String>,
 }
 
 impl Notification {
@@ -190,10 +248,25 @@ impl Notification {
         )
     }
 
-    /// The block to append to the recipient's inbox.
-    pub fn render(&self, now: &PolisTime) -> String {
+    /// The same notice, caused at `when` (a chronicle or frontmatter stamp, a date, a YAML
+    /// value holding one; see [`cause_stamp`]). A `when` that holds no time leaves it as it was.
+    pub fn caused_at(mut self, when: Option<String>) -> Notification {
+        if let Some(stamp) = when.as_deref().and_then(cause_stamp) {
+            self.at = Some(stamp);
+        }
+        self
+    }
+
+    /// The heading's stamp: the cause's time, else `fallback` (the polis's clock).
+    pub fn stamp<'a>(&'a self, fallback: &'a str) -> &'a str {
+        self.at.as_deref().unwrap_or(fallback)
+    }
+
+    /// The block to append to the recipient's inbox; `fallback` is the heading's stamp when the
+    /// cause records no time (the newest chronicle stamp the caller read, [`polis_clock`]).
+    pub fn render(&self, fallback: &str) -> String {
         render(
-            &now.minute_stamp(),
+            self.stamp(fallback),
             &self.paragraph,
             &self.link,
             self.kind,
@@ -240,6 +313,7 @@ impl Notification {
             .map_or(String::new(), |l| format!(" at line {l}"));
         Notification {
             kind: Kind::ChronicleFinding,
+            at: None,
             recipient: recipient.to_string(),
             subject: format!("{}:{}", finding.path, chronicle::line_key(line_text)),
             discriminator: finding.code.as_str().to_string(),
@@ -275,6 +349,7 @@ impl Notification {
             .map_or(String::new(), |l| format!(" at line {l}"));
         Notification {
             kind: Kind::RecordFinding,
+            at: None,
             recipient: recipient.to_string(),
             subject: finding.path.clone(),
             discriminator: format!("{}:{}", finding.code, finding.message),
@@ -301,6 +376,7 @@ impl Notification {
         };
         Notification {
             kind: Kind::ContractRouted,
+            at: None,
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator: String::new(),
@@ -322,6 +398,7 @@ impl Notification {
         let quality = quality.map_or(String::new(), |q| format!(" with quality {q}"));
         Notification {
             kind: Kind::ContractSettled,
+            at: None,
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator: String::new(),
@@ -336,6 +413,7 @@ impl Notification {
     pub fn quality_defaulted(recipient: &str, contract_id: &str) -> Notification {
         Notification {
             kind: Kind::QualityDefaulted,
+            at: None,
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator: String::new(),
@@ -370,6 +448,7 @@ impl Notification {
         };
         Notification {
             kind: Kind::ReviewNeeded,
+            at: None,
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator,
@@ -387,6 +466,8 @@ impl Notification {
             .map_or(String::new(), |p| format!(" by `{p}`"));
         Notification {
             kind: Kind::AmendmentProposed,
+            // Its `proposed_at` (a caller that knows the polis zone may refine it).
+            at: value_stamp(&a.proposed_at, crate::protocol::clock::PolisZone::default()),
             recipient: recipient.to_string(),
             subject: a.id.clone(),
             discriminator: String::new(),
@@ -413,6 +494,7 @@ impl Notification {
         };
         Notification {
             kind: Kind::SettingChange,
+            at: None,
             recipient: recipient.to_string(),
             subject: a.id.clone(),
             discriminator: format!("{}={}", change.key, change.to),
@@ -462,6 +544,7 @@ impl Notification {
         };
         Some(Notification {
             kind,
+            at: None,
             recipient: recipient.to_string(),
             subject: a.id.clone(),
             discriminator: String::new(),
@@ -480,6 +563,7 @@ impl Notification {
     ) -> Notification {
         Notification {
             kind: Kind::LessonFiled,
+            at: None,
             recipient: recipient.to_string(),
             subject: lesson_path.to_string(),
             discriminator: contract_id.to_string(),
@@ -496,6 +580,9 @@ impl Notification {
     pub fn contract_stale(recipient: &str, contract_id: &str, last_line: &str) -> Notification {
         Notification {
             kind: Kind::ContractStale,
+            at: chrono::NaiveDateTime::parse_from_str(last_line, chronicle::STAMP_FORMAT)
+                .ok()
+                .map(|t| time_stamp(t + chrono::Duration::days(chronicle::ACTIVITY_WINDOW_DAYS))),
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator: last_line.to_string(),
@@ -524,6 +611,7 @@ impl Notification {
         let how = "`polisd reserve` refuses overlapping paths, so the entry was written another way (by hand, by the reference's `polis reserve`, or by a sync between machines)";
         let to_first = Notification {
             kind: Kind::ReservationConflict,
+            at: cause_stamp(&o.second_at),
             recipient: o.first.clone(),
             subject: subject.clone(),
             discriminator: o.second_at.clone(),
@@ -539,6 +627,7 @@ impl Notification {
         };
         let to_second = Notification {
             kind: Kind::ReservationConflict,
+            at: cause_stamp(&o.second_at),
             recipient: o.second.clone(),
             subject,
             discriminator: o.second_at.clone(),
@@ -565,6 +654,7 @@ impl Notification {
         };
         Notification {
             kind: Kind::CardChanged,
+            at: None,
             recipient: recipient.to_string(),
             subject: citizen.to_string(),
             discriminator: actual.to_string(),
@@ -589,6 +679,7 @@ impl Notification {
         };
         Notification {
             kind: Kind::ClaimConflict,
+            at: cause_stamp(loser_stamp),
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator: format!("{loser}@{loser_stamp}"),
@@ -609,6 +700,7 @@ impl Notification {
     ) -> Notification {
         Notification {
             kind: Kind::HandoffOpened,
+            at: None,
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator: String::new(),
@@ -643,6 +735,7 @@ impl Notification {
         };
         Notification {
             kind: Kind::HandoffDeferred,
+            at: None,
             recipient: recipient.to_string(),
             subject: source.subject(parent_id),
             discriminator: format!("{what}:{}", items.join("\n")),
@@ -671,6 +764,7 @@ impl Notification {
         let role = if role.trim().is_empty() { "-" } else { role };
         Notification {
             kind: Kind::CitizenNeeded,
+            at: None,
             recipient: recipient.to_string(),
             subject: source.to_string(),
             discriminator: need.to_string(),
@@ -690,6 +784,7 @@ impl Notification {
     ) -> Notification {
         Notification {
             kind: Kind::ContractUnblocked,
+            at: None,
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator: String::new(),
@@ -713,6 +808,7 @@ impl Notification {
     ) -> Notification {
         Notification {
             kind: Kind::CouncilPrompt,
+            at: None,
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator: step.to_string(),
@@ -731,6 +827,7 @@ impl Notification {
     ) -> Notification {
         Notification {
             kind: Kind::CouncilOverLimit,
+            at: None,
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator: format!("round-{n}"),
@@ -755,6 +852,7 @@ impl Notification {
             .join(" ");
         Notification {
             kind: Kind::CouncilVerdictInvalid,
+            at: None,
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator: digest.to_string(),
@@ -775,6 +873,7 @@ impl Notification {
     ) -> Notification {
         Notification {
             kind: Kind::CouncilVerdict,
+            at: None,
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator: outcome.to_string(),
@@ -790,6 +889,7 @@ impl Notification {
     pub fn sync_conflict(recipient: &str, copy: &str, original: &str) -> Notification {
         Notification {
             kind: Kind::SyncConflict,
+            at: None,
             recipient: recipient.to_string(),
             subject: copy.to_string(),
             discriminator: String::new(),
@@ -810,6 +910,7 @@ impl Notification {
     ) -> Notification {
         Notification {
             kind: Kind::WorktreeDiverged,
+            at: None,
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator: copies.join("\n"),
@@ -825,12 +926,7 @@ impl Notification {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::clock::PolisZone;
     use crate::protocol::finding::Code;
-
-    fn at(stamp: &str) -> PolisTime {
-        PolisTime::at_stamp(PolisZone::default(), stamp).unwrap()
-    }
 
     #[test]
     fn inbox_block_format_exact() {
@@ -881,7 +977,7 @@ mod tests {
     #[test]
     fn dedupe_by_marker() {
         let n = Notification::quality_defaulted("claude-code-one", "fix-login");
-        let block = n.render(&at("2026-03-02 14:05"));
+        let block = n.render("2026-03-02 14:05");
         let inbox = format!("# Inbox\n\nsome note\n{block}");
         let ids = sent_ids(&inbox);
         assert!(ids.contains(&(Kind::QualityDefaulted, n.id())));
@@ -911,11 +1007,54 @@ mod tests {
         let keeper = Notification::chronicle_finding("index-keeper-1", "ghost", &f, "- x");
         assert!(keeper.paragraph.contains("index keeper"));
         assert_ne!(own.id(), keeper.id());
-        let block = own.render(&at("2026-03-02 14:05"));
+        let block = own.render("2026-03-02 14:05");
         assert!(block.starts_with("\n### 2026-03-02 14:05 from polis-daemon\n\n"));
         assert!(block.ends_with(&format!(
             "[[chronicle]]\n<!-- polisd:chronicle-finding:{} -->\n\n---\n",
             own.id()
         )));
+    }
+
+    #[test]
+    fn a_notice_is_stamped_with_its_cause_not_the_clock() {
+        assert_eq!(
+            cause_stamp("2026-03-02 14:05:59").as_deref(),
+            Some("2026-03-02 14:05")
+        );
+        assert_eq!(
+            cause_stamp("'2026-03-02T14:05'").as_deref(),
+            Some("2026-03-02 14:05")
+        );
+        assert_eq!(
+            cause_stamp("2026-03-02").as_deref(),
+            Some("2026-03-02 00:00")
+        );
+        assert_eq!(
+            cause_stamp("2026-03-02 14:05:00+02:00").as_deref(),
+            Some("2026-03-02 14:05")
+        );
+        assert_eq!(cause_stamp("soon"), None);
+        assert_eq!(cause_stamp("2026-03-02 14:05 later"), None);
+        let n = Notification::quality_defaulted("claude-code-one", "fix-login");
+        // No time in the cause: the polis's clock the caller passes.
+        assert!(n
+            .render("2026-03-01 09:00")
+            .starts_with("\n### 2026-03-01 09:00 from"));
+        let n = n.caused_at(Some("2026-03-02 10:00:00".into()));
+        assert!(n
+            .render("2026-03-09 23:59")
+            .starts_with("\n### 2026-03-02 10:00 from"));
+        // A cause without a readable time keeps what the notice had.
+        let id = n.id();
+        let n = n.caused_at(Some("not a time".into()));
+        assert_eq!(n.at.as_deref(), Some("2026-03-02 10:00"));
+        assert_eq!(n.id(), id, "the stamp is no part of the id");
+        assert_eq!(polis_clock(None), EPOCH_STAMP);
+        // A stale claim is stamped when it went stale, a later claim when it was made.
+        let stale =
+            Notification::contract_stale("claude-code-one", "fix-login", "2026-03-01 09:30");
+        assert_eq!(stale.at.as_deref(), Some("2026-03-15 09:30"));
+        let claim = Notification::claim_conflict("a", "fix-login", "a", "b", "2026-03-02 11:00");
+        assert_eq!(claim.at.as_deref(), Some("2026-03-02 11:00"));
     }
 }

@@ -214,9 +214,52 @@ pub fn conflict_original(name: &str) -> Option<String> {
     Some(format!("{}{}", &name[..open], &name[close + 1..]))
 }
 
+/// The time a sync tool wrote into a conflict copy's name, as `YYYY-MM-DD HH:MM`: Syncthing's
+/// `YYYYMMDD-HHMMSS` (`name.sync-conflict-20260101-120000-ABCDEFG.md`), Dropbox's date
+/// (`name (Bob's conflicted copy 2026-01-01).md`, its midnight). `None` when the name holds
+/// none (`name (conflict 1).md`). Pure text: the same name gives the same stamp everywhere.
+pub fn conflict_stamp(name: &str) -> Option<String> {
+    let name = name.rsplit('/').next().unwrap_or(name);
+    if let Some(i) = name.find(".sync-conflict-") {
+        let rest = &name.as_bytes()[i + ".sync-conflict-".len()..];
+        let digits = |r: std::ops::Range<usize>| {
+            rest.get(r.clone())
+                .filter(|b| b.iter().all(u8::is_ascii_digit))
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+        };
+        let (y, mo, d) = (digits(0..4)?, digits(4..6)?, digits(6..8)?);
+        let (h, mi) = (digits(9..11)?, digits(11..13)?);
+        (rest.get(8) == Some(&b'-')).then_some(())?;
+        let text = format!("{y}-{mo}-{d} {h}:{mi}");
+        return chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%d %H:%M")
+            .ok()
+            .map(|_| text);
+    }
+    let at = name.find("conflicted copy ")? + "conflicted copy ".len();
+    let date = name.get(at..at + 10)?;
+    chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d")
+        .ok()
+        .map(|_| format!("{date} 00:00"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn conflict_stamp_reads_the_sync_tools_names() {
+        assert_eq!(
+            conflict_stamp("chronicle.sync-conflict-20260101-120359-ABCDEFG.md").as_deref(),
+            Some("2026-01-01 12:03")
+        );
+        assert_eq!(
+            conflict_stamp("contracts/open/x (Bob's conflicted copy 2026-03-02).md").as_deref(),
+            Some("2026-03-02 00:00")
+        );
+        assert_eq!(conflict_stamp("x (conflict 1).md"), None);
+        assert_eq!(conflict_stamp("x.sync-conflict-2026.md"), None);
+        assert_eq!(conflict_stamp("x.sync-conflict-20261399-120000-A.md"), None);
+    }
 
     #[test]
     fn slugify_follows_the_reference() {

@@ -541,4 +541,23 @@ mod tests {
         assert_eq!(render_delivery("claude-code-one", &[], 0), "");
         let _ = PolisTime::system(PolisZone::default());
     }
+
+    #[test]
+    fn unread_is_by_append_order_and_id_not_by_stamp() {
+        // A notice about an old cause (a settlement synced a day late) is appended after a
+        // newer-stamped one: it is still the newest, and unread until its id is read.
+        let newer = crate::protocol::inbox::Notification::quality_defaulted("a-citizen1", "x")
+            .render("2026-03-05 09:00");
+        let older = crate::protocol::inbox::Notification::quality_defaulted("a-citizen1", "y")
+            .render("2026-03-01 08:00");
+        let text = format!("# Inbox\n{newer}{older}");
+        let notices = parse_inbox(&text);
+        let shown = unread(&notices, &BTreeSet::new());
+        assert_eq!(shown[0].stamp, "2026-03-01 08:00");
+        assert_eq!(shown[1].stamp, "2026-03-05 09:00");
+        let read: BTreeSet<String> = [shown[0].id.clone()].into();
+        let left = unread(&notices, &read);
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].stamp, "2026-03-05 09:00");
+    }
 }

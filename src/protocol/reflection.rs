@@ -45,6 +45,8 @@ pub struct SettledEvidence {
     pub recommended: Option<String>,
     /// High stakes, or a review required or assigned: low quality here was not unguarded.
     pub guarded: bool,
+    /// When it settled (`settled_at`, else `opened_at`, SPEC §6), in the polis timezone.
+    pub settled_at: Option<NaiveDateTime>,
 }
 
 /// A chronicle finding with who caused it and when (from the daemon's validation).
@@ -76,6 +78,8 @@ pub struct AmendmentEvidence {
 pub struct StaleEvidence {
     pub contract_id: String,
     pub tags: Vec<String>,
+    /// When it went stale: its last chronicle line (or its opening) + 14 days.
+    pub since: Option<NaiveDateTime>,
 }
 
 /// A lesson, with the impact routing reads from it.
@@ -84,6 +88,8 @@ pub struct LessonEvidence {
     pub lesson_id: String,
     pub tags: Vec<String>,
     pub impact: f64,
+    /// `filed_at`.
+    pub filed_at: Option<NaiveDateTime>,
 }
 
 /// Everything the detectors read.
@@ -98,6 +104,9 @@ pub struct Evidence {
     /// `routing.lesson_impact_floor` and `routing.explore_rate` as `polis.yml` sets them.
     pub lesson_impact_floor: f64,
     pub explore_rate: f64,
+    /// The polis's clock: the newest chronicle stamp (lines in the future left out), the time
+    /// of a proposal whose evidence records none.
+    pub clock: Option<NaiveDateTime>,
 }
 
 /// The detectors, by the `kind` their proposals carry.
@@ -706,6 +715,9 @@ fn lesson_impact_floor(
 pub enum Held {
     /// An amendment of this slug is open.
     Pending { amendment: String },
+    /// Its newest evidence is older than the [`PROPOSAL_DAYS`] a proposal stays open, so the
+    /// proposal, dated by its evidence, would be expired when filed. New evidence files it.
+    Stale { newest_evidence: String },
     /// An amendment of this slug was ratified: it is the rule now.
     Ratified { amendment: String },
     /// Rejected or expired less than [`REPROPOSE_AFTER_DAYS`] ago, and the evidence has not
@@ -758,9 +770,69 @@ pub fn dedup(p: &Proposal, amendments: &[AmendmentEvidence], now: &PolisTime) ->
     declined
 }
 
-/// The amendment id a proposal is filed under today.
-pub fn amendment_id(p: &Proposal, today: NaiveDate) -> String {
-    format!("{}-{}", today.format("%Y-%m-%d"), p.slug)
+/// The amendment id of a proposal caused on `day` ([`caused_at`]'s date): the same evidence
+/// gives the same id whichever day a daemon runs (issue 17).
+pub fn amendment_id(p: &Proposal, day: NaiveDate) -> String {
+    format!("{}-{}", day.format("%Y-%m-%d"), p.slug)
+}
+
+/// When a proposal's evidence was complete: the newest time among what it cites (settlements,
+/// chronicle lines with findings, expiries, claims gone stale, filed lessons); the polis's
+/// clock ([`Evidence::clock`]) when the cited records hold no time; `None` without either.
+/// A pure function of the synced files, so two machines that hold the same evidence date the
+/// proposal the same way, whatever day each runs reflection.
+pub fn caused_at(p: &Proposal, e: &Evidence) -> Option<NaiveDateTime> {
+    let cited: BTreeSet<&str> = p.evidence_contracts.iter().map(String::as_str).collect();
+    let lines: BTreeSet<&str> = p.evidence_lines.iter().map(String::as_str).collect();
+    let mut times: Vec<NaiveDateTime> = Vec::new();
+    times.extend(
+        e.settled
+            .iter()
+            .filter(|c| cited.contains(c.contract_id.as_str()))
+            .filter_map(|c| c.settled_at),
+    );
+    times.extend(
+        e.stale
+            .iter()
+            .filter(|c| cited.contains(c.contract_id.as_str()))
+            .filter_map(|c| c.since),
+    );
+    times.extend(
+        e.findings
+            .iter()
+            .filter(|f| lines.contains(f.line.as_str()))
+            .map(|f| f.stamp),
+    );
+    if p.kind == Detector::ExpiringAmendments {
+        times.extend(
+            e.amendments
+                .iter()
+                .filter(|a| {
+                    lines.contains(format!("[[amendments/proposed/{}]] expired", a.id).as_str())
+                })
+                .filter_map(|a| a.expires_at),
+        );
+    }
+    if p.kind == Detector::LessonImpactFloor {
+        times.extend(
+            e.lessons
+                .iter()
+                .filter(|l| {
+                    lines.contains(format!("lesson {} (impact {})", l.lesson_id, l.impact).as_str())
+                })
+                .filter_map(|l| l.filed_at),
+        );
+    }
+    times.into_iter().max().or(e.clock)
+}
+
+/// [`Held::Stale`] when a proposal caused at `at` would already be past its expiry day at
+/// `now` (the [`PROPOSAL_DAYS`] after `at`).
+pub fn stale(at: NaiveDateTime, now: &PolisTime) -> Option<Held> {
+    let expires = (at + Duration::days(PROPOSAL_DAYS)).date();
+    (now.now.date() > expires).then(|| Held::Stale {
+        newest_evidence: at.format("%Y-%m-%d %H:%M").to_string(),
+    })
 }
 
 /// What the amendment operations file for `p`: its title, the frontmatter keys reflection adds
@@ -775,7 +847,9 @@ pub struct Draft {
     pub expires: String,
 }
 
-pub fn draft(p: &Proposal, now: &PolisTime) -> Draft {
+/// `at` is when the proposal was caused ([`caused_at`]): its expiry is [`PROPOSAL_DAYS`]
+/// after that, not after the run that files it.
+pub fn draft(p: &Proposal, at: NaiveDateTime) -> Draft {
     let s = |t: &str| Value::Str(t.to_string());
     let list = |xs: &[String]| Value::Seq(xs.iter().map(|x| s(x)).collect());
     let mut extra: Vec<(String, Value)> = vec![
@@ -838,7 +912,7 @@ pub fn draft(p: &Proposal, now: &PolisTime) -> Draft {
         title: p.title.clone(),
         extra,
         body,
-        expires: (now.now + Duration::days(PROPOSAL_DAYS))
+        expires: (at + Duration::days(PROPOSAL_DAYS))
             .date()
             .format("%Y-%m-%d")
             .to_string(),
@@ -908,6 +982,7 @@ mod tests {
             quality: q,
             recommended: rec.map(str::to_string),
             guarded: false,
+            settled_at: None,
         }
     }
 
@@ -1047,6 +1122,7 @@ mod tests {
             .map(|i| StaleEvidence {
                 contract_id: format!("s-{i}"),
                 tags: vec!["infra".into()],
+                since: None,
             })
             .collect();
         let stamp = NaiveDateTime::parse_from_str("2026-05-01 00:00", "%Y-%m-%d %H:%M").unwrap();
@@ -1085,6 +1161,7 @@ mod tests {
                 lesson_id: format!("l-{i}"),
                 tags: vec!["ml".into()],
                 impact: 0.3,
+                filed_at: None,
             });
         }
         let ps = detect(&e, 3, &now());
@@ -1165,7 +1242,7 @@ mod tests {
         }
         let p = detect(&e, 3, &now()).remove(0);
         let id = amendment_id(&p, now().now.date());
-        let d = draft(&p, &now());
+        let d = draft(&p, now().now);
         let text =
             crate::protocol::amendment::render_new(&crate::protocol::amendment::NewAmendment {
                 amendment_id: id.clone(),
@@ -1227,5 +1304,46 @@ mod tests {
         ];
         let worth = tags_worth_reading(rows.iter().map(|(o, t, q)| (*o, t.as_slice(), *q)), 3);
         assert_eq!(worth, BTreeSet::from(["backend".to_string()]));
+    }
+
+    #[test]
+    fn a_proposal_is_dated_by_its_newest_evidence_not_by_the_run() {
+        let t = |s: &str| NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M").unwrap();
+        let mut e = Evidence {
+            clock: Some(t("2026-05-30 08:00")),
+            ..Evidence::default()
+        };
+        for (i, at) in ["2026-05-20 10:00", "2026-05-28 16:45", "2026-05-21 09:00"]
+            .iter()
+            .enumerate()
+        {
+            let mut s = settled(&format!("lq-{i}"), "frontend", "claude-dev", 2, None);
+            s.settled_at = Some(t(at));
+            e.settled.push(s);
+        }
+        // A settlement on another tag is not this proposal's evidence.
+        let mut other = settled("x-1", "backend", "claude-dev", 5, None);
+        other.settled_at = Some(t("2026-05-31 00:00"));
+        e.settled.push(other);
+        let p = detect(&e, 3, &now())
+            .into_iter()
+            .find(|p| p.slug == "low-quality-frontend")
+            .unwrap();
+        let at = caused_at(&p, &e).unwrap();
+        assert_eq!(at, t("2026-05-28 16:45"));
+        // Any day's run names it the same way, and its expiry counts from the evidence.
+        assert_eq!(
+            amendment_id(&p, at.date()),
+            "2026-05-28-low-quality-frontend"
+        );
+        assert_eq!(draft(&p, at).expires, "2026-06-27");
+        assert_eq!(stale(at, &now()), None);
+        let later = PolisTime::at_stamp(PolisZone::default(), "2026-06-28 00:01").unwrap();
+        assert!(matches!(stale(at, &later), Some(Held::Stale { .. })));
+        // Evidence without times: the polis's clock.
+        for s in &mut e.settled {
+            s.settled_at = None;
+        }
+        assert_eq!(caused_at(&p, &e), Some(t("2026-05-30 08:00")));
     }
 }

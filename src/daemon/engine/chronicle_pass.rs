@@ -275,6 +275,32 @@ impl Engine {
         &covered.activity
     }
 
+    /// The polis's clock for the headings of notices whose cause records no time
+    /// ([`crate::protocol::inbox::polis_clock`]): the newest stamp among the chronicle lines
+    /// this daemon has read (kept incrementally), else of the newest archive. Lines dated more
+    /// than ten minutes ahead (C004) do not count.
+    pub(super) fn polis_clock(&self, polis: &Polis, now: &PolisTime) -> String {
+        let kept = |c: &Option<Covered>| {
+            c.as_ref()
+                .and_then(|c| c.activity.newest_stamp(now))
+                .flatten()
+        };
+        let current = kept(&self.chronicle_activity).or_else(|| {
+            polis
+                .chronicle_text()
+                .and_then(|t| chronicle::newest_stamp(t, now))
+        });
+        let newest = current.or_else(|| {
+            kept(&self.archive_activity).or_else(|| {
+                polis
+                    .archives
+                    .last()
+                    .and_then(|(_, t)| chronicle::newest_stamp(t, now))
+            })
+        });
+        crate::protocol::inbox::polis_clock(newest)
+    }
+
     /// Fills `polis.active_authors` from the kept activity when it covers the chronicle as read
     /// (every complete line) and the newest archive; otherwise leaves it for a scan.
     pub(super) fn fill_activity(&mut self, polis: &mut Polis, now: &PolisTime) {
@@ -395,9 +421,14 @@ impl Engine {
         } else {
             polis.index_keeper.clone()?
         };
-        Some(Notification::chronicle_finding(
-            &recipient, &author, f, line_text,
-        ))
+        // The line's own stamp; a line whose stamp is the problem (C001 unreadable, C003 not
+        // a time, C004 in the future) takes the polis's clock at delivery.
+        use crate::protocol::finding::Code;
+        let at = (!matches!(f.code, Code::C001 | Code::C003 | Code::C004))
+            .then(|| chronicle::stamp_and_author(line_text))
+            .flatten()
+            .map(|(t, _)| crate::protocol::inbox::time_stamp(t));
+        Some(Notification::chronicle_finding(&recipient, &author, f, line_text).caused_at(at))
     }
 
     fn wait_for_recipient(&mut self, f: &Finding, line_text: &str) {

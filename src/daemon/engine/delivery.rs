@@ -4,7 +4,6 @@ use super::Engine;
 use crate::fs::snapshot::Polis;
 use crate::fs::state::OutboxEntry;
 use crate::operations;
-use crate::protocol::clock::PolisTime;
 use crate::protocol::inbox::{Kind, Notification};
 
 /// How often a long delivery saves its progress.
@@ -23,8 +22,18 @@ impl Engine {
 
     pub(super) fn enqueue(&mut self, notices: Vec<Notification>) {
         // A set rather than `outbox.contains`: a backlog after downtime holds thousands.
-        let mut queued: std::collections::HashSet<OutboxEntry> =
-            self.state.outbox.iter().cloned().collect();
+        // By id (kind, subject, recipient, discriminator): the same notice derived again is
+        // queued once, whatever its words or stamp.
+        let key = |e: &OutboxEntry| {
+            (
+                e.kind.clone(),
+                e.recipient.clone(),
+                e.subject.clone(),
+                e.discriminator.clone(),
+            )
+        };
+        let mut queued: std::collections::HashSet<(String, String, String, String)> =
+            self.state.outbox.iter().map(key).collect();
         for n in notices {
             if self.state.was_sent(n.kind.as_str(), &n.id()) {
                 continue;
@@ -36,8 +45,9 @@ impl Engine {
                 discriminator: n.discriminator,
                 link: n.link,
                 paragraph: n.paragraph,
+                at: n.at,
             };
-            if queued.insert(entry.clone()) {
+            if queued.insert(key(&entry)) {
                 self.state.outbox.push(entry);
             }
         }
@@ -45,7 +55,7 @@ impl Engine {
 
     /// Delivers the outbox. A notice that cannot be written (a symlinked inbox, a recipient
     /// without a card) is dropped with a warning; an I/O failure keeps it for the next pass.
-    pub(super) fn deliver(&mut self, polis: &Polis, now: &PolisTime) {
+    pub(super) fn deliver(&mut self, polis: &Polis, clock: &str) {
         let outbox = std::mem::take(&mut self.state.outbox);
         let enabled = self.options.notifications;
         let mut keep = Vec::new();
@@ -72,6 +82,7 @@ impl Engine {
                 discriminator: entry.discriminator.clone(),
                 link: entry.link.clone(),
                 paragraph: entry.paragraph.clone(),
+                at: entry.at.clone(),
             };
             let report = operations::deliver(
                 polis,
@@ -79,7 +90,7 @@ impl Engine {
                 &mut self.state,
                 std::slice::from_ref(&n),
                 &|k| enabled.enabled(k.as_str()),
-                now,
+                clock,
             );
             self.state.counters.notifications += report.delivered as u64;
             // An inbox append is a write like any other.

@@ -6,7 +6,7 @@ use crate::fs::snapshot::Polis;
 use crate::operations;
 use crate::protocol::chronicle;
 use crate::protocol::clock::PolisTime;
-use crate::protocol::inbox::Notification;
+use crate::protocol::inbox::{self, Notification};
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
 use std::collections::BTreeSet;
 
@@ -24,6 +24,31 @@ impl Engine {
             .filter(|c| c.folder == ContractFolder::Open)
             .collect();
         let stale = operations::stale_claims(polis, now);
+        // Each notice carries its cause's time (docs/sync.md, "inbox notices").
+        let stamp = |v: &crate::yaml::Value| inbox::value_stamp(v, now.zone);
+        let high: BTreeSet<&str> = open
+            .iter()
+            .filter(|c| c.contract.stakes.as_deref() == Some("high"))
+            .filter(|c| {
+                // Only where a review-needed notice is still to be sent: the chronicle is read
+                // for its stamp, not on every pass.
+                let id = c.file.stem.as_str();
+                let unsent = |to: &str, why: &str| {
+                    let nid = inbox::notification_id(inbox::Kind::ReviewNeeded, id, to, why);
+                    !self
+                        .state
+                        .was_sent(inbox::Kind::ReviewNeeded.as_str(), &nid)
+                };
+                let k = &c.contract;
+                match (&k.owner, &k.review.reviewer) {
+                    (_, Some(r)) => unsent(r, &format!("reviewer:{r}")),
+                    (Some(o), None) => unsent(o, "no-reviewer"),
+                    (None, None) => false,
+                }
+            })
+            .map(|c| c.file.stem.as_str())
+            .collect();
+        let review_lines = lines_about(polis, &high, &["claimed contract", "requested review"]);
 
         for c in &open {
             let k = &c.contract;
@@ -35,32 +60,57 @@ impl Engine {
                 // A follow-up's citizen has its `handoff-opened` notice (issue 15).
             } else if k.owner.is_none() && !deps.is_empty() {
                 if let Some(r) = &k.routing.recommended_by_router {
-                    out.push(Notification::contract_unblocked(r, id, &title, &deps));
+                    // The settlement of its last dependency made it ready.
+                    let ready = deps
+                        .iter()
+                        .filter_map(|d| {
+                            let rel =
+                                crate::protocol::layout::contract_path(ContractFolder::Settled, d)?;
+                            self.ledger.get(&rel)?.instant
+                        })
+                        .max()
+                        .map(inbox::time_stamp);
+                    out.push(
+                        Notification::contract_unblocked(r, id, &title, &deps)
+                            .caused_at(ready.or_else(|| stamp(&k.opened_at))),
+                    );
                 }
             } else if k.owner.is_none() {
                 if let Some(r) = &k.routing.recommended_by_router {
-                    out.push(Notification::contract_routed(
-                        r,
-                        id,
-                        &title,
-                        k.routing.recommendation_score.unwrap_or(0.0),
-                        k.routing.exploration.unwrap_or(false),
-                    ));
+                    out.push(
+                        Notification::contract_routed(
+                            r,
+                            id,
+                            &title,
+                            k.routing.recommendation_score.unwrap_or(0.0),
+                            k.routing.exploration.unwrap_or(false),
+                        )
+                        .caused_at(stamp(&k.opened_at)),
+                    );
                 }
             }
             if k.stakes.as_deref() == Some("high") {
+                // The claim (its chronicle line), and the request for the reviewer; else the
+                // contract's opening.
+                let line = |verb: &str| {
+                    review_lines
+                        .get(&(id.to_string(), verb.to_string()))
+                        .map(|t| inbox::time_stamp(*t))
+                };
+                let claimed = line("claimed contract").or_else(|| stamp(&k.opened_at));
                 if let Some(owner) = &k.owner {
                     if k.review.reviewer.is_none() {
-                        out.push(Notification::review_needed(owner, id, &title, None));
+                        out.push(
+                            Notification::review_needed(owner, id, &title, None)
+                                .caused_at(claimed.clone()),
+                        );
                     }
                 }
                 if let Some(reviewer) = &k.review.reviewer {
-                    out.push(Notification::review_needed(
-                        reviewer,
-                        id,
-                        &title,
-                        Some(reviewer),
-                    ));
+                    out.push(
+                        Notification::review_needed(reviewer, id, &title, Some(reviewer))
+                            .caused_at(line("requested review").or(claimed)),
+                    );
                 }
             }
             if let (Some(owner), Some(last)) = (&k.owner, stale.get(id)) {
@@ -86,7 +136,9 @@ impl Engine {
                 if let std::collections::btree_map::Entry::Vacant(e) = self.state.known.entry(key) {
                     e.insert("1".into());
                     for r in active.iter().filter(|r| Some(*r) != a.proposed_by.as_ref()) {
-                        out.push(Notification::amendment_proposed(r, a));
+                        out.push(
+                            Notification::amendment_proposed(r, a).caused_at(stamp(&a.proposed_at)),
+                        );
                     }
                 }
             }
@@ -95,6 +147,13 @@ impl Engine {
             if decided && self.state.known.get(&key) != Some(&status) {
                 self.state.known.insert(key, status.clone());
                 let outcome = decided_outcome(a, &status, &voters, &active);
+                let decided_at = crate::protocol::amendment::decided_at(
+                    &polis.recent_chronicle(),
+                    a,
+                    outcome.action,
+                    now,
+                )
+                .map(inbox::time_stamp);
                 let mut recipients: BTreeSet<String> = BTreeSet::new();
                 if status == "ratified" {
                     recipients.extend(active.iter().cloned());
@@ -103,14 +162,20 @@ impl Engine {
                     recipients.extend(a.proposed_by.iter().cloned());
                 }
                 for r in &recipients {
-                    out.extend(Notification::amendment_outcome(r, a, &outcome));
+                    out.extend(
+                        Notification::amendment_outcome(r, a, &outcome)
+                            .map(|n| n.caused_at(decided_at.clone())),
+                    );
                 }
                 if status == "ratified" {
                     let change = crate::protocol::frontmatter::parse(&file.text)
                         .ok()
                         .and_then(|r| crate::protocol::reflection::setting_change_of(&r.fields));
                     if let (Some(change), Some(keeper)) = (change, &polis.index_keeper) {
-                        out.push(Notification::setting_change(keeper, a, &change));
+                        out.push(
+                            Notification::setting_change(keeper, a, &change)
+                                .caused_at(decided_at.clone()),
+                        );
                     }
                 }
             }
@@ -133,7 +198,10 @@ impl Engine {
                     .iter()
                     .find(|t| lesson.lesson.capability_tags.contains(t))
                 {
-                    out.push(Notification::lesson_filed(owner, link, tag, &c.file.stem));
+                    out.push(
+                        Notification::lesson_filed(owner, link, tag, &c.file.stem)
+                            .caused_at(stamp(&lesson.lesson.filed_at)),
+                    );
                 }
             }
         }
@@ -147,11 +215,10 @@ impl Engine {
                 .filter(|a| registered.contains(*a))
                 .or(polis.index_keeper.as_ref());
             if let Some(recipient) = recipient {
-                out.push(Notification::record_finding(
-                    recipient,
-                    r.author.as_deref(),
-                    &r.finding,
-                ));
+                out.push(
+                    Notification::record_finding(recipient, r.author.as_deref(), &r.finding)
+                        .caused_at(r.at.clone()),
+                );
             }
         }
         out.extend(self.reservation_notices(now));
@@ -160,10 +227,19 @@ impl Engine {
             let v = card.card.verify();
             if v.state == crate::protocol::card::VerifyState::Mismatch {
                 let actual = v.computed.clone().unwrap_or_default();
-                out.push(Notification::card_changed(&card.id, &card.id, &actual));
+                // The card's own `last_card_update` (else `registered`): the change is in the
+                // card's bytes, and this is the time they hold.
+                let at = stamp(card.card.raw.get("last_card_update"))
+                    .or_else(|| stamp(card.card.raw.get("registered")));
+                out.push(
+                    Notification::card_changed(&card.id, &card.id, &actual).caused_at(at.clone()),
+                );
                 if let Some(keeper) = &polis.index_keeper {
                     if keeper != &card.id {
-                        out.push(Notification::card_changed(keeper, &card.id, &actual));
+                        out.push(
+                            Notification::card_changed(keeper, &card.id, &actual)
+                                .caused_at(at.clone()),
+                        );
                     }
                 }
             }
@@ -235,6 +311,40 @@ pub(super) fn claim_conflict_notices(
                     &stamp,
                 ));
             }
+        }
+    }
+    out
+}
+
+/// The newest line of each of `verbs` linking each of `ids` (a contract), over the texts the
+/// activity window reads: `(id, verb) -> stamp`. Nothing is scanned when `ids` is empty.
+fn lines_about(
+    polis: &Polis,
+    ids: &BTreeSet<&str>,
+    verbs: &[&str],
+) -> std::collections::HashMap<(String, String), chrono::NaiveDateTime> {
+    let mut out = std::collections::HashMap::new();
+    if ids.is_empty() {
+        return out;
+    }
+    for text in polis.recent_chronicle() {
+        for line in chronicle::scan(text).lines {
+            let Ok(e) = chronicle::parse_entry(&line.text) else {
+                continue;
+            };
+            if !verbs.contains(&e.verb) {
+                continue;
+            }
+            let Some(target) = e.link.and_then(chronicle::link_target) else {
+                continue;
+            };
+            let Some(id) = target.rsplit('/').next().filter(|id| ids.contains(id)) else {
+                continue;
+            };
+            let slot = out
+                .entry((id.to_string(), e.verb.to_string()))
+                .or_insert(e.stamp);
+            *slot = (*slot).max(e.stamp);
         }
     }
     out

@@ -634,7 +634,8 @@ impl Engine {
         // the previous pass's, so a crash repeats this pass, and delivery finds what already
         // reached an inbox (`operations::deliver` reads it first). Saving first would put two
         // fsyncs between an agent's line and the notice about it.
-        self.deliver(&pass.polis, &pass.now);
+        let clock = self.polis_clock(&pass.polis, &pass.now);
+        self.deliver(&pass.polis, &clock);
     }
 
     fn finish_pass(&mut self, pass: Pass) -> anyhow::Result<()> {

@@ -39,7 +39,13 @@ impl Engine {
                     .collect()
             });
         let settled = self.settled_evidence(touched.as_ref());
-        let evidence = reflection::gather_with(&pass.polis, settled, scope, &pass.now);
+        let mut evidence = reflection::gather_with(&pass.polis, settled, scope, &pass.now);
+        evidence.clock = chrono::NaiveDateTime::parse_from_str(
+            &self.polis_clock(&pass.polis, &pass.now),
+            crate::protocol::chronicle::STAMP_FORMAT,
+        )
+        .ok()
+        .filter(|t| t.and_utc().timestamp() != 0);
         match reflection::reflect(
             &evidence,
             rules::DEFAULT_MIN_EVIDENCE,

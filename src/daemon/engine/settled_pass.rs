@@ -547,15 +547,18 @@ impl Engine {
             };
             let id = rel_stem(rel);
             let title = e.title.clone().unwrap_or_else(|| id.to_string());
+            // Stamped with the settlement (`settled_at`, else `opened_at`, SPEC §6).
+            let at = s.instant.map(crate::protocol::inbox::time_stamp);
             if let Some(opener) = &e.opened_by {
                 if opener != &s.owner {
-                    out.push(Notification::contract_settled(
-                        opener, id, &title, &s.owner, e.quality,
-                    ));
+                    out.push(
+                        Notification::contract_settled(opener, id, &title, &s.owner, e.quality)
+                            .caused_at(at.clone()),
+                    );
                 }
             }
             if s.quality_defaulted {
-                out.push(Notification::quality_defaulted(&s.owner, id));
+                out.push(Notification::quality_defaulted(&s.owner, id).caused_at(at));
             }
         }
         out

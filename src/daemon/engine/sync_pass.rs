@@ -136,11 +136,11 @@ impl Engine {
             left.push((copy.copy.clone(), copy.original.clone()));
             reported.push(sync::copy_finding(&copy));
             if let Some(keeper) = pass.polis.index_keeper.clone() {
-                pass.sync_notices.push(Notification::sync_conflict(
-                    &keeper,
-                    &copy.copy,
-                    &copy.original,
-                ));
+                // Stamped with the time the sync tool wrote into the copy's name, if any.
+                pass.sync_notices.push(
+                    Notification::sync_conflict(&keeper, &copy.copy, &copy.original)
+                        .caused_at(crate::protocol::layout::conflict_stamp(&copy.copy)),
+                );
             }
         }
         SyncCache::log_new(&mut self.sync.copies_logged, &reported, &mut self.state);
