@@ -150,6 +150,9 @@ impl Refresh {
     }
 }
 
+/// Sync conflict copies as (copy, original) paths relative to `_polis/`.
+type Copies = Vec<(String, String)>;
+
 /// The settled contracts of a polis as a reader without a daemon last read them.
 #[derive(Debug, Default)]
 pub struct FolderState {
@@ -161,7 +164,7 @@ pub struct FolderState {
     settled_copies: BTreeSet<(String, String)>,
     /// The rest of the polis as last read (without the settled files' findings) and its
     /// conflict copies: read again only when a path outside the settled folder changed.
-    rest: Option<(Arc<Polis>, Vec<(String, String)>)>,
+    rest: Option<(Arc<Polis>, Copies)>,
     /// The ledger's snapshot and the version it was taken at.
     snapshot: Option<(u64, LedgerSnapshot)>,
 }
