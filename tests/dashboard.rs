@@ -686,11 +686,13 @@ fn a_ratified_setting_change_and_a_settled_conflict_copy_wait_in_the_queue() {
     });
     // A sync-conflict copy among the settled contracts (a folder the view lists again only
     // when it changed) shows up too.
-    p.save(
-        "contracts/settled/done-1.sync-conflict-20261130-101010-ABCDEF.md",
-        &settled("done-1", ALPHA, "rust", 1, 1),
-    );
-    // Seen from its own event: no other change follows it.
+    // Written in place, as a sync tool does (no rename, which the watcher may report as a
+    // change of the folder): seen from the copy's own event, with no other change after it.
+    std::fs::write(
+        p.path("contracts/settled/done-1.sync-conflict-20261130-101010-ABCDEF.md"),
+        settled("done-1", ALPHA, "rust", 1, 1),
+    )
+    .unwrap();
     wait_until(
         "the conflict copy in the queue",
         Duration::from_secs(20),
