@@ -669,6 +669,25 @@ impl State {
         Ok(())
     }
 
+    /// [`State::write_settled_snapshot`] streamed to the file, never held whole in memory
+    /// (the bytes are the same). `records` must give the same records each time.
+    pub fn write_settled_snapshot_with<I: Iterator<Item = SettledRecord>>(
+        &mut self,
+        zone_seconds: i32,
+        records: impl Fn() -> I,
+    ) -> Result<(), StateError> {
+        let target = self.dir.join(SETTLED_FILE);
+        replace_file_with(&self.dir, SETTLED_FILE, true, |out| {
+            settled::write_snapshot(out, zone_seconds, &records)
+        })
+        .map_err(io_err("write", &target))?;
+        self.settled_snapshot_due = false;
+        self.settled_pending.clear();
+        self.settled_pending_lines = 0;
+        self.settled_journal_lines = 0;
+        Ok(())
+    }
+
     /// This polis's state folder.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -1075,6 +1094,31 @@ fn set_aside(file: &Path) -> Result<PathBuf, StateError> {
 
 fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StateError> {
     replace_file(dir, name, bytes, true)
+}
+
+/// [`replace_file`] with the bytes written by `write` (durable: synced before and after the
+/// rename).
+fn replace_file_with(
+    dir: &Path,
+    name: &str,
+    durable: bool,
+    write: impl FnOnce(&mut fs::File) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".polisd-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    write(tmp.as_file_mut())?;
+    if durable {
+        tmp.as_file().sync_all()?;
+    }
+    tmp.persist(dir.join(name)).map_err(|e| e.error)?;
+    if durable {
+        if let Ok(d) = fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
 }
 
 /// Replaces `dir/name` by renaming a temporary file over it, so a reader sees the old bytes or

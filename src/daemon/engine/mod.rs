@@ -721,12 +721,69 @@ impl Engine {
 
 /// Hands the heap the initial scan freed back to the system: reading every file on several
 /// threads leaves glibc arenas holding megabytes the daemon will not use again while it idles.
+/// The machine code start-up ran (option parsing, the first full pass, every rule) is let go
+/// too (see [`release_code_pages`]).
 fn release_free_memory() {
+    trim_heap();
+    #[cfg(target_os = "linux")]
+    release_code_pages();
+}
+
+/// A pass that read at least this many files gives the heap they left back ([`trim_heap`]).
+const MANY_FILES: usize = 4096;
+
+/// Returns the free pages of the heap to the system (a pass that read thousands of files
+/// leaves them free but resident).
+fn trim_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free heap pages to the kernel; it touches no live
     // allocation.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+/// Unmaps the resident pages of the process's machine code (the executable's and the shared
+/// libraries' `r-xp` mappings): after the first full pass they are ~9 MB that an idle daemon
+/// does not touch, counted in its resident memory. The pages stay in the page cache, so the
+/// code the next pass runs is mapped back on first use at the cost of a minor fault per 64 KB;
+/// the resident set then holds only what passes actually run. Only read-only, executable,
+/// file-backed mappings are released: their contents are the file's, so nothing is lost
+/// (writable and anonymous mappings are never touched).
+#[cfg(target_os = "linux")]
+fn release_code_pages() {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return;
+    };
+    for line in maps.lines() {
+        let mut fields = line.split_ascii_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        // The path, after offset, device and inode: only a mapping of a file.
+        let path = fields.nth(3).unwrap_or("");
+        if perms != "r-xp" || !path.starts_with('/') {
+            continue;
+        }
+        let Some((start, end)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end)) = (
+            usize::from_str_radix(start, 16),
+            usize::from_str_radix(end, 16),
+        ) else {
+            continue;
+        };
+        if end <= start {
+            continue;
+        }
+        // SAFETY: the range is a private, read-only, executable mapping of a file, as the
+        // kernel lists it. MADV_DONTNEED on it drops the process's page-table entries; the
+        // next access maps the file's unchanged bytes again (an executable being run cannot
+        // be written to: ETXTBSY), so no code changes under a running thread.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+        }
     }
 }
 

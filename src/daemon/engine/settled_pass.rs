@@ -226,7 +226,12 @@ impl Engine {
         // every core) while the ledger of the earlier run may still be decoding on its own
         // thread. After the watches are registered, as every stat must be.
         let mut early: Option<(Vec<String>, Vec<Option<Fingerprint>>)> = None;
-        if self.settled_zone.is_none() && self.settled_preparing.is_some() {
+        // Not on a first meeting: with no ledger to check, every file is read (which stats it)
+        // and stat'ing them all first would be wasted.
+        if self.settled_zone.is_none()
+            && self.settled_preparing.is_some()
+            && self.state.first_met.is_some()
+        {
             let mut listing_findings = Vec::new();
             let entries: Vec<String> = snapshot::list(
                 &root,
@@ -348,9 +353,41 @@ impl Engine {
         let mut new = Vec::new();
         // In chunks: what a file's read leaves (its text, its parse) is freed before the next
         // chunk is read, so a first meeting with 100k files does not hold them all at once.
+        // With more than one chunk the next one is read (on every core) while this thread puts
+        // the last one in the ledger: the ledger is ready as soon as the last file is read.
+        let mut chunks = std::collections::VecDeque::new();
         let mut to_read = to_read.into_iter().peekable();
         while to_read.peek().is_some() {
-            let chunk: Vec<String> = to_read.by_ref().take(READ_CHUNK).collect();
+            chunks.push_back(to_read.by_ref().take(READ_CHUNK).collect::<Vec<String>>());
+        }
+        let chunks = std::sync::Mutex::new(chunks);
+        let next = || chunks.lock().ok().and_then(|mut c| c.pop_front());
+        if chunks.lock().is_ok_and(|c| c.len() > 1) {
+            std::thread::scope(|scope| {
+                // One chunk read ahead at most: the memory a chunk's reads hold stays bounded.
+                let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                let root = &root;
+                let next = &next;
+                let reader = std::thread::Builder::new()
+                    .name("polisd-settled".into())
+                    .spawn_scoped(scope, move || {
+                        while let Some(chunk) = next() {
+                            let read =
+                                snapshot::par_map(&chunk, |rel| read_settled(root, rel, zone));
+                            if tx.send((chunk, read)).is_err() {
+                                break;
+                            }
+                        }
+                    });
+                if reader.is_ok() {
+                    for (chunk, read) in rx {
+                        changed |= self.absorb_settled(chunk, read, &mut new);
+                    }
+                }
+            });
+        }
+        // One chunk, or no thread to be had: here, one chunk after the other.
+        while let Some(chunk) = next() {
             let read = snapshot::par_map(&chunk, |rel| read_settled(&root, rel, zone));
             changed |= self.absorb_settled(chunk, read, &mut new);
         }
@@ -510,12 +547,17 @@ impl Engine {
             return;
         }
         let findings = &self.settled_findings;
-        let records = self.ledger.files().map(|(rel, fp, settlement)| {
-            SettledRecord::of(rel, fp, findings.contains_key(rel), settlement)
-        });
+        let ledger = &self.ledger;
+        // Streamed: the whole snapshot in memory was the peak of a first meeting (25 MB at
+        // 100k, held twice while the header was put in front).
+        let records = || {
+            ledger.files().map(|(rel, fp, settlement)| {
+                SettledRecord::of(rel, fp, findings.contains_key(rel), settlement)
+            })
+        };
         if let Err(e) = self
             .state
-            .write_settled_snapshot(zone.0.local_minus_utc(), records)
+            .write_settled_snapshot_with(zone.0.local_minus_utc(), records)
         {
             // Only costs the next start-up a full read; the next pass tries again.
             tracing::warn!("could not save the ledger of settled contracts: {e}");

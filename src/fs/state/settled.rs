@@ -31,6 +31,7 @@ use super::Fingerprint;
 use crate::protocol::stats::{Settlement, SettlementView};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::io::Write as _;
 
 /// Bumped whenever a record's meaning changes; any other version is read as untrusted.
 pub const LEDGER_VERSION: u32 = 2;
@@ -224,6 +225,62 @@ pub fn encode_snapshot(
     out.push(b'\n');
     out.extend(body);
     Ok(out)
+}
+
+/// [`encode_snapshot`]'s bytes written to `out` without holding them in memory (100k records
+/// are ~25 MB): the records are encoded twice, once to hash and count them for the header,
+/// then after the header to `out`. `records` must give the same records each time it is called.
+pub fn write_snapshot<I: Iterator<Item = SettledRecord>>(
+    out: &mut impl std::io::Write,
+    zone_seconds: i32,
+    records: impl Fn() -> I,
+) -> std::io::Result<()> {
+    /// Hashes and counts what is written to it.
+    struct Digesting(sha2::Sha256);
+    impl std::io::Write for Digesting {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            sha2::Digest::update(&mut self.0, buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut digest = Digesting(<sha2::Sha256 as sha2::Digest>::new());
+    let mut count = 0usize;
+    for r in records() {
+        serde_json::to_writer(&mut digest, &r)?;
+        std::io::Write::write_all(&mut digest, b"\n")?;
+        count += 1;
+    }
+    let sha256: String = sha2::Digest::finalize(digest.0)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let header = Header {
+        format: FORMAT.to_string(),
+        version: LEDGER_VERSION,
+        polisd: env!("CARGO_PKG_VERSION").to_string(),
+        fingerprint: fingerprint_fields(),
+        zone_seconds,
+        records: count,
+        sha256,
+    };
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    serde_json::to_writer(&mut out, &header)?;
+    out.write_all(b"\n")?;
+    let mut written = 0usize;
+    for r in records() {
+        serde_json::to_writer(&mut out, &r)?;
+        out.write_all(b"\n")?;
+        written += 1;
+    }
+    if written != count {
+        return Err(std::io::Error::other(
+            "the ledger changed while its snapshot was written",
+        ));
+    }
+    out.flush()
 }
 
 /// The journal line recording `record`.
@@ -497,6 +554,17 @@ mod tests {
             Restored::Records { records, .. } => records,
             other => panic!("not trusted: {other:?}"),
         }
+    }
+
+    #[test]
+    fn streamed_snapshot_is_byte_identical_to_the_encoded_one() {
+        let all = || (1..=4).map(|n| record(n, n % 2 == 0));
+        let mut streamed = Vec::new();
+        write_snapshot(&mut streamed, 3600, all).unwrap();
+        assert_eq!(streamed, encode_snapshot(3600, all()).unwrap());
+        let mut empty = Vec::new();
+        write_snapshot(&mut empty, 0, std::iter::empty).unwrap();
+        assert_eq!(empty, encode_snapshot(0, []).unwrap());
     }
 
     #[test]
