@@ -686,15 +686,13 @@ fn a_ratified_setting_change_and_a_settled_conflict_copy_wait_in_the_queue() {
     });
     // A sync-conflict copy among the settled contracts (a folder the view lists again only
     // when it changed) shows up too.
-    p.save(
-        "contracts/settled/done-1.sync-conflict-20261130-101010-ABCDEF.md",
-        &settled("done-1", ALPHA, "rust", 1, 1),
-    );
-    // Watchers ignore sync-tool names: the copy is seen with the next change.
-    p.append(
-        "chronicle.md",
-        &harness::chronicle_line(ALPHA, "noted", "-", "a conflict copy appeared"),
-    );
+    // Written in place, as a sync tool does (no rename, which the watcher may report as a
+    // change of the folder): seen from the copy's own event, with no other change after it.
+    std::fs::write(
+        p.path("contracts/settled/done-1.sync-conflict-20261130-101010-ABCDEF.md"),
+        settled("done-1", ALPHA, "rust", 1, 1),
+    )
+    .unwrap();
     wait_until(
         "the conflict copy in the queue",
         Duration::from_secs(20),
@@ -972,6 +970,86 @@ fn browser_overview_renders_then_follows_a_settlement_without_reload() {
         );
         c.close().await.unwrap();
     });
+}
+
+/// Waits (up to 20 s) until `script` returns `want` (a string compared as is), else fails
+/// with `what` and the last value.
+async fn wait_for_text(
+    c: &fantoccini::Client,
+    script: &str,
+    want: &dyn Fn(&str) -> bool,
+    what: &str,
+) {
+    let start = Instant::now();
+    loop {
+        let got = text_of(c, script).await;
+        if want(&got) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{what}; the page shows: {got}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[test]
+fn browser_findings_follow_the_chronicle_under_polisd_run() {
+    // Beside the daemon the findings shown after a change are the ones of that change: a bad
+    // chronicle line appears through the live update, and goes once a later line retracts it.
+    let p = generated_polis();
+    let daemon = p.start_daemon();
+    let addr = daemon_dashboard(&p);
+    let driver = chromedriver();
+    runtime().block_on(async {
+        let c = browser(&driver).await;
+        c.goto(&format!("http://127.0.0.1:{}/p/0/", addr.port()))
+            .await
+            .unwrap();
+        let findings = "return document.getElementById('findings').textContent";
+        wait_for_text(
+            &c,
+            "return document.body.getAttribute('data-live') || ''",
+            &|t| t == "on",
+            "the event stream never opened",
+        )
+        .await;
+        assert!(!text_of(&c, findings).await.contains("no-such-job"));
+        c.execute("window.__marker = 'kept'; return 1", vec![])
+            .await
+            .unwrap();
+        p.append(
+            "chronicle.md",
+            &harness::chronicle_line(ALPHA, "claimed", "[[contracts/open/no-such-job]]", "mine"),
+        );
+        wait_for_text(
+            &c,
+            findings,
+            &|t| t.contains("no-such-job"),
+            "the bad line's finding never showed",
+        )
+        .await;
+        let bad = p.read("chronicle.md").lines().count();
+        p.append(
+            "chronicle.md",
+            &harness::chronicle_line(ALPHA, "retracted line", "-", &format!("line {bad}")),
+        );
+        wait_for_text(
+            &c,
+            findings,
+            &|t| !t.contains("no-such-job"),
+            "the retracted line's finding stayed",
+        )
+        .await;
+        assert_eq!(
+            text_of(&c, "return String(window.__marker)").await,
+            "kept",
+            "the page was reloaded"
+        );
+        c.close().await.unwrap();
+    });
+    drop(daemon);
 }
 
 #[test]

@@ -70,7 +70,7 @@ fn constitution_edits(s: &Snapshot, out: &mut Vec<Item>) {
     .ok()
     .flatten()
     .unwrap_or_default();
-    for a in &s.polis.amendments {
+    for a in s.polis.amendments.iter() {
         if a.folder == AmendmentFolder::Ratified && !constitution.contains(&a.amendment.id) {
             out.push(Item {
                 key: format!("constitution/{}", a.amendment.id),
@@ -91,7 +91,7 @@ fn constitution_edits(s: &Snapshot, out: &mut Vec<Item>) {
 /// A ratified amendment that changes a `polis.yml` setting (polisd never edits that file)
 /// while the merged settings do not show the new value yet.
 fn setting_changes(s: &Snapshot, out: &mut Vec<Item>) {
-    for a in &s.polis.amendments {
+    for a in s.polis.amendments.iter() {
         if a.folder != AmendmentFolder::Ratified {
             continue;
         }
@@ -249,7 +249,7 @@ fn file_findings(s: &Snapshot, out: &mut Vec<Item>) {
 
 /// Every sync-conflict copy in the polis, with the file it is a copy of (docs/sync.md).
 fn sync_conflicts(s: &Snapshot, out: &mut Vec<Item>) {
-    for (rel, original) in crate::fs::snapshot::conflict_copies(&s.polis.root) {
+    for (rel, original) in s.state.copies.iter() {
         out.push(Item {
             key: format!("conflict/{rel}"),
             title: format!("Sync conflict copy {rel} (of {original})"),

@@ -12,6 +12,8 @@ use crate::fs::chronicle_copy::ChronicleCopies;
 use crate::fs::snapshot::{ContractFile, Polis};
 use crate::operations::published::{FolderState, PolisState, Refresh};
 use crate::operations::status::Summary;
+use crate::operations::sync::ConflictCopy;
+use crate::operations::Rechecks;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Finding;
 use crate::protocol::layout::ContractFolder;
@@ -38,6 +40,8 @@ pub struct PolisView {
     pending: Mutex<Refresh>,
     /// The chronicle and its archives as last read (appended bytes are read, not the file).
     chronicles: Mutex<ChronicleCopies>,
+    /// What the last summary checked that only a changed file changes (the amendments).
+    rechecks: Mutex<Rechecks>,
 }
 
 /// Everything a page may show, read at one generation.
@@ -115,6 +119,7 @@ impl PolisView {
             folder: Mutex::new(FolderState::default()),
             pending: Mutex::new(Refresh::Full),
             chronicles: Mutex::new(ChronicleCopies::default()),
+            rechecks: Mutex::new(Rechecks::kept()),
         }
     }
 
@@ -162,8 +167,11 @@ impl PolisView {
             return Arc::clone(s);
         }
         // Dropped first: the chronicle copies append in place only when nobody else holds
-        // the text.
-        *cache = None;
+        // the text. Its ledger (a pointer per settlement, 100k in a large polis) is freed off
+        // this request.
+        if let Some(old) = cache.take() {
+            free_later(old);
+        }
         let mut chronicles = self.chronicles.lock().unwrap_or_else(|e| e.into_inner());
         let state = match state {
             Some(published) => {
@@ -176,29 +184,39 @@ impl PolisView {
                 );
                 polis.chronicle = chronicle;
                 polis.archives = archives;
+                chronicles.forget_unseen();
                 Arc::new(PolisState {
                     polis: Arc::new(polis),
                     settled: published.settled.clone(),
                     stats: Arc::clone(&published.stats),
+                    copies: Arc::clone(&published.copies),
                 })
             }
             None => Arc::new(self.read_folder(&mut chronicles)),
         };
-        chronicles.forget_unseen();
         drop(chronicles);
-        let snapshot = Arc::new(build(&self.root, generation, state));
+        let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
+        let snapshot = Arc::new(build(&self.root, generation, state, &mut rechecks));
+        rechecks.retain(&snapshot.polis);
+        drop(rechecks);
         *cache = Some(Arc::clone(&snapshot));
         snapshot
     }
 
-    /// The polis from the folder, reading only what changed since the last time.
+    /// The polis from the folder, reading only what changed since the last time (the rest of
+    /// the polis, chronicle included, only when a path outside the settled folder changed).
     fn read_folder(&self, chronicles: &mut ChronicleCopies) -> PolisState {
         let refresh = std::mem::replace(
             &mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()),
             Refresh::nothing(),
         );
+        let others = refresh.others();
         let mut folder = self.folder.lock().unwrap_or_else(|e| e.into_inner());
-        folder.read(&self.root, refresh, chronicles)
+        let state = folder.read(&self.root, refresh, chronicles);
+        if others {
+            chronicles.forget_unseen();
+        }
+        state
     }
 }
 
@@ -209,24 +227,39 @@ pub fn read(root: &Path, generation: u64) -> Snapshot {
         Refresh::Full,
         &mut crate::fs::snapshot::ReadChronicles,
     );
-    build(root, generation, Arc::new(state))
+    build(root, generation, Arc::new(state), &mut Rechecks::once())
 }
 
 /// Summarizes a published state: the parts that change with the clock or live outside the
-/// engine (inboxes, `CONSTITUTION.md`) are read here, the rest comes from `state`.
-fn build(root: &Path, generation: u64, state: Arc<PolisState>) -> Snapshot {
+/// engine (inboxes, `CONSTITUTION.md`) are read here, the rest comes from `state` (the
+/// polis, the stats, the conflict copies); an amendment is checked again only when its text
+/// changed (`rechecks`).
+fn build(
+    root: &Path,
+    generation: u64,
+    state: Arc<PolisState>,
+    rechecks: &mut Rechecks,
+) -> Snapshot {
     let polis = Arc::clone(&state.polis);
     let now = PolisTime::system(polis.settings.timezone);
     let daemon = crate::fs::state::read_status(root).ok().flatten();
     // One `lstat` per id asked about (the few open contracts), not a set of every settled id.
     let is_settled = |id: &str| crate::operations::ready::is_in(root, ContractFolder::Settled, id);
+    let copies: Vec<ConflictCopy> = state
+        .copies
+        .iter()
+        .map(|(copy, original)| ConflictCopy::of(copy.clone(), original.clone()))
+        .collect();
     let (findings, resolved) =
-        crate::operations::findings_and_resolved_beside(&polis, &now, &is_settled);
-    let mut summary = crate::operations::status::summarize_with(
+        crate::operations::findings_and_resolved_from(&polis, &now, &is_settled, &copies, rechecks);
+    let malformed = crate::operations::amendment_problems_with(&polis, &now, rechecks);
+    let mut summary = crate::operations::status::summarize_from(
         &polis,
         &now,
         daemon,
         (findings.clone(), resolved),
+        malformed,
+        &state.stats,
     )
     .unwrap_or_else(|e| {
         tracing::warn!("dashboard: cannot summarize {}: {e:#}", root.display());
@@ -261,6 +294,33 @@ fn build(root: &Path, generation: u64, state: Arc<PolisState>) -> Snapshot {
     };
     snapshot.queue = super::queue::items(&snapshot);
     snapshot
+}
+
+/// Drops an old snapshot: its polis (and so its chronicle texts) now, its ledger on a
+/// blocking thread of the runtime when there is one (freeing a pointer per settlement is the
+/// one part of a new generation that grows with the history).
+fn free_later(old: Arc<Snapshot>) {
+    let Ok(old) = Arc::try_unwrap(old) else {
+        return; // a page still renders it; the last one drops it
+    };
+    let Snapshot {
+        polis,
+        state,
+        history,
+        ..
+    } = old;
+    drop(polis);
+    let Ok(state) = Arc::try_unwrap(state) else {
+        return; // its history still goes with this thread: rare (a render in flight)
+    };
+    let PolisState { polis, settled, .. } = state;
+    drop(polis);
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn_blocking(move || drop((settled, history)));
+        }
+        Err(_) => drop((settled, history)),
+    }
 }
 
 fn empty_summary(polis: &Polis, now: &PolisTime) -> Summary {

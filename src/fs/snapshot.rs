@@ -262,9 +262,19 @@ pub fn list_names(root: &Path, dir: &str, ext: &str, findings: &mut Vec<Finding>
 /// root, sorted; folders are walked without following links, a few levels deep (the deepest
 /// records are `lessons/<tag>/<id>.md`).
 pub fn conflict_copies(root: &Path) -> Vec<(String, String)> {
+    conflict_copies_but(root, None)
+}
+
+/// [`conflict_copies`] without looking inside the folder `skip` (relative to the root): a
+/// reader that keeps the copies of a big folder from its change events
+/// ([`conflict_copies_in`] on a rescan) walks only the rest.
+pub fn conflict_copies_but(root: &Path, skip: Option<&str>) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut stack = vec![(String::new(), 0usize)];
     while let Some((dir, depth)) = stack.pop() {
+        if skip == Some(dir.as_str()) {
+            continue;
+        }
         let Ok(read) = fs::read_dir(root.join(&dir)) else {
             continue;
         };
@@ -289,6 +299,33 @@ pub fn conflict_copies(root: &Path) -> Vec<(String, String)> {
             }
         }
     }
+    out.sort();
+    out
+}
+
+/// The sync conflict copies directly in the folder `dir` (relative to the root, not followed
+/// when it is a link), as [`conflict_copies`] gives them.
+pub fn conflict_copies_in(root: &Path, dir: &str) -> Vec<(String, String)> {
+    if linked_folder(root, dir).is_some() {
+        return Vec::new();
+    }
+    let Ok(read) = fs::read_dir(root.join(dir)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, String)> = read
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_str()?.to_string();
+            if !crate::protocol::layout::is_conflict_copy(&name)
+                || !entry.file_type().ok()?.is_file()
+            {
+                return None;
+            }
+            let rel = format!("{dir}/{name}");
+            let original = crate::protocol::layout::conflict_original_path(&rel)?;
+            Some((rel, original))
+        })
+        .collect();
     out.sort();
     out
 }
@@ -698,7 +735,9 @@ pub struct Polis {
     pub contracts: Vec<ContractFile>,
     pub settlements: Vec<crate::protocol::stats::Settlement>,
     pub lessons: Vec<LessonFile>,
-    pub amendments: Vec<AmendmentFile>,
+    /// Shared: a reader beside the daemon copies the polis it was handed (to add chronicle
+    /// texts), and amendments with their evidence lists run to megabytes in a large polis.
+    pub amendments: std::sync::Arc<Vec<AmendmentFile>>,
     /// `chronicle.md`, when present and readable. Shared, so the daemon can keep it between
     /// passes and read only the bytes appended since (see [`Polis::read_using`]).
     pub chronicle: Option<std::sync::Arc<String>>,
@@ -815,7 +854,7 @@ impl Polis {
             contracts,
             settlements,
             lessons,
-            amendments,
+            amendments: std::sync::Arc::new(amendments),
             chronicle,
             archives,
             active_authors: None,

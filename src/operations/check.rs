@@ -7,7 +7,7 @@ use crate::protocol::chronicle::{self, ChronicleContext};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::{Code, Finding, Severity};
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Unknown `depends_on` ids and dependency cycles among the open contracts (issue 15).
 pub fn dependency_findings(polis: &Polis) -> Vec<Finding> {
@@ -42,7 +42,70 @@ pub fn findings_and_resolved_beside(
     now: &PolisTime,
     is_settled: &dyn Fn(&str) -> bool,
 ) -> (Vec<Finding>, Vec<Resolved>) {
-    let all = all_findings(polis, now, is_settled);
+    let copies = crate::operations::sync::conflict_copies(&polis.root);
+    findings_and_resolved_from(polis, now, is_settled, &copies, &mut Rechecks::once())
+}
+
+/// What a reader that gathers a polis's findings again after every change (the dashboard)
+/// keeps between gatherings, so that each checks again only the files that changed: the
+/// SPEC §8 findings of each amendment, by path, with the text they were found in (an
+/// amendment with its votes runs to tens of kilobytes of YAML, parsed strictly, and is
+/// checked by two rules).
+#[derive(Debug, Default)]
+pub struct Rechecks {
+    amendments: HashMap<String, (String, Vec<Finding>)>,
+    /// Whether anything is kept (not for a one-shot gathering, which would only copy texts).
+    keep: bool,
+}
+
+impl Rechecks {
+    /// Keeps what it checks, for the next gathering.
+    pub fn kept() -> Rechecks {
+        Rechecks {
+            keep: true,
+            ..Rechecks::default()
+        }
+    }
+
+    /// Keeps nothing: one gathering (a command, a daemon pass).
+    pub fn once() -> Rechecks {
+        Rechecks::default()
+    }
+
+    /// [`record_check::check_amendment`] of `rel`, from the memo while its text is the same
+    /// (its findings depend on nothing else: `now` only gives the zone a date is read in, and
+    /// whether `expires_at` reads as a date does not depend on it).
+    pub fn amendment(&mut self, rel: &str, text: &str, now: &PolisTime) -> Vec<Finding> {
+        if let Some((seen, found)) = self.amendments.get(rel) {
+            if seen == text {
+                return found.clone();
+            }
+        }
+        let found = crate::protocol::record_check::check_amendment(rel, text, now);
+        if self.keep {
+            self.amendments
+                .insert(rel.to_string(), (text.to_string(), found.clone()));
+        }
+        found
+    }
+
+    /// Forgets the amendments `polis` no longer holds.
+    pub fn retain(&mut self, polis: &Polis) {
+        let held: BTreeSet<&str> = polis.amendments.iter().map(|a| a.rel.as_str()).collect();
+        self.amendments.retain(|rel, _| held.contains(rel.as_str()));
+    }
+}
+
+/// [`findings_and_resolved_beside`] with the conflict copies already found (`copies`) and
+/// the amendments checked through `rechecks`.
+pub fn findings_and_resolved_from(
+    polis: &Polis,
+    now: &PolisTime,
+    is_settled: &dyn Fn(&str) -> bool,
+    copies: &[crate::operations::sync::ConflictCopy],
+    rechecks: &mut Rechecks,
+) -> (Vec<Finding>, Vec<Resolved>) {
+    let all = all_findings(polis, now, is_settled, copies, rechecks);
     let files: Vec<(&str, &str)> = polis
         .archives
         .iter()
@@ -82,15 +145,21 @@ pub fn findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
 /// Every finding in the polis, resolved or not, sorted by path, then line.
 ///
 /// Pure apart from what `polis` already read, and `Polis::exists` for wikilink targets.
-fn all_findings(polis: &Polis, now: &PolisTime, is_settled: &dyn Fn(&str) -> bool) -> Vec<Finding> {
+fn all_findings(
+    polis: &Polis,
+    now: &PolisTime,
+    is_settled: &dyn Fn(&str) -> bool,
+    copies: &[crate::operations::sync::ConflictCopy],
+    rechecks: &mut Rechecks,
+) -> Vec<Finding> {
     let mut out = polis.findings.clone();
     out.extend(chronicle_findings(polis, now));
     out.extend(card_findings(polis));
     out.extend(unknown_voters(polis));
     out.extend(contracts_in_two_folders(polis, is_settled));
-    out.extend(sync_findings(polis));
+    out.extend(sync_findings(polis, copies));
     out.extend(
-        crate::operations::records::record_findings(polis, now)
+        crate::operations::records::record_findings_with(polis, now, rechecks)
             .into_iter()
             .map(|r| r.finding),
     );
@@ -106,16 +175,23 @@ fn all_findings(polis: &Polis, now: &PolisTime, is_settled: &dyn Fn(&str) -> boo
 /// says (bad YAML, a status it does not know, a quorum or expiry it cannot read), for
 /// `status` and `tally` to show next to the amendments.
 pub fn amendment_problems(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+    amendment_problems_with(polis, now, &mut Rechecks::once())
+}
+
+/// [`amendment_problems`], each amendment checked through `rechecks`.
+pub fn amendment_problems_with(
+    polis: &Polis,
+    now: &PolisTime,
+    rechecks: &mut Rechecks,
+) -> Vec<Finding> {
     let mut out: Vec<Finding> = polis
         .findings
         .iter()
         .filter(|f| f.path.starts_with("amendments/") && f.code == Code::BadYaml)
         .cloned()
         .collect();
-    for a in &polis.amendments {
-        out.extend(crate::protocol::record_check::check_amendment(
-            &a.rel, &a.text, now,
-        ));
+    for a in polis.amendments.iter() {
+        out.extend(rechecks.amendment(&a.rel, &a.text, now));
     }
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     out
@@ -239,8 +315,8 @@ fn unknown_voters(polis: &Polis) -> Vec<Finding> {
 /// What several machines, clones or worktrees left behind (docs/sync.md): sync conflict
 /// copies (P009), polisd ids that arrived twice (P024) in the chronicle or an inbox, and a
 /// merge driver named in `.gitattributes` but not configured in this clone (P025).
-fn sync_findings(polis: &Polis) -> Vec<Finding> {
-    let mut out: Vec<Finding> = crate::operations::sync::conflict_copies(&polis.root)
+fn sync_findings(polis: &Polis, copies: &[crate::operations::sync::ConflictCopy]) -> Vec<Finding> {
+    let mut out: Vec<Finding> = copies
         .iter()
         .map(crate::operations::sync::copy_finding)
         .collect();

@@ -37,8 +37,9 @@ pub mod sync;
 pub mod tally;
 
 pub use check::{
-    amendment_problems, count, dependency_findings, findings, findings_and_resolved,
-    findings_and_resolved_beside, reservation_findings, Resolved,
+    amendment_problems, amendment_problems_with, count, dependency_findings, findings,
+    findings_and_resolved, findings_and_resolved_beside, findings_and_resolved_from,
+    reservation_findings, Rechecks, Resolved,
 };
 pub use deliver::{deliver, deliver_now, Delivery};
 pub use edit::edit_agent_file;

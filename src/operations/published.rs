@@ -32,6 +32,10 @@ pub struct PolisState {
     pub settled: LedgerSnapshot,
     /// The stats `settled` gives (what `routing_stats.yml` holds once reconciled).
     pub stats: Arc<RoutingStats>,
+    /// The sync conflict copies in the polis, (copy, original), sorted: as the daemon's last
+    /// sync step left them (those it merged or removed are gone), or as a [`FolderState`]
+    /// keeps them (the settled folder's from its events, the rest walked on each read).
+    pub copies: Arc<Vec<(String, String)>>,
 }
 
 /// One settled file as read.
@@ -92,23 +96,43 @@ pub fn read_settled(root: &Path, rel: &str, zone: PolisZone) -> Option<SettledFi
 /// What may have changed since a [`FolderState`] last read the folder.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Refresh {
-    /// Anything (the first read, a rescan): every settled file is stat'ed.
+    /// Anything (the first read, a rescan): every settled file is stat'ed, the rest of the
+    /// polis read again.
     #[default]
     Full,
-    /// Only these paths (relative to `_polis/`).
-    Paths(BTreeSet<String>),
+    /// Only these paths of `contracts/settled/` (relative to `_polis/`) and, when `others`,
+    /// something outside that folder (the rest of the polis is read again only then).
+    Paths {
+        settled: BTreeSet<String>,
+        others: bool,
+    },
 }
 
 impl Refresh {
     /// Nothing changed yet.
     pub fn nothing() -> Refresh {
-        Refresh::Paths(BTreeSet::new())
+        Refresh::Paths {
+            settled: BTreeSet::new(),
+            others: false,
+        }
+    }
+
+    /// Whether the polis outside `contracts/settled/` may have changed.
+    pub fn others(&self) -> bool {
+        match self {
+            Refresh::Full => true,
+            Refresh::Paths { others, .. } => *others,
+        }
     }
 
     /// `rel` may have changed. A path that is a folder of settled contracts, or below one,
-    /// makes it a full look.
+    /// makes it a full look; any other path outside that folder, a read of the rest.
     pub fn note(&mut self, rel: &str) {
-        let Refresh::Paths(paths) = self else {
+        let Refresh::Paths {
+            settled: paths,
+            others,
+        } = self
+        else {
             return;
         };
         let dir = ContractFolder::Settled.dir();
@@ -120,9 +144,14 @@ impl Refresh {
             paths.insert(rel.to_string());
         } else if rel == dir || rel == "contracts" || rel.is_empty() || rel.starts_with(dir) {
             *self = Refresh::Full;
+        } else {
+            *others = true;
         }
     }
 }
+
+/// Sync conflict copies as (copy, original) paths relative to `_polis/`.
+type Copies = Vec<(String, String)>;
 
 /// The settled contracts of a polis as a reader without a daemon last read them.
 #[derive(Debug, Default)]
@@ -130,18 +159,37 @@ pub struct FolderState {
     ledger: Ledger<Fingerprint>,
     findings: BTreeMap<String, Vec<Finding>>,
     zone: Option<PolisZone>,
+    /// The sync conflict copies in `contracts/settled/` (listed on a full look, else kept
+    /// from the paths named), so a read does not list ten thousand names to find them.
+    settled_copies: BTreeSet<(String, String)>,
+    /// The rest of the polis as last read (without the settled files' findings) and its
+    /// conflict copies: read again only when a path outside the settled folder changed.
+    rest: Option<(Arc<Polis>, Copies)>,
+    /// The ledger's snapshot and the version it was taken at.
+    snapshot: Option<(u64, LedgerSnapshot)>,
 }
 
 impl FolderState {
-    /// The polis now: everything but the settled contracts read again (small), the settled
-    /// ones brought up to date as `refresh` says.
+    /// The polis now: the settled contracts brought up to date as `refresh` says, the rest
+    /// read again when `refresh` says it may have changed (small, but its amendments are
+    /// parsed), else as last read. Whether the rest was read is [`Refresh::others`] (or this
+    /// was the first read): a caller keeping chronicle copies forgets unseen ones only then.
     pub fn read(
         &mut self,
         root: &Path,
         refresh: Refresh,
         chronicles: &mut dyn snapshot::ChronicleSource,
     ) -> PolisState {
-        let mut polis = Polis::read_using(root, false, chronicles);
+        let (rest, rest_copies) = match self.rest.take() {
+            Some(rest) if !refresh.others() => rest,
+            // Dropped before the read: the chronicle copies append in place only when nobody
+            // else holds the text.
+            _ => (
+                Arc::new(Polis::read_using(root, false, chronicles)),
+                snapshot::conflict_copies_but(root, Some(ContractFolder::Settled.dir())),
+            ),
+        };
+        let mut polis = (*rest).clone();
         let zone = polis.settings.timezone;
         let refresh = if self.zone == Some(zone) {
             refresh
@@ -158,10 +206,24 @@ impl FolderState {
             .findings
             .extend(self.findings.values().flatten().cloned());
         let stats = self.ledger.stats(&Value::Null, &Value::Null);
+        let mut copies = rest_copies.clone();
+        copies.extend(self.settled_copies.iter().cloned());
+        copies.sort();
+        self.rest = Some((rest, rest_copies));
+        let version = self.ledger.version();
+        let settled = match &self.snapshot {
+            Some((v, s)) if *v == version => s.clone(),
+            _ => {
+                let s = self.ledger.snapshot();
+                self.snapshot = Some((version, s.clone()));
+                s
+            }
+        };
         PolisState {
             polis: Arc::new(polis),
-            settled: self.ledger.snapshot(),
+            settled,
             stats: Arc::new(stats),
+            copies: Arc::new(copies),
         }
     }
 
@@ -170,6 +232,7 @@ impl FolderState {
         if let Some(link) = snapshot::linked_folder(root, dir) {
             self.ledger = Ledger::default();
             self.findings.clear();
+            self.settled_copies.clear();
             out.push(Finding::error(
                 Code::Unreadable,
                 dir,
@@ -179,14 +242,20 @@ impl FolderState {
             return;
         }
         let candidates: Vec<String> = match refresh {
-            Refresh::Paths(paths) => paths
+            Refresh::Paths { settled: paths, .. } => paths
                 .into_iter()
                 .filter(|rel| {
                     let name = rel.rsplit('/').next().unwrap_or(rel);
+                    if layout::is_conflict_copy(name) {
+                        self.note_copy(root, rel);
+                    }
                     !layout::is_ignored_name(name)
                 })
                 .collect(),
             Refresh::Full => {
+                self.settled_copies = snapshot::conflict_copies_in(root, dir)
+                    .into_iter()
+                    .collect();
                 let listed: HashSet<String> = snapshot::list(root, dir, ".md", out)
                     .into_iter()
                     .map(|e| e.rel)
@@ -237,6 +306,22 @@ impl FolderState {
                     }
                     self.ledger.record(&rel, fingerprint, settlement);
                 }
+            }
+        }
+    }
+
+    /// A conflict copy in the settled folder was named by an event: kept while it is a file.
+    fn note_copy(&mut self, root: &Path, rel: &str) {
+        let Some(original) = layout::conflict_original_path(rel) else {
+            return;
+        };
+        let entry = (rel.to_string(), original);
+        match std::fs::symlink_metadata(root.join(rel)) {
+            Ok(meta) if meta.is_file() => {
+                self.settled_copies.insert(entry);
+            }
+            _ => {
+                self.settled_copies.remove(&entry);
             }
         }
     }
@@ -296,9 +381,9 @@ mod tests {
     fn a_folder_event_is_a_full_look() {
         let mut r = Refresh::nothing();
         r.note("contracts/open/x.md");
-        assert_eq!(r, Refresh::nothing());
+        assert!(matches!(&r, Refresh::Paths { settled, others: true } if settled.is_empty()));
         r.note("contracts/settled/x.md");
-        assert!(matches!(&r, Refresh::Paths(p) if p.len() == 1));
+        assert!(matches!(&r, Refresh::Paths { settled, .. } if settled.len() == 1));
         r.note("contracts/settled");
         assert_eq!(r, Refresh::Full);
     }

@@ -43,6 +43,16 @@ pub fn contract_has_errors(polis: &Polis, file: &ContractFile) -> bool {
 /// Every record finding in the polis: each contract the polis holds (the daemon's read leaves
 /// settled ones out), each amendment, each lesson.
 pub fn record_findings(polis: &Polis, now: &PolisTime) -> Vec<RecordFinding> {
+    record_findings_with(polis, now, &mut super::Rechecks::once())
+}
+
+/// [`record_findings`], each amendment checked through `rechecks` (again only when its text
+/// changed).
+pub fn record_findings_with(
+    polis: &Polis,
+    now: &PolisTime,
+    rechecks: &mut super::Rechecks,
+) -> Vec<RecordFinding> {
     let registered = polis.registered();
     let is_citizen = |id: &str| registered.contains(id) || layout::is_system_citizen(id);
     let stamp = |v: &crate::yaml::Value| crate::protocol::inbox::value_stamp(v, now.zone);
@@ -60,11 +70,12 @@ pub fn record_findings(polis: &Polis, now: &PolisTime) -> Vec<RecordFinding> {
                 }),
         );
     }
-    for a in &polis.amendments {
+    for a in polis.amendments.iter() {
         let author = a.amendment.proposed_by.clone();
         let at = stamp(&a.amendment.proposed_at);
         out.extend(
-            record_check::check_amendment(&a.rel, &a.text, now)
+            rechecks
+                .amendment(&a.rel, &a.text, now)
                 .into_iter()
                 .map(|finding| RecordFinding {
                     finding,

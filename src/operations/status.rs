@@ -191,7 +191,23 @@ pub fn summarize_with(
     polis: &Polis,
     now: &PolisTime,
     daemon: Option<DaemonStatus>,
+    found: (Vec<Finding>, Vec<super::Resolved>),
+) -> anyhow::Result<Summary> {
+    let stats = crate::operations::current_stats(polis);
+    let malformed = super::amendment_problems(polis, now);
+    summarize_from(polis, now, daemon, found, malformed, &stats)
+}
+
+/// [`summarize_with`] with the amendments' problems (as [`super::amendment_problems`] gives
+/// them) and the routing stats already at hand: a reader that keeps both between changes
+/// (the dashboard) reads and parses neither again.
+pub fn summarize_from(
+    polis: &Polis,
+    now: &PolisTime,
+    daemon: Option<DaemonStatus>,
     (found, resolved): (Vec<Finding>, Vec<super::Resolved>),
+    malformed_amendments: Vec<Finding>,
+    stats: &crate::protocol::stats::RoutingStats,
 ) -> anyhow::Result<Summary> {
     let activity = last_activity(polis, now);
     let citizens = polis
@@ -232,15 +248,14 @@ pub fn summarize_with(
         }
     }
 
-    let stats = crate::operations::current_stats(polis);
-    let explore_rate = crate::protocol::routing::score::explore_rate(&polis.settings, &stats);
+    let explore_rate = crate::protocol::routing::score::explore_rate(&polis.settings, stats);
     let mut tags: Vec<TagRow> = stats
         .tags
-        .into_iter()
+        .iter()
         .map(|t| TagRow {
             contracts_completed: t.citizens.iter().map(|c| c.contracts_completed).sum(),
-            tag: t.tag,
-            leader: t.leader,
+            tag: t.tag.clone(),
+            leader: t.leader.clone(),
             leader_confidence: t.leader_confidence,
         })
         .collect();
@@ -273,7 +288,6 @@ pub fn summarize_with(
         })
         .collect();
 
-    let malformed_amendments = super::amendment_problems(polis, now);
     let mut decided: Vec<OutcomeRow> = polis
         .amendments
         .iter()

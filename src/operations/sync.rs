@@ -39,20 +39,25 @@ pub struct ConflictCopy {
 pub fn conflict_copies(root: &Path) -> Vec<ConflictCopy> {
     snapshot::conflict_copies(root)
         .into_iter()
-        .map(|(copy, original)| {
-            let kind = match merge::strategy_for(&original) {
-                merge::Strategy::Chronicle => CopyKind::Chronicle,
-                merge::Strategy::Inbox => CopyKind::Inbox,
-                merge::Strategy::Derived => CopyKind::Derived,
-                _ => CopyKind::Other,
-            };
-            ConflictCopy {
-                copy,
-                original,
-                kind,
-            }
-        })
+        .map(|(copy, original)| ConflictCopy::of(copy, original))
         .collect()
+}
+
+impl ConflictCopy {
+    /// The copy `copy` of `original` (paths relative to `_polis/`), with its kind.
+    pub fn of(copy: String, original: String) -> ConflictCopy {
+        let kind = match merge::strategy_for(&original) {
+            merge::Strategy::Chronicle => CopyKind::Chronicle,
+            merge::Strategy::Inbox => CopyKind::Inbox,
+            merge::Strategy::Derived => CopyKind::Derived,
+            _ => CopyKind::Other,
+        };
+        ConflictCopy {
+            copy,
+            original,
+            kind,
+        }
+    }
 }
 
 /// The finding `polisd check` reports for a conflict copy (P009).

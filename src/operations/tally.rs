@@ -151,7 +151,7 @@ pub fn tally(
         Some(w) => chronicle_line_in_progress(polis, w)?,
         None => false,
     };
-    for file in &polis.amendments {
+    for file in polis.amendments.iter() {
         if file.folder != AmendmentFolder::Proposed {
             continue;
         }

@@ -128,7 +128,7 @@ impl Engine {
             out.extend(claim_conflict_notices(polis, &claimed, now));
         }
 
-        for file in &polis.amendments {
+        for file in polis.amendments.iter() {
             let a = &file.amendment;
             let status = a.status.clone().unwrap_or_default();
             if file.folder == AmendmentFolder::Proposed && status == "proposed" {

@@ -335,6 +335,7 @@ impl Engine {
                 polis: std::sync::Arc::new(polis),
                 settled,
                 stats: std::sync::Arc::clone(&self.published_stats),
+                copies: std::sync::Arc::clone(&self.sync.copies),
             },
         ));
     }

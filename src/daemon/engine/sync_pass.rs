@@ -23,6 +23,9 @@ pub(super) struct SyncCache {
     copies_logged: BTreeSet<String>,
     diverged_logged: BTreeSet<String>,
     driver_logged: Option<String>,
+    /// The conflict copies the last conflict-copy step left in the polis (found and neither
+    /// merged nor removed), (copy, original), sorted: published for the dashboard.
+    pub(super) copies: std::sync::Arc<Vec<(String, String)>>,
 }
 
 impl SyncCache {
@@ -83,9 +86,14 @@ impl Engine {
         let writes = self.options.writer.writes();
         let mut merged_any = false;
         let mut reported = Vec::new();
+        let mut left = Vec::new();
         for copy in sync::conflict_copies(&self.root) {
             let merged = match copy.kind {
-                CopyKind::Chronicle => continue, // the chronicle pass merges these
+                CopyKind::Chronicle => {
+                    // The chronicle pass merges these; one still here is shown.
+                    left.push((copy.copy, copy.original));
+                    continue;
+                }
                 CopyKind::Inbox if writes => {
                     match sync::merge_inbox_copy(&self.writer, &self.root, &copy) {
                         Ok(Some(changed)) => {
@@ -99,10 +107,12 @@ impl Engine {
                             // The owner is still writing the inbox: merged once it is settled,
                             // and the copy stays until its blocks are in.
                             tracing::debug!("{e}");
+                            left.push((copy.copy.clone(), copy.original.clone()));
                             continue;
                         }
                         Err(e) => {
                             pass.errors.push(format!("merging {}: {e}", copy.copy));
+                            left.push((copy.copy.clone(), copy.original.clone()));
                             continue;
                         }
                     }
@@ -114,6 +124,7 @@ impl Engine {
                     }
                     Err(e) => {
                         pass.errors.push(format!("removing {}: {e}", copy.copy));
+                        left.push((copy.copy.clone(), copy.original.clone()));
                         continue;
                     }
                 },
@@ -122,6 +133,7 @@ impl Engine {
             if merged {
                 continue;
             }
+            left.push((copy.copy.clone(), copy.original.clone()));
             reported.push(sync::copy_finding(&copy));
             if let Some(keeper) = pass.polis.index_keeper.clone() {
                 // Stamped with the time the sync tool wrote into the copy's name, if any.
@@ -132,6 +144,9 @@ impl Engine {
             }
         }
         SyncCache::log_new(&mut self.sync.copies_logged, &reported, &mut self.state);
+        if *self.sync.copies != left {
+            self.sync.copies = std::sync::Arc::new(left);
+        }
         if merged_any {
             self.after_write(pass);
         }
