@@ -98,7 +98,6 @@ pub fn run(options: RunOptions) -> anyhow::Result<u8> {
 pub fn run_with(options: RunOptions, sidecar: Option<StartSidecar>) -> anyhow::Result<u8> {
     // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
-    one_heap_arena();
     let config = config::load(options.config.as_deref())?;
     init_logging(&config, options.log_level.as_deref());
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -106,23 +105,6 @@ pub fn run_with(options: RunOptions, sidecar: Option<StartSidecar>) -> anyhow::R
         .build()
         .context("starting the event loop")?;
     runtime.block_on(serve(config, options, sidecar))
-}
-
-/// One malloc arena for the whole daemon (unless `MALLOC_ARENA_MAX` says otherwise). glibc
-/// gives each thread that allocates its own arena: the threads of a full pass and the one that
-/// decodes the ledger on a restart then leave what they built scattered among freed pages of
-/// arenas of their own, which `malloc_trim` cannot return (a restart with 100k settled stayed
-/// at 66 MB resident, against 37 MB with one arena). The threads' caches (tcache) keep the
-/// parallel reads from contending for it.
-fn one_heap_arena() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: mallopt only sets an allocator parameter; it is thread-safe and touches no
-        // allocation.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, 1);
-        }
-    }
 }
 
 /// Sets up tracing to stderr: `RUST_LOG` wins, then `--log-level`, then the configuration.
