@@ -194,34 +194,13 @@ pub struct Entry {
 /// Lists `dir` (relative) for files ending in `ext`, sorted by name, skipping ignored and
 /// conflict-copy names (SPEC §11). Names that are not UTF-8 are skipped with a finding.
 pub fn list(root: &Path, dir: &str, ext: &str, findings: &mut Vec<Finding>) -> Vec<Entry> {
-    if let Some(link) = linked_folder(root, dir) {
-        findings.push(linked_folder_finding(&link));
-        return Vec::new();
-    }
-    let Ok(read) = fs::read_dir(root.join(dir)) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for entry in read.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else {
-            findings.push(Finding::warning(
-                Code::Unreadable,
-                format!("{dir}/{}", name.to_string_lossy()),
-                None,
-                "the file name is not valid UTF-8; rename it",
-            ));
-            continue;
-        };
-        if crate::protocol::layout::is_ignored_name(name) || !name.ends_with(ext) {
-            continue;
-        }
-        let stem = name[..name.len() - ext.len()].to_string();
-        out.push(Entry {
+    let mut out: Vec<Entry> = list_names(root, dir, ext, findings)
+        .into_iter()
+        .map(|name| Entry {
+            stem: name[..name.len() - ext.len()].to_string(),
             rel: format!("{dir}/{name}"),
-            stem,
-        });
-    }
+        })
+        .collect();
     out.sort();
     out
 }
@@ -909,6 +888,28 @@ impl Polis {
     /// The text of `chronicle.md`, when present and readable.
     pub fn chronicle_text(&self) -> Option<&str> {
         self.chronicle.as_deref().map(String::as_str)
+    }
+
+    /// The newest stamp of the newest archive that is not in the future
+    /// ([`crate::protocol::chronicle::newest_stamp`]).
+    pub fn newest_archive_stamp(
+        &self,
+        now: &crate::protocol::clock::PolisTime,
+    ) -> Option<chrono::NaiveDateTime> {
+        self.archives
+            .last()
+            .and_then(|(_, t)| crate::protocol::chronicle::newest_stamp(t, now))
+    }
+
+    /// The newest stamp of `chronicle.md` as read (lines in the future left out), else of the
+    /// newest archive: what the polis's clock reads when a cause records no time.
+    pub fn newest_stamp(
+        &self,
+        now: &crate::protocol::clock::PolisTime,
+    ) -> Option<chrono::NaiveDateTime> {
+        self.chronicle_text()
+            .and_then(|t| crate::protocol::chronicle::newest_stamp(t, now))
+            .or_else(|| self.newest_archive_stamp(now))
     }
 
     /// Whether a path relative to `_polis/` exists (for wikilink checks).

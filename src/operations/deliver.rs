@@ -64,12 +64,7 @@ pub fn clock_of(polis: &Polis, now: &PolisTime) -> String {
     };
     let newest = current
         .and_then(|t| chronicle::newest_stamp(t, now))
-        .or_else(|| {
-            polis
-                .archives
-                .last()
-                .and_then(|(_, t)| chronicle::newest_stamp(t, now))
-        });
+        .or_else(|| polis.newest_archive_stamp(now));
     crate::protocol::inbox::polis_clock(newest)
 }
 

@@ -77,15 +77,7 @@ pub fn gather(polis: &Polis, scope: Scope, now: &PolisTime) -> Evidence {
         .collect();
     settled.sort_by(|a, b| a.contract_id.cmp(&b.contract_id));
     let mut evidence = gather_with(polis, settled, scope, now);
-    evidence.clock = polis
-        .chronicle_text()
-        .and_then(|t| chronicle::newest_stamp(t, now))
-        .or_else(|| {
-            polis
-                .archives
-                .last()
-                .and_then(|(_, t)| chronicle::newest_stamp(t, now))
-        });
+    evidence.clock = polis.newest_stamp(now);
     evidence
 }
 

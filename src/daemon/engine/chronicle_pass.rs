@@ -290,14 +290,8 @@ impl Engine {
                 .chronicle_text()
                 .and_then(|t| chronicle::newest_stamp(t, now))
         });
-        let newest = current.or_else(|| {
-            kept(&self.archive_activity).or_else(|| {
-                polis
-                    .archives
-                    .last()
-                    .and_then(|(_, t)| chronicle::newest_stamp(t, now))
-            })
-        });
+        let newest = current
+            .or_else(|| kept(&self.archive_activity).or_else(|| polis.newest_archive_stamp(now)));
         crate::protocol::inbox::polis_clock(newest)
     }
 

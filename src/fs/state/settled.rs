@@ -218,6 +218,26 @@ const REREAD: u8 = 1;
 const UNANNOUNCED: u8 = 2;
 const DEFAULTED: u8 = 4;
 
+/// Appends one record: its path to the shared buffer, the rest as a fixed [`Rec`].
+fn place(
+    paths: &mut String,
+    recs: &mut Vec<Rec>,
+    path: &str,
+    fingerprint: Fingerprint,
+    flags: u8,
+    settlement: Option<WireSettlement>,
+) {
+    let path_at = paths.len();
+    paths.push_str(path);
+    recs.push(Rec {
+        path_at,
+        path_len: path.len(),
+        fingerprint,
+        flags,
+        settlement,
+    });
+}
+
 fn flags_of(r: &RecordRef<'_>) -> u8 {
     let mut flags = 0;
     if r.reread {
@@ -299,24 +319,7 @@ impl Records {
     }
 
     fn push(&mut self, tables: &mut Tables, r: RecordRef<'_>) {
-        let settlement = r.settlement.map(|s| WireSettlement {
-            owner: tables.text(&mut self.texts, s.owner),
-            tags: tables.tags(&mut self.tag_lists, s.tags.iter().map(String::as_str)),
-            instant_us: instant_us(&s),
-            when_text: tables.text(&mut self.texts, s.when_text),
-            last_completed: s.last_completed.map(|d| tables.text(&mut self.texts, d)),
-            quality: s.quality,
-            minutes: s.minutes,
-        });
-        let path_at = self.paths.len();
-        self.paths.push_str(r.path);
-        self.recs.push(Rec {
-            path_at,
-            path_len: r.path.len(),
-            fingerprint: r.fingerprint,
-            flags: flags_of(&r),
-            settlement,
-        });
+        self.push_journal(tables, JournalRecord::of(&r));
     }
 
     fn push_journal(&mut self, tables: &mut Tables, r: JournalRecord<'_>) {
@@ -329,15 +332,14 @@ impl Records {
             quality: s.quality,
             minutes: s.minutes,
         });
-        let path_at = self.paths.len();
-        self.paths.push_str(r.path);
-        self.recs.push(Rec {
-            path_at,
-            path_len: r.path.len(),
-            fingerprint: r.fingerprint,
-            flags: r.flags,
+        place(
+            &mut self.paths,
+            &mut self.recs,
+            r.path,
+            r.fingerprint,
+            r.flags,
             settlement,
-        });
+        );
     }
 
     /// In path order, the last of a path given twice kept (a stable sort keeps them in the
@@ -494,6 +496,26 @@ struct JournalRecord<'a> {
     settlement: Option<JournalSettlement<'a>>,
 }
 
+impl<'a> JournalRecord<'a> {
+    /// `record` as the journal writes it (its settlement's texts borrowed).
+    fn of(record: &RecordRef<'a>) -> JournalRecord<'a> {
+        JournalRecord {
+            path: record.path,
+            fingerprint: record.fingerprint,
+            flags: flags_of(record),
+            settlement: record.settlement.map(|s| JournalSettlement {
+                owner: s.owner,
+                tags: s.tags.iter().map(String::as_str).collect(),
+                instant_us: instant_us(&s),
+                when_text: s.when_text,
+                last_completed: s.last_completed,
+                quality: s.quality,
+                minutes: s.minutes,
+            }),
+        }
+    }
+}
+
 /// One journal frame after the snapshot.
 #[derive(Serialize, Deserialize)]
 enum Op<'a> {
@@ -646,22 +668,7 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
 
 /// The journal frame recording `record`.
 pub fn encode_put(record: RecordRef<'_>) -> Result<Vec<u8>, postcard::Error> {
-    let flags = flags_of(&record);
-    let settlement = record.settlement.map(|s| JournalSettlement {
-        owner: s.owner,
-        tags: s.tags.iter().map(String::as_str).collect(),
-        instant_us: instant_us(&s),
-        when_text: s.when_text,
-        last_completed: s.last_completed,
-        quality: s.quality,
-        minutes: s.minutes,
-    });
-    encode_op(&Op::Put(JournalRecord {
-        path: record.path,
-        fingerprint: record.fingerprint,
-        flags,
-        settlement,
-    }))
+    encode_op(&Op::Put(JournalRecord::of(&record)))
 }
 
 /// The journal frame recording that `path` is gone.
@@ -873,15 +880,14 @@ impl<'de> serde::de::Visitor<'de> for IntoRecords<'_> {
         self.recs
             .reserve(seq.size_hint().unwrap_or(0).min(self.most));
         while let Some(r) = seq.next_element::<WireRecord<'de>>()? {
-            let path_at = self.paths.len();
-            self.paths.push_str(r.path);
-            self.recs.push(Rec {
-                path_at,
-                path_len: r.path.len(),
-                fingerprint: r.fingerprint,
-                flags: r.flags,
-                settlement: r.settlement,
-            });
+            place(
+                self.paths,
+                self.recs,
+                r.path,
+                r.fingerprint,
+                r.flags,
+                r.settlement,
+            );
         }
         Ok(())
     }
