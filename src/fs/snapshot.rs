@@ -962,20 +962,11 @@ pub fn read_chronicles(
     findings: &mut Vec<Finding>,
 ) -> Chronicles {
     // A text with git's conflict markers is reported, not read (docs/sync.md).
-    let chronicle = match chronicles.chronicle(root) {
-        Ok(Some(text)) => match conflict_markers(crate::protocol::layout::CHRONICLE, &text) {
-            Some(f) => {
-                findings.push(f);
-                None
-            }
-            None => Some(text),
-        },
-        Ok(None) => None,
-        Err(f) => {
-            findings.push(f);
-            None
-        }
-    };
+    let chronicle = unless_reported(
+        crate::protocol::layout::CHRONICLE,
+        chronicles.chronicle(root),
+        findings,
+    );
     let mut archives = Vec::new();
     for entry in list(root, "", ".md", findings) {
         let name = entry.rel.trim_start_matches('/');
@@ -1018,8 +1009,21 @@ impl ChronicleSource for ReadChronicles {
 }
 
 fn read_or_report(root: &Path, rel: &str, findings: &mut Vec<Finding>) -> Option<String> {
-    match read_text(root, rel, Some(MAX_RECORD_BYTES)) {
-        Ok(Some(text)) => match conflict_markers(rel, &text) {
+    unless_reported(rel, read_text(root, rel, Some(MAX_RECORD_BYTES)), findings)
+}
+
+/// The text `read` gave for `rel`, or `None` with its finding reported: the read's own, or
+/// git's conflict markers (such a text is reported, never read as a record).
+fn unless_reported<T: std::ops::Deref>(
+    rel: &str,
+    read: Result<Option<T>, Finding>,
+    findings: &mut Vec<Finding>,
+) -> Option<T>
+where
+    T::Target: AsRef<str>,
+{
+    match read {
+        Ok(Some(text)) => match conflict_markers(rel, (*text).as_ref()) {
             Some(f) => {
                 findings.push(f);
                 None
