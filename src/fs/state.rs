@@ -702,28 +702,15 @@ impl State {
     }
 
     /// Replaces `settled.ledger` with a snapshot of these records (instants computed in the
-    /// zone `zone_seconds` east of UTC), atomically. Call it after [`State::save`]: see there.
+    /// zone `zone_seconds` east of UTC), atomically, streamed to the file
+    /// ([`settled::write_snapshot`]: the encoded body is never held whole). Call it after
+    /// [`State::save`]: see there.
     pub fn write_settled_snapshot<'a>(
         &mut self,
         zone_seconds: i32,
         records: impl IntoIterator<Item = RecordRef<'a>>,
     ) -> Result<(), StateError> {
         write_ledger_snapshot(&self.dir, zone_seconds, records)?;
-        self.settled_snapshot_due = false;
-        self.settled_pending.clear();
-        self.settled_pending_lines = 0;
-        self.settled_journal_lines = 0;
-        Ok(())
-    }
-
-    /// [`State::write_settled_snapshot`] streamed to the file, never held whole in memory
-    /// (the bytes are the same). `records` must give the same records each time.
-    pub fn write_settled_snapshot_with<'a, I: Iterator<Item = RecordRef<'a>>>(
-        &mut self,
-        zone_seconds: i32,
-        records: impl Fn() -> I,
-    ) -> Result<(), StateError> {
-        write_ledger_snapshot(&self.dir, zone_seconds, records())?;
         self.settled_snapshot_due = false;
         self.settled_pending.clear();
         self.settled_pending_lines = 0;

@@ -561,18 +561,16 @@ impl Engine {
         let ledger = &self.ledger;
         // Streamed to the file (the records sorted by path, the encoded body never held
         // whole): the whole snapshot in memory was the peak of a first meeting.
-        let records = || {
-            ledger.files().map(|(rel, fp, settlement)| RecordRef {
-                path: rel,
-                fingerprint: *fp,
-                reread: findings.contains_key(rel),
-                unannounced: false,
-                settlement,
-            })
-        };
+        let records = ledger.files().map(|(rel, fp, settlement)| RecordRef {
+            path: rel,
+            fingerprint: *fp,
+            reread: findings.contains_key(rel),
+            unannounced: false,
+            settlement,
+        });
         if let Err(e) = self
             .state
-            .write_settled_snapshot_with(zone.0.local_minus_utc(), records)
+            .write_settled_snapshot(zone.0.local_minus_utc(), records)
         {
             // Only costs the next start-up a full read; the next pass tries again.
             tracing::warn!("could not save the ledger of settled contracts: {e}");
