@@ -294,7 +294,15 @@ enum Backend {
 /// every other folder recursively. Only folders are listed, by their entries' types (no stat
 /// per file). A folder created later in one of the unrecursed ones is watched when its event
 /// arrives ([`Loop::watch_new_folder`]).
-fn native_watches(root: &Path, start: &Path) -> Vec<(PathBuf, RecursiveMode)> {
+///
+/// Each unrecursed folder is watched *before* it is listed: a subfolder created in between is
+/// then seen by the listing, its event or both, never by neither (a tree restored by a copy
+/// arrives while this runs). `watch` says whether the folder was there to watch.
+fn native_watches(
+    root: &Path,
+    start: &Path,
+    mut watch: impl FnMut(&Path, RecursiveMode) -> notify::Result<bool>,
+) -> notify::Result<()> {
     let contracts = root.join("contracts");
     let settled = contracts.join("settled");
     let subfolders = |dir: &Path| -> Vec<PathBuf> {
@@ -309,19 +317,19 @@ fn native_watches(root: &Path, start: &Path) -> Vec<(PathBuf, RecursiveMode)> {
         out.sort();
         out
     };
-    let mut out = Vec::new();
     let mut stack = vec![start.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        if dir == root || dir == contracts {
-            out.push((dir.clone(), RecursiveMode::NonRecursive));
-            stack.extend(subfolders(&dir).into_iter().rev());
-        } else if dir == settled {
-            out.push((dir, RecursiveMode::NonRecursive));
+        let listed = dir == root || dir == contracts;
+        let mode = if listed || dir == settled {
+            RecursiveMode::NonRecursive
         } else {
-            out.push((dir, RecursiveMode::Recursive));
+            RecursiveMode::Recursive
+        };
+        if watch(&dir, mode)? && listed {
+            stack.extend(subfolders(&dir).into_iter().rev());
         }
     }
-    out
+    Ok(())
 }
 
 impl Backend {
@@ -416,20 +424,18 @@ impl Backend {
     fn watch_polis(&mut self, root: &Path, start: &Path) -> notify::Result<()> {
         match self {
             Backend::Poll(d) => d.watch(root, RecursiveMode::Recursive),
-            Backend::Native(d, watched) => {
-                for (path, mode) in native_watches(root, start) {
-                    match d.watch(&path, mode) {
-                        Ok(()) => {}
-                        // Gone since it was listed: nothing to watch.
-                        Err(e) if path != root && is_gone(&e) => continue,
-                        Err(e) => return Err(e),
-                    }
-                    if !watched.contains(&path) {
-                        watched.push(path);
-                    }
+            Backend::Native(d, watched) => native_watches(root, start, |path, mode| {
+                match d.watch(path, mode) {
+                    Ok(()) => {}
+                    // Gone since it was listed: nothing to watch.
+                    Err(e) if path != root && is_gone(&e) => return Ok(false),
+                    Err(e) => return Err(e),
                 }
-                Ok(())
-            }
+                if !watched.iter().any(|w| w == path) {
+                    watched.push(path.to_path_buf());
+                }
+                Ok(true)
+            }),
         }
     }
 
@@ -1115,7 +1121,12 @@ mod tests {
         std::fs::create_dir_all(root.join("contracts/open")).unwrap();
         std::fs::create_dir_all(root.join("citizens")).unwrap();
         std::fs::write(root.join("polis.yml"), "x").unwrap();
-        let got = native_watches(&root, &root);
+        let mut got = Vec::new();
+        native_watches(&root, &root, |path, mode| {
+            got.push((path.to_path_buf(), mode));
+            Ok(true)
+        })
+        .unwrap();
         let want = vec![
             (root.clone(), RecursiveMode::NonRecursive),
             (root.join("citizens"), RecursiveMode::Recursive),
@@ -1124,6 +1135,28 @@ mod tests {
             (root.join("contracts/settled"), RecursiveMode::NonRecursive),
         ];
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_folder_made_while_the_watches_are_set_is_watched() {
+        // A restored tree arriving during the walk: `contracts/` appears after `_polis/` is
+        // watched. Listing before watching missed it, and with it every later settlement.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("_polis");
+        std::fs::create_dir(&root).unwrap();
+        let mut got = Vec::new();
+        native_watches(&root, &root, |path, mode| {
+            if path == root {
+                std::fs::create_dir_all(root.join("contracts/settled")).unwrap();
+            }
+            got.push((path.to_path_buf(), mode));
+            Ok(true)
+        })
+        .unwrap();
+        assert!(
+            got.contains(&(root.join("contracts/settled"), RecursiveMode::NonRecursive)),
+            "{got:?}"
+        );
     }
 
     #[test]
