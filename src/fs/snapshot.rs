@@ -208,14 +208,27 @@ pub fn list(root: &Path, dir: &str, ext: &str, findings: &mut Vec<Finding>) -> V
 /// The bare names [`list`] would give for `dir` (with the same findings), unsorted: for a caller
 /// that only looks names up (a one-shot command checking 10k settled files against a ledger).
 pub fn list_names(root: &Path, dir: &str, ext: &str, findings: &mut Vec<Finding>) -> Vec<String> {
+    let mut out = Vec::new();
+    list_names_each(root, dir, ext, findings, &mut |name| out.push(name));
+    out
+}
+
+/// [`list_names`], each name handed to `each` as the folder is read (so a caller can work on
+/// the first names while the rest are listed).
+pub fn list_names_each(
+    root: &Path,
+    dir: &str,
+    ext: &str,
+    findings: &mut Vec<Finding>,
+    each: &mut dyn FnMut(String),
+) {
     if let Some(link) = linked_folder(root, dir) {
         findings.push(linked_folder_finding(&link));
-        return Vec::new();
+        return;
     }
     let Ok(read) = fs::read_dir(root.join(dir)) else {
-        return Vec::new();
+        return;
     };
-    let mut out = Vec::new();
     for entry in read.flatten() {
         let name = match entry.file_name().into_string() {
             Ok(name) => name,
@@ -232,9 +245,8 @@ pub fn list_names(root: &Path, dir: &str, ext: &str, findings: &mut Vec<Finding>
         if crate::protocol::layout::is_ignored_name(&name) || !name.ends_with(ext) {
             continue;
         }
-        out.push(name);
+        each(name);
     }
-    out
 }
 
 /// Every sync conflict copy in the polis (SPEC §11), as (copy, original) paths relative to the
@@ -312,22 +324,26 @@ pub fn conflict_copies_in(root: &Path, dir: &str) -> Vec<(String, String)> {
 /// Below this many items a thread costs more than it saves.
 const PARALLEL_MIN: usize = 64;
 
+/// How many threads work on a parallel read: the CPUs this process may use, asked once (the
+/// standard library reads the cgroup's CPU quota files on every call, which cost a daemon's
+/// small passes more than their own reading).
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
+}
+
 /// `f` over `items` on every core (scoped threads over contiguous chunks), results in the
 /// items' order. Reading a folder of many small files is syscall- and parse-bound, so the
 /// cores help; a handful of items runs on the calling thread.
 pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    // Asked once: the standard library reads the cgroup's CPU quota files on every call, which
-    // cost a daemon's small passes more than their own reading.
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let threads = if items.len() < 2 * PARALLEL_MIN {
         1
     } else {
-        let cores = *CORES.get_or_init(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        });
-        cores.min(items.len() / PARALLEL_MIN).max(1)
+        cores().min(items.len() / PARALLEL_MIN).max(1)
     };
     if threads == 1 {
         return items.iter().map(f).collect();

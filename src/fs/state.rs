@@ -260,8 +260,6 @@ pub fn fingerprints_of_names<S: AsRef<str> + Sync>(
     )
 }
 
-// The casts are no-ops on Linux only: `libc::stat`'s field types differ between platforms.
-#[allow(clippy::unnecessary_cast)]
 fn fingerprints_by<S: Sync>(
     root: &Path,
     dir: &str,
@@ -269,60 +267,173 @@ fn fingerprints_by<S: Sync>(
     name_of: impl Fn(&S) -> Option<&str> + Sync,
     path_of: impl Fn(&S) -> PathBuf + Sync,
 ) -> Vec<Option<Fingerprint>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    use std::os::unix::io::AsRawFd;
-    let by_path = |item: &S| {
-        fs::symlink_metadata(path_of(item))
-            .ok()
-            .map(|m| Fingerprint::of(&m))
-    };
-    let Ok(folder) = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(root.join(dir))
-    else {
+    let by_path = |item: &S| fingerprint_by_path(&path_of(item));
+    let Ok(folder) = open_folder(&root.join(dir)) else {
         return crate::fs::snapshot::par_map(items, by_path);
     };
-    let fd = folder.as_raw_fd();
-    crate::fs::snapshot::par_map(items, |item| {
-        let Some(name) = name_of(item) else {
-            return by_path(item);
-        };
-        let mut buf = [0u8; 256];
-        if name.len() >= buf.len() || name.as_bytes().contains(&0) {
-            return by_path(item);
-        }
-        buf[..name.len()].copy_from_slice(name.as_bytes());
-        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: `buf` holds the name and a NUL; `st` is written by a successful call only.
-        let rc = unsafe {
-            libc::fstatat(
-                fd,
-                buf.as_ptr().cast(),
-                st.as_mut_ptr(),
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        if rc != 0 {
-            return match io::Error::last_os_error().kind() {
-                io::ErrorKind::NotFound => None,
-                _ => by_path(item),
-            };
-        }
-        // SAFETY: initialised by the successful call above.
-        let st = unsafe { st.assume_init() };
-        Some(Fingerprint {
-            size: st.st_size as u64,
-            mtime_ns: (st.st_mtime as i64)
-                .saturating_mul(1_000_000_000)
-                .saturating_add(st.st_mtime_nsec as i64),
-            ctime_ns: (st.st_ctime as i64)
-                .saturating_mul(1_000_000_000)
-                .saturating_add(st.st_ctime_nsec as i64),
-            mode: st.st_mode as u32,
-            ino: st.st_ino as u64,
-        })
+    crate::fs::snapshot::par_map(items, |item| match name_of(item) {
+        Some(name) => fingerprint_at(&folder, name).unwrap_or_else(|| by_path(item)),
+        None => by_path(item),
     })
+}
+
+/// The `ext` files directly inside the folder `dir` of `root`, as
+/// [`crate::fs::snapshot::list_names`] names them, with their fingerprints (as
+/// [`fingerprints_of_names`] takes them): the names are stat'ed on the other cores in chunks
+/// while the folder is still being read, and by every core once it is (a folder of 10k settled
+/// files costs its listing about a third of its stats, which this hides).
+pub fn listed_fingerprints(
+    root: &Path,
+    dir: &str,
+    ext: &str,
+    findings: &mut Vec<Finding>,
+) -> Listing {
+    const CHUNK: usize = 256;
+    let folder_path = root.join(dir);
+    let Ok(folder) = open_folder(&folder_path) else {
+        let names = crate::fs::snapshot::list_names(root, dir, ext, findings);
+        let now = fingerprints_of_names(root, dir, &names);
+        return Listing {
+            parts: vec![(0, names, now)],
+        };
+    };
+    let stat = |name: &str| {
+        fingerprint_at(&folder, name).unwrap_or_else(|| fingerprint_by_path(&folder_path.join(name)))
+    };
+    type Part = (usize, Vec<String>, Vec<Option<Fingerprint>>);
+    let (send, receive) = std::sync::mpsc::channel::<(usize, Vec<String>)>();
+    let receive = std::sync::Mutex::new(receive);
+    // Chunks until the sender is gone.
+    let stat_chunks = || -> Vec<Part> {
+        let mut done = Vec::new();
+        loop {
+            let next = match receive.lock() {
+                Ok(receive) => receive.recv(),
+                Err(_) => break,
+            };
+            let Ok((at, names)) = next else { break };
+            let now = names.iter().map(|n| stat(n)).collect();
+            done.push((at, names, now));
+        }
+        done
+    };
+    std::thread::scope(|scope| {
+        let mut helpers = Vec::new();
+        let mut chunk = Vec::with_capacity(CHUNK);
+        let mut at = 0;
+        crate::fs::snapshot::list_names_each(root, dir, ext, findings, &mut |name| {
+            chunk.push(name);
+            if chunk.len() == CHUNK {
+                // The helpers start with the first full chunk: a small folder needs none.
+                if helpers.is_empty() {
+                    helpers = (1..crate::fs::snapshot::cores().max(2))
+                        .map(|_| scope.spawn(stat_chunks))
+                        .collect();
+                }
+                let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK));
+                at += full.len();
+                // The helpers hold the receiver until the sender is dropped below.
+                let _ = send.send((at - full.len(), full));
+            }
+        });
+        if !chunk.is_empty() {
+            let _ = send.send((at, chunk));
+        }
+        drop(send);
+        let mut parts = stat_chunks();
+        for helper in helpers {
+            parts.extend(
+                helper
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+            );
+        }
+        // In listing order; kept in their chunks (copied into one vector, 10k names and
+        // fingerprints are 0.7 MB of fresh memory for a one-shot command to fault in).
+        parts.sort_unstable_by_key(|p| p.0);
+        Listing { parts }
+    })
+}
+
+/// The names and fingerprints [`listed_fingerprints`] found, in the order the folder listed
+/// them.
+#[derive(Debug, Default)]
+pub struct Listing {
+    parts: Vec<(usize, Vec<String>, Vec<Option<Fingerprint>>)>,
+}
+
+impl Listing {
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(|p| p.1.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Each listed name with its fingerprint (`None` for a file gone since it was listed).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Option<Fingerprint>)> + '_ {
+        self.parts
+            .iter()
+            .flat_map(|(_, names, now)| names.iter().map(String::as_str).zip(now.iter().copied()))
+    }
+}
+
+/// A folder opened to stat the files in it by name (never through a link).
+fn open_folder(path: &Path) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+fn fingerprint_by_path(path: &Path) -> Option<Fingerprint> {
+    fs::symlink_metadata(path).ok().map(|m| Fingerprint::of(&m))
+}
+
+/// The fingerprint of the file `name` in the open `folder`: one `fstatat` of the bare name,
+/// instead of a lookup of every component of a full path. `Some(None)` for a file that is
+/// gone; `None` when the name cannot be passed so or the call fails otherwise (the caller
+/// stats the full path then).
+// The casts are no-ops on Linux only: `libc::stat`'s field types differ between platforms.
+#[allow(clippy::unnecessary_cast)]
+fn fingerprint_at(folder: &fs::File, name: &str) -> Option<Option<Fingerprint>> {
+    use std::os::unix::io::AsRawFd;
+    let mut buf = [0u8; 256];
+    if name.len() >= buf.len() || name.as_bytes().contains(&0) || name.contains('/') {
+        return None;
+    }
+    buf[..name.len()].copy_from_slice(name.as_bytes());
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `buf` holds the name and a NUL; `st` is written by a successful call only.
+    let rc = unsafe {
+        libc::fstatat(
+            folder.as_raw_fd(),
+            buf.as_ptr().cast(),
+            st.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc != 0 {
+        return match io::Error::last_os_error().kind() {
+            io::ErrorKind::NotFound => Some(None),
+            _ => None,
+        };
+    }
+    // SAFETY: initialised by the successful call above.
+    let st = unsafe { st.assume_init() };
+    Some(Some(Fingerprint {
+        size: st.st_size as u64,
+        mtime_ns: (st.st_mtime as i64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(st.st_mtime_nsec as i64),
+        ctime_ns: (st.st_ctime as i64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(st.st_ctime_nsec as i64),
+        mode: st.st_mode as u32,
+        ino: st.st_ino as u64,
+    }))
 }
 
 /// What polisd last saw and did about one amendment.
@@ -964,6 +1075,18 @@ impl LedgerFile {
         base: &Path,
         polis_root: &Path,
     ) -> Result<Option<(LedgerFile, Restored)>, StateError> {
+        Ok(LedgerFile::lock_in(base, polis_root)?.map(|locked| locked.restore(None)))
+    }
+
+    /// [`LedgerFile::open`] in two steps: the writer lock first, and the file's records
+    /// ([`LedgerLock::restore`]) once the caller has done what must follow the lock (listing
+    /// the settled folder) while the file was read ahead ([`LedgerAhead`]).
+    pub fn lock(polis_root: &Path) -> Result<Option<LedgerLock>, StateError> {
+        LedgerFile::lock_in(&state_base_dir()?, polis_root)
+    }
+
+    /// [`LedgerFile::lock`] with an explicit base state directory.
+    pub fn lock_in(base: &Path, polis_root: &Path) -> Result<Option<LedgerLock>, StateError> {
         let polis = canonical(polis_root);
         let dir = polis_state_dir(base, &polis);
         fs::create_dir_all(&dir).map_err(io_err("create the state directory", &dir))?;
@@ -994,30 +1117,7 @@ impl LedgerFile {
                 Err(e) => return Err(io_err("lock", &dir.join(SETTLED_LOCK_FILE))(e)),
             }
         }
-        let path = dir.join(SETTLED_FILE);
-        let (restored, journal_lines) = read_settled_file(&path);
-        let restored = match restored {
-            Restored::Nothing => {
-                let migrated = migrated_settled(&dir);
-                if migrated.is_empty() {
-                    Restored::Nothing
-                } else {
-                    Restored::Untrusted {
-                        reason: "an older polisd kept only fingerprints, in state.json".into(),
-                        recorded: migrated,
-                    }
-                }
-            }
-            other => other,
-        };
-        Ok(Some((
-            LedgerFile {
-                dir,
-                journal_lines,
-                _lock: lock,
-            },
-            restored,
-        )))
+        Ok(Some(LedgerLock { dir, lock }))
     }
 
     /// Whether the journal, after `more` lines, would outgrow a snapshot of `files` files (the
@@ -1069,6 +1169,102 @@ impl LedgerFile {
         write_ledger_snapshot(&self.dir, zone_seconds, records)?;
         self.journal_lines = 0;
         Ok(())
+    }
+}
+
+/// `settled.ledger`'s writer lock, held ([`LedgerFile::lock`]); the file is not read yet.
+#[derive(Debug)]
+pub struct LedgerLock {
+    dir: PathBuf,
+    lock: fs::File,
+}
+
+impl LedgerLock {
+    /// The ledger with what it holds: `ahead`'s records when it read the file that is there
+    /// now ([`LedgerAhead::is_current`]), else the file read here.
+    pub fn restore(self, ahead: Option<LedgerAhead>) -> (LedgerFile, Restored) {
+        let path = self.dir.join(SETTLED_FILE);
+        let (restored, journal_lines) = match ahead.filter(|a| a.path == path && a.is_current()) {
+            Some(ahead) => (ahead.restored, ahead.journal_lines),
+            None => read_settled_file(&path),
+        };
+        let restored = match restored {
+            Restored::Nothing => {
+                let migrated = migrated_settled(&self.dir);
+                if migrated.is_empty() {
+                    Restored::Nothing
+                } else {
+                    Restored::Untrusted {
+                        reason: "an older polisd kept only fingerprints, in state.json".into(),
+                        recorded: migrated,
+                    }
+                }
+            }
+            other => other,
+        };
+        (
+            LedgerFile {
+                dir: self.dir,
+                journal_lines,
+                _lock: self.lock,
+            },
+            restored,
+        )
+    }
+}
+
+/// `settled.ledger` read and decoded ahead of its lock, on another thread while a command does
+/// work that needs no lock (`contract settle` editing and moving the contract), for
+/// [`LedgerLock::restore`] to use once the lock is held. It is used only if the file at the
+/// path is still the one read, at the length read: the file is only ever appended to or
+/// replaced whole by a rename (never rewritten in place, never truncated), and the descriptor
+/// read from is kept open so its inode cannot be given to another file meanwhile; the same
+/// inode at the same length is therefore the same bytes. Otherwise the file is read again under
+/// the lock. Either way each record is still only a claim checked against its file's
+/// fingerprint.
+#[derive(Debug)]
+pub struct LedgerAhead {
+    path: PathBuf,
+    file: fs::File,
+    len: u64,
+    restored: Restored,
+    journal_lines: usize,
+}
+
+impl LedgerAhead {
+    /// The ledger of `polis_root` as it is now; `None` when there is none (or it cannot be
+    /// read: the lock's holder then reads it).
+    pub fn read(polis_root: &Path) -> Option<LedgerAhead> {
+        LedgerAhead::read_in(&state_base_dir().ok()?, polis_root)
+    }
+
+    /// [`LedgerAhead::read`] with an explicit base state directory.
+    pub fn read_in(base: &Path, polis_root: &Path) -> Option<LedgerAhead> {
+        use std::io::Read;
+        let path = polis_state_dir(base, &canonical(polis_root)).join(SETTLED_FILE);
+        let mut file = fs::File::open(&path).ok()?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).ok()?;
+        let (restored, journal_lines) = settled::decode(&bytes);
+        Some(LedgerAhead {
+            path,
+            file,
+            len: bytes.len() as u64,
+            restored,
+            journal_lines,
+        })
+    }
+
+    /// Whether the path still names the file read, at the length read.
+    fn is_current(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let (Ok(now), Ok(read)) = (fs::symlink_metadata(&self.path), self.file.metadata()) else {
+            return false;
+        };
+        now.dev() == read.dev()
+            && now.ino() == read.ino()
+            && now.len() == self.len
+            && read.len() == self.len
     }
 }
 
@@ -1230,6 +1426,41 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_listed_while_stated_gives_each_listed_name_its_own_fingerprint() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("contracts/settled");
+        fs::create_dir_all(&dir).unwrap();
+        // Several chunks and a partial one, among names the listing leaves out.
+        for i in 0..1000 {
+            fs::write(dir.join(format!("c-{i}.md")), "x".repeat(i)).unwrap();
+        }
+        fs::write(dir.join("notes.txt"), "n").unwrap();
+        fs::write(dir.join(".c-1.md.swp"), "s").unwrap();
+        let listing = listed_fingerprints(root.path(), "contracts/settled", ".md", &mut Vec::new());
+        let (names, now): (Vec<String>, Vec<Option<Fingerprint>>) =
+            listing.iter().map(|(n, f)| (n.to_string(), f)).unzip();
+        let mut want = crate::fs::snapshot::list_names(
+            root.path(),
+            "contracts/settled",
+            ".md",
+            &mut Vec::new(),
+        );
+        assert_eq!(names.len(), 1000);
+        assert_eq!(now.len(), 1000);
+        for (name, fingerprint) in names.iter().zip(&now) {
+            let meta = fs::symlink_metadata(dir.join(name)).unwrap();
+            assert_eq!(*fingerprint, Some(Fingerprint::of(&meta)), "{name}");
+        }
+        let mut got = names.clone();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want);
+        // No folder: nothing listed.
+        let listing = listed_fingerprints(root.path(), "contracts/open", ".md", &mut Vec::new());
+        assert!(listing.is_empty());
+    }
+
+    #[test]
     fn fingerprints_in_a_folder_are_those_of_the_full_paths() {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("contracts/settled");
@@ -1297,6 +1528,69 @@ mod tests {
             Restored::Records { records, .. } => assert_eq!(records.len(), 3),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_ledger_read_ahead_of_its_lock_is_used_only_while_it_is_still_the_file() {
+        let base = tempfile::tempdir().unwrap();
+        let polis = tempfile::tempdir().unwrap();
+        let (a, b) = ("contracts/settled/a.md", "contracts/settled/b.md");
+        let restore = |ahead| {
+            let locked = LedgerFile::lock_in(base.path(), polis.path())
+                .unwrap()
+                .unwrap();
+            let (file, restored) = locked.restore(ahead);
+            drop(file);
+            match restored {
+                Restored::Records { records, .. } => records,
+                other => panic!("{other:?}"),
+            }
+        };
+        let (mut file, _) = LedgerFile::open_in(base.path(), polis.path())
+            .unwrap()
+            .unwrap();
+        file.write_snapshot(0, [record(a, 1).as_ref()]).unwrap();
+        drop(file);
+        // Unchanged: what was read ahead is what the lock's holder finds.
+        let ahead = LedgerAhead::read_in(base.path(), polis.path()).unwrap();
+        assert_eq!(restore(Some(ahead)).len(), 1);
+        // Another command journals a change between the read and the lock: the file is read
+        // again, and the change is there.
+        let ahead = LedgerAhead::read_in(base.path(), polis.path()).unwrap();
+        let (mut other, _) = LedgerFile::open_in(base.path(), polis.path())
+            .unwrap()
+            .unwrap();
+        other.append([Ok(record(b, 2))]).unwrap();
+        drop(other);
+        assert_eq!(
+            restore(Some(ahead)),
+            Records::from_refs([record(a, 1).as_ref(), record(b, 2).as_ref()])
+        );
+        // A new snapshot of the same length replaces it: another file, read again.
+        let (mut other, _) = LedgerFile::open_in(base.path(), polis.path())
+            .unwrap()
+            .unwrap();
+        other
+            .write_snapshot(0, [record(a, 1).as_ref(), record(b, 2).as_ref()])
+            .unwrap();
+        drop(other);
+        let ahead = LedgerAhead::read_in(base.path(), polis.path()).unwrap();
+        let (mut other, _) = LedgerFile::open_in(base.path(), polis.path())
+            .unwrap()
+            .unwrap();
+        other
+            .write_snapshot(0, [record(a, 3).as_ref(), record(b, 4).as_ref()])
+            .unwrap();
+        drop(other);
+        assert_eq!(
+            fs::metadata(&ahead.path).unwrap().len(),
+            ahead.len,
+            "the test needs a snapshot of the same length"
+        );
+        assert_eq!(
+            restore(Some(ahead)),
+            Records::from_refs([record(a, 3).as_ref(), record(b, 4).as_ref()])
+        );
     }
 
     #[test]

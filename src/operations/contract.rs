@@ -527,75 +527,95 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
         }
         Ok(new)
     };
-    let moved = end_contract(writer, &req.id, &SETTLE, &edit)?;
-    let owner = moved
-        .owner
-        .clone()
-        .or_else(|| req.by.clone())
-        .unwrap_or_default();
-    let link = moved.rel.trim_end_matches(".md").to_string();
-    let author = if chronicle::is_registered(root, &owner) {
-        owner.clone()
-    } else {
-        layout::DAEMON_ID.to_string()
-    };
-    let chronicle = if moved.recorded {
-        None
-    } else {
-        Some(chronicle::append(
-            writer,
-            now,
-            &author,
-            "settled contract",
-            Some(&link),
-            &format!("quality {quality}"),
-        )?)
-    };
-    let lesson = match &req.lesson {
-        Some(l) => {
-            let record = read(root, &moved.rel)?.map(|(_, r)| r);
-            let tags = record.as_ref().map(tags_field).unwrap_or_default();
-            let tags = if tags.is_empty() {
-                vec!["general".to_string()]
-            } else {
-                tags
-            };
-            Some(lesson::file(
+    // With no daemon, the stats are rebuilt here from the ledger of settled contracts, and
+    // most of that work needs no wait for the contract: the ledger file is read and decoded
+    // while the contract is edited and moved, and the rest (under the ledger's lock: listing
+    // the settled folder, checking each file's fingerprint, the stats) runs while the
+    // chronicle line and the lesson are written. Each of those waits on the disk.
+    let reconcile_alone = req.reconcile_without_daemon && !daemon_running(root);
+    std::thread::scope(|scope| {
+        let ahead = reconcile_alone
+            .then(|| scope.spawn(|| crate::fs::state::LedgerAhead::read(root)));
+        let moved = end_contract(writer, &req.id, &SETTLE, &edit)?;
+        let reconcile = ahead.map(|ahead| {
+            scope.spawn(move || {
+                crate::operations::reconcile_from_ledger(root, writer, move || {
+                    ahead
+                        .join()
+                        .unwrap_or_else(|e| std::panic::resume_unwind(e))
+                })
+            })
+        });
+        let owner = moved
+            .owner
+            .clone()
+            .or_else(|| req.by.clone())
+            .unwrap_or_default();
+        let link = moved.rel.trim_end_matches(".md").to_string();
+        let author = if chronicle::is_registered(root, &owner) {
+            owner.clone()
+        } else {
+            layout::DAEMON_ID.to_string()
+        };
+        let chronicle = if moved.recorded {
+            None
+        } else {
+            Some(chronicle::append(
                 writer,
                 now,
-                &LessonRequest {
-                    by: author.clone(),
-                    tags,
-                    contract: Some(req.id.clone()),
-                    impact: l.impact,
-                    text: l.text.clone(),
-                },
+                &author,
+                "settled contract",
+                Some(&link),
+                &format!("quality {quality}"),
             )?)
-        }
-        None => None,
-    };
-    let reconciled = if req.reconcile_without_daemon && !daemon_running(root) {
-        crate::operations::reconcile_from_ledger(root, writer)?
-            .map(|(done, _)| done.outcome == Some(crate::fs::writer::WriteOutcome::Written))
-    } else {
-        None
-    };
-    let reservations = release_reservations(
-        writer,
-        now,
-        &req.id,
-        Some(owner.as_str()).filter(|o| !o.is_empty()),
-    );
-    Ok(Settled {
-        contract_id: req.id.clone(),
-        owner,
-        quality_score: quality,
-        path: moved.rel,
-        resumed: moved.resumed,
-        chronicle,
-        lesson,
-        reconciled,
-        reservations,
+        };
+        let lesson = match &req.lesson {
+            Some(l) => {
+                let record = read(root, &moved.rel)?.map(|(_, r)| r);
+                let tags = record.as_ref().map(tags_field).unwrap_or_default();
+                let tags = if tags.is_empty() {
+                    vec!["general".to_string()]
+                } else {
+                    tags
+                };
+                Some(lesson::file(
+                    writer,
+                    now,
+                    &LessonRequest {
+                        by: author.clone(),
+                        tags,
+                        contract: Some(req.id.clone()),
+                        impact: l.impact,
+                        text: l.text.clone(),
+                    },
+                )?)
+            }
+            None => None,
+        };
+        let reservations = release_reservations(
+            writer,
+            now,
+            &req.id,
+            Some(owner.as_str()).filter(|o| !o.is_empty()),
+        );
+        let reconciled = match reconcile {
+            Some(reconcile) => reconcile
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e))?
+                .map(|(done, _)| done.outcome == Some(crate::fs::writer::WriteOutcome::Written)),
+            None => None,
+        };
+        Ok(Settled {
+            contract_id: req.id.clone(),
+            owner,
+            quality_score: quality,
+            path: moved.rel,
+            resumed: moved.resumed,
+            chronicle,
+            lesson,
+            reconciled,
+            reservations,
+        })
     })
 }
 

@@ -2,7 +2,7 @@
 
 use super::ActionError;
 use crate::fs::snapshot::{self, Polis};
-use crate::fs::state::{Fingerprint, LedgerFile, Records, Restored, SettledRecord};
+use crate::fs::state::{Fingerprint, LedgerAhead, LedgerFile, Records, Restored, SettledRecord};
 use crate::fs::writer::{WriteOutcome, Writer};
 use crate::protocol::clock::PolisZone;
 use crate::protocol::contract::Heading;
@@ -151,27 +151,42 @@ pub enum LedgerUse {
 /// timezone), every file is read and a fresh snapshot written. What changed is journalled for
 /// the next command or daemon, under the ledger's writer lock. `None` when a daemon runs: it
 /// keeps the stats, and its state is left alone. A state folder that cannot be used costs the
-/// full read, never the reconcile.
+/// full read, never the reconcile. `ahead` gives the ledger file read ahead of its lock
+/// ([`LedgerAhead`]; `contract settle` reads it while it moves the contract, another caller
+/// passes `|| LedgerAhead::read(root)`): it is called on a thread of its own while the folder is
+/// listed.
 pub fn reconcile_from_ledger(
     root: &Path,
     writer: &Writer,
+    ahead: impl FnOnce() -> Option<LedgerAhead> + Send,
 ) -> Result<Option<(Reconciled, LedgerUse)>, ActionError> {
     let dir = ContractFolder::Settled.dir();
-    // The folder is listed and every file in it stat'ed (on every core) while the ledger is
-    // read and decoded: the fingerprints are compared once both are there.
-    let (opened, (names, now)) = std::thread::scope(|scope| {
-        let listing = scope.spawn(|| {
-            let names = snapshot::list_names(root, dir, ".md", &mut Vec::new());
-            let now = crate::fs::state::fingerprints_of_names(root, dir, &names);
-            (names, now)
+    let opened = std::thread::scope(|scope| {
+        let ahead = scope.spawn(|| {
+            let ahead = ahead();
+            // On this otherwise idle thread, the patterns compiled on first use that reading
+            // the new settlement and rendering the stats need, off the listing's path.
+            crate::protocol::contract::prepare_time_pattern();
+            crate::yaml::prepare();
+            ahead
         });
-        let opened = LedgerFile::open(root);
-        let listed = listing
+        let locked = match LedgerFile::lock(root) {
+            Ok(Some(locked)) => locked,
+            Ok(None) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        // Listed only once the lock is held: every record an earlier holder journalled then
+        // names a file moved in before this listing, so a record the listing lacks is a file
+        // really gone (listed before the lock, another command's new settlement could be taken
+        // for a removal). Every file is stat'ed on every core, as the folder is read.
+        let listing = crate::fs::state::listed_fingerprints(root, dir, ".md", &mut Vec::new());
+        let ahead = ahead
             .join()
             .unwrap_or_else(|e| std::panic::resume_unwind(e));
-        (opened, listed)
+        let (file, restored) = locked.restore(ahead);
+        Ok(Some((file, restored, listing)))
     });
-    let (mut file, restored) = match opened {
+    let (mut file, restored, listing) = match opened {
         Ok(Some(opened)) => opened,
         Ok(None) => return Ok(None),
         Err(e) => {
@@ -209,18 +224,17 @@ pub fn reconcile_from_ledger(
     // file the ledger holds (without findings, which are not stored) with the fingerprint it
     // records is kept; the rest is read.
     let prefix = format!("{dir}/");
-    let by_name: HashMap<&str, usize> = (0..held.len())
-        .filter_map(|i| {
-            held.path(i)
-                .strip_prefix(prefix.as_str())
-                .map(|name| (name, i))
-        })
-        .collect();
+    let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(held.len());
+    by_name.extend((0..held.len()).filter_map(|i| {
+        held.path(i)
+            .strip_prefix(prefix.as_str())
+            .map(|name| (name, i))
+    }));
     let mut listed = vec![false; held.len()];
     let mut kept = vec![false; held.len()];
     let mut to_read: Vec<(Option<usize>, String)> = Vec::new();
-    for (name, now) in names.iter().zip(now) {
-        match by_name.get(name.as_str()) {
+    for (name, now) in listing.iter() {
+        match by_name.get(name) {
             Some(&i) => {
                 listed[i] = true;
                 if !held.reread(i) && now == Some(held.fingerprint(i)) {

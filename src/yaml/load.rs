@@ -278,6 +278,15 @@ static TIMESTAMP: LazyLock<Regex> = LazyLock::new(|| {
 static DATE_ONLY: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]$").unwrap());
 
+/// Compiles the resolver's patterns now (each is compiled on its first use, the timestamp's in
+/// about a millisecond), so a caller with an idle core can have them ready before it loads or
+/// emits (a one-shot command about to render `routing_stats.yml`).
+pub fn prepare() {
+    for pattern in [&FLOAT, &INT, &TIMESTAMP, &DATE_ONLY] {
+        LazyLock::force(pattern);
+    }
+}
+
 /// What a plain scalar's text means, as PyYAML's resolver decides.
 pub(crate) fn resolve_plain(text: &str) -> Result<Value, String> {
     // The resolver picks candidates by first character; the order below mirrors that. Every

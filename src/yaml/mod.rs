@@ -7,5 +7,5 @@ mod strict;
 mod value;
 
 pub use emit::{dump, DumpOptions, EmitError};
-pub use load::{load, YamlError, MAX_DEPTH, MAX_NODES};
+pub use load::{load, prepare, YamlError, MAX_DEPTH, MAX_NODES};
 pub use value::{python_float_repr, Mapping, Timestamp, Value};

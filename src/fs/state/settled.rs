@@ -406,13 +406,6 @@ struct Tables {
 }
 
 impl Tables {
-    fn of(records: &Records) -> Tables {
-        Tables {
-            texts: (records.texts.iter().cloned()).zip(0..).collect(),
-            tag_lists: (records.tag_lists.iter().cloned()).zip(0..).collect(),
-        }
-    }
-
     fn text(&mut self, texts: &mut Vec<String>, s: &str) -> u32 {
         if let Some(&i) = self.texts.get(s) {
             return i;
@@ -823,30 +816,43 @@ fn decode_trusted(rest: &[u8]) -> Result<(i32, Records, usize), String> {
         };
     }
     if !changes.is_empty() {
-        let mut kept = Records {
-            texts: std::mem::take(&mut records.texts),
-            tag_lists: std::mem::take(&mut records.tag_lists),
-            paths: String::with_capacity(records.paths.len()),
-            recs: Vec::with_capacity(records.recs.len()),
-        };
-        for r in &records.recs {
-            let path = &records.paths[r.path_at..r.path_at + r.path_len];
-            if changes.contains_key(path) {
-                continue;
-            }
-            let path_at = kept.paths.len();
-            kept.paths.push_str(path);
-            kept.recs.push(Rec { path_at, ..*r });
+        // The snapshot's records the journal replaces or removes, found by binary search (the
+        // snapshot is in path order): a journal of new settlements, what commands leave,
+        // replaces none, and the snapshot's records stay where they are instead of being
+        // copied. A dropped record's path stays in the buffer, unreferenced.
+        let paths = &records.paths;
+        let mut dropped: Vec<usize> = changes
+            .keys()
+            .filter_map(|p| {
+                records
+                    .recs
+                    .binary_search_by(|r| paths[r.path_at..r.path_at + r.path_len].cmp(p))
+                    .ok()
+            })
+            .collect();
+        if !dropped.is_empty() {
+            dropped.sort_unstable();
+            let mut at = 0;
+            let mut next = dropped.into_iter().peekable();
+            records.recs.retain(|_| {
+                let keep = next.peek() != Some(&at);
+                if !keep {
+                    next.next();
+                }
+                at += 1;
+                keep
+            });
         }
-        let mut tables = Tables::of(&kept);
+        // The journal's texts are added to the tables as they come (a text already there is
+        // only a few bytes again), rather than indexing every text the snapshot holds.
+        let mut tables = Tables::default();
         let mut puts: Vec<JournalRecord<'_>> = changes.into_values().flatten().collect();
         puts.sort_by(|a, b| a.path.cmp(b.path));
-        let from = kept.recs.len();
+        let from = records.recs.len();
         for put in puts {
-            kept.push_journal(&mut tables, put);
+            records.push_journal(&mut tables, put);
         }
-        kept.merge_from(from);
-        records = kept;
+        records.merge_from(from);
     }
     Ok((header.zone_seconds, records, lines))
 }
