@@ -298,7 +298,8 @@ pub fn listed_fingerprints(
         };
     };
     let stat = |name: &str| {
-        fingerprint_at(&folder, name).unwrap_or_else(|| fingerprint_by_path(&folder_path.join(name)))
+        fingerprint_at(&folder, name)
+            .unwrap_or_else(|| fingerprint_by_path(&folder_path.join(name)))
     };
     type Part = (usize, Vec<String>, Vec<Option<Fingerprint>>);
     let (send, receive) = std::sync::mpsc::channel::<(usize, Vec<String>)>();

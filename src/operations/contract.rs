@@ -534,8 +534,8 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
     // chronicle line and the lesson are written. Each of those waits on the disk.
     let reconcile_alone = req.reconcile_without_daemon && !daemon_running(root);
     std::thread::scope(|scope| {
-        let ahead = reconcile_alone
-            .then(|| scope.spawn(|| crate::fs::state::LedgerAhead::read(root)));
+        let ahead =
+            reconcile_alone.then(|| scope.spawn(|| crate::fs::state::LedgerAhead::read(root)));
         let moved = end_contract(writer, &req.id, &SETTLE, &edit)?;
         let reconcile = ahead.map(|ahead| {
             scope.spawn(move || {
