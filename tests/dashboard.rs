@@ -906,11 +906,7 @@ fn findings_about_settled_files_are_those_of_check_under_run_after_a_restart_ser
     drop(daemon);
 
     // Without a daemon: `polisd serve` and `polisd report` show the same.
-    p.save(
-        BAD_ONE,
-        &settled("other-id", "ghost-agent", "rust", 4, 6)
-            .replace("actual_minutes:", "actual_minuts:"),
-    );
+    save_bad_settled(&p);
     assert_eq!(settled_findings_of_check(&p), expected);
     let s = serve(&p, "127.0.0.1:0");
     let page = get(&s, "/p/0/").body;
