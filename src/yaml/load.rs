@@ -375,10 +375,13 @@ fn plain_decimal(text: &str) -> Option<i64> {
     Some(b.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
 }
 
+/// Hour, minute and second.
+type Hms = (u32, u32, u32);
+
 /// The fields of the two layouts nearly every timestamp is written in, `YYYY-MM-DD` and
 /// `YYYY-MM-DD HH:MM:SS` (the separator also `T` or `t`), read without the regex: TIMESTAMP
 /// matches both, with no fraction and no zone.
-fn common_timestamp(b: &[u8]) -> Option<(u32, u32, u32, Option<(u32, u32, u32)>)> {
+fn common_timestamp(b: &[u8]) -> Option<(u32, u32, u32, Option<Hms>)> {
     let digits = |r: std::ops::Range<usize>| -> Option<u32> {
         let part = b.get(r)?;
         part.iter()

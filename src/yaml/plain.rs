@@ -199,7 +199,7 @@ fn block_under(lines: &mut Lines<'_>) -> Option<Value> {
 /// Whether a content line ends the block at `indent`: it starts at column 0 and is not an
 /// item of a column-0 list. A line between is refused by the caller.
 fn ends_block(line: &str) -> bool {
-    !line.starts_with(' ') && !(line == "-" || line.starts_with("- "))
+    !(line.starts_with(' ') || line == "-" || line.starts_with("- "))
 }
 
 /// Items `- scalar` at exactly `indent` spaces, up to the next top-level line.
