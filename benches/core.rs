@@ -141,6 +141,18 @@ fn bench_contract(c: &mut Criterion) {
             )
         })
     });
+    // What a settled file's read adds for SPEC §6 (`published::read_settled`), on a clean one.
+    g.bench_function("record_check_settled", |b| {
+        let record = polisd::protocol::frontmatter::parse(CONTRACT).unwrap();
+        b.iter(|| {
+            polisd::operations::records::settled_contract_findings(
+                "contracts/settled/c-000042.md",
+                "c-000042",
+                black_box(CONTRACT),
+                &record,
+            )
+        })
+    });
     g.bench_function("yaml_load_only", |b| {
         let yaml = CONTRACT.split("---\n").nth(1).unwrap();
         b.iter(|| polisd::yaml::load(black_box(yaml)).unwrap())

@@ -843,6 +843,227 @@ fn a_ratified_setting_change_and_a_settled_conflict_copy_wait_in_the_queue() {
     );
 }
 
+/// Two settled contracts that break SPEC §6: `bad-one` is counted (an id that is not its file
+/// name, a typo of a key, an owner with no card) and `bad-two` is not (a status that does not
+/// belong in `settled/`).
+const BAD_ONE: &str = "contracts/settled/bad-one.md";
+const BAD_TWO: &str = "contracts/settled/bad-two.md";
+
+fn save_bad_settled(p: &TestPolis) {
+    let one = settled("other-id", "ghost-agent", "rust", 4, 6)
+        .replace("actual_minutes:", "actual_minuts:");
+    p.save(BAD_ONE, &one);
+    p.save(
+        BAD_TWO,
+        &settled("bad-two", ALPHA, "rust", 3, 7).replace("status: settled", "status: claimed"),
+    );
+}
+
+/// A finding as the pages and `check` print it: code, `path[:line]`, message.
+type Shown = (String, String, String);
+
+/// `polisd check --json`'s findings about settled files, sorted.
+fn settled_findings_of_check(p: &TestPolis) -> Vec<Shown> {
+    let out = p.polisd(&["check", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "check --json: {e}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    let mut found: Vec<Shown> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["path"]
+                .as_str()
+                .unwrap()
+                .starts_with("contracts/settled/")
+        })
+        .map(|f| {
+            let line = f["line"]
+                .as_u64()
+                .map(|l| format!(":{l}"))
+                .unwrap_or_default();
+            (
+                f["code"].as_str().unwrap().to_string(),
+                format!("{}{line}", f["path"].as_str().unwrap()),
+                f["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+fn unescape(html: &str) -> String {
+    html.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+/// The overview's findings table rows about settled files, sorted.
+fn settled_findings_on_overview(html: &str) -> Vec<Shown> {
+    let start = html.find("id=\"findings\"").unwrap_or(html.len());
+    let section = &html[start..];
+    let section = &section[..section.find("</section>").unwrap_or(section.len())];
+    let mut found: Vec<Shown> = section
+        .split("<tr class=")
+        .skip(1)
+        .filter_map(|row| {
+            let cells: Vec<String> = row
+                .split("<td>")
+                .skip(1)
+                .map(|c| unescape(c.split("</td>").next().unwrap_or("")))
+                .collect();
+            match &cells[..] {
+                [code, at, what] if at.starts_with("contracts/settled/") => {
+                    Some((code.clone(), at.clone(), what.clone()))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// The human queue's keys of findings about settled files, sorted.
+fn settled_findings_in_queue(html: &str) -> Vec<String> {
+    let mut keys: Vec<String> = part(html, "queue")
+        .split("data-key=\"")
+        .skip(1)
+        .filter_map(|k| k.split('"').next())
+        .filter(|k| k.starts_with("finding/") && k.contains("/contracts/settled/"))
+        .map(str::to_string)
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// The queue keys `check`'s findings give (`queue::file_findings`: code, path, line).
+fn queue_keys_of(found: &[Shown]) -> Vec<String> {
+    let mut keys: Vec<String> = found
+        .iter()
+        .map(|(code, at, _)| {
+            let (path, line) = match at.rsplit_once(':') {
+                Some((path, l)) => (path, format!("Some({l})")),
+                None => (at.as_str(), "None".to_string()),
+            };
+            format!("finding/{code}/{path}/{line}")
+        })
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// The dashboard of the daemon running as `daemon` (not an earlier one's `daemon.json`).
+fn dashboard_of(p: &TestPolis, daemon: &harness::Daemon) -> SocketAddr {
+    let pid = daemon.child.id();
+    let mut url = None;
+    wait_until(
+        "daemon.json of this daemon with the dashboard",
+        Duration::from_secs(30),
+        || {
+            url = p
+                .daemon_status()
+                .filter(|d| d.pid == pid)
+                .and_then(|d| d.dashboard);
+            url.is_some()
+        },
+    );
+    let port: u16 = url
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+#[test]
+fn findings_about_settled_files_are_those_of_check_under_run_after_a_restart_serve_and_report() {
+    let p = generated_polis();
+    save_bad_settled(&p);
+    let expected = settled_findings_of_check(&p);
+    let codes: Vec<&str> = expected.iter().map(|(c, _, _)| c.as_str()).collect();
+    for code in ["P016", "P017", "P018"] {
+        assert!(codes.contains(&code), "check reports {code}: {expected:?}");
+    }
+    // Whether a settled contract's citizens are registered is not a fact about its bytes
+    // (docs/protocol.md, P019): not reported for a settled file, by check or the dashboard.
+    assert!(!codes.contains(&"P019"), "{expected:?}");
+    let keys = queue_keys_of(&expected);
+
+    let daemon = p.start_daemon();
+    let page = get_at(dashboard_of(&p, &daemon), "/p/0/").body;
+    assert_eq!(settled_findings_on_overview(&page), expected, "{page}");
+    assert_eq!(settled_findings_in_queue(&page), keys, "{page}");
+
+    // A restart reads the files with findings again (the ledger flags them): still shown.
+    drop(daemon);
+    let daemon = p.start_daemon();
+    let page = get_at(dashboard_of(&p, &daemon), "/p/0/").body;
+    assert_eq!(
+        settled_findings_on_overview(&page),
+        expected,
+        "after a restart: {page}"
+    );
+    assert_eq!(
+        settled_findings_in_queue(&page),
+        keys,
+        "after a restart: {page}"
+    );
+
+    // Fixed on disk while the daemon runs: its findings go, the other file's stay.
+    p.save(BAD_ONE, &settled("bad-one", ALPHA, "rust", 4, 6));
+    let addr = dashboard_of(&p, &daemon);
+    let left: Vec<Shown> = expected
+        .iter()
+        .filter(|(_, at, _)| !at.starts_with(BAD_ONE))
+        .cloned()
+        .collect();
+    assert!(
+        !left.is_empty() && left.len() < expected.len(),
+        "{expected:?}"
+    );
+    wait_until(
+        "the fixed file's findings to leave the overview",
+        Duration::from_secs(20),
+        || settled_findings_on_overview(&get_at(addr, "/p/0/").body) == left,
+    );
+    assert_eq!(settled_findings_of_check(&p), left);
+    assert_eq!(
+        settled_findings_in_queue(&get_at(addr, "/p/0/").body),
+        queue_keys_of(&left)
+    );
+    drop(daemon);
+
+    // Without a daemon: `polisd serve` and `polisd report` show the same.
+    save_bad_settled(&p);
+    assert_eq!(settled_findings_of_check(&p), expected);
+    let s = serve(&p, "127.0.0.1:0");
+    let page = get(&s, "/p/0/").body;
+    assert_eq!(
+        settled_findings_on_overview(&page),
+        expected,
+        "serve: {page}"
+    );
+    assert_eq!(settled_findings_in_queue(&page), keys, "serve: {page}");
+    let md = String::from_utf8(p.polisd(&["report", "--format", "md"]).stdout).unwrap();
+    for (code, at, _) in &expected {
+        assert!(
+            md.contains(&format!("| {code} | {at} |")),
+            "report: {code} {at}: {md}"
+        );
+    }
+}
+
 #[test]
 fn beside_the_daemon_pages_come_from_the_engine_without_reading_settled_files() {
     use polisd::daemon::engine::{Engine, EngineOptions, Trigger};
@@ -1179,6 +1400,67 @@ fn browser_findings_follow_the_chronicle_under_polisd_run() {
             findings,
             &|t| !t.contains("no-such-job"),
             "the retracted line's finding stayed",
+        )
+        .await;
+        assert_eq!(
+            text_of(&c, "return String(window.__marker)").await,
+            "kept",
+            "the page was reloaded"
+        );
+        c.close().await.unwrap();
+    });
+    drop(daemon);
+}
+
+#[test]
+fn browser_a_settled_file_s_findings_show_under_polisd_run_until_it_is_fixed() {
+    // A settled contract is read once, into the daemon's ledger: its SPEC §6 findings come
+    // with that read, appear on the overview and in the human queue, and go live once the
+    // file is fixed.
+    let p = generated_polis();
+    save_bad_settled(&p);
+    let daemon = p.start_daemon();
+    let addr = dashboard_of(&p, &daemon);
+    let driver = chromedriver();
+    runtime().block_on(async {
+        let c = browser(&driver).await;
+        c.goto(&format!("http://127.0.0.1:{}/p/0/", addr.port()))
+            .await
+            .unwrap();
+        let findings = "return document.getElementById('findings').textContent";
+        let queue = "return Array.from(document.querySelectorAll('#queue li')).map(li => li.dataset.key).join(' ')";
+        let shown = text_of(&c, findings).await;
+        assert!(
+            shown.contains("P016") && shown.contains(BAD_ONE) && shown.contains("make it `bad-one`"),
+            "{shown}"
+        );
+        assert!(shown.contains("P018") && shown.contains(BAD_TWO), "{shown}");
+        let keys = text_of(&c, queue).await;
+        assert!(keys.contains(&format!("finding/P016/{BAD_ONE}/")), "{keys}");
+        assert!(keys.contains(&format!("finding/P018/{BAD_TWO}/")), "{keys}");
+        wait_for_text(
+            &c,
+            "return document.body.getAttribute('data-live') || ''",
+            &|t| t == "on",
+            "the event stream never opened",
+        )
+        .await;
+        c.execute("window.__marker = 'kept'; return 1", vec![])
+            .await
+            .unwrap();
+        p.save(BAD_ONE, &settled("bad-one", ALPHA, "rust", 4, 6));
+        wait_for_text(
+            &c,
+            findings,
+            &|t| !t.contains(BAD_ONE) && t.contains(BAD_TWO),
+            "the fixed file's findings stayed",
+        )
+        .await;
+        wait_for_text(
+            &c,
+            queue,
+            &|t| !t.contains(BAD_ONE) && t.contains(BAD_TWO),
+            "the fixed file's queue items stayed",
         )
         .await;
         assert_eq!(

@@ -88,6 +88,14 @@ pub fn read_settled(root: &Path, rel: &str, zone: PolisZone) -> Option<SettledFi
     };
     let settled = crate::protocol::contract::settlement_of(rel, &record, zone);
     read.findings = settled.findings;
+    // SPEC §6 as `check` applies it to a settled file, here where the file is read: the
+    // daemon's ledger and a `FolderState` keep them until the file changes.
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    let stem = name.strip_suffix(".md").unwrap_or(name);
+    read.findings
+        .extend(super::records::settled_contract_findings(
+            rel, stem, &text, &record,
+        ));
     read.settlement = settled.settlement;
     read.record = Some(record);
     Some(read)
@@ -374,6 +382,38 @@ mod tests {
         assert_eq!(
             s.settled.paths().collect::<Vec<_>>(),
             ["contracts/settled/b.md"]
+        );
+    }
+
+    #[test]
+    fn a_settled_read_carries_the_record_findings_its_bytes_decide() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("contracts/settled")).unwrap();
+        // An id that is not the file name and an owner with no card (none is registered).
+        std::fs::write(root.join("contracts/settled/a.md"), settled("b", 4)).unwrap();
+        let read = read_settled(root, "contracts/settled/a.md", PolisZone::default()).unwrap();
+        let codes: Vec<Code> = read.findings.iter().map(|f| f.code).collect();
+        assert_eq!(
+            codes,
+            [Code::ContractId, Code::UnknownCitizen],
+            "{:?}",
+            read.findings
+        );
+        assert!(read.findings[1].message.contains("no `opened_by`"));
+        assert!(read.settlement.is_some(), "still counted");
+        // As `check` reports the file (`records::contract_findings`).
+        let mut found = Vec::new();
+        let file = snapshot::read_record(root, "contracts/settled/a.md", "a", &mut found).unwrap();
+        let contract = crate::protocol::contract::Contract::from_record(&file.record);
+        let file = snapshot::ContractFile {
+            folder: ContractFolder::Settled,
+            file,
+            contract,
+        };
+        assert_eq!(
+            read.findings,
+            crate::operations::records::contract_findings(&file, &|_| false)
         );
     }
 

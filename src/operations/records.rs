@@ -5,7 +5,8 @@
 use crate::fs::snapshot::{ContractFile, Polis};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::{Finding, Severity};
-use crate::protocol::layout;
+use crate::protocol::frontmatter::Record;
+use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::record_check;
 
 /// A finding about a record and who wrote the record (as it says; maybe not a citizen).
@@ -18,8 +19,16 @@ pub struct RecordFinding {
     pub at: Option<String>,
 }
 
-/// The SPEC §6 findings of one contract file.
+/// The SPEC §6 findings of one contract file (of a settled one, [`settled_contract_findings`]).
 pub fn contract_findings(file: &ContractFile, is_citizen: &dyn Fn(&str) -> bool) -> Vec<Finding> {
+    if file.folder == ContractFolder::Settled {
+        return settled_contract_findings(
+            &file.file.rel,
+            &file.file.stem,
+            &file.file.text,
+            &file.file.record,
+        );
+    }
     record_check::check_contract(
         &file.file.rel,
         file.folder,
@@ -28,6 +37,20 @@ pub fn contract_findings(file: &ContractFile, is_citizen: &dyn Fn(&str) -> bool)
         &file.file.record,
         is_citizen,
     )
+}
+
+/// The SPEC §6 findings of a settled contract's file, which its bytes alone decide: `check`
+/// finds them in the polis it read, the daemon and a reader without one when they read the
+/// file (`published::read_settled`), and both keep them until the file changes. So whether
+/// the citizens it names still have a card (P019) is left out: a settled contract is history,
+/// and a card added or removed changes no settled file. A missing `opened_by` is still one.
+pub fn settled_contract_findings(
+    rel: &str,
+    stem: &str,
+    text: &str,
+    record: &Record,
+) -> Vec<Finding> {
+    record_check::check_contract(rel, ContractFolder::Settled, stem, text, record, &|_| true)
 }
 
 /// Whether a contract has an error a router must not guess around (no id, a status that does
@@ -41,7 +64,7 @@ pub fn contract_has_errors(polis: &Polis, file: &ContractFile) -> bool {
 }
 
 /// Every record finding in the polis: each contract the polis holds (the daemon's read leaves
-/// settled ones out), each amendment, each lesson.
+/// settled ones out: it finds theirs as it reads them), each amendment, each lesson.
 pub fn record_findings(polis: &Polis, now: &PolisTime) -> Vec<RecordFinding> {
     record_findings_with(polis, now, &mut super::Rechecks::once())
 }

@@ -7,6 +7,7 @@ use crate::protocol::finding::{Code, Finding};
 use crate::protocol::frontmatter::Record;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::yaml::Value;
+use std::borrow::Cow;
 
 /// Every key SPEC §6 gives a contract, `abandoned_reason`, which the reference's `abandon`
 /// writes, and the keys of handoffs and dependencies (docs/handoffs.md): `depends_on` and
@@ -86,14 +87,15 @@ pub fn key_line(text: &str, key: &str) -> Option<usize> {
     None
 }
 
-fn top_keys(fields: &Value) -> Vec<String> {
+/// The top-level keys, a key that is not a string as Python prints it. Borrowed: the daemon
+/// checks every settled file it reads, and a clean one should cost no copies.
+fn top_keys(fields: &Value) -> Vec<Cow<'_, str>> {
     match fields {
         Value::Map(m) => m
             .iter()
-            .map(|(k, _)| {
-                k.as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| k.python_str())
+            .map(|(k, _)| match k.as_str() {
+                Some(key) => Cow::Borrowed(key),
+                None => Cow::Owned(k.python_str()),
             })
             .collect(),
         _ => Vec::new(),
@@ -104,7 +106,7 @@ fn top_keys(fields: &Value) -> Vec<String> {
 fn unknown_keys(rel: &str, text: &str, fields: &Value, known: &[&str], what: &str) -> Vec<Finding> {
     let mut out = Vec::new();
     for key in top_keys(fields) {
-        if known.contains(&key.as_str()) {
+        if known.contains(&key.as_ref()) {
             continue;
         }
         let hint = match did_you_mean(&key, known) {
@@ -132,7 +134,7 @@ pub fn check_contract(
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     let fields = &record.fields;
-    if top_keys(fields).is_empty() {
+    if !matches!(fields, Value::Map(m) if !m.is_empty()) {
         let opened = text.trim_start_matches('\u{feff}').starts_with("---");
         out.push(Finding::error(
             Code::ContractId,
@@ -247,7 +249,11 @@ pub fn check_contract(
 
     let tags_line = line("required_tags");
     match fields.get("required_tags") {
-        Value::Null if !top_keys(fields).iter().any(|k| k == "required_tags") => {
+        Value::Null
+            if !top_keys(fields)
+                .iter()
+                .any(|k| k.as_ref() == "required_tags") =>
+        {
             out.push(Finding::warning(
                 Code::BadTags,
                 rel,
