@@ -78,6 +78,17 @@ opened_at: 2026-01-03 10:42:00\nowner: codex-agent-2\nstatus: settled\nstakes: m
 required_tags: [python, docs]\ncost_ceiling: medium\nsettled_at: 2026-01-03 12:00:00\n\
 quality_score: 4\nactual_minutes: 75\n---\n\n## Intent\n\nDo the thing.\n\n## Settlement\n\nDone.\n";
 
+/// A settled contract as `polisd contract open/claim/settle` (and the reference) write one:
+/// quoted stamps and title, block lists, the `routing:` and `review:` blocks.
+const POLISD_CONTRACT: &str = "---\ncontract_id: fix-the-parser-edge-cases\n\
+title: 'Fix the parser: edge cases'\nopened_by: claude-code-1\nopened_at: '2026-12-01 15:08:35'\n\
+owner: claude-code-1\nstatus: settled\nstakes: medium\nrequired_tags:\n- python\n- docs\n\
+deadline: null\ncost_ceiling: medium\nacceptance_criteria:\n- tests pass\nrouting:\n  \
+recommended_by_router: null\n  recommendation_score: null\n  exploration: null\n  override: null\n\
+review:\n  required: false\n  reviewer: null\n  status: null\nsettled_at: \"2026-12-01 15:08:37\"\n\
+quality_score: 4\nactual_minutes: 30\n---\n\n# Fix the parser: edge cases\n\n## Intent\n\n\
+### Goal\n<what and why>\n\n## Settlement\n\nQuality self-score: 4\nactual_minutes: 30\n";
+
 fn chronicle_lines(n: usize) -> String {
     (0..n)
         .map(|i| {
@@ -145,6 +156,29 @@ fn bench_contract(c: &mut Criterion) {
     g.bench_function("yaml_load_only", |b| {
         let yaml = CONTRACT.split("---\n").nth(1).unwrap();
         b.iter(|| polisd::yaml::load(black_box(yaml)).unwrap())
+    });
+    // The same text through yaml-rust2's events (what `yaml_load_only` cost before the plain
+    // reader), and polisd's own shape of settled contract both ways.
+    g.bench_function("yaml_load_full", |b| {
+        let yaml = CONTRACT.split("---\n").nth(1).unwrap();
+        b.iter(|| polisd::yaml::load_full(black_box(yaml)).unwrap())
+    });
+    g.bench_function("read_settled_polisd_shape", |b| {
+        b.iter(|| {
+            polisd::protocol::contract::read_settled(
+                "contracts/settled/fix-the-parser-edge-cases.md",
+                black_box(POLISD_CONTRACT),
+                PolisZone::default(),
+            )
+        })
+    });
+    g.bench_function("yaml_polisd_shape_plain", |b| {
+        let yaml = POLISD_CONTRACT.split("---\n").nth(1).unwrap();
+        b.iter(|| polisd::yaml::load(black_box(yaml)).unwrap())
+    });
+    g.bench_function("yaml_polisd_shape_full", |b| {
+        let yaml = POLISD_CONTRACT.split("---\n").nth(1).unwrap();
+        b.iter(|| polisd::yaml::load_full(black_box(yaml)).unwrap())
     });
     g.finish();
 }

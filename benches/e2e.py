@@ -9,7 +9,7 @@ same machine only.
     benches/e2e.py settle-latency --contracts 10000 --settlements 200 --debounce 50ms
     benches/e2e.py chronicle-latency --lines 1000000 --appends 100 --debounce 50ms
     benches/e2e.py reaction-under-load --writers 8 --probes 200 --debounce 200ms
-    benches/e2e.py startup --contracts 100000
+    benches/e2e.py startup --contracts 100000 --meetings 3 --restarts 3 --baseline OLD
     benches/e2e.py idle-cpu --seconds 60
     benches/e2e.py generate OUT --contracts 10000 --chronicle-lines 100000
     benches/e2e.py session --contracts 10000 --lines 1000000 --runs 50   # primer and hooks (issue 14)
@@ -400,11 +400,27 @@ def cmd_startup(args):
         tmp = Path(tmp)
         root = make_polis(tmp, args.contracts)
         restarts = {}
-        for label, b in bins:
-            s = measure_startup(root, tmp, bin=b, label=label)
-            print(f"{label}: start-up on {args.contracts} settled contracts: watching after {s['watch']:.2f} s, "
-                  f"first settlement handled after {s['react']:.2f} s, initial scan done after {s['scan']:.2f} s, "
-                  f"RSS {s['rss_kib'] / 1024:.1f} MiB (peak {s['peak_kib'] / 1024:.1f} MiB)", flush=True)
+        meetings = {}
+        for _ in range(args.meetings):
+            for label, b in bins:
+                s = measure_startup(root, tmp, bin=b, label=label)
+                meetings.setdefault(label, []).append(s)
+                print(f"{label}: start-up on {args.contracts} settled contracts: watching after {s['watch']:.2f} s, "
+                      f"first settlement handled after {s['react']:.2f} s, initial scan done after {s['scan']:.2f} s, "
+                      f"RSS {s['rss_kib'] / 1024:.1f} MiB (peak {s['peak_kib'] / 1024:.1f} MiB), "
+                      f"load average {os.getloadavg()[0]:.1f}", flush=True)
+        if args.meetings > 1:
+            for label, _ in bins:
+                ms = meetings[label]
+                m = lambda key: statistics.median(r[key] for r in ms)
+                runs = ", ".join(f"{r['react']:.2f}" for r in ms)
+                print(f"{label}: first meeting (median of {len(ms)}): first settlement handled after "
+                      f"{m('react'):.2f} s (runs: {runs}), initial scan done after {m('scan'):.2f} s, "
+                      f"RSS {m('rss_kib') / 1024:.1f} MiB (peak {m('peak_kib') / 1024:.1f} MiB)")
+            if len(bins) > 1:
+                ratio = (statistics.median(r['react'] for r in meetings['baseline'])
+                         / statistics.median(r['react'] for r in meetings['new']))
+                print(f"first meeting, baseline / new (medians, same run): {ratio:.2f}x")
         for _ in range(args.restarts):
             for label, b in bins:
                 restarts.setdefault(label, []).append(measure_startup(root, tmp, fresh=False, bin=b, label=label))
@@ -1411,6 +1427,7 @@ def main():
     u = sub.add_parser("startup")
     u.add_argument("--contracts", type=int, default=100000)
     u.add_argument("--restarts", type=int, default=1)
+    u.add_argument("--meetings", type=int, default=1, help="first meetings of each binary (interleaved; medians when > 1)")
     u.add_argument("--baseline", default=BASELINE, help="an earlier polisd binary, measured beside this one")
     g = sub.add_parser("generate")
     g.add_argument("out")

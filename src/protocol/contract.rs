@@ -358,6 +358,15 @@ pub fn instant_of(v: &Value, zone: PolisZone) -> Option<NaiveDateTime> {
         Value::Date(d) => Some(d.and_time(NaiveTime::MIN)),
         Value::DateTime(ts) => shift(ts.local, ts.offset_seconds),
         Value::Str(s) => {
+            // The layouts polisd and the reference write, read without the pattern (which
+            // reads them the same way: no fraction, no zone).
+            if let Some((date, time)) = common_time_text(s.as_bytes()) {
+                let date = NaiveDate::from_ymd_opt(date.0 as i32, date.1, date.2)?;
+                return Some(match time {
+                    None => date.and_time(NaiveTime::MIN),
+                    Some((h, m, sec)) => date.and_time(NaiveTime::from_hms_opt(h, m, sec)?),
+                });
+            }
             let c = TIME_TEXT.captures(s)?;
             let n = |i: usize| c.get(i).and_then(|m| m.as_str().parse::<u32>().ok());
             let date = NaiveDate::from_ymd_opt(n(1)? as i32, n(2)?, n(3)?)?;
@@ -387,6 +396,33 @@ pub fn instant_of(v: &Value, zone: PolisZone) -> Option<NaiveDateTime> {
         }
         _ => None,
     }
+}
+
+type Ymd = (u32, u32, u32);
+
+/// `YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS` (the separator also `T` or `t`) exactly, in ASCII
+/// digits: its date and time fields.
+fn common_time_text(b: &[u8]) -> Option<(Ymd, Option<Ymd>)> {
+    let digits = |r: std::ops::Range<usize>| -> Option<u32> {
+        let part = b.get(r)?;
+        part.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| part.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
+    };
+    if !(b.len() == 10 || b.len() == 19) || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let date = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    if b.len() == 10 {
+        return Some((date, None));
+    }
+    if !matches!(b[10], b' ' | b'T' | b't') || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    Some((
+        date,
+        Some((digits(11..13)?, digits(14..16)?, digits(17..19)?)),
+    ))
 }
 
 /// What reading one file of `contracts/settled/` gave.
@@ -995,6 +1031,29 @@ mod tests {
             Some(dt("2026-03-02 09:11:12"))
         );
         assert_eq!(instant_of(&Value::Str("yesterday".into()), z), None);
+    }
+
+    proptest::proptest! {
+        /// The common layouts read without the pattern give what the pattern gives: a space
+        /// around the text sends it through the pattern, which allows one.
+        #[test]
+        fn common_time_text_agrees_with_the_pattern(
+            y in 0u32..10000, mo in 0u32..14, d in 0u32..33, h in 0u32..26, mi in 0u32..62, sec in 0u32..62,
+            sep in "[ Tt]", with_time in proptest::bool::ANY
+        ) {
+            let text = if with_time {
+                format!("{y:04}-{mo:02}-{d:02}{sep}{h:02}:{mi:02}:{sec:02}")
+            } else {
+                format!("{y:04}-{mo:02}-{d:02}")
+            };
+            let z = PolisZone::default();
+            proptest::prop_assert!(common_time_text(text.as_bytes()).is_some());
+            proptest::prop_assert_eq!(
+                instant_of(&Value::Str(text.clone()), z),
+                instant_of(&Value::Str(format!(" {text}")), z),
+                "{}", text
+            );
+        }
     }
 
     #[test]

@@ -40,7 +40,17 @@ pub struct YamlError {
 }
 
 /// Reads one YAML document. An empty document is `Null`, as `yaml.safe_load` gives `None`.
+/// Text in the plain shape most protocol files have is read by [`super::plain`], which yields
+/// exactly what [`load_full`] would; anything else by [`load_full`].
 pub fn load(text: &str) -> Result<Value, YamlError> {
+    match super::plain::load(text) {
+        Some(value) => Ok(value),
+        None => load_full(text),
+    }
+}
+
+/// [`load`] through yaml-rust2's events, for every text.
+pub fn load_full(text: &str) -> Result<Value, YamlError> {
     // PyYAML's reader drops a byte-order mark at the start of the stream.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     // What PyYAML refuses is invalid here too, even where yaml-rust2 would read it.
@@ -339,6 +349,16 @@ pub(crate) fn resolve_plain(text: &str) -> Result<Value, String> {
             "could not determine a constructor for the tag 'tag:yaml.org,2002:value'".into(),
         );
     }
+    // Every number and timestamp starts with one of these: a word of the first group that is
+    // not one of the words above is a string, without asking the patterns.
+    if !matches!(text.as_bytes()[0], b'-' | b'+' | b'.' | b'0'..=b'9') {
+        return Ok(Value::Str(text.to_string()));
+    }
+    // A decimal without sign, underscore or leading zero (a count, a score) is what INT's
+    // `[1-9][0-9_]*` (or `0`) matches, and INT is asked first.
+    if let Some(v) = plain_decimal(text) {
+        return Ok(Value::Int(v));
+    }
     if INT.is_match(text) {
         return construct_int(text);
     }
@@ -351,6 +371,46 @@ pub(crate) fn resolve_plain(text: &str) -> Result<Value, String> {
     Ok(Value::Str(text.to_string()))
 }
 
+/// `text` as an `i64` when it is digits only, without a leading zero (or `0` itself), short
+/// enough that it cannot overflow.
+fn plain_decimal(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    if b.is_empty() || b.len() > 18 || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if b[0] == b'0' && b.len() > 1 {
+        return None;
+    }
+    Some(b.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
+}
+
+/// Hour, minute and second.
+type Hms = (u32, u32, u32);
+
+/// The fields of the two layouts nearly every timestamp is written in, `YYYY-MM-DD` and
+/// `YYYY-MM-DD HH:MM:SS` (the separator also `T` or `t`), read without the regex: TIMESTAMP
+/// matches both, with no fraction and no zone.
+fn common_timestamp(b: &[u8]) -> Option<(u32, u32, u32, Option<Hms>)> {
+    let digits = |r: std::ops::Range<usize>| -> Option<u32> {
+        let part = b.get(r)?;
+        part.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| part.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
+    };
+    if !(b.len() == 10 || b.len() == 19) || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let date = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    if b.len() == 10 {
+        return Some((date.0, date.1, date.2, None));
+    }
+    if !matches!(b[10], b' ' | b'T' | b't') || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let time = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    Some((date.0, date.1, date.2, Some(time)))
+}
+
 fn is_timestamp(text: &str) -> bool {
     // Every timestamp starts with four digits and a dash; most numbers and strings do not,
     // and the capturing search below is the resolver's most expensive step.
@@ -358,6 +418,10 @@ fn is_timestamp(text: &str) -> bool {
     if b.len() < 8 || !b[..4].iter().all(u8::is_ascii_digit) || b[4] != b'-' {
         return false;
     }
+    common_timestamp(b).is_some() || is_timestamp_by_regex(text)
+}
+
+fn is_timestamp_by_regex(text: &str) -> bool {
     // The date-only form needs two-digit month and day; the datetime form does not.
     match TIMESTAMP.captures(text) {
         Some(c) => c.name("hour").is_some() || DATE_ONLY.is_match(text),
@@ -473,6 +537,23 @@ fn construct_float(text: &str) -> Result<f64, String> {
 }
 
 fn construct_timestamp(text: &str) -> Result<Value, String> {
+    let bad = || format!("'{text}' is not a real date or time");
+    if let Some((year, month, day, time)) = common_timestamp(text.as_bytes()) {
+        let date = NaiveDate::from_ymd_opt(year as i32, month, day).ok_or_else(bad)?;
+        let Some((hour, minute, second)) = time else {
+            return Ok(Value::Date(date));
+        };
+        let time = NaiveTime::from_hms_micro_opt(hour, minute, second, 0).ok_or_else(bad)?;
+        return Ok(Value::DateTime(Timestamp {
+            local: date.and_time(time),
+            offset_seconds: None,
+        }));
+    }
+    construct_timestamp_by_regex(text)
+}
+
+fn construct_timestamp_by_regex(text: &str) -> Result<Value, String> {
+    let bad = || format!("'{text}' is not a real date or time");
     let c = TIMESTAMP
         .captures(text)
         .ok_or_else(|| format!("'{text}' is not a timestamp"))?;
@@ -481,7 +562,6 @@ fn construct_timestamp(text: &str) -> Result<Value, String> {
             .and_then(|m| m.as_str().parse().ok())
             .unwrap_or(0)
     };
-    let bad = || format!("'{text}' is not a real date or time");
     let date =
         NaiveDate::from_ymd_opt(num("year") as i32, num("month"), num("day")).ok_or_else(bad)?;
     if c.name("hour").is_none() {
@@ -609,6 +689,62 @@ mod tests {
     #[test]
     fn leading_bom_is_not_part_of_the_first_key() {
         assert_eq!(load("\u{feff}k: 1\n").unwrap().get("k"), &Value::Int(1));
+    }
+
+    /// What [`resolve_plain`] decided before its shortcuts: every pattern asked in order.
+    fn resolve_by_patterns(text: &str) -> Result<Value, String> {
+        let words = resolve_plain(text);
+        if matches!(words, Ok(Value::Bool(_) | Value::Null)) || text == "<<" || text == "=" {
+            return words;
+        }
+        if INT.is_match(text) {
+            return construct_int(text);
+        }
+        if FLOAT.is_match(text) {
+            return Ok(Value::Float(construct_float(text)?));
+        }
+        if text.len() >= 8 && is_timestamp_by_regex(text) {
+            return construct_timestamp_by_regex(text);
+        }
+        Ok(Value::Str(text.to_string()))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// The resolver's shortcuts (a first character no number starts with, a plain decimal,
+        /// the two common timestamp layouts) decide what the patterns decide.
+        #[test]
+        fn resolve_shortcuts_agree_with_the_patterns(
+            text in "([-+.]?[0-9]{1,4}|[a-zA-Z~<=]{1,3}|20[0-9]{2}-[0-9]{1,2}-[0-9]{1,2}([ Tt][0-9]{1,2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{0,3})?Z?)?)([-_:.0-9a-z ]{0,4})"
+        ) {
+            // NaN is not equal to itself: compare floats by their bits.
+            let key = |r: Result<Value, String>| match r {
+                Ok(Value::Float(f)) => Err(format!("float {}", f.to_bits())),
+                other => other,
+            };
+            proptest::prop_assert_eq!(key(resolve_plain(&text)), key(resolve_by_patterns(&text)), "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn common_timestamps_read_as_the_pattern_reads_them() {
+        for t in [
+            "2026-03-02",
+            "2026-02-30",
+            "2026-03-02 10:11:12",
+            "2026-03-02T23:59:59",
+            "2026-03-02t24:00:00",
+            "2026-13-02 10:11:12",
+            "0000-01-01",
+        ] {
+            assert_eq!(
+                construct_timestamp(t),
+                construct_timestamp_by_regex(t),
+                "{t}"
+            );
+            assert!(is_timestamp(t) && is_timestamp_by_regex(t), "{t}");
+        }
     }
 
     #[test]

@@ -3,9 +3,10 @@
 
 mod emit;
 mod load;
+mod plain;
 mod strict;
 mod value;
 
 pub use emit::{dump, DumpOptions, EmitError};
-pub use load::{load, prepare, YamlError, MAX_DEPTH, MAX_NODES};
+pub use load::{load, load_full, prepare, YamlError, MAX_DEPTH, MAX_NODES};
 pub use value::{python_float_repr, Mapping, Timestamp, Value};

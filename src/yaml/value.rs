@@ -43,6 +43,13 @@ impl Mapping {
         Self::default()
     }
 
+    /// An empty mapping with room for `n` entries.
+    pub fn with_capacity(n: usize) -> Self {
+        Mapping {
+            entries: Vec::with_capacity(n),
+        }
+    }
+
     pub fn insert(&mut self, key: Value, value: Value) {
         if let Some(slot) = self.entries.iter_mut().find(|(k, _)| *k == key) {
             slot.1 = value;
@@ -170,7 +177,11 @@ impl Value {
             Value::BigInt(s) => s.clone(),
             Value::Float(f) => python_float_repr(*f),
             Value::Str(s) => s.clone(),
-            Value::Date(d) => d.format("%Y-%m-%d").to_string(),
+            Value::Date(d) => {
+                let mut out = String::with_capacity(10);
+                push_date(&mut out, *d);
+                out
+            }
             Value::DateTime(ts) => ts.python_str(' '),
             Value::Seq(_) | Value::Map(_) => format!("{self:?}"),
         }
@@ -181,9 +192,17 @@ impl Timestamp {
     /// `datetime.isoformat(sep)`, which is also what `str(datetime)` gives with `sep = ' '`.
     pub fn python_str(&self, sep: char) -> String {
         use chrono::Timelike;
-        let mut out = self.local.format("%Y-%m-%d").to_string();
+        use std::fmt::Write;
+        let mut out = String::with_capacity(19);
+        push_date(&mut out, self.local.date());
         out.push(sep);
-        out.push_str(&self.local.format("%H:%M:%S").to_string());
+        let t = self.local.time();
+        if t.nanosecond() < 1_000_000_000 {
+            let _ = write!(out, "{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second());
+        } else {
+            // A leap second, which chrono writes as `:60`.
+            out.push_str(&self.local.format("%H:%M:%S").to_string());
+        }
         let micros = self.local.nanosecond() / 1_000;
         if micros != 0 {
             out.push_str(&format!(".{micros:06}"));
@@ -197,6 +216,18 @@ impl Timestamp {
             }
         }
         out
+    }
+}
+
+/// `date.isoformat()`: chrono's `%Y-%m-%d`, written without parsing a format string for the
+/// years Python's `date` holds (and year 0, which chrono writes the same way).
+fn push_date(out: &mut String, d: NaiveDate) {
+    use chrono::Datelike;
+    use std::fmt::Write;
+    if (0..=9999).contains(&d.year()) {
+        let _ = write!(out, "{:04}-{:02}-{:02}", d.year(), d.month(), d.day());
+    } else {
+        let _ = write!(out, "{}", d.format("%Y-%m-%d"));
     }
 }
 
@@ -247,6 +278,43 @@ pub fn python_float_repr(f: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn python_str_of_dates_and_times_is_chronos_format() {
+        use chrono::{NaiveDate, NaiveTime};
+        for (y, m, d) in [
+            (0, 1, 1),
+            (1, 2, 3),
+            (999, 12, 31),
+            (2026, 3, 2),
+            (9999, 12, 31),
+            (10000, 1, 1),
+            (-1, 1, 1),
+        ] {
+            let date = NaiveDate::from_ymd_opt(y, m, d).unwrap();
+            assert_eq!(
+                Value::Date(date).python_str(),
+                date.format("%Y-%m-%d").to_string()
+            );
+            for (h, mi, s, micro) in [
+                (0, 0, 0, 0),
+                (9, 5, 7, 1),
+                (23, 59, 59, 999_999),
+                (23, 59, 59, 1_500_000),
+            ] {
+                let local = date.and_time(NaiveTime::from_hms_micro_opt(h, mi, s, micro).unwrap());
+                let text = Timestamp {
+                    local,
+                    offset_seconds: None,
+                }
+                .python_str(' ');
+                assert!(
+                    text.starts_with(&local.format("%Y-%m-%d %H:%M:%S").to_string()),
+                    "{text}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn float_repr_matches_python() {
