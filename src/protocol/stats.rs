@@ -238,7 +238,6 @@ fn assemble(
     }
 }
 
-
 /// A settlement kept by a [`Ledger`], borrowed (for writing it elsewhere without a copy).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SettlementView<'a> {

@@ -7,8 +7,8 @@
 //! tag lists are kept once each in counted tables. About 100 bytes per settlement with a
 //! 40-byte fingerprint, against about 250 for one `Arc` per entry in B-tree sets.
 
-use super::{assemble, dedup, leader_of, CitizenStats, RoutingStats, Settlement, SettlementView};
 use super::TagStats;
+use super::{assemble, dedup, leader_of, CitizenStats, RoutingStats, Settlement, SettlementView};
 use crate::yaml::Value;
 use chrono::NaiveDateTime;
 use std::cmp::Ordering;
@@ -198,7 +198,7 @@ impl Chunked {
     }
 
     fn push(&mut self, slot: Slot) -> u32 {
-        if self.len % CHUNK == 0 {
+        if self.len.is_multiple_of(CHUNK) {
             self.chunks.push(Arc::new(Vec::with_capacity(CHUNK)));
         }
         if let Some(last) = self.chunks.last_mut() {
@@ -396,7 +396,9 @@ fn merge(a: Vec<u32>, b: Vec<u32>, keys: &Keys<'_>) -> Vec<u32> {
     if b.is_empty() {
         return a;
     }
-    if a.last().is_none_or(|&l| keys.order(l, b[0]) == Ordering::Less) {
+    if a.last()
+        .is_none_or(|&l| keys.order(l, b[0]) == Ordering::Less)
+    {
         let mut a = a;
         a.extend(b);
         return a;
@@ -613,12 +615,15 @@ impl<M> Ledger<M> {
 
     /// Every settlement with its path, borrowed, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, SettlementView<'_>)> {
-        self.slots.iter().filter(|(_, s)| s.settled()).map(|(_, s)| {
-            (
-                name_of(&self.names, s),
-                view_of(s, &self.texts.items, &self.lists.items),
-            )
-        })
+        self.slots
+            .iter()
+            .filter(|(_, s)| s.settled())
+            .map(|(_, s)| {
+                (
+                    name_of(&self.names, s),
+                    view_of(s, &self.texts.items, &self.lists.items),
+                )
+            })
     }
 
     /// Every settlement, in path order (the order [`super::reconcile`] is given them
@@ -730,9 +735,8 @@ impl<M> Ledger<M> {
         };
         let hash = self.hasher.hash_one(path);
         let (names, slots, hasher) = (&self.names, &self.slots, &self.hasher);
-        self.index.insert_unique(hash, id, |&i| {
-            hasher.hash_one(name_of(names, slots.get(i)))
-        });
+        self.index
+            .insert_unique(hash, id, |&i| hasher.hash_one(name_of(names, slots.get(i))));
         id
     }
 
@@ -1048,8 +1052,8 @@ mod tests {
     use super::*;
 
     fn settlement(path: &str, owner: &str, tags: &[&str], minute: u32, quality: u8) -> Settlement {
-        let instant = chrono::NaiveDate::from_ymd_opt(2026, 3, 1)
-            .and_then(|d| d.and_hms_opt(10, minute, 0));
+        let instant =
+            chrono::NaiveDate::from_ymd_opt(2026, 3, 1).and_then(|d| d.and_hms_opt(10, minute, 0));
         Settlement {
             path: path.into(),
             owner: owner.into(),
@@ -1075,30 +1079,100 @@ mod tests {
         for round in 0..3 {
             for i in 0..2000 {
                 let owner = format!("agent-{round}-{}", i % 7);
-                ledger.insert(settlement(&format!("contracts/settled/c-{i:05}.md"), &owner, &["rust"], i % 60, 4));
+                ledger.insert(settlement(
+                    &format!("contracts/settled/c-{i:05}.md"),
+                    &owner,
+                    &["rust"],
+                    i % 60,
+                    4,
+                ));
             }
         }
         assert_eq!(ledger.len(), 2000);
-        assert_eq!(ledger.slots.len, 2000, "the freed slot is reused by the next record");
-        assert_eq!(ledger.texts.find.len(), 7 + 1, "owners of earlier rounds are forgotten");
+        assert_eq!(
+            ledger.slots.len, 2000,
+            "the freed slot is reused by the next record"
+        );
+        assert_eq!(
+            ledger.texts.find.len(),
+            7 + 1,
+            "owners of earlier rounds are forgotten"
+        );
         for i in 0..2000 {
             assert!(ledger.forget(&format!("contracts/settled/c-{i:05}.md")));
         }
-        assert!(ledger.names.bytes() < 4096 + 64, "names compacted: {}", ledger.names.bytes());
+        assert!(
+            ledger.names.bytes() < 4096 + 64,
+            "names compacted: {}",
+            ledger.names.bytes()
+        );
         assert!(ledger.is_empty() && ledger.tags.is_empty());
         assert!(ledger.texts.find.is_empty() && ledger.lists.find.is_empty());
+    }
+
+    #[test]
+    fn a_restore_sorts_on_integer_keys_as_the_replay_order_does() {
+        // Ties on every key but one, times missing (ordered by their text), minutes of both
+        // signs, one path given twice: the restored order is the one records one by one give.
+        let mut recorded: Ledger<u8> = Ledger::default();
+        let mut given = Vec::new();
+        for i in 0..120u32 {
+            let mut s = settlement(
+                &format!("s/{:03}.md", (i * 37) % 120),
+                ["zed", "amy", "bob"][(i % 3) as usize],
+                [&["py"][..], &["docs", "py"], &["py", "docs"]][(i % 3 / 2 + i % 2) as usize],
+                i % 4,
+                (i % 5 + 1) as u8,
+            );
+            s.minutes = [10.0, -0.0, 0.0, -3.5, 7.25][(i % 5) as usize];
+            if i % 7 == 0 {
+                s.instant = None;
+                s.when_text = ["2026-03-01", "soon", ""][(i % 3) as usize].into();
+                s.last_completed = None;
+            }
+            given.push(s);
+        }
+        given.push(settlement("s/000.md", "amy", &["py"], 59, 2));
+        for s in &given {
+            recorded.record(&s.path.clone(), 1, Some(s.clone()));
+        }
+        let restored = Ledger::restore(
+            recorded
+                .files()
+                .map(|(p, m, s)| (p, *m, s))
+                .collect::<Vec<_>>(),
+        );
+        let order = |l: &Ledger<u8>| -> Vec<String> {
+            l.snapshot().iter().map(|(p, _)| p.to_string()).collect()
+        };
+        assert_eq!(order(&restored), order(&recorded));
+        assert_eq!(restored.len(), 120);
+        let mut restored = restored;
+        assert_eq!(
+            restored.stats(&Value::Null, &Value::Null),
+            recorded.stats(&Value::Null, &Value::Null)
+        );
     }
 
     #[test]
     fn out_of_order_records_are_sorted_in_once_read() {
         let mut a = Ledger::new();
         for i in (0..50).rev() {
-            a.insert(settlement(&format!("s/{i:02}.md"), "bob", &["py", "docs"], i, (i % 5 + 1) as u8));
+            a.insert(settlement(
+                &format!("s/{i:02}.md"),
+                "bob",
+                &["py", "docs"],
+                i,
+                (i % 5 + 1) as u8,
+            ));
         }
         assert!(!a.all.is_sorted());
         let all: Vec<Settlement> = a.settlements();
         let stats = a.stats(&Value::Null, &Value::Null);
-        assert_eq!(stats, super::super::reconcile(&all, &Value::Null, &Value::Null));
+        assert_eq!(
+            stats,
+            super::super::reconcile(&all, &Value::Null, &Value::Null)
+        );
         assert!(a.all.is_sorted());
         let snapshot = a.snapshot();
         let minutes: Vec<u32> = snapshot
