@@ -656,6 +656,145 @@ fn handoffs_under_polisd_run_show_the_chain_dependencies_and_queue_items() {
     drop(daemon);
 }
 
+/// A duo council run by the daemon, watched on the councils page: its seats and open round,
+/// then the decision with the chairman's verdict rendered (its agent text escaped), and the
+/// contract page's link to it.
+#[test]
+fn a_council_under_polisd_run_shows_its_rounds_then_its_verdict() {
+    const CHARLIE: &str = "charlie-agent";
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("arch", 5)], "medium");
+    p.citizen(BRAVO, "openai", &[("arch", 4)], "medium");
+    p.citizen(CHARLIE, "google", &[("arch", 3)], "medium");
+    let cid = "cache-duo";
+    p.save(
+        &format!("contracts/open/{cid}.md"),
+        &contract(
+            cid,
+            "replace the cache",
+            None,
+            "proposed",
+            &["arch"],
+            "council:\n  mode: duo\n  round_hours: 2\n",
+            "## Intent\n\nReplace it.\n",
+        ),
+    );
+    let daemon = p.start_daemon();
+    let addr = daemon_dashboard(&p);
+    let ok = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    ok(p.polisd(&["contract", "claim", cid, "--as", FOUNDER]));
+    let councils = || get_at(addr, "/p/0/councils").body;
+    wait_until("the council on the page", Duration::from_secs(30), || {
+        councils().contains("round 1 of 3 open until")
+    });
+    let status: serde_json::Value =
+        serde_json::from_slice(&ok(p.polisd(&["council", "status", cid, "--json"])).stdout)
+            .unwrap();
+    let seats: Vec<String> = status["seats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    let page = councils();
+    for seat in &seats {
+        assert!(page.contains(&format!("citizens/{seat}\"")), "{page}");
+    }
+    assert!(page.contains("not written yet"), "{page}");
+    for n in 1..=3 {
+        for seat in &seats {
+            let file = p.dir.path().join(format!("{seat}-{n}.md"));
+            std::fs::write(&file, format!("My view, round {n}: keep it simple.\n")).unwrap();
+            ok(p.polisd(&[
+                "council",
+                "write",
+                cid,
+                "--as",
+                seat,
+                file.to_str().unwrap(),
+            ]));
+        }
+        wait_until(
+            &format!("round {n} closed"),
+            Duration::from_secs(30),
+            || p.exists(&format!("reviews/{cid}/round-{n}-packet.md")),
+        );
+    }
+    wait_until("the verdict asked for", Duration::from_secs(30), || {
+        councils().contains("waiting for the chairman")
+    });
+    p.save(
+        &format!("reviews/{cid}/verdict.md"),
+        &format!(
+            "---\ndecision: signed_off\n---\n\n## Panel and mode\nDuo.\n\n## Chairman\nThe chair.\n\n\
+             ## Acceptable compromises\n- keep the old cache behind a flag\n\n## Kill criteria\n\
+             - If p95 latency rises above 200 ms by 2027-01-15, invalidated → roll back to the old cache\n\n\
+             ## Concrete next step\n- Write the migration plan {HOSTILE_TITLE}\n\n## Unresolved questions\n- none\n\n\
+             ## Key agreements\n- the cache must go\n\n## Key disagreements\n- the TTL\n\n\
+             ## Decision options\n- ship now: fast, risky\n- ship after a canary: slower, safer\n\n\
+             ## Confidence\nmedium, because the load test was small.\n"
+        ),
+    );
+    wait_until("the decision on the page", Duration::from_secs(30), || {
+        councils().contains("Decided <strong>signed_off</strong>")
+    });
+    let page = councils();
+    assert!(
+        page.contains("Write the migration plan"),
+        "the verdict rendered: {page}"
+    );
+    assert!(
+        !page.contains("<script>window"),
+        "agent text escaped: {page}"
+    );
+    assert!(!page.contains("<img src=x"), "agent text escaped: {page}");
+    let contract_page = get_at(addr, &format!("/p/0/contracts/{cid}")).body;
+    assert!(
+        part(&contract_page, "council").contains(&format!("councils#council-{cid}")),
+        "{contract_page}"
+    );
+    // And in a browser, the verdict's markup stays text.
+    let driver = chromedriver();
+    runtime().block_on(async {
+        let c = browser(&driver).await;
+        c.goto(&format!("http://{addr}/p/0/councils"))
+            .await
+            .unwrap();
+        c.execute(
+            "return new Promise(r => setTimeout(() => r(1), 300))",
+            vec![],
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            text_of(&c, "return String(window.__pwned)").await,
+            "undefined"
+        );
+        assert_eq!(
+            text_of(&c, "return String(document.scripts.length)").await,
+            "1"
+        );
+        let verdict = text_of(
+            &c,
+            "return document.querySelector('section.council details').textContent",
+        )
+        .await;
+        assert!(
+            verdict.contains("<script>window.__pwned=1</script>"),
+            "{verdict}"
+        );
+        c.close().await.unwrap();
+    });
+    drop(daemon);
+}
+
 #[test]
 fn a_ratified_setting_change_and_a_settled_conflict_copy_wait_in_the_queue() {
     let p = generated_polis();

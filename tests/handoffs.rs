@@ -521,6 +521,37 @@ fn suggestions_in_a_review_file_are_dispatched_under_the_chain_rules_once() {
     assert!(!p.exists("contracts/open/login-api-review-202603010900-next-1.md"));
 }
 
+/// `check` reports the routing rules that routing cannot follow: an entry of the wrong shape
+/// (ignored) and one whose target has no card (the policy decides instead).
+#[test]
+fn check_reports_ignored_routing_rules_and_rules_to_unregistered_citizens() {
+    let p = polis();
+    let yml = p.read("polis.yml");
+    p.save(
+        "polis.yml",
+        &yml.replace(
+            "routing:\n",
+            &format!("routing:\n  rules:\n    - {{when: {{title: '^legal'}}, route_to: {B}}}\n    - {{when: {{title: '^x'}}, route_to: claude-agent-ghost}}\n    - {{when: {{}}, route_to: {C}}}\n"),
+        ),
+    );
+    let out = p.polisd(&["check", "--json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "routing.rules entry 2 routes to `claude-agent-ghost`, who has no capability card"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("routing.rules entry 3 is ignored: `when` has neither `tags` nor `title`"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("routing.rules entry 1"),
+        "a good rule draws nothing: {text}"
+    );
+}
+
 #[test]
 fn check_and_the_daemon_report_unknown_dependencies_and_the_registry_audit() {
     let p = polis();

@@ -17,36 +17,71 @@ pub const FILE_NAME: &str = "config.toml";
 /// Environment variable naming the config file when `--config` is not given.
 pub const ENV_VAR: &str = "POLISD_CONFIG";
 
-/// The notification kinds of SPEC §9, spelled as in the inbox marker `polisd:<kind>:<id>`. They
-/// are also the key names in `[notifications]`.
-pub const NOTIFICATION_KINDS: [&str; 26] = [
-    "chronicle-finding",
-    "contract-routed",
-    "contract-settled",
-    "quality-defaulted",
-    "review-needed",
-    "amendment-proposed",
-    "amendment-ratified",
-    "amendment-rejected",
-    "amendment-expired",
-    "lesson-filed",
-    "contract-stale",
-    "card-changed",
-    "sync-conflict",
-    "worktree-diverged",
-    "record-finding",
-    "reservation-conflict",
-    "claim-conflict",
-    "setting-change",
-    "handoff-opened",
-    "handoff-deferred",
-    "citizen-needed",
-    "contract-unblocked",
-    "council-prompt",
-    "council-over-limit",
-    "council-verdict-invalid",
-    "council-verdict",
-];
+/// Declares the notification kinds once: [`NOTIFICATION_KINDS`] and the form in which the
+/// config file writes them (`kind = bool`, one serde field each so that an unknown or
+/// mistyped kind is reported at its own line).
+macro_rules! notification_kinds {
+    ($($field:ident = $kind:literal,)*) => {
+        /// The notification kinds of SPEC §9, spelled as in the inbox marker
+        /// `polisd:<kind>:<id>`. They are also the key names in `[notifications]`.
+        pub const NOTIFICATION_KINDS: [&str; [$($kind),*].len()] = [$($kind),*];
+
+        /// A `notifications` table as written in the file.
+        #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+        #[serde(default, deny_unknown_fields)]
+        struct NotificationTable {
+            $(
+                #[serde(rename = $kind, skip_serializing_if = "Option::is_none")]
+                $field: Option<bool>,
+            )*
+        }
+
+        impl From<NotificationTable> for NotificationOverrides {
+            fn from(table: NotificationTable) -> Self {
+                let mut out = NotificationOverrides::default();
+                $(out.name($kind, table.$field);)*
+                out
+            }
+        }
+
+        impl From<NotificationOverrides> for NotificationTable {
+            fn from(o: NotificationOverrides) -> Self {
+                NotificationTable {
+                    $($field: o.get($kind),)*
+                }
+            }
+        }
+    };
+}
+
+notification_kinds! {
+    chronicle_finding = "chronicle-finding",
+    contract_routed = "contract-routed",
+    contract_settled = "contract-settled",
+    quality_defaulted = "quality-defaulted",
+    review_needed = "review-needed",
+    amendment_proposed = "amendment-proposed",
+    amendment_ratified = "amendment-ratified",
+    amendment_rejected = "amendment-rejected",
+    amendment_expired = "amendment-expired",
+    lesson_filed = "lesson-filed",
+    contract_stale = "contract-stale",
+    card_changed = "card-changed",
+    sync_conflict = "sync-conflict",
+    worktree_diverged = "worktree-diverged",
+    record_finding = "record-finding",
+    reservation_conflict = "reservation-conflict",
+    claim_conflict = "claim-conflict",
+    setting_change = "setting-change",
+    handoff_opened = "handoff-opened",
+    handoff_deferred = "handoff-deferred",
+    citizen_needed = "citizen-needed",
+    contract_unblocked = "contract-unblocked",
+    council_prompt = "council-prompt",
+    council_over_limit = "council-over-limit",
+    council_verdict_invalid = "council-verdict-invalid",
+    council_verdict = "council-verdict",
+}
 
 /// Why the configuration could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -332,255 +367,104 @@ impl WriterMode {
     }
 }
 
-/// `[notifications]`: one switch per SPEC §9 kind; all on by default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Notifications {
-    #[serde(rename = "chronicle-finding")]
-    pub chronicle_finding: bool,
-    #[serde(rename = "contract-routed")]
-    pub contract_routed: bool,
-    #[serde(rename = "contract-settled")]
-    pub contract_settled: bool,
-    #[serde(rename = "quality-defaulted")]
-    pub quality_defaulted: bool,
-    #[serde(rename = "review-needed")]
-    pub review_needed: bool,
-    #[serde(rename = "amendment-proposed")]
-    pub amendment_proposed: bool,
-    #[serde(rename = "amendment-ratified")]
-    pub amendment_ratified: bool,
-    #[serde(rename = "amendment-rejected")]
-    pub amendment_rejected: bool,
-    #[serde(rename = "amendment-expired")]
-    pub amendment_expired: bool,
-    #[serde(rename = "lesson-filed")]
-    pub lesson_filed: bool,
-    #[serde(rename = "contract-stale")]
-    pub contract_stale: bool,
-    #[serde(rename = "card-changed")]
-    pub card_changed: bool,
-    #[serde(rename = "sync-conflict")]
-    pub sync_conflict: bool,
-    #[serde(rename = "worktree-diverged")]
-    pub worktree_diverged: bool,
-    #[serde(rename = "record-finding")]
-    pub record_finding: bool,
-    #[serde(rename = "reservation-conflict")]
-    pub reservation_conflict: bool,
-    #[serde(rename = "claim-conflict")]
-    pub claim_conflict: bool,
-    #[serde(rename = "setting-change")]
-    pub setting_change: bool,
-    #[serde(rename = "handoff-opened")]
-    pub handoff_opened: bool,
-    #[serde(rename = "handoff-deferred")]
-    pub handoff_deferred: bool,
-    #[serde(rename = "citizen-needed")]
-    pub citizen_needed: bool,
-    #[serde(rename = "contract-unblocked")]
-    pub contract_unblocked: bool,
-    #[serde(rename = "council-prompt")]
-    pub council_prompt: bool,
-    #[serde(rename = "council-over-limit")]
-    pub council_over_limit: bool,
-    #[serde(rename = "council-verdict-invalid")]
-    pub council_verdict_invalid: bool,
-    #[serde(rename = "council-verdict")]
-    pub council_verdict: bool,
+// The switch sets below keep one bit per kind.
+const _: () = assert!(NOTIFICATION_KINDS.len() <= u32::BITS as usize);
+
+/// The bit of `kind` in the switch sets below: its place in [`NOTIFICATION_KINDS`].
+fn kind_bit(kind: &str) -> Option<u32> {
+    NOTIFICATION_KINDS
+        .iter()
+        .position(|k| *k == kind)
+        .map(|i| 1 << i)
 }
 
-impl Default for Notifications {
-    fn default() -> Self {
-        Notifications {
-            chronicle_finding: true,
-            contract_routed: true,
-            contract_settled: true,
-            quality_defaulted: true,
-            review_needed: true,
-            amendment_proposed: true,
-            amendment_ratified: true,
-            amendment_rejected: true,
-            amendment_expired: true,
-            lesson_filed: true,
-            contract_stale: true,
-            card_changed: true,
-            sync_conflict: true,
-            worktree_diverged: true,
-            record_finding: true,
-            reservation_conflict: true,
-            claim_conflict: true,
-            setting_change: true,
-            handoff_opened: true,
-            handoff_deferred: true,
-            citizen_needed: true,
-            contract_unblocked: true,
-            council_prompt: true,
-            council_over_limit: true,
-            council_verdict_invalid: true,
-            council_verdict: true,
-        }
-    }
+/// `[notifications]`: one switch per SPEC §9 kind; all on by default. Written in the file as
+/// `kind = bool` under the kinds' own names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(from = "NotificationTable", into = "NotificationTable")]
+pub struct Notifications {
+    /// The kinds switched off, one bit each.
+    off: u32,
 }
 
 impl Notifications {
-    fn slot(&mut self, kind: &str) -> Option<&mut bool> {
-        Some(match kind {
-            "chronicle-finding" => &mut self.chronicle_finding,
-            "contract-routed" => &mut self.contract_routed,
-            "contract-settled" => &mut self.contract_settled,
-            "quality-defaulted" => &mut self.quality_defaulted,
-            "review-needed" => &mut self.review_needed,
-            "amendment-proposed" => &mut self.amendment_proposed,
-            "amendment-ratified" => &mut self.amendment_ratified,
-            "amendment-rejected" => &mut self.amendment_rejected,
-            "amendment-expired" => &mut self.amendment_expired,
-            "lesson-filed" => &mut self.lesson_filed,
-            "contract-stale" => &mut self.contract_stale,
-            "card-changed" => &mut self.card_changed,
-            "sync-conflict" => &mut self.sync_conflict,
-            "worktree-diverged" => &mut self.worktree_diverged,
-            "record-finding" => &mut self.record_finding,
-            "reservation-conflict" => &mut self.reservation_conflict,
-            "claim-conflict" => &mut self.claim_conflict,
-            "setting-change" => &mut self.setting_change,
-            "handoff-opened" => &mut self.handoff_opened,
-            "handoff-deferred" => &mut self.handoff_deferred,
-            "citizen-needed" => &mut self.citizen_needed,
-            "contract-unblocked" => &mut self.contract_unblocked,
-            "council-prompt" => &mut self.council_prompt,
-            "council-over-limit" => &mut self.council_over_limit,
-            "council-verdict-invalid" => &mut self.council_verdict_invalid,
-            "council-verdict" => &mut self.council_verdict,
-            _ => return None,
-        })
-    }
-
     /// Whether notifications of `kind` (a SPEC §9 kind string) are sent. Kinds this version
     /// does not know are sent: switching off is always explicit.
     pub fn enabled(&self, kind: &str) -> bool {
-        let mut copy = *self;
-        copy.slot(kind).map(|b| *b).unwrap_or(true)
+        kind_bit(kind).is_none_or(|bit| self.off & bit == 0)
     }
 
     /// Turns `kind` on or off; `false` when the kind is unknown.
     pub fn set(&mut self, kind: &str, on: bool) -> bool {
-        match self.slot(kind) {
-            Some(b) => {
-                *b = on;
-                true
-            }
-            None => false,
+        let Some(bit) = kind_bit(kind) else {
+            return false;
+        };
+        if on {
+            self.off &= !bit;
+        } else {
+            self.off |= bit;
         }
+        true
     }
 }
 
 /// A `[[polis]]` entry's `notifications` table: only the kinds it names change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(from = "NotificationTable", into = "NotificationTable")]
 pub struct NotificationOverrides {
-    #[serde(rename = "chronicle-finding", skip_serializing_if = "Option::is_none")]
-    pub chronicle_finding: Option<bool>,
-    #[serde(rename = "contract-routed", skip_serializing_if = "Option::is_none")]
-    pub contract_routed: Option<bool>,
-    #[serde(rename = "contract-settled", skip_serializing_if = "Option::is_none")]
-    pub contract_settled: Option<bool>,
-    #[serde(rename = "quality-defaulted", skip_serializing_if = "Option::is_none")]
-    pub quality_defaulted: Option<bool>,
-    #[serde(rename = "review-needed", skip_serializing_if = "Option::is_none")]
-    pub review_needed: Option<bool>,
-    #[serde(rename = "amendment-proposed", skip_serializing_if = "Option::is_none")]
-    pub amendment_proposed: Option<bool>,
-    #[serde(rename = "amendment-ratified", skip_serializing_if = "Option::is_none")]
-    pub amendment_ratified: Option<bool>,
-    #[serde(rename = "amendment-rejected", skip_serializing_if = "Option::is_none")]
-    pub amendment_rejected: Option<bool>,
-    #[serde(rename = "amendment-expired", skip_serializing_if = "Option::is_none")]
-    pub amendment_expired: Option<bool>,
-    #[serde(rename = "lesson-filed", skip_serializing_if = "Option::is_none")]
-    pub lesson_filed: Option<bool>,
-    #[serde(rename = "contract-stale", skip_serializing_if = "Option::is_none")]
-    pub contract_stale: Option<bool>,
-    #[serde(rename = "card-changed", skip_serializing_if = "Option::is_none")]
-    pub card_changed: Option<bool>,
-    #[serde(rename = "sync-conflict", skip_serializing_if = "Option::is_none")]
-    pub sync_conflict: Option<bool>,
-    #[serde(rename = "worktree-diverged", skip_serializing_if = "Option::is_none")]
-    pub worktree_diverged: Option<bool>,
-    #[serde(rename = "record-finding", skip_serializing_if = "Option::is_none")]
-    pub record_finding: Option<bool>,
-    #[serde(
-        rename = "reservation-conflict",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub reservation_conflict: Option<bool>,
-    #[serde(rename = "claim-conflict", skip_serializing_if = "Option::is_none")]
-    pub claim_conflict: Option<bool>,
-    #[serde(rename = "setting-change", skip_serializing_if = "Option::is_none")]
-    pub setting_change: Option<bool>,
-    #[serde(rename = "handoff-opened", skip_serializing_if = "Option::is_none")]
-    pub handoff_opened: Option<bool>,
-    #[serde(rename = "handoff-deferred", skip_serializing_if = "Option::is_none")]
-    pub handoff_deferred: Option<bool>,
-    #[serde(rename = "citizen-needed", skip_serializing_if = "Option::is_none")]
-    pub citizen_needed: Option<bool>,
-    #[serde(rename = "contract-unblocked", skip_serializing_if = "Option::is_none")]
-    pub contract_unblocked: Option<bool>,
-    #[serde(rename = "council-prompt", skip_serializing_if = "Option::is_none")]
-    pub council_prompt: Option<bool>,
-    #[serde(rename = "council-over-limit", skip_serializing_if = "Option::is_none")]
-    pub council_over_limit: Option<bool>,
-    #[serde(
-        rename = "council-verdict-invalid",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub council_verdict_invalid: Option<bool>,
-    #[serde(rename = "council-verdict", skip_serializing_if = "Option::is_none")]
-    pub council_verdict: Option<bool>,
+    /// The kinds the table names, one bit each, and of those the ones it switches on.
+    named: u32,
+    on: u32,
 }
 
 impl NotificationOverrides {
     fn is_empty(&self) -> bool {
-        *self == Self::default()
+        self.named == 0
+    }
+
+    /// Every kind named, set to `on`.
+    fn all(on: bool) -> Self {
+        let every = (1u32 << NOTIFICATION_KINDS.len()) - 1;
+        NotificationOverrides {
+            named: every,
+            on: if on { every } else { 0 },
+        }
     }
 
     fn apply(&self, to: &mut Notifications) {
-        let pairs = [
-            (self.chronicle_finding, &mut to.chronicle_finding),
-            (self.contract_routed, &mut to.contract_routed),
-            (self.contract_settled, &mut to.contract_settled),
-            (self.quality_defaulted, &mut to.quality_defaulted),
-            (self.review_needed, &mut to.review_needed),
-            (self.amendment_proposed, &mut to.amendment_proposed),
-            (self.amendment_ratified, &mut to.amendment_ratified),
-            (self.amendment_rejected, &mut to.amendment_rejected),
-            (self.amendment_expired, &mut to.amendment_expired),
-            (self.lesson_filed, &mut to.lesson_filed),
-            (self.contract_stale, &mut to.contract_stale),
-            (self.card_changed, &mut to.card_changed),
-            (self.sync_conflict, &mut to.sync_conflict),
-            (self.worktree_diverged, &mut to.worktree_diverged),
-            (self.record_finding, &mut to.record_finding),
-            (self.reservation_conflict, &mut to.reservation_conflict),
-            (self.claim_conflict, &mut to.claim_conflict),
-            (self.setting_change, &mut to.setting_change),
-            (self.handoff_opened, &mut to.handoff_opened),
-            (self.handoff_deferred, &mut to.handoff_deferred),
-            (self.citizen_needed, &mut to.citizen_needed),
-            (self.contract_unblocked, &mut to.contract_unblocked),
-            (self.council_prompt, &mut to.council_prompt),
-            (self.council_over_limit, &mut to.council_over_limit),
-            (
-                self.council_verdict_invalid,
-                &mut to.council_verdict_invalid,
-            ),
-            (self.council_verdict, &mut to.council_verdict),
-        ];
-        for (over, slot) in pairs {
-            if let Some(v) = over {
-                *slot = v;
+        to.off = (to.off & !self.named) | (self.named & !self.on);
+    }
+
+    /// Records `kind` as set to `on`, when it is set.
+    fn name(&mut self, kind: &str, on: Option<bool>) {
+        if let (Some(bit), Some(on)) = (kind_bit(kind), on) {
+            self.named |= bit;
+            if on {
+                self.on |= bit;
             }
         }
+    }
+
+    /// What the table says of `kind`, if it names it.
+    fn get(&self, kind: &str) -> Option<bool> {
+        let bit = kind_bit(kind)?;
+        (self.named & bit != 0).then_some(self.on & bit != 0)
+    }
+}
+
+impl From<NotificationTable> for Notifications {
+    fn from(table: NotificationTable) -> Self {
+        let mut out = Notifications::default();
+        NotificationOverrides::from(table).apply(&mut out);
+        out
+    }
+}
+
+impl From<Notifications> for NotificationTable {
+    fn from(n: Notifications) -> Self {
+        let mut all = NotificationOverrides::all(true);
+        all.on &= !n.off;
+        all.into()
     }
 }
 
@@ -769,35 +653,9 @@ struct PolisFileEntry {
 /// `polis.notifications.card-changed`, …), derived from the types above so it cannot drift.
 pub fn accepted_keys() -> BTreeSet<String> {
     // Every override filled in so that serialising shows every key. The struct literals (no
-    // `..Default::default()`) make adding a field here a compile error until it is listed.
-    let all = NotificationOverrides {
-        chronicle_finding: Some(true),
-        contract_routed: Some(true),
-        contract_settled: Some(true),
-        quality_defaulted: Some(true),
-        review_needed: Some(true),
-        amendment_proposed: Some(true),
-        amendment_ratified: Some(true),
-        amendment_rejected: Some(true),
-        amendment_expired: Some(true),
-        lesson_filed: Some(true),
-        contract_stale: Some(true),
-        card_changed: Some(true),
-        sync_conflict: Some(true),
-        worktree_diverged: Some(true),
-        record_finding: Some(true),
-        reservation_conflict: Some(true),
-        claim_conflict: Some(true),
-        setting_change: Some(true),
-        handoff_opened: Some(true),
-        handoff_deferred: Some(true),
-        citizen_needed: Some(true),
-        contract_unblocked: Some(true),
-        council_prompt: Some(true),
-        council_over_limit: Some(true),
-        council_verdict_invalid: Some(true),
-        council_verdict: Some(true),
-    };
+    // `..Default::default()`) make adding a field here a compile error until it is listed; a
+    // notification kind is listed by being in NOTIFICATION_KINDS.
+    let all = NotificationOverrides::all(true);
     let sample = ConfigFile {
         polis: vec![PolisFileEntry {
             path: toml::Spanned::new(0..0, "~/project".into()),

@@ -68,6 +68,12 @@ pub enum WriteError {
     RootGone(PathBuf),
     #[error("cannot move `{}` to `{}`: a different file is already there; resolve it by hand", .from.display(), .to.display())]
     TargetExists { from: PathBuf, to: PathBuf },
+    #[error("`{}` was replaced while polisd moved it to `{}`, and putting it back failed ({error}); keep the newer of the two and remove the other", .from.display(), .to.display())]
+    MovedUnderUs {
+        from: PathBuf,
+        to: PathBuf,
+        error: String,
+    },
     #[error("cannot move `{}`: it does not exist", .0.display())]
     Missing(PathBuf),
     #[error("`{}` has {links} hard links; polisd never writes a file that another name (perhaps outside _polis/) shares — replace it with a plain copy (`cp --remove-destination`)", .path.display())]
@@ -942,7 +948,7 @@ impl Writer {
         }
         // Held through the move: a writer that opens the file meanwhile waits, then writes to
         // the same inode under its new name.
-        let _leased = match self.open_settled(&f)? {
+        let (leased, lease_held) = match self.open_settled(&f)? {
             Ok(opened) => opened,
             Err((reason, retry_after)) => {
                 return Ok(RenameOutcome::NotSettled {
@@ -951,7 +957,9 @@ impl Writer {
                 })
             }
         };
-        let bytes = read_no_follow(&f)?;
+        // The bytes and the inode of the file checked above, read through the handle: the
+        // path may name another file by now.
+        let bytes = read_open(&f, &leased)?;
         if to_present {
             if read_no_follow(&t)? != bytes {
                 return Err(WriteError::TargetExists {
@@ -964,18 +972,14 @@ impl Writer {
             self.record(&f.rel, Ledger::Removed);
             return Ok(RenameOutcome::AlreadyMoved);
         }
+        #[cfg(test)]
+        tests::BEFORE_MOVE.with(|h| h.borrow().as_ref().map(|h| h(&f.abs)));
         // One rename that refuses to replace a file appearing at `to` meanwhile: the file is
         // never in both folders, not even for an instant (a crash cannot leave two copies).
         // Where the kernel has no such rename, a hard link (which cannot replace a file either)
         // then an unlink; filesystems without hard links fall back to a checked rename.
         match rename_no_replace(&f.abs, &t.abs) {
-            Ok(()) => {
-                sync_dir(t.dir())?;
-                sync_dir(f.dir())?;
-                self.record(&f.rel, Ledger::Removed);
-                self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
-                return Ok(RenameOutcome::Moved);
-            }
+            Ok(()) => return self.moved(&f, &t, &leased, lease_held, &bytes),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 return Err(WriteError::TargetExists {
                     from: f.rel,
@@ -1002,10 +1006,42 @@ impl Writer {
                 fs::rename(&f.abs, &t.abs).map_err(io_err("move", &f.rel))?;
             }
         }
+        self.moved(&f, &t, &leased, lease_held, &bytes)
+    }
+
+    /// After [`Writer::rename_within`]'s move: whether what moved is the file it checked.
+    /// An agent that replaced the source by a rename in between, or opened it for writing (the
+    /// lease breaks), would otherwise have its version moved unseen, or its write land under
+    /// the new name: the file goes back to `from`, and the move waits for the next pass.
+    fn moved(
+        &self,
+        f: &Target,
+        t: &Target,
+        checked: &File,
+        lease_held: bool,
+        bytes: &[u8],
+    ) -> Result<RenameOutcome, WriteError> {
+        use std::os::unix::fs::MetadataExt;
+        let checked_ino = checked.metadata().map_err(io_err("inspect", &f.rel))?.ino();
+        let replaced = fs::symlink_metadata(&t.abs).map_or(true, |m| m.ino() != checked_ino);
+        if replaced || (lease_held && lease::broken(checked)) {
+            rename_no_replace(&t.abs, &f.abs).map_err(|e| WriteError::MovedUnderUs {
+                from: f.rel.clone(),
+                to: t.rel.clone(),
+                error: e.to_string(),
+            })?;
+            sync_dir(t.dir())?;
+            sync_dir(f.dir())?;
+            let (reason, retry_after) = self.defer(f, Unsettled::Changing);
+            return Ok(RenameOutcome::NotSettled {
+                reason,
+                retry_after,
+            });
+        }
         sync_dir(t.dir())?;
         sync_dir(f.dir())?;
         self.record(&f.rel, Ledger::Removed);
-        self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
+        self.record(&t.rel, Ledger::Wrote(sha256(bytes)));
         lock(&self.seen).remove(&f.rel);
         lock(&self.deferred).remove(&f.rel);
         lock(&self.held_open).remove(&f.rel);
@@ -1480,6 +1516,34 @@ mod tests {
     thread_local! {
         /// Runs inside compare_and_replace between writing the temp file and the re-read.
         pub(super) static BEFORE_RECHECK: RefCell<Option<Hook>> = RefCell::new(None);
+        /// Runs inside rename_within between its checks and the move.
+        pub(super) static BEFORE_MOVE: RefCell<Option<Hook>> = RefCell::new(None);
+    }
+
+    #[test]
+    fn a_file_replaced_just_before_its_move_is_put_back() {
+        // An agent saving its vote (a copy renamed over the file) just as polisd moves the
+        // ratified amendment: the agent's version must not reach ratified/ unseen.
+        let (_d, w) = polis();
+        fs::write(w.root().join("c.md"), "status: ratified\n").unwrap();
+        BEFORE_MOVE.with(|h| {
+            *h.borrow_mut() = Some(Box::new(|p: &Path| {
+                let copy = p.with_extension("swp");
+                fs::write(&copy, "status: proposed\nagent's vote\n").unwrap();
+                fs::rename(&copy, p).unwrap();
+            }))
+        });
+        let moved = w.rename_within("c.md", "d/c.md");
+        BEFORE_MOVE.with(|h| *h.borrow_mut() = None);
+        assert!(
+            matches!(moved, Ok(RenameOutcome::NotSettled { .. })),
+            "{moved:?}"
+        );
+        assert_eq!(
+            fs::read_to_string(w.root().join("c.md")).unwrap(),
+            "status: proposed\nagent's vote\n"
+        );
+        assert!(!w.root().join("d/c.md").exists());
     }
 
     #[test]

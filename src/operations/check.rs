@@ -166,8 +166,30 @@ fn all_findings(
     out.extend(claim_conflicts(polis));
     out.extend(dependency_findings(polis));
     out.extend(crate::operations::council::findings(polis));
+    out.extend(routing_rule_findings(polis));
     // Stable: findings on one line keep their code order.
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    out
+}
+
+/// `routing.rules` in `polis.yml`: entries routing ignores (their shape is wrong), and rules
+/// whose target has no card, which fall through to the policy until it registers.
+fn routing_rule_findings(polis: &Polis) -> Vec<Finding> {
+    use crate::protocol::routing::rules;
+    let (rules, mut out) = rules::parse(&polis.settings.merged);
+    for rule in rules {
+        if !polis.cards.contains_key(&rule.route_to) {
+            out.push(Finding::warning(
+                Code::UnknownCitizen,
+                crate::protocol::layout::POLIS_YML,
+                None,
+                format!(
+                    "routing.rules entry {} routes to `{}`, who has no capability card, so the policy decides instead; register {} or fix the id",
+                    rule.n, rule.route_to, rule.route_to
+                ),
+            ));
+        }
+    }
     out
 }
 

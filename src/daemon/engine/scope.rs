@@ -72,11 +72,10 @@ impl Scope {
             };
         }
         if rel == layout::ROUTING_STATS {
+            // Generated: re-read only to put it back if someone edited it. Routing runs again
+            // on the settlements themselves, not on this file.
             return Scope {
                 settled: true,
-                // A settlement may make a contract ready (its last dependency), or open
-                // follow-ups (handoffs): routing runs again (issue 15).
-                open: rel != layout::ROUTING_STATS,
                 derive: true,
                 ..Scope::default()
             };

@@ -67,6 +67,10 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     let title = k.title.clone().unwrap_or_else(|| id.to_string());
     let handoffs = handoff_section(cx, file);
     let dependencies = dependency_section(cx, file);
+    // Read only to link to it: the councils page shows it whole.
+    let council = crate::operations::council::read(&s.polis.root, id)
+        .ok()
+        .flatten();
     let body = html! {
         h1 { (title) }
         p.muted {
@@ -94,6 +98,14 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         }
         (handoffs)
         (dependencies)
+        @if let Some(c) = &council {
+            h2 { "Council" }
+            p #council {
+                (c.mode.as_str()) " council, phase " (c.phase.as_str())
+                @if let Some(o) = &c.outcome { ": decided " strong { (o.decision) } }
+                " · " a href=(format!("{}#{}", cx.href("councils"), super::councils::anchor(id))) { "seats, rounds and verdict" }
+            }
+        }
         h2 { "Chronicle (" (lines.len()) ")" }
         @if lines.is_empty() { p.muted { "No chronicle line links to this contract." } }
         @else { ul { @for l in &lines { li { code { (l) } } } } }

@@ -9,6 +9,7 @@
 pub mod chronicle;
 pub mod citizen;
 pub mod contract;
+pub mod councils;
 pub mod overview;
 pub mod tags;
 
@@ -21,6 +22,7 @@ pub const PAGES: &[&Page] = &[
     &overview::PAGE,
     &tags::PAGE,
     &chronicle::PAGE,
+    &councils::PAGE,
     &contract::PAGE,
     &citizen::PAGE,
 ];

@@ -24,6 +24,18 @@ pub enum Phase {
     Fallback,
 }
 
+impl Phase {
+    /// As `council.md` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Rounds => "rounds",
+            Phase::Verdict => "verdict",
+            Phase::Done => "done",
+            Phase::Fallback => "fallback",
+        }
+    }
+}
+
 /// One seat: its stable label and why it was chosen.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Seat {
@@ -542,6 +554,14 @@ mod tests {
 
     fn at(stamp: &str) -> PolisTime {
         PolisTime::at_stamp(PolisZone::default(), stamp).unwrap()
+    }
+
+    #[test]
+    fn phase_names_are_the_files_spelling() {
+        for phase in [Phase::Rounds, Phase::Verdict, Phase::Done, Phase::Fallback] {
+            let written = serde_json::to_string(&phase).unwrap();
+            assert_eq!(written, format!("\"{}\"", phase.as_str()));
+        }
     }
 
     fn council(mode: Mode) -> Council {
