@@ -39,10 +39,9 @@ impl Engine {
                     .collect()
             });
         let settled = self.settled_evidence(touched.as_ref());
-        if settled.len() >= super::MANY_FILES {
-            // Reading that many files left the heap holding their freed parses.
-            super::trim_heap();
-        }
+        // Reading that many files leaves the heap holding their freed parses, and the evidence
+        // too once the detectors ran: given back at the end of the step.
+        let read_many = settled.len() >= super::MANY_FILES;
         let mut evidence = reflection::gather_with(&pass.polis, settled, scope, &pass.now);
         evidence.clock = chrono::NaiveDateTime::parse_from_str(
             &self.polis_clock(&pass.polis, &pass.now),
@@ -70,6 +69,10 @@ impl Engine {
                 }
             }
             Err(e) => pass.errors.push(format!("reflection: {e}")),
+        }
+        drop(evidence);
+        if read_many {
+            super::trim_heap();
         }
     }
 
