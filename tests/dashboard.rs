@@ -516,12 +516,21 @@ fn polisd_run_serves_the_dashboard_and_status_prints_its_url() {
 
 /// The dashboard's address under `polisd run`, from `daemon.json`.
 fn daemon_dashboard(p: &TestPolis) -> SocketAddr {
+    dashboard_where(p, None)
+}
+
+/// The dashboard's address in `daemon.json`, once it names one (and, given `pid`, is that
+/// daemon's).
+fn dashboard_where(p: &TestPolis, pid: Option<u32>) -> SocketAddr {
     let mut url = None;
     wait_until(
         "daemon.json with the dashboard",
         Duration::from_secs(30),
         || {
-            url = p.daemon_status().and_then(|d| d.dashboard);
+            url = p
+                .daemon_status()
+                .filter(|d| pid.is_none_or(|pid| d.pid == pid))
+                .and_then(|d| d.dashboard);
             url.is_some()
         },
     );
@@ -963,27 +972,7 @@ fn queue_keys_of(found: &[Shown]) -> Vec<String> {
 /// The dashboard of the daemon running as `daemon` (not an earlier one's `daemon.json`).
 fn dashboard_of(p: &TestPolis, daemon: &harness::Daemon) -> SocketAddr {
     let pid = daemon.child.id();
-    let mut url = None;
-    wait_until(
-        "daemon.json of this daemon with the dashboard",
-        Duration::from_secs(30),
-        || {
-            url = p
-                .daemon_status()
-                .filter(|d| d.pid == pid)
-                .and_then(|d| d.dashboard);
-            url.is_some()
-        },
-    );
-    let port: u16 = url
-        .unwrap()
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .trim_end_matches('/')
-        .parse()
-        .unwrap();
-    SocketAddr::from(([127, 0, 0, 1], port))
+    dashboard_where(p, Some(pid))
 }
 
 #[test]

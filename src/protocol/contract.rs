@@ -360,8 +360,8 @@ pub fn instant_of(v: &Value, zone: PolisZone) -> Option<NaiveDateTime> {
         Value::Str(s) => {
             // The layouts polisd and the reference write, read without the pattern (which
             // reads them the same way: no fraction, no zone).
-            if let Some((date, time)) = common_time_text(s.as_bytes()) {
-                let date = NaiveDate::from_ymd_opt(date.0 as i32, date.1, date.2)?;
+            if let Some((y, mo, d, time)) = crate::yaml::common_timestamp(s.as_bytes()) {
+                let date = NaiveDate::from_ymd_opt(y as i32, mo, d)?;
                 return Some(match time {
                     None => date.and_time(NaiveTime::MIN),
                     Some((h, m, sec)) => date.and_time(NaiveTime::from_hms_opt(h, m, sec)?),
@@ -396,33 +396,6 @@ pub fn instant_of(v: &Value, zone: PolisZone) -> Option<NaiveDateTime> {
         }
         _ => None,
     }
-}
-
-type Ymd = (u32, u32, u32);
-
-/// `YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS` (the separator also `T` or `t`) exactly, in ASCII
-/// digits: its date and time fields.
-fn common_time_text(b: &[u8]) -> Option<(Ymd, Option<Ymd>)> {
-    let digits = |r: std::ops::Range<usize>| -> Option<u32> {
-        let part = b.get(r)?;
-        part.iter()
-            .all(u8::is_ascii_digit)
-            .then(|| part.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
-    };
-    if !(b.len() == 10 || b.len() == 19) || b[4] != b'-' || b[7] != b'-' {
-        return None;
-    }
-    let date = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
-    if b.len() == 10 {
-        return Some((date, None));
-    }
-    if !matches!(b[10], b' ' | b'T' | b't') || b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    Some((
-        date,
-        Some((digits(11..13)?, digits(14..16)?, digits(17..19)?)),
-    ))
 }
 
 /// What reading one file of `contracts/settled/` gave.
@@ -1047,7 +1020,7 @@ mod tests {
                 format!("{y:04}-{mo:02}-{d:02}")
             };
             let z = PolisZone::default();
-            proptest::prop_assert!(common_time_text(text.as_bytes()).is_some());
+            proptest::prop_assert!(crate::yaml::common_timestamp(text.as_bytes()).is_some());
             proptest::prop_assert_eq!(
                 instant_of(&Value::Str(text.clone()), z),
                 instant_of(&Value::Str(format!(" {text}")), z),

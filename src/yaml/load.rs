@@ -385,12 +385,12 @@ fn plain_decimal(text: &str) -> Option<i64> {
 }
 
 /// Hour, minute and second.
-type Hms = (u32, u32, u32);
+pub type Hms = (u32, u32, u32);
 
 /// The fields of the two layouts nearly every timestamp is written in, `YYYY-MM-DD` and
 /// `YYYY-MM-DD HH:MM:SS` (the separator also `T` or `t`), read without the regex: TIMESTAMP
 /// matches both, with no fraction and no zone.
-fn common_timestamp(b: &[u8]) -> Option<(u32, u32, u32, Option<Hms>)> {
+pub fn common_timestamp(b: &[u8]) -> Option<(u32, u32, u32, Option<Hms>)> {
     let digits = |r: std::ops::Range<usize>| -> Option<u32> {
         let part = b.get(r)?;
         part.iter()
