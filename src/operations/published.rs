@@ -90,8 +90,7 @@ pub fn read_settled(root: &Path, rel: &str, zone: PolisZone) -> Option<SettledFi
     read.findings = settled.findings;
     // SPEC §6 as `check` applies it to a settled file, here where the file is read: the
     // daemon's ledger and a `FolderState` keep them until the file changes.
-    let name = rel.rsplit('/').next().unwrap_or(rel);
-    let stem = name.strip_suffix(".md").unwrap_or(name);
+    let stem = crate::protocol::layout::record_stem(rel);
     read.findings
         .extend(super::records::settled_contract_findings(
             rel, stem, &text, &record,

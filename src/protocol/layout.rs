@@ -242,6 +242,13 @@ pub fn conflict_stamp(name: &str) -> Option<String> {
         .map(|_| format!("{date} 00:00"))
 }
 
+/// A record's id as its path gives it: the file name without `.md` (`contracts/settled/x.md`
+/// → `x`).
+pub fn record_stem(rel: &str) -> &str {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    name.strip_suffix(".md").unwrap_or(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -795,8 +795,3 @@ fn release_code_pages() {
         }
     }
 }
-
-fn rel_stem(rel: &str) -> &str {
-    let name = rel.rsplit('/').next().unwrap_or(rel);
-    name.strip_suffix(".md").unwrap_or(name)
-}

@@ -7,13 +7,13 @@
 //! (`operations::reservation::prune`), so it cannot undo a `polisd reserve` running at the same
 //! moment. Nothing is read when the polis has no `reservations.yml`.
 
-use super::{rel_stem, Engine, Pass};
+use super::{Engine, Pass};
 use crate::fs::snapshot::Polis;
 use crate::operations::reservation as op;
 use crate::protocol::amendment::{read_when, When};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::inbox::Notification;
-use crate::protocol::layout::ContractFolder;
+use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::reservation::{self as rules, ContractFacts, Dropped};
 use std::collections::BTreeSet;
 
@@ -118,7 +118,7 @@ impl Engine {
         }
         // The ledger holds every settled file (issue 20 replaced the engine's own map).
         for (rel, _, _) in self.ledger.files() {
-            let id = rel_stem(rel);
+            let id = layout::record_stem(rel);
             let settlement = self.ledger.get(rel);
             let owner = settlement.as_ref().map(|s| s.owner.clone());
             let named =

@@ -2,7 +2,7 @@
 //! incremental ledger of their settlements, and the reconcile that renders it, so a settlement
 //! re-reads one file, not ten thousand.
 
-use super::{rel_stem, Engine, Pass, Scope};
+use super::{Engine, Pass, Scope};
 use crate::fs::snapshot::{self, Polis};
 use crate::fs::state::{Fingerprint, RecordRef, Restored, SettledRecord};
 use crate::fs::writer::WriteOutcome;
@@ -600,7 +600,7 @@ impl Engine {
             let Some(s) = self.ledger.get(rel) else {
                 continue;
             };
-            let id = rel_stem(rel);
+            let id = layout::record_stem(rel);
             let title = e.title.clone().unwrap_or_else(|| id.to_string());
             // Stamped with the settlement (`settled_at`, else `opened_at`, SPEC §6).
             let at = s.instant.map(crate::protocol::inbox::time_stamp);
