@@ -411,12 +411,7 @@ def cmd_startup(args):
                       f"load average {os.getloadavg()[0]:.1f}", flush=True)
         if args.meetings > 1:
             for label, _ in bins:
-                ms = meetings[label]
-                m = lambda key: statistics.median(r[key] for r in ms)
-                runs = ", ".join(f"{r['react']:.2f}" for r in ms)
-                print(f"{label}: first meeting (median of {len(ms)}): first settlement handled after "
-                      f"{m('react'):.2f} s (runs: {runs}), initial scan done after {m('scan'):.2f} s, "
-                      f"RSS {m('rss_kib') / 1024:.1f} MiB (peak {m('peak_kib') / 1024:.1f} MiB)")
+                print(startup_medians(label, "first meeting", meetings[label]))
             if len(bins) > 1:
                 ratio = (statistics.median(r['react'] for r in meetings['baseline'])
                          / statistics.median(r['react'] for r in meetings['new']))
@@ -425,14 +420,17 @@ def cmd_startup(args):
             for label, b in bins:
                 restarts.setdefault(label, []).append(measure_startup(root, tmp, fresh=False, bin=b, label=label))
         for label, _ in bins:
-            rs = restarts[label]
-            m = lambda key: statistics.median(r[key] for r in rs)
-            runs = ", ".join(f"{r['react']:.2f}" for r in rs)
-            print(f"{label}: restart (median of {len(rs)}): watching after {m('watch'):.2f} s, first settlement "
-                  f"handled after {m('react'):.2f} s (runs: {runs}), "
-                  f"initial scan done after {m('scan'):.2f} s, RSS {m('rss_kib') / 1024:.1f} MiB "
-                  f"(peak {m('peak_kib') / 1024:.1f} MiB)")
+            print(startup_medians(label, "restart", restarts[label]))
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+def startup_medians(label, what, runs):
+    """One line of medians over start-ups measured by measure_startup."""
+    m = lambda key: statistics.median(r[key] for r in runs)
+    each = ", ".join(f"{r['react']:.2f}" for r in runs)
+    return (f"{label}: {what} (median of {len(runs)}): watching after {m('watch'):.2f} s, first settlement "
+            f"handled after {m('react'):.2f} s (runs: {each}), initial scan done after {m('scan'):.2f} s, "
+            f"RSS {m('rss_kib') / 1024:.1f} MiB (peak {m('peak_kib') / 1024:.1f} MiB)")
 
 
 def cmd_generate(args):
