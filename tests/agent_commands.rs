@@ -682,3 +682,136 @@ fn settle_without_a_daemon_reconciles_from_the_ledger_to_a_full_reconciles_bytes
     );
     assert_eq!(stats(&p), p.expected_stats());
 }
+
+/// A settled contract written by hand, as an agent that edits files leaves it.
+fn settled_by_hand(id: &str, owner: &str, quality: u8, day: u32) -> String {
+    format!(
+        "---\ncontract_id: {id}\ntitle: {id}\nopened_by: {FOUNDER}\nopened_at: 2026-03-{day:02}T09:00:00Z\nowner: {owner}\nstatus: settled\nrequired_tags: [python]\nsettled_at: 2026-03-{day:02}T10:00:00Z\nquality_score: {quality}\nactual_minutes: 20\n---\n\n## Settlement\n\nDone.\n"
+    )
+}
+
+#[test]
+fn settle_without_a_daemon_checks_every_file_listed_while_its_own_move_is_made() {
+    // Enough settled files for the folder to be stat'ed in several chunks, on more than one
+    // thread, while the settle's own edit and move are made.
+    const WORKER: &str = "codex-worker-one";
+    const FILES: usize = 900;
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(WORKER, "openai", &[("python", 3)], "medium");
+    for i in 0..FILES {
+        let owner = if i % 3 == 0 { FOUNDER } else { WORKER };
+        let rel = format!("contracts/settled/hand-{i:04}.md");
+        p.save(
+            &rel,
+            &settled_by_hand(&format!("hand-{i:04}"), owner, 4, 1 + (i % 28) as u32),
+        );
+    }
+    p.start_daemon().kill9();
+    let stats = |p: &TestPolis| p.read("contracts/routing_stats.yml");
+
+    // Behind the ledger's back: same-size edits spread over the folder (only the fingerprints
+    // tell), removals, and files added by hand.
+    for round in 0..2 {
+        for i in (round..FILES).step_by(97) {
+            let rel = format!("contracts/settled/hand-{i:04}.md");
+            let text = p.read(&rel);
+            let edited = text.replacen("quality_score: 4", "quality_score: 1", 1);
+            let edited = if edited == text {
+                text.replacen("quality_score: 1", "quality_score: 5", 1)
+            } else {
+                edited
+            };
+            assert_ne!(edited, text);
+            p.save(&rel, &edited);
+        }
+        for i in (round * 7 + 3..FILES).step_by(211) {
+            let _ = std::fs::remove_file(p.path(&format!("contracts/settled/hand-{i:04}.md")));
+        }
+        for i in 0..5 {
+            let id = format!("added-{round}-{i}");
+            p.save(
+                &format!("contracts/settled/{id}.md"),
+                &settled_by_hand(&id, WORKER, 2, 20 + i),
+            );
+        }
+        // Once with every chunk matched on the threads that stat'ed it, once as it comes.
+        let id = format!("job-{round}");
+        ok(p.polisd(&[
+            "contract", "open", "--title", &id, "--by", FOUNDER, "--tags", "python",
+        ]));
+        ok(p.polisd(&["contract", "claim", &id, "--as", WORKER]));
+        let mut settle = Command::new(BIN);
+        settle
+            .args(["contract", "settle", &id, "--quality", "3"])
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .current_dir(&p.root);
+        if round == 0 {
+            settle.env(polisd::operations::MATCH_WHILE_LISTING_ENV, "1");
+        }
+        ok(settle.output().unwrap());
+        assert_eq!(stats(&p), p.expected_stats(), "round {round}");
+    }
+    // What the two settles journalled is trusted by the next one, and a settle with nothing
+    // else changed still counts its own file.
+    open_claim_settle(&p, "Job after", FOUNDER, "5");
+    assert_eq!(stats(&p), p.expected_stats());
+    let (paths, _) = ledger(&p);
+    assert!(paths.is_some_and(|p| p.iter().any(|p| p.ends_with("/job-after.md"))));
+}
+
+#[test]
+fn settle_waits_for_another_commands_lock_and_lists_the_folder_after_it() {
+    const WORKER: &str = "codex-worker-one";
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(WORKER, "openai", &[("python", 3)], "medium");
+    open_claim_settle(&p, "Before", WORKER, "4");
+    p.start_daemon().kill9();
+    let out = ok(p.polisd(&[
+        "contract", "open", "--title", "Waiting", "--by", FOUNDER, "--tags", "python", "--json",
+    ]));
+    let opened: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = opened["contract_id"].as_str().unwrap().to_string();
+    ok(p.polisd(&["contract", "claim", &id, "--as", WORKER]));
+
+    // Another command holds the ledger's lock for its reconcile: this settle makes its own
+    // change, then waits for the lock before it lists the folder.
+    let state_base = p.state_dir.clone();
+    let root = p.canonical_root();
+    let held = polisd::fs::state::LedgerFile::lock_in(&state_base, &root)
+        .unwrap()
+        .expect("no daemon runs");
+    let settle = Command::new(BIN)
+        .args(["contract", "settle", &id, "--quality", "2"])
+        .env("POLISD_STATE_DIR", &state_base)
+        .current_dir(&p.root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let settle = harness::Killed::new(settle);
+    harness::wait_until("the settle to move its contract", harness::DEADLINE, || {
+        p.exists(&format!("contracts/settled/{id}.md"))
+    });
+    // Meanwhile the holder moves in a settlement of its own and journals it: listed before
+    // the lock, it would be taken for a file removed.
+    let other = "contracts/settled/other-holders.md";
+    p.save(other, &settled_by_hand("other-holders", FOUNDER, 5, 9));
+    let (mut file, _) = held.restore(None);
+    let fingerprint = polisd::fs::state::fingerprints_in(&root, "contracts/settled", &[other])[0]
+        .expect("the file is there");
+    let zone = polisd::protocol::settings::parse(Some(&p.read("polis.yml")))
+        .0
+        .timezone;
+    let read = polisd::operations::read_settled(&root, other, zone).expect("the file reads");
+    file.append([Ok(polisd::fs::state::SettledRecord::of(
+        other,
+        &fingerprint,
+        false,
+        read.settlement.as_ref().map(|s| s.view()),
+    ))])
+    .unwrap();
+    drop(file);
+    let out = settle.into_inner().wait_with_output().unwrap();
+    ok(out);
+    assert_eq!(p.read("contracts/routing_stats.yml"), p.expected_stats());
+}

@@ -25,7 +25,7 @@
 
 mod settled;
 
-pub use settled::{RecordRef, Records, Restored, SettledRecord, LEDGER_VERSION};
+pub use settled::{NameIndex, RecordRef, Records, Restored, SettledRecord, LEDGER_VERSION};
 
 use crate::protocol::finding::Finding;
 use serde::{Deserialize, Serialize};
@@ -288,24 +288,48 @@ pub fn listed_fingerprints(
     ext: &str,
     findings: &mut Vec<Finding>,
 ) -> Listing {
+    listed_fingerprints_then(root, dir, ext, findings, &|_, _| Some(()))
+}
+
+/// What [`listed_fingerprints_then`] makes of each chunk of names and their fingerprints.
+pub type ChunkThen<'a, M> = dyn Fn(&[String], &[Option<Fingerprint>]) -> Option<M> + Sync + 'a;
+
+/// [`listed_fingerprints`], calling `then` on each chunk of names and their fingerprints on the
+/// thread that stat'ed it, as soon as it is stat'ed (a caller matching the names against what
+/// it knows does it there, beside the other chunks' stats); its result is kept with the chunk.
+/// `None` means "not yet" (what it needs is still being made elsewhere): the chunk is tried
+/// once more when the folder is read to its end, and left without a result if it is still
+/// `None` then.
+pub fn listed_fingerprints_then<M: Send>(
+    root: &Path,
+    dir: &str,
+    ext: &str,
+    findings: &mut Vec<Finding>,
+    then: &ChunkThen<'_, M>,
+) -> Listing<M> {
     const CHUNK: usize = 256;
     let folder_path = root.join(dir);
     let Ok(folder) = open_folder(&folder_path) else {
         let names = crate::fs::snapshot::list_names(root, dir, ext, findings);
         let now = fingerprints_of_names(root, dir, &names);
+        let then = then(&names, &now);
         return Listing {
-            parts: vec![(0, names, now)],
+            parts: vec![Part {
+                at: 0,
+                names,
+                now,
+                then,
+            }],
         };
     };
     let stat = |name: &str| {
         fingerprint_at(&folder, name)
             .unwrap_or_else(|| fingerprint_by_path(&folder_path.join(name)))
     };
-    type Part = (usize, Vec<String>, Vec<Option<Fingerprint>>);
     let (send, receive) = std::sync::mpsc::channel::<(usize, Vec<String>)>();
     let receive = std::sync::Mutex::new(receive);
     // Chunks until the sender is gone.
-    let stat_chunks = || -> Vec<Part> {
+    let stat_chunks = || -> Vec<Part<M>> {
         let mut done = Vec::new();
         loop {
             let next = match receive.lock() {
@@ -313,8 +337,18 @@ pub fn listed_fingerprints(
                 Err(_) => break,
             };
             let Ok((at, names)) = next else { break };
-            let now = names.iter().map(|n| stat(n)).collect();
-            done.push((at, names, now));
+            let now: Vec<_> = names.iter().map(|n| stat(n)).collect();
+            let then = then(&names, &now);
+            done.push(Part {
+                at,
+                names,
+                now,
+                then,
+            });
+        }
+        // The chunks `then` had nothing for yet, once more.
+        for part in done.iter_mut().filter(|p| p.then.is_none()) {
+            part.then = then(&part.names, &part.now);
         }
         done
     };
@@ -351,32 +385,82 @@ pub fn listed_fingerprints(
         }
         // In listing order; kept in their chunks (copied into one vector, 10k names and
         // fingerprints are 0.7 MB of fresh memory for a one-shot command to fault in).
-        parts.sort_unstable_by_key(|p| p.0);
+        parts.sort_unstable_by_key(|p| p.at);
         Listing { parts }
     })
 }
 
 /// The names and fingerprints [`listed_fingerprints`] found, in the order the folder listed
-/// them.
-#[derive(Debug, Default)]
-pub struct Listing {
-    parts: Vec<(usize, Vec<String>, Vec<Option<Fingerprint>>)>,
+/// them, in chunks, each with what [`listed_fingerprints_then`]'s `then` made of it.
+#[derive(Debug)]
+pub struct Listing<M = ()> {
+    parts: Vec<Part<M>>,
 }
 
-impl Listing {
+impl<M> Default for Listing<M> {
+    fn default() -> Self {
+        Listing { parts: Vec::new() }
+    }
+}
+
+#[derive(Debug)]
+struct Part<M> {
+    at: usize,
+    names: Vec<String>,
+    now: Vec<Option<Fingerprint>>,
+    /// `None` when `then` gave nothing, or a fingerprint changed after it ran
+    /// ([`Listing::put`]).
+    then: Option<M>,
+}
+
+impl<M> Listing<M> {
     pub fn len(&self) -> usize {
-        self.parts.iter().map(|p| p.1.len()).sum()
+        self.parts.iter().map(|p| p.names.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Sets the fingerprint of `name`, listed or not (added then): for a file the caller
+    /// itself moved in while the folder was being listed, stat'ed again afterwards. What
+    /// `then` made of its chunk is dropped.
+    pub fn put(&mut self, name: &str, fingerprint: Option<Fingerprint>) {
+        for part in &mut self.parts {
+            if let Some(at) = part.names.iter().position(|n| n == name) {
+                part.now[at] = fingerprint;
+                part.then = None;
+                return;
+            }
+        }
+        let at = self.len();
+        self.parts.push(Part {
+            at,
+            names: vec![name.to_string()],
+            now: vec![fingerprint],
+            then: None,
+        });
+    }
+
     /// Each listed name with its fingerprint (`None` for a file gone since it was listed).
     pub fn iter(&self) -> impl Iterator<Item = (&str, Option<Fingerprint>)> + '_ {
+        self.parts.iter().flat_map(|p| {
+            p.names
+                .iter()
+                .map(String::as_str)
+                .zip(p.now.iter().copied())
+        })
+    }
+
+    /// Each chunk's names and fingerprints, with what `then` made of it (`None` when a
+    /// fingerprint was put after it ran).
+    #[allow(clippy::type_complexity)]
+    pub fn chunks(
+        &self,
+    ) -> impl Iterator<Item = (&[String], &[Option<Fingerprint>], Option<&M>)> + '_ {
         self.parts
             .iter()
-            .flat_map(|(_, names, now)| names.iter().map(String::as_str).zip(now.iter().copied()))
+            .map(|p| (p.names.as_slice(), p.now.as_slice(), p.then.as_ref()))
     }
 }
 
@@ -1088,6 +1172,37 @@ impl LedgerFile {
 
     /// [`LedgerFile::lock`] with an explicit base state directory.
     pub fn lock_in(base: &Path, polis_root: &Path) -> Result<Option<LedgerLock>, StateError> {
+        match LedgerFile::lock_waiting(base, polis_root, LEDGER_WAIT)? {
+            LedgerTry::Held(lock) => Ok(Some(lock)),
+            LedgerTry::Daemon => Ok(None),
+            LedgerTry::Busy => unreachable!("a wait ends with the lock, a daemon or an error"),
+        }
+    }
+
+    /// [`LedgerFile::lock`] without waiting, and only where a ledger lock file already is:
+    /// [`LedgerTry::Busy`] while another command holds the lock, or when there is no lock file
+    /// yet (nothing is created here). `contract settle` takes it so before its own change, to
+    /// list the settled folder meanwhile; a settle that is then refused has written nothing.
+    pub fn try_lock_existing(polis_root: &Path) -> Result<LedgerTry, StateError> {
+        LedgerFile::try_lock_existing_in(&state_base_dir()?, polis_root)
+    }
+
+    /// [`LedgerFile::try_lock_existing`] with an explicit base state directory.
+    pub fn try_lock_existing_in(base: &Path, polis_root: &Path) -> Result<LedgerTry, StateError> {
+        let dir = polis_state_dir(base, &canonical(polis_root));
+        if !dir.join(SETTLED_LOCK_FILE).is_file() || !dir.join(PATH_FILE).is_file() {
+            return Ok(LedgerTry::Busy);
+        }
+        LedgerFile::lock_waiting(base, polis_root, std::time::Duration::ZERO)
+    }
+
+    /// The lock, waiting up to `wait` for another command's (an error past a non-zero wait,
+    /// [`LedgerTry::Busy`] with none).
+    fn lock_waiting(
+        base: &Path,
+        polis_root: &Path,
+        wait: std::time::Duration,
+    ) -> Result<LedgerTry, StateError> {
         let polis = canonical(polis_root);
         let dir = polis_state_dir(base, &polis);
         fs::create_dir_all(&dir).map_err(io_err("create the state directory", &dir))?;
@@ -1096,14 +1211,15 @@ impl LedgerFile {
             write_atomic(&dir, PATH_FILE, format!("{}\n", polis.display()).as_bytes())?;
         }
         let lock = open_settled_lock(&dir)?;
-        let deadline = std::time::Instant::now() + LEDGER_WAIT;
+        let deadline = std::time::Instant::now() + wait;
         loop {
             // Before every try: a running daemon holds the lock for good.
             if daemon_running_in(base, &polis) {
-                return Ok(None);
+                return Ok(LedgerTry::Daemon);
             }
             match fs4::fs_std::FileExt::try_lock_exclusive(&lock) {
                 Ok(true) => break,
+                Ok(false) if wait.is_zero() => return Ok(LedgerTry::Busy),
                 Ok(false) if std::time::Instant::now() < deadline => {
                     std::thread::sleep(std::time::Duration::from_millis(2))
                 }
@@ -1118,7 +1234,7 @@ impl LedgerFile {
                 Err(e) => return Err(io_err("lock", &dir.join(SETTLED_LOCK_FILE))(e)),
             }
         }
-        Ok(Some(LedgerLock { dir, lock }))
+        Ok(LedgerTry::Held(LedgerLock { dir, lock }))
     }
 
     /// Whether the journal, after `more` lines, would outgrow a snapshot of `files` files (the
@@ -1173,6 +1289,18 @@ impl LedgerFile {
     }
 }
 
+/// What [`LedgerFile::try_lock_existing`] found.
+#[derive(Debug)]
+pub enum LedgerTry {
+    /// The lock is this command's now.
+    Held(LedgerLock),
+    /// Another command holds it (or there is no lock file yet, for
+    /// [`LedgerFile::try_lock_existing`]).
+    Busy,
+    /// A daemon runs for the polis: it keeps the ledger (and the stats) itself.
+    Daemon,
+}
+
 /// `settled.ledger`'s writer lock, held ([`LedgerFile::lock`]); the file is not read yet.
 #[derive(Debug)]
 pub struct LedgerLock {
@@ -1184,8 +1312,17 @@ impl LedgerLock {
     /// The ledger with what it holds: `ahead`'s records when it read the file that is there
     /// now ([`LedgerAhead::is_current`]), else the file read here.
     pub fn restore(self, ahead: Option<LedgerAhead>) -> (LedgerFile, Restored) {
+        let (file, restored, _) = self.restore_telling(ahead);
+        (file, restored)
+    }
+
+    /// [`LedgerLock::restore`], telling whether what it gives is `ahead`'s (so what the caller
+    /// derived from `ahead`'s records meanwhile still applies).
+    pub fn restore_telling(self, ahead: Option<LedgerAhead>) -> (LedgerFile, Restored, bool) {
         let path = self.dir.join(SETTLED_FILE);
-        let (restored, journal_lines) = match ahead.filter(|a| a.path == path && a.is_current()) {
+        let ahead = ahead.filter(|a| a.path == path && a.is_current());
+        let from_ahead = ahead.is_some();
+        let (restored, journal_lines) = match ahead {
             Some(ahead) => (ahead.restored, ahead.journal_lines),
             None => read_settled_file(&path),
         };
@@ -1210,6 +1347,7 @@ impl LedgerLock {
                 _lock: self.lock,
             },
             restored,
+            from_ahead,
         )
     }
 }
@@ -1254,6 +1392,11 @@ impl LedgerAhead {
             restored,
             journal_lines,
         })
+    }
+
+    /// What the file read holds (still only claims, checked once the lock is held).
+    pub fn restored(&self) -> &Restored {
+        &self.restored
     }
 
     /// Whether the path still names the file read, at the length read.

@@ -528,23 +528,19 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
         Ok(new)
     };
     // With no daemon, the stats are rebuilt here from the ledger of settled contracts, and
-    // most of that work needs no wait for the contract: the ledger file is read and decoded
-    // while the contract is edited and moved, and the rest (under the ledger's lock: listing
-    // the settled folder, checking each file's fingerprint, the stats) runs while the
-    // chronicle line and the lesson are written. Each of those waits on the disk.
+    // most of that work needs no wait for the contract: the ledger file is read and decoded,
+    // and (when no other command holds the ledger's lock) the settled folder listed and each
+    // file's fingerprint taken, while the contract is edited and moved; the rest (checking
+    // each record against its file, the stats) runs while the chronicle line and the lesson
+    // are written. Each of those waits on the disk.
     let reconcile_alone = req.reconcile_without_daemon && !daemon_running(root);
     std::thread::scope(|scope| {
-        let ahead =
-            reconcile_alone.then(|| scope.spawn(|| crate::fs::state::LedgerAhead::read(root)));
+        let early =
+            reconcile_alone.then(|| crate::operations::AloneReconcile::start(scope, root, true));
         let moved = end_contract(writer, &req.id, &SETTLE, &edit)?;
-        let reconcile = ahead.map(|ahead| {
-            scope.spawn(move || {
-                crate::operations::reconcile_from_ledger(root, writer, move || {
-                    ahead
-                        .join()
-                        .unwrap_or_else(|e| std::panic::resume_unwind(e))
-                })
-            })
+        let reconcile = early.map(|early| {
+            let own = moved.rel.clone();
+            scope.spawn(move || early.finish(writer, Some(&own)))
         });
         let owner = moved
             .owner

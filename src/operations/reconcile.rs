@@ -2,7 +2,10 @@
 
 use super::ActionError;
 use crate::fs::snapshot::{self, Polis};
-use crate::fs::state::{Fingerprint, LedgerAhead, LedgerFile, Records, Restored, SettledRecord};
+use crate::fs::state::{
+    Fingerprint, LedgerAhead, LedgerFile, LedgerLock, LedgerTry, Listing, NameIndex, Records,
+    Restored, SettledRecord,
+};
 use crate::fs::writer::{WriteOutcome, Writer};
 use crate::protocol::clock::PolisZone;
 use crate::protocol::contract::Heading;
@@ -10,8 +13,9 @@ use crate::protocol::finding::Finding;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::stats::Settlement;
 use crate::yaml::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
+use std::thread::ScopedJoinHandle;
 
 /// What a reconcile did.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +39,17 @@ pub fn reconcile_with(
     replayed: usize,
     build: impl FnOnce(&Value, &Value) -> crate::protocol::stats::RoutingStats,
 ) -> Result<Reconciled, ActionError> {
+    reconcile_over(root, writer, replayed, &read_previous_stats(root), build)
+}
+
+/// [`reconcile_with`] over `previous`, the stats file as it is (read already).
+fn reconcile_over(
+    root: &std::path::Path,
+    writer: &Writer,
+    replayed: usize,
+    previous: &Value,
+    build: impl FnOnce(&Value, &Value) -> crate::protocol::stats::RoutingStats,
+) -> Result<Reconciled, ActionError> {
     if !root.join("contracts/settled").is_dir() {
         return Ok(Reconciled {
             replayed,
@@ -42,7 +57,6 @@ pub fn reconcile_with(
             stats_sha256: None,
         });
     }
-    let previous = read_previous_stats(root);
     let stats = build(previous.get("explore_rate"), previous.get("last_updated"));
     let text = crate::protocol::stats::render(&stats)?;
     let outcome = writer.replace_atomic(layout::ROUTING_STATS, text.as_bytes())?;
@@ -151,53 +165,277 @@ pub enum LedgerUse {
 /// timezone), every file is read and a fresh snapshot written. What changed is journalled for
 /// the next command or daemon, under the ledger's writer lock. `None` when a daemon runs: it
 /// keeps the stats, and its state is left alone. A state folder that cannot be used costs the
-/// full read, never the reconcile. `ahead` gives the ledger file read ahead of its lock
-/// ([`LedgerAhead`]; `contract settle` reads it while it moves the contract, another caller
-/// passes `|| LedgerAhead::read(root)`): it is called on a thread of its own while the folder is
-/// listed.
+/// full read, never the reconcile. A command that changes the settled folder first starts it
+/// with [`AloneReconcile::start`] before its change, and finishes it after.
 pub fn reconcile_from_ledger(
     root: &Path,
     writer: &Writer,
-    ahead: impl FnOnce() -> Option<LedgerAhead> + Send,
 ) -> Result<Option<(Reconciled, LedgerUse)>, ActionError> {
-    let dir = ContractFolder::Settled.dir();
-    let opened = std::thread::scope(|scope| {
-        let ahead = scope.spawn(|| {
-            let ahead = ahead();
-            // On this otherwise idle thread, the patterns compiled on first use that reading
-            // the new settlement and rendering the stats need, off the listing's path.
-            crate::protocol::contract::prepare_time_pattern();
-            crate::yaml::prepare();
-            ahead
-        });
-        let locked = match LedgerFile::lock(root) {
-            Ok(Some(locked)) => locked,
-            Ok(None) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        // Listed only once the lock is held: every record an earlier holder journalled then
-        // names a file moved in before this listing, so a record the listing lacks is a file
-        // really gone (listed before the lock, another command's new settlement could be taken
-        // for a removal). Every file is stat'ed on every core, as the folder is read.
-        let listing = crate::fs::state::listed_fingerprints(root, dir, ".md", &mut Vec::new());
-        let ahead = ahead
-            .join()
-            .unwrap_or_else(|e| std::panic::resume_unwind(e));
-        let (file, restored) = locked.restore(ahead);
-        Ok(Some((file, restored, listing)))
-    });
-    let (mut file, restored, listing) = match opened {
-        Ok(Some(opened)) => opened,
-        Ok(None) => return Ok(None),
-        Err(e) => {
-            tracing::warn!(
-                "the ledger of settled contracts is not used ({e}): reading every settled file"
-            );
-            let (done, _) = reconcile_settled(root, writer)?;
-            return Ok(Some((done, LedgerUse::Full)));
+    std::thread::scope(|scope| AloneReconcile::start(scope, root, false).finish(writer, None))
+}
+
+/// What the thread started first gives: the ledger read ahead of the lock's checks with its
+/// records found by name, the polis's timezone, and (read under the lock) the stats file.
+struct Ahead {
+    ledger: Option<LedgerAhead>,
+    index: Option<NameIndex>,
+    zone: PolisZone,
+    /// `None` when it was read before the lock was held (it is read again then).
+    previous: Option<Value>,
+}
+
+impl Ahead {
+    fn records(&self) -> Option<&Records> {
+        match self.ledger.as_ref()?.restored() {
+            Restored::Records { records, .. } => Some(records),
+            _ => None,
         }
+    }
+}
+
+/// Shared by the thread that reads the ledger, which sets it, and the listing's threads, which
+/// match their chunks against it once it is set.
+type Ready = std::sync::Arc<std::sync::OnceLock<Ahead>>;
+
+/// Set (by tests), `contract settle` with no daemon waits for the ledger's records before it
+/// matches each chunk of the settled folder it stat'ed, so every chunk is matched on the thread
+/// that stat'ed it (without it, a chunk stat'ed before the records are decoded is matched once
+/// the folder is listed).
+pub const MATCH_WHILE_LISTING_ENV: &str = "POLISD_TEST_MATCH_WHILE_LISTING";
+
+/// Per listed name of a chunk, as matched against the ledger's records: [`UNKNOWN`] for a name
+/// no record has, else the record's index, with [`KEPT`] when the file has the fingerprint the
+/// record holds (and the record needs no second read).
+type Matched = Vec<u32>;
+const UNKNOWN: u32 = u32::MAX;
+const KEPT: u32 = 1 << 31;
+
+/// Each name of a chunk matched against `records` (see [`Matched`]).
+fn match_chunk(
+    records: &Records,
+    index: &NameIndex,
+    names: &[String],
+    now: &[Option<Fingerprint>],
+) -> Matched {
+    names
+        .iter()
+        .zip(now)
+        .map(|(name, now)| match index.find(records, name) {
+            Some(i) if !records.reread(i) && *now == Some(records.fingerprint(i)) => {
+                i as u32 | KEPT
+            }
+            Some(i) => i as u32,
+            None => UNKNOWN,
+        })
+        .collect()
+}
+
+/// A [`reconcile_from_ledger`] under way on the threads of `scope`, begun before the command's
+/// own change of the settled folder so that most of it is done while that change waits on the
+/// disk: the ledger is read and decoded (and its records indexed by name) on a thread of its
+/// own, and, when the ledger's writer lock is free at the start, the lock is taken at once and
+/// the settled folder listed and stat'ed meanwhile too, each chunk of names matched against the
+/// records on the thread that stat'ed it. The lock comes before the listing either way: every
+/// record an earlier holder journalled names a file moved in before the listing begins, so a
+/// record the listing lacks is a file really gone (listed before the lock, another command's
+/// new settlement could be taken for a removal). The file the command moves in itself while
+/// the folder is being listed may be listed or not: [`AloneReconcile::finish`] is given its
+/// path and stats it again afterwards. When another command holds the lock at the start, it is
+/// waited for after the change, and the folder listed then.
+pub struct AloneReconcile<'scope> {
+    root: &'scope Path,
+    ready: Ready,
+    begun: Begun<'scope>,
+}
+
+enum Begun<'scope> {
+    /// The lock held since the start; the folder being listed.
+    Early {
+        lock: LedgerLock,
+        listing: ScopedJoinHandle<'scope, Listing<Matched>>,
+        ahead: ScopedJoinHandle<'scope, ()>,
+    },
+    /// The lock to be waited for; the ledger being read ahead of it.
+    Late { ahead: ScopedJoinHandle<'scope, ()> },
+    /// A daemon runs: nothing to do.
+    Daemon,
+    /// The state folder could not be used: every settled file is read.
+    Failed(crate::fs::state::StateError),
+}
+
+impl<'scope> AloneReconcile<'scope> {
+    /// Starts it on `scope`'s threads (see the type). `early` lets it take the lock and list
+    /// now, when the lock is free and the state folder already holds a ledger lock file (a
+    /// command that fails its own checks then leaves no state behind it).
+    pub fn start<'env>(
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        root: &'scope Path,
+        early: bool,
+    ) -> AloneReconcile<'scope> {
+        let ready = Ready::default();
+        let read_ahead = |locked: bool| {
+            let ready = ready.clone();
+            move || {
+                let ledger = LedgerAhead::read(root);
+                let index = ledger.as_ref().and_then(|a| match a.restored() {
+                    Restored::Records { records, .. } => {
+                        Some(NameIndex::new(records, &settled_prefix()))
+                    }
+                    _ => None,
+                });
+                let _ = ready.set(Ahead {
+                    ledger,
+                    index,
+                    zone: polis_zone(root),
+                    previous: locked.then(|| read_previous_stats(root)),
+                });
+                // On this otherwise idle thread, the patterns compiled on first use that
+                // reading the new settlement and rendering the stats need, off the listing's
+                // path.
+                crate::protocol::contract::prepare_time_pattern();
+                crate::yaml::prepare();
+            }
+        };
+        let tried = if early {
+            LedgerFile::try_lock_existing(root)
+        } else {
+            Ok(LedgerTry::Busy)
+        };
+        let begun = match tried {
+            Ok(LedgerTry::Held(lock)) => {
+                let for_listing = ready.clone();
+                // The ledger first: the sooner its records are indexed, the more chunks of
+                // the listing are matched beside the stats.
+                let ahead = scope.spawn(read_ahead(true));
+                Begun::Early {
+                    lock,
+                    listing: scope.spawn(move || list_settled(root, &for_listing)),
+                    ahead,
+                }
+            }
+            Ok(LedgerTry::Busy) => Begun::Late {
+                ahead: scope.spawn(read_ahead(false)),
+            },
+            Ok(LedgerTry::Daemon) => Begun::Daemon,
+            Err(e) => Begun::Failed(e),
+        };
+        AloneReconcile { root, ready, begun }
+    }
+
+    /// Ends it once the command's change is made: `own` is the settled file the command moved
+    /// in itself since the start (stat'ed again here, whatever the listing saw of it).
+    pub fn finish(
+        self,
+        writer: &Writer,
+        own: Option<&str>,
+    ) -> Result<Option<(Reconciled, LedgerUse)>, ActionError> {
+        let root = self.root;
+        let opened = match self.begun {
+            Begun::Daemon => return Ok(None),
+            Begun::Failed(e) => Err(e),
+            Begun::Early {
+                lock,
+                listing,
+                ahead,
+            } => {
+                let mut listing = join(listing);
+                let prefix = settled_prefix();
+                if let Some(name) = own.and_then(|own| own.strip_prefix(prefix.as_str())) {
+                    let now = crate::fs::state::fingerprints_of_names(
+                        root,
+                        ContractFolder::Settled.dir(),
+                        &[name],
+                    );
+                    listing.put(name, now[0]);
+                }
+                join(ahead);
+                Ok(Some((lock, listing)))
+            }
+            Begun::Late { ahead } => match LedgerFile::lock(root) {
+                Ok(Some(lock)) => {
+                    // Listed only once the lock is held (see the type).
+                    let listing = list_settled(root, &self.ready);
+                    join(ahead);
+                    Ok(Some((lock, listing)))
+                }
+                Ok(None) => return Ok(None),
+                Err(e) => Err(e),
+            },
+        };
+        let (lock, listing) = match opened {
+            Ok(Some(opened)) => opened,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                tracing::warn!(
+                    "the ledger of settled contracts is not used ({e}): reading every settled file"
+                );
+                let (done, _) = reconcile_settled(root, writer)?;
+                return Ok(Some((done, LedgerUse::Full)));
+            }
+        };
+        // Every thread that shared it is joined.
+        let ahead = std::sync::Arc::try_unwrap(self.ready)
+            .ok()
+            .and_then(std::sync::OnceLock::into_inner);
+        let (ledger, index, zone, previous) = match ahead {
+            Some(a) => (a.ledger, a.index, Some(a.zone), a.previous),
+            None => (None, None, None, None),
+        };
+        let (file, restored, from_ahead) = lock.restore_telling(ledger);
+        let zone = zone.unwrap_or_else(|| polis_zone(root));
+        let previous = previous.unwrap_or_else(|| read_previous_stats(root));
+        let index = index.filter(|_| from_ahead);
+        reconcile_listed(root, writer, file, restored, index, listing, zone, previous)
+    }
+}
+
+fn join<T>(handle: ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e))
+}
+
+fn settled_prefix() -> String {
+    format!("{}/", ContractFolder::Settled.dir())
+}
+
+/// The settled folder's names and fingerprints, every file stat'ed on every core as the folder
+/// is read, each chunk matched against the ledger's records on its thread once they are read.
+fn list_settled(root: &Path, ready: &Ready) -> Listing<Matched> {
+    let wait = std::env::var_os(MATCH_WHILE_LISTING_ENV).is_some();
+    let then = |names: &[String], now: &[Option<Fingerprint>]| {
+        let ahead = if wait {
+            Some(ready.wait())
+        } else {
+            ready.get()
+        }?;
+        let records = ahead.records().filter(|r| r.len() < KEPT as usize)?;
+        Some(match_chunk(records, ahead.index.as_ref()?, names, now))
     };
-    let zone = polis_zone(root);
+    crate::fs::state::listed_fingerprints_then(
+        root,
+        ContractFolder::Settled.dir(),
+        ".md",
+        &mut Vec::new(),
+        &then,
+    )
+}
+
+/// The rest of [`AloneReconcile::finish`], with the lock held and the folder listed: each
+/// record checked against its file's fingerprint, the rest read, the stats written, the
+/// changes journalled. `index` is given when the chunks' matches were made against these
+/// records.
+#[allow(clippy::too_many_arguments)]
+fn reconcile_listed(
+    root: &Path,
+    writer: &Writer,
+    mut file: LedgerFile,
+    restored: Restored,
+    index: Option<NameIndex>,
+    listing: Listing<Matched>,
+    zone: PolisZone,
+    previous: Value,
+) -> Result<Option<(Reconciled, LedgerUse)>, ActionError> {
     let zone_seconds = zone.0.local_minus_utc();
     // What the ledger vouches for (in path order), and (when it cannot be trusted) the paths
     // it had counted.
@@ -222,31 +460,41 @@ pub fn reconcile_from_ledger(
     };
     // Each listed name found among the records by name: a record not listed is gone; a listed
     // file the ledger holds (without findings, which are not stored) with the fingerprint it
-    // records is kept; the rest is read.
-    let prefix = format!("{dir}/");
-    let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(held.len());
-    by_name.extend((0..held.len()).filter_map(|i| {
-        held.path(i)
-            .strip_prefix(prefix.as_str())
-            .map(|name| (name, i))
-    }));
+    // records is kept; the rest is read. Most chunks were matched as they were stat'ed.
+    let prefix = settled_prefix();
+    let matched_ahead = index.is_some() && trusted;
+    let by_name = match index {
+        Some(index) if trusted => index,
+        _ => NameIndex::new(&held, &prefix),
+    };
     let mut listed = vec![false; held.len()];
     let mut kept = vec![false; held.len()];
     let mut to_read: Vec<(Option<usize>, String)> = Vec::new();
-    for (name, now) in listing.iter() {
-        match by_name.get(name) {
-            Some(&i) => {
-                listed[i] = true;
-                if !held.reread(i) && now == Some(held.fingerprint(i)) {
-                    kept[i] = true;
-                } else {
-                    to_read.push((Some(i), held.path(i).to_string()));
-                }
+    for (names, now, matched) in listing.chunks() {
+        let here;
+        let matched = match matched.filter(|_| matched_ahead) {
+            Some(m) => m,
+            None => {
+                here = match_chunk(&held, &by_name, names, now);
+                &here
             }
-            None => to_read.push((None, format!("{prefix}{name}"))),
+        };
+        for (name, &m) in names.iter().zip(matched) {
+            if m == UNKNOWN {
+                to_read.push((None, format!("{prefix}{name}")));
+                continue;
+            }
+            let i = (m & !KEPT) as usize;
+            listed[i] = true;
+            if m & KEPT != 0 {
+                kept[i] = true;
+            } else {
+                to_read.push((Some(i), held.path(i).to_string()));
+            }
         }
     }
     drop(by_name);
+    drop(listing);
     let mut changes: Vec<Result<SettledRecord, String>> = listed
         .iter()
         .enumerate()
@@ -299,7 +547,7 @@ pub fn reconcile_from_ledger(
     };
     let files = kept.iter().filter(|k| **k).count() + fresh.len();
     let settlements: Vec<_> = merged().filter_map(|r| r.settlement).collect();
-    let done = reconcile_with(root, writer, settlements.len(), |rate, last| {
+    let done = reconcile_over(root, writer, settlements.len(), &previous, |rate, last| {
         crate::protocol::stats::reconcile_views(&settlements, rate, last)
     })?;
     drop(settlements);

@@ -183,21 +183,52 @@ pub fn reconcile_views(
     let mut order: Vec<&SettlementView<'_>> = settlements.iter().collect();
     order.sort_by(|a, b| replay_order_of_views(a, b));
 
+    type Fast = foldhash::fast::RandomState;
     let mut tags: Vec<TagStats> = Vec::new();
-    let mut tag_index: HashMap<&str, usize> = HashMap::new();
-    let mut citizen_index: Vec<HashMap<&str, usize>> = Vec::new();
+    let mut tag_index: HashMap<&str, usize, Fast> = HashMap::default();
+    let mut citizen_index: Vec<HashMap<&str, usize, Fast>> = Vec::new();
+    // Each tag list's tags, found once per list: settlements that share one list (a ledger
+    // keeps each distinct list once) are told apart by its address, which no other list
+    // borrowed here can have. A tag is placed the first time the replay meets it either way.
+    // Lists owned one per settlement never repeat: past a few thousand, no more are kept.
+    const LISTS_KEPT: usize = 4096;
+    let mut slots_of_list: HashMap<(usize, usize), std::ops::Range<usize>, Fast> =
+        HashMap::default();
+    let mut slots: Vec<usize> = Vec::new();
+    let mut scratch: Vec<usize> = Vec::new();
     for s in &order {
-        for tag in s.tags {
-            let t = *tag_index.entry(tag.as_str()).or_insert_with(|| {
-                tags.push(TagStats {
-                    tag: tag.clone(),
-                    citizens: Vec::new(),
-                    leader: None,
-                    leader_confidence: None,
-                });
-                citizen_index.push(HashMap::new());
-                tags.len() - 1
-            });
+        let list = (s.tags.as_ptr() as usize, s.tags.len());
+        let resolved: &[usize] = match slots_of_list.get(&list) {
+            Some(range) => &slots[range.clone()],
+            None => {
+                let full = slots_of_list.len() >= LISTS_KEPT;
+                let buf = if full {
+                    scratch.clear();
+                    &mut scratch
+                } else {
+                    &mut slots
+                };
+                let from = buf.len();
+                for tag in s.tags {
+                    let t = *tag_index.entry(tag.as_str()).or_insert_with(|| {
+                        tags.push(TagStats {
+                            tag: tag.clone(),
+                            citizens: Vec::new(),
+                            leader: None,
+                            leader_confidence: None,
+                        });
+                        citizen_index.push(HashMap::default());
+                        tags.len() - 1
+                    });
+                    buf.push(t);
+                }
+                if !full {
+                    slots_of_list.insert(list, from..buf.len());
+                }
+                &buf[from..]
+            }
+        };
+        for &t in resolved {
             let citizens = &mut tags[t].citizens;
             let c = *citizen_index[t].entry(s.owner).or_insert_with(|| {
                 citizens.push(CitizenStats::new(s.owner));
@@ -553,6 +584,91 @@ mod tests {
             quality,
             minutes,
             ..Default::default()
+        }
+    }
+
+    /// The replay written plainly (every tag and citizen found by a linear search), to hold
+    /// [`reconcile_views`]' lookups to.
+    fn plain_replay(settlements: &[SettlementView<'_>]) -> Vec<TagStats> {
+        let mut order: Vec<&SettlementView<'_>> = settlements.iter().collect();
+        order.sort_by(|a, b| replay_order_of_views(a, b));
+        let mut tags: Vec<TagStats> = Vec::new();
+        for s in order {
+            for tag in s.tags {
+                let t = match tags.iter().position(|t| &t.tag == tag) {
+                    Some(t) => t,
+                    None => {
+                        tags.push(TagStats {
+                            tag: tag.clone(),
+                            citizens: Vec::new(),
+                            leader: None,
+                            leader_confidence: None,
+                        });
+                        tags.len() - 1
+                    }
+                };
+                let citizens = &mut tags[t].citizens;
+                let c = match citizens.iter().position(|c| c.citizen == s.owner) {
+                    Some(c) => c,
+                    None => {
+                        citizens.push(CitizenStats::new(s.owner));
+                        citizens.len() - 1
+                    }
+                };
+                citizens[c].record(s);
+            }
+        }
+        for t in &mut tags {
+            (t.leader, t.leader_confidence) = leader_of(&t.citizens);
+        }
+        tags
+    }
+
+    #[test]
+    fn tag_lists_shared_or_owned_replay_as_a_plain_search_does() {
+        // Lists shared by address (a ledger's table lends each distinct list once), and lists
+        // owned one per settlement, more than the replay remembers by address.
+        let lists: Vec<Vec<String>> = [
+            &["py"][..],
+            &["py", "rust"],
+            &["rust"],
+            &["docs", "py"],
+            &[],
+            &["rust", "docs"],
+        ]
+        .iter()
+        .map(|l| l.iter().map(|t| t.to_string()).collect())
+        .collect();
+        let owners = ["a-agent-01", "b-agent-02", "c-agent-03"];
+        let owned: Vec<Settlement> = (0..6000)
+            .map(|i| {
+                let mut x = s(
+                    1 + (i * 7 % 28) as u32,
+                    owners[i % 3],
+                    &[],
+                    (1 + i % 5) as u8,
+                    (i % 13) as f64,
+                );
+                x.tags = lists[(i / 3) % lists.len()].clone();
+                x.instant = x
+                    .instant
+                    .map(|t| t + chrono::Duration::seconds((i % 997) as i64));
+                x
+            })
+            .collect();
+        let shared: Vec<SettlementView<'_>> = owned
+            .iter()
+            .map(|x| SettlementView {
+                tags: lists.iter().find(|l| **l == x.tags).unwrap(),
+                ..x.view()
+            })
+            .collect();
+        let owned_views: Vec<SettlementView<'_>> = owned.iter().map(Settlement::view).collect();
+        let expected = plain_replay(&owned_views);
+        assert!(expected.len() == 3 && expected.iter().all(|t| t.citizens.len() == 3));
+        for views in [&shared, &owned_views] {
+            let got = reconcile_views(views, &Value::Null, &Value::Null);
+            assert_eq!(got.tags, expected);
         }
     }
 

@@ -398,6 +398,56 @@ impl Records {
     }
 }
 
+/// [`Records`] found by file name: the part of each path after a folder's prefix, for a caller
+/// matching the folder's listing against them (one hash lookup a name, no copy of the names).
+/// Built once for the records it was made from, and only valid with them.
+#[derive(Debug, Default)]
+pub struct NameIndex {
+    table: hashbrown::HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
+    prefix: usize,
+    /// How many records it was built over (a check that it is used with those).
+    records: usize,
+}
+
+impl NameIndex {
+    /// The records of `records` whose path is `prefix` followed by a name (a path elsewhere is
+    /// left out).
+    pub fn new(records: &Records, prefix: &str) -> NameIndex {
+        let hasher = foldhash::fast::RandomState::default();
+        let mut table = hashbrown::HashTable::with_capacity(records.len());
+        for i in 0..records.len() {
+            if let Some(name) = records.path(i).strip_prefix(prefix) {
+                let hash = std::hash::BuildHasher::hash_one(&hasher, name);
+                table.insert_unique(hash, i as u32, |&j| {
+                    let other = &records.path(j as usize)[prefix.len()..];
+                    std::hash::BuildHasher::hash_one(&hasher, other)
+                });
+            }
+        }
+        NameIndex {
+            table,
+            hasher,
+            prefix: prefix.len(),
+            records: records.len(),
+        }
+    }
+
+    /// The index of the record of `name` in `records` (those the index was built over).
+    pub fn find(&self, records: &Records, name: &str) -> Option<usize> {
+        debug_assert_eq!(records.len(), self.records, "an index of other records");
+        let hash = std::hash::BuildHasher::hash_one(&self.hasher, name);
+        self.table
+            .find(hash, |&i| {
+                records
+                    .path(i as usize)
+                    .get(self.prefix..)
+                    .is_some_and(|n| n == name)
+            })
+            .map(|&i| i as usize)
+    }
+}
+
 /// Where each distinct text and tag list already is, while records are added.
 #[derive(Default)]
 struct Tables {
