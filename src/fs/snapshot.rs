@@ -233,20 +233,31 @@ pub fn list_names_each(
         let name = match entry.file_name().into_string() {
             Ok(name) => name,
             Err(name) => {
-                findings.push(Finding::warning(
-                    Code::Unreadable,
-                    format!("{dir}/{}", name.to_string_lossy()),
-                    None,
-                    "the file name is not valid UTF-8; rename it",
-                ));
+                findings.push(unreadable_name(dir, &name.to_string_lossy()));
                 continue;
             }
         };
-        if crate::protocol::layout::is_ignored_name(&name) || !name.ends_with(ext) {
-            continue;
+        if is_listed_name(&name, ext) {
+            each(name);
         }
-        each(name);
     }
+}
+
+/// Whether [`list_names_each`] gives `name` (an `ext` file that is not a temporary, editor or
+/// conflict copy name).
+pub fn is_listed_name(name: &str, ext: &str) -> bool {
+    name.ends_with(ext) && !crate::protocol::layout::is_ignored_name(name)
+}
+
+/// The finding about a file name in `dir` that is not valid UTF-8 (`lossy` is it made
+/// readable).
+pub fn unreadable_name(dir: &str, lossy: &str) -> Finding {
+    Finding::warning(
+        Code::Unreadable,
+        format!("{dir}/{lossy}"),
+        None,
+        "the file name is not valid UTF-8; rename it",
+    )
 }
 
 /// Every sync conflict copy in the polis (SPEC §11), as (copy, original) paths relative to the

@@ -421,6 +421,13 @@ fn list_settled(root: &Path, ready: &Ready) -> Listing<Matched> {
     )
 }
 
+/// Where a record of the reconciled folder is: kept from the ledger, or read again.
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    Held(usize),
+    Fresh(usize),
+}
+
 /// The rest of [`AloneReconcile::finish`], with the lock held and the folder listed: each
 /// record checked against its file's fingerprint, the rest read, the stats written, the
 /// changes journalled. `index` is given when the chunks' matches were made against these
@@ -531,31 +538,45 @@ fn reconcile_listed(
     }
     fresh.sort_by(|a, b| a.path.cmp(&b.path));
     // The kept records (in path order already) and the fresh ones, merged in path order: the
-    // order a full reconcile lists them in.
-    let merged = || {
-        let mut kept_refs = held
-            .iter()
-            .zip(&kept)
-            .filter_map(|(r, k)| k.then_some(r))
-            .peekable();
-        let mut fresh_refs = fresh.iter().map(SettledRecord::as_ref).peekable();
-        std::iter::from_fn(move || match (kept_refs.peek(), fresh_refs.peek()) {
-            (Some(k), Some(f)) if k.path < f.path => kept_refs.next(),
-            (Some(_), Some(_)) | (None, _) => fresh_refs.next(),
-            (Some(_), None) => kept_refs.next(),
-        })
+    // order a full reconcile lists them in, as places in `held` or `fresh`.
+    let mut order: Vec<Place> = Vec::with_capacity(held.len() + fresh.len());
+    let mut next_fresh = fresh.iter().enumerate().peekable();
+    for i in (0..held.len()).filter(|&i| kept[i]) {
+        let path = held.path(i);
+        while let Some((f, _)) = next_fresh.next_if(|(_, f)| f.path.as_str() <= path) {
+            order.push(Place::Fresh(f));
+        }
+        order.push(Place::Held(i));
+    }
+    order.extend(next_fresh.map(|(f, _)| Place::Fresh(f)));
+    let record = |at: Place| match at {
+        Place::Held(i) => held.get(i),
+        Place::Fresh(f) => fresh[f].as_ref(),
     };
-    let files = kept.iter().filter(|k| **k).count() + fresh.len();
-    let settlements: Vec<_> = merged().filter_map(|r| r.settlement).collect();
-    let done = reconcile_over(root, writer, settlements.len(), &previous, |rate, last| {
-        crate::protocol::stats::reconcile_views(&settlements, rate, last)
+    let settlement = |at: Place| match at {
+        Place::Held(i) => held.settlement(i),
+        Place::Fresh(f) => fresh[f].view(),
+    };
+    let files = order.len();
+    let settled: Vec<Place> = order
+        .iter()
+        .copied()
+        .filter(|&at| settlement(at).is_some())
+        .collect();
+    let done = reconcile_over(root, writer, settled.len(), &previous, |rate, last| {
+        crate::protocol::stats::reconcile_each(
+            settled.len(),
+            |i| settlement(settled[i]).expect("kept for its settlement"),
+            rate,
+            last,
+        )
     })?;
-    drop(settlements);
+    drop(settled);
     // After the stats: a ledger that misses a change only costs the next look a read.
     let journalled = if trusted && !file.snapshot_due(files, changes.len()) {
         file.append(changes)
     } else {
-        file.write_snapshot(zone_seconds, merged())
+        file.write_snapshot(zone_seconds, order.iter().map(|&at| record(at)))
     };
     if let Err(e) = journalled {
         tracing::warn!("could not record the settled contracts in polisd's state folder: {e}");

@@ -176,8 +176,8 @@ pub fn is_ignored_name(name: &str) -> bool {
 /// and the generic `(conflict …)`.
 pub fn is_conflict_copy(name: &str) -> bool {
     name.contains(".sync-conflict-")
-        || (name.contains(" (") && name.contains("conflicted copy"))
-        || name.contains(" (conflict")
+        || (name.contains(" (")
+            && (name.contains("conflicted copy") || name.contains(" (conflict")))
 }
 
 /// Temporary and editor names the watcher never reports (everything [`is_ignored_name`] names

@@ -173,15 +173,42 @@ pub fn reconcile(
     reconcile_views(&views, explore_rate, previous_last_updated)
 }
 
-/// [`reconcile`] over borrowed settlements (a one-shot command's ledger records), in the same
-/// order as the owned ones would be given (a stable sort keeps ties in that order).
+/// [`reconcile`] over borrowed settlements, in the same order as the owned ones would be
+/// given (ties in the replay order keep that order).
 pub fn reconcile_views(
     settlements: &[SettlementView<'_>],
     explore_rate: &Value,
     previous_last_updated: &Value,
 ) -> RoutingStats {
-    let mut order: Vec<&SettlementView<'_>> = settlements.iter().collect();
-    order.sort_by(|a, b| replay_order_of_views(a, b));
+    reconcile_each(
+        settlements.len(),
+        |i| settlements[i],
+        explore_rate,
+        previous_last_updated,
+    )
+}
+
+/// [`reconcile_views`] over `count` settlements given by `view(i)`, with no vector of them: a
+/// one-shot command replays a ledger's records where they are. `view` is called again
+/// whenever a settlement is needed, so it should be cheap.
+pub fn reconcile_each<'a>(
+    count: usize,
+    view: impl Fn(usize) -> SettlementView<'a>,
+    explore_rate: &Value,
+    previous_last_updated: &Value,
+) -> RoutingStats {
+    // The replay order (SPEC §6 step 4), stable: sorted by the instant as an integer first
+    // (none first, as `None` orders before any time), then by the whole order, then by place.
+    let key = |s: &SettlementView<'_>| {
+        s.instant
+            .map_or(i64::MIN, |t| t.and_utc().timestamp_micros())
+    };
+    let mut order: Vec<(i64, usize)> = (0..count).map(|i| (key(&view(i)), i)).collect();
+    order.sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| replay_order_of_views(&view(a.1), &view(b.1)))
+            .then(a.1.cmp(&b.1))
+    });
 
     type Fast = foldhash::fast::RandomState;
     let mut tags: Vec<TagStats> = Vec::new();
@@ -196,7 +223,8 @@ pub fn reconcile_views(
         HashMap::default();
     let mut slots: Vec<usize> = Vec::new();
     let mut scratch: Vec<usize> = Vec::new();
-    for s in &order {
+    for &(_, at) in &order {
+        let s = &view(at);
         let list = (s.tags.as_ptr() as usize, s.tags.len());
         let resolved: &[usize] = match slots_of_list.get(&list) {
             Some(range) => &slots[range.clone()],
@@ -243,7 +271,7 @@ pub fn reconcile_views(
         t.leader_confidence = confidence;
     }
 
-    let newest = order.iter().rev().find_map(|s| s.instant);
+    let newest = order.iter().rev().find_map(|&(_, at)| view(at).instant);
     assemble(tags, newest, explore_rate, previous_last_updated)
 }
 

@@ -277,6 +277,25 @@ impl Records {
         self.recs[i].fingerprint
     }
 
+    /// The `i`th record's settlement, without the rest of its view.
+    pub fn settlement(&self, i: usize) -> Option<SettlementView<'_>> {
+        let r = &self.recs[i];
+        r.settlement.map(|s| self.settlement_view(r, s))
+    }
+
+    fn settlement_view(&self, r: &Rec, s: WireSettlement) -> SettlementView<'_> {
+        SettlementView {
+            owner: &self.texts[s.owner as usize],
+            tags: &self.tag_lists[s.tags as usize],
+            instant: instant_of(s.instant_us),
+            when_text: &self.texts[s.when_text as usize],
+            last_completed: s.last_completed.map(|d| self.texts[d as usize].as_str()),
+            quality: s.quality,
+            quality_defaulted: r.flags & DEFAULTED != 0,
+            minutes: s.minutes,
+        }
+    }
+
     /// Whether the `i`th record's file had findings (read it again).
     pub fn reread(&self, i: usize) -> bool {
         self.recs[i].flags & REREAD != 0
@@ -293,16 +312,7 @@ impl Records {
             fingerprint: r.fingerprint,
             reread: r.flags & REREAD != 0,
             unannounced: r.flags & UNANNOUNCED != 0,
-            settlement: r.settlement.map(|s| SettlementView {
-                owner: &self.texts[s.owner as usize],
-                tags: &self.tag_lists[s.tags as usize],
-                instant: instant_of(s.instant_us),
-                when_text: &self.texts[s.when_text as usize],
-                last_completed: s.last_completed.map(|d| self.texts[d as usize].as_str()),
-                quality: s.quality,
-                quality_defaulted: r.flags & DEFAULTED != 0,
-                minutes: s.minutes,
-            }),
+            settlement: r.settlement.map(|s| self.settlement_view(r, s)),
         }
     }
 
