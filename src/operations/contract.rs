@@ -535,8 +535,7 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
     // are written. Each of those waits on the disk.
     let reconcile_alone = req.reconcile_without_daemon && !daemon_running(root);
     std::thread::scope(|scope| {
-        let early =
-            reconcile_alone.then(|| crate::operations::AloneReconcile::start(scope, root, true));
+        let early = reconcile_alone.then(|| crate::operations::AloneReconcile::start(scope, root));
         let moved = end_contract(writer, &req.id, &SETTLE, &edit)?;
         let reconcile = early.map(|early| {
             let own = moved.rel.clone();

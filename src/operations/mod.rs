@@ -45,9 +45,8 @@ pub use deliver::{deliver, deliver_now, Delivery};
 pub use edit::edit_agent_file;
 pub use error::OpError;
 pub use reconcile::{
-    current_stats, read_settled, reconcile_from_ledger, reconcile_settled,
-    reconcile_settled_with_progress, reconcile_with, AloneReconcile, LedgerUse, Reconciled,
-    SettledRead, MATCH_WHILE_LISTING_ENV,
+    current_stats, read_settled, reconcile_settled, reconcile_settled_with_progress,
+    reconcile_with, AloneReconcile, LedgerUse, Reconciled, SettledRead, MATCH_WHILE_LISTING_ENV,
 };
 pub use staleness::stale_claims;
 pub use tally::{active_citizens, tally, Electorate, TallyResult};

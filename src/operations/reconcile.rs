@@ -147,7 +147,7 @@ pub fn read_settled(root: &Path, rel: &str, zone: PolisZone) -> Option<SettledRe
     })
 }
 
-/// How [`reconcile_from_ledger`] went about it, for the caller to report.
+/// How [`AloneReconcile`] went about it, for the caller to report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LedgerUse {
     /// The ledger was trusted: only these many files were read.
@@ -155,23 +155,6 @@ pub enum LedgerUse {
     /// No ledger, or one that cannot be trusted: every settled file was read (and a new
     /// snapshot written).
     Full,
-}
-
-/// `routing_stats.yml` rebuilt by a one-shot command while no daemon runs (`contract settle`):
-/// from the daemon's durable ledger of settled contracts in the state folder, checked against
-/// every settled file's fingerprint, so only the files that changed (and the new ones) are
-/// read. The bytes are those of a full reconcile ([`reconcile_settled`]). Without a ledger,
-/// or with one that cannot be trusted (another version, a damaged snapshot or journal, another
-/// timezone), every file is read and a fresh snapshot written. What changed is journalled for
-/// the next command or daemon, under the ledger's writer lock. `None` when a daemon runs: it
-/// keeps the stats, and its state is left alone. A state folder that cannot be used costs the
-/// full read, never the reconcile. A command that changes the settled folder first starts it
-/// with [`AloneReconcile::start`] before its change, and finishes it after.
-pub fn reconcile_from_ledger(
-    root: &Path,
-    writer: &Writer,
-) -> Result<Option<(Reconciled, LedgerUse)>, ActionError> {
-    std::thread::scope(|scope| AloneReconcile::start(scope, root, false).finish(writer, None))
 }
 
 /// What the thread started first gives: the ledger read ahead of the lock's checks with its
@@ -230,18 +213,28 @@ fn match_chunk(
         .collect()
 }
 
-/// A [`reconcile_from_ledger`] under way on the threads of `scope`, begun before the command's
-/// own change of the settled folder so that most of it is done while that change waits on the
-/// disk: the ledger is read and decoded (and its records indexed by name) on a thread of its
-/// own, and, when the ledger's writer lock is free at the start, the lock is taken at once and
-/// the settled folder listed and stat'ed meanwhile too, each chunk of names matched against the
-/// records on the thread that stat'ed it. The lock comes before the listing either way: every
-/// record an earlier holder journalled names a file moved in before the listing begins, so a
-/// record the listing lacks is a file really gone (listed before the lock, another command's
-/// new settlement could be taken for a removal). The file the command moves in itself while
-/// the folder is being listed may be listed or not: [`AloneReconcile::finish`] is given its
-/// path and stats it again afterwards. When another command holds the lock at the start, it is
-/// waited for after the change, and the folder listed then.
+/// `routing_stats.yml` rebuilt by a one-shot command while no daemon runs (`contract settle`):
+/// from the daemon's durable ledger of settled contracts in the state folder, checked against
+/// every settled file's fingerprint, so only the files that changed (and the new ones) are
+/// read. The bytes are those of a full reconcile ([`reconcile_settled`]). Without a ledger,
+/// or with one that cannot be trusted (another version, a damaged snapshot or journal, another
+/// timezone), every file is read and a fresh snapshot written. What changed is journalled for
+/// the next command or daemon, under the ledger's writer lock. Nothing is done when a daemon
+/// runs: it keeps the stats, and its state is left alone. A state folder that cannot be used
+/// costs the full read, never the reconcile.
+///
+/// It is begun before the command's own change of the settled folder so that most of it is
+/// done while that change waits on the disk: the ledger is read and decoded (and its records
+/// indexed by name) on a thread of its own, and, when the ledger's writer lock is free at the
+/// start, the lock is taken at once and the settled folder listed and stat'ed meanwhile too,
+/// each chunk of names matched against the records on the thread that stat'ed it. The lock
+/// comes before the listing either way: every record an earlier holder journalled names a file
+/// moved in before the listing begins, so a record the listing lacks is a file really gone
+/// (listed before the lock, another command's new settlement could be taken for a removal).
+/// The file the command moves in itself while the folder is being listed may be listed or
+/// not: [`AloneReconcile::finish`] is given its path and stats it again afterwards. When
+/// another command holds the lock at the start, it is waited for after the change, and the
+/// folder listed then.
 pub struct AloneReconcile<'scope> {
     root: &'scope Path,
     ready: Ready,
@@ -264,13 +257,12 @@ enum Begun<'scope> {
 }
 
 impl<'scope> AloneReconcile<'scope> {
-    /// Starts it on `scope`'s threads (see the type). `early` lets it take the lock and list
-    /// now, when the lock is free and the state folder already holds a ledger lock file (a
-    /// command that fails its own checks then leaves no state behind it).
+    /// Starts it on `scope`'s threads (see the type). The lock is taken now only when it is
+    /// free and the state folder already holds its lock file (a command that fails its own
+    /// checks then leaves no state behind it).
     pub fn start<'env>(
         scope: &'scope std::thread::Scope<'scope, 'env>,
         root: &'scope Path,
-        early: bool,
     ) -> AloneReconcile<'scope> {
         let ready = Ready::default();
         let read_ahead = |locked: bool| {
@@ -296,12 +288,7 @@ impl<'scope> AloneReconcile<'scope> {
                 crate::yaml::prepare();
             }
         };
-        let tried = if early {
-            LedgerFile::try_lock_existing(root)
-        } else {
-            Ok(LedgerTry::Busy)
-        };
-        let begun = match tried {
+        let begun = match LedgerFile::try_lock_existing(root) {
             Ok(LedgerTry::Held(lock)) => {
                 let for_listing = ready.clone();
                 // The ledger first: the sooner its records are indexed, the more chunks of
