@@ -257,6 +257,11 @@ async fn serve(
                         retry.as_mut().reset(tokio::time::Instant::now() + backoff);
                     }
                 }
+                // About to wait with nothing queued: what the pass freed, and the code it ran,
+                // go back to the system (a burst of changes keeps both until it ends).
+                if rx.is_empty() {
+                    crate::daemon::engine::release_free_memory();
+                }
             }
             _ = &mut wakeup, if wake_at.is_some() => {
                 // Re-armed at the top of the loop, even for the same instant: a fired sleep

@@ -185,10 +185,25 @@ const MAX_UNRESOLVED: usize = 1000;
 impl Engine {
     /// Opens the engine for the `_polis/` folder at `root`, with its machine-local state.
     pub fn open(root: &Path, options: EngineOptions) -> anyhow::Result<Engine> {
+        Engine::open_with(root, options, State::load)
+    }
+
+    /// [`Engine::open`] with the state kept under `base` (a test's own folder, where the
+    /// environment variable would be shared by every test of the process).
+    #[cfg(test)]
+    fn open_in(root: &Path, base: &Path, options: EngineOptions) -> anyhow::Result<Engine> {
+        Engine::open_with(root, options, |root| State::load_in(base, root))
+    }
+
+    fn open_with(
+        root: &Path,
+        options: EngineOptions,
+        load: impl FnOnce(&Path) -> Result<State, crate::fs::state::StateError>,
+    ) -> anyhow::Result<Engine> {
         let writer =
             Writer::new(root).with_context(|| format!("cannot write inside {}", root.display()))?;
         let root = writer.root().to_path_buf();
-        let mut state = State::load(&root)?;
+        let mut state = load(&root)?;
         // Temporary files of a write that crashed half-way: not in use by anyone after a minute.
         match writer.clean_stale_temp_files(std::time::Duration::from_secs(60)) {
             Ok(removed) if !removed.is_empty() => {
@@ -728,11 +743,13 @@ impl Engine {
     }
 }
 
-/// Hands the heap the initial scan freed back to the system: reading every file on several
-/// threads leaves glibc arenas holding megabytes the daemon will not use again while it idles.
-/// The machine code start-up ran (option parsing, the first full pass, every rule) is let go
-/// too (see [`release_code_pages`]).
-fn release_free_memory() {
+/// Hands the heap a pass freed back to the system: reading every file on several threads
+/// leaves glibc arenas holding megabytes the daemon will not use again while it idles. The
+/// machine code the pass ran (option parsing, the first full pass, every rule) is let go too
+/// (see [`release_code_pages`]). Called after the initial scan, and by the event loop each
+/// time it is about to wait with nothing queued (after a pass, however small: a restart's
+/// first passes read few files but run most of the code).
+pub fn release_free_memory() {
     trim_heap();
     #[cfg(target_os = "linux")]
     release_code_pages();
@@ -752,28 +769,59 @@ fn trim_heap() {
     }
 }
 
-/// Unmaps the resident pages of the process's machine code (the executable's and the shared
-/// libraries' `r-xp` mappings): after the first full pass they are ~9 MB that an idle daemon
-/// does not touch, counted in its resident memory. The pages stay in the page cache, so the
-/// code the next pass runs is mapped back on first use at the cost of a minor fault per 64 KB;
-/// the resident set then holds only what passes actually run. Only read-only, executable,
-/// file-backed mappings are released: their contents are the file's, so nothing is lost
-/// (writable and anonymous mappings are never touched).
+/// Unmaps the resident pages of the process's machine code and read-only data (the
+/// executable's and the shared libraries' `r-xp` and `r--p` mappings): after a pass they are
+/// ~8 MB that an idle daemon does not touch, counted in its resident memory. The pages stay in
+/// the page cache, so what the next pass runs is mapped back on first use at the cost of a
+/// minor fault per 64 KB; the resident set then holds only what passes actually run. Only
+/// read-only, file-backed mappings none of whose pages the process has written are released
+/// (`Anonymous: 0 kB` in smaps: the relocated `RELRO` data is not, and writable or anonymous
+/// mappings never are): their contents are the file's, so nothing is lost.
 #[cfg(target_os = "linux")]
 fn release_code_pages() {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
         return;
     };
-    for line in maps.lines() {
+    for (start, end) in clean_file_mappings(&smaps) {
+        // SAFETY: the range is a private, read-only mapping of a file, as the kernel lists
+        // it, with no page the process wrote (and, being read-only, none it can write).
+        // MADV_DONTNEED drops the process's page-table entries; the next access maps the
+        // file's unchanged bytes again (an executable being run cannot be written to:
+        // ETXTBSY), so nothing changes under a running thread.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+        }
+    }
+}
+
+/// The address ranges, in `/proc/self/smaps`'s text, of the read-only (`r-xp`, `r--p`)
+/// mappings of a file that hold no anonymous (written, copied-on-write) page.
+#[cfg(target_os = "linux")]
+fn clean_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    // The mapping being read: its range, while it still qualifies.
+    let mut current: Option<(usize, usize)> = None;
+    // Whether its `Anonymous:` line was read (a mapping without one is left alone).
+    let mut anonymous_seen = false;
+    fn finish(current: &mut Option<(usize, usize)>, seen: bool, out: &mut Vec<(usize, usize)>) {
+        if let Some(range) = current.take().filter(|_| seen) {
+            out.push(range);
+        }
+    }
+    for line in smaps.lines() {
+        if let Some(kb) = line.strip_prefix("Anonymous:") {
+            let clean = kb.trim().trim_end_matches("kB").trim() == "0";
+            if !clean {
+                current = None;
+            }
+            anonymous_seen = true;
+            continue;
+        }
         let mut fields = line.split_ascii_whitespace();
         let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
             continue;
         };
-        // The path, after offset, device and inode: only a mapping of a file.
-        let path = fields.nth(3).unwrap_or("");
-        if perms != "r-xp" || !path.starts_with('/') {
-            continue;
-        }
+        // A mapping's first line: a hex range, not a `Key:` field.
         let Some((start, end)) = range.split_once('-') else {
             continue;
         };
@@ -783,15 +831,58 @@ fn release_code_pages() {
         ) else {
             continue;
         };
-        if end <= start {
-            continue;
+        finish(&mut current, anonymous_seen, &mut out);
+        anonymous_seen = false;
+        // The path, after offset, device and inode: only a mapping of a file.
+        let path = fields.nth(3).unwrap_or("");
+        if (perms == "r-xp" || perms == "r--p") && path.starts_with('/') && end > start {
+            current = Some((start, end));
         }
-        // SAFETY: the range is a private, read-only, executable mapping of a file, as the
-        // kernel lists it. MADV_DONTNEED on it drops the process's page-table entries; the
-        // next access maps the file's unchanged bytes again (an executable being run cannot
-        // be written to: ETXTBSY), so no code changes under a running thread.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
-        }
+    }
+    finish(&mut current, anonymous_seen, &mut out);
+    out
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::clean_file_mappings;
+
+    const SMAPS: &str = "\
+55d000000000-55d000100000 r--p 00000000 fe:01 123 /usr/bin/polisd
+Size:               1024 kB
+Rss:                 512 kB
+Anonymous:             0 kB
+55d000100000-55d000900000 r-xp 00100000 fe:01 123 /usr/bin/polisd
+Rss:                4096 kB
+Anonymous:             0 kB
+VmFlags: rd ex mr mw me
+55d000900000-55d000a00000 r--p 00900000 fe:01 123 /usr/bin/polisd
+Rss:                 400 kB
+Anonymous:           400 kB
+55d000a00000-55d000a10000 rw-p 00a00000 fe:01 123 /usr/bin/polisd
+Anonymous:            64 kB
+55d001000000-55d002000000 rw-p 00000000 00:00 0 [heap]
+Anonymous:          8000 kB
+7f0000000000-7f0000001000 r--p 00000000 00:00 0
+Anonymous:             0 kB
+7f0000100000-7f0000200000 r-xp 00000000 fe:01 77 /usr/lib/x86_64-linux-gnu/libc.so.6
+Rss:                 600 kB
+7f0000300000-7f0000400000 r-xp 00000000 fe:01 77 /usr/lib/x86_64-linux-gnu/libm.so.6
+Anonymous:             0 kB
+";
+
+    #[test]
+    fn only_read_only_file_mappings_without_written_pages_are_released() {
+        assert_eq!(
+            clean_file_mappings(SMAPS),
+            vec![
+                (0x55d000000000, 0x55d000100000),
+                (0x55d000100000, 0x55d000900000),
+                // The relocated read-only data (written by the loader), the writable data,
+                // the heap, an anonymous mapping and a mapping whose `Anonymous:` line is
+                // missing are kept.
+                (0x7f0000300000, 0x7f0000400000),
+            ]
+        );
     }
 }
