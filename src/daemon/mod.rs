@@ -224,7 +224,22 @@ async fn serve(
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut sighup = signal(tokio::signal::unix::SignalKind::hangup())?;
 
+    // Passes run when memory was last given back.
+    let mut released_after = 0u64;
     loop {
+        // About to wait with nothing queued after a pass: what it freed, and the code it ran,
+        // go back to the system (a burst of changes keeps both until it ends; a batch that
+        // ran no pass, polisd's own writes coming back, gives nothing back).
+        let passes: u64 = watched.iter().map(|w| w.engine.passes_run()).sum();
+        if passes != released_after && rx.is_empty() {
+            released_after = passes;
+            let started = std::time::Instant::now();
+            crate::daemon::engine::release_free_memory();
+            tracing::debug!(
+                elapsed_us = started.elapsed().as_micros() as u64,
+                "memory given back"
+            );
+        }
         let want = next_wakeup(&watched);
         if want != wake_at {
             wake_at = want;
@@ -256,11 +271,6 @@ async fn serve(
                     if failed.iter().filter(|f| **f).count() == 1 {
                         retry.as_mut().reset(tokio::time::Instant::now() + backoff);
                     }
-                }
-                // About to wait with nothing queued: what the pass freed, and the code it ran,
-                // go back to the system (a burst of changes keeps both until it ends).
-                if rx.is_empty() {
-                    crate::daemon::engine::release_free_memory();
                 }
             }
             _ = &mut wakeup, if wake_at.is_some() => {

@@ -120,6 +120,8 @@ pub struct Engine {
     chronicles: ChronicleCopies,
     /// Whether a pass since start-up has completed (the first one takes the baseline).
     warmed: bool,
+    /// Passes run since the engine opened (the event loop gives memory back after one).
+    passes_run: u64,
     /// Hex SHA-256 of `routing_stats.yml` as the last reconcile left it: with the settled cache
     /// unchanged and these bytes in place, a reconcile would change nothing.
     stats_hash: Option<String>,
@@ -229,6 +231,7 @@ impl Engine {
             watch_mode: "none".to_string(),
             dashboard_url: None,
             warmed: false,
+            passes_run: 0,
             stats_hash: None,
             chronicle_activity: None,
             archive_activity: None,
@@ -449,6 +452,7 @@ impl Engine {
         if scope.is_empty() {
             return Ok(());
         }
+        self.passes_run += 1;
         if !self.warmed || matches!(trigger, Trigger::Rescan | Trigger::Timer) {
             self.refresh_sync();
         }
@@ -736,6 +740,11 @@ impl Engine {
         }
     }
 
+    /// How many passes the engine has run (a batch whose paths concern no rule runs none).
+    pub fn passes_run(&self) -> u64 {
+        self.passes_run
+    }
+
     /// Removes the status file: the daemon no longer watches this polis.
     pub fn close(&mut self) {
         let _ = self.state.save();
@@ -779,10 +788,34 @@ fn trim_heap() {
 /// mappings never are): their contents are the file's, so nothing is lost.
 #[cfg(target_os = "linux")]
 fn release_code_pages() {
-    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+    use std::sync::Mutex;
+    // The clean mappings' lines as `/proc/self/maps` prints them, found once in smaps (which
+    // walks every page of the process, ~1 ms): a read-only mapping cannot become dirty.
+    // Each release reads the cheap `maps` and releases only a range still mapped as it was
+    // then (a library unmapped since, and something else mapped there, is never touched).
+    static CLEAN: Mutex<Option<std::collections::HashSet<String>>> = Mutex::new(None);
+    let Ok(mut clean) = CLEAN.lock() else {
         return;
     };
-    for (start, end) in clean_file_mappings(&smaps) {
+    if clean.is_none() {
+        let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+            return;
+        };
+        *clean = Some(
+            clean_file_mappings(&smaps)
+                .into_iter()
+                .map(|(line, _)| line)
+                .collect(),
+        );
+    }
+    let (Some(clean), Ok(maps)) = (clean.as_ref(), std::fs::read_to_string("/proc/self/maps"))
+    else {
+        return;
+    };
+    for line in maps.lines().filter(|l| clean.contains(l.trim_end())) {
+        let Some((start, end)) = mapping_range(line) else {
+            continue;
+        };
         // SAFETY: the range is a private, read-only mapping of a file, as the kernel lists
         // it, with no page the process wrote (and, being read-only, none it can write).
         // MADV_DONTNEED drops the process's page-table entries; the next access maps the
@@ -794,52 +827,56 @@ fn release_code_pages() {
     }
 }
 
-/// The address ranges, in `/proc/self/smaps`'s text, of the read-only (`r-xp`, `r--p`)
-/// mappings of a file that hold no anonymous (written, copied-on-write) page.
+/// The address range of a `maps` / `smaps` mapping line.
 #[cfg(target_os = "linux")]
-fn clean_file_mappings(smaps: &str) -> Vec<(usize, usize)> {
+fn mapping_range(line: &str) -> Option<(usize, usize)> {
+    let range = line.split_ascii_whitespace().next()?;
+    let (start, end) = range.split_once('-')?;
+    let (start, end) = (
+        usize::from_str_radix(start, 16).ok()?,
+        usize::from_str_radix(end, 16).ok()?,
+    );
+    (end > start).then_some((start, end))
+}
+
+/// The read-only (`r-xp`, `r--p`) mappings of a file that hold no anonymous (written,
+/// copied-on-write) page, in `/proc/self/smaps`'s text: each one's first line (as
+/// `/proc/self/maps` prints it, trailing blanks trimmed) and its address range.
+#[cfg(target_os = "linux")]
+fn clean_file_mappings(smaps: &str) -> Vec<(String, (usize, usize))> {
     let mut out = Vec::new();
-    // The mapping being read: its range, while it still qualifies.
-    let mut current: Option<(usize, usize)> = None;
+    // The mapping being read, while it still qualifies.
+    let mut current: Option<(&str, (usize, usize))> = None;
     // Whether its `Anonymous:` line was read (a mapping without one is left alone).
     let mut anonymous_seen = false;
-    fn finish(current: &mut Option<(usize, usize)>, seen: bool, out: &mut Vec<(usize, usize)>) {
-        if let Some(range) = current.take().filter(|_| seen) {
-            out.push(range);
+    let mut finish = |current: &mut Option<(&str, (usize, usize))>, seen: bool| {
+        if let Some((line, range)) = current.take().filter(|_| seen) {
+            out.push((line.to_string(), range));
         }
-    }
+    };
     for line in smaps.lines() {
         if let Some(kb) = line.strip_prefix("Anonymous:") {
-            let clean = kb.trim().trim_end_matches("kB").trim() == "0";
-            if !clean {
+            if kb.trim().trim_end_matches("kB").trim() != "0" {
                 current = None;
             }
             anonymous_seen = true;
             continue;
         }
-        let mut fields = line.split_ascii_whitespace();
-        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+        // A mapping's first line starts with its hex range, not a `Key:` field.
+        let Some(range) = mapping_range(line) else {
             continue;
         };
-        // A mapping's first line: a hex range, not a `Key:` field.
-        let Some((start, end)) = range.split_once('-') else {
-            continue;
-        };
-        let (Ok(start), Ok(end)) = (
-            usize::from_str_radix(start, 16),
-            usize::from_str_radix(end, 16),
-        ) else {
-            continue;
-        };
-        finish(&mut current, anonymous_seen, &mut out);
+        finish(&mut current, anonymous_seen);
         anonymous_seen = false;
+        let mut fields = line.split_ascii_whitespace();
+        let perms = fields.nth(1).unwrap_or("");
         // The path, after offset, device and inode: only a mapping of a file.
         let path = fields.nth(3).unwrap_or("");
-        if (perms == "r-xp" || perms == "r--p") && path.starts_with('/') && end > start {
-            current = Some((start, end));
+        if (perms == "r-xp" || perms == "r--p") && path.starts_with('/') {
+            current = Some((line.trim_end(), range));
         }
     }
-    finish(&mut current, anonymous_seen, &mut out);
+    finish(&mut current, anonymous_seen);
     out
 }
 
@@ -873,8 +910,16 @@ Anonymous:             0 kB
 
     #[test]
     fn only_read_only_file_mappings_without_written_pages_are_released() {
+        let found = clean_file_mappings(SMAPS);
         assert_eq!(
-            clean_file_mappings(SMAPS),
+            found[0].0,
+            "55d000000000-55d000100000 r--p 00000000 fe:01 123 /usr/bin/polisd"
+        );
+        assert_eq!(
+            found
+                .into_iter()
+                .map(|(_, range)| range)
+                .collect::<Vec<_>>(),
             vec![
                 (0x55d000000000, 0x55d000100000),
                 (0x55d000100000, 0x55d000900000),
