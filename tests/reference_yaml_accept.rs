@@ -9,7 +9,7 @@ mod reference;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-const PIECES: [&str; 40] = [
+const PIECES: [&str; 44] = [
     "key: value",
     ": : bad yaml",
     ": value",
@@ -50,6 +50,10 @@ const PIECES: [&str; 40] = [
     "key: }",
     "key: ,",
     "a: b: c",
+    "key: <<",
+    "- <<",
+    "<<: *anchor",
+    "key: [<<]",
 ];
 
 fn snippet(rng: &mut StdRng) -> String {

@@ -188,6 +188,16 @@ impl<'a> Loader<'a> {
         if let Some(id) = anchor.filter(|id| *id > 0) {
             self.anchors.insert(id, value.clone());
         }
+        let is_key = matches!(self.stack.last(), Some(Frame::Map(_, None, _, _)));
+        if !is_key && is_merge_marker(&value) {
+            // PyYAML types a plain `<<` with the merge tag wherever it stands, and its safe
+            // loader constructs that tag only as a mapping's key.
+            return Err(err(
+                line,
+                "could not determine a constructor for the tag 'tag:yaml.org,2002:merge' \
+                 (a plain `<<` is only a mapping's merge key; quote it to mean the text)",
+            ));
+        }
         match self.stack.last_mut() {
             None => self.root = Some(value),
             Some(Frame::Seq(items, _)) => items.push(value),
@@ -211,6 +221,11 @@ impl<'a> Loader<'a> {
 
 /// A `<<` key is held as this marker string until the mapping closes.
 const MERGE_KEY: &str = "\u{0}<<merge>>";
+
+/// Whether `value` is the plain `<<` ([`MERGE_KEY`]), which only a mapping's key may be.
+pub(super) fn is_merge_marker(value: &Value) -> bool {
+    matches!(value, Value::Str(s) if s == MERGE_KEY)
+}
 
 fn apply_merges(map: Mapping, merges: Vec<Value>) -> Result<Mapping, String> {
     if merges.is_empty() {
@@ -652,6 +667,29 @@ mod tests {
             one("99999999999999999999999"),
             Value::BigInt("99999999999999999999999".into())
         );
+    }
+
+    #[test]
+    fn a_plain_merge_tag_outside_a_key_is_refused_as_pyyaml_refuses_it() {
+        for bad in [
+            "title: <<\n",
+            "- <<\n",
+            "a: [x, <<]\n",
+            "<<\n",
+            "a: {b: <<}\n",
+        ] {
+            let e = load(bad).expect_err(bad);
+            assert!(
+                e.to_string().contains("tag:yaml.org,2002:merge"),
+                "{bad:?}: {e}"
+            );
+        }
+        assert_eq!(
+            load("title: '<<'\n").unwrap().get("title"),
+            &Value::Str("<<".into())
+        );
+        let merged = load("base: &b {a: 1}\nx: {<<: *b}\n").unwrap();
+        assert_eq!(merged.get("x").get("a"), &Value::Int(1));
     }
 
     #[test]
