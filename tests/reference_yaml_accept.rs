@@ -1,8 +1,11 @@
 //! YAML that PyYAML's safe loader rejects is a finding in polisd too (SPEC §2): generated
 //! near-YAML frontmatter (the constructs agents get wrong: stray colons, unclosed quotes and
 //! brackets, bad indentation, tabs, misplaced `-` and `?`, anchors and tags) is loaded by both,
-//! and every text PyYAML refuses must be refused by polisd.
+//! and every text PyYAML refuses must be refused by polisd; every text both read must read as
+//! the same value.
 
+#[path = "common/gen.rs"]
+mod gen;
 #[path = "common/reference.rs"]
 mod reference;
 
@@ -113,5 +116,138 @@ print(json.dumps(out))
     eprintln!(
         "{} texts PyYAML accepts that polisd refuses",
         rejected_wrongly.len()
+    );
+}
+
+/// Python that loads each text with PyYAML's safe loader and hands back the value in the
+/// tagged JSON of `gen::tagged` (or `{"err": name}`).
+const PY_LOAD_TAGGED: &str = r#"
+import datetime, json, sys, yaml
+def enc(v):
+    if v is None or isinstance(v, (bool, str)): return v
+    if isinstance(v, int): return {"i": str(v)}
+    if isinstance(v, float): return {"f": repr(v)}
+    if isinstance(v, datetime.datetime): return {"dt": v.isoformat('T')}
+    if isinstance(v, datetime.date): return {"d": v.isoformat()}
+    if isinstance(v, list): return [enc(i) for i in v]
+    if isinstance(v, dict): return {"m": [[enc(k), enc(x)] for k, x in v.items()]}
+    raise ValueError(type(v))
+out = []
+for t in json.load(sys.stdin):
+    try:
+        out.append(enc(yaml.safe_load(t)))
+    except Exception as e:
+        out.append({"err": type(e).__name__})
+print(json.dumps(out))
+"#;
+
+/// Scalars as agents write them, with the characters and words YAML types specially.
+fn scalar_text(rng: &mut StdRng) -> String {
+    const ATOMS: [&str; 34] = [
+        "word",
+        "two words",
+        "yes",
+        "No",
+        "on",
+        "OFF",
+        "null",
+        "~",
+        "<<",
+        "=",
+        "-",
+        "--",
+        ".inf",
+        "-.Inf",
+        ".NaN",
+        "0x1F",
+        "0o17",
+        "017",
+        "1_000",
+        "+12",
+        "3.14",
+        "1e3",
+        "6.0e-2",
+        "1:30",
+        "190:20:30",
+        "2026-12-01",
+        "2026-12-01 10:30",
+        "2026-12-01T10:30:00Z",
+        "2026-12-01 10:30:00.5 +02:00",
+        "'single'",
+        "\"dou\\tble\"",
+        "a #b",
+        "x:y",
+        "ü✓",
+    ];
+    let n = rng.random_range(1..3);
+    (0..n)
+        .map(|_| ATOMS[rng.random_range(0..ATOMS.len())])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn frontmatter_like(rng: &mut StdRng) -> String {
+    let mut out = String::new();
+    for i in 0..rng.random_range(1..6) {
+        let key =
+            ["title", "tags", "quality_score", "owner", "at", "<<", "yes"][rng.random_range(0..7)];
+        match rng.random_range(0..6) {
+            0 => out.push_str(&format!(
+                "{key}{i}:\n- {}\n- {}\n",
+                scalar_text(rng),
+                scalar_text(rng)
+            )),
+            1 => out.push_str(&format!(
+                "{key}{i}: [{}, {}]\n",
+                scalar_text(rng),
+                scalar_text(rng)
+            )),
+            2 => out.push_str(&format!("{key}{i}:\n  sub: {}\n", scalar_text(rng))),
+            3 => out.push_str(&format!("{key}{i}: |\n  {}\n", scalar_text(rng))),
+            _ => out.push_str(&format!("{key}{i}: {}\n", scalar_text(rng))),
+        }
+    }
+    out
+}
+
+/// What both accept, both read alike: the same types, texts, numbers, dates and key order.
+#[test]
+fn yaml_values_polisd_reads_are_those_pyyaml_reads() {
+    let mut rng = StdRng::seed_from_u64(0x0dd_ba11);
+    let mut texts: Vec<String> = (0..1500).map(|_| frontmatter_like(&mut rng)).collect();
+    texts.extend((0..1500).map(|_| snippet(&mut rng)));
+    texts.sort();
+    texts.dedup();
+    let theirs: Vec<serde_json::Value> = serde_json::from_str(&reference::run_python(
+        PY_LOAD_TAGGED,
+        &serde_json::to_string(&texts).unwrap(),
+    ))
+    .unwrap();
+    let mut differ = Vec::new();
+    let mut compared = 0;
+    for (text, theirs) in texts.iter().zip(&theirs) {
+        let Ok(ours) = polisd::yaml::load(text) else {
+            continue;
+        };
+        if theirs.get("err").is_some() {
+            continue; // the other test's concern
+        }
+        compared += 1;
+        let ours = gen::tagged(&ours);
+        if &ours != theirs {
+            differ.push(format!("{text:?}\n  polisd: {ours}\n  PyYAML: {theirs}"));
+        }
+    }
+    assert!(compared > 1000, "only {compared} texts compared");
+    assert!(
+        differ.is_empty(),
+        "{} of {compared} texts read differently, e.g.:\n{}",
+        differ.len(),
+        differ
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }

@@ -68,6 +68,15 @@ pub fn check(text: &str) -> Option<(usize, String)> {
                 let mut col = spaces;
                 let mut r = rest;
                 let mut answered = false;
+                let colon = r == ":" || r.starts_with(": ") || r.starts_with(":\t");
+                if explicit_key_at.is_some_and(|c| spaces <= c)
+                    && !colon
+                    && !r.is_empty()
+                    && !r.starts_with('#')
+                {
+                    // A new entry at the `? key`'s level or left of it: that key went unanswered.
+                    explicit_key_at = None;
+                }
                 loop {
                     if r == ":" || r.starts_with(": ") || r.starts_with(":\t") {
                         if answered || col != spaces || explicit_key_at != Some(spaces) {
@@ -210,6 +219,7 @@ mod tests {
             "- - : x\n",
             "? : x\n",
             "- ? a\n  : : b\n",
+            "? k\nkey: value\n: value\n",
         ] {
             assert!(check(bad).is_some(), "accepted {bad:?}");
         }
@@ -227,6 +237,7 @@ mod tests {
             "? a\n: b: c\n",
             "? a\n: - x\n",
             "- ? a\n  : b\n",
+            "? a\n# note\n: b\n",
             "a: 1\n...\n",
             "title: don't\tpanic'\n".split('\t').next().unwrap(),
             "list:\n- a\n- b\n",
