@@ -143,7 +143,7 @@ print(json.dumps(out))
 
 /// Scalars as agents write them, with the characters and words YAML types specially.
 fn scalar_text(rng: &mut StdRng) -> String {
-    const ATOMS: [&str; 34] = [
+    const ATOMS: &[&str] = &[
         "word",
         "two words",
         "yes",
@@ -178,6 +178,70 @@ fn scalar_text(rng: &mut StdRng) -> String {
         "a #b",
         "x:y",
         "ü✓",
+        "0b1010",
+        "0b1_0",
+        "0x_1F",
+        "1__0",
+        "-0",
+        "+0.5",
+        ".5",
+        "1.",
+        "1.5e+3",
+        "1.5E3",
+        "+.inf",
+        "-1_000.5",
+        "1:20:30.5",
+        "0.1e10",
+        "1e",
+        "09",
+        "0o8",
+        "\"\\x41\\u00e9\\N\\_\\L\\P\"",
+        "'it''s'",
+        "\"a\\\nb\"",
+        "2001-12-14t21:59:43.10-05:00",
+        "2001-12-14 21:59:43.10 -5",
+        "2026-1-2",
+        "2026-01-02T03:04:05",
+        "2026-01-02 03:04:05.123456789",
+        "Y",
+        "n",
+        "y",
+        "NO",
+        "True",
+        "TRUE",
+        "tRUE",
+        "Null",
+        "NULL",
+        "nULL",
+        "!!str 12",
+        "!!int '12'",
+        "!!float 1",
+        "!!bool yes",
+        "!!null ''",
+        "!!timestamp 2026-01-02",
+        "%",
+        "@x",
+        "a|b",
+        "a>b",
+        "a, b",
+        "[]",
+        "{}",
+        "\"\"",
+        "''",
+        "a\\b",
+        "\"\\\"\"",
+        "12:60",
+        "1_2:30",
+        "0x",
+        "0xG",
+        "12e3",
+        "12.e3",
+        "1.2.3",
+        "1,000",
+        "$5",
+        "é",
+        "\"\\u263A\"",
+        "\"\\U0001F600\"",
     ];
     let n = rng.random_range(1..3);
     (0..n)
@@ -188,24 +252,51 @@ fn scalar_text(rng: &mut StdRng) -> String {
 
 fn frontmatter_like(rng: &mut StdRng) -> String {
     let mut out = String::new();
+    let nl = if rng.random_range(0..10) == 0 {
+        "\r\n"
+    } else {
+        "\n"
+    };
     for i in 0..rng.random_range(1..6) {
-        let key =
-            ["title", "tags", "quality_score", "owner", "at", "<<", "yes"][rng.random_range(0..7)];
-        match rng.random_range(0..6) {
-            0 => out.push_str(&format!(
-                "{key}{i}:\n- {}\n- {}\n",
-                scalar_text(rng),
-                scalar_text(rng)
-            )),
-            1 => out.push_str(&format!(
-                "{key}{i}: [{}, {}]\n",
-                scalar_text(rng),
-                scalar_text(rng)
-            )),
-            2 => out.push_str(&format!("{key}{i}:\n  sub: {}\n", scalar_text(rng))),
-            3 => out.push_str(&format!("{key}{i}: |\n  {}\n", scalar_text(rng))),
-            _ => out.push_str(&format!("{key}{i}: {}\n", scalar_text(rng))),
-        }
+        let key = [
+            "title",
+            "tags",
+            "quality_score",
+            "owner",
+            "at",
+            "<<",
+            "yes",
+            "a b",
+            "'q k'",
+            "\"d\"",
+        ][rng.random_range(0..10)];
+        let s1 = scalar_text(rng);
+        let s2 = scalar_text(rng);
+        let piece = match rng.random_range(0..16) {
+            0 => format!("{key}{i}:\n- {s1}\n- {s2}\n"),
+            1 => format!("{key}{i}: [{s1}, {s2}]\n"),
+            2 => format!("{key}{i}:\n  sub: {s1}\n"),
+            3 => format!("{key}{i}: |\n  {s1}\n"),
+            4 => format!("{key}{i}: {s1}\n  {s2}\n"),
+            5 => format!("{key}{i}: \"{s1}\n  {s2}\"\n"),
+            6 => format!("{key}{i}: '{s1}\n\n  {s2}'\n"),
+            7 => format!("{key}{i}: >\n  {s1}\n    {s2}\n\n  {s1}\n"),
+            8 => format!("{key}{i}:\n- a: {s1}\n  b: {s2}\n- {s1}\n"),
+            9 => format!("{key}{i}: {{a: {s1}, b: [{s2}]}}\n"),
+            10 => format!("{key}{i}:   {s1}   # c\n"),
+            11 => format!("{key}{i}:\n  # note\n  - {s1}\n\n  - {s2}\n"),
+            12 => format!("{key}{i}: |-\n  {s1}\n\n  {s2}\n\n"),
+            13 => format!("{key}{i}: >+\n  {s1}\n\n"),
+            14 => format!("{key}{i}:\n  - - {s1}\n    - {s2}\n"),
+            _ => format!("{key}{i}: {s1}\n"),
+        };
+        out.push_str(&piece.replace('\n', nl));
+    }
+    if rng.random_range(0..8) == 0 {
+        out = format!("---{nl}{out}");
+    }
+    if rng.random_range(0..12) == 0 {
+        out = format!("\u{feff}{out}");
     }
     out
 }
@@ -214,7 +305,7 @@ fn frontmatter_like(rng: &mut StdRng) -> String {
 #[test]
 fn yaml_values_polisd_reads_are_those_pyyaml_reads() {
     let mut rng = StdRng::seed_from_u64(0x0dd_ba11);
-    let mut texts: Vec<String> = (0..1500).map(|_| frontmatter_like(&mut rng)).collect();
+    let mut texts: Vec<String> = (0..2000).map(|_| frontmatter_like(&mut rng)).collect();
     texts.extend((0..1500).map(|_| snippet(&mut rng)));
     texts.sort();
     texts.dedup();
