@@ -305,7 +305,7 @@ fn frontmatter_like(rng: &mut StdRng) -> String {
 #[test]
 fn yaml_values_polisd_reads_are_those_pyyaml_reads() {
     let mut rng = StdRng::seed_from_u64(0x0dd_ba11);
-    let mut texts: Vec<String> = (0..2000).map(|_| frontmatter_like(&mut rng)).collect();
+    let mut texts: Vec<String> = (0..4000).map(|_| frontmatter_like(&mut rng)).collect();
     texts.extend((0..1500).map(|_| snippet(&mut rng)));
     texts.sort();
     texts.dedup();
