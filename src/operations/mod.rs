@@ -41,7 +41,7 @@ pub use check::{
     findings_and_resolved, findings_and_resolved_beside, findings_and_resolved_from,
     reservation_findings, Rechecks, Resolved,
 };
-pub use deliver::{deliver, deliver_now, Delivery};
+pub use deliver::{deliver, deliver_now, Delivery, Outcome};
 pub use edit::edit_agent_file;
 pub use error::OpError;
 pub use reconcile::{
