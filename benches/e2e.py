@@ -201,6 +201,18 @@ def start_daemon(root: Path, tmp: Path, debounce: str, until: str = "watching", 
 READY = "initial scan done"
 
 
+def meet_once(root: Path, base: Path, state: Path, bin=None):
+    """A daemon meets the polis once (its first pass done, its state saved) and stops."""
+    log = base / "met.log"
+    proc = spawn_daemon(root, base, "50ms", state, log, bin=bin)
+    while READY not in log.read_text():
+        if proc.poll() is not None:
+            raise SystemExit("daemon did not start; see " + str(log))
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait()
+
+
 def percentiles(samples):
     samples = sorted(samples)
     p = lambda q: samples[min(len(samples) - 1, int(q * len(samples)))] * 1000
@@ -1363,14 +1375,7 @@ def cmd_settle_alone(args):
             root = base / "project" / "_polis"
             env = dict(os.environ, POLISD_STATE_DIR=str(base / "state"))
             # A daemon met the polis once (as a user's would have), leaving the ledger.
-            log = base / "daemon.log"
-            proc = spawn_daemon(root, base, "50ms", base / "state", log, bin=b)
-            while READY not in log.read_text():
-                if proc.poll() is not None:
-                    raise SystemExit("daemon did not start; see " + str(log))
-                time.sleep(0.02)
-            proc.send_signal(signal.SIGTERM)
-            proc.wait()
+            meet_once(root, base, base / "state", bin=b)
             setups[label] = (b, root, env)
         wall, cpu = {}, {}
         for k in range(args.rounds):
@@ -1416,14 +1421,7 @@ def cmd_backlog(args):
             base = tmp / label
             root = make_polis(base, 0)
             state = base / "state"
-            log = base / "met.log"
-            proc = spawn_daemon(root, base, "50ms", state, log, bin=b)
-            while READY not in log.read_text():
-                if proc.poll() is not None:
-                    raise SystemExit("daemon did not start; see " + str(log))
-                time.sleep(0.02)
-            proc.send_signal(signal.SIGTERM)
-            proc.wait()
+            meet_once(root, base, state, bin=b)
             rng = random.Random(11)
             settled_dir = root / "contracts" / "settled"
             for i in range(args.notices):

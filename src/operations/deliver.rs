@@ -210,23 +210,21 @@ pub fn deliver(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::operations::test_polis::polis_with;
     use crate::protocol::inbox::Notification;
-
-    fn polis_with(citizens: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, Writer) {
-        let d = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(d.path()).unwrap().join("_polis");
-        for c in citizens {
-            let dir = root.join("citizens").join(c);
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(dir.join("capability_card.yml"), format!("agent_id: {c}\n")).unwrap();
-            std::fs::write(dir.join("inbox.md"), "# Inbox\n").unwrap();
-        }
-        let w = Writer::new(&root).unwrap();
-        (d, root, w)
-    }
 
     fn settled(to: &str, i: usize) -> Notification {
         Notification::contract_settled(to, &format!("c-{i}"), "T", "owner-agent", Some(4))
+    }
+
+    /// [`deliver`] with every kind on, at one clock.
+    fn deliver_all(
+        polis: &Polis,
+        w: &Writer,
+        state: &mut PolisState,
+        notices: &[Notification],
+    ) -> Delivery {
+        deliver(polis, w, state, notices, &|_| true, "2026-12-01 10:00")
     }
 
     fn inbox(root: &std::path::Path, who: &str) -> String {
@@ -250,14 +248,7 @@ mod tests {
             .collect();
         let polis = Polis::read(&root);
         let mut state = PolisState::default();
-        let report = deliver(
-            &polis,
-            &w,
-            &mut state,
-            &notices,
-            &|_| true,
-            "2026-12-01 10:00",
-        );
+        let report = deliver_all(&polis, &w, &mut state, &notices);
         assert_eq!((report.delivered, report.appends), (40, 2));
         assert!(report.outcomes.iter().all(|o| *o == Outcome::Delivered));
         // The same notices one at a time, on another polis: the same bytes.
@@ -265,28 +256,14 @@ mod tests {
         let polis2 = Polis::read(&root2);
         let mut state2 = PolisState::default();
         for n in &notices {
-            let one = deliver(
-                &polis2,
-                &w2,
-                &mut state2,
-                std::slice::from_ref(n),
-                &|_| true,
-                "2026-12-01 10:00",
-            );
+            let one = deliver_all(&polis2, &w2, &mut state2, std::slice::from_ref(n));
             assert_eq!(one.appends, 1);
         }
         for who in ["alpha-agent", "bravo-agent"] {
             assert_eq!(inbox(&root, who), inbox(&root2, who));
         }
         // Again: the ledger has them all; nothing is written.
-        let again = deliver(
-            &polis,
-            &w,
-            &mut state,
-            &notices,
-            &|_| true,
-            "2026-12-01 10:00",
-        );
+        let again = deliver_all(&polis, &w, &mut state, &notices);
         assert_eq!(
             (again.delivered, again.already_sent, again.appends),
             (0, 40, 0)
@@ -312,14 +289,7 @@ mod tests {
         .unwrap();
         let polis = Polis::read(&root);
         let mut state = PolisState::default();
-        let report = deliver(
-            &polis,
-            &w,
-            &mut state,
-            &notices,
-            &|_| true,
-            "2026-12-01 10:00",
-        );
+        let report = deliver_all(&polis, &w, &mut state, &notices);
         assert_eq!(
             report.outcomes,
             [
@@ -367,14 +337,7 @@ mod tests {
             "2026-12-01 10:00",
         );
         assert_eq!(off.outcomes, [Outcome::Skipped; 3]);
-        let report = deliver(
-            &polis,
-            &w,
-            &mut state,
-            &notices,
-            &|_| true,
-            "2026-12-01 10:00",
-        );
+        let report = deliver_all(&polis, &w, &mut state, &notices);
         assert_eq!(
             report.outcomes,
             [Outcome::Delivered, Outcome::NoCard, Outcome::Skipped]
