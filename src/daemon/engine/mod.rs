@@ -756,16 +756,36 @@ impl Engine {
 /// leaves glibc arenas holding megabytes the daemon will not use again while it idles. The
 /// machine code the pass ran (option parsing, the first full pass, every rule) is let go too
 /// (see [`release_code_pages`]). Called after the initial scan, and by the event loop each
-/// time it is about to wait with nothing queued (after a pass, however small: a restart's
-/// first passes read few files but run most of the code).
+/// time it is about to wait with nothing queued after handling something (a pass, however
+/// small: a restart's first passes read few files but run most of the code; or a batch of
+/// polisd's own writes coming back, which runs the watcher's and the scope's code).
 pub fn release_free_memory() {
-    trim_heap();
+    trim_heap_if_grown();
     #[cfg(target_os = "linux")]
     release_code_pages();
 }
 
 /// A pass that read at least this many files gives the heap they left back ([`trim_heap`]).
 const MANY_FILES: usize = 4096;
+
+/// Free heap bytes (glibc's count) when the heap was last trimmed.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+static FREE_AT_TRIM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// [`trim_heap`] when the heap's free bytes grew by a megabyte since it was last trimmed: the
+/// trim itself costs a `madvise` for every free chunk, resident or not (~1 ms, measured, after
+/// every small pass), while a pass that frees little leaves little to return.
+fn trim_heap_if_grown() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's statistics.
+        let free = unsafe { libc::mallinfo2() }.fordblks;
+        let at_trim = FREE_AT_TRIM.load(std::sync::atomic::Ordering::Relaxed);
+        if free > at_trim.saturating_add(1 << 20) {
+            trim_heap();
+        }
+    }
+}
 
 /// Returns the free pages of the heap to the system (a pass that read thousands of files
 /// leaves them free but resident).
@@ -775,6 +795,10 @@ fn trim_heap() {
     // allocation.
     unsafe {
         libc::malloc_trim(0);
+        FREE_AT_TRIM.store(
+            libc::mallinfo2().fordblks,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 }
 
