@@ -160,7 +160,8 @@ mod tests {
         ("a-03", "contract_id: a-03\nreview:\n  reviewer: bob-dev\n"),
         ("a-04", "contract_id: a-04\nreview:\n  required: 'yes'\nrouting: {recommended_by_router: alice-dev}\n"),
         ("a-05", "contract_id: another-name\n"),
-        ("a-06", "title: no id\n"),
+        // No contract_id at all.
+        ("a-06", ""),
         ("a-07", "contract_id: 42\nstakes: HIGH\n"),
         ("a-08", "contract_id: a-08\nrouting: bob-dev\nreview: none\n"),
         ("a-09", "contract_id: a-09\nrouting:\n  recommended_by_router: 7\n"),
