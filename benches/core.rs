@@ -68,6 +68,7 @@ fn settlements(n: usize) -> Vec<Settlement> {
                 quality: (next() % 5 + 1) as u8,
                 quality_defaulted: false,
                 minutes: (next() % 240 + 5) as f64,
+                ..Settlement::default()
             }
         })
         .collect()

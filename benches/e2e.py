@@ -16,6 +16,7 @@ same machine only.
     benches/e2e.py reserve --contracts 10000 --entries 300 --repeat 30
     benches/e2e.py commands --contracts 10000 --rounds 30   # each agents' command, vs the reference
     benches/e2e.py settle-alone --contracts 10000 --rounds 30 --baseline OLD   # settle with no daemon, old vs new
+    benches/e2e.py backlog --notices 3000 --baseline OLD   # delivering a backlog of notices after downtime
     benches/e2e.py dashboard --contracts 10000 --clients 50 --seconds 30   # pages and idle cost (issue 18)
     benches/e2e.py merge --lines 100000 --side 1000 --repeat 5   # git's merge driver on a chronicle (issue 17)
 
@@ -198,6 +199,18 @@ def start_daemon(root: Path, tmp: Path, debounce: str, until: str = "watching", 
 
 
 READY = "initial scan done"
+
+
+def meet_once(root: Path, base: Path, state: Path, bin=None):
+    """A daemon meets the polis once (its first pass done, its state saved) and stops."""
+    log = base / "met.log"
+    proc = spawn_daemon(root, base, "50ms", state, log, bin=bin)
+    while READY not in log.read_text():
+        if proc.poll() is not None:
+            raise SystemExit("daemon did not start; see " + str(log))
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait()
 
 
 def percentiles(samples):
@@ -1362,14 +1375,7 @@ def cmd_settle_alone(args):
             root = base / "project" / "_polis"
             env = dict(os.environ, POLISD_STATE_DIR=str(base / "state"))
             # A daemon met the polis once (as a user's would have), leaving the ledger.
-            log = base / "daemon.log"
-            proc = spawn_daemon(root, base, "50ms", base / "state", log, bin=b)
-            while READY not in log.read_text():
-                if proc.poll() is not None:
-                    raise SystemExit("daemon did not start; see " + str(log))
-                time.sleep(0.02)
-            proc.send_signal(signal.SIGTERM)
-            proc.wait()
+            meet_once(root, base, base / "state", bin=b)
             setups[label] = (b, root, env)
         wall, cpu = {}, {}
         for k in range(args.rounds):
@@ -1399,6 +1405,47 @@ def cmd_settle_alone(args):
     if args.baseline:
         print(f"  ratio baseline/new: wall {med(wall['baseline']) / med(wall['new']):.2f}x, "
               f"CPU {med(cpu['baseline']) / med(cpu['new']):.2f}x")
+
+
+def cmd_backlog(args):
+    """A backlog of notices after downtime: a daemon met the polis, stopped, and `--notices`
+    contracts were settled meanwhile (each one's opener is told); the next start queues every
+    `contract-settled` notice at once. Seconds from exec to "initial scan done" (the delivery is
+    part of the first pass), for this polisd and (with `--baseline`) an earlier one, on copies of
+    one polis."""
+    bins = [("new", str(BIN))] + ([("baseline", args.baseline)] if args.baseline else [])
+    results = {}
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        for label, b in bins:
+            base = tmp / label
+            root = make_polis(base, 0)
+            state = base / "state"
+            meet_once(root, base, state, bin=b)
+            rng = random.Random(11)
+            settled_dir = root / "contracts" / "settled"
+            for i in range(args.notices):
+                (settled_dir / f"b-{i:06d}.md").write_text(contract_text(f"b-{i:06d}", i, rng))
+            log = base / "backlog.log"
+            t0 = time.perf_counter()
+            proc = spawn_daemon(root, base, "50ms", state, log, bin=b)
+            try:
+                while READY not in log.read_text():
+                    if proc.poll() is not None or time.perf_counter() - t0 > 900:
+                        raise SystemExit("daemon did not finish its first pass; see " + str(log))
+                    time.sleep(0.005)
+                seconds = time.perf_counter() - t0
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait()
+            inbox = (root / "citizens" / CITIZENS[0] / "inbox.md").read_text()
+            results[label] = (seconds, inbox.count("<!-- polisd:contract-settled:"))
+    print(f"a backlog of {args.notices} settlements after downtime; load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    for label, (seconds, told) in results.items():
+        print(f"  {label}: exec -> initial scan done {seconds:.2f} s, {told} notices in the opener's inbox")
+    if args.baseline:
+        print(f"  ratio baseline/new: {results['baseline'][0] / results['new'][0]:.1f}x")
 
 
 def main():
@@ -1443,6 +1490,9 @@ def main():
     m.add_argument("--contracts", type=int, default=10000)
     m.add_argument("--chronicle-lines", type=int, default=100000)
     m.add_argument("--rounds", type=int, default=30)
+    bl = sub.add_parser("backlog")
+    bl.add_argument("--notices", type=int, default=3000)
+    bl.add_argument("--baseline")
     sa = sub.add_parser("settle-alone")
     sa.add_argument("--contracts", type=int, default=10000)
     sa.add_argument("--rounds", type=int, default=30)
@@ -1486,7 +1536,7 @@ def main():
     {"reconcile": cmd_reconcile, "settle-latency": cmd_settle_latency, "idle-cpu": cmd_idle_cpu,
      "chronicle-latency": cmd_chronicle_latency, "reaction-under-load": cmd_reaction_under_load,
      "startup": cmd_startup, "generate": cmd_generate,
-     "reserve": cmd_reserve, "commands": cmd_commands, "settle-alone": cmd_settle_alone, "session": cmd_session, "all": cmd_all,
+     "reserve": cmd_reserve, "commands": cmd_commands, "settle-alone": cmd_settle_alone, "backlog": cmd_backlog, "session": cmd_session, "all": cmd_all,
      "scale": cmd_scale, "round2": cmd_round2, "merge": cmd_merge, "dashboard": cmd_dashboard}[args.cmd](args)
 
 if __name__ == "__main__":

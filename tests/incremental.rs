@@ -106,6 +106,12 @@ fn settlement(op: &Op) -> Option<Settlement> {
         quality_defaulted: *defaulted,
         // Fractions whose running means are inexact, so a different replay order shows.
         minutes: [10.0, 7.5, 1.0 / 3.0, 45.0, 0.1, 120.0][usize::from(*minutes)],
+        // What reflection reads beside it, kept through snapshots and journals too (the
+        // settlements are compared whole at the end).
+        recommended: (*quality % 2 == 0)
+            .then(|| OWNERS[usize::from(*quality) % OWNERS.len()].to_string()),
+        guarded: *file % 3 == 1,
+        renamed: *file % 5 == 2,
     })
 }
 

@@ -304,8 +304,9 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
     if !report.dry_run {
         println!(
             "next: `polisd register ID --vendor V --model M --tags tag:rating` for each further \
-             citizen, copy contracts/TEMPLATE.md to open a contract, and `polisd run` to keep \
-             the polis current"
+             citizen, `polisd contract open --title T --by {}` to open a contract (or copy \
+             contracts/TEMPLATE.md), and `polisd run` to keep the polis current",
+            params.agent_id
         );
     }
     Ok(0)

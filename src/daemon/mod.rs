@@ -224,7 +224,24 @@ async fn serve(
     let mut sigint = signal(tokio::signal::unix::SignalKind::interrupt())?;
     let mut sighup = signal(tokio::signal::unix::SignalKind::hangup())?;
 
+    // Passes run when memory was last given back, and whether a batch came since.
+    let mut released_after = 0u64;
+    let mut batch_since = false;
     loop {
+        // About to wait with nothing queued after a pass or a batch: what it freed, and the
+        // code it ran, go back to the system (a burst of changes keeps both until it ends; the
+        // watchdog's and the clock's ticks that run nothing give nothing back).
+        let passes: u64 = watched.iter().map(|w| w.engine.passes_run()).sum();
+        if (passes != released_after || batch_since) && rx.is_empty() {
+            released_after = passes;
+            batch_since = false;
+            let started = std::time::Instant::now();
+            crate::daemon::engine::release_free_memory();
+            tracing::debug!(
+                elapsed_us = started.elapsed().as_micros() as u64,
+                "memory given back"
+            );
+        }
         let want = next_wakeup(&watched);
         if want != wake_at {
             wake_at = want;
@@ -240,6 +257,7 @@ async fn serve(
         tokio::select! {
             batch = rx.recv() => {
                 let Some((index, batch)) = batch else { break };
+                batch_since = true;
                 let trigger = match batch.rescan {
                     Some(r) => {
                         tracing::debug!(reason = ?r.reason, "rescan");

@@ -185,8 +185,15 @@ impl Default for Stability {
     }
 }
 
-/// The duplicate check of [`Writer::append_locked_unless`]: does the file hold the block?
-type AlreadyThere<'a> = dyn Fn(&[u8]) -> bool + 'a;
+/// What [`Writer::append`] adds to a file.
+enum Addition<'a> {
+    /// These bytes.
+    Bytes(&'a [u8]),
+    /// These bytes, unless the check says the file (read under the lock) already holds them.
+    Unless(&'a [u8], &'a dyn Fn(&[u8]) -> bool),
+    /// What the function makes of the file's bytes read under the lock (nothing: no write).
+    Composed(&'a mut dyn FnMut(&[u8]) -> Vec<u8>),
+}
 
 /// Why a file is not settled, and when to look again.
 type NotYet = (Unsettled, Duration);
@@ -646,7 +653,8 @@ impl Writer {
     /// end with a newline, one is written first (in the same `write`), so an agent's unfinished
     /// last line never swallows ours.
     pub fn append_locked(&self, rel: impl AsRef<Path>, bytes: &[u8]) -> Result<(), WriteError> {
-        self.append(rel.as_ref(), bytes, None).map(|_| ())
+        self.append(rel.as_ref(), Addition::Bytes(bytes))
+            .map(|_| ())
     }
 
     /// [`Writer::append_locked`], unless `already(current bytes)` says the file holds what the
@@ -659,17 +667,24 @@ impl Writer {
         bytes: &[u8],
         already: impl Fn(&[u8]) -> bool,
     ) -> Result<bool, WriteError> {
-        self.append(rel.as_ref(), bytes, Some(&already))
+        self.append(rel.as_ref(), Addition::Unless(bytes, &already))
     }
 
-    fn append(
+    /// [`Writer::append_locked`] of what `compose(current bytes)` returns, the file read under
+    /// the append's lock (empty when it does not exist yet): several blocks checked against the
+    /// file and appended in one `write`. An empty result writes nothing. Returns whether it
+    /// appended.
+    pub fn append_locked_composed(
         &self,
-        rel: &Path,
-        bytes: &[u8],
-        already: Option<&AlreadyThere<'_>>,
+        rel: impl AsRef<Path>,
+        mut compose: impl FnMut(&[u8]) -> Vec<u8>,
     ) -> Result<bool, WriteError> {
+        self.append(rel.as_ref(), Addition::Composed(&mut compose))
+    }
+
+    fn append(&self, rel: &Path, addition: Addition<'_>) -> Result<bool, WriteError> {
         let t = self.target(rel)?;
-        if bytes.is_empty() {
+        if matches!(addition, Addition::Bytes(b) | Addition::Unless(b, _) if b.is_empty()) {
             return Ok(false);
         }
         self.ensure_parents(&t, true)?;
@@ -695,19 +710,32 @@ impl Writer {
         // name may have gained a second link since it was opened.
         let meta = file.metadata().map_err(io_err("inspect", &t.rel))?;
         check_single_link(&t, &meta)?;
-        // Read once, under the lock, when the duplicate check or the ledger's hash of the
-        // whole file needs it; otherwise only the last byte (does the file end a line?).
-        let whole = already.is_some() || self.recording;
+        // Read once, under the lock, when the duplicate check, the composition or the ledger's
+        // hash of the whole file needs it; otherwise only the last byte (does the file end a
+        // line?).
+        let whole = !matches!(addition, Addition::Bytes(_)) || self.recording;
         let mut all = if whole {
             read_open(&t, &file)?
         } else {
             Vec::new()
         };
-        if let Some(already) = already {
-            if !all.is_empty() && already(&all) {
-                return Ok(false);
+        let composed;
+        let bytes = match addition {
+            Addition::Bytes(bytes) => bytes,
+            Addition::Unless(bytes, already) => {
+                if !all.is_empty() && already(&all) {
+                    return Ok(false);
+                }
+                bytes
             }
-        }
+            Addition::Composed(compose) => {
+                composed = compose(&all);
+                if composed.is_empty() {
+                    return Ok(false);
+                }
+                &composed
+            }
+        };
         let len = if whole { all.len() as u64 } else { meta.len() };
         let ends_a_line = if whole {
             all.last().is_none_or(|b| *b == b'\n')

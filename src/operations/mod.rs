@@ -35,13 +35,15 @@ pub mod status;
 pub mod summary;
 pub mod sync;
 pub mod tally;
+#[cfg(test)]
+mod test_polis;
 
 pub use check::{
     amendment_problems, amendment_problems_with, count, dependency_findings, findings,
     findings_and_resolved, findings_and_resolved_beside, findings_and_resolved_from,
     reservation_findings, Rechecks, Resolved,
 };
-pub use deliver::{deliver, deliver_now, Delivery};
+pub use deliver::{deliver, deliver_now, Delivery, Outcome};
 pub use edit::edit_agent_file;
 pub use error::OpError;
 pub use reconcile::{

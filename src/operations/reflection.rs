@@ -14,7 +14,7 @@ use crate::protocol::reflection::{
     self as rules, AmendmentEvidence, Evidence, FindingEvidence, Held, LessonEvidence, Proposal,
     SettledEvidence, StaleEvidence,
 };
-use crate::protocol::stats::Settlement;
+use crate::protocol::stats::{Settlement, SettlementView};
 use crate::yaml::Value;
 use chrono::{Duration, NaiveDateTime};
 use std::collections::{BTreeSet, HashMap};
@@ -60,6 +60,25 @@ pub fn settled_evidence(file: &ContractFile, settlement: &Settlement) -> Settled
             || k.review.reviewer.is_some(),
         settled_at: settlement.instant,
     }
+}
+
+/// A settled contract's evidence from its settlement alone, as the ledger keeps it (what the
+/// detectors read beside the settlement is kept with it: `recommended`, `guarded`). Equal to
+/// [`settled_evidence`] of the file it was read from; `None` for a `renamed` one, whose
+/// `contract_id` only its file gives.
+pub fn settled_evidence_of(path: &str, s: &SettlementView<'_>) -> Option<SettledEvidence> {
+    if s.renamed {
+        return None;
+    }
+    Some(SettledEvidence {
+        contract_id: layout::record_stem(path).to_string(),
+        owner: Some(s.owner.to_string()),
+        tags: s.tags.to_vec(),
+        quality: s.quality,
+        recommended: s.recommended.map(str::to_string),
+        guarded: s.guarded,
+        settled_at: s.instant,
+    })
 }
 
 /// The evidence of a polis read with its settled contracts ([`Polis::read`]).

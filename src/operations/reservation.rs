@@ -378,6 +378,7 @@ pub fn release_for_ended_contract(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::operations::test_polis::polis_with;
 
     #[test]
     fn conflict_message_names_holder_and_next_step() {
@@ -422,19 +423,6 @@ mod tests {
         ));
         // From outside the project, relative paths are the project root's.
         assert_eq!(project_path(&root, Path::new("/"), "docs").unwrap(), "docs");
-    }
-
-    fn polis_with(citizens: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, Writer) {
-        let d = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(d.path()).unwrap().join("_polis");
-        for c in citizens {
-            let dir = root.join("citizens").join(c);
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(dir.join("capability_card.yml"), format!("agent_id: {c}\n")).unwrap();
-        }
-        std::fs::create_dir_all(root.join("contracts/open")).unwrap();
-        let w = Writer::new(&root).unwrap();
-        (d, root, w)
     }
 
     fn at(stamp: &str) -> PolisTime {

@@ -495,6 +495,8 @@ pub fn settlement_of(path: &str, record: &Record, zone: PolisZone) -> SettledRea
         ));
     }
     let minutes = extract_minutes(f, &record.body);
+    let routing = f.get("routing");
+    let review = f.get("review");
     out.settlement = Some(Settlement {
         path: path.to_string(),
         owner,
@@ -505,6 +507,13 @@ pub fn settlement_of(path: &str, record: &Record, zone: PolisZone) -> SettledRea
         quality,
         quality_defaulted: source == QualitySource::Default,
         minutes,
+        // What reflection reads of a settled contract, as [`Contract::from_record`] reads it.
+        recommended: string(routing.get("recommended_by_router")),
+        guarded: f.get("stakes").as_str() == Some("high")
+            || matches!(review.get("required"), Value::Bool(true))
+            || review.get("reviewer").as_str().is_some(),
+        renamed: text(f.get("contract_id"))
+            .is_some_and(|id| id != crate::protocol::layout::record_stem(path)),
     });
     out
 }

@@ -145,7 +145,21 @@ pub fn notification_id(kind: Kind, subject: &str, recipient: &str, discriminator
 /// start a heading or marker line of its own.
 pub fn render(stamp: &str, paragraph: &str, link: &str, kind: Kind, id: &str) -> String {
     let paragraph = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
-    format!("\n### {stamp} from {DAEMON_ID}\n\n{paragraph}\n\n[[{link}]]\n<!-- polisd:{kind}:{id} -->\n\n---\n")
+    let marker = marker(kind, id);
+    format!("\n### {stamp} from {DAEMON_ID}\n\n{paragraph}\n\n[[{link}]]\n{marker}\n\n---\n")
+}
+
+/// The line under a notice that says polisd sent it: `<!-- polisd:<kind>:<id> -->`.
+fn marker(kind: Kind, id: &str) -> String {
+    format!("<!-- polisd:{kind}:{id} -->")
+}
+
+/// Every polisd marker written anywhere in `text`, also mid-line (what
+/// [`Notification::marker_in`] finds): one pass over an inbox for a whole batch of notices.
+pub fn markers_anywhere(text: &str) -> HashSet<&str> {
+    text.match_indices("<!-- polisd:")
+        .filter_map(|(at, _)| text[at..].find("-->").map(|end| &text[at..at + end + 3]))
+        .collect()
 }
 
 /// The wikilink of `reservations.yml` in a notice.
@@ -274,17 +288,23 @@ impl Notification {
         )
     }
 
-    /// Whether any of the given inbox texts (inbox, archive) already holds this notification.
     /// Whether `bytes` (an inbox as read under its lock) hold this notice's marker anywhere:
     /// a plain substring search, quick on a long inbox.
     pub fn marker_in(&self, bytes: &[u8]) -> bool {
-        let marker = format!("<!-- polisd:{}:{} -->", self.kind.as_str(), self.id());
+        let marker = self.marker();
         match std::str::from_utf8(bytes) {
             Ok(text) => text.contains(&marker),
             Err(_) => String::from_utf8_lossy(bytes).contains(&marker),
         }
     }
 
+    /// This notice's marker line ([`marker`]).
+    pub fn marker(&self) -> String {
+        marker(self.kind, &self.id())
+    }
+
+    /// Whether any of the given inbox texts (inbox, archive) already holds this notification,
+    /// its marker on a line of its own.
     pub fn already_in(&self, texts: &[&str]) -> bool {
         let key = (self.kind, self.id());
         texts.iter().any(|t| sent_ids(t).contains(&key))

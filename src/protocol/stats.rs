@@ -36,6 +36,13 @@ pub struct Settlement {
     pub quality_defaulted: bool,
     /// As the double the reference's arithmetic uses.
     pub minutes: f64,
+    /// What reflection's detectors read beside the settlement (kept with it, so a daily run
+    /// reads no settled file again): `routing.recommended_by_router`.
+    pub recommended: Option<String>,
+    /// High stakes, or a review required or assigned.
+    pub guarded: bool,
+    /// `contract_id` is given and is not the file's name: reflection reads the file for it.
+    pub renamed: bool,
 }
 
 impl Settlement {
@@ -50,6 +57,9 @@ impl Settlement {
             quality: self.quality,
             quality_defaulted: self.quality_defaulted,
             minutes: self.minutes,
+            recommended: self.recommended.as_deref(),
+            guarded: self.guarded,
+            renamed: self.renamed,
         }
     }
 }
@@ -308,6 +318,10 @@ pub struct SettlementView<'a> {
     pub quality: u8,
     pub quality_defaulted: bool,
     pub minutes: f64,
+    /// See [`Settlement::recommended`], [`Settlement::guarded`], [`Settlement::renamed`].
+    pub recommended: Option<&'a str>,
+    pub guarded: bool,
+    pub renamed: bool,
 }
 
 impl SettlementView<'_> {
@@ -323,6 +337,9 @@ impl SettlementView<'_> {
             quality: self.quality,
             quality_defaulted: self.quality_defaulted,
             minutes: self.minutes,
+            recommended: self.recommended.map(str::to_string),
+            guarded: self.guarded,
+            renamed: self.renamed,
         }
     }
 }

@@ -74,6 +74,7 @@ enum Frame {
 }
 
 struct Loader<'a> {
+    text: &'a str,
     parser: Parser<std::str::Chars<'a>>,
     anchors: HashMap<usize, Value>,
     stack: Vec<Frame>,
@@ -86,6 +87,7 @@ struct Loader<'a> {
 impl<'a> Loader<'a> {
     fn new(text: &'a str) -> Self {
         Loader {
+            text,
             parser: Parser::new_from_str(text),
             anchors: HashMap::new(),
             stack: Vec::new(),
@@ -123,6 +125,12 @@ impl<'a> Loader<'a> {
                 }
                 Event::Scalar(text, style, anchor, tag) => {
                     self.count(1, line)?;
+                    let block = matches!(style, TScalarStyle::Literal | TScalarStyle::Folded);
+                    let text = if block && !text.is_empty() && text.bytes().all(|b| b == b'\n') {
+                        empty_block_scalar(self.text, mark.index())
+                    } else {
+                        text
+                    };
                     let value = resolve_scalar(&text, style, tag.as_ref())
                         .map_err(|message| err(line, &message))?;
                     self.push_value(value, Some(anchor), line)?;
@@ -188,6 +196,16 @@ impl<'a> Loader<'a> {
         if let Some(id) = anchor.filter(|id| *id > 0) {
             self.anchors.insert(id, value.clone());
         }
+        let is_key = matches!(self.stack.last(), Some(Frame::Map(_, None, _, _)));
+        if !is_key && is_merge_marker(&value) {
+            // PyYAML types a plain `<<` with the merge tag wherever it stands, and its safe
+            // loader constructs that tag only as a mapping's key.
+            return Err(err(
+                line,
+                "could not determine a constructor for the tag 'tag:yaml.org,2002:merge' \
+                 (a plain `<<` is only a mapping's merge key; quote it to mean the text)",
+            ));
+        }
         match self.stack.last_mut() {
             None => self.root = Some(value),
             Some(Frame::Seq(items, _)) => items.push(value),
@@ -209,8 +227,33 @@ impl<'a> Loader<'a> {
     }
 }
 
+/// The value of a block scalar (`|` or `>`) with no content line, whose header is at char
+/// `at` of `text`: yaml-rust2 reads one at the end of the text as a line break, PyYAML as
+/// nothing, unless its `+` keeps the blank lines that follow (one break each).
+fn empty_block_scalar(text: &str, at: usize) -> String {
+    let from: String = text.chars().skip(at + 1).collect();
+    let (header, rest) = from.split_once('\n').unwrap_or((from.as_str(), ""));
+    let keep = header
+        .chars()
+        .take_while(|c| matches!(c, '+' | '-' | '0'..='9'))
+        .any(|c| c == '+');
+    if !keep {
+        return String::new();
+    }
+    let lines = rest
+        .split_inclusive('\n')
+        .take_while(|l| l.ends_with('\n') && l.trim_matches([' ', '\t', '\r', '\n']).is_empty())
+        .count();
+    "\n".repeat(lines)
+}
+
 /// A `<<` key is held as this marker string until the mapping closes.
 const MERGE_KEY: &str = "\u{0}<<merge>>";
+
+/// Whether `value` is the plain `<<` ([`MERGE_KEY`]), which only a mapping's key may be.
+pub(super) fn is_merge_marker(value: &Value) -> bool {
+    matches!(value, Value::Str(s) if s == MERGE_KEY)
+}
 
 fn apply_merges(map: Mapping, merges: Vec<Value>) -> Result<Mapping, String> {
     if merges.is_empty() {
@@ -652,6 +695,52 @@ mod tests {
             one("99999999999999999999999"),
             Value::BigInt("99999999999999999999999".into())
         );
+    }
+
+    #[test]
+    fn a_plain_merge_tag_outside_a_key_is_refused_as_pyyaml_refuses_it() {
+        for bad in [
+            "title: <<\n",
+            "- <<\n",
+            "a: [x, <<]\n",
+            "<<\n",
+            "a: {b: <<}\n",
+        ] {
+            let e = load(bad).expect_err(bad);
+            assert!(
+                e.to_string().contains("tag:yaml.org,2002:merge"),
+                "{bad:?}: {e}"
+            );
+        }
+        assert_eq!(
+            load("title: '<<'\n").unwrap().get("title"),
+            &Value::Str("<<".into())
+        );
+        let merged = load("base: &b {a: 1}\nx: {<<: *b}\n").unwrap();
+        assert_eq!(merged.get("x").get("a"), &Value::Int(1));
+    }
+
+    #[test]
+    fn an_empty_block_scalar_reads_as_pyyaml_reads_it() {
+        for (text, want) in [
+            ("k: |\n", ""),
+            ("k: >\n", ""),
+            ("k: |-\n", ""),
+            ("k: |\n\n\n", ""),
+            ("k: |2\n", ""),
+            ("k: |\n  \n", ""),
+            ("k: |+\n", ""),
+            ("k: |+\n\n\n", "\n\n"),
+            ("k: >+\n\n", "\n"),
+            ("k: |\n  a\n", "a\n"),
+            ("k: |\nn: 1\n", ""),
+        ] {
+            assert_eq!(
+                load(text).unwrap().get("k"),
+                &Value::Str(want.into()),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

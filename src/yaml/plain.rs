@@ -331,7 +331,10 @@ fn plain(text: &str, in_flow: bool) -> Option<Value> {
             _ => {}
         }
     }
-    resolve_plain(text).ok()
+    // A plain `<<` as a value is refused by the full reader, with its line.
+    resolve_plain(text)
+        .ok()
+        .filter(|v| !super::load::is_merge_marker(v))
 }
 
 #[cfg(test)]

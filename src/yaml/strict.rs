@@ -62,32 +62,52 @@ pub fn check(text: &str) -> Option<(usize, String)> {
                 continue;
             }
             if flow_depth == 0 {
+                // Where a block node starts (the line's start, after `- `, `? ` or the `: `
+                // answering an explicit key), a `:` with no key before it is refused; only the
+                // line's first `:` may answer a `? key` above at its column.
                 let mut col = spaces;
                 let mut r = rest;
-                if r == ":" || r.starts_with(": ") || r.starts_with(":\t") {
-                    if explicit_key_at != Some(spaces) {
-                        return Some((
-                            n,
-                            "a `:` with no key before it; write `key: value` (or quote a \
-                             value that starts with `:`)"
-                                .into(),
-                        ));
-                    }
+                let mut answered = false;
+                let colon = r == ":" || r.starts_with(": ") || r.starts_with(":\t");
+                if explicit_key_at.is_some_and(|c| spaces <= c)
+                    && !colon
+                    && !r.is_empty()
+                    && !r.starts_with('#')
+                {
+                    // A new entry at the `? key`'s level or left of it: that key went unanswered.
                     explicit_key_at = None;
-                    let after = &r[1..];
-                    let trimmed = after.trim_start_matches(' ');
-                    col += 1 + (after.len() - trimmed.len());
-                    r = trimmed;
                 }
-                // `? key`, also as a sequence item (`- ? key`) or a value (`: ? key`): its
-                // `:` comes at that column.
-                while let Some(after) = r.strip_prefix("- ") {
-                    let trimmed = after.trim_start_matches(' ');
-                    col += 2 + (after.len() - trimmed.len());
-                    r = trimmed;
-                }
-                if r == "?" || r.starts_with("? ") {
-                    explicit_key_at = Some(col);
+                loop {
+                    if r == ":" || r.starts_with(": ") || r.starts_with(":\t") {
+                        if answered || col != spaces || explicit_key_at != Some(spaces) {
+                            return Some((
+                                n,
+                                "a `:` with no key before it; write `key: value` (or quote a \
+                                 value that starts with `:`)"
+                                    .into(),
+                            ));
+                        }
+                        answered = true;
+                        explicit_key_at = None;
+                        let after = &r[1..];
+                        let trimmed = after.trim_start_matches(' ');
+                        col += 1 + (after.len() - trimmed.len());
+                        r = trimmed;
+                    } else if let Some(after) = r.strip_prefix("- ") {
+                        let trimmed = after.trim_start_matches(' ');
+                        col += 2 + (after.len() - trimmed.len());
+                        r = trimmed;
+                    } else if r == "?" || r.starts_with("? ") {
+                        // `? key`, also as a sequence item (`- ? key`) or a value (`: ? key`):
+                        // its `:` comes at this column.
+                        explicit_key_at = Some(col);
+                        let after = &r[1..];
+                        let trimmed = after.trim_start_matches(' ');
+                        col += 1 + (after.len() - trimmed.len());
+                        r = trimmed;
+                    } else {
+                        break;
+                    }
                 }
             }
         }
@@ -193,6 +213,13 @@ mod tests {
             "a: 1\n...\nb: 2\n",
             "#comment\n...\n",
             "a: &x 1\nb: &x 2\n",
+            "? a\n: : b\n",
+            "? a\n:   :\n",
+            "- : x\n",
+            "- - : x\n",
+            "? : x\n",
+            "- ? a\n  : : b\n",
+            "? k\nkey: value\n: value\n",
         ] {
             assert!(check(bad).is_some(), "accepted {bad:?}");
         }
@@ -206,6 +233,11 @@ mod tests {
             "key: |\n  a\tb\n  c\n",
             "k: v  # c\t\n",
             "? a\n: b\n",
+            "? a\n: ? b\n  : c\n",
+            "? a\n: b: c\n",
+            "? a\n: - x\n",
+            "- ? a\n  : b\n",
+            "? a\n# note\n: b\n",
             "a: 1\n...\n",
             "title: don't\tpanic'\n".split('\t').next().unwrap(),
             "list:\n- a\n- b\n",

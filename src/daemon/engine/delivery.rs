@@ -3,11 +3,19 @@
 use super::Engine;
 use crate::fs::snapshot::Polis;
 use crate::fs::state::OutboxEntry;
-use crate::operations;
+use crate::operations::{self, Outcome};
 use crate::protocol::inbox::{Kind, Notification};
 
 /// How often a long delivery saves its progress.
 pub(super) const OUTBOX_CHECKPOINT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A long delivery also saves its progress once this many notices were delivered since the
+/// last save: a batch of them is one append, so a backlog drains in far less than
+/// [`OUTBOX_CHECKPOINT`].
+const CHECKPOINT_NOTICES: usize = 256;
+
+/// Notices handed to one [`operations::deliver`] (one inbox append per recipient each).
+const DELIVERY_BATCH: usize = 512;
 
 /// The most notices kept waiting for a recipient without a card.
 const MAX_WAITING: usize = 200;
@@ -53,8 +61,9 @@ impl Engine {
         }
     }
 
-    /// Delivers the outbox. A notice that cannot be written (a symlinked inbox, a recipient
-    /// without a card) is dropped with a warning; an I/O failure keeps it for the next pass.
+    /// Delivers the outbox, in batches of [`DELIVERY_BATCH`] (one inbox append per recipient
+    /// each). A notice that cannot be written (a symlinked inbox, a recipient without a card)
+    /// is dropped with a warning; an I/O failure keeps it for the next pass.
     pub(super) fn deliver(&mut self, polis: &Polis, clock: &str) {
         let outbox = std::mem::take(&mut self.state.outbox);
         let enabled = self.options.notifications;
@@ -63,85 +72,112 @@ impl Engine {
         // A long outbox (a backlog after downtime) is checkpointed as it drains: a crash
         // half-way then resumes where it was, instead of re-checking every inbox from the top.
         let mut checkpoint = std::time::Instant::now();
-        for (i, entry) in outbox.iter().enumerate() {
-            if checkpoint.elapsed() >= OUTBOX_CHECKPOINT {
-                self.state.outbox = keep.iter().chain(&outbox[i..]).cloned().collect();
+        let mut since_checkpoint = 0usize;
+        for (k, chunk) in outbox.chunks(DELIVERY_BATCH).enumerate() {
+            let at = k * DELIVERY_BATCH;
+            if at > 0
+                && (checkpoint.elapsed() >= OUTBOX_CHECKPOINT
+                    || since_checkpoint >= CHECKPOINT_NOTICES)
+            {
+                self.state.outbox = keep.iter().chain(&outbox[at..]).cloned().collect();
                 if let Err(e) = self.state.save() {
                     tracing::warn!("could not save the outbox's progress: {e}");
                 }
                 checkpoint = std::time::Instant::now();
+                since_checkpoint = 0;
             }
-            let entry = entry.clone();
-            let Some(kind) = Kind::parse(&entry.kind) else {
-                continue;
-            };
-            let n = Notification {
-                kind,
-                recipient: entry.recipient.clone(),
-                subject: entry.subject.clone(),
-                discriminator: entry.discriminator.clone(),
-                link: entry.link.clone(),
-                paragraph: entry.paragraph.clone(),
-                at: entry.at.clone(),
-            };
+            let (entries, notices): (Vec<&OutboxEntry>, Vec<Notification>) = chunk
+                .iter()
+                .filter_map(|entry| Some((entry, notification_of(entry)?)))
+                .unzip();
             let report = operations::deliver(
                 polis,
                 &self.writer,
                 &mut self.state,
-                std::slice::from_ref(&n),
+                &notices,
                 &|k| enabled.enabled(k.as_str()),
                 clock,
             );
+            since_checkpoint += report.delivered;
             self.state.counters.notifications += report.delivered as u64;
             // An inbox append is a write like any other.
-            self.state.counters.writes += report.delivered as u64;
-            if report.found_in_inbox > 0
-                && self.options.writer == crate::daemon::config::WriterMode::ThisMachineOnly
-                && !self.reported_other_writer
-            {
-                self.reported_other_writer = true;
-                tracing::warn!(
-                    kind = %n.kind, to = %n.recipient,
-                    "this machine is the polis's only writer (writer = \"this-machine-only\"), yet \
-                     this notice was already in the inbox, though this machine's ledger did not have it: \
-                     another machine's polisd delivers notices too (or this one crashed before \
-                     saving). Set `writer = \"none\"` for this polis in that machine's config"
-                );
-            }
-            if report.delivered > 0 {
-                // `id` is the one in the inbox's `<!-- polisd:<kind>:<id> -->` marker.
-                tracing::info!(kind = %n.kind, id = %n.id(), to = %n.recipient, subject = %n.subject, "notified");
-                self.log_activity(
-                    "notified",
-                    Some(&format!("citizens/{}/inbox.md", n.recipient)),
-                    format!("{} about {} (marker id {})", n.kind, n.subject, n.id()),
-                );
-            }
-            if !report.unresolved.is_empty()
-                && crate::protocol::layout::is_agent_id(&n.recipient)
-                && unresolved_kept < MAX_WAITING
-            {
-                // The recipient has no card yet (a folder being restored, a card being
-                // rewritten): the notice waits for it.
-                unresolved_kept += 1;
-                keep.push(entry.clone());
-            }
-            for (who, why) in report.failed {
+            self.state.counters.writes += report.appends as u64;
+            for (who, why) in &report.failed {
                 if matches!(why, crate::fs::writer::WriteError::HardLinked { .. }) {
                     // Sent nowhere until the inbox is a plain single-link file again.
-                    let key = format!("hard link: {}", n.recipient);
-                    if self.warned_once.insert(key) {
+                    if self.warned_once.insert(format!("hard link: {who}")) {
                         tracing::warn!("not notifying {who} yet: {why}");
                     }
-                    keep.push(entry.clone());
                 } else if why.is_refusal() {
                     tracing::warn!("not notifying {who}: {why}");
                 } else {
                     tracing::warn!("could not notify {who} yet (will retry): {why}");
-                    keep.push(entry.clone());
+                }
+            }
+            for ((entry, n), outcome) in entries.into_iter().zip(&notices).zip(&report.outcomes) {
+                match *outcome {
+                    Outcome::FoundInInbox => self.warn_of_another_writer(n),
+                    Outcome::Delivered => {
+                        // `id` is the one in the inbox's `<!-- polisd:<kind>:<id> -->` marker.
+                        tracing::info!(kind = %n.kind, id = %n.id(), to = %n.recipient, subject = %n.subject, "notified");
+                        self.log_activity(
+                            "notified",
+                            Some(&format!("citizens/{}/inbox.md", n.recipient)),
+                            format!("{} about {} (marker id {})", n.kind, n.subject, n.id()),
+                        );
+                    }
+                    Outcome::NoCard
+                        if crate::protocol::layout::is_agent_id(&n.recipient)
+                            && unresolved_kept < MAX_WAITING =>
+                    {
+                        // The recipient has no card yet (a folder being restored, a card being
+                        // rewritten): the notice waits for it.
+                        unresolved_kept += 1;
+                        keep.push(entry.clone());
+                    }
+                    Outcome::Failed(i)
+                        if !report.failed[i].1.is_refusal()
+                            || matches!(
+                                report.failed[i].1,
+                                crate::fs::writer::WriteError::HardLinked { .. }
+                            ) =>
+                    {
+                        keep.push(entry.clone());
+                    }
+                    _ => {}
                 }
             }
         }
         self.state.outbox = keep;
     }
+
+    /// Warns once when a notice this machine's ledger lacked was in the inbox already while
+    /// this machine is configured as the polis's only writer.
+    fn warn_of_another_writer(&mut self, n: &Notification) {
+        if self.options.writer == crate::daemon::config::WriterMode::ThisMachineOnly
+            && !self.reported_other_writer
+        {
+            self.reported_other_writer = true;
+            tracing::warn!(
+                kind = %n.kind, to = %n.recipient,
+                "this machine is the polis's only writer (writer = \"this-machine-only\"), yet \
+                 this notice was already in the inbox, though this machine's ledger did not have it: \
+                 another machine's polisd delivers notices too (or this one crashed before \
+                 saving). Set `writer = \"none\"` for this polis in that machine's config"
+            );
+        }
+    }
+}
+
+/// The notice an outbox entry queued (`None`: a kind this polisd does not know).
+fn notification_of(entry: &OutboxEntry) -> Option<Notification> {
+    Some(Notification {
+        kind: Kind::parse(&entry.kind)?,
+        recipient: entry.recipient.clone(),
+        subject: entry.subject.clone(),
+        discriminator: entry.discriminator.clone(),
+        link: entry.link.clone(),
+        paragraph: entry.paragraph.clone(),
+        at: entry.at.clone(),
+    })
 }

@@ -120,6 +120,8 @@ pub struct Engine {
     chronicles: ChronicleCopies,
     /// Whether a pass since start-up has completed (the first one takes the baseline).
     warmed: bool,
+    /// Passes run since the engine opened (the event loop gives memory back after one).
+    passes_run: u64,
     /// Hex SHA-256 of `routing_stats.yml` as the last reconcile left it: with the settled cache
     /// unchanged and these bytes in place, a reconcile would change nothing.
     stats_hash: Option<String>,
@@ -185,10 +187,25 @@ const MAX_UNRESOLVED: usize = 1000;
 impl Engine {
     /// Opens the engine for the `_polis/` folder at `root`, with its machine-local state.
     pub fn open(root: &Path, options: EngineOptions) -> anyhow::Result<Engine> {
+        Engine::open_with(root, options, State::load)
+    }
+
+    /// [`Engine::open`] with the state kept under `base` (a test's own folder, where the
+    /// environment variable would be shared by every test of the process).
+    #[cfg(test)]
+    fn open_in(root: &Path, base: &Path, options: EngineOptions) -> anyhow::Result<Engine> {
+        Engine::open_with(root, options, |root| State::load_in(base, root))
+    }
+
+    fn open_with(
+        root: &Path,
+        options: EngineOptions,
+        load: impl FnOnce(&Path) -> Result<State, crate::fs::state::StateError>,
+    ) -> anyhow::Result<Engine> {
         let writer =
             Writer::new(root).with_context(|| format!("cannot write inside {}", root.display()))?;
         let root = writer.root().to_path_buf();
-        let mut state = State::load(&root)?;
+        let mut state = load(&root)?;
         // Temporary files of a write that crashed half-way: not in use by anyone after a minute.
         match writer.clean_stale_temp_files(std::time::Duration::from_secs(60)) {
             Ok(removed) if !removed.is_empty() => {
@@ -214,6 +231,7 @@ impl Engine {
             watch_mode: "none".to_string(),
             dashboard_url: None,
             warmed: false,
+            passes_run: 0,
             stats_hash: None,
             chronicle_activity: None,
             archive_activity: None,
@@ -434,6 +452,7 @@ impl Engine {
         if scope.is_empty() {
             return Ok(());
         }
+        self.passes_run += 1;
         if !self.warmed || matches!(trigger, Trigger::Rescan | Trigger::Timer) {
             self.refresh_sync();
         }
@@ -721,6 +740,11 @@ impl Engine {
         }
     }
 
+    /// How many passes the engine has run (a batch whose paths concern no rule runs none).
+    pub fn passes_run(&self) -> u64 {
+        self.passes_run
+    }
+
     /// Removes the status file: the daemon no longer watches this polis.
     pub fn close(&mut self) {
         let _ = self.state.save();
@@ -728,18 +752,40 @@ impl Engine {
     }
 }
 
-/// Hands the heap the initial scan freed back to the system: reading every file on several
-/// threads leaves glibc arenas holding megabytes the daemon will not use again while it idles.
-/// The machine code start-up ran (option parsing, the first full pass, every rule) is let go
-/// too (see [`release_code_pages`]).
-fn release_free_memory() {
-    trim_heap();
+/// Hands the heap a pass freed back to the system: reading every file on several threads
+/// leaves glibc arenas holding megabytes the daemon will not use again while it idles. The
+/// machine code the pass ran (option parsing, the first full pass, every rule) is let go too
+/// (see [`release_code_pages`]). Called after the initial scan, and by the event loop each
+/// time it is about to wait with nothing queued after handling something (a pass, however
+/// small: a restart's first passes read few files but run most of the code; or a batch of
+/// polisd's own writes coming back, which runs the watcher's and the scope's code).
+pub fn release_free_memory() {
+    trim_heap_if_grown();
     #[cfg(target_os = "linux")]
     release_code_pages();
 }
 
 /// A pass that read at least this many files gives the heap they left back ([`trim_heap`]).
 const MANY_FILES: usize = 4096;
+
+/// Free heap bytes (glibc's count) when the heap was last trimmed.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+static FREE_AT_TRIM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// [`trim_heap`] when the heap's free bytes grew by a megabyte since it was last trimmed: the
+/// trim itself costs a `madvise` for every free chunk, resident or not (~1 ms, measured, after
+/// every small pass), while a pass that frees little leaves little to return.
+fn trim_heap_if_grown() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's statistics.
+        let free = unsafe { libc::mallinfo2() }.fordblks;
+        let at_trim = FREE_AT_TRIM.load(std::sync::atomic::Ordering::Relaxed);
+        if free > at_trim.saturating_add(1 << 20) {
+            trim_heap();
+        }
+    }
+}
 
 /// Returns the free pages of the heap to the system (a pass that read thousands of files
 /// leaves them free but resident).
@@ -749,49 +795,163 @@ fn trim_heap() {
     // allocation.
     unsafe {
         libc::malloc_trim(0);
+        FREE_AT_TRIM.store(
+            libc::mallinfo2().fordblks,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 }
 
-/// Unmaps the resident pages of the process's machine code (the executable's and the shared
-/// libraries' `r-xp` mappings): after the first full pass they are ~9 MB that an idle daemon
-/// does not touch, counted in its resident memory. The pages stay in the page cache, so the
-/// code the next pass runs is mapped back on first use at the cost of a minor fault per 64 KB;
-/// the resident set then holds only what passes actually run. Only read-only, executable,
-/// file-backed mappings are released: their contents are the file's, so nothing is lost
-/// (writable and anonymous mappings are never touched).
+/// Unmaps the resident pages of the process's machine code and read-only data (the
+/// executable's and the shared libraries' `r-xp` and `r--p` mappings): after a pass they are
+/// ~8 MB that an idle daemon does not touch, counted in its resident memory. The pages stay in
+/// the page cache, so what the next pass runs is mapped back on first use at the cost of a
+/// minor fault per 64 KB; the resident set then holds only what passes actually run. Only
+/// read-only, file-backed mappings none of whose pages the process has written are released
+/// (`Anonymous: 0 kB` in smaps: the relocated `RELRO` data is not, and writable or anonymous
+/// mappings never are): their contents are the file's, so nothing is lost.
 #[cfg(target_os = "linux")]
 fn release_code_pages() {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+    use std::sync::Mutex;
+    // The clean mappings' lines as `/proc/self/maps` prints them, found once in smaps (which
+    // walks every page of the process, ~1 ms): a read-only mapping cannot become dirty.
+    // Each release reads the cheap `maps` and releases only a range still mapped as it was
+    // then (a library unmapped since, and something else mapped there, is never touched).
+    static CLEAN: Mutex<Option<std::collections::HashSet<String>>> = Mutex::new(None);
+    let Ok(mut clean) = CLEAN.lock() else {
         return;
     };
-    for line in maps.lines() {
-        let mut fields = line.split_ascii_whitespace();
-        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+    if clean.is_none() {
+        let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+            return;
+        };
+        *clean = Some(
+            clean_file_mappings(&smaps)
+                .into_iter()
+                .map(|(line, _)| line)
+                .collect(),
+        );
+    }
+    let (Some(clean), Ok(maps)) = (clean.as_ref(), std::fs::read_to_string("/proc/self/maps"))
+    else {
+        return;
+    };
+    for line in maps.lines().filter(|l| clean.contains(l.trim_end())) {
+        let Some((start, end)) = mapping_range(line) else {
             continue;
         };
-        // The path, after offset, device and inode: only a mapping of a file.
-        let path = fields.nth(3).unwrap_or("");
-        if perms != "r-xp" || !path.starts_with('/') {
-            continue;
-        }
-        let Some((start, end)) = range.split_once('-') else {
-            continue;
-        };
-        let (Ok(start), Ok(end)) = (
-            usize::from_str_radix(start, 16),
-            usize::from_str_radix(end, 16),
-        ) else {
-            continue;
-        };
-        if end <= start {
-            continue;
-        }
-        // SAFETY: the range is a private, read-only, executable mapping of a file, as the
-        // kernel lists it. MADV_DONTNEED on it drops the process's page-table entries; the
-        // next access maps the file's unchanged bytes again (an executable being run cannot
-        // be written to: ETXTBSY), so no code changes under a running thread.
+        // SAFETY: the range is a private, read-only mapping of a file, as the kernel lists
+        // it, with no page the process wrote (and, being read-only, none it can write).
+        // MADV_DONTNEED drops the process's page-table entries; the next access maps the
+        // file's unchanged bytes again (an executable being run cannot be written to:
+        // ETXTBSY), so nothing changes under a running thread.
         unsafe {
             libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
         }
+    }
+}
+
+/// The address range of a `maps` / `smaps` mapping line.
+#[cfg(target_os = "linux")]
+fn mapping_range(line: &str) -> Option<(usize, usize)> {
+    let range = line.split_ascii_whitespace().next()?;
+    let (start, end) = range.split_once('-')?;
+    let (start, end) = (
+        usize::from_str_radix(start, 16).ok()?,
+        usize::from_str_radix(end, 16).ok()?,
+    );
+    (end > start).then_some((start, end))
+}
+
+/// The read-only (`r-xp`, `r--p`) mappings of a file that hold no anonymous (written,
+/// copied-on-write) page, in `/proc/self/smaps`'s text: each one's first line (as
+/// `/proc/self/maps` prints it, trailing blanks trimmed) and its address range.
+#[cfg(target_os = "linux")]
+fn clean_file_mappings(smaps: &str) -> Vec<(String, (usize, usize))> {
+    let mut out = Vec::new();
+    // The mapping being read, while it still qualifies.
+    let mut current: Option<(&str, (usize, usize))> = None;
+    // Whether its `Anonymous:` line was read (a mapping without one is left alone).
+    let mut anonymous_seen = false;
+    let mut finish = |current: &mut Option<(&str, (usize, usize))>, seen: bool| {
+        if let Some((line, range)) = current.take().filter(|_| seen) {
+            out.push((line.to_string(), range));
+        }
+    };
+    for line in smaps.lines() {
+        if let Some(kb) = line.strip_prefix("Anonymous:") {
+            if kb.trim().trim_end_matches("kB").trim() != "0" {
+                current = None;
+            }
+            anonymous_seen = true;
+            continue;
+        }
+        // A mapping's first line starts with its hex range, not a `Key:` field.
+        let Some(range) = mapping_range(line) else {
+            continue;
+        };
+        finish(&mut current, anonymous_seen);
+        anonymous_seen = false;
+        let mut fields = line.split_ascii_whitespace();
+        let perms = fields.nth(1).unwrap_or("");
+        // The path, after offset, device and inode: only a mapping of a file.
+        let path = fields.nth(3).unwrap_or("");
+        if (perms == "r-xp" || perms == "r--p") && path.starts_with('/') {
+            current = Some((line.trim_end(), range));
+        }
+    }
+    finish(&mut current, anonymous_seen);
+    out
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::clean_file_mappings;
+
+    const SMAPS: &str = "\
+55d000000000-55d000100000 r--p 00000000 fe:01 123 /usr/bin/polisd
+Size:               1024 kB
+Rss:                 512 kB
+Anonymous:             0 kB
+55d000100000-55d000900000 r-xp 00100000 fe:01 123 /usr/bin/polisd
+Rss:                4096 kB
+Anonymous:             0 kB
+VmFlags: rd ex mr mw me
+55d000900000-55d000a00000 r--p 00900000 fe:01 123 /usr/bin/polisd
+Rss:                 400 kB
+Anonymous:           400 kB
+55d000a00000-55d000a10000 rw-p 00a00000 fe:01 123 /usr/bin/polisd
+Anonymous:            64 kB
+55d001000000-55d002000000 rw-p 00000000 00:00 0 [heap]
+Anonymous:          8000 kB
+7f0000000000-7f0000001000 r--p 00000000 00:00 0
+Anonymous:             0 kB
+7f0000100000-7f0000200000 r-xp 00000000 fe:01 77 /usr/lib/x86_64-linux-gnu/libc.so.6
+Rss:                 600 kB
+7f0000300000-7f0000400000 r-xp 00000000 fe:01 77 /usr/lib/x86_64-linux-gnu/libm.so.6
+Anonymous:             0 kB
+";
+
+    #[test]
+    fn only_read_only_file_mappings_without_written_pages_are_released() {
+        let found = clean_file_mappings(SMAPS);
+        assert_eq!(
+            found[0].0,
+            "55d000000000-55d000100000 r--p 00000000 fe:01 123 /usr/bin/polisd"
+        );
+        assert_eq!(
+            found
+                .into_iter()
+                .map(|(_, range)| range)
+                .collect::<Vec<_>>(),
+            vec![
+                (0x55d000000000, 0x55d000100000),
+                (0x55d000100000, 0x55d000900000),
+                // The relocated read-only data (written by the loader), the writable data,
+                // the heap, an anonymous mapping and a mapping whose `Anonymous:` line is
+                // missing are kept.
+                (0x7f0000300000, 0x7f0000400000),
+            ]
+        );
     }
 }

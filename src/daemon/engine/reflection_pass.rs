@@ -2,8 +2,9 @@
 //! settled contracts feed, filing what they find as amendments through the application layer.
 //!
 //! After a settlement the ledger (owner, tags, quality) says on which tags a proposal is at all
-//! possible ([`rules::tags_worth_reading`]); only the settled files of those tags are read
-//! again, for the routing and review fields the ledger does not keep.
+//! possible ([`rules::tags_worth_reading`]); the evidence of those tags' settled contracts is
+//! the ledger's too (it keeps the router's recommendation and whether each was guarded), so a
+//! daily run reads no settled file again (but one whose `contract_id` is not its name).
 
 use super::{Engine, Pass};
 use crate::fs::snapshot::{self, ContractFile};
@@ -11,6 +12,7 @@ use crate::operations::reflection::{self, Scope};
 use crate::protocol::contract::Contract;
 use crate::protocol::layout::ContractFolder;
 use crate::protocol::reflection::{self as rules, SettledEvidence};
+use crate::protocol::stats::{Settlement, SettlementView};
 
 /// The `state.known` key holding the polis-local date of the last daily run.
 const LAST_DAILY_RUN: &str = "reflect/daily";
@@ -77,8 +79,9 @@ impl Engine {
     }
 
     /// The settled contracts of every tag where a detector could fire (of `only`'s tags, when
-    /// given), read again for the
-    /// fields the ledger does not keep; in path order, as the reference lists them.
+    /// given), in path order, as the reference lists them. Their evidence comes from the
+    /// ledger, which keeps what the detectors read beside each settlement; only a file whose
+    /// `contract_id` is not its name is read again, for that id.
     fn settled_evidence(
         &self,
         only: Option<&std::collections::BTreeSet<String>>,
@@ -95,35 +98,164 @@ impl Engine {
         if worth.is_empty() {
             return Vec::new();
         }
-        // Borrowed from the ledger: an owned copy of every settlement is made only for the
-        // file being read.
-        let mut wanted: Vec<_> = self
+        // Each contract's evidence built as it is found (a list of the ledger's views first
+        // cost a daily run at 100k settled ~14 MB more at its peak), with its path for order.
+        let mut evidence: Vec<(&str, Option<SettledEvidence>)> = self
             .ledger
             .iter()
-            .filter(|(_, s)| s.tags.iter().any(|t| worth.contains(t)))
+            .filter(|(path, s)| path.ends_with(".md") && s.tags.iter().any(|t| worth.contains(t)))
+            .map(|(path, s)| (path, reflection::settled_evidence_of(path, &s)))
             .collect();
-        wanted.sort_by(|a, b| a.0.cmp(b.0));
+        evidence.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        // The renamed ones (rare: `polisd check` reports them), read in their place so that
+        // equal ids keep the path order.
+        let renamed: Vec<(usize, Settlement)> = (0..evidence.len())
+            .filter(|&i| evidence[i].1.is_none())
+            .filter_map(|i| Some((i, self.ledger.get(evidence[i].0)?)))
+            .collect();
         let root = self.root.clone();
-        // Each file is turned into its few fields of evidence as soon as it is read: holding
-        // every parsed file until all are read cost a daily run at 10k settled ~50 MB.
-        let mut out: Vec<SettledEvidence> = snapshot::par_map(&wanted, |(path, view)| {
-            let stem = path.rsplit('/').next()?.strip_suffix(".md")?;
-            let file = snapshot::read_record(&root, path, stem, &mut Vec::new())?;
-            let contract = Contract::from_record(&file.record);
-            let file = ContractFile {
-                folder: ContractFolder::Settled,
-                file,
-                contract,
-            };
-            Some(reflection::settled_evidence(
-                &file,
-                &view.to_settlement(path),
-            ))
-        })
-        .into_iter()
-        .flatten()
-        .collect();
+        let read = snapshot::par_map(&renamed, |(_, s)| read_evidence(&root, &s.path, &s.view()));
+        for ((i, _), e) in renamed.iter().zip(read) {
+            evidence[*i].1 = e;
+        }
+        let mut out: Vec<SettledEvidence> = evidence.into_iter().filter_map(|(_, e)| e).collect();
         out.sort_by(|a, b| a.contract_id.cmp(&b.contract_id));
         out
+    }
+}
+
+/// A settled contract's evidence read from its file (`None`: it cannot be read now).
+pub(super) fn read_evidence(
+    root: &std::path::Path,
+    path: &str,
+    view: &SettlementView<'_>,
+) -> Option<SettledEvidence> {
+    let stem = path.rsplit('/').next()?.strip_suffix(".md")?;
+    let file = snapshot::read_record(root, path, stem, &mut Vec::new())?;
+    let contract = Contract::from_record(&file.record);
+    let file = ContractFile {
+        folder: ContractFolder::Settled,
+        file,
+        contract,
+    };
+    Some(reflection::settled_evidence(
+        &file,
+        &view.to_settlement(path),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::engine::{EngineOptions, Trigger};
+    use crate::fs::snapshot::Polis;
+    use crate::protocol::clock::PolisTime;
+
+    /// Settled contracts of one tag, all of low quality (so every detector of settled work
+    /// reads them), that vary each field reflection reads beside the settlement.
+    const VARIANTS: &[(&str, &str)] = &[
+        ("a-00", "contract_id: a-00\nrouting:\n  recommended_by_router: bob-dev\nstakes: medium\nreview:\n  required: false\n"),
+        ("a-01", "contract_id: a-01\nrouting:\n  recommended_by_router: null\nstakes: high\n"),
+        ("a-02", "contract_id: a-02\nreview:\n  required: true\n"),
+        ("a-03", "contract_id: a-03\nreview:\n  reviewer: bob-dev\n"),
+        ("a-04", "contract_id: a-04\nreview:\n  required: 'yes'\nrouting: {recommended_by_router: alice-dev}\n"),
+        ("a-05", "contract_id: another-name\n"),
+        // No contract_id at all.
+        ("a-06", ""),
+        ("a-07", "contract_id: 42\nstakes: HIGH\n"),
+        ("a-08", "contract_id: a-08\nrouting: bob-dev\nreview: none\n"),
+        ("a-09", "contract_id: a-09\nrouting:\n  recommended_by_router: 7\n"),
+        ("a-10", "contract_id: a-10\nrouting:\n  recommended_by_router: alice-dev\n"),
+        // The id of the file before it: equal ids keep the path order.
+        ("a-11", "contract_id: a-10\nrouting:\n  recommended_by_router: bob-dev\nstakes: high\n"),
+    ];
+
+    fn polis() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("_polis");
+        std::fs::create_dir_all(root.join("contracts/settled")).unwrap();
+        std::fs::write(root.join("CONSTITUTION.md"), "# Constitution\n").unwrap();
+        for (i, (name, fields)) in VARIANTS.iter().enumerate() {
+            let owner = ["alice-dev", "bob-dev", "carol-dev"][i % 3];
+            // Complete otherwise, so that a restart trusts the snapshot's record of it.
+            let text = format!(
+                "---\n{fields}title: Contract {i}\nopened_by: alice-dev\n\
+                 opened_at: 2026-05-01 09:00:00\nstatus: settled\nowner: {owner}\n\
+                 required_tags: [ml]\ncost_ceiling: medium\n\
+                 settled_at: 2026-05-{:02} 10:00:00\nquality_score: {}\nactual_minutes: 30\n\
+                 ---\n\n## Intent\n\nDo the thing.\n\n## Settlement\n\nDone.\n",
+                1 + i,
+                1 + i % 2,
+            );
+            std::fs::write(root.join(format!("contracts/settled/{name}.md")), text).unwrap();
+        }
+        (dir, root)
+    }
+
+    fn options() -> EngineOptions {
+        let mut options: EngineOptions = crate::daemon::config::Config::default()
+            .effective_for(std::path::Path::new("/"))
+            .into();
+        options.reflect = true;
+        options
+    }
+
+    /// The evidence as the daemon built it before the ledger kept it: every wanted file read
+    /// again, through [`Contract::from_record`].
+    fn read_again(engine: &Engine) -> Vec<SettledEvidence> {
+        let mut wanted: Vec<_> = engine.ledger.iter().collect();
+        wanted.sort_by(|a, b| a.0.cmp(b.0));
+        let mut out: Vec<SettledEvidence> = wanted
+            .iter()
+            .filter_map(|(path, view)| read_evidence(&engine.root, path, view))
+            .collect();
+        out.sort_by(|a, b| a.contract_id.cmp(&b.contract_id));
+        out
+    }
+
+    /// What the detectors propose from this settled evidence (nothing is written).
+    fn proposals(polis: &Polis, settled: Vec<SettledEvidence>, now: &PolisTime) -> String {
+        let evidence = reflection::gather_with(polis, settled, Scope::All, now);
+        let results =
+            reflection::reflect(&evidence, rules::DEFAULT_MIN_EVIDENCE, None, now).unwrap();
+        serde_json::to_string(&results).unwrap()
+    }
+
+    #[test]
+    fn reflection_evidence_from_the_ledger_equals_the_files_read_again() {
+        let (dir, root) = polis();
+        let state = dir.path().join("state");
+        let wall = chrono::Utc::now();
+        let now = PolisTime::at(Default::default(), wall);
+        let polis = Polis::read(&root);
+        // The CLI's path (`polisd reflect`): every settled file read with the polis.
+        let gathered = reflection::gather(&polis, Scope::All, &now).settled;
+        assert_eq!(gathered.len(), VARIANTS.len());
+        assert!(gathered.iter().any(|e| e.guarded) && gathered.iter().any(|e| !e.guarded));
+        assert!(gathered.iter().any(|e| e.recommended.is_some()));
+        // A first meeting (every file read), then a restart (the ledger restored from the
+        // state folder's snapshot, no file read).
+        for round in ["first meeting", "restart"] {
+            let mut engine = Engine::open_in(&root, &state, options()).unwrap();
+            engine.handle(&Trigger::Rescan, wall).unwrap();
+            if round == "first meeting" {
+                // Only the files whose id is wrong or missing have findings (they are read
+                // again on restart): every other one is restored from the snapshot's record.
+                let with_findings: Vec<&str> =
+                    engine.settled_findings.keys().map(String::as_str).collect();
+                let wrong_id =
+                    ["a-05", "a-06", "a-07", "a-11"].map(|n| format!("contracts/settled/{n}.md"));
+                assert_eq!(with_findings, wrong_id);
+            }
+            let from_ledger = engine.settled_evidence(None);
+            assert_eq!(from_ledger, read_again(&engine), "{round}");
+            assert_eq!(from_ledger, gathered, "{round}");
+            assert_eq!(
+                proposals(&polis, from_ledger, &now),
+                proposals(&polis, gathered.clone(), &now),
+                "{round}"
+            );
+        }
+        assert!(!proposals(&polis, gathered, &now).starts_with("[]"));
     }
 }

@@ -37,8 +37,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::io::Write as _;
 
 /// Bumped whenever a record's meaning or the layout changes; any other version is untrusted.
-/// (1 was a JSON journal of fingerprints, 2 a JSON snapshot and journal.)
-pub const LEDGER_VERSION: u32 = 3;
+/// (1 was a JSON journal of fingerprints, 2 a JSON snapshot and journal, 3 the binary form
+/// without what reflection reads of a settlement: the router's recommendation, guarded and
+/// renamed.)
+pub const LEDGER_VERSION: u32 = 4;
 const MAGIC: &[u8] = b"polisd settled ledger\n";
 /// Bytes before a frame's payload: its length and the first bytes of its SHA-256.
 const FRAME_HEAD: usize = 4 + FRAME_SUM;
@@ -148,6 +150,9 @@ pub struct StoredSettlement {
     quality: u8,
     quality_defaulted: bool,
     minutes: f64,
+    recommended: Option<String>,
+    guarded: bool,
+    renamed: bool,
 }
 
 impl StoredSettlement {
@@ -161,6 +166,9 @@ impl StoredSettlement {
             quality: v.quality,
             quality_defaulted: v.quality_defaulted,
             minutes: v.minutes,
+            recommended: v.recommended.map(str::to_string),
+            guarded: v.guarded,
+            renamed: v.renamed,
         }
     }
 
@@ -174,6 +182,9 @@ impl StoredSettlement {
             quality: self.quality,
             quality_defaulted: self.quality_defaulted,
             minutes: self.minutes,
+            recommended: self.recommended.as_deref(),
+            guarded: self.guarded,
+            renamed: self.renamed,
         }
     }
 }
@@ -217,6 +228,8 @@ struct Rec {
 const REREAD: u8 = 1;
 const UNANNOUNCED: u8 = 2;
 const DEFAULTED: u8 = 4;
+const GUARDED: u8 = 8;
+const RENAMED: u8 = 16;
 
 /// Appends one record: its path to the shared buffer, the rest as a fixed [`Rec`].
 fn place(
@@ -248,6 +261,12 @@ fn flags_of(r: &RecordRef<'_>) -> u8 {
     }
     if r.settlement.is_some_and(|s| s.quality_defaulted) {
         flags |= DEFAULTED;
+    }
+    if r.settlement.is_some_and(|s| s.guarded) {
+        flags |= GUARDED;
+    }
+    if r.settlement.is_some_and(|s| s.renamed) {
+        flags |= RENAMED;
     }
     flags
 }
@@ -293,6 +312,9 @@ impl Records {
             quality: s.quality,
             quality_defaulted: r.flags & DEFAULTED != 0,
             minutes: s.minutes,
+            recommended: s.recommended.map(|d| self.texts[d as usize].as_str()),
+            guarded: r.flags & GUARDED != 0,
+            renamed: r.flags & RENAMED != 0,
         }
     }
 
@@ -339,6 +361,7 @@ impl Records {
             instant_us: s.instant_us,
             when_text: tables.text(&mut self.texts, s.when_text),
             last_completed: s.last_completed.map(|d| tables.text(&mut self.texts, d)),
+            recommended: s.recommended.map(|d| tables.text(&mut self.texts, d)),
             quality: s.quality,
             minutes: s.minutes,
         });
@@ -402,6 +425,7 @@ impl Records {
                     s.owner < texts
                         && s.when_text < texts
                         && s.last_completed.is_none_or(|d| d < texts)
+                        && s.recommended.is_none_or(|d| d < texts)
                         && (s.tags as usize) < self.tag_lists.len()
                 })
         })
@@ -500,6 +524,7 @@ struct WireSettlement {
     instant_us: Option<i64>,
     when_text: u32,
     last_completed: Option<u32>,
+    recommended: Option<u32>,
     quality: u8,
     minutes: f64,
 }
@@ -536,6 +561,7 @@ struct JournalSettlement<'a> {
     instant_us: Option<i64>,
     when_text: &'a str,
     last_completed: Option<&'a str>,
+    recommended: Option<&'a str>,
     quality: u8,
     minutes: f64,
 }
@@ -562,6 +588,7 @@ impl<'a> JournalRecord<'a> {
                 instant_us: instant_us(&s),
                 when_text: s.when_text,
                 last_completed: s.last_completed,
+                recommended: s.recommended,
                 quality: s.quality,
                 minutes: s.minutes,
             }),
@@ -655,6 +682,7 @@ pub fn write_snapshot<'a>(
                     instant_us: instant_us(&s),
                     when_text: text(s.when_text, &mut texts),
                     last_completed: s.last_completed.map(|d| text(d, &mut texts)),
+                    recommended: s.recommended.map(|d| text(d, &mut texts)),
                     quality: s.quality,
                     minutes: s.minutes,
                 }
@@ -787,9 +815,14 @@ pub fn decode(bytes: &[u8]) -> (Restored, usize) {
 
 /// The header after the magic bytes, and what follows it.
 fn header(rest: &[u8]) -> Result<(Header<'_>, &[u8]), String> {
+    header_of(rest, LEDGER_VERSION)
+}
+
+/// [`header`] of a file of format `wanted` (the header's layout has not changed since 3).
+fn header_of(rest: &[u8], wanted: u32) -> Result<(Header<'_>, &[u8]), String> {
     let cut = || "it is cut short (a partial or damaged file)".to_string();
     let version = u32::from_le_bytes(rest.get(..4).ok_or_else(cut)?.try_into().unwrap_or([0; 4]));
-    if version != LEDGER_VERSION {
+    if version != wanted {
         return Err(format!(
             "its format is v{version}, this polisd reads v{LEDGER_VERSION}"
         ));
@@ -961,15 +994,44 @@ impl<'de> serde::de::Visitor<'de> for IntoRecords<'_> {
 
 /// Best effort: the paths a damaged or foreign file still names (the snapshot's records if
 /// its body still parses, then the journal's frames). A path recorded as not yet announced
-/// (by a command) is left out: it is still news.
+/// (by a command) is left out: it is still news. A file of format 3 is read for its paths
+/// too: an upgrade reads every settled file again, but announces none of them anew.
 fn paths_named(rest: &[u8]) -> Vec<String> {
-    let mut recorded: BTreeSet<String> = BTreeSet::new();
-    let Some((header, after)) = rest
+    let version = rest
         .get(..4)
-        .map(|v| u32::from_le_bytes(v.try_into().unwrap_or([0; 4])))
-        .filter(|v| *v == LEDGER_VERSION)
-        .and_then(|_| header(rest).ok())
-    else {
+        .map(|v| u32::from_le_bytes(v.try_into().unwrap_or([0; 4])));
+    match version {
+        Some(LEDGER_VERSION) => paths_in(rest, LEDGER_VERSION, record_path, frame_path),
+        Some(3) => paths_in(rest, 3, v3::record_path, v3::frame_path),
+        _ => Vec::new(),
+    }
+}
+
+/// A record's path and flags, and the bytes after it.
+type RecordPath = for<'a> fn(&'a [u8]) -> Option<(&'a str, u8, &'a [u8])>;
+/// What a journal frame does to a path.
+type FramePath = for<'a> fn(&'a [u8]) -> Option<Named<'a>>;
+
+enum Named<'a> {
+    Put(&'a str, u8),
+    Del(&'a str),
+}
+
+fn record_path(bytes: &[u8]) -> Option<(&str, u8, &[u8])> {
+    let (r, more) = postcard::take_from_bytes::<WireRecord<'_>>(bytes).ok()?;
+    Some((r.path, r.flags, more))
+}
+
+fn frame_path(payload: &[u8]) -> Option<Named<'_>> {
+    match postcard::from_bytes::<Op<'_>>(payload).ok()? {
+        Op::Put(r) => Some(Named::Put(r.path, r.flags)),
+        Op::Del(p) => Some(Named::Del(p)),
+    }
+}
+
+fn paths_in(rest: &[u8], version: u32, record: RecordPath, frame: FramePath) -> Vec<String> {
+    let mut recorded: BTreeSet<String> = BTreeSet::new();
+    let Ok((header, after)) = header_of(rest, version) else {
         return Vec::new();
     };
     // Record by record, as far as they still parse (a cut snapshot keeps its first ones).
@@ -980,11 +1042,11 @@ fn paths_named(rest: &[u8]) -> Vec<String> {
         .and_then(|(_, rest)| postcard::take_from_bytes::<u64>(rest));
     if let Ok((count, mut rest)) = records {
         for _ in 0..count {
-            let Ok((r, more)) = postcard::take_from_bytes::<WireRecord<'_>>(rest) else {
+            let Some((path, flags, more)) = record(rest) else {
                 break;
             };
-            if r.flags & UNANNOUNCED == 0 {
-                recorded.insert(r.path.to_string());
+            if flags & UNANNOUNCED == 0 {
+                recorded.insert(path.to_string());
             }
             rest = more;
         }
@@ -993,20 +1055,179 @@ fn paths_named(rest: &[u8]) -> Vec<String> {
         return recorded.into_iter().collect();
     }
     for payload in frames(&after[body_len..]).flatten() {
-        match postcard::from_bytes::<Op<'_>>(payload) {
-            Ok(Op::Put(r)) if r.flags & UNANNOUNCED != 0 => {
-                recorded.remove(r.path);
+        match frame(payload) {
+            Some(Named::Put(path, flags)) if flags & UNANNOUNCED != 0 => {
+                recorded.remove(path);
             }
-            Ok(Op::Put(r)) => {
-                recorded.insert(r.path.to_string());
+            Some(Named::Put(path, _)) => {
+                recorded.insert(path.to_string());
             }
-            Ok(Op::Del(p)) => {
-                recorded.remove(p);
+            Some(Named::Del(path)) => {
+                recorded.remove(path);
             }
-            Err(_) => {}
+            None => {}
         }
     }
     recorded.into_iter().collect()
+}
+
+/// The records and frames of format 3 (a settlement without what reflection reads), read for
+/// their paths only: postcard is not self-describing, so each layout needs its own types.
+mod v3 {
+    use super::{Fingerprint, Named};
+    use serde::Deserialize;
+
+    #[derive(Deserialize, Clone, Copy)]
+    #[cfg_attr(test, derive(serde::Serialize))]
+    #[allow(dead_code)] // Read past, never used.
+    struct WireSettlement {
+        owner: u32,
+        tags: u32,
+        instant_us: Option<i64>,
+        when_text: u32,
+        last_completed: Option<u32>,
+        quality: u8,
+        minutes: f64,
+    }
+
+    #[derive(Deserialize)]
+    #[cfg_attr(test, derive(serde::Serialize))]
+    #[allow(dead_code)] // Only the path and flags are used.
+    struct WireRecord<'a> {
+        path: &'a str,
+        fingerprint: Fingerprint,
+        flags: u8,
+        settlement: Option<WireSettlement>,
+    }
+
+    #[derive(Deserialize)]
+    #[cfg_attr(test, derive(serde::Serialize))]
+    #[allow(dead_code)] // Read past, never used.
+    struct JournalSettlement<'a> {
+        owner: &'a str,
+        #[serde(borrow)]
+        tags: Vec<&'a str>,
+        instant_us: Option<i64>,
+        when_text: &'a str,
+        last_completed: Option<&'a str>,
+        quality: u8,
+        minutes: f64,
+    }
+
+    #[derive(Deserialize)]
+    #[cfg_attr(test, derive(serde::Serialize))]
+    #[allow(dead_code)] // Only the path and flags are used.
+    struct JournalRecord<'a> {
+        path: &'a str,
+        fingerprint: Fingerprint,
+        flags: u8,
+        #[serde(borrow)]
+        settlement: Option<JournalSettlement<'a>>,
+    }
+
+    #[derive(Deserialize)]
+    #[cfg_attr(test, derive(serde::Serialize))]
+    enum Op<'a> {
+        #[serde(borrow)]
+        Put(JournalRecord<'a>),
+        Del(&'a str),
+    }
+
+    pub(super) fn record_path(bytes: &[u8]) -> Option<(&str, u8, &[u8])> {
+        let (r, more) = postcard::take_from_bytes::<WireRecord<'_>>(bytes).ok()?;
+        Some((r.path, r.flags, more))
+    }
+
+    pub(super) fn frame_path(payload: &[u8]) -> Option<Named<'_>> {
+        match postcard::from_bytes::<Op<'_>>(payload).ok()? {
+            Op::Put(r) => Some(Named::Put(r.path, r.flags)),
+            Op::Del(p) => Some(Named::Del(p)),
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::super::{decode, fingerprint_fields, sha256, Header, Restored};
+        use super::super::{FRAME_SUM, MAGIC, UNANNOUNCED};
+        use super::*;
+
+        fn frame(op: &Op<'_>) -> Vec<u8> {
+            let payload = postcard::to_allocvec(op).unwrap();
+            let mut out = (payload.len() as u32).to_le_bytes().to_vec();
+            out.extend(&sha256(&payload)[..FRAME_SUM]);
+            out.extend(payload);
+            out
+        }
+
+        /// A file as polisd wrote it before this format: two snapshot records (one a
+        /// command's, not yet announced), then a put and a removal in the journal.
+        #[test]
+        fn a_file_of_format_3_is_untrusted_and_names_the_paths_it_had_counted() {
+            let settlement = WireSettlement {
+                owner: 0,
+                tags: 0,
+                instant_us: Some(1_700_000_000_000_000),
+                when_text: 1,
+                last_completed: None,
+                quality: 4,
+                minutes: 2.5,
+            };
+            let mut body = postcard::to_allocvec(&vec!["alice-agent", ""]).unwrap();
+            body.extend(postcard::to_allocvec(&vec![vec![0u32]]).unwrap());
+            body.extend(postcard::to_allocvec(&3u64).unwrap());
+            for (path, flags) in [("a", 0), ("b", UNANNOUNCED), ("c", 0)] {
+                body.extend(
+                    postcard::to_allocvec(&WireRecord {
+                        path: &format!("contracts/settled/{path}.md"),
+                        fingerprint: Fingerprint::default(),
+                        flags,
+                        settlement: Some(settlement),
+                    })
+                    .unwrap(),
+                );
+            }
+            let fields = fingerprint_fields();
+            let header = postcard::to_allocvec(&Header {
+                polisd: env!("CARGO_PKG_VERSION"),
+                fingerprint: fields.iter().map(String::as_str).collect(),
+                zone_seconds: 0,
+                records: 3,
+                body_len: body.len() as u64,
+                sha256: sha256(&body),
+            })
+            .unwrap();
+            let mut file = MAGIC.to_vec();
+            file.extend(3u32.to_le_bytes());
+            file.extend((header.len() as u32).to_le_bytes());
+            file.extend(header);
+            file.extend(body);
+            file.extend(frame(&Op::Put(JournalRecord {
+                path: "contracts/settled/d.md",
+                fingerprint: Fingerprint::default(),
+                flags: 0,
+                settlement: Some(JournalSettlement {
+                    owner: "bob-agent",
+                    tags: vec!["ml"],
+                    instant_us: None,
+                    when_text: "soon",
+                    last_completed: Some("2026-03-01"),
+                    quality: 2,
+                    minutes: 1.0,
+                }),
+            })));
+            file.extend(frame(&Op::Del("contracts/settled/c.md")));
+            match decode(&file).0 {
+                Restored::Untrusted { reason, recorded } => {
+                    assert!(reason.contains("v3"), "{reason}");
+                    assert_eq!(
+                        recorded,
+                        ["contracts/settled/a.md", "contracts/settled/d.md"]
+                    );
+                }
+                other => panic!("trusted: {other:?}"),
+            }
+        }
+    }
 }
 
 /// The JSON files of earlier versions (`settled.jsonl`): never trusted, read for the paths
@@ -1112,6 +1333,9 @@ mod tests {
                     quality: 4,
                     quality_defaulted: n == 1,
                     minutes: 1.0 / 3.0,
+                    recommended: (n == 2).then_some("alice-agent"),
+                    guarded: n == 3,
+                    renamed: n == 6,
                 })
             }),
             unannounced: n == 4,
@@ -1216,7 +1440,7 @@ mod tests {
             ("checksum", patched(&good, 0, b"alice", b"alicf")),
             // The snapshot cut short.
             ("checksum", good[..good.len() - 3].to_vec()),
-            ("this polisd reads v3", {
+            ("this polisd reads v4", {
                 let mut b = good.clone();
                 b[MAGIC.len()..MAGIC.len() + 4].copy_from_slice(&2u32.to_le_bytes());
                 b
@@ -1238,7 +1462,7 @@ mod tests {
             match decode(&bytes).0 {
                 Restored::Untrusted { reason, recorded } => {
                     assert!(reason.contains(why), "{why}: {reason}");
-                    if why != "this polisd reads v3" {
+                    if why != "this polisd reads v4" {
                         assert!(
                             recorded.contains(&"contracts/settled/c-1.md".to_string()),
                             "{why}: {recorded:?}"

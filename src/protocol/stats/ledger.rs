@@ -24,6 +24,10 @@ const NONE: u32 = u32::MAX;
 const LIVE: u8 = 1;
 /// [`Packed::flags`]: no quality was readable and 3 was assumed.
 const DEFAULTED: u8 = 2;
+/// [`Packed::flags`]: [`Settlement::guarded`].
+const GUARDED: u8 = 4;
+/// [`Packed::flags`]: [`Settlement::renamed`].
+const RENAMED: u8 = 8;
 
 /// A polis-local wall time as the ledger keeps it: microseconds since 1970-01-01 00:00 (the
 /// reference reads times to the microsecond; every year chrono can hold fits).
@@ -139,8 +143,11 @@ struct Packed {
     when_text: u32,
     /// Into the texts; [`NONE`] when there is no time at all.
     last_completed: u32,
+    /// Into the texts: [`Settlement::recommended`], else [`NONE`]. (It fills what was padding:
+    /// a slot is still 48 bytes.)
+    recommended: u32,
     quality: u8,
-    /// [`LIVE`], [`DEFAULTED`].
+    /// [`LIVE`], [`DEFAULTED`], [`GUARDED`], [`RENAMED`].
     flags: u8,
 }
 
@@ -152,6 +159,7 @@ impl Packed {
         tags: NONE,
         when_text: NONE,
         last_completed: NONE,
+        recommended: NONE,
         quality: 0,
         flags: LIVE,
     };
@@ -322,6 +330,9 @@ fn view_of<'a>(slot: &Slot, texts: &'a [String], lists: &'a [Vec<String>]) -> Se
         quality: p.quality,
         quality_defaulted: p.flags & DEFAULTED != 0,
         minutes: p.minutes,
+        recommended: text(p.recommended),
+        guarded: p.flags & GUARDED != 0,
+        renamed: p.flags & RENAMED != 0,
     }
 }
 
@@ -677,6 +688,9 @@ impl<M> Ledger<M> {
             && v.minutes.to_bits() == s.minutes.to_bits()
             && v.quality == s.quality
             && v.quality_defaulted == s.quality_defaulted
+            && v.recommended == s.recommended.as_deref()
+            && v.guarded == s.guarded
+            && v.renamed == s.renamed
     }
 
     /// The settlement packed, its texts and tag list counted once more.
@@ -694,8 +708,12 @@ impl<M> Ledger<M> {
                 Some(_) => NONE,
             },
             last_completed: s.last_completed.map_or(NONE, |d| self.texts.intern(d)),
+            recommended: s.recommended.map_or(NONE, |r| self.texts.intern(r)),
             quality: s.quality,
-            flags: LIVE | if s.quality_defaulted { DEFAULTED } else { 0 },
+            flags: LIVE
+                | if s.quality_defaulted { DEFAULTED } else { 0 }
+                | if s.guarded { GUARDED } else { 0 }
+                | if s.renamed { RENAMED } else { 0 },
         }
     }
 
@@ -707,6 +725,7 @@ impl<M> Ledger<M> {
             self.lists.release(p.tags);
             self.texts.release(p.when_text);
             self.texts.release(p.last_completed);
+            self.texts.release(p.recommended);
             self.settled -= 1;
         }
     }
