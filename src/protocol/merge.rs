@@ -30,9 +30,9 @@ use std::collections::{HashMap, HashSet};
 /// it holds one. A lone `=======` line is a setext heading, not a conflict, so only an opening
 /// marker followed later by a closing one counts.
 pub fn conflict_marker_line(text: &str) -> Option<usize> {
-    if !text.contains("<<<<<<<") {
-        return None;
-    }
+    // Every pass asks this of the whole chronicle (65 MB at 1M lines): memchr's vectorised
+    // search takes a few milliseconds there, `str::contains` ten times that.
+    memchr::memmem::find(text.as_bytes(), b"<<<<<<<")?;
     let mut open = None;
     for (i, line) in text.lines().enumerate() {
         let line = line.strip_suffix('\r').unwrap_or(line);
