@@ -22,6 +22,9 @@ pub struct ChronicleCopy {
     dev: u64,
     ino: u64,
     text: std::sync::Arc<String>,
+    /// The text's first bytes, this many, hold no `<<<<<<<` (no conflict block can open
+    /// there). The copy only grows at its end, so this stays true until it is replaced.
+    clean_upto: usize,
 }
 
 /// A reader's copy of an archive, which changes rarely (a rollover writes it once): kept
@@ -53,6 +56,27 @@ impl ChronicleCopies {
 impl snapshot::ChronicleSource for ChronicleCopies {
     fn chronicle(&mut self, root: &Path) -> snapshot::ChronicleRead {
         read_chronicle(root, &mut self.chronicle)
+    }
+
+    fn chronicle_conflict_line(&mut self, text: &str) -> Option<usize> {
+        const OPENING: &[u8] = b"<<<<<<<";
+        let Some(copy) = self
+            .chronicle
+            .as_mut()
+            .filter(|c| c.text.as_ptr() == text.as_ptr() && c.text.len() == text.len())
+        else {
+            return crate::protocol::merge::conflict_marker_line(text);
+        };
+        // An opening marker that straddles the clean part's end starts at most 6 bytes back.
+        let from = copy
+            .clean_upto
+            .min(text.len())
+            .saturating_sub(OPENING.len() - 1);
+        if memchr::memmem::find(&text.as_bytes()[from..], OPENING).is_none() {
+            copy.clean_upto = text.len();
+            return None;
+        }
+        crate::protocol::merge::conflict_marker_line(text)
     }
 
     fn archive(&mut self, root: &Path, name: &str) -> snapshot::ChronicleRead {
@@ -130,6 +154,7 @@ pub fn read_chronicle(root: &Path, copy: &mut Option<ChronicleCopy>) -> snapshot
                 dev: meta.dev(),
                 ino: meta.ino(),
                 text: text.clone(),
+                clean_upto: 0,
             });
         }
         text
@@ -140,6 +165,41 @@ pub fn read_chronicle(root: &Path, copy: &mut Option<ChronicleCopy>) -> snapshot
 mod tests {
     use super::*;
     use crate::fs::snapshot::ChronicleSource as _;
+
+    #[test]
+    fn a_conflict_block_appended_to_the_kept_copy_is_found_also_across_two_reads() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(layout::CHRONICLE);
+        let line = "- 2026-01-02 10:00 | alpha-agent | did | - | x\n";
+        std::fs::write(&path, line.repeat(50)).unwrap();
+        let append = |bytes: &str| {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            f.write_all(bytes.as_bytes()).unwrap();
+        };
+        let mut copies = ChronicleCopies::default();
+        let mut check = |copies: &mut ChronicleCopies| {
+            let text = copies.chronicle(dir.path()).unwrap().unwrap();
+            copies.chronicle_conflict_line(&text)
+        };
+        assert_eq!(check(&mut copies), None);
+        let clean = copies.chronicle.as_ref().unwrap().clean_upto;
+        assert_eq!(clean, line.len() * 50, "the whole text found clean");
+        // The opening marker split across two appends (and two reads): found once whole.
+        append("<<<");
+        assert_eq!(check(&mut copies), None);
+        append("<<<< HEAD\n");
+        append(line);
+        append("=======\n>>>>>>> theirs\n");
+        assert_eq!(check(&mut copies), Some(51));
+        // A replaced file (another inode) is searched from its start.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, format!("<<<<<<< a\n{line}>>>>>>> b\n")).unwrap();
+        assert_eq!(check(&mut copies), Some(1));
+    }
 
     #[test]
     fn an_archive_is_read_again_only_when_it_changes() {

@@ -989,11 +989,21 @@ pub fn read_chronicles(
     findings: &mut Vec<Finding>,
 ) -> Chronicles {
     // A text with git's conflict markers is reported, not read (docs/sync.md).
-    let chronicle = unless_reported(
-        crate::protocol::layout::CHRONICLE,
-        chronicles.chronicle(root),
-        findings,
-    );
+    let rel = crate::protocol::layout::CHRONICLE;
+    let chronicle = match chronicles.chronicle(root) {
+        Ok(Some(text)) => match chronicles.chronicle_conflict_line(&text) {
+            Some(line) => {
+                findings.push(conflict_finding(rel, line));
+                None
+            }
+            None => Some(text),
+        },
+        Ok(None) => None,
+        Err(f) => {
+            findings.push(f);
+            None
+        }
+    };
     let mut archives = Vec::new();
     for entry in list(root, "", ".md", findings) {
         let name = entry.rel.trim_start_matches('/');
@@ -1019,6 +1029,12 @@ pub trait ChronicleSource {
     fn chronicle(&mut self, root: &Path) -> ChronicleRead;
     /// The archive `name` (a `chronicle-YYYY-Qn.md` at the root).
     fn archive(&mut self, root: &Path, name: &str) -> ChronicleRead;
+    /// The first line of a git conflict block in `text`, the chronicle this source just gave
+    /// ([`crate::protocol::merge::conflict_marker_line`]). A source that keeps its copy may
+    /// search only what was appended since it last found none.
+    fn chronicle_conflict_line(&mut self, text: &str) -> Option<usize> {
+        crate::protocol::merge::conflict_marker_line(text)
+    }
 }
 
 /// Reads the chronicle files from disk every time (the one-shot commands).
@@ -1068,18 +1084,22 @@ where
 /// The finding about a file that holds git conflict markers (tbd#155: such a file must not be
 /// read as a record, or half of it silently vanishes), or `None`.
 pub fn conflict_markers(rel: &str, text: &str) -> Option<Finding> {
-    let line = crate::protocol::merge::conflict_marker_line(text)?;
+    crate::protocol::merge::conflict_marker_line(text).map(|line| conflict_finding(rel, line))
+}
+
+/// The finding about git's conflict markers from `line` on in `rel`.
+fn conflict_finding(rel: &str, line: usize) -> Finding {
     let what = if rel.starts_with("chronicle") {
         "the chronicle"
     } else {
         "a record"
     };
-    Some(Finding::error(
+    Finding::error(
         Code::ConflictMarkers,
         rel,
         Some(line),
         crate::protocol::merge::conflict_marker_message(what),
-    ))
+    )
 }
 
 type Citizens = (
