@@ -181,7 +181,7 @@ mod tests {
             f.write_all(bytes.as_bytes()).unwrap();
         };
         let mut copies = ChronicleCopies::default();
-        let mut check = |copies: &mut ChronicleCopies| {
+        let check = |copies: &mut ChronicleCopies| {
             let text = copies.chronicle(dir.path()).unwrap().unwrap();
             copies.chronicle_conflict_line(&text)
         };
