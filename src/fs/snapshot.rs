@@ -989,21 +989,10 @@ pub fn read_chronicles(
     findings: &mut Vec<Finding>,
 ) -> Chronicles {
     // A text with git's conflict markers is reported, not read (docs/sync.md).
-    let rel = crate::protocol::layout::CHRONICLE;
-    let chronicle = match chronicles.chronicle(root) {
-        Ok(Some(text)) => match chronicles.chronicle_conflict_line(&text) {
-            Some(line) => {
-                findings.push(conflict_finding(rel, line));
-                None
-            }
-            None => Some(text),
-        },
-        Ok(None) => None,
-        Err(f) => {
-            findings.push(f);
-            None
-        }
-    };
+    let read = chronicles.chronicle(root);
+    let chronicle = reported_by(crate::protocol::layout::CHRONICLE, read, findings, |text| {
+        chronicles.chronicle_conflict_line(text)
+    });
     let mut archives = Vec::new();
     for entry in list(root, "", ".md", findings) {
         let name = entry.rel.trim_start_matches('/');
@@ -1065,10 +1054,28 @@ fn unless_reported<T: std::ops::Deref>(
 where
     T::Target: AsRef<str>,
 {
+    reported_by(
+        rel,
+        read,
+        findings,
+        crate::protocol::merge::conflict_marker_line,
+    )
+}
+
+/// [`unless_reported`], git's conflict block found by `conflict_line` (its first line).
+fn reported_by<T: std::ops::Deref>(
+    rel: &str,
+    read: Result<Option<T>, Finding>,
+    findings: &mut Vec<Finding>,
+    conflict_line: impl FnOnce(&str) -> Option<usize>,
+) -> Option<T>
+where
+    T::Target: AsRef<str>,
+{
     match read {
-        Ok(Some(text)) => match conflict_markers(rel, (*text).as_ref()) {
-            Some(f) => {
-                findings.push(f);
+        Ok(Some(text)) => match conflict_line((*text).as_ref()) {
+            Some(line) => {
+                findings.push(conflict_finding(rel, line));
                 None
             }
             None => Some(text),
