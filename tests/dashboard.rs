@@ -1236,6 +1236,23 @@ async fn text_of(c: &fantoccini::Client, script: &str) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_string)
 }
 
+/// Marks the page in the browser, so that [`assert_not_reloaded`] can tell a live update from
+/// a reload.
+async fn mark_page(c: &fantoccini::Client) {
+    c.execute("window.__marker = 'kept'; return 1", vec![])
+        .await
+        .unwrap();
+}
+
+/// The page [`mark_page`] marked is still the same document: it changed without a reload.
+async fn assert_not_reloaded(c: &fantoccini::Client) {
+    assert_eq!(
+        text_of(c, "return String(window.__marker)").await,
+        "kept",
+        "the page was reloaded"
+    );
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -1284,9 +1301,7 @@ fn browser_overview_renders_then_follows_a_settlement_without_reload() {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        c.execute("window.__marker = 'kept'; return 1", vec![])
-            .await
-            .unwrap();
+        mark_page(&c).await;
         let moved = Instant::now();
         p.mv(
             "contracts/open/next-job.md",
@@ -1312,11 +1327,7 @@ fn browser_overview_renders_then_follows_a_settlement_without_reload() {
             "settlement on disk -> page updated in {:?}",
             moved.elapsed()
         );
-        assert_eq!(
-            text_of(&c, "return String(window.__marker)").await,
-            "kept",
-            "the page was reloaded"
-        );
+        assert_not_reloaded(&c).await;
         c.close().await.unwrap();
     });
 }
@@ -1365,9 +1376,7 @@ fn browser_findings_follow_the_chronicle_under_polisd_run() {
         )
         .await;
         assert!(!text_of(&c, findings).await.contains("no-such-job"));
-        c.execute("window.__marker = 'kept'; return 1", vec![])
-            .await
-            .unwrap();
+        mark_page(&c).await;
         p.append(
             "chronicle.md",
             &harness::chronicle_line(ALPHA, "claimed", "[[contracts/open/no-such-job]]", "mine"),
@@ -1391,11 +1400,7 @@ fn browser_findings_follow_the_chronicle_under_polisd_run() {
             "the retracted line's finding stayed",
         )
         .await;
-        assert_eq!(
-            text_of(&c, "return String(window.__marker)").await,
-            "kept",
-            "the page was reloaded"
-        );
+        assert_not_reloaded(&c).await;
         c.close().await.unwrap();
     });
     drop(daemon);
@@ -1434,9 +1439,7 @@ fn browser_a_settled_file_s_findings_show_under_polisd_run_until_it_is_fixed() {
             "the event stream never opened",
         )
         .await;
-        c.execute("window.__marker = 'kept'; return 1", vec![])
-            .await
-            .unwrap();
+        mark_page(&c).await;
         p.save(BAD_ONE, &settled("bad-one", ALPHA, "rust", 4, 6));
         wait_for_text(
             &c,
@@ -1452,11 +1455,7 @@ fn browser_a_settled_file_s_findings_show_under_polisd_run_until_it_is_fixed() {
             "the fixed file's queue items stayed",
         )
         .await;
-        assert_eq!(
-            text_of(&c, "return String(window.__marker)").await,
-            "kept",
-            "the page was reloaded"
-        );
+        assert_not_reloaded(&c).await;
         c.close().await.unwrap();
     });
     drop(daemon);
