@@ -307,10 +307,15 @@ async fn serve(
             }
             _ = clock_tick.tick() => {
                 let today = wall_clock().date_naive();
-                if today != last_day {
-                    last_day = today;
-                    for (w, f) in watched.iter_mut().zip(failed.iter_mut()) {
+                let new_day = today != last_day;
+                last_day = today;
+                for (w, f) in watched.iter_mut().zip(failed.iter_mut()) {
+                    if new_day {
                         *f |= !pass(w, &Trigger::Timer);
+                    } else if let Some(trigger) = w.engine.due(std::time::Instant::now()) {
+                        // A wake-up the monotonic clock missed (the machine slept through
+                        // the polis's midnight).
+                        *f |= !pass(w, &trigger);
                     }
                 }
             }
@@ -382,7 +387,9 @@ fn pass(w: &mut Watched, trigger: &Trigger) -> bool {
                 .iter()
                 .map(|p| p.to_string_lossy().into_owned())
                 .collect(),
-            Trigger::Rescan | Trigger::Timer | Trigger::ReservationExpiry => Vec::new(),
+            Trigger::Rescan | Trigger::Timer | Trigger::ReservationExpiry | Trigger::Reflection => {
+                Vec::new()
+            }
         };
     });
     match result {

@@ -289,36 +289,50 @@ pub struct FileLock {
 /// `renameat2(RENAME_NOREPLACE)`); `Unsupported` where the system has none.
 fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     #[cfg(target_os = "linux")]
-    {
-        use std::ffi::CString;
-        use std::os::unix::ffi::OsStrExt;
-        let f = CString::new(from.as_os_str().as_bytes()).map_err(io::Error::other)?;
-        let t = CString::new(to.as_os_str().as_bytes()).map_err(io::Error::other)?;
-        // SAFETY: both are valid NUL-terminated paths; AT_FDCWD resolves them as given.
-        let rc = unsafe {
-            libc::renameat2(
-                libc::AT_FDCWD,
-                f.as_ptr(),
-                libc::AT_FDCWD,
-                t.as_ptr(),
-                libc::RENAME_NOREPLACE,
-            )
-        };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EINVAL) | Some(libc::ENOSYS) => {
-                Err(io::Error::from(io::ErrorKind::Unsupported))
-            }
-            _ => Err(e),
-        }
-    }
+    return rename_with_flags(from, to, libc::RENAME_NOREPLACE);
     #[cfg(not(target_os = "linux"))]
     {
         let _ = (from, to);
         Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+}
+
+/// Swaps the files at `a` and `b` in one step (Linux's `renameat2(RENAME_EXCHANGE)`), so the
+/// file a replace displaces is in hand and can be put back; `Unsupported` where the system or
+/// the filesystem has no such rename.
+fn rename_exchange(a: &Path, b: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    return rename_with_flags(a, b, libc::RENAME_EXCHANGE);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (a, b);
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn rename_with_flags(from: &Path, to: &Path, flags: libc::c_uint) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let f = CString::new(from.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    let t = CString::new(to.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    // SAFETY: both are valid NUL-terminated paths; AT_FDCWD resolves them as given.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            flags,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EINVAL) | Some(libc::ENOSYS) => Err(io::Error::from(io::ErrorKind::Unsupported)),
+        _ => Err(e),
     }
 }
 
@@ -917,6 +931,16 @@ impl Writer {
                 retry_after,
             });
         }
+        #[cfg(test)]
+        tests::BEFORE_SWAP.with(|h| h.borrow().as_ref().map(|h| h(&t.abs)));
+        // Swapped in rather than renamed over: the file displaced is then in hand. An agent
+        // that renamed its version in since the re-read would otherwise lose it to this edit;
+        // its file goes back in place instead.
+        match rename_exchange(tmp.path(), &t.abs) {
+            Ok(()) => return self.swapped(&t, tmp, &file, leased, new),
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {}
+            Err(e) => return Err(io_err("replace", &t.rel)(e)),
+        }
         // A writer opening the file from here on waits for the lease (until `file` closes),
         // then writes to the inode it opened: the agent's inode is kept under a second name so
         // it can be put back in place if that happens.
@@ -939,6 +963,51 @@ impl Writer {
         drop(file);
         self.record(&t.rel, Ledger::Wrote(sha256(new)));
         self.remember_settled(&t);
+        Ok(CompareOutcome::Written)
+    }
+
+    /// After [`Writer::compare_and_replace`] swapped its file in: `tmp` now names the file it
+    /// displaced. Not the file checked (an agent's rename came in between), or the checked
+    /// file opened for writing since (the lease broke): swapped back, and the agent's bytes
+    /// stay. Otherwise the displaced file is removed.
+    fn swapped(
+        &self,
+        t: &Target,
+        tmp: tempfile::NamedTempFile,
+        checked: &File,
+        leased: bool,
+        new: &[u8],
+    ) -> Result<CompareOutcome, WriteError> {
+        use std::os::unix::fs::MetadataExt;
+        let ino = |m: io::Result<fs::Metadata>| m.ok().map(|m| m.ino());
+        let displaced_theirs = ino(fs::symlink_metadata(tmp.path())) != ino(checked.metadata());
+        if displaced_theirs || (leased && lease::broken(checked)) {
+            rename_exchange(tmp.path(), &t.abs).map_err(io_err("put back", &t.rel))?;
+            // A third version renamed in meanwhile is newer than the one just put back.
+            if ino(fs::symlink_metadata(tmp.path())) != ino(tmp.as_file().metadata()) {
+                fs::rename(tmp.path(), &t.abs).map_err(io_err("put back", &t.rel))?;
+            }
+            drop(tmp);
+            sync_dir(t.dir())?;
+            if displaced_theirs {
+                return Ok(CompareOutcome::Conflict {
+                    current: self
+                        .existing_file(t)?
+                        .map(|_| read_no_follow(t))
+                        .transpose()?,
+                });
+            }
+            let (reason, retry_after) = self.defer(t, Unsettled::OpenForWriting);
+            return Ok(CompareOutcome::NotSettled {
+                reason,
+                retry_after,
+            });
+        }
+        // Removes the displaced file, which now has the temporary name.
+        drop(tmp);
+        sync_dir(t.dir())?;
+        self.record(&t.rel, Ledger::Wrote(sha256(new)));
+        self.remember_settled(t);
         Ok(CompareOutcome::Written)
     }
 
@@ -1544,6 +1613,8 @@ mod tests {
     thread_local! {
         /// Runs inside compare_and_replace between writing the temp file and the re-read.
         pub(super) static BEFORE_RECHECK: RefCell<Option<Hook>> = RefCell::new(None);
+        /// Runs inside compare_and_replace between the re-read and the swap.
+        pub(super) static BEFORE_SWAP: RefCell<Option<Hook>> = RefCell::new(None);
         /// Runs inside rename_within between its checks and the move.
         pub(super) static BEFORE_MOVE: RefCell<Option<Hook>> = RefCell::new(None);
     }
@@ -1602,6 +1673,55 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(names.len(), 1, "temp file removed: {names:?}");
+    }
+
+    /// The window the re-read cannot close: an agent's editor-style save lands after it and
+    /// before polisd's replace. The swap hands polisd the file it displaced, sees it is not
+    /// the one it checked, and puts the agent's version back (torture seed
+    /// 15821799144412209476 lost a vote this way).
+    #[test]
+    fn compare_and_replace_puts_back_a_save_that_lands_after_the_reread() {
+        let (_d, w) = polis();
+        fs::write(w.root().join("a.md"), "a\n").unwrap();
+        fs::write(w.root().join("c.md"), "old\n").unwrap();
+        if rename_exchange(&w.root().join("a.md"), &w.root().join("c.md"))
+            .is_err_and(|e| e.kind() == io::ErrorKind::Unsupported)
+        {
+            eprintln!("this filesystem cannot swap two files: the re-read is the only guard");
+            return;
+        }
+        fs::remove_file(w.root().join("a.md")).unwrap();
+        fs::write(w.root().join("c.md"), "old\n").unwrap();
+        BEFORE_SWAP.with(|h| {
+            *h.borrow_mut() = Some(Box::new(|p: &Path| {
+                let copy = p.with_extension("swp");
+                fs::write(&copy, "agent\n").unwrap();
+                fs::rename(&copy, p).unwrap();
+            }))
+        });
+        let out = w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap();
+        BEFORE_SWAP.with(|h| *h.borrow_mut() = None);
+        assert_eq!(
+            out,
+            CompareOutcome::Conflict {
+                current: Some(b"agent\n".to_vec())
+            }
+        );
+        assert_eq!(fs::read(w.root().join("c.md")).unwrap(), b"agent\n");
+        let names: Vec<_> = fs::read_dir(w.root())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "temp files removed: {names:?}");
+        // Without a save in between, the swap writes and leaves only the file.
+        assert_eq!(
+            w.compare_and_replace("c.md", b"agent\n", b"ours\n")
+                .unwrap(),
+            CompareOutcome::Written
+        );
+        assert_eq!(fs::read(w.root().join("c.md")).unwrap(), b"ours\n");
+        assert_eq!(fs::read_dir(w.root()).unwrap().count(), 1);
     }
 
     #[test]

@@ -183,10 +183,18 @@ fn recent_findings(polis: &Polis, now: &PolisTime) -> Vec<FindingEvidence> {
     let exists = |rel: &str| polis.exists(rel);
     let mut out = Vec::new();
     for text in polis.recent_chronicle() {
+        // Each line's stamp and author read once; the lines keep their order (and numbers).
+        let mut stamped = Vec::new();
         let lines: Vec<chronicle::Line> = chronicle::scan(text)
             .lines
             .into_iter()
-            .filter(|l| stamp_of(&l.text).is_some_and(|t| t >= since))
+            .filter(|l| match chronicle::stamp_and_author(&l.text) {
+                Some((stamp, author)) if stamp >= since => {
+                    stamped.push((stamp, author.to_string()));
+                    true
+                }
+                _ => false,
+            })
             .collect();
         let ctx = ChronicleContext {
             path: layout::CHRONICLE,
@@ -197,28 +205,22 @@ fn recent_findings(polis: &Polis, now: &PolisTime) -> Vec<FindingEvidence> {
         };
         let (findings, _) = chronicle::validate_all(&lines, &ctx);
         for f in findings {
-            let Some(line) = lines.iter().find(|l| Some(l.number) == f.line) else {
+            let Some(at) = f
+                .line
+                .and_then(|n| lines.binary_search_by_key(&n, |l| l.number).ok())
+            else {
                 continue;
             };
-            let (Some(stamp), Some(author)) = (
-                stamp_of(&line.text),
-                chronicle::stamp_and_author(&line.text).map(|(_, a)| a.to_string()),
-            ) else {
-                continue;
-            };
+            let (stamp, author) = &stamped[at];
             out.push(FindingEvidence {
                 code: f.code.to_string(),
-                author,
-                stamp,
-                line: line.text.clone(),
+                author: author.clone(),
+                stamp: *stamp,
+                line: lines[at].text.clone(),
             });
         }
     }
     out
-}
-
-fn stamp_of(line: &str) -> Option<NaiveDateTime> {
-    chronicle::stamp_and_author(line).map(|(stamp, _)| stamp)
 }
 
 fn stale(polis: &Polis, now: &PolisTime) -> Vec<StaleEvidence> {
@@ -232,7 +234,7 @@ fn stale(polis: &Polis, now: &PolisTime) -> Vec<StaleEvidence> {
             tags: c.contract.required_tags.clone(),
             since: stale
                 .get(&c.file.stem)
-                .and_then(|last| NaiveDateTime::parse_from_str(last, chronicle::STAMP_FORMAT).ok())
+                .and_then(|last| chronicle::parse_stamp(last))
                 .map(|t| t + Duration::days(chronicle::ACTIVITY_WINDOW_DAYS)),
         })
         .collect()

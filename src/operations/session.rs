@@ -495,10 +495,10 @@ pub fn archive_inbox(
             report.unread += 1;
             continue;
         }
-        let stamp = chrono::NaiveDateTime::parse_from_str(&n.stamp, "%Y-%m-%d %H:%M")
-            .or_else(|_| chrono::NaiveDateTime::parse_from_str(&n.stamp, "%Y-%m-%d %H:%M:%S"));
+        let stamp = crate::protocol::chronicle::parse_stamp(&n.stamp)
+            .or_else(|| chrono::NaiveDateTime::parse_from_str(&n.stamp, "%Y-%m-%d %H:%M:%S").ok());
         match stamp {
-            Ok(t) if t <= limit => moving.push(n),
+            Some(t) if t <= limit => moving.push(n),
             _ => report.kept_recent += 1,
         }
     }

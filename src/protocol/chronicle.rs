@@ -16,8 +16,7 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
 
-/// The chronicle stamp layout, `YYYY-MM-DD HH:MM`.
-pub const STAMP_FORMAT: &str = "%Y-%m-%d %H:%M";
+pub use crate::protocol::clock::{parse_stamp, STAMP_FORMAT};
 /// How far in the future a stamp may be before C004 (and before it stops counting as activity).
 pub const FUTURE_TOLERANCE_MINUTES: i64 = 10;
 /// C005: how much older than the newest earlier line a stamp may be.
@@ -206,9 +205,6 @@ pub struct EntryError {
     pub reason: String,
 }
 
-static STAMP_SHAPE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}$").unwrap());
-
 /// Parses one chronicle line. The first four ` | ` separate the fields; the note is the rest of
 /// the line and may contain `|`. Trailing whitespace is ignored.
 pub fn parse_entry(line: &str) -> Result<Entry<'_>, EntryError> {
@@ -228,12 +224,12 @@ pub fn parse_entry(line: &str) -> Result<Entry<'_>, EntryError> {
         )));
     }
     let stamp_text = parts[0].trim();
-    if !STAMP_SHAPE.is_match(stamp_text) {
+    if crate::protocol::clock::stamp_fields(stamp_text).is_none() {
         return Err(c001(format!(
             "the timestamp `{stamp_text}` is not in the form `YYYY-MM-DD HH:MM`"
         )));
     }
-    let Ok(stamp) = NaiveDateTime::parse_from_str(stamp_text, STAMP_FORMAT) else {
+    let Some(stamp) = parse_stamp(stamp_text) else {
         return Err(EntryError {
             code: Code::C003,
             reason: format!("the timestamp `{stamp_text}` is not a real date and time"),
@@ -284,7 +280,7 @@ pub fn parse_entry(line: &str) -> Result<Entry<'_>, EntryError> {
 pub fn stamp_and_author(line: &str) -> Option<(NaiveDateTime, &str)> {
     let rest = line.trim_start().strip_prefix("- ")?;
     let mut parts = rest.splitn(3, " | ");
-    let stamp = NaiveDateTime::parse_from_str(parts.next()?.trim(), STAMP_FORMAT).ok()?;
+    let stamp = parse_stamp(parts.next()?.trim())?;
     let author = parts.next()?.trim();
     parts.next()?;
     (!author.is_empty()).then_some((stamp, author))
@@ -636,7 +632,7 @@ fn example_from(line: &str, now: &PolisTime) -> String {
         .first()
         .and_then(|s| {
             let s = s.get(..16).unwrap_or(s);
-            NaiveDateTime::parse_from_str(s, STAMP_FORMAT).ok()
+            parse_stamp(s)
         })
         .map(|s| s.format(STAMP_FORMAT).to_string())
         .unwrap_or_else(|| now.minute_stamp());

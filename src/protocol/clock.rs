@@ -5,6 +5,42 @@
 
 use chrono::{DateTime, FixedOffset, NaiveDateTime, Utc};
 
+/// The chronicle and inbox stamp layout, `YYYY-MM-DD HH:MM`.
+pub const STAMP_FORMAT: &str = "%Y-%m-%d %H:%M";
+
+/// The fields of a stamp in the exact shape `YYYY-MM-DD HH:MM` (digits and separators only;
+/// not yet checked to be a real date).
+pub(crate) fn stamp_fields(text: &str) -> Option<[u32; 5]> {
+    let b = text.as_bytes();
+    if b.len() != 16 || b[4] != b'-' || b[7] != b'-' || b[10] != b' ' || b[13] != b':' {
+        return None;
+    }
+    let number = |from: usize, to: usize| {
+        b[from..to].iter().try_fold(0u32, |n, &c| {
+            c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+        })
+    };
+    Some([
+        number(0, 4)?,
+        number(5, 7)?,
+        number(8, 10)?,
+        number(11, 13)?,
+        number(14, 16)?,
+    ])
+}
+
+/// A stamp as [`STAMP_FORMAT`] reads it. The exact shape, which nearly every line has, is read
+/// by hand (chrono's format interpreter was most of the time of reading a large chronicle);
+/// any other text goes to chrono, whose leniency (one-digit fields, spaces) stays as it was.
+pub fn parse_stamp(text: &str) -> Option<NaiveDateTime> {
+    match stamp_fields(text) {
+        Some([year, month, day, hour, minute]) => {
+            chrono::NaiveDate::from_ymd_opt(year as i32, month, day)?.and_hms_opt(hour, minute, 0)
+        }
+        None => NaiveDateTime::parse_from_str(text, STAMP_FORMAT).ok(),
+    }
+}
+
 /// The polis timezone: UTC or a fixed offset from `polis.yml` `timezone:`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PolisZone(pub FixedOffset);
@@ -72,14 +108,12 @@ impl PolisTime {
     /// A wall-clock time in `zone` from a chronicle stamp (`YYYY-MM-DD HH:MM`); `None` when the
     /// text is not one. Handy wherever a rule is evaluated "as of" a given minute.
     pub fn at_stamp(zone: PolisZone, stamp: &str) -> Option<PolisTime> {
-        NaiveDateTime::parse_from_str(stamp, "%Y-%m-%d %H:%M")
-            .ok()
-            .map(|now| PolisTime { zone, now })
+        parse_stamp(stamp).map(|now| PolisTime { zone, now })
     }
 
     /// `YYYY-MM-DD HH:MM`, the chronicle and inbox stamp.
     pub fn minute_stamp(&self) -> String {
-        self.now.format("%Y-%m-%d %H:%M").to_string()
+        self.now.format(STAMP_FORMAT).to_string()
     }
 
     /// `YYYY-MM-DD HH:MM:SS`, the frontmatter stamp.
@@ -91,6 +125,34 @@ impl PolisTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The hand-read exact shape gives what chrono gives for the same text, real date or
+        /// not (month 13, February 30, hour 24, minute 60, year 0000).
+        #[test]
+        fn a_stamp_reads_as_chrono_reads_it(
+            stamp in "[0-9]{4}-[0-1][0-9]-[0-3][0-9] [0-2][0-9]:[0-6][0-9]|[0-9 :-]{10,18}",
+        ) {
+            prop_assert_eq!(
+                parse_stamp(&stamp),
+                NaiveDateTime::parse_from_str(&stamp, STAMP_FORMAT).ok(),
+                "{:?}", stamp
+            );
+        }
+    }
+
+    #[test]
+    fn a_stamp_outside_the_exact_shape_is_still_read_by_chrono() {
+        let read = parse_stamp("2026-3-9 7:05").expect("chrono accepts one-digit fields");
+        assert_eq!(
+            read,
+            NaiveDateTime::parse_from_str("2026-03-09 07:05", STAMP_FORMAT).unwrap()
+        );
+        assert_eq!(parse_stamp("2026-02-30 10:00"), None);
+        assert_eq!(parse_stamp("2026-02-28 24:00"), None);
+        assert_eq!(stamp_fields("2026-3-9 7:05"), None);
+    }
 
     #[test]
     fn zones() {

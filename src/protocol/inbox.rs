@@ -187,7 +187,7 @@ pub fn cause_stamp(text: &str) -> Option<String> {
         return Some(format!("{} 00:00", d.format("%Y-%m-%d")));
     }
     let head = t.get(..16)?.replace('T', " ");
-    let at = chrono::NaiveDateTime::parse_from_str(&head, chronicle::STAMP_FORMAT).ok()?;
+    let at = chronicle::parse_stamp(&head)?;
     // `:SS`, a fraction and an offset may follow; anything else is not a stamp.
     static TAIL: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"^(:[0-9]{2}(\.[0-9]+)?)?[ ]?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?$").unwrap()
@@ -600,9 +600,7 @@ impl Notification {
     pub fn contract_stale(recipient: &str, contract_id: &str, last_line: &str) -> Notification {
         Notification {
             kind: Kind::ContractStale,
-            at: chrono::NaiveDateTime::parse_from_str(last_line, chronicle::STAMP_FORMAT)
-                .ok()
-                .map(|t| time_stamp(t + chrono::Duration::days(chronicle::ACTIVITY_WINDOW_DAYS))),
+            at: chronicle::parse_stamp(last_line).map(|t| time_stamp(t + chrono::Duration::days(chronicle::ACTIVITY_WINDOW_DAYS))),
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator: last_line.to_string(),

@@ -231,9 +231,7 @@ pub fn conflict_stamp(name: &str) -> Option<String> {
         let (h, mi) = (digits(9..11)?, digits(11..13)?);
         (rest.get(8) == Some(&b'-')).then_some(())?;
         let text = format!("{y}-{mo}-{d} {h}:{mi}");
-        return chrono::NaiveDateTime::parse_from_str(&text, "%Y-%m-%d %H:%M")
-            .ok()
-            .map(|_| text);
+        return crate::protocol::clock::parse_stamp(&text).map(|_| text);
     }
     let at = name.find("conflicted copy ")? + "conflicted copy ".len();
     let date = name.get(at..at + 10)?;

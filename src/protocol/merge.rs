@@ -457,7 +457,7 @@ fn block_id(block: &str) -> String {
 fn block_stamp(block: &str) -> Option<NaiveDateTime> {
     let heading = block.lines().next()?.strip_prefix("### ")?;
     let stamp = heading.get(..16)?;
-    NaiveDateTime::parse_from_str(stamp, chronicle::STAMP_FORMAT).ok()
+    chronicle::parse_stamp(stamp)
 }
 
 /// Merges two versions of an inbox (or inbox archive), with their common ancestor when git

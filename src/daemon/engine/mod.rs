@@ -73,6 +73,9 @@ pub enum Trigger {
     Timer,
     /// A reservation's lease or a council round ran out ([`Engine::next_expiry`]).
     ReservationExpiry,
+    /// The day's reflection is due ([`Engine::next_wakeup`]): at the polis's midnight, not on
+    /// the first agent's change of the day (on a large chronicle it reads for a while).
+    Reflection,
 }
 
 /// What one pass has read and done so far.
@@ -172,6 +175,9 @@ pub struct Engine {
     /// Each review file as last read by the review handoff step, so an unchanged one is not
     /// read again in this process (its dispatch is decided from its bytes, `state.known`).
     review_prints: std::collections::HashMap<String, Fingerprint>,
+    /// The polis-local day whose reflection this process last woke for, so a run that cannot
+    /// happen (the polis gone, its lock held elsewhere) asks again the next day, not at once.
+    reflection_woken: Option<chrono::NaiveDate>,
 }
 
 /// What [`Engine::lock`] hands the caller: the state directory's lock (the lock on the
@@ -253,6 +259,7 @@ impl Engine {
             published_settled: None,
             council_deadline: None,
             review_prints: std::collections::HashMap::new(),
+            reflection_woken: None,
         })
     }
 
@@ -272,11 +279,20 @@ impl Engine {
         self.arriving_until = Some(std::time::Instant::now() + self.writer.stability().window);
     }
 
-    /// When the engine wants a pass of its own: a deferred edit, or the end of a tree's
-    /// arrival.
+    /// When the engine wants a pass of its own: a deferred edit, the end of a tree's arrival,
+    /// or the day's reflection.
     pub fn next_wakeup(&self) -> Option<std::time::Instant> {
         // While the tree arrives, only its end matters: the rescan then covers the rest.
-        self.arriving_until.or_else(|| self.writer.next_deferred())
+        if self.arriving_until.is_some() {
+            return self.arriving_until;
+        }
+        let reflection = self
+            .next_reflection(Utc::now())
+            .map(|at| std::time::Instant::now() + (at - Utc::now()).to_std().unwrap_or_default());
+        [self.writer.next_deferred(), reflection]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// The pass due at `now`, if any (see [`Engine::next_wakeup`]).
@@ -292,7 +308,15 @@ impl Engine {
             return Some(Trigger::Rescan);
         }
         let due = self.writer.take_due(now);
-        (!due.is_empty()).then_some(Trigger::Paths(due))
+        if !due.is_empty() {
+            return Some(Trigger::Paths(due));
+        }
+        let wall = Utc::now();
+        if self.next_reflection(wall).is_some_and(|at| at <= wall) {
+            self.reflection_woken = Some(self.polis_day(wall));
+            return Some(Trigger::Reflection);
+        }
+        None
     }
 
     pub fn root(&self) -> &Path {
@@ -430,6 +454,13 @@ impl Engine {
                 (Scope::all(), SettledRefresh::Full)
             }
             Trigger::Timer => (Scope::all(), SettledRefresh::Full),
+            Trigger::Reflection => (
+                Scope {
+                    derive: true,
+                    ..Scope::default()
+                },
+                SettledRefresh::Nothing,
+            ),
             Trigger::ReservationExpiry => (
                 Scope {
                     reservations: true,
@@ -457,13 +488,28 @@ impl Engine {
             self.refresh_sync();
         }
         let started = std::time::Instant::now();
-        let result = self.pass(scope, refresh, wall);
+        let (first, first_meeting) = (!self.warmed, self.state.first_met.is_none());
+        let mut result = self.pass(scope, refresh, wall);
+        if result.is_ok() && first_meeting && self.reflection_due(wall) {
+            // The first meeting's pass files no proposal (what was there is baseline); the
+            // day's reflection follows it at once, before the daemon says it is ready.
+            self.reflection_woken = Some(self.polis_day(wall));
+            let scope = Scope {
+                derive: true,
+                ..Scope::default()
+            };
+            result = self.pass(scope, SettledRefresh::Nothing, wall);
+        }
         self.write_status();
         tracing::debug!(
             elapsed_us = started.elapsed().as_micros() as u64,
             ?scope,
             "pass done"
         );
+        if first && self.warmed {
+            tracing::info!(polis = %self.root.display(), "initial scan done; reacting to changes");
+            release_free_memory();
+        }
         result
     }
 
@@ -671,10 +717,6 @@ impl Engine {
         self.publish(polis);
         self.state.save()?;
         self.save_settled_snapshot();
-        if !self.warmed {
-            tracing::info!(polis = %self.root.display(), "initial scan done; reacting to changes");
-            release_free_memory();
-        }
         self.warmed = true;
         if errors.is_empty() {
             Ok(())

@@ -9,20 +9,57 @@
 use super::{Engine, Pass};
 use crate::fs::snapshot::{self, ContractFile};
 use crate::operations::reflection::{self, Scope};
+use crate::protocol::clock::PolisTime;
 use crate::protocol::contract::Contract;
 use crate::protocol::layout::ContractFolder;
 use crate::protocol::reflection::{self as rules, SettledEvidence};
 use crate::protocol::stats::{Settlement, SettlementView};
+use chrono::{DateTime, NaiveDate, Utc};
 
 /// The `state.known` key holding the polis-local date of the last daily run.
 const LAST_DAILY_RUN: &str = "reflect/daily";
 
 impl Engine {
+    /// The polis-local date of `wall`.
+    pub(super) fn polis_day(&self, wall: DateTime<Utc>) -> NaiveDate {
+        PolisTime::at(self.settled_zone.unwrap_or_default(), wall)
+            .now
+            .date()
+    }
+
+    /// Whether the daily reflection has not run on the polis-local day of `wall` (it never
+    /// runs before the first meeting is over, nor on a machine that does not write).
+    pub(super) fn reflection_due(&self, wall: DateTime<Utc>) -> bool {
+        self.options.reflect
+            && self.options.writer.writes()
+            && self.state.first_met.is_some()
+            && self.state.known.get(LAST_DAILY_RUN) != Some(&day_key(self.polis_day(wall)))
+    }
+
+    /// When the engine should wake for the daily reflection: now when it is due and this
+    /// process has not woken for it today, else the polis's next midnight. `None` before the
+    /// first pass, or with reflection off.
+    pub(super) fn next_reflection(&self, wall: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let zone = self.settled_zone?;
+        if !self.options.reflect || !self.options.writer.writes() || !self.warmed {
+            return None;
+        }
+        let today = self.polis_day(wall);
+        if self.reflection_due(wall) && self.reflection_woken != Some(today) {
+            return Some(wall);
+        }
+        let midnight = today.succ_opt()?.and_hms_opt(0, 0, 0)?;
+        midnight
+            .and_local_timezone(zone.0)
+            .single()
+            .map(|t| t.with_timezone(&Utc))
+    }
+
     pub(super) fn reflection_step(&mut self, pass: &mut Pass) {
         if !self.options.reflect || pass.first_meeting {
             return;
         }
-        let today = pass.now.now.date().format("%Y-%m-%d").to_string();
+        let today = day_key(pass.now.now.date());
         let daily = self.state.known.get(LAST_DAILY_RUN) != Some(&today);
         let scope = if daily {
             Scope::All
@@ -45,12 +82,9 @@ impl Engine {
         // too once the detectors ran: given back at the end of the step.
         let read_many = settled.len() >= super::MANY_FILES;
         let mut evidence = reflection::gather_with(&pass.polis, settled, scope, &pass.now);
-        evidence.clock = chrono::NaiveDateTime::parse_from_str(
-            &self.polis_clock(&pass.polis, &pass.now),
-            crate::protocol::chronicle::STAMP_FORMAT,
-        )
-        .ok()
-        .filter(|t| t.and_utc().timestamp() != 0);
+        evidence.clock =
+            crate::protocol::chronicle::parse_stamp(&self.polis_clock(&pass.polis, &pass.now))
+                .filter(|t| t.and_utc().timestamp() != 0);
         match reflection::reflect(
             &evidence,
             rules::DEFAULT_MIN_EVIDENCE,
@@ -122,6 +156,11 @@ impl Engine {
         out.sort_by(|a, b| a.contract_id.cmp(&b.contract_id));
         out
     }
+}
+
+/// How `state.known` records a polis-local day.
+fn day_key(day: NaiveDate) -> String {
+    day.format("%Y-%m-%d").to_string()
 }
 
 /// A settled contract's evidence read from its file (`None`: it cannot be read now).
@@ -257,5 +296,61 @@ mod tests {
             );
         }
         assert!(!proposals(&polis, gathered, &now).starts_with("[]"));
+    }
+
+    /// The day's reflection runs in the first meeting's start-up, not on the first agent's
+    /// change after it; then the engine asks to be woken at the polis's next midnight, and
+    /// once at that midnight (not again if that run could not happen).
+    #[test]
+    fn the_daily_reflection_runs_at_start_up_and_at_the_polis_midnight() {
+        let (dir, root) = polis();
+        std::fs::write(root.join("polis.yml"), "timezone: '+02:00'\n").unwrap();
+        let state = dir.path().join("state");
+        // 21:30 UTC is 23:30 in the polis: its next midnight is 22:00 UTC.
+        let wall = chrono::DateTime::parse_from_rfc3339("2026-06-01T21:30:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let mut engine = Engine::open_in(&root, &state, options()).unwrap();
+        assert_eq!(
+            engine.next_reflection(wall),
+            None,
+            "not before the first pass"
+        );
+        engine.handle(&Trigger::Rescan, wall).unwrap();
+        assert!(engine.state.first_met.is_some());
+        assert_eq!(
+            engine.state.known.get(LAST_DAILY_RUN).map(String::as_str),
+            Some("2026-06-01"),
+            "the first meeting's start-up ran the day's reflection"
+        );
+        assert!(!engine.reflection_due(wall));
+        let midnight = chrono::DateTime::parse_from_rfc3339("2026-06-01T22:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(engine.next_reflection(wall), Some(midnight));
+
+        let later = midnight + chrono::Duration::minutes(1);
+        assert!(engine.reflection_due(later));
+        assert_eq!(engine.next_reflection(later), Some(later), "due: wake now");
+        // Woken for it (the pass could not run): the next wake-up is the day after.
+        engine.reflection_woken = Some(engine.polis_day(later));
+        let next_midnight = midnight + chrono::Duration::days(1);
+        assert_eq!(engine.next_reflection(later), Some(next_midnight));
+        engine.reflection_woken = None;
+        engine.handle(&Trigger::Reflection, later).unwrap();
+        assert_eq!(
+            engine.state.known.get(LAST_DAILY_RUN).map(String::as_str),
+            Some("2026-06-02")
+        );
+        assert_eq!(engine.next_reflection(later), Some(next_midnight));
+
+        let mut off = options();
+        off.reflect = false;
+        engine.set_options(off);
+        assert_eq!(
+            engine.next_reflection(next_midnight),
+            None,
+            "reflection off"
+        );
     }
 }
