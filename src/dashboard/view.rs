@@ -177,6 +177,9 @@ impl PolisView {
             Some(published) => {
                 // The daemon's polis comes without the chronicle texts: read from our copies.
                 let mut polis = (*published.polis).clone();
+                polis
+                    .findings
+                    .extend(published.settled_findings.iter().cloned());
                 let (chronicle, archives) = crate::fs::snapshot::read_chronicles(
                     &self.root,
                     &mut *chronicles,
@@ -187,6 +190,7 @@ impl PolisView {
                 chronicles.forget_unseen();
                 Arc::new(PolisState {
                     polis: Arc::new(polis),
+                    settled_findings: Arc::default(),
                     settled: published.settled.clone(),
                     stats: Arc::clone(&published.stats),
                     copies: Arc::clone(&published.copies),

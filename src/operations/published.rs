@@ -24,10 +24,13 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct PolisState {
     /// The polis without its settled contracts (`contracts` holds open and abandoned ones,
-    /// `settlements` is empty); `findings` include those about settled files. The daemon
-    /// leaves `chronicle` and `archives` out (`None`, empty): a reader fills them from copies
-    /// of its own (`fs::chronicle_copy`), as [`FolderState::read`] does.
+    /// `settlements` is empty); its `findings` and `settled_findings` together are all of
+    /// them (the daemon keeps those about settled files apart, see [`SettledFindings`]).
+    /// The daemon leaves `chronicle` and `archives` out (`None`, empty): a reader fills them
+    /// from copies of its own (`fs::chronicle_copy`), as [`FolderState::read`] does.
     pub polis: Arc<Polis>,
+    /// Findings about settled files that `polis.findings` leaves out.
+    pub settled_findings: Arc<Vec<Finding>>,
     /// Every file of `contracts/settled/`, with its settlement if it gives one.
     pub settled: LedgerSnapshot,
     /// The stats `settled` gives (what `routing_stats.yml` holds once reconciled).
@@ -160,11 +163,71 @@ impl Refresh {
 /// Sync conflict copies as (copy, original) paths relative to `_polis/`.
 type Copies = Vec<(String, String)>;
 
+/// The findings about settled files, by path, as a long-running reader keeps them: they are
+/// not read again until their file changes. An old polis may hold one on most of its settled
+/// files (no quality score, a renamed id), so the flat list a [`PolisState`] shares is built
+/// again only after a change, not on every read.
+#[derive(Debug, Default)]
+pub struct SettledFindings {
+    by_path: BTreeMap<String, Vec<Finding>>,
+    flat: Option<Arc<Vec<Finding>>>,
+}
+
+impl SettledFindings {
+    /// Records what `rel` holds now (nothing: forgotten); whether that changed.
+    pub fn put(&mut self, rel: &str, findings: Vec<Finding>) -> bool {
+        if findings.is_empty() {
+            return self.remove(rel);
+        }
+        if self.by_path.get(rel) == Some(&findings) {
+            return false;
+        }
+        self.by_path.insert(rel.to_string(), findings);
+        self.flat = None;
+        true
+    }
+
+    pub fn remove(&mut self, rel: &str) -> bool {
+        let had = self.by_path.remove(rel).is_some();
+        if had {
+            self.flat = None;
+        }
+        had
+    }
+
+    pub fn clear(&mut self) {
+        self.by_path.clear();
+        self.flat = None;
+    }
+
+    pub fn get(&self, rel: &str) -> Option<&[Finding]> {
+        self.by_path.get(rel).map(Vec::as_slice)
+    }
+
+    pub fn contains(&self, rel: &str) -> bool {
+        self.by_path.contains_key(rel)
+    }
+
+    /// The paths that have findings, in order.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.by_path.keys().map(String::as_str)
+    }
+
+    /// Every finding, in path order; shared until the next change.
+    pub fn all(&mut self) -> Arc<Vec<Finding>> {
+        let by_path = &self.by_path;
+        Arc::clone(
+            self.flat
+                .get_or_insert_with(|| Arc::new(by_path.values().flatten().cloned().collect())),
+        )
+    }
+}
+
 /// The settled contracts of a polis as a reader without a daemon last read them.
 #[derive(Debug, Default)]
 pub struct FolderState {
     ledger: Ledger<Fingerprint>,
-    findings: BTreeMap<String, Vec<Finding>>,
+    findings: SettledFindings,
     zone: Option<PolisZone>,
     /// The sync conflict copies in `contracts/settled/` (listed on a full look, else kept
     /// from the paths named), so a read does not list ten thousand names to find them.
@@ -209,9 +272,7 @@ impl FolderState {
             Refresh::Full
         };
         self.refresh(root, zone, refresh, &mut polis.findings);
-        polis
-            .findings
-            .extend(self.findings.values().flatten().cloned());
+        polis.findings.extend(self.findings.all().iter().cloned());
         let stats = self.ledger.stats(&Value::Null, &Value::Null);
         let mut copies = rest_copies.clone();
         copies.extend(self.settled_copies.iter().cloned());
@@ -228,6 +289,7 @@ impl FolderState {
         };
         PolisState {
             polis: Arc::new(polis),
+            settled_findings: Arc::default(),
             settled,
             stats: Arc::new(stats),
             copies: Arc::new(copies),
@@ -306,11 +368,7 @@ impl FolderState {
             match read {
                 None => self.forget(&rel),
                 Some((fingerprint, findings, settlement)) => {
-                    if findings.is_empty() {
-                        self.findings.remove(&rel);
-                    } else {
-                        self.findings.insert(rel.clone(), findings);
-                    }
+                    self.findings.put(&rel, findings);
                     self.ledger.record(&rel, fingerprint, settlement);
                 }
             }
@@ -342,6 +400,44 @@ impl FolderState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The flat list is shared, not built again, until a file's findings change: with one on
+    /// most of 1M settled files, building it on every pass was most of each pass.
+    #[test]
+    fn settled_findings_are_flattened_again_only_after_a_change() {
+        let warn =
+            |rel: &str, what: &str| vec![Finding::warning(Code::QualityDefaulted, rel, None, what)];
+        let mut kept = SettledFindings::default();
+        assert!(kept.put(
+            "contracts/settled/a.md",
+            warn("contracts/settled/a.md", "x")
+        ));
+        assert!(kept.put(
+            "contracts/settled/b.md",
+            warn("contracts/settled/b.md", "y")
+        ));
+        let first = kept.all();
+        assert_eq!(first.len(), 2);
+        assert!(!kept.put(
+            "contracts/settled/a.md",
+            warn("contracts/settled/a.md", "x")
+        ));
+        assert!(Arc::ptr_eq(&first, &kept.all()), "unchanged: the same list");
+        assert!(kept.put(
+            "contracts/settled/a.md",
+            warn("contracts/settled/a.md", "z")
+        ));
+        let changed = kept.all();
+        assert!(!Arc::ptr_eq(&first, &changed));
+        assert_eq!(changed[0].message, "z");
+        assert!(
+            kept.put("contracts/settled/b.md", Vec::new()),
+            "fixed: forgotten"
+        );
+        assert_eq!(kept.all().len(), 1);
+        assert!(!kept.remove("contracts/settled/b.md"));
+        assert_eq!(kept.paths().collect::<Vec<_>>(), ["contracts/settled/a.md"]);
+    }
 
     fn settled(id: &str, quality: u8) -> String {
         format!(

@@ -37,7 +37,7 @@ use anyhow::Context as _;
 use chronicle_pass::{ChronicleCopies, Covered};
 use chrono::{DateTime, Utc};
 use settled_pass::SettledRefresh;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 /// What the configuration lets the engine do for this polis.
@@ -105,7 +105,10 @@ pub struct Engine {
     /// after the first full pass.
     settled_recorded: HashSet<String>,
     /// Findings about settled files, by path: they are not read again until the file changes.
-    settled_findings: BTreeMap<String, Vec<Finding>>,
+    settled_findings: crate::operations::published::SettledFindings,
+    /// Findings about settled files logged in this pass, and those left out of the log once
+    /// [`MAX_LOGGED_SETTLED_FINDINGS`] were.
+    settled_findings_logged: (usize, usize),
     /// Each file of `contracts/settled/` as last read, with its fingerprint (which tells a
     /// change) and its settlement, kept replayed (SPEC §6). Restored from the state's
     /// snapshot on start-up and checked against every file's fingerprint.
@@ -190,6 +193,10 @@ pub struct EngineLock {
 /// The most unresolved findings kept waiting for a recipient.
 const MAX_UNRESOLVED: usize = 1000;
 
+/// The most findings about settled files one pass logs one by one (a first meeting with an
+/// old polis may find one in most of its files); the rest are counted in one line.
+const MAX_LOGGED_SETTLED_FINDINGS: usize = 50;
+
 impl Engine {
     /// Opens the engine for the `_polis/` folder at `root`, with its machine-local state.
     pub fn open(root: &Path, options: EngineOptions) -> anyhow::Result<Engine> {
@@ -229,7 +236,8 @@ impl Engine {
             state,
             options,
             settled_recorded: HashSet::new(),
-            settled_findings: BTreeMap::new(),
+            settled_findings: Default::default(),
+            settled_findings_logged: (0, 0),
             ledger: Ledger::default(),
             settled_zone: None,
             settled_preparing: None,
@@ -375,6 +383,7 @@ impl Engine {
         self.published = Some(std::sync::Arc::new(
             crate::operations::published::PolisState {
                 polis: std::sync::Arc::new(polis),
+                settled_findings: self.settled_findings.all(),
                 settled,
                 stats: std::sync::Arc::clone(&self.published_stats),
                 copies: std::sync::Arc::clone(&self.sync.copies),
@@ -646,10 +655,13 @@ impl Engine {
         let mut polis = self.read_polis();
         let now = PolisTime::at(polis.settings.timezone, wall);
         let (new_settled, settled_changed) = self.refresh_settled(&mut polis, refresh);
-        // Findings about settled files live in the cache (those files are not re-read).
-        polis
-            .findings
-            .extend(self.settled_findings.values().flatten().cloned());
+        // Findings about settled files live in the cache (those files are not read again),
+        // logged as they appear there.
+        if let (_, left_out @ 1..) = std::mem::take(&mut self.settled_findings_logged) {
+            tracing::warn!(
+                "{left_out} more findings about settled files; `polisd check` lists them all"
+            );
+        }
         // Unknown dependencies and cycles (P013, P014) are logged too, not kept in the polis:
         // `check` derives them itself.
         let mut logged = polis.findings.clone();
@@ -810,37 +822,53 @@ pub fn release_free_memory() {
 /// A pass that read at least this many files gives the heap they left back ([`trim_heap`]).
 const MANY_FILES: usize = 4096;
 
-/// Free heap bytes (glibc's count) when the heap was last trimmed.
+/// The process's anonymous resident bytes (the heap, mostly) after the heap was last trimmed.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-static FREE_AT_TRIM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static RESIDENT_AT_TRIM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// [`trim_heap`] when the heap's free bytes grew by a megabyte since it was last trimmed: the
-/// trim itself costs a `madvise` for every free chunk, resident or not (~1 ms, measured, after
-/// every small pass), while a pass that frees little leaves little to return.
+/// [`trim_heap`] when the process's anonymous resident memory grew since the heap was last
+/// trimmed by a megabyte and by a sixteenth: the trim costs a `madvise` for every free chunk,
+/// resident or not (~1 ms after every small pass), while a pass that frees little leaves
+/// little to return. Read from `/proc/self/statm`, not glibc's `mallinfo2`, which walks every
+/// free chunk too (45-70 ms with 1M settled, measured, on every idle).
 fn trim_heap_if_grown() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        // SAFETY: mallinfo2 only reads the allocator's statistics.
-        let free = unsafe { libc::mallinfo2() }.fordblks;
-        let at_trim = FREE_AT_TRIM.load(std::sync::atomic::Ordering::Relaxed);
-        if free > at_trim.saturating_add(1 << 20) {
+        let at_trim = RESIDENT_AT_TRIM.load(std::sync::atomic::Ordering::Relaxed);
+        if anonymous_resident().is_some_and(|now| now > at_trim + trim_threshold(at_trim)) {
             trim_heap();
         }
     }
+}
+
+/// How much more resident memory, over `resident` bytes, makes a trim worth its cost.
+fn trim_threshold(resident: usize) -> usize {
+    (resident / 16).max(1 << 20)
+}
+
+/// Resident bytes not backed by a file (`statm`'s resident minus shared pages).
+#[cfg(target_os = "linux")]
+fn anonymous_resident() -> Option<usize> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let mut fields = statm.split_whitespace().skip(1);
+    let resident: usize = fields.next()?.parse().ok()?;
+    let shared: usize = fields.next()?.parse().ok()?;
+    // SAFETY: sysconf only reads a constant of the system.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
+    Some(resident.saturating_sub(shared) * page)
 }
 
 /// Returns the free pages of the heap to the system (a pass that read thousands of files
 /// leaves them free but resident).
 fn trim_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap pages to the kernel; it touches no live
-    // allocation.
-    unsafe {
-        libc::malloc_trim(0);
-        FREE_AT_TRIM.store(
-            libc::mallinfo2().fordblks,
-            std::sync::atomic::Ordering::Relaxed,
-        );
+    {
+        // SAFETY: malloc_trim only returns free heap pages to the kernel; it touches no live
+        // allocation.
+        unsafe { libc::malloc_trim(0) };
+        if let Some(now) = anonymous_resident() {
+            RESIDENT_AT_TRIM.store(now, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 }
 
@@ -948,7 +976,24 @@ fn clean_file_mappings(smaps: &str) -> Vec<(String, (usize, usize))> {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
-    use super::clean_file_mappings;
+    use super::{clean_file_mappings, trim_threshold};
+
+    #[test]
+    fn the_heap_is_trimmed_only_once_it_grew_by_a_sixteenth() {
+        assert_eq!(trim_threshold(0), 1 << 20);
+        assert_eq!(trim_threshold(10 << 20), 1 << 20);
+        // 1M settled: the 8 MB each settlement frees and takes again is left alone.
+        assert_eq!(trim_threshold(320 << 20), 20 << 20);
+    }
+
+    #[test]
+    fn anonymous_resident_memory_grows_with_what_the_process_touches() {
+        let before = super::anonymous_resident().expect("statm is readable");
+        let touched = vec![1u8; 64 << 20];
+        let after = super::anonymous_resident().unwrap();
+        assert!(after >= before + (60 << 20), "{before} -> {after}");
+        drop(touched);
+    }
 
     const SMAPS: &str = "\
 55d000000000-55d000100000 r--p 00000000 fe:01 123 /usr/bin/polisd

@@ -280,8 +280,7 @@ mod tests {
             if round == "first meeting" {
                 // Only the files whose id is wrong or missing have findings (they are read
                 // again on restart): every other one is restored from the snapshot's record.
-                let with_findings: Vec<&str> =
-                    engine.settled_findings.keys().map(String::as_str).collect();
+                let with_findings: Vec<&str> = engine.settled_findings.paths().collect();
                 let wrong_id =
                     ["a-05", "a-06", "a-07", "a-11"].map(|n| format!("contracts/settled/{n}.md"));
                 assert_eq!(with_findings, wrong_id);

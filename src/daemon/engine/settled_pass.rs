@@ -431,10 +431,16 @@ impl Engine {
                 new.push((rel.clone(), read.heading));
             }
             let reread = !read.findings.is_empty();
-            if reread {
-                self.settled_findings.insert(rel.clone(), read.findings);
-            } else {
-                self.settled_findings.remove(&rel);
+            if self.settled_findings.put(&rel, read.findings.clone()) {
+                for f in &read.findings {
+                    let (logged, left_out) = &mut self.settled_findings_logged;
+                    if *logged < super::MAX_LOGGED_SETTLED_FINDINGS {
+                        *logged += 1;
+                        tracing::warn!("{f}");
+                    } else {
+                        *left_out += 1;
+                    }
+                }
             }
             self.state.settled_put(SettledRecord::of(
                 &rel,
@@ -564,7 +570,7 @@ impl Engine {
         let records = ledger.files().map(|(rel, fp, settlement)| RecordRef {
             path: rel,
             fingerprint: *fp,
-            reread: findings.contains_key(rel),
+            reread: findings.contains(rel),
             unannounced: false,
             settlement,
         });
