@@ -1645,13 +1645,15 @@ mod tests {
         assert!(!w.root().join("d/c.md").exists());
     }
 
-    #[test]
-    fn compare_and_replace_rereads_just_before_rename() {
-        let (_d, w) = polis();
+    /// Runs `compare_and_replace` on `c.md` ("old" to "ours") with an agent's editor-style
+    /// save (write a copy, rename it over) at the step `hook` marks, and checks the agent's
+    /// bytes won: the edit is refused, the file is the agent's, no temporary file is left.
+    fn assert_a_save_at_wins(
+        w: &Writer,
+        hook: &'static std::thread::LocalKey<RefCell<Option<Hook>>>,
+    ) {
         fs::write(w.root().join("c.md"), "old\n").unwrap();
-        // An editor-style save (write a copy, rename it over): opening the file itself for
-        // writing would wait for polisd's read lease, held by this very thread.
-        BEFORE_RECHECK.with(|h| {
+        hook.with(|h| {
             *h.borrow_mut() = Some(Box::new(|p: &Path| {
                 let copy = p.with_extension("swp");
                 fs::write(&copy, "agent\n").unwrap();
@@ -1659,7 +1661,7 @@ mod tests {
             }))
         });
         let out = w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap();
-        BEFORE_RECHECK.with(|h| *h.borrow_mut() = None);
+        hook.with(|h| *h.borrow_mut() = None);
         assert_eq!(
             out,
             CompareOutcome::Conflict {
@@ -1672,7 +1674,15 @@ mod tests {
             .flatten()
             .map(|e| e.file_name())
             .collect();
-        assert_eq!(names.len(), 1, "temp file removed: {names:?}");
+        assert_eq!(names.len(), 1, "temporary files removed: {names:?}");
+    }
+
+    #[test]
+    fn compare_and_replace_rereads_just_before_rename() {
+        let (_d, w) = polis();
+        // Opening the file itself for writing would wait for polisd's read lease, held by
+        // this very thread: the agent saves by a rename.
+        assert_a_save_at_wins(&w, &BEFORE_RECHECK);
     }
 
     /// The window the re-read cannot close: an agent's editor-style save lands after it and
@@ -1691,29 +1701,7 @@ mod tests {
             return;
         }
         fs::remove_file(w.root().join("a.md")).unwrap();
-        fs::write(w.root().join("c.md"), "old\n").unwrap();
-        BEFORE_SWAP.with(|h| {
-            *h.borrow_mut() = Some(Box::new(|p: &Path| {
-                let copy = p.with_extension("swp");
-                fs::write(&copy, "agent\n").unwrap();
-                fs::rename(&copy, p).unwrap();
-            }))
-        });
-        let out = w.compare_and_replace("c.md", b"old\n", b"ours\n").unwrap();
-        BEFORE_SWAP.with(|h| *h.borrow_mut() = None);
-        assert_eq!(
-            out,
-            CompareOutcome::Conflict {
-                current: Some(b"agent\n".to_vec())
-            }
-        );
-        assert_eq!(fs::read(w.root().join("c.md")).unwrap(), b"agent\n");
-        let names: Vec<_> = fs::read_dir(w.root())
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name())
-            .collect();
-        assert_eq!(names.len(), 1, "temp files removed: {names:?}");
+        assert_a_save_at_wins(&w, &BEFORE_SWAP);
         // Without a save in between, the swap writes and leaves only the file.
         assert_eq!(
             w.compare_and_replace("c.md", b"agent\n", b"ours\n")
