@@ -463,13 +463,7 @@ impl Engine {
                 (Scope::all(), SettledRefresh::Full)
             }
             Trigger::Timer => (Scope::all(), SettledRefresh::Full),
-            Trigger::Reflection => (
-                Scope {
-                    derive: true,
-                    ..Scope::default()
-                },
-                SettledRefresh::Nothing,
-            ),
+            Trigger::Reflection => (Scope::derive_only(), SettledRefresh::Nothing),
             Trigger::ReservationExpiry => (
                 Scope {
                     reservations: true,
@@ -503,11 +497,7 @@ impl Engine {
             // The first meeting's pass files no proposal (what was there is baseline); the
             // day's reflection follows it at once, before the daemon says it is ready.
             self.reflection_woken = Some(self.polis_day(wall));
-            let scope = Scope {
-                derive: true,
-                ..Scope::default()
-            };
-            result = self.pass(scope, SettledRefresh::Nothing, wall);
+            result = self.pass(Scope::derive_only(), SettledRefresh::Nothing, wall);
         }
         self.write_status();
         tracing::debug!(

@@ -33,7 +33,12 @@ impl Engine {
         self.options.reflect
             && self.options.writer.writes()
             && self.state.first_met.is_some()
-            && self.state.known.get(LAST_DAILY_RUN) != Some(&day_key(self.polis_day(wall)))
+            && !self.ran_daily_on(self.polis_day(wall))
+    }
+
+    /// Whether the state records the daily run of `day` (polis-local).
+    fn ran_daily_on(&self, day: NaiveDate) -> bool {
+        self.state.known.get(LAST_DAILY_RUN) == Some(&day_key(day))
     }
 
     /// When the engine should wake for the daily reflection: now when it is due and this
@@ -59,8 +64,8 @@ impl Engine {
         if !self.options.reflect || pass.first_meeting {
             return;
         }
-        let today = day_key(pass.now.now.date());
-        let daily = self.state.known.get(LAST_DAILY_RUN) != Some(&today);
+        let today = pass.now.now.date();
+        let daily = !self.ran_daily_on(today);
         let scope = if daily {
             Scope::All
         } else if !pass.new_settled.is_empty() {
@@ -93,7 +98,9 @@ impl Engine {
         ) {
             Ok(results) => {
                 if daily {
-                    self.state.known.insert(LAST_DAILY_RUN.into(), today);
+                    self.state
+                        .known
+                        .insert(LAST_DAILY_RUN.into(), day_key(today));
                 }
                 let filed: Vec<_> = results.iter().filter(|r| r.written).collect();
                 for r in &filed {

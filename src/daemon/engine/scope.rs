@@ -36,6 +36,15 @@ impl Scope {
         }
     }
 
+    /// Only the notices derived from the whole folder: what a pass of its own runs when
+    /// nothing changed but the clock (the day's reflection, which every pass that writes runs).
+    pub fn derive_only() -> Scope {
+        Scope {
+            derive: true,
+            ..Scope::default()
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         *self == Scope::default()
     }
@@ -49,10 +58,7 @@ impl Scope {
                 ..Scope::of_path(&layout::conflict_original_path(rel).unwrap_or_default())
             };
         }
-        let derive_only = Scope {
-            derive: true,
-            ..Scope::default()
-        };
+        let derive_only = Scope::derive_only();
         if rel.is_empty() || rel == layout::POLIS_YML || rel == layout::INDEX {
             return Scope::all();
         }
