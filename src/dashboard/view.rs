@@ -177,9 +177,12 @@ impl PolisView {
             Some(published) => {
                 // The daemon's polis comes without the chronicle texts: read from our copies.
                 let mut polis = (*published.polis).clone();
-                polis
-                    .findings
-                    .extend(published.settled_findings.iter().cloned());
+                polis.findings.extend(
+                    published
+                        .settled_findings
+                        .iter()
+                        .flat_map(|f| f.iter().cloned()),
+                );
                 let (chronicle, archives) = crate::fs::snapshot::read_chronicles(
                     &self.root,
                     &mut *chronicles,

@@ -30,7 +30,7 @@ pub struct PolisState {
     /// from copies of its own (`fs::chronicle_copy`), as [`FolderState::read`] does.
     pub polis: Arc<Polis>,
     /// Findings about settled files that `polis.findings` leaves out.
-    pub settled_findings: Arc<Vec<Finding>>,
+    pub settled_findings: Arc<Vec<Arc<[Finding]>>>,
     /// Every file of `contracts/settled/`, with its settlement if it gives one.
     pub settled: LedgerSnapshot,
     /// The stats `settled` gives (what `routing_stats.yml` holds once reconciled).
@@ -165,12 +165,13 @@ type Copies = Vec<(String, String)>;
 
 /// The findings about settled files, by path, as a long-running reader keeps them: they are
 /// not read again until their file changes. An old polis may hold one on most of its settled
-/// files (no quality score, a renamed id), so the flat list a [`PolisState`] shares is built
-/// again only after a change, not on every read.
+/// files (no quality score, a renamed id), so the list a [`PolisState`] shares is built again
+/// only after a change, not on every read, and holds each file's findings by pointer, not a
+/// second copy of them.
 #[derive(Debug, Default)]
 pub struct SettledFindings {
-    by_path: BTreeMap<String, Vec<Finding>>,
-    flat: Option<Arc<Vec<Finding>>>,
+    by_path: BTreeMap<String, Arc<[Finding]>>,
+    flat: Option<Arc<Vec<Arc<[Finding]>>>>,
 }
 
 impl SettledFindings {
@@ -179,10 +180,14 @@ impl SettledFindings {
         if findings.is_empty() {
             return self.remove(rel);
         }
-        if self.by_path.get(rel) == Some(&findings) {
+        if self
+            .by_path
+            .get(rel)
+            .is_some_and(|kept| **kept == *findings)
+        {
             return false;
         }
-        self.by_path.insert(rel.to_string(), findings);
+        self.by_path.insert(rel.to_string(), findings.into());
         self.flat = None;
         true
     }
@@ -201,7 +206,7 @@ impl SettledFindings {
     }
 
     pub fn get(&self, rel: &str) -> Option<&[Finding]> {
-        self.by_path.get(rel).map(Vec::as_slice)
+        self.by_path.get(rel).map(|f| &**f)
     }
 
     pub fn contains(&self, rel: &str) -> bool {
@@ -213,12 +218,12 @@ impl SettledFindings {
         self.by_path.keys().map(String::as_str)
     }
 
-    /// Every finding, in path order; shared until the next change.
-    pub fn all(&mut self) -> Arc<Vec<Finding>> {
+    /// Every file's findings, in path order; shared until the next change.
+    pub fn all(&mut self) -> Arc<Vec<Arc<[Finding]>>> {
         let by_path = &self.by_path;
         Arc::clone(
             self.flat
-                .get_or_insert_with(|| Arc::new(by_path.values().flatten().cloned().collect())),
+                .get_or_insert_with(|| Arc::new(by_path.values().cloned().collect())),
         )
     }
 }
@@ -272,7 +277,9 @@ impl FolderState {
             Refresh::Full
         };
         self.refresh(root, zone, refresh, &mut polis.findings);
-        polis.findings.extend(self.findings.all().iter().cloned());
+        polis
+            .findings
+            .extend(self.findings.all().iter().flat_map(|f| f.iter().cloned()));
         let stats = self.ledger.stats(&Value::Null, &Value::Null);
         let mut copies = rest_copies.clone();
         copies.extend(self.settled_copies.iter().cloned());
@@ -418,6 +425,10 @@ mod tests {
         ));
         let first = kept.all();
         assert_eq!(first.len(), 2);
+        assert!(
+            Arc::ptr_eq(&first[0], &kept.by_path["contracts/settled/a.md"]),
+            "no copy"
+        );
         assert!(!kept.put(
             "contracts/settled/a.md",
             warn("contracts/settled/a.md", "x")
@@ -429,7 +440,7 @@ mod tests {
         ));
         let changed = kept.all();
         assert!(!Arc::ptr_eq(&first, &changed));
-        assert_eq!(changed[0].message, "z");
+        assert_eq!(changed[0][0].message, "z");
         assert!(
             kept.put("contracts/settled/b.md", Vec::new()),
             "fixed: forgotten"
