@@ -67,18 +67,21 @@ pub fn settled_evidence(file: &ContractFile, settlement: &Settlement) -> Settled
 /// [`settled_evidence`] of the file it was read from; `None` for a `renamed` one, whose
 /// `contract_id` only its file gives.
 pub fn settled_evidence_of(path: &str, s: &SettlementView<'_>) -> Option<SettledEvidence> {
-    if s.renamed {
-        return None;
-    }
-    Some(SettledEvidence {
-        contract_id: layout::record_stem(path).to_string(),
+    (!s.renamed).then(|| settled_evidence_named(layout::record_stem(path), s))
+}
+
+/// A settled contract's evidence from the ledger's view of it, with its `contract_id` known
+/// (the file's name, or the id read from a renamed file).
+pub fn settled_evidence_named(contract_id: &str, s: &SettlementView<'_>) -> SettledEvidence {
+    SettledEvidence {
+        contract_id: contract_id.to_string(),
         owner: Some(s.owner.to_string()),
         tags: s.tags.to_vec(),
         quality: s.quality,
         recommended: s.recommended.map(str::to_string),
         guarded: s.guarded,
         settled_at: s.instant,
-    })
+    }
 }
 
 /// The evidence of a polis read with its settled contracts ([`Polis::read`]).

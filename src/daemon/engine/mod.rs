@@ -178,6 +178,11 @@ pub struct Engine {
     /// Each review file as last read by the review handoff step, so an unchanged one is not
     /// read again in this process (its dispatch is decided from its bytes, `state.known`).
     review_prints: std::collections::HashMap<String, Fingerprint>,
+    /// The `contract_id` of each settled file whose id is not its name, as reflection last
+    /// read it, with the ledger's fingerprint of the file then: the ledger keeps only a flag
+    /// for them, and reading them all again after every settlement cost seconds where most
+    /// files are renamed.
+    renamed_ids: std::collections::HashMap<String, (Fingerprint, String)>,
     /// The polis-local day whose reflection this process last woke for, so a run that cannot
     /// happen (the polis gone, its lock held elsewhere) asks again the next day, not at once.
     reflection_woken: Option<chrono::NaiveDate>,
@@ -267,6 +272,7 @@ impl Engine {
             published_settled: None,
             council_deadline: None,
             review_prints: std::collections::HashMap::new(),
+            renamed_ids: std::collections::HashMap::new(),
             reflection_woken: None,
         })
     }

@@ -122,9 +122,10 @@ impl Engine {
     /// The settled contracts of every tag where a detector could fire (of `only`'s tags, when
     /// given), in path order, as the reference lists them. Their evidence comes from the
     /// ledger, which keeps what the detectors read beside each settlement; only a file whose
-    /// `contract_id` is not its name is read again, for that id.
+    /// `contract_id` is not its name is read, for that id, once while the ledger holds it
+    /// unchanged (`renamed_ids`).
     fn settled_evidence(
-        &self,
+        &mut self,
         only: Option<&std::collections::BTreeSet<String>>,
     ) -> Vec<SettledEvidence> {
         let mut worth = rules::tags_worth_reading(
@@ -141,22 +142,37 @@ impl Engine {
         }
         // Each contract's evidence built as it is found (a list of the ledger's views first
         // cost a daily run at 100k settled ~14 MB more at its peak), with its path for order.
-        let mut evidence: Vec<(&str, Option<SettledEvidence>)> = self
-            .ledger
+        // A renamed one (rare: `polisd check` reports them) takes the id read from its file
+        // before, while the ledger's fingerprint of it is the same.
+        let ledger = &self.ledger;
+        let known_id = |path: &str| {
+            let (seen, id) = self.renamed_ids.get(path)?;
+            (Some(seen) == ledger.meta(path)).then_some(id.as_str())
+        };
+        let mut evidence: Vec<(&str, Option<SettledEvidence>)> = ledger
             .iter()
             .filter(|(path, s)| path.ends_with(".md") && s.tags.iter().any(|t| worth.contains(t)))
-            .map(|(path, s)| (path, reflection::settled_evidence_of(path, &s)))
+            .map(|(path, s)| {
+                let e = reflection::settled_evidence_of(path, &s).or_else(|| {
+                    known_id(path).map(|id| reflection::settled_evidence_named(id, &s))
+                });
+                (path, e)
+            })
             .collect();
         evidence.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        // The renamed ones (rare: `polisd check` reports them), read in their place so that
-        // equal ids keep the path order.
+        // The other renamed ones, read now in their place so that equal ids keep the path
+        // order.
         let renamed: Vec<(usize, Settlement)> = (0..evidence.len())
             .filter(|&i| evidence[i].1.is_none())
             .filter_map(|i| Some((i, self.ledger.get(evidence[i].0)?)))
             .collect();
         let root = self.root.clone();
         let read = snapshot::par_map(&renamed, |(_, s)| read_evidence(&root, &s.path, &s.view()));
-        for ((i, _), e) in renamed.iter().zip(read) {
+        for ((i, s), e) in renamed.iter().zip(read) {
+            if let (Some(e), Some(fingerprint)) = (&e, self.ledger.meta(&s.path)) {
+                self.renamed_ids
+                    .insert(s.path.clone(), (*fingerprint, e.contract_id.clone()));
+            }
             evidence[*i].1 = e;
         }
         let mut out: Vec<SettledEvidence> = evidence.into_iter().filter_map(|(_, e)| e).collect();
@@ -302,6 +318,38 @@ mod tests {
             );
         }
         assert!(!proposals(&polis, gathered, &now).starts_with("[]"));
+    }
+
+    /// A renamed file's id is read once while the ledger holds the file unchanged, and again
+    /// once the file changed.
+    #[test]
+    fn a_renamed_contracts_id_is_read_once_while_its_file_is_unchanged() {
+        let (dir, root) = polis();
+        let state = dir.path().join("state");
+        let wall = chrono::Utc::now();
+        let mut engine = Engine::open_in(&root, &state, options()).unwrap();
+        engine.handle(&Trigger::Rescan, wall).unwrap();
+        let first = engine.settled_evidence(None);
+        assert!(first.iter().any(|e| e.contract_id == "another-name"));
+        // Gone from the disk behind the ledger's back: the id kept is used, not read.
+        let a05 = root.join("contracts/settled/a-05.md");
+        let text = std::fs::read_to_string(&a05).unwrap();
+        std::fs::remove_file(&a05).unwrap();
+        assert_eq!(engine.settled_evidence(None), first);
+        // Changed (the ledger sees it in a pass): read again.
+        std::fs::write(&a05, text.replace("another-name", "third-name")).unwrap();
+        engine
+            .handle(
+                &Trigger::Paths(vec!["contracts/settled/a-05.md".into()]),
+                wall,
+            )
+            .unwrap();
+        let again = engine.settled_evidence(None);
+        assert!(
+            again.iter().any(|e| e.contract_id == "third-name"),
+            "{again:?}"
+        );
+        assert!(!again.iter().any(|e| e.contract_id == "another-name"));
     }
 
     /// The day's reflection runs in the first meeting's start-up, not on the first agent's

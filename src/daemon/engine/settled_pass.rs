@@ -587,6 +587,7 @@ impl Engine {
     /// recorded.
     pub(super) fn forget_settled(&mut self, rel: &str) -> bool {
         self.settled_findings.remove(rel);
+        self.renamed_ids.remove(rel);
         self.state.settled_remove(rel);
         let was = self.ledger.forget(rel) | self.settled_recorded.remove(rel);
         if was {
