@@ -281,11 +281,6 @@ impl<'scope> AloneReconcile<'scope> {
                     zone: polis_zone(root),
                     previous: locked.then(|| read_previous_stats(root)),
                 });
-                // On this otherwise idle thread, the patterns compiled on first use that
-                // reading the new settlement and rendering the stats need, off the listing's
-                // path.
-                crate::protocol::contract::prepare_time_pattern();
-                crate::yaml::prepare();
             }
         };
         let begun = match LedgerFile::try_lock_existing(root) {

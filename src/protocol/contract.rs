@@ -232,6 +232,13 @@ static MINUTES_LINE: LazyLock<Regex> = LazyLock::new(|| {
     .unwrap()
 });
 
+/// Whether `needle` (lowercase ASCII) is in `hay`, ASCII case ignored.
+fn contains_ignoring_ascii_case(hay: &str, needle: &[u8]) -> bool {
+    hay.as_bytes()
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
+}
+
 fn py_pattern(p: &str) -> String {
     format!(
         "(?mi){}",
@@ -295,6 +302,11 @@ pub fn extract_quality(fields: &Value, body: &str) -> (u8, QualitySource) {
         _ => {}
     }
     let from = |m: regex::Match<'_>| clamp_quality(digits_u64(&ascii_digits(m.as_str())) as i128);
+    // Both patterns need "Qual", whose letters fold to ASCII only: most bodies are passed over
+    // without compiling them.
+    if !contains_ignoring_ascii_case(body, b"qual") {
+        return (3, QualitySource::Default);
+    }
     if let Some(c) = QUALITY_LINE.captures(body) {
         return (from(c.get(1).expect("group")), QualitySource::BodyLine);
     }
@@ -318,6 +330,10 @@ pub fn extract_minutes(fields: &Value, body: &str) -> f64 {
         }
         _ => {}
     }
+    // The pattern needs "actual", whose letters fold to ASCII only (see extract_quality).
+    if !contains_ignoring_ascii_case(body, b"actual") {
+        return 30.0;
+    }
     match MINUTES_LINE.captures(body) {
         // Python converts the int to a double with correct rounding; so does `parse`.
         Some(c) => ascii_digits(c.get(1).expect("group").as_str())
@@ -333,13 +349,6 @@ static TIME_TEXT: LazyLock<Regex> = LazyLock::new(|| {
     )
     .unwrap()
 });
-
-/// Compiles the pattern a settlement time written as text is read with (on its first use
-/// otherwise: about 1.5 ms), so a caller with an idle core can have it ready before it reads a
-/// settlement (`contract settle` writes `settled_at` as text).
-pub fn prepare_time_pattern() {
-    LazyLock::force(&TIME_TEXT);
-}
 
 /// A settlement time as an instant in the polis timezone (SPEC §6 step 4): naive datetimes are
 /// taken as polis time, aware ones are converted, dates are midnight, and strings are read in
@@ -984,6 +993,7 @@ mod tests {
         assert_eq!(m("actual_minutes: 0", ""), 1.0);
         assert_eq!(m("actual_minutes: 45", "actual_minutes: 9\n"), 45.0);
         assert_eq!(m("a: 1", "- Actual Minutes: 12\n"), 12.0);
+        assert_eq!(m("a: 1", "ACTUAL MİNUTES: 7\n"), 7.0);
         assert_eq!(m("a: 1", "took 6 actual_minutes per paper\n"), 30.0);
         assert_eq!(m("a: 1", "actual_minutes: 0\n"), 0.0);
     }

@@ -3,9 +3,6 @@
 //! Everything that turns an id into a path goes through here, so an id like `../x` or one with
 //! a control character never becomes a path.
 
-use regex::Regex;
-use std::sync::LazyLock;
-
 /// Author ids that write without a card (SPEC §2).
 pub const SYSTEM_CITIZENS: [&str; 3] = ["polis-daemon", "polis-tally", "polis-reflector"];
 /// polisd's own author id in chronicle lines and inbox notices.
@@ -67,24 +64,37 @@ impl AmendmentFolder {
     }
 }
 
-static AGENT_ID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[a-z][a-z0-9-]{7,39}$").unwrap());
-static SLUG: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[a-z0-9-]+$").unwrap());
-static DATED_ID: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}-[a-z0-9-]+$").unwrap());
+// The id rules are tested byte by byte rather than with patterns: every command checks an id
+// or two before it does anything, and compiling a pattern costs more than the whole check
+// (the patterns they match are in the tests, which compare the two).
 
-/// A citizen id as SPEC §2 defines it.
-pub fn is_agent_id(id: &str) -> bool {
-    AGENT_ID.is_match(id)
+fn is_slug_byte(b: u8) -> bool {
+    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'
 }
 
-/// Contract ids and tags: lowercase ASCII, digits and hyphens.
+/// A citizen id as SPEC §2 defines it: `[a-z][a-z0-9-]{7,39}`.
+pub fn is_agent_id(id: &str) -> bool {
+    let b = id.as_bytes();
+    (8..=40).contains(&b.len()) && b[0].is_ascii_lowercase() && b.iter().all(|&c| is_slug_byte(c))
+}
+
+/// Contract ids and tags: lowercase ASCII, digits and hyphens (`[a-z0-9-]+`).
 pub fn is_slug(id: &str) -> bool {
-    SLUG.is_match(id)
+    !id.is_empty() && id.bytes().all(is_slug_byte)
 }
 
 /// Lesson and amendment ids: `YYYY-MM-DD-<slug>`.
 pub fn is_dated_id(id: &str) -> bool {
-    DATED_ID.is_match(id)
+    let b = id.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    b.len() > 11
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'-'
+        && is_slug(&id[11..])
 }
 
 pub fn is_system_citizen(id: &str) -> bool {
@@ -250,6 +260,60 @@ pub fn record_stem(rel: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The id rules as the patterns they were written as (SPEC §2, the reference's rules).
+    fn by_pattern(pattern: &str, id: &str) -> bool {
+        regex::Regex::new(pattern).unwrap().is_match(id)
+    }
+
+    const AGENT_ID: &str = r"^[a-z][a-z0-9-]{7,39}$";
+    const SLUG: &str = r"^[a-z0-9-]+$";
+    const DATED_ID: &str = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}-[a-z0-9-]+$";
+
+    #[test]
+    fn the_id_rules_decide_the_edges_as_their_patterns_do() {
+        for id in [
+            "",
+            "a",
+            "claude-c",
+            "claude-code-1",
+            "1laude-code",
+            "Claude-code-1",
+            "-laude-code",
+            "claude-code\n",
+            "claude_code_1",
+            "claude-cod\u{e9}",
+            &"a".repeat(40),
+            &"a".repeat(41),
+            "2026-12-01-x",
+            "2026-12-01-",
+            "2026-12-01",
+            "2026-1-01-abc",
+            "20261-12-01-abc",
+            "2026-12-01-abc-",
+            "2026-12-01-ab_c",
+            "\u{661}026-12-01-abc",
+        ] {
+            assert_eq!(is_agent_id(id), by_pattern(AGENT_ID, id), "agent id {id:?}");
+            assert_eq!(is_slug(id), by_pattern(SLUG, id), "slug {id:?}");
+            assert_eq!(is_dated_id(id), by_pattern(DATED_ID, id), "dated id {id:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn the_id_rules_are_their_patterns(
+            id in "[a-z0-9A-Z_\\-\u{e9}\u{661}\n]{0,44}",
+            date in "[0-9\u{661}]{4}-[0-9]{2}-[0-9a]{2}-[a-z0-9_-]{0,6}",
+        ) {
+            for id in [id.as_str(), date.as_str()] {
+                prop_assert_eq!(is_agent_id(id), by_pattern(AGENT_ID, id), "agent id {:?}", id);
+                prop_assert_eq!(is_slug(id), by_pattern(SLUG, id), "slug {:?}", id);
+                prop_assert_eq!(is_dated_id(id), by_pattern(DATED_ID, id), "dated id {:?}", id);
+            }
+        }
+    }
 
     #[test]
     fn conflict_stamp_reads_the_sync_tools_names() {

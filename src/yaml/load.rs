@@ -331,15 +331,6 @@ static TIMESTAMP: LazyLock<Regex> = LazyLock::new(|| {
 static DATE_ONLY: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]$").unwrap());
 
-/// Compiles the resolver's patterns now (each is compiled on its first use, the timestamp's in
-/// about a millisecond), so a caller with an idle core can have them ready before it loads or
-/// emits (a one-shot command about to render `routing_stats.yml`).
-pub fn prepare() {
-    for pattern in [&FLOAT, &INT, &TIMESTAMP, &DATE_ONLY] {
-        LazyLock::force(pattern);
-    }
-}
-
 /// What a plain scalar's text means, as PyYAML's resolver decides.
 pub(crate) fn resolve_plain(text: &str) -> Result<Value, String> {
     // The resolver picks candidates by first character; the order below mirrors that. Every
@@ -402,11 +393,18 @@ pub(crate) fn resolve_plain(text: &str) -> Result<Value, String> {
     if let Some(v) = plain_decimal(text) {
         return Ok(Value::Int(v));
     }
-    if INT.is_match(text) {
-        return construct_int(text);
-    }
-    if FLOAT.is_match(text) {
+    // Digits, a point, digits (a rate, a weight, a version): INT never matches a point, and
+    // FLOAT's first branch matches this.
+    if is_point_decimal(text) {
         return Ok(Value::Float(construct_float(text)?));
+    }
+    if may_be_number(text) {
+        if INT.is_match(text) {
+            return construct_int(text);
+        }
+        if FLOAT.is_match(text) {
+            return Ok(Value::Float(construct_float(text)?));
+        }
     }
     if is_timestamp(text) {
         return construct_timestamp(text);
@@ -425,6 +423,27 @@ fn plain_decimal(text: &str) -> Option<i64> {
         return None;
     }
     Some(b.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
+}
+
+/// `text` is ASCII digits, one `.`, ASCII digits (both runs non-empty).
+fn is_point_decimal(text: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    text.split_once('.')
+        .is_some_and(|(whole, fraction)| digits(whole) && digits(fraction))
+}
+
+/// Whether INT or FLOAT could match `text` (`false` is certain; `true` asks the patterns):
+/// they hold only digits, `_ . :`, the letters of `0b`, `0x`, hex digits, `e`, `.inf` and
+/// `.nan`, and a sign only first or after an exponent's `e`. A timestamp or a date fails it,
+/// so emitting or loading one compiles neither pattern.
+fn may_be_number(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.iter().enumerate().all(|(i, &c)| match c {
+        b'+' | b'-' => i == 0 || matches!(b[i - 1], b'e' | b'E'),
+        b'0'..=b'9' | b'_' | b'.' | b':' => true,
+        b'a'..=b'f' | b'A'..=b'F' | b'x' | b'i' | b'n' | b'I' | b'N' => true,
+        _ => false,
+    })
 }
 
 /// Hour, minute and second.
@@ -640,6 +659,58 @@ fn construct_timestamp_by_regex(text: &str) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The point-decimal shortcut is taken only where the resolver's patterns would make a
+        /// float of the text.
+        #[test]
+        fn a_point_decimal_is_what_the_patterns_call_a_float(text in "[0-9._eE+:-]{1,9}") {
+            if is_point_decimal(&text) {
+                proptest::prop_assert!(!INT.is_match(&text) && FLOAT.is_match(&text), "{}", text);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// What the shortcut calls no number, neither pattern matches.
+        #[test]
+        fn what_may_be_number_rules_out_the_patterns_never_match(
+            text in "[0-9._eE+:xbaifnINFA -]{1,12}",
+        ) {
+            if !may_be_number(&text) {
+                proptest::prop_assert!(!INT.is_match(&text) && !FLOAT.is_match(&text), "{}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn dates_and_timestamps_are_no_numbers_and_numbers_may_be() {
+        for text in [
+            "2026-12-01",
+            "2026-12-01 10:00:00",
+            "2026-12-01T10:00:00Z",
+            "v1",
+        ] {
+            assert!(!may_be_number(text), "{text:?}");
+        }
+        for text in [
+            "-1", "0x1f", "1.5e-3", "-.inf", ".NaN", "1:30", "0b101", "1_000",
+        ] {
+            assert!(may_be_number(text), "{text:?}");
+            assert!(INT.is_match(text) || FLOAT.is_match(text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn point_decimals_are_told_from_other_numbers() {
+        assert!(is_point_decimal("0.15") && is_point_decimal("10.5"));
+        for text in [
+            "1.", ".5", "1.2.3", "1_0.5", "-0.5", "1e5", "1.5e+3", "0.1a", "",
+        ] {
+            assert!(!is_point_decimal(text), "{text:?}");
+        }
+        assert_eq!(resolve_plain("0.15"), Ok(Value::Float(0.15)));
+    }
 
     fn one(text: &str) -> Value {
         load(&format!("k: {text}\n")).unwrap().get("k").clone()

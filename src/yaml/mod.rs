@@ -8,5 +8,5 @@ mod strict;
 mod value;
 
 pub use emit::{dump, DumpOptions, EmitError};
-pub use load::{common_timestamp, load, load_full, prepare, YamlError, MAX_DEPTH, MAX_NODES};
+pub use load::{common_timestamp, load, load_full, YamlError, MAX_DEPTH, MAX_NODES};
 pub use value::{python_float_repr, Mapping, Timestamp, Value};
