@@ -543,11 +543,21 @@ fn reconcile_listed(
     let settled: Vec<Place> = order
         .iter()
         .copied()
-        .filter(|&at| settlement(at).is_some())
+        .filter(|&at| match at {
+            Place::Held(i) => held.has_settlement(i),
+            Place::Fresh(f) => fresh[f].settlement.is_some(),
+        })
         .collect();
+    let key = |at: Place| match at {
+        Place::Held(i) => held.replay_key(i),
+        Place::Fresh(f) => fresh[f]
+            .view()
+            .map_or(i64::MIN, |s| crate::protocol::stats::replay_key(&s)),
+    };
     let done = reconcile_over(root, writer, settled.len(), &previous, |rate, last| {
         crate::protocol::stats::reconcile_each(
             settled.len(),
+            |i| key(settled[i]),
             |i| settlement(settled[i]).expect("kept for its settlement"),
             rate,
             last,

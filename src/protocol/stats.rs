@@ -192,33 +192,42 @@ pub fn reconcile_views(
 ) -> RoutingStats {
     reconcile_each(
         settlements.len(),
+        |i| replay_key(&settlements[i]),
         |i| settlements[i],
         explore_rate,
         previous_last_updated,
     )
 }
 
+/// The replay's first key (SPEC §6 step 4): the instant as microseconds, `i64::MIN` for none
+/// (as `None` orders before any time).
+pub fn replay_key(s: &SettlementView<'_>) -> i64 {
+    s.instant
+        .map_or(i64::MIN, |t| t.and_utc().timestamp_micros())
+}
+
 /// [`reconcile_views`] over `count` settlements given by `view(i)`, with no vector of them: a
 /// one-shot command replays a ledger's records where they are. `view` is called again
-/// whenever a settlement is needed, so it should be cheap.
+/// whenever a settlement is needed, so it should be cheap; `key(i)` is [`replay_key`] of
+/// `view(i)`, given apart so that sorting builds no view.
 pub fn reconcile_each<'a>(
     count: usize,
+    key: impl Fn(usize) -> i64,
     view: impl Fn(usize) -> SettlementView<'a>,
     explore_rate: &Value,
     previous_last_updated: &Value,
 ) -> RoutingStats {
-    // The replay order (SPEC §6 step 4), stable: sorted by the instant as an integer first
-    // (none first, as `None` orders before any time), then by the whole order, then by place.
-    let key = |s: &SettlementView<'_>| {
-        s.instant
-            .map_or(i64::MIN, |t| t.and_utc().timestamp_micros())
-    };
-    let mut order: Vec<(i64, usize)> = (0..count).map(|i| (key(&view(i)), i)).collect();
-    order.sort_unstable_by(|a, b| {
-        a.0.cmp(&b.0)
-            .then_with(|| replay_order_of_views(&view(a.1), &view(b.1)))
-            .then(a.1.cmp(&b.1))
-    });
+    // The replay order (SPEC §6 step 4), stable: by the instant as an integer, then by the
+    // whole order, then by place. Sorted by instant and place first; the runs of one instant
+    // (rare: settled in the same microsecond) are then put in the whole order.
+    let mut order: Vec<(i64, usize)> = (0..count).map(|i| (key(i), i)).collect();
+    order.sort_unstable();
+    for run in order
+        .chunk_by_mut(|a, b| a.0 == b.0)
+        .filter(|run| run.len() > 1)
+    {
+        run.sort_by(|a, b| replay_order_of_views(&view(a.1), &view(b.1)).then(a.1.cmp(&b.1)));
+    }
 
     type Fast = foldhash::fast::RandomState;
     let mut tags: Vec<TagStats> = Vec::new();

@@ -193,6 +193,19 @@ fn instant_us(v: &SettlementView<'_>) -> Option<i64> {
     v.instant.map(|i| i.and_utc().timestamp_micros())
 }
 
+/// The microseconds [`instant_of`] makes an instant of (chrono's range).
+const INSTANT_MICROS: (i64, i64) = (
+    chrono::DateTime::<chrono::Utc>::MIN_UTC.timestamp_micros(),
+    chrono::DateTime::<chrono::Utc>::MAX_UTC.timestamp_micros(),
+);
+
+/// [`crate::protocol::stats::replay_key`] of the settlement whose instant [`instant_of`]
+/// makes of `us`.
+fn replay_key_of(us: Option<i64>) -> i64 {
+    us.filter(|us| (INSTANT_MICROS.0..=INSTANT_MICROS.1).contains(us))
+        .unwrap_or(i64::MIN)
+}
+
 fn instant_of(us: Option<i64>) -> Option<chrono::NaiveDateTime> {
     us.and_then(chrono::DateTime::from_timestamp_micros)
         .map(|d| d.naive_utc())
@@ -294,6 +307,17 @@ impl Records {
     /// The `i`th record's fingerprint.
     pub fn fingerprint(&self, i: usize) -> Fingerprint {
         self.recs[i].fingerprint
+    }
+
+    /// Whether the `i`th record holds a settlement.
+    pub fn has_settlement(&self, i: usize) -> bool {
+        self.recs[i].settlement.is_some()
+    }
+
+    /// [`crate::protocol::stats::replay_key`] of the `i`th record's settlement, read from the
+    /// stored microseconds without building its view (`i64::MIN` without a settlement).
+    pub fn replay_key(&self, i: usize) -> i64 {
+        replay_key_of(self.recs[i].settlement.and_then(|s| s.instant_us))
     }
 
     /// The `i`th record's settlement, without the rest of its view.
@@ -1303,6 +1327,25 @@ mod legacy {
 mod tests {
     use super::*;
     use chrono::NaiveDate;
+
+    #[test]
+    fn a_records_replay_key_is_that_of_its_view() {
+        let (min, max) = INSTANT_MICROS;
+        for us in [
+            None,
+            Some(0),
+            Some(1_780_000_000_123_456),
+            Some(-1),
+            Some(min),
+            Some(max),
+        ]
+        .into_iter()
+        .chain([Some(min - 1), Some(max + 1), Some(i64::MIN), Some(i64::MAX)])
+        {
+            let by_view = instant_of(us).map_or(i64::MIN, |t| t.and_utc().timestamp_micros());
+            assert_eq!(replay_key_of(us), by_view, "{us:?}");
+        }
+    }
 
     // Field by field: the fingerprint grows fields (ctime, mode, inode) that these tests
     // leave at their defaults.
