@@ -200,10 +200,11 @@ fn match_chunk(
     names: &[String],
     now: &[Option<Fingerprint>],
 ) -> Matched {
-    names
-        .iter()
+    index
+        .find_each(records, names)
+        .into_iter()
         .zip(now)
-        .map(|(name, now)| match index.find(records, name) {
+        .map(|(found, now)| match found {
             Some(i) if !records.reread(i) && *now == Some(records.fingerprint(i)) => {
                 i as u32 | KEPT
             }

@@ -504,6 +504,34 @@ impl NameIndex {
             })
             .map(|&i| i as usize)
     }
+
+    /// [`NameIndex::find`] of each of `names`, in two passes so that the loads of many
+    /// records overlap instead of waiting one by one: each name's first candidate from the
+    /// table (small enough to stay in a cache), then the candidates' paths compared. A name
+    /// whose first candidate is another name's (their hashes share the table's tag) is
+    /// looked up in full.
+    pub fn find_each(&self, records: &Records, names: &[String]) -> Vec<Option<usize>> {
+        debug_assert_eq!(records.len(), self.records, "an index of other records");
+        let first: Vec<Option<u32>> = names
+            .iter()
+            .map(|name| {
+                let hash = std::hash::BuildHasher::hash_one(&self.hasher, name.as_str());
+                self.table.iter_hash(hash).next().copied()
+            })
+            .collect();
+        names
+            .iter()
+            .zip(first)
+            .map(|(name, first)| {
+                let i = first? as usize;
+                if records.path(i).get(self.prefix..) == Some(name.as_str()) {
+                    Some(i)
+                } else {
+                    self.find(records, name)
+                }
+            })
+            .collect()
+    }
 }
 
 /// Where each distinct text and tag list already is, while records are added.
@@ -1344,6 +1372,26 @@ mod tests {
         {
             let by_view = instant_of(us).map_or(i64::MIN, |t| t.and_utc().timestamp_micros());
             assert_eq!(replay_key_of(us), by_view, "{us:?}");
+        }
+    }
+
+    /// Many names, present and absent, so that some first candidates of the table are other
+    /// names' (they share its 7-bit tag): each is found as one lookup finds it.
+    #[test]
+    fn names_found_together_are_found_as_one_by_one() {
+        let held: Vec<SettledRecord> = (0..6000).map(|n| record(n, n % 5 != 0)).collect();
+        let records = Records::from_refs(held.iter().map(SettledRecord::as_ref));
+        let index = NameIndex::new(&records, "contracts/settled/");
+        let names: Vec<String> = (0..12000).map(|n| format!("c-{n}.md")).collect();
+        let together = index.find_each(&records, &names);
+        let one_by_one: Vec<Option<usize>> =
+            names.iter().map(|n| index.find(&records, n)).collect();
+        assert_eq!(together, one_by_one);
+        assert_eq!(together.iter().flatten().count(), 6000);
+        for (name, found) in names.iter().zip(&together) {
+            if let Some(i) = found {
+                assert_eq!(records.path(*i), format!("contracts/settled/{name}"));
+            }
         }
     }
 
