@@ -11,7 +11,7 @@ use crate::protocol::clock::PolisZone;
 use crate::protocol::contract::Heading;
 use crate::protocol::finding::Finding;
 use crate::protocol::layout::{self, ContractFolder};
-use crate::protocol::stats::Settlement;
+use crate::protocol::stats::{self, Replay, Settlement, SettlementView, TagLists};
 use crate::yaml::Value;
 use std::collections::HashSet;
 use std::path::Path;
@@ -247,10 +247,12 @@ enum Begun<'scope> {
     Early {
         lock: LedgerLock,
         listing: ScopedJoinHandle<'scope, Listing<Matched>>,
-        ahead: ScopedJoinHandle<'scope, ()>,
+        ahead: ScopedJoinHandle<'scope, Option<Replayed>>,
     },
     /// The lock to be waited for; the ledger being read ahead of it.
-    Late { ahead: ScopedJoinHandle<'scope, ()> },
+    Late {
+        ahead: ScopedJoinHandle<'scope, Option<Replayed>>,
+    },
     /// A daemon runs: nothing to do.
     Daemon,
     /// The state folder could not be used: every settled file is read.
@@ -282,6 +284,9 @@ impl<'scope> AloneReconcile<'scope> {
                     zone: polis_zone(root),
                     previous: locked.then(|| read_previous_stats(root)),
                 });
+                // Then, while the folder is still being stat'ed, the ledger's settlements are
+                // replayed as if every record is kept, which the end checks.
+                replay_ahead(ready.get().and_then(Ahead::records)?)
             }
         };
         let begun = match LedgerFile::try_lock_existing(root) {
@@ -331,21 +336,21 @@ impl<'scope> AloneReconcile<'scope> {
                     );
                     listing.put(name, now[0]);
                 }
-                join(ahead);
-                Ok(Some((lock, listing)))
+                let replayed = join(ahead);
+                Ok(Some((lock, listing, replayed)))
             }
             Begun::Late { ahead } => match LedgerFile::lock(root) {
                 Ok(Some(lock)) => {
                     // Listed only once the lock is held (see the type).
                     let listing = list_settled(root, &self.ready);
-                    join(ahead);
-                    Ok(Some((lock, listing)))
+                    let replayed = join(ahead);
+                    Ok(Some((lock, listing, replayed)))
                 }
                 Ok(None) => return Ok(None),
                 Err(e) => Err(e),
             },
         };
-        let (lock, listing) = match opened {
+        let (lock, listing, replayed) = match opened {
             Ok(Some(opened)) => opened,
             Ok(None) => return Ok(None),
             Err(e) => {
@@ -368,8 +373,74 @@ impl<'scope> AloneReconcile<'scope> {
         let zone = zone.unwrap_or_else(|| polis_zone(root));
         let previous = previous.unwrap_or_else(|| read_previous_stats(root));
         let index = index.filter(|_| from_ahead);
-        reconcile_listed(root, writer, file, restored, index, listing, zone, previous)
+        let replayed = replayed.filter(|_| from_ahead);
+        let ahead = AheadWork { index, replayed };
+        reconcile_listed(root, writer, file, restored, ahead, listing, zone, previous)
     }
+}
+
+/// The ledger's settlements replayed in the order a full reconcile would replay them, as if
+/// every record is kept: how many, and the last record of that order.
+struct Replayed {
+    replay: Replay,
+    count: usize,
+    last: Option<usize>,
+}
+
+/// `None` when a record is to be read again whatever its file (one with findings, which are not
+/// stored): the end would not keep it, so the replay would be made twice.
+fn replay_ahead(records: &Records) -> Option<Replayed> {
+    if (0..records.len()).any(|i| records.reread(i)) {
+        return None;
+    }
+    let settled: Vec<usize> = (0..records.len())
+        .filter(|&i| records.has_settlement(i))
+        .collect();
+    let view = |k: usize| {
+        records
+            .settlement(settled[k])
+            .expect("kept for its settlement")
+    };
+    let order = stats::replay_places(settled.len(), |k| records.replay_key(settled[k]), view);
+    let mut replay = Replay::default();
+    let mut lists = TagLists::default();
+    for &(_, k) in &order {
+        replay.push(&view(k), &mut lists);
+    }
+    Some(Replayed {
+        replay,
+        count: settled.len(),
+        last: order.last().map(|&(_, k)| settled[k]),
+    })
+}
+
+/// Whether every settlement of `fresh` (none sorting before another in `fresh`'s order) can
+/// follow the replay ahead: none sorts before its `last` record in replay order. One that
+/// ties with it, settled at the same instant with the same owner, tags, quality and minutes,
+/// counts the same either side of it when its date is the same too.
+fn follows(held: &Records, last: Option<usize>, fresh: &[SettlementView<'_>]) -> bool {
+    let Some(last) = last else { return true };
+    let Some(l) = held.settlement(last) else {
+        return false;
+    };
+    let last_key = held.replay_key(last);
+    fresh.iter().all(|f| {
+        match stats::replay_key(f)
+            .cmp(&last_key)
+            .then_with(|| stats::replay_order_of_views(f, &l))
+        {
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Equal => f.last_completed == l.last_completed,
+            std::cmp::Ordering::Less => false,
+        }
+    })
+}
+
+/// What the thread that read the ledger made of it for the end, when the ledger it read is the
+/// one the lock holds.
+struct AheadWork {
+    index: Option<NameIndex>,
+    replayed: Option<Replayed>,
 }
 
 fn join<T>(handle: ScopedJoinHandle<'_, T>) -> T {
@@ -421,7 +492,7 @@ fn reconcile_listed(
     writer: &Writer,
     mut file: LedgerFile,
     restored: Restored,
-    index: Option<NameIndex>,
+    ahead: AheadWork,
     listing: Listing<Matched>,
     zone: PolisZone,
     previous: Value,
@@ -452,6 +523,7 @@ fn reconcile_listed(
     // file the ledger holds (without findings, which are not stored) with the fingerprint it
     // records is kept; the rest is read. Most chunks were matched as they were stat'ed.
     let prefix = settled_prefix();
+    let AheadWork { index, replayed } = ahead;
     let matched_ahead = index.is_some() && trusted;
     let by_name = match index {
         Some(index) if trusted => index,
@@ -541,29 +613,62 @@ fn reconcile_listed(
         Place::Fresh(f) => fresh[f].view(),
     };
     let files = order.len();
-    let settled: Vec<Place> = order
-        .iter()
-        .copied()
-        .filter(|&at| match at {
-            Place::Held(i) => held.has_settlement(i),
-            Place::Fresh(f) => fresh[f].settlement.is_some(),
-        })
-        .collect();
+    // The new settlements in their order among themselves (their places are in path order).
+    let fresh_settled: Vec<SettlementView<'_>> = fresh.iter().filter_map(|f| f.view()).collect();
+    let fresh_order = stats::replay_places(
+        fresh_settled.len(),
+        |k| stats::replay_key(&fresh_settled[k]),
+        |k| fresh_settled[k],
+    );
+    let fresh_settled: Vec<SettlementView<'_>> =
+        fresh_order.iter().map(|&(_, k)| fresh_settled[k]).collect();
+    // The replay made ahead holds when every record it counted is here unchanged and the new
+    // settlements follow it; else the whole replay is done now, over every settlement's place.
+    let ahead = replayed
+        .filter(|r| trusted && kept.iter().all(|&k| k) && follows(&held, r.last, &fresh_settled));
+    let settled: Vec<Place> = match ahead {
+        Some(_) => Vec::new(),
+        None => order
+            .iter()
+            .copied()
+            .filter(|&at| match at {
+                Place::Held(i) => held.has_settlement(i),
+                Place::Fresh(f) => fresh[f].settlement.is_some(),
+            })
+            .collect(),
+    };
+    let replayed_count = match &ahead {
+        Some(r) => r.count + fresh_settled.len(),
+        None => settled.len(),
+    };
     let key = |at: Place| match at {
         Place::Held(i) => held.replay_key(i),
         Place::Fresh(f) => fresh[f]
             .view()
             .map_or(i64::MIN, |s| crate::protocol::stats::replay_key(&s)),
     };
-    let done = reconcile_over(root, writer, settled.len(), &previous, |rate, last| {
-        crate::protocol::stats::reconcile_each(
-            settled.len(),
-            |i| key(settled[i]),
-            |i| settlement(settled[i]).expect("kept for its settlement"),
-            rate,
-            last,
-        )
-    })?;
+    let done = reconcile_over(
+        root,
+        writer,
+        replayed_count,
+        &previous,
+        |rate, last| match ahead {
+            Some(Replayed { mut replay, .. }) => {
+                let mut lists = TagLists::default();
+                for f in &fresh_settled {
+                    replay.push(f, &mut lists);
+                }
+                replay.finish(rate, last)
+            }
+            None => stats::reconcile_each(
+                settled.len(),
+                |i| key(settled[i]),
+                |i| settlement(settled[i]).expect("kept for its settlement"),
+                rate,
+                last,
+            ),
+        },
+    )?;
     drop(settled);
     // After the stats: a ledger that misses a change only costs the next look a read.
     let journalled = if trusted && !file.snapshot_due(files, changes.len()) {
@@ -594,4 +699,143 @@ fn read_previous_stats(root: &std::path::Path) -> Value {
 /// The stats a router should read: the file on disk, or empty.
 pub fn current_stats(polis: &Polis) -> crate::protocol::stats::RoutingStats {
     crate::protocol::stats::from_value(&read_previous_stats(&polis.root))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::state::SettledRecord;
+    use chrono::NaiveDate;
+
+    struct Made {
+        owner: &'static str,
+        tags: Vec<String>,
+        minute: u32,
+        quality: u8,
+        date: &'static str,
+    }
+
+    fn made(owner: &'static str, tag: &str, minute: u32, quality: u8) -> Made {
+        Made {
+            owner,
+            tags: vec![tag.to_string(), "shared".to_string()],
+            minute,
+            quality,
+            date: "2026-03-01",
+        }
+    }
+
+    fn view(m: &Made) -> SettlementView<'_> {
+        SettlementView {
+            owner: m.owner,
+            tags: &m.tags,
+            instant: NaiveDate::from_ymd_opt(2026, 3, 1)
+                .unwrap()
+                .and_hms_opt(10, m.minute, 0),
+            when_text: "",
+            last_completed: Some(m.date),
+            quality: m.quality,
+            quality_defaulted: false,
+            minutes: 30.0,
+            recommended: None,
+            guarded: false,
+            renamed: false,
+        }
+    }
+
+    fn records(held: &[(&str, Made)]) -> Records {
+        let owned: Vec<SettledRecord> = held
+            .iter()
+            .map(|(name, m)| {
+                let path = format!("contracts/settled/{name}.md");
+                SettledRecord::of(&path, &Fingerprint::default(), false, Some(view(m)))
+            })
+            .collect();
+        Records::from_refs(owned.iter().map(SettledRecord::as_ref))
+    }
+
+    /// What the end makes with the replay ahead (`None` when it does not hold) and what a
+    /// whole replay of every settlement in path order makes.
+    fn both(held: &[(&str, Made)], fresh: &[(&str, Made)]) -> (Option<RoutingStats>, RoutingStats) {
+        let records = records(held);
+        let fresh_views: Vec<SettlementView<'_>> = fresh.iter().map(|(_, m)| view(m)).collect();
+        let ahead = replay_ahead(&records).expect("no record is read again");
+        let continued = follows(&records, ahead.last, &fresh_views).then(|| {
+            let mut replay = ahead.replay;
+            let mut lists = TagLists::default();
+            for f in &fresh_views {
+                replay.push(f, &mut lists);
+            }
+            replay.finish(&Value::Null, &Value::Null)
+        });
+        let mut all: Vec<(&str, SettlementView<'_>)> = held
+            .iter()
+            .map(|(n, m)| (*n, view(m)))
+            .chain(fresh.iter().map(|(n, m)| (*n, view(m))))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(b.0));
+        let views: Vec<SettlementView<'_>> = all.into_iter().map(|(_, v)| v).collect();
+        (
+            continued,
+            stats::reconcile_views(&views, &Value::Null, &Value::Null),
+        )
+    }
+
+    use crate::protocol::stats::RoutingStats;
+
+    #[test]
+    fn a_settlement_after_the_ledgers_is_added_to_the_replay_made_ahead() {
+        let held = [
+            ("a", made("alice-agent", "py", 3, 4)),
+            ("c", made("bob-agent", "py", 1, 2)),
+            ("b", made("carol-agent", "go", 2, 5)),
+        ];
+        let (ahead, whole) = both(&held, &[("aa", made("dave-agent-1", "go", 4, 3))]);
+        assert_eq!(ahead.as_ref(), Some(&whole));
+    }
+
+    #[test]
+    fn a_settlement_before_the_ledgers_last_is_replayed_whole() {
+        let held = [
+            ("a", made("alice-agent", "py", 3, 4)),
+            ("b", made("bob-agent", "py", 5, 2)),
+        ];
+        let (ahead, _) = both(&held, &[("c", made("carol-agent", "py", 4, 3))]);
+        assert_eq!(ahead, None);
+    }
+
+    /// At the last one's instant: after it in the whole order (a greater owner), or equal to
+    /// it in all that counts, counts the same either side of it; a smaller owner or another
+    /// date does not follow.
+    #[test]
+    fn a_settlement_at_the_ledgers_last_instant_follows_only_where_it_counts_the_same() {
+        let held = [
+            ("m", made("alice-agent", "py", 1, 4)),
+            ("n", made("bob-agent", "py", 5, 2)),
+        ];
+        let (ahead, whole) = both(&held, &[("z", made("carol-agent", "py", 5, 3))]);
+        assert_eq!(ahead.as_ref(), Some(&whole));
+        // Equal in everything but the place, and before it by place.
+        let (ahead, whole) = both(&held, &[("a", made("bob-agent", "py", 5, 2))]);
+        assert_eq!(ahead.as_ref(), Some(&whole));
+        let (ahead, _) = both(&held, &[("a", made("alice-agent", "py", 5, 2))]);
+        assert_eq!(ahead, None);
+        let mut other_date = made("bob-agent", "py", 5, 2);
+        other_date.date = "2026-02-28";
+        let (ahead, _) = both(&held, &[("a", other_date)]);
+        assert_eq!(ahead, None);
+    }
+
+    #[test]
+    fn a_ledger_with_a_record_read_again_is_not_replayed_ahead() {
+        let m = made("alice-agent", "py", 1, 4);
+        let owned = [SettledRecord::of(
+            "contracts/settled/a.md",
+            &Fingerprint::default(),
+            true,
+            Some(view(&m)),
+        )];
+        let records = Records::from_refs(owned.iter().map(SettledRecord::as_ref));
+        assert!(replay_ahead(&records).is_none());
+    }
 }

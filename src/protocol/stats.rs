@@ -217,9 +217,23 @@ pub fn reconcile_each<'a>(
     explore_rate: &Value,
     previous_last_updated: &Value,
 ) -> RoutingStats {
-    // The replay order (SPEC §6 step 4), stable: by the instant as an integer, then by the
-    // whole order, then by place. Sorted by instant and place first; the runs of one instant
-    // (rare: settled in the same microsecond) are then put in the whole order.
+    let mut replay = Replay::default();
+    let mut lists = TagLists::default();
+    for (_, at) in replay_places(count, key, &view) {
+        replay.push(&view(at), &mut lists);
+    }
+    replay.finish(explore_rate, previous_last_updated)
+}
+
+/// The places `0..count` in replay order (SPEC §6 step 4), stable: by the instant as an
+/// integer, then by the whole order, then by place; each with its [`replay_key`]. Sorted by
+/// instant and place first; the runs of one instant (rare: settled in the same microsecond)
+/// are then put in the whole order.
+pub fn replay_places<'a>(
+    count: usize,
+    key: impl Fn(usize) -> i64,
+    view: impl Fn(usize) -> SettlementView<'a>,
+) -> Vec<(i64, usize)> {
     let mut order: Vec<(i64, usize)> = (0..count).map(|i| (key(i), i)).collect();
     order.sort_unstable();
     for run in order
@@ -228,70 +242,100 @@ pub fn reconcile_each<'a>(
     {
         run.sort_by(|a, b| replay_order_of_views(&view(a.1), &view(b.1)).then(a.1.cmp(&b.1)));
     }
+    order
+}
 
-    type Fast = foldhash::fast::RandomState;
-    let mut tags: Vec<TagStats> = Vec::new();
-    let mut tag_index: HashMap<&str, usize, Fast> = HashMap::default();
-    let mut citizen_index: Vec<HashMap<&str, usize, Fast>> = Vec::new();
-    // Each tag list's tags, found once per list: settlements that share one list (a ledger
-    // keeps each distinct list once) are told apart by its address, which no other list
-    // borrowed here can have. A tag is placed the first time the replay meets it either way.
-    // Lists owned one per settlement never repeat: past a few thousand, no more are kept.
-    const LISTS_KEPT: usize = 4096;
-    let mut slots_of_list: HashMap<(usize, usize), std::ops::Range<usize>, Fast> =
-        HashMap::default();
-    let mut slots: Vec<usize> = Vec::new();
-    let mut scratch: Vec<usize> = Vec::new();
-    for &(_, at) in &order {
-        let s = &view(at);
+type Fast = foldhash::fast::RandomState;
+
+/// A replay under way (SPEC §6 steps 5–6): settlements pushed in replay order, each tag and
+/// each tag's citizens kept in the order first met. It owns what it keeps, so one thread can
+/// replay a ledger ahead and another push the rest and finish.
+#[derive(Debug, Default)]
+pub struct Replay {
+    tags: Vec<TagStats>,
+    tag_index: HashMap<String, usize, Fast>,
+    citizen_index: Vec<HashMap<String, usize, Fast>>,
+    newest: Option<NaiveDateTime>,
+}
+
+/// Each tag list's tags as [`Replay`] places them, found once per list: settlements that share
+/// one list (a ledger keeps each distinct list once) are told apart by its address, which no
+/// other list borrowed from one source can have; so one is kept per source, never across two.
+/// Lists owned one per settlement never repeat: past a few thousand, no more are kept.
+#[derive(Debug, Default)]
+pub struct TagLists {
+    slots_of_list: HashMap<(usize, usize), std::ops::Range<usize>, Fast>,
+    slots: Vec<usize>,
+    scratch: Vec<usize>,
+}
+
+impl Replay {
+    /// Counts the next settlement in replay order.
+    pub fn push(&mut self, s: &SettlementView<'_>, lists: &mut TagLists) {
+        const LISTS_KEPT: usize = 4096;
         let list = (s.tags.as_ptr() as usize, s.tags.len());
-        let resolved: &[usize] = match slots_of_list.get(&list) {
-            Some(range) => &slots[range.clone()],
+        let resolved: &[usize] = match lists.slots_of_list.get(&list) {
+            Some(range) => &lists.slots[range.clone()],
             None => {
-                let full = slots_of_list.len() >= LISTS_KEPT;
+                let full = lists.slots_of_list.len() >= LISTS_KEPT;
                 let buf = if full {
-                    scratch.clear();
-                    &mut scratch
+                    lists.scratch.clear();
+                    &mut lists.scratch
                 } else {
-                    &mut slots
+                    &mut lists.slots
                 };
                 let from = buf.len();
                 for tag in s.tags {
-                    let t = *tag_index.entry(tag.as_str()).or_insert_with(|| {
-                        tags.push(TagStats {
-                            tag: tag.clone(),
-                            citizens: Vec::new(),
-                            leader: None,
-                            leader_confidence: None,
-                        });
-                        citizen_index.push(HashMap::default());
-                        tags.len() - 1
-                    });
+                    let t = match self.tag_index.get(tag.as_str()) {
+                        Some(&t) => t,
+                        None => {
+                            self.tags.push(TagStats {
+                                tag: tag.clone(),
+                                citizens: Vec::new(),
+                                leader: None,
+                                leader_confidence: None,
+                            });
+                            self.citizen_index.push(HashMap::default());
+                            self.tag_index.insert(tag.clone(), self.tags.len() - 1);
+                            self.tags.len() - 1
+                        }
+                    };
                     buf.push(t);
                 }
                 if !full {
-                    slots_of_list.insert(list, from..buf.len());
+                    lists.slots_of_list.insert(list, from..buf.len());
                 }
                 &buf[from..]
             }
         };
         for &t in resolved {
-            let citizens = &mut tags[t].citizens;
-            let c = *citizen_index[t].entry(s.owner).or_insert_with(|| {
-                citizens.push(CitizenStats::new(s.owner));
-                citizens.len() - 1
-            });
+            let citizens = &mut self.tags[t].citizens;
+            let index = &mut self.citizen_index[t];
+            let c = match index.get(s.owner) {
+                Some(&c) => c,
+                None => {
+                    citizens.push(CitizenStats::new(s.owner));
+                    index.insert(s.owner.to_string(), citizens.len() - 1);
+                    citizens.len() - 1
+                }
+            };
             citizens[c].record(s);
         }
-    }
-    for t in &mut tags {
-        let (leader, confidence) = leader_of(&t.citizens);
-        t.leader = leader;
-        t.leader_confidence = confidence;
+        // The newest is the last one with a time: those without one are first in the order.
+        if s.instant.is_some() {
+            self.newest = s.instant;
+        }
     }
 
-    let newest = order.iter().rev().find_map(|&(_, at)| view(at).instant);
-    assemble(tags, newest, explore_rate, previous_last_updated)
+    /// The stats of everything pushed, with the two values kept from the file replaced.
+    pub fn finish(mut self, explore_rate: &Value, previous_last_updated: &Value) -> RoutingStats {
+        for t in &mut self.tags {
+            let (leader, confidence) = leader_of(&t.citizens);
+            t.leader = leader;
+            t.leader_confidence = confidence;
+        }
+        assemble(self.tags, self.newest, explore_rate, previous_last_updated)
+    }
 }
 
 /// The stats file's values around the tags: `last_updated` is the newest settlement's time
