@@ -643,9 +643,7 @@ fn reconcile_listed(
     };
     let key = |at: Place| match at {
         Place::Held(i) => held.replay_key(i),
-        Place::Fresh(f) => fresh[f]
-            .view()
-            .map_or(i64::MIN, |s| crate::protocol::stats::replay_key(&s)),
+        Place::Fresh(f) => fresh[f].view().map_or(i64::MIN, |s| stats::replay_key(&s)),
     };
     let done = reconcile_over(
         root,

@@ -227,8 +227,8 @@ pub fn reconcile_each<'a>(
 
 /// The places `0..count` in replay order (SPEC §6 step 4), stable: by the instant as an
 /// integer, then by the whole order, then by place; each with its [`replay_key`]. Sorted by
-/// instant and place first; the runs of one instant (rare: settled in the same microsecond)
-/// are then put in the whole order.
+/// instant and place first; the runs of one instant (settled in the same minute or second,
+/// as stamps are written) are then put in the whole order.
 pub fn replay_places<'a>(
     count: usize,
     key: impl Fn(usize) -> i64,
