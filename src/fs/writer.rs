@@ -925,11 +925,7 @@ impl Writer {
         }
         if leased && lease::broken(&file) {
             drop(tmp);
-            let (reason, retry_after) = self.defer(&t, Unsettled::OpenForWriting);
-            return Ok(CompareOutcome::NotSettled {
-                reason,
-                retry_after,
-            });
+            return Ok(self.held_open(&t));
         }
         #[cfg(test)]
         tests::BEFORE_SWAP.with(|h| h.borrow().as_ref().map(|h| h(&t.abs)));
@@ -950,20 +946,14 @@ impl Writer {
             if let Some(keep) = keep {
                 if fs::rename(&keep, &t.abs).is_ok() {
                     let _ = sync_dir(t.dir());
-                    let (reason, retry_after) = self.defer(&t, Unsettled::OpenForWriting);
-                    return Ok(CompareOutcome::NotSettled {
-                        reason,
-                        retry_after,
-                    });
+                    return Ok(self.held_open(&t));
                 }
             }
         } else if let Some(keep) = keep {
             let _ = fs::remove_file(keep);
         }
         drop(file);
-        self.record(&t.rel, Ledger::Wrote(sha256(new)));
-        self.remember_settled(&t);
-        Ok(CompareOutcome::Written)
+        Ok(self.replaced(&t, new))
     }
 
     /// After [`Writer::compare_and_replace`] swapped its file in: `tmp` now names the file it
@@ -997,18 +987,29 @@ impl Writer {
                         .transpose()?,
                 });
             }
-            let (reason, retry_after) = self.defer(t, Unsettled::OpenForWriting);
-            return Ok(CompareOutcome::NotSettled {
-                reason,
-                retry_after,
-            });
+            return Ok(self.held_open(t));
         }
         // Removes the displaced file, which now has the temporary name.
         drop(tmp);
         sync_dir(t.dir())?;
+        Ok(self.replaced(t, new))
+    }
+
+    /// The outcome of an edit given up because a process opened the file for writing
+    /// meanwhile: deferred, to be tried once it closes.
+    fn held_open(&self, t: &Target) -> CompareOutcome {
+        let (reason, retry_after) = self.defer(t, Unsettled::OpenForWriting);
+        CompareOutcome::NotSettled {
+            reason,
+            retry_after,
+        }
+    }
+
+    /// The outcome of an edit that replaced the file with `new`, recorded as polisd's own.
+    fn replaced(&self, t: &Target, new: &[u8]) -> CompareOutcome {
         self.record(&t.rel, Ledger::Wrote(sha256(new)));
         self.remember_settled(t);
-        Ok(CompareOutcome::Written)
+        CompareOutcome::Written
     }
 
     /// Moves `from` to `to` inside the root (an amendment from proposed/ to ratified/). Never
