@@ -224,12 +224,12 @@ pub fn parse_entry(line: &str) -> Result<Entry<'_>, EntryError> {
         )));
     }
     let stamp_text = parts[0].trim();
-    if crate::protocol::clock::stamp_fields(stamp_text).is_none() {
+    let Some(fields) = crate::protocol::clock::stamp_fields(stamp_text) else {
         return Err(c001(format!(
             "the timestamp `{stamp_text}` is not in the form `YYYY-MM-DD HH:MM`"
         )));
-    }
-    let Some(stamp) = parse_stamp(stamp_text) else {
+    };
+    let Some(stamp) = crate::protocol::clock::stamp_of_fields(fields) else {
         return Err(EntryError {
             code: Code::C003,
             reason: format!("the timestamp `{stamp_text}` is not a real date and time"),

@@ -34,11 +34,14 @@ pub(crate) fn stamp_fields(text: &str) -> Option<[u32; 5]> {
 /// any other text goes to chrono, whose leniency (one-digit fields, spaces) stays as it was.
 pub fn parse_stamp(text: &str) -> Option<NaiveDateTime> {
     match stamp_fields(text) {
-        Some([year, month, day, hour, minute]) => {
-            chrono::NaiveDate::from_ymd_opt(year as i32, month, day)?.and_hms_opt(hour, minute, 0)
-        }
+        Some(fields) => stamp_of_fields(fields),
         None => NaiveDateTime::parse_from_str(text, STAMP_FORMAT).ok(),
     }
+}
+
+/// The time [`stamp_fields`] gave the fields of; `None` when they are no real date and time.
+pub(crate) fn stamp_of_fields([year, month, day, hour, minute]: [u32; 5]) -> Option<NaiveDateTime> {
+    chrono::NaiveDate::from_ymd_opt(year as i32, month, day)?.and_hms_opt(hour, minute, 0)
 }
 
 /// The polis timezone: UTC or a fixed offset from `polis.yml` `timezone:`.

@@ -600,7 +600,8 @@ impl Notification {
     pub fn contract_stale(recipient: &str, contract_id: &str, last_line: &str) -> Notification {
         Notification {
             kind: Kind::ContractStale,
-            at: chronicle::parse_stamp(last_line).map(|t| time_stamp(t + chrono::Duration::days(chronicle::ACTIVITY_WINDOW_DAYS))),
+            at: chronicle::parse_stamp(last_line)
+                .map(|t| time_stamp(t + chrono::Duration::days(chronicle::ACTIVITY_WINDOW_DAYS))),
             recipient: recipient.to_string(),
             subject: contract_id.to_string(),
             discriminator: last_line.to_string(),

@@ -431,8 +431,8 @@ impl Engine {
                 new.push((rel.clone(), read.heading));
             }
             let reread = !read.findings.is_empty();
-            if self.settled_findings.put(&rel, read.findings.clone()) {
-                for f in &read.findings {
+            if self.settled_findings.put(&rel, read.findings) {
+                for f in self.settled_findings.get(&rel).unwrap_or_default() {
                     let (logged, left_out) = &mut self.settled_findings_logged;
                     if *logged < super::MAX_LOGGED_SETTLED_FINDINGS {
                         *logged += 1;
