@@ -1423,11 +1423,9 @@ impl LedgerAhead {
 
     /// [`LedgerAhead::read`] with an explicit base state directory.
     pub fn read_in(base: &Path, polis_root: &Path) -> Option<LedgerAhead> {
-        use std::io::Read;
         let path = polis_state_dir(base, &canonical(polis_root)).join(SETTLED_FILE);
-        let mut file = fs::File::open(&path).ok()?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).ok()?;
+        let file = fs::File::open(&path).ok()?;
+        let bytes = map_ledger(&file).ok()?;
         let (restored, journal_lines) = settled::decode(&bytes);
         Some(LedgerAhead {
             path,
@@ -1483,10 +1481,12 @@ fn write_ledger_snapshot<'a>(
 /// JSON file an earlier version kept gives the paths it had counted (untrusted).
 fn read_settled_file(path: &Path) -> (Restored, usize) {
     let legacy = || path.with_file_name(LEGACY_SETTLED_FILE);
-    let read = fs::read(path).or_else(|e| match e.kind() {
-        io::ErrorKind::NotFound => fs::read(legacy()),
-        _ => Err(e),
-    });
+    let read = fs::File::open(path)
+        .or_else(|e| match e.kind() {
+            io::ErrorKind::NotFound => fs::File::open(legacy()),
+            _ => Err(e),
+        })
+        .and_then(|file| map_ledger(&file));
     match read {
         Ok(bytes) => settled::decode(&bytes),
         Err(e) if e.kind() == io::ErrorKind::NotFound => (Restored::Nothing, 0),
@@ -1498,6 +1498,19 @@ fn read_settled_file(path: &Path) -> (Restored, usize) {
             0,
         ),
     }
+}
+
+/// The bytes of an open ledger file, mapped rather than read: the file is in the page cache
+/// (it was written moments ago), so mapping costs no copy and no fresh memory to fault in,
+/// where reading 10k settlements' 0.9 MB was a fifth of `contract settle`'s page faults.
+/// Sound because a ledger is only ever appended to or replaced whole by a rename, never
+/// rewritten in place or truncated (see [`LedgerAhead`]): the bytes mapped stay as they were
+/// for as long as the map lives, which is the decode's. The mapping is populated at once (one
+/// call, not a fault per 64 KiB) since the decode reads all of it.
+fn map_ledger(file: &fs::File) -> io::Result<memmap2::Mmap> {
+    // SAFETY: polisd never modifies a ledger's existing bytes (above); a map outliving the
+    // path's file (after a rename) keeps the old file's pages.
+    unsafe { memmap2::MmapOptions::new().populate().map(file) }
 }
 
 /// What the ledger of settled contracts in the polis state folder `dir` holds, and how many
