@@ -292,7 +292,58 @@ pub fn listed_fingerprints(
 }
 
 /// What [`listed_fingerprints_then`] makes of each chunk of names and their fingerprints.
-pub type ChunkThen<'a, M> = dyn Fn(&[String], &[Option<Fingerprint>]) -> Option<M> + Sync + 'a;
+pub type ChunkThen<'a, M> = dyn Fn(&ListedNames, &[Option<Fingerprint>]) -> Option<M> + Sync + 'a;
+
+/// The names of one chunk of a listing, kept in one buffer: a name is not an allocation of its
+/// own (10k names were 10k allocations to make and as many to free, on the way out of every
+/// `contract settle` with no daemon).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ListedNames {
+    text: String,
+    /// Where each name ends in `text`.
+    ends: Vec<u32>,
+}
+
+impl ListedNames {
+    fn with_capacity(names: usize) -> ListedNames {
+        ListedNames {
+            // Settled files' names are about 30 bytes.
+            text: String::with_capacity(names * 32),
+            ends: Vec::with_capacity(names),
+        }
+    }
+
+    fn push(&mut self, name: &str) {
+        self.text.push_str(name);
+        self.ends.push(self.text.len() as u32);
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The names in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + Clone + '_ {
+        (0..self.ends.len()).map(|i| {
+            let start = i.checked_sub(1).map_or(0, |j| self.ends[j] as usize);
+            &self.text[start..self.ends[i] as usize]
+        })
+    }
+}
+
+impl<'a> FromIterator<&'a str> for ListedNames {
+    fn from_iter<I: IntoIterator<Item = &'a str>>(names: I) -> ListedNames {
+        let mut out = ListedNames::default();
+        for name in names {
+            out.push(name);
+        }
+        out
+    }
+}
 
 /// [`listed_fingerprints`], calling `then` on each chunk of names and their fingerprints on the
 /// thread that stat'ed it, as soon as it is stat'ed (a caller matching the names against what
@@ -310,8 +361,9 @@ pub fn listed_fingerprints_then<M: Send>(
     const CHUNK: usize = 256;
     let folder_path = root.join(dir);
     let Ok(folder) = open_folder(&folder_path) else {
-        let names = crate::fs::snapshot::list_names(root, dir, ext, findings);
-        let now = fingerprints_of_names(root, dir, &names);
+        let listed = crate::fs::snapshot::list_names(root, dir, ext, findings);
+        let now = fingerprints_of_names(root, dir, &listed);
+        let names: ListedNames = listed.iter().map(String::as_str).collect();
         let then = then(&names, &now);
         return Listing {
             parts: vec![Part {
@@ -326,7 +378,7 @@ pub fn listed_fingerprints_then<M: Send>(
         fingerprint_at(&folder, name)
             .unwrap_or_else(|| fingerprint_by_path(&folder_path.join(name)))
     };
-    let (send, receive) = std::sync::mpsc::channel::<(usize, Vec<String>)>();
+    let (send, receive) = std::sync::mpsc::channel::<(usize, ListedNames)>();
     let receive = std::sync::Mutex::new(receive);
     // Chunks until the sender is gone.
     let stat_chunks = || -> Vec<Part<M>> {
@@ -337,7 +389,7 @@ pub fn listed_fingerprints_then<M: Send>(
                 Err(_) => break,
             };
             let Ok((at, names)) = next else { break };
-            let now: Vec<_> = names.iter().map(|n| stat(n)).collect();
+            let now: Vec<_> = names.iter().map(stat).collect();
             let then = then(&names, &now);
             done.push(Part {
                 at,
@@ -354,7 +406,7 @@ pub fn listed_fingerprints_then<M: Send>(
     };
     std::thread::scope(|scope| {
         let mut helpers = Vec::new();
-        let mut chunk = Vec::with_capacity(CHUNK);
+        let mut chunk = ListedNames::with_capacity(CHUNK);
         let mut at = 0;
         list_open_folder(&folder, root, dir, ext, findings, &mut |name| {
             chunk.push(name);
@@ -365,7 +417,7 @@ pub fn listed_fingerprints_then<M: Send>(
                         .map(|_| scope.spawn(stat_chunks))
                         .collect();
                 }
-                let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK));
+                let full = std::mem::replace(&mut chunk, ListedNames::with_capacity(CHUNK));
                 at += full.len();
                 // The helpers hold the receiver until the sender is dropped below.
                 let _ = send.send((at - full.len(), full));
@@ -406,7 +458,7 @@ impl<M> Default for Listing<M> {
 #[derive(Debug)]
 struct Part<M> {
     at: usize,
-    names: Vec<String>,
+    names: ListedNames,
     now: Vec<Option<Fingerprint>>,
     /// `None` when `then` gave nothing, or a fingerprint changed after it ran
     /// ([`Listing::put`]).
@@ -436,7 +488,7 @@ impl<M> Listing<M> {
         let at = self.len();
         self.parts.push(Part {
             at,
-            names: vec![name.to_string()],
+            names: std::iter::once(name).collect(),
             now: vec![fingerprint],
             then: None,
         });
@@ -444,12 +496,9 @@ impl<M> Listing<M> {
 
     /// Each listed name with its fingerprint (`None` for a file gone since it was listed).
     pub fn iter(&self) -> impl Iterator<Item = (&str, Option<Fingerprint>)> + '_ {
-        self.parts.iter().flat_map(|p| {
-            p.names
-                .iter()
-                .map(String::as_str)
-                .zip(p.now.iter().copied())
-        })
+        self.parts
+            .iter()
+            .flat_map(|p| p.names.iter().zip(p.now.iter().copied()))
     }
 
     /// Each chunk's names and fingerprints, with what `then` made of it (`None` when a
@@ -457,10 +506,10 @@ impl<M> Listing<M> {
     #[allow(clippy::type_complexity)]
     pub fn chunks(
         &self,
-    ) -> impl Iterator<Item = (&[String], &[Option<Fingerprint>], Option<&M>)> + '_ {
+    ) -> impl Iterator<Item = (&ListedNames, &[Option<Fingerprint>], Option<&M>)> + '_ {
         self.parts
             .iter()
-            .map(|p| (p.names.as_slice(), p.now.as_slice(), p.then.as_ref()))
+            .map(|p| (&p.names, p.now.as_slice(), p.then.as_ref()))
     }
 }
 
@@ -475,7 +524,7 @@ fn list_open_folder(
     dir: &str,
     ext: &str,
     findings: &mut Vec<Finding>,
-    each: &mut dyn FnMut(String),
+    each: &mut dyn FnMut(&str),
 ) {
     let mut buf = Vec::with_capacity(64 * 1024);
     let mut entries = rustix::fs::RawDir::new(folder, buf.spare_capacity_mut());
@@ -486,7 +535,7 @@ fn list_open_folder(
             continue;
         }
         match std::str::from_utf8(bytes) {
-            Ok(name) if crate::fs::snapshot::is_listed_name(name, ext) => each(name.to_string()),
+            Ok(name) if crate::fs::snapshot::is_listed_name(name, ext) => each(name),
             Ok(_) => {}
             Err(_) => findings.push(crate::fs::snapshot::unreadable_name(
                 dir,
@@ -503,9 +552,9 @@ fn list_open_folder(
     dir: &str,
     ext: &str,
     findings: &mut Vec<Finding>,
-    each: &mut dyn FnMut(String),
+    each: &mut dyn FnMut(&str),
 ) {
-    crate::fs::snapshot::list_names_each(root, dir, ext, findings, each)
+    crate::fs::snapshot::list_names_each(root, dir, ext, findings, &mut |name| each(&name))
 }
 
 /// A folder opened to stat the files in it by name (never through a link).
@@ -1608,6 +1657,16 @@ fn replace_file(dir: &Path, name: &str, bytes: &[u8], durable: bool) -> Result<(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn listed_names_give_back_each_name_in_order() {
+        let given = ["a.md", "", "contract-with-a-longer-name.md", "é.md"];
+        let names: ListedNames = given.iter().copied().collect();
+        assert_eq!(names.len(), 4);
+        assert_eq!(names.iter().len(), 4);
+        assert_eq!(names.iter().collect::<Vec<_>>(), given);
+        assert!(ListedNames::default().iter().next().is_none());
+    }
+
     use super::*;
 
     // Field by field: the fingerprint grows fields (ctime, mode, inode) that these tests

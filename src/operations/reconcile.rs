@@ -3,8 +3,8 @@
 use super::ActionError;
 use crate::fs::snapshot::{self, Polis};
 use crate::fs::state::{
-    Fingerprint, LedgerAhead, LedgerFile, LedgerLock, LedgerTry, Listing, NameIndex, Records,
-    Restored, SettledRecord,
+    Fingerprint, LedgerAhead, LedgerFile, LedgerLock, LedgerTry, ListedNames, Listing, NameIndex,
+    Records, Restored, SettledRecord,
 };
 use crate::fs::writer::{WriteOutcome, Writer};
 use crate::protocol::clock::PolisZone;
@@ -197,11 +197,11 @@ const KEPT: u32 = 1 << 31;
 fn match_chunk(
     records: &Records,
     index: &NameIndex,
-    names: &[String],
+    names: &ListedNames,
     now: &[Option<Fingerprint>],
 ) -> Matched {
     index
-        .find_each(records, names)
+        .find_each(records, names.iter())
         .into_iter()
         .zip(now)
         .map(|(found, now)| match found {
@@ -457,7 +457,7 @@ fn settled_prefix() -> String {
 /// is read, each chunk matched against the ledger's records on its thread once they are read.
 fn list_settled(root: &Path, ready: &Ready) -> Listing<Matched> {
     let wait = std::env::var_os(MATCH_WHILE_LISTING_ENV).is_some();
-    let then = |names: &[String], now: &[Option<Fingerprint>]| {
+    let then = |names: &ListedNames, now: &[Option<Fingerprint>]| {
         let ahead = if wait {
             Some(ready.wait())
         } else {

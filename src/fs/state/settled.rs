@@ -511,21 +511,24 @@ impl NameIndex {
     /// table (small enough to stay in a cache), then the candidates' paths compared. A name
     /// whose first candidate is another name's (their hashes share the table's tag) is
     /// looked up in full.
-    pub fn find_each(&self, records: &Records, names: &[String]) -> Vec<Option<usize>> {
+    pub fn find_each<'n>(
+        &self,
+        records: &Records,
+        names: impl Iterator<Item = &'n str> + Clone,
+    ) -> Vec<Option<usize>> {
         debug_assert_eq!(records.len(), self.records, "an index of other records");
         let first: Vec<Option<u32>> = names
-            .iter()
+            .clone()
             .map(|name| {
-                let hash = std::hash::BuildHasher::hash_one(&self.hasher, name.as_str());
+                let hash = std::hash::BuildHasher::hash_one(&self.hasher, name);
                 self.table.iter_hash(hash).next().copied()
             })
             .collect();
         names
-            .iter()
             .zip(first)
             .map(|(name, first)| {
                 let i = first? as usize;
-                if records.path(i).get(self.prefix..) == Some(name.as_str()) {
+                if records.path(i).get(self.prefix..) == Some(name) {
                     Some(i)
                 } else {
                     self.find(records, name)
@@ -1384,7 +1387,7 @@ mod tests {
         let records = Records::from_refs(held.iter().map(SettledRecord::as_ref));
         let index = NameIndex::new(&records, "contracts/settled/");
         let names: Vec<String> = (0..12000).map(|n| format!("c-{n}.md")).collect();
-        let together = index.find_each(&records, &names);
+        let together = index.find_each(&records, names.iter().map(String::as_str));
         let one_by_one: Vec<Option<usize>> =
             names.iter().map(|n| index.find(&records, n)).collect();
         assert_eq!(together, one_by_one);
