@@ -555,8 +555,6 @@ fn reconcile_listed(
             }
         }
     }
-    drop(by_name);
-    drop(listing);
     let mut changes: Vec<Result<SettledRecord, String>> = listed
         .iter()
         .enumerate()
@@ -682,7 +680,19 @@ fn reconcile_listed(
     } else {
         LedgerUse::Full
     };
+    drop_aside((held, by_name, listing, fresh, order));
     Ok(Some((done, used)))
+}
+
+/// Drops `value` on a thread of its own. The ledger's records and the listing are freed beside
+/// a settle's last steps, not before them: a one-shot command ends without waiting for 10k
+/// records and names to be freed (0.4 ms of its serial tail), and a long-lived caller (the
+/// MCP server) gets the memory back all the same.
+fn drop_aside<T: Send + 'static>(value: T) {
+    // Should no thread start, `value` is dropped here, by the failed spawn.
+    let _ = std::thread::Builder::new()
+        .name("polisd-drop".to_string())
+        .spawn(move || drop(value));
 }
 
 /// The stats file as it is, for the values a reconcile keeps (`explore_rate`, `last_updated`).
