@@ -686,8 +686,8 @@ fn reconcile_listed(
 
 /// Drops `value` on a thread of its own. The ledger's records and the listing are freed beside
 /// a settle's last steps, not before them: a one-shot command ends without waiting for 10k
-/// records and names to be freed (0.4 ms of its serial tail), and a long-lived caller (the
-/// MCP server) gets the memory back all the same.
+/// records to be freed (about 0.15 ms of its serial tail), and a long-lived caller (the MCP
+/// server) gets the memory back all the same.
 fn drop_aside<T: Send + 'static>(value: T) {
     // Should no thread start, `value` is dropped here, by the failed spawn.
     let _ = std::thread::Builder::new()
