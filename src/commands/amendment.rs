@@ -1,13 +1,14 @@
 //! `polisd amendment propose|vote|list`.
 
 use crate::commands::agent::{finish, read_body, warnings, Env};
+use crate::commands::cli::Deferred;
 use crate::commands::cli::{AmendmentCommand, VoteArg};
 use crate::operations::amendment::{self, ProposeRequest};
 use crate::protocol::amendment::Vote;
 
 pub fn run(command: AmendmentCommand) -> anyhow::Result<u8> {
     match command {
-        AmendmentCommand::Propose(a) => {
+        AmendmentCommand::Propose(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
             let req = ProposeRequest {
                 title: a.title,
@@ -27,7 +28,7 @@ pub fn run(command: AmendmentCommand) -> anyhow::Result<u8> {
                 )
             })
         }
-        AmendmentCommand::Vote(a) => {
+        AmendmentCommand::Vote(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
             let vote = match a.vote {
                 VoteArg::Agree => Vote::Agree,
@@ -53,7 +54,7 @@ pub fn run(command: AmendmentCommand) -> anyhow::Result<u8> {
                 )
             })
         }
-        AmendmentCommand::List(a) => {
+        AmendmentCommand::List(Deferred(a)) => {
             let root = crate::commands::locate(a.opts.polis.as_deref())?;
             #[derive(serde::Serialize)]
             struct Listing {

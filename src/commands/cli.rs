@@ -3,8 +3,116 @@
 //! Exit codes: 0 success, 1 findings with errors or a failed action, 2 usage errors (clap's
 //! own, and a PATH that is not a polis).
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
+
+/// A subcommand's arguments (or its own subcommands), added to its `Command` only when clap
+/// enters that subcommand, or builds the whole tree for help, completions and the man page. A
+/// command builds its own arguments, not those of the forty others: building the whole tree was
+/// a fifth of a small command's CPU (`perf` of `polisd contract show`).
+#[derive(Debug, Clone)]
+pub struct Deferred<T>(pub T);
+
+impl<T: FromArgMatches> FromArgMatches for Deferred<T> {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(matches).map(Deferred)
+    }
+
+    fn from_arg_matches_mut(matches: &mut ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches_mut(matches).map(Deferred)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(matches)
+    }
+
+    fn update_from_arg_matches_mut(&mut self, matches: &mut ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches_mut(matches)
+    }
+}
+
+impl<T: Args> Args for Deferred<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        deferred(cmd, T::augment_args, |cmd| {
+            keeping_about(cmd, T::augment_args)
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        deferred(cmd, T::augment_args_for_update, |cmd| {
+            keeping_about(cmd, T::augment_args_for_update)
+        })
+    }
+
+    fn group_id() -> Option<clap::Id> {
+        T::group_id()
+    }
+}
+
+/// `augment` applied to `cmd`, with the description the subcommand's variant gave it kept.
+/// Undeferred, the variant's doc comment is set after the arguments are added, and so wins
+/// over the doc comment of an argument struct (or one it flattens); deferred, the arguments
+/// come last, so the variant's description is put back.
+fn keeping_about(cmd: clap::Command, augment: fn(clap::Command) -> clap::Command) -> clap::Command {
+    let about = cmd.get_about().cloned();
+    let long_about = cmd.get_long_about().cloned();
+    let cmd = augment(cmd);
+    let Some(about) = about else {
+        return cmd;
+    };
+    let cmd = cmd.about(about);
+    match long_about {
+        Some(long_about) => cmd.long_about(long_about),
+        None => cmd.long_about(None::<&'static str>),
+    }
+}
+
+impl<T: Subcommand> Subcommand for Deferred<T> {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        deferred(cmd, T::augment_subcommands, |cmd| {
+            keeping_about(cmd, T::augment_subcommands)
+        })
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        deferred(cmd, T::augment_subcommands_for_update, |cmd| {
+            keeping_about(cmd, T::augment_subcommands_for_update)
+        })
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        T::has_subcommand(name)
+    }
+}
+
+/// The whole command tree built as it was before [`Deferred`]: every subcommand's arguments
+/// added at once, as the completions and the man page read it (clap's own `help` subcommand
+/// mirrors the tree as it stands when the root is built, so nothing may wait to be added).
+pub fn whole_command() -> clap::Command {
+    use clap::CommandFactory as _;
+    WHOLE.set(true);
+    let cmd = Cli::command();
+    WHOLE.set(false);
+    cmd
+}
+
+thread_local! {
+    /// Set while [`whole_command`] builds the tree on this thread.
+    static WHOLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `augment` applied to `cmd` when it is used, or now when the whole tree is being built.
+fn deferred(
+    cmd: clap::Command,
+    augment: fn(clap::Command) -> clap::Command,
+    later: fn(clap::Command) -> clap::Command,
+) -> clap::Command {
+    if WHOLE.get() {
+        augment(cmd)
+    } else {
+        cmd.defer(later)
+    }
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -23,98 +131,98 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Report every finding in a polis (chronicle rules, unreadable files, bad records).
-    Check(CheckArgs),
+    Check(Deferred<CheckArgs>),
     /// Rebuild contracts/routing_stats.yml from the settled contracts.
-    Reconcile(PolisArg),
+    Reconcile(Deferred<PolisArg>),
     /// Recommend a citizen for an open contract.
-    Route(RouteArgs),
+    Route(Deferred<RouteArgs>),
     /// Tally amendment votes; ratify, expire or reject by the quorum rules.
-    Tally(TallyArgs),
+    Tally(Deferred<TallyArgs>),
     /// Find recurring friction in the polis's records and propose amendments that fix it.
-    Reflect(ReflectArgs),
+    Reflect(Deferred<ReflectArgs>),
     /// Check capability cards' content_hash (tamper evidence).
-    Verify(VerifyArgs),
+    Verify(Deferred<VerifyArgs>),
     /// Summarize a polis: citizens, contracts, leaders, amendments, findings, daemon.
-    Status(JsonPolisArg),
+    Status(Deferred<JsonPolisArg>),
     /// Show what the daemon did to a polis, newest last, with the cause of each write.
-    Activity(ActivityArgs),
+    Activity(Deferred<ActivityArgs>),
     /// Scaffold a new polis with a founding citizen.
-    Init(InitArgs),
+    Init(Deferred<InitArgs>),
     /// Add a citizen: a stamped capability card, status, inbox, journal and its `joined polis`
     /// chronicle line.
-    Register(RegisterArgs),
+    Register(Deferred<RegisterArgs>),
     /// Watch one or more polises and keep them current (the daemon); serves the dashboard.
-    Run(RunArgs),
+    Run(Deferred<RunArgs>),
     /// Serve the read-only dashboard for one polis, without the daemon.
-    Serve(ServeArgs),
+    Serve(Deferred<ServeArgs>),
     /// Write a self-contained snapshot of a polis (markdown or HTML), optionally redacted.
-    Report(ReportArgs),
+    Report(Deferred<ReportArgs>),
     /// Install, remove or inspect polisd as a user service (systemd or launchd).
-    Service(ServiceArgs),
+    Service(Deferred<ServiceArgs>),
     /// Print, check or locate polisd's own configuration file.
-    Config(ConfigArgs),
+    Config(Deferred<ConfigArgs>),
     /// Open, claim, settle, abandon, show and list contracts (agents' commands).
     #[command(subcommand)]
-    Contract(ContractCommand),
+    Contract(Deferred<ContractCommand>),
     /// Propose, vote on and list amendments.
     #[command(subcommand)]
-    Amendment(AmendmentCommand),
+    Amendment(Deferred<AmendmentCommand>),
     /// Append one validated chronicle line (refused, with a corrected example, if it is wrong).
-    Log(LogArgs),
+    Log(Deferred<LogArgs>),
     /// File a lesson.
     #[command(subcommand)]
-    Lesson(LessonCommand),
+    Lesson(Deferred<LessonCommand>),
     /// Review a contract: write reviews/<stamp>-<cid>.md and announce the decision.
-    Review(ReviewArgs),
+    Review(Deferred<ReviewArgs>),
     /// Council review: several citizens deliberate on a contract in rounds, and a chairman
     /// writes a falsifiable verdict (start, status, write a member's contribution).
     #[command(subcommand)]
-    Council(CouncilCommand),
+    Council(Deferred<CouncilCommand>),
     /// The context packet to read before starting a contract.
-    Context(ContextArgs),
+    Context(Deferred<ContextArgs>),
     /// Add and list guardrails (must-pass criteria inherited by new contracts).
     #[command(subcommand)]
-    Guardrail(GuardrailCommand),
+    Guardrail(Deferred<GuardrailCommand>),
     /// The contracts a citizen can start now: unowned, every dependency settled, no overlap
     /// with work in progress; recommended ones first, then by how much they unblock.
-    Ready(ReadyArgs),
+    Ready(Deferred<ReadyArgs>),
     /// Play a short scene on a temporary polis to show what polisd does.
-    Demo(DemoArgs),
+    Demo(Deferred<DemoArgs>),
     /// Register polisd's merge driver in this clone's git config and _polis/.gitattributes.
-    GitSetup(GitSetupArgs),
+    GitSetup(Deferred<GitSetupArgs>),
     /// git's merge driver for the chronicle, inboxes and routing_stats.yml (run by git).
     #[command(hide = true)]
-    MergeDriver(MergeDriverArgs),
+    MergeDriver(Deferred<MergeDriverArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
-    Completions(CompletionsArgs),
+    Completions(Deferred<CompletionsArgs>),
     /// Print the manual page (roff): `polisd man > ~/.local/share/man/man1/polisd.1`.
     Man,
     /// Reserve project paths (files, folders or globs) so other citizens leave them alone.
-    Reserve(ReserveArgs),
+    Reserve(Deferred<ReserveArgs>),
     /// Release paths you reserved (everything you hold when no PATH is given).
-    Release(ReleaseArgs),
+    Release(Deferred<ReleaseArgs>),
     /// List the reservations in `_polis/reservations.yml`: who holds what, until when.
-    Reservations(ReservationsArgs),
+    Reservations(Deferred<ReservationsArgs>),
     /// Measure polisd against alternatives on simulated worlds.
     #[command(subcommand)]
-    Bench(BenchCommand),
+    Bench(Deferred<BenchCommand>),
     /// Print a citizen's session primer: who it is, what is routed to it, its claims, votes
     /// and unread notices (at most about 6 KB).
-    Prime(PrimeArgs),
+    Prime(Deferred<PrimeArgs>),
     /// List a citizen's inbox notices, newest first; mark them read.
-    Notices(NoticesArgs),
+    Notices(Deferred<NoticesArgs>),
     /// Keep a citizen's inbox small.
     #[command(subcommand)]
-    Inbox(InboxCommand),
+    Inbox(Deferred<InboxCommand>),
     /// Install, remove or inspect polisd's session hooks in the agent CLIs' project settings.
     #[command(subcommand)]
-    Hooks(HooksCommand),
+    Hooks(Deferred<HooksCommand>),
     /// What an installed hook runs: reads the agent CLI's JSON payload on stdin, prints what it
     /// adds to the session, and always exits 0.
     #[command(hide = true)]
-    Hook(HookArgs),
+    Hook(Deferred<HookArgs>),
     /// Serve the polis to an agent over MCP (stdio).
-    Mcp(PolisArg),
+    Mcp(Deferred<PolisArg>),
 }
 
 /// The citizen a session acts as.
@@ -159,7 +267,7 @@ pub struct NoticesArgs {
 #[derive(Debug, Subcommand)]
 pub enum InboxCommand {
     /// Move read notices to inbox-archive.md.
-    Archive(InboxArchiveArgs),
+    Archive(Deferred<InboxArchiveArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -180,11 +288,11 @@ pub struct InboxArchiveArgs {
 pub enum HooksCommand {
     /// Add polisd's hooks (primer at session start, new notices after tool calls) and the
     /// bridge pointers.
-    Install(HooksInstallArgs),
+    Install(Deferred<HooksInstallArgs>),
     /// Remove exactly the hooks polisd added.
-    Uninstall(HooksTargetArgs),
+    Uninstall(Deferred<HooksTargetArgs>),
     /// Show which CLIs have polisd's hooks.
-    Status(JsonPolisArg),
+    Status(Deferred<JsonPolisArg>),
 }
 
 #[derive(Debug, Args)]
@@ -244,7 +352,7 @@ pub struct HookArgs {
 pub enum BenchCommand {
     /// Compare routing strategies (random, round-robin, self-ratings, every policy, the oracle)
     /// on the reference bench's simulated world.
-    Routing(BenchRoutingArgs),
+    Routing(Deferred<BenchRoutingArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -695,19 +803,19 @@ pub fn split_tags(text: &str) -> Vec<String> {
 #[derive(Debug, Subcommand)]
 pub enum ContractCommand {
     /// Open a contract in contracts/open/ (the reference's id rule and file).
-    Open(ContractOpenArgs),
+    Open(Deferred<ContractOpenArgs>),
     /// Claim an open contract; exactly one of any number of simultaneous claimers wins.
-    Claim(ContractClaimArgs),
+    Claim(Deferred<ContractClaimArgs>),
     /// Settle a claimed contract and move it to contracts/settled/.
-    Settle(ContractSettleArgs),
+    Settle(Deferred<ContractSettleArgs>),
     /// Abandon an open contract and move it to contracts/abandoned/.
-    Abandon(ContractAbandonArgs),
+    Abandon(Deferred<ContractAbandonArgs>),
     /// Print a contract's file.
-    Show(ContractIdArgs),
+    Show(Deferred<ContractIdArgs>),
     /// List the contracts in one folder.
-    List(ContractListArgs),
+    List(Deferred<ContractListArgs>),
     /// The context packet to read before starting (same as `polisd context`).
-    Context(ContractIdArgs),
+    Context(Deferred<ContractIdArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -791,11 +899,11 @@ pub struct ContractAbandonArgs {
 pub enum CouncilCommand {
     /// Start a council on an open contract (one that did not ask for it, or to choose the
     /// mode or panel by hand).
-    Start(CouncilStartArgs),
+    Start(Deferred<CouncilStartArgs>),
     /// Show where a council stands: its round, seats, deadline, verdict.
-    Status(ContractIdArgs),
+    Status(Deferred<ContractIdArgs>),
     /// Place a member's contribution for the open round where it belongs.
-    Write(CouncilWriteArgs),
+    Write(Deferred<CouncilWriteArgs>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -862,11 +970,11 @@ pub struct ContractListArgs {
 #[derive(Debug, Subcommand)]
 pub enum AmendmentCommand {
     /// Propose an amendment in amendments/proposed/.
-    Propose(AmendmentProposeArgs),
+    Propose(Deferred<AmendmentProposeArgs>),
     /// Vote on a proposed amendment (a second vote replaces the first).
-    Vote(AmendmentVoteArgs),
+    Vote(Deferred<AmendmentVoteArgs>),
     /// List proposed and ratified amendments.
-    List(AgentOnly),
+    List(Deferred<AgentOnly>),
 }
 
 #[derive(Debug, Args)]
@@ -925,7 +1033,7 @@ pub struct LogArgs {
 #[derive(Debug, Subcommand)]
 pub enum LessonCommand {
     /// File a lesson under lessons/<first tag>/.
-    File(LessonFileArgs),
+    File(Deferred<LessonFileArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -971,9 +1079,9 @@ pub struct ContextArgs {
 #[derive(Debug, Subcommand)]
 pub enum GuardrailCommand {
     /// Add a guardrail (no tags: it applies to every contract).
-    Add(GuardrailAddArgs),
+    Add(Deferred<GuardrailAddArgs>),
     /// List the active guardrails.
-    List(AgentOnly),
+    List(Deferred<AgentOnly>),
 }
 
 #[derive(Debug, Args)]
@@ -987,4 +1095,65 @@ pub struct GuardrailAddArgs {
     pub from: Option<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    /// Every subcommand's path, from the whole tree.
+    fn paths(cmd: &clap::Command, above: &[String], out: &mut Vec<Vec<String>>) {
+        for sub in cmd.get_subcommands() {
+            let mut path = above.to_vec();
+            path.push(sub.get_name().to_string());
+            paths(sub, &path, out);
+            out.push(path);
+        }
+    }
+
+    fn help(mut cmd: clap::Command, path: &[String], flag: &str) -> String {
+        let args = std::iter::once("polisd")
+            .chain(path.iter().map(String::as_str))
+            .chain([flag]);
+        match cmd.try_get_matches_from_mut(args) {
+            Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => e.render().to_string(),
+            other => panic!("{path:?} {flag}: no help ({other:?})"),
+        }
+    }
+
+    /// A command parsed from the deferred tree sees the arguments and the description the whole
+    /// tree gives it: each subcommand's short and long help are the same either way.
+    #[test]
+    fn each_subcommand_reads_the_same_deferred_as_whole() {
+        let mut all = Vec::new();
+        paths(&whole_command(), &[], &mut all);
+        assert!(all.len() > 50, "{} subcommands", all.len());
+        assert!(all.iter().any(|p| p == &["contract", "settle"]));
+        for path in &all {
+            for flag in ["-h", "--help"] {
+                let whole = help(whole_command(), path, flag);
+                let deferred = help(Cli::command(), path, flag);
+                assert_eq!(deferred, whole, "{path:?} {flag}");
+            }
+        }
+    }
+
+    /// Parsing a command builds only its own part of the tree.
+    #[test]
+    fn a_command_parsed_leaves_the_others_unbuilt() {
+        let mut cmd = Cli::command();
+        cmd.try_get_matches_from_mut(["polisd", "contract", "settle", "c-1", "--quality", "4"])
+            .unwrap();
+        let args_of = |cmd: &clap::Command, path: &[&str]| {
+            let mut at = cmd;
+            for name in path {
+                at = at.find_subcommand(name).unwrap();
+            }
+            at.get_arguments().count()
+        };
+        assert!(args_of(&cmd, &["contract", "settle"]) > 3);
+        assert_eq!(args_of(&cmd, &["init"]), 0);
+        assert!(args_of(&whole_command(), &["init"]) > 0);
+    }
 }

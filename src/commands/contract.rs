@@ -1,13 +1,14 @@
 //! `polisd contract open|claim|settle|abandon|show|list|context`.
 
 use crate::commands::agent::{finish, warnings, Env};
+use crate::commands::cli::Deferred;
 use crate::commands::cli::{split_tags, ContractCommand, StateArg};
 use crate::operations::contract::{self, OpenRequest, SettleLesson, SettleRequest};
 use crate::protocol::layout::ContractFolder;
 
 pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
     match command {
-        ContractCommand::Open(a) => {
+        ContractCommand::Open(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
             let req = OpenRequest {
                 title: a.title.trim().to_string(),
@@ -33,7 +34,7 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
                 )
             })
         }
-        ContractCommand::Claim(a) => {
+        ContractCommand::Claim(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
             let r = contract::claim(&env.writer, &env.now, &a.contract_id, &a.citizen, a.force);
             finish(&a.opts, r, |c| {
@@ -56,7 +57,7 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
                 }
             })
         }
-        ContractCommand::Settle(a) => {
+        ContractCommand::Settle(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
             let req = SettleRequest {
                 id: a.contract_id,
@@ -104,7 +105,7 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
                 out
             })
         }
-        ContractCommand::Abandon(a) => {
+        ContractCommand::Abandon(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
             let r = contract::abandon(
                 &env.writer,
@@ -123,12 +124,12 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
                 )
             })
         }
-        ContractCommand::Show(a) => {
+        ContractCommand::Show(Deferred(a)) => {
             let root = crate::commands::locate(a.opts.polis.as_deref())?;
             let r = contract::show(&root, &a.contract_id);
             finish(&a.opts, r, |s| s.text.trim_end().to_string())
         }
-        ContractCommand::List(a) => {
+        ContractCommand::List(Deferred(a)) => {
             let root = crate::commands::locate(a.opts.polis.as_deref())?;
             let folder = match a.state {
                 StateArg::Open => ContractFolder::Open,
@@ -159,7 +160,7 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
                     .join("\n")
             })
         }
-        ContractCommand::Context(a) => {
+        ContractCommand::Context(Deferred(a)) => {
             crate::commands::context::run(crate::commands::cli::ContextArgs {
                 contract_id: a.contract_id,
                 opts: a.opts,

@@ -5,6 +5,7 @@
 //! Exit codes: 0 done, 1 refused (one line saying what to do; nothing written), 2 usage.
 
 use crate::commands::agent::{finish, read_body, Env};
+use crate::commands::cli::Deferred;
 use crate::commands::cli::{CouncilCommand, CouncilModeArg};
 use crate::fs::snapshot::Polis;
 use crate::operations::council::{self as op, StartOptions};
@@ -13,7 +14,7 @@ use crate::protocol::council::Mode;
 
 pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
     match command {
-        CouncilCommand::Start(a) => {
+        CouncilCommand::Start(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
             let polis = Polis::read_with(&env.root, false);
             let options = StartOptions {
@@ -81,7 +82,7 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
             }
             Ok(code)
         }
-        CouncilCommand::Status(a) => {
+        CouncilCommand::Status(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
             finish(&a.opts, op::status(&env.root, &a.contract_id), |s| {
                 let mut out = format!("Council on {} ({}): ", s.contract_id, s.mode.as_str());
@@ -138,7 +139,7 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
                 out
             })
         }
-        CouncilCommand::Write(a) => {
+        CouncilCommand::Write(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
             let text = match read_body(Some(&a.file)) {
                 Ok(t) => t,

@@ -1,12 +1,13 @@
 //! `polisd guardrail add|list`.
 
 use crate::commands::agent::{finish, Env};
+use crate::commands::cli::Deferred;
 use crate::commands::cli::{split_tags, GuardrailCommand};
 use crate::operations::guardrail;
 
 pub fn run(command: GuardrailCommand) -> anyhow::Result<u8> {
     match command {
-        GuardrailCommand::Add(a) => {
+        GuardrailCommand::Add(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
             let tags = split_tags(&a.tags);
             let r = guardrail::add(&env.writer, &env.now, &a.text, &tags, a.from.as_deref());
@@ -22,7 +23,7 @@ pub fn run(command: GuardrailCommand) -> anyhow::Result<u8> {
                 )
             })
         }
-        GuardrailCommand::List(a) => {
+        GuardrailCommand::List(Deferred(a)) => {
             let root = crate::commands::locate(a.opts.polis.as_deref())?;
             #[derive(serde::Serialize)]
             struct Listing {

@@ -1,11 +1,12 @@
 //! `polisd lesson file --as ID --tags a,b [--contract CID] --impact N TEXT`.
 
 use crate::commands::agent::{finish, warnings, Env};
+use crate::commands::cli::Deferred;
 use crate::commands::cli::{split_tags, LessonCommand};
 use crate::operations::lesson::{self, LessonRequest};
 
 pub fn run(command: LessonCommand) -> anyhow::Result<u8> {
-    let LessonCommand::File(a) = command;
+    let LessonCommand::File(Deferred(a)) = command;
     let env = Env::open(&a.opts)?;
     let req = LessonRequest {
         by: a.citizen,

@@ -27,6 +27,7 @@ pub mod session;
 pub mod status;
 pub mod verify;
 
+use crate::commands::cli::Deferred;
 use crate::commands::cli::{Command, RouteArgs, ServiceCommand, TallyArgs};
 use crate::daemon::service::ServiceAction;
 use crate::fs::snapshot::Polis;
@@ -43,7 +44,7 @@ pub fn run() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
     if !matches!(
         cli.command,
-        Command::Run(_) | Command::Serve(_) | Command::Mcp(_)
+        Command::Run(Deferred(_)) | Command::Serve(Deferred(_)) | Command::Mcp(_)
     ) {
         die_quietly_on_closed_pipe();
     }
@@ -76,13 +77,13 @@ pub struct Usage(pub String);
 /// Runs a command; the `u8` is the process exit code.
 pub fn dispatch(command: Command) -> anyhow::Result<u8> {
     match command {
-        Command::Check(args) => check::run(args),
-        Command::Verify(args) => verify::run(args),
-        Command::Reflect(args) => reflect::run(args),
-        Command::Ready(args) => ready::run(args),
-        Command::Status(args) => status::run(args),
-        Command::Activity(args) => activity::run(args, &mut std::io::stdout().lock()),
-        Command::Run(args) => crate::daemon::run_with(
+        Command::Check(Deferred(args)) => check::run(args),
+        Command::Verify(Deferred(args)) => verify::run(args),
+        Command::Reflect(Deferred(args)) => reflect::run(args),
+        Command::Ready(Deferred(args)) => ready::run(args),
+        Command::Status(Deferred(args)) => status::run(args),
+        Command::Activity(Deferred(args)) => activity::run(args, &mut std::io::stdout().lock()),
+        Command::Run(Deferred(args)) => crate::daemon::run_with(
             crate::daemon::RunOptions {
                 paths: args.paths,
                 config: args.config,
@@ -90,14 +91,14 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             },
             Some(Box::new(crate::dashboard::beside_daemon)),
         ),
-        Command::Serve(args) => serve(args),
-        Command::Report(args) => report(args),
-        Command::Reconcile(args) => reconcile(&locate(args.path.as_deref())?),
-        Command::Route(args) => route(args),
-        Command::Tally(args) => tally(args),
-        Command::Init(args) => init::command(args),
-        Command::Register(args) => register::run(args),
-        Command::Service(args) => {
+        Command::Serve(Deferred(args)) => serve(args),
+        Command::Report(Deferred(args)) => report(args),
+        Command::Reconcile(Deferred(args)) => reconcile(&locate(args.path.as_deref())?),
+        Command::Route(Deferred(args)) => route(args),
+        Command::Tally(Deferred(args)) => tally(args),
+        Command::Init(Deferred(args)) => init::command(args),
+        Command::Register(Deferred(args)) => register::run(args),
+        Command::Service(Deferred(args)) => {
             let action = match args.action {
                 ServiceCommand::Install => ServiceAction::Install,
                 ServiceCommand::Uninstall => ServiceAction::Uninstall,
@@ -110,7 +111,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
                 &mut std::io::stdout().lock(),
             )
         }
-        Command::Bench(crate::commands::cli::BenchCommand::Routing(args)) => {
+        Command::Bench(Deferred(crate::commands::cli::BenchCommand::Routing(Deferred(args)))) => {
             let opts = crate::bench::simulation::BenchOptions {
                 contracts: args.contracts,
                 citizens: args.citizens,
@@ -123,40 +124,38 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             crate::bench::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
             Ok(0)
         }
-        Command::GitSetup(args) => git_setup::run(args),
-        Command::MergeDriver(args) => merge_driver::run(args),
-        Command::Config(args) => config::run(args, &mut std::io::stdout().lock()),
-        Command::Completions(args) => {
-            use clap::CommandFactory as _;
-            let mut cmd = cli::Cli::command();
+        Command::GitSetup(Deferred(args)) => git_setup::run(args),
+        Command::MergeDriver(Deferred(args)) => merge_driver::run(args),
+        Command::Config(Deferred(args)) => config::run(args, &mut std::io::stdout().lock()),
+        Command::Completions(Deferred(args)) => {
+            let mut cmd = cli::whole_command();
             clap_complete::generate(args.shell, &mut cmd, "polisd", &mut std::io::stdout());
             Ok(0)
         }
         Command::Man => {
-            use clap::CommandFactory as _;
-            clap_mangen::Man::new(cli::Cli::command()).render(&mut std::io::stdout())?;
+            clap_mangen::Man::new(cli::whole_command()).render(&mut std::io::stdout())?;
             Ok(0)
         }
-        Command::Reserve(args) => reserve::reserve(args),
-        Command::Release(args) => reserve::release(args),
-        Command::Reservations(args) => reserve::list(args),
-        Command::Contract(c) => contract::run(c),
-        Command::Amendment(c) => amendment::run(c),
-        Command::Log(a) => log::run(a),
-        Command::Lesson(c) => lesson::run(c),
-        Command::Review(a) => review::run(a),
-        Command::Council(c) => council::run(c),
-        Command::Context(a) => context::run(a),
-        Command::Guardrail(c) => guardrail::run(c),
-        Command::Demo(args) => {
+        Command::Reserve(Deferred(args)) => reserve::reserve(args),
+        Command::Release(Deferred(args)) => reserve::release(args),
+        Command::Reservations(Deferred(args)) => reserve::list(args),
+        Command::Contract(Deferred(c)) => contract::run(c),
+        Command::Amendment(Deferred(c)) => amendment::run(c),
+        Command::Log(Deferred(a)) => log::run(a),
+        Command::Lesson(Deferred(c)) => lesson::run(c),
+        Command::Review(Deferred(a)) => review::run(a),
+        Command::Council(Deferred(c)) => council::run(c),
+        Command::Context(Deferred(a)) => context::run(a),
+        Command::Guardrail(Deferred(c)) => guardrail::run(c),
+        Command::Demo(Deferred(args)) => {
             crate::commands::demo::run(args.keep, args.keep_running, &mut std::io::stdout())
         }
-        Command::Prime(args) => session::prime(args),
-        Command::Notices(args) => session::notices(args),
-        Command::Inbox(command) => session::inbox(command),
-        Command::Hooks(command) => session::hooks(command),
-        Command::Hook(args) => session::hook(args),
-        Command::Mcp(args) => crate::mcp::serve(&locate(args.path.as_deref())?),
+        Command::Prime(Deferred(args)) => session::prime(args),
+        Command::Notices(Deferred(args)) => session::notices(args),
+        Command::Inbox(Deferred(command)) => session::inbox(command),
+        Command::Hooks(Deferred(command)) => session::hooks(command),
+        Command::Hook(Deferred(args)) => session::hook(args),
+        Command::Mcp(Deferred(args)) => crate::mcp::serve(&locate(args.path.as_deref())?),
     }
 }
 

@@ -6,6 +6,7 @@
 //! and its rate-limit record, prints the CLI's JSON and exits 0 whatever happens. It never
 //! talks to the daemon and never starts an async runtime.
 
+use crate::commands::cli::Deferred;
 use crate::commands::cli::{
     HookArgs, HooksCommand, HooksInstallArgs, HooksTargetArgs, InboxArchiveArgs, InboxCommand,
     NoticesArgs, PrimeArgs,
@@ -149,7 +150,7 @@ fn parse_age(text: &str) -> anyhow::Result<chrono::Duration> {
 }
 
 pub fn inbox(command: InboxCommand) -> anyhow::Result<u8> {
-    let InboxCommand::Archive(args) = command;
+    let InboxCommand::Archive(Deferred(args)) = command;
     archive(args)
 }
 
@@ -247,8 +248,8 @@ fn report(plans: &[Planned], dry_run: bool, json: bool, extra: &[String]) -> any
 
 pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
     match command {
-        HooksCommand::Install(args) => install(args),
-        HooksCommand::Uninstall(t) => {
+        HooksCommand::Install(Deferred(args)) => install(args),
+        HooksCommand::Uninstall(Deferred(t)) => {
             let root = project_root(&locate(t.path.as_deref())?);
             let plans = hooks::plan_uninstall(&root, &clis(&t)?)?;
             if !t.dry_run {
@@ -260,7 +261,7 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
             report(&plans, t.dry_run, t.json, &[])?;
             Ok(0)
         }
-        HooksCommand::Status(args) => {
+        HooksCommand::Status(Deferred(args)) => {
             let root = project_root(&locate(args.path.as_deref())?);
             let status = hooks::status(&root);
             if args.json {
