@@ -1555,11 +1555,36 @@ fn read_settled_file(path: &Path) -> (Restored, usize) {
 /// Sound because a ledger is only ever appended to or replaced whole by a rename, never
 /// rewritten in place or truncated (see [`LedgerAhead`]): the bytes mapped stay as they were
 /// for as long as the map lives, which is the decode's. The mapping is populated at once (one
-/// call, not a fault per 64 KiB) since the decode reads all of it.
-fn map_ledger(file: &fs::File) -> io::Result<memmap2::Mmap> {
+/// call, not a fault per 64 KiB) since the decode reads all of it. A file that cannot be
+/// mapped (some network and FUSE file systems) is read instead.
+fn map_ledger(file: &fs::File) -> io::Result<LedgerBytes> {
     // SAFETY: polisd never modifies a ledger's existing bytes (above); a map outliving the
     // path's file (after a rename) keeps the old file's pages.
-    unsafe { memmap2::MmapOptions::new().populate().map(file) }
+    match unsafe { memmap2::MmapOptions::new().populate().map(file) } {
+        Ok(map) => Ok(LedgerBytes::Mapped(map)),
+        Err(_) => {
+            use std::io::Read as _;
+            let mut bytes = Vec::new();
+            (&*file).read_to_end(&mut bytes)?;
+            Ok(LedgerBytes::Read(bytes))
+        }
+    }
+}
+
+/// A ledger file's bytes, as [`map_ledger`] got them.
+enum LedgerBytes {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for LedgerBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            LedgerBytes::Mapped(map) => map,
+            LedgerBytes::Read(bytes) => bytes,
+        }
+    }
 }
 
 /// What the ledger of settled contracts in the polis state folder `dir` holds, and how many
@@ -1657,6 +1682,25 @@ fn replace_file(dir: &Path, name: &str, bytes: &[u8], durable: bool) -> Result<(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_empty_ledger_file_maps_to_nothing_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(SETTLED_FILE), b"").unwrap();
+        assert_eq!(read_ledger_in(dir.path()), (Restored::Nothing, 0));
+        let bytes = map_ledger(&fs::File::open(dir.path().join(SETTLED_FILE)).unwrap()).unwrap();
+        assert!(bytes.is_empty());
+    }
+
+    /// A file that cannot be mapped (a `/proc` file here; some network file systems too) is read.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_ledger_that_cannot_be_mapped_is_read() {
+        let file = fs::File::open("/proc/self/status").unwrap();
+        let bytes = map_ledger(&file).unwrap();
+        assert!(matches!(bytes, LedgerBytes::Read(_)));
+        assert!(bytes.starts_with(b"Name:"));
+    }
+
     #[test]
     fn listed_names_give_back_each_name_in_order() {
         let given = ["a.md", "", "contract-with-a-longer-name.md", "é.md"];
