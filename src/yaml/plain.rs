@@ -309,7 +309,10 @@ fn single_quoted(text: &str) -> Option<Value> {
 
 /// An item of a one-line flow list.
 fn flow_item(text: &str) -> Option<Value> {
-    if text.is_empty() || text.contains([',', '[', ']', '{', '}', ':', '#']) {
+    // The full reader refuses a word `-` right before the item's end (a `,` or `]` follows it),
+    // where PyYAML reads it as part of the scalar: left to the full reader, so both agree.
+    if text.is_empty() || text.contains([',', '[', ']', '{', '}', ':', '#']) || text.ends_with(" -")
+    {
         return None;
     }
     plain(text, true)
@@ -399,6 +402,9 @@ mod tests {
         for text in [
             // quotes it does not take
             "a: 'multi\n  line'\n",
+            // a word `-` before a flow list's `,` or `]` (the full reader refuses it)
+            "a: [x -, y]\n",
+            "a: [a\" -]\n",
             "a: \"esc\\n\"\n",
             "a: 'x' y\n",
             "a: 'lone ' quote'\n",
