@@ -7,9 +7,9 @@ use clap::{ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 
 /// A subcommand's arguments (or its own subcommands), added to its `Command` only when clap
-/// enters that subcommand, or builds the whole tree for help, completions and the man page. A
-/// command builds its own arguments, not those of the forty others: building the whole tree was
-/// a fifth of a small command's CPU (`perf` of `polisd contract show`).
+/// enters that subcommand (to parse it or print its help), or at once in [`whole_command`]. A
+/// command builds its own arguments, not those of the sixty others: building the whole tree was
+/// 18% of a small command's CPU (`perf` of `polisd contract show`).
 #[derive(Debug, Clone)]
 pub struct Deferred<T>(pub T);
 

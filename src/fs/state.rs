@@ -297,7 +297,7 @@ pub type ChunkThen<'a, M> = dyn Fn(&ListedNames, &[Option<Fingerprint>]) -> Opti
 /// The names of one chunk of a listing, kept in one buffer: a name is not an allocation of its
 /// own (10k names were 10k allocations to make and as many to free, on the way out of every
 /// `contract settle` with no daemon).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct ListedNames {
     text: String,
     /// Where each name ends in `text`.
