@@ -218,6 +218,29 @@ impl Fingerprint {
             ino: meta.ino(),
         }
     }
+
+    /// Whether a file with this fingerprint, taken before `now`, may still change without
+    /// changing its fingerprint ("racily clean", as git calls it). The kernel stamps a change
+    /// with a clock that ticks every few milliseconds, so a second write of the same size in
+    /// the tick of the first leaves size, times and inode as they were. A change after `now`
+    /// is stamped later than a `ctime` this far behind it, and so tells.
+    pub fn may_change_unseen(&self, now: std::time::SystemTime) -> bool {
+        // A jiffy is at most 10 ms; a file system that keeps whole seconds (a `ctime` with no
+        // nanoseconds) stamps every change of a second alike, and FAT rounds to two.
+        const FINE: i64 = 20_000_000;
+        const WHOLE_SECONDS: i64 = 2_000_000_000;
+        let window = if self.ctime_ns % 1_000_000_000 == 0 {
+            WHOLE_SECONDS
+        } else {
+            FINE
+        };
+        let now_ns = match now.duration_since(std::time::UNIX_EPOCH) {
+            Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+            // A clock before 1970 tells nothing: keep nothing on its word.
+            Err(_) => return true,
+        };
+        self.ctime_ns.saturating_add(window) > now_ns
+    }
 }
 
 /// The fingerprints of `rels`, files directly inside the folder `dir` of `root` (the caller
@@ -1712,6 +1735,31 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_fingerprint_taken_within_a_tick_of_its_change_may_change_unseen() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let changed = |ctime_ns: i64| Fingerprint {
+            ctime_ns,
+            ..Fingerprint::default()
+        };
+        let at = |ns: u64| UNIX_EPOCH + Duration::from_nanos(ns);
+        let base: i64 = 1_780_000_000_123_456_789;
+        let fine = changed(base);
+        // Within 20 ms of a fine-grained change, and in the same nanosecond: a later write of
+        // the same size in that tick would leave the fingerprint as it is.
+        assert!(fine.may_change_unseen(at(base as u64)));
+        assert!(fine.may_change_unseen(at(base as u64 + 19_999_999)));
+        assert!(!fine.may_change_unseen(at(base as u64 + 20_000_000)));
+        assert!(!fine.may_change_unseen(at(base as u64 + 3_600_000_000_000)));
+        // A file system that keeps whole seconds stamps every change of two seconds alike.
+        let whole = changed(1_780_000_000_000_000_000);
+        assert!(whole.may_change_unseen(at(1_780_000_001_500_000_000)));
+        assert!(!whole.may_change_unseen(at(1_780_000_002_000_000_000)));
+        // A clock behind the change (set back, or another machine's) tells nothing either.
+        assert!(fine.may_change_unseen(at(base as u64 - 5_000_000_000)));
+        assert!(fine.may_change_unseen(UNIX_EPOCH - Duration::from_secs(1)));
+    }
 
     // Field by field: the fingerprint grows fields (ctime, mode, inode) that these tests
     // leave at their defaults.

@@ -286,7 +286,7 @@ impl<'scope> AloneReconcile<'scope> {
                 });
                 // Then, while the folder is still being stat'ed, the ledger's settlements are
                 // replayed as if every record is kept, which the end checks.
-                replay_ahead(ready.get().and_then(Ahead::records)?)
+                Some(replay_ahead(ready.get().and_then(Ahead::records)?))
             }
         };
         let begun = match LedgerFile::try_lock_existing(root) {
@@ -387,12 +387,9 @@ struct Replayed {
     last: Option<usize>,
 }
 
-/// `None` when a record is to be read again whatever its file (one with findings, which are not
-/// stored): the end would not keep it, so the replay would be made twice.
-fn replay_ahead(records: &Records) -> Option<Replayed> {
-    if (0..records.len()).any(|i| records.reread(i)) {
-        return None;
-    }
+/// A record to be read again whatever its file is counted too: the end keeps the replay when
+/// the read finds the settlement the record holds.
+fn replay_ahead(records: &Records) -> Replayed {
     let settled: Vec<usize> = (0..records.len())
         .filter(|&i| records.has_settlement(i))
         .collect();
@@ -407,11 +404,11 @@ fn replay_ahead(records: &Records) -> Option<Replayed> {
     for &(_, k) in &order {
         replay.push(&view(k), &mut lists);
     }
-    Some(Replayed {
+    Replayed {
         replay,
         count: settled.len(),
         last: order.last().map(|&(_, k)| settled[k]),
-    })
+    }
 }
 
 /// Whether every settlement of `fresh` (none sorting before another in `fresh`'s order) can
@@ -520,8 +517,9 @@ fn reconcile_listed(
         Restored::Nothing => (Records::default(), HashSet::new(), false),
     };
     // Each listed name found among the records by name: a record not listed is gone; a listed
-    // file the ledger holds (without findings, which are not stored) with the fingerprint it
-    // records is kept; the rest is read. Most chunks were matched as they were stat'ed.
+    // file the ledger holds with the fingerprint it records, and not marked to be read again
+    // (for findings, which are not stored, or a change too recent to tell), is kept; the rest
+    // is read. Most chunks were matched as they were stat'ed.
     let prefix = settled_prefix();
     let AheadWork { index, replayed } = ahead;
     let matched_ahead = index.is_some() && trusted;
@@ -562,10 +560,16 @@ fn reconcile_listed(
         .map(|(i, _)| Err(held.path(i).to_string()))
         .collect();
     let reads = snapshot::par_map(&to_read, |(_, rel)| read_settled(root, rel, zone));
+    // Taken after every read's stat: a file changed too recently to be told from a later
+    // change by its fingerprint is read again by the next look (no watcher sees that change).
+    let read_at = std::time::SystemTime::now();
     let read_count = to_read.len();
-    let mut fresh: Vec<SettledRecord> = Vec::with_capacity(read_count);
-    for ((before, rel), read) in to_read.into_iter().zip(reads) {
-        let before = before.map(|i| held.get(i));
+    // Each file read, with whether the replay ahead counted its settlement as it is (a record
+    // read again, for its findings or its recent change, that holds what it held).
+    let mut fresh: Vec<(SettledRecord, bool)> = Vec::with_capacity(read_count);
+    let mut counted_ahead = kept.clone();
+    for ((at, rel), read) in to_read.into_iter().zip(reads) {
+        let before = at.map(|i| held.get(i));
         let Some(read) = read else {
             if before.is_some() {
                 changes.push(Err(rel));
@@ -575,7 +579,7 @@ fn reconcile_listed(
         let mut record = SettledRecord::of(
             &rel,
             &read.fingerprint,
-            !read.findings.is_empty(),
+            !read.findings.is_empty() || read.fingerprint.may_change_unseen(read_at),
             read.settlement.as_ref().map(Settlement::view),
         );
         record.unannounced = match &before {
@@ -587,16 +591,20 @@ fn reconcile_listed(
         if before != Some(record.as_ref()) {
             changes.push(Ok(record.clone()));
         }
-        fresh.push(record);
+        let same = before.is_some_and(|b| b.settlement == record.view());
+        if let (Some(i), true) = (at, same) {
+            counted_ahead[i] = true;
+        }
+        fresh.push((record, same));
     }
-    fresh.sort_by(|a, b| a.path.cmp(&b.path));
+    fresh.sort_by(|a, b| a.0.path.cmp(&b.0.path));
     // The kept records (in path order already) and the fresh ones, merged in path order: the
     // order a full reconcile lists them in, as places in `held` or `fresh`.
     let mut order: Vec<Place> = Vec::with_capacity(held.len() + fresh.len());
     let mut next_fresh = fresh.iter().enumerate().peekable();
     for i in (0..held.len()).filter(|&i| kept[i]) {
         let path = held.path(i);
-        while let Some((f, _)) = next_fresh.next_if(|(_, f)| f.path.as_str() <= path) {
+        while let Some((f, _)) = next_fresh.next_if(|(_, f)| f.0.path.as_str() <= path) {
             order.push(Place::Fresh(f));
         }
         order.push(Place::Held(i));
@@ -604,15 +612,20 @@ fn reconcile_listed(
     order.extend(next_fresh.map(|(f, _)| Place::Fresh(f)));
     let record = |at: Place| match at {
         Place::Held(i) => held.get(i),
-        Place::Fresh(f) => fresh[f].as_ref(),
+        Place::Fresh(f) => fresh[f].0.as_ref(),
     };
     let settlement = |at: Place| match at {
         Place::Held(i) => held.settlement(i),
-        Place::Fresh(f) => fresh[f].view(),
+        Place::Fresh(f) => fresh[f].0.view(),
     };
     let files = order.len();
-    // The new settlements in their order among themselves (their places are in path order).
-    let fresh_settled: Vec<SettlementView<'_>> = fresh.iter().filter_map(|f| f.view()).collect();
+    // The settlements the replay ahead did not count, in their order among themselves (their
+    // places are in path order).
+    let fresh_settled: Vec<SettlementView<'_>> = fresh
+        .iter()
+        .filter(|(_, counted)| !counted)
+        .filter_map(|(f, _)| f.view())
+        .collect();
     let fresh_order = stats::replay_places(
         fresh_settled.len(),
         |k| stats::replay_key(&fresh_settled[k]),
@@ -620,10 +633,12 @@ fn reconcile_listed(
     );
     let fresh_settled: Vec<SettlementView<'_>> =
         fresh_order.iter().map(|&(_, k)| fresh_settled[k]).collect();
-    // The replay made ahead holds when every record it counted is here unchanged and the new
-    // settlements follow it; else the whole replay is done now, over every settlement's place.
-    let ahead = replayed
-        .filter(|r| trusted && kept.iter().all(|&k| k) && follows(&held, r.last, &fresh_settled));
+    // The replay made ahead holds when every record it counted is here with the settlement it
+    // counted and the new settlements follow it; else the whole replay is done now, over every
+    // settlement's place.
+    let ahead = replayed.filter(|r| {
+        trusted && counted_ahead.iter().all(|&c| c) && follows(&held, r.last, &fresh_settled)
+    });
     let settled: Vec<Place> = match ahead {
         Some(_) => Vec::new(),
         None => order
@@ -631,7 +646,7 @@ fn reconcile_listed(
             .copied()
             .filter(|&at| match at {
                 Place::Held(i) => held.has_settlement(i),
-                Place::Fresh(f) => fresh[f].settlement.is_some(),
+                Place::Fresh(f) => fresh[f].0.settlement.is_some(),
             })
             .collect(),
     };
@@ -641,7 +656,10 @@ fn reconcile_listed(
     };
     let key = |at: Place| match at {
         Place::Held(i) => held.replay_key(i),
-        Place::Fresh(f) => fresh[f].view().map_or(i64::MIN, |s| stats::replay_key(&s)),
+        Place::Fresh(f) => fresh[f]
+            .0
+            .view()
+            .map_or(i64::MIN, |s| stats::replay_key(&s)),
     };
     let done = reconcile_over(
         root,
@@ -767,7 +785,7 @@ mod tests {
     fn both(held: &[(&str, Made)], fresh: &[(&str, Made)]) -> (Option<RoutingStats>, RoutingStats) {
         let records = records(held);
         let fresh_views: Vec<SettlementView<'_>> = fresh.iter().map(|(_, m)| view(m)).collect();
-        let ahead = replay_ahead(&records).expect("no record is read again");
+        let ahead = replay_ahead(&records);
         let continued = follows(&records, ahead.last, &fresh_views).then(|| {
             let mut replay = ahead.replay;
             let mut lists = TagLists::default();
@@ -835,15 +853,29 @@ mod tests {
     }
 
     #[test]
-    fn a_ledger_with_a_record_read_again_is_not_replayed_ahead() {
-        let m = made("alice-agent", "py", 1, 4);
-        let owned = [SettledRecord::of(
-            "contracts/settled/a.md",
-            &Fingerprint::default(),
-            true,
-            Some(view(&m)),
-        )];
+    fn a_record_to_be_read_again_is_replayed_ahead_with_the_rest() {
+        let (m, n) = (
+            made("alice-agent", "py", 1, 4),
+            made("bob-agent", "py", 2, 2),
+        );
+        let owned = [
+            SettledRecord::of(
+                "contracts/settled/a.md",
+                &Fingerprint::default(),
+                true,
+                Some(view(&m)),
+            ),
+            SettledRecord::of(
+                "contracts/settled/b.md",
+                &Fingerprint::default(),
+                false,
+                Some(view(&n)),
+            ),
+        ];
         let records = Records::from_refs(owned.iter().map(SettledRecord::as_ref));
-        assert!(replay_ahead(&records).is_none());
+        let ahead = replay_ahead(&records);
+        assert_eq!((ahead.count, ahead.last), (2, Some(1)));
+        let whole = stats::reconcile_views(&[view(&m), view(&n)], &Value::Null, &Value::Null);
+        assert_eq!(ahead.replay.finish(&Value::Null, &Value::Null), whole);
     }
 }

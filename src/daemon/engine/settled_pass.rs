@@ -65,7 +65,8 @@ pub(super) enum PreparedSettled {
         /// The records trusted as counted (those without findings, and not left unannounced
         /// by a command).
         ledger: Ledger<Fingerprint>,
-        /// Counted files to read again (they had findings, which are not stored).
+        /// Counted files to read again (they had findings, which are not stored, or a command
+        /// read them too soon after a change for their fingerprints to tell the next).
         reread: Vec<String>,
     },
 }

@@ -68,7 +68,9 @@ pub enum Restored {
 pub struct SettledRecord {
     pub path: String,
     pub fingerprint: Fingerprint,
-    /// The file had findings, which are not stored: read it again on restart.
+    /// Read the file again before its record is trusted: it had findings, which are not
+    /// stored, or a command read it too soon after a change for its fingerprint to tell the
+    /// next one ([`Fingerprint::may_change_unseen`]).
     pub reread: bool,
     pub settlement: Option<StoredSettlement>,
     /// Recorded by a one-shot command (no daemon running) for a file no daemon has counted
@@ -342,7 +344,7 @@ impl Records {
         }
     }
 
-    /// Whether the `i`th record's file had findings (read it again).
+    /// Whether the `i`th record's file is to be read again (see [`SettledRecord::reread`]).
     pub fn reread(&self, i: usize) -> bool {
         self.recs[i].flags & REREAD != 0
     }
