@@ -472,12 +472,54 @@ fn bench_reservations(c: &mut Criterion) {
     });
 }
 
+/// The durable ledger of settled contracts as a command run with no daemon reads it (the file
+/// in the page cache): mapped, its SHA-256 checked, decoded into records.
+fn bench_ledger(c: &mut Criterion) {
+    use polisd::fs::state::{read_ledger_in, Fingerprint, LedgerFile, Restored, SettledRecord};
+    let mut g = c.benchmark_group("ledger");
+    g.sample_size(20);
+    for n in [10_000usize, 100_000] {
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path().join("project").join("_polis");
+        std::fs::create_dir_all(&root).unwrap();
+        let records: Vec<SettledRecord> = settlements(n)
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let fingerprint = Fingerprint {
+                    size: 700 + (i % 97) as u64,
+                    mtime_ns: 1_780_000_000_000_000_000 + i as i64 * 7_000_000_000,
+                    ctime_ns: 1_780_000_000_000_000_000 + i as i64 * 7_000_000_001,
+                    mode: 0o100644,
+                    ino: 10_000_000 + i as u64,
+                };
+                SettledRecord::of(&s.path, &fingerprint, false, Some(s.view()))
+            })
+            .collect();
+        let lock = LedgerFile::lock_in(base.path(), &root)
+            .unwrap()
+            .expect("no daemon runs");
+        let (mut file, _) = lock.restore(None);
+        file.write_snapshot(0, records.iter().map(SettledRecord::as_ref))
+            .unwrap();
+        drop(file);
+        let dir = polisd::fs::state::polis_state_dir(base.path(), &root.canonicalize().unwrap());
+        assert!(matches!(read_ledger_in(&dir).0, Restored::Records { .. }));
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_with_input(BenchmarkId::new("read_snapshot", n), &dir, |b, dir| {
+            b.iter(|| read_ledger_in(black_box(dir)))
+        });
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
     bench_reservations,
     bench_chronicle,
     bench_contract,
     bench_reconcile,
+    bench_ledger,
     bench_content_hash,
     bench_tally,
     bench_dashboard
