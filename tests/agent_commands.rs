@@ -705,8 +705,12 @@ fn a_settled_file_read_in_the_tick_of_its_change_is_read_again_by_the_next_comma
         let Restored::Records { records, .. } = restored else {
             panic!("the ledger is trusted: {restored:?}")
         };
-        let r = records.iter().find(|r| r.path == rel).expect("recorded");
-        SettledRecord::of(r.path, &r.fingerprint, r.reread, r.settlement)
+        let own = records
+            .iter()
+            .find(|r| r.path == rel)
+            .expect("recorded")
+            .to_owned();
+        own
     };
     // The settle read its own file moments after moving it in: unless this machine took
     // longer than a tick's margin to get here, the record says to read it again.

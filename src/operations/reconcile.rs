@@ -587,12 +587,13 @@ fn reconcile_listed(
             None if trusted => true,
             None => !known.contains(&rel),
         };
-        // A file read again only for its findings, unchanged, needs no new line.
+        // A file read again (for its findings or a recent change), unchanged and still marked,
+        // needs no new line.
         if before != Some(record.as_ref()) {
             changes.push(Ok(record.clone()));
         }
         let same = before.is_some_and(|b| b.settlement == record.view());
-        if let (Some(i), true) = (at, same) {
+        if let Some(i) = at.filter(|_| same) {
             counted_ahead[i] = true;
         }
         fresh.push((record, same));
