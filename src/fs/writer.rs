@@ -545,9 +545,13 @@ impl Writer {
         (reason, retry_after)
     }
 
-    /// After polisd's own edit or move: the file as it now is counts as settled.
-    fn remember_settled(&self, t: &Target) {
-        if let Ok(meta) = fs::symlink_metadata(&t.abs) {
+    /// After polisd's own edit: the file it wrote (`written`, from its own handle) counts as
+    /// settled. Not whatever the path names by now: an agent's save renamed in since (during
+    /// the folder's fsync) would count as polisd's own, and be moved or edited at once (torture
+    /// seed 1424603150473113953 moved a stale amendment to ratified/ this way). Without the
+    /// file's metadata nothing is remembered, and the file waits out the window.
+    fn remember_settled(&self, t: &Target, written: Option<fs::Metadata>) {
+        if let Some(meta) = written {
             let since = Instant::now()
                 .checked_sub(self.stability.window)
                 .unwrap_or_else(Instant::now);
@@ -941,7 +945,7 @@ impl Writer {
         // then writes to the inode it opened: the agent's inode is kept under a second name so
         // it can be put back in place if that happens.
         let keep = if leased { keep_link(&t) } else { None };
-        persist(tmp, &t)?;
+        let written = persist(tmp, &t)?.metadata().ok();
         if leased && lease::broken(&file) {
             if let Some(keep) = keep {
                 if fs::rename(&keep, &t.abs).is_ok() {
@@ -953,7 +957,7 @@ impl Writer {
             let _ = fs::remove_file(keep);
         }
         drop(file);
-        Ok(self.replaced(&t, new))
+        Ok(self.replaced(&t, new, written))
     }
 
     /// After [`Writer::compare_and_replace`] swapped its file in: `tmp` now names the file it
@@ -989,10 +993,14 @@ impl Writer {
             }
             return Ok(self.held_open(t));
         }
-        // Removes the displaced file, which now has the temporary name.
+        // The handle still names the file written; the displaced one, which now has the
+        // temporary name, is removed.
+        let written = tmp.as_file().metadata().ok();
         drop(tmp);
+        #[cfg(test)]
+        tests::AFTER_SWAP.with(|h| h.borrow().as_ref().map(|h| h(&t.abs)));
         sync_dir(t.dir())?;
-        Ok(self.replaced(t, new))
+        Ok(self.replaced(t, new, written))
     }
 
     /// The outcome of an edit given up because a process opened the file for writing
@@ -1005,10 +1013,11 @@ impl Writer {
         }
     }
 
-    /// The outcome of an edit that replaced the file with `new`, recorded as polisd's own.
-    fn replaced(&self, t: &Target, new: &[u8]) -> CompareOutcome {
+    /// The outcome of an edit that replaced the file with `new` (`written`: the metadata of
+    /// the file it wrote), recorded as polisd's own.
+    fn replaced(&self, t: &Target, new: &[u8], written: Option<fs::Metadata>) -> CompareOutcome {
         self.record(&t.rel, Ledger::Wrote(sha256(new)));
-        self.remember_settled(t);
+        self.remember_settled(t, written);
         CompareOutcome::Written
     }
 
@@ -1589,10 +1598,13 @@ fn process_alive(pid: i32) -> bool {
     r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
-fn persist(tmp: tempfile::NamedTempFile, t: &Target) -> Result<(), WriteError> {
-    tmp.persist(&t.abs)
+/// Renames `tmp` over the target, durably; gives back the handle of the file written.
+fn persist(tmp: tempfile::NamedTempFile, t: &Target) -> Result<File, WriteError> {
+    let written = tmp
+        .persist(&t.abs)
         .map_err(|e| io_err("replace", &t.rel)(e.error))?;
-    sync_dir(t.dir())
+    sync_dir(t.dir())?;
+    Ok(written)
 }
 
 /// fsyncs a folder so a rename survives a crash. Filesystems that cannot fsync a folder
@@ -1618,6 +1630,8 @@ mod tests {
         pub(super) static BEFORE_SWAP: RefCell<Option<Hook>> = RefCell::new(None);
         /// Runs inside rename_within between its checks and the move.
         pub(super) static BEFORE_MOVE: RefCell<Option<Hook>> = RefCell::new(None);
+        /// Runs inside compare_and_replace after its swap, before the folder's fsync.
+        pub(super) static AFTER_SWAP: RefCell<Option<Hook>> = RefCell::new(None);
     }
 
     #[test]
@@ -1644,6 +1658,52 @@ mod tests {
             "status: proposed\nagent's vote\n"
         );
         assert!(!w.root().join("d/c.md").exists());
+    }
+
+    /// An agent's save renamed in while polisd's edit is being made durable: the file at the
+    /// path is the agent's, not polisd's own, so it is not settled and not moved at once (it
+    /// was, as polisd's own: torture seed 1424603150473113953 left a ratified amendment with
+    /// an agent's stale `status: proposed` in ratified/).
+    #[test]
+    fn a_save_renamed_in_after_an_edit_is_not_taken_for_polisds_own() {
+        let (_d, mut w) = polis();
+        fs::write(w.root().join("a.md"), "a\n").unwrap();
+        fs::write(w.root().join("b.md"), "b\n").unwrap();
+        if rename_exchange(&w.root().join("a.md"), &w.root().join("b.md"))
+            .is_err_and(|e| e.kind() == io::ErrorKind::Unsupported)
+        {
+            eprintln!("this filesystem cannot swap two files: the hook is on the swap's path");
+            return;
+        }
+        fs::remove_file(w.root().join("a.md")).unwrap();
+        fs::remove_file(w.root().join("b.md")).unwrap();
+        let window = Duration::from_millis(300);
+        w.set_stability(Stability { window, wait: true });
+        fs::write(w.root().join("c.md"), "status: proposed\n").unwrap();
+        AFTER_SWAP.with(|h| {
+            *h.borrow_mut() = Some(Box::new(|p: &Path| {
+                let copy = p.with_extension("swp");
+                fs::write(&copy, "status: proposed\nagent's vote\n").unwrap();
+                fs::rename(&copy, p).unwrap();
+            }))
+        });
+        let edited = w.compare_and_replace("c.md", b"status: proposed\n", b"status: ratified\n");
+        AFTER_SWAP.with(|h| *h.borrow_mut() = None);
+        assert_eq!(edited.unwrap(), CompareOutcome::Written);
+        w.set_stability(Stability {
+            window,
+            wait: false,
+        });
+        let moved = w.rename_within("c.md", "d/c.md");
+        assert!(
+            matches!(moved, Ok(RenameOutcome::NotSettled { .. })),
+            "{moved:?}"
+        );
+        assert!(!w.root().join("d/c.md").exists());
+        assert_eq!(
+            fs::read_to_string(w.root().join("c.md")).unwrap(),
+            "status: proposed\nagent's vote\n"
+        );
     }
 
     /// Runs `compare_and_replace` on `c.md` ("old" to "ours") with an agent's editor-style
