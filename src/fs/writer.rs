@@ -1660,6 +1660,18 @@ mod tests {
         assert!(!w.root().join("d/c.md").exists());
     }
 
+    /// Whether the file system under `dir` swaps two files in one rename (`RENAME_EXCHANGE`),
+    /// tried on two scratch files it removes again.
+    fn swaps_files(dir: &Path) -> bool {
+        let (a, b) = (dir.join(".swap-a"), dir.join(".swap-b"));
+        fs::write(&a, "a\n").unwrap();
+        fs::write(&b, "b\n").unwrap();
+        let swaps = !rename_exchange(&a, &b).is_err_and(|e| e.kind() == io::ErrorKind::Unsupported);
+        fs::remove_file(&a).unwrap();
+        fs::remove_file(&b).unwrap();
+        swaps
+    }
+
     /// An agent's save renamed in while polisd's edit is being made durable: the file at the
     /// path is the agent's, not polisd's own, so it is not settled and not moved at once (it
     /// was, as polisd's own: torture seed 1424603150473113953 left a ratified amendment with
@@ -1667,16 +1679,10 @@ mod tests {
     #[test]
     fn a_save_renamed_in_after_an_edit_is_not_taken_for_polisds_own() {
         let (_d, mut w) = polis();
-        fs::write(w.root().join("a.md"), "a\n").unwrap();
-        fs::write(w.root().join("b.md"), "b\n").unwrap();
-        if rename_exchange(&w.root().join("a.md"), &w.root().join("b.md"))
-            .is_err_and(|e| e.kind() == io::ErrorKind::Unsupported)
-        {
+        if !swaps_files(w.root()) {
             eprintln!("this filesystem cannot swap two files: the hook is on the swap's path");
             return;
         }
-        fs::remove_file(w.root().join("a.md")).unwrap();
-        fs::remove_file(w.root().join("b.md")).unwrap();
         let window = Duration::from_millis(300);
         w.set_stability(Stability { window, wait: true });
         fs::write(w.root().join("c.md"), "status: proposed\n").unwrap();
@@ -1753,15 +1759,10 @@ mod tests {
     #[test]
     fn compare_and_replace_puts_back_a_save_that_lands_after_the_reread() {
         let (_d, w) = polis();
-        fs::write(w.root().join("a.md"), "a\n").unwrap();
-        fs::write(w.root().join("c.md"), "old\n").unwrap();
-        if rename_exchange(&w.root().join("a.md"), &w.root().join("c.md"))
-            .is_err_and(|e| e.kind() == io::ErrorKind::Unsupported)
-        {
+        if !swaps_files(w.root()) {
             eprintln!("this filesystem cannot swap two files: the re-read is the only guard");
             return;
         }
-        fs::remove_file(w.root().join("a.md")).unwrap();
         assert_a_save_at_wins(&w, &BEFORE_SWAP);
         // Without a save in between, the swap writes and leaves only the file.
         assert_eq!(
