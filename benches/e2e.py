@@ -1275,6 +1275,15 @@ def command_rounds(root: Path, rounds: int, env: dict, cpu: dict = None, fsync: 
     return samples
 
 
+def stat_floor(root: Path) -> float:
+    """The floor of any settle that checks every settled file, in seconds: `du -s` of the settled
+    folder, one process that lists it and stats each file once on one thread (coreutils, so C
+    speed, measured beside polisd in the same run)."""
+    t0 = time.perf_counter()
+    subprocess.run(["du", "-s", str(root / "contracts" / "settled")], check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
 def fsync_floor(root: Path, repeat: int = 20) -> tuple:
     """The medians, in ms, of one fsync of a small new file, and of one of its folder, on the
     disk under `root`: what every durable write pays at least."""
@@ -1334,6 +1343,7 @@ def cmd_commands(args):
             polisd("reconcile", str(root), env=env)
             full.append(time.perf_counter() - t0)
         floor_file, floor_dir = fsync_floor(root)
+        floor_stat = statistics.median(stat_floor(root) for _ in range(args.rounds))
         proc = start_daemon(root, tmp, "50ms", until=READY)
         try:
             ours = command_rounds(root, args.rounds, env, first=1000)
@@ -1344,7 +1354,8 @@ def cmd_commands(args):
     print(f"agents' commands, {args.contracts} settled contracts, chronicle {args.chronicle_lines} lines, "
           f"{args.rounds} rounds (ms, whole process); load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} CPUs; fsync floor: a small file {floor_file:.1f} ms, its folder {floor_dir:.1f} ms; "
-          f"`polisd reconcile` (full read) p50 {percentiles(full)['p50']:.0f} ms")
+          f"`polisd reconcile` (full read) p50 {percentiles(full)['p50']:.0f} ms; "
+          f"`du -s` of the settled folder (list it, stat each file once) p50 {floor_stat * 1000:.1f} ms")
     print("| command | no daemon: wall p50 | CPU p50 | fsyncs (ms in them) | with a daemon: wall p50 | reference p50 | ratio (no daemon) |")
     print("|---|---|---|---|---|---|---|")
     for name, xs in alone.items():
@@ -1377,7 +1388,7 @@ def cmd_settle_alone(args):
             # A daemon met the polis once (as a user's would have), leaving the ledger.
             meet_once(root, base, base / "state", bin=b)
             setups[label] = (b, root, env)
-        wall, cpu = {}, {}
+        wall, cpu, floor = {}, {}, []
         for k in range(args.rounds):
             for label, (b, root, env) in setups.items():
                 cid = f"bench-{k}"
@@ -1391,6 +1402,7 @@ def cmd_settle_alone(args):
                 wall.setdefault(label, []).append(time.perf_counter() - t0)
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu.setdefault(label, []).append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+            floor.append(stat_floor(setups["new"][1]))
         for label, (b, root, env) in setups.items():
             stats = root / "contracts" / "routing_stats.yml"
             reacted = stats.read_bytes()
@@ -1401,7 +1413,9 @@ def cmd_settle_alone(args):
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     med = lambda xs: statistics.median(xs) * 1000
     for label, _ in bins:
-        print(f"  {label}: wall p50 {med(wall[label]):.1f} ms, CPU p50 {med(cpu[label]):.1f} ms")
+        print(f"  {label}: wall p50 {med(wall[label]):.1f} ms, CPU p50 {med(cpu[label]):.1f} ms, "
+              f"{med(wall[label]) / med(floor):.2f}x the floor")
+    print(f"  floor, `du -s` of the settled folder (list it, stat each file once): p50 {med(floor):.1f} ms")
     if args.baseline:
         print(f"  ratio baseline/new: wall {med(wall['baseline']) / med(wall['new']):.2f}x, "
               f"CPU {med(cpu['baseline']) / med(cpu['new']):.2f}x")
