@@ -320,6 +320,45 @@ fn claim_by_another_is_refused_until_forced() {
 }
 
 #[test]
+fn a_claim_waits_for_an_agent_still_writing_the_contract_and_keeps_its_bytes() {
+    use std::io::Write;
+    let p = polis_with_contract();
+    let rel = "contracts/open/fix-the-login-bug.md";
+    // An agent has the contract open for writing (its editor, mid-save).
+    let mut agent = std::fs::OpenOptions::new()
+        .append(true)
+        .open(p.path(rel))
+        .unwrap();
+    let before = p.read(rel);
+    let mut claim = harness::Killed::new(
+        Command::new(BIN)
+            .args(["contract", "claim", "fix-the-login-bug", "--as", FOUNDER])
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .current_dir(&p.root)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // The agent takes a while over its save; the claim neither writes nor gives up meanwhile.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        claim.child().try_wait().unwrap().is_none(),
+        "the claim ended while the agent was still writing"
+    );
+    assert_eq!(p.read(rel), before, "the claim wrote under an open writer");
+    agent.write_all(b"\nA note the agent added.\n").unwrap();
+    drop(agent);
+    let out = ok(claim.into_inner().wait_with_output().unwrap());
+    assert!(text(&out).contains("claimed"), "{}", text(&out));
+    let file = p.read(rel);
+    assert!(file.contains("\nowner: claude-founder-one\n"), "{file}");
+    assert!(file.contains("\nstatus: claimed\n"), "{file}");
+    assert!(file.ends_with("\nA note the agent added.\n"), "{file}");
+    assert_eq!(lines_with(&p, "claimed contract"), 1);
+}
+
+#[test]
 fn abandon_moves_by_rename_and_records_it() {
     let p = polis_with_contract();
     ok(p.polisd(&[

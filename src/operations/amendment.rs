@@ -2,8 +2,9 @@
 //! `operations::tally` (the daemon runs it after every vote).
 
 use crate::fs::snapshot;
-use crate::fs::writer::{CompareOutcome, WriteError, Writer};
+use crate::fs::writer::{WriteError, Writer};
 use crate::operations::chronicle::{self, Appended};
+use crate::operations::edit::command_edit_took;
 use crate::operations::error::OpError;
 use crate::protocol::amendment::{self as rules, NewAmendment, Vote};
 use crate::protocol::clock::PolisTime;
@@ -219,14 +220,8 @@ pub fn vote(
         };
         let new = rules::cast_vote(&text, citizen, vote, rationale)
             .map_err(|e| OpError::Vote(aid.to_string(), e))?;
-        match writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())? {
-            CompareOutcome::Written | CompareOutcome::Unchanged => {}
-            CompareOutcome::Conflict { .. } => continue,
-            CompareOutcome::NotSettled { retry_after, .. } => {
-                // Another process has the file open for writing: a moment, then again.
-                std::thread::sleep(retry_after.min(std::time::Duration::from_millis(200)));
-                continue;
-            }
+        if !command_edit_took(writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())?) {
+            continue;
         }
         let link = rel.trim_end_matches(".md").to_string();
         let note = format!(

@@ -10,8 +10,9 @@
 //!   and running the command again finishes the move.
 
 use crate::fs::snapshot;
-use crate::fs::writer::{CompareOutcome, WriteError, Writer};
+use crate::fs::writer::{WriteError, Writer};
 use crate::operations::chronicle::{self, Appended};
+use crate::operations::edit::{command_edit_took, command_move_took};
 use crate::operations::error::OpError;
 use crate::operations::guardrail;
 use crate::operations::lesson::{self, Filed, LessonRequest};
@@ -225,14 +226,8 @@ pub fn claim(
             path: rel.clone(),
             why: "no frontmatter".into(),
         })?;
-        match writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())? {
-            CompareOutcome::Written | CompareOutcome::Unchanged => {}
-            CompareOutcome::Conflict { .. } => continue,
-            CompareOutcome::NotSettled { retry_after, .. } => {
-                // Another process has the file open for writing: a moment, then again.
-                std::thread::sleep(retry_after.min(std::time::Duration::from_millis(200)));
-                continue;
-            }
+        if !command_edit_took(writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())?) {
+            continue;
         }
         let link = rel.trim_end_matches(".md").to_string();
         let note = match &owner {
@@ -430,20 +425,16 @@ fn end_contract(
             owner = frontmatter::parse(&new)
                 .ok()
                 .and_then(|r| text_field(&r, "owner"));
-            match writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())? {
-                CompareOutcome::Written | CompareOutcome::Unchanged => {}
-                CompareOutcome::Conflict { .. } => continue,
-                CompareOutcome::NotSettled { retry_after, .. } => {
-                    std::thread::sleep(retry_after.min(std::time::Duration::from_millis(200)));
-                    continue;
-                }
+            if !command_edit_took(writer.compare_and_replace(
+                &rel,
+                text.as_bytes(),
+                new.as_bytes(),
+            )?) {
+                continue;
             }
         }
         crash_hook();
-        if let crate::fs::writer::RenameOutcome::NotSettled { retry_after, .. } =
-            writer.rename_within(&rel, &target)?
-        {
-            std::thread::sleep(retry_after.min(std::time::Duration::from_millis(200)));
+        if !command_move_took(writer.rename_within(&rel, &target)?) {
             continue;
         }
         let recorded = resumed && chronicle::has_line(root, ending.verb, &link);

@@ -2,7 +2,8 @@
 
 use super::ActionError;
 use crate::fs::snapshot::{self};
-use crate::fs::writer::{CompareOutcome, Writer};
+use crate::fs::writer::{CompareOutcome, RenameOutcome, Writer};
+use std::time::Duration;
 
 /// Compare-before-replace edit of a file an agent owns (SPEC §11): compute the new text from
 /// the current bytes, and start over if the file changed meanwhile. A file someone may still be
@@ -45,4 +46,36 @@ pub fn edit_agent_file(
     Err(ActionError::Busy {
         path: rel.to_string(),
     })
+}
+
+/// Whether a command's compare-before-replace edit took: written, or the file said so already.
+/// `false` means read the file again and try once more: it changed since it was read, or
+/// another process still has it open for writing (then after [`wait_for_writer`]).
+pub(crate) fn command_edit_took(outcome: CompareOutcome) -> bool {
+    match outcome {
+        CompareOutcome::Written | CompareOutcome::Unchanged => true,
+        CompareOutcome::Conflict { .. } => false,
+        CompareOutcome::NotSettled { retry_after, .. } => {
+            wait_for_writer(retry_after);
+            false
+        }
+    }
+}
+
+/// Whether a command's move went through; `false` (after [`wait_for_writer`]) means another
+/// process still had the file open for writing: read it again and try once more.
+pub(crate) fn command_move_took(outcome: RenameOutcome) -> bool {
+    match outcome {
+        RenameOutcome::NotSettled { retry_after, .. } => {
+            wait_for_writer(retry_after);
+            false
+        }
+        _ => true,
+    }
+}
+
+/// A command waits out another process's write for the writer's moment, but never more than
+/// 200 ms at a time: a person or an agent is waiting on it (the daemon defers instead).
+fn wait_for_writer(retry_after: Duration) {
+    std::thread::sleep(retry_after.min(Duration::from_millis(200)));
 }
