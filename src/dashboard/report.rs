@@ -42,7 +42,7 @@ struct Data {
 
 /// A stable pseudonym: `kind-` and six hex digits of SHA-256 over the kind and the value.
 fn pseudonym(kind: &str, value: &str) -> String {
-    let h = crate::fs::state::hex_sha256(format!("{kind}\0{value}").as_bytes());
+    let h = crate::protocol::digest::sha256_hex(format!("{kind}\0{value}").as_bytes());
     format!("{kind}-{}", &h[..6])
 }
 

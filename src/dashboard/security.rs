@@ -38,7 +38,7 @@ impl Guard {
         let token = (!addr.ip().is_loopback()).then(|| {
             use rand::Rng as _;
             let bytes: [u8; 24] = rand::rng().random();
-            bytes.iter().map(|b| format!("{b:02x}")).collect()
+            crate::protocol::digest::hex(&bytes)
         });
         Guard {
             port: addr.port(),

@@ -29,7 +29,6 @@ pub use settled::{NameIndex, RecordRef, Records, Restored, SettledRecord, LEDGER
 
 use crate::protocol::finding::Finding;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{self, Write};
@@ -725,14 +724,6 @@ fn push_bounded(list: &mut Vec<StoredFinding>, new: impl Iterator<Item = StoredF
     }
 }
 
-/// Hex SHA-256, the form hashes take in state files.
-pub fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// The status file a running daemon keeps current (`daemon.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -786,7 +777,7 @@ pub fn state_base_dir() -> Result<PathBuf, StateError> {
 
 /// The state folder for one polis inside `base`; `polis_root` should be canonical.
 pub fn polis_state_dir(base: &Path, polis_root: &Path) -> PathBuf {
-    let digest = hex_sha256(polis_root.as_os_str().as_encoded_bytes());
+    let digest = crate::protocol::digest::sha256_hex(polis_root.as_os_str().as_encoded_bytes());
     base.join(format!("polis-{}", &digest[..16]))
 }
 

@@ -26,7 +26,6 @@
 //! redirect one write. The final component is never followed (rename replaces a link rather
 //! than writing through it; appends open with `O_NOFOLLOW`).
 
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -39,9 +38,7 @@ use std::time::{Duration, Instant, SystemTime};
 pub type Hash = [u8; 32];
 
 /// The SHA-256 of `bytes`, as the ledger records it.
-pub fn sha256(bytes: &[u8]) -> Hash {
-    Sha256::digest(bytes).into()
-}
+pub use crate::protocol::digest::sha256;
 
 /// Prefix and suffix of polisd's temporary files (ignored by the watcher, SPEC §11).
 pub const TEMP_PREFIX: &str = ".polisd-";

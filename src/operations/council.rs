@@ -663,12 +663,11 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
                     }
                     match verdict::check(&vtext) {
                         Err(problems) => {
-                            let digest = crate::fs::writer::sha256(vtext.as_bytes());
                             notices.push(
                                 Notification::council_verdict_invalid(
                                     &council.chairman,
                                     cid,
-                                    &hex(&digest)[..16],
+                                    &crate::protocol::digest::short_id(vtext.as_bytes()),
                                     vrel.trim_end_matches(".md"),
                                     &problems,
                                 )
@@ -700,10 +699,6 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
     }
     out.notices = notices;
     Ok(out)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Sets `review.<key>` in the contract (wherever it is), compare-before-replace; refused

@@ -63,7 +63,7 @@ fn reconcile_over(
     Ok(Reconciled {
         replayed,
         outcome: Some(outcome),
-        stats_sha256: Some(crate::fs::state::hex_sha256(text.as_bytes())),
+        stats_sha256: Some(crate::protocol::digest::sha256_hex(text.as_bytes())),
     })
 }
 

@@ -6,7 +6,6 @@
 //! does not parse is an error value for the caller to turn into a finding, never a panic.
 
 use crate::yaml::{self, dump, DumpOptions, EmitError, Mapping, Value, YamlError};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::TScalarStyle;
@@ -205,7 +204,7 @@ pub fn content_hash(card: &Value) -> Result<String, EmitError> {
         }
     };
     let canonical = dump(&Value::Map(payload), &DumpOptions::CARD)?;
-    Ok(hex(&Sha256::digest(canonical.as_bytes())))
+    Ok(super::digest::sha256_hex(canonical.as_bytes()))
 }
 
 /// The card's integrity state, as the reference's `verify_card` decides it. A stored hash is
@@ -485,10 +484,6 @@ fn kind_name(v: &Value) -> &'static str {
         Value::Seq(_) => "a list",
         Value::Map(_) => "a mapping",
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

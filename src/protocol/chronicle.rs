@@ -12,7 +12,6 @@ use crate::protocol::layout::{self, DAEMON_ID};
 use crate::yaml::Value;
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime};
 use regex::Regex;
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
 
@@ -674,18 +673,7 @@ fn render_line(stamp: &str, author: &str, verb: &str, link: &str, note: &str) ->
 /// A stable key for a line polisd has seen: SHA-256 (hex) of the line without its line end and
 /// trailing whitespace.
 pub fn line_key(text: &str) -> String {
-    hex(&Sha256::digest(text.trim_end().as_bytes()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    // A table rather than `format!` per byte: a merge hashes every line of both sides.
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 15)] as char);
-    }
-    out
+    super::digest::sha256_hex(text.trim_end().as_bytes())
 }
 
 fn present_counts(files: &[&str]) -> HashMap<String, usize> {
@@ -982,14 +970,7 @@ static LINE_MARKER: LazyLock<Regex> =
 /// it (a ratification, a quarter's rollover), so its lines share one id even when their stamps
 /// differ, and a merge recognises the second as a duplicate (docs/sync.md).
 pub fn cause_id(verb: &str, link: Option<&str>) -> String {
-    let mut h = Sha256::new();
-    for field in [LINE_KIND, verb, link.unwrap_or("-")] {
-        h.update(field.len().to_string().as_bytes());
-        h.update(b":");
-        h.update(field.as_bytes());
-        h.update(b",");
-    }
-    hex(&h.finalize()[..8])
+    super::digest::netstring_id(&[LINE_KIND, verb, link.unwrap_or("-")])
 }
 
 /// The stable id of a chronicle line: the marker of polisd's own lines (`chronicle:<16 hex>`),

@@ -12,7 +12,6 @@ use crate::protocol::finding::{Finding, Severity};
 use crate::protocol::layout::DAEMON_ID;
 use crate::protocol::reservation::Overlap;
 use regex::Regex;
-use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::LazyLock;
@@ -127,17 +126,7 @@ impl fmt::Display for Kind {
 /// (`("a:b", "c")` and `("a", "b:c")` differ), and the id depends on nothing else, so two
 /// machines name the same event the same way.
 pub fn notification_id(kind: Kind, subject: &str, recipient: &str, discriminator: &str) -> String {
-    let mut h = Sha256::new();
-    for field in [kind.as_str(), subject, recipient, discriminator] {
-        h.update(field.len().to_string().as_bytes());
-        h.update(b":");
-        h.update(field.as_bytes());
-        h.update(b",");
-    }
-    h.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    super::digest::netstring_id(&[kind.as_str(), subject, recipient, discriminator])
 }
 
 /// One notification block, exactly as SPEC §9 writes it: it starts with a blank line and ends
@@ -983,13 +972,7 @@ mod tests {
         assert_eq!(a, notification_id(Kind::CardChanged, "a:b", "c", ""));
         assert_ne!(a, notification_id(Kind::ContractStale, "a:b", "c", ""));
         // The documented encoding, pinned: sha256("17:chronicle-finding,1:s,1:r,1:d,").
-        let want = {
-            let d = Sha256::digest(b"17:chronicle-finding,1:s,1:r,1:d,");
-            d[..8]
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        };
+        let want = crate::protocol::digest::short_id(b"17:chronicle-finding,1:s,1:r,1:d,");
         assert_eq!(notification_id(Kind::ChronicleFinding, "s", "r", "d"), want);
     }
 

@@ -20,7 +20,6 @@
 
 use crate::protocol::chronicle::{self, Quarter};
 use chrono::NaiveDateTime;
-use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 
 // ---------------------------------------------------------------------------------------------
@@ -443,13 +442,9 @@ fn block_id(block: &str) -> String {
         }
     }
     let normal: Vec<&str> = block.lines().map(str::trim_end).collect();
-    let digest = Sha256::digest(normal.join("\n").as_bytes());
     format!(
         "block:{}",
-        digest[..8]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
+        super::digest::short_id(normal.join("\n").as_bytes())
     )
 }
 

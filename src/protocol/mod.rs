@@ -12,6 +12,7 @@ pub mod clock;
 pub mod contract;
 pub mod council;
 pub mod dependency;
+pub mod digest;
 pub mod finding;
 pub mod frontmatter;
 pub mod guardrail;

@@ -17,7 +17,6 @@ use crate::protocol::inbox::{self, Kind};
 use crate::protocol::layout::DAEMON_ID;
 use crate::yaml::Value;
 use regex::Regex;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
@@ -168,24 +167,14 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
 /// subject and words (whitespace collapsed, so re-wrapping or CRLF does not make it new).
 fn message_id(author: &str, stamp: &str, subject: &str, body: &str, link: Option<&str>) -> String {
     let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut h = Sha256::new();
-    for field in [
+    super::digest::netstring_id(&[
         "message",
         author,
         stamp,
         &words(subject),
         &words(body),
         link.unwrap_or(""),
-    ] {
-        h.update(field.len().to_string().as_bytes());
-        h.update(b":");
-        h.update(field.as_bytes());
-        h.update(b",");
-    }
-    h.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    ])
 }
 
 /// The ids a citizen has read, from its `status.md` frontmatter (a list of strings, or one).

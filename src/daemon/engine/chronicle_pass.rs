@@ -562,5 +562,5 @@ impl Engine {
 pub(super) fn tail_hash(text: &str, offset: usize) -> String {
     let end = offset.min(text.len());
     let start = end.saturating_sub(TAIL_WINDOW);
-    crate::fs::state::hex_sha256(&text.as_bytes()[start..end])
+    crate::protocol::digest::sha256_hex(&text.as_bytes()[start..end])
 }

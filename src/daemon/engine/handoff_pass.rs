@@ -88,7 +88,7 @@ impl Engine {
             if !text.contains(NEXT_HEADING) && !text.contains(NEW_HEADING) {
                 continue;
             }
-            let hash = crate::fs::state::hex_sha256(text.as_bytes());
+            let hash = crate::protocol::digest::sha256_hex(text.as_bytes());
             let key = review_key(&name);
             if self.state.known.get(&key) == Some(&hash) {
                 continue;

@@ -132,7 +132,7 @@ const MAX_GONE: usize = 200_000;
 impl Engine {
     pub(super) fn stats_file_hash(&self) -> Option<String> {
         snapshot::read_regular(&self.root.join(layout::ROUTING_STATS))
-            .map(|bytes| crate::fs::state::hex_sha256(&bytes))
+            .map(|bytes| crate::protocol::digest::sha256_hex(&bytes))
     }
 
     /// Whether nothing at all is where `routing_stats.yml` belongs while there are settlements

@@ -31,6 +31,7 @@
 //! double, so a restored ledger replays to exactly the bytes a fresh read gives.
 
 use super::Fingerprint;
+use crate::protocol::digest::sha256;
 use crate::protocol::stats::{Settlement, SettlementView};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
@@ -798,11 +799,6 @@ impl std::io::Write for Digesting {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
-}
-
-fn sha256(bytes: &[u8]) -> [u8; 32] {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).into()
 }
 
 /// The journal frame recording `record`.
