@@ -708,11 +708,6 @@ pub enum VoteError {
     Emit(#[from] crate::yaml::EmitError),
 }
 
-const DUMP: crate::yaml::DumpOptions = crate::yaml::DumpOptions {
-    sort_keys: false,
-    allow_unicode: true,
-};
-
 /// The text of `text` with `citizen`'s vote cast as the reference casts it: the id leaves
 /// every `votes` list and joins `vote`'s (missing lists are added, in the reference's order),
 /// the citizen's earlier `## Response from <id>` block is removed and a new one appended, and
@@ -753,7 +748,7 @@ pub fn cast_vote(
         votes.insert(Value::Str(kind.as_str().into()), Value::Seq(list));
     }
     fields.insert(Value::Str("votes".into()), Value::Map(votes));
-    let head = crate::yaml::dump(&Value::Map(fields), &DUMP)?;
+    let head = crate::yaml::dump(&Value::Map(fields), &crate::yaml::DumpOptions::FRONTMATTER)?;
 
     let own = format!("## Response from {citizen}");
     let mut kept = Vec::new();
@@ -823,7 +818,7 @@ pub fn render_new(a: &NewAmendment) -> Result<String, crate::yaml::EmitError> {
     m.insert(s("votes"), Value::Map(votes));
     m.insert(s("ratified_at"), Value::Null);
     m.insert(s("expires_at"), s(&a.expires_at));
-    let head = crate::yaml::dump(&Value::Map(m), &DUMP)?;
+    let head = crate::yaml::dump(&Value::Map(m), &crate::yaml::DumpOptions::FRONTMATTER)?;
     let body = a.body.trim();
     let body = if body.is_empty() {
         "## Problem\n<what goes wrong today>\n\n## Proposed change\n<the change to CONSTITUTION.md>\n\n## Rationale\n<why>"

@@ -842,13 +842,7 @@ pub fn render_new(c: &NewContract) -> Result<String, yaml::EmitError> {
         ("quality_score", Value::Null),
         ("actual_minutes", Value::Null),
     ]);
-    let yaml_text = yaml::dump(
-        &fields,
-        &yaml::DumpOptions {
-            sort_keys: false,
-            allow_unicode: true,
-        },
-    )?;
+    let yaml_text = yaml::dump(&fields, &crate::yaml::DumpOptions::FRONTMATTER)?;
     let criteria: String = if c.acceptance_criteria.is_empty() {
         "- <criterion>\n".to_string()
     } else {

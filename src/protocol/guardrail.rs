@@ -73,13 +73,7 @@ pub fn render_new(
     m.insert(s("status"), s("active"));
     m.insert(s("source_contract"), source_contract.map_or(Value::Null, s));
     m.insert(s("created_at"), s(created_at));
-    let head = yaml::dump(
-        &Value::Map(m),
-        &yaml::DumpOptions {
-            sort_keys: false,
-            allow_unicode: true,
-        },
-    )?;
+    let head = yaml::dump(&Value::Map(m), &crate::yaml::DumpOptions::FRONTMATTER)?;
     Ok(format!("---\n{head}---\n\n{}\n", text.trim()))
 }
 

@@ -262,13 +262,7 @@ pub fn render_new(l: &NewLesson) -> Result<String, crate::yaml::EmitError> {
         Value::Seq(l.related_contracts.iter().map(|t| s(t)).collect()),
     );
     m.insert(s("quality_impact"), Value::Int(l.quality_impact.into()));
-    let head = crate::yaml::dump(
-        &Value::Map(m),
-        &crate::yaml::DumpOptions {
-            sort_keys: false,
-            allow_unicode: true,
-        },
-    )?;
+    let head = crate::yaml::dump(&Value::Map(m), &crate::yaml::DumpOptions::FRONTMATTER)?;
     Ok(format!(
         "---\n{head}---\n\n# {}\n\n{}\n",
         title_of(&l.text),

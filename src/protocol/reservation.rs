@@ -773,13 +773,7 @@ pub fn render(entries: &[Entry]) -> Result<String, yaml::EmitError> {
     );
     Ok(format!(
         "{HEADER}{}",
-        yaml::dump(
-            &Value::Map(doc),
-            &DumpOptions {
-                sort_keys: false,
-                allow_unicode: true,
-            },
-        )?
+        yaml::dump(&Value::Map(doc), &DumpOptions::FRONTMATTER,)?
     ))
 }
 

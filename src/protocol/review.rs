@@ -126,13 +126,7 @@ pub fn render_new(
     m.insert(s("contract"), s(contract_id));
     m.insert(s("decision"), s(decision.as_str()));
     m.insert(s("reviewed_at"), s(reviewed_at));
-    let head = crate::yaml::dump(
-        &Value::Map(m),
-        &crate::yaml::DumpOptions {
-            sort_keys: false,
-            allow_unicode: true,
-        },
-    )?;
+    let head = crate::yaml::dump(&Value::Map(m), &crate::yaml::DumpOptions::FRONTMATTER)?;
     let body = body.trim();
     let body = if body.is_empty() {
         "## What is right\n\n## What is missing\n"

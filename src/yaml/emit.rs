@@ -26,6 +26,13 @@ impl DumpOptions {
         sort_keys: true,
         allow_unicode: true,
     };
+    /// What the files the reference's commands write use (frontmatter of contracts, lessons,
+    /// reviews, guardrails, amendments, councils; `reservations.yml`): keys in the order given,
+    /// non-ASCII written raw.
+    pub const FRONTMATTER: DumpOptions = DumpOptions {
+        sort_keys: false,
+        allow_unicode: true,
+    };
     /// What `routing_stats.yml` uses (SPEC §6 point 7): `yaml.dump(sort_keys=False)`.
     pub const STATS: DumpOptions = DumpOptions {
         sort_keys: false,

@@ -357,13 +357,7 @@ impl Council {
     /// The file's bytes: the state as YAML frontmatter, then the same for a person.
     pub fn render(&self) -> Result<String, yaml::EmitError> {
         let json = serde_json::to_value(self).expect("a council serialises");
-        let head = yaml::dump(
-            &to_yaml(&json),
-            &yaml::DumpOptions {
-                sort_keys: false,
-                allow_unicode: true,
-            },
-        )?;
+        let head = yaml::dump(&to_yaml(&json), &crate::yaml::DumpOptions::FRONTMATTER)?;
         Ok(format!("---\n{head}---\n\n{}", self.body()))
     }
 
