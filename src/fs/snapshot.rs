@@ -912,6 +912,18 @@ impl Polis {
         }
     }
 
+    /// Every chronicle file with its path, in the order its lines were written: the archives,
+    /// oldest first, then `chronicle.md` (when present and readable).
+    pub fn chronicle_files(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.archives
+            .iter()
+            .map(|(name, text)| (name.as_str(), text.as_str()))
+            .chain(
+                self.chronicle_text()
+                    .map(|text| (crate::protocol::layout::CHRONICLE, text)),
+            )
+    }
+
     /// The text of `chronicle.md`, when present and readable.
     pub fn chronicle_text(&self) -> Option<&str> {
         self.chronicle.as_deref().map(String::as_str)

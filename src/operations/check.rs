@@ -106,16 +106,7 @@ pub fn findings_and_resolved_from(
     rechecks: &mut Rechecks,
 ) -> (Vec<Finding>, Vec<Resolved>) {
     let all = all_findings(polis, now, is_settled, copies, rechecks);
-    let files: Vec<(&str, &str)> = polis
-        .archives
-        .iter()
-        .map(|(name, text)| (name.as_str(), text.as_str()))
-        .chain(
-            polis
-                .chronicle_text()
-                .map(|text| (crate::protocol::layout::CHRONICLE, text)),
-        )
-        .collect();
+    let files: Vec<(&str, &str)> = polis.chronicle_files().collect();
     let chronicle_paths: BTreeSet<&str> = files.iter().map(|(p, _)| *p).collect();
     let (chron, rest): (Vec<Finding>, Vec<Finding>) = all
         .into_iter()
@@ -263,15 +254,7 @@ fn chronicle_findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     let is_registered =
         |id: &str| registered.contains(id) || crate::protocol::layout::is_system_citizen(id);
     let link_exists = |rel: &str| polis.exists(rel);
-    let files = polis
-        .archives
-        .iter()
-        .map(|(name, text)| (name.as_str(), text.as_str()))
-        .chain(
-            polis
-                .chronicle_text()
-                .map(|text| (crate::protocol::layout::CHRONICLE, text)),
-        );
+    let files = polis.chronicle_files();
     let mut newest = None;
     let mut out = Vec::new();
     for (path, text) in files {
@@ -342,16 +325,7 @@ fn sync_findings(polis: &Polis, copies: &[crate::operations::sync::ConflictCopy]
         .iter()
         .map(crate::operations::sync::copy_finding)
         .collect();
-    let mut chronicles: Vec<(&str, &str)> = polis
-        .archives
-        .iter()
-        .map(|(n, t)| (n.as_str(), t.as_str()))
-        .collect();
-    chronicles.extend(
-        polis
-            .chronicle_text()
-            .map(|t| (crate::protocol::layout::CHRONICLE, t)),
-    );
+    let chronicles: Vec<(&str, &str)> = polis.chronicle_files().collect();
     out.extend(crate::protocol::merge::duplicate_markers(&chronicles));
     for id in polis.cards.keys() {
         let Some(rel) = crate::protocol::layout::inbox_path(id) else {

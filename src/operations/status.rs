@@ -377,11 +377,7 @@ pub fn worktrees(polis: &Polis) -> Worktrees {
 /// more than 10 minutes in the future (as the activity window does).
 fn last_activity<'p>(polis: &'p Polis, now: &PolisTime) -> BTreeMap<&'p str, NaiveDateTime> {
     let limit = now.now + Duration::minutes(crate::protocol::chronicle::FUTURE_TOLERANCE_MINUTES);
-    let texts = polis
-        .archives
-        .iter()
-        .map(|(_, t)| t.as_str())
-        .chain(polis.chronicle_text());
+    let texts = polis.chronicle_files().map(|(_, text)| text);
     let mut out: BTreeMap<&str, NaiveDateTime> = BTreeMap::new();
     for text in texts {
         // Frontmatter lines never parse as entries, so plain `lines()` will do (and borrows).
