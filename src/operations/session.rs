@@ -432,24 +432,7 @@ fn last_lines_about(
         else {
             continue;
         };
-        for line in tail.text.lines() {
-            // Most lines link no contract of ours: a substring test spares parsing them (the
-            // window of a busy chronicle is tens of thousands of lines).
-            if !line.contains("[[") || !ids.iter().any(|id| line.contains(id)) {
-                continue;
-            }
-            let Ok(entry) = chronicle::parse_entry(line) else {
-                continue;
-            };
-            let Some(target) = entry.link.and_then(chronicle::link_target) else {
-                continue;
-            };
-            let Some(id) = target.rsplit('/').next().filter(|id| ids.contains(id)) else {
-                continue;
-            };
-            let slot = last.entry(id.to_string()).or_insert(entry.stamp);
-            *slot = (*slot).max(entry.stamp);
-        }
+        chronicle::newest_lines_about(tail.text.lines(), ids, &mut last);
         // The current file went back far enough (or hit the byte cap): no archive needed.
         if !tail.whole {
             break;

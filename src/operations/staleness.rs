@@ -44,19 +44,12 @@ fn last_lines_about(polis: &Polis, ids: &BTreeSet<&str>) -> HashMap<String, chro
         return last;
     }
     for text in polis.recent_chronicle() {
-        for line in chronicle::scan(text).lines {
-            let Ok(entry) = chronicle::parse_entry(&line.text) else {
-                continue;
-            };
-            let Some(target) = entry.link.and_then(chronicle::link_target) else {
-                continue;
-            };
-            let Some(id) = target.rsplit('/').next().filter(|id| ids.contains(id)) else {
-                continue;
-            };
-            let slot = last.entry(id.to_string()).or_insert(entry.stamp);
-            *slot = (*slot).max(entry.stamp);
-        }
+        let scanned = chronicle::scan(text);
+        chronicle::newest_lines_about(
+            scanned.lines.iter().map(|l| l.text.as_str()),
+            ids,
+            &mut last,
+        );
     }
     last
 }

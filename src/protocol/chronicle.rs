@@ -288,6 +288,33 @@ pub fn stamp_and_author(line: &str) -> Option<(NaiveDateTime, &str)> {
 // ---------------------------------------------------------------------------------------------
 // Links
 
+/// Folds into `last` the newest stamp of the lines among `lines` whose link names one of `ids`
+/// (a contract, by the last part of the link's path): how long each has gone without a line.
+pub fn newest_lines_about<'a>(
+    lines: impl IntoIterator<Item = &'a str>,
+    ids: &BTreeSet<&str>,
+    last: &mut HashMap<String, NaiveDateTime>,
+) {
+    for line in lines {
+        // Most lines link none of `ids`: a substring test spares parsing them (the window of a
+        // busy chronicle is tens of thousands of lines). A link is always a `[[…]]`.
+        if !line.contains("[[") || !ids.iter().any(|id| line.contains(id)) {
+            continue;
+        }
+        let Ok(entry) = parse_entry(line) else {
+            continue;
+        };
+        let Some(target) = entry.link.and_then(link_target) else {
+            continue;
+        };
+        let Some(id) = target.rsplit('/').next().filter(|id| ids.contains(id)) else {
+            continue;
+        };
+        let slot = last.entry(id.to_string()).or_insert(entry.stamp);
+        *slot = (*slot).max(entry.stamp);
+    }
+}
+
 /// A wikilink's target relative to `_polis/`, without `.md`, alias (`|…`) or heading (`#…`);
 /// `None` when it would leave `_polis/` (absolute or `..`).
 pub fn link_target(inner: &str) -> Option<String> {
@@ -1364,6 +1391,29 @@ mod tests {
     }
 
     const GOOD: &str = "- 2026-03-02 14:05 | claude-code-one | settled contract | [[contracts/settled/fix-login]] | quality 4";
+
+    #[test]
+    fn the_newest_line_about_each_contract_is_the_newest_that_links_it() {
+        let lines = [
+            "- 2026-03-02 14:05 | claude-code-one | claimed contract | [[contracts/open/fix-login]] | -",
+            "- 2026-03-04 09:00 | claude-code-one | progress | [[contracts/open/fix-login|the login]] | half",
+            "- 2026-03-03 10:00 | claude-code-one | progress | [[contracts/open/fix-login]] | older",
+            // Named in the note only, or linking another contract: not about it.
+            "- 2026-03-05 10:00 | codex-agent-two | note | - | fix-login looks hard",
+            "- 2026-03-06 10:00 | codex-agent-two | claimed contract | [[contracts/open/fix-login-2]] | -",
+            "- 2026-03-07 10:00 | codex-agent-two | claimed contract | [[contracts/open/other]] | -",
+            "not a line about [[contracts/open/fix-login]]",
+        ];
+        let ids: BTreeSet<&str> = ["fix-login", "quiet-one"].into_iter().collect();
+        let mut last = HashMap::new();
+        newest_lines_about(lines, &ids, &mut last);
+        let at = |s: &str| NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M").unwrap();
+        assert_eq!(last.len(), 1, "{last:?}");
+        assert_eq!(last["fix-login"], at("2026-03-04 09:00"));
+        // Folded into what an earlier file found: the newer stamp stays.
+        newest_lines_about([lines[0]], &ids, &mut last);
+        assert_eq!(last["fix-login"], at("2026-03-04 09:00"));
+    }
 
     #[test]
     fn a_good_line_has_no_findings() {
