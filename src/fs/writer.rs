@@ -558,9 +558,17 @@ impl Writer {
         lock(&self.held_open).remove(&t.rel);
     }
 
-    /// Opens an agent's file to edit it and takes the read lease, or says why not: the lease
-    /// held for the edit (when leases work here), and the file.
-    fn open_settled(&self, t: &Target) -> Result<Result<(File, bool), NotYet>, WriteError> {
+    /// Opens an agent's file (whose metadata is `meta`) to edit or move it once it has settled:
+    /// out of the stability window, then with the read lease taken. Else says why not. The
+    /// file, and whether the lease is held (when leases work here).
+    fn open_settled(
+        &self,
+        t: &Target,
+        meta: &fs::Metadata,
+    ) -> Result<Result<(File, bool), NotYet>, WriteError> {
+        if let Err(not) = self.settle(t, meta) {
+            return Ok(Err(not));
+        }
         let file = open_no_follow(t)?;
         check_single_link(t, &file.metadata().map_err(io_err("inspect", &t.rel))?)?;
         match lease::take(&file) {
@@ -882,14 +890,8 @@ impl Writer {
             return Ok(CompareOutcome::Conflict { current: None });
         };
         check_single_link(&t, &meta)?;
-        if let Err((reason, retry_after)) = self.settle(&t, &meta) {
-            return Ok(CompareOutcome::NotSettled {
-                reason,
-                retry_after,
-            });
-        }
         // The lease lasts as long as `file` is open: until the end of this call.
-        let (file, leased) = match self.open_settled(&t)? {
+        let (file, leased) = match self.open_settled(&t, &meta)? {
             Ok(opened) => opened,
             Err((reason, retry_after)) => {
                 return Ok(CompareOutcome::NotSettled {
@@ -1044,15 +1046,9 @@ impl Writer {
             };
         };
         check_single_link(&f, &from_meta)?;
-        if let Err((reason, retry_after)) = self.settle(&f, &from_meta) {
-            return Ok(RenameOutcome::NotSettled {
-                reason,
-                retry_after,
-            });
-        }
         // Held through the move: a writer that opens the file meanwhile waits, then writes to
         // the same inode under its new name.
-        let (leased, lease_held) = match self.open_settled(&f)? {
+        let (leased, lease_held) = match self.open_settled(&f, &from_meta)? {
             Ok(opened) => opened,
             Err((reason, retry_after)) => {
                 return Ok(RenameOutcome::NotSettled {
