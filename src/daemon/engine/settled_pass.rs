@@ -14,9 +14,21 @@ use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::stats::{Ledger, Settlement};
 use std::collections::{BTreeSet, HashSet};
+use std::time::SystemTime;
 
 /// How many settled files are read (in parallel) before what they said is put in the ledger.
 const READ_CHUNK: usize = 4096;
+
+/// The instant a chunk of settled files read is judged against, for a change too recent for the
+/// fingerprints to tell the next one ([`Fingerprint::may_change_unseen`]): the wall clock, or
+/// the instant a test sets.
+fn read_at() -> SystemTime {
+    #[cfg(test)]
+    if let Some(at) = tests::READ_AT.with(std::cell::Cell::get) {
+        return at;
+    }
+    SystemTime::now()
+}
 
 /// What a pass must look at in `contracts/settled/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -333,9 +345,12 @@ impl Engine {
                 .settled_findings
                 .get(rel)
                 .is_some_and(|f| f.iter().any(|f| f.code == Code::Unreadable));
+            // Nor does a file read in the tick of its change vouch for itself: a second write in
+            // that tick leaves the fingerprint as it was.
+            let racy = self.settled_racy.contains(rel);
             match now {
                 None => changed |= self.forget_settled(rel),
-                Some(fp) if !unreadable && *was == fp => {}
+                Some(fp) if !unreadable && !racy && *was == fp => {}
                 Some(_) => to_read.push(i),
             }
         }
@@ -418,6 +433,8 @@ impl Engine {
         new: &mut Vec<(String, Heading)>,
     ) -> bool {
         let mut changed = false;
+        // Taken after every read of the chunk (and so after its stats).
+        let read_at = read_at();
         for (rel, read) in chunk.into_iter().zip(read) {
             let Some(read) = read else {
                 changed |= self.forget_settled(&rel);
@@ -431,7 +448,13 @@ impl Engine {
             if !known && self.state.first_met.is_some() {
                 new.push((rel.clone(), read.heading));
             }
-            let reread = !read.findings.is_empty();
+            let racy = read.fingerprint.may_change_unseen(read_at);
+            if racy {
+                self.settled_racy.insert(rel.clone());
+            } else {
+                self.settled_racy.remove(&rel);
+            }
+            let reread = racy || !read.findings.is_empty();
             if self.settled_findings.put(&rel, read.findings) {
                 for f in self.settled_findings.get(&rel).unwrap_or_default() {
                     let (logged, left_out) = &mut self.settled_findings_logged;
@@ -565,13 +588,14 @@ impl Engine {
             return;
         }
         let findings = &self.settled_findings;
+        let racy = &self.settled_racy;
         let ledger = &self.ledger;
         // Streamed to the file (the records sorted by path, the encoded body never held
         // whole): the whole snapshot in memory was the peak of a first meeting.
         let records = ledger.files().map(|(rel, fp, settlement)| RecordRef {
             path: rel,
             fingerprint: *fp,
-            reread: findings.contains(rel),
+            reread: findings.contains(rel) || racy.contains(rel),
             unannounced: false,
             settlement,
         });
@@ -588,6 +612,7 @@ impl Engine {
     /// recorded.
     pub(super) fn forget_settled(&mut self, rel: &str) -> bool {
         self.settled_findings.remove(rel);
+        self.settled_racy.remove(rel);
         self.renamed_ids.remove(rel);
         self.state.settled_remove(rel);
         let was = self.ledger.forget(rel) | self.settled_recorded.remove(rel);
@@ -625,5 +650,127 @@ impl Engine {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::engine::{EngineOptions, Trigger};
+    use crate::fs::state::LedgerFile;
+    use std::cell::Cell;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    thread_local! {
+        /// What [`read_at`] says on this thread, when set.
+        pub(super) static READ_AT: Cell<Option<SystemTime>> = const { Cell::new(None) };
+    }
+
+    const REL: &str = "contracts/settled/fix-login.md";
+
+    fn settled(quality: u8) -> String {
+        format!(
+            "---\ncontract_id: fix-login\ntitle: Fix login\nopened_by: alice-dev\n\
+             opened_at: 2026-05-01 09:00:00\nstatus: settled\nowner: bob-dev\n\
+             required_tags: [python]\nsettled_at: 2026-05-02 10:00:00\n\
+             quality_score: {quality}\nactual_minutes: 30\n---\n\n## Intent\n\nFix it.\n"
+        )
+    }
+
+    fn options() -> EngineOptions {
+        crate::daemon::config::Config::default()
+            .effective_for(std::path::Path::new("/"))
+            .into()
+    }
+
+    fn fingerprint(root: &std::path::Path) -> Fingerprint {
+        Fingerprint::of(&std::fs::symlink_metadata(root.join(REL)).unwrap())
+    }
+
+    fn changed_at(fp: &Fingerprint) -> SystemTime {
+        UNIX_EPOCH + Duration::from_nanos(fp.ctime_ns as u64)
+    }
+
+    /// Whether the state folder's ledger (of a daemon that stopped) marks [`REL`] to be read
+    /// again.
+    fn marked_in_state(state: &std::path::Path, root: &std::path::Path) -> bool {
+        let (_, restored) = LedgerFile::open_in(state, root).unwrap().unwrap();
+        let Restored::Records { records, .. } = restored else {
+            panic!("no records: {restored:?}");
+        };
+        let marked = records.iter().any(|r| r.path == REL && r.reread);
+        marked
+    }
+
+    /// A daemon that met three settled files sees a fourth arrive (quality 2), its read judged
+    /// `after` the file's change, and stops; whether the state folder's ledger (its journal)
+    /// marked the file to be read again. A restart reads it the same way and rewrites the
+    /// snapshot, stops: whether the snapshot marked it. A third run then sees a same-size edit
+    /// (quality 4) that the fingerprint cannot tell, made as a second write in the same clock
+    /// tick would leave it (the ledger holds the file's new fingerprint with the old
+    /// settlement): the quality it holds once the edit's event is handled.
+    fn met_then_edited_in_the_same_tick(after: Duration) -> (bool, bool, u8) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("_polis");
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(root.join("contracts/settled")).unwrap();
+        std::fs::write(root.join("CONSTITUTION.md"), "# Constitution\n").unwrap();
+        for other in ["a-1", "a-2", "a-3"] {
+            let text = settled(3).replace("fix-login", other);
+            std::fs::write(root.join(format!("contracts/settled/{other}.md")), text).unwrap();
+        }
+        let wall = chrono::Utc::now();
+        let long_after = UNIX_EPOCH + Duration::from_secs(4_000_000_000);
+        READ_AT.with(|c| c.set(Some(long_after)));
+        let mut engine = Engine::open_in(&root, &state, options()).unwrap();
+        engine.handle(&Trigger::Rescan, wall).unwrap();
+        std::fs::write(root.join(REL), settled(2)).unwrap();
+        let read_after = |after: Duration| {
+            READ_AT.with(|c| c.set(Some(changed_at(&fingerprint(&root)) + after)));
+        };
+        read_after(after);
+        let only_it = || SettledRefresh::Paths([REL.to_string()].into());
+        engine.refresh_settled(&mut Polis::read(&root), only_it());
+        engine.close();
+        drop(engine);
+        let in_journal = marked_in_state(&state, &root);
+        let mut engine = Engine::open_in(&root, &state, options()).unwrap();
+        engine.handle(&Trigger::Rescan, wall).unwrap();
+        engine.state.require_settled_snapshot();
+        engine.save_settled_snapshot();
+        engine.close();
+        drop(engine);
+        let in_snapshot = marked_in_state(&state, &root);
+        let mut engine = Engine::open_in(&root, &state, options()).unwrap();
+        engine.handle(&Trigger::Rescan, wall).unwrap();
+        let old = engine.ledger.get(REL);
+        assert_eq!(old.as_ref().map(|s| s.quality), Some(2));
+        std::fs::write(root.join(REL), settled(4)).unwrap();
+        engine.ledger.record(REL, fingerprint(&root), old);
+        // The edit's own read comes long after it.
+        READ_AT.with(|c| c.set(Some(long_after)));
+        engine.refresh_settled(&mut Polis::read(&root), only_it());
+        READ_AT.with(|c| c.set(None));
+        let quality = engine.ledger.get(REL).map_or(0, |s| s.quality);
+        (in_journal, in_snapshot, quality)
+    }
+
+    #[test]
+    fn a_settled_file_read_in_the_tick_of_its_change_is_read_again_at_its_next_event() {
+        // Read 5 ms after its change: a second write in that tick is seen at its event.
+        let (in_journal, in_snapshot, quality) =
+            met_then_edited_in_the_same_tick(Duration::from_millis(5));
+        assert!(
+            in_journal,
+            "the journal must mark it for a restart or a command"
+        );
+        assert!(in_snapshot, "a snapshot must keep the mark");
+        assert_eq!(quality, 4, "the edit's event must read the file again");
+        // Control: read a minute after its change, the fingerprint vouches for the file
+        // (which is why the case above needs the mark).
+        let (in_journal, in_snapshot, quality) =
+            met_then_edited_in_the_same_tick(Duration::from_secs(60));
+        assert!(!in_journal && !in_snapshot);
+        assert_eq!(quality, 2);
     }
 }
