@@ -340,13 +340,17 @@ fn a_claim_waits_for_an_agent_still_writing_the_contract_and_keeps_its_bytes() {
             .spawn()
             .unwrap(),
     );
-    // The agent takes a while over its save; the claim neither writes nor gives up meanwhile.
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    assert!(
-        claim.child().try_wait().unwrap().is_none(),
-        "the claim ended while the agent was still writing"
-    );
-    assert_eq!(p.read(rel), before, "the claim wrote under an open writer");
+    // The agent takes half a second over its save. All that time the claim neither writes nor
+    // gives up: watched throughout, so a claim that does either fails at once.
+    let saved_at = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    while std::time::Instant::now() < saved_at {
+        assert!(
+            claim.child().try_wait().unwrap().is_none(),
+            "the claim ended while the agent was still writing"
+        );
+        assert_eq!(p.read(rel), before, "the claim wrote under an open writer");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     agent.write_all(b"\nA note the agent added.\n").unwrap();
     drop(agent);
     let out = ok(claim.into_inner().wait_with_output().unwrap());
