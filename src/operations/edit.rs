@@ -66,11 +66,11 @@ pub(crate) fn command_edit_took(outcome: CompareOutcome) -> bool {
 /// process still had the file open for writing: read it again and try once more.
 pub(crate) fn command_move_took(outcome: RenameOutcome) -> bool {
     match outcome {
+        RenameOutcome::Moved | RenameOutcome::AlreadyMoved => true,
         RenameOutcome::NotSettled { retry_after, .. } => {
             wait_for_writer(retry_after);
             false
         }
-        _ => true,
     }
 }
 
