@@ -34,6 +34,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 /// Overrides every other choice of state directory.
 pub const STATE_DIR_ENV: &str = "POLISD_STATE_DIR";
@@ -223,7 +224,7 @@ impl Fingerprint {
     /// with a clock that ticks every few milliseconds, so a second write of the same size in
     /// the tick of the first leaves size, times and inode as they were. A change after `now`
     /// is stamped later than a `ctime` this far behind it, and so tells.
-    pub fn may_change_unseen(&self, now: std::time::SystemTime) -> bool {
+    pub fn may_change_unseen(&self, now: SystemTime) -> bool {
         // A jiffy is at most 10 ms; a file system that keeps whole seconds (a `ctime` with no
         // nanoseconds) stamps every change of a second alike, and FAT rounds to two.
         const FINE: i64 = 20_000_000;
@@ -240,6 +241,63 @@ impl Fingerprint {
         };
         self.ctime_ns.saturating_add(window) > now_ns
     }
+}
+
+/// The files whose last read came within a clock tick of their change, so that their
+/// fingerprint does not vouch for them ([`Fingerprint::may_change_unseen`]) until they are read
+/// again. Kept by each long-lived reader that trusts fingerprints: the daemon, and the servers'
+/// reader without a daemon.
+#[derive(Debug, Default)]
+pub struct Unvouched(std::collections::HashSet<String>);
+
+impl Unvouched {
+    /// Notes that `rel` was just read with `fingerprint`, `read_at` being taken after the
+    /// read ([`read_instant`]); whether its fingerprint may miss its next change.
+    pub fn note_read(&mut self, rel: &str, fingerprint: &Fingerprint, read_at: SystemTime) -> bool {
+        let racy = fingerprint.may_change_unseen(read_at);
+        if racy {
+            self.0.insert(rel.to_string());
+        } else {
+            self.0.remove(rel);
+        }
+        racy
+    }
+
+    /// `rel` is gone.
+    pub fn forget(&mut self, rel: &str) {
+        self.0.remove(rel);
+    }
+
+    pub fn contains(&self, rel: &str) -> bool {
+        self.0.contains(rel)
+    }
+
+    /// Whether `rel`'s fingerprint `now` vouches that the file is as it was read, with `held`.
+    pub fn vouches(&self, rel: &str, held: &Fingerprint, now: &Fingerprint) -> bool {
+        held == now && !self.contains(rel)
+    }
+}
+
+/// The instant a batch of reads is judged against for a change too recent to tell
+/// ([`Fingerprint::may_change_unseen`]), taken after the reads: the wall clock, or the
+/// instant a test set on this thread ([`set_read_instant`]).
+pub fn read_instant() -> SystemTime {
+    #[cfg(test)]
+    if let Some(at) = READ_INSTANT.with(std::cell::Cell::get) {
+        return at;
+    }
+    SystemTime::now()
+}
+
+#[cfg(test)]
+thread_local! {
+    static READ_INSTANT: std::cell::Cell<Option<SystemTime>> = const { std::cell::Cell::new(None) };
+}
+
+/// Sets what [`read_instant`] says on this thread (`None`: the wall clock again).
+#[cfg(test)]
+pub fn set_read_instant(at: Option<SystemTime>) {
+    READ_INSTANT.with(|c| c.set(at));
 }
 
 /// The fingerprints of `rels`, files directly inside the folder `dir` of `root` (the caller

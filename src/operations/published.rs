@@ -233,6 +233,8 @@ impl SettledFindings {
 pub struct FolderState {
     ledger: Ledger<Fingerprint>,
     findings: SettledFindings,
+    /// Files read within a clock tick of their change: read again at their next look.
+    racy: crate::fs::state::Unvouched,
     zone: Option<PolisZone>,
     /// The sync conflict copies in `contracts/settled/` (listed on a full look, else kept
     /// from the paths named), so a read does not list ten thousand names to find them.
@@ -364,17 +366,24 @@ impl FolderState {
                 .is_some_and(|f| f.iter().any(|f| f.code == Code::Unreadable));
             match fingerprint {
                 None => self.forget(&rel),
-                Some(fp) if !unreadable && self.ledger.meta(&rel) == Some(&fp) => {}
+                Some(fp)
+                    if !unreadable
+                        && self
+                            .ledger
+                            .meta(&rel)
+                            .is_some_and(|held| self.racy.vouches(&rel, held, &fp)) => {}
                 Some(_) => to_read.push(rel),
             }
         }
         let read = snapshot::par_map(&to_read, |rel| {
             read_settled(root, rel, zone).map(|f| (f.fingerprint, f.findings, f.settlement))
         });
+        let read_at = crate::fs::state::read_instant();
         for (rel, read) in to_read.into_iter().zip(read) {
             match read {
                 None => self.forget(&rel),
                 Some((fingerprint, findings, settlement)) => {
+                    self.racy.note_read(&rel, &fingerprint, read_at);
                     self.findings.put(&rel, findings);
                     self.ledger.record(&rel, fingerprint, settlement);
                 }
@@ -400,6 +409,7 @@ impl FolderState {
 
     fn forget(&mut self, rel: &str) {
         self.findings.remove(rel);
+        self.racy.forget(rel);
         self.ledger.forget(rel);
     }
 }
@@ -488,6 +498,50 @@ mod tests {
         assert_eq!(
             s.settled.paths().collect::<Vec<_>>(),
             ["contracts/settled/b.md"]
+        );
+    }
+
+    /// A file read `after` its change, then edited to another quality in a way its fingerprint
+    /// cannot tell (as a second write of the same size in the same clock tick would leave it:
+    /// the ledger holds the new fingerprint with the old settlement): the average quality once
+    /// the edit's event is handled.
+    fn quality_after_an_edit_in_the_same_tick(after: std::time::Duration) -> f64 {
+        use crate::fs::state::set_read_instant;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let rel = "contracts/settled/a.md";
+        let fingerprint = || Fingerprint::of(&std::fs::symlink_metadata(root.join(rel)).unwrap());
+        let changed_at = |fp: Fingerprint| {
+            std::time::UNIX_EPOCH + std::time::Duration::from_nanos(fp.ctime_ns as u64)
+        };
+        std::fs::create_dir_all(root.join("contracts/settled")).unwrap();
+        std::fs::write(root.join(rel), settled("a", 2)).unwrap();
+        let mut state = FolderState::default();
+        set_read_instant(Some(changed_at(fingerprint()) + after));
+        state.read(root, Refresh::Full, &mut snapshot::ReadChronicles);
+        let old = state.ledger.get(rel);
+        std::fs::write(root.join(rel), settled("a", 4)).unwrap();
+        state.ledger.record(rel, fingerprint(), old);
+        set_read_instant(Some(
+            changed_at(fingerprint()) + std::time::Duration::from_secs(60),
+        ));
+        let mut named = Refresh::nothing();
+        named.note(rel);
+        let s = state.read(root, named, &mut snapshot::ReadChronicles);
+        set_read_instant(None);
+        s.stats.tags[0].citizens[0].avg_quality_score
+    }
+
+    #[test]
+    fn a_file_read_in_the_tick_of_its_change_is_read_again_at_its_next_event() {
+        assert_eq!(
+            quality_after_an_edit_in_the_same_tick(std::time::Duration::from_millis(5)),
+            4.0
+        );
+        // Control: read a minute after its change, its fingerprint vouches for it.
+        assert_eq!(
+            quality_after_an_edit_in_the_same_tick(std::time::Duration::from_secs(60)),
+            2.0
         );
     }
 

@@ -562,7 +562,7 @@ fn reconcile_listed(
     let reads = snapshot::par_map(&to_read, |(_, rel)| read_settled(root, rel, zone));
     // Taken after every read's stat: a file changed too recently to be told from a later
     // change by its fingerprint is read again by the next look (no watcher sees that change).
-    let read_at = std::time::SystemTime::now();
+    let read_at = crate::fs::state::read_instant();
     let read_count = to_read.len();
     // Each file read, with whether the replay ahead counted its settlement as it is (a record
     // read again, for its findings or its recent change, that holds what it held).

@@ -108,7 +108,7 @@ pub struct Engine {
     /// that tick would leave their fingerprint as it is (racily clean): read again at their next
     /// event whatever the fingerprint says, and marked so in the state folder's ledger, so that
     /// a restart or a command reads them again too.
-    settled_racy: HashSet<String>,
+    settled_racy: crate::fs::state::Unvouched,
     /// Findings about settled files, by path: they are not read again until the file changes.
     settled_findings: crate::operations::published::SettledFindings,
     /// Findings about settled files logged in this pass, and those left out of the log once
@@ -246,7 +246,7 @@ impl Engine {
             state,
             options,
             settled_recorded: HashSet::new(),
-            settled_racy: HashSet::new(),
+            settled_racy: Default::default(),
             settled_findings: Default::default(),
             settled_findings_logged: (0, 0),
             ledger: Ledger::default(),

@@ -14,21 +14,9 @@ use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::stats::{Ledger, Settlement};
 use std::collections::{BTreeSet, HashSet};
-use std::time::SystemTime;
 
 /// How many settled files are read (in parallel) before what they said is put in the ledger.
 const READ_CHUNK: usize = 4096;
-
-/// The instant a chunk of settled files read is judged against, for a change too recent for the
-/// fingerprints to tell the next one ([`Fingerprint::may_change_unseen`]): the wall clock, or
-/// the instant a test sets.
-fn read_at() -> SystemTime {
-    #[cfg(test)]
-    if let Some(at) = tests::READ_AT.with(std::cell::Cell::get) {
-        return at;
-    }
-    SystemTime::now()
-}
 
 /// What a pass must look at in `contracts/settled/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -347,10 +335,9 @@ impl Engine {
                 .is_some_and(|f| f.iter().any(|f| f.code == Code::Unreadable));
             // Nor does a file read in the tick of its change vouch for itself: a second write in
             // that tick leaves the fingerprint as it was.
-            let racy = self.settled_racy.contains(rel);
             match now {
                 None => changed |= self.forget_settled(rel),
-                Some(fp) if !unreadable && !racy && *was == fp => {}
+                Some(fp) if !unreadable && self.settled_racy.vouches(rel, was, &fp) => {}
                 Some(_) => to_read.push(i),
             }
         }
@@ -434,7 +421,7 @@ impl Engine {
     ) -> bool {
         let mut changed = false;
         // Taken after every read of the chunk (and so after its stats).
-        let read_at = read_at();
+        let read_at = crate::fs::state::read_instant();
         for (rel, read) in chunk.into_iter().zip(read) {
             let Some(read) = read else {
                 changed |= self.forget_settled(&rel);
@@ -448,12 +435,9 @@ impl Engine {
             if !known && self.state.first_met.is_some() {
                 new.push((rel.clone(), read.heading));
             }
-            let racy = read.fingerprint.may_change_unseen(read_at);
-            if racy {
-                self.settled_racy.insert(rel.clone());
-            } else {
-                self.settled_racy.remove(&rel);
-            }
+            let racy = self
+                .settled_racy
+                .note_read(&rel, &read.fingerprint, read_at);
             let reread = racy || !read.findings.is_empty();
             if self.settled_findings.put(&rel, read.findings) {
                 for f in self.settled_findings.get(&rel).unwrap_or_default() {
@@ -612,7 +596,7 @@ impl Engine {
     /// recorded.
     pub(super) fn forget_settled(&mut self, rel: &str) -> bool {
         self.settled_findings.remove(rel);
-        self.settled_racy.remove(rel);
+        self.settled_racy.forget(rel);
         self.renamed_ids.remove(rel);
         self.state.settled_remove(rel);
         let was = self.ledger.forget(rel) | self.settled_recorded.remove(rel);
@@ -657,14 +641,9 @@ impl Engine {
 mod tests {
     use super::*;
     use crate::daemon::engine::{EngineOptions, Trigger};
+    use crate::fs::state::set_read_instant;
     use crate::fs::state::LedgerFile;
-    use std::cell::Cell;
-    use std::time::{Duration, UNIX_EPOCH};
-
-    thread_local! {
-        /// What [`read_at`] says on this thread, when set.
-        pub(super) static READ_AT: Cell<Option<SystemTime>> = const { Cell::new(None) };
-    }
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
     const REL: &str = "contracts/settled/fix-login.md";
 
@@ -721,12 +700,12 @@ mod tests {
         }
         let wall = chrono::Utc::now();
         let long_after = UNIX_EPOCH + Duration::from_secs(4_000_000_000);
-        READ_AT.with(|c| c.set(Some(long_after)));
+        set_read_instant(Some(long_after));
         let mut engine = Engine::open_in(&root, &state, options()).unwrap();
         engine.handle(&Trigger::Rescan, wall).unwrap();
         std::fs::write(root.join(REL), settled(2)).unwrap();
         let read_after = |after: Duration| {
-            READ_AT.with(|c| c.set(Some(changed_at(&fingerprint(&root)) + after)));
+            set_read_instant(Some(changed_at(&fingerprint(&root)) + after));
         };
         read_after(after);
         let only_it = || SettledRefresh::Paths([REL.to_string()].into());
@@ -748,9 +727,9 @@ mod tests {
         std::fs::write(root.join(REL), settled(4)).unwrap();
         engine.ledger.record(REL, fingerprint(&root), old);
         // The edit's own read comes long after it.
-        READ_AT.with(|c| c.set(Some(long_after)));
+        set_read_instant(Some(long_after));
         engine.refresh_settled(&mut Polis::read(&root), only_it());
-        READ_AT.with(|c| c.set(None));
+        set_read_instant(None);
         let quality = engine.ledger.get(REL).map_or(0, |s| s.quality);
         (in_journal, in_snapshot, quality)
     }
