@@ -93,6 +93,10 @@ impl snapshot::ChronicleSource for ChronicleCopies {
         }
         self.archives.remove(name);
         let text = snapshot::ReadChronicles.archive(root, name)?;
+        // A stamp taken in the clock tick of the file's change may also be a second write's in
+        // that tick: no copy is kept on its word.
+        let stamp = stamp
+            .filter(|(_, _, print)| !print.may_change_unseen(crate::fs::state::read_instant()));
         if let (Some(stamp), Some(text)) = (stamp, &text) {
             self.archives.insert(
                 name.to_string(),
@@ -165,6 +169,7 @@ pub fn read_chronicle(root: &Path, copy: &mut Option<ChronicleCopy>) -> snapshot
 mod tests {
     use super::*;
     use crate::fs::snapshot::ChronicleSource as _;
+    use std::time::Duration;
 
     #[test]
     fn a_conflict_block_appended_to_the_kept_copy_is_found_also_across_two_reads() {
@@ -208,6 +213,15 @@ mod tests {
         let path = dir.path().join(name);
         std::fs::write(&path, "- 2026-01-02 10:00 | a | did | - | x\n").unwrap();
         let mut copies = ChronicleCopies::default();
+        // Read in the clock tick of its change, the archive is not kept on its stamp's word.
+        let print = Fingerprint::of(&std::fs::symlink_metadata(&path).unwrap());
+        let changed_at = std::time::UNIX_EPOCH + Duration::from_nanos(print.ctime_ns as u64);
+        crate::fs::state::set_read_instant(Some(changed_at + Duration::from_millis(5)));
+        let first = copies.archive(dir.path(), name).unwrap().unwrap();
+        let again = copies.archive(dir.path(), name).unwrap().unwrap();
+        assert!(!std::sync::Arc::ptr_eq(&first, &again), "read again");
+        // Read later, it is kept while it stays unchanged.
+        crate::fs::state::set_read_instant(Some(changed_at + Duration::from_secs(60)));
         let first = copies.archive(dir.path(), name).unwrap().unwrap();
         let again = copies.archive(dir.path(), name).unwrap().unwrap();
         assert!(std::sync::Arc::ptr_eq(&first, &again), "unchanged: kept");
@@ -223,5 +237,6 @@ mod tests {
 
         std::fs::remove_file(&path).unwrap();
         assert_eq!(copies.archive(dir.path(), name).unwrap(), None);
+        crate::fs::state::set_read_instant(None);
     }
 }

@@ -84,7 +84,13 @@ impl Engine {
             else {
                 continue;
             };
-            self.review_prints.insert(name.clone(), print);
+            // A print taken in the clock tick of the file's change may also be a second write's
+            // in that tick: not kept, so the next look reads the file again.
+            if print.may_change_unseen(crate::fs::state::read_instant()) {
+                self.review_prints.remove(&name);
+            } else {
+                self.review_prints.insert(name.clone(), print);
+            }
             if !text.contains(NEXT_HEADING) && !text.contains(NEW_HEADING) {
                 continue;
             }
@@ -147,5 +153,42 @@ impl Engine {
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::daemon::engine::{Engine, EngineOptions, Trigger};
+    use crate::fs::state::{set_read_instant, Fingerprint};
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn a_reviews_print_taken_in_the_tick_of_its_change_is_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("_polis");
+        std::fs::create_dir_all(root.join("reviews")).unwrap();
+        std::fs::write(root.join("CONSTITUTION.md"), "# Constitution\n").unwrap();
+        let name = "2026-05-02-1000-fix-login.md";
+        let path = root.join("reviews").join(name);
+        std::fs::write(&path, "---\nreviewer: bob-dev\n---\n\nLooks right.\n").unwrap();
+        let print = Fingerprint::of(&std::fs::symlink_metadata(&path).unwrap());
+        let changed_at = UNIX_EPOCH + Duration::from_nanos(print.ctime_ns as u64);
+        let options: EngineOptions = crate::daemon::config::Config::default()
+            .effective_for(std::path::Path::new("/"))
+            .into();
+        let mut engine = Engine::open_in(&root, &dir.path().join("state"), options).unwrap();
+        let wall = chrono::Utc::now();
+        set_read_instant(Some(changed_at + Duration::from_millis(5)));
+        engine.handle(&Trigger::Rescan, wall).unwrap();
+        let kept = engine.review_prints.contains_key(name);
+        set_read_instant(Some(changed_at + Duration::from_secs(60)));
+        engine.handle(&Trigger::Rescan, wall).unwrap();
+        let kept_later = engine.review_prints.get(name) == Some(&print);
+        set_read_instant(None);
+        assert!(
+            !kept,
+            "a print that may be a second write's must not vouch for the file"
+        );
+        assert!(kept_later, "read long after its change, the print is kept");
     }
 }

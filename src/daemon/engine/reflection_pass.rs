@@ -350,6 +350,28 @@ mod tests {
             "{again:?}"
         );
         assert!(!again.iter().any(|e| e.contract_id == "another-name"));
+        // Changed again in a way no fingerprint tells (a second write in the clock tick of a
+        // read the ledger marked): the ledger and the kept id hold the new fingerprint, and the
+        // file's event must still bring the new id.
+        let rel = "contracts/settled/a-05.md";
+        let print = || crate::fs::state::Fingerprint::of(&std::fs::symlink_metadata(&a05).unwrap());
+        std::fs::write(&a05, text.replace("another-name", "fourth-name")).unwrap();
+        let held = engine.ledger.get(rel);
+        engine.ledger.record(rel, print(), held);
+        engine
+            .renamed_ids
+            .insert(rel.to_string(), (print(), "third-name".to_string()));
+        engine
+            .settled_racy
+            .note_read(rel, &print(), std::time::SystemTime::UNIX_EPOCH);
+        engine
+            .handle(&Trigger::Paths(vec![rel.into()]), wall)
+            .unwrap();
+        let last = engine.settled_evidence(None);
+        assert!(
+            last.iter().any(|e| e.contract_id == "fourth-name"),
+            "{last:?}"
+        );
     }
 
     /// The day's reflection runs in the first meeting's start-up, not on the first agent's

@@ -438,6 +438,9 @@ impl Engine {
             let racy = self
                 .settled_racy
                 .note_read(&rel, &read.fingerprint, read_at);
+            // An id reflection kept for the file was read from bytes that may not be these,
+            // whatever the fingerprints say (a racily clean read): it is read again.
+            self.renamed_ids.remove(&rel);
             let reread = racy || !read.findings.is_empty();
             if self.settled_findings.put(&rel, read.findings) {
                 for f in self.settled_findings.get(&rel).unwrap_or_default() {
