@@ -215,7 +215,7 @@ mod tests {
         let mut copies = ChronicleCopies::default();
         // Read in the clock tick of its change, the archive is not kept on its stamp's word.
         let print = Fingerprint::of(&std::fs::symlink_metadata(&path).unwrap());
-        let changed_at = std::time::UNIX_EPOCH + Duration::from_nanos(print.ctime_ns as u64);
+        let changed_at = print.changed_at();
         crate::fs::state::set_read_instant(Some(changed_at + Duration::from_millis(5)));
         let first = copies.archive(dir.path(), name).unwrap().unwrap();
         let again = copies.archive(dir.path(), name).unwrap().unwrap();

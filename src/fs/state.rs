@@ -241,6 +241,12 @@ impl Fingerprint {
         };
         self.ctime_ns.saturating_add(window) > now_ns
     }
+
+    /// When the file last changed (its `ctime`), for a test to place a read after it.
+    #[cfg(test)]
+    pub fn changed_at(&self) -> SystemTime {
+        std::time::UNIX_EPOCH + std::time::Duration::from_nanos(self.ctime_ns as u64)
+    }
 }
 
 /// The files whose last read came within a clock tick of their change, so that their
@@ -268,6 +274,7 @@ impl Unvouched {
         self.0.remove(rel);
     }
 
+    /// Whether `rel`'s last read came within a clock tick of its change.
     pub fn contains(&self, rel: &str) -> bool {
         self.0.contains(rel)
     }

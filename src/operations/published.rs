@@ -511,19 +511,16 @@ mod tests {
         let root = dir.path();
         let rel = "contracts/settled/a.md";
         let fingerprint = || Fingerprint::of(&std::fs::symlink_metadata(root.join(rel)).unwrap());
-        let changed_at = |fp: Fingerprint| {
-            std::time::UNIX_EPOCH + std::time::Duration::from_nanos(fp.ctime_ns as u64)
-        };
         std::fs::create_dir_all(root.join("contracts/settled")).unwrap();
         std::fs::write(root.join(rel), settled("a", 2)).unwrap();
         let mut state = FolderState::default();
-        set_read_instant(Some(changed_at(fingerprint()) + after));
+        set_read_instant(Some(fingerprint().changed_at() + after));
         state.read(root, Refresh::Full, &mut snapshot::ReadChronicles);
         let old = state.ledger.get(rel);
         std::fs::write(root.join(rel), settled("a", 4)).unwrap();
         state.ledger.record(rel, fingerprint(), old);
         set_read_instant(Some(
-            changed_at(fingerprint()) + std::time::Duration::from_secs(60),
+            fingerprint().changed_at() + std::time::Duration::from_secs(60),
         ));
         let mut named = Refresh::nothing();
         named.note(rel);

@@ -160,7 +160,7 @@ impl Engine {
 mod tests {
     use crate::daemon::engine::{Engine, EngineOptions, Trigger};
     use crate::fs::state::{set_read_instant, Fingerprint};
-    use std::time::{Duration, UNIX_EPOCH};
+    use std::time::Duration;
 
     #[test]
     fn a_reviews_print_taken_in_the_tick_of_its_change_is_not_kept() {
@@ -172,7 +172,7 @@ mod tests {
         let path = root.join("reviews").join(name);
         std::fs::write(&path, "---\nreviewer: bob-dev\n---\n\nLooks right.\n").unwrap();
         let print = Fingerprint::of(&std::fs::symlink_metadata(&path).unwrap());
-        let changed_at = UNIX_EPOCH + Duration::from_nanos(print.ctime_ns as u64);
+        let changed_at = print.changed_at();
         let options: EngineOptions = crate::daemon::config::Config::default()
             .effective_for(std::path::Path::new("/"))
             .into();

@@ -646,7 +646,7 @@ mod tests {
     use crate::daemon::engine::{EngineOptions, Trigger};
     use crate::fs::state::set_read_instant;
     use crate::fs::state::LedgerFile;
-    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    use std::time::{Duration, UNIX_EPOCH};
 
     const REL: &str = "contracts/settled/fix-login.md";
 
@@ -667,10 +667,6 @@ mod tests {
 
     fn fingerprint(root: &std::path::Path) -> Fingerprint {
         Fingerprint::of(&std::fs::symlink_metadata(root.join(REL)).unwrap())
-    }
-
-    fn changed_at(fp: &Fingerprint) -> SystemTime {
-        UNIX_EPOCH + Duration::from_nanos(fp.ctime_ns as u64)
     }
 
     /// Whether the state folder's ledger (of a daemon that stopped) marks [`REL`] to be read
@@ -708,7 +704,7 @@ mod tests {
         engine.handle(&Trigger::Rescan, wall).unwrap();
         std::fs::write(root.join(REL), settled(2)).unwrap();
         let read_after = |after: Duration| {
-            set_read_instant(Some(changed_at(&fingerprint(&root)) + after));
+            set_read_instant(Some(fingerprint(&root).changed_at() + after));
         };
         read_after(after);
         let only_it = || SettledRefresh::Paths([REL.to_string()].into());
