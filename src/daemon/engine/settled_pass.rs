@@ -644,8 +644,7 @@ impl Engine {
 mod tests {
     use super::*;
     use crate::daemon::engine::{EngineOptions, Trigger};
-    use crate::fs::state::set_read_instant;
-    use crate::fs::state::LedgerFile;
+    use crate::fs::state::{set_read_instant, LedgerFile};
     use std::time::{Duration, UNIX_EPOCH};
 
     const REL: &str = "contracts/settled/fix-login.md";
