@@ -158,7 +158,7 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use crate::daemon::engine::{Engine, EngineOptions, Trigger};
+    use crate::daemon::engine::{Engine, Trigger};
     use crate::fs::state::{set_read_instant, Fingerprint};
     use std::time::Duration;
 
@@ -173,9 +173,7 @@ mod tests {
         std::fs::write(&path, "---\nreviewer: bob-dev\n---\n\nLooks right.\n").unwrap();
         let print = Fingerprint::of(&std::fs::symlink_metadata(&path).unwrap());
         let changed_at = print.changed_at();
-        let options: EngineOptions = crate::daemon::config::Config::default()
-            .effective_for(std::path::Path::new("/"))
-            .into();
+        let options = Engine::default_options();
         let mut engine = Engine::open_in(&root, &dir.path().join("state"), options).unwrap();
         let wall = chrono::Utc::now();
         set_read_instant(Some(changed_at + Duration::from_millis(5)));

@@ -213,6 +213,14 @@ impl Engine {
         Engine::open_with(root, options, State::load)
     }
 
+    /// The options of a daemon with the default configuration, for a test's engine.
+    #[cfg(test)]
+    fn default_options() -> EngineOptions {
+        crate::daemon::config::Config::default()
+            .effective_for(Path::new("/"))
+            .into()
+    }
+
     /// [`Engine::open`] with the state kept under `base` (a test's own folder, where the
     /// environment variable would be shared by every test of the process).
     #[cfg(test)]

@@ -255,9 +255,7 @@ mod tests {
     }
 
     fn options() -> EngineOptions {
-        let mut options: EngineOptions = crate::daemon::config::Config::default()
-            .effective_for(std::path::Path::new("/"))
-            .into();
+        let mut options = Engine::default_options();
         options.reflect = true;
         options
     }

@@ -643,7 +643,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::daemon::engine::{EngineOptions, Trigger};
+    use crate::daemon::engine::Trigger;
     use crate::fs::state::{set_read_instant, LedgerFile};
     use std::time::{Duration, UNIX_EPOCH};
 
@@ -656,12 +656,6 @@ mod tests {
              required_tags: [python]\nsettled_at: 2026-05-02 10:00:00\n\
              quality_score: {quality}\nactual_minutes: 30\n---\n\n## Intent\n\nFix it.\n"
         )
-    }
-
-    fn options() -> EngineOptions {
-        crate::daemon::config::Config::default()
-            .effective_for(std::path::Path::new("/"))
-            .into()
     }
 
     fn fingerprint(root: &std::path::Path) -> Fingerprint {
@@ -699,7 +693,7 @@ mod tests {
         let wall = chrono::Utc::now();
         let long_after = UNIX_EPOCH + Duration::from_secs(4_000_000_000);
         set_read_instant(Some(long_after));
-        let mut engine = Engine::open_in(&root, &state, options()).unwrap();
+        let mut engine = Engine::open_in(&root, &state, Engine::default_options()).unwrap();
         engine.handle(&Trigger::Rescan, wall).unwrap();
         std::fs::write(root.join(REL), settled(2)).unwrap();
         let read_after = |after: Duration| {
@@ -711,14 +705,14 @@ mod tests {
         engine.close();
         drop(engine);
         let in_journal = marked_in_state(&state, &root);
-        let mut engine = Engine::open_in(&root, &state, options()).unwrap();
+        let mut engine = Engine::open_in(&root, &state, Engine::default_options()).unwrap();
         engine.handle(&Trigger::Rescan, wall).unwrap();
         engine.state.require_settled_snapshot();
         engine.save_settled_snapshot();
         engine.close();
         drop(engine);
         let in_snapshot = marked_in_state(&state, &root);
-        let mut engine = Engine::open_in(&root, &state, options()).unwrap();
+        let mut engine = Engine::open_in(&root, &state, Engine::default_options()).unwrap();
         engine.handle(&Trigger::Rescan, wall).unwrap();
         let old = engine.ledger.get(REL);
         assert_eq!(old.as_ref().map(|s| s.quality), Some(2));
