@@ -251,8 +251,8 @@ impl Fingerprint {
 
 /// The files whose last read came within a clock tick of their change, so that their
 /// fingerprint does not vouch for them ([`Fingerprint::may_change_unseen`]) until they are read
-/// again. Kept by each long-lived reader that trusts fingerprints: the daemon, and the servers'
-/// reader without a daemon.
+/// again. Kept by each long-lived reader that trusts fingerprints: the daemon, and the
+/// dashboard's reader when it runs alone (`polisd serve`).
 #[derive(Debug, Default)]
 pub struct Unvouched(std::collections::HashSet<String>);
 
