@@ -1279,9 +1279,7 @@ def stat_floor(root: Path) -> float:
     """The floor of any settle that checks every settled file, in seconds: `du -s` of the settled
     folder, one process that lists it and stats each file once on one thread (coreutils, so C
     speed, measured beside polisd in the same run)."""
-    t0 = time.perf_counter()
-    subprocess.run(["du", "-s", str(root / "contracts" / "settled")], check=True, capture_output=True)
-    return time.perf_counter() - t0
+    return timed(["du", "-s", str(root / "contracts" / "settled")], repeat=1)
 
 
 def fsync_floor(root: Path, repeat: int = 20) -> tuple:
