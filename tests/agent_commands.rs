@@ -87,16 +87,7 @@ fn eight_simultaneous_claims_have_exactly_one_winner() {
     // All eight start before any is waited for, so their claims overlap.
     let children: Vec<_> = ids
         .iter()
-        .map(|id| {
-            Command::new(BIN)
-                .args(["contract", "claim", "fix-the-login-bug", "--as", id])
-                .env("POLISD_STATE_DIR", &p.state_dir)
-                .current_dir(&p.root)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
+        .map(|id| p.spawn(&["contract", "claim", "fix-the-login-bug", "--as", id]))
         .collect();
     let outs: Vec<Output> = children
         .into_iter()
@@ -330,16 +321,8 @@ fn a_claim_waits_for_an_agent_still_writing_the_contract_and_keeps_its_bytes() {
         .open(p.path(rel))
         .unwrap();
     let before = p.read(rel);
-    let mut claim = harness::Killed::new(
-        Command::new(BIN)
-            .args(["contract", "claim", "fix-the-login-bug", "--as", FOUNDER])
-            .env("POLISD_STATE_DIR", &p.state_dir)
-            .current_dir(&p.root)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
+    let mut claim =
+        harness::Killed::new(p.spawn(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
     // The agent takes half a second over its save. All that time the claim neither writes nor
     // gives up: watched throughout, so a claim that does either fails at once.
     let saved_at = std::time::Instant::now() + std::time::Duration::from_millis(500);

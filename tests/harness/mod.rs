@@ -123,13 +123,27 @@ impl TestPolis {
         self
     }
 
+    /// A one-shot `polisd` command on this polis, not started yet.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .env("POLISD_STATE_DIR", &self.state_dir)
+            .current_dir(&self.root);
+        cmd
+    }
+
     /// Runs a one-shot `polisd` command on this polis.
     pub fn polisd(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
-            .env("POLISD_STATE_DIR", &self.state_dir)
-            .current_dir(&self.root)
-            .output()
+        self.command(args).output().unwrap()
+    }
+
+    /// Starts a one-shot `polisd` command on this polis, its output piped, for a test that
+    /// acts while it runs (`wait_with_output` collects it).
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .unwrap()
     }
 
