@@ -1411,9 +1411,13 @@ def cmd_settle_alone(args):
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     med = lambda xs: statistics.median(xs) * 1000
     for label, _ in bins:
-        print(f"  {label}: wall p50 {med(wall[label]):.1f} ms, CPU p50 {med(cpu[label]):.1f} ms, "
-              f"{med(wall[label]) / med(floor):.2f}x the floor")
-    print(f"  floor, `du -s` of the settled folder (list it, stat each file once): p50 {med(floor):.1f} ms")
+        w = percentiles(wall[label])
+        print(f"  {label}: wall p50 {w['p50']:.1f} ms, p90 {w['p90']:.1f} ms, max {w['max']:.1f} ms, "
+              f"CPU p50 {med(cpu[label]):.1f} ms, {w['p50'] / med(floor):.2f}x the floor; "
+              f"{sum(t < 0.020 for t in wall[label])} of {len(wall[label])} under 20 ms")
+    f = percentiles(floor)
+    print(f"  floor, `du -s` of the settled folder (list it, stat each file once): "
+          f"p50 {f['p50']:.1f} ms, p90 {f['p90']:.1f} ms")
     if args.baseline:
         print(f"  ratio baseline/new: wall {med(wall['baseline']) / med(wall['new']):.2f}x, "
               f"CPU {med(cpu['baseline']) / med(cpu['new']):.2f}x")
