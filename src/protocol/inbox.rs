@@ -364,7 +364,7 @@ impl Notification {
             discriminator: format!("{}:{}", finding.code, finding.message),
             link: finding.path.trim_end_matches(".md").to_string(),
             paragraph: format!(
-                "polisd found {severity} ({}) in {whose}, `{}`{at}: {} Fix the file; `polisd check` shows what is left.",
+                "polisd found {severity} ({}) in {whose}, `{}`{at}: {}. Fix the file; `polisd check` shows what is left.",
                 finding.code, finding.path, finding.message
             ),
         }
@@ -1015,6 +1015,26 @@ mod tests {
             "[[chronicle]]\n<!-- polisd:chronicle-finding:{} -->\n\n---\n",
             own.id()
         )));
+    }
+
+    #[test]
+    fn record_finding_notice_ends_the_finding_before_the_fix() {
+        // Findings carry no closing period (`polisd check` prints them as `path:line: message`),
+        // so the notice ends the sentence itself.
+        let f = Finding::error(
+            Code::ContractId,
+            "contracts/open/add-rate-limiter.md",
+            Some(5),
+            "`contract_id: x` does not match the file name; make it `add-rate-limiter`",
+        );
+        let own = Notification::record_finding("claude-code-1", Some("claude-code-1"), &f);
+        assert!(
+            own.paragraph
+                .contains("at line 5: `contract_id: x` does not match the file name; make it `add-rate-limiter`. Fix the file;"),
+            "{}",
+            own.paragraph
+        );
+        assert_eq!(own.link, "contracts/open/add-rate-limiter");
     }
 
     #[test]
