@@ -208,6 +208,30 @@ fn refused_log_line_writes_nothing_and_shows_a_corrected_example() {
 }
 
 #[test]
+fn a_logged_line_with_a_warning_is_written_and_the_warning_names_no_line_number() {
+    let p = TestPolis::init(FOUNDER);
+    let out = ok(p.polisd(&[
+        "log",
+        "--as",
+        FOUNDER,
+        "opened contract",
+        "--link",
+        "contracts/open/no-such-contract",
+    ]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The line was not in the file when it was checked, so there is no line number to give
+    // (there used to be a made-up `chronicle.md:0:`), and "warning" is said once.
+    assert!(
+        stdout.contains("\n  chronicle.md: warning C006: `- "),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("chronicle.md:0"), "{stdout}");
+    assert!(p
+        .read("chronicle.md")
+        .contains("| opened contract | [[contracts/open/no-such-contract]] | -\n"));
+}
+
+#[test]
 fn refusals_exit_1_with_one_line_and_write_nothing() {
     let p = polis_with_contract();
     let before = tree(&p);

@@ -66,12 +66,7 @@ pub fn finish<T: serde::Serialize>(
 /// Warnings a written chronicle line drew, one per line, for the text output.
 pub fn warnings(appended: Option<&crate::operations::chronicle::Appended>) -> String {
     appended
-        .map(|a| {
-            a.warnings
-                .iter()
-                .map(|w| format!("\n  warning: {w}"))
-                .collect()
-        })
+        .map(|a| a.warnings.iter().map(|w| format!("\n  {w}")).collect())
         .unwrap_or_default()
 }
 

@@ -59,13 +59,19 @@ pub fn validate_line(root: &Path, now: &PolisTime, line: &str) -> Vec<Finding> {
         newest_earlier: None,
         now: *now,
     };
-    chronicle::validate(
+    let mut findings = chronicle::validate(
         &Line {
             number: 0,
             text: line.to_string(),
         },
         &ctx,
-    )
+    );
+    // The line is not in the file yet, so it has no number to name (counting the file's lines
+    // would cost a read of the whole chronicle); the finding quotes the line instead.
+    for f in &mut findings {
+        f.line = None;
+    }
+    findings
 }
 
 /// A line that was appended, with the warnings it drew.
