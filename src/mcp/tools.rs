@@ -134,14 +134,59 @@ pub fn list() -> Vec<Value> {
     ]
 }
 
+// The arguments' accessors refuse a value of the wrong type rather than treat it as absent: a
+// `"dry_run": "true"` read as "no dry run" would write, and a `"minutes": "25"` read as "no
+// minutes" would settle without them. `null` counts as absent, as JSON Schema clients send it.
+
 fn arg_str<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
-    args.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("missing required argument: '{key}'"))
+    opt_str_ref(args, key)?.ok_or_else(|| format!("missing required argument: '{key}'"))
 }
 
-fn arg_bool(args: &Map<String, Value>, key: &str, default: bool) -> bool {
-    args.get(key).and_then(Value::as_bool).unwrap_or(default)
+fn opt_str_ref<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(wrong_type(key, "a string", other)),
+    }
+}
+
+fn opt_str(args: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    Ok(opt_str_ref(args, key)?.map(str::to_string))
+}
+
+fn arg_bool(args: &Map<String, Value>, key: &str, default: bool) -> Result<bool, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(wrong_type(key, "true or false", other)),
+    }
+}
+
+/// A whole number that fits `T` (minutes, a seed, a quality checked later for its range).
+fn opt_int<T: TryFrom<i128>>(args: &Map<String, Value>, key: &str) -> Result<Option<T>, String> {
+    let whole = |v: &Value| {
+        v.as_i64()
+            .map(i128::from)
+            .or_else(|| v.as_u64().map(i128::from))
+    };
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match whole(v) {
+            None => Err(wrong_type(key, "a whole number", v)),
+            Some(n) => T::try_from(n).map(Some).map_err(|_| {
+                let bound = if n < 0 {
+                    "a whole number of at least 0"
+                } else {
+                    "a smaller whole number"
+                };
+                wrong_type(key, bound, v)
+            }),
+        },
+    }
+}
+
+fn wrong_type(key: &str, expected: &str, got: &Value) -> String {
+    format!("'{key}' must be {expected}, not {got}; nothing was done")
 }
 
 /// Runs one tool.
@@ -189,12 +234,12 @@ pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
 }
 
 fn list_contracts(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
-    let state = args.get("state").and_then(Value::as_str).unwrap_or("open");
+    let state = opt_str_ref(args, "state")?.unwrap_or("open");
     let folder = ContractFolder::ALL
         .into_iter()
         .find(|f| f.name() == state)
         .ok_or_else(|| format!("unknown state `{state}`: use open, settled or abandoned"))?;
-    let owner = args.get("owner").and_then(Value::as_str);
+    let owner = opt_str_ref(args, "owner")?;
     Ok(json!({"state": state, "contracts": contract::list(root, folder, owner)}))
 }
 
@@ -212,25 +257,25 @@ fn writer(root: &Path) -> Result<Writer, String> {
     Writer::unrecorded(root).map_err(|e| e.to_string())
 }
 
-fn opt_str(args: &Map<String, Value>, key: &str) -> Option<String> {
-    args.get(key).and_then(Value::as_str).map(str::to_string)
-}
-
-fn str_list(args: &Map<String, Value>, key: &str) -> Vec<String> {
+fn str_list(args: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
     match args.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
             .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
+            .map(|item| {
+                item.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| wrong_type(key, "a list of strings", item))
+            })
             .collect(),
         // A comma-separated string, as the commands take tags.
-        Some(Value::String(s)) => s
+        Some(Value::String(s)) => Ok(s
             .split(',')
             .map(str::trim)
             .filter(|t| !t.is_empty())
             .map(str::to_string)
-            .collect(),
-        _ => Vec::new(),
+            .collect()),
+        Some(other) => Err(wrong_type(key, "a list of strings", other)),
     }
 }
 
@@ -238,11 +283,11 @@ fn open_contract(root: &Path, args: &Map<String, Value>) -> Result<Value, String
     let req = contract::OpenRequest {
         title: arg_str(args, "title")?.trim().to_string(),
         by: arg_str(args, "opened_by")?.to_string(),
-        tags: str_list(args, "required_tags"),
-        stakes: opt_str(args, "stakes").unwrap_or_else(|| "medium".into()),
-        cost_ceiling: opt_str(args, "cost_ceiling").unwrap_or_else(|| "medium".into()),
-        deadline: opt_str(args, "deadline"),
-        accept: str_list(args, "acceptance"),
+        tags: str_list(args, "required_tags")?,
+        stakes: opt_str(args, "stakes")?.unwrap_or_else(|| "medium".into()),
+        cost_ceiling: opt_str(args, "cost_ceiling")?.unwrap_or_else(|| "medium".into()),
+        deadline: opt_str(args, "deadline")?,
+        accept: str_list(args, "acceptance")?,
     };
     let now = operations::chronicle::polis_now(root);
     done(contract::open(&writer(root)?, &now, &req))
@@ -271,30 +316,25 @@ fn claim(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         &now,
         id,
         citizen,
-        arg_bool(args, "force", false),
+        arg_bool(args, "force", false)?,
     ))
 }
 
 fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
-    let quality = args
-        .get("quality")
-        .and_then(Value::as_i64)
-        .ok_or("missing required argument: 'quality' (an integer 1-5)")?;
+    let quality =
+        opt_int(args, "quality")?.ok_or("missing required argument: 'quality' (an integer 1-5)")?;
     let req = contract::SettleRequest {
         id: arg_str(args, "contract_id")?.to_string(),
         quality,
-        minutes: args
-            .get("minutes")
-            .and_then(Value::as_u64)
-            .and_then(|m| u32::try_from(m).ok()),
-        by: opt_str(args, "by"),
-        outcome: opt_str(args, "outcome"),
+        minutes: opt_int(args, "minutes")?,
+        by: opt_str(args, "by")?,
+        outcome: opt_str(args, "outcome")?,
         lesson: None,
         reconcile_without_daemon: true,
         // One string is one suggestion (a reason may hold commas).
         suggest: match args.get("suggest") {
             Some(Value::String(one)) => vec![one.clone()],
-            _ => str_list(args, "suggest"),
+            _ => str_list(args, "suggest")?,
         }
         .iter()
         .map(|s| match s.split_once(':') {
@@ -314,8 +354,8 @@ fn abandon(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         &writer(root)?,
         &now,
         id,
-        opt_str(args, "reason").as_deref(),
-        opt_str(args, "by").as_deref(),
+        opt_str_ref(args, "reason")?,
+        opt_str_ref(args, "by")?,
     ))
 }
 
@@ -333,8 +373,8 @@ fn add_guardrail(root: &Path, args: &Map<String, Value>) -> Result<Value, String
         &writer(root)?,
         &now,
         text,
-        &str_list(args, "tags"),
-        opt_str(args, "source_contract").as_deref(),
+        &str_list(args, "tags")?,
+        opt_str_ref(args, "source_contract")?,
     ))
 }
 
@@ -350,13 +390,10 @@ fn project_paths(root: &Path, raw: &[String]) -> Result<Vec<String>, String> {
 fn reserve(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let request = operations::reservation::ReserveRequest {
         citizen: arg_str(args, "citizen")?.to_string(),
-        paths: project_paths(root, &str_list(args, "paths"))?,
-        ttl_minutes: args
-            .get("ttl_minutes")
-            .and_then(Value::as_u64)
-            .and_then(|m| u32::try_from(m).ok()),
-        note: opt_str(args, "note"),
-        contract: opt_str(args, "contract"),
+        paths: project_paths(root, &str_list(args, "paths")?)?,
+        ttl_minutes: opt_int(args, "ttl_minutes")?,
+        note: opt_str(args, "note")?,
+        contract: opt_str(args, "contract")?,
     };
     let now = operations::chronicle::polis_now(root);
     let done = operations::reservation::reserve(root, &writer(root)?, &now, &request)
@@ -368,7 +405,7 @@ fn reserve(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
 
 fn release(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let citizen = arg_str(args, "citizen")?;
-    let paths = str_list(args, "paths");
+    let paths = str_list(args, "paths")?;
     let targets = if paths.is_empty() {
         None
     } else {
@@ -403,7 +440,7 @@ fn vote(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         aid,
         citizen,
         vote,
-        opt_str(args, "rationale").as_deref(),
+        opt_str_ref(args, "rationale")?,
     ))
 }
 
@@ -412,7 +449,7 @@ fn route(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let polis = Polis::read(root);
     let contract = operations::route::open_contract(&polis, id).map_err(|e| e.to_string())?;
     let options = operations::route::RouteOptions {
-        seed: args.get("seed").and_then(Value::as_u64),
+        seed: opt_int(args, "seed")?,
         ..Default::default()
     };
     let routed =
@@ -424,7 +461,7 @@ fn prime(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let citizen = arg_str(args, "citizen")?;
     let now = PolisTime::system(session::polis_zone(root));
     let primed = session::prime(root, citizen, &now).map_err(|e| e.to_string())?;
-    if arg_bool(args, "mark_read", true) && !primed.primer.shown_notices.is_empty() {
+    if arg_bool(args, "mark_read", true)? && !primed.primer.shown_notices.is_empty() {
         let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
         session::mark_read(root, &writer, &primed.view, &primed.primer.shown_notices)
             .map_err(|e| e.to_string())?;
@@ -436,7 +473,7 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let citizen = arg_str(args, "citizen")?;
     session::check_citizen(root, citizen).map_err(|e| e.to_string())?;
     let view = session::read_inbox(root, citizen).map_err(|e| e.to_string())?;
-    let listed: Vec<&crate::protocol::notice::Notice> = if arg_bool(args, "unread", true) {
+    let listed: Vec<&crate::protocol::notice::Notice> = if arg_bool(args, "unread", true)? {
         view.unread()
     } else {
         view.notices.iter().rev().collect()
@@ -454,7 +491,7 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
                    "read": view.read.contains(&n.id)})
         })
         .collect();
-    if arg_bool(args, "mark_read", false) && !ids.is_empty() {
+    if arg_bool(args, "mark_read", false)? && !ids.is_empty() {
         let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
         session::mark_read(root, &writer, &view, &ids).map_err(|e| e.to_string())?;
     }
@@ -469,9 +506,100 @@ fn amendments(root: &Path) -> Result<Value, String> {
 }
 
 fn tally(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
-    let applied = operations::tally::apply(root, arg_bool(args, "dry_run", false))
+    let applied = operations::tally::apply(root, arg_bool(args, "dry_run", false)?)
         .map_err(|e| e.to_string())?;
     let mut v = serde_json::to_value(&applied).map_err(|e| e.to_string())?;
     v["ok"] = Value::Bool(true);
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[track_caller]
+    fn failed(outcome: Outcome) -> String {
+        match outcome {
+            Outcome::Failed(reason) => reason,
+            Outcome::Done(v) => panic!("expected a refusal, got {v}"),
+            Outcome::Unknown(name) => panic!("unknown tool {name}"),
+        }
+    }
+
+    #[test]
+    fn an_argument_of_the_wrong_type_is_refused_not_taken_as_absent() {
+        let a = args(json!({
+            "dry_run": "true", "minutes": "25", "big": 5_000_000_000u64, "below": -5,
+            "tags": ["rust", 3], "note": 7, "gone": null
+        }));
+        assert!(arg_bool(&a, "dry_run", false)
+            .unwrap_err()
+            .contains("'dry_run' must be true or false, not \"true\""));
+        assert!(opt_int::<u32>(&a, "minutes")
+            .unwrap_err()
+            .contains("'minutes' must be a whole number"));
+        assert!(opt_int::<u32>(&a, "big")
+            .unwrap_err()
+            .contains("a smaller whole number"));
+        assert_eq!(opt_int::<u64>(&a, "big"), Ok(Some(5_000_000_000)));
+        assert!(opt_int::<u32>(&a, "below")
+            .unwrap_err()
+            .contains("at least 0"));
+        assert_eq!(opt_int::<i64>(&a, "below"), Ok(Some(-5)));
+        assert!(str_list(&a, "tags").unwrap_err().contains("'tags'"));
+        assert!(opt_str(&a, "note")
+            .unwrap_err()
+            .contains("'note' must be a string"));
+        // Absent and null are the same: the default.
+        assert_eq!(opt_str(&a, "gone"), Ok(None));
+        assert_eq!(arg_bool(&a, "gone", true), Ok(true));
+        assert_eq!(opt_int::<u32>(&a, "missing"), Ok(None));
+        assert_eq!(
+            arg_str(&a, "missing").unwrap_err(),
+            "missing required argument: 'missing'"
+        );
+    }
+
+    #[test]
+    fn a_settle_with_minutes_as_text_is_refused_and_the_contract_stays_open() {
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&["claude-code-1"]);
+        let opened = call(
+            &root,
+            "polis_open_contract",
+            &args(json!({"title": "Fix the login", "opened_by": "claude-code-1"})),
+        );
+        assert!(matches!(opened, Outcome::Done(_)));
+        let claimed = call(
+            &root,
+            "polis_claim_contract",
+            &args(
+                json!({"contract_id": "fix-the-login", "citizen": "claude-code-1", "force": "no"}),
+            ),
+        );
+        assert!(failed(claimed).contains("'force' must be true or false"));
+        let reason = failed(call(
+            &root,
+            "polis_settle_contract",
+            &args(json!({"contract_id": "fix-the-login", "quality": 4, "minutes": "25"})),
+        ));
+        assert!(
+            reason.contains("'minutes' must be a whole number"),
+            "{reason}"
+        );
+        let reason = failed(call(
+            &root,
+            "polis_settle_contract",
+            &args(json!({"contract_id": "fix-the-login", "quality": "4"})),
+        ));
+        assert!(
+            reason.contains("'quality' must be a whole number"),
+            "{reason}"
+        );
+        assert!(root.join("contracts/open/fix-the-login.md").exists());
+        assert!(!root.join("contracts/settled").exists());
+    }
 }

@@ -36,7 +36,7 @@ pub mod summary;
 pub mod sync;
 pub mod tally;
 #[cfg(test)]
-mod test_polis;
+pub(crate) mod test_polis;
 
 pub use check::{
     amendment_problems, amendment_problems_with, count, dependency_findings, findings,
