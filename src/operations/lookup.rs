@@ -20,15 +20,62 @@ pub fn check_slug(what: &'static str, value: &str) -> Result<(), OpError> {
 
 /// Where contract `id` is: its folder and path relative to `_polis/` (open, then settled, then
 /// abandoned, as the reference searches).
+/// A name that is there but is no regular file (a symbolic link, a folder) is named as such
+/// when no folder holds the contract as a file, rather than called missing while
+/// `polisd contract list` shows it.
 pub fn find(root: &Path, id: &str) -> Result<(ContractFolder, String), OpError> {
     check_slug("contract id", id)?;
-    ContractFolder::ALL
-        .into_iter()
-        .find_map(|folder| {
-            let rel = layout::contract_path(folder, id)?;
-            std::fs::symlink_metadata(root.join(&rel))
-                .is_ok_and(|m| m.file_type().is_file())
-                .then_some((folder, rel))
-        })
-        .ok_or_else(|| OpError::NoContract(id.to_string()))
+    let mut not_a_file = None;
+    for folder in ContractFolder::ALL {
+        let Some(rel) = layout::contract_path(folder, id) else {
+            continue;
+        };
+        match std::fs::symlink_metadata(root.join(&rel)) {
+            Ok(m) if m.file_type().is_file() => return Ok((folder, rel)),
+            Ok(m) => {
+                not_a_file.get_or_insert((rel, m.file_type().is_symlink()));
+            }
+            Err(_) => {}
+        }
+    }
+    Err(match not_a_file {
+        Some((path, true)) => OpError::Read {
+            path,
+            why:
+                "it is a symbolic link, which polisd never follows; replace it with a regular file"
+                    .into(),
+        },
+        Some((path, false)) => OpError::Read {
+            path,
+            why: "it is not a regular file; replace it with the contract's markdown file".into(),
+        },
+        None => OpError::NoContract(id.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_contract_name_that_is_no_regular_file_is_named_not_called_missing() {
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&[]);
+        let open = root.join("contracts/open");
+        std::fs::write(open.join("real.md"), "---\ncontract_id: real\n---\n").unwrap();
+        std::os::unix::fs::symlink(open.join("real.md"), open.join("linked.md")).unwrap();
+        std::fs::create_dir(open.join("folder.md")).unwrap();
+
+        assert_eq!(
+            find(&root, "real").unwrap(),
+            (ContractFolder::Open, "contracts/open/real.md".to_string())
+        );
+        let linked = find(&root, "linked").unwrap_err().to_string();
+        assert!(
+            linked.contains("contracts/open/linked.md") && linked.contains("symbolic link"),
+            "{linked}"
+        );
+        let folder = find(&root, "folder").unwrap_err().to_string();
+        assert!(folder.contains("not a regular file"), "{folder}");
+        assert!(matches!(find(&root, "absent"), Err(OpError::NoContract(_))));
+    }
 }
