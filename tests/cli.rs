@@ -838,6 +838,29 @@ fn init_dry_run_lists_the_files_and_writes_nothing() {
 }
 
 #[test]
+fn init_again_with_a_new_founder_lists_what_it_added() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = polisd_in(tmp.path(), &["init", ".", "--agent-id", FOUNDER]);
+    assert_eq!(first.status.code(), Some(0), "{}", describe(&first));
+    // A fresh polis names no file: the count says it all.
+    assert!(
+        !stdout(&first).contains("  created "),
+        "{}",
+        describe(&first)
+    );
+    let again = polisd_in(tmp.path(), &["init", ".", "--agent-id", "second-founder-2"]);
+    assert_eq!(again.status.code(), Some(0), "{}", describe(&again));
+    let out = stdout(&again);
+    for rel in ["capability_card.yml", "status.md", "inbox.md", "journal.md"] {
+        assert!(
+            out.contains(&format!("  created citizens/second-founder-2/{rel}\n")),
+            "{out}"
+        );
+    }
+    assert!(out.contains("  kept chronicle.md\n"), "{out}");
+}
+
+#[test]
 fn init_writes_a_contract_template_that_is_not_read_as_a_contract() {
     let p = TestPolis::init(FOUNDER);
     let template = p.read("contracts/TEMPLATE.md");

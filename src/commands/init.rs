@@ -261,6 +261,13 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
             report.created.len(),
             report.kept.len()
         );
+        // On an existing polis the few files added are the news (a new founder's card, a
+        // missing folder); a fresh polis's full list would only repeat the scaffold.
+        if !report.kept.is_empty() {
+            for rel in &report.created {
+                println!("  created {rel}");
+            }
+        }
     }
     for rel in &report.kept {
         println!("  kept {rel}");
