@@ -459,9 +459,10 @@ fn route(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
 
 fn prime(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let citizen = arg_str(args, "citizen")?;
+    let mark_read = arg_bool(args, "mark_read", true)?;
     let now = PolisTime::system(session::polis_zone(root));
     let primed = session::prime(root, citizen, &now).map_err(|e| e.to_string())?;
-    if arg_bool(args, "mark_read", true)? && !primed.primer.shown_notices.is_empty() {
+    if mark_read && !primed.primer.shown_notices.is_empty() {
         let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
         session::mark_read(root, &writer, &primed.view, &primed.primer.shown_notices)
             .map_err(|e| e.to_string())?;
@@ -471,9 +472,13 @@ fn prime(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
 
 fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let citizen = arg_str(args, "citizen")?;
+    let (unread, mark_read) = (
+        arg_bool(args, "unread", true)?,
+        arg_bool(args, "mark_read", false)?,
+    );
     session::check_citizen(root, citizen).map_err(|e| e.to_string())?;
     let view = session::read_inbox(root, citizen).map_err(|e| e.to_string())?;
-    let listed: Vec<&crate::protocol::notice::Notice> = if arg_bool(args, "unread", true)? {
+    let listed: Vec<&crate::protocol::notice::Notice> = if unread {
         view.unread()
     } else {
         view.notices.iter().rev().collect()
@@ -491,7 +496,7 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
                    "read": view.read.contains(&n.id)})
         })
         .collect();
-    if arg_bool(args, "mark_read", false)? && !ids.is_empty() {
+    if mark_read && !ids.is_empty() {
         let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
         session::mark_read(root, &writer, &view, &ids).map_err(|e| e.to_string())?;
     }
