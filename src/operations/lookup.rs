@@ -20,6 +20,7 @@ pub fn check_slug(what: &'static str, value: &str) -> Result<(), OpError> {
 
 /// Where contract `id` is: its folder and path relative to `_polis/` (open, then settled, then
 /// abandoned, as the reference searches).
+///
 /// A name that is there but is no regular file (a symbolic link, a folder) is named as such
 /// when no folder holds the contract as a file, rather than called missing while
 /// `polisd contract list` shows it.
