@@ -312,22 +312,15 @@ fn act_on_outcome(
     Ok(())
 }
 
-/// Who hears of an outcome: for a ratification every active citizen and the index keeper,
-/// otherwise the proposer (SPEC §8, §9).
+/// The notices of an outcome, to [`amendment::outcome_recipients`].
 fn outcome_notices(
     polis: &Polis,
     a: &amendment::Amendment,
     outcome: &Outcome,
     active: &BTreeSet<String>,
 ) -> Vec<Notification> {
-    let mut recipients: BTreeSet<String> = BTreeSet::new();
-    if outcome.action == Action::Ratified {
-        recipients.extend(active.iter().cloned());
-        recipients.extend(polis.index_keeper.iter().cloned());
-    } else {
-        recipients.extend(a.proposed_by.iter().cloned());
-    }
-    recipients
+    let ratified = outcome.action == Action::Ratified;
+    amendment::outcome_recipients(a, ratified, active, polis.index_keeper.as_ref())
         .iter()
         .filter_map(|r| Notification::amendment_outcome(r, a, outcome))
         .collect()

@@ -685,6 +685,27 @@ pub fn recorded_action(a: &Amendment) -> Option<Action> {
     }
 }
 
+/// Who hears of a decided amendment (SPEC §8, §9): of a ratification every active citizen and
+/// the index keeper, of a rejection or an expiry the proposer. A system citizen (the reflector
+/// that drafts proposals) has no inbox, so it is never one: a notice to it would wait forever
+/// for a card that no one writes.
+pub fn outcome_recipients(
+    a: &Amendment,
+    ratified: bool,
+    active: &BTreeSet<String>,
+    index_keeper: Option<&String>,
+) -> BTreeSet<String> {
+    let mut recipients = BTreeSet::new();
+    if ratified {
+        recipients.extend(active.iter().cloned());
+        recipients.extend(index_keeper.cloned());
+    } else {
+        recipients.extend(a.proposed_by.iter().cloned());
+    }
+    recipients.retain(|r| !crate::protocol::layout::is_system_citizen(r));
+    recipients
+}
+
 /// The wikilink target of an amendment in a folder (`proposed` or `ratified`).
 pub fn link(a: &Amendment, folder: &str) -> String {
     format!("amendments/{folder}/{}", a.file_stem)
@@ -849,6 +870,32 @@ mod tests {
             cast_vote(&ratified, "bob-agent-one", Vote::Agree, None),
             Err(VoteError::NotProposed(_))
         ));
+    }
+
+    #[test]
+    fn outcome_recipients_never_include_a_system_citizen() {
+        let proposal = |by: &str| {
+            let text = format!(
+                "---\namendment_id: 2026-03-01-x\nproposed_by: {by}\nstatus: rejected\n---\n"
+            );
+            parse(&text, "2026-03-01-x").unwrap()
+        };
+        let active = set(&["alpha-agent", "bravo-agent"]);
+        let keeper = "keeper-agent".to_string();
+        // A rejection goes to its proposer, unless that is the reflector, which has no inbox.
+        assert_eq!(
+            outcome_recipients(&proposal("alpha-agent"), false, &active, Some(&keeper)),
+            set(&["alpha-agent"])
+        );
+        assert_eq!(
+            outcome_recipients(&proposal("polis-reflector"), false, &active, Some(&keeper)),
+            set(&[])
+        );
+        // A ratification goes to every active citizen and the index keeper.
+        assert_eq!(
+            outcome_recipients(&proposal("polis-reflector"), true, &active, Some(&keeper)),
+            set(&["alpha-agent", "bravo-agent", "keeper-agent"])
+        );
     }
 
     use crate::protocol::clock::PolisZone;

@@ -154,13 +154,12 @@ impl Engine {
                     now,
                 )
                 .map(inbox::time_stamp);
-                let mut recipients: BTreeSet<String> = BTreeSet::new();
-                if status == "ratified" {
-                    recipients.extend(active.iter().cloned());
-                    recipients.extend(polis.index_keeper.iter().cloned());
-                } else {
-                    recipients.extend(a.proposed_by.iter().cloned());
-                }
+                let recipients = crate::protocol::amendment::outcome_recipients(
+                    a,
+                    status == "ratified",
+                    &active,
+                    polis.index_keeper.as_ref(),
+                );
                 for r in &recipients {
                     out.extend(
                         Notification::amendment_outcome(r, a, &outcome)
