@@ -58,7 +58,7 @@ fn sources(src: &Path) -> Vec<Source> {
     out
 }
 
-/// `src/protocol/chronicle.rs` → `[protocol, chronicle]`; `src/daemon/engine/mod.rs` →
+/// `src/protocol/chronicle/mod.rs` → `[protocol, chronicle]`; `src/daemon/engine/mod.rs` →
 /// `[daemon, engine]`; `src/lib.rs` and `src/main.rs` → `[]` and `[main]`.
 fn module_of(src: &Path, path: &Path) -> Vec<String> {
     let rel: PathBuf = path.strip_prefix(src).unwrap().with_extension("");
@@ -89,7 +89,7 @@ fn code_of(text: &str) -> String {
 }
 
 /// Every path the code names from the crate root, as segments: `crate::fs::writer::Writer` →
-/// `[fs, writer, Writer]`; a group `crate::protocol::{amendment, chronicle::scan}` gives one
+/// `[fs, writer, Writer]`; a group `crate::protocol::{amendments::amendment, chronicle::scan}` gives one
 /// path per member.
 fn crate_paths(code: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
@@ -401,13 +401,13 @@ fn a_protocol_file_using_std_fs_is_refused() {
 #[test]
 fn a_protocol_file_naming_the_shell_is_refused() {
     let sources = fake(&[
-        ("protocol::stats", "use crate::fs::writer::Writer;"),
+        ("protocol::routing::stats", "use crate::fs::writer::Writer;"),
         ("fs::writer", "pub struct Writer;"),
     ]);
     let v = layering_violations(&sources, &graph(&sources));
     assert_eq!(
         v,
-        ["protocol::stats (protocol) names fs::writer (fs), a layer above it"]
+        ["protocol::routing::stats (protocol) names fs::writer (fs), a layer above it"]
     );
 }
 
@@ -415,12 +415,12 @@ fn a_protocol_file_naming_the_shell_is_refused() {
 fn a_loop_through_a_group_import_is_found() {
     let sources = fake(&[
         (
-            "protocol::amendment",
+            "protocol::amendments::amendment",
             "use crate::protocol::{chronicle, clock};",
         ),
         (
             "protocol::chronicle",
-            "fn f() { crate::protocol::amendment::x(); }",
+            "fn f() { crate::protocol::amendments::amendment::x(); }",
         ),
         (
             "protocol::clock",
@@ -430,7 +430,7 @@ fn a_loop_through_a_group_import_is_found() {
     assert_eq!(
         import_loops(&graph(&sources)),
         [vec![
-            "protocol::amendment".to_string(),
+            "protocol::amendments::amendment".to_string(),
             "protocol::chronicle".to_string()
         ]]
     );
@@ -439,7 +439,7 @@ fn a_loop_through_a_group_import_is_found() {
 #[test]
 fn code_after_the_test_module_and_comments_do_not_count() {
     let sources = fake(&[(
-        "protocol::card",
+        "protocol::citizens::card",
         "/// [`crate::fs::snapshot`]\nfn f() {}\n#[cfg(test)]\nmod tests { fn g() { std::fs::read(\"x\"); } }",
     )]);
     assert!(layering_violations(&sources, &graph(&sources)).is_empty());

@@ -1299,7 +1299,7 @@ fn readme_links_the_protocol_page_and_cites_no_missing_spec() {
             "docs/protocol.md lacks {code}"
         );
     }
-    for kind in polisd::protocol::inbox::Kind::ALL {
+    for kind in polisd::protocol::delivery::inbox::Kind::ALL {
         assert!(
             doc.contains(&format!("`{}`", kind.as_str())),
             "docs/protocol.md lacks {kind}"

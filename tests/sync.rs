@@ -974,7 +974,7 @@ fn the_only_writer_reports_a_notice_another_machine_delivered() {
     .unwrap();
     let daemon = p.start_daemon();
     // Another machine's daemon already told beta (its block arrived with the sync).
-    let other = polisd::protocol::inbox::Notification::contract_settled(
+    let other = polisd::protocol::delivery::inbox::Notification::contract_settled(
         BETA,
         "parser",
         "parser",

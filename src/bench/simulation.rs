@@ -7,13 +7,13 @@
 //! updated exactly as reconcile does, and only ever see settled quality, never skill. Nothing
 //! here touches a polis; the only file written is the optional plot.
 
-use crate::protocol::contract::Contract;
+use crate::protocol::contracts::contract::Contract;
 use crate::protocol::routing::policy::{
     self, History, Outcome, Policy, PolicyInput, PosteriorParams,
 };
 use crate::protocol::routing::score::{self, Candidate};
+use crate::protocol::routing::stats::{self, RoutingStats, Settlement};
 use crate::protocol::settings::{Weights, DEFAULT_LESSON_CAP};
-use crate::protocol::stats::{self, RoutingStats, Settlement};
 use crate::yaml::Value;
 use anyhow::Context;
 use rand::RngCore;

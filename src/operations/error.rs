@@ -36,7 +36,7 @@ pub enum OpError {
     #[error("no amendment `{0}` in amendments/proposed; `polisd amendment list` shows them")]
     NoAmendment(String),
     #[error("amendment `{0}`: {1}")]
-    Vote(String, crate::protocol::amendment::VoteError),
+    Vote(String, crate::protocol::amendments::amendment::VoteError),
     #[error("refused, nothing written: {} {}: {}", if finding.severity == crate::protocol::finding::Severity::Error { "error" } else { "warning" }, finding.code, finding.message)]
     Chronicle { finding: Box<Finding>, line: String },
     #[error("{what} is empty; {fix}")]

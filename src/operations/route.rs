@@ -120,7 +120,12 @@ pub fn apply(
         return Ok(false);
     };
     super::edit_agent_file(writer, &polis.root, &contract.file.rel, |text| {
-        crate::protocol::contract::splice_routing(text, chosen, rec.score, rec.exploration)
+        crate::protocol::contracts::contract::splice_routing(
+            text,
+            chosen,
+            rec.score,
+            rec.exploration,
+        )
     })
 }
 

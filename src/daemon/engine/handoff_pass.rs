@@ -5,7 +5,7 @@ use super::{Engine, Pass};
 use crate::fs::snapshot;
 use crate::fs::state::Fingerprint;
 use crate::operations::handoff;
-use crate::protocol::handoff::{Source, NEW_HEADING, NEXT_HEADING};
+use crate::protocol::contracts::handoff::{Source, NEW_HEADING, NEXT_HEADING};
 use crate::protocol::layout;
 
 /// The `state.known` key of a review file whose suggestions were dispatched (its value: the

@@ -10,11 +10,11 @@
 use super::{Engine, Pass};
 use crate::fs::snapshot::Polis;
 use crate::operations::reservation as op;
-use crate::protocol::amendment::{read_when, When};
+use crate::protocol::amendments::amendment::{read_when, When};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::inbox::Notification;
+use crate::protocol::contracts::reservation::{self as rules, ContractFacts, Dropped};
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
-use crate::protocol::reservation::{self as rules, ContractFacts, Dropped};
 use std::collections::BTreeSet;
 
 impl Engine {

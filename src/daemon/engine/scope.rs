@@ -62,7 +62,7 @@ impl Scope {
         if rel.is_empty() || rel == layout::POLIS_YML || rel == layout::INDEX {
             return Scope::all();
         }
-        if rel == crate::protocol::reservation::FILE {
+        if rel == crate::protocol::contracts::reservation::FILE {
             return Scope {
                 reservations: true,
                 derive: true,

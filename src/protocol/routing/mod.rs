@@ -3,15 +3,16 @@
 //!
 //! Pure: the shell gathers the inputs (cards, stats, lessons, settlements) and the random
 //! generator; [`recommend`] scores and picks.
+pub mod stats;
 
 pub mod policy;
 pub mod rules;
 pub mod score;
 
-use crate::protocol::contract::Contract;
-use crate::protocol::lesson::Lesson;
+use crate::protocol::contracts::contract::Contract;
+use crate::protocol::contracts::lesson::Lesson;
+use crate::protocol::routing::stats::{RoutingStats, Settlement};
 use crate::protocol::settings::Settings;
-use crate::protocol::stats::{RoutingStats, Settlement};
 use policy::{History, Policy, PolicyInput, UnknownPolicy};
 use rand::rngs::StdRng;
 use score::{Candidate, Score};
@@ -142,7 +143,7 @@ pub fn recommend(inputs: &Inputs<'_>, policy: Policy, adaptive: bool, rng: &mut 
         };
     }
     let mut settlements: Vec<&Settlement> = inputs.settlements.iter().collect();
-    settlements.sort_by(|a, b| crate::protocol::stats::replay_order(a, b));
+    settlements.sort_by(|a, b| crate::protocol::routing::stats::replay_order(a, b));
     let history = History::from_settlements(settlements);
     let input = PolicyInput {
         tags,

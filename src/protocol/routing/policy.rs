@@ -8,8 +8,8 @@
 //! [`Policy::Posterior`].
 
 use crate::protocol::routing::score::Score;
+use crate::protocol::routing::stats::Settlement;
 use crate::protocol::settings::Weights;
-use crate::protocol::stats::Settlement;
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
 use std::collections::HashMap;
@@ -789,7 +789,7 @@ mod tests {
             },
         ];
         let h = History::from_settlements(&settled);
-        let st = crate::protocol::stats::reconcile(
+        let st = crate::protocol::routing::stats::reconcile(
             &settled,
             &crate::yaml::Value::Null,
             &crate::yaml::Value::Null,

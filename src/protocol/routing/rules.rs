@@ -3,7 +3,7 @@
 //! matches decides the recommendation before any policy runs; a target that is not a
 //! registered, available, active candidate falls through to the policy, with a finding.
 
-use crate::protocol::contract::Contract;
+use crate::protocol::contracts::contract::Contract;
 use crate::protocol::finding::{Code, Finding};
 use crate::protocol::layout;
 use crate::yaml::Value;

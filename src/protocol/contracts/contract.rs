@@ -8,7 +8,7 @@
 use crate::protocol::clock::PolisZone;
 use crate::protocol::finding::{Code, Finding};
 use crate::protocol::frontmatter::{self, Record};
-use crate::protocol::stats::Settlement;
+use crate::protocol::routing::stats::Settlement;
 use crate::yaml::{self, Value};
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 use regex::Regex;

@@ -1243,8 +1243,8 @@ mod tests {
         let p = detect(&e, 3, &now()).remove(0);
         let id = amendment_id(&p, now().now.date());
         let d = draft(&p, now().now);
-        let text =
-            crate::protocol::amendment::render_new(&crate::protocol::amendment::NewAmendment {
+        let text = crate::protocol::amendments::amendment::render_new(
+            &crate::protocol::amendments::amendment::NewAmendment {
                 amendment_id: id.clone(),
                 title: d.title,
                 proposed_by: REFLECTOR.into(),
@@ -1253,9 +1253,10 @@ mod tests {
                 expires_at: d.expires,
                 body: d.body,
                 extra: d.extra,
-            })
-            .unwrap();
-        let a = crate::protocol::amendment::parse(&text, &id).unwrap();
+            },
+        )
+        .unwrap();
+        let a = crate::protocol::amendments::amendment::parse(&text, &id).unwrap();
         assert_eq!(a.id, "2026-06-01-low-quality-frontend");
         assert_eq!(a.proposed_by.as_deref(), Some(REFLECTOR));
         assert_eq!(a.status.as_deref(), Some("proposed"));

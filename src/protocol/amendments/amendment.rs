@@ -339,7 +339,7 @@ pub struct TallyContext<'a> {
     /// Citizens whose status says `away`.
     pub away: &'a BTreeSet<String>,
     /// Citizens who have left the polis: their latest membership line is `left polis`
-    /// ([`crate::protocol::handoff::departed`]). They are no voters (issue 15).
+    /// ([`crate::protocol::contracts::handoff::departed`]). They are no voters (issue 15).
     pub departed: &'a BTreeSet<String>,
     pub now: PolisTime,
 }
@@ -587,7 +587,9 @@ pub fn outcome_in_chronicle(texts: &[&str], a: &Amendment, action: Action) -> bo
         return false;
     };
     let target = link(a, folder);
-    texts.iter().any(|t| chronicle::has_line(t, verb, &target))
+    texts
+        .iter()
+        .any(|t| chronicle::rollover::has_line(t, verb, &target))
 }
 
 /// When an amendment's quorum was reached, read from the synced chronicle rather than a clock,
