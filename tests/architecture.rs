@@ -186,15 +186,82 @@ struct Graph {
     edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
 }
 
+/// Every path the code names relative to its own module, made absolute: `super::view::X` in
+/// `dashboard::queue` → `[dashboard, view, X]`; `self::x` and a `use x::…` of a child module
+/// `x` → `[…module, x]`. Groups give one path per member, as in [`crate_paths`].
+fn relative_paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < code.len() {
+        let rest = &code[i..];
+        let step = rest.chars().next().map_or(1, char::len_utf8);
+        let word_start = code[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == ':'));
+        if !word_start {
+            i += step;
+            continue;
+        }
+        let (base, after) = if rest.starts_with("super::") || rest.starts_with("self::") {
+            let mut after = rest.strip_prefix("self::").unwrap_or(rest);
+            let mut depth = 0;
+            while let Some(r) = after.strip_prefix("super::") {
+                depth += 1;
+                after = r;
+            }
+            let Some(keep) = module.len().checked_sub(depth) else {
+                i += step;
+                continue;
+            };
+            (module[..keep].to_vec(), after)
+        } else if let Some(after) = rest.strip_prefix("use ") {
+            let after = after.trim_start();
+            if ["crate::", "super::", "self::"]
+                .iter()
+                .any(|p| after.starts_with(p))
+            {
+                i += "use ".len();
+                continue;
+            }
+            // `use child::…`: the 2018 edition's paths relative to the module
+            (module.to_vec(), after)
+        } else {
+            i += step;
+            continue;
+        };
+        let (prefix, tail) = take_path(after);
+        if let Some(group) = tail.strip_prefix("::{").or_else(|| tail.strip_prefix('{')) {
+            let end = matching_brace(group);
+            for member in split_top_level(&group[..end]) {
+                let (seg, _) = take_path(member.trim());
+                let mut path = base.clone();
+                path.extend(prefix.iter().cloned());
+                path.extend(seg);
+                out.push(path);
+            }
+        } else if !prefix.is_empty() {
+            let mut path = base;
+            path.extend(prefix);
+            out.push(path);
+        }
+        i = code.len() - tail.len().max(1).min(code.len() - i - 1);
+    }
+    out
+}
+
 fn graph(sources: &[Source]) -> Graph {
     let modules: BTreeSet<Vec<String>> = sources.iter().map(|s| s.module.clone()).collect();
     let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
     for s in sources {
         let targets = edges.entry(s.module.clone()).or_default();
-        for path in crate_paths(&s.code) {
+        let relative = relative_paths(&s.code, &s.module);
+        for path in crate_paths(&s.code).into_iter().chain(relative) {
             if let Some(target) = resolve(&path, &modules) {
-                // A parent module that declares its children names them; only other files and
-                // non-ancestors count as imports.
+                // A folder's `mod.rs` and the files under it are one room: a child may use what
+                // its ancestors define (Rust lets it see their private items, and an `impl`
+                // split over child files is the idiom). Every other pair counts, siblings
+                // reached through `super::` included.
                 if target != &s.module && !s.module.starts_with(target) {
                     targets.insert(target.clone());
                 }
@@ -433,6 +500,44 @@ fn a_loop_through_a_group_import_is_found() {
             "protocol::amendments::amendment".to_string(),
             "protocol::chronicle".to_string()
         ]]
+    );
+}
+
+#[test]
+fn a_loop_through_super_paths_is_found() {
+    let sources = fake(&[
+        ("dashboard::queue", "use super::view::Row;"),
+        ("dashboard::view", "fn f() { super::queue::items(); }"),
+        ("dashboard", "pub mod queue; pub mod view;"),
+    ]);
+    assert_eq!(
+        import_loops(&graph(&sources)),
+        [vec![
+            "dashboard::queue".to_string(),
+            "dashboard::view".to_string()
+        ]]
+    );
+}
+
+#[test]
+fn a_loop_between_siblings_through_self_super_is_found() {
+    let sources = fake(&[
+        ("yaml::load", "use self::super::plain::read;"),
+        (
+            "yaml::plain",
+            "use crate::yaml::value::Value; fn f() { crate::yaml::load::x(); }",
+        ),
+        ("yaml::value", ""),
+        (
+            "fs::writer",
+            "mod syscall; use syscall::Target; pub struct Writer;",
+        ),
+        ("fs::writer::syscall", "use super::Writer;"),
+    ]);
+    // the writer and its own child are one room; the two siblings are a loop
+    assert_eq!(
+        import_loops(&graph(&sources)),
+        [vec!["yaml::load".to_string(), "yaml::plain".to_string()]]
     );
 }
 

@@ -175,7 +175,7 @@ pub(super) fn read_open(t: &Target, mut file: &File) -> Result<Vec<u8>, WriteErr
 pub(super) mod lease {
     use std::fs::File;
 
-    pub(in crate::fs::writer) enum Taken {
+    pub enum Taken {
         /// Held until the file is closed.
         Held,
         OpenForWriting,
@@ -185,7 +185,7 @@ pub(super) mod lease {
     }
 
     #[cfg(target_os = "linux")]
-    pub(in crate::fs::writer) fn take(file: &File) -> Taken {
+    pub fn take(file: &File) -> Taken {
         use std::os::fd::AsRawFd;
         static IGNORE_SIGIO: std::sync::Once = std::sync::Once::new();
         // A lease break is announced with SIGIO, whose default action ends the process; polisd
@@ -206,13 +206,13 @@ pub(super) mod lease {
     }
 
     #[cfg(not(target_os = "linux"))]
-    pub(in crate::fs::writer) fn take(_file: &File) -> Taken {
+    pub fn take(_file: &File) -> Taken {
         Taken::Unsupported
     }
 
     /// Whether someone opened the file for writing since the lease was taken.
     #[cfg(target_os = "linux")]
-    pub(in crate::fs::writer) fn broken(file: &File) -> bool {
+    pub fn broken(file: &File) -> bool {
         use std::os::fd::AsRawFd;
         // SAFETY: as above. While a break is pending the kernel reports the type the lease is
         // being broken to (F_UNLCK), not F_RDLCK.
@@ -221,7 +221,7 @@ pub(super) mod lease {
     }
 
     #[cfg(not(target_os = "linux"))]
-    pub(in crate::fs::writer) fn broken(_file: &File) -> bool {
+    pub fn broken(_file: &File) -> bool {
         false
     }
 }

@@ -11,7 +11,7 @@
 //! findings go to their authors' inboxes); sync-conflict copies; councils that stopped and
 //! fell back to a chavruta review.
 
-use super::view::Snapshot;
+use super::Snapshot;
 use crate::protocol::delivery::inbox::Kind;
 use crate::protocol::finding::Severity;
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};

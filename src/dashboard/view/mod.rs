@@ -7,6 +7,8 @@
 //! files it names, not the settled folder again. Either way nothing is read while nobody looks:
 //! a change only bumps a generation, and the next request builds the snapshot.
 
+pub mod queue;
+
 use crate::daemon::Change;
 use crate::fs::chronicle_copy::ChronicleCopies;
 use crate::fs::snapshot::{ContractFile, Polis};
@@ -59,7 +61,7 @@ pub struct Snapshot {
     history: std::sync::OnceLock<Vec<(String, TagHistory)>>,
     /// Per citizen: `inbox.md` as read (`None`: no inbox).
     pub inboxes: BTreeMap<String, Option<String>>,
-    pub queue: Vec<super::queue::Item>,
+    pub queue: Vec<queue::Item>,
 }
 
 impl Snapshot {
@@ -299,7 +301,7 @@ fn build(
         inboxes,
         queue: Vec::new(),
     };
-    snapshot.queue = super::queue::items(&snapshot);
+    snapshot.queue = queue::items(&snapshot);
     snapshot
 }
 
