@@ -288,7 +288,7 @@ fn bench_tally(c: &mut Criterion) {
     });
 }
 
-/// A page of the dashboard over a polis with 10,000 settled contracts (issue 18: under
+/// A page of the dashboard over a polis with 10,000 settled contracts (under
 /// 20 ms): each page rendered from a snapshot, and the first page after a change (one settled
 /// file rewritten) under `polisd run` (the snapshot built from what the engine published after
 /// its pass; the pass itself is the daemon's work and is not timed) and under `polisd serve`

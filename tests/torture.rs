@@ -1,4 +1,4 @@
-//! The torture test (issue 5 part 1): four simulated agents, each a separate process, act on
+//! The torture test: four simulated agents, each a separate process, act on
 //! one polis the way agents do — `>>` chronicle appends (a tenth of them invalid), contracts
 //! opened, claimed (double claims included) and settled by `mv` or by an editor-style save,
 //! amendments proposed and voted on in both vote forms, cards edited — while `polisd run` is

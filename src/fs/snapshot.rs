@@ -913,7 +913,7 @@ impl Polis {
         }
     }
 
-    /// Who has left the polis (issue 15): as filled in by the daemon, else from the texts.
+    /// Who has left the polis: as filled in by the daemon, else from the texts.
     pub fn departed(&self) -> std::collections::BTreeSet<String> {
         match &self.departed {
             Some(d) => d.clone(),
@@ -1143,7 +1143,7 @@ fn read_citizens(root: &Path, findings: &mut Vec<Finding>) -> Citizens {
     for id in subdirs_reporting(root, crate::protocol::layout::CITIZENS_DIR, findings) {
         let dir = format!("{}/{id}", crate::protocol::layout::CITIZENS_DIR);
         let card_rel = format!("{dir}/capability_card.yml");
-        // The registry audit (issue 15): a few `lstat`s per citizen.
+        // The registry audit: a few `lstat`s per citizen.
         let missing: Vec<&str> = crate::protocol::citizens::citizen::CITIZEN_FILES
             .into_iter()
             .filter(|name| fs::symlink_metadata(root.join(&dir).join(name)).is_err())

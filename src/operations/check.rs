@@ -9,7 +9,7 @@ use crate::protocol::finding::{Code, Finding, Severity};
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// Unknown `depends_on` ids and dependency cycles among the open contracts (issue 15).
+/// Unknown `depends_on` ids and dependency cycles among the open contracts.
 pub fn dependency_findings(polis: &Polis) -> Vec<Finding> {
     let nodes: Vec<_> = polis
         .contracts
@@ -404,7 +404,7 @@ fn contracts_in_two_folders(polis: &Polis, is_settled: &dyn Fn(&str) -> bool) ->
 }
 
 /// Claim conflicts still unresolved: an open contract claimed by two citizens with no release
-/// between, whose file does not name the first claimer as owner (issue 13).
+/// between, whose file does not name the first claimer as owner.
 fn claim_conflicts(polis: &Polis) -> Vec<Finding> {
     let registered = |id: &str| polis.cards.contains_key(id);
     let mut texts = polis.recent_chronicle();

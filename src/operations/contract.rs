@@ -271,7 +271,7 @@ pub struct SettleRequest {
     /// otherwise). Callers inside the daemon pass `false`.
     pub reconcile_without_daemon: bool,
     /// `(citizen, reason)` pairs written as `### Suggested next citizen` blocks into the
-    /// Settlement (issue 15); the daemon dispatches them.
+    /// Settlement; the daemon dispatches them.
     pub suggest: Vec<(String, String)>,
 }
 

@@ -1,4 +1,4 @@
-//! Councils (issue 16): starting one, reading its state, placing a member's contribution, and
+//! Councils: starting one, reading its state, placing a member's contribution, and
 //! moving it on (closing rounds, writing packets, checking and applying the verdict).
 //!
 //! Everything is derived from the files: `reviews/<cid>/council.md` says where a council

@@ -50,7 +50,7 @@ pub enum OpError {
     Render(#[from] crate::yaml::EmitError),
     #[error("{0} kept changing while polisd tried to edit it; run the command again")]
     Busy(String),
-    /// A council refused the action (issue 16); the text says why and what to do.
+    /// A council refused the action; the text says why and what to do.
     #[error("{0}")]
     Council(String),
     #[error(transparent)]

@@ -1,4 +1,4 @@
-//! Dispatching handoffs (issue 15): the suggestions of a settled contract become routed
+//! Dispatching handoffs: the suggestions of a settled contract become routed
 //! follow-up contracts, within the chain rules of `protocol::contracts::handoff`.
 //!
 //! Idempotent by construction: the n-th next-citizen block of `<parent>` always names

@@ -1,4 +1,4 @@
-//! The ready queue and the dependency findings (issue 15), over the open contracts only: a
+//! The ready queue and the dependency findings, over the open contracts only: a
 //! dependency is looked up by one `lstat` in `contracts/settled/`, never by reading that folder.
 
 use crate::fs::snapshot;

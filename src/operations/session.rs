@@ -261,7 +261,7 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
 
     let all_reservations = super::reservation::list(root, now);
     // The ready queue as `polisd ready` computes it, from what the primer has read already
-    // (one `lstat` per dependency; issue 15).
+    // (one `lstat` per dependency).
     let card_tags: BTreeSet<String> = identity.tags.iter().map(|(t, _)| t.clone()).collect();
     let queue = super::ready::queue_of(
         root,

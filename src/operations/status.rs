@@ -31,7 +31,7 @@ pub struct Summary {
     pub malformed_amendments: Vec<Finding>,
     /// The newest decided amendments (ratified, rejected, expired), newest last.
     pub recent_outcomes: Vec<OutcomeRow>,
-    /// Every council in `reviews/` (issue 16), by contract id.
+    /// Every council in `reviews/`, by contract id.
     pub councils: Vec<CouncilRow>,
     pub findings: FindingsSummary,
     /// Empty unless filled by [`worktrees`] (`polisd status` does).

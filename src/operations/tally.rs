@@ -19,7 +19,7 @@ pub struct TallyResult {
     pub detail: String,
 }
 
-/// Who the quorum rules count, read from a polis (SPEC §8; issue 15 leaves out who left):
+/// Who the quorum rules count, read from a polis (SPEC §8, leaving out who left):
 /// the one place the tally, the notices about outcomes, `polisd status`, the dashboard and
 /// reflection get it from. [`Electorate::context`] hands it to the pure rules
 /// (`amendment::voters`, `amendment::active_voters`).

@@ -57,7 +57,7 @@ impl Engine {
             let deps = crate::protocol::contracts::dependency::depends_on(k);
             let handoff = !k.fields.get("parent_contract").is_null();
             if k.owner.is_none() && handoff {
-                // A follow-up's citizen has its `handoff-opened` notice (issue 15).
+                // A follow-up's citizen has its `handoff-opened` notice.
             } else if k.owner.is_none() && !deps.is_empty() {
                 if let Some(r) = &k.routing.recommended_by_router {
                     // The settlement of its last dependency made it ready.
@@ -282,7 +282,7 @@ pub(super) fn decided_outcome(
     }
 }
 
-/// `claim-conflict` notices for the open, claimed contracts (issue 13): to the first claimer
+/// `claim-conflict` notices for the open, claimed contracts: to the first claimer
 /// and to each later one, for later claims inside the activity window (older ones are
 /// `check`'s to report, so a long-lived polis does not flood inboxes).
 pub(super) fn claim_conflict_notices(

@@ -1,4 +1,4 @@
-//! Handoffs (issue 15): the suggestions of newly settled contracts, and of review files, become
+//! Handoffs: the suggestions of newly settled contracts, and of review files, become
 //! routed follow-up contracts through `operations::handoff`; their notices join the outbox.
 
 use super::{Engine, Pass};

@@ -1,4 +1,4 @@
-//! Reflection (issue 19): once a day every detector, and after a settlement the detectors that
+//! Reflection: once a day every detector, and after a settlement the detectors that
 //! settled contracts feed, filing what they find as amendments through the application layer.
 //!
 //! After a settlement the ledger (owner, tags, quality) says on which tags a proposal is at all

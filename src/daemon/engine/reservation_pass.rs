@@ -116,7 +116,7 @@ impl Engine {
                 ContractFolder::Settled => {}
             }
         }
-        // The ledger holds every settled file (issue 20 replaced the engine's own map).
+        // The ledger holds every settled file.
         for (rel, _, _) in self.ledger.files() {
             let id = layout::record_stem(rel);
             let settlement = self.ledger.get(rel);

@@ -34,7 +34,7 @@ impl Engine {
                 continue;
             }
             // Never a contract that is not ready: it is routed when its last dependency
-            // settles (issue 15).
+            // settles.
             let deps = crate::protocol::contracts::dependency::depends_on(&file.contract);
             if !deps.is_empty()
                 && !crate::protocol::contracts::dependency::dependencies_settled(&deps, &|d| {

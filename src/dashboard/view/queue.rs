@@ -260,7 +260,7 @@ fn sync_conflicts(s: &Snapshot, out: &mut Vec<Item>) {
 }
 
 /// A council that stopped with fewer than two live seats and fell back to a chavruta review
-/// (issue 16): a person decides whether one review is enough for a decision that asked for a
+///: a person decides whether one review is enough for a decision that asked for a
 /// council. `council.md` files are few (one per council), so reading them per change is cheap.
 fn council_fallbacks(s: &Snapshot, out: &mut Vec<Item>) {
     use crate::operations::council;

@@ -12,7 +12,7 @@
 //! file for writing. The state directory (outside `_polis/`) is written by `state`, not here.
 //!
 //! Before it edits or moves a file an agent owns, the writer makes sure nobody is still writing
-//! it (SPEC §11, issue 21): the file must have been seen unchanged (identity, size, mtime,
+//! it (SPEC §11): the file must have been seen unchanged (identity, size, mtime,
 //! ctime, mode) for the [`Stability`] window, and on Linux polisd must be able to take a read
 //! lease on it (`F_SETLEASE`), which the kernel grants only while no process has the file open
 //! for writing and breaks when one opens it during the edit. A file that is not settled yet is

@@ -771,7 +771,7 @@ pub fn dedup(p: &Proposal, amendments: &[AmendmentEvidence], now: &PolisTime) ->
 }
 
 /// The amendment id of a proposal caused on `day` ([`caused_at`]'s date): the same evidence
-/// gives the same id whichever day a daemon runs (issue 17).
+/// gives the same id whichever day a daemon runs.
 pub fn amendment_id(p: &Proposal, day: NaiveDate) -> String {
     format!("{}-{}", day.format("%Y-%m-%d"), p.slug)
 }

@@ -81,7 +81,7 @@ pub struct Heading {
     pub opened_by: Option<String>,
     pub title: Option<String>,
     pub quality: Option<i64>,
-    /// The body holds a suggestion block (issue 15's handoffs), so the file is worth reading
+    /// The body holds a suggestion block (handoffs), so the file is worth reading
     /// again for them.
     pub suggests: bool,
 }

@@ -1,4 +1,4 @@
-//! Contract dependencies and the ready queue (issue 15): `depends_on: [ids]` and
+//! Contract dependencies and the ready queue: `depends_on: [ids]` and
 //! `touches: [path globs]` in a contract's frontmatter, unknown ids and cycles as findings,
 //! readiness, and each citizen's ready queue.
 //!

@@ -1,4 +1,4 @@
-//! Handoff chains (issue 15): the suggestion blocks agents write in a `## Settlement` (or a
+//! Handoff chains: the suggestion blocks agents write in a `## Settlement` (or a
 //! review), the chain rules that keep handoffs from looping or running away, and the bytes of
 //! the follow-up contract polisd opens for an accepted suggestion.
 //!

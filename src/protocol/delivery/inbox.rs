@@ -673,7 +673,7 @@ impl Notification {
         }
     }
 
-    /// Two citizens claimed one contract with no release between (issue 13); told to the
+    /// Two citizens claimed one contract with no release between; told to the
     /// winner and to each later claimer. The later claim (who, when) is the discriminator.
     pub fn claim_conflict(
         recipient: &str,
@@ -698,7 +698,7 @@ impl Notification {
         }
     }
 
-    /// polisd opened a follow-up contract for `recipient` from a suggestion (issue 15).
+    /// polisd opened a follow-up contract for `recipient` from a suggestion.
     pub fn handoff_opened(
         recipient: &str,
         contract_id: &str,
@@ -722,7 +722,7 @@ impl Notification {
     }
 
     /// Suggestions of one parent contract that polisd did not dispatch, each with its reason
-    /// and context (issue 15). `what` is `deferred` (the chain rules, told to the chain's first
+    /// and context. `what` is `deferred` (the chain rules, told to the chain's first
     /// opener) or `skipped` (the citizen cannot take work, told to the suggestion's author);
     /// `items` are already worded, one per suggestion.
     pub fn handoff_deferred(
@@ -806,7 +806,7 @@ impl Notification {
         }
     }
 
-    /// A council's message to one of its members or its chairman (issue 16): a round is
+    /// A council's message to one of its members or its chairman: a round is
     /// open, the verdict is asked for, or the council fell back to a chavruta review.
     /// `step` (`round-<n>`, `verdict`, `fallback`) makes each a notice of its own.
     pub fn council_prompt(

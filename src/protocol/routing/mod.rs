@@ -65,7 +65,7 @@ pub struct Routed {
     pub policy: Policy,
     /// The policy's own explanation (empty for `epsilon-greedy`, whose scores say it all).
     pub explanation: String,
-    /// The routing rule that matched, if one did (issue 15); when it applied, it decided.
+    /// The routing rule that matched, if one did; when it applied, it decided.
     pub rule: Option<rules::RuleMatch>,
 }
 
@@ -97,7 +97,7 @@ pub fn recommend(inputs: &Inputs<'_>, policy: Policy, adaptive: bool, rng: &mut 
         rate
     };
     let scores: Vec<Score> = score::score_all(inputs.candidates, inputs.contract, &ctx);
-    // Rules before the learned router (issue 15).
+    // Rules before the learned router.
     let (rule_list, _) = rules::parse(&inputs.settings.merged);
     let available = |id: &str| {
         inputs

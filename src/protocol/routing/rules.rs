@@ -1,4 +1,4 @@
-//! Routing rules (issue 15): `polis.yml` `routing.rules`, a list of
+//! Routing rules: `polis.yml` `routing.rules`, a list of
 //! `{when: {tags: [...]} | {title: <regex>}, route_to: <citizen>}`. The first rule that
 //! matches decides the recommendation before any policy runs; a target that is not a
 //! registered, available, active candidate falls through to the policy, with a finding.
