@@ -549,3 +549,39 @@ fn code_after_the_test_module_and_comments_do_not_count() {
     )]);
     assert!(layering_violations(&sources, &graph(&sources)).is_empty());
 }
+
+/// The most lines of code a source file may hold: code before its `#[cfg(test)]` module, blank
+/// lines and comments left out. A file past it is split by concept (a folder of its own).
+const MAX_LINES_OF_CODE: usize = 1_200;
+
+fn lines_of_code(code: &str) -> usize {
+    code.lines().filter(|l| !l.trim().is_empty()).count()
+}
+
+#[test]
+fn no_source_file_is_over_the_size_of_a_room() {
+    let big: Vec<String> = sources(&src_dir())
+        .iter()
+        .map(|s| (lines_of_code(&s.code), name(&s.module)))
+        .filter(|(n, _)| *n > MAX_LINES_OF_CODE)
+        .map(|(n, m)| format!("{m}: {n} lines of code"))
+        .collect();
+    assert!(
+        big.is_empty(),
+        "split these by concept (at most {MAX_LINES_OF_CODE} lines of code each):\n  {}",
+        big.join("\n  ")
+    );
+}
+
+#[test]
+fn a_file_of_long_code_is_over_the_size_and_its_tests_and_comments_do_not_count() {
+    let long = "fn f() {}\n".repeat(MAX_LINES_OF_CODE + 1);
+    assert!(lines_of_code(&code_of(&long)) > MAX_LINES_OF_CODE);
+    let commented = format!(
+        "{}\n{}#[cfg(test)]\nmod tests {{\n{}}}\n",
+        "// why\n\n".repeat(MAX_LINES_OF_CODE),
+        "fn f() {}\n".repeat(10),
+        "fn g() {}\n".repeat(MAX_LINES_OF_CODE)
+    );
+    assert_eq!(lines_of_code(&code_of(&commented)), 10);
+}
