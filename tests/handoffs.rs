@@ -38,7 +38,15 @@ fn polis() -> TestPolis {
 
 fn claim_and_settle(p: &TestPolis, id: &str, owner: &str, suggest: &[&str]) {
     ok(p.polisd(&["contract", "claim", id, "--as", owner]));
-    let mut args = vec!["contract", "settle", id, "--quality", "4"];
+    let mut args = vec![
+        "contract",
+        "settle",
+        id,
+        "--quality",
+        "4",
+        "--no-lesson",
+        "the handoff is the point here",
+    ];
     for s in suggest {
         args.push("--suggest");
         args.push(s);

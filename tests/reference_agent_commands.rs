@@ -168,6 +168,8 @@ fn contract_lifecycle_and_guardrails_write_the_reference_files() {
             "contract",
             "settle",
             "fix-the-login-bug",
+            "--no-lesson",
+            "compared with the reference",
             "--quality",
             "4",
             "--minutes",

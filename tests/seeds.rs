@@ -50,7 +50,10 @@ fn entry_routine_catches_up_since_last_seen_event_and_records_it() {
     );
     let first = json(&p.polisd(&["prime", "--as", ME, "--json"]));
     let md = first["markdown"].as_str().unwrap();
-    assert!(md.contains("## Where things stand (index.md)\n> Login rewrite half done; CI red on main."), "{md}");
+    assert!(
+        md.contains("## Where things stand (index.md)\n> Login rewrite half done; CI red on main."),
+        "{md}"
+    );
     let seen = status_field(&p, ME, "last_seen_event").expect("last_seen_event recorded");
     assert!(status_field(&p, ME, "last_active").is_some());
 
@@ -58,7 +61,9 @@ fn entry_routine_catches_up_since_last_seen_event_and_records_it() {
     // the citizen's own, which is not news to it).
     let mut lines = String::new();
     for i in 0..50 {
-        lines.push_str(&format!("- {seen} | {OTHER} | filed lesson | - | event {i:02}\n"));
+        lines.push_str(&format!(
+            "- {seen} | {OTHER} | filed lesson | - | event {i:02}\n"
+        ));
     }
     lines.push_str(&format!("- {seen} | {ME} | filed lesson | - | my own\n"));
     p.append("chronicle.md", &lines);
@@ -67,23 +72,231 @@ fn entry_routine_catches_up_since_last_seen_event_and_records_it() {
     assert_eq!(second["since_last_seen"]["events"], 50, "{second}");
     assert_eq!(second["since_last_seen"]["complete"], true);
     let md = second["markdown"].as_str().unwrap();
-    assert!(md.contains("Since your last session: 50 chronicle events by others"), "{md}");
+    assert!(
+        md.contains("Since your last session: 50 chronicle events by others"),
+        "{md}"
+    );
     // Newest first, and the rest counted.
     let newest = md.find("event 49").expect("newest shown");
     assert!(md.find("event 48").is_some_and(|older| newest < older));
     assert!(!md.contains("my own"));
     assert!(md.contains("… and 38 more"), "{md}");
-    assert_eq!(status_field(&p, ME, "last_seen_event").as_deref(), Some(seen.as_str()));
-    assert_eq!(status_field(&p, ME, "last_seen_event_lines").as_deref().map(|n| n.parse::<usize>().unwrap() >= 51), Some(true));
+    assert_eq!(
+        status_field(&p, ME, "last_seen_event").as_deref(),
+        Some(seen.as_str())
+    );
+    assert_eq!(
+        status_field(&p, ME, "last_seen_event_lines")
+            .as_deref()
+            .map(|n| n.parse::<usize>().unwrap() >= 51),
+        Some(true)
+    );
 
     let third = json(&p.polisd(&["prime", "--as", ME, "--json"]));
     assert_eq!(third["since_last_seen"]["events"], 0, "{third}");
-    assert!(third["markdown"].as_str().unwrap().contains("## Chronicle since your last session (newest first)\n- nothing new"));
+    assert!(third["markdown"]
+        .as_str()
+        .unwrap()
+        .contains("## Chronicle since your last session (newest first)\n- nothing new"));
 
     // A peek records nothing: the cursor stays where it was.
-    p.append("chronicle.md", &format!("- {seen} | {OTHER} | filed lesson | - | later\n"));
+    p.append(
+        "chronicle.md",
+        &format!("- {seen} | {OTHER} | filed lesson | - | later\n"),
+    );
     let before = p.read(&format!("citizens/{ME}/status.md"));
     let peek = json(&p.polisd(&["prime", "--as", ME, "--json", "--no-mark-read"]));
     assert_eq!(peek["since_last_seen"]["events"], 1);
     assert_eq!(p.read(&format!("citizens/{ME}/status.md")), before);
+}
+
+fn refused(out: Output, why: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "expected a refusal (exit 1)\nstderr: {err}"
+    );
+    assert!(err.contains(why), "refusal should say {why:?}: {err}");
+    err
+}
+
+fn open_claimed(p: &TestPolis, title: &str, stakes: &str) -> String {
+    let out = json(&p.polisd(&[
+        "contract", "open", "--title", title, "--by", ME, "--tags", "python", "--stakes", stakes,
+        "--json",
+    ]));
+    let id = out["contract_id"].as_str().unwrap().to_string();
+    json(&p.polisd(&["contract", "claim", &id, "--as", ME, "--json"]));
+    id
+}
+
+/// The file names of the reviews of `id` under `reviews/`.
+fn reviews_of(p: &TestPolis, id: &str) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(p.path("reviews")) else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(&format!("-{id}.md")))
+        .collect()
+}
+
+fn settle(p: &TestPolis, id: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["contract", "settle", id, "--quality", "4"];
+    args.extend_from_slice(extra);
+    p.polisd(&args)
+}
+
+/// Skill seed, "Settling does three things together": the Settlement, a lesson and the
+/// chronicle line. Without a lesson the settle is refused and nothing is written; an explicit
+/// `--no-lesson` says why in the Settlement section.
+#[test]
+fn settling_does_three_things_together_and_refuses_a_settle_without_a_lesson() {
+    let p = polis();
+    let id = open_claimed(&p, "Fix the login", "medium");
+    let open = format!("contracts/open/{id}.md");
+    let before = p.read(&open);
+    let chronicle = p.read("chronicle.md");
+    refused(settle(&p, &id, &[]), "--no-lesson");
+    assert_eq!(p.read(&open), before, "nothing written");
+    assert_eq!(p.read("chronicle.md"), chronicle, "no chronicle line");
+
+    json(&settle(
+        &p,
+        &id,
+        &[
+            "--no-lesson",
+            "a one-line typo fix teaches nothing",
+            "--json",
+        ],
+    ));
+    let settled = p.read(&format!("contracts/settled/{id}.md"));
+    assert!(
+        settled.contains("## Settlement")
+            && settled.contains("No lesson: a one-line typo fix teaches nothing"),
+        "{settled}"
+    );
+
+    let other = open_claimed(&p, "Speed up the tests", "low");
+    let v = json(&settle(
+        &p,
+        &other,
+        &[
+            "--lesson",
+            "Run the slow suite last.",
+            "--impact",
+            "3",
+            "--json",
+        ],
+    ));
+    let lesson = v["lesson"]["path"].as_str().expect("a lesson filed");
+    assert!(p.read(lesson).contains("Run the slow suite last."));
+    assert!(p
+        .read("chronicle.md")
+        .contains(&format!("settled contract | [[contracts/settled/{other}]]")));
+}
+
+/// Skill seed, "Chavruta review for high-stakes contracts": a `stakes: high` contract settles
+/// only after another citizen signed off; the owner cannot review its own; requested changes
+/// hold it back and show in `review.status`; a second round signs it off; a rejection leaves
+/// escalation (a person's recorded override) or abandoning.
+#[test]
+fn chavruta_review_gates_high_stakes_settlement() {
+    let p = polis();
+    let id = open_claimed(&p, "Drop the legacy table", "high");
+    let lesson = ["--lesson", "Back up before dropping.", "--impact", "4"];
+    refused(settle(&p, &id, &lesson), "signs off");
+    refused(
+        p.polisd(&["review", &id, "--as", ME, "--decision", "signed_off"]),
+        "another citizen",
+    );
+    assert!(reviews_of(&p, &id).is_empty(), "no review written");
+
+    json(&p.polisd(&[
+        "review",
+        &id,
+        "--as",
+        OTHER,
+        "--decision",
+        "requested_changes",
+        "--json",
+    ]));
+    let open = p.read(&format!("contracts/open/{id}.md"));
+    assert!(open.contains("status: requested_changes"), "{open}");
+    refused(settle(&p, &id, &lesson), "requested changes");
+
+    // The second round, written by the reviewer as the seed describes (a file under
+    // reviews/, a minute later than the first).
+    let next_minute = {
+        let name = reviews_of(&p, &id).remove(0);
+        let at = chrono::NaiveDateTime::parse_from_str(&name[..15], "%Y-%m-%d-%H%M").unwrap();
+        (at + chrono::Duration::minutes(1))
+            .format("%Y-%m-%d-%H%M")
+            .to_string()
+    };
+    p.save(
+        &format!("reviews/{next_minute}-{id}.md"),
+        &format!("---\nreviewer: {OTHER}\ncontract: {id}\ndecision: signed_off\n---\n\nRight: the backup. Missing: nothing now.\n"),
+    );
+    json(&settle(&p, &id, &[&lesson[..], &["--json"]].concat()));
+
+    // A rejection: abandon, or a person decides and is recorded.
+    let risky = open_claimed(&p, "Ship on Friday", "high");
+    json(&p.polisd(&[
+        "review",
+        &risky,
+        "--as",
+        OTHER,
+        "--decision",
+        "rejected",
+        "--json",
+    ]));
+    refused(settle(&p, &risky, &lesson), "escalate");
+    json(&settle(
+        &p,
+        &risky,
+        &[
+            &lesson[..],
+            &[
+                "--review-override",
+                "Dana Person: the release cannot wait",
+                "--json",
+            ],
+        ]
+        .concat(),
+    ));
+    let settled = p.read(&format!("contracts/settled/{risky}.md"));
+    assert!(
+        settled.contains("Review overridden by Dana Person: the release cannot wait"),
+        "{settled}"
+    );
+    assert!(p
+        .read("chronicle.md")
+        .contains("review overridden by Dana Person"));
+}
+
+/// The council seed's verdict is the council's answer: a contract under a council settles
+/// only after it.
+#[test]
+fn council_verdict_gates_settlement() {
+    let p = polis();
+    p.citizen("gemini-member-cccc", "google", &[("python", 4)], "low");
+    p.citizen("claude-member-dddd", "anthropic", &[("python", 3)], "low");
+    let id = open_claimed(&p, "Choose the cache", "medium");
+    json(&p.polisd(&[
+        "council",
+        "start",
+        &id,
+        "--mode",
+        "duo",
+        "--panel",
+        &format!("{OTHER},gemini-member-cccc"),
+        "--json",
+    ]));
+    let before = p.read(&format!("contracts/open/{id}.md"));
+    refused(
+        settle(&p, &id, &["--no-lesson", "decided by the council"]),
+        "under council review",
+    );
+    assert_eq!(p.read(&format!("contracts/open/{id}.md")), before);
 }

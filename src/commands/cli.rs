@@ -870,12 +870,20 @@ pub struct ContractSettleArgs {
     /// What came out of it, for the Settlement section.
     #[arg(long)]
     pub outcome: Option<String>,
-    /// File this lesson too (on the contract's tags).
-    #[arg(long, requires = "impact")]
+    /// The lesson filed with the settlement (one paragraph, on the contract's tags). Settling
+    /// files a lesson: without one, pass --no-lesson.
+    #[arg(long, requires = "impact", conflicts_with = "no_lesson")]
     pub lesson: Option<String>,
     /// The lesson's quality impact, 1 to 5.
     #[arg(long, requires = "lesson", allow_negative_numbers = true)]
     pub impact: Option<i64>,
+    /// Settle without a lesson, saying why (recorded in the Settlement section).
+    #[arg(long, value_name = "WHY")]
+    pub no_lesson: Option<String>,
+    /// A person settles a `stakes: high` contract without a review sign-off: `PERSON: WHY`
+    /// (recorded in the Settlement section and the chronicle line).
+    #[arg(long, value_name = "PERSON: WHY")]
+    pub review_override: Option<String>,
     /// Suggest who goes next, as `CITIZEN:REASON` (repeatable): writes a `### Suggested next
     /// citizen` block into the Settlement, which polisd turns into a follow-up contract.
     #[arg(long, value_name = "CITIZEN:REASON")]

@@ -86,11 +86,14 @@ pub fn list() -> Vec<Value> {
             json!({"contract_id": {"type": "string"}, "citizen": {"type": "string"},
                    "force": {"type": "boolean", "description": "Take it from its owner."}}),
             &["contract_id", "citizen"]),
-        tool("polis_settle_contract", "Settle a contract with a quality 1-5.",
+        tool("polis_settle_contract", "Settle a contract with a quality 1-5 and a lesson (or no_lesson saying why).",
             json!({"contract_id": {"type": "string"},
                    "quality": {"type": "integer", "minimum": 1, "maximum": 5},
                    "minutes": {"type": "integer"}, "by": {"type": "string"},
                    "outcome": {"type": "string"},
+                   "lesson": {"type": "string", "description": "One paragraph, filed on the contract's tags."},
+                   "impact": {"type": "integer", "minimum": 1, "maximum": 5, "description": "The lesson's quality impact (default 3)."},
+                   "no_lesson": {"type": "string", "description": "Why no lesson is filed (required without lesson)."},
                    "suggest": strings("Next citizens, each CITIZEN:REASON.")}),
             &["contract_id", "quality"]),
         tool("polis_abandon_contract", "Abandon an open contract.",
@@ -329,7 +332,15 @@ fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         minutes: opt_int(args, "minutes")?,
         by: opt_str(args, "by")?,
         outcome: opt_str(args, "outcome")?,
-        lesson: None,
+        lesson: match opt_str(args, "lesson")? {
+            Some(text) => Some(contract::SettleLesson {
+                text,
+                impact: opt_int(args, "impact")?.unwrap_or(3),
+            }),
+            None => None,
+        },
+        no_lesson: opt_str(args, "no_lesson")?,
+        review_override: None,
         reconcile_without_daemon: true,
         // One string is one suggestion (a reason may hold commas).
         suggest: match args.get("suggest") {

@@ -267,6 +267,12 @@ pub struct SettleRequest {
     pub by: Option<String>,
     pub outcome: Option<String>,
     pub lesson: Option<SettleLesson>,
+    /// Why no lesson is filed: settling without a lesson is refused unless this says why
+    /// (recorded in the Settlement section, counted by reflection).
+    pub no_lesson: Option<String>,
+    /// A person's decision to settle a `stakes: high` contract without a review sign-off:
+    /// `(person, why)`, recorded in the Settlement section and the chronicle line.
+    pub review_override: Option<(String, String)>,
     /// Rebuild `routing_stats.yml` when no daemon holds this polis (the daemon does it
     /// otherwise). Callers inside the daemon pass `false`.
     pub reconcile_without_daemon: bool,
@@ -466,6 +472,23 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             return Err(OpError::Impact(l.impact));
         }
     }
+    let no_lesson = req
+        .no_lesson
+        .as_deref()
+        .map(str::trim)
+        .filter(|w| !w.is_empty());
+    if req.lesson.is_none() && no_lesson.is_none() {
+        return Err(OpError::NoLesson);
+    }
+    if let Some((person, why)) = &req.review_override {
+        if person.trim().is_empty() || why.trim().is_empty() {
+            return Err(OpError::Empty {
+                what: "the review override",
+                fix:
+                    "write --review-override \"PERSON: WHY\", naming the person who decides and why",
+            });
+        }
+    }
     for (citizen, reason) in &req.suggest {
         if !layout::is_agent_id(citizen) {
             return Err(OpError::BadId {
@@ -489,6 +512,14 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             .or_else(|| text_field(record, "owner"))
             .ok_or_else(|| OpError::NoOwner(req.id.clone()))?;
         chronicle::require_citizen(root, &owner)?;
+        let stakes = text_field(record, "stakes");
+        crate::operations::review::settle_gate(
+            root,
+            &req.id,
+            &owner,
+            stakes.as_deref(),
+            req.review_override.is_some(),
+        )?;
         let mut updates = vec![
             ("status", Value::Str("settled".into())),
             ("settled_at", Value::Str(at.clone())),
@@ -511,6 +542,20 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
                 req.outcome.as_deref(),
             );
             new = rules::append_section(&new, &section);
+        }
+        if let Some(why) = no_lesson {
+            new =
+                rules::append_section(&new, &format!("\nNo lesson: {}\n", why.replace('\n', " ")));
+        }
+        if let Some((person, why)) = &req.review_override {
+            new = rules::append_section(
+                &new,
+                &format!(
+                    "\nReview overridden by {}: {}\n",
+                    person.trim().replace('\n', " "),
+                    why.trim().replace('\n', " ")
+                ),
+            );
         }
         for (citizen, reason) in &req.suggest {
             let block = crate::protocol::contracts::handoff::render_suggestion(citizen, reason);
@@ -552,7 +597,12 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
                 &author,
                 "settled contract",
                 Some(&link),
-                &format!("quality {quality}"),
+                &match &req.review_override {
+                    Some((person, _)) => {
+                        format!("quality {quality}; review overridden by {}", person.trim())
+                    }
+                    None => format!("quality {quality}"),
+                },
             )?)
         };
         let lesson = match &req.lesson {

@@ -50,6 +50,11 @@ pub enum OpError {
     Render(#[from] crate::yaml::EmitError),
     #[error("{0} kept changing while polisd tried to edit it; run the command again")]
     Busy(String),
+    /// A review gate refused the action; the text says why and what to do.
+    #[error("{0}")]
+    Review(String),
+    #[error("settling files a lesson: pass --lesson \"<one paragraph>\" --impact N, or --no-lesson \"<why there is none>\"")]
+    NoLesson,
     /// A council refused the action; the text says why and what to do.
     #[error("{0}")]
     Council(String),

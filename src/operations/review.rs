@@ -28,6 +28,19 @@ pub fn review(
     let root = writer.root();
     chronicle::require_citizen(root, reviewer)?;
     let (_, contract_rel) = crate::operations::lookup::find(root, cid)?;
+    let owner = crate::fs::snapshot::read_text(
+        root,
+        &contract_rel,
+        Some(crate::fs::snapshot::MAX_RECORD_BYTES),
+    )?
+    .and_then(|t| crate::protocol::contracts::contract::Contract::parse(&t).ok())
+    .and_then(|c| c.owner);
+    if owner.as_deref() == Some(reviewer) {
+        return Err(OpError::Review(format!(
+            "`{reviewer}` owns contract `{cid}`: a chavruta review is another citizen's (ideally of another vendor); ask one with `polisd log --as {reviewer} \"requested review\" --link {}`",
+            contract_rel.trim_end_matches(".md")
+        )));
+    }
     let name = rules::file_name(&now.now, cid);
     let rel = format!("{}/{name}", layout::REVIEWS_DIR);
     let text = rules::render_new(
@@ -53,10 +66,87 @@ pub fn review(
         Some(&link),
         decision.as_str(),
     )?;
+    // The contract's `review` block follows the decision, so the owner and the primer see it.
+    if matches!(
+        decision,
+        Decision::SignedOff | Decision::RequestedChanges | Decision::Rejected
+    ) {
+        crate::operations::edit_agent_file(writer, root, &contract_rel, |text| {
+            let t = crate::protocol::council::verdict::set_review_field(
+                text,
+                "status",
+                decision.as_str(),
+            )?;
+            crate::protocol::council::verdict::set_review_field(&t, "reviewer", reviewer)
+        })?;
+    }
     Ok(Reviewed {
         contract_id: cid.to_string(),
         decision: decision.as_str().to_string(),
         path: rel,
         chronicle: line,
+    })
+}
+
+/// Why a contract may not settle yet, as the skill seed's chavruta review and the council
+/// require: a `stakes: high` contract needs a sign-off by a citizen other than its owner (the
+/// newest review by someone else decides), and a contract under a council waits for the
+/// verdict. `review_override` is a person's decision to settle anyway (recorded by the
+/// caller). `Ok(())` when nothing holds it back.
+pub fn settle_gate(
+    root: &std::path::Path,
+    cid: &str,
+    owner: &str,
+    stakes: Option<&str>,
+    review_override: bool,
+) -> Result<(), OpError> {
+    if let Some(council) = crate::operations::council::read(root, cid)? {
+        if council.finished_at.is_none() && council.outcome.is_none() {
+            return Err(OpError::Council(format!(
+                "contract `{cid}` is under council review; it settles after the verdict (`polisd council status {cid}`)"
+            )));
+        }
+    }
+    if stakes.map(str::trim) != Some("high") || review_override {
+        return Ok(());
+    }
+    match latest_review_by_other(root, cid, owner) {
+        Some(Decision::SignedOff) => Ok(()),
+        Some(Decision::RequestedChanges) => Err(OpError::Review(format!(
+            "contract `{cid}` is stakes: high and its reviewer requested changes; revise, then ask for a second round (`polisd review {cid} --as <reviewer> --decision signed_off`)"
+        ))),
+        Some(Decision::Rejected) => Err(OpError::Review(format!(
+            "contract `{cid}` is stakes: high and its review rejected it; escalate (a person may settle with --review-override \"PERSON: WHY\") or abandon it (`polisd contract abandon {cid}`)"
+        ))),
+        _ => Err(OpError::Review(format!(
+            "contract `{cid}` is stakes: high: it settles after another citizen (ideally of another vendor) signs off its review (`polisd review {cid} --as <reviewer> --decision signed_off`)"
+        ))),
+    }
+}
+
+/// The decision of the newest review of `cid` written by someone other than `owner` (files
+/// `reviews/<YYYY-MM-DD-HHMM>-<cid>.md`, newest by name; the owner's own reviews never count).
+fn latest_review_by_other(root: &std::path::Path, cid: &str, owner: &str) -> Option<Decision> {
+    use crate::fs::snapshot;
+    let mut findings = Vec::new();
+    let mut reviews: Vec<(chrono::NaiveDateTime, String)> =
+        snapshot::list(root, layout::REVIEWS_DIR, ".md", &mut findings)
+            .into_iter()
+            .filter_map(|e| {
+                let name = e.rel.rsplit('/').next()?.to_string();
+                let (at, id) = rules::parse_file_name(&name)?;
+                (id == cid).then_some((at, e.rel))
+            })
+            .collect();
+    reviews.sort();
+    reviews.into_iter().rev().find_map(|(_, rel)| {
+        let text = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))
+            .ok()
+            .flatten()?;
+        let review = rules::parse(&text).ok()?;
+        let reviewer = review.reviewer?;
+        (reviewer != owner && review.contract.as_deref().is_none_or(|c| c == cid))
+            .then_some(review.decision)
+            .flatten()
     })
 }

@@ -37,9 +37,8 @@ impl Cursor {
             Value::Null => return None,
             v => v.python_str(),
         };
-        let stamp = chronicle::parse_stamp(stamp.trim()).or_else(|| {
-            NaiveDateTime::parse_from_str(stamp.trim(), "%Y-%m-%d %H:%M:%S").ok()
-        })?;
+        let stamp = chronicle::parse_stamp(stamp.trim())
+            .or_else(|| NaiveDateTime::parse_from_str(stamp.trim(), "%Y-%m-%d %H:%M:%S").ok())?;
         let lines = match fields.get(SEEN_LINES_KEY) {
             Value::Int(n) if *n >= 0 => *n as usize,
             _ => usize::MAX,
@@ -155,7 +154,10 @@ mod tests {
             lines: 1,
         };
         let got = since(TAIL, Some(c), "me-agent", true);
-        assert_eq!(got.events, vec!["- 2026-03-02 09:01 | b-agent | did | - | two"]);
+        assert_eq!(
+            got.events,
+            vec!["- 2026-03-02 09:01 | b-agent | did | - | two"]
+        );
         assert_eq!(
             got.next,
             Some(Cursor {
@@ -177,7 +179,8 @@ mod tests {
 
     #[test]
     fn the_cursor_is_spliced_into_the_status_keeping_other_bytes() {
-        let status = "---\nagent_id: me-agent\nstate: working # mine\nlast_seen_event: null\n---\n\nnotes\n";
+        let status =
+            "---\nagent_id: me-agent\nstate: working # mine\nlast_seen_event: null\n---\n\nnotes\n";
         let c = Cursor {
             stamp: at("2026-03-02 09:01"),
             lines: 2,

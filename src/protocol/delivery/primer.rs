@@ -210,7 +210,11 @@ pub fn render(input: &PrimerInput, budget: usize) -> Primer {
     );
 
     let events = input.catch_up.len();
-    let at_least = if input.catch_up_complete { "" } else { "at least " };
+    let at_least = if input.catch_up_complete {
+        ""
+    } else {
+        "at least "
+    };
     head.push_str(&if input.first_session {
         format!("No `last_seen_event` in your status.md yet: {at_least}{events} chronicle events by others in the recent window (newest first below).\n")
     } else {
@@ -442,7 +446,7 @@ pub fn render(input: &PrimerInput, budget: usize) -> Primer {
 
     let act = format!(
         "\n## How to act\nStart: `polisd ready --as {id}`, then `polisd contract claim ID --as {id}`; record progress: `polisd log --as {id} VERB --link L`; \
-         settle: `polisd contract settle ID --quality N --by {id}`; vote: `polisd amendment vote AID --as {id} --vote agree`; \
+         settle (with a lesson): `polisd contract settle ID --quality N --by {id} --lesson \"…\" --impact N`; vote: `polisd amendment vote AID --as {id} --vote agree`; \
          notices: `polisd notices --as {id} --unread`. The rules are in `_polis/CONSTITUTION.md`.\n"
     );
     let assemble = |sections: &[Section]| {
