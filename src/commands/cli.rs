@@ -91,7 +91,7 @@ impl<T: Subcommand> Subcommand for Deferred<T> {
 pub fn whole_command() -> clap::Command {
     use clap::CommandFactory as _;
     WHOLE.set(true);
-    let cmd = Cli::command();
+    let cmd = super::help_map::grouped(Cli::command());
     WHOLE.set(false);
     cmd
 }
@@ -148,7 +148,9 @@ pub enum Command {
     Activity(Deferred<ActivityArgs>),
     /// Scaffold a new polis with a founding citizen.
     Init(Deferred<InitArgs>),
-    /// Add a citizen: a stamped capability card, status, inbox, journal and its `joined polis`
+    /// Add a citizen to a polis.
+    ///
+    /// Writes a stamped capability card, status, inbox, journal and its `joined polis`
     /// chronicle line.
     Register(Deferred<RegisterArgs>),
     /// Watch one or more polises and keep them current (the daemon); serves the dashboard.
@@ -161,28 +163,34 @@ pub enum Command {
     Service(Deferred<ServiceArgs>),
     /// Print, check or locate polisd's own configuration file.
     Config(Deferred<ConfigArgs>),
-    /// Open, claim, settle, abandon, show and list contracts (agents' commands).
+    /// Open, claim, settle, abandon, show and list contracts.
     #[command(subcommand)]
     Contract(Deferred<ContractCommand>),
     /// Propose, vote on and list amendments.
     #[command(subcommand)]
     Amendment(Deferred<AmendmentCommand>),
-    /// Append one validated chronicle line (refused, with a corrected example, if it is wrong).
+    /// Append one validated chronicle line.
+    ///
+    /// A wrong line is refused, with a corrected example.
     Log(Deferred<LogArgs>),
     /// File a lesson.
     #[command(subcommand)]
     Lesson(Deferred<LessonCommand>),
     /// Review a contract: write reviews/<stamp>-<cid>.md and announce the decision.
     Review(Deferred<ReviewArgs>),
+    /// Start, follow and write to a council review of a contract.
+    ///
     /// Council review: several citizens deliberate on a contract in rounds, and a chairman
     /// writes a falsifiable verdict (start, status, write a member's contribution).
     #[command(subcommand)]
     Council(Deferred<CouncilCommand>),
-    /// The context packet to read before starting a contract.
+    /// Print the context packet to read before starting a contract.
     Context(Deferred<ContextArgs>),
     /// Add and list guardrails (must-pass criteria inherited by new contracts).
     #[command(subcommand)]
     Guardrail(Deferred<GuardrailCommand>),
+    /// List the contracts a citizen can start now.
+    ///
     /// The contracts a citizen can start now: unowned, every dependency settled, no overlap
     /// with work in progress; recommended ones first, then by how much they unblock.
     Ready(Deferred<ReadyArgs>),
@@ -195,7 +203,9 @@ pub enum Command {
     MergeDriver(Deferred<MergeDriverArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(Deferred<CompletionsArgs>),
-    /// Print the manual page (roff): `polisd man > ~/.local/share/man/man1/polisd.1`.
+    /// Print the manual page (roff).
+    ///
+    /// `polisd man > ~/.local/share/man/man1/polisd.1` (docs/install.md).
     Man,
     /// Reserve project paths (files, folders or globs) so other citizens leave them alone.
     Reserve(Deferred<ReserveArgs>),
@@ -206,15 +216,20 @@ pub enum Command {
     /// Measure polisd against alternatives on simulated worlds.
     #[command(subcommand)]
     Bench(Deferred<BenchCommand>),
-    /// Print a citizen's session primer: who it is, what is routed to it, its claims, votes
-    /// and unread notices (at most about 6 KB).
+    /// Print a citizen's session primer.
+    ///
+    /// Who it is, what is routed to it, its claims, votes and unread notices (at most about
+    /// 6 KB).
     Prime(Deferred<PrimeArgs>),
     /// List a citizen's inbox notices, newest first; mark them read.
     Notices(Deferred<NoticesArgs>),
     /// Keep a citizen's inbox small.
     #[command(subcommand)]
     Inbox(Deferred<InboxCommand>),
-    /// Install, remove or inspect polisd's session hooks in the agent CLIs' project settings.
+    /// Install, remove or inspect the agent CLIs' session hooks.
+    ///
+    /// polisd's session hooks in the project settings of Claude Code, Codex CLI and Gemini
+    /// CLI.
     #[command(subcommand)]
     Hooks(Deferred<HooksCommand>),
     /// What an installed hook runs: reads the agent CLI's JSON payload on stdin, prints what it

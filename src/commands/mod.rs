@@ -13,6 +13,7 @@ pub mod council;
 pub mod demo;
 pub mod git_setup;
 pub mod guardrail;
+pub mod help_map;
 pub mod init;
 pub mod lesson;
 pub mod log;
@@ -40,8 +41,9 @@ use std::path::{Path, PathBuf};
 /// Parses the process arguments, runs the command and maps its outcome to an exit code: 0
 /// success, 1 refused or findings, 2 usage.
 pub fn run() -> std::process::ExitCode {
-    use clap::Parser as _;
-    let cli = cli::Cli::parse();
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    let matches = help_map::grouped(cli::Cli::command()).get_matches();
+    let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if !matches!(
         cli.command,
         Command::Run(Deferred(_)) | Command::Serve(Deferred(_)) | Command::Mcp(_)
