@@ -142,10 +142,24 @@ fn arg_str<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, Strin
     opt_str_ref(args, key)?.ok_or_else(|| format!("missing required argument: '{key}'"))
 }
 
+/// The arguments that name the citizen a call acts as: never a system identity.
+const ACTING_KEYS: [&str; 3] = ["citizen", "by", "opened_by"];
+
+/// Every string argument is checked here, once for all tools: no control characters, and an
+/// acting id that may act (the same edge checks as the command line's).
 fn opt_str_ref<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, String> {
+    use crate::protocol::input;
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
+        Some(Value::String(s)) => {
+            let checked = if ACTING_KEYS.contains(&key) {
+                input::check_text(&format!("'{key}'"), s).and_then(|()| input::check_acting_id(s))
+            } else {
+                input::check_text(&format!("'{key}'"), s)
+            };
+            checked.map_err(|e| format!("{e}; nothing was done"))?;
+            Ok(Some(s))
+        }
         Some(other) => Err(wrong_type(key, "a string", other)),
     }
 }
@@ -263,13 +277,16 @@ fn str_list(args: &Map<String, Value>, key: &str) -> Result<Vec<String>, String>
         Some(Value::Array(items)) => items
             .iter()
             .map(|item| {
-                item.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| wrong_type(key, "a list of strings", item))
+                let text = item
+                    .as_str()
+                    .ok_or_else(|| wrong_type(key, "a list of strings", item))?;
+                crate::protocol::input::check_text(&format!("'{key}'"), text)
+                    .map_err(|e| format!("{e}; nothing was done"))?;
+                Ok(text.to_string())
             })
             .collect(),
         // A comma-separated string, as the commands take tags.
-        Some(Value::String(s)) => Ok(s
+        Some(Value::String(_)) => Ok(arg_str(args, key)?
             .split(',')
             .map(str::trim)
             .filter(|t| !t.is_empty())
@@ -333,7 +350,7 @@ fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         reconcile_without_daemon: true,
         // One string is one suggestion (a reason may hold commas).
         suggest: match args.get("suggest") {
-            Some(Value::String(one)) => vec![one.clone()],
+            Some(Value::String(_)) => vec![arg_str(args, "suggest")?.to_string()],
             _ => str_list(args, "suggest")?,
         }
         .iter()

@@ -13,7 +13,7 @@
 //! citizen works, it is written only when the citizen acts (`--as`), and it is edited by
 //! compare-before-replace like every agent-owned file.
 
-use super::{edit_agent_file, ActionError};
+use super::{edit_agent_file_now, ActionError};
 use crate::fs::snapshot::{self, MAX_RECORD_BYTES};
 use crate::fs::writer::Writer;
 use crate::protocol::clock::PolisTime;
@@ -39,6 +39,8 @@ pub enum SessionError {
     #[error("{0}")]
     Unreadable(Finding),
     #[error(transparent)]
+    Input(#[from] crate::protocol::input::InputError),
+    #[error(transparent)]
     Action(#[from] ActionError),
 }
 
@@ -51,6 +53,9 @@ impl From<crate::fs::writer::WriteError> for SessionError {
 /// Checks that `id` is a registered citizen of the polis at `root` (a card exists), reading
 /// only that card's metadata and, to name the known ids in the refusal, the citizens folder.
 pub fn check_citizen(root: &Path, id: &str) -> Result<(), SessionError> {
+    if layout::is_system_citizen(id) {
+        crate::protocol::input::check_acting_id(id)?;
+    }
     let Some(card) = layout::card_path(id) else {
         return Err(SessionError::NotAnId(id.to_string()));
     };
@@ -135,19 +140,30 @@ pub fn mark_read(
         return Ok(false);
     }
     if read_opt(root, &rel)?.is_none() {
-        let text = notice::with_read_set(None, citizen, &next);
+        let text =
+            notice::with_read_set(None, citizen, &next, &rel).map_err(SessionError::Unreadable)?;
         if writer.create_new(&rel, text.as_bytes())? {
             return Ok(true);
         }
     }
-    let edited = edit_agent_file(writer, root, &rel, |current| {
+    let refused = std::cell::RefCell::new(None);
+    let edited = edit_agent_file_now(writer, root, &rel, |current| {
         let old = crate::protocol::frontmatter::parse(current)
             .map(|r| notice::read_ids(&r.fields))
             .unwrap_or_default();
         let set = notice::next_read_set(&old, ids, &view.notices);
-        Some(notice::with_read_set(Some(current), citizen, &set))
+        match notice::with_read_set(Some(current), citizen, &set, &rel) {
+            Ok(text) => Some(text),
+            Err(finding) => {
+                *refused.borrow_mut() = Some(finding);
+                None
+            }
+        }
     })?;
-    Ok(edited)
+    match refused.into_inner() {
+        Some(finding) => Err(SessionError::Unreadable(finding)),
+        None => Ok(edited),
+    }
 }
 
 /// The polis timezone, from `polis.yml` alone.
@@ -465,6 +481,9 @@ pub fn archive_inbox(
     now: &PolisTime,
 ) -> Result<Archived, SessionError> {
     check_citizen(root, citizen)?;
+    // Read and moved under the transition lock: two archives at once would both append the
+    // same blocks to the archive.
+    let _transition = writer.transition_lock()?;
     let view = read_inbox(root, citizen)?;
     let archive_rel =
         layout::inbox_archive_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
@@ -512,7 +531,7 @@ pub fn archive_inbox(
         writer.append_locked(&archive_rel, append.as_bytes())?;
     }
     let ids: BTreeSet<&str> = moving.iter().map(|n| n.id.as_str()).collect();
-    edit_agent_file(writer, root, &inbox_rel, |current| {
+    edit_agent_file_now(writer, root, &inbox_rel, |current| {
         let notices = notice::parse_inbox(current);
         let remove: Vec<&Notice> = notices
             .iter()

@@ -18,6 +18,7 @@ pub mod frontmatter;
 pub mod guardrail;
 pub mod handoff;
 pub mod inbox;
+pub mod input;
 pub mod layout;
 pub mod lesson;
 pub mod merge;
