@@ -13,8 +13,8 @@
 //! set is pruned to the ids still in `inbox.md` whenever it is written, so it stays as small as
 //! the inbox. Nothing here decides from a time whether a notice was read.
 
-use crate::protocol::finding::{Code, Finding};
 use crate::protocol::delivery::inbox::{self, Kind};
+use crate::protocol::finding::{Code, Finding};
 use crate::protocol::layout::DAEMON_ID;
 use crate::yaml::Value;
 use regex::Regex;
