@@ -193,3 +193,61 @@ fn notices_mark_read_never_prepends_a_second_frontmatter_to_a_broken_status() {
         "the agent's file is left as it was"
     );
 }
+
+#[test]
+fn prime_with_an_inbox_over_16_mib_delivers_the_newest_notices() {
+    let p = TestPolis::init(FOUNDER);
+    let inbox = format!("citizens/{FOUNDER}/inbox.md");
+    let mut text = String::from("---\nfile_type: inbox\n---\n");
+    let old = "\n### 2026-01-01 10:00 from polis-daemon\n\nAn old notice, padded out. ".to_string()
+        + &"pad ".repeat(2_000)
+        + "\n\n---\n";
+    while text.len() < 17 * 1024 * 1024 {
+        text.push_str(&old);
+    }
+    text.push_str("\n### 2026-01-02 10:00 from polis-daemon\n\nThe newest notice of all.\n\n<!-- polisd:contract-settled:00000000000000ff -->\n\n---\n");
+    p.save(&inbox, &text);
+    let out = ok(p.polisd(&["prime", "--as", FOUNDER, "--no-mark-read"]));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("The newest notice of all."), "{shown:.2000}");
+}
+
+#[test]
+fn inbox_archive_run_once_waits_for_a_writer_instead_of_promising_a_later_look() {
+    let p = TestPolis::init(FOUNDER);
+    let id = "00000000000000aa";
+    p.save(
+        &format!("citizens/{FOUNDER}/status.md"),
+        &format!("---\nagent_id: {FOUNDER}\nstate: idle\nnotices_read: ['{id}']\n---\n"),
+    );
+    let inbox = format!("citizens/{FOUNDER}/inbox.md");
+    p.append(
+        &inbox,
+        &format!("\n### 2026-01-01 10:00 from polis-daemon\n\nRead long ago.\n\n<!-- polisd:contract-settled:{id} -->\n\n---\n"),
+    );
+    // Another program holds the inbox open for writing when the command starts, and lets go
+    // a moment later: the command has no later look, so it must wait for it.
+    let held = std::fs::OpenOptions::new()
+        .append(true)
+        .open(p.path(&inbox))
+        .unwrap();
+    let child = p.spawn(&[
+        "inbox",
+        "archive",
+        "--as",
+        FOUNDER,
+        "--older-than",
+        "0",
+        "--json",
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    drop(held);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains("looks again"), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["moved"], 1, "{v}");
+    assert!(p
+        .read(&format!("citizens/{FOUNDER}/inbox-archive.md"))
+        .contains(id));
+}

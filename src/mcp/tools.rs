@@ -553,6 +553,29 @@ mod tests {
     }
 
     #[test]
+    fn a_system_identity_or_a_control_character_is_refused_in_every_tool() {
+        let (_dir, root, _w) = crate::operations::test_polis::polis_with(&[]);
+        let root = root.as_path();
+        for system in crate::protocol::layout::SYSTEM_CITIZENS {
+            for (tool, key) in [
+                ("polis_claim_contract", "citizen"),
+                ("polis_abandon_contract", "by"),
+                ("polis_open_contract", "opened_by"),
+                ("polis_prime", "citizen"),
+            ] {
+                let a = args(json!({key: system, "contract_id": "x", "title": "t"}));
+                let why = failed(call(root, tool, &a));
+                assert!(why.contains("system identity"), "{tool}: {why}");
+            }
+        }
+        let a = args(json!({"title": "a\u{1b}[2Jb", "opened_by": "claude-agent-1"}));
+        let why = failed(call(root, "polis_open_contract", &a));
+        assert!(why.contains("U+001B"), "{why}");
+        let a = args(json!({"text": "x", "tags": ["ok", "\u{202e}"]}));
+        assert!(failed(call(root, "polis_add_guardrail", &a)).contains("U+202E"));
+    }
+
+    #[test]
     fn an_argument_of_the_wrong_type_is_refused_not_taken_as_absent() {
         let a = args(json!({
             "dry_run": "true", "minutes": "25", "big": 5_000_000_000u64, "below": -5,

@@ -111,7 +111,19 @@ pub fn read_inbox(root: &Path, citizen: &str) -> Result<InboxView, SessionError>
         layout::inbox_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
     let status_rel =
         layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let inbox_text = read_opt(root, &inbox_rel)?.unwrap_or_default();
+    let oversized = std::fs::symlink_metadata(root.join(&inbox_rel))
+        .is_ok_and(|m| m.is_file() && m.len() > MAX_RECORD_BYTES);
+    let inbox_text = if oversized {
+        // An inbox past the bound every record is read within: its newest notices, the last
+        // MAX_RECORD_BYTES of it, rather than none (what comes before the first whole notice
+        // there is left out as text before a heading is).
+        snapshot::read_tail_lines(root, &inbox_rel, MAX_RECORD_BYTES, |_| false)
+            .map_err(SessionError::Unreadable)?
+            .map(|tail| tail.text)
+            .unwrap_or_default()
+    } else {
+        read_opt(root, &inbox_rel)?.unwrap_or_default()
+    };
     let read = match read_opt(root, &status_rel)? {
         Some(text) => crate::protocol::frontmatter::parse(&text)
             .map(|r| notice::read_ids(&r.fields))
