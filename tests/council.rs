@@ -1,4 +1,4 @@
-//! Council review (issue 16) with a real daemon and real files: the test plays every member,
+//! Council review with a real daemon and real files: the test plays every member,
 //! writing their files, and checks what polisd writes back: `council.md`, anonymised packets,
 //! prompts and notices, the contract's `review.status` and the chronicle line. Time moves by
 //! the daemon's test clock (`POLISD_FAKE_NOW_FILE`), never by sleeping.

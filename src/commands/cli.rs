@@ -470,7 +470,7 @@ pub struct ReflectArgs {
     #[arg(long)]
     pub apply: bool,
     /// How many contracts, lines or amendments make a pattern recurring.
-    #[arg(long, default_value_t = crate::protocol::reflection::DEFAULT_MIN_EVIDENCE, value_name = "N")]
+    #[arg(long, default_value_t = crate::protocol::amendments::reflection::DEFAULT_MIN_EVIDENCE, value_name = "N")]
     pub min_evidence: usize,
     /// Print JSON.
     #[arg(long)]

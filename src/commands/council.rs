@@ -1,4 +1,4 @@
-//! `polisd council start|status|write` (issue 16): the work is `operations::council`; this
+//! `polisd council start|status|write`: the work is `operations::council`; this
 //! module parses, calls it and prints. `status` and `write` read only the council's own
 //! files (and the contract, for its title); `start` reads the citizens to seat the panel.
 //!

@@ -422,7 +422,7 @@ fn exit_for(severities: impl IntoIterator<Item = Severity>) -> u8 {
 pub fn deliver_now(
     polis: &Polis,
     writer: &Writer,
-    notices: &[crate::protocol::inbox::Notification],
+    notices: &[crate::protocol::delivery::inbox::Notification],
     now: &PolisTime,
 ) -> anyhow::Result<bool> {
     let failed = crate::operations::deliver_now(polis, writer, notices, now)?;

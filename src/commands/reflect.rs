@@ -6,9 +6,9 @@ use crate::commands::cli::ReflectArgs;
 use crate::fs::snapshot::Polis;
 use crate::fs::writer::Writer;
 use crate::operations::reflection::{self, Scope};
+use crate::protocol::amendments::reflection::{Held, REFLECTOR};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::inbox::Notification;
-use crate::protocol::reflection::{Held, REFLECTOR};
+use crate::protocol::delivery::inbox::Notification;
 
 pub fn run(args: ReflectArgs) -> anyhow::Result<u8> {
     let root = super::locate(args.path.as_deref())?;

@@ -6,9 +6,9 @@ use crate::commands::Usage;
 use crate::fs::snapshot;
 use crate::fs::writer::Writer;
 use crate::operations::register::{register, Refusal};
+use crate::protocol::citizens::register::{parse_tags, NewCitizen};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::layout;
-use crate::protocol::register::{parse_tags, NewCitizen};
 
 pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
     let tags = parse_tags(&args.tags).map_err(|e| Usage(e.to_string()))?;

@@ -26,7 +26,7 @@
 //!   expiry, unknown vote category).
 //! - `recent_outcomes`: the last 5 decided amendments by id: `[{amendment_id, status,
 //!   ratified_at}]`.
-//! - `councils`: every council in `reviews/` (issue 16): `[{contract_id, mode, phase, round,
+//! - `councils`: every council in `reviews/`: `[{contract_id, mode, phase, round,
 //!   closes_at, decision, problem}]`.
 //! - `findings`: `{errors, warnings, resolved, newest: [{code, severity, path, line, message}]}`, the
 //!   totals of `polisd check` and its last 10 findings (the current chronicle's last).

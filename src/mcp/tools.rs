@@ -419,7 +419,7 @@ fn release(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
 }
 
 fn vote(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
-    use crate::protocol::amendment::Vote;
+    use crate::protocol::amendments::amendment::Vote;
     let aid = arg_str(args, "amendment_id")?;
     let citizen = arg_str(args, "citizen")?;
     let vote = match arg_str(args, "vote")? {
@@ -478,7 +478,7 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     );
     session::check_citizen(root, citizen).map_err(|e| e.to_string())?;
     let view = session::read_inbox(root, citizen).map_err(|e| e.to_string())?;
-    let listed: Vec<&crate::protocol::notice::Notice> = if unread {
+    let listed: Vec<&crate::protocol::delivery::notice::Notice> = if unread {
         view.unread()
     } else {
         view.notices.iter().rev().collect()
@@ -492,7 +492,7 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         .iter()
         .map(|n| {
             json!({"id": n.id, "kind": n.kind.map(|k| k.as_str()), "stamp": n.stamp,
-                   "from": n.author, "text": crate::protocol::notice::render_notice(n),
+                   "from": n.author, "text": crate::protocol::delivery::notice::render_notice(n),
                    "read": view.read.contains(&n.id)})
         })
         .collect();

@@ -6,7 +6,7 @@ use crate::fs::writer::{WriteError, Writer};
 use crate::operations::chronicle::{self, Appended};
 use crate::operations::edit::command_edit_took;
 use crate::operations::error::OpError;
-use crate::protocol::amendment::{self as rules, NewAmendment, Vote};
+use crate::protocol::amendments::amendment::{self as rules, NewAmendment, Vote};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::layout::{self, AmendmentFolder};
 use std::path::Path;
@@ -100,7 +100,9 @@ pub fn propose(
         let chronicled = snapshot::read_text(root, layout::CHRONICLE, None)
             .ok()
             .flatten()
-            .is_some_and(|t| crate::protocol::chronicle::has_line(&t, "proposed amendment", &link));
+            .is_some_and(|t| {
+                crate::protocol::chronicle::rollover::has_line(&t, "proposed amendment", &link)
+            });
         let line = if chronicled {
             None
         } else {

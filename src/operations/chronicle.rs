@@ -175,7 +175,7 @@ pub fn has_line(root: &Path, verb: &str, target: &str) -> bool {
     snapshot::read_text(root, layout::CHRONICLE, None)
         .ok()
         .flatten()
-        .is_some_and(|text| chronicle::has_line(&text, verb, target))
+        .is_some_and(|text| chronicle::rollover::has_line(&text, verb, target))
 }
 
 #[cfg(test)]

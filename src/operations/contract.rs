@@ -1,7 +1,7 @@
 //! The contract lifecycle as agents run it: open, claim, settle, abandon, show, list.
 //!
 //! Each reads only the files it needs (never the settled folder as a whole), asks
-//! `protocol::contract` for the new bytes, and writes through the [`Writer`]:
+//! `protocol::contracts::contract` for the new bytes, and writes through the [`Writer`]:
 //! - a new contract with `create_new`, so two openers of one title get `x` and `x-2`;
 //! - a claim under the contract file's advisory lock with compare-before-replace, so of any
 //!   number of simultaneous claimers exactly one wins and an agent's hand edit is never lost;
@@ -17,7 +17,7 @@ use crate::operations::error::OpError;
 use crate::operations::guardrail;
 use crate::operations::lesson::{self, Filed, LessonRequest};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::contract::{self as rules, NewContract};
+use crate::protocol::contracts::contract::{self as rules, NewContract};
 use crate::protocol::frontmatter::{self, Record};
 use crate::protocol::layout::{self, ContractFolder};
 use crate::yaml::Value;
@@ -102,7 +102,7 @@ pub fn open(writer: &Writer, now: &PolisTime, req: &OpenRequest) -> Result<Opene
     let mut criteria = req.accept.clone();
     let mut inherited = 0;
     for g in guardrail::matching(root, &req.tags) {
-        let c = crate::protocol::guardrail::criterion(&g);
+        let c = crate::protocol::contracts::guardrail::criterion(&g);
         if !criteria.contains(&c) {
             criteria.push(c);
             inherited += 1;
@@ -271,7 +271,7 @@ pub struct SettleRequest {
     /// otherwise). Callers inside the daemon pass `false`.
     pub reconcile_without_daemon: bool,
     /// `(citizen, reason)` pairs written as `### Suggested next citizen` blocks into the
-    /// Settlement (issue 15); the daemon dispatches them.
+    /// Settlement; the daemon dispatches them.
     pub suggest: Vec<(String, String)>,
 }
 
@@ -513,7 +513,7 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             new = rules::append_section(&new, &section);
         }
         for (citizen, reason) in &req.suggest {
-            let block = crate::protocol::handoff::render_suggestion(citizen, reason);
+            let block = crate::protocol::contracts::handoff::render_suggestion(citizen, reason);
             new = rules::append_section(&new, &block);
         }
         Ok(new)

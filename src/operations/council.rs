@@ -1,4 +1,4 @@
-//! Councils (issue 16): starting one, reading its state, placing a member's contribution, and
+//! Councils: starting one, reading its state, placing a member's contribution, and
 //! moving it on (closing rounds, writing packets, checking and applying the verdict).
 //!
 //! Everything is derived from the files: `reviews/<cid>/council.md` says where a council
@@ -14,13 +14,13 @@ use crate::fs::snapshot::{self, Polis};
 use crate::fs::writer::Writer;
 use crate::operations::{chronicle, edit_agent_file, lookup, OpError};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::contract::Contract;
+use crate::protocol::contracts::contract::Contract;
+use crate::protocol::contracts::review::{self, Decision};
 use crate::protocol::council::state::{self, Council, Fallback, Outcome, Phase};
 use crate::protocol::council::lens::{self, Library};
 use crate::protocol::council::{self as rules, packet, verdict, Eligible, Mode};
-use crate::protocol::inbox::Notification;
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
-use crate::protocol::review::{self, Decision};
 use crate::protocol::routing::score;
 use chrono::NaiveDateTime;
 use std::path::Path;
@@ -188,7 +188,7 @@ fn title_of(root: &Path, cid: &str) -> String {
 /// Who may sit: registered, not away, not departed, not the owner; scored for the contract
 /// by the router's own score (`protocol::routing::score`), best first.
 pub fn eligible(polis: &Polis, contract: &Contract, owner: Option<&str>) -> Vec<Eligible> {
-    let left = crate::protocol::handoff::departed(&polis.recent_chronicle());
+    let left = crate::protocol::contracts::handoff::departed(&polis.recent_chronicle());
     let candidates: Vec<score::Candidate> = polis
         .candidates()
         .into_iter()

@@ -36,7 +36,7 @@ pub enum OpError {
     #[error("no amendment `{0}` in amendments/proposed; `polisd amendment list` shows them")]
     NoAmendment(String),
     #[error("amendment `{0}`: {1}")]
-    Vote(String, crate::protocol::amendment::VoteError),
+    Vote(String, crate::protocol::amendments::amendment::VoteError),
     #[error("refused, nothing written: {} {}: {}", if finding.severity == crate::protocol::finding::Severity::Error { "error" } else { "warning" }, finding.code, finding.message)]
     Chronicle { finding: Box<Finding>, line: String },
     #[error("{what} is empty; {fix}")]
@@ -50,7 +50,7 @@ pub enum OpError {
     Render(#[from] crate::yaml::EmitError),
     #[error("{0} kept changing while polisd tried to edit it; run the command again")]
     Busy(String),
-    /// A council refused the action (issue 16); the text says why and what to do.
+    /// A council refused the action; the text says why and what to do.
     #[error("{0}")]
     Council(String),
     #[error(transparent)]

@@ -5,16 +5,16 @@
 //! ([`Writer::update_locked`]), so of any number of citizens reserving overlapping paths at
 //! once exactly one wins and the others are told who holds them. A refusal (a conflict, a bad
 //! path, an unregistered citizen, an unreadable file) writes nothing. The rules themselves
-//! (overlap, expiry, what a release lets go) are in [`crate::protocol::reservation`].
+//! (overlap, expiry, what a release lets go) are in [`crate::protocol::contracts::reservation`].
 
 use crate::fs::snapshot;
 use crate::fs::writer::{WriteError, WriteOutcome, Writer};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::layout::{self, ContractFolder};
-use crate::protocol::reservation::{
+use crate::protocol::contracts::reservation::{
     self as rules, Conflict, ContractFacts, Dropped, Entry, Expiry, FileError, Overlap, PathError,
     Released,
 };
+use crate::protocol::layout::{self, ContractFolder};
 use std::path::{Component, Path};
 
 /// Why a reservation action was refused or failed.
@@ -361,7 +361,7 @@ pub fn release_for_ended_contract(
     let mut facts = ContractFacts::default();
     let mut findings = Vec::new();
     for file in snapshot::read_records(root, ContractFolder::Open.dir(), &mut findings) {
-        let contract = crate::protocol::contract::Contract::from_record(&file.record);
+        let contract = crate::protocol::contracts::contract::Contract::from_record(&file.record);
         if let Some(o) = contract.owner {
             facts.open_owners.insert(o);
         }

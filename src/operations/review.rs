@@ -4,8 +4,8 @@ use crate::fs::writer::Writer;
 use crate::operations::chronicle::{self, Appended};
 use crate::operations::error::OpError;
 use crate::protocol::clock::PolisTime;
+use crate::protocol::contracts::review::{self as rules, Decision};
 use crate::protocol::layout;
-use crate::protocol::review::{self as rules, Decision};
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Reviewed {

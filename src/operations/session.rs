@@ -9,7 +9,7 @@
 //! a polis with ten thousand settled contracts as on a new one.
 //!
 //! The read cursor is the `notices_read` list in the citizen's own `status.md` (see
-//! [`crate::protocol::notice`]): it travels with the polis to every clone and machine where the
+//! [`crate::protocol::delivery::notice`]): it travels with the polis to every clone and machine where the
 //! citizen works, it is written only when the citizen acts (`--as`), and it is edited by
 //! compare-before-replace like every agent-owned file.
 
@@ -17,11 +17,13 @@ use super::{edit_agent_file, ActionError};
 use crate::fs::snapshot::{self, MAX_RECORD_BYTES};
 use crate::fs::writer::Writer;
 use crate::protocol::clock::PolisTime;
-use crate::protocol::contract::Contract;
+use crate::protocol::contracts::contract::Contract;
+use crate::protocol::delivery::notice::{self, Notice};
+use crate::protocol::delivery::primer::{
+    self, Claim, Identity, LessonLine, PrimerInput, Routed, VoteWanted,
+};
 use crate::protocol::finding::Finding;
 use crate::protocol::layout::{self, CHRONICLE};
-use crate::protocol::notice::{self, Notice};
-use crate::protocol::primer::{self, Claim, Identity, LessonLine, PrimerInput, Routed, VoteWanted};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -178,10 +180,10 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         .iter()
         .map(|f| (f.stem.clone(), Contract::from_record(&f.record)))
         .collect();
-    let nodes: Vec<crate::protocol::dependency::Node> = records
+    let nodes: Vec<crate::protocol::contracts::dependency::Node> = records
         .iter()
         .zip(&open)
-        .map(|(f, (id, c))| crate::protocol::dependency::Node::of(id, &f.rel, c))
+        .map(|(f, (id, c))| crate::protocol::contracts::dependency::Node::of(id, &f.rel, c))
         .collect();
     let text_of = |v: &crate::yaml::Value| match v {
         crate::yaml::Value::Null => None,
@@ -213,12 +215,14 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         .map(|(id, c)| {
             let last = last_lines.get(id.as_str()).copied();
             let since = last.or_else(|| {
-                crate::protocol::amendment::read_when(&c.opened_at, now).map(|w| match w {
-                    crate::protocol::amendment::When::Moment(t) => t,
-                    crate::protocol::amendment::When::Day(d) => {
-                        d.and_hms_opt(0, 0, 0).unwrap_or_default()
-                    }
-                })
+                crate::protocol::amendments::amendment::read_when(&c.opened_at, now).map(
+                    |w| match w {
+                        crate::protocol::amendments::amendment::When::Moment(t) => t,
+                        crate::protocol::amendments::amendment::When::Day(d) => {
+                            d.and_hms_opt(0, 0, 0).unwrap_or_default()
+                        }
+                    },
+                )
             });
             let idle_days = since.map(|t| (now.now - t).num_days().max(0));
             Claim {
@@ -257,7 +261,7 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
 
     let all_reservations = super::reservation::list(root, now);
     // The ready queue as `polisd ready` computes it, from what the primer has read already
-    // (one `lstat` per dependency; issue 15).
+    // (one `lstat` per dependency).
     let card_tags: BTreeSet<String> = identity.tags.iter().map(|(t, _)| t.clone()).collect();
     let queue = super::ready::queue_of(
         root,
@@ -310,11 +314,13 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
 fn identity(root: &Path, citizen: &str) -> Result<Identity, SessionError> {
     let card_rel =
         layout::card_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let card = read_opt(root, &card_rel)?.and_then(|t| crate::protocol::card::parse(&t).ok());
+    let card =
+        read_opt(root, &card_rel)?.and_then(|t| crate::protocol::citizens::card::parse(&t).ok());
     let status_rel =
         layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let status = crate::protocol::citizen::parse_status(read_opt(root, &status_rel)?.as_deref())
-        .unwrap_or_default();
+    let status =
+        crate::protocol::citizens::citizen::parse_status(read_opt(root, &status_rel)?.as_deref())
+            .unwrap_or_default();
     Ok(Identity {
         id: citizen.to_string(),
         vendor: card
@@ -347,7 +353,7 @@ fn votes_wanted(root: &Path, citizen: &str) -> Vec<VoteWanted> {
         let Ok(Some(text)) = snapshot::read_text(root, &entry.rel, Some(MAX_RECORD_BYTES)) else {
             continue;
         };
-        let Ok(a) = crate::protocol::amendment::parse(&text, &entry.stem) else {
+        let Ok(a) = crate::protocol::amendments::amendment::parse(&text, &entry.stem) else {
             continue;
         };
         if a.status.as_deref().unwrap_or("proposed") != "proposed"
@@ -378,7 +384,8 @@ fn lessons_for(root: &Path, tags: &[&str]) -> Vec<LessonLine> {
     for tag in tags.iter().filter(|t| layout::is_slug(t)) {
         let dir = format!("{}/{tag}", layout::LESSONS_DIR);
         for file in snapshot::read_records(root, &dir, &mut findings) {
-            let lesson = crate::protocol::lesson::Lesson::from_record(&file.stem, &file.record);
+            let lesson =
+                crate::protocol::contracts::lesson::Lesson::from_record(&file.stem, &file.record);
             if !lesson.is_accepted() || !seen.insert(lesson.lesson_id.clone()) {
                 continue;
             }
@@ -422,9 +429,9 @@ fn last_lines_about(
     let archives: Vec<String> = snapshot::list(root, "", ".md", &mut findings)
         .into_iter()
         .map(|e| e.rel.trim_start_matches('/').to_string())
-        .filter(|n| chronicle::Quarter::from_archive_name(n).is_some())
+        .filter(|n| chronicle::rollover::Quarter::from_archive_name(n).is_some())
         .collect();
-    if let Some(newest) = chronicle::newest_archive(archives.iter().map(String::as_str)) {
+    if let Some(newest) = chronicle::rollover::newest_archive(archives.iter().map(String::as_str)) {
         files.push(newest.to_string());
     }
     for rel in files {

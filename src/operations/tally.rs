@@ -3,9 +3,9 @@
 use super::ActionError;
 use crate::fs::snapshot::{self, Polis};
 use crate::fs::writer::{RenameOutcome, Writer};
-use crate::protocol::amendment::{self, Action, Outcome, TallyContext};
+use crate::protocol::amendments::amendment::{self, Action, Outcome, TallyContext};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::inbox::Notification;
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::layout::{self, AmendmentFolder};
 use std::collections::BTreeSet;
 
@@ -19,7 +19,7 @@ pub struct TallyResult {
     pub detail: String,
 }
 
-/// Who the quorum rules count, read from a polis (SPEC §8; issue 15 leaves out who left):
+/// Who the quorum rules count, read from a polis (SPEC §8, leaving out who left):
 /// the one place the tally, the notices about outcomes, `polisd status`, the dashboard and
 /// reflection get it from. [`Electorate::context`] hands it to the pure rules
 /// (`amendment::voters`, `amendment::active_voters`).
@@ -203,7 +203,7 @@ pub fn tally(
                 // written, the deadline, the last vote), never this run's clock alone.
                 let texts = polis.recent_chronicle();
                 let at = amendment::decided_at(&texts, a, outcome.action, now)
-                    .map(crate::protocol::inbox::time_stamp)
+                    .map(crate::protocol::delivery::inbox::time_stamp)
                     .or_else(|| {
                         (outcome.action == Action::Ratified).then(|| {
                             amendment::quorum_reached_at(&texts, a, &outcome)

@@ -18,7 +18,7 @@
 //!
 //! It never writes a file; callers hand the text to `fs::writer` or to git.
 
-use crate::protocol::chronicle::{self, Quarter};
+use crate::protocol::chronicle::{self, rollover::Quarter};
 use chrono::NaiveDateTime;
 use std::collections::{HashMap, HashSet};
 
@@ -314,7 +314,7 @@ fn chronicle_units(text: &str) -> Vec<Unit<'_>> {
 }
 
 fn period(text: &str) -> Option<Quarter> {
-    let fm = chronicle::frontmatter_block(text)?;
+    let fm = chronicle::rollover::frontmatter_block(text)?;
     fm.lines()
         .find_map(|l| l.trim().strip_prefix("current_period:"))
         .and_then(Quarter::parse)
@@ -353,8 +353,8 @@ pub fn merge_chronicle(base: Option<&str>, ours: &str, theirs: &str, elsewhere: 
     );
     let eol = if ours.contains("\r\n") { "\r\n" } else { "\n" };
     let head = match (
-        chronicle::frontmatter_block(ours),
-        chronicle::frontmatter_block(theirs),
+        chronicle::rollover::frontmatter_block(ours),
+        chronicle::rollover::frontmatter_block(theirs),
     ) {
         (Some(_), Some(t)) if period(theirs) > period(ours) => Some(t),
         (Some(o), _) => Some(o),
@@ -444,7 +444,7 @@ fn block_id(block: &str) -> String {
     let normal: Vec<&str> = block.lines().map(str::trim_end).collect();
     format!(
         "block:{}",
-        super::digest::short_id(normal.join("\n").as_bytes())
+        crate::protocol::digest::short_id(normal.join("\n").as_bytes())
     )
 }
 
@@ -757,7 +757,7 @@ mod tests {
     fn a_rollover_on_one_side_moves_lines_and_keeps_the_other_sides_new_ones() {
         let base =
             "---\ncurrent_period: 2026-Q1\n---\n- 2026-03-30 10:00 | a-agent-one | x | - | old\n";
-        let rolled = chronicle::rollover(
+        let rolled = chronicle::rollover::rollover(
             base,
             &crate::protocol::clock::PolisTime::at_stamp(Default::default(), "2026-04-01 00:03")
                 .unwrap(),

@@ -1,4 +1,4 @@
-//! Council review (issue 16): several citizens from different vendors deliberate on a contract
+//! Council review: several citizens from different vendors deliberate on a contract
 //! in rounds, through plain files, and a chairman writes a falsifiable verdict.
 //!
 //! This module owns the rules and nothing else: the modes and their limits, what a contract
@@ -443,7 +443,7 @@ fn why_picked(e: &Eligible, new_vendor: bool) -> String {
     }
 }
 
-/// Seats the panel and the chair (issue 16 point 1). `given` members and `chairman` are
+/// Seats the panel and the chair. `given` members and `chairman` are
 /// checked against `eligible` (an id missing there is not registered, away, departed or the
 /// owner); the rest is picked by [`pick_next`].
 pub fn choose(eligible: &[Eligible], request: &Request) -> Result<Choice, ChoiceError> {

@@ -4,9 +4,9 @@
 //! A verdict must be falsifiable and actionable: kill criteria with a condition, a date and a
 //! consequence; exactly one concrete next step; 2 to 4 decision options; dissent kept.
 
+use crate::protocol::contracts::review::Decision;
 use crate::protocol::frontmatter;
 use super::Mode;
-use crate::protocol::review::Decision;
 use crate::yaml::Value;
 use regex::Regex;
 use std::sync::LazyLock;
@@ -483,7 +483,7 @@ fn flow(v: &Value) -> Option<String> {
                 .join(", ")
         ),
         Value::Float(f) => crate::yaml::python_float_repr(*f),
-        other => crate::protocol::contract::reference_scalar(other),
+        other => crate::protocol::contracts::contract::reference_scalar(other),
     })
 }
 

@@ -8,7 +8,7 @@
 use crate::protocol::clock::PolisZone;
 use crate::protocol::finding::{Code, Finding};
 use crate::protocol::frontmatter::{self, Record};
-use crate::protocol::stats::Settlement;
+use crate::protocol::routing::stats::Settlement;
 use crate::yaml::{self, Value};
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 use regex::Regex;
@@ -81,7 +81,7 @@ pub struct Heading {
     pub opened_by: Option<String>,
     pub title: Option<String>,
     pub quality: Option<i64>,
-    /// The body holds a suggestion block (issue 15's handoffs), so the file is worth reading
+    /// The body holds a suggestion block (handoffs), so the file is worth reading
     /// again for them.
     pub suggests: bool,
 }

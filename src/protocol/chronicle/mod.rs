@@ -5,12 +5,15 @@
 //! Nothing here reads or writes a file, and nothing here ever produces text that drops or edits
 //! an agent's line — rollover and merge only move and reorder lines.
 
+pub mod activity;
+pub mod claims;
+pub mod resolution;
+pub mod rollover;
+
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::{Code, Finding};
-use crate::protocol::frontmatter;
 use crate::protocol::layout::{self, DAEMON_ID};
-use crate::yaml::Value;
-use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime};
+use chrono::{Duration, NaiveDateTime};
 use regex::Regex;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
@@ -700,7 +703,7 @@ fn render_line(stamp: &str, author: &str, verb: &str, link: &str, note: &str) ->
 /// A stable key for a line polisd has seen: SHA-256 (hex) of the line without its line end and
 /// trailing whitespace.
 pub fn line_key(text: &str) -> String {
-    super::digest::sha256_hex(text.trim_end().as_bytes())
+    crate::protocol::digest::sha256_hex(text.trim_end().as_bytes())
 }
 
 fn present_counts(files: &[&str]) -> HashMap<String, usize> {
@@ -773,187 +776,6 @@ pub fn lost_line_finding(path: &str, text: &str) -> Finding {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Rollover
-
-/// A quarter, `YYYY-Qn`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Quarter {
-    pub year: i32,
-    pub q: u32,
-}
-
-impl Quarter {
-    pub fn of(date: NaiveDate) -> Quarter {
-        Quarter {
-            year: date.year(),
-            q: (date.month() - 1) / 3 + 1,
-        }
-    }
-
-    /// The first day of the quarter.
-    pub fn first_day(self) -> NaiveDate {
-        NaiveDate::from_ymd_opt(self.year, (self.q - 1) * 3 + 1, 1).unwrap_or_default()
-    }
-
-    pub fn previous(self) -> Quarter {
-        if self.q == 1 {
-            Quarter {
-                year: self.year - 1,
-                q: 4,
-            }
-        } else {
-            Quarter {
-                year: self.year,
-                q: self.q - 1,
-            }
-        }
-    }
-
-    /// Reads `YYYY-Qn`.
-    pub fn parse(text: &str) -> Option<Quarter> {
-        let (y, q) = text.trim().split_once("-Q")?;
-        let year: i32 = y.parse().ok()?;
-        let q: u32 = q.parse().ok()?;
-        (y.len() == 4 && (1..=4).contains(&q)).then_some(Quarter { year, q })
-    }
-
-    /// `chronicle-YYYY-Qn.md`.
-    pub fn archive_name(self) -> String {
-        format!("chronicle-{self}.md")
-    }
-
-    /// The quarter of an archive file name `chronicle-YYYY-Qn.md`.
-    pub fn from_archive_name(name: &str) -> Option<Quarter> {
-        Quarter::parse(name.strip_prefix("chronicle-")?.strip_suffix(".md")?)
-    }
-}
-
-/// The newest archive among file names (others are ignored): the one the activity window reads
-/// with the current chronicle.
-pub fn newest_archive<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    names
-        .into_iter()
-        .filter_map(|n| Quarter::from_archive_name(n).map(|q| (q, n)))
-        .max_by_key(|(q, _)| *q)
-        .map(|(_, n)| n)
-}
-
-/// Whether a chronicle text already holds a line with this verb linking this target (after
-/// [`link_target`] normalisation), by any author. Lets a resumed action (e.g. an interrupted
-/// ratification) append its line only once.
-pub fn has_line(text: &str, verb: &str, target: &str) -> bool {
-    let want = link_target(target);
-    scan(text).lines.iter().any(|l| {
-        parse_entry(&l.text).is_ok_and(|e| {
-            e.verb == verb
-                && e.link.and_then(link_target).is_some()
-                && e.link.and_then(link_target) == want
-        })
-    })
-}
-
-impl std::fmt::Display for Quarter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-Q{}", self.year, self.q)
-    }
-}
-
-/// A due rollover: write `archive_text` to `archive_name` (next to `chronicle.md`), then
-/// replace `chronicle.md` with `new_text`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rollover {
-    pub archive_name: String,
-    /// The old chronicle, byte for byte (a move, so C009 sees every line again).
-    pub archive_text: String,
-    pub new_text: String,
-    pub period: Quarter,
-}
-
-/// Decides whether a quarterly rollover is due and builds it. The chronicle's period is its
-/// frontmatter `current_period`, else the quarter of its oldest line; a rollover is due when
-/// now is in a later quarter. The archive is named after `current_period` when the file has
-/// one, else after the quarter that just ended. A `rollover_policy` other than `quarterly`
-/// (e.g. `never`) turns rollover off for that polis.
-pub fn rollover(text: &str, now: &PolisTime) -> Option<Rollover> {
-    let record = frontmatter::parse(text).ok();
-    let fields = record.as_ref().map(|r| &r.fields);
-    if let Some(policy) = fields.map(|f| f.get("rollover_policy")) {
-        if !policy.is_null() && policy.as_str().map(str::trim) != Some("quarterly") {
-            return None;
-        }
-    }
-    let declared = fields
-        .and_then(|f| f.get("current_period").as_str())
-        .and_then(Quarter::parse);
-    let now_q = Quarter::of(now.now.date());
-    let scanned = scan(text);
-    let oldest = scanned
-        .lines
-        .iter()
-        .filter_map(|l| stamp_and_author(&l.text).map(|(s, _)| s))
-        .min();
-    let period = declared.or_else(|| oldest.map(|s| Quarter::of(s.date())))?;
-    if period >= now_q {
-        return None;
-    }
-    let archived = declared.unwrap_or(now_q.previous());
-    let archive_name = archived.archive_name();
-    // Stamped at the start of the new quarter, not at the moment polisd noticed it: every
-    // machine that rolls the same chronicle over writes the same bytes (docs/sync.md).
-    let start = PolisTime {
-        zone: now.zone,
-        now: now_q.first_day().and_hms_opt(0, 0, 0).unwrap_or(now.now),
-    };
-    let line = daemon_line(
-        &start,
-        "rolled over chronicle",
-        Some(archive_name.trim_end_matches(".md")),
-        &format!(
-            "{} {} of {archived} moved to {archive_name}",
-            scanned.lines.len(),
-            if scanned.lines.len() == 1 {
-                "line"
-            } else {
-                "lines"
-            }
-        ),
-    );
-    let period_value = now_q.to_string();
-    let head = crate::protocol::frontmatter::splice_field(text, "current_period", &period_value, None)
-        .and_then(|t| frontmatter_block(&t))
-        .unwrap_or_else(|| {
-            format!(
-                "---\nfile_type: chronicle\nrollover_policy: quarterly\ncurrent_period: {period_value}\n---\n"
-            )
-        });
-    let eol = if head.contains("\r\n") { "\r\n" } else { "\n" };
-    let new_text = format!("{head}{eol}{}", line.replace('\n', eol));
-    Some(Rollover {
-        archive_name,
-        archive_text: text.to_string(),
-        new_text,
-        period: archived,
-    })
-}
-
-/// The raw frontmatter block of a text, through the closing fence line (BOM and line ends
-/// kept), `None` without one.
-pub fn frontmatter_block(text: &str) -> Option<String> {
-    let bare = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let normal = bare.replace("\r\n", "\n");
-    let split = frontmatter::split(&normal);
-    let yaml = split.yaml?;
-    // Lines through the closing fence: the opening fence and blank lines before the YAML, the
-    // YAML, then the fence.
-    let lines = split.yaml_line - 1 + yaml.split('\n').count() + 1;
-    let mut end = text.len() - bare.len();
-    for _ in 0..lines {
-        end += text[end..].find('\n')? + 1;
-    }
-    Some(text[..end].to_string())
-}
-
-// ---------------------------------------------------------------------------------------------
 // polisd's own lines
 
 /// One line by polisd, newline included:
@@ -997,7 +819,7 @@ static LINE_MARKER: LazyLock<Regex> =
 /// it (a ratification, a quarter's rollover), so its lines share one id even when their stamps
 /// differ, and a merge recognises the second as a duplicate (docs/sync.md).
 pub fn cause_id(verb: &str, link: Option<&str>) -> String {
-    super::digest::netstring_id(&[LINE_KIND, verb, link.unwrap_or("-")])
+    crate::protocol::digest::netstring_id(&[LINE_KIND, verb, link.unwrap_or("-")])
 }
 
 /// The stable id of a chronicle line: the marker of polisd's own lines (`chronicle:<16 hex>`),
@@ -1043,169 +865,6 @@ pub fn citizen_line(
     render_line(stamp, &flat(author), &flat(verb), &link, &note)
 }
 
-// ---------------------------------------------------------------------------------------------
-// Activity
-
-/// Authors with a line in the last 14 days as of now (SPEC §8), over the given texts (the
-/// current chronicle and the newest archive). Lines more than 10 minutes in the future do not
-/// count. The caller keeps only registered, not-away citizens.
-pub fn active_authors(texts: &[&str], now: &PolisTime) -> BTreeSet<String> {
-    let from = now.now - Duration::days(ACTIVITY_WINDOW_DAYS);
-    let to = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
-    let mut out = BTreeSet::new();
-    for text in texts {
-        for line in scan(text).lines {
-            if let Some((stamp, author)) = stamp_and_author(&line.text) {
-                if stamp >= from && stamp <= to {
-                    out.insert(author.to_string());
-                }
-            }
-        }
-    }
-    out
-}
-
-/// What the activity window (SPEC §8) and C005 read of a chronicle, kept between passes so an
-/// appended line costs one line: per author the stamps that can still fall in the window, the
-/// newest stamp not in the future, and the stamps that were in the future when seen.
-///
-/// Answers equal [`active_authors`] and [`newest_stamp`] over the same lines for any `now` at
-/// or after the latest one given to [`Activity::add`]; for an earlier `now` (a clock set back)
-/// they are `None` and the caller scans the text.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Activity {
-    recent: std::collections::BTreeMap<String, BTreeSet<NaiveDateTime>>,
-    newest: Option<NaiveDateTime>,
-    future: Vec<NaiveDateTime>,
-    latest_now: Option<NaiveDateTime>,
-    /// Per citizen, whether their latest membership line so far is `left polis`.
-    members: std::collections::BTreeMap<String, bool>,
-}
-
-/// A membership line (`joined polis` / `left polis`): the citizen it is about (the one its
-/// `[[citizens/<id>]]` link names, else its author) and whether they left.
-pub fn membership(line: &str) -> Option<(String, bool)> {
-    if !line.contains(" polis |") {
-        return None; // cheap filter before parsing
-    }
-    let e = parse_entry(line).ok()?;
-    if e.verb != "joined polis" && e.verb != "left polis" {
-        return None;
-    }
-    let who = e
-        .link
-        .and_then(|l| l.strip_prefix("citizens/"))
-        .map(|l| l.trim_end_matches('/'))
-        .unwrap_or(e.author);
-    Some((who.to_string(), e.verb == "left polis"))
-}
-
-impl Activity {
-    /// The activity of every line of `text`.
-    pub fn of_text(text: &str, now: &PolisTime) -> Activity {
-        let mut a = Activity::default();
-        a.add(&scan(text).lines, now);
-        a
-    }
-
-    /// Takes in lines appended after those already added.
-    pub fn add(&mut self, lines: &[Line], now: &PolisTime) {
-        let latest = self.latest_now.map_or(now.now, |l| l.max(now.now));
-        self.latest_now = Some(latest);
-        let floor = latest - Duration::days(ACTIVITY_WINDOW_DAYS);
-        let limit = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
-        for line in lines {
-            if let Some((who, left)) = membership(&line.text) {
-                self.members.insert(who, left);
-            }
-            let Some((stamp, author)) = stamp_and_author(&line.text) else {
-                continue;
-            };
-            if stamp <= limit {
-                self.newest = self.newest.max(Some(stamp));
-            } else {
-                self.future.push(stamp);
-            }
-            if stamp >= floor {
-                match self.recent.get_mut(author) {
-                    Some(stamps) => {
-                        stamps.insert(stamp);
-                    }
-                    None => {
-                        self.recent
-                            .insert(author.to_string(), BTreeSet::from([stamp]));
-                    }
-                }
-            }
-        }
-        // Stamps before the window can never count again while the clock moves forward.
-        self.recent.retain(|_, stamps| {
-            *stamps = stamps.split_off(&floor);
-            !stamps.is_empty()
-        });
-        // A stamp that was in the future and no longer is counts as an ordinary one now.
-        let due = self.future.iter().filter(|f| **f <= limit).max().copied();
-        self.newest = self.newest.max(due);
-        self.future.retain(|f| *f > limit);
-    }
-
-    fn answers(&self, now: &PolisTime) -> bool {
-        self.latest_now.is_none_or(|l| now.now >= l)
-    }
-
-    /// Per citizen with a membership line among the added lines, whether the latest one is
-    /// `left polis` (the same as [`crate::protocol::handoff::departed`] over them).
-    pub fn membership(&self) -> &std::collections::BTreeMap<String, bool> {
-        &self.members
-    }
-
-    /// [`active_authors`] over the added lines.
-    pub fn active_authors(&self, now: &PolisTime) -> Option<BTreeSet<String>> {
-        if !self.answers(now) {
-            return None;
-        }
-        let from = now.now - Duration::days(ACTIVITY_WINDOW_DAYS);
-        let to = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
-        Some(
-            self.recent
-                .iter()
-                .filter(|(_, stamps)| stamps.range(from..=to).next().is_some())
-                .map(|(author, _)| author.clone())
-                .collect(),
-        )
-    }
-
-    /// [`newest_stamp`] over the added lines.
-    pub fn newest_stamp(&self, now: &PolisTime) -> Option<Option<NaiveDateTime>> {
-        if !self.answers(now) {
-            return None;
-        }
-        let limit = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
-        let future = self.future.iter().filter(|f| **f <= limit).max().copied();
-        Some(self.newest.max(future))
-    }
-}
-
-/// The newest stamp of a chronicle text that is not in the future, for seeding C005.
-pub fn newest_stamp(text: &str, now: &PolisTime) -> Option<NaiveDateTime> {
-    let limit = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
-    scan(text)
-        .lines
-        .iter()
-        .filter_map(|l| stamp_and_author(&l.text).map(|(s, _)| s))
-        .filter(|s| *s <= limit)
-        .max()
-}
-
-/// The `current_period` a chronicle declares, if any.
-pub fn declared_period(text: &str) -> Option<Quarter> {
-    let record = frontmatter::parse(text).ok()?;
-    match record.get("current_period") {
-        Value::Str(s) => Quarter::parse(s),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -1227,7 +886,7 @@ mod tests {
             "- 2026-03-06 10:00 | bob-agent1 | joined polis | - | back\n",
         ];
         let mut text = String::new();
-        let mut activity = super::Activity::default();
+        let mut activity = super::activity::Activity::default();
         for l in lines {
             let from = text.len();
             text.push_str(l);
@@ -1238,7 +897,11 @@ mod tests {
                 .filter(|(_, left)| **left)
                 .map(|(who, _)| who.clone())
                 .collect();
-            assert_eq!(left, crate::protocol::handoff::departed(&[&text]), "{text}");
+            assert_eq!(
+                left,
+                crate::protocol::contracts::handoff::departed(&[&text]),
+                "{text}"
+            );
         }
         assert!(activity.membership()["alice-agent"]);
         assert!(!activity.membership()["bob-agent1"]);
@@ -1264,7 +927,7 @@ mod tests {
             )
         };
         let mut text = String::from("---\nfile_type: chronicle\n---\n");
-        let mut activity = super::Activity::default();
+        let mut activity = super::activity::Activity::default();
         // (line day, hour, author, the day the pass runs)
         let steps = [
             (1, 9, "alice-agent", 1),
@@ -1289,12 +952,12 @@ mod tests {
                 let now = t(later, 12);
                 assert_eq!(
                     activity.active_authors(&now).unwrap(),
-                    super::active_authors(&[&text], &now),
+                    super::activity::active_authors(&[&text], &now),
                     "day {today}, asked on day {later}"
                 );
                 assert_eq!(
                     activity.newest_stamp(&now).unwrap(),
-                    super::newest_stamp(&text, &now)
+                    super::activity::newest_stamp(&text, &now)
                 );
             }
         }
@@ -1340,6 +1003,8 @@ mod tests {
         }
     }
 
+    use super::activity::*;
+    use super::rollover::*;
     use super::*;
     use crate::protocol::clock::PolisZone;
     use proptest::prelude::*;

@@ -118,7 +118,10 @@ impl Lesson {
             lesson_id,
             filed_by: f.get("filed_by").as_str().map(str::to_string),
             filed_at: f.get("filed_at").clone(),
-            capability_tags: crate::protocol::contract::tags_of(f.get("capability_tags")).0,
+            capability_tags: crate::protocol::contracts::contract::tags_of(
+                f.get("capability_tags"),
+            )
+            .0,
             related_contracts: f.get("related_contracts").clone(),
             quality_impact: match f.get("quality_impact") {
                 v @ (Value::Int(_) | Value::Float(_)) => v.as_f64(),

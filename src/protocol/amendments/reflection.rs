@@ -771,7 +771,7 @@ pub fn dedup(p: &Proposal, amendments: &[AmendmentEvidence], now: &PolisTime) ->
 }
 
 /// The amendment id of a proposal caused on `day` ([`caused_at`]'s date): the same evidence
-/// gives the same id whichever day a daemon runs (issue 17).
+/// gives the same id whichever day a daemon runs.
 pub fn amendment_id(p: &Proposal, day: NaiveDate) -> String {
     format!("{}-{}", day.format("%Y-%m-%d"), p.slug)
 }
@@ -1243,8 +1243,8 @@ mod tests {
         let p = detect(&e, 3, &now()).remove(0);
         let id = amendment_id(&p, now().now.date());
         let d = draft(&p, now().now);
-        let text =
-            crate::protocol::amendment::render_new(&crate::protocol::amendment::NewAmendment {
+        let text = crate::protocol::amendments::amendment::render_new(
+            &crate::protocol::amendments::amendment::NewAmendment {
                 amendment_id: id.clone(),
                 title: d.title,
                 proposed_by: REFLECTOR.into(),
@@ -1253,9 +1253,10 @@ mod tests {
                 expires_at: d.expires,
                 body: d.body,
                 extra: d.extra,
-            })
-            .unwrap();
-        let a = crate::protocol::amendment::parse(&text, &id).unwrap();
+            },
+        )
+        .unwrap();
+        let a = crate::protocol::amendments::amendment::parse(&text, &id).unwrap();
         assert_eq!(a.id, "2026-06-01-low-quality-frontend");
         assert_eq!(a.proposed_by.as_deref(), Some(REFLECTOR));
         assert_eq!(a.status.as_deref(), Some("proposed"));

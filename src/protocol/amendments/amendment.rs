@@ -339,7 +339,7 @@ pub struct TallyContext<'a> {
     /// Citizens whose status says `away`.
     pub away: &'a BTreeSet<String>,
     /// Citizens who have left the polis: their latest membership line is `left polis`
-    /// ([`crate::protocol::handoff::departed`]). They are no voters (issue 15).
+    /// ([`crate::protocol::contracts::handoff::departed`]). They are no voters.
     pub departed: &'a BTreeSet<String>,
     pub now: PolisTime,
 }
@@ -587,11 +587,13 @@ pub fn outcome_in_chronicle(texts: &[&str], a: &Amendment, action: Action) -> bo
         return false;
     };
     let target = link(a, folder);
-    texts.iter().any(|t| chronicle::has_line(t, verb, &target))
+    texts
+        .iter()
+        .any(|t| chronicle::rollover::has_line(t, verb, &target))
 }
 
 /// When an amendment's quorum was reached, read from the synced chronicle rather than a clock,
-/// so that two machines tallying the same files write the same `ratified_at` (issue 17): the
+/// so that two machines tallying the same files write the same `ratified_at`: the
 /// `quorum`-th earliest of the agreeing citizens' votes, each dated by the citizen's last line
 /// on it: `voted on amendment`, or for the proposer's implied agree `proposed amendment`. `None` when the lines do not show it (votes edited in without their
 /// lines); the caller then uses its clock.
@@ -633,7 +635,7 @@ pub fn quorum_reached_at(texts: &[&str], a: &Amendment, outcome: &Outcome) -> Op
 }
 
 /// When an amendment's outcome happened, read from the synced files only, for the headings of
-/// the notices about it (issue 17: two machines stamp them the same way): a ratification at its
+/// the notices about it (two machines stamp them the same way): a ratification at its
 /// `ratified_at`; an expiry at its deadline (the end of the `expires_at` day, that moment for a
 /// datetime, else `proposed_at` + 30 days); a rejection at the newest vote or proposal line on
 /// it in `texts`, the last event that can have put the quorum out of reach. `None` when the

@@ -13,7 +13,7 @@
 //! set is pruned to the ids still in `inbox.md` whenever it is written, so it stays as small as
 //! the inbox. Nothing here decides from a time whether a notice was read.
 
-use crate::protocol::inbox::{self, Kind};
+use crate::protocol::delivery::inbox::{self, Kind};
 use crate::protocol::layout::DAEMON_ID;
 use crate::yaml::Value;
 use regex::Regex;
@@ -167,7 +167,7 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
 /// subject and words (whitespace collapsed, so re-wrapping or CRLF does not make it new).
 fn message_id(author: &str, stamp: &str, subject: &str, body: &str, link: Option<&str>) -> String {
     let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
-    super::digest::netstring_id(&[
+    crate::protocol::digest::netstring_id(&[
         "message",
         author,
         stamp,
@@ -471,8 +471,8 @@ mod tests {
         assert_eq!(again.matches("notices_read").count(), 1);
         // No file: a minimal status that reads as idle.
         let fresh = with_read_set(None, "claude-code-one", &ids);
-        let s = crate::protocol::citizen::parse_status(Some(&fresh)).unwrap();
-        assert_eq!(s.state, crate::protocol::citizen::State::Idle);
+        let s = crate::protocol::citizens::citizen::parse_status(Some(&fresh)).unwrap();
+        assert_eq!(s.state, crate::protocol::citizens::citizen::State::Idle);
         assert_eq!(read_ids(&s.fields), ids);
     }
 
@@ -535,10 +535,12 @@ mod tests {
     fn unread_is_by_append_order_and_id_not_by_stamp() {
         // A notice about an old cause (a settlement synced a day late) is appended after a
         // newer-stamped one: it is still the newest, and unread until its id is read.
-        let newer = crate::protocol::inbox::Notification::quality_defaulted("a-citizen1", "x")
-            .render("2026-03-05 09:00");
-        let older = crate::protocol::inbox::Notification::quality_defaulted("a-citizen1", "y")
-            .render("2026-03-01 08:00");
+        let newer =
+            crate::protocol::delivery::inbox::Notification::quality_defaulted("a-citizen1", "x")
+                .render("2026-03-05 09:00");
+        let older =
+            crate::protocol::delivery::inbox::Notification::quality_defaulted("a-citizen1", "y")
+                .render("2026-03-01 08:00");
         let text = format!("# Inbox\n{newer}{older}");
         let notices = parse_inbox(&text);
         let shown = unread(&notices, &BTreeSet::new());

@@ -11,7 +11,7 @@
 //! "… and N more" line, which names the command that shows everything; so every section keeps
 //! its first items. The "who" and "how to act" lines are never dropped.
 
-use crate::protocol::notice::{self, Notice};
+use crate::protocol::delivery::notice::{self, Notice};
 
 /// The primer's size bound in bytes (about 1,500 tokens).
 pub const BUDGET: usize = 6 * 1024;
@@ -95,9 +95,9 @@ pub struct PrimerInput {
     pub has_reservations: bool,
     pub has_guardrails: bool,
     /// The ready queue (`polisd ready`): what the citizen can start now, in its order.
-    pub ready: Vec<crate::protocol::dependency::Ready>,
+    pub ready: Vec<crate::protocol::contracts::dependency::Ready>,
     /// Ready contracts held back because their `touches` overlap work in progress.
-    pub held: Vec<crate::protocol::dependency::Held>,
+    pub held: Vec<crate::protocol::contracts::dependency::Held>,
 }
 
 /// The rendered primer.
@@ -512,7 +512,7 @@ mod tests {
             "### 2026-03-02 11:15 from a-agent-one\n\n{}\n",
             "word ".repeat(400)
         );
-        let n = crate::protocol::notice::parse_inbox(&long);
+        let n = crate::protocol::delivery::notice::parse_inbox(&long);
         i.notices = (0..30)
             .map(|k| {
                 let mut m = n[0].clone();
@@ -545,7 +545,7 @@ mod tests {
     fn lists_the_ready_queue_in_its_order_within_the_budget() {
         let mut i = input();
         i.ready = (0..200)
-            .map(|k| crate::protocol::dependency::Ready {
+            .map(|k| crate::protocol::contracts::dependency::Ready {
                 contract_id: format!("ready-{k}"),
                 title: "t".repeat(200),
                 path: format!("contracts/open/ready-{k}.md"),
@@ -554,7 +554,7 @@ mod tests {
                 unblocks: if k == 0 { 2 } else { 0 },
             })
             .collect();
-        i.held = vec![crate::protocol::dependency::Held {
+        i.held = vec![crate::protocol::contracts::dependency::Held {
             contract_id: "clash".into(),
             overlaps: "busy".into(),
         }];

@@ -128,7 +128,7 @@ impl NewCitizen {
     pub fn files(&self, time: &PolisTime) -> Result<Vec<(String, String)>, RegisterError> {
         self.validate()?;
         let id = &self.agent_id;
-        let card = crate::protocol::card::stamp(&self.card(time))
+        let card = crate::protocol::citizens::card::stamp(&self.card(time))
             .map_err(|e| RegisterError::Stamp(e.to_string()))?;
         let fill = |template: &str| {
             template
@@ -218,10 +218,10 @@ mod tests {
         let card = &files[0].1;
         assert!(card.contains("  python:\n    self_rating: 4\n"), "{card}");
         assert!(card.contains("relative: low\n"));
-        let parsed = crate::protocol::card::parse(card).unwrap();
+        let parsed = crate::protocol::citizens::card::parse(card).unwrap();
         assert_eq!(
             parsed.verify().state,
-            crate::protocol::card::VerifyState::Ok
+            crate::protocol::citizens::card::VerifyState::Ok
         );
         assert_eq!(
             codex().joined_line(&at()),

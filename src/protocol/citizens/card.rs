@@ -204,7 +204,7 @@ pub fn content_hash(card: &Value) -> Result<String, EmitError> {
         }
     };
     let canonical = dump(&Value::Map(payload), &DumpOptions::CARD)?;
-    Ok(super::digest::sha256_hex(canonical.as_bytes()))
+    Ok(crate::protocol::digest::sha256_hex(canonical.as_bytes()))
 }
 
 /// The card's integrity state, as the reference's `verify_card` decides it. A stored hash is

@@ -5,12 +5,12 @@
 //! appends it (one locked write) only when [`sent_ids`] of the inbox and its archive and
 //! polisd's own ledger do not already hold its id. Nothing here reads an inbox from disk.
 
-use crate::protocol::amendment::{Action, Amendment, Outcome};
+use crate::protocol::amendments::amendment::{Action, Amendment, Outcome};
 use crate::protocol::chronicle;
 use crate::protocol::clock::PolisTime;
+use crate::protocol::contracts::reservation::Overlap;
 use crate::protocol::finding::{Finding, Severity};
 use crate::protocol::layout::DAEMON_ID;
-use crate::protocol::reservation::Overlap;
 use regex::Regex;
 use std::collections::HashSet;
 use std::fmt;
@@ -126,7 +126,7 @@ impl fmt::Display for Kind {
 /// (`("a:b", "c")` and `("a", "b:c")` differ), and the id depends on nothing else, so two
 /// machines name the same event the same way.
 pub fn notification_id(kind: Kind, subject: &str, recipient: &str, discriminator: &str) -> String {
-    super::digest::netstring_id(&[kind.as_str(), subject, recipient, discriminator])
+    crate::protocol::digest::netstring_id(&[kind.as_str(), subject, recipient, discriminator])
 }
 
 /// One notification block, exactly as SPEC §9 writes it: it starts with a blank line and ends
@@ -197,9 +197,11 @@ pub fn value_stamp(
         zone,
         now: chrono::NaiveDateTime::default(),
     };
-    match crate::protocol::amendment::read_when(value, &now)? {
-        crate::protocol::amendment::When::Moment(t) => Some(time_stamp(t)),
-        crate::protocol::amendment::When::Day(d) => Some(format!("{} 00:00", d.format("%Y-%m-%d"))),
+    match crate::protocol::amendments::amendment::read_when(value, &now)? {
+        crate::protocol::amendments::amendment::When::Moment(t) => Some(time_stamp(t)),
+        crate::protocol::amendments::amendment::When::Day(d) => {
+            Some(format!("{} 00:00", d.format("%Y-%m-%d")))
+        }
     }
 }
 
@@ -480,7 +482,7 @@ impl Notification {
             recipient: recipient.to_string(),
             subject: a.id.clone(),
             discriminator: String::new(),
-            link: crate::protocol::amendment::link(a, "proposed"),
+            link: crate::protocol::amendments::amendment::link(a, "proposed"),
             paragraph: format!(
                 "A new amendment was proposed{by}: `{}` ({title}). Read it and vote by adding a block `## Response from {recipient} (agree)` (or `disagree`, `abstain`, `request changes`) with your reasons at the end of the file, then append a `voted on amendment` line to the chronicle.",
                 a.id
@@ -493,7 +495,7 @@ impl Notification {
     pub fn setting_change(
         recipient: &str,
         a: &Amendment,
-        change: &crate::protocol::reflection::SettingChange,
+        change: &crate::protocol::amendments::reflection::SettingChange,
     ) -> Notification {
         let (section, leaf) = change.key.split_once('.').unwrap_or(("", &change.key));
         let place = if section.is_empty() {
@@ -507,7 +509,7 @@ impl Notification {
             recipient: recipient.to_string(),
             subject: a.id.clone(),
             discriminator: format!("{}={}", change.key, change.to),
-            link: crate::protocol::amendment::link(a, "ratified"),
+            link: crate::protocol::amendments::amendment::link(a, "ratified"),
             paragraph: format!(
                 "The ratified amendment `{}` changes a setting that polisd does not edit, because `polis.yml` belongs to the citizens: set `{}` to {} (it is {}). The diff, also in the amendment's \"Proposed change\": `-  {leaf}: {}` `+  {leaf}: {}`{place}. Append a chronicle line when it is done.",
                 a.id, change.key, change.to, change.from, change.from, change.to
@@ -527,7 +529,7 @@ impl Notification {
         let (kind, link, paragraph) = match outcome.action {
             Action::Ratified => (
                 Kind::AmendmentRatified,
-                crate::protocol::amendment::link(a, "ratified"),
+                crate::protocol::amendments::amendment::link(a, "ratified"),
                 format!(
                     "The amendment `{}` ({title}) was ratified: {}. `CONSTITUTION.md` must now be edited to include it; the index keeper (or the proposer) makes that edit and appends a line to the chronicle.",
                     a.id, outcome.detail
@@ -535,7 +537,7 @@ impl Notification {
             ),
             Action::Rejected => (
                 Kind::AmendmentRejected,
-                crate::protocol::amendment::link(a, "proposed"),
+                crate::protocol::amendments::amendment::link(a, "proposed"),
                 format!(
                     "Your amendment `{}` ({title}) was rejected: {}. It stays in `amendments/proposed/` with `status: rejected` as a record of what was tried; to try again, address the objections in the responses and propose a new amendment.",
                     a.id, outcome.detail
@@ -543,7 +545,7 @@ impl Notification {
             ),
             Action::Expired => (
                 Kind::AmendmentExpired,
-                crate::protocol::amendment::link(a, "proposed"),
+                crate::protocol::amendments::amendment::link(a, "proposed"),
                 format!(
                     "Your amendment `{}` ({title}) expired before reaching quorum: {}. It stays in `amendments/proposed/` with `status: expired`; if it still matters, propose it again as a new amendment and ask citizens to vote.",
                     a.id, outcome.detail
@@ -671,7 +673,7 @@ impl Notification {
         }
     }
 
-    /// Two citizens claimed one contract with no release between (issue 13); told to the
+    /// Two citizens claimed one contract with no release between; told to the
     /// winner and to each later claimer. The later claim (who, when) is the discriminator.
     pub fn claim_conflict(
         recipient: &str,
@@ -696,7 +698,7 @@ impl Notification {
         }
     }
 
-    /// polisd opened a follow-up contract for `recipient` from a suggestion (issue 15).
+    /// polisd opened a follow-up contract for `recipient` from a suggestion.
     pub fn handoff_opened(
         recipient: &str,
         contract_id: &str,
@@ -720,13 +722,13 @@ impl Notification {
     }
 
     /// Suggestions of one parent contract that polisd did not dispatch, each with its reason
-    /// and context (issue 15). `what` is `deferred` (the chain rules, told to the chain's first
+    /// and context. `what` is `deferred` (the chain rules, told to the chain's first
     /// opener) or `skipped` (the citizen cannot take work, told to the suggestion's author);
     /// `items` are already worded, one per suggestion.
     pub fn handoff_deferred(
         recipient: &str,
         parent_id: &str,
-        source: &crate::protocol::handoff::Source,
+        source: &crate::protocol::contracts::handoff::Source,
         what: &str,
         items: &[String],
     ) -> Notification {
@@ -752,8 +754,8 @@ impl Notification {
                 "polisd did not open {} follow-up contract(s) suggested {} `{parent_id}` {why}: {listed} If the work is still needed, open it by hand (`polisd contract open`).",
                 items.len(),
                 match source {
-                    crate::protocol::handoff::Source::Settlement => "in",
-                    crate::protocol::handoff::Source::Review { .. } => "in a review of",
+                    crate::protocol::contracts::handoff::Source::Settlement => "in",
+                    crate::protocol::contracts::handoff::Source::Review { .. } => "in a review of",
                 }
             ),
         }
@@ -804,7 +806,7 @@ impl Notification {
         }
     }
 
-    /// A council's message to one of its members or its chairman (issue 16): a round is
+    /// A council's message to one of its members or its chairman: a round is
     /// open, the verdict is asked for, or the council fell back to a chavruta review.
     /// `step` (`round-<n>`, `verdict`, `fallback`) makes each a notice of its own.
     pub fn council_prompt(

@@ -1,4 +1,4 @@
-//! Claim conflicts (issue 13): two citizens claiming one contract in the chronicle with no
+//! Claim conflicts: two citizens claiming one contract in the chronicle with no
 //! release between. Agents that claim by editing the file can still race; this is how the
 //! daemon and `check` see it.
 //!

@@ -351,7 +351,7 @@ pub fn check_amendment(
     }
     let expires = f.get("expires_at");
     if !matches!(expires, Value::Null)
-        && crate::protocol::amendment::read_when(expires, now).is_none()
+        && crate::protocol::amendments::amendment::read_when(expires, now).is_none()
     {
         out.push(Finding::error(
             Code::BadAmendment,
@@ -373,7 +373,7 @@ pub fn check_amendment(
                     .map(str::to_string)
                     .unwrap_or_else(|| key.python_str());
                 if !VOTE_CATEGORIES.contains(&name.as_str())
-                    && crate::protocol::amendment::Vote::parse_prefix(&name).is_none()
+                    && crate::protocol::amendments::amendment::Vote::parse_prefix(&name).is_none()
                 {
                     out.push(Finding::error(
                         Code::BadAmendment,
@@ -428,7 +428,9 @@ pub fn check_lesson(rel: &str, fields: &Value, is_citizen: &dyn Fn(&str) -> bool
             }
         }
         let delta = effect.get("delta");
-        if !matches!(delta, Value::Null) && crate::protocol::lesson::python_float(delta).is_none() {
+        if !matches!(delta, Value::Null)
+            && crate::protocol::contracts::lesson::python_float(delta).is_none()
+        {
             out.push(Finding::error(
                 Code::BadLesson,
                 rel,

@@ -1,4 +1,4 @@
-//! Handoff chains (issue 15): the suggestion blocks agents write in a `## Settlement` (or a
+//! Handoff chains: the suggestion blocks agents write in a `## Settlement` (or a
 //! review), the chain rules that keep handoffs from looping or running away, and the bytes of
 //! the follow-up contract polisd opens for an accepted suggestion.
 //!
@@ -6,7 +6,7 @@
 //! polis, asks these rules, and writes through the writer. docs/handoffs.md states the rules.
 
 use crate::protocol::chronicle;
-use crate::protocol::contract::{self, NewContract};
+use crate::protocol::contracts::contract::{self, NewContract};
 use crate::protocol::frontmatter;
 use crate::yaml::Value;
 use std::collections::BTreeSet;
@@ -288,7 +288,7 @@ fn membership_lines(text: &str) -> impl Iterator<Item = (String, bool)> + '_ {
         }
         last_start = start;
         let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
-        chronicle::membership(&text[start..end])
+        chronicle::activity::membership(&text[start..end])
     })
 }
 
@@ -334,7 +334,7 @@ impl Source {
     /// The review file `name` (`<YYYY-MM-DD-HHMM>-<cid>.md`) as a source, with the id of the
     /// contract its name gives; `None` for a name that is not a review's.
     pub fn review(name: &str) -> Option<(Source, String)> {
-        let (when, cid) = crate::protocol::review::parse_file_name(name)?;
+        let (when, cid) = crate::protocol::contracts::review::parse_file_name(name)?;
         let stem = name.strip_suffix(".md")?.to_string();
         let stamp = when.format("%Y%m%d%H%M").to_string();
         Some((Source::Review { stem, stamp }, cid))

@@ -1,12 +1,12 @@
-//! Contract dependencies and the ready queue (issue 15): `depends_on: [ids]` and
+//! Contract dependencies and the ready queue: `depends_on: [ids]` and
 //! `touches: [path globs]` in a contract's frontmatter, unknown ids and cycles as findings,
 //! readiness, and each citizen's ready queue.
 //!
 //! Pure: the caller says which ids exist and which have settled.
 
-use crate::protocol::contract::Contract;
+use crate::protocol::contracts::contract::Contract;
+use crate::protocol::contracts::handoff::ids_of;
 use crate::protocol::finding::{Code, Finding};
-use crate::protocol::handoff::ids_of;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One open contract as the dependency rules see it.
@@ -148,10 +148,10 @@ pub fn unblocks(nodes: &[Node], id: &str) -> usize {
 }
 
 /// Whether two path globs can name a common file: the reservations' rule
-/// (`protocol::reservation::overlaps`), so `touches` and reservations agree.
+/// (`protocol::contracts::reservation::overlaps`), so `touches` and reservations agree.
 pub fn globs_overlap(a: &str, b: &str) -> bool {
     let clean = |x: &str| x.trim().trim_start_matches("./").to_string();
-    crate::protocol::reservation::overlaps(&clean(a), &clean(b))
+    crate::protocol::contracts::reservation::overlaps(&clean(a), &clean(b))
 }
 
 /// Whether any glob of `a` overlaps any of `b`.

@@ -122,7 +122,7 @@ pub fn parse_status(text: Option<&str>) -> Result<Status, FrontmatterError> {
 }
 
 /// A `status.md` body longer than this is a warning: status is a post-it each session
-/// overwrites, not a log (issue 15's registry audit).
+/// overwrites, not a log (registry audit).
 pub const STATUS_MAX_BODY_LINES: usize = 30;
 
 /// The files every citizen folder holds.

@@ -11,9 +11,9 @@
 //! findings go to their authors' inboxes); sync-conflict copies; councils that stopped and
 //! fell back to a chavruta review.
 
-use super::view::Snapshot;
+use super::Snapshot;
+use crate::protocol::delivery::inbox::Kind;
 use crate::protocol::finding::Severity;
-use crate::protocol::inbox::Kind;
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
 
 /// One thing waiting for a person.
@@ -97,7 +97,7 @@ fn setting_changes(s: &Snapshot, out: &mut Vec<Item>) {
         }
         let Some(change) = crate::protocol::frontmatter::parse(&a.text)
             .ok()
-            .and_then(|r| crate::protocol::reflection::setting_change_of(&r.fields))
+            .and_then(|r| crate::protocol::amendments::reflection::setting_change_of(&r.fields))
         else {
             continue;
         };
@@ -136,8 +136,8 @@ fn handoff_notices(s: &Snapshot, out: &mut Vec<Item>) {
         if !text.contains("polisd:handoff-deferred:") && !text.contains("polisd:citizen-needed:") {
             continue;
         }
-        let read = crate::protocol::notice::read_ids(&s.polis.status(citizen).fields);
-        for n in crate::protocol::notice::parse_inbox(text) {
+        let read = crate::protocol::delivery::notice::read_ids(&s.polis.status(citizen).fields);
+        for n in crate::protocol::delivery::notice::parse_inbox(text) {
             if read.contains(&n.id) || !n.from_daemon() {
                 continue;
             }
@@ -165,7 +165,7 @@ fn handoff_notices(s: &Snapshot, out: &mut Vec<Item>) {
                 title,
                 action: format!(
                     "{action} {}",
-                    crate::protocol::notice::one_line(&n.body, 300)
+                    crate::protocol::delivery::notice::one_line(&n.body, 300)
                 ),
                 link: crate::protocol::layout::is_slug(&subject)
                     .then(|| format!("contracts/{subject}")),
@@ -260,7 +260,7 @@ fn sync_conflicts(s: &Snapshot, out: &mut Vec<Item>) {
 }
 
 /// A council that stopped with fewer than two live seats and fell back to a chavruta review
-/// (issue 16): a person decides whether one review is enough for a decision that asked for a
+///: a person decides whether one review is enough for a decision that asked for a
 /// council. `council.md` files are few (one per council), so reading them per change is cheap.
 fn council_fallbacks(s: &Snapshot, out: &mut Vec<Item>) {
     use crate::operations::council;

@@ -7,6 +7,8 @@
 //! files it names, not the settled folder again. Either way nothing is read while nobody looks:
 //! a change only bumps a generation, and the next request builds the snapshot.
 
+pub mod queue;
+
 use crate::daemon::Change;
 use crate::fs::chronicle_copy::ChronicleCopies;
 use crate::fs::snapshot::{ContractFile, Polis};
@@ -17,7 +19,7 @@ use crate::operations::Rechecks;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Finding;
 use crate::protocol::layout::ContractFolder;
-use crate::protocol::stats::{RoutingStats, TagHistory};
+use crate::protocol::routing::stats::{RoutingStats, TagHistory};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -59,7 +61,7 @@ pub struct Snapshot {
     history: std::sync::OnceLock<Vec<(String, TagHistory)>>,
     /// Per citizen: `inbox.md` as read (`None`: no inbox).
     pub inboxes: BTreeMap<String, Option<String>>,
-    pub queue: Vec<super::queue::Item>,
+    pub queue: Vec<queue::Item>,
 }
 
 impl Snapshot {
@@ -75,7 +77,7 @@ impl Snapshot {
     }
 
     /// Per tag, each citizen's running average and the leader changes (see
-    /// `protocol::stats::history`), from the ledger's snapshot without a sort.
+    /// `protocol::routing::stats::history`), from the ledger's snapshot without a sort.
     pub fn history(&self) -> &[(String, TagHistory)] {
         self.history.get_or_init(|| self.state.settled.history())
     }
@@ -92,7 +94,7 @@ impl Snapshot {
         let rel = crate::protocol::layout::contract_path(ContractFolder::Settled, id)?;
         let mut ignored = Vec::new();
         let file = crate::fs::snapshot::read_record(&self.polis.root, &rel, id, &mut ignored)?;
-        let contract = crate::protocol::contract::Contract::from_record(&file.record);
+        let contract = crate::protocol::contracts::contract::Contract::from_record(&file.record);
         Some(Cow::Owned(ContractFile {
             folder: ContractFolder::Settled,
             file,
@@ -299,7 +301,7 @@ fn build(
         inboxes,
         queue: Vec::new(),
     };
-    snapshot.queue = super::queue::items(&snapshot);
+    snapshot.queue = queue::items(&snapshot);
     snapshot
 }
 
@@ -340,7 +342,7 @@ fn empty_summary(polis: &Polis, now: &PolisTime) -> Summary {
         explore_rate: polis
             .settings
             .explore_rate
-            .unwrap_or(crate::protocol::stats::DEFAULT_EXPLORE_RATE),
+            .unwrap_or(crate::protocol::routing::stats::DEFAULT_EXPLORE_RATE),
         tags: Vec::new(),
         amendments: Vec::new(),
         malformed_amendments: Vec::new(),
