@@ -637,3 +637,207 @@ fn a_silent_seat_goes_simulated_and_a_silent_chair_gets_the_coordinator_s_verdic
     assert!(text.contains("P027"), "{text}");
     assert!(text.contains("`mode: huge`"), "{text}");
 }
+
+const E: &str = "codex-member-eeee";
+
+/// The council's open round, as `council status --json` reports it.
+fn open_round(p: &TestPolis, cid: &str) -> Option<u64> {
+    let out = p.polisd(&["council", "status", cid, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    v["round"].as_u64()
+}
+
+fn phase(p: &TestPolis, cid: &str) -> String {
+    let out = p.polisd(&["council", "status", cid, "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    v["phase"].as_str().unwrap_or_default().to_string()
+}
+
+/// Every seat writes every round (0 to `rounds`), within every limit, as each opens.
+fn play(p: &TestPolis, cid: &str, seats: &[&str], rounds: u64) {
+    for n in 0..=rounds {
+        wait_for(p, &format!("{cid}: round {n} open"), || {
+            open_round(p, cid) == Some(n)
+        });
+        for m in seats {
+            ok(write(p, cid, m, &words(40, &format!("{cid} round {n}"))));
+        }
+    }
+    wait_for(p, &format!("{cid}: the verdict asked"), || {
+        phase(p, cid) == "verdict"
+    });
+}
+
+fn titled(p: &TestPolis, id: &str, title: &str, extra: &str) {
+    contract(p, id, extra);
+    let rel = format!("contracts/open/{id}.md");
+    let text = p.read(&rel).replace("Replace the cache layer", title);
+    p.save(&rel, &text);
+}
+
+#[test]
+fn six_citizens_of_three_vendors_run_a_full_triad_a_quick_profile_and_a_keyword_duo_to_verdicts() {
+    // The owner and five members: anthropic, openai and google.
+    let p = polis();
+    p.citizen(E, "openai", &[("arch", 1)], "medium");
+    let _daemon = p.start_daemon();
+    let full = "risk-full";
+    let quick = "lean-quick";
+    let duo = "ship-duo";
+    titled(&p, full, "Replace the cache layer", "council: {mode: full, triad: risk}\n");
+    titled(
+        &p,
+        quick,
+        "Cut the build time",
+        "council: {mode: quick, profile: execution-lean, panel_size: 4}\n",
+    );
+    titled(&p, duo, "Speed up the release execution", "council: {mode: duo}\n");
+
+    // Full, with the risk triad: three vendors seated, each with its lens.
+    ok(p.polisd(&["contract", "claim", full, "--as", OWNER]));
+    wait_for(&p, "the full council", || p.exists(&format!("reviews/{full}/council.md")));
+    let state = p.read(&format!("reviews/{full}/council.md"));
+    for row in [
+        format!("| Member A | {A} | anthropic | sun-tzu |"),
+        format!("| Member B | {B} | openai | aurelius |"),
+        format!("| Member C | {C} | google | feynman |"),
+    ] {
+        assert!(state.contains(&row), "{row} not in:\n{state}");
+    }
+    play(&p, full, &[A, B, C], 3);
+    for m in [A, B, C] {
+        assert!(inbox(&p, m).contains(DIRECTIVE), "{m}: the directive in round 2");
+    }
+    assert!(inbox(&p, C).contains("Your lens for this council is `feynman`"));
+    let chair = p
+        .read(&format!("reviews/{full}/council.md"))
+        .lines()
+        .find_map(|l| l.strip_prefix("chairman: ").map(str::to_string))
+        .unwrap();
+    assert!([D, E].contains(&chair.as_str()), "the chair is off the panel: {chair}");
+    // A full verdict without Kill criteria is refused, naming the section.
+    let vrel = format!("reviews/{full}/verdict.md");
+    let without_kill = verdict_good("signed_off").replace(
+        "## Kill criteria\n- If p95 latency rises above 200 ms by 2027-01-15, invalidated → roll back to the old cache\n\n",
+        "",
+    );
+    assert!(!without_kill.contains("Kill"));
+    p.save(&vrel, &without_kill);
+    wait_for(&p, "the refusal", || p.count(&chair, "council-verdict-invalid") == 1);
+    assert!(
+        inbox(&p, &chair).contains("missing section(s) a full council requires: `## Kill criteria`"),
+        "{}",
+        inbox(&p, &chair)
+    );
+    p.save(&vrel, &verdict_good("signed_off"));
+    wait_for(&p, "the full verdict applied", || phase(&p, full) == "done");
+
+    // Quick, with four seats of the execution-lean profile; the chair is the fifth member.
+    ok(p.polisd(&["contract", "claim", quick, "--as", OWNER]));
+    wait_for(&p, "the quick council", || p.exists(&format!("reviews/{quick}/council.md")));
+    let state = p.read(&format!("reviews/{quick}/council.md"));
+    for lens in ["torvalds", "feynman", "sun-tzu", "aurelius"] {
+        assert!(state.contains(&format!(" | {lens} | ")), "{lens} not in:\n{state}");
+    }
+    assert!(state.contains("4 of its 5 roles could be seated (ada left out)"), "{state}");
+    let seats: Vec<&str> = MEMBERS
+        .iter()
+        .chain([&E])
+        .copied()
+        .filter(|m| state.contains(&format!(" | {m} | ")))
+        .collect();
+    assert_eq!(seats.len(), 4, "{state}");
+    play(&p, quick, &seats, 2);
+    let chair = [A, B, C, D, E].into_iter().find(|m| !seats.contains(m)).unwrap();
+    // Quick needs no Acceptable compromises.
+    p.save(
+        &format!("reviews/{quick}/verdict.md"),
+        &verdict_good("requested_changes")
+            .replace("## Acceptable compromises\n- keep the old cache behind a flag\n\n", ""),
+    );
+    wait_for(&p, "the quick verdict applied", || phase(&p, quick) == "done");
+    assert_eq!(p.count(chair, "council-verdict-invalid"), 0);
+
+    // Duo, no members named: "execution" in the title picks the seed's shipping pair.
+    ok(p.polisd(&["contract", "claim", duo, "--as", OWNER]));
+    wait_for(&p, "the duo", || p.exists(&format!("reviews/{duo}/council.md")));
+    let state = p.read(&format!("reviews/{duo}/council.md"));
+    assert!(state.contains(&format!("| Member A | {A} | anthropic | torvalds |")), "{state}");
+    assert!(state.contains(&format!("| Member B | {B} | openai | musashi |")), "{state}");
+    assert!(state.contains("the duo polarity pair for `execution`"), "{state}");
+    play(&p, duo, &[A, B], 3);
+    // A duo requires only the Concrete next step.
+    p.save(
+        &format!("reviews/{duo}/verdict.md"),
+        "---\ndecision: signed_off\n---\n\n## Concrete next step\n- Ship the release pipeline change behind a flag.\n",
+    );
+    wait_for(&p, "the duo verdict applied", || phase(&p, duo) == "done");
+    for (cid, status) in [(full, "signed_off"), (quick, "requested_changes"), (duo, "signed_off")] {
+        let text = p.read(&format!("contracts/open/{cid}.md"));
+        assert!(text.contains(&format!("status: {status}}}")), "{cid}: {text}");
+    }
+}
+
+#[test]
+fn three_citizens_make_a_duo_chaired_by_the_owner_and_the_owner_is_told() {
+    let p = TestPolis::init(OWNER);
+    p.citizen(A, "anthropic", &[("arch", 5)], "medium");
+    p.citizen(B, "openai", &[("arch", 4)], "medium");
+    let _daemon = p.start_daemon();
+    let cid = "small-polis";
+    contract(&p, cid, "review: {mode: council, council_mode: full}\n");
+    ok(p.polisd(&["contract", "claim", cid, "--as", OWNER]));
+    let state_rel = format!("reviews/{cid}/council.md");
+    wait_for(&p, "the council", || p.exists(&state_rel));
+    let state = p.read(&state_rel);
+    assert!(state.contains("mode: duo\n"), "{state}");
+    assert!(state.contains("requested_mode: full\n"), "{state}");
+    assert!(state.contains(&format!("chairman: {OWNER}\n")), "{state}");
+    assert!(state.contains("chairman_is_owner: true\n"), "{state}");
+    wait_for(&p, "the owner told", || p.count(OWNER, "council-verdict") == 1);
+    let told = inbox(&p, OWNER);
+    assert!(
+        told.contains(&format!(
+            "The council on `{cid}` (Replace the cache layer) runs as a duo although a full council was asked for"
+        )) && told.contains("nobody is left off the panel"),
+        "{told}"
+    );
+    play(&p, cid, &[A, B], 3);
+    p.save(
+        &format!("reviews/{cid}/verdict.md"),
+        "---\ndecision: signed_off\n---\n\n## Concrete next step\n- Merge the cache replacement.\n",
+    );
+    wait_for(&p, "the verdict applied", || phase(&p, cid) == "done");
+}
+
+#[test]
+fn a_polis_lens_file_seats_with_its_member_and_an_unknown_lens_is_refused() {
+    let p = polis();
+    let _daemon = p.start_daemon();
+    p.save(
+        "council/lenses/security.md",
+        "# Lens: security\n\nAssume an attacker reads every file; find the trust boundary first.\n",
+    );
+    let cid = "own-lens";
+    contract(
+        &p,
+        cid,
+        &format!("council:\n  mode: duo\n  members:\n    - {A}: security\n    - {{id: {B}, lens: munger}}\n"),
+    );
+    ok(p.polisd(&["contract", "claim", cid, "--as", OWNER]));
+    wait_asked(&p, &[A, B], 0);
+    assert!(
+        inbox(&p, A).contains("Your lens for this council is `security`: Assume an attacker reads every file; find the trust boundary first."),
+        "{}",
+        inbox(&p, A)
+    );
+    assert!(inbox(&p, B).contains("Your lens for this council is `munger`"));
+    let other = "no-such-lens";
+    contract(&p, other, "");
+    ok(p.polisd(&["contract", "claim", other, "--as", OWNER]));
+    refused(
+        p.polisd(&["council", "start", other, "--panel", &format!("{A}:nope,{B}")]),
+        "there is no lens `nope`",
+    );
+    assert!(!p.exists(&format!("reviews/{other}")));
+}
