@@ -110,7 +110,8 @@ pub fn stub(
     };
     let last = match earlier {
         Some((k, text)) => {
-            let shown = cut(body(text).trim(), 40).unwrap_or_else(|| body(text).trim().to_string());
+            let full = body(text).trim();
+            let shown = cut(full, 40).map_or_else(|| full.to_string(), |short| format!("{short} …"));
             format!(
                 "Its own last words (round {k}), quoted: \"{}\"",
                 shown.split_whitespace().collect::<Vec<_>>().join(" ")
