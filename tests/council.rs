@@ -149,10 +149,14 @@ fn wait_asked(p: &TestPolis, who: &[&str], n: usize) {
 fn outwait_retries(p: &TestPolis, clock: &mut Clock, cid: &str, round_minutes: i64, who: &str) {
     clock.advance_minutes(round_minutes);
     nudge(p, cid);
-    wait_for(p, "retry 1", || inbox(p, who).matches("(retry 1 of 2)").count() >= 1);
+    wait_for(p, "retry 1", || {
+        inbox(p, who).matches("(retry 1 of 2)").count() >= 1
+    });
     clock.advance_minutes(7);
     nudge(p, cid);
-    wait_for(p, "retry 2", || inbox(p, who).matches("(retry 2 of 2)").count() >= 1);
+    wait_for(p, "retry 2", || {
+        inbox(p, who).matches("(retry 2 of 2)").count() >= 1
+    });
     clock.advance_minutes(16);
     nudge(p, cid);
 }
@@ -203,7 +207,12 @@ fn full_council_with_a_silent_seat_an_over_long_contribution_and_a_corrected_ver
         inbox(&p, A)
     );
     for m in [A, B, C] {
-        ok(write(&p, cid, m, &format!("1) Swap the cache as {m} sees it. 2) Or: is the cache needed?\n")));
+        ok(write(
+            &p,
+            cid,
+            m,
+            &format!("1) Swap the cache as {m} sees it. 2) Or: is the cache needed?\n"),
+        ));
     }
     wait_asked(&p, &[A, B, C], 1);
     assert!(inbox(&p, A).contains("Round 1 is blind"));
@@ -241,7 +250,8 @@ fn full_council_with_a_silent_seat_an_over_long_contribution_and_a_corrected_ver
         "{p1}"
     );
     assert!(
-        p1.contains("## Restatements (round 0)\n") && p1.contains("Swap the cache as [self] sees it"),
+        p1.contains("## Restatements (round 0)\n")
+            && p1.contains("Swap the cache as [self] sees it"),
         "the gate's answers open the round 1 packet, anonymised: {p1}"
     );
     assert!(
@@ -252,11 +262,17 @@ fn full_council_with_a_silent_seat_an_over_long_contribution_and_a_corrected_ver
     assert!(p1.contains("what Member A will say"), "{p1}");
     wait_asked(&p, &[A, B, C], 2);
     let text = inbox(&p, B);
-    assert!(text.contains(DIRECTIVE), "the seed's directive, byte for byte: {text}");
+    assert!(
+        text.contains(DIRECTIVE),
+        "the seed's directive, byte for byte: {text}"
+    );
     assert!(text.contains("Engage at least 2 peers by label"), "{text}");
     let state_text = p.read(&state);
     assert!(state_text.contains("| 1 | 300 |"), "{state_text}");
-    assert!(state_text.contains(&format!("({C}) |\n")), "the retries: {state_text}");
+    assert!(
+        state_text.contains(&format!("({C}) |\n")),
+        "the retries: {state_text}"
+    );
 
     // Round 2: everyone writes (C is back), naming peers by id: the packet shows labels.
     ok(write(
@@ -406,7 +422,11 @@ fn quick_council_started_by_command_survives_a_restart_mid_round_doing_nothing_t
     assert_eq!(v["mode"], "quick");
     assert_eq!(v["seats"][0]["id"], C, "labels follow the panel's order");
     assert_eq!(v["seats"][0]["lens"], "taleb", "a member named with a lens");
-    assert_eq!(v["seats"][1]["lens"], serde_json::Value::Null, "and one without");
+    assert_eq!(
+        v["seats"][1]["lens"],
+        serde_json::Value::Null,
+        "and one without"
+    );
     assert_eq!(v["chairman"], D);
     refused(
         p.polisd(&["council", "start", cid, "--mode", "quick"]),
@@ -436,7 +456,10 @@ fn quick_council_started_by_command_survives_a_restart_mid_round_doing_nothing_t
     wait_for(&p, "round 2 prompts", || {
         [A, B, C].iter().all(|m| p.count(m, "council-prompt") == 3)
     });
-    assert!(inbox(&p, A).contains(DIRECTIVE), "quick round 2 carries the directive");
+    assert!(
+        inbox(&p, A).contains(DIRECTIVE),
+        "quick round 2 carries the directive"
+    );
     let p1 = p.read(&packet(cid, 1));
     for id in MEMBERS {
         assert!(!p1.contains(id), "packet 1 names {id}:\n{p1}");
@@ -453,8 +476,10 @@ fn quick_council_started_by_command_survives_a_restart_mid_round_doing_nothing_t
     });
     assert!(state_before.contains("| 2 | 75 |"), "{state_before}");
     // Acceptable compromises are optional in quick mode.
-    let quick_verdict = verdict_good("signed_off")
-        .replace("## Acceptable compromises\n- keep the old cache behind a flag\n\n", "");
+    let quick_verdict = verdict_good("signed_off").replace(
+        "## Acceptable compromises\n- keep the old cache behind a flag\n\n",
+        "",
+    );
     assert!(!quick_verdict.contains("compromises"));
     p.save(&format!("reviews/{cid}/verdict.md"), &quick_verdict);
     let contract_rel = format!("contracts/open/{cid}.md");
@@ -532,7 +557,10 @@ fn duo_council_names_its_members_and_cuts_the_short_third_round() {
         let inbox = p.read(&format!("citizens/{A}/inbox.md"));
         assert!(inbox.contains(&format!("at most {limit} words")), "{inbox}");
         if n == 2 {
-            assert!(inbox.contains(DIRECTIVE), "a duo's round 2 carries the directive");
+            assert!(
+                inbox.contains(DIRECTIVE),
+                "a duo's round 2 carries the directive"
+            );
         }
         let long = if n == 3 { 100 } else { limit - 10 };
         ok(write(&p, cid, A, &words(long, &format!("what {B} said"))));
@@ -598,17 +626,30 @@ fn a_silent_seat_goes_simulated_and_a_silent_chair_gets_the_coordinator_s_verdic
     });
     // B was asked twice more, then degraded; one live seat made the council simulated.
     let b = inbox(&p, B);
-    assert!(b.contains("(retry 1 of 2)") && b.contains("(retry 2 of 2)"), "{b}");
+    assert!(
+        b.contains("(retry 1 of 2)") && b.contains("(retry 2 of 2)"),
+        "{b}"
+    );
     assert!(b.contains("Answer now, in 50 words or fewer"), "{b}");
-    assert!(!asked(&p, B, 1), "a simulated council asks nobody for its rounds");
+    assert!(
+        !asked(&p, B, 1),
+        "a simulated council asks nobody for its rounds"
+    );
     let state = p.read(&format!("reviews/{cid}/council.md"));
-    assert!(state.contains("**Simulated mode:** only 1 seat(s) answered round 0"), "{state}");
+    assert!(
+        state.contains("**Simulated mode:** only 1 seat(s) answered round 0"),
+        "{state}"
+    );
     assert!(state.contains("chairman_failed: true"), "{state}");
     let p1 = p.read(&packet(cid, 1));
     assert!(p1.contains("**Simulated:**"), "{p1}");
-    assert!(p1.contains("> 1) Swap the cache. 2) Or drop it."), "the gate's answer: {p1}");
     assert!(
-        p1.contains("the council is in simulated mode") && p1.contains("Its own last words (round 0)"),
+        p1.contains("> 1) Swap the cache. 2) Or drop it."),
+        "the gate's answer: {p1}"
+    );
+    assert!(
+        p1.contains("the council is in simulated mode")
+            && p1.contains("Its own last words (round 0)"),
         "{p1}"
     );
     // The chair (C, off the panel) wrote nothing: polisd's synthesis, marked, stands.
@@ -620,12 +661,20 @@ fn a_silent_seat_goes_simulated_and_a_silent_chair_gets_the_coordinator_s_verdic
         )),
         "{fallback}"
     );
-    assert!(fallback.contains("> 1) Swap the cache. 2) Or drop it.") || fallback.contains("Its own last words"), "{fallback}");
     assert!(
-        polisd::protocol::council::verdict::check(&fallback, polisd::protocol::council::Mode::Full).is_ok(),
+        fallback.contains("> 1) Swap the cache. 2) Or drop it.")
+            || fallback.contains("Its own last words"),
+        "{fallback}"
+    );
+    assert!(
+        polisd::protocol::council::verdict::check(&fallback, polisd::protocol::council::Mode::Full)
+            .is_ok(),
         "the coordinator's verdict passes the strictest check: {fallback}"
     );
-    assert!(!p.exists(&format!("reviews/{cid}/verdict.md")), "the chair's file is not written for it");
+    assert!(
+        !p.exists(&format!("reviews/{cid}/verdict.md")),
+        "the chair's file is not written for it"
+    );
     assert!(inbox(&p, OWNER).contains("FAILED — synthesized by coordinator fallback"));
     assert!(p.read("chronicle.md").contains(&format!(
         "| polis-daemon | requested changes | [[reviews/{cid}/verdict-fallback]] |"
@@ -684,18 +733,30 @@ fn six_citizens_of_three_vendors_run_a_full_triad_a_quick_profile_and_a_keyword_
     let full = "risk-full";
     let quick = "lean-quick";
     let duo = "ship-duo";
-    titled(&p, full, "Replace the cache layer", "council: {mode: full, triad: risk}\n");
+    titled(
+        &p,
+        full,
+        "Replace the cache layer",
+        "council: {mode: full, triad: risk}\n",
+    );
     titled(
         &p,
         quick,
         "Cut the build time",
         "council: {mode: quick, profile: execution-lean, panel_size: 4}\n",
     );
-    titled(&p, duo, "Speed up the release execution", "council: {mode: duo}\n");
+    titled(
+        &p,
+        duo,
+        "Speed up the release execution",
+        "council: {mode: duo}\n",
+    );
 
     // Full, with the risk triad: three vendors seated, each with its lens.
     ok(p.polisd(&["contract", "claim", full, "--as", OWNER]));
-    wait_for(&p, "the full council", || p.exists(&format!("reviews/{full}/council.md")));
+    wait_for(&p, "the full council", || {
+        p.exists(&format!("reviews/{full}/council.md"))
+    });
     let state = p.read(&format!("reviews/{full}/council.md"));
     for row in [
         format!("| Member A | {A} | anthropic | sun-tzu |"),
@@ -706,7 +767,10 @@ fn six_citizens_of_three_vendors_run_a_full_triad_a_quick_profile_and_a_keyword_
     }
     play(&p, full, &[A, B, C], 3);
     for m in [A, B, C] {
-        assert!(inbox(&p, m).contains(DIRECTIVE), "{m}: the directive in round 2");
+        assert!(
+            inbox(&p, m).contains(DIRECTIVE),
+            "{m}: the directive in round 2"
+        );
     }
     assert!(inbox(&p, C).contains("Your lens for this council is `feynman`"));
     let chair = p
@@ -714,7 +778,10 @@ fn six_citizens_of_three_vendors_run_a_full_triad_a_quick_profile_and_a_keyword_
         .lines()
         .find_map(|l| l.strip_prefix("chairman: ").map(str::to_string))
         .unwrap();
-    assert!([D, E].contains(&chair.as_str()), "the chair is off the panel: {chair}");
+    assert!(
+        [D, E].contains(&chair.as_str()),
+        "the chair is off the panel: {chair}"
+    );
     // A full verdict without Kill criteria is refused, naming the section.
     let vrel = format!("reviews/{full}/verdict.md");
     let without_kill = verdict_good("signed_off").replace(
@@ -723,9 +790,12 @@ fn six_citizens_of_three_vendors_run_a_full_triad_a_quick_profile_and_a_keyword_
     );
     assert!(!without_kill.contains("Kill"));
     p.save(&vrel, &without_kill);
-    wait_for(&p, "the refusal", || p.count(&chair, "council-verdict-invalid") == 1);
+    wait_for(&p, "the refusal", || {
+        p.count(&chair, "council-verdict-invalid") == 1
+    });
     assert!(
-        inbox(&p, &chair).contains("missing section(s) a full council requires: `## Kill criteria`"),
+        inbox(&p, &chair)
+            .contains("missing section(s) a full council requires: `## Kill criteria`"),
         "{}",
         inbox(&p, &chair)
     );
@@ -734,12 +804,20 @@ fn six_citizens_of_three_vendors_run_a_full_triad_a_quick_profile_and_a_keyword_
 
     // Quick, with four seats of the execution-lean profile; the chair is the fifth member.
     ok(p.polisd(&["contract", "claim", quick, "--as", OWNER]));
-    wait_for(&p, "the quick council", || p.exists(&format!("reviews/{quick}/council.md")));
+    wait_for(&p, "the quick council", || {
+        p.exists(&format!("reviews/{quick}/council.md"))
+    });
     let state = p.read(&format!("reviews/{quick}/council.md"));
     for lens in ["torvalds", "feynman", "sun-tzu", "aurelius"] {
-        assert!(state.contains(&format!(" | {lens} | ")), "{lens} not in:\n{state}");
+        assert!(
+            state.contains(&format!(" | {lens} | ")),
+            "{lens} not in:\n{state}"
+        );
     }
-    assert!(state.contains("4 of its 5 roles could be seated (ada left out)"), "{state}");
+    assert!(
+        state.contains("4 of its 5 roles could be seated (ada left out)"),
+        "{state}"
+    );
     let seats: Vec<&str> = MEMBERS
         .iter()
         .chain([&E])
@@ -748,23 +826,41 @@ fn six_citizens_of_three_vendors_run_a_full_triad_a_quick_profile_and_a_keyword_
         .collect();
     assert_eq!(seats.len(), 4, "{state}");
     play(&p, quick, &seats, 2);
-    let chair = [A, B, C, D, E].into_iter().find(|m| !seats.contains(m)).unwrap();
+    let chair = [A, B, C, D, E]
+        .into_iter()
+        .find(|m| !seats.contains(m))
+        .unwrap();
     // Quick needs no Acceptable compromises.
     p.save(
         &format!("reviews/{quick}/verdict.md"),
-        &verdict_good("requested_changes")
-            .replace("## Acceptable compromises\n- keep the old cache behind a flag\n\n", ""),
+        &verdict_good("requested_changes").replace(
+            "## Acceptable compromises\n- keep the old cache behind a flag\n\n",
+            "",
+        ),
     );
-    wait_for(&p, "the quick verdict applied", || phase(&p, quick) == "done");
+    wait_for(&p, "the quick verdict applied", || {
+        phase(&p, quick) == "done"
+    });
     assert_eq!(p.count(chair, "council-verdict-invalid"), 0);
 
     // Duo, no members named: "execution" in the title picks the seed's shipping pair.
     ok(p.polisd(&["contract", "claim", duo, "--as", OWNER]));
-    wait_for(&p, "the duo", || p.exists(&format!("reviews/{duo}/council.md")));
+    wait_for(&p, "the duo", || {
+        p.exists(&format!("reviews/{duo}/council.md"))
+    });
     let state = p.read(&format!("reviews/{duo}/council.md"));
-    assert!(state.contains(&format!("| Member A | {A} | anthropic | torvalds |")), "{state}");
-    assert!(state.contains(&format!("| Member B | {B} | openai | musashi |")), "{state}");
-    assert!(state.contains("the duo polarity pair for `execution`"), "{state}");
+    assert!(
+        state.contains(&format!("| Member A | {A} | anthropic | torvalds |")),
+        "{state}"
+    );
+    assert!(
+        state.contains(&format!("| Member B | {B} | openai | musashi |")),
+        "{state}"
+    );
+    assert!(
+        state.contains("the duo polarity pair for `execution`"),
+        "{state}"
+    );
     play(&p, duo, &[A, B], 3);
     // A duo requires only the Concrete next step.
     p.save(
@@ -772,9 +868,16 @@ fn six_citizens_of_three_vendors_run_a_full_triad_a_quick_profile_and_a_keyword_
         "---\ndecision: signed_off\n---\n\n## Concrete next step\n- Ship the release pipeline change behind a flag.\n",
     );
     wait_for(&p, "the duo verdict applied", || phase(&p, duo) == "done");
-    for (cid, status) in [(full, "signed_off"), (quick, "requested_changes"), (duo, "signed_off")] {
+    for (cid, status) in [
+        (full, "signed_off"),
+        (quick, "requested_changes"),
+        (duo, "signed_off"),
+    ] {
         let text = p.read(&format!("contracts/open/{cid}.md"));
-        assert!(text.contains(&format!("status: {status}}}")), "{cid}: {text}");
+        assert!(
+            text.contains(&format!("status: {status}}}")),
+            "{cid}: {text}"
+        );
     }
 }
 
@@ -794,7 +897,9 @@ fn three_citizens_make_a_duo_chaired_by_the_owner_and_the_owner_is_told() {
     assert!(state.contains("requested_mode: full\n"), "{state}");
     assert!(state.contains(&format!("chairman: {OWNER}\n")), "{state}");
     assert!(state.contains("chairman_is_owner: true\n"), "{state}");
-    wait_for(&p, "the owner told", || p.count(OWNER, "council-verdict") == 1);
+    wait_for(&p, "the owner told", || {
+        p.count(OWNER, "council-verdict") == 1
+    });
     let told = inbox(&p, OWNER);
     assert!(
         told.contains(&format!(
@@ -836,7 +941,13 @@ fn a_polis_lens_file_seats_with_its_member_and_an_unknown_lens_is_refused() {
     contract(&p, other, "");
     ok(p.polisd(&["contract", "claim", other, "--as", OWNER]));
     refused(
-        p.polisd(&["council", "start", other, "--panel", &format!("{A}:nope,{B}")]),
+        p.polisd(&[
+            "council",
+            "start",
+            other,
+            "--panel",
+            &format!("{A}:nope,{B}"),
+        ]),
         "there is no lens `nope`",
     );
     assert!(!p.exists(&format!("reviews/{other}")));

@@ -720,8 +720,7 @@ fn a_council_under_polisd_run_shows_its_rounds_then_its_verdict() {
     for n in 0..=3 {
         wait_until(&format!("round {n} open"), Duration::from_secs(30), || {
             let out = p.polisd(&["council", "status", cid, "--json"]);
-            serde_json::from_slice::<serde_json::Value>(&out.stdout)
-                .is_ok_and(|v| v["round"] == n)
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok_and(|v| v["round"] == n)
         });
         for seat in &seats {
             let file = p.dir.path().join(format!("{seat}-{n}.md"));

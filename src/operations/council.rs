@@ -16,9 +16,9 @@ use crate::operations::{chronicle, edit_agent_file, lookup, OpError};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::contracts::contract::Contract;
 use crate::protocol::contracts::review::{self, Decision};
-use crate::protocol::council::state::{self, Council, Fallback, Outcome, Phase};
 use crate::protocol::council::lens::{self, Library};
-use crate::protocol::council::{self as rules, packet, verdict, Eligible, Mode};
+use crate::protocol::council::state::{self, Council, Fallback, Outcome, Phase};
+use crate::protocol::council::{self as rules, fallback, packet, verdict, Eligible, Mode};
 use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::routing::score;
@@ -42,7 +42,9 @@ pub fn lens_library(root: &Path) -> Library {
         .into_iter()
         .filter(|e| lens::is_lens_name(&e.stem))
         .filter_map(|e| {
-            let text = snapshot::read_text(root, &e.rel, Some(64 * 1024)).ok().flatten()?;
+            let text = snapshot::read_text(root, &e.rel, Some(64 * 1024))
+                .ok()
+                .flatten()?;
             (!text.trim().is_empty()).then_some((e.stem, text, e.rel))
         })
         .collect();
@@ -345,13 +347,23 @@ pub fn start(
         }
         if let Some(t) = &o.triad {
             if lens::triad(t).is_none() {
-                return Err(refuse(format!("there is no `{t}` triad; name one of: {}", lens::TRIADS.iter().map(|(d, _)| *d).collect::<Vec<_>>().join(", "))));
+                return Err(refuse(format!(
+                    "there is no `{t}` triad; name one of: {}",
+                    lens::TRIADS
+                        .iter()
+                        .map(|(d, _)| *d)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
             }
             request.triad = Some(t.trim().to_ascii_lowercase());
         }
         if let Some(p) = &o.profile {
             if lens::profile(p).is_none() {
-                return Err(refuse(format!("there is no `{p}` profile; name one of: {}", lens::PROFILE_NAMES.join(", "))));
+                return Err(refuse(format!(
+                    "there is no `{p}` profile; name one of: {}",
+                    lens::PROFILE_NAMES.join(", ")
+                )));
             }
             request.profile = Some(p.trim().to_ascii_lowercase());
         }
@@ -501,7 +513,10 @@ pub fn status(root: &Path, cid: &str) -> Result<StatusView, OpError> {
         .unwrap_or_default();
     let (verdict_present, verdict_problems) = if council.phase == Phase::Verdict {
         match snapshot::read_text(root, &state::verdict_path(cid), Some(MAX_FILE_BYTES))? {
-            Some(t) => (true, verdict::check(&t, council.mode).err().unwrap_or_default()),
+            Some(t) => (
+                true,
+                verdict::check(&t, council.mode).err().unwrap_or_default(),
+            ),
             None => (false, Vec::new()),
         }
     } else {
@@ -515,9 +530,12 @@ pub fn status(root: &Path, cid: &str) -> Result<StatusView, OpError> {
         rounds: council.mode.rounds(),
         round: open.as_ref().map(|r| r.n),
         word_limit: open.as_ref().map(|r| council.mode.word_limit(r.n)),
-        closes_at: open
-            .as_ref()
-            .map(|r| r.retries.last().map_or(&r.closes_at, |t| &t.closes_at).clone()),
+        closes_at: open.as_ref().map(|r| {
+            r.retries
+                .last()
+                .map_or(&r.closes_at, |t| &t.closes_at)
+                .clone()
+        }),
         seats: seat_views(&council, &texts),
         chairman: council.chairman.clone(),
         chairman_is_owner: council.chairman_is_owner,
@@ -792,7 +810,7 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
                         .format("%Y-%m-%d")
                         .to_string();
                     let frel = state::fallback_verdict_path(cid);
-                    let text = verdict::synthesize(&council, &finals, &review_by);
+                    let text = fallback::synthesize(&council, &finals, &review_by);
                     if writer.replace_atomic(&frel, text.as_bytes())?
                         == crate::fs::writer::WriteOutcome::Written
                     {
@@ -865,8 +883,7 @@ fn last_words(root: &Path, council: &Council, id: &str, n: usize) -> Option<(usi
     council
         .rounds
         .iter()
-        .filter(|r| r.n < n && r.closed_at.is_some() && r.wrote.iter().any(|w| w == id))
-        .next_back()
+        .rfind(|r| r.n < n && r.closed_at.is_some() && r.wrote.iter().any(|w| w == id))
         .and_then(|r| {
             let rel = state::seat_path(&council.contract, r.n, id);
             let text = snapshot::read_text(root, &rel, Some(MAX_FILE_BYTES)).ok()??;
@@ -882,9 +899,13 @@ fn member_words(root: &Path, council: &Council) -> usize {
         .filter(|r| r.closed_at.is_some())
         .flat_map(|r| r.wrote.iter().map(move |id| (r.n, id)))
         .filter_map(|(n, id)| {
-            snapshot::read_text(root, &state::seat_path(&council.contract, n, id), Some(MAX_FILE_BYTES))
-                .ok()
-                .flatten()
+            snapshot::read_text(
+                root,
+                &state::seat_path(&council.contract, n, id),
+                Some(MAX_FILE_BYTES),
+            )
+            .ok()
+            .flatten()
         })
         .map(|t| packet::word_count(&t))
         .sum()
@@ -979,7 +1000,7 @@ pub fn notices_for(council: &Council, title: &str) -> Vec<Notification> {
                         id,
                         cid,
                         &format!("round-{}-retry-{}", round.n, k + 1),
-                        &state::seat_path(cid, round.n, id).trim_end_matches(".md").to_string(),
+                        state::seat_path(cid, round.n, id).trim_end_matches(".md"),
                         packet::retry_prompt(council, round.n, id, k + 1),
                     )
                     .caused_at(Some(retry.at.clone())),

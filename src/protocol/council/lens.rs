@@ -244,7 +244,10 @@ mod tests {
             duo_pair("Which model to fine-tune").0,
             ["karpathy", "sutskever"]
         );
-        assert_eq!(duo_pair("Ship the execution plan").0, ["torvalds", "musashi"]);
+        assert_eq!(
+            duo_pair("Ship the execution plan").0,
+            ["torvalds", "musashi"]
+        );
         assert_eq!(duo_pair("Rename a folder"), (DUO_DEFAULT, None));
         // Whole words only: "maintain" holds "ai" but does not name it.
         assert_eq!(duo_pair("maintain it").1, None);
@@ -261,7 +264,11 @@ mod tests {
     fn a_polis_lens_adds_or_replaces() {
         let lib = Library::with(vec![
             ("feynman".into(), "# mine\nOwn words.".into(), "p1".into()),
-            ("security".into(), "# Lens: security\nThreats first.\n".into(), "p2".into()),
+            (
+                "security".into(),
+                "# Lens: security\nThreats first.\n".into(),
+                "p2".into(),
+            ),
         ]);
         assert_eq!(lib.get("feynman").unwrap().source, "p1");
         assert_eq!(lib.get("security").unwrap().instruction(), "Threats first.");

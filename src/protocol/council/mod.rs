@@ -9,6 +9,7 @@
 //! functions return. Scores come from `protocol::routing::score`; nothing here re-implements
 //! them.
 
+pub mod fallback;
 pub mod lens;
 pub mod packet;
 pub mod state;
@@ -278,11 +279,19 @@ fn request_from<'v>(
         Value::Null => {}
         Value::Seq(items) => {
             if !r.panel.is_empty() {
-                return Err(bad("members", key("members"), "name the members either in `panel` or in `members`, not both"));
+                return Err(bad(
+                    "members",
+                    key("members"),
+                    "name the members either in `panel` or in `members`, not both",
+                ));
             }
             for item in items {
                 let (id, lens) = member(item).ok_or_else(|| {
-                    bad("members", item, "a list of citizen ids, each optionally `id: lens` or `{id: …, lens: …}`")
+                    bad(
+                        "members",
+                        item,
+                        "a list of citizen ids, each optionally `id: lens` or `{id: …, lens: …}`",
+                    )
                 })?;
                 if r.panel.contains(&id) {
                     return Err(bad("members", item, "each member once"));
@@ -291,20 +300,46 @@ fn request_from<'v>(
                 r.lenses.push(lens);
             }
         }
-        v => return Err(bad("members", v, "a list of citizen ids, each optionally `id: lens`")),
+        v => {
+            return Err(bad(
+                "members",
+                v,
+                "a list of citizen ids, each optionally `id: lens`",
+            ))
+        }
     }
     match key("triad") {
         Value::Null => {}
-        v => match v.as_str().map(str::trim).filter(|d| lens::triad(d).is_some()) {
+        v => match v
+            .as_str()
+            .map(str::trim)
+            .filter(|d| lens::triad(d).is_some())
+        {
             Some(d) => r.triad = Some(d.to_ascii_lowercase()),
-            None => return Err(bad("triad", v, "a domain of the council's triads (docs/council.md lists them)")),
+            None => {
+                return Err(bad(
+                    "triad",
+                    v,
+                    "a domain of the council's triads (docs/council.md lists them)",
+                ))
+            }
         },
     }
     match key("profile") {
         Value::Null => {}
-        v => match v.as_str().map(str::trim).filter(|p| lens::profile(p).is_some()) {
+        v => match v
+            .as_str()
+            .map(str::trim)
+            .filter(|p| lens::profile(p).is_some())
+        {
             Some(p) => r.profile = Some(p.to_ascii_lowercase()),
-            None => return Err(bad("profile", v, "classic, exploration-orthogonal or execution-lean")),
+            None => {
+                return Err(bad(
+                    "profile",
+                    v,
+                    "classic, exploration-orthogonal or execution-lean",
+                ))
+            }
         },
     }
     let panels = [!r.panel.is_empty(), r.triad.is_some(), r.profile.is_some()];
@@ -587,7 +622,9 @@ pub fn assign_lenses(choice: &mut Choice, request: &Request, problem: &str) -> S
         let (pair, keyword) = lens::duo_pair(problem);
         let why = match keyword {
             Some(k) => format!("the duo polarity pair for `{k}`, found in the problem"),
-            None => "the default duo polarity pair: no keyword of the duo rule in the problem".into(),
+            None => {
+                "the default duo polarity pair: no keyword of the duo rule in the problem".into()
+            }
         };
         (pair.iter().map(|r| r.to_string()).collect(), why)
     } else {

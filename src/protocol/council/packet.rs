@@ -111,7 +111,8 @@ pub fn stub(
     let last = match earlier {
         Some((k, text)) => {
             let full = body(text).trim();
-            let shown = cut(full, 40).map_or_else(|| full.to_string(), |short| format!("{short} …"));
+            let shown =
+                cut(full, 40).map_or_else(|| full.to_string(), |short| format!("{short} …"));
             format!(
                 "Its own last words (round {k}), quoted: \"{}\"",
                 shown.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -232,7 +233,14 @@ pub fn render(
         for seat in &council.seats {
             out.push_str(&format!("\n### {}\n\n", heading(council, seat, anonymous)));
             let c = restatements.iter().find(|c| c.id == seat.id);
-            show(council, &seat.id, c, council.mode.word_limit(0), anonymous, &mut out);
+            show(
+                council,
+                &seat.id,
+                c,
+                council.mode.word_limit(0),
+                anonymous,
+                &mut out,
+            );
         }
         out.push_str(&format!("\n## Round {n}\n"));
     }
@@ -248,7 +256,9 @@ pub fn render(
 
 fn closes_at(council: &Council, n: usize) -> &str {
     council.rounds.iter().find(|r| r.n == n).map_or("-", |r| {
-        r.retries.last().map_or(r.closes_at.as_str(), |t| t.closes_at.as_str())
+        r.retries
+            .last()
+            .map_or(r.closes_at.as_str(), |t| t.closes_at.as_str())
     })
 }
 
@@ -526,7 +536,10 @@ mod tests {
         );
         assert!(p1.contains("300 words"), "{p1}");
         let p0 = round_prompt(&c, 0, IDS[0], "Big change");
-        assert!(p0.contains("restatement gate") && p0.contains("at most 50 words"), "{p0}");
+        assert!(
+            p0.contains("restatement gate") && p0.contains("at most 50 words"),
+            "{p0}"
+        );
         let mut c2 = c.clone();
         let ids = c2.ids();
         for _ in 0..2 {
@@ -537,8 +550,14 @@ mod tests {
             );
         }
         let p2 = round_prompt(&c2, 2, IDS[0], "Big change");
-        assert!(p2.contains(&format!(" {ANTI_CONFORMITY_DIRECTIVE} ")), "{p2}");
-        assert!(!p2.contains("unless you can name the specific flaw"), "{p2}");
+        assert!(
+            p2.contains(&format!(" {ANTI_CONFORMITY_DIRECTIVE} ")),
+            "{p2}"
+        );
+        assert!(
+            !p2.contains("unless you can name the specific flaw"),
+            "{p2}"
+        );
         let p3 = round_prompt(&c2, 3, IDS[0], "Big change");
         assert!(p3.contains("unless you can name the specific flaw"), "{p3}");
         assert!(

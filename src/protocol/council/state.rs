@@ -363,7 +363,7 @@ impl Council {
     /// backoff: the second window is 2.5 times the first. Returns the seats asked; empty when
     /// no retry is due now.
     pub fn retry_silent(&mut self, written: &[String], now: &PolisTime) -> Vec<String> {
-        if self.simulated.is_some() || !self.deadline().is_some_and(|d| now.now >= d) {
+        if self.simulated.is_some() || self.deadline().is_none_or(|d| now.now < d) {
             return Vec::new();
         }
         let ids = self.ids();
@@ -408,9 +408,16 @@ impl Council {
             let wrote: Vec<String> = if simulated_before {
                 Vec::new()
             } else {
-                ids.iter().filter(|id| wrote.contains(id)).cloned().collect()
+                ids.iter()
+                    .filter(|id| wrote.contains(id))
+                    .cloned()
+                    .collect()
             };
-            round.missing = ids.iter().filter(|id| !wrote.contains(id)).cloned().collect();
+            round.missing = ids
+                .iter()
+                .filter(|id| !wrote.contains(id))
+                .cloned()
+                .collect();
             round.wrote = wrote;
             round.cut = ids.iter().filter(|id| cut.contains(id)).cloned().collect();
             round.n
@@ -482,16 +489,29 @@ impl Council {
         let mut out = Vec::new();
         for r in self.rounds.iter().filter(|r| r.closed_at.is_some()) {
             for (k, t) in r.retries.iter().enumerate() {
-                out.push(format!("round {}: retry {} of {} for {}", r.n, k + 1, super::RETRIES, t.seats.join(", ")));
+                out.push(format!(
+                    "round {}: retry {} of {} for {}",
+                    r.n,
+                    k + 1,
+                    super::RETRIES,
+                    t.seats.join(", ")
+                ));
             }
             if r.all_simulated {
                 out.push(format!("round {}: fully simulated", r.n));
             } else if !r.missing.is_empty() {
-                out.push(format!("round {}: degraded, simulated stub for {}", r.n, r.missing.join(", ")));
+                out.push(format!(
+                    "round {}: degraded, simulated stub for {}",
+                    r.n,
+                    r.missing.join(", ")
+                ));
             }
         }
         if self.chairman_failed {
-            out.push(format!("chairman {}: FAILED — synthesized by coordinator fallback", self.chairman));
+            out.push(format!(
+                "chairman {}: FAILED — synthesized by coordinator fallback",
+                self.chairman
+            ));
         }
         out
     }
@@ -838,7 +858,10 @@ mod tests {
         }
         assert_eq!(c.phase, Phase::Done);
         let o = c.outcome.clone().unwrap();
-        assert_eq!(o.rounds_run, 3, "the restatement gate is not a deliberation round");
+        assert_eq!(
+            o.rounds_run, 3,
+            "the restatement gate is not a deliberation round"
+        );
         assert_eq!(o.degraded, vec!["gemini-seat-cccc".to_string()]);
         assert_eq!(o.live.len(), 2);
         assert_eq!(o.duration_minutes, 240);
@@ -865,17 +888,22 @@ mod tests {
         assert!(c.round_due(&ids, &at("2026-12-01 10:01")));
         let t = at("2026-12-01 10:23");
         assert!(!c.round_due(&ids[..2], &t), "not before the retries");
-        assert!(c.retry_silent(&ids[..2], &at("2026-12-01 10:22")).is_empty());
+        assert!(c
+            .retry_silent(&ids[..2], &at("2026-12-01 10:22"))
+            .is_empty());
         assert_eq!(c.retry_silent(&ids[..2], &t), vec![ids[2].clone()]);
         // An eighth of a round (11 min 15 s), then 2.5 times that.
         assert_eq!(c.deadline(), parse_stamp("2026-12-01 10:34:15"));
-        assert!(c.retry_silent(&ids[..2], &at("2026-12-01 10:34")).is_empty());
+        assert!(c
+            .retry_silent(&ids[..2], &at("2026-12-01 10:34"))
+            .is_empty());
         assert_eq!(c.retry_silent(&ids[..2], &at("2026-12-01 10:35")).len(), 1);
         assert_eq!(c.deadline(), parse_stamp("2026-12-01 11:03:07"));
         assert!(!c.round_due(&ids[..2], &at("2026-12-01 11:03")));
         assert!(c.round_due(&ids[..2], &at("2026-12-01 11:04")));
         assert!(
-            c.retry_silent(&ids[..2], &at("2026-12-01 11:05")).is_empty(),
+            c.retry_silent(&ids[..2], &at("2026-12-01 11:05"))
+                .is_empty(),
             "two at most"
         );
         c.close_round(&ids[..2], &[], &at("2026-12-01 11:05"));

@@ -4,9 +4,9 @@
 //! A verdict must be falsifiable and actionable: kill criteria with a condition, a date and a
 //! consequence; exactly one concrete next step; 2 to 4 decision options; dissent kept.
 
+use super::Mode;
 use crate::protocol::contracts::review::Decision;
 use crate::protocol::frontmatter;
-use super::Mode;
 use crate::yaml::Value;
 use regex::Regex;
 use std::sync::LazyLock;
@@ -33,7 +33,11 @@ pub const SECTIONS: [&str; 12] = [
 /// next step in full; kill criteria and the next step in quick; the next step in a duo.
 pub fn required(mode: Mode) -> &'static [&'static str] {
     match mode {
-        Mode::Full => &["Acceptable compromises", "Kill criteria", "Concrete next step"],
+        Mode::Full => &[
+            "Acceptable compromises",
+            "Kill criteria",
+            "Concrete next step",
+        ],
         Mode::Quick => &["Kill criteria", "Concrete next step"],
         Mode::Duo => &["Concrete next step"],
     }
@@ -41,17 +45,52 @@ pub fn required(mode: Mode) -> &'static [&'static str] {
 
 /// Verbs that start an action producing something one can point at.
 const ARTIFACT_VERBS: [&str; 40] = [
-    "write", "open", "merge", "ship", "file", "measure", "draft", "publish", "add", "create",
-    "run", "build", "deploy", "record", "commit", "release", "submit", "implement", "fix",
-    "remove", "delete", "benchmark", "document", "send", "post", "land", "revert", "replace",
-    "rename", "migrate", "split", "tag", "prototype", "test", "profile", "settle", "claim",
-    "start", "close", "move",
+    "write",
+    "open",
+    "merge",
+    "ship",
+    "file",
+    "measure",
+    "draft",
+    "publish",
+    "add",
+    "create",
+    "run",
+    "build",
+    "deploy",
+    "record",
+    "commit",
+    "release",
+    "submit",
+    "implement",
+    "fix",
+    "remove",
+    "delete",
+    "benchmark",
+    "document",
+    "send",
+    "post",
+    "land",
+    "revert",
+    "replace",
+    "rename",
+    "migrate",
+    "split",
+    "tag",
+    "prototype",
+    "test",
+    "profile",
+    "settle",
+    "claim",
+    "start",
+    "close",
+    "move",
 ];
 
 /// Verbs that put the decision off instead of acting on it.
 const DEFERRAL_VERBS: [&str; 16] = [
-    "think", "consider", "discuss", "revisit", "reflect", "wait", "explore", "ponder",
-    "decide", "evaluate", "keep", "continue", "monitor", "look", "talk", "see",
+    "think", "consider", "discuss", "revisit", "reflect", "wait", "explore", "ponder", "decide",
+    "evaluate", "keep", "continue", "monitor", "look", "talk", "see",
 ];
 
 /// Why a Concrete next step's one action is not an action (`None`: it is).
@@ -258,87 +297,6 @@ pub fn check(text: &str, mode: Mode) -> Result<Verdict, Vec<String>> {
     }
 }
 
-/// The verdict polisd writes when the chairman's time is up with no valid verdict (the
-/// seed's coordinator fallback). It judges nothing: the decision is `requested_changes` (no
-/// sign-off without a chair), the chairman is marked failed, and every member's final
-/// position is kept verbatim under Key disagreements so no dissent is flattened. `finals` is
-/// each seat's last-round text (`None`: no response; `true`: a stub polisd wrote);
-/// `review_by` is the date the kill criterion names.
-pub fn synthesize(
-    council: &super::state::Council,
-    finals: &[(String, Option<String>, bool)],
-    review_by: &str,
-) -> String {
-    let cid = &council.contract;
-    let states = council.seat_states();
-    let count = |want: &str| states.iter().filter(|(_, s)| *s == want).count();
-    let mut out = format!(
-        "---\ndecision: requested_changes\nsynthesized_by: {}\n---\n\n# Council verdict on `{cid}` (FAILED — synthesized by coordinator fallback)\n\npolisd wrote this file because the chairman wrote no valid verdict by {}. It is assembled from the packets and takes no side.\n\n## Selected panel\n\n",
-        crate::protocol::layout::DAEMON_ID,
-        council.verdict_due_at.as_deref().unwrap_or("-"),
-    );
-    for s in &council.seats {
-        out.push_str(&format!(
-            "- {} ({}, {}{})\n",
-            s.label,
-            s.id,
-            s.vendor,
-            s.lens.as_deref().map_or(String::new(), |l| format!(", lens {l}"))
-        ));
-    }
-    out.push_str(&format!("- mode: {}\n", council.mode.as_str()));
-    out.push_str(&format!(
-        "\n## Chairman\n\n{} (FAILED — synthesized by coordinator fallback)\n",
-        council.chairman
-    ));
-    out.push_str("\n## Acceptable compromises\n\n- No chairman weighed the positions: this verdict gives up a judged decision to keep every position whole.\n");
-    out.push_str(&format!(
-        "\n## Kill criteria\n\n- If the owner or a new chairman has not written a judged verdict on {cid} by {review_by}, invalidated → start a new council on {cid}\n"
-    ));
-    out.push_str(&format!(
-        "\n## Concrete next step\n\n- Write a judged verdict on {cid} from the last packet, `{}`.\n",
-        super::state::packet_path(cid, council.mode.rounds())
-    ));
-    out.push_str("\n## Unresolved questions\n\n- Which position holds: polisd does not judge between them.\n");
-    out.push_str("\n## Key agreements\n\nNot judged: polisd does not decide where members agree. Read the final positions below side by side.\n");
-    out.push_str("\n## Key disagreements\n\nEvery member's final position, verbatim, so no dissent is lost.\n");
-    for s in &council.seats {
-        out.push_str(&format!("\n### {} ({})\n\n", s.label, s.id));
-        match finals.iter().find(|(id, _, _)| *id == s.id) {
-            Some((_, Some(text), simulated)) => {
-                if *simulated {
-                    out.push_str(&format!("{}\n\n", super::packet::SIMULATED_MARK));
-                }
-                for line in super::packet::body(text).trim().lines() {
-                    out.push_str(&format!("> {line}\n"));
-                }
-            }
-            _ => out.push_str("*no response*\n"),
-        }
-    }
-    out.push_str("\n## Decision options\n\n- Follow the majority of the final positions: quick, but nobody weighed the dissent.\n- Ask the owner or a new chairman to judge: slower, and a decision someone answers for.\n");
-    out.push_str("\n## Recommended next steps\n\n1. Read the final positions above.\n2. Record the judged decision with `polisd review` or a new council.\n");
-    out.push_str(&format!(
-        "\n## Confidence\n\nlow, because no chairman synthesized the rounds{}.\n",
-        if council.simulated.is_some() {
-            " and the council ran simulated"
-        } else {
-            ""
-        }
-    ));
-    out.push_str(&format!(
-        "\n## Execution reliability\n\n- live seats: {}, degraded: {}, offline: {}\n- chairman: timed out at {}\n",
-        count("live"),
-        count("degraded"),
-        count("offline"),
-        council.verdict_due_at.as_deref().unwrap_or("-"),
-    ));
-    if let Some(why) = &council.simulated {
-        out.push_str(&format!("- simulated mode: {why}\n"));
-    }
-    out
-}
-
 /// Sets `key: value` inside the top-level `review:` mapping of a contract, keeping every other
 /// byte: a block mapping gets its `key:` line replaced or added (at its indentation); a flow
 /// mapping on one line is rewritten with the key set; a missing `review:` is added as
@@ -495,7 +453,10 @@ mod tests {
 
     #[test]
     fn a_complete_verdict_is_valid() {
-        assert_eq!(check(VALID, Mode::Full).unwrap().decision, Decision::RequestedChanges);
+        assert_eq!(
+            check(VALID, Mode::Full).unwrap().decision,
+            Decision::RequestedChanges
+        );
     }
 
     #[test]
@@ -539,33 +500,63 @@ mod tests {
 
     #[test]
     fn required_sections_follow_the_mode() {
-        let no_compromises = VALID.replace("## Acceptable compromises\n- keep the old path for a release\n\n", "");
-        assert!(check(&no_compromises, Mode::Quick).is_ok(), "optional in quick");
+        let no_compromises = VALID.replace(
+            "## Acceptable compromises\n- keep the old path for a release\n\n",
+            "",
+        );
+        assert!(
+            check(&no_compromises, Mode::Quick).is_ok(),
+            "optional in quick"
+        );
         assert!(check(&no_compromises, Mode::Full).is_err());
         let no_kill = VALID.replace("## Kill criteria\n- If p95 latency rises above 200 ms by 2027-01-15, invalidated → roll back to the old cache\n- If no second vendor reviews the migration by 2027-02-01, invalidated -> reopen the council\n\n", "");
         assert_ne!(no_kill, VALID);
         let e = check(&no_kill, Mode::Full).unwrap_err().join("\n");
-        assert!(e.contains("`## Kill criteria`") && e.contains("a full council requires"), "{e}");
+        assert!(
+            e.contains("`## Kill criteria`") && e.contains("a full council requires"),
+            "{e}"
+        );
         assert!(check(&no_kill, Mode::Quick).is_err());
-        assert!(check(&no_kill, Mode::Duo).is_ok(), "encouraged in a duo, not required");
+        assert!(
+            check(&no_kill, Mode::Duo).is_ok(),
+            "encouraged in a duo, not required"
+        );
         // Only the next step is required everywhere.
         let bare = "---\ndecision: signed_off\n---\n\n## Concrete next step\nShip the canary build to 5% of users.\n";
         assert!(check(bare, Mode::Duo).is_ok());
-        let e = check("---\ndecision: signed_off\n---\n\n## Confidence\nhigh, because.\n", Mode::Duo).unwrap_err();
+        let e = check(
+            "---\ndecision: signed_off\n---\n\n## Confidence\nhigh, because.\n",
+            Mode::Duo,
+        )
+        .unwrap_err();
         assert!(e.join(" ").contains("`## Concrete next step`"), "{e:?}");
     }
 
     #[test]
     fn a_next_step_must_produce_an_artifact_and_not_defer() {
-        for weak in ["Think about it more.", "- Consider a rewrite", "**Revisit** this next quarter"] {
+        for weak in [
+            "Think about it more.",
+            "- Consider a rewrite",
+            "**Revisit** this next quarter",
+        ] {
             let v = VALID.replace("- Write the migration plan in docs/migration.md", weak);
             let e = check(&v, Mode::Duo).unwrap_err().join(" ");
             assert!(e.contains("defers the decision"), "{weak}: {e}");
         }
-        let v = VALID.replace("- Write the migration plan in docs/migration.md", "- The team should align");
+        let v = VALID.replace(
+            "- Write the migration plan in docs/migration.md",
+            "- The team should align",
+        );
         let e = check(&v, Mode::Duo).unwrap_err().join(" ");
-        assert!(e.contains("does not start with a verb that produces an artifact"), "{e}");
-        for good in ["- Merge the flag removal", "Measure p95 latency on the canary.", "- **File** the migration ticket"] {
+        assert!(
+            e.contains("does not start with a verb that produces an artifact"),
+            "{e}"
+        );
+        for good in [
+            "- Merge the flag removal",
+            "Measure p95 latency on the canary.",
+            "- **File** the migration ticket",
+        ] {
             let v = VALID.replace("- Write the migration plan in docs/migration.md", good);
             assert!(check(&v, Mode::Full).is_ok(), "{good}");
         }
