@@ -84,3 +84,64 @@ pub fn synthesize(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::state::Council;
+    use super::super::{lens::Library, verdict, Choice, Chosen, Mode, Request};
+    use super::*;
+    use crate::protocol::clock::{PolisTime, PolisZone};
+
+    #[test]
+    fn the_fallback_keeps_every_final_position_verbatim_and_passes_every_mode_s_check() {
+        let now = PolisTime::at_stamp(PolisZone::default(), "2026-12-01 10:00").unwrap();
+        for mode in Mode::ALL {
+            let choice = Choice {
+                mode,
+                panel: ["claude-seat-aaaa", "codex-seat-bbbb"]
+                    .iter()
+                    .map(|id| Chosen {
+                        id: id.to_string(),
+                        vendor: "v".into(),
+                        why: "w".into(),
+                        lens: Some("feynman".into()),
+                    })
+                    .collect(),
+                chairman: None,
+                notes: vec![],
+            };
+            let request = Request {
+                mode,
+                ..Request::default()
+            };
+            let c = Council::new(
+                "x",
+                Some("codex-owner-eeee"),
+                &request,
+                &choice,
+                "test",
+                &Library::with(vec![]),
+                &now,
+            );
+            let finals = vec![
+                (
+                    "claude-seat-aaaa".to_string(),
+                    Some("Keep it.\nReally.".to_string()),
+                    false,
+                ),
+                ("codex-seat-bbbb".to_string(), None, false),
+            ];
+            let text = synthesize(&c, &finals, "2026-12-15");
+            assert!(text.contains("> Keep it.\n> Really.\n"), "{text}");
+            assert!(
+                text.contains("### Member B (codex-seat-bbbb)\n\n*no response*"),
+                "{text}"
+            );
+            assert!(text.contains("(FAILED — synthesized by coordinator fallback)"));
+            assert!(
+                verdict::check(&text, Mode::Full).is_ok(),
+                "{mode:?}: {text}"
+            );
+        }
+    }
+}

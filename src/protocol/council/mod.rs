@@ -308,40 +308,27 @@ fn request_from<'v>(
             ))
         }
     }
-    match key("triad") {
-        Value::Null => {}
-        v => match v
-            .as_str()
-            .map(str::trim)
-            .filter(|d| lens::triad(d).is_some())
-        {
-            Some(d) => r.triad = Some(d.to_ascii_lowercase()),
-            None => {
-                return Err(bad(
-                    "triad",
-                    v,
-                    "a domain of the council's triads (docs/council.md lists them)",
-                ))
-            }
-        },
-    }
-    match key("profile") {
-        Value::Null => {}
-        v => match v
-            .as_str()
-            .map(str::trim)
-            .filter(|p| lens::profile(p).is_some())
-        {
-            Some(p) => r.profile = Some(p.to_ascii_lowercase()),
-            None => {
-                return Err(bad(
-                    "profile",
-                    v,
-                    "classic, exploration-orthogonal or execution-lean",
-                ))
-            }
-        },
-    }
+    // A triad or a profile: a known name, kept lower-case.
+    let named =
+        |name: &'static str, known: &dyn Fn(&str) -> bool, rule: &'static str| match key(name) {
+            Value::Null => Ok(None),
+            v => v
+                .as_str()
+                .map(str::trim)
+                .filter(|s| known(s))
+                .map(|s| Some(s.to_ascii_lowercase()))
+                .ok_or_else(|| bad(name, v, rule)),
+        };
+    r.triad = named(
+        "triad",
+        &|d| lens::triad(d).is_some(),
+        "a domain of the council's triads (docs/council.md lists them)",
+    )?;
+    r.profile = named(
+        "profile",
+        &|p| lens::profile(p).is_some(),
+        "classic, exploration-orthogonal or execution-lean",
+    )?;
     let panels = [!r.panel.is_empty(), r.triad.is_some(), r.profile.is_some()];
     if panels.iter().filter(|p| **p).count() > 1 {
         return Err(RequestError::Bad {
@@ -825,6 +812,97 @@ mod tests {
         let c = choose(&eligible, &r).unwrap();
         assert!(c.panel.iter().all(|m| m.id != "claude-aaaa-one"));
         assert_eq!(c.chairman.unwrap().id, "claude-aaaa-one");
+    }
+
+    #[test]
+    fn members_with_lenses_triads_profiles_and_deadlines_are_read() {
+        let r = requested(&fields(
+            "council:\n  members:\n    - claude-aaaa-one: socrates\n    - {id: codex-bbbb-one, lens: feynman}\n    - gemini-cccc-one\n  restatement_hours: 0.1\n  retry_hours: 0.05\n  verdict_hours: 2\n",
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            r.panel,
+            ["claude-aaaa-one", "codex-bbbb-one", "gemini-cccc-one"]
+        );
+        assert_eq!(
+            r.lenses,
+            [
+                Some("socrates".to_string()),
+                Some("feynman".to_string()),
+                None
+            ]
+        );
+        assert_eq!(
+            (r.restatement_hours(), r.retry_hours(), r.verdict_hours()),
+            (0.1, 0.05, 2.0)
+        );
+        let r = requested(&fields("council: {triad: Risk}"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.triad.as_deref(), Some("risk"));
+        assert_eq!(
+            requested_lenses(&r).unwrap().0,
+            ["sun-tzu", "aurelius", "feynman"]
+        );
+        // Defaults scale with the round.
+        let r = requested(&fields("council: {round_hours: 8}"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (r.restatement_hours(), r.retry_hours(), r.verdict_hours()),
+            (2.0, 1.0, 8.0)
+        );
+        for (bad_yaml, key) in [
+            ("council: {triad: cooking}", "triad"),
+            ("council: {profile: huge}", "profile"),
+            ("council: {triad: risk, profile: classic}", "one panel"),
+            ("council: {members: [claude-aaaa-one: Bad Lens]}", "members"),
+            (
+                "council: {panel: [claude-aaaa-one], members: [codex-bbbb-one]}",
+                "not both",
+            ),
+            ("council: {retry_hours: 0}", "retry_hours"),
+        ] {
+            let e = requested(&fields(bad_yaml)).unwrap_err().to_string();
+            assert!(e.contains(key), "{bad_yaml}: {e}");
+        }
+    }
+
+    #[test]
+    fn lenses_go_to_seats_by_request_or_by_the_seed_s_rules() {
+        let eligible = [
+            e("claude-aaaa-one", "anthropic", 0.9),
+            e("codex-bbbb-one", "openai", 0.5),
+            e("gemini-cccc-one", "google", 0.4),
+            e("claude-dddd-two", "anthropic", 0.3),
+        ];
+        let duo = Request {
+            mode: Mode::Duo,
+            ..Request::default()
+        };
+        let mut c = choose(&eligible, &duo).unwrap();
+        let why = assign_lenses(&mut c, &duo, "Which model should we fine-tune?");
+        assert_eq!(c.panel[0].lens.as_deref(), Some("karpathy"));
+        assert_eq!(c.panel[1].lens.as_deref(), Some("sutskever"));
+        assert!(why.contains("`model`"), "{why}");
+        let full = Request::default();
+        let mut c = choose(&eligible, &full).unwrap();
+        assert_eq!(c.mode, Mode::Full);
+        assert!(assign_lenses(&mut c, &full, "the risk of it").contains("`risk` triad"));
+        assert_eq!(c.panel[2].lens.as_deref(), Some("feynman"));
+        // A profile larger than the panel says what it left out.
+        let lean = Request {
+            profile: Some("execution-lean".into()),
+            panel_size: Some(3),
+            ..Request::default()
+        };
+        let mut c = choose(&eligible, &lean).unwrap();
+        let why = assign_lenses(&mut c, &lean, "");
+        assert!(
+            why.contains("3 of its 5 roles could be seated (aurelius, ada left out)"),
+            "{why}"
+        );
     }
 
     #[test]
