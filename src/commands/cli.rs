@@ -239,7 +239,8 @@ pub struct PrimeArgs {
     pub path: Option<PathBuf>,
     #[command(flatten)]
     pub who: AsArg,
-    /// Leave the notices shown unread (by default the primer marks what it shows as read).
+    /// A peek: record nothing. By default the notices shown become read and status.md gets
+    /// `last_seen_event` (the newest chronicle line now seen) and `last_active`.
     #[arg(long)]
     pub no_mark_read: bool,
     /// Print JSON.
