@@ -342,7 +342,7 @@ fn scaffold(project: &Path) -> anyhow::Result<()> {
     ] {
         // Registered as `polisd register` would: a stamped card, status, inbox and journal, so
         // the scene's findings are only the one it stages.
-        let citizen = crate::protocol::register::NewCitizen {
+        let citizen = crate::protocol::citizens::register::NewCitizen {
             agent_id: id.to_string(),
             vendor: vendor.to_string(),
             model: "demo".to_string(),
@@ -429,7 +429,7 @@ fn amendment() -> String {
 
 fn python_leader(root: &Path) -> Option<String> {
     let text = read(root, crate::protocol::layout::ROUTING_STATS);
-    let stats = crate::protocol::stats::parse(&text).ok()?;
+    let stats = crate::protocol::routing::stats::parse(&text).ok()?;
     stats.tag("python")?.leader.clone()
 }
 

@@ -82,7 +82,14 @@ pub fn grouped(cmd: clap::Command) -> clap::Command {
 /// The grouped command list: a heading, then `  name  description` lines.
 fn render(cmd: &clap::Command) -> String {
     let shown: Vec<&clap::Command> = cmd.get_subcommands().filter(|c| !c.is_hide_set()).collect();
-    let name_width = shown.iter().map(|c| c.get_name().len()).max().unwrap_or(0);
+    // A command's visible aliases stand beside its name (`check, doctor`).
+    let label = |c: &clap::Command| {
+        std::iter::once(c.get_name())
+            .chain(c.get_visible_aliases())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let name_width = shown.iter().map(|c| label(c).len()).max().unwrap_or(0);
     let mut out = String::new();
     for (heading, names) in GROUPS {
         let members: Vec<_> = names
@@ -98,7 +105,7 @@ fn render(cmd: &clap::Command) -> String {
             let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
             let about = about.trim_end_matches('.');
             let indent = 2 + name_width + 2;
-            out.push_str(&format!("  {:name_width$}  ", sub.get_name()));
+            out.push_str(&format!("  {:name_width$}  ", label(sub)));
             out.push_str(&wrap(about, indent));
             out.push('\n');
         }

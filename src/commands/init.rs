@@ -1,12 +1,16 @@
 //! `polisd init`: scaffold a polis the reference accepts, never overwriting a file.
 
 use crate::commands::Usage;
+use crate::protocol::citizens::register::{single_quoted, NewCitizen};
 use crate::protocol::clock::{PolisTime, PolisZone};
 use crate::protocol::layout;
-use crate::protocol::register::{single_quoted, NewCitizen};
 use anyhow::{bail, Context};
 use chrono::Datelike;
 use std::path::{Path, PathBuf};
+
+/// A new polis's `polis.yml`: the protocol settings (schema v2) with their defaults, the
+/// values the reference's `write_config` writes, plus polisd's `timezone`.
+pub const POLIS_YML: &str = include_str!("templates/polis.yml");
 
 /// What the founder told `init`.
 #[derive(Debug, Clone)]
@@ -72,10 +76,7 @@ pub fn scaffold(params: &InitParams, time: &PolisTime) -> anyhow::Result<Vec<(St
             "chronicle.md".to_string(),
             fill(include_str!("templates/chronicle.md")),
         ),
-        (
-            "polis.yml".to_string(),
-            fill(include_str!("templates/polis.yml")),
-        ),
+        ("polis.yml".to_string(), fill(POLIS_YML)),
         (
             layout::ROUTING_STATS.to_string(),
             fill(include_str!("templates/routing_stats.yml")),

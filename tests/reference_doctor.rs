@@ -1,0 +1,90 @@
+//! `polisd doctor --write-config` against the reference's `polis doctor --write-config`
+//! (polis-protocol 2.0.1): on a polis without polis.yml both write the same settings.
+
+mod harness;
+#[path = "common/reference.rs"]
+mod reference;
+
+use harness::BIN;
+use std::process::Command;
+
+/// Runs the reference's own command on one copy, loads both polis.yml files with PyYAML and
+/// prints them as JSON: `{"reference": {...}, "polisd": {...}}`.
+const PY_DOCTOR: &str = r#"
+import json, subprocess, sys, yaml
+ref_root, ours_root = json.load(sys.stdin)
+done = subprocess.run([sys.executable, "-m", "polis", "doctor", "--write-config", "--polis-root", ref_root],
+                      capture_output=True, text=True)
+if "wrote" not in done.stdout:
+    raise SystemExit("reference doctor wrote nothing: " + done.stdout + done.stderr)
+load = lambda root: yaml.safe_load(open(root + "/polis.yml", encoding="utf-8"))
+print(json.dumps({"reference": load(ref_root), "polisd": load(ours_root)}))
+"#;
+
+/// A fresh polis with its polis.yml removed (a polis from before schema v2).
+fn polis_without_config(project: &std::path::Path) -> std::path::PathBuf {
+    let out = Command::new(BIN)
+        .args(["init", "--no-bridge", "--agent-id", "founder-agent-1"])
+        .arg(project)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let root = project.join("_polis");
+    std::fs::remove_file(root.join("polis.yml")).unwrap();
+    root
+}
+
+#[test]
+fn doctor_write_config_writes_the_reference_settings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ours = polis_without_config(&tmp.path().join("ours"));
+    let theirs = polis_without_config(&tmp.path().join("theirs"));
+    let out = Command::new(BIN)
+        .args(["doctor", "--write-config", "--json"])
+        .arg(&ours)
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["config"]["written"], true, "{report:#}");
+    let both: serde_json::Value = serde_json::from_str(&reference::run_python(
+        PY_DOCTOR,
+        &serde_json::json!([theirs, ours]).to_string(),
+    ))
+    .unwrap();
+    let reference = both["reference"].as_object().unwrap();
+    assert!(!reference.is_empty());
+    // Every setting the reference writes, with its value; polisd adds only `timezone`.
+    for (key, value) in reference {
+        assert_eq!(&both["polisd"][key], value, "polis.yml `{key}`: {both:#}");
+    }
+    for key in both["polisd"].as_object().unwrap().keys() {
+        assert!(
+            reference.contains_key(key) || key == "timezone",
+            "polisd writes `{key}` the reference does not: {both:#}"
+        );
+    }
+}
+
+/// An existing polis.yml is the polis's own: kept byte for byte, comments included.
+#[test]
+fn doctor_write_config_keeps_an_existing_polis_yml() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = polis_without_config(tmp.path());
+    let mine = "# ours\nschema_version: 2\nrouting:\n  explore_rate: 0.3\n";
+    std::fs::write(root.join("polis.yml"), mine).unwrap();
+    let out = Command::new(BIN)
+        .args(["doctor", "--write-config"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("kept polis.yml"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("polis.yml")).unwrap(),
+        mine
+    );
+}
