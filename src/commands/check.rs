@@ -34,6 +34,11 @@ pub fn run(args: crate::commands::cli::CheckArgs) -> anyhow::Result<u8> {
         }
         say!("{}", serde_json::to_string_pretty(&report)?);
     } else {
+        match wrote_config {
+            Some(true) => say!("wrote polis.yml (schema v2, every setting at its default)"),
+            Some(false) => say!("kept polis.yml (it exists; nothing was changed)"),
+            None => {}
+        }
         for f in &found {
             say!("{f}");
         }
