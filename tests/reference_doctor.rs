@@ -8,8 +8,8 @@ mod reference;
 use harness::BIN;
 use std::process::Command;
 
-/// Runs the reference's own `doctor` command (its CLI function) on one copy, loads both polis.yml files with PyYAML and
-/// prints them as JSON: `{"reference": {...}, "polisd": {...}}`.
+/// Runs the reference's own `doctor` command (its CLI function) on one copy, loads both
+/// polis.yml files with PyYAML and prints them as JSON: `{"reference": …, "polisd": …}`.
 const PY_DOCTOR: &str = r#"
 import contextlib, io, json, sys, yaml
 from polis.cli import cmd_doctor
