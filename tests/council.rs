@@ -952,3 +952,30 @@ fn a_polis_lens_file_seats_with_its_member_and_an_unknown_lens_is_refused() {
     );
     assert!(!p.exists(&format!("reviews/{other}")));
 }
+
+#[test]
+fn an_oversized_council_seat_file_tells_its_author() {
+    let p = polis();
+    let _daemon = p.start_daemon();
+    let cid = "cache-oversized";
+    contract(&p, cid, "");
+    ok(p.polisd(&["contract", "claim", cid, "--as", OWNER]));
+    ok(p.polisd(&[
+        "council",
+        "start",
+        cid,
+        "--mode",
+        "quick",
+        "--panel",
+        &format!("{C},{B},{A}"),
+    ]));
+    wait_for(&p, "round 1 prompts", || p.count(A, "council-prompt") == 1);
+    // Over the 1 MiB a seat file is read within: only the log heard of it before.
+    p.save(&seat(cid, 1, A), &"word ".repeat(250_000));
+    nudge(&p, cid);
+    wait_for(&p, "the author told of the oversized seat file", || {
+        p.count(A, "record-finding") == 1
+    });
+    let inbox = p.read(&format!("citizens/{A}/inbox.md"));
+    assert!(inbox.contains(&seat(cid, 1, A)), "{inbox}");
+}

@@ -36,7 +36,7 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
                 round_hours: a.round_hours,
             };
             if let Some(h) = options.round_hours.filter(|h| !(*h > 0.0 && *h <= 720.0)) {
-                eprintln!("polisd: --round-hours {h} is out of range; give a number of hours above 0, at most 720");
+                tell!("polisd: --round-hours {h} is out of range; give a number of hours above 0, at most 720");
                 return Ok(2);
             }
             let r = op::start(
@@ -155,7 +155,7 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
             let text = match read_body(Some(&a.file)) {
                 Ok(t) => t,
                 Err(e) => {
-                    eprintln!("polisd: {e:#}");
+                    tell!("polisd: {e:#}");
                     return Ok(2);
                 }
             };

@@ -50,9 +50,9 @@ pub fn run(args: crate::commands::cli::JsonPolisArg) -> anyhow::Result<u8> {
     let mut summary = summarize(&polis, &now, daemon)?;
     summary.worktrees = crate::operations::status::worktrees(&polis);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        say!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
-        print!("{}", render(&summary));
+        say_part!("{}", render(&summary));
     }
     Ok(0)
 }

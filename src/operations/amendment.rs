@@ -200,6 +200,7 @@ pub fn vote(
             rule: "amendment ids are YYYY-MM-DD-<slug>",
         });
     };
+    let _transition = writer.transition_lock()?;
     for _ in 0..8 {
         let _lock = match writer.lock_file(&rel) {
             Ok(l) => l,
@@ -222,6 +223,14 @@ pub fn vote(
         };
         let new = rules::cast_vote(&text, citizen, vote, rationale)
             .map_err(|e| OpError::Vote(aid.to_string(), e))?;
+        if new == text {
+            // The same vote again (a retry, or racing callers): one line records it.
+            return Err(OpError::AlreadyVoted {
+                id: aid.to_string(),
+                citizen: citizen.to_string(),
+                vote: vote.as_str(),
+            });
+        }
         if !command_edit_took(writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())?) {
             continue;
         }

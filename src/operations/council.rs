@@ -20,6 +20,7 @@ use crate::protocol::council::lens::{self, Library};
 use crate::protocol::council::state::{self, Council, Fallback, Outcome, Phase};
 use crate::protocol::council::{self as rules, fallback, packet, verdict, Eligible, Mode};
 use crate::protocol::delivery::inbox::Notification;
+use crate::protocol::finding::Finding;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::routing::score;
 use chrono::NaiveDateTime;
@@ -458,7 +459,18 @@ fn phase_text(c: &Council) -> String {
 
 /// Each seat's contribution to round `n`, as read now (`None`: no file, or only whitespace).
 fn read_seats(root: &Path, council: &Council, n: usize) -> Vec<(String, Option<String>)> {
-    council
+    read_seats_telling(root, council, n).0
+}
+
+/// [`read_seats`], with the finding about each seat file that could not be read (one over
+/// [`MAX_FILE_BYTES`], a link): its author must be told, not only the log.
+fn read_seats_telling(
+    root: &Path,
+    council: &Council,
+    n: usize,
+) -> (Vec<(String, Option<String>)>, Vec<(String, Finding)>) {
+    let mut problems = Vec::new();
+    let texts = council
         .seats
         .iter()
         .map(|s| {
@@ -467,12 +479,14 @@ fn read_seats(root: &Path, council: &Council, n: usize) -> Vec<(String, Option<S
                 Ok(t) => t.filter(|t| !packet::body(t).trim().is_empty()),
                 Err(f) => {
                     tracing::warn!("{f}");
+                    problems.push((s.id.clone(), f));
                     None
                 }
             };
             (s.id.clone(), text)
         })
-        .collect()
+        .collect();
+    (texts, problems)
 }
 
 fn seat_views(council: &Council, texts: &[(String, Option<String>)]) -> Vec<SeatView> {
@@ -667,7 +681,13 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
                     let Some(round) = council.open().cloned() else {
                         break;
                     };
-                    let texts = read_seats(root, &council, round.n);
+                    let (texts, unreadable) = read_seats_telling(root, &council, round.n);
+                    for (id, finding) in &unreadable {
+                        notices.push(
+                            Notification::record_finding(id, Some(id), finding)
+                                .caused_at(Some(round.opened_at.clone())),
+                        );
+                    }
                     let limit = council.mode.word_limit(round.n);
                     for (id, t) in &texts {
                         let words = t.as_deref().map_or(0, packet::word_count);

@@ -634,6 +634,24 @@ pub fn quorum_reached_at(texts: &[&str], a: &Amendment, outcome: &Outcome) -> Op
         .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
 }
 
+/// The `ratified_at` a ratification writes: when the quorum was reached ([`quorum_reached_at`],
+/// else `now`), never earlier than `proposed_at`. Chronicle stamps have minutes only, so the
+/// vote that reached the quorum in the minute of the proposal reads as that minute's start,
+/// before a `proposed_at` with seconds; the later stamp is then made equal, never earlier.
+pub fn ratified_at(texts: &[&str], a: &Amendment, outcome: &Outcome, now: &PolisTime) -> String {
+    const FORMAT: &str = "%Y-%m-%d %H:%M:%S";
+    let reached = quorum_reached_at(texts, a, outcome).unwrap_or_else(|| now.second_stamp());
+    let proposed = match read_when(&a.proposed_at, now) {
+        Some(When::Moment(t)) => Some(t),
+        Some(When::Day(d)) => d.and_hms_opt(0, 0, 0),
+        None => None,
+    };
+    match (NaiveDateTime::parse_from_str(&reached, FORMAT), proposed) {
+        (Ok(r), Some(p)) if r < p => p.format(FORMAT).to_string(),
+        _ => reached,
+    }
+}
+
 /// When an amendment's outcome happened, read from the synced files only, for the headings of
 /// the notices about it (two machines stamp them the same way): a ratification at its
 /// `ratified_at`; an expiry at its deadline (the end of the `expires_at` day, that moment for a
@@ -999,6 +1017,33 @@ mod tests {
         // The same files give the same stamp; missing lines give none (the caller's clock).
         let without_b = chron.replace(&format!("{B} | voted"), &format!("{D} | voted"));
         assert_eq!(quorum_reached_at(&[&without_b], &a, &o), None);
+    }
+
+    #[test]
+    fn ratified_at_is_never_before_proposed_at_when_minutes_round() {
+        let w = World::all_active();
+        let body = format!("\n## Response from {B} (agree)\n\n## Response from {C} (agree)\n");
+        let text = amendment("", &body).replace("10:00:00", "10:00:42");
+        let o = w.tally(&text, "2026-03-01 10:01");
+        assert_eq!(o.action, Action::Ratified);
+        let a = parse(&text, "2026-03-01-floor").unwrap();
+        let link = "[[amendments/proposed/2026-03-01-floor]]";
+        // Every vote in the proposal's minute: the chronicle says 10:00, before 10:00:42.
+        let chron = format!(
+            "- 2026-03-01 10:00 | {A} | proposed amendment | {link} | Quality floor\n\
+             - 2026-03-01 10:00 | {B} | voted on amendment | {link} | agree: -\n\
+             - 2026-03-01 10:00 | {C} | voted on amendment | {link} | agree: -\n"
+        );
+        let now = at("2026-03-01 10:01");
+        assert_eq!(ratified_at(&[&chron], &a, &o, &now), "2026-03-01 10:00:42");
+        // A later quorum is kept as it is; with no lines, the clock, clamped the same way.
+        let later = chron.replace(&format!("10:00 | {C}"), &format!("10:05 | {C}"));
+        assert_eq!(ratified_at(&[&later], &a, &o, &now), "2026-03-01 10:05:00");
+        let early_clock = at("2026-03-01 09:59");
+        assert_eq!(
+            ratified_at(&[], &a, &o, &early_clock),
+            "2026-03-01 10:00:42"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! the inbox. Nothing here decides from a time whether a notice was read.
 
 use crate::protocol::delivery::inbox::{self, Kind};
+use crate::protocol::finding::{Code, Finding};
 use crate::protocol::layout::DAEMON_ID;
 use crate::yaml::Value;
 use regex::Regex;
@@ -233,21 +234,52 @@ pub fn unread<'a>(inbox: &'a [Notice], read: &BTreeSet<String>) -> Vec<&'a Notic
 }
 
 /// `status.md` text with the read set replaced, every other byte kept; a file with no
-/// frontmatter (or none at all) gets a minimal one.
-pub fn with_read_set(status_text: Option<&str>, citizen: &str, ids: &BTreeSet<String>) -> String {
+/// frontmatter (or none at all) gets a minimal one (docs/protocol.md, "Agents' files").
+///
+/// A frontmatter that is there but broken (opened by `---` and never closed, or YAML that does
+/// not parse) is refused with a finding naming the line and the fix: another block put before
+/// it would make the file worse, and guessing where it ends could move the agent's text.
+pub fn with_read_set(
+    status_text: Option<&str>,
+    citizen: &str,
+    ids: &BTreeSet<String>,
+    path: &str,
+) -> Result<String, Finding> {
     let value = render_read_ids(ids);
-    if let Some(text) = status_text {
-        if let Some(spliced) = crate::protocol::frontmatter::splice_field(
-            text,
-            READ_KEY,
-            &value,
-            Some("last_seen_amendment"),
-        ) {
-            return spliced;
-        }
-        return format!("---\nagent_id: {citizen}\n{READ_KEY}: {value}\n---\n{text}");
+    let Some(text) = status_text else {
+        return Ok(format!("---\nagent_id: {citizen}\nstate: idle\n{READ_KEY}: {value}\n---\n\n# Status of {citizen}\n"));
+    };
+    if let Err(e) = crate::protocol::frontmatter::parse(text) {
+        return Err(Finding::error(
+            Code::BadYaml,
+            path,
+            Some(e.line()),
+            format!("{e}; polisd leaves the file alone until its frontmatter is fixed (`notices_read:` is not updated)"),
+        ));
     }
-    format!("---\nagent_id: {citizen}\nstate: idle\n{READ_KEY}: {value}\n---\n\n# Status of {citizen}\n")
+    if let Some(spliced) = crate::protocol::frontmatter::splice_field(
+        text,
+        READ_KEY,
+        &value,
+        Some("last_seen_amendment"),
+    ) {
+        return Ok(spliced);
+    }
+    let first = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let first = first.split('\n').next().unwrap_or("");
+    if first.trim_end() == "---" {
+        return Err(Finding::error(
+            Code::BadYaml,
+            path,
+            Some(1),
+            "the frontmatter opened by `---` on line 1 is never closed; add a line `---` after its \
+             last field. polisd leaves the file alone until then (`notices_read:` is not updated)"
+                .to_string(),
+        ));
+    }
+    Ok(format!(
+        "---\nagent_id: {citizen}\n{READ_KEY}: {value}\n---\n{text}"
+    ))
 }
 
 /// Agent-written text as one line: control characters and runs of whitespace become one space,
@@ -458,7 +490,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let out = with_read_set(Some(status), "claude-code-one", &ids);
+        let out = with_read_set(Some(status), "claude-code-one", &ids, "s.md").unwrap();
         assert!(out.ends_with("---\n\n# Status\n"));
         assert!(out.contains(
             "last_seen_amendment: null\nnotices_read: ['0000000000001234', 'abcdef0123456789']\n"
@@ -466,14 +498,44 @@ mod tests {
         let record = crate::protocol::frontmatter::parse(&out).unwrap();
         assert_eq!(read_ids(&record.fields), ids);
         // Replacing keeps one line.
-        let again = with_read_set(Some(&out), "claude-code-one", &BTreeSet::new());
+        let again = with_read_set(Some(&out), "claude-code-one", &BTreeSet::new(), "s.md").unwrap();
         assert!(again.contains("notices_read: []\n"));
         assert_eq!(again.matches("notices_read").count(), 1);
         // No file: a minimal status that reads as idle.
-        let fresh = with_read_set(None, "claude-code-one", &ids);
+        let fresh = with_read_set(None, "claude-code-one", &ids, "s.md").unwrap();
         let s = crate::protocol::citizens::citizen::parse_status(Some(&fresh)).unwrap();
         assert_eq!(s.state, crate::protocol::citizens::citizen::State::Idle);
         assert_eq!(read_ids(&s.fields), ids);
+    }
+
+    #[test]
+    fn mark_read_never_prepends_a_second_frontmatter_to_a_broken_one() {
+        let ids: BTreeSet<String> = ["0000000000001234".to_string()].into();
+        let unclosed = "---\nagent_id: claude-code-one\nstate: working\n\n# Status\n";
+        let refused = with_read_set(
+            Some(unclosed),
+            "claude-code-one",
+            &ids,
+            "citizens/x/status.md",
+        )
+        .unwrap_err();
+        assert_eq!(
+            (refused.path.as_str(), refused.line),
+            ("citizens/x/status.md", Some(1))
+        );
+        assert!(
+            refused.message.contains("add a line `---`"),
+            "{}",
+            refused.message
+        );
+        let bad_yaml = "---\nstate: [working\n---\n# Status\n";
+        assert!(with_read_set(Some(bad_yaml), "claude-code-one", &ids, "s.md").is_err());
+        // No frontmatter at all: the one documented repair, a minimal block before the text.
+        let plain = with_read_set(Some("# Status\n"), "claude-code-one", &ids, "s.md").unwrap();
+        assert!(
+            plain.starts_with("---\nagent_id: claude-code-one\n")
+                && plain.ends_with("---\n# Status\n")
+        );
     }
 
     #[test]
