@@ -978,10 +978,9 @@ fn apply_verdict(
         } else {
             council.chairman.clone()
         };
-        chronicle::append(
+        chronicle::append_daemon(
             writer,
             now,
-            layout::DAEMON_ID,
             verb,
             Some(&link),
             &format!(
