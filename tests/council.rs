@@ -969,9 +969,8 @@ fn an_oversized_council_seat_file_tells_its_author() {
         "--panel",
         &format!("{C},{B},{A}"),
     ]));
-    wait_for(&p, "the restatement gate's prompts", || {
-        p.count(A, "council-prompt") == 1
-    });
+    // The open round is the restatement gate (round 0).
+    wait_for(&p, "round 0 prompts", || p.count(A, "council-prompt") == 1);
     // Over the 1 MiB a seat file is read within: only the log heard of it before.
     p.save(&seat(cid, 0, A), &"word ".repeat(250_000));
     nudge(&p, cid);
