@@ -969,13 +969,14 @@ fn an_oversized_council_seat_file_tells_its_author() {
         "--panel",
         &format!("{C},{B},{A}"),
     ]));
-    wait_for(&p, "round 1 prompts", || p.count(A, "council-prompt") == 1);
+    // The open round is the restatement gate (round 0).
+    wait_for(&p, "round 0 prompts", || p.count(A, "council-prompt") == 1);
     // Over the 1 MiB a seat file is read within: only the log heard of it before.
-    p.save(&seat(cid, 1, A), &"word ".repeat(250_000));
+    p.save(&seat(cid, 0, A), &"word ".repeat(250_000));
     nudge(&p, cid);
     wait_for(&p, "the author told of the oversized seat file", || {
         p.count(A, "record-finding") == 1
     });
     let inbox = p.read(&format!("citizens/{A}/inbox.md"));
-    assert!(inbox.contains(&seat(cid, 1, A)), "{inbox}");
+    assert!(inbox.contains(&seat(cid, 0, A)), "{inbox}");
 }

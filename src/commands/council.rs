@@ -94,8 +94,13 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
                 let mut out = format!("Council on {} ({}): ", s.contract_id, s.mode.as_str());
                 match s.phase {
                     Phase::Rounds => out.push_str(&format!(
-                        "round {} of {} open until {}, at most {} words\n",
+                        "round {}{} of {} open until {}, at most {} words\n",
                         s.round.unwrap_or(0),
+                        if s.round == Some(0) {
+                            " (the restatement gate)"
+                        } else {
+                            ""
+                        },
                         s.rounds,
                         s.closes_at.as_deref().unwrap_or("-"),
                         s.word_limit.unwrap_or(0)

@@ -462,13 +462,16 @@ fn read_seats(root: &Path, council: &Council, n: usize) -> Vec<(String, Option<S
     read_seats_telling(root, council, n).0
 }
 
+/// Each seat's text for a round (`None`: nothing written), by seat id.
+type SeatTexts = Vec<(String, Option<String>)>;
+
 /// [`read_seats`], with the finding about each seat file that could not be read (one over
 /// [`MAX_FILE_BYTES`], a link): its author must be told, not only the log.
 fn read_seats_telling(
     root: &Path,
     council: &Council,
     n: usize,
-) -> (Vec<(String, Option<String>)>, Vec<(String, Finding)>) {
+) -> (SeatTexts, Vec<(String, Finding)>) {
     let mut problems = Vec::new();
     let texts = council
         .seats
@@ -978,10 +981,9 @@ fn apply_verdict(
         } else {
             council.chairman.clone()
         };
-        chronicle::append(
+        chronicle::append_daemon(
             writer,
             now,
-            layout::DAEMON_ID,
             verb,
             Some(&link),
             &format!(

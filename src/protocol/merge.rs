@@ -216,17 +216,19 @@ fn union<'a>(
         let get = |m: &HashMap<String, usize>| m.get(id).copied().unwrap_or(0);
         let (o, mut a, mut b) = (get(&o), get(&a), get(&b));
         let in_ours = a > 0;
-        // A removal the protocol does not allow is undone from the side that kept the unit
-        // (removed on both sides, it stays removed).
-        if a < o && b >= o && !deletes(Side::Ours) {
-            a = o;
+        // A removal the protocol does not allow is undone for as many copies as the other
+        // side kept (removed on both sides, it stays removed; a base holding the unit twice
+        // and a side keeping one copy keeps that one).
+        let (a_kept, b_kept) = (a.max(o.min(b)), b.max(o.min(a)));
+        if a_kept > a && !deletes(Side::Ours) {
+            a = a_kept;
             report.push(format!(
                 "{what} `{}` was removed or edited on our side and is kept from theirs",
                 first_line(ours, theirs, id)
             ));
         }
-        if b < o && a >= o && !deletes(Side::Theirs) {
-            b = o;
+        if b_kept > b && !deletes(Side::Theirs) {
+            b = b_kept;
             report.push(format!(
                 "{what} `{}` was removed or edited on their side and is kept from ours",
                 first_line(ours, theirs, id)
