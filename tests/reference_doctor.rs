@@ -27,31 +27,19 @@ print(json.dumps({"reference": load(ref_root), "polisd": load(ours_root)}))
 "#;
 
 /// A fresh polis with its polis.yml removed (a polis from before schema v2).
-fn polis_without_config(project: &std::path::Path) -> std::path::PathBuf {
-    std::fs::create_dir_all(project).unwrap();
-    let out = Command::new(BIN)
-        .args(["init", "--no-bridge", "--agent-id", "founder-agent-1"])
-        .arg(project)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let root = project.join("_polis");
-    std::fs::remove_file(root.join("polis.yml")).unwrap();
-    root
+fn polis_without_config() -> harness::TestPolis {
+    let polis = harness::TestPolis::init("founder-agent-1");
+    std::fs::remove_file(polis.root.join("polis.yml")).unwrap();
+    polis
 }
 
 #[test]
 fn doctor_write_config_writes_the_reference_settings() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ours = polis_without_config(&tmp.path().join("ours"));
-    let theirs = polis_without_config(&tmp.path().join("theirs"));
+    let (ours, theirs) = (polis_without_config(), polis_without_config());
+    let (ours, theirs) = (&ours.root, &theirs.root);
     let out = Command::new(BIN)
         .args(["doctor", "--write-config", "--json"])
-        .arg(&ours)
+        .arg(ours)
         .output()
         .unwrap();
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -78,13 +66,13 @@ fn doctor_write_config_writes_the_reference_settings() {
 /// An existing polis.yml is the polis's own: kept byte for byte, comments included.
 #[test]
 fn doctor_write_config_keeps_an_existing_polis_yml() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = polis_without_config(tmp.path());
+    let polis = polis_without_config();
+    let root = &polis.root;
     let mine = "# ours\nschema_version: 2\nrouting:\n  explore_rate: 0.3\n";
     std::fs::write(root.join("polis.yml"), mine).unwrap();
     let out = Command::new(BIN)
         .args(["doctor", "--write-config"])
-        .arg(&root)
+        .arg(root)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
