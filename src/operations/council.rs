@@ -380,9 +380,12 @@ fn phase_text(c: &Council) -> String {
 }
 
 /// Each seat's contribution to round `n`, as read now (`None`: no file, or only whitespace).
-fn read_seats(root: &Path, council: &Council, n: usize) -> Vec<(String, Option<String>)> {
+fn read_seats(root: &Path, council: &Council, n: usize) -> SeatTexts {
     read_seats_telling(root, council, n).0
 }
+
+/// Each seat's id and contribution, as [`read_seats`] gives them.
+type SeatTexts = Vec<(String, Option<String>)>;
 
 /// [`read_seats`], with the finding about each seat file that could not be read (one over
 /// [`MAX_FILE_BYTES`], a link): its author must be told, not only the log.
@@ -390,7 +393,7 @@ fn read_seats_telling(
     root: &Path,
     council: &Council,
     n: usize,
-) -> (Vec<(String, Option<String>)>, Vec<(String, Finding)>) {
+) -> (SeatTexts, Vec<(String, Finding)>) {
     let mut problems = Vec::new();
     let texts = council
         .seats
