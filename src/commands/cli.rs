@@ -239,7 +239,8 @@ pub struct PrimeArgs {
     pub path: Option<PathBuf>,
     #[command(flatten)]
     pub who: AsArg,
-    /// Leave the notices shown unread (by default the primer marks what it shows as read).
+    /// A peek: record nothing. By default the notices shown become read and status.md gets
+    /// `last_seen_event` (the newest chronicle line now seen) and `last_active`.
     #[arg(long)]
     pub no_mark_read: bool,
     /// Print JSON.
@@ -925,9 +926,16 @@ pub struct CouncilStartArgs {
     /// contract's `council_mode`, else full.
     #[arg(long, value_enum)]
     pub mode: Option<CouncilModeArg>,
-    /// Comma-separated member ids (default: polisd picks, different vendors first).
-    #[arg(long, value_delimiter = ',', value_name = "ID,ID,…")]
+    /// Comma-separated member ids, each optionally `ID:LENS` (default: polisd picks,
+    /// different vendors first).
+    #[arg(long, value_delimiter = ',', value_name = "ID[:LENS],…")]
     pub panel: Vec<String>,
+    /// Seat a triad: three lenses for a domain (architecture, risk, shipping, …).
+    #[arg(long, value_name = "DOMAIN", conflicts_with_all = ["panel", "profile"])]
+    pub triad: Option<String>,
+    /// Seat a profile: classic, exploration-orthogonal or execution-lean.
+    #[arg(long, value_name = "NAME", conflicts_with = "panel")]
+    pub profile: Option<String>,
     /// The chairman's id (default: the best citizen not on the panel).
     #[arg(long, value_name = "ID")]
     pub chairman: Option<String>,

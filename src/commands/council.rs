@@ -29,6 +29,8 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
                     .map(|p| p.trim().to_string())
                     .filter(|p| !p.is_empty())
                     .collect(),
+                triad: a.triad,
+                profile: a.profile,
                 panel_size: a.panel_size.map(usize::from),
                 chairman: a.chairman,
                 round_hours: a.round_hours,
@@ -55,12 +57,16 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
                 );
                 for seat in &s.seats {
                     out.push_str(&format!(
-                        "  {}  {} ({}): {}\n",
-                        seat.label, seat.id, seat.vendor, seat.why
+                        "  {}  {} ({}), lens {}: {}\n",
+                        seat.label,
+                        seat.id,
+                        seat.vendor,
+                        seat.lens.as_deref().unwrap_or("none"),
+                        seat.why
                     ));
                 }
                 out.push_str(&format!(
-                    "  chairman: {}{}\n  round 1 closes {} (or when every seat has written)",
+                    "  chairman: {}{}\n  the restatement gate (round 0) closes {} (or when every seat has written)",
                     s.chairman,
                     if s.chairman_is_owner {
                         " (the owner: nobody was left off the panel)"

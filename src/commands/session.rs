@@ -29,9 +29,9 @@ pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
     let root = locate(args.path.as_deref())?;
     let now = PolisTime::system(session::polis_zone(&root));
     let primed = session::prime(&root, &args.who.citizen, &now)?;
-    if !args.no_mark_read && !primed.primer.shown_notices.is_empty() {
+    if !args.no_mark_read {
         let writer = Writer::unrecorded(&root)?;
-        session::mark_read(&root, &writer, &primed.view, &primed.primer.shown_notices)?;
+        session::record_session(&root, &writer, &primed, &now)?;
     }
     if args.json {
         say!(
@@ -42,6 +42,11 @@ pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
                 "bytes": primed.primer.text.len(),
                 "shown_notices": primed.primer.shown_notices,
                 "cut": primed.primer.cut,
+                "since_last_seen": {
+                    "events": primed.catch_up.events.len(),
+                    "complete": primed.catch_up.complete,
+                    "newest": primed.catch_up.events.iter().take(12).collect::<Vec<_>>(),
+                },
             }))?
         );
     } else {
@@ -407,9 +412,7 @@ Set POLIS_CITIZEN (or reinstall the hooks with `polisd hooks install --as <id>`)
         HookKind::Prime => {
             let primed = session::prime(&root, &citizen, &now)?;
             let writer = Writer::unrecorded(&root)?;
-            if !primed.primer.shown_notices.is_empty() {
-                session::mark_read(&root, &writer, &primed.view, &primed.primer.shown_notices)?;
-            }
+            session::record_session(&root, &writer, &primed, &now)?;
             // The primer showed the notices: the next notices hook need not look for a while.
             crate::fs::state::set_hook_last_check(&root, &citizen, now_utc)?;
             Ok(primed.primer.text)

@@ -55,9 +55,9 @@ pub fn list() -> Vec<Value> {
         ),
         tool(
             "polis_prime",
-            "Your session primer: routed contracts, claims, votes, unread notices (marks shown notices read).",
+            "Your session primer: where things stand (index.md), the chronicle since your last session, routed contracts, claims, votes, unread notices (marks shown notices read and records last_seen_event and last_active).",
             json!({"citizen": citizen,
-                   "mark_read": {"type": "boolean", "description": "Default true."}}),
+                   "mark_read": {"type": "boolean", "description": "Default true; false is a peek that records nothing."}}),
             &["citizen"],
         ),
         tool(
@@ -479,10 +479,9 @@ fn prime(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let mark_read = arg_bool(args, "mark_read", true)?;
     let now = PolisTime::system(session::polis_zone(root));
     let primed = session::prime(root, citizen, &now).map_err(|e| e.to_string())?;
-    if mark_read && !primed.primer.shown_notices.is_empty() {
+    if mark_read {
         let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
-        session::mark_read(root, &writer, &primed.view, &primed.primer.shown_notices)
-            .map_err(|e| e.to_string())?;
+        session::record_session(root, &writer, &primed, &now).map_err(|e| e.to_string())?;
     }
     Ok(Value::String(primed.primer.text))
 }

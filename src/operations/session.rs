@@ -18,6 +18,7 @@ use crate::fs::snapshot::{self, MAX_RECORD_BYTES};
 use crate::fs::writer::Writer;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::contracts::contract::Contract;
+use crate::protocol::delivery::catch_up::{self, CatchUp, Cursor};
 use crate::protocol::delivery::notice::{self, Notice};
 use crate::protocol::delivery::primer::{
     self, Claim, Identity, LessonLine, PrimerInput, Routed, VoteWanted,
@@ -194,13 +195,17 @@ pub struct Primed {
     pub primer: primer::Primer,
     pub input: PrimerInput,
     pub view: InboxView,
+    /// The chronicle lines since the citizen's `last_seen_event`, and the cursor to record.
+    pub catch_up: CatchUp,
 }
 
 /// Gathers and renders the primer of `citizen` at `now`, reading only what it prints.
 pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, SessionError> {
     check_citizen(root, citizen)?;
     let view = read_inbox(root, citizen)?;
-    let identity = identity(root, citizen)?;
+    let (identity, cursor) = identity(root, citizen)?;
+    let catch_up = catch_up(root, citizen, cursor, now);
+    let index_state = index_state(root);
 
     let mut findings = Vec::new();
     let records = snapshot::read_records(root, "contracts/open", &mut findings);
@@ -330,26 +335,128 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         has_reservations: true,
         ready: queue.ready,
         held: queue.held,
+        index_state,
+        catch_up: catch_up.events.clone(),
+        catch_up_complete: catch_up.complete,
+        first_session: catch_up.previous.is_none(),
     };
     let primer = primer::render(&input, primer::BUDGET);
     Ok(Primed {
         primer,
         input,
         view,
+        catch_up,
     })
 }
 
-fn identity(root: &Path, citizen: &str) -> Result<Identity, SessionError> {
+/// The most chronicle bytes the catch-up reads back from the end looking for the cursor.
+const CATCH_UP_MAX_BYTES: u64 = 1024 * 1024;
+/// The most lines of `index.md` the primer shows.
+const INDEX_LINES: usize = 24;
+
+/// The chronicle lines since `cursor`, read from the end of `chronicle.md` back to the cursor
+/// (at most [`CATCH_UP_MAX_BYTES`]; with no cursor, back to the stale window), never the whole
+/// file.
+fn catch_up(root: &Path, citizen: &str, cursor: Option<Cursor>, now: &PolisTime) -> CatchUp {
+    use crate::protocol::chronicle;
+    let window = now.now - chrono::Duration::days(TAIL_DAYS);
+    let reached = |line: &str| {
+        chronicle::stamp_and_author(line).is_some_and(|(stamp, _)| match cursor {
+            Some(c) => c.is_before(stamp),
+            None => stamp < window,
+        })
+    };
+    match snapshot::read_tail_lines(root, CHRONICLE, CATCH_UP_MAX_BYTES, &reached) {
+        Ok(Some(tail)) => {
+            let complete = tail.whole || tail.text.lines().any(&reached);
+            catch_up::since(&tail.text, cursor, citizen, complete)
+        }
+        _ => catch_up::since("", cursor, citizen, true),
+    }
+}
+
+/// Where things stand, from `index.md`: its `## Current state` (or `## Current focus`) section
+/// when it has one, else the start of its body; at most [`INDEX_LINES`] non-empty lines.
+fn index_state(root: &Path) -> Vec<String> {
+    let Ok(Some(text)) = snapshot::read_text(root, layout::INDEX, Some(MAX_RECORD_BYTES)) else {
+        return Vec::new();
+    };
+    let body = crate::protocol::frontmatter::parse(&text).map_or(text.clone(), |r| r.body);
+    let lines: Vec<&str> = body.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| {
+            let l = l.trim().to_ascii_lowercase();
+            l == "## current state" || l == "## current focus"
+        })
+        .map(|i| i + 1);
+    let slice: Vec<&str> = match start {
+        Some(s) => lines[s..]
+            .iter()
+            .take_while(|l| !l.trim_start().starts_with("## "))
+            .copied()
+            .collect(),
+        None => lines,
+    };
+    slice
+        .into_iter()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .take(INDEX_LINES)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Records in the citizen's `status.md`, in one compare-before-replace edit, what a session
+/// start showed: the notices (`notices_read`), the chronicle cursor (`last_seen_event`) and
+/// `last_active`. The status is created when missing. Returns whether the file changed.
+pub fn record_session(
+    root: &Path,
+    writer: &Writer,
+    primed: &Primed,
+    now: &PolisTime,
+) -> Result<bool, SessionError> {
+    let citizen = &primed.view.citizen;
+    let rel = layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.clone()))?;
+    let ids = &primed.primer.shown_notices;
+    let cursor = primed.catch_up.next;
+    let active = now.second_stamp();
+    let compute = |current: Option<&str>| {
+        let with_notices = if ids.is_empty() {
+            current.map(str::to_string)
+        } else {
+            let old = current
+                .and_then(|t| crate::protocol::frontmatter::parse(t).ok())
+                .map(|r| notice::read_ids(&r.fields))
+                .unwrap_or_default();
+            let set = notice::next_read_set(&old, ids, &primed.view.notices);
+            Some(notice::with_read_set(current, citizen, &set))
+        };
+        catch_up::with_seen(with_notices.as_deref(), citizen, cursor, &active)
+    };
+    if read_opt(root, &rel)?.is_none() && writer.create_new(&rel, compute(None).as_bytes())? {
+        return Ok(true);
+    }
+    Ok(edit_agent_file(writer, root, &rel, |current| {
+        Some(compute(Some(current)))
+    })?)
+}
+
+fn identity(root: &Path, citizen: &str) -> Result<(Identity, Option<Cursor>), SessionError> {
     let card_rel =
         layout::card_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
     let card =
         read_opt(root, &card_rel)?.and_then(|t| crate::protocol::citizens::card::parse(&t).ok());
     let status_rel =
         layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let status =
-        crate::protocol::citizens::citizen::parse_status(read_opt(root, &status_rel)?.as_deref())
-            .unwrap_or_default();
-    Ok(Identity {
+    let status_text = read_opt(root, &status_rel)?;
+    let cursor = status_text
+        .as_deref()
+        .and_then(|t| crate::protocol::frontmatter::parse(t).ok())
+        .and_then(|r| Cursor::of(&r.fields));
+    let status = crate::protocol::citizens::citizen::parse_status(status_text.as_deref())
+        .unwrap_or_default();
+    let identity = Identity {
         id: citizen.to_string(),
         vendor: card
             .as_ref()
@@ -365,7 +472,8 @@ fn identity(root: &Path, citizen: &str) -> Result<Identity, SessionError> {
             .unwrap_or_default(),
         state: status.state.as_str().to_string(),
         current_contract: status.current_contract,
-    })
+    };
+    Ok((identity, cursor))
 }
 
 /// Proposed amendments the citizen has not voted on (and did not propose).

@@ -2,6 +2,7 @@
 //! session start, and the agent CLIs' hook configurations.
 
 pub mod agent_hooks;
+pub mod catch_up;
 pub mod inbox;
 pub mod notice;
 pub mod primer;
