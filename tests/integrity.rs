@@ -195,6 +195,34 @@ fn notices_mark_read_never_prepends_a_second_frontmatter_to_a_broken_status() {
 }
 
 #[test]
+fn prime_never_prepends_a_second_frontmatter_to_a_broken_status_and_still_primes() {
+    let p = TestPolis::init(FOUNDER);
+    let status = format!("citizens/{FOUNDER}/status.md");
+    let broken = format!("---\nagent_id: {FOUNDER}\nstate: working\n\n# Status\n\nnotes\n");
+    p.save(&status, &broken);
+    ok(p.polisd(&[
+        "log",
+        "--as",
+        FOUNDER,
+        "started work",
+        "--note",
+        "an event to catch up on",
+    ]));
+    let out = ok(p.polisd(&["prime", "--as", FOUNDER]));
+    assert!(!out.stdout.is_empty(), "the session still gets its primer");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{status}:1:")) && err.contains("add a line `---`"),
+        "file, line and fix: {err}"
+    );
+    assert_eq!(
+        p.read(&status),
+        broken,
+        "the agent's file is left as it was"
+    );
+}
+
+#[test]
 fn prime_with_an_inbox_over_16_mib_delivers_the_newest_notices() {
     let p = TestPolis::init(FOUNDER);
     let inbox = format!("citizens/{FOUNDER}/inbox.md");

@@ -50,7 +50,10 @@ fn entry_routine_catches_up_since_last_seen_event_and_records_it() {
     );
     let first = json(&p.polisd(&["prime", "--as", ME, "--json"]));
     let md = first["markdown"].as_str().unwrap();
-    assert!(md.contains("## Where things stand (index.md)\n> Login rewrite half done; CI red on main."), "{md}");
+    assert!(
+        md.contains("## Where things stand (index.md)\n> Login rewrite half done; CI red on main."),
+        "{md}"
+    );
     let seen = status_field(&p, ME, "last_seen_event").expect("last_seen_event recorded");
     assert!(status_field(&p, ME, "last_active").is_some());
 
@@ -58,7 +61,9 @@ fn entry_routine_catches_up_since_last_seen_event_and_records_it() {
     // the citizen's own, which is not news to it).
     let mut lines = String::new();
     for i in 0..50 {
-        lines.push_str(&format!("- {seen} | {OTHER} | filed lesson | - | event {i:02}\n"));
+        lines.push_str(&format!(
+            "- {seen} | {OTHER} | filed lesson | - | event {i:02}\n"
+        ));
     }
     lines.push_str(&format!("- {seen} | {ME} | filed lesson | - | my own\n"));
     p.append("chronicle.md", &lines);
@@ -67,21 +72,38 @@ fn entry_routine_catches_up_since_last_seen_event_and_records_it() {
     assert_eq!(second["since_last_seen"]["events"], 50, "{second}");
     assert_eq!(second["since_last_seen"]["complete"], true);
     let md = second["markdown"].as_str().unwrap();
-    assert!(md.contains("Since your last session: 50 chronicle events by others"), "{md}");
+    assert!(
+        md.contains("Since your last session: 50 chronicle events by others"),
+        "{md}"
+    );
     // Newest first, and the rest counted.
     let newest = md.find("event 49").expect("newest shown");
     assert!(md.find("event 48").is_some_and(|older| newest < older));
     assert!(!md.contains("my own"));
     assert!(md.contains("… and 38 more"), "{md}");
-    assert_eq!(status_field(&p, ME, "last_seen_event").as_deref(), Some(seen.as_str()));
-    assert_eq!(status_field(&p, ME, "last_seen_event_lines").as_deref().map(|n| n.parse::<usize>().unwrap() >= 51), Some(true));
+    assert_eq!(
+        status_field(&p, ME, "last_seen_event").as_deref(),
+        Some(seen.as_str())
+    );
+    assert_eq!(
+        status_field(&p, ME, "last_seen_event_lines")
+            .as_deref()
+            .map(|n| n.parse::<usize>().unwrap() >= 51),
+        Some(true)
+    );
 
     let third = json(&p.polisd(&["prime", "--as", ME, "--json"]));
     assert_eq!(third["since_last_seen"]["events"], 0, "{third}");
-    assert!(third["markdown"].as_str().unwrap().contains("## Chronicle since your last session (newest first)\n- nothing new"));
+    assert!(third["markdown"]
+        .as_str()
+        .unwrap()
+        .contains("## Chronicle since your last session (newest first)\n- nothing new"));
 
     // A peek records nothing: the cursor stays where it was.
-    p.append("chronicle.md", &format!("- {seen} | {OTHER} | filed lesson | - | later\n"));
+    p.append(
+        "chronicle.md",
+        &format!("- {seen} | {OTHER} | filed lesson | - | later\n"),
+    );
     let before = p.read(&format!("citizens/{ME}/status.md"));
     let peek = json(&p.polisd(&["prime", "--as", ME, "--json", "--no-mark-read"]));
     assert_eq!(peek["since_last_seen"]["events"], 1);

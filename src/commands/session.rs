@@ -31,7 +31,9 @@ pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
     let primed = session::prime(&root, &args.who.citizen, &now)?;
     if !args.no_mark_read {
         let writer = Writer::unrecorded(&root)?;
-        session::record_session(&root, &writer, &primed, &now)?;
+        if let Some(finding) = session::record_session_or_finding(&root, &writer, &primed, &now)? {
+            eprintln!("polisd: {finding}");
+        }
     }
     if args.json {
         say!(
@@ -412,7 +414,11 @@ Set POLIS_CITIZEN (or reinstall the hooks with `polisd hooks install --as <id>`)
         HookKind::Prime => {
             let primed = session::prime(&root, &citizen, &now)?;
             let writer = Writer::unrecorded(&root)?;
-            session::record_session(&root, &writer, &primed, &now)?;
+            if let Some(finding) =
+                session::record_session_or_finding(&root, &writer, &primed, &now)?
+            {
+                eprintln!("polisd: {finding}");
+            }
             // The primer showed the notices: the next notices hook need not look for a while.
             crate::fs::state::set_hook_last_check(&root, &citizen, now_utc)?;
             Ok(primed.primer.text)

@@ -421,7 +421,7 @@ pub fn record_session(
     let ids = &primed.primer.shown_notices;
     let cursor = primed.catch_up.next;
     let active = now.second_stamp();
-    let compute = |current: Option<&str>| {
+    let compute = |current: Option<&str>| -> Result<String, Finding> {
         let with_notices = if ids.is_empty() {
             current.map(str::to_string)
         } else {
@@ -430,16 +430,43 @@ pub fn record_session(
                 .map(|r| notice::read_ids(&r.fields))
                 .unwrap_or_default();
             let set = notice::next_read_set(&old, ids, &primed.view.notices);
-            Some(notice::with_read_set(current, citizen, &set))
+            Some(notice::with_read_set(current, citizen, &set, &rel)?)
         };
-        catch_up::with_seen(with_notices.as_deref(), citizen, cursor, &active)
+        catch_up::with_seen(with_notices.as_deref(), citizen, cursor, &active, &rel)
     };
-    if read_opt(root, &rel)?.is_none() && writer.create_new(&rel, compute(None).as_bytes())? {
-        return Ok(true);
+    if read_opt(root, &rel)?.is_none() {
+        let text = compute(None).map_err(SessionError::Unreadable)?;
+        if writer.create_new(&rel, text.as_bytes())? {
+            return Ok(true);
+        }
     }
-    Ok(edit_agent_file(writer, root, &rel, |current| {
-        Some(compute(Some(current)))
-    })?)
+    let refused = std::cell::RefCell::new(None);
+    let edited = edit_agent_file_now(writer, root, &rel, |current| match compute(Some(current)) {
+        Ok(text) => Some(text),
+        Err(finding) => {
+            *refused.borrow_mut() = Some(finding);
+            None
+        }
+    })?;
+    match refused.into_inner() {
+        Some(finding) => Err(SessionError::Unreadable(finding)),
+        None => Ok(edited),
+    }
+}
+
+/// [`record_session`], with a `status.md` polisd must leave alone (its frontmatter is broken)
+/// given back as the finding to show rather than as an error: the session still gets its primer.
+pub fn record_session_or_finding(
+    root: &Path,
+    writer: &Writer,
+    primed: &Primed,
+    now: &PolisTime,
+) -> Result<Option<Finding>, SessionError> {
+    match record_session(root, writer, primed, now) {
+        Ok(_) => Ok(None),
+        Err(SessionError::Unreadable(finding)) => Ok(Some(finding)),
+        Err(e) => Err(e),
+    }
 }
 
 fn identity(root: &Path, citizen: &str) -> Result<(Identity, Option<Cursor>), SessionError> {

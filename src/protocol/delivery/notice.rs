@@ -233,12 +233,40 @@ pub fn unread<'a>(inbox: &'a [Notice], read: &BTreeSet<String>) -> Vec<&'a Notic
     out
 }
 
+/// Whether polisd may splice fields into a citizen's `status.md`: a frontmatter that is there
+/// but broken (opened by `---` and never closed, or YAML that does not parse) is refused with a
+/// finding naming the line and the fix: another block put before it would make the file worse,
+/// and guessing where it ends could move the agent's text. `what` names the fields left alone.
+pub fn status_fit_for_splice(text: &str, path: &str, what: &str) -> Result<(), Finding> {
+    if let Err(e) = crate::protocol::frontmatter::parse(text) {
+        return Err(Finding::error(
+            Code::BadYaml,
+            path,
+            Some(e.line()),
+            format!("{e}; polisd leaves the file alone until its frontmatter is fixed ({what} not updated)"),
+        ));
+    }
+    let first = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let first = first.split('\n').next().unwrap_or("");
+    if first.trim_end() == "---"
+        && crate::protocol::frontmatter::splice_field(text, "agent_id", "x", None).is_none()
+    {
+        return Err(Finding::error(
+            Code::BadYaml,
+            path,
+            Some(1),
+            format!(
+                "the frontmatter opened by `---` on line 1 is never closed; add a line `---` after \
+                 its last field. polisd leaves the file alone until then ({what} not updated)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `status.md` text with the read set replaced, every other byte kept; a file with no
-/// frontmatter (or none at all) gets a minimal one (docs/protocol.md, "Agents' files").
-///
-/// A frontmatter that is there but broken (opened by `---` and never closed, or YAML that does
-/// not parse) is refused with a finding naming the line and the fix: another block put before
-/// it would make the file worse, and guessing where it ends could move the agent's text.
+/// frontmatter (or none at all) gets a minimal one (docs/protocol.md, "Agents' files"). A
+/// broken frontmatter is refused ([`status_fit_for_splice`]).
 pub fn with_read_set(
     status_text: Option<&str>,
     citizen: &str,
@@ -249,14 +277,7 @@ pub fn with_read_set(
     let Some(text) = status_text else {
         return Ok(format!("---\nagent_id: {citizen}\nstate: idle\n{READ_KEY}: {value}\n---\n\n# Status of {citizen}\n"));
     };
-    if let Err(e) = crate::protocol::frontmatter::parse(text) {
-        return Err(Finding::error(
-            Code::BadYaml,
-            path,
-            Some(e.line()),
-            format!("{e}; polisd leaves the file alone until its frontmatter is fixed (`notices_read:` is not updated)"),
-        ));
-    }
+    status_fit_for_splice(text, path, "`notices_read:` is")?;
     if let Some(spliced) = crate::protocol::frontmatter::splice_field(
         text,
         READ_KEY,
@@ -264,18 +285,6 @@ pub fn with_read_set(
         Some("last_seen_amendment"),
     ) {
         return Ok(spliced);
-    }
-    let first = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let first = first.split('\n').next().unwrap_or("");
-    if first.trim_end() == "---" {
-        return Err(Finding::error(
-            Code::BadYaml,
-            path,
-            Some(1),
-            "the frontmatter opened by `---` on line 1 is never closed; add a line `---` after its \
-             last field. polisd leaves the file alone until then (`notices_read:` is not updated)"
-                .to_string(),
-        ));
     }
     Ok(format!(
         "---\nagent_id: {citizen}\n{READ_KEY}: {value}\n---\n{text}"

@@ -210,7 +210,11 @@ pub fn render(input: &PrimerInput, budget: usize) -> Primer {
     );
 
     let events = input.catch_up.len();
-    let at_least = if input.catch_up_complete { "" } else { "at least " };
+    let at_least = if input.catch_up_complete {
+        ""
+    } else {
+        "at least "
+    };
     head.push_str(&if input.first_session {
         format!("No `last_seen_event` in your status.md yet: {at_least}{events} chronicle events by others in the recent window (newest first below).\n")
     } else {
