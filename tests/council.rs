@@ -970,9 +970,10 @@ fn an_oversized_council_seat_file_tells_its_author() {
         &format!("{C},{B},{A}"),
     ]));
     wait_for(&p, "round 1 prompts", || p.count(A, "council-prompt") == 1);
-    // Over the 1 MiB a seat file is read within: only the log heard of it before.
+    // A contribution first (its folder is then watched), then the file grown past the 1 MiB a
+    // seat file is read within: only the log heard of that before.
+    ok(write(&p, cid, A, &words(50, "round one")));
     p.save(&seat(cid, 1, A), &"word ".repeat(250_000));
-    nudge(&p, cid);
     wait_for(&p, "the author told of the oversized seat file", || {
         p.count(A, "record-finding") == 1
     });

@@ -192,6 +192,11 @@ fn notices_mark_read_never_prepends_a_second_frontmatter_to_a_broken_status() {
         broken,
         "the agent's file is left as it was"
     );
+    // A session start records nothing in it either, and still shows the primer.
+    let primed = ok(p.polisd(&["prime", "--as", FOUNDER]));
+    assert!(String::from_utf8_lossy(&primed.stderr).contains("add a line `---`"));
+    assert!(!primed.stdout.is_empty());
+    assert_eq!(p.read(&status), broken, "prime left it as it was");
 }
 
 #[test]
