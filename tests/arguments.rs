@@ -153,6 +153,24 @@ fn every_command_given_hostile_arguments_exits_0_1_or_2_and_writes_only_inside_t
         ..Config::default()
     });
     for leaf in &all {
+        // Once with every positional path-like, then random values.
+        let mut args = leaf.path.clone();
+        args.push("--".to_string());
+        args.extend((0..leaf.positionals).map(|_| "../x".to_string()));
+        let out = Command::new(BIN)
+            .args(&args)
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .env("HOME", &home)
+            .current_dir(&p.root)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0..=2)),
+            "{args:?} exited {:?}:\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
         let strategy = (
             proptest::collection::vec(value(), leaf.positionals..=leaf.positionals),
             proptest::collection::vec((0..leaf.options.len().max(1), value()), 0..4),

@@ -192,6 +192,11 @@ fn notices_mark_read_never_prepends_a_second_frontmatter_to_a_broken_status() {
         broken,
         "the agent's file is left as it was"
     );
+    // A session start records nothing in it either, and still shows the primer.
+    let primed = ok(p.polisd(&["prime", "--as", FOUNDER]));
+    assert!(String::from_utf8_lossy(&primed.stderr).contains("add a line `---`"));
+    assert!(!primed.stdout.is_empty());
+    assert_eq!(p.read(&status), broken, "prime left it as it was");
 }
 
 #[test]
@@ -278,4 +283,31 @@ fn inbox_archive_run_once_waits_for_a_writer_instead_of_promising_a_later_look()
     assert!(p
         .read(&format!("citizens/{FOUNDER}/inbox-archive.md"))
         .contains(id));
+}
+
+#[test]
+fn a_held_notice_is_delivered_soon_after_its_inbox_is_writable_again() {
+    let p = TestPolis::init(FOUNDER);
+    let daemon = p.start_daemon();
+    let inbox = format!("citizens/{FOUNDER}/inbox.md");
+    // A second name for the inbox: polisd writes no file another name shares, so the notice
+    // is held. Removing that name changes nothing in _polis/ that a watcher would report.
+    let other = p.dir.path().join("inbox-elsewhere.md");
+    std::fs::hard_link(p.path(&inbox), &other).unwrap();
+    p.append(
+        "chronicle.md",
+        &format!("- 2026-13-45 10:00 | {FOUNDER} | did things | - | a bad stamp\n"),
+    );
+    harness::wait_until("the notice held", harness::DEADLINE, || {
+        daemon.log_text().contains("not notifying")
+    });
+    assert!(!p.read(&inbox).contains("chronicle-finding"));
+    std::fs::remove_file(&other).unwrap();
+    // Tried again by itself within 2 s (backing off); without that, only the next event or
+    // the safety rescan, a minute later, would deliver it.
+    harness::wait_until(
+        "the held notice delivered",
+        std::time::Duration::from_secs(10),
+        || p.read(&inbox).contains("chronicle-finding"),
+    );
 }

@@ -458,7 +458,7 @@ fn phase_text(c: &Council) -> String {
 }
 
 /// Each seat's contribution to round `n`, as read now (`None`: no file, or only whitespace).
-fn read_seats(root: &Path, council: &Council, n: usize) -> Vec<(String, Option<String>)> {
+fn read_seats(root: &Path, council: &Council, n: usize) -> SeatTexts {
     read_seats_telling(root, council, n).0
 }
 

@@ -366,7 +366,7 @@ fn catch_up(root: &Path, citizen: &str, cursor: Option<Cursor>, now: &PolisTime)
             None => stamp < window,
         })
     };
-    match snapshot::read_tail_lines(root, CHRONICLE, CATCH_UP_MAX_BYTES, &reached) {
+    match snapshot::read_tail_lines(root, CHRONICLE, CATCH_UP_MAX_BYTES, reached) {
         Ok(Some(tail)) => {
             let complete = tail.whole || tail.text.lines().any(&reached);
             catch_up::since(&tail.text, cursor, citizen, complete)

@@ -156,6 +156,11 @@ pub struct Engine {
     /// While `_polis/` is coming back (restored file by file), passes wait until the tree has
     /// been quiet for the stability window: nothing is derived from a half-restored folder.
     arriving_until: Option<std::time::Instant>,
+    /// Notices kept after a failed write (an immutable or hard-linked inbox, a full disk):
+    /// when to try again and the inboxes to name in that pass. Nothing may announce the cause
+    /// going away (an attribute change, a link removed elsewhere), so the daemon looks again
+    /// by itself, backing off to at most [`delivery::MAX_RETRY`].
+    delivery_retry: Option<delivery::Retry>,
     /// Chronicle findings whose recipient could not be resolved yet (the author's card and
     /// the index are not there, as while a folder is restored): looked at again every pass.
     unresolved: Vec<(Finding, String)>,
@@ -275,6 +280,7 @@ impl Engine {
             polis_lock: None,
             warned_lock: false,
             arriving_until: None,
+            delivery_retry: None,
             unresolved: Vec::new(),
             warned_once: BTreeSet::new(),
             settled_gone: std::collections::HashSet::new(),
@@ -317,7 +323,8 @@ impl Engine {
         let reflection = self
             .next_reflection(Utc::now())
             .map(|at| std::time::Instant::now() + (at - Utc::now()).to_std().unwrap_or_default());
-        [self.writer.next_deferred(), reflection]
+        let retry = self.delivery_retry.as_ref().map(|r| r.at);
+        [self.writer.next_deferred(), reflection, retry]
             .into_iter()
             .flatten()
             .min()
@@ -335,7 +342,12 @@ impl Engine {
                 .take_due(std::time::Instant::now() + std::time::Duration::from_secs(3600));
             return Some(Trigger::Rescan);
         }
-        let due = self.writer.take_due(now);
+        let mut due = self.writer.take_due(now);
+        if let Some(retry) = self.delivery_retry.as_mut().filter(|r| r.at <= now) {
+            // Looked at again in this pass; `deliver` schedules the next try if it fails again.
+            retry.at = now + delivery::MAX_RETRY * 3600;
+            due.extend(retry.inboxes.iter().cloned());
+        }
         if !due.is_empty() {
             return Some(Trigger::Paths(due));
         }
