@@ -18,6 +18,7 @@ mod reservation_pass;
 mod routing_pass;
 mod scope;
 mod settled_pass;
+mod settling;
 mod sync_pass;
 mod tally_pass;
 
@@ -76,6 +77,9 @@ pub enum Trigger {
     /// The day's reflection is due ([`Engine::next_wakeup`]): at the polis's midnight, not on
     /// the first agent's change of the day (on a large chronicle it reads for a while).
     Reflection,
+    /// The polis has been quiet for the settling window: the findings held for it are checked
+    /// again and told if they still stand (docs/sync.md).
+    Settled,
 }
 
 /// What one pass has read and done so far.
@@ -191,6 +195,8 @@ pub struct Engine {
     /// The polis-local day whose reflection this process last woke for, so a run that cannot
     /// happen (the polis gone, its lock held elsewhere) asks again the next day, not at once.
     reflection_woken: Option<chrono::NaiveDate>,
+    /// Findings a later arrival may resolve, held until the polis is quiet (docs/sync.md).
+    settling: settling::Settling,
 }
 
 /// What [`Engine::lock`] hands the caller: the state directory's lock (the lock on the
@@ -288,6 +294,7 @@ impl Engine {
             review_prints: std::collections::HashMap::new(),
             renamed_ids: std::collections::HashMap::new(),
             reflection_woken: None,
+            settling: Default::default(),
         })
     }
 
@@ -299,6 +306,13 @@ impl Engine {
             window,
             wait: false,
         });
+    }
+
+    /// How long the polis must be quiet before a finding a later arrival may resolve (a link
+    /// to a file still in transit, a line lost while a peer's version replaced the file) is
+    /// told; zero tells at once.
+    pub fn set_settling(&mut self, window: std::time::Duration) {
+        self.settling.set_window(window);
     }
 
     /// `_polis/` has just come back (or been replaced): hold passes until the tree has been
@@ -317,7 +331,7 @@ impl Engine {
         let reflection = self
             .next_reflection(Utc::now())
             .map(|at| std::time::Instant::now() + (at - Utc::now()).to_std().unwrap_or_default());
-        [self.writer.next_deferred(), reflection]
+        [self.writer.next_deferred(), reflection, self.settling.due_at()]
             .into_iter()
             .flatten()
             .min()
@@ -338,6 +352,10 @@ impl Engine {
         let due = self.writer.take_due(now);
         if !due.is_empty() {
             return Some(Trigger::Paths(due));
+        }
+        if self.settling.due_at().is_some_and(|at| at <= now) {
+            self.settling.woken();
+            return Some(Trigger::Settled);
         }
         let wall = Utc::now();
         if self.next_reflection(wall).is_some_and(|at| at <= wall) {
@@ -484,6 +502,16 @@ impl Engine {
             }
             Trigger::Timer => (Scope::all(), SettledRefresh::Full),
             Trigger::Reflection => (Scope::derive_only(), SettledRefresh::Nothing),
+            // The quiet window ended: held findings, and the sync episodes waiting for it.
+            Trigger::Settled => (
+                Scope {
+                    derive: true,
+                    sync: true,
+                    open: true,
+                    ..Scope::default()
+                },
+                SettledRefresh::Nothing,
+            ),
             Trigger::ReservationExpiry => (
                 Scope {
                     reservations: true,
@@ -505,6 +533,9 @@ impl Engine {
         };
         if scope.is_empty() {
             return Ok(());
+        }
+        if matches!(trigger, Trigger::Paths(_) | Trigger::Rescan) {
+            self.settling.arrived(std::time::Instant::now());
         }
         self.passes_run += 1;
         if !self.warmed || matches!(trigger, Trigger::Rescan | Trigger::Timer) {
@@ -714,6 +745,9 @@ impl Engine {
     fn notice_step(&mut self, pass: &mut Pass, scope: Scope) {
         let mut notices = self.settled_notices(&pass.new_settled);
         notices.append(&mut pass.sync_notices);
+        if self.settling.is_holding() {
+            notices.extend(self.findings_after_settling(pass));
+        }
         if !self.unresolved.is_empty() {
             notices.extend(self.resolved_findings(&pass.polis));
         }
