@@ -1362,3 +1362,123 @@ fn reflection_on_two_days_on_two_clones_files_one_proposal() {
         "{misroute:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// A team on real sync tools: the settling window, duplicates, votes, episodes, owners
+
+/// A polis whose daemon's settling window is `window` (the harness's default is short).
+fn with_settling(p: &TestPolis, window: &str) {
+    fs::write(
+        p.dir.path().join("polisd.toml"),
+        format!("[watch]\ndebounce = \"50ms\"\nsettling = \"{window}\"\n\n[log]\nlevel = \"debug\"\n\n[dashboard]\nlisten = \"127.0.0.1:0\"\n"),
+    )
+    .unwrap();
+}
+
+/// Waits until the daemon has logged `count` lines holding `text`.
+#[track_caller]
+fn wait_logged(p: &TestPolis, daemon: &Daemon, text: &str, count: usize) {
+    wait_for(p, &format!("{count} log lines with {text:?}"), || {
+        daemon.log_text().matches(text).count() >= count
+    });
+}
+
+/// While a peer catches up, a chronicle line arrives before the contract it links to. The
+/// finding is held for the settling window and dropped when the contract arrives within it;
+/// a link that still points to nothing once the polis is quiet is told.
+#[test]
+fn a_link_to_a_contract_still_in_transit_is_not_a_notice() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    with_settling(&p, "1500ms");
+    let daemon = p.start_daemon();
+    let contract = settled("parser", FOUNDER, ALPHA, 4, "2026-03-02 10:00:00");
+    p.append(
+        "chronicle.md",
+        &chronicle_line(ALPHA, "settled contract", "[[contracts/settled/parser]]", "done"),
+    );
+    wait_logged(&p, &daemon, "held for the settling window", 1);
+    p.save("contracts/settled/parser.md", &contract);
+    wait_logged(&p, &daemon, "resolved itself within the settling window", 1);
+    assert_eq!(p.count(ALPHA, "chronicle-finding"), 0);
+
+    // A link to a contract that never arrives: told once the window is over.
+    p.append(
+        "chronicle.md",
+        &chronicle_line(ALPHA, "settled contract", "[[contracts/settled/lexer]]", "done"),
+    );
+    wait_for(&p, "the notice about the dangling link", || {
+        p.count(ALPHA, "chronicle-finding") == 1
+    });
+    assert!(p.read(&format!("citizens/{ALPHA}/inbox.md")).contains("C006"));
+}
+
+/// Syncthing writes an arriving conflict copy under a temporary name first
+/// (`.syncthing.<copy>.tmp`): neither a conflict copy nor a record, so no P009 and no notice.
+#[test]
+fn syncthings_temporary_conflict_copy_is_no_conflict() {
+    let p = TestPolis::init(FOUNDER);
+    let daemon = p.start_daemon();
+    let tmp = ".syncthing.chronicle.sync-conflict-20260302-120000-BBBBBBB.md.tmp";
+    p.save(tmp, "- 2026-03-02 12:00 | founder-agent | noted | - | in flight\n");
+    p.append("chronicle.md", &chronicle_line(FOUNDER, "noted", "-", "after"));
+    wait_logged(&p, &daemon, "chronicle line validated", 1);
+    let check: serde_json::Value =
+        serde_json::from_slice(&p.polisd(&["check", "--json"]).stdout).unwrap();
+    assert!(!check.to_string().contains("P009"), "{check}");
+    assert!(p.exists(tmp), "a transfer's file is left alone");
+    assert_eq!(p.count(FOUNDER, "sync-conflict"), 0);
+    assert!(!daemon.log_text().contains("P009"), "{}", daemon.log_text());
+}
+
+/// A chronicle line appended twice (an agent followed "append the missing line" while the
+/// line was still in transit) is a P024 finding told to its author, and `check` reports it.
+#[test]
+fn a_chronicle_line_appended_twice_is_a_finding() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    let _daemon = p.start_daemon();
+    let line = chronicle_line(ALPHA, "noted", "-", "working on the parser");
+    p.append("chronicle.md", &line);
+    p.append("chronicle.md", &line);
+    wait_for(&p, "the duplicate's notice", || {
+        p.count(ALPHA, "chronicle-finding") == 1
+    });
+    assert!(p.read(&format!("citizens/{ALPHA}/inbox.md")).contains("P024"));
+    let check: serde_json::Value =
+        serde_json::from_slice(&p.polisd(&["check", "--json"]).stdout).unwrap();
+    let dups: Vec<&serde_json::Value> = check["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "P024")
+        .collect();
+    assert_eq!(dups.len(), 1, "{check}");
+}
+
+/// A settled file's finding (P018: its status is not `settled`) reaches the citizen who
+/// settled it; when that citizen is gone, the index keeper.
+#[test]
+fn a_finding_in_a_settled_file_reaches_its_author() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    let _daemon = p.start_daemon();
+    let wrong = |id: &str, owner: &str| {
+        settled(id, FOUNDER, owner, 4, "2026-03-02 10:00:00")
+            .replace("status: settled", "status: claimed")
+    };
+    p.save("contracts/settled/parser.md", &wrong("parser", ALPHA));
+    wait_for(&p, "the owner's notice", || {
+        p.count(ALPHA, "record-finding") == 1
+    });
+    assert!(p.read(&format!("citizens/{ALPHA}/inbox.md")).contains("P018"));
+    // Settled by a citizen who left (no card), opened by one who is gone too: the keeper.
+    p.save(
+        "contracts/settled/lexer.md",
+        &wrong("lexer", "gone-agent-one").replace("opened_by: founder-agent", "opened_by: gone-agent-two"),
+    );
+    wait_for(&p, "the index keeper's notice", || {
+        p.count(FOUNDER, "record-finding") == 1
+    });
+    assert!(p.read(&format!("citizens/{FOUNDER}/inbox.md")).contains("lexer"));
+}
