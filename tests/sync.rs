@@ -1482,3 +1482,191 @@ fn a_finding_in_a_settled_file_reaches_its_author() {
     });
     assert!(p.read(&format!("citizens/{FOUNDER}/inbox.md")).contains("lexer"));
 }
+
+/// Two clones of one repository with a founded polis and polisd's merge driver, A's pushed.
+fn two_clones() -> (tempfile::TempDir, TestPolis, TestPolis) {
+    let origin = tempfile::tempdir().unwrap();
+    git(origin.path(), &["init", "-q", "--bare", "-b", "main", "."]);
+    let url = origin.path().display().to_string();
+    let a = machine(|d| {
+        git(d, &["clone", "-q", &url, "project"]);
+        d.join("project")
+    });
+    let project_a = a.root.parent().unwrap().to_path_buf();
+    found(&project_a);
+    assert!(a.polisd(&["git-setup", "--program", BIN]).status.success());
+    git(&project_a, &["add", "-A"]);
+    git(&project_a, &["commit", "-qm", "found the polis"]);
+    git(&project_a, &["push", "-q", "origin", "main"]);
+    let b = machine(|d| {
+        git(d, &["clone", "-q", &url, "project"]);
+        d.join("project")
+    });
+    assert!(b.polisd(&["git-setup", "--program", BIN]).status.success());
+    (origin, a, b)
+}
+
+fn project(p: &TestPolis) -> PathBuf {
+    p.root.parent().unwrap().to_path_buf()
+}
+
+fn commit_all(p: &TestPolis, message: &str) {
+    git(&project(p), &["add", "-A"]);
+    if !git(&project(p), &["status", "--porcelain"]).is_empty() {
+        git(&project(p), &["commit", "-qm", message]);
+    }
+}
+
+fn pull(p: &TestPolis) {
+    git(
+        &project(p),
+        &["pull", "-q", "--no-rebase", "--no-edit", "origin", "main"],
+    );
+}
+
+/// Two machines vote on one amendment in the same minute: each vote is a file of its own, git
+/// merges them without a conflict, and the tally counts both.
+#[test]
+fn two_machines_voting_on_one_amendment_merge_and_both_count() {
+    let (_origin, a, b) = two_clones();
+    b.citizen("gamma-agent-three", "google", &[("rust", 2)], "low");
+    let out = a.polisd(&[
+        "amendment", "propose", "--title", "Reviews for high stakes", "--by", FOUNDER,
+        "--quorum", "4", "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let aid = v["amendment_id"].as_str().unwrap().to_string();
+    commit_all(&a, "propose");
+    git(&project(&a), &["push", "-q", "origin", "main"]);
+    commit_all(&b, "gamma");
+    pull(&b);
+    for (p, who) in [(&a, ALPHA), (&b, BETA)] {
+        let out = p.polisd(&["amendment", "vote", &aid, "--as", who, "--vote", "agree"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        commit_all(p, "vote");
+    }
+    git(&project(&b), &["push", "-q", "origin", "main"]);
+    pull(&a); // panics on a conflict
+    let list: serde_json::Value =
+        serde_json::from_slice(&a.polisd(&["amendment", "list", "--json"]).stdout).unwrap();
+    let agree = list["amendments"][0]["votes"]["agree"].to_string();
+    assert!(agree.contains(ALPHA) && agree.contains(BETA), "{list}");
+    for (rel, bytes) in tree(&a.root) {
+        assert!(!String::from_utf8_lossy(&bytes).contains("<<<<<<<"), "{rel}");
+    }
+    // The tally counts both votes: with the proposer's, 3 of the 4 the quorum asks; gamma's
+    // makes 4 and ratifies it.
+    let out = a.polisd(&["amendment", "vote", &aid, "--as", "gamma-agent-three", "--vote", "agree"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let _daemon = a.start_daemon();
+    wait_for(&a, "the ratification", || {
+        a.exists(&format!("amendments/ratified/{aid}.md"))
+    });
+}
+
+/// A race between two worktrees' agents (claims going back and forth) is one episode: one
+/// notice to the index keeper, however many times the copies change; once they agree the
+/// episode is over, and the next race is told again.
+#[test]
+fn a_worktree_race_gives_one_notice() {
+    let p = machine(|d| {
+        let project = d.join("project");
+        fs::create_dir_all(&project).unwrap();
+        git(&project, &["init", "-q", "-b", "main"]);
+        project
+    });
+    let project = project(&p);
+    found(&project);
+    let open = "contracts/open/tokenizer.md";
+    let text = "---\ncontract_id: tokenizer\ntitle: Tokenizer\nopened_by: founder-agent\nowner: null\nstatus: proposed\nrequired_tags: [rust]\nrouting:\n  recommended_by_router: beta-agent-two\n---\n\n## Intent\n\nTokens.\n";
+    p.save(open, text);
+    git(&project, &["add", "-A"]);
+    git(&project, &["commit", "-qm", "open tokenizer"]);
+    let wt2 = p.dir.path().join("wt2");
+    git(&project, &["worktree", "add", "-q", wt2.to_str().unwrap(), "-b", "two"]);
+    with_settling(&p, "800ms");
+    let daemon = p.start_daemon();
+    let claim = |root: &Path, who: &str| {
+        let claimed = text
+            .replace("owner: null", &format!("owner: {who}"))
+            .replace("status: proposed", "status: claimed");
+        fs::write(root.join(open), claimed).unwrap();
+    };
+    // Six changes in a row, each one a different divergence.
+    for who in [ALPHA, BETA, FOUNDER, ALPHA, BETA, FOUNDER] {
+        claim(&wt2.join("_polis"), who);
+        claim(&p.root, if who == ALPHA { BETA } else { ALPHA });
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    wait_for(&p, "the episode's notice", || {
+        p.count(FOUNDER, "worktree-diverged") == 1
+    });
+    let inbox = p.read(&format!("citizens/{FOUNDER}/inbox.md"));
+    assert!(inbox.contains("once for this episode"), "{inbox}");
+    // The race goes on: still one notice.
+    claim(&p.root, FOUNDER);
+    let before = daemon.log_text().matches("pass done").count();
+    wait_for(&p, "two more passes", || {
+        daemon.log_text().matches("pass done").count() > before + 1
+    });
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(p.count(FOUNDER, "worktree-diverged"), 1);
+    // The copies agree: the episode is over. A new race is a new episode.
+    fs::write(wt2.join("_polis").join(open), text).unwrap();
+    fs::write(p.root.join(open), text).unwrap();
+    wait_logged(&p, &daemon, "the worktrees episode is over", 1);
+    claim(&p.root, ALPHA);
+    wait_for(&p, "the second episode's notice", || {
+        p.count(FOUNDER, "worktree-diverged") == 2
+    });
+}
+
+/// git's rename detection pairs template-similar contracts: A routes X while B settles X and
+/// opens a similar Y, and on A's pull A's routing edit would land in Y. polisd writes a
+/// routing block only into a contract still local to its clone; a committed one is routed by
+/// notice alone, so nothing of A's lands in Y.
+#[test]
+fn a_routing_never_lands_in_another_contract_through_a_rename() {
+    let (_origin, a, b) = two_clones();
+    let body = "\n## Intent\n\nMake the parser faster on large inputs, with benchmarks and a short report of what changed and why.\n\n## Acceptance\n\n- Benchmarks in benches/.\n- No regression in the test suite.\n";
+    let contract = |id: &str| {
+        format!("---\ncontract_id: {id}\ntitle: {id}\nopened_by: {FOUNDER}\nopened_at: 2026-03-02 10:00\nowner: null\nstatus: proposed\nrequired_tags: [rust]\nrouting:\n  recommended_by_router: null\n---\n{body}")
+    };
+    b.save("contracts/open/x.md", &contract("x"));
+    commit_all(&b, "open x");
+    git(&project(&b), &["push", "-q", "origin", "main"]);
+    let daemon = a.start_daemon();
+    pull(&a);
+    // A's daemon routes X by notice: the committed file stays as it is.
+    wait_for(&a, "the routing notice", || {
+        [ALPHA, BETA, FOUNDER]
+            .iter()
+            .map(|c| a.count(c, "contract-routed"))
+            .sum::<usize>()
+            == 1
+    });
+    assert_eq!(a.read("contracts/open/x.md"), contract("x"));
+    drop(daemon);
+    // B settles X and opens Y, a contract much like X.
+    let settled_x = contract("x")
+        .replace("owner: null", &format!("owner: {ALPHA}"))
+        .replace("status: proposed", "status: settled\nsettled_at: 2026-03-02 11:00\nquality_score: 4")
+        + "\n## Settlement\n\nDone.\n";
+    b.save("contracts/settled/x.md", &settled_x);
+    fs::remove_file(b.path("contracts/open/x.md")).unwrap();
+    b.save("contracts/open/y.md", &contract("y"));
+    commit_all(&b, "settle x, open y");
+    git(&project(&b), &["push", "-q", "origin", "main"]);
+    commit_all(&a, "a's work");
+    pull(&a);
+    assert_eq!(a.read("contracts/open/y.md"), contract("y"));
+    assert!(!a.exists("contracts/open/x.md"));
+
+    // A contract opened on this clone and not committed yet is routed in place.
+    a.save("contracts/open/z.md", &contract("z"));
+    let _daemon = a.start_daemon();
+    wait_for(&a, "z's routing block", || {
+        !a.read("contracts/open/z.md").contains("recommended_by_router: null")
+    });
+}
