@@ -83,14 +83,15 @@ fn settled(id: &str, opener: &str, owner: &str, quality: u8, at: &str) -> String
     )
 }
 
-/// Every regular file under `root`, by relative path (`.git` and `state` left out).
+/// Every regular file under `root`, by relative path (`.git`, `state` and Syncthing's
+/// resumable partial transfers left out).
 fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for e in fs::read_dir(&dir).unwrap().flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name == ".git" {
+            if name == ".git" || name.starts_with(".syncthing.") {
                 continue;
             }
             let t = e.file_type().unwrap();
@@ -1869,4 +1870,276 @@ fn three_git_clones_after_200_random_operations_are_identical() {
         .collect();
     assert!(unjustified.is_empty(), "seed {seed}: {unjustified:#?}");
     assert!(opened > 10 && proposed > 3, "the run did some of everything");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Two real Syncthing instances on localhost
+
+/// A free TCP port on localhost (bound, read and released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One Syncthing instance: its home, device id and ports.
+struct Syncthing {
+    home: PathBuf,
+    id: String,
+    listen: u16,
+    gui: u16,
+}
+
+/// The Debian package's binary; a missing one fails the test, naming it.
+const SYNCTHING: &str = "/usr/bin/syncthing";
+
+impl Syncthing {
+    /// Generates keys and a device id in a home of its own (`HOME` too, so nothing is
+    /// created in the user's).
+    fn generate(home: PathBuf) -> Syncthing {
+        assert!(
+            Path::new(SYNCTHING).is_file(),
+            "{SYNCTHING} is missing: install the Debian package `syncthing` (apt-get install syncthing)"
+        );
+        let out = Command::new(SYNCTHING)
+            .args(["generate", "--no-default-folder"])
+            .arg(format!("--home={}", home.display()))
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let id = regex::Regex::new(r"[A-Z0-9]{7}(-[A-Z0-9]{7}){7}")
+            .unwrap()
+            .find(&text)
+            .unwrap_or_else(|| panic!("no device id from `syncthing generate`: {text}"))
+            .as_str()
+            .to_string();
+        Syncthing {
+            home,
+            id,
+            listen: free_port(),
+            gui: free_port(),
+        }
+    }
+
+    /// Writes a config that shares `folder` with `peer` only: no discovery, relays, NAT or
+    /// usage reporting; the watcher's delay at one second.
+    fn configure(&self, folder: &Path, peer: &Syncthing) {
+        let device = |s: &Syncthing| {
+            format!(
+                "    <device id=\"{}\" name=\"{}\" compression=\"metadata\" introducer=\"false\">\n        <address>tcp://127.0.0.1:{}</address>\n    </device>\n",
+                s.id, s.listen, s.listen
+            )
+        };
+        let config = format!(
+            "<configuration version=\"36\">\n    <folder id=\"polis\" label=\"polis\" path=\"{}\" type=\"sendreceive\" rescanIntervalS=\"10\" fsWatcherEnabled=\"true\" fsWatcherDelayS=\"1\" ignorePerms=\"false\" autoNormalize=\"true\">\n        <device id=\"{}\"></device>\n        <device id=\"{}\"></device>\n        <minDiskFree unit=\"%\">0</minDiskFree>\n        <maxConflicts>-1</maxConflicts>\n        <markerName>.stfolder</markerName>\n        <order>random</order>\n        <maxConcurrentWrites>2</maxConcurrentWrites>\n        <weakHashThresholdPct>25</weakHashThresholdPct>\n    </folder>\n{}{}    <gui enabled=\"true\" tls=\"false\">\n        <address>127.0.0.1:{}</address>\n        <apikey>polisd-test-{}</apikey>\n    </gui>\n    <options>\n        <listenAddress>tcp://127.0.0.1:{}</listenAddress>\n        <globalAnnounceEnabled>false</globalAnnounceEnabled>\n        <localAnnounceEnabled>false</localAnnounceEnabled>\n        <relaysEnabled>false</relaysEnabled>\n        <natEnabled>false</natEnabled>\n        <urAccepted>-1</urAccepted>\n        <crashReportingEnabled>false</crashReportingEnabled>\n        <autoUpgradeIntervalH>0</autoUpgradeIntervalH>\n        <startBrowser>false</startBrowser>\n        <minHomeDiskFree unit=\"%\">0</minHomeDiskFree>\n    </options>\n</configuration>\n",
+            folder.display(),
+            self.id,
+            peer.id,
+            device(self),
+            device(peer),
+            self.gui,
+            self.listen,
+            self.listen
+        );
+        fs::write(self.home.join("config.xml"), config).unwrap();
+        fs::create_dir_all(folder.join(".stfolder")).unwrap();
+        // polisd's own temporary files never travel.
+        fs::write(folder.join(".stignore"), ".polisd-*\n").unwrap();
+    }
+
+    /// Starts the instance, killed when the returned guard is dropped (pass or fail).
+    fn start(&self) -> Killed {
+        let log = fs::File::create(self.home.join("syncthing.log")).unwrap();
+        Killed::new(
+            Command::new(SYNCTHING)
+                .arg("serve")
+                .arg(format!("--home={}", self.home.display()))
+                .args(["--no-browser", "--no-restart", "--no-default-folder"])
+                .env("HOME", &self.home)
+                .env("STNOUPGRADE", "1")
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        )
+    }
+}
+
+/// The tree of a polis as Syncthing leaves it to compare: its own in-flight files left out.
+/// Files that vanish while it reads (a transfer renamed into place) are left out.
+fn synced_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(".syncthing.") || name.starts_with(".polisd-") {
+                continue;
+            }
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(t) if t.is_file() => {
+                    if let Ok(bytes) = fs::read(e.path()) {
+                        let rel = e.path().strip_prefix(root).unwrap().display().to_string();
+                        out.insert(rel, bytes);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Two machines synced by two real Syncthing instances, each running polisd, 100 random
+/// operations on each side: they converge, with every agent line once, the same stats, and no
+/// P009, C009 or C006 that the transfer itself caused.
+#[test]
+fn two_daemons_on_two_real_syncthing_instances_converge() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(20261206);
+    let a = machine(|d| d.join("project"));
+    let project_a = project(&a);
+    fs::create_dir_all(&project_a).unwrap();
+    found(&project_a);
+    let b = machine(|d| d.join("project"));
+    let project_b = project(&b);
+    fs::create_dir_all(&project_b).unwrap();
+    let sa = Syncthing::generate(a.dir.path().join("syncthing"));
+    let sb = Syncthing::generate(b.dir.path().join("syncthing"));
+    sa.configure(&project_a, &sb);
+    sb.configure(&project_b, &sa);
+    let _ka = sa.start();
+    let _kb = sb.start();
+    let converged = || {
+        let ta = synced_tree(&a.root);
+        ta == synced_tree(&b.root) && ta.contains_key("CONSTITUTION.md")
+    };
+    wait_until("B to receive the polis", Duration::from_secs(120), converged);
+    with_settling(&a, "3s");
+    with_settling(&b, "3s");
+    let _da = a.start_daemon();
+    let _db = b.start_daemon();
+
+    let machines = [(&a, ALPHA, 0), (&b, BETA, 1)];
+    let mut lines = Vec::new();
+    let mut done = [0; 2];
+    let mut opened = [0; 2];
+    let mut proposed = 0;
+    let mut votes: BTreeMap<(&str, String), &str> = BTreeMap::new();
+    while done.iter().any(|d| *d < 100) {
+        let m = if done[0] >= 100 { 1 } else if done[1] >= 100 { 0 } else { rng.random_range(0..2) };
+        done[m] += 1;
+        let (p, me, _) = machines[m];
+        let step = done[m];
+        let answer = match rng.random_range(0..100) {
+            0..=19 => {
+                opened[m] += 1;
+                let title = format!("work {m} {}", opened[m]);
+                Some(run_ok(p, &["contract", "open", "--title", &title, "--by", me, "--tags", "rust", "--json"]))
+            }
+            20..=39 => {
+                let mine: Vec<String> = contracts_with(p, "open", "proposed")
+                    .into_iter()
+                    .filter(|id| id.starts_with(&format!("work-{m}-")))
+                    .collect();
+                (!mine.is_empty()).then(|| {
+                    let id = &mine[rng.random_range(0..mine.len())];
+                    run_ok(p, &["contract", "claim", id, "--as", me, "--json"])
+                })
+            }
+            40..=59 => {
+                let mine: Vec<String> = contracts_with(p, "open", "claimed")
+                    .into_iter()
+                    .filter(|id| id.starts_with(&format!("work-{m}-")))
+                    .collect();
+                (!mine.is_empty()).then(|| {
+                    let id = &mine[rng.random_range(0..mine.len())];
+                    run_ok(p, &["contract", "settle", id, "--quality", "4", "--minutes", "20",
+                        "--lesson", &format!("what {id} taught"), "--impact", "3", "--json"])
+                })
+            }
+            60..=64 => {
+                proposed += 1;
+                Some(run_ok(p, &["amendment", "propose", "--title", &format!("norm {m} {proposed}"),
+                    "--by", me, "--quorum", "9", "--json"]))
+            }
+            65..=79 => {
+                let open: Vec<String> = fs::read_dir(p.path("amendments/proposed"))
+                    .map(|d| d.flatten().filter_map(|e| e.file_name().to_string_lossy().strip_suffix(".md").map(str::to_string)).collect())
+                    .unwrap_or_default();
+                (!open.is_empty()).then(|| {
+                    let aid = &open[rng.random_range(0..open.len())];
+                    let vote = match votes.get(&(me, aid.clone())).copied() {
+                        Some("agree") => "disagree",
+                        _ => "agree",
+                    };
+                    votes.insert((me, aid.clone()), vote);
+                    let why = format!("step {m} {step}");
+                    // The daemon may have rejected it meanwhile (its quorum is out of reach):
+                    // the vote is refused then, and writes nothing.
+                    let out = p.polisd(&["amendment", "vote", aid, "--as", me, "--vote", vote, "--rationale", &why, "--json"]);
+                    serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+                })
+                .filter(|v| v["ok"] != false)
+            }
+            _ => Some(run_ok(p, &["log", "--as", me, "noted", "--note", &format!("step {m} {step}"), "--json"])),
+        };
+        if let Some(line) = answer.as_ref().and_then(line_in) {
+            lines.push(line);
+        }
+        // Agents take a moment between actions; the sync runs meanwhile.
+        std::thread::sleep(Duration::from_millis(rng.random_range(0..60)));
+    }
+    // Converged: the same tree on both sides, unchanged across the settling window.
+    wait_until("the two machines to converge", Duration::from_secs(240), || {
+        if !converged() {
+            std::thread::sleep(Duration::from_millis(300));
+            return false;
+        }
+        let before = synced_tree(&a.root);
+        std::thread::sleep(Duration::from_millis(4000));
+        converged() && synced_tree(&a.root) == before
+    });
+    if let Ok(dir) = std::env::var("POLISD_SYNC_DEBUG") {
+        let dir = Path::new(&dir);
+        fs::create_dir_all(dir).unwrap();
+        for (name, p, s) in [("a", &a, &sa), ("b", &b, &sb)] {
+            let _ = fs::copy(p.dir.path().join("daemon.log"), dir.join(format!("{name}-daemon.log")));
+            let _ = fs::copy(s.home.join("syncthing.log"), dir.join(format!("{name}-syncthing.log")));
+            let _ = fs::write(dir.join(format!("{name}-chronicle.md")), p.read("chronicle.md"));
+        }
+        fs::write(dir.join("lines.txt"), lines.concat()).unwrap();
+    }
+    assert_converged(&a, &b, &lines);
+    for p in [&a, &b] {
+        for m in p.all_markers() {
+            assert_ne!(m.kind, "sync-conflict", "{m:?}");
+        }
+        for id in [ALPHA, BETA, FOUNDER] {
+            let inbox = p.read(&format!("citizens/{id}/inbox.md"));
+            for code in ["C009", "C006", "P009"] {
+                assert!(!inbox.contains(code), "{code} told to {id}:\n{inbox}");
+            }
+        }
+    }
+    let check: serde_json::Value =
+        serde_json::from_slice(&a.polisd(&["check", "--json"]).stdout).unwrap();
+    let findings: Vec<&serde_json::Value> = check["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] != "P015")
+        .collect();
+    assert!(findings.is_empty(), "{findings:#?}");
 }
