@@ -236,6 +236,9 @@ impl Engine {
                 continue;
             };
             for f in self.settled_findings.get(rel).unwrap_or_default() {
+                if f.code == crate::protocol::finding::Code::QualityDefaulted {
+                    continue; // told in a `quality-defaulted` notice of its own
+                }
                 out.push(Notification::record_finding(
                     recipient,
                     author.or(named).map(String::as_str),
