@@ -214,7 +214,7 @@ fn two_daemons_on_two_git_clones_converge() {
     // anything, so the other daemon derives the same notices on its own), a new contract.
     let la = chronicle_line(ALPHA, "noted", "-", "working on the parser");
     a.append("chronicle.md", &la);
-    // The settlement suggests a next citizen (issue 15): each daemon dispatches the follow-up
+    // The settlement suggests a next citizen: each daemon dispatches the follow-up
     // on its own, A's now and B's once it pulls the settlement.
     let parser = settled("parser", BETA, ALPHA, 5, "2026-03-02 10:00:00").replace(
         "Done.\n",
@@ -229,7 +229,7 @@ fn two_daemons_on_two_git_clones_converge() {
         a.root.join(follow_up).is_file() && a.count(BETA, "handoff-opened") == 1
     });
     let dispatched_on_a = Instant::now();
-    // On B the agents use polisd's commands (issue 13) instead of editing files: open, claim
+    // On B the agents use polisd's commands instead of editing files: open, claim
     // and settle a contract, and log a line; every one appends its chronicle line.
     let line_of = |out: std::process::Output| -> String {
         assert!(
@@ -975,7 +975,7 @@ fn the_only_writer_reports_a_notice_another_machine_delivered() {
     .unwrap();
     let daemon = p.start_daemon();
     // Another machine's daemon already told beta (its block arrived with the sync).
-    let other = polisd::protocol::inbox::Notification::contract_settled(
+    let other = polisd::protocol::delivery::inbox::Notification::contract_settled(
         BETA,
         "parser",
         "parser",
@@ -1040,7 +1040,7 @@ fn other_conflict_copies_are_reported_once_and_a_stats_copy_is_removed() {
 }
 
 /// An inbox conflict copy that arrives while the inbox is still being written (main's
-/// stability rule, issue 21) is not merged then; it is merged as soon as the inbox has been
+/// stability rule) is not merged then; it is merged as soon as the inbox has been
 /// quiet for the window (the deferred inbox's own pass), not at the next rescan minutes later,
 /// and the owner's bytes are all kept.
 #[test]
@@ -1145,7 +1145,7 @@ fn two_copies(prepare: impl FnOnce(&TestPolis)) -> (TestPolis, TestPolis) {
     (a, b)
 }
 
-/// Issue 17, "no wall-clock values in generated files": two daemons whose clocks are two days
+/// "no wall-clock values in generated files": two daemons whose clocks are two days
 /// apart see the same synced causes (a settlement, one without a quality, a proposed
 /// amendment, a chronicle line that breaks a rule) and write byte-identical inboxes: each
 /// notice's heading is its cause's time (`settled_at`, `proposed_at`, the line's stamp),
@@ -1277,7 +1277,7 @@ fn two_daemons_with_different_clocks_write_byte_identical_inboxes() {
     }
 }
 
-/// Issue 17: reflection on day D on clone A and on day D+1 on clone B (B's daemon was off on
+/// Reflection on day D on clone A and on day D+1 on clone B (B's daemon was off on
 /// D and has not received A's proposal yet) files the same proposal under the same id with
 /// the same bytes, because the id, `proposed_at` and `expires_at` come from the evidence (the
 /// newest settlement it cites), not from the day each ran; after a Syncthing-style sync the
@@ -1396,7 +1396,12 @@ fn a_link_to_a_contract_still_in_transit_is_not_a_notice() {
     let contract = settled("parser", FOUNDER, ALPHA, 4, "2026-03-02 10:00:00");
     p.append(
         "chronicle.md",
-        &chronicle_line(ALPHA, "settled contract", "[[contracts/settled/parser]]", "done"),
+        &chronicle_line(
+            ALPHA,
+            "settled contract",
+            "[[contracts/settled/parser]]",
+            "done",
+        ),
     );
     wait_logged(&p, &daemon, "held for the settling window", 1);
     p.save("contracts/settled/parser.md", &contract);
@@ -1406,12 +1411,19 @@ fn a_link_to_a_contract_still_in_transit_is_not_a_notice() {
     // A link to a contract that never arrives: told once the window is over.
     p.append(
         "chronicle.md",
-        &chronicle_line(ALPHA, "settled contract", "[[contracts/settled/lexer]]", "done"),
+        &chronicle_line(
+            ALPHA,
+            "settled contract",
+            "[[contracts/settled/lexer]]",
+            "done",
+        ),
     );
     wait_for(&p, "the notice about the dangling link", || {
         p.count(ALPHA, "chronicle-finding") == 1
     });
-    assert!(p.read(&format!("citizens/{ALPHA}/inbox.md")).contains("C006"));
+    assert!(p
+        .read(&format!("citizens/{ALPHA}/inbox.md"))
+        .contains("C006"));
 }
 
 /// Syncthing writes an arriving conflict copy under a temporary name first
@@ -1421,8 +1433,14 @@ fn syncthings_temporary_conflict_copy_is_no_conflict() {
     let p = TestPolis::init(FOUNDER);
     let daemon = p.start_daemon();
     let tmp = ".syncthing.chronicle.sync-conflict-20260302-120000-BBBBBBB.md.tmp";
-    p.save(tmp, "- 2026-03-02 12:00 | founder-agent | noted | - | in flight\n");
-    p.append("chronicle.md", &chronicle_line(FOUNDER, "noted", "-", "after"));
+    p.save(
+        tmp,
+        "- 2026-03-02 12:00 | founder-agent | noted | - | in flight\n",
+    );
+    p.append(
+        "chronicle.md",
+        &chronicle_line(FOUNDER, "noted", "-", "after"),
+    );
     wait_logged(&p, &daemon, "chronicle line validated", 1);
     let check: serde_json::Value =
         serde_json::from_slice(&p.polisd(&["check", "--json"]).stdout).unwrap();
@@ -1445,7 +1463,9 @@ fn a_chronicle_line_appended_twice_is_a_finding() {
     wait_for(&p, "the duplicate's notice", || {
         p.count(ALPHA, "chronicle-finding") == 1
     });
-    assert!(p.read(&format!("citizens/{ALPHA}/inbox.md")).contains("P024"));
+    assert!(p
+        .read(&format!("citizens/{ALPHA}/inbox.md"))
+        .contains("P024"));
     let check: serde_json::Value =
         serde_json::from_slice(&p.polisd(&["check", "--json"]).stdout).unwrap();
     let dups: Vec<&serde_json::Value> = check["findings"]
@@ -1472,16 +1492,21 @@ fn a_finding_in_a_settled_file_reaches_its_author() {
     wait_for(&p, "the owner's notice", || {
         p.count(ALPHA, "record-finding") == 1
     });
-    assert!(p.read(&format!("citizens/{ALPHA}/inbox.md")).contains("P018"));
+    assert!(p
+        .read(&format!("citizens/{ALPHA}/inbox.md"))
+        .contains("P018"));
     // Settled by a citizen who left (no card), opened by one who is gone too: the keeper.
     p.save(
         "contracts/settled/lexer.md",
-        &wrong("lexer", "gone-agent-one").replace("opened_by: founder-agent", "opened_by: gone-agent-two"),
+        &wrong("lexer", "gone-agent-one")
+            .replace("opened_by: founder-agent", "opened_by: gone-agent-two"),
     );
     wait_for(&p, "the index keeper's notice", || {
         p.count(FOUNDER, "record-finding") == 1
     });
-    assert!(p.read(&format!("citizens/{FOUNDER}/inbox.md")).contains("lexer"));
+    assert!(p
+        .read(&format!("citizens/{FOUNDER}/inbox.md"))
+        .contains("lexer"));
 }
 
 /// Two clones of one repository with a founded polis and polisd's merge driver, A's pushed.
@@ -1532,10 +1557,21 @@ fn two_machines_voting_on_one_amendment_merge_and_both_count() {
     let (_origin, a, b) = two_clones();
     b.citizen("gamma-agent-three", "google", &[("rust", 2)], "low");
     let out = a.polisd(&[
-        "amendment", "propose", "--title", "Reviews for high stakes", "--by", FOUNDER,
-        "--quorum", "4", "--json",
+        "amendment",
+        "propose",
+        "--title",
+        "Reviews for high stakes",
+        "--by",
+        FOUNDER,
+        "--quorum",
+        "4",
+        "--json",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let aid = v["amendment_id"].as_str().unwrap().to_string();
     commit_all(&a, "propose");
@@ -1544,7 +1580,11 @@ fn two_machines_voting_on_one_amendment_merge_and_both_count() {
     pull(&b);
     for (p, who) in [(&a, ALPHA), (&b, BETA)] {
         let out = p.polisd(&["amendment", "vote", &aid, "--as", who, "--vote", "agree"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         commit_all(p, "vote");
     }
     git(&project(&b), &["push", "-q", "origin", "main"]);
@@ -1554,12 +1594,27 @@ fn two_machines_voting_on_one_amendment_merge_and_both_count() {
     let agree = list["amendments"][0]["votes"]["agree"].to_string();
     assert!(agree.contains(ALPHA) && agree.contains(BETA), "{list}");
     for (rel, bytes) in tree(&a.root) {
-        assert!(!String::from_utf8_lossy(&bytes).contains("<<<<<<<"), "{rel}");
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("<<<<<<<"),
+            "{rel}"
+        );
     }
     // The tally counts both votes: with the proposer's, 3 of the 4 the quorum asks; gamma's
     // makes 4 and ratifies it.
-    let out = a.polisd(&["amendment", "vote", &aid, "--as", "gamma-agent-three", "--vote", "agree"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = a.polisd(&[
+        "amendment",
+        "vote",
+        &aid,
+        "--as",
+        "gamma-agent-three",
+        "--vote",
+        "agree",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let _daemon = a.start_daemon();
     wait_for(&a, "the ratification", || {
         a.exists(&format!("amendments/ratified/{aid}.md"))
@@ -1585,7 +1640,10 @@ fn a_worktree_race_gives_one_notice() {
     git(&project, &["add", "-A"]);
     git(&project, &["commit", "-qm", "open tokenizer"]);
     let wt2 = p.dir.path().join("wt2");
-    git(&project, &["worktree", "add", "-q", wt2.to_str().unwrap(), "-b", "two"]);
+    git(
+        &project,
+        &["worktree", "add", "-q", wt2.to_str().unwrap(), "-b", "two"],
+    );
     with_settling(&p, "800ms");
     let daemon = p.start_daemon();
     let claim = |root: &Path, who: &str| {
@@ -1652,7 +1710,10 @@ fn a_routing_never_lands_in_another_contract_through_a_rename() {
     // B settles X and opens Y, a contract much like X.
     let settled_x = contract("x")
         .replace("owner: null", &format!("owner: {ALPHA}"))
-        .replace("status: proposed", "status: settled\nsettled_at: 2026-03-02 11:00\nquality_score: 4")
+        .replace(
+            "status: proposed",
+            "status: settled\nsettled_at: 2026-03-02 11:00\nquality_score: 4",
+        )
         + "\n## Settlement\n\nDone.\n";
     b.save("contracts/settled/x.md", &settled_x);
     fs::remove_file(b.path("contracts/open/x.md")).unwrap();
@@ -1668,7 +1729,8 @@ fn a_routing_never_lands_in_another_contract_through_a_rename() {
     a.save("contracts/open/z.md", &contract("z"));
     let _daemon = a.start_daemon();
     wait_for(&a, "z's routing block", || {
-        !a.read("contracts/open/z.md").contains("recommended_by_router: null")
+        !a.read("contracts/open/z.md")
+            .contains("recommended_by_router: null")
     });
 }
 
@@ -1703,7 +1765,8 @@ fn contracts_with(p: &TestPolis, folder: &str, status: &str) -> Vec<String> {
             let name = e.file_name().to_string_lossy().into_owned();
             let id = name.strip_suffix(".md")?.to_string();
             let text = fs::read_to_string(e.path()).ok()?;
-            text.contains(&format!("\nstatus: {status}\n")).then_some(id)
+            text.contains(&format!("\nstatus: {status}\n"))
+                .then_some(id)
         })
         .collect();
     out.sort();
@@ -1751,7 +1814,13 @@ fn three_git_clones_after_200_random_operations_are_identical() {
             0..=17 => {
                 opened += 1;
                 let title = format!("task {m} {opened}");
-                Some(run_ok(p, &["contract", "open", "--title", &title, "--by", me, "--tags", "rust", "--json"]))
+                Some(run_ok(
+                    p,
+                    &[
+                        "contract", "open", "--title", &title, "--by", me, "--tags", "rust",
+                        "--json",
+                    ],
+                ))
             }
             18..=32 => {
                 // Agents claim the contracts their machine opened: two machines claiming one
@@ -1773,18 +1842,54 @@ fn three_git_clones_after_200_random_operations_are_identical() {
                 (!mine.is_empty()).then(|| {
                     let id = &mine[rng.random_range(0..mine.len())];
                     let q = rng.random_range(1..=5).to_string();
-                    run_ok(p, &["contract", "settle", id, "--quality", &q, "--minutes", "20",
-                        "--lesson", &format!("what {id} taught"), "--impact", "3", "--json"])
+                    run_ok(
+                        p,
+                        &[
+                            "contract",
+                            "settle",
+                            id,
+                            "--quality",
+                            &q,
+                            "--minutes",
+                            "20",
+                            "--lesson",
+                            &format!("what {id} taught"),
+                            "--impact",
+                            "3",
+                            "--json",
+                        ],
+                    )
                 })
             }
             48..=54 => {
                 proposed += 1;
-                Some(run_ok(p, &["amendment", "propose", "--title", &format!("rule {m} {proposed}"),
-                    "--by", me, "--quorum", "9", "--json"]))
+                Some(run_ok(
+                    p,
+                    &[
+                        "amendment",
+                        "propose",
+                        "--title",
+                        &format!("rule {m} {proposed}"),
+                        "--by",
+                        me,
+                        "--quorum",
+                        "9",
+                        "--json",
+                    ],
+                ))
             }
             55..=69 => {
                 let open: Vec<String> = fs::read_dir(p.path("amendments/proposed"))
-                    .map(|d| d.flatten().filter_map(|e| e.file_name().to_string_lossy().strip_suffix(".md").map(str::to_string)).collect())
+                    .map(|d| {
+                        d.flatten()
+                            .filter_map(|e| {
+                                e.file_name()
+                                    .to_string_lossy()
+                                    .strip_suffix(".md")
+                                    .map(str::to_string)
+                            })
+                            .collect()
+                    })
                     .unwrap_or_default();
                 (!open.is_empty()).then(|| {
                     let aid = &open[rng.random_range(0..open.len())];
@@ -1798,10 +1903,35 @@ fn three_git_clones_after_200_random_operations_are_identical() {
                     };
                     votes.insert((me, aid.clone()), vote);
                     let why = format!("step {step}");
-                    run_ok(p, &["amendment", "vote", aid, "--as", me, "--vote", vote, "--rationale", &why, "--json"])
+                    run_ok(
+                        p,
+                        &[
+                            "amendment",
+                            "vote",
+                            aid,
+                            "--as",
+                            me,
+                            "--vote",
+                            vote,
+                            "--rationale",
+                            &why,
+                            "--json",
+                        ],
+                    )
                 })
             }
-            70..=79 => Some(run_ok(p, &["log", "--as", me, "noted", "--note", &format!("step {step}"), "--json"])),
+            70..=79 => Some(run_ok(
+                p,
+                &[
+                    "log",
+                    "--as",
+                    me,
+                    "noted",
+                    "--note",
+                    &format!("step {step}"),
+                    "--json",
+                ],
+            )),
             _ => {
                 sync_clone(p);
                 None
@@ -1864,12 +1994,20 @@ fn three_git_clones_after_200_random_operations_are_identical() {
         .all_markers()
         .into_iter()
         .filter(|m| {
-            ["chronicle-finding", "record-finding", "sync-conflict", "worktree-diverged"]
-                .contains(&m.kind.as_str())
+            [
+                "chronicle-finding",
+                "record-finding",
+                "sync-conflict",
+                "worktree-diverged",
+            ]
+            .contains(&m.kind.as_str())
         })
         .collect();
     assert!(unjustified.is_empty(), "seed {seed}: {unjustified:#?}");
-    assert!(opened > 10 && proposed > 3, "the run did some of everything");
+    assert!(
+        opened > 10 && proposed > 3,
+        "the run did some of everything"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2025,7 +2163,11 @@ fn two_daemons_on_two_real_syncthing_instances_converge() {
         let ta = synced_tree(&a.root);
         ta == synced_tree(&b.root) && ta.contains_key("CONSTITUTION.md")
     };
-    wait_until("B to receive the polis", Duration::from_secs(120), converged);
+    wait_until(
+        "B to receive the polis",
+        Duration::from_secs(120),
+        converged,
+    );
     with_settling(&a, "3s");
     with_settling(&b, "3s");
     let _da = a.start_daemon();
@@ -2038,7 +2180,13 @@ fn two_daemons_on_two_real_syncthing_instances_converge() {
     let mut proposed = 0;
     let mut votes: BTreeMap<(&str, String), &str> = BTreeMap::new();
     while done.iter().any(|d| *d < 100) {
-        let m = if done[0] >= 100 { 1 } else if done[1] >= 100 { 0 } else { rng.random_range(0..2) };
+        let m = if done[0] >= 100 {
+            1
+        } else if done[1] >= 100 {
+            0
+        } else {
+            rng.random_range(0..2)
+        };
         done[m] += 1;
         let (p, me, _) = machines[m];
         let step = done[m];
@@ -2046,7 +2194,13 @@ fn two_daemons_on_two_real_syncthing_instances_converge() {
             0..=19 => {
                 opened[m] += 1;
                 let title = format!("work {m} {}", opened[m]);
-                Some(run_ok(p, &["contract", "open", "--title", &title, "--by", me, "--tags", "rust", "--json"]))
+                Some(run_ok(
+                    p,
+                    &[
+                        "contract", "open", "--title", &title, "--by", me, "--tags", "rust",
+                        "--json",
+                    ],
+                ))
             }
             20..=39 => {
                 let mine: Vec<String> = contracts_with(p, "open", "proposed")
@@ -2065,35 +2219,94 @@ fn two_daemons_on_two_real_syncthing_instances_converge() {
                     .collect();
                 (!mine.is_empty()).then(|| {
                     let id = &mine[rng.random_range(0..mine.len())];
-                    run_ok(p, &["contract", "settle", id, "--quality", "4", "--minutes", "20",
-                        "--lesson", &format!("what {id} taught"), "--impact", "3", "--json"])
+                    run_ok(
+                        p,
+                        &[
+                            "contract",
+                            "settle",
+                            id,
+                            "--quality",
+                            "4",
+                            "--minutes",
+                            "20",
+                            "--lesson",
+                            &format!("what {id} taught"),
+                            "--impact",
+                            "3",
+                            "--json",
+                        ],
+                    )
                 })
             }
             60..=64 => {
                 proposed += 1;
-                Some(run_ok(p, &["amendment", "propose", "--title", &format!("norm {m} {proposed}"),
-                    "--by", me, "--quorum", "9", "--json"]))
+                Some(run_ok(
+                    p,
+                    &[
+                        "amendment",
+                        "propose",
+                        "--title",
+                        &format!("norm {m} {proposed}"),
+                        "--by",
+                        me,
+                        "--quorum",
+                        "9",
+                        "--json",
+                    ],
+                ))
             }
             65..=79 => {
                 let open: Vec<String> = fs::read_dir(p.path("amendments/proposed"))
-                    .map(|d| d.flatten().filter_map(|e| e.file_name().to_string_lossy().strip_suffix(".md").map(str::to_string)).collect())
+                    .map(|d| {
+                        d.flatten()
+                            .filter_map(|e| {
+                                e.file_name()
+                                    .to_string_lossy()
+                                    .strip_suffix(".md")
+                                    .map(str::to_string)
+                            })
+                            .collect()
+                    })
                     .unwrap_or_default();
-                (!open.is_empty()).then(|| {
-                    let aid = &open[rng.random_range(0..open.len())];
-                    let vote = match votes.get(&(me, aid.clone())).copied() {
-                        Some("agree") => "disagree",
-                        _ => "agree",
-                    };
-                    votes.insert((me, aid.clone()), vote);
-                    let why = format!("step {m} {step}");
-                    // The daemon may have rejected it meanwhile (its quorum is out of reach):
-                    // the vote is refused then, and writes nothing.
-                    let out = p.polisd(&["amendment", "vote", aid, "--as", me, "--vote", vote, "--rationale", &why, "--json"]);
-                    serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
-                })
-                .filter(|v| v["ok"] != false)
+                (!open.is_empty())
+                    .then(|| {
+                        let aid = &open[rng.random_range(0..open.len())];
+                        let vote = match votes.get(&(me, aid.clone())).copied() {
+                            Some("agree") => "disagree",
+                            _ => "agree",
+                        };
+                        votes.insert((me, aid.clone()), vote);
+                        let why = format!("step {m} {step}");
+                        // The daemon may have rejected it meanwhile (its quorum is out of reach):
+                        // the vote is refused then, and writes nothing.
+                        let out = p.polisd(&[
+                            "amendment",
+                            "vote",
+                            aid,
+                            "--as",
+                            me,
+                            "--vote",
+                            vote,
+                            "--rationale",
+                            &why,
+                            "--json",
+                        ]);
+                        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+                    })
+                    .filter(|v| v["ok"] != false)
             }
-            _ => Some(run_ok(p, &["log", "--as", me, "noted", "--note", &format!("step {m} {step}"), "--json"])),
+            _ => Some(run_ok(
+                p,
+                &[
+                    "log",
+                    "--as",
+                    me,
+                    "noted",
+                    "--note",
+                    &format!("step {m} {step}"),
+                    "--json",
+                ],
+            )),
         };
         if let Some(line) = answer.as_ref().and_then(line_in) {
             lines.push(line);
@@ -2102,22 +2315,35 @@ fn two_daemons_on_two_real_syncthing_instances_converge() {
         std::thread::sleep(Duration::from_millis(rng.random_range(0..60)));
     }
     // Converged: the same tree on both sides, unchanged across the settling window.
-    wait_until("the two machines to converge", Duration::from_secs(240), || {
-        if !converged() {
-            std::thread::sleep(Duration::from_millis(300));
-            return false;
-        }
-        let before = synced_tree(&a.root);
-        std::thread::sleep(Duration::from_millis(4000));
-        converged() && synced_tree(&a.root) == before
-    });
+    wait_until(
+        "the two machines to converge",
+        Duration::from_secs(240),
+        || {
+            if !converged() {
+                std::thread::sleep(Duration::from_millis(300));
+                return false;
+            }
+            let before = synced_tree(&a.root);
+            std::thread::sleep(Duration::from_millis(4000));
+            converged() && synced_tree(&a.root) == before
+        },
+    );
     if let Ok(dir) = std::env::var("POLISD_SYNC_DEBUG") {
         let dir = Path::new(&dir);
         fs::create_dir_all(dir).unwrap();
         for (name, p, s) in [("a", &a, &sa), ("b", &b, &sb)] {
-            let _ = fs::copy(p.dir.path().join("daemon.log"), dir.join(format!("{name}-daemon.log")));
-            let _ = fs::copy(s.home.join("syncthing.log"), dir.join(format!("{name}-syncthing.log")));
-            let _ = fs::write(dir.join(format!("{name}-chronicle.md")), p.read("chronicle.md"));
+            let _ = fs::copy(
+                p.dir.path().join("daemon.log"),
+                dir.join(format!("{name}-daemon.log")),
+            );
+            let _ = fs::copy(
+                s.home.join("syncthing.log"),
+                dir.join(format!("{name}-syncthing.log")),
+            );
+            let _ = fs::write(
+                dir.join(format!("{name}-chronicle.md")),
+                p.read("chronicle.md"),
+            );
         }
         fs::write(dir.join("lines.txt"), lines.concat()).unwrap();
     }

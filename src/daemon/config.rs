@@ -833,7 +833,9 @@ fn accepted_values(key: &str) -> Option<&'static str> {
     let last = key.rsplit('.').next().unwrap_or(key);
     Some(match last {
         "debounce" | "max_delay" | "poll_interval" | "rescan_interval" | "stability"
-        | "chronicle_debounce" | "settling" => "a quoted duration such as \"200ms\", \"2s\" or \"5m\"",
+        | "chronicle_debounce" | "settling" => {
+            "a quoted duration such as \"200ms\", \"2s\" or \"5m\""
+        }
         "backend" => "\"auto\", \"native\" or \"poll\"",
         "level" => "\"error\", \"warn\", \"info\", \"debug\" or \"trace\"",
         "format" => "\"auto\", \"text\" or \"json\"",

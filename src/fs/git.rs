@@ -92,7 +92,10 @@ impl Repo {
     /// `root`. Empty when there is no commit yet or git fails.
     pub fn shared_unchanged(&self, root: &Path, dir: &str) -> std::collections::BTreeSet<String> {
         let tracked = git(root, &["ls-files", "-z", "--", dir]);
-        let changed = git(root, &["diff", "--name-only", "-z", "--relative", "HEAD", "--", dir]);
+        let changed = git(
+            root,
+            &["diff", "--name-only", "-z", "--relative", "HEAD", "--", dir],
+        );
         let (Ok(tracked), Ok(changed)) = (tracked, changed) else {
             return Default::default();
         };

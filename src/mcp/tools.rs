@@ -55,9 +55,9 @@ pub fn list() -> Vec<Value> {
         ),
         tool(
             "polis_prime",
-            "Your session primer: routed contracts, claims, votes, unread notices (marks shown notices read).",
+            "Your session primer: where things stand (index.md), the chronicle since your last session, routed contracts, claims, votes, unread notices (marks shown notices read and records last_seen_event and last_active).",
             json!({"citizen": citizen,
-                   "mark_read": {"type": "boolean", "description": "Default true."}}),
+                   "mark_read": {"type": "boolean", "description": "Default true; false is a peek that records nothing."}}),
             &["citizen"],
         ),
         tool(
@@ -142,10 +142,24 @@ fn arg_str<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, Strin
     opt_str_ref(args, key)?.ok_or_else(|| format!("missing required argument: '{key}'"))
 }
 
+/// The arguments that name the citizen a call acts as: never a system identity.
+const ACTING_KEYS: [&str; 3] = ["citizen", "by", "opened_by"];
+
+/// Every string argument is checked here, once for all tools: no control characters, and an
+/// acting id that may act (the same edge checks as the command line's).
 fn opt_str_ref<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, String> {
+    use crate::protocol::input;
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
+        Some(Value::String(s)) => {
+            let checked = if ACTING_KEYS.contains(&key) {
+                input::check_text(&format!("'{key}'"), s).and_then(|()| input::check_acting_id(s))
+            } else {
+                input::check_text(&format!("'{key}'"), s)
+            };
+            checked.map_err(|e| format!("{e}; nothing was done"))?;
+            Ok(Some(s))
+        }
         Some(other) => Err(wrong_type(key, "a string", other)),
     }
 }
@@ -263,13 +277,16 @@ fn str_list(args: &Map<String, Value>, key: &str) -> Result<Vec<String>, String>
         Some(Value::Array(items)) => items
             .iter()
             .map(|item| {
-                item.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| wrong_type(key, "a list of strings", item))
+                let text = item
+                    .as_str()
+                    .ok_or_else(|| wrong_type(key, "a list of strings", item))?;
+                crate::protocol::input::check_text(&format!("'{key}'"), text)
+                    .map_err(|e| format!("{e}; nothing was done"))?;
+                Ok(text.to_string())
             })
             .collect(),
         // A comma-separated string, as the commands take tags.
-        Some(Value::String(s)) => Ok(s
+        Some(Value::String(_)) => Ok(arg_str(args, key)?
             .split(',')
             .map(str::trim)
             .filter(|t| !t.is_empty())
@@ -333,7 +350,7 @@ fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         reconcile_without_daemon: true,
         // One string is one suggestion (a reason may hold commas).
         suggest: match args.get("suggest") {
-            Some(Value::String(one)) => vec![one.clone()],
+            Some(Value::String(_)) => vec![arg_str(args, "suggest")?.to_string()],
             _ => str_list(args, "suggest")?,
         }
         .iter()
@@ -419,7 +436,7 @@ fn release(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
 }
 
 fn vote(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
-    use crate::protocol::amendment::Vote;
+    use crate::protocol::amendments::amendment::Vote;
     let aid = arg_str(args, "amendment_id")?;
     let citizen = arg_str(args, "citizen")?;
     let vote = match arg_str(args, "vote")? {
@@ -462,10 +479,16 @@ fn prime(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let mark_read = arg_bool(args, "mark_read", true)?;
     let now = PolisTime::system(session::polis_zone(root));
     let primed = session::prime(root, citizen, &now).map_err(|e| e.to_string())?;
-    if mark_read && !primed.primer.shown_notices.is_empty() {
+    if mark_read {
         let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
-        session::mark_read(root, &writer, &primed.view, &primed.primer.shown_notices)
+        let left_alone = session::record_session_or_finding(root, &writer, &primed, &now)
             .map_err(|e| e.to_string())?;
+        if let Some(finding) = left_alone {
+            return Ok(Value::String(format!(
+                "{}\n\n> polisd: {finding}\n",
+                primed.primer.text
+            )));
+        }
     }
     Ok(Value::String(primed.primer.text))
 }
@@ -478,7 +501,7 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     );
     session::check_citizen(root, citizen).map_err(|e| e.to_string())?;
     let view = session::read_inbox(root, citizen).map_err(|e| e.to_string())?;
-    let listed: Vec<&crate::protocol::notice::Notice> = if unread {
+    let listed: Vec<&crate::protocol::delivery::notice::Notice> = if unread {
         view.unread()
     } else {
         view.notices.iter().rev().collect()
@@ -492,7 +515,7 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         .iter()
         .map(|n| {
             json!({"id": n.id, "kind": n.kind.map(|k| k.as_str()), "stamp": n.stamp,
-                   "from": n.author, "text": crate::protocol::notice::render_notice(n),
+                   "from": n.author, "text": crate::protocol::delivery::notice::render_notice(n),
                    "read": view.read.contains(&n.id)})
         })
         .collect();
@@ -533,6 +556,29 @@ mod tests {
             Outcome::Done(v) => panic!("expected a refusal, got {v}"),
             Outcome::Unknown(name) => panic!("unknown tool {name}"),
         }
+    }
+
+    #[test]
+    fn a_system_identity_or_a_control_character_is_refused_in_every_tool() {
+        let (_dir, root, _w) = crate::operations::test_polis::polis_with(&[]);
+        let root = root.as_path();
+        for system in crate::protocol::layout::SYSTEM_CITIZENS {
+            for (tool, key) in [
+                ("polis_claim_contract", "citizen"),
+                ("polis_abandon_contract", "by"),
+                ("polis_open_contract", "opened_by"),
+                ("polis_prime", "citizen"),
+            ] {
+                let a = args(json!({key: system, "contract_id": "x", "title": "t"}));
+                let why = failed(call(root, tool, &a));
+                assert!(why.contains("system identity"), "{tool}: {why}");
+            }
+        }
+        let a = args(json!({"title": "a\u{1b}[2Jb", "opened_by": "claude-agent-1"}));
+        let why = failed(call(root, "polis_open_contract", &a));
+        assert!(why.contains("U+001B"), "{why}");
+        let a = args(json!({"text": "x", "tags": ["ok", "\u{202e}"]}));
+        assert!(failed(call(root, "polis_add_guardrail", &a)).contains("U+202E"));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::fs::writer::Writer;
 use crate::operations::chronicle::{self, Appended};
 use crate::operations::edit::command_edit_took;
 use crate::operations::error::OpError;
-use crate::protocol::amendment::{self as rules, NewAmendment, Vote};
+use crate::protocol::amendments::amendment::{self as rules, NewAmendment, Vote};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::layout::{self, AmendmentFolder};
 use std::path::Path;
@@ -100,7 +100,9 @@ pub fn propose(
         let chronicled = snapshot::read_text(root, layout::CHRONICLE, None)
             .ok()
             .flatten()
-            .is_some_and(|t| crate::protocol::chronicle::has_line(&t, "proposed amendment", &link));
+            .is_some_and(|t| {
+                crate::protocol::chronicle::rollover::has_line(&t, "proposed amendment", &link)
+            });
         let line = if chronicled {
             None
         } else {
@@ -198,6 +200,8 @@ pub fn vote(
         rule: "amendment ids are YYYY-MM-DD-<slug>",
     };
     let rel = layout::amendment_path(AmendmentFolder::Proposed, aid).ok_or_else(bad_id)?;
+    // One transition at a time: the status read here still holds when the vote lands.
+    let _transition = writer.transition_lock()?;
     let Some(text) = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))? else {
         let ratified = layout::amendment_path(AmendmentFolder::Ratified, aid)
             .is_some_and(|r| root.join(r).is_file());
@@ -223,10 +227,24 @@ pub fn vote(
     }
     let vote_rel = rules::vote_path(aid, citizen).ok_or_else(bad_id)?;
     let new = rules::vote_file_text(aid, citizen, vote, &now.minute_stamp(), rationale);
+    // The same vote and rationale again (a retry, or racing callers): one line records it.
+    let without_time = |t: &str| -> String {
+        t.lines()
+            .filter(|l| !l.starts_with("voted_at:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     let mut written = false;
     for _ in 0..8 {
         written = match snapshot::read_text(root, &vote_rel, Some(snapshot::MAX_RECORD_BYTES))? {
             None => writer.create_new(&vote_rel, new.as_bytes())?,
+            Some(old) if without_time(&old) == without_time(&new) => {
+                return Err(OpError::AlreadyVoted {
+                    id: aid.to_string(),
+                    citizen: citizen.to_string(),
+                    vote: vote.as_str(),
+                });
+            }
             Some(old) => command_edit_took(writer.compare_and_replace(
                 &vote_rel,
                 old.as_bytes(),

@@ -278,7 +278,10 @@ fn icloud_original(name: &str) -> Option<String> {
         _ => (name, ""),
     };
     let (base, n) = stem.rsplit_once(' ')?;
-    let n: u32 = n.parse().ok().filter(|_| n.bytes().all(|b| b.is_ascii_digit()))?;
+    let n: u32 = n
+        .parse()
+        .ok()
+        .filter(|_| n.bytes().all(|b| b.is_ascii_digit()))?;
     (n >= 2 && !base.is_empty() && !base.contains(' ') && !base.starts_with('.'))
         .then(|| format!("{base}{ext}"))
 }
@@ -469,7 +472,12 @@ mod tests {
             assert!(is_temporary_name(n), "{n}");
             assert_eq!(conflict_original(n), None, "{n}");
         }
-        for n in ["chronicle.md", "2026-03-01-x.md", ".gitattributes", "contract-2.md"] {
+        for n in [
+            "chronicle.md",
+            "2026-03-01-x.md",
+            ".gitattributes",
+            "contract-2.md",
+        ] {
             assert!(!is_transfer_temporary(n), "{n}");
             assert!(!is_conflict_copy(n), "{n}");
         }
@@ -478,10 +486,19 @@ mod tests {
     #[test]
     fn every_sync_tools_conflict_copy_names_its_original() {
         for (copy, original) in [
-            ("chronicle.sync-conflict-20260101-120000-ABCDEFG.md", "chronicle.md"),
+            (
+                "chronicle.sync-conflict-20260101-120000-ABCDEFG.md",
+                "chronicle.md",
+            ),
             ("inbox (Bob's conflicted copy 2026-01-01).md", "inbox.md"),
-            ("inbox (Bob's conflicted copy 2026-01-01 (1)).md", "inbox.md"),
-            ("chronicle (conflicted copy 2026-01-01 120359).md", "chronicle.md"),
+            (
+                "inbox (Bob's conflicted copy 2026-01-01 (1)).md",
+                "inbox.md",
+            ),
+            (
+                "chronicle (conflicted copy 2026-01-01 120359).md",
+                "chronicle.md",
+            ),
             ("chronicle_conflict-20260101-120359.md", "chronicle.md"),
             ("chronicle 2.md", "chronicle.md"),
             ("routing_stats 3.yml", "routing_stats.yml"),

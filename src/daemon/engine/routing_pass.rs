@@ -21,7 +21,7 @@ impl Engine {
     pub(super) fn route_new_contracts(
         &mut self,
         polis: &Polis,
-        notices: &mut Vec<crate::protocol::inbox::Notification>,
+        notices: &mut Vec<crate::protocol::delivery::inbox::Notification>,
     ) -> anyhow::Result<bool> {
         let mut wrote = false;
         // In a git clone, a contract already committed is shared: another clone may move it
@@ -50,10 +50,10 @@ impl Engine {
                 continue;
             }
             // Never a contract that is not ready: it is routed when its last dependency
-            // settles (issue 15).
-            let deps = crate::protocol::dependency::depends_on(&file.contract);
+            // settles.
+            let deps = crate::protocol::contracts::dependency::depends_on(&file.contract);
             if !deps.is_empty()
-                && !crate::protocol::dependency::dependencies_settled(&deps, &|d| {
+                && !crate::protocol::contracts::dependency::dependencies_settled(&deps, &|d| {
                     crate::operations::ready::is_in(&polis.root, ContractFolder::Settled, d)
                 })
             {
@@ -83,13 +83,17 @@ impl Engine {
             };
             if shared.contains(&file.file.rel) {
                 if let Some(r) = &rec.recommendation {
-                    let title = file.contract.title.clone().unwrap_or_else(|| file.file.stem.clone());
-                    let at = crate::protocol::inbox::value_stamp(
+                    let title = file
+                        .contract
+                        .title
+                        .clone()
+                        .unwrap_or_else(|| file.file.stem.clone());
+                    let at = crate::protocol::delivery::inbox::value_stamp(
                         &file.contract.opened_at,
                         polis.settings.timezone,
                     );
                     notices.push(
-                        crate::protocol::inbox::Notification::contract_routed(
+                        crate::protocol::delivery::inbox::Notification::contract_routed(
                             r,
                             &file.file.stem,
                             &title,

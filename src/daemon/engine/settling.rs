@@ -6,8 +6,8 @@
 
 use super::{Engine, Pass};
 use crate::protocol::chronicle;
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::finding::{Code, Finding};
-use crate::protocol::inbox::Notification;
 use crate::protocol::layout;
 use std::time::{Duration, Instant};
 
@@ -201,9 +201,14 @@ impl Engine {
                 .chain(crate::protocol::merge::duplicate_markers(&named).iter())
                 .any(|f| f.line == Some(now_line.number) || f.message == held.finding.message);
         }
-        self.validate_in_place(polis, &scan.lines, std::slice::from_ref(now_line), &pass.now)
-            .iter()
-            .any(|f| f.code == held.finding.code)
+        self.validate_in_place(
+            polis,
+            &scan.lines,
+            std::slice::from_ref(now_line),
+            &pass.now,
+        )
+        .iter()
+        .any(|f| f.code == held.finding.code)
     }
 }
 

@@ -7,8 +7,8 @@
 
 use super::{Engine, Pass};
 use crate::operations::sync::{self, CopyKind};
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::finding::Finding;
-use crate::protocol::inbox::Notification;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -69,7 +69,10 @@ impl Episode {
                 e.last = now;
             }
             None => {
-                let last: u64 = known.get(&last_key).and_then(|n| n.parse().ok()).unwrap_or(0);
+                let last: u64 = known
+                    .get(&last_key)
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
                 let told = known.get(&told_key).and_then(|n| n.parse().ok());
                 let number = told.unwrap_or(last + 1);
                 known.insert(last_key, number.max(last).to_string());
@@ -157,7 +160,12 @@ impl Engine {
                 return;
             }
             let described = format!("{divergences:?}");
-            Episode::go_on(&mut self.sync.diverged_episode, "worktrees", described, known);
+            Episode::go_on(
+                &mut self.sync.diverged_episode,
+                "worktrees",
+                described,
+                known,
+            );
             if !self.settling.is_quiet(std::time::Instant::now()) {
                 // A race is still going on: told once the worktrees have been quiet.
                 self.settling.wake_when_quiet();
