@@ -433,16 +433,12 @@ fn amendment_vote_changed_moves_the_id_and_replaces_the_block() {
         "--rationale",
         "convinced",
     ]));
-    let f = p.read(&rel);
-    assert!(
-        f.contains("  agree:\n  - codex-second-one\n  disagree: []\n"),
-        "{f}"
-    );
-    assert!(!f.contains("(disagree)") && !f.contains("too slow"), "{f}");
-    assert!(
-        f.ends_with("\n\n## Response from codex-second-one (agree)\nconvinced\n"),
-        "{f}"
-    );
+    // The amendment file is left alone: the vote is a file of its own, replaced on a change.
+    assert!(!p.read(&rel).contains("codex-second-one"));
+    let f = p.read(&format!("amendments/votes/{aid}/codex-second-one.md"));
+    assert!(f.contains("\nvote: agree\n"), "{f}");
+    assert!(!f.contains("disagree") && !f.contains("too slow"), "{f}");
+    assert!(f.ends_with("---\n\nconvinced\n"), "{f}");
     assert_eq!(lines_with(&p, "voted on amendment"), 2);
     let list = ok(p.polisd(&["amendment", "list", "--json"]));
     let v: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();

@@ -178,8 +178,14 @@ fn readme_install_and_test_commands_are_the_ones_ci_runs() {
     let ci = repo_file(".ci/run");
     let runs: Vec<&str> = ci.lines().filter(|l| l.trim() == "scripts/test").collect();
     assert_eq!(runs.len(), 1, ".ci/run calls the test command exactly once");
-    assert!(ci.contains("\ncargo package --locked"), "CI packages the crate");
-    assert!(ci.contains("\nscripts/wheel-check\n"), "CI builds and installs the wheel");
+    assert!(
+        ci.contains("\ncargo package --locked"),
+        "CI packages the crate"
+    );
+    assert!(
+        ci.contains("\nscripts/wheel-check\n"),
+        "CI builds and installs the wheel"
+    );
     // The test command runs the whole suite after bringing its prerequisites.
     let script = repo_file("scripts/test");
     assert!(script.contains("exec cargo test --locked --no-fail-fast"));

@@ -516,7 +516,7 @@ fn votes_wanted(root: &Path, citizen: &str) -> Vec<VoteWanted> {
         let Ok(Some(text)) = snapshot::read_text(root, &entry.rel, Some(MAX_RECORD_BYTES)) else {
             continue;
         };
-        let Ok(a) = crate::protocol::amendments::amendment::parse(&text, &entry.stem) else {
+        let Ok(a) = snapshot::parse_amendment(root, &text, &entry.stem) else {
             continue;
         };
         if a.status.as_deref().unwrap_or("proposed") != "proposed"

@@ -202,6 +202,53 @@ pub fn body_votes(body: &str, first_line: usize) -> Vec<VoteRecord> {
     out
 }
 
+/// Where votes are recorded, one file per voter and amendment:
+/// `amendments/votes/<amendment file stem>/<citizen>.md`. Two machines voting on one amendment
+/// at once write two different files, which git adds side by side and Syncthing copies
+/// without a conflict; the amendment file itself is edited only by the tally.
+pub const VOTES_DIR: &str = "amendments/votes";
+
+/// The vote file of `citizen` on the amendment filed as `stem`; `None` for ids that are not
+/// file names.
+pub fn vote_path(stem: &str, citizen: &str) -> Option<String> {
+    (crate::protocol::layout::is_slug(stem) && crate::protocol::layout::is_agent_id(citizen))
+        .then(|| format!("{VOTES_DIR}/{stem}/{citizen}.md"))
+}
+
+/// The text of a vote file: frontmatter naming the amendment, the voter, the vote and when,
+/// then the rationale as the body.
+pub fn vote_file_text(
+    stem: &str,
+    citizen: &str,
+    vote: Vote,
+    voted_at: &str,
+    rationale: Option<&str>,
+) -> String {
+    let rationale = rationale.map(str::trim).filter(|r| !r.is_empty());
+    format!(
+        "---\namendment_id: {stem}\nvoter: {citizen}\nvote: {}\nvoted_at: {voted_at}\n---\n{}",
+        vote.as_str(),
+        rationale.map_or(String::new(), |r| format!("\n{r}\n"))
+    )
+}
+
+/// The vote a vote file records, for the citizen its file name (`stem`) names: the file name
+/// decides who voted, so a copied file cannot vote for someone else. `None` when the file
+/// holds no readable vote.
+pub fn parse_vote_file(text: &str, stem: &str) -> Option<VoteRecord> {
+    let record = frontmatter::parse(text).ok()?;
+    let vote = record
+        .fields
+        .get("vote")
+        .as_str()
+        .and_then(Vote::parse_prefix)?;
+    Some(VoteRecord {
+        citizen: stem.to_string(),
+        vote,
+        line: None,
+    })
+}
+
 /// The votes that count.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Votes {
@@ -875,6 +922,36 @@ pub fn render_new(a: &NewAmendment) -> Result<String, crate::yaml::EmitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_vote_file_reads_back_as_the_vote_of_its_file_name() {
+        let text = vote_file_text(
+            "2026-03-01-x",
+            "bob-agent-one",
+            Vote::Disagree,
+            "2026-03-02 10:00",
+            Some("too slow"),
+        );
+        assert!(text.starts_with(
+            "---\namendment_id: 2026-03-01-x\nvoter: bob-agent-one\nvote: disagree\n"
+        ));
+        assert!(text.ends_with("---\n\ntoo slow\n"), "{text}");
+        let r = parse_vote_file(&text, "bob-agent-one").unwrap();
+        assert_eq!(
+            (r.citizen.as_str(), r.vote),
+            ("bob-agent-one", Vote::Disagree)
+        );
+        assert_eq!(
+            parse_vote_file(&text, "carol-agent-one").unwrap().citizen,
+            "carol-agent-one"
+        );
+        assert!(parse_vote_file("---\nvote: maybe\n---\n", "bob-agent-one").is_none());
+        assert_eq!(
+            vote_path("2026-03-01-x", "bob-agent-one").as_deref(),
+            Some("amendments/votes/2026-03-01-x/bob-agent-one.md")
+        );
+        assert!(vote_path("../x", "bob-agent-one").is_none());
+    }
 
     #[test]
     fn cast_vote_moves_the_id_and_replaces_the_block_as_the_reference() {

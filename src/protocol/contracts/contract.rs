@@ -79,6 +79,8 @@ fn string(v: &Value) -> Option<String> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Heading {
     pub opened_by: Option<String>,
+    /// Who settled it: the first to be told of a finding in the file.
+    pub owner: Option<String>,
     pub title: Option<String>,
     pub quality: Option<i64>,
     /// The body holds a suggestion block (handoffs), so the file is worth reading
@@ -91,6 +93,7 @@ impl Heading {
         let f = &record.fields;
         Heading {
             opened_by: string(f.get("opened_by")),
+            owner: string(f.get("owner")),
             title: text(f.get("title")),
             quality: f.get("quality_score").as_i64(),
             suggests: record.body.contains("### Suggested"),
