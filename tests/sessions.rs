@@ -633,13 +633,18 @@ impl Mcp {
     }
 
     fn send(&mut self, line: &str) {
+        self.send_bytes(line.as_bytes());
+    }
+
+    fn send_bytes(&mut self, line: &[u8]) {
         let stdin = self.child.stdin.as_mut().unwrap();
-        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(line).unwrap();
         stdin.write_all(b"\n").unwrap();
         stdin.flush().unwrap();
     }
 
-    /// The response with this id (`null` for a parse error), waiting with a deadline.
+    /// The response with this id (`null` for a parse error, which has none), waiting with a
+    /// deadline.
     #[track_caller]
     fn response(&mut self, id: Value) -> Value {
         let deadline = std::time::Instant::now() + harness::DEADLINE;
@@ -650,7 +655,8 @@ impl Mcp {
                 .recv_timeout(left.max(Duration::from_millis(1)))
                 .unwrap_or_else(|_| panic!("no MCP response with id {id}"));
             let v: Value = serde_json::from_str(&line).unwrap();
-            if v.get("id") == Some(&id) {
+            // An error whose request id could not be read has none (MCP leaves it out).
+            if v.get("id").unwrap_or(&Value::Null) == &id {
                 return v;
             }
         }
@@ -737,7 +743,7 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
     assert_eq!(failing["result"]["isError"], true);
     assert!(tool_text(&failing).contains("not a citizen"));
     let missing = mcp.call(7, "polis_route", json!({}));
-    assert_eq!(missing["result"]["isError"], true);
+    assert_eq!(missing["error"]["code"], -32602, "{missing}");
 
     let unknown_tool = mcp.call(8, "polis_nope", json!({}));
     assert_eq!(unknown_tool["error"]["code"], -32602, "{unknown_tool}");
@@ -812,7 +818,8 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
         "polis_settle_contract",
         json!({"contract_id": cid, "quality": 9}),
     );
-    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert!(p.exists(&format!("contracts/open/{cid}.md")));
     let settled = mcp.call(
         29,
         "polis_settle_contract",
@@ -843,6 +850,88 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
     // The session goes on after a parse error.
     let after = mcp.request(13, "ping", json!({}));
     assert!(after.get("result").is_some(), "{after}");
+}
+
+#[test]
+fn mcp_answers_bad_bytes_oversized_messages_and_bad_arguments_with_errors_and_keeps_serving() {
+    let p = polis();
+    let mut mcp = Mcp::start(&p.root, &p.state_dir);
+    let init = mcp.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "test", "version": "1"}}),
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "polisd", "{init}");
+    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let chronicle = p.read("chronicle.md");
+
+    // A byte that is not UTF-8: a parse error, and the session goes on.
+    mcp.send_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\xff");
+    let parse = mcp.response(Value::Null);
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert!(mcp.request(3, "ping", json!({})).get("result").is_some());
+
+    // A message of several megabytes: refused, its text not echoed back.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"polis_open_contract","arguments":{{"title":"{}","opened_by":"{ME}"}}}}}}"#,
+        "x".repeat(3 * 1024 * 1024)
+    );
+    mcp.send(&huge);
+    let big = mcp.response(Value::Null);
+    assert_eq!(big["error"]["code"], -32600, "{big}");
+    assert!(big.to_string().len() < 500);
+
+    // Arguments the tool's schema rejects: −32602 naming the key, nothing written.
+    for (id, tool, args, key) in [
+        (5, "polis_tally", json!({"dryRun": true}), "dryRun"),
+        (
+            6,
+            "polis_open_contract",
+            json!({"title": "T", "opened_by": ME, "required_tags": "rust"}),
+            "required_tags",
+        ),
+        (
+            7,
+            "polis_open_contract",
+            json!({"title": "x".repeat(100_000), "opened_by": ME}),
+            "title",
+        ),
+        (
+            8,
+            "polis_claim_contract",
+            json!({"contract_id": "c", "citizen": ME, "force": "yes"}),
+            "force",
+        ),
+    ] {
+        let answer = mcp.call(id, tool, args);
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("`{key}`")), "{message}");
+        assert!(
+            message.len() < 400,
+            "a short message: {} bytes",
+            message.len()
+        );
+    }
+    let array = mcp.request(
+        9,
+        "tools/call",
+        json!({"name": "polis_status", "arguments": [1, 2]}),
+    );
+    assert_eq!(array["error"]["code"], -32602, "{array}");
+    assert!(array["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("`arguments`"));
+
+    assert!(mcp.request(10, "ping", json!({})).get("result").is_some());
+    assert_eq!(
+        p.read("chronicle.md"),
+        chronicle,
+        "a rejected call writes nothing"
+    );
+    assert!(!p.exists("contracts/open/t.md"));
 }
 
 #[test]
