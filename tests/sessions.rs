@@ -224,6 +224,55 @@ fn claude_notices_hook_delivers_a_new_notice_once_and_is_silent_after() {
 }
 
 #[test]
+fn one_line_inbox_notes_reach_the_primer_notices_and_the_hooks_once_each() {
+    let p = polis();
+    let root = p.root.to_str().unwrap().to_string();
+    let note = |body: &str| {
+        p.append(
+            &format!("citizens/{ME}/inbox.md"),
+            &format!("- 2026-03-02 11:15 | from {OTHER} | {body}\n"),
+        );
+    };
+    let unread = |p: &TestPolis| {
+        let out = p.polisd(&[
+            "notices", "--polis", &root, "--as", ME, "--unread", "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str::<Value>(&text(&out)).unwrap()["notices"].clone()
+    };
+    // The primer shows it and marks it read.
+    note("Primer, please.");
+    let primed = p.polisd(&["prime", "--polis", &root, "--as", ME]);
+    assert!(
+        text(&primed).contains("Primer, please."),
+        "{}",
+        text(&primed)
+    );
+    assert_eq!(unread(&p), json!([]));
+    // The notices hook delivers it once.
+    note("Hook, please.");
+    let payload = claude_post_tool_use(&p);
+    let args = ["--as", ME, "--interval", "0"];
+    let first = hook(&p, "claude", "notices", &args, &payload);
+    assert!(context(&first, "PostToolUse").contains("Hook, please."));
+    assert_eq!(text(&hook(&p, "claude", "notices", &args, &payload)), "");
+    assert_eq!(unread(&p), json!([]));
+    // `notices` lists it, and marks it read when asked.
+    note("Command, please.");
+    let listed = unread(&p);
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["from"], OTHER);
+    assert_eq!(listed[0]["text"], "Command, please.");
+    let marked = p.polisd(&["notices", "--polis", &root, "--as", ME, "--mark-read"]);
+    assert!(text(&marked).contains("Command, please."));
+    assert_eq!(unread(&p), json!([]));
+}
+
+#[test]
 fn notices_hook_checks_at_most_once_per_interval() {
     let p = polis();
     let payload = claude_post_tool_use(&p);
@@ -357,8 +406,30 @@ fn a_hook_never_fails_the_agent() {
         &["--as", "nobody-at-all", "--interval", "0"],
         &payload,
     );
-    assert_eq!(text(&unknown), "");
-    assert!(String::from_utf8_lossy(&unknown.stderr).contains("not a citizen"));
+    assert!(unknown.status.success());
+    // The model is told, in one line, who is registered and how to register.
+    let told = context(&unknown, "PostToolUse");
+    assert_eq!(told.lines().count(), 1, "{told}");
+    assert!(told.contains("`nobody-at-all` is not a citizen"), "{told}");
+    assert!(
+        told.contains(&format!("registered: {ME}, {OTHER}")),
+        "{told}"
+    );
+    assert!(told.contains("polisd register nobody-at-all"), "{told}");
+    let primed = hook(&p, "codex", "prime", &["--as", "nobody-at-all"], &payload);
+    assert!(context(&primed, "SessionStart").contains("registered:"));
+    let again = hook(
+        &p,
+        "claude",
+        "notices",
+        &["--as", "nobody-at-all"],
+        &payload,
+    );
+    assert_eq!(
+        text(&again),
+        "",
+        "said once per interval, not after every tool"
+    );
     let garbage = hook(
         &p,
         "claude",

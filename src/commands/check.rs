@@ -8,7 +8,7 @@ use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Finding;
 
 pub fn run(args: crate::commands::cli::CheckArgs) -> anyhow::Result<u8> {
-    let root = super::locate(args.polis.path.as_deref())?;
+    let root = super::locate(args.polis.path.get())?;
     let polis = Polis::read(&root);
     let now = PolisTime::system(polis.settings.timezone);
     let (mut found, resolved) = findings_and_resolved(&polis, &now);

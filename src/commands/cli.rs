@@ -235,8 +235,8 @@ pub struct AsArg {
 
 #[derive(Debug, Args)]
 pub struct PrimeArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     #[command(flatten)]
     pub who: AsArg,
     /// Leave the notices shown unread (by default the primer marks what it shows as read).
@@ -249,8 +249,8 @@ pub struct PrimeArgs {
 
 #[derive(Debug, Args)]
 pub struct NoticesArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     #[command(flatten)]
     pub who: AsArg,
     /// Only the notices not read yet.
@@ -272,8 +272,8 @@ pub enum InboxCommand {
 
 #[derive(Debug, Args)]
 pub struct InboxArchiveArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     #[command(flatten)]
     pub who: AsArg,
     /// Only read notices older than this (`7d`, `12h`, `30m`, `0` for all read notices).
@@ -297,8 +297,8 @@ pub enum HooksCommand {
 
 #[derive(Debug, Args)]
 pub struct HooksTargetArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     /// Claude Code (`.claude/settings.json`).
     #[arg(long)]
     pub claude: bool,
@@ -378,16 +378,39 @@ pub struct BenchRoutingArgs {
     pub plot: Option<PathBuf>,
 }
 
+/// The polis a command works on: a positional PATH or `--polis PATH` (as the agents' commands
+/// take it).
+#[derive(Debug, Args, Clone, Default)]
+pub struct PolisPath {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
+    /// The same, as a flag.
+    #[arg(
+        long = "polis",
+        visible_alias = "polis-root",
+        value_name = "PATH",
+        conflicts_with = "path"
+    )]
+    pub polis: Option<PathBuf>,
+}
+
+impl PolisPath {
+    pub fn get(&self) -> Option<&std::path::Path> {
+        self.polis.as_deref().or(self.path.as_deref())
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct PolisArg {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
 }
 
 #[derive(Debug, Args)]
 pub struct JsonPolisArg {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 const HOOK_NOTICES: usize = 5;
 
 pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     let now = PolisTime::system(session::polis_zone(&root));
     let primed = session::prime(&root, &args.who.citizen, &now)?;
     if !args.no_mark_read && !primed.primer.shown_notices.is_empty() {
@@ -65,7 +65,7 @@ fn notice_json(n: &Notice, read: bool) -> serde_json::Value {
 }
 
 pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     let citizen = &args.who.citizen;
     session::check_citizen(&root, citizen)?;
     let view = session::read_inbox(&root, citizen)?;
@@ -155,7 +155,7 @@ pub fn inbox(command: InboxCommand) -> anyhow::Result<u8> {
 }
 
 fn archive(args: InboxArchiveArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     let age = parse_age(&args.older_than)?;
     let now = PolisTime::system(session::polis_zone(&root));
     let writer = Writer::new(&root)?;
@@ -250,7 +250,7 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
     match command {
         HooksCommand::Install(Deferred(args)) => install(args),
         HooksCommand::Uninstall(Deferred(t)) => {
-            let root = project_root(&locate(t.path.as_deref())?);
+            let root = project_root(&locate(t.path.get())?);
             let plans = hooks::plan_uninstall(&root, &clis(&t)?)?;
             if !t.dry_run {
                 hooks::apply(&root, &plans)?;
@@ -262,7 +262,7 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
             Ok(0)
         }
         HooksCommand::Status(Deferred(args)) => {
-            let root = project_root(&locate(args.path.as_deref())?);
+            let root = project_root(&locate(args.path.get())?);
             let status = hooks::status(&root);
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&status)?);
@@ -289,7 +289,7 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
 
 fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     let t = &args.target;
-    let polis_root = locate(t.path.as_deref())?;
+    let polis_root = locate(t.path.get())?;
     let root = project_root(&polis_root);
     let clis = clis(t)?;
     if let Some(id) = &args.citizen {
@@ -359,6 +359,9 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
     let event = agent_hooks::event_of(cli, kind, payload.hook_event_name.as_deref());
     let context = match hook_context(&args, kind, &payload) {
         Ok(text) => text,
+        // A wrong id is the model's to fix: it gets the one line that says who is registered
+        // and how to register (the CLIs show a hook's stderr only in their logs).
+        Err(e) if is_identity(&e) => format!("polisd: {e}"),
         Err(e) => {
             eprintln!("polisd hook: {e:#}");
             String::new()
@@ -369,6 +372,13 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
         let _ = writeln!(stdout, "{out}");
     }
     Ok(0)
+}
+
+fn is_identity(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<session::SessionError>(),
+        Some(session::SessionError::Unknown { .. } | session::SessionError::NotAnId(_))
+    )
 }
 
 fn hook_context(args: &HookArgs, kind: HookKind, payload: &Payload) -> anyhow::Result<String> {
@@ -412,6 +422,10 @@ Set POLIS_CITIZEN (or reinstall the hooks with `polisd hooks install --as <id>`)
             Ok(primed.primer.text)
         }
         HookKind::Notices => {
+            // The id names the rate-limit record's file: it must be an id before anything else.
+            if crate::protocol::layout::card_path(&citizen).is_none() {
+                return Err(session::SessionError::NotAnId(citizen).into());
+            }
             if let Some(last) = crate::fs::state::hook_last_check(&root, &citizen) {
                 let since = now_utc.signed_duration_since(last);
                 if since >= chrono::Duration::zero()
@@ -420,8 +434,9 @@ Set POLIS_CITIZEN (or reinstall the hooks with `polisd hooks install --as <id>`)
                     return Ok(String::new());
                 }
             }
-            session::check_citizen(&root, &citizen)?;
+            // Recorded first, so a wrong id is said once per interval, not after every tool.
             crate::fs::state::set_hook_last_check(&root, &citizen, now_utc)?;
+            session::check_citizen(&root, &citizen)?;
             let view = session::read_inbox(&root, &citizen)?;
             let unread = view.unread();
             if unread.is_empty() {
