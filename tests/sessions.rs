@@ -497,7 +497,7 @@ fn install_then_uninstall_gives_each_settings_file_back() {
         std::fs::write(root.join(rel), USER_SETTINGS).unwrap();
     }
     std::fs::write(root.join("CLAUDE.md"), "# House rules\n\nBe brief.\n").unwrap();
-    let out = p.polisd(&["hooks", "install", "--all", "--as", ME]);
+    let out = p.polisd(&["hooks", "install", "--all", "--as", ME, "--bin", BIN]);
     assert!(out.status.success(), "{out:?}");
     let claude: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join(".claude/settings.json")).unwrap())
@@ -509,11 +509,11 @@ fn install_then_uninstall_gives_each_settings_file_back() {
     );
     assert_eq!(
         claude["hooks"]["PostToolUse"][1]["hooks"][0]["command"],
-        "polisd hook claude notices --as claude-code-one"
+        format!("{BIN} hook claude notices")
     );
     assert_eq!(
         claude["hooks"]["SessionStart"][0]["hooks"][0]["command"],
-        "polisd hook claude prime --as claude-code-one"
+        format!("{BIN} hook claude prime")
     );
     let gemini: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join(".gemini/settings.json")).unwrap())
@@ -531,7 +531,7 @@ fn install_then_uninstall_gives_each_settings_file_back() {
             .contains("name: polis-protocol")
     );
     // Installing again changes nothing.
-    let again = p.polisd(&["hooks", "install", "--all", "--as", ME]);
+    let again = p.polisd(&["hooks", "install", "--all", "--as", ME, "--bin", BIN]);
     assert!(
         text(&again).lines().all(|l| l.starts_with("unchanged")),
         "{}",
@@ -569,7 +569,7 @@ fn install_refuses_bad_json_read_only_files_and_unknown_ids_writing_nothing() {
     std::fs::create_dir_all(root.join(".claude")).unwrap();
     let bad = "{\n  \"model\": \"opus\",\n  \"hooks\": {,\n}\n";
     std::fs::write(root.join(".claude/settings.json"), bad).unwrap();
-    let out = p.polisd(&["hooks", "install", "--all", "--as", ME]);
+    let out = p.polisd(&["hooks", "install", "--all", "--as", ME, "--bin", BIN]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -596,7 +596,7 @@ fn install_refuses_bad_json_read_only_files_and_unknown_ids_writing_nothing() {
         .permissions();
     perms.set_readonly(true);
     std::fs::set_permissions(root.join(".claude/settings.json"), perms).unwrap();
-    let out = p.polisd(&["hooks", "install", "--all", "--as", ME]);
+    let out = p.polisd(&["hooks", "install", "--all", "--as", ME, "--bin", BIN]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("is read-only"),
@@ -610,7 +610,7 @@ fn install_refuses_bad_json_read_only_files_and_unknown_ids_writing_nothing() {
 
     std::fs::create_dir_all(root.join(".codex")).unwrap();
     std::fs::write(root.join(".codex/config.toml"), "[features\nhooks = true\n").unwrap();
-    let out = p.polisd(&["hooks", "install", "--codex", "--as", ME]);
+    let out = p.polisd(&["hooks", "install", "--codex", "--as", ME, "--bin", BIN]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("not valid TOML"),
@@ -629,7 +629,15 @@ fn install_refuses_bad_json_read_only_files_and_unknown_ids_writing_nothing() {
         text(&status)
     );
 
-    let out = p.polisd(&["hooks", "install", "--claude", "--as", "nobody-at-all"]);
+    let out = p.polisd(&[
+        "hooks",
+        "install",
+        "--claude",
+        "--as",
+        "nobody-at-all",
+        "--bin",
+        BIN,
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a citizen"));
     let out = p.polisd(&["hooks", "install"]);

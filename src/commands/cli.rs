@@ -323,10 +323,11 @@ pub struct HooksTargetArgs {
 pub struct HooksInstallArgs {
     #[command(flatten)]
     pub target: HooksTargetArgs,
-    /// The citizen the hooks act as (default: $POLIS_CITIZEN when the hook runs).
+    /// The citizen you are in each named CLI. Kept for you in polisd's per-user state, never in
+    /// the settings files (teammates share those): a teammate installs as their own id.
     #[arg(long = "as", value_name = "ID")]
     pub citizen: Option<String>,
-    /// The polisd command the hooks run.
+    /// The polisd command the hooks run; refused when it is not on PATH (give an absolute path).
     #[arg(long, default_value = "polisd")]
     pub bin: String,
     /// Do not write the bridge pointers (CLAUDE.md, AGENTS.md, GEMINI.md, SKILL.md).
@@ -340,7 +341,8 @@ pub struct HookArgs {
     pub cli: String,
     /// prime (session start) or notices (after tool calls and between turns).
     pub kind: String,
-    /// The citizen id (default: $POLIS_CITIZEN).
+    /// The citizen id (default: $POLIS_CITIZEN, else the id `hooks install --as` recorded for
+    /// this person and CLI).
     #[arg(long = "as", value_name = "ID")]
     pub citizen: Option<String>,
     /// At most one notices check per this many seconds.

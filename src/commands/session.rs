@@ -299,17 +299,26 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     if clis.contains(&Cli::Codex) {
         warnings.extend(hooks::codex_features(&root)?);
     }
-    let mut plans = hooks::plan_install(&root, &clis, &args.bin, args.citizen.as_deref())?;
+    let mut plans = hooks::plan_install(&root, &clis, &args.bin)?;
     if !args.no_bridge {
         plans.extend(hooks::plan_bridge(&root)?);
     }
-    if args.citizen.is_none() {
-        warnings.push(
-            "no --as: the hooks act as $POLIS_CITIZEN, which each agent session must set".into(),
-        );
+    let unnamed: Vec<&str> = clis
+        .iter()
+        .filter(|c| args.citizen.is_none() && hooks::identity(&polis_root, **c).is_none())
+        .map(|c| c.as_str())
+        .collect();
+    if !unnamed.is_empty() {
+        warnings.push(format!(
+            "no citizen id for the {} hooks: pass --as <your-id> (kept for you, outside the repository) or set POLIS_CITIZEN in the agent's environment",
+            unnamed.join(", ")
+        ));
     }
     if !t.dry_run {
         hooks::apply(&root, &plans)?;
+        if let Some(id) = &args.citizen {
+            hooks::set_identity(&root, &clis, id)?;
+        }
     }
     report(&plans, t.dry_run, t.json, &warnings)?;
     Ok(0)
@@ -357,7 +366,7 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
     };
     let payload = read_payload();
     let event = agent_hooks::event_of(cli, kind, payload.hook_event_name.as_deref());
-    let context = match hook_context(&args, kind, &payload) {
+    let context = match hook_context(&args, cli, kind, &payload) {
         Ok(text) => text,
         // A wrong id is the model's to fix: it gets the one line that says who is registered
         // and how to register (the CLIs show a hook's stderr only in their logs).
@@ -381,12 +390,12 @@ fn is_identity(e: &anyhow::Error) -> bool {
     )
 }
 
-fn hook_context(args: &HookArgs, kind: HookKind, payload: &Payload) -> anyhow::Result<String> {
-    let citizen = args
-        .citizen
-        .clone()
-        .or_else(|| std::env::var("POLIS_CITIZEN").ok())
-        .filter(|c| !c.trim().is_empty());
+fn hook_context(
+    args: &HookArgs,
+    cli: Cli,
+    kind: HookKind,
+    payload: &Payload,
+) -> anyhow::Result<String> {
     let cwd = payload
         .cwd
         .clone()
@@ -397,11 +406,18 @@ fn hook_context(args: &HookArgs, kind: HookKind, payload: &Payload) -> anyhow::R
         // No polis here: the hooks were installed for another folder; nothing to say.
         return Ok(String::new());
     };
+    // `--as` (older installs wrote it), else `$POLIS_CITIZEN`, else the id this person's
+    // `hooks install --as` recorded for this CLI.
+    let citizen = args
+        .citizen
+        .clone()
+        .filter(|c| !c.trim().is_empty())
+        .or_else(|| hooks::identity(&root, cli));
     let Some(citizen) = citizen else {
         if kind == HookKind::Prime {
             return Ok(
                 "polisd: this project has a Polis (`_polis/`), but the session has no citizen id. \
-Set POLIS_CITIZEN (or reinstall the hooks with `polisd hooks install --as <id>`) and run \
+Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZEN), then \
 `polisd prime --as <your-citizen-id>`."
                     .to_string(),
             );
