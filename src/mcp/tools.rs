@@ -228,16 +228,35 @@ fn str_list(args: &Map<String, Value>, key: &str) -> Vec<String> {
         .collect()
 }
 
-/// One page of `items` as `limit`/`offset` ask, under `key`, with the total and where the
-/// next page starts (absent on the last).
-fn page<T: serde::Serialize>(args: &Map<String, Value>, key: &str, items: Vec<T>) -> Value {
-    let total = items.len();
+/// The `offset` and `limit` a list tool was asked for.
+fn window(args: &Map<String, Value>) -> (usize, usize) {
     let limit = args
         .get("limit")
         .and_then(Value::as_u64)
         .unwrap_or(DEFAULT_LIMIT) as usize;
-    let offset = (args.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize).min(total);
+    let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
+    (offset, limit)
+}
+
+/// One page of `items` as `limit`/`offset` ask, under `key`, with the total and where the
+/// next page starts (absent on the last).
+fn page<T: serde::Serialize>(args: &Map<String, Value>, key: &str, items: Vec<T>) -> Value {
+    let total = items.len();
+    let (offset, limit) = window(args);
+    let offset = offset.min(total);
     let shown: Vec<T> = items.into_iter().skip(offset).take(limit).collect();
+    paged_answer(key, shown, offset, limit, total)
+}
+
+/// A page already cut (by an operation that reads only the page), with its place in the whole.
+fn paged_answer<T: serde::Serialize>(
+    key: &str,
+    shown: Vec<T>,
+    offset: usize,
+    limit: usize,
+    total: usize,
+) -> Value {
+    let offset = offset.min(total);
     let next = offset + shown.len();
     let mut out = json!({"total": total, "offset": offset, "limit": limit});
     out[key] = json!(shown);
@@ -304,7 +323,9 @@ fn list_contracts(root: &Path, args: &Map<String, Value>) -> Result<Value, Strin
         .find(|f| f.name() == state)
         .ok_or_else(|| format!("unknown state `{state}`: use open, settled or abandoned"))?;
     let owner = opt_str_ref(args, "owner");
-    let mut listed = page(args, "contracts", contract::list(root, folder, owner));
+    let (offset, limit) = window(args);
+    let (shown, total) = contract::list_page(root, folder, owner, offset, limit);
+    let mut listed = paged_answer("contracts", shown, offset, limit, total);
     listed["state"] = json!(state);
     Ok(listed)
 }

@@ -5,34 +5,9 @@
 //! A missing `python3` or `npm`, or no registry, is a failure that says what to install.
 #![allow(dead_code)]
 
-use crate::reference::ensure_built;
+use crate::reference::{ensure_built, step as run, target_dir};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-fn target_dir() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
-        .filter(|dir| dir.join("CACHEDIR.TAG").exists() || dir.ends_with("target"))
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"))
-}
-
-fn run(command: &mut Command, what: &str) -> Result<(), String> {
-    let out = command
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("{what} could not start: {e}"))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let tail: Vec<&str> = stderr.lines().rev().take(8).collect();
-    Err(format!(
-        "{what} failed ({}):\n{}",
-        out.status,
-        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-    ))
-}
 
 /// The Python of a virtualenv with the official MCP Python SDK.
 pub fn python_sdk() -> PathBuf {
