@@ -4,7 +4,7 @@
 Not a test: nothing here asserts a time. Each measurement prints its figures; compare runs on the
 same machine only.
 
-    benches/e2e.py all [--quick]                     # every target of issue 6, one table
+    benches/e2e.py all [--quick]                     # every target in one table
     benches/e2e.py reconcile --contracts 10000      # polisd reconcile vs reference reconcile
     benches/e2e.py settle-latency --contracts 10000 --settlements 200 --debounce 50ms
     benches/e2e.py chronicle-latency --lines 1000000 --appends 100 --debounce 50ms
@@ -12,14 +12,14 @@ same machine only.
     benches/e2e.py startup --contracts 100000 --meetings 3 --restarts 3 --baseline OLD
     benches/e2e.py idle-cpu --seconds 60
     benches/e2e.py generate OUT --contracts 10000 --chronicle-lines 100000
-    benches/e2e.py session --contracts 10000 --lines 1000000 --runs 50   # primer and hooks (issue 14)
+    benches/e2e.py session --contracts 10000 --lines 1000000 --runs 50   # primer and hooks
     benches/e2e.py mcp --contracts 10000 --runs 50   # MCP tool calls to one open session
     benches/e2e.py reserve --contracts 10000 --entries 300 --repeat 30
     benches/e2e.py commands --contracts 10000 --rounds 30   # each agents' command, vs the reference
     benches/e2e.py settle-alone --contracts 10000 --rounds 30 --baseline OLD   # settle with no daemon, old vs new
     benches/e2e.py backlog --notices 3000 --baseline OLD   # delivering a backlog of notices after downtime
-    benches/e2e.py dashboard --contracts 10000 --clients 50 --seconds 30   # pages and idle cost (issue 18)
-    benches/e2e.py merge --lines 100000 --side 1000 --repeat 5   # git's merge driver on a chronicle (issue 17)
+    benches/e2e.py dashboard --contracts 10000 --clients 50 --seconds 30   # pages and idle cost
+    benches/e2e.py merge --lines 100000 --side 1000 --repeat 5   # git's merge driver on a chronicle
 
 `all` generates polises of 1k, 10k and 100k settled contracts and chronicles of 100k and 1M
 lines, runs the reference and polisd on the same files in the same run, and prints ratios and
@@ -173,7 +173,7 @@ def cmd_reconcile(args):
         print(f"  read floor{floor * 1000:9.1f} ms   -> polisd is {ours / floor:.1f}x the floor")
 
 
-# The scale check turns reflection (issue 19) off: its daily run reads every settled file again,
+# The scale check turns reflection off: its daily run reads every settled file again,
 # which at 1M would measure reflection rather than the ledger. Everything else runs as shipped.
 EXTRA_CONFIG = ""
 
@@ -276,7 +276,7 @@ def chronicle_samples(root: Path, tmp: Path, appends: int, debounce: str, bin=No
 
 
 def reaction_under_load(root: Path, tmp: Path, writers: int, probes: int, debounce: str) -> list:
-    """Issue 21: `writers` agents append valid lines to the chronicle without pause (one every
+    """`Writers` agents append valid lines to the chronicle without pause (one every
     10-30 ms each), so the file never goes quiet for the debounce; meanwhile a probe appends a
     line breaking C008 and waits for its finding in the author's inbox."""
     import datetime
@@ -600,7 +600,7 @@ def idle_window(pid: int, seconds: int) -> dict:
 
 
 def cmd_dashboard(args):
-    """The dashboard (issue 18) under `polisd run` and `polisd serve`: the overview at rest,
+    """The dashboard under `polisd run` and `polisd serve`: the overview at rest,
     the first overview after one settled file changes (the change event awaited first, then
     the GET timed), and idle cost with no client and with `--clients` event-stream clients."""
     with workdir() as tmp:
@@ -834,7 +834,7 @@ def fmt_n(n):
 
 
 def cmd_all(args):
-    """Every figure of issues 6 and 20 in one run, printed as one table; with a baseline binary,
+    """Every daemon figure (latency, start-up, memory) in one run, printed as one table; with a baseline binary,
     each polisd figure beside the one it replaces."""
     sizes = [1000, 10000, 100000]
     ref_limit = 10000 if args.quick else 100000
@@ -953,7 +953,7 @@ def cmd_all(args):
 
 
 def scale_rows(tmp: Path, polises: dict, args, ref100k, row):
-    """Issue 20's scale check: reconcile, start-up, settle latency and memory at 10k, 100k and
+    """Scale check: reconcile, start-up, settle latency and memory at 10k, 100k and
     1M settled contracts (the reference at 100k only), with the growth of each figure."""
     global EXTRA_CONFIG
     EXTRA_CONFIG = "\n[behaviour]\nreflect = false\n"
@@ -1009,10 +1009,10 @@ def make_polis_linked(base: Path, settled: int, distinct: int = 1000) -> Path:
 
 
 def cmd_round2(args):
-    """Issue 20's figures in one shorter run (for a loaded machine): start-up and restart at
+    """Figures in one shorter run (for a loaded machine): start-up and restart at
     10k and 100k, settle latency at 100k, chronicle appends at 1M lines, idle, each beside the
     baseline binary; and the scale check at 10k / 100k / 1M (1M made of hard links). Reflection
-    (issue 19) is off for this binary: its per-settlement and daily re-reads of settled files
+    is off for this binary: its per-settlement and daily re-reads of settled files
     are measured apart (`--reflection`)."""
     global EXTRA_CONFIG
     base = args.baseline or BASELINE

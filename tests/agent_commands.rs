@@ -255,9 +255,6 @@ fn refusals_exit_1_with_one_line_and_write_nothing() {
             "not-registered-x",
         ],
         &[
-            "contract", "open", "--title", "x", "--by", FOUNDER, "--tags", "Bad Tag",
-        ],
-        &[
             "amendment",
             "vote",
             "2026-01-01-nothing",
@@ -297,9 +294,14 @@ fn refusals_exit_1_with_one_line_and_write_nothing() {
         "{v}"
     );
     assert_eq!(tree(&p), before, "refusals wrote nothing");
-    // Usage errors are clap's: exit 2.
+    // Usage errors, clap's and a value that can never be right (a bad tag): exit 2.
     let out = p.polisd(&["contract", "claim", "fix-the-login-bug"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = p.polisd(&[
+        "contract", "open", "--title", "x", "--by", FOUNDER, "--tags", "Bad Tag",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(tree(&p), before, "usage errors wrote nothing");
 }
 
 #[test]

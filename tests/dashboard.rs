@@ -701,7 +701,7 @@ fn a_council_under_polisd_run_shows_its_rounds_then_its_verdict() {
     ok(p.polisd(&["contract", "claim", cid, "--as", FOUNDER]));
     let councils = || get_at(addr, "/p/0/councils").body;
     wait_until("the council on the page", Duration::from_secs(30), || {
-        councils().contains("round 1 of 3 open until")
+        councils().contains("restatement gate (round 0, before 3 rounds) open until")
     });
     let status: serde_json::Value =
         serde_json::from_slice(&ok(p.polisd(&["council", "status", cid, "--json"])).stdout)
@@ -717,7 +717,11 @@ fn a_council_under_polisd_run_shows_its_rounds_then_its_verdict() {
         assert!(page.contains(&format!("citizens/{seat}\"")), "{page}");
     }
     assert!(page.contains("not written yet"), "{page}");
-    for n in 1..=3 {
+    for n in 0..=3 {
+        wait_until(&format!("round {n} open"), Duration::from_secs(30), || {
+            let out = p.polisd(&["council", "status", cid, "--json"]);
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok_and(|v| v["round"] == n)
+        });
         for seat in &seats {
             let file = p.dir.path().join(format!("{seat}-{n}.md"));
             std::fs::write(&file, format!("My view, round {n}: keep it simple.\n")).unwrap();
@@ -730,11 +734,13 @@ fn a_council_under_polisd_run_shows_its_rounds_then_its_verdict() {
                 file.to_str().unwrap(),
             ]));
         }
-        wait_until(
-            &format!("round {n} closed"),
-            Duration::from_secs(30),
-            || p.exists(&format!("reviews/{cid}/round-{n}-packet.md")),
-        );
+        if n >= 1 {
+            wait_until(
+                &format!("round {n} closed"),
+                Duration::from_secs(30),
+                || p.exists(&format!("reviews/{cid}/round-{n}-packet.md")),
+            );
+        }
     }
     wait_until("the verdict asked for", Duration::from_secs(30), || {
         councils().contains("waiting for the chairman")

@@ -1,4 +1,4 @@
-//! Faults (issue 5 part 3) against the real `polisd run`: the disk refusing a write (a file-size
+//! Faults against the real `polisd run`: the disk refusing a write (a file-size
 //! limit set on the running daemon with `prlimit`, which needs no mount and works without
 //! root), an inotify queue overflow (the daemon is stopped with SIGSTOP while more events than
 //! `fs.inotify.max_queued_events` pile up), `_polis/` deleted and restored, and the clock jumping
@@ -496,7 +496,7 @@ fn waits_for_a_lock(pid: i32) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Second round (issue 21): half-written files, links out, restored folders, a second daemon.
+// Second round: half-written files, links out, restored folders, a second daemon.
 
 /// Writes `head`, pauses, then writes `tail` on the same open file (`O_TRUNC`), as an agent
 /// streaming its output into a file does. Returns whether the path still named the inode
@@ -544,7 +544,7 @@ fn body_text(n: usize) -> String {
     out
 }
 
-/// SPEC §11, issue 21 point 1: an agent writes a contract (or an amendment ratifiable from its
+/// SPEC §11, an agent writes a contract (or an amendment ratifiable from its
 /// first half) in two steps with a pause of 0.1–3 s. polisd routes (or ratifies and moves) only
 /// after the writer closed the file, and every byte the agent wrote survives.
 #[test]
@@ -632,7 +632,7 @@ fn fault_half_written_files_are_edited_only_after_the_writer_closes() {
     );
 }
 
-/// Issue 21 point 7: a second `polisd run` on the same polis with another state directory
+/// A second `polisd run` on the same polis with another state directory
 /// (another user config, a container) does not start, because the `_polis/` folder itself is
 /// locked; each invalid line draws one notice, not two.
 #[test]
@@ -677,7 +677,7 @@ fn fault_second_daemon_with_another_state_dir_stands_aside() {
     assert_eq!(p.count(ALPHA, "chronicle-finding"), 13);
 }
 
-/// Issue 21 point 3: an `inbox.md` hard-linked to a file outside the polis is never written;
+/// An `inbox.md` hard-linked to a file outside the polis is never written;
 /// the daemon says so, and the notice waits until the inbox is a plain file again.
 #[test]
 fn fault_hard_linked_inbox_is_never_written() {
@@ -712,7 +712,7 @@ fn fault_hard_linked_inbox_is_never_written() {
     assert_eq!(d.log().matches("hard links").count(), 1, "reported once");
 }
 
-/// Issue 21 point 2 (SPEC §1): `contracts/settled` replaced by a link to a folder outside the
+/// `Contracts/settled` replaced by a link to a folder outside the
 /// polis is not entered, at once or after a restart's full scan; the link is a finding.
 #[test]
 fn fault_symlinked_settled_folder_is_not_entered() {
@@ -754,7 +754,7 @@ fn fault_symlinked_settled_folder_is_not_entered() {
     assert_eq!(p.count(FOUNDER, "contract-settled"), 0);
 }
 
-/// Issue 21 point 6: `routing_stats.yml` blocked by a folder (then by a link) is refused; once
+/// `Routing_stats.yml` blocked by a folder (then by a link) is refused; once
 /// the blocker is removed, the stats are rebuilt without waiting for another settlement.
 #[test]
 fn fault_stats_file_rebuilt_once_the_blocker_is_removed() {
@@ -815,7 +815,7 @@ fn chown_tree(path: &Path, uid: u32) {
     }
 }
 
-/// Issue 21 point 4: a settled contract the daemon cannot read is reported; once it is made
+/// A settled contract the daemon cannot read is reported; once it is made
 /// readable (`chown` + `chmod`, which change neither its size nor its mtime) it is counted.
 /// As root the daemon runs as `nobody`, so that "unreadable" means something.
 #[test]
@@ -882,7 +882,7 @@ fn files_in_checkout_order(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Issue 21 point 5: `rm -rf _polis`, then a restore file by file in checkout order
+/// `Rm -rf _polis`, then a restore file by file in checkout order
 /// (`chronicle.md` before `citizens/`) from a copy holding one new invalid line. The line's
 /// author hears of it once; the contracts settled before polisd came draw no notice; the stats
 /// file is not rewritten from a half-restored folder.
@@ -951,7 +951,7 @@ fn fault_polis_restored_file_by_file_notices_once() {
     assert_eq!(p.read("contracts/routing_stats.yml"), p.expected_stats());
 }
 
-/// Issue 21 point 5: a finding whose recipient cannot be resolved yet (the author has no card
+/// A finding whose recipient cannot be resolved yet (the author has no card
 /// and there is no index keeper) waits, and goes out once the author's card appears.
 #[test]
 fn fault_finding_without_a_recipient_waits_for_one() {
@@ -979,7 +979,7 @@ fn fault_finding_without_a_recipient_waits_for_one() {
     });
 }
 
-/// Issue 21: a line stamped in year 9999 (C004) never becomes the "newest earlier line" for
+/// A line stamped in year 9999 (C004) never becomes the "newest earlier line" for
 /// C005, so the lines after it are checked as usual: a broken link still draws C006, and a
 /// line backdated by days (against the last real line) still draws C005.
 #[test]

@@ -174,14 +174,17 @@ fn rust_version_is_at_least_every_locked_dependency_s() {
 fn readme_install_and_test_commands_are_the_ones_ci_runs() {
     let readme = repo_file("README.md");
     assert!(readme.contains("\ncargo install --locked --path .\n"));
-    assert!(readme.contains("\ncargo test --locked\n"));
+    assert!(readme.contains("\nscripts/test\n"));
     let ci = repo_file(".ci/run");
     let last = ci
         .lines()
         .rev()
         .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
         .unwrap();
-    assert_eq!(last, "cargo test --locked");
+    assert_eq!(last, "scripts/test");
+    // The test command runs the whole suite after bringing its prerequisites.
+    let script = repo_file("scripts/test");
+    assert!(script.contains("exec cargo test --locked --no-fail-fast"));
     // CI checks the minimum Rust with a toolchain rustup installs.
     assert!(ci.contains("rustup toolchain install \"$msrv\" --profile minimal"));
     assert!(ci.contains("cargo +\"$msrv\" check --locked --all-targets"));

@@ -213,7 +213,7 @@ fn two_daemons_on_two_git_clones_converge() {
     // anything, so the other daemon derives the same notices on its own), a new contract.
     let la = chronicle_line(ALPHA, "noted", "-", "working on the parser");
     a.append("chronicle.md", &la);
-    // The settlement suggests a next citizen (issue 15): each daemon dispatches the follow-up
+    // The settlement suggests a next citizen: each daemon dispatches the follow-up
     // on its own, A's now and B's once it pulls the settlement.
     let parser = settled("parser", BETA, ALPHA, 5, "2026-03-02 10:00:00").replace(
         "Done.\n",
@@ -228,7 +228,7 @@ fn two_daemons_on_two_git_clones_converge() {
         a.root.join(follow_up).is_file() && a.count(BETA, "handoff-opened") == 1
     });
     let dispatched_on_a = Instant::now();
-    // On B the agents use polisd's commands (issue 13) instead of editing files: open, claim
+    // On B the agents use polisd's commands instead of editing files: open, claim
     // and settle a contract, and log a line; every one appends its chronicle line.
     let line_of = |out: std::process::Output| -> String {
         assert!(
@@ -974,7 +974,7 @@ fn the_only_writer_reports_a_notice_another_machine_delivered() {
     .unwrap();
     let daemon = p.start_daemon();
     // Another machine's daemon already told beta (its block arrived with the sync).
-    let other = polisd::protocol::inbox::Notification::contract_settled(
+    let other = polisd::protocol::delivery::inbox::Notification::contract_settled(
         BETA,
         "parser",
         "parser",
@@ -1039,7 +1039,7 @@ fn other_conflict_copies_are_reported_once_and_a_stats_copy_is_removed() {
 }
 
 /// An inbox conflict copy that arrives while the inbox is still being written (main's
-/// stability rule, issue 21) is not merged then; it is merged as soon as the inbox has been
+/// stability rule) is not merged then; it is merged as soon as the inbox has been
 /// quiet for the window (the deferred inbox's own pass), not at the next rescan minutes later,
 /// and the owner's bytes are all kept.
 #[test]
@@ -1144,7 +1144,7 @@ fn two_copies(prepare: impl FnOnce(&TestPolis)) -> (TestPolis, TestPolis) {
     (a, b)
 }
 
-/// Issue 17, "no wall-clock values in generated files": two daemons whose clocks are two days
+/// "no wall-clock values in generated files": two daemons whose clocks are two days
 /// apart see the same synced causes (a settlement, one without a quality, a proposed
 /// amendment, a chronicle line that breaks a rule) and write byte-identical inboxes: each
 /// notice's heading is its cause's time (`settled_at`, `proposed_at`, the line's stamp),
@@ -1276,7 +1276,7 @@ fn two_daemons_with_different_clocks_write_byte_identical_inboxes() {
     }
 }
 
-/// Issue 17: reflection on day D on clone A and on day D+1 on clone B (B's daemon was off on
+/// Reflection on day D on clone A and on day D+1 on clone B (B's daemon was off on
 /// D and has not received A's proposal yet) files the same proposal under the same id with
 /// the same bytes, because the id, `proposed_at` and `expires_at` come from the evidence (the
 /// newest settlement it cites), not from the day each ran; after a Syncthing-style sync the

@@ -2,18 +2,18 @@
 //! routing strategies (the baselines, every [`Policy`], and an all-knowing oracle) compete on
 //! the same stream of contracts.
 //!
-//! The world is built the way the reference's `polis bench` builds it (issue 7 §2); the
+//! The world is built the way the reference's `polis bench` builds it; the
 //! learning strategies are scored by the production scoring (SPEC §7) against statistics
 //! updated exactly as reconcile does, and only ever see settled quality, never skill. Nothing
 //! here touches a polis; the only file written is the optional plot.
 
-use crate::protocol::contract::Contract;
+use crate::protocol::contracts::contract::Contract;
 use crate::protocol::routing::policy::{
     self, History, Outcome, Policy, PolicyInput, PosteriorParams,
 };
 use crate::protocol::routing::score::{self, Candidate};
+use crate::protocol::routing::stats::{self, RoutingStats, Settlement};
 use crate::protocol::settings::{Weights, DEFAULT_LESSON_CAP};
-use crate::protocol::stats::{self, RoutingStats, Settlement};
 use crate::yaml::Value;
 use anyhow::Context;
 use rand::RngCore;
@@ -943,7 +943,7 @@ fn write_report(r: &BenchReport, out: &mut dyn Write) -> std::io::Result<()> {
     let default = r.get(Strategy::Policy(Policy::default()));
     let rr = r.get(Strategy::RoundRobin);
     writeln!(out)?;
-    // Issue 7's targets are set for the default scenario only.
+    // Targets are set for the default scenario only.
     let targets = r.scenario == Scenario::Default;
     let target = |t: &'static str| if targets { t } else { "" };
     writeln!(out, "Default policy ({}):", Policy::default())?;

@@ -18,18 +18,18 @@ pub fn run(args: crate::commands::cli::CheckArgs) -> anyhow::Result<u8> {
     if args.polis.json {
         let mut report = serde_json::to_value(report(&found))?;
         report["resolved"] = serde_json::to_value(&resolved)?;
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        say!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for f in &found {
-            println!("{f}");
+            say!("{f}");
         }
         if !resolved.is_empty() {
-            println!("resolved ({}; they no longer count):", resolved.len());
+            say!("resolved ({}; they no longer count):", resolved.len());
             for r in &resolved {
-                println!("  {} (resolved by {})", r.finding, r.resolved_by);
+                say!("  {} (resolved by {})", r.finding, r.resolved_by);
             }
         }
-        println!("{}", summary(errors, warnings));
+        say!("{}", summary(errors, warnings));
     }
     Ok(u8::from(errors > 0))
 }

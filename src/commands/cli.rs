@@ -229,7 +229,7 @@ pub enum Command {
 #[derive(Debug, Args, Clone)]
 pub struct AsArg {
     /// The citizen id (default: $POLIS_CITIZEN).
-    #[arg(long = "as", env = "POLIS_CITIZEN", value_name = "ID")]
+    #[arg(long = "as", env = "POLIS_CITIZEN", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
 }
 
@@ -239,7 +239,8 @@ pub struct PrimeArgs {
     pub path: PolisPath,
     #[command(flatten)]
     pub who: AsArg,
-    /// Leave the notices shown unread (by default the primer marks what it shows as read).
+    /// A peek: record nothing. By default the notices shown become read and status.md gets
+    /// `last_seen_event` (the newest chronicle line now seen) and `last_active`.
     #[arg(long)]
     pub no_mark_read: bool,
     /// Print JSON.
@@ -325,7 +326,7 @@ pub struct HooksInstallArgs {
     pub target: HooksTargetArgs,
     /// The citizen you are in each named CLI. Kept for you in polisd's per-user state, never in
     /// the settings files (teammates share those): a teammate installs as their own id.
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: Option<String>,
     /// The polisd command the hooks run; refused when it is not on PATH (give an absolute path).
     #[arg(long, default_value = "polisd")]
@@ -442,6 +443,7 @@ pub struct CheckArgs {
 #[derive(Debug, Args)]
 pub struct RouteArgs {
     /// The open contract's id (its file name without `.md`).
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// Project root or `_polis/` folder (default: found from the working directory).
     pub path: Option<PathBuf>,
@@ -481,7 +483,7 @@ pub struct TallyArgs {
 #[derive(Debug, Args)]
 pub struct ReadyArgs {
     /// The citizen whose queue to list.
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -495,7 +497,7 @@ pub struct ReflectArgs {
     #[arg(long)]
     pub apply: bool,
     /// How many contracts, lines or amendments make a pattern recurring.
-    #[arg(long, default_value_t = crate::protocol::reflection::DEFAULT_MIN_EVIDENCE, value_name = "N")]
+    #[arg(long, default_value_t = crate::protocol::amendments::reflection::DEFAULT_MIN_EVIDENCE, value_name = "N")]
     pub min_evidence: usize,
     /// Print JSON.
     #[arg(long)]
@@ -714,7 +716,7 @@ pub struct ReserveArgs {
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<String>,
     /// The citizen reserving (your agent id).
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// Let the reservation expire after this many minutes (default: until released).
     #[arg(long = "ttl-min", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -724,7 +726,7 @@ pub struct ReserveArgs {
     pub note: Option<String>,
     /// The open contract the work is for; the reservation is released when it settles or is
     /// abandoned.
-    #[arg(long, value_name = "CONTRACT_ID")]
+    #[arg(long, value_name = "CONTRACT_ID", value_parser = contract_id)]
     pub contract: Option<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -737,7 +739,7 @@ pub struct ReleaseArgs {
     #[arg(value_name = "PATH")]
     pub paths: Vec<String>,
     /// The citizen releasing (your agent id).
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -749,7 +751,7 @@ pub struct ReservationsArgs {
     #[arg(long)]
     pub all: bool,
     /// Only the reservations of this citizen.
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: Option<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -848,7 +850,7 @@ pub struct ContractOpenArgs {
     #[arg(long)]
     pub title: String,
     /// The opening citizen's id.
-    #[arg(long)]
+    #[arg(long, value_parser = acting_id)]
     pub by: String,
     /// Comma-separated required capability tags.
     #[arg(long, default_value = "")]
@@ -868,9 +870,10 @@ pub struct ContractOpenArgs {
 
 #[derive(Debug, Args)]
 pub struct ContractClaimArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// The claiming citizen's id.
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// Take the contract over from its current owner.
     #[arg(long)]
@@ -881,6 +884,7 @@ pub struct ContractClaimArgs {
 
 #[derive(Debug, Args)]
 pub struct ContractSettleArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// Quality score, 1 to 5.
     #[arg(long, allow_negative_numbers = true)]
@@ -889,7 +893,7 @@ pub struct ContractSettleArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub minutes: Option<u32>,
     /// The settling owner (default: the contract's owner).
-    #[arg(long)]
+    #[arg(long, value_parser = acting_id)]
     pub by: Option<String>,
     /// What came out of it, for the Settlement section.
     #[arg(long)]
@@ -910,11 +914,12 @@ pub struct ContractSettleArgs {
 
 #[derive(Debug, Args)]
 pub struct ContractAbandonArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     #[arg(long)]
     pub reason: Option<String>,
     /// Who abandons it (default: its owner, else its opener).
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: Option<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -940,14 +945,22 @@ pub enum CouncilModeArg {
 
 #[derive(Debug, Args)]
 pub struct CouncilStartArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// full (3 rounds), quick (2 rounds) or duo (2 seats, not anonymised); default: the
     /// contract's `council_mode`, else full.
     #[arg(long, value_enum)]
     pub mode: Option<CouncilModeArg>,
-    /// Comma-separated member ids (default: polisd picks, different vendors first).
-    #[arg(long, value_delimiter = ',', value_name = "ID,ID,…")]
+    /// Comma-separated member ids, each optionally `ID:LENS` (default: polisd picks,
+    /// different vendors first).
+    #[arg(long, value_delimiter = ',', value_name = "ID[:LENS],…")]
     pub panel: Vec<String>,
+    /// Seat a triad: three lenses for a domain (architecture, risk, shipping, …).
+    #[arg(long, value_name = "DOMAIN", conflicts_with_all = ["panel", "profile"])]
+    pub triad: Option<String>,
+    /// Seat a profile: classic, exploration-orthogonal or execution-lean.
+    #[arg(long, value_name = "NAME", conflicts_with = "panel")]
+    pub profile: Option<String>,
     /// The chairman's id (default: the best citizen not on the panel).
     #[arg(long, value_name = "ID")]
     pub chairman: Option<String>,
@@ -963,9 +976,10 @@ pub struct CouncilStartArgs {
 
 #[derive(Debug, Args)]
 pub struct CouncilWriteArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// The member writing (your agent id).
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// A markdown file with the contribution (`-` reads standard input).
     #[arg(value_name = "FILE")]
@@ -976,6 +990,7 @@ pub struct CouncilWriteArgs {
 
 #[derive(Debug, Args)]
 pub struct ContractIdArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -1012,7 +1027,7 @@ pub struct AgentOnly {
 pub struct AmendmentProposeArgs {
     #[arg(long)]
     pub title: String,
-    #[arg(long)]
+    #[arg(long, value_parser = acting_id)]
     pub by: String,
     /// A markdown file with the problem, the change and the rationale.
     #[arg(long)]
@@ -1029,8 +1044,9 @@ pub struct AmendmentProposeArgs {
 
 #[derive(Debug, Args)]
 pub struct AmendmentVoteArgs {
+    #[arg(value_parser = amendment_id)]
     pub amendment_id: String,
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     #[arg(long, value_enum)]
     pub vote: VoteArg,
@@ -1042,12 +1058,12 @@ pub struct AmendmentVoteArgs {
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// The verb phrase, e.g. "blocked on review" (quote it).
     pub verb: String,
     /// A path relative to _polis/ (`[[…]]` optional).
-    #[arg(long)]
+    #[arg(long, value_parser = link)]
     pub link: Option<String>,
     #[arg(long)]
     pub note: Option<String>,
@@ -1063,13 +1079,13 @@ pub enum LessonCommand {
 
 #[derive(Debug, Args)]
 pub struct LessonFileArgs {
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// Comma-separated capability tags.
     #[arg(long)]
     pub tags: String,
     /// The contract it came from.
-    #[arg(long)]
+    #[arg(long, value_parser = contract_id)]
     pub contract: Option<String>,
     /// Quality impact, 1 to 5.
     #[arg(long, allow_negative_numbers = true)]
@@ -1082,8 +1098,9 @@ pub struct LessonFileArgs {
 
 #[derive(Debug, Args)]
 pub struct ReviewArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     #[arg(long, value_enum)]
     pub decision: DecisionArg,
@@ -1096,6 +1113,7 @@ pub struct ReviewArgs {
 
 #[derive(Debug, Args)]
 pub struct ContextArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -1116,10 +1134,38 @@ pub struct GuardrailAddArgs {
     #[arg(long, default_value = "")]
     pub tags: String,
     /// The contract whose failure taught it.
-    #[arg(long = "from", value_name = "CID")]
+    #[arg(long = "from", value_name = "CID", value_parser = contract_id)]
     pub from: Option<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
+}
+
+/// An id an agent acts as (`--as`, `--by`): no system citizen, nothing that could be a path.
+fn acting_id(value: &str) -> Result<String, String> {
+    crate::protocol::input::check_acting_id(value)
+        .map(|()| value.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// A contract id: a slug, so it can never name a path outside its folder.
+fn contract_id(value: &str) -> Result<String, String> {
+    crate::protocol::input::check_slug("contract id", value)
+        .map(|()| value.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// An amendment id: a slug (`YYYY-MM-DD-<slug>` is one), so it can never name a path.
+fn amendment_id(value: &str) -> Result<String, String> {
+    crate::protocol::input::check_slug("amendment id", value)
+        .map(|()| value.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// A chronicle link that stays inside `_polis/`.
+fn link(value: &str) -> Result<String, String> {
+    crate::protocol::input::check_link(value)
+        .map(|()| value.to_string())
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -348,7 +348,7 @@ fn scaffold(project: &Path) -> anyhow::Result<()> {
              capability_tags:\n  python:\n    self_rating: {python}\n    evidence: demo\n  \
              docs:\n    self_rating: {docs}\n    evidence: demo\ncost_envelope:\n  relative: {cost}\n"
         );
-        let card = crate::protocol::card::stamp(&card)?;
+        let card = crate::protocol::citizens::card::stamp(&card)?;
         write(&root, &format!("citizens/{id}/capability_card.yml"), &card)?;
         write(
             &root,
@@ -431,7 +431,7 @@ fn amendment() -> String {
 
 fn python_leader(root: &Path) -> Option<String> {
     let text = read(root, crate::protocol::layout::ROUTING_STATS);
-    let stats = crate::protocol::stats::parse(&text).ok()?;
+    let stats = crate::protocol::routing::stats::parse(&text).ok()?;
     stats.tag("python")?.leader.clone()
 }
 

@@ -1,9 +1,9 @@
 //! `polisd init`: scaffold a polis the reference accepts, never overwriting a file.
 
 use crate::commands::Usage;
+use crate::protocol::citizens::register::{single_quoted, NewCitizen};
 use crate::protocol::clock::{PolisTime, PolisZone};
 use crate::protocol::layout;
-use crate::protocol::register::{single_quoted, NewCitizen};
 use anyhow::{bail, Context};
 use chrono::Datelike;
 use std::path::{Path, PathBuf};

@@ -15,9 +15,9 @@ use crate::commands::locate;
 use crate::fs::writer::Writer;
 use crate::operations::agent_hooks::{self as hooks, Planned};
 use crate::operations::session;
-use crate::protocol::agent_hooks::{self, Cli, HookKind};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::notice::{self, Notice};
+use crate::protocol::delivery::agent_hooks::{self, Cli, HookKind};
+use crate::protocol::delivery::notice::{self, Notice};
 use anyhow::{bail, Context};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -29,12 +29,12 @@ pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
     let root = locate(args.path.get())?;
     let now = PolisTime::system(session::polis_zone(&root));
     let primed = session::prime(&root, &args.who.citizen, &now)?;
-    if !args.no_mark_read && !primed.primer.shown_notices.is_empty() {
+    if !args.no_mark_read {
         let writer = Writer::unrecorded(&root)?;
-        session::mark_read(&root, &writer, &primed.view, &primed.primer.shown_notices)?;
+        session::record_session(&root, &writer, &primed, &now)?;
     }
     if args.json {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "citizen": args.who.citizen,
@@ -42,10 +42,15 @@ pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
                 "bytes": primed.primer.text.len(),
                 "shown_notices": primed.primer.shown_notices,
                 "cut": primed.primer.cut,
+                "since_last_seen": {
+                    "events": primed.catch_up.events.len(),
+                    "complete": primed.catch_up.complete,
+                    "newest": primed.catch_up.events.iter().take(12).collect::<Vec<_>>(),
+                },
             }))?
         );
     } else {
-        print!("{}", primed.primer.text);
+        say_part!("{}", primed.primer.text);
     }
     Ok(0)
 }
@@ -90,7 +95,7 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
             .iter()
             .map(|n| notice_json(n, view.read.contains(&n.id)))
             .collect();
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "citizen": citizen,
@@ -102,7 +107,7 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
         return Ok(0);
     }
     if listed.is_empty() {
-        println!(
+        say!(
             "no {}notices for {citizen}",
             if args.unread { "unread " } else { "" }
         );
@@ -114,15 +119,15 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
         } else {
             "* "
         };
-        println!(
+        say!(
             "{flag}{}",
             notice::render_notice(n).trim_start_matches("- ")
         );
     }
     if marked {
-        println!("marked {} notice(s) read", unread_ids.len());
+        say!("marked {} notice(s) read", unread_ids.len());
     } else if !unread_ids.is_empty() && !args.mark_read {
-        println!(
+        say!(
             "{} unread (marked *); `polisd notices --as {citizen} --mark-read` marks them read",
             unread_ids.len()
         );
@@ -161,11 +166,14 @@ fn archive(args: InboxArchiveArgs) -> anyhow::Result<u8> {
     let writer = Writer::new(&root)?;
     let report = session::archive_inbox(&root, &writer, &args.who.citizen, age, &now)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        say!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!(
+        say!(
             "moved {} read notice(s) to inbox-archive.md; kept {} read newer than {} and {} unread",
-            report.moved, report.kept_recent, args.older_than, report.unread
+            report.moved,
+            report.kept_recent,
+            args.older_than,
+            report.unread
         );
     }
     Ok(0)
@@ -213,7 +221,7 @@ fn report(plans: &[Planned], dry_run: bool, json: bool, extra: &[String]) -> any
                 })
             })
             .collect();
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "dry_run": dry_run,
@@ -233,15 +241,15 @@ fn report(plans: &[Planned], dry_run: bool, json: bool, extra: &[String]) -> any
             (true, true, false) => "created",
             (true, false, false) => "updated",
         };
-        println!("{verb:12} {} ({})", p.path, p.what);
+        say!("{verb:12} {} ({})", p.path, p.what);
         if dry_run && p.changes() {
             for line in p.after.lines() {
-                println!("    {line}");
+                say!("    {line}");
             }
         }
     }
     for w in extra {
-        println!("warning: {w}");
+        say!("warning: {w}");
     }
     Ok(())
 }
@@ -256,7 +264,7 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
                 hooks::apply(&root, &plans)?;
             }
             if plans.is_empty() && !t.json {
-                println!("no polisd hooks to remove");
+                say!("no polisd hooks to remove");
             }
             report(&plans, t.dry_run, t.json, &[])?;
             Ok(0)
@@ -265,7 +273,7 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
             let root = project_root(&locate(args.path.get())?);
             let status = hooks::status(&root);
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&status)?);
+                say!("{}", serde_json::to_string_pretty(&status)?);
                 return Ok(0);
             }
             for s in &status {
@@ -274,12 +282,12 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
                 } else {
                     format!("{} hook(s)", s.hooks.len())
                 };
-                println!("{:7} {:24} {state}", s.cli, s.path);
+                say!("{:7} {:24} {state}", s.cli, s.path);
                 for (event, cmd) in &s.hooks {
-                    println!("          {event}: {cmd}");
+                    say!("          {event}: {cmd}");
                 }
                 for p in &s.problems {
-                    println!("          problem: {p}");
+                    say!("          problem: {p}");
                 }
             }
             Ok(u8::from(status.iter().any(|s| !s.problems.is_empty())))
@@ -354,14 +362,14 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
             _ => None,
         },
     ) else {
-        eprintln!(
+        tell!(
             "polisd hook: unknown agent CLI `{}` (claude, codex, gemini)",
             args.cli
         );
         return Ok(0);
     };
     let Some(kind) = kind else {
-        eprintln!("polisd hook: unknown hook `{}` (prime, notices)", args.kind);
+        tell!("polisd hook: unknown hook `{}` (prime, notices)", args.kind);
         return Ok(0);
     };
     let payload = read_payload();
@@ -372,7 +380,7 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
         // and how to register (the CLIs show a hook's stderr only in their logs).
         Err(e) if is_identity(&e) => format!("polisd: {e}"),
         Err(e) => {
-            eprintln!("polisd hook: {e:#}");
+            tell!("polisd hook: {e:#}");
             String::new()
         }
     };
@@ -430,9 +438,7 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
         HookKind::Prime => {
             let primed = session::prime(&root, &citizen, &now)?;
             let writer = Writer::unrecorded(&root)?;
-            if !primed.primer.shown_notices.is_empty() {
-                session::mark_read(&root, &writer, &primed.view, &primed.primer.shown_notices)?;
-            }
+            session::record_session(&root, &writer, &primed, &now)?;
             // The primer showed the notices: the next notices hook need not look for a while.
             crate::fs::state::set_hook_last_check(&root, &citizen, now_utc)?;
             Ok(primed.primer.text)

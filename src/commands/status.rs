@@ -26,7 +26,7 @@
 //!   expiry, unknown vote category).
 //! - `recent_outcomes`: the last 5 decided amendments by id: `[{amendment_id, status,
 //!   ratified_at}]`.
-//! - `councils`: every council in `reviews/` (issue 16): `[{contract_id, mode, phase, round,
+//! - `councils`: every council in `reviews/`: `[{contract_id, mode, phase, round,
 //!   closes_at, decision, problem}]`.
 //! - `findings`: `{errors, warnings, resolved, newest: [{code, severity, path, line, message}]}`, the
 //!   totals of `polisd check` and its last 10 findings (the current chronicle's last).
@@ -50,9 +50,9 @@ pub fn run(args: crate::commands::cli::JsonPolisArg) -> anyhow::Result<u8> {
     let mut summary = summarize(&polis, &now, daemon)?;
     summary.worktrees = crate::operations::status::worktrees(&polis);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        say!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
-        print!("{}", render(&summary));
+        say_part!("{}", render(&summary));
     }
     Ok(0)
 }

@@ -14,10 +14,11 @@
 pub mod chart;
 pub mod markdown;
 pub mod pages;
-pub mod queue;
 pub mod report;
 pub mod security;
 pub mod view;
+
+use view::queue;
 
 use crate::daemon::{Change, DaemonView, Sidecar};
 use anyhow::Context as _;

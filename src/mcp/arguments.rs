@@ -5,8 +5,14 @@
 //! strings; `enum`, `minimum`, `maximum`, `maxLength`, `maxItems`; `required`;
 //! `additionalProperties: false`), and this checks exactly that part, so a tool can never accept
 //! what its schema says it rejects. `null` counts as absent, as JSON Schema clients send it.
+//! Every string (and string in an array) also passes the command line's edge checks: no
+//! control or bidi characters, and an acting id (`citizen`, `by`, `opened_by`) that may act.
 
+use crate::protocol::input;
 use serde_json::{Map, Value};
+
+/// The arguments that name the citizen a call acts as: never a system identity.
+const ACTING_KEYS: [&str; 3] = ["citizen", "by", "opened_by"];
 
 /// How much of a value an error message quotes.
 const QUOTE_CHARS: usize = 60;
@@ -95,6 +101,10 @@ pub fn check(schema: &Map<String, Value>, args: &Map<String, Value>) -> Result<(
     Ok(())
 }
 
+fn checked_text(key: &str, text: &str) -> Result<(), String> {
+    input::check_text(&format!("`{key}`"), text).map_err(|e| format!("{e}; nothing was done"))
+}
+
 fn check_value(key: &str, property: &Map<String, Value>, value: &Value) -> Result<(), String> {
     let wrong = |what: &str| {
         Err(format!(
@@ -108,6 +118,11 @@ fn check_value(key: &str, property: &Map<String, Value>, value: &Value) -> Resul
             let Some(text) = value.as_str() else {
                 return wrong("a string");
             };
+            checked_text(key, text)?;
+            if ACTING_KEYS.contains(&key) {
+                input::check_acting_id(text)
+                    .map_err(|e| format!("`{key}`: {e}; nothing was done"))?;
+            }
             if let Some(max) = property.get("maxLength").and_then(Value::as_u64) {
                 if text.chars().count() as u64 > max {
                     return Err(format!(
@@ -159,6 +174,9 @@ fn check_value(key: &str, property: &Map<String, Value>, value: &Value) -> Resul
                     type_name(bad),
                     shown(bad)
                 ));
+            }
+            for item in items.iter().filter_map(Value::as_str) {
+                checked_text(key, item)?;
             }
         }
         _ => {}

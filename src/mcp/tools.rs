@@ -108,9 +108,9 @@ fn build() -> Vec<Tool> {
         ),
         tool(
             "polis_prime",
-            "Your session primer: routed contracts, claims, votes, unread notices (marks shown notices read).",
+            "Your session primer: where things stand (index.md), the chronicle since your last session, routed contracts, claims, votes, unread notices (marks shown notices read and records last_seen_event and last_active).",
             json!({"citizen": citizen,
-                   "mark_read": {"type": "boolean", "description": "Default true."}}),
+                   "mark_read": {"type": "boolean", "description": "Default true; false is a peek that records nothing."}}),
             &["citizen"],
         ),
         tool(
@@ -480,7 +480,7 @@ fn release(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
 }
 
 fn vote(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
-    use crate::protocol::amendment::Vote;
+    use crate::protocol::amendments::amendment::Vote;
     let aid = arg_str(args, "amendment_id")?;
     let citizen = arg_str(args, "citizen")?;
     let vote = match arg_str(args, "vote")? {
@@ -518,10 +518,9 @@ fn prime(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let mark_read = arg_bool(args, "mark_read", true);
     let now = PolisTime::system(session::polis_zone(root));
     let primed = session::prime(root, citizen, &now).map_err(|e| e.to_string())?;
-    if mark_read && !primed.primer.shown_notices.is_empty() {
+    if mark_read {
         let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
-        session::mark_read(root, &writer, &primed.view, &primed.primer.shown_notices)
-            .map_err(|e| e.to_string())?;
+        session::record_session(root, &writer, &primed, &now).map_err(|e| e.to_string())?;
     }
     Ok(Value::String(primed.primer.text))
 }
@@ -534,7 +533,7 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     );
     session::check_citizen(root, citizen).map_err(|e| e.to_string())?;
     let view = session::read_inbox(root, citizen).map_err(|e| e.to_string())?;
-    let listed: Vec<&crate::protocol::notice::Notice> = if unread {
+    let listed: Vec<&crate::protocol::delivery::notice::Notice> = if unread {
         view.unread()
     } else {
         view.notices.iter().rev().collect()
@@ -543,7 +542,7 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         .iter()
         .map(|n| {
             json!({"id": n.id, "kind": n.kind.map(|k| k.as_str()), "stamp": n.stamp,
-                   "from": n.author, "text": crate::protocol::notice::render_notice(n),
+                   "from": n.author, "text": crate::protocol::delivery::notice::render_notice(n),
                    "read": view.read.contains(&n.id)})
         })
         .collect();
@@ -612,6 +611,37 @@ mod tests {
                 tool.name
             );
         }
+    }
+
+    #[test]
+    fn a_system_identity_or_a_control_character_is_refused_in_every_tool() {
+        let (_dir, root, _w) = crate::operations::test_polis::polis_with(&[]);
+        let root = root.as_path();
+        for system in crate::protocol::layout::SYSTEM_CITIZENS {
+            for (tool, a) in [
+                (
+                    "polis_claim_contract",
+                    json!({"contract_id": "x", "citizen": system}),
+                ),
+                (
+                    "polis_abandon_contract",
+                    json!({"contract_id": "x", "by": system}),
+                ),
+                (
+                    "polis_open_contract",
+                    json!({"title": "t", "opened_by": system}),
+                ),
+                ("polis_prime", json!({"citizen": system})),
+            ] {
+                let why = invalid(call(root, tool, &args(a)));
+                assert!(why.contains("system identity"), "{tool}: {why}");
+            }
+        }
+        let a = args(json!({"title": "a\u{1b}[2Jb", "opened_by": "claude-agent-1"}));
+        let why = invalid(call(root, "polis_open_contract", &a));
+        assert!(why.contains("U+001B"), "{why}");
+        let a = args(json!({"text": "x", "tags": ["ok", "\u{202e}"]}));
+        assert!(invalid(call(root, "polis_add_guardrail", &a)).contains("U+202E"));
     }
 
     #[test]

@@ -2,14 +2,14 @@
 //! pointers (`CLAUDE.md`, `AGENTS.md`, `GEMINI.md`, `.agents/skills/polis-protocol/SKILL.md`).
 //!
 //! Each change is planned in full before anything is written: every settings file is read and
-//! edited in memory (see [`crate::protocol::agent_hooks`]), and a file that is not valid JSON,
+//! edited in memory (see [`crate::protocol::delivery::agent_hooks`]), and a file that is not valid JSON,
 //! has an unexpected shape, is a link or is read-only refuses the whole command with nothing
 //! written. Writes go through the project writer, which may write only those files, and replace
 //! each file by compare-before-replace (a file edited meanwhile is not overwritten).
 
 use crate::fs::snapshot;
 use crate::fs::writer::{CompareOutcome, Writer};
-use crate::protocol::agent_hooks::{self, Cli, ConfigError};
+use crate::protocol::delivery::agent_hooks::{self, Cli, ConfigError};
 use std::path::Path;
 
 /// The largest settings or pointer file polisd edits.

@@ -6,7 +6,7 @@ use crate::fs::writer::{WriteError, Writer};
 use crate::operations::chronicle::{self, Appended};
 use crate::operations::edit::command_edit_took;
 use crate::operations::error::OpError;
-use crate::protocol::amendment::{self as rules, NewAmendment, Vote};
+use crate::protocol::amendments::amendment::{self as rules, NewAmendment, Vote};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::layout::{self, AmendmentFolder};
 use std::path::Path;
@@ -100,7 +100,9 @@ pub fn propose(
         let chronicled = snapshot::read_text(root, layout::CHRONICLE, None)
             .ok()
             .flatten()
-            .is_some_and(|t| crate::protocol::chronicle::has_line(&t, "proposed amendment", &link));
+            .is_some_and(|t| {
+                crate::protocol::chronicle::rollover::has_line(&t, "proposed amendment", &link)
+            });
         let line = if chronicled {
             None
         } else {
@@ -198,6 +200,7 @@ pub fn vote(
             rule: "amendment ids are YYYY-MM-DD-<slug>",
         });
     };
+    let _transition = writer.transition_lock()?;
     for _ in 0..8 {
         let _lock = match writer.lock_file(&rel) {
             Ok(l) => l,
@@ -220,6 +223,14 @@ pub fn vote(
         };
         let new = rules::cast_vote(&text, citizen, vote, rationale)
             .map_err(|e| OpError::Vote(aid.to_string(), e))?;
+        if new == text {
+            // The same vote again (a retry, or racing callers): one line records it.
+            return Err(OpError::AlreadyVoted {
+                id: aid.to_string(),
+                citizen: citizen.to_string(),
+                vote: vote.as_str(),
+            });
+        }
         if !command_edit_took(writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())?) {
             continue;
         }

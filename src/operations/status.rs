@@ -4,7 +4,7 @@
 
 use crate::fs::snapshot::Polis;
 use crate::fs::state::{DaemonStatus, StoredFinding};
-use crate::protocol::amendment::{self, Expiry};
+use crate::protocol::amendments::amendment::{self, Expiry};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Finding;
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
@@ -31,7 +31,7 @@ pub struct Summary {
     pub malformed_amendments: Vec<Finding>,
     /// The newest decided amendments (ratified, rejected, expired), newest last.
     pub recent_outcomes: Vec<OutcomeRow>,
-    /// Every council in `reviews/` (issue 16), by contract id.
+    /// Every council in `reviews/`, by contract id.
     pub councils: Vec<CouncilRow>,
     pub findings: FindingsSummary,
     /// Empty unless filled by [`worktrees`] (`polisd status` does).
@@ -207,7 +207,7 @@ pub fn summarize_from(
     daemon: Option<DaemonStatus>,
     (found, resolved): (Vec<Finding>, Vec<super::Resolved>),
     malformed_amendments: Vec<Finding>,
-    stats: &crate::protocol::stats::RoutingStats,
+    stats: &crate::protocol::routing::stats::RoutingStats,
 ) -> anyhow::Result<Summary> {
     let activity = last_activity(polis, now);
     let citizens = polis

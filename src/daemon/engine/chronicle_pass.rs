@@ -6,8 +6,8 @@ use crate::fs::snapshot::{self, Polis};
 use crate::operations;
 use crate::protocol::chronicle::{self, ChronicleContext, Resume};
 use crate::protocol::clock::PolisTime;
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::finding::Finding;
-use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{self};
 use std::collections::{BTreeSet, HashMap};
 
@@ -20,7 +20,7 @@ pub(super) struct Covered {
     name: String,
     offset: usize,
     tail: String,
-    activity: chronicle::Activity,
+    activity: chronicle::activity::Activity,
 }
 
 impl Covered {
@@ -29,7 +29,7 @@ impl Covered {
             name: name.to_string(),
             offset,
             tail: tail_hash(text, offset),
-            activity: chronicle::Activity::of_text(&text[..offset], now),
+            activity: chronicle::activity::Activity::of_text(&text[..offset], now),
         }
     }
 
@@ -172,7 +172,9 @@ impl Engine {
                 let earlier = self
                     .activity_upto(text, resume.offset, now)
                     .newest_stamp(now)
-                    .unwrap_or_else(|| chronicle::newest_stamp(&text[..resume.offset], now));
+                    .unwrap_or_else(|| {
+                        chronicle::activity::newest_stamp(&text[..resume.offset], now)
+                    });
                 self.validate(polis, &new_lines, earlier, now).0
             };
             // One info line per pass: a single append names its line.
@@ -265,7 +267,7 @@ impl Engine {
         text: &str,
         upto: usize,
         now: &PolisTime,
-    ) -> &chronicle::Activity {
+    ) -> &chronicle::activity::Activity {
         let covered = self
             .chronicle_activity
             .get_or_insert_with(|| Covered::new(layout::CHRONICLE, text, 0, now));
@@ -276,7 +278,7 @@ impl Engine {
     }
 
     /// The polis's clock for the headings of notices whose cause records no time
-    /// ([`crate::protocol::inbox::polis_clock`]): the newest stamp among the chronicle lines
+    /// ([`crate::protocol::delivery::inbox::polis_clock`]): the newest stamp among the chronicle lines
     /// this daemon has read (kept incrementally), else of the newest archive. Lines dated more
     /// than ten minutes ahead (C004) do not count.
     pub(super) fn polis_clock(&self, polis: &Polis, now: &PolisTime) -> String {
@@ -288,11 +290,11 @@ impl Engine {
         let current = kept(&self.chronicle_activity).or_else(|| {
             polis
                 .chronicle_text()
-                .and_then(|t| chronicle::newest_stamp(t, now))
+                .and_then(|t| chronicle::activity::newest_stamp(t, now))
         });
         let newest = current
             .or_else(|| kept(&self.archive_activity).or_else(|| polis.newest_archive_stamp(now)));
-        crate::protocol::inbox::polis_clock(newest)
+        crate::protocol::delivery::inbox::polis_clock(newest)
     }
 
     /// Fills `polis.active_authors` from the kept activity when it covers the chronicle as read
@@ -421,7 +423,7 @@ impl Engine {
         let at = (!matches!(f.code, Code::C001 | Code::C003 | Code::C004))
             .then(|| chronicle::stamp_and_author(line_text))
             .flatten()
-            .map(|(t, _)| crate::protocol::inbox::time_stamp(t));
+            .map(|(t, _)| crate::protocol::delivery::inbox::time_stamp(t));
         Some(Notification::chronicle_finding(&recipient, &author, f, line_text).caused_at(at))
     }
 
@@ -465,7 +467,8 @@ impl Engine {
             .filter_map(|e| e.file_name().to_str().map(str::to_string))
             .filter_map(|n| layout::conflict_original(&n).map(|o| (n, o)))
             .filter(|(_, o)| {
-                o == layout::CHRONICLE || chronicle::Quarter::from_archive_name(o).is_some()
+                o == layout::CHRONICLE
+                    || chronicle::rollover::Quarter::from_archive_name(o).is_some()
             })
             .collect();
         copies.sort();
@@ -517,7 +520,7 @@ impl Engine {
         let Some(text) = polis.chronicle_text() else {
             return Ok(false);
         };
-        let Some(r) = chronicle::rollover(text, now) else {
+        let Some(r) = chronicle::rollover::rollover(text, now) else {
             return Ok(false);
         };
         let archive_exists = self.root.join(&r.archive_name).exists();

@@ -4,7 +4,7 @@ use super::Engine;
 use crate::fs::snapshot::Polis;
 use crate::fs::state::OutboxEntry;
 use crate::operations::{self, Outcome};
-use crate::protocol::inbox::{Kind, Notification};
+use crate::protocol::delivery::inbox::{Kind, Notification};
 
 /// How often a long delivery saves its progress.
 pub(super) const OUTBOX_CHECKPOINT: std::time::Duration = std::time::Duration::from_secs(2);

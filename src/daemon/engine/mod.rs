@@ -29,10 +29,10 @@ use crate::fs::state::{Counters, Fingerprint, State};
 use crate::fs::writer::{self, Writer};
 use crate::protocol::chronicle::{self};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::contract::Heading;
+use crate::protocol::contracts::contract::Heading;
 use crate::protocol::finding::Finding;
 use crate::protocol::layout::{self};
-use crate::protocol::stats::Ledger;
+use crate::protocol::routing::stats::Ledger;
 use anyhow::Context as _;
 use chronicle_pass::{ChronicleCopies, Covered};
 use chrono::{DateTime, Utc};
@@ -90,7 +90,7 @@ struct Pass {
     /// Whether polisd wrote to the polis in this pass.
     wrote: bool,
     /// Notices of the sync pass (conflict copies, diverging worktrees).
-    sync_notices: Vec<crate::protocol::inbox::Notification>,
+    sync_notices: Vec<crate::protocol::delivery::inbox::Notification>,
     errors: Vec<String>,
 }
 
@@ -174,9 +174,9 @@ pub struct Engine {
     /// What the last pass left for that reader.
     published: Option<std::sync::Arc<crate::operations::published::PolisState>>,
     /// The stats the last reconcile rendered.
-    published_stats: std::sync::Arc<crate::protocol::stats::RoutingStats>,
+    published_stats: std::sync::Arc<crate::protocol::routing::stats::RoutingStats>,
     /// The ledger's snapshot and the version it was taken at (taken again only when it moved).
-    published_settled: Option<(u64, crate::protocol::stats::LedgerSnapshot)>,
+    published_settled: Option<(u64, crate::protocol::routing::stats::LedgerSnapshot)>,
     /// When the earliest open council round closes by time, as the last council step saw it
     /// (from `council.md`, never from file times).
     council_deadline: Option<DateTime<Utc>>,

@@ -34,10 +34,10 @@ impl Engine {
                 continue;
             }
             // Never a contract that is not ready: it is routed when its last dependency
-            // settles (issue 15).
-            let deps = crate::protocol::dependency::depends_on(&file.contract);
+            // settles.
+            let deps = crate::protocol::contracts::dependency::depends_on(&file.contract);
             if !deps.is_empty()
-                && !crate::protocol::dependency::dependencies_settled(&deps, &|d| {
+                && !crate::protocol::contracts::dependency::dependencies_settled(&deps, &|d| {
                     crate::operations::ready::is_in(&polis.root, ContractFolder::Settled, d)
                 })
             {

@@ -7,8 +7,8 @@
 
 use super::{Engine, Pass};
 use crate::operations::sync::{self, CopyKind};
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::finding::Finding;
-use crate::protocol::inbox::Notification;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 

@@ -4,12 +4,12 @@
 //! A policy never changes the H/S/C/A/L numbers — those stay the reference's — it only picks.
 //! Policies are pure: no I/O, no clock; every random draw comes from the RNG the caller passes
 //! in, so a seed fixes the pick. `epsilon-greedy` is the reference's pick; `ucb` and `thompson`
-//! follow issue 7's formulas exactly; `posterior` (the default) is polisd's own, described on
+//! follow the reference bench.s formulas exactly; `posterior` (the default) is polisd's own, described on
 //! [`Policy::Posterior`].
 
 use crate::protocol::routing::score::Score;
+use crate::protocol::routing::stats::Settlement;
 use crate::protocol::settings::Weights;
-use crate::protocol::stats::Settlement;
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
 use std::collections::HashMap;
@@ -418,7 +418,7 @@ fn epsilon_greedy(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
     }
 }
 
-/// n_i of issue 7: Σ over the contract's tags of the citizen's `contracts_completed`.
+/// n_i: Σ over the contract's tags of the citizen's `contracts_completed`.
 fn tag_count(input: &PolicyInput<'_>, citizen: &str) -> u64 {
     input
         .tags
@@ -789,7 +789,7 @@ mod tests {
             },
         ];
         let h = History::from_settlements(&settled);
-        let st = crate::protocol::stats::reconcile(
+        let st = crate::protocol::routing::stats::reconcile(
             &settled,
             &crate::yaml::Value::Null,
             &crate::yaml::Value::Null,
