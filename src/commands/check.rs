@@ -8,7 +8,7 @@ use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Finding;
 
 pub fn run(args: crate::commands::cli::CheckArgs) -> anyhow::Result<u8> {
-    let root = super::locate(args.polis.path.as_deref())?;
+    let root = super::locate(args.polis.path.get())?;
     // As the reference's `doctor --write-config`: the settings file first, then the check
     // (which reads it). Never over an existing file, whose comments and values are the polis's.
     let wrote_config = if args.write_config {

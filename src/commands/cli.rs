@@ -251,8 +251,8 @@ pub struct AsArg {
 
 #[derive(Debug, Args)]
 pub struct PrimeArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     #[command(flatten)]
     pub who: AsArg,
     /// A peek: record nothing. By default the notices shown become read and status.md gets
@@ -266,8 +266,8 @@ pub struct PrimeArgs {
 
 #[derive(Debug, Args)]
 pub struct NoticesArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     #[command(flatten)]
     pub who: AsArg,
     /// Only the notices not read yet.
@@ -289,8 +289,8 @@ pub enum InboxCommand {
 
 #[derive(Debug, Args)]
 pub struct InboxArchiveArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     #[command(flatten)]
     pub who: AsArg,
     /// Only read notices older than this (`7d`, `12h`, `30m`, `0` for all read notices).
@@ -314,8 +314,8 @@ pub enum HooksCommand {
 
 #[derive(Debug, Args)]
 pub struct HooksTargetArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     /// Claude Code (`.claude/settings.json`).
     #[arg(long)]
     pub claude: bool,
@@ -340,10 +340,11 @@ pub struct HooksTargetArgs {
 pub struct HooksInstallArgs {
     #[command(flatten)]
     pub target: HooksTargetArgs,
-    /// The citizen the hooks act as (default: $POLIS_CITIZEN when the hook runs).
+    /// The citizen you are in each named CLI. Kept for you in polisd's per-user state, never in
+    /// the settings files (teammates share those): a teammate installs as their own id.
     #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: Option<String>,
-    /// The polisd command the hooks run.
+    /// The polisd command the hooks run; refused when it is not on PATH (give an absolute path).
     #[arg(long, default_value = "polisd")]
     pub bin: String,
     /// Do not write the bridge pointers (CLAUDE.md, AGENTS.md, GEMINI.md, SKILL.md).
@@ -357,7 +358,8 @@ pub struct HookArgs {
     pub cli: String,
     /// prime (session start) or notices (after tool calls and between turns).
     pub kind: String,
-    /// The citizen id (default: $POLIS_CITIZEN).
+    /// The citizen id (default: $POLIS_CITIZEN, else the id `hooks install --as` recorded for
+    /// this person and CLI).
     #[arg(long = "as", value_name = "ID")]
     pub citizen: Option<String>,
     /// At most one notices check per this many seconds.
@@ -395,16 +397,39 @@ pub struct BenchRoutingArgs {
     pub plot: Option<PathBuf>,
 }
 
+/// The polis a command works on: a positional PATH or `--polis PATH` (as the agents' commands
+/// take it).
+#[derive(Debug, Args, Clone, Default)]
+pub struct PolisPath {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
+    /// The same, as a flag.
+    #[arg(
+        long = "polis",
+        visible_alias = "polis-root",
+        value_name = "PATH",
+        conflicts_with = "path"
+    )]
+    pub polis: Option<PathBuf>,
+}
+
+impl PolisPath {
+    pub fn get(&self) -> Option<&std::path::Path> {
+        self.polis.as_deref().or(self.path.as_deref())
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct PolisArg {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
 }
 
 #[derive(Debug, Args)]
 pub struct JsonPolisArg {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

@@ -202,7 +202,10 @@ pub fn run(keep: bool, keep_running: bool, out: &mut dyn Write) -> anyhow::Resul
     say(out, "\n$ polisd status\n")?;
     out.flush()?;
     let status = crate::commands::status::run(crate::commands::cli::JsonPolisArg {
-        path: Some(root.clone()),
+        path: crate::commands::cli::PolisPath {
+            path: Some(root.clone()),
+            polis: None,
+        },
         json: false,
     });
     if let Err(e) = status {

@@ -145,7 +145,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         ),
         Command::Serve(Deferred(args)) => serve(args),
         Command::Report(Deferred(args)) => report(args),
-        Command::Reconcile(Deferred(args)) => reconcile(&locate(args.path.as_deref())?),
+        Command::Reconcile(Deferred(args)) => reconcile(&locate(args.path.get())?),
         Command::Route(Deferred(args)) => route(args),
         Command::Tally(Deferred(args)) => tally(args),
         Command::Init(Deferred(args)) => init::command(args),
@@ -207,7 +207,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Inbox(Deferred(command)) => session::inbox(command),
         Command::Hooks(Deferred(command)) => session::hooks(command),
         Command::Hook(Deferred(args)) => session::hook(args),
-        Command::Mcp(Deferred(args)) => crate::mcp::serve(&locate(args.path.as_deref())?),
+        Command::Mcp(Deferred(args)) => crate::mcp::serve(&locate(args.path.get())?),
     }
 }
 

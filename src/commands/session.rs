@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 const HOOK_NOTICES: usize = 5;
 
 pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     let now = PolisTime::system(session::polis_zone(&root));
     let primed = session::prime(&root, &args.who.citizen, &now)?;
     if !args.no_mark_read {
@@ -72,7 +72,7 @@ fn notice_json(n: &Notice, read: bool) -> serde_json::Value {
 }
 
 pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     let citizen = &args.who.citizen;
     session::check_citizen(&root, citizen)?;
     let view = session::read_inbox(&root, citizen)?;
@@ -162,7 +162,7 @@ pub fn inbox(command: InboxCommand) -> anyhow::Result<u8> {
 }
 
 fn archive(args: InboxArchiveArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     let age = parse_age(&args.older_than)?;
     let now = PolisTime::system(session::polis_zone(&root));
     let writer = Writer::new(&root)?;
@@ -260,7 +260,7 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
     match command {
         HooksCommand::Install(Deferred(args)) => install(args),
         HooksCommand::Uninstall(Deferred(t)) => {
-            let root = project_root(&locate(t.path.as_deref())?);
+            let root = project_root(&locate(t.path.get())?);
             let plans = hooks::plan_uninstall(&root, &clis(&t)?)?;
             if !t.dry_run {
                 hooks::apply(&root, &plans)?;
@@ -272,7 +272,7 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
             Ok(0)
         }
         HooksCommand::Status(Deferred(args)) => {
-            let root = project_root(&locate(args.path.as_deref())?);
+            let root = project_root(&locate(args.path.get())?);
             let status = hooks::status(&root);
             if args.json {
                 say!("{}", serde_json::to_string_pretty(&status)?);
@@ -299,7 +299,7 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
 
 fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     let t = &args.target;
-    let polis_root = locate(t.path.as_deref())?;
+    let polis_root = locate(t.path.get())?;
     let root = project_root(&polis_root);
     let clis = clis(t)?;
     if let Some(id) = &args.citizen {
@@ -309,17 +309,26 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     if clis.contains(&Cli::Codex) {
         warnings.extend(hooks::codex_features(&root)?);
     }
-    let mut plans = hooks::plan_install(&root, &clis, &args.bin, args.citizen.as_deref())?;
+    let mut plans = hooks::plan_install(&root, &clis, &args.bin)?;
     if !args.no_bridge {
         plans.extend(hooks::plan_bridge(&root)?);
     }
-    if args.citizen.is_none() {
-        warnings.push(
-            "no --as: the hooks act as $POLIS_CITIZEN, which each agent session must set".into(),
-        );
+    let unnamed: Vec<&str> = clis
+        .iter()
+        .filter(|c| args.citizen.is_none() && hooks::identity(&polis_root, **c).is_none())
+        .map(|c| c.as_str())
+        .collect();
+    if !unnamed.is_empty() {
+        warnings.push(format!(
+            "no citizen id for the {} hooks: pass --as <your-id> (kept for you, outside the repository) or set POLIS_CITIZEN in the agent's environment",
+            unnamed.join(", ")
+        ));
     }
     if !t.dry_run {
         hooks::apply(&root, &plans)?;
+        if let Some(id) = &args.citizen {
+            hooks::set_identity(&root, &clis, id)?;
+        }
     }
     report(&plans, t.dry_run, t.json, &warnings)?;
     Ok(0)
@@ -367,8 +376,11 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
     };
     let payload = read_payload();
     let event = agent_hooks::event_of(cli, kind, payload.hook_event_name.as_deref());
-    let context = match hook_context(&args, kind, &payload) {
+    let context = match hook_context(&args, cli, kind, &payload) {
         Ok(text) => text,
+        // A wrong id is the model's to fix: it gets the one line that says who is registered
+        // and how to register (the CLIs show a hook's stderr only in their logs).
+        Err(e) if is_identity(&e) => format!("polisd: {e}"),
         Err(e) => {
             tell!("polisd hook: {e:#}");
             String::new()
@@ -381,12 +393,19 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-fn hook_context(args: &HookArgs, kind: HookKind, payload: &Payload) -> anyhow::Result<String> {
-    let citizen = args
-        .citizen
-        .clone()
-        .or_else(|| std::env::var("POLIS_CITIZEN").ok())
-        .filter(|c| !c.trim().is_empty());
+fn is_identity(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<session::SessionError>(),
+        Some(session::SessionError::Unknown { .. } | session::SessionError::NotAnId(_))
+    )
+}
+
+fn hook_context(
+    args: &HookArgs,
+    cli: Cli,
+    kind: HookKind,
+    payload: &Payload,
+) -> anyhow::Result<String> {
     let cwd = payload
         .cwd
         .clone()
@@ -397,11 +416,18 @@ fn hook_context(args: &HookArgs, kind: HookKind, payload: &Payload) -> anyhow::R
         // No polis here: the hooks were installed for another folder; nothing to say.
         return Ok(String::new());
     };
+    // `--as` (older installs wrote it), else `$POLIS_CITIZEN`, else the id this person's
+    // `hooks install --as` recorded for this CLI.
+    let citizen = args
+        .citizen
+        .clone()
+        .filter(|c| !c.trim().is_empty())
+        .or_else(|| hooks::identity(&root, cli));
     let Some(citizen) = citizen else {
         if kind == HookKind::Prime {
             return Ok(
                 "polisd: this project has a Polis (`_polis/`), but the session has no citizen id. \
-Set POLIS_CITIZEN (or reinstall the hooks with `polisd hooks install --as <id>`) and run \
+Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZEN), then \
 `polisd prime --as <your-citizen-id>`."
                     .to_string(),
             );
@@ -424,6 +450,10 @@ Set POLIS_CITIZEN (or reinstall the hooks with `polisd hooks install --as <id>`)
             Ok(primed.primer.text)
         }
         HookKind::Notices => {
+            // The id names the rate-limit record's file: it must be an id before anything else.
+            if crate::protocol::layout::card_path(&citizen).is_none() {
+                return Err(session::SessionError::NotAnId(citizen).into());
+            }
             if let Some(last) = crate::fs::state::hook_last_check(&root, &citizen) {
                 let since = now_utc.signed_duration_since(last);
                 if since >= chrono::Duration::zero()
@@ -432,8 +462,9 @@ Set POLIS_CITIZEN (or reinstall the hooks with `polisd hooks install --as <id>`)
                     return Ok(String::new());
                 }
             }
-            session::check_citizen(&root, &citizen)?;
+            // Recorded first, so a wrong id is said once per interval, not after every tool.
             crate::fs::state::set_hook_last_check(&root, &citizen, now_utc)?;
+            session::check_citizen(&root, &citizen)?;
             let view = session::read_inbox(&root, &citizen)?;
             let unread = view.unread();
             if unread.is_empty() {

@@ -42,7 +42,7 @@ use crate::operations::status::{summarize, Summary};
 use crate::protocol::clock::PolisTime;
 
 pub fn run(args: crate::commands::cli::JsonPolisArg) -> anyhow::Result<u8> {
-    let root = super::locate(args.path.as_deref())?;
+    let root = super::locate(args.path.get())?;
     let polis = Polis::read(&root);
     let now = PolisTime::system(polis.settings.timezone);
     // An unreadable daemon.json says nothing about the polis: report "no daemon" and go on.

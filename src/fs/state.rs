@@ -23,8 +23,12 @@
 //! directory; `_polis/` is `writer`'s alone. It holds data, not rules: what the fields mean to
 //! the protocol is decided by the engine and the core modules.
 
+mod hooks;
 mod settled;
 
+pub use hooks::{
+    hook_identity, install_record, set_hook_identity, set_install_record, InstallRecord,
+};
 pub use settled::{NameIndex, RecordRef, Records, Restored, SettledRecord, LEDGER_VERSION};
 
 use crate::protocol::finding::Finding;

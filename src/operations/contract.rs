@@ -736,10 +736,33 @@ pub struct Summary {
 /// The contracts in one folder (sorted by file name, as the reference lists them), optionally
 /// only one owner's. Unreadable files are listed with status `?`.
 pub fn list(root: &Path, folder: ContractFolder, owner: Option<&str>) -> Vec<Summary> {
+    list_page(root, folder, owner, 0, usize::MAX).0
+}
+
+/// One page of [`list`] (`offset`, at most `limit` rows) and the total. Without an owner to
+/// match only the page's files are read, so a page of 10,000 settled contracts costs a page.
+pub fn list_page(
+    root: &Path,
+    folder: ContractFolder,
+    owner: Option<&str>,
+    offset: usize,
+    limit: usize,
+) -> (Vec<Summary>, usize) {
     let mut findings = Vec::new();
     let mut entries = snapshot::list(root, folder.dir(), ".md", &mut findings);
     entries.sort_by(|a, b| a.rel.cmp(&b.rel));
-    let rows = snapshot::par_map(&entries, |e| {
+    if owner.is_none() {
+        let total = entries.len();
+        let page: Vec<_> = entries.into_iter().skip(offset).take(limit).collect();
+        return (summaries(root, &page, None), total);
+    }
+    let all = summaries(root, &entries, owner);
+    let total = all.len();
+    (all.into_iter().skip(offset).take(limit).collect(), total)
+}
+
+fn summaries(root: &Path, entries: &[snapshot::Entry], owner: Option<&str>) -> Vec<Summary> {
+    let rows = snapshot::par_map(entries, |e| {
         let record = read(root, &e.rel).ok().flatten().map(|(_, r)| r);
         let get = |k: &str| record.as_ref().and_then(|r| text_field(r, k));
         Summary {

@@ -37,7 +37,7 @@ const TAIL_MAX_BYTES: u64 = 4 * 1024 * 1024;
 pub enum SessionError {
     #[error("`{0}` is not a citizen id (8 to 40 lowercase letters, digits and hyphens, starting with a letter); pass your own id with --as or POLIS_CITIZEN")]
     NotAnId(String),
-    #[error("`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml){known}; pass your own id with --as or POLIS_CITIZEN")]
+    #[error("`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml); {known}; pass your own id with --as or POLIS_CITIZEN, or register with `polisd register {id} --vendor <vendor> --model <model> --tags <tag,tag>`")]
     Unknown { id: String, known: String },
     #[error("{0}")]
     Unreadable(Finding),
@@ -74,9 +74,9 @@ pub fn check_citizen(root: &Path, id: &str) -> Result<(), SessionError> {
         .take(8)
         .collect();
     let known = if known.is_empty() {
-        String::new()
+        "no citizen is registered".to_string()
     } else {
-        format!("; citizens: {}", known.join(", "))
+        format!("registered: {}", known.join(", "))
     };
     Err(SessionError::Unknown {
         id: id.to_string(),

@@ -8,6 +8,8 @@ pub const SYSTEM_CITIZENS: [&str; 3] = ["polis-daemon", "polis-tally", "polis-re
 /// polisd's own author id in chronicle lines and inbox notices.
 pub const DAEMON_ID: &str = "polis-daemon";
 
+/// The folder a project keeps its polis in.
+pub const POLIS_DIR: &str = "_polis";
 pub const CONSTITUTION: &str = "CONSTITUTION.md";
 pub const CHRONICLE: &str = "chronicle.md";
 pub const POLIS_YML: &str = "polis.yml";

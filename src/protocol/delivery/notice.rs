@@ -4,7 +4,9 @@
 //! Pure: inbox and status texts in, notices and texts out. An inbox block is a heading
 //! `### YYYY-MM-DD HH:MM from <id>` (2 to 4 `#`, optional seconds, optional text after the id)
 //! and everything up to the next such heading, as SPEC §9 writes polisd's blocks and as citizens
-//! write their messages. A polisd block is named by its marker id; any other block by a hash of
+//! write their messages; and a one-line note `- YYYY-MM-DD HH:MM | from <id> | <message>`, the
+//! form agents append by hand, which is a notice of its own and ends the block above it. A
+//! polisd block is named by its marker id; any other block by a hash of
 //! its author, stamp and words, so the same message keeps its id across a re-read, a sync or a
 //! move to the archive.
 //!
@@ -64,6 +66,13 @@ static HEADING: LazyLock<Regex> = LazyLock::new(|| {
     )
     .unwrap()
 });
+/// A one-line note, as agents append them by hand: `- <stamp> | from <id> | <message>`.
+static ONE_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^[-*][ \t]+([0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}(?::[0-9]{2})?)[ \t]*\|[ \t]*from[ \t]+([A-Za-z0-9_.-]+)[ \t]*\|[ \t]*(.*?)[ \t]*$",
+    )
+    .unwrap()
+});
 static MARKER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^[ \t]*<!-- polisd:([a-z-]+):([0-9a-f]{16}) -->[ \t]*$").unwrap()
 });
@@ -74,6 +83,8 @@ static WIKILINK_LINE: LazyLock<Regex> =
 /// text, not notices; what comes before the first heading (frontmatter, a comment) is none.
 pub fn parse_inbox(text: &str) -> Vec<Notice> {
     let mut heads: Vec<(usize, usize, regex::Captures<'_>)> = Vec::new();
+    // One-line notes: (index into `heads` they come before, line, start, end, captures).
+    let mut notes: Vec<(usize, usize, usize, usize, regex::Captures<'_>)> = Vec::new();
     let mut fence: Option<&str> = None;
     let mut offset = 0;
     for (i, raw) in text.split_inclusive('\n').enumerate() {
@@ -93,13 +104,42 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
         if fence.is_none() && !toggled {
             if let Some(c) = HEADING.captures(line) {
                 heads.push((i + 1, offset, c));
+            } else if let Some(c) = ONE_LINE.captures(line) {
+                notes.push((heads.len(), i + 1, offset, offset + raw.len(), c));
             }
         }
         offset += raw.len();
     }
-    let mut out = Vec::with_capacity(heads.len());
+    // A one-line note ends the block above it and is a notice of its own: its one line.
+    let note_starts: Vec<usize> = notes.iter().map(|n| n.2).collect();
+    let mut notes = notes.into_iter().peekable();
+    let mut out = Vec::with_capacity(heads.len() + note_starts.len());
+    let mut take_notes = |before: usize, out: &mut Vec<Notice>| {
+        while let Some((_, line, start, end, c)) = notes.next_if(|n| n.0 <= before) {
+            let stamp = c[1].replace('T', " ");
+            let author = c[2].to_string();
+            let body = c[3].to_string();
+            out.push(Notice {
+                id: message_id(&author, &stamp, "", &body, None),
+                kind: None,
+                stamp,
+                author,
+                subject: String::new(),
+                body,
+                link: None,
+                line,
+                span: (start, end),
+            });
+        }
+    };
     for (n, (line, start, c)) in heads.iter().enumerate() {
-        let end = heads.get(n + 1).map_or(text.len(), |(_, s, _)| *s);
+        take_notes(n, &mut out);
+        let next_head = heads.get(n + 1).map_or(text.len(), |(_, s, _)| *s);
+        let end = note_starts
+            .iter()
+            .copied()
+            .find(|s| *s > *start && *s < next_head)
+            .unwrap_or(next_head);
         let block = &text[*start..end];
         let body_all = block.split_once('\n').map_or("", |(_, rest)| rest);
         let mut kind_id: Option<(Kind, String)> = None;
@@ -161,6 +201,7 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
             span: (*start, end),
         });
     }
+    take_notes(usize::MAX, &mut out);
     out
 }
 
@@ -442,6 +483,40 @@ mod tests {
 
     const HEAD: &str =
         "---\nfile_type: inbox\nowner: claude-code-one\n---\n\n<!-- Notifications -->\n";
+
+    #[test]
+    fn a_one_line_note_is_a_notice_of_its_own_between_blocks() {
+        let text = format!(
+            "{HEAD}\n### 2026-03-02 09:00 from codex-one\n\nFirst.\n\n---\n\
+- 2026-03-02 09:30 | from gemini-one | Please look at the CI\n\
+\n### 2026-03-02 10:00 from codex-one\n\nLast.\n\n---\n\
+- 2026-03-02 11:00 | from gemini-one | Done, thanks\n"
+        );
+        let notices = parse_inbox(&text);
+        let bodies: Vec<&str> = notices.iter().map(|n| n.body.as_str()).collect();
+        assert_eq!(
+            bodies,
+            ["First.", "Please look at the CI", "Last.", "Done, thanks"]
+        );
+        let note = &notices[1];
+        assert_eq!(
+            (note.author.as_str(), note.stamp.as_str()),
+            ("gemini-one", "2026-03-02 09:30")
+        );
+        assert_eq!(
+            &text[note.span.0..note.span.1],
+            "- 2026-03-02 09:30 | from gemini-one | Please look at the CI\n"
+        );
+        assert_eq!(note.kind, None);
+        // The same note keeps its id on a re-read; archiving it removes exactly its line.
+        assert_eq!(parse_inbox(&text)[1].id, note.id);
+        let rest = without_blocks(&text, &[note]);
+        assert!(!rest.contains("Please look") && rest.contains("First.") && rest.contains("Last."));
+        assert_eq!(parse_inbox(&rest).len(), 3);
+        // Inside a code fence it is text.
+        let fenced = format!("{HEAD}```\n- 2026-03-02 09:30 | from gemini-one | no\n```\n");
+        assert!(parse_inbox(&fenced).is_empty());
+    }
 
     #[test]
     fn parses_daemon_blocks_and_messages() {
