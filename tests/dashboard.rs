@@ -139,8 +139,17 @@ impl Drop for Server {
 }
 
 fn serve(p: &TestPolis, listen: &str) -> Server {
+    serve_with(p, listen, "")
+}
+
+/// [`serve`] with more lines for the configuration's `[dashboard]` table.
+fn serve_with(p: &TestPolis, listen: &str, dashboard: &str) -> Server {
     let config = p.dir.path().join("serve.toml");
-    std::fs::write(&config, "[watch]\ndebounce = \"50ms\"\n").unwrap();
+    std::fs::write(
+        &config,
+        format!("[watch]\ndebounce = \"50ms\"\n\n[dashboard]\n{dashboard}\n"),
+    )
+    .unwrap();
     let mut child = Command::new(BIN)
         .arg("serve")
         .arg(&p.root)
@@ -405,6 +414,27 @@ fn off_loopback_without_the_token_gets_401() {
         }
     });
     assert_eq!(token.len(), 48, "{}", s.stderr.lock().unwrap());
+    assert_eq!(
+        s.stderr.lock().unwrap().matches(&token).count(),
+        1,
+        "the token is printed exactly once: {}",
+        s.stderr.lock().unwrap()
+    );
+    assert_eq!(
+        s.url,
+        format!("http://0.0.0.0:{}/", s.addr.port()),
+        "the URL names the address bound"
+    );
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let r = request(
+            s.addr,
+            "GET",
+            "/p/0/",
+            &host,
+            &format!("Authorization: {scheme} {token}\r\n"),
+        );
+        assert_eq!(r.status, 200, "{scheme}: {}", r.body);
+    }
     let r = request(s.addr, "GET", &format!("/p/0/?token={token}"), &host, "");
     assert_eq!(r.status, 200);
     let cookie = r.header("set-cookie").unwrap();
@@ -483,6 +513,119 @@ fn the_event_stream_reports_a_settlement() {
         "{}",
         overview.body
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Limits: a visitor cannot starve the server or the daemon beside it.
+
+/// Whether `stream` (non-blocking) has been closed by the server: end of file or a reset.
+fn closed_by_server(stream: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+#[test]
+fn five_hundred_partial_headers_are_closed_within_ten_seconds_while_the_daemon_works() {
+    let p = generated_polis();
+    let daemon = p.start_daemon();
+    let addr = daemon_dashboard(&p);
+    assert_eq!(get_at(addr, "/p/0/").status, 200);
+    let started = Instant::now();
+    let mut partial: Vec<TcpStream> = (0..500)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            write!(
+                s,
+                "GET /p/0/ HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nX-Slow: ",
+                addr.port()
+            )
+            .unwrap();
+            s.set_nonblocking(true).unwrap();
+            s
+        })
+        .collect();
+    // The daemon goes on reacting to files while the dashboard is flooded.
+    p.save(
+        "contracts/settled/during-flood.md",
+        &settled("during-flood", ALPHA, "floodtag", 4, 20),
+    );
+    let mut open = partial.len();
+    while open > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{open} of 500 partial requests still open after 10 s"
+        );
+        open = partial
+            .iter_mut()
+            .filter_map(|s| (!closed_by_server(s)).then_some(()))
+            .count();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_until(
+        "the daemon to count the contract settled during the flood",
+        Duration::from_secs(20),
+        || p.read("contracts/routing_stats.yml").contains("floodtag"),
+    );
+    let after = get_at(addr, "/p/0/");
+    assert_eq!(after.status, 200, "{}", daemon.log_text());
+}
+
+#[test]
+fn connections_and_event_streams_over_their_caps_get_503() {
+    let p = generated_polis();
+    let s = serve_with(&p, "127.0.0.1:0", "max_connections = 8\nmax_event_streams = 2");
+    let open_stream = || {
+        let mut stream = TcpStream::connect(s.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        write!(
+            stream,
+            "GET /p/0/events HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/event-stream\r\n\r\n",
+            s.addr.port()
+        )
+        .unwrap();
+        let mut seen = String::new();
+        let mut buf = [0u8; 4096];
+        wait_until("the stream's headers", Duration::from_secs(10), || {
+            if let Ok(n) = stream.read(&mut buf) {
+                seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+            seen.contains("\r\n\r\n")
+        });
+        (stream, seen)
+    };
+    let (_first, a) = open_stream();
+    let (_second, b) = open_stream();
+    assert!(a.starts_with("HTTP/1.1 200") && b.starts_with("HTTP/1.1 200"), "{a}\n{b}");
+    let (_third, c) = open_stream();
+    assert!(c.starts_with("HTTP/1.1 503"), "{c}");
+    assert!(c.contains("too many live-update streams"), "{c}");
+    // Pages still work beside the open streams.
+    assert_eq!(get(&s, "/p/0/").status, 200);
+    // Eight connections held: the ninth is told so and closed.
+    let held: Vec<TcpStream> = (0..6)
+        .map(|_| TcpStream::connect(s.addr).unwrap())
+        .collect();
+    let mut refused = String::new();
+    wait_until("a 503 for the connection over the cap", Duration::from_secs(10), || {
+        let mut extra = TcpStream::connect(s.addr).unwrap();
+        extra
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        refused.clear();
+        let _ = extra.read_to_string(&mut refused);
+        refused.starts_with("HTTP/1.1 503")
+    });
+    assert!(refused.contains("too many open connections"), "{refused}");
+    drop(held);
 }
 
 #[test]

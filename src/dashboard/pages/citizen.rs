@@ -75,7 +75,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                 figure.chart { (PreEscaped(svg)) }
             }
         }
-        h2 { "Inbox (" (crate::dashboard::view::unread(inbox)) ")" }
+        h2 { "Inbox (" (s.unread.get(id).copied().unwrap_or(0)) " unread)" }
         @match inbox {
             Some(text) => { (markdown(text)) }
             None => { p.muted { "No inbox.md." } }

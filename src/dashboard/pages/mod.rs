@@ -11,6 +11,7 @@ pub mod citizen;
 pub mod contract;
 pub mod councils;
 pub mod overview;
+pub mod search;
 pub mod tags;
 
 use super::view::{PolisView, Snapshot};
@@ -23,6 +24,7 @@ pub const PAGES: &[&Page] = &[
     &tags::PAGE,
     &chronicle::PAGE,
     &councils::PAGE,
+    &search::PAGE,
     &contract::PAGE,
     &citizen::PAGE,
 ];
@@ -117,11 +119,22 @@ pub fn frame(
                     }
                     span.live {}
                 }
+                div #offline role="status" hidden {}
                 main {
                     (rendered.body)
                     p.muted { "read " (cx.snapshot.now.minute_stamp()) " (polis time) · generation " (cx.snapshot.generation) }
                 }
             }
+        }
+    }
+}
+
+/// The search box, a plain GET form to the search page.
+pub fn search_form(cx: &Context<'_>, q: &str) -> Markup {
+    html! {
+        form.search method="get" action=(cx.href("search")) role="search" {
+            input type="search" name="q" value=(q) placeholder="contracts, lessons, chronicle" aria-label="search";
+            button type="submit" { "Search" }
         }
     }
 }
