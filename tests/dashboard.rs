@@ -286,7 +286,11 @@ fn every_page_renders_the_generated_polis() {
         chronicle.body
     );
     let filtered = get(&s, &format!("/p/0/chronicle?citizen={ALPHA}"));
-    assert!(filtered.body.contains("1 of 3 lines"), "{}", filtered.body);
+    assert!(
+        filtered.body.contains("1 of 1 matching lines (3 in all)"),
+        "{}",
+        filtered.body
+    );
     assert!(
         !filtered.body.contains("founded polis</td>"),
         "{}",
@@ -313,7 +317,7 @@ fn every_page_renders_the_generated_polis() {
         "{}",
         citizen.body
     );
-    assert!(citizen.body.contains("Inbox (1)"), "{}", citizen.body);
+    assert!(citizen.body.contains("Inbox (1 unread)"), "{}", citizen.body);
 
     assert_eq!(get(&s, "/p/0/contracts/no-such").status, 404);
     assert_eq!(get(&s, "/p/7/").status, 404);
@@ -541,12 +545,12 @@ fn five_hundred_partial_headers_are_closed_within_ten_seconds_while_the_daemon_w
     let mut partial: Vec<TcpStream> = (0..500)
         .map(|_| {
             let mut s = TcpStream::connect(addr).unwrap();
-            write!(
+            // A connection over the cap is answered and closed at once: writing may fail.
+            let _ = write!(
                 s,
                 "GET /p/0/ HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nX-Slow: ",
                 addr.port()
-            )
-            .unwrap();
+            );
             s.set_nonblocking(true).unwrap();
             s
         })
