@@ -257,21 +257,25 @@ async fn events(
     rx.mark_unchanged();
     // The slot lives in the stream's state: it is freed when the client goes away. The first
     // event sets the browser's reconnection delay, so a restarted server is found quickly.
-    let stream = futures_util::stream::unfold((rx, slot, true), |(mut rx, slot, first)| async move {
-        if first {
-            let retry = Event::default().retry(Duration::from_secs(1)).comment("connected");
-            return Some((Ok(retry), (rx, slot, false)));
-        }
-        rx.changed().await.ok()?;
-        let change: Change = rx.borrow_and_update().clone();
-        let data = serde_json::json!({ "generation": change.generation, "paths": change.paths });
-        Some((
-            Ok::<Event, std::convert::Infallible>(
-                Event::default().event("change").data(data.to_string()),
-            ),
-            (rx, slot, false),
-        ))
-    });
+    let stream =
+        futures_util::stream::unfold((rx, slot, true), |(mut rx, slot, first)| async move {
+            if first {
+                let retry = Event::default()
+                    .retry(Duration::from_secs(1))
+                    .comment("connected");
+                return Some((Ok(retry), (rx, slot, false)));
+            }
+            rx.changed().await.ok()?;
+            let change: Change = rx.borrow_and_update().clone();
+            let data =
+                serde_json::json!({ "generation": change.generation, "paths": change.paths });
+            Some((
+                Ok::<Event, std::convert::Infallible>(
+                    Event::default().event("change").data(data.to_string()),
+                ),
+                (rx, slot, false),
+            ))
+        });
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(30)))
         .into_response()

@@ -360,7 +360,10 @@ mod tests {
             item("finding/P007/a.md/None", "Warning in a.md"),
             item("finding/P007/b.md/None", "Warning in b.md"),
             item("finding/P001/c.md/None", "Error in c.md"),
-            item("reviewer/x", "High-stakes contract x is claimed with no reviewer"),
+            item(
+                "reviewer/x",
+                "High-stakes contract x is claimed with no reviewer",
+            ),
         ];
         let groups = grouped(&items);
         let labels: Vec<(&str, usize)> = groups

@@ -33,7 +33,8 @@ pub const RESERVED_FDS: usize = 256;
 const MAX_BUFFER: usize = 64 * 1024;
 
 /// The answer to a connection over the cap, written in one go before closing.
-const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n\
+const BUSY: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n\
 Retry-After: 5\r\nConnection: close\r\nContent-Length: 72\r\n\r\n\
 the dashboard has too many open connections; try again in a few seconds\n";
 
