@@ -1280,6 +1280,7 @@ fn beside_the_daemon_pages_come_from_the_engine_without_reading_settled_files() 
         &[],
         &none,
         &none,
+        "",
     );
     assert_eq!(status, 200);
     assert!(html.contains(r#"id="count-settled">5<"#), "{html}");
@@ -2080,4 +2081,138 @@ fn browser_offline_banner_then_a_reconnect_refetches_the_state() {
         c.close().await.unwrap();
     });
     drop(s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The console: actions as plain forms, refused without their tokens.
+
+/// A form POST with `cookie` (may be empty) and `extra` headers.
+fn post(s: &Server, path: &str, cookie: &str, body: &str, extra: &str) -> Reply {
+    let cookie = if cookie.is_empty() {
+        String::new()
+    } else {
+        format!("Cookie: {cookie}\r\n")
+    };
+    request(
+        s.addr,
+        "POST",
+        path,
+        &format!("127.0.0.1:{}", s.addr.port()),
+        &format!(
+            "{cookie}{extra}Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+/// The CSRF cookie a page sets and the value its forms carry.
+fn csrf_of(page: &Reply) -> (String, String) {
+    let cookie = page
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("set-cookie"))
+        .find_map(|(_, v)| v.strip_prefix("polisd_csrf="))
+        .and_then(|v| v.split(';').next())
+        .expect("a polisd_csrf cookie")
+        .to_string();
+    assert!(
+        page.body
+            .contains(&format!("name=\"csrf\" value=\"{cookie}\"")),
+        "the forms carry the cookie's token"
+    );
+    (format!("polisd_csrf={cookie}"), cookie)
+}
+
+#[test]
+fn console_actions_write_what_the_operations_write_and_need_their_tokens() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let page = get(&s, &format!("/p/0/citizens/{BRAVO}"));
+    let (cookie, token) = csrf_of(&page);
+    let inbox = || p.read(&format!("citizens/{BRAVO}/inbox.md"));
+    let before = inbox();
+    let message = format!("csrf={token}&back=%2Fp%2F0%2Fcitizens%2F{BRAVO}&as={FOUNDER}&to={BRAVO}&text=please+pick+up+next-job");
+    // Refused without the token, with another token, and from another site.
+    let no_field = message.replacen(&format!("csrf={token}"), "csrf=", 1);
+    assert_eq!(
+        post(&s, "/p/0/act/message", &cookie, &no_field, "").status,
+        403
+    );
+    assert_eq!(post(&s, "/p/0/act/message", "", &message, "").status, 403);
+    let other = "polisd_csrf=00000000000000000000000000000000";
+    assert_eq!(
+        post(&s, "/p/0/act/message", other, &message, "").status,
+        403
+    );
+    let cross = post(
+        &s,
+        "/p/0/act/message",
+        &cookie,
+        &message,
+        "Origin: http://evil.example\r\n",
+    );
+    assert_eq!(cross.status, 403, "{}", cross.body);
+    assert_eq!(
+        post(&s, "/p/0/contracts/next-job", &cookie, &message, "").status,
+        405
+    );
+    assert_eq!(inbox(), before, "nothing written by a refused form");
+    // Accepted: one block from the founder, and back to the page.
+    let done = post(&s, "/p/0/act/message", &cookie, &message, "");
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(
+        done.header("location"),
+        Some(&*format!("/p/0/citizens/{BRAVO}"))
+    );
+    let added = inbox()[before.len()..].to_string();
+    assert!(
+        added.starts_with("\n### ")
+            && added.contains(&format!(
+                " from {FOUNDER}\n\nplease pick up next-job\n\n---\n"
+            )),
+        "{added:?}"
+    );
+    // A review as a person: the file `polisd review` writes and its chronicle line.
+    let review = format!(
+        "csrf={token}&contract=next-job&as={FOUNDER}&decision=requested_changes&body=needs+tests"
+    );
+    let done = post(&s, "/p/0/act/review", &cookie, &review, "");
+    assert_eq!(done.status, 303, "{}", done.body);
+    let reviews: Vec<_> = std::fs::read_dir(p.path("reviews"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with("-next-job.md"))
+        .collect();
+    assert_eq!(reviews.len(), 1, "{reviews:?}");
+    let text = p.read(&format!("reviews/{}", reviews[0]));
+    assert!(
+        text.contains("requested_changes") && text.contains("needs tests"),
+        "{text}"
+    );
+    assert!(p
+        .read("chronicle.md")
+        .contains(&format!("| {FOUNDER} | requested changes |")));
+    // A refusal names what to do and writes nothing.
+    let stranger = review.replace(FOUNDER, "nobody-here");
+    let refused = post(&s, "/p/0/act/review", &cookie, &stranger, "");
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains("not a registered citizen"),
+        "{}",
+        refused.body
+    );
+}
+
+#[test]
+fn off_loopback_a_console_action_needs_the_token_too() {
+    let p = generated_polis();
+    let s = serve(&p, "0.0.0.0:0");
+    let r = post(
+        &s,
+        "/p/0/act/message",
+        "polisd_csrf=00000000000000000000000000000000",
+        "csrf=00000000000000000000000000000000&as=a&to=b&text=x",
+        "",
+    );
+    assert_eq!(r.status, 401, "{}", r.body);
 }

@@ -12,6 +12,7 @@
 //! [`security::guard`] first.
 
 pub mod chart;
+pub mod console;
 pub mod markdown;
 pub mod pages;
 pub mod queue;
@@ -22,7 +23,7 @@ pub mod view;
 
 use crate::daemon::{Change, DaemonView, Sidecar};
 use anyhow::Context as _;
-use axum::extract::{Path as UrlPath, Query, State};
+use axum::extract::{Extension, Path as UrlPath, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -81,9 +82,10 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
             &route,
             get(
                 move |State(site): State<Arc<Site>>,
+                      Extension(csrf): Extension<security::Csrf>,
                       UrlPath(params): UrlPath<HashMap<String, String>>,
                       Query(query): Query<HashMap<String, String>>| async move {
-                    render_page(site, page, params, query).await
+                    render_page(site, page, params, query, csrf.token).await
                 },
             ),
         );
@@ -92,6 +94,7 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
         .route("/", get(index))
         .route("/p/{polis}", get(to_polis))
         .route("/p/{polis}/events", get(events))
+        .route("/p/{polis}/act/{action}", axum::routing::post(console::act))
         .route(
             "/static/live.js",
             get(|| async { asset("text/javascript; charset=utf-8", LIVE_JS) }),
@@ -136,7 +139,10 @@ fn asset(kind: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-fn polis_of(site: &Site, params: &HashMap<String, String>) -> Option<(usize, Arc<PolisView>)> {
+pub(crate) fn polis_of(
+    site: &Site,
+    params: &HashMap<String, String>,
+) -> Option<(usize, Arc<PolisView>)> {
     let n: usize = params.get("polis")?.parse().ok()?;
     site.polises.get(n).map(|v| (n, Arc::clone(v)))
 }
@@ -178,6 +184,7 @@ async fn render_page(
     page: &'static pages::Page,
     params: HashMap<String, String>,
     query: HashMap<String, String>,
+    csrf: String,
 ) -> Response {
     let Some((n, view)) = polis_of(&site, &params) else {
         return (StatusCode::NOT_FOUND, "no such polis\n").into_response();
@@ -191,7 +198,7 @@ async fn render_page(
     // Reading the folder and rendering are blocking work: off the event loop's thread.
     let done = tokio::task::spawn_blocking(move || {
         let snapshot = view.current();
-        render(page, &view, &snapshot, n, &picker, &params, &query)
+        render(page, &view, &snapshot, n, &picker, &params, &query, &csrf)
     })
     .await;
     match done {
@@ -208,7 +215,9 @@ async fn render_page(
 }
 
 /// One page of polis `n` as a whole document, with its status (200, or 404 for a record that
-/// is not there). Pure over the snapshot: the benches time it.
+/// is not there); `csrf` goes in the console's forms. Pure over the snapshot: the benches time
+/// it.
+#[allow(clippy::too_many_arguments)]
 pub fn render(
     page: &pages::Page,
     view: &PolisView,
@@ -217,6 +226,7 @@ pub fn render(
     picker: &[(String, String)],
     params: &HashMap<String, String>,
     query: &HashMap<String, String>,
+    csrf: &str,
 ) -> (StatusCode, String) {
     let cx = pages::Context {
         snapshot,
@@ -224,6 +234,7 @@ pub fn render(
         params,
         query,
         base: format!("/p/{n}"),
+        csrf,
     };
     let (status, rendered) = match (page.render)(&cx) {
         Ok(r) => (StatusCode::OK, r),
