@@ -1585,7 +1585,7 @@ fn browser_a_settled_file_s_findings_show_under_polisd_run_until_it_is_fixed() {
             .await
             .unwrap();
         let findings = "return document.getElementById('findings').textContent";
-        let queue = "return Array.from(document.querySelectorAll('#queue li')).map(li => li.dataset.key).join(' ')";
+        let queue = "return Array.from(document.querySelectorAll('#queue [data-key]')).map(li => li.dataset.key).join(' ')";
         let shown = text_of(&c, findings).await;
         assert!(
             shown.contains("P016") && shown.contains(BAD_ONE) && shown.contains("make it `bad-one`"),
