@@ -490,6 +490,11 @@ pub struct Dashboard {
     /// `POLISD_ITEM_TITLE`, `POLISD_ITEM_ACTION`, `POLISD_ITEM_URL` and `POLISD_POLIS`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notify_command: Option<String>,
+    /// Open connections served at once; one more is answered 503 and closed. Also lowered to
+    /// fit the process's file-descriptor limit, keeping descriptors for the daemon.
+    pub max_connections: usize,
+    /// Live-update streams (`/events`) open at once; one more is answered 503.
+    pub max_event_streams: usize,
 }
 
 impl Default for Dashboard {
@@ -499,6 +504,8 @@ impl Default for Dashboard {
             listen: "127.0.0.1:7341".into(),
             allowed_hosts: Vec::new(),
             notify_command: None,
+            max_connections: 256,
+            max_event_streams: 64,
         }
     }
 }

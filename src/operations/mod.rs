@@ -10,6 +10,7 @@ pub mod agent_hooks;
 pub mod amendment;
 mod check;
 pub mod chronicle;
+pub mod console;
 pub mod context;
 pub mod contract;
 pub mod council;
