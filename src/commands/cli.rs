@@ -372,6 +372,22 @@ pub enum BenchCommand {
     /// Compare routing strategies (random, round-robin, self-ratings, every policy, the oracle)
     /// on the reference bench's simulated world.
     Routing(Deferred<BenchRoutingArgs>),
+    /// The reference's learning mode: the repeat-error rate of a team that keeps lessons
+    /// against one that does not.
+    Learning(Deferred<BenchLearningArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchLearningArgs {
+    /// Contracts in the run.
+    #[arg(long, default_value_t = 180)]
+    pub contracts: usize,
+    /// The seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -388,9 +404,11 @@ pub struct BenchRoutingArgs {
     /// Capability tags in the world (default: the scenario's).
     #[arg(long)]
     pub tags: Option<usize>,
-    /// default, drift (one citizen's skills change at mid-run), newcomer (a strong citizen
-    /// joins at mid-run) or large (12 citizens, 20 tags, 2,000 contracts).
-    #[arg(long, default_value = "default")]
+    /// all (every world, then one summary table), default, drift (one citizen's skills
+    /// change at mid-run), newcomer (a strong citizen joins at mid-run), large (12 citizens,
+    /// 20 tags, 2,000 contracts), teams (vendors, price tiers, several tags) or churn
+    /// (citizens join, leave, go away and come back).
+    #[arg(long, default_value = "all")]
     pub scenario: String,
     /// Draw the learning curves (running mean quality) to this PNG file.
     #[arg(long)]

@@ -164,16 +164,39 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             )
         }
         Command::Bench(Deferred(crate::commands::cli::BenchCommand::Routing(Deferred(args)))) => {
-            let opts = crate::bench::simulation::BenchOptions {
+            use crate::bench::simulation;
+            let all = args.scenario.trim() == "all";
+            let opts = simulation::BenchOptions {
                 contracts: args.contracts,
                 citizens: args.citizens,
                 tags: args.tags,
-                seeds: crate::bench::simulation::parse_seeds(&args.seeds)?,
-                scenario: args.scenario.parse()?,
+                seeds: simulation::parse_seeds(&args.seeds)?,
+                scenario: if all {
+                    simulation::Scenario::Default
+                } else {
+                    args.scenario.parse()?
+                },
                 plot: args.plot,
                 ..Default::default()
             };
-            crate::bench::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
+            let out = &mut std::io::stdout().lock();
+            if all {
+                simulation::run_all_worlds(&opts, out)?;
+            } else {
+                simulation::run_bench(&opts, out)?;
+            }
+            Ok(0)
+        }
+        Command::Bench(Deferred(crate::commands::cli::BenchCommand::Learning(Deferred(args)))) => {
+            use crate::bench::learning;
+            let report = learning::run_learning(args.contracts, learning::MODES, args.seed);
+            let out = &mut std::io::stdout().lock();
+            if args.json {
+                serde_json::to_writer_pretty(&mut *out, &report)?;
+                std::io::Write::write_all(out, b"\n")?;
+            } else {
+                learning::write_learning(&report, out)?;
+            }
             Ok(0)
         }
         Command::GitSetup(Deferred(args)) => git_setup::run(args),

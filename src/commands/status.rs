@@ -91,6 +91,15 @@ pub fn render(s: &Summary) -> String {
     ));
 
     out.push_str(&format!("  explore_rate {}\n", s.explore_rate));
+    let e = &s.exploration;
+    if let Some(share) = e.share {
+        out.push_str(&format!(
+            "  explored {} of the last {} routings ({:.1}%)\n",
+            e.explored,
+            e.routings,
+            100.0 * share
+        ));
+    }
 
     if !s.worktrees.others.is_empty() {
         out.push_str(&format!(

@@ -392,6 +392,7 @@ fn empty_summary(polis: &Polis, now: &PolisTime) -> Summary {
             .settings
             .explore_rate
             .unwrap_or(crate::protocol::routing::stats::DEFAULT_EXPLORE_RATE),
+        exploration: Default::default(),
         tags: Vec::new(),
         amendments: Vec::new(),
         malformed_amendments: Vec::new(),
