@@ -341,7 +341,7 @@ fn bench_dashboard(c: &mut Criterion) {
     group.sample_size(20);
     for page in pages::PAGES.iter().filter(|p| p.nav.is_some()) {
         group.bench_function(page.route, |b| {
-            b.iter(|| render(page, &v, &snapshot, 0, &picker, &none, &none))
+            b.iter(|| render(page, &v, &snapshot, 0, &picker, &none, &none, ""))
         });
     }
     let mut params = std::collections::HashMap::new();
@@ -356,6 +356,7 @@ fn bench_dashboard(c: &mut Criterion) {
                 &picker,
                 &params,
                 &none,
+                "",
             )
         })
     });
@@ -370,6 +371,7 @@ fn bench_dashboard(c: &mut Criterion) {
                 &picker,
                 &params,
                 &none,
+                "",
             )
         })
     });
@@ -394,7 +396,7 @@ fn bench_dashboard(c: &mut Criterion) {
                 v.note_changed(Some([rel.as_str()]));
                 tx.send_modify(|c| c.generation += 1);
                 let s = v.current();
-                render(&pages::overview::PAGE, &v, &s, 0, &picker, &none, &none)
+                render(&pages::overview::PAGE, &v, &s, 0, &picker, &none, &none, "")
             },
             BatchSize::PerIteration,
         )
@@ -423,7 +425,7 @@ fn bench_dashboard(c: &mut Criterion) {
                     c.state = Some(state);
                 });
                 let s = v.current();
-                render(&pages::overview::PAGE, &v, &s, 0, &picker, &none, &none)
+                render(&pages::overview::PAGE, &v, &s, 0, &picker, &none, &none, "")
             },
             BatchSize::PerIteration,
         )

@@ -13,6 +13,7 @@ same machine only.
     benches/e2e.py idle-cpu --seconds 60
     benches/e2e.py generate OUT --contracts 10000 --chronicle-lines 100000
     benches/e2e.py session --contracts 10000 --lines 1000000 --runs 50   # primer and hooks
+    benches/e2e.py mcp --contracts 10000 --runs 50   # MCP tool calls to one open session
     benches/e2e.py reserve --contracts 10000 --entries 300 --repeat 30
     benches/e2e.py commands --contracts 10000 --rounds 30   # each agents' command, vs the reference
     benches/e2e.py settle-alone --contracts 10000 --rounds 30 --baseline OLD   # settle with no daemon, old vs new
@@ -30,6 +31,7 @@ Build first: `cargo build --release`. The reference comes from $POLISD_REFERENCE
 """
 import argparse
 import contextlib
+import json
 import os
 import random
 import re
@@ -754,6 +756,68 @@ def cmd_session(args):
                       f"CPU {v['cpu_ms']:.1f} ms")
             else:
                 print(f"  {k}: {v}")
+def mcp_samples(root: Path, state: Path, runs: int) -> dict:
+    """Round-trip time of MCP tool calls to one `polisd mcp` process (the session an agent CLI
+    keeps open), each tool `runs` times after a warm-up call."""
+    me = CITIZENS[0]
+    env = dict(os.environ, POLISD_STATE_DIR=str(state))
+    proc = subprocess.Popen([str(BIN), "mcp", str(root)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    ids = iter(range(1, 10**9))
+
+    def rpc(method, params):
+        n = next(ids)
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": method,
+                                     "params": params}) + "\n")
+        proc.stdin.flush()
+        while True:
+            reply = json.loads(proc.stdout.readline())
+            if reply.get("id") == n:
+                return reply
+
+    try:
+        rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                           "clientInfo": {"name": "bench", "version": "1"}})
+        proc.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        open_id = next(p.stem for p in (root / "contracts" / "open").glob("*.md"))
+        settled_id = next(p.stem for p in (root / "contracts" / "settled").glob("*.md"))
+        calls = {
+            "status": ("polis_status", {}),
+            "prime": ("polis_prime", {"citizen": me, "mark_read": False}),
+            "notices": ("polis_notices", {"citizen": me, "unread": False}),
+            "list_open": ("polis_list_contracts", {}),
+            "list_settled_page": ("polis_list_contracts", {"state": "settled"}),
+            "show_settled": ("polis_show_contract", {"contract_id": settled_id}),
+            "context": ("polis_context", {"contract_id": open_id}),
+            "route": ("polis_route", {"contract_id": open_id, "seed": 1}),
+            "ready": ("polis_ready", {"citizen": me}),
+            "rejected_arguments": ("polis_tally", {"dryRun": True}),
+        }
+        res = {}
+        for label, (tool, arguments) in calls.items():
+            rpc("tools/call", {"name": tool, "arguments": arguments})
+            out = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                rpc("tools/call", {"name": tool, "arguments": arguments})
+                out.append(time.perf_counter() - t0)
+            res[label] = percentiles(out)
+        return res
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+def cmd_mcp(args):
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        root = make_polis(tmp, args.contracts)
+        add_session_work(root, CITIZENS[0])
+        print(f"polisd mcp, {args.contracts} settled contracts, {args.runs} calls each:", flush=True)
+        for k, v in mcp_samples(root, tmp / "state", args.runs).items():
+            print(f"  {k}: p50 {v['p50']:.2f} ms, p99 {v['p99']:.2f} ms")
+
+
 def mib(kib):
     return f"{kib / 1024:.1f} MiB"
 
@@ -1500,6 +1564,9 @@ def main():
     e.add_argument("--contracts", type=int, default=10000)
     e.add_argument("--lines", type=int, default=1000000)
     e.add_argument("--runs", type=int, default=50)
+    mc = sub.add_parser("mcp")
+    mc.add_argument("--contracts", type=int, default=10000)
+    mc.add_argument("--runs", type=int, default=50)
     rv = sub.add_parser("reserve")
     rv.add_argument("--contracts", type=int, default=10000)
     rv.add_argument("--entries", type=int, default=300)
@@ -1554,7 +1621,7 @@ def main():
     {"reconcile": cmd_reconcile, "settle-latency": cmd_settle_latency, "idle-cpu": cmd_idle_cpu,
      "chronicle-latency": cmd_chronicle_latency, "reaction-under-load": cmd_reaction_under_load,
      "startup": cmd_startup, "generate": cmd_generate,
-     "reserve": cmd_reserve, "commands": cmd_commands, "settle-alone": cmd_settle_alone, "backlog": cmd_backlog, "session": cmd_session, "all": cmd_all,
+     "reserve": cmd_reserve, "commands": cmd_commands, "settle-alone": cmd_settle_alone, "backlog": cmd_backlog, "session": cmd_session, "mcp": cmd_mcp, "all": cmd_all,
      "scale": cmd_scale, "round2": cmd_round2, "merge": cmd_merge, "dashboard": cmd_dashboard}[args.cmd](args)
 
 if __name__ == "__main__":

@@ -839,6 +839,58 @@ fn init_dry_run_lists_the_files_and_writes_nothing() {
     assert_eq!(tree(tmp.path()), Vec::<String>::new());
 }
 
+/// The dry run names every file a real `init` then writes, the bridge pointers at the project
+/// root (AGENTS.md, CLAUDE.md, GEMINI.md, `.agents/`) included.
+#[test]
+fn init_dry_run_lists_every_file_init_writes_bridge_pointers_included() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dry = polisd_in(
+        tmp.path(),
+        &["init", ".", "--agent-id", FOUNDER, "--dry-run"],
+    );
+    assert_eq!(dry.status.code(), Some(0), "{}", describe(&dry));
+    let listed: Vec<String> = stdout(&dry)
+        .lines()
+        .filter_map(|l| l.strip_prefix("  create "))
+        .map(|rel| match rel.strip_prefix("../") {
+            Some(at_root) => at_root.trim_end_matches(" (project root)").to_string(),
+            None => format!("_polis/{rel}"),
+        })
+        .collect();
+    let report = json(&polisd_in(
+        tmp.path(),
+        &["init", ".", "--agent-id", FOUNDER, "--dry-run", "--json"],
+    ));
+    let bridge: Vec<&str> = report["bridge"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["path"].as_str().unwrap())
+        .collect();
+    for rel in [
+        "AGENTS.md",
+        "CLAUDE.md",
+        "GEMINI.md",
+        ".agents/skills/polis-protocol/SKILL.md",
+    ] {
+        assert!(
+            listed.iter().any(|l| l == rel),
+            "{rel} not listed: {listed:?}"
+        );
+        assert!(bridge.contains(&rel), "{rel} not in --json: {report:#}");
+    }
+    assert_eq!(tree(tmp.path()), Vec::<String>::new(), "the dry run wrote");
+    let real = polisd_in(tmp.path(), &["init", ".", "--agent-id", FOUNDER]);
+    assert_eq!(real.status.code(), Some(0), "{}", describe(&real));
+    let written: Vec<String> = tree(tmp.path())
+        .into_iter()
+        .filter(|p| tmp.path().join(p).is_file())
+        .collect();
+    let mut listed = listed;
+    listed.sort();
+    assert_eq!(listed, written, "the dry run and the real init differ");
+}
+
 #[test]
 fn init_again_with_a_new_founder_lists_what_it_added() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1203,6 +1255,84 @@ fn completions_and_man_page_come_from_the_command_line_definition() {
     let man = stdout(&Command::new(BIN).arg("man").output().unwrap());
     assert!(man.contains(".TH polisd 1"), "{man}");
     assert!(man.contains("register"), "{man}");
+}
+
+/// What docs/install.md tells a user to install is read by the real tools: bash parses the
+/// completion script, and `man` renders the page without a warning from groff.
+#[test]
+fn completions_parse_in_bash_and_the_man_page_renders_in_man() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("polisd.bash");
+    let out = Command::new(BIN)
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    std::fs::write(&script, &out.stdout).unwrap();
+    let bash = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .expect("bash is needed to check the completion script");
+    assert!(bash.status.success(), "{}", describe(&bash));
+    let page = tmp.path().join("polisd.1");
+    let out = Command::new(BIN).arg("man").output().unwrap();
+    std::fs::write(&page, &out.stdout).unwrap();
+    let man = Command::new("man")
+        .args(["--warnings", "-l"])
+        .arg(&page)
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "100")
+        .output()
+        .expect("man (package man-db) is needed to render the manual page");
+    assert!(man.status.success(), "{}", describe(&man));
+    let text = stdout(&man);
+    assert!(text.contains("contract"), "{text}");
+    let warnings = String::from_utf8_lossy(&man.stderr);
+    assert!(warnings.trim().is_empty(), "groff warned: {warnings}");
+}
+
+/// `polisd --help` is a map: the commands under headings by use, one line each, no flat list.
+#[test]
+fn help_groups_the_commands_under_headings() {
+    let out = Command::new(BIN).arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let help = stdout(&out);
+    let headings = [
+        "The daemon and the rules it applies (each also runs once):",
+        "Agents' actions:",
+        "Inspection:",
+        "Set-up and service:",
+    ];
+    let mut at = 0;
+    for heading in headings {
+        let found = help[at..]
+            .find(heading)
+            .unwrap_or_else(|| panic!("no `{heading}`:\n{help}"));
+        at += found;
+    }
+    assert!(!help.contains("Commands:"), "{help}");
+    // The reference's name for `check` stands beside it.
+    assert!(help.contains("\n  check, doctor  "), "{help}");
+    for (command, heading) in [("run", 0), ("contract", 1), ("status", 2), ("init", 3)] {
+        let line = format!("\n  {command} ");
+        let pos = help
+            .find(&line)
+            .unwrap_or_else(|| panic!("no `{command}`:\n{help}"));
+        let owner = headings
+            .iter()
+            .rposition(|h| help[..pos].contains(h))
+            .unwrap();
+        assert_eq!(
+            owner, heading,
+            "`{command}` under the wrong heading:\n{help}"
+        );
+    }
+    // One line each: every command line starts a description; wrapped lines are rare.
+    let commands = help
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .count();
+    assert!(commands >= 35, "{help}");
 }
 
 // ---------------------------------------------------------------------------------------------

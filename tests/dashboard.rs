@@ -139,8 +139,17 @@ impl Drop for Server {
 }
 
 fn serve(p: &TestPolis, listen: &str) -> Server {
+    serve_with(p, listen, "")
+}
+
+/// [`serve`] with more lines for the configuration's `[dashboard]` table.
+fn serve_with(p: &TestPolis, listen: &str, dashboard: &str) -> Server {
     let config = p.dir.path().join("serve.toml");
-    std::fs::write(&config, "[watch]\ndebounce = \"50ms\"\n").unwrap();
+    std::fs::write(
+        &config,
+        format!("[watch]\ndebounce = \"50ms\"\n\n[dashboard]\n{dashboard}\n"),
+    )
+    .unwrap();
     let mut child = Command::new(BIN)
         .arg("serve")
         .arg(&p.root)
@@ -277,7 +286,11 @@ fn every_page_renders_the_generated_polis() {
         chronicle.body
     );
     let filtered = get(&s, &format!("/p/0/chronicle?citizen={ALPHA}"));
-    assert!(filtered.body.contains("1 of 3 lines"), "{}", filtered.body);
+    assert!(
+        filtered.body.contains("1 of 1 matching lines (3 in all)"),
+        "{}",
+        filtered.body
+    );
     assert!(
         !filtered.body.contains("founded polis</td>"),
         "{}",
@@ -304,7 +317,11 @@ fn every_page_renders_the_generated_polis() {
         "{}",
         citizen.body
     );
-    assert!(citizen.body.contains("Inbox (1)"), "{}", citizen.body);
+    assert!(
+        citizen.body.contains("Inbox (1 unread)"),
+        "{}",
+        citizen.body
+    );
 
     assert_eq!(get(&s, "/p/0/contracts/no-such").status, 404);
     assert_eq!(get(&s, "/p/7/").status, 404);
@@ -405,6 +422,27 @@ fn off_loopback_without_the_token_gets_401() {
         }
     });
     assert_eq!(token.len(), 48, "{}", s.stderr.lock().unwrap());
+    assert_eq!(
+        s.stderr.lock().unwrap().matches(&token).count(),
+        1,
+        "the token is printed exactly once: {}",
+        s.stderr.lock().unwrap()
+    );
+    assert_eq!(
+        s.url,
+        format!("http://0.0.0.0:{}/", s.addr.port()),
+        "the URL names the address bound"
+    );
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let r = request(
+            s.addr,
+            "GET",
+            "/p/0/",
+            &host,
+            &format!("Authorization: {scheme} {token}\r\n"),
+        );
+        assert_eq!(r.status, 200, "{scheme}: {}", r.body);
+    }
     let r = request(s.addr, "GET", &format!("/p/0/?token={token}"), &host, "");
     assert_eq!(r.status, 200);
     let cookie = r.header("set-cookie").unwrap();
@@ -483,6 +521,130 @@ fn the_event_stream_reports_a_settlement() {
         "{}",
         overview.body
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Limits: a visitor cannot starve the server or the daemon beside it.
+
+/// Whether `stream` (non-blocking) has been closed by the server: end of file or a reset.
+fn closed_by_server(stream: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+#[test]
+fn five_hundred_partial_headers_are_closed_within_ten_seconds_while_the_daemon_works() {
+    let p = generated_polis();
+    let daemon = p.start_daemon();
+    let addr = daemon_dashboard(&p);
+    assert_eq!(get_at(addr, "/p/0/").status, 200);
+    let started = Instant::now();
+    let mut partial: Vec<TcpStream> = (0..500)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            // A connection over the cap is answered and closed at once: writing may fail.
+            let _ = write!(
+                s,
+                "GET /p/0/ HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nX-Slow: ",
+                addr.port()
+            );
+            s.set_nonblocking(true).unwrap();
+            s
+        })
+        .collect();
+    // The daemon goes on reacting to files while the dashboard is flooded.
+    p.save(
+        "contracts/settled/during-flood.md",
+        &settled("during-flood", ALPHA, "floodtag", 4, 20),
+    );
+    let mut open = partial.len();
+    while open > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{open} of 500 partial requests still open after 10 s"
+        );
+        open = partial
+            .iter_mut()
+            .filter_map(|s| (!closed_by_server(s)).then_some(()))
+            .count();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_until(
+        "the daemon to count the contract settled during the flood",
+        Duration::from_secs(20),
+        || p.read("contracts/routing_stats.yml").contains("floodtag"),
+    );
+    let after = get_at(addr, "/p/0/");
+    assert_eq!(after.status, 200, "{}", daemon.log_text());
+}
+
+#[test]
+fn connections_and_event_streams_over_their_caps_get_503() {
+    let p = generated_polis();
+    let s = serve_with(
+        &p,
+        "127.0.0.1:0",
+        "max_connections = 8\nmax_event_streams = 2",
+    );
+    let open_stream = || {
+        let mut stream = TcpStream::connect(s.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        write!(
+            stream,
+            "GET /p/0/events HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/event-stream\r\n\r\n",
+            s.addr.port()
+        )
+        .unwrap();
+        let mut seen = String::new();
+        let mut buf = [0u8; 4096];
+        wait_until("the stream's headers", Duration::from_secs(10), || {
+            if let Ok(n) = stream.read(&mut buf) {
+                seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+            seen.contains("\r\n\r\n")
+        });
+        (stream, seen)
+    };
+    let (_first, a) = open_stream();
+    let (_second, b) = open_stream();
+    assert!(
+        a.starts_with("HTTP/1.1 200") && b.starts_with("HTTP/1.1 200"),
+        "{a}\n{b}"
+    );
+    let (_third, c) = open_stream();
+    assert!(c.starts_with("HTTP/1.1 503"), "{c}");
+    assert!(c.contains("too many live-update streams"), "{c}");
+    // Pages still work beside the open streams.
+    assert_eq!(get(&s, "/p/0/").status, 200);
+    // Eight connections held: the ninth is told so and closed.
+    let held: Vec<TcpStream> = (0..6)
+        .map(|_| TcpStream::connect(s.addr).unwrap())
+        .collect();
+    let mut refused = String::new();
+    wait_until(
+        "a 503 for the connection over the cap",
+        Duration::from_secs(10),
+        || {
+            let mut extra = TcpStream::connect(s.addr).unwrap();
+            extra
+                .set_read_timeout(Some(Duration::from_secs(2)))
+                .unwrap();
+            refused.clear();
+            let _ = extra.read_to_string(&mut refused);
+            refused.starts_with("HTTP/1.1 503")
+        },
+    );
+    assert!(refused.contains("too many open connections"), "{refused}");
+    drop(held);
 }
 
 #[test]
@@ -701,7 +863,7 @@ fn a_council_under_polisd_run_shows_its_rounds_then_its_verdict() {
     ok(p.polisd(&["contract", "claim", cid, "--as", FOUNDER]));
     let councils = || get_at(addr, "/p/0/councils").body;
     wait_until("the council on the page", Duration::from_secs(30), || {
-        councils().contains("round 1 of 3 open until")
+        councils().contains("restatement gate (round 0, before 3 rounds) open until")
     });
     let status: serde_json::Value =
         serde_json::from_slice(&ok(p.polisd(&["council", "status", cid, "--json"])).stdout)
@@ -717,7 +879,11 @@ fn a_council_under_polisd_run_shows_its_rounds_then_its_verdict() {
         assert!(page.contains(&format!("citizens/{seat}\"")), "{page}");
     }
     assert!(page.contains("not written yet"), "{page}");
-    for n in 1..=3 {
+    for n in 0..=3 {
+        wait_until(&format!("round {n} open"), Duration::from_secs(30), || {
+            let out = p.polisd(&["council", "status", cid, "--json"]);
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok_and(|v| v["round"] == n)
+        });
         for seat in &seats {
             let file = p.dir.path().join(format!("{seat}-{n}.md"));
             std::fs::write(&file, format!("My view, round {n}: keep it simple.\n")).unwrap();
@@ -730,11 +896,13 @@ fn a_council_under_polisd_run_shows_its_rounds_then_its_verdict() {
                 file.to_str().unwrap(),
             ]));
         }
-        wait_until(
-            &format!("round {n} closed"),
-            Duration::from_secs(30),
-            || p.exists(&format!("reviews/{cid}/round-{n}-packet.md")),
-        );
+        if n >= 1 {
+            wait_until(
+                &format!("round {n} closed"),
+                Duration::from_secs(30),
+                || p.exists(&format!("reviews/{cid}/round-{n}-packet.md")),
+            );
+        }
     }
     wait_until("the verdict asked for", Duration::from_secs(30), || {
         councils().contains("waiting for the chairman")
@@ -1118,6 +1286,7 @@ fn beside_the_daemon_pages_come_from_the_engine_without_reading_settled_files() 
         &[],
         &none,
         &none,
+        "",
     );
     assert_eq!(status, 200);
     assert!(html.contains(r#"id="count-settled">5<"#), "{html}");
@@ -1422,7 +1591,7 @@ fn browser_a_settled_file_s_findings_show_under_polisd_run_until_it_is_fixed() {
             .await
             .unwrap();
         let findings = "return document.getElementById('findings').textContent";
-        let queue = "return Array.from(document.querySelectorAll('#queue li')).map(li => li.dataset.key).join(' ')";
+        let queue = "return Array.from(document.querySelectorAll('#queue [data-key]')).map(li => li.dataset.key).join(' ')";
         let shown = text_of(&c, findings).await;
         assert!(
             shown.contains("P016") && shown.contains(BAD_ONE) && shown.contains("make it `bad-one`"),
@@ -1665,4 +1834,391 @@ fn notify_command_runs_once_for_a_new_human_queue_item() {
         daemon.log_text()
     );
     assert!(text.contains("/p/0/contracts/urgent-fix"), "{text}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A team-scale polis: the overview a team lead keeps open.
+
+const VENDORS: [&str; 4] = ["openai", "anthropic", "google", "mistral"];
+const TEAM_TAGS: [&str; 4] = ["rust", "docs", "ops", "web"];
+
+fn team_member(i: usize) -> String {
+    format!("agent-{i:02}")
+}
+
+fn inbox_block(from: &str, stamp: &str, text: &str) -> String {
+    format!("\n### {stamp} from {from}\n\n{text}\n\n---\n")
+}
+
+/// 12 citizens (the founder and 11 agents), 2,000 settled contracts over the last two weeks
+/// (80 of them without a quality score: a week of P007 warnings), 80 open contracts in every
+/// state, a guardrail, a reservation, a week of chronicle, and `agent-01` with three notices
+/// of which it has read two.
+fn team_polis() -> TestPolis {
+    let p = TestPolis::init(FOUNDER);
+    for i in 1..=11 {
+        let tags: Vec<(&str, u8)> = TEAM_TAGS.iter().map(|t| (*t, 3 + (i % 3) as u8)).collect();
+        p.citizen(&team_member(i), VENDORS[i % 4], &tags, "medium");
+    }
+    let today = chrono::Utc::now().date_naive();
+    for i in 0..2000usize {
+        let day = today - chrono::Duration::days((i % 14) as i64);
+        let quality = if i % 25 == 0 {
+            String::new()
+        } else {
+            format!("quality_score: {}\n", 2 + i % 4)
+        };
+        let id = format!("done-{i:04}");
+        p.save(
+            &format!("contracts/settled/{id}.md"),
+            &contract(
+                &id,
+                &format!("settled work {i}"),
+                Some(&team_member(1 + i % 11)),
+                "settled",
+                &[TEAM_TAGS[i % 4]],
+                &format!("settled_at: '{day} 12:00:00'\n{quality}actual_minutes: 30\n"),
+                "## Intent\n\nDone.\n",
+            ),
+        );
+    }
+    for i in 0..80usize {
+        let (status, owner) = match i % 8 {
+            0..=2 => ("claimed", Some(team_member(1 + i % 11))),
+            3 | 4 => ("in_progress", Some(team_member(1 + i % 11))),
+            5 => ("blocked", Some(team_member(1 + i % 11))),
+            6 => ("under_review", Some(team_member(1 + i % 11))),
+            _ => ("proposed", None),
+        };
+        let id = format!("open-{i:02}");
+        p.save(
+            &format!("contracts/open/{id}.md"),
+            &contract(
+                &id,
+                &format!("open work {i}"),
+                owner.as_deref(),
+                status,
+                &[TEAM_TAGS[i % 4]],
+                "",
+                "## Intent\n\nDo it.\n",
+            ),
+        );
+    }
+    let mut chronicle = String::new();
+    let now = chrono::Utc::now().naive_utc();
+    for i in 0..280i64 {
+        let at = now - chrono::Duration::minutes(36 * (280 - i));
+        chronicle.push_str(&format!(
+            "- {} | {} | claimed | [[contracts/open/open-{:02}]] | week line {i}\n",
+            at.format("%Y-%m-%d %H:%M"),
+            team_member(1 + (i as usize) % 11),
+            i % 80
+        ));
+    }
+    p.append("chronicle.md", &chronicle);
+    let agent = team_member(1);
+    p.append(
+        &format!("citizens/{agent}/inbox.md"),
+        &(inbox_block(FOUNDER, "2026-11-30 10:00", "first note")
+            + &inbox_block(FOUNDER, "2026-11-30 11:00", "second note")),
+    );
+    assert!(p
+        .polisd(&["notices", "--as", &agent, "--mark-read"])
+        .status
+        .success());
+    p.append(
+        &format!("citizens/{agent}/inbox.md"),
+        &inbox_block(FOUNDER, "2026-11-30 12:00", "third note, unread"),
+    );
+    let guardrail = p.polisd(&[
+        "guardrail",
+        "add",
+        "--text",
+        "Run the migrations twice",
+        "--tags",
+        "ops",
+    ]);
+    assert!(guardrail.status.success(), "{guardrail:?}");
+    let reserve = p.polisd(&[
+        "reserve",
+        "src/auth.rs",
+        "--as",
+        &agent,
+        "--note",
+        "auth rework",
+    ]);
+    assert!(reserve.status.success(), "{reserve:?}");
+    p
+}
+
+#[test]
+fn the_team_overview_counts_from_claims_and_the_read_cursor_and_shows_what_is_in_force() {
+    let p = team_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let page = get(&s, "/p/0/");
+    assert_eq!(page.status, 200);
+    let b = &page.body;
+    assert!(b.contains(r#"id="count-settled">2000<"#), "{b}");
+    assert!(b.contains(r#"id="count-open">80<"#), "{b}");
+    // agent-01 holds open-00 (claimed) among others; its row names one it works on.
+    let row = b
+        .split("data-citizen=\"agent-01\"")
+        .nth(1)
+        .and_then(|r| r.split("</tr>").next())
+        .unwrap_or("");
+    assert!(row.contains("/p/0/contracts/open-"), "{row}");
+    assert!(row.contains("<td class=\"unread\">1</td>"), "{row}");
+    // The queue comes in groups with counts, the P007 warnings as one group of 80.
+    let queue = b.split("id=\"queue\"").nth(1).unwrap_or("");
+    let queue = &queue[..queue.find("</section>").unwrap_or(queue.len())];
+    assert!(
+        queue.contains("Warnings P007 <span class=\"count\">80</span>"),
+        "{queue}"
+    );
+    assert!(b.contains("data-guardrail="), "the guardrail in force: {b}");
+    assert!(part(b, "guardrails").contains("Run the migrations twice"));
+    assert!(part(b, "reservations").contains("src/auth.rs"), "{b}");
+    // Search finds a contract, a lesson-free polis's chronicle, and a settled id.
+    let found = get(&s, "/p/0/search?q=week+line+27");
+    assert!(part(&found.body, "chronicle-hits").contains("week line 27"));
+    let found = get(&s, "/p/0/search?q=done-0042");
+    assert!(part(&found.body, "contract-hits").contains("done-0042"));
+    let found = get(&s, "/p/0/search?q=open+work+7");
+    assert!(part(&found.body, "contract-hits").contains("open-07"));
+    // The chronicle pages back to its first line.
+    let first = get(&s, "/p/0/chronicle");
+    assert!(first.body.contains("page 1 of 2"), "{}", first.body);
+    let older = get(&s, "/p/0/chronicle?page=1");
+    assert!(older.body.contains("week line 0</td>"), "{}", older.body);
+    assert!(!first.body.contains("week line 0</td>"));
+}
+
+#[test]
+fn browser_the_team_overview_fits_one_and_a_half_screens() {
+    let p = team_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let driver = chromedriver();
+    runtime().block_on(async {
+        let c = browser(&driver).await;
+        c.set_window_size(1440, 900).await.unwrap();
+        c.goto(&format!("{}p/0/", s.url)).await.unwrap();
+        let height: u32 = text_of(&c, "return String(document.documentElement.scrollHeight)")
+            .await
+            .parse()
+            .unwrap();
+        assert!(
+            height <= 1350,
+            "the overview is {height} px tall: more than 1.5 screens of 900 px"
+        );
+        // A folded group opens on a click, without script.
+        c.execute(
+            "document.querySelector('#queue details:not([open]) summary').click(); return 1",
+            vec![],
+        )
+        .await
+        .unwrap();
+        let opened = text_of(
+            &c,
+            "return String(document.querySelectorAll('#queue details[open]').length)",
+        )
+        .await;
+        assert_ne!(opened, "0");
+        if std::env::var_os("POLISD_SCREENSHOT").is_some() {
+            c.goto(&format!("{}p/0/", s.url)).await.unwrap();
+            let png = c.screenshot().await.unwrap();
+            std::fs::write(std::env::var_os("POLISD_SCREENSHOT").unwrap(), png).unwrap();
+        }
+        c.close().await.unwrap();
+    });
+}
+
+#[test]
+fn browser_offline_banner_then_a_reconnect_refetches_the_state() {
+    let p = generated_polis();
+    let mut s = serve(&p, "127.0.0.1:0");
+    let port = s.addr.port();
+    let driver = chromedriver();
+    runtime().block_on(async {
+        let c = browser(&driver).await;
+        c.goto(&format!("{}p/0/", s.url)).await.unwrap();
+        wait_for_text(
+            &c,
+            "return document.body.getAttribute('data-live') || ''",
+            &|t| t == "on",
+            "the stream opens",
+        )
+        .await;
+        mark_page(&c).await;
+        let _ = s.child.kill();
+        let _ = s.child.wait();
+        let lost = Instant::now();
+        wait_for_text(
+            &c,
+            "var b = document.getElementById('offline'); return b.hidden ? '' : b.textContent",
+            &|t| t.starts_with("Offline"),
+            "the offline banner",
+        )
+        .await;
+        assert!(
+            lost.elapsed() < Duration::from_secs(5),
+            "the banner took {:?}",
+            lost.elapsed()
+        );
+        // Settled while the server was down: no event will ever say so.
+        p.mv(
+            "contracts/open/next-job.md",
+            "contracts/settled/next-job.md",
+        );
+        s = serve(&p, &format!("127.0.0.1:{port}"));
+        wait_for_text(
+            &c,
+            "return document.getElementById('count-settled').textContent",
+            &|t| t == "6",
+            "the settlement made while offline, after the reconnect",
+        )
+        .await;
+        let hidden = text_of(
+            &c,
+            "return String(document.getElementById('offline').hidden)",
+        )
+        .await;
+        assert_eq!(hidden, "true");
+        assert_not_reloaded(&c).await;
+        c.close().await.unwrap();
+    });
+    drop(s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The console: actions as plain forms, refused without their tokens.
+
+/// A form POST with `cookie` (may be empty) and `extra` headers.
+fn post(s: &Server, path: &str, cookie: &str, body: &str, extra: &str) -> Reply {
+    let cookie = if cookie.is_empty() {
+        String::new()
+    } else {
+        format!("Cookie: {cookie}\r\n")
+    };
+    request(
+        s.addr,
+        "POST",
+        path,
+        &format!("127.0.0.1:{}", s.addr.port()),
+        &format!(
+            "{cookie}{extra}Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+/// The CSRF cookie a page sets and the value its forms carry.
+fn csrf_of(page: &Reply) -> (String, String) {
+    let cookie = page
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("set-cookie"))
+        .find_map(|(_, v)| v.strip_prefix("polisd_csrf="))
+        .and_then(|v| v.split(';').next())
+        .expect("a polisd_csrf cookie")
+        .to_string();
+    assert!(
+        page.body
+            .contains(&format!("name=\"csrf\" value=\"{cookie}\"")),
+        "the forms carry the cookie's token"
+    );
+    (format!("polisd_csrf={cookie}"), cookie)
+}
+
+#[test]
+fn console_actions_write_what_the_operations_write_and_need_their_tokens() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let page = get(&s, &format!("/p/0/citizens/{BRAVO}"));
+    let (cookie, token) = csrf_of(&page);
+    let inbox = || p.read(&format!("citizens/{BRAVO}/inbox.md"));
+    let before = inbox();
+    let message = format!("csrf={token}&back=%2Fp%2F0%2Fcitizens%2F{BRAVO}&as={FOUNDER}&to={BRAVO}&text=please+pick+up+next-job");
+    // Refused without the token, with another token, and from another site.
+    let no_field = message.replacen(&format!("csrf={token}"), "csrf=", 1);
+    assert_eq!(
+        post(&s, "/p/0/act/message", &cookie, &no_field, "").status,
+        403
+    );
+    assert_eq!(post(&s, "/p/0/act/message", "", &message, "").status, 403);
+    let other = "polisd_csrf=00000000000000000000000000000000";
+    assert_eq!(
+        post(&s, "/p/0/act/message", other, &message, "").status,
+        403
+    );
+    let cross = post(
+        &s,
+        "/p/0/act/message",
+        &cookie,
+        &message,
+        "Origin: http://evil.example\r\n",
+    );
+    assert_eq!(cross.status, 403, "{}", cross.body);
+    assert_eq!(
+        post(&s, "/p/0/contracts/next-job", &cookie, &message, "").status,
+        405
+    );
+    assert_eq!(inbox(), before, "nothing written by a refused form");
+    // Accepted: one block from the founder, and back to the page.
+    let done = post(&s, "/p/0/act/message", &cookie, &message, "");
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert_eq!(
+        done.header("location"),
+        Some(&*format!("/p/0/citizens/{BRAVO}"))
+    );
+    let added = inbox()[before.len()..].to_string();
+    assert!(
+        added.starts_with("\n### ")
+            && added.contains(&format!(
+                " from {FOUNDER}\n\nplease pick up next-job\n\n---\n"
+            )),
+        "{added:?}"
+    );
+    // A review as a person: the file `polisd review` writes and its chronicle line.
+    let review = format!(
+        "csrf={token}&contract=next-job&as={FOUNDER}&decision=requested_changes&body=needs+tests"
+    );
+    let done = post(&s, "/p/0/act/review", &cookie, &review, "");
+    assert_eq!(done.status, 303, "{}", done.body);
+    let reviews: Vec<_> = std::fs::read_dir(p.path("reviews"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with("-next-job.md"))
+        .collect();
+    assert_eq!(reviews.len(), 1, "{reviews:?}");
+    let text = p.read(&format!("reviews/{}", reviews[0]));
+    assert!(
+        text.contains("requested_changes") && text.contains("needs tests"),
+        "{text}"
+    );
+    assert!(p
+        .read("chronicle.md")
+        .contains(&format!("| {FOUNDER} | requested changes |")));
+    // A refusal names what to do and writes nothing.
+    let stranger = review.replace(FOUNDER, "nobody-here");
+    let refused = post(&s, "/p/0/act/review", &cookie, &stranger, "");
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains("not a registered citizen"),
+        "{}",
+        refused.body
+    );
+}
+
+#[test]
+fn off_loopback_a_console_action_needs_the_token_too() {
+    let p = generated_polis();
+    let s = serve(&p, "0.0.0.0:0");
+    let r = post(
+        &s,
+        "/p/0/act/message",
+        "polisd_csrf=00000000000000000000000000000000",
+        "csrf=00000000000000000000000000000000&as=a&to=b&text=x",
+        "",
+    );
+    assert_eq!(r.status, 401, "{}", r.body);
 }

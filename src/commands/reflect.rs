@@ -46,14 +46,14 @@ pub fn run(args: ReflectArgs) -> anyhow::Result<u8> {
         }
     }
     if args.json {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({ "proposals": results }))?
         );
         return Ok(u8::from(failed));
     }
     if results.is_empty() {
-        println!(
+        say!(
             "no friction found (at least {} pieces of evidence make a pattern)",
             args.min_evidence
         );
@@ -72,16 +72,16 @@ pub fn run(args: ReflectArgs) -> anyhow::Result<u8> {
                 "held: {amendment} was declined with {evidence_then} pieces of evidence; needs twice that or 90 days"
             ),
         };
-        println!(
+        say!(
             "{:22} {}  ({})",
             r.proposal.kind.as_str(),
             r.amendment_id,
             what
         );
-        println!("  {}", r.proposal.problem);
+        say!("  {}", r.proposal.problem);
     }
     if !args.apply && results.iter().any(|r| r.held.is_none()) {
-        println!("run `polisd reflect --apply` to file them");
+        say!("run `polisd reflect --apply` to file them");
     }
     Ok(u8::from(failed))
 }

@@ -55,12 +55,12 @@ pub fn run(args: crate::commands::cli::VerifyArgs) -> anyhow::Result<u8> {
         struct Report<'a> {
             cards: &'a [CardReport],
         }
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&Report { cards: &reports })?
         );
     } else {
-        print!("{}", render(&reports));
+        say_part!("{}", render(&reports));
     }
     Ok(u8::from(reports.iter().any(CardReport::is_failure)))
 }

@@ -95,6 +95,31 @@ pub fn quality_lines(series: &[(String, Vec<(usize, f64)>)], caption: &str) -> O
     Some(svg)
 }
 
+/// Bars of a count per day (`YYYY-MM-DD`, n), as a small inline SVG with the first and last
+/// day and the highest count labelled, and each bar's day and count in its title.
+pub fn daily_bars(days: &[(String, usize)]) -> maud::Markup {
+    const W: usize = 420;
+    const H: usize = 90;
+    const BASE: usize = 72;
+    let max = days.iter().map(|d| d.1).max().unwrap_or(0).max(1);
+    let step = W / days.len().max(1);
+    let total: usize = days.iter().map(|d| d.1).sum();
+    maud::html! {
+        svg.bars xmlns="http://www.w3.org/2000/svg" viewBox=(format!("0 0 {W} {H}")) width=(W) height=(H) role="img"
+            aria-label=(format!("{total} settled over {} days", days.len())) {
+            @for (i, (day, n)) in days.iter().enumerate() {
+                @let h = n * (BASE - 12) / max;
+                rect x=(i * step + 2) y=(BASE - h) width=(step.saturating_sub(4)) height=(h.max(1)) fill="#2255aa" {
+                    title { (day) ": " (n) }
+                }
+            }
+            text x="0" y=(H - 4) font-size="11" fill="#5d6875" { (days.first().map_or("", |d| d.0.as_str())) }
+            text x=(W) y=(H - 4) font-size="11" fill="#5d6875" text-anchor="end" { (days.last().map_or("", |d| d.0.as_str())) }
+            text x=(W) y="10" font-size="11" fill="#5d6875" text-anchor="end" { "max " (max) "/day · " (total) " in all" }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

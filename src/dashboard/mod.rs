@@ -12,17 +12,19 @@
 //! [`security::guard`] first.
 
 pub mod chart;
+pub mod console;
 pub mod markdown;
 pub mod pages;
 pub mod report;
 pub mod security;
+pub mod server;
 pub mod view;
 
 use view::queue;
 
 use crate::daemon::{Change, DaemonView, Sidecar};
 use anyhow::Context as _;
-use axum::extract::{Path as UrlPath, Query, State};
+use axum::extract::{Extension, Path as UrlPath, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -44,6 +46,8 @@ pub struct Options {
     pub listen: SocketAddr,
     pub allowed_hosts: Vec<String>,
     pub notify_command: Option<String>,
+    pub max_connections: usize,
+    pub max_event_streams: usize,
 }
 
 impl Options {
@@ -52,6 +56,8 @@ impl Options {
             listen: c.listen_addr(),
             allowed_hosts: c.allowed_hosts.clone(),
             notify_command: c.notify_command.clone().filter(|c| !c.trim().is_empty()),
+            max_connections: c.max_connections,
+            max_event_streams: c.max_event_streams,
         }
     }
 }
@@ -59,6 +65,8 @@ impl Options {
 /// The polises shown, shared by every request.
 pub struct Site {
     pub polises: Vec<Arc<PolisView>>,
+    /// The open `/events` streams, against their cap.
+    pub streams: Arc<server::EventStreams>,
 }
 
 /// The router for `site`, guarded by `guard`.
@@ -75,9 +83,10 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
             &route,
             get(
                 move |State(site): State<Arc<Site>>,
+                      Extension(csrf): Extension<security::Csrf>,
                       UrlPath(params): UrlPath<HashMap<String, String>>,
                       Query(query): Query<HashMap<String, String>>| async move {
-                    render_page(site, page, params, query).await
+                    render_page(site, page, params, query, csrf.token).await
                 },
             ),
         );
@@ -86,6 +95,7 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
         .route("/", get(index))
         .route("/p/{polis}", get(to_polis))
         .route("/p/{polis}/events", get(events))
+        .route("/p/{polis}/act/{action}", axum::routing::post(console::act))
         .route(
             "/static/live.js",
             get(|| async { asset("text/javascript; charset=utf-8", LIVE_JS) }),
@@ -96,10 +106,27 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
         )
         .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
         .with_state(site)
+        .layer(axum::middleware::from_fn(within_time))
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(guard),
             security::guard,
         ))
+}
+
+/// Answers 503 to a request not done within [`server::REQUEST_TIMEOUT`] (a slow body, a stuck
+/// page), so no request holds a connection slot for long; the event stream is exempt.
+async fn within_time(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if request.uri().path().ends_with("/events") {
+        return next.run(request).await;
+    }
+    match tokio::time::timeout(server::REQUEST_TIMEOUT, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the request took too long; try again\n",
+        )
+            .into_response(),
+    }
 }
 
 fn asset(kind: &'static str, body: &'static str) -> Response {
@@ -113,7 +140,10 @@ fn asset(kind: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-fn polis_of(site: &Site, params: &HashMap<String, String>) -> Option<(usize, Arc<PolisView>)> {
+pub(crate) fn polis_of(
+    site: &Site,
+    params: &HashMap<String, String>,
+) -> Option<(usize, Arc<PolisView>)> {
     let n: usize = params.get("polis")?.parse().ok()?;
     site.polises.get(n).map(|v| (n, Arc::clone(v)))
 }
@@ -155,6 +185,7 @@ async fn render_page(
     page: &'static pages::Page,
     params: HashMap<String, String>,
     query: HashMap<String, String>,
+    csrf: String,
 ) -> Response {
     let Some((n, view)) = polis_of(&site, &params) else {
         return (StatusCode::NOT_FOUND, "no such polis\n").into_response();
@@ -168,7 +199,7 @@ async fn render_page(
     // Reading the folder and rendering are blocking work: off the event loop's thread.
     let done = tokio::task::spawn_blocking(move || {
         let snapshot = view.current();
-        render(page, &view, &snapshot, n, &picker, &params, &query)
+        render(page, &view, &snapshot, n, &picker, &params, &query, &csrf)
     })
     .await;
     match done {
@@ -185,7 +216,9 @@ async fn render_page(
 }
 
 /// One page of polis `n` as a whole document, with its status (200, or 404 for a record that
-/// is not there). Pure over the snapshot: the benches time it.
+/// is not there); `csrf` goes in the console's forms. Pure over the snapshot: the benches time
+/// it.
+#[allow(clippy::too_many_arguments)]
 pub fn render(
     page: &pages::Page,
     view: &PolisView,
@@ -194,6 +227,7 @@ pub fn render(
     picker: &[(String, String)],
     params: &HashMap<String, String>,
     query: &HashMap<String, String>,
+    csrf: &str,
 ) -> (StatusCode, String) {
     let cx = pages::Context {
         snapshot,
@@ -201,6 +235,7 @@ pub fn render(
         params,
         query,
         base: format!("/p/{n}"),
+        csrf,
     };
     let (status, rendered) = match (page.render)(&cx) {
         Ok(r) => (StatusCode::OK, r),
@@ -222,19 +257,37 @@ async fn events(
     let Some((_, view)) = polis_of(&site, &params) else {
         return (StatusCode::NOT_FOUND, "no such polis\n").into_response();
     };
+    let Some(slot) = site.streams.take() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "30")],
+            "too many live-update streams are open; the page still works, reload it to update\n",
+        )
+            .into_response();
+    };
     let mut rx = view.changes.clone();
     rx.mark_unchanged();
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.changed().await.ok()?;
-        let change: Change = rx.borrow_and_update().clone();
-        let data = serde_json::json!({ "generation": change.generation, "paths": change.paths });
-        Some((
-            Ok::<Event, std::convert::Infallible>(
-                Event::default().event("change").data(data.to_string()),
-            ),
-            rx,
-        ))
-    });
+    // The slot lives in the stream's state: it is freed when the client goes away. The first
+    // event sets the browser's reconnection delay, so a restarted server is found quickly.
+    let stream =
+        futures_util::stream::unfold((rx, slot, true), |(mut rx, slot, first)| async move {
+            if first {
+                let retry = Event::default()
+                    .retry(Duration::from_secs(1))
+                    .comment("connected");
+                return Some((Ok(retry), (rx, slot, false)));
+            }
+            rx.changed().await.ok()?;
+            let change: Change = rx.borrow_and_update().clone();
+            let data =
+                serde_json::json!({ "generation": change.generation, "paths": change.paths });
+            Some((
+                Ok::<Event, std::convert::Infallible>(
+                    Event::default().event("change").data(data.to_string()),
+                ),
+                (rx, slot, false),
+            ))
+        });
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(30)))
         .into_response()
@@ -246,6 +299,7 @@ pub struct Bound {
     pub addr: SocketAddr,
     pub url: String,
     pub guard: security::Guard,
+    pub limits: server::Limits,
 }
 
 /// Binds `options.listen`; the URL carries the token when one is needed.
@@ -254,9 +308,13 @@ pub fn bind(options: &Options) -> std::io::Result<Bound> {
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let guard = security::Guard::for_addr(addr, &options.allowed_hosts);
-    let host = if addr.ip().is_unspecified() {
-        "127.0.0.1".to_string()
-    } else if addr.is_ipv6() {
+    let limits = server::Limits::fitted(
+        options.max_connections,
+        options.max_event_streams,
+        server::descriptor_limit(),
+    );
+    // The URL names the address actually bound (0.0.0.0 too: it reaches this machine).
+    let host = if addr.is_ipv6() {
         format!("[{}]", addr.ip())
     } else {
         addr.ip().to_string()
@@ -267,6 +325,7 @@ pub fn bind(options: &Options) -> std::io::Result<Bound> {
         addr,
         url,
         guard,
+        limits,
     })
 }
 
@@ -278,21 +337,18 @@ fn serve_task(
     let listener = tokio::net::TcpListener::from_std(bound.listener)
         .context("handing the dashboard's socket to the event loop")?;
     let app = router(site, bound.guard);
-    Ok(Box::pin(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!("the dashboard stopped: {e}");
-        }
-    }))
+    Ok(Box::pin(server::serve(listener, app, bound.limits)))
 }
 
 /// Logs where the dashboard is; the token (off loopback) is printed this once.
 fn announce(bound: &Bound) -> String {
     match &bound.guard.token {
         Some(t) => {
+            // The log says where, without the token (logs are kept and shipped); standard
+            // error gets the one URL that carries it.
             tracing::warn!(
-                "dashboard listening off loopback on {}: open {}?token={t} (the token is shown only now)",
-                bound.addr,
-                bound.url
+                "dashboard listening off loopback on {}: every request needs the token printed at start",
+                bound.addr
             );
             eprintln!(
                 "polisd: dashboard token (shown once): {}?token={t}",
@@ -301,6 +357,11 @@ fn announce(bound: &Bound) -> String {
         }
         None => tracing::info!("dashboard at {}", bound.url),
     }
+    tracing::info!(
+        "dashboard limits: {} connections, {} live-update streams",
+        bound.limits.connections,
+        bound.limits.event_streams
+    );
     bound.url.clone()
 }
 
@@ -323,6 +384,7 @@ pub fn beside_daemon(view: DaemonView) -> Option<Sidecar> {
         }
     };
     let site = Arc::new(Site {
+        streams: server::EventStreams::new(bound.limits.event_streams),
         polises: view
             .polises
             .into_iter()
@@ -369,6 +431,7 @@ pub fn serve_alone(
         let (watcher, mut batches) = crate::daemon::watch::watch(&root, watch)
         .with_context(|| format!("cannot watch {}", root.display()))?;
         let site = Arc::new(Site {
+            streams: server::EventStreams::new(bound.limits.event_streams),
             polises: vec![Arc::new(PolisView::new(&root, rx))],
         });
         let url = announce(&bound);

@@ -4,7 +4,7 @@
 //! digits of its SHA-256, so the same id reads the same in every report) and free text
 //! (titles, messages, queue details) is left out, so a report can be shared.
 
-use super::view::{unread, Snapshot};
+use super::view::Snapshot;
 use crate::protocol::layout::ContractFolder;
 use maud::{html, PreEscaped, DOCTYPE};
 use std::fmt::Write as _;
@@ -77,7 +77,7 @@ fn data(s: &Snapshot, name: &str, redact: bool) -> Data {
                 who(&c.id),
                 c.vendor.clone().unwrap_or_default(),
                 c.state.clone(),
-                unread(s.inboxes.get(&c.id).and_then(|t| t.as_deref())).to_string(),
+                s.unread.get(&c.id).copied().unwrap_or(0).to_string(),
             ]
         })
         .collect();

@@ -6,7 +6,12 @@
 //! - **Token off loopback.** When the listen address is not a loopback address, every request
 //!   needs the token printed at start: `?token=…` once (it is then kept in a `SameSite=Strict`,
 //!   `HttpOnly` cookie), the cookie, or `Authorization: Bearer …`. Otherwise 401.
-//! - **Read-only.** Only GET and HEAD are answered (405 otherwise).
+//! - **Methods.** GET and HEAD everywhere; POST only to the console's actions (`/p/{n}/act/…`),
+//!   405 otherwise. A POST whose `Origin` is not this server gets 403.
+//! - **CSRF.** Every visitor gets a random `polisd_csrf` cookie (`SameSite=Strict`,
+//!   `HttpOnly`) and the pages put the same value in each form; an action runs only when the
+//!   form's `csrf` field equals the cookie ([`Csrf::accepts`]). A page of another site can
+//!   neither read the value nor send the cookie.
 //! - **Headers.** A strict `Content-Security-Policy` (scripts and styles only from this server,
 //!   no inline script, no framing), `X-Content-Type-Options: nosniff`, `Referrer-Policy:
 //!   no-referrer`, `Cache-Control: no-store`.
@@ -22,6 +27,28 @@ pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; 
 connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 const COOKIE: &str = "polisd_token";
+const CSRF_COOKIE: &str = "polisd_csrf";
+
+/// The visitor's CSRF token, put in the request's extensions by [`guard`].
+#[derive(Debug, Clone)]
+pub struct Csrf {
+    pub token: String,
+    /// Whether the request carried it in its cookie (a token made just now proves nothing).
+    pub from_cookie: bool,
+}
+
+impl Csrf {
+    /// Whether a form's `csrf` field proves the form came from one of this server's pages.
+    pub fn accepts(&self, field: Option<&str>) -> bool {
+        self.from_cookie && field.is_some_and(|f| same(f, &self.token))
+    }
+}
+
+fn random_hex(bytes: usize) -> String {
+    use rand::Rng as _;
+    let raw: Vec<u8> = (0..bytes).map(|_| rand::rng().random()).collect();
+    crate::protocol::digest::hex(&raw)
+}
 
 /// What the guard checks against.
 #[derive(Debug, Clone)]
@@ -35,11 +62,7 @@ pub struct Guard {
 impl Guard {
     /// The guard for a server bound to `addr`: a fresh random token unless it is loopback.
     pub fn for_addr(addr: SocketAddr, allowed_hosts: &[String]) -> Guard {
-        let token = (!addr.ip().is_loopback()).then(|| {
-            use rand::Rng as _;
-            let bytes: [u8; 24] = rand::rng().random();
-            crate::protocol::digest::hex(&bytes)
-        });
+        let token = (!addr.ip().is_loopback()).then(|| random_hex(24));
         Guard {
             port: addr.port(),
             allowed_hosts: allowed_hosts
@@ -89,10 +112,27 @@ fn split_host(host: &str) -> (&str, Option<u16>) {
 }
 
 /// The middleware: see the module documentation.
-pub async fn guard(State(g): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+pub async fn guard(State(g): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
     let mut response = match refusal(&g, &request) {
         Some(refused) => refused,
         None => {
+            let csrf = match cookie(&request, CSRF_COOKIE).filter(|t| is_csrf_shaped(t)) {
+                Some(token) => Csrf {
+                    token,
+                    from_cookie: true,
+                },
+                None => Csrf {
+                    token: random_hex(16),
+                    from_cookie: false,
+                },
+            };
+            let set_csrf = (!csrf.from_cookie).then(|| {
+                format!(
+                    "{CSRF_COOKIE}={}; Path=/; HttpOnly; SameSite=Strict",
+                    csrf.token
+                )
+            });
+            request.extensions_mut().insert(csrf);
             // A token given in the query is kept in a cookie, so links and the event stream
             // work without repeating it.
             let cookie = g
@@ -101,8 +141,10 @@ pub async fn guard(State(g): State<Arc<Guard>>, request: Request, next: Next) ->
                 .filter(|t| query_token(&request).is_some_and(|q| same(&q, t)))
                 .map(|t| format!("{COOKIE}={t}; Path=/; HttpOnly; SameSite=Strict"));
             let mut response = next.run(request).await;
-            if let Some(v) = cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
-                response.headers_mut().insert(header::SET_COOKIE, v);
+            for c in cookie.into_iter().chain(set_csrf) {
+                if let Ok(v) = HeaderValue::from_str(&c) {
+                    response.headers_mut().append(header::SET_COOKIE, v);
+                }
             }
             response
         }
@@ -128,10 +170,14 @@ pub async fn guard(State(g): State<Arc<Guard>>, request: Request, next: Next) ->
 
 /// The response refusing `request`, or `None` when it may go on.
 fn refusal(g: &Guard, request: &Request) -> Option<Response> {
-    if request.method() != Method::GET && request.method() != Method::HEAD {
+    let action = is_action(request.uri().path());
+    let method = request.method();
+    let allowed =
+        method == Method::GET || method == Method::HEAD || action && method == Method::POST;
+    if !allowed {
         let mut r = (
             StatusCode::METHOD_NOT_ALLOWED,
-            "the dashboard is read-only: only GET and HEAD\n",
+            "only GET and HEAD here; the console's forms POST to /p/N/act/...\n",
         )
             .into_response();
         r.headers_mut()
@@ -143,6 +189,25 @@ fn refusal(g: &Guard, request: &Request) -> Option<Response> {
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
+    if method == Method::POST {
+        let origin = request
+            .headers()
+            .get(header::ORIGIN)
+            .and_then(|o| o.to_str().ok());
+        let same_origin = origin.is_none_or(|o| {
+            o.strip_prefix("http://")
+                .is_some_and(|h| h.eq_ignore_ascii_case(host))
+        });
+        if !same_origin {
+            return Some(
+                (
+                    StatusCode::FORBIDDEN,
+                    "this form was sent from another site; use the dashboard's own pages\n",
+                )
+                    .into_response(),
+            );
+        }
+    }
     if !g.host_allowed(host) {
         return Some(
             (
@@ -178,20 +243,41 @@ fn presented(request: &Request, token: &str) -> bool {
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| same(t.trim(), token));
-    let cookie = headers
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .is_some_and(|(_, t)| same(t.trim(), token));
+    let by_cookie = cookie(request, COOKIE).is_some_and(|t| same(&t, token));
+    bearer || by_cookie || query_token(request).is_some_and(|q| same(&q, token))
+}
+
+/// The value of cookie `name`, if the request has it.
+fn cookie(request: &Request, name: &str) -> Option<String> {
+    request
+        .headers()
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
-        .filter_map(|c| {
+        .find_map(|c| {
             c.trim()
-                .strip_prefix(COOKIE)
+                .strip_prefix(name)
                 .and_then(|c| c.strip_prefix('='))
+                .map(str::to_string)
         })
-        .any(|t| same(t, token));
-    bearer || cookie || query_token(request).is_some_and(|q| same(&q, token))
+}
+
+fn is_csrf_shaped(token: &str) -> bool {
+    token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Whether `path` is one of the console's actions, `/p/{n}/act/{action}`.
+pub fn is_action(path: &str) -> bool {
+    let mut parts = path.trim_start_matches('/').split('/');
+    parts.next() == Some("p")
+        && parts.next().is_some_and(|n| n.parse::<usize>().is_ok())
+        && parts.next() == Some("act")
+        && parts.next().is_some_and(|a| !a.is_empty())
+        && parts.next().is_none()
 }
 
 fn query_token(request: &Request) -> Option<String> {

@@ -507,6 +507,43 @@ pub struct TailLines {
     pub whole: bool,
 }
 
+/// An amendment as the tally reads it: its file, and after the votes the file records, those
+/// of its vote files (`amendments/votes/<stem>/<citizen>.md`), which come later and so win.
+pub fn parse_amendment(
+    root: &Path,
+    text: &str,
+    stem: &str,
+) -> Result<
+    crate::protocol::amendments::amendment::Amendment,
+    crate::protocol::frontmatter::FrontmatterError,
+> {
+    let mut a = crate::protocol::amendments::amendment::parse(text, stem)?;
+    a.votes.extend(vote_files(root, stem));
+    Ok(a)
+}
+
+/// The votes recorded in `amendments/votes/<stem>/`, by file name.
+pub fn vote_files(
+    root: &Path,
+    stem: &str,
+) -> Vec<crate::protocol::amendments::amendment::VoteRecord> {
+    if !crate::protocol::layout::is_slug(stem) {
+        return Vec::new();
+    }
+    let dir = format!(
+        "{}/{stem}",
+        crate::protocol::amendments::amendment::VOTES_DIR
+    );
+    let mut ignored = Vec::new();
+    list(root, &dir, ".md", &mut ignored)
+        .into_iter()
+        .filter_map(|e| {
+            let text = read_text(root, &e.rel, Some(MAX_RECORD_BYTES)).ok()??;
+            crate::protocol::amendments::amendment::parse_vote_file(&text, &e.stem)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -839,7 +876,7 @@ impl Polis {
                 let Some(text) = read_or_report(root, &entry.rel, &mut findings) else {
                     continue;
                 };
-                match crate::protocol::amendments::amendment::parse(&text, &entry.stem) {
+                match parse_amendment(root, &text, &entry.stem) {
                     Ok(amendment) => amendments.push(AmendmentFile {
                         folder,
                         rel: entry.rel,

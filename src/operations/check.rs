@@ -333,6 +333,14 @@ fn sync_findings(polis: &Polis, copies: &[crate::operations::sync::ConflictCopy]
         .collect();
     let chronicles: Vec<(&str, &str)> = polis.chronicle_files().collect();
     out.extend(crate::protocol::merge::duplicate_markers(&chronicles));
+    // The current chronicle first: a line there that repeats an archived one is reported.
+    let current_first: Vec<(&str, &str)> = chronicles.iter().rev().copied().collect();
+    if current_first.first().map(|(n, _)| *n) == Some(crate::protocol::layout::CHRONICLE) {
+        out.extend(crate::protocol::chronicle::duplicate_lines(
+            &current_first,
+            &|_| true,
+        ));
+    }
     for id in polis.cards.keys() {
         let Some(rel) = crate::protocol::layout::inbox_path(id) else {
             continue;

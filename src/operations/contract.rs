@@ -129,7 +129,7 @@ pub fn open(writer: &Writer, now: &PolisTime, req: &OpenRequest) -> Result<Opene
             acceptance_criteria: criteria.clone(),
         };
         let text = rules::render_new(&new)?;
-        let rel = layout::contract_path(ContractFolder::Open, &id).expect("a slug is a path");
+        let rel = crate::operations::lookup::contract_rel(ContractFolder::Open, &id)?;
         if !writer.create_new(&rel, text.as_bytes())? {
             continue; // another opener took this id a moment ago
         }
@@ -179,13 +179,15 @@ pub fn claim(
 ) -> Result<Claimed, OpError> {
     let root = writer.root();
     chronicle::require_citizen(root, citizen)?;
+    let _transition = writer.transition_lock()?;
     for _ in 0..ATTEMPTS {
         let (folder, rel) = find(root, id)?;
         if folder != ContractFolder::Open {
-            return Err(OpError::NotOpen {
+            let owner = read(root, &rel)?.and_then(|(_, r)| text_field(&r, "owner"));
+            return Err(OpError::Ended {
                 id: id.to_string(),
                 folder: folder.name(),
-                action: "claimed",
+                by: owner,
             });
         }
         let _lock = match writer.lock_file(&rel) {
@@ -349,20 +351,17 @@ struct Ending {
     folder: ContractFolder,
     status: &'static str,
     verb: &'static str,
-    action: &'static str,
 }
 
 const SETTLE: Ending = Ending {
     folder: ContractFolder::Settled,
     status: "settled",
     verb: "settled contract",
-    action: "settled",
 };
 const ABANDON: Ending = Ending {
     folder: ContractFolder::Abandoned,
     status: "abandoned",
     verb: "abandoned contract",
-    action: "abandoned",
 };
 
 /// Where an ending left the contract, and who it was for.
@@ -385,19 +384,20 @@ fn end_contract(
     edit: &dyn Fn(&str, &Record) -> Result<String, OpError>,
 ) -> Result<Moved, OpError> {
     let root = writer.root();
-    let target = layout::contract_path(ending.folder, id).expect("checked slug");
+    let target = crate::operations::lookup::contract_rel(ending.folder, id)?;
     let link = target.trim_end_matches(".md").to_string();
     for _ in 0..ATTEMPTS {
         let (folder, rel) = find(root, id)?;
         if folder == ending.folder {
-            // Moved by an earlier run: it is done unless its chronicle line is missing.
+            // Moved by an earlier run: it is done unless its chronicle line is missing. Under
+            // the transition lock no other run is half-way, so a missing line means a crash.
             let owner = read(root, &rel)?.and_then(|(_, r)| text_field(&r, "owner"));
             let recorded = chronicle::has_line(root, ending.verb, &link);
             if recorded {
-                return Err(OpError::NotOpen {
+                return Err(OpError::Ended {
                     id: id.to_string(),
                     folder: folder.name(),
-                    action: ending.action,
+                    by: owner,
                 });
             }
             return Ok(Moved {
@@ -408,10 +408,11 @@ fn end_contract(
             });
         }
         if folder != ContractFolder::Open {
-            return Err(OpError::NotOpen {
+            let owner = read(root, &rel)?.and_then(|(_, r)| text_field(&r, "owner"));
+            return Err(OpError::Ended {
                 id: id.to_string(),
                 folder: folder.name(),
-                action: ending.action,
+                by: owner,
             });
         }
         let _lock = match writer.lock_file(&rel) {
@@ -520,6 +521,7 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             stakes.as_deref(),
             req.review_override.is_some(),
         )?;
+        let at = rules::ending_stamp(record, &at, now.zone);
         let mut updates = vec![
             ("status", Value::Str("settled".into())),
             ("settled_at", Value::Str(at.clone())),
@@ -572,6 +574,9 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
     let reconcile_alone = req.reconcile_without_daemon && !daemon_running(root);
     std::thread::scope(|scope| {
         let early = reconcile_alone.then(|| crate::operations::AloneReconcile::start(scope, root));
+        // Held from the check to the chronicle line; released before the reconcile is joined,
+        // since another settle may hold the ledger's lock while it waits for this one.
+        let transition = writer.transition_lock()?;
         let moved = end_contract(writer, &req.id, &SETTLE, &edit)?;
         let reconcile = early.map(|early| {
             let own = moved.rel.clone();
@@ -634,6 +639,7 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             &req.id,
             Some(owner.as_str()).filter(|o| !o.is_empty()),
         );
+        drop(transition);
         let reconciled = match reconcile {
             Some(reconcile) => reconcile
                 .join()
@@ -684,6 +690,7 @@ pub fn abandon(
     if let Some(by) = by {
         chronicle::require_citizen(root, by)?;
     }
+    let _transition = writer.transition_lock()?;
     let at = now.second_stamp();
     let author = std::cell::RefCell::new(by.map(str::to_string));
     let edit = |text: &str, record: &Record| -> Result<String, OpError> {
@@ -699,7 +706,10 @@ pub fn abandon(
         }
         let mut updates = vec![
             ("status", Value::Str("abandoned".into())),
-            ("settled_at", Value::Str(at.clone())),
+            (
+                "settled_at",
+                Value::Str(rules::ending_stamp(record, &at, now.zone)),
+            ),
         ];
         if let Some(r) = reason.map(str::trim).filter(|r| !r.is_empty()) {
             updates.push(("abandoned_reason", Value::Str(r.to_string())));
@@ -776,10 +786,33 @@ pub struct Summary {
 /// The contracts in one folder (sorted by file name, as the reference lists them), optionally
 /// only one owner's. Unreadable files are listed with status `?`.
 pub fn list(root: &Path, folder: ContractFolder, owner: Option<&str>) -> Vec<Summary> {
+    list_page(root, folder, owner, 0, usize::MAX).0
+}
+
+/// One page of [`list`] (`offset`, at most `limit` rows) and the total. Without an owner to
+/// match only the page's files are read, so a page of 10,000 settled contracts costs a page.
+pub fn list_page(
+    root: &Path,
+    folder: ContractFolder,
+    owner: Option<&str>,
+    offset: usize,
+    limit: usize,
+) -> (Vec<Summary>, usize) {
     let mut findings = Vec::new();
     let mut entries = snapshot::list(root, folder.dir(), ".md", &mut findings);
     entries.sort_by(|a, b| a.rel.cmp(&b.rel));
-    let rows = snapshot::par_map(&entries, |e| {
+    if owner.is_none() {
+        let total = entries.len();
+        let page: Vec<_> = entries.into_iter().skip(offset).take(limit).collect();
+        return (summaries(root, &page, None), total);
+    }
+    let all = summaries(root, &entries, owner);
+    let total = all.len();
+    (all.into_iter().skip(offset).take(limit).collect(), total)
+}
+
+fn summaries(root: &Path, entries: &[snapshot::Entry], owner: Option<&str>) -> Vec<Summary> {
+    let rows = snapshot::par_map(entries, |e| {
         let record = read(root, &e.rel).ok().flatten().map(|(_, r)| r);
         let get = |k: &str| record.as_ref().and_then(|r| text_field(r, k));
         Summary {

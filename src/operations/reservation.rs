@@ -36,6 +36,8 @@ pub enum ReservationError {
     NotUtf8,
     #[error("{0}")]
     Unreadable(String),
+    #[error(transparent)]
+    Input(#[from] crate::protocol::input::InputError),
     #[error("{}", conflict_message(.0))]
     Conflict(Vec<Conflict>),
     #[error(transparent)]
@@ -181,6 +183,7 @@ pub fn project_path(root: &Path, cwd: &Path, raw: &str) -> Result<String, PathEr
 }
 
 fn check_citizen(root: &Path, id: &str) -> Result<(), ReservationError> {
+    crate::protocol::input::check_acting_id(id)?;
     if !layout::is_agent_id(id) {
         return Err(ReservationError::BadId(id.to_string()));
     }

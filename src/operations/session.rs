@@ -13,7 +13,7 @@
 //! citizen works, it is written only when the citizen acts (`--as`), and it is edited by
 //! compare-before-replace like every agent-owned file.
 
-use super::{edit_agent_file, ActionError};
+use super::{edit_agent_file_now, ActionError};
 use crate::fs::snapshot::{self, MAX_RECORD_BYTES};
 use crate::fs::writer::Writer;
 use crate::protocol::clock::PolisTime;
@@ -37,10 +37,12 @@ const TAIL_MAX_BYTES: u64 = 4 * 1024 * 1024;
 pub enum SessionError {
     #[error("`{0}` is not a citizen id (8 to 40 lowercase letters, digits and hyphens, starting with a letter); pass your own id with --as or POLIS_CITIZEN")]
     NotAnId(String),
-    #[error("`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml){known}; pass your own id with --as or POLIS_CITIZEN")]
+    #[error("`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml); {known}; pass your own id with --as or POLIS_CITIZEN, or register with `polisd register {id} --vendor <vendor> --model <model> --tags <tag,tag>`")]
     Unknown { id: String, known: String },
     #[error("{0}")]
     Unreadable(Finding),
+    #[error(transparent)]
+    Input(#[from] crate::protocol::input::InputError),
     #[error(transparent)]
     Action(#[from] ActionError),
 }
@@ -54,6 +56,9 @@ impl From<crate::fs::writer::WriteError> for SessionError {
 /// Checks that `id` is a registered citizen of the polis at `root` (a card exists), reading
 /// only that card's metadata and, to name the known ids in the refusal, the citizens folder.
 pub fn check_citizen(root: &Path, id: &str) -> Result<(), SessionError> {
+    if layout::is_system_citizen(id) {
+        crate::protocol::input::check_acting_id(id)?;
+    }
     let Some(card) = layout::card_path(id) else {
         return Err(SessionError::NotAnId(id.to_string()));
     };
@@ -69,9 +74,9 @@ pub fn check_citizen(root: &Path, id: &str) -> Result<(), SessionError> {
         .take(8)
         .collect();
     let known = if known.is_empty() {
-        String::new()
+        "no citizen is registered".to_string()
     } else {
-        format!("; citizens: {}", known.join(", "))
+        format!("registered: {}", known.join(", "))
     };
     Err(SessionError::Unknown {
         id: id.to_string(),
@@ -107,7 +112,19 @@ pub fn read_inbox(root: &Path, citizen: &str) -> Result<InboxView, SessionError>
         layout::inbox_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
     let status_rel =
         layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let inbox_text = read_opt(root, &inbox_rel)?.unwrap_or_default();
+    let oversized = std::fs::symlink_metadata(root.join(&inbox_rel))
+        .is_ok_and(|m| m.is_file() && m.len() > MAX_RECORD_BYTES);
+    let inbox_text = if oversized {
+        // An inbox past the bound every record is read within: its newest notices, the last
+        // MAX_RECORD_BYTES of it, rather than none (what comes before the first whole notice
+        // there is left out as text before a heading is).
+        snapshot::read_tail_lines(root, &inbox_rel, MAX_RECORD_BYTES, |_| false)
+            .map_err(SessionError::Unreadable)?
+            .map(|tail| tail.text)
+            .unwrap_or_default()
+    } else {
+        read_opt(root, &inbox_rel)?.unwrap_or_default()
+    };
     let read = match read_opt(root, &status_rel)? {
         Some(text) => crate::protocol::frontmatter::parse(&text)
             .map(|r| notice::read_ids(&r.fields))
@@ -138,19 +155,30 @@ pub fn mark_read(
         return Ok(false);
     }
     if read_opt(root, &rel)?.is_none() {
-        let text = notice::with_read_set(None, citizen, &next);
+        let text =
+            notice::with_read_set(None, citizen, &next, &rel).map_err(SessionError::Unreadable)?;
         if writer.create_new(&rel, text.as_bytes())? {
             return Ok(true);
         }
     }
-    let edited = edit_agent_file(writer, root, &rel, |current| {
+    let refused = std::cell::RefCell::new(None);
+    let edited = edit_agent_file_now(writer, root, &rel, |current| {
         let old = crate::protocol::frontmatter::parse(current)
             .map(|r| notice::read_ids(&r.fields))
             .unwrap_or_default();
         let set = notice::next_read_set(&old, ids, &view.notices);
-        Some(notice::with_read_set(Some(current), citizen, &set))
+        match notice::with_read_set(Some(current), citizen, &set, &rel) {
+            Ok(text) => Some(text),
+            Err(finding) => {
+                *refused.borrow_mut() = Some(finding);
+                None
+            }
+        }
     })?;
-    Ok(edited)
+    match refused.into_inner() {
+        Some(finding) => Err(SessionError::Unreadable(finding)),
+        None => Ok(edited),
+    }
 }
 
 /// The polis timezone, from `polis.yml` alone.
@@ -338,7 +366,7 @@ fn catch_up(root: &Path, citizen: &str, cursor: Option<Cursor>, now: &PolisTime)
             None => stamp < window,
         })
     };
-    match snapshot::read_tail_lines(root, CHRONICLE, CATCH_UP_MAX_BYTES, &reached) {
+    match snapshot::read_tail_lines(root, CHRONICLE, CATCH_UP_MAX_BYTES, reached) {
         Ok(Some(tail)) => {
             let complete = tail.whole || tail.text.lines().any(&reached);
             catch_up::since(&tail.text, cursor, citizen, complete)
@@ -393,7 +421,7 @@ pub fn record_session(
     let ids = &primed.primer.shown_notices;
     let cursor = primed.catch_up.next;
     let active = now.second_stamp();
-    let compute = |current: Option<&str>| {
+    let compute = |current: Option<&str>| -> Result<String, Finding> {
         let with_notices = if ids.is_empty() {
             current.map(str::to_string)
         } else {
@@ -402,16 +430,43 @@ pub fn record_session(
                 .map(|r| notice::read_ids(&r.fields))
                 .unwrap_or_default();
             let set = notice::next_read_set(&old, ids, &primed.view.notices);
-            Some(notice::with_read_set(current, citizen, &set))
+            Some(notice::with_read_set(current, citizen, &set, &rel)?)
         };
-        catch_up::with_seen(with_notices.as_deref(), citizen, cursor, &active)
+        catch_up::with_seen(with_notices.as_deref(), citizen, cursor, &active, &rel)
     };
-    if read_opt(root, &rel)?.is_none() && writer.create_new(&rel, compute(None).as_bytes())? {
-        return Ok(true);
+    if read_opt(root, &rel)?.is_none() {
+        let text = compute(None).map_err(SessionError::Unreadable)?;
+        if writer.create_new(&rel, text.as_bytes())? {
+            return Ok(true);
+        }
     }
-    Ok(edit_agent_file(writer, root, &rel, |current| {
-        Some(compute(Some(current)))
-    })?)
+    let refused = std::cell::RefCell::new(None);
+    let edited = edit_agent_file_now(writer, root, &rel, |current| match compute(Some(current)) {
+        Ok(text) => Some(text),
+        Err(finding) => {
+            *refused.borrow_mut() = Some(finding);
+            None
+        }
+    })?;
+    match refused.into_inner() {
+        Some(finding) => Err(SessionError::Unreadable(finding)),
+        None => Ok(edited),
+    }
+}
+
+/// [`record_session`], with a `status.md` polisd must leave alone (its frontmatter is broken)
+/// given back as the finding to show rather than as an error: the session still gets its primer.
+pub fn record_session_or_finding(
+    root: &Path,
+    writer: &Writer,
+    primed: &Primed,
+    now: &PolisTime,
+) -> Result<Option<Finding>, SessionError> {
+    match record_session(root, writer, primed, now) {
+        Ok(_) => Ok(None),
+        Err(SessionError::Unreadable(finding)) => Ok(Some(finding)),
+        Err(e) => Err(e),
+    }
 }
 
 fn identity(root: &Path, citizen: &str) -> Result<(Identity, Option<Cursor>), SessionError> {
@@ -461,7 +516,7 @@ fn votes_wanted(root: &Path, citizen: &str) -> Vec<VoteWanted> {
         let Ok(Some(text)) = snapshot::read_text(root, &entry.rel, Some(MAX_RECORD_BYTES)) else {
             continue;
         };
-        let Ok(a) = crate::protocol::amendments::amendment::parse(&text, &entry.stem) else {
+        let Ok(a) = snapshot::parse_amendment(root, &text, &entry.stem) else {
             continue;
         };
         if a.status.as_deref().unwrap_or("proposed") != "proposed"
@@ -580,6 +635,9 @@ pub fn archive_inbox(
     now: &PolisTime,
 ) -> Result<Archived, SessionError> {
     check_citizen(root, citizen)?;
+    // Read and moved under the transition lock: two archives at once would both append the
+    // same blocks to the archive.
+    let _transition = writer.transition_lock()?;
     let view = read_inbox(root, citizen)?;
     let archive_rel =
         layout::inbox_archive_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
@@ -627,7 +685,7 @@ pub fn archive_inbox(
         writer.append_locked(&archive_rel, append.as_bytes())?;
     }
     let ids: BTreeSet<&str> = moving.iter().map(|n| n.id.as_str()).collect();
-    edit_agent_file(writer, root, &inbox_rel, |current| {
+    edit_agent_file_now(writer, root, &inbox_rel, |current| {
         let notices = notice::parse_inbox(current);
         let remove: Vec<&Notice> = notices
             .iter()

@@ -12,6 +12,7 @@ pub mod delivery;
 pub mod digest;
 pub mod finding;
 pub mod frontmatter;
+pub mod input;
 pub mod layout;
 pub mod merge;
 pub mod routing;

@@ -166,7 +166,7 @@ impl TestPolis {
         if !config.exists() {
             fs::write(
                 &config,
-                "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\n\n[dashboard]\nlisten = \"127.0.0.1:0\"\n",
+                "[watch]\ndebounce = \"50ms\"\nsettling = \"300ms\"\n\n[log]\nlevel = \"debug\"\n\n[dashboard]\nlisten = \"127.0.0.1:0\"\n",
             )
             .unwrap();
         }

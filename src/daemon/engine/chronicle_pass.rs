@@ -122,8 +122,6 @@ impl Engine {
                 files.extend(polis.archives.iter().map(|(_, t)| t.as_str()));
                 for lost in chronicle::lost_lines(&seen_lines, &files) {
                     let finding = chronicle::lost_line_finding(layout::CHRONICLE, &lost);
-                    tracing::warn!("{finding}");
-                    self.state.push_findings(std::iter::once(&finding));
                     self.state
                         .chronicles
                         .entry(layout::CHRONICLE.to_string())
@@ -133,9 +131,9 @@ impl Engine {
                             text: lost.clone(),
                             noticed_at: crate::fs::state::now_rfc3339(),
                         });
-                    if let Some(n) = self.finding_notice(polis, &finding, &lost) {
-                        notices.push(n);
-                    }
+                    // A peer's version of the file may have replaced this one while the rest
+                    // of its lines are still in transit (a conflict copy, the next pull).
+                    self.tell_or_hold(polis, &finding, &lost, &mut notices);
                 }
                 let scan = chronicle::scan(text);
                 let mut seen_counts: HashMap<String, usize> = HashMap::new();
@@ -193,21 +191,20 @@ impl Engine {
                 ),
                 [] => {}
             }
+            let fresh: BTreeSet<usize> = new_lines.iter().map(|l| l.number).collect();
+            let named: Vec<(&str, &str)> = std::iter::once((layout::CHRONICLE, text))
+                .chain(polis.archives.iter().map(|(n, t)| (n.as_str(), t.as_str())))
+                .collect();
+            let mut findings = findings;
+            findings.extend(chronicle::duplicate_lines(&named, &|n| fresh.contains(&n)));
             for f in &findings {
-                tracing::warn!("{f}");
                 let line_text = new_lines
                     .iter()
                     .find(|l| Some(l.number) == f.line)
-                    .map(|l| l.text.as_str())
-                    .unwrap_or("");
-                match self.finding_notice(polis, f, line_text) {
-                    Some(n) => notices.push(n),
-                    // Nobody to tell yet (the author's card and the index are missing, as
-                    // while the folder is restored): looked at again on every pass.
-                    None => self.wait_for_recipient(f, line_text),
-                }
+                    .map(|l| l.text.clone())
+                    .unwrap_or_default();
+                self.tell_or_hold(polis, f, &line_text, &mut notices);
             }
-            self.state.push_findings(&findings);
             // A polisd line whose id is already in the chronicle arrived twice (a sync without
             // the merge driver): reported once, never removed (docs/sync.md).
             if new_lines
@@ -220,7 +217,6 @@ impl Engine {
                     .map(|(n, t)| (n.as_str(), t.as_str()))
                     .chain(std::iter::once((layout::CHRONICLE, text)))
                     .collect();
-                let fresh: BTreeSet<usize> = new_lines.iter().map(|l| l.number).collect();
                 let dups: Vec<Finding> = crate::protocol::merge::duplicate_markers(&archives)
                     .into_iter()
                     .filter(|f| {
@@ -373,7 +369,7 @@ impl Engine {
 
     /// Validates `fresh` (some of `all`, the file's lines in order), each with the newest stamp
     /// of the lines before it in the file as "the newest earlier line" (C005).
-    fn validate_in_place(
+    pub(super) fn validate_in_place(
         &self,
         polis: &Polis,
         all: &[chronicle::Line],
@@ -427,7 +423,7 @@ impl Engine {
         Some(Notification::chronicle_finding(&recipient, &author, f, line_text).caused_at(at))
     }
 
-    fn wait_for_recipient(&mut self, f: &Finding, line_text: &str) {
+    pub(super) fn wait_for_recipient(&mut self, f: &Finding, line_text: &str) {
         if self.unresolved.len() >= super::MAX_UNRESOLVED {
             self.unresolved.remove(0);
         }

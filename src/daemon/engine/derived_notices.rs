@@ -222,6 +222,32 @@ impl Engine {
                 );
             }
         }
+        // A settled file is read once, by the daemon (not by `record_findings`): its findings
+        // go to whoever settled it, else its opener, else the index keeper; the dashboard's
+        // human queue lists them whoever is told.
+        let gone = |id: &String| polis.departed.as_ref().is_some_and(|d| d.contains(id));
+        for rel in self.settled_findings.paths() {
+            let authors = self.settled_authors.get(rel);
+            let author = authors
+                .into_iter()
+                .flatten()
+                .flatten()
+                .find(|a| registered.contains(*a) && !gone(a));
+            let named = authors.and_then(|a| a.iter().flatten().next());
+            let Some(recipient) = author.or(polis.index_keeper.as_ref()) else {
+                continue;
+            };
+            for f in self.settled_findings.get(rel).unwrap_or_default() {
+                if f.code == crate::protocol::finding::Code::QualityDefaulted {
+                    continue; // told in a `quality-defaulted` notice of its own
+                }
+                out.push(Notification::record_finding(
+                    recipient,
+                    author.or(named).map(String::as_str),
+                    f,
+                ));
+            }
+        }
         out.extend(self.reservation_notices(now));
 
         for card in polis.cards.values() {

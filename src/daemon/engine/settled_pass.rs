@@ -433,7 +433,7 @@ impl Engine {
                 | self.settled_recorded.remove(&rel)
                 | self.settled_gone.remove(&rel);
             if !known && self.state.first_met.is_some() {
-                new.push((rel.clone(), read.heading));
+                new.push((rel.clone(), read.heading.clone()));
             }
             let racy = self
                 .settled_racy
@@ -442,6 +442,13 @@ impl Engine {
             // whatever the fingerprints say (a racily clean read): it is read again.
             self.renamed_ids.remove(&rel);
             let reread = racy || !read.findings.is_empty();
+            if read.findings.is_empty() {
+                self.settled_authors.remove(&rel);
+            } else {
+                let h = &read.heading;
+                self.settled_authors
+                    .insert(rel.clone(), [h.owner.clone(), h.opened_by.clone()]);
+            }
             if self.settled_findings.put(&rel, read.findings) {
                 for f in self.settled_findings.get(&rel).unwrap_or_default() {
                     let (logged, left_out) = &mut self.settled_findings_logged;

@@ -1,5 +1,6 @@
-//! The chronicle: its tail, newest first, with findings marked, filterable by citizen and
-//! verb (a plain GET form, so it works without JavaScript).
+//! The chronicle, newest first, a page of [`TAIL`] lines at a time (`?page=N`, 0 the newest),
+//! with findings marked, filterable by citizen and verb (a plain GET form, so it works
+//! without JavaScript).
 
 use super::{citizen_link, Context, Page, PageError, Rendered};
 use crate::protocol::chronicle;
@@ -12,7 +13,7 @@ pub const PAGE: Page = Page {
     render,
 };
 
-/// Lines shown (after filtering).
+/// Lines a page shows (after filtering).
 const TAIL: usize = 200;
 
 fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
@@ -37,7 +38,8 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     }
     let want_citizen = cx.query("citizen");
     let want_verb = cx.query("verb");
-    let shown: Vec<_> = lines
+    let page: usize = cx.query("page").and_then(|p| p.parse().ok()).unwrap_or(0);
+    let matching: Vec<_> = lines
         .iter()
         .rev()
         .filter(|l| {
@@ -45,8 +47,19 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
             want_citizen.is_none_or(|w| e.as_ref().is_some_and(|e| e.author == w))
                 && want_verb.is_none_or(|w| e.as_ref().is_some_and(|e| e.verb == w))
         })
-        .take(TAIL)
         .collect();
+    let pages = matching.len().div_ceil(TAIL).max(1);
+    let page = page.min(pages - 1);
+    let shown = &matching[page * TAIL..(page * TAIL + TAIL).min(matching.len())];
+    let link_to = |n: usize| {
+        let mut q = format!("chronicle?page={n}");
+        for (k, v) in [("citizen", want_citizen), ("verb", want_verb)] {
+            if let Some(v) = v {
+                q.push_str(&format!("&{k}={}", super::urlencode(v)));
+            }
+        }
+        cx.href(&q)
+    };
     let body = html! {
         h1 { "Chronicle" }
         form.filter method="get" {
@@ -64,11 +77,16 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
             }
             button type="submit" { "Filter" }
         }
-        p.muted { (shown.len()) " of " (lines.len()) " lines, newest first" }
+        p.muted #chronicle-paging {
+            (shown.len()) " of " (matching.len()) " matching lines (" (lines.len()) " in all), newest first; page "
+            (page + 1) " of " (pages)
+            @if page > 0 { " · " a rel="prev" href=(link_to(page - 1)) { "newer" } }
+            @if page + 1 < pages { " · " a rel="next" href=(link_to(page + 1)) { "older" } }
+        }
         table #chronicle {
             thead { tr { th { "line" } th { "when" } th { "who" } th { "verb" } th { "link" } th { "note" } } }
             tbody {
-                @for l in &shown {
+                @for l in shown {
                     @let marks = findings.get(&l.number);
                     tr.finding[marks.is_some()] data-line=(l.number) {
                         td.muted { (l.number) }

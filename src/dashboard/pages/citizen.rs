@@ -75,7 +75,15 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                 figure.chart { (PreEscaped(svg)) }
             }
         }
-        h2 { "Inbox (" (crate::dashboard::view::unread(inbox)) ")" }
+        h2 { "Inbox (" (s.unread.get(id).copied().unwrap_or(0)) " unread)" }
+        section #message-form {
+            (super::action_form(cx, "message", &format!("citizens/{}", super::urlencode(id)), html! {
+                input type="hidden" name="to" value=(id);
+                (super::citizen_select(cx, "as", "from"))
+                label.wide { "message " textarea name="text" rows="3" required {} }
+                button type="submit" { "Write to " (id) "'s inbox" }
+            }))
+        }
         @match inbox {
             Some(text) => { (markdown(text)) }
             None => { p.muted { "No inbox.md." } }

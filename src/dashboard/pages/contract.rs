@@ -119,6 +119,22 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                 li { (r.reviewer.as_deref().unwrap_or("?")) ": " (r.decision.as_ref().map(|d| d.as_str().to_string()).unwrap_or_else(|| "no decision".into())) " (" (rel) ")" }
             } }
         }
+        section #review-form {
+            h2 { "Review as a person" }
+            (super::action_form(cx, "review", &format!("contracts/{}", super::urlencode(id)), html! {
+                input type="hidden" name="contract" value=(id);
+                (super::citizen_select(cx, "as", "as"))
+                label { "decision "
+                    select name="decision" {
+                        option value="signed_off" { "sign off" }
+                        option value="requested_changes" { "request changes" }
+                        option value="rejected" { "reject" }
+                    }
+                }
+                label.wide { "review " textarea name="body" rows="3" {} }
+                button type="submit" { "Write the review" }
+            }))
+        }
     };
     Ok(Rendered { title, body })
 }

@@ -11,6 +11,7 @@ pub mod citizen;
 pub mod contract;
 pub mod councils;
 pub mod overview;
+pub mod search;
 pub mod tags;
 
 use super::view::{PolisView, Snapshot};
@@ -23,6 +24,7 @@ pub const PAGES: &[&Page] = &[
     &tags::PAGE,
     &chronicle::PAGE,
     &councils::PAGE,
+    &search::PAGE,
     &contract::PAGE,
     &citizen::PAGE,
 ];
@@ -46,6 +48,8 @@ pub struct Context<'a> {
     pub query: &'a HashMap<String, String>,
     /// This polis's prefix, `/p/0`.
     pub base: String,
+    /// The visitor's CSRF token, for the console's forms (see `security`).
+    pub csrf: &'a str,
 }
 
 impl Context<'_> {
@@ -117,10 +121,44 @@ pub fn frame(
                     }
                     span.live {}
                 }
+                div #offline role="status" hidden {}
                 main {
                     (rendered.body)
                     p.muted { "read " (cx.snapshot.now.minute_stamp()) " (polis time) · generation " (cx.snapshot.generation) }
                 }
+            }
+        }
+    }
+}
+
+/// The search box, a plain GET form to the search page.
+pub fn search_form(cx: &Context<'_>, q: &str) -> Markup {
+    html! {
+        form.search method="get" action=(cx.href("search")) role="search" {
+            input type="search" name="q" value=(q) placeholder="contracts, lessons, chronicle" aria-label="search";
+            button type="submit" { "Search" }
+        }
+    }
+}
+
+/// A console form posting to `act/{action}`: the CSRF token and the page to come back to are
+/// hidden fields; `fields` are the form's own.
+pub fn action_form(cx: &Context<'_>, action: &str, back: &str, fields: Markup) -> Markup {
+    html! {
+        form.console method="post" action=(cx.href(&format!("act/{action}"))) {
+            input type="hidden" name="csrf" value=(cx.csrf);
+            input type="hidden" name="back" value=(cx.href(back));
+            (fields)
+        }
+    }
+}
+
+/// A select of the polis's citizens named `name`, for "as whom" a person acts.
+pub fn citizen_select(cx: &Context<'_>, name: &str, label: &str) -> Markup {
+    html! {
+        label { (label) " "
+            select name=(name) required {
+                @for id in cx.snapshot.polis.cards.keys() { option value=(id) { (id) } }
             }
         }
     }

@@ -1,10 +1,13 @@
-//! The overview: citizens, contracts by state, amendments with their quorum, open findings,
-//! and the human queue.
+//! The overview, made to fit one screen at team scale: counts, the human queue grouped by
+//! kind (each group folded, the most urgent first), one row per citizen, and the work in
+//! flight, blocked and waiting for review, councils, reservations and guardrails in force,
+//! amendments, findings and a trend. Long lists are folded (`<details>`), so the page keeps
+//! its height whatever the polis size, and works without JavaScript.
 
 use super::{citizen_link, contract_link, Context, Page, PageError, Rendered};
+use crate::fs::snapshot::ContractFile;
 use crate::protocol::layout::ContractFolder;
-use maud::html;
-use std::collections::BTreeMap;
+use maud::{html, Markup};
 
 pub const PAGE: Page = Page {
     route: "/",
@@ -12,138 +15,181 @@ pub const PAGE: Page = Page {
     render,
 };
 
+/// Items a folded list shows before "and N more".
+const SHOWN: usize = 40;
+/// A group or list this short is shown unfolded.
+const UNFOLDED: usize = 3;
+
 fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     let s = cx.snapshot;
     let polis = &s.polis;
-    let open: Vec<_> = polis
+    let open: Vec<&ContractFile> = polis
         .contracts
         .iter()
         .filter(|c| c.folder == ContractFolder::Open)
         .collect();
-    let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
-    for c in &open {
-        *by_status
-            .entry(
-                c.contract
-                    .status
-                    .clone()
-                    .unwrap_or_else(|| "(no status)".into()),
-            )
-            .or_default() += 1;
-    }
+    let with_status = |wanted: &[&str]| -> Vec<&ContractFile> {
+        open.iter()
+            .copied()
+            .filter(|c| wanted.contains(&c.contract.status.as_deref().unwrap_or("")))
+            .collect()
+    };
+    let in_flight = with_status(&["claimed", "in_progress"]);
+    let blocked = with_status(&["blocked"]);
+    let reviews = with_status(&["under_review"]);
+    let proposed = with_status(&["proposed", ""]);
     let stale = crate::operations::stale_claims(polis, &s.now);
     let counts = &s.summary.contracts;
+    let groups = super::super::queue::grouped(&s.queue);
+    let reservations = s.reservations.as_ref().map(Vec::len).unwrap_or(0);
     let body = html! {
-        h1 { "Overview" }
-        section #queue {
-            h2 { "Waiting for a person (" (s.queue.len()) ")" }
-            @if s.queue.is_empty() {
-                p.muted { "Nothing needs a person right now." }
-            } @else {
-                ul.queue {
-                    @for item in &s.queue {
-                        li data-key=(item.key) {
-                            span.what {
-                                @if let Some(link) = &item.link { a href=(cx.href(link)) { (item.title) } }
-                                @else { (item.title) }
-                            }
-                            br;
-                            span.muted { (item.action) }
-                        }
-                    }
-                }
-            }
+        div.titlebar {
+            h1 { "Overview" }
+            (super::search_form(cx, ""))
         }
-        section #contracts {
-            h2 { "Contracts" }
-            div.cards {
-                div.card { div.n #count-open { (counts.open) } "open" }
-                div.card { div.n #count-settled { (counts.settled) } "settled" }
-                div.card { div.n #count-abandoned { (counts.abandoned) } "abandoned" }
-                @for (status, n) in &by_status {
-                    div.card { div.n { (n) } "open: " (status) }
-                }
-            }
-            @if !open.is_empty() {
-                table {
-                    thead { tr { th { "contract" } th { "title" } th { "status" } th { "owner" } th { "stakes" } } }
-                    tbody {
-                        @for c in &open {
-                            @let k = &c.contract;
-                            tr {
-                                td { (contract_link(cx, &c.file.stem)) }
-                                td { (k.title.as_deref().unwrap_or("")) }
-                                td class=(format!("state-{}", k.status.as_deref().unwrap_or("none"))) {
-                                    (k.status.as_deref().unwrap_or("-"))
-                                    @if let Some(since) = stale.get(&c.file.stem) { " " span.state-stale { "quiet since " (since) } }
+        div.cards.compact {
+            div.card { div.n #count-queue { (s.queue.len()) } "for a person" }
+            div.card { div.n #count-open { (counts.open) } "open" }
+            div.card { div.n #count-in-flight { (in_flight.len()) } "in flight" }
+            div.card { div.n #count-blocked { (blocked.len()) } "blocked" }
+            div.card { div.n #count-reviews { (reviews.len()) } "under review" }
+            div.card { div.n #count-settled { (counts.settled) } "settled" }
+            div.card { div.n #count-abandoned { (counts.abandoned) } "abandoned" }
+            div.card { div.n #count-guardrails { (s.guardrails.len()) } "guardrails" }
+            div.card { div.n #count-reservations { (reservations) } "reservations" }
+        }
+        div.columns {
+            div {
+                section #queue {
+                    h2 { "Waiting for a person (" (s.queue.len()) ")" }
+                    @if s.queue.is_empty() {
+                        div.muted { "Nothing needs a person right now." }
+                    }
+                    @for g in &groups {
+                        details.group open[g.items.len() <= UNFOLDED && g.rank < 5] data-rank=(g.rank) {
+                            summary { (g.label) " " span.count { (g.items.len()) } }
+                            @for item in g.items.iter().take(SHOWN) {
+                                div.item data-key=(item.key) {
+                                    span.what {
+                                        @if let Some(link) = &item.link { a href=(cx.href(link)) { (item.title) } }
+                                        @else { (item.title) }
+                                    }
+                                    div.muted { (item.action) }
                                 }
-                                td { @if let Some(o) = &k.owner { (citizen_link(cx, o)) } @else { span.muted { "unclaimed" } } }
-                                td { (k.stakes.as_deref().unwrap_or("-")) }
+                            }
+                            @if g.items.len() > SHOWN {
+                                div.muted { "and " (g.items.len() - SHOWN) " more" }
+                            }
+                        }
+                    }
+                }
+                section #citizens {
+                    h2 { "Citizens (" (s.summary.citizens.len()) ")" }
+                    table.dense {
+                        thead { tr { th { "citizen" } th { "vendor" } th { "state" } th { "working on" } th { "unread" } th { "last active" } } }
+                        tbody {
+                            @for c in &s.summary.citizens {
+                                tr data-citizen=(c.id) {
+                                    td { (citizen_link(cx, &c.id)) }
+                                    td { (c.vendor.as_deref().unwrap_or("-")) }
+                                    td class=(format!("state-{}", c.state)) { (c.state) }
+                                    td.current { @if let Some(k) = s.current.get(&c.id) { (contract_link(cx, k)) } }
+                                    td.unread { (s.unread.get(&c.id).copied().unwrap_or(0)) }
+                                    td.muted { (c.last_activity.as_deref().unwrap_or("never")) }
+                                }
                             }
                         }
                     }
                 }
             }
-        }
-        section #citizens {
-            h2 { "Citizens (" (s.summary.citizens.len()) ")" }
-            table {
-                thead { tr { th { "id" } th { "vendor" } th { "state" } th { "current contract" } th { "unread notices" } th { "last activity" } } }
-                tbody {
-                    @for c in &s.summary.citizens {
-                        @let status = polis.status(&c.id);
-                        tr {
-                            td { (citizen_link(cx, &c.id)) }
-                            td { (c.vendor.as_deref().unwrap_or("-")) }
-                            td class=(format!("state-{}", c.state)) { (c.state) }
-                            td { @if let Some(k) = &status.current_contract { (contract_link(cx, k)) } }
-                            td { (super::super::view::unread(s.inboxes.get(&c.id).and_then(|t| t.as_deref()))) }
-                            td.muted { (c.last_activity.as_deref().unwrap_or("never")) }
+            div {
+                section #trend {
+                    h2 { "Settled per day, last " (super::super::view::TREND_DAYS) " days" }
+                    (super::super::chart::daily_bars(s.trend()))
+                }
+                section #work {
+                    h2 { "Work" }
+                    (contracts(cx, "in-flight", "In flight", &in_flight, &stale))
+                    (contracts(cx, "blocked", "Blocked", &blocked, &stale))
+                    (contracts(cx, "reviews", "Waiting for review", &reviews, &stale))
+                    (contracts(cx, "proposed", "Proposed, unclaimed", &proposed, &stale))
+                }
+                section #councils-now {
+                    details open[s.summary.councils.len() <= UNFOLDED] {
+                        summary { "Councils " span.count { (s.summary.councils.len()) } }
+                        @for c in &s.summary.councils {
+                            div.item {
+                                a href=(cx.href(&format!("councils#council-{}", c.contract_id))) { (c.contract_id) }
+                                " " span.muted { (c.mode) " · " (format!("{:?}", c.phase).to_lowercase())
+                                    @if let Some(r) = c.round { " · round " (r) } }
+                            }
                         }
                     }
                 }
-            }
-        }
-        section #amendments {
-            h2 { "Amendments" }
-            @if s.summary.amendments.is_empty() {
-                p.muted { "No proposed amendments." }
-            } @else {
-                table {
-                    thead { tr { th { "amendment" } th { "title" } th { "votes" } th { "expires" } th { "a tally now would" } } }
-                    tbody {
+                section #reservations {
+                    details open[reservations <= UNFOLDED] {
+                        summary { "Reservations in force " span.count { (reservations) } }
+                        @match &s.reservations {
+                            Err(why) => { div.error { (why) } }
+                            Ok(list) => {
+                                @for r in list.iter().take(SHOWN) {
+                                    div.item {
+                                        @if let Some(c) = &r.citizen { (citizen_link(cx, c)) } @else { span.muted { "nobody" } }
+                                        ": " code { (r.paths.join(", ")) }
+                                        " " span.muted { "until " (r.expires_at.as_deref().unwrap_or("released")) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                section #guardrails {
+                    details open[s.guardrails.len() <= UNFOLDED] {
+                        summary { "Guardrails in force " span.count { (s.guardrails.len()) } }
+                        @for g in s.guardrails.iter().take(SHOWN) {
+                            div.item data-guardrail=(g.guardrail_id) {
+                                span.what { (g.guardrail_id) }
+                                @if !g.tags.is_empty() { " " span.muted { "on " (g.tags.join(", ")) } }
+                                div.muted { (crate::protocol::delivery::notice::one_line(&g.text, 160)) }
+                            }
+                        }
+                    }
+                }
+                section #amendments {
+                    details open[s.summary.amendments.len() <= UNFOLDED] {
+                        summary { "Amendments proposed " span.count { (s.summary.amendments.len()) } }
                         @for a in &s.summary.amendments {
-                            tr {
-                                td { (a.amendment_id) }
-                                td { (a.title.as_deref().unwrap_or("")) }
-                                td {
-                                    progress max=(a.quorum) value=(a.agrees.min(a.quorum)) { (a.agrees) "/" (a.quorum) }
-                                    " " (a.agrees) " of " (a.quorum)
-                                }
-                                td { (a.expires.as_deref().unwrap_or("-")) @if a.expiry_passed { " " span.error { "(passed)" } } }
-                                td { (a.action) }
+                            div.item {
+                                (a.amendment_id) " " span.muted { (a.title.as_deref().unwrap_or("")) }
+                                " "
+                                progress max=(a.quorum) value=(a.agrees.min(a.quorum)) { (a.agrees) "/" (a.quorum) }
+                                " " (a.agrees) " of " (a.quorum)
+                                " · " span.muted { "expires " (a.expires.as_deref().unwrap_or("-")) }
+                                @if a.expiry_passed { " " span.error { "(passed)" } }
+                                " · a tally now would " (a.action)
                             }
                         }
                     }
                 }
-            }
-        }
-        section #findings {
-            h2 { "Findings" }
-            p {
-                span.error { (s.summary.findings.errors) " errors" } ", "
-                span.warning { (s.summary.findings.warnings) " warnings" }
-                " (newest " (s.summary.findings.newest.len()) ")"
-            }
-            @if !s.summary.findings.newest.is_empty() {
-                table {
-                    thead { tr { th { "code" } th { "where" } th { "what" } } }
-                    tbody {
-                        @for f in &s.summary.findings.newest {
-                            tr class=(super::severity_class(f)) {
-                                td { (f.code.as_str()) }
-                                td { (f.path) @if let Some(l) = f.line { ":" (l) } }
-                                td { (f.message) }
+                section #findings {
+                    details {
+                        summary {
+                            "Findings "
+                            span.error { (s.summary.findings.errors) " errors" } ", "
+                            span.warning { (s.summary.findings.warnings) " warnings" }
+                        }
+                        @if !s.summary.findings.newest.is_empty() {
+                            table.dense {
+                                thead { tr { th { "code" } th { "where" } th { "what" } } }
+                                tbody {
+                                    @for f in &s.summary.findings.newest {
+                                        tr class=(super::severity_class(f)) {
+                                            td { (f.code.as_str()) }
+                                            td { (f.path) @if let Some(l) = f.line { ":" (l) } }
+                                            td { (f.message) }
+                                        }
+                                    }
+                                }
                             }
                         }
                     }
@@ -155,4 +201,33 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         title: "Overview".into(),
         body,
     })
+}
+
+/// A folded list of open contracts, each with its owner and (when quiet) since when.
+fn contracts(
+    cx: &Context<'_>,
+    id: &str,
+    label: &str,
+    list: &[&ContractFile],
+    stale: &std::collections::BTreeMap<String, String>,
+) -> Markup {
+    html! {
+        details id=(id) open[!list.is_empty() && list.len() <= UNFOLDED] {
+            summary { (label) " " span.count { (list.len()) } }
+            @for c in list.iter().take(SHOWN) {
+                @let k = &c.contract;
+                div.item {
+                    (contract_link(cx, &c.file.stem)) " "
+                    span.muted { (k.title.as_deref().unwrap_or("")) }
+                    " · "
+                    @if let Some(o) = &k.owner { (citizen_link(cx, o)) } @else { span.muted { "unclaimed" } }
+                    @if let Some(stakes) = &k.stakes { " · " span.muted { (stakes) } }
+                    @if let Some(since) = stale.get(&c.file.stem) { " " span.state-stale { "quiet since " (since) } }
+                }
+            }
+            @if list.len() > SHOWN {
+                div.muted { "and " (list.len() - SHOWN) " more: " a href=(cx.href("search?q=status:open")) { "search" } }
+            }
+        }
+    }
 }

@@ -61,8 +61,23 @@ pub struct Snapshot {
     history: std::sync::OnceLock<Vec<(String, TagHistory)>>,
     /// Per citizen: `inbox.md` as read (`None`: no inbox).
     pub inboxes: BTreeMap<String, Option<String>>,
+    /// Per citizen: the notices of its inbox not in its read cursor (`notices_read`).
+    pub unread: BTreeMap<String, usize>,
+    /// Per citizen: the open contract it holds (claimed, in progress, blocked or under
+    /// review), the most recently opened first when it holds several.
+    pub current: BTreeMap<String, String>,
+    /// The guardrails in force (`guardrails/`).
+    pub guardrails: Vec<crate::protocol::contracts::guardrail::Guardrail>,
+    /// The reservations still in force (`reservations.yml`), or why the file cannot be read.
+    pub reservations: Result<Vec<crate::operations::reservation::View>, String>,
+    /// Settlements per day over the last [`TREND_DAYS`] days, built by the first page that
+    /// shows it.
+    trend: std::sync::OnceLock<Vec<(String, usize)>>,
     pub queue: Vec<queue::Item>,
 }
+
+/// Days the overview's trend covers.
+pub const TREND_DAYS: i64 = 14;
 
 impl Snapshot {
     /// Whether `contracts/settled/<id>.md` is there (one `lstat`: the few ids a page asks
@@ -100,6 +115,29 @@ impl Snapshot {
             file,
             contract,
         }))
+    }
+
+    /// Settlements per day (`YYYY-MM-DD`, count) over the last [`TREND_DAYS`] days, oldest
+    /// first, today included.
+    pub fn trend(&self) -> &[(String, usize)] {
+        self.trend.get_or_init(|| {
+            let today = self.now.now.date();
+            let first = today - chrono::Duration::days(TREND_DAYS - 1);
+            let mut days: Vec<(String, usize)> = (0..TREND_DAYS)
+                .map(|i| ((first + chrono::Duration::days(i)).to_string(), 0))
+                .collect();
+            for (_, s) in self.state.settled.iter() {
+                let Some(day) = s.instant.map(|t| t.date()) else {
+                    continue;
+                };
+                if let Ok(i) = usize::try_from((day - first).num_days()) {
+                    if let Some(slot) = days.get_mut(i) {
+                        slot.1 += 1;
+                    }
+                }
+            }
+            days
+        })
     }
 
     /// Which folder contract `id` is in, if any (open first, as [`Snapshot::contract`]).
@@ -289,6 +327,12 @@ fn build(
             (id.clone(), text)
         })
         .collect();
+    let unread = unread_by_cursor(&polis, &inboxes);
+    let current = current_contracts(&polis);
+    let guardrails = crate::operations::guardrail::list(root);
+    let reservations = crate::operations::reservation::list(root, &now)
+        .map(|all| all.into_iter().filter(|r| r.active).collect())
+        .map_err(|e| e.to_string());
     let mut snapshot = Snapshot {
         generation,
         polis,
@@ -299,6 +343,11 @@ fn build(
         stats,
         history: std::sync::OnceLock::new(),
         inboxes,
+        unread,
+        current,
+        guardrails,
+        reservations,
+        trend: std::sync::OnceLock::new(),
         queue: Vec::new(),
     };
     snapshot.queue = queue::items(&snapshot);
@@ -343,6 +392,7 @@ fn empty_summary(polis: &Polis, now: &PolisTime) -> Summary {
             .settings
             .explore_rate
             .unwrap_or(crate::protocol::routing::stats::DEFAULT_EXPLORE_RATE),
+        exploration: Default::default(),
         tags: Vec::new(),
         amendments: Vec::new(),
         malformed_amendments: Vec::new(),
@@ -360,8 +410,44 @@ fn empty_summary(polis: &Polis, now: &PolisTime) -> Summary {
     }
 }
 
-/// Notices waiting in an inbox: the blocks (`### …` headings) of `inbox.md`; the owner moves
-/// what they have read to `inbox-archive.md` (SPEC §2).
-pub fn unread(inbox: Option<&str>) -> usize {
-    inbox.map_or(0, |t| t.lines().filter(|l| l.starts_with("### ")).count())
+/// Per citizen, the notices of its inbox that its read cursor (`notices_read` in its own
+/// `status.md`) does not name, as `polisd inbox` counts them.
+fn unread_by_cursor(
+    polis: &Polis,
+    inboxes: &BTreeMap<String, Option<String>>,
+) -> BTreeMap<String, usize> {
+    use crate::protocol::delivery::notice;
+    inboxes
+        .iter()
+        .map(|(id, text)| {
+            let n = text.as_deref().map_or(0, |text| {
+                let read = notice::read_ids(&polis.status(id).fields);
+                notice::unread(&notice::parse_inbox(text), &read).len()
+            });
+            (id.clone(), n)
+        })
+        .collect()
+}
+
+/// Per owner, the open contract it works on, from the contracts' `owner` (a claim writes the
+/// contract, not the citizen's `status.md`); the most recently opened wins.
+fn current_contracts(polis: &Polis) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for c in polis.contracts.iter() {
+        let k = &c.contract;
+        let working = matches!(
+            k.status.as_deref(),
+            Some("claimed" | "in_progress" | "blocked" | "under_review")
+        );
+        let (true, ContractFolder::Open, Some(owner)) = (working, c.folder, k.owner.as_ref())
+        else {
+            continue;
+        };
+        let opened = k.opened_at.as_str().unwrap_or_default().to_string();
+        let newer = out.get(owner).is_none_or(|(at, _)| *at <= opened);
+        if newer {
+            out.insert(owner.clone(), (opened, c.file.stem.clone()));
+        }
+    }
+    out.into_iter().map(|(o, (_, id))| (o, id)).collect()
 }

@@ -28,6 +28,60 @@ pub struct Item {
     pub link: Option<String>,
 }
 
+/// Items of one kind, for the overview: the most urgent group first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group<'a> {
+    /// Lower is more urgent.
+    pub rank: u8,
+    pub label: String,
+    pub items: Vec<&'a Item>,
+}
+
+/// The kind of an item (from its key) with its urgency: decisions that block work first, then
+/// what goes wrong if left, then errors, then warnings by code.
+fn kind_of(item: &Item) -> (u8, String) {
+    let prefix = item.key.split('/').next().unwrap_or("");
+    let (rank, label) = match prefix {
+        "constitution" => (0, "Ratified amendments to apply to CONSTITUTION.md"),
+        "setting" => (0, "Ratified setting changes to apply to polis.yml"),
+        "reviewer" => (1, "High-stakes contracts without a reviewer"),
+        "council-fallback" => (1, "Councils that fell back to one review"),
+        "notice" if item.title.starts_with("A new citizen") => (2, "New citizens asked for"),
+        "notice" => (2, "Follow-ups deferred"),
+        "conflict" => (3, "Sync conflict copies"),
+        "quorum" => (4, "Votes short of quorum"),
+        "finding" => {
+            let code = item.key.split('/').nth(1).unwrap_or("");
+            let error = item.title.starts_with("Error");
+            return (
+                if error { 5 } else { 6 },
+                format!("{} {code}", if error { "Errors" } else { "Warnings" }),
+            );
+        }
+        _ => (7, "Other"),
+    };
+    (rank, label.to_string())
+}
+
+/// `items` grouped by kind, the most urgent group first (then by label), each group in the
+/// items' own order.
+pub fn grouped(items: &[Item]) -> Vec<Group<'_>> {
+    let mut groups: Vec<Group<'_>> = Vec::new();
+    for item in items {
+        let (rank, label) = kind_of(item);
+        match groups.iter_mut().find(|g| g.label == label) {
+            Some(g) => g.items.push(item),
+            None => groups.push(Group {
+                rank,
+                label,
+                items: vec![item],
+            }),
+        }
+    }
+    groups.sort_by(|a, b| a.rank.cmp(&b.rank).then_with(|| a.label.cmp(&b.label)));
+    groups
+}
+
 /// A source of items.
 pub type Source = fn(&Snapshot, &mut Vec<Item>);
 
@@ -284,5 +338,45 @@ fn council_fallbacks(s: &Snapshot, out: &mut Vec<Item>) {
             ),
             link: Some(format!("contracts/{id}")),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(key: &str, title: &str) -> Item {
+        Item {
+            key: key.into(),
+            title: title.into(),
+            action: String::new(),
+            link: None,
+        }
+    }
+
+    #[test]
+    fn items_are_grouped_by_kind_most_urgent_first() {
+        let items = [
+            item("finding/P007/a.md/None", "Warning in a.md"),
+            item("finding/P007/b.md/None", "Warning in b.md"),
+            item("finding/P001/c.md/None", "Error in c.md"),
+            item(
+                "reviewer/x",
+                "High-stakes contract x is claimed with no reviewer",
+            ),
+        ];
+        let groups = grouped(&items);
+        let labels: Vec<(&str, usize)> = groups
+            .iter()
+            .map(|g| (g.label.as_str(), g.items.len()))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                ("High-stakes contracts without a reviewer", 1),
+                ("Errors P001", 1),
+                ("Warnings P007", 2)
+            ]
+        );
     }
 }

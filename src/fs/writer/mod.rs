@@ -661,26 +661,7 @@ impl Writer {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let lock_rel = t.rel.with_file_name(format!("{TEMP_PREFIX}{name}.lock"));
-        let lock_t = self.target(&lock_rel)?;
-        self.existing_file(&lock_t)?;
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .custom_flags(no_follow_flags())
-            .open(&lock_t.abs)
-            .map_err(|e| self.link_or_io(&lock_t, e, "open the lock file"))?;
-        let meta = lock.metadata().map_err(io_err("inspect", &lock_t.rel))?;
-        if !meta.is_file() {
-            return Err(WriteError::NotRegular {
-                path: lock_t.rel,
-                kind: kind_name(meta.file_type()),
-            }
-            .into());
-        }
-        fs4::fs_std::FileExt::lock_exclusive(&lock).map_err(io_err("lock", &lock_t.rel))?;
+        let lock = self.lock_named(&t.rel.with_file_name(format!("{TEMP_PREFIX}{name}.lock")))?;
         let current = match self.existing_file(&t)? {
             Some(_) => Some(read_no_follow(&t)?),
             None => None,
@@ -700,6 +681,45 @@ impl Writer {
         };
         drop(lock);
         Ok((outcome, out))
+    }
+
+    /// An exclusive advisory lock on the empty lock file `lock_rel` (created if missing, never
+    /// removed, never through a link), held until the returned lock is dropped.
+    fn lock_named(&self, lock_rel: &Path) -> Result<FileLock, WriteError> {
+        let lock_t = self.target(lock_rel)?;
+        self.existing_file(&lock_t)?;
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(no_follow_flags())
+            .open(&lock_t.abs)
+            .map_err(|e| self.link_or_io(&lock_t, e, "open the lock file"))?;
+        let meta = lock.metadata().map_err(io_err("inspect", &lock_t.rel))?;
+        if !meta.is_file() {
+            return Err(WriteError::NotRegular {
+                path: lock_t.rel,
+                kind: kind_name(meta.file_type()),
+            });
+        }
+        fs4::fs_std::FileExt::lock_exclusive(&lock).map_err(io_err("lock", &lock_t.rel))?;
+        Ok(FileLock { _file: lock })
+    }
+
+    /// The one lock every state transition of the polis is checked and committed under
+    /// (claim, settle, abandon, vote, tally, review, archive), whoever calls: a command, the MCP
+    /// server, the dashboard or the daemon ([`crate::fs::state::transition_lock`]). Whoever
+    /// holds it sees the folder as the last transition left it, chronicle line included, so of
+    /// racing callers one wins and the others see the winner. Held for milliseconds. Not
+    /// reentrant: an operation takes it once, at its entry, and the operations it calls inside
+    /// do not take it again.
+    pub fn transition_lock(&self) -> Result<crate::fs::state::TransitionLock, WriteError> {
+        crate::fs::state::transition_lock(&self.root).map_err(|e| WriteError::Io {
+            op: "lock",
+            path: PathBuf::from("the polisd state directory's transition.lock"),
+            source: io::Error::other(e.to_string()),
+        })
     }
 
     /// Replaces an agent-owned file whose bytes were `expected_old` with `new`, re-reading it

@@ -202,6 +202,53 @@ pub fn body_votes(body: &str, first_line: usize) -> Vec<VoteRecord> {
     out
 }
 
+/// Where votes are recorded, one file per voter and amendment:
+/// `amendments/votes/<amendment file stem>/<citizen>.md`. Two machines voting on one amendment
+/// at once write two different files, which git adds side by side and Syncthing copies
+/// without a conflict; the amendment file itself is edited only by the tally.
+pub const VOTES_DIR: &str = "amendments/votes";
+
+/// The vote file of `citizen` on the amendment filed as `stem`; `None` for ids that are not
+/// file names.
+pub fn vote_path(stem: &str, citizen: &str) -> Option<String> {
+    (crate::protocol::layout::is_slug(stem) && crate::protocol::layout::is_agent_id(citizen))
+        .then(|| format!("{VOTES_DIR}/{stem}/{citizen}.md"))
+}
+
+/// The text of a vote file: frontmatter naming the amendment, the voter, the vote and when,
+/// then the rationale as the body.
+pub fn vote_file_text(
+    stem: &str,
+    citizen: &str,
+    vote: Vote,
+    voted_at: &str,
+    rationale: Option<&str>,
+) -> String {
+    let rationale = rationale.map(str::trim).filter(|r| !r.is_empty());
+    format!(
+        "---\namendment_id: {stem}\nvoter: {citizen}\nvote: {}\nvoted_at: {voted_at}\n---\n{}",
+        vote.as_str(),
+        rationale.map_or(String::new(), |r| format!("\n{r}\n"))
+    )
+}
+
+/// The vote a vote file records, for the citizen its file name (`stem`) names: the file name
+/// decides who voted, so a copied file cannot vote for someone else. `None` when the file
+/// holds no readable vote.
+pub fn parse_vote_file(text: &str, stem: &str) -> Option<VoteRecord> {
+    let record = frontmatter::parse(text).ok()?;
+    let vote = record
+        .fields
+        .get("vote")
+        .as_str()
+        .and_then(Vote::parse_prefix)?;
+    Some(VoteRecord {
+        citizen: stem.to_string(),
+        vote,
+        line: None,
+    })
+}
+
 /// The votes that count.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Votes {
@@ -634,6 +681,24 @@ pub fn quorum_reached_at(texts: &[&str], a: &Amendment, outcome: &Outcome) -> Op
         .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
 }
 
+/// The `ratified_at` a ratification writes: when the quorum was reached ([`quorum_reached_at`],
+/// else `now`), never earlier than `proposed_at`. Chronicle stamps have minutes only, so the
+/// vote that reached the quorum in the minute of the proposal reads as that minute's start,
+/// before a `proposed_at` with seconds; the later stamp is then made equal, never earlier.
+pub fn ratified_at(texts: &[&str], a: &Amendment, outcome: &Outcome, now: &PolisTime) -> String {
+    const FORMAT: &str = "%Y-%m-%d %H:%M:%S";
+    let reached = quorum_reached_at(texts, a, outcome).unwrap_or_else(|| now.second_stamp());
+    let proposed = match read_when(&a.proposed_at, now) {
+        Some(When::Moment(t)) => Some(t),
+        Some(When::Day(d)) => d.and_hms_opt(0, 0, 0),
+        None => None,
+    };
+    match (NaiveDateTime::parse_from_str(&reached, FORMAT), proposed) {
+        (Ok(r), Some(p)) if r < p => p.format(FORMAT).to_string(),
+        _ => reached,
+    }
+}
+
 /// When an amendment's outcome happened, read from the synced files only, for the headings of
 /// the notices about it (two machines stamp them the same way): a ratification at its
 /// `ratified_at`; an expiry at its deadline (the end of the `expires_at` day, that moment for a
@@ -859,6 +924,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_vote_file_reads_back_as_the_vote_of_its_file_name() {
+        let text = vote_file_text(
+            "2026-03-01-x",
+            "bob-agent-one",
+            Vote::Disagree,
+            "2026-03-02 10:00",
+            Some("too slow"),
+        );
+        assert!(text.starts_with(
+            "---\namendment_id: 2026-03-01-x\nvoter: bob-agent-one\nvote: disagree\n"
+        ));
+        assert!(text.ends_with("---\n\ntoo slow\n"), "{text}");
+        let r = parse_vote_file(&text, "bob-agent-one").unwrap();
+        assert_eq!(
+            (r.citizen.as_str(), r.vote),
+            ("bob-agent-one", Vote::Disagree)
+        );
+        assert_eq!(
+            parse_vote_file(&text, "carol-agent-one").unwrap().citizen,
+            "carol-agent-one"
+        );
+        assert!(parse_vote_file("---\nvote: maybe\n---\n", "bob-agent-one").is_none());
+        assert_eq!(
+            vote_path("2026-03-01-x", "bob-agent-one").as_deref(),
+            Some("amendments/votes/2026-03-01-x/bob-agent-one.md")
+        );
+        assert!(vote_path("../x", "bob-agent-one").is_none());
+    }
+
+    #[test]
     fn cast_vote_moves_the_id_and_replaces_the_block_as_the_reference() {
         let text = "---\namendment_id: 2026-03-01-x\ntitle: X\nstatus: proposed\nvotes:\n  agree: null\n  disagree:\n  - bob-agent-one\n---\n\n# Amendment: X\n\n## Response from bob-agent-one (disagree)\nno\n\n## Response from carol-agent-one (agree)\nyes\n";
         let out = cast_vote(text, "bob-agent-one", Vote::Agree, Some(" fine now ")).unwrap();
@@ -999,6 +1094,33 @@ mod tests {
         // The same files give the same stamp; missing lines give none (the caller's clock).
         let without_b = chron.replace(&format!("{B} | voted"), &format!("{D} | voted"));
         assert_eq!(quorum_reached_at(&[&without_b], &a, &o), None);
+    }
+
+    #[test]
+    fn ratified_at_is_never_before_proposed_at_when_minutes_round() {
+        let w = World::all_active();
+        let body = format!("\n## Response from {B} (agree)\n\n## Response from {C} (agree)\n");
+        let text = amendment("", &body).replace("10:00:00", "10:00:42");
+        let o = w.tally(&text, "2026-03-01 10:01");
+        assert_eq!(o.action, Action::Ratified);
+        let a = parse(&text, "2026-03-01-floor").unwrap();
+        let link = "[[amendments/proposed/2026-03-01-floor]]";
+        // Every vote in the proposal's minute: the chronicle says 10:00, before 10:00:42.
+        let chron = format!(
+            "- 2026-03-01 10:00 | {A} | proposed amendment | {link} | Quality floor\n\
+             - 2026-03-01 10:00 | {B} | voted on amendment | {link} | agree: -\n\
+             - 2026-03-01 10:00 | {C} | voted on amendment | {link} | agree: -\n"
+        );
+        let now = at("2026-03-01 10:01");
+        assert_eq!(ratified_at(&[&chron], &a, &o, &now), "2026-03-01 10:00:42");
+        // A later quorum is kept as it is; with no lines, the clock, clamped the same way.
+        let later = chron.replace(&format!("10:00 | {C}"), &format!("10:05 | {C}"));
+        assert_eq!(ratified_at(&[&later], &a, &o, &now), "2026-03-01 10:05:00");
+        let early_clock = at("2026-03-01 09:59");
+        assert_eq!(
+            ratified_at(&[], &a, &o, &early_clock),
+            "2026-03-01 10:00:42"
+        );
     }
 
     #[test]

@@ -775,6 +775,46 @@ pub fn lost_line_finding(path: &str, text: &str) -> Finding {
     )
 }
 
+/// A line appended twice: the same text (an agent's line, no polisd id) at two places of the
+/// chronicle and its archives. Two equal lines are one event written twice, typically by an
+/// agent that followed a "put the line back" advice while the line was still in transit; a
+/// warning naming both places. Only lines numbered in `fresh` (of `files[0]`) are reported, so
+/// an old duplicate is told once. polisd removes nothing.
+pub fn duplicate_lines(files: &[(&str, &str)], fresh: &dyn Fn(usize) -> bool) -> Vec<Finding> {
+    let mut first: HashMap<String, (String, usize)> = HashMap::new();
+    let mut out = Vec::new();
+    // Archives first: a line in the current chronicle repeats one archived earlier.
+    let mut order: Vec<usize> = (1..files.len()).collect();
+    order.extend(files.first().map(|_| 0));
+    for i in order {
+        let (path, text) = files[i];
+        for line in scan(text).lines {
+            if marker_id(&line.text).is_some() || stamp_and_author(&line.text).is_none() {
+                continue;
+            }
+            let key = line_key(&line.text);
+            match first.get(&key) {
+                None => {
+                    first.insert(key, (path.to_string(), line.number));
+                }
+                Some((p, l)) if i == 0 && fresh(line.number) => out.push(Finding::warning(
+                    Code::Duplicate,
+                    path,
+                    Some(line.number),
+                    format!(
+                        "`{}` is here a second time (first at {p}:{l}): one event written twice. \
+                         Delete this copy; when a line seems missing after a sync, wait for the \
+                         sync to finish before appending it again",
+                        line.text.trim_end()
+                    ),
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    out
+}
+
 // ---------------------------------------------------------------------------------------------
 // polisd's own lines
 

@@ -79,6 +79,8 @@ fn string(v: &Value) -> Option<String> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Heading {
     pub opened_by: Option<String>,
+    /// Who settled it: the first to be told of a finding in the file.
+    pub owner: Option<String>,
     pub title: Option<String>,
     pub quality: Option<i64>,
     /// The body holds a suggestion block (handoffs), so the file is worth reading
@@ -91,6 +93,7 @@ impl Heading {
         let f = &record.fields;
         Heading {
             opened_by: string(f.get("opened_by")),
+            owner: string(f.get("owner")),
             title: text(f.get("title")),
             quality: f.get("quality_score").as_i64(),
             suggests: record.body.contains("### Suggested"),
@@ -879,6 +882,24 @@ pub fn reference_scalar(value: &Value) -> String {
     }
 }
 
+/// The stamp an ending (`settled_at`) writes: `now`, but never earlier than the contract's
+/// `opened_at` or `claimed_at` (a clock behind the opener's, on another machine), so a record
+/// never claims an order its history contradicts. Equal, not earlier, when they round alike.
+pub fn ending_stamp(record: &Record, now_stamp: &str, zone: PolisZone) -> String {
+    const FORMAT: &str = "%Y-%m-%d %H:%M:%S";
+    let Ok(now) = NaiveDateTime::parse_from_str(now_stamp, FORMAT) else {
+        return now_stamp.to_string();
+    };
+    let latest = ["opened_at", "claimed_at"]
+        .iter()
+        .filter_map(|k| instant_of(record.get(k), zone))
+        .max();
+    match latest {
+        Some(t) if t > now => t.format(FORMAT).to_string(),
+        _ => now_stamp.to_string(),
+    }
+}
+
 /// Sets top-level scalars in a contract's frontmatter as the reference's claim, settle and
 /// abandon do: each `key:` line is replaced, a missing key is added before the closing fence,
 /// in the order given. Every other byte is kept. `None` when the text has no frontmatter.
@@ -931,6 +952,31 @@ mod tests {
 
     fn q(body: &str) -> (u8, QualitySource) {
         extract_quality(&Value::Map(Default::default()), body)
+    }
+
+    #[test]
+    fn settled_at_is_never_before_opened_at_or_claimed_at() {
+        let zone = PolisZone::default();
+        let rec = |fm: &str| frontmatter::parse(&format!("---\n{fm}---\nbody\n")).unwrap();
+        let opened = rec("opened_at: 2026-03-01 10:00:30\n");
+        // A clock behind the opener's (another machine) writes the opening moment, not earlier.
+        assert_eq!(
+            ending_stamp(&opened, "2026-03-01 10:00:10", zone),
+            "2026-03-01 10:00:30"
+        );
+        assert_eq!(
+            ending_stamp(&opened, "2026-03-01 11:00:00", zone),
+            "2026-03-01 11:00:00"
+        );
+        let claimed = rec("opened_at: '2026-03-01 10:00'\nclaimed_at: 2026-03-01 10:20:00\n");
+        assert_eq!(
+            ending_stamp(&claimed, "2026-03-01 10:10:00", zone),
+            "2026-03-01 10:20:00"
+        );
+        assert_eq!(
+            ending_stamp(&rec(""), "2026-03-01 10:10:00", zone),
+            "2026-03-01 10:10:00"
+        );
     }
 
     #[test]

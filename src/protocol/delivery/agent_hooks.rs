@@ -12,11 +12,13 @@
 //!
 //! Codex's `PostCompact` and Gemini's `PreCompress` cannot add context (their output schemas
 //! carry only `systemMessage`), so those CLIs get no primer after compaction; the next notices
-//! hook still runs. Every entry polisd adds is recognised by its command (`… hook <cli> prime`
-//! or `… hook <cli> notices`), so uninstall removes exactly those and nothing a user wrote.
+//! hook still runs. Every entry polisd adds is recognised by its exact command (`<…/polisd> hook
+//! <cli> prime|notices`, see [`our_binary`]), so uninstall removes exactly those and nothing a
+//! user or another tool wrote. The commands carry no citizen id: the files are shared.
 //!
-//! The settings are kept as an ordered tree ([`Json`]), so keys keep their order and a file
-//! that polisd installed into and uninstalled from reads back as it was.
+//! The settings are kept as an ordered tree ([`Json`]) and written back in the file's own
+//! [`Style`] (byte-order mark, CRLF, indentation, final line end), so keys keep their order and
+//! a file that polisd installed into and uninstalled from reads back as it was.
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
@@ -123,27 +125,77 @@ impl HookKind {
     }
 }
 
-/// The command a hook runs: `<bin> hook <cli> <kind> [--as ID]`. Without an id the command reads
-/// `POLIS_CITIZEN` when it runs.
-pub fn command(bin: &str, cli: Cli, kind: HookKind, citizen: Option<&str>) -> String {
-    let bin = if bin
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+/// The command a hook runs: `<bin> hook <cli> <kind>`. It carries no citizen id, because the
+/// settings files it goes into are shared through git: the hook finds its id when it runs (see
+/// `polisd hook`), from `--as`, `$POLIS_CITIZEN` or the id `hooks install --as` recorded for
+/// this person and CLI outside the repository.
+pub fn command(bin: &str, cli: Cli, kind: HookKind) -> String {
+    let bin = if !bin.is_empty()
+        && bin
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
     {
         bin.to_string()
     } else {
         format!("'{}'", bin.replace('\'', r"'\''"))
     };
-    let who = citizen.map_or(String::new(), |id| format!(" --as {id}"));
-    format!("{bin} hook {} {}{who}", cli.as_str(), kind.as_str())
+    format!("{bin} hook {} {}", cli.as_str(), kind.as_str())
+}
+
+/// The words of a command as `sh` splits the commands polisd writes (plain words and
+/// single-quoted ones); `None` for anything else (another tool's command).
+fn words(command: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = command.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' => out.extend(word.take()),
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => w.push(c),
+                    }
+                }
+            }
+            '\\' => word.get_or_insert_with(String::new).push(chars.next()?),
+            c if c.is_ascii_alphanumeric() || "/._-+=:".contains(c) => {
+                word.get_or_insert_with(String::new).push(c)
+            }
+            _ => return None,
+        }
+    }
+    out.extend(word);
+    Some(out)
+}
+
+/// The binary of a command polisd installed for `cli`, when the command is exactly one of
+/// polisd's: `<…/polisd> hook <cli> <prime|notices>`, optionally ` --as <id>` (as older
+/// versions wrote it). Anything else — a wrapper, an `echo`, another tool whose command merely
+/// contains these words — is not polisd's.
+pub fn our_binary(command: &str, cli: Cli) -> Option<String> {
+    let w = words(command)?;
+    let named_polisd = std::path::Path::new(w.first()?)
+        .file_name()
+        .is_some_and(|n| n == "polisd");
+    let shape = match w.len() {
+        4 => true,
+        6 => w[4] == "--as",
+        _ => false,
+    };
+    (named_polisd
+        && shape
+        && w[1] == "hook"
+        && w[2] == cli.as_str()
+        && matches!(w[3].as_str(), "prime" | "notices"))
+    .then(|| w[0].clone())
 }
 
 /// Whether a handler's command is one polisd installed (for this CLI).
 pub fn is_ours(command: &str, cli: Cli) -> bool {
-    let words: Vec<&str> = command.split_whitespace().collect();
-    words
-        .windows(3)
-        .any(|w| w[0] == "hook" && w[1] == cli.as_str() && matches!(w[2], "prime" | "notices"))
+    our_binary(command, cli).is_some()
 }
 
 /// A JSON value whose objects keep their keys in file order.
@@ -320,9 +372,61 @@ fn parse(path: &str, text: Option<&str>) -> Result<Json, ConfigError> {
     Ok(value)
 }
 
-fn render(value: &Json) -> String {
-    let mut out = serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".into());
-    out.push('\n');
+/// How a settings file is written, so that polisd's edit keeps it: a byte-order mark, CRLF
+/// line ends, the indentation unit, and whether the file ends with a line end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Style {
+    bom: bool,
+    crlf: bool,
+    indent: String,
+    final_newline: bool,
+}
+
+impl Style {
+    /// The style of an existing text; two spaces and a final line end for a new file.
+    pub fn of(text: Option<&str>) -> Style {
+        let Some(text) = text.filter(|t| !t.trim_start_matches('\u{feff}').trim().is_empty())
+        else {
+            return Style {
+                bom: text.is_some_and(|t| t.starts_with('\u{feff}')),
+                crlf: text.is_some_and(|t| t.contains("\r\n")),
+                indent: "  ".into(),
+                final_newline: text.is_none_or(|t| t.ends_with('\n')),
+            };
+        };
+        let indent = text
+            .lines()
+            .skip(1)
+            .map(|l| &l[..l.len() - l.trim_start_matches([' ', '\t']).len()])
+            .find(|lead| !lead.is_empty())
+            .unwrap_or("  ")
+            .to_string();
+        Style {
+            bom: text.starts_with('\u{feff}'),
+            crlf: text.contains("\r\n"),
+            indent,
+            final_newline: text.ends_with('\n'),
+        }
+    }
+}
+
+fn render(value: &Json, style: &Style) -> String {
+    let mut bytes = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(style.indent.as_bytes());
+    let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, formatter);
+    let mut out = match value.serialize(&mut serializer) {
+        Ok(()) => String::from_utf8(bytes).unwrap_or_else(|_| "{}".into()),
+        Err(_) => "{}".into(),
+    };
+    if style.final_newline {
+        out.push('\n');
+    }
+    if style.crlf {
+        out = out.replace('\n', "\r\n");
+    }
+    if style.bom {
+        out.insert(0, '\u{feff}');
+    }
     out
 }
 
@@ -399,14 +503,10 @@ fn event_groups<'a>(
 
 /// The settings text with polisd's hooks for `cli` installed (replacing any polisd installed
 /// before), every other key kept in place.
-pub fn install(
-    cli: Cli,
-    existing: Option<&str>,
-    bin: &str,
-    citizen: Option<&str>,
-) -> Result<String, ConfigError> {
+pub fn install(cli: Cli, existing: Option<&str>, bin: &str) -> Result<String, ConfigError> {
     let path = cli.settings_path();
     let mut root = parse(path, existing)?;
+    let style = Style::of(existing);
     let hooks = hooks_object(path, &mut root)?;
     for (event, kind) in cli.events() {
         let groups = event_groups(path, hooks, event)?;
@@ -419,10 +519,7 @@ pub fn install(
             ));
         }
         handler.push(("type".to_string(), Json::Str("command".into())));
-        handler.push((
-            "command".to_string(),
-            Json::Str(command(bin, cli, *kind, citizen)),
-        ));
+        handler.push(("command".to_string(), Json::Str(command(bin, cli, *kind))));
         handler.push(("timeout".to_string(), Json::Num(cli.timeout().into())));
         let mut group = Vec::new();
         if let Some(m) = cli.matcher(event) {
@@ -431,7 +528,7 @@ pub fn install(
         group.push(("hooks".to_string(), Json::Arr(vec![Json::Obj(handler)])));
         groups.push(Json::Obj(group));
     }
-    Ok(render(&root))
+    Ok(render(&root, &style))
 }
 
 /// The settings text without polisd's hooks for `cli`; `None` when there were none (nothing to
@@ -467,7 +564,7 @@ pub fn uninstall(cli: Cli, existing: Option<&str>) -> Result<Option<String>, Con
     if events.is_empty() {
         root.remove("hooks");
     }
-    Ok(Some(render(&root)))
+    Ok(Some(render(&root, &Style::of(Some(text)))))
 }
 
 /// polisd's hook commands found in a settings text, by event (for `hooks status`).
@@ -492,6 +589,60 @@ pub fn installed(cli: Cli, existing: Option<&str>) -> Result<Vec<(String, String
         }
     }
     Ok(out)
+}
+
+/// Why `cli` would run no hook of polisd's, read from one of its settings texts: Claude Code's
+/// `disableAllHooks`, Gemini CLI's hooks switched off (`hooksConfig.enabled`, the older
+/// `hooks.enabled` and `tools.enableHooks`) or polisd's hooks named in `hooksConfig.disabled`.
+/// A text that is not a JSON object says nothing here (`installed` reports it).
+pub fn switched_off(cli: Cli, path: &str, text: Option<&str>) -> Vec<String> {
+    let Ok(root) = parse(path, text) else {
+        return Vec::new();
+    };
+    let at = |keys: &[&str]| {
+        keys.iter()
+            .try_fold(&root, |v, k| v.get(k))
+            .and_then(|v| match v {
+                Json::Bool(b) => Some(*b),
+                _ => None,
+            })
+    };
+    let mut out = Vec::new();
+    match cli {
+        Cli::Claude => {
+            if at(&["disableAllHooks"]) == Some(true) {
+                out.push(format!(
+                    "{path} sets `disableAllHooks: true`: Claude Code runs no hooks until it is removed"
+                ));
+            }
+        }
+        Cli::Gemini => {
+            for keys in [
+                &["hooksConfig", "enabled"][..],
+                &["hooks", "enabled"],
+                &["tools", "enableHooks"],
+            ] {
+                if at(keys) == Some(false) {
+                    out.push(format!(
+                        "{path} sets `{}: false`: Gemini CLI runs no hooks until it is true",
+                        keys.join(".")
+                    ));
+                }
+            }
+            let disabled = root.get("hooksConfig").and_then(|h| h.get("disabled"));
+            if let Some(Json::Arr(names)) = disabled {
+                for name in names.iter().filter_map(Json::as_str) {
+                    if name.starts_with("polisd-") {
+                        out.push(format!(
+                            "{path} lists `{name}` in `hooksConfig.disabled`: Gemini CLI skips it"
+                        ));
+                    }
+                }
+            }
+        }
+        Cli::Codex => {}
+    }
+    out
 }
 
 /// What a hook prints on stdout for `context` at `event`, following each CLI's contract for
@@ -609,14 +760,11 @@ mod tests {
     #[test]
     fn install_then_uninstall_gives_the_file_back() {
         for cli in Cli::ALL {
-            let installed = install(cli, Some(USER), "polisd", Some("claude-code-one")).unwrap();
+            let installed = install(cli, Some(USER), "polisd").unwrap();
             assert!(installed.contains("prettier --write"));
-            assert!(installed.contains(&format!(
-                "polisd hook {} prime --as claude-code-one",
-                cli.as_str()
-            )));
+            assert!(installed.contains(&format!("\"polisd hook {} prime\"", cli.as_str())));
             assert!(installed.find("\"model\"") < installed.find("\"z-last\""));
-            let again = install(cli, Some(&installed), "polisd", Some("claude-code-one")).unwrap();
+            let again = install(cli, Some(&installed), "polisd").unwrap();
             assert_eq!(again, installed, "install is idempotent for {cli:?}");
             let back = uninstall(cli, Some(&installed)).unwrap().unwrap();
             assert_eq!(back, USER, "{cli:?}");
@@ -626,7 +774,7 @@ mod tests {
 
     #[test]
     fn install_into_nothing_and_uninstall_removes_the_hooks_key() {
-        let installed = install(Cli::Claude, None, "polisd", None).unwrap();
+        let installed = install(Cli::Claude, None, "polisd").unwrap();
         let v: serde_json::Value = serde_json::from_str(&installed).unwrap();
         assert_eq!(
             v["hooks"]["SessionStart"][0]["hooks"][0]["command"],
@@ -639,7 +787,7 @@ mod tests {
             "{}\n"
         );
         let g: serde_json::Value =
-            serde_json::from_str(&install(Cli::Gemini, None, "polisd", None).unwrap()).unwrap();
+            serde_json::from_str(&install(Cli::Gemini, None, "polisd").unwrap()).unwrap();
         assert_eq!(g["hooks"]["AfterTool"][0]["hooks"][0]["timeout"], 10_000);
         assert_eq!(
             g["hooks"]["BeforeAgent"][0]["hooks"][0]["name"],
@@ -649,15 +797,14 @@ mod tests {
 
     #[test]
     fn bad_files_are_refused_with_the_place() {
-        let e = install(Cli::Claude, Some("{\n  \"a\": ,\n}"), "polisd", None).unwrap_err();
+        let e = install(Cli::Claude, Some("{\n  \"a\": ,\n}"), "polisd").unwrap_err();
         assert!(matches!(e, ConfigError::NotJson { line: 2, .. }), "{e}");
-        let e = install(Cli::Claude, Some("[]"), "polisd", None).unwrap_err();
+        let e = install(Cli::Claude, Some("[]"), "polisd").unwrap_err();
         assert!(e.to_string().contains("not an object"), "{e}");
         let e = install(
             Cli::Claude,
             Some(r#"{"hooks": {"SessionStart": {}}}"#),
             "polisd",
-            None,
         )
         .unwrap_err();
         assert!(e.to_string().contains("hooks.SessionStart"), "{e}");
@@ -669,10 +816,74 @@ mod tests {
         assert!(is_ours("/opt/bin/polisd hook codex prime", Cli::Codex));
         assert!(!is_ours("polisd hook codex prime", Cli::Claude));
         assert!(!is_ours("prettier --write", Cli::Claude));
+        // Another tool's command that merely contains the words is not polisd's.
+        for foreign in [
+            "my-wrapper.sh hook claude prime",
+            "echo polisd hook claude prime",
+            "polisd hook claude prime && curl example.com",
+            "polisd hook claude prime --verbose",
+            "not-polisd hook claude prime",
+            "FOO=1 polisd hook claude prime",
+        ] {
+            assert!(!is_ours(foreign, Cli::Claude), "{foreign}");
+        }
+        let spaced = command("/a b/polisd", Cli::Claude, HookKind::Prime);
+        assert_eq!(spaced, "'/a b/polisd' hook claude prime");
         assert_eq!(
-            command("/a b/polisd", Cli::Claude, HookKind::Prime, None),
-            "'/a b/polisd' hook claude prime"
+            our_binary(&spaced, Cli::Claude).as_deref(),
+            Some("/a b/polisd")
         );
+    }
+
+    #[test]
+    fn install_then_uninstall_keeps_bom_crlf_tabs_and_an_empty_object() {
+        let tabs = "{\n\t\"model\": \"opus\",\n\t\"env\": {\n\t\t\"A\": \"1\"\n\t}\n}\n";
+        let crlf = tabs.replace("\t", "    ").replace('\n', "\r\n");
+        let bom = format!("\u{feff}{crlf}");
+        for original in [
+            "{}",
+            "{}\n",
+            "{}\r\n",
+            "\u{feff}{}",
+            tabs,
+            &crlf,
+            &bom,
+            "{\"a\": 1}",
+        ] {
+            for cli in Cli::ALL {
+                let installed = install(cli, Some(original), "polisd").unwrap();
+                assert_eq!(
+                    installed.starts_with('\u{feff}'),
+                    original.starts_with('\u{feff}')
+                );
+                let back = uninstall(cli, Some(&installed)).unwrap().unwrap();
+                if original == "{\"a\": 1}" {
+                    // One line cannot be told from a pretty file: the keys and values stay.
+                    assert_eq!(back, "{\n  \"a\": 1\n}", "{cli:?}");
+                } else {
+                    assert_eq!(back, original, "{cli:?} {original:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn switched_off_hooks_are_reported() {
+        let p = ".claude/settings.json";
+        assert_eq!(
+            switched_off(Cli::Claude, p, Some(r#"{"disableAllHooks": false}"#)).len(),
+            0
+        );
+        assert!(
+            switched_off(Cli::Claude, p, Some(r#"{"disableAllHooks": true}"#))[0]
+                .contains("disableAllHooks")
+        );
+        let g = r#"{"hooksConfig": {"enabled": false, "disabled": ["polisd-notices", "x"]},
+                    "tools": {"enableHooks": false}}"#;
+        let reasons = switched_off(Cli::Gemini, ".gemini/settings.json", Some(g));
+        assert_eq!(reasons.len(), 3, "{reasons:?}");
+        assert!(reasons[2].contains("polisd-notices"));
+        assert!(switched_off(Cli::Codex, ".codex/hooks.json", Some(g)).is_empty());
     }
 
     #[test]

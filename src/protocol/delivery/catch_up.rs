@@ -10,6 +10,8 @@
 //! Pure: the caller reads the chronicle's tail back to the cursor and the status text.
 
 use crate::protocol::chronicle;
+use crate::protocol::delivery::notice;
+use crate::protocol::finding::Finding;
 use crate::protocol::frontmatter;
 use crate::yaml::Value;
 use chrono::NaiveDateTime;
@@ -107,23 +109,29 @@ pub fn since(tail: &str, cursor: Option<Cursor>, citizen: &str, complete: bool) 
 }
 
 /// `status_text` (or a new status when `None`) with the cursor and `last_active` spliced into
-/// its frontmatter, every other byte kept.
+/// its frontmatter, every other byte kept. A broken frontmatter is refused, as
+/// [`notice::status_fit_for_splice`] says.
 pub fn with_seen(
     status_text: Option<&str>,
     citizen: &str,
     cursor: Option<Cursor>,
     last_active: &str,
-) -> String {
+    path: &str,
+) -> Result<String, Finding> {
     let mut fields: Vec<(&str, String)> = vec![(ACTIVE_KEY, format!("'{last_active}'"))];
     if let Some(c) = cursor {
         fields.push((SEEN_KEY, format!("'{}'", c.stamp.format("%Y-%m-%d %H:%M"))));
         fields.push((SEEN_LINES_KEY, c.lines.min(i64::MAX as usize).to_string()));
     }
     let base = match status_text {
-        Some(text) if frontmatter::splice_field(text, ACTIVE_KEY, "x", None).is_some() => {
-            text.to_string()
+        Some(text) => {
+            notice::status_fit_for_splice(text, path, "`last_seen_event` and `last_active` are")?;
+            if frontmatter::splice_field(text, ACTIVE_KEY, "x", None).is_some() {
+                text.to_string()
+            } else {
+                format!("---\nagent_id: {citizen}\n---\n{text}")
+            }
         }
-        Some(text) => format!("---\nagent_id: {citizen}\n---\n{text}"),
         None => format!("---\nagent_id: {citizen}\nstate: idle\n---\n\n# Status of {citizen}\n"),
     };
     let mut out = base;
@@ -134,7 +142,7 @@ pub fn with_seen(
         }
         after = key;
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -185,12 +193,33 @@ mod tests {
             stamp: at("2026-03-02 09:01"),
             lines: 2,
         };
-        let out = with_seen(Some(status), "me-agent", Some(c), "2026-03-02 10:00:00");
+        let path = "citizens/me-agent/status.md";
+        let out = with_seen(
+            Some(status),
+            "me-agent",
+            Some(c),
+            "2026-03-02 10:00:00",
+            path,
+        )
+        .unwrap();
         assert!(out.contains("state: working # mine\n"));
         assert!(out.contains("last_seen_event: '2026-03-02 09:01'\n"));
         assert!(out.contains("last_seen_event_lines: 2\n"));
         assert!(out.ends_with("\nnotes\n"));
         let fields = frontmatter::parse(&out).unwrap().fields;
         assert_eq!(Cursor::of(&fields), Some(c));
+    }
+
+    #[test]
+    fn an_unclosed_frontmatter_gets_no_second_block() {
+        let path = "citizens/me-agent/status.md";
+        let broken = "---\nagent_id: me-agent\nstate: working\n\nnotes\n";
+        let refused = with_seen(Some(broken), "me-agent", None, "2026-03-02 10:00:00", path);
+        let finding = refused.unwrap_err();
+        assert_eq!(finding.line, Some(1), "{finding:?}");
+        assert!(finding.message.contains("never closed"), "{finding:?}");
+        let no_frontmatter = with_seen(Some("notes\n"), "me-agent", None, "x", path).unwrap();
+        assert!(no_frontmatter.starts_with("---\nagent_id: me-agent\n"));
+        assert!(no_frontmatter.ends_with("---\nnotes\n"));
     }
 }

@@ -894,40 +894,67 @@ impl Notification {
 }
 
 impl Notification {
-    /// A sync tool left a conflict copy polisd does not merge (docs/sync.md); told once per
-    /// copy to the index keeper, with both paths.
-    pub fn sync_conflict(recipient: &str, copy: &str, original: &str) -> Notification {
+    /// One episode of sync conflict copies polisd cannot merge (docs/sync.md): told once to
+    /// the index keeper when the polis has been quiet for the settling window, with how many
+    /// copies there are then; the episode ends when none is left, and the next one is told
+    /// again. `copies` are (copy, original), sorted; `episode` numbers the episodes of this
+    /// polis, so each is one notice.
+    pub fn sync_conflicts(
+        recipient: &str,
+        episode: u64,
+        copies: &[(String, String)],
+    ) -> Notification {
+        let listed: Vec<String> = copies
+            .iter()
+            .map(|(copy, original)| format!("`{copy}` (a version of `{original}`)"))
+            .collect();
+        let n = copies.len();
         Notification {
             kind: Kind::SyncConflict,
             at: None,
             recipient: recipient.to_string(),
-            subject: copy.to_string(),
+            subject: format!("episode-{episode}"),
             discriminator: String::new(),
-            link: original.trim_end_matches(".md").to_string(),
+            link: copies
+                .first()
+                .map_or("chronicle".to_string(), |(_, o)| o.trim_end_matches(".md").to_string()),
             paragraph: format!(
-                "A sync tool kept two versions of `{original}`: the other one is `{copy}` (you are told as index keeper). polisd reads neither copy as a record and merges only the chronicle's and the inboxes' copies. Compare the two files, keep the right content in `{original}`, and delete `{copy}`."
+                "A sync tool kept two versions of {n} file{} (you are told as index keeper, once for this episode): {}. polisd reads no copy as a record and merges only the chronicle's and the inboxes' copies. Compare each copy with its original, keep the right content in the original, and delete the copy; `polisd check` lists the copies still there (P009).",
+                if n == 1 { "" } else { "s" },
+                listed.join("; ")
             ),
         }
     }
 
-    /// Copies of one contract differ between worktrees (or clones) of the repository;
-    /// `copies` is one line per copy (path, folder, owner, status), the discriminator, so each
-    /// distinct divergence is told once, to the index keeper.
+    /// One episode of contracts whose copies differ between worktrees (or clones) of the
+    /// repository, told once to the index keeper when the polis has been quiet for the
+    /// settling window: `divergences` are the contracts with one line per copy (path, folder,
+    /// owner, status); `changes` how many different states the episode went through so far.
     pub fn worktree_diverged(
         recipient: &str,
-        contract_id: &str,
-        copies: &[String],
+        episode: u64,
+        divergences: &[(String, Vec<String>)],
+        changes: usize,
     ) -> Notification {
+        let listed: Vec<String> = divergences
+            .iter()
+            .map(|(id, copies)| format!("`{id}`: {}", copies.join("; ")))
+            .collect();
+        let first = divergences.first().map_or("", |(id, _)| id.as_str());
         Notification {
             kind: Kind::WorktreeDiverged,
             at: None,
             recipient: recipient.to_string(),
-            subject: contract_id.to_string(),
-            discriminator: copies.join("\n"),
-            link: format!("contracts/open/{contract_id}"),
+            subject: format!("episode-{episode}"),
+            discriminator: String::new(),
+            link: format!("contracts/open/{first}"),
             paragraph: format!(
-                "The contract `{contract_id}` differs between worktrees of this repository (you are told as index keeper): {}. Agents in different worktrees see different owners or states, so two of them may work on it at once. Decide which copy is right, make the others match (or keep the polis in one place that every worktree uses, see docs/sync.md), and append a chronicle line.",
-                copies.join("; ")
+                "{} contract{} differ{} between worktrees of this repository (you are told as index keeper, once for this episode; the copies changed {changes} time{} so far): {}. Agents in different worktrees see different owners or states, so two of them may work on one contract at once. Decide which copy is right, make the others match (or keep the polis in one place that every worktree uses, see docs/sync.md), and append a chronicle line. polisd tells you again only after the copies have agreed.",
+                divergences.len(),
+                if divergences.len() == 1 { "" } else { "s" },
+                if divergences.len() == 1 { "s" } else { "" },
+                if changes == 1 { "" } else { "s" },
+                listed.join(" | ")
             ),
         }
     }

@@ -4,7 +4,9 @@
 //! Pure: inbox and status texts in, notices and texts out. An inbox block is a heading
 //! `### YYYY-MM-DD HH:MM from <id>` (2 to 4 `#`, optional seconds, optional text after the id)
 //! and everything up to the next such heading, as SPEC §9 writes polisd's blocks and as citizens
-//! write their messages. A polisd block is named by its marker id; any other block by a hash of
+//! write their messages; and a one-line note `- YYYY-MM-DD HH:MM | from <id> | <message>`, the
+//! form agents append by hand, which is a notice of its own and ends the block above it. A
+//! polisd block is named by its marker id; any other block by a hash of
 //! its author, stamp and words, so the same message keeps its id across a re-read, a sync or a
 //! move to the archive.
 //!
@@ -14,6 +16,7 @@
 //! the inbox. Nothing here decides from a time whether a notice was read.
 
 use crate::protocol::delivery::inbox::{self, Kind};
+use crate::protocol::finding::{Code, Finding};
 use crate::protocol::layout::DAEMON_ID;
 use crate::yaml::Value;
 use regex::Regex;
@@ -63,6 +66,13 @@ static HEADING: LazyLock<Regex> = LazyLock::new(|| {
     )
     .unwrap()
 });
+/// A one-line note, as agents append them by hand: `- <stamp> | from <id> | <message>`.
+static ONE_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^[-*][ \t]+([0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}(?::[0-9]{2})?)[ \t]*\|[ \t]*from[ \t]+([A-Za-z0-9_.-]+)[ \t]*\|[ \t]*(.*?)[ \t]*$",
+    )
+    .unwrap()
+});
 static MARKER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^[ \t]*<!-- polisd:([a-z-]+):([0-9a-f]{16}) -->[ \t]*$").unwrap()
 });
@@ -73,6 +83,8 @@ static WIKILINK_LINE: LazyLock<Regex> =
 /// text, not notices; what comes before the first heading (frontmatter, a comment) is none.
 pub fn parse_inbox(text: &str) -> Vec<Notice> {
     let mut heads: Vec<(usize, usize, regex::Captures<'_>)> = Vec::new();
+    // One-line notes: (index into `heads` they come before, line, start, end, captures).
+    let mut notes: Vec<(usize, usize, usize, usize, regex::Captures<'_>)> = Vec::new();
     let mut fence: Option<&str> = None;
     let mut offset = 0;
     for (i, raw) in text.split_inclusive('\n').enumerate() {
@@ -92,13 +104,42 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
         if fence.is_none() && !toggled {
             if let Some(c) = HEADING.captures(line) {
                 heads.push((i + 1, offset, c));
+            } else if let Some(c) = ONE_LINE.captures(line) {
+                notes.push((heads.len(), i + 1, offset, offset + raw.len(), c));
             }
         }
         offset += raw.len();
     }
-    let mut out = Vec::with_capacity(heads.len());
+    // A one-line note ends the block above it and is a notice of its own: its one line.
+    let note_starts: Vec<usize> = notes.iter().map(|n| n.2).collect();
+    let mut notes = notes.into_iter().peekable();
+    let mut out = Vec::with_capacity(heads.len() + note_starts.len());
+    let mut take_notes = |before: usize, out: &mut Vec<Notice>| {
+        while let Some((_, line, start, end, c)) = notes.next_if(|n| n.0 <= before) {
+            let stamp = c[1].replace('T', " ");
+            let author = c[2].to_string();
+            let body = c[3].to_string();
+            out.push(Notice {
+                id: message_id(&author, &stamp, "", &body, None),
+                kind: None,
+                stamp,
+                author,
+                subject: String::new(),
+                body,
+                link: None,
+                line,
+                span: (start, end),
+            });
+        }
+    };
     for (n, (line, start, c)) in heads.iter().enumerate() {
-        let end = heads.get(n + 1).map_or(text.len(), |(_, s, _)| *s);
+        take_notes(n, &mut out);
+        let next_head = heads.get(n + 1).map_or(text.len(), |(_, s, _)| *s);
+        let end = note_starts
+            .iter()
+            .copied()
+            .find(|s| *s > *start && *s < next_head)
+            .unwrap_or(next_head);
         let block = &text[*start..end];
         let body_all = block.split_once('\n').map_or("", |(_, rest)| rest);
         let mut kind_id: Option<(Kind, String)> = None;
@@ -160,6 +201,7 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
             span: (*start, end),
         });
     }
+    take_notes(usize::MAX, &mut out);
     out
 }
 
@@ -232,22 +274,62 @@ pub fn unread<'a>(inbox: &'a [Notice], read: &BTreeSet<String>) -> Vec<&'a Notic
     out
 }
 
-/// `status.md` text with the read set replaced, every other byte kept; a file with no
-/// frontmatter (or none at all) gets a minimal one.
-pub fn with_read_set(status_text: Option<&str>, citizen: &str, ids: &BTreeSet<String>) -> String {
-    let value = render_read_ids(ids);
-    if let Some(text) = status_text {
-        if let Some(spliced) = crate::protocol::frontmatter::splice_field(
-            text,
-            READ_KEY,
-            &value,
-            Some("last_seen_amendment"),
-        ) {
-            return spliced;
-        }
-        return format!("---\nagent_id: {citizen}\n{READ_KEY}: {value}\n---\n{text}");
+/// Whether polisd may splice fields into a citizen's `status.md`: a frontmatter that is there
+/// but broken (opened by `---` and never closed, or YAML that does not parse) is refused with a
+/// finding naming the line and the fix: another block put before it would make the file worse,
+/// and guessing where it ends could move the agent's text. `what` names the fields left alone.
+pub fn status_fit_for_splice(text: &str, path: &str, what: &str) -> Result<(), Finding> {
+    if let Err(e) = crate::protocol::frontmatter::parse(text) {
+        return Err(Finding::error(
+            Code::BadYaml,
+            path,
+            Some(e.line()),
+            format!("{e}; polisd leaves the file alone until its frontmatter is fixed ({what} not updated)"),
+        ));
     }
-    format!("---\nagent_id: {citizen}\nstate: idle\n{READ_KEY}: {value}\n---\n\n# Status of {citizen}\n")
+    let first = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let first = first.split('\n').next().unwrap_or("");
+    if first.trim_end() == "---"
+        && crate::protocol::frontmatter::splice_field(text, "agent_id", "x", None).is_none()
+    {
+        return Err(Finding::error(
+            Code::BadYaml,
+            path,
+            Some(1),
+            format!(
+                "the frontmatter opened by `---` on line 1 is never closed; add a line `---` after \
+                 its last field. polisd leaves the file alone until then ({what} not updated)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `status.md` text with the read set replaced, every other byte kept; a file with no
+/// frontmatter (or none at all) gets a minimal one (docs/protocol.md, "Agents' files"). A
+/// broken frontmatter is refused ([`status_fit_for_splice`]).
+pub fn with_read_set(
+    status_text: Option<&str>,
+    citizen: &str,
+    ids: &BTreeSet<String>,
+    path: &str,
+) -> Result<String, Finding> {
+    let value = render_read_ids(ids);
+    let Some(text) = status_text else {
+        return Ok(format!("---\nagent_id: {citizen}\nstate: idle\n{READ_KEY}: {value}\n---\n\n# Status of {citizen}\n"));
+    };
+    status_fit_for_splice(text, path, "`notices_read:` is")?;
+    if let Some(spliced) = crate::protocol::frontmatter::splice_field(
+        text,
+        READ_KEY,
+        &value,
+        Some("last_seen_amendment"),
+    ) {
+        return Ok(spliced);
+    }
+    Ok(format!(
+        "---\nagent_id: {citizen}\n{READ_KEY}: {value}\n---\n{text}"
+    ))
 }
 
 /// Agent-written text as one line: control characters and runs of whitespace become one space,
@@ -403,6 +485,40 @@ mod tests {
         "---\nfile_type: inbox\nowner: claude-code-one\n---\n\n<!-- Notifications -->\n";
 
     #[test]
+    fn a_one_line_note_is_a_notice_of_its_own_between_blocks() {
+        let text = format!(
+            "{HEAD}\n### 2026-03-02 09:00 from codex-one\n\nFirst.\n\n---\n\
+- 2026-03-02 09:30 | from gemini-one | Please look at the CI\n\
+\n### 2026-03-02 10:00 from codex-one\n\nLast.\n\n---\n\
+- 2026-03-02 11:00 | from gemini-one | Done, thanks\n"
+        );
+        let notices = parse_inbox(&text);
+        let bodies: Vec<&str> = notices.iter().map(|n| n.body.as_str()).collect();
+        assert_eq!(
+            bodies,
+            ["First.", "Please look at the CI", "Last.", "Done, thanks"]
+        );
+        let note = &notices[1];
+        assert_eq!(
+            (note.author.as_str(), note.stamp.as_str()),
+            ("gemini-one", "2026-03-02 09:30")
+        );
+        assert_eq!(
+            &text[note.span.0..note.span.1],
+            "- 2026-03-02 09:30 | from gemini-one | Please look at the CI\n"
+        );
+        assert_eq!(note.kind, None);
+        // The same note keeps its id on a re-read; archiving it removes exactly its line.
+        assert_eq!(parse_inbox(&text)[1].id, note.id);
+        let rest = without_blocks(&text, &[note]);
+        assert!(!rest.contains("Please look") && rest.contains("First.") && rest.contains("Last."));
+        assert_eq!(parse_inbox(&rest).len(), 3);
+        // Inside a code fence it is text.
+        let fenced = format!("{HEAD}```\n- 2026-03-02 09:30 | from gemini-one | no\n```\n");
+        assert!(parse_inbox(&fenced).is_empty());
+    }
+
+    #[test]
     fn parses_daemon_blocks_and_messages() {
         let text = format!(
             "{HEAD}{}\n### 2026-03-02 11:15 from codex-frontend-one: handoff\n\nPlease take `x`.\nIt is urgent.\n\n---\n",
@@ -458,7 +574,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let out = with_read_set(Some(status), "claude-code-one", &ids);
+        let out = with_read_set(Some(status), "claude-code-one", &ids, "s.md").unwrap();
         assert!(out.ends_with("---\n\n# Status\n"));
         assert!(out.contains(
             "last_seen_amendment: null\nnotices_read: ['0000000000001234', 'abcdef0123456789']\n"
@@ -466,14 +582,44 @@ mod tests {
         let record = crate::protocol::frontmatter::parse(&out).unwrap();
         assert_eq!(read_ids(&record.fields), ids);
         // Replacing keeps one line.
-        let again = with_read_set(Some(&out), "claude-code-one", &BTreeSet::new());
+        let again = with_read_set(Some(&out), "claude-code-one", &BTreeSet::new(), "s.md").unwrap();
         assert!(again.contains("notices_read: []\n"));
         assert_eq!(again.matches("notices_read").count(), 1);
         // No file: a minimal status that reads as idle.
-        let fresh = with_read_set(None, "claude-code-one", &ids);
+        let fresh = with_read_set(None, "claude-code-one", &ids, "s.md").unwrap();
         let s = crate::protocol::citizens::citizen::parse_status(Some(&fresh)).unwrap();
         assert_eq!(s.state, crate::protocol::citizens::citizen::State::Idle);
         assert_eq!(read_ids(&s.fields), ids);
+    }
+
+    #[test]
+    fn mark_read_never_prepends_a_second_frontmatter_to_a_broken_one() {
+        let ids: BTreeSet<String> = ["0000000000001234".to_string()].into();
+        let unclosed = "---\nagent_id: claude-code-one\nstate: working\n\n# Status\n";
+        let refused = with_read_set(
+            Some(unclosed),
+            "claude-code-one",
+            &ids,
+            "citizens/x/status.md",
+        )
+        .unwrap_err();
+        assert_eq!(
+            (refused.path.as_str(), refused.line),
+            ("citizens/x/status.md", Some(1))
+        );
+        assert!(
+            refused.message.contains("add a line `---`"),
+            "{}",
+            refused.message
+        );
+        let bad_yaml = "---\nstate: [working\n---\n# Status\n";
+        assert!(with_read_set(Some(bad_yaml), "claude-code-one", &ids, "s.md").is_err());
+        // No frontmatter at all: the one documented repair, a minimal block before the text.
+        let plain = with_read_set(Some("# Status\n"), "claude-code-one", &ids, "s.md").unwrap();
+        assert!(
+            plain.starts_with("---\nagent_id: claude-code-one\n")
+                && plain.ends_with("---\n# Status\n")
+        );
     }
 
     #[test]

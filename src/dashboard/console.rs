@@ -1,0 +1,109 @@
+//! The console: the few actions a person takes from the dashboard, each a plain HTML form
+//! (`POST /p/{n}/act/{action}`) that works without JavaScript. [`security::guard`] has
+//! already checked the Host, the token off loopback and the `Origin`; here the form's CSRF
+//! field must match the visitor's cookie (403 otherwise). Each action calls the operation the
+//! CLI calls (`operations::console`), then answers 303 back to the page it came from, or 422
+//! with the operation's one-line refusal.
+//!
+//! Actions: `review` (sign off, request changes or reject a contract's work, as a citizen, as
+//! `polisd review` does) and `message` (write to a citizen's inbox).
+
+use super::security::Csrf;
+use super::Site;
+use axum::extract::{Extension, Form, Path as UrlPath, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Handles `POST /p/{polis}/act/{action}`.
+pub async fn act(
+    State(site): State<Arc<Site>>,
+    Extension(csrf): Extension<Csrf>,
+    UrlPath(params): UrlPath<HashMap<String, String>>,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    if !csrf.accepts(form.get("csrf").map(String::as_str)) {
+        return (
+            StatusCode::FORBIDDEN,
+            "this form's CSRF token is missing or stale: reload the page and send the form again\n",
+        )
+            .into_response();
+    }
+    let Some((n, view)) = super::polis_of(&site, &params) else {
+        return (StatusCode::NOT_FOUND, "no such polis\n").into_response();
+    };
+    let action = params.get("action").cloned().unwrap_or_default();
+    let root = view.root.clone();
+    let field = move |k: &str| form.get(k).map(String::as_str).unwrap_or("").to_string();
+    let back = field("back");
+    let done = tokio::task::spawn_blocking(move || run(&root, &action, &field)).await;
+    match done {
+        Ok(Ok(())) => {
+            let prefix = format!("/p/{n}/");
+            // Only a page of this polis: never an open redirect.
+            let to = if back.starts_with(&prefix) && !back.contains("//") && !back.contains('\\') {
+                back
+            } else {
+                prefix
+            };
+            (StatusCode::SEE_OTHER, [(header::LOCATION, to)], "done\n").into_response()
+        }
+        Ok(Err(Refused::Unknown)) => (StatusCode::NOT_FOUND, "no such action\n").into_response(),
+        Ok(Err(Refused::Op(why))) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("refused, nothing written: {why}\n"),
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::error!("dashboard: an action failed: {e}");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the action failed; see polisd's log\n",
+            )
+                .into_response()
+        }
+    }
+}
+
+enum Refused {
+    Unknown,
+    Op(String),
+}
+
+fn run(
+    root: &std::path::Path,
+    action: &str,
+    field: &dyn Fn(&str) -> String,
+) -> Result<(), Refused> {
+    use crate::operations::console;
+    let outcome = match action {
+        "review" => {
+            let decision = match field("decision").as_str() {
+                "signed_off" => crate::protocol::contracts::review::Decision::SignedOff,
+                "requested_changes" => {
+                    crate::protocol::contracts::review::Decision::RequestedChanges
+                }
+                "rejected" => crate::protocol::contracts::review::Decision::Rejected,
+                other => {
+                    return Err(Refused::Op(format!(
+                        "`{other}` is not a decision: signed_off, requested_changes or rejected"
+                    )))
+                }
+            };
+            console::review(
+                root,
+                &field("contract"),
+                &field("as"),
+                &decision,
+                field("body").trim(),
+            )
+            .map(drop)
+        }
+        "message" => {
+            console::write_to_inbox(root, &field("as"), &field("to"), &field("text")).map(drop)
+        }
+        _ => return Err(Refused::Unknown),
+    };
+    outcome.map_err(|e| Refused::Op(e.to_string()))
+}
