@@ -104,7 +104,13 @@ mod tests {
     #[test]
     fn a_message_is_one_block_from_a_registered_citizen() {
         let dir = polis();
-        let w = write_to_inbox(dir.path(), "ann-agent", "bob-agent", "hello\n### not a heading\n---").unwrap();
+        let w = write_to_inbox(
+            dir.path(),
+            "ann-agent",
+            "bob-agent",
+            "hello\n### not a heading\n---",
+        )
+        .unwrap();
         assert_eq!(w.path, "citizens/bob-agent/inbox.md");
         let text = std::fs::read_to_string(dir.path().join(&w.path)).unwrap();
         assert_eq!(text, w.block);
