@@ -390,3 +390,24 @@ fn a_notice_held_by_an_immutable_inbox_is_delivered_soon_after_chattr_minus_i() 
         1
     );
 }
+
+/// Commands that write through a writer (config, activity, service, demo) escape what files
+/// hold as `say!` does: a config key spelled with ESC is quoted as `\u001b`, never raw.
+#[test]
+fn config_check_escapes_control_characters_from_the_file_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("polisd.toml");
+    std::fs::write(&config, "[watch]\n\"de\\u001b[2Jbounce\" = \"1s\"\n").unwrap();
+    let out = std::process::Command::new(harness::BIN)
+        .args(["config", "check"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!out.stdout.contains(&0x1b), "a raw ESC: {}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("de\\u001b[2Jbounce"),
+        "{}",
+        text(&out)
+    );
+}
