@@ -49,7 +49,10 @@ impl Piped {
             ),
         )
         .unwrap();
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(match uid {
+            Some(_) => harness::bin_for_others(p.dir.path()),
+            None => PathBuf::from(BIN),
+        });
         if let Some(uid) = uid {
             use std::os::unix::process::CommandExt;
             cmd.uid(uid).gid(uid);
