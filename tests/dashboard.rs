@@ -1360,10 +1360,12 @@ fn chromedriver() -> Driver {
     }
 }
 
-const CHROMIUM_FLAGS: [&str; 9] = [
+const CHROMIUM_FLAGS: [&str; 10] = [
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
+    // Containers give /dev/shm 64 MiB or less; the renderer then fails to start.
+    "--disable-dev-shm-usage",
     "--disable-quic",
     "--no-first-run",
     "--disable-background-networking",
