@@ -489,6 +489,7 @@ fn status_json_parses_with_its_documented_keys() {
             "citizens",
             "contracts",
             "explore_rate",
+            "exploration",
             "tags",
             "amendments",
             "malformed_amendments",
