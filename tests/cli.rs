@@ -690,8 +690,6 @@ fn reference_built_polis_reconcile_and_verify() {
                 "contract",
                 "settle",
                 &id,
-                "--no-lesson",
-                "the stats are the point here",
                 "--quality",
                 quality,
                 "--minutes",
