@@ -198,8 +198,9 @@ fn settling_does_three_things_together_and_refuses_a_settle_without_a_lesson() {
 
 /// Skill seed, "Chavruta review for high-stakes contracts": a `stakes: high` contract settles
 /// only after another citizen signed off; the owner cannot review its own; requested changes
-/// hold it back and show in `review.status`; a second round signs it off; a rejection leaves
-/// escalation (a person's recorded override) or abandoning.
+/// hold it back, show in `review.status` and are told to the owner; a second round (counted)
+/// signs it off; a rejection is told to the owner and leaves escalation (a person's recorded
+/// override) or abandoning.
 #[test]
 fn chavruta_review_gates_high_stakes_settlement() {
     let p = polis();
@@ -212,7 +213,7 @@ fn chavruta_review_gates_high_stakes_settlement() {
     );
     assert!(reviews_of(&p, &id).is_empty(), "no review written");
 
-    json(&p.polisd(&[
+    let first = json(&p.polisd(&[
         "review",
         &id,
         "--as",
@@ -221,23 +222,41 @@ fn chavruta_review_gates_high_stakes_settlement() {
         "requested_changes",
         "--json",
     ]));
+    assert_eq!(first["round"], 1, "{first}");
+    assert_eq!(first["owner_notified"], ME, "{first}");
     let open = p.read(&format!("contracts/open/{id}.md"));
     assert!(open.contains("status: requested_changes"), "{open}");
+    let inbox = p.read(&format!("citizens/{ME}/inbox.md"));
+    assert!(
+        inbox.contains("polisd:review-decided:") && inbox.contains("decided `requested_changes`"),
+        "the owner is told: {inbox}"
+    );
     refused(settle(&p, &id, &lesson), "requested changes");
 
-    // The second round, written by the reviewer as the seed describes (a file under
-    // reviews/, a minute later than the first).
-    let next_minute = {
-        let name = reviews_of(&p, &id).remove(0);
-        let at = chrono::NaiveDateTime::parse_from_str(&name[..15], "%Y-%m-%d-%H%M").unwrap();
-        (at + chrono::Duration::minutes(1))
-            .format("%Y-%m-%d-%H%M")
-            .to_string()
-    };
-    p.save(
-        &format!("reviews/{next_minute}-{id}.md"),
-        &format!("---\nreviewer: {OTHER}\ncontract: {id}\ndecision: signed_off\n---\n\nRight: the backup. Missing: nothing now.\n"),
+    // The second round. Review files are named by the minute, so the first one is moved a
+    // minute back, as if the owner had taken that minute to make the changes.
+    let name = reviews_of(&p, &id).remove(0);
+    let at = chrono::NaiveDateTime::parse_from_str(&name[..15], "%Y-%m-%d-%H%M").unwrap();
+    let earlier = (at - chrono::Duration::minutes(1)).format("%Y-%m-%d-%H%M");
+    p.mv(
+        &format!("reviews/{name}"),
+        &format!("reviews/{earlier}-{id}.md"),
     );
+    let second = json(&p.polisd(&[
+        "review",
+        &id,
+        "--as",
+        OTHER,
+        "--decision",
+        "signed_off",
+        "--json",
+    ]));
+    assert_eq!(second["round"], 2, "{second}");
+    assert_eq!(second["owner_notified"], Value::Null);
+    assert!(p
+        .read("chronicle.md")
+        .contains("signed off | [[reviews/"));
+    assert!(p.read("chronicle.md").contains("| signed_off (round 2)"));
     json(&settle(&p, &id, &[&lesson[..], &["--json"]].concat()));
 
     // A rejection: abandon, or a person decides and is recorded.
@@ -251,6 +270,11 @@ fn chavruta_review_gates_high_stakes_settlement() {
         "rejected",
         "--json",
     ]));
+    assert!(
+        p.read(&format!("citizens/{ME}/inbox.md"))
+            .contains(&format!("your contract `{risky}` (round 1) and decided `rejected`")),
+        "the owner is told of the rejection"
+    );
     refused(settle(&p, &risky, &lesson), "escalate");
     json(&settle(
         &p,
@@ -299,4 +323,166 @@ fn council_verdict_gates_settlement() {
         "under council review",
     );
     assert_eq!(p.read(&format!("contracts/open/{id}.md")), before);
+}
+
+const THIRD: &str = "gemini-writer-three";
+const FOURTH: &str = "claude-tester-four";
+
+/// A polis of four citizens on the `api` tag, founded by [`ME`].
+fn four() -> TestPolis {
+    let p = polis();
+    p.citizen(THIRD, "google", &[("api", 3)], "medium");
+    p.citizen(FOURTH, "anthropic", &[("api", 3)], "medium");
+    p
+}
+
+/// Opens `id` (by [`ME`]), claims it as `owner`, then settles it by hand as an agent does:
+/// `extra` frontmatter lines, and a Settlement section holding `blocks`.
+fn settle_by_hand(p: &TestPolis, title: &str, owner: &str, extra: &str, blocks: &str) -> String {
+    let out = json(&p.polisd(&[
+        "contract", "open", "--title", title, "--by", ME, "--tags", "api", "--json",
+    ]));
+    let id = out["contract_id"].as_str().unwrap().to_string();
+    json(&p.polisd(&["contract", "claim", &id, "--as", owner, "--json"]));
+    let rel = format!("contracts/open/{id}.md");
+    let text = p
+        .read(&rel)
+        .replace("status: claimed", &format!("status: settled\n{extra}"))
+        .replace("quality_score: null", "quality_score: 4")
+        .replace("settled_at: null", "settled_at: 2026-03-02 10:00:00");
+    p.save(
+        &rel,
+        &format!("{text}\n## Settlement\n\nDone; no lesson: a test.\n\n{blocks}"),
+    );
+    p.mv(&rel, &format!("contracts/settled/{id}.md"));
+    id
+}
+
+fn count_markers(p: &TestPolis, kind: &str) -> usize {
+    p.all_markers().iter().filter(|m| m.kind == kind).count()
+}
+
+/// Orchestration seed, "How Agents Signal the Dispatcher" and "Skill-to-agent chaining": the
+/// seed's own `### Suggested next agent` / `- **Agent**:` opens the next contract exactly as
+/// polisd's `citizen` form does, and a suggestion that cannot be followed is never silently
+/// dropped: the deferral summary names it and says why.
+#[test]
+fn suggested_next_agent_in_the_seeds_words_opens_the_next_contract_as_the_citizen_form_does() {
+    let p = four();
+    let _daemon = p.start_daemon();
+    let seed = settle_by_hand(
+        &p,
+        "Design the login API",
+        ME,
+        "",
+        &format!("### Suggested next agent\n- **Agent**: {OTHER}\n- **Reason**: Wire the endpoint into the form\n- **Context**: src/ui/login.tsx\n\n### Suggested next agent\n- **Agent**: nobody-here-agent\n- **Reason**: Translate the errors\n"),
+    );
+    let ours = settle_by_hand(
+        &p,
+        "Design the signup API",
+        ME,
+        "",
+        &format!("### Suggested next citizen\n- **Citizen**: {OTHER}\n- **Reason**: Wire the endpoint into the form\n- **Context**: src/ui/login.tsx\n"),
+    );
+    let (a, b) = (
+        format!("contracts/open/{seed}-next-1.md"),
+        format!("contracts/open/{ours}-next-1.md"),
+    );
+    harness::wait_for(&p, "both follow-ups", || p.exists(&a) && p.exists(&b));
+    let normalise = |text: String, parent: &str| text.replace(parent, "PARENT");
+    let (ta, tb) = (normalise(p.read(&a), &seed), normalise(p.read(&b), &ours));
+    assert!(ta.contains(&format!("  recommended_by_router: {OTHER}\n")), "{ta}");
+    let without_title = |t: &str| {
+        t.lines()
+            .filter(|l| !l.contains("Design the"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(without_title(&ta), without_title(&tb), "the same follow-up");
+    harness::wait_for(&p, "the deferral summary", || {
+        p.read(&format!("citizens/{ME}/inbox.md"))
+            .contains("`nobody-here-agent` was suggested but is not a registered citizen")
+    });
+    assert!(p
+        .read(&format!("citizens/{ME}/inbox.md"))
+        .contains("Translate the errors"));
+}
+
+/// Orchestration seed, "Suggesting a New Agent" ("confirm with the user first") and "What
+/// Happens at Max Depth" ("return results to the user"): both wait in the human queue
+/// (`polisd queue`), nothing about the new agent lands in an agent's inbox, and the answer
+/// command decides: an accepted agent becomes a registered citizen stub with its chronicle
+/// line; `later` hides an item; an accepted deferral opens as a new chain.
+#[test]
+fn suggested_new_agent_and_max_depth_go_to_the_person_not_to_an_inbox() {
+    let p = four();
+    let _daemon = p.start_daemon();
+    let id = settle_by_hand(
+        &p,
+        "Budget report",
+        ME,
+        &format!("chain: [{THIRD}, {OTHER}]\n"),
+        &format!("### Suggested new agent\n- **Need**: personal finance\n- **Reason**: no citizen knows budgets\n- **Suggested role**: keeps the budget notes\n\n### Suggested next agent\n- **Agent**: {FOURTH}\n- **Reason**: Link the orphan notes\n"),
+    );
+    // The deferral is also told to the chain's opener; once it is there the daemon is done.
+    harness::wait_for(&p, "the depth deferral", || {
+        count_markers(&p, "handoff-deferred") == 1
+    });
+    let queue = json(&p.polisd(&["queue", "--json"]));
+    let keys: Vec<&str> = queue["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["key"].as_str().unwrap())
+        .collect();
+    let new_key = format!("new-citizen/{id}/1");
+    let deferred_key = format!("deferred/{id}/1");
+    assert_eq!(keys, vec![new_key.as_str(), deferred_key.as_str()], "{queue}");
+    assert_eq!(queue["items"][0]["need"], "personal finance");
+    assert_eq!(count_markers(&p, "citizen-needed"), 0, "no inbox is told");
+    for who in [ME, OTHER, THIRD, FOURTH] {
+        assert!(!p
+            .read(&format!("citizens/{who}/inbox.md"))
+            .contains("personal finance"));
+    }
+
+    // Accepting without an id is refused (nothing written); with one, the stub is registered.
+    let chronicle = p.read("chronicle.md");
+    refused(
+        p.polisd(&["queue", "answer", &new_key, "accept", "--by", "Dana Person"]),
+        "--id",
+    );
+    assert_eq!(p.read("chronicle.md"), chronicle);
+    let accepted = json(&p.polisd(&[
+        "queue", "answer", &new_key, "accept", "--by", "Dana Person", "--why", "we need it",
+        "--id", "finance-agent-one", "--json",
+    ]));
+    assert_eq!(accepted["registered"]["agent_id"], "finance-agent-one");
+    assert!(p.exists("citizens/finance-agent-one/capability_card.yml"));
+    let chronicle = p.read("chronicle.md");
+    assert!(chronicle.contains("| finance-agent-one | joined polis |"), "{chronicle}");
+    assert!(
+        chronicle.contains(&format!(
+            "| polis-daemon | answered queue item | [[contracts/settled/{id}]] | {new_key} accept by Dana Person: we need it"
+        )),
+        "{chronicle}"
+    );
+    // Answered once: asked again, it is no longer there.
+    refused(
+        p.polisd(&["queue", "answer", &new_key, "decline", "--by", "Dana Person"]),
+        "no item",
+    );
+
+    // Later: out of the queue for a day, still answerable.
+    json(&p.polisd(&["queue", "answer", &deferred_key, "later", "--by", "Dana Person", "--json"]));
+    let queue = json(&p.polisd(&["queue", "--json"]));
+    assert_eq!(queue["items"], serde_json::json!([]), "{queue}");
+    let opened = json(&p.polisd(&[
+        "queue", "answer", &deferred_key, "accept", "--by", "Dana Person", "--json",
+    ]));
+    let next = format!("contracts/open/{}.md", opened["opened"].as_str().unwrap());
+    let text = p.read(&next);
+    assert!(text.contains(&format!("  recommended_by_router: {FOURTH}\n")), "{text}");
+    assert!(text.contains("chain: []"), "a new chain: {text}");
+    assert_eq!(count_markers(&p, "citizen-needed"), 0);
 }

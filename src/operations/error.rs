@@ -73,6 +73,11 @@ pub enum OpError {
     Review(String),
     #[error("settling files a lesson: pass --lesson \"<one paragraph>\" --impact N, or --no-lesson \"<why there is none>\"")]
     NoLesson,
+    #[error("no item `{0}` waits in the human queue (answered already, or never asked); `polisd queue` lists the waiting ones")]
+    NoQueueItem(String),
+    /// Refused by the rule it names; the text says why and what to do.
+    #[error("{0}")]
+    Refused(String),
     /// A council refused the action; the text says why and what to do.
     #[error("{0}")]
     Council(String),

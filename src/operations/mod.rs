@@ -22,6 +22,7 @@ pub mod handoff;
 pub mod lesson;
 pub mod lookup;
 pub mod published;
+pub mod queue;
 pub mod ready;
 mod reconcile;
 pub mod records;

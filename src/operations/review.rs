@@ -5,6 +5,7 @@ use crate::operations::chronicle::{self, Appended};
 use crate::operations::error::OpError;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::contracts::review::{self as rules, Decision};
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::layout;
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -12,7 +13,11 @@ pub struct Reviewed {
     pub contract_id: String,
     pub decision: String,
     pub path: String,
+    /// 1 for the first review by a citizen other than the owner, 2 for the round after it…
+    pub round: usize,
     pub chronicle: Appended,
+    /// The owner, when told of `requested_changes` or `rejected` (a `review-decided` notice).
+    pub owner_notified: Option<String>,
 }
 
 /// Writes `reviewer`'s review of contract `cid` (in any folder) and appends `signed off`,
@@ -42,6 +47,9 @@ pub fn review(
         )));
     }
     let _transition = writer.transition_lock()?;
+    // A review after earlier ones is their next round: each one by someone other than the
+    // owner counts, so a second round after `requested_changes` is on record.
+    let round = reviews_by_others(root, cid, owner.as_deref().unwrap_or("")).len() + 1;
     let name = rules::file_name(&now.now, cid);
     let rel = format!("{}/{name}", layout::REVIEWS_DIR);
     let text = rules::render_new(
@@ -50,6 +58,7 @@ pub fn review(
         cid,
         decision,
         &now.second_stamp(),
+        round,
         body,
     )?;
     if !writer.create_new(&rel, text.as_bytes())? {
@@ -73,7 +82,7 @@ pub fn review(
         reviewer,
         rules::chronicle_verb(decision),
         Some(&link),
-        decision.as_str(),
+        &format!("{} (round {round})", decision.as_str()),
     )?;
     // The contract's `review` block follows the decision, so the owner and the primer see it.
     if matches!(
@@ -89,11 +98,26 @@ pub fn review(
             crate::protocol::council::verdict::set_review_field(&t, "reviewer", reviewer)
         })?;
     }
+    // Changes asked for and a rejection are the owner's to act on: told at once, whoever runs
+    // the command (CLI, MCP), with or without a daemon.
+    let mut owner_notified = None;
+    if let (Some(owner), Decision::RequestedChanges | Decision::Rejected) = (&owner, decision) {
+        let notice = Notification::review_decided(owner, cid, reviewer, decision.as_str(), round, &link);
+        let polis = crate::fs::snapshot::Polis::read_with(root, false);
+        if crate::operations::deliver_now(&polis, writer, &[notice], now)
+            .map_err(|e| OpError::Review(format!("the review is written, but the owner's notice is not: {e}")))?
+            .is_empty()
+        {
+            owner_notified = Some(owner.clone());
+        }
+    }
     Ok(Reviewed {
         contract_id: cid.to_string(),
         decision: decision.as_str().to_string(),
         path: rel,
+        round,
         chronicle: line,
+        owner_notified,
     })
 }
 
@@ -136,9 +160,21 @@ pub fn settle_gate(
 /// The decision of the newest review of `cid` written by someone other than `owner` (files
 /// `reviews/<YYYY-MM-DD-HHMM>-<cid>.md`, newest by name; the owner's own reviews never count).
 fn latest_review_by_other(root: &std::path::Path, cid: &str, owner: &str) -> Option<Decision> {
+    reviews_by_others(root, cid, owner)
+        .pop()
+        .and_then(|r| r.decision)
+}
+
+/// The reviews of `cid` by citizens other than `owner`, oldest first (by file name, which
+/// holds the minute they were written).
+pub fn reviews_by_others(
+    root: &std::path::Path,
+    cid: &str,
+    owner: &str,
+) -> Vec<rules::Review> {
     use crate::fs::snapshot;
     let mut findings = Vec::new();
-    let mut reviews: Vec<(chrono::NaiveDateTime, String)> =
+    let mut files: Vec<(chrono::NaiveDateTime, String)> =
         snapshot::list(root, layout::REVIEWS_DIR, ".md", &mut findings)
             .into_iter()
             .filter_map(|e| {
@@ -147,15 +183,16 @@ fn latest_review_by_other(root: &std::path::Path, cid: &str, owner: &str) -> Opt
                 (id == cid).then_some((at, e.rel))
             })
             .collect();
-    reviews.sort();
-    reviews.into_iter().rev().find_map(|(_, rel)| {
-        let text = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))
-            .ok()
-            .flatten()?;
-        let review = rules::parse(&text).ok()?;
-        let reviewer = review.reviewer?;
-        (reviewer != owner && review.contract.as_deref().is_none_or(|c| c == cid))
-            .then_some(review.decision)
-            .flatten()
-    })
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|(_, rel)| {
+            let text = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))
+                .ok()
+                .flatten()?;
+            let review = rules::parse(&text).ok()?;
+            let by_other = review.reviewer.as_deref().is_some_and(|r| r != owner);
+            (by_other && review.contract.as_deref().is_none_or(|c| c == cid)).then_some(review)
+        })
+        .collect()
 }

@@ -5,7 +5,7 @@ use super::{Engine, Pass};
 use crate::fs::snapshot;
 use crate::fs::state::Fingerprint;
 use crate::operations::handoff;
-use crate::protocol::contracts::handoff::{Source, NEW_HEADING, NEXT_HEADING};
+use crate::protocol::contracts::handoff::{self as rules, Source};
 use crate::protocol::layout;
 
 /// The `state.known` key of a review file whose suggestions were dispatched (its value: the
@@ -91,7 +91,7 @@ impl Engine {
             } else {
                 self.review_prints.insert(name.clone(), print);
             }
-            if !text.contains(NEXT_HEADING) && !text.contains(NEW_HEADING) {
+            if !rules::has_suggestion_heading(&text) {
                 continue;
             }
             let hash = crate::protocol::digest::sha256_hex(text.as_bytes());
