@@ -10,8 +10,7 @@ pub fn run(a: QueueArgs) -> anyhow::Result<u8> {
     let env = Env::open(&a.opts)?;
     match a.action {
         None => {
-            let polis = crate::fs::snapshot::Polis::read(&env.root);
-            let items = queue::items(&polis, &env.now);
+            let items = queue::list(&env.root);
             finish(
                 &a.opts,
                 Ok(serde_json::json!({ "items": items })),

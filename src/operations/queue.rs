@@ -68,6 +68,13 @@ pub fn items(polis: &Polis, now: &PolisTime) -> Vec<Item> {
     collect(polis, now, false)
 }
 
+/// [`items`] of the polis at `root`, read whole (settled contracts included) at the polis's
+/// time: for a front end without a snapshot of its own.
+pub fn list(root: &std::path::Path) -> Vec<Item> {
+    let polis = Polis::read(root);
+    items(&polis, &crate::operations::chronicle::polis_now(root))
+}
+
 /// [`items`], with `postponed` also those answered `later` (they may be answered again at
 /// any time).
 fn collect(polis: &Polis, now: &PolisTime, postponed: bool) -> Vec<Item> {

@@ -231,7 +231,7 @@ fn handoff_section(cx: &Context<'_>, file: &crate::fs::snapshot::ContractFile) -
                 ul #citizens-needed {
                     @for n in &new {
                         li { strong { (n.need) } ": " (n.reason) @if !n.role.is_empty() { " (role: " (n.role) ")" }
-                            span.muted { " · the index keeper was sent a citizen-needed notice" } }
+                            span.muted { " · waits for a person in the human queue (`polisd queue`)" } }
                     }
                 }
             }
