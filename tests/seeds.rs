@@ -486,3 +486,38 @@ fn suggested_new_agent_and_max_depth_go_to_the_person_not_to_an_inbox() {
     assert!(text.contains("chain: []"), "a new chain: {text}");
     assert_eq!(count_markers(&p, "citizen-needed"), 0);
 }
+
+/// Orchestration seed, "Dispatcher Decision Logic": chaining without an explicit suggestion
+/// "if the output clearly matches another agent's capabilities". polisd's rule: a settled
+/// contract with no suggestion whose lesson is on a tag the contract did not require, and that
+/// another citizen rates 4 or 5, is offered to the person as a next step for that citizen. It
+/// is only offered (the human queue); nothing is opened until a person accepts.
+#[test]
+fn chaining_without_an_explicit_suggestion_is_only_offered_to_the_person() {
+    const DOCS: &str = "gemini-docs-writer";
+    let p = four();
+    p.citizen(DOCS, "google", &[("docs", 5)], "low");
+    let _daemon = p.start_daemon();
+    let id = open_claimed(&p, "Rename the endpoints", "medium");
+    json(&settle(&p, &id, &["--no-lesson", "filed below, on its own tags", "--json"]));
+    json(&p.polisd(&[
+        "lesson", "file", "--as", ME, "--tags", "python,docs", "--contract", &id, "--impact", "3",
+        "The API reference still names the old endpoints.", "--json",
+    ]));
+    let queue = json(&p.polisd(&["queue", "--json"]));
+    let key = format!("chain/{id}/1");
+    assert_eq!(queue["items"][0]["key"], key.as_str(), "{queue}");
+    assert_eq!(queue["items"][0]["citizen"], DOCS);
+    assert_eq!(queue["items"][0]["tags"], serde_json::json!(["docs"]));
+    json(&p.polisd(&["check", "--json"]));
+    let next = format!("contracts/open/{id}-chain-1.md");
+    assert!(!p.exists(&next), "only offered, never opened silently");
+
+    let answered = json(&p.polisd(&[
+        "queue", "answer", &key, "accept", "--by", "Dana Person", "--json",
+    ]));
+    assert_eq!(answered["opened"], format!("{id}-chain-1").as_str());
+    let text = p.read(&next);
+    assert!(text.contains(&format!("  recommended_by_router: {DOCS}\n")), "{text}");
+    assert!(text.contains("required_tags:\n- docs\n") || text.contains("required_tags: [docs]"), "{text}");
+}
