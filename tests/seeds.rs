@@ -521,3 +521,56 @@ fn chaining_without_an_explicit_suggestion_is_only_offered_to_the_person() {
     assert!(text.contains(&format!("  recommended_by_router: {DOCS}\n")), "{text}");
     assert!(text.contains("required_tags:\n- docs\n") || text.contains("required_tags: [docs]"), "{text}");
 }
+
+/// Skill seed, "The Contract": routing "is a recommendation, not a command: any citizen may
+/// override by claiming and noting why in the Assignment section; overrides are logged". A
+/// claim against the router's pick records `routing.override` (who, whom, why) and an
+/// `overrode routing` line; a claim by the recommended citizen records none.
+#[test]
+fn overrides_leave_a_trace_in_routing_override_and_the_chronicle() {
+    let p = polis();
+    let out = json(&p.polisd(&[
+        "contract", "open", "--title", "Tune the cache", "--by", ME, "--tags", "python", "--json",
+    ]));
+    let id = out["contract_id"].as_str().unwrap().to_string();
+    let rel = format!("contracts/open/{id}.md");
+    p.save(
+        &rel,
+        &p.read(&rel).replace(
+            "  recommended_by_router: null\n",
+            &format!("  recommended_by_router: {OTHER}\n"),
+        ),
+    );
+    let claimed = json(&p.polisd(&[
+        "contract", "claim", &id, "--as", ME, "--reason", "I wrote this cache: a fix: an hour", "--json",
+    ]));
+    assert_eq!(claimed["overrode"]["overrode"], OTHER, "{claimed}");
+    let text = p.read(&rel);
+    assert!(
+        text.contains(&format!(
+            "  override: {{by: {ME}, overrode: {OTHER}, why: \"I wrote this cache: a fix: an hour\"}}\n"
+        )),
+        "{text}"
+    );
+    assert!(p.read("chronicle.md").contains(&format!(
+        "| {ME} | overrode routing | [[{}]] | recommended {OTHER}; I wrote this cache: a fix: an hour",
+        rel.trim_end_matches(".md")
+    )));
+
+    // The recommended citizen's own claim is no override.
+    let out = json(&p.polisd(&[
+        "contract", "open", "--title", "Style the form", "--by", ME, "--tags", "frontend", "--json",
+    ]));
+    let other = out["contract_id"].as_str().unwrap().to_string();
+    let rel = format!("contracts/open/{other}.md");
+    p.save(
+        &rel,
+        &p.read(&rel).replace(
+            "  recommended_by_router: null\n",
+            &format!("  recommended_by_router: {OTHER}\n"),
+        ),
+    );
+    let claimed = json(&p.polisd(&["contract", "claim", &other, "--as", OTHER, "--json"]));
+    assert_eq!(claimed["overrode"], Value::Null);
+    assert!(p.read(&rel).contains("  override: null\n"));
+}

@@ -921,6 +921,10 @@ pub struct ContractClaimArgs {
     /// Take the contract over from its current owner.
     #[arg(long)]
     pub force: bool,
+    /// Why you take a contract the router recommended for someone else (recorded as its
+    /// `routing.override` and an `overrode routing` chronicle line).
+    #[arg(long, value_name = "WHY")]
+    pub reason: Option<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
 }

@@ -137,7 +137,7 @@ fn build() -> Vec<Tool> {
             &["title", "opened_by"]),
         tool("polis_claim_contract", "Claim an open contract (atomic: one claimer wins).",
             json!({"contract_id": plain_id(), "citizen": plain_id(),
-                   "force": {"type": "boolean", "description": "Take it from its owner."}}),
+                   "force": {"type": "boolean"}, "reason": {"type": "string"}}),
             &["contract_id", "citizen"]),
         tool("polis_settle_contract", "Settle: quality 1-5; a lesson (impact default 3) or no_lesson (why).",
             json!({"contract_id": plain_id(),
@@ -385,6 +385,7 @@ fn claim(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         id,
         citizen,
         arg_bool(args, "force", false),
+        opt_str_ref(args, "reason"),
     ))
 }
 

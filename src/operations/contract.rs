@@ -165,6 +165,17 @@ pub struct Claimed {
     /// The owner `--force` took it from.
     pub took_over_from: Option<String>,
     pub chronicle: Option<Appended>,
+    /// The router recommended someone else: the override recorded in `routing.override`.
+    pub overrode: Option<Override>,
+}
+
+/// A claim against the router's recommendation (skill seed, "any citizen may override by
+/// claiming and noting why"): who, whom the router recommended, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Override {
+    pub by: String,
+    pub overrode: String,
+    pub why: Option<String>,
 }
 
 /// Claims an open contract for `citizen`: sets `owner` and `status: claimed` and appends
@@ -176,9 +187,13 @@ pub fn claim(
     id: &str,
     citizen: &str,
     force: bool,
+    reason: Option<&str>,
 ) -> Result<Claimed, OpError> {
     let root = writer.root();
     chronicle::require_citizen(root, citizen)?;
+    let reason = reason
+        .map(|r| r.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|r| !r.is_empty());
     let _transition = writer.transition_lock()?;
     for _ in 0..ATTEMPTS {
         let (folder, rel) = find(root, id)?;
@@ -207,6 +222,7 @@ pub fn claim(
                 already_owned: true,
                 took_over_from: None,
                 chronicle: None,
+                overrode: None,
             });
         }
         if let Some(owner) = &owner {
@@ -228,6 +244,21 @@ pub fn claim(
             path: rel.clone(),
             why: "no frontmatter".into(),
         })?;
+        let recommended = crate::protocol::contracts::contract::Contract::parse(&text)
+            .ok()
+            .and_then(|c| c.routing.recommended_by_router)
+            .filter(|r| r != citizen);
+        let overrode = recommended.map(|r| Override {
+            by: citizen.to_string(),
+            overrode: r,
+            why: reason.clone(),
+        });
+        // The override goes into `routing.override` when the block can be spliced safely;
+        // the chronicle line records it either way.
+        let new = match &overrode {
+            Some(o) => rules::set_override(&new, &o.by, &o.overrode, o.why.as_deref()).unwrap_or(new),
+            None => new,
+        };
         if !command_edit_took(writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())?) {
             continue;
         }
@@ -237,6 +268,20 @@ pub fn claim(
             None => "-".to_string(),
         };
         let line = chronicle::append(writer, now, citizen, "claimed contract", Some(&link), &note)?;
+        if let Some(o) = &overrode {
+            chronicle::append(
+                writer,
+                now,
+                citizen,
+                "overrode routing",
+                Some(&link),
+                &format!(
+                    "recommended {}; {}",
+                    o.overrode,
+                    o.why.as_deref().unwrap_or("no reason given")
+                ),
+            )?;
+        }
         return Ok(Claimed {
             contract_id: id.to_string(),
             owner: citizen.to_string(),
@@ -244,6 +289,7 @@ pub fn claim(
             already_owned: false,
             took_over_from: owner,
             chronicle: Some(line),
+            overrode,
         });
     }
     Err(OpError::Busy(format!("contracts/open/{id}.md")))
