@@ -574,3 +574,23 @@ fn overrides_leave_a_trace_in_routing_override_and_the_chronicle() {
     assert_eq!(claimed["overrode"], Value::Null);
     assert!(p.read(&rel).contains("  override: null\n"));
 }
+
+/// Skill seed, "Settling does three things together": the one exception, `--no-lesson`, is
+/// counted. A citizen who settles three contracts without a lesson draws a reflection
+/// proposal naming those settlements.
+#[test]
+fn reflection_counts_settlements_without_a_lesson() {
+    let p = polis();
+    for title in ["Fix a typo", "Bump a version", "Rename a flag"] {
+        let id = open_claimed(&p, title, "low");
+        json(&settle(&p, &id, &["--no-lesson", "nothing to learn", "--json"]));
+    }
+    let lines = p.read("chronicle.md");
+    assert_eq!(lines.matches("| settled contract |").count(), 3);
+    assert_eq!(lines.matches("quality 4; no lesson").count(), 3, "{lines}");
+    let root = p.root.to_str().unwrap().to_string();
+    let out = p.polisd(&["reflect", &root, "--json"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("settled-without-lesson"), "{text}");
+    assert!(text.contains(&format!("no-lesson-{ME}")), "{text}");
+}

@@ -648,11 +648,18 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
                 &author,
                 "settled contract",
                 Some(&link),
-                &match &req.review_override {
-                    Some((person, _)) => {
-                        format!("quality {quality}; review overridden by {}", person.trim())
+                &{
+                    let mut note = format!("quality {quality}");
+                    if no_lesson.is_some() && req.lesson.is_none() {
+                        note.push_str(&format!(
+                            "; {}",
+                            crate::protocol::chronicle::activity::NO_LESSON_NOTE
+                        ));
                     }
-                    None => format!("quality {quality}"),
+                    if let Some((person, _)) = &req.review_override {
+                        note.push_str(&format!("; review overridden by {}", person.trim()));
+                    }
+                    note
                 },
             )?)
         };
