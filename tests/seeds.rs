@@ -594,3 +594,54 @@ fn reflection_counts_settlements_without_a_lesson() {
     assert!(text.contains("settled-without-lesson"), "{text}");
     assert!(text.contains(&format!("no-lesson-{ME}")), "{text}");
 }
+
+/// Orchestration seed, "Agent State (Post-it Protocol)": a post-it is always written, at most
+/// 30 lines, and private. polisd's post-it is the citizen's `status.md`; after each step of a
+/// handoff chain the daemon checks only its stamp and its length, and nudges the owner once
+/// when the step did not write it.
+#[test]
+fn post_its_are_always_written_and_the_daemon_nudges_once_when_not() {
+    let p = four();
+    let old = format!("---\nagent_id: {ME}\nlast_active: 2026-01-01 09:00:00\nstate: working\n---\n\nSECRET-NOTE\n");
+    p.save(&format!("citizens/{ME}/status.md"), &old);
+    let _daemon = p.start_daemon();
+    let id = settle_by_hand(
+        &p,
+        "Draft the schema",
+        ME,
+        "",
+        &format!("### Suggested next agent\n- **Agent**: {OTHER}\n- **Reason**: Build the form on it\n"),
+    );
+    harness::wait_for(&p, "the post-it nudge", || {
+        count_markers(&p, "postit-missing") == 1
+    });
+    let inbox = p.read(&format!("citizens/{ME}/inbox.md"));
+    assert!(inbox.contains(&format!("You settled `{id}`")), "{inbox}");
+    assert!(!inbox.contains("SECRET-NOTE"), "the post-it's content is never read out");
+
+    // The follow-up's owner writes its post-it (a stamp within the step, 2 lines): no nudge.
+    let next = format!("{id}-next-1");
+    harness::wait_for(&p, "the follow-up", || {
+        p.exists(&format!("contracts/open/{next}.md"))
+    });
+    json(&p.polisd(&["contract", "claim", &next, "--as", OTHER, "--json"]));
+    let later = (chrono::Local::now() + chrono::Duration::hours(1)).format("%Y-%m-%d %H:%M:%S");
+    p.save(
+        &format!("citizens/{OTHER}/status.md"),
+        &format!("---\nagent_id: {OTHER}\nlast_active: {later}\nstate: idle\n---\n\nForm built.\nNext: tests.\n"),
+    );
+    json(&p.polisd(&["contract", "settle", &next, "--quality", "4", "--no-lesson", "a form", "--json"]));
+    // A second settled step, by ME again without a post-it, shows the pass ran for `next`.
+    let probe = settle_by_hand(
+        &p,
+        "Probe",
+        ME,
+        &format!("parent_contract: {next}\n"),
+        "",
+    );
+    harness::wait_for(&p, "the probe's nudge", || {
+        count_markers(&p, "postit-missing") == 2
+    });
+    assert!(p.read(&format!("citizens/{ME}/inbox.md")).contains(&format!("You settled `{probe}`")));
+    assert!(!p.read(&format!("citizens/{OTHER}/inbox.md")).contains("postit-missing"));
+}

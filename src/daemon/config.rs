@@ -82,6 +82,7 @@ notification_kinds! {
     council_verdict_invalid = "council-verdict-invalid",
     council_verdict = "council-verdict",
     review_decided = "review-decided",
+    postit_missing = "postit-missing",
 }
 
 /// Why the configuration could not be used.

@@ -46,10 +46,11 @@ pub enum Kind {
     CouncilVerdictInvalid,
     CouncilVerdict,
     ReviewDecided,
+    PostitMissing,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 27] = [
+    pub const ALL: [Kind; 28] = [
         Kind::ChronicleFinding,
         Kind::ContractRouted,
         Kind::ContractSettled,
@@ -77,6 +78,7 @@ impl Kind {
         Kind::CouncilVerdictInvalid,
         Kind::CouncilVerdict,
         Kind::ReviewDecided,
+        Kind::PostitMissing,
     ];
 
     /// The kind as it is written in the marker.
@@ -109,6 +111,7 @@ impl Kind {
             Kind::CouncilVerdictInvalid => "council-verdict-invalid",
             Kind::CouncilVerdict => "council-verdict",
             Kind::ReviewDecided => "review-decided",
+            Kind::PostitMissing => "postit-missing",
         }
     }
 
@@ -812,6 +815,22 @@ impl Notification {
             link: review_link.to_string(),
             paragraph: format!(
                 "`{reviewer}` reviewed your contract `{contract_id}` (round {round}) and decided `{decision}`. {next}"
+            ),
+        }
+    }
+
+    /// A handoff step ended (the contract settled) and its owner's post-it does not show it:
+    /// one nudge per step.
+    pub fn postit_missing(recipient: &str, contract_id: &str, why: &str) -> Notification {
+        Notification {
+            kind: Kind::PostitMissing,
+            at: None,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: String::new(),
+            link: format!("citizens/{recipient}/status"),
+            paragraph: format!(
+                "You settled `{contract_id}`, a step of a handoff chain, but your post-it was not written for it: {why}. Overwrite `citizens/{recipient}/status.md` at the end of every step: `last_active` now, and at most 30 lines for the next session (polisd reads only its stamp and length)."
             ),
         }
     }
