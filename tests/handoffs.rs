@@ -497,7 +497,8 @@ fn suggestions_in_a_review_file_are_dispatched_under_the_chain_rules_once() {
     assert!(!founder.contains("accessibility audit"), "{founder}");
     let queue = String::from_utf8_lossy(&ok(p.polisd(&["queue", "--json"])).stdout).into_owned();
     assert!(
-        queue.contains("new-citizen/2026-03-02-1430-login-api/1") && queue.contains("accessibility audit"),
+        queue.contains("new-citizen/2026-03-02-1430-login-api/1")
+            && queue.contains("accessibility audit"),
         "{queue}"
     );
     for n in [2, 3] {

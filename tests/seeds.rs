@@ -253,9 +253,7 @@ fn chavruta_review_gates_high_stakes_settlement() {
     ]));
     assert_eq!(second["round"], 2, "{second}");
     assert_eq!(second["owner_notified"], Value::Null);
-    assert!(p
-        .read("chronicle.md")
-        .contains("signed off | [[reviews/"));
+    assert!(p.read("chronicle.md").contains("signed off | [[reviews/"));
     assert!(p.read("chronicle.md").contains("| signed_off (round 2)"));
     json(&settle(&p, &id, &[&lesson[..], &["--json"]].concat()));
 
@@ -272,7 +270,9 @@ fn chavruta_review_gates_high_stakes_settlement() {
     ]));
     assert!(
         p.read(&format!("citizens/{ME}/inbox.md"))
-            .contains(&format!("your contract `{risky}` (round 1) and decided `rejected`")),
+            .contains(&format!(
+                "your contract `{risky}` (round 1) and decided `rejected`"
+            )),
         "the owner is told of the rejection"
     );
     refused(settle(&p, &risky, &lesson), "escalate");
@@ -391,7 +391,10 @@ fn suggested_next_agent_in_the_seeds_words_opens_the_next_contract_as_the_citize
     harness::wait_for(&p, "both follow-ups", || p.exists(&a) && p.exists(&b));
     let normalise = |text: String, parent: &str| text.replace(parent, "PARENT");
     let (ta, tb) = (normalise(p.read(&a), &seed), normalise(p.read(&b), &ours));
-    assert!(ta.contains(&format!("  recommended_by_router: {OTHER}\n")), "{ta}");
+    assert!(
+        ta.contains(&format!("  recommended_by_router: {OTHER}\n")),
+        "{ta}"
+    );
     let without_title = |t: &str| {
         t.lines()
             .filter(|l| !l.contains("Design the"))
@@ -437,7 +440,11 @@ fn suggested_new_agent_and_max_depth_go_to_the_person_not_to_an_inbox() {
         .collect();
     let new_key = format!("new-citizen/{id}/1");
     let deferred_key = format!("deferred/{id}/1");
-    assert_eq!(keys, vec![new_key.as_str(), deferred_key.as_str()], "{queue}");
+    assert_eq!(
+        keys,
+        vec![new_key.as_str(), deferred_key.as_str()],
+        "{queue}"
+    );
     assert_eq!(queue["items"][0]["need"], "personal finance");
     assert_eq!(count_markers(&p, "citizen-needed"), 0, "no inbox is told");
     for who in [ME, OTHER, THIRD, FOURTH] {
@@ -454,13 +461,25 @@ fn suggested_new_agent_and_max_depth_go_to_the_person_not_to_an_inbox() {
     );
     assert_eq!(p.read("chronicle.md"), chronicle);
     let accepted = json(&p.polisd(&[
-        "queue", "answer", &new_key, "accept", "--by", "Dana Person", "--why", "we need it",
-        "--id", "finance-agent-one", "--json",
+        "queue",
+        "answer",
+        &new_key,
+        "accept",
+        "--by",
+        "Dana Person",
+        "--why",
+        "we need it",
+        "--id",
+        "finance-agent-one",
+        "--json",
     ]));
     assert_eq!(accepted["registered"]["agent_id"], "finance-agent-one");
     assert!(p.exists("citizens/finance-agent-one/capability_card.yml"));
     let chronicle = p.read("chronicle.md");
-    assert!(chronicle.contains("| finance-agent-one | joined polis |"), "{chronicle}");
+    assert!(
+        chronicle.contains("| finance-agent-one | joined polis |"),
+        "{chronicle}"
+    );
     assert!(
         chronicle.contains(&format!(
             "| polis-daemon | answered queue item | [[contracts/settled/{id}]] | {new_key} accept by Dana Person: we need it"
@@ -469,20 +488,44 @@ fn suggested_new_agent_and_max_depth_go_to_the_person_not_to_an_inbox() {
     );
     // Answered once: asked again, it is no longer there.
     refused(
-        p.polisd(&["queue", "answer", &new_key, "decline", "--by", "Dana Person"]),
+        p.polisd(&[
+            "queue",
+            "answer",
+            &new_key,
+            "decline",
+            "--by",
+            "Dana Person",
+        ]),
         "no item",
     );
 
     // Later: out of the queue for a day, still answerable.
-    json(&p.polisd(&["queue", "answer", &deferred_key, "later", "--by", "Dana Person", "--json"]));
+    json(&p.polisd(&[
+        "queue",
+        "answer",
+        &deferred_key,
+        "later",
+        "--by",
+        "Dana Person",
+        "--json",
+    ]));
     let queue = json(&p.polisd(&["queue", "--json"]));
     assert_eq!(queue["items"], serde_json::json!([]), "{queue}");
     let opened = json(&p.polisd(&[
-        "queue", "answer", &deferred_key, "accept", "--by", "Dana Person", "--json",
+        "queue",
+        "answer",
+        &deferred_key,
+        "accept",
+        "--by",
+        "Dana Person",
+        "--json",
     ]));
     let next = format!("contracts/open/{}.md", opened["opened"].as_str().unwrap());
     let text = p.read(&next);
-    assert!(text.contains(&format!("  recommended_by_router: {FOURTH}\n")), "{text}");
+    assert!(
+        text.contains(&format!("  recommended_by_router: {FOURTH}\n")),
+        "{text}"
+    );
     assert!(text.contains("chain: []"), "a new chain: {text}");
     assert_eq!(count_markers(&p, "citizen-needed"), 0);
 }
@@ -499,10 +542,24 @@ fn chaining_without_an_explicit_suggestion_is_only_offered_to_the_person() {
     p.citizen(DOCS, "google", &[("docs", 5)], "low");
     let _daemon = p.start_daemon();
     let id = open_claimed(&p, "Rename the endpoints", "medium");
-    json(&settle(&p, &id, &["--no-lesson", "filed below, on its own tags", "--json"]));
+    json(&settle(
+        &p,
+        &id,
+        &["--no-lesson", "filed below, on its own tags", "--json"],
+    ));
     json(&p.polisd(&[
-        "lesson", "file", "--as", ME, "--tags", "python,docs", "--contract", &id, "--impact", "3",
-        "The API reference still names the old endpoints.", "--json",
+        "lesson",
+        "file",
+        "--as",
+        ME,
+        "--tags",
+        "python,docs",
+        "--contract",
+        &id,
+        "--impact",
+        "3",
+        "The API reference still names the old endpoints.",
+        "--json",
     ]));
     let queue = json(&p.polisd(&["queue", "--json"]));
     let key = format!("chain/{id}/1");
@@ -514,12 +571,24 @@ fn chaining_without_an_explicit_suggestion_is_only_offered_to_the_person() {
     assert!(!p.exists(&next), "only offered, never opened silently");
 
     let answered = json(&p.polisd(&[
-        "queue", "answer", &key, "accept", "--by", "Dana Person", "--json",
+        "queue",
+        "answer",
+        &key,
+        "accept",
+        "--by",
+        "Dana Person",
+        "--json",
     ]));
     assert_eq!(answered["opened"], format!("{id}-chain-1").as_str());
     let text = p.read(&next);
-    assert!(text.contains(&format!("  recommended_by_router: {DOCS}\n")), "{text}");
-    assert!(text.contains("required_tags:\n- docs\n") || text.contains("required_tags: [docs]"), "{text}");
+    assert!(
+        text.contains(&format!("  recommended_by_router: {DOCS}\n")),
+        "{text}"
+    );
+    assert!(
+        text.contains("required_tags:\n- docs\n") || text.contains("required_tags: [docs]"),
+        "{text}"
+    );
 }
 
 /// Skill seed, "The Contract": routing "is a recommendation, not a command: any citizen may
@@ -530,7 +599,15 @@ fn chaining_without_an_explicit_suggestion_is_only_offered_to_the_person() {
 fn overrides_leave_a_trace_in_routing_override_and_the_chronicle() {
     let p = polis();
     let out = json(&p.polisd(&[
-        "contract", "open", "--title", "Tune the cache", "--by", ME, "--tags", "python", "--json",
+        "contract",
+        "open",
+        "--title",
+        "Tune the cache",
+        "--by",
+        ME,
+        "--tags",
+        "python",
+        "--json",
     ]));
     let id = out["contract_id"].as_str().unwrap().to_string();
     let rel = format!("contracts/open/{id}.md");
@@ -542,7 +619,14 @@ fn overrides_leave_a_trace_in_routing_override_and_the_chronicle() {
         ),
     );
     let claimed = json(&p.polisd(&[
-        "contract", "claim", &id, "--as", ME, "--reason", "I wrote this cache: a fix: an hour", "--json",
+        "contract",
+        "claim",
+        &id,
+        "--as",
+        ME,
+        "--reason",
+        "I wrote this cache: a fix: an hour",
+        "--json",
     ]));
     assert_eq!(claimed["overrode"]["overrode"], OTHER, "{claimed}");
     let text = p.read(&rel);
@@ -559,7 +643,15 @@ fn overrides_leave_a_trace_in_routing_override_and_the_chronicle() {
 
     // The recommended citizen's own claim is no override.
     let out = json(&p.polisd(&[
-        "contract", "open", "--title", "Style the form", "--by", ME, "--tags", "frontend", "--json",
+        "contract",
+        "open",
+        "--title",
+        "Style the form",
+        "--by",
+        ME,
+        "--tags",
+        "frontend",
+        "--json",
     ]));
     let other = out["contract_id"].as_str().unwrap().to_string();
     let rel = format!("contracts/open/{other}.md");
@@ -583,7 +675,11 @@ fn reflection_counts_settlements_without_a_lesson() {
     let p = polis();
     for title in ["Fix a typo", "Bump a version", "Rename a flag"] {
         let id = open_claimed(&p, title, "low");
-        json(&settle(&p, &id, &["--no-lesson", "nothing to learn", "--json"]));
+        json(&settle(
+            &p,
+            &id,
+            &["--no-lesson", "nothing to learn", "--json"],
+        ));
     }
     let lines = p.read("chronicle.md");
     assert_eq!(lines.matches("| settled contract |").count(), 3);
@@ -610,14 +706,19 @@ fn post_its_are_always_written_and_the_daemon_nudges_once_when_not() {
         "Draft the schema",
         ME,
         "",
-        &format!("### Suggested next agent\n- **Agent**: {OTHER}\n- **Reason**: Build the form on it\n"),
+        &format!(
+            "### Suggested next agent\n- **Agent**: {OTHER}\n- **Reason**: Build the form on it\n"
+        ),
     );
     harness::wait_for(&p, "the post-it nudge", || {
         count_markers(&p, "postit-missing") == 1
     });
     let inbox = p.read(&format!("citizens/{ME}/inbox.md"));
     assert!(inbox.contains(&format!("You settled `{id}`")), "{inbox}");
-    assert!(!inbox.contains("SECRET-NOTE"), "the post-it's content is never read out");
+    assert!(
+        !inbox.contains("SECRET-NOTE"),
+        "the post-it's content is never read out"
+    );
 
     // The follow-up's owner writes its post-it (a stamp within the step, 2 lines): no nudge.
     let next = format!("{id}-next-1");
@@ -630,18 +731,85 @@ fn post_its_are_always_written_and_the_daemon_nudges_once_when_not() {
         &format!("citizens/{OTHER}/status.md"),
         &format!("---\nagent_id: {OTHER}\nlast_active: {later}\nstate: idle\n---\n\nForm built.\nNext: tests.\n"),
     );
-    json(&p.polisd(&["contract", "settle", &next, "--quality", "4", "--no-lesson", "a form", "--json"]));
+    json(&p.polisd(&[
+        "contract",
+        "settle",
+        &next,
+        "--quality",
+        "4",
+        "--no-lesson",
+        "a form",
+        "--json",
+    ]));
     // A second settled step, by ME again without a post-it, shows the pass ran for `next`.
-    let probe = settle_by_hand(
-        &p,
-        "Probe",
-        ME,
-        &format!("parent_contract: {next}\n"),
-        "",
-    );
+    let probe = settle_by_hand(&p, "Probe", ME, &format!("parent_contract: {next}\n"), "");
     harness::wait_for(&p, "the probe's nudge", || {
         count_markers(&p, "postit-missing") == 2
     });
-    assert!(p.read(&format!("citizens/{ME}/inbox.md")).contains(&format!("You settled `{probe}`")));
-    assert!(!p.read(&format!("citizens/{OTHER}/inbox.md")).contains("postit-missing"));
+    assert!(p
+        .read(&format!("citizens/{ME}/inbox.md"))
+        .contains(&format!("You settled `{probe}`")));
+    assert!(!p
+        .read(&format!("citizens/{OTHER}/inbox.md"))
+        .contains("postit-missing"));
+}
+
+/// Skill seed, entry routine step 4 ("Read _polis/index.md — where things stand"): the daemon
+/// keeps a state block in index.md current (the state, what is in flight, what needs a
+/// person), between markers, leaving the index keeper's own text alone. The block holds no
+/// time, so the same state gives the same bytes.
+#[test]
+fn index_md_states_where_things_stand_and_what_is_in_flight() {
+    let p = four();
+    p.save(
+        "index.md",
+        "---\nindex_keeper: claude-code-one\n---\n\n# Project\n\nThe keeper's words.\n",
+    );
+    let _daemon = p.start_daemon();
+    let id = open_claimed(&p, "Drop the legacy table", "high");
+    harness::wait_for(&p, "the state block", || {
+        p.read("index.md").contains(&format!(
+            "- [[contracts/open/{id}]] Drop the legacy table ({ME}, claimed)"
+        ))
+    });
+    let index = p.read("index.md");
+    assert!(
+        index.starts_with(
+            "---\nindex_keeper: claude-code-one\n---\n\n# Project\n\nThe keeper's words.\n"
+        ),
+        "{index}"
+    );
+    assert!(index.contains("- Citizens: 4\n"), "{index}");
+    assert!(
+        index.contains(&format!(
+            "[[contracts/open/{id}]] is high-stakes with no reviewer"
+        )),
+        "{index}"
+    );
+
+    let other = json(&p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Write the docs",
+        "--by",
+        ME,
+        "--tags",
+        "api",
+        "--json",
+    ]));
+    let _ = other;
+    harness::wait_for(&p, "the block to follow the state", || {
+        p.read("index.md")
+            .contains("- Open contracts: 2, of which in flight: 1\n")
+    });
+    assert_eq!(
+        p.read("index.md")
+            .matches("<!-- polisd:state:begin -->")
+            .count(),
+        1
+    );
+    // The primer serves it as index.md's state.
+    let prime = json(&p.polisd(&["prime", "--as", ME, "--json", "--no-mark-read"]));
+    assert!(prime["markdown"].as_str().unwrap().contains("index.md"));
 }

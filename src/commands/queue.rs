@@ -11,20 +11,16 @@ pub fn run(a: QueueArgs) -> anyhow::Result<u8> {
     match a.action {
         None => {
             let items = queue::list(&env.root);
-            finish(
-                &a.opts,
-                Ok(serde_json::json!({ "items": items })),
-                |_| {
-                    if items.is_empty() {
-                        return "nothing waits for a person".to_string();
-                    }
-                    items
-                        .iter()
-                        .map(|i| format!("{}\n  {}\n  answer: {}", i.key, i.title, i.answer_command))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                },
-            )
+            finish(&a.opts, Ok(serde_json::json!({ "items": items })), |_| {
+                if items.is_empty() {
+                    return "nothing waits for a person".to_string();
+                }
+                items
+                    .iter()
+                    .map(|i| format!("{}\n  {}\n  answer: {}", i.key, i.title, i.answer_command))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
         }
         Some(QueueCommand::Answer(q)) => {
             let answer = match q.answer {

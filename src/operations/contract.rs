@@ -256,7 +256,9 @@ pub fn claim(
         // The override goes into `routing.override` when the block can be spliced safely;
         // the chronicle line records it either way.
         let new = match &overrode {
-            Some(o) => rules::set_override(&new, &o.by, &o.overrode, o.why.as_deref()).unwrap_or(new),
+            Some(o) => {
+                rules::set_override(&new, &o.by, &o.overrode, o.why.as_deref()).unwrap_or(new)
+            }
             None => new,
         };
         if !command_edit_took(writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())?) {

@@ -81,7 +81,10 @@ fn collect(polis: &Polis, now: &PolisTime, postponed: bool) -> Vec<Item> {
     let waits = |answer: Option<&(Answer, chrono::NaiveDateTime)>| {
         rules::stands(answer, now.now) || (postponed && matches!(answer, Some((Answer::Later, _))))
     };
-    let answers = polis.chronicle_text().map(rules::answers).unwrap_or_default();
+    let answers = polis
+        .chronicle_text()
+        .map(rules::answers)
+        .unwrap_or_default();
     let folders: HashMap<&str, ContractFolder> = polis
         .contracts
         .iter()
@@ -366,13 +369,7 @@ pub fn answer(writer: &Writer, now: &PolisTime, req: &AnswerRequest) -> Result<A
                 registered = Some(r);
             }
             Ask::Deferred { suggestion, .. } => {
-                opened = Some(open_new_chain(
-                    writer,
-                    now,
-                    &polis,
-                    &item,
-                    suggestion,
-                )?);
+                opened = Some(open_new_chain(writer, now, &polis, &item, suggestion)?);
             }
             Ask::Chain {
                 citizen,
@@ -448,7 +445,11 @@ fn open_new_chain(
     let follow = FollowUp {
         id: id.clone(),
         parent_id: &item.contract_id,
-        parent_title: parent.contract.title.as_deref().unwrap_or(&item.contract_id),
+        parent_title: parent
+            .contract
+            .title
+            .as_deref()
+            .unwrap_or(&item.contract_id),
         parent_tags: &parent.contract.required_tags,
         stakes: parent.contract.stakes.as_deref().unwrap_or("medium"),
         cost_ceiling: parent.contract.cost_ceiling().unwrap_or("60min"),

@@ -102,10 +102,15 @@ pub fn review(
     // the command (CLI, MCP), with or without a daemon.
     let mut owner_notified = None;
     if let (Some(owner), Decision::RequestedChanges | Decision::Rejected) = (&owner, decision) {
-        let notice = Notification::review_decided(owner, cid, reviewer, decision.as_str(), round, &link);
+        let notice =
+            Notification::review_decided(owner, cid, reviewer, decision.as_str(), round, &link);
         let polis = crate::fs::snapshot::Polis::read_with(root, false);
         if crate::operations::deliver_now(&polis, writer, &[notice], now)
-            .map_err(|e| OpError::Review(format!("the review is written, but the owner's notice is not: {e}")))?
+            .map_err(|e| {
+                OpError::Review(format!(
+                    "the review is written, but the owner's notice is not: {e}"
+                ))
+            })?
             .is_empty()
         {
             owner_notified = Some(owner.clone());
@@ -167,11 +172,7 @@ fn latest_review_by_other(root: &std::path::Path, cid: &str, owner: &str) -> Opt
 
 /// The reviews of `cid` by citizens other than `owner`, oldest first (by file name, which
 /// holds the minute they were written).
-pub fn reviews_by_others(
-    root: &std::path::Path,
-    cid: &str,
-    owner: &str,
-) -> Vec<rules::Review> {
+pub fn reviews_by_others(root: &std::path::Path, cid: &str, owner: &str) -> Vec<rules::Review> {
     use crate::fs::snapshot;
     let mut findings = Vec::new();
     let mut files: Vec<(chrono::NaiveDateTime, String)> =

@@ -152,9 +152,11 @@ impl Engine {
             )
             .ok()
             .flatten();
-            if let Some(why) =
-                crate::protocol::citizens::citizen::postit_gap(status.as_deref(), start, pass.now.zone)
-            {
+            if let Some(why) = crate::protocol::citizens::citizen::postit_gap(
+                status.as_deref(),
+                start,
+                pass.now.zone,
+            ) {
                 let id = layout::record_stem(rel);
                 nudges.push(
                     crate::protocol::delivery::inbox::Notification::postit_missing(owner, id, &why),

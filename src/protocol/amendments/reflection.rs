@@ -248,11 +248,7 @@ pub fn detect(evidence: &Evidence, min_evidence: usize, now: &PolisTime) -> Vec<
 /// The skill seed's "settling does three things together": a citizen who settled at least
 /// `min` contracts with `--no-lesson` in the last [`FINDING_WINDOW_DAYS`] days is skipping the
 /// step that makes the team learn.
-fn settled_without_lesson(
-    lines: &[FindingEvidence],
-    min: usize,
-    now: &PolisTime,
-) -> Vec<Proposal> {
+fn settled_without_lesson(lines: &[FindingEvidence], min: usize, now: &PolisTime) -> Vec<Proposal> {
     let since = now.now - Duration::days(FINDING_WINDOW_DAYS);
     let mut by_author: BTreeMap<&str, Vec<&FindingEvidence>> = BTreeMap::new();
     for l in lines.iter().filter(|l| l.stamp >= since) {

@@ -150,9 +150,8 @@ pub fn postit_gap(
         }
     }
     let lines = record.body.lines().count();
-    (lines > STATUS_MAX_BODY_LINES).then(|| {
-        format!("its body is {lines} lines, more than {STATUS_MAX_BODY_LINES}")
-    })
+    (lines > STATUS_MAX_BODY_LINES)
+        .then(|| format!("its body is {lines} lines, more than {STATUS_MAX_BODY_LINES}"))
 }
 
 /// The files every citizen folder holds.

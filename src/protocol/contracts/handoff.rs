@@ -29,9 +29,14 @@ pub const SEED_NEW_HEADING: &str = "### Suggested new agent";
 pub fn has_suggestion_heading(text: &str) -> bool {
     text.lines().any(|l| {
         let t = l.trim();
-        [NEXT_HEADING, NEW_HEADING, SEED_NEXT_HEADING, SEED_NEW_HEADING]
-            .iter()
-            .any(|h| t.eq_ignore_ascii_case(h))
+        [
+            NEXT_HEADING,
+            NEW_HEADING,
+            SEED_NEXT_HEADING,
+            SEED_NEW_HEADING,
+        ]
+        .iter()
+        .any(|h| t.eq_ignore_ascii_case(h))
     })
 }
 
@@ -138,7 +143,8 @@ pub fn parse_blocks(text: &str) -> Blocks {
             close(std::mem::replace(&mut open, Open::None), &mut blocks);
             if t.eq_ignore_ascii_case(NEXT_HEADING) || t.eq_ignore_ascii_case(SEED_NEXT_HEADING) {
                 open = Open::Next(Vec::new());
-            } else if t.eq_ignore_ascii_case(NEW_HEADING) || t.eq_ignore_ascii_case(SEED_NEW_HEADING)
+            } else if t.eq_ignore_ascii_case(NEW_HEADING)
+                || t.eq_ignore_ascii_case(SEED_NEW_HEADING)
             {
                 open = Open::New(Vec::new());
             }

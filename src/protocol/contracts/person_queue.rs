@@ -71,8 +71,7 @@ pub fn answers(text: &str) -> BTreeMap<String, (Answer, NaiveDateTime)> {
             continue;
         }
         let mut words = e.note.split_whitespace();
-        let (Some(key), Some(answer)) = (words.next(), words.next().and_then(Answer::parse))
-        else {
+        let (Some(key), Some(answer)) = (words.next(), words.next().and_then(Answer::parse)) else {
             continue;
         };
         match out.get(key) {
@@ -113,7 +112,10 @@ mod tests {
         let a = answers(&text);
         assert_eq!(a["new-citizen/p/1"].0, Answer::Later);
         assert_eq!(a["deferred/p/2"].0, Answer::Decline);
-        assert!(!a.contains_key("deferred/p/3"), "only polisd records answers");
+        assert!(
+            !a.contains_key("deferred/p/3"),
+            "only polisd records answers"
+        );
         assert!(!stands(a.get("new-citizen/p/1"), at("2026-03-02 12:00")));
         assert!(stands(a.get("new-citizen/p/1"), at("2026-03-03 10:00")));
         assert!(!stands(a.get("deferred/p/2"), at("2026-03-09 10:00")));
@@ -123,7 +125,12 @@ mod tests {
     #[test]
     fn the_note_starts_with_key_and_answer() {
         assert_eq!(
-            answer_note("new-citizen/p/1", Answer::Accept, "Dana  Person", "we need\nit"),
+            answer_note(
+                "new-citizen/p/1",
+                Answer::Accept,
+                "Dana  Person",
+                "we need\nit"
+            ),
             "new-citizen/p/1 accept by Dana Person: we need it"
         );
     }
