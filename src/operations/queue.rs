@@ -20,6 +20,9 @@ use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
 use std::collections::HashMap;
 
+/// The newest answer of an item, with when it was given.
+type LatestAnswer = (Answer, chrono::NaiveDateTime);
+
 /// What the person is asked.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
@@ -78,7 +81,7 @@ pub fn list(root: &std::path::Path) -> Vec<Item> {
 /// [`items`], with `postponed` also those answered `later` (they may be answered again at
 /// any time).
 fn collect(polis: &Polis, now: &PolisTime, postponed: bool) -> Vec<Item> {
-    let waits = |answer: Option<&(Answer, chrono::NaiveDateTime)>| {
+    let waits = |answer: Option<&LatestAnswer>| {
         rules::stands(answer, now.now) || (postponed && matches!(answer, Some((Answer::Later, _))))
     };
     let answers = polis
@@ -176,8 +179,8 @@ fn collect(polis: &Polis, now: &PolisTime, postponed: bool) -> Vec<Item> {
 /// keyed by the review's name.
 fn review_items(
     polis: &Polis,
-    answers: &std::collections::BTreeMap<String, (Answer, chrono::NaiveDateTime)>,
-    waits: &dyn Fn(Option<&(Answer, chrono::NaiveDateTime)>) -> bool,
+    answers: &std::collections::BTreeMap<String, LatestAnswer>,
+    waits: &dyn Fn(Option<&LatestAnswer>) -> bool,
     out: &mut Vec<Item>,
 ) {
     use crate::fs::snapshot;
