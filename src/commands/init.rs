@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// A new polis's `polis.yml`: the protocol settings (schema v2) with their defaults, the
 /// values the reference's `write_config` writes, plus polisd's `timezone`.
-pub const POLIS_YML: &str = include_str!("templates/polis.yml");
+pub const POLIS_YML: &str = crate::protocol::settings::NEW_FILE;
 
 /// What the founder told `init`.
 #[derive(Debug, Clone)]
