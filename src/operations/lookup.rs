@@ -87,3 +87,16 @@ mod tests {
         assert!(matches!(find(&root, "absent"), Err(OpError::NoContract(_))));
     }
 }
+
+/// `(folder name, card path)` for every citizen folder holding a capability card, sorted by
+/// folder name. Folder names are as found: a caller checks them before writing.
+pub fn card_files(root: &Path) -> Vec<(String, String)> {
+    crate::fs::snapshot::subdirs(root, layout::CITIZENS_DIR)
+        .into_iter()
+        .map(|id| {
+            let rel = format!("{}/{id}/capability_card.yml", layout::CITIZENS_DIR);
+            (id, rel)
+        })
+        .filter(|(_, rel)| std::fs::symlink_metadata(root.join(rel)).is_ok())
+        .collect()
+}
