@@ -1312,7 +1312,13 @@ fn help_groups_the_commands_under_headings() {
     assert!(!help.contains("Commands:"), "{help}");
     // The reference's name for `check` stands beside it.
     assert!(help.contains("\n  check, doctor  "), "{help}");
-    for (command, heading) in [("run", 0), ("contract", 1), ("status", 2), ("init", 3)] {
+    for (command, heading) in [
+        ("run", 0),
+        ("contract", 1),
+        ("status", 2),
+        ("init", 3),
+        ("migrate", 3),
+    ] {
         let line = format!("\n  {command} ");
         let pos = help
             .find(&line)
