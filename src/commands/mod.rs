@@ -51,6 +51,7 @@ pub mod review;
 pub mod route;
 pub mod session;
 pub mod status;
+pub mod terminal;
 pub mod verify;
 
 use crate::commands::cli::Deferred;
@@ -135,7 +136,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Reflect(Deferred(args)) => reflect::run(args),
         Command::Ready(Deferred(args)) => ready::run(args),
         Command::Status(Deferred(args)) => status::run(args),
-        Command::Activity(Deferred(args)) => activity::run(args, &mut std::io::stdout().lock()),
+        Command::Activity(Deferred(args)) => activity::run(args, &mut terminal::stdout()),
         Command::Run(Deferred(args)) => crate::daemon::run_with(
             crate::daemon::RunOptions {
                 paths: args.paths,
@@ -162,7 +163,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
                 action,
                 args.dry_run,
                 args.config.as_deref(),
-                &mut std::io::stdout().lock(),
+                &mut terminal::stdout(),
             )
         }
         Command::Bench(Deferred(crate::commands::cli::BenchCommand::Routing(Deferred(args)))) => {
@@ -181,7 +182,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
                 plot: args.plot,
                 ..Default::default()
             };
-            let out = &mut std::io::stdout().lock();
+            let out = &mut terminal::stdout();
             if all {
                 simulation::run_all_worlds(&opts, out)?;
             } else {
@@ -203,7 +204,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         }
         Command::GitSetup(Deferred(args)) => git_setup::run(args),
         Command::MergeDriver(Deferred(args)) => merge_driver::run(args),
-        Command::Config(Deferred(args)) => config::run(args, &mut std::io::stdout().lock()),
+        Command::Config(Deferred(args)) => config::run(args, &mut terminal::stdout()),
         Command::Completions(Deferred(args)) => {
             let mut cmd = cli::whole_command();
             clap_complete::generate(args.shell, &mut cmd, "polisd", &mut std::io::stdout());
@@ -225,7 +226,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Context(Deferred(a)) => context::run(a),
         Command::Guardrail(Deferred(c)) => guardrail::run(c),
         Command::Demo(Deferred(args)) => {
-            crate::commands::demo::run(args.keep, args.keep_running, &mut std::io::stdout())
+            crate::commands::demo::run(args.keep, args.keep_running, &mut terminal::stdout())
         }
         Command::Prime(Deferred(args)) => session::prime(args),
         Command::Notices(Deferred(args)) => session::notices(args),
