@@ -270,8 +270,13 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
         return Ok(0);
     }
     if report.dry_run {
+        // The headline counts what the list below shows, the bridge pointers included.
+        let bridge = match bridge_changes.len() {
+            0 => String::new(),
+            n => format!(", {n} bridge files to write at the project root"),
+        };
         println!(
-            "dry run: would initialise {}: {} files to create, {} already present and kept; \
+            "dry run: would initialise {}: {} files to create, {} already present and kept{bridge}; \
              nothing was written",
             report.polis.display(),
             report.created.len(),
