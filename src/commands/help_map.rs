@@ -57,6 +57,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
         &[
             "init",
             "register",
+            "migrate",
             "hooks",
             "git-setup",
             "service",

@@ -78,6 +78,9 @@ pub enum OpError {
     /// Refused by the rule it names; the text says why and what to do.
     #[error("{0}")]
     Refused(String),
+    /// A migration or its rollback was refused; the text says why and what to do.
+    #[error("{0}")]
+    Migration(String),
     /// A council refused the action; the text says why and what to do.
     #[error("{0}")]
     Council(String),
