@@ -756,14 +756,14 @@ fn post_its_are_always_written_and_the_daemon_nudges_once_when_not() {
 
 /// Skill seed, entry routine step 4 ("Read _polis/index.md — where things stand"): the daemon
 /// keeps a state block in index.md current (the state, what is in flight, what needs a
-/// person), between markers, leaving the index keeper's own text alone. The block holds no
-/// time, so the same state gives the same bytes.
+/// person), between the markers the index keeper placed, leaving the keeper's own text alone.
+/// The block holds no time, so the same state gives the same bytes.
 #[test]
 fn index_md_states_where_things_stand_and_what_is_in_flight() {
     let p = four();
     p.save(
         "index.md",
-        "---\nindex_keeper: claude-code-one\n---\n\n# Project\n\nThe keeper's words.\n",
+        "---\nindex_keeper: claude-code-one\n---\n\n# Project\n\nThe keeper's words.\n\n<!-- polisd:state:begin -->\n<!-- polisd:state:end -->\n\nMore words.\n",
     );
     let _daemon = p.start_daemon();
     let id = open_claimed(&p, "Drop the legacy table", "high");
@@ -780,6 +780,10 @@ fn index_md_states_where_things_stand_and_what_is_in_flight() {
         "{index}"
     );
     assert!(index.contains("- Citizens: 4\n"), "{index}");
+    assert!(
+        index.ends_with("<!-- polisd:state:end -->\n\nMore words.\n"),
+        "{index}"
+    );
     assert!(
         index.contains(&format!(
             "[[contracts/open/{id}]] is high-stakes with no reviewer"

@@ -1,4 +1,4 @@
-//! The block of `index.md` that polisd keeps current (skill seed, "The first thing to do every
+//! The block of `index.md` that polisd keeps current, where the index keeper placed it (skill seed, "The first thing to do every
 //! session", step 4: "Read _polis/index.md — where things stand"): the state, what is in
 //! flight and what needs a person, between two markers, the rest of the file the index
 //! keeper's.
@@ -73,33 +73,22 @@ pub fn render(s: &IndexState) -> String {
     out
 }
 
-/// `index` with its block replaced by `block` (or, with no block yet, appended after a blank
-/// line). Every byte outside the block is kept. A block whose end marker is missing is left
-/// alone (`None`): the keeper is editing it.
+/// `index` with its block replaced by `block`, every byte outside it kept. `index.md` is the
+/// index keeper's: polisd fills only a block the keeper placed (the two marker lines), so a
+/// polis opts in, and only where one machine's daemon writes it (two clones writing the same
+/// block at different moments would conflict in git). `None` without the markers, or with
+/// the end marker missing (the keeper is editing it).
 pub fn splice(index: &str, block: &str) -> Option<String> {
-    match index.find(BEGIN) {
-        None => {
-            let sep = if index.is_empty() || index.ends_with("\n\n") {
-                ""
-            } else if index.ends_with('\n') {
-                "\n"
-            } else {
-                "\n\n"
-            };
-            Some(format!("{index}{sep}{block}"))
-        }
-        Some(start) => {
-            let end = start + index[start..].find(END)? + END.len();
-            let end = if index[end..].starts_with("\r\n") {
-                end + 2
-            } else if index[end..].starts_with('\n') {
-                end + 1
-            } else {
-                end
-            };
-            Some(format!("{}{block}{}", &index[..start], &index[end..]))
-        }
-    }
+    let start = index.find(BEGIN)?;
+    let end = start + index[start..].find(END)? + END.len();
+    let end = if index[end..].starts_with("\r\n") {
+        end + 2
+    } else if index[end..].starts_with('\n') {
+        end + 1
+    } else {
+        end
+    };
+    Some(format!("{}{block}{}", &index[..start], &index[end..]))
 }
 
 #[cfg(test)]
@@ -107,7 +96,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_block_is_appended_once_then_replaced_in_place() {
+    fn the_block_fills_the_keepers_markers_and_nothing_else() {
         let s = IndexState {
             citizens: 2,
             open: 1,
@@ -120,8 +109,10 @@ mod tests {
             needs_a_person: vec![],
         };
         let index = "---\nindex_keeper: k\n---\n\n# P\n";
-        let once = splice(index, &render(&s)).unwrap();
-        assert!(once.starts_with(index));
+        assert_eq!(splice(index, &render(&s)), None, "no markers, no block");
+        let index = format!("{index}\n{BEGIN}\n{END}\n");
+        let once = splice(&index, &render(&s)).unwrap();
+        assert!(once.starts_with("---\nindex_keeper: k\n---\n\n# P\n\n"));
         assert_eq!(
             splice(&once, &render(&s)).unwrap(),
             once,
