@@ -186,7 +186,12 @@ fn apply(case: &Case, root: &Path, outside: &Path) -> Vec<PathBuf> {
 }
 
 fn check_json(p: &TestPolis, as_nobody: bool) -> (serde_json::Value, String) {
-    let mut cmd = Command::new(harness::BIN);
+    let bin = if as_nobody {
+        harness::bin_for_others(p.dir.path())
+    } else {
+        PathBuf::from(harness::BIN)
+    };
+    let mut cmd = Command::new(bin);
     cmd.args(["check", "--json"])
         .arg(&p.root)
         .env("POLISD_STATE_DIR", &p.state_dir);

@@ -49,7 +49,10 @@ impl Piped {
             ),
         )
         .unwrap();
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(match uid {
+            Some(_) => harness::bin_for_others(p.dir.path()),
+            None => PathBuf::from(BIN),
+        });
         if let Some(uid) = uid {
             use std::os::unix::process::CommandExt;
             cmd.uid(uid).gid(uid);
@@ -949,6 +952,88 @@ fn fault_polis_restored_file_by_file_notices_once() {
         "routing_stats.yml written {writes} times during the restore"
     );
     assert_eq!(p.read("contracts/routing_stats.yml"), p.expected_stats());
+}
+
+/// `_polis/` deleted and a backup renamed into its place in one step (`mv backup _polis`, as a
+/// restore tool does). The whole restored folder is validated again: a broken line in the middle
+/// of the chronicle and an open contract with findings, both new to this daemon, are told once
+/// each; a finding told before the removal is not told again.
+#[test]
+fn fault_polis_restored_by_rename_is_revalidated_and_each_finding_told_once() {
+    let p = four_citizens();
+    let d = Piped::start(&p, &[]);
+    p.append(
+        "chronicle.md",
+        &format!("- {} | {BRAVO} | broken line\n", harness::chronicle_stamp()),
+    );
+    wait_until("the finding told before the removal", DEADLINE, || {
+        p.count(BRAVO, "chronicle-finding") == 1
+    });
+    let backup = p.dir.path().join("backup");
+    copy_tree(&p.root, &backup);
+    // The backup differs from what the daemon last saw: a broken line between two old ones (a
+    // restore is not an append) and a contract missing its id and with a misspelt key.
+    let chronicle = fs::read_to_string(backup.join("chronicle.md")).unwrap();
+    let first_line_end = chronicle.find("\n- ").expect("a second chronicle line") + 1;
+    let stamp = chronicle[first_line_end + 2..].split(" | ").next().unwrap();
+    let mut restored = chronicle.clone();
+    restored.insert_str(
+        first_line_end,
+        &format!("- {stamp} | {ALPHA} | broken line\n"),
+    );
+    fs::write(backup.join("chronicle.md"), restored).unwrap();
+    fs::create_dir_all(backup.join("contracts/open")).unwrap();
+    fs::write(
+        backup.join("contracts/open/quick-fix.md"),
+        format!(
+            "---\ntitle: Quick fix\nopened_by: {ALPHA}\nopened_at: {stamp}\nowner: null\n\
+             status: proposed\nstakes: low\nrequired_tag: [rust]\n---\n\n## Intent\n\nFix it.\n"
+        ),
+    )
+    .unwrap();
+    wait_until("the polis removed", DEADLINE, || {
+        fs::remove_dir_all(&p.root).is_ok() || !p.root.exists()
+    });
+    d.wait_log("the removal noticed", "PolisRemoved", 1);
+    fs::rename(&backup, &p.root).unwrap();
+    wait_until("the restored contract's findings told", DEADLINE, || {
+        assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+        p.count(ALPHA, "record-finding") >= 2
+    });
+    wait_until("the restored middle line's finding told", DEADLINE, || {
+        assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+        p.count(ALPHA, "chronicle-finding") == 1
+    });
+    // A barrier: a later line's notice shows the passes after the restore are done.
+    p.append(
+        "chronicle.md",
+        &format!(
+            "- {} | {CHARLIE} | broken line\n",
+            harness::chronicle_stamp()
+        ),
+    );
+    wait_until("the barrier notice", DEADLINE, || {
+        p.count(CHARLIE, "chronicle-finding") == 1
+    });
+    assert_eq!(p.count(ALPHA, "chronicle-finding"), 1, "{}", d.log());
+    assert_eq!(p.count(BRAVO, "chronicle-finding"), 1, "{}", d.log());
+    let records = p.count(ALPHA, "record-finding");
+    let check = p.polisd(&["check", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    let about_contract = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["path"]
+                .as_str()
+                .is_some_and(|f| f.ends_with("quick-fix.md"))
+        })
+        .count();
+    assert_eq!(
+        records, about_contract,
+        "each contract finding told once:\n{report:#}"
+    );
 }
 
 /// A finding whose recipient cannot be resolved yet (the author has no card

@@ -106,6 +106,8 @@ fn system_identities_cannot_act_and_a_link_cannot_leave_the_polis() {
                 "3",
                 "--by",
                 system,
+                "--no-lesson",
+                "refused before the lesson matters",
             ],
             vec!["contract", "abandon", "real", "--as", system],
             vec!["contract", "open", "--title", "x", "--by", system],
@@ -309,5 +311,105 @@ fn a_held_notice_is_delivered_soon_after_its_inbox_is_writable_again() {
         "the held notice delivered",
         std::time::Duration::from_secs(10),
         || p.read(&inbox).contains("chronicle-finding"),
+    );
+}
+
+/// `chattr` on `path`, as root or through passwordless sudo (as `scripts/test` requires).
+fn chattr(flag: &str, path: &std::path::Path) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = if root {
+        std::process::Command::new("chattr")
+    } else {
+        let mut sudo = std::process::Command::new("sudo");
+        sudo.args(["-n", "chattr"]);
+        sudo
+    };
+    let out = cmd
+        .arg(flag)
+        .arg(path)
+        .output()
+        .map_err(|e| format!("chattr: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// Makes a file mutable again when the test ends, pass or fail: an immutable file left behind
+/// could not be removed with its temporary folder.
+struct Immutable(std::path::PathBuf);
+
+impl Immutable {
+    fn set(path: std::path::PathBuf) -> Immutable {
+        if let Err(e) = chattr("+i", &path) {
+            panic!(
+                "this test needs `chattr +i` (root or passwordless sudo, e2fsprogs, and a \
+                 filesystem with the immutable flag, such as ext4) on {}: {e}",
+                path.display()
+            );
+        }
+        Immutable(path)
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = chattr("-i", &self.0);
+    }
+}
+
+/// An inbox made immutable (`chattr +i`), then writable again: the held notice goes out within
+/// about 2 s of `chattr -i`, by the daemon's own retry (clearing the flag changes no bytes, so
+/// no file event would bring it).
+#[test]
+fn a_notice_held_by_an_immutable_inbox_is_delivered_soon_after_chattr_minus_i() {
+    let p = TestPolis::init(FOUNDER);
+    let daemon = p.start_daemon();
+    let inbox = format!("citizens/{FOUNDER}/inbox.md");
+    let flag = Immutable::set(p.path(&inbox));
+    p.append(
+        "chronicle.md",
+        &format!("- 2026-13-45 10:00 | {FOUNDER} | did things | - | a bad stamp\n"),
+    );
+    harness::wait_until("the notice held", harness::DEADLINE, || {
+        daemon
+            .log_text()
+            .contains("could not notify claude-founder-one yet")
+    });
+    assert!(!p.read(&inbox).contains("chronicle-finding"));
+    drop(flag);
+    harness::wait_until(
+        "the held notice delivered",
+        std::time::Duration::from_secs(5),
+        || p.read(&inbox).contains("chronicle-finding"),
+    );
+    assert_eq!(
+        p.read(&inbox)
+            .matches("<!-- polisd:chronicle-finding:")
+            .count(),
+        1
+    );
+}
+
+/// Commands that write through a writer (config, activity, service, demo) escape what files
+/// hold as `say!` does: a config key spelled with ESC is quoted as `\u001b`, never raw.
+#[test]
+fn config_check_escapes_control_characters_from_the_file_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("polisd.toml");
+    std::fs::write(&config, "[watch]\n\"de\\u001b[2Jbounce\" = \"1s\"\n").unwrap();
+    let out = std::process::Command::new(harness::BIN)
+        .args(["config", "check"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!out.stdout.contains(&0x1b), "a raw ESC: {}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("de\\u001b[2Jbounce"),
+        "{}",
+        text(&out)
     );
 }

@@ -42,6 +42,8 @@ pub mod init;
 pub mod lesson;
 pub mod log;
 pub mod merge_driver;
+pub mod migrate;
+pub mod queue;
 pub mod ready;
 pub mod reflect;
 pub mod register;
@@ -50,6 +52,7 @@ pub mod review;
 pub mod route;
 pub mod session;
 pub mod status;
+pub mod terminal;
 pub mod verify;
 
 use crate::commands::cli::Deferred;
@@ -134,7 +137,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Reflect(Deferred(args)) => reflect::run(args),
         Command::Ready(Deferred(args)) => ready::run(args),
         Command::Status(Deferred(args)) => status::run(args),
-        Command::Activity(Deferred(args)) => activity::run(args, &mut std::io::stdout().lock()),
+        Command::Activity(Deferred(args)) => activity::run(args, &mut terminal::stdout()),
         Command::Run(Deferred(args)) => crate::daemon::run_with(
             crate::daemon::RunOptions {
                 paths: args.paths,
@@ -150,6 +153,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Tally(Deferred(args)) => tally(args),
         Command::Init(Deferred(args)) => init::command(args),
         Command::Register(Deferred(args)) => register::run(args),
+        Command::Migrate(Deferred(args)) => migrate::run(args),
         Command::Service(Deferred(args)) => {
             let action = match args.action {
                 ServiceCommand::Install => ServiceAction::Install,
@@ -160,7 +164,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
                 action,
                 args.dry_run,
                 args.config.as_deref(),
-                &mut std::io::stdout().lock(),
+                &mut terminal::stdout(),
             )
         }
         Command::Bench(Deferred(crate::commands::cli::BenchCommand::Routing(Deferred(args)))) => {
@@ -179,7 +183,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
                 plot: args.plot,
                 ..Default::default()
             };
-            let out = &mut std::io::stdout().lock();
+            let out = &mut terminal::stdout();
             if all {
                 simulation::run_all_worlds(&opts, out)?;
             } else {
@@ -201,7 +205,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         }
         Command::GitSetup(Deferred(args)) => git_setup::run(args),
         Command::MergeDriver(Deferred(args)) => merge_driver::run(args),
-        Command::Config(Deferred(args)) => config::run(args, &mut std::io::stdout().lock()),
+        Command::Config(Deferred(args)) => config::run(args, &mut terminal::stdout()),
         Command::Completions(Deferred(args)) => {
             let mut cmd = cli::whole_command();
             clap_complete::generate(args.shell, &mut cmd, "polisd", &mut std::io::stdout());
@@ -219,11 +223,12 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Log(Deferred(a)) => log::run(a),
         Command::Lesson(Deferred(c)) => lesson::run(c),
         Command::Review(Deferred(a)) => review::run(a),
+        Command::Queue(Deferred(a)) => queue::run(a),
         Command::Council(Deferred(c)) => council::run(c),
         Command::Context(Deferred(a)) => context::run(a),
         Command::Guardrail(Deferred(c)) => guardrail::run(c),
         Command::Demo(Deferred(args)) => {
-            crate::commands::demo::run(args.keep, args.keep_running, &mut std::io::stdout())
+            crate::commands::demo::run(args.keep, args.keep_running, &mut terminal::stdout())
         }
         Command::Prime(Deferred(args)) => session::prime(args),
         Command::Notices(Deferred(args)) => session::notices(args),
