@@ -123,7 +123,7 @@ fn build() -> Vec<Tool> {
         ),
         tool(
             "polis_amendments",
-            "Amendments, their votes and what a tally would decide now (writes nothing); paged.",
+            "Amendments, votes, and what a tally would decide now; paged.",
             paged(json!({})),
             &[],
         ),
@@ -181,7 +181,7 @@ fn build() -> Vec<Tool> {
         tool("polis_tally", "Tally proposed amendments; ratify, reject or expire them.",
             json!({"dry_run": {"type": "boolean", "description": "Only report (default false)."}}),
             &[]),
-        tool("polis_ready", "What you can start now: unowned contracts whose dependencies settled; paged.",
+        tool("polis_ready", "Unowned contracts you can start now (dependencies settled); paged.",
             paged(json!({"citizen": citizen})), &["citizen"]),
         tool("polis_council_status", "Where a council review stands: round, seats, deadline, verdict.",
             json!({"contract_id": plain_id()}), &["contract_id"]),
