@@ -791,6 +791,7 @@ def mcp_samples(root: Path, state: Path, runs: int) -> dict:
             "context": ("polis_context", {"contract_id": open_id}),
             "route": ("polis_route", {"contract_id": open_id, "seed": 1}),
             "ready": ("polis_ready", {"citizen": me}),
+            "amendments": ("polis_amendments", {}),
             "rejected_arguments": ("polis_tally", {"dryRun": True}),
         }
         res = {}

@@ -279,6 +279,7 @@ print(json.dumps(out))
             lessons: &[],
             settings: &settings,
             settlements: &[],
+            history: None,
             active: None,
         };
         let rec = polisd::protocol::routing::recommend(

@@ -22,6 +22,7 @@
 mod arguments;
 mod tools;
 
+use crate::operations::published::KeptPolis;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
@@ -32,12 +33,14 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-/// The server: one polis.
+/// The server: one polis, and the polis as it last read it (see [`KeptPolis`]).
 #[derive(Debug, Clone)]
 pub struct PolisServer {
     root: PathBuf,
+    kept: Arc<Mutex<KeptPolis>>,
 }
 
 const INSTRUCTIONS: &str =
@@ -74,10 +77,34 @@ const RESOURCES: [(&str, &str, &str, &str); 4] = [
 ];
 
 impl PolisServer {
+    /// A server without a watcher: each call that reads the settled contracts stats them all.
     pub fn new(root: &Path) -> PolisServer {
+        PolisServer::keeping(root, KeptPolis::unwatched())
+    }
+
+    fn keeping(root: &Path, kept: KeptPolis) -> PolisServer {
         PolisServer {
             root: root.to_path_buf(),
+            kept: Arc::new(Mutex::new(kept)),
         }
+    }
+
+    /// These paths may have changed (`None`: anything may have), as the watcher reports them.
+    fn note_changed(&self, batch: &crate::daemon::watch::Batch) {
+        let paths: Vec<String> = batch
+            .events
+            .iter()
+            .map(|e| e.path.to_string_lossy().replace('\\', "/"))
+            .collect();
+        self.kept
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .note_changed(
+                batch
+                    .rescan
+                    .is_none()
+                    .then(|| paths.iter().map(String::as_str)),
+            );
     }
 
     /// A resource's text, or `None` when there is no such resource (or no constitution).
@@ -138,8 +165,8 @@ impl ServerHandler for PolisServer {
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
-        let root = self.root.clone();
-        let outcome = tokio::task::spawn_blocking(move || tools::call(&root, &name, &args))
+        let (root, kept) = (self.root.clone(), Arc::clone(&self.kept));
+        let outcome = tokio::task::spawn_blocking(move || tools::call(&root, &kept, &name, &args))
             .await
             .map_err(|e| McpError::internal_error(format!("the tool stopped: {e}"), None))?;
         let result = match outcome {
@@ -314,12 +341,50 @@ pub fn serve(root: &Path) -> anyhow::Result<u8> {
         .enable_all()
         .build()?;
     eprintln!("polisd mcp: serving {} over stdio", root.display());
-    runtime.block_on(serve_on(
-        PolisServer::new(root),
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-    ))?;
+    runtime.block_on(async {
+        // A watcher tells the server what changed between calls, so a call reads only that
+        // (at 10k settled contracts, stat'ing each one per call was most of a call). Without
+        // one, each call looks at everything.
+        let watching = crate::daemon::watch::watch(root, watch_config());
+        let server = match &watching {
+            Ok(_) => PolisServer::keeping(root, KeptPolis::watched()),
+            Err(e) => {
+                eprintln!(
+                    "polisd mcp: not watching {} ({e}); each call reads the polis",
+                    root.display()
+                );
+                PolisServer::new(root)
+            }
+        };
+        let (watcher, noting) = match watching {
+            Ok((watcher, mut batches)) => {
+                let server = server.clone();
+                let noting = tokio::spawn(async move {
+                    while let Some(batch) = batches.recv().await {
+                        server.note_changed(&batch);
+                    }
+                });
+                (Some(watcher), Some(noting))
+            }
+            Err(_) => (None, None),
+        };
+        let served = serve_on(server, tokio::io::stdin(), tokio::io::stdout()).await;
+        drop(watcher);
+        if let Some(noting) = noting {
+            noting.abort();
+        }
+        served
+    })?;
     Ok(0)
+}
+
+/// The watcher's settings for the MCP server: a short debounce, so that a change an agent made
+/// just before its call is seen by that call.
+fn watch_config() -> crate::daemon::watch::WatchConfig {
+    crate::daemon::watch::WatchConfig {
+        debounce: std::time::Duration::from_millis(10),
+        ..Default::default()
+    }
 }
 
 /// Serves `server` on a reader and writer of newline-delimited JSON-RPC.

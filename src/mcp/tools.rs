@@ -5,15 +5,15 @@
 //! list tool takes `limit` and `offset` and answers with the `total`.
 
 use super::arguments;
-use crate::fs::snapshot::Polis;
 use crate::fs::writer::Writer;
+use crate::operations::published::KeptPolis;
 use crate::operations::{self, contract, session, summary, OpError};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::layout::ContractFolder;
 use rmcp::model::Tool;
 use serde_json::{json, Map, Value};
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What a call came to.
 #[derive(Debug)]
@@ -54,8 +54,8 @@ fn strings(desc: &str) -> Value {
 
 /// `limit` and `offset`, added to a list tool's properties.
 fn paged(mut properties: Value) -> Value {
-    properties["limit"] = json!({"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                                 "description": format!("Page size (default {DEFAULT_LIMIT}).")});
+    // The default (DEFAULT_LIMIT) is in no description: every session pays for each byte.
+    properties["limit"] = json!({"type": "integer", "minimum": 1, "maximum": MAX_LIMIT});
     properties["offset"] = json!({"type": "integer", "minimum": 0});
     properties
 }
@@ -123,8 +123,8 @@ fn build() -> Vec<Tool> {
         ),
         tool(
             "polis_amendments",
-            "Amendments with their votes, and what a tally would decide now (writes nothing).",
-            json!({}),
+            "Amendments, votes, and what a tally would decide now; paged.",
+            paged(json!({})),
             &[],
         ),
         tool("polis_open_contract", "Open a contract; matching guardrails become acceptance criteria.",
@@ -181,8 +181,8 @@ fn build() -> Vec<Tool> {
         tool("polis_tally", "Tally proposed amendments; ratify, reject or expire them.",
             json!({"dry_run": {"type": "boolean", "description": "Only report (default false)."}}),
             &[]),
-        tool("polis_ready", "What you can start now: unowned contracts whose dependencies settled.",
-            json!({"citizen": citizen}), &["citizen"]),
+        tool("polis_ready", "Unowned contracts you can start now (dependencies settled); paged.",
+            paged(json!({"citizen": citizen})), &["citizen"]),
         tool("polis_council_status", "Where a council review stands: round, seats, deadline, verdict.",
             json!({"contract_id": plain_id()}), &["contract_id"]),
         tool("polis_council_write", "Place your contribution for the council's open round.",
@@ -269,8 +269,52 @@ fn paged_answer<T: serde::Serialize>(
     out
 }
 
-/// Runs one tool, once its arguments pass its schema.
-pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
+/// The tools that write nothing: after any other, the server's kept polis is read again
+/// where the tool may have written (its watcher would say so too, a debounce later).
+const READ_ONLY: [&str; 11] = [
+    "polis_status",
+    "polis_list_contracts",
+    "polis_route",
+    "polis_amendments",
+    "polis_show_contract",
+    "polis_context",
+    "polis_guardrails",
+    "polis_ready",
+    "polis_reservations",
+    "polis_council_status",
+    "polis_notices",
+];
+
+/// Runs one tool, once its arguments pass its schema. `kept` is the polis as the server keeps
+/// it between calls.
+pub fn call(
+    root: &Path,
+    kept: &Mutex<KeptPolis>,
+    name: &str,
+    args: &Map<String, Value>,
+) -> Outcome {
+    let outcome = run(root, kept, name, args);
+    let read_only = READ_ONLY.contains(&name)
+        && !(name == "polis_notices" && arg_bool(args, "mark_read", false));
+    if !read_only {
+        // Where a tool writes: the contract it names (a settle moves it into the settled
+        // folder), and the rest of the polis.
+        let settled = opt_str_ref(args, "contract_id")
+            .and_then(|id| crate::protocol::layout::contract_path(ContractFolder::Settled, id));
+        let touched = [
+            Some(crate::protocol::layout::POLIS_YML.to_string()),
+            settled,
+        ];
+        lock(kept).note_changed(Some(touched.iter().flatten().map(String::as_str)));
+    }
+    outcome
+}
+
+fn lock(kept: &Mutex<KeptPolis>) -> std::sync::MutexGuard<'_, KeptPolis> {
+    kept.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn run(root: &Path, kept: &Mutex<KeptPolis>, name: &str, args: &Map<String, Value>) -> Outcome {
     let Some(tool) = list().iter().find(|t| t.name == name) else {
         return Outcome::Unknown;
     };
@@ -278,12 +322,15 @@ pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
         return Outcome::Invalid(reason);
     }
     let result = match name {
-        "polis_status" => Ok(summary::status(root)),
-        "polis_list_contracts" => list_contracts(root, args),
-        "polis_route" => route(root, args),
+        "polis_status" => {
+            let settled = lock(kept).read(root).settled.file_count();
+            Ok(summary::status_counted(root, settled))
+        }
+        "polis_list_contracts" => list_contracts(root, kept, args),
+        "polis_route" => route(root, kept, args),
         "polis_prime" => prime(root, args),
         "polis_notices" => notices(root, args),
-        "polis_amendments" => amendments(root),
+        "polis_amendments" => amendments(root, kept, args),
         "polis_open_contract" => open_contract(root, args),
         "polis_claim_contract" => claim(root, args),
         "polis_settle_contract" => settle(root, args),
@@ -296,9 +343,7 @@ pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
         "polis_guardrails" => Ok(page(args, "guardrails", operations::guardrail::list(root))),
         "polis_vote" => vote(root, args),
         "polis_tally" => tally(root, args),
-        "polis_ready" => {
-            arg_str(args, "citizen").and_then(|c| done(operations::ready::queue(root, c)))
-        }
+        "polis_ready" => arg_str(args, "citizen").and_then(|c| ready(root, c, args)),
         "polis_reserve" => reserve(root, args),
         "polis_release" => release(root, args),
         "polis_reservations" => {
@@ -319,7 +364,11 @@ pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
     }
 }
 
-fn list_contracts(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn list_contracts(
+    root: &Path,
+    kept: &Mutex<KeptPolis>,
+    args: &Map<String, Value>,
+) -> Result<Value, String> {
     let state = opt_str_ref(args, "state").unwrap_or("open");
     let folder = ContractFolder::ALL
         .into_iter()
@@ -327,7 +376,17 @@ fn list_contracts(root: &Path, args: &Map<String, Value>) -> Result<Value, Strin
         .ok_or_else(|| format!("unknown state `{state}`: use open, settled or abandoned"))?;
     let owner = opt_str_ref(args, "owner");
     let (offset, limit) = window(args);
-    let (shown, total) = contract::list_page(root, folder, owner, offset, limit);
+    let (shown, total) = if folder == ContractFolder::Settled {
+        // The settled folder as kept, not listed again.
+        let entries = {
+            let mut kept = lock(kept);
+            let state = kept.read(root);
+            kept.settled_entries(&state)
+        };
+        contract::page_of(root, &entries, owner, offset, limit)
+    } else {
+        contract::list_page(root, folder, owner, offset, limit)
+    };
     let mut listed = paged_answer("contracts", shown, offset, limit, total);
     listed["state"] = json!(state);
     Ok(listed)
@@ -512,16 +571,22 @@ fn vote(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     ))
 }
 
-fn route(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn route(root: &Path, kept: &Mutex<KeptPolis>, args: &Map<String, Value>) -> Result<Value, String> {
     let id = arg_str(args, "contract_id")?;
-    let polis = Polis::read(root);
-    let contract = operations::route::open_contract(&polis, id).map_err(|e| e.to_string())?;
+    let (state, history) = {
+        let mut kept = lock(kept);
+        let state = kept.read(root);
+        let history = kept.history(&state);
+        (state, history)
+    };
+    let polis = &state.polis;
+    let contract = operations::route::open_contract(polis, id).map_err(|e| e.to_string())?;
     let options = operations::route::RouteOptions {
         seed: opt_int(args, "seed")?,
         ..Default::default()
     };
-    let routed =
-        operations::route::recommend(&polis, contract, &options).map_err(|e| e.to_string())?;
+    let routed = operations::route::recommend_from(polis, &history, contract, &options)
+        .map_err(|e| e.to_string())?;
     serde_json::to_value(&routed.recommendation).map_err(|e| e.to_string())
 }
 
@@ -582,11 +647,40 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     Ok(answer)
 }
 
-fn amendments(root: &Path) -> Result<Value, String> {
-    let polis = Polis::read(root);
+/// The amendments a page at a time, and the tally of the proposed ones on that page.
+fn amendments(
+    root: &Path,
+    kept: &Mutex<KeptPolis>,
+    args: &Map<String, Value>,
+) -> Result<Value, String> {
+    // A tally reads no settled contract: the polis as kept.
+    let polis = Arc::clone(&lock(kept).read(root).polis);
     let now = PolisTime::system(polis.settings.timezone);
     let (tally, _) = operations::tally(&polis, None, &now).map_err(|e| e.to_string())?;
-    Ok(json!({"amendments": operations::amendment::list(root), "tally": tally}))
+    let mut answer = page(args, "amendments", operations::amendment::list(root));
+    let shown: Vec<String> = answer["amendments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a["amendment_id"].as_str().map(str::to_string))
+        .collect();
+    let tally: Vec<_> = tally
+        .into_iter()
+        .filter(|t| shown.contains(&t.amendment_id))
+        .collect();
+    answer["tally"] = serde_json::to_value(tally).map_err(|e| e.to_string())?;
+    Ok(answer)
+}
+
+/// The ready queue a page at a time: `ready` is paged, with the total; `held` (the few
+/// contracts held back by reservations) comes whole.
+fn ready(root: &Path, citizen: &str, args: &Map<String, Value>) -> Result<Value, String> {
+    let queue = operations::ready::queue(root, citizen).map_err(|e| e.to_string())?;
+    let mut answer = page(args, "ready", queue.ready);
+    answer["citizen"] = json!(queue.citizen);
+    answer["held"] = serde_json::to_value(queue.held).map_err(|e| e.to_string())?;
+    answer["ok"] = Value::Bool(true);
+    Ok(answer)
 }
 
 fn tally(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
@@ -600,6 +694,11 @@ fn tally(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A call as a server without a watcher makes it.
+    fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
+        super::call(root, &Mutex::new(KeptPolis::unwatched()), name, args)
+    }
 
     fn args(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
@@ -711,6 +810,43 @@ mod tests {
         assert!(root.join("contracts/open/fix-the-login.md").exists());
         assert!(!root.join("contracts/open/other.md").exists());
         assert!(!root.join("contracts/settled").exists());
+    }
+
+    #[test]
+    fn amendments_and_the_ready_queue_come_a_page_at_a_time() {
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&["claude-code-1"]);
+        std::fs::write(
+            root.join("citizens/claude-code-1/capability_card.yml"),
+            "agent_id: claude-code-1\ncapability_tags:\n  rust: {self_rating: 4}\n",
+        )
+        .unwrap();
+        for i in 0..3 {
+            let title = format!("Ready task {i}");
+            let opened = call(
+                &root,
+                "polis_open_contract",
+                &args(
+                    json!({"title": title, "opened_by": "claude-code-1", "required_tags": ["rust"]}),
+                ),
+            );
+            assert!(matches!(opened, Outcome::Done(_)), "{opened:?}");
+        }
+        let Outcome::Done(first) = call(
+            &root,
+            "polis_ready",
+            &args(json!({"citizen": "claude-code-1", "limit": 2})),
+        ) else {
+            panic!("ready")
+        };
+        assert_eq!(first["total"], 3, "{first}");
+        assert_eq!(first["ready"].as_array().unwrap().len(), 2);
+        assert_eq!(first["next_offset"], 2);
+        let Outcome::Done(amendments) = call(&root, "polis_amendments", &args(json!({"limit": 1})))
+        else {
+            panic!("amendments")
+        };
+        assert_eq!(amendments["total"], 0, "{amendments}");
+        assert!(amendments["tally"].is_array());
     }
 
     #[test]

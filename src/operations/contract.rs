@@ -854,14 +854,24 @@ pub fn list_page(
     limit: usize,
 ) -> (Vec<Summary>, usize) {
     let mut findings = Vec::new();
-    let mut entries = snapshot::list(root, folder.dir(), ".md", &mut findings);
-    entries.sort_by(|a, b| a.rel.cmp(&b.rel));
+    let entries = snapshot::list(root, folder.dir(), ".md", &mut findings);
+    page_of(root, &entries, owner, offset, limit)
+}
+
+/// [`list_page`] of a folder already listed (`entries` in path order).
+pub fn page_of(
+    root: &Path,
+    entries: &[snapshot::Entry],
+    owner: Option<&str>,
+    offset: usize,
+    limit: usize,
+) -> (Vec<Summary>, usize) {
     if owner.is_none() {
         let total = entries.len();
-        let page: Vec<_> = entries.into_iter().skip(offset).take(limit).collect();
+        let page: Vec<_> = entries.iter().skip(offset).take(limit).cloned().collect();
         return (summaries(root, &page, None), total);
     }
-    let all = summaries(root, &entries, owner);
+    let all = summaries(root, entries, owner);
     let total = all.len();
     (all.into_iter().skip(offset).take(limit).collect(), total)
 }

@@ -8,12 +8,14 @@
 //! with its fingerprint, so a change reads the files it names (or, after a rescan, stats each
 //! settled file and reads those that moved), never the whole folder again.
 
+use crate::fs::chronicle_copy::ChronicleCopies;
 use crate::fs::snapshot::{self, Polis};
 use crate::fs::state::Fingerprint;
 use crate::protocol::clock::PolisZone;
 use crate::protocol::finding::{Code, Finding};
 use crate::protocol::frontmatter::Record;
 use crate::protocol::layout::{self, ContractFolder};
+use crate::protocol::routing::policy::History;
 use crate::protocol::routing::stats::{Ledger, LedgerSnapshot, RoutingStats, Settlement};
 use crate::yaml::Value;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -415,6 +417,128 @@ impl FolderState {
     }
 }
 
+/// [`FolderState::read`] for a reader that keeps chronicle copies between reads: the copies of
+/// archives the read did not see are forgotten when the rest of the polis was read again.
+pub fn read_kept(
+    folder: &mut FolderState,
+    root: &Path,
+    refresh: Refresh,
+    chronicles: &mut ChronicleCopies,
+) -> PolisState {
+    let others = refresh.others();
+    let state = folder.read(root, refresh, chronicles);
+    if others {
+        chronicles.forget_unseen();
+    }
+    state
+}
+
+/// The polis as a long-running reader without a daemon keeps it between calls (the MCP
+/// server): the settled contracts as last read ([`FolderState`]), the chronicle copies, and
+/// what its watcher reported since. A call reads what changed, not 10k settled files again.
+/// Unwatched ([`KeptPolis::unwatched`]), every read is a full look: each settled file is
+/// stat'ed and the rest of the polis read again.
+#[derive(Debug)]
+pub struct KeptPolis {
+    folder: FolderState,
+    chronicles: ChronicleCopies,
+    pending: Refresh,
+    watched: bool,
+    /// What the router learns from the last read's settled contracts, kept while they stay
+    /// the same (building it from 10k settlements was most of a routing).
+    history: Option<(LedgerSnapshot, Arc<History>)>,
+    /// The settled folder's files in path order, kept the same way (a page of them is listed
+    /// without listing 10k names).
+    settled_entries: Option<(LedgerSnapshot, Arc<Vec<snapshot::Entry>>)>,
+}
+
+impl KeptPolis {
+    /// For a caller whose watcher reports every change through [`KeptPolis::note_changed`].
+    pub fn watched() -> KeptPolis {
+        KeptPolis {
+            watched: true,
+            ..KeptPolis::unwatched()
+        }
+    }
+
+    /// For a caller without a watcher: every read looks at everything.
+    pub fn unwatched() -> KeptPolis {
+        KeptPolis {
+            folder: FolderState::default(),
+            chronicles: ChronicleCopies::default(),
+            pending: Refresh::Full,
+            watched: false,
+            history: None,
+            settled_entries: None,
+        }
+    }
+
+    /// These paths (relative to `_polis/`) may have changed; `None`: anything may have.
+    pub fn note_changed<'a>(&mut self, paths: Option<impl IntoIterator<Item = &'a str>>) {
+        match paths {
+            None => self.pending = Refresh::Full,
+            Some(paths) => {
+                for p in paths {
+                    self.pending.note(p);
+                }
+            }
+        }
+    }
+
+    /// The polis now, reading only what may have changed since the last read.
+    pub fn read(&mut self, root: &Path) -> PolisState {
+        let next = if self.watched {
+            Refresh::nothing()
+        } else {
+            Refresh::Full
+        };
+        let refresh = std::mem::replace(&mut self.pending, next);
+        read_kept(&mut self.folder, root, refresh, &mut self.chronicles)
+    }
+
+    /// The settled files of `state` (read by [`KeptPolis::read`]) as a listing of the folder
+    /// gives them, in path order.
+    pub fn settled_entries(&mut self, state: &PolisState) -> Arc<Vec<snapshot::Entry>> {
+        match &self.settled_entries {
+            Some((snapshot, kept)) if snapshot.same(&state.settled) => Arc::clone(kept),
+            _ => {
+                let mut entries: Vec<snapshot::Entry> = state
+                    .settled
+                    .paths()
+                    .map(|rel| snapshot::Entry {
+                        stem: rel
+                            .rsplit('/')
+                            .next()
+                            .and_then(|name| name.strip_suffix(".md"))
+                            .unwrap_or(rel)
+                            .to_string(),
+                        rel: rel.to_string(),
+                    })
+                    .collect();
+                entries.sort();
+                let built = Arc::new(entries);
+                self.settled_entries = Some((state.settled.clone(), Arc::clone(&built)));
+                built
+            }
+        }
+    }
+
+    /// What the router learns from the settled contracts of `state` (read by
+    /// [`KeptPolis::read`]): built again only when they changed.
+    pub fn history(&mut self, state: &PolisState) -> Arc<History> {
+        match &self.history {
+            Some((snapshot, kept)) if snapshot.same(&state.settled) => Arc::clone(kept),
+            _ => {
+                let built = Arc::new(crate::protocol::routing::history_of(
+                    state.settled.iter().map(|(_, view)| view),
+                ));
+                self.history = Some((state.settled.clone(), Arc::clone(&built)));
+                built
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -573,6 +697,40 @@ mod tests {
             read.findings,
             crate::operations::records::contract_findings(&file, &|_| false)
         );
+    }
+
+    #[test]
+    fn a_kept_polis_reads_what_its_watcher_names_and_unwatched_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("contracts/settled")).unwrap();
+        std::fs::write(root.join("contracts/settled/a.md"), settled("a", 4)).unwrap();
+        let mut kept = KeptPolis::watched();
+        let first = kept.read(root);
+        let history = kept.history(&first);
+        assert_eq!(history.outcomes().len(), 1);
+        let again = kept.read(root);
+        assert!(Arc::ptr_eq(&history, &kept.history(&again)), "kept");
+        std::fs::write(root.join("contracts/settled/b.md"), settled("b", 2)).unwrap();
+        // Not named: not seen.
+        let same = kept.read(root);
+        assert_eq!(kept.history(&same).outcomes().len(), 1);
+        kept.note_changed(Some(["contracts/settled/b.md"]));
+        let named = kept.read(root);
+        assert_eq!(kept.history(&named).outcomes().len(), 2);
+        let entries: Vec<String> = kept
+            .settled_entries(&named)
+            .iter()
+            .map(|e| e.stem.clone())
+            .collect();
+        assert_eq!(entries, ["a", "b"]);
+        // Without a watcher, every read looks.
+        let mut alone = KeptPolis::unwatched();
+        let s = alone.read(root);
+        assert_eq!(alone.history(&s).outcomes().len(), 2);
+        std::fs::remove_file(root.join("contracts/settled/a.md")).unwrap();
+        let s = alone.read(root);
+        assert_eq!(alone.history(&s).outcomes().len(), 1);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use crate::fs::snapshot::{ContractFile, Polis};
 use crate::fs::writer::Writer;
 use crate::operations::ActionError;
 use crate::protocol::layout::ContractFolder;
-use crate::protocol::routing::policy::Policy;
+use crate::protocol::routing::policy::{History, Policy};
 use crate::protocol::routing::{self, Recommendation, Routed};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -44,7 +44,15 @@ pub fn open_contract<'p>(polis: &'p Polis, id: &str) -> Result<&'p ContractFile,
                 .iter()
                 .find(|c| c.folder == *folder && c.file.stem == id)
         })
-        .ok_or_else(|| RouteError::NotFound(id.to_string()))?;
+        .ok_or_else(|| {
+            // A polis read without its settled contracts (a reader that keeps them apart)
+            // still tells a settled one.
+            if super::ready::is_in(&polis.root, ContractFolder::Settled, id) {
+                RouteError::NotOpen(id.to_string(), ContractFolder::Settled.name())
+            } else {
+                RouteError::NotFound(id.to_string())
+            }
+        })?;
     if file.folder != ContractFolder::Open {
         return Err(RouteError::NotOpen(id.to_string(), file.folder.name()));
     }
@@ -66,6 +74,27 @@ pub fn recommend(
     polis: &Polis,
     contract: &ContractFile,
     options: &RouteOptions,
+) -> Result<Routed, RouteError> {
+    routed(polis, contract, options, &polis.settlements, None)
+}
+
+/// [`recommend`] learning from `history` rather than from the polis's settlements (a reader
+/// that keeps the history between calls reads the polis without its settled contracts).
+pub fn recommend_from(
+    polis: &Polis,
+    history: &History,
+    contract: &ContractFile,
+    options: &RouteOptions,
+) -> Result<Routed, RouteError> {
+    routed(polis, contract, options, &[], Some(history))
+}
+
+fn routed(
+    polis: &Polis,
+    contract: &ContractFile,
+    options: &RouteOptions,
+    settlements: &[crate::protocol::routing::stats::Settlement],
+    history: Option<&History>,
 ) -> Result<Routed, RouteError> {
     // Citizens who have left the polis are no candidates.
     let left = polis.departed();
@@ -93,7 +122,8 @@ pub fn recommend(
         stats: &stats,
         lessons: &lessons,
         settings: &polis.settings,
-        settlements: &polis.settlements,
+        settlements,
+        history,
         active: active.as_ref(),
     };
     let mut rng = match options.seed {

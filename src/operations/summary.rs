@@ -26,6 +26,12 @@ fn count(root: &Path, folder: ContractFolder) -> usize {
 /// The reference's `polis_status`: citizens, open and settled counts, explore rate, and the
 /// leader of each tag. Reads the citizens folder, two listings and `routing_stats.yml`.
 pub fn status(root: &Path) -> Value {
+    status_counted(root, count(root, ContractFolder::Settled))
+}
+
+/// [`status`] with the settled contracts already counted (by a reader that keeps them), so the
+/// settled folder is not listed again.
+pub fn status_counted(root: &Path, settled: usize) -> Value {
     let stats = snapshot::read_text(root, layout::ROUTING_STATS, Some(MAX_RECORD_BYTES))
         .ok()
         .flatten()
@@ -42,7 +48,7 @@ pub fn status(root: &Path) -> Value {
         "polis_root": root.display().to_string(),
         "citizens": citizens(root),
         "open_contracts": count(root, ContractFolder::Open),
-        "settled_contracts": count(root, ContractFolder::Settled),
+        "settled_contracts": settled,
         "explore_rate": stats.explore_rate_f64().unwrap_or(0.15),
         "routing_leaders": leaders,
     })

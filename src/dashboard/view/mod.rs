@@ -257,13 +257,8 @@ impl PolisView {
             &mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()),
             Refresh::nothing(),
         );
-        let others = refresh.others();
         let mut folder = self.folder.lock().unwrap_or_else(|e| e.into_inner());
-        let state = folder.read(&self.root, refresh, chronicles);
-        if others {
-            chronicles.forget_unseen();
-        }
-        state
+        crate::operations::published::read_kept(&mut folder, &self.root, refresh, chronicles)
     }
 }
 

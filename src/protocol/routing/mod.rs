@@ -11,7 +11,7 @@ pub mod score;
 
 use crate::protocol::contracts::contract::Contract;
 use crate::protocol::contracts::lesson::Lesson;
-use crate::protocol::routing::stats::{RoutingStats, Settlement};
+use crate::protocol::routing::stats::{RoutingStats, Settlement, SettlementView};
 use crate::protocol::settings::Settings;
 use policy::{History, Policy, PolicyInput, UnknownPolicy};
 use rand::rngs::StdRng;
@@ -53,6 +53,9 @@ pub struct Inputs<'a> {
     pub settings: &'a Settings,
     /// Settled contracts in any order; the learning policies replay them.
     pub settlements: &'a [Settlement],
+    /// The history of `settlements`, when the caller keeps it between routings (built here
+    /// otherwise).
+    pub history: Option<&'a History>,
     /// The citizens with a chronicle line in the activity window (SPEC §8). A routing rule's
     /// target outside it is inactive and falls through to the policy; `None` counts everyone.
     pub active: Option<&'a std::collections::BTreeSet<String>>,
@@ -77,6 +80,18 @@ pub fn policy_for(settings: &Settings, asked: Option<Policy>) -> Result<Policy, 
         (None, Some(name)) => name.parse(),
         (None, None) => Ok(Policy::default()),
     }
+}
+
+/// What the learning policies learn from: `settlements` (in any order) replayed in the order of
+/// SPEC §6 step 4.
+pub fn history_of<'s>(settlements: impl Iterator<Item = SettlementView<'s>>) -> History {
+    let mut settlements: Vec<SettlementView<'s>> = settlements.collect();
+    settlements.sort_by(crate::protocol::routing::stats::replay_order_of_views);
+    History::from_outcomes(settlements.into_iter().map(|s| policy::Outcome {
+        citizen: s.owner.to_string(),
+        tags: s.tags.to_vec(),
+        quality: f64::from(s.quality),
+    }))
 }
 
 /// Scores every candidate and lets `policy` pick one. `adaptive` widens the explore rate where
@@ -142,13 +157,18 @@ pub fn recommend(inputs: &Inputs<'_>, policy: Policy, adaptive: bool, rng: &mut 
             rule,
         };
     }
-    let mut settlements: Vec<&Settlement> = inputs.settlements.iter().collect();
-    settlements.sort_by(|a, b| crate::protocol::routing::stats::replay_order(a, b));
-    let history = History::from_settlements(settlements);
+    let built;
+    let history = match inputs.history {
+        Some(history) => history,
+        None => {
+            built = history_of(inputs.settlements.iter().map(Settlement::view));
+            &built
+        }
+    };
     let input = PolicyInput {
         tags,
         scores: &scores,
-        history: &history,
+        history,
         weights: inputs.settings.weights,
         explore_rate: rate,
     };
@@ -187,6 +207,7 @@ mod tests {
             lessons: &[],
             settings: &Settings::default(),
             settlements: &[],
+            history: None,
             active: None,
         };
         let mut rng = StdRng::seed_from_u64(7);

@@ -1031,6 +1031,11 @@ impl LedgerSnapshot {
         self.0.order.len()
     }
 
+    /// Whether `other` is this very snapshot (taken at the same ledger version, not copied).
+    pub fn same(&self, other: &LedgerSnapshot) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.order.is_empty()
     }
