@@ -2216,3 +2216,38 @@ fn off_loopback_a_console_action_needs_the_token_too() {
     );
     assert_eq!(r.status, 401, "{}", r.body);
 }
+
+#[test]
+fn the_json_api_gives_the_state_and_the_replay_versioned() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let r = get(&s, "/api/state");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["api_version"], 1);
+    let citizens = v["citizens"].as_array().unwrap();
+    assert_eq!(citizens.len(), 3, "{v}");
+    let alpha = citizens.iter().find(|c| c["id"] == ALPHA).unwrap();
+    assert_eq!(alpha["current_contract"], "hostile-one", "{alpha}");
+    assert_eq!(alpha["unread"], 1, "{alpha}");
+    let bravo = citizens.iter().find(|c| c["id"] == BRAVO).unwrap();
+    assert_eq!(bravo["current_contract"], "next-job", "{bravo}");
+    let open: Vec<&str> = v["open_contracts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(open.len(), 2, "{open:?}");
+    assert!(open.contains(&"next-job") && open.contains(&"hostile-one"));
+    assert_eq!(v["counts"]["settled"], 5);
+    assert_eq!(get(&s, "/p/0/api/state").body, r.body);
+    let page: serde_json::Value =
+        serde_json::from_str(&get(&s, "/api/replay?from=1&limit=2").body).unwrap();
+    assert_eq!(page["api_version"], 1);
+    assert_eq!(page["total"], 5);
+    assert_eq!(page["settlements"].as_array().unwrap().len(), 2);
+    assert_eq!(page["next"], 3);
+    assert_eq!(get(&s, "/api/nothing").status, 404);
+}
