@@ -7,10 +7,10 @@
 
 use chrono::{NaiveDate, NaiveDateTime};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use polisd::protocol::amendment::{self, TallyContext};
+use polisd::protocol::amendments::amendment::{self, TallyContext};
 use polisd::protocol::chronicle::{self, ChronicleContext};
 use polisd::protocol::clock::{PolisTime, PolisZone};
-use polisd::protocol::stats::{self, Ledger, Settlement};
+use polisd::protocol::routing::stats::{self, Ledger, Settlement};
 use polisd::yaml::Value;
 use std::collections::BTreeSet;
 use std::hint::black_box;
@@ -135,7 +135,7 @@ fn bench_contract(c: &mut Criterion) {
     });
     g.bench_function("read_settled", |b| {
         b.iter(|| {
-            polisd::protocol::contract::read_settled(
+            polisd::protocol::contracts::contract::read_settled(
                 "contracts/settled/c-000042.md",
                 black_box(CONTRACT),
                 PolisZone::default(),
@@ -166,7 +166,7 @@ fn bench_contract(c: &mut Criterion) {
     });
     g.bench_function("read_settled_polisd_shape", |b| {
         b.iter(|| {
-            polisd::protocol::contract::read_settled(
+            polisd::protocol::contracts::contract::read_settled(
                 "contracts/settled/fix-the-parser-edge-cases.md",
                 black_box(POLISD_CONTRACT),
                 PolisZone::default(),
@@ -255,7 +255,7 @@ fn bench_content_hash(c: &mut Criterion) {
     let card = "agent_id: claude-code-1\nvendor: anthropic\nmodel: claude\ncapability_tags:\n  python:\n    self_rating: 5\n  rust:\n    self_rating: 4\n  docs:\n    self_rating: 3\ncost_envelope:\n  relative: medium\ncontent_hash: sha256:0000\n";
     let value = polisd::yaml::load(card).unwrap();
     c.bench_function("content_hash", |b| {
-        b.iter(|| polisd::protocol::card::content_hash(black_box(&value)).unwrap())
+        b.iter(|| polisd::protocol::citizens::card::content_hash(black_box(&value)).unwrap())
     });
 }
 
@@ -284,11 +284,11 @@ fn bench_tally(c: &mut Criterion) {
     });
     let chron = chronicle_lines(100_000);
     c.bench_function("active_authors_100k_lines", |b| {
-        b.iter(|| chronicle::active_authors(&[black_box(chron.as_str())], &now()))
+        b.iter(|| chronicle::activity::active_authors(&[black_box(chron.as_str())], &now()))
     });
 }
 
-/// A page of the dashboard over a polis with 10,000 settled contracts (issue 18: under
+/// A page of the dashboard over a polis with 10,000 settled contracts (under
 /// 20 ms): each page rendered from a snapshot, and the first page after a change (one settled
 /// file rewritten) under `polisd run` (the snapshot built from what the engine published after
 /// its pass; the pass itself is the daemon's work and is not timed) and under `polisd serve`
@@ -341,7 +341,7 @@ fn bench_dashboard(c: &mut Criterion) {
     group.sample_size(20);
     for page in pages::PAGES.iter().filter(|p| p.nav.is_some()) {
         group.bench_function(page.route, |b| {
-            b.iter(|| render(page, &v, &snapshot, 0, &picker, &none, &none))
+            b.iter(|| render(page, &v, &snapshot, 0, &picker, &none, &none, ""))
         });
     }
     let mut params = std::collections::HashMap::new();
@@ -356,6 +356,7 @@ fn bench_dashboard(c: &mut Criterion) {
                 &picker,
                 &params,
                 &none,
+                "",
             )
         })
     });
@@ -370,6 +371,7 @@ fn bench_dashboard(c: &mut Criterion) {
                 &picker,
                 &params,
                 &none,
+                "",
             )
         })
     });
@@ -394,7 +396,7 @@ fn bench_dashboard(c: &mut Criterion) {
                 v.note_changed(Some([rel.as_str()]));
                 tx.send_modify(|c| c.generation += 1);
                 let s = v.current();
-                render(&pages::overview::PAGE, &v, &s, 0, &picker, &none, &none)
+                render(&pages::overview::PAGE, &v, &s, 0, &picker, &none, &none, "")
             },
             BatchSize::PerIteration,
         )
@@ -423,7 +425,7 @@ fn bench_dashboard(c: &mut Criterion) {
                     c.state = Some(state);
                 });
                 let s = v.current();
-                render(&pages::overview::PAGE, &v, &s, 0, &picker, &none, &none)
+                render(&pages::overview::PAGE, &v, &s, 0, &picker, &none, &none, "")
             },
             BatchSize::PerIteration,
         )
@@ -438,7 +440,7 @@ fn bench_dashboard(c: &mut Criterion) {
 /// The reservation rules on a file of 300 entries (plain paths and globs from three citizens):
 /// parsing, one `reserve` check, and the daemon's all-pairs overlap scan.
 fn bench_reservations(c: &mut Criterion) {
-    use polisd::protocol::reservation as r;
+    use polisd::protocol::contracts::reservation as r;
     let mut text = String::from("reservations:\n");
     for i in 0..300 {
         let path = if i % 2 == 1 {

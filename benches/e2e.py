@@ -4,7 +4,7 @@
 Not a test: nothing here asserts a time. Each measurement prints its figures; compare runs on the
 same machine only.
 
-    benches/e2e.py all [--quick]                     # every target of issue 6, one table
+    benches/e2e.py all [--quick]                     # every target in one table
     benches/e2e.py reconcile --contracts 10000      # polisd reconcile vs reference reconcile
     benches/e2e.py settle-latency --contracts 10000 --settlements 200 --debounce 50ms
     benches/e2e.py chronicle-latency --lines 1000000 --appends 100 --debounce 50ms
@@ -12,13 +12,14 @@ same machine only.
     benches/e2e.py startup --contracts 100000 --meetings 3 --restarts 3 --baseline OLD
     benches/e2e.py idle-cpu --seconds 60
     benches/e2e.py generate OUT --contracts 10000 --chronicle-lines 100000
-    benches/e2e.py session --contracts 10000 --lines 1000000 --runs 50   # primer and hooks (issue 14)
+    benches/e2e.py session --contracts 10000 --lines 1000000 --runs 50   # primer and hooks
+    benches/e2e.py mcp --contracts 10000 --runs 50   # MCP tool calls to one open session
     benches/e2e.py reserve --contracts 10000 --entries 300 --repeat 30
     benches/e2e.py commands --contracts 10000 --rounds 30   # each agents' command, vs the reference
     benches/e2e.py settle-alone --contracts 10000 --rounds 30 --baseline OLD   # settle with no daemon, old vs new
     benches/e2e.py backlog --notices 3000 --baseline OLD   # delivering a backlog of notices after downtime
-    benches/e2e.py dashboard --contracts 10000 --clients 50 --seconds 30   # pages and idle cost (issue 18)
-    benches/e2e.py merge --lines 100000 --side 1000 --repeat 5   # git's merge driver on a chronicle (issue 17)
+    benches/e2e.py dashboard --contracts 10000 --clients 50 --seconds 30   # pages and idle cost
+    benches/e2e.py merge --lines 100000 --side 1000 --repeat 5   # git's merge driver on a chronicle
 
 `all` generates polises of 1k, 10k and 100k settled contracts and chronicles of 100k and 1M
 lines, runs the reference and polisd on the same files in the same run, and prints ratios and
@@ -30,6 +31,7 @@ Build first: `cargo build --release`. The reference comes from $POLISD_REFERENCE
 """
 import argparse
 import contextlib
+import json
 import os
 import random
 import re
@@ -171,7 +173,7 @@ def cmd_reconcile(args):
         print(f"  read floor{floor * 1000:9.1f} ms   -> polisd is {ours / floor:.1f}x the floor")
 
 
-# The scale check turns reflection (issue 19) off: its daily run reads every settled file again,
+# The scale check turns reflection off: its daily run reads every settled file again,
 # which at 1M would measure reflection rather than the ledger. Everything else runs as shipped.
 EXTRA_CONFIG = ""
 
@@ -274,7 +276,7 @@ def chronicle_samples(root: Path, tmp: Path, appends: int, debounce: str, bin=No
 
 
 def reaction_under_load(root: Path, tmp: Path, writers: int, probes: int, debounce: str) -> list:
-    """Issue 21: `writers` agents append valid lines to the chronicle without pause (one every
+    """`Writers` agents append valid lines to the chronicle without pause (one every
     10-30 ms each), so the file never goes quiet for the debounce; meanwhile a probe appends a
     line breaking C008 and waits for its finding in the author's inbox."""
     import datetime
@@ -598,7 +600,7 @@ def idle_window(pid: int, seconds: int) -> dict:
 
 
 def cmd_dashboard(args):
-    """The dashboard (issue 18) under `polisd run` and `polisd serve`: the overview at rest,
+    """The dashboard under `polisd run` and `polisd serve`: the overview at rest,
     the first overview after one settled file changes (the change event awaited first, then
     the GET timed), and idle cost with no client and with `--clients` event-stream clients."""
     with workdir() as tmp:
@@ -754,6 +756,68 @@ def cmd_session(args):
                       f"CPU {v['cpu_ms']:.1f} ms")
             else:
                 print(f"  {k}: {v}")
+def mcp_samples(root: Path, state: Path, runs: int) -> dict:
+    """Round-trip time of MCP tool calls to one `polisd mcp` process (the session an agent CLI
+    keeps open), each tool `runs` times after a warm-up call."""
+    me = CITIZENS[0]
+    env = dict(os.environ, POLISD_STATE_DIR=str(state))
+    proc = subprocess.Popen([str(BIN), "mcp", str(root)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    ids = iter(range(1, 10**9))
+
+    def rpc(method, params):
+        n = next(ids)
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": method,
+                                     "params": params}) + "\n")
+        proc.stdin.flush()
+        while True:
+            reply = json.loads(proc.stdout.readline())
+            if reply.get("id") == n:
+                return reply
+
+    try:
+        rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                           "clientInfo": {"name": "bench", "version": "1"}})
+        proc.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        open_id = next(p.stem for p in (root / "contracts" / "open").glob("*.md"))
+        settled_id = next(p.stem for p in (root / "contracts" / "settled").glob("*.md"))
+        calls = {
+            "status": ("polis_status", {}),
+            "prime": ("polis_prime", {"citizen": me, "mark_read": False}),
+            "notices": ("polis_notices", {"citizen": me, "unread": False}),
+            "list_open": ("polis_list_contracts", {}),
+            "list_settled_page": ("polis_list_contracts", {"state": "settled"}),
+            "show_settled": ("polis_show_contract", {"contract_id": settled_id}),
+            "context": ("polis_context", {"contract_id": open_id}),
+            "route": ("polis_route", {"contract_id": open_id, "seed": 1}),
+            "ready": ("polis_ready", {"citizen": me}),
+            "rejected_arguments": ("polis_tally", {"dryRun": True}),
+        }
+        res = {}
+        for label, (tool, arguments) in calls.items():
+            rpc("tools/call", {"name": tool, "arguments": arguments})
+            out = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                rpc("tools/call", {"name": tool, "arguments": arguments})
+                out.append(time.perf_counter() - t0)
+            res[label] = percentiles(out)
+        return res
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+def cmd_mcp(args):
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        root = make_polis(tmp, args.contracts)
+        add_session_work(root, CITIZENS[0])
+        print(f"polisd mcp, {args.contracts} settled contracts, {args.runs} calls each:", flush=True)
+        for k, v in mcp_samples(root, tmp / "state", args.runs).items():
+            print(f"  {k}: p50 {v['p50']:.2f} ms, p99 {v['p99']:.2f} ms")
+
+
 def mib(kib):
     return f"{kib / 1024:.1f} MiB"
 
@@ -770,7 +834,7 @@ def fmt_n(n):
 
 
 def cmd_all(args):
-    """Every figure of issues 6 and 20 in one run, printed as one table; with a baseline binary,
+    """Every daemon figure (latency, start-up, memory) in one run, printed as one table; with a baseline binary,
     each polisd figure beside the one it replaces."""
     sizes = [1000, 10000, 100000]
     ref_limit = 10000 if args.quick else 100000
@@ -889,7 +953,7 @@ def cmd_all(args):
 
 
 def scale_rows(tmp: Path, polises: dict, args, ref100k, row):
-    """Issue 20's scale check: reconcile, start-up, settle latency and memory at 10k, 100k and
+    """Scale check: reconcile, start-up, settle latency and memory at 10k, 100k and
     1M settled contracts (the reference at 100k only), with the growth of each figure."""
     global EXTRA_CONFIG
     EXTRA_CONFIG = "\n[behaviour]\nreflect = false\n"
@@ -945,10 +1009,10 @@ def make_polis_linked(base: Path, settled: int, distinct: int = 1000) -> Path:
 
 
 def cmd_round2(args):
-    """Issue 20's figures in one shorter run (for a loaded machine): start-up and restart at
+    """Figures in one shorter run (for a loaded machine): start-up and restart at
     10k and 100k, settle latency at 100k, chronicle appends at 1M lines, idle, each beside the
     baseline binary; and the scale check at 10k / 100k / 1M (1M made of hard links). Reflection
-    (issue 19) is off for this binary: its per-settlement and daily re-reads of settled files
+    is off for this binary: its per-settlement and daily re-reads of settled files
     are measured apart (`--reflection`)."""
     global EXTRA_CONFIG
     base = args.baseline or BASELINE
@@ -1498,6 +1562,9 @@ def main():
     e.add_argument("--contracts", type=int, default=10000)
     e.add_argument("--lines", type=int, default=1000000)
     e.add_argument("--runs", type=int, default=50)
+    mc = sub.add_parser("mcp")
+    mc.add_argument("--contracts", type=int, default=10000)
+    mc.add_argument("--runs", type=int, default=50)
     rv = sub.add_parser("reserve")
     rv.add_argument("--contracts", type=int, default=10000)
     rv.add_argument("--entries", type=int, default=300)
@@ -1552,7 +1619,7 @@ def main():
     {"reconcile": cmd_reconcile, "settle-latency": cmd_settle_latency, "idle-cpu": cmd_idle_cpu,
      "chronicle-latency": cmd_chronicle_latency, "reaction-under-load": cmd_reaction_under_load,
      "startup": cmd_startup, "generate": cmd_generate,
-     "reserve": cmd_reserve, "commands": cmd_commands, "settle-alone": cmd_settle_alone, "backlog": cmd_backlog, "session": cmd_session, "all": cmd_all,
+     "reserve": cmd_reserve, "commands": cmd_commands, "settle-alone": cmd_settle_alone, "backlog": cmd_backlog, "session": cmd_session, "mcp": cmd_mcp, "all": cmd_all,
      "scale": cmd_scale, "round2": cmd_round2, "merge": cmd_merge, "dashboard": cmd_dashboard}[args.cmd](args)
 
 if __name__ == "__main__":

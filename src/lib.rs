@@ -1,7 +1,7 @@
 //! polisd: keeps a Polis Protocol folder (`_polis/`) current while AI agents edit plain files.
 //!
 //! The folders are the layers, and each depends only on those above it in this list
-//! (`tests/architecture.rs` holds it so; `docs/ARCHITECTURE.md` tells the whole story):
+//! (`tests/architecture.rs` holds it so; `docs/ARCHITECTURE.md` is the map):
 //!
 //! - [`yaml`]: PyYAML-compatible reading and writing. Pure.
 //! - [`protocol`]: every rule of the Polis Protocol, as functions over text and parsed values

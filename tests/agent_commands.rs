@@ -255,9 +255,6 @@ fn refusals_exit_1_with_one_line_and_write_nothing() {
             "not-registered-x",
         ],
         &[
-            "contract", "open", "--title", "x", "--by", FOUNDER, "--tags", "Bad Tag",
-        ],
-        &[
             "amendment",
             "vote",
             "2026-01-01-nothing",
@@ -297,9 +294,14 @@ fn refusals_exit_1_with_one_line_and_write_nothing() {
         "{v}"
     );
     assert_eq!(tree(&p), before, "refusals wrote nothing");
-    // Usage errors are clap's: exit 2.
+    // Usage errors, clap's and a value that can never be right (a bad tag): exit 2.
     let out = p.polisd(&["contract", "claim", "fix-the-login-bug"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = p.polisd(&[
+        "contract", "open", "--title", "x", "--by", FOUNDER, "--tags", "Bad Tag",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(tree(&p), before, "usage errors wrote nothing");
 }
 
 #[test]
@@ -431,16 +433,12 @@ fn amendment_vote_changed_moves_the_id_and_replaces_the_block() {
         "--rationale",
         "convinced",
     ]));
-    let f = p.read(&rel);
-    assert!(
-        f.contains("  agree:\n  - codex-second-one\n  disagree: []\n"),
-        "{f}"
-    );
-    assert!(!f.contains("(disagree)") && !f.contains("too slow"), "{f}");
-    assert!(
-        f.ends_with("\n\n## Response from codex-second-one (agree)\nconvinced\n"),
-        "{f}"
-    );
+    // The amendment file is left alone: the vote is a file of its own, replaced on a change.
+    assert!(!p.read(&rel).contains("codex-second-one"));
+    let f = p.read(&format!("amendments/votes/{aid}/codex-second-one.md"));
+    assert!(f.contains("\nvote: agree\n"), "{f}");
+    assert!(!f.contains("disagree") && !f.contains("too slow"), "{f}");
+    assert!(f.ends_with("---\n\nconvinced\n"), "{f}");
     assert_eq!(lines_with(&p, "voted on amendment"), 2);
     let list = ok(p.polisd(&["amendment", "list", "--json"]));
     let v: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();

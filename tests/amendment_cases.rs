@@ -4,7 +4,7 @@
 //! SPEC §8 overrides it.
 
 use chrono::NaiveDateTime;
-use polisd::protocol::amendment::{self, Action, TallyContext};
+use polisd::protocol::amendments::amendment::{self, Action, TallyContext};
 use polisd::protocol::clock::{PolisTime, PolisZone};
 use std::collections::BTreeSet;
 

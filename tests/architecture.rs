@@ -58,7 +58,7 @@ fn sources(src: &Path) -> Vec<Source> {
     out
 }
 
-/// `src/protocol/chronicle.rs` → `[protocol, chronicle]`; `src/daemon/engine/mod.rs` →
+/// `src/protocol/chronicle/mod.rs` → `[protocol, chronicle]`; `src/daemon/engine/mod.rs` →
 /// `[daemon, engine]`; `src/lib.rs` and `src/main.rs` → `[]` and `[main]`.
 fn module_of(src: &Path, path: &Path) -> Vec<String> {
     let rel: PathBuf = path.strip_prefix(src).unwrap().with_extension("");
@@ -89,7 +89,7 @@ fn code_of(text: &str) -> String {
 }
 
 /// Every path the code names from the crate root, as segments: `crate::fs::writer::Writer` →
-/// `[fs, writer, Writer]`; a group `crate::protocol::{amendment, chronicle::scan}` gives one
+/// `[fs, writer, Writer]`; a group `crate::protocol::{amendments::amendment, chronicle::scan}` gives one
 /// path per member.
 fn crate_paths(code: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
@@ -186,15 +186,82 @@ struct Graph {
     edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
 }
 
+/// Every path the code names relative to its own module, made absolute: `super::view::X` in
+/// `dashboard::queue` → `[dashboard, view, X]`; `self::x` and a `use x::…` of a child module
+/// `x` → `[…module, x]`. Groups give one path per member, as in [`crate_paths`].
+fn relative_paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < code.len() {
+        let rest = &code[i..];
+        let step = rest.chars().next().map_or(1, char::len_utf8);
+        let word_start = code[..i]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == ':'));
+        if !word_start {
+            i += step;
+            continue;
+        }
+        let (base, after) = if rest.starts_with("super::") || rest.starts_with("self::") {
+            let mut after = rest.strip_prefix("self::").unwrap_or(rest);
+            let mut depth = 0;
+            while let Some(r) = after.strip_prefix("super::") {
+                depth += 1;
+                after = r;
+            }
+            let Some(keep) = module.len().checked_sub(depth) else {
+                i += step;
+                continue;
+            };
+            (module[..keep].to_vec(), after)
+        } else if let Some(after) = rest.strip_prefix("use ") {
+            let after = after.trim_start();
+            if ["crate::", "super::", "self::"]
+                .iter()
+                .any(|p| after.starts_with(p))
+            {
+                i += "use ".len();
+                continue;
+            }
+            // `use child::…`: the 2018 edition's paths relative to the module
+            (module.to_vec(), after)
+        } else {
+            i += step;
+            continue;
+        };
+        let (prefix, tail) = take_path(after);
+        if let Some(group) = tail.strip_prefix("::{").or_else(|| tail.strip_prefix('{')) {
+            let end = matching_brace(group);
+            for member in split_top_level(&group[..end]) {
+                let (seg, _) = take_path(member.trim());
+                let mut path = base.clone();
+                path.extend(prefix.iter().cloned());
+                path.extend(seg);
+                out.push(path);
+            }
+        } else if !prefix.is_empty() {
+            let mut path = base;
+            path.extend(prefix);
+            out.push(path);
+        }
+        i = code.len() - tail.len().max(1).min(code.len() - i - 1);
+    }
+    out
+}
+
 fn graph(sources: &[Source]) -> Graph {
     let modules: BTreeSet<Vec<String>> = sources.iter().map(|s| s.module.clone()).collect();
     let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
     for s in sources {
         let targets = edges.entry(s.module.clone()).or_default();
-        for path in crate_paths(&s.code) {
+        let relative = relative_paths(&s.code, &s.module);
+        for path in crate_paths(&s.code).into_iter().chain(relative) {
             if let Some(target) = resolve(&path, &modules) {
-                // A parent module that declares its children names them; only other files and
-                // non-ancestors count as imports.
+                // A folder's `mod.rs` and the files under it are one room: a child may use what
+                // its ancestors define (Rust lets it see their private items, and an `impl`
+                // split over child files is the idiom). Every other pair counts, siblings
+                // reached through `super::` included.
                 if target != &s.module && !s.module.starts_with(target) {
                     targets.insert(target.clone());
                 }
@@ -401,13 +468,13 @@ fn a_protocol_file_using_std_fs_is_refused() {
 #[test]
 fn a_protocol_file_naming_the_shell_is_refused() {
     let sources = fake(&[
-        ("protocol::stats", "use crate::fs::writer::Writer;"),
+        ("protocol::routing::stats", "use crate::fs::writer::Writer;"),
         ("fs::writer", "pub struct Writer;"),
     ]);
     let v = layering_violations(&sources, &graph(&sources));
     assert_eq!(
         v,
-        ["protocol::stats (protocol) names fs::writer (fs), a layer above it"]
+        ["protocol::routing::stats (protocol) names fs::writer (fs), a layer above it"]
     );
 }
 
@@ -415,12 +482,12 @@ fn a_protocol_file_naming_the_shell_is_refused() {
 fn a_loop_through_a_group_import_is_found() {
     let sources = fake(&[
         (
-            "protocol::amendment",
+            "protocol::amendments::amendment",
             "use crate::protocol::{chronicle, clock};",
         ),
         (
             "protocol::chronicle",
-            "fn f() { crate::protocol::amendment::x(); }",
+            "fn f() { crate::protocol::amendments::amendment::x(); }",
         ),
         (
             "protocol::clock",
@@ -430,17 +497,91 @@ fn a_loop_through_a_group_import_is_found() {
     assert_eq!(
         import_loops(&graph(&sources)),
         [vec![
-            "protocol::amendment".to_string(),
+            "protocol::amendments::amendment".to_string(),
             "protocol::chronicle".to_string()
         ]]
     );
 }
 
 #[test]
+fn a_loop_through_super_paths_is_found() {
+    let sources = fake(&[
+        ("dashboard::queue", "use super::view::Row;"),
+        ("dashboard::view", "fn f() { super::queue::items(); }"),
+        ("dashboard", "pub mod queue; pub mod view;"),
+    ]);
+    assert_eq!(
+        import_loops(&graph(&sources)),
+        [vec![
+            "dashboard::queue".to_string(),
+            "dashboard::view".to_string()
+        ]]
+    );
+}
+
+#[test]
+fn a_loop_between_siblings_through_self_super_is_found() {
+    let sources = fake(&[
+        ("yaml::load", "use self::super::plain::read;"),
+        (
+            "yaml::plain",
+            "use crate::yaml::value::Value; fn f() { crate::yaml::load::x(); }",
+        ),
+        ("yaml::value", ""),
+        (
+            "fs::writer",
+            "mod syscall; use syscall::Target; pub struct Writer;",
+        ),
+        ("fs::writer::syscall", "use super::Writer;"),
+    ]);
+    // the writer and its own child are one room; the two siblings are a loop
+    assert_eq!(
+        import_loops(&graph(&sources)),
+        [vec!["yaml::load".to_string(), "yaml::plain".to_string()]]
+    );
+}
+
+#[test]
 fn code_after_the_test_module_and_comments_do_not_count() {
     let sources = fake(&[(
-        "protocol::card",
+        "protocol::citizens::card",
         "/// [`crate::fs::snapshot`]\nfn f() {}\n#[cfg(test)]\nmod tests { fn g() { std::fs::read(\"x\"); } }",
     )]);
     assert!(layering_violations(&sources, &graph(&sources)).is_empty());
+}
+
+/// The most lines of code a source file may hold: code before its `#[cfg(test)]` module, blank
+/// lines and comments left out. A file past it is split by concept (a folder of its own).
+const MAX_LINES_OF_CODE: usize = 1_200;
+
+fn lines_of_code(code: &str) -> usize {
+    code.lines().filter(|l| !l.trim().is_empty()).count()
+}
+
+#[test]
+fn no_source_file_is_over_the_size_of_a_room() {
+    let big: Vec<String> = sources(&src_dir())
+        .iter()
+        .map(|s| (lines_of_code(&s.code), name(&s.module)))
+        .filter(|(n, _)| *n > MAX_LINES_OF_CODE)
+        .map(|(n, m)| format!("{m}: {n} lines of code"))
+        .collect();
+    assert!(
+        big.is_empty(),
+        "split these by concept (at most {MAX_LINES_OF_CODE} lines of code each):\n  {}",
+        big.join("\n  ")
+    );
+}
+
+#[test]
+fn a_file_of_long_code_is_over_the_size_and_its_tests_and_comments_do_not_count() {
+    let long = "fn f() {}\n".repeat(MAX_LINES_OF_CODE + 1);
+    assert!(lines_of_code(&code_of(&long)) > MAX_LINES_OF_CODE);
+    let commented = format!(
+        "{}\n{}#[cfg(test)]\nmod tests {{\n{}}}\n",
+        "// why\n\n".repeat(MAX_LINES_OF_CODE),
+        "fn f() {}\n".repeat(10),
+        "fn g() {}\n".repeat(MAX_LINES_OF_CODE)
+    );
+    assert_eq!(lines_of_code(&code_of(&commented)), 10);
 }

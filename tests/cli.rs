@@ -489,6 +489,7 @@ fn status_json_parses_with_its_documented_keys() {
             "citizens",
             "contracts",
             "explore_rate",
+            "exploration",
             "tags",
             "amendments",
             "malformed_amendments",
@@ -835,6 +836,58 @@ fn init_dry_run_lists_the_files_and_writes_nothing() {
     assert!(created.contains(&"contracts/TEMPLATE.md"));
     assert_eq!(report["dry_run"], true);
     assert_eq!(tree(tmp.path()), Vec::<String>::new());
+}
+
+/// The dry run names every file a real `init` then writes, the bridge pointers at the project
+/// root (AGENTS.md, CLAUDE.md, GEMINI.md, `.agents/`) included.
+#[test]
+fn init_dry_run_lists_every_file_init_writes_bridge_pointers_included() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dry = polisd_in(
+        tmp.path(),
+        &["init", ".", "--agent-id", FOUNDER, "--dry-run"],
+    );
+    assert_eq!(dry.status.code(), Some(0), "{}", describe(&dry));
+    let listed: Vec<String> = stdout(&dry)
+        .lines()
+        .filter_map(|l| l.strip_prefix("  create "))
+        .map(|rel| match rel.strip_prefix("../") {
+            Some(at_root) => at_root.trim_end_matches(" (project root)").to_string(),
+            None => format!("_polis/{rel}"),
+        })
+        .collect();
+    let report = json(&polisd_in(
+        tmp.path(),
+        &["init", ".", "--agent-id", FOUNDER, "--dry-run", "--json"],
+    ));
+    let bridge: Vec<&str> = report["bridge"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["path"].as_str().unwrap())
+        .collect();
+    for rel in [
+        "AGENTS.md",
+        "CLAUDE.md",
+        "GEMINI.md",
+        ".agents/skills/polis-protocol/SKILL.md",
+    ] {
+        assert!(
+            listed.iter().any(|l| l == rel),
+            "{rel} not listed: {listed:?}"
+        );
+        assert!(bridge.contains(&rel), "{rel} not in --json: {report:#}");
+    }
+    assert_eq!(tree(tmp.path()), Vec::<String>::new(), "the dry run wrote");
+    let real = polisd_in(tmp.path(), &["init", ".", "--agent-id", FOUNDER]);
+    assert_eq!(real.status.code(), Some(0), "{}", describe(&real));
+    let written: Vec<String> = tree(tmp.path())
+        .into_iter()
+        .filter(|p| tmp.path().join(p).is_file())
+        .collect();
+    let mut listed = listed;
+    listed.sort();
+    assert_eq!(listed, written, "the dry run and the real init differ");
 }
 
 #[test]
@@ -1203,6 +1256,84 @@ fn completions_and_man_page_come_from_the_command_line_definition() {
     assert!(man.contains("register"), "{man}");
 }
 
+/// What docs/install.md tells a user to install is read by the real tools: bash parses the
+/// completion script, and `man` renders the page without a warning from groff.
+#[test]
+fn completions_parse_in_bash_and_the_man_page_renders_in_man() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("polisd.bash");
+    let out = Command::new(BIN)
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    std::fs::write(&script, &out.stdout).unwrap();
+    let bash = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .expect("bash is needed to check the completion script");
+    assert!(bash.status.success(), "{}", describe(&bash));
+    let page = tmp.path().join("polisd.1");
+    let out = Command::new(BIN).arg("man").output().unwrap();
+    std::fs::write(&page, &out.stdout).unwrap();
+    let man = Command::new("man")
+        .args(["--warnings", "-l"])
+        .arg(&page)
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "100")
+        .output()
+        .expect("man (package man-db) is needed to render the manual page");
+    assert!(man.status.success(), "{}", describe(&man));
+    let text = stdout(&man);
+    assert!(text.contains("contract"), "{text}");
+    let warnings = String::from_utf8_lossy(&man.stderr);
+    assert!(warnings.trim().is_empty(), "groff warned: {warnings}");
+}
+
+/// `polisd --help` is a map: the commands under headings by use, one line each, no flat list.
+#[test]
+fn help_groups_the_commands_under_headings() {
+    let out = Command::new(BIN).arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let help = stdout(&out);
+    let headings = [
+        "The daemon and the rules it applies (each also runs once):",
+        "Agents' actions:",
+        "Inspection:",
+        "Set-up and service:",
+    ];
+    let mut at = 0;
+    for heading in headings {
+        let found = help[at..]
+            .find(heading)
+            .unwrap_or_else(|| panic!("no `{heading}`:\n{help}"));
+        at += found;
+    }
+    assert!(!help.contains("Commands:"), "{help}");
+    // The reference's name for `check` stands beside it.
+    assert!(help.contains("\n  check, doctor  "), "{help}");
+    for (command, heading) in [("run", 0), ("contract", 1), ("status", 2), ("init", 3)] {
+        let line = format!("\n  {command} ");
+        let pos = help
+            .find(&line)
+            .unwrap_or_else(|| panic!("no `{command}`:\n{help}"));
+        let owner = headings
+            .iter()
+            .rposition(|h| help[..pos].contains(h))
+            .unwrap();
+        assert_eq!(
+            owner, heading,
+            "`{command}` under the wrong heading:\n{help}"
+        );
+    }
+    // One line each: every command line starts a description; wrapped lines are rare.
+    let commands = help
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .count();
+    assert!(commands >= 35, "{help}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // docs/protocol.md: every example is a real file
 
@@ -1288,7 +1419,32 @@ fn readme_links_the_protocol_page_and_cites_no_missing_spec() {
         !readme.contains("SPEC.md"),
         "README cites SPEC.md, which is not in the repository"
     );
-    assert!(readme.contains("## A day with polisd"));
+    assert!(
+        readme.contains("(docs/guide.md)"),
+        "README links the full guide"
+    );
+    assert!(
+        readme.lines().count() < 400,
+        "README.md has {} lines: keep it under 400 and move detail to docs/",
+        readme.lines().count()
+    );
+    let issue = regex::Regex::new(r"(?i)\bissues? #?[0-9]+").unwrap();
+    let mut texts = vec![("README.md".to_string(), readme.clone())];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            texts.push((path.display().to_string(), text));
+        }
+    }
+    for (name, text) in &texts {
+        if let Some(m) = issue.find(text) {
+            panic!(
+                "{name} cites an issue number ({}): say what and why instead",
+                m.as_str()
+            );
+        }
+    }
     let doc = std::fs::read_to_string(root.join("docs/protocol.md")).unwrap();
     for code in (1..=9)
         .map(|n| format!("C00{n}"))
@@ -1299,7 +1455,7 @@ fn readme_links_the_protocol_page_and_cites_no_missing_spec() {
             "docs/protocol.md lacks {code}"
         );
     }
-    for kind in polisd::protocol::inbox::Kind::ALL {
+    for kind in polisd::protocol::delivery::inbox::Kind::ALL {
         assert!(
             doc.contains(&format!("`{}`", kind.as_str())),
             "docs/protocol.md lacks {kind}"

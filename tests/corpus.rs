@@ -1,4 +1,4 @@
-//! The bad-input corpus (issue 5 part 2): one case per file in `tests/corpus/*.case`, each with
+//! The bad-input corpus: one case per file in `tests/corpus/*.case`, each with
 //! the finding it must draw. Every case is put into its own fresh polis and `polisd check
 //! --json` must report the expected finding (or, for input SPEC accepts, none about that path)
 //! without crashing. Then all cases go into one polis watched by `polisd run`: the daemon must
@@ -186,7 +186,12 @@ fn apply(case: &Case, root: &Path, outside: &Path) -> Vec<PathBuf> {
 }
 
 fn check_json(p: &TestPolis, as_nobody: bool) -> (serde_json::Value, String) {
-    let mut cmd = Command::new(harness::BIN);
+    let bin = if as_nobody {
+        harness::bin_for_others(p.dir.path())
+    } else {
+        PathBuf::from(harness::BIN)
+    };
+    let mut cmd = Command::new(bin);
     cmd.args(["check", "--json"])
         .arg(&p.root)
         .env("POLISD_STATE_DIR", &p.state_dir);
@@ -464,7 +469,7 @@ fn check_peak_rss_kib(root: &Path, state: &Path) -> i64 {
     usage.ru_maxrss
 }
 
-/// Issue 21: a 1.5 KB alias bomb in `polis.yml` once cost 124 MB before the node bound
+/// A 1.5 KB alias bomb in `polis.yml` once cost 124 MB before the node bound
 /// tripped. The bound is relative to the file's size now: the bomb costs `polisd check` a few
 /// MB more than the same polis without it.
 #[test]

@@ -1,4 +1,4 @@
-//! Faults (issue 5 part 3) against the real `polisd run`: the disk refusing a write (a file-size
+//! Faults against the real `polisd run`: the disk refusing a write (a file-size
 //! limit set on the running daemon with `prlimit`, which needs no mount and works without
 //! root), an inotify queue overflow (the daemon is stopped with SIGSTOP while more events than
 //! `fs.inotify.max_queued_events` pile up), `_polis/` deleted and restored, and the clock jumping
@@ -49,7 +49,10 @@ impl Piped {
             ),
         )
         .unwrap();
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(match uid {
+            Some(_) => harness::bin_for_others(p.dir.path()),
+            None => PathBuf::from(BIN),
+        });
         if let Some(uid) = uid {
             use std::os::unix::process::CommandExt;
             cmd.uid(uid).gid(uid);
@@ -496,7 +499,7 @@ fn waits_for_a_lock(pid: i32) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Second round (issue 21): half-written files, links out, restored folders, a second daemon.
+// Second round: half-written files, links out, restored folders, a second daemon.
 
 /// Writes `head`, pauses, then writes `tail` on the same open file (`O_TRUNC`), as an agent
 /// streaming its output into a file does. Returns whether the path still named the inode
@@ -544,7 +547,7 @@ fn body_text(n: usize) -> String {
     out
 }
 
-/// SPEC §11, issue 21 point 1: an agent writes a contract (or an amendment ratifiable from its
+/// SPEC §11, an agent writes a contract (or an amendment ratifiable from its
 /// first half) in two steps with a pause of 0.1–3 s. polisd routes (or ratifies and moves) only
 /// after the writer closed the file, and every byte the agent wrote survives.
 #[test]
@@ -632,7 +635,7 @@ fn fault_half_written_files_are_edited_only_after_the_writer_closes() {
     );
 }
 
-/// Issue 21 point 7: a second `polisd run` on the same polis with another state directory
+/// A second `polisd run` on the same polis with another state directory
 /// (another user config, a container) does not start, because the `_polis/` folder itself is
 /// locked; each invalid line draws one notice, not two.
 #[test]
@@ -677,7 +680,7 @@ fn fault_second_daemon_with_another_state_dir_stands_aside() {
     assert_eq!(p.count(ALPHA, "chronicle-finding"), 13);
 }
 
-/// Issue 21 point 3: an `inbox.md` hard-linked to a file outside the polis is never written;
+/// An `inbox.md` hard-linked to a file outside the polis is never written;
 /// the daemon says so, and the notice waits until the inbox is a plain file again.
 #[test]
 fn fault_hard_linked_inbox_is_never_written() {
@@ -712,7 +715,7 @@ fn fault_hard_linked_inbox_is_never_written() {
     assert_eq!(d.log().matches("hard links").count(), 1, "reported once");
 }
 
-/// Issue 21 point 2 (SPEC §1): `contracts/settled` replaced by a link to a folder outside the
+/// `Contracts/settled` replaced by a link to a folder outside the
 /// polis is not entered, at once or after a restart's full scan; the link is a finding.
 #[test]
 fn fault_symlinked_settled_folder_is_not_entered() {
@@ -754,7 +757,7 @@ fn fault_symlinked_settled_folder_is_not_entered() {
     assert_eq!(p.count(FOUNDER, "contract-settled"), 0);
 }
 
-/// Issue 21 point 6: `routing_stats.yml` blocked by a folder (then by a link) is refused; once
+/// `Routing_stats.yml` blocked by a folder (then by a link) is refused; once
 /// the blocker is removed, the stats are rebuilt without waiting for another settlement.
 #[test]
 fn fault_stats_file_rebuilt_once_the_blocker_is_removed() {
@@ -815,7 +818,7 @@ fn chown_tree(path: &Path, uid: u32) {
     }
 }
 
-/// Issue 21 point 4: a settled contract the daemon cannot read is reported; once it is made
+/// A settled contract the daemon cannot read is reported; once it is made
 /// readable (`chown` + `chmod`, which change neither its size nor its mtime) it is counted.
 /// As root the daemon runs as `nobody`, so that "unreadable" means something.
 #[test]
@@ -882,7 +885,7 @@ fn files_in_checkout_order(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Issue 21 point 5: `rm -rf _polis`, then a restore file by file in checkout order
+/// `Rm -rf _polis`, then a restore file by file in checkout order
 /// (`chronicle.md` before `citizens/`) from a copy holding one new invalid line. The line's
 /// author hears of it once; the contracts settled before polisd came draw no notice; the stats
 /// file is not rewritten from a half-restored folder.
@@ -951,7 +954,89 @@ fn fault_polis_restored_file_by_file_notices_once() {
     assert_eq!(p.read("contracts/routing_stats.yml"), p.expected_stats());
 }
 
-/// Issue 21 point 5: a finding whose recipient cannot be resolved yet (the author has no card
+/// `_polis/` deleted and a backup renamed into its place in one step (`mv backup _polis`, as a
+/// restore tool does). The whole restored folder is validated again: a broken line in the middle
+/// of the chronicle and an open contract with findings, both new to this daemon, are told once
+/// each; a finding told before the removal is not told again.
+#[test]
+fn fault_polis_restored_by_rename_is_revalidated_and_each_finding_told_once() {
+    let p = four_citizens();
+    let d = Piped::start(&p, &[]);
+    p.append(
+        "chronicle.md",
+        &format!("- {} | {BRAVO} | broken line\n", harness::chronicle_stamp()),
+    );
+    wait_until("the finding told before the removal", DEADLINE, || {
+        p.count(BRAVO, "chronicle-finding") == 1
+    });
+    let backup = p.dir.path().join("backup");
+    copy_tree(&p.root, &backup);
+    // The backup differs from what the daemon last saw: a broken line between two old ones (a
+    // restore is not an append) and a contract missing its id and with a misspelt key.
+    let chronicle = fs::read_to_string(backup.join("chronicle.md")).unwrap();
+    let first_line_end = chronicle.find("\n- ").expect("a second chronicle line") + 1;
+    let stamp = chronicle[first_line_end + 2..].split(" | ").next().unwrap();
+    let mut restored = chronicle.clone();
+    restored.insert_str(
+        first_line_end,
+        &format!("- {stamp} | {ALPHA} | broken line\n"),
+    );
+    fs::write(backup.join("chronicle.md"), restored).unwrap();
+    fs::create_dir_all(backup.join("contracts/open")).unwrap();
+    fs::write(
+        backup.join("contracts/open/quick-fix.md"),
+        format!(
+            "---\ntitle: Quick fix\nopened_by: {ALPHA}\nopened_at: {stamp}\nowner: null\n\
+             status: proposed\nstakes: low\nrequired_tag: [rust]\n---\n\n## Intent\n\nFix it.\n"
+        ),
+    )
+    .unwrap();
+    wait_until("the polis removed", DEADLINE, || {
+        fs::remove_dir_all(&p.root).is_ok() || !p.root.exists()
+    });
+    d.wait_log("the removal noticed", "PolisRemoved", 1);
+    fs::rename(&backup, &p.root).unwrap();
+    wait_until("the restored contract's findings told", DEADLINE, || {
+        assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+        p.count(ALPHA, "record-finding") >= 2
+    });
+    wait_until("the restored middle line's finding told", DEADLINE, || {
+        assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+        p.count(ALPHA, "chronicle-finding") == 1
+    });
+    // A barrier: a later line's notice shows the passes after the restore are done.
+    p.append(
+        "chronicle.md",
+        &format!(
+            "- {} | {CHARLIE} | broken line\n",
+            harness::chronicle_stamp()
+        ),
+    );
+    wait_until("the barrier notice", DEADLINE, || {
+        p.count(CHARLIE, "chronicle-finding") == 1
+    });
+    assert_eq!(p.count(ALPHA, "chronicle-finding"), 1, "{}", d.log());
+    assert_eq!(p.count(BRAVO, "chronicle-finding"), 1, "{}", d.log());
+    let records = p.count(ALPHA, "record-finding");
+    let check = p.polisd(&["check", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    let about_contract = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["path"]
+                .as_str()
+                .is_some_and(|f| f.ends_with("quick-fix.md"))
+        })
+        .count();
+    assert_eq!(
+        records, about_contract,
+        "each contract finding told once:\n{report:#}"
+    );
+}
+
+/// A finding whose recipient cannot be resolved yet (the author has no card
 /// and there is no index keeper) waits, and goes out once the author's card appears.
 #[test]
 fn fault_finding_without_a_recipient_waits_for_one() {
@@ -979,7 +1064,7 @@ fn fault_finding_without_a_recipient_waits_for_one() {
     });
 }
 
-/// Issue 21: a line stamped in year 9999 (C004) never becomes the "newest earlier line" for
+/// A line stamped in year 9999 (C004) never becomes the "newest earlier line" for
 /// C005, so the lines after it are checked as usual: a broken link still draws C006, and a
 /// line backdated by days (against the last real line) still draws C005.
 #[test]

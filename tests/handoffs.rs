@@ -1,4 +1,4 @@
-//! Handoff chains (issue 15) with a real daemon and real files: a suggestion in a Settlement
+//! Handoff chains with a real daemon and real files: a suggestion in a Settlement
 //! becomes a routed follow-up contract and a notice; the chain rules refuse with reasons; a
 //! restart dispatches nothing twice; a new-citizen suggestion reaches the index keeper.
 
@@ -647,7 +647,7 @@ fn quorum_leaves_out_citizens_who_left_in_status_and_tally() {
     assert!(p.exists(&format!("amendments/ratified/{aid}.md")));
 }
 
-/// Issue 12's record checks (P016–P022) know every key main's features write: a polis worked
+/// Record checks (P016–P022) know every key main's features write: a polis worked
 /// on only through polisd's commands and daemon (a follow-up contract with `chain`,
 /// `parent_contract` and `depends_on`; a contract with `depends_on` and `touches` routed when
 /// it is unblocked; a reservation; a read cursor in `status.md`; a review) draws none of them.

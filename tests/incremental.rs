@@ -6,7 +6,7 @@
 
 use chrono::NaiveDate;
 use polisd::fs::state::{Fingerprint, Restored, SettledRecord, State};
-use polisd::protocol::stats::{self, Ledger, Settlement};
+use polisd::protocol::routing::stats::{self, Ledger, Settlement};
 use polisd::yaml::Value;
 use proptest::prelude::*;
 use std::collections::BTreeMap;

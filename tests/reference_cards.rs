@@ -6,7 +6,7 @@ mod gen;
 #[path = "common/reference.rs"]
 mod reference;
 
-use polisd::protocol::card::{self, StampError, VerifyState};
+use polisd::protocol::citizens::card::{self, StampError, VerifyState};
 use polisd::yaml::{dump, DumpOptions, Mapping, Value};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;

@@ -10,9 +10,9 @@ mod reference;
 
 use generate::{File, TimeStyle, TIME_STYLES};
 use polisd::protocol::clock::PolisZone;
-use polisd::protocol::contract::read_settled;
+use polisd::protocol::contracts::contract::read_settled;
 use polisd::protocol::finding::{Code, Finding};
-use polisd::protocol::stats::{self, Settlement};
+use polisd::protocol::routing::stats::{self, Settlement};
 use polisd::yaml::Value;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -7,12 +7,12 @@ mod generate;
 #[path = "common/reference.rs"]
 mod reference;
 
-use polisd::protocol::contract::Contract;
+use polisd::protocol::contracts::contract::Contract;
+use polisd::protocol::contracts::lesson::{self, Lesson};
 use polisd::protocol::frontmatter;
-use polisd::protocol::lesson::{self, Lesson};
 use polisd::protocol::routing::score::{self, Candidate, Context, Score};
+use polisd::protocol::routing::stats::{self, RoutingStats};
 use polisd::protocol::settings;
-use polisd::protocol::stats::{self, RoutingStats};
 use polisd::yaml::{self, Value};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -288,7 +288,7 @@ print(json.dumps(out))
             &mut StdRng::seed_from_u64(1),
         )
         .recommendation;
-        let spliced = polisd::protocol::contract::splice_routing(
+        let spliced = polisd::protocol::contracts::contract::splice_routing(
             original,
             rec.recommendation.as_deref().unwrap(),
             rec.score,

@@ -1,4 +1,4 @@
-//! Reflection (issue 19): every detector on a polis built to trigger it, silence on a healthy
+//! Reflection: every detector on a polis built to trigger it, silence on a healthy
 //! one and below the minimum evidence, the daemon filing a proposal once (not again after a
 //! restart, nor once it is ratified), a declined slug coming back only with doubled evidence,
 //! the tally ratifying a reflect proposal, and the reference's three detectors deciding the same

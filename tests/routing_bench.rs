@@ -1,4 +1,4 @@
-//! Issue 7: routing policies and the routing bench. Pins the policies' determinism, `ucb`'s
+//! Routing policies and the routing bench. Pins the policies' determinism, `ucb`'s
 //! picks, the default policy's refusal to route to an away citizen, the bench world's
 //! statistics, and (ignored, release only) the default policy's targets.
 
@@ -93,7 +93,7 @@ fn bench_report_is_deterministic_for_a_seed() {
 }
 
 // The reference (polis-protocol 2.0.1) has no `ucb` policy to run, so the expected picks
-// below were worked out by hand from issue 7's formula: value = total + √2·√(ln N / n_i),
+// below were worked out by hand from the formula: value = total + √2·√(ln N / n_i),
 // n_i = Σ over the contract's tags of contracts_completed, N = Σ n_i, infinite when n_i = 0,
 // ties to the lowest id.
 
@@ -372,7 +372,7 @@ fn seeds_ranges() {
     assert_eq!(parse_seeds("0..=19").unwrap(), 0..20);
 }
 
-/// Issue 7 §3 on the full bench (release build; about 2 s):
+/// The targets on the full bench (release build; about 2 s):
 /// `cargo test --release --test routing_bench -- --ignored`
 #[test]
 #[ignore]

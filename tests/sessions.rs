@@ -224,6 +224,55 @@ fn claude_notices_hook_delivers_a_new_notice_once_and_is_silent_after() {
 }
 
 #[test]
+fn one_line_inbox_notes_reach_the_primer_notices_and_the_hooks_once_each() {
+    let p = polis();
+    let root = p.root.to_str().unwrap().to_string();
+    let note = |body: &str| {
+        p.append(
+            &format!("citizens/{ME}/inbox.md"),
+            &format!("- 2026-03-02 11:15 | from {OTHER} | {body}\n"),
+        );
+    };
+    let unread = |p: &TestPolis| {
+        let out = p.polisd(&[
+            "notices", "--polis", &root, "--as", ME, "--unread", "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str::<Value>(&text(&out)).unwrap()["notices"].clone()
+    };
+    // The primer shows it and marks it read.
+    note("Primer, please.");
+    let primed = p.polisd(&["prime", "--polis", &root, "--as", ME]);
+    assert!(
+        text(&primed).contains("Primer, please."),
+        "{}",
+        text(&primed)
+    );
+    assert_eq!(unread(&p), json!([]));
+    // The notices hook delivers it once.
+    note("Hook, please.");
+    let payload = claude_post_tool_use(&p);
+    let args = ["--as", ME, "--interval", "0"];
+    let first = hook(&p, "claude", "notices", &args, &payload);
+    assert!(context(&first, "PostToolUse").contains("Hook, please."));
+    assert_eq!(text(&hook(&p, "claude", "notices", &args, &payload)), "");
+    assert_eq!(unread(&p), json!([]));
+    // `notices` lists it, and marks it read when asked.
+    note("Command, please.");
+    let listed = unread(&p);
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["from"], OTHER);
+    assert_eq!(listed[0]["text"], "Command, please.");
+    let marked = p.polisd(&["notices", "--polis", &root, "--as", ME, "--mark-read"]);
+    assert!(text(&marked).contains("Command, please."));
+    assert_eq!(unread(&p), json!([]));
+}
+
+#[test]
 fn notices_hook_checks_at_most_once_per_interval() {
     let p = polis();
     let payload = claude_post_tool_use(&p);
@@ -357,8 +406,30 @@ fn a_hook_never_fails_the_agent() {
         &["--as", "nobody-at-all", "--interval", "0"],
         &payload,
     );
-    assert_eq!(text(&unknown), "");
-    assert!(String::from_utf8_lossy(&unknown.stderr).contains("not a citizen"));
+    assert!(unknown.status.success());
+    // The model is told, in one line, who is registered and how to register.
+    let told = context(&unknown, "PostToolUse");
+    assert_eq!(told.lines().count(), 1, "{told}");
+    assert!(told.contains("`nobody-at-all` is not a citizen"), "{told}");
+    assert!(
+        told.contains(&format!("registered: {ME}, {OTHER}")),
+        "{told}"
+    );
+    assert!(told.contains("polisd register nobody-at-all"), "{told}");
+    let primed = hook(&p, "codex", "prime", &["--as", "nobody-at-all"], &payload);
+    assert!(context(&primed, "SessionStart").contains("registered:"));
+    let again = hook(
+        &p,
+        "claude",
+        "notices",
+        &["--as", "nobody-at-all"],
+        &payload,
+    );
+    assert_eq!(
+        text(&again),
+        "",
+        "said once per interval, not after every tool"
+    );
     let garbage = hook(
         &p,
         "claude",
@@ -426,7 +497,7 @@ fn install_then_uninstall_gives_each_settings_file_back() {
         std::fs::write(root.join(rel), USER_SETTINGS).unwrap();
     }
     std::fs::write(root.join("CLAUDE.md"), "# House rules\n\nBe brief.\n").unwrap();
-    let out = p.polisd(&["hooks", "install", "--all", "--as", ME]);
+    let out = p.polisd(&["hooks", "install", "--all", "--as", ME, "--bin", BIN]);
     assert!(out.status.success(), "{out:?}");
     let claude: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join(".claude/settings.json")).unwrap())
@@ -438,11 +509,11 @@ fn install_then_uninstall_gives_each_settings_file_back() {
     );
     assert_eq!(
         claude["hooks"]["PostToolUse"][1]["hooks"][0]["command"],
-        "polisd hook claude notices --as claude-code-one"
+        format!("{BIN} hook claude notices")
     );
     assert_eq!(
         claude["hooks"]["SessionStart"][0]["hooks"][0]["command"],
-        "polisd hook claude prime --as claude-code-one"
+        format!("{BIN} hook claude prime")
     );
     let gemini: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join(".gemini/settings.json")).unwrap())
@@ -460,7 +531,7 @@ fn install_then_uninstall_gives_each_settings_file_back() {
             .contains("name: polis-protocol")
     );
     // Installing again changes nothing.
-    let again = p.polisd(&["hooks", "install", "--all", "--as", ME]);
+    let again = p.polisd(&["hooks", "install", "--all", "--as", ME, "--bin", BIN]);
     assert!(
         text(&again).lines().all(|l| l.starts_with("unchanged")),
         "{}",
@@ -498,7 +569,7 @@ fn install_refuses_bad_json_read_only_files_and_unknown_ids_writing_nothing() {
     std::fs::create_dir_all(root.join(".claude")).unwrap();
     let bad = "{\n  \"model\": \"opus\",\n  \"hooks\": {,\n}\n";
     std::fs::write(root.join(".claude/settings.json"), bad).unwrap();
-    let out = p.polisd(&["hooks", "install", "--all", "--as", ME]);
+    let out = p.polisd(&["hooks", "install", "--all", "--as", ME, "--bin", BIN]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -525,7 +596,7 @@ fn install_refuses_bad_json_read_only_files_and_unknown_ids_writing_nothing() {
         .permissions();
     perms.set_readonly(true);
     std::fs::set_permissions(root.join(".claude/settings.json"), perms).unwrap();
-    let out = p.polisd(&["hooks", "install", "--all", "--as", ME]);
+    let out = p.polisd(&["hooks", "install", "--all", "--as", ME, "--bin", BIN]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("is read-only"),
@@ -539,7 +610,7 @@ fn install_refuses_bad_json_read_only_files_and_unknown_ids_writing_nothing() {
 
     std::fs::create_dir_all(root.join(".codex")).unwrap();
     std::fs::write(root.join(".codex/config.toml"), "[features\nhooks = true\n").unwrap();
-    let out = p.polisd(&["hooks", "install", "--codex", "--as", ME]);
+    let out = p.polisd(&["hooks", "install", "--codex", "--as", ME, "--bin", BIN]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("not valid TOML"),
@@ -558,7 +629,15 @@ fn install_refuses_bad_json_read_only_files_and_unknown_ids_writing_nothing() {
         text(&status)
     );
 
-    let out = p.polisd(&["hooks", "install", "--claude", "--as", "nobody-at-all"]);
+    let out = p.polisd(&[
+        "hooks",
+        "install",
+        "--claude",
+        "--as",
+        "nobody-at-all",
+        "--bin",
+        BIN,
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a citizen"));
     let out = p.polisd(&["hooks", "install"]);
@@ -633,13 +712,18 @@ impl Mcp {
     }
 
     fn send(&mut self, line: &str) {
+        self.send_bytes(line.as_bytes());
+    }
+
+    fn send_bytes(&mut self, line: &[u8]) {
         let stdin = self.child.stdin.as_mut().unwrap();
-        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(line).unwrap();
         stdin.write_all(b"\n").unwrap();
         stdin.flush().unwrap();
     }
 
-    /// The response with this id (`null` for a parse error), waiting with a deadline.
+    /// The response with this id (`null` for a parse error, which has none), waiting with a
+    /// deadline.
     #[track_caller]
     fn response(&mut self, id: Value) -> Value {
         let deadline = std::time::Instant::now() + harness::DEADLINE;
@@ -650,7 +734,8 @@ impl Mcp {
                 .recv_timeout(left.max(Duration::from_millis(1)))
                 .unwrap_or_else(|_| panic!("no MCP response with id {id}"));
             let v: Value = serde_json::from_str(&line).unwrap();
-            if v.get("id") == Some(&id) {
+            // An error whose request id could not be read has none (MCP leaves it out).
+            if v.get("id").unwrap_or(&Value::Null) == &id {
                 return v;
             }
         }
@@ -737,7 +822,7 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
     assert_eq!(failing["result"]["isError"], true);
     assert!(tool_text(&failing).contains("not a citizen"));
     let missing = mcp.call(7, "polis_route", json!({}));
-    assert_eq!(missing["result"]["isError"], true);
+    assert_eq!(missing["error"]["code"], -32602, "{missing}");
 
     let unknown_tool = mcp.call(8, "polis_nope", json!({}));
     assert_eq!(unknown_tool["error"]["code"], -32602, "{unknown_tool}");
@@ -812,7 +897,8 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
         "polis_settle_contract",
         json!({"contract_id": cid, "quality": 9}),
     );
-    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert!(p.exists(&format!("contracts/open/{cid}.md")));
     let settled = mcp.call(
         29,
         "polis_settle_contract",
@@ -843,6 +929,88 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
     // The session goes on after a parse error.
     let after = mcp.request(13, "ping", json!({}));
     assert!(after.get("result").is_some(), "{after}");
+}
+
+#[test]
+fn mcp_answers_bad_bytes_oversized_messages_and_bad_arguments_with_errors_and_keeps_serving() {
+    let p = polis();
+    let mut mcp = Mcp::start(&p.root, &p.state_dir);
+    let init = mcp.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "test", "version": "1"}}),
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "polisd", "{init}");
+    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let chronicle = p.read("chronicle.md");
+
+    // A byte that is not UTF-8: a parse error, and the session goes on.
+    mcp.send_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\xff");
+    let parse = mcp.response(Value::Null);
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert!(mcp.request(3, "ping", json!({})).get("result").is_some());
+
+    // A message of several megabytes: refused, its text not echoed back.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"polis_open_contract","arguments":{{"title":"{}","opened_by":"{ME}"}}}}}}"#,
+        "x".repeat(3 * 1024 * 1024)
+    );
+    mcp.send(&huge);
+    let big = mcp.response(Value::Null);
+    assert_eq!(big["error"]["code"], -32600, "{big}");
+    assert!(big.to_string().len() < 500);
+
+    // Arguments the tool's schema rejects: −32602 naming the key, nothing written.
+    for (id, tool, args, key) in [
+        (5, "polis_tally", json!({"dryRun": true}), "dryRun"),
+        (
+            6,
+            "polis_open_contract",
+            json!({"title": "T", "opened_by": ME, "required_tags": "rust"}),
+            "required_tags",
+        ),
+        (
+            7,
+            "polis_open_contract",
+            json!({"title": "x".repeat(100_000), "opened_by": ME}),
+            "title",
+        ),
+        (
+            8,
+            "polis_claim_contract",
+            json!({"contract_id": "c", "citizen": ME, "force": "yes"}),
+            "force",
+        ),
+    ] {
+        let answer = mcp.call(id, tool, args);
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&format!("`{key}`")), "{message}");
+        assert!(
+            message.len() < 400,
+            "a short message: {} bytes",
+            message.len()
+        );
+    }
+    let array = mcp.request(
+        9,
+        "tools/call",
+        json!({"name": "polis_status", "arguments": [1, 2]}),
+    );
+    assert_eq!(array["error"]["code"], -32602, "{array}");
+    assert!(array["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("`arguments`"));
+
+    assert!(mcp.request(10, "ping", json!({})).get("result").is_some());
+    assert_eq!(
+        p.read("chronicle.md"),
+        chronicle,
+        "a rejected call writes nothing"
+    );
+    assert!(!p.exists("contracts/open/t.md"));
 }
 
 #[test]

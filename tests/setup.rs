@@ -174,14 +174,21 @@ fn rust_version_is_at_least_every_locked_dependency_s() {
 fn readme_install_and_test_commands_are_the_ones_ci_runs() {
     let readme = repo_file("README.md");
     assert!(readme.contains("\ncargo install --locked --path .\n"));
-    assert!(readme.contains("\ncargo test --locked\n"));
+    assert!(readme.contains("\nscripts/test\n"));
     let ci = repo_file(".ci/run");
-    let last = ci
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-        .unwrap();
-    assert_eq!(last, "cargo test --locked");
+    let runs: Vec<&str> = ci.lines().filter(|l| l.trim() == "scripts/test").collect();
+    assert_eq!(runs.len(), 1, ".ci/run calls the test command exactly once");
+    assert!(
+        ci.contains("\ncargo package --locked"),
+        "CI packages the crate"
+    );
+    assert!(
+        ci.contains("\nscripts/wheel-check\n"),
+        "CI builds and installs the wheel"
+    );
+    // The test command runs the whole suite after bringing its prerequisites.
+    let script = repo_file("scripts/test");
+    assert!(script.contains("exec cargo test --locked --no-fail-fast"));
     // CI checks the minimum Rust with a toolchain rustup installs.
     assert!(ci.contains("rustup toolchain install \"$msrv\" --profile minimal"));
     assert!(ci.contains("cargo +\"$msrv\" check --locked --all-targets"));

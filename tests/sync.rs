@@ -83,14 +83,15 @@ fn settled(id: &str, opener: &str, owner: &str, quality: u8, at: &str) -> String
     )
 }
 
-/// Every regular file under `root`, by relative path (`.git` and `state` left out).
+/// Every regular file under `root`, by relative path (`.git`, `state` and Syncthing's
+/// resumable partial transfers left out).
 fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for e in fs::read_dir(&dir).unwrap().flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name == ".git" {
+            if name == ".git" || name.starts_with(".syncthing.") {
                 continue;
             }
             let t = e.file_type().unwrap();
@@ -213,7 +214,7 @@ fn two_daemons_on_two_git_clones_converge() {
     // anything, so the other daemon derives the same notices on its own), a new contract.
     let la = chronicle_line(ALPHA, "noted", "-", "working on the parser");
     a.append("chronicle.md", &la);
-    // The settlement suggests a next citizen (issue 15): each daemon dispatches the follow-up
+    // The settlement suggests a next citizen: each daemon dispatches the follow-up
     // on its own, A's now and B's once it pulls the settlement.
     let parser = settled("parser", BETA, ALPHA, 5, "2026-03-02 10:00:00").replace(
         "Done.\n",
@@ -228,7 +229,7 @@ fn two_daemons_on_two_git_clones_converge() {
         a.root.join(follow_up).is_file() && a.count(BETA, "handoff-opened") == 1
     });
     let dispatched_on_a = Instant::now();
-    // On B the agents use polisd's commands (issue 13) instead of editing files: open, claim
+    // On B the agents use polisd's commands instead of editing files: open, claim
     // and settle a contract, and log a line; every one appends its chronicle line.
     let line_of = |out: std::process::Output| -> String {
         assert!(
@@ -974,7 +975,7 @@ fn the_only_writer_reports_a_notice_another_machine_delivered() {
     .unwrap();
     let daemon = p.start_daemon();
     // Another machine's daemon already told beta (its block arrived with the sync).
-    let other = polisd::protocol::inbox::Notification::contract_settled(
+    let other = polisd::protocol::delivery::inbox::Notification::contract_settled(
         BETA,
         "parser",
         "parser",
@@ -1039,7 +1040,7 @@ fn other_conflict_copies_are_reported_once_and_a_stats_copy_is_removed() {
 }
 
 /// An inbox conflict copy that arrives while the inbox is still being written (main's
-/// stability rule, issue 21) is not merged then; it is merged as soon as the inbox has been
+/// stability rule) is not merged then; it is merged as soon as the inbox has been
 /// quiet for the window (the deferred inbox's own pass), not at the next rescan minutes later,
 /// and the owner's bytes are all kept.
 #[test]
@@ -1144,7 +1145,7 @@ fn two_copies(prepare: impl FnOnce(&TestPolis)) -> (TestPolis, TestPolis) {
     (a, b)
 }
 
-/// Issue 17, "no wall-clock values in generated files": two daemons whose clocks are two days
+/// "no wall-clock values in generated files": two daemons whose clocks are two days
 /// apart see the same synced causes (a settlement, one without a quality, a proposed
 /// amendment, a chronicle line that breaks a rule) and write byte-identical inboxes: each
 /// notice's heading is its cause's time (`settled_at`, `proposed_at`, the line's stamp),
@@ -1276,7 +1277,7 @@ fn two_daemons_with_different_clocks_write_byte_identical_inboxes() {
     }
 }
 
-/// Issue 17: reflection on day D on clone A and on day D+1 on clone B (B's daemon was off on
+/// Reflection on day D on clone A and on day D+1 on clone B (B's daemon was off on
 /// D and has not received A's proposal yet) files the same proposal under the same id with
 /// the same bytes, because the id, `proposed_at` and `expires_at` come from the evidence (the
 /// newest settlement it cites), not from the day each ran; after a Syncthing-style sync the
@@ -1361,4 +1362,1010 @@ fn reflection_on_two_days_on_two_clones_files_one_proposal() {
         misroute[0].contains(&format!("/{day}-misroute-rust.md")),
         "{misroute:?}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A team on real sync tools: the settling window, duplicates, votes, episodes, owners
+
+/// A polis whose daemon's settling window is `window` (the harness's default is short).
+fn with_settling(p: &TestPolis, window: &str) {
+    fs::write(
+        p.dir.path().join("polisd.toml"),
+        format!("[watch]\ndebounce = \"50ms\"\nsettling = \"{window}\"\n\n[log]\nlevel = \"debug\"\n\n[dashboard]\nlisten = \"127.0.0.1:0\"\n"),
+    )
+    .unwrap();
+}
+
+/// Waits until the daemon has logged `count` lines holding `text`.
+#[track_caller]
+fn wait_logged(p: &TestPolis, daemon: &Daemon, text: &str, count: usize) {
+    wait_for(p, &format!("{count} log lines with {text:?}"), || {
+        daemon.log_text().matches(text).count() >= count
+    });
+}
+
+/// While a peer catches up, a chronicle line arrives before the contract it links to. The
+/// finding is held for the settling window and dropped when the contract arrives within it;
+/// a link that still points to nothing once the polis is quiet is told.
+#[test]
+fn a_link_to_a_contract_still_in_transit_is_not_a_notice() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    with_settling(&p, "1500ms");
+    let daemon = p.start_daemon();
+    let contract = settled("parser", FOUNDER, ALPHA, 4, "2026-03-02 10:00:00");
+    p.append(
+        "chronicle.md",
+        &chronicle_line(
+            ALPHA,
+            "settled contract",
+            "[[contracts/settled/parser]]",
+            "done",
+        ),
+    );
+    wait_logged(&p, &daemon, "held for the settling window", 1);
+    p.save("contracts/settled/parser.md", &contract);
+    wait_logged(&p, &daemon, "resolved itself within the settling window", 1);
+    assert_eq!(p.count(ALPHA, "chronicle-finding"), 0);
+
+    // A link to a contract that never arrives: told once the window is over.
+    p.append(
+        "chronicle.md",
+        &chronicle_line(
+            ALPHA,
+            "settled contract",
+            "[[contracts/settled/lexer]]",
+            "done",
+        ),
+    );
+    wait_for(&p, "the notice about the dangling link", || {
+        p.count(ALPHA, "chronicle-finding") == 1
+    });
+    assert!(p
+        .read(&format!("citizens/{ALPHA}/inbox.md"))
+        .contains("C006"));
+}
+
+/// Syncthing writes an arriving conflict copy under a temporary name first
+/// (`.syncthing.<copy>.tmp`): neither a conflict copy nor a record, so no P009 and no notice.
+#[test]
+fn syncthings_temporary_conflict_copy_is_no_conflict() {
+    let p = TestPolis::init(FOUNDER);
+    let daemon = p.start_daemon();
+    let tmp = ".syncthing.chronicle.sync-conflict-20260302-120000-BBBBBBB.md.tmp";
+    p.save(
+        tmp,
+        "- 2026-03-02 12:00 | founder-agent | noted | - | in flight\n",
+    );
+    p.append(
+        "chronicle.md",
+        &chronicle_line(FOUNDER, "noted", "-", "after"),
+    );
+    wait_logged(&p, &daemon, "chronicle line validated", 1);
+    let check: serde_json::Value =
+        serde_json::from_slice(&p.polisd(&["check", "--json"]).stdout).unwrap();
+    assert!(!check.to_string().contains("P009"), "{check}");
+    assert!(p.exists(tmp), "a transfer's file is left alone");
+    assert_eq!(p.count(FOUNDER, "sync-conflict"), 0);
+    assert!(!daemon.log_text().contains("P009"), "{}", daemon.log_text());
+}
+
+/// A chronicle line appended twice (an agent followed "append the missing line" while the
+/// line was still in transit) is a P024 finding told to its author, and `check` reports it.
+#[test]
+fn a_chronicle_line_appended_twice_is_a_finding() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    let _daemon = p.start_daemon();
+    let line = chronicle_line(ALPHA, "noted", "-", "working on the parser");
+    p.append("chronicle.md", &line);
+    p.append("chronicle.md", &line);
+    wait_for(&p, "the duplicate's notice", || {
+        p.count(ALPHA, "chronicle-finding") == 1
+    });
+    assert!(p
+        .read(&format!("citizens/{ALPHA}/inbox.md"))
+        .contains("P024"));
+    let check: serde_json::Value =
+        serde_json::from_slice(&p.polisd(&["check", "--json"]).stdout).unwrap();
+    let dups: Vec<&serde_json::Value> = check["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "P024")
+        .collect();
+    assert_eq!(dups.len(), 1, "{check}");
+}
+
+/// A settled file's finding (P018: its status is not `settled`) reaches the citizen who
+/// settled it; when that citizen is gone, the index keeper.
+#[test]
+fn a_finding_in_a_settled_file_reaches_its_author() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    let _daemon = p.start_daemon();
+    let wrong = |id: &str, owner: &str| {
+        settled(id, FOUNDER, owner, 4, "2026-03-02 10:00:00")
+            .replace("status: settled", "status: claimed")
+    };
+    p.save("contracts/settled/parser.md", &wrong("parser", ALPHA));
+    wait_for(&p, "the owner's notice", || {
+        p.count(ALPHA, "record-finding") == 1
+    });
+    assert!(p
+        .read(&format!("citizens/{ALPHA}/inbox.md"))
+        .contains("P018"));
+    // Settled by a citizen who left (no card), opened by one who is gone too: the keeper.
+    p.save(
+        "contracts/settled/lexer.md",
+        &wrong("lexer", "gone-agent-one")
+            .replace("opened_by: founder-agent", "opened_by: gone-agent-two"),
+    );
+    wait_for(&p, "the index keeper's notice", || {
+        p.count(FOUNDER, "record-finding") == 1
+    });
+    assert!(p
+        .read(&format!("citizens/{FOUNDER}/inbox.md"))
+        .contains("lexer"));
+}
+
+/// Two clones of one repository with a founded polis and polisd's merge driver, A's pushed.
+fn two_clones() -> (tempfile::TempDir, TestPolis, TestPolis) {
+    let origin = tempfile::tempdir().unwrap();
+    git(origin.path(), &["init", "-q", "--bare", "-b", "main", "."]);
+    let url = origin.path().display().to_string();
+    let a = machine(|d| {
+        git(d, &["clone", "-q", &url, "project"]);
+        d.join("project")
+    });
+    let project_a = a.root.parent().unwrap().to_path_buf();
+    found(&project_a);
+    assert!(a.polisd(&["git-setup", "--program", BIN]).status.success());
+    git(&project_a, &["add", "-A"]);
+    git(&project_a, &["commit", "-qm", "found the polis"]);
+    git(&project_a, &["push", "-q", "origin", "main"]);
+    let b = machine(|d| {
+        git(d, &["clone", "-q", &url, "project"]);
+        d.join("project")
+    });
+    assert!(b.polisd(&["git-setup", "--program", BIN]).status.success());
+    (origin, a, b)
+}
+
+fn project(p: &TestPolis) -> PathBuf {
+    p.root.parent().unwrap().to_path_buf()
+}
+
+fn commit_all(p: &TestPolis, message: &str) {
+    git(&project(p), &["add", "-A"]);
+    if !git(&project(p), &["status", "--porcelain"]).is_empty() {
+        git(&project(p), &["commit", "-qm", message]);
+    }
+}
+
+fn pull(p: &TestPolis) {
+    git(
+        &project(p),
+        &["pull", "-q", "--no-rebase", "--no-edit", "origin", "main"],
+    );
+}
+
+/// Two machines vote on one amendment in the same minute: each vote is a file of its own, git
+/// merges them without a conflict, and the tally counts both.
+#[test]
+fn two_machines_voting_on_one_amendment_merge_and_both_count() {
+    let (_origin, a, b) = two_clones();
+    b.citizen("gamma-agent-three", "google", &[("rust", 2)], "low");
+    let out = a.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "Reviews for high stakes",
+        "--by",
+        FOUNDER,
+        "--quorum",
+        "4",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let aid = v["amendment_id"].as_str().unwrap().to_string();
+    commit_all(&a, "propose");
+    git(&project(&a), &["push", "-q", "origin", "main"]);
+    commit_all(&b, "gamma");
+    pull(&b);
+    for (p, who) in [(&a, ALPHA), (&b, BETA)] {
+        let out = p.polisd(&["amendment", "vote", &aid, "--as", who, "--vote", "agree"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        commit_all(p, "vote");
+    }
+    git(&project(&b), &["push", "-q", "origin", "main"]);
+    pull(&a); // panics on a conflict
+    let list: serde_json::Value =
+        serde_json::from_slice(&a.polisd(&["amendment", "list", "--json"]).stdout).unwrap();
+    let agree = list["amendments"][0]["votes"]["agree"].to_string();
+    assert!(agree.contains(ALPHA) && agree.contains(BETA), "{list}");
+    for (rel, bytes) in tree(&a.root) {
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("<<<<<<<"),
+            "{rel}"
+        );
+    }
+    // The tally counts both votes: with the proposer's, 3 of the 4 the quorum asks; gamma's
+    // makes 4 and ratifies it.
+    let out = a.polisd(&[
+        "amendment",
+        "vote",
+        &aid,
+        "--as",
+        "gamma-agent-three",
+        "--vote",
+        "agree",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _daemon = a.start_daemon();
+    wait_for(&a, "the ratification", || {
+        a.exists(&format!("amendments/ratified/{aid}.md"))
+    });
+}
+
+/// A race between two worktrees' agents (claims going back and forth) is one episode: one
+/// notice to the index keeper, however many times the copies change; once they agree the
+/// episode is over, and the next race is told again.
+#[test]
+fn a_worktree_race_gives_one_notice() {
+    let p = machine(|d| {
+        let project = d.join("project");
+        fs::create_dir_all(&project).unwrap();
+        git(&project, &["init", "-q", "-b", "main"]);
+        project
+    });
+    let project = project(&p);
+    found(&project);
+    let open = "contracts/open/tokenizer.md";
+    let text = "---\ncontract_id: tokenizer\ntitle: Tokenizer\nopened_by: founder-agent\nowner: null\nstatus: proposed\nrequired_tags: [rust]\nrouting:\n  recommended_by_router: beta-agent-two\n---\n\n## Intent\n\nTokens.\n";
+    p.save(open, text);
+    git(&project, &["add", "-A"]);
+    git(&project, &["commit", "-qm", "open tokenizer"]);
+    let wt2 = p.dir.path().join("wt2");
+    git(
+        &project,
+        &["worktree", "add", "-q", wt2.to_str().unwrap(), "-b", "two"],
+    );
+    with_settling(&p, "800ms");
+    let daemon = p.start_daemon();
+    let claim = |root: &Path, who: &str| {
+        let claimed = text
+            .replace("owner: null", &format!("owner: {who}"))
+            .replace("status: proposed", "status: claimed");
+        fs::write(root.join(open), claimed).unwrap();
+    };
+    // Six changes in a row, each one a different divergence.
+    for who in [ALPHA, BETA, FOUNDER, ALPHA, BETA, FOUNDER] {
+        claim(&wt2.join("_polis"), who);
+        claim(&p.root, if who == ALPHA { BETA } else { ALPHA });
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    wait_for(&p, "the episode's notice", || {
+        p.count(FOUNDER, "worktree-diverged") == 1
+    });
+    let inbox = p.read(&format!("citizens/{FOUNDER}/inbox.md"));
+    assert!(inbox.contains("once for this episode"), "{inbox}");
+    // The race goes on: still one notice.
+    claim(&p.root, FOUNDER);
+    let before = daemon.log_text().matches("pass done").count();
+    wait_for(&p, "the next pass", || {
+        daemon.log_text().matches("pass done").count() > before
+    });
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(p.count(FOUNDER, "worktree-diverged"), 1);
+    // The copies agree: the episode is over. A new race is a new episode.
+    fs::write(wt2.join("_polis").join(open), text).unwrap();
+    fs::write(p.root.join(open), text).unwrap();
+    wait_logged(&p, &daemon, "the worktrees episode is over", 1);
+    claim(&p.root, ALPHA);
+    wait_for(&p, "the second episode's notice", || {
+        p.count(FOUNDER, "worktree-diverged") == 2
+    });
+}
+
+/// git's rename detection pairs template-similar contracts: A routes X while B settles X and
+/// opens a similar Y, and on A's pull A's routing edit would land in Y. polisd writes a
+/// routing block only into a contract still local to its clone; a committed one is routed by
+/// notice alone, so nothing of A's lands in Y.
+#[test]
+fn a_routing_never_lands_in_another_contract_through_a_rename() {
+    let (_origin, a, b) = two_clones();
+    let body = "\n## Intent\n\nMake the parser faster on large inputs, with benchmarks and a short report of what changed and why.\n\n## Acceptance\n\n- Benchmarks in benches/.\n- No regression in the test suite.\n";
+    let contract = |id: &str| {
+        format!("---\ncontract_id: {id}\ntitle: {id}\nopened_by: {FOUNDER}\nopened_at: 2026-03-02 10:00\nowner: null\nstatus: proposed\nrequired_tags: [rust]\nrouting:\n  recommended_by_router: null\n---\n{body}")
+    };
+    b.save("contracts/open/x.md", &contract("x"));
+    commit_all(&b, "open x");
+    git(&project(&b), &["push", "-q", "origin", "main"]);
+    let daemon = a.start_daemon();
+    pull(&a);
+    // A's daemon routes X by notice: the committed file stays as it is.
+    wait_for(&a, "the routing notice", || {
+        [ALPHA, BETA, FOUNDER]
+            .iter()
+            .map(|c| a.count(c, "contract-routed"))
+            .sum::<usize>()
+            == 1
+    });
+    assert_eq!(a.read("contracts/open/x.md"), contract("x"));
+    drop(daemon);
+    // B settles X and opens Y, a contract much like X.
+    let settled_x = contract("x")
+        .replace("owner: null", &format!("owner: {ALPHA}"))
+        .replace(
+            "status: proposed",
+            "status: settled\nsettled_at: 2026-03-02 11:00\nquality_score: 4",
+        )
+        + "\n## Settlement\n\nDone.\n";
+    b.save("contracts/settled/x.md", &settled_x);
+    fs::remove_file(b.path("contracts/open/x.md")).unwrap();
+    b.save("contracts/open/y.md", &contract("y"));
+    commit_all(&b, "settle x, open y");
+    git(&project(&b), &["push", "-q", "origin", "main"]);
+    commit_all(&a, "a's work");
+    pull(&a);
+    assert_eq!(a.read("contracts/open/y.md"), contract("y"));
+    assert!(!a.exists("contracts/open/x.md"));
+
+    // A contract opened on this clone and not committed yet is routed in place.
+    a.save("contracts/open/z.md", &contract("z"));
+    let _daemon = a.start_daemon();
+    wait_for(&a, "z's routing block", || {
+        !a.read("contracts/open/z.md")
+            .contains("recommended_by_router: null")
+    });
+}
+
+/// Runs a polisd command, asserting it succeeded; its JSON answer.
+#[track_caller]
+fn run_ok(p: &TestPolis, args: &[&str]) -> serde_json::Value {
+    let out = p.polisd(args);
+    assert!(
+        out.status.success(),
+        "polisd {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+}
+
+/// The chronicle line a command answered with, newline included.
+fn line_in(v: &serde_json::Value) -> Option<String> {
+    v["line"]
+        .as_str()
+        .or(v["chronicle"]["line"].as_str())
+        .map(|l| format!("{l}\n"))
+}
+
+/// The contract ids in one folder of a clone whose `status` is `status`.
+fn contracts_with(p: &TestPolis, folder: &str, status: &str) -> Vec<String> {
+    let mut out: Vec<String> = fs::read_dir(p.path(&format!("contracts/{folder}")))
+        .map(|d| d.flatten().collect::<Vec<_>>())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let id = name.strip_suffix(".md")?.to_string();
+            let text = fs::read_to_string(e.path()).ok()?;
+            text.contains(&format!("\nstatus: {status}\n"))
+                .then_some(id)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Commits what a clone has, merges the others' work and pushes: the sync of one machine.
+fn sync_clone(p: &TestPolis) {
+    commit_all(p, "sync");
+    pull(p);
+    git(&project(p), &["push", "-q", "origin", "main"]);
+}
+
+/// Three machines, one citizen on each, 200 random operations (seeded): opens, claims,
+/// settles, proposals, votes and log lines, each machine syncing through one git remote at
+/// random moments. Then each machine's daemon runs, and the machines sync until nothing is left
+/// to commit. The polises are identical, hold no conflict marker, every agent line once, the
+/// same `routing_stats.yml` as a rebuild, and no notice the final state does not justify.
+#[test]
+fn three_git_clones_after_200_random_operations_are_identical() {
+    use rand::{Rng, SeedableRng};
+    let seed: u64 = std::env::var("POLISD_SYNC_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20261205);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let (_origin, a, b) = two_clones();
+    let url = _origin.path().display().to_string();
+    let c = machine(|d| {
+        git(d, &["clone", "-q", &url, "project"]);
+        d.join("project")
+    });
+    assert!(c.polisd(&["git-setup", "--program", BIN]).status.success());
+    let machines = [&a, &b, &c];
+    let citizens = [ALPHA, BETA, FOUNDER];
+    let mut lines: Vec<String> = Vec::new();
+    let mut opened = 0;
+    let mut proposed = 0;
+    let mut votes: BTreeMap<(&str, String), &str> = BTreeMap::new();
+    for step in 0..200 {
+        let m = rng.random_range(0..3);
+        let (p, me) = (machines[m], citizens[m]);
+        let roll = rng.random_range(0..100);
+        let answer = match roll {
+            0..=17 => {
+                opened += 1;
+                let title = format!("task {m} {opened}");
+                Some(run_ok(
+                    p,
+                    &[
+                        "contract", "open", "--title", &title, "--by", me, "--tags", "rust",
+                        "--json",
+                    ],
+                ))
+            }
+            18..=32 => {
+                // Agents claim the contracts their machine opened: two machines claiming one
+                // contract is a real conflict between agents (P011), not the sync's.
+                let mine: Vec<String> = contracts_with(p, "open", "proposed")
+                    .into_iter()
+                    .filter(|id| id.starts_with(&format!("task-{m}-")))
+                    .collect();
+                (!mine.is_empty()).then(|| {
+                    let id = &mine[rng.random_range(0..mine.len())];
+                    run_ok(p, &["contract", "claim", id, "--as", me, "--json"])
+                })
+            }
+            33..=47 => {
+                let mine: Vec<String> = contracts_with(p, "open", "claimed")
+                    .into_iter()
+                    .filter(|id| id.starts_with(&format!("task-{m}-")))
+                    .collect();
+                (!mine.is_empty()).then(|| {
+                    let id = &mine[rng.random_range(0..mine.len())];
+                    let q = rng.random_range(1..=5).to_string();
+                    run_ok(
+                        p,
+                        &[
+                            "contract",
+                            "settle",
+                            id,
+                            "--quality",
+                            &q,
+                            "--minutes",
+                            "20",
+                            "--lesson",
+                            &format!("what {id} taught"),
+                            "--impact",
+                            "3",
+                            "--json",
+                        ],
+                    )
+                })
+            }
+            48..=54 => {
+                proposed += 1;
+                Some(run_ok(
+                    p,
+                    &[
+                        "amendment",
+                        "propose",
+                        "--title",
+                        &format!("rule {m} {proposed}"),
+                        "--by",
+                        me,
+                        "--quorum",
+                        "9",
+                        "--json",
+                    ],
+                ))
+            }
+            55..=69 => {
+                let open: Vec<String> = fs::read_dir(p.path("amendments/proposed"))
+                    .map(|d| {
+                        d.flatten()
+                            .filter_map(|e| {
+                                e.file_name()
+                                    .to_string_lossy()
+                                    .strip_suffix(".md")
+                                    .map(str::to_string)
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (!open.is_empty()).then(|| {
+                    let aid = &open[rng.random_range(0..open.len())];
+                    // A vote that repeats the citizen's last one would be the same line
+                    // twice in one minute: one event written twice (P024). It changes sides.
+                    let last = votes.get(&(me, aid.clone())).copied();
+                    let vote = match last {
+                        Some("agree") => "disagree",
+                        Some(_) => "agree",
+                        None => ["agree", "disagree"][rng.random_range(0..2)],
+                    };
+                    votes.insert((me, aid.clone()), vote);
+                    let why = format!("step {step}");
+                    run_ok(
+                        p,
+                        &[
+                            "amendment",
+                            "vote",
+                            aid,
+                            "--as",
+                            me,
+                            "--vote",
+                            vote,
+                            "--rationale",
+                            &why,
+                            "--json",
+                        ],
+                    )
+                })
+            }
+            70..=79 => Some(run_ok(
+                p,
+                &[
+                    "log",
+                    "--as",
+                    me,
+                    "noted",
+                    "--note",
+                    &format!("step {step}"),
+                    "--json",
+                ],
+            )),
+            _ => {
+                sync_clone(p);
+                None
+            }
+        };
+        if let Some(line) = answer.as_ref().and_then(line_in) {
+            lines.push(line);
+        }
+    }
+    // Every machine's daemon derives its notices, and the machines sync until they agree.
+    let daemons: Vec<Daemon> = machines.iter().map(|p| p.start_daemon()).collect();
+    for _ in 0..6 {
+        for p in machines {
+            quiet(p);
+            sync_clone(p);
+        }
+        for p in machines {
+            quiet(p);
+            commit_all(p, "sync");
+            pull(p);
+        }
+        let heads: BTreeSet<String> = machines
+            .iter()
+            .map(|p| git(&project(p), &["rev-parse", "HEAD"]))
+            .collect();
+        let clean = machines
+            .iter()
+            .all(|p| git(&project(p), &["status", "--porcelain"]).is_empty());
+        if clean && heads.len() == 1 {
+            break;
+        }
+    }
+    drop(daemons);
+    assert_converged(&a, &b, &[]);
+    assert_converged(&b, &c, &[]);
+    let chronicle = a.read("chronicle.md");
+    for l in &lines {
+        assert_eq!(
+            chronicle.lines().filter(|h| *h == l.trim_end()).count(),
+            1,
+            "seed {seed}: {l:?} once in\n{chronicle}"
+        );
+    }
+    assert_eq!(
+        a.read("contracts/routing_stats.yml"),
+        c.read("contracts/routing_stats.yml")
+    );
+    // The final state holds no finding (but the harness citizens' missing status files), so
+    // no notice may report one, or a sync conflict or a divergence.
+    let check: serde_json::Value =
+        serde_json::from_slice(&a.polisd(&["check", "--json"]).stdout).unwrap();
+    let findings: Vec<&serde_json::Value> = check["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] != "P015")
+        .collect();
+    assert!(findings.is_empty(), "seed {seed}: {findings:#?}");
+    let unjustified: Vec<Marker> = a
+        .all_markers()
+        .into_iter()
+        .filter(|m| {
+            [
+                "chronicle-finding",
+                "record-finding",
+                "sync-conflict",
+                "worktree-diverged",
+            ]
+            .contains(&m.kind.as_str())
+        })
+        .collect();
+    assert!(unjustified.is_empty(), "seed {seed}: {unjustified:#?}");
+    assert!(
+        opened > 10 && proposed > 3,
+        "the run did some of everything"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Two real Syncthing instances on localhost
+
+/// A free TCP port on localhost (bound, read and released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One Syncthing instance: its home, device id and ports.
+struct Syncthing {
+    home: PathBuf,
+    id: String,
+    listen: u16,
+    gui: u16,
+}
+
+/// The Debian package's binary; a missing one fails the test, naming it.
+const SYNCTHING: &str = "/usr/bin/syncthing";
+
+impl Syncthing {
+    /// Generates keys and a device id in a home of its own (`HOME` too, so nothing is
+    /// created in the user's).
+    fn generate(home: PathBuf) -> Syncthing {
+        assert!(
+            Path::new(SYNCTHING).is_file(),
+            "{SYNCTHING} is missing: install the Debian package `syncthing` (apt-get install syncthing)"
+        );
+        let out = Command::new(SYNCTHING)
+            .args(["generate", "--no-default-folder"])
+            .arg(format!("--home={}", home.display()))
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let id = regex::Regex::new(r"[A-Z0-9]{7}(-[A-Z0-9]{7}){7}")
+            .unwrap()
+            .find(&text)
+            .unwrap_or_else(|| panic!("no device id from `syncthing generate`: {text}"))
+            .as_str()
+            .to_string();
+        Syncthing {
+            home,
+            id,
+            listen: free_port(),
+            gui: free_port(),
+        }
+    }
+
+    /// Writes a config that shares `folder` with `peer` only: no discovery, relays, NAT or
+    /// usage reporting; the watcher's delay at one second.
+    fn configure(&self, folder: &Path, peer: &Syncthing) {
+        let device = |s: &Syncthing| {
+            format!(
+                "    <device id=\"{}\" name=\"{}\" compression=\"metadata\" introducer=\"false\">\n        <address>tcp://127.0.0.1:{}</address>\n    </device>\n",
+                s.id, s.listen, s.listen
+            )
+        };
+        let config = format!(
+            "<configuration version=\"36\">\n    <folder id=\"polis\" label=\"polis\" path=\"{}\" type=\"sendreceive\" rescanIntervalS=\"10\" fsWatcherEnabled=\"true\" fsWatcherDelayS=\"1\" ignorePerms=\"false\" autoNormalize=\"true\">\n        <device id=\"{}\"></device>\n        <device id=\"{}\"></device>\n        <minDiskFree unit=\"%\">0</minDiskFree>\n        <maxConflicts>-1</maxConflicts>\n        <markerName>.stfolder</markerName>\n        <order>random</order>\n        <maxConcurrentWrites>2</maxConcurrentWrites>\n        <weakHashThresholdPct>25</weakHashThresholdPct>\n    </folder>\n{}{}    <gui enabled=\"true\" tls=\"false\">\n        <address>127.0.0.1:{}</address>\n        <apikey>polisd-test-{}</apikey>\n    </gui>\n    <options>\n        <listenAddress>tcp://127.0.0.1:{}</listenAddress>\n        <globalAnnounceEnabled>false</globalAnnounceEnabled>\n        <localAnnounceEnabled>false</localAnnounceEnabled>\n        <relaysEnabled>false</relaysEnabled>\n        <natEnabled>false</natEnabled>\n        <urAccepted>-1</urAccepted>\n        <crashReportingEnabled>false</crashReportingEnabled>\n        <autoUpgradeIntervalH>0</autoUpgradeIntervalH>\n        <startBrowser>false</startBrowser>\n        <minHomeDiskFree unit=\"%\">0</minHomeDiskFree>\n    </options>\n</configuration>\n",
+            folder.display(),
+            self.id,
+            peer.id,
+            device(self),
+            device(peer),
+            self.gui,
+            self.listen,
+            self.listen
+        );
+        fs::write(self.home.join("config.xml"), config).unwrap();
+        fs::create_dir_all(folder.join(".stfolder")).unwrap();
+        // polisd's own temporary files never travel.
+        fs::write(folder.join(".stignore"), ".polisd-*\n").unwrap();
+    }
+
+    /// Starts the instance, killed when the returned guard is dropped (pass or fail).
+    fn start(&self) -> Killed {
+        let log = fs::File::create(self.home.join("syncthing.log")).unwrap();
+        Killed::new(
+            Command::new(SYNCTHING)
+                .arg("serve")
+                .arg(format!("--home={}", self.home.display()))
+                .args(["--no-browser", "--no-restart", "--no-default-folder"])
+                .env("HOME", &self.home)
+                .env("STNOUPGRADE", "1")
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        )
+    }
+}
+
+/// The tree of a polis as Syncthing leaves it to compare: its own in-flight files left out.
+/// Files that vanish while it reads (a transfer renamed into place) are left out.
+fn synced_tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(".syncthing.") || name.starts_with(".polisd-") {
+                continue;
+            }
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                Ok(t) if t.is_file() => {
+                    if let Ok(bytes) = fs::read(e.path()) {
+                        let rel = e.path().strip_prefix(root).unwrap().display().to_string();
+                        out.insert(rel, bytes);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Two machines synced by two real Syncthing instances, each running polisd, 100 random
+/// operations on each side: they converge, with every agent line once, the same stats, and no
+/// P009, C009 or C006 that the transfer itself caused.
+#[test]
+fn two_daemons_on_two_real_syncthing_instances_converge() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(20261206);
+    let a = machine(|d| d.join("project"));
+    let project_a = project(&a);
+    fs::create_dir_all(&project_a).unwrap();
+    found(&project_a);
+    let b = machine(|d| d.join("project"));
+    let project_b = project(&b);
+    fs::create_dir_all(&project_b).unwrap();
+    let sa = Syncthing::generate(a.dir.path().join("syncthing"));
+    let sb = Syncthing::generate(b.dir.path().join("syncthing"));
+    sa.configure(&project_a, &sb);
+    sb.configure(&project_b, &sa);
+    let _ka = sa.start();
+    let _kb = sb.start();
+    let converged = || {
+        let ta = synced_tree(&a.root);
+        ta == synced_tree(&b.root) && ta.contains_key("CONSTITUTION.md")
+    };
+    wait_until(
+        "B to receive the polis",
+        Duration::from_secs(120),
+        converged,
+    );
+    with_settling(&a, "3s");
+    with_settling(&b, "3s");
+    let _da = a.start_daemon();
+    let _db = b.start_daemon();
+
+    let machines = [(&a, ALPHA, 0), (&b, BETA, 1)];
+    let mut lines = Vec::new();
+    let mut done = [0; 2];
+    let mut opened = [0; 2];
+    let mut proposed = 0;
+    let mut votes: BTreeMap<(&str, String), &str> = BTreeMap::new();
+    while done.iter().any(|d| *d < 100) {
+        let m = if done[0] >= 100 {
+            1
+        } else if done[1] >= 100 {
+            0
+        } else {
+            rng.random_range(0..2)
+        };
+        done[m] += 1;
+        let (p, me, _) = machines[m];
+        let step = done[m];
+        let answer = match rng.random_range(0..100) {
+            0..=19 => {
+                opened[m] += 1;
+                let title = format!("work {m} {}", opened[m]);
+                Some(run_ok(
+                    p,
+                    &[
+                        "contract", "open", "--title", &title, "--by", me, "--tags", "rust",
+                        "--json",
+                    ],
+                ))
+            }
+            20..=39 => {
+                let mine: Vec<String> = contracts_with(p, "open", "proposed")
+                    .into_iter()
+                    .filter(|id| id.starts_with(&format!("work-{m}-")))
+                    .collect();
+                (!mine.is_empty()).then(|| {
+                    let id = &mine[rng.random_range(0..mine.len())];
+                    run_ok(p, &["contract", "claim", id, "--as", me, "--json"])
+                })
+            }
+            40..=59 => {
+                let mine: Vec<String> = contracts_with(p, "open", "claimed")
+                    .into_iter()
+                    .filter(|id| id.starts_with(&format!("work-{m}-")))
+                    .collect();
+                (!mine.is_empty()).then(|| {
+                    let id = &mine[rng.random_range(0..mine.len())];
+                    run_ok(
+                        p,
+                        &[
+                            "contract",
+                            "settle",
+                            id,
+                            "--quality",
+                            "4",
+                            "--minutes",
+                            "20",
+                            "--lesson",
+                            &format!("what {id} taught"),
+                            "--impact",
+                            "3",
+                            "--json",
+                        ],
+                    )
+                })
+            }
+            60..=64 => {
+                proposed += 1;
+                Some(run_ok(
+                    p,
+                    &[
+                        "amendment",
+                        "propose",
+                        "--title",
+                        &format!("norm {m} {proposed}"),
+                        "--by",
+                        me,
+                        "--quorum",
+                        "9",
+                        "--json",
+                    ],
+                ))
+            }
+            65..=79 => {
+                let open: Vec<String> = fs::read_dir(p.path("amendments/proposed"))
+                    .map(|d| {
+                        d.flatten()
+                            .filter_map(|e| {
+                                e.file_name()
+                                    .to_string_lossy()
+                                    .strip_suffix(".md")
+                                    .map(str::to_string)
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (!open.is_empty())
+                    .then(|| {
+                        let aid = &open[rng.random_range(0..open.len())];
+                        let vote = match votes.get(&(me, aid.clone())).copied() {
+                            Some("agree") => "disagree",
+                            _ => "agree",
+                        };
+                        votes.insert((me, aid.clone()), vote);
+                        let why = format!("step {m} {step}");
+                        // The daemon may have rejected it meanwhile (its quorum is out of reach):
+                        // the vote is refused then, and writes nothing.
+                        let out = p.polisd(&[
+                            "amendment",
+                            "vote",
+                            aid,
+                            "--as",
+                            me,
+                            "--vote",
+                            vote,
+                            "--rationale",
+                            &why,
+                            "--json",
+                        ]);
+                        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+                    })
+                    .filter(|v| v["ok"] != false)
+            }
+            _ => Some(run_ok(
+                p,
+                &[
+                    "log",
+                    "--as",
+                    me,
+                    "noted",
+                    "--note",
+                    &format!("step {m} {step}"),
+                    "--json",
+                ],
+            )),
+        };
+        if let Some(line) = answer.as_ref().and_then(line_in) {
+            lines.push(line);
+        }
+        // Agents take a moment between actions; the sync runs meanwhile.
+        std::thread::sleep(Duration::from_millis(rng.random_range(0..60)));
+    }
+    // Converged: the same tree on both sides, unchanged across the settling window.
+    wait_until(
+        "the two machines to converge",
+        Duration::from_secs(240),
+        || {
+            if !converged() {
+                std::thread::sleep(Duration::from_millis(300));
+                return false;
+            }
+            let before = synced_tree(&a.root);
+            std::thread::sleep(Duration::from_millis(4000));
+            converged() && synced_tree(&a.root) == before
+        },
+    );
+    if let Ok(dir) = std::env::var("POLISD_SYNC_DEBUG") {
+        let dir = Path::new(&dir);
+        fs::create_dir_all(dir).unwrap();
+        for (name, p, s) in [("a", &a, &sa), ("b", &b, &sb)] {
+            let _ = fs::copy(
+                p.dir.path().join("daemon.log"),
+                dir.join(format!("{name}-daemon.log")),
+            );
+            let _ = fs::copy(
+                s.home.join("syncthing.log"),
+                dir.join(format!("{name}-syncthing.log")),
+            );
+            let _ = fs::write(
+                dir.join(format!("{name}-chronicle.md")),
+                p.read("chronicle.md"),
+            );
+        }
+        fs::write(dir.join("lines.txt"), lines.concat()).unwrap();
+    }
+    assert_converged(&a, &b, &lines);
+    for p in [&a, &b] {
+        for m in p.all_markers() {
+            assert_ne!(m.kind, "sync-conflict", "{m:?}");
+        }
+        for id in [ALPHA, BETA, FOUNDER] {
+            let inbox = p.read(&format!("citizens/{id}/inbox.md"));
+            for code in ["C009", "C006", "P009"] {
+                assert!(!inbox.contains(code), "{code} told to {id}:\n{inbox}");
+            }
+        }
+    }
+    let check: serde_json::Value =
+        serde_json::from_slice(&a.polisd(&["check", "--json"]).stdout).unwrap();
+    let findings: Vec<&serde_json::Value> = check["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] != "P015")
+        .collect();
+    assert!(findings.is_empty(), "{findings:#?}");
 }

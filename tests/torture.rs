@@ -1,4 +1,4 @@
-//! The torture test (issue 5 part 1): four simulated agents, each a separate process, act on
+//! The torture test: four simulated agents, each a separate process, act on
 //! one polis the way agents do — `>>` chronicle appends (a tenth of them invalid), contracts
 //! opened, claimed (double claims included) and settled by `mv` or by an editor-style save,
 //! amendments proposed and voted on in both vote forms, cards edited — while `polisd run` is
@@ -34,7 +34,7 @@ mod harness;
 mod reference;
 
 use harness::{copy_tree, markers_in, wait_until, TestPolis, BIN};
-use polisd::protocol::inbox::{Kind, Notification};
+use polisd::protocol::delivery::inbox::{Kind, Notification};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -851,7 +851,7 @@ fn required_notices(p: &TestPolis, expect: &Expectations) -> BTreeSet<(String, S
     }
     let contracts = |dir: &str| contracts_in(p, dir);
     for (id, text) in contracts("contracts/open") {
-        let c = polisd::protocol::contract::Contract::parse(&text).unwrap_or_default();
+        let c = polisd::protocol::contracts::contract::Contract::parse(&text).unwrap_or_default();
         if c.owner.is_none() {
             if let Some(r) = &c.routing.recommended_by_router {
                 add(Notification::contract_routed(r, &id, "", 0.0, false));
@@ -864,7 +864,7 @@ fn required_notices(p: &TestPolis, expect: &Expectations) -> BTreeSet<(String, S
         }
     }
     for (id, text) in contracts("contracts/settled") {
-        let c = polisd::protocol::contract::Contract::parse(&text).unwrap_or_default();
+        let c = polisd::protocol::contracts::contract::Contract::parse(&text).unwrap_or_default();
         let (Some(owner), Some(opener)) = (&c.owner, &c.opened_by) else {
             continue;
         };
@@ -880,7 +880,7 @@ fn required_notices(p: &TestPolis, expect: &Expectations) -> BTreeSet<(String, S
         ("ratified", "amendments/ratified"),
     ] {
         for (id, text) in contracts(status_dir) {
-            let a = polisd::protocol::amendment::parse(&text, &id).unwrap();
+            let a = polisd::protocol::amendments::amendment::parse(&text, &id).unwrap();
             let status = a.status.clone().unwrap_or_default();
             let proposer = a.proposed_by.clone().unwrap_or_default();
             match (folder, status.as_str()) {
@@ -908,9 +908,9 @@ fn required_notices(p: &TestPolis, expect: &Expectations) -> BTreeSet<(String, S
     }
     for a in AGENTS {
         let text = p.read(&format!("citizens/{a}/capability_card.yml"));
-        let card = polisd::protocol::card::parse(&text).unwrap();
+        let card = polisd::protocol::citizens::card::parse(&text).unwrap();
         let v = card.verify();
-        if v.state == polisd::protocol::card::VerifyState::Mismatch {
+        if v.state == polisd::protocol::citizens::card::VerifyState::Mismatch {
             let actual = v.computed.unwrap_or_default();
             add(Notification::card_changed(a, a, &actual));
             add(Notification::card_changed(FOUNDER, a, &actual));
@@ -945,7 +945,7 @@ fn check(p: &TestPolis, expect: &Expectations) -> Vec<String> {
         ("ratified", "amendments/ratified"),
     ] {
         for (id, text) in contracts_in(p, dir) {
-            let status = polisd::protocol::amendment::parse(&text, &id)
+            let status = polisd::protocol::amendments::amendment::parse(&text, &id)
                 .ok()
                 .and_then(|a| a.status)
                 .unwrap_or_default();

@@ -4,7 +4,7 @@
 
 use chrono::NaiveDateTime;
 use libfuzzer_sys::fuzz_target;
-use polisd::protocol::amendment::{self, TallyContext};
+use polisd::protocol::amendments::amendment::{self, TallyContext};
 use polisd::protocol::clock::{PolisTime, PolisZone};
 use polisd::protocol::frontmatter;
 use std::collections::BTreeSet;

@@ -2,101 +2,33 @@
 //! routing strategies (the baselines, every [`Policy`], and an all-knowing oracle) compete on
 //! the same stream of contracts.
 //!
-//! The world is built the way the reference's `polis bench` builds it (issue 7 §2); the
+//! The world is built the way the reference's `polis bench` builds it; the
 //! learning strategies are scored by the production scoring (SPEC §7) against statistics
 //! updated exactly as reconcile does, and only ever see settled quality, never skill. Nothing
 //! here touches a polis; the only file written is the optional plot.
 
-use crate::protocol::contract::Contract;
-use crate::protocol::routing::policy::{
-    self, History, Outcome, Policy, PolicyInput, PosteriorParams,
-};
+use crate::protocol::contracts::contract::Contract;
+use crate::protocol::routing::policy::{History, Outcome, Policy, PolicyInput, PosteriorParams};
 use crate::protocol::routing::score::{self, Candidate};
+use crate::protocol::routing::stats::{self, RoutingStats, Settlement};
 use crate::protocol::settings::{Weights, DEFAULT_LESSON_CAP};
-use crate::protocol::stats::{self, RoutingStats, Settlement};
 use crate::yaml::Value;
 use anyhow::Context;
-use rand::RngCore;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::fmt;
 use std::io::Write;
 use std::ops::Range;
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use super::chart;
+use super::linucb::{self, LinUcb};
+use super::world;
 
-/// Cost units of the envelopes `low`, `medium`, `high` (the reference bench's).
-const COST_UNITS: [f64; 3] = [1.0, 2.0, 4.0];
-const COST_NAMES: [&str; 3] = ["low", "medium", "high"];
 /// Width of the window (in contracts) used to measure recovery after a mid-run change.
 pub const RECOVERY_WINDOW: usize = 50;
 /// Share of the oracle's gain a window must recover to count as recovered.
 pub const RECOVERY_SHARE: f64 = 0.8;
-
-/// The bench's worlds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scenario {
-    /// 4 citizens, 5 tags, 500 contracts; nothing changes.
-    #[default]
-    Default,
-    /// As default, but at mid-run the citizen with the lowest mean skill gets better: each of
-    /// its skills s becomes 1.2 − s (its card is not updated).
-    Drift,
-    /// As default, but at mid-run a strong citizen joins (skills uniform in [0.6, 1.0]).
-    Newcomer,
-    /// 12 citizens, 20 tags, 2,000 contracts.
-    Large,
-}
-
-impl Scenario {
-    pub const ALL: [Scenario; 4] = [
-        Scenario::Default,
-        Scenario::Drift,
-        Scenario::Newcomer,
-        Scenario::Large,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Scenario::Default => "default",
-            Scenario::Drift => "drift",
-            Scenario::Newcomer => "newcomer",
-            Scenario::Large => "large",
-        }
-    }
-
-    /// (contracts, citizens, tags) when the options do not say.
-    pub fn sizes(self) -> (usize, usize, usize) {
-        match self {
-            Scenario::Large => (2000, 12, 20),
-            _ => (500, 4, 5),
-        }
-    }
-}
-
-impl fmt::Display for Scenario {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Scenario {
-    type Err = anyhow::Error;
-
-    fn from_str(s: &str) -> anyhow::Result<Scenario> {
-        Scenario::ALL
-            .into_iter()
-            .find(|x| x.name() == s.trim())
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "unknown scenario `{s}`; expected default, drift, newcomer or large"
-                )
-            })
-    }
-}
+pub use super::world::{Drift, Scenario, SimCitizen, SimContract, SimRng, World};
 
 /// Parses `--seeds`: `A..B` (B excluded, as in Rust), `A..=B` (B included) or a single seed.
 pub fn parse_seeds(text: &str) -> anyhow::Result<Range<u64>> {
@@ -152,16 +84,19 @@ pub enum Strategy {
     RoundRobin,
     /// Always the highest mean self-rating over the contract's tags (no learning).
     StaticSelf,
+    /// Cost-aware contextual LinUCB, the published routers' baseline ([`linucb`]).
+    LinUcb,
     Policy(Policy),
     /// Picks by the hidden skill: the ceiling, not a real strategy.
     Oracle,
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 8] = [
+    pub const ALL: [Strategy; 9] = [
         Strategy::Random,
         Strategy::RoundRobin,
         Strategy::StaticSelf,
+        Strategy::LinUcb,
         Strategy::Policy(Policy::EpsilonGreedy),
         Strategy::Policy(Policy::Ucb),
         Strategy::Policy(Policy::Thompson),
@@ -174,246 +109,10 @@ impl Strategy {
             Strategy::Random => "random",
             Strategy::RoundRobin => "round-robin",
             Strategy::StaticSelf => "static-self",
+            Strategy::LinUcb => "linucb",
             Strategy::Policy(p) => p.name(),
             Strategy::Oracle => "oracle",
         }
-    }
-}
-
-/// The bench's random numbers: xoshiro256** seeded through splitmix64, written out here so a
-/// seed gives the same world whatever version of `rand` is in the lock file.
-#[derive(Debug, Clone)]
-pub struct SimRng {
-    s: [u64; 4],
-}
-
-impl SimRng {
-    /// A generator for one `stream` (world, contracts, picks) of one seed.
-    pub fn new(seed: u64, stream: u64) -> SimRng {
-        let mut x = seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03);
-        let mut next = || {
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
-        SimRng {
-            s: [next(), next(), next(), next()],
-        }
-    }
-
-    fn unit(&mut self) -> f64 {
-        policy::unit_f64(self)
-    }
-
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.unit()
-    }
-
-    /// A uniform index below `n` (n > 0).
-    fn below(&mut self, n: usize) -> usize {
-        ((self.unit() * n as f64) as usize).min(n - 1)
-    }
-
-    fn gauss(&mut self, sd: f64) -> f64 {
-        sd * policy::standard_normal(self)
-    }
-}
-
-impl RngCore for SimRng {
-    fn next_u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        let s = &mut self.s;
-        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
-        let t = s[1] << 17;
-        s[2] ^= s[0];
-        s[3] ^= s[1];
-        s[1] ^= s[2];
-        s[0] ^= s[3];
-        s[2] ^= t;
-        s[3] = s[3].rotate_left(45);
-        result
-    }
-
-    fn fill_bytes(&mut self, dst: &mut [u8]) {
-        for chunk in dst.chunks_mut(8) {
-            let bytes = self.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&bytes[..chunk.len()]);
-        }
-    }
-}
-
-/// One simulated citizen.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SimCitizen {
-    pub id: String,
-    /// Hidden skill per tag (index into [`World::tags`]), in [0.2, 1.0].
-    pub skill: Vec<f64>,
-    /// The card's self-rating per tag, 1–5.
-    pub self_rating: Vec<u8>,
-    /// Index into low/medium/high.
-    pub cost: usize,
-    /// The contract index from which the citizen exists (0 for the founders).
-    pub joins_at: usize,
-}
-
-impl SimCitizen {
-    pub fn cost_envelope(&self) -> &'static str {
-        COST_NAMES[self.cost]
-    }
-}
-
-/// One simulated contract.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SimContract {
-    /// One or two distinct tag indexes.
-    pub tags: Vec<usize>,
-    /// The settlement noise, N(0, 0.6): drawn once per contract so every strategy faces the
-    /// same luck and differences come from the picks alone.
-    pub noise: f64,
-}
-
-/// A mid-run change of one citizen's skills.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Drift {
-    pub at: usize,
-    pub citizen: usize,
-    pub skill: Vec<f64>,
-}
-
-/// A bench world: citizens, the contract stream, and what changes at mid-run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct World {
-    pub tags: Vec<String>,
-    pub citizens: Vec<SimCitizen>,
-    pub contracts: Vec<SimContract>,
-    pub drift: Option<Drift>,
-    /// The contract index where the scenario changes (drift or newcomer), if it does.
-    pub change_at: Option<usize>,
-}
-
-/// The self-rating a citizen of this skill writes on its card: overconfident and compressed.
-fn self_rating(skill: f64, rng: &mut SimRng) -> u8 {
-    let raw = (3.2 + 1.6 * skill + rng.uniform(-0.5, 0.5)).round_ties_even();
-    raw.clamp(1.0, 5.0) as u8
-}
-
-fn make_citizen(i: usize, n_tags: usize, lo: f64, joins_at: usize, rng: &mut SimRng) -> SimCitizen {
-    let skill: Vec<f64> = (0..n_tags).map(|_| rng.uniform(lo, 1.0)).collect();
-    let self_rating = skill.iter().map(|&s| self_rating(s, rng)).collect();
-    SimCitizen {
-        id: format!("agent-{i:02}"),
-        skill,
-        self_rating,
-        cost: rng.below(3),
-        joins_at,
-    }
-}
-
-impl World {
-    /// Builds the world of one seed. Founders, then any newcomer, come from the world stream;
-    /// the contracts from their own stream, so the same seed gives the same contracts for any
-    /// number of citizens.
-    pub fn generate(
-        scenario: Scenario,
-        n_contracts: usize,
-        n_citizens: usize,
-        n_tags: usize,
-        seed: u64,
-    ) -> World {
-        let mut rng = SimRng::new(seed, 0);
-        let tags: Vec<String> = (0..n_tags).map(|i| format!("tag-{i:02}")).collect();
-        let mut citizens: Vec<SimCitizen> = (0..n_citizens)
-            .map(|i| make_citizen(i, n_tags, 0.2, 0, &mut rng))
-            .collect();
-        let mid = n_contracts / 2;
-        let mut drift = None;
-        let mut change_at = None;
-        match scenario {
-            Scenario::Newcomer => {
-                citizens.push(make_citizen(n_citizens, n_tags, 0.6, mid, &mut rng));
-                change_at = Some(mid);
-            }
-            Scenario::Drift if !citizens.is_empty() => {
-                let mean = |c: &SimCitizen| c.skill.iter().sum::<f64>();
-                let weakest = (0..citizens.len())
-                    .min_by(|&a, &b| mean(&citizens[a]).total_cmp(&mean(&citizens[b])))
-                    .expect("at least one citizen");
-                let skill = citizens[weakest].skill.iter().map(|s| 1.2 - s).collect();
-                drift = Some(Drift {
-                    at: mid,
-                    citizen: weakest,
-                    skill,
-                });
-                change_at = Some(mid);
-            }
-            _ => {}
-        }
-        let mut seq = SimRng::new(seed, 1);
-        let contracts = (0..n_contracts)
-            .map(|_| {
-                let k = if n_tags >= 2 && seq.unit() < 0.5 {
-                    2
-                } else {
-                    1
-                };
-                let mut pool: Vec<usize> = (0..n_tags).collect();
-                let mut picked = Vec::with_capacity(k);
-                for j in 0..k.min(n_tags) {
-                    let r = j + seq.below(n_tags - j);
-                    pool.swap(j, r);
-                    picked.push(pool[j]);
-                }
-                SimContract {
-                    tags: picked,
-                    noise: seq.gauss(0.6),
-                }
-            })
-            .collect();
-        World {
-            tags,
-            citizens,
-            contracts,
-            drift,
-            change_at,
-        }
-    }
-
-    /// Skill of citizen `c` on tag `t` for contract `k` (after any drift).
-    pub fn skill(&self, c: usize, t: usize, k: usize) -> f64 {
-        match &self.drift {
-            Some(d) if d.citizen == c && k >= d.at => d.skill[t],
-            _ => self.citizens[c].skill[t],
-        }
-    }
-
-    /// Mean skill of citizen `c` over contract `k`'s tags.
-    pub fn mean_skill(&self, c: usize, k: usize) -> f64 {
-        let tags = &self.contracts[k].tags;
-        tags.iter().map(|&t| self.skill(c, t, k)).sum::<f64>() / tags.len() as f64
-    }
-
-    /// The settled quality when citizen `c` does contract `k`: round(4·skill + 1 + noise),
-    /// clamped to 1–5 (Python's round, half to even).
-    pub fn quality(&self, c: usize, k: usize) -> f64 {
-        (4.0 * self.mean_skill(c, k) + 1.0 + self.contracts[k].noise)
-            .round_ties_even()
-            .clamp(1.0, 5.0)
-    }
-
-    /// The quality citizen `c` is expected to deliver on contract `k`, before noise.
-    pub fn expected_quality(&self, c: usize, k: usize) -> f64 {
-        4.0 * self.mean_skill(c, k) + 1.0
-    }
-
-    fn present(&self, k: usize) -> Vec<usize> {
-        (0..self.citizens.len())
-            .filter(|&c| self.citizens[c].joins_at <= k)
-            .collect()
     }
 }
 
@@ -447,12 +146,15 @@ impl Learner {
                 has_blockers: false,
             })
             .collect();
-        // Every bench contract has the default cost ceiling (medium), as the reference's do.
+        // Outside `teams` every contract has the default cost ceiling (medium), as the
+        // reference's do.
         let contracts = world
             .contracts
             .iter()
             .map(|c| Contract {
                 required_tags: c.tags.iter().map(|&t| world.tags[t].clone()).collect(),
+                cost_ceiling_raw: Some(Value::Str(world::COST_NAMES[c.ceiling].to_string())),
+                stakes: c.high_stakes.then(|| "high".to_string()),
                 ..Contract::default()
             })
             .collect();
@@ -496,7 +198,7 @@ impl Learner {
         present: &[usize],
         params: &PosteriorParams,
         rng: &mut SimRng,
-    ) -> usize {
+    ) -> (usize, bool) {
         let contract = &self.contracts[k];
         let st = self.stats(&contract.required_tags);
         let ctx = score::Context {
@@ -515,18 +217,25 @@ impl Learner {
             scores: &scores,
             history: &self.history,
             weights: Weights::default(),
-            explore_rate: score::adaptive_explore_rate(
-                stats::DEFAULT_EXPLORE_RATE,
-                &contract.required_tags,
-                &st,
-            ),
+            // The reference bench widens epsilon-greedy's rate where leaders are unsure; the
+            // other policies run with the seed's rate as polis.yml states it.
+            explore_rate: if policy == Policy::EpsilonGreedy {
+                score::adaptive_explore_rate(
+                    stats::DEFAULT_EXPLORE_RATE,
+                    &contract.required_tags,
+                    &st,
+                )
+            } else {
+                stats::DEFAULT_EXPLORE_RATE
+            },
         };
         let pick = policy.pick_with(&input, params, rng);
         let id = pick.citizen.expect("the bench always has candidates");
-        *present
+        let chosen = *present
             .iter()
             .find(|&&c| world.citizens[c].id == id)
-            .expect("the pick is a candidate")
+            .expect("the pick is a candidate");
+        (chosen, pick.exploration)
     }
 
     fn record(&mut self, world: &World, citizen: usize, k: usize, quality: f64) {
@@ -566,41 +275,75 @@ struct Run {
     curve: Vec<f64>,
     /// Expected quality (before noise) of each pick.
     expected: Vec<f64>,
+    /// Share of the picks a policy made off its best estimate (exploring).
+    explore_share: f64,
+}
+
+/// The cost term LinUCB adds to its bound: the production score's, with the default weights.
+fn cost_term(world: &World, c: usize, k: usize) -> f64 {
+    Weights::default().cost
+        * score::cost_fit(
+            Some(world::COST_NAMES[world.contracts[k].ceiling]),
+            Some(world.citizens[c].cost_envelope()),
+        )
 }
 
 fn run_strategy(world: &World, strategy: Strategy, seed: u64, params: &PosteriorParams) -> Run {
     let mut rng = SimRng::new(seed, 100);
     let mut learner = matches!(strategy, Strategy::Policy(_)).then(|| Learner::new(world));
+    let n_tags = world.tags.len();
+    let mut lin = (strategy == Strategy::LinUcb)
+        .then(|| LinUcb::new(world.citizens.len(), LinUcb::dim(n_tags), linucb::ALPHA));
     let mut rr = 0usize;
     let n = world.contracts.len();
-    let (mut total_q, mut total_cost) = (0.0, 0.0);
+    let (mut total_q, mut total_cost, mut explored) = (0.0, 0.0, 0usize);
     let mut curve = Vec::with_capacity(n);
     let mut expected = Vec::with_capacity(n);
+    let self_rating = |c: usize, tags: &[usize]| {
+        tags.iter()
+            .map(|&t| f64::from(world.citizens[c].self_rating[t]))
+            .sum::<f64>()
+            / tags.len() as f64
+    };
     for k in 0..n {
         let present = world.present(k);
-        let tags = &world.contracts[k].tags;
-        let chosen = match (strategy, &learner) {
-            (Strategy::Random, _) => present[rng.below(present.len())],
-            (Strategy::RoundRobin, _) => {
+        let contract = &world.contracts[k];
+        let tags = &contract.tags;
+        let context = |c: usize| {
+            LinUcb::context(
+                n_tags,
+                tags,
+                self_rating(c, tags),
+                contract.high_stakes,
+                contract.ceiling,
+            )
+        };
+        let chosen = match (strategy, &learner, &lin) {
+            (Strategy::Random, ..) => present[rng.below(present.len())],
+            (Strategy::RoundRobin, ..) => {
                 rr += 1;
                 present[(rr - 1) % present.len()]
             }
-            (Strategy::StaticSelf, _) => first_max(&present, |c| {
-                tags.iter()
-                    .map(|&t| world.citizens[c].self_rating[t] as f64)
-                    .sum()
+            (Strategy::StaticSelf, ..) => first_max(&present, |c| self_rating(c, tags)),
+            (Strategy::Oracle, ..) => first_max(&present, |c| world.mean_skill(c, k)),
+            (Strategy::LinUcb, _, Some(m)) => first_max(&present, |c| {
+                m.upper_bound(c, &context(c)) + cost_term(world, c, k)
             }),
-            (Strategy::Oracle, _) => first_max(&present, |c| world.mean_skill(c, k)),
-            (Strategy::Policy(policy), Some(l)) => {
-                l.pick(world, policy, k, &present, params, &mut rng)
+            (Strategy::Policy(policy), Some(l), _) => {
+                let (c, exploring) = l.pick(world, policy, k, &present, params, &mut rng);
+                explored += usize::from(exploring);
+                c
             }
-            (Strategy::Policy(_), None) => unreachable!("a policy strategy has a learner"),
+            _ => unreachable!("a learning strategy has its learner"),
         };
         let q = world.quality(chosen, k);
         total_q += q;
-        total_cost += COST_UNITS[world.citizens[chosen].cost];
+        total_cost += world.cost_units[world.citizens[chosen].cost];
         if let Some(l) = &mut learner {
             l.record(world, chosen, k, q);
+        }
+        if let Some(m) = &mut lin {
+            m.update(chosen, &context(chosen), q / 5.0);
         }
         curve.push(total_q / (k + 1) as f64);
         expected.push(world.expected_quality(chosen, k));
@@ -610,6 +353,7 @@ fn run_strategy(world: &World, strategy: Strategy, seed: u64, params: &Posterior
         cost_per_contract: total_cost / n as f64,
         curve,
         expected,
+        explore_share: explored as f64 / n as f64,
     }
 }
 
@@ -677,6 +421,11 @@ pub struct StrategyResult {
     pub oracle_gain: f64,
     /// The same share computed per seed, then averaged.
     pub oracle_gain_per_seed: f64,
+    /// Half the width of the 95 % interval of `oracle_gain_per_seed` over the seeds
+    /// (Student's t).
+    pub oracle_gain_interval: f64,
+    /// Share of the picks a policy made off its best estimate (0 for the others).
+    pub explore_share: f64,
     /// Seeds where its mean quality is strictly above static self-rating's.
     pub seeds_beating_static: usize,
     /// Seeds where its cost per contract is at most round-robin's.
@@ -706,6 +455,24 @@ impl BenchReport {
             .find(|r| r.strategy == strategy.name())
             .expect("every strategy runs")
     }
+}
+
+/// The mean of `xs` and half the width of its 95 % interval (Student's t; 0 for one value).
+pub fn mean_interval(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len();
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean, 0.0);
+    }
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    // t(0.975) for 1..=30 degrees of freedom; beyond, the normal's 1.96 is within 2 %.
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    let t = T.get(n - 2).copied().unwrap_or(1.96);
+    (mean, t * (var / n as f64).sqrt())
 }
 
 /// Per contract: the oracle's expected quality and an average present citizen's.
@@ -811,11 +578,11 @@ pub fn run_bench(opts: &BenchOptions, out: &mut dyn Write) -> anyhow::Result<Ben
         .enumerate()
         .map(|(i, s)| {
             let mq = avg(i, &|r| r.mean_quality);
-            let per_seed_gain = runs
+            let gains: Vec<f64> = runs
                 .iter()
                 .map(|r| share(r[i].mean_quality, r[rr].mean_quality, r[or].mean_quality))
-                .sum::<f64>()
-                / n_seeds;
+                .collect();
+            let (per_seed_gain, gain_interval) = mean_interval(&gains);
             let curve = (0..contracts)
                 .map(|k| runs.iter().map(|r| r[i].curve[k]).sum::<f64>() / n_seeds)
                 .collect();
@@ -830,6 +597,8 @@ pub fn run_bench(opts: &BenchOptions, out: &mut dyn Write) -> anyhow::Result<Ben
                 cost_per_contract: avg(i, &|r| r.cost_per_contract),
                 oracle_gain: share(mq, rr_q, or_q),
                 oracle_gain_per_seed: per_seed_gain,
+                oracle_gain_interval: gain_interval,
+                explore_share: avg(i, &|r| r.explore_share),
                 seeds_beating_static: runs
                     .iter()
                     .filter(|r| r[i].mean_quality > r[st].mean_quality)
@@ -867,38 +636,35 @@ fn write_report(r: &BenchReport, out: &mut dyn Write) -> std::io::Result<()> {
     let n_seeds = seeds.end - seeds.start;
     writeln!(
         out,
-        "Routing bench: scenario {}, {} contracts, {} citizens, {} tags, seeds {}..{} ({} worlds)",
+        "Routing bench: world {}, {} contracts, {} citizens, {} tags, seeds {}..{} ({} worlds)",
         r.scenario, r.contracts, r.citizens, r.tags, seeds.start, seeds.end, n_seeds
     )?;
-    if let Some(at) = r.change_at {
-        let what = match r.scenario {
-            Scenario::Drift => "the weakest citizen gets better",
-            _ => "a strong citizen joins",
-        };
+    if let (Some(at), Some(what)) = (r.change_at, r.scenario.change()) {
         writeln!(out, "change at contract {at}: {what}")?;
+    } else if let Some(what) = r.scenario.change() {
+        writeln!(out, "during the run: {what}")?;
     }
     writeln!(out)?;
     writeln!(
         out,
-        "| strategy       | mean quality | cost/contract | oracle gain | (per seed) | beats static | cost <= rr |"
+        "| strategy       | mean quality | cost/contract | oracle gain (95% interval) | beats static | explores |"
     )?;
     writeln!(
         out,
-        "|----------------|-------------:|--------------:|------------:|-----------:|-------------:|-----------:|"
+        "|----------------|-------------:|--------------:|---------------------------:|-------------:|---------:|"
     )?;
     for s in &r.results {
         writeln!(
             out,
-            "| {:<14} | {:>12.3} | {:>13.3} | {:>10.1}% | {:>9.1}% | {:>6}/{:<5} | {:>4}/{:<5} |",
+            "| {:<14} | {:>12.3} | {:>13.3} | {:>17.1}% ± {:>4.1} | {:>6}/{:<5} | {:>7.1}% |",
             s.strategy,
             s.mean_quality,
             s.cost_per_contract,
-            100.0 * s.oracle_gain,
             100.0 * s.oracle_gain_per_seed,
+            100.0 * s.oracle_gain_interval,
             s.seeds_beating_static,
             n_seeds,
-            s.seeds_cost_within_round_robin,
-            n_seeds
+            100.0 * s.explore_share,
         )?;
     }
     if r.change_at.is_some() {
@@ -943,30 +709,18 @@ fn write_report(r: &BenchReport, out: &mut dyn Write) -> std::io::Result<()> {
     let default = r.get(Strategy::Policy(Policy::default()));
     let rr = r.get(Strategy::RoundRobin);
     writeln!(out)?;
-    // Issue 7's targets are set for the default scenario only.
-    let targets = r.scenario == Scenario::Default;
-    let target = |t: &'static str| if targets { t } else { "" };
     writeln!(out, "Default policy ({}):", Policy::default())?;
     writeln!(
         out,
-        "  oracle gain recovered: {:.1}%, per-seed mean {:.1}%{}",
-        100.0 * default.oracle_gain,
+        "  oracle gain recovered: {:.1}% ± {:.1} (per seed), {:.1}% on the seed means",
         100.0 * default.oracle_gain_per_seed,
-        target(" (target 80%)")
+        100.0 * default.oracle_gain_interval,
+        100.0 * default.oracle_gain,
     )?;
     writeln!(
         out,
-        "  better than static self-ratings in {}/{} seeds{}",
-        default.seeds_beating_static,
-        n_seeds,
-        target(" (target: 15 of 20)")
-    )?;
-    writeln!(
-        out,
-        "  cost per contract {:.3} vs round-robin {:.3}{}",
-        default.cost_per_contract,
-        rr.cost_per_contract,
-        target(" (target: not higher)")
+        "  better than static self-ratings in {}/{} seeds; cost per contract {:.3} vs round-robin {:.3}",
+        default.seeds_beating_static, n_seeds, default.cost_per_contract, rr.cost_per_contract,
     )?;
     if let Some(rec) = &default.recovery {
         writeln!(
@@ -980,11 +734,81 @@ fn write_report(r: &BenchReport, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Runs the bench on every world with the same options (sizes left to each world), prints
+/// each world's report and then one table of every strategy's oracle-gain share on every
+/// world. This is what `polisd bench routing` does without `--scenario`.
+pub fn run_all_worlds(
+    opts: &BenchOptions,
+    out: &mut dyn Write,
+) -> anyhow::Result<Vec<BenchReport>> {
+    let mut reports = Vec::new();
+    for scenario in Scenario::ALL {
+        let world_opts = BenchOptions {
+            scenario,
+            plot: None,
+            ..opts.clone()
+        };
+        reports.push(run_bench(&world_opts, out)?);
+        writeln!(out)?;
+    }
+    write_summary(&reports, out)?;
+    Ok(reports)
+}
+
+/// One row per strategy, one column per world: oracle-gain share ± its 95 % interval.
+pub fn write_summary(reports: &[BenchReport], out: &mut dyn Write) -> std::io::Result<()> {
+    let Some(first) = reports.first() else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "Oracle-gain share by world (mean over seeds {}..{} ± 95% interval):",
+        first.seeds.start, first.seeds.end
+    )?;
+    writeln!(out)?;
+    let mut header = "| strategy       |".to_string();
+    let mut rule = "|----------------|".to_string();
+    for r in reports {
+        header.push_str(&format!(" {:>14} |", r.scenario.name()));
+        rule.push_str("---------------:|");
+    }
+    writeln!(out, "{header}")?;
+    writeln!(out, "{rule}")?;
+    for s in Strategy::ALL {
+        let mut row = format!("| {:<14} |", s.name());
+        for r in reports {
+            let x = r.get(s);
+            row.push_str(&format!(
+                " {:>7.1}% ± {:>4.1} |",
+                100.0 * x.oracle_gain_per_seed,
+                100.0 * x.oracle_gain_interval
+            ));
+        }
+        writeln!(out, "{row}")?;
+    }
+    let default = Strategy::Policy(Policy::default());
+    for r in reports {
+        if let Some(rec) = &r.get(default).recovery {
+            writeln!(
+                out,
+                "{}: {} recovered in {}/{} seeds, median {} contracts",
+                r.scenario,
+                default.name(),
+                rec.recovered(),
+                rec.per_seed.len(),
+                rec.median().map_or("never".to_string(), |m| m.to_string())
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Colours of the curves, one per strategy in [`Strategy::ALL`] order.
-const CURVE_COLOURS: [[u8; 3]; 8] = [
+const CURVE_COLOURS: [[u8; 3]; 9] = [
     [150, 150, 150], // random
     [90, 90, 90],    // round-robin
     [230, 159, 0],   // static-self
+    [120, 80, 40],   // linucb
     [213, 94, 0],    // epsilon-greedy
     [86, 180, 233],  // ucb
     [204, 121, 167], // thompson

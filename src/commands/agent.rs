@@ -1,5 +1,6 @@
 //! What the agents' commands share: finding the polis, the writer and the clock, and printing
-//! an operation's result (text or `--json`) with the exit code: 0 done, 1 refused. A refusal
+//! an operation's result (text or `--json`) with the exit code: 0 done, 1 refused, 2 a value
+//! that can never be right (a path-like id, a control character). A refusal
 //! is one line on stderr (and `{"ok": false, "error": …}` on stdout with `--json`); nothing
 //! was written.
 
@@ -38,11 +39,11 @@ pub fn finish<T: serde::Serialize>(
                 if let Some(map) = v.as_object_mut() {
                     map.insert("ok".into(), serde_json::Value::Bool(true));
                 }
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                say!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 let out = text(&value);
                 if !out.is_empty() {
-                    println!("{out}");
+                    say!("{out}");
                 }
             }
             Ok(0)
@@ -55,10 +56,10 @@ pub fn finish<T: serde::Serialize>(
                     v["code"] = serde_json::Value::String(finding.code.to_string());
                     v["line"] = serde_json::Value::String(line.clone());
                 }
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                say!("{}", serde_json::to_string_pretty(&v)?);
             }
-            eprintln!("polisd: {line}");
-            Ok(1)
+            tell!("polisd: {line}");
+            Ok(if e.is_usage() { 2 } else { 1 })
         }
     }
 }

@@ -4,7 +4,7 @@ use crate::commands::agent::{finish, read_body, warnings, Env};
 use crate::commands::cli::Deferred;
 use crate::commands::cli::{AmendmentCommand, VoteArg};
 use crate::operations::amendment::{self, ProposeRequest};
-use crate::protocol::amendment::Vote;
+use crate::protocol::amendments::amendment::Vote;
 
 pub fn run(command: AmendmentCommand) -> anyhow::Result<u8> {
     match command {

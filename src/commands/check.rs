@@ -8,7 +8,18 @@ use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Finding;
 
 pub fn run(args: crate::commands::cli::CheckArgs) -> anyhow::Result<u8> {
-    let root = super::locate(args.polis.path.as_deref())?;
+    let root = super::locate(args.polis.path.get())?;
+    // As the reference's `doctor --write-config`: the settings file first, then the check
+    // (which reads it). Never over an existing file, whose comments and values are the polis's.
+    let wrote_config = if args.write_config {
+        let writer = crate::fs::writer::Writer::new(&root)?;
+        Some(writer.create_new(
+            crate::protocol::layout::POLIS_YML,
+            super::init::POLIS_YML.as_bytes(),
+        )?)
+    } else {
+        None
+    };
     let polis = Polis::read(&root);
     let now = PolisTime::system(polis.settings.timezone);
     let (mut found, resolved) = findings_and_resolved(&polis, &now);
@@ -18,18 +29,26 @@ pub fn run(args: crate::commands::cli::CheckArgs) -> anyhow::Result<u8> {
     if args.polis.json {
         let mut report = serde_json::to_value(report(&found))?;
         report["resolved"] = serde_json::to_value(&resolved)?;
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        if let Some(written) = wrote_config {
+            report["config"] = serde_json::json!({ "path": "polis.yml", "written": written });
+        }
+        say!("{}", serde_json::to_string_pretty(&report)?);
     } else {
+        match wrote_config {
+            Some(true) => say!("wrote polis.yml (schema v2, every setting at its default)"),
+            Some(false) => say!("kept polis.yml (it exists; nothing was changed)"),
+            None => {}
+        }
         for f in &found {
-            println!("{f}");
+            say!("{f}");
         }
         if !resolved.is_empty() {
-            println!("resolved ({}; they no longer count):", resolved.len());
+            say!("resolved ({}; they no longer count):", resolved.len());
             for r in &resolved {
-                println!("  {} (resolved by {})", r.finding, r.resolved_by);
+                say!("  {} (resolved by {})", r.finding, r.resolved_by);
             }
         }
-        println!("{}", summary(errors, warnings));
+        say!("{}", summary(errors, warnings));
     }
     Ok(u8::from(errors > 0))
 }

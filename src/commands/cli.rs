@@ -91,7 +91,7 @@ impl<T: Subcommand> Subcommand for Deferred<T> {
 pub fn whole_command() -> clap::Command {
     use clap::CommandFactory as _;
     WHOLE.set(true);
-    let cmd = Cli::command();
+    let cmd = super::help_map::grouped(Cli::command());
     WHOLE.set(false);
     cmd
 }
@@ -131,6 +131,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Report every finding in a polis (chronicle rules, unreadable files, bad records).
+    #[command(visible_alias = "doctor")]
     Check(Deferred<CheckArgs>),
     /// Rebuild contracts/routing_stats.yml from the settled contracts.
     Reconcile(Deferred<PolisArg>),
@@ -148,7 +149,9 @@ pub enum Command {
     Activity(Deferred<ActivityArgs>),
     /// Scaffold a new polis with a founding citizen.
     Init(Deferred<InitArgs>),
-    /// Add a citizen: a stamped capability card, status, inbox, journal and its `joined polis`
+    /// Add a citizen to a polis.
+    ///
+    /// Writes a stamped capability card, status, inbox, journal and its `joined polis`
     /// chronicle line.
     Register(Deferred<RegisterArgs>),
     /// Watch one or more polises and keep them current (the daemon); serves the dashboard.
@@ -161,28 +164,34 @@ pub enum Command {
     Service(Deferred<ServiceArgs>),
     /// Print, check or locate polisd's own configuration file.
     Config(Deferred<ConfigArgs>),
-    /// Open, claim, settle, abandon, show and list contracts (agents' commands).
+    /// Open, claim, settle, abandon, show and list contracts.
     #[command(subcommand)]
     Contract(Deferred<ContractCommand>),
     /// Propose, vote on and list amendments.
     #[command(subcommand)]
     Amendment(Deferred<AmendmentCommand>),
-    /// Append one validated chronicle line (refused, with a corrected example, if it is wrong).
+    /// Append one validated chronicle line.
+    ///
+    /// A wrong line is refused, with a corrected example.
     Log(Deferred<LogArgs>),
     /// File a lesson.
     #[command(subcommand)]
     Lesson(Deferred<LessonCommand>),
     /// Review a contract: write reviews/<stamp>-<cid>.md and announce the decision.
     Review(Deferred<ReviewArgs>),
+    /// Start, follow and write to a council review of a contract.
+    ///
     /// Council review: several citizens deliberate on a contract in rounds, and a chairman
     /// writes a falsifiable verdict (start, status, write a member's contribution).
     #[command(subcommand)]
     Council(Deferred<CouncilCommand>),
-    /// The context packet to read before starting a contract.
+    /// Print the context packet to read before starting a contract.
     Context(Deferred<ContextArgs>),
     /// Add and list guardrails (must-pass criteria inherited by new contracts).
     #[command(subcommand)]
     Guardrail(Deferred<GuardrailCommand>),
+    /// List the contracts a citizen can start now.
+    ///
     /// The contracts a citizen can start now: unowned, every dependency settled, no overlap
     /// with work in progress; recommended ones first, then by how much they unblock.
     Ready(Deferred<ReadyArgs>),
@@ -195,7 +204,9 @@ pub enum Command {
     MergeDriver(Deferred<MergeDriverArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(Deferred<CompletionsArgs>),
-    /// Print the manual page (roff): `polisd man > ~/.local/share/man/man1/polisd.1`.
+    /// Print the manual page (roff).
+    ///
+    /// `polisd man > ~/.local/share/man/man1/polisd.1` (docs/install.md).
     Man,
     /// Reserve project paths (files, folders or globs) so other citizens leave them alone.
     Reserve(Deferred<ReserveArgs>),
@@ -206,15 +217,20 @@ pub enum Command {
     /// Measure polisd against alternatives on simulated worlds.
     #[command(subcommand)]
     Bench(Deferred<BenchCommand>),
-    /// Print a citizen's session primer: who it is, what is routed to it, its claims, votes
-    /// and unread notices (at most about 6 KB).
+    /// Print a citizen's session primer.
+    ///
+    /// Who it is, what is routed to it, its claims, votes and unread notices (at most about
+    /// 6 KB).
     Prime(Deferred<PrimeArgs>),
     /// List a citizen's inbox notices, newest first; mark them read.
     Notices(Deferred<NoticesArgs>),
     /// Keep a citizen's inbox small.
     #[command(subcommand)]
     Inbox(Deferred<InboxCommand>),
-    /// Install, remove or inspect polisd's session hooks in the agent CLIs' project settings.
+    /// Install, remove or inspect the agent CLIs' session hooks.
+    ///
+    /// polisd's session hooks in the project settings of Claude Code, Codex CLI and Gemini
+    /// CLI.
     #[command(subcommand)]
     Hooks(Deferred<HooksCommand>),
     /// What an installed hook runs: reads the agent CLI's JSON payload on stdin, prints what it
@@ -229,17 +245,18 @@ pub enum Command {
 #[derive(Debug, Args, Clone)]
 pub struct AsArg {
     /// The citizen id (default: $POLIS_CITIZEN).
-    #[arg(long = "as", env = "POLIS_CITIZEN", value_name = "ID")]
+    #[arg(long = "as", env = "POLIS_CITIZEN", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
 }
 
 #[derive(Debug, Args)]
 pub struct PrimeArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     #[command(flatten)]
     pub who: AsArg,
-    /// Leave the notices shown unread (by default the primer marks what it shows as read).
+    /// A peek: record nothing. By default the notices shown become read and status.md gets
+    /// `last_seen_event` (the newest chronicle line now seen) and `last_active`.
     #[arg(long)]
     pub no_mark_read: bool,
     /// Print JSON.
@@ -249,8 +266,8 @@ pub struct PrimeArgs {
 
 #[derive(Debug, Args)]
 pub struct NoticesArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     #[command(flatten)]
     pub who: AsArg,
     /// Only the notices not read yet.
@@ -272,8 +289,8 @@ pub enum InboxCommand {
 
 #[derive(Debug, Args)]
 pub struct InboxArchiveArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     #[command(flatten)]
     pub who: AsArg,
     /// Only read notices older than this (`7d`, `12h`, `30m`, `0` for all read notices).
@@ -297,8 +314,8 @@ pub enum HooksCommand {
 
 #[derive(Debug, Args)]
 pub struct HooksTargetArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     /// Claude Code (`.claude/settings.json`).
     #[arg(long)]
     pub claude: bool,
@@ -323,10 +340,11 @@ pub struct HooksTargetArgs {
 pub struct HooksInstallArgs {
     #[command(flatten)]
     pub target: HooksTargetArgs,
-    /// The citizen the hooks act as (default: $POLIS_CITIZEN when the hook runs).
-    #[arg(long = "as", value_name = "ID")]
+    /// The citizen you are in each named CLI. Kept for you in polisd's per-user state, never in
+    /// the settings files (teammates share those): a teammate installs as their own id.
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: Option<String>,
-    /// The polisd command the hooks run.
+    /// The polisd command the hooks run; refused when it is not on PATH (give an absolute path).
     #[arg(long, default_value = "polisd")]
     pub bin: String,
     /// Do not write the bridge pointers (CLAUDE.md, AGENTS.md, GEMINI.md, SKILL.md).
@@ -340,7 +358,8 @@ pub struct HookArgs {
     pub cli: String,
     /// prime (session start) or notices (after tool calls and between turns).
     pub kind: String,
-    /// The citizen id (default: $POLIS_CITIZEN).
+    /// The citizen id (default: $POLIS_CITIZEN, else the id `hooks install --as` recorded for
+    /// this person and CLI).
     #[arg(long = "as", value_name = "ID")]
     pub citizen: Option<String>,
     /// At most one notices check per this many seconds.
@@ -353,6 +372,22 @@ pub enum BenchCommand {
     /// Compare routing strategies (random, round-robin, self-ratings, every policy, the oracle)
     /// on the reference bench's simulated world.
     Routing(Deferred<BenchRoutingArgs>),
+    /// The reference's learning mode: the repeat-error rate of a team that keeps lessons
+    /// against one that does not.
+    Learning(Deferred<BenchLearningArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchLearningArgs {
+    /// Contracts in the run.
+    #[arg(long, default_value_t = 180)]
+    pub contracts: usize,
+    /// The seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -369,25 +404,50 @@ pub struct BenchRoutingArgs {
     /// Capability tags in the world (default: the scenario's).
     #[arg(long)]
     pub tags: Option<usize>,
-    /// default, drift (one citizen's skills change at mid-run), newcomer (a strong citizen
-    /// joins at mid-run) or large (12 citizens, 20 tags, 2,000 contracts).
-    #[arg(long, default_value = "default")]
+    /// all (every world, then one summary table), default, drift (one citizen's skills
+    /// change at mid-run), newcomer (a strong citizen joins at mid-run), large (12 citizens,
+    /// 20 tags, 2,000 contracts), teams (vendors, price tiers, several tags) or churn
+    /// (citizens join, leave, go away and come back).
+    #[arg(long, default_value = "all")]
     pub scenario: String,
     /// Draw the learning curves (running mean quality) to this PNG file.
     #[arg(long)]
     pub plot: Option<PathBuf>,
 }
 
+/// The polis a command works on: a positional PATH or `--polis PATH` (as the agents' commands
+/// take it).
+#[derive(Debug, Args, Clone, Default)]
+pub struct PolisPath {
+    /// Project root or `_polis/` folder (default: found from the working directory).
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
+    /// The same, as a flag.
+    #[arg(
+        long = "polis",
+        visible_alias = "polis-root",
+        value_name = "PATH",
+        conflicts_with = "path"
+    )]
+    pub polis: Option<PathBuf>,
+}
+
+impl PolisPath {
+    pub fn get(&self) -> Option<&std::path::Path> {
+        self.polis.as_deref().or(self.path.as_deref())
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct PolisArg {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
 }
 
 #[derive(Debug, Args)]
 pub struct JsonPolisArg {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -412,11 +472,16 @@ pub struct ActivityArgs {
 pub struct CheckArgs {
     #[command(flatten)]
     pub polis: JsonPolisArg,
+    /// First write polis.yml with every default setting when the polis has none (an existing
+    /// polis.yml is kept as it is).
+    #[arg(long)]
+    pub write_config: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct RouteArgs {
     /// The open contract's id (its file name without `.md`).
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// Project root or `_polis/` folder (default: found from the working directory).
     pub path: Option<PathBuf>,
@@ -456,7 +521,7 @@ pub struct TallyArgs {
 #[derive(Debug, Args)]
 pub struct ReadyArgs {
     /// The citizen whose queue to list.
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -470,7 +535,7 @@ pub struct ReflectArgs {
     #[arg(long)]
     pub apply: bool,
     /// How many contracts, lines or amendments make a pattern recurring.
-    #[arg(long, default_value_t = crate::protocol::reflection::DEFAULT_MIN_EVIDENCE, value_name = "N")]
+    #[arg(long, default_value_t = crate::protocol::amendments::reflection::DEFAULT_MIN_EVIDENCE, value_name = "N")]
     pub min_evidence: usize,
     /// Print JSON.
     #[arg(long)]
@@ -689,7 +754,7 @@ pub struct ReserveArgs {
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<String>,
     /// The citizen reserving (your agent id).
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// Let the reservation expire after this many minutes (default: until released).
     #[arg(long = "ttl-min", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -699,7 +764,7 @@ pub struct ReserveArgs {
     pub note: Option<String>,
     /// The open contract the work is for; the reservation is released when it settles or is
     /// abandoned.
-    #[arg(long, value_name = "CONTRACT_ID")]
+    #[arg(long, value_name = "CONTRACT_ID", value_parser = contract_id)]
     pub contract: Option<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -712,7 +777,7 @@ pub struct ReleaseArgs {
     #[arg(value_name = "PATH")]
     pub paths: Vec<String>,
     /// The citizen releasing (your agent id).
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -724,7 +789,7 @@ pub struct ReservationsArgs {
     #[arg(long)]
     pub all: bool,
     /// Only the reservations of this citizen.
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: Option<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -823,7 +888,7 @@ pub struct ContractOpenArgs {
     #[arg(long)]
     pub title: String,
     /// The opening citizen's id.
-    #[arg(long)]
+    #[arg(long, value_parser = acting_id)]
     pub by: String,
     /// Comma-separated required capability tags.
     #[arg(long, default_value = "")]
@@ -843,9 +908,10 @@ pub struct ContractOpenArgs {
 
 #[derive(Debug, Args)]
 pub struct ContractClaimArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// The claiming citizen's id.
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// Take the contract over from its current owner.
     #[arg(long)]
@@ -856,6 +922,7 @@ pub struct ContractClaimArgs {
 
 #[derive(Debug, Args)]
 pub struct ContractSettleArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// Quality score, 1 to 5.
     #[arg(long, allow_negative_numbers = true)]
@@ -864,7 +931,7 @@ pub struct ContractSettleArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub minutes: Option<u32>,
     /// The settling owner (default: the contract's owner).
-    #[arg(long)]
+    #[arg(long, value_parser = acting_id)]
     pub by: Option<String>,
     /// What came out of it, for the Settlement section.
     #[arg(long)]
@@ -885,11 +952,12 @@ pub struct ContractSettleArgs {
 
 #[derive(Debug, Args)]
 pub struct ContractAbandonArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     #[arg(long)]
     pub reason: Option<String>,
     /// Who abandons it (default: its owner, else its opener).
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: Option<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -915,14 +983,22 @@ pub enum CouncilModeArg {
 
 #[derive(Debug, Args)]
 pub struct CouncilStartArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// full (3 rounds), quick (2 rounds) or duo (2 seats, not anonymised); default: the
     /// contract's `council_mode`, else full.
     #[arg(long, value_enum)]
     pub mode: Option<CouncilModeArg>,
-    /// Comma-separated member ids (default: polisd picks, different vendors first).
-    #[arg(long, value_delimiter = ',', value_name = "ID,ID,…")]
+    /// Comma-separated member ids, each optionally `ID:LENS` (default: polisd picks,
+    /// different vendors first).
+    #[arg(long, value_delimiter = ',', value_name = "ID[:LENS],…")]
     pub panel: Vec<String>,
+    /// Seat a triad: three lenses for a domain (architecture, risk, shipping, …).
+    #[arg(long, value_name = "DOMAIN", conflicts_with_all = ["panel", "profile"])]
+    pub triad: Option<String>,
+    /// Seat a profile: classic, exploration-orthogonal or execution-lean.
+    #[arg(long, value_name = "NAME", conflicts_with = "panel")]
+    pub profile: Option<String>,
     /// The chairman's id (default: the best citizen not on the panel).
     #[arg(long, value_name = "ID")]
     pub chairman: Option<String>,
@@ -938,9 +1014,10 @@ pub struct CouncilStartArgs {
 
 #[derive(Debug, Args)]
 pub struct CouncilWriteArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// The member writing (your agent id).
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// A markdown file with the contribution (`-` reads standard input).
     #[arg(value_name = "FILE")]
@@ -951,6 +1028,7 @@ pub struct CouncilWriteArgs {
 
 #[derive(Debug, Args)]
 pub struct ContractIdArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -987,7 +1065,7 @@ pub struct AgentOnly {
 pub struct AmendmentProposeArgs {
     #[arg(long)]
     pub title: String,
-    #[arg(long)]
+    #[arg(long, value_parser = acting_id)]
     pub by: String,
     /// A markdown file with the problem, the change and the rationale.
     #[arg(long)]
@@ -1004,8 +1082,9 @@ pub struct AmendmentProposeArgs {
 
 #[derive(Debug, Args)]
 pub struct AmendmentVoteArgs {
+    #[arg(value_parser = amendment_id)]
     pub amendment_id: String,
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     #[arg(long, value_enum)]
     pub vote: VoteArg,
@@ -1017,12 +1096,12 @@ pub struct AmendmentVoteArgs {
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// The verb phrase, e.g. "blocked on review" (quote it).
     pub verb: String,
     /// A path relative to _polis/ (`[[…]]` optional).
-    #[arg(long)]
+    #[arg(long, value_parser = link)]
     pub link: Option<String>,
     #[arg(long)]
     pub note: Option<String>,
@@ -1038,13 +1117,13 @@ pub enum LessonCommand {
 
 #[derive(Debug, Args)]
 pub struct LessonFileArgs {
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// Comma-separated capability tags.
     #[arg(long)]
     pub tags: String,
     /// The contract it came from.
-    #[arg(long)]
+    #[arg(long, value_parser = contract_id)]
     pub contract: Option<String>,
     /// Quality impact, 1 to 5.
     #[arg(long, allow_negative_numbers = true)]
@@ -1057,8 +1136,9 @@ pub struct LessonFileArgs {
 
 #[derive(Debug, Args)]
 pub struct ReviewArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     #[arg(long, value_enum)]
     pub decision: DecisionArg,
@@ -1071,6 +1151,7 @@ pub struct ReviewArgs {
 
 #[derive(Debug, Args)]
 pub struct ContextArgs {
+    #[arg(value_parser = contract_id)]
     pub contract_id: String,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -1091,10 +1172,38 @@ pub struct GuardrailAddArgs {
     #[arg(long, default_value = "")]
     pub tags: String,
     /// The contract whose failure taught it.
-    #[arg(long = "from", value_name = "CID")]
+    #[arg(long = "from", value_name = "CID", value_parser = contract_id)]
     pub from: Option<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
+}
+
+/// An id an agent acts as (`--as`, `--by`): no system citizen, nothing that could be a path.
+fn acting_id(value: &str) -> Result<String, String> {
+    crate::protocol::input::check_acting_id(value)
+        .map(|()| value.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// A contract id: a slug, so it can never name a path outside its folder.
+fn contract_id(value: &str) -> Result<String, String> {
+    crate::protocol::input::check_slug("contract id", value)
+        .map(|()| value.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// An amendment id: a slug (`YYYY-MM-DD-<slug>` is one), so it can never name a path.
+fn amendment_id(value: &str) -> Result<String, String> {
+    crate::protocol::input::check_slug("amendment id", value)
+        .map(|()| value.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// A chronicle link that stays inside `_polis/`.
+fn link(value: &str) -> Result<String, String> {
+    crate::protocol::input::check_link(value)
+        .map(|()| value.to_string())
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! `polisd council start|status|write` (issue 16): the work is `operations::council`; this
+//! `polisd council start|status|write`: the work is `operations::council`; this
 //! module parses, calls it and prints. `status` and `write` read only the council's own
 //! files (and the contract, for its title); `start` reads the citizens to seat the panel.
 //!
@@ -29,12 +29,14 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
                     .map(|p| p.trim().to_string())
                     .filter(|p| !p.is_empty())
                     .collect(),
+                triad: a.triad,
+                profile: a.profile,
                 panel_size: a.panel_size.map(usize::from),
                 chairman: a.chairman,
                 round_hours: a.round_hours,
             };
             if let Some(h) = options.round_hours.filter(|h| !(*h > 0.0 && *h <= 720.0)) {
-                eprintln!("polisd: --round-hours {h} is out of range; give a number of hours above 0, at most 720");
+                tell!("polisd: --round-hours {h} is out of range; give a number of hours above 0, at most 720");
                 return Ok(2);
             }
             let r = op::start(
@@ -55,12 +57,16 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
                 );
                 for seat in &s.seats {
                     out.push_str(&format!(
-                        "  {}  {} ({}): {}\n",
-                        seat.label, seat.id, seat.vendor, seat.why
+                        "  {}  {} ({}), lens {}: {}\n",
+                        seat.label,
+                        seat.id,
+                        seat.vendor,
+                        seat.lens.as_deref().unwrap_or("none"),
+                        seat.why
                     ));
                 }
                 out.push_str(&format!(
-                    "  chairman: {}{}\n  round 1 closes {} (or when every seat has written)",
+                    "  chairman: {}{}\n  the restatement gate (round 0) closes {} (or when every seat has written)",
                     s.chairman,
                     if s.chairman_is_owner {
                         " (the owner: nobody was left off the panel)"
@@ -88,8 +94,13 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
                 let mut out = format!("Council on {} ({}): ", s.contract_id, s.mode.as_str());
                 match s.phase {
                     Phase::Rounds => out.push_str(&format!(
-                        "round {} of {} open until {}, at most {} words\n",
+                        "round {}{} of {} open until {}, at most {} words\n",
                         s.round.unwrap_or(0),
+                        if s.round == Some(0) {
+                            " (the restatement gate)"
+                        } else {
+                            ""
+                        },
                         s.rounds,
                         s.closes_at.as_deref().unwrap_or("-"),
                         s.word_limit.unwrap_or(0)
@@ -144,7 +155,7 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
             let text = match read_body(Some(&a.file)) {
                 Ok(t) => t,
                 Err(e) => {
-                    eprintln!("polisd: {e:#}");
+                    tell!("polisd: {e:#}");
                     return Ok(2);
                 }
             };

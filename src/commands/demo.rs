@@ -202,7 +202,10 @@ pub fn run(keep: bool, keep_running: bool, out: &mut dyn Write) -> anyhow::Resul
     say(out, "\n$ polisd status\n")?;
     out.flush()?;
     let status = crate::commands::status::run(crate::commands::cli::JsonPolisArg {
-        path: Some(root.clone()),
+        path: crate::commands::cli::PolisPath {
+            path: Some(root.clone()),
+            polis: None,
+        },
         json: false,
     });
     if let Err(e) = status {
@@ -340,18 +343,19 @@ fn scaffold(project: &Path) -> anyhow::Result<()> {
         (CODEX, "openai", 4, 3, "low"),
         (GEMINI, "google", 4, 4, "medium"),
     ] {
-        let card = format!(
-            "agent_id: {id}\nvendor: {vendor}\nmodel: demo\nregistered: 2026-01-01 00:00:00\n\
-             capability_tags:\n  python:\n    self_rating: {python}\n    evidence: demo\n  \
-             docs:\n    self_rating: {docs}\n    evidence: demo\ncost_envelope:\n  relative: {cost}\n"
-        );
-        let card = crate::protocol::card::stamp(&card)?;
-        write(&root, &format!("citizens/{id}/capability_card.yml"), &card)?;
-        write(
-            &root,
-            &format!("citizens/{id}/inbox.md"),
-            &format!("---\nfile_type: inbox\nowner: {id}\n---\n"),
-        )?;
+        // Registered as `polisd register` would: a stamped card, status, inbox and journal, so
+        // the scene's findings are only the one it stages.
+        let citizen = crate::protocol::citizens::register::NewCitizen {
+            agent_id: id.to_string(),
+            vendor: vendor.to_string(),
+            model: "demo".to_string(),
+            tags: vec![("python".to_string(), python), ("docs".to_string(), docs)],
+            cost: cost.to_string(),
+        };
+        let time = crate::protocol::clock::PolisTime::system(Default::default());
+        for (rel, text) in citizen.files(&time)? {
+            write(&root, &rel, &text)?;
+        }
     }
     // Everyone has been active recently, so all three count for the quorum.
     let stamp = minute_now();
@@ -428,7 +432,7 @@ fn amendment() -> String {
 
 fn python_leader(root: &Path) -> Option<String> {
     let text = read(root, crate::protocol::layout::ROUTING_STATS);
-    let stats = crate::protocol::stats::parse(&text).ok()?;
+    let stats = crate::protocol::routing::stats::parse(&text).ok()?;
     stats.tag("python")?.leader.clone()
 }
 

@@ -6,7 +6,7 @@ use crate::commands::cli::GitSetupArgs;
 use crate::fs::writer::Writer;
 
 pub fn run(args: GitSetupArgs) -> anyhow::Result<u8> {
-    let root = super::locate(args.polis.path.as_deref())?;
+    let root = super::locate(args.polis.path.get())?;
     let program = match args.program {
         Some(p) => p,
         None => std::env::current_exe()

@@ -27,7 +27,7 @@ pub fn run(command: GuardrailCommand) -> anyhow::Result<u8> {
             let root = crate::commands::locate(a.opts.polis.as_deref())?;
             #[derive(serde::Serialize)]
             struct Listing {
-                guardrails: Vec<crate::protocol::guardrail::Guardrail>,
+                guardrails: Vec<crate::protocol::contracts::guardrail::Guardrail>,
             }
             finish(
                 &a.opts,

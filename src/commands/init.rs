@@ -1,12 +1,16 @@
 //! `polisd init`: scaffold a polis the reference accepts, never overwriting a file.
 
 use crate::commands::Usage;
+use crate::protocol::citizens::register::{single_quoted, NewCitizen};
 use crate::protocol::clock::{PolisTime, PolisZone};
 use crate::protocol::layout;
-use crate::protocol::register::{single_quoted, NewCitizen};
 use anyhow::{bail, Context};
 use chrono::Datelike;
 use std::path::{Path, PathBuf};
+
+/// A new polis's `polis.yml`: the protocol settings (schema v2) with their defaults, the
+/// values the reference's `write_config` writes, plus polisd's `timezone`.
+pub const POLIS_YML: &str = include_str!("templates/polis.yml");
 
 /// What the founder told `init`.
 #[derive(Debug, Clone)]
@@ -72,10 +76,7 @@ pub fn scaffold(params: &InitParams, time: &PolisTime) -> anyhow::Result<Vec<(St
             "chronicle.md".to_string(),
             fill(include_str!("templates/chronicle.md")),
         ),
-        (
-            "polis.yml".to_string(),
-            fill(include_str!("templates/polis.yml")),
-        ),
+        ("polis.yml".to_string(), fill(POLIS_YML)),
         (
             layout::ROUTING_STATS.to_string(),
             fill(include_str!("templates/routing_stats.yml")),
@@ -222,6 +223,14 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
         return Ok(1);
     }
     let report = run(&args.project_root, &params, args.dry_run)?;
+    // The bridge pointers sit at the project root, beside `_polis/`: planned for a dry run too,
+    // so that it lists every file `init` would write.
+    let bridge = if args.no_bridge {
+        Vec::new()
+    } else {
+        crate::operations::agent_hooks::plan_bridge(&args.project_root)?
+    };
+    let bridge_changes: Vec<_> = bridge.iter().filter(|p| p.changes()).collect();
     let git = if args.git_setup && !report.dry_run {
         let writer = crate::fs::writer::Writer::new(&report.polis)?;
         let program = std::env::current_exe()
@@ -235,8 +244,25 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
     } else {
         None
     };
+    if !report.dry_run {
+        // The protocol's skill points every agent CLI at the constitution; an existing file
+        // keeps its text and gets (or updates) polisd's marked section.
+        crate::operations::agent_hooks::apply(&args.project_root, &bridge)?;
+    }
     if args.json {
         let mut v = serde_json::to_value(&report)?;
+        if let Some(obj) = v.as_object_mut() {
+            let listed: Vec<_> = bridge_changes
+                .iter()
+                .map(|p| {
+                    serde_json::json!({
+                        "path": p.path,
+                        "action": if p.before.is_none() { "create" } else { "update" },
+                    })
+                })
+                .collect();
+            obj.insert("bridge".into(), serde_json::Value::Array(listed));
+        }
         if let (Some(git), Some(obj)) = (&git, v.as_object_mut()) {
             obj.insert("git_setup".into(), serde_json::to_value(git)?);
         }
@@ -253,6 +279,17 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
         );
         for rel in &report.created {
             println!("  create {rel}");
+        }
+        for p in &bridge_changes {
+            let verb = if p.before.is_none() {
+                "create"
+            } else {
+                "update"
+            };
+            println!("  {verb} ../{} (project root)", p.path);
+        }
+        if args.git_setup {
+            println!("  create or update .gitattributes (git-setup; and merge.polisd.driver in git config)");
         }
     } else {
         println!(
@@ -272,12 +309,8 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
     for rel in &report.kept {
         println!("  kept {rel}");
     }
-    if !report.dry_run && !args.no_bridge {
-        // The protocol's skill points every agent CLI at the constitution; an existing file
-        // keeps its text and gets (or updates) polisd's marked section.
-        let plans = crate::operations::agent_hooks::plan_bridge(&args.project_root)?;
-        crate::operations::agent_hooks::apply(&args.project_root, &plans)?;
-        for p in plans.iter().filter(|p| p.changes()) {
+    if !report.dry_run {
+        for p in &bridge_changes {
             println!(
                 "  {} {}",
                 if p.before.is_none() {

@@ -48,7 +48,7 @@ pub fn run(args: MergeDriverArgs) -> anyhow::Result<u8> {
         Strategy::Text | Strategy::Derived => return text_merge(&args),
         Strategy::Chronicle => {
             let beside = siblings(&args.path, |name| {
-                crate::protocol::chronicle::Quarter::from_archive_name(name).is_some()
+                crate::protocol::chronicle::rollover::Quarter::from_archive_name(name).is_some()
             });
             let refs: Vec<&str> = beside.iter().map(String::as_str).collect();
             merge::merge_chronicle(Some(&base), &ours, &theirs, &refs)

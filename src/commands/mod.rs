@@ -1,6 +1,30 @@
 //! The one-shot commands. Each gathers inputs with [`crate::fs::snapshot`], calls the pure core and
 //! hands writes to [`crate::fs::writer`]; the daemon calls the same functions.
 
+/// `println!` for what a command prints on its own output: text read from the polis may hold
+/// control or bidi characters an agent wrote, so they are escaped
+/// ([`crate::protocol::input::escape_for_terminal`]) on the way out.
+macro_rules! say {
+    () => { println!() };
+    ($($t:tt)*) => {
+        println!("{}", $crate::protocol::input::escape_for_terminal(&format!($($t)*)))
+    };
+}
+
+/// `print!` with the same escaping as [`say!`].
+macro_rules! say_part {
+    ($($t:tt)*) => {
+        print!("{}", $crate::protocol::input::escape_for_terminal(&format!($($t)*)))
+    };
+}
+
+/// `eprintln!` with the same escaping as [`say!`].
+macro_rules! tell {
+    ($($t:tt)*) => {
+        eprintln!("{}", $crate::protocol::input::escape_for_terminal(&format!($($t)*)))
+    };
+}
+
 pub mod activity;
 pub mod agent;
 pub mod amendment;
@@ -13,6 +37,7 @@ pub mod council;
 pub mod demo;
 pub mod git_setup;
 pub mod guardrail;
+pub mod help_map;
 pub mod init;
 pub mod lesson;
 pub mod log;
@@ -25,6 +50,7 @@ pub mod review;
 pub mod route;
 pub mod session;
 pub mod status;
+pub mod terminal;
 pub mod verify;
 
 use crate::commands::cli::Deferred;
@@ -40,8 +66,13 @@ use std::path::{Path, PathBuf};
 /// Parses the process arguments, runs the command and maps its outcome to an exit code: 0
 /// success, 1 refused or findings, 2 usage.
 pub fn run() -> std::process::ExitCode {
-    use clap::Parser as _;
-    let cli = cli::Cli::parse();
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    if let Err(refused) = refuse_control_characters(std::env::args_os().skip(1)) {
+        tell!("polisd: {refused}; nothing was written");
+        return std::process::ExitCode::from(2);
+    }
+    let matches = help_map::grouped(cli::Cli::command()).get_matches();
+    let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if !matches!(
         cli.command,
         Command::Run(Deferred(_)) | Command::Serve(Deferred(_)) | Command::Mcp(_)
@@ -51,7 +82,7 @@ pub fn run() -> std::process::ExitCode {
     match dispatch(cli.command) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(err) => {
-            eprintln!("polisd: {err:#}");
+            tell!("polisd: {err:#}");
             let usage = err
                 .downcast_ref::<crate::fs::locate::LocateError>()
                 .is_some()
@@ -59,6 +90,28 @@ pub fn run() -> std::process::ExitCode {
             std::process::ExitCode::from(if usage { 2 } else { 1 })
         }
     }
+}
+
+/// Every argument an agent passes is text that may reach a file or a terminal, so control
+/// characters are refused in all of them at once, before parsing (a usage error). `hook` and
+/// `merge-driver` are left to themselves: their arguments come from the agent CLIs' settings
+/// and git, and a hook must always exit 0.
+fn refuse_control_characters(
+    args: impl Iterator<Item = std::ffi::OsString>,
+) -> Result<(), crate::protocol::input::InputError> {
+    let args: Vec<_> = args.collect();
+    let first = args
+        .iter()
+        .find(|a| !a.to_string_lossy().starts_with('-'))
+        .map(|a| a.to_string_lossy().into_owned());
+    if matches!(first.as_deref(), Some("hook" | "merge-driver")) {
+        return Ok(());
+    }
+    for (n, arg) in args.iter().enumerate() {
+        // A value that is not UTF-8 is clap's to refuse; only the readable part is checked here.
+        crate::protocol::input::check_text(&format!("argument {}", n + 1), &arg.to_string_lossy())?;
+    }
+    Ok(())
 }
 
 /// A one-shot command piped into `head` ends like any Unix tool when the reader goes away,
@@ -82,7 +135,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Reflect(Deferred(args)) => reflect::run(args),
         Command::Ready(Deferred(args)) => ready::run(args),
         Command::Status(Deferred(args)) => status::run(args),
-        Command::Activity(Deferred(args)) => activity::run(args, &mut std::io::stdout().lock()),
+        Command::Activity(Deferred(args)) => activity::run(args, &mut terminal::stdout()),
         Command::Run(Deferred(args)) => crate::daemon::run_with(
             crate::daemon::RunOptions {
                 paths: args.paths,
@@ -93,7 +146,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         ),
         Command::Serve(Deferred(args)) => serve(args),
         Command::Report(Deferred(args)) => report(args),
-        Command::Reconcile(Deferred(args)) => reconcile(&locate(args.path.as_deref())?),
+        Command::Reconcile(Deferred(args)) => reconcile(&locate(args.path.get())?),
         Command::Route(Deferred(args)) => route(args),
         Command::Tally(Deferred(args)) => tally(args),
         Command::Init(Deferred(args)) => init::command(args),
@@ -108,25 +161,48 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
                 action,
                 args.dry_run,
                 args.config.as_deref(),
-                &mut std::io::stdout().lock(),
+                &mut terminal::stdout(),
             )
         }
         Command::Bench(Deferred(crate::commands::cli::BenchCommand::Routing(Deferred(args)))) => {
-            let opts = crate::bench::simulation::BenchOptions {
+            use crate::bench::simulation;
+            let all = args.scenario.trim() == "all";
+            let opts = simulation::BenchOptions {
                 contracts: args.contracts,
                 citizens: args.citizens,
                 tags: args.tags,
-                seeds: crate::bench::simulation::parse_seeds(&args.seeds)?,
-                scenario: args.scenario.parse()?,
+                seeds: simulation::parse_seeds(&args.seeds)?,
+                scenario: if all {
+                    simulation::Scenario::Default
+                } else {
+                    args.scenario.parse()?
+                },
                 plot: args.plot,
                 ..Default::default()
             };
-            crate::bench::simulation::run_bench(&opts, &mut std::io::stdout().lock())?;
+            let out = &mut terminal::stdout();
+            if all {
+                simulation::run_all_worlds(&opts, out)?;
+            } else {
+                simulation::run_bench(&opts, out)?;
+            }
+            Ok(0)
+        }
+        Command::Bench(Deferred(crate::commands::cli::BenchCommand::Learning(Deferred(args)))) => {
+            use crate::bench::learning;
+            let report = learning::run_learning(args.contracts, learning::MODES, args.seed);
+            let out = &mut std::io::stdout().lock();
+            if args.json {
+                serde_json::to_writer_pretty(&mut *out, &report)?;
+                std::io::Write::write_all(out, b"\n")?;
+            } else {
+                learning::write_learning(&report, out)?;
+            }
             Ok(0)
         }
         Command::GitSetup(Deferred(args)) => git_setup::run(args),
         Command::MergeDriver(Deferred(args)) => merge_driver::run(args),
-        Command::Config(Deferred(args)) => config::run(args, &mut std::io::stdout().lock()),
+        Command::Config(Deferred(args)) => config::run(args, &mut terminal::stdout()),
         Command::Completions(Deferred(args)) => {
             let mut cmd = cli::whole_command();
             clap_complete::generate(args.shell, &mut cmd, "polisd", &mut std::io::stdout());
@@ -148,14 +224,14 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Context(Deferred(a)) => context::run(a),
         Command::Guardrail(Deferred(c)) => guardrail::run(c),
         Command::Demo(Deferred(args)) => {
-            crate::commands::demo::run(args.keep, args.keep_running, &mut std::io::stdout())
+            crate::commands::demo::run(args.keep, args.keep_running, &mut terminal::stdout())
         }
         Command::Prime(Deferred(args)) => session::prime(args),
         Command::Notices(Deferred(args)) => session::notices(args),
         Command::Inbox(Deferred(command)) => session::inbox(command),
         Command::Hooks(Deferred(command)) => session::hooks(command),
         Command::Hook(Deferred(args)) => session::hook(args),
-        Command::Mcp(Deferred(args)) => crate::mcp::serve(&locate(args.path.as_deref())?),
+        Command::Mcp(Deferred(args)) => crate::mcp::serve(&locate(args.path.get())?),
     }
 }
 
@@ -169,7 +245,7 @@ fn serve(args: crate::commands::cli::ServeArgs) -> anyhow::Result<u8> {
         match listen.parse() {
             Ok(addr) => options.listen = addr,
             Err(_) => {
-                eprintln!(
+                tell!(
                     "polisd: --listen {listen:?} is not an address and port; write e.g. 127.0.0.1:7341"
                 );
                 return Ok(2);
@@ -191,7 +267,7 @@ fn report(args: crate::commands::cli::ReportArgs) -> anyhow::Result<u8> {
     let format: crate::dashboard::report::Format = match args.format.parse() {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("polisd: {e}");
+            tell!("polisd: {e}");
             return Ok(2);
         }
     };
@@ -204,7 +280,7 @@ fn report(args: crate::commands::cli::ReportArgs) -> anyhow::Result<u8> {
         let canon = std::fs::canonicalize(dir)
             .with_context(|| format!("the folder of --out {} does not exist", out.display()))?;
         if canon.starts_with(crate::fs::snapshot::canonical_root(&root)) {
-            eprintln!(
+            tell!(
                 "polisd: --out {} is inside the polis; write the report elsewhere",
                 out.display()
             );
@@ -218,15 +294,15 @@ fn report(args: crate::commands::cli::ReportArgs) -> anyhow::Result<u8> {
         Some(out) => {
             std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
             if args.json {
-                println!(
+                say!(
                     "{}",
                     serde_json::json!({ "format": args.format, "redacted": args.redact, "out": out, "bytes": text.len() })
                 );
             } else {
-                println!("wrote {} ({} bytes)", out.display(), text.len());
+                say!("wrote {} ({} bytes)", out.display(), text.len());
             }
         }
-        None => print!("{text}"),
+        None => say_part!("{text}"),
     }
     Ok(0)
 }
@@ -254,15 +330,15 @@ fn reconcile(root: &Path) -> anyhow::Result<u8> {
         .filter(|f| f.path.starts_with("contracts/settled/"))
         .collect();
     for f in &settled_findings {
-        eprintln!("{f}");
+        tell!("{f}");
     }
     match done.outcome {
-        None => println!("no contracts/settled/ folder: nothing to reconcile, nothing written"),
-        Some(WriteOutcome::Written) => println!(
+        None => say!("no contracts/settled/ folder: nothing to reconcile, nothing written"),
+        Some(WriteOutcome::Written) => say!(
             "replayed {} settlements; contracts/routing_stats.yml updated",
             done.replayed
         ),
-        Some(WriteOutcome::Unchanged) => println!(
+        Some(WriteOutcome::Unchanged) => say!(
             "replayed {} settlements; contracts/routing_stats.yml unchanged",
             done.replayed
         ),
@@ -287,35 +363,35 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
     let routed = crate::operations::route::recommend(&polis, contract, &options)?;
     let rec = &routed.recommendation;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(rec)?);
+        say!("{}", serde_json::to_string_pretty(rec)?);
     } else {
         if args.explain {
             match &routed.rule {
-                Some(m) if m.applied => println!("Routing {} matched and decided.", m.rule),
-                Some(m) => println!(
+                Some(m) if m.applied => say!("Routing {} matched and decided.", m.rule),
+                Some(m) => say!(
                     "Routing {} matched, but {} is not available (not registered, away, left or inactive for 14 days): the policy decides.",
                     m.rule, m.route_to
                 ),
-                None => println!("No routing rule matched: the policy decides."),
+                None => say!("No routing rule matched: the policy decides."),
             }
-            print!("{}", route::explain(rec));
+            say_part!("{}", route::explain(rec));
             if !routed.explanation.is_empty() {
-                println!("Policy `{}`:", routed.policy);
-                print!("{}", routed.explanation);
+                say!("Policy `{}`:", routed.policy);
+                say_part!("{}", routed.explanation);
             }
         }
-        println!(
+        say!(
             "Recommendation: {}",
             rec.recommendation.as_deref().unwrap_or("(none)")
         );
-        println!("  Score: {:.3}", rec.score);
-        println!("  Exploration pick: {}", rec.exploration);
+        say!("  Score: {:.3}", rec.score);
+        say!("  Exploration pick: {}", rec.exploration);
     }
     if args.apply {
         let writer = Writer::new(&root)?;
         let changed = crate::operations::route::apply(&polis, &writer, contract, rec)?;
         if !args.json {
-            println!(
+            say!(
                 "  {} {}",
                 if changed {
                     "Applied to"
@@ -333,14 +409,14 @@ fn tally(args: TallyArgs) -> anyhow::Result<u8> {
     let root = locate(args.path.as_deref())?;
     let applied = crate::operations::tally::apply(&root, args.dry_run)?;
     for u in &applied.undelivered {
-        eprintln!("polisd: could not notify {}: {}", u.recipient, u.why);
+        tell!("polisd: could not notify {}: {}", u.recipient, u.why);
     }
     let failed = !applied.undelivered.is_empty();
     let results = applied.results;
     // Amendments the tally skipped or read differently from what they say: never silently.
     let malformed = applied.malformed;
     if args.json {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(
                 &serde_json::json!({ "results": results, "malformed": malformed })
@@ -348,16 +424,20 @@ fn tally(args: TallyArgs) -> anyhow::Result<u8> {
         );
     } else {
         if results.is_empty() {
-            println!("no proposed amendments");
+            say!("no proposed amendments");
         }
         for r in &results {
-            println!(
+            say!(
                 "{:9} {}  ({} agree, quorum {}): {}",
-                r.action, r.amendment_id, r.agrees, r.quorum, r.detail
+                r.action,
+                r.amendment_id,
+                r.agrees,
+                r.quorum,
+                r.detail
             );
         }
         for f in &malformed {
-            println!("malformed {f}");
+            say!("malformed {f}");
         }
     }
     Ok(u8::from(failed))
@@ -422,12 +502,12 @@ fn exit_for(severities: impl IntoIterator<Item = Severity>) -> u8 {
 pub fn deliver_now(
     polis: &Polis,
     writer: &Writer,
-    notices: &[crate::protocol::inbox::Notification],
+    notices: &[crate::protocol::delivery::inbox::Notification],
     now: &PolisTime,
 ) -> anyhow::Result<bool> {
     let failed = crate::operations::deliver_now(polis, writer, notices, now)?;
     for (who, why) in &failed {
-        eprintln!("polisd: could not notify {who}: {why}");
+        tell!("polisd: could not notify {who}: {why}");
     }
     Ok(failed.is_empty())
 }

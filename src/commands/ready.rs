@@ -1,4 +1,4 @@
-//! `polisd ready --as ID`: the citizen's ready queue (issue 15).
+//! `polisd ready --as ID`: the citizen's ready queue.
 
 use crate::commands::agent::finish;
 use crate::commands::cli::ReadyArgs;

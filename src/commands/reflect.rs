@@ -6,9 +6,9 @@ use crate::commands::cli::ReflectArgs;
 use crate::fs::snapshot::Polis;
 use crate::fs::writer::Writer;
 use crate::operations::reflection::{self, Scope};
+use crate::protocol::amendments::reflection::{Held, REFLECTOR};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::inbox::Notification;
-use crate::protocol::reflection::{Held, REFLECTOR};
+use crate::protocol::delivery::inbox::Notification;
 
 pub fn run(args: ReflectArgs) -> anyhow::Result<u8> {
     let root = super::locate(args.path.as_deref())?;
@@ -46,14 +46,14 @@ pub fn run(args: ReflectArgs) -> anyhow::Result<u8> {
         }
     }
     if args.json {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({ "proposals": results }))?
         );
         return Ok(u8::from(failed));
     }
     if results.is_empty() {
-        println!(
+        say!(
             "no friction found (at least {} pieces of evidence make a pattern)",
             args.min_evidence
         );
@@ -72,16 +72,16 @@ pub fn run(args: ReflectArgs) -> anyhow::Result<u8> {
                 "held: {amendment} was declined with {evidence_then} pieces of evidence; needs twice that or 90 days"
             ),
         };
-        println!(
+        say!(
             "{:22} {}  ({})",
             r.proposal.kind.as_str(),
             r.amendment_id,
             what
         );
-        println!("  {}", r.proposal.problem);
+        say!("  {}", r.proposal.problem);
     }
     if !args.apply && results.iter().any(|r| r.held.is_none()) {
-        println!("run `polisd reflect --apply` to file them");
+        say!("run `polisd reflect --apply` to file them");
     }
     Ok(u8::from(failed))
 }

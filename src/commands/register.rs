@@ -6,9 +6,9 @@ use crate::commands::Usage;
 use crate::fs::snapshot;
 use crate::fs::writer::Writer;
 use crate::operations::register::{register, Refusal};
+use crate::protocol::citizens::register::{parse_tags, NewCitizen};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::layout;
-use crate::protocol::register::{parse_tags, NewCitizen};
 
 pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
     let tags = parse_tags(&args.tags).map_err(|e| Usage(e.to_string()))?;
@@ -46,10 +46,10 @@ pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
                     "files": done.files,
                     "chronicle_line": done.chronicle_line,
                 });
-                println!("{}", serde_json::to_string_pretty(&row)?);
+                say!("{}", serde_json::to_string_pretty(&row)?);
             } else {
                 let verb = if args.dry_run { "would write" } else { "wrote" };
-                println!(
+                say!(
                     "{} {} {}",
                     if args.dry_run {
                         "dry run:"
@@ -64,16 +64,16 @@ pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
                     }
                 );
                 for f in &done.files {
-                    println!("  {verb} {f}");
+                    say!("  {verb} {f}");
                 }
-                println!("  {verb} chronicle.md: {}", done.chronicle_line);
+                say!("  {verb} chronicle.md: {}", done.chronicle_line);
             }
             Ok(0)
         }
         Err(Refusal::Invalid(e)) => Err(Usage(format!("{e}; nothing was written")).into()),
         Err(refusal) => {
             if args.json {
-                println!(
+                say!(
                     "{}",
                     serde_json::to_string_pretty(&serde_json::json!({
                         "registered": false,
@@ -82,7 +82,7 @@ pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
                     }))?
                 );
             }
-            eprintln!("polisd: {refusal}");
+            tell!("polisd: {refusal}");
             Ok(1)
         }
     }

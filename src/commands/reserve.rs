@@ -29,13 +29,13 @@ fn open(opts: &AgentOpts) -> anyhow::Result<(PathBuf, PolisTime)> {
 /// Prints a refusal (one line on stderr; with `--json`, an object on stdout too) and gives
 /// its exit code.
 fn refuse(json: bool, err: &ReservationError) -> anyhow::Result<u8> {
-    eprintln!("polisd: {err}");
+    tell!("polisd: {err}");
     if json {
         let conflicts = match err {
             ReservationError::Conflict(c) => c.clone(),
             _ => Vec::new(),
         };
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "ok": false,
@@ -90,12 +90,12 @@ pub fn reserve(args: ReserveArgs) -> anyhow::Result<u8> {
     };
     let r = &done.reservation;
     if args.opts.json {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&json!({ "ok": true, "reservation": r }))?
         );
     } else {
-        println!(
+        say!(
             "Reserved {} {} for {} {}:",
             r.paths.len(),
             plural(r.paths.len()),
@@ -103,7 +103,7 @@ pub fn reserve(args: ReserveArgs) -> anyhow::Result<u8> {
             until(r)
         );
         for p in &r.paths {
-            println!("  {p}");
+            say!("  {p}");
         }
     }
     Ok(0)
@@ -125,25 +125,25 @@ pub fn release(args: ReleaseArgs) -> anyhow::Result<u8> {
         Err(e) => return refuse(args.opts.json, &e),
     };
     if args.opts.json {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&json!({ "ok": true, "released": done }))?
         );
     } else if done.paths.is_empty() {
-        println!(
+        say!(
             "{} holds no reservation{}; nothing released",
             args.citizen,
             targets.map_or(String::new(), |t| format!(" overlapping {}", t.join(", ")))
         );
     } else {
-        println!(
+        say!(
             "Released {} {} for {}:",
             done.paths.len(),
             plural(done.paths.len()),
             args.citizen
         );
         for p in &done.paths {
-            println!("  {p}");
+            say!("  {p}");
         }
     }
     Ok(0)
@@ -161,17 +161,17 @@ pub fn list(args: ReservationsArgs) -> anyhow::Result<u8> {
         .filter(|v| args.citizen.is_none() || v.citizen == args.citizen)
         .collect();
     if args.opts.json {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&json!({ "reservations": shown }))?
         );
         return Ok(0);
     }
     if shown.is_empty() {
-        println!("No active reservations.");
+        say!("No active reservations.");
         return Ok(0);
     }
-    println!(
+    say!(
         "{}:",
         if args.all {
             "Reservations"
@@ -189,14 +189,14 @@ pub fn list(args: ReservationsArgs) -> anyhow::Result<u8> {
             .as_deref()
             .map_or(String::new(), |c| format!(" for {c}"));
         let state = if v.active { "" } else { " [expired]" };
-        println!(
+        say!(
             "  {}: {}  {}{contract}{state}{note}",
             v.citizen.as_deref().unwrap_or("(no citizen)"),
             v.paths.join(", "),
             until(v)
         );
         if let Some(problem) = &v.problem {
-            println!("    warning: {problem}");
+            say!("    warning: {problem}");
         }
     }
     Ok(0)

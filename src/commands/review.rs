@@ -2,7 +2,7 @@
 
 use crate::commands::agent::{finish, read_body, warnings, Env};
 use crate::commands::cli::{DecisionArg, ReviewArgs};
-use crate::protocol::review::Decision;
+use crate::protocol::contracts::review::Decision;
 
 pub fn run(a: ReviewArgs) -> anyhow::Result<u8> {
     let env = Env::open(&a.opts)?;

@@ -15,9 +15,9 @@ use crate::commands::locate;
 use crate::fs::writer::Writer;
 use crate::operations::agent_hooks::{self as hooks, Planned};
 use crate::operations::session;
-use crate::protocol::agent_hooks::{self, Cli, HookKind};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::notice::{self, Notice};
+use crate::protocol::delivery::agent_hooks::{self, Cli, HookKind};
+use crate::protocol::delivery::notice::{self, Notice};
 use anyhow::{bail, Context};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -26,15 +26,17 @@ use std::path::{Path, PathBuf};
 const HOOK_NOTICES: usize = 5;
 
 pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     let now = PolisTime::system(session::polis_zone(&root));
     let primed = session::prime(&root, &args.who.citizen, &now)?;
-    if !args.no_mark_read && !primed.primer.shown_notices.is_empty() {
+    if !args.no_mark_read {
         let writer = Writer::unrecorded(&root)?;
-        session::mark_read(&root, &writer, &primed.view, &primed.primer.shown_notices)?;
+        if let Some(finding) = session::record_session_or_finding(&root, &writer, &primed, &now)? {
+            eprintln!("polisd: {finding}");
+        }
     }
     if args.json {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "citizen": args.who.citizen,
@@ -42,10 +44,15 @@ pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
                 "bytes": primed.primer.text.len(),
                 "shown_notices": primed.primer.shown_notices,
                 "cut": primed.primer.cut,
+                "since_last_seen": {
+                    "events": primed.catch_up.events.len(),
+                    "complete": primed.catch_up.complete,
+                    "newest": primed.catch_up.events.iter().take(12).collect::<Vec<_>>(),
+                },
             }))?
         );
     } else {
-        print!("{}", primed.primer.text);
+        say_part!("{}", primed.primer.text);
     }
     Ok(0)
 }
@@ -65,7 +72,7 @@ fn notice_json(n: &Notice, read: bool) -> serde_json::Value {
 }
 
 pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     let citizen = &args.who.citizen;
     session::check_citizen(&root, citizen)?;
     let view = session::read_inbox(&root, citizen)?;
@@ -90,7 +97,7 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
             .iter()
             .map(|n| notice_json(n, view.read.contains(&n.id)))
             .collect();
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "citizen": citizen,
@@ -102,7 +109,7 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
         return Ok(0);
     }
     if listed.is_empty() {
-        println!(
+        say!(
             "no {}notices for {citizen}",
             if args.unread { "unread " } else { "" }
         );
@@ -114,15 +121,15 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
         } else {
             "* "
         };
-        println!(
+        say!(
             "{flag}{}",
             notice::render_notice(n).trim_start_matches("- ")
         );
     }
     if marked {
-        println!("marked {} notice(s) read", unread_ids.len());
+        say!("marked {} notice(s) read", unread_ids.len());
     } else if !unread_ids.is_empty() && !args.mark_read {
-        println!(
+        say!(
             "{} unread (marked *); `polisd notices --as {citizen} --mark-read` marks them read",
             unread_ids.len()
         );
@@ -155,17 +162,20 @@ pub fn inbox(command: InboxCommand) -> anyhow::Result<u8> {
 }
 
 fn archive(args: InboxArchiveArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     let age = parse_age(&args.older_than)?;
     let now = PolisTime::system(session::polis_zone(&root));
     let writer = Writer::new(&root)?;
     let report = session::archive_inbox(&root, &writer, &args.who.citizen, age, &now)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        say!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!(
+        say!(
             "moved {} read notice(s) to inbox-archive.md; kept {} read newer than {} and {} unread",
-            report.moved, report.kept_recent, args.older_than, report.unread
+            report.moved,
+            report.kept_recent,
+            args.older_than,
+            report.unread
         );
     }
     Ok(0)
@@ -213,7 +223,7 @@ fn report(plans: &[Planned], dry_run: bool, json: bool, extra: &[String]) -> any
                 })
             })
             .collect();
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "dry_run": dry_run,
@@ -233,15 +243,15 @@ fn report(plans: &[Planned], dry_run: bool, json: bool, extra: &[String]) -> any
             (true, true, false) => "created",
             (true, false, false) => "updated",
         };
-        println!("{verb:12} {} ({})", p.path, p.what);
+        say!("{verb:12} {} ({})", p.path, p.what);
         if dry_run && p.changes() {
             for line in p.after.lines() {
-                println!("    {line}");
+                say!("    {line}");
             }
         }
     }
     for w in extra {
-        println!("warning: {w}");
+        say!("warning: {w}");
     }
     Ok(())
 }
@@ -250,22 +260,22 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
     match command {
         HooksCommand::Install(Deferred(args)) => install(args),
         HooksCommand::Uninstall(Deferred(t)) => {
-            let root = project_root(&locate(t.path.as_deref())?);
+            let root = project_root(&locate(t.path.get())?);
             let plans = hooks::plan_uninstall(&root, &clis(&t)?)?;
             if !t.dry_run {
                 hooks::apply(&root, &plans)?;
             }
             if plans.is_empty() && !t.json {
-                println!("no polisd hooks to remove");
+                say!("no polisd hooks to remove");
             }
             report(&plans, t.dry_run, t.json, &[])?;
             Ok(0)
         }
         HooksCommand::Status(Deferred(args)) => {
-            let root = project_root(&locate(args.path.as_deref())?);
+            let root = project_root(&locate(args.path.get())?);
             let status = hooks::status(&root);
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&status)?);
+                say!("{}", serde_json::to_string_pretty(&status)?);
                 return Ok(0);
             }
             for s in &status {
@@ -274,12 +284,12 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
                 } else {
                     format!("{} hook(s)", s.hooks.len())
                 };
-                println!("{:7} {:24} {state}", s.cli, s.path);
+                say!("{:7} {:24} {state}", s.cli, s.path);
                 for (event, cmd) in &s.hooks {
-                    println!("          {event}: {cmd}");
+                    say!("          {event}: {cmd}");
                 }
                 for p in &s.problems {
-                    println!("          problem: {p}");
+                    say!("          problem: {p}");
                 }
             }
             Ok(u8::from(status.iter().any(|s| !s.problems.is_empty())))
@@ -289,7 +299,7 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
 
 fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     let t = &args.target;
-    let polis_root = locate(t.path.as_deref())?;
+    let polis_root = locate(t.path.get())?;
     let root = project_root(&polis_root);
     let clis = clis(t)?;
     if let Some(id) = &args.citizen {
@@ -299,17 +309,26 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     if clis.contains(&Cli::Codex) {
         warnings.extend(hooks::codex_features(&root)?);
     }
-    let mut plans = hooks::plan_install(&root, &clis, &args.bin, args.citizen.as_deref())?;
+    let mut plans = hooks::plan_install(&root, &clis, &args.bin)?;
     if !args.no_bridge {
         plans.extend(hooks::plan_bridge(&root)?);
     }
-    if args.citizen.is_none() {
-        warnings.push(
-            "no --as: the hooks act as $POLIS_CITIZEN, which each agent session must set".into(),
-        );
+    let unnamed: Vec<&str> = clis
+        .iter()
+        .filter(|c| args.citizen.is_none() && hooks::identity(&polis_root, **c).is_none())
+        .map(|c| c.as_str())
+        .collect();
+    if !unnamed.is_empty() {
+        warnings.push(format!(
+            "no citizen id for the {} hooks: pass --as <your-id> (kept for you, outside the repository) or set POLIS_CITIZEN in the agent's environment",
+            unnamed.join(", ")
+        ));
     }
     if !t.dry_run {
         hooks::apply(&root, &plans)?;
+        if let Some(id) = &args.citizen {
+            hooks::set_identity(&root, &clis, id)?;
+        }
     }
     report(&plans, t.dry_run, t.json, &warnings)?;
     Ok(0)
@@ -345,22 +364,25 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
             _ => None,
         },
     ) else {
-        eprintln!(
+        tell!(
             "polisd hook: unknown agent CLI `{}` (claude, codex, gemini)",
             args.cli
         );
         return Ok(0);
     };
     let Some(kind) = kind else {
-        eprintln!("polisd hook: unknown hook `{}` (prime, notices)", args.kind);
+        tell!("polisd hook: unknown hook `{}` (prime, notices)", args.kind);
         return Ok(0);
     };
     let payload = read_payload();
     let event = agent_hooks::event_of(cli, kind, payload.hook_event_name.as_deref());
-    let context = match hook_context(&args, kind, &payload) {
+    let context = match hook_context(&args, cli, kind, &payload) {
         Ok(text) => text,
+        // A wrong id is the model's to fix: it gets the one line that says who is registered
+        // and how to register (the CLIs show a hook's stderr only in their logs).
+        Err(e) if is_identity(&e) => format!("polisd: {e}"),
         Err(e) => {
-            eprintln!("polisd hook: {e:#}");
+            tell!("polisd hook: {e:#}");
             String::new()
         }
     };
@@ -371,12 +393,19 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-fn hook_context(args: &HookArgs, kind: HookKind, payload: &Payload) -> anyhow::Result<String> {
-    let citizen = args
-        .citizen
-        .clone()
-        .or_else(|| std::env::var("POLIS_CITIZEN").ok())
-        .filter(|c| !c.trim().is_empty());
+fn is_identity(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<session::SessionError>(),
+        Some(session::SessionError::Unknown { .. } | session::SessionError::NotAnId(_))
+    )
+}
+
+fn hook_context(
+    args: &HookArgs,
+    cli: Cli,
+    kind: HookKind,
+    payload: &Payload,
+) -> anyhow::Result<String> {
     let cwd = payload
         .cwd
         .clone()
@@ -387,11 +416,18 @@ fn hook_context(args: &HookArgs, kind: HookKind, payload: &Payload) -> anyhow::R
         // No polis here: the hooks were installed for another folder; nothing to say.
         return Ok(String::new());
     };
+    // `--as` (older installs wrote it), else `$POLIS_CITIZEN`, else the id this person's
+    // `hooks install --as` recorded for this CLI.
+    let citizen = args
+        .citizen
+        .clone()
+        .filter(|c| !c.trim().is_empty())
+        .or_else(|| hooks::identity(&root, cli));
     let Some(citizen) = citizen else {
         if kind == HookKind::Prime {
             return Ok(
                 "polisd: this project has a Polis (`_polis/`), but the session has no citizen id. \
-Set POLIS_CITIZEN (or reinstall the hooks with `polisd hooks install --as <id>`) and run \
+Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZEN), then \
 `polisd prime --as <your-citizen-id>`."
                     .to_string(),
             );
@@ -404,14 +440,20 @@ Set POLIS_CITIZEN (or reinstall the hooks with `polisd hooks install --as <id>`)
         HookKind::Prime => {
             let primed = session::prime(&root, &citizen, &now)?;
             let writer = Writer::unrecorded(&root)?;
-            if !primed.primer.shown_notices.is_empty() {
-                session::mark_read(&root, &writer, &primed.view, &primed.primer.shown_notices)?;
+            if let Some(finding) =
+                session::record_session_or_finding(&root, &writer, &primed, &now)?
+            {
+                eprintln!("polisd: {finding}");
             }
             // The primer showed the notices: the next notices hook need not look for a while.
             crate::fs::state::set_hook_last_check(&root, &citizen, now_utc)?;
             Ok(primed.primer.text)
         }
         HookKind::Notices => {
+            // The id names the rate-limit record's file: it must be an id before anything else.
+            if crate::protocol::layout::card_path(&citizen).is_none() {
+                return Err(session::SessionError::NotAnId(citizen).into());
+            }
             if let Some(last) = crate::fs::state::hook_last_check(&root, &citizen) {
                 let since = now_utc.signed_duration_since(last);
                 if since >= chrono::Duration::zero()
@@ -420,8 +462,9 @@ Set POLIS_CITIZEN (or reinstall the hooks with `polisd hooks install --as <id>`)
                     return Ok(String::new());
                 }
             }
-            session::check_citizen(&root, &citizen)?;
+            // Recorded first, so a wrong id is said once per interval, not after every tool.
             crate::fs::state::set_hook_last_check(&root, &citizen, now_utc)?;
+            session::check_citizen(&root, &citizen)?;
             let view = session::read_inbox(&root, &citizen)?;
             let unread = view.unread();
             if unread.is_empty() {

@@ -26,7 +26,7 @@
 //!   expiry, unknown vote category).
 //! - `recent_outcomes`: the last 5 decided amendments by id: `[{amendment_id, status,
 //!   ratified_at}]`.
-//! - `councils`: every council in `reviews/` (issue 16): `[{contract_id, mode, phase, round,
+//! - `councils`: every council in `reviews/`: `[{contract_id, mode, phase, round,
 //!   closes_at, decision, problem}]`.
 //! - `findings`: `{errors, warnings, resolved, newest: [{code, severity, path, line, message}]}`, the
 //!   totals of `polisd check` and its last 10 findings (the current chronicle's last).
@@ -42,7 +42,7 @@ use crate::operations::status::{summarize, Summary};
 use crate::protocol::clock::PolisTime;
 
 pub fn run(args: crate::commands::cli::JsonPolisArg) -> anyhow::Result<u8> {
-    let root = super::locate(args.path.as_deref())?;
+    let root = super::locate(args.path.get())?;
     let polis = Polis::read(&root);
     let now = PolisTime::system(polis.settings.timezone);
     // An unreadable daemon.json says nothing about the polis: report "no daemon" and go on.
@@ -50,9 +50,9 @@ pub fn run(args: crate::commands::cli::JsonPolisArg) -> anyhow::Result<u8> {
     let mut summary = summarize(&polis, &now, daemon)?;
     summary.worktrees = crate::operations::status::worktrees(&polis);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        say!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
-        print!("{}", render(&summary));
+        say_part!("{}", render(&summary));
     }
     Ok(0)
 }
@@ -91,6 +91,15 @@ pub fn render(s: &Summary) -> String {
     ));
 
     out.push_str(&format!("  explore_rate {}\n", s.explore_rate));
+    let e = &s.exploration;
+    if let Some(share) = e.share {
+        out.push_str(&format!(
+            "  explored {} of the last {} routings ({:.1}%)\n",
+            e.explored,
+            e.routings,
+            100.0 * share
+        ));
+    }
 
     if !s.worktrees.others.is_empty() {
         out.push_str(&format!(

@@ -1,13 +1,13 @@
 //! `polisd verify`: the `content_hash` of every capability card (SPEC §4), and `--fix` to stamp
 //! the cards that lack a matching one.
 //!
-//! Reading and judging go through [`crate::protocol::card`]; the only write is the stamp, through
+//! Reading and judging go through [`crate::protocol::citizens::card`]; the only write is the stamp, through
 //! [`crate::operations::edit_agent_file`] (compare-before-replace: a card its citizen is editing at
 //! that moment is never overwritten). A card polisd cannot hash exactly is never stamped.
 
 use crate::fs::snapshot;
 use crate::fs::writer::Writer;
-use crate::protocol::card::{self, StampError, VerifyState};
+use crate::protocol::citizens::card::{self, StampError, VerifyState};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::path::Path;
@@ -55,12 +55,12 @@ pub fn run(args: crate::commands::cli::VerifyArgs) -> anyhow::Result<u8> {
         struct Report<'a> {
             cards: &'a [CardReport],
         }
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&Report { cards: &reports })?
         );
     } else {
-        print!("{}", render(&reports));
+        say_part!("{}", render(&reports));
     }
     Ok(u8::from(reports.iter().any(CardReport::is_failure)))
 }

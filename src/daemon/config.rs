@@ -269,6 +269,12 @@ pub struct Watch {
     /// this soon after they land even while agents keep appending.
     #[serde(with = "human_duration")]
     pub chronicle_debounce: Duration,
+    /// The transfer settling window (docs/sync.md): a finding that a file still in transit
+    /// may resolve (a link to a contract not here yet, a line lost while a peer's version
+    /// replaced the chronicle) is told only once the polis has been quiet this long and it
+    /// still stands. `0s` tells at once.
+    #[serde(with = "human_duration")]
+    pub settling: Duration,
 }
 
 impl Watch {
@@ -292,6 +298,7 @@ impl Default for Watch {
             rescan_interval: Duration::from_secs(300),
             stability: Duration::ZERO,
             chronicle_debounce: Duration::from_millis(30),
+            settling: Duration::from_secs(10),
         }
     }
 }
@@ -833,7 +840,9 @@ fn accepted_values(key: &str) -> Option<&'static str> {
     let last = key.rsplit('.').next().unwrap_or(key);
     Some(match last {
         "debounce" | "max_delay" | "poll_interval" | "rescan_interval" | "stability"
-        | "chronicle_debounce" => "a quoted duration such as \"200ms\", \"2s\" or \"5m\"",
+        | "chronicle_debounce" | "settling" => {
+            "a quoted duration such as \"200ms\", \"2s\" or \"5m\""
+        }
         "backend" => "\"auto\", \"native\" or \"poll\"",
         "level" => "\"error\", \"warn\", \"info\", \"debug\" or \"trace\"",
         "format" => "\"auto\", \"text\" or \"json\"",

@@ -387,9 +387,11 @@ fn pass(w: &mut Watched, trigger: &Trigger) -> bool {
                 .iter()
                 .map(|p| p.to_string_lossy().into_owned())
                 .collect(),
-            Trigger::Rescan | Trigger::Timer | Trigger::ReservationExpiry | Trigger::Reflection => {
-                Vec::new()
-            }
+            Trigger::Rescan
+            | Trigger::Timer
+            | Trigger::ReservationExpiry
+            | Trigger::Reflection
+            | Trigger::Settled => Vec::new(),
         };
     });
     match result {
@@ -414,6 +416,7 @@ fn start_one(
 ) -> anyhow::Result<Watched> {
     let mut engine = Engine::open(root, EngineOptions::from(config.effective_for(root)))?;
     engine.set_stability(config.watch.stability_window());
+    engine.set_settling(config.watch.settling);
     let lock = engine.lock()?.ok_or_else(|| {
         anyhow::anyhow!(
             "another polisd already watches {} (it holds the lock on the _polis/ folder or on \

@@ -1326,7 +1326,7 @@ mod tests {
 
     #[test]
     fn pending_fast_path_is_delivered_while_it_keeps_changing() {
-        // Issue 21: eight agents appending keep the chronicle from ever being quiet for the
+        // Eight agents appending keep the chronicle from ever being quiet for the
         // debounce; its own debounce (30 ms, capped at four of it) delivers it regardless,
         // while other paths keep theirs.
         let t0 = Instant::now();

@@ -80,9 +80,11 @@ fn run(
     let outcome = match action {
         "review" => {
             let decision = match field("decision").as_str() {
-                "signed_off" => crate::protocol::review::Decision::SignedOff,
-                "requested_changes" => crate::protocol::review::Decision::RequestedChanges,
-                "rejected" => crate::protocol::review::Decision::Rejected,
+                "signed_off" => crate::protocol::contracts::review::Decision::SignedOff,
+                "requested_changes" => {
+                    crate::protocol::contracts::review::Decision::RequestedChanges
+                }
+                "rejected" => crate::protocol::contracts::review::Decision::Rejected,
                 other => {
                     return Err(Refused::Op(format!(
                         "`{other}` is not a decision: signed_off, requested_changes or rejected"

@@ -16,11 +16,12 @@ pub mod chart;
 pub mod console;
 pub mod markdown;
 pub mod pages;
-pub mod queue;
 pub mod report;
 pub mod security;
 pub mod server;
 pub mod view;
+
+use view::queue;
 
 use crate::daemon::{Change, DaemonView, Sidecar};
 use anyhow::Context as _;

@@ -82,7 +82,10 @@ pub fn descriptor_limit() -> Option<u64> {
                 limit.rlim_cur = limit.rlim_max;
             }
         }
-        (limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur as u64)
+        // `rlim_t` is not `u64` on every platform.
+        #[allow(clippy::unnecessary_cast)]
+        let current = limit.rlim_cur as u64;
+        (limit.rlim_cur != libc::RLIM_INFINITY).then_some(current)
     }
 }
 

@@ -87,6 +87,26 @@ impl Repo {
         git(&self.top, &["config", key, value]).map(|_| ())
     }
 
+    /// The files under `dir` (relative to `root`, a folder inside the work tree) that this
+    /// clone shares with the others: tracked and unchanged since `HEAD`, as paths relative to
+    /// `root`. Empty when there is no commit yet or git fails.
+    pub fn shared_unchanged(&self, root: &Path, dir: &str) -> std::collections::BTreeSet<String> {
+        let tracked = git(root, &["ls-files", "-z", "--", dir]);
+        let changed = git(
+            root,
+            &["diff", "--name-only", "-z", "--relative", "HEAD", "--", dir],
+        );
+        let (Ok(tracked), Ok(changed)) = (tracked, changed) else {
+            return Default::default();
+        };
+        let changed: std::collections::BTreeSet<&str> = changed.split('\0').collect();
+        tracked
+            .split('\0')
+            .filter(|p| !p.is_empty() && !changed.contains(p))
+            .map(str::to_string)
+            .collect()
+    }
+
     /// Every worktree's top folder (`git worktree list --porcelain`), this one included,
     /// canonicalised. Bare and missing (`prunable`) worktrees are left out.
     pub fn worktrees(&self) -> Vec<PathBuf> {

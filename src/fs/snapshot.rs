@@ -507,6 +507,43 @@ pub struct TailLines {
     pub whole: bool,
 }
 
+/// An amendment as the tally reads it: its file, and after the votes the file records, those
+/// of its vote files (`amendments/votes/<stem>/<citizen>.md`), which come later and so win.
+pub fn parse_amendment(
+    root: &Path,
+    text: &str,
+    stem: &str,
+) -> Result<
+    crate::protocol::amendments::amendment::Amendment,
+    crate::protocol::frontmatter::FrontmatterError,
+> {
+    let mut a = crate::protocol::amendments::amendment::parse(text, stem)?;
+    a.votes.extend(vote_files(root, stem));
+    Ok(a)
+}
+
+/// The votes recorded in `amendments/votes/<stem>/`, by file name.
+pub fn vote_files(
+    root: &Path,
+    stem: &str,
+) -> Vec<crate::protocol::amendments::amendment::VoteRecord> {
+    if !crate::protocol::layout::is_slug(stem) {
+        return Vec::new();
+    }
+    let dir = format!(
+        "{}/{stem}",
+        crate::protocol::amendments::amendment::VOTES_DIR
+    );
+    let mut ignored = Vec::new();
+    list(root, &dir, ".md", &mut ignored)
+        .into_iter()
+        .filter_map(|e| {
+            let text = read_text(root, &e.rel, Some(MAX_RECORD_BYTES)).ok()??;
+            crate::protocol::amendments::amendment::parse_vote_file(&text, &e.stem)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -702,7 +739,7 @@ pub struct CardFile {
     pub id: String,
     pub rel: String,
     pub text: String,
-    pub card: crate::protocol::card::Card,
+    pub card: crate::protocol::citizens::card::Card,
 }
 
 /// A contract file in one of the three folders.
@@ -710,7 +747,7 @@ pub struct CardFile {
 pub struct ContractFile {
     pub folder: crate::protocol::layout::ContractFolder,
     pub file: RecordFile,
-    pub contract: crate::protocol::contract::Contract,
+    pub contract: crate::protocol::contracts::contract::Contract,
 }
 
 /// An amendment file in `proposed/` or `ratified/`.
@@ -719,14 +756,14 @@ pub struct AmendmentFile {
     pub folder: crate::protocol::layout::AmendmentFolder,
     pub rel: String,
     pub text: String,
-    pub amendment: crate::protocol::amendment::Amendment,
+    pub amendment: crate::protocol::amendments::amendment::Amendment,
 }
 
 /// A lesson file.
 #[derive(Debug, Clone)]
 pub struct LessonFile {
     pub rel: String,
-    pub lesson: crate::protocol::lesson::Lesson,
+    pub lesson: crate::protocol::contracts::lesson::Lesson,
 }
 
 /// Everything the protocol rules read, from one pass over a polis. Reading never fails as a
@@ -736,10 +773,10 @@ pub struct Polis {
     pub root: PathBuf,
     pub settings: crate::protocol::settings::Settings,
     pub cards: std::collections::BTreeMap<String, CardFile>,
-    pub statuses: std::collections::BTreeMap<String, crate::protocol::citizen::Status>,
+    pub statuses: std::collections::BTreeMap<String, crate::protocol::citizens::citizen::Status>,
     pub index_keeper: Option<String>,
     pub contracts: Vec<ContractFile>,
-    pub settlements: Vec<crate::protocol::stats::Settlement>,
+    pub settlements: Vec<crate::protocol::routing::stats::Settlement>,
     pub lessons: Vec<LessonFile>,
     /// Shared: a reader beside the daemon copies the polis it was handed (to add chronicle
     /// texts), and amendments with their evidence lists run to megabytes in a large polis.
@@ -796,12 +833,16 @@ impl Polis {
             }
             for file in read_records(root, folder.dir(), &mut findings) {
                 if folder == ContractFolder::Settled {
-                    let read =
-                        crate::protocol::contract::settlement_of(&file.rel, &file.record, zone);
+                    let read = crate::protocol::contracts::contract::settlement_of(
+                        &file.rel,
+                        &file.record,
+                        zone,
+                    );
                     findings.extend(read.findings);
                     settlements.extend(read.settlement);
                 }
-                let contract = crate::protocol::contract::Contract::from_record(&file.record);
+                let contract =
+                    crate::protocol::contracts::contract::Contract::from_record(&file.record);
                 contracts.push(ContractFile {
                     folder,
                     file,
@@ -814,7 +855,10 @@ impl Polis {
             read_records_recursive(root, crate::protocol::layout::LESSONS_DIR, &mut findings)
                 .into_iter()
                 .map(|file| LessonFile {
-                    lesson: crate::protocol::lesson::Lesson::from_record(&file.stem, &file.record),
+                    lesson: crate::protocol::contracts::lesson::Lesson::from_record(
+                        &file.stem,
+                        &file.record,
+                    ),
                     rel: file.rel,
                 })
                 .collect::<Vec<LessonFile>>();
@@ -822,8 +866,8 @@ impl Polis {
         // The reference reads lessons in sorted path order; the order decides which lesson ids
         // `applied_lessons` lists first.
         lessons.sort_by(|a, b| {
-            crate::protocol::lesson::path_order(&a.rel)
-                .cmp(&crate::protocol::lesson::path_order(&b.rel))
+            crate::protocol::contracts::lesson::path_order(&a.rel)
+                .cmp(&crate::protocol::contracts::lesson::path_order(&b.rel))
         });
 
         let mut amendments = Vec::new();
@@ -832,7 +876,7 @@ impl Polis {
                 let Some(text) = read_or_report(root, &entry.rel, &mut findings) else {
                     continue;
                 };
-                match crate::protocol::amendment::parse(&text, &entry.stem) {
+                match parse_amendment(root, &text, &entry.stem) {
                     Ok(amendment) => amendments.push(AmendmentFile {
                         folder,
                         rel: entry.rel,
@@ -875,11 +919,11 @@ impl Polis {
     }
 
     /// The status of a citizen; a missing file reads as idle (SPEC §5).
-    pub fn status(&self, id: &str) -> crate::protocol::citizen::Status {
+    pub fn status(&self, id: &str) -> crate::protocol::citizens::citizen::Status {
         self.statuses
             .get(id)
             .cloned()
-            .unwrap_or_else(crate::protocol::citizen::Status::idle)
+            .unwrap_or_else(crate::protocol::citizens::citizen::Status::idle)
     }
 
     /// The chronicle texts that the activity window reads: the current file and the newest
@@ -900,15 +944,17 @@ impl Polis {
     ) -> std::collections::BTreeSet<String> {
         match &self.active_authors {
             Some(authors) => authors.clone(),
-            None => crate::protocol::chronicle::active_authors(&self.recent_chronicle(), now),
+            None => {
+                crate::protocol::chronicle::activity::active_authors(&self.recent_chronicle(), now)
+            }
         }
     }
 
-    /// Who has left the polis (issue 15): as filled in by the daemon, else from the texts.
+    /// Who has left the polis: as filled in by the daemon, else from the texts.
     pub fn departed(&self) -> std::collections::BTreeSet<String> {
         match &self.departed {
             Some(d) => d.clone(),
-            None => crate::protocol::handoff::departed(&self.recent_chronicle()),
+            None => crate::protocol::contracts::handoff::departed(&self.recent_chronicle()),
         }
     }
 
@@ -937,7 +983,7 @@ impl Polis {
     ) -> Option<chrono::NaiveDateTime> {
         self.archives
             .last()
-            .and_then(|(_, t)| crate::protocol::chronicle::newest_stamp(t, now))
+            .and_then(|(_, t)| crate::protocol::chronicle::activity::newest_stamp(t, now))
     }
 
     /// The newest stamp of `chronicle.md` as read (lines in the future left out), else of the
@@ -947,7 +993,7 @@ impl Polis {
         now: &crate::protocol::clock::PolisTime,
     ) -> Option<chrono::NaiveDateTime> {
         self.chronicle_text()
-            .and_then(|t| crate::protocol::chronicle::newest_stamp(t, now))
+            .and_then(|t| crate::protocol::chronicle::activity::newest_stamp(t, now))
             .or_else(|| self.newest_archive_stamp(now))
     }
 
@@ -959,7 +1005,7 @@ impl Polis {
     }
 
     /// Lessons that move routing scores (SPEC §10), in the reference's order.
-    pub fn routing_lessons(&self) -> Vec<&crate::protocol::lesson::Lesson> {
+    pub fn routing_lessons(&self) -> Vec<&crate::protocol::contracts::lesson::Lesson> {
         self.lessons
             .iter()
             .map(|l| &l.lesson)
@@ -1008,7 +1054,7 @@ pub fn read_chronicles(
     let mut archives = Vec::new();
     for entry in list(root, "", ".md", findings) {
         let name = entry.rel.trim_start_matches('/');
-        if crate::protocol::chronicle::Quarter::from_archive_name(name).is_some() {
+        if crate::protocol::chronicle::rollover::Quarter::from_archive_name(name).is_some() {
             match chronicles.archive(root, name) {
                 Ok(Some(text)) => match conflict_markers(name, &text) {
                     Some(f) => findings.push(f),
@@ -1019,7 +1065,9 @@ pub fn read_chronicles(
             }
         }
     }
-    archives.sort_by_key(|(name, _)| crate::protocol::chronicle::Quarter::from_archive_name(name));
+    archives.sort_by_key(|(name, _)| {
+        crate::protocol::chronicle::rollover::Quarter::from_archive_name(name)
+    });
     (chronicle, archives)
 }
 
@@ -1123,7 +1171,7 @@ fn conflict_finding(rel: &str, line: usize) -> Finding {
 
 type Citizens = (
     std::collections::BTreeMap<String, CardFile>,
-    std::collections::BTreeMap<String, crate::protocol::citizen::Status>,
+    std::collections::BTreeMap<String, crate::protocol::citizens::citizen::Status>,
 );
 
 fn read_citizens(root: &Path, findings: &mut Vec<Finding>) -> Citizens {
@@ -1132,12 +1180,12 @@ fn read_citizens(root: &Path, findings: &mut Vec<Finding>) -> Citizens {
     for id in subdirs_reporting(root, crate::protocol::layout::CITIZENS_DIR, findings) {
         let dir = format!("{}/{id}", crate::protocol::layout::CITIZENS_DIR);
         let card_rel = format!("{dir}/capability_card.yml");
-        // The registry audit (issue 15): a few `lstat`s per citizen.
-        let missing: Vec<&str> = crate::protocol::citizen::CITIZEN_FILES
+        // The registry audit: a few `lstat`s per citizen.
+        let missing: Vec<&str> = crate::protocol::citizens::citizen::CITIZEN_FILES
             .into_iter()
             .filter(|name| fs::symlink_metadata(root.join(&dir).join(name)).is_err())
             .collect();
-        findings.extend(crate::protocol::citizen::registry_findings(
+        findings.extend(crate::protocol::citizens::citizen::registry_findings(
             &dir, &missing, None,
         ));
         let Some(text) = read_or_report(root, &card_rel, findings) else {
@@ -1156,7 +1204,7 @@ fn read_citizens(root: &Path, findings: &mut Vec<Finding>) -> Citizens {
             ));
             continue;
         }
-        match crate::protocol::card::parse(&text) {
+        match crate::protocol::citizens::card::parse(&text) {
             Ok(card) => {
                 if card.agent_id.as_deref() != Some(id.as_str()) {
                     findings.push(Finding::warning(
@@ -1188,12 +1236,12 @@ fn read_citizens(root: &Path, findings: &mut Vec<Finding>) -> Citizens {
         }
         let status_rel = format!("{dir}/status.md");
         let status_text = read_or_report(root, &status_rel, findings);
-        findings.extend(crate::protocol::citizen::registry_findings(
+        findings.extend(crate::protocol::citizens::citizen::registry_findings(
             &dir,
             &[],
             status_text.as_deref(),
         ));
-        match crate::protocol::citizen::parse_status(status_text.as_deref()) {
+        match crate::protocol::citizens::citizen::parse_status(status_text.as_deref()) {
             Ok(status) => {
                 statuses.insert(id.clone(), status);
             }

@@ -23,8 +23,12 @@
 //! directory; `_polis/` is `writer`'s alone. It holds data, not rules: what the fields mean to
 //! the protocol is decided by the engine and the core modules.
 
+mod hooks;
 mod settled;
 
+pub use hooks::{
+    hook_identity, install_record, set_hook_identity, set_install_record, InstallRecord,
+};
 pub use settled::{NameIndex, RecordRef, Records, Restored, SettledRecord, LEDGER_VERSION};
 
 use crate::protocol::finding::Finding;
@@ -60,6 +64,7 @@ const LEGACY_SETTLED_FILE: &str = "settled.jsonl";
 /// Held by whoever writes `settled.ledger`: the daemon for its whole run, a command for one
 /// reconcile.
 const SETTLED_LOCK_FILE: &str = "settled.lock";
+const TRANSITION_LOCK_FILE: &str = "transition.lock";
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
@@ -844,6 +849,38 @@ pub fn state_base_dir() -> Result<PathBuf, StateError> {
 pub fn polis_state_dir(base: &Path, polis_root: &Path) -> PathBuf {
     let digest = crate::protocol::digest::sha256_hex(polis_root.as_os_str().as_encoded_bytes());
     base.join(format!("polis-{}", &digest[..16]))
+}
+
+/// The lock every state transition of a polis is checked and committed under
+/// ([`transition_lock`]); held until dropped.
+pub struct TransitionLock {
+    _file: fs::File,
+}
+
+/// Takes the polis's transition lock, `transition.lock` in its state directory, waiting for
+/// whoever holds it. It lives here rather than in `_polis/` so that taking it writes nothing
+/// in the folder (a refused action leaves `_polis/` byte for byte as it was), and because an
+/// advisory lock binds only the processes of one machine, as the state directory does.
+pub fn transition_lock(polis_root: &Path) -> Result<TransitionLock, StateError> {
+    let dir = polis_state_dir(&state_base_dir()?, &canonical(polis_root));
+    let path = dir.join(TRANSITION_LOCK_FILE);
+    let open = || {
+        fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+    };
+    let file = match open() {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+            open().map_err(io_err("open", &path))?
+        }
+        Err(e) => return Err(io_err("open", &path)(e)),
+    };
+    fs4::fs_std::FileExt::lock_exclusive(&file).map_err(io_err("lock", &path))?;
+    Ok(TransitionLock { _file: file })
 }
 
 fn canonical(polis_root: &Path) -> PathBuf {

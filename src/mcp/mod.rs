@@ -2,24 +2,35 @@
 //!
 //! A front end like the commands: each tool gathers its arguments and calls `operations/`,
 //! nothing here reads or writes a polis file itself. Tool names, the resources and the error
-//! codes are the reference MCP server's (`polis_status`, `polis://state`, −32601 for an unknown
-//! method, −32602 for an unknown tool, −32002 for an unknown resource, −32700 for a line that is
-//! not JSON), so an agent configured for the reference keeps working; polisd adds
-//! `polis_prime`, `polis_notices` and `polis_amendments`. A tool that fails answers `isError`
-//! with the reason. Descriptions are one line each: every session pays for them in tokens.
+//! codes are the reference MCP server's (`polis_status`, `polis://state`, `polis://replay`,
+//! −32601 for an unknown method, −32602 for an unknown tool or arguments its schema rejects,
+//! −32002 for an unknown resource, −32700 for a line that is not JSON), so an agent configured
+//! for the reference keeps working; polisd adds `polis_prime`, `polis_notices` and
+//! `polis_amendments`. A tool that fails answers `isError` with the reason. Descriptions are
+//! one line each: every session pays for them in tokens.
 //!
-//! stdout carries the protocol only. The SDK drops a line that is not JSON without a reply, so
-//! a small filter in front of it answers such a line with −32700 itself, as the reference does.
+//! Every answer is one of rmcp's typed results, so the server speaks each protocol version rmcp
+//! offers as that version requires: on 2026-07-28 (reached through `server/discover`) rmcp adds
+//! `resultType` and the cache hints, and for a client that negotiated an older version through
+//! `initialize` it leaves them out.
+//!
+//! stdout carries the protocol only. The SDK drops a line that is not UTF-8 or not JSON without
+//! a reply and calls a `tools/call` with array `arguments` an unknown method, so a small filter
+//! in front of it answers those itself (−32700, −32602), and a message over
+//! [`MAX_MESSAGE_BYTES`] with −32600, and the session goes on.
 
+mod arguments;
 mod tools;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -34,9 +45,33 @@ const INSTRUCTIONS: &str =
 notices, votes. Start a session with polis_prime (your id as `citizen`); check polis_notices \
 between tasks.";
 
-fn from_json<T: serde::de::DeserializeOwned>(v: Value) -> T {
-    serde_json::from_value(v).expect("the MCP model accepts what polisd builds")
-}
+/// The resources, as the reference offers them: (uri, name, description, MIME type).
+const RESOURCES: [(&str, &str, &str, &str); 4] = [
+    (
+        "polis://state",
+        "Polis state",
+        "Citizens, open contracts, leaders, proposed amendments (JSON).",
+        "application/json",
+    ),
+    (
+        "polis://replay",
+        "Polis Replay",
+        "Markdown report of what the team did and learned.",
+        "text/markdown",
+    ),
+    (
+        "polis://replay/redacted",
+        "Polis Replay (redacted)",
+        "The Replay for public sharing: citizens anonymous, free text dropped.",
+        "text/markdown",
+    ),
+    (
+        "polis://constitution",
+        "Constitution",
+        "The polis CONSTITUTION.md.",
+        "text/markdown",
+    ),
+];
 
 impl PolisServer {
     pub fn new(root: &Path) -> PolisServer {
@@ -45,21 +80,32 @@ impl PolisServer {
         }
     }
 
-    fn read(&self, uri: &str) -> Option<(String, &'static str)> {
+    /// A resource's text, or `None` when there is no such resource (or no constitution).
+    fn read(&self, uri: &str) -> Option<String> {
+        let replay = |redact: bool| {
+            let snapshot = crate::dashboard::view::read(&self.root, 0);
+            let name = crate::dashboard::view::PolisView::name_of(&self.root);
+            crate::dashboard::report::render(
+                &snapshot,
+                &name,
+                crate::dashboard::report::Format::Markdown,
+                redact,
+            )
+        };
         match uri {
-            "polis://state" => Some((
+            "polis://state" => Some(
                 serde_json::to_string_pretty(&crate::operations::summary::state(&self.root))
                     .unwrap_or_default(),
-                "application/json",
-            )),
+            ),
+            "polis://replay" => Some(replay(false)),
+            "polis://replay/redacted" => Some(replay(true)),
             "polis://constitution" => crate::fs::snapshot::read_text(
                 &self.root,
                 crate::protocol::layout::CONSTITUTION,
                 Some(crate::fs::snapshot::MAX_RECORD_BYTES),
             )
             .ok()
-            .flatten()
-            .map(|t| (t, "text/markdown")),
+            .flatten(),
             _ => None,
         }
     }
@@ -67,12 +113,14 @@ impl PolisServer {
 
 impl ServerHandler for PolisServer {
     fn get_info(&self) -> ServerConfig {
-        from_json(json!({
-            "protocolVersion": "2025-06-18",
-            "capabilities": {"tools": {}, "resources": {}},
-            "serverInfo": {"name": "polisd", "version": env!("CARGO_PKG_VERSION")},
-            "instructions": INSTRUCTIONS,
-        }))
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("polisd", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -80,7 +128,7 @@ impl ServerHandler for PolisServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(from_json(json!({ "tools": tools::list() })))
+        Ok(ListToolsResult::with_all_items(tools::list().to_vec()))
     }
 
     async fn call_tool(
@@ -95,24 +143,28 @@ impl ServerHandler for PolisServer {
             .await
             .map_err(|e| McpError::internal_error(format!("the tool stopped: {e}"), None))?;
         let result = match outcome {
-            tools::Outcome::Unknown(name) => {
+            tools::Outcome::Unknown => {
                 return Err(McpError::invalid_params(
-                    format!("unknown tool: {name}"),
+                    format!("unknown tool: {}", arguments::quote(&request.name)),
                     None,
                 ))
             }
-            tools::Outcome::Done(value) => {
-                let text = match value {
-                    Value::String(s) => s,
-                    other => serde_json::to_string_pretty(&other).unwrap_or_default(),
-                };
-                json!({"content": [{"type": "text", "text": text}], "isError": false})
+            tools::Outcome::Invalid(reason) => {
+                return Err(McpError::invalid_params(
+                    format!("{}: {reason}", request.name),
+                    None,
+                ))
             }
+            tools::Outcome::Done(Value::String(text)) => {
+                CallToolResult::success(vec![ContentBlock::text(text)])
+            }
+            tools::Outcome::Done(value) => CallToolResult::success(vec![ContentBlock::text(
+                serde_json::to_string_pretty(&value).unwrap_or_default(),
+            )]),
             tools::Outcome::Failed(reason) => {
-                json!({"content": [{"type": "text", "text": reason}], "isError": true})
+                CallToolResult::error(vec![ContentBlock::text(arguments::bounded(&reason))])
             }
         };
-        let result: rmcp::model::CallToolResult = from_json(result);
         Ok(result.into())
     }
 
@@ -121,13 +173,16 @@ impl ServerHandler for PolisServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        Ok(from_json(json!({"resources": [
-            {"uri": "polis://state", "name": "Polis state",
-             "description": "Citizens, open contracts, leaders, proposed amendments (JSON).",
-             "mimeType": "application/json"},
-            {"uri": "polis://constitution", "name": "Constitution",
-             "description": "The polis CONSTITUTION.md.", "mimeType": "text/markdown"},
-        ]})))
+        Ok(ListResourcesResult::with_all_items(
+            RESOURCES
+                .iter()
+                .map(|(uri, name, description, mime)| {
+                    Resource::new(*uri, *name)
+                        .with_description(*description)
+                        .with_mime_type(*mime)
+                })
+                .collect(),
+        ))
     }
 
     async fn read_resource(
@@ -136,28 +191,122 @@ impl ServerHandler for PolisServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri;
+        let Some(&(_, _, _, mime)) = RESOURCES.iter().find(|r| r.0 == uri) else {
+            return Err(McpError::resource_not_found(
+                format!("resource not found: {}", arguments::quote(&uri)),
+                None,
+            ));
+        };
         let this = self.clone();
         let u = uri.clone();
         let read = tokio::task::spawn_blocking(move || this.read(&u))
             .await
             .map_err(|e| McpError::internal_error(format!("the read stopped: {e}"), None))?;
         match read {
-            Some((text, mime)) => {
-                let result: rmcp::model::ReadResourceResult = from_json(json!({
-                    "contents": [{"uri": uri, "mimeType": mime, "text": text}]
-                }));
-                Ok(result.into())
-            }
+            Some(text) => Ok(ReadResourceResult::new(vec![
+                ResourceContents::text(text, uri).with_mime_type(mime)
+            ])
+            .into()),
             None => Err(McpError::resource_not_found(
-                format!("resource not found: {uri}"),
+                format!("{uri} is not there: the polis has no CONSTITUTION.md"),
                 None,
             )),
         }
     }
 }
 
-const PARSE_ERROR: &str =
-    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}"#;
+/// The longest message the server reads; a longer line is answered with an error and skipped.
+/// Far above any real call (a council contribution is a few KB), far below what hurts.
+pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// A JSON-RPC error response from the filter in front of the SDK, as rmcp's model writes it.
+fn error_line(id: Option<rmcp::model::RequestId>, error: McpError) -> String {
+    serde_json::to_string(&rmcp::model::JsonRpcError::new(id, error))
+        .expect("a JSON-RPC error serializes")
+}
+
+/// What the filter makes of one line of input: passed on to the SDK, or answered here.
+enum Screened {
+    Pass,
+    Answer(String),
+}
+
+/// Answers what the SDK would answer wrongly or not at all: bytes that are not UTF-8 or not
+/// JSON (the SDK drops them silently), a message over [`MAX_MESSAGE_BYTES`], and a
+/// `tools/call` whose `arguments` is not an object (the SDK would call it an unknown method).
+fn screen(line: &[u8], truncated: bool) -> Screened {
+    if truncated {
+        return Screened::Answer(error_line(
+            None,
+            McpError::invalid_request(
+                format!("message over {MAX_MESSAGE_BYTES} bytes; nothing was done"),
+                None,
+            ),
+        ));
+    }
+    let Ok(text) = std::str::from_utf8(line) else {
+        return Screened::Answer(error_line(
+            None,
+            McpError::parse_error("parse error: the message is not UTF-8", None),
+        ));
+    };
+    let Ok(message) = serde_json::from_str::<Value>(text) else {
+        return Screened::Answer(error_line(
+            None,
+            McpError::parse_error("parse error: the message is not JSON", None),
+        ));
+    };
+    if message.get("method").and_then(Value::as_str) == Some("tools/call") {
+        let arguments = message.get("params").and_then(|p| p.get("arguments"));
+        if let Some(other) = arguments.filter(|a| !a.is_object() && !a.is_null()) {
+            let id = message
+                .get("id")
+                .and_then(|id| serde_json::from_value(id.clone()).ok());
+            return Screened::Answer(error_line(
+                id,
+                McpError::invalid_params(
+                    format!(
+                        "`arguments` must be an object of named arguments, not {}",
+                        arguments::type_name(other)
+                    ),
+                    None,
+                ),
+            ));
+        }
+    }
+    Screened::Pass
+}
+
+/// Reads one line of at most `max` bytes (without its newline) into `line`. Returns `None` at
+/// the end of input, else whether the line was longer (the rest is read and dropped).
+async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(
+    input: &mut R,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<bool>> {
+    line.clear();
+    let mut truncated = false;
+    let mut any = false;
+    loop {
+        let chunk = input.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok(any.then_some(truncated));
+        }
+        any = true;
+        let (part, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (&chunk[..i], Some(i + 1)),
+            None => (chunk, None),
+        };
+        let room = max.saturating_sub(line.len());
+        truncated |= part.len() > room;
+        line.extend_from_slice(&part[..part.len().min(room)]);
+        let used = done.unwrap_or(chunk.len());
+        input.consume(used);
+        if done.is_some() {
+            return Ok(Some(truncated));
+        }
+    }
+}
 
 /// Serves the polis at `root` on stdin/stdout until stdin ends.
 pub fn serve(root: &Path) -> anyhow::Result<u8> {
@@ -183,27 +332,28 @@ where
     let (sdk_out, from_sdk) = tokio::io::duplex(64 * 1024);
     let (lines_tx, mut lines_rx) = tokio::sync::mpsc::channel::<String>(64);
 
-    // stdin → the SDK, answering lines that are not JSON with a parse error.
+    // stdin → the SDK, answering here what the SDK would drop or misname.
     let errors = lines_tx.clone();
     let reader = tokio::spawn(async move {
         let mut to_sdk = to_sdk;
-        let mut lines = BufReader::new(input).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            if line.trim().is_empty() {
+        let mut input = BufReader::new(input);
+        let mut line = Vec::new();
+        while let Ok(Some(truncated)) = read_line(&mut input, &mut line, MAX_MESSAGE_BYTES).await {
+            if line.trim_ascii().is_empty() && !truncated {
                 continue;
             }
-            if serde_json::from_str::<Value>(&line).is_err() {
-                if errors.send(PARSE_ERROR.to_string()).await.is_err() {
-                    break;
+            match screen(&line, truncated) {
+                Screened::Answer(answer) => {
+                    if errors.send(answer).await.is_err() {
+                        break;
+                    }
                 }
-                continue;
-            }
-            if to_sdk
-                .write_all(format!("{line}\n").as_bytes())
-                .await
-                .is_err()
-            {
-                break;
+                Screened::Pass => {
+                    line.push(b'\n');
+                    if to_sdk.write_all(&line).await.is_err() {
+                        break;
+                    }
+                }
             }
         }
         let _ = to_sdk.shutdown().await;

@@ -1,37 +1,90 @@
 //! The MCP tools: their short schemas and their calls into `operations/`.
+//!
+//! Each tool's arguments are checked against its own schema (see [`super::arguments`]) before
+//! it runs, so the accessors below read values of the right type or none. Lists are paged: a
+//! list tool takes `limit` and `offset` and answers with the `total`.
 
+use super::arguments;
 use crate::fs::snapshot::Polis;
 use crate::fs::writer::Writer;
 use crate::operations::{self, contract, session, summary, OpError};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::layout::ContractFolder;
+use rmcp::model::Tool;
 use serde_json::{json, Map, Value};
 use std::path::Path;
+use std::sync::OnceLock;
 
 /// What a call came to.
+#[derive(Debug)]
 pub enum Outcome {
     Done(Value),
     /// `isError` with this reason.
     Failed(String),
+    /// Arguments the tool's schema rejects (a protocol error, −32602); nothing ran.
+    Invalid(String),
     /// No such tool (a protocol error, −32602).
-    Unknown(String),
+    Unknown,
+}
+
+/// The page a list tool answers with when the caller names none.
+const DEFAULT_LIMIT: u64 = 50;
+/// The largest page.
+const MAX_LIMIT: u64 = 500;
+/// The longest id (contract, citizen, amendment) a tool accepts.
+const MAX_ID: u64 = 200;
+/// The longest free text (an outcome, a note, a council contribution) a tool accepts.
+const MAX_TEXT: u64 = 100_000;
+
+fn id(desc: &str) -> Value {
+    json!({"type": "string", "maxLength": MAX_ID, "description": desc})
+}
+
+fn plain_id() -> Value {
+    json!({"type": "string", "maxLength": MAX_ID})
+}
+
+fn text(max: u64) -> Value {
+    json!({"type": "string", "maxLength": max})
 }
 
 fn strings(desc: &str) -> Value {
-    json!({"type": "array", "items": {"type": "string"}, "description": desc})
+    json!({"type": "array", "items": {"type": "string"}, "maxItems": 100, "description": desc})
 }
 
-fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
-    let mut schema = json!({"type": "object", "properties": properties});
+/// `limit` and `offset`, added to a list tool's properties.
+fn paged(mut properties: Value) -> Value {
+    properties["limit"] = json!({"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                                 "description": format!("Page size (default {DEFAULT_LIMIT}).")});
+    properties["offset"] = json!({"type": "integer", "minimum": 0});
+    properties
+}
+
+fn tool(
+    name: &'static str,
+    description: &'static str,
+    properties: Value,
+    required: &[&str],
+) -> Tool {
+    let mut schema = json!({"type": "object", "properties": properties,
+                            "additionalProperties": false});
     if !required.is_empty() {
         schema["required"] = json!(required);
     }
-    json!({"name": name, "description": description, "inputSchema": schema})
+    let Value::Object(schema) = schema else {
+        unreachable!("built as an object")
+    };
+    Tool::new(name, description, schema)
 }
 
-/// Every tool, with a one-line description.
-pub fn list() -> Vec<Value> {
-    let citizen = json!({"type": "string", "description": "Your citizen id."});
+/// Every tool, with a one-line description; built once.
+pub fn list() -> &'static [Tool] {
+    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
+    TOOLS.get_or_init(build)
+}
+
+fn build() -> Vec<Tool> {
+    let citizen = id("Your citizen id.");
     vec![
         tool(
             "polis_status",
@@ -41,31 +94,31 @@ pub fn list() -> Vec<Value> {
         ),
         tool(
             "polis_list_contracts",
-            "List contracts in one state (default open).",
-            json!({"state": {"type": "string", "enum": ["open", "settled", "abandoned"]},
-                   "owner": {"type": "string"}}),
+            "List contracts in one state (default open), a page at a time, with the total.",
+            paged(json!({"state": {"type": "string", "enum": ["open", "settled", "abandoned"]},
+                   "owner": plain_id()})),
             &[],
         ),
         tool(
             "polis_route",
             "Recommend a citizen for an open contract, with every score.",
-            json!({"contract_id": {"type": "string"},
-                   "seed": {"type": "integer", "description": "Seed for a reproducible pick."}}),
+            json!({"contract_id": plain_id(),
+                   "seed": {"type": "integer", "minimum": 0, "description": "Seed for a reproducible pick."}}),
             &["contract_id"],
         ),
         tool(
             "polis_prime",
-            "Your session primer: routed contracts, claims, votes, unread notices (marks shown notices read).",
+            "Your session primer: where things stand (index.md), the chronicle since your last session, routed contracts, claims, votes, unread notices (marks shown notices read and records last_seen_event and last_active).",
             json!({"citizen": citizen,
-                   "mark_read": {"type": "boolean", "description": "Default true."}}),
+                   "mark_read": {"type": "boolean", "description": "Default true; false is a peek that records nothing."}}),
             &["citizen"],
         ),
         tool(
             "polis_notices",
-            "Your inbox notices, newest first.",
-            json!({"citizen": citizen,
+            "Your inbox notices, newest first, a page at a time.",
+            paged(json!({"citizen": citizen,
                    "unread": {"type": "boolean", "description": "Only unread (default true)."},
-                   "mark_read": {"type": "boolean", "description": "Mark the listed ones read."}}),
+                   "mark_read": {"type": "boolean", "description": "Mark the listed ones read."}})),
             &["citizen"],
         ),
         tool(
@@ -75,50 +128,52 @@ pub fn list() -> Vec<Value> {
             &[],
         ),
         tool("polis_open_contract", "Open a contract; matching guardrails become acceptance criteria.",
-            json!({"title": {"type": "string"}, "opened_by": {"type": "string"},
+            json!({"title": text(500), "opened_by": plain_id(),
                    "required_tags": strings("Capability tags."),
                    "stakes": {"type": "string", "enum": ["low", "medium", "high"]},
                    "cost_ceiling": {"type": "string", "enum": ["low", "medium", "high"]},
                    "acceptance": strings("Acceptance criteria."),
-                   "deadline": {"type": "string"}}),
+                   "deadline": text(100)}),
             &["title", "opened_by"]),
         tool("polis_claim_contract", "Claim an open contract (atomic: one claimer wins).",
-            json!({"contract_id": {"type": "string"}, "citizen": {"type": "string"},
+            json!({"contract_id": plain_id(), "citizen": plain_id(),
                    "force": {"type": "boolean", "description": "Take it from its owner."}}),
             &["contract_id", "citizen"]),
         tool("polis_settle_contract", "Settle a contract with a quality 1-5.",
-            json!({"contract_id": {"type": "string"},
+            json!({"contract_id": plain_id(),
                    "quality": {"type": "integer", "minimum": 1, "maximum": 5},
-                   "minutes": {"type": "integer"}, "by": {"type": "string"},
-                   "outcome": {"type": "string"},
+                   "minutes": {"type": "integer", "minimum": 0, "maximum": u32::MAX},
+                   "by": plain_id(),
+                   "outcome": text(MAX_TEXT),
                    "suggest": strings("Next citizens, each CITIZEN:REASON.")}),
             &["contract_id", "quality"]),
         tool("polis_abandon_contract", "Abandon an open contract.",
-            json!({"contract_id": {"type": "string"}, "reason": {"type": "string"},
-                   "by": {"type": "string"}}),
+            json!({"contract_id": plain_id(), "reason": text(MAX_TEXT),
+                   "by": plain_id()}),
             &["contract_id"]),
         tool("polis_show_contract", "One contract's file, wherever it is.",
-            json!({"contract_id": {"type": "string"}}), &["contract_id"]),
+            json!({"contract_id": plain_id()}), &["contract_id"]),
         tool("polis_context", "Read before working: criteria, guardrails, lessons for a contract.",
-            json!({"contract_id": {"type": "string"}}), &["contract_id"]),
+            json!({"contract_id": plain_id()}), &["contract_id"]),
         tool("polis_reserve", "Reserve project paths or globs; refused naming the holder.",
-            json!({"citizen": {"type": "string"}, "paths": strings("Paths or globs."),
-                   "ttl_minutes": {"type": "integer"}, "note": {"type": "string"},
-                   "contract": {"type": "string"}}),
+            json!({"citizen": plain_id(), "paths": strings("Paths or globs."),
+                   "ttl_minutes": {"type": "integer", "minimum": 0}, "note": text(MAX_TEXT),
+                   "contract": plain_id()}),
             &["citizen", "paths"]),
         tool("polis_release", "Release your reservations (all, or these paths).",
-            json!({"citizen": {"type": "string"}, "paths": strings("Paths (omit for all).")}),
+            json!({"citizen": plain_id(), "paths": strings("Paths (omit for all).")}),
             &["citizen"]),
-        tool("polis_reservations", "Every reservation: who holds what, until when.", json!({}), &[]),
+        tool("polis_reservations", "Every reservation: who holds what, until when; a page at a time.",
+            paged(json!({})), &[]),
         tool("polis_add_guardrail", "Record a must-pass check for future contracts on these tags.",
-            json!({"text": {"type": "string"}, "tags": strings("Tags (empty: every contract)."),
-                   "source_contract": {"type": "string"}}),
+            json!({"text": text(MAX_TEXT), "tags": strings("Tags (empty: every contract)."),
+                   "source_contract": plain_id()}),
             &["text"]),
-        tool("polis_guardrails", "The active guardrails.", json!({}), &[]),
+        tool("polis_guardrails", "The active guardrails, a page at a time.", paged(json!({})), &[]),
         tool("polis_vote", "Vote on a proposed amendment.",
-            json!({"amendment_id": {"type": "string"}, "citizen": {"type": "string"},
+            json!({"amendment_id": plain_id(), "citizen": plain_id(),
                    "vote": {"type": "string", "enum": ["agree", "disagree", "abstain", "request_changes"]},
-                   "rationale": {"type": "string"}}),
+                   "rationale": text(MAX_TEXT)}),
             &["amendment_id", "citizen", "vote"]),
         tool("polis_tally", "Tally the proposed amendments and apply the outcomes (ratify, reject, expire), as `polisd tally` does.",
             json!({"dry_run": {"type": "boolean", "description": "Only report (default false)."}}),
@@ -126,71 +181,99 @@ pub fn list() -> Vec<Value> {
         tool("polis_ready", "What you can start now: unowned contracts whose dependencies settled.",
             json!({"citizen": citizen}), &["citizen"]),
         tool("polis_council_status", "Where a council review stands: round, seats, deadline, verdict.",
-            json!({"contract_id": {"type": "string"}}), &["contract_id"]),
+            json!({"contract_id": plain_id()}), &["contract_id"]),
         tool("polis_council_write", "Place your contribution for the council's open round.",
-            json!({"contract_id": {"type": "string"}, "citizen": {"type": "string"},
-                   "text": {"type": "string", "description": "Markdown, within the round's word limit."}}),
+            json!({"contract_id": plain_id(), "citizen": plain_id(),
+                   "text": {"type": "string", "maxLength": MAX_TEXT, "description": "Markdown, within the round's word limit."}}),
             &["contract_id", "citizen", "text"]),
     ]
 }
 
-// The arguments' accessors refuse a value of the wrong type rather than treat it as absent: a
-// `"dry_run": "true"` read as "no dry run" would write, and a `"minutes": "25"` read as "no
-// minutes" would settle without them. `null` counts as absent, as JSON Schema clients send it.
+// The accessors read arguments the schema check let through: a value is of its schema's type,
+// or absent (`null` counts as absent), and every required one is there.
 
 fn arg_str<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
-    opt_str_ref(args, key)?.ok_or_else(|| format!("missing required argument: '{key}'"))
+    opt_str_ref(args, key).ok_or_else(|| format!("missing required argument `{key}`"))
 }
 
-fn opt_str_ref<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, String> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(wrong_type(key, "a string", other)),
+fn opt_str_ref<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+fn opt_str(args: &Map<String, Value>, key: &str) -> Option<String> {
+    opt_str_ref(args, key).map(str::to_string)
+}
+
+fn arg_bool(args: &Map<String, Value>, key: &str, default: bool) -> bool {
+    args.get(key).and_then(Value::as_bool).unwrap_or(default)
+}
+
+/// A whole number that fits `T` (the schema bounds it; a bound it lacks is checked here).
+fn opt_int<T: TryFrom<u64>>(args: &Map<String, Value>, key: &str) -> Result<Option<T>, String> {
+    match args.get(key).and_then(Value::as_u64) {
+        None => Ok(None),
+        Some(n) => T::try_from(n)
+            .map(Some)
+            .map_err(|_| format!("`{key}` is too large: {n}; nothing was done")),
     }
 }
 
-fn opt_str(args: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    Ok(opt_str_ref(args, key)?.map(str::to_string))
+fn str_list(args: &Map<String, Value>, key: &str) -> Vec<String> {
+    args.get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
 }
 
-fn arg_bool(args: &Map<String, Value>, key: &str, default: bool) -> Result<bool, String> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(wrong_type(key, "true or false", other)),
+/// The `offset` and `limit` a list tool was asked for.
+fn window(args: &Map<String, Value>) -> (usize, usize) {
+    let limit = args
+        .get("limit")
+        .and_then(Value::as_u64)
+        .unwrap_or(DEFAULT_LIMIT) as usize;
+    let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
+    (offset, limit)
+}
+
+/// One page of `items` as `limit`/`offset` ask, under `key`, with the total and where the
+/// next page starts (absent on the last).
+fn page<T: serde::Serialize>(args: &Map<String, Value>, key: &str, items: Vec<T>) -> Value {
+    let total = items.len();
+    let (offset, limit) = window(args);
+    let offset = offset.min(total);
+    let shown: Vec<T> = items.into_iter().skip(offset).take(limit).collect();
+    paged_answer(key, shown, offset, limit, total)
+}
+
+/// A page already cut (by an operation that reads only the page), with its place in the whole.
+fn paged_answer<T: serde::Serialize>(
+    key: &str,
+    shown: Vec<T>,
+    offset: usize,
+    limit: usize,
+    total: usize,
+) -> Value {
+    let offset = offset.min(total);
+    let next = offset + shown.len();
+    let mut out = json!({"total": total, "offset": offset, "limit": limit});
+    out[key] = json!(shown);
+    if next < total {
+        out["next_offset"] = json!(next);
     }
+    out
 }
 
-/// A whole number that fits `T` (minutes, a seed, a quality checked later for its range).
-fn opt_int<T: TryFrom<i128>>(args: &Map<String, Value>, key: &str) -> Result<Option<T>, String> {
-    let whole = |v: &Value| {
-        v.as_i64()
-            .map(i128::from)
-            .or_else(|| v.as_u64().map(i128::from))
-    };
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => match whole(v) {
-            None => Err(wrong_type(key, "a whole number", v)),
-            Some(n) => T::try_from(n).map(Some).map_err(|_| {
-                let bound = if n < 0 {
-                    "a whole number of at least 0"
-                } else {
-                    "a smaller whole number"
-                };
-                wrong_type(key, bound, v)
-            }),
-        },
-    }
-}
-
-fn wrong_type(key: &str, expected: &str, got: &Value) -> String {
-    format!("'{key}' must be {expected}, not {got}; nothing was done")
-}
-
-/// Runs one tool.
+/// Runs one tool, once its arguments pass its schema.
 pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
+    let Some(tool) = list().iter().find(|t| t.name == name) else {
+        return Outcome::Unknown;
+    };
+    if let Err(reason) = arguments::check(&tool.input_schema, args) {
+        return Outcome::Invalid(reason);
+    }
     let result = match name {
         "polis_status" => Ok(summary::status(root)),
         "polis_list_contracts" => list_contracts(root, args),
@@ -207,7 +290,7 @@ pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
         }
         "polis_context" => context(root, args),
         "polis_add_guardrail" => add_guardrail(root, args),
-        "polis_guardrails" => Ok(json!({"guardrails": operations::guardrail::list(root)})),
+        "polis_guardrails" => Ok(page(args, "guardrails", operations::guardrail::list(root))),
         "polis_vote" => vote(root, args),
         "polis_tally" => tally(root, args),
         "polis_ready" => {
@@ -218,14 +301,14 @@ pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
         "polis_reservations" => {
             let now = operations::chronicle::polis_now(root);
             operations::reservation::list(root, &now)
-                .map(|r| json!({"reservations": r}))
+                .map(|r| page(args, "reservations", r))
                 .map_err(|e| e.to_string())
         }
         "polis_council_status" => {
             arg_str(args, "contract_id").and_then(|id| done(operations::council::status(root, id)))
         }
         "polis_council_write" => council_write(root, args),
-        other => return Outcome::Unknown(other.to_string()),
+        _ => unreachable!("every listed tool has a call"),
     };
     match result {
         Ok(v) => Outcome::Done(v),
@@ -234,13 +317,17 @@ pub fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
 }
 
 fn list_contracts(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
-    let state = opt_str_ref(args, "state")?.unwrap_or("open");
+    let state = opt_str_ref(args, "state").unwrap_or("open");
     let folder = ContractFolder::ALL
         .into_iter()
         .find(|f| f.name() == state)
         .ok_or_else(|| format!("unknown state `{state}`: use open, settled or abandoned"))?;
-    let owner = opt_str_ref(args, "owner")?;
-    Ok(json!({"state": state, "contracts": contract::list(root, folder, owner)}))
+    let owner = opt_str_ref(args, "owner");
+    let (offset, limit) = window(args);
+    let (shown, total) = contract::list_page(root, folder, owner, offset, limit);
+    let mut listed = paged_answer("contracts", shown, offset, limit, total);
+    listed["state"] = json!(state);
+    Ok(listed)
 }
 
 /// An operation's result as the tool's answer (`ok: true` added, as the commands' `--json`).
@@ -257,37 +344,15 @@ fn writer(root: &Path) -> Result<Writer, String> {
     Writer::unrecorded(root).map_err(|e| e.to_string())
 }
 
-fn str_list(args: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|item| {
-                item.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| wrong_type(key, "a list of strings", item))
-            })
-            .collect(),
-        // A comma-separated string, as the commands take tags.
-        Some(Value::String(s)) => Ok(s
-            .split(',')
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(str::to_string)
-            .collect()),
-        Some(other) => Err(wrong_type(key, "a list of strings", other)),
-    }
-}
-
 fn open_contract(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let req = contract::OpenRequest {
         title: arg_str(args, "title")?.trim().to_string(),
         by: arg_str(args, "opened_by")?.to_string(),
-        tags: str_list(args, "required_tags")?,
-        stakes: opt_str(args, "stakes")?.unwrap_or_else(|| "medium".into()),
-        cost_ceiling: opt_str(args, "cost_ceiling")?.unwrap_or_else(|| "medium".into()),
-        deadline: opt_str(args, "deadline")?,
-        accept: str_list(args, "acceptance")?,
+        tags: str_list(args, "required_tags"),
+        stakes: opt_str(args, "stakes").unwrap_or_else(|| "medium".into()),
+        cost_ceiling: opt_str(args, "cost_ceiling").unwrap_or_else(|| "medium".into()),
+        deadline: opt_str(args, "deadline"),
+        accept: str_list(args, "acceptance"),
     };
     let now = operations::chronicle::polis_now(root);
     done(contract::open(&writer(root)?, &now, &req))
@@ -316,32 +381,28 @@ fn claim(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         &now,
         id,
         citizen,
-        arg_bool(args, "force", false)?,
+        arg_bool(args, "force", false),
     ))
 }
 
 fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let quality =
-        opt_int(args, "quality")?.ok_or("missing required argument: 'quality' (an integer 1-5)")?;
+        opt_int(args, "quality")?.ok_or("missing required argument `quality` (an integer 1-5)")?;
     let req = contract::SettleRequest {
         id: arg_str(args, "contract_id")?.to_string(),
         quality,
         minutes: opt_int(args, "minutes")?,
-        by: opt_str(args, "by")?,
-        outcome: opt_str(args, "outcome")?,
+        by: opt_str(args, "by"),
+        outcome: opt_str(args, "outcome"),
         lesson: None,
         reconcile_without_daemon: true,
-        // One string is one suggestion (a reason may hold commas).
-        suggest: match args.get("suggest") {
-            Some(Value::String(one)) => vec![one.clone()],
-            _ => str_list(args, "suggest")?,
-        }
-        .iter()
-        .map(|s| match s.split_once(':') {
-            Some((c, r)) => (c.trim().to_string(), r.trim().to_string()),
-            None => (s.trim().to_string(), String::new()),
-        })
-        .collect(),
+        suggest: str_list(args, "suggest")
+            .iter()
+            .map(|s| match s.split_once(':') {
+                Some((c, r)) => (c.trim().to_string(), r.trim().to_string()),
+                None => (s.trim().to_string(), String::new()),
+            })
+            .collect(),
     };
     let now = operations::chronicle::polis_now(root);
     done(contract::settle(&writer(root)?, &now, &req))
@@ -354,8 +415,8 @@ fn abandon(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         &writer(root)?,
         &now,
         id,
-        opt_str_ref(args, "reason")?,
-        opt_str_ref(args, "by")?,
+        opt_str_ref(args, "reason"),
+        opt_str_ref(args, "by"),
     ))
 }
 
@@ -373,8 +434,8 @@ fn add_guardrail(root: &Path, args: &Map<String, Value>) -> Result<Value, String
         &writer(root)?,
         &now,
         text,
-        &str_list(args, "tags")?,
-        opt_str_ref(args, "source_contract")?,
+        &str_list(args, "tags"),
+        opt_str_ref(args, "source_contract"),
     ))
 }
 
@@ -390,10 +451,10 @@ fn project_paths(root: &Path, raw: &[String]) -> Result<Vec<String>, String> {
 fn reserve(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let request = operations::reservation::ReserveRequest {
         citizen: arg_str(args, "citizen")?.to_string(),
-        paths: project_paths(root, &str_list(args, "paths")?)?,
+        paths: project_paths(root, &str_list(args, "paths"))?,
         ttl_minutes: opt_int(args, "ttl_minutes")?,
-        note: opt_str(args, "note")?,
-        contract: opt_str(args, "contract")?,
+        note: opt_str(args, "note"),
+        contract: opt_str(args, "contract"),
     };
     let now = operations::chronicle::polis_now(root);
     let done = operations::reservation::reserve(root, &writer(root)?, &now, &request)
@@ -405,7 +466,7 @@ fn reserve(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
 
 fn release(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let citizen = arg_str(args, "citizen")?;
-    let paths = str_list(args, "paths")?;
+    let paths = str_list(args, "paths");
     let targets = if paths.is_empty() {
         None
     } else {
@@ -419,19 +480,14 @@ fn release(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
 }
 
 fn vote(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
-    use crate::protocol::amendment::Vote;
+    use crate::protocol::amendments::amendment::Vote;
     let aid = arg_str(args, "amendment_id")?;
     let citizen = arg_str(args, "citizen")?;
     let vote = match arg_str(args, "vote")? {
         "agree" => Vote::Agree,
         "disagree" => Vote::Disagree,
         "abstain" => Vote::Abstain,
-        "request_changes" | "request changes" => Vote::RequestChanges,
-        other => {
-            return Err(format!(
-                "`{other}` is not a vote: use agree, disagree, abstain or request_changes"
-            ))
-        }
+        _ => Vote::RequestChanges,
     };
     let now = operations::chronicle::polis_now(root);
     done(operations::amendment::vote(
@@ -440,7 +496,7 @@ fn vote(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         aid,
         citizen,
         vote,
-        opt_str_ref(args, "rationale")?,
+        opt_str_ref(args, "rationale"),
     ))
 }
 
@@ -459,13 +515,19 @@ fn route(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
 
 fn prime(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let citizen = arg_str(args, "citizen")?;
-    let mark_read = arg_bool(args, "mark_read", true)?;
+    let mark_read = arg_bool(args, "mark_read", true);
     let now = PolisTime::system(session::polis_zone(root));
     let primed = session::prime(root, citizen, &now).map_err(|e| e.to_string())?;
-    if mark_read && !primed.primer.shown_notices.is_empty() {
+    if mark_read {
         let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
-        session::mark_read(root, &writer, &primed.view, &primed.primer.shown_notices)
+        let left_alone = session::record_session_or_finding(root, &writer, &primed, &now)
             .map_err(|e| e.to_string())?;
+        if let Some(finding) = left_alone {
+            return Ok(Value::String(format!(
+                "{}\n\n> polisd: {finding}\n",
+                primed.primer.text
+            )));
+        }
     }
     Ok(Value::String(primed.primer.text))
 }
@@ -473,34 +535,39 @@ fn prime(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
 fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let citizen = arg_str(args, "citizen")?;
     let (unread, mark_read) = (
-        arg_bool(args, "unread", true)?,
-        arg_bool(args, "mark_read", false)?,
+        arg_bool(args, "unread", true),
+        arg_bool(args, "mark_read", false),
     );
     session::check_citizen(root, citizen).map_err(|e| e.to_string())?;
     let view = session::read_inbox(root, citizen).map_err(|e| e.to_string())?;
-    let listed: Vec<&crate::protocol::notice::Notice> = if unread {
+    let listed: Vec<&crate::protocol::delivery::notice::Notice> = if unread {
         view.unread()
     } else {
         view.notices.iter().rev().collect()
     };
-    let ids: Vec<String> = listed
-        .iter()
-        .filter(|n| !view.read.contains(&n.id))
-        .map(|n| n.id.clone())
-        .collect();
     let items: Vec<Value> = listed
         .iter()
         .map(|n| {
             json!({"id": n.id, "kind": n.kind.map(|k| k.as_str()), "stamp": n.stamp,
-                   "from": n.author, "text": crate::protocol::notice::render_notice(n),
+                   "from": n.author, "text": crate::protocol::delivery::notice::render_notice(n),
                    "read": view.read.contains(&n.id)})
         })
         .collect();
-    if mark_read && !ids.is_empty() {
+    let mut answer = page(args, "notices", items);
+    // Only the page shown is marked read.
+    let shown_unread: Vec<String> = answer["notices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| n["read"] == json!(false))
+        .filter_map(|n| n["id"].as_str().map(str::to_string))
+        .collect();
+    if mark_read && !shown_unread.is_empty() {
         let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
-        session::mark_read(root, &writer, &view, &ids).map_err(|e| e.to_string())?;
+        session::mark_read(root, &writer, &view, &shown_unread).map_err(|e| e.to_string())?;
     }
-    Ok(json!({"citizen": citizen, "notices": items}))
+    answer["citizen"] = json!(citizen);
+    Ok(answer)
 }
 
 fn amendments(root: &Path) -> Result<Value, String> {
@@ -511,7 +578,7 @@ fn amendments(root: &Path) -> Result<Value, String> {
 }
 
 fn tally(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
-    let applied = operations::tally::apply(root, arg_bool(args, "dry_run", false)?)
+    let applied = operations::tally::apply(root, arg_bool(args, "dry_run", false))
         .map_err(|e| e.to_string())?;
     let mut v = serde_json::to_value(&applied).map_err(|e| e.to_string())?;
     v["ok"] = Value::Bool(true);
@@ -527,45 +594,70 @@ mod tests {
     }
 
     #[track_caller]
-    fn failed(outcome: Outcome) -> String {
+    fn invalid(outcome: Outcome) -> String {
         match outcome {
-            Outcome::Failed(reason) => reason,
-            Outcome::Done(v) => panic!("expected a refusal, got {v}"),
-            Outcome::Unknown(name) => panic!("unknown tool {name}"),
+            Outcome::Invalid(reason) => reason,
+            other => panic!("expected a refusal of the arguments, got {other:?}"),
         }
     }
 
     #[test]
-    fn an_argument_of_the_wrong_type_is_refused_not_taken_as_absent() {
-        let a = args(json!({
-            "dry_run": "true", "minutes": "25", "big": 5_000_000_000u64, "below": -5,
-            "tags": ["rust", 3], "note": 7, "gone": null
-        }));
-        assert!(arg_bool(&a, "dry_run", false)
-            .unwrap_err()
-            .contains("'dry_run' must be true or false, not \"true\""));
-        assert!(opt_int::<u32>(&a, "minutes")
-            .unwrap_err()
-            .contains("'minutes' must be a whole number"));
-        assert!(opt_int::<u32>(&a, "big")
-            .unwrap_err()
-            .contains("a smaller whole number"));
-        assert_eq!(opt_int::<u64>(&a, "big"), Ok(Some(5_000_000_000)));
-        assert!(opt_int::<u32>(&a, "below")
-            .unwrap_err()
-            .contains("at least 0"));
-        assert_eq!(opt_int::<i64>(&a, "below"), Ok(Some(-5)));
-        assert!(str_list(&a, "tags").unwrap_err().contains("'tags'"));
-        assert!(opt_str(&a, "note")
-            .unwrap_err()
-            .contains("'note' must be a string"));
-        // Absent and null are the same: the default.
-        assert_eq!(opt_str(&a, "gone"), Ok(None));
-        assert_eq!(arg_bool(&a, "gone", true), Ok(true));
-        assert_eq!(opt_int::<u32>(&a, "missing"), Ok(None));
-        assert_eq!(
-            arg_str(&a, "missing").unwrap_err(),
-            "missing required argument: 'missing'"
+    fn every_tool_refuses_unknown_keys_and_every_schema_is_closed() {
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&["claude-code-1"]);
+        for tool in list() {
+            assert_eq!(
+                tool.input_schema["additionalProperties"],
+                json!(false),
+                "{}",
+                tool.name
+            );
+            let reason = invalid(call(&root, &tool.name, &args(json!({"noSuchKey": 1}))));
+            assert!(
+                reason.contains("unknown argument `noSuchKey`"),
+                "{}: {reason}",
+                tool.name
+            );
+        }
+    }
+
+    #[test]
+    fn a_system_identity_or_a_control_character_is_refused_in_every_tool() {
+        let (_dir, root, _w) = crate::operations::test_polis::polis_with(&[]);
+        let root = root.as_path();
+        for system in crate::protocol::layout::SYSTEM_CITIZENS {
+            for (tool, a) in [
+                (
+                    "polis_claim_contract",
+                    json!({"contract_id": "x", "citizen": system}),
+                ),
+                (
+                    "polis_abandon_contract",
+                    json!({"contract_id": "x", "by": system}),
+                ),
+                (
+                    "polis_open_contract",
+                    json!({"title": "t", "opened_by": system}),
+                ),
+                ("polis_prime", json!({"citizen": system})),
+            ] {
+                let why = invalid(call(root, tool, &args(a)));
+                assert!(why.contains("system identity"), "{tool}: {why}");
+            }
+        }
+        let a = args(json!({"title": "a\u{1b}[2Jb", "opened_by": "claude-agent-1"}));
+        let why = invalid(call(root, "polis_open_contract", &a));
+        assert!(why.contains("U+001B"), "{why}");
+        let a = args(json!({"text": "x", "tags": ["ok", "\u{202e}"]}));
+        assert!(invalid(call(root, "polis_add_guardrail", &a)).contains("U+202E"));
+    }
+
+    #[test]
+    fn a_tally_with_a_misspelt_dry_run_ratifies_nothing() {
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&["claude-code-1"]);
+        let reason = invalid(call(&root, "polis_tally", &args(json!({"dryRun": true}))));
+        assert!(
+            reason.contains("`dryRun`") && reason.contains("dry_run"),
+            "{reason}"
         );
     }
 
@@ -578,33 +670,62 @@ mod tests {
             &args(json!({"title": "Fix the login", "opened_by": "claude-code-1"})),
         );
         assert!(matches!(opened, Outcome::Done(_)));
-        let claimed = call(
+        let reason = invalid(call(
             &root,
             "polis_claim_contract",
             &args(
                 json!({"contract_id": "fix-the-login", "citizen": "claude-code-1", "force": "no"}),
             ),
-        );
-        assert!(failed(claimed).contains("'force' must be true or false"));
-        let reason = failed(call(
+        ));
+        assert!(reason.contains("`force` must be true or false"), "{reason}");
+        let reason = invalid(call(
             &root,
             "polis_settle_contract",
             &args(json!({"contract_id": "fix-the-login", "quality": 4, "minutes": "25"})),
         ));
         assert!(
-            reason.contains("'minutes' must be a whole number"),
+            reason.contains("`minutes` must be a whole number"),
             "{reason}"
         );
-        let reason = failed(call(
+        let reason = invalid(call(
             &root,
-            "polis_settle_contract",
-            &args(json!({"contract_id": "fix-the-login", "quality": "4"})),
+            "polis_open_contract",
+            &args(json!({"title": "Other", "opened_by": "claude-code-1", "required_tags": "rust"})),
         ));
         assert!(
-            reason.contains("'quality' must be a whole number"),
+            reason.contains("`required_tags` must be an array"),
             "{reason}"
         );
         assert!(root.join("contracts/open/fix-the-login.md").exists());
+        assert!(!root.join("contracts/open/other.md").exists());
         assert!(!root.join("contracts/settled").exists());
+    }
+
+    #[test]
+    fn lists_come_a_page_at_a_time_with_the_total() {
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&["claude-code-1"]);
+        for i in 0..3 {
+            let title = format!("Task number {i}");
+            let opened = call(
+                &root,
+                "polis_open_contract",
+                &args(json!({"title": title, "opened_by": "claude-code-1"})),
+            );
+            assert!(matches!(opened, Outcome::Done(_)), "{opened:?}");
+        }
+        let Outcome::Done(first) = call(&root, "polis_list_contracts", &args(json!({"limit": 2})))
+        else {
+            panic!("listed")
+        };
+        assert_eq!(first["total"], 3);
+        assert_eq!(first["contracts"].as_array().unwrap().len(), 2);
+        assert_eq!(first["next_offset"], 2);
+        let Outcome::Done(rest) = call(&root, "polis_list_contracts", &args(json!({"offset": 2})))
+        else {
+            panic!("listed")
+        };
+        assert_eq!(rest["contracts"].as_array().unwrap().len(), 1);
+        assert!(rest.get("next_offset").is_none());
+        assert_eq!(rest["limit"], DEFAULT_LIMIT);
     }
 }

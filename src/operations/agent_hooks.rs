@@ -2,14 +2,14 @@
 //! pointers (`CLAUDE.md`, `AGENTS.md`, `GEMINI.md`, `.agents/skills/polis-protocol/SKILL.md`).
 //!
 //! Each change is planned in full before anything is written: every settings file is read and
-//! edited in memory (see [`crate::protocol::agent_hooks`]), and a file that is not valid JSON,
+//! edited in memory (see [`crate::protocol::delivery::agent_hooks`]), and a file that is not valid JSON,
 //! has an unexpected shape, is a link or is read-only refuses the whole command with nothing
 //! written. Writes go through the project writer, which may write only those files, and replace
 //! each file by compare-before-replace (a file edited meanwhile is not overwritten).
 
 use crate::fs::snapshot;
 use crate::fs::writer::{CompareOutcome, Writer};
-use crate::protocol::agent_hooks::{self, Cli, ConfigError};
+use crate::protocol::delivery::agent_hooks::{self, Cli, ConfigError};
 use std::path::Path;
 
 /// The largest settings or pointer file polisd edits.
@@ -29,6 +29,21 @@ pub enum HooksError {
     Changed { path: String },
     #[error(transparent)]
     Write(#[from] crate::fs::writer::WriteError),
+    #[error("the hooks would run `{bin}`, which is not an executable file or on PATH (the agent CLI would fail with exit 127); install polisd there or pass --bin /absolute/path/to/polisd — polisd changed nothing")]
+    NoBinary { bin: String },
+    #[error(transparent)]
+    State(#[from] crate::fs::state::StateError),
+}
+
+/// What a planned change is to polisd's per-user record of the settings files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// Not a settings file (a bridge pointer).
+    No,
+    /// Hooks installed: remember the text before, to give it back on uninstall.
+    Install,
+    /// Hooks removed: forget it.
+    Uninstall,
 }
 
 /// One file change, planned.
@@ -42,8 +57,10 @@ pub struct Planned {
     pub before: Option<String>,
     #[serde(skip)]
     pub after: String,
-    /// Remove the file instead: uninstall left nothing in a file install created (`{}`).
+    /// Remove the file instead: polisd created it, and uninstall found it as polisd wrote it.
     pub remove: bool,
+    #[serde(skip)]
+    pub recorded: Recorded,
 }
 
 impl Planned {
@@ -59,8 +76,35 @@ impl Planned {
             before,
             after,
             remove: false,
+            recorded: Recorded::No,
         }
     }
+}
+
+/// The `_polis/` folder of a project, whose state folder keeps the per-user records.
+fn polis_of(project_root: &Path) -> std::path::PathBuf {
+    project_root.join(crate::protocol::layout::POLIS_DIR)
+}
+
+fn sha256(text: &str) -> String {
+    crate::protocol::digest::sha256_hex(text.as_bytes())
+}
+
+/// Where `bin` is, as a shell would find it: a path with a `/` as it is, a bare name on `PATH`;
+/// `None` when there is no executable file there.
+pub fn resolve_binary(bin: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if bin.contains('/') {
+        let p = Path::new(bin);
+        return executable(p).then(|| p.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(bin))
+        .find(|p| executable(p))
 }
 
 fn read(project_root: &Path, rel: &str) -> Result<Option<String>, HooksError> {
@@ -86,19 +130,23 @@ pub fn plan_install(
     project_root: &Path,
     clis: &[Cli],
     bin: &str,
-    citizen: Option<&str>,
 ) -> Result<Vec<Planned>, HooksError> {
+    if resolve_binary(bin).is_none() {
+        return Err(HooksError::NoBinary { bin: bin.into() });
+    }
     let mut out = Vec::new();
     for cli in clis {
         let rel = cli.settings_path();
         let before = read(project_root, rel)?;
-        let after = agent_hooks::install(*cli, before.as_deref(), bin, citizen)?;
-        out.push(Planned::new(
+        let after = agent_hooks::install(*cli, before.as_deref(), bin)?;
+        let mut plan = Planned::new(
             rel,
             format!("install {} hooks", cli.display()),
             before,
             after,
-        ));
+        );
+        plan.recorded = Recorded::Install;
+        out.push(plan);
     }
     Ok(out)
 }
@@ -109,16 +157,26 @@ pub fn plan_uninstall(project_root: &Path, clis: &[Cli]) -> Result<Vec<Planned>,
     for cli in clis {
         let rel = cli.settings_path();
         let before = read(project_root, rel)?;
-        if let Some(after) = agent_hooks::uninstall(*cli, before.as_deref())? {
-            let mut plan = Planned::new(
-                rel,
-                format!("remove {} hooks", cli.display()),
-                before,
-                after,
-            );
-            plan.remove = plan.after.trim() == "{}";
-            out.push(plan);
-        }
+        let what = format!("remove {} hooks", cli.display());
+        // Unchanged since polisd wrote it: the bytes from before, exactly.
+        let record = crate::fs::state::install_record(&polis_of(project_root), rel)
+            .filter(|r| before.as_deref().map(sha256).as_ref() == Some(&r.written_sha256));
+        let mut plan = match (record, agent_hooks::uninstall(*cli, before.as_deref())?) {
+            (Some(record), _) => {
+                let mut plan = Planned::new(
+                    rel,
+                    what,
+                    before,
+                    record.original.clone().unwrap_or_default(),
+                );
+                plan.remove = record.original.is_none();
+                plan
+            }
+            (None, Some(after)) => Planned::new(rel, what, before, after),
+            (None, None) => continue,
+        };
+        plan.recorded = Recorded::Uninstall;
+        out.push(plan);
     }
     Ok(out)
 }
@@ -190,7 +248,38 @@ pub fn apply(project_root: &Path, plans: &[Planned]) -> Result<usize, HooksError
         }
         written += 1;
     }
+    for p in plans {
+        remember(project_root, p)?;
+    }
     Ok(written)
+}
+
+/// Keeps (or drops) the per-user record of a settings file polisd edited: what it wrote and
+/// what was there before polisd's first install, so uninstall can give those bytes back.
+fn remember(project_root: &Path, p: &Planned) -> Result<(), HooksError> {
+    let polis = polis_of(project_root);
+    match p.recorded {
+        Recorded::No => {}
+        Recorded::Uninstall => crate::fs::state::set_install_record(&polis, &p.path, None)?,
+        Recorded::Install => {
+            let earlier = crate::fs::state::install_record(&polis, &p.path);
+            let original = match earlier {
+                // Installed over polisd's own earlier write: the original is still the first.
+                Some(r) if p.before.as_deref().map(sha256) == Some(r.written_sha256.clone()) => {
+                    r.original
+                }
+                // Unchanged and never recorded (hooks a teammate committed): nothing to keep.
+                _ if !p.changes() => return Ok(()),
+                _ => p.before.clone(),
+            };
+            let record = crate::fs::state::InstallRecord {
+                written_sha256: sha256(&p.after),
+                original,
+            };
+            crate::fs::state::set_install_record(&polis, &p.path, Some(record))?;
+        }
+    }
+    Ok(())
 }
 
 /// What `hooks status` reports for one CLI.
@@ -201,12 +290,47 @@ pub struct CliStatus {
     pub exists: bool,
     /// polisd's hooks found, as (event, command).
     pub hooks: Vec<(String, String)>,
-    /// Why the file could not be read, or a warning about the CLI's own settings.
+    /// The citizen the hooks act as for this person, and where that comes from.
+    pub citizen: Option<String>,
+    /// Every reason polisd's hooks will not fire, or not as someone: an unreadable file, a
+    /// missing binary, hooks switched off, no or a wrong citizen id.
     pub problems: Vec<String>,
 }
 
-/// polisd's hooks in each CLI's project settings.
+/// The settings texts besides the project file in which `cli` can switch hooks off: its
+/// project-local and user files (the user's from `$HOME`).
+fn other_settings(cli: Cli) -> Vec<(String, Option<std::path::PathBuf>)> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let user = |rel: &str| {
+        home.as_ref()
+            .map(|h| (format!("~/{rel}"), Some(h.join(rel))))
+    };
+    match cli {
+        Cli::Claude => [
+            Some((".claude/settings.local.json".to_string(), None)),
+            user(".claude/settings.json"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+        Cli::Gemini => user(".gemini/settings.json").into_iter().collect(),
+        Cli::Codex => Vec::new(),
+    }
+}
+
+/// The citizen id `cli`'s hooks of this person resolve to (as `polisd hook` resolves it,
+/// short of an `--as` in the command): `$POLIS_CITIZEN`, else the id `hooks install --as`
+/// recorded.
+pub fn identity(polis_root: &Path, cli: Cli) -> Option<String> {
+    std::env::var("POLIS_CITIZEN")
+        .ok()
+        .filter(|c| !c.trim().is_empty())
+        .or_else(|| crate::fs::state::hook_identity(polis_root, cli.as_str()))
+}
+
+/// polisd's hooks in each CLI's project settings, and every reason they would not fire.
 pub fn status(project_root: &Path) -> Vec<CliStatus> {
+    let polis = polis_of(project_root);
     Cli::ALL
         .into_iter()
         .map(|cli| {
@@ -226,6 +350,45 @@ pub fn status(project_root: &Path) -> Vec<CliStatus> {
                     Vec::new()
                 }
             };
+            let mut citizen = identity(&polis, cli);
+            if !hooks.is_empty() {
+                let mut bins: Vec<String> = hooks
+                    .iter()
+                    .filter_map(|(_, c)| agent_hooks::our_binary(c, cli))
+                    .collect();
+                bins.dedup();
+                for bin in bins.iter().filter(|b| resolve_binary(b).is_none()) {
+                    problems.push(format!(
+                        "the hooks run `{bin}`, which is not an executable file or on PATH: they fail with exit 127; install polisd or run `polisd hooks install --{} --bin /absolute/path/to/polisd`",
+                        cli.as_str()
+                    ));
+                }
+                problems.extend(agent_hooks::switched_off(cli, rel, text.as_deref()));
+                for (shown, path) in other_settings(cli) {
+                    let other = match path {
+                        Some(abs) => std::fs::read_to_string(abs).ok(),
+                        None => read(project_root, &shown).ok().flatten(),
+                    };
+                    problems.extend(agent_hooks::switched_off(cli, &shown, other.as_deref()));
+                }
+                // An id an older install wrote into the command wins over the others.
+                if let Some(written) = hooks.iter().find_map(|(_, c)| {
+                    c.split_once(" --as ").map(|(_, id)| id.trim().to_string())
+                }) {
+                    citizen = Some(written);
+                }
+                match &citizen {
+                    None => problems.push(format!(
+                        "no citizen id for these hooks: run `polisd hooks install --{} --as <your-id>` (kept for you, outside the repository) or set POLIS_CITIZEN",
+                        cli.as_str()
+                    )),
+                    Some(id) => {
+                        if let Err(e) = crate::operations::session::check_citizen(&polis, id) {
+                            problems.push(e.to_string());
+                        }
+                    }
+                }
+            }
             if cli == Cli::Codex {
                 match codex_features(project_root) {
                     Ok(warnings) => problems.extend(warnings),
@@ -237,10 +400,20 @@ pub fn status(project_root: &Path) -> Vec<CliStatus> {
                 path: rel,
                 exists: text.is_some(),
                 hooks,
+                citizen,
                 problems,
             }
         })
         .collect()
+}
+
+/// Records `citizen` as the id this person's hooks act as, for each of `clis`, in polisd's
+/// per-user state (never in the project's files, which teammates share).
+pub fn set_identity(project_root: &Path, clis: &[Cli], citizen: &str) -> Result<(), HooksError> {
+    for cli in clis {
+        crate::fs::state::set_hook_identity(&polis_of(project_root), cli.as_str(), citizen)?;
+    }
+    Ok(())
 }
 
 /// Codex turns hooks off with `[features] hooks = false` (or the older `codex_hooks`) in

@@ -2,11 +2,11 @@
 //! `operations::tally` (the daemon runs it after every vote).
 
 use crate::fs::snapshot;
-use crate::fs::writer::{WriteError, Writer};
+use crate::fs::writer::Writer;
 use crate::operations::chronicle::{self, Appended};
 use crate::operations::edit::command_edit_took;
 use crate::operations::error::OpError;
-use crate::protocol::amendment::{self as rules, NewAmendment, Vote};
+use crate::protocol::amendments::amendment::{self as rules, NewAmendment, Vote};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::layout::{self, AmendmentFolder};
 use std::path::Path;
@@ -100,7 +100,9 @@ pub fn propose(
         let chronicled = snapshot::read_text(root, layout::CHRONICLE, None)
             .ok()
             .flatten()
-            .is_some_and(|t| crate::protocol::chronicle::has_line(&t, "proposed amendment", &link));
+            .is_some_and(|t| {
+                crate::protocol::chronicle::rollover::has_line(&t, "proposed amendment", &link)
+            });
         let line = if chronicled {
             None
         } else {
@@ -178,9 +180,10 @@ pub struct Voted {
     pub chronicle: Appended,
 }
 
-/// Casts (or changes) `citizen`'s vote on a proposed amendment as the reference does: the
-/// frontmatter lists and one `## Response from <id> (<vote>)` block, then `voted on
-/// amendment`. Under the file's lock with compare-before-replace: two voters at once both land.
+/// Casts (or changes) `citizen`'s vote on a proposed amendment: its vote file
+/// (`amendments/votes/<aid>/<citizen>.md`, docs/protocol.md) created or replaced, then
+/// `voted on amendment`. The amendment file is not touched, so two machines voting at once
+/// write two files that git and sync tools merge without a conflict.
 pub fn vote(
     writer: &Writer,
     now: &PolisTime,
@@ -191,64 +194,94 @@ pub fn vote(
 ) -> Result<Voted, OpError> {
     let root = writer.root();
     chronicle::require_citizen(root, citizen)?;
-    let Some(rel) = layout::amendment_path(AmendmentFolder::Proposed, aid) else {
-        return Err(OpError::BadId {
-            what: "amendment id",
-            value: aid.to_string(),
-            rule: "amendment ids are YYYY-MM-DD-<slug>",
+    let bad_id = || OpError::BadId {
+        what: "amendment id",
+        value: aid.to_string(),
+        rule: "amendment ids are YYYY-MM-DD-<slug>",
+    };
+    let rel = layout::amendment_path(AmendmentFolder::Proposed, aid).ok_or_else(bad_id)?;
+    // One transition at a time: the status read here still holds when the vote lands.
+    let _transition = writer.transition_lock()?;
+    let Some(text) = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))? else {
+        let ratified = layout::amendment_path(AmendmentFolder::Ratified, aid)
+            .is_some_and(|r| root.join(r).is_file());
+        return Err(if ratified {
+            OpError::Vote(
+                aid.to_string(),
+                rules::VoteError::NotProposed("ratified".into()),
+            )
+        } else {
+            OpError::NoAmendment(aid.to_string())
         });
     };
+    let status = crate::protocol::frontmatter::parse(&text)
+        .map_err(|e| OpError::Vote(aid.to_string(), e.into()))?
+        .fields
+        .get("status")
+        .clone();
+    if status.as_str() != Some("proposed") {
+        return Err(OpError::Vote(
+            aid.to_string(),
+            rules::VoteError::NotProposed(status.python_str()),
+        ));
+    }
+    let vote_rel = rules::vote_path(aid, citizen).ok_or_else(bad_id)?;
+    let new = rules::vote_file_text(aid, citizen, vote, &now.minute_stamp(), rationale);
+    // The same vote and rationale again (a retry, or racing callers): one line records it.
+    let without_time = |t: &str| -> String {
+        t.lines()
+            .filter(|l| !l.starts_with("voted_at:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut written = false;
     for _ in 0..8 {
-        let _lock = match writer.lock_file(&rel) {
-            Ok(l) => l,
-            Err(WriteError::Missing(_)) => {
-                let ratified = layout::amendment_path(AmendmentFolder::Ratified, aid)
-                    .is_some_and(|r| root.join(r).is_file());
-                return Err(if ratified {
-                    OpError::Vote(
-                        aid.to_string(),
-                        rules::VoteError::NotProposed("ratified".into()),
-                    )
-                } else {
-                    OpError::NoAmendment(aid.to_string())
+        written = match snapshot::read_text(root, &vote_rel, Some(snapshot::MAX_RECORD_BYTES))? {
+            None => writer.create_new(&vote_rel, new.as_bytes())?,
+            Some(old) if without_time(&old) == without_time(&new) => {
+                return Err(OpError::AlreadyVoted {
+                    id: aid.to_string(),
+                    citizen: citizen.to_string(),
+                    vote: vote.as_str(),
                 });
             }
-            Err(e) => return Err(e.into()),
+            Some(old) => command_edit_took(writer.compare_and_replace(
+                &vote_rel,
+                old.as_bytes(),
+                new.as_bytes(),
+            )?),
         };
-        let Some(text) = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))? else {
-            continue;
-        };
-        let new = rules::cast_vote(&text, citizen, vote, rationale)
-            .map_err(|e| OpError::Vote(aid.to_string(), e))?;
-        if !command_edit_took(writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())?) {
-            continue;
+        if written {
+            break;
         }
-        let link = rel.trim_end_matches(".md").to_string();
-        let note = format!(
-            "{}: {}",
-            vote.as_str(),
-            rationale
-                .map(str::trim)
-                .filter(|r| !r.is_empty())
-                .unwrap_or("-")
-        );
-        let line = chronicle::append(
-            writer,
-            now,
-            citizen,
-            "voted on amendment",
-            Some(&link),
-            &note,
-        )?;
-        return Ok(Voted {
-            amendment_id: aid.to_string(),
-            citizen: citizen.to_string(),
-            vote: vote.as_str(),
-            path: rel,
-            chronicle: line,
-        });
     }
-    Err(OpError::Busy(rel))
+    if !written {
+        return Err(OpError::Busy(vote_rel));
+    }
+    let link = rel.trim_end_matches(".md").to_string();
+    let note = format!(
+        "{}: {}",
+        vote.as_str(),
+        rationale
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .unwrap_or("-")
+    );
+    let line = chronicle::append(
+        writer,
+        now,
+        citizen,
+        "voted on amendment",
+        Some(&link),
+        &note,
+    )?;
+    Ok(Voted {
+        amendment_id: aid.to_string(),
+        citizen: citizen.to_string(),
+        vote: vote.as_str(),
+        path: vote_rel,
+        chronicle: line,
+    })
 }
 
 /// A line of `amendment list`.
@@ -280,15 +313,19 @@ pub fn list(root: &Path) -> Vec<AmendmentSummary> {
                 crate::yaml::Value::Null => String::new(),
                 v => v.python_str(),
             };
-            let mut votes = std::collections::BTreeMap::new();
-            for kind in Vote::ALL {
-                let ids = match a.fields.get("votes").get(kind.as_str()) {
-                    crate::yaml::Value::Seq(items) => {
-                        items.iter().map(|v| v.python_str()).collect()
-                    }
-                    _ => Vec::new(),
-                };
-                votes.insert(kind.as_str(), ids);
+            // Each voter's last vote, whichever form recorded it (the file's lists and
+            // response blocks, then the vote files).
+            let mut votes: std::collections::BTreeMap<&'static str, Vec<String>> =
+                Vote::ALL.iter().map(|k| (k.as_str(), Vec::new())).collect();
+            if let Ok(parsed) = snapshot::parse_amendment(root, &text, &e.stem) {
+                let mut last: Vec<(String, Vote)> = Vec::new();
+                for r in parsed.votes {
+                    last.retain(|(c, _)| *c != r.citizen);
+                    last.push((r.citizen, r.vote));
+                }
+                for (citizen, vote) in last {
+                    votes.entry(vote.as_str()).or_default().push(citizen);
+                }
             }
             out.push(AmendmentSummary {
                 amendment_id: Some(field("amendment_id"))

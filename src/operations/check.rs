@@ -2,25 +2,27 @@
 //! `polisd check` prints them, `polisd status`, the daemon and the dashboard summarize them.
 
 use crate::fs::snapshot::Polis;
-use crate::protocol::card::VerifyState;
 use crate::protocol::chronicle::{self, ChronicleContext};
+use crate::protocol::citizens::card::VerifyState;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::{Code, Finding, Severity};
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// Unknown `depends_on` ids and dependency cycles among the open contracts (issue 15).
+/// Unknown `depends_on` ids and dependency cycles among the open contracts.
 pub fn dependency_findings(polis: &Polis) -> Vec<Finding> {
     let nodes: Vec<_> = polis
         .contracts
         .iter()
         .filter(|c| c.folder == crate::protocol::layout::ContractFolder::Open)
-        .map(|c| crate::protocol::dependency::Node::of(&c.file.stem, &c.file.rel, &c.contract))
+        .map(|c| {
+            crate::protocol::contracts::dependency::Node::of(&c.file.stem, &c.file.rel, &c.contract)
+        })
         .collect();
     crate::operations::ready::dependency_findings(&polis.root, &nodes)
 }
 
-/// A chronicle finding that a later line resolved (see [`crate::protocol::resolution`]).
+/// A chronicle finding that a later line resolved (see [`crate::protocol::chronicle::resolution`]).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Resolved {
     #[serde(flatten)]
@@ -81,7 +83,7 @@ impl Rechecks {
                 return found.clone();
             }
         }
-        let found = crate::protocol::record_check::check_amendment(rel, text, now);
+        let found = crate::protocol::contracts::record_check::check_amendment(rel, text, now);
         if self.keep {
             self.amendments
                 .insert(rel.to_string(), (text.to_string(), found.clone()));
@@ -111,7 +113,7 @@ pub fn findings_and_resolved_from(
     let (chron, rest): (Vec<Finding>, Vec<Finding>) = all
         .into_iter()
         .partition(|f| chronicle_paths.contains(f.path.as_str()) && f.line.is_some());
-    let by = crate::protocol::resolution::resolutions(&files, &chron);
+    let by = crate::protocol::chronicle::resolution::resolutions(&files, &chron);
     let mut open = rest;
     let mut resolved = Vec::new();
     for (finding, by) in chron.into_iter().zip(by) {
@@ -214,7 +216,7 @@ pub fn amendment_problems_with(
 /// entries whose `expires_at` is not a time, and overlapping entries of different citizens.
 pub fn reservation_findings(root: &std::path::Path, now: &PolisTime) -> Vec<Finding> {
     use crate::operations::reservation as op;
-    use crate::protocol::reservation::FILE;
+    use crate::protocol::contracts::reservation::FILE;
     let views = match op::list(root, now) {
         Ok(v) => v,
         Err(e) => return vec![Finding::error(Code::BadYaml, FILE, None, e.to_string())],
@@ -312,7 +314,11 @@ fn unknown_voters(polis: &Polis) -> Vec<Finding> {
         .iter()
         .filter(|a| a.folder == AmendmentFolder::Proposed)
         .flat_map(|a| {
-            crate::protocol::amendment::unknown_voter_findings(&a.rel, &a.amendment, &registered)
+            crate::protocol::amendments::amendment::unknown_voter_findings(
+                &a.rel,
+                &a.amendment,
+                &registered,
+            )
         })
         .collect()
 }
@@ -327,6 +333,14 @@ fn sync_findings(polis: &Polis, copies: &[crate::operations::sync::ConflictCopy]
         .collect();
     let chronicles: Vec<(&str, &str)> = polis.chronicle_files().collect();
     out.extend(crate::protocol::merge::duplicate_markers(&chronicles));
+    // The current chronicle first: a line there that repeats an archived one is reported.
+    let current_first: Vec<(&str, &str)> = chronicles.iter().rev().copied().collect();
+    if current_first.first().map(|(n, _)| *n) == Some(crate::protocol::layout::CHRONICLE) {
+        out.extend(crate::protocol::chronicle::duplicate_lines(
+            &current_first,
+            &|_| true,
+        ));
+    }
     for id in polis.cards.keys() {
         let Some(rel) = crate::protocol::layout::inbox_path(id) else {
             continue;
@@ -398,12 +412,12 @@ fn contracts_in_two_folders(polis: &Polis, is_settled: &dyn Fn(&str) -> bool) ->
 }
 
 /// Claim conflicts still unresolved: an open contract claimed by two citizens with no release
-/// between, whose file does not name the first claimer as owner (issue 13).
+/// between, whose file does not name the first claimer as owner.
 fn claim_conflicts(polis: &Polis) -> Vec<Finding> {
     let registered = |id: &str| polis.cards.contains_key(id);
     let mut texts = polis.recent_chronicle();
     texts.reverse();
-    crate::protocol::claims::conflicts(&texts, &registered)
+    crate::protocol::chronicle::claims::conflicts(&texts, &registered)
         .into_iter()
         .filter_map(|c| {
             let file = polis
@@ -412,7 +426,7 @@ fn claim_conflicts(polis: &Polis) -> Vec<Finding> {
                 .find(|f| f.folder == ContractFolder::Open && f.file.stem == c.contract_id)?;
             let owner = file.contract.owner.as_deref();
             (owner != Some(c.winner.as_str()))
-                .then(|| crate::protocol::claims::finding(&c, &file.file.rel, owner))
+                .then(|| crate::protocol::chronicle::claims::finding(&c, &file.file.rel, owner))
         })
         .collect()
 }

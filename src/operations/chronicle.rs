@@ -30,8 +30,10 @@ pub fn is_registered(root: &Path, id: &str) -> bool {
     })
 }
 
-/// Refuses an id that is not a registered citizen.
+/// Refuses an id that is not a registered citizen, and a system identity (SPEC §2: only
+/// polisd writes as one, through [`append_system`] and [`append_daemon`]).
 pub fn require_citizen(root: &Path, id: &str) -> Result<(), OpError> {
+    crate::protocol::input::check_acting_id(id)?;
     if is_registered(root, id) {
         Ok(())
     } else {
@@ -96,6 +98,13 @@ pub fn append(
     link: Option<&str>,
     note: &str,
 ) -> Result<Appended, OpError> {
+    use crate::protocol::input;
+    input::check_acting_id(author)?;
+    input::check_text("the verb", verb)?;
+    input::check_text("the note", note)?;
+    if let Some(link) = link {
+        input::check_link(link)?;
+    }
     let line = chronicle::citizen_line(&now.minute_stamp(), author, verb, link, note);
     if verb.contains('|') || author.contains('|') || link.is_some_and(|l| l.contains('|')) {
         // The grammar splits on ` | `; the generic C001 example would guess wrong fields.
@@ -175,7 +184,7 @@ pub fn has_line(root: &Path, verb: &str, target: &str) -> bool {
     snapshot::read_text(root, layout::CHRONICLE, None)
         .ok()
         .flatten()
-        .is_some_and(|text| chronicle::has_line(&text, verb, target))
+        .is_some_and(|text| chronicle::rollover::has_line(&text, verb, target))
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@
 use crate::fs::writer::Writer;
 use crate::operations::chronicle::{polis_now, require_citizen};
 use crate::operations::error::OpError;
+use crate::protocol::contracts::review::Decision;
 use crate::protocol::layout;
-use crate::protocol::review::Decision;
 use std::path::Path;
 
 /// Longest message the console writes into an inbox.
@@ -89,7 +89,7 @@ mod tests {
     fn polis() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        for id in ["ann", "bob"] {
+        for id in ["ann-agent", "bob-agent"] {
             std::fs::create_dir_all(root.join(format!("citizens/{id}"))).unwrap();
             std::fs::write(
                 root.join(format!("citizens/{id}/capability_card.yml")),
@@ -104,17 +104,23 @@ mod tests {
     #[test]
     fn a_message_is_one_block_from_a_registered_citizen() {
         let dir = polis();
-        let w = write_to_inbox(dir.path(), "ann", "bob", "hello\n### not a heading\n---").unwrap();
-        assert_eq!(w.path, "citizens/bob/inbox.md");
+        let w = write_to_inbox(
+            dir.path(),
+            "ann-agent",
+            "bob-agent",
+            "hello\n### not a heading\n---",
+        )
+        .unwrap();
+        assert_eq!(w.path, "citizens/bob-agent/inbox.md");
         let text = std::fs::read_to_string(dir.path().join(&w.path)).unwrap();
         assert_eq!(text, w.block);
         assert_eq!(
-            crate::protocol::notice::parse_inbox(&text).len(),
+            crate::protocol::delivery::notice::parse_inbox(&text).len(),
             1,
             "{text}"
         );
         assert!(
-            text.contains(" from ann\n\nhello\n ### not a heading\n ---\n\n---\n"),
+            text.contains(" from ann-agent\n\nhello\n ### not a heading\n ---\n\n---\n"),
             "{text}"
         );
     }
@@ -122,8 +128,8 @@ mod tests {
     #[test]
     fn strangers_and_empty_messages_are_refused_with_nothing_written() {
         let dir = polis();
-        assert!(write_to_inbox(dir.path(), "eve", "bob", "hi").is_err());
-        assert!(write_to_inbox(dir.path(), "ann", "bob", "  \n").is_err());
-        assert!(!dir.path().join("citizens/bob/inbox.md").exists());
+        assert!(write_to_inbox(dir.path(), "eve-agent", "bob-agent", "hi").is_err());
+        assert!(write_to_inbox(dir.path(), "ann-agent", "bob-agent", "  \n").is_err());
+        assert!(!dir.path().join("citizens/bob-agent/inbox.md").exists());
     }
 }

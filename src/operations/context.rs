@@ -4,8 +4,8 @@
 
 use crate::fs::snapshot;
 use crate::operations::error::OpError;
+use crate::protocol::contracts::guardrail::Guardrail;
 use crate::protocol::frontmatter::{self, Record};
-use crate::protocol::guardrail::Guardrail;
 use crate::protocol::layout;
 use crate::yaml::Value;
 use std::path::Path;
@@ -81,7 +81,7 @@ pub fn matching_lessons(root: &Path, tags: &[String]) -> Vec<LessonBrief> {
     files.sort_by(|a, b| a.rel.cmp(&b.rel));
     let mut out = Vec::new();
     for f in files {
-        let l = crate::protocol::lesson::Lesson::from_record(&f.stem, &f.record);
+        let l = crate::protocol::contracts::lesson::Lesson::from_record(&f.stem, &f.record);
         if f.record.fields.as_map().is_none_or(|m| m.is_empty()) || !l.is_accepted() {
             continue;
         }
@@ -172,7 +172,7 @@ pub fn packet(root: &Path, cid: &str) -> Result<Packet, OpError> {
         path: rel.clone(),
         why: e.to_string(),
     })?;
-    let tags = crate::protocol::contract::tags_of(record.get("required_tags")).0;
+    let tags = crate::protocol::contracts::contract::tags_of(record.get("required_tags")).0;
     let mut lessons = matching_lessons(root, &tags);
     let left_out = lessons.len().saturating_sub(MAX_LESSONS);
     lessons.truncate(MAX_LESSONS);

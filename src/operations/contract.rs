@@ -1,7 +1,7 @@
 //! The contract lifecycle as agents run it: open, claim, settle, abandon, show, list.
 //!
 //! Each reads only the files it needs (never the settled folder as a whole), asks
-//! `protocol::contract` for the new bytes, and writes through the [`Writer`]:
+//! `protocol::contracts::contract` for the new bytes, and writes through the [`Writer`]:
 //! - a new contract with `create_new`, so two openers of one title get `x` and `x-2`;
 //! - a claim under the contract file's advisory lock with compare-before-replace, so of any
 //!   number of simultaneous claimers exactly one wins and an agent's hand edit is never lost;
@@ -17,7 +17,7 @@ use crate::operations::error::OpError;
 use crate::operations::guardrail;
 use crate::operations::lesson::{self, Filed, LessonRequest};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::contract::{self as rules, NewContract};
+use crate::protocol::contracts::contract::{self as rules, NewContract};
 use crate::protocol::frontmatter::{self, Record};
 use crate::protocol::layout::{self, ContractFolder};
 use crate::yaml::Value;
@@ -102,7 +102,7 @@ pub fn open(writer: &Writer, now: &PolisTime, req: &OpenRequest) -> Result<Opene
     let mut criteria = req.accept.clone();
     let mut inherited = 0;
     for g in guardrail::matching(root, &req.tags) {
-        let c = crate::protocol::guardrail::criterion(&g);
+        let c = crate::protocol::contracts::guardrail::criterion(&g);
         if !criteria.contains(&c) {
             criteria.push(c);
             inherited += 1;
@@ -129,7 +129,7 @@ pub fn open(writer: &Writer, now: &PolisTime, req: &OpenRequest) -> Result<Opene
             acceptance_criteria: criteria.clone(),
         };
         let text = rules::render_new(&new)?;
-        let rel = layout::contract_path(ContractFolder::Open, &id).expect("a slug is a path");
+        let rel = crate::operations::lookup::contract_rel(ContractFolder::Open, &id)?;
         if !writer.create_new(&rel, text.as_bytes())? {
             continue; // another opener took this id a moment ago
         }
@@ -179,13 +179,15 @@ pub fn claim(
 ) -> Result<Claimed, OpError> {
     let root = writer.root();
     chronicle::require_citizen(root, citizen)?;
+    let _transition = writer.transition_lock()?;
     for _ in 0..ATTEMPTS {
         let (folder, rel) = find(root, id)?;
         if folder != ContractFolder::Open {
-            return Err(OpError::NotOpen {
+            let owner = read(root, &rel)?.and_then(|(_, r)| text_field(&r, "owner"));
+            return Err(OpError::Ended {
                 id: id.to_string(),
                 folder: folder.name(),
-                action: "claimed",
+                by: owner,
             });
         }
         let _lock = match writer.lock_file(&rel) {
@@ -271,7 +273,7 @@ pub struct SettleRequest {
     /// otherwise). Callers inside the daemon pass `false`.
     pub reconcile_without_daemon: bool,
     /// `(citizen, reason)` pairs written as `### Suggested next citizen` blocks into the
-    /// Settlement (issue 15); the daemon dispatches them.
+    /// Settlement; the daemon dispatches them.
     pub suggest: Vec<(String, String)>,
 }
 
@@ -343,20 +345,17 @@ struct Ending {
     folder: ContractFolder,
     status: &'static str,
     verb: &'static str,
-    action: &'static str,
 }
 
 const SETTLE: Ending = Ending {
     folder: ContractFolder::Settled,
     status: "settled",
     verb: "settled contract",
-    action: "settled",
 };
 const ABANDON: Ending = Ending {
     folder: ContractFolder::Abandoned,
     status: "abandoned",
     verb: "abandoned contract",
-    action: "abandoned",
 };
 
 /// Where an ending left the contract, and who it was for.
@@ -379,19 +378,20 @@ fn end_contract(
     edit: &dyn Fn(&str, &Record) -> Result<String, OpError>,
 ) -> Result<Moved, OpError> {
     let root = writer.root();
-    let target = layout::contract_path(ending.folder, id).expect("checked slug");
+    let target = crate::operations::lookup::contract_rel(ending.folder, id)?;
     let link = target.trim_end_matches(".md").to_string();
     for _ in 0..ATTEMPTS {
         let (folder, rel) = find(root, id)?;
         if folder == ending.folder {
-            // Moved by an earlier run: it is done unless its chronicle line is missing.
+            // Moved by an earlier run: it is done unless its chronicle line is missing. Under
+            // the transition lock no other run is half-way, so a missing line means a crash.
             let owner = read(root, &rel)?.and_then(|(_, r)| text_field(&r, "owner"));
             let recorded = chronicle::has_line(root, ending.verb, &link);
             if recorded {
-                return Err(OpError::NotOpen {
+                return Err(OpError::Ended {
                     id: id.to_string(),
                     folder: folder.name(),
-                    action: ending.action,
+                    by: owner,
                 });
             }
             return Ok(Moved {
@@ -402,10 +402,11 @@ fn end_contract(
             });
         }
         if folder != ContractFolder::Open {
-            return Err(OpError::NotOpen {
+            let owner = read(root, &rel)?.and_then(|(_, r)| text_field(&r, "owner"));
+            return Err(OpError::Ended {
                 id: id.to_string(),
                 folder: folder.name(),
-                action: ending.action,
+                by: owner,
             });
         }
         let _lock = match writer.lock_file(&rel) {
@@ -489,6 +490,7 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             .or_else(|| text_field(record, "owner"))
             .ok_or_else(|| OpError::NoOwner(req.id.clone()))?;
         chronicle::require_citizen(root, &owner)?;
+        let at = rules::ending_stamp(record, &at, now.zone);
         let mut updates = vec![
             ("status", Value::Str("settled".into())),
             ("settled_at", Value::Str(at.clone())),
@@ -513,7 +515,7 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             new = rules::append_section(&new, &section);
         }
         for (citizen, reason) in &req.suggest {
-            let block = crate::protocol::handoff::render_suggestion(citizen, reason);
+            let block = crate::protocol::contracts::handoff::render_suggestion(citizen, reason);
             new = rules::append_section(&new, &block);
         }
         Ok(new)
@@ -527,6 +529,9 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
     let reconcile_alone = req.reconcile_without_daemon && !daemon_running(root);
     std::thread::scope(|scope| {
         let early = reconcile_alone.then(|| crate::operations::AloneReconcile::start(scope, root));
+        // Held from the check to the chronicle line; released before the reconcile is joined,
+        // since another settle may hold the ledger's lock while it waits for this one.
+        let transition = writer.transition_lock()?;
         let moved = end_contract(writer, &req.id, &SETTLE, &edit)?;
         let reconcile = early.map(|early| {
             let own = moved.rel.clone();
@@ -584,6 +589,7 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             &req.id,
             Some(owner.as_str()).filter(|o| !o.is_empty()),
         );
+        drop(transition);
         let reconciled = match reconcile {
             Some(reconcile) => reconcile
                 .join()
@@ -634,6 +640,7 @@ pub fn abandon(
     if let Some(by) = by {
         chronicle::require_citizen(root, by)?;
     }
+    let _transition = writer.transition_lock()?;
     let at = now.second_stamp();
     let author = std::cell::RefCell::new(by.map(str::to_string));
     let edit = |text: &str, record: &Record| -> Result<String, OpError> {
@@ -649,7 +656,10 @@ pub fn abandon(
         }
         let mut updates = vec![
             ("status", Value::Str("abandoned".into())),
-            ("settled_at", Value::Str(at.clone())),
+            (
+                "settled_at",
+                Value::Str(rules::ending_stamp(record, &at, now.zone)),
+            ),
         ];
         if let Some(r) = reason.map(str::trim).filter(|r| !r.is_empty()) {
             updates.push(("abandoned_reason", Value::Str(r.to_string())));
@@ -726,10 +736,33 @@ pub struct Summary {
 /// The contracts in one folder (sorted by file name, as the reference lists them), optionally
 /// only one owner's. Unreadable files are listed with status `?`.
 pub fn list(root: &Path, folder: ContractFolder, owner: Option<&str>) -> Vec<Summary> {
+    list_page(root, folder, owner, 0, usize::MAX).0
+}
+
+/// One page of [`list`] (`offset`, at most `limit` rows) and the total. Without an owner to
+/// match only the page's files are read, so a page of 10,000 settled contracts costs a page.
+pub fn list_page(
+    root: &Path,
+    folder: ContractFolder,
+    owner: Option<&str>,
+    offset: usize,
+    limit: usize,
+) -> (Vec<Summary>, usize) {
     let mut findings = Vec::new();
     let mut entries = snapshot::list(root, folder.dir(), ".md", &mut findings);
     entries.sort_by(|a, b| a.rel.cmp(&b.rel));
-    let rows = snapshot::par_map(&entries, |e| {
+    if owner.is_none() {
+        let total = entries.len();
+        let page: Vec<_> = entries.into_iter().skip(offset).take(limit).collect();
+        return (summaries(root, &page, None), total);
+    }
+    let all = summaries(root, &entries, owner);
+    let total = all.len();
+    (all.into_iter().skip(offset).take(limit).collect(), total)
+}
+
+fn summaries(root: &Path, entries: &[snapshot::Entry], owner: Option<&str>) -> Vec<Summary> {
+    let rows = snapshot::par_map(entries, |e| {
         let record = read(root, &e.rel).ok().flatten().map(|(_, r)| r);
         let get = |k: &str| record.as_ref().and_then(|r| text_field(r, k));
         Summary {

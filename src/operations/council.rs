@@ -1,4 +1,4 @@
-//! Councils (issue 16): starting one, reading its state, placing a member's contribution, and
+//! Councils: starting one, reading its state, placing a member's contribution, and
 //! moving it on (closing rounds, writing packets, checking and applying the verdict).
 //!
 //! Everything is derived from the files: `reviews/<cid>/council.md` says where a council
@@ -14,12 +14,14 @@ use crate::fs::snapshot::{self, Polis};
 use crate::fs::writer::Writer;
 use crate::operations::{chronicle, edit_agent_file, lookup, OpError};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::contract::Contract;
+use crate::protocol::contracts::contract::Contract;
+use crate::protocol::contracts::review::{self, Decision};
+use crate::protocol::council::lens::{self, Library};
 use crate::protocol::council::state::{self, Council, Fallback, Outcome, Phase};
-use crate::protocol::council::{self as rules, packet, verdict, Eligible, Mode};
-use crate::protocol::inbox::Notification;
+use crate::protocol::council::{self as rules, fallback, packet, verdict, Eligible, Mode};
+use crate::protocol::delivery::inbox::Notification;
+use crate::protocol::finding::Finding;
 use crate::protocol::layout::{self, ContractFolder};
-use crate::protocol::review::{self, Decision};
 use crate::protocol::routing::score;
 use chrono::NaiveDateTime;
 use std::path::Path;
@@ -31,11 +33,33 @@ fn refuse(why: impl Into<String>) -> OpError {
     OpError::Council(why.into())
 }
 
+/// Where a polis keeps its own lenses (relative to `_polis/`).
+pub const LENS_DIR: &str = "council/lenses";
+
+/// The lenses this polis can use: the built-in ones and `council/lenses/<name>.md`.
+pub fn lens_library(root: &Path) -> Library {
+    let mut findings = Vec::new();
+    let own = snapshot::list(root, LENS_DIR, ".md", &mut findings)
+        .into_iter()
+        .filter(|e| lens::is_lens_name(&e.stem))
+        .filter_map(|e| {
+            let text = snapshot::read_text(root, &e.rel, Some(64 * 1024))
+                .ok()
+                .flatten()?;
+            (!text.trim().is_empty()).then_some((e.stem, text, e.rel))
+        })
+        .collect();
+    Library::with(own)
+}
+
 /// What `polisd council start` may set over the contract's own request.
 #[derive(Debug, Clone, Default)]
 pub struct StartOptions {
     pub mode: Option<Mode>,
+    /// Members, each `id` or `id:lens`.
     pub panel: Vec<String>,
+    pub triad: Option<String>,
+    pub profile: Option<String>,
     pub panel_size: Option<usize>,
     pub chairman: Option<String>,
     pub round_hours: Option<f64>,
@@ -48,6 +72,7 @@ pub struct SeatView {
     pub id: String,
     pub vendor: String,
     pub why: String,
+    pub lens: Option<String>,
     /// `live`, `degraded` or `offline` over the closed rounds.
     pub state: String,
     /// Whether a contribution is in place for the open round.
@@ -166,7 +191,7 @@ fn title_of(root: &Path, cid: &str) -> String {
 /// Who may sit: registered, not away, not departed, not the owner; scored for the contract
 /// by the router's own score (`protocol::routing::score`), best first.
 pub fn eligible(polis: &Polis, contract: &Contract, owner: Option<&str>) -> Vec<Eligible> {
-    let left = crate::protocol::handoff::departed(&polis.recent_chronicle());
+    let left = crate::protocol::contracts::handoff::departed(&polis.recent_chronicle());
     let candidates: Vec<score::Candidate> = polis
         .candidates()
         .into_iter()
@@ -307,8 +332,41 @@ pub fn start(
         if let Some(m) = o.mode {
             request.mode = m;
         }
-        if !o.panel.is_empty() {
-            request.panel = o.panel.clone();
+        if !o.panel.is_empty() || o.triad.is_some() || o.profile.is_some() {
+            request.panel.clear();
+            request.lenses.clear();
+            request.triad = None;
+            request.profile = None;
+        }
+        for m in &o.panel {
+            let (id, lens) = match m.split_once(':') {
+                Some((id, l)) => (id.trim(), Some(l.trim().to_string())),
+                None => (m.trim(), None),
+            };
+            request.panel.push(id.to_string());
+            request.lenses.push(lens);
+        }
+        if let Some(t) = &o.triad {
+            if lens::triad(t).is_none() {
+                return Err(refuse(format!(
+                    "there is no `{t}` triad; name one of: {}",
+                    lens::TRIADS
+                        .iter()
+                        .map(|(d, _)| *d)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            request.triad = Some(t.trim().to_ascii_lowercase());
+        }
+        if let Some(p) = &o.profile {
+            if lens::profile(p).is_none() {
+                return Err(refuse(format!(
+                    "there is no `{p}` profile; name one of: {}",
+                    lens::PROFILE_NAMES.join(", ")
+                )));
+            }
+            request.profile = Some(p.trim().to_ascii_lowercase());
         }
         if o.panel_size.is_some() {
             request.panel_size = o.panel_size;
@@ -325,15 +383,36 @@ pub fn start(
             "a duo has two seats: name at most two members with --panel",
         ));
     }
+    let library = lens_library(&polis.root);
+    for l in request.lenses.iter().flatten() {
+        if library.get(l).is_none() {
+            return Err(refuse(format!(
+                "there is no lens `{l}` (neither built in nor in {LENS_DIR}/{l}.md); name a built-in lens or add that file"
+            )));
+        }
+    }
+    if let Some((roles, _)) = rules::requested_lenses(&request) {
+        if request.panel_size.is_none() {
+            request.panel_size = Some(roles.len().min(rules::MAX_PANEL));
+        }
+    }
     let owner = contract.owner.as_deref();
-    let choice = rules::choose(&eligible(polis, contract, owner), &request)
+    let mut choice = rules::choose(&eligible(polis, contract, owner), &request)
         .map_err(|e| refuse(e.to_string()))?;
+    let problem = format!(
+        "{} {} {}",
+        contract.title.clone().unwrap_or_default(),
+        contract.fields.get("required_tags").python_str(),
+        contract.body
+    );
+    let lens_note = rules::assign_lenses(&mut choice, &request, &problem);
+    choice.notes.push(lens_note);
     if choice.chairman.is_none() && owner.is_none() {
         return Err(refuse(format!(
             "nobody is left off the panel to chair, and `{cid}` has no owner to write the verdict; claim it first, or name a smaller --panel"
         )));
     }
-    let council = Council::new(cid, owner, &request, &choice, started_by, now);
+    let council = Council::new(cid, owner, &request, &choice, started_by, &library, now);
     let bytes = council.render()?;
     let rel = state::state_path(cid);
     writer.update_locked(&rel, |current| {
@@ -379,8 +458,22 @@ fn phase_text(c: &Council) -> String {
 }
 
 /// Each seat's contribution to round `n`, as read now (`None`: no file, or only whitespace).
-fn read_seats(root: &Path, council: &Council, n: usize) -> Vec<(String, Option<String>)> {
-    council
+fn read_seats(root: &Path, council: &Council, n: usize) -> SeatTexts {
+    read_seats_telling(root, council, n).0
+}
+
+/// Each seat's text for a round (`None`: nothing written), by seat id.
+type SeatTexts = Vec<(String, Option<String>)>;
+
+/// [`read_seats`], with the finding about each seat file that could not be read (one over
+/// [`MAX_FILE_BYTES`], a link): its author must be told, not only the log.
+fn read_seats_telling(
+    root: &Path,
+    council: &Council,
+    n: usize,
+) -> (SeatTexts, Vec<(String, Finding)>) {
+    let mut problems = Vec::new();
+    let texts = council
         .seats
         .iter()
         .map(|s| {
@@ -389,12 +482,14 @@ fn read_seats(root: &Path, council: &Council, n: usize) -> Vec<(String, Option<S
                 Ok(t) => t.filter(|t| !packet::body(t).trim().is_empty()),
                 Err(f) => {
                     tracing::warn!("{f}");
+                    problems.push((s.id.clone(), f));
                     None
                 }
             };
             (s.id.clone(), text)
         })
-        .collect()
+        .collect();
+    (texts, problems)
 }
 
 fn seat_views(council: &Council, texts: &[(String, Option<String>)]) -> Vec<SeatView> {
@@ -412,6 +507,7 @@ fn seat_views(council: &Council, texts: &[(String, Option<String>)]) -> Vec<Seat
                 id: s.id.clone(),
                 vendor: s.vendor.clone(),
                 why: s.why.clone(),
+                lens: s.lens.clone(),
                 state: states
                     .iter()
                     .find(|(id, _)| *id == s.id)
@@ -434,7 +530,10 @@ pub fn status(root: &Path, cid: &str) -> Result<StatusView, OpError> {
         .unwrap_or_default();
     let (verdict_present, verdict_problems) = if council.phase == Phase::Verdict {
         match snapshot::read_text(root, &state::verdict_path(cid), Some(MAX_FILE_BYTES))? {
-            Some(t) => (true, verdict::check(&t).err().unwrap_or_default()),
+            Some(t) => (
+                true,
+                verdict::check(&t, council.mode).err().unwrap_or_default(),
+            ),
             None => (false, Vec::new()),
         }
     } else {
@@ -448,7 +547,12 @@ pub fn status(root: &Path, cid: &str) -> Result<StatusView, OpError> {
         rounds: council.mode.rounds(),
         round: open.as_ref().map(|r| r.n),
         word_limit: open.as_ref().map(|r| council.mode.word_limit(r.n)),
-        closes_at: open.as_ref().map(|r| r.closes_at.clone()),
+        closes_at: open.as_ref().map(|r| {
+            r.retries
+                .last()
+                .map_or(&r.closes_at, |t| &t.closes_at)
+                .clone()
+        }),
         seats: seat_views(&council, &texts),
         chairman: council.chairman.clone(),
         chairman_is_owner: council.chairman_is_owner,
@@ -580,7 +684,13 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
                     let Some(round) = council.open().cloned() else {
                         break;
                     };
-                    let texts = read_seats(root, &council, round.n);
+                    let (texts, unreadable) = read_seats_telling(root, &council, round.n);
+                    for (id, finding) in &unreadable {
+                        notices.push(
+                            Notification::record_finding(id, Some(id), finding)
+                                .caused_at(Some(round.opened_at.clone())),
+                        );
+                    }
                     let limit = council.mode.word_limit(round.n);
                     for (id, t) in &texts {
                         let words = t.as_deref().map_or(0, packet::word_count);
@@ -602,11 +712,15 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
                         .filter(|(_, t)| t.is_some())
                         .map(|(id, _)| id.clone())
                         .collect();
+                    // A silent seat at the deadline is asked again before the round closes.
+                    if !council.retry_silent(&written, now).is_empty() {
+                        break;
+                    }
                     if !council.round_due(&written, now) {
                         break;
                     }
                     let time_up = council.deadline().is_some_and(|d| now.now >= d);
-                    if !time_up {
+                    if !time_up && council.simulated.is_none() {
                         // Every seat wrote: close once no seat file is still being written
                         // (the writer asks the engine to look again when they are quiet).
                         let mut quiet = true;
@@ -619,69 +733,116 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
                             break;
                         }
                     }
-                    let contributions: Vec<packet::Contribution<'_>> = texts
-                        .iter()
-                        .map(|(id, t)| packet::Contribution {
-                            id,
-                            text: t.as_deref(),
+                    let simulated_mode = council.simulated.is_some();
+                    let shown = with_stubs(root, &council, round.n, &texts, simulated_mode);
+                    if round.n >= 1 {
+                        let gate = council.rounds.iter().find(|r| r.n == 0).cloned();
+                        let restatements = match (round.n, gate) {
+                            (1, Some(gate)) => {
+                                let texts0 = read_seats(root, &council, 0);
+                                let texts0: Vec<(String, Option<String>)> = texts0
+                                    .into_iter()
+                                    .map(|(id, t)| {
+                                        let t = t.filter(|_| gate.wrote.contains(&id));
+                                        (id, t)
+                                    })
+                                    .collect();
+                                with_stubs(root, &council, 0, &texts0, gate.all_simulated)
+                            }
+                            _ => Vec::new(),
+                        };
+                        let (packet_text, cut) = packet::render(
+                            &council,
+                            round.n,
+                            &contributions(&shown),
+                            &contributions(&restatements),
+                        );
+                        if writer.replace_atomic(
+                            state::packet_path(cid, round.n),
+                            packet_text.as_bytes(),
+                        )? == crate::fs::writer::WriteOutcome::Written
+                        {
+                            out.wrote = true;
+                        }
+                        council.close_round(&written, &cut, now);
+                    } else {
+                        // The restatement gate has no packet of its own: its answers open
+                        // round 1's.
+                        council.close_round(&written, &[], now);
+                    }
+                    out.closed_rounds.push(round.n);
+                }
+                Phase::Verdict => {
+                    let vrel = state::verdict_path(cid);
+                    let vtext = snapshot::read_text(root, &vrel, Some(MAX_FILE_BYTES))?;
+                    // Judged only once the chairman has stopped writing it: a half-saved
+                    // verdict must not draw a notice.
+                    let settled = match &vtext {
+                        Some(_) => writer.settled(&vrel)?.is_none(),
+                        None => false,
+                    };
+                    if let (Some(vtext), true) = (&vtext, settled) {
+                        match verdict::check(vtext, council.mode) {
+                            Err(problems) => {
+                                notices.push(
+                                    Notification::council_verdict_invalid(
+                                        &council.chairman,
+                                        cid,
+                                        &crate::protocol::digest::short_id(vtext.as_bytes()),
+                                        vrel.trim_end_matches(".md"),
+                                        &problems,
+                                    )
+                                    .caused_at(council.verdict_asked_at.clone()),
+                                );
+                                out.verdict_problems = problems;
+                            }
+                            Ok(v) => {
+                                out.wrote |=
+                                    apply_verdict(writer, now, &council, &v.decision, &vrel)?;
+                                council.finish(
+                                    v.decision.as_str(),
+                                    now,
+                                    Some(member_words(root, &council)),
+                                );
+                                out.applied = Some(v.decision.as_str().to_string());
+                                continue;
+                            }
+                        }
+                    }
+                    if !council.chairman_due(now) {
+                        break;
+                    }
+                    // The chairman's time is up: polisd's synthesis stands in, marked so.
+                    let last = council.mode.rounds();
+                    let closed = council.rounds.iter().find(|r| r.n == last).cloned();
+                    let texts = read_seats(root, &council, last)
+                        .into_iter()
+                        .map(|(id, t)| {
+                            let wrote = closed.as_ref().is_some_and(|r| r.wrote.contains(&id));
+                            (id, t.filter(|_| wrote))
                         })
-                        .collect();
-                    let (packet_text, cut) = packet::render(&council, round.n, &contributions);
-                    if writer
-                        .replace_atomic(state::packet_path(cid, round.n), packet_text.as_bytes())?
+                        .collect::<Vec<_>>();
+                    let all = closed.as_ref().is_some_and(|r| r.all_simulated);
+                    let finals: Vec<(String, Option<String>, bool)> =
+                        with_stubs(root, &council, last, &texts, all)
+                            .into_iter()
+                            .map(|(id, t, sim)| (id, Some(t), sim))
+                            .collect();
+                    council.chairman_failed = true;
+                    let review_by = (now.now + chrono::Duration::days(14))
+                        .format("%Y-%m-%d")
+                        .to_string();
+                    let frel = state::fallback_verdict_path(cid);
+                    let text = fallback::synthesize(&council, &finals, &review_by);
+                    if writer.replace_atomic(&frel, text.as_bytes())?
                         == crate::fs::writer::WriteOutcome::Written
                     {
                         out.wrote = true;
                     }
-                    council.close_round(&written, &cut, now);
-                    out.closed_rounds.push(round.n);
-                    if council.phase == Phase::Fallback {
-                        out.fell_back = true;
-                        if let Some(reviewer) =
-                            council.fallback.as_ref().and_then(|f| f.reviewer.clone())
-                        {
-                            // A contract deleted meanwhile has no `review:` to set; the
-                            // reviewer is still told.
-                            match set_contract_review(writer, cid, "reviewer", &reviewer) {
-                                Ok(w) => out.wrote |= w,
-                                Err(OpError::NoContract(_)) => {}
-                                Err(e) => return Err(e),
-                            }
-                        }
-                    }
-                }
-                Phase::Verdict => {
-                    let vrel = state::verdict_path(cid);
-                    let Some(vtext) = snapshot::read_text(root, &vrel, Some(MAX_FILE_BYTES))?
-                    else {
-                        break;
-                    };
-                    // Judged only once the chairman has stopped writing it: a half-saved
-                    // verdict must not draw a notice.
-                    if writer.settled(&vrel)?.is_some() {
-                        break;
-                    }
-                    match verdict::check(&vtext) {
-                        Err(problems) => {
-                            notices.push(
-                                Notification::council_verdict_invalid(
-                                    &council.chairman,
-                                    cid,
-                                    &crate::protocol::digest::short_id(vtext.as_bytes()),
-                                    vrel.trim_end_matches(".md"),
-                                    &problems,
-                                )
-                                .caused_at(council.verdict_asked_at.clone()),
-                            );
-                            out.verdict_problems = problems;
-                            break;
-                        }
-                        Ok(v) => {
-                            out.wrote |= apply_verdict(writer, now, &council, &v.decision)?;
-                            council.finish(v.decision.as_str(), now);
-                            out.applied = Some(v.decision.as_str().to_string());
-                        }
-                    }
+                    let decision = Decision::RequestedChanges;
+                    out.wrote |= apply_verdict(writer, now, &council, &decision, &frel)?;
+                    council.finish(decision.as_str(), now, Some(member_words(root, &council)));
+                    out.applied = Some(decision.as_str().to_string());
                 }
                 Phase::Done | Phase::Fallback => break,
             }
@@ -694,11 +855,83 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
     }
     if let Some(council) = council {
         out.phase = Some(council.phase);
-        out.deadline = council.deadline();
+        out.deadline = council.next_wake();
         notices.extend(notices_for(&council, &title));
     }
     out.notices = notices;
     Ok(out)
+}
+
+/// Each seat's text for a closed round as the packet shows it: its own, or (silent, or the
+/// council simulated) a stub polisd writes from its lens and its last own words.
+fn with_stubs(
+    root: &Path,
+    council: &Council,
+    n: usize,
+    texts: &[(String, Option<String>)],
+    simulated_mode: bool,
+) -> Vec<(String, String, bool)> {
+    texts
+        .iter()
+        .map(|(id, t)| match t.as_ref().filter(|_| !simulated_mode) {
+            Some(t) => (id.clone(), t.clone(), false),
+            None => {
+                let earlier = last_words(root, council, id, n);
+                let stub = packet::stub(
+                    council,
+                    id,
+                    n,
+                    simulated_mode,
+                    earlier.as_ref().map(|(k, t)| (*k, t.as_str())),
+                );
+                (id.clone(), stub, true)
+            }
+        })
+        .collect()
+}
+
+fn contributions(shown: &[(String, String, bool)]) -> Vec<packet::Contribution<'_>> {
+    shown
+        .iter()
+        .map(|(id, t, simulated)| packet::Contribution {
+            id,
+            text: Some(t),
+            simulated: *simulated,
+        })
+        .collect()
+}
+
+/// `id`'s own most recent contribution before round `n` that a closed round counted.
+fn last_words(root: &Path, council: &Council, id: &str, n: usize) -> Option<(usize, String)> {
+    council
+        .rounds
+        .iter()
+        .rfind(|r| r.n < n && r.closed_at.is_some() && r.wrote.iter().any(|w| w == id))
+        .and_then(|r| {
+            let rel = state::seat_path(&council.contract, r.n, id);
+            let text = snapshot::read_text(root, &rel, Some(MAX_FILE_BYTES)).ok()??;
+            Some((r.n, text))
+        })
+}
+
+/// The words members wrote in every round a closed round counted (for the token estimate).
+fn member_words(root: &Path, council: &Council) -> usize {
+    council
+        .rounds
+        .iter()
+        .filter(|r| r.closed_at.is_some())
+        .flat_map(|r| r.wrote.iter().map(move |id| (r.n, id)))
+        .filter_map(|(n, id)| {
+            snapshot::read_text(
+                root,
+                &state::seat_path(&council.contract, n, id),
+                Some(MAX_FILE_BYTES),
+            )
+            .ok()
+            .flatten()
+        })
+        .map(|t| packet::word_count(&t))
+        .sum()
 }
 
 /// Sets `review.<key>` in the contract (wherever it is), compare-before-replace; refused
@@ -731,21 +964,26 @@ fn apply_verdict(
     now: &PolisTime,
     council: &Council,
     decision: &Decision,
+    verdict_rel: &str,
 ) -> Result<bool, OpError> {
     let cid = &council.contract;
     let mut wrote = set_contract_review(writer, cid, "status", decision.as_str())?;
     let verb = review::chronicle_verb(decision);
-    let link = state::verdict_path(cid).trim_end_matches(".md").to_string();
+    let link = verdict_rel.trim_end_matches(".md").to_string();
     if !chronicle::has_line(writer.root(), verb, &link) {
-        let by = if council.chairman_is_owner {
+        let by = if council.chairman_failed {
+            format!(
+                "{} (FAILED — synthesized by coordinator fallback)",
+                council.chairman
+            )
+        } else if council.chairman_is_owner {
             format!("{} (the owner, no chair was left)", council.chairman)
         } else {
             council.chairman.clone()
         };
-        chronicle::append(
+        chronicle::append_daemon(
             writer,
             now,
-            layout::DAEMON_ID,
             verb,
             Some(&link),
             &format!(
@@ -753,11 +991,7 @@ fn apply_verdict(
                 decision.as_str(),
                 council.mode.as_str(),
                 council.seats.len(),
-                council
-                    .rounds
-                    .iter()
-                    .filter(|r| r.closed_at.is_some())
-                    .count()
+                council.rounds_run()
             ),
         )?;
         wrote = true;
@@ -775,10 +1009,52 @@ pub fn notices_for(council: &Council, title: &str) -> Vec<Notification> {
         Phase::Done | Phase::Fallback => council.finished_at.clone(),
     }
     .or_else(|| Some(council.started_at.clone()));
-    notices_unstamped(council, title)
+    let mut out: Vec<Notification> = notices_unstamped(council, title)
         .into_iter()
         .map(|n| n.caused_at(at.clone()))
-        .collect()
+        .collect();
+    let cid = &council.contract;
+    if let Some(round) = council.open().filter(|_| council.simulated.is_none()) {
+        for (k, retry) in round.retries.iter().enumerate() {
+            for id in &retry.seats {
+                out.push(
+                    Notification::council_prompt(
+                        id,
+                        cid,
+                        &format!("round-{}-retry-{}", round.n, k + 1),
+                        state::seat_path(cid, round.n, id).trim_end_matches(".md"),
+                        packet::retry_prompt(council, round.n, id, k + 1),
+                    )
+                    .caused_at(Some(retry.at.clone())),
+                );
+            }
+        }
+    }
+    // The requester is told when the council is not the one asked for (a duo instead, the
+    // owner in the chair).
+    if let (Some(owner), Some(asked)) = (&council.owner, council.requested_mode) {
+        out.push(
+            Notification::council_verdict(
+                owner,
+                cid,
+                "started",
+                state::state_path(cid).trim_end_matches(".md"),
+                format!(
+                    "The council on `{cid}` ({title}) runs as a {} although a {} council was asked for: {}. The chair: {}.",
+                    council.mode.as_str(),
+                    asked.as_str(),
+                    council.notes.join("; "),
+                    if council.chairman_is_owner {
+                        format!("you, {owner}, since nobody is left off the panel")
+                    } else {
+                        format!("{}, off the panel", council.chairman)
+                    }
+                ),
+            )
+            .caused_at(Some(council.started_at.clone())),
+        );
+    }
+    out
 }
 
 fn notices_unstamped(council: &Council, title: &str) -> Vec<Notification> {
@@ -786,8 +1062,8 @@ fn notices_unstamped(council: &Council, title: &str) -> Vec<Notification> {
     let mut out = Vec::new();
     match council.phase {
         Phase::Rounds => {
-            if let Some(round) = council.open() {
-                let link = if round.n == 1 {
+            if let Some(round) = council.open().filter(|_| council.simulated.is_none()) {
+                let link = if round.n <= 1 {
                     format!("contracts/open/{cid}")
                 } else {
                     state::packet_path(cid, round.n - 1)
@@ -817,13 +1093,24 @@ fn notices_unstamped(council: &Council, title: &str) -> Vec<Notification> {
         }
         Phase::Done => {
             if let (Some(owner), Some(o)) = (&council.owner, &council.outcome) {
+                let (path, how) = if council.chairman_failed {
+                    (
+                        state::fallback_verdict_path(cid),
+                        format!(
+                            "The chairman, {}, wrote no valid verdict in time (FAILED — synthesized by coordinator fallback): polisd wrote one from the packets, taking no side, with every final position verbatim. ",
+                            council.chairman
+                        ),
+                    )
+                } else {
+                    (state::verdict_path(cid), String::new())
+                };
                 out.push(Notification::council_verdict(
                     owner,
                     cid,
                     "done",
-                    state::verdict_path(cid).trim_end_matches(".md"),
+                    path.trim_end_matches(".md"),
                     format!(
-                        "The council on `{cid}` ({title}) reached its verdict: {}. polisd set the contract's `review.status` to it. {} council, {} seats ({} degraded, {} offline), {} rounds, {} minutes. Read the verdict for its kill criteria and its one concrete next step.",
+                        "{how}The council on `{cid}` ({title}) reached its verdict: {}. polisd set the contract's `review.status` to it. {} council, {} seats ({} degraded, {} offline), {} rounds, {} minutes. Read the verdict for its kill criteria and its one concrete next step.",
                         o.decision,
                         o.mode.as_str(),
                         o.panel_size,
@@ -895,24 +1182,28 @@ mod tests {
         std::fs::create_dir_all(&root).unwrap();
         let writer = Writer::unrecorded(&root).unwrap();
         let choice = Choice {
+            mode: Mode::Quick,
             panel: SEATS
                 .iter()
                 .map(|id| Chosen {
                     id: id.to_string(),
                     vendor: "v".into(),
                     why: "w".into(),
+                    lens: None,
                 })
                 .collect(),
             chairman: Some(Chosen {
                 id: "claude-chair-dddd".into(),
                 vendor: "v".into(),
                 why: "w".into(),
+                lens: None,
             }),
             notes: vec![],
         };
         let request = Request {
             mode: Mode::Quick,
             round_hours: Some(1.0),
+            restatement_hours: Some(1.0),
             ..Request::default()
         };
         let c = Council::new(
@@ -921,6 +1212,7 @@ mod tests {
             &request,
             &choice,
             "test",
+            &crate::protocol::council::lens::Library::default(),
             &at("2026-12-01 10:00"),
         );
         writer
@@ -933,7 +1225,7 @@ mod tests {
     fn a_seat_write_after_the_round_s_time_is_refused_and_writes_nothing() {
         let (_d, writer) = council_here();
         let w = write_seat(&writer, &at("2026-12-01 10:30"), "x", SEATS[0], "in time").unwrap();
-        assert_eq!((w.round, w.words, w.over_limit), (1, 2, false));
+        assert_eq!((w.round, w.words, w.over_limit), (0, 2, false));
         let e = write_seat(&writer, &at("2026-12-01 11:00"), "x", SEATS[1], "late").unwrap_err();
         assert!(
             e.to_string().contains("closed at 2026-12-01 11:00:00"),
@@ -942,7 +1234,7 @@ mod tests {
         assert!(e.is_refusal());
         assert!(!writer
             .root()
-            .join(state::seat_path("x", 1, SEATS[1]))
+            .join(state::seat_path("x", 0, SEATS[1]))
             .exists());
         let e = write_seat(&writer, &at("2026-12-01 10:30"), "y", SEATS[1], "t").unwrap_err();
         assert!(e.to_string().contains("no council on `y`"), "{e}");
@@ -955,9 +1247,11 @@ mod tests {
     #[test]
     fn advancing_twice_closes_a_round_once() {
         let (_d, writer) = council_here();
-        write_seat(&writer, &at("2026-12-01 10:10"), "x", SEATS[0], "one").unwrap();
+        for seat in SEATS {
+            write_seat(&writer, &at("2026-12-01 10:10"), "x", seat, "one").unwrap();
+        }
         let first = advance(&writer, &at("2026-12-01 11:05"), "x").unwrap();
-        assert_eq!(first.closed_rounds, vec![1]);
+        assert_eq!(first.closed_rounds, vec![0]);
         assert!(first.wrote);
         let state_text =
             std::fs::read_to_string(writer.root().join(state::state_path("x"))).unwrap();
@@ -968,8 +1262,6 @@ mod tests {
             std::fs::read_to_string(writer.root().join(state::state_path("x"))).unwrap(),
             state_text
         );
-        // Only one seat wrote: the council fell back to that seat.
-        assert_eq!(first.phase, Some(Phase::Fallback));
-        assert!(first.fell_back);
+        assert_eq!(first.phase, Some(Phase::Rounds));
     }
 }

@@ -4,7 +4,7 @@ use crate::fs::snapshot::{self, Polis};
 use crate::fs::state::PolisState;
 use crate::fs::writer::{WriteError, Writer};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::inbox::{markers_anywhere, sent_ids, Kind, Notification};
+use crate::protocol::delivery::inbox::{markers_anywhere, sent_ids, Kind, Notification};
 use crate::protocol::layout::{self};
 use std::collections::{BTreeSet, HashMap};
 
@@ -57,7 +57,7 @@ pub fn deliver_now(
     let clock = if notifications.iter().any(|n| n.at.is_none()) {
         clock_of(polis, now)
     } else {
-        crate::protocol::inbox::EPOCH_STAMP.to_string()
+        crate::protocol::delivery::inbox::EPOCH_STAMP.to_string()
     };
     let delivery = deliver(polis, writer, &mut state, notifications, &|_| true, &clock);
     state.save()?;
@@ -68,7 +68,7 @@ pub fn deliver_now(
         .collect())
 }
 
-/// The polis's clock ([`crate::protocol::inbox::polis_clock`]) as a one-shot action reads it:
+/// The polis's clock ([`crate::protocol::delivery::inbox::polis_clock`]) as a one-shot action reads it:
 /// the newest stamp of `chronicle.md` (lines dated in the future left out), else of its newest
 /// archive. The chronicle is read from disk when `polis` was read without it.
 pub fn clock_of(polis: &Polis, now: &PolisTime) -> String {
@@ -84,9 +84,9 @@ pub fn clock_of(polis: &Polis, now: &PolisTime) -> String {
         }
     };
     let newest = current
-        .and_then(|t| chronicle::newest_stamp(t, now))
+        .and_then(|t| chronicle::activity::newest_stamp(t, now))
         .or_else(|| polis.newest_archive_stamp(now));
-    crate::protocol::inbox::polis_clock(newest)
+    crate::protocol::delivery::inbox::polis_clock(newest)
 }
 
 /// Appends each notification to its recipient's inbox unless it was already sent (the ledger in
@@ -211,7 +211,7 @@ pub fn deliver(
 mod tests {
     use super::*;
     use crate::operations::test_polis::polis_with;
-    use crate::protocol::inbox::Notification;
+    use crate::protocol::delivery::inbox::Notification;
 
     fn settled(to: &str, i: usize) -> Notification {
         Notification::contract_settled(to, &format!("c-{i}"), "T", "owner-agent", Some(4))

@@ -48,6 +48,46 @@ pub fn edit_agent_file(
     })
 }
 
+/// How long a one-shot command waits, at most, for another program to finish writing a file
+/// it must edit. It has no later pass to defer to, so it waits for itself; past this it says
+/// what to do.
+pub const COMMAND_WAIT: Duration = Duration::from_secs(10);
+
+/// [`edit_agent_file`] for a one-shot command (`inbox archive`, `notices --mark-read`, `verify
+/// --fix`): while another program still writes the file, it waits for it (the writer's moment
+/// at a time, [`COMMAND_WAIT`] in all), and if that is not enough it refuses with what to do,
+/// never with a promise of a later look no process will make.
+pub fn edit_agent_file_now(
+    writer: &Writer,
+    root: &std::path::Path,
+    rel: &str,
+    edit: impl Fn(&str) -> Option<String>,
+) -> Result<bool, ActionError> {
+    let deadline = std::time::Instant::now() + COMMAND_WAIT;
+    loop {
+        match edit_agent_file(writer, root, rel, &edit) {
+            Err(ActionError::NotSettled {
+                reason,
+                retry_after,
+                ..
+            }) if std::time::Instant::now() < deadline => {
+                let _ = reason;
+                std::thread::sleep(
+                    retry_after.clamp(Duration::from_millis(20), Duration::from_millis(200)),
+                );
+            }
+            Err(ActionError::NotSettled { path, reason, .. }) => {
+                return Err(ActionError::StillWriting {
+                    path,
+                    reason,
+                    waited: COMMAND_WAIT,
+                })
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Whether a command's compare-before-replace edit took: written, or the file said so already.
 /// `false` means read the file again and try once more: it changed since it was read, or
 /// another process still has it open for writing (then after [`wait_for_writer`]).

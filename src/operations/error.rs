@@ -23,6 +23,12 @@ pub enum OpError {
         folder: &'static str,
         action: &'static str,
     },
+    #[error("contract `{id}` was already {folder}{}; nothing was written", by.as_ref().map(|b| format!(" (owner {b})")).unwrap_or_default())]
+    Ended {
+        id: String,
+        folder: &'static str,
+        by: Option<String>,
+    },
     #[error("contract `{id}` is already owned by {owner}; pick another contract, or ask {owner} to release it (--force takes it over)")]
     AlreadyOwned { id: String, owner: String },
     #[error("contract `{0}` has no owner; claim it first (`polisd contract claim {0} --as <id>`) or pass --by <id>")]
@@ -33,10 +39,22 @@ pub enum OpError {
     Impact(i64),
     #[error("{path} has no YAML frontmatter polisd can read: {why}; fix it by hand first")]
     Unreadable { path: String, why: String },
+    #[error("contract `{id}` was already reviewed this minute by {by} ({path}); nothing was written: edit that file, or review again in a minute")]
+    Reviewed {
+        id: String,
+        by: String,
+        path: String,
+    },
+    #[error("{citizen} already voted {vote} on amendment `{id}`; nothing was written")]
+    AlreadyVoted {
+        id: String,
+        citizen: String,
+        vote: &'static str,
+    },
     #[error("no amendment `{0}` in amendments/proposed; `polisd amendment list` shows them")]
     NoAmendment(String),
     #[error("amendment `{0}`: {1}")]
-    Vote(String, crate::protocol::amendment::VoteError),
+    Vote(String, crate::protocol::amendments::amendment::VoteError),
     #[error("refused, nothing written: {} {}: {}", if finding.severity == crate::protocol::finding::Severity::Error { "error" } else { "warning" }, finding.code, finding.message)]
     Chronicle { finding: Box<Finding>, line: String },
     #[error("{what} is empty; {fix}")]
@@ -50,9 +68,12 @@ pub enum OpError {
     Render(#[from] crate::yaml::EmitError),
     #[error("{0} kept changing while polisd tried to edit it; run the command again")]
     Busy(String),
-    /// A council refused the action (issue 16); the text says why and what to do.
+    /// A council refused the action; the text says why and what to do.
     #[error("{0}")]
     Council(String),
+    /// What an agent passed was refused at the edge (a usage error).
+    #[error(transparent)]
+    Input(#[from] crate::protocol::input::InputError),
     #[error(transparent)]
     Write(#[from] WriteError),
     #[error(transparent)]
@@ -67,6 +88,13 @@ impl OpError {
             OpError::Busy(_) | OpError::Action(_) | OpError::Read { .. } => false,
             _ => true,
         }
+    }
+}
+
+impl OpError {
+    /// Whether the caller passed something no retry can make right (exit code 2).
+    pub fn is_usage(&self) -> bool {
+        matches!(self, OpError::Input(_) | OpError::BadId { .. })
     }
 }
 

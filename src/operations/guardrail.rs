@@ -5,7 +5,7 @@ use crate::fs::snapshot;
 use crate::fs::writer::Writer;
 use crate::operations::error::OpError;
 use crate::protocol::clock::PolisTime;
-use crate::protocol::guardrail::{self as rules, Guardrail, DIR};
+use crate::protocol::contracts::guardrail::{self as rules, Guardrail, DIR};
 use crate::protocol::layout;
 use std::path::Path;
 

@@ -1,5 +1,5 @@
-//! Dispatching handoffs (issue 15): the suggestions of a settled contract become routed
-//! follow-up contracts, within the chain rules of `protocol::handoff`.
+//! Dispatching handoffs: the suggestions of a settled contract become routed
+//! follow-up contracts, within the chain rules of `protocol::contracts::handoff`.
 //!
 //! Idempotent by construction: the n-th next-citizen block of `<parent>` always names
 //! `contracts/open/<parent>-next-<n>.md`, created with `create_new`; a block whose file exists
@@ -16,10 +16,12 @@ use crate::operations::chronicle;
 use crate::operations::error::OpError;
 use crate::operations::lookup;
 use crate::protocol::clock::PolisTime;
-use crate::protocol::contract::{self as rules, Contract};
+use crate::protocol::contracts::contract::{self as rules, Contract};
+use crate::protocol::contracts::handoff::{
+    self, Deferral, FollowUp, NewCitizen, Skip, Source, Suggestion,
+};
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::frontmatter;
-use crate::protocol::handoff::{self, Deferral, FollowUp, NewCitizen, Skip, Source, Suggestion};
-use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -177,10 +179,11 @@ pub fn dispatch_review(
     let Some(text) = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))? else {
         return Err(OpError::NoContract(named));
     };
-    let review = crate::protocol::review::parse(&text).map_err(|e| OpError::Unreadable {
-        path: rel.clone(),
-        why: e.to_string(),
-    })?;
+    let review =
+        crate::protocol::contracts::review::parse(&text).map_err(|e| OpError::Unreadable {
+            path: rel.clone(),
+            why: e.to_string(),
+        })?;
     let body = frontmatter::parse(&text)
         .map(|r| r.body)
         .unwrap_or_default();
@@ -331,7 +334,7 @@ pub fn dispatch_blocks(
     }
     // Every notice of a dispatch is caused by the parent's settlement (or the review): stamped
     // with the follow-up's `opened_at`, the same on every machine.
-    let cause = crate::protocol::inbox::cause_stamp(&opened_at(source, parent, now));
+    let cause = crate::protocol::delivery::inbox::cause_stamp(&opened_at(source, parent, now));
     for n in &mut out.notices {
         n.at = n.at.take().or_else(|| cause.clone());
     }
@@ -410,11 +413,11 @@ fn opened_at(source: &handoff::Source, parent: &Contract, now: &PolisTime) -> St
             return t.format("%Y-%m-%d %H:%M:%S").to_string();
         }
     }
-    match crate::protocol::amendment::read_when(&parent.settled_at, now) {
-        Some(crate::protocol::amendment::When::Moment(t)) => {
+    match crate::protocol::amendments::amendment::read_when(&parent.settled_at, now) {
+        Some(crate::protocol::amendments::amendment::When::Moment(t)) => {
             t.format("%Y-%m-%d %H:%M:%S").to_string()
         }
-        Some(crate::protocol::amendment::When::Day(d)) => {
+        Some(crate::protocol::amendments::amendment::When::Day(d)) => {
             format!("{} 00:00:00", d.format("%Y-%m-%d"))
         }
         None => now.second_stamp(),

@@ -4,8 +4,8 @@ use crate::fs::writer::Writer;
 use crate::operations::chronicle::{self, Appended};
 use crate::operations::error::OpError;
 use crate::protocol::clock::PolisTime;
+use crate::protocol::contracts::lesson::{self as rules, NewLesson};
 use crate::protocol::layout;
-use crate::protocol::lesson::{self as rules, NewLesson};
 
 /// What `lesson file` asks for.
 #[derive(Debug, Clone)]

@@ -18,6 +18,13 @@ pub fn check_slug(what: &'static str, value: &str) -> Result<(), OpError> {
     }
 }
 
+/// The path of contract `id` in `folder`, or the refusal of an id that could not be one (so no
+/// caller needs to assume its id was checked).
+pub fn contract_rel(folder: ContractFolder, id: &str) -> Result<String, OpError> {
+    check_slug("contract id", id)?;
+    layout::contract_path(folder, id).ok_or_else(|| OpError::NoContract(id.to_string()))
+}
+
 /// Where contract `id` is: its folder and path relative to `_polis/` (open, then settled, then
 /// abandoned, as the reference searches).
 ///

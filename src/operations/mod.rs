@@ -45,7 +45,7 @@ pub use check::{
     reservation_findings, Rechecks, Resolved,
 };
 pub use deliver::{deliver, deliver_now, Delivery, Outcome};
-pub use edit::edit_agent_file;
+pub use edit::{edit_agent_file, edit_agent_file_now};
 pub use error::OpError;
 pub use reconcile::{
     current_stats, read_settled, reconcile_settled, reconcile_settled_with_progress,
@@ -73,6 +73,12 @@ pub enum ActionError {
         path: String,
         reason: crate::fs::writer::Unsettled,
         retry_after: std::time::Duration,
+    },
+    #[error("{path} is still being written by another program ({}) after {} s; nothing was changed: run the command again once that program has saved and closed it", .reason.describe(), .waited.as_secs())]
+    StillWriting {
+        path: String,
+        reason: crate::fs::writer::Unsettled,
+        waited: std::time::Duration,
     },
 }
 

@@ -14,7 +14,7 @@ use crate::protocol::clock::PolisZone;
 use crate::protocol::finding::{Code, Finding};
 use crate::protocol::frontmatter::Record;
 use crate::protocol::layout::{self, ContractFolder};
-use crate::protocol::stats::{Ledger, LedgerSnapshot, RoutingStats, Settlement};
+use crate::protocol::routing::stats::{Ledger, LedgerSnapshot, RoutingStats, Settlement};
 use crate::yaml::Value;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
@@ -85,11 +85,12 @@ pub fn read_settled(root: &Path, rel: &str, zone: PolisZone) -> Option<SettledFi
     let record = match crate::protocol::frontmatter::parse(&text) {
         Ok(record) => record,
         Err(e) => {
-            read.findings = vec![crate::protocol::contract::unreadable_frontmatter(rel, &e)];
+            read.findings =
+                vec![crate::protocol::contracts::contract::unreadable_frontmatter(rel, &e)];
             return Some(read);
         }
     };
-    let settled = crate::protocol::contract::settlement_of(rel, &record, zone);
+    let settled = crate::protocol::contracts::contract::settlement_of(rel, &record, zone);
     read.findings = settled.findings;
     // SPEC §6 as `check` applies it to a settled file, here where the file is read: the
     // daemon's ledger and a `FolderState` keep them until the file changes.
@@ -562,7 +563,7 @@ mod tests {
         // As `check` reports the file (`records::contract_findings`).
         let mut found = Vec::new();
         let file = snapshot::read_record(root, "contracts/settled/a.md", "a", &mut found).unwrap();
-        let contract = crate::protocol::contract::Contract::from_record(&file.record);
+        let contract = crate::protocol::contracts::contract::Contract::from_record(&file.record);
         let file = snapshot::ContractFile {
             folder: ContractFolder::Settled,
             file,

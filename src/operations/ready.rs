@@ -1,11 +1,11 @@
-//! The ready queue and the dependency findings (issue 15), over the open contracts only: a
+//! The ready queue and the dependency findings, over the open contracts only: a
 //! dependency is looked up by one `lstat` in `contracts/settled/`, never by reading that folder.
 
 use crate::fs::snapshot;
 use crate::operations::chronicle;
 use crate::operations::error::OpError;
-use crate::protocol::contract::Contract;
-use crate::protocol::dependency::{self, Held, Node, Ready};
+use crate::protocol::contracts::contract::Contract;
+use crate::protocol::contracts::dependency::{self, Held, Node, Ready};
 use crate::protocol::finding::Finding;
 use crate::protocol::layout::{self, ContractFolder};
 use std::collections::BTreeSet;
@@ -49,7 +49,7 @@ pub fn queue(root: &Path, citizen: &str) -> Result<Queue, OpError> {
     let card = layout::card_path(citizen).expect("a registered id");
     let tags: BTreeSet<String> =
         snapshot::read_text(root, &card, Some(snapshot::MAX_RECORD_BYTES))?
-            .and_then(|t| crate::protocol::card::parse(&t).ok())
+            .and_then(|t| crate::protocol::citizens::card::parse(&t).ok())
             .map(|c| c.capability_tags.into_iter().map(|(t, _)| t).collect())
             .unwrap_or_default();
     let (nodes, _) = open_nodes(root);

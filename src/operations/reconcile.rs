@@ -8,10 +8,10 @@ use crate::fs::state::{
 };
 use crate::fs::writer::{WriteOutcome, Writer};
 use crate::protocol::clock::PolisZone;
-use crate::protocol::contract::Heading;
+use crate::protocol::contracts::contract::Heading;
 use crate::protocol::finding::Finding;
 use crate::protocol::layout::{self, ContractFolder};
-use crate::protocol::stats::{self, Replay, Settlement, SettlementView, TagLists};
+use crate::protocol::routing::stats::{self, Replay, Settlement, SettlementView, TagLists};
 use crate::yaml::Value;
 use std::collections::HashSet;
 use std::path::Path;
@@ -31,13 +31,13 @@ pub struct Reconciled {
 /// Rebuilds `contracts/routing_stats.yml` with the stats `build` makes from the two values kept
 /// from the file being replaced (`explore_rate`, `last_updated`); writes only when the bytes
 /// change, and nothing without a `contracts/settled/` folder. `polisd reconcile` builds with a
-/// full replay, the daemon with its incremental [`crate::protocol::stats::Ledger`]. `replayed` is only
+/// full replay, the daemon with its incremental [`crate::protocol::routing::stats::Ledger`]. `replayed` is only
 /// reported.
 pub fn reconcile_with(
     root: &std::path::Path,
     writer: &Writer,
     replayed: usize,
-    build: impl FnOnce(&Value, &Value) -> crate::protocol::stats::RoutingStats,
+    build: impl FnOnce(&Value, &Value) -> crate::protocol::routing::stats::RoutingStats,
 ) -> Result<Reconciled, ActionError> {
     reconcile_over(root, writer, replayed, &read_previous_stats(root), build)
 }
@@ -48,7 +48,7 @@ fn reconcile_over(
     writer: &Writer,
     replayed: usize,
     previous: &Value,
-    build: impl FnOnce(&Value, &Value) -> crate::protocol::stats::RoutingStats,
+    build: impl FnOnce(&Value, &Value) -> crate::protocol::routing::stats::RoutingStats,
 ) -> Result<Reconciled, ActionError> {
     if !root.join("contracts/settled").is_dir() {
         return Ok(Reconciled {
@@ -58,7 +58,7 @@ fn reconcile_over(
         });
     }
     let stats = build(previous.get("explore_rate"), previous.get("last_updated"));
-    let text = crate::protocol::stats::render(&stats)?;
+    let text = crate::protocol::routing::stats::render(&stats)?;
     let outcome = writer.replace_atomic(layout::ROUTING_STATS, text.as_bytes())?;
     Ok(Reconciled {
         replayed,
@@ -96,7 +96,11 @@ pub fn reconcile_settled_with_progress(
         let mut found = Vec::new();
         let settlement =
             snapshot::read_record(root, &e.rel, &e.stem, &mut found).and_then(|file| {
-                let read = crate::protocol::contract::settlement_of(&file.rel, &file.record, zone);
+                let read = crate::protocol::contracts::contract::settlement_of(
+                    &file.rel,
+                    &file.record,
+                    zone,
+                );
                 found.extend(read.findings);
                 read.settlement
             });
@@ -108,7 +112,7 @@ pub fn reconcile_settled_with_progress(
         settlements.extend(settlement);
     }
     let done = reconcile_with(root, writer, settlements.len(), |rate, last| {
-        crate::protocol::stats::reconcile(&settlements, rate, last)
+        crate::protocol::routing::stats::reconcile(&settlements, rate, last)
     })?;
     Ok((done, findings))
 }
@@ -724,8 +728,8 @@ fn read_previous_stats(root: &std::path::Path) -> Value {
 }
 
 /// The stats a router should read: the file on disk, or empty.
-pub fn current_stats(polis: &Polis) -> crate::protocol::stats::RoutingStats {
-    crate::protocol::stats::from_value(&read_previous_stats(&polis.root))
+pub fn current_stats(polis: &Polis) -> crate::protocol::routing::stats::RoutingStats {
+    crate::protocol::routing::stats::from_value(&read_previous_stats(&polis.root))
 }
 
 #[cfg(test)]
@@ -808,7 +812,7 @@ mod tests {
         )
     }
 
-    use crate::protocol::stats::RoutingStats;
+    use crate::protocol::routing::stats::RoutingStats;
 
     #[test]
     fn a_settlement_after_the_ledgers_is_added_to_the_replay_made_ahead() {

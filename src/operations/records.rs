@@ -4,10 +4,10 @@
 
 use crate::fs::snapshot::{ContractFile, Polis};
 use crate::protocol::clock::PolisTime;
+use crate::protocol::contracts::record_check;
 use crate::protocol::finding::{Finding, Severity};
 use crate::protocol::frontmatter::Record;
 use crate::protocol::layout::{self, ContractFolder};
-use crate::protocol::record_check;
 
 /// A finding about a record and who wrote the record (as it says; maybe not a citizen).
 #[derive(Debug, Clone, PartialEq)]
@@ -78,7 +78,7 @@ pub fn record_findings_with(
 ) -> Vec<RecordFinding> {
     let registered = polis.registered();
     let is_citizen = |id: &str| registered.contains(id) || layout::is_system_citizen(id);
-    let stamp = |v: &crate::yaml::Value| crate::protocol::inbox::value_stamp(v, now.zone);
+    let stamp = |v: &crate::yaml::Value| crate::protocol::delivery::inbox::value_stamp(v, now.zone);
     let mut out = Vec::new();
     for c in &polis.contracts {
         let author = c.contract.opened_by.clone();

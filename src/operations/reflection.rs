@@ -1,20 +1,20 @@
 //! Reflection over a polis (`polisd reflect` and the daemon's daily pass): gathering the
-//! evidence the detectors of [`crate::protocol::reflection`] read, and filing the proposals
+//! evidence the detectors of [`crate::protocol::amendments::reflection`] read, and filing the proposals
 //! they make as amendments with their chronicle line.
 
 use super::amendment::ProposeRequest;
 use super::error::OpError;
 use crate::fs::snapshot::{ContractFile, Polis};
 use crate::fs::writer::Writer;
-use crate::protocol::amendment::{read_when, When};
-use crate::protocol::chronicle::{self, ChronicleContext};
-use crate::protocol::clock::PolisTime;
-use crate::protocol::layout::{self, AmendmentFolder, ContractFolder};
-use crate::protocol::reflection::{
+use crate::protocol::amendments::amendment::{read_when, When};
+use crate::protocol::amendments::reflection::{
     self as rules, AmendmentEvidence, Evidence, FindingEvidence, Held, LessonEvidence, Proposal,
     SettledEvidence, StaleEvidence,
 };
-use crate::protocol::stats::{Settlement, SettlementView};
+use crate::protocol::chronicle::{self, ChronicleContext};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::layout::{self, AmendmentFolder, ContractFolder};
+use crate::protocol::routing::stats::{Settlement, SettlementView};
 use crate::yaml::Value;
 use chrono::{Duration, NaiveDateTime};
 use std::collections::{BTreeSet, HashMap};

@@ -3,9 +3,9 @@
 //! copied card would draw `card-changed` notices until someone ran `verify --fix`).
 
 use crate::fs::writer::{WriteError, Writer};
+use crate::protocol::citizens::register::{NewCitizen, RegisterError};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::layout;
-use crate::protocol::register::{NewCitizen, RegisterError};
 use std::path::Path;
 
 /// Why a citizen was not registered. Nothing was written, except for [`Refusal::Write`] after

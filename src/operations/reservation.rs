@@ -5,16 +5,16 @@
 //! ([`Writer::update_locked`]), so of any number of citizens reserving overlapping paths at
 //! once exactly one wins and the others are told who holds them. A refusal (a conflict, a bad
 //! path, an unregistered citizen, an unreadable file) writes nothing. The rules themselves
-//! (overlap, expiry, what a release lets go) are in [`crate::protocol::reservation`].
+//! (overlap, expiry, what a release lets go) are in [`crate::protocol::contracts::reservation`].
 
 use crate::fs::snapshot;
 use crate::fs::writer::{WriteError, WriteOutcome, Writer};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::layout::{self, ContractFolder};
-use crate::protocol::reservation::{
+use crate::protocol::contracts::reservation::{
     self as rules, Conflict, ContractFacts, Dropped, Entry, Expiry, FileError, Overlap, PathError,
     Released,
 };
+use crate::protocol::layout::{self, ContractFolder};
 use std::path::{Component, Path};
 
 /// Why a reservation action was refused or failed.
@@ -36,6 +36,8 @@ pub enum ReservationError {
     NotUtf8,
     #[error("{0}")]
     Unreadable(String),
+    #[error(transparent)]
+    Input(#[from] crate::protocol::input::InputError),
     #[error("{}", conflict_message(.0))]
     Conflict(Vec<Conflict>),
     #[error(transparent)]
@@ -181,6 +183,7 @@ pub fn project_path(root: &Path, cwd: &Path, raw: &str) -> Result<String, PathEr
 }
 
 fn check_citizen(root: &Path, id: &str) -> Result<(), ReservationError> {
+    crate::protocol::input::check_acting_id(id)?;
     if !layout::is_agent_id(id) {
         return Err(ReservationError::BadId(id.to_string()));
     }
@@ -361,7 +364,7 @@ pub fn release_for_ended_contract(
     let mut facts = ContractFacts::default();
     let mut findings = Vec::new();
     for file in snapshot::read_records(root, ContractFolder::Open.dir(), &mut findings) {
-        let contract = crate::protocol::contract::Contract::from_record(&file.record);
+        let contract = crate::protocol::contracts::contract::Contract::from_record(&file.record);
         if let Some(o) = contract.owner {
             facts.open_owners.insert(o);
         }

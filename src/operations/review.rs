@@ -4,8 +4,8 @@ use crate::fs::writer::Writer;
 use crate::operations::chronicle::{self, Appended};
 use crate::operations::error::OpError;
 use crate::protocol::clock::PolisTime;
+use crate::protocol::contracts::review::{self as rules, Decision};
 use crate::protocol::layout;
-use crate::protocol::review::{self as rules, Decision};
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Reviewed {
@@ -28,6 +28,7 @@ pub fn review(
     let root = writer.root();
     chronicle::require_citizen(root, reviewer)?;
     let (_, contract_rel) = crate::operations::lookup::find(root, cid)?;
+    let _transition = writer.transition_lock()?;
     let name = rules::file_name(&now.now, cid);
     let rel = format!("{}/{name}", layout::REVIEWS_DIR);
     let text = rules::render_new(
@@ -39,9 +40,17 @@ pub fn review(
         body,
     )?;
     if !writer.create_new(&rel, text.as_bytes())? {
-        return Err(OpError::Empty {
-            what: "this minute's review slot",
-            fix: "a review of this contract was written this minute; edit that file, or wait a minute",
+        let winner =
+            crate::fs::snapshot::read_text(root, &rel, Some(crate::fs::snapshot::MAX_RECORD_BYTES))
+                .ok()
+                .flatten()
+                .and_then(|t| crate::protocol::frontmatter::parse(&t).ok())
+                .and_then(|r| r.get("reviewer").as_str().map(str::to_string))
+                .unwrap_or_else(|| "another reviewer".to_string());
+        return Err(OpError::Reviewed {
+            id: cid.to_string(),
+            by: winner,
+            path: rel,
         });
     }
     let link = rel.trim_end_matches(".md").to_string();

@@ -67,7 +67,7 @@ pub fn recommend(
     contract: &ContractFile,
     options: &RouteOptions,
 ) -> Result<Routed, RouteError> {
-    // Citizens who have left the polis are no candidates (issue 15).
+    // Citizens who have left the polis are no candidates.
     let left = polis.departed();
     let candidates: Vec<_> = polis
         .candidates()
@@ -80,7 +80,7 @@ pub fn recommend(
     let policy = routing::policy_for(&polis.settings, options.policy)?;
     let stats = super::current_stats(polis);
     let lessons = polis.routing_lessons();
-    // A routing rule's target must be active (issue 15); only a rule reads it, so the window
+    // A routing rule's target must be active; only a rule reads it, so the window
     // is worked out only when `polis.yml` has rules.
     let active = routing::rules::any(&polis.settings.merged).then(|| {
         polis.active_authors(&crate::protocol::clock::PolisTime::system(
@@ -120,7 +120,12 @@ pub fn apply(
         return Ok(false);
     };
     super::edit_agent_file(writer, &polis.root, &contract.file.rel, |text| {
-        crate::protocol::contract::splice_routing(text, chosen, rec.score, rec.exploration)
+        crate::protocol::contracts::contract::splice_routing(
+            text,
+            chosen,
+            rec.score,
+            rec.exploration,
+        )
     })
 }
 

@@ -9,19 +9,22 @@
 //! a polis with ten thousand settled contracts as on a new one.
 //!
 //! The read cursor is the `notices_read` list in the citizen's own `status.md` (see
-//! [`crate::protocol::notice`]): it travels with the polis to every clone and machine where the
+//! [`crate::protocol::delivery::notice`]): it travels with the polis to every clone and machine where the
 //! citizen works, it is written only when the citizen acts (`--as`), and it is edited by
 //! compare-before-replace like every agent-owned file.
 
-use super::{edit_agent_file, ActionError};
+use super::{edit_agent_file_now, ActionError};
 use crate::fs::snapshot::{self, MAX_RECORD_BYTES};
 use crate::fs::writer::Writer;
 use crate::protocol::clock::PolisTime;
-use crate::protocol::contract::Contract;
+use crate::protocol::contracts::contract::Contract;
+use crate::protocol::delivery::catch_up::{self, CatchUp, Cursor};
+use crate::protocol::delivery::notice::{self, Notice};
+use crate::protocol::delivery::primer::{
+    self, Claim, Identity, LessonLine, PrimerInput, Routed, VoteWanted,
+};
 use crate::protocol::finding::Finding;
 use crate::protocol::layout::{self, CHRONICLE};
-use crate::protocol::notice::{self, Notice};
-use crate::protocol::primer::{self, Claim, Identity, LessonLine, PrimerInput, Routed, VoteWanted};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -34,10 +37,12 @@ const TAIL_MAX_BYTES: u64 = 4 * 1024 * 1024;
 pub enum SessionError {
     #[error("`{0}` is not a citizen id (8 to 40 lowercase letters, digits and hyphens, starting with a letter); pass your own id with --as or POLIS_CITIZEN")]
     NotAnId(String),
-    #[error("`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml){known}; pass your own id with --as or POLIS_CITIZEN")]
+    #[error("`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml); {known}; pass your own id with --as or POLIS_CITIZEN, or register with `polisd register {id} --vendor <vendor> --model <model> --tags <tag,tag>`")]
     Unknown { id: String, known: String },
     #[error("{0}")]
     Unreadable(Finding),
+    #[error(transparent)]
+    Input(#[from] crate::protocol::input::InputError),
     #[error(transparent)]
     Action(#[from] ActionError),
 }
@@ -51,6 +56,9 @@ impl From<crate::fs::writer::WriteError> for SessionError {
 /// Checks that `id` is a registered citizen of the polis at `root` (a card exists), reading
 /// only that card's metadata and, to name the known ids in the refusal, the citizens folder.
 pub fn check_citizen(root: &Path, id: &str) -> Result<(), SessionError> {
+    if layout::is_system_citizen(id) {
+        crate::protocol::input::check_acting_id(id)?;
+    }
     let Some(card) = layout::card_path(id) else {
         return Err(SessionError::NotAnId(id.to_string()));
     };
@@ -66,9 +74,9 @@ pub fn check_citizen(root: &Path, id: &str) -> Result<(), SessionError> {
         .take(8)
         .collect();
     let known = if known.is_empty() {
-        String::new()
+        "no citizen is registered".to_string()
     } else {
-        format!("; citizens: {}", known.join(", "))
+        format!("registered: {}", known.join(", "))
     };
     Err(SessionError::Unknown {
         id: id.to_string(),
@@ -104,7 +112,19 @@ pub fn read_inbox(root: &Path, citizen: &str) -> Result<InboxView, SessionError>
         layout::inbox_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
     let status_rel =
         layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let inbox_text = read_opt(root, &inbox_rel)?.unwrap_or_default();
+    let oversized = std::fs::symlink_metadata(root.join(&inbox_rel))
+        .is_ok_and(|m| m.is_file() && m.len() > MAX_RECORD_BYTES);
+    let inbox_text = if oversized {
+        // An inbox past the bound every record is read within: its newest notices, the last
+        // MAX_RECORD_BYTES of it, rather than none (what comes before the first whole notice
+        // there is left out as text before a heading is).
+        snapshot::read_tail_lines(root, &inbox_rel, MAX_RECORD_BYTES, |_| false)
+            .map_err(SessionError::Unreadable)?
+            .map(|tail| tail.text)
+            .unwrap_or_default()
+    } else {
+        read_opt(root, &inbox_rel)?.unwrap_or_default()
+    };
     let read = match read_opt(root, &status_rel)? {
         Some(text) => crate::protocol::frontmatter::parse(&text)
             .map(|r| notice::read_ids(&r.fields))
@@ -135,19 +155,30 @@ pub fn mark_read(
         return Ok(false);
     }
     if read_opt(root, &rel)?.is_none() {
-        let text = notice::with_read_set(None, citizen, &next);
+        let text =
+            notice::with_read_set(None, citizen, &next, &rel).map_err(SessionError::Unreadable)?;
         if writer.create_new(&rel, text.as_bytes())? {
             return Ok(true);
         }
     }
-    let edited = edit_agent_file(writer, root, &rel, |current| {
+    let refused = std::cell::RefCell::new(None);
+    let edited = edit_agent_file_now(writer, root, &rel, |current| {
         let old = crate::protocol::frontmatter::parse(current)
             .map(|r| notice::read_ids(&r.fields))
             .unwrap_or_default();
         let set = notice::next_read_set(&old, ids, &view.notices);
-        Some(notice::with_read_set(Some(current), citizen, &set))
+        match notice::with_read_set(Some(current), citizen, &set, &rel) {
+            Ok(text) => Some(text),
+            Err(finding) => {
+                *refused.borrow_mut() = Some(finding);
+                None
+            }
+        }
     })?;
-    Ok(edited)
+    match refused.into_inner() {
+        Some(finding) => Err(SessionError::Unreadable(finding)),
+        None => Ok(edited),
+    }
 }
 
 /// The polis timezone, from `polis.yml` alone.
@@ -164,13 +195,17 @@ pub struct Primed {
     pub primer: primer::Primer,
     pub input: PrimerInput,
     pub view: InboxView,
+    /// The chronicle lines since the citizen's `last_seen_event`, and the cursor to record.
+    pub catch_up: CatchUp,
 }
 
 /// Gathers and renders the primer of `citizen` at `now`, reading only what it prints.
 pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, SessionError> {
     check_citizen(root, citizen)?;
     let view = read_inbox(root, citizen)?;
-    let identity = identity(root, citizen)?;
+    let (identity, cursor) = identity(root, citizen)?;
+    let catch_up = catch_up(root, citizen, cursor, now);
+    let index_state = index_state(root);
 
     let mut findings = Vec::new();
     let records = snapshot::read_records(root, "contracts/open", &mut findings);
@@ -178,10 +213,10 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         .iter()
         .map(|f| (f.stem.clone(), Contract::from_record(&f.record)))
         .collect();
-    let nodes: Vec<crate::protocol::dependency::Node> = records
+    let nodes: Vec<crate::protocol::contracts::dependency::Node> = records
         .iter()
         .zip(&open)
-        .map(|(f, (id, c))| crate::protocol::dependency::Node::of(id, &f.rel, c))
+        .map(|(f, (id, c))| crate::protocol::contracts::dependency::Node::of(id, &f.rel, c))
         .collect();
     let text_of = |v: &crate::yaml::Value| match v {
         crate::yaml::Value::Null => None,
@@ -213,12 +248,14 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         .map(|(id, c)| {
             let last = last_lines.get(id.as_str()).copied();
             let since = last.or_else(|| {
-                crate::protocol::amendment::read_when(&c.opened_at, now).map(|w| match w {
-                    crate::protocol::amendment::When::Moment(t) => t,
-                    crate::protocol::amendment::When::Day(d) => {
-                        d.and_hms_opt(0, 0, 0).unwrap_or_default()
-                    }
-                })
+                crate::protocol::amendments::amendment::read_when(&c.opened_at, now).map(
+                    |w| match w {
+                        crate::protocol::amendments::amendment::When::Moment(t) => t,
+                        crate::protocol::amendments::amendment::When::Day(d) => {
+                            d.and_hms_opt(0, 0, 0).unwrap_or_default()
+                        }
+                    },
+                )
             });
             let idle_days = since.map(|t| (now.now - t).num_days().max(0));
             Claim {
@@ -257,7 +294,7 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
 
     let all_reservations = super::reservation::list(root, now);
     // The ready queue as `polisd ready` computes it, from what the primer has read already
-    // (one `lstat` per dependency; issue 15).
+    // (one `lstat` per dependency).
     let card_tags: BTreeSet<String> = identity.tags.iter().map(|(t, _)| t.clone()).collect();
     let queue = super::ready::queue_of(
         root,
@@ -298,24 +335,155 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         has_reservations: true,
         ready: queue.ready,
         held: queue.held,
+        index_state,
+        catch_up: catch_up.events.clone(),
+        catch_up_complete: catch_up.complete,
+        first_session: catch_up.previous.is_none(),
     };
     let primer = primer::render(&input, primer::BUDGET);
     Ok(Primed {
         primer,
         input,
         view,
+        catch_up,
     })
 }
 
-fn identity(root: &Path, citizen: &str) -> Result<Identity, SessionError> {
+/// The most chronicle bytes the catch-up reads back from the end looking for the cursor.
+const CATCH_UP_MAX_BYTES: u64 = 1024 * 1024;
+/// The most lines of `index.md` the primer shows.
+const INDEX_LINES: usize = 24;
+
+/// The chronicle lines since `cursor`, read from the end of `chronicle.md` back to the cursor
+/// (at most [`CATCH_UP_MAX_BYTES`]; with no cursor, back to the stale window), never the whole
+/// file.
+fn catch_up(root: &Path, citizen: &str, cursor: Option<Cursor>, now: &PolisTime) -> CatchUp {
+    use crate::protocol::chronicle;
+    let window = now.now - chrono::Duration::days(TAIL_DAYS);
+    let reached = |line: &str| {
+        chronicle::stamp_and_author(line).is_some_and(|(stamp, _)| match cursor {
+            Some(c) => c.is_before(stamp),
+            None => stamp < window,
+        })
+    };
+    match snapshot::read_tail_lines(root, CHRONICLE, CATCH_UP_MAX_BYTES, reached) {
+        Ok(Some(tail)) => {
+            let complete = tail.whole || tail.text.lines().any(&reached);
+            catch_up::since(&tail.text, cursor, citizen, complete)
+        }
+        _ => catch_up::since("", cursor, citizen, true),
+    }
+}
+
+/// Where things stand, from `index.md`: its `## Current state` (or `## Current focus`) section
+/// when it has one, else the start of its body; at most [`INDEX_LINES`] non-empty lines.
+fn index_state(root: &Path) -> Vec<String> {
+    let Ok(Some(text)) = snapshot::read_text(root, layout::INDEX, Some(MAX_RECORD_BYTES)) else {
+        return Vec::new();
+    };
+    let body = crate::protocol::frontmatter::parse(&text).map_or(text.clone(), |r| r.body);
+    let lines: Vec<&str> = body.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| {
+            let l = l.trim().to_ascii_lowercase();
+            l == "## current state" || l == "## current focus"
+        })
+        .map(|i| i + 1);
+    let slice: Vec<&str> = match start {
+        Some(s) => lines[s..]
+            .iter()
+            .take_while(|l| !l.trim_start().starts_with("## "))
+            .copied()
+            .collect(),
+        None => lines,
+    };
+    slice
+        .into_iter()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .take(INDEX_LINES)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Records in the citizen's `status.md`, in one compare-before-replace edit, what a session
+/// start showed: the notices (`notices_read`), the chronicle cursor (`last_seen_event`) and
+/// `last_active`. The status is created when missing. Returns whether the file changed.
+pub fn record_session(
+    root: &Path,
+    writer: &Writer,
+    primed: &Primed,
+    now: &PolisTime,
+) -> Result<bool, SessionError> {
+    let citizen = &primed.view.citizen;
+    let rel = layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.clone()))?;
+    let ids = &primed.primer.shown_notices;
+    let cursor = primed.catch_up.next;
+    let active = now.second_stamp();
+    let compute = |current: Option<&str>| -> Result<String, Finding> {
+        let with_notices = if ids.is_empty() {
+            current.map(str::to_string)
+        } else {
+            let old = current
+                .and_then(|t| crate::protocol::frontmatter::parse(t).ok())
+                .map(|r| notice::read_ids(&r.fields))
+                .unwrap_or_default();
+            let set = notice::next_read_set(&old, ids, &primed.view.notices);
+            Some(notice::with_read_set(current, citizen, &set, &rel)?)
+        };
+        catch_up::with_seen(with_notices.as_deref(), citizen, cursor, &active, &rel)
+    };
+    if read_opt(root, &rel)?.is_none() {
+        let text = compute(None).map_err(SessionError::Unreadable)?;
+        if writer.create_new(&rel, text.as_bytes())? {
+            return Ok(true);
+        }
+    }
+    let refused = std::cell::RefCell::new(None);
+    let edited = edit_agent_file_now(writer, root, &rel, |current| match compute(Some(current)) {
+        Ok(text) => Some(text),
+        Err(finding) => {
+            *refused.borrow_mut() = Some(finding);
+            None
+        }
+    })?;
+    match refused.into_inner() {
+        Some(finding) => Err(SessionError::Unreadable(finding)),
+        None => Ok(edited),
+    }
+}
+
+/// [`record_session`], with a `status.md` polisd must leave alone (its frontmatter is broken)
+/// given back as the finding to show rather than as an error: the session still gets its primer.
+pub fn record_session_or_finding(
+    root: &Path,
+    writer: &Writer,
+    primed: &Primed,
+    now: &PolisTime,
+) -> Result<Option<Finding>, SessionError> {
+    match record_session(root, writer, primed, now) {
+        Ok(_) => Ok(None),
+        Err(SessionError::Unreadable(finding)) => Ok(Some(finding)),
+        Err(e) => Err(e),
+    }
+}
+
+fn identity(root: &Path, citizen: &str) -> Result<(Identity, Option<Cursor>), SessionError> {
     let card_rel =
         layout::card_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let card = read_opt(root, &card_rel)?.and_then(|t| crate::protocol::card::parse(&t).ok());
+    let card =
+        read_opt(root, &card_rel)?.and_then(|t| crate::protocol::citizens::card::parse(&t).ok());
     let status_rel =
         layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let status = crate::protocol::citizen::parse_status(read_opt(root, &status_rel)?.as_deref())
+    let status_text = read_opt(root, &status_rel)?;
+    let cursor = status_text
+        .as_deref()
+        .and_then(|t| crate::protocol::frontmatter::parse(t).ok())
+        .and_then(|r| Cursor::of(&r.fields));
+    let status = crate::protocol::citizens::citizen::parse_status(status_text.as_deref())
         .unwrap_or_default();
-    Ok(Identity {
+    let identity = Identity {
         id: citizen.to_string(),
         vendor: card
             .as_ref()
@@ -331,7 +499,8 @@ fn identity(root: &Path, citizen: &str) -> Result<Identity, SessionError> {
             .unwrap_or_default(),
         state: status.state.as_str().to_string(),
         current_contract: status.current_contract,
-    })
+    };
+    Ok((identity, cursor))
 }
 
 /// Proposed amendments the citizen has not voted on (and did not propose).
@@ -347,7 +516,7 @@ fn votes_wanted(root: &Path, citizen: &str) -> Vec<VoteWanted> {
         let Ok(Some(text)) = snapshot::read_text(root, &entry.rel, Some(MAX_RECORD_BYTES)) else {
             continue;
         };
-        let Ok(a) = crate::protocol::amendment::parse(&text, &entry.stem) else {
+        let Ok(a) = snapshot::parse_amendment(root, &text, &entry.stem) else {
             continue;
         };
         if a.status.as_deref().unwrap_or("proposed") != "proposed"
@@ -378,7 +547,8 @@ fn lessons_for(root: &Path, tags: &[&str]) -> Vec<LessonLine> {
     for tag in tags.iter().filter(|t| layout::is_slug(t)) {
         let dir = format!("{}/{tag}", layout::LESSONS_DIR);
         for file in snapshot::read_records(root, &dir, &mut findings) {
-            let lesson = crate::protocol::lesson::Lesson::from_record(&file.stem, &file.record);
+            let lesson =
+                crate::protocol::contracts::lesson::Lesson::from_record(&file.stem, &file.record);
             if !lesson.is_accepted() || !seen.insert(lesson.lesson_id.clone()) {
                 continue;
             }
@@ -422,9 +592,9 @@ fn last_lines_about(
     let archives: Vec<String> = snapshot::list(root, "", ".md", &mut findings)
         .into_iter()
         .map(|e| e.rel.trim_start_matches('/').to_string())
-        .filter(|n| chronicle::Quarter::from_archive_name(n).is_some())
+        .filter(|n| chronicle::rollover::Quarter::from_archive_name(n).is_some())
         .collect();
-    if let Some(newest) = chronicle::newest_archive(archives.iter().map(String::as_str)) {
+    if let Some(newest) = chronicle::rollover::newest_archive(archives.iter().map(String::as_str)) {
         files.push(newest.to_string());
     }
     for rel in files {
@@ -465,6 +635,9 @@ pub fn archive_inbox(
     now: &PolisTime,
 ) -> Result<Archived, SessionError> {
     check_citizen(root, citizen)?;
+    // Read and moved under the transition lock: two archives at once would both append the
+    // same blocks to the archive.
+    let _transition = writer.transition_lock()?;
     let view = read_inbox(root, citizen)?;
     let archive_rel =
         layout::inbox_archive_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
@@ -512,7 +685,7 @@ pub fn archive_inbox(
         writer.append_locked(&archive_rel, append.as_bytes())?;
     }
     let ids: BTreeSet<&str> = moving.iter().map(|n| n.id.as_str()).collect();
-    edit_agent_file(writer, root, &inbox_rel, |current| {
+    edit_agent_file_now(writer, root, &inbox_rel, |current| {
         let notices = notice::parse_inbox(current);
         let remove: Vec<&Notice> = notices
             .iter()

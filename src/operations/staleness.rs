@@ -4,7 +4,7 @@
 use crate::fs::snapshot::Polis;
 use crate::protocol::chronicle;
 use crate::protocol::clock::PolisTime;
-use crate::protocol::contract::Contract;
+use crate::protocol::contracts::contract::Contract;
 use crate::protocol::layout::ContractFolder;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -63,9 +63,11 @@ fn stale_since(
 ) -> Option<String> {
     let last = last_line;
     let last = last.or_else(|| {
-        crate::protocol::amendment::read_when(&k.opened_at, now).map(|w| match w {
-            crate::protocol::amendment::When::Moment(t) => t,
-            crate::protocol::amendment::When::Day(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
+        crate::protocol::amendments::amendment::read_when(&k.opened_at, now).map(|w| match w {
+            crate::protocol::amendments::amendment::When::Moment(t) => t,
+            crate::protocol::amendments::amendment::When::Day(d) => {
+                d.and_hms_opt(0, 0, 0).unwrap_or_default()
+            }
         })
     })?;
     (now.now - last > chrono::Duration::days(chronicle::ACTIVITY_WINDOW_DAYS))

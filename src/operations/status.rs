@@ -4,7 +4,7 @@
 
 use crate::fs::snapshot::Polis;
 use crate::fs::state::{DaemonStatus, StoredFinding};
-use crate::protocol::amendment::{self, Expiry};
+use crate::protocol::amendments::amendment::{self, Expiry};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Finding;
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
@@ -25,13 +25,15 @@ pub struct Summary {
     /// The exploration rate the router uses (`routing.explore_rate` in polis.yml, else the
     /// stats file's, else 0.15).
     pub explore_rate: f64,
+    /// How much the router explored over the newest routings, to set beside `explore_rate`.
+    pub exploration: Exploration,
     pub tags: Vec<TagRow>,
     pub amendments: Vec<AmendmentRow>,
     /// Amendments the tally skips or reads differently from what they say, and why.
     pub malformed_amendments: Vec<Finding>,
     /// The newest decided amendments (ratified, rejected, expired), newest last.
     pub recent_outcomes: Vec<OutcomeRow>,
-    /// Every council in `reviews/` (issue 16), by contract id.
+    /// Every council in `reviews/`, by contract id.
     pub councils: Vec<CouncilRow>,
     pub findings: FindingsSummary,
     /// Empty unless filled by [`worktrees`] (`polisd status` does).
@@ -68,6 +70,43 @@ pub struct DivergedRow {
     pub contract_id: String,
     /// One line per copy: `path (folder, owner X, status Y)`.
     pub copies: Vec<String>,
+}
+
+/// How many of the newest routings [`Exploration`] covers.
+pub const EXPLORATION_WINDOW: usize = 100;
+
+/// The router's measured exploration: of the newest [`EXPLORATION_WINDOW`] contracts the
+/// router recommended (by contract id, which starts with the date) and nobody overrode, how
+/// many were exploration picks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Exploration {
+    pub window: usize,
+    pub routings: usize,
+    pub explored: usize,
+    /// `explored / routings`; null before the first routing.
+    pub share: Option<f64>,
+}
+
+/// [`Exploration`] over a polis's contracts.
+pub fn exploration(polis: &Polis) -> Exploration {
+    let mut routed: Vec<(&str, bool)> = polis
+        .contracts
+        .iter()
+        .filter_map(|c| {
+            let r = &c.contract.routing;
+            let picked = r.recommended_by_router.is_some() && r.override_.is_null();
+            Some((c.contract.contract_id.as_deref()?, r.exploration?)).filter(|_| picked)
+        })
+        .collect();
+    routed.sort_by(|a, b| a.0.cmp(b.0));
+    let newest = &routed[routed.len().saturating_sub(EXPLORATION_WINDOW)..];
+    let explored = newest.iter().filter(|(_, e)| *e).count();
+    Exploration {
+        window: EXPLORATION_WINDOW,
+        routings: newest.len(),
+        explored,
+        share: (!newest.is_empty()).then(|| explored as f64 / newest.len() as f64),
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -207,7 +246,7 @@ pub fn summarize_from(
     daemon: Option<DaemonStatus>,
     (found, resolved): (Vec<Finding>, Vec<super::Resolved>),
     malformed_amendments: Vec<Finding>,
-    stats: &crate::protocol::stats::RoutingStats,
+    stats: &crate::protocol::routing::stats::RoutingStats,
 ) -> anyhow::Result<Summary> {
     let activity = last_activity(polis, now);
     let citizens = polis
@@ -337,6 +376,7 @@ pub fn summarize_from(
         citizens,
         contracts,
         explore_rate,
+        exploration: exploration(polis),
         tags,
         amendments,
         malformed_amendments,

@@ -29,7 +29,7 @@ pub fn status(root: &Path) -> Value {
     let stats = snapshot::read_text(root, layout::ROUTING_STATS, Some(MAX_RECORD_BYTES))
         .ok()
         .flatten()
-        .and_then(|t| crate::protocol::stats::parse(&t).ok())
+        .and_then(|t| crate::protocol::routing::stats::parse(&t).ok())
         .unwrap_or_default();
     let mut leaders = serde_json::Map::new();
     for t in &stats.tags {
@@ -60,7 +60,7 @@ pub fn state(root: &Path) -> Value {
     .into_iter()
     .filter_map(|e| {
         let text = snapshot::read_text(root, &e.rel, Some(MAX_RECORD_BYTES)).ok()??;
-        let a = crate::protocol::amendment::parse(&text, &e.stem).ok()?;
+        let a = crate::protocol::amendments::amendment::parse(&text, &e.stem).ok()?;
         Some(json!({
             "amendment_id": a.id,
             "title": a.title,

@@ -162,7 +162,7 @@ fn contract_copies(root: &Path, label: &Path) -> Vec<(String, ContractCopy)> {
             continue;
         }
         for f in snapshot::read_records(root, folder.dir(), &mut ignored) {
-            let c = crate::protocol::contract::Contract::from_record(&f.record);
+            let c = crate::protocol::contracts::contract::Contract::from_record(&f.record);
             out.push((
                 f.stem.clone(),
                 ContractCopy {

@@ -3,9 +3,9 @@
 use super::ActionError;
 use crate::fs::snapshot::{self, Polis};
 use crate::fs::writer::{RenameOutcome, Writer};
-use crate::protocol::amendment::{self, Action, Outcome, TallyContext};
+use crate::protocol::amendments::amendment::{self, Action, Outcome, TallyContext};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::inbox::Notification;
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::layout::{self, AmendmentFolder};
 use std::collections::BTreeSet;
 
@@ -19,7 +19,7 @@ pub struct TallyResult {
     pub detail: String,
 }
 
-/// Who the quorum rules count, read from a polis (SPEC §8; issue 15 leaves out who left):
+/// Who the quorum rules count, read from a polis (SPEC §8, leaving out who left):
 /// the one place the tally, the notices about outcomes, `polisd status`, the dashboard and
 /// reflection get it from. [`Electorate::context`] hands it to the pure rules
 /// (`amendment::voters`, `amendment::active_voters`).
@@ -147,6 +147,10 @@ pub fn tally(
     let active = electorate.active(now);
     let mut results = Vec::new();
     let mut notices = Vec::new();
+    // Every outcome is checked again and acted on under the transition lock, so of racing
+    // tallies (commands, MCP, the daemon) one acts on each amendment and the others find it
+    // done (`act_on_outcome` sees the file gone or the line written).
+    let _transition = writer.map(Writer::transition_lock).transpose()?;
     let line_in_progress = match writer {
         Some(w) => chronicle_line_in_progress(polis, w)?,
         None => false,
@@ -198,17 +202,19 @@ pub fn tally(
             continue;
         }
         match act_on_outcome(polis, writer, file, &outcome, &active, now) {
-            Ok(()) => {
+            Ok(false) => {
+                // Another tally acted on it since this one read the polis.
+                results.pop();
+            }
+            Ok(true) => {
                 // Stamped with the decision as the files record it (the `ratified_at` just
                 // written, the deadline, the last vote), never this run's clock alone.
                 let texts = polis.recent_chronicle();
                 let at = amendment::decided_at(&texts, a, outcome.action, now)
-                    .map(crate::protocol::inbox::time_stamp)
+                    .map(crate::protocol::delivery::inbox::time_stamp)
                     .or_else(|| {
-                        (outcome.action == Action::Ratified).then(|| {
-                            amendment::quorum_reached_at(&texts, a, &outcome)
-                                .unwrap_or_else(|| now.second_stamp())
-                        })
+                        (outcome.action == Action::Ratified)
+                            .then(|| amendment::ratified_at(&texts, a, &outcome, now))
                     });
                 notices.extend(
                     outcome_notices(polis, a, &outcome, &active)
@@ -263,15 +269,32 @@ fn act_on_outcome(
     outcome: &Outcome,
     _active: &BTreeSet<String>,
     now: &PolisTime,
-) -> Result<(), ActionError> {
+) -> Result<bool, ActionError> {
     let a = &file.amendment;
+    // The polis was read before the transition lock was taken: an amendment another tally
+    // moved meanwhile is done, and one whose outcome it already chronicled and whose status
+    // it already wrote needs nothing more (a ratified one still needs its move).
+    let now_text = crate::fs::snapshot::read_text(&polis.root, &file.rel, None)
+        .ok()
+        .flatten();
+    let Some(now_text) = now_text else {
+        return Ok(false);
+    };
     let status = outcome.action.status().unwrap_or("proposed");
+    let current = crate::protocol::frontmatter::parse(&now_text).ok();
+    let current_status = current
+        .as_ref()
+        .and_then(|r| r.get("status").as_str().map(str::to_string));
+    if outcome.action != Action::Ratified
+        && current_status.as_deref() == Some(status)
+        && a.status.as_deref() != Some(status)
+    {
+        return Ok(false);
+    }
     if a.status.as_deref() != Some(status) {
         // From the chronicle when it shows the moment, so every machine writes the same bytes.
-        let ratified_at = (outcome.action == Action::Ratified).then(|| {
-            amendment::quorum_reached_at(&polis.recent_chronicle(), a, outcome)
-                .unwrap_or_else(|| now.second_stamp())
-        });
+        let ratified_at = (outcome.action == Action::Ratified)
+            .then(|| amendment::ratified_at(&polis.recent_chronicle(), a, outcome, now));
         super::edit_agent_file(writer, &polis.root, &file.rel, |text| {
             Some(amendment::set_status(text, status, ratified_at.as_deref()))
         })?;
@@ -309,7 +332,7 @@ fn act_on_outcome(
             });
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The notices of an outcome, to [`amendment::outcome_recipients`].

@@ -54,15 +54,15 @@ pub enum Code {
     ConflictCopy,
     /// A card whose `content_hash` does not match its content.
     CardMismatch,
-    /// Two citizens claimed one contract with no release between (issue 13).
+    /// Two citizens claimed one contract with no release between.
     ClaimConflict,
     /// Two citizens' entries in `reservations.yml` hold overlapping paths.
     ReservationOverlap,
-    /// A `depends_on` id that names no contract (issue 15).
+    /// A `depends_on` id that names no contract.
     UnknownDependency,
-    /// Contracts whose `depends_on` form a cycle (issue 15).
+    /// Contracts whose `depends_on` form a cycle.
     DependencyCycle,
-    /// A citizen folder that breaks the registry's shape (issue 15's audit).
+    /// A citizen folder that breaks the registry's shape (audit).
     Registry,
     /// A contract without `contract_id`, or whose id is not its file name.
     ContractId,
@@ -86,7 +86,7 @@ pub enum Code {
     DriverNotConfigured,
     /// Copies of one contract that differ between worktrees or machines.
     Diverged,
-    /// A contract's council request that cannot be read (issue 16): no council starts.
+    /// A contract's council request that cannot be read: no council starts.
     BadCouncil,
     /// A council's `council.md` that cannot be read back: the council is stuck.
     CouncilState,

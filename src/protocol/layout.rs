@@ -8,6 +8,8 @@ pub const SYSTEM_CITIZENS: [&str; 3] = ["polis-daemon", "polis-tally", "polis-re
 /// polisd's own author id in chronicle lines and inbox notices.
 pub const DAEMON_ID: &str = "polis-daemon";
 
+/// The folder a project keeps its polis in.
+pub const POLIS_DIR: &str = "_polis";
 pub const CONSTITUTION: &str = "CONSTITUTION.md";
 pub const CHRONICLE: &str = "chronicle.md";
 pub const POLIS_YML: &str = "polis.yml";
@@ -173,21 +175,48 @@ pub fn amendment_path(folder: AmendmentFolder, id: &str) -> Option<String> {
 
 /// Editor, temporary and sync-tool files that are never read as records (SPEC §11).
 pub fn is_ignored_name(name: &str) -> bool {
-    name.ends_with(".tmp")
-        || name.ends_with('~')
+    name.ends_with('~')
         || (name.starts_with('.') && name.ends_with(".swp"))
         || name == "4913"
         || name.starts_with(".#")
         || name.starts_with(".polisd-")
+        || is_transfer_temporary(name)
         || is_conflict_copy(name)
 }
 
+/// A file a sync tool writes while a transfer is in flight, renamed into place (or away) when
+/// it completes: never a record, never a conflict copy, even when the file it becomes is one
+/// (`.syncthing.chronicle.sync-conflict-20260101-120000-ABCDEFG.md.tmp`).
+/// - Syncthing: `.syncthing.<name>.tmp`, and `~syncthing~<name>.tmp` on Windows;
+/// - Dropbox: anything `.tmp`, and its `.dropbox.cache` / `.dropbox` entries;
+/// - Nextcloud and ownCloud: a download in flight `.<name>.~<hex>`, the client's journal
+///   `._sync_<hex>.db` (and `-wal`, `-shm`), `.owncloudsync.log`;
+/// - iCloud: the placeholder `.<name>.icloud` of a file not downloaded yet.
+pub fn is_transfer_temporary(name: &str) -> bool {
+    let nextcloud_download = name.starts_with('.')
+        && name.rsplit_once(".~").is_some_and(|(stem, hex)| {
+            stem.len() > 1 && !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit())
+        });
+    let nextcloud_journal = (name.starts_with("._sync_") || name.starts_with(".sync_"))
+        && [".db", ".db-wal", ".db-shm", ".db-journal"]
+            .iter()
+            .any(|e| name.ends_with(e));
+    name.ends_with(".tmp")
+        || name.starts_with(".syncthing.")
+        || name.starts_with("~syncthing~")
+        || name.starts_with(".dropbox")
+        || nextcloud_download
+        || nextcloud_journal
+        || name == ".owncloudsync.log"
+        || (name.starts_with('.') && name.ends_with(".icloud"))
+}
+
 /// Sync conflict copies: Syncthing's `*.sync-conflict-*`, Dropbox's `(… conflicted copy …)`,
-/// and the generic `(conflict …)`.
+/// Nextcloud's `(conflicted copy <date> <time>)` (and ownCloud's older `_conflict-<date>-`),
+/// iCloud's `<name> 2.<ext>`, and the generic `(conflict …)`. A transfer's temporary file is
+/// never one, whatever it will be called once complete.
 pub fn is_conflict_copy(name: &str) -> bool {
-    name.contains(".sync-conflict-")
-        || (name.contains(" (")
-            && (name.contains("conflicted copy") || name.contains(" (conflict")))
+    conflict_original(name).is_some()
 }
 
 /// Temporary and editor names the watcher never reports (everything [`is_ignored_name`] names
@@ -209,19 +238,54 @@ pub fn conflict_original_path(rel: &str) -> Option<String> {
 
 /// The name of the file a conflict copy is a copy of: `chronicle.md` for
 /// `chronicle.sync-conflict-20260101-120000-ABCDEFG.md`, `chronicle (Bob's conflicted copy
-/// 2026-01-01).md` and `chronicle (conflict 1).md`. `None` for a name that is not a copy.
+/// 2026-01-01).md`, `chronicle (conflicted copy 2026-01-01 120000).md`,
+/// `chronicle_conflict-20260101-120000.md`, `chronicle 2.md` and `chronicle (conflict 1).md`.
+/// `None` for a name that is not a copy, and for a transfer's temporary file.
 pub fn conflict_original(name: &str) -> Option<String> {
+    if is_transfer_temporary(name) {
+        return None;
+    }
     if let Some(i) = name.find(".sync-conflict-") {
         let rest = &name[i + ".sync-conflict-".len()..];
         let ext = rest.find('.').map_or("", |j| &rest[j..]);
         return Some(format!("{}{ext}", &name[..i]));
     }
+    if let Some(i) = name.find("_conflict-") {
+        let rest = &name[i + "_conflict-".len()..];
+        if rest.len() > 8 && rest.as_bytes()[..8].iter().all(u8::is_ascii_digit) {
+            let ext = rest.find('.').map_or("", |j| &rest[j..]);
+            return Some(format!("{}{ext}", &name[..i]));
+        }
+    }
+    if let Some(original) = icloud_original(name) {
+        return Some(original);
+    }
     let open = name.match_indices(" (").map(|(i, _)| i).find(|&i| {
         let inner = name[i..].split(')').next().unwrap_or("");
         inner.starts_with(" (conflict") || inner.contains("conflicted copy")
     })?;
-    let close = open + name[open..].find(')')?;
+    // Dropbox numbers a second copy of one day inside the parentheses: `(… 2026-01-01 (1))`.
+    let mut close = open + name[open..].find(')')?;
+    while name[close + 1..].starts_with(')') {
+        close += 1;
+    }
     Some(format!("{}{}", &name[..open], &name[close + 1..]))
+}
+
+/// iCloud keeps a conflicting version as `<stem> <n>.<ext>` (n ≥ 2). polis files are named by
+/// slugs, which hold no space, so the pattern is not taken for a record's own name.
+fn icloud_original(name: &str) -> Option<String> {
+    let (stem, ext) = match name.rfind('.') {
+        Some(i) if i > 0 => (&name[..i], &name[i..]),
+        _ => (name, ""),
+    };
+    let (base, n) = stem.rsplit_once(' ')?;
+    let n: u32 = n
+        .parse()
+        .ok()
+        .filter(|_| n.bytes().all(|b| b.is_ascii_digit()))?;
+    (n >= 2 && !base.is_empty() && !base.contains(' ') && !base.starts_with('.'))
+        .then(|| format!("{base}{ext}"))
 }
 
 /// The time a sync tool wrote into a conflict copy's name, as `YYYY-MM-DD HH:MM`: Syncthing's
@@ -243,11 +307,23 @@ pub fn conflict_stamp(name: &str) -> Option<String> {
         let text = format!("{y}-{mo}-{d} {h}:{mi}");
         return crate::protocol::clock::parse_stamp(&text).map(|_| text);
     }
+    if let Some(i) = name.find("_conflict-") {
+        let rest = &name[i + "_conflict-".len()..];
+        let compact = format!("{}{}", "x.sync-conflict-", rest);
+        return conflict_stamp(&compact);
+    }
     let at = name.find("conflicted copy ")? + "conflicted copy ".len();
     let date = name.get(at..at + 10)?;
-    chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d")
-        .ok()
-        .map(|_| format!("{date} 00:00"))
+    chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").ok()?;
+    // Nextcloud writes the time too: `(conflicted copy 2026-01-01 120359)`.
+    let time = name
+        .get(at + 11..at + 17)
+        .filter(|t| name.as_bytes()[at + 10] == b' ' && t.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|t| chrono::NaiveTime::parse_from_str(t, "%H%M%S").ok());
+    Some(match time {
+        Some(t) => format!("{date} {}", t.format("%H:%M")),
+        None => format!("{date} 00:00"),
+    })
 }
 
 /// A record's id as its path gives it: the file name without `.md` (`contracts/settled/x.md`
@@ -377,6 +453,74 @@ mod tests {
             assert!(is_ignored_name(n), "{n}");
         }
         assert!(!is_ignored_name("chronicle.md"));
+    }
+
+    #[test]
+    fn a_transfer_in_flight_is_never_a_conflict_copy() {
+        for n in [
+            ".syncthing.chronicle.sync-conflict-20260101-120000-ABCDEFG.md.tmp",
+            ".syncthing.chronicle.md.tmp",
+            "~syncthing~chronicle.md.tmp",
+            ".chronicle.md.~3fa2b1",
+            "._sync_0a1b2c3d.db",
+            "._sync_0a1b2c3d.db-wal",
+            ".owncloudsync.log",
+            ".chronicle.md.icloud",
+            ".dropbox.cache",
+            "chronicle (Bob's conflicted copy 2026-01-01).md.tmp",
+        ] {
+            assert!(is_transfer_temporary(n), "{n}");
+            assert!(!is_conflict_copy(n), "{n}");
+            assert!(is_temporary_name(n), "{n}");
+            assert_eq!(conflict_original(n), None, "{n}");
+        }
+        for n in [
+            "chronicle.md",
+            "2026-03-01-x.md",
+            ".gitattributes",
+            "contract-2.md",
+        ] {
+            assert!(!is_transfer_temporary(n), "{n}");
+            assert!(!is_conflict_copy(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn every_sync_tools_conflict_copy_names_its_original() {
+        for (copy, original) in [
+            (
+                "chronicle.sync-conflict-20260101-120000-ABCDEFG.md",
+                "chronicle.md",
+            ),
+            ("inbox (Bob's conflicted copy 2026-01-01).md", "inbox.md"),
+            (
+                "inbox (Bob's conflicted copy 2026-01-01 (1)).md",
+                "inbox.md",
+            ),
+            (
+                "chronicle (conflicted copy 2026-01-01 120359).md",
+                "chronicle.md",
+            ),
+            ("chronicle_conflict-20260101-120359.md", "chronicle.md"),
+            ("chronicle 2.md", "chronicle.md"),
+            ("routing_stats 3.yml", "routing_stats.yml"),
+            ("x (conflict 2).md", "x.md"),
+        ] {
+            assert!(is_conflict_copy(copy), "{copy}");
+            assert!(is_ignored_name(copy), "{copy}");
+            assert_eq!(conflict_original(copy).as_deref(), Some(original), "{copy}");
+        }
+        assert_eq!(
+            conflict_stamp("chronicle (conflicted copy 2026-01-01 120359).md").as_deref(),
+            Some("2026-01-01 12:03")
+        );
+        assert_eq!(
+            conflict_stamp("chronicle_conflict-20260101-120359.md").as_deref(),
+            Some("2026-01-01 12:03")
+        );
+        for n in ["notes 1.md", "a b 2.md", "2026.md", ". 2.md"] {
+            assert!(!is_conflict_copy(n), "{n}");
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //!
 //! It never writes a file; callers hand the text to `fs::writer` or to git.
 
-use crate::protocol::chronicle::{self, Quarter};
+use crate::protocol::chronicle::{self, rollover::Quarter};
 use chrono::NaiveDateTime;
 use std::collections::{HashMap, HashSet};
 
@@ -44,11 +44,11 @@ pub fn conflict_marker_line(text: &str) -> Option<usize> {
     None
 }
 
+/// A marker line: seven or more of `c` (git's `conflict-marker-size` makes them longer), then
+/// the end of the line or a space.
 fn is_marker(line: &str, c: char) -> bool {
-    let Some(rest) = line.strip_prefix(&c.to_string().repeat(7)) else {
-        return false;
-    };
-    rest.is_empty() || rest.starts_with(' ')
+    let rest = line.trim_start_matches(c);
+    line.len() - rest.len() >= 7 && (rest.is_empty() || rest.starts_with(' '))
 }
 
 /// The message of the finding about a file with conflict markers.
@@ -216,17 +216,19 @@ fn union<'a>(
         let get = |m: &HashMap<String, usize>| m.get(id).copied().unwrap_or(0);
         let (o, mut a, mut b) = (get(&o), get(&a), get(&b));
         let in_ours = a > 0;
-        // A removal the protocol does not allow is undone from the side that kept the unit
-        // (removed on both sides, it stays removed).
-        if a < o && b >= o && !deletes(Side::Ours) {
-            a = o;
+        // A removal the protocol does not allow is undone for as many copies as the other
+        // side kept (removed on both sides, it stays removed; a base holding the unit twice
+        // and a side keeping one copy keeps that one).
+        let (a_kept, b_kept) = (a.max(o.min(b)), b.max(o.min(a)));
+        if a_kept > a && !deletes(Side::Ours) {
+            a = a_kept;
             report.push(format!(
                 "{what} `{}` was removed or edited on our side and is kept from theirs",
                 first_line(ours, theirs, id)
             ));
         }
-        if b < o && a >= o && !deletes(Side::Theirs) {
-            b = o;
+        if b_kept > b && !deletes(Side::Theirs) {
+            b = b_kept;
             report.push(format!(
                 "{what} `{}` was removed or edited on their side and is kept from ours",
                 first_line(ours, theirs, id)
@@ -291,8 +293,10 @@ fn chronicle_units(text: &str) -> Vec<Unit<'_>> {
     // `scan` owns its line texts; the units borrow from the file's text instead.
     let mut out = Vec::new();
     let body_from = chronicle::frontmatter_body_line(text);
+    // A last line without its final newline is a line all the same: git hands the driver whole
+    // versions, and a line dropped here would be lost from the merge.
     for (i, raw) in text.split_inclusive('\n').enumerate() {
-        if !raw.ends_with('\n') || i + 1 < body_from {
+        if i + 1 < body_from {
             continue;
         }
         let line = raw.trim_end_matches('\n').trim_end_matches('\r');
@@ -314,7 +318,7 @@ fn chronicle_units(text: &str) -> Vec<Unit<'_>> {
 }
 
 fn period(text: &str) -> Option<Quarter> {
-    let fm = chronicle::frontmatter_block(text)?;
+    let fm = chronicle::rollover::frontmatter_block(text)?;
     fm.lines()
         .find_map(|l| l.trim().strip_prefix("current_period:"))
         .and_then(Quarter::parse)
@@ -353,8 +357,8 @@ pub fn merge_chronicle(base: Option<&str>, ours: &str, theirs: &str, elsewhere: 
     );
     let eol = if ours.contains("\r\n") { "\r\n" } else { "\n" };
     let head = match (
-        chronicle::frontmatter_block(ours),
-        chronicle::frontmatter_block(theirs),
+        chronicle::rollover::frontmatter_block(ours),
+        chronicle::rollover::frontmatter_block(theirs),
     ) {
         (Some(_), Some(t)) if period(theirs) > period(ours) => Some(t),
         (Some(o), _) => Some(o),
@@ -444,7 +448,7 @@ fn block_id(block: &str) -> String {
     let normal: Vec<&str> = block.lines().map(str::trim_end).collect();
     format!(
         "block:{}",
-        super::digest::short_id(normal.join("\n").as_bytes())
+        crate::protocol::digest::short_id(normal.join("\n").as_bytes())
     )
 }
 
@@ -620,6 +624,86 @@ mod tests {
     }
 
     #[test]
+    fn conflict_markers_longer_than_seven_are_found() {
+        // git's `conflict-marker-size` attribute writes longer markers.
+        let text = "a\n<<<<<<<<<<<< ours\nx\n============\ny\n>>>>>>>>>>>> theirs\n";
+        assert_eq!(conflict_marker_line(text), Some(2));
+        assert_eq!(conflict_marker_line("<<<<<<\nx\n>>>>>>\n"), None);
+    }
+
+    #[test]
+    fn merge_keeps_a_last_line_without_its_final_newline() {
+        let base = "- 2026-03-01 10:00 | a-citizen | began | - | -\n";
+        let ours = format!("{base}- 2026-03-01 10:05 | a-citizen | ours | - | unterminated");
+        let theirs = format!("{base}- 2026-03-01 10:06 | b-citizen | theirs | - | also");
+        let merged = merge_chronicle(Some(base), &ours, &theirs, &[]).text;
+        assert!(merged.contains("| ours | - | unterminated\n"), "{merged}");
+        assert!(merged.contains("| theirs | - | also\n"), "{merged}");
+    }
+
+    /// One chronicle-ish line: a stamped line by a citizen, or (rarely) free text.
+    fn arb_line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            8 => (0u32..6, 0u32..60, 0usize..3, "[a-z ]{0,12}").prop_map(|(h, m, who, note)| {
+                let who = ["alpha-agent", "beta-agent", "gamma-agent"][who];
+                format!("- 2026-03-01 1{h}:{m:02} | {who} | did work | - | {}", note.trim())
+            }),
+            1 => "[a-z][a-z ]{0,10}[a-z]".prop_map(|t| format!("note {t}")),
+        ]
+    }
+
+    /// A side: lines joined by LF or CRLF, with or without a final newline.
+    fn render(lines: &[String], crlf: bool, final_newline: bool) -> String {
+        let eol = if crlf { "\r\n" } else { "\n" };
+        let mut text = lines.join(eol);
+        if final_newline && !lines.is_empty() {
+            text.push_str(eol);
+        }
+        text
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn merge_driver_keeps_every_line_of_both_sides_in_time_order(
+            base in proptest::collection::vec(arb_line(), 0..8),
+            ours_new in proptest::collection::vec(arb_line(), 0..6),
+            theirs_new in proptest::collection::vec(arb_line(), 0..6),
+            ours_keep in proptest::collection::vec(proptest::bool::ANY, 8),
+            theirs_keep in proptest::collection::vec(proptest::bool::ANY, 8),
+            shape in (proptest::bool::ANY, proptest::bool::ANY, proptest::bool::ANY,
+                      proptest::bool::ANY, proptest::bool::ANY),
+        ) {
+            let (ours_crlf, theirs_crlf, base_nl, ours_nl, theirs_nl) = shape;
+            // Each side drops some base lines and adds its own (duplicates included).
+            let side = |keep: &[bool], added: &[String]| -> Vec<String> {
+                base.iter().zip(keep).filter(|(_, k)| **k).map(|(l, _)| l.clone())
+                    .chain(added.iter().cloned()).collect()
+            };
+            let ours_lines = side(&ours_keep, &ours_new);
+            let theirs_lines = side(&theirs_keep, &theirs_new);
+            let base_text = render(&base, false, base_nl);
+            let ours = render(&ours_lines, ours_crlf, ours_nl);
+            let theirs = render(&theirs_lines, theirs_crlf, theirs_nl);
+            let merged = merge_chronicle(Some(&base_text), &ours, &theirs, &[]).text;
+            let out: Vec<&str> = merged.lines().map(|l| l.trim_end_matches('\r')).collect();
+            for line in ours_lines.iter().chain(&theirs_lines) {
+                proptest::prop_assert!(out.contains(&line.as_str()), "lost {line:?} from {merged:?}");
+            }
+            // Every output line came from a side, and the stamped ones are in time order.
+            for line in &out {
+                proptest::prop_assert!(
+                    line.is_empty() || ours_lines.iter().chain(&theirs_lines).any(|l| l == line),
+                    "invented {line:?}"
+                );
+            }
+            let stamps: Vec<_> = out.iter().filter_map(|l| chronicle::stamp_and_author(l)).map(|(s, _)| s).collect();
+            proptest::prop_assert!(stamps.windows(2).all(|w| w[0] <= w[1]), "{merged:?}");
+            proptest::prop_assert!(merged.is_empty() || merged.ends_with('\n'));
+        }
+    }
+
+    #[test]
     fn copies_differing_in_owner_or_folder_diverge() {
         use crate::protocol::layout::ContractFolder::{Open, Settled};
         let copy = |path: &str, folder, owner: Option<&str>| ContractCopy {
@@ -757,7 +841,7 @@ mod tests {
     fn a_rollover_on_one_side_moves_lines_and_keeps_the_other_sides_new_ones() {
         let base =
             "---\ncurrent_period: 2026-Q1\n---\n- 2026-03-30 10:00 | a-agent-one | x | - | old\n";
-        let rolled = chronicle::rollover(
+        let rolled = chronicle::rollover::rollover(
             base,
             &crate::protocol::clock::PolisTime::at_stamp(Default::default(), "2026-04-01 00:03")
                 .unwrap(),

@@ -32,7 +32,7 @@ impl Default for Weights {
     }
 }
 
-pub const DEFAULT_EXPLORE_RATE: f64 = crate::protocol::stats::DEFAULT_EXPLORE_RATE;
+pub const DEFAULT_EXPLORE_RATE: f64 = crate::protocol::routing::stats::DEFAULT_EXPLORE_RATE;
 pub const DEFAULT_LESSON_CAP: f64 = 0.15;
 pub const DEFAULT_LESSON_IMPACT_FLOOR: f64 = 1.0;
 

@@ -8,7 +8,7 @@
 //! an [`EmitError`] instead of guessing; callers turn that into "unverifiable", never into a
 //! wrong answer. It never panics on any value.
 
-use super::load::resolve_plain;
+use super::resolve::resolve_plain;
 use super::value::{Mapping, Timestamp, Value};
 use chrono::{Datelike, Timelike};
 use std::cmp::Ordering;

@@ -4,9 +4,11 @@
 mod emit;
 mod load;
 mod plain;
+mod resolve;
 mod strict;
 mod value;
 
 pub use emit::{dump, DumpOptions, EmitError};
-pub use load::{common_timestamp, load, load_full, YamlError, MAX_DEPTH, MAX_NODES};
+pub use load::{load, load_full, YamlError, MAX_DEPTH, MAX_NODES};
+pub use resolve::common_timestamp;
 pub use value::{python_float_repr, Mapping, Timestamp, Value};

@@ -11,7 +11,7 @@
 //! rule:
 //!
 //! - **Typing** is not re-implemented: every plain scalar and key goes through
-//!   [`super::load::resolve_plain`], the function the full reader calls for a plain scalar; a
+//!   [`super::resolve::resolve_plain`], the function the full reader calls for a plain scalar; a
 //!   quoted scalar is a string there and here. A scalar it refuses (`2026-02-30`) is left to
 //!   the full reader, which refuses it with its line.
 //! - **The text is refused whole** when it holds a byte any rule below would have to reason
@@ -40,7 +40,7 @@
 //!
 //! Pure: text in, a value or `None` out. It never reports: that is the full reader's job.
 
-use super::load::resolve_plain;
+use super::resolve::resolve_plain;
 use super::value::{Mapping, Value};
 
 /// Longest text read here. Real frontmatters are under a few KB; past this the full reader's
@@ -337,7 +337,7 @@ fn plain(text: &str, in_flow: bool) -> Option<Value> {
     // A plain `<<` as a value is refused by the full reader, with its line.
     resolve_plain(text)
         .ok()
-        .filter(|v| !super::load::is_merge_marker(v))
+        .filter(|v| !super::resolve::is_merge_marker(v))
 }
 
 #[cfg(test)]

@@ -65,7 +65,7 @@ fn find_or_create() -> Result<PathBuf, String> {
 }
 
 /// The cargo target folder of the running test binary (`target/<profile>/deps/<binary>`).
-fn target_dir() -> PathBuf {
+pub fn target_dir() -> PathBuf {
     std::env::current_exe()
         .ok()
         .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
@@ -166,7 +166,7 @@ pub fn create_venv(dir: &Path, python3: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn step(command: &mut Command, what: &str) -> Result<(), String> {
+pub fn step(command: &mut Command, what: &str) -> Result<(), String> {
     let out = command
         .stdin(Stdio::null())
         .output()

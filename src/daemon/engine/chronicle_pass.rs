@@ -6,8 +6,8 @@ use crate::fs::snapshot::{self, Polis};
 use crate::operations;
 use crate::protocol::chronicle::{self, ChronicleContext, Resume};
 use crate::protocol::clock::PolisTime;
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::finding::Finding;
-use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{self};
 use std::collections::{BTreeSet, HashMap};
 
@@ -20,7 +20,7 @@ pub(super) struct Covered {
     name: String,
     offset: usize,
     tail: String,
-    activity: chronicle::Activity,
+    activity: chronicle::activity::Activity,
 }
 
 impl Covered {
@@ -29,7 +29,7 @@ impl Covered {
             name: name.to_string(),
             offset,
             tail: tail_hash(text, offset),
-            activity: chronicle::Activity::of_text(&text[..offset], now),
+            activity: chronicle::activity::Activity::of_text(&text[..offset], now),
         }
     }
 
@@ -122,8 +122,6 @@ impl Engine {
                 files.extend(polis.archives.iter().map(|(_, t)| t.as_str()));
                 for lost in chronicle::lost_lines(&seen_lines, &files) {
                     let finding = chronicle::lost_line_finding(layout::CHRONICLE, &lost);
-                    tracing::warn!("{finding}");
-                    self.state.push_findings(std::iter::once(&finding));
                     self.state
                         .chronicles
                         .entry(layout::CHRONICLE.to_string())
@@ -133,9 +131,9 @@ impl Engine {
                             text: lost.clone(),
                             noticed_at: crate::fs::state::now_rfc3339(),
                         });
-                    if let Some(n) = self.finding_notice(polis, &finding, &lost) {
-                        notices.push(n);
-                    }
+                    // A peer's version of the file may have replaced this one while the rest
+                    // of its lines are still in transit (a conflict copy, the next pull).
+                    self.tell_or_hold(polis, &finding, &lost, &mut notices);
                 }
                 let scan = chronicle::scan(text);
                 let mut seen_counts: HashMap<String, usize> = HashMap::new();
@@ -172,7 +170,9 @@ impl Engine {
                 let earlier = self
                     .activity_upto(text, resume.offset, now)
                     .newest_stamp(now)
-                    .unwrap_or_else(|| chronicle::newest_stamp(&text[..resume.offset], now));
+                    .unwrap_or_else(|| {
+                        chronicle::activity::newest_stamp(&text[..resume.offset], now)
+                    });
                 self.validate(polis, &new_lines, earlier, now).0
             };
             // One info line per pass: a single append names its line.
@@ -191,21 +191,20 @@ impl Engine {
                 ),
                 [] => {}
             }
+            let fresh: BTreeSet<usize> = new_lines.iter().map(|l| l.number).collect();
+            let named: Vec<(&str, &str)> = std::iter::once((layout::CHRONICLE, text))
+                .chain(polis.archives.iter().map(|(n, t)| (n.as_str(), t.as_str())))
+                .collect();
+            let mut findings = findings;
+            findings.extend(chronicle::duplicate_lines(&named, &|n| fresh.contains(&n)));
             for f in &findings {
-                tracing::warn!("{f}");
                 let line_text = new_lines
                     .iter()
                     .find(|l| Some(l.number) == f.line)
-                    .map(|l| l.text.as_str())
-                    .unwrap_or("");
-                match self.finding_notice(polis, f, line_text) {
-                    Some(n) => notices.push(n),
-                    // Nobody to tell yet (the author's card and the index are missing, as
-                    // while the folder is restored): looked at again on every pass.
-                    None => self.wait_for_recipient(f, line_text),
-                }
+                    .map(|l| l.text.clone())
+                    .unwrap_or_default();
+                self.tell_or_hold(polis, f, &line_text, &mut notices);
             }
-            self.state.push_findings(&findings);
             // A polisd line whose id is already in the chronicle arrived twice (a sync without
             // the merge driver): reported once, never removed (docs/sync.md).
             if new_lines
@@ -218,7 +217,6 @@ impl Engine {
                     .map(|(n, t)| (n.as_str(), t.as_str()))
                     .chain(std::iter::once((layout::CHRONICLE, text)))
                     .collect();
-                let fresh: BTreeSet<usize> = new_lines.iter().map(|l| l.number).collect();
                 let dups: Vec<Finding> = crate::protocol::merge::duplicate_markers(&archives)
                     .into_iter()
                     .filter(|f| {
@@ -265,7 +263,7 @@ impl Engine {
         text: &str,
         upto: usize,
         now: &PolisTime,
-    ) -> &chronicle::Activity {
+    ) -> &chronicle::activity::Activity {
         let covered = self
             .chronicle_activity
             .get_or_insert_with(|| Covered::new(layout::CHRONICLE, text, 0, now));
@@ -276,7 +274,7 @@ impl Engine {
     }
 
     /// The polis's clock for the headings of notices whose cause records no time
-    /// ([`crate::protocol::inbox::polis_clock`]): the newest stamp among the chronicle lines
+    /// ([`crate::protocol::delivery::inbox::polis_clock`]): the newest stamp among the chronicle lines
     /// this daemon has read (kept incrementally), else of the newest archive. Lines dated more
     /// than ten minutes ahead (C004) do not count.
     pub(super) fn polis_clock(&self, polis: &Polis, now: &PolisTime) -> String {
@@ -288,11 +286,11 @@ impl Engine {
         let current = kept(&self.chronicle_activity).or_else(|| {
             polis
                 .chronicle_text()
-                .and_then(|t| chronicle::newest_stamp(t, now))
+                .and_then(|t| chronicle::activity::newest_stamp(t, now))
         });
         let newest = current
             .or_else(|| kept(&self.archive_activity).or_else(|| polis.newest_archive_stamp(now)));
-        crate::protocol::inbox::polis_clock(newest)
+        crate::protocol::delivery::inbox::polis_clock(newest)
     }
 
     /// Fills `polis.active_authors` from the kept activity when it covers the chronicle as read
@@ -371,7 +369,7 @@ impl Engine {
 
     /// Validates `fresh` (some of `all`, the file's lines in order), each with the newest stamp
     /// of the lines before it in the file as "the newest earlier line" (C005).
-    fn validate_in_place(
+    pub(super) fn validate_in_place(
         &self,
         polis: &Polis,
         all: &[chronicle::Line],
@@ -421,11 +419,11 @@ impl Engine {
         let at = (!matches!(f.code, Code::C001 | Code::C003 | Code::C004))
             .then(|| chronicle::stamp_and_author(line_text))
             .flatten()
-            .map(|(t, _)| crate::protocol::inbox::time_stamp(t));
+            .map(|(t, _)| crate::protocol::delivery::inbox::time_stamp(t));
         Some(Notification::chronicle_finding(&recipient, &author, f, line_text).caused_at(at))
     }
 
-    fn wait_for_recipient(&mut self, f: &Finding, line_text: &str) {
+    pub(super) fn wait_for_recipient(&mut self, f: &Finding, line_text: &str) {
         if self.unresolved.len() >= super::MAX_UNRESOLVED {
             self.unresolved.remove(0);
         }
@@ -465,7 +463,8 @@ impl Engine {
             .filter_map(|e| e.file_name().to_str().map(str::to_string))
             .filter_map(|n| layout::conflict_original(&n).map(|o| (n, o)))
             .filter(|(_, o)| {
-                o == layout::CHRONICLE || chronicle::Quarter::from_archive_name(o).is_some()
+                o == layout::CHRONICLE
+                    || chronicle::rollover::Quarter::from_archive_name(o).is_some()
             })
             .collect();
         copies.sort();
@@ -517,7 +516,7 @@ impl Engine {
         let Some(text) = polis.chronicle_text() else {
             return Ok(false);
         };
-        let Some(r) = chronicle::rollover(text, now) else {
+        let Some(r) = chronicle::rollover::rollover(text, now) else {
             return Ok(false);
         };
         let archive_exists = self.root.join(&r.archive_name).exists();

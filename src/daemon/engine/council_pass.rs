@@ -1,4 +1,4 @@
-//! Councils (issue 16): a claimed contract that asks for a council gets one, and every
+//! Councils: a claimed contract that asks for a council gets one, and every
 //! council in `reviews/` is moved on through `operations::council` (rounds closing when every
 //! seat wrote or their time is up, packets, the verdict). Its notices join the outbox; the
 //! earliest round deadline becomes a wake-up of the event loop ([`Engine::next_expiry`]).

@@ -4,7 +4,7 @@ use super::Engine;
 use crate::fs::snapshot::Polis;
 use crate::fs::state::OutboxEntry;
 use crate::operations::{self, Outcome};
-use crate::protocol::inbox::{Kind, Notification};
+use crate::protocol::delivery::inbox::{Kind, Notification};
 
 /// How often a long delivery saves its progress.
 pub(super) const OUTBOX_CHECKPOINT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -19,6 +19,20 @@ const DELIVERY_BATCH: usize = 512;
 
 /// The most notices kept waiting for a recipient without a card.
 const MAX_WAITING: usize = 200;
+
+/// The first wait before a failed delivery is tried again, doubled after each failure.
+const FIRST_RETRY: std::time::Duration = std::time::Duration::from_millis(250);
+/// The longest wait between two tries of a failed delivery: a notice is delivered within
+/// this long of its inbox becoming writable again.
+pub(super) const MAX_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// When the notices a failed write kept are tried again ([`Engine::next_wakeup`]).
+#[derive(Debug, Clone)]
+pub(super) struct Retry {
+    pub at: std::time::Instant,
+    pub wait: std::time::Duration,
+    pub inboxes: Vec<std::path::PathBuf>,
+}
 
 impl Engine {
     /// Marks notices as sent without delivering them (the baseline).
@@ -69,6 +83,7 @@ impl Engine {
         let enabled = self.options.notifications;
         let mut keep = Vec::new();
         let mut unresolved_kept = 0usize;
+        let mut failed_inboxes = std::collections::BTreeSet::new();
         // A long outbox (a backlog after downtime) is checkpointed as it drains: a crash
         // half-way then resumes where it was, instead of re-checking every inbox from the top.
         let mut checkpoint = std::time::Instant::now();
@@ -143,12 +158,32 @@ impl Engine {
                             ) =>
                     {
                         keep.push(entry.clone());
+                        failed_inboxes.insert(format!("citizens/{}/inbox.md", n.recipient));
                     }
                     _ => {}
                 }
             }
         }
         self.state.outbox = keep;
+        self.schedule_retry(failed_inboxes);
+    }
+
+    /// Schedules the next try of the notices a failed write kept (none: no retry), backing
+    /// off from [`FIRST_RETRY`] to [`MAX_RETRY`].
+    fn schedule_retry(&mut self, inboxes: std::collections::BTreeSet<String>) {
+        if inboxes.is_empty() {
+            self.delivery_retry = None;
+            return;
+        }
+        let wait = match &self.delivery_retry {
+            Some(r) => (r.wait * 2).min(MAX_RETRY),
+            None => FIRST_RETRY,
+        };
+        self.delivery_retry = Some(Retry {
+            at: std::time::Instant::now() + wait,
+            wait,
+            inboxes: inboxes.into_iter().map(std::path::PathBuf::from).collect(),
+        });
     }
 
     /// Warns once when a notice this machine's ledger lacked was in the inbox already while

@@ -6,7 +6,7 @@ use crate::fs::snapshot::Polis;
 use crate::operations;
 use crate::protocol::chronicle;
 use crate::protocol::clock::PolisTime;
-use crate::protocol::inbox::{self, Notification};
+use crate::protocol::delivery::inbox::{self, Notification};
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
 use std::collections::BTreeSet;
 
@@ -54,10 +54,10 @@ impl Engine {
             let k = &c.contract;
             let id = c.file.stem.as_str();
             let title = k.title.clone().unwrap_or_else(|| id.to_string());
-            let deps = crate::protocol::dependency::depends_on(k);
+            let deps = crate::protocol::contracts::dependency::depends_on(k);
             let handoff = !k.fields.get("parent_contract").is_null();
             if k.owner.is_none() && handoff {
-                // A follow-up's citizen has its `handoff-opened` notice (issue 15).
+                // A follow-up's citizen has its `handoff-opened` notice.
             } else if k.owner.is_none() && !deps.is_empty() {
                 if let Some(r) = &k.routing.recommended_by_router {
                     // The settlement of its last dependency made it ready.
@@ -147,14 +147,14 @@ impl Engine {
             if decided && self.state.known.get(&key) != Some(&status) {
                 self.state.known.insert(key, status.clone());
                 let outcome = decided_outcome(a, &status, &voters, &active);
-                let decided_at = crate::protocol::amendment::decided_at(
+                let decided_at = crate::protocol::amendments::amendment::decided_at(
                     &polis.recent_chronicle(),
                     a,
                     outcome.action,
                     now,
                 )
                 .map(inbox::time_stamp);
-                let recipients = crate::protocol::amendment::outcome_recipients(
+                let recipients = crate::protocol::amendments::amendment::outcome_recipients(
                     a,
                     status == "ratified",
                     &active,
@@ -169,7 +169,9 @@ impl Engine {
                 if status == "ratified" {
                     let change = crate::protocol::frontmatter::parse(&file.text)
                         .ok()
-                        .and_then(|r| crate::protocol::reflection::setting_change_of(&r.fields));
+                        .and_then(|r| {
+                            crate::protocol::amendments::reflection::setting_change_of(&r.fields)
+                        });
                     if let (Some(change), Some(keeper)) = (change, &polis.index_keeper) {
                         out.push(
                             Notification::setting_change(keeper, a, &change)
@@ -220,11 +222,37 @@ impl Engine {
                 );
             }
         }
+        // A settled file is read once, by the daemon (not by `record_findings`): its findings
+        // go to whoever settled it, else its opener, else the index keeper; the dashboard's
+        // human queue lists them whoever is told.
+        let gone = |id: &String| polis.departed.as_ref().is_some_and(|d| d.contains(id));
+        for rel in self.settled_findings.paths() {
+            let authors = self.settled_authors.get(rel);
+            let author = authors
+                .into_iter()
+                .flatten()
+                .flatten()
+                .find(|a| registered.contains(*a) && !gone(a));
+            let named = authors.and_then(|a| a.iter().flatten().next());
+            let Some(recipient) = author.or(polis.index_keeper.as_ref()) else {
+                continue;
+            };
+            for f in self.settled_findings.get(rel).unwrap_or_default() {
+                if f.code == crate::protocol::finding::Code::QualityDefaulted {
+                    continue; // told in a `quality-defaulted` notice of its own
+                }
+                out.push(Notification::record_finding(
+                    recipient,
+                    author.or(named).map(String::as_str),
+                    f,
+                ));
+            }
+        }
         out.extend(self.reservation_notices(now));
 
         for card in polis.cards.values() {
             let v = card.card.verify();
-            if v.state == crate::protocol::card::VerifyState::Mismatch {
+            if v.state == crate::protocol::citizens::card::VerifyState::Mismatch {
                 let actual = v.computed.clone().unwrap_or_default();
                 // The card's own `last_card_update` (else `registered`): the change is in the
                 // card's bytes, and this is the time they hold.
@@ -249,29 +277,29 @@ impl Engine {
 
 /// The outcome behind a decided amendment, for the notice's wording.
 pub(super) fn decided_outcome(
-    a: &crate::protocol::amendment::Amendment,
+    a: &crate::protocol::amendments::amendment::Amendment,
     status: &str,
     voters: &BTreeSet<String>,
     active: &BTreeSet<String>,
-) -> crate::protocol::amendment::Outcome {
-    let votes = crate::protocol::amendment::counted_votes(a, voters);
-    let agrees = votes.count(crate::protocol::amendment::Vote::Agree);
-    let quorum = crate::protocol::amendment::quorum(&a.quorum_required, active.len());
+) -> crate::protocol::amendments::amendment::Outcome {
+    let votes = crate::protocol::amendments::amendment::counted_votes(a, voters);
+    let agrees = votes.count(crate::protocol::amendments::amendment::Vote::Agree);
+    let quorum = crate::protocol::amendments::amendment::quorum(&a.quorum_required, active.len());
     let (action, detail) = match status {
         "ratified" => (
-            crate::protocol::amendment::Action::Ratified,
+            crate::protocol::amendments::amendment::Action::Ratified,
             format!("{agrees} citizens agreed (quorum {quorum})"),
         ),
         "rejected" => (
-            crate::protocol::amendment::Action::Rejected,
+            crate::protocol::amendments::amendment::Action::Rejected,
             format!("it can no longer reach its quorum of {quorum} ({agrees} agreed)"),
         ),
         _ => (
-            crate::protocol::amendment::Action::Expired,
+            crate::protocol::amendments::amendment::Action::Expired,
             format!("its deadline passed with {agrees} of {quorum} agreeing votes"),
         ),
     };
-    crate::protocol::amendment::Outcome {
+    crate::protocol::amendments::amendment::Outcome {
         action,
         agrees,
         quorum,
@@ -280,7 +308,7 @@ pub(super) fn decided_outcome(
     }
 }
 
-/// `claim-conflict` notices for the open, claimed contracts (issue 13): to the first claimer
+/// `claim-conflict` notices for the open, claimed contracts: to the first claimer
 /// and to each later one, for later claims inside the activity window (older ones are
 /// `check`'s to report, so a long-lived polis does not flood inboxes).
 pub(super) fn claim_conflict_notices(
@@ -292,7 +320,7 @@ pub(super) fn claim_conflict_notices(
     let mut texts = polis.recent_chronicle();
     texts.reverse(); // oldest first
     let mut out = Vec::new();
-    for c in crate::protocol::claims::conflicts(&texts, &registered) {
+    for c in crate::protocol::chronicle::claims::conflicts(&texts, &registered) {
         if !claimed.contains(c.contract_id.as_str()) {
             continue;
         }

@@ -1,11 +1,11 @@
-//! Handoffs (issue 15): the suggestions of newly settled contracts, and of review files, become
+//! Handoffs: the suggestions of newly settled contracts, and of review files, become
 //! routed follow-up contracts through `operations::handoff`; their notices join the outbox.
 
 use super::{Engine, Pass};
 use crate::fs::snapshot;
 use crate::fs::state::Fingerprint;
 use crate::operations::handoff;
-use crate::protocol::handoff::{Source, NEW_HEADING, NEXT_HEADING};
+use crate::protocol::contracts::handoff::{Source, NEW_HEADING, NEXT_HEADING};
 use crate::protocol::layout;
 
 /// The `state.known` key of a review file whose suggestions were dispatched (its value: the

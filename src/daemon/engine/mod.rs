@@ -18,6 +18,7 @@ mod reservation_pass;
 mod routing_pass;
 mod scope;
 mod settled_pass;
+mod settling;
 mod sync_pass;
 mod tally_pass;
 
@@ -29,10 +30,10 @@ use crate::fs::state::{Counters, Fingerprint, State};
 use crate::fs::writer::{self, Writer};
 use crate::protocol::chronicle::{self};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::contract::Heading;
+use crate::protocol::contracts::contract::Heading;
 use crate::protocol::finding::Finding;
 use crate::protocol::layout::{self};
-use crate::protocol::stats::Ledger;
+use crate::protocol::routing::stats::Ledger;
 use anyhow::Context as _;
 use chronicle_pass::{ChronicleCopies, Covered};
 use chrono::{DateTime, Utc};
@@ -76,6 +77,9 @@ pub enum Trigger {
     /// The day's reflection is due ([`Engine::next_wakeup`]): at the polis's midnight, not on
     /// the first agent's change of the day (on a large chronicle it reads for a while).
     Reflection,
+    /// The polis has been quiet for the settling window: the findings held for it are checked
+    /// again and told if they still stand (docs/sync.md).
+    Settled,
 }
 
 /// What one pass has read and done so far.
@@ -90,7 +94,7 @@ struct Pass {
     /// Whether polisd wrote to the polis in this pass.
     wrote: bool,
     /// Notices of the sync pass (conflict copies, diverging worktrees).
-    sync_notices: Vec<crate::protocol::inbox::Notification>,
+    sync_notices: Vec<crate::protocol::delivery::inbox::Notification>,
     errors: Vec<String>,
 }
 
@@ -114,6 +118,8 @@ pub struct Engine {
     /// Findings about settled files logged in this pass, and those left out of the log once
     /// [`MAX_LOGGED_SETTLED_FINDINGS`] were.
     settled_findings_logged: (usize, usize),
+    /// Who wrote each settled file with findings (its owner, then its opener), to tell them.
+    settled_authors: std::collections::HashMap<String, [Option<String>; 2]>,
     /// Each file of `contracts/settled/` as last read, with its fingerprint (which tells a
     /// change) and its settlement, kept replayed (SPEC §6). Restored from the state's
     /// snapshot on start-up and checked against every file's fingerprint.
@@ -156,6 +162,11 @@ pub struct Engine {
     /// While `_polis/` is coming back (restored file by file), passes wait until the tree has
     /// been quiet for the stability window: nothing is derived from a half-restored folder.
     arriving_until: Option<std::time::Instant>,
+    /// Notices kept after a failed write (an immutable or hard-linked inbox, a full disk):
+    /// when to try again and the inboxes to name in that pass. Nothing may announce the cause
+    /// going away (an attribute change, a link removed elsewhere), so the daemon looks again
+    /// by itself, backing off to at most [`delivery::MAX_RETRY`].
+    delivery_retry: Option<delivery::Retry>,
     /// Chronicle findings whose recipient could not be resolved yet (the author's card and
     /// the index are not there, as while a folder is restored): looked at again every pass.
     unresolved: Vec<(Finding, String)>,
@@ -174,9 +185,9 @@ pub struct Engine {
     /// What the last pass left for that reader.
     published: Option<std::sync::Arc<crate::operations::published::PolisState>>,
     /// The stats the last reconcile rendered.
-    published_stats: std::sync::Arc<crate::protocol::stats::RoutingStats>,
+    published_stats: std::sync::Arc<crate::protocol::routing::stats::RoutingStats>,
     /// The ledger's snapshot and the version it was taken at (taken again only when it moved).
-    published_settled: Option<(u64, crate::protocol::stats::LedgerSnapshot)>,
+    published_settled: Option<(u64, crate::protocol::routing::stats::LedgerSnapshot)>,
     /// When the earliest open council round closes by time, as the last council step saw it
     /// (from `council.md`, never from file times).
     council_deadline: Option<DateTime<Utc>>,
@@ -191,6 +202,8 @@ pub struct Engine {
     /// The polis-local day whose reflection this process last woke for, so a run that cannot
     /// happen (the polis gone, its lock held elsewhere) asks again the next day, not at once.
     reflection_woken: Option<chrono::NaiveDate>,
+    /// Findings a later arrival may resolve, held until the polis is quiet (docs/sync.md).
+    settling: settling::Settling,
 }
 
 /// What [`Engine::lock`] hands the caller: the state directory's lock (the lock on the
@@ -257,6 +270,7 @@ impl Engine {
             settled_racy: Default::default(),
             settled_findings: Default::default(),
             settled_findings_logged: (0, 0),
+            settled_authors: Default::default(),
             ledger: Ledger::default(),
             settled_zone: None,
             settled_preparing: None,
@@ -275,6 +289,7 @@ impl Engine {
             polis_lock: None,
             warned_lock: false,
             arriving_until: None,
+            delivery_retry: None,
             unresolved: Vec::new(),
             warned_once: BTreeSet::new(),
             settled_gone: std::collections::HashSet::new(),
@@ -288,6 +303,7 @@ impl Engine {
             review_prints: std::collections::HashMap::new(),
             renamed_ids: std::collections::HashMap::new(),
             reflection_woken: None,
+            settling: Default::default(),
         })
     }
 
@@ -299,6 +315,13 @@ impl Engine {
             window,
             wait: false,
         });
+    }
+
+    /// How long the polis must be quiet before a finding a later arrival may resolve (a link
+    /// to a file still in transit, a line lost while a peer's version replaced the file) is
+    /// told; zero tells at once.
+    pub fn set_settling(&mut self, window: std::time::Duration) {
+        self.settling.set_window(window);
     }
 
     /// `_polis/` has just come back (or been replaced): hold passes until the tree has been
@@ -317,10 +340,16 @@ impl Engine {
         let reflection = self
             .next_reflection(Utc::now())
             .map(|at| std::time::Instant::now() + (at - Utc::now()).to_std().unwrap_or_default());
-        [self.writer.next_deferred(), reflection]
-            .into_iter()
-            .flatten()
-            .min()
+        let retry = self.delivery_retry.as_ref().map(|r| r.at);
+        [
+            self.writer.next_deferred(),
+            reflection,
+            retry,
+            self.settling.due_at(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// The pass due at `now`, if any (see [`Engine::next_wakeup`]).
@@ -335,9 +364,18 @@ impl Engine {
                 .take_due(std::time::Instant::now() + std::time::Duration::from_secs(3600));
             return Some(Trigger::Rescan);
         }
-        let due = self.writer.take_due(now);
+        let mut due = self.writer.take_due(now);
+        if let Some(retry) = self.delivery_retry.as_mut().filter(|r| r.at <= now) {
+            // Looked at again in this pass; `deliver` schedules the next try if it fails again.
+            retry.at = now + delivery::MAX_RETRY * 3600;
+            due.extend(retry.inboxes.iter().cloned());
+        }
         if !due.is_empty() {
             return Some(Trigger::Paths(due));
+        }
+        if self.settling.due_at().is_some_and(|at| at <= now) {
+            self.settling.woken();
+            return Some(Trigger::Settled);
         }
         let wall = Utc::now();
         if self.next_reflection(wall).is_some_and(|at| at <= wall) {
@@ -484,6 +522,16 @@ impl Engine {
             }
             Trigger::Timer => (Scope::all(), SettledRefresh::Full),
             Trigger::Reflection => (Scope::derive_only(), SettledRefresh::Nothing),
+            // The quiet window ended: held findings, and the sync episodes waiting for it.
+            Trigger::Settled => (
+                Scope {
+                    derive: true,
+                    sync: true,
+                    open: true,
+                    ..Scope::default()
+                },
+                SettledRefresh::Nothing,
+            ),
             Trigger::ReservationExpiry => (
                 Scope {
                     reservations: true,
@@ -505,6 +553,9 @@ impl Engine {
         };
         if scope.is_empty() {
             return Ok(());
+        }
+        if matches!(trigger, Trigger::Paths(_) | Trigger::Rescan) {
+            self.settling.arrived(std::time::Instant::now());
         }
         self.passes_run += 1;
         if !self.warmed || matches!(trigger, Trigger::Rescan | Trigger::Timer) {
@@ -714,6 +765,9 @@ impl Engine {
     fn notice_step(&mut self, pass: &mut Pass, scope: Scope) {
         let mut notices = self.settled_notices(&pass.new_settled);
         notices.append(&mut pass.sync_notices);
+        if self.settling.is_holding() {
+            notices.extend(self.findings_after_settling(pass));
+        }
         if !self.unresolved.is_empty() {
             notices.extend(self.resolved_findings(&pass.polis));
         }

@@ -1,4 +1,4 @@
-//! Reflection (issue 19): once a day every detector, and after a settlement the detectors that
+//! Reflection: once a day every detector, and after a settlement the detectors that
 //! settled contracts feed, filing what they find as amendments through the application layer.
 //!
 //! After a settlement the ledger (owner, tags, quality) says on which tags a proposal is at all
@@ -9,11 +9,11 @@
 use super::{Engine, Pass};
 use crate::fs::snapshot::{self, ContractFile};
 use crate::operations::reflection::{self, Scope};
+use crate::protocol::amendments::reflection::{self as rules, SettledEvidence};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::contract::Contract;
+use crate::protocol::contracts::contract::Contract;
 use crate::protocol::layout::ContractFolder;
-use crate::protocol::reflection::{self as rules, SettledEvidence};
-use crate::protocol::stats::{Settlement, SettlementView};
+use crate::protocol::routing::stats::{Settlement, SettlementView};
 use chrono::{DateTime, NaiveDate, Utc};
 
 /// The `state.known` key holding the polis-local date of the last daily run.

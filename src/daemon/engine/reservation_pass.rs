@@ -10,11 +10,11 @@
 use super::{Engine, Pass};
 use crate::fs::snapshot::Polis;
 use crate::operations::reservation as op;
-use crate::protocol::amendment::{read_when, When};
+use crate::protocol::amendments::amendment::{read_when, When};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::inbox::Notification;
+use crate::protocol::contracts::reservation::{self as rules, ContractFacts, Dropped};
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
-use crate::protocol::reservation::{self as rules, ContractFacts, Dropped};
 use std::collections::BTreeSet;
 
 impl Engine {
@@ -116,7 +116,7 @@ impl Engine {
                 ContractFolder::Settled => {}
             }
         }
-        // The ledger holds every settled file (issue 20 replaced the engine's own map).
+        // The ledger holds every settled file.
         for (rel, _, _) in self.ledger.files() {
             let id = layout::record_stem(rel);
             let settlement = self.ledger.get(rel);

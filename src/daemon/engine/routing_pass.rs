@@ -11,15 +11,31 @@ impl Engine {
             // The posterior policy reads the history; only routing needs it as a list.
             pass.polis.settlements = self.ledger.settlements();
         }
-        match self.route_new_contracts(&pass.polis) {
+        match self.route_new_contracts(&pass.polis, &mut pass.sync_notices) {
             Ok(true) => self.after_write(pass),
             Ok(false) => {}
             Err(e) => pass.errors.push(format!("routing: {e:#}")),
         }
     }
 
-    pub(super) fn route_new_contracts(&mut self, polis: &Polis) -> anyhow::Result<bool> {
+    pub(super) fn route_new_contracts(
+        &mut self,
+        polis: &Polis,
+        notices: &mut Vec<crate::protocol::delivery::inbox::Notification>,
+    ) -> anyhow::Result<bool> {
         let mut wrote = false;
+        // In a git clone, a contract already committed is shared: another clone may move it
+        // to `settled/` and open a similar one, and git's rename detection would then carry an
+        // edit made here into that other file. polisd writes a routing block only into a
+        // contract still local to this clone; a shared one is routed by notice alone, which
+        // every clone derives alike (docs/sync.md).
+        let shared = if wants_routing(polis) {
+            crate::fs::git::Repo::find(&self.root)
+                .map(|r| r.shared_unchanged(&self.root, ContractFolder::Open.dir()))
+                .unwrap_or_default()
+        } else {
+            Default::default()
+        };
         for file in polis
             .contracts
             .iter()
@@ -34,10 +50,10 @@ impl Engine {
                 continue;
             }
             // Never a contract that is not ready: it is routed when its last dependency
-            // settles (issue 15).
-            let deps = crate::protocol::dependency::depends_on(&file.contract);
+            // settles.
+            let deps = crate::protocol::contracts::dependency::depends_on(&file.contract);
             if !deps.is_empty()
-                && !crate::protocol::dependency::dependencies_settled(&deps, &|d| {
+                && !crate::protocol::contracts::dependency::dependencies_settled(&deps, &|d| {
                     crate::operations::ready::is_in(&polis.root, ContractFolder::Settled, d)
                 })
             {
@@ -65,6 +81,30 @@ impl Engine {
                     continue;
                 }
             };
+            if shared.contains(&file.file.rel) {
+                if let Some(r) = &rec.recommendation {
+                    let title = file
+                        .contract
+                        .title
+                        .clone()
+                        .unwrap_or_else(|| file.file.stem.clone());
+                    let at = crate::protocol::delivery::inbox::value_stamp(
+                        &file.contract.opened_at,
+                        polis.settings.timezone,
+                    );
+                    notices.push(
+                        crate::protocol::delivery::inbox::Notification::contract_routed(
+                            r,
+                            &file.file.stem,
+                            &title,
+                            rec.score,
+                            rec.exploration,
+                        )
+                        .caused_at(at),
+                    );
+                }
+                continue;
+            }
             let applied = match routing::apply(polis, &self.writer, file, &rec) {
                 Ok(applied) => applied,
                 Err(e) if e.is_not_settled() => {

@@ -15,9 +15,9 @@ pub struct Scope {
     pub sync: bool,
     /// `reservations.yml`: expiry, release when work ends, overlap notices.
     pub reservations: bool,
-    /// Councils (issue 16): starts on claim, seat files, verdicts, rounds running out.
+    /// Councils: starts on claim, seat files, verdicts, rounds running out.
     pub council: bool,
-    /// `reviews/`: suggestions written in review files (issue 15).
+    /// `reviews/`: suggestions written in review files.
     pub reviews: bool,
 }
 
@@ -62,7 +62,7 @@ impl Scope {
         if rel.is_empty() || rel == layout::POLIS_YML || rel == layout::INDEX {
             return Scope::all();
         }
-        if rel == crate::protocol::reservation::FILE {
+        if rel == crate::protocol::contracts::reservation::FILE {
             return Scope {
                 reservations: true,
                 derive: true,
@@ -140,8 +140,8 @@ impl Scope {
             };
         }
         if rel.starts_with(layout::REVIEWS_DIR) {
-            // Review files (issue 15's suggestions); seat files, verdicts and council.md
-            // live in `reviews/<cid>/` (issue 16).
+            // Review files (suggestions); seat files, verdicts and council.md
+            // live in `reviews/<cid>/`.
             return Scope {
                 derive: true,
                 reviews: true,

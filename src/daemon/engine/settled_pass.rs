@@ -8,11 +8,11 @@ use crate::fs::state::{Fingerprint, RecordRef, Restored, SettledRecord};
 use crate::fs::writer::WriteOutcome;
 use crate::operations::{self, read_settled, SettledRead};
 use crate::protocol::clock::PolisZone;
-use crate::protocol::contract::Heading;
+use crate::protocol::contracts::contract::Heading;
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::finding::Code;
-use crate::protocol::inbox::Notification;
 use crate::protocol::layout::{self, ContractFolder};
-use crate::protocol::stats::{Ledger, Settlement};
+use crate::protocol::routing::stats::{Ledger, Settlement};
 use std::collections::{BTreeSet, HashSet};
 
 /// How many settled files are read (in parallel) before what they said is put in the ledger.
@@ -433,7 +433,7 @@ impl Engine {
                 | self.settled_recorded.remove(&rel)
                 | self.settled_gone.remove(&rel);
             if !known && self.state.first_met.is_some() {
-                new.push((rel.clone(), read.heading));
+                new.push((rel.clone(), read.heading.clone()));
             }
             let racy = self
                 .settled_racy
@@ -442,6 +442,13 @@ impl Engine {
             // whatever the fingerprints say (a racily clean read): it is read again.
             self.renamed_ids.remove(&rel);
             let reread = racy || !read.findings.is_empty();
+            if read.findings.is_empty() {
+                self.settled_authors.remove(&rel);
+            } else {
+                let h = &read.heading;
+                self.settled_authors
+                    .insert(rel.clone(), [h.owner.clone(), h.opened_by.clone()]);
+            }
             if self.settled_findings.put(&rel, read.findings) {
                 for f in self.settled_findings.get(&rel).unwrap_or_default() {
                     let (logged, left_out) = &mut self.settled_findings_logged;
@@ -623,7 +630,7 @@ impl Engine {
             let id = layout::record_stem(rel);
             let title = e.title.clone().unwrap_or_else(|| id.to_string());
             // Stamped with the settlement (`settled_at`, else `opened_at`, SPEC §6).
-            let at = s.instant.map(crate::protocol::inbox::time_stamp);
+            let at = s.instant.map(crate::protocol::delivery::inbox::time_stamp);
             if let Some(opener) = &e.opened_by {
                 if opener != &s.owner {
                     out.push(

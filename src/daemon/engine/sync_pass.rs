@@ -7,8 +7,8 @@
 
 use super::{Engine, Pass};
 use crate::operations::sync::{self, CopyKind};
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::finding::Finding;
-use crate::protocol::inbox::Notification;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -26,6 +26,87 @@ pub(super) struct SyncCache {
     /// The conflict copies the last conflict-copy step left in the polis (found and neither
     /// merged nor removed), (copy, original), sorted: published for the dashboard.
     pub(super) copies: std::sync::Arc<Vec<(String, String)>>,
+    /// The episode of conflict copies polisd cannot merge, while one lasts.
+    copies_episode: Option<Episode>,
+    /// The episode of worktree divergences, while one lasts.
+    diverged_episode: Option<Episode>,
+}
+
+/// A stretch of time during which a sync condition (conflict copies, diverging worktrees)
+/// holds: told once, when the polis has been quiet for the settling window, with how many
+/// states it went through; over when the condition clears (docs/sync.md).
+#[derive(Debug)]
+struct Episode {
+    number: u64,
+    changes: usize,
+    last: String,
+    told: bool,
+}
+
+/// Where the state folder keeps an episode kind's last number and whether it was told.
+fn episode_keys(kind: &str) -> (String, String) {
+    (
+        format!("sync-episode/{kind}/last"),
+        format!("sync-episode/{kind}/told"),
+    )
+}
+
+impl Episode {
+    /// Goes on with an episode (or starts one, numbered after the last one this polis had) for
+    /// a condition now described by `now`. An episode told before a restart and still going
+    /// is not told again.
+    fn go_on(
+        current: &mut Option<Episode>,
+        kind: &str,
+        now: String,
+        known: &mut std::collections::BTreeMap<String, String>,
+    ) {
+        let (last_key, told_key) = episode_keys(kind);
+        match current {
+            Some(e) if e.last == now => {}
+            Some(e) => {
+                e.changes += 1;
+                e.last = now;
+            }
+            None => {
+                let last: u64 = known
+                    .get(&last_key)
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                let told = known.get(&told_key).and_then(|n| n.parse().ok());
+                let number = told.unwrap_or(last + 1);
+                known.insert(last_key, number.max(last).to_string());
+                *current = Some(Episode {
+                    number,
+                    changes: 1,
+                    last: now,
+                    told: told.is_some(),
+                });
+            }
+        }
+    }
+
+    /// Marks the episode told (kept across restarts).
+    fn told(&mut self, kind: &str, known: &mut std::collections::BTreeMap<String, String>) {
+        self.told = true;
+        known.insert(episode_keys(kind).1, self.number.to_string());
+    }
+
+    /// The condition cleared: the episode is over.
+    fn end(
+        current: &mut Option<Episode>,
+        kind: &str,
+        known: &mut std::collections::BTreeMap<String, String>,
+    ) {
+        if let Some(e) = current.take() {
+            tracing::info!(
+                episode = e.number,
+                changes = e.changes,
+                "the {kind} episode is over"
+            );
+            known.remove(&episode_keys(kind).1);
+        }
+    }
 }
 
 impl SyncCache {
@@ -73,11 +154,34 @@ impl Engine {
                 &sync::divergence_findings(&divergences),
                 &mut self.state,
             );
+            let known = &mut self.state.known;
+            if divergences.is_empty() {
+                Episode::end(&mut self.sync.diverged_episode, "worktrees", known);
+                return;
+            }
+            let described = format!("{divergences:?}");
+            Episode::go_on(
+                &mut self.sync.diverged_episode,
+                "worktrees",
+                described,
+                known,
+            );
+            if !self.settling.is_quiet(std::time::Instant::now()) {
+                // A race is still going on: told once the worktrees have been quiet.
+                self.settling.wake_when_quiet();
+                return;
+            }
+            let Some(episode) = self.sync.diverged_episode.as_mut().filter(|e| !e.told) else {
+                return;
+            };
             if let Some(keeper) = pass.polis.index_keeper.clone() {
-                for (id, copies) in &divergences {
-                    pass.sync_notices
-                        .push(Notification::worktree_diverged(&keeper, id, copies));
-                }
+                pass.sync_notices.push(Notification::worktree_diverged(
+                    &keeper,
+                    episode.number,
+                    &divergences,
+                    episode.changes,
+                ));
+                episode.told("worktrees", &mut self.state.known);
             }
         }
     }
@@ -87,6 +191,7 @@ impl Engine {
         let mut merged_any = false;
         let mut reported = Vec::new();
         let mut left = Vec::new();
+        let mut unmerged = Vec::new();
         for copy in sync::conflict_copies(&self.root) {
             let merged = match copy.kind {
                 CopyKind::Chronicle => {
@@ -135,20 +240,51 @@ impl Engine {
             }
             left.push((copy.copy.clone(), copy.original.clone()));
             reported.push(sync::copy_finding(&copy));
-            if let Some(keeper) = pass.polis.index_keeper.clone() {
-                // Stamped with the time the sync tool wrote into the copy's name, if any.
-                pass.sync_notices.push(
-                    Notification::sync_conflict(&keeper, &copy.copy, &copy.original)
-                        .caused_at(crate::protocol::layout::conflict_stamp(&copy.copy)),
-                );
-            }
+            unmerged.push((copy.copy.clone(), copy.original.clone()));
         }
         SyncCache::log_new(&mut self.sync.copies_logged, &reported, &mut self.state);
+        self.copies_episode(pass, unmerged);
         if *self.sync.copies != left {
             self.sync.copies = std::sync::Arc::new(left);
         }
         if merged_any {
             self.after_write(pass);
+        }
+    }
+}
+
+impl Engine {
+    /// One notice per episode of conflict copies polisd cannot merge, once the polis has been
+    /// quiet for the settling window: a transfer in flight leaves and removes copies of its
+    /// own, and a sync that brings ten copies is one thing to look at, not ten.
+    fn copies_episode(&mut self, pass: &mut Pass, unmerged: Vec<(String, String)>) {
+        let known = &mut self.state.known;
+        if unmerged.is_empty() {
+            Episode::end(&mut self.sync.copies_episode, "copies", known);
+            return;
+        }
+        Episode::go_on(
+            &mut self.sync.copies_episode,
+            "copies",
+            format!("{unmerged:?}"),
+            known,
+        );
+        if !self.settling.is_quiet(std::time::Instant::now()) {
+            self.settling.wake_when_quiet();
+            return;
+        }
+        let Some(episode) = self.sync.copies_episode.as_mut().filter(|e| !e.told) else {
+            return;
+        };
+        if let Some(keeper) = pass.polis.index_keeper.clone() {
+            // Stamped with the time the sync tool wrote into the first copy's name, if any.
+            let at = unmerged
+                .iter()
+                .find_map(|(copy, _)| crate::protocol::layout::conflict_stamp(copy));
+            pass.sync_notices.push(
+                Notification::sync_conflicts(&keeper, episode.number, &unmerged).caused_at(at),
+            );
+            episode.told("copies", &mut self.state.known);
         }
     }
 }

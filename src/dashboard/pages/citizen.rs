@@ -2,7 +2,7 @@
 //! and its quality per tag over time.
 
 use super::{contract_link, markdown, Context, Page, PageError, Rendered};
-use crate::protocol::card::VerifyState;
+use crate::protocol::citizens::card::VerifyState;
 use maud::{html, PreEscaped};
 
 pub const PAGE: Page = Page {

@@ -6,7 +6,7 @@
 use super::{citizen_link, contract_link, markdown, Context, Page, PageError, Rendered};
 use crate::operations::handoff::BlockOutcome;
 use crate::protocol::chronicle;
-use crate::protocol::dependency;
+use crate::protocol::contracts::dependency;
 use crate::protocol::layout::ContractFolder;
 use maud::html;
 
@@ -60,7 +60,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     )
     .into_iter()
     .filter_map(|r| {
-        let review = crate::protocol::review::parse(&r.text).ok()?;
+        let review = crate::protocol::contracts::review::parse(&r.text).ok()?;
         (review.contract.as_deref() == Some(id)).then_some((r.rel, review))
     })
     .collect();
@@ -151,7 +151,7 @@ fn handoff_section(cx: &Context<'_>, file: &crate::fs::snapshot::ContractFile) -
     let s = cx.snapshot;
     let id = file.file.stem.as_str();
     let k = &file.contract;
-    let chain = crate::protocol::handoff::ids_of(k.fields.get("chain"));
+    let chain = crate::protocol::contracts::handoff::ids_of(k.fields.get("chain"));
     let parent = k
         .fields
         .get("parent_contract")
@@ -183,7 +183,7 @@ fn handoff_section(cx: &Context<'_>, file: &crate::fs::snapshot::ContractFile) -
     {
         return html! {};
     }
-    let max = crate::protocol::handoff::max_chain_depth(&s.polis.settings.merged);
+    let max = crate::protocol::contracts::handoff::max_chain_depth(&s.polis.settings.merged);
     html! {
         section #handoffs {
             h2 { "Handoff chain" }

@@ -141,6 +141,10 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
 fn phase_line(s: &council::StatusView) -> Markup {
     html! {
         @match s.phase {
+            Phase::Rounds if s.round == Some(0) => {
+                "restatement gate (round 0, before " (s.rounds) " rounds) open until "
+                (s.closes_at.as_deref().unwrap_or("-")) ", at most " (s.word_limit.unwrap_or(0)) " words"
+            }
             Phase::Rounds => {
                 "round " (s.round.unwrap_or(0)) " of " (s.rounds) " open until "
                 (s.closes_at.as_deref().unwrap_or("-")) ", at most " (s.word_limit.unwrap_or(0)) " words"

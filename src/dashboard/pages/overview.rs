@@ -150,7 +150,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                             div.item data-guardrail=(g.guardrail_id) {
                                 span.what { (g.guardrail_id) }
                                 @if !g.tags.is_empty() { " " span.muted { "on " (g.tags.join(", ")) } }
-                                div.muted { (crate::protocol::notice::one_line(&g.text, 160)) }
+                                div.muted { (crate::protocol::delivery::notice::one_line(&g.text, 160)) }
                             }
                         }
                     }

@@ -32,7 +32,7 @@
 
 use super::Fingerprint;
 use crate::protocol::digest::sha256;
-use crate::protocol::stats::{Settlement, SettlementView};
+use crate::protocol::routing::stats::{Settlement, SettlementView};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write as _;
@@ -102,7 +102,7 @@ impl SettledRecord {
         self.view().map(|v| v.to_settlement(&self.path))
     }
 
-    /// The settlement, borrowed (for [`crate::protocol::stats::Ledger::restore`]).
+    /// The settlement, borrowed (for [`crate::protocol::routing::stats::Ledger::restore`]).
     pub fn view(&self) -> Option<SettlementView<'_>> {
         self.settlement.as_ref().map(StoredSettlement::view)
     }
@@ -202,7 +202,7 @@ const INSTANT_MICROS: (i64, i64) = (
     chrono::DateTime::<chrono::Utc>::MAX_UTC.timestamp_micros(),
 );
 
-/// [`crate::protocol::stats::replay_key`] of the settlement whose instant [`instant_of`]
+/// [`crate::protocol::routing::stats::replay_key`] of the settlement whose instant [`instant_of`]
 /// makes of `us`.
 fn replay_key_of(us: Option<i64>) -> i64 {
     us.filter(|us| (INSTANT_MICROS.0..=INSTANT_MICROS.1).contains(us))
@@ -317,7 +317,7 @@ impl Records {
         self.recs[i].settlement.is_some()
     }
 
-    /// [`crate::protocol::stats::replay_key`] of the `i`th record's settlement, read from the
+    /// [`crate::protocol::routing::stats::replay_key`] of the `i`th record's settlement, read from the
     /// stored microseconds without building its view (`i64::MIN` without a settlement).
     pub fn replay_key(&self, i: usize) -> i64 {
         replay_key_of(self.recs[i].settlement.and_then(|s| s.instant_us))

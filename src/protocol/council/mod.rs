@@ -1,4 +1,4 @@
-//! Council review (issue 16): several citizens from different vendors deliberate on a contract
+//! Council review: several citizens from different vendors deliberate on a contract
 //! in rounds, through plain files, and a chairman writes a falsifiable verdict.
 //!
 //! This module owns the rules and nothing else: the modes and their limits, what a contract
@@ -9,6 +9,8 @@
 //! functions return. Scores come from `protocol::routing::score`; nothing here re-implements
 //! them.
 
+pub mod fallback;
+pub mod lens;
 pub mod packet;
 pub mod state;
 pub mod verdict;
@@ -59,8 +61,12 @@ impl Mode {
         self.word_limits().len()
     }
 
-    /// The word limit of round `n` (1-based); the last round's for anything past it.
+    /// The word limit of round `n` (1-based; round 0 is the restatement gate); the last
+    /// round's for anything past it.
     pub fn word_limit(self, n: usize) -> usize {
+        if n == 0 {
+            return RESTATEMENT_WORDS;
+        }
         let limits = self.word_limits();
         limits[n.clamp(1, limits.len()) - 1]
     }
@@ -80,6 +86,12 @@ impl Mode {
 
 /// The default time each round stays open.
 pub const DEFAULT_ROUND_HOURS: f64 = 24.0;
+/// The restatement gate (round 0): one sentence restating the problem, one reframing it.
+pub const RESTATEMENT_WORDS: usize = 50;
+/// How often a silent seat is asked again before it is marked degraded.
+pub const RETRIES: usize = 2;
+/// The fewest seats that must answer a round for the council to go on unsimulated.
+pub const HARD_MIN_LIVE_SEATS: usize = 2;
 /// The largest panel polisd seats (labels run from A; more voices do not deliberate better).
 pub const MAX_PANEL: usize = 7;
 
@@ -92,9 +104,33 @@ pub struct Request {
     pub panel_size: Option<usize>,
     pub chairman: Option<String>,
     pub round_hours: Option<f64>,
+    /// The lens of each named member (same order as `panel`), from `members:`.
+    pub lenses: Vec<Option<String>>,
+    /// A triad by domain, or a profile by name (the seed's panels).
+    pub triad: Option<String>,
+    pub profile: Option<String>,
+    /// Deadlines: the restatement gate, each retry window (the second is 2.5 times as long,
+    /// as the seed's backoff of 2 s then 5 s), and the chairman's verdict.
+    pub restatement_hours: Option<f64>,
+    pub retry_hours: Option<f64>,
+    pub verdict_hours: Option<f64>,
 }
 
 impl Request {
+    /// The restatement gate is short: a quarter of a round unless set.
+    pub fn restatement_hours(&self) -> f64 {
+        self.restatement_hours
+            .unwrap_or_else(|| self.round_hours() / 4.0)
+    }
+
+    pub fn retry_hours(&self) -> f64 {
+        self.retry_hours.unwrap_or_else(|| self.round_hours() / 8.0)
+    }
+
+    pub fn verdict_hours(&self) -> f64 {
+        self.verdict_hours.unwrap_or_else(|| self.round_hours())
+    }
+
     pub fn panel_size(&self) -> usize {
         if self.mode == Mode::Duo {
             return 2;
@@ -164,6 +200,36 @@ pub fn requested(fields: &Value) -> Result<Option<Request>, RequestError> {
     request_from(&key, mode_key)
 }
 
+/// One `members:` item: `id`, `id: lens` (a one-key mapping) or `{id: …, lens: …}`.
+fn member(item: &Value) -> Option<(String, Option<String>)> {
+    let id_ok = |s: &str| crate::protocol::layout::is_agent_id(s.trim());
+    let lens_of = |v: &Value| -> Option<Option<String>> {
+        match v {
+            Value::Null => Some(None),
+            v => v
+                .as_str()
+                .map(str::trim)
+                .filter(|l| lens::is_lens_name(l))
+                .map(|l| Some(l.to_string())),
+        }
+    };
+    if let Some(s) = item.as_str() {
+        return id_ok(s).then(|| (s.trim().to_string(), None));
+    }
+    let map = item.as_map()?;
+    if !item.get("id").is_null() {
+        let id = item.get("id").as_str().filter(|s| id_ok(s))?;
+        return Some((id.trim().to_string(), lens_of(item.get("lens"))?));
+    }
+    let mut entries = map.iter();
+    let (k, v) = entries.next()?;
+    if entries.next().is_some() {
+        return None;
+    }
+    let id = k.as_str().filter(|s| id_ok(s))?;
+    Some((id.trim().to_string(), lens_of(v)?))
+}
+
 fn request_from<'v>(
     key: &dyn Fn(&'static str) -> &'v Value,
     mode_key: &'static str,
@@ -208,6 +274,87 @@ fn request_from<'v>(
             }
         }
         v => return Err(bad("panel", v, "a list of citizen ids")),
+    }
+    match key("members") {
+        Value::Null => {}
+        Value::Seq(items) => {
+            if !r.panel.is_empty() {
+                return Err(bad(
+                    "members",
+                    key("members"),
+                    "name the members either in `panel` or in `members`, not both",
+                ));
+            }
+            for item in items {
+                let (id, lens) = member(item).ok_or_else(|| {
+                    bad(
+                        "members",
+                        item,
+                        "a list of citizen ids, each optionally `id: lens` or `{id: …, lens: …}`",
+                    )
+                })?;
+                if r.panel.contains(&id) {
+                    return Err(bad("members", item, "each member once"));
+                }
+                r.panel.push(id);
+                r.lenses.push(lens);
+            }
+        }
+        v => {
+            return Err(bad(
+                "members",
+                v,
+                "a list of citizen ids, each optionally `id: lens`",
+            ))
+        }
+    }
+    // A triad or a profile: a known name, kept lower-case.
+    let named =
+        |name: &'static str, known: &dyn Fn(&str) -> bool, rule: &'static str| match key(name) {
+            Value::Null => Ok(None),
+            v => v
+                .as_str()
+                .map(str::trim)
+                .filter(|s| known(s))
+                .map(|s| Some(s.to_ascii_lowercase()))
+                .ok_or_else(|| bad(name, v, rule)),
+        };
+    r.triad = named(
+        "triad",
+        &|d| lens::triad(d).is_some(),
+        "a domain of the council's triads (docs/council.md lists them)",
+    )?;
+    r.profile = named(
+        "profile",
+        &|p| lens::profile(p).is_some(),
+        "classic, exploration-orthogonal or execution-lean",
+    )?;
+    let panels = [!r.panel.is_empty(), r.triad.is_some(), r.profile.is_some()];
+    if panels.iter().filter(|p| **p).count() > 1 {
+        return Err(RequestError::Bad {
+            key: "triad",
+            value: r.triad.clone().or(r.profile.clone()).unwrap_or_default(),
+            rule: "ask for one panel: members, a triad or a profile",
+        });
+    }
+    for (name, slot) in [
+        ("restatement_hours", &mut r.restatement_hours),
+        ("retry_hours", &mut r.retry_hours),
+        ("verdict_hours", &mut r.verdict_hours),
+    ] {
+        match key(name) {
+            Value::Null => {}
+            v => match v.as_f64() {
+                Some(h) if h > 0.0 && h <= 24.0 * 30.0 => *slot = Some(h),
+                _ => {
+                    return Err(RequestError::Bad {
+                        key: name,
+                        value: v.python_str(),
+                        rule: "a number of hours above 0, at most 720",
+                    })
+                }
+            },
+        }
     }
     match key("panel_size") {
         Value::Null => {}
@@ -261,11 +408,16 @@ pub struct Chosen {
     pub id: String,
     pub vendor: String,
     pub why: String,
+    /// The lens this seat takes ([`lens`]); `None`: the citizen's own view.
+    pub lens: Option<String>,
 }
 
 /// The panel and the chair.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Choice {
+    /// The mode the council runs in: a request for full or quick that can seat only two
+    /// members runs as a duo (two people cannot be anonymous to each other).
+    pub mode: Mode,
     pub panel: Vec<Chosen>,
     /// `None`: nobody is left, so the owner writes the verdict (and it is marked so).
     pub chairman: Option<Chosen>,
@@ -313,7 +465,7 @@ fn why_picked(e: &Eligible, new_vendor: bool) -> String {
     }
 }
 
-/// Seats the panel and the chair (issue 16 point 1). `given` members and `chairman` are
+/// Seats the panel and the chair. `given` members and `chairman` are
 /// checked against `eligible` (an id missing there is not registered, away, departed or the
 /// owner); the rest is picked by [`pick_next`].
 pub fn choose(eligible: &[Eligible], request: &Request) -> Result<Choice, ChoiceError> {
@@ -335,6 +487,7 @@ pub fn choose(eligible: &[Eligible], request: &Request) -> Result<Choice, Choice
                 id: e.id.clone(),
                 vendor: e.vendor.clone(),
                 why: "named in the request".into(),
+                lens: None,
             });
         }
         if panel.len() < 2 {
@@ -354,6 +507,7 @@ pub fn choose(eligible: &[Eligible], request: &Request) -> Result<Choice, Choice
                 id: e.id.clone(),
                 vendor: e.vendor.clone(),
                 why: why_picked(e, new_vendor),
+                lens: None,
             });
         }
         if panel.len() < 2 {
@@ -377,6 +531,7 @@ pub fn choose(eligible: &[Eligible], request: &Request) -> Result<Choice, Choice
                 id: e.id.clone(),
                 vendor: e.vendor.clone(),
                 why: "named in the request".into(),
+                lens: None,
             })
         }
         None => {
@@ -384,6 +539,7 @@ pub fn choose(eligible: &[Eligible], request: &Request) -> Result<Choice, Choice
             pick_next(eligible, &seated, &vendors).map(|(e, new_vendor)| Chosen {
                 id: e.id.clone(),
                 vendor: e.vendor.clone(),
+                lens: None,
                 why: if new_vendor {
                     format!(
                         "not on the panel; vendor `{}` is not on it either; best routing score of that vendor ({:.3})",
@@ -398,11 +554,93 @@ pub fn choose(eligible: &[Eligible], request: &Request) -> Result<Choice, Choice
     if chairman.is_none() {
         notes.push("no citizen is left for the chair: the owner writes the verdict".into());
     }
+    let mut mode = request.mode;
+    if mode != Mode::Duo && panel.len() == 2 {
+        mode = Mode::Duo;
+        notes.push(format!(
+            "a {} council needs 3 members and only 2 can sit, so it runs as a duo (two members cannot be anonymous to each other); the chair stays off the panel",
+            request.mode.as_str()
+        ));
+    }
     Ok(Choice {
+        mode,
         panel,
         chairman,
         notes,
     })
+}
+
+/// The lenses a request asks for before seating, so the panel can be sized to them: a
+/// triad's three, a profile's roles (at most [`MAX_PANEL`]), or, when members are named, what
+/// each was given. `None`: polisd picks after seating ([`assign_lenses`]).
+pub fn requested_lenses(request: &Request) -> Option<(Vec<String>, String)> {
+    if let Some(d) = &request.triad {
+        let roles = lens::triad(d)?;
+        return Some((
+            roles.iter().map(|r| r.to_string()).collect(),
+            format!("the `{d}` triad, as asked"),
+        ));
+    }
+    if let Some(p) = &request.profile {
+        let roles = lens::profile(p)?;
+        return Some((
+            roles.iter().map(|r| r.to_string()).collect(),
+            format!("the `{p}` profile, as asked"),
+        ));
+    }
+    None
+}
+
+/// Gives each seat its lens: the named members' own, a triad's or profile's roles in seat
+/// order, or (nothing asked) the seed's rules on the problem's words: a duo's polarity pair,
+/// else the best-matching triad. Extra seats beyond a triad take roles of the
+/// exploration-orthogonal profile not yet used. Returns a note saying where the lenses came
+/// from.
+pub fn assign_lenses(choice: &mut Choice, request: &Request, problem: &str) -> String {
+    let (roles, why): (Vec<String>, String) = if !request.panel.is_empty() {
+        for seat in choice.panel.iter_mut() {
+            let at = request.panel.iter().position(|p| *p == seat.id);
+            seat.lens = at.and_then(|i| request.lenses.get(i).cloned().flatten());
+        }
+        return "lenses as named with the members (a member named without one keeps their own view)".into();
+    } else if let Some((roles, why)) = requested_lenses(request) {
+        (roles, why)
+    } else if choice.mode == Mode::Duo {
+        let (pair, keyword) = lens::duo_pair(problem);
+        let why = match keyword {
+            Some(k) => format!("the duo polarity pair for `{k}`, found in the problem"),
+            None => {
+                "the default duo polarity pair: no keyword of the duo rule in the problem".into()
+            }
+        };
+        (pair.iter().map(|r| r.to_string()).collect(), why)
+    } else {
+        let (domain, because) = lens::auto_triad(problem);
+        let mut roles: Vec<String> = lens::triad(domain)
+            .unwrap_or_default()
+            .iter()
+            .map(|r| r.to_string())
+            .collect();
+        for extra in lens::profile("exploration-orthogonal").unwrap_or_default() {
+            if !roles.iter().any(|r| r == extra) {
+                roles.push(extra.to_string());
+            }
+        }
+        (roles, format!("the `{domain}` triad: {because}"))
+    };
+    for (seat, role) in choice.panel.iter_mut().zip(roles.iter()) {
+        seat.lens = Some(role.clone());
+    }
+    if roles.len() > choice.panel.len() {
+        format!(
+            "lenses from {why}; {} of its {} roles could be seated ({} left out)",
+            choice.panel.len(),
+            roles.len(),
+            roles[choice.panel.len()..].join(", ")
+        )
+    } else {
+        format!("lenses from {why}")
+    }
 }
 
 /// The label of the `i`-th seat (0-based): `Member A`, `Member B`, …
@@ -533,7 +771,8 @@ mod tests {
         let c = choose(&eligible, &Request::default()).unwrap();
         assert_eq!(c.panel.len(), 2);
         assert!(c.chairman.is_none());
-        assert_eq!(c.notes.len(), 2, "{:?}", c.notes);
+        assert_eq!(c.notes.len(), 3, "{:?}", c.notes);
+        assert_eq!(c.mode, Mode::Duo, "two seats make a duo");
         assert_eq!(
             choose(&eligible[..1], &Request::default()),
             Err(ChoiceError::TooFew(1))
@@ -573,6 +812,97 @@ mod tests {
         let c = choose(&eligible, &r).unwrap();
         assert!(c.panel.iter().all(|m| m.id != "claude-aaaa-one"));
         assert_eq!(c.chairman.unwrap().id, "claude-aaaa-one");
+    }
+
+    #[test]
+    fn members_with_lenses_triads_profiles_and_deadlines_are_read() {
+        let r = requested(&fields(
+            "council:\n  members:\n    - claude-aaaa-one: socrates\n    - {id: codex-bbbb-one, lens: feynman}\n    - gemini-cccc-one\n  restatement_hours: 0.1\n  retry_hours: 0.05\n  verdict_hours: 2\n",
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            r.panel,
+            ["claude-aaaa-one", "codex-bbbb-one", "gemini-cccc-one"]
+        );
+        assert_eq!(
+            r.lenses,
+            [
+                Some("socrates".to_string()),
+                Some("feynman".to_string()),
+                None
+            ]
+        );
+        assert_eq!(
+            (r.restatement_hours(), r.retry_hours(), r.verdict_hours()),
+            (0.1, 0.05, 2.0)
+        );
+        let r = requested(&fields("council: {triad: Risk}"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.triad.as_deref(), Some("risk"));
+        assert_eq!(
+            requested_lenses(&r).unwrap().0,
+            ["sun-tzu", "aurelius", "feynman"]
+        );
+        // Defaults scale with the round.
+        let r = requested(&fields("council: {round_hours: 8}"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (r.restatement_hours(), r.retry_hours(), r.verdict_hours()),
+            (2.0, 1.0, 8.0)
+        );
+        for (bad_yaml, key) in [
+            ("council: {triad: cooking}", "triad"),
+            ("council: {profile: huge}", "profile"),
+            ("council: {triad: risk, profile: classic}", "one panel"),
+            ("council: {members: [claude-aaaa-one: Bad Lens]}", "members"),
+            (
+                "council: {panel: [claude-aaaa-one], members: [codex-bbbb-one]}",
+                "not both",
+            ),
+            ("council: {retry_hours: 0}", "retry_hours"),
+        ] {
+            let e = requested(&fields(bad_yaml)).unwrap_err().to_string();
+            assert!(e.contains(key), "{bad_yaml}: {e}");
+        }
+    }
+
+    #[test]
+    fn lenses_go_to_seats_by_request_or_by_the_seed_s_rules() {
+        let eligible = [
+            e("claude-aaaa-one", "anthropic", 0.9),
+            e("codex-bbbb-one", "openai", 0.5),
+            e("gemini-cccc-one", "google", 0.4),
+            e("claude-dddd-two", "anthropic", 0.3),
+        ];
+        let duo = Request {
+            mode: Mode::Duo,
+            ..Request::default()
+        };
+        let mut c = choose(&eligible, &duo).unwrap();
+        let why = assign_lenses(&mut c, &duo, "Which model should we fine-tune?");
+        assert_eq!(c.panel[0].lens.as_deref(), Some("karpathy"));
+        assert_eq!(c.panel[1].lens.as_deref(), Some("sutskever"));
+        assert!(why.contains("`model`"), "{why}");
+        let full = Request::default();
+        let mut c = choose(&eligible, &full).unwrap();
+        assert_eq!(c.mode, Mode::Full);
+        assert!(assign_lenses(&mut c, &full, "the risk of it").contains("`risk` triad"));
+        assert_eq!(c.panel[2].lens.as_deref(), Some("feynman"));
+        // A profile larger than the panel says what it left out.
+        let lean = Request {
+            profile: Some("execution-lean".into()),
+            panel_size: Some(3),
+            ..Request::default()
+        };
+        let mut c = choose(&eligible, &lean).unwrap();
+        let why = assign_lenses(&mut c, &lean, "");
+        assert!(
+            why.contains("3 of its 5 roles could be seated (aurelius, ada left out)"),
+            "{why}"
+        );
     }
 
     #[test]

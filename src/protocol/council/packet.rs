@@ -69,18 +69,139 @@ pub fn replace_ids(text: &str, pairs: &[(String, String)]) -> String {
     out
 }
 
+/// The council seed's anti-conformity directive, which the seed says to include verbatim in
+/// every round 2 prompt. Copied byte for byte from the council seed, "SKILL.codex.md"
+/// (Step 4, "Anti-conformity directive"); the only text polisd takes from it as written.
+pub const ANTI_CONFORMITY_DIRECTIVE: &str = "Anti-conformity directive. If your Round 1 position was correct, defend it. Do not update merely because peers disagree, because consensus is forming, or because a position is repeated by multiple members. Update only when presented with sound, validity-aligned reasoning that exposes a specific flaw in your earlier argument. Naming that flaw is required when you update; if you cannot name it, you should not update.";
+
 /// One seat's contribution to a closed round: its text, or `None` for no response.
+/// `simulated`: the text is a stub polisd wrote ([`stub`]), never the member's.
 pub struct Contribution<'a> {
     pub id: &'a str,
     pub text: Option<&'a str>,
+    pub simulated: bool,
+}
+
+/// The mark above every stub in a packet, so no reader takes it for the member's words.
+pub const SIMULATED_MARK: &str = "*[Simulated — written by polisd, not by this member]*";
+
+/// The stand-in for a seat that did not answer round `n` (or for every seat once the council
+/// is simulated): what the seat's lens asks and the seat's own last words, quoted. It speaks
+/// about the seat, never as it.
+pub fn stub(
+    council: &Council,
+    id: &str,
+    n: usize,
+    simulated_mode: bool,
+    earlier: Option<(usize, &str)>,
+) -> String {
+    let seat = council.seat(id);
+    let why = if simulated_mode {
+        "the council is in simulated mode (too few seats answered)".to_string()
+    } else {
+        format!(
+            "this seat did not answer round {n}, even after {} retries",
+            super::RETRIES
+        )
+    };
+    let lens = match seat.and_then(|s| s.lens.as_deref().zip(s.lens_prompt.as_deref())) {
+        Some((name, prompt)) => format!("Its lens, `{name}`, would look at this: {prompt}"),
+        None => "It took no lens.".to_string(),
+    };
+    let last = match earlier {
+        Some((k, text)) => {
+            let full = body(text).trim();
+            let shown =
+                cut(full, 40).map_or_else(|| full.to_string(), |short| format!("{short} …"));
+            format!(
+                "Its own last words (round {k}), quoted: \"{}\"",
+                shown.split_whitespace().collect::<Vec<_>>().join(" ")
+            )
+        }
+        None => "It has written nothing in this council.".to_string(),
+    };
+    format!("polisd wrote this stub because {why}. {lens} {last} Treat it as a reminder of the seat's angle, not as its position.")
+}
+
+/// A contribution as shown in a packet: anonymised where the packet is, quoted, cut at the
+/// limit (stubs are not cut: they are polisd's). Returns whether it was cut.
+fn show(
+    council: &Council,
+    seat_id: &str,
+    c: Option<&Contribution<'_>>,
+    limit: usize,
+    anonymous: bool,
+    out: &mut String,
+) -> bool {
+    let Some(c) = c.filter(|c| c.text.is_some()) else {
+        out.push_str("*no response*\n");
+        return false;
+    };
+    let body = body(c.text.unwrap_or_default()).trim();
+    let words = body.split_whitespace().count();
+    let (shown, was_cut) = match cut(body, limit).filter(|_| !c.simulated) {
+        Some(short) => (short, true),
+        None => (body.to_string(), false),
+    };
+    let shown = if anonymous {
+        let mut pairs: Vec<(String, String)> = council
+            .seats
+            .iter()
+            .map(|s| {
+                let with = if s.id == seat_id {
+                    "[self]".to_string()
+                } else {
+                    s.label.clone()
+                };
+                (s.id.clone(), with)
+            })
+            .collect();
+        // Longer ids first, so one id that is a prefix of another cannot split it.
+        pairs.sort_by_key(|(id, _)| std::cmp::Reverse(id.len()));
+        replace_ids(&shown, &pairs)
+    } else {
+        shown
+    };
+    if c.simulated {
+        out.push_str(&format!("{SIMULATED_MARK}\n\n"));
+    }
+    if shown.trim().is_empty() {
+        out.push_str("*an empty file*\n");
+    } else {
+        for line in shown.lines() {
+            if line.trim().is_empty() {
+                out.push_str(">\n");
+            } else {
+                out.push_str(&format!("> {line}\n"));
+            }
+        }
+    }
+    if was_cut {
+        out.push_str(&format!(
+            "\n*[cut at {limit} words: the contribution had {words}]*\n"
+        ));
+    }
+    was_cut
+}
+
+fn heading(council: &Council, seat: &state::Seat, anonymous: bool) -> String {
+    if anonymous {
+        seat.label.clone()
+    } else if council.mode.anonymised() {
+        format!("{} ({})", seat.label, seat.id)
+    } else {
+        seat.id.clone()
+    }
 }
 
 /// The packet of round `n` and which seats were cut. Every packet but the last is anonymised
-/// (except in duo); the last restores names.
+/// (except in duo); the last restores names. Round 1's packet opens with the restatement
+/// gate's answers (round 0), so the gate is published without breaking round 1's blindness.
 pub fn render(
     council: &Council,
     n: usize,
     contributions: &[Contribution<'_>],
+    restatements: &[Contribution<'_>],
 ) -> (String, Vec<String>) {
     let cid = &council.contract;
     let limit = council.mode.word_limit(n);
@@ -98,87 +219,74 @@ pub fn render(
     } else {
         format!("What each member wrote in round {n} of the duo on [[contracts/open/{cid}]] (a duo is not anonymised). Contributions over {limit} words are cut at the limit.\n")
     });
+    if council.simulated.is_some() {
+        out.push_str(&format!(
+            "\n**Simulated:** {}. Stubs are marked; none is a member's text.\n",
+            council.simulated.as_deref().unwrap_or_default()
+        ));
+    }
+    if !restatements.is_empty() {
+        out.push_str(&format!(
+            "\n## Restatements (round 0)\n\nEach member's one-sentence restatement and alternative framing, from before round 1 (at most {} words).\n",
+            council.mode.word_limit(0)
+        ));
+        for seat in &council.seats {
+            out.push_str(&format!("\n### {}\n\n", heading(council, seat, anonymous)));
+            let c = restatements.iter().find(|c| c.id == seat.id);
+            show(
+                council,
+                &seat.id,
+                c,
+                council.mode.word_limit(0),
+                anonymous,
+                &mut out,
+            );
+        }
+        out.push_str(&format!("\n## Round {n}\n"));
+    }
     for seat in &council.seats {
-        let heading = if anonymous {
-            seat.label.clone()
-        } else if council.mode.anonymised() {
-            format!("{} ({})", seat.label, seat.id)
-        } else {
-            seat.id.clone()
-        };
-        out.push_str(&format!("\n## {heading}\n\n"));
-        let text = contributions
-            .iter()
-            .find(|c| c.id == seat.id)
-            .and_then(|c| c.text);
-        let Some(text) = text else {
-            out.push_str("*no response*\n");
-            continue;
-        };
-        let body = body(text).trim();
-        let words = body.split_whitespace().count();
-        let (shown, was_cut) = match cut(body, limit) {
-            Some(short) => (short, true),
-            None => (body.to_string(), false),
-        };
-        if was_cut {
+        out.push_str(&format!("\n## {}\n\n", heading(council, seat, anonymous)));
+        let c = contributions.iter().find(|c| c.id == seat.id);
+        if show(council, &seat.id, c, limit, anonymous, &mut out) {
             cut_ids.push(seat.id.clone());
-        }
-        let shown = if anonymous {
-            let mut pairs: Vec<(String, String)> = council
-                .seats
-                .iter()
-                .map(|s| {
-                    let with = if s.id == seat.id {
-                        "[self]".to_string()
-                    } else {
-                        s.label.clone()
-                    };
-                    (s.id.clone(), with)
-                })
-                .collect();
-            // Longer ids first, so one id that is a prefix of another cannot split it.
-            pairs.sort_by_key(|(id, _)| std::cmp::Reverse(id.len()));
-            replace_ids(&shown, &pairs)
-        } else {
-            shown
-        };
-        if shown.trim().is_empty() {
-            out.push_str("*an empty file*\n");
-        } else {
-            for line in shown.lines() {
-                if line.trim().is_empty() {
-                    out.push_str(">\n");
-                } else {
-                    out.push_str(&format!("> {line}\n"));
-                }
-            }
-        }
-        if was_cut {
-            out.push_str(&format!(
-                "\n*[cut at {limit} words: the contribution had {words}]*\n"
-            ));
         }
     }
     (out, cut_ids)
 }
 
+fn closes_at(council: &Council, n: usize) -> &str {
+    council.rounds.iter().find(|r| r.n == n).map_or("-", |r| {
+        r.retries
+            .last()
+            .map_or(r.closes_at.as_str(), |t| t.closes_at.as_str())
+    })
+}
+
 fn write_hint(council: &Council, n: usize, id: &str) -> String {
     let cid = &council.contract;
     format!(
-        "Write at most {} words to `{}` (or run `polisd council write {cid} --as {id} FILE`) before {}; the round closes when every seat has written or then, and a seat that has not written shows as `no response`.",
+        "Write at most {} words to `{}` (or run `polisd council write {cid} --as {id} FILE`) before {}; the round closes when every seat has written or then. A seat still silent is asked twice more, then marked degraded, and the packet shows a stub polisd writes, labelled as such.",
         council.mode.word_limit(n),
         state::seat_path(cid, n, id),
-        council
-            .rounds
-            .iter()
-            .find(|r| r.n == n)
-            .map_or("-", |r| r.closes_at.as_str()),
+        closes_at(council, n),
     )
 }
 
-/// The prompt to seat `id` for round `n` (the link is the contract for round 1, else the
-/// previous packet).
+/// The lens sentence of a seat's prompts (empty without a lens).
+fn lens_line(council: &Council, id: &str) -> String {
+    match council
+        .seat(id)
+        .and_then(|s| s.lens.as_deref().zip(s.lens_prompt.as_deref()))
+    {
+        Some((name, prompt)) => format!(
+            " Your lens for this council is `{name}`: {prompt} Take it as your angle; you are still yourself, and you speak for yourself."
+        ),
+        None => String::new(),
+    }
+}
+
+/// The prompt to seat `id` for round `n` (the link is the contract for rounds 0 and 1, else
+/// the previous packet). Round 2 carries the seed's directive verbatim, in every mode.
 pub fn round_prompt(council: &Council, n: usize, id: &str, title: &str) -> String {
     let cid = &council.contract;
     let rounds = council.mode.rounds();
@@ -189,9 +297,18 @@ pub fn round_prompt(council: &Council, n: usize, id: &str, title: &str) -> Strin
     } else {
         String::new()
     };
+    let lens = lens_line(council, id);
+    if n == 0 {
+        return format!(
+            "You sit on the {} council reviewing `{cid}` ({title}){who}. Before the {rounds} rounds comes the restatement gate: read the contract, then answer in at most {} words with exactly two numbered sentences: 1) the problem restated in your own words; 2) a different way to frame it. Nothing else.{lens} {}",
+            council.mode.as_str(),
+            council.mode.word_limit(0),
+            write_hint(council, n, id)
+        );
+    }
     if n == 1 {
         return format!(
-            "You sit on the {} council reviewing `{cid}` ({title}){who}: round 1 of {rounds}. Round 1 is blind: read the contract and give your own assessment (what is right, what is wrong, what you would change) without reading other members' files; polisd publishes nothing of this round until it closes. {}",
+            "Round 1 of {rounds} of the {} council reviewing `{cid}` ({title}) is open{who}. Round 1 is blind: read the contract and give your own assessment (what is right, what is wrong, what you would change) without reading other members' files; polisd publishes nothing of this round until it closes, and then with everyone's restatements.{lens} {}",
             council.mode.as_str(),
             write_hint(council, n, id)
         );
@@ -217,10 +334,27 @@ pub fn round_prompt(council: &Council, n: usize, id: &str, title: &str) -> Strin
     } else {
         ""
     };
+    let hold = if n == 2 {
+        format!(" {ANTI_CONFORMITY_DIRECTIVE}")
+    } else {
+        " Hold the position you took unless you can name the specific flaw in it that a peer exposed, and name it; that others disagree, or that they are many, is no reason to move.".to_string()
+    };
     format!(
-        "Round {n} of {rounds} of the council on `{cid}` is open{who}. Read the packet of round {} first. Hold the position you took unless you can name the specific flaw in it that a peer exposed, and name it; that others disagree, or that they are many, is no reason to move. {engage}{last} {}",
+        "Round {n} of {rounds} of the council on `{cid}` is open{who}. Read the packet of round {} first.{hold} {engage}{last}{lens} {}",
         n - 1,
         write_hint(council, n, id)
+    )
+}
+
+/// The stricter prompt to a seat still silent at round `n`'s deadline (retry `k`, 1-based).
+pub fn retry_prompt(council: &Council, n: usize, id: &str, k: usize) -> String {
+    let cid = &council.contract;
+    let limit = council.mode.word_limit(n);
+    format!(
+        "Round {n} of the council on `{cid}` is waiting only for you (retry {k} of {}). Answer now, in {limit} words or fewer, to `{}` before {}: a short answer in time beats a long one too late. After the last retry polisd marks your seat degraded and the packet carries a labelled stub in your place.",
+        super::RETRIES,
+        state::seat_path(cid, n, id),
+        closes_at(council, n),
     )
 }
 
@@ -232,11 +366,19 @@ pub fn verdict_prompt(council: &Council) -> String {
     } else {
         "You chair it and did not sit on the panel."
     };
+    let simulated = if council.simulated.is_some() {
+        " The council went simulated (too few seats answered): say so in Execution reliability and lower your confidence."
+    } else {
+        ""
+    };
     format!(
-        "The council on `{cid}` has closed its {} rounds. {role} Read every packet (the last one names the members), then write `{}` with frontmatter `decision: signed_off`, `requested_changes` or `rejected`, and these sections as `##` headings: {}. Each kill criterion is one list item of the form `If <condition> by <YYYY-MM-DD>, invalidated → <consequence>`; Concrete next step holds exactly one action; Decision options lists 2 to 4 options with their trade-offs; Confidence starts with high, medium or low and says why. Keep the dissent in Key disagreements; do not flatten it. polisd checks the file and tells you what is missing; when it is valid it sets the contract's `review.status`.",
-        council.rounds.len(),
+        "The council on `{cid}` has closed its {} rounds. {role}{simulated} Read every packet (the last one names the members), then write `{}` before {} with frontmatter `decision: signed_off`, `requested_changes` or `rejected`, and these sections as `##` headings, in this order: {}. A {} council requires {}; the others are expected but not checked. Each kill criterion is one list item of the form `If <condition> by <YYYY-MM-DD>, invalidated → <consequence>`; Concrete next step is exactly one action that starts with a verb producing an artifact (write, open, merge, ship, file, measure…), never a deferral; Decision options lists 2 to 4 options with their trade-offs; Confidence starts with high, medium or low and says why. Keep the dissent in Key disagreements; do not flatten it. polisd checks the file and tells you what is missing; when it is valid it sets the contract's `review.status`. If no valid verdict is there by the deadline, polisd synthesizes one from the packets and marks your seat as failed.",
+        council.mode.rounds(),
         state::verdict_path(cid),
+        council.verdict_due_at.as_deref().unwrap_or("-"),
         super::verdict::SECTIONS.join("; "),
+        council.mode.as_str(),
+        super::verdict::required(council.mode).join(", "),
     )
 }
 
@@ -246,11 +388,7 @@ pub fn over_limit_text(council: &Council, n: usize, words: usize) -> String {
     format!(
         "Your contribution to round {n} of the council on `{}` has {words} words, over the limit of {limit}: the packet will show only its first {limit} words, marked as cut. Shorten it before the round closes ({}) if the rest matters.",
         council.contract,
-        council
-            .rounds
-            .iter()
-            .find(|r| r.n == n)
-            .map_or("-", |r| r.closes_at.as_str())
+        closes_at(council, n)
     )
 }
 
@@ -266,12 +404,14 @@ mod tests {
     fn council(mode: Mode) -> Council {
         let n = if mode == Mode::Duo { 2 } else { 3 };
         let choice = Choice {
+            mode,
             panel: IDS[..n]
                 .iter()
                 .map(|id| Chosen {
                     id: id.to_string(),
                     vendor: "v".into(),
                     why: "w".into(),
+                    lens: None,
                 })
                 .collect(),
             chairman: None,
@@ -287,6 +427,7 @@ mod tests {
             },
             &choice,
             "contract",
+            &crate::protocol::council::lens::Library::default(),
             &now,
         )
     }
@@ -330,17 +471,20 @@ mod tests {
             Contribution {
                 id: IDS[0],
                 text: Some(&a),
+                simulated: false,
             },
             Contribution {
                 id: IDS[1],
                 text: Some("Fine by me."),
+                simulated: false,
             },
             Contribution {
                 id: IDS[2],
                 text: None,
+                simulated: false,
             },
         ];
-        let (packet, cut_ids) = render(&c, 1, &contributions);
+        let (packet, cut_ids) = render(&c, 1, &contributions, &[]);
         for id in IDS {
             assert!(!packet.contains(id), "{id} in\n{packet}");
         }
@@ -367,15 +511,16 @@ mod tests {
         let contributions = [Contribution {
             id: IDS[0],
             text: Some("about codex-seat-bbbb"),
+            simulated: false,
         }];
-        let (packet, _) = render(&c, 2, &contributions);
+        let (packet, _) = render(&c, 2, &contributions, &[]);
         assert!(
             packet.contains("## Member A (claude-seat-aaaa)"),
             "{packet}"
         );
         assert!(packet.contains("about codex-seat-bbbb"), "{packet}");
         let d = council(Mode::Duo);
-        let (packet, _) = render(&d, 1, &contributions);
+        let (packet, _) = render(&d, 1, &contributions, &[]);
         assert!(packet.contains("## claude-seat-aaaa"), "{packet}");
         assert!(packet.contains("anonymised: false"));
     }
@@ -390,15 +535,31 @@ mod tests {
             "{p1}"
         );
         assert!(p1.contains("300 words"), "{p1}");
+        let p0 = round_prompt(&c, 0, IDS[0], "Big change");
+        assert!(
+            p0.contains("restatement gate") && p0.contains("at most 50 words"),
+            "{p0}"
+        );
         let mut c2 = c.clone();
         let ids = c2.ids();
-        c2.close_round(
-            &ids,
-            &[],
-            &PolisTime::at_stamp(PolisZone::default(), "2026-12-01 11:00").unwrap(),
-        );
+        for _ in 0..2 {
+            c2.close_round(
+                &ids,
+                &[],
+                &PolisTime::at_stamp(PolisZone::default(), "2026-12-01 11:00").unwrap(),
+            );
+        }
         let p2 = round_prompt(&c2, 2, IDS[0], "Big change");
-        assert!(p2.contains("unless you can name the specific flaw"), "{p2}");
+        assert!(
+            p2.contains(&format!(" {ANTI_CONFORMITY_DIRECTIVE} ")),
+            "{p2}"
+        );
+        assert!(
+            !p2.contains("unless you can name the specific flaw"),
+            "{p2}"
+        );
+        let p3 = round_prompt(&c2, 3, IDS[0], "Big change");
+        assert!(p3.contains("unless you can name the specific flaw"), "{p3}");
         assert!(
             p2.contains("at least 2 peers by label (Member B, Member C)"),
             "{p2}"

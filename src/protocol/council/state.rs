@@ -20,7 +20,8 @@ pub enum Phase {
     Verdict,
     /// The verdict was valid and applied.
     Done,
-    /// Fewer than 2 seats were live: a chavruta review by the best live seat instead.
+    /// Fewer than 2 seats were live (councils started before seat reliability existed): a
+    /// chavruta review by the best live seat instead. New councils go simulated instead.
     Fallback,
 }
 
@@ -43,6 +44,20 @@ pub struct Seat {
     pub label: String,
     pub vendor: String,
     pub why: String,
+    /// The lens's name and its instruction as it was when the council started, so prompts
+    /// and simulated stubs stay the same whatever happens to the lens file.
+    #[serde(default)]
+    pub lens: Option<String>,
+    #[serde(default)]
+    pub lens_prompt: Option<String>,
+}
+
+/// A silent seat asked again: when, until when, and which seats.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Retry {
+    pub at: String,
+    pub closes_at: String,
+    pub seats: Vec<String>,
 }
 
 /// One round as it went.
@@ -62,6 +77,12 @@ pub struct Round {
     /// Seats whose contribution was over the limit and cut in the packet.
     #[serde(default)]
     pub cut: Vec<String>,
+    /// Each retry of the seats still silent at the deadline (at most [`RETRIES`]).
+    #[serde(default)]
+    pub retries: Vec<Retry>,
+    /// Closed in fully simulated mode: every seat is a stub, none was waited for.
+    #[serde(default)]
+    pub all_simulated: bool,
 }
 
 /// The fallback to a chavruta review.
@@ -83,6 +104,34 @@ pub struct Outcome {
     pub degraded: Vec<String>,
     pub offline: Vec<String>,
     pub duration_minutes: i64,
+    /// The seed's session metadata block.
+    #[serde(default = "schema_version")]
+    pub schema_version: u32,
+    #[serde(default)]
+    pub tools_used: Vec<String>,
+    #[serde(default)]
+    pub provider_count: usize,
+    #[serde(default)]
+    pub fallbacks_triggered: usize,
+    /// What each fallback was (a retry, a simulated seat, simulated mode, the chair's).
+    #[serde(default)]
+    pub fallbacks: Vec<String>,
+    #[serde(default = "unknown")]
+    pub input_tokens_estimate: String,
+    #[serde(default = "unknown")]
+    pub output_tokens_estimate: String,
+    #[serde(default)]
+    pub duration_seconds: i64,
+}
+
+fn schema_version() -> u32 {
+    1
+}
+fn unknown() -> String {
+    "~unknown".into()
+}
+fn default_hours() -> f64 {
+    super::DEFAULT_ROUND_HOURS
 }
 
 /// The whole state of one council.
@@ -93,6 +142,12 @@ pub struct Council {
     pub mode: Mode,
     pub owner: Option<String>,
     pub round_hours: f64,
+    #[serde(default = "default_hours")]
+    pub restatement_hours: f64,
+    #[serde(default = "default_hours")]
+    pub retry_hours: f64,
+    #[serde(default = "default_hours")]
+    pub verdict_hours: f64,
     pub started_at: String,
     /// Who asked: `contract` (its frontmatter) or the citizen who ran `council start`.
     pub started_by: String,
@@ -103,8 +158,19 @@ pub struct Council {
     pub chairman_why: String,
     pub rounds: Vec<Round>,
     pub phase: Phase,
+    /// Why the council went fully simulated (fewer than 2 live seats in a round).
+    #[serde(default)]
+    pub simulated: Option<String>,
     #[serde(default)]
     pub verdict_asked_at: Option<String>,
+    /// When the chairman's time is up: then polisd writes the fallback verdict.
+    #[serde(default)]
+    pub verdict_due_at: Option<String>,
+    #[serde(default)]
+    pub chairman_failed: bool,
+    /// The mode asked for, when the council runs in another (two seats make a duo).
+    #[serde(default)]
+    pub requested_mode: Option<Mode>,
     #[serde(default)]
     pub finished_at: Option<String>,
     #[serde(default)]
@@ -133,6 +199,11 @@ pub fn packet_path(cid: &str, n: usize) -> String {
 }
 pub fn verdict_path(cid: &str) -> String {
     format!("{}/verdict.md", dir(cid))
+}
+/// The verdict polisd synthesises when the chairman's time is up (the chairman's own file,
+/// if any, is left as it is).
+pub fn fallback_verdict_path(cid: &str) -> String {
+    format!("{}/verdict-fallback.md", dir(cid))
 }
 
 const STAMP: &str = "%Y-%m-%d %H:%M:%S";
@@ -165,6 +236,7 @@ impl Council {
         request: &Request,
         choice: &Choice,
         started_by: &str,
+        lenses: &super::lens::Library,
         now: &PolisTime,
     ) -> Council {
         let seats = choice
@@ -176,6 +248,12 @@ impl Council {
                 label: super::label(i),
                 vendor: c.vendor.clone(),
                 why: c.why.clone(),
+                lens: c.lens.clone(),
+                lens_prompt: c
+                    .lens
+                    .as_ref()
+                    .and_then(|l| lenses.get(l))
+                    .map(|l| l.instruction()),
             })
             .collect();
         let (chairman, chairman_is_owner, chairman_why) = match &choice.chairman {
@@ -189,9 +267,12 @@ impl Council {
         let mut council = Council {
             file_type: "council".into(),
             contract: cid.to_string(),
-            mode: request.mode,
+            mode: choice.mode,
             owner: owner.map(str::to_string),
             round_hours: request.round_hours(),
+            restatement_hours: request.restatement_hours(),
+            retry_hours: request.retry_hours(),
+            verdict_hours: request.verdict_hours(),
             started_at: now.second_stamp(),
             started_by: started_by.to_string(),
             seats,
@@ -200,25 +281,36 @@ impl Council {
             chairman_why,
             rounds: Vec::new(),
             phase: Phase::Rounds,
+            simulated: None,
             verdict_asked_at: None,
+            verdict_due_at: None,
+            chairman_failed: false,
+            requested_mode: (choice.mode != request.mode).then_some(request.mode),
             finished_at: None,
             fallback: None,
             outcome: None,
             notes: choice.notes.clone(),
         };
-        council.open_round(1, now.now);
+        council.open_round(0, now.now);
         council
     }
 
     fn open_round(&mut self, n: usize, at: NaiveDateTime) {
+        let hours = if n == 0 {
+            self.restatement_hours
+        } else {
+            self.round_hours
+        };
         self.rounds.push(Round {
             n,
             opened_at: stamp(at),
-            closes_at: stamp(add_hours(at, self.round_hours)),
+            closes_at: stamp(add_hours(at, hours)),
             closed_at: None,
             wrote: Vec::new(),
             missing: Vec::new(),
             cut: Vec::new(),
+            retries: Vec::new(),
+            all_simulated: false,
         });
     }
 
@@ -238,68 +330,132 @@ impl Council {
         self.rounds.last().filter(|r| r.closed_at.is_none())
     }
 
-    /// When the open round closes by time.
+    /// When the open round's time is up: its own deadline, or its latest retry's.
     pub fn deadline(&self) -> Option<NaiveDateTime> {
-        self.open().and_then(|r| parse_stamp(&r.closes_at))
+        self.open().and_then(|r| {
+            let at = r.retries.last().map_or(&r.closes_at, |t| &t.closes_at);
+            parse_stamp(at)
+        })
     }
 
-    /// Whether the open round closes now: every seat wrote, or its time is up.
+    /// The next moment this council must be looked at without any file changing: the open
+    /// round's deadline, or the chairman's.
+    pub fn next_wake(&self) -> Option<NaiveDateTime> {
+        match self.phase {
+            Phase::Rounds => self.deadline(),
+            Phase::Verdict => self.verdict_due_at.as_deref().and_then(parse_stamp),
+            _ => None,
+        }
+    }
+
+    /// Whether the open round closes now: every seat wrote, the council is simulated, or its
+    /// time is up with every retry spent.
     pub fn round_due(&self, written: &[String], now: &PolisTime) -> bool {
-        let Some(_) = self.open() else {
+        let Some(round) = self.open() else {
             return false;
         };
         let all = self.seats.iter().all(|s| written.contains(&s.id));
-        all || self.deadline().is_some_and(|d| now.now >= d)
+        let time_up = self.deadline().is_some_and(|d| now.now >= d);
+        all || self.simulated.is_some() || (time_up && round.retries.len() >= super::RETRIES)
+    }
+
+    /// Asks the seats still silent at the deadline again (retry `k` of [`RETRIES`]), with a
+    /// backoff: the second window is 2.5 times the first. Returns the seats asked; empty when
+    /// no retry is due now.
+    pub fn retry_silent(&mut self, written: &[String], now: &PolisTime) -> Vec<String> {
+        if self.simulated.is_some() || self.deadline().is_none_or(|d| now.now < d) {
+            return Vec::new();
+        }
+        let ids = self.ids();
+        let retry_hours = self.retry_hours;
+        let Some(round) = self.rounds.last_mut().filter(|r| r.closed_at.is_none()) else {
+            return Vec::new();
+        };
+        let k = round.retries.len();
+        if k >= super::RETRIES {
+            return Vec::new();
+        }
+        let silent: Vec<String> = ids.into_iter().filter(|id| !written.contains(id)).collect();
+        if silent.is_empty() {
+            return silent;
+        }
+        let window = retry_hours * if k == 0 { 1.0 } else { 2.5 };
+        round.retries.push(Retry {
+            at: now.second_stamp(),
+            closes_at: stamp(add_hours(now.now, window)),
+            seats: silent.clone(),
+        });
+        silent
     }
 
     pub fn is_last_round(&self, n: usize) -> bool {
         n >= self.mode.rounds()
     }
 
-    /// Closes the open round with what was written (`wrote`) and cut; opens the next, asks
-    /// for the verdict, or falls back when fewer than 2 seats wrote. Returns the closed
-    /// round's number.
+    /// Closes the open round with what was written (`wrote`) and cut; every silent seat gets
+    /// a labelled stub in the packet. Fewer than [`HARD_MIN_LIVE_SEATS`] live seats switch
+    /// the council to fully simulated mode for the rounds left. Then opens the next round or
+    /// asks for the verdict. Returns the closed round's number.
     pub fn close_round(&mut self, wrote: &[String], cut: &[String], now: &PolisTime) -> usize {
         let ids = self.ids();
+        let simulated_before = self.simulated.is_some();
         let n = {
             let Some(round) = self.rounds.last_mut() else {
                 return 0;
             };
             round.closed_at = Some(now.second_stamp());
-            round.wrote = ids
-                .iter()
-                .filter(|id| wrote.contains(id))
-                .cloned()
-                .collect();
+            round.all_simulated = simulated_before;
+            let wrote: Vec<String> = if simulated_before {
+                Vec::new()
+            } else {
+                ids.iter()
+                    .filter(|id| wrote.contains(id))
+                    .cloned()
+                    .collect()
+            };
             round.missing = ids
                 .iter()
                 .filter(|id| !wrote.contains(id))
                 .cloned()
                 .collect();
+            round.wrote = wrote;
             round.cut = ids.iter().filter(|id| cut.contains(id)).cloned().collect();
             round.n
         };
-        let live: Vec<&String> = ids.iter().filter(|id| wrote.contains(id)).collect();
-        if live.len() < 2 {
-            let reviewer = live.first().map(|s| s.to_string());
-            let why = match &reviewer {
-                Some(r) => format!(
-                    "only {r} wrote in round {n}; a council needs at least 2 live seats, so a chavruta review by {r} replaces it"
-                ),
-                None => format!(
-                    "no seat wrote in round {n}; a council needs at least 2 live seats, and there is no live seat to review alone"
-                ),
-            };
-            self.fallback = Some(Fallback { reviewer, why });
-            self.phase = Phase::Fallback;
-            self.finished_at = Some(now.second_stamp());
-        } else if self.is_last_round(n) {
+        let live = self.rounds.last().map_or(0, |r| r.wrote.len());
+        if !simulated_before && live < super::HARD_MIN_LIVE_SEATS {
+            self.simulated = Some(format!(
+                "only {live} seat(s) answered round {n} after {} retries; a council needs at least {} live seats, so polisd completes the remaining rounds in simulated mode (every seat a labelled stub) and the verdict's confidence must be lower",
+                super::RETRIES,
+                super::HARD_MIN_LIVE_SEATS
+            ));
+        }
+        if self.is_last_round(n) {
             self.phase = Phase::Verdict;
             self.verdict_asked_at = Some(now.second_stamp());
+            self.verdict_due_at = Some(stamp(add_hours(now.now, self.verdict_hours)));
         } else {
             self.open_round(n + 1, now.now);
         }
         n
+    }
+
+    /// Deliberation rounds closed (the restatement gate is not counted).
+    pub fn rounds_run(&self) -> usize {
+        self.rounds
+            .iter()
+            .filter(|r| r.n >= 1 && r.closed_at.is_some())
+            .count()
+    }
+
+    /// The chairman's time is up with no valid verdict: polisd's synthesis stands instead.
+    pub fn chairman_due(&self, now: &PolisTime) -> bool {
+        self.phase == Phase::Verdict
+            && self
+                .verdict_due_at
+                .as_deref()
+                .and_then(parse_stamp)
+                .is_some_and(|d| now.now >= d)
     }
 
     /// Seat states over the closed rounds: `live` wrote in every one; `degraded` missed at
@@ -308,7 +464,7 @@ impl Council {
         let closed: Vec<&Round> = self
             .rounds
             .iter()
-            .filter(|r| r.closed_at.is_some())
+            .filter(|r| r.closed_at.is_some() && !r.all_simulated)
             .collect();
         let over = matches!(self.phase, Phase::Done | Phase::Fallback);
         self.seats
@@ -317,7 +473,7 @@ impl Council {
                 let missed = closed.iter().filter(|r| r.missing.contains(&s.id)).count();
                 let state = if missed == 0 {
                     "live"
-                } else if over && missed == closed.len() {
+                } else if over && missed == closed.len() && !closed.is_empty() {
                     "offline"
                 } else {
                     "degraded"
@@ -327,8 +483,42 @@ impl Council {
             .collect()
     }
 
-    /// Records the applied verdict and the metadata block.
-    pub fn finish(&mut self, decision: &str, now: &PolisTime) {
+    /// Every fallback the council took, in order: retries, simulated seats, simulated mode,
+    /// the chairman's.
+    pub fn fallbacks(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for r in self.rounds.iter().filter(|r| r.closed_at.is_some()) {
+            for (k, t) in r.retries.iter().enumerate() {
+                out.push(format!(
+                    "round {}: retry {} of {} for {}",
+                    r.n,
+                    k + 1,
+                    super::RETRIES,
+                    t.seats.join(", ")
+                ));
+            }
+            if r.all_simulated {
+                out.push(format!("round {}: fully simulated", r.n));
+            } else if !r.missing.is_empty() {
+                out.push(format!(
+                    "round {}: degraded, simulated stub for {}",
+                    r.n,
+                    r.missing.join(", ")
+                ));
+            }
+        }
+        if self.chairman_failed {
+            out.push(format!(
+                "chairman {}: FAILED — synthesized by coordinator fallback",
+                self.chairman
+            ));
+        }
+        out
+    }
+
+    /// Records the applied verdict and the session metadata block; `output_words` is what
+    /// the members wrote in all (for the token estimate).
+    pub fn finish(&mut self, decision: &str, now: &PolisTime, output_words: Option<usize>) {
         self.phase = Phase::Done;
         let states = self.seat_states();
         let of = |want: &str| -> Vec<String> {
@@ -338,18 +528,32 @@ impl Council {
                 .map(|(id, _)| id.clone())
                 .collect()
         };
-        let duration = parse_stamp(&self.started_at)
-            .map(|s| (now.now - s).num_minutes().max(0))
-            .unwrap_or(0);
+        let elapsed = parse_stamp(&self.started_at).map(|s| (now.now - s).num_seconds().max(0));
+        let duration = elapsed.map_or(0, |s| s / 60);
+        let mut vendors: Vec<&str> = self.seats.iter().map(|s| s.vendor.as_str()).collect();
+        vendors.sort();
+        vendors.dedup();
+        let fallbacks = self.fallbacks();
         self.outcome = Some(Outcome {
             decision: decision.to_string(),
             mode: self.mode,
             panel_size: self.seats.len(),
-            rounds_run: self.rounds.iter().filter(|r| r.closed_at.is_some()).count(),
+            rounds_run: self.rounds_run(),
             live: of("live"),
             degraded: of("degraded"),
             offline: of("offline"),
             duration_minutes: duration,
+            schema_version: 1,
+            tools_used: vec!["polisd council (files and inbox notices)".into()],
+            provider_count: vendors.len(),
+            fallbacks_triggered: fallbacks.len(),
+            fallbacks,
+            // What members read is not observable through files.
+            input_tokens_estimate: unknown(),
+            // About 4 tokens per 3 English words.
+            output_tokens_estimate: output_words
+                .map_or_else(unknown, |w| format!("~{}", (w * 4).div_ceil(3))),
+            duration_seconds: elapsed.unwrap_or(0),
         });
         self.finished_at = Some(now.second_stamp());
     }
@@ -383,7 +587,7 @@ impl Council {
             self.started_at,
             self.started_by,
         );
-        b.push_str("\n## Panel\n\nThe labels are stable for the whole council; this table is the only place that maps them to citizens.\n\n| label | member | vendor | chosen because | state |\n|---|---|---|---|---|\n");
+        b.push_str("\n## Panel\n\nThe labels are stable for the whole council; this table is the only place that maps them to citizens.\n\n| label | member | vendor | lens | chosen because | state |\n|---|---|---|---|---|---|\n");
         let states = self.seat_states();
         for s in &self.seats {
             let state = states
@@ -391,10 +595,11 @@ impl Council {
                 .find(|(id, _)| *id == s.id)
                 .map_or("live", |(_, st)| *st);
             b.push_str(&format!(
-                "| {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} |\n",
                 s.label,
                 s.id,
                 s.vendor,
+                s.lens.as_deref().unwrap_or("-"),
                 s.why.replace('|', "/"),
                 state
             ));
@@ -411,7 +616,10 @@ impl Council {
         for n in &self.notes {
             b.push_str(&format!("\nNote: {n}.\n"));
         }
-        b.push_str("\n## Rounds\n\n| round | words | opened | closes | closed | wrote | no response | cut |\n|---|---|---|---|---|---|---|---|\n");
+        if let Some(why) = &self.simulated {
+            b.push_str(&format!("\n**Simulated mode:** {why}.\n"));
+        }
+        b.push_str("\n## Rounds\n\nRound 0 is the restatement gate. A seat still silent at a round's deadline is asked again twice (retries); then it is degraded and the packet shows a stub polisd wrote, labelled as such.\n\n| round | words | opened | closes | closed | wrote | no response | cut | retries |\n|---|---|---|---|---|---|---|---|---|\n");
         let list = |v: &[String]| {
             if v.is_empty() {
                 "-".to_string()
@@ -420,8 +628,13 @@ impl Council {
             }
         };
         for r in &self.rounds {
+            let retries = r
+                .retries
+                .iter()
+                .map(|t| format!("{} until {} ({})", t.at, t.closes_at, t.seats.join(", ")))
+                .collect::<Vec<_>>();
             b.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 r.n,
                 self.mode.word_limit(r.n),
                 r.opened_at,
@@ -434,16 +647,28 @@ impl Council {
                 },
                 list(&r.missing),
                 list(&r.cut),
+                if r.all_simulated {
+                    "simulated mode".to_string()
+                } else {
+                    list(&retries)
+                },
             ));
         }
         b.push_str("\n## Verdict\n\n");
         match self.phase {
             Phase::Rounds => b.push_str("Not asked yet: the rounds are still open.\n"),
             Phase::Verdict => b.push_str(&format!(
-                "Asked of {} at {}: `{}`.\n",
+                "Asked of {} at {}: `{}`, due by {}; after that polisd synthesizes one from the packets.\n",
                 self.chairman,
                 self.verdict_asked_at.as_deref().unwrap_or("-"),
-                verdict_path(cid)
+                verdict_path(cid),
+                self.verdict_due_at.as_deref().unwrap_or("-"),
+            )),
+            Phase::Done if self.chairman_failed => b.push_str(&format!(
+                "Chairman: {} (FAILED — synthesized by coordinator fallback). Applied at {}: [[{}]].\n",
+                self.chairman,
+                self.finished_at.as_deref().unwrap_or("-"),
+                fallback_verdict_path(cid).trim_end_matches(".md")
             )),
             Phase::Done => b.push_str(&format!(
                 "Applied at {}: [[{}]].\n",
@@ -468,6 +693,22 @@ impl Council {
                 list(&o.offline),
                 o.duration_minutes
             ));
+            b.push_str(&format!(
+                "\n## Session metadata\n\n---\nschema_version: {}\nmode: {}\npanel_size: {}\nrounds_run: {}\ntools_used: {}\nprovider_count: {}\nfallbacks_triggered: {}\ninput_tokens_estimate: {}\noutput_tokens_estimate: {}\nduration_seconds: {}\n---\n",
+                o.schema_version,
+                o.mode.as_str(),
+                o.panel_size,
+                o.rounds_run,
+                o.tools_used.join(", "),
+                o.provider_count,
+                o.fallbacks_triggered,
+                o.input_tokens_estimate,
+                o.output_tokens_estimate,
+                o.duration_seconds
+            ));
+            for f in &o.fallbacks {
+                b.push_str(&format!("- fallback: {f}\n"));
+            }
         }
         b
     }
@@ -560,18 +801,21 @@ mod tests {
 
     fn council(mode: Mode) -> Council {
         let choice = Choice {
+            mode,
             panel: ["claude-seat-aaaa", "codex-seat-bbbb", "gemini-seat-cccc"]
                 .iter()
                 .map(|id| Chosen {
                     id: id.to_string(),
                     vendor: id.split('-').next().unwrap().into(),
                     why: "picked: score 0.5".into(),
+                    lens: None,
                 })
                 .collect(),
             chairman: Some(Chosen {
                 id: "claude-chair-dddd".into(),
                 vendor: "claude".into(),
                 why: "not on the panel".into(),
+                lens: None,
             }),
             notes: vec![],
         };
@@ -586,6 +830,7 @@ mod tests {
             &request,
             &choice,
             "contract",
+            &crate::protocol::council::lens::Library::default(),
             &at("2026-12-01 10:00"),
         )
     }
@@ -594,68 +839,111 @@ mod tests {
     fn render_then_parse_is_identity_at_every_phase() {
         let mut c = council(Mode::Full);
         let ids = c.ids();
-        for step in 0..5 {
+        assert_eq!(c.open().unwrap().n, 0, "the restatement gate opens first");
+        for step in 0..6 {
             let text = c.render().unwrap();
             let back = Council::parse("reviews/big-change/council.md", &text).unwrap();
             assert_eq!(back, c, "step {step}:\n{text}");
             assert_eq!(back.render().unwrap(), text);
             match step {
-                0 => {
+                0 | 2 | 3 => {
+                    c.close_round(&ids, &[], &at("2026-12-01 10:20"));
+                }
+                1 => {
                     c.close_round(&ids[..2], &ids[..1], &at("2026-12-01 11:30"));
                     assert_eq!(c.seat_states()[2].1, "degraded", "a silent seat");
                 }
-                1 | 2 => {
-                    c.close_round(&ids, &[], &at("2026-12-01 12:00"));
-                }
-                _ => c.finish("signed_off", &at("2026-12-01 14:00")),
+                _ => c.finish("signed_off", &at("2026-12-01 14:00"), Some(300)),
             }
         }
         assert_eq!(c.phase, Phase::Done);
         let o = c.outcome.clone().unwrap();
-        assert_eq!(o.rounds_run, 3);
+        assert_eq!(
+            o.rounds_run, 3,
+            "the restatement gate is not a deliberation round"
+        );
         assert_eq!(o.degraded, vec!["gemini-seat-cccc".to_string()]);
         assert_eq!(o.live.len(), 2);
         assert_eq!(o.duration_minutes, 240);
+        assert_eq!(o.duration_seconds, 14400);
+        assert_eq!(o.provider_count, 3);
+        assert_eq!(o.fallbacks_triggered, 1, "{:?}", o.fallbacks);
         let text = c.render().unwrap();
         assert!(text.contains("## Outcome"), "{text}");
         assert!(text.contains("| Member C | gemini-seat-cccc |"), "{text}");
+        for line in [
+            "\n---\nschema_version: 1\nmode: full\npanel_size: 3\nrounds_run: 3\n",
+            "\nprovider_count: 3\nfallbacks_triggered: 1\ninput_tokens_estimate: ~unknown\noutput_tokens_estimate: ~400\nduration_seconds: 14400\n---\n",
+        ] {
+            assert!(text.contains(line), "{line} not in:\n{text}");
+        }
     }
 
     #[test]
-    fn a_round_is_due_when_every_seat_wrote_or_its_time_is_up() {
-        let c = council(Mode::Quick);
-        assert_eq!(c.deadline(), parse_stamp("2026-12-01 11:30:00"));
+    fn a_silent_seat_is_retried_twice_with_backoff_before_the_round_closes() {
+        let mut c = council(Mode::Quick);
+        // The gate: a quarter of the 1.5 h round.
+        assert_eq!(c.deadline(), parse_stamp("2026-12-01 10:22:30"));
         let ids = c.ids();
-        assert!(!c.round_due(&ids[..2], &at("2026-12-01 11:29")));
         assert!(c.round_due(&ids, &at("2026-12-01 10:01")));
-        assert!(c.round_due(&[], &at("2026-12-01 11:30")));
+        let t = at("2026-12-01 10:23");
+        assert!(!c.round_due(&ids[..2], &t), "not before the retries");
+        assert!(c
+            .retry_silent(&ids[..2], &at("2026-12-01 10:22"))
+            .is_empty());
+        assert_eq!(c.retry_silent(&ids[..2], &t), vec![ids[2].clone()]);
+        // An eighth of a round (11 min 15 s), then 2.5 times that.
+        assert_eq!(c.deadline(), parse_stamp("2026-12-01 10:34:15"));
+        assert!(c
+            .retry_silent(&ids[..2], &at("2026-12-01 10:34"))
+            .is_empty());
+        assert_eq!(c.retry_silent(&ids[..2], &at("2026-12-01 10:35")).len(), 1);
+        assert_eq!(c.deadline(), parse_stamp("2026-12-01 11:03:07"));
+        assert!(!c.round_due(&ids[..2], &at("2026-12-01 11:03")));
+        assert!(c.round_due(&ids[..2], &at("2026-12-01 11:04")));
+        assert!(
+            c.retry_silent(&ids[..2], &at("2026-12-01 11:05"))
+                .is_empty(),
+            "two at most"
+        );
+        c.close_round(&ids[..2], &[], &at("2026-12-01 11:05"));
+        assert!(c.simulated.is_none());
+        assert_eq!(c.fallbacks().len(), 3, "{:?}", c.fallbacks());
+        let back = Council::parse("p", &c.render().unwrap()).unwrap();
+        assert_eq!(back, c);
     }
 
     #[test]
-    fn fewer_than_two_live_seats_fall_back_to_the_best_live_seat() {
+    fn fewer_than_two_live_seats_make_the_rest_simulated() {
         let mut c = council(Mode::Full);
         let ids = c.ids();
         c.close_round(&ids[1..2], &[], &at("2026-12-01 12:00"));
-        assert_eq!(c.phase, Phase::Fallback);
-        assert_eq!(
-            c.fallback.as_ref().unwrap().reviewer.as_deref(),
-            Some("codex-seat-bbbb")
-        );
-        assert!(c.open().is_none());
+        assert!(c.simulated.as_deref().unwrap().contains("simulated mode"));
+        // The rounds left close at once, every seat a stub; no round waits.
+        for n in 1..=3 {
+            assert_eq!(c.open().unwrap().n, n);
+            assert!(c.round_due(&[], &at("2026-12-01 12:00")));
+            c.close_round(&ids, &[], &at("2026-12-01 12:00"));
+        }
+        assert_eq!(c.phase, Phase::Verdict);
+        assert!(c.rounds[1..].iter().all(|r| r.all_simulated));
         let states = c.seat_states();
-        assert_eq!(states[0].1, "offline", "{states:?}");
         assert_eq!(states[1].1, "live", "{states:?}");
+        assert_eq!(states[0].1, "degraded", "{states:?}");
     }
 
     #[test]
-    fn quick_asks_for_the_verdict_after_two_rounds() {
+    fn the_chairman_has_a_deadline() {
         let mut c = council(Mode::Quick);
         let ids = c.ids();
-        c.close_round(&ids, &[], &at("2026-12-01 10:30"));
-        assert_eq!(c.open().unwrap().n, 2);
-        c.close_round(&ids, &[], &at("2026-12-01 10:40"));
+        for _ in 0..3 {
+            c.close_round(&ids, &[], &at("2026-12-01 10:30"));
+        }
         assert_eq!(c.phase, Phase::Verdict);
         assert!(c.open().is_none());
+        assert_eq!(c.next_wake(), parse_stamp("2026-12-01 12:00:00"));
+        assert!(!c.chairman_due(&at("2026-12-01 11:59")));
+        assert!(c.chairman_due(&at("2026-12-01 12:00")));
     }
 
     #[test]

@@ -4,15 +4,18 @@
 //! A verdict must be falsifiable and actionable: kill criteria with a condition, a date and a
 //! consequence; exactly one concrete next step; 2 to 4 decision options; dissent kept.
 
+use super::Mode;
+use crate::protocol::contracts::review::Decision;
 use crate::protocol::frontmatter;
-use crate::protocol::review::Decision;
 use crate::yaml::Value;
 use regex::Regex;
 use std::sync::LazyLock;
 
-/// The sections a verdict must have, as `##` headings, in this order (order is not checked).
-pub const SECTIONS: [&str; 10] = [
-    "Panel and mode",
+/// A verdict's sections, as `##` headings, in the council seed's order (order is not
+/// checked). Which are required depends on the mode ([`required`]); a section present is
+/// checked for its form whatever the mode.
+pub const SECTIONS: [&str; 12] = [
+    "Selected panel",
     "Chairman",
     "Acceptable compromises",
     "Kill criteria",
@@ -21,8 +24,99 @@ pub const SECTIONS: [&str; 10] = [
     "Key agreements",
     "Key disagreements",
     "Decision options",
+    "Recommended next steps",
     "Confidence",
+    "Execution reliability",
 ];
+
+/// The sections a mode requires, as the seed lists them: compromises, kill criteria and the
+/// next step in full; kill criteria and the next step in quick; the next step in a duo.
+pub fn required(mode: Mode) -> &'static [&'static str] {
+    match mode {
+        Mode::Full => &[
+            "Acceptable compromises",
+            "Kill criteria",
+            "Concrete next step",
+        ],
+        Mode::Quick => &["Kill criteria", "Concrete next step"],
+        Mode::Duo => &["Concrete next step"],
+    }
+}
+
+/// Verbs that start an action producing something one can point at.
+const ARTIFACT_VERBS: [&str; 40] = [
+    "write",
+    "open",
+    "merge",
+    "ship",
+    "file",
+    "measure",
+    "draft",
+    "publish",
+    "add",
+    "create",
+    "run",
+    "build",
+    "deploy",
+    "record",
+    "commit",
+    "release",
+    "submit",
+    "implement",
+    "fix",
+    "remove",
+    "delete",
+    "benchmark",
+    "document",
+    "send",
+    "post",
+    "land",
+    "revert",
+    "replace",
+    "rename",
+    "migrate",
+    "split",
+    "tag",
+    "prototype",
+    "test",
+    "profile",
+    "settle",
+    "claim",
+    "start",
+    "close",
+    "move",
+];
+
+/// Verbs that put the decision off instead of acting on it.
+const DEFERRAL_VERBS: [&str; 16] = [
+    "think", "consider", "discuss", "revisit", "reflect", "wait", "explore", "ponder", "decide",
+    "evaluate", "keep", "continue", "monitor", "look", "talk", "see",
+];
+
+/// Why a Concrete next step's one action is not an action (`None`: it is).
+fn weak_step(action: &str) -> Option<String> {
+    let plain = action.replace(['*', '`', '_'], "");
+    let first = plain
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase();
+    let examples = "write, open, merge, ship, file, measure, …";
+    if DEFERRAL_VERBS.contains(&first.as_str()) {
+        return Some(format!(
+            "the Concrete next step `{}` defers the decision; name the one action that produces an artifact, starting with a verb such as {examples}",
+            action.trim()
+        ));
+    }
+    if !ARTIFACT_VERBS.contains(&first.as_str()) {
+        return Some(format!(
+            "the Concrete next step `{}` does not start with a verb that produces an artifact; start it with one such as {examples}",
+            action.trim()
+        ));
+    }
+    None
+}
 
 static KILL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?i:if)\s+\S.*?\s+by\s+.*\d{4}-\d{2}-\d{2}.*?,\s*invalidated\s*(?:→|->)\s*\S.*$")
@@ -83,8 +177,9 @@ fn paragraphs(lines: &[&str]) -> usize {
         .count()
 }
 
-/// Checks a verdict's form; every problem, each saying what to write instead.
-pub fn check(text: &str) -> Result<Verdict, Vec<String>> {
+/// Checks a verdict's form for a council of `mode`; every problem, each saying what to write
+/// instead.
+pub fn check(text: &str, mode: Mode) -> Result<Verdict, Vec<String>> {
     let mut problems = Vec::new();
     let record = match frontmatter::parse(&frontmatter::normalise(text)) {
         Ok(r) => r,
@@ -113,7 +208,7 @@ pub fn check(text: &str) -> Result<Verdict, Vec<String>> {
             .map(|(_, l)| l.as_slice())
     };
     let mut missing = Vec::new();
-    for name in SECTIONS {
+    for name in required(mode) {
         match get(name) {
             None => missing.push(name),
             Some(lines) if lines.iter().all(|l| l.trim().is_empty()) => {
@@ -124,7 +219,8 @@ pub fn check(text: &str) -> Result<Verdict, Vec<String>> {
     }
     if !missing.is_empty() {
         problems.push(format!(
-            "missing section(s): {}",
+            "missing section(s) a {} council requires: {}",
+            mode.as_str(),
             missing
                 .iter()
                 .map(|m| format!("`## {m}`"))
@@ -154,7 +250,17 @@ pub fn check(text: &str) -> Result<Verdict, Vec<String>> {
             list.len()
         };
         if n != 1 {
-            problems.push(format!("Concrete next step holds {n} actions; keep exactly one (the first thing to do), and move the others to Decision options or Unresolved questions"));
+            problems.push(format!("Concrete next step holds {n} actions; keep exactly one (the first thing to do), and move the others to Recommended next steps"));
+        } else {
+            let action = list.first().cloned().unwrap_or_else(|| {
+                lines
+                    .iter()
+                    .map(|l| l.trim())
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            });
+            problems.extend(weak_step(&action));
         }
     }
     if let Some(lines) = get("Decision options").filter(|l| !l.iter().all(|l| l.trim().is_empty()))
@@ -335,7 +441,7 @@ fn flow(v: &Value) -> Option<String> {
                 .join(", ")
         ),
         Value::Float(f) => crate::yaml::python_float_repr(*f),
-        other => crate::protocol::contract::reference_scalar(other),
+        other => crate::protocol::contracts::contract::reference_scalar(other),
     })
 }
 
@@ -347,23 +453,26 @@ mod tests {
 
     #[test]
     fn a_complete_verdict_is_valid() {
-        assert_eq!(check(VALID).unwrap().decision, Decision::RequestedChanges);
+        assert_eq!(
+            check(VALID, Mode::Full).unwrap().decision,
+            Decision::RequestedChanges
+        );
     }
 
     #[test]
     fn every_problem_is_named() {
         let bad = VALID
             .replace("decision: requested_changes", "decision: maybe")
-            .replace("## Unresolved questions\n- who owns the cache?\n\n", "")
+            .replace("## Acceptable compromises\n- keep the old path for a release\n\n", "")
             .replace("- If p95 latency rises above 200 ms by 2027-01-15, invalidated → roll back to the old cache", "- latency might rise")
             .replace("- Write the migration plan in docs/migration.md", "- Write the plan\n- Run the canary")
             .replace("- ship after a canary: slower, safer\n", "")
             .replace("medium, because the load test was small.", "pretty sure");
-        let problems = check(&bad).unwrap_err();
+        let problems = check(&bad, Mode::Full).unwrap_err();
         let all = problems.join("\n");
         for want in [
             "maybe",
-            "`## Unresolved questions`",
+            "`## Acceptable compromises`",
             "latency might rise",
             "2 actions",
             "1 option",
@@ -372,7 +481,7 @@ mod tests {
             assert!(all.contains(want), "{want} not in:\n{all}");
         }
         assert_eq!(problems.len(), 6, "{all}");
-        assert!(check("no frontmatter").is_err());
+        assert!(check("no frontmatter", Mode::Full).is_err());
     }
 
     #[test]
@@ -381,12 +490,76 @@ mod tests {
             "- Write the migration plan in docs/migration.md",
             "Write the migration plan.",
         );
-        assert!(check(&v).is_ok());
+        assert!(check(&v, Mode::Full).is_ok());
         let v = VALID.replace(
             "- Write the migration plan in docs/migration.md",
             "Write it.\n\nThen ship it.",
         );
-        assert!(check(&v).is_err());
+        assert!(check(&v, Mode::Full).is_err());
+    }
+
+    #[test]
+    fn required_sections_follow_the_mode() {
+        let no_compromises = VALID.replace(
+            "## Acceptable compromises\n- keep the old path for a release\n\n",
+            "",
+        );
+        assert!(
+            check(&no_compromises, Mode::Quick).is_ok(),
+            "optional in quick"
+        );
+        assert!(check(&no_compromises, Mode::Full).is_err());
+        let no_kill = VALID.replace("## Kill criteria\n- If p95 latency rises above 200 ms by 2027-01-15, invalidated → roll back to the old cache\n- If no second vendor reviews the migration by 2027-02-01, invalidated -> reopen the council\n\n", "");
+        assert_ne!(no_kill, VALID);
+        let e = check(&no_kill, Mode::Full).unwrap_err().join("\n");
+        assert!(
+            e.contains("`## Kill criteria`") && e.contains("a full council requires"),
+            "{e}"
+        );
+        assert!(check(&no_kill, Mode::Quick).is_err());
+        assert!(
+            check(&no_kill, Mode::Duo).is_ok(),
+            "encouraged in a duo, not required"
+        );
+        // Only the next step is required everywhere.
+        let bare = "---\ndecision: signed_off\n---\n\n## Concrete next step\nShip the canary build to 5% of users.\n";
+        assert!(check(bare, Mode::Duo).is_ok());
+        let e = check(
+            "---\ndecision: signed_off\n---\n\n## Confidence\nhigh, because.\n",
+            Mode::Duo,
+        )
+        .unwrap_err();
+        assert!(e.join(" ").contains("`## Concrete next step`"), "{e:?}");
+    }
+
+    #[test]
+    fn a_next_step_must_produce_an_artifact_and_not_defer() {
+        for weak in [
+            "Think about it more.",
+            "- Consider a rewrite",
+            "**Revisit** this next quarter",
+        ] {
+            let v = VALID.replace("- Write the migration plan in docs/migration.md", weak);
+            let e = check(&v, Mode::Duo).unwrap_err().join(" ");
+            assert!(e.contains("defers the decision"), "{weak}: {e}");
+        }
+        let v = VALID.replace(
+            "- Write the migration plan in docs/migration.md",
+            "- The team should align",
+        );
+        let e = check(&v, Mode::Duo).unwrap_err().join(" ");
+        assert!(
+            e.contains("does not start with a verb that produces an artifact"),
+            "{e}"
+        );
+        for good in [
+            "- Merge the flag removal",
+            "Measure p95 latency on the canary.",
+            "- **File** the migration ticket",
+        ] {
+            let v = VALID.replace("- Write the migration plan in docs/migration.md", good);
+            assert!(check(&v, Mode::Full).is_ok(), "{good}");
+        }
     }
 
     #[test]

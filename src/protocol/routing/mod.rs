@@ -3,15 +3,16 @@
 //!
 //! Pure: the shell gathers the inputs (cards, stats, lessons, settlements) and the random
 //! generator; [`recommend`] scores and picks.
+pub mod stats;
 
 pub mod policy;
 pub mod rules;
 pub mod score;
 
-use crate::protocol::contract::Contract;
-use crate::protocol::lesson::Lesson;
+use crate::protocol::contracts::contract::Contract;
+use crate::protocol::contracts::lesson::Lesson;
+use crate::protocol::routing::stats::{RoutingStats, Settlement};
 use crate::protocol::settings::Settings;
-use crate::protocol::stats::{RoutingStats, Settlement};
 use policy::{History, Policy, PolicyInput, UnknownPolicy};
 use rand::rngs::StdRng;
 use score::{Candidate, Score};
@@ -64,7 +65,7 @@ pub struct Routed {
     pub policy: Policy,
     /// The policy's own explanation (empty for `epsilon-greedy`, whose scores say it all).
     pub explanation: String,
-    /// The routing rule that matched, if one did (issue 15); when it applied, it decided.
+    /// The routing rule that matched, if one did; when it applied, it decided.
     pub rule: Option<rules::RuleMatch>,
 }
 
@@ -96,7 +97,7 @@ pub fn recommend(inputs: &Inputs<'_>, policy: Policy, adaptive: bool, rng: &mut 
         rate
     };
     let scores: Vec<Score> = score::score_all(inputs.candidates, inputs.contract, &ctx);
-    // Rules before the learned router (issue 15).
+    // Rules before the learned router.
     let (rule_list, _) = rules::parse(&inputs.settings.merged);
     let available = |id: &str| {
         inputs
@@ -142,7 +143,7 @@ pub fn recommend(inputs: &Inputs<'_>, policy: Policy, adaptive: bool, rng: &mut 
         };
     }
     let mut settlements: Vec<&Settlement> = inputs.settlements.iter().collect();
-    settlements.sort_by(|a, b| crate::protocol::stats::replay_order(a, b));
+    settlements.sort_by(|a, b| crate::protocol::routing::stats::replay_order(a, b));
     let history = History::from_settlements(settlements);
     let input = PolicyInput {
         tags,

@@ -4,12 +4,12 @@
 //! A policy never changes the H/S/C/A/L numbers — those stay the reference's — it only picks.
 //! Policies are pure: no I/O, no clock; every random draw comes from the RNG the caller passes
 //! in, so a seed fixes the pick. `epsilon-greedy` is the reference's pick; `ucb` and `thompson`
-//! follow issue 7's formulas exactly; `posterior` (the default) is polisd's own, described on
+//! follow the reference bench.s formulas exactly; `posterior` (the default) is polisd's own, described on
 //! [`Policy::Posterior`].
 
 use crate::protocol::routing::score::Score;
+use crate::protocol::routing::stats::Settlement;
 use crate::protocol::settings::Weights;
-use crate::protocol::stats::Settlement;
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
 use std::collections::HashMap;
@@ -286,9 +286,10 @@ pub struct PosteriorParams {
     pub noise: f64,
     /// Random-walk step of a citizen's expected quality per settlement in the polis.
     pub drift: f64,
-    /// Multiplies the posterior spread when sampling (below 1: explore less than pure
-    /// Thompson sampling would).
+    /// Multiplies the posterior spread when sampling on an exploration turn.
     pub sample_scale: f64,
+    /// Width, in spreads, of the interval that makes a leader clear (1.96: 95 %).
+    pub leader_z: f64,
 }
 
 impl Default for PosteriorParams {
@@ -297,7 +298,8 @@ impl Default for PosteriorParams {
             prior_weight: 1.0,
             noise: 0.7,
             drift: 0.01,
-            sample_scale: 0.5,
+            sample_scale: 1.0,
+            leader_z: 1.96,
         }
     }
 }
@@ -418,7 +420,7 @@ fn epsilon_greedy(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
     }
 }
 
-/// n_i of issue 7: Σ over the contract's tags of the citizen's `contracts_completed`.
+/// n_i: Σ over the contract's tags of the citizen's `contracts_completed`.
 fn tag_count(input: &PolicyInput<'_>, citizen: &str) -> u64 {
     input
         .tags
@@ -537,52 +539,145 @@ fn contract_posterior(
     (mean_sum / k, var_sum.sqrt() / k, seen)
 }
 
+/// One candidate as the posterior policy sees it, in the score's units (0–1 per weight).
+struct Belief {
+    /// Posterior mean quality (1–5) and its spread.
+    mean: f64,
+    spread: f64,
+    evidence: f64,
+    /// Cost fit, availability and lessons, weighted as the score weighs them.
+    rest: f64,
+}
+
+impl Belief {
+    fn value(&self, quality_weight: f64, quality: f64) -> f64 {
+        quality_weight * quality / 5.0 + self.rest
+    }
+}
+
 fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn RngCore) -> Pick {
     let w = input.weights;
-    let quality_weight = w.history + w.self_rating;
+    let qw = w.history + w.self_rating;
     let any_present = input.scores.iter().any(|s| s.availability > 0.0);
-    let mut means = Vec::with_capacity(input.scores.len());
-    let seen: Vec<Seen> = input
+    let beliefs: Vec<Belief> = input
         .scores
         .iter()
         .map(|s| {
             let (mean, spread, evidence) = contract_posterior(input, params, s);
-            // Draw for every candidate, excluded or not, so one citizen going away does not
-            // shift the others' draws.
-            let sample = mean + params.sample_scale * spread * standard_normal(rng);
-            let rest = w.cost * s.cost_fit + w.avail * s.availability + s.lessons;
-            let value = quality_weight * sample / 5.0 + rest;
-            means.push(quality_weight * mean / 5.0 + rest);
-            let excluded = (any_present && s.availability <= 0.0).then_some("away");
-            Seen {
-                citizen: s.citizen.clone(),
-                value,
-                details: vec![
-                    ("posterior_mean", mean),
-                    ("spread", spread),
-                    ("settlements", evidence),
-                    ("sample", sample),
-                    ("cost_avail_lessons", rest),
-                ],
-                excluded,
+            Belief {
+                mean,
+                spread,
+                evidence,
+                rest: w.cost * s.cost_fit + w.avail * s.availability + s.lessons,
             }
         })
         .collect();
-    let eligible = |i: usize| seen[i].excluded.is_none();
-    let winner = best(input.scores, |i| eligible(i).then_some(seen[i].value));
-    let greedy = best(input.scores, |i| eligible(i).then_some(means[i]));
-    let d = &seen[winner].details;
-    let mut reason = format!(
-        "highest value {:.3}: sampled quality {:.2} (posterior mean {:.2} ± {:.2} after {} settlements on these tags) plus cost, availability and lessons {:.3}",
-        seen[winner].value, d[3].1, d[0].1, d[1].1, d[2].1, d[4].1
+    let excluded: Vec<Option<&'static str>> = input
+        .scores
+        .iter()
+        .map(|s| (any_present && s.availability <= 0.0).then_some("away"))
+        .collect();
+    // One turn in `explore_rate` is an exploration turn: the pick is a draw from the posterior
+    // (Thompson sampling). Every other turn exploits the highest posterior mean, so a clear
+    // leader keeps at least 1 - explore_rate of the picks. The coin and every candidate's draw
+    // are taken on every turn, so one citizen going away does not shift the others' luck.
+    let explore_turn = unit_f64(rng) < input.explore_rate;
+    let samples: Vec<f64> = beliefs
+        .iter()
+        .map(|b| b.mean + params.sample_scale * b.spread * standard_normal(rng))
+        .collect();
+    let eligible = |i: usize| excluded[i].is_none();
+    let greedy = best(input.scores, |i| {
+        eligible(i).then(|| beliefs[i].value(qw, beliefs[i].mean))
+    });
+    let drawn = best(input.scores, |i| {
+        eligible(i).then(|| beliefs[i].value(qw, samples[i]))
+    });
+    let winner = if explore_turn { drawn } else { greedy };
+    let z = params.leader_z;
+    let lower = |i: usize| beliefs[i].value(qw, beliefs[i].mean - z * beliefs[i].spread);
+    let upper = |i: usize| beliefs[i].value(qw, beliefs[i].mean + z * beliefs[i].spread);
+    let clear_leader = (0..input.scores.len())
+        .filter(|&i| i != greedy && eligible(i))
+        .all(|i| upper(i) < lower(greedy));
+    let seen: Vec<Seen> = input
+        .scores
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let b = &beliefs[i];
+            Seen {
+                citizen: s.citizen.clone(),
+                value: if explore_turn {
+                    b.value(qw, samples[i])
+                } else {
+                    b.value(qw, b.mean)
+                },
+                details: vec![
+                    ("posterior_mean", b.mean),
+                    ("spread", b.spread),
+                    ("settlements", b.evidence),
+                    ("sample", samples[i]),
+                    ("cost_avail_lessons", b.rest),
+                ],
+                excluded: excluded[i],
+            }
+        })
+        .collect();
+    let b = &beliefs[winner];
+    let quality = format!(
+        "posterior mean quality {:.2} ± {:.2} after {} settlements on these tags",
+        b.mean, b.spread, b.evidence
     );
-    if winner != greedy {
-        reason.push_str(&format!(
-            "; exploring: {} has the higher mean",
-            input.scores[greedy].citizen
-        ));
+    let terms = deciding_terms(&beliefs, winner, qw);
+    let reason = if !explore_turn {
+        format!(
+            "exploit (the {:.0}% of turns that take the best estimate): highest expected value {:.3}, {quality}; decided by {terms}{}",
+            100.0 * (1.0 - input.explore_rate),
+            b.value(qw, b.mean),
+            if clear_leader { "; a clear leader (its interval above every other's)" } else { "" }
+        )
+    } else if winner == greedy {
+        format!(
+            "explore turn (probability {:.2}): the posterior draw {:.2} confirmed the leader; {quality}",
+            input.explore_rate, samples[winner]
+        )
+    } else {
+        format!(
+            "explore (probability {:.2}): the posterior draw {:.2} beat the leader {}'s; {quality}",
+            input.explore_rate, samples[winner], input.scores[greedy].citizen
+        )
+    };
+    finish(
+        input,
+        winner,
+        explore_turn && winner != greedy,
+        seen,
+        reason,
+    )
+}
+
+/// Which terms put the winner ahead of the runner-up by expected value: the quality estimate,
+/// cost fit with availability and lessons, or both.
+fn deciding_terms(beliefs: &[Belief], winner: usize, qw: f64) -> String {
+    let runner_up = (0..beliefs.len())
+        .filter(|&i| i != winner)
+        .max_by(|&a, &b| {
+            beliefs[a]
+                .value(qw, beliefs[a].mean)
+                .total_cmp(&beliefs[b].value(qw, beliefs[b].mean))
+        });
+    let Some(r) = runner_up else {
+        return "being the only candidate".to_string();
+    };
+    let dq = qw * (beliefs[winner].mean - beliefs[r].mean) / 5.0;
+    let drest = beliefs[winner].rest - beliefs[r].rest;
+    match (dq > 0.0, drest > 0.0) {
+        (true, true) => format!("quality (+{dq:.3}) and cost/availability/lessons (+{drest:.3})"),
+        (true, false) => format!("quality (+{dq:.3}; cost/availability/lessons {drest:+.3})"),
+        (false, true) => format!("cost/availability/lessons (+{drest:.3}; quality {dq:+.3})"),
+        (false, false) => "a tie broken by citizen id".to_string(),
     }
-    finish(input, winner, winner != greedy, seen, reason)
 }
 
 #[cfg(test)]
@@ -789,7 +884,7 @@ mod tests {
             },
         ];
         let h = History::from_settlements(&settled);
-        let st = crate::protocol::stats::reconcile(
+        let st = crate::protocol::routing::stats::reconcile(
             &settled,
             &crate::yaml::Value::Null,
             &crate::yaml::Value::Null,

@@ -1,9 +1,9 @@
-//! Routing rules (issue 15): `polis.yml` `routing.rules`, a list of
+//! Routing rules: `polis.yml` `routing.rules`, a list of
 //! `{when: {tags: [...]} | {title: <regex>}, route_to: <citizen>}`. The first rule that
 //! matches decides the recommendation before any policy runs; a target that is not a
 //! registered, available, active candidate falls through to the policy, with a finding.
 
-use crate::protocol::contract::Contract;
+use crate::protocol::contracts::contract::Contract;
 use crate::protocol::finding::{Code, Finding};
 use crate::protocol::layout;
 use crate::yaml::Value;

@@ -5,10 +5,10 @@
 //! reference's `score_citizen` operation for operation so they agree to the last bits; the
 //! random draw need not match the reference's.
 
-use crate::protocol::contract::Contract;
-use crate::protocol::lesson::{lessons_score, Lesson};
+use crate::protocol::contracts::contract::Contract;
+use crate::protocol::contracts::lesson::{lessons_score, Lesson};
+use crate::protocol::routing::stats::{RoutingStats, DEFAULT_EXPLORE_RATE};
 use crate::protocol::settings::{Settings, Weights};
-use crate::protocol::stats::{RoutingStats, DEFAULT_EXPLORE_RATE};
 use crate::yaml::Value;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -43,7 +43,7 @@ impl Candidate {
                 let Some(m) = entry.as_map() else { continue };
                 let rating = match m.get("self_rating") {
                     None => 0.0,
-                    Some(v) => crate::protocol::lesson::python_float(v)
+                    Some(v) => crate::protocol::contracts::lesson::python_float(v)
                         .filter(|_| !matches!(v, Value::Str(_)))
                         .unwrap_or(0.0),
                 };
@@ -228,7 +228,7 @@ pub fn adaptive_explore_rate(rate: f64, tags: &[String], stats: &RoutingStats) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::stats::{CitizenStats, TagStats};
+    use crate::protocol::routing::stats::{CitizenStats, TagStats};
     use crate::yaml;
     use rand::rngs::StdRng;
     use rand::SeedableRng;

@@ -1,0 +1,453 @@
+//! What the pages read: one polis at one published generation, cached until the next.
+//!
+//! Beside the daemon (`polisd run`) a snapshot is built from what the engine published after
+//! its pass ([`PolisState`]: the polis it read, its ledger of settled contracts, the stats), so
+//! the first page after a change reads no contract file. Alone (`polisd serve`), the view keeps
+//! a [`FolderState`] and the paths the watcher reported since the last read: a change reads the
+//! files it names, not the settled folder again. Either way nothing is read while nobody looks:
+//! a change only bumps a generation, and the next request builds the snapshot.
+
+pub mod queue;
+
+use crate::daemon::Change;
+use crate::fs::chronicle_copy::ChronicleCopies;
+use crate::fs::snapshot::{ContractFile, Polis};
+use crate::operations::published::{FolderState, PolisState, Refresh};
+use crate::operations::status::Summary;
+use crate::operations::sync::ConflictCopy;
+use crate::operations::Rechecks;
+use crate::protocol::clock::PolisTime;
+use crate::protocol::finding::Finding;
+use crate::protocol::layout::ContractFolder;
+use crate::protocol::routing::stats::{RoutingStats, TagHistory};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+
+/// Longest inbox read for the pages (bigger ones are shown cut, with a note).
+const INBOX_LIMIT: u64 = 4 << 20;
+
+/// One polis the dashboard shows.
+pub struct PolisView {
+    pub root: PathBuf,
+    /// A short name for the picker: the project folder's name.
+    pub name: String,
+    pub changes: watch::Receiver<Change>,
+    cache: Mutex<Option<Arc<Snapshot>>>,
+    /// Without a daemon's state: the settled contracts as last read.
+    folder: Mutex<FolderState>,
+    /// Without a daemon's state: what may have changed since `folder` last read.
+    pending: Mutex<Refresh>,
+    /// The chronicle and its archives as last read (appended bytes are read, not the file).
+    chronicles: Mutex<ChronicleCopies>,
+    /// What the last summary checked that only a changed file changes (the amendments).
+    rechecks: Mutex<Rechecks>,
+}
+
+/// Everything a page may show, read at one generation.
+pub struct Snapshot {
+    pub generation: u64,
+    /// The polis without its settled contracts (see [`PolisState`]).
+    pub polis: Arc<Polis>,
+    pub state: Arc<PolisState>,
+
+    pub now: PolisTime,
+    pub summary: Summary,
+    pub findings: Vec<Finding>,
+    pub stats: Arc<RoutingStats>,
+    /// Built by the first page that shows it (tags, citizen), once per generation.
+    history: std::sync::OnceLock<Vec<(String, TagHistory)>>,
+    /// Per citizen: `inbox.md` as read (`None`: no inbox).
+    pub inboxes: BTreeMap<String, Option<String>>,
+    /// Per citizen: the notices of its inbox not in its read cursor (`notices_read`).
+    pub unread: BTreeMap<String, usize>,
+    /// Per citizen: the open contract it holds (claimed, in progress, blocked or under
+    /// review), the most recently opened first when it holds several.
+    pub current: BTreeMap<String, String>,
+    /// The guardrails in force (`guardrails/`).
+    pub guardrails: Vec<crate::protocol::contracts::guardrail::Guardrail>,
+    /// The reservations still in force (`reservations.yml`), or why the file cannot be read.
+    pub reservations: Result<Vec<crate::operations::reservation::View>, String>,
+    /// Settlements per day over the last [`TREND_DAYS`] days, built by the first page that
+    /// shows it.
+    trend: std::sync::OnceLock<Vec<(String, usize)>>,
+    pub queue: Vec<queue::Item>,
+}
+
+/// Days the overview's trend covers.
+pub const TREND_DAYS: i64 = 14;
+
+impl Snapshot {
+    /// Whether `contracts/settled/<id>.md` is there (one `lstat`: the few ids a page asks
+    /// about cost less than a set of every settled id built per generation).
+    pub fn is_settled(&self, id: &str) -> bool {
+        crate::operations::ready::is_in(&self.polis.root, ContractFolder::Settled, id)
+    }
+
+    /// How many files `contracts/settled/` holds.
+    pub fn settled_count(&self) -> usize {
+        self.state.settled.file_count()
+    }
+
+    /// Per tag, each citizen's running average and the leader changes (see
+    /// `protocol::routing::stats::history`), from the ledger's snapshot without a sort.
+    pub fn history(&self) -> &[(String, TagHistory)] {
+        self.history.get_or_init(|| self.state.settled.history())
+    }
+
+    /// Contract `id`: an open or abandoned one from the snapshot, a settled one read now
+    /// (one file).
+    pub fn contract(&self, id: &str) -> Option<Cow<'_, ContractFile>> {
+        if let Some(c) = self.polis.contract(id) {
+            return Some(Cow::Borrowed(c));
+        }
+        if !self.is_settled(id) {
+            return None;
+        }
+        let rel = crate::protocol::layout::contract_path(ContractFolder::Settled, id)?;
+        let mut ignored = Vec::new();
+        let file = crate::fs::snapshot::read_record(&self.polis.root, &rel, id, &mut ignored)?;
+        let contract = crate::protocol::contracts::contract::Contract::from_record(&file.record);
+        Some(Cow::Owned(ContractFile {
+            folder: ContractFolder::Settled,
+            file,
+            contract,
+        }))
+    }
+
+    /// Settlements per day (`YYYY-MM-DD`, count) over the last [`TREND_DAYS`] days, oldest
+    /// first, today included.
+    pub fn trend(&self) -> &[(String, usize)] {
+        self.trend.get_or_init(|| {
+            let today = self.now.now.date();
+            let first = today - chrono::Duration::days(TREND_DAYS - 1);
+            let mut days: Vec<(String, usize)> = (0..TREND_DAYS)
+                .map(|i| ((first + chrono::Duration::days(i)).to_string(), 0))
+                .collect();
+            for (_, s) in self.state.settled.iter() {
+                let Some(day) = s.instant.map(|t| t.date()) else {
+                    continue;
+                };
+                if let Ok(i) = usize::try_from((day - first).num_days()) {
+                    if let Some(slot) = days.get_mut(i) {
+                        slot.1 += 1;
+                    }
+                }
+            }
+            days
+        })
+    }
+
+    /// Which folder contract `id` is in, if any (open first, as [`Snapshot::contract`]).
+    pub fn folder_of(&self, id: &str) -> Option<ContractFolder> {
+        self.polis
+            .contract(id)
+            .map(|c| c.folder)
+            .or_else(|| self.is_settled(id).then_some(ContractFolder::Settled))
+    }
+}
+
+impl PolisView {
+    pub fn new(root: &Path, changes: watch::Receiver<Change>) -> PolisView {
+        PolisView {
+            root: root.to_path_buf(),
+            name: PolisView::name_of(root),
+            changes,
+            cache: Mutex::new(None),
+            folder: Mutex::new(FolderState::default()),
+            pending: Mutex::new(Refresh::Full),
+            chronicles: Mutex::new(ChronicleCopies::default()),
+            rechecks: Mutex::new(Rechecks::kept()),
+        }
+    }
+
+    /// The project folder's name (the parent of `_polis/`).
+    pub fn name_of(root: &Path) -> String {
+        let project = if root.file_name().is_some_and(|n| n == "_polis") {
+            root.parent().unwrap_or(root)
+        } else {
+            root
+        };
+        project.file_name().map_or_else(
+            || root.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    }
+
+    /// The generation the latest published change has reached.
+    pub fn generation(&self) -> u64 {
+        self.changes.borrow().generation
+    }
+
+    /// For a publisher without state (`polisd serve`'s watcher): these paths may have changed
+    /// (`None`: anything may have). Cheap: nothing is read until a page is asked for.
+    pub fn note_changed<'a>(&self, paths: Option<impl IntoIterator<Item = &'a str>>) {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        match paths {
+            None => *pending = Refresh::Full,
+            Some(paths) => {
+                for p in paths {
+                    pending.note(p);
+                }
+            }
+        }
+    }
+
+    /// The snapshot of the current generation, built now if the cached one is older. Blocking
+    /// (without a daemon's state it reads the folder): call it off the async threads.
+    pub fn current(&self) -> Arc<Snapshot> {
+        let (generation, state) = {
+            let change = self.changes.borrow();
+            (change.generation, change.state.clone())
+        };
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = cache.as_ref().filter(|s| s.generation == generation) {
+            return Arc::clone(s);
+        }
+        // Dropped first: the chronicle copies append in place only when nobody else holds
+        // the text. Its ledger (a pointer per settlement, 100k in a large polis) is freed off
+        // this request.
+        if let Some(old) = cache.take() {
+            free_later(old);
+        }
+        let mut chronicles = self.chronicles.lock().unwrap_or_else(|e| e.into_inner());
+        let state = match state {
+            Some(published) => {
+                // The daemon's polis comes without the chronicle texts: read from our copies.
+                let mut polis = (*published.polis).clone();
+                polis.findings.extend(
+                    published
+                        .settled_findings
+                        .iter()
+                        .flat_map(|f| f.iter().cloned()),
+                );
+                let (chronicle, archives) = crate::fs::snapshot::read_chronicles(
+                    &self.root,
+                    &mut *chronicles,
+                    &mut polis.findings,
+                );
+                polis.chronicle = chronicle;
+                polis.archives = archives;
+                chronicles.forget_unseen();
+                Arc::new(PolisState {
+                    polis: Arc::new(polis),
+                    settled_findings: Arc::default(),
+                    settled: published.settled.clone(),
+                    stats: Arc::clone(&published.stats),
+                    copies: Arc::clone(&published.copies),
+                })
+            }
+            None => Arc::new(self.read_folder(&mut chronicles)),
+        };
+        drop(chronicles);
+        let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
+        let snapshot = Arc::new(build(&self.root, generation, state, &mut rechecks));
+        rechecks.retain(&snapshot.polis);
+        drop(rechecks);
+        *cache = Some(Arc::clone(&snapshot));
+        snapshot
+    }
+
+    /// The polis from the folder, reading only what changed since the last time (the rest of
+    /// the polis, chronicle included, only when a path outside the settled folder changed).
+    fn read_folder(&self, chronicles: &mut ChronicleCopies) -> PolisState {
+        let refresh = std::mem::replace(
+            &mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()),
+            Refresh::nothing(),
+        );
+        let others = refresh.others();
+        let mut folder = self.folder.lock().unwrap_or_else(|e| e.into_inner());
+        let state = folder.read(&self.root, refresh, chronicles);
+        if others {
+            chronicles.forget_unseen();
+        }
+        state
+    }
+}
+
+/// Reads the polis at `root` from scratch and summarizes it (`polisd report`).
+pub fn read(root: &Path, generation: u64) -> Snapshot {
+    let state = FolderState::default().read(
+        root,
+        Refresh::Full,
+        &mut crate::fs::snapshot::ReadChronicles,
+    );
+    build(root, generation, Arc::new(state), &mut Rechecks::once())
+}
+
+/// Summarizes a published state: the parts that change with the clock or live outside the
+/// engine (inboxes, `CONSTITUTION.md`) are read here, the rest comes from `state` (the
+/// polis, the stats, the conflict copies); an amendment is checked again only when its text
+/// changed (`rechecks`).
+fn build(
+    root: &Path,
+    generation: u64,
+    state: Arc<PolisState>,
+    rechecks: &mut Rechecks,
+) -> Snapshot {
+    let polis = Arc::clone(&state.polis);
+    let now = PolisTime::system(polis.settings.timezone);
+    let daemon = crate::fs::state::read_status(root).ok().flatten();
+    // One `lstat` per id asked about (the few open contracts), not a set of every settled id.
+    let is_settled = |id: &str| crate::operations::ready::is_in(root, ContractFolder::Settled, id);
+    let copies: Vec<ConflictCopy> = state
+        .copies
+        .iter()
+        .map(|(copy, original)| ConflictCopy::of(copy.clone(), original.clone()))
+        .collect();
+    let (findings, resolved) =
+        crate::operations::findings_and_resolved_from(&polis, &now, &is_settled, &copies, rechecks);
+    let malformed = crate::operations::amendment_problems_with(&polis, &now, rechecks);
+    let mut summary = crate::operations::status::summarize_from(
+        &polis,
+        &now,
+        daemon,
+        (findings.clone(), resolved),
+        malformed,
+        &state.stats,
+    )
+    .unwrap_or_else(|e| {
+        tracing::warn!("dashboard: cannot summarize {}: {e:#}", root.display());
+        empty_summary(&polis, &now)
+    });
+    // The polis was read without its settled contracts; the ledger counts them.
+    summary.contracts.settled += state.settled.file_count();
+    let stats = Arc::clone(&state.stats);
+    let inboxes = polis
+        .cards
+        .keys()
+        .map(|id| {
+            let text = crate::protocol::layout::inbox_path(id).and_then(|rel| {
+                crate::fs::snapshot::read_text(root, &rel, Some(INBOX_LIMIT))
+                    .ok()
+                    .flatten()
+            });
+            (id.clone(), text)
+        })
+        .collect();
+    let unread = unread_by_cursor(&polis, &inboxes);
+    let current = current_contracts(&polis);
+    let guardrails = crate::operations::guardrail::list(root);
+    let reservations = crate::operations::reservation::list(root, &now)
+        .map(|all| all.into_iter().filter(|r| r.active).collect())
+        .map_err(|e| e.to_string());
+    let mut snapshot = Snapshot {
+        generation,
+        polis,
+        state,
+        now,
+        summary,
+        findings,
+        stats,
+        history: std::sync::OnceLock::new(),
+        inboxes,
+        unread,
+        current,
+        guardrails,
+        reservations,
+        trend: std::sync::OnceLock::new(),
+        queue: Vec::new(),
+    };
+    snapshot.queue = queue::items(&snapshot);
+    snapshot
+}
+
+/// Drops an old snapshot: its polis (and so its chronicle texts) now, its ledger on a
+/// blocking thread of the runtime when there is one (freeing a pointer per settlement is the
+/// one part of a new generation that grows with the history).
+fn free_later(old: Arc<Snapshot>) {
+    let Ok(old) = Arc::try_unwrap(old) else {
+        return; // a page still renders it; the last one drops it
+    };
+    let Snapshot {
+        polis,
+        state,
+        history,
+        ..
+    } = old;
+    drop(polis);
+    let Ok(state) = Arc::try_unwrap(state) else {
+        return; // its history still goes with this thread: rare (a render in flight)
+    };
+    let PolisState { polis, settled, .. } = state;
+    drop(polis);
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn_blocking(move || drop((settled, history)));
+        }
+        Err(_) => drop((settled, history)),
+    }
+}
+
+fn empty_summary(polis: &Polis, now: &PolisTime) -> Summary {
+    Summary {
+        polis: polis.root.display().to_string(),
+        now: now.minute_stamp(),
+        timezone: now.zone.0.to_string(),
+        citizens: Vec::new(),
+        contracts: Default::default(),
+        explore_rate: polis
+            .settings
+            .explore_rate
+            .unwrap_or(crate::protocol::routing::stats::DEFAULT_EXPLORE_RATE),
+        exploration: Default::default(),
+        tags: Vec::new(),
+        amendments: Vec::new(),
+        malformed_amendments: Vec::new(),
+        recent_outcomes: Vec::new(),
+        councils: Vec::new(),
+        findings: crate::operations::status::FindingsSummary {
+            errors: 0,
+            warnings: 0,
+            resolved: 0,
+            newest: Vec::new(),
+        },
+        worktrees: Default::default(),
+        daemon: None,
+        stale_daemon_pid: None,
+    }
+}
+
+/// Per citizen, the notices of its inbox that its read cursor (`notices_read` in its own
+/// `status.md`) does not name, as `polisd inbox` counts them.
+fn unread_by_cursor(
+    polis: &Polis,
+    inboxes: &BTreeMap<String, Option<String>>,
+) -> BTreeMap<String, usize> {
+    use crate::protocol::delivery::notice;
+    inboxes
+        .iter()
+        .map(|(id, text)| {
+            let n = text.as_deref().map_or(0, |text| {
+                let read = notice::read_ids(&polis.status(id).fields);
+                notice::unread(&notice::parse_inbox(text), &read).len()
+            });
+            (id.clone(), n)
+        })
+        .collect()
+}
+
+/// Per owner, the open contract it works on, from the contracts' `owner` (a claim writes the
+/// contract, not the citizen's `status.md`); the most recently opened wins.
+fn current_contracts(polis: &Polis) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for c in polis.contracts.iter() {
+        let k = &c.contract;
+        let working = matches!(
+            k.status.as_deref(),
+            Some("claimed" | "in_progress" | "blocked" | "under_review")
+        );
+        let (true, ContractFolder::Open, Some(owner)) = (working, c.folder, k.owner.as_ref())
+        else {
+            continue;
+        };
+        let opened = k.opened_at.as_str().unwrap_or_default().to_string();
+        let newer = out.get(owner).is_none_or(|(at, _)| *at <= opened);
+        if newer {
+            out.insert(owner.clone(), (opened, c.file.stem.clone()));
+        }
+    }
+    out.into_iter().map(|(o, (_, id))| (o, id)).collect()
+}

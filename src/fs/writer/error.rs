@@ -1,0 +1,81 @@
+//! Why a write was refused or failed, and which of those a retry cannot mend.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Why a write was refused or failed. Paths are relative to `_polis/` unless they are the root.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("`{}`: polisd writes only paths relative to _polis/, not absolute ones", .0.display())]
+    Absolute(PathBuf),
+    #[error("`{}`: `..` would leave _polis/; polisd never writes outside it", .0.display())]
+    Escapes(PathBuf),
+    #[error("empty path: name a file inside _polis/")]
+    Empty,
+    #[error("`{}`: outside _polis/ polisd writes only the agent CLIs' hook settings and the bridge pointers", .0.display())]
+    NotAProjectFile(PathBuf),
+    #[error("`{}`: `{}` is a symbolic link; polisd never writes through links — replace it with a regular file or folder", .path.display(), .link.display())]
+    Symlink { path: PathBuf, link: PathBuf },
+    #[error("`{}`: `{}` is not a folder; move it away so polisd can write here", .path.display(), .component.display())]
+    NotADirectory { path: PathBuf, component: PathBuf },
+    #[error("`{}` is a {kind}, not a regular file; polisd only replaces regular files", .path.display())]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("the polis root {} is gone or no longer a plain folder", .0.display())]
+    RootGone(PathBuf),
+    #[error("cannot move `{}` to `{}`: a different file is already there; resolve it by hand", .from.display(), .to.display())]
+    TargetExists { from: PathBuf, to: PathBuf },
+    #[error("`{}` was replaced while polisd moved it to `{}`, and putting it back failed ({error}); keep the newer of the two and remove the other", .from.display(), .to.display())]
+    MovedUnderUs {
+        from: PathBuf,
+        to: PathBuf,
+        error: String,
+    },
+    #[error("cannot move `{}`: it does not exist", .0.display())]
+    Missing(PathBuf),
+    #[error("`{}` has {links} hard links; polisd never writes a file that another name (perhaps outside _polis/) shares — replace it with a plain copy (`cp --remove-destination`)", .path.display())]
+    HardLinked { path: PathBuf, links: u64 },
+    #[error("short write appending to `{}`: {written} of {wanted} bytes (disk full or file-size limit?)", .path.display())]
+    ShortWrite {
+        path: PathBuf,
+        written: usize,
+        wanted: usize,
+    },
+    #[error("cannot {op} `{}`: {source}", .path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+pub(super) fn io_err<'a>(
+    op: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(io::Error) -> WriteError + 'a {
+    move |source| WriteError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl WriteError {
+    /// Whether the write was refused for what the path is (a link, a folder, a path out of
+    /// the polis) rather than failed for a passing reason (I/O, a full disk): a refusal is
+    /// the same on every retry.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            WriteError::Absolute(_)
+                | WriteError::Escapes(_)
+                | WriteError::Empty
+                | WriteError::NotAProjectFile(_)
+                | WriteError::Symlink { .. }
+                | WriteError::NotADirectory { .. }
+                | WriteError::NotRegular { .. }
+                | WriteError::TargetExists { .. }
+                | WriteError::HardLinked { .. }
+        )
+    }
+}

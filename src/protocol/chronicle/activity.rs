@@ -1,0 +1,174 @@
+//! The 14-day activity window (SPEC §8): who has written lately, who joined or left, and the
+//! newest stamp a chronicle holds.
+//!
+//! Pure: chronicle texts and "now" in, authors and stamps out.
+
+use super::rollover::Quarter;
+use super::{
+    parse_entry, scan, stamp_and_author, Line, ACTIVITY_WINDOW_DAYS, FUTURE_TOLERANCE_MINUTES,
+};
+use crate::protocol::clock::PolisTime;
+use crate::protocol::frontmatter;
+use crate::yaml::Value;
+use chrono::{Duration, NaiveDateTime};
+use std::collections::BTreeSet;
+
+/// Authors with a line in the last 14 days as of now (SPEC §8), over the given texts (the
+/// current chronicle and the newest archive). Lines more than 10 minutes in the future do not
+/// count. The caller keeps only registered, not-away citizens.
+pub fn active_authors(texts: &[&str], now: &PolisTime) -> BTreeSet<String> {
+    let from = now.now - Duration::days(ACTIVITY_WINDOW_DAYS);
+    let to = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
+    let mut out = BTreeSet::new();
+    for text in texts {
+        for line in scan(text).lines {
+            if let Some((stamp, author)) = stamp_and_author(&line.text) {
+                if stamp >= from && stamp <= to {
+                    out.insert(author.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What the activity window (SPEC §8) and C005 read of a chronicle, kept between passes so an
+/// appended line costs one line: per author the stamps that can still fall in the window, the
+/// newest stamp not in the future, and the stamps that were in the future when seen.
+///
+/// Answers equal [`active_authors`] and [`newest_stamp`] over the same lines for any `now` at
+/// or after the latest one given to [`Activity::add`]; for an earlier `now` (a clock set back)
+/// they are `None` and the caller scans the text.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Activity {
+    recent: std::collections::BTreeMap<String, BTreeSet<NaiveDateTime>>,
+    newest: Option<NaiveDateTime>,
+    future: Vec<NaiveDateTime>,
+    latest_now: Option<NaiveDateTime>,
+    /// Per citizen, whether their latest membership line so far is `left polis`.
+    members: std::collections::BTreeMap<String, bool>,
+}
+
+/// A membership line (`joined polis` / `left polis`): the citizen it is about (the one its
+/// `[[citizens/<id>]]` link names, else its author) and whether they left.
+pub fn membership(line: &str) -> Option<(String, bool)> {
+    if !line.contains(" polis |") {
+        return None; // cheap filter before parsing
+    }
+    let e = parse_entry(line).ok()?;
+    if e.verb != "joined polis" && e.verb != "left polis" {
+        return None;
+    }
+    let who = e
+        .link
+        .and_then(|l| l.strip_prefix("citizens/"))
+        .map(|l| l.trim_end_matches('/'))
+        .unwrap_or(e.author);
+    Some((who.to_string(), e.verb == "left polis"))
+}
+
+impl Activity {
+    /// The activity of every line of `text`.
+    pub fn of_text(text: &str, now: &PolisTime) -> Activity {
+        let mut a = Activity::default();
+        a.add(&scan(text).lines, now);
+        a
+    }
+
+    /// Takes in lines appended after those already added.
+    pub fn add(&mut self, lines: &[Line], now: &PolisTime) {
+        let latest = self.latest_now.map_or(now.now, |l| l.max(now.now));
+        self.latest_now = Some(latest);
+        let floor = latest - Duration::days(ACTIVITY_WINDOW_DAYS);
+        let limit = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
+        for line in lines {
+            if let Some((who, left)) = membership(&line.text) {
+                self.members.insert(who, left);
+            }
+            let Some((stamp, author)) = stamp_and_author(&line.text) else {
+                continue;
+            };
+            if stamp <= limit {
+                self.newest = self.newest.max(Some(stamp));
+            } else {
+                self.future.push(stamp);
+            }
+            if stamp >= floor {
+                match self.recent.get_mut(author) {
+                    Some(stamps) => {
+                        stamps.insert(stamp);
+                    }
+                    None => {
+                        self.recent
+                            .insert(author.to_string(), BTreeSet::from([stamp]));
+                    }
+                }
+            }
+        }
+        // Stamps before the window can never count again while the clock moves forward.
+        self.recent.retain(|_, stamps| {
+            *stamps = stamps.split_off(&floor);
+            !stamps.is_empty()
+        });
+        // A stamp that was in the future and no longer is counts as an ordinary one now.
+        let due = self.future.iter().filter(|f| **f <= limit).max().copied();
+        self.newest = self.newest.max(due);
+        self.future.retain(|f| *f > limit);
+    }
+
+    fn answers(&self, now: &PolisTime) -> bool {
+        self.latest_now.is_none_or(|l| now.now >= l)
+    }
+
+    /// Per citizen with a membership line among the added lines, whether the latest one is
+    /// `left polis` (the same as [`crate::protocol::contracts::handoff::departed`] over them).
+    pub fn membership(&self) -> &std::collections::BTreeMap<String, bool> {
+        &self.members
+    }
+
+    /// [`active_authors`] over the added lines.
+    pub fn active_authors(&self, now: &PolisTime) -> Option<BTreeSet<String>> {
+        if !self.answers(now) {
+            return None;
+        }
+        let from = now.now - Duration::days(ACTIVITY_WINDOW_DAYS);
+        let to = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
+        Some(
+            self.recent
+                .iter()
+                .filter(|(_, stamps)| stamps.range(from..=to).next().is_some())
+                .map(|(author, _)| author.clone())
+                .collect(),
+        )
+    }
+
+    /// [`newest_stamp`] over the added lines.
+    pub fn newest_stamp(&self, now: &PolisTime) -> Option<Option<NaiveDateTime>> {
+        if !self.answers(now) {
+            return None;
+        }
+        let limit = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
+        let future = self.future.iter().filter(|f| **f <= limit).max().copied();
+        Some(self.newest.max(future))
+    }
+}
+
+/// The newest stamp of a chronicle text that is not in the future, for seeding C005.
+pub fn newest_stamp(text: &str, now: &PolisTime) -> Option<NaiveDateTime> {
+    let limit = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
+    scan(text)
+        .lines
+        .iter()
+        .filter_map(|l| stamp_and_author(&l.text).map(|(s, _)| s))
+        .filter(|s| *s <= limit)
+        .max()
+}
+
+/// The `current_period` a chronicle declares, if any.
+pub fn declared_period(text: &str) -> Option<Quarter> {
+    let record = frontmatter::parse(text).ok()?;
+    match record.get("current_period") {
+        Value::Str(s) => Quarter::parse(s),
+        _ => None,
+    }
+}

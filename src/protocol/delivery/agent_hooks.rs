@@ -1,0 +1,918 @@
+//! The agent CLIs' hook configurations as polisd installs them, and what a hook prints.
+//!
+//! Pure: settings text in, settings text out. Each CLI keeps its project-level hooks in a JSON
+//! file of the same shape — `{"hooks": {"<Event>": [{"matcher": …, "hooks": [{"type":
+//! "command", "command": …, "timeout": …}]}]}}` — as their documentation describes:
+//!
+//! | CLI | file | primer | notices |
+//! |---|---|---|---|
+//! | Claude Code | `.claude/settings.json` | `SessionStart` (every source: startup, resume, clear, compact) | `PostToolUse`, `UserPromptSubmit` |
+//! | Codex CLI | `.codex/hooks.json` | `SessionStart` | `PostToolUse`, `UserPromptSubmit` |
+//! | Gemini CLI | `.gemini/settings.json` | `SessionStart` | `AfterTool`, `BeforeAgent` |
+//!
+//! Codex's `PostCompact` and Gemini's `PreCompress` cannot add context (their output schemas
+//! carry only `systemMessage`), so those CLIs get no primer after compaction; the next notices
+//! hook still runs. Every entry polisd adds is recognised by its exact command (`<…/polisd> hook
+//! <cli> prime|notices`, see [`our_binary`]), so uninstall removes exactly those and nothing a
+//! user or another tool wrote. The commands carry no citizen id: the files are shared.
+//!
+//! The settings are kept as an ordered tree ([`Json`]) and written back in the file's own
+//! [`Style`] (byte-order mark, CRLF, indentation, final line end), so keys keep their order and
+//! a file that polisd installed into and uninstalled from reads back as it was.
+
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// An agent CLI with a documented hook mechanism.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Cli {
+    Claude,
+    Codex,
+    Gemini,
+}
+
+impl Cli {
+    pub const ALL: [Cli; 3] = [Cli::Claude, Cli::Codex, Cli::Gemini];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cli::Claude => "claude",
+            Cli::Codex => "codex",
+            Cli::Gemini => "gemini",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Cli> {
+        Cli::ALL.into_iter().find(|c| c.as_str() == text)
+    }
+
+    /// The project-level settings file, relative to the project root.
+    pub fn settings_path(self) -> &'static str {
+        match self {
+            Cli::Claude => ".claude/settings.json",
+            Cli::Codex => ".codex/hooks.json",
+            Cli::Gemini => ".gemini/settings.json",
+        }
+    }
+
+    /// The CLI's name for people.
+    pub fn display(self) -> &'static str {
+        match self {
+            Cli::Claude => "Claude Code",
+            Cli::Codex => "Codex CLI",
+            Cli::Gemini => "Gemini CLI",
+        }
+    }
+
+    /// The hook events polisd installs, with what each one prints.
+    pub fn events(self) -> &'static [(&'static str, HookKind)] {
+        match self {
+            Cli::Claude => &[
+                ("SessionStart", HookKind::Prime),
+                ("PostToolUse", HookKind::Notices),
+                ("UserPromptSubmit", HookKind::Notices),
+            ],
+            Cli::Codex => &[
+                ("SessionStart", HookKind::Prime),
+                ("PostToolUse", HookKind::Notices),
+                ("UserPromptSubmit", HookKind::Notices),
+            ],
+            Cli::Gemini => &[
+                ("SessionStart", HookKind::Prime),
+                ("AfterTool", HookKind::Notices),
+                ("BeforeAgent", HookKind::Notices),
+            ],
+        }
+    }
+
+    /// The matcher of the group polisd adds: every tool for tool events; none (every source)
+    /// for the others.
+    fn matcher(self, event: &str) -> Option<&'static str> {
+        match (self, event) {
+            (Cli::Claude | Cli::Codex, "PostToolUse") => Some("*"),
+            (Cli::Gemini, "AfterTool") => Some(".*"),
+            _ => None,
+        }
+    }
+
+    /// The handler's timeout in the CLI's unit (seconds for Claude and Codex, milliseconds
+    /// for Gemini). A hook normally takes milliseconds; this only bounds a stuck disk.
+    fn timeout(self) -> u64 {
+        match self {
+            Cli::Claude | Cli::Codex => 10,
+            Cli::Gemini => 10_000,
+        }
+    }
+}
+
+/// What a hook command prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookKind {
+    /// The session primer.
+    Prime,
+    /// The notices past the read cursor, rate-limited.
+    Notices,
+}
+
+impl HookKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookKind::Prime => "prime",
+            HookKind::Notices => "notices",
+        }
+    }
+}
+
+/// The command a hook runs: `<bin> hook <cli> <kind>`. It carries no citizen id, because the
+/// settings files it goes into are shared through git: the hook finds its id when it runs (see
+/// `polisd hook`), from `--as`, `$POLIS_CITIZEN` or the id `hooks install --as` recorded for
+/// this person and CLI outside the repository.
+pub fn command(bin: &str, cli: Cli, kind: HookKind) -> String {
+    let bin = if !bin.is_empty()
+        && bin
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    {
+        bin.to_string()
+    } else {
+        format!("'{}'", bin.replace('\'', r"'\''"))
+    };
+    format!("{bin} hook {} {}", cli.as_str(), kind.as_str())
+}
+
+/// The words of a command as `sh` splits the commands polisd writes (plain words and
+/// single-quoted ones); `None` for anything else (another tool's command).
+fn words(command: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = command.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' => out.extend(word.take()),
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => w.push(c),
+                    }
+                }
+            }
+            '\\' => word.get_or_insert_with(String::new).push(chars.next()?),
+            c if c.is_ascii_alphanumeric() || "/._-+=:".contains(c) => {
+                word.get_or_insert_with(String::new).push(c)
+            }
+            _ => return None,
+        }
+    }
+    out.extend(word);
+    Some(out)
+}
+
+/// The binary of a command polisd installed for `cli`, when the command is exactly one of
+/// polisd's: `<…/polisd> hook <cli> <prime|notices>`, optionally ` --as <id>` (as older
+/// versions wrote it). Anything else — a wrapper, an `echo`, another tool whose command merely
+/// contains these words — is not polisd's.
+pub fn our_binary(command: &str, cli: Cli) -> Option<String> {
+    let w = words(command)?;
+    let named_polisd = std::path::Path::new(w.first()?)
+        .file_name()
+        .is_some_and(|n| n == "polisd");
+    let shape = match w.len() {
+        4 => true,
+        6 => w[4] == "--as",
+        _ => false,
+    };
+    (named_polisd
+        && shape
+        && w[1] == "hook"
+        && w[2] == cli.as_str()
+        && matches!(w[3].as_str(), "prime" | "notices"))
+    .then(|| w[0].clone())
+}
+
+/// Whether a handler's command is one polisd installed (for this CLI).
+pub fn is_ours(command: &str, cli: Cli) -> bool {
+    our_binary(command, cli).is_some()
+}
+
+/// A JSON value whose objects keep their keys in file order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Json {
+    Null,
+    Bool(bool),
+    Num(serde_json::Number),
+    Str(String),
+    Arr(Vec<Json>),
+    Obj(Vec<(String, Json)>),
+}
+
+impl Json {
+    fn get_mut(&mut self, key: &str) -> Option<&mut Json> {
+        match self {
+            Json::Obj(entries) => entries.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&Json> {
+        match self {
+            Json::Obj(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Json::Obj(entries) = self {
+            entries.retain(|(k, _)| k != key);
+        }
+    }
+
+    fn type_name(&self) -> &'static str {
+        match self {
+            Json::Null => "null",
+            Json::Bool(_) => "a boolean",
+            Json::Num(_) => "a number",
+            Json::Str(_) => "a string",
+            Json::Arr(_) => "an array",
+            Json::Obj(_) => "an object",
+        }
+    }
+}
+
+impl Serialize for Json {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Json::Null => s.serialize_unit(),
+            Json::Bool(b) => s.serialize_bool(*b),
+            Json::Num(n) => n.serialize(s),
+            Json::Str(t) => s.serialize_str(t),
+            Json::Arr(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for i in items {
+                    seq.serialize_element(i)?;
+                }
+                seq.end()
+            }
+            Json::Obj(entries) => {
+                let mut map = s.serialize_map(Some(entries.len()))?;
+                for (k, v) in entries {
+                    map.serialize_entry(k, v)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Json {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Json;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_unit<E>(self) -> Result<Json, E> {
+                Ok(Json::Null)
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Json, E> {
+                Ok(Json::Bool(b))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Json, E> {
+                Ok(Json::Num(n.into()))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Json, E> {
+                Ok(Json::Num(n.into()))
+            }
+            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Json, E> {
+                serde_json::Number::from_f64(n)
+                    .map(Json::Num)
+                    .ok_or_else(|| E::custom("a number JSON cannot hold"))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Json, E> {
+                Ok(Json::Str(s.to_string()))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Json, E> {
+                Ok(Json::Str(s))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Json, A::Error> {
+                let mut out = Vec::new();
+                while let Some(v) = a.next_element()? {
+                    out.push(v);
+                }
+                Ok(Json::Arr(out))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Json, A::Error> {
+                let mut out: Vec<(String, Json)> = Vec::new();
+                while let Some((k, v)) = a.next_entry::<String, Json>()? {
+                    // A repeated key: the last one wins, as in every JSON reader the CLIs use.
+                    out.retain(|(old, _)| *old != k);
+                    out.push((k, v));
+                }
+                Ok(Json::Obj(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Why a settings file cannot be edited. Nothing is written when this is returned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path} is not valid JSON (line {line}, column {column}: {reason}); fix or remove it, polisd changes nothing until then")]
+    NotJson {
+        path: String,
+        line: usize,
+        column: usize,
+        reason: String,
+    },
+    #[error("{path}: {what} is {found}, not {wanted}; polisd does not rewrite what it does not understand, so fix it by hand")]
+    Shape {
+        path: String,
+        what: String,
+        found: &'static str,
+        wanted: &'static str,
+    },
+}
+
+fn parse(path: &str, text: Option<&str>) -> Result<Json, ConfigError> {
+    let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+        return Ok(Json::Obj(Vec::new()));
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let value: Json = serde_json::from_str(text).map_err(|e| ConfigError::NotJson {
+        path: path.to_string(),
+        line: e.line(),
+        column: e.column(),
+        reason: e
+            .to_string()
+            .split(" at line")
+            .next()
+            .unwrap_or("")
+            .to_string(),
+    })?;
+    if !matches!(value, Json::Obj(_)) {
+        return Err(ConfigError::Shape {
+            path: path.to_string(),
+            what: "the file".into(),
+            found: value.type_name(),
+            wanted: "an object",
+        });
+    }
+    Ok(value)
+}
+
+/// How a settings file is written, so that polisd's edit keeps it: a byte-order mark, CRLF
+/// line ends, the indentation unit, and whether the file ends with a line end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Style {
+    bom: bool,
+    crlf: bool,
+    indent: String,
+    final_newline: bool,
+}
+
+impl Style {
+    /// The style of an existing text; two spaces and a final line end for a new file.
+    pub fn of(text: Option<&str>) -> Style {
+        let Some(text) = text.filter(|t| !t.trim_start_matches('\u{feff}').trim().is_empty())
+        else {
+            return Style {
+                bom: text.is_some_and(|t| t.starts_with('\u{feff}')),
+                crlf: text.is_some_and(|t| t.contains("\r\n")),
+                indent: "  ".into(),
+                final_newline: text.is_none_or(|t| t.ends_with('\n')),
+            };
+        };
+        let indent = text
+            .lines()
+            .skip(1)
+            .map(|l| &l[..l.len() - l.trim_start_matches([' ', '\t']).len()])
+            .find(|lead| !lead.is_empty())
+            .unwrap_or("  ")
+            .to_string();
+        Style {
+            bom: text.starts_with('\u{feff}'),
+            crlf: text.contains("\r\n"),
+            indent,
+            final_newline: text.ends_with('\n'),
+        }
+    }
+}
+
+fn render(value: &Json, style: &Style) -> String {
+    let mut bytes = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(style.indent.as_bytes());
+    let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, formatter);
+    let mut out = match value.serialize(&mut serializer) {
+        Ok(()) => String::from_utf8(bytes).unwrap_or_else(|_| "{}".into()),
+        Err(_) => "{}".into(),
+    };
+    if style.final_newline {
+        out.push('\n');
+    }
+    if style.crlf {
+        out = out.replace('\n', "\r\n");
+    }
+    if style.bom {
+        out.insert(0, '\u{feff}');
+    }
+    out
+}
+
+/// Removes polisd's handlers from one event's groups; a group left with no handler, that had
+/// some, is removed too. Returns how many handlers went.
+fn strip_ours(
+    path: &str,
+    event: &str,
+    groups: &mut Vec<Json>,
+    cli: Cli,
+) -> Result<usize, ConfigError> {
+    let mut removed = 0;
+    let mut keep = Vec::with_capacity(groups.len());
+    for mut group in std::mem::take(groups) {
+        let Some(Json::Arr(handlers)) = group.get_mut("hooks") else {
+            keep.push(group);
+            continue;
+        };
+        let before = handlers.len();
+        handlers.retain(|h| {
+            !h.get("command")
+                .and_then(Json::as_str)
+                .is_some_and(|c| is_ours(c, cli))
+        });
+        let gone = before - handlers.len();
+        removed += gone;
+        if !(gone > 0 && handlers.is_empty()) {
+            keep.push(group);
+        }
+    }
+    *groups = keep;
+    let _ = (path, event);
+    Ok(removed)
+}
+
+fn hooks_object<'a>(path: &str, root: &'a mut Json) -> Result<&'a mut Json, ConfigError> {
+    if root.get("hooks").is_none() {
+        if let Json::Obj(entries) = root {
+            entries.push(("hooks".into(), Json::Obj(Vec::new())));
+        }
+    }
+    let hooks = root.get_mut("hooks").expect("just added");
+    if !matches!(hooks, Json::Obj(_)) {
+        return Err(ConfigError::Shape {
+            path: path.to_string(),
+            what: "`hooks`".into(),
+            found: hooks.type_name(),
+            wanted: "an object",
+        });
+    }
+    Ok(hooks)
+}
+
+fn event_groups<'a>(
+    path: &str,
+    hooks: &'a mut Json,
+    event: &str,
+) -> Result<&'a mut Vec<Json>, ConfigError> {
+    if hooks.get(event).is_none() {
+        if let Json::Obj(entries) = hooks {
+            entries.push((event.to_string(), Json::Arr(Vec::new())));
+        }
+    }
+    match hooks.get_mut(event).expect("just added") {
+        Json::Arr(groups) => Ok(groups),
+        other => Err(ConfigError::Shape {
+            path: path.to_string(),
+            what: format!("`hooks.{event}`"),
+            found: other.type_name(),
+            wanted: "an array of hook groups",
+        }),
+    }
+}
+
+/// The settings text with polisd's hooks for `cli` installed (replacing any polisd installed
+/// before), every other key kept in place.
+pub fn install(cli: Cli, existing: Option<&str>, bin: &str) -> Result<String, ConfigError> {
+    let path = cli.settings_path();
+    let mut root = parse(path, existing)?;
+    let style = Style::of(existing);
+    let hooks = hooks_object(path, &mut root)?;
+    for (event, kind) in cli.events() {
+        let groups = event_groups(path, hooks, event)?;
+        strip_ours(path, event, groups, cli)?;
+        let mut handler = Vec::new();
+        if cli == Cli::Gemini {
+            handler.push((
+                "name".to_string(),
+                Json::Str(format!("polisd-{}", kind.as_str())),
+            ));
+        }
+        handler.push(("type".to_string(), Json::Str("command".into())));
+        handler.push(("command".to_string(), Json::Str(command(bin, cli, *kind))));
+        handler.push(("timeout".to_string(), Json::Num(cli.timeout().into())));
+        let mut group = Vec::new();
+        if let Some(m) = cli.matcher(event) {
+            group.push(("matcher".to_string(), Json::Str(m.into())));
+        }
+        group.push(("hooks".to_string(), Json::Arr(vec![Json::Obj(handler)])));
+        groups.push(Json::Obj(group));
+    }
+    Ok(render(&root, &style))
+}
+
+/// The settings text without polisd's hooks for `cli`; `None` when there were none (nothing to
+/// write). Event arrays and the `hooks` object that only polisd's entries filled are removed,
+/// so an install followed by an uninstall gives the file back.
+pub fn uninstall(cli: Cli, existing: Option<&str>) -> Result<Option<String>, ConfigError> {
+    let path = cli.settings_path();
+    let Some(text) = existing else {
+        return Ok(None);
+    };
+    let mut root = parse(path, Some(text))?;
+    let Some(hooks) = root.get_mut("hooks") else {
+        return Ok(None);
+    };
+    let Json::Obj(events) = hooks else {
+        return Ok(None);
+    };
+    let mut removed = 0;
+    let mut emptied = Vec::new();
+    for (event, groups) in events.iter_mut() {
+        if let Json::Arr(groups) = groups {
+            let had = !groups.is_empty();
+            removed += strip_ours(path, event, groups, cli)?;
+            if had && groups.is_empty() {
+                emptied.push(event.clone());
+            }
+        }
+    }
+    if removed == 0 {
+        return Ok(None);
+    }
+    events.retain(|(k, _)| !emptied.contains(k));
+    if events.is_empty() {
+        root.remove("hooks");
+    }
+    Ok(Some(render(&root, &Style::of(Some(text)))))
+}
+
+/// polisd's hook commands found in a settings text, by event (for `hooks status`).
+pub fn installed(cli: Cli, existing: Option<&str>) -> Result<Vec<(String, String)>, ConfigError> {
+    let root = parse(cli.settings_path(), existing)?;
+    let mut out = Vec::new();
+    if let Some(Json::Obj(events)) = root.get("hooks") {
+        for (event, groups) in events {
+            let Json::Arr(groups) = groups else { continue };
+            for g in groups {
+                let Some(Json::Arr(handlers)) = g.get("hooks") else {
+                    continue;
+                };
+                for h in handlers {
+                    if let Some(c) = h.get("command").and_then(Json::as_str) {
+                        if is_ours(c, cli) {
+                            out.push((event.clone(), c.to_string()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Why `cli` would run no hook of polisd's, read from one of its settings texts: Claude Code's
+/// `disableAllHooks`, Gemini CLI's hooks switched off (`hooksConfig.enabled`, the older
+/// `hooks.enabled` and `tools.enableHooks`) or polisd's hooks named in `hooksConfig.disabled`.
+/// A text that is not a JSON object says nothing here (`installed` reports it).
+pub fn switched_off(cli: Cli, path: &str, text: Option<&str>) -> Vec<String> {
+    let Ok(root) = parse(path, text) else {
+        return Vec::new();
+    };
+    let at = |keys: &[&str]| {
+        keys.iter()
+            .try_fold(&root, |v, k| v.get(k))
+            .and_then(|v| match v {
+                Json::Bool(b) => Some(*b),
+                _ => None,
+            })
+    };
+    let mut out = Vec::new();
+    match cli {
+        Cli::Claude => {
+            if at(&["disableAllHooks"]) == Some(true) {
+                out.push(format!(
+                    "{path} sets `disableAllHooks: true`: Claude Code runs no hooks until it is removed"
+                ));
+            }
+        }
+        Cli::Gemini => {
+            for keys in [
+                &["hooksConfig", "enabled"][..],
+                &["hooks", "enabled"],
+                &["tools", "enableHooks"],
+            ] {
+                if at(keys) == Some(false) {
+                    out.push(format!(
+                        "{path} sets `{}: false`: Gemini CLI runs no hooks until it is true",
+                        keys.join(".")
+                    ));
+                }
+            }
+            let disabled = root.get("hooksConfig").and_then(|h| h.get("disabled"));
+            if let Some(Json::Arr(names)) = disabled {
+                for name in names.iter().filter_map(Json::as_str) {
+                    if name.starts_with("polisd-") {
+                        out.push(format!(
+                            "{path} lists `{name}` in `hooksConfig.disabled`: Gemini CLI skips it"
+                        ));
+                    }
+                }
+            }
+        }
+        Cli::Codex => {}
+    }
+    out
+}
+
+/// What a hook prints on stdout for `context` at `event`, following each CLI's contract for
+/// adding context: `hookSpecificOutput.additionalContext` with the event's name. Claude Code
+/// and Codex take no output as "nothing to add"; Gemini CLI wants JSON on every success, so it
+/// gets `{}`. `None`: print nothing.
+pub fn output(cli: Cli, event: &str, context: &str) -> Option<String> {
+    if context.is_empty() {
+        return (cli == Cli::Gemini).then(|| "{}".to_string());
+    }
+    let value = serde_json::json!({
+        "hookSpecificOutput": {
+            "hookEventName": event,
+            "additionalContext": context,
+        }
+    });
+    Some(value.to_string())
+}
+
+/// The event a hook answers: the payload's `hook_event_name` when it is one polisd installs
+/// for this CLI and kind, else the first such event.
+pub fn event_of(cli: Cli, kind: HookKind, payload_event: Option<&str>) -> &'static str {
+    let mut ours = cli
+        .events()
+        .iter()
+        .filter(|(_, k)| *k == kind)
+        .map(|(e, _)| *e);
+    let first = cli
+        .events()
+        .iter()
+        .find(|(_, k)| *k == kind)
+        .map_or("SessionStart", |(e, _)| *e);
+    payload_event
+        .and_then(|p| ours.find(|e| *e == p))
+        .unwrap_or(first)
+}
+
+/// The marked section polisd keeps in a bridge pointer file.
+pub const BRIDGE_START: &str = "<!-- polisd:bridge:start -->";
+pub const BRIDGE_END: &str = "<!-- polisd:bridge:end -->";
+
+/// The bridge pointer section (the same in `CLAUDE.md`, `AGENTS.md` and `GEMINI.md`).
+pub fn bridge_section() -> String {
+    format!(
+        "{BRIDGE_START}\n## Polis\n\nThis project is coordinated through a Polis: the `_polis/` folder. \
+Its rules are in `_polis/CONSTITUTION.md`; read it once per session.\n\n\
+At session start (and after your context is compacted), run `polisd prime --as <your-citizen-id>`: \
+it prints who you are, the contracts routed to you, your claims, the votes waiting for you and your \
+unread notices. Run `polisd notices --as <your-citizen-id> --unread` to see new notices later.\n\
+{BRIDGE_END}\n"
+    )
+}
+
+/// The `SKILL.md` polisd writes under `.agents/skills/polis-protocol/` when none exists.
+pub fn skill_file() -> String {
+    format!(
+        "---\nname: polis-protocol\ndescription: Work as a citizen of the Polis in `_polis/` (contracts, routing, chronicle, amendments). Use whenever `_polis/` exists in the project.\n---\n\n# Polis Protocol\n\n{}",
+        bridge_section()
+    )
+}
+
+/// A file's text with polisd's marked section added (at the end) or replaced in place; every
+/// byte outside the section is kept.
+pub fn upsert_section(existing: Option<&str>, section: &str) -> String {
+    let Some(text) = existing.filter(|t| !t.is_empty()) else {
+        return section.to_string();
+    };
+    if let (Some(s), Some(e)) = (text.find(BRIDGE_START), text.find(BRIDGE_END)) {
+        if s < e {
+            let mut end = e + BRIDGE_END.len();
+            if text[end..].starts_with('\n') {
+                end += 1;
+            }
+            return format!("{}{section}{}", &text[..s], &text[end..]);
+        }
+    }
+    let sep = if text.ends_with("\n\n") {
+        ""
+    } else if text.ends_with('\n') {
+        "\n"
+    } else {
+        "\n\n"
+    };
+    format!("{text}{sep}{section}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const USER: &str = r#"{
+  "model": "opus",
+  "permissions": {
+    "allow": [
+      "Bash(ls:*)"
+    ]
+  },
+  "hooks": {
+    "PostToolUse": [
+      {
+        "matcher": "Edit",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "prettier --write"
+          }
+        ]
+      }
+    ]
+  },
+  "z-last": 1.5
+}
+"#;
+
+    #[test]
+    fn install_then_uninstall_gives_the_file_back() {
+        for cli in Cli::ALL {
+            let installed = install(cli, Some(USER), "polisd").unwrap();
+            assert!(installed.contains("prettier --write"));
+            assert!(installed.contains(&format!("\"polisd hook {} prime\"", cli.as_str())));
+            assert!(installed.find("\"model\"") < installed.find("\"z-last\""));
+            let again = install(cli, Some(&installed), "polisd").unwrap();
+            assert_eq!(again, installed, "install is idempotent for {cli:?}");
+            let back = uninstall(cli, Some(&installed)).unwrap().unwrap();
+            assert_eq!(back, USER, "{cli:?}");
+            assert_eq!(uninstall(cli, Some(USER)).unwrap(), None);
+        }
+    }
+
+    #[test]
+    fn install_into_nothing_and_uninstall_removes_the_hooks_key() {
+        let installed = install(Cli::Claude, None, "polisd").unwrap();
+        let v: serde_json::Value = serde_json::from_str(&installed).unwrap();
+        assert_eq!(
+            v["hooks"]["SessionStart"][0]["hooks"][0]["command"],
+            "polisd hook claude prime"
+        );
+        assert_eq!(v["hooks"]["PostToolUse"][0]["matcher"], "*");
+        assert!(v["hooks"]["SessionStart"][0].get("matcher").is_none());
+        assert_eq!(
+            uninstall(Cli::Claude, Some(&installed)).unwrap().unwrap(),
+            "{}\n"
+        );
+        let g: serde_json::Value =
+            serde_json::from_str(&install(Cli::Gemini, None, "polisd").unwrap()).unwrap();
+        assert_eq!(g["hooks"]["AfterTool"][0]["hooks"][0]["timeout"], 10_000);
+        assert_eq!(
+            g["hooks"]["BeforeAgent"][0]["hooks"][0]["name"],
+            "polisd-notices"
+        );
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_the_place() {
+        let e = install(Cli::Claude, Some("{\n  \"a\": ,\n}"), "polisd").unwrap_err();
+        assert!(matches!(e, ConfigError::NotJson { line: 2, .. }), "{e}");
+        let e = install(Cli::Claude, Some("[]"), "polisd").unwrap_err();
+        assert!(e.to_string().contains("not an object"), "{e}");
+        let e = install(
+            Cli::Claude,
+            Some(r#"{"hooks": {"SessionStart": {}}}"#),
+            "polisd",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("hooks.SessionStart"), "{e}");
+    }
+
+    #[test]
+    fn only_polisd_commands_are_ours() {
+        assert!(is_ours("polisd hook claude notices --as x", Cli::Claude));
+        assert!(is_ours("/opt/bin/polisd hook codex prime", Cli::Codex));
+        assert!(!is_ours("polisd hook codex prime", Cli::Claude));
+        assert!(!is_ours("prettier --write", Cli::Claude));
+        // Another tool's command that merely contains the words is not polisd's.
+        for foreign in [
+            "my-wrapper.sh hook claude prime",
+            "echo polisd hook claude prime",
+            "polisd hook claude prime && curl example.com",
+            "polisd hook claude prime --verbose",
+            "not-polisd hook claude prime",
+            "FOO=1 polisd hook claude prime",
+        ] {
+            assert!(!is_ours(foreign, Cli::Claude), "{foreign}");
+        }
+        let spaced = command("/a b/polisd", Cli::Claude, HookKind::Prime);
+        assert_eq!(spaced, "'/a b/polisd' hook claude prime");
+        assert_eq!(
+            our_binary(&spaced, Cli::Claude).as_deref(),
+            Some("/a b/polisd")
+        );
+    }
+
+    #[test]
+    fn install_then_uninstall_keeps_bom_crlf_tabs_and_an_empty_object() {
+        let tabs = "{\n\t\"model\": \"opus\",\n\t\"env\": {\n\t\t\"A\": \"1\"\n\t}\n}\n";
+        let crlf = tabs.replace("\t", "    ").replace('\n', "\r\n");
+        let bom = format!("\u{feff}{crlf}");
+        for original in [
+            "{}",
+            "{}\n",
+            "{}\r\n",
+            "\u{feff}{}",
+            tabs,
+            &crlf,
+            &bom,
+            "{\"a\": 1}",
+        ] {
+            for cli in Cli::ALL {
+                let installed = install(cli, Some(original), "polisd").unwrap();
+                assert_eq!(
+                    installed.starts_with('\u{feff}'),
+                    original.starts_with('\u{feff}')
+                );
+                let back = uninstall(cli, Some(&installed)).unwrap().unwrap();
+                if original == "{\"a\": 1}" {
+                    // One line cannot be told from a pretty file: the keys and values stay.
+                    assert_eq!(back, "{\n  \"a\": 1\n}", "{cli:?}");
+                } else {
+                    assert_eq!(back, original, "{cli:?} {original:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn switched_off_hooks_are_reported() {
+        let p = ".claude/settings.json";
+        assert_eq!(
+            switched_off(Cli::Claude, p, Some(r#"{"disableAllHooks": false}"#)).len(),
+            0
+        );
+        assert!(
+            switched_off(Cli::Claude, p, Some(r#"{"disableAllHooks": true}"#))[0]
+                .contains("disableAllHooks")
+        );
+        let g = r#"{"hooksConfig": {"enabled": false, "disabled": ["polisd-notices", "x"]},
+                    "tools": {"enableHooks": false}}"#;
+        let reasons = switched_off(Cli::Gemini, ".gemini/settings.json", Some(g));
+        assert_eq!(reasons.len(), 3, "{reasons:?}");
+        assert!(reasons[2].contains("polisd-notices"));
+        assert!(switched_off(Cli::Codex, ".codex/hooks.json", Some(g)).is_empty());
+    }
+
+    #[test]
+    fn output_follows_each_contract() {
+        assert_eq!(output(Cli::Claude, "PostToolUse", ""), None);
+        assert_eq!(output(Cli::Gemini, "AfterTool", "").as_deref(), Some("{}"));
+        let v: serde_json::Value =
+            serde_json::from_str(&output(Cli::Codex, "SessionStart", "hi").unwrap()).unwrap();
+        assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+        assert_eq!(v["hookSpecificOutput"]["additionalContext"], "hi");
+        assert_eq!(
+            event_of(Cli::Claude, HookKind::Notices, Some("UserPromptSubmit")),
+            "UserPromptSubmit"
+        );
+        assert_eq!(
+            event_of(Cli::Claude, HookKind::Notices, Some("Stop")),
+            "PostToolUse"
+        );
+        assert_eq!(event_of(Cli::Gemini, HookKind::Prime, None), "SessionStart");
+    }
+
+    #[test]
+    fn bridge_section_is_added_once_and_updated_in_place() {
+        let mine = "# My rules\n\nBe nice.\n";
+        let once = upsert_section(Some(mine), &bridge_section());
+        assert!(once.starts_with(mine));
+        assert_eq!(upsert_section(Some(&once), &bridge_section()), once);
+        let old = once.replace("read it once per session", "old words");
+        assert_eq!(upsert_section(Some(&old), &bridge_section()), once);
+        assert_eq!(upsert_section(None, "x\n"), "x\n");
+    }
+}

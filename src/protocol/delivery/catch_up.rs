@@ -1,0 +1,225 @@
+//! The entry routine's catch-up: the chronicle lines a citizen has not seen since its last
+//! session, and the cursor (`last_seen_event` in its `status.md`) that records what it has now
+//! seen.
+//!
+//! `last_seen_event` holds the stamp of the newest chronicle line seen, as the protocol says.
+//! Chronicle stamps have minute precision, so several lines share one; `last_seen_event_lines`
+//! says how many lines of that minute were seen, so a line appended later in the same minute
+//! is still new (the chronicle is append-only: the seen ones come first).
+//!
+//! Pure: the caller reads the chronicle's tail back to the cursor and the status text.
+
+use crate::protocol::chronicle;
+use crate::protocol::delivery::notice;
+use crate::protocol::finding::Finding;
+use crate::protocol::frontmatter;
+use crate::yaml::Value;
+use chrono::NaiveDateTime;
+
+/// The status key of the cursor's stamp (SPEC §5).
+pub const SEEN_KEY: &str = "last_seen_event";
+/// How many lines stamped `last_seen_event` were seen.
+pub const SEEN_LINES_KEY: &str = "last_seen_event_lines";
+/// The status key of the last session start.
+pub const ACTIVE_KEY: &str = "last_active";
+
+/// How far a citizen has read the chronicle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    pub stamp: NaiveDateTime,
+    /// Lines stamped `stamp` already seen.
+    pub lines: usize,
+}
+
+impl Cursor {
+    /// The cursor in a status frontmatter; `None` when `last_seen_event` is absent, null or not
+    /// a stamp. A stamp with no line count counts every line of its minute as seen.
+    pub fn of(fields: &Value) -> Option<Cursor> {
+        let stamp = match fields.get(SEEN_KEY) {
+            Value::Null => return None,
+            v => v.python_str(),
+        };
+        let stamp = chronicle::parse_stamp(stamp.trim())
+            .or_else(|| NaiveDateTime::parse_from_str(stamp.trim(), "%Y-%m-%d %H:%M:%S").ok())?;
+        let lines = match fields.get(SEEN_LINES_KEY) {
+            Value::Int(n) if *n >= 0 => *n as usize,
+            _ => usize::MAX,
+        };
+        Some(Cursor { stamp, lines })
+    }
+
+    /// Whether a line stamped `stamp` lies before the cursor, so reading back can stop there.
+    pub fn is_before(&self, stamp: NaiveDateTime) -> bool {
+        stamp < self.stamp
+    }
+}
+
+/// What the citizen has not seen.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CatchUp {
+    /// The unseen lines written by others, newest first, as written.
+    pub events: Vec<String>,
+    /// Whether the tail read reached the cursor (else there may be more than `events`).
+    pub complete: bool,
+    /// The cursor to record: the newest line now seen (own lines included).
+    pub next: Option<Cursor>,
+    /// The cursor read from the status (`None`: no previous session recorded).
+    pub previous: Option<Cursor>,
+}
+
+/// The lines of `tail` (chronicle lines in file order, the end of the file) that come after
+/// `cursor`, leaving out `citizen`'s own. `complete` says whether `tail` reached back to the
+/// cursor. Lines that are not chronicle lines (frontmatter, blank) are skipped.
+pub fn since(tail: &str, cursor: Option<Cursor>, citizen: &str, complete: bool) -> CatchUp {
+    let mut events = Vec::new();
+    let mut at_cursor = 0usize;
+    let mut newest: Option<Cursor> = cursor;
+    for line in tail.lines() {
+        let Some((stamp, author)) = chronicle::stamp_and_author(line) else {
+            continue;
+        };
+        let new = match cursor {
+            None => true,
+            Some(c) if stamp > c.stamp => true,
+            Some(c) if stamp == c.stamp => {
+                at_cursor += 1;
+                at_cursor > c.lines
+            }
+            Some(_) => false,
+        };
+        newest = match newest {
+            Some(n) if n.stamp == stamp && new => Some(Cursor {
+                stamp,
+                lines: n.lines.saturating_add(1),
+            }),
+            Some(n) if n.stamp >= stamp => Some(n),
+            _ => Some(Cursor { stamp, lines: 1 }),
+        };
+        if new && author != citizen {
+            events.push(line.trim().to_string());
+        }
+    }
+    events.reverse();
+    CatchUp {
+        events,
+        complete,
+        next: newest,
+        previous: cursor,
+    }
+}
+
+/// `status_text` (or a new status when `None`) with the cursor and `last_active` spliced into
+/// its frontmatter, every other byte kept. A broken frontmatter is refused, as
+/// [`notice::status_fit_for_splice`] says.
+pub fn with_seen(
+    status_text: Option<&str>,
+    citizen: &str,
+    cursor: Option<Cursor>,
+    last_active: &str,
+    path: &str,
+) -> Result<String, Finding> {
+    let mut fields: Vec<(&str, String)> = vec![(ACTIVE_KEY, format!("'{last_active}'"))];
+    if let Some(c) = cursor {
+        fields.push((SEEN_KEY, format!("'{}'", c.stamp.format("%Y-%m-%d %H:%M"))));
+        fields.push((SEEN_LINES_KEY, c.lines.min(i64::MAX as usize).to_string()));
+    }
+    let base = match status_text {
+        Some(text) => {
+            notice::status_fit_for_splice(text, path, "`last_seen_event` and `last_active` are")?;
+            if frontmatter::splice_field(text, ACTIVE_KEY, "x", None).is_some() {
+                text.to_string()
+            } else {
+                format!("---\nagent_id: {citizen}\n---\n{text}")
+            }
+        }
+        None => format!("---\nagent_id: {citizen}\nstate: idle\n---\n\n# Status of {citizen}\n"),
+    };
+    let mut out = base;
+    let mut after = "agent_id";
+    for (key, value) in fields {
+        if let Some(spliced) = frontmatter::splice_field(&out, key, &value, Some(after)) {
+            out = spliced;
+        }
+        after = key;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> NaiveDateTime {
+        chronicle::parse_stamp(s).unwrap()
+    }
+
+    const TAIL: &str = "- 2026-03-02 09:00 | a-agent | did | - | -\n- 2026-03-02 09:01 | b-agent | did | - | one\n- 2026-03-02 09:01 | me-agent | did | - | mine\n- 2026-03-02 09:01 | b-agent | did | - | two\n";
+
+    #[test]
+    fn lines_of_the_cursor_minute_after_the_seen_ones_are_new() {
+        let c = Cursor {
+            stamp: at("2026-03-02 09:01"),
+            lines: 1,
+        };
+        let got = since(TAIL, Some(c), "me-agent", true);
+        assert_eq!(
+            got.events,
+            vec!["- 2026-03-02 09:01 | b-agent | did | - | two"]
+        );
+        assert_eq!(
+            got.next,
+            Some(Cursor {
+                stamp: at("2026-03-02 09:01"),
+                lines: 3
+            })
+        );
+    }
+
+    #[test]
+    fn no_cursor_sees_every_line_but_its_own_and_a_second_pass_sees_none() {
+        let first = since(TAIL, None, "me-agent", true);
+        assert_eq!(first.events.len(), 3);
+        assert!(first.events[0].ends_with("two"));
+        let second = since(TAIL, first.next, "me-agent", true);
+        assert!(second.events.is_empty());
+        assert_eq!(second.next, first.next);
+    }
+
+    #[test]
+    fn the_cursor_is_spliced_into_the_status_keeping_other_bytes() {
+        let status =
+            "---\nagent_id: me-agent\nstate: working # mine\nlast_seen_event: null\n---\n\nnotes\n";
+        let c = Cursor {
+            stamp: at("2026-03-02 09:01"),
+            lines: 2,
+        };
+        let path = "citizens/me-agent/status.md";
+        let out = with_seen(
+            Some(status),
+            "me-agent",
+            Some(c),
+            "2026-03-02 10:00:00",
+            path,
+        )
+        .unwrap();
+        assert!(out.contains("state: working # mine\n"));
+        assert!(out.contains("last_seen_event: '2026-03-02 09:01'\n"));
+        assert!(out.contains("last_seen_event_lines: 2\n"));
+        assert!(out.ends_with("\nnotes\n"));
+        let fields = frontmatter::parse(&out).unwrap().fields;
+        assert_eq!(Cursor::of(&fields), Some(c));
+    }
+
+    #[test]
+    fn an_unclosed_frontmatter_gets_no_second_block() {
+        let path = "citizens/me-agent/status.md";
+        let broken = "---\nagent_id: me-agent\nstate: working\n\nnotes\n";
+        let refused = with_seen(Some(broken), "me-agent", None, "2026-03-02 10:00:00", path);
+        let finding = refused.unwrap_err();
+        assert_eq!(finding.line, Some(1), "{finding:?}");
+        assert!(finding.message.contains("never closed"), "{finding:?}");
+        let no_frontmatter = with_seen(Some("notes\n"), "me-agent", None, "x", path).unwrap();
+        assert!(no_frontmatter.starts_with("---\nagent_id: me-agent\n"));
+        assert!(no_frontmatter.ends_with("---\nnotes\n"));
+    }
+}

@@ -1,0 +1,8 @@
+//! What reaches an agent's session: inbox notifications, the read cursor, the primer served at
+//! session start, and the agent CLIs' hook configurations.
+
+pub mod agent_hooks;
+pub mod catch_up;
+pub mod inbox;
+pub mod notice;
+pub mod primer;

@@ -1,0 +1,179 @@
+//! What an agent may pass to polisd, checked at the edge (the command line, MCP, HTTP) before
+//! anything is read or written: text without control characters, an acting id that is no
+//! system citizen and can be no path, a link that stays inside `_polis/`.
+//!
+//! It never repairs a value: a refused value is named with what to do instead, and nothing is
+//! written.
+
+use crate::protocol::layout;
+
+/// Why a value an agent passed was refused (a usage error: the same on every retry).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    #[error("{what} holds the control character {code} at character {at}; pass printable text (tab and newline are allowed)")]
+    Control {
+        what: String,
+        code: String,
+        at: usize,
+    },
+    #[error("`{id}` is a system identity that only polisd writes as; pass your own citizen id")]
+    Reserved { id: String },
+    #[error("`{value}` is not a valid {what}: use lowercase letters, digits and hyphens")]
+    NotAnId { what: String, value: String },
+    #[error("the link `{link}` leaves _polis/; pass a path inside it, relative to _polis/ (e.g. contracts/open/x)")]
+    OutsidePolis { link: String },
+}
+
+/// A character agents may not pass in text: C0 controls but tab and newline, DEL, C1
+/// controls, and the bidirectional embeddings, overrides and isolates that make a terminal
+/// or an editor show text in another order than it is stored.
+pub fn is_forbidden_char(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Refuses text with a character [`is_forbidden_char`] names; `what` names the argument.
+pub fn check_text(what: &str, text: &str) -> Result<(), InputError> {
+    match text
+        .chars()
+        .enumerate()
+        .find(|(_, c)| is_forbidden_char(*c))
+    {
+        None => Ok(()),
+        Some((at, c)) => Err(InputError::Control {
+            what: what.to_string(),
+            code: format!("U+{:04X}", c as u32),
+            at: at + 1,
+        }),
+    }
+}
+
+/// Refuses what may not be the id an agent acts as: a system citizen (SPEC §2), or anything
+/// that is not a slug (and so could become a path).
+pub fn check_acting_id(id: &str) -> Result<(), InputError> {
+    if layout::is_system_citizen(id) {
+        return Err(InputError::Reserved { id: id.to_string() });
+    }
+    check_slug("citizen id", id)
+}
+
+/// Refuses what may not be a contract id, tag or other slug-shaped name.
+pub fn check_slug(what: &str, value: &str) -> Result<(), InputError> {
+    if layout::is_slug(value) {
+        Ok(())
+    } else {
+        Err(InputError::NotAnId {
+            what: what.to_string(),
+            value: value.to_string(),
+        })
+    }
+}
+
+/// Refuses a chronicle link that could name something outside `_polis/`: an absolute path, a
+/// `..` component, a backslash, NUL or another control character. `[[…]]` and a leading
+/// `_polis/` are accepted as SPEC §2 writes wikilinks.
+pub fn check_link(link: &str) -> Result<(), InputError> {
+    check_text("the link", link)?;
+    let inner = link
+        .trim()
+        .trim_start_matches("[[")
+        .trim_end_matches("]]")
+        .trim();
+    let inner = inner.strip_prefix("_polis/").unwrap_or(inner);
+    let outside = inner.starts_with('/')
+        || inner.starts_with('~')
+        || inner.contains('\\')
+        || inner.contains('\n')
+        || inner.contains('\t')
+        || inner.split('/').any(|part| part == ".." || part == ".");
+    if outside {
+        Err(InputError::OutsidePolis {
+            link: link.to_string(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// Text read from files, made safe to print on a terminal: every character
+/// [`is_forbidden_char`] names is written as `\uXXXX`. That is also JSON's escape, so a JSON
+/// document printed through this reads back to the same strings.
+pub fn escape_for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_forbidden_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_forbidden_char(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_output_escapes_what_files_hold() {
+        assert_eq!(escape_for_terminal("a\tb\nc"), "a\tb\nc");
+        assert_eq!(
+            escape_for_terminal("x\x1b[2Jy\u{202e}z\x07"),
+            "x\\u001b[2Jy\\u202ez\\u0007"
+        );
+        let json = serde_json::json!({"t": "a\u{7f}b\u{202e}"}).to_string();
+        let back: serde_json::Value = serde_json::from_str(&escape_for_terminal(&json)).unwrap();
+        assert_eq!(back["t"], "a\u{7f}b\u{202e}");
+    }
+
+    #[test]
+    fn control_characters_are_refused_tab_and_newline_kept() {
+        assert!(check_text("the note", "a\tb\nc é 日本").is_ok());
+        for bad in [
+            "\0", "\x1b[31m", "\x07", "\r", "\x7f", "\u{85}", "\u{202e}", "\u{2067}",
+        ] {
+            let e = check_text("the note", &format!("x{bad}y")).unwrap_err();
+            assert!(e.to_string().contains("at character 2"), "{e}");
+        }
+    }
+
+    #[test]
+    fn system_identities_and_path_like_ids_cannot_act() {
+        for id in layout::SYSTEM_CITIZENS {
+            assert!(matches!(
+                check_acting_id(id),
+                Err(InputError::Reserved { .. })
+            ));
+        }
+        for id in ["../x", "/etc", "a/b", "a\0b", "", "A"] {
+            assert!(check_acting_id(id).is_err(), "{id:?}");
+        }
+        assert!(check_acting_id("claude-agent-1").is_ok());
+    }
+
+    #[test]
+    fn links_stay_inside_the_polis() {
+        for ok in [
+            "contracts/open/x",
+            "[[contracts/open/x]]",
+            "_polis/chronicle.md",
+        ] {
+            assert!(check_link(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "../../../etc/passwd",
+            "/etc/passwd",
+            "[[../x]]",
+            "contracts/../../x",
+            "a\\..\\b",
+            "x\0",
+            "~/x",
+        ] {
+            assert!(check_link(bad).is_err(), "{bad}");
+        }
+    }
+}

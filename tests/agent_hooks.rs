@@ -1,0 +1,452 @@
+//! The hooks as the agent CLIs run them: `polisd hooks install` writes each CLI's settings
+//! file, and the test then does what Claude Code, Codex CLI and Gemini CLI document doing — it
+//! reads the command of every installed handler from the real settings file and runs it with
+//! `sh -c` in the project folder, the event's payload JSON on stdin, and reads the JSON the
+//! CLI would read. The settings files start as teams have them: other tools' hooks, CRLF, a
+//! byte-order mark, tabs, `{}`. And the project is a real git repository with two people.
+
+mod harness;
+
+use harness::{TestPolis, BIN};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const ME: &str = "claude-code-one";
+const OTHER: &str = "codex-frontend-one";
+
+fn project(p: &TestPolis) -> PathBuf {
+    p.root.parent().unwrap().to_path_buf()
+}
+
+/// `polisd …` as one person: their own state folder (polisd's per-user state).
+fn polisd_as(p: &TestPolis, state: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("POLISD_STATE_DIR", state)
+        .env_remove("POLIS_CITIZEN")
+        .current_dir(project(p))
+        .output()
+        .unwrap()
+}
+
+#[track_caller]
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The payload each CLI documents for an event (the fields polisd may read and a few it does
+/// not, as the CLIs send them).
+fn payload(cli: &str, event: &str, cwd: &Path) -> Value {
+    let mut v = match (cli, event) {
+        (_, "SessionStart") => json!({"source": "startup"}),
+        ("claude", "PostToolUse") | ("codex", "PostToolUse") => json!({
+            "tool_name": "Bash", "tool_input": {"command": "ls"},
+            "tool_response": {"stdout": "", "stderr": ""}, "tool_use_id": "toolu_01"}),
+        ("gemini", "AfterTool") => json!({
+            "tool_name": "run_shell_command", "tool_input": {"command": "ls"},
+            "tool_response": {"llmContent": ""}}),
+        (_, "UserPromptSubmit") | ("gemini", "BeforeAgent") => json!({"prompt": "go on"}),
+        other => panic!("no payload for {other:?}"),
+    };
+    v["session_id"] = json!("session-1");
+    v["transcript_path"] = json!("/tmp/transcript.jsonl");
+    v["cwd"] = json!(cwd);
+    v["hook_event_name"] = json!(event);
+    match cli {
+        "claude" => v["permission_mode"] = json!("default"),
+        "codex" => v["model"] = json!("gpt-5-codex"),
+        _ => v["timestamp"] = json!("2026-03-02T10:00:00Z"),
+    }
+    v
+}
+
+/// Every handler polisd's settings file holds for `cli`, as (event, command).
+fn handlers(settings: &str) -> Vec<(String, String)> {
+    let v: Value = serde_json::from_str(settings.trim_start_matches('\u{feff}')).unwrap();
+    let mut out = Vec::new();
+    for (event, groups) in v["hooks"].as_object().unwrap() {
+        for group in groups.as_array().unwrap() {
+            for h in group["hooks"].as_array().unwrap() {
+                out.push((event.clone(), h["command"].as_str().unwrap().to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// Runs one handler as the CLI does: `sh -c <command>` in the project with the payload on
+/// stdin. Returns what it printed.
+fn fire(p: &TestPolis, state: &Path, command: &str, payload: &Value) -> String {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .env("POLISD_STATE_DIR", state)
+        .env_remove("POLIS_CITIZEN")
+        .current_dir(project(p))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{command}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The context a handler's output adds, per the CLIs' contract (`hookSpecificOutput`).
+fn added_context(out: &str, event: &str) -> Option<String> {
+    let out = out.trim();
+    if out.is_empty() || out == "{}" {
+        return None;
+    }
+    let v: Value = serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], event, "{v}");
+    Some(
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    )
+}
+
+const CLIS: [(&str, &str); 3] = [
+    ("claude", ".claude/settings.json"),
+    ("codex", ".codex/hooks.json"),
+    ("gemini", ".gemini/settings.json"),
+];
+
+/// Settings files as teams have them. The foreign hooks include commands that merely contain
+/// polisd's words, which are not polisd's.
+fn originals(cli: &str) -> Vec<(&'static str, String)> {
+    let foreign = format!(
+        "{{\n  \"model\": \"x\",\n  \"hooks\": {{\n    \"SessionStart\": [\n      {{\n        \"hooks\": [\n          {{\n            \"type\": \"command\",\n            \"command\": \"echo polisd hook {cli} prime\"\n          }}\n        ]\n      }}\n    ],\n    \"PostToolUse\": [\n      {{\n        \"matcher\": \"Write\",\n        \"hooks\": [\n          {{\n            \"type\": \"command\",\n            \"command\": \"my-wrapper.sh hook {cli} notices\"\n          }}\n        ]\n      }}\n    ]\n  }}\n}}\n"
+    );
+    let tabs = "{\n\t\"env\": {\n\t\t\"A\": \"1\"\n\t}\n}\n".to_string();
+    let crlf = foreign.replace('\n', "\r\n");
+    let bom = format!("\u{feff}{}", tabs.replace('\n', "\r\n"));
+    vec![
+        ("foreign hooks", foreign),
+        ("tabs", tabs),
+        ("CRLF", crlf),
+        ("BOM and CRLF", bom),
+        ("{}", "{}".to_string()),
+        ("{} and a line end", "{}\n".to_string()),
+    ]
+}
+
+#[test]
+fn each_clis_hooks_fire_from_the_real_settings_file_and_uninstall_gives_back_the_bytes() {
+    let p = TestPolis::init(ME);
+    let me = p.dir.path().join("state-me");
+    let project = project(&p);
+    for (cli, rel) in CLIS {
+        for (what, original) in originals(cli) {
+            std::fs::create_dir_all(project.join(rel).parent().unwrap()).unwrap();
+            std::fs::write(project.join(rel), &original).unwrap();
+            let flag = format!("--{cli}");
+            ok(&polisd_as(
+                &p,
+                &me,
+                &["hooks", "install", &flag, "--as", ME, "--bin", BIN],
+            ));
+            let settings = std::fs::read_to_string(project.join(rel)).unwrap();
+            assert_eq!(
+                settings.starts_with('\u{feff}'),
+                original.starts_with('\u{feff}'),
+                "{cli} {what}"
+            );
+            assert_eq!(settings.contains("\r\n"), original.contains("\r\n"));
+            assert!(
+                !settings.contains(ME),
+                "{cli} {what}: the id stays out of the file"
+            );
+            let all = handlers(&settings);
+            for foreign in ["echo polisd hook", "my-wrapper.sh hook"] {
+                assert_eq!(
+                    all.iter().filter(|(_, c)| c.starts_with(foreign)).count(),
+                    usize::from(what.contains("foreign") || what == "CRLF"),
+                    "{cli} {what}: other tools' hooks are kept"
+                );
+            }
+            let ours: Vec<&(String, String)> =
+                all.iter().filter(|(_, c)| c.starts_with(BIN)).collect();
+            assert_eq!(ours.len(), 3, "{cli} {what}: {all:?}");
+            for (event, command) in ours {
+                let out = fire(&p, &me, command, &payload(cli, event, &project));
+                match (event.as_str(), added_context(&out, event)) {
+                    ("SessionStart", Some(primer)) => {
+                        assert!(
+                            primer.contains(&format!("You are citizen `{ME}`")),
+                            "{primer}"
+                        )
+                    }
+                    ("SessionStart", None) => panic!("{cli} {what}: no primer"),
+                    // Nothing new since the primer: nothing to add (Gemini wants `{}`).
+                    (_, None) => assert_eq!(out.trim().is_empty(), cli != "gemini", "{out}"),
+                    (_, Some(context)) => panic!("{cli} {event}: unexpected {context}"),
+                }
+            }
+            ok(&polisd_as(&p, &me, &["hooks", "uninstall", &flag]));
+            assert_eq!(
+                std::fs::read_to_string(project.join(rel)).unwrap(),
+                original,
+                "{cli} {what}: uninstall gives back the bytes"
+            );
+            // Someone else uninstalling (no record of the original on their machine) keeps the
+            // file's form all the same.
+            let someone = p.dir.path().join(format!("state-{cli}-{}", what.len()));
+            ok(&polisd_as(
+                &p,
+                &me,
+                &["hooks", "install", &flag, "--as", ME, "--bin", BIN],
+            ));
+            ok(&polisd_as(&p, &someone, &["hooks", "uninstall", &flag]));
+            assert_eq!(
+                std::fs::read_to_string(project.join(rel)).unwrap(),
+                original,
+                "{cli} {what}: uninstall by another person"
+            );
+        }
+        // A file polisd created goes away again.
+        std::fs::remove_file(project.join(rel)).unwrap();
+        let flag = format!("--{cli}");
+        ok(&polisd_as(
+            &p,
+            &me,
+            &["hooks", "install", &flag, "--as", ME, "--bin", BIN],
+        ));
+        ok(&polisd_as(&p, &me, &["hooks", "uninstall", &flag]));
+        assert!(!project.join(rel).exists(), "{cli}");
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git must be installed for this test");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn in_a_git_clone_each_person_and_each_cli_acts_as_its_own_id_and_no_shared_file_names_one() {
+    let p = TestPolis::init(ME);
+    p.citizen(OTHER, "openai", &[("frontend", 4)], "low");
+    let project = project(&p);
+    git(&project, &["init", "-q"]);
+    git(&project, &["add", "-A"]);
+    git(&project, &["commit", "-q", "-m", "polis"]);
+    let alice = p.dir.path().join("state-alice");
+    let bob = p.dir.path().join("state-bob");
+
+    // Alice is ME in every CLI.
+    ok(&polisd_as(
+        &p,
+        &alice,
+        &["hooks", "install", "--all", "--as", ME, "--bin", BIN],
+    ));
+    let changed = git(
+        &project,
+        &["ls-files", "--modified", "--others", "--exclude-standard"],
+    );
+    assert!(changed.contains(".claude/settings.json"), "{changed}");
+    for file in changed.lines() {
+        let text = std::fs::read_to_string(project.join(file)).unwrap();
+        assert!(!text.contains(ME), "{file} names the citizen: {text}");
+    }
+    git(&project, &["add", "-A"]);
+    git(&project, &["commit", "-q", "-m", "hooks"]);
+
+    // Bob, on the same clone, installs as OTHER: the shared files do not change.
+    let bob_install = ok(&polisd_as(
+        &p,
+        &bob,
+        &["hooks", "install", "--all", "--as", OTHER, "--bin", BIN],
+    ));
+    assert_eq!(
+        git(&project, &["status", "--porcelain"]),
+        "",
+        "{bob_install}"
+    );
+    // Alice then says her Codex is OTHER too: only her own record changes.
+    ok(&polisd_as(
+        &p,
+        &alice,
+        &["hooks", "install", "--codex", "--as", OTHER, "--bin", BIN],
+    ));
+    assert_eq!(git(&project, &["status", "--porcelain"]), "");
+
+    for (cli, rel) in CLIS {
+        let settings = std::fs::read_to_string(project.join(rel)).unwrap();
+        let (_, prime) = handlers(&settings)
+            .into_iter()
+            .find(|(e, _)| e == "SessionStart")
+            .unwrap();
+        let start = payload(cli, "SessionStart", &project);
+        let as_alice = added_context(&fire(&p, &alice, &prime, &start), "SessionStart").unwrap();
+        let as_bob = added_context(&fire(&p, &bob, &prime, &start), "SessionStart").unwrap();
+        let alice_is = if cli == "codex" { OTHER } else { ME };
+        assert!(
+            as_alice.contains(&format!("You are citizen `{alice_is}`")),
+            "{cli}: {as_alice}"
+        );
+        assert!(
+            as_bob.contains(&format!("You are citizen `{OTHER}`")),
+            "{cli}: {as_bob}"
+        );
+    }
+
+    // Status says who each CLI acts as, for this person.
+    let status: Value =
+        serde_json::from_str(&ok(&polisd_as(&p, &alice, &["hooks", "status", "--json"]))).unwrap();
+    let by_cli = |cli: &str| {
+        status
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["cli"] == cli)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(by_cli("claude")["citizen"], ME);
+    assert_eq!(by_cli("codex")["citizen"], OTHER);
+    assert_eq!(by_cli("claude")["problems"], json!([]));
+}
+
+#[test]
+fn status_reports_every_reason_a_hook_will_not_fire() {
+    let p = TestPolis::init(ME);
+    let project = project(&p);
+    let me = p.dir.path().join("state-me");
+    let nobody = p.dir.path().join("state-nobody");
+    // A binary that is there at install and gone later.
+    let bin_dir = p.dir.path().join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let copy = bin_dir.join("polisd");
+    std::fs::copy(BIN, &copy).unwrap();
+    let copy = copy.to_str().unwrap();
+    ok(&polisd_as(
+        &p,
+        &me,
+        &["hooks", "install", "--all", "--as", ME, "--bin", copy],
+    ));
+    let problems = |state: &Path| -> Vec<String> {
+        let out = polisd_as(&p, state, &["hooks", "status", "--json"]);
+        let v: Value = serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["problems"].as_array().unwrap().clone())
+            .map(|p| p.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(problems(&me), Vec::<String>::new());
+    let out = polisd_as(&p, &me, &["hooks", "status"]);
+    assert_eq!(out.status.code(), Some(0));
+
+    // Someone who never said who they are.
+    let theirs = problems(&nobody);
+    assert_eq!(
+        theirs
+            .iter()
+            .filter(|p| p.contains("no citizen id"))
+            .count(),
+        3,
+        "{theirs:?}"
+    );
+    // A recorded id that is no citizen (any more).
+    ok(&polisd_as(
+        &p,
+        &me,
+        &["hooks", "install", "--claude", "--as", ME, "--bin", copy],
+    ));
+    let record = std::fs::read_dir(&me)
+        .unwrap()
+        .map(|e| e.unwrap().path().join("hooks/_identity.json"))
+        .find(|p| p.exists())
+        .unwrap();
+    std::fs::write(
+        &record,
+        r#"{"claude": "left-the-polis", "codex": "claude-code-one", "gemini": "claude-code-one"}"#,
+    )
+    .unwrap();
+    assert!(problems(&me)
+        .iter()
+        .any(|p| p.contains("`left-the-polis` is not a citizen")));
+    std::fs::write(
+        &record,
+        r#"{"claude": "claude-code-one", "codex": "claude-code-one", "gemini": "claude-code-one"}"#,
+    )
+    .unwrap();
+
+    // Hooks switched off in each CLI's own way.
+    let claude = std::fs::read_to_string(project.join(".claude/settings.json")).unwrap();
+    std::fs::write(
+        project.join(".claude/settings.local.json"),
+        "{\"disableAllHooks\": true}\n",
+    )
+    .unwrap();
+    let gemini = std::fs::read_to_string(project.join(".gemini/settings.json")).unwrap();
+    let mut g: Value = serde_json::from_str(&gemini).unwrap();
+    g["hooksConfig"] = json!({"enabled": false});
+    std::fs::write(project.join(".gemini/settings.json"), g.to_string()).unwrap();
+    std::fs::write(
+        project.join(".codex/config.toml"),
+        "[features]\nhooks = false\n",
+    )
+    .unwrap();
+    // And the binary gone.
+    std::fs::remove_file(copy).unwrap();
+    let all = problems(&me);
+    for needle in [
+        "disableAllHooks",
+        "hooksConfig.enabled: false",
+        "Codex runs no hooks",
+        "not an executable file or on PATH",
+    ] {
+        assert!(all.iter().any(|p| p.contains(needle)), "{needle}: {all:?}");
+    }
+    assert_eq!(
+        all.iter()
+            .filter(|p| p.contains("not an executable file"))
+            .count(),
+        3
+    );
+    let out = polisd_as(&p, &me, &["hooks", "status"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(claude.contains(copy));
+
+    // Install itself refuses a binary the CLI could not run.
+    let out = polisd_as(
+        &p,
+        &me,
+        &[
+            "hooks",
+            "install",
+            "--claude",
+            "--as",
+            ME,
+            "--bin",
+            "/nowhere/polisd",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--bin /absolute/path/to/polisd"));
+}

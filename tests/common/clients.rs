@@ -1,0 +1,83 @@
+//! The official MCP SDKs, installed by the tests themselves under `target/` the first time a
+//! test needs one (once, under a lock, renamed into place only when complete; see
+//! [`super::reference::ensure_built`]): the Python SDK (`mcp`, latest from PyPI) in a virtualenv
+//! and the TypeScript SDK (`@modelcontextprotocol/sdk`, latest from npm) in an npm folder.
+//! A missing `python3` or `npm`, or no registry, is a failure that says what to install.
+#![allow(dead_code)]
+
+use crate::reference::{ensure_built, step as run, target_dir};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The Python of a virtualenv with the official MCP Python SDK.
+pub fn python_sdk() -> PathBuf {
+    let venv = target_dir().join("mcp-python-sdk");
+    let usable = |dir: &Path| {
+        Command::new(dir.join("bin/python"))
+            .args(["-c", "import mcp.client"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    ensure_built(&venv, usable, |partial| {
+        run(
+            Command::new("python3").args(["-m", "venv"]).arg(partial),
+            "`python3 -m venv` (on Debian: apt-get install python3-venv)",
+        )?;
+        run(
+            Command::new(partial.join("bin/python")).args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "mcp",
+            ]),
+            "`pip install mcp` (is PyPI reachable?)",
+        )
+    })
+    .unwrap_or_else(|e| {
+        panic!(
+            "the MCP conformance tests need the official Python SDK in {}: {e}",
+            venv.display()
+        )
+    });
+    venv.join("bin/python")
+}
+
+/// A folder whose `node_modules` has the official MCP TypeScript SDK.
+pub fn typescript_sdk() -> PathBuf {
+    let dir = target_dir().join("mcp-typescript-sdk");
+    let usable = |dir: &Path| {
+        dir.join("node_modules/@modelcontextprotocol/sdk/package.json")
+            .is_file()
+    };
+    ensure_built(&dir, usable, |partial| {
+        std::fs::create_dir_all(partial).map_err(|e| e.to_string())?;
+        std::fs::write(
+            partial.join("package.json"),
+            r#"{"name": "polisd-mcp-conformance", "private": true, "type": "module"}"#,
+        )
+        .map_err(|e| e.to_string())?;
+        run(
+            Command::new("npm")
+                .args([
+                    "install",
+                    "--silent",
+                    "--no-audit",
+                    "--no-fund",
+                    "@modelcontextprotocol/sdk",
+                ])
+                .current_dir(partial),
+            "`npm install @modelcontextprotocol/sdk` (is node with npm installed, npm reachable?)",
+        )
+    })
+    .unwrap_or_else(|e| {
+        panic!(
+            "the MCP conformance tests need the official TypeScript SDK in {}: {e}",
+            dir.display()
+        )
+    })
+}

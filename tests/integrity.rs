@@ -1,0 +1,413 @@
+//! Integrity at the edges: what a hostile or unlucky caller passes never panics, never forges
+//! a system line, never leaves `_polis/`, and never makes an agent's file worse. Each test is
+//! named after the fault it pins.
+
+mod harness;
+
+use harness::TestPolis;
+use std::process::Output;
+
+const FOUNDER: &str = "claude-founder-one";
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[track_caller]
+fn ok(out: Output) -> Output {
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    out
+}
+
+#[track_caller]
+fn usage(out: Output) -> String {
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Every file under `_polis/` with its bytes, to show that a refusal wrote nothing.
+fn tree(p: &TestPolis) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![p.root.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(&p.root).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn claimed_contract(p: &TestPolis, id: &str, title: &str) {
+    p.save(
+        &format!("contracts/open/{id}.md"),
+        &format!(
+            "---\ncontract_id: {id}\ntitle: \"{title}\"\nopened_by: {FOUNDER}\nopened_at: 2026-01-01 10:00:00\nowner: {FOUNDER}\nstatus: claimed\nstakes: low\nrequired_tags: [python]\n---\n\n## Intent\n\nx\n"
+        ),
+    );
+}
+
+#[test]
+fn settle_and_abandon_of_a_path_like_id_is_a_usage_error_not_a_panic() {
+    let p = TestPolis::init(FOUNDER);
+    claimed_contract(&p, "real", "Real");
+    let before = tree(&p);
+    for id in [
+        "../x",
+        "../../etc/passwd",
+        "/etc/passwd",
+        "a/b",
+        "x\0y",
+        "..",
+        "",
+    ] {
+        if id.contains('\0') {
+            continue; // a NUL cannot be passed in argv; the MCP test sends one
+        }
+        for args in [
+            vec!["contract", "settle", id, "--quality", "3"],
+            vec!["contract", "abandon", id],
+            vec!["contract", "claim", id, "--as", FOUNDER],
+            vec!["contract", "show", id],
+            vec!["review", id, "--as", FOUNDER, "--decision", "signed_off"],
+        ] {
+            let err = usage(p.polisd(&args));
+            assert!(!err.contains("panicked"), "{err}");
+        }
+    }
+    assert_eq!(tree(&p), before, "nothing written");
+}
+
+#[test]
+fn system_identities_cannot_act_and_a_link_cannot_leave_the_polis() {
+    let p = TestPolis::init(FOUNDER);
+    claimed_contract(&p, "real", "Real");
+    let before = tree(&p);
+    for system in ["polis-daemon", "polis-reflector", "polis-tally"] {
+        for args in [
+            vec!["log", "--as", system, "did things"],
+            vec!["contract", "claim", "real", "--as", system, "--force"],
+            vec![
+                "contract",
+                "settle",
+                "real",
+                "--quality",
+                "3",
+                "--by",
+                system,
+            ],
+            vec!["contract", "abandon", "real", "--as", system],
+            vec!["contract", "open", "--title", "x", "--by", system],
+            vec!["amendment", "propose", "--title", "x", "--by", system],
+            vec!["reserve", "src/", "--as", system],
+            vec!["notices", "--as", system],
+            vec!["inbox", "archive", "--as", system],
+            vec![
+                "lesson", "file", "--as", system, "--tags", "x", "--impact", "3", "text",
+            ],
+        ] {
+            let err = usage(p.polisd(&args));
+            assert!(err.contains("system identity"), "{args:?}: {err}");
+        }
+    }
+    for link in [
+        "../../../etc/passwd",
+        "/etc/passwd",
+        "[[../x]]",
+        "contracts/../../x",
+    ] {
+        let err = usage(p.polisd(&["log", "--as", FOUNDER, "did things", "--link", link]));
+        assert!(err.contains("leaves _polis/"), "{err}");
+    }
+    assert_eq!(tree(&p), before, "nothing written");
+}
+
+#[test]
+fn control_characters_are_refused_in_agent_text_and_escaped_when_printed() {
+    let p = TestPolis::init(FOUNDER);
+    let before = tree(&p);
+    for bad in [
+        "\u{1b}[2J",
+        "\u{7}",
+        "\u{7f}",
+        "\u{85}",
+        "\u{202e}evil",
+        "a\rb",
+    ] {
+        for args in [
+            vec!["log", "--as", FOUNDER, "did things", "--note", bad],
+            vec!["contract", "open", "--title", bad, "--by", FOUNDER],
+            vec!["log", "--as", FOUNDER, bad],
+        ] {
+            let err = usage(p.polisd(&args));
+            assert!(err.contains("control character"), "{err}");
+        }
+    }
+    assert_eq!(tree(&p), before, "nothing written");
+    // A title written into a file by hand reaches the terminal escaped, in text and in JSON.
+    claimed_contract(&p, "painted", "a\u{1b}[31mred\u{7}\u{202e}");
+    let listed = ok(p.polisd(&["contract", "list"]));
+    let shown = String::from_utf8(listed.stdout).unwrap();
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{7}') && !shown.contains('\u{202e}'),
+        "{shown:?}"
+    );
+    assert!(shown.contains("a\\u001b[31mred\\u0007\\u202e"), "{shown}");
+    let json = ok(p.polisd(&["contract", "show", "painted", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(v["text"].as_str().unwrap().contains("a\u{1b}[31mred"));
+    assert!(!String::from_utf8_lossy(&json.stdout).contains('\u{202e}'));
+}
+
+#[test]
+fn notices_mark_read_never_prepends_a_second_frontmatter_to_a_broken_status() {
+    let p = TestPolis::init(FOUNDER);
+    let status = format!("citizens/{FOUNDER}/status.md");
+    let broken = format!("---\nagent_id: {FOUNDER}\nstate: working\n\n# Status\n\nnotes\n");
+    p.save(&status, &broken);
+    p.append(
+        &format!("citizens/{FOUNDER}/inbox.md"),
+        "\n### 2026-01-01 10:00 from polis-daemon\n\nSomething happened.\n\n<!-- polisd:contract-settled:0123456789abcdef -->\n\n---\n",
+    );
+    let out = p.polisd(&["notices", "--as", FOUNDER, "--mark-read"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{status}:1:")) && err.contains("add a line `---`"),
+        "file, line and fix: {err}"
+    );
+    assert_eq!(
+        p.read(&status),
+        broken,
+        "the agent's file is left as it was"
+    );
+    // A session start records nothing in it either, and still shows the primer.
+    let primed = ok(p.polisd(&["prime", "--as", FOUNDER]));
+    assert!(String::from_utf8_lossy(&primed.stderr).contains("add a line `---`"));
+    assert!(!primed.stdout.is_empty());
+    assert_eq!(p.read(&status), broken, "prime left it as it was");
+}
+
+#[test]
+fn prime_never_prepends_a_second_frontmatter_to_a_broken_status_and_still_primes() {
+    let p = TestPolis::init(FOUNDER);
+    let status = format!("citizens/{FOUNDER}/status.md");
+    let broken = format!("---\nagent_id: {FOUNDER}\nstate: working\n\n# Status\n\nnotes\n");
+    p.save(&status, &broken);
+    ok(p.polisd(&[
+        "log",
+        "--as",
+        FOUNDER,
+        "started work",
+        "--note",
+        "an event to catch up on",
+    ]));
+    let out = ok(p.polisd(&["prime", "--as", FOUNDER]));
+    assert!(!out.stdout.is_empty(), "the session still gets its primer");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{status}:1:")) && err.contains("add a line `---`"),
+        "file, line and fix: {err}"
+    );
+    assert_eq!(
+        p.read(&status),
+        broken,
+        "the agent's file is left as it was"
+    );
+}
+
+#[test]
+fn prime_with_an_inbox_over_16_mib_delivers_the_newest_notices() {
+    let p = TestPolis::init(FOUNDER);
+    let inbox = format!("citizens/{FOUNDER}/inbox.md");
+    let mut text = String::from("---\nfile_type: inbox\n---\n");
+    let old = "\n### 2026-01-01 10:00 from polis-daemon\n\nAn old notice, padded out. ".to_string()
+        + &"pad ".repeat(2_000)
+        + "\n\n---\n";
+    while text.len() < 17 * 1024 * 1024 {
+        text.push_str(&old);
+    }
+    text.push_str("\n### 2026-01-02 10:00 from polis-daemon\n\nThe newest notice of all.\n\n<!-- polisd:contract-settled:00000000000000ff -->\n\n---\n");
+    p.save(&inbox, &text);
+    let out = ok(p.polisd(&["prime", "--as", FOUNDER, "--no-mark-read"]));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("The newest notice of all."), "{shown:.2000}");
+}
+
+#[test]
+fn inbox_archive_run_once_waits_for_a_writer_instead_of_promising_a_later_look() {
+    let p = TestPolis::init(FOUNDER);
+    let id = "00000000000000aa";
+    p.save(
+        &format!("citizens/{FOUNDER}/status.md"),
+        &format!("---\nagent_id: {FOUNDER}\nstate: idle\nnotices_read: ['{id}']\n---\n"),
+    );
+    let inbox = format!("citizens/{FOUNDER}/inbox.md");
+    p.append(
+        &inbox,
+        &format!("\n### 2026-01-01 10:00 from polis-daemon\n\nRead long ago.\n\n<!-- polisd:contract-settled:{id} -->\n\n---\n"),
+    );
+    // Another program holds the inbox open for writing when the command starts, and lets go
+    // a moment later: the command has no later look, so it must wait for it.
+    let held = std::fs::OpenOptions::new()
+        .append(true)
+        .open(p.path(&inbox))
+        .unwrap();
+    let child = p.spawn(&[
+        "inbox",
+        "archive",
+        "--as",
+        FOUNDER,
+        "--older-than",
+        "0",
+        "--json",
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    drop(held);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains("looks again"), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["moved"], 1, "{v}");
+    assert!(p
+        .read(&format!("citizens/{FOUNDER}/inbox-archive.md"))
+        .contains(id));
+}
+
+#[test]
+fn a_held_notice_is_delivered_soon_after_its_inbox_is_writable_again() {
+    let p = TestPolis::init(FOUNDER);
+    let daemon = p.start_daemon();
+    let inbox = format!("citizens/{FOUNDER}/inbox.md");
+    // A second name for the inbox: polisd writes no file another name shares, so the notice
+    // is held. Removing that name changes nothing in _polis/ that a watcher would report.
+    let other = p.dir.path().join("inbox-elsewhere.md");
+    std::fs::hard_link(p.path(&inbox), &other).unwrap();
+    p.append(
+        "chronicle.md",
+        &format!("- 2026-13-45 10:00 | {FOUNDER} | did things | - | a bad stamp\n"),
+    );
+    harness::wait_until("the notice held", harness::DEADLINE, || {
+        daemon.log_text().contains("not notifying")
+    });
+    assert!(!p.read(&inbox).contains("chronicle-finding"));
+    std::fs::remove_file(&other).unwrap();
+    // Tried again by itself within 2 s (backing off); without that, only the next event or
+    // the safety rescan, a minute later, would deliver it.
+    harness::wait_until(
+        "the held notice delivered",
+        std::time::Duration::from_secs(10),
+        || p.read(&inbox).contains("chronicle-finding"),
+    );
+}
+
+/// `chattr` on `path`, as root or through passwordless sudo (as `scripts/test` requires).
+fn chattr(flag: &str, path: &std::path::Path) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = if root {
+        std::process::Command::new("chattr")
+    } else {
+        let mut sudo = std::process::Command::new("sudo");
+        sudo.args(["-n", "chattr"]);
+        sudo
+    };
+    let out = cmd
+        .arg(flag)
+        .arg(path)
+        .output()
+        .map_err(|e| format!("chattr: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// Makes a file mutable again when the test ends, pass or fail: an immutable file left behind
+/// could not be removed with its temporary folder.
+struct Immutable(std::path::PathBuf);
+
+impl Immutable {
+    fn set(path: std::path::PathBuf) -> Immutable {
+        if let Err(e) = chattr("+i", &path) {
+            panic!(
+                "this test needs `chattr +i` (root or passwordless sudo, e2fsprogs, and a \
+                 filesystem with the immutable flag, such as ext4) on {}: {e}",
+                path.display()
+            );
+        }
+        Immutable(path)
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = chattr("-i", &self.0);
+    }
+}
+
+/// An inbox made immutable (`chattr +i`), then writable again: the held notice goes out within
+/// about 2 s of `chattr -i`, by the daemon's own retry (clearing the flag changes no bytes, so
+/// no file event would bring it).
+#[test]
+fn a_notice_held_by_an_immutable_inbox_is_delivered_soon_after_chattr_minus_i() {
+    let p = TestPolis::init(FOUNDER);
+    let daemon = p.start_daemon();
+    let inbox = format!("citizens/{FOUNDER}/inbox.md");
+    let flag = Immutable::set(p.path(&inbox));
+    p.append(
+        "chronicle.md",
+        &format!("- 2026-13-45 10:00 | {FOUNDER} | did things | - | a bad stamp\n"),
+    );
+    harness::wait_until("the notice held", harness::DEADLINE, || {
+        daemon
+            .log_text()
+            .contains("could not notify claude-founder-one yet")
+    });
+    assert!(!p.read(&inbox).contains("chronicle-finding"));
+    drop(flag);
+    harness::wait_until(
+        "the held notice delivered",
+        std::time::Duration::from_secs(5),
+        || p.read(&inbox).contains("chronicle-finding"),
+    );
+    assert_eq!(
+        p.read(&inbox)
+            .matches("<!-- polisd:chronicle-finding:")
+            .count(),
+        1
+    );
+}
+
+/// Commands that write through a writer (config, activity, service, demo) escape what files
+/// hold as `say!` does: a config key spelled with ESC is quoted as `\u001b`, never raw.
+#[test]
+fn config_check_escapes_control_characters_from_the_file_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("polisd.toml");
+    std::fs::write(&config, "[watch]\n\"de\\u001b[2Jbounce\" = \"1s\"\n").unwrap();
+    let out = std::process::Command::new(harness::BIN)
+        .args(["config", "check"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!out.stdout.contains(&0x1b), "a raw ESC: {}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("de\\u001b[2Jbounce"),
+        "{}",
+        text(&out)
+    );
+}

@@ -1,0 +1,157 @@
+//! `polisd mcp` with the clients people run: the official MCP Python SDK in its default mode
+//! (it probes `server/discover` and validates every result against the version it adopts) and
+//! in legacy mode (the `initialize` handshake), and the official TypeScript SDK. Each one
+//! initializes, lists the tools, calls three of them (one writing), and lists and reads every
+//! resource. The SDKs are installed by the tests under `target/`; see `common/clients.rs`.
+
+#[path = "common/clients.rs"]
+mod clients;
+mod harness;
+#[path = "common/reference.rs"]
+mod reference;
+
+use harness::{Killed, TestPolis, BIN, DEADLINE};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+const ME: &str = "claude-code-one";
+
+/// Runs a client script to the end (killed at the deadline) and returns its JSON lines.
+#[track_caller]
+fn session(mut command: Command) -> Vec<Value> {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the MCP client");
+    let mut child = Killed::new(child);
+    let start = Instant::now();
+    while child.child().try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the MCP client did not finish within {DEADLINE:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.into_inner().wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the MCP client failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// What every client must have seen; returns the protocol version it reported.
+#[track_caller]
+fn check(p: &TestPolis, steps: &[Value], opened: &str) {
+    let step = |name: &str| -> Vec<&Value> { steps.iter().filter(|s| s["step"] == name).collect() };
+    let tools = step("tools");
+    let names: Vec<&str> = tools[0]["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for name in [
+        "polis_status",
+        "polis_open_contract",
+        "polis_list_contracts",
+        "polis_prime",
+    ] {
+        assert!(names.contains(&name), "{name} not listed: {names:?}");
+    }
+    let calls = step("call");
+    assert_eq!(calls.len(), 3, "{steps:?}");
+    for call in &calls {
+        assert_eq!(call["isError"], false, "{call}");
+    }
+    assert!(
+        calls[0]["text"].as_str().unwrap().contains(ME),
+        "{}",
+        calls[0]
+    );
+    assert!(
+        p.exists(&format!("contracts/open/{opened}.md")),
+        "the write landed"
+    );
+    assert!(
+        calls[2]["text"].as_str().unwrap().contains(opened),
+        "{}",
+        calls[2]
+    );
+    let uris: Vec<&str> = step("resources")[0]["uris"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "polis://state",
+            "polis://replay",
+            "polis://replay/redacted",
+            "polis://constitution"
+        ]
+    );
+    let reads = step("read");
+    assert_eq!(reads.len(), uris.len());
+    for read in reads {
+        assert!(read["bytes"].as_u64().unwrap() > 100, "{read}");
+    }
+}
+
+fn python(mode: &str, root: &Path) -> Command {
+    let mut command = Command::new(clients::python_sdk());
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/python_session.py"))
+        .args([mode, BIN])
+        .arg(root)
+        .arg(ME);
+    command
+}
+
+#[test]
+fn the_python_sdk_in_its_default_mode_adopts_the_newest_version_and_completes_a_session() {
+    let p = TestPolis::init(ME);
+    let steps = session(python("auto", &p.root));
+    // The default mode probes `server/discover`; a server that offers 2026-07-28 must then
+    // answer every request as that version requires (`resultType`, cache hints).
+    assert_eq!(steps[0]["protocol"], "2026-07-28", "{steps:?}");
+    check(&p, &steps, "fix-the-login");
+}
+
+#[test]
+fn the_python_sdk_in_legacy_mode_completes_a_session() {
+    let p = TestPolis::init(ME);
+    let steps = session(python("legacy", &p.root));
+    assert_eq!(steps[0]["protocol"], "2025-11-25", "{steps:?}");
+    check(&p, &steps, "fix-the-login");
+}
+
+#[test]
+fn the_typescript_sdk_completes_a_session() {
+    let p = TestPolis::init(ME);
+    let sdk = clients::typescript_sdk();
+    // Node resolves the SDK from the script's own folder.
+    let script = sdk.join("typescript_session.mjs");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/typescript_session.mjs"),
+        &script,
+    )
+    .unwrap();
+    let mut command = Command::new("node");
+    command.arg(&script).arg(BIN).arg(&p.root).arg(ME);
+    let steps = session(command);
+    assert_eq!(steps[0]["server"], "polisd", "{steps:?}");
+    check(&p, &steps, "fix-the-signup");
+}
