@@ -373,7 +373,7 @@ fn security_headers_and_read_only() {
         "{csp}"
     );
     assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
-    assert_eq!(r.header("referrer-policy"), Some("no-referrer"));
+    assert_eq!(r.header("referrer-policy"), Some("same-origin"));
     let host = format!("127.0.0.1:{}", s.addr.port());
     let post = request(s.addr, "POST", "/p/0/", &host, "Content-Length: 0\r\n");
     assert_eq!(post.status, 405);
@@ -2251,6 +2251,27 @@ fn the_json_api_gives_the_state_and_the_replay_versioned() {
     assert!(open.contains(&"next-job") && open.contains(&"hostile-one"));
     assert_eq!(v["counts"]["settled"], 5);
     assert_eq!(get(&s, "/p/0/api/state").body, r.body);
+    // The same numbers as the overview's rows and cards.
+    let overview = get(&s, "/p/0/").body;
+    for c in citizens {
+        let id = c["id"].as_str().unwrap();
+        let row = &overview[overview.find(&format!("data-citizen=\"{id}\"")).unwrap()..];
+        let row = &row[..row.find("</tr>").unwrap()];
+        assert!(
+            row.contains(&format!("<td class=\"unread\">{}</td>", c["unread"])),
+            "{id}: {row}"
+        );
+        match c["current_contract"].as_str() {
+            Some(k) => assert!(row.contains(&format!("contracts/{k}\"")), "{id}: {row}"),
+            None => assert!(row.contains("<td class=\"current\"></td>"), "{id}: {row}"),
+        }
+    }
+    for (card, n) in [
+        ("count-open", &v["counts"]["open"]),
+        ("count-settled", &v["counts"]["settled"]),
+    ] {
+        assert!(overview.contains(&format!("id=\"{card}\">{n}<")), "{card}");
+    }
     let page: serde_json::Value =
         serde_json::from_str(&get(&s, "/api/replay?from=1&limit=2").body).unwrap();
     assert_eq!(page["api_version"], 1);
@@ -2328,4 +2349,343 @@ fn hostile_paths_and_queries_never_reach_a_panic_or_a_5xx() {
         .unwrap();
     // Still serving after all of them.
     assert_eq!(get(&s, "/p/0/").status, 200, "{}", s.stderr.lock().unwrap());
+}
+
+/// [`generated_polis`] with what each console action acts on: an unowned open contract (to
+/// route by hand), a settled contract whose quality defaults (a P007 warning, to silence) and
+/// polisd's notice asking for a new citizen in bravo's inbox (to answer).
+fn console_polis() -> TestPolis {
+    let p = generated_polis();
+    p.save(
+        "contracts/open/free-job.md",
+        &contract(
+            "free-job",
+            "a free job",
+            None,
+            "proposed",
+            &["docs"],
+            "",
+            "## Intent\n\nFree.\n",
+        ),
+    );
+    p.save(
+        "contracts/settled/unscored.md",
+        &contract(
+            "unscored",
+            "unscored work",
+            Some(ALPHA),
+            "settled",
+            &["docs"],
+            "settled_at: '2026-02-20 12:00:00'\n",
+            "## Intent\n\nDone.\n",
+        ),
+    );
+    p.append(
+        &format!("citizens/{BRAVO}/inbox.md"),
+        "\n### 2026-11-30 09:00 from polis-daemon\n\nA new citizen with the `gpu` capability is asked for by next-job.\n\n\
+         [[contracts/open/next-job]]\n<!-- polisd:citizen-needed:0123456789abcdef -->\n\n---\n",
+    );
+    p
+}
+
+/// Fills the console form `form` of the page at `url` (scripts off), after unfolding the
+/// `<details>` `open` it sits in: each `(name, value)` is typed into an input or textarea,
+/// or chosen in a select; then the form is sent.
+async fn send_form(
+    c: &fantoccini::Client,
+    url: &str,
+    open: Option<&str>,
+    form: &str,
+    fields: &[(&str, &str)],
+) {
+    use fantoccini::Locator::Css;
+    c.goto(url).await.unwrap();
+    if let Some(details) = open {
+        let d = c.find(Css(details)).await.unwrap();
+        if d.attr("open").await.unwrap().is_none() {
+            d.find(Css("summary")).await.unwrap().click().await.unwrap();
+        }
+    }
+    let f = c.find(Css(form)).await.unwrap();
+    for (name, value) in fields {
+        let field = f.find(Css(&format!("[name={name}]"))).await.unwrap();
+        if field.tag_name().await.unwrap() == "select" {
+            field.select_by_value(value).await.unwrap();
+        } else {
+            field.send_keys(value).await.unwrap();
+        }
+    }
+    f.find(Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
+#[test]
+fn browser_every_console_action_works_without_javascript() {
+    let p = console_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let driver = chromedriver();
+    let deadline = Duration::from_secs(20);
+    runtime().block_on(async {
+        let c = browser_with(&driver, false).await;
+        let page = |path: &str| format!("{}p/0/{path}", s.url);
+        // Routing overridden, with its reason: what `contract claim --override` writes.
+        send_form(
+            &c,
+            &page("contracts/free-job"),
+            None,
+            "#override-form form",
+            &[("to", ALPHA), ("reason", "alpha wrote the docs")],
+        )
+        .await;
+        wait_until("the override", deadline, || {
+            p.read("contracts/open/free-job.md")
+                .contains("override: alpha wrote the docs")
+        });
+        let job = p.read("contracts/open/free-job.md");
+        assert!(job.contains(&format!("owner: {ALPHA}\n")), "{job}");
+        assert!(job.contains("status: claimed\n"), "{job}");
+        assert!(
+            p.read("chronicle.md").contains(&format!(
+                "| {ALPHA} | overrode routing | [[contracts/open/free-job]] | alpha wrote the docs"
+            )),
+            "{}",
+            p.read("chronicle.md")
+        );
+        // A review as a person.
+        send_form(
+            &c,
+            &page("contracts/next-job"),
+            None,
+            "#review-form form",
+            &[
+                ("as", FOUNDER),
+                ("decision", "signed_off"),
+                ("body", "good work"),
+            ],
+        )
+        .await;
+        wait_until("the review", deadline, || {
+            p.read("chronicle.md")
+                .contains(&format!("| {FOUNDER} | signed off |"))
+        });
+        // A message to an inbox.
+        send_form(
+            &c,
+            &page(&format!("citizens/{ALPHA}")),
+            None,
+            "#message-form form",
+            &[("as", FOUNDER), ("text", "ping from the console")],
+        )
+        .await;
+        wait_until("the message", deadline, || {
+            p.read(&format!("citizens/{ALPHA}/inbox.md"))
+                .contains(&format!(" from {FOUNDER}\n\nping from the console\n"))
+        });
+        // The queue item for the new citizen asked for, answered: bravo reads the answer and
+        // the notice leaves the queue.
+        let key = format!("notice/{BRAVO}/0123456789abcdef");
+        assert!(get(&s, "/p/0/").body.contains(&key));
+        send_form(
+            &c,
+            &page(""),
+            Some("details.group:has(form[action$='act/answer'])"),
+            "form[action$='act/answer']",
+            &[
+                ("as", FOUNDER),
+                ("text", "no new citizen; alpha learns CUDA"),
+            ],
+        )
+        .await;
+        wait_until("the answer", deadline, || {
+            p.read(&format!("citizens/{BRAVO}/status.md"))
+                .contains("0123456789abcdef")
+        });
+        let inbox = p.read(&format!("citizens/{BRAVO}/inbox.md"));
+        assert!(
+            inbox.contains(&format!(" from {FOUNDER}\n\nAnswer to 0123456789abcdef"))
+                && inbox.contains("no new citizen; alpha learns CUDA"),
+            "{inbox}"
+        );
+        wait_until("the answered item leaves the queue", deadline, || {
+            !get(&s, "/p/0/").body.contains(&key)
+        });
+        // The class of warning silenced, then back.
+        let warned = |body: &str| body.contains("data-key=\"finding/P007/");
+        assert!(warned(&get(&s, "/p/0/").body));
+        send_form(
+            &c,
+            &page(""),
+            Some("details.group:has(form[action$='act/silence'])"),
+            "form[action$='act/silence']",
+            &[("as", FOUNDER), ("reason", "we score by hand")],
+        )
+        .await;
+        wait_until("the silence", deadline, || {
+            p.exists("silenced.yml") && p.read("silenced.yml").contains("code: P007")
+        });
+        let silenced = p.read("silenced.yml");
+        assert!(
+            silenced.contains(&format!("by: {FOUNDER}")) && silenced.contains("we score by hand"),
+            "{silenced}"
+        );
+        wait_until("P007 leaves the queue", deadline, || {
+            !warned(&get(&s, "/p/0/").body)
+        });
+        let check = p.polisd(&["check", "--json"]);
+        assert!(
+            String::from_utf8_lossy(&check.stdout).contains("P007"),
+            "check still reports it"
+        );
+        send_form(
+            &c,
+            &page(""),
+            Some("#silenced"),
+            "#silenced form[action$='act/unsilence']",
+            &[("as", FOUNDER)],
+        )
+        .await;
+        wait_until("the silence lifted", deadline, || {
+            !p.read("silenced.yml").contains("P007")
+        });
+        wait_until("P007 back in the queue", deadline, || {
+            warned(&get(&s, "/p/0/").body)
+        });
+        c.close().await.unwrap();
+    });
+}
+
+#[test]
+fn every_console_action_is_refused_without_its_tokens_and_writes_nothing() {
+    let p = console_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let (cookie, token) = csrf_of(&get(&s, "/p/0/"));
+    let forms = [
+        (
+            "override",
+            "contract=free-job&to=alpha-agent&reason=because".to_string(),
+        ),
+        (
+            "answer",
+            format!("citizen={BRAVO}&notice=0123456789abcdef&as={FOUNDER}&text=no"),
+        ),
+        ("silence", format!("code=P007&as={FOUNDER}&reason=fine")),
+        ("unsilence", format!("code=P007&as={FOUNDER}")),
+        (
+            "review",
+            format!("contract=next-job&as={FOUNDER}&decision=signed_off&body=ok"),
+        ),
+        ("message", format!("as={FOUNDER}&to={BRAVO}&text=hi")),
+    ];
+    let before = files_of(&p);
+    for (action, fields) in &forms {
+        let path = format!("/p/0/act/{action}");
+        let with = format!("csrf={token}&{fields}");
+        let without = format!("csrf=&{fields}");
+        assert_eq!(
+            post(&s, &path, &cookie, &without, "").status,
+            403,
+            "{action}"
+        );
+        assert_eq!(post(&s, &path, "", &with, "").status, 403, "{action}");
+        let forged = "polisd_csrf=00000000000000000000000000000000";
+        assert_eq!(post(&s, &path, forged, &with, "").status, 403, "{action}");
+        let cross = post(&s, &path, &cookie, &with, "Origin: http://evil.example\r\n");
+        assert_eq!(cross.status, 403, "{action}");
+    }
+    assert_eq!(files_of(&p), before, "a refused form writes nothing");
+    // A refusal by the operation: one line, nothing written.
+    let refused = post(
+        &s,
+        "/p/0/act/override",
+        &cookie,
+        &format!("csrf={token}&contract=next-job&to={ALPHA}&reason=x"),
+        "",
+    );
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(refused.body.contains("already owned"), "{}", refused.body);
+    let empty = post(
+        &s,
+        "/p/0/act/silence",
+        &cookie,
+        &format!("csrf={token}&code=P007&as={FOUNDER}&reason=+"),
+        "",
+    );
+    assert_eq!(empty.status, 422, "{}", empty.body);
+    assert_eq!(files_of(&p), before);
+    // Off loopback, the dashboard token comes first.
+    let open = serve(&p, "0.0.0.0:0");
+    for (action, fields) in &forms {
+        let r = post(
+            &open,
+            &format!("/p/0/act/{action}"),
+            &cookie,
+            &format!("csrf={token}&{fields}"),
+            "",
+        );
+        assert_eq!(r.status, 401, "{action}: {}", r.body);
+    }
+    assert_eq!(files_of(&p), before);
+}
+
+/// Every file of the polis with its bytes, to prove that nothing was written.
+fn files_of(p: &TestPolis) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    fn walk(
+        dir: &std::path::Path,
+        out: &mut std::collections::BTreeMap<std::path::PathBuf, Vec<u8>>,
+    ) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else {
+                out.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(&p.path(""), &mut out);
+    out
+}
+
+#[test]
+fn an_override_from_the_console_writes_what_the_command_writes() {
+    let by_form = console_polis();
+    let by_cli = console_polis();
+    let s = serve(&by_form, "127.0.0.1:0");
+    let (cookie, token) = csrf_of(&get(&s, "/p/0/contracts/free-job"));
+    let done = post(
+        &s,
+        "/p/0/act/override",
+        &cookie,
+        &format!("csrf={token}&contract=free-job&to={ALPHA}&reason=alpha+wrote+the+docs"),
+        "",
+    );
+    assert_eq!(done.status, 303, "{}", done.body);
+    let out = by_cli.polisd(&[
+        "contract",
+        "claim",
+        "free-job",
+        "--as",
+        ALPHA,
+        "--override",
+        "alpha wrote the docs",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let contract = "contracts/open/free-job.md";
+    assert_eq!(by_form.read(contract), by_cli.read(contract));
+    // The same chronicle line, but for its minute.
+    let last = |p: &TestPolis| {
+        let text = p.read("chronicle.md");
+        let line = text.lines().last().unwrap().to_string();
+        line.split_once(" | ").unwrap().1.to_string()
+    };
+    assert_eq!(last(&by_form), last(&by_cli));
+    assert_eq!(
+        last(&by_cli),
+        format!("{ALPHA} | overrode routing | [[contracts/open/free-job]] | alpha wrote the docs")
+    );
 }

@@ -191,7 +191,11 @@ async fn api_answer(
     };
     let what = params.get("what").cloned().unwrap_or_default();
     if what != "state" && what != "replay" {
-        return (StatusCode::NOT_FOUND, "no such API: /api/state or /api/replay\n").into_response();
+        return (
+            StatusCode::NOT_FOUND,
+            "no such API: /api/state or /api/replay\n",
+        )
+            .into_response();
     }
     let done = tokio::task::spawn_blocking(move || {
         let snapshot = view.current();

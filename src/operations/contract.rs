@@ -177,8 +177,31 @@ pub fn claim(
     citizen: &str,
     force: bool,
 ) -> Result<Claimed, OpError> {
+    claim_with_override(writer, now, id, citizen, force, None)
+}
+
+/// [`claim`], against the router's recommendation when `override_reason` is given: as the
+/// reference's constitution asks, `routing.override` holds the one-line reason and the
+/// chronicle line is `overrode routing` (with the reason as its note) instead of
+/// `claimed contract`. Refused when the reason is empty or the routing block cannot be
+/// edited safely.
+pub fn claim_with_override(
+    writer: &Writer,
+    now: &PolisTime,
+    id: &str,
+    citizen: &str,
+    force: bool,
+    override_reason: Option<&str>,
+) -> Result<Claimed, OpError> {
     let root = writer.root();
     chronicle::require_citizen(root, citizen)?;
+    let reason = override_reason.map(|r| r.split_whitespace().collect::<Vec<_>>().join(" "));
+    if reason.as_deref() == Some("") {
+        return Err(OpError::Empty {
+            what: "the override's reason",
+            fix: "say in one line why this citizen rather than the router's pick",
+        });
+    }
     let _transition = writer.transition_lock()?;
     for _ in 0..ATTEMPTS {
         let (folder, rel) = find(root, id)?;
@@ -228,15 +251,30 @@ pub fn claim(
             path: rel.clone(),
             why: "no frontmatter".into(),
         })?;
+        let new = match &reason {
+            None => new,
+            Some(r) => {
+                rules::splice_routing_override(&new, r).ok_or_else(|| OpError::Unreadable {
+                    path: rel.clone(),
+                    why: "its `routing:` block is written in a form polisd cannot edit safely"
+                        .into(),
+                })?
+            }
+        };
         if !command_edit_took(writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())?) {
             continue;
         }
         let link = rel.trim_end_matches(".md").to_string();
-        let note = match &owner {
-            Some(prev) => format!("took over from {prev} (--force)"),
-            None => "-".to_string(),
+        let took_over = owner
+            .as_ref()
+            .map(|prev| format!("took over from {prev} (--force)"));
+        let (verb, note) = match (&reason, took_over) {
+            (Some(r), Some(t)) => ("overrode routing", format!("{r}; {t}")),
+            (Some(r), None) => ("overrode routing", r.clone()),
+            (None, Some(t)) => ("claimed contract", t),
+            (None, None) => ("claimed contract", "-".to_string()),
         };
-        let line = chronicle::append(writer, now, citizen, "claimed contract", Some(&link), &note)?;
+        let line = chronicle::append(writer, now, citizen, verb, Some(&link), &note)?;
         return Ok(Claimed {
             contract_id: id.to_string(),
             owner: citizen.to_string(),

@@ -17,3 +17,4 @@ pub mod layout;
 pub mod merge;
 pub mod routing;
 pub mod settings;
+pub mod silenced;

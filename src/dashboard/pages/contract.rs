@@ -95,6 +95,16 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                 }
                 Err(e) => { p.muted { (e.to_string()) } }
             }
+            @if k.owner.is_none() {
+                section #override-form {
+                    (super::action_form(cx, "override", &format!("contracts/{}", super::urlencode(id)), html! {
+                        input type="hidden" name="contract" value=(id);
+                        (super::citizen_select(cx, "to", "give it to"))
+                        label.wide { "because " input type="text" name="reason" required maxlength="300"; }
+                        button type="submit" { "Override the routing" }
+                    }))
+                }
+            }
         }
         (handoffs)
         (dependencies)

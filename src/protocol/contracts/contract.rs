@@ -540,9 +540,8 @@ fn describe(v: &Value) -> String {
 
 static ROUTING_KEY: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^routing\s*:\s*(.*?)\s*$").unwrap());
-static CHILD_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^([ \t]+)(recommended_by_router|recommendation_score|exploration)\s*:").unwrap()
-});
+static CHILD_KEY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^([ \t]+)([A-Za-z_][A-Za-z0-9_]*)\s*:").unwrap());
 
 /// One physical line of the original text: its content and its line end as written.
 struct Line<'a> {
@@ -610,6 +609,26 @@ pub fn splice_routing(
     if !score.is_finite() {
         return None;
     }
+    splice_routing_keys(
+        text,
+        &[
+            ("recommended_by_router", yaml_scalar(recommended)),
+            ("recommendation_score", format!("{score:.3}")),
+            ("exploration", exploration.to_string()),
+        ],
+    )
+}
+
+/// The reference's constitution: a citizen claiming against the router's recommendation
+/// sets `routing.override` to a one-line reason. Spliced as [`splice_routing`] does; `None`
+/// when it cannot be done safely.
+pub fn splice_routing_override(text: &str, reason: &str) -> Option<String> {
+    splice_routing_keys(text, &[("override", yaml_scalar(reason))])
+}
+
+/// Writes each `(key, YAML scalar)` of `values` into the frontmatter's `routing:` block (see
+/// [`splice_routing`]), then proves it: each key reads back as its scalar, nothing else moved.
+fn splice_routing_keys(text: &str, values: &[(&str, String)]) -> Option<String> {
     let before = frontmatter::parse(text).ok()?;
     let normalised = frontmatter::normalise(text);
     let split = frontmatter::split(&normalised);
@@ -630,12 +649,6 @@ pub fn splice_routing(
     let default_end =
         all.get(first.saturating_sub(1))
             .map_or("\n", |l| if l.end.is_empty() { "\n" } else { l.end });
-    let values = [
-        ("recommended_by_router", yaml_scalar(recommended)),
-        ("recommendation_score", format!("{score:.3}")),
-        ("exploration", exploration.to_string()),
-    ];
-
     // The last top-level `routing:` key wins, as in PyYAML.
     let routing_at = (first..fence).rfind(|&i| ROUTING_KEY.is_match(all[i].content));
     let mut out: Vec<String> = Vec::with_capacity(all.len() + 4);
@@ -646,7 +659,7 @@ pub fn splice_routing(
             for (i, l) in all.iter().enumerate() {
                 if i == fence {
                     out.push(format!("routing:{default_end}"));
-                    for (k, v) in &values {
+                    for (k, v) in values {
                         out.push(format!("  {k}: {v}{default_end}"));
                     }
                 }
@@ -689,22 +702,27 @@ pub fn splice_routing(
                 .map_or("  ".to_string(), |c| {
                     c[..c.len() - c.trim_start().len()].to_string()
                 });
-            let present: Vec<bool> = (0..3)
-                .map(|k| has_child(&all, r + 1..end, &indent, values[k].0))
+            let present: Vec<bool> = values
+                .iter()
+                .map(|(key, _)| has_child(&all, r + 1..end, &indent, key))
                 .collect();
             // New keys go after the block's last non-blank line.
             let last_child = (r + 1..end)
                 .rev()
                 .find(|&i| !all[i].content.trim().is_empty())
                 .unwrap_or(r);
-            let mut seen = [false; 3];
+            let mut seen = vec![false; values.len()];
             for (i, l) in all.iter().enumerate() {
                 if i == r && inline_value {
                     out.push(format!("routing:{}", l.end));
                 } else if (r + 1..end).contains(&i) {
-                    match CHILD_KEY.captures(l.content) {
-                        Some(c) if c[1] == *indent => {
-                            let k = values.iter().position(|(k, _)| *k == &c[2]).expect("key");
+                    let ours = CHILD_KEY.captures(l.content).and_then(|c| {
+                        (c[1] == *indent)
+                            .then(|| values.iter().position(|(k, _)| *k == &c[2]))
+                            .flatten()
+                    });
+                    match ours {
+                        Some(k) => {
                             if seen[k] {
                                 // A duplicated key: PyYAML keeps the last, too subtle to splice.
                                 return None;
@@ -736,19 +754,16 @@ pub fn splice_routing(
     // Prove the splice: the routing keys read back as written and nothing else changed.
     let after = frontmatter::parse(&new_text).ok()?;
     let routing = after.fields.get("routing");
-    if routing.get("recommended_by_router").as_str() != Some(recommended)
-        || routing.get("exploration") != &Value::Bool(exploration)
-        || !matches!(
-            routing.get("recommendation_score"),
-            Value::Float(_) | Value::Int(_)
-        )
+    if values
+        .iter()
+        .any(|(k, v)| yaml::load(v).ok().as_ref() != Some(routing.get(k)))
     {
         return None;
     }
     let strip = |fields: &Value| -> Value {
         let mut m = fields.as_map().cloned().unwrap_or_default();
         if let Some(Value::Map(mut r)) = m.remove("routing") {
-            for (k, _) in &values {
+            for (k, _) in values {
                 r.remove(k);
             }
             m.insert(Value::Str("routing".into()), Value::Map(r));
@@ -1154,6 +1169,28 @@ mod tests {
         assert!(out.starts_with('\u{feff}'));
         assert!(!out.replace("\r\n", "").contains('\n'));
         assert!(out.contains("  exploration: true\r\n"));
+    }
+
+    #[test]
+    fn an_override_reason_is_spliced_into_the_routing_block() {
+        let out = splice_routing_override(OPEN, "she knows: the \"cache\" code").unwrap();
+        assert_eq!(
+            out,
+            OPEN.replace(
+                "  override: null\n",
+                "  override: \"she knows: the \\\"cache\\\" code\"\n"
+            )
+        );
+        let after = frontmatter::parse(&out).unwrap();
+        assert_eq!(
+            after.fields.get("routing").get("override").as_str(),
+            Some("she knows: the \"cache\" code")
+        );
+        let bare = "---\nowner: null\n---\nbody\n";
+        assert_eq!(
+            splice_routing_override(bare, "reason").unwrap(),
+            "---\nowner: null\nrouting:\n  override: reason\n---\nbody\n"
+        );
     }
 
     #[test]
