@@ -122,7 +122,14 @@ pub fn answer_notice(
 ) -> Result<Written, OpError> {
     use crate::protocol::delivery::inbox::Kind;
     require_citizen(root, citizen)?;
-    let view = crate::operations::session::read_inbox(root, citizen)?;
+    let session_error = |path: Option<String>| {
+        move |e: crate::operations::session::SessionError| OpError::Read {
+            path: path.unwrap_or_default(),
+            why: e.to_string(),
+        }
+    };
+    let view = crate::operations::session::read_inbox(root, citizen)
+        .map_err(session_error(layout::inbox_path(citizen)))?;
     let notice = view
         .unread()
         .into_iter()
@@ -154,7 +161,8 @@ pub fn answer_notice(
         &format!("Answer to {about}:\n\n{}", text.trim()),
     )?;
     let writer = Writer::unrecorded(root)?;
-    crate::operations::session::mark_read(root, &writer, &view, &[notice.id])?;
+    crate::operations::session::mark_read(root, &writer, &view, &[notice.id])
+        .map_err(session_error(layout::status_path(citizen)))?;
     Ok(written)
 }
 

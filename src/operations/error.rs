@@ -78,8 +78,6 @@ pub enum OpError {
     Write(#[from] WriteError),
     #[error(transparent)]
     Action(#[from] crate::operations::ActionError),
-    #[error(transparent)]
-    Session(#[from] crate::operations::session::SessionError),
     #[error("{citizen}'s inbox has no unread notice `{id}` waiting for a person's answer; reload the page, it may be answered already")]
     NoNotice { citizen: String, id: String },
 }
