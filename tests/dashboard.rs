@@ -2689,3 +2689,50 @@ fn an_override_from_the_console_writes_what_the_command_writes() {
         format!("{ALPHA} | overrode routing | [[contracts/open/free-job]] | alpha wrote the docs")
     );
 }
+
+#[test]
+fn the_redacted_report_of_the_team_shows_no_identity_vendor_tag_date_or_text() {
+    let p = team_polis();
+    let mut secrets: Vec<String> = (1..=11).map(team_member).collect();
+    secrets.push(FOUNDER.into());
+    secrets.extend(VENDORS.iter().map(|v| v.to_string()));
+    secrets.extend(TEAM_TAGS.iter().map(|t| t.to_string()));
+    secrets.extend(
+        [
+            "settled work",
+            "open work",
+            "week line",
+            "Run the migrations twice",
+            "auth rework",
+            "src/auth.rs",
+            "first note",
+            "third note",
+            "done-0",
+            "open-0",
+            "_polis",
+        ]
+        .map(String::from),
+    );
+    let date = regex::Regex::new(r"\d{4}-\d{2}-\d{2}").unwrap();
+    let style = regex::Regex::new(r"(?s)<style>.*?</style>").unwrap();
+    for format in ["md", "html"] {
+        let out = p.polisd(&["report", "--format", format, "--redact"]);
+        assert!(out.status.success(), "{out:?}");
+        let raw = String::from_utf8(out.stdout).unwrap();
+        // The inline stylesheet is polisd's own text, not the polis's.
+        let text = style.replace_all(&raw, "").to_lowercase();
+        assert!(text.len() > 2000, "{format}: a report, not an empty page");
+        for secret in &secrets {
+            let word =
+                regex::Regex::new(&format!(r"\b{}\b", regex::escape(&secret.to_lowercase())))
+                    .unwrap();
+            assert!(
+                !word.is_match(&text),
+                "{format}: {secret:?} shows in the redacted report"
+            );
+        }
+        assert!(!date.is_match(&text), "{format}: a date shows");
+        // The numbers stay.
+        assert!(text.contains("settled (2000)"), "{format}");
+    }
+}
