@@ -2736,3 +2736,63 @@ fn the_redacted_report_of_the_team_shows_no_identity_vendor_tag_date_or_text() {
         assert!(text.contains("settled (2000)"), "{format}");
     }
 }
+
+#[test]
+fn frontmatter_is_a_table_and_links_resolve_to_pages_of_the_polis() {
+    let p = generated_polis();
+    p.save(
+        "contracts/open/linked.md",
+        &contract(
+            "linked",
+            "linked work",
+            None,
+            "proposed",
+            &["docs"],
+            "",
+            &format!(
+                "## Intent\n\nAfter [the first](../settled/done-1.md), see [[contracts/open/next-job]], \
+                 [[citizens/{ALPHA}/capability_card.yml|alpha's card]], [[chronicle]], \
+                 [a lesson](../../lessons/docs/some-lesson.md) and [nothing](../../../../etc/passwd).\n"
+            ),
+        ),
+    );
+    let s = serve(&p, "127.0.0.1:0");
+    let page = get(&s, "/p/0/contracts/linked").body;
+    let body = &page[page.find("<div class=\"md\">").unwrap()..];
+    let body = &body[..body.find("</div>").unwrap()];
+    let hrefs: Vec<&str> = body
+        .split("<a href=\"")
+        .skip(1)
+        .map(|h| &h[..h.find('"').unwrap()])
+        .collect();
+    assert_eq!(
+        hrefs,
+        [
+            "/p/0/contracts/done-1",
+            "/p/0/contracts/next-job",
+            &*format!("/p/0/citizens/{ALPHA}"),
+            "/p/0/chronicle",
+            "/p/0/search?q=some-lesson",
+        ],
+        "{body}"
+    );
+    for href in &hrefs {
+        assert_eq!(get(&s, href).status, 200, "{href}");
+    }
+    assert!(
+        body.contains("and nothing.") && !body.contains("passwd\""),
+        "a link out of the polis is text: {body}"
+    );
+    // The contract's frontmatter and an inbox's are tables, not a heading.
+    assert!(page.contains("<table class=\"frontmatter\">"), "{page}");
+    assert!(
+        page.contains("<th>contract_id</th><td>linked</td>"),
+        "{page}"
+    );
+    let citizen = get(&s, &format!("/p/0/citizens/{ALPHA}")).body;
+    assert!(
+        citizen.contains(&format!("<th>owner</th><td>{ALPHA}</td>")),
+        "{citizen}"
+    );
+    assert!(!citizen.contains("<h2>file_type"), "{citizen}");
+}

@@ -35,7 +35,7 @@ fn colour(i: usize) -> RGBColor {
         return *c;
     }
     let hue = (i as f64 * 137.508) % 360.0;
-    let lightness = if i % 2 == 0 { 0.35 } else { 0.5 };
+    let lightness = if i.is_multiple_of(2) { 0.35 } else { 0.5 };
     let (r, g, b) = HSLColor(hue / 360.0, 0.75, lightness).to_rgba().rgb();
     RGBColor(r, g, b)
 }

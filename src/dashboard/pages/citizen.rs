@@ -1,7 +1,7 @@
 //! One citizen: the capability card (with its `content_hash` state), the status, the inbox,
 //! and its quality per tag over time.
 
-use super::{contract_link, markdown, Context, Page, PageError, Rendered};
+use super::{contract_link, Context, Page, PageError, Rendered};
 use crate::protocol::citizens::card::VerifyState;
 use maud::html;
 
@@ -85,7 +85,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
             }))
         }
         @match inbox {
-            Some(text) => { (markdown(text)) }
+            Some(text) => { (super::document(cx, &format!("citizens/{id}/inbox.md"), text)) }
             None => { p.muted { "No inbox.md." } }
         }
     };
