@@ -149,6 +149,13 @@ pub enum Command {
     Activity(Deferred<ActivityArgs>),
     /// Scaffold a new polis with a founding citizen.
     Init(Deferred<InitArgs>),
+    /// Bring a polis written by an older reference version up to date (backup first).
+    ///
+    /// Creates polis.yml (schema v2) or raises its schema_version, and stamps every capability
+    /// card that lacks a current content_hash, as the reference's `polis migrate --apply`
+    /// does. Every file about to change is first copied into `_polis/.polis-backups/<stamp>/`
+    /// with a MANIFEST.yml; `--rollback` puts the newest backup back.
+    Migrate(Deferred<MigrateArgs>),
     /// Add a citizen to a polis.
     ///
     /// Writes a stamped capability card, status, inbox, journal and its `joined polis`
@@ -476,6 +483,25 @@ pub struct CheckArgs {
     /// polis.yml is kept as it is).
     #[arg(long)]
     pub write_config: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    pub polis: JsonPolisArg,
+    /// List every change (and what blocks one) and write nothing.
+    #[arg(long, visible_alias = "plan")]
+    pub dry_run: bool,
+    /// Apply the migration: the default, accepted for the reference's spelling.
+    #[arg(long, conflicts_with_all = ["dry_run", "rollback"])]
+    pub apply: bool,
+    /// Restore the newest backup in `_polis/.polis-backups/`: changed files go back to their
+    /// copies, created files are removed.
+    #[arg(long)]
+    pub rollback: bool,
+    /// With --rollback: restore even files edited after the migration (those edits are lost).
+    #[arg(long, requires = "rollback")]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]

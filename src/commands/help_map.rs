@@ -56,6 +56,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
         &[
             "init",
             "register",
+            "migrate",
             "hooks",
             "git-setup",
             "service",

@@ -42,6 +42,7 @@ pub mod init;
 pub mod lesson;
 pub mod log;
 pub mod merge_driver;
+pub mod migrate;
 pub mod ready;
 pub mod reflect;
 pub mod register;
@@ -151,6 +152,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Tally(Deferred(args)) => tally(args),
         Command::Init(Deferred(args)) => init::command(args),
         Command::Register(Deferred(args)) => register::run(args),
+        Command::Migrate(Deferred(args)) => migrate::run(args),
         Command::Service(Deferred(args)) => {
             let action = match args.action {
                 ServiceCommand::Install => ServiceAction::Install,

@@ -68,6 +68,9 @@ pub enum OpError {
     Render(#[from] crate::yaml::EmitError),
     #[error("{0} kept changing while polisd tried to edit it; run the command again")]
     Busy(String),
+    /// A migration or its rollback was refused; the text says why and what to do.
+    #[error("{0}")]
+    Migration(String),
     /// A council refused the action; the text says why and what to do.
     #[error("{0}")]
     Council(String),

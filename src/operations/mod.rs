@@ -21,6 +21,7 @@ pub mod guardrail;
 pub mod handoff;
 pub mod lesson;
 pub mod lookup;
+pub mod migrate;
 pub mod published;
 pub mod ready;
 mod reconcile;

@@ -15,6 +15,7 @@ pub mod frontmatter;
 pub mod input;
 pub mod layout;
 pub mod merge;
+pub mod migration;
 pub mod routing;
 pub mod settings;
 pub mod silenced;
