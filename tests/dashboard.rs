@@ -2796,3 +2796,52 @@ fn frontmatter_is_a_table_and_links_resolve_to_pages_of_the_polis() {
     );
     assert!(!citizen.contains("<h2>file_type"), "{citizen}");
 }
+
+#[test]
+fn browser_a_chart_of_twenty_citizens_has_twenty_colours_and_a_legend_that_fits() {
+    let p = TestPolis::init(FOUNDER);
+    let ids: Vec<String> = (0..20)
+        .map(|i| format!("citizen-with-a-long-name-{i:02}"))
+        .collect();
+    for (i, id) in ids.iter().enumerate() {
+        p.citizen(id, VENDORS[i % 4], &[("rust", 3)], "medium");
+        for k in 0..2u32 {
+            let cid = format!("work-{i:02}-{k}");
+            p.save(
+                &format!("contracts/settled/{cid}.md"),
+                &settled(
+                    &cid,
+                    id,
+                    "rust",
+                    1 + ((i as u32 + k) % 5) as u8,
+                    1 + k + i as u32 % 20,
+                ),
+            );
+        }
+    }
+    let s = serve(&p, "127.0.0.1:0");
+    let driver = chromedriver();
+    runtime().block_on(async {
+        let c = browser(&driver).await;
+        c.set_window_size(1440, 900).await.unwrap();
+        c.goto(&format!("{}p/0/tags", s.url)).await.unwrap();
+        let found = text_of(
+            &c,
+            "var f = document.querySelector('figure.chart'); var l = f.querySelector('.legend');
+             var fills = Array.from(l.querySelectorAll('rect')).map(function (r) { return r.getAttribute('fill'); });
+             var box = l.getBoundingClientRect(), main = document.querySelector('main').getBoundingClientRect();
+             var inside = Array.from(l.querySelectorAll('li')).every(function (li) {
+               var b = li.getBoundingClientRect(); return b.left >= box.left - 1 && b.right <= box.right + 1; });
+             return JSON.stringify({ entries: l.querySelectorAll('li').length, colours: new Set(fills).size,
+               overflow: l.scrollWidth > l.clientWidth + 1, inside: inside, within: box.right <= main.right + 1 });",
+        )
+        .await;
+        let v: serde_json::Value = serde_json::from_str(&found).unwrap();
+        assert_eq!(v["entries"], 20, "{v}");
+        assert_eq!(v["colours"], 20, "{v}");
+        assert_eq!(v["overflow"], false, "{v}");
+        assert_eq!(v["inside"], true, "{v}");
+        assert_eq!(v["within"], true, "{v}");
+        c.close().await.unwrap();
+    });
+}
