@@ -2351,8 +2351,8 @@ fn hostile_paths_and_queries_never_reach_a_panic_or_a_5xx() {
     assert_eq!(get(&s, "/p/0/").status, 200, "{}", s.stderr.lock().unwrap());
 }
 
-/// [`generated_polis`] with what each console action acts on: an unowned open contract (to
-/// route by hand), a settled contract whose quality defaults (a P007 warning, to silence) and
+/// [`generated_polis`] with what each console action acts on: an unowned open contract the
+/// router recommended for bravo (to give to alpha instead), a settled contract whose quality defaults (a P007 warning, to silence) and
 /// polisd's notice asking for a new citizen in bravo's inbox (to answer).
 fn console_polis() -> TestPolis {
     let p = generated_polis();
@@ -2364,7 +2364,7 @@ fn console_polis() -> TestPolis {
             None,
             "proposed",
             &["docs"],
-            "",
+            &format!("routing:\n  recommended_by_router: {BRAVO}\n  recommendation_score: 0.500\n  exploration: false\n  override: null\n"),
             "## Intent\n\nFree.\n",
         ),
     );
@@ -2443,18 +2443,9 @@ fn browser_every_console_action_works_without_javascript() {
         .await;
         wait_until("the override", deadline, || {
             p.read("contracts/open/free-job.md")
-                .contains("override: alpha wrote the docs")
+                .contains(&format!("owner: {ALPHA}\n"))
         });
-        let job = p.read("contracts/open/free-job.md");
-        assert!(job.contains(&format!("owner: {ALPHA}\n")), "{job}");
-        assert!(job.contains("status: claimed\n"), "{job}");
-        assert!(
-            p.read("chronicle.md").contains(&format!(
-                "| {ALPHA} | overrode routing | [[contracts/open/free-job]] | alpha wrote the docs"
-            )),
-            "{}",
-            p.read("chronicle.md")
-        );
+        assert_overridden(&p, "free-job", ALPHA, "alpha wrote the docs");
         // A review as a person.
         send_form(
             &c,
@@ -2671,22 +2662,47 @@ fn an_override_from_the_console_writes_what_the_command_writes() {
         "free-job",
         "--as",
         ALPHA,
-        "--override",
+        "--reason",
         "alpha wrote the docs",
     ]);
     assert!(out.status.success(), "{out:?}");
     let contract = "contracts/open/free-job.md";
     assert_eq!(by_form.read(contract), by_cli.read(contract));
-    // The same chronicle line, but for its minute.
-    let last = |p: &TestPolis| {
+    // The same chronicle lines, but for their minute.
+    let added = |p: &TestPolis| -> Vec<String> {
         let text = p.read("chronicle.md");
-        let line = text.lines().last().unwrap().to_string();
-        line.split_once(" | ").unwrap().1.to_string()
+        text.lines()
+            .filter(|l| l.contains("[[contracts/open/free-job]]"))
+            .map(|l| l.split_once(" | ").unwrap().1.to_string())
+            .collect()
     };
-    assert_eq!(last(&by_form), last(&by_cli));
-    assert_eq!(
-        last(&by_cli),
-        format!("{ALPHA} | overrode routing | [[contracts/open/free-job]] | alpha wrote the docs")
+    assert_eq!(added(&by_form), added(&by_cli));
+    assert_overridden(&by_cli, "free-job", ALPHA, "alpha wrote the docs");
+}
+
+/// Contract `id` is `owner`'s, claimed against the router's pick for `why`: its
+/// `routing.override` holds the reason (as text, or as the `why` of a mapping) and an
+/// `overrode routing` line by `owner` gives it.
+fn assert_overridden(p: &TestPolis, id: &str, owner: &str, why: &str) {
+    let text = p.read(&format!("contracts/open/{id}.md"));
+    assert!(text.contains(&format!("owner: {owner}\n")), "{text}");
+    assert!(text.contains("status: claimed\n"), "{text}");
+    let routing = text
+        .split("\nrouting:\n")
+        .nth(1)
+        .map(|r| r.split("\n---").next().unwrap_or(r))
+        .unwrap_or_default();
+    let block = &routing[routing.find("override:").unwrap_or(0)..];
+    assert!(
+        block.contains(why),
+        "routing.override without the reason: {text}"
+    );
+    let chronicle = p.read("chronicle.md");
+    assert!(
+        chronicle.lines().any(|l| l.contains(&format!(
+            "| {owner} | overrode routing | [[contracts/open/{id}]] |"
+        )) && l.contains(why)),
+        "{chronicle}"
     );
 }
 

@@ -942,10 +942,10 @@ pub struct ContractClaimArgs {
     /// Take the contract over from its current owner.
     #[arg(long)]
     pub force: bool,
-    /// Claim against the router's recommendation, for this one-line reason: written to
-    /// `routing.override`, announced as `overrode routing`.
-    #[arg(long = "override", value_name = "REASON")]
-    pub override_reason: Option<String>,
+    /// Why you take a contract the router recommended for someone else (recorded as its
+    /// `routing.override` and an `overrode routing` chronicle line).
+    #[arg(long, value_name = "WHY")]
+    pub reason: Option<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
 }

@@ -36,13 +36,13 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
         }
         ContractCommand::Claim(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
-            let r = contract::claim_with_override(
+            let r = contract::claim(
                 &env.writer,
                 &env.now,
                 &a.contract_id,
                 &a.citizen,
                 a.force,
-                a.override_reason.as_deref(),
+                a.reason.as_deref(),
             );
             finish(&a.opts, r, |c| {
                 if c.already_owned {

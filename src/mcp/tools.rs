@@ -382,6 +382,7 @@ fn claim(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         id,
         citizen,
         arg_bool(args, "force", false),
+        None,
     ))
 }
 

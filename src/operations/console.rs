@@ -5,7 +5,7 @@
 //! - [`review`]: `polisd review CID --as ID --decision D` (the person acts as a citizen);
 //! - [`write_to_inbox`]: a message block appended to a citizen's `inbox.md`, as a citizen
 //!   writes one by hand (SPEC §9: `### YYYY-MM-DD HH:MM from <id>`, the text, `---`);
-//! - [`override_routing`]: `polisd contract claim CID --as ID --override REASON`;
+//! - [`override_routing`]: `polisd contract claim CID --as ID --reason WHY`;
 //! - [`answer_notice`]: a person's answer to a notice only a person can decide on (a new
 //!   citizen asked for, a follow-up the rules deferred): a message to the citizen the notice
 //!   went to, then the notice marked read in its cursor, which takes it off the queue;
@@ -89,7 +89,7 @@ pub fn write_to_inbox(root: &Path, from: &str, to: &str, text: &str) -> Result<W
     Ok(Written { path, block })
 }
 
-/// `polisd contract claim CID --as CITIZEN --override REASON`: the open, unowned contract
+/// `polisd contract claim CID --as CITIZEN --reason WHY`: the open, unowned contract
 /// `cid` goes to `citizen` against the router's recommendation, for `reason`.
 pub fn override_routing(
     root: &Path,
@@ -99,14 +99,7 @@ pub fn override_routing(
 ) -> Result<crate::operations::contract::Claimed, OpError> {
     let writer = Writer::unrecorded(root)?;
     let now = polis_now(root);
-    crate::operations::contract::claim_with_override(
-        &writer,
-        &now,
-        cid,
-        citizen,
-        false,
-        Some(reason),
-    )
+    crate::operations::contract::claim(&writer, &now, cid, citizen, false, Some(reason))
 }
 
 /// Answers notice `id` of `citizen`'s inbox (a `citizen-needed` or `handoff-deferred` notice

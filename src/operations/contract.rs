@@ -170,22 +170,12 @@ pub struct Claimed {
 /// Claims an open contract for `citizen`: sets `owner` and `status: claimed` and appends
 /// `claimed contract`, all under the contract file's lock, so that of any number of
 /// simultaneous claimers exactly one wins; the others are told who owns it.
+///
+/// Against the router's recommendation when `override_reason` is given: as the reference's
+/// constitution asks, `routing.override` holds the one-line reason and the chronicle line is
+/// `overrode routing` (the reason as its note) instead of `claimed contract`. Refused when
+/// the reason is empty or the routing block cannot be edited safely.
 pub fn claim(
-    writer: &Writer,
-    now: &PolisTime,
-    id: &str,
-    citizen: &str,
-    force: bool,
-) -> Result<Claimed, OpError> {
-    claim_with_override(writer, now, id, citizen, force, None)
-}
-
-/// [`claim`], against the router's recommendation when `override_reason` is given: as the
-/// reference's constitution asks, `routing.override` holds the one-line reason and the
-/// chronicle line is `overrode routing` (with the reason as its note) instead of
-/// `claimed contract`. Refused when the reason is empty or the routing block cannot be
-/// edited safely.
-pub fn claim_with_override(
     writer: &Writer,
     now: &PolisTime,
     id: &str,
