@@ -76,6 +76,11 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
                     text,
                     impact: a.impact.unwrap_or(0),
                 }),
+                no_lesson: a.no_lesson,
+                review_override: a.review_override.map(|o| match o.split_once(':') {
+                    Some((who, why)) => (who.trim().to_string(), why.trim().to_string()),
+                    None => (o.trim().to_string(), String::new()),
+                }),
                 reconcile_without_daemon: true,
                 suggest: a
                     .suggest

@@ -44,6 +44,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
         &[
             "check",
             "status",
+            "queue",
             "activity",
             "reservations",
             "report",

@@ -43,6 +43,7 @@ pub mod lesson;
 pub mod log;
 pub mod merge_driver;
 pub mod migrate;
+pub mod queue;
 pub mod ready;
 pub mod reflect;
 pub mod register;
@@ -222,6 +223,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Log(Deferred(a)) => log::run(a),
         Command::Lesson(Deferred(c)) => lesson::run(c),
         Command::Review(Deferred(a)) => review::run(a),
+        Command::Queue(Deferred(a)) => queue::run(a),
         Command::Council(Deferred(c)) => council::run(c),
         Command::Context(Deferred(a)) => context::run(a),
         Command::Guardrail(Deferred(c)) => guardrail::run(c),

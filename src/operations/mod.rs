@@ -23,6 +23,7 @@ pub mod lesson;
 pub mod lookup;
 pub mod migrate;
 pub mod published;
+pub mod queue;
 pub mod ready;
 mod reconcile;
 pub mod records;

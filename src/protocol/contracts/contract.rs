@@ -540,8 +540,9 @@ fn describe(v: &Value) -> String {
 
 static ROUTING_KEY: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^routing\s*:\s*(.*?)\s*$").unwrap());
-static CHILD_KEY: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^([ \t]+)([A-Za-z_][A-Za-z0-9_]*)\s*:").unwrap());
+static CHILD_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^([ \t]+)(recommended_by_router|recommendation_score|exploration)\s*:").unwrap()
+});
 
 /// One physical line of the original text: its content and its line end as written.
 struct Line<'a> {
@@ -609,26 +610,6 @@ pub fn splice_routing(
     if !score.is_finite() {
         return None;
     }
-    splice_routing_keys(
-        text,
-        &[
-            ("recommended_by_router", yaml_scalar(recommended)),
-            ("recommendation_score", format!("{score:.3}")),
-            ("exploration", exploration.to_string()),
-        ],
-    )
-}
-
-/// The reference's constitution: a citizen claiming against the router's recommendation
-/// sets `routing.override` to a one-line reason. Spliced as [`splice_routing`] does; `None`
-/// when it cannot be done safely.
-pub fn splice_routing_override(text: &str, reason: &str) -> Option<String> {
-    splice_routing_keys(text, &[("override", yaml_scalar(reason))])
-}
-
-/// Writes each `(key, YAML scalar)` of `values` into the frontmatter's `routing:` block (see
-/// [`splice_routing`]), then proves it: each key reads back as its scalar, nothing else moved.
-fn splice_routing_keys(text: &str, values: &[(&str, String)]) -> Option<String> {
     let before = frontmatter::parse(text).ok()?;
     let normalised = frontmatter::normalise(text);
     let split = frontmatter::split(&normalised);
@@ -649,6 +630,12 @@ fn splice_routing_keys(text: &str, values: &[(&str, String)]) -> Option<String> 
     let default_end =
         all.get(first.saturating_sub(1))
             .map_or("\n", |l| if l.end.is_empty() { "\n" } else { l.end });
+    let values = [
+        ("recommended_by_router", yaml_scalar(recommended)),
+        ("recommendation_score", format!("{score:.3}")),
+        ("exploration", exploration.to_string()),
+    ];
+
     // The last top-level `routing:` key wins, as in PyYAML.
     let routing_at = (first..fence).rfind(|&i| ROUTING_KEY.is_match(all[i].content));
     let mut out: Vec<String> = Vec::with_capacity(all.len() + 4);
@@ -659,7 +646,7 @@ fn splice_routing_keys(text: &str, values: &[(&str, String)]) -> Option<String> 
             for (i, l) in all.iter().enumerate() {
                 if i == fence {
                     out.push(format!("routing:{default_end}"));
-                    for (k, v) in values {
+                    for (k, v) in &values {
                         out.push(format!("  {k}: {v}{default_end}"));
                     }
                 }
@@ -702,27 +689,22 @@ fn splice_routing_keys(text: &str, values: &[(&str, String)]) -> Option<String> 
                 .map_or("  ".to_string(), |c| {
                     c[..c.len() - c.trim_start().len()].to_string()
                 });
-            let present: Vec<bool> = values
-                .iter()
-                .map(|(key, _)| has_child(&all, r + 1..end, &indent, key))
+            let present: Vec<bool> = (0..3)
+                .map(|k| has_child(&all, r + 1..end, &indent, values[k].0))
                 .collect();
             // New keys go after the block's last non-blank line.
             let last_child = (r + 1..end)
                 .rev()
                 .find(|&i| !all[i].content.trim().is_empty())
                 .unwrap_or(r);
-            let mut seen = vec![false; values.len()];
+            let mut seen = [false; 3];
             for (i, l) in all.iter().enumerate() {
                 if i == r && inline_value {
                     out.push(format!("routing:{}", l.end));
                 } else if (r + 1..end).contains(&i) {
-                    let ours = CHILD_KEY.captures(l.content).and_then(|c| {
-                        (c[1] == *indent)
-                            .then(|| values.iter().position(|(k, _)| *k == &c[2]))
-                            .flatten()
-                    });
-                    match ours {
-                        Some(k) => {
+                    match CHILD_KEY.captures(l.content) {
+                        Some(c) if c[1] == *indent => {
+                            let k = values.iter().position(|(k, _)| *k == &c[2]).expect("key");
                             if seen[k] {
                                 // A duplicated key: PyYAML keeps the last, too subtle to splice.
                                 return None;
@@ -754,16 +736,19 @@ fn splice_routing_keys(text: &str, values: &[(&str, String)]) -> Option<String> 
     // Prove the splice: the routing keys read back as written and nothing else changed.
     let after = frontmatter::parse(&new_text).ok()?;
     let routing = after.fields.get("routing");
-    if values
-        .iter()
-        .any(|(k, v)| yaml::load(v).ok().as_ref() != Some(routing.get(k)))
+    if routing.get("recommended_by_router").as_str() != Some(recommended)
+        || routing.get("exploration") != &Value::Bool(exploration)
+        || !matches!(
+            routing.get("recommendation_score"),
+            Value::Float(_) | Value::Int(_)
+        )
     {
         return None;
     }
     let strip = |fields: &Value| -> Value {
         let mut m = fields.as_map().cloned().unwrap_or_default();
         if let Some(Value::Map(mut r)) = m.remove("routing") {
-            for (k, _) in values {
+            for (k, _) in &values {
                 r.remove(k);
             }
             m.insert(Value::Str("routing".into()), Value::Map(r));
@@ -875,27 +860,7 @@ pub fn render_new(c: &NewContract) -> Result<String, yaml::EmitError> {
     ))
 }
 
-/// A frontmatter value as the reference's commands write one into an existing contract:
-/// plain, or double-quoted when it holds YAML punctuation or edge white space.
-pub fn reference_scalar(value: &Value) -> String {
-    match value {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Int(i) => i.to_string(),
-        Value::Str(t) => {
-            let special = t.is_empty()
-                || t.contains([':', '#', '[', ']', '{', '}', '"', '\''])
-                || t.starts_with(char::is_whitespace)
-                || t.ends_with(char::is_whitespace);
-            if special {
-                format!("\"{}\"", t.replace('"', "\\\""))
-            } else {
-                t.clone()
-            }
-        }
-        other => other.python_str(),
-    }
-}
+pub use crate::protocol::frontmatter::reference_scalar;
 
 /// The stamp an ending (`settled_at`) writes: `now`, but never earlier than the contract's
 /// `opened_at` or `claimed_at` (a clock behind the opener's, on another machine), so a record
@@ -924,6 +889,28 @@ pub fn set_fields(text: &str, updates: &[(&str, Value)]) -> Option<String> {
         out = frontmatter::splice_field(&out, key, &reference_scalar(value), None)?;
     }
     Some(out)
+}
+
+/// Records a claim against the router's recommendation in `routing.override` as
+/// `{by, overrode, why}` (`why: null` when none was given), keeping every other byte. `None`
+/// when the block cannot be spliced so that it reads back exactly so.
+pub fn set_override(text: &str, by: &str, overrode: &str, why: Option<&str>) -> Option<String> {
+    let s = |v: &str| Value::Str(v.to_string());
+    let why_value = why.map_or(Value::Null, s);
+    let value = format!(
+        "{{by: {}, overrode: {}, why: {}}}",
+        reference_scalar(&s(by)),
+        reference_scalar(&s(overrode)),
+        reference_scalar(&why_value)
+    );
+    let out = frontmatter::splice_block_field(text, "routing", "override", &value)?;
+    let back = Contract::parse(&out).ok()?;
+    let o = &back.routing.override_;
+    let ok = o.get("by").as_str() == Some(by)
+        && o.get("overrode").as_str() == Some(overrode)
+        && o.get("why").as_str() == why
+        && frontmatter::parse(&out).ok()?.body == frontmatter::parse(text).ok()?.body;
+    ok.then_some(out)
 }
 
 /// The `## Settlement` section `contract settle` adds when the body has none: the quality and
@@ -1169,28 +1156,6 @@ mod tests {
         assert!(out.starts_with('\u{feff}'));
         assert!(!out.replace("\r\n", "").contains('\n'));
         assert!(out.contains("  exploration: true\r\n"));
-    }
-
-    #[test]
-    fn an_override_reason_is_spliced_into_the_routing_block() {
-        let out = splice_routing_override(OPEN, "she knows: the \"cache\" code").unwrap();
-        assert_eq!(
-            out,
-            OPEN.replace(
-                "  override: null\n",
-                "  override: \"she knows: the \\\"cache\\\" code\"\n"
-            )
-        );
-        let after = frontmatter::parse(&out).unwrap();
-        assert_eq!(
-            after.fields.get("routing").get("override").as_str(),
-            Some("she knows: the \"cache\" code")
-        );
-        let bare = "---\nowner: null\n---\nbody\n";
-        assert_eq!(
-            splice_routing_override(bare, "reason").unwrap(),
-            "---\nowner: null\nrouting:\n  override: reason\n---\nbody\n"
-        );
     }
 
     #[test]
