@@ -543,13 +543,15 @@ impl Writer {
         if let Some(meta) = self.existing_file(&t)? {
             check_single_link(&t, &meta)?;
         }
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .custom_flags(no_follow_flags())
-            .open(&t.abs)
-            .map_err(|e| self.link_or_io(&t, e, "open for append"))?;
+        let mut file = syscall::open_for_append(|| {
+            OpenOptions::new()
+                .read(true)
+                .append(true)
+                .create(true)
+                .custom_flags(no_follow_flags())
+                .open(&t.abs)
+        })
+        .map_err(|e| self.link_or_io(&t, e, "open for append"))?;
         let meta = file.metadata().map_err(io_err("inspect", &t.rel))?;
         if !meta.is_file() {
             return Err(WriteError::NotRegular {
@@ -1607,6 +1609,34 @@ mod tests {
         assert!(other.try_lock_polis().unwrap().is_none());
         drop(first);
         assert!(other.try_lock_polis().unwrap().is_some());
+    }
+
+    /// The daemon holds a read lease for the moment it compares and replaces a file; an append
+    /// meanwhile (another process's `polisd log`) waits for the holder to let go instead of
+    /// failing with "Resource temporarily unavailable".
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_append_waits_for_a_read_lease_to_be_given_up() {
+        let (_d, w) = polis();
+        let path = w.root().join("chronicle.md");
+        fs::write(&path, "a\n").unwrap();
+        let holder = File::open(&path).unwrap();
+        assert!(
+            matches!(lease::take(&holder), lease::Taken::Held),
+            "the owner of a file is granted a read lease"
+        );
+        let releaser = std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !lease::broken(&holder) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // Held a little longer, as a daemon finishing its replace would.
+            std::thread::sleep(Duration::from_millis(50));
+            drop(holder);
+        });
+        w.append_locked("chronicle.md", b"b\n").unwrap();
+        releaser.join().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"a\nb\n");
     }
 
     #[test]

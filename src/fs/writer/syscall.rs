@@ -87,6 +87,30 @@ pub(crate) const fn no_follow_flags() -> i32 {
     libc::O_NOFOLLOW | libc::O_NONBLOCK
 }
 
+/// The longest wait for another process's read lease to be given up (see [`open_for_append`]).
+const LEASE_BREAK_WAIT: Duration = Duration::from_secs(5);
+
+/// Opens a file for writing where another polisd may hold a read lease on it: the daemon takes
+/// one for the few milliseconds it compares and replaces an agent's file. With `O_NONBLOCK`
+/// (see [`no_follow_flags`]) the kernel answers `EWOULDBLOCK` while it tells the holder to let
+/// go, so the open is tried again, briefly, until the lease is given up.
+pub(super) fn open_for_append(open: impl Fn() -> std::io::Result<File>) -> std::io::Result<File> {
+    let deadline = std::time::Instant::now() + LEASE_BREAK_WAIT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match open() {
+            Err(e)
+                if e.raw_os_error() == Some(libc::EWOULDBLOCK)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 pub(super) fn kind_name(ft: fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if ft.is_dir() {
