@@ -373,7 +373,7 @@ fn security_headers_and_read_only() {
         "{csp}"
     );
     assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
-    assert_eq!(r.header("referrer-policy"), Some("no-referrer"));
+    assert_eq!(r.header("referrer-policy"), Some("same-origin"));
     let host = format!("127.0.0.1:{}", s.addr.port());
     let post = request(s.addr, "POST", "/p/0/", &host, "Content-Length: 0\r\n");
     assert_eq!(post.status, 405);
@@ -2230,6 +2230,62 @@ fn off_loopback_a_console_action_needs_the_token_too() {
     assert_eq!(r.status, 401, "{}", r.body);
 }
 
+#[test]
+fn the_json_api_gives_the_state_and_the_replay_versioned() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let r = get(&s, "/api/state");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["api_version"], 1);
+    let citizens = v["citizens"].as_array().unwrap();
+    assert_eq!(citizens.len(), 3, "{v}");
+    let alpha = citizens.iter().find(|c| c["id"] == ALPHA).unwrap();
+    assert_eq!(alpha["current_contract"], "hostile-one", "{alpha}");
+    assert_eq!(alpha["unread"], 1, "{alpha}");
+    let bravo = citizens.iter().find(|c| c["id"] == BRAVO).unwrap();
+    assert_eq!(bravo["current_contract"], "next-job", "{bravo}");
+    let open: Vec<&str> = v["open_contracts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(open.len(), 2, "{open:?}");
+    assert!(open.contains(&"next-job") && open.contains(&"hostile-one"));
+    assert_eq!(v["counts"]["settled"], 5);
+    assert_eq!(get(&s, "/p/0/api/state").body, r.body);
+    // The same numbers as the overview's rows and cards.
+    let overview = get(&s, "/p/0/").body;
+    for c in citizens {
+        let id = c["id"].as_str().unwrap();
+        let row = &overview[overview.find(&format!("data-citizen=\"{id}\"")).unwrap()..];
+        let row = &row[..row.find("</tr>").unwrap()];
+        assert!(
+            row.contains(&format!("<td class=\"unread\">{}</td>", c["unread"])),
+            "{id}: {row}"
+        );
+        match c["current_contract"].as_str() {
+            Some(k) => assert!(row.contains(&format!("contracts/{k}\"")), "{id}: {row}"),
+            None => assert!(row.contains("<td class=\"current\"></td>"), "{id}: {row}"),
+        }
+    }
+    for (card, n) in [
+        ("count-open", &v["counts"]["open"]),
+        ("count-settled", &v["counts"]["settled"]),
+    ] {
+        assert!(overview.contains(&format!("id=\"{card}\">{n}<")), "{card}");
+    }
+    let page: serde_json::Value =
+        serde_json::from_str(&get(&s, "/api/replay?from=1&limit=2").body).unwrap();
+    assert_eq!(page["api_version"], 1);
+    assert_eq!(page["total"], 5);
+    assert_eq!(page["settlements"].as_array().unwrap().len(), 2);
+    assert_eq!(page["next"], 3);
+    assert_eq!(get(&s, "/api/nothing").status, 404);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hostile requests
 
@@ -2244,7 +2300,7 @@ fn encoded(bytes: &[u8]) -> String {
 #[test]
 fn hostile_paths_and_queries_never_reach_a_panic_or_a_5xx() {
     use proptest::prelude::*;
-    const ROUTES: [&str; 9] = [
+    const ROUTES: [&str; 11] = [
         "/p/0/",
         "/p/0/chronicle",
         "/p/0/search",
@@ -2254,8 +2310,10 @@ fn hostile_paths_and_queries_never_reach_a_panic_or_a_5xx() {
         "/p/0/citizens/",
         "/p/",
         "/static/",
+        "/p/0/api/replay",
+        "/p/0/api/",
     ];
-    const KEYS: [&str; 6] = ["q", "page", "citizen", "verb", "offset", "limit"];
+    const KEYS: [&str; 7] = ["q", "page", "citizen", "verb", "offset", "limit", "from"];
     let p = generated_polis();
     let s = serve(&p, "127.0.0.1:0");
     let requests = (
@@ -2296,4 +2354,515 @@ fn hostile_paths_and_queries_never_reach_a_panic_or_a_5xx() {
         .unwrap();
     // Still serving after all of them.
     assert_eq!(get(&s, "/p/0/").status, 200, "{}", s.stderr.lock().unwrap());
+}
+
+/// [`generated_polis`] with what each console action acts on: an unowned open contract the
+/// router recommended for bravo (to give to alpha instead), a settled contract whose quality defaults (a P007 warning, to silence) and
+/// polisd's notice asking for a new citizen in bravo's inbox (to answer).
+fn console_polis() -> TestPolis {
+    let p = generated_polis();
+    p.save(
+        "contracts/open/free-job.md",
+        &contract(
+            "free-job",
+            "a free job",
+            None,
+            "proposed",
+            &["docs"],
+            &format!("routing:\n  recommended_by_router: {BRAVO}\n  recommendation_score: 0.500\n  exploration: false\n  override: null\n"),
+            "## Intent\n\nFree.\n",
+        ),
+    );
+    p.save(
+        "contracts/settled/unscored.md",
+        &contract(
+            "unscored",
+            "unscored work",
+            Some(ALPHA),
+            "settled",
+            &["docs"],
+            "settled_at: '2026-02-20 12:00:00'\n",
+            "## Intent\n\nDone.\n",
+        ),
+    );
+    p.append(
+        &format!("citizens/{BRAVO}/inbox.md"),
+        "\n### 2026-11-30 09:00 from polis-daemon\n\nA new citizen with the `gpu` capability is asked for by next-job.\n\n\
+         [[contracts/open/next-job]]\n<!-- polisd:citizen-needed:0123456789abcdef -->\n\n---\n",
+    );
+    p
+}
+
+/// Fills the console form `form` of the page at `url` (scripts off), after unfolding the
+/// `<details>` `open` it sits in: each `(name, value)` is typed into an input or textarea,
+/// or chosen in a select; then the form is sent.
+async fn send_form(
+    c: &fantoccini::Client,
+    url: &str,
+    open: Option<&str>,
+    form: &str,
+    fields: &[(&str, &str)],
+) {
+    use fantoccini::Locator::Css;
+    c.goto(url).await.unwrap();
+    if let Some(details) = open {
+        let d = c.find(Css(details)).await.unwrap();
+        if d.attr("open").await.unwrap().is_none() {
+            d.find(Css("summary")).await.unwrap().click().await.unwrap();
+        }
+    }
+    let f = c.find(Css(form)).await.unwrap();
+    for (name, value) in fields {
+        let field = f.find(Css(&format!("[name={name}]"))).await.unwrap();
+        if field.tag_name().await.unwrap() == "select" {
+            field.select_by_value(value).await.unwrap();
+        } else {
+            field.send_keys(value).await.unwrap();
+        }
+    }
+    f.find(Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
+#[test]
+fn browser_every_console_action_works_without_javascript() {
+    let p = console_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let driver = chromedriver();
+    let deadline = Duration::from_secs(20);
+    runtime().block_on(async {
+        let c = browser_with(&driver, false).await;
+        let page = |path: &str| format!("{}p/0/{path}", s.url);
+        // Routing overridden, with its reason: what `contract claim --override` writes.
+        send_form(
+            &c,
+            &page("contracts/free-job"),
+            None,
+            "#override-form form",
+            &[("to", ALPHA), ("reason", "alpha wrote the docs")],
+        )
+        .await;
+        wait_until("the override", deadline, || {
+            p.read("contracts/open/free-job.md")
+                .contains(&format!("owner: {ALPHA}\n"))
+        });
+        assert_overridden(&p, "free-job", ALPHA, "alpha wrote the docs");
+        // A review as a person.
+        send_form(
+            &c,
+            &page("contracts/next-job"),
+            None,
+            "#review-form form",
+            &[
+                ("as", FOUNDER),
+                ("decision", "signed_off"),
+                ("body", "good work"),
+            ],
+        )
+        .await;
+        wait_until("the review", deadline, || {
+            p.read("chronicle.md")
+                .contains(&format!("| {FOUNDER} | signed off |"))
+        });
+        // A message to an inbox.
+        send_form(
+            &c,
+            &page(&format!("citizens/{ALPHA}")),
+            None,
+            "#message-form form",
+            &[("as", FOUNDER), ("text", "ping from the console")],
+        )
+        .await;
+        wait_until("the message", deadline, || {
+            p.read(&format!("citizens/{ALPHA}/inbox.md"))
+                .contains(&format!(" from {FOUNDER}\n\nping from the console\n"))
+        });
+        // The queue item for the new citizen asked for, answered: bravo reads the answer and
+        // the notice leaves the queue.
+        let key = format!("notice/{BRAVO}/0123456789abcdef");
+        assert!(get(&s, "/p/0/").body.contains(&key));
+        send_form(
+            &c,
+            &page(""),
+            Some("details.group:has(form[action$='act/answer'])"),
+            "form[action$='act/answer']",
+            &[
+                ("as", FOUNDER),
+                ("text", "no new citizen; alpha learns CUDA"),
+            ],
+        )
+        .await;
+        wait_until("the answer", deadline, || {
+            p.read(&format!("citizens/{BRAVO}/status.md"))
+                .contains("0123456789abcdef")
+        });
+        let inbox = p.read(&format!("citizens/{BRAVO}/inbox.md"));
+        assert!(
+            inbox.contains(&format!(" from {FOUNDER}\n\nAnswer to 0123456789abcdef"))
+                && inbox.contains("no new citizen; alpha learns CUDA"),
+            "{inbox}"
+        );
+        wait_until("the answered item leaves the queue", deadline, || {
+            !get(&s, "/p/0/").body.contains(&key)
+        });
+        // The class of warning silenced, then back.
+        let warned = |body: &str| body.contains("data-key=\"finding/P007/");
+        assert!(warned(&get(&s, "/p/0/").body));
+        send_form(
+            &c,
+            &page(""),
+            Some("details.group:has(form[action$='act/silence'])"),
+            "form[action$='act/silence']",
+            &[("as", FOUNDER), ("reason", "we score by hand")],
+        )
+        .await;
+        wait_until("the silence", deadline, || {
+            p.exists("silenced.yml") && p.read("silenced.yml").contains("code: P007")
+        });
+        let silenced = p.read("silenced.yml");
+        assert!(
+            silenced.contains(&format!("by: {FOUNDER}")) && silenced.contains("we score by hand"),
+            "{silenced}"
+        );
+        wait_until("P007 leaves the queue", deadline, || {
+            !warned(&get(&s, "/p/0/").body)
+        });
+        let check = p.polisd(&["check", "--json"]);
+        assert!(
+            String::from_utf8_lossy(&check.stdout).contains("P007"),
+            "check still reports it"
+        );
+        send_form(
+            &c,
+            &page(""),
+            Some("#silenced"),
+            "#silenced form[action$='act/unsilence']",
+            &[("as", FOUNDER)],
+        )
+        .await;
+        wait_until("the silence lifted", deadline, || {
+            !p.read("silenced.yml").contains("P007")
+        });
+        wait_until("P007 back in the queue", deadline, || {
+            warned(&get(&s, "/p/0/").body)
+        });
+        c.close().await.unwrap();
+    });
+}
+
+#[test]
+fn every_console_action_is_refused_without_its_tokens_and_writes_nothing() {
+    let p = console_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let (cookie, token) = csrf_of(&get(&s, "/p/0/"));
+    let forms = [
+        (
+            "override",
+            "contract=free-job&to=alpha-agent&reason=because".to_string(),
+        ),
+        (
+            "answer",
+            format!("citizen={BRAVO}&notice=0123456789abcdef&as={FOUNDER}&text=no"),
+        ),
+        ("silence", format!("code=P007&as={FOUNDER}&reason=fine")),
+        ("unsilence", format!("code=P007&as={FOUNDER}")),
+        (
+            "review",
+            format!("contract=next-job&as={FOUNDER}&decision=signed_off&body=ok"),
+        ),
+        ("message", format!("as={FOUNDER}&to={BRAVO}&text=hi")),
+    ];
+    let before = files_of(&p);
+    for (action, fields) in &forms {
+        let path = format!("/p/0/act/{action}");
+        let with = format!("csrf={token}&{fields}");
+        let without = format!("csrf=&{fields}");
+        assert_eq!(
+            post(&s, &path, &cookie, &without, "").status,
+            403,
+            "{action}"
+        );
+        assert_eq!(post(&s, &path, "", &with, "").status, 403, "{action}");
+        let forged = "polisd_csrf=00000000000000000000000000000000";
+        assert_eq!(post(&s, &path, forged, &with, "").status, 403, "{action}");
+        let cross = post(&s, &path, &cookie, &with, "Origin: http://evil.example\r\n");
+        assert_eq!(cross.status, 403, "{action}");
+    }
+    assert_eq!(files_of(&p), before, "a refused form writes nothing");
+    // A refusal by the operation: one line, nothing written.
+    let refused = post(
+        &s,
+        "/p/0/act/override",
+        &cookie,
+        &format!("csrf={token}&contract=next-job&to={ALPHA}&reason=x"),
+        "",
+    );
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(refused.body.contains("already owned"), "{}", refused.body);
+    let empty = post(
+        &s,
+        "/p/0/act/silence",
+        &cookie,
+        &format!("csrf={token}&code=P007&as={FOUNDER}&reason=+"),
+        "",
+    );
+    assert_eq!(empty.status, 422, "{}", empty.body);
+    assert_eq!(files_of(&p), before);
+    // Off loopback, the dashboard token comes first.
+    let open = serve(&p, "0.0.0.0:0");
+    for (action, fields) in &forms {
+        let r = post(
+            &open,
+            &format!("/p/0/act/{action}"),
+            &cookie,
+            &format!("csrf={token}&{fields}"),
+            "",
+        );
+        assert_eq!(r.status, 401, "{action}: {}", r.body);
+    }
+    assert_eq!(files_of(&p), before);
+}
+
+/// Every file of the polis with its bytes, to prove that nothing was written.
+fn files_of(p: &TestPolis) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    fn walk(
+        dir: &std::path::Path,
+        out: &mut std::collections::BTreeMap<std::path::PathBuf, Vec<u8>>,
+    ) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else {
+                out.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(&p.path(""), &mut out);
+    out
+}
+
+#[test]
+fn an_override_from_the_console_writes_what_the_command_writes() {
+    let by_form = console_polis();
+    let by_cli = console_polis();
+    let s = serve(&by_form, "127.0.0.1:0");
+    let (cookie, token) = csrf_of(&get(&s, "/p/0/contracts/free-job"));
+    let done = post(
+        &s,
+        "/p/0/act/override",
+        &cookie,
+        &format!("csrf={token}&contract=free-job&to={ALPHA}&reason=alpha+wrote+the+docs"),
+        "",
+    );
+    assert_eq!(done.status, 303, "{}", done.body);
+    let out = by_cli.polisd(&[
+        "contract",
+        "claim",
+        "free-job",
+        "--as",
+        ALPHA,
+        "--reason",
+        "alpha wrote the docs",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let contract = "contracts/open/free-job.md";
+    assert_eq!(by_form.read(contract), by_cli.read(contract));
+    // The same chronicle lines, but for their minute.
+    let added = |p: &TestPolis| -> Vec<String> {
+        let text = p.read("chronicle.md");
+        text.lines()
+            .filter(|l| l.contains("[[contracts/open/free-job]]"))
+            .map(|l| l.split_once(" | ").unwrap().1.to_string())
+            .collect()
+    };
+    assert_eq!(added(&by_form), added(&by_cli));
+    assert_overridden(&by_cli, "free-job", ALPHA, "alpha wrote the docs");
+}
+
+/// Contract `id` is `owner`'s, claimed against the router's pick for `why`: its
+/// `routing.override` holds the reason (as text, or as the `why` of a mapping) and an
+/// `overrode routing` line by `owner` gives it.
+fn assert_overridden(p: &TestPolis, id: &str, owner: &str, why: &str) {
+    let text = p.read(&format!("contracts/open/{id}.md"));
+    assert!(text.contains(&format!("owner: {owner}\n")), "{text}");
+    assert!(text.contains("status: claimed\n"), "{text}");
+    let routing = text
+        .split("\nrouting:\n")
+        .nth(1)
+        .map(|r| r.split("\n---").next().unwrap_or(r))
+        .unwrap_or_default();
+    let block = &routing[routing.find("override:").unwrap_or(0)..];
+    assert!(
+        block.contains(why),
+        "routing.override without the reason: {text}"
+    );
+    let chronicle = p.read("chronicle.md");
+    assert!(
+        chronicle.lines().any(|l| l.contains(&format!(
+            "| {owner} | overrode routing | [[contracts/open/{id}]] |"
+        )) && l.contains(why)),
+        "{chronicle}"
+    );
+}
+
+#[test]
+fn the_redacted_report_of_the_team_shows_no_identity_vendor_tag_date_or_text() {
+    let p = team_polis();
+    let mut secrets: Vec<String> = (1..=11).map(team_member).collect();
+    secrets.push(FOUNDER.into());
+    secrets.extend(VENDORS.iter().map(|v| v.to_string()));
+    secrets.extend(TEAM_TAGS.iter().map(|t| t.to_string()));
+    secrets.extend(
+        [
+            "settled work",
+            "open work",
+            "week line",
+            "Run the migrations twice",
+            "auth rework",
+            "src/auth.rs",
+            "first note",
+            "third note",
+            "done-0",
+            "open-0",
+            "_polis",
+        ]
+        .map(String::from),
+    );
+    let date = regex::Regex::new(r"\d{4}-\d{2}-\d{2}").unwrap();
+    let style = regex::Regex::new(r"(?s)<style>.*?</style>").unwrap();
+    for format in ["md", "html"] {
+        let out = p.polisd(&["report", "--format", format, "--redact"]);
+        assert!(out.status.success(), "{out:?}");
+        let raw = String::from_utf8(out.stdout).unwrap();
+        // The inline stylesheet is polisd's own text, not the polis's.
+        let text = style.replace_all(&raw, "").to_lowercase();
+        assert!(text.len() > 2000, "{format}: a report, not an empty page");
+        for secret in &secrets {
+            let word =
+                regex::Regex::new(&format!(r"\b{}\b", regex::escape(&secret.to_lowercase())))
+                    .unwrap();
+            assert!(
+                !word.is_match(&text),
+                "{format}: {secret:?} shows in the redacted report"
+            );
+        }
+        assert!(!date.is_match(&text), "{format}: a date shows");
+        // The numbers stay.
+        assert!(text.contains("settled (2000)"), "{format}");
+    }
+}
+
+#[test]
+fn frontmatter_is_a_table_and_links_resolve_to_pages_of_the_polis() {
+    let p = generated_polis();
+    p.save(
+        "contracts/open/linked.md",
+        &contract(
+            "linked",
+            "linked work",
+            None,
+            "proposed",
+            &["docs"],
+            "",
+            &format!(
+                "## Intent\n\nAfter [the first](../settled/done-1.md), see [[contracts/open/next-job]], \
+                 [[citizens/{ALPHA}/capability_card.yml|alpha's card]], [[chronicle]], \
+                 [a lesson](../../lessons/docs/some-lesson.md) and [nothing](../../../../etc/passwd).\n"
+            ),
+        ),
+    );
+    let s = serve(&p, "127.0.0.1:0");
+    let page = get(&s, "/p/0/contracts/linked").body;
+    let body = &page[page.find("<div class=\"md\">").unwrap()..];
+    let body = &body[..body.find("</div>").unwrap()];
+    let hrefs: Vec<&str> = body
+        .split("<a href=\"")
+        .skip(1)
+        .map(|h| &h[..h.find('"').unwrap()])
+        .collect();
+    assert_eq!(
+        hrefs,
+        [
+            "/p/0/contracts/done-1",
+            "/p/0/contracts/next-job",
+            &*format!("/p/0/citizens/{ALPHA}"),
+            "/p/0/chronicle",
+            "/p/0/search?q=some-lesson",
+        ],
+        "{body}"
+    );
+    for href in &hrefs {
+        assert_eq!(get(&s, href).status, 200, "{href}");
+    }
+    assert!(
+        body.contains("and nothing.") && !body.contains("passwd\""),
+        "a link out of the polis is text: {body}"
+    );
+    // The contract's frontmatter and an inbox's are tables, not a heading.
+    assert!(page.contains("<table class=\"frontmatter\">"), "{page}");
+    assert!(
+        page.contains("<th>contract_id</th><td>linked</td>"),
+        "{page}"
+    );
+    let citizen = get(&s, &format!("/p/0/citizens/{ALPHA}")).body;
+    assert!(
+        citizen.contains(&format!("<th>owner</th><td>{ALPHA}</td>")),
+        "{citizen}"
+    );
+    assert!(!citizen.contains("<h2>file_type"), "{citizen}");
+}
+
+#[test]
+fn browser_a_chart_of_twenty_citizens_has_twenty_colours_and_a_legend_that_fits() {
+    let p = TestPolis::init(FOUNDER);
+    let ids: Vec<String> = (0..20)
+        .map(|i| format!("citizen-with-a-long-name-{i:02}"))
+        .collect();
+    for (i, id) in ids.iter().enumerate() {
+        p.citizen(id, VENDORS[i % 4], &[("rust", 3)], "medium");
+        for k in 0..2u32 {
+            let cid = format!("work-{i:02}-{k}");
+            p.save(
+                &format!("contracts/settled/{cid}.md"),
+                &settled(
+                    &cid,
+                    id,
+                    "rust",
+                    1 + ((i as u32 + k) % 5) as u8,
+                    1 + k + i as u32 % 20,
+                ),
+            );
+        }
+    }
+    let s = serve(&p, "127.0.0.1:0");
+    let driver = chromedriver();
+    runtime().block_on(async {
+        let c = browser(&driver).await;
+        c.set_window_size(1440, 900).await.unwrap();
+        c.goto(&format!("{}p/0/tags", s.url)).await.unwrap();
+        let found = text_of(
+            &c,
+            "var f = document.querySelector('figure.chart'); var l = f.querySelector('.legend');
+             var fills = Array.from(l.querySelectorAll('rect')).map(function (r) { return r.getAttribute('fill'); });
+             var box = l.getBoundingClientRect(), main = document.querySelector('main').getBoundingClientRect();
+             var inside = Array.from(l.querySelectorAll('li')).every(function (li) {
+               var b = li.getBoundingClientRect(); return b.left >= box.left - 1 && b.right <= box.right + 1; });
+             return JSON.stringify({ entries: l.querySelectorAll('li').length, colours: new Set(fills).size,
+               overflow: l.scrollWidth > l.clientWidth + 1, inside: inside, within: box.right <= main.right + 1 });",
+        )
+        .await;
+        let v: serde_json::Value = serde_json::from_str(&found).unwrap();
+        assert_eq!(v["entries"], 20, "{v}");
+        assert_eq!(v["colours"], 20, "{v}");
+        assert_eq!(v["overflow"], false, "{v}");
+        assert_eq!(v["inside"], true, "{v}");
+        assert_eq!(v["within"], true, "{v}");
+        c.close().await.unwrap();
+    });
 }

@@ -139,7 +139,12 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
         ContractCommand::Show(Deferred(a)) => {
             let root = crate::commands::locate(a.opts.polis.as_deref())?;
             let r = contract::show(&root, &a.contract_id);
-            finish(&a.opts, r, |s| s.text.trim_end().to_string())
+            // The file's path, then its text, as the reference's `contract show` prints them.
+            finish(&a.opts, r, |s| {
+                let file = root.join(&s.path);
+                let file = std::fs::canonicalize(&file).unwrap_or(file);
+                format!("{}\n{}", file.display(), s.text.trim_end())
+            })
         }
         ContractCommand::List(Deferred(a)) => {
             let root = crate::commands::locate(a.opts.polis.as_deref())?;

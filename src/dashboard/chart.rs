@@ -4,17 +4,45 @@
 
 use plotters::prelude::*;
 
-/// Distinguishable line colours, cycled.
-const COLOURS: [RGBColor; 8] = [
-    RGBColor(34, 85, 170),
-    RGBColor(200, 80, 30),
-    RGBColor(26, 127, 55),
-    RGBColor(150, 40, 160),
-    RGBColor(180, 140, 0),
-    RGBColor(0, 140, 150),
-    RGBColor(120, 120, 120),
-    RGBColor(200, 30, 90),
+/// Kelly's colours of maximum contrast, the few too pale on white left out: twenty series
+/// get twenty distinct colours.
+const COLOURS: [RGBColor; 20] = [
+    RGBColor(0x00, 0x67, 0xA5),
+    RGBColor(0xBE, 0x00, 0x32),
+    RGBColor(0x00, 0x88, 0x56),
+    RGBColor(0xF3, 0x84, 0x00),
+    RGBColor(0x87, 0x56, 0x92),
+    RGBColor(0x84, 0x84, 0x82),
+    RGBColor(0x88, 0x2D, 0x17),
+    RGBColor(0x8D, 0xB6, 0x00),
+    RGBColor(0xE6, 0x8F, 0xAC),
+    RGBColor(0x60, 0x4E, 0x97),
+    RGBColor(0xF6, 0xA6, 0x00),
+    RGBColor(0xB3, 0x44, 0x6C),
+    RGBColor(0x2B, 0x3D, 0x26),
+    RGBColor(0xE2, 0x58, 0x22),
+    RGBColor(0x65, 0x45, 0x22),
+    RGBColor(0xC2, 0xB2, 0x80),
+    RGBColor(0xF9, 0x93, 0x79),
+    RGBColor(0x00, 0x00, 0x00),
+    RGBColor(0xDC, 0xD3, 0x00),
+    RGBColor(0x5E, 0x9C, 0xC8),
 ];
+
+/// The colour of series `i`: [`COLOURS`], then hues a golden angle apart.
+fn colour(i: usize) -> RGBColor {
+    if let Some(c) = COLOURS.get(i) {
+        return *c;
+    }
+    let hue = (i as f64 * 137.508) % 360.0;
+    let lightness = if i.is_multiple_of(2) { 0.35 } else { 0.5 };
+    let (r, g, b) = HSLColor(hue / 360.0, 0.75, lightness).to_rgba().rgb();
+    RGBColor(r, g, b)
+}
+
+fn hex(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
 
 /// A line keeps at most this many points (a long history is sampled evenly, its last point
 /// kept), so a page stays small with thousands of settlements.
@@ -38,9 +66,31 @@ fn thin(points: &[(usize, f64)]) -> Vec<(f64, f64)> {
     out
 }
 
-/// Lines of `(x, y)` points, one per label, over x in `1..=max_x` and quality 1–5. `None`
-/// when there is nothing to draw (or plotters fails, which the page reports as no chart).
-pub fn quality_lines(series: &[(String, Vec<(usize, f64)>)], caption: &str) -> Option<String> {
+/// Lines of `(x, y)` points, one per label, over x in `1..=max_x` and quality 1–5, and
+/// their legend as a wrapping HTML list under the SVG (inside the plot, twenty labels would
+/// cover the lines and overflow it). `None` when there is nothing to draw (or plotters
+/// fails, which the page reports as no chart).
+pub fn quality_lines(
+    series: &[(String, Vec<(usize, f64)>)],
+    caption: &str,
+) -> Option<maud::Markup> {
+    let svg = quality_svg(series, caption)?;
+    Some(maud::html! {
+        figure.chart {
+            (maud::PreEscaped(svg))
+            ul.legend {
+                @for (i, (label, _)) in series.iter().enumerate() {
+                    li {
+                        svg width="14" height="10" aria-hidden="true" { rect width="14" height="10" fill=(hex(colour(i))) {} }
+                        " " (label)
+                    }
+                }
+            }
+        }
+    })
+}
+
+fn quality_svg(series: &[(String, Vec<(usize, f64)>)], caption: &str) -> Option<String> {
     let max_x = series
         .iter()
         .flat_map(|(_, pts)| pts.iter().map(|p| p.0))
@@ -68,28 +118,18 @@ pub fn quality_lines(series: &[(String, Vec<(usize, f64)>)], caption: &str) -> O
             .draw()
             .ok()?;
         for (i, (label, points)) in series.iter().enumerate() {
-            let colour = COLOURS[i % COLOURS.len()];
+            let colour = colour(i);
             let line = thin(points);
             chart
                 .draw_series(LineSeries::new(line.clone(), colour.stroke_width(2)))
                 .ok()?
-                .label(label.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2))
-                });
+                .label(label.as_str());
             if points.len() <= MARKED_POINTS {
                 chart
                     .draw_series(line.iter().map(|&p| Circle::new(p, 3, colour.filled())))
                     .ok()?;
             }
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .ok()?;
         root.present().ok()?;
     }
     Some(svg)
@@ -125,13 +165,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn labels_are_escaped_in_the_svg() {
+    fn twenty_series_get_twenty_colours_and_a_legend_entry_each() {
+        let colours: std::collections::HashSet<String> = (0..40).map(|i| hex(colour(i))).collect();
+        assert_eq!(colours.len(), 40);
+        assert!(!colours.contains("#ffffff"));
+        let series: Vec<(String, Vec<(usize, f64)>)> = (0..20)
+            .map(|i| (format!("citizen-{i:02}"), vec![(1, 3.0), (2, 4.0)]))
+            .collect();
+        let html = quality_lines(&series, "x").unwrap().into_string();
+        let legend = &html[html.find("<ul class=\"legend\">").unwrap()..];
+        assert_eq!(legend.matches("<li>").count(), 20);
+        for i in 0..20 {
+            assert!(legend.contains(&hex(colour(i))), "{i}");
+            assert!(legend.contains(&format!("citizen-{i:02}")), "{i}");
+        }
+    }
+
+    #[test]
+    fn labels_are_escaped_in_the_svg_and_the_legend() {
         let svg = quality_lines(
             &[("<script>alert(1)</script>".into(), vec![(1, 4.0), (2, 3.5)])],
             "tag <b>",
         )
-        .unwrap();
-        assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
+        .unwrap()
+        .into_string();
+        assert!(
+            svg.starts_with("<figure class=\"chart\"><svg"),
+            "{}",
+            &svg[..80]
+        );
         assert!(!svg.contains("<script"), "{svg}");
         assert!(!svg.contains("<b>"), "{svg}");
         assert!(svg.contains("&lt;script&gt;"), "{svg}");
@@ -140,7 +202,7 @@ mod tests {
     #[test]
     fn long_histories_are_drawn() {
         let pts: Vec<(usize, f64)> = (1..2000).map(|i| (i, 3.0)).collect();
-        let svg = quality_lines(&[("a".into(), pts)], "x").unwrap();
+        let svg = quality_svg(&[("a".into(), pts)], "x").unwrap();
         assert!(svg.len() < 40_000, "sampled: {} bytes", svg.len());
         assert_eq!(
             thin(&(1..=2000).map(|i| (i, 1.0)).collect::<Vec<_>>()).last(),

@@ -6,7 +6,11 @@
 //! with the operation's one-line refusal.
 //!
 //! Actions: `review` (sign off, request changes or reject a contract's work, as a citizen, as
-//! `polisd review` does) and `message` (write to a citizen's inbox).
+//! `polisd review` does), `message` (write to a citizen's inbox), `override` (give an open,
+//! unowned contract to a citizen against the router's pick, with a reason, as `polisd
+//! contract claim --override` does), `answer` (answer a queue item standing for a notice:
+//! a new citizen asked for, a deferred follow-up), `silence` and `unsilence` (a class of
+//! warning out of or back into the human queue).
 
 use super::security::Csrf;
 use super::Site;
@@ -103,6 +107,22 @@ fn run(
         "message" => {
             console::write_to_inbox(root, &field("as"), &field("to"), &field("text")).map(drop)
         }
+        "override" => {
+            console::override_routing(root, &field("contract"), &field("to"), &field("reason"))
+                .map(drop)
+        }
+        "answer" => console::answer_notice(
+            root,
+            &field("citizen"),
+            &field("notice"),
+            &field("as"),
+            &field("text"),
+        )
+        .map(drop),
+        "silence" => {
+            console::silence(root, &field("code"), &field("as"), &field("reason")).map(drop)
+        }
+        "unsilence" => console::unsilence(root, &field("code"), &field("as")).map(drop),
         _ => return Err(Refused::Unknown),
     };
     outcome.map_err(|e| Refused::Op(e.to_string()))

@@ -2,15 +2,38 @@
 //! text (never passed through), links kept only when they point to http(s) or to a relative
 //! path (an in-polis file), and images shown as their alt text (the page loads nothing from
 //! elsewhere). pulldown-cmark escapes every text and attribute it writes.
+//!
+//! With a resolver ([`render_with`]), relative links and `[[wiki]]` links are links inside
+//! the polis: the resolver turns the path they name into a page of the dashboard, or refuses
+//! it, and the link is dropped with its text kept (never a link that 404s).
 
-use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
 
-/// The HTML of `text`, safe to insert into a page.
+/// What a link inside the polis names, for a resolver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target<'a> {
+    /// A relative link (`../lessons/x.md`), as written.
+    Relative(&'a str),
+    /// A `[[wiki]]` link's target, relative to the polis root (`contracts/open/x`).
+    Wiki(&'a str),
+}
+
+/// The HTML of `text`, safe to insert into a page; relative links kept as written.
 pub fn render(text: &str) -> String {
+    render_with(text, &|t| match t {
+        Target::Relative(d) => Some(d.to_string()),
+        Target::Wiki(_) => None,
+    })
+}
+
+/// [`render`], with relative and `[[wiki]]` links turned into URLs by `resolve` (`None`:
+/// dropped, text kept).
+pub fn render_with(text: &str, resolve: &dyn Fn(Target<'_>) -> Option<String>) -> String {
     let mut options = Options::empty();
     options.insert(Options::ENABLE_TABLES);
     options.insert(Options::ENABLE_STRIKETHROUGH);
     options.insert(Options::ENABLE_TASKLISTS);
+    options.insert(Options::ENABLE_WIKILINKS);
     // Links whose destination is refused are dropped, with their text kept; their end tags
     // must be dropped too, so the open ones are tracked.
     let mut dropped: Vec<bool> = Vec::new();
@@ -22,14 +45,21 @@ pub fn render(text: &str) -> String {
             title,
             id,
         }) => {
-            let ok = allowed_link(&dest_url);
-            dropped.push(!ok);
-            ok.then_some(Event::Start(Tag::Link {
-                link_type,
-                dest_url,
-                title,
-                id,
-            }))
+            let dest = match link_type {
+                LinkType::WikiLink { .. } => resolve(Target::Wiki(&dest_url)),
+                _ if !allowed_link(&dest_url) => None,
+                _ if is_absolute_or_fragment(&dest_url) => Some(dest_url.to_string()),
+                _ => resolve(Target::Relative(&dest_url)),
+            };
+            dropped.push(dest.is_none());
+            dest.map(|d| {
+                Event::Start(Tag::Link {
+                    link_type,
+                    dest_url: d.into(),
+                    title,
+                    id,
+                })
+            })
         }
         Event::End(TagEnd::Link) => {
             if dropped.pop().unwrap_or(true) {
@@ -51,6 +81,12 @@ pub fn render(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 4);
     pulldown_cmark::html::push_html(&mut out, events);
     out
+}
+
+/// An http(s) URL or a link within the page (`#section`): never resolved.
+fn is_absolute_or_fragment(dest: &str) -> bool {
+    let lower = dest.trim().to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with('#')
 }
 
 /// http(s) URLs, and relative paths without a scheme (`../lessons/x.md`, `#section`).
@@ -111,5 +147,33 @@ mod tests {
     fn autolinks_and_attributes_are_escaped() {
         let html = render("[x](https://e.org/\"onmouseover=\"alert(1) \"t\\\"itle\")");
         assert!(!html.contains("onmouseover=\"alert"), "{html}");
+    }
+
+    #[test]
+    fn relative_and_wiki_links_go_through_the_resolver() {
+        let resolve = |t: Target<'_>| match t {
+            Target::Relative("../x.md") => Some("/p/0/x".to_string()),
+            Target::Wiki("contracts/open/job") => Some("/p/0/contracts/job".to_string()),
+            _ => None,
+        };
+        let html = render_with(
+            "[a](../x.md) [[contracts/open/job]] [[contracts/open/job|the job]] [b](../nowhere.md) [[gone]] [c](https://e.org/) [d](#top)",
+            &resolve,
+        );
+        assert!(html.contains("<a href=\"/p/0/x\">a</a>"), "{html}");
+        assert!(
+            html.contains("<a href=\"/p/0/contracts/job\">contracts/open/job</a>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<a href=\"/p/0/contracts/job\">the job</a>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("https://e.org/") && html.contains("href=\"#top\""),
+            "{html}"
+        );
+        assert_eq!(html.matches("<a ").count(), 5, "{html}");
+        assert!(html.contains(" b ") && html.contains("gone"), "{html}");
     }
 }

@@ -11,6 +11,7 @@
 //! `/static/…` (the stylesheet and the live-update script). Every request passes
 //! [`security::guard`] first.
 
+pub mod api;
 pub mod chart;
 pub mod console;
 pub mod markdown;
@@ -96,6 +97,8 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
         .route("/p/{polis}", get(to_polis))
         .route("/p/{polis}/events", get(events))
         .route("/p/{polis}/act/{action}", axum::routing::post(console::act))
+        .route("/p/{polis}/api/{what}", get(api_answer))
+        .route("/api/{what}", get(api_answer))
         .route(
             "/static/live.js",
             get(|| async { asset("text/javascript; charset=utf-8", LIVE_JS) }),
@@ -174,6 +177,45 @@ async fn index(State(site): State<Arc<Site>>) -> Response {
         }
     };
     Html(body.into_string()).into_response()
+}
+
+/// `/p/{n}/api/{state|replay}`, and `/api/…` for the first polis: see [`api`].
+async fn api_answer(
+    State(site): State<Arc<Site>>,
+    UrlPath(mut params): UrlPath<HashMap<String, String>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    params.entry("polis".into()).or_insert_with(|| "0".into());
+    let Some((_, view)) = polis_of(&site, &params) else {
+        return (StatusCode::NOT_FOUND, "no such polis\n").into_response();
+    };
+    let what = params.get("what").cloned().unwrap_or_default();
+    if what != "state" && what != "replay" {
+        return (
+            StatusCode::NOT_FOUND,
+            "no such API: /api/state or /api/replay\n",
+        )
+            .into_response();
+    }
+    let done = tokio::task::spawn_blocking(move || {
+        let snapshot = view.current();
+        match what.as_str() {
+            "state" => api::state(&view.name, &snapshot),
+            _ => api::replay(&snapshot, &query),
+        }
+    })
+    .await;
+    match done {
+        Ok(body) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::error!("dashboard: an API answer failed: {e}");
+            (StatusCode::INTERNAL_SERVER_ERROR, "see polisd's log\n").into_response()
+        }
+    }
 }
 
 async fn to_polis(UrlPath(n): UrlPath<usize>) -> Redirect {

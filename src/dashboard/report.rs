@@ -1,8 +1,11 @@
 //! `polisd report`: a self-contained snapshot of a polis, as markdown or as one HTML file (no
-//! script, the stylesheet inline), like the reference's `polis report`. With `redact`, every
-//! citizen id, contract id, amendment id and path becomes a stable pseudonym (the first hex
-//! digits of its SHA-256, so the same id reads the same in every report) and free text
-//! (titles, messages, queue details) is left out, so a report can be shared.
+//! script, the stylesheet inline), like the reference's `polis report`: the queue, contracts
+//! (each settled one with its quality, minutes and lessons), citizens, tags, lessons with a
+//! routing effect, guardrails, reservations, amendments and findings. With `redact`, every
+//! citizen id, contract id, amendment id, lesson id, guardrail id, tag and path becomes a
+//! stable pseudonym (the first hex digits of its SHA-256, so the same id reads the same in
+//! every report), and free text (titles, messages, queue details, guardrail texts, notes),
+//! vendors and dates are left out, so a report can be shared.
 
 use super::view::Snapshot;
 use crate::protocol::layout::ContractFolder;
@@ -38,7 +41,18 @@ struct Data {
     amendments: Vec<[String; 5]>,
     findings: (usize, usize, Vec<[String; 3]>),
     queue: Vec<[String; 2]>,
+    /// contract, owner, quality, minutes, lessons.
+    settled: Vec<[String; 5]>,
+    /// lesson, filed by, routing effect.
+    lessons: Vec<[String; 3]>,
+    /// guardrail, tags, text.
+    guardrails: Vec<[String; 3]>,
+    /// citizen, paths, until.
+    reservations: Vec<[String; 3]>,
 }
+
+/// Left out of a redacted report.
+const WITHHELD: &str = "—";
 
 /// A stable pseudonym: `kind-` and six hex digits of SHA-256 over the kind and the value.
 fn pseudonym(kind: &str, value: &str) -> String {
@@ -56,9 +70,23 @@ fn data(s: &Snapshot, name: &str, redact: bool) -> Data {
     };
     let text = |t: &str| {
         if redact {
-            "—".to_string()
+            WITHHELD.to_string()
         } else {
             t.to_string()
+        }
+    };
+    let tag = |t: &str| {
+        if redact {
+            pseudonym("tag", t)
+        } else {
+            t.to_string()
+        }
+    };
+    let id_of = |kind: &str, id: &str| {
+        if redact {
+            pseudonym(kind, id)
+        } else {
+            id.to_string()
         }
     };
     let contract = |id: &str| {
@@ -75,7 +103,7 @@ fn data(s: &Snapshot, name: &str, redact: bool) -> Data {
         .map(|c| {
             [
                 who(&c.id),
-                c.vendor.clone().unwrap_or_default(),
+                text(c.vendor.as_deref().unwrap_or("")),
                 c.state.clone(),
                 s.unread.get(&c.id).copied().unwrap_or(0).to_string(),
             ]
@@ -104,7 +132,7 @@ fn data(s: &Snapshot, name: &str, redact: bool) -> Data {
         .iter()
         .map(|t| {
             (
-                t.tag.clone(),
+                tag(&t.tag),
                 t.leader.as_deref().map(who).unwrap_or_default(),
                 t.leader_confidence
                     .map(|c| format!("{c:.3}"))
@@ -135,7 +163,7 @@ fn data(s: &Snapshot, name: &str, redact: bool) -> Data {
                 },
                 text(a.title.as_deref().unwrap_or("")),
                 format!("{} of {}", a.agrees, a.quorum),
-                a.expires.clone().unwrap_or_default(),
+                text(a.expires.as_deref().unwrap_or("")),
                 a.action.to_string(),
             ]
         })
@@ -172,13 +200,102 @@ fn data(s: &Snapshot, name: &str, redact: bool) -> Data {
             }
         })
         .collect();
+    let lessons_of = lessons_by_contract(s);
+    let settled = s
+        .state
+        .settled
+        .iter()
+        .map(|(path, st)| {
+            let stem = crate::protocol::layout::record_stem(path);
+            [
+                contract(stem),
+                who(st.owner),
+                if st.quality_defaulted {
+                    format!("{} (assumed)", st.quality)
+                } else {
+                    st.quality.to_string()
+                },
+                format!("{}", st.minutes),
+                lessons_of
+                    .get(stem)
+                    .map(|ids| {
+                        ids.iter()
+                            .map(|l| id_of("lesson", l))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let lessons = s
+        .polis
+        .lessons
+        .iter()
+        .filter_map(|f| {
+            let l = &f.lesson;
+            let effects = l.routing_effect.as_ref()?;
+            let shown: Vec<String> = effects
+                .iter()
+                .filter_map(|e| {
+                    let tags: Vec<String> =
+                        e.tags.iter().filter_map(|t| t.as_str()).map(tag).collect();
+                    Some(format!(
+                        "{} {:+} on {}",
+                        who(e.citizen.as_deref()?),
+                        e.delta?,
+                        if tags.is_empty() {
+                            "any tag".to_string()
+                        } else {
+                            tags.join(",")
+                        }
+                    ))
+                })
+                .collect();
+            Some([
+                id_of("lesson", &l.lesson_id),
+                l.filed_by.as_deref().map(who).unwrap_or_default(),
+                shown.join("; "),
+            ])
+        })
+        .collect();
+    let guardrails = s
+        .guardrails
+        .iter()
+        .map(|g| {
+            [
+                id_of("guardrail", &g.guardrail_id),
+                g.tags.iter().map(|t| tag(t)).collect::<Vec<_>>().join(", "),
+                text(&crate::protocol::delivery::notice::one_line(&g.text, 200)),
+            ]
+        })
+        .collect();
+    let reservations = s
+        .reservations
+        .as_ref()
+        .map(|list| {
+            list.iter()
+                .map(|r| {
+                    [
+                        r.citizen.as_deref().map(who).unwrap_or_default(),
+                        r.paths
+                            .iter()
+                            .map(|p| id_of("path", p))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        text(r.expires_at.as_deref().unwrap_or("released")),
+                    ]
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     Data {
         name: if redact {
             "polis".into()
         } else {
             name.to_string()
         },
-        now: s.now.minute_stamp(),
+        now: text(&s.now.minute_stamp()),
         redacted: redact,
         citizens,
         counts: [c.open, c.settled, c.abandoned],
@@ -187,7 +304,29 @@ fn data(s: &Snapshot, name: &str, redact: bool) -> Data {
         amendments,
         findings: (f.errors, f.warnings, newest),
         queue,
+        settled,
+        lessons,
+        guardrails,
+        reservations,
     }
+}
+
+/// Per contract id, the lessons naming it in `related_contracts` (a list or one string).
+fn lessons_by_contract(s: &Snapshot) -> std::collections::HashMap<String, Vec<String>> {
+    let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for f in &s.polis.lessons {
+        let l = &f.lesson;
+        let related: Vec<&str> = match &l.related_contracts {
+            crate::yaml::Value::Seq(items) => items.iter().filter_map(|v| v.as_str()).collect(),
+            other => other.as_str().into_iter().collect(),
+        };
+        for c in related {
+            out.entry(c.to_string())
+                .or_default()
+                .push(l.lesson_id.clone());
+        }
+    }
+    out
 }
 
 /// The report of `s` (a polis named `name`) in `format`.
@@ -240,6 +379,24 @@ fn markdown(d: &Data) -> String {
             d.open.iter().map(|r| r.to_vec()),
         );
     }
+    if !d.settled.is_empty() {
+        let _ = writeln!(out, "\n### Settled ({})\n", d.settled.len());
+        for [c, owner, q, m, lessons] in &d.settled {
+            let _ = writeln!(
+                out,
+                "- `{}`: owner `{}`, quality {}, {} min{}",
+                cell(c),
+                cell(owner),
+                q,
+                m,
+                if lessons.is_empty() {
+                    String::new()
+                } else {
+                    format!(", lesson {}", cell(lessons))
+                }
+            );
+        }
+    }
     let _ = writeln!(out, "\n## Citizens\n");
     table(
         &mut out,
@@ -262,7 +419,33 @@ fn markdown(d: &Data) -> String {
         );
         out.push('\n');
     }
-    let _ = writeln!(out, "## Amendments\n");
+    let _ = writeln!(
+        out,
+        "## Lessons with a routing effect ({})\n",
+        d.lessons.len()
+    );
+    table(
+        &mut out,
+        &["lesson", "filed by", "routing effect"],
+        d.lessons.iter().map(|r| r.to_vec()),
+    );
+    let _ = writeln!(out, "\n## Guardrails ({})\n", d.guardrails.len());
+    table(
+        &mut out,
+        &["guardrail", "tags", "text"],
+        d.guardrails.iter().map(|r| r.to_vec()),
+    );
+    let _ = writeln!(
+        out,
+        "\n## Reservations in force ({})\n",
+        d.reservations.len()
+    );
+    table(
+        &mut out,
+        &["citizen", "paths", "until"],
+        d.reservations.iter().map(|r| r.to_vec()),
+    );
+    let _ = writeln!(out, "\n## Amendments\n");
     table(
         &mut out,
         &[
@@ -309,6 +492,10 @@ fn html_page(d: &Data) -> String {
                         div.card { div.n { (a) } "abandoned" }
                     }
                     (rows(&["contract", "title", "status", "owner", "stakes"], d.open.iter().map(|r| r.to_vec())))
+                    @if !d.settled.is_empty() {
+                        h3 { "Settled (" (d.settled.len()) ")" }
+                        (rows(&["contract", "owner", "quality", "minutes", "lessons"], d.settled.iter().map(|r| r.to_vec())))
+                    }
                     h2 { "Citizens" }
                     (rows(&["citizen", "vendor", "state", "unread"], d.citizens.iter().map(|r| r.to_vec())))
                     h2 { "Tags" }
@@ -317,6 +504,12 @@ fn html_page(d: &Data) -> String {
                         p { "leader " (leader) " (confidence " (conf) ")" }
                         (rows(&["citizen", "settled", "avg quality"], r.iter().map(|x| x.to_vec())))
                     }
+                    h2 { "Lessons with a routing effect (" (d.lessons.len()) ")" }
+                    (rows(&["lesson", "filed by", "routing effect"], d.lessons.iter().map(|r| r.to_vec())))
+                    h2 { "Guardrails (" (d.guardrails.len()) ")" }
+                    (rows(&["guardrail", "tags", "text"], d.guardrails.iter().map(|r| r.to_vec())))
+                    h2 { "Reservations in force (" (d.reservations.len()) ")" }
+                    (rows(&["citizen", "paths", "until"], d.reservations.iter().map(|r| r.to_vec())))
                     h2 { "Amendments" }
                     (rows(&["amendment", "title", "votes", "expires", "a tally now would"], d.amendments.iter().map(|r| r.to_vec())))
                     h2 { "Findings" }

@@ -14,7 +14,8 @@
 //!   neither read the value nor send the cookie.
 //! - **Headers.** A strict `Content-Security-Policy` (scripts and styles only from this server,
 //!   no inline script, no framing), `X-Content-Type-Options: nosniff`, `Referrer-Policy:
-//!   no-referrer`, `Cache-Control: no-store`.
+//!   same-origin` (no page address leaves for another site; `no-referrer` would make the
+//!   browser send `Origin: null` on the console's own forms), `Cache-Control: no-store`.
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
@@ -160,7 +161,7 @@ pub async fn guard(State(g): State<Arc<Guard>>, mut request: Request, next: Next
     );
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.entry(header::CACHE_CONTROL)

@@ -4,13 +4,20 @@
 //!
 //! - [`review`]: `polisd review CID --as ID --decision D` (the person acts as a citizen);
 //! - [`write_to_inbox`]: a message block appended to a citizen's `inbox.md`, as a citizen
-//!   writes one by hand (SPEC §9: `### YYYY-MM-DD HH:MM from <id>`, the text, `---`).
+//!   writes one by hand (SPEC §9: `### YYYY-MM-DD HH:MM from <id>`, the text, `---`);
+//! - [`override_routing`]: `polisd contract claim CID --as ID --reason WHY`;
+//! - [`answer_notice`]: a person's answer to a notice only a person can decide on (a new
+//!   citizen asked for, a follow-up the rules deferred): a message to the citizen the notice
+//!   went to, then the notice marked read in its cursor, which takes it off the queue;
+//! - [`silence`] and [`unsilence`]: a class of warning (a finding code) in or out of
+//!   `silenced.yml`, which the human queue reads through [`silenced`].
 
 use crate::fs::writer::Writer;
 use crate::operations::chronicle::{polis_now, require_citizen};
 use crate::operations::error::OpError;
 use crate::protocol::contracts::review::Decision;
 use crate::protocol::layout;
+use crate::protocol::silenced::{self as silence_rules, Silence};
 use std::path::Path;
 
 /// Longest message the console writes into an inbox.
@@ -82,6 +89,155 @@ pub fn write_to_inbox(root: &Path, from: &str, to: &str, text: &str) -> Result<W
     Ok(Written { path, block })
 }
 
+/// `polisd contract claim CID --as CITIZEN --reason WHY`: the open, unowned contract
+/// `cid` goes to `citizen` against the router's recommendation, for `reason`.
+pub fn override_routing(
+    root: &Path,
+    cid: &str,
+    citizen: &str,
+    reason: &str,
+) -> Result<crate::operations::contract::Claimed, OpError> {
+    let writer = Writer::unrecorded(root)?;
+    let now = polis_now(root);
+    crate::operations::contract::claim(&writer, &now, cid, citizen, false, Some(reason))
+}
+
+/// Answers notice `id` of `citizen`'s inbox (a `citizen-needed` or `handoff-deferred` notice
+/// from polisd, unread): `text` goes to `citizen`'s inbox as a message from `by`, quoting the
+/// notice, and the notice is marked read in `citizen`'s cursor. Refused, writing nothing,
+/// when the notice is not there, already read, or of another kind.
+pub fn answer_notice(
+    root: &Path,
+    citizen: &str,
+    id: &str,
+    by: &str,
+    text: &str,
+) -> Result<Written, OpError> {
+    use crate::protocol::delivery::inbox::Kind;
+    require_citizen(root, citizen)?;
+    let session_error = |path: Option<String>| {
+        move |e: crate::operations::session::SessionError| OpError::Read {
+            path: path.unwrap_or_default(),
+            why: e.to_string(),
+        }
+    };
+    let view = crate::operations::session::read_inbox(root, citizen)
+        .map_err(session_error(layout::inbox_path(citizen)))?;
+    let notice = view
+        .unread()
+        .into_iter()
+        .find(|n| {
+            n.id == id
+                && n.from_daemon()
+                && matches!(n.kind, Some(Kind::CitizenNeeded | Kind::HandoffDeferred))
+        })
+        .cloned()
+        .ok_or_else(|| OpError::NoNotice {
+            citizen: citizen.to_string(),
+            id: id.to_string(),
+        })?;
+    if text.trim().is_empty() {
+        return Err(OpError::Empty {
+            what: "the answer",
+            fix: "write what was decided, so the citizen knows",
+        });
+    }
+    let about = if notice.subject.is_empty() {
+        notice.id.clone()
+    } else {
+        format!("{} ({})", notice.id, notice.subject)
+    };
+    let written = write_to_inbox(
+        root,
+        by,
+        citizen,
+        &format!("Answer to {about}:\n\n{}", text.trim()),
+    )?;
+    let writer = Writer::unrecorded(root)?;
+    crate::operations::session::mark_read(root, &writer, &view, &[notice.id])
+        .map_err(session_error(layout::status_path(citizen)))?;
+    Ok(written)
+}
+
+/// The classes of warning silenced in the polis at `root` (none when the file is missing or
+/// unreadable: a broken file never hides a warning).
+pub fn silenced(root: &Path) -> Vec<Silence> {
+    crate::fs::snapshot::read_text(root, silence_rules::FILE, Some(1 << 20))
+        .ok()
+        .flatten()
+        .and_then(|text| silence_rules::parse(&text).ok())
+        .unwrap_or_default()
+}
+
+/// Leaves warnings with finding code `code` out of the human queue, as `by`, for `reason`
+/// (required: the next person asks why). Silencing a class again updates its reason.
+pub fn silence(root: &Path, code: &str, by: &str, reason: &str) -> Result<Silence, OpError> {
+    require_citizen(root, by)?;
+    let code = code.trim();
+    if !silence_rules::is_code(code) {
+        return Err(OpError::BadId {
+            what: "finding code",
+            value: code.to_string(),
+            rule: "a letter C or P and three digits, as `polisd check` prints (P007)",
+        });
+    }
+    let reason = one_line(reason);
+    if reason.is_empty() {
+        return Err(OpError::Empty {
+            what: "the reason",
+            fix: "say why this class of warning needs no one's attention",
+        });
+    }
+    let entry = Silence {
+        code: code.to_string(),
+        by: by.to_string(),
+        at: polis_now(root).minute_stamp(),
+        reason,
+    };
+    let writer = Writer::unrecorded(root)?;
+    writer.update_locked(silence_rules::FILE, |bytes| {
+        let entries = entries_of(bytes)?;
+        let text = silence_rules::render(&silence_rules::with(&entries, entry.clone()))?;
+        Ok::<_, OpError>((Some(text.into_bytes()), ()))
+    })?;
+    Ok(entry)
+}
+
+/// Brings warnings with code `code` back into the human queue. Lifting a silence that is not
+/// there writes nothing.
+pub fn unsilence(root: &Path, code: &str, by: &str) -> Result<bool, OpError> {
+    require_citizen(root, by)?;
+    let writer = Writer::unrecorded(root)?;
+    let (_, lifted) = writer.update_locked(silence_rules::FILE, |bytes| {
+        let entries = entries_of(bytes)?;
+        let kept: Vec<Silence> = entries.iter().filter(|e| e.code != code).cloned().collect();
+        if kept.len() == entries.len() {
+            return Ok::<_, OpError>((None, false));
+        }
+        Ok((Some(silence_rules::render(&kept)?.into_bytes()), true))
+    })?;
+    Ok(lifted)
+}
+
+fn entries_of(bytes: Option<&[u8]>) -> Result<Vec<Silence>, OpError> {
+    let Some(bytes) = bytes else {
+        return Ok(Vec::new());
+    };
+    let text = std::str::from_utf8(bytes).map_err(|_| OpError::Read {
+        path: silence_rules::FILE.into(),
+        why: "not UTF-8 text; fix or remove the bad bytes by hand".into(),
+    })?;
+    silence_rules::parse(text).map_err(|e| OpError::Read {
+        path: silence_rules::FILE.into(),
+        why: e.to_string(),
+    })
+}
+
+/// Text from a form field on one line, white space collapsed.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +287,33 @@ mod tests {
         assert!(write_to_inbox(dir.path(), "eve-agent", "bob-agent", "hi").is_err());
         assert!(write_to_inbox(dir.path(), "ann-agent", "bob-agent", "  \n").is_err());
         assert!(!dir.path().join("citizens/bob-agent/inbox.md").exists());
+    }
+
+    #[test]
+    fn a_silence_is_stored_updated_and_lifted() {
+        let dir = polis();
+        let root = dir.path();
+        assert!(silence(root, "P007", "ann-agent", "  ").is_err());
+        assert!(silence(root, "p7", "ann-agent", "x").is_err());
+        assert!(silence(root, "P007", "nobody-here", "x").is_err());
+        assert!(
+            !root.join("silenced.yml").exists(),
+            "a refusal writes nothing"
+        );
+        silence(root, "P007", "ann-agent", "we score\nby hand").unwrap();
+        silence(root, "C004", "bob-agent", "late lines are fine").unwrap();
+        silence(root, "P007", "bob-agent", "still fine").unwrap();
+        let now = silenced(root);
+        let codes: Vec<(&str, &str)> = now
+            .iter()
+            .map(|s| (s.code.as_str(), s.reason.as_str()))
+            .collect();
+        assert_eq!(
+            codes,
+            [("C004", "late lines are fine"), ("P007", "still fine")]
+        );
+        assert!(unsilence(root, "P007", "ann-agent").unwrap());
+        assert!(!unsilence(root, "P007", "ann-agent").unwrap());
+        assert_eq!(silenced(root).len(), 1);
     }
 }

@@ -91,6 +91,8 @@ pub enum OpError {
     Write(#[from] WriteError),
     #[error(transparent)]
     Action(#[from] crate::operations::ActionError),
+    #[error("{citizen}'s inbox has no unread notice `{id}` waiting for a person's answer; reload the page, it may be answered already")]
+    NoNotice { citizen: String, id: String },
 }
 
 impl OpError {

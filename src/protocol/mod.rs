@@ -18,3 +18,4 @@ pub mod merge;
 pub mod migration;
 pub mod routing;
 pub mod settings;
+pub mod silenced;

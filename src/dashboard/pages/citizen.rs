@@ -1,9 +1,9 @@
 //! One citizen: the capability card (with its `content_hash` state), the status, the inbox,
 //! and its quality per tag over time.
 
-use super::{contract_link, markdown, Context, Page, PageError, Rendered};
+use super::{contract_link, Context, Page, PageError, Rendered};
 use crate::protocol::citizens::card::VerifyState;
-use maud::{html, PreEscaped};
+use maud::html;
 
 pub const PAGE: Page = Page {
     route: "/citizens/{id}",
@@ -71,8 +71,8 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                     }
                 }
             }
-            @if let Some(svg) = crate::dashboard::chart::quality_lines(&series, "running average quality per tag") {
-                figure.chart { (PreEscaped(svg)) }
+            @if let Some(chart) = crate::dashboard::chart::quality_lines(&series, "running average quality per tag") {
+                (chart)
             }
         }
         h2 { "Inbox (" (s.unread.get(id).copied().unwrap_or(0)) " unread)" }
@@ -85,7 +85,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
             }))
         }
         @match inbox {
-            Some(text) => { (markdown(text)) }
+            Some(text) => { (super::document(cx, &format!("citizens/{id}/inbox.md"), text)) }
             None => { p.muted { "No inbox.md." } }
         }
     };

@@ -3,7 +3,7 @@
 //! suggestion, new citizens asked for), its dependencies and readiness, the chronicle lines
 //! about it, its lessons and reviews.
 
-use super::{citizen_link, contract_link, markdown, Context, Page, PageError, Rendered};
+use super::{citizen_link, contract_link, Context, Page, PageError, Rendered};
 use crate::operations::handoff::BlockOutcome;
 use crate::protocol::chronicle;
 use crate::protocol::contracts::dependency;
@@ -80,9 +80,9 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
             @if let Some(st) = &k.stakes { " · stakes " (st) }
         }
         h2 { "Frontmatter" }
-        pre #frontmatter { (split.yaml.unwrap_or("(none)")) }
+        div #frontmatter { @if let Some(yaml) = split.yaml { (super::frontmatter_table(yaml)) } @else { "(none)" } }
         h2 { "Body" }
-        (markdown(&k.body))
+        (super::markdown_at(cx, &file.file.rel, &k.body))
         @if let Some(routed) = &routing {
             h2 { "Routing" }
             @match routed {
@@ -94,6 +94,16 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                     pre #routing { (crate::operations::route::explain(&r.recommendation)) (r.explanation) }
                 }
                 Err(e) => { p.muted { (e.to_string()) } }
+            }
+            @if k.owner.is_none() {
+                section #override-form {
+                    (super::action_form(cx, "override", &format!("contracts/{}", super::urlencode(id)), html! {
+                        input type="hidden" name="contract" value=(id);
+                        (super::citizen_select(cx, "to", "give it to"))
+                        label.wide { "because " input type="text" name="reason" required maxlength="300"; }
+                        button type="submit" { "Override the routing" }
+                    }))
+                }
             }
         }
         (handoffs)

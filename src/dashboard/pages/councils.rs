@@ -6,7 +6,7 @@
 //! Council files are few (one folder per council under `reviews/`), so the page reads them
 //! when it is asked for rather than keeping them in the published state.
 
-use super::{citizen_link, contract_link, markdown, Context, Page, PageError, Rendered};
+use super::{citizen_link, contract_link, Context, Page, PageError, Rendered};
 use crate::operations::council;
 use crate::protocol::council::state::{verdict_path, Phase};
 use maud::{html, Markup};
@@ -114,7 +114,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                     ) {
                         details open {
                             summary { "Verdict" }
-                            (markdown(crate::protocol::frontmatter::split(&text).body))
+                            (super::markdown_at(cx, &verdict_path(&s.contract_id), crate::protocol::frontmatter::split(&text).body))
                         }
                     }
                 }

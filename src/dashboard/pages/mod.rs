@@ -172,9 +172,101 @@ pub fn not_found(message: &str) -> Rendered {
     }
 }
 
-/// Markdown from an agent, rendered safely (see `markdown`).
-pub fn markdown(text: &str) -> Markup {
-    html! { div.md { (PreEscaped(super::markdown::render(text))) } }
+/// A polis file's markdown (`file` relative to `_polis/`), rendered safely: its frontmatter
+/// as a table of keys and values, its body with relative and `[[wiki]]` links resolved to
+/// pages of this polis ([`page_of_path`]).
+pub fn document(cx: &Context<'_>, file: &str, text: &str) -> Markup {
+    let split = crate::protocol::frontmatter::split(text);
+    html! {
+        @if let Some(yaml) = split.yaml { (frontmatter_table(yaml)) }
+        (markdown_at(cx, file, split.body))
+    }
+}
+
+/// A markdown body of polis file `file`, links resolved as [`document`] does.
+pub fn markdown_at(cx: &Context<'_>, file: &str, body: &str) -> Markup {
+    use super::markdown::Target;
+    let dir = file.rsplit_once('/').map_or("", |(d, _)| d);
+    let resolve = |t: Target<'_>| {
+        let path = match t {
+            Target::Wiki(p) => in_polis("", p)?,
+            Target::Relative(p) => in_polis(dir, p)?,
+        };
+        Some(cx.href(&page_of_path(&path)))
+    };
+    html! { div.md { (PreEscaped(super::markdown::render_with(body, &resolve))) } }
+}
+
+/// Frontmatter as a table: one row per top-level key, scalars as text, the rest as YAML.
+/// YAML that does not parse is shown as written.
+pub fn frontmatter_table(yaml: &str) -> Markup {
+    use crate::yaml::Value;
+    let Ok(Value::Map(map)) = crate::yaml::load(yaml) else {
+        return html! { pre.frontmatter { (yaml) } };
+    };
+    let shown = |v: &Value| match v {
+        Value::Str(s) => s.clone(),
+        Value::Null => String::new(),
+        Value::Map(_) | Value::Seq(_) => {
+            crate::yaml::dump(v, &crate::yaml::DumpOptions::FRONTMATTER)
+                .unwrap_or_default()
+                .trim_end()
+                .to_string()
+        }
+        other => other.python_str(),
+    };
+    html! {
+        table.frontmatter {
+            tbody {
+                @for (k, v) in map.iter() {
+                    tr { th { (shown(k)) } td { @match v { Value::Map(_) | Value::Seq(_) => { pre { (shown(v)) } } _ => { (shown(v)) } } } }
+                }
+            }
+        }
+    }
+}
+
+/// `link` (a path, maybe with `#…` or `?…`) taken from folder `dir` of the polis, as a
+/// polis-relative path; `None` when it leaves the polis.
+fn in_polis(dir: &str, link: &str) -> Option<String> {
+    let path = link.split(['#', '?']).next().unwrap_or("");
+    let mut parts: Vec<&str> = if path.starts_with('/') {
+        Vec::new()
+    } else {
+        dir.split('/').filter(|p| !p.is_empty()).collect()
+    };
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// The page of this polis that shows polis file or folder `path`: a contract's page for its
+/// file (or its review folder), a citizen's page for anything in its folder, the chronicle
+/// for the chronicle, the overview for the root, else a search for the file's name.
+pub fn page_of_path(path: &str) -> String {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let stem = |p: &str| {
+        p.strip_suffix(".md")
+            .or_else(|| p.strip_suffix(".yml"))
+            .unwrap_or(p)
+            .to_string()
+    };
+    match parts.as_slice() {
+        [] => String::new(),
+        ["contracts", "open" | "settled" | "abandoned", id] | ["reviews", id, ..] => {
+            format!("contracts/{}", urlencode(&stem(id)))
+        }
+        ["citizens", id, ..] => format!("citizens/{}", urlencode(id)),
+        ["chronicle.md" | "chronicle", ..] => "chronicle".into(),
+        [.., last] => format!("search?q={}", urlencode(&stem(last))),
+    }
 }
 
 /// A contract id as a link to its page.

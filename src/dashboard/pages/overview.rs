@@ -75,10 +75,42 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                                         @else { (item.title) }
                                     }
                                     div.muted { (item.action) }
+                                    @if let Some((citizen, notice)) = item.notice() {
+                                        (super::action_form(cx, "answer", "", html! {
+                                            input type="hidden" name="citizen" value=(citizen);
+                                            input type="hidden" name="notice" value=(notice);
+                                            (super::citizen_select(cx, "as", "as"))
+                                            input type="text" name="text" required maxlength="2000" placeholder="what was decided" aria-label="answer";
+                                            button type="submit" { "Answer" }
+                                        }))
+                                    }
                                 }
                             }
                             @if g.items.len() > SHOWN {
                                 div.muted { "and " (g.items.len() - SHOWN) " more" }
+                            }
+                            @if let Some(code) = g.warning_code() {
+                                (super::action_form(cx, "silence", "", html! {
+                                    input type="hidden" name="code" value=(code);
+                                    (super::citizen_select(cx, "as", "as"))
+                                    input type="text" name="reason" required maxlength="300" placeholder="why it needs nobody" aria-label="reason";
+                                    button type="submit" { "Silence " (code) }
+                                }))
+                            }
+                        }
+                    }
+                    @if !s.silenced.is_empty() {
+                        details #silenced {
+                            summary { "Silenced warnings " span.count { (s.silenced.len()) } }
+                            @for x in &s.silenced {
+                                div.item data-code=(x.code) {
+                                    span.what { (x.code) } " " span.muted { "by " (x.by) ", " (x.at) ": " (x.reason) }
+                                    (super::action_form(cx, "unsilence", "", html! {
+                                        input type="hidden" name="code" value=(x.code);
+                                        (super::citizen_select(cx, "as", "as"))
+                                        button type="submit" { "Unsilence" }
+                                    }))
+                                }
                             }
                         }
                     }

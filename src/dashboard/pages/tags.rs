@@ -2,7 +2,7 @@
 //! quality settlement by settlement, and every change of leader.
 
 use super::{citizen_link, Context, Page, PageError, Rendered};
-use maud::{html, PreEscaped};
+use maud::html;
 
 pub const PAGE: Page = Page {
     route: "/tags",
@@ -41,8 +41,8 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                     }
                 }
                 @if let Some(h) = history {
-                    @if let Some(svg) = crate::dashboard::chart::quality_lines(&h.series, "running average quality") {
-                        figure.chart { (PreEscaped(svg)) }
+                    @if let Some(chart) = crate::dashboard::chart::quality_lines(&h.series, "running average quality") {
+                        (chart)
                     }
                     @if h.leader_changes.len() > 1 {
                         details {

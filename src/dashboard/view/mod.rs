@@ -74,6 +74,8 @@ pub struct Snapshot {
     /// shows it.
     trend: std::sync::OnceLock<Vec<(String, usize)>>,
     pub queue: Vec<queue::Item>,
+    /// The classes of warning a person silenced (`silenced.yml`): out of the queue.
+    pub silenced: Vec<crate::protocol::silenced::Silence>,
 }
 
 /// Days the overview's trend covers.
@@ -344,6 +346,7 @@ fn build(
         reservations,
         trend: std::sync::OnceLock::new(),
         queue: Vec::new(),
+        silenced: crate::operations::console::silenced(root),
     };
     snapshot.queue = queue::items(&snapshot);
     snapshot

@@ -9,7 +9,8 @@
 //! recipient reads them); the person's decisions (`operations::queue`); a high-stakes contract claimed with no reviewer; a vote short of
 //! quorum with days left; findings about polis files other than the chronicle (chronicle
 //! findings go to their authors' inboxes); sync-conflict copies; councils that stopped and
-//! fell back to a chavruta review.
+//! fell back to a chavruta review. Warnings of a class a person silenced (`silenced.yml`) are
+//! left out.
 
 use super::Snapshot;
 use crate::protocol::delivery::inbox::Kind;
@@ -64,6 +65,24 @@ fn kind_of(item: &Item) -> (u8, String) {
         _ => (7, "Other"),
     };
     (rank, label.to_string())
+}
+
+impl Group<'_> {
+    /// The finding code of a group of warnings (what a person may silence), else `None`.
+    pub fn warning_code(&self) -> Option<&str> {
+        let first = self.items.first()?;
+        (first.key.starts_with("finding/") && first.title.starts_with("Warning"))
+            .then(|| first.key.split('/').nth(1))
+            .flatten()
+    }
+}
+
+impl Item {
+    /// The citizen and notice id of an item standing for an unread notice (what a person
+    /// answers), else `None`.
+    pub fn notice(&self) -> Option<(&str, &str)> {
+        self.key.strip_prefix("notice/")?.split_once('/')
+    }
 }
 
 /// `items` grouped by kind, the most urgent group first (then by label), each group in the
@@ -298,11 +317,14 @@ fn votes_short_of_quorum(s: &Snapshot, out: &mut Vec<Item>) {
     }
 }
 
-/// Findings about polis files other than the chronicle.
+/// Findings about polis files other than the chronicle, but for warnings of a silenced class.
 fn file_findings(s: &Snapshot, out: &mut Vec<Item>) {
     for f in &s.findings {
+        let silenced =
+            f.severity == Severity::Warning && s.silenced.iter().any(|x| x.code == f.code.as_str());
         // Conflict copies are items of their own (`sync_conflicts`).
-        if f.path == crate::protocol::layout::CHRONICLE
+        if silenced
+            || f.path == crate::protocol::layout::CHRONICLE
             || f.path.starts_with("chronicle/")
             || f.code == crate::protocol::finding::Code::ConflictCopy
         {
