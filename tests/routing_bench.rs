@@ -395,7 +395,12 @@ fn a_clear_leader_keeps_its_share_and_exploration_is_the_explore_rate() {
     };
     let a = seen.iter().position(|s| s.citizen == "agent-a").unwrap();
     for i in (0..seen.len()).filter(|&i| i != a) {
-        assert!(interval(i).1 < interval(a).0, "{:?} vs {:?}", interval(i), interval(a));
+        assert!(
+            interval(i).1 < interval(a).0,
+            "{:?} vs {:?}",
+            interval(i),
+            interval(a)
+        );
     }
     let share = |f: &dyn Fn(&Pick) -> bool| picks.iter().filter(|p| f(p)).count() as f64 / 400.0;
     let leader = share(&|p| p.citizen.as_deref() == Some("agent-a"));
@@ -404,9 +409,11 @@ fn a_clear_leader_keeps_its_share_and_exploration_is_the_explore_rate() {
     // 0.15 ± 3 standard deviations of a share of 400 draws.
     assert!((explored - 0.15).abs() < 0.054, "explore share {explored}");
     let exploits: Vec<&Pick> = picks.iter().filter(|p| !p.exploration).collect();
-    assert!(exploits.iter().all(|p| p.citizen.as_deref() == Some("agent-a")
-        && p.reason.starts_with("exploit")
-        && p.reason.contains("a clear leader")));
+    assert!(exploits
+        .iter()
+        .all(|p| p.citizen.as_deref() == Some("agent-a")
+            && p.reason.starts_with("exploit")
+            && p.reason.contains("a clear leader")));
     assert!(picks
         .iter()
         .filter(|p| p.exploration)
@@ -426,7 +433,9 @@ fn bench_explore_share_is_the_explore_rate() {
         };
         let r = run_bench(&opts, &mut Vec::new()).unwrap();
         let share = r
-            .get(polisd::bench::simulation::Strategy::Policy(Policy::default()))
+            .get(polisd::bench::simulation::Strategy::Policy(
+                Policy::default(),
+            ))
             .explore_share;
         // 900 picks: 0.15 ± 3 standard deviations (0.036).
         assert!((share - 0.15).abs() < 0.036, "{scenario}: {share}");

@@ -226,7 +226,7 @@ impl Learner {
                     &st,
                 )
             } else {
-                std::env::var("EXP_RATE").ok().and_then(|v| v.parse().ok()).unwrap_or(stats::DEFAULT_EXPLORE_RATE)
+                stats::DEFAULT_EXPLORE_RATE
             },
         };
         let pick = policy.pick_with(&input, params, rng);
@@ -545,15 +545,9 @@ pub fn run_bench(opts: &BenchOptions, out: &mut dyn Write) -> anyhow::Result<Ben
     for &seed in &seeds {
         let world = World::generate(opts.scenario, contracts, citizens, tags, seed);
         change_at = world.change_at;
-        let mut pp = opts.posterior;
-        let ev = |k: &str, d: f64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
-        pp.prior_weight = ev("EXP_PW", pp.prior_weight);
-        pp.noise = ev("EXP_NOISE", pp.noise);
-        pp.drift = ev("EXP_DRIFT", pp.drift);
-        pp.sample_scale = ev("EXP_SS", pp.sample_scale);
         let per: Vec<Run> = Strategy::ALL
             .iter()
-            .map(|&s| run_strategy(&world, s, seed, &pp))
+            .map(|&s| run_strategy(&world, s, seed, &opts.posterior))
             .collect();
         if let Some(at) = world.change_at {
             let levels = expected_levels(&world);

@@ -280,7 +280,7 @@ impl FromStr for Policy {
 }
 
 /// Tuning of [`Policy::Posterior`]. The defaults are the values the routing bench was run with
-/// (docs/routing.md); they are in quality points (1–5).
+/// (docs/performance.md, routing); they are in quality points (1–5).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PosteriorParams {
     /// How many settlements the self-rating is worth as a prior.
@@ -301,7 +301,7 @@ impl Default for PosteriorParams {
             prior_weight: 1.0,
             noise: 0.7,
             drift: 0.01,
-            sample_scale: 1.0,
+            sample_scale: 0.5,
             leader_z: 1.96,
         }
     }
@@ -521,7 +521,7 @@ fn contract_posterior(
 ) -> (f64, f64, f64) {
     // The router's S is the mean self-rating over the tags, /5 (missing = 0); on the 1–5
     // quality scale it is each tag's prior mean.
-    let prior_mean = 5.0 * s.self_rating - std::env::var("EXP_SHIFT").ok().and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    let prior_mean = 5.0 * s.self_rating;
     let noise_var = params.noise * params.noise;
     let step_var = params.drift * params.drift;
     let prior_var = noise_var / params.prior_weight;
@@ -626,7 +626,7 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
                 mean,
                 spread,
                 evidence,
-                rest: std::env::var("EXP_COST").ok().and_then(|v| v.parse().ok()).unwrap_or(1.0) * w.cost * s.cost_fit + w.avail * s.availability + s.lessons,
+                rest: w.cost * s.cost_fit + w.avail * s.availability + s.lessons,
             }
         })
         .collect();
@@ -648,9 +648,8 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
     let greedy = best(input.scores, |i| {
         eligible(i).then(|| beliefs[i].value(qw, beliefs[i].mean))
     });
-    let ucbz: Option<f64> = std::env::var("EXP_UCB").ok().and_then(|v| v.parse().ok());
     let drawn = best(input.scores, |i| {
-        eligible(i).then(|| match ucbz { Some(z) => beliefs[i].value(qw, beliefs[i].mean + z * beliefs[i].spread), None => beliefs[i].value(qw, samples[i]) })
+        eligible(i).then(|| beliefs[i].value(qw, samples[i]))
     });
     let winner = if explore_turn { drawn } else { greedy };
     let z = params.leader_z;
