@@ -1333,7 +1333,8 @@ def command_rounds(root: Path, rounds: int, env: dict, cpu: dict = None, fsync: 
         run("guardrail list", "guardrail", "list")
         run("reserve", "reserve", f"bench/file{k}.rs", "--as", CITIZENS[1])
         run("release", "release", f"bench/file{k}.rs", "--as", CITIZENS[1])
-        run("contract settle", "contract", "settle", cid, "--quality", "4", "--minutes", "10")
+        run("contract settle", "contract", "settle", cid, "--quality", "4", "--minutes", "10",
+            "--no-lesson", "benchmark")
         run("contract open (2)", "contract", "open", "--title", f"Dropped {k}", "--by", CITIZENS[0])
         run("contract abandon", "contract", "abandon", f"dropped-{k}", "--reason", "bench")
     return samples
@@ -1460,7 +1461,8 @@ def cmd_settle_alone(args):
                 run("contract", "claim", cid, "--as", CITIZENS[1])
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
-                run("contract", "settle", cid, "--quality", "4", "--minutes", "10")
+                run("contract", "settle", cid, "--quality", "4", "--minutes", "10",
+                    "--no-lesson", "benchmark")
                 wall.setdefault(label, []).append(time.perf_counter() - t0)
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu.setdefault(label, []).append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))

@@ -124,6 +124,8 @@ fn settle_killed_between_write_and_move_is_in_one_folder_and_finishes_on_rerun()
             "contract",
             "settle",
             "fix-the-login-bug",
+            "--no-lesson",
+            "the crash is the point here",
             "--quality",
             "4",
             "--minutes",
@@ -153,6 +155,8 @@ fn settle_killed_between_write_and_move_is_in_one_folder_and_finishes_on_rerun()
         "contract",
         "settle",
         "fix-the-login-bug",
+        "--no-lesson",
+        "the crash is the point here",
         "--quality",
         "4",
         "--json",
@@ -170,7 +174,15 @@ fn settle_killed_between_write_and_move_is_in_one_folder_and_finishes_on_rerun()
     // No daemon runs, so the settle rebuilt the stats itself.
     assert!(p.read("contracts/routing_stats.yml").contains(FOUNDER));
     // A third run is refused: it is settled, and recorded.
-    refused(p.polisd(&["contract", "settle", "fix-the-login-bug", "--quality", "4"]));
+    refused(p.polisd(&[
+        "contract",
+        "settle",
+        "fix-the-login-bug",
+        "--quality",
+        "4",
+        "--no-lesson",
+        "x",
+    ]));
 }
 
 #[test]
@@ -245,7 +257,15 @@ fn refusals_exit_1_with_one_line_and_write_nothing() {
             "not-registered-x",
         ],
         &["contract", "settle", "fix-the-login-bug", "--quality", "7"],
-        &["contract", "settle", "fix-the-login-bug", "--quality", "3"],
+        &[
+            "contract",
+            "settle",
+            "fix-the-login-bug",
+            "--quality",
+            "3",
+            "--no-lesson",
+            "x",
+        ],
         &[
             "contract",
             "open",
@@ -283,6 +303,8 @@ fn refusals_exit_1_with_one_line_and_write_nothing() {
         "contract",
         "settle",
         "fix-the-login-bug",
+        "--no-lesson",
+        "x",
         "--quality",
         "3",
         "--json",
@@ -626,7 +648,15 @@ fn open_claim_settle(p: &TestPolis, title: &str, owner: &str, quality: &str) -> 
     let opened: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let id = opened["contract_id"].as_str().unwrap().to_string();
     ok(p.polisd(&["contract", "claim", &id, "--as", owner]));
-    ok(p.polisd(&["contract", "settle", &id, "--quality", quality]));
+    ok(p.polisd(&[
+        "contract",
+        "settle",
+        &id,
+        "--quality",
+        quality,
+        "--no-lesson",
+        "routing is the point here",
+    ]));
     id
 }
 
@@ -871,7 +901,15 @@ fn settle_without_a_daemon_checks_every_file_listed_while_its_own_move_is_made()
         ok(p.polisd(&["contract", "claim", &id, "--as", WORKER]));
         let mut settle = Command::new(BIN);
         settle
-            .args(["contract", "settle", &id, "--quality", "3"])
+            .args([
+                "contract",
+                "settle",
+                &id,
+                "--quality",
+                "3",
+                "--no-lesson",
+                "x",
+            ])
             .env("POLISD_STATE_DIR", &p.state_dir)
             .current_dir(&p.root);
         if round == 0 {
@@ -910,7 +948,15 @@ fn settle_waits_for_another_commands_lock_and_lists_the_folder_after_it() {
         .unwrap()
         .expect("no daemon runs");
     let settle = Command::new(BIN)
-        .args(["contract", "settle", &id, "--quality", "2"])
+        .args([
+            "contract",
+            "settle",
+            &id,
+            "--quality",
+            "2",
+            "--no-lesson",
+            "x",
+        ])
         .env("POLISD_STATE_DIR", &state_base)
         .current_dir(&p.root)
         .stdout(Stdio::piped())

@@ -848,6 +848,14 @@ fn init_dry_run_lists_every_file_init_writes_bridge_pointers_included() {
         &["init", ".", "--agent-id", FOUNDER, "--dry-run"],
     );
     assert_eq!(dry.status.code(), Some(0), "{}", describe(&dry));
+    // The headline counts the bridge pointers it lists, not only the files in `_polis/`.
+    assert!(
+        stdout(&dry).lines().next().is_some_and(|l| l.contains(
+            "files to create, 0 already present and kept, 4 bridge files to write at the project root;"
+        )),
+        "{}",
+        describe(&dry)
+    );
     let listed: Vec<String> = stdout(&dry)
         .lines()
         .filter_map(|l| l.strip_prefix("  create "))
@@ -1312,7 +1320,13 @@ fn help_groups_the_commands_under_headings() {
     assert!(!help.contains("Commands:"), "{help}");
     // The reference's name for `check` stands beside it.
     assert!(help.contains("\n  check, doctor  "), "{help}");
-    for (command, heading) in [("run", 0), ("contract", 1), ("status", 2), ("init", 3)] {
+    for (command, heading) in [
+        ("run", 0),
+        ("contract", 1),
+        ("status", 2),
+        ("init", 3),
+        ("migrate", 3),
+    ] {
         let line = format!("\n  {command} ");
         let pos = help
             .find(&line)

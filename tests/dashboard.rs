@@ -819,11 +819,16 @@ fn handoffs_under_polisd_run_show_the_chain_dependencies_and_queue_items() {
         Duration::from_secs(30),
         || {
             queue = part(&get_at(addr, "/p/0/").body, "queue").to_string();
-            queue.matches("data-key=\"notice/").count() >= 3
+            queue.matches("data-key=\"notice/").count() >= 2
+                && queue.contains("data-key=\"new-citizen/")
         },
     );
     assert!(queue.contains("were not opened"), "{queue}");
     assert!(queue.contains("A new citizen is asked for in"), "{queue}");
+    assert!(
+        queue.contains("polisd queue answer new-citizen/"),
+        "{queue}"
+    );
     drop(daemon);
 }
 

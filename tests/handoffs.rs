@@ -1,6 +1,6 @@
 //! Handoff chains with a real daemon and real files: a suggestion in a Settlement
 //! becomes a routed follow-up contract and a notice; the chain rules refuse with reasons; a
-//! restart dispatches nothing twice; a new-citizen suggestion reaches the index keeper.
+//! restart dispatches nothing twice; a new-citizen suggestion waits in the human queue.
 
 mod harness;
 
@@ -38,7 +38,15 @@ fn polis() -> TestPolis {
 
 fn claim_and_settle(p: &TestPolis, id: &str, owner: &str, suggest: &[&str]) {
     ok(p.polisd(&["contract", "claim", id, "--as", owner]));
-    let mut args = vec!["contract", "settle", id, "--quality", "4"];
+    let mut args = vec![
+        "contract",
+        "settle",
+        id,
+        "--quality",
+        "4",
+        "--no-lesson",
+        "the handoff is the point here",
+    ];
     for s in suggest {
         args.push("--suggest");
         args.push(s);
@@ -177,7 +185,7 @@ fn suggestions_become_routed_follow_ups_and_the_fourth_step_is_deferred_to_the_f
 }
 
 #[test]
-fn a_new_citizen_suggestion_reaches_the_index_keeper_and_registers_nobody() {
+fn a_new_citizen_suggestion_waits_in_the_human_queue_and_registers_nobody() {
     let p = polis();
     let _daemon = p.start_daemon();
     ok(p.polisd(&[
@@ -205,12 +213,13 @@ fn a_new_citizen_suggestion_reaches_the_index_keeper_and_registers_nobody() {
         .replace("quality_score: null", "quality_score: 4");
     p.save(rel, &settled);
     p.mv(rel, "contracts/settled/licence-audit.md");
-    wait_for(&p, "the citizen-needed notice", || {
-        p.count(FOUNDER, "citizen-needed") == 1
+    wait_for(&p, "the person's queue item", || {
+        let out = p.polisd(&["queue", "--json"]);
+        String::from_utf8_lossy(&out.stdout).contains("new-citizen/licence-audit/1")
     });
-    let keeper = inbox(&p, FOUNDER);
-    assert!(keeper.contains("Need: legal review"), "{keeper}");
-    assert!(keeper.contains("reviews third-party licences"), "{keeper}");
+    let queue = String::from_utf8_lossy(&ok(p.polisd(&["queue"])).stdout).into_owned();
+    assert!(queue.contains("legal review"), "{queue}");
+    assert_eq!(p.count(FOUNDER, "citizen-needed"), 0, "no inbox is told");
     let citizens = std::fs::read_dir(p.path("citizens")).unwrap().count();
     assert_eq!(citizens, 5, "polisd registered nobody");
 }
@@ -468,7 +477,6 @@ fn suggestions_in_a_review_file_are_dispatched_under_the_chain_rules_once() {
     wait_for(&p, "the notices of the review's suggestions", || {
         p.count(C, "handoff-opened") == 1
             && p.count(FOUNDER, "handoff-deferred") == 1
-            && p.count(FOUNDER, "citizen-needed") == 1
             && p.count(D, "handoff-deferred") == 1
     });
     assert!(
@@ -486,7 +494,13 @@ fn suggestions_in_a_review_file_are_dispatched_under_the_chain_rules_once() {
         )),
         "{founder}"
     );
-    assert!(founder.contains("Need: accessibility audit"), "{founder}");
+    assert!(!founder.contains("accessibility audit"), "{founder}");
+    let queue = String::from_utf8_lossy(&ok(p.polisd(&["queue", "--json"])).stdout).into_owned();
+    assert!(
+        queue.contains("new-citizen/2026-03-02-1430-login-api/1")
+            && queue.contains("accessibility audit"),
+        "{queue}"
+    );
     for n in [2, 3] {
         assert!(!p.exists(&format!(
             "contracts/open/login-api-review-202603021430-next-{n}.md"
@@ -516,7 +530,7 @@ fn suggestions_in_a_review_file_are_dispatched_under_the_chain_rules_once() {
     assert!(added[0].contains("[[contracts/open/login-api-review-202603021430-next-4]]"));
     assert_eq!(p.count(C, "handoff-opened"), 1);
     assert_eq!(p.count(FOUNDER, "handoff-deferred"), 1);
-    assert_eq!(p.count(FOUNDER, "citizen-needed"), 1);
+    assert_eq!(p.count(FOUNDER, "citizen-needed"), 0);
     assert_eq!(p.count(D, "handoff-deferred"), 1);
     assert!(!p.exists("contracts/open/login-api-review-202603010900-next-1.md"));
 }

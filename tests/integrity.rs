@@ -106,6 +106,8 @@ fn system_identities_cannot_act_and_a_link_cannot_leave_the_polis() {
                 "3",
                 "--by",
                 system,
+                "--no-lesson",
+                "refused before the lesson matters",
             ],
             vec!["contract", "abandon", "real", "--as", system],
             vec!["contract", "open", "--title", "x", "--by", system],

@@ -333,7 +333,8 @@ fn racing_settlements_have_one_winner_and_one_chronicle_line() {
             |_| {
                 (
                     "polis_settle_contract",
-                    json!({"contract_id": id, "quality": 4, "minutes": 5}),
+                    json!({"contract_id": id, "quality": 4, "minutes": 5,
+                           "lesson": "Racing settles leave one record.", "impact": 3}),
                 )
             },
         );

@@ -26,9 +26,11 @@ contracts.open_contract(root, "Fix the login bug!", ["python"], "claude-founder-
 contracts.open_contract(root, "Café: naïve UTF-8 title", [], "claude-founder-one", stakes="low")
 r = contracts.claim_contract(root, "fix-the-login-bug", "claude-founder-one")
 assert r["ok"], r
-r = contracts.settle_contract(root, "fix-the-login-bug", 4, minutes=25)
+r = contracts.claim_contract(root, "fix-the-login-bug-2", "claude-founder-one")
 assert r["ok"], r
-r = contracts.abandon_contract(root, "fix-the-login-bug-2", reason="duplicate of fix-the-login-bug")
+r = contracts.settle_contract(root, "fix-the-login-bug-2", 4, minutes=25)
+assert r["ok"], r
+r = contracts.abandon_contract(root, "caf-na-ve-utf-8-title", reason="duplicate of fix-the-login-bug")
 assert r["ok"], r
 print("done")
 "#;
@@ -164,10 +166,18 @@ fn contract_lifecycle_and_guardrails_write_the_reference_files() {
     );
     ours(
         &mine,
+        &["contract", "claim", "fix-the-login-bug-2", "--as", FOUNDER],
+    );
+    // The reference has no review command, so the settle compared byte for byte is of a
+    // medium-stakes contract; the high-stakes one is refused (below) and stays claimed.
+    ours(
+        &mine,
         &[
             "contract",
             "settle",
-            "fix-the-login-bug",
+            "fix-the-login-bug-2",
+            "--no-lesson",
+            "compared with the reference",
             "--quality",
             "4",
             "--minutes",
@@ -179,10 +189,32 @@ fn contract_lifecycle_and_guardrails_write_the_reference_files() {
         &[
             "contract",
             "abandon",
-            "fix-the-login-bug-2",
+            "caf-na-ve-utf-8-title",
             "--reason",
             "duplicate of fix-the-login-bug",
         ],
+    );
+    // polisd's one difference in the lifecycle: a stakes: high contract waits for a review
+    // sign-off. The refusal writes nothing, so the files below still equal the reference's.
+    let refused = std::process::Command::new(harness::BIN)
+        .args([
+            "contract",
+            "settle",
+            "fix-the-login-bug",
+            "--no-lesson",
+            "compared with the reference",
+            "--quality",
+            "4",
+            "--polis",
+        ])
+        .arg(&mine)
+        .env("POLISD_STATE_DIR", mine.join("../state"))
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("stakes: high"),
+        "{refused:?}"
     );
 
     let dirs = [
@@ -203,7 +235,7 @@ fn contract_lifecycle_and_guardrails_write_the_reference_files() {
     assert_eq!(a.len(), 5, "{:?}", a.keys());
     // What polisd adds: the Settlement section and the chronicle lines.
     assert!(
-        std::fs::read_to_string(mine.join("contracts/settled/fix-the-login-bug.md"))
+        std::fs::read_to_string(mine.join("contracts/settled/fix-the-login-bug-2.md"))
             .unwrap()
             .contains("\n## Settlement\n")
     );
@@ -222,7 +254,7 @@ assert p["ok"] and p["guardrails"], p
 "#,
         mine.to_str().unwrap(),
     );
-    assert_eq!(listed.trim(), "caf-na-ve-utf-8-title");
+    assert_eq!(listed.trim(), "fix-the-login-bug");
     let chronicle = std::fs::read_to_string(mine.join("chronicle.md")).unwrap();
     for verb in [
         "opened contract",

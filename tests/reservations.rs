@@ -395,6 +395,8 @@ fn settle_and_abandon_commands_release_at_once_without_a_daemon() {
             "contract",
             "settle",
             "fix-login",
+            "--no-lesson",
+            "the reservations are the point here",
             "--quality",
             "4",
             "--json",

@@ -903,6 +903,8 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
         29,
         "polis_settle_contract",
         json!({"contract_id": cid, "quality": 4, "minutes": 30,
+               "lesson": "Profile before optimising: the parser, not the lexer, was slow.",
+               "impact": 4,
                "suggest": [format!("{OTHER}:Profile the parser, then the lexer")]}),
     );
     assert_eq!(settled["result"]["isError"], false, "{settled}");

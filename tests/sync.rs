@@ -258,6 +258,8 @@ fn two_daemons_on_two_git_clones_converge() {
         "contract",
         "settle",
         "lexer",
+        "--no-lesson",
+        "sync is the point here",
         "--quality",
         "3",
         "--minutes",
@@ -1732,6 +1734,35 @@ fn a_routing_never_lands_in_another_contract_through_a_rename() {
         !a.read("contracts/open/z.md")
             .contains("recommended_by_router: null")
     });
+}
+
+/// In a folder Syncthing shares (its `.stfolder` marker above `_polis/`), every contract is
+/// seen by the other machine's daemon the moment it lands, and a routing block written on one
+/// machine while the other settles the contract brings the open copy back (a modification wins
+/// over a deletion). So each is routed by notice alone and its file is left as written.
+#[test]
+fn in_a_syncthing_folder_contracts_are_routed_by_notice_and_never_edited() {
+    let p = machine(|dir| {
+        let project = dir.join("project");
+        fs::create_dir_all(project.join(".stfolder")).unwrap();
+        found(&project);
+        project
+    });
+    let _daemon = p.start_daemon();
+    let contract = format!(
+        "---\ncontract_id: x\ntitle: x\nopened_by: {FOUNDER}\nopened_at: 2026-03-02 10:00\n\
+         owner: null\nstatus: proposed\nrequired_tags: [rust]\nrouting:\n  \
+         recommended_by_router: null\n---\n\n## Intent\n\nDo x.\n"
+    );
+    p.save("contracts/open/x.md", &contract);
+    wait_for(&p, "the routing notice", || {
+        [ALPHA, BETA, FOUNDER]
+            .iter()
+            .map(|c| p.count(c, "contract-routed"))
+            .sum::<usize>()
+            == 1
+    });
+    assert_eq!(p.read("contracts/open/x.md"), contract);
 }
 
 /// Runs a polisd command, asserting it succeeded; its JSON answer.

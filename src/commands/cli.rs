@@ -149,6 +149,13 @@ pub enum Command {
     Activity(Deferred<ActivityArgs>),
     /// Scaffold a new polis with a founding citizen.
     Init(Deferred<InitArgs>),
+    /// Bring a polis written by an older reference version up to date (backup first).
+    ///
+    /// Creates polis.yml (schema v2) or raises its schema_version, and stamps every capability
+    /// card that lacks a current content_hash, as the reference's `polis migrate --apply`
+    /// does. Every file about to change is first copied into `_polis/.polis-backups/<stamp>/`
+    /// with a MANIFEST.yml; `--rollback` puts the newest backup back.
+    Migrate(Deferred<MigrateArgs>),
     /// Add a citizen to a polis.
     ///
     /// Writes a stamped capability card, status, inbox, journal and its `joined polis`
@@ -179,6 +186,11 @@ pub enum Command {
     Lesson(Deferred<LessonCommand>),
     /// Review a contract: write reviews/<stamp>-<cid>.md and announce the decision.
     Review(Deferred<ReviewArgs>),
+    /// List what waits for a person (new citizens, deferred handoffs, chaining hints); answer.
+    ///
+    /// The person's decisions: `polisd queue` lists them, `polisd queue answer KEY accept|
+    /// decline|later --by NAME` answers one (recorded in the chronicle).
+    Queue(Deferred<QueueArgs>),
     /// Start, follow and write to a council review of a contract.
     ///
     /// Council review: several citizens deliberate on a contract in rounds, and a chairman
@@ -476,6 +488,25 @@ pub struct CheckArgs {
     /// polis.yml is kept as it is).
     #[arg(long)]
     pub write_config: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    pub polis: JsonPolisArg,
+    /// List every change (and what blocks one) and write nothing.
+    #[arg(long, visible_alias = "plan")]
+    pub dry_run: bool,
+    /// Apply the migration: the default, accepted for the reference's spelling.
+    #[arg(long, conflicts_with_all = ["dry_run", "rollback"])]
+    pub apply: bool,
+    /// Restore the newest backup in `_polis/.polis-backups/`: changed files go back to their
+    /// copies, created files are removed.
+    #[arg(long)]
+    pub rollback: bool,
+    /// With --rollback: restore even files edited after the migration (those edits are lost).
+    #[arg(long, requires = "rollback")]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -916,6 +947,10 @@ pub struct ContractClaimArgs {
     /// Take the contract over from its current owner.
     #[arg(long)]
     pub force: bool,
+    /// Why you take a contract the router recommended for someone else (recorded as its
+    /// `routing.override` and an `overrode routing` chronicle line).
+    #[arg(long, value_name = "WHY")]
+    pub reason: Option<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
 }
@@ -936,12 +971,20 @@ pub struct ContractSettleArgs {
     /// What came out of it, for the Settlement section.
     #[arg(long)]
     pub outcome: Option<String>,
-    /// File this lesson too (on the contract's tags).
-    #[arg(long, requires = "impact")]
+    /// The lesson filed with the settlement (one paragraph, on the contract's tags). Settling
+    /// files a lesson: without one, pass --no-lesson.
+    #[arg(long, requires = "impact", conflicts_with = "no_lesson")]
     pub lesson: Option<String>,
     /// The lesson's quality impact, 1 to 5.
     #[arg(long, requires = "lesson", allow_negative_numbers = true)]
     pub impact: Option<i64>,
+    /// Settle without a lesson, saying why (recorded in the Settlement section).
+    #[arg(long, value_name = "WHY")]
+    pub no_lesson: Option<String>,
+    /// A person settles a `stakes: high` contract without a review sign-off: `PERSON: WHY`
+    /// (recorded in the Settlement section and the chronicle line).
+    #[arg(long, value_name = "PERSON: WHY")]
+    pub review_override: Option<String>,
     /// Suggest who goes next, as `CITIZEN:REASON` (repeatable): writes a `### Suggested next
     /// citizen` block into the Settlement, which polisd turns into a follow-up contract.
     #[arg(long, value_name = "CITIZEN:REASON")]
@@ -1147,6 +1190,54 @@ pub struct ReviewArgs {
     pub body: Option<PathBuf>,
     #[command(flatten)]
     pub opts: AgentOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct QueueArgs {
+    #[command(subcommand)]
+    pub action: Option<QueueCommand>,
+    #[command(flatten)]
+    pub opts: AgentOpts,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueCommand {
+    /// Answer one item: accept, decline, or later (hidden for a day).
+    Answer(QueueAnswerArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AnswerArg {
+    Accept,
+    Decline,
+    Later,
+}
+
+#[derive(Debug, Args)]
+pub struct QueueAnswerArgs {
+    /// The item's key, as `polisd queue` lists it (`new-citizen/<contract>/<n>`…).
+    pub key: String,
+    #[arg(value_enum)]
+    pub answer: AnswerArg,
+    /// The person who decides (a name; recorded in the chronicle).
+    #[arg(long, value_name = "NAME")]
+    pub by: String,
+    /// Why, in a few words (recorded too).
+    #[arg(long, default_value = "")]
+    pub why: String,
+    /// Accepting a new citizen: the id its stub is registered under.
+    #[arg(long = "id", value_name = "AGENT_ID")]
+    pub agent_id: Option<String>,
+    /// Accepting a new citizen: its vendor (default `unknown`, to edit on its card).
+    #[arg(long)]
+    pub vendor: Option<String>,
+    /// Accepting a new citizen: its model (default `unknown`).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Accepting a new citizen: its capability tags with self-ratings, `python:4,docs:3`
+    /// (default: the suggesting contract's tags, rated 3).
+    #[arg(long)]
+    pub tags: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -36,7 +36,14 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
         }
         ContractCommand::Claim(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
-            let r = contract::claim(&env.writer, &env.now, &a.contract_id, &a.citizen, a.force);
+            let r = contract::claim(
+                &env.writer,
+                &env.now,
+                &a.contract_id,
+                &a.citizen,
+                a.force,
+                a.reason.as_deref(),
+            );
             finish(&a.opts, r, |c| {
                 if c.already_owned {
                     format!(
@@ -68,6 +75,11 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
                 lesson: a.lesson.map(|text| SettleLesson {
                     text,
                     impact: a.impact.unwrap_or(0),
+                }),
+                no_lesson: a.no_lesson,
+                review_override: a.review_override.map(|o| match o.split_once(':') {
+                    Some((who, why)) => (who.trim().to_string(), why.trim().to_string()),
+                    None => (o.trim().to_string(), String::new()),
                 }),
                 reconcile_without_daemon: true,
                 suggest: a

@@ -44,6 +44,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
         &[
             "check",
             "status",
+            "queue",
             "activity",
             "reservations",
             "report",
@@ -56,6 +57,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
         &[
             "init",
             "register",
+            "migrate",
             "hooks",
             "git-setup",
             "service",

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// A new polis's `polis.yml`: the protocol settings (schema v2) with their defaults, the
 /// values the reference's `write_config` writes, plus polisd's `timezone`.
-pub const POLIS_YML: &str = include_str!("templates/polis.yml");
+pub const POLIS_YML: &str = crate::protocol::settings::NEW_FILE;
 
 /// What the founder told `init`.
 #[derive(Debug, Clone)]
@@ -270,8 +270,13 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
         return Ok(0);
     }
     if report.dry_run {
+        // The headline counts what the list below shows, the bridge pointers included.
+        let bridge = match bridge_changes.len() {
+            0 => String::new(),
+            n => format!(", {n} bridge files to write at the project root"),
+        };
         println!(
-            "dry run: would initialise {}: {} files to create, {} already present and kept; \
+            "dry run: would initialise {}: {} files to create, {} already present and kept{bridge}; \
              nothing was written",
             report.polis.display(),
             report.created.len(),

@@ -42,6 +42,8 @@ pub mod init;
 pub mod lesson;
 pub mod log;
 pub mod merge_driver;
+pub mod migrate;
+pub mod queue;
 pub mod ready;
 pub mod reflect;
 pub mod register;
@@ -151,6 +153,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Tally(Deferred(args)) => tally(args),
         Command::Init(Deferred(args)) => init::command(args),
         Command::Register(Deferred(args)) => register::run(args),
+        Command::Migrate(Deferred(args)) => migrate::run(args),
         Command::Service(Deferred(args)) => {
             let action = match args.action {
                 ServiceCommand::Install => ServiceAction::Install,
@@ -220,6 +223,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Log(Deferred(a)) => log::run(a),
         Command::Lesson(Deferred(c)) => lesson::run(c),
         Command::Review(Deferred(a)) => review::run(a),
+        Command::Queue(Deferred(a)) => queue::run(a),
         Command::Council(Deferred(c)) => council::run(c),
         Command::Context(Deferred(a)) => context::run(a),
         Command::Guardrail(Deferred(c)) => guardrail::run(c),

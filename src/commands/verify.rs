@@ -7,6 +7,7 @@
 
 use crate::fs::snapshot;
 use crate::fs::writer::Writer;
+use crate::operations::lookup::card_files;
 use crate::protocol::citizens::card::{self, StampError, VerifyState};
 use serde::Serialize;
 use std::cell::RefCell;
@@ -125,21 +126,6 @@ pub fn fix(root: &Path, writer: &Writer) -> Vec<CardReport> {
         }
     }
     out
-}
-
-/// `(citizen id, card path)` for every citizen folder holding a card, sorted by id.
-fn card_files(root: &Path) -> Vec<(String, String)> {
-    snapshot::subdirs(root, crate::protocol::layout::CITIZENS_DIR)
-        .into_iter()
-        .map(|id| {
-            let rel = format!(
-                "{}/{id}/capability_card.yml",
-                crate::protocol::layout::CITIZENS_DIR
-            );
-            (id, rel)
-        })
-        .filter(|(_, rel)| std::fs::symlink_metadata(root.join(rel)).is_ok())
-        .collect()
 }
 
 /// One card's verdict; `None` when the file is gone.

@@ -81,6 +81,8 @@ notification_kinds! {
     council_over_limit = "council-over-limit",
     council_verdict_invalid = "council-verdict-invalid",
     council_verdict = "council-verdict",
+    review_decided = "review-decided",
+    postit_missing = "postit-missing",
 }
 
 /// Why the configuration could not be used.

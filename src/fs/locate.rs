@@ -47,6 +47,20 @@ pub fn locate(given: Option<&Path>, cwd: &Path) -> Result<PathBuf, LocateError> 
     Err(LocateError::NotFound(cwd.to_path_buf()))
 }
 
+/// Syncthing's folder marker, which it keeps at the top of every folder it shares (its default
+/// `markerName`).
+const SYNCTHING_MARKER: &str = ".stfolder";
+
+/// Whether a sync tool shares `_polis/` with other machines: a Syncthing folder marker in it or
+/// in a folder above it. Another machine's daemon then sees each contract too, and its edits race
+/// this one's (a routing block written there while the contract is settled here brings the open
+/// copy back, as a modification wins over a deletion).
+pub fn shared_by_sync_tool(polis: &Path) -> bool {
+    polis
+        .ancestors()
+        .any(|dir| dir.join(SYNCTHING_MARKER).is_dir())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -108,9 +108,9 @@ fn build() -> Vec<Tool> {
         ),
         tool(
             "polis_prime",
-            "Your session primer: where things stand (index.md), the chronicle since your last session, routed contracts, claims, votes, unread notices (marks shown notices read and records last_seen_event and last_active).",
+            "Your session primer: index.md, the chronicle since you last looked, your contracts, votes, notices (marks them seen).",
             json!({"citizen": citizen,
-                   "mark_read": {"type": "boolean", "description": "Default true; false is a peek that records nothing."}}),
+                   "mark_read": {"type": "boolean", "description": "false: a peek that records nothing."}}),
             &["citizen"],
         ),
         tool(
@@ -137,14 +137,17 @@ fn build() -> Vec<Tool> {
             &["title", "opened_by"]),
         tool("polis_claim_contract", "Claim an open contract (atomic: one claimer wins).",
             json!({"contract_id": plain_id(), "citizen": plain_id(),
-                   "force": {"type": "boolean", "description": "Take it from its owner."}}),
+                   "force": {"type": "boolean"}, "reason": {"type": "string"}}),
             &["contract_id", "citizen"]),
-        tool("polis_settle_contract", "Settle a contract with a quality 1-5.",
+        tool("polis_settle_contract", "Settle: quality 1-5; a lesson (impact default 3) or no_lesson (why).",
             json!({"contract_id": plain_id(),
                    "quality": {"type": "integer", "minimum": 1, "maximum": 5},
                    "minutes": {"type": "integer", "minimum": 0, "maximum": u32::MAX},
                    "by": plain_id(),
                    "outcome": text(MAX_TEXT),
+                   "lesson": text(MAX_TEXT),
+                   "impact": {"type": "integer"},
+                   "no_lesson": text(MAX_TEXT),
                    "suggest": strings("Next citizens, each CITIZEN:REASON.")}),
             &["contract_id", "quality"]),
         tool("polis_abandon_contract", "Abandon an open contract.",
@@ -175,7 +178,7 @@ fn build() -> Vec<Tool> {
                    "vote": {"type": "string", "enum": ["agree", "disagree", "abstain", "request_changes"]},
                    "rationale": text(MAX_TEXT)}),
             &["amendment_id", "citizen", "vote"]),
-        tool("polis_tally", "Tally the proposed amendments and apply the outcomes (ratify, reject, expire), as `polisd tally` does.",
+        tool("polis_tally", "Tally proposed amendments; ratify, reject or expire them.",
             json!({"dry_run": {"type": "boolean", "description": "Only report (default false)."}}),
             &[]),
         tool("polis_ready", "What you can start now: unowned contracts whose dependencies settled.",
@@ -382,6 +385,7 @@ fn claim(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         id,
         citizen,
         arg_bool(args, "force", false),
+        opt_str_ref(args, "reason"),
     ))
 }
 
@@ -394,7 +398,15 @@ fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         minutes: opt_int(args, "minutes")?,
         by: opt_str(args, "by"),
         outcome: opt_str(args, "outcome"),
-        lesson: None,
+        lesson: match opt_str(args, "lesson") {
+            Some(text) => Some(contract::SettleLesson {
+                text,
+                impact: opt_int(args, "impact")?.unwrap_or(3),
+            }),
+            None => None,
+        },
+        no_lesson: opt_str(args, "no_lesson"),
+        review_override: None,
         reconcile_without_daemon: true,
         suggest: str_list(args, "suggest")
             .iter()

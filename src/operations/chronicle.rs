@@ -164,12 +164,30 @@ pub fn append_system(
     link: Option<&str>,
     note: &str,
 ) -> Result<bool, OpError> {
-    let line = chronicle::system_line(now, author, verb, link, note);
-    let marker = format!(
-        "<!-- polisd:{}:{} -->",
-        chronicle::LINE_KIND,
-        chronicle::cause_id(verb, link)
-    );
+    append_system_caused(
+        writer,
+        now,
+        author,
+        verb,
+        link,
+        note,
+        &chronicle::cause_id(verb, link),
+    )
+}
+
+/// [`append_system`] with the id of the line's cause given (several causes share one verb and
+/// link): appended unless `chronicle.md` already holds that id.
+pub fn append_system_caused(
+    writer: &Writer,
+    now: &PolisTime,
+    author: &str,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+    id: &str,
+) -> Result<bool, OpError> {
+    let line = chronicle::system_line_caused(now, author, verb, link, note, id);
+    let marker = format!("<!-- polisd:{}:{id} -->", chronicle::LINE_KIND);
     Ok(
         writer.append_locked_unless(layout::CHRONICLE, line.as_bytes(), |current| {
             String::from_utf8_lossy(current).contains(&marker)

@@ -165,6 +165,17 @@ pub struct Claimed {
     /// The owner `--force` took it from.
     pub took_over_from: Option<String>,
     pub chronicle: Option<Appended>,
+    /// The router recommended someone else: the override recorded in `routing.override`.
+    pub overrode: Option<Override>,
+}
+
+/// A claim against the router's recommendation (skill seed, "any citizen may override by
+/// claiming and noting why"): who, whom the router recommended, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Override {
+    pub by: String,
+    pub overrode: String,
+    pub why: Option<String>,
 }
 
 /// Claims an open contract for `citizen`: sets `owner` and `status: claimed` and appends
@@ -176,9 +187,13 @@ pub fn claim(
     id: &str,
     citizen: &str,
     force: bool,
+    reason: Option<&str>,
 ) -> Result<Claimed, OpError> {
     let root = writer.root();
     chronicle::require_citizen(root, citizen)?;
+    let reason = reason
+        .map(|r| r.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|r| !r.is_empty());
     let _transition = writer.transition_lock()?;
     for _ in 0..ATTEMPTS {
         let (folder, rel) = find(root, id)?;
@@ -207,6 +222,7 @@ pub fn claim(
                 already_owned: true,
                 took_over_from: None,
                 chronicle: None,
+                overrode: None,
             });
         }
         if let Some(owner) = &owner {
@@ -228,6 +244,23 @@ pub fn claim(
             path: rel.clone(),
             why: "no frontmatter".into(),
         })?;
+        let recommended = crate::protocol::contracts::contract::Contract::parse(&text)
+            .ok()
+            .and_then(|c| c.routing.recommended_by_router)
+            .filter(|r| r != citizen);
+        let overrode = recommended.map(|r| Override {
+            by: citizen.to_string(),
+            overrode: r,
+            why: reason.clone(),
+        });
+        // The override goes into `routing.override` when the block can be spliced safely;
+        // the chronicle line records it either way.
+        let new = match &overrode {
+            Some(o) => {
+                rules::set_override(&new, &o.by, &o.overrode, o.why.as_deref()).unwrap_or(new)
+            }
+            None => new,
+        };
         if !command_edit_took(writer.compare_and_replace(&rel, text.as_bytes(), new.as_bytes())?) {
             continue;
         }
@@ -237,6 +270,20 @@ pub fn claim(
             None => "-".to_string(),
         };
         let line = chronicle::append(writer, now, citizen, "claimed contract", Some(&link), &note)?;
+        if let Some(o) = &overrode {
+            chronicle::append(
+                writer,
+                now,
+                citizen,
+                "overrode routing",
+                Some(&link),
+                &format!(
+                    "recommended {}; {}",
+                    o.overrode,
+                    o.why.as_deref().unwrap_or("no reason given")
+                ),
+            )?;
+        }
         return Ok(Claimed {
             contract_id: id.to_string(),
             owner: citizen.to_string(),
@@ -244,6 +291,7 @@ pub fn claim(
             already_owned: false,
             took_over_from: owner,
             chronicle: Some(line),
+            overrode,
         });
     }
     Err(OpError::Busy(format!("contracts/open/{id}.md")))
@@ -269,6 +317,12 @@ pub struct SettleRequest {
     pub by: Option<String>,
     pub outcome: Option<String>,
     pub lesson: Option<SettleLesson>,
+    /// Why no lesson is filed: settling without a lesson is refused unless this says why
+    /// (recorded in the Settlement section, counted by reflection).
+    pub no_lesson: Option<String>,
+    /// A person's decision to settle a `stakes: high` contract without a review sign-off:
+    /// `(person, why)`, recorded in the Settlement section and the chronicle line.
+    pub review_override: Option<(String, String)>,
     /// Rebuild `routing_stats.yml` when no daemon holds this polis (the daemon does it
     /// otherwise). Callers inside the daemon pass `false`.
     pub reconcile_without_daemon: bool,
@@ -467,6 +521,23 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             return Err(OpError::Impact(l.impact));
         }
     }
+    let no_lesson = req
+        .no_lesson
+        .as_deref()
+        .map(str::trim)
+        .filter(|w| !w.is_empty());
+    if req.lesson.is_none() && no_lesson.is_none() {
+        return Err(OpError::NoLesson);
+    }
+    if let Some((person, why)) = &req.review_override {
+        if person.trim().is_empty() || why.trim().is_empty() {
+            return Err(OpError::Empty {
+                what: "the review override",
+                fix:
+                    "write --review-override \"PERSON: WHY\", naming the person who decides and why",
+            });
+        }
+    }
     for (citizen, reason) in &req.suggest {
         if !layout::is_agent_id(citizen) {
             return Err(OpError::BadId {
@@ -490,6 +561,14 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             .or_else(|| text_field(record, "owner"))
             .ok_or_else(|| OpError::NoOwner(req.id.clone()))?;
         chronicle::require_citizen(root, &owner)?;
+        let stakes = text_field(record, "stakes");
+        crate::operations::review::settle_gate(
+            root,
+            &req.id,
+            &owner,
+            stakes.as_deref(),
+            req.review_override.is_some(),
+        )?;
         let at = rules::ending_stamp(record, &at, now.zone);
         let mut updates = vec![
             ("status", Value::Str("settled".into())),
@@ -513,6 +592,20 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
                 req.outcome.as_deref(),
             );
             new = rules::append_section(&new, &section);
+        }
+        if let Some(why) = no_lesson {
+            new =
+                rules::append_section(&new, &format!("\nNo lesson: {}\n", why.replace('\n', " ")));
+        }
+        if let Some((person, why)) = &req.review_override {
+            new = rules::append_section(
+                &new,
+                &format!(
+                    "\nReview overridden by {}: {}\n",
+                    person.trim().replace('\n', " "),
+                    why.trim().replace('\n', " ")
+                ),
+            );
         }
         for (citizen, reason) in &req.suggest {
             let block = crate::protocol::contracts::handoff::render_suggestion(citizen, reason);
@@ -557,7 +650,19 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
                 &author,
                 "settled contract",
                 Some(&link),
-                &format!("quality {quality}"),
+                &{
+                    let mut note = format!("quality {quality}");
+                    if no_lesson.is_some() && req.lesson.is_none() {
+                        note.push_str(&format!(
+                            "; {}",
+                            crate::protocol::chronicle::activity::NO_LESSON_NOTE
+                        ));
+                    }
+                    if let Some((person, _)) = &req.review_override {
+                        note.push_str(&format!("; review overridden by {}", person.trim()));
+                    }
+                    note
+                },
             )?)
         };
         let lesson = match &req.lesson {

@@ -68,6 +68,19 @@ pub enum OpError {
     Render(#[from] crate::yaml::EmitError),
     #[error("{0} kept changing while polisd tried to edit it; run the command again")]
     Busy(String),
+    /// A review gate refused the action; the text says why and what to do.
+    #[error("{0}")]
+    Review(String),
+    #[error("settling files a lesson: pass --lesson \"<one paragraph>\" --impact N, or --no-lesson \"<why there is none>\"")]
+    NoLesson,
+    #[error("no item `{0}` waits in the human queue (answered already, or never asked); `polisd queue` lists the waiting ones")]
+    NoQueueItem(String),
+    /// Refused by the rule it names; the text says why and what to do.
+    #[error("{0}")]
+    Refused(String),
+    /// A migration or its rollback was refused; the text says why and what to do.
+    #[error("{0}")]
+    Migration(String),
     /// A council refused the action; the text says why and what to do.
     #[error("{0}")]
     Council(String),

@@ -319,19 +319,9 @@ pub fn dispatch_blocks(
             author, parent_id, source, "skipped", &items,
         ));
     }
-    for need in &blocks.new {
-        out.citizens_needed.push(need.clone());
-        if let Some(keeper) = &polis.index_keeper {
-            out.notices.push(Notification::citizen_needed(
-                keeper,
-                &source.link(parent_id),
-                author,
-                &need.need,
-                &need.reason,
-                &need.role,
-            ));
-        }
-    }
+    // A new citizen is the person's decision (orchestration seed: "confirm with the user
+    // first"): it waits in the human queue (`operations::queue`), never in an agent's inbox.
+    out.citizens_needed.extend(blocks.new.iter().cloned());
     // Every notice of a dispatch is caused by the parent's settlement (or the review): stamped
     // with the follow-up's `opened_at`, the same on every machine.
     let cause = crate::protocol::delivery::inbox::cause_stamp(&opened_at(source, parent, now));
@@ -350,8 +340,9 @@ pub enum BlockOutcome {
     Dispatched { id: String, folder: String },
     /// The citizen cannot take work: the suggestion's author was told.
     Skipped { why: String },
-    /// The chain rules refuse it: the chain's first opener was told.
-    Deferred { why: String },
+    /// The chain rules refuse it: the chain's first opener was told (and, at the chain's
+    /// maximum depth, the person: the human queue).
+    Deferred { why: String, at_max_depth: bool },
     /// The contract has not settled: the block is dispatched (or not) when it does.
     Pending,
     /// Settled, the rules would accept it now, and no follow-up is there: polisd had not met
@@ -393,6 +384,7 @@ pub fn explain(
         } else if let Err(d) = handoff::judge(&chain, &s, max, &mut seen) {
             BlockOutcome::Deferred {
                 why: deferral_text(&d),
+                at_max_depth: matches!(d, Deferral::TooDeep { .. }),
             }
         } else {
             BlockOutcome::NotOpened

@@ -61,6 +61,19 @@ pub fn find(root: &Path, id: &str) -> Result<(ContractFolder, String), OpError> 
     })
 }
 
+/// `(folder name, card path)` for every citizen folder holding a capability card, sorted by
+/// folder name. Folder names are as found: a caller checks them before writing.
+pub fn card_files(root: &Path) -> Vec<(String, String)> {
+    crate::fs::snapshot::subdirs(root, layout::CITIZENS_DIR)
+        .into_iter()
+        .map(|id| {
+            let rel = format!("{}/{id}/capability_card.yml", layout::CITIZENS_DIR);
+            (id, rel)
+        })
+        .filter(|(_, rel)| std::fs::symlink_metadata(root.join(rel)).is_ok())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -121,6 +121,18 @@ pub fn gather_with(
         ..Evidence::default()
     };
     if scope == Scope::All {
+        evidence.no_lessons = polis
+            .chronicle_text()
+            .map(crate::protocol::chronicle::activity::settled_without_lesson)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(author, stamp, line)| FindingEvidence {
+                code: "no-lesson".into(),
+                author,
+                stamp,
+                line,
+            })
+            .collect();
         evidence.findings = recent_findings(polis, now);
         evidence.stale = stale(polis, now);
         evidence.lessons = polis

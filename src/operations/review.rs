@@ -5,6 +5,7 @@ use crate::operations::chronicle::{self, Appended};
 use crate::operations::error::OpError;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::contracts::review::{self as rules, Decision};
+use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::layout;
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -12,7 +13,11 @@ pub struct Reviewed {
     pub contract_id: String,
     pub decision: String,
     pub path: String,
+    /// 1 for the first review by a citizen other than the owner, 2 for the round after it…
+    pub round: usize,
     pub chronicle: Appended,
+    /// The owner, when told of `requested_changes` or `rejected` (a `review-decided` notice).
+    pub owner_notified: Option<String>,
 }
 
 /// Writes `reviewer`'s review of contract `cid` (in any folder) and appends `signed off`,
@@ -28,7 +33,23 @@ pub fn review(
     let root = writer.root();
     chronicle::require_citizen(root, reviewer)?;
     let (_, contract_rel) = crate::operations::lookup::find(root, cid)?;
+    let owner = crate::fs::snapshot::read_text(
+        root,
+        &contract_rel,
+        Some(crate::fs::snapshot::MAX_RECORD_BYTES),
+    )?
+    .and_then(|t| crate::protocol::contracts::contract::Contract::parse(&t).ok())
+    .and_then(|c| c.owner);
+    if owner.as_deref() == Some(reviewer) {
+        return Err(OpError::Review(format!(
+            "`{reviewer}` owns contract `{cid}`: a chavruta review is another citizen's (ideally of another vendor); ask one with `polisd log --as {reviewer} \"requested review\" --link {}`",
+            contract_rel.trim_end_matches(".md")
+        )));
+    }
     let _transition = writer.transition_lock()?;
+    // A review after earlier ones is their next round: each one by someone other than the
+    // owner counts, so a second round after `requested_changes` is on record.
+    let round = reviews_by_others(root, cid, owner.as_deref().unwrap_or("")).len() + 1;
     let name = rules::file_name(&now.now, cid);
     let rel = format!("{}/{name}", layout::REVIEWS_DIR);
     let text = rules::render_new(
@@ -37,6 +58,7 @@ pub fn review(
         cid,
         decision,
         &now.second_stamp(),
+        round,
         body,
     )?;
     if !writer.create_new(&rel, text.as_bytes())? {
@@ -60,12 +82,118 @@ pub fn review(
         reviewer,
         rules::chronicle_verb(decision),
         Some(&link),
-        decision.as_str(),
+        &format!("{} (round {round})", decision.as_str()),
     )?;
+    // The contract's `review` block follows the decision, so the owner and the primer see it.
+    if matches!(
+        decision,
+        Decision::SignedOff | Decision::RequestedChanges | Decision::Rejected
+    ) {
+        crate::operations::edit_agent_file(writer, root, &contract_rel, |text| {
+            let t = crate::protocol::council::verdict::set_review_field(
+                text,
+                "status",
+                decision.as_str(),
+            )?;
+            crate::protocol::council::verdict::set_review_field(&t, "reviewer", reviewer)
+        })?;
+    }
+    // Changes asked for and a rejection are the owner's to act on: told at once, whoever runs
+    // the command (CLI, MCP), with or without a daemon.
+    let mut owner_notified = None;
+    if let (Some(owner), Decision::RequestedChanges | Decision::Rejected) = (&owner, decision) {
+        let notice =
+            Notification::review_decided(owner, cid, reviewer, decision.as_str(), round, &link);
+        let polis = crate::fs::snapshot::Polis::read_with(root, false);
+        if crate::operations::deliver_now(&polis, writer, &[notice], now)
+            .map_err(|e| {
+                OpError::Review(format!(
+                    "the review is written, but the owner's notice is not: {e}"
+                ))
+            })?
+            .is_empty()
+        {
+            owner_notified = Some(owner.clone());
+        }
+    }
     Ok(Reviewed {
         contract_id: cid.to_string(),
         decision: decision.as_str().to_string(),
         path: rel,
+        round,
         chronicle: line,
+        owner_notified,
     })
+}
+
+/// Why a contract may not settle yet, as the skill seed's chavruta review and the council
+/// require: a `stakes: high` contract needs a sign-off by a citizen other than its owner (the
+/// newest review by someone else decides), and a contract under a council waits for the
+/// verdict. `review_override` is a person's decision to settle anyway (recorded by the
+/// caller). `Ok(())` when nothing holds it back.
+pub fn settle_gate(
+    root: &std::path::Path,
+    cid: &str,
+    owner: &str,
+    stakes: Option<&str>,
+    review_override: bool,
+) -> Result<(), OpError> {
+    if let Some(council) = crate::operations::council::read(root, cid)? {
+        if council.finished_at.is_none() && council.outcome.is_none() {
+            return Err(OpError::Council(format!(
+                "contract `{cid}` is under council review; it settles after the verdict (`polisd council status {cid}`)"
+            )));
+        }
+    }
+    if stakes.map(str::trim) != Some("high") || review_override {
+        return Ok(());
+    }
+    match latest_review_by_other(root, cid, owner) {
+        Some(Decision::SignedOff) => Ok(()),
+        Some(Decision::RequestedChanges) => Err(OpError::Review(format!(
+            "contract `{cid}` is stakes: high and its reviewer requested changes; revise, then ask for a second round (`polisd review {cid} --as <reviewer> --decision signed_off`)"
+        ))),
+        Some(Decision::Rejected) => Err(OpError::Review(format!(
+            "contract `{cid}` is stakes: high and its review rejected it; escalate (a person may settle with --review-override \"PERSON: WHY\") or abandon it (`polisd contract abandon {cid}`)"
+        ))),
+        _ => Err(OpError::Review(format!(
+            "contract `{cid}` is stakes: high: it settles after another citizen (ideally of another vendor) signs off its review (`polisd review {cid} --as <reviewer> --decision signed_off`)"
+        ))),
+    }
+}
+
+/// The decision of the newest review of `cid` written by someone other than `owner` (files
+/// `reviews/<YYYY-MM-DD-HHMM>-<cid>.md`, newest by name; the owner's own reviews never count).
+fn latest_review_by_other(root: &std::path::Path, cid: &str, owner: &str) -> Option<Decision> {
+    reviews_by_others(root, cid, owner)
+        .pop()
+        .and_then(|r| r.decision)
+}
+
+/// The reviews of `cid` by citizens other than `owner`, oldest first (by file name, which
+/// holds the minute they were written).
+pub fn reviews_by_others(root: &std::path::Path, cid: &str, owner: &str) -> Vec<rules::Review> {
+    use crate::fs::snapshot;
+    let mut findings = Vec::new();
+    let mut files: Vec<(chrono::NaiveDateTime, String)> =
+        snapshot::list(root, layout::REVIEWS_DIR, ".md", &mut findings)
+            .into_iter()
+            .filter_map(|e| {
+                let name = e.rel.rsplit('/').next()?.to_string();
+                let (at, id) = rules::parse_file_name(&name)?;
+                (id == cid).then_some((at, e.rel))
+            })
+            .collect();
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|(_, rel)| {
+            let text = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))
+                .ok()
+                .flatten()?;
+            let review = rules::parse(&text).ok()?;
+            let by_other = review.reviewer.as_deref().is_some_and(|r| r != owner);
+            (by_other && review.contract.as_deref().is_none_or(|c| c == cid)).then_some(review)
+        })
+        .collect()
 }

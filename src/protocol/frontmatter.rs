@@ -255,6 +255,145 @@ pub fn splice_field(
     Some(format!("{bom}{}", out.concat()))
 }
 
+/// A frontmatter value as the reference's commands write one into an existing contract:
+/// plain, or double-quoted when it holds YAML punctuation or edge white space.
+pub fn reference_scalar(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Str(t) => {
+            let special = t.is_empty()
+                || t.contains([':', '#', '[', ']', '{', '}', '"', '\''])
+                || t.starts_with(char::is_whitespace)
+                || t.ends_with(char::is_whitespace);
+            if special {
+                format!("\"{}\"", t.replace('"', "\\\""))
+            } else {
+                t.clone()
+            }
+        }
+        other => other.python_str(),
+    }
+}
+
+/// Sets `key: value` (`value` as YAML text) inside the top-level mapping `block:` of a
+/// frontmatter, keeping every other byte: a block mapping gets its `key:` line replaced or
+/// added (at its indentation); a flow mapping on one line is rewritten with the key set; a
+/// missing or empty block becomes `block: {key: value}`. The caller reads the result back to
+/// check it (nothing here proves the YAML still means what it meant).
+pub fn splice_block_field(text: &str, block: &str, key: &str, value: &str) -> Option<String> {
+    let head = format!("{block}:");
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let content = |l: &str| l.trim_end_matches(['\n', '\r']).to_string();
+    // The frontmatter's lines: after the first `---` up to the next `---`.
+    if content(lines.first()?)
+        .trim_start_matches('\u{feff}')
+        .trim_end()
+        != "---"
+    {
+        return None;
+    }
+    let fence = lines
+        .iter()
+        .skip(1)
+        .position(|l| content(l).trim_end() == "---")?
+        + 1;
+    let Some(start) = (1..fence).find(|&i| {
+        let c = content(lines[i]);
+        c.strip_prefix(head.as_str())
+            .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']))
+    }) else {
+        return splice_field(text, block, &format!("{{{key}: {value}}}"), None);
+    };
+    let eol = if lines[start].ends_with("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
+    let after = content(lines[start])[head.len()..].trim().to_string();
+    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    if after.is_empty() || after.starts_with('#') {
+        // A block mapping: its child lines are the indented ones that follow.
+        let mut end = start + 1;
+        while end < fence {
+            let c = content(lines[end]);
+            if c.starts_with([' ', '\t']) || c.trim().is_empty() {
+                end += 1;
+            } else {
+                break;
+            }
+        }
+        let indent = (start + 1..end)
+            .map(|i| content(lines[i]))
+            .find(|c| !c.trim().is_empty())
+            .map(|c| c[..c.len() - c.trim_start().len()].to_string())
+            .unwrap_or_else(|| "  ".into());
+        let own = (start + 1..end).find(|&i| {
+            let c = content(lines[i]);
+            c.strip_prefix(indent.as_str())
+                .and_then(|r| r.strip_prefix(key))
+                .and_then(|r| r.strip_prefix(':'))
+                .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']))
+        });
+        let line = format!("{indent}{key}: {value}{eol}");
+        match own {
+            Some(i) => out[i] = line,
+            None => {
+                // After the last non-blank child line.
+                let at = (start + 1..end)
+                    .rev()
+                    .find(|&i| !content(lines[i]).trim().is_empty())
+                    .map_or(start + 1, |i| i + 1);
+                out.insert(at, line);
+            }
+        }
+        return Some(out.concat());
+    }
+    // A flow mapping on this line.
+    let parsed = crate::yaml::load(&after).ok()?;
+    let map = parsed.as_map()?;
+    let mut parts = Vec::new();
+    let mut set = false;
+    for (k, v) in map.iter() {
+        let name = k.python_str();
+        if name == key {
+            parts.push(format!("{key}: {value}"));
+            set = true;
+        } else {
+            parts.push(format!("{name}: {}", flow(v)?));
+        }
+    }
+    if !set {
+        parts.push(format!("{key}: {value}"));
+    }
+    out[start] = format!("{block}: {{{}}}{eol}", parts.join(", "));
+    Some(out.concat())
+}
+
+/// A value in flow style, for a rewritten `block: {…}` line (checked by reading back).
+fn flow(v: &Value) -> Option<String> {
+    Some(match v {
+        Value::Seq(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(flow)
+                .collect::<Option<Vec<_>>>()?
+                .join(", ")
+        ),
+        Value::Map(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| Some(format!("{}: {}", k.python_str(), flow(v)?)))
+                .collect::<Option<Vec<_>>>()?
+                .join(", ")
+        ),
+        Value::Float(f) => crate::yaml::python_float_repr(*f),
+        other => reference_scalar(other),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,5 +15,6 @@ pub mod frontmatter;
 pub mod input;
 pub mod layout;
 pub mod merge;
+pub mod migration;
 pub mod routing;
 pub mod settings;

@@ -4,7 +4,8 @@
 //! Pure: it reads the file's text (or its absence) and returns typed settings plus findings.
 //! Like the reference, the file is deep-merged over defaults, so a file that sets one weight
 //! keeps the others. A bad value is a finding and falls back to its default; it never stops
-//! polisd. polisd never writes this file.
+//! polisd. polisd writes this file only where none exists (`init`, `doctor --write-config`,
+//! `migrate`) and, in `migrate`, splices its `schema_version` line.
 
 use crate::protocol::clock::PolisZone;
 use crate::protocol::finding::{Code, Finding};
@@ -35,6 +36,11 @@ impl Default for Weights {
 pub const DEFAULT_EXPLORE_RATE: f64 = crate::protocol::routing::stats::DEFAULT_EXPLORE_RATE;
 pub const DEFAULT_LESSON_CAP: f64 = 0.15;
 pub const DEFAULT_LESSON_IMPACT_FLOOR: f64 = 1.0;
+
+/// A new `polis.yml`: every setting of schema v2 at its default (the values the reference's
+/// `write_config` writes) plus polisd's `timezone`. `init`, `doctor --write-config` and
+/// `migrate` write it; polisd never rewrites a `polis.yml` that exists.
+pub const NEW_FILE: &str = include_str!("templates/polis.yml");
 
 /// The settings polisd uses.
 #[derive(Debug, Clone, PartialEq)]

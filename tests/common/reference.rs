@@ -139,6 +139,47 @@ pub fn ensure_built(
 
 /// Creates a virtualenv at `dir` with `python3` and installs [`PACKAGES`] into it.
 pub fn create_venv(dir: &Path, python3: &str) -> Result<(), String> {
+    create_venv_with(dir, python3, &PACKAGES)
+}
+
+/// The `polis` command of an older reference release (`version`, as PyPI names it) in its own
+/// virtualenv, `target/polis-reference-<version>/`, created on first use as the 2.0.1 one is.
+/// It runs the CLI through the venv's Python: the `bin/polis` script names the folder the venv
+/// was built in, which is renamed into place. Panics with what to run when it cannot be had.
+pub fn older_reference(version: &str) -> Command {
+    let mut polis = Command::new(older_reference_python(version));
+    polis.args([
+        "-c",
+        "import sys; from polis.cli import main; sys.argv[0] = 'polis'; sys.exit(main())",
+    ]);
+    polis
+}
+
+fn older_reference_python(version: &str) -> PathBuf {
+    let venv = target_dir().join(format!("polis-reference-{version}"));
+    let pin = format!("polis-protocol=={version}");
+    let built = ensure_built(
+        &venv,
+        |dir| has_reference(&dir.join("bin/python")),
+        |partial| {
+            say(&format!(
+                "polisd tests: creating {} with {pin} from PyPI (once).",
+                venv.display()
+            ));
+            create_venv_with(partial, "python3", &[pin.as_str(), "pyyaml>=6"])
+        },
+    );
+    match built {
+        Ok(dir) => dir.join("bin/python"),
+        Err(detail) => panic!(
+            "the migration tests need the reference {version}, and it could not be created in              {}: {detail}\nTo set it up by hand (network access to PyPI once): python3 -m venv              {0} && {0}/bin/pip install '{pin}' 'pyyaml>=6'",
+            venv.display()
+        ),
+    }
+}
+
+/// Creates a virtualenv at `dir` with `python3` and installs `packages` into it.
+pub fn create_venv_with(dir: &Path, python3: &str, packages: &[&str]) -> Result<(), String> {
     step(
         Command::new(python3).args(["-m", "venv"]).arg(dir),
         &format!("`{python3} -m venv`"),
@@ -157,8 +198,8 @@ pub fn create_venv(dir: &Path, python3: &str) -> Result<(), String> {
                 "--timeout",
                 "15",
             ])
-            .args(PACKAGES),
-        "`pip install polis-protocol==2.0.1 pyyaml` (is PyPI reachable?)",
+            .args(packages),
+        &format!("`pip install {}` (is PyPI reachable?)", packages.join(" ")),
     )?;
     if !has_reference(&python) {
         return Err("the new virtualenv cannot import polis and yaml".to_string());

@@ -5,7 +5,7 @@ use super::{Engine, Pass};
 use crate::fs::snapshot;
 use crate::fs::state::Fingerprint;
 use crate::operations::handoff;
-use crate::protocol::contracts::handoff::{Source, NEW_HEADING, NEXT_HEADING};
+use crate::protocol::contracts::handoff::{self as rules, Source};
 use crate::protocol::layout;
 
 /// The `state.known` key of a review file whose suggestions were dispatched (its value: the
@@ -25,6 +25,7 @@ impl Engine {
         if pass.first_meeting || pass.new_settled.is_empty() {
             return;
         }
+        self.postit_step(pass);
         // `new_settled` holds paths (`contracts/settled/<id>.md`).
         let ids: Vec<String> = pass
             .new_settled
@@ -91,7 +92,7 @@ impl Engine {
             } else {
                 self.review_prints.insert(name.clone(), print);
             }
-            if !text.contains(NEXT_HEADING) && !text.contains(NEW_HEADING) {
+            if !rules::has_suggestion_heading(&text) {
                 continue;
             }
             let hash = crate::protocol::digest::sha256_hex(text.as_bytes());
@@ -118,6 +119,51 @@ impl Engine {
         if wrote {
             self.after_write(pass);
         }
+    }
+
+    /// The orchestration seed's post-its: each newly settled step of a handoff chain (a
+    /// contract that suggests a next one, or a follow-up) should find its owner's post-it
+    /// (`status.md`) written since the step began (its `opened_at`) and at most 30 lines; if
+    /// not, the owner is nudged once (the notice's id is the step's).
+    fn postit_step(&mut self, pass: &Pass) {
+        let mut nudges = Vec::new();
+        for (rel, heading) in &pass.new_settled {
+            let Ok(Some(text)) =
+                snapshot::read_text(&self.root, rel, Some(snapshot::MAX_RECORD_BYTES))
+            else {
+                continue;
+            };
+            let Ok(c) = crate::protocol::contracts::contract::Contract::parse(&text) else {
+                continue;
+            };
+            if !heading.suggests && c.fields.get("parent_contract").is_null() {
+                continue;
+            }
+            let (Some(owner), Some(start)) = (
+                c.owner.as_deref().filter(|o| layout::is_agent_id(o)),
+                crate::protocol::contracts::contract::instant_of(&c.opened_at, pass.now.zone),
+            ) else {
+                continue;
+            };
+            let status = snapshot::read_text(
+                &self.root,
+                &format!("{}/{owner}/status.md", layout::CITIZENS_DIR),
+                Some(snapshot::MAX_RECORD_BYTES),
+            )
+            .ok()
+            .flatten();
+            if let Some(why) = crate::protocol::citizens::citizen::postit_gap(
+                status.as_deref(),
+                start,
+                pass.now.zone,
+            ) {
+                let id = layout::record_stem(rel);
+                nudges.push(
+                    crate::protocol::delivery::inbox::Notification::postit_missing(owner, id, &why),
+                );
+            }
+        }
+        self.enqueue(nudges);
     }
 
     /// Logs a dispatch and queues its notices; whether it wrote into the polis.

@@ -13,6 +13,7 @@ mod council_pass;
 mod delivery;
 mod derived_notices;
 mod handoff_pass;
+mod index_pass;
 mod reflection_pass;
 mod reservation_pass;
 mod routing_pass;
@@ -696,6 +697,11 @@ impl Engine {
             self.reflection_step(&mut pass);
             if scope.council {
                 self.council_step(&mut pass);
+            }
+            // What polisd met is not rewritten on first meeting (SPEC §3, §9): the block
+            // appears with the first change to the contracts after it.
+            if (scope.open || scope.settled) && !pass.first_meeting {
+                self.index_step(&mut pass);
             }
             self.notice_step(&mut pass, scope);
         }

@@ -28,13 +28,23 @@ impl Engine {
         // to `settled/` and open a similar one, and git's rename detection would then carry an
         // edit made here into that other file. polisd writes a routing block only into a
         // contract still local to this clone; a shared one is routed by notice alone, which
-        // every clone derives alike (docs/sync.md).
-        let shared = if wants_routing(polis) {
+        // every clone derives alike (docs/sync.md). In a folder Syncthing shares, every
+        // contract is shared the moment it is written: two daemons would write routing blocks
+        // that differ (each replays the settlements it has received so far), and one written
+        // while the other machine settles the contract brings the open copy back.
+        let shared = if !wants_routing(polis) {
+            Default::default()
+        } else if crate::fs::locate::shared_by_sync_tool(&self.root) {
+            polis
+                .contracts
+                .iter()
+                .filter(|c| c.folder == ContractFolder::Open)
+                .map(|c| c.file.rel.clone())
+                .collect()
+        } else {
             crate::fs::git::Repo::find(&self.root)
                 .map(|r| r.shared_unchanged(&self.root, ContractFolder::Open.dir()))
                 .unwrap_or_default()
-        } else {
-            Default::default()
         };
         for file in polis
             .contracts

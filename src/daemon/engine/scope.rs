@@ -59,6 +59,10 @@ impl Scope {
             };
         }
         let derive_only = Scope::derive_only();
+        // A migration's backups are copies for `migrate --rollback`, not records.
+        if rel.split('/').next() == Some(crate::protocol::migration::BACKUP_DIR) {
+            return Scope::default();
+        }
         if rel.is_empty() || rel == layout::POLIS_YML || rel == layout::INDEX {
             return Scope::all();
         }
@@ -171,5 +175,18 @@ impl Scope {
             council: self.council || other.council,
             reviews: self.reviews || other.reviews,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Scope;
+
+    #[test]
+    fn a_migrations_backup_concerns_no_pass() {
+        let copy = ".polis-backups/20260605-090807/citizens/claude-code-one/capability_card.yml";
+        assert!(Scope::of_path(copy).is_empty());
+        assert!(Scope::of_path(".polis-backups/20260605-090807/MANIFEST.yml").is_empty());
+        assert!(!Scope::of_path("citizens/claude-code-one/capability_card.yml").is_empty());
     }
 }

@@ -207,7 +207,7 @@ fn handoff_section(cx: &Context<'_>, file: &crate::fs::snapshot::ContractFile) -
                                 td {
                                     @match outcome {
                                         BlockOutcome::Dispatched { id, folder } => { "follow-up " (contract_link(cx, id)) " (" (folder) ")" }
-                                        BlockOutcome::Deferred { why } => { span.warning { "deferred" } ": " (why) "; the chain's first opener was told, so a person can open it by hand" }
+                                        BlockOutcome::Deferred { why, .. } => { span.warning { "deferred" } ": " (why) "; the chain's first opener was told, so a person can open it by hand" }
                                         BlockOutcome::Skipped { why } => { span.warning { "skipped" } ": the citizen " (why) "; its author was told" }
                                         BlockOutcome::Pending => { span.muted { "dispatched when the contract settles" } }
                                         BlockOutcome::NotOpened => { span.muted { "no follow-up: it settled before polisd met the polis, or the citizen could not take work then" } }
@@ -231,7 +231,7 @@ fn handoff_section(cx: &Context<'_>, file: &crate::fs::snapshot::ContractFile) -
                 ul #citizens-needed {
                     @for n in &new {
                         li { strong { (n.need) } ": " (n.reason) @if !n.role.is_empty() { " (role: " (n.role) ")" }
-                            span.muted { " · the index keeper was sent a citizen-needed notice" } }
+                            span.muted { " · waits for a person in the human queue (`polisd queue`)" } }
                     }
                 }
             }

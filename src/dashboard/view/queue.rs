@@ -6,7 +6,7 @@
 //! Today's sources: a ratified amendment whose id `CONSTITUTION.md` does not mention yet; a
 //! ratified amendment whose `setting_change` `polis.yml` does not show yet; unread
 //! `handoff-deferred` and `citizen-needed` notices in any inbox (they stand until their
-//! recipient reads them); a high-stakes contract claimed with no reviewer; a vote short of
+//! recipient reads them); the person's decisions (`operations::queue`); a high-stakes contract claimed with no reviewer; a vote short of
 //! quorum with days left; findings about polis files other than the chronicle (chronicle
 //! findings go to their authors' inboxes); sync-conflict copies; councils that stopped and
 //! fell back to a chavruta review.
@@ -48,6 +48,9 @@ fn kind_of(item: &Item) -> (u8, String) {
         "council-fallback" => (1, "Councils that fell back to one review"),
         "notice" if item.title.starts_with("A new citizen") => (2, "New citizens asked for"),
         "notice" => (2, "Follow-ups deferred"),
+        "new-citizen" => (2, "New citizens asked for"),
+        "deferred" => (2, "Follow-ups deferred at the chain's depth"),
+        "chain" => (2, "Next steps offered"),
         "conflict" => (3, "Sync conflict copies"),
         "quorum" => (4, "Votes short of quorum"),
         "finding" => {
@@ -90,6 +93,7 @@ pub const SOURCES: &[Source] = &[
     constitution_edits,
     setting_changes,
     handoff_notices,
+    person_decisions,
     high_stakes_without_reviewer,
     votes_short_of_quorum,
     file_findings,
@@ -225,6 +229,27 @@ fn handoff_notices(s: &Snapshot, out: &mut Vec<Item>) {
                     .then(|| format!("contracts/{subject}")),
             });
         }
+    }
+}
+
+/// The decisions only a person makes (`operations::queue`): a suggested new citizen, a
+/// handoff deferred at the chain's depth, a chaining hint. Each stands until answered with
+/// the command it names. Read from the folder (settled contracts included), as
+/// `polisd queue` reads it.
+fn person_decisions(s: &Snapshot, out: &mut Vec<Item>) {
+    for i in crate::operations::queue::list(&s.polis.root) {
+        let title = match &i.ask {
+            crate::operations::queue::Ask::NewCitizen { need, .. } => {
+                format!("A new citizen is asked for in {}: {need}", i.contract_id)
+            }
+            _ => i.title.clone(),
+        };
+        out.push(Item {
+            key: i.key.clone(),
+            title,
+            action: format!("Answer: `{}`", i.answer_command),
+            link: Some(format!("contracts/{}", i.contract_id)),
+        });
     }
 }
 

@@ -101,6 +101,9 @@ pub struct Evidence {
     pub amendments: Vec<AmendmentEvidence>,
     pub stale: Vec<StaleEvidence>,
     pub lessons: Vec<LessonEvidence>,
+    /// The `settled contract` lines that say `no lesson` (a settle with `--no-lesson`), as
+    /// findings with the code `no-lesson`.
+    pub no_lessons: Vec<FindingEvidence>,
     /// `routing.lesson_impact_floor` and `routing.explore_rate` as `polis.yml` sets them.
     pub lesson_impact_floor: f64,
     pub explore_rate: f64,
@@ -121,10 +124,11 @@ pub enum Detector {
     StaleTag,
     RoutingOverrides,
     LessonImpactFloor,
+    SettledWithoutLesson,
 }
 
 impl Detector {
-    pub const ALL: [Detector; 8] = [
+    pub const ALL: [Detector; 9] = [
         Detector::ChronicMisroute,
         Detector::RecurringLowQuality,
         Detector::StakesMiscalibration,
@@ -133,6 +137,7 @@ impl Detector {
         Detector::StaleTag,
         Detector::RoutingOverrides,
         Detector::LessonImpactFloor,
+        Detector::SettledWithoutLesson,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -145,6 +150,7 @@ impl Detector {
             Detector::StaleTag => "stale-tag",
             Detector::RoutingOverrides => "routing-overrides",
             Detector::LessonImpactFloor => "lesson-impact-floor",
+            Detector::SettledWithoutLesson => "settled-without-lesson",
         }
     }
 
@@ -235,6 +241,49 @@ pub fn detect(evidence: &Evidence, min_evidence: usize, now: &PolisTime) -> Vec<
         evidence.lesson_impact_floor,
         min,
     ));
+    out.extend(settled_without_lesson(&evidence.no_lessons, min, now));
+    out
+}
+
+/// The skill seed's "settling does three things together": a citizen who settled at least
+/// `min` contracts with `--no-lesson` in the last [`FINDING_WINDOW_DAYS`] days is skipping the
+/// step that makes the team learn.
+fn settled_without_lesson(lines: &[FindingEvidence], min: usize, now: &PolisTime) -> Vec<Proposal> {
+    let since = now.now - Duration::days(FINDING_WINDOW_DAYS);
+    let mut by_author: BTreeMap<&str, Vec<&FindingEvidence>> = BTreeMap::new();
+    for l in lines.iter().filter(|l| l.stamp >= since) {
+        by_author.entry(l.author.as_str()).or_default().push(l);
+    }
+    let mut out = Vec::new();
+    for (author, hits) in by_author {
+        if hits.len() < min {
+            continue;
+        }
+        out.push(Proposal {
+            kind: Detector::SettledWithoutLesson,
+            slug: format!("no-lesson-{author}"),
+            title: format!("`{author}` settles without lessons: {} times", hits.len()),
+            affects: vec!["_polis/CONSTITUTION.md".into()],
+            problem: format!(
+                "In the last {FINDING_WINDOW_DAYS} days `{author}` settled {} contracts with                  `--no-lesson`, so routing and later contracts learn nothing from them.",
+                hits.len()
+            ),
+            evidence_contracts: Vec::new(),
+            evidence_lines: hits.iter().map(|l| l.line.clone()).collect(),
+            metrics: vec![
+                ("citizen".into(), author.to_string()),
+                ("settled_without_lesson".into(), hits.len().to_string()),
+            ],
+            proposed_change: format!(
+                "`{author}` files a one-paragraph lesson with every settlement; a settlement \
+                 without one names, in its Settlement section, why the work taught nothing new."
+            ),
+            rationale: "Lessons are how a polis remembers; a habit of skipping them is friction \
+                        the chronicle already shows."
+                .into(),
+            setting: None,
+        });
+    }
     out
 }
 

@@ -172,3 +172,22 @@ pub fn declared_period(text: &str) -> Option<Quarter> {
         _ => None,
     }
 }
+
+/// The note a `settled contract` line carries when the settlement filed no lesson (written
+/// by `contract settle --no-lesson`); reflection counts these lines.
+pub const NO_LESSON_NOTE: &str = "no lesson";
+
+/// The `settled contract` lines whose note says [`NO_LESSON_NOTE`], as (author, stamp, line).
+pub fn settled_without_lesson(text: &str) -> Vec<(String, NaiveDateTime, String)> {
+    if !text.contains(NO_LESSON_NOTE) {
+        return Vec::new();
+    }
+    text.lines()
+        .filter(|l| l.contains("| settled contract |") && l.contains(NO_LESSON_NOTE))
+        .filter_map(|l| {
+            let e = super::parse_entry(l).ok()?;
+            (e.verb == "settled contract" && e.note.contains(NO_LESSON_NOTE))
+                .then(|| (e.author.to_string(), e.stamp, l.trim_end().to_string()))
+        })
+        .collect()
+}

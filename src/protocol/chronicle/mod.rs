@@ -834,13 +834,25 @@ pub fn system_line(
     link: Option<&str>,
     note: &str,
 ) -> String {
+    system_line_caused(now, author, verb, link, note, &cause_id(verb, link))
+}
+
+/// [`system_line`] with the id of its cause given: for an action with several causes behind
+/// one verb and link (a person's answers to the items of one contract).
+pub fn system_line_caused(
+    now: &PolisTime,
+    author: &str,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+    id: &str,
+) -> String {
     let note = note.split_whitespace().collect::<Vec<_>>().join(" ");
     let note = if note.is_empty() {
         "-".to_string()
     } else {
         note
     };
-    let id = cause_id(verb, link);
     let link = link.map_or("-".to_string(), |l| format!("[[{l}]]"));
     format!(
         "{} <!-- polisd:{LINE_KIND}:{id} -->\n",

@@ -125,6 +125,35 @@ pub fn parse_status(text: Option<&str>) -> Result<Status, FrontmatterError> {
 /// overwrites, not a log (registry audit).
 pub const STATUS_MAX_BODY_LINES: usize = 30;
 
+/// Why a citizen's post-it (its `status.md`: overwritten each session, at most
+/// [`STATUS_MAX_BODY_LINES`] body lines) does not show the handoff step that began at
+/// `step_start` (orchestration seed, "Agent State": always written, at most 30 lines), or
+/// `None` when it does. Only its stamp (`last_active`) and its length are read, never what it
+/// says: the post-it is private.
+pub fn postit_gap(
+    status_text: Option<&str>,
+    step_start: chrono::NaiveDateTime,
+    zone: crate::protocol::clock::PolisZone,
+) -> Option<String> {
+    let Some(text) = status_text else {
+        return Some("you have no `status.md` (your post-it)".into());
+    };
+    let record = frontmatter::parse(text).ok()?;
+    let stamp = crate::protocol::contracts::contract::instant_of(record.get("last_active"), zone);
+    match stamp {
+        Some(t) if t >= step_start => {}
+        _ => {
+            return Some(format!(
+                "its `last_active` is not later than the step's start ({})",
+                step_start.format("%Y-%m-%d %H:%M")
+            ))
+        }
+    }
+    let lines = record.body.lines().count();
+    (lines > STATUS_MAX_BODY_LINES)
+        .then(|| format!("its body is {lines} lines, more than {STATUS_MAX_BODY_LINES}"))
+}
+
 /// The files every citizen folder holds.
 pub const CITIZEN_FILES: [&str; 4] = ["capability_card.yml", "status.md", "inbox.md", "journal.md"];
 

@@ -860,27 +860,7 @@ pub fn render_new(c: &NewContract) -> Result<String, yaml::EmitError> {
     ))
 }
 
-/// A frontmatter value as the reference's commands write one into an existing contract:
-/// plain, or double-quoted when it holds YAML punctuation or edge white space.
-pub fn reference_scalar(value: &Value) -> String {
-    match value {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Int(i) => i.to_string(),
-        Value::Str(t) => {
-            let special = t.is_empty()
-                || t.contains([':', '#', '[', ']', '{', '}', '"', '\''])
-                || t.starts_with(char::is_whitespace)
-                || t.ends_with(char::is_whitespace);
-            if special {
-                format!("\"{}\"", t.replace('"', "\\\""))
-            } else {
-                t.clone()
-            }
-        }
-        other => other.python_str(),
-    }
-}
+pub use crate::protocol::frontmatter::reference_scalar;
 
 /// The stamp an ending (`settled_at`) writes: `now`, but never earlier than the contract's
 /// `opened_at` or `claimed_at` (a clock behind the opener's, on another machine), so a record
@@ -909,6 +889,28 @@ pub fn set_fields(text: &str, updates: &[(&str, Value)]) -> Option<String> {
         out = frontmatter::splice_field(&out, key, &reference_scalar(value), None)?;
     }
     Some(out)
+}
+
+/// Records a claim against the router's recommendation in `routing.override` as
+/// `{by, overrode, why}` (`why: null` when none was given), keeping every other byte. `None`
+/// when the block cannot be spliced so that it reads back exactly so.
+pub fn set_override(text: &str, by: &str, overrode: &str, why: Option<&str>) -> Option<String> {
+    let s = |v: &str| Value::Str(v.to_string());
+    let why_value = why.map_or(Value::Null, s);
+    let value = format!(
+        "{{by: {}, overrode: {}, why: {}}}",
+        reference_scalar(&s(by)),
+        reference_scalar(&s(overrode)),
+        reference_scalar(&why_value)
+    );
+    let out = frontmatter::splice_block_field(text, "routing", "override", &value)?;
+    let back = Contract::parse(&out).ok()?;
+    let o = &back.routing.override_;
+    let ok = o.get("by").as_str() == Some(by)
+        && o.get("overrode").as_str() == Some(overrode)
+        && o.get("why").as_str() == why
+        && frontmatter::parse(&out).ok()?.body == frontmatter::parse(text).ok()?.body;
+    ok.then_some(out)
 }
 
 /// The `## Settlement` section `contract settle` adds when the body has none: the quality and

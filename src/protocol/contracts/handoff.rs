@@ -19,6 +19,26 @@ pub const DEFAULT_MAX_CHAIN_DEPTH: usize = 3;
 pub const NEXT_HEADING: &str = "### Suggested next citizen";
 /// The heading of a suggestion for a citizen the polis does not have.
 pub const NEW_HEADING: &str = "### Suggested new citizen";
+/// The orchestration seed's own words for the same two headings (its "agent" is a citizen):
+/// read exactly as the two above, with `- **Agent**:` for `- **Citizen**:`.
+pub const SEED_NEXT_HEADING: &str = "### Suggested next agent";
+pub const SEED_NEW_HEADING: &str = "### Suggested new agent";
+
+/// Whether `text` may hold a suggestion block (any of the four headings, in any case): a
+/// cheap test before [`parse_blocks`].
+pub fn has_suggestion_heading(text: &str) -> bool {
+    text.lines().any(|l| {
+        let t = l.trim();
+        [
+            NEXT_HEADING,
+            NEW_HEADING,
+            SEED_NEXT_HEADING,
+            SEED_NEW_HEADING,
+        ]
+        .iter()
+        .any(|h| t.eq_ignore_ascii_case(h))
+    })
+}
 
 /// A `### Suggested next citizen` block.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -78,7 +98,10 @@ pub fn parse_blocks(text: &str) -> Blocks {
         Open::None => {}
         Open::Next(fields) => {
             let get = |k: &str| field(&fields, k);
-            let citizen = get("citizen");
+            let citizen = match get("citizen") {
+                c if c.is_empty() => get("agent"),
+                c => c,
+            };
             if !citizen.is_empty() {
                 let n = blocks.next.len() + 1;
                 blocks.next.push(Suggestion {
@@ -118,9 +141,11 @@ pub fn parse_blocks(text: &str) -> Blocks {
         let t = line.trim();
         if t.starts_with('#') {
             close(std::mem::replace(&mut open, Open::None), &mut blocks);
-            if t.eq_ignore_ascii_case(NEXT_HEADING) {
+            if t.eq_ignore_ascii_case(NEXT_HEADING) || t.eq_ignore_ascii_case(SEED_NEXT_HEADING) {
                 open = Open::Next(Vec::new());
-            } else if t.eq_ignore_ascii_case(NEW_HEADING) {
+            } else if t.eq_ignore_ascii_case(NEW_HEADING)
+                || t.eq_ignore_ascii_case(SEED_NEW_HEADING)
+            {
                 open = Open::New(Vec::new());
             }
             continue;
@@ -503,6 +528,15 @@ mod tests {
         assert_eq!(b.next[1].n, 2);
         assert_eq!(b.new.len(), 1);
         assert_eq!(b.new[0].role, "reviews licences");
+    }
+
+    #[test]
+    fn the_seed_agent_form_reads_as_the_citizen_form() {
+        let seed = "### Suggested next agent\n- **Agent**: connector-agent\n- **Reason**: 5 notes have no links\n- **Context**: notes/ml\n\n### Suggested new agent\n- **Need**: finance\n- **Reason**: none has it\n- **Suggested role**: budgets\n";
+        let ours = "### Suggested next citizen\n- **Citizen**: connector-agent\n- **Reason**: 5 notes have no links\n- **Context**: notes/ml\n\n### Suggested new citizen\n- **Need**: finance\n- **Reason**: none has it\n- **Suggested role**: budgets\n";
+        assert_eq!(parse_blocks(seed), parse_blocks(ours));
+        assert_eq!(parse_blocks(seed).next[0].citizen, "connector-agent");
+        assert_eq!(parse_blocks(seed).new.len(), 1);
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod dependency;
 pub mod guardrail;
 pub mod handoff;
 pub mod lesson;
+pub mod person_queue;
 pub mod record_check;
 pub mod reservation;
 pub mod review;

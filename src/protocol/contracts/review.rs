@@ -111,13 +111,15 @@ pub fn chronicle_verb(decision: &Decision) -> &'static str {
     }
 }
 
-/// The bytes of a new review file (SPEC §10 keys, then the reviewer's text).
+/// The bytes of a new review file (SPEC §10 keys, `round` (1 for the first review by a citizen
+/// other than the owner, 2 for the one after it…), then the reviewer's text).
 pub fn render_new(
     reviewer: &str,
     contract_link: &str,
     contract_id: &str,
     decision: &Decision,
     reviewed_at: &str,
+    round: usize,
     body: &str,
 ) -> Result<String, crate::yaml::EmitError> {
     let s = |v: &str| Value::Str(v.to_string());
@@ -126,6 +128,7 @@ pub fn render_new(
     m.insert(s("contract"), s(contract_id));
     m.insert(s("decision"), s(decision.as_str()));
     m.insert(s("reviewed_at"), s(reviewed_at));
+    m.insert(s("round"), Value::Int(round as i64));
     let head = crate::yaml::dump(&Value::Map(m), &crate::yaml::DumpOptions::FRONTMATTER)?;
     let body = body.trim();
     let body = if body.is_empty() {

@@ -304,7 +304,7 @@ pub fn check(text: &str, mode: Mode) -> Result<Verdict, Vec<String>> {
 /// value` and every other field unchanged (then nothing should be written).
 pub fn set_review_field(text: &str, key: &str, value: &str) -> Option<String> {
     let before = frontmatter::parse(&frontmatter::normalise(text)).ok()?;
-    let out = splice_review(text, key, value)?;
+    let out = frontmatter::splice_block_field(text, "review", key, value)?;
     let after = frontmatter::parse(&frontmatter::normalise(&out)).ok()?;
     let (Some(b), Some(a)) = (before.fields.as_map(), after.fields.as_map()) else {
         return None;
@@ -332,117 +332,6 @@ pub fn set_review_field(text: &str, key: &str, value: &str) -> Option<String> {
         }
     }
     Some(out)
-}
-
-fn splice_review(text: &str, key: &str, value: &str) -> Option<String> {
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let content = |l: &str| l.trim_end_matches(['\n', '\r']).to_string();
-    // The frontmatter's lines: after the first `---` up to the next `---`.
-    if content(lines.first()?)
-        .trim_start_matches('\u{feff}')
-        .trim_end()
-        != "---"
-    {
-        return None;
-    }
-    let fence = lines
-        .iter()
-        .skip(1)
-        .position(|l| content(l).trim_end() == "---")?
-        + 1;
-    let Some(start) = (1..fence).find(|&i| {
-        let c = content(lines[i]);
-        c.strip_prefix("review:")
-            .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']))
-    }) else {
-        return frontmatter::splice_field(text, "review", &format!("{{{key}: {value}}}"), None);
-    };
-    let eol = if lines[start].ends_with("\r\n") {
-        "\r\n"
-    } else {
-        "\n"
-    };
-    let after = content(lines[start])["review:".len()..].trim().to_string();
-    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-    if after.is_empty() || after.starts_with('#') {
-        // A block mapping: its child lines are the indented ones that follow.
-        let mut end = start + 1;
-        while end < fence {
-            let c = content(lines[end]);
-            if c.starts_with([' ', '\t']) || c.trim().is_empty() {
-                end += 1;
-            } else {
-                break;
-            }
-        }
-        let indent = (start + 1..end)
-            .map(|i| content(lines[i]))
-            .find(|c| !c.trim().is_empty())
-            .map(|c| c[..c.len() - c.trim_start().len()].to_string())
-            .unwrap_or_else(|| "  ".into());
-        let own = (start + 1..end).find(|&i| {
-            let c = content(lines[i]);
-            c.strip_prefix(indent.as_str())
-                .and_then(|r| r.strip_prefix(key))
-                .and_then(|r| r.strip_prefix(':'))
-                .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']))
-        });
-        let line = format!("{indent}{key}: {value}{eol}");
-        match own {
-            Some(i) => out[i] = line,
-            None => {
-                // After the last non-blank child line.
-                let at = (start + 1..end)
-                    .rev()
-                    .find(|&i| !content(lines[i]).trim().is_empty())
-                    .map_or(start + 1, |i| i + 1);
-                out.insert(at, line);
-            }
-        }
-        return Some(out.concat());
-    }
-    // A flow mapping on this line.
-    let parsed = crate::yaml::load(&after).ok()?;
-    let map = parsed.as_map()?;
-    let mut parts = Vec::new();
-    let mut set = false;
-    for (k, v) in map.iter() {
-        let name = k.python_str();
-        if name == key {
-            parts.push(format!("{key}: {value}"));
-            set = true;
-        } else {
-            parts.push(format!("{name}: {}", flow(v)?));
-        }
-    }
-    if !set {
-        parts.push(format!("{key}: {value}"));
-    }
-    out[start] = format!("review: {{{}}}{eol}", parts.join(", "));
-    Some(out.concat())
-}
-
-/// A value in flow style, for the rewritten `review: {…}` line (checked by reading back).
-fn flow(v: &Value) -> Option<String> {
-    Some(match v {
-        Value::Seq(items) => format!(
-            "[{}]",
-            items
-                .iter()
-                .map(flow)
-                .collect::<Option<Vec<_>>>()?
-                .join(", ")
-        ),
-        Value::Map(m) => format!(
-            "{{{}}}",
-            m.iter()
-                .map(|(k, v)| Some(format!("{}: {}", k.python_str(), flow(v)?)))
-                .collect::<Option<Vec<_>>>()?
-                .join(", ")
-        ),
-        Value::Float(f) => crate::yaml::python_float_repr(*f),
-        other => crate::protocol::contracts::contract::reference_scalar(other),
-    })
 }
 
 #[cfg(test)]

@@ -45,10 +45,12 @@ pub enum Kind {
     CouncilOverLimit,
     CouncilVerdictInvalid,
     CouncilVerdict,
+    ReviewDecided,
+    PostitMissing,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 26] = [
+    pub const ALL: [Kind; 28] = [
         Kind::ChronicleFinding,
         Kind::ContractRouted,
         Kind::ContractSettled,
@@ -75,6 +77,8 @@ impl Kind {
         Kind::CouncilOverLimit,
         Kind::CouncilVerdictInvalid,
         Kind::CouncilVerdict,
+        Kind::ReviewDecided,
+        Kind::PostitMissing,
     ];
 
     /// The kind as it is written in the marker.
@@ -106,6 +110,8 @@ impl Kind {
             Kind::CouncilOverLimit => "council-over-limit",
             Kind::CouncilVerdictInvalid => "council-verdict-invalid",
             Kind::CouncilVerdict => "council-verdict",
+            Kind::ReviewDecided => "review-decided",
+            Kind::PostitMissing => "postit-missing",
         }
     }
 
@@ -781,6 +787,50 @@ impl Notification {
             link: source.to_string(),
             paragraph: format!(
                 "`{author}` suggests the polis needs a new citizen (you are told as index keeper). Need: {need}. Why no citizen fits: {reason}. Suggested role: {role}. polisd registers nobody on its own: if you agree, invite an agent that has this capability and register it."
+            ),
+        }
+    }
+
+    /// A reviewer requested changes to, or rejected, the contract `recipient` owns (the skill
+    /// seed's chavruta review): what the decision means for settling, by round.
+    pub fn review_decided(
+        recipient: &str,
+        contract_id: &str,
+        reviewer: &str,
+        decision: &str,
+        round: usize,
+        review_link: &str,
+    ) -> Notification {
+        let next = if decision == "rejected" {
+            format!("A rejected contract is escalated or abandoned: ask a person to decide (they may settle it with `--review-override \"PERSON: WHY\"`), or abandon it (`polisd contract abandon {contract_id} --reason WHY`).")
+        } else {
+            format!("Make the changes the review asks for, then ask `{reviewer}` (or another citizen) for round {} (`polisd review {contract_id} --as <reviewer> --decision signed_off`); a `stakes: high` contract settles only after a sign-off.", round + 1)
+        };
+        Notification {
+            kind: Kind::ReviewDecided,
+            at: None,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: format!("{decision}:{reviewer}:{round}"),
+            link: review_link.to_string(),
+            paragraph: format!(
+                "`{reviewer}` reviewed your contract `{contract_id}` (round {round}) and decided `{decision}`. {next}"
+            ),
+        }
+    }
+
+    /// A handoff step ended (the contract settled) and its owner's post-it does not show it:
+    /// one nudge per step.
+    pub fn postit_missing(recipient: &str, contract_id: &str, why: &str) -> Notification {
+        Notification {
+            kind: Kind::PostitMissing,
+            at: None,
+            recipient: recipient.to_string(),
+            subject: contract_id.to_string(),
+            discriminator: String::new(),
+            link: format!("citizens/{recipient}/status"),
+            paragraph: format!(
+                "You settled `{contract_id}`, a step of a handoff chain, but your post-it was not written for it: {why}. Overwrite `citizens/{recipient}/status.md` at the end of every step: `last_active` now, and at most 30 lines for the next session (polisd reads only its stamp and length)."
             ),
         }
     }

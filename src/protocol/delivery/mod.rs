@@ -4,5 +4,6 @@
 pub mod agent_hooks;
 pub mod catch_up;
 pub mod inbox;
+pub mod index_state;
 pub mod notice;
 pub mod primer;

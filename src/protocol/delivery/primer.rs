@@ -446,7 +446,7 @@ pub fn render(input: &PrimerInput, budget: usize) -> Primer {
 
     let act = format!(
         "\n## How to act\nStart: `polisd ready --as {id}`, then `polisd contract claim ID --as {id}`; record progress: `polisd log --as {id} VERB --link L`; \
-         settle: `polisd contract settle ID --quality N --by {id}`; vote: `polisd amendment vote AID --as {id} --vote agree`; \
+         settle (with a lesson): `polisd contract settle ID --quality N --by {id} --lesson \"…\" --impact N`; vote: `polisd amendment vote AID --as {id} --vote agree`; \
          notices: `polisd notices --as {id} --unread`. The rules are in `_polis/CONSTITUTION.md`.\n"
     );
     let assemble = |sections: &[Section]| {
