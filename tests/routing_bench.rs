@@ -366,6 +366,82 @@ fn default_policy_learns_on_a_short_run() {
     assert!(q("oracle") >= q("posterior"));
 }
 
+/// The seed's two promises about exploration, kept by the default policy: of the non-override
+/// picks on a tag where one citizen clearly leads (its 95 % interval above every other's), it
+/// gets at least 1 − explore_rate; and the share of picks reported as exploration is
+/// explore_rate.
+#[test]
+fn a_clear_leader_keeps_its_share_and_exploration_is_the_explore_rate() {
+    let mut h = History::new();
+    for i in 0..30 {
+        settle(&mut h, "agent-a", &["py"], 5.0 - (i % 2) as f64);
+        settle(&mut h, "agent-b", &["py"], 3.0 + (i % 2) as f64);
+        settle(&mut h, "agent-c", &["py"], 3.0);
+    }
+    let scores = sorted(vec![
+        score("agent-a", 0.7),
+        score("agent-b", 0.7),
+        score("agent-c", 0.7),
+    ]);
+    let picks: Vec<Pick> = (0..400)
+        .map(|seed| pick(Policy::default(), &["py"], &scores, &h, seed))
+        .collect();
+    // The leader is clear by the policy's own intervals.
+    let seen = &picks[0].seen;
+    let interval = |i: usize| {
+        let d = |name: &str| seen[i].details.iter().find(|(n, _)| *n == name).unwrap().1;
+        let (m, s) = (d("posterior_mean"), d("spread"));
+        (m - 1.96 * s, m + 1.96 * s)
+    };
+    let a = seen.iter().position(|s| s.citizen == "agent-a").unwrap();
+    for i in (0..seen.len()).filter(|&i| i != a) {
+        assert!(
+            interval(i).1 < interval(a).0,
+            "{:?} vs {:?}",
+            interval(i),
+            interval(a)
+        );
+    }
+    let share = |f: &dyn Fn(&Pick) -> bool| picks.iter().filter(|p| f(p)).count() as f64 / 400.0;
+    let leader = share(&|p| p.citizen.as_deref() == Some("agent-a"));
+    let explored = share(&|p| p.exploration);
+    assert!(leader >= 1.0 - 0.15, "leader share {leader}");
+    // 0.15 ± 3 standard deviations of a share of 400 draws.
+    assert!((explored - 0.15).abs() < 0.054, "explore share {explored}");
+    let exploits: Vec<&Pick> = picks.iter().filter(|p| !p.exploration).collect();
+    assert!(exploits
+        .iter()
+        .all(|p| p.citizen.as_deref() == Some("agent-a")
+            && p.reason.starts_with("exploit")
+            && p.reason.contains("a clear leader")));
+    assert!(picks
+        .iter()
+        .filter(|p| p.exploration)
+        .all(|p| p.reason.starts_with("explore")));
+}
+
+/// On the bench's own worlds, the share of the default policy's picks that explore is the
+/// seed's explore_rate.
+#[test]
+fn bench_explore_share_is_the_explore_rate() {
+    for scenario in [Scenario::Default, Scenario::Churn] {
+        let opts = BenchOptions {
+            contracts: Some(300),
+            seeds: 0..3,
+            scenario,
+            ..BenchOptions::default()
+        };
+        let r = run_bench(&opts, &mut Vec::new()).unwrap();
+        let share = r
+            .get(polisd::bench::simulation::Strategy::Policy(
+                Policy::default(),
+            ))
+            .explore_share;
+        // 900 picks: 0.15 ± 3 standard deviations (0.036).
+        assert!((share - 0.15).abs() < 0.036, "{scenario}: {share}");
+    }
+}
+
 #[test]
 fn seeds_ranges() {
     assert_eq!(parse_seeds("0..20").unwrap(), 0..20);
@@ -376,7 +452,7 @@ fn seeds_ranges() {
 /// `cargo test --release --test routing_bench -- --ignored`
 #[test]
 #[ignore]
-fn default_policy_meets_issue_7_targets() {
+fn default_policy_meets_its_targets() {
     let mut out = Vec::new();
     let r = run_bench(&BenchOptions::default(), &mut out).unwrap();
     println!("{}", String::from_utf8_lossy(&out));

@@ -275,7 +275,7 @@ struct Run {
     curve: Vec<f64>,
     /// Expected quality (before noise) of each pick.
     expected: Vec<f64>,
-    /// Share of the picks a policy made off its best estimate (exploring).
+    /// Share of the picks a policy reported as exploration.
     explore_share: f64,
 }
 
@@ -294,6 +294,9 @@ fn run_strategy(world: &World, strategy: Strategy, seed: u64, params: &Posterior
     let n_tags = world.tags.len();
     let mut lin = (strategy == Strategy::LinUcb)
         .then(|| LinUcb::new(world.citizens.len(), LinUcb::dim(n_tags), linucb::ALPHA));
+    // Quality against cost as the production score weighs them, for LinUCB as for the
+    // policies.
+    let quality_weight = Weights::default().history + Weights::default().self_rating;
     let mut rr = 0usize;
     let n = world.contracts.len();
     let (mut total_q, mut total_cost, mut explored) = (0.0, 0.0, 0usize);
@@ -327,7 +330,7 @@ fn run_strategy(world: &World, strategy: Strategy, seed: u64, params: &Posterior
             (Strategy::StaticSelf, ..) => first_max(&present, |c| self_rating(c, tags)),
             (Strategy::Oracle, ..) => first_max(&present, |c| world.mean_skill(c, k)),
             (Strategy::LinUcb, _, Some(m)) => first_max(&present, |c| {
-                m.upper_bound(c, &context(c)) + cost_term(world, c, k)
+                quality_weight * m.upper_bound(c, &context(c)) + cost_term(world, c, k)
             }),
             (Strategy::Policy(policy), Some(l), _) => {
                 let (c, exploring) = l.pick(world, policy, k, &present, params, &mut rng);
@@ -374,10 +377,12 @@ fn first_max(items: &[usize], key: impl Fn(usize) -> f64) -> usize {
 /// How fast a strategy recovered after a mid-run change, over the seeds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Recovery {
-    /// Per seed: contracts after the change until the last [`RECOVERY_WINDOW`] picks are back
-    /// at the share of the oracle's expected gain (over an average citizen) that the strategy
-    /// held in the quarter of the run before the change, or at [`RECOVERY_SHARE`] if that was
-    /// higher; `None` when that never happens before the run ends.
+    /// Per seed: contracts after the change until the strategy's picks are back, that is until
+    /// the first [`RECOVERY_WINDOW`] picks that hold the share of the oracle's expected gain
+    /// (over an average citizen) the strategy held in the quarter of the run before the
+    /// change, or [`RECOVERY_SHARE`] if that was higher; `None` when that never happens before
+    /// the run ends. Counted to the window's start: counted to its end, a recovery could never
+    /// take fewer than [`RECOVERY_WINDOW`] contracts.
     pub per_seed: Vec<Option<usize>>,
     /// Share of the oracle's expected gain held in the quarter before the change (seed mean).
     pub before: f64,
@@ -424,7 +429,7 @@ pub struct StrategyResult {
     /// Half the width of the 95 % interval of `oracle_gain_per_seed` over the seeds
     /// (Student's t).
     pub oracle_gain_interval: f64,
-    /// Share of the picks a policy made off its best estimate (0 for the others).
+    /// Share of the picks a policy reported as exploration (0 for the others).
     pub explore_share: f64,
     /// Seeds where its mean quality is strictly above static self-rating's.
     pub seeds_beating_static: usize,
@@ -516,7 +521,7 @@ fn recovery_after(
     let after = share(at..n);
     let recovered = (at..=n.saturating_sub(RECOVERY_WINDOW))
         .find(|&start| share(start..start + RECOVERY_WINDOW) >= target)
-        .map(|start| start + RECOVERY_WINDOW - at);
+        .map(|start| start - at);
     (recovered, before, after)
 }
 
@@ -671,7 +676,7 @@ fn write_report(r: &BenchReport, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out)?;
         writeln!(
             out,
-            "Recovery: contracts after the change until the last {RECOVERY_WINDOW} picks are back at the share of the\n\
+            "Recovery: contracts after the change until the next {RECOVERY_WINDOW} picks are back at the share of the\n\
              oracle's expected gain the strategy held in the quarter before the change (capped at {:.0}%)",
             100.0 * RECOVERY_SHARE
         )?;

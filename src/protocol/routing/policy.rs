@@ -139,7 +139,8 @@ pub struct Seen {
 pub struct Pick {
     /// The chosen citizen; `None` only when there were no candidates.
     pub citizen: Option<String>,
-    /// True when the pick is not the policy's greedy choice (it explored).
+    /// True when the pick was made by exploring: for `posterior`, every exploration turn
+    /// (its draw may confirm the leader); for the others, a pick off their greedy choice.
     pub exploration: bool,
     /// The chosen citizen's score total (what `recommendation_score` records).
     pub score: f64,
@@ -197,11 +198,13 @@ pub enum Policy {
     /// tag pulls it toward the quality observed; and every settlement anywhere in the polis
     /// widens it by [`PosteriorParams::drift`], so a citizen not seen for a while becomes
     /// uncertain again and is retried, and recent outcomes outweigh old ones (a citizen who
-    /// got better or worse is noticed). The contract's posterior is the mean over its tags;
-    /// one draw from it (Thompson sampling, spread scaled by
-    /// [`PosteriorParams::sample_scale`]) stands in for H and S, and cost fit, availability
-    /// and lessons are added with the score's own weights. An away citizen never wins while
-    /// another exists.
+    /// got better or worse is noticed). A settlement with several tags observes their mean,
+    /// so it teaches about each jointly. The contract's posterior is the mean over its tags.
+    /// On `explore_rate` of the turns (an exploration turn) one draw from it (Thompson
+    /// sampling, spread scaled by [`PosteriorParams::sample_scale`]) stands in for H and S;
+    /// on the others its mean does, so a clear leader keeps at least 1 − explore_rate of the
+    /// picks. Cost fit, availability and lessons are added with the score's own weights. An
+    /// away citizen never wins while another exists.
     #[default]
     Posterior,
 }
@@ -277,7 +280,7 @@ impl FromStr for Policy {
 }
 
 /// Tuning of [`Policy::Posterior`]. The defaults are the values the routing bench was run with
-/// (docs/routing.md); they are in quality points (1–5).
+/// (docs/performance.md, routing); they are in quality points (1–5).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PosteriorParams {
     /// How many settlements the self-rating is worth as a prior.
@@ -298,7 +301,7 @@ impl Default for PosteriorParams {
             prior_weight: 1.0,
             noise: 0.7,
             drift: 0.01,
-            sample_scale: 1.0,
+            sample_scale: 0.5,
             leader_z: 1.96,
         }
     }
@@ -504,6 +507,13 @@ fn thompson(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
 
 /// The posterior of one citizen's expected quality on the contract: (mean, spread of the
 /// mean, settlements seen on its tags).
+///
+/// One Kalman filter per citizen over the tags its relevant settlements touch: the state is
+/// its expected quality on each tag, starting at the self-rating; a settlement observes the
+/// mean over the contract's tags plus noise, so a two-tag contract teaches about both tags
+/// jointly instead of crediting each with the whole quality; and every settlement anywhere in
+/// the polis widens each tag by [`PosteriorParams::drift`] (a random walk), so old evidence
+/// weighs less than new and a citizen not seen for a while is uncertain again.
 fn contract_posterior(
     input: &PolicyInput<'_>,
     params: &PosteriorParams,
@@ -518,25 +528,73 @@ fn contract_posterior(
     if input.tags.is_empty() {
         return (prior_mean, prior_var.sqrt(), 0.0);
     }
-    let now = input.history.outcomes.len();
-    let (mut mean_sum, mut var_sum, mut seen) = (0.0, 0.0, 0.0);
-    for tag in input.tags {
-        let (mut mean, mut var, mut last) = (prior_mean, prior_var, 0usize);
-        for &i in input.history.evidence(&s.citizen, tag) {
-            var += step_var * (i - last) as f64;
-            last = i;
-            let gain = var / (var + noise_var);
-            mean += gain * (input.history.outcomes[i].quality - mean);
-            var *= 1.0 - gain;
-            seen += 1.0;
+    let history = input.history;
+    let mut relevant: Vec<usize> = input
+        .tags
+        .iter()
+        .flat_map(|t| history.evidence(&s.citizen, t).iter().copied())
+        .collect();
+    relevant.sort_unstable();
+    relevant.dedup();
+    // The contract's tags first, then every other tag those settlements had.
+    let mut local: Vec<&str> = input.tags.iter().map(String::as_str).collect();
+    for &i in &relevant {
+        for t in &history.outcomes[i].tags {
+            if !local.contains(&t.as_str()) {
+                local.push(t);
+            }
         }
-        var += step_var * (now - last) as f64;
-        mean_sum += mean;
-        var_sum += var;
     }
-    let k = input.tags.len() as f64;
-    // Tags are treated as independent, so the mean's variance is Σ var / k².
-    (mean_sum / k, var_sum.sqrt() / k, seen)
+    let d = local.len();
+    let mut mean = vec![prior_mean; d];
+    let mut cov = vec![0.0; d * d];
+    for j in 0..d {
+        cov[j * d + j] = prior_var;
+    }
+    let widen = |cov: &mut [f64], steps: usize| {
+        for j in 0..d {
+            cov[j * d + j] += step_var * steps as f64;
+        }
+    };
+    let mut last = 0usize;
+    let mut h = vec![0.0; d];
+    for &i in &relevant {
+        widen(&mut cov, i - last);
+        last = i;
+        let outcome = &history.outcomes[i];
+        h.iter_mut().for_each(|x| *x = 0.0);
+        let k = outcome.tags.len() as f64;
+        for t in &outcome.tags {
+            if let Some(j) = local.iter().position(|l| l == t) {
+                h[j] = 1.0 / k;
+            }
+        }
+        let ph: Vec<f64> = (0..d)
+            .map(|r| (0..d).map(|c| cov[r * d + c] * h[c]).sum())
+            .collect();
+        let innovation_var = noise_var + h.iter().zip(&ph).map(|(a, b)| a * b).sum::<f64>();
+        let predicted: f64 = h.iter().zip(&mean).map(|(a, b)| a * b).sum();
+        let innovation = outcome.quality - predicted;
+        for r in 0..d {
+            mean[r] += ph[r] * innovation / innovation_var;
+            for c in 0..d {
+                cov[r * d + c] -= ph[r] * ph[c] / innovation_var;
+            }
+        }
+    }
+    widen(&mut cov, history.outcomes.len() - last);
+    let k = input.tags.len();
+    let w = 1.0 / k as f64;
+    let contract_mean = mean[..k].iter().sum::<f64>() * w;
+    let contract_var: f64 = (0..k)
+        .flat_map(|r| (0..k).map(move |c| (r, c)))
+        .map(|(r, c)| cov[r * d + c] * w * w)
+        .sum();
+    (
+        contract_mean,
+        contract_var.max(0.0).sqrt(),
+        relevant.len() as f64,
+    )
 }
 
 /// One candidate as the posterior policy sees it, in the score's units (0–1 per weight).
@@ -648,13 +706,9 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
             input.explore_rate, samples[winner], input.scores[greedy].citizen
         )
     };
-    finish(
-        input,
-        winner,
-        explore_turn && winner != greedy,
-        seen,
-        reason,
-    )
+    // An exploration turn is reported as one even when its draw lands on the leader, so the
+    // measured share of exploration picks is the configured `explore_rate`.
+    finish(input, winner, explore_turn, seen, reason)
 }
 
 /// Which terms put the winner ahead of the runner-up by expected value: the quality estimate,
