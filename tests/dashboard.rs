@@ -2866,3 +2866,100 @@ fn browser_a_chart_of_twenty_citizens_has_twenty_colours_and_a_legend_that_fits(
         c.close().await.unwrap();
     });
 }
+
+/// A settled contract whose Settlement asks for a new citizen, in the seed's words: an item of
+/// the person's queue. The overview's `decide` form answers it as `polisd queue answer` does,
+/// refusing what the command refuses; a control character in any field is refused too.
+#[test]
+fn the_console_decides_a_person_queue_item_as_the_queue_command_does() {
+    let p = console_polis();
+    let cid = "budget-report";
+    let out = p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Budget report",
+        "--by",
+        FOUNDER,
+        "--tags",
+        "docs",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let opened: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = opened["contract_id"].as_str().unwrap().to_string();
+    assert!(id.starts_with(cid), "{id}");
+    let out = p.polisd(&["contract", "claim", &id, "--as", ALPHA]);
+    assert!(out.status.success(), "{out:?}");
+    let rel = format!("contracts/open/{id}.md");
+    let text = p
+        .read(&rel)
+        .replace("status: claimed", "status: settled")
+        .replace("quality_score: null", "quality_score: 4")
+        .replace("settled_at: null", "settled_at: 2026-03-02 10:00:00");
+    p.save(
+        &rel,
+        &format!(
+            "{text}\n## Settlement\n\nDone.\n\n### Suggested new agent\n- **Need**: personal finance\n\
+             - **Reason**: no citizen knows budgets\n"
+        ),
+    );
+    p.mv(&rel, &format!("contracts/settled/{id}.md"));
+    let key = format!("new-citizen/{id}/1");
+
+    let s = serve(&p, "127.0.0.1:0");
+    let overview = get(&s, "/p/0/");
+    assert!(
+        overview
+            .body
+            .contains(&format!("name=\"key\" value=\"{key}\"")),
+        "the item carries its decide form: {}",
+        overview.body
+    );
+    let (cookie, token) = csrf_of(&overview);
+    let chronicle = p.read("chronicle.md");
+    // What the command refuses (accepting a new citizen without its id), the form refuses.
+    let refused = post(
+        &s,
+        "/p/0/act/decide",
+        &cookie,
+        &format!("csrf={token}&key={key}&answer=accept&by=Dana+Person&why=needed"),
+        "",
+    );
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(refused.body.contains("--id"), "{}", refused.body);
+    // A control character in a field: refused before anything is read.
+    let escape = post(
+        &s,
+        "/p/0/act/decide",
+        &cookie,
+        &format!("csrf={token}&key={key}&answer=accept&by=Dana%1BPerson&id=finance-agent-one"),
+        "",
+    );
+    assert_eq!(escape.status, 422, "{}", escape.body);
+    assert!(escape.body.contains("`by`"), "{}", escape.body);
+    assert_eq!(p.read("chronicle.md"), chronicle, "nothing written");
+
+    let done = post(
+        &s,
+        "/p/0/act/decide",
+        &cookie,
+        &format!(
+            "csrf={token}&key={key}&answer=accept&by=Dana+Person&why=we+need+it&id=finance-agent-one&vendor=openai"
+        ),
+        "",
+    );
+    assert_eq!(done.status, 303, "{}", done.body);
+    assert!(p.exists("citizens/finance-agent-one/capability_card.yml"));
+    let chronicle = p.read("chronicle.md");
+    assert!(
+        chronicle.contains(&format!(
+            "| polis-daemon | answered queue item | [[contracts/settled/{id}]] | {key} accept by Dana Person: we need it"
+        )),
+        "{chronicle}"
+    );
+    // Answered: no longer in the queue.
+    let queue: serde_json::Value =
+        serde_json::from_slice(&p.polisd(&["queue", "--json"]).stdout).unwrap();
+    assert!(!queue.to_string().contains(&key), "still queued: {queue}");
+}

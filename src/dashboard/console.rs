@@ -9,8 +9,9 @@
 //! `polisd review` does), `message` (write to a citizen's inbox), `override` (give an open,
 //! unowned contract to a citizen against the router's pick, with a reason, as `polisd
 //! contract claim --override` does), `answer` (answer a queue item standing for a notice:
-//! a new citizen asked for, a deferred follow-up), `silence` and `unsilence` (a class of
-//! warning out of or back into the human queue).
+//! a new citizen asked for, a deferred follow-up), `decide` (answer an item of the person's
+//! queue, as `polisd queue answer` does), `silence` and `unsilence` (a class of warning out of
+//! or back into the human queue).
 
 use super::security::Csrf;
 use super::Site;
@@ -33,6 +34,17 @@ pub async fn act(
             "this form's CSRF token is missing or stale: reload the page and send the form again\n",
         )
             .into_response();
+    }
+    // What a person types is held to the rule agents' text is held to (no control or bidi
+    // characters), as on the command line and in MCP.
+    for (name, value) in &form {
+        if let Err(e) = crate::protocol::input::check_text(&format!("the field `{name}`"), value) {
+            return (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("refused, nothing written: {e}\n"),
+            )
+                .into_response();
+        }
     }
     let Some((n, view)) = super::polis_of(&site, &params) else {
         return (StatusCode::NOT_FOUND, "no such polis\n").into_response();
@@ -119,6 +131,30 @@ fn run(
             &field("text"),
         )
         .map(drop),
+        "decide" => {
+            use crate::protocol::contracts::person_queue::Answer;
+            let Some(answer) = Answer::parse(&field("answer")) else {
+                return Err(Refused::Op(format!(
+                    "`{}` is not an answer: accept, decline or later",
+                    field("answer")
+                )));
+            };
+            let optional = |k: &str| Some(field(k).trim().to_string()).filter(|v| !v.is_empty());
+            console::decide(
+                root,
+                &crate::operations::queue::AnswerRequest {
+                    key: field("key"),
+                    answer,
+                    by: field("by").trim().to_string(),
+                    why: field("why").trim().to_string(),
+                    agent_id: optional("id"),
+                    vendor: optional("vendor"),
+                    model: optional("model"),
+                    tags: Vec::new(),
+                },
+            )
+            .map(drop)
+        }
         "silence" => {
             console::silence(root, &field("code"), &field("as"), &field("reason")).map(drop)
         }

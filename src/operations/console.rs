@@ -102,6 +102,17 @@ pub fn override_routing(
     crate::operations::contract::claim(&writer, &now, cid, citizen, false, Some(reason))
 }
 
+/// Answers an item of the person's queue, as `polisd queue answer` does: a suggested new
+/// citizen, a handoff deferred at the chain's depth, a chaining hint (`operations::queue`).
+pub fn decide(
+    root: &Path,
+    request: &crate::operations::queue::AnswerRequest,
+) -> Result<crate::operations::queue::Answered, OpError> {
+    let writer = Writer::unrecorded(root)?;
+    let now = polis_now(root);
+    crate::operations::queue::answer(&writer, &now, request)
+}
+
 /// Answers notice `id` of `citizen`'s inbox (a `citizen-needed` or `handoff-deferred` notice
 /// from polisd, unread): `text` goes to `citizen`'s inbox as a message from `by`, quoting the
 /// notice, and the notice is marked read in `citizen`'s cursor. Refused, writing nothing,

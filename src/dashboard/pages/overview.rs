@@ -75,6 +75,24 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                                         @else { (item.title) }
                                     }
                                     div.muted { (item.action) }
+                                    @if let Some(key) = item.decision() {
+                                        (super::action_form(cx, "decide", "", html! {
+                                            input type="hidden" name="key" value=(key);
+                                            select name="answer" aria-label="answer" {
+                                                option value="accept" { "accept" }
+                                                option value="decline" { "decline" }
+                                                option value="later" { "later" }
+                                            }
+                                            input type="text" name="by" required maxlength="100" placeholder="your name" aria-label="by";
+                                            input type="text" name="why" maxlength="300" placeholder="why" aria-label="why";
+                                            @if key.starts_with("new-citizen/") {
+                                                input type="text" name="id" maxlength="40" placeholder="new citizen's id" aria-label="id";
+                                                input type="text" name="vendor" maxlength="40" placeholder="vendor" aria-label="vendor";
+                                                input type="text" name="model" maxlength="80" placeholder="model" aria-label="model";
+                                            }
+                                            button type="submit" { "Decide" }
+                                        }))
+                                    }
                                     @if let Some((citizen, notice)) = item.notice() {
                                         (super::action_form(cx, "answer", "", html! {
                                             input type="hidden" name="citizen" value=(citizen);

@@ -29,6 +29,15 @@ pub struct Item {
     pub link: Option<String>,
 }
 
+impl Item {
+    /// The key of a decision only a person makes (`operations::queue`), which the console's
+    /// `decide` form answers; `None` for every other item.
+    pub fn decision(&self) -> Option<&str> {
+        let kind = self.key.split('/').next().unwrap_or("");
+        matches!(kind, "new-citizen" | "deferred" | "chain").then_some(self.key.as_str())
+    }
+}
+
 /// Items of one kind, for the overview: the most urgent group first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Group<'a> {
