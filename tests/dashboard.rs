@@ -2481,6 +2481,28 @@ fn browser_every_console_action_works_without_javascript() {
             p.read(&format!("citizens/{ALPHA}/inbox.md"))
                 .contains(&format!(" from {FOUNDER}\n\nping from the console\n"))
         });
+        // A decision of the person's queue: the new citizen accepted, as `polisd queue answer`.
+        let (_, decision) = ask_for_a_new_citizen(&p);
+        assert!(get(&s, "/p/0/").body.contains(&decision));
+        send_form(
+            &c,
+            &page(""),
+            Some("details.group:has(form[action$='act/decide'])"),
+            "form[action$='act/decide']",
+            &[
+                ("by", "Dana Person"),
+                ("why", "we need it"),
+                ("id", "finance-agent-one"),
+                ("vendor", "openai"),
+            ],
+        )
+        .await;
+        wait_until("the decision", deadline, || {
+            p.exists("citizens/finance-agent-one/capability_card.yml")
+        });
+        assert!(p
+            .read("chronicle.md")
+            .contains(&format!("{decision} accept by Dana Person: we need it")));
         // The queue item for the new citizen asked for, answered: bravo reads the answer and
         // the notice leaves the queue.
         let key = format!("notice/{BRAVO}/0123456789abcdef");
@@ -2575,6 +2597,10 @@ fn every_console_action_is_refused_without_its_tokens_and_writes_nothing() {
             format!("contract=next-job&as={FOUNDER}&decision=signed_off&body=ok"),
         ),
         ("message", format!("as={FOUNDER}&to={BRAVO}&text=hi")),
+        (
+            "decide",
+            "key=new-citizen/x/1&answer=accept&by=Dana&id=finance-agent-one".to_string(),
+        ),
     ];
     let before = files_of(&p);
     for (action, fields) in &forms {
@@ -2868,11 +2894,8 @@ fn browser_a_chart_of_twenty_citizens_has_twenty_colours_and_a_legend_that_fits(
 }
 
 /// A settled contract whose Settlement asks for a new citizen, in the seed's words: an item of
-/// the person's queue. The overview's `decide` form answers it as `polisd queue answer` does,
-/// refusing what the command refuses; a control character in any field is refused too.
-#[test]
-fn the_console_decides_a_person_queue_item_as_the_queue_command_does() {
-    let p = console_polis();
+/// the person's queue. Returns the contract's id and the item's key.
+fn ask_for_a_new_citizen(p: &TestPolis) -> (String, String) {
     let cid = "budget-report";
     let out = p.polisd(&[
         "contract",
@@ -2906,6 +2929,16 @@ fn the_console_decides_a_person_queue_item_as_the_queue_command_does() {
     );
     p.mv(&rel, &format!("contracts/settled/{id}.md"));
     let key = format!("new-citizen/{id}/1");
+    (id, key)
+}
+
+/// A settled contract whose Settlement asks for a new citizen, in the seed's words: an item of
+/// the person's queue. The overview's `decide` form answers it as `polisd queue answer` does,
+/// refusing what the command refuses; a control character in any field is refused too.
+#[test]
+fn the_console_decides_a_person_queue_item_as_the_queue_command_does() {
+    let p = console_polis();
+    let (id, key) = ask_for_a_new_citizen(&p);
 
     let s = serve(&p, "127.0.0.1:0");
     let overview = get(&s, "/p/0/");
