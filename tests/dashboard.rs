@@ -2709,6 +2709,28 @@ fn an_override_from_the_console_writes_what_the_command_writes() {
     };
     assert_eq!(added(&by_form), added(&by_cli));
     assert_overridden(&by_cli, "free-job", ALPHA, "alpha wrote the docs");
+    // Settled, the override shows on the citizen's page with how the work turned out.
+    let out = by_form.polisd(&[
+        "contract",
+        "settle",
+        "free-job",
+        "--quality",
+        "5",
+        "--no-lesson",
+        "a test",
+        "--review-override",
+        "Dana: a high-stakes test",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    wait_until(
+        "the override on alpha's page",
+        Duration::from_secs(20),
+        || {
+            get(&s, &format!("/p/0/citizens/{ALPHA}"))
+                .body
+                .contains("Overrode the router 1 times (mean quality 5.00)")
+        },
+    );
 }
 
 /// Contract `id` is `owner`'s, claimed against the router's pick for `why`: its

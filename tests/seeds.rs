@@ -665,6 +665,35 @@ fn overrides_leave_a_trace_in_routing_override_and_the_chronicle() {
     let claimed = json(&p.polisd(&["contract", "claim", &other, "--as", OTHER, "--json"]));
     assert_eq!(claimed["overrode"], Value::Null);
     assert!(p.read(&rel).contains("  override: null\n"));
+
+    // Settled, the override is counted for its citizen with how the work turned out: the
+    // report's table (the dashboard writes it) and the citizen's dashboard page.
+    for (cid, quality) in [(&id, "5"), (&other, "3")] {
+        let out = p.polisd(&[
+            "contract",
+            "settle",
+            cid,
+            "--quality",
+            quality,
+            "--no-lesson",
+            "a test",
+            "--json",
+        ]);
+        assert!(out.status.success(), "{out:?}");
+    }
+    let report = String::from_utf8_lossy(&p.polisd(&["report"]).stdout).into_owned();
+    let table = report
+        .split("## Overrides of the router (1)")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no overrides table: {report}"));
+    assert!(
+        table.contains(&format!("| {ME} | 1 | 5.00 | 0 | — |")),
+        "{table}"
+    );
+    assert!(
+        !table.split("\n## ").next().unwrap().contains(OTHER),
+        "{table}"
+    );
 }
 
 /// Skill seed, "Settling does three things together": the one exception, `--no-lesson`, is

@@ -49,6 +49,8 @@ struct Data {
     guardrails: Vec<[String; 3]>,
     /// citizen, paths, until.
     reservations: Vec<[String; 3]>,
+    /// citizen, overrides, their mean quality, followed, their mean quality.
+    overrides: Vec<[String; 5]>,
 }
 
 /// Left out of a redacted report.
@@ -200,6 +202,24 @@ fn data(s: &Snapshot, name: &str, redact: bool) -> Data {
             }
         })
         .collect();
+    let overrides = crate::protocol::routing::overrides::by_citizen(
+        s.state
+            .settled
+            .iter()
+            .map(|(_, st)| (st.owner, st.recommended, st.quality)),
+    )
+    .into_iter()
+    .map(|o| {
+        [
+            who(&o.citizen),
+            o.overrides.to_string(),
+            format!("{:.2}", o.quality_when_overriding),
+            o.followed.to_string(),
+            o.quality_when_followed
+                .map_or_else(|| "—".to_string(), |q| format!("{q:.2}")),
+        ]
+    })
+    .collect();
     let lessons_of = lessons_by_contract(s);
     let settled = s
         .state
@@ -308,6 +328,7 @@ fn data(s: &Snapshot, name: &str, redact: bool) -> Data {
         lessons,
         guardrails,
         reservations,
+        overrides,
     }
 }
 
@@ -445,6 +466,22 @@ fn markdown(d: &Data) -> String {
         &["citizen", "paths", "until"],
         d.reservations.iter().map(|r| r.to_vec()),
     );
+    let _ = writeln!(
+        out,
+        "\n## Overrides of the router ({})\n",
+        d.overrides.len()
+    );
+    table(
+        &mut out,
+        &[
+            "citizen",
+            "overrides",
+            "quality when overriding",
+            "followed the router",
+            "quality when following",
+        ],
+        d.overrides.iter().map(|r| r.to_vec()),
+    );
     let _ = writeln!(out, "\n## Amendments\n");
     table(
         &mut out,
@@ -510,6 +547,8 @@ fn html_page(d: &Data) -> String {
                     (rows(&["guardrail", "tags", "text"], d.guardrails.iter().map(|r| r.to_vec())))
                     h2 { "Reservations in force (" (d.reservations.len()) ")" }
                     (rows(&["citizen", "paths", "until"], d.reservations.iter().map(|r| r.to_vec())))
+                    h2 { "Overrides of the router (" (d.overrides.len()) ")" }
+                    (rows(&["citizen", "overrides", "quality when overriding", "followed the router", "quality when following"], d.overrides.iter().map(|r| r.to_vec())))
                     h2 { "Amendments" }
                     (rows(&["amendment", "title", "votes", "expires", "a tally now would"], d.amendments.iter().map(|r| r.to_vec())))
                     h2 { "Findings" }

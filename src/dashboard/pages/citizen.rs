@@ -42,6 +42,15 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                 .map(|(_, pts)| (tag.clone(), pts.clone()))
         })
         .collect();
+    // Work it took that the router recommended for someone else, and how it turned out.
+    let overrides = crate::protocol::routing::overrides::by_citizen(
+        s.state
+            .settled
+            .iter()
+            .map(|(_, st)| (st.owner, st.recommended, st.quality)),
+    )
+    .into_iter()
+    .find(|o| o.citizen == id);
     let body = html! {
         h1 { (id) }
         p.muted { (card.card.vendor.as_deref().unwrap_or("?")) " · " (card.card.model.as_deref().unwrap_or("?")) }
@@ -73,6 +82,13 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
             }
             @if let Some(chart) = crate::dashboard::chart::quality_lines(&series, "running average quality per tag") {
                 (chart)
+            }
+        }
+        @if let Some(o) = &overrides {
+            p #overrides {
+                "Overrode the router " (o.overrides) " times (mean quality " (format!("{:.2}", o.quality_when_overriding)) ")"
+                @if let Some(q) = o.quality_when_followed { "; as recommended " (o.followed) " times (mean quality " (format!("{q:.2}")) ")" }
+                "."
             }
         }
         h2 { "Inbox (" (s.unread.get(id).copied().unwrap_or(0)) " unread)" }

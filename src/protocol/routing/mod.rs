@@ -5,6 +5,7 @@
 //! generator; [`recommend`] scores and picks.
 pub mod stats;
 
+pub mod overrides;
 pub mod policy;
 pub mod rules;
 pub mod score;
