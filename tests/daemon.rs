@@ -1289,14 +1289,7 @@ fn daemon_contract_with_findings_is_not_routed_and_its_opener_hears_each_once() 
         !p.read(rel).contains("recommended_by_router: null")
     });
     assert_eq!(p.count(ALPHA, "record-finding"), 3);
-    let check = p.polisd(&["check", "--json"]);
-    let report: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
-    let about: Vec<_> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["path"] == rel)
-        .collect();
+    let about = p.findings_about(rel);
     assert!(about.is_empty(), "{about:#?}");
 }
 

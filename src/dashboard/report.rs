@@ -202,24 +202,20 @@ fn data(s: &Snapshot, name: &str, redact: bool) -> Data {
             }
         })
         .collect();
-    let overrides = crate::protocol::routing::overrides::by_citizen(
-        s.state
-            .settled
-            .iter()
-            .map(|(_, st)| (st.owner, st.recommended, st.quality)),
-    )
-    .into_iter()
-    .map(|o| {
-        [
-            who(&o.citizen),
-            o.overrides.to_string(),
-            format!("{:.2}", o.quality_when_overriding),
-            o.followed.to_string(),
-            o.quality_when_followed
-                .map_or_else(|| "—".to_string(), |q| format!("{q:.2}")),
-        ]
-    })
-    .collect();
+    let overrides = s
+        .overrides()
+        .into_iter()
+        .map(|o| {
+            [
+                who(&o.citizen),
+                o.overrides.to_string(),
+                format!("{:.2}", o.quality_when_overriding),
+                o.followed.to_string(),
+                o.quality_when_followed
+                    .map_or_else(|| "—".to_string(), |q| format!("{q:.2}")),
+            ]
+        })
+        .collect();
     let lessons_of = lessons_by_contract(s);
     let settled = s
         .state

@@ -378,6 +378,25 @@ impl TestPolis {
         }
     }
 
+    /// The findings `polisd check --json` reports about the file `rel` (relative to `_polis/`).
+    #[allow(dead_code)]
+    pub fn findings_about(&self, rel: &str) -> Vec<serde_json::Value> {
+        let out = self.polisd(&["check", "--json"]);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "check --json: {e}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["path"] == rel)
+            .cloned()
+            .collect()
+    }
+
     /// How many markers of `kind` the citizen's inbox holds.
     pub fn count(&self, citizen: &str, kind: &str) -> usize {
         self.markers(citizen)

@@ -32,19 +32,14 @@ impl Engine {
         // contract is shared the moment it is written: two daemons would write routing blocks
         // that differ (each replays the settlements it has received so far), and one written
         // while the other machine settles the contract brings the open copy back.
-        let shared = if !wants_routing(polis) {
-            Default::default()
-        } else if crate::fs::locate::shared_by_sync_tool(&self.root) {
-            polis
-                .contracts
-                .iter()
-                .filter(|c| c.folder == ContractFolder::Open)
-                .map(|c| c.file.rel.clone())
-                .collect()
-        } else {
+        let wanted = wants_routing(polis);
+        let all_shared = wanted && crate::fs::locate::shared_by_sync_tool(&self.root);
+        let shared = if wanted && !all_shared {
             crate::fs::git::Repo::find(&self.root)
                 .map(|r| r.shared_unchanged(&self.root, ContractFolder::Open.dir()))
                 .unwrap_or_default()
+        } else {
+            Default::default()
         };
         for file in polis
             .contracts
@@ -91,7 +86,7 @@ impl Engine {
                     continue;
                 }
             };
-            if shared.contains(&file.file.rel) {
+            if all_shared || shared.contains(&file.file.rel) {
                 if let Some(r) = &rec.recommendation {
                     let title = file
                         .contract

@@ -43,14 +43,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         })
         .collect();
     // Work it took that the router recommended for someone else, and how it turned out.
-    let overrides = crate::protocol::routing::overrides::by_citizen(
-        s.state
-            .settled
-            .iter()
-            .map(|(_, st)| (st.owner, st.recommended, st.quality)),
-    )
-    .into_iter()
-    .find(|o| o.citizen == id);
+    let overrides = s.overrides().into_iter().find(|o| o.citizen == id);
     let body = html! {
         h1 { (id) }
         p.muted { (card.card.vendor.as_deref().unwrap_or("?")) " · " (card.card.model.as_deref().unwrap_or("?")) }

@@ -93,6 +93,17 @@ impl Snapshot {
         self.state.settled.file_count()
     }
 
+    /// Each citizen's overrides of the router among the settled contracts, with how that work
+    /// turned out (`protocol::routing::overrides`).
+    pub fn overrides(&self) -> Vec<crate::protocol::routing::overrides::Overrides> {
+        crate::protocol::routing::overrides::by_citizen(
+            self.state
+                .settled
+                .iter()
+                .map(|(_, st)| (st.owner, st.recommended, st.quality)),
+        )
+    }
+
     /// Per tag, each citizen's running average and the leader changes (see
     /// `protocol::routing::stats::history`), from the ledger's snapshot without a sort.
     pub fn history(&self) -> &[(String, TagHistory)] {
