@@ -468,10 +468,8 @@ fn off_loopback_without_the_token_gets_401() {
     assert_eq!(wrong.status, 401);
 }
 
-#[test]
-fn the_event_stream_reports_a_settlement() {
-    let p = generated_polis();
-    let s = serve(&p, "127.0.0.1:0");
+/// A request for polis 0's event stream, sent; reads wait at most 200 ms.
+fn event_stream(s: &Server) -> TcpStream {
     let mut stream = TcpStream::connect(s.addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_millis(200)))
@@ -482,6 +480,14 @@ fn the_event_stream_reports_a_settlement() {
         s.addr.port()
     )
     .unwrap();
+    stream
+}
+
+#[test]
+fn the_event_stream_reports_a_settlement() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let mut stream = event_stream(&s);
     let mut seen = String::new();
     let mut buf = [0u8; 4096];
     let mut read_some = |seen: &mut String| {
@@ -594,16 +600,7 @@ fn connections_and_event_streams_over_their_caps_get_503() {
         "max_connections = 8\nmax_event_streams = 2",
     );
     let open_stream = || {
-        let mut stream = TcpStream::connect(s.addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        write!(
-            stream,
-            "GET /p/0/events HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/event-stream\r\n\r\n",
-            s.addr.port()
-        )
-        .unwrap();
+        let mut stream = event_stream(&s);
         let mut seen = String::new();
         let mut buf = [0u8; 4096];
         wait_until("the stream's headers", Duration::from_secs(10), || {
