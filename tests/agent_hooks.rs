@@ -10,7 +10,7 @@ mod harness;
 use harness::{TestPolis, BIN};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 const ME: &str = "claude-code-one";
 const OTHER: &str = "codex-frontend-one";
@@ -84,25 +84,15 @@ fn handlers(settings: &str) -> Vec<(String, String)> {
 /// Runs one handler as the CLI does: `sh -c <command>` in the project with the payload on
 /// stdin. Returns what it printed.
 fn fire(p: &TestPolis, state: &Path, command: &str, payload: &Value) -> String {
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .env("POLISD_STATE_DIR", state)
-        .env_remove("POLIS_CITIZEN")
-        .current_dir(project(p))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = harness::output_with_stdin(
+        Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .env("POLISD_STATE_DIR", state)
+            .env_remove("POLIS_CITIZEN")
+            .current_dir(project(p)),
+        payload.to_string().as_bytes(),
+    );
     assert_eq!(out.status.code(), Some(0), "{command}: {out:?}");
     String::from_utf8(out.stdout).unwrap()
 }

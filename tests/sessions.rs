@@ -40,24 +40,15 @@ fn message(p: &TestPolis, to: &str, stamp: &str, from: &str, body: &str) {
 
 /// Runs `polisd hook <cli> <kind> …` from the project folder with `payload` on stdin.
 fn hook(p: &TestPolis, cli: &str, kind: &str, extra: &[&str], payload: &Value) -> Output {
-    let mut child = Command::new(BIN)
-        .args(["hook", cli, kind])
-        .args(extra)
-        .env("POLISD_STATE_DIR", &p.state_dir)
-        .env_remove("POLIS_CITIZEN")
-        .current_dir(project(p))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = harness::output_with_stdin(
+        Command::new(BIN)
+            .args(["hook", cli, kind])
+            .args(extra)
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .env_remove("POLIS_CITIZEN")
+            .current_dir(project(p)),
+        payload.to_string().as_bytes(),
+    );
     assert_eq!(out.status.code(), Some(0), "a hook always exits 0: {out:?}");
     out
 }

@@ -295,6 +295,19 @@ pub fn bin_for_others(dir: &Path) -> PathBuf {
     copy
 }
 
+/// Runs `cmd` with `input` on its stdin and its output captured, as an agent CLI runs a hook.
+#[allow(dead_code)]
+pub fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 pub fn copy_tree(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap().flatten() {
