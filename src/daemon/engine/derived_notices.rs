@@ -225,16 +225,15 @@ impl Engine {
         // A settled file is read once, by the daemon (not by `record_findings`): its findings
         // go to whoever settled it, else its opener, else the index keeper; the dashboard's
         // human queue lists them whoever is told.
-        let gone = |id: &String| polis.departed.as_ref().is_some_and(|d| d.contains(id));
+        let gone = |id: &str| polis.departed.as_ref().is_some_and(|d| d.contains(id));
         for rel in self.settled_findings.paths() {
-            let authors = self.settled_authors.get(rel);
+            let authors = self.settled_findings.authors(rel);
             let author = authors
                 .into_iter()
                 .flatten()
-                .flatten()
                 .find(|a| registered.contains(*a) && !gone(a));
-            let named = authors.and_then(|a| a.iter().flatten().next());
-            let Some(recipient) = author.or(polis.index_keeper.as_ref()) else {
+            let named = authors.into_iter().flatten().next();
+            let Some(recipient) = author.or(polis.index_keeper.as_deref()) else {
                 continue;
             };
             for f in self.settled_findings.get(rel).unwrap_or_default() {
@@ -243,8 +242,8 @@ impl Engine {
                 }
                 out.push(Notification::record_finding(
                     recipient,
-                    author.or(named).map(String::as_str),
-                    f,
+                    author.or(named),
+                    &f,
                 ));
             }
         }

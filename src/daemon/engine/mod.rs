@@ -119,8 +119,6 @@ pub struct Engine {
     /// Findings about settled files logged in this pass, and those left out of the log once
     /// [`MAX_LOGGED_SETTLED_FINDINGS`] were.
     settled_findings_logged: (usize, usize),
-    /// Who wrote each settled file with findings (its owner, then its opener), to tell them.
-    settled_authors: std::collections::HashMap<String, [Option<String>; 2]>,
     /// Each file of `contracts/settled/` as last read, with its fingerprint (which tells a
     /// change) and its settlement, kept replayed (SPEC §6). Restored from the state's
     /// snapshot on start-up and checked against every file's fingerprint.
@@ -271,7 +269,6 @@ impl Engine {
             settled_racy: Default::default(),
             settled_findings: Default::default(),
             settled_findings_logged: (0, 0),
-            settled_authors: Default::default(),
             ledger: Ledger::default(),
             settled_zone: None,
             settled_preparing: None,

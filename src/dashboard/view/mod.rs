@@ -230,12 +230,9 @@ impl PolisView {
             Some(published) => {
                 // The daemon's polis comes without the chronicle texts: read from our copies.
                 let mut polis = (*published.polis).clone();
-                polis.findings.extend(
-                    published
-                        .settled_findings
-                        .iter()
-                        .flat_map(|f| f.iter().cloned()),
-                );
+                polis
+                    .findings
+                    .extend(published.settled_findings.findings());
                 let (chronicle, archives) = crate::fs::snapshot::read_chronicles(
                     &self.root,
                     &mut *chronicles,
@@ -246,7 +243,7 @@ impl PolisView {
                 chronicles.forget_unseen();
                 Arc::new(PolisState {
                     polis: Arc::new(polis),
-                    settled_findings: Arc::default(),
+                    settled_findings: Default::default(),
                     settled: published.settled.clone(),
                     stats: Arc::clone(&published.stats),
                     copies: Arc::clone(&published.copies),
