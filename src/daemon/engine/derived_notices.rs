@@ -12,8 +12,15 @@ use std::collections::BTreeSet;
 
 impl Engine {
     /// Every notice the folder's current state calls for. Notices whose recipients depend on
-    /// who is active are fixed when the fact is first seen (`state.known`).
-    pub(super) fn derive(&mut self, polis: &Polis, now: &PolisTime) -> Vec<Notification> {
+    /// who is active are fixed when the fact is first seen (`state.known`). With
+    /// `silence_settled` (a first meeting), the notices about settled files' findings are
+    /// marked sent instead of returned.
+    pub(super) fn derive(
+        &mut self,
+        polis: &Polis,
+        now: &PolisTime,
+        silence_settled: bool,
+    ) -> Vec<Notification> {
         let mut out = Vec::new();
         let electorate = operations::Electorate::of(polis, now);
         let active = electorate.active(now);
@@ -240,11 +247,16 @@ impl Engine {
                 if f.code == crate::protocol::finding::Code::QualityDefaulted {
                     continue; // told in a `quality-defaulted` notice of its own
                 }
-                out.push(Notification::record_finding(
-                    recipient,
-                    author.or(named),
-                    &f,
-                ));
+                // One at a time, never gathered: an old polis may have a finding in each of a
+                // million settled files. Silenced as made, or skipped when already sent (as
+                // `enqueue` would skip it).
+                let n = Notification::record_finding(recipient, author.or(named), &f);
+                let id = n.id();
+                if silence_settled {
+                    self.state.mark_sent(n.kind.as_str(), &id);
+                } else if !self.state.was_sent(n.kind.as_str(), &id) {
+                    out.push(n);
+                }
             }
         }
         out.extend(self.reservation_notices(now));

@@ -775,7 +775,7 @@ impl Engine {
             notices.extend(self.resolved_findings(&pass.polis));
         }
         if scope.derive || pass.wrote {
-            notices.extend(self.derive(&pass.polis, &pass.now));
+            notices.extend(self.derive(&pass.polis, &pass.now, pass.first_meeting));
         }
         if pass.first_meeting {
             // Nothing that was already there when polisd arrived is announced (SPEC §3, §9).
@@ -833,7 +833,7 @@ impl Engine {
     /// later are reported to inboxes, and mark what the folder already calls for as known.
     fn take_baseline(&mut self, polis: &Polis, now: &PolisTime) -> anyhow::Result<()> {
         tracing::info!(polis = %self.root.display(), "first meeting with this polis: taking the baseline");
-        let notices = self.derive(polis, now);
+        let notices = self.derive(polis, now, true);
         self.silence(&notices);
         self.state.first_met = Some(crate::fs::state::now_rfc3339());
         // The settled fingerprints are already recorded: `refresh_settled` puts each file read.
