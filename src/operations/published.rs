@@ -418,9 +418,7 @@ impl FolderState {
             Refresh::Full
         };
         self.refresh(root, zone, refresh, &mut polis.findings);
-        polis
-            .findings
-            .extend(self.findings.all().findings());
+        polis.findings.extend(self.findings.all().findings());
         let stats = self.ledger.stats(&Value::Null, &Value::Null);
         let mut copies = rest_copies.clone();
         copies.extend(self.settled_copies.iter().cloned());
@@ -747,7 +745,11 @@ mod tests {
             assert!(kept.put(&rel, renamed(stem, Some(2)), owner));
         }
         kept.put("contracts/settled/c-4.md", renamed("c-4", Some(3)), owner);
-        kept.put("contracts/settled/c-5.md", renamed("c-5", Some(2)), [None, None]);
+        kept.put(
+            "contracts/settled/c-5.md",
+            renamed("c-5", Some(2)),
+            [None, None],
+        );
         assert_eq!(kept.interned.len(), 3, "c-1..3 share one record");
         for (stem, line) in [("c-1", 2), ("c-3", 2), ("c-4", 3)] {
             let rel = format!("contracts/settled/{stem}.md");
@@ -759,13 +761,20 @@ mod tests {
         assert_eq!(all.len(), 10);
         assert_eq!(all[2], renamed("c-2", Some(2))[0]);
         // A change of authors only is kept, and is not a change of findings.
-        assert!(!kept.put("contracts/settled/c-1.md", renamed("c-1", Some(2)), [None, None]));
+        assert!(!kept.put(
+            "contracts/settled/c-1.md",
+            renamed("c-1", Some(2)),
+            [None, None]
+        ));
         assert_eq!(kept.authors("contracts/settled/c-1.md"), [None, None]);
         assert_eq!(kept.interned.len(), 3, "c-1 now shares c-5's record");
         for stem in ["c-1", "c-2", "c-3", "c-4", "c-5"] {
             kept.remove(&format!("contracts/settled/{stem}.md"));
         }
-        assert!(kept.interned.is_empty(), "nothing kept for files that are gone");
+        assert!(
+            kept.interned.is_empty(),
+            "nothing kept for files that are gone"
+        );
     }
 
     fn settled(id: &str, quality: u8) -> String {

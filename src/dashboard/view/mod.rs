@@ -230,9 +230,7 @@ impl PolisView {
             Some(published) => {
                 // The daemon's polis comes without the chronicle texts: read from our copies.
                 let mut polis = (*published.polis).clone();
-                polis
-                    .findings
-                    .extend(published.settled_findings.findings());
+                polis.findings.extend(published.settled_findings.findings());
                 let (chronicle, archives) = crate::fs::snapshot::read_chronicles(
                     &self.root,
                     &mut *chronicles,

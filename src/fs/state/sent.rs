@@ -42,7 +42,10 @@ fn hex_id(id: &str) -> Option<u64> {
 
 impl SentNotifications {
     fn kind_at(&self, kind: &str) -> Option<u16> {
-        self.kinds.iter().position(|k| k == kind).map(|at| at as u16)
+        self.kinds
+            .iter()
+            .position(|k| k == kind)
+            .map(|at| at as u16)
     }
 
     pub fn contains(&self, kind: &str, id: &str) -> bool {
