@@ -1366,6 +1366,52 @@ fn reflection_on_two_days_on_two_clones_files_one_proposal() {
     );
 }
 
+/// The same on folders a sync tool keeps: each machine drafted one proposal from the
+/// settlements it had seen, the sync kept one draft and the other as a conflict copy, and the
+/// daemon keeps the fuller draft and removes the copy; after the next sync both machines hold
+/// that one file and no copy.
+#[test]
+fn a_conflict_copy_of_a_reflection_draft_is_settled_to_the_fuller_draft() {
+    let (a, b) = two_copies(|_| {});
+    let at = (chrono::Utc::now() - chrono::Duration::days(1)).format("'%Y-%m-%d 10:00:00'");
+    for (p, side, count) in [(&a, "a", 3), (&b, "b", 4)] {
+        for i in 0..count {
+            let id = format!("work-{side}-{i}");
+            p.save(
+                &format!("contracts/settled/{id}.md"),
+                &settled(&id, FOUNDER, ALPHA, 1, &at.to_string()),
+            );
+        }
+        let out = p.polisd(&["reflect", "--apply", "--json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let drafts = |p: &TestPolis| -> BTreeMap<String, Vec<u8>> {
+        tree(&p.root)
+            .into_iter()
+            .filter(|(rel, _)| {
+                rel.starts_with("amendments/proposed/") && rel.contains("stakes-rust")
+            })
+            .collect()
+    };
+    let fuller = drafts(&b);
+    assert_eq!(fuller.len(), 1, "{:?}", fuller.keys());
+    let mut last = BTreeMap::new();
+    let (_, conflicts) = syncthing(&a.root, &b.root, &mut last, "amendments");
+    assert!(conflicts > 0, "each side drafted its own bytes");
+    // The sync kept A's draft (three settlements) and B's as the copy.
+    assert_eq!(drafts(&b).len(), 2, "{:?}", drafts(&b).keys());
+    let _daemon = b.start_daemon();
+    wait_for(&b, "the copy settled", || drafts(&b) == fuller);
+    syncthing(&a.root, &b.root, &mut last, "amendments");
+    assert_eq!(drafts(&a), fuller);
+    assert_eq!(drafts(&b), fuller);
+    assert_eq!(b.count(FOUNDER, "sync-conflict"), 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // A team on real sync tools: the settling window, duplicates, votes, episodes, owners
 

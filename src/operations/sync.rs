@@ -23,6 +23,9 @@ pub enum CopyKind {
     Inbox,
     /// A copy of `routing_stats.yml`: stale derived bytes, removed (polisd rebuilds the file).
     Derived,
+    /// A copy of a proposed amendment: when both are reflection's drafts of one proposal, the
+    /// fuller draft is kept and the copy removed; otherwise reported like [`CopyKind::Other`].
+    Draft,
     /// Anything else: reported to the index keeper.
     Other,
 }
@@ -50,7 +53,8 @@ impl ConflictCopy {
             merge::Strategy::Chronicle => CopyKind::Chronicle,
             merge::Strategy::Inbox => CopyKind::Inbox,
             merge::Strategy::Derived => CopyKind::Derived,
-            _ => CopyKind::Other,
+            merge::Strategy::Draft => CopyKind::Draft,
+            merge::Strategy::Text => CopyKind::Other,
         };
         ConflictCopy {
             copy,
@@ -66,6 +70,13 @@ pub fn copy_finding(c: &ConflictCopy) -> Finding {
         CopyKind::Other => format!(
             "a sync tool kept a second version of `{}` here; polisd does not read it as a record. \
              Compare the two, keep the right content in `{}`, and delete this copy",
+            c.original, c.original
+        ),
+        CopyKind::Draft => format!(
+            "a sync tool kept a second version of `{}` here; polisd does not read it as a record. \
+             Two drafts of one proposal by polis-reflector are settled by the daemon (the fuller \
+             evidence is kept); this is not that: compare the two, keep the right content in \
+             `{}`, and delete this copy",
             c.original, c.original
         ),
         CopyKind::Derived => format!(
@@ -109,6 +120,33 @@ pub fn merge_inbox_copy(
     let changed = super::edit_agent_file(writer, root, &copy.original, |cur| {
         Some(merge::merge_inbox(None, cur, &copy_text, &elsewhere).text)
     })?;
+    writer.remove(&copy.copy)?;
+    Ok(Some(changed))
+}
+
+/// Settles a conflict copy of a proposed amendment when the copy and its original are both
+/// reflection's drafts of one proposal: the fuller draft stays in the original
+/// (compare-before-replace) and the copy is removed ([`merge::merge_drafts`], the rule git's
+/// merge driver follows). `None`, with the copy left in place, when they are not.
+pub fn merge_draft_copy(
+    writer: &Writer,
+    root: &Path,
+    copy: &ConflictCopy,
+) -> Result<Option<bool>, ActionError> {
+    let Ok(Some(copy_text)) = snapshot::read_text(root, &copy.copy, None) else {
+        return Ok(None);
+    };
+    // Whether the original the edit last saw was a draft of the same proposal: the copy goes
+    // only then, so its bytes are never lost to a file that changed meanwhile.
+    let settled = std::cell::Cell::new(false);
+    let changed = super::edit_agent_file(writer, root, &copy.original, |cur| {
+        let merged = merge::merge_drafts(cur, &copy_text);
+        settled.set(merged.is_some());
+        merged.map(|m| m.text)
+    })?;
+    if !settled.get() || !root.join(&copy.original).is_file() {
+        return Ok(None);
+    }
     writer.remove(&copy.copy)?;
     Ok(Some(changed))
 }
