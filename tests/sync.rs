@@ -1373,30 +1373,10 @@ fn reflection_on_two_days_on_two_clones_files_one_proposal() {
 #[test]
 fn a_conflict_copy_of_a_reflection_draft_is_settled_to_the_fuller_draft() {
     let (a, b) = two_copies(|_| {});
-    let at = (chrono::Utc::now() - chrono::Duration::days(1)).format("'%Y-%m-%d 10:00:00'");
     for (p, side, count) in [(&a, "a", 3), (&b, "b", 4)] {
-        for i in 0..count {
-            let id = format!("work-{side}-{i}");
-            p.save(
-                &format!("contracts/settled/{id}.md"),
-                &settled(&id, FOUNDER, ALPHA, 1, &at.to_string()),
-            );
-        }
-        let out = p.polisd(&["reflect", "--apply", "--json"]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        draft_from_settlements(p, side, count);
     }
-    let drafts = |p: &TestPolis| -> BTreeMap<String, Vec<u8>> {
-        tree(&p.root)
-            .into_iter()
-            .filter(|(rel, _)| {
-                rel.starts_with("amendments/proposed/") && rel.contains("stakes-rust")
-            })
-            .collect()
-    };
+    let drafts = stakes_drafts;
     let fuller = drafts(&b);
     assert_eq!(fuller.len(), 1, "{:?}", fuller.keys());
     let mut last = BTreeMap::new();
@@ -1598,38 +1578,47 @@ fn pull(p: &TestPolis) {
     );
 }
 
+/// Settles `count` low-quality `rust` contracts named `work-<side>-<i>` (yesterday, unguarded)
+/// on `p` and runs `polisd reflect --apply` there: a draft of the `stakes-rust` proposal citing
+/// them.
+fn draft_from_settlements(p: &TestPolis, side: &str, count: usize) {
+    let at = (chrono::Utc::now() - chrono::Duration::days(1))
+        .format("'%Y-%m-%d 10:00:00'")
+        .to_string();
+    for i in 0..count {
+        let id = format!("work-{side}-{i}");
+        p.save(
+            &format!("contracts/settled/{id}.md"),
+            &settled(&id, FOUNDER, ALPHA, 1, &at),
+        );
+    }
+    let out = p.polisd(&["reflect", "--apply", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The `stakes-rust` drafts in `amendments/proposed/`, by path.
+fn stakes_drafts(p: &TestPolis) -> BTreeMap<String, Vec<u8>> {
+    tree(&p.root)
+        .into_iter()
+        .filter(|(rel, _)| rel.starts_with("amendments/proposed/") && rel.contains("stakes-rust"))
+        .collect()
+}
+
 /// Reflection on two clones that had each seen other low-quality settlements drafts one
 /// proposal with other evidence on each: git's merge keeps the draft with the fuller evidence,
 /// whichever side pulls, instead of an add/add conflict; a second reflection files nothing new.
 #[test]
 fn two_clones_drafting_one_proposal_from_other_evidence_merge_to_the_fuller_draft() {
     let (_origin, a, b) = two_clones();
-    let at = (chrono::Utc::now() - chrono::Duration::days(1)).format("'%Y-%m-%d 10:00:00'");
     for (p, side, count) in [(&a, "a", 3), (&b, "b", 4)] {
-        for i in 0..count {
-            let id = format!("work-{side}-{i}");
-            p.save(
-                &format!("contracts/settled/{id}.md"),
-                &settled(&id, FOUNDER, ALPHA, 1, &at.to_string()),
-            );
-        }
-        commit_all(p, "settled");
-        let out = p.polisd(&["reflect", "--apply", "--json"]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        draft_from_settlements(p, side, count);
         commit_all(p, "reflected");
     }
-    let drafts = |p: &TestPolis| -> BTreeMap<String, Vec<u8>> {
-        tree(&p.root)
-            .into_iter()
-            .filter(|(rel, _)| {
-                rel.starts_with("amendments/proposed/") && rel.contains("stakes-rust")
-            })
-            .collect()
-    };
+    let drafts = stakes_drafts;
     let (on_a, on_b) = (drafts(&a), drafts(&b));
     assert_eq!(on_a.len(), 1, "{:?}", on_a.keys());
     assert_eq!(

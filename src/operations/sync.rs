@@ -94,11 +94,14 @@ pub fn copy_finding(c: &ConflictCopy) -> Finding {
     Finding::warning(Code::ConflictCopy, &c.copy, None, message)
 }
 
-/// Merges an inbox conflict copy into its original (an id-aware union of the blocks; a block
-/// already in the inbox archive is not brought back), compare-before-replace, then removes the
-/// copy. Returns whether the inbox changed; `false` with the copy left in place when the
-/// original is missing (nothing to merge into: the copy is reported instead).
-pub fn merge_inbox_copy(
+/// Merges a conflict copy polisd can merge into its original, compare-before-replace, then
+/// removes the copy. An inbox's: an id-aware union of the blocks (a block already in the inbox
+/// archive is not brought back). A proposed amendment's, when the copy and its original are
+/// both reflection's drafts of one proposal: the fuller draft ([`merge::merge_drafts`], the
+/// rule git's merge driver follows). Returns whether the original changed; `None`, with the
+/// copy left in place to be reported, when the original is missing or the two cannot be
+/// merged.
+pub fn merge_copy(
     writer: &Writer,
     root: &Path,
     copy: &ConflictCopy,
@@ -106,45 +109,29 @@ pub fn merge_inbox_copy(
     let Ok(Some(copy_text)) = snapshot::read_text(root, &copy.copy, None) else {
         return Ok(None);
     };
-    if !root.join(&copy.original).is_file() {
-        return Ok(None);
-    }
-    let archive_rel = copy
-        .original
-        .strip_suffix("inbox.md")
-        .map(|dir| format!("{dir}inbox-archive.md"));
-    let archive = archive_rel
-        .filter(|a| *a != copy.original)
-        .and_then(|a| snapshot::read_text(root, &a, None).ok().flatten());
+    let archive = match copy.kind {
+        CopyKind::Inbox => copy
+            .original
+            .strip_suffix("inbox.md")
+            .map(|dir| format!("{dir}inbox-archive.md"))
+            .filter(|a| *a != copy.original)
+            .and_then(|a| snapshot::read_text(root, &a, None).ok().flatten()),
+        CopyKind::Draft => None,
+        _ => return Ok(None),
+    };
     let elsewhere: Vec<&str> = archive.as_deref().into_iter().collect();
+    // Whether the original the edit last saw could be merged with the copy: the copy goes only
+    // then, so its bytes are never lost to a file that vanished or changed meanwhile.
+    let merged_with = std::cell::Cell::new(false);
     let changed = super::edit_agent_file(writer, root, &copy.original, |cur| {
-        Some(merge::merge_inbox(None, cur, &copy_text, &elsewhere).text)
-    })?;
-    writer.remove(&copy.copy)?;
-    Ok(Some(changed))
-}
-
-/// Settles a conflict copy of a proposed amendment when the copy and its original are both
-/// reflection's drafts of one proposal: the fuller draft stays in the original
-/// (compare-before-replace) and the copy is removed ([`merge::merge_drafts`], the rule git's
-/// merge driver follows). `None`, with the copy left in place, when they are not.
-pub fn merge_draft_copy(
-    writer: &Writer,
-    root: &Path,
-    copy: &ConflictCopy,
-) -> Result<Option<bool>, ActionError> {
-    let Ok(Some(copy_text)) = snapshot::read_text(root, &copy.copy, None) else {
-        return Ok(None);
-    };
-    // Whether the original the edit last saw was a draft of the same proposal: the copy goes
-    // only then, so its bytes are never lost to a file that changed meanwhile.
-    let settled = std::cell::Cell::new(false);
-    let changed = super::edit_agent_file(writer, root, &copy.original, |cur| {
-        let merged = merge::merge_drafts(cur, &copy_text);
-        settled.set(merged.is_some());
+        let merged = match copy.kind {
+            CopyKind::Inbox => Some(merge::merge_inbox(None, cur, &copy_text, &elsewhere)),
+            _ => merge::merge_drafts(cur, &copy_text),
+        };
+        merged_with.set(merged.is_some());
         merged.map(|m| m.text)
     })?;
-    if !settled.get() || !root.join(&copy.original).is_file() {
+    if !merged_with.get() || !root.join(&copy.original).is_file() {
         return Ok(None);
     }
     writer.remove(&copy.copy)?;

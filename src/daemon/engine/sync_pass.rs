@@ -200,12 +200,7 @@ impl Engine {
                     continue;
                 }
                 CopyKind::Inbox | CopyKind::Draft if writes => {
-                    let merged = if copy.kind == CopyKind::Inbox {
-                        sync::merge_inbox_copy(&self.writer, &self.root, &copy)
-                    } else {
-                        sync::merge_draft_copy(&self.writer, &self.root, &copy)
-                    };
-                    match merged {
+                    match sync::merge_copy(&self.writer, &self.root, &copy) {
                         Ok(Some(changed)) => {
                             tracing::info!(copy = %copy.copy, "merged a conflict copy");
                             self.state.counters.writes += 1;
