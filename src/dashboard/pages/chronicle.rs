@@ -205,3 +205,53 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         body,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pages of a file of several pages, filtered or not: newest first, with the file's line
+    /// numbers, never more than a page held.
+    #[test]
+    fn a_window_is_one_page_of_the_matching_lines_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::from("---\nkind: chronicle\n---\n");
+        let lines = 4 * TAIL + 7;
+        for k in 0..lines {
+            let who = if k % 3 == 0 { "bravo-agent" } else { "alpha-agent" };
+            text.push_str(&format!("- 2026-01-01 10:00 | {who} | worked on | - | step {k}\n"));
+        }
+        std::fs::write(dir.path().join("chronicle.md"), &text).unwrap();
+        // Line k of the loop is line 4 + k of the file.
+        let step = |(number, text): &(usize, String)| {
+            assert!(text.ends_with(&format!("step {}", number - 4)), "{number}: {text}");
+            number - 4
+        };
+        let all = |_: Option<&chronicle::Entry<'_>>| true;
+        let w = window(dir.path(), "chronicle.md", 0, &all);
+        assert_eq!((w.total, w.matching, w.pages, w.page), (lines, lines, 5, 0));
+        let steps: Vec<usize> = w.shown.iter().map(step).collect();
+        assert_eq!(steps, (lines - TAIL..lines).rev().collect::<Vec<_>>());
+        let w = window(dir.path(), "chronicle.md", 2, &all);
+        let steps: Vec<usize> = w.shown.iter().map(step).collect();
+        assert_eq!(steps, (lines - 3 * TAIL..lines - 2 * TAIL).rev().collect::<Vec<_>>());
+        // Past the end: the oldest page, shorter.
+        let w = window(dir.path(), "chronicle.md", 99, &all);
+        assert_eq!(w.page, 4);
+        let steps: Vec<usize> = w.shown.iter().map(step).collect();
+        assert_eq!(steps, (0..7).rev().collect::<Vec<_>>());
+        // By author: every third line, paged among those.
+        let bravo = |e: Option<&chronicle::Entry<'_>>| e.is_some_and(|e| e.author == "bravo-agent");
+        let w = window(dir.path(), "chronicle.md", 1, &bravo);
+        let matching = lines.div_ceil(3);
+        assert_eq!((w.matching, w.pages), (matching, matching.div_ceil(TAIL)));
+        let steps: Vec<usize> = w.shown.iter().map(step).collect();
+        let expected: Vec<usize> = (0..lines).filter(|k| k % 3 == 0).rev().skip(TAIL).take(TAIL).collect();
+        assert_eq!(steps, expected);
+        assert_eq!(
+            w.authors.iter().collect::<Vec<_>>(),
+            ["alpha-agent", "bravo-agent"]
+        );
+        assert!(window(dir.path(), "missing.md", 0, &all).shown.is_empty());
+    }
+}

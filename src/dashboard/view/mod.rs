@@ -487,3 +487,45 @@ fn current_contracts(polis: &Polis) -> BTreeMap<String, String> {
     }
     out.into_iter().map(|(o, (_, id))| (o, id)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dashboard::pages::chronicle::{window, TAIL};
+
+    /// A snapshot keeps what the build found in the chronicle (its findings, who is active) and
+    /// not the text: what a view holds does not grow with the file. The chronicle page reads
+    /// its window from disk.
+    #[test]
+    fn a_snapshot_keeps_what_the_chronicle_says_not_its_text() {
+        let (_dir, root, _writer) = crate::operations::test_polis::polis_with(&["alpha-agent"]);
+        let stamp = PolisTime::system(Default::default()).minute_stamp();
+        let mut text = String::from("# Chronicle\n\n");
+        let lines = 3 * TAIL + 5;
+        for k in 0..lines {
+            text.push_str(&format!("- {stamp} | alpha-agent | worked on | - | step {k}\n"));
+        }
+        text.push_str("- not a line\n");
+        std::fs::write(root.join("chronicle.md"), &text).unwrap();
+        let bad_line = 3 + lines;
+        let (_tx, rx) = watch::channel(Change::default());
+        let view = PolisView::new(&root, rx);
+        let s = view.current();
+        assert!(s.polis.chronicle.is_none() && s.polis.archives.is_empty());
+        assert!(s.state.polis.chronicle.is_none() && s.state.polis.archives.is_empty());
+        assert_eq!(s.chronicle_files, ["chronicle.md"]);
+        assert!(
+            s.findings
+                .iter()
+                .any(|f| f.path == "chronicle.md" && f.line == Some(bad_line)),
+            "{:?}",
+            s.findings
+        );
+        assert!(s.polis.active_authors(&s.now).contains("alpha-agent"));
+        assert!(s.polis.departed().is_empty());
+        let w = window(&root, "chronicle.md", 0, &|_| true);
+        // The heading is a line too (a malformed one, as the findings say).
+        assert_eq!((w.total, w.shown.len()), (lines + 2, TAIL));
+        assert_eq!(w.shown[0], (bad_line, "- not a line".to_string()));
+    }
+}
