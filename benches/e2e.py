@@ -703,6 +703,39 @@ def dashboard_memory_run(root: Path, tmp: Path, bin, repeat: int) -> dict:
     return out
 
 
+def reference_dashboard_memory(root: Path, repeat: int) -> dict:
+    """The reference's `polis serve` (stdlib http.server, the polis read on every request) over
+    `root`: its two pages (`/`, `/api/state`) first and warm, then VmRSS and VmHWM."""
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    polis = Path(PY).parent / "polis"
+    proc = subprocess.Popen([str(polis), "serve", "--port", str(port), "--polis-root", str(root)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = {"pages": {}}
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                http_get(port, "/api/state")
+                break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise SystemExit("the reference's `polis serve` did not start")
+                time.sleep(0.1)
+        for name, path in (("overview", "/"), ("api/state", "/api/state")):
+            status, body, first = http_get(port, path)
+            warm = [http_get(port, path)[2] for _ in range(repeat)]
+            out["pages"][name] = {"first": first, "warm": statistics.median(warm), "bytes": len(body)}
+        out["rss_kib"] = rss_kib(proc.pid)
+        out["peak_kib"] = rss_kib(proc.pid, "VmHWM:")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+    return out
+
+
 def cmd_dashboard_memory(args):
     """`polisd serve` over a polis whose chronicle is `--chronicle-mb` MB: latency of each page
     (overview, chronicle and its later pages, filtered, search, the JSON API, a citizen) and
@@ -719,6 +752,15 @@ def cmd_dashboard_memory(args):
         runs = [("new", BIN)] + ([("baseline", Path(args.baseline))] if args.baseline else [])
         results = {label: dashboard_memory_run(root, tmp, bin, args.repeat) for label, bin in runs}
         labels = [label for label, _ in runs]
+        if args.reference:
+            if not Path(PY).exists():
+                raise SystemExit(f"no reference at {PY}: run `cargo test --locked --test setup` once")
+            ref = reference_dashboard_memory(root, args.repeat)
+            print("reference `polis serve` (reads the polis on every request):")
+            for name, m in ref["pages"].items():
+                print(f"  {name:34}{m['first'] * 1e3:>12.1f} /{m['warm'] * 1e3:>9.1f} ms")
+            print(f"  {'VmRSS / VmHWM':34}{mib(ref['rss_kib']):>12} / {mib(ref['peak_kib'])}")
+            results["reference"] = ref
         print(f"{'page (ms: first / warm median)':36}" + "".join(f"{l:>24}" for l in labels))
         for name in results["new"]["pages"]:
             cells = "".join(f"{results[l]['pages'][name]['first'] * 1e3:>12.1f} /{results[l]['pages'][name]['warm'] * 1e3:>9.1f}" for l in labels)
@@ -1682,6 +1724,7 @@ def main():
     dm.add_argument("--repeat", type=int, default=5)
     dm.add_argument("--baseline", default=BASELINE, help="an earlier polisd binary, measured beside this one")
     dm.add_argument("--json", action="store_true")
+    dm.add_argument("--reference", action="store_true", help="also the reference's `polis serve` on the same polis")
     a = sub.add_parser("all")
     a.add_argument("--quick", action="store_true", help="run the reference up to 10k contracts only")
     a.add_argument("--repeat", type=int, default=3)
