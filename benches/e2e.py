@@ -710,8 +710,7 @@ def reference_dashboard_memory(root: Path, repeat: int) -> dict:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    polis = Path(PY).parent / "polis"
-    proc = subprocess.Popen([str(polis), "serve", "--port", str(port), "--polis-root", str(root)],
+    proc = subprocess.Popen([PY, "-m", "polis.cli", "serve", "--port", str(port), "--polis-root", str(root)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     out = {"pages": {}}
     try:

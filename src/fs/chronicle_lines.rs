@@ -71,7 +71,12 @@ impl LineReader {
         self.lines_before = at.number.saturating_sub(1);
         if at.offset == 0 {
             // A byte-order mark is not part of the first line.
-            if self.reader.fill_buf().ok()?.starts_with("\u{feff}".as_bytes()) {
+            if self
+                .reader
+                .fill_buf()
+                .ok()?
+                .starts_with("\u{feff}".as_bytes())
+            {
                 self.reader.consume(3);
                 self.offset = 3;
             }

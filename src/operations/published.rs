@@ -271,7 +271,8 @@ impl FolderState {
         // The chronicle files come from `chronicles` on every read, and the rest is kept
         // without them: a reader that drops them after its read (the dashboard) holds no
         // chronicle text between reads, and one that keeps copies appends to them in place.
-        let (chronicle, archives) = snapshot::read_chronicles(root, chronicles, &mut polis.findings);
+        let (chronicle, archives) =
+            snapshot::read_chronicles(root, chronicles, &mut polis.findings);
         polis.chronicle = chronicle;
         polis.archives = archives;
         let zone = polis.settings.timezone;

@@ -93,9 +93,11 @@ pub fn items_beside<'a>(
     let mut ignored = Vec::new();
     for rel in rels {
         let stem = layout::record_stem(rel);
-        let Ok(Some(text)) =
-            crate::fs::snapshot::read_text(&polis.root, rel, Some(crate::fs::snapshot::MAX_RECORD_BYTES))
-        else {
+        let Ok(Some(text)) = crate::fs::snapshot::read_text(
+            &polis.root,
+            rel,
+            Some(crate::fs::snapshot::MAX_RECORD_BYTES),
+        ) else {
             continue;
         };
         if !handoff::has_suggestion_heading(&text) && !queue.has_lesson_about(stem) {

@@ -73,7 +73,7 @@ pub fn window(
             }
         }
         if wanted(entry.as_ref()) {
-            if w.matching % TAIL == 0 {
+            if w.matching.is_multiple_of(TAIL) {
                 marks.push(line.at);
             }
             w.matching += 1;
@@ -218,13 +218,22 @@ mod tests {
         let mut text = String::from("---\nkind: chronicle\n---\n");
         let lines = 4 * TAIL + 7;
         for k in 0..lines {
-            let who = if k % 3 == 0 { "bravo-agent" } else { "alpha-agent" };
-            text.push_str(&format!("- 2026-01-01 10:00 | {who} | worked on | - | step {k}\n"));
+            let who = if k % 3 == 0 {
+                "bravo-agent"
+            } else {
+                "alpha-agent"
+            };
+            text.push_str(&format!(
+                "- 2026-01-01 10:00 | {who} | worked on | - | step {k}\n"
+            ));
         }
         std::fs::write(dir.path().join("chronicle.md"), &text).unwrap();
         // Line k of the loop is line 4 + k of the file.
         let step = |(number, text): &(usize, String)| {
-            assert!(text.ends_with(&format!("step {}", number - 4)), "{number}: {text}");
+            assert!(
+                text.ends_with(&format!("step {}", number - 4)),
+                "{number}: {text}"
+            );
             number - 4
         };
         let all = |_: Option<&chronicle::Entry<'_>>| true;
@@ -234,7 +243,12 @@ mod tests {
         assert_eq!(steps, (lines - TAIL..lines).rev().collect::<Vec<_>>());
         let w = window(dir.path(), "chronicle.md", 2, &all);
         let steps: Vec<usize> = w.shown.iter().map(step).collect();
-        assert_eq!(steps, (lines - 3 * TAIL..lines - 2 * TAIL).rev().collect::<Vec<_>>());
+        assert_eq!(
+            steps,
+            (lines - 3 * TAIL..lines - 2 * TAIL)
+                .rev()
+                .collect::<Vec<_>>()
+        );
         // Past the end: the oldest page, shorter.
         let w = window(dir.path(), "chronicle.md", 99, &all);
         assert_eq!(w.page, 4);
@@ -246,7 +260,12 @@ mod tests {
         let matching = lines.div_ceil(3);
         assert_eq!((w.matching, w.pages), (matching, matching.div_ceil(TAIL)));
         let steps: Vec<usize> = w.shown.iter().map(step).collect();
-        let expected: Vec<usize> = (0..lines).filter(|k| k % 3 == 0).rev().skip(TAIL).take(TAIL).collect();
+        let expected: Vec<usize> = (0..lines)
+            .filter(|k| k % 3 == 0)
+            .rev()
+            .skip(TAIL)
+            .take(TAIL)
+            .collect();
         assert_eq!(steps, expected);
         assert_eq!(
             w.authors.iter().collect::<Vec<_>>(),

@@ -503,7 +503,9 @@ mod tests {
         let mut text = String::from("# Chronicle\n\n");
         let lines = 3 * TAIL + 5;
         for k in 0..lines {
-            text.push_str(&format!("- {stamp} | alpha-agent | worked on | - | step {k}\n"));
+            text.push_str(&format!(
+                "- {stamp} | alpha-agent | worked on | - | step {k}\n"
+            ));
         }
         text.push_str("- not a line\n");
         std::fs::write(root.join("chronicle.md"), &text).unwrap();
