@@ -644,6 +644,24 @@ def cmd_dashboard(args):
 
 
 
+def page_times(port: int, pages, repeat: int) -> dict:
+    """Each (name, path) of `pages` on 127.0.0.1:`port`: the first GET and the median of
+    `repeat` more, in seconds, and the answer's size."""
+    out = {}
+    for name, path in pages:
+        status, body, first = http_get(port, path)
+        if status != 200:
+            raise SystemExit(f"{path}: HTTP {status}")
+        warm = [http_get(port, path)[2] for _ in range(repeat)]
+        out[name] = {"first": first, "warm": statistics.median(warm), "bytes": len(body)}
+    return out
+
+
+def resident(pid: int) -> dict:
+    """The resident memory of `pid` now and its peak (KiB)."""
+    return {"rss_kib": rss_kib(pid), "peak_kib": rss_kib(pid, "VmHWM:")}
+
+
 def dashboard_memory_run(root: Path, tmp: Path, bin, repeat: int) -> dict:
     """`polisd serve` (binary `bin`) over `root`: each page's first and warm latency, the
     chronicle page after an append (the change event awaited first), then VmRSS and VmHWM."""
@@ -668,15 +686,9 @@ def dashboard_memory_run(root: Path, tmp: Path, bin, repeat: int) -> dict:
         ("citizen", f"/p/0/citizens/{CITIZENS[1]}"),
         ("tags", "/p/0/tags"),
     ]
-    out = {"pages": {}}
+    out = {}
     try:
-        for name, path in pages:
-            status, body, first = http_get(port, path)
-            if status != 200:
-                raise SystemExit(f"{path}: HTTP {status}")
-            warm = [http_get(port, path)[2] for _ in range(repeat)]
-            out["pages"][name] = {"first": first, "warm": statistics.median(warm),
-                                  "bytes": len(body)}
+        out["pages"] = page_times(port, pages, repeat)
         # An append: the event, then the chronicle page (the appended bytes are what changed).
         probe = sse_client(port)
         probe.settimeout(30)
@@ -695,8 +707,7 @@ def dashboard_memory_run(root: Path, tmp: Path, bin, repeat: int) -> dict:
             after.append(t)
         probe.close()
         out["after_append"] = statistics.median(after)
-        out["rss_kib"] = rss_kib(proc.pid)
-        out["peak_kib"] = rss_kib(proc.pid, "VmHWM:")
+        out.update(resident(proc.pid))
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()
@@ -712,7 +723,7 @@ def reference_dashboard_memory(root: Path, repeat: int) -> dict:
         port = probe.getsockname()[1]
     proc = subprocess.Popen([PY, "-m", "polis.cli", "serve", "--port", str(port), "--polis-root", str(root)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    out = {"pages": {}}
+    out = {}
     try:
         deadline = time.time() + 60
         while True:
@@ -723,12 +734,8 @@ def reference_dashboard_memory(root: Path, repeat: int) -> dict:
                 if time.time() > deadline or proc.poll() is not None:
                     raise SystemExit("the reference's `polis serve` did not start")
                 time.sleep(0.1)
-        for name, path in (("overview", "/"), ("api/state", "/api/state")):
-            status, body, first = http_get(port, path)
-            warm = [http_get(port, path)[2] for _ in range(repeat)]
-            out["pages"][name] = {"first": first, "warm": statistics.median(warm), "bytes": len(body)}
-        out["rss_kib"] = rss_kib(proc.pid)
-        out["peak_kib"] = rss_kib(proc.pid, "VmHWM:")
+        out["pages"] = page_times(port, (("overview", "/"), ("api/state", "/api/state")), repeat)
+        out.update(resident(proc.pid))
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()

@@ -1279,28 +1279,11 @@ fn beside_the_daemon_pages_come_from_the_engine_without_reading_settled_files() 
     assert_eq!(snapshot.chronicle_files, ["chronicle.md"]);
     assert!(snapshot.polis.chronicle.is_none());
     let none = std::collections::HashMap::new();
-    let (status, html) = polisd::dashboard::render(
-        &polisd::dashboard::pages::chronicle::PAGE,
-        &view,
-        &snapshot,
-        0,
-        &[],
-        &none,
-        &none,
-        "",
-    );
+    let render = |page| polisd::dashboard::render(page, &view, &snapshot, 0, &[], &none, &none, "");
+    let (status, html) = render(&polisd::dashboard::pages::chronicle::PAGE);
     assert_eq!(status, 200);
     assert!(html.contains("window.__pwned=9"), "{html}");
-    let (status, html) = polisd::dashboard::render(
-        &polisd::dashboard::pages::overview::PAGE,
-        &view,
-        &snapshot,
-        0,
-        &[],
-        &none,
-        &none,
-        "",
-    );
+    let (status, html) = render(&polisd::dashboard::pages::overview::PAGE);
     assert_eq!(status, 200);
     assert!(html.contains(r#"id="count-settled">5<"#), "{html}");
     drop(tx);
