@@ -112,7 +112,7 @@ pub fn run_with(options: RunOptions, sidecar: Option<StartSidecar>) -> anyhow::R
 /// share. glibc gives each new thread an arena of its own (up to eight per core), and an arena
 /// keeps the pages of everything its threads ever held; with 1M settled files the readers'
 /// arenas held 300 MB resident for 64 MB in use after a first meeting (measured with
-/// `malloc_stats`), and capping them took the daemon from 515 to 380 MiB with the scan no
+/// `malloc_stats`), and capping them took the daemon from 515 to 380 MiB with start-up no
 /// slower (docs/performance.md, "Memory at a million settlements"). Set before any thread
 /// starts; `MALLOC_ARENA_MAX` in the environment still wins.
 fn limit_heap_arenas() {
