@@ -1329,31 +1329,44 @@ impl Drop for Driver {
     }
 }
 
+/// A chromedriver on a port of its choosing. It can exit before saying its port (a port it
+/// picked and then could not bind while the machine is busy): it is started again, three
+/// times at most, and a last failure says what it printed.
 fn chromedriver() -> Driver {
     use std::os::unix::process::CommandExt as _;
-    let mut child = Command::new("chromedriver")
-        .arg("--port=0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("chromedriver is missing: install Debian's `chromium` and `chromium-driver` (.ci/run does)");
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut port = None;
-    let mut line = String::new();
-    while port.is_none() && out.read_line(&mut line).unwrap_or(0) > 0 {
-        port = line
-            .split("started successfully on port ")
-            .nth(1)
-            .and_then(|r| r.trim().trim_end_matches('.').parse().ok());
-        line.clear();
+    let mut said = String::new();
+    for _ in 0..3 {
+        let mut child = Command::new("chromedriver")
+            .arg("--port=0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("chromedriver is missing: install Debian's `chromium` and `chromium-driver` (.ci/run does)");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut port = None;
+        let mut line = String::new();
+        while port.is_none() && out.read_line(&mut line).unwrap_or(0) > 0 {
+            port = line
+                .split("started successfully on port ")
+                .nth(1)
+                .and_then(|r| r.trim().trim_end_matches('.').parse().ok());
+            said.push_str(&line);
+            line.clear();
+        }
+        let Some(port) = port else {
+            let _ = child.kill();
+            let _ = child.wait();
+            continue;
+        };
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        return Driver {
+            child,
+            port,
+            _profile: tempfile::tempdir().unwrap(),
+        };
     }
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-    Driver {
-        child,
-        port: port.expect("chromedriver did not say its port"),
-        _profile: tempfile::tempdir().unwrap(),
-    }
+    panic!("chromedriver did not say its port in three starts; it said:\n{said}")
 }
 
 const CHROMIUM_FLAGS: [&str; 10] = [
