@@ -43,6 +43,7 @@ fn pick(policy: Policy, tags: &[&str], scores: &[Score], h: &History, seed: u64)
         history: h,
         weights: Weights::default(),
         explore_rate: 0.15,
+        cards: &[],
     };
     policy.pick(&input, &mut SimRng::new(seed, 7))
 }

@@ -7,7 +7,7 @@
 //! follow the reference bench.s formulas exactly; `posterior` (the default) is polisd's own, described on
 //! [`Policy::Posterior`].
 
-use crate::protocol::routing::score::Score;
+use crate::protocol::routing::score::{Candidate, Score};
 use crate::protocol::routing::stats::Settlement;
 use crate::protocol::settings::Weights;
 use rand::rngs::StdRng;
@@ -120,6 +120,9 @@ pub struct PolicyInput<'a> {
     pub weights: Weights,
     /// The exploration rate `epsilon-greedy` uses (already adapted by the caller if wanted).
     pub explore_rate: f64,
+    /// Every citizen's card as the router read it (self-ratings by tag), so `posterior` can
+    /// see what settled work shows self-ratings are worth; may be empty.
+    pub cards: &'a [Candidate],
 }
 
 /// What a policy saw for one candidate.
@@ -293,6 +296,19 @@ pub struct PosteriorParams {
     pub sample_scale: f64,
     /// Width, in spreads, of the interval that makes a leader clear (1.96: 95 %).
     pub leader_z: f64,
+    /// Pseudo-settlements holding the self-rating calibration at zero (None: no calibration).
+    pub calibration: Option<f64>,
+    /// Exploration draws only among candidates whose interval of this width reaches the
+    /// leader's (None: among all).
+    pub plausible_z: Option<f64>,
+    /// CUSUM slack and threshold on standardized residuals (None: no change detection).
+    pub cusum: Option<(f64, f64)>,
+    /// Multiplies the cost term (diagnostic only).
+    pub cost_scale: f64,
+    /// Slope shrink of the calibration (None: offset only).
+    pub calibrate_slope: bool,
+    /// Joint weighted least squares over every tag of the citizen instead of the filter.
+    pub joint: bool,
 }
 
 impl Default for PosteriorParams {
@@ -303,6 +319,12 @@ impl Default for PosteriorParams {
             drift: 0.01,
             sample_scale: 0.5,
             leader_z: 1.96,
+            calibration: None,
+            plausible_z: None,
+            cusum: None,
+            cost_scale: 1.0,
+            calibrate_slope: false,
+            joint: false,
         }
     }
 }
@@ -514,14 +536,168 @@ fn thompson(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
 /// jointly instead of crediting each with the whole quality; and every settlement anywhere in
 /// the polis widens each tag by [`PosteriorParams::drift`] (a random walk), so old evidence
 /// weighs less than new and a citizen not seen for a while is uncertain again.
+/// Outcomes the self-rating calibration reads, newest first.
+const CALIBRATION_WINDOW: usize = 5000;
+
+/// What settled work shows self-ratings are worth: (a, b) with settled quality ≈ a + b·rating,
+/// fitted over the recent settlements of citizens whose card rates their tags, and held
+/// toward (0, 1) by `weight` pseudo-settlements.
+fn calibration(input: &PolicyInput<'_>, weight: f64, slope: bool) -> (f64, f64) {
+    let cards: HashMap<&str, &Candidate> = input.cards.iter().map(|c| (c.id.as_str(), c)).collect();
+    let (mut n, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for o in input.history.outcomes.iter().rev().take(CALIBRATION_WINDOW) {
+        let Some(card) = cards.get(o.citizen.as_str()) else { continue };
+        let ratings: Vec<f64> = o.tags.iter().filter_map(|t| card.self_ratings.get(t).copied()).collect();
+        if ratings.len() != o.tags.len() || ratings.is_empty() {
+            continue;
+        }
+        let x = ratings.iter().sum::<f64>() / ratings.len() as f64;
+        n += 1.0;
+        sx += x;
+        sy += o.quality;
+        sxx += x * x;
+        sxy += x * o.quality;
+    }
+    if n == 0.0 {
+        return (0.0, 1.0);
+    }
+    if !slope {
+        return ((sy - sx) / (n + weight), 1.0);
+    }
+    // Ridge toward a = 0, b = 1 with `weight` pseudo-observations on each.
+    let mx = sx / n;
+    let my = sy / n;
+    let vxx = sxx - n * mx * mx;
+    let vxy = sxy - n * mx * my;
+    let b = (vxy + weight * 1.0) / (vxx + weight);
+    let a = (n * (my - b * mx)) / (n + weight);
+    (a, b)
+}
+
+/// Solves `a·x = b` for a symmetric positive definite `a` (d×d, row-major) by Cholesky;
+/// `a` is overwritten by its factor.
+fn cholesky_solve(a: &mut [f64], d: usize, rhs: &[&[f64]]) -> Vec<Vec<f64>> {
+    for j in 0..d {
+        let mut diag = a[j * d + j];
+        for k in 0..j {
+            diag -= a[j * d + k] * a[j * d + k];
+        }
+        let diag = diag.max(1e-12).sqrt();
+        a[j * d + j] = diag;
+        for i in j + 1..d {
+            let mut v = a[i * d + j];
+            for k in 0..j {
+                v -= a[i * d + k] * a[j * d + k];
+            }
+            a[i * d + j] = v / diag;
+        }
+    }
+    rhs.iter()
+        .map(|b| {
+            let mut y = b.to_vec();
+            for i in 0..d {
+                for k in 0..i {
+                    y[i] -= a[i * d + k] * y[k];
+                }
+                y[i] /= a[i * d + i];
+            }
+            for i in (0..d).rev() {
+                for k in i + 1..d {
+                    y[i] -= a[k * d + i] * y[k];
+                }
+                y[i] /= a[i * d + i];
+            }
+            y
+        })
+        .collect()
+}
+
+/// The joint posterior over every tag the citizen has settled: each tag starts at its own
+/// (calibrated) self-rating; a settlement observes the mean over its tags with noise that
+/// grows with its age, so old work weighs less.
+fn joint_posterior(
+    input: &PolicyInput<'_>,
+    params: &PosteriorParams,
+    s: &Score,
+    calibrated: (f64, f64),
+) -> (f64, f64, f64) {
+    let history = input.history;
+    let card = input.cards.iter().find(|c| c.id == s.citizen);
+    let fallback = 5.0 * s.self_rating;
+    let prior_of = |tag: &str| {
+        let rating = match card {
+            Some(c) => 5.0 * crate::protocol::routing::score::self_rating(c, &[tag.to_string()]),
+            None => fallback,
+        };
+        (calibrated.0 + calibrated.1 * rating).clamp(1.0, 5.0)
+    };
+    let mut relevant: Vec<usize> = history
+        .evidence
+        .iter()
+        .filter(|((c, _), _)| *c == s.citizen)
+        .flat_map(|(_, v)| v.iter().copied())
+        .collect();
+    relevant.sort_unstable();
+    relevant.dedup();
+    let mut local: Vec<&str> = input.tags.iter().map(String::as_str).collect();
+    for &i in &relevant {
+        for t in &history.outcomes[i].tags {
+            if !local.contains(&t.as_str()) {
+                local.push(t);
+            }
+        }
+    }
+    let d = local.len();
+    if d == 0 {
+        return (fallback, params.noise / params.prior_weight.sqrt(), 0.0);
+    }
+    let prior_var = params.noise * params.noise / params.prior_weight;
+    let mut info = vec![0.0; d * d];
+    let mut eta = vec![0.0; d];
+    for (j, t) in local.iter().enumerate() {
+        info[j * d + j] = 1.0 / prior_var;
+        eta[j] = prior_of(t) / prior_var;
+    }
+    let n = history.outcomes.len();
+    let mut on_contract = 0usize;
+    let mut idx: Vec<usize> = Vec::with_capacity(4);
+    for &i in &relevant {
+        let o = &history.outcomes[i];
+        idx.clear();
+        idx.extend(o.tags.iter().filter_map(|t| local.iter().position(|l| l == t)));
+        if idx.iter().any(|&j| j < input.tags.len()) {
+            on_contract += 1;
+        }
+        let k = o.tags.len() as f64;
+        let r = params.noise * params.noise + params.drift * params.drift * (n - i) as f64;
+        let hw = 1.0 / (k * k * r);
+        for &a in &idx {
+            for &b in &idx {
+                info[a * d + b] += hw;
+            }
+            eta[a] += o.quality / (k * r);
+        }
+    }
+    let kk = input.tags.len();
+    let mut w = vec![0.0; d];
+    for x in w.iter_mut().take(kk) {
+        *x = 1.0 / kk as f64;
+    }
+    let sol = cholesky_solve(&mut info, d, &[&eta, &w]);
+    let mean: f64 = (0..kk).map(|j| sol[0][j] * w[j]).sum();
+    let var: f64 = (0..kk).map(|j| sol[1][j] * w[j]).sum();
+    (mean, var.max(0.0).sqrt(), on_contract as f64)
+}
+
 fn contract_posterior(
     input: &PolicyInput<'_>,
     params: &PosteriorParams,
     s: &Score,
+    calibrated: (f64, f64),
 ) -> (f64, f64, f64) {
     // The router's S is the mean self-rating over the tags, /5 (missing = 0); on the 1–5
     // quality scale it is each tag's prior mean.
-    let prior_mean = 5.0 * s.self_rating;
+    let prior_mean = (calibrated.0 + calibrated.1 * 5.0 * s.self_rating).clamp(1.0, 5.0);
     let noise_var = params.noise * params.noise;
     let step_var = params.drift * params.drift;
     let prior_var = noise_var / params.prior_weight;
@@ -558,6 +734,7 @@ fn contract_posterior(
     };
     let mut last = 0usize;
     let mut h = vec![0.0; d];
+    let (mut up, mut down) = (0.0f64, 0.0f64);
     for &i in &relevant {
         widen(&mut cov, i - last);
         last = i;
@@ -569,12 +746,30 @@ fn contract_posterior(
                 h[j] = 1.0 / k;
             }
         }
-        let ph: Vec<f64> = (0..d)
+        let mut ph: Vec<f64> = (0..d)
             .map(|r| (0..d).map(|c| cov[r * d + c] * h[c]).sum())
             .collect();
-        let innovation_var = noise_var + h.iter().zip(&ph).map(|(a, b)| a * b).sum::<f64>();
+        let mut innovation_var = noise_var + h.iter().zip(&ph).map(|(a, b)| a * b).sum::<f64>();
         let predicted: f64 = h.iter().zip(&mean).map(|(a, b)| a * b).sum();
         let innovation = outcome.quality - predicted;
+        if let Some((slack, threshold)) = params.cusum {
+            let e = innovation / innovation_var.sqrt();
+            up = (up + e - slack).max(0.0);
+            down = (down - e - slack).max(0.0);
+            if up > threshold || down > threshold {
+                up = 0.0;
+                down = 0.0;
+                for r in 0..d {
+                    for c in 0..d {
+                        cov[r * d + c] = if r == c { cov[r * d + c].max(prior_var) } else { 0.0 };
+                    }
+                }
+                ph = (0..d)
+                    .map(|r| (0..d).map(|c| cov[r * d + c] * h[c]).sum())
+                    .collect();
+                innovation_var = noise_var + h.iter().zip(&ph).map(|(a, b)| a * b).sum::<f64>();
+            }
+        }
         for r in 0..d {
             mean[r] += ph[r] * innovation / innovation_var;
             for c in 0..d {
@@ -617,16 +812,23 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
     let w = input.weights;
     let qw = w.history + w.self_rating;
     let any_present = input.scores.iter().any(|s| s.availability > 0.0);
+    let calibrated = params
+        .calibration
+        .map_or((0.0, 1.0), |weight| calibration(input, weight, params.calibrate_slope));
     let beliefs: Vec<Belief> = input
         .scores
         .iter()
         .map(|s| {
-            let (mean, spread, evidence) = contract_posterior(input, params, s);
+            let (mean, spread, evidence) = if params.joint && !input.tags.is_empty() {
+                joint_posterior(input, params, s, calibrated)
+            } else {
+                contract_posterior(input, params, s, calibrated)
+            };
             Belief {
                 mean,
                 spread,
                 evidence,
-                rest: w.cost * s.cost_fit + w.avail * s.availability + s.lessons,
+                rest: params.cost_scale * w.cost * s.cost_fit + w.avail * s.availability + s.lessons,
             }
         })
         .collect();
@@ -648,13 +850,19 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
     let greedy = best(input.scores, |i| {
         eligible(i).then(|| beliefs[i].value(qw, beliefs[i].mean))
     });
+    let bound = |i: usize, z: f64| beliefs[i].value(qw, beliefs[i].mean + z * beliefs[i].spread);
+    let plausible = |i: usize| {
+        params
+            .plausible_z
+            .is_none_or(|z| bound(i, z) >= bound(greedy, -z))
+    };
     let drawn = best(input.scores, |i| {
-        eligible(i).then(|| beliefs[i].value(qw, samples[i]))
+        (eligible(i) && plausible(i)).then(|| beliefs[i].value(qw, samples[i]))
     });
     let winner = if explore_turn { drawn } else { greedy };
     let z = params.leader_z;
-    let lower = |i: usize| beliefs[i].value(qw, beliefs[i].mean - z * beliefs[i].spread);
-    let upper = |i: usize| beliefs[i].value(qw, beliefs[i].mean + z * beliefs[i].spread);
+    let lower = |i: usize| bound(i, -z);
+    let upper = |i: usize| bound(i, z);
     let clear_leader = (0..input.scores.len())
         .filter(|&i| i != greedy && eligible(i))
         .all(|i| upper(i) < lower(greedy));
@@ -815,6 +1023,7 @@ mod tests {
             history: &history,
             weights: Weights::default(),
             explore_rate: 0.0,
+            cards: &[],
         };
         let pick = Policy::EpsilonGreedy.pick(&input, &mut Fixed(1));
         assert_eq!(pick.citizen.as_deref(), Some("agent-c"));
@@ -835,6 +1044,7 @@ mod tests {
             history: &history,
             weights: Weights::default(),
             explore_rate: 1.0,
+            cards: &[],
         };
         let mut rng = Fixed(7);
         for _ in 0..50 {
@@ -892,6 +1102,7 @@ mod tests {
             history: &h,
             weights: Weights::default(),
             explore_rate: 0.15,
+            cards: &[],
         };
         let mut rng = Fixed(11);
         let wins = (0..100)
@@ -913,6 +1124,7 @@ mod tests {
             history: &history,
             weights: Weights::default(),
             explore_rate: 0.15,
+            cards: &[],
         };
         let pick = Policy::Posterior.pick(&input, &mut Fixed(5));
         let text = pick.explain();
