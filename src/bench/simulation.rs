@@ -89,8 +89,6 @@ pub enum Strategy {
     Policy(Policy),
     /// Picks by the hidden skill: the ceiling, not a real strategy.
     Oracle,
-    /// TEMP diagnostic: the hidden skill traded against cost as the score trades them.
-    CostOracle,
 }
 
 impl Strategy {
@@ -114,7 +112,6 @@ impl Strategy {
             Strategy::LinUcb => "linucb",
             Strategy::Policy(p) => p.name(),
             Strategy::Oracle => "oracle",
-            Strategy::CostOracle => "cost-oracle",
         }
     }
 }
@@ -333,9 +330,6 @@ fn run_strategy(world: &World, strategy: Strategy, seed: u64, params: &Posterior
             }
             (Strategy::StaticSelf, ..) => first_max(&present, |c| self_rating(c, tags)),
             (Strategy::Oracle, ..) => first_max(&present, |c| world.mean_skill(c, k)),
-            (Strategy::CostOracle, ..) => first_max(&present, |c| {
-                quality_weight * world.expected_quality(c, k) / 5.0 + cost_term(world, c, k)
-            }),
             (Strategy::LinUcb, _, Some(m)) => first_max(&present, |c| {
                 quality_weight * m.upper_bound(c, &context(c)) + cost_term(world, c, k)
             }),
@@ -544,33 +538,6 @@ pub fn run_bench(opts: &BenchOptions, out: &mut dyn Write) -> anyhow::Result<Ben
     anyhow::ensure!(tags >= 1, "--tags must be at least 1");
     anyhow::ensure!(!opts.seeds.is_empty(), "the seed range is empty");
     let seeds: Vec<u64> = opts.seeds.clone().collect();
-    let mut opts = opts.clone();
-    if let Ok(v) = std::env::var("POSTERIOR") {
-        let p = &mut opts.posterior;
-        for kv in v.split(',').filter(|x| !x.is_empty()) {
-            let (k, val) = kv.split_once('=').expect("k=v");
-            let f = |x: &str| x.parse::<f64>().expect("number");
-            match k {
-                "calibration" => p.calibration = Some(f(val)),
-                "slope" => p.calibrate_slope = val == "1",
-                "plausible" => p.plausible_z = Some(f(val)),
-                "cusum" => {
-                    let (a, b) = val.split_once(':').expect("k:h");
-                    p.cusum = Some((f(a), f(b)));
-                }
-                "cost" => p.cost_scale = f(val),
-                "joint" => p.joint = val == "1",
-                "scale" => p.sample_scale = f(val),
-                "drift" => p.drift = f(val),
-                "prior" => p.prior_weight = f(val),
-                "noise" => p.noise = f(val),
-                _ => panic!("unknown {k}"),
-            }
-        }
-    }
-    let opts = &opts;
-    let diag = std::env::var("DIAG").is_ok();
-    let mut diag_shares = Vec::new();
 
     // runs[seed][strategy]
     let mut runs: Vec<Vec<Run>> = Vec::with_capacity(seeds.len());
@@ -583,12 +550,6 @@ pub fn run_bench(opts: &BenchOptions, out: &mut dyn Write) -> anyhow::Result<Ben
             .iter()
             .map(|&s| run_strategy(&world, s, seed, &opts.posterior))
             .collect();
-        if diag {
-            let c = run_strategy(&world, Strategy::CostOracle, seed, &opts.posterior);
-            let rrq = per[1].mean_quality;
-            let orq = per[per.len() - 1].mean_quality;
-            diag_shares.push((c.mean_quality - rrq) / (orq - rrq));
-        }
         if let Some(at) = world.change_at {
             let levels = expected_levels(&world);
             recoveries.push(
@@ -600,9 +561,6 @@ pub fn run_bench(opts: &BenchOptions, out: &mut dyn Write) -> anyhow::Result<Ben
         runs.push(per);
     }
 
-    if diag {
-        eprintln!("DIAG {}: cost-oracle share {:.3}", opts.scenario, mean_interval(&diag_shares).0);
-    }
     let n_seeds = seeds.len() as f64;
     let avg =
         |i: usize, f: &dyn Fn(&Run) -> f64| runs.iter().map(|r| f(&r[i])).sum::<f64>() / n_seeds;

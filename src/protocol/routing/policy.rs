@@ -32,7 +32,8 @@ pub struct Outcome {
 pub struct History {
     outcomes: Vec<Outcome>,
     completed: HashMap<(String, String), u64>,
-    // (citizen, tag) -> indexes into `outcomes`, oldest first; keeps a pick O(evidence).
+    // (citizen, tag) -> indexes into `outcomes`, oldest first; keeps a pick O(a citizen's
+    // settlements).
     evidence: HashMap<(String, String), Vec<usize>>,
 }
 
@@ -100,11 +101,17 @@ impl History {
         &self.outcomes
     }
 
-    fn evidence(&self, citizen: &str, tag: &str) -> &[usize] {
-        self.evidence
-            .get(&(citizen.to_string(), tag.to_string()))
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+    /// Indexes into `outcomes` of every settlement of `citizen`, oldest first.
+    fn settled_by(&self, citizen: &str) -> Vec<usize> {
+        let mut settled: Vec<usize> = self
+            .evidence
+            .iter()
+            .filter(|((c, _), _)| c == citizen)
+            .flat_map(|(_, indexes)| indexes.iter().copied())
+            .collect();
+        settled.sort_unstable();
+        settled.dedup();
+        settled
     }
 }
 
@@ -195,19 +202,19 @@ pub enum Policy {
     Ucb,
     /// A draw from N(total, σ(n_i)), σ(0) = 2, σ(n) = √2/√n; the highest draw wins.
     Thompson,
-    /// polisd's default. For each tag, a Kalman filter tracks the citizen's expected
-    /// settlement quality (1–5) as a slow random walk: it starts at the self-rating, held as
-    /// loosely as one settlement ([`PosteriorParams::prior_weight`]); each settlement on the
-    /// tag pulls it toward the quality observed; and every settlement anywhere in the polis
-    /// widens it by [`PosteriorParams::drift`], so a citizen not seen for a while becomes
-    /// uncertain again and is retried, and recent outcomes outweigh old ones (a citizen who
-    /// got better or worse is noticed). A settlement with several tags observes their mean,
-    /// so it teaches about each jointly. The contract's posterior is the mean over its tags.
+    /// polisd's default. Per citizen, one estimate of its expected settlement quality (1–5)
+    /// on every tag it has settled work on: each tag starts at the citizen's self-rating for
+    /// it, held as loosely as one settlement ([`PosteriorParams::prior_weight`]); a settlement
+    /// observes the mean over its tags, so a two-tag settlement teaches about both jointly
+    /// and work on one tag alone tells how to credit the other; older settlements count as
+    /// noisier ([`PosteriorParams::drift`]), so recent work outweighs old and a citizen who
+    /// got better or worse is noticed. The contract's posterior is the mean over its tags.
     /// On `explore_rate` of the turns (an exploration turn) one draw from it (Thompson
     /// sampling, spread scaled by [`PosteriorParams::sample_scale`]) stands in for H and S;
-    /// on the others its mean does, so a clear leader keeps at least 1 − explore_rate of the
-    /// picks. Cost fit, availability and lessons are added with the score's own weights. An
-    /// away citizen never wins while another exists.
+    /// on the others its mean plus [`PosteriorParams::optimism`] spreads does, so a clear
+    /// leader keeps at least 1 − explore_rate of the picks. Cost fit, availability and
+    /// lessons are added with the score's own weights. An away citizen never wins while
+    /// another exists.
     #[default]
     Posterior,
 }
@@ -290,25 +297,16 @@ pub struct PosteriorParams {
     pub prior_weight: f64,
     /// Spread of one settlement's quality around the citizen's expected quality.
     pub noise: f64,
-    /// Random-walk step of a citizen's expected quality per settlement in the polis.
+    /// How fast old work loses weight: a settlement `age` settlements ago (anywhere in the
+    /// polis) counts as if its noise variance were `noise² + drift²·age`.
     pub drift: f64,
     /// Multiplies the posterior spread when sampling on an exploration turn.
     pub sample_scale: f64,
+    /// Spreads added to the mean on exploit turns (optimism under uncertainty), so a citizen
+    /// the polis knows little about is preferred over an equal-looking one it knows well.
+    pub optimism: f64,
     /// Width, in spreads, of the interval that makes a leader clear (1.96: 95 %).
     pub leader_z: f64,
-    /// Pseudo-settlements holding the self-rating calibration at zero (None: no calibration).
-    pub calibration: Option<f64>,
-    /// Exploration draws only among candidates whose interval of this width reaches the
-    /// leader's (None: among all).
-    pub plausible_z: Option<f64>,
-    /// CUSUM slack and threshold on standardized residuals (None: no change detection).
-    pub cusum: Option<(f64, f64)>,
-    /// Multiplies the cost term (diagnostic only).
-    pub cost_scale: f64,
-    /// Slope shrink of the calibration (None: offset only).
-    pub calibrate_slope: bool,
-    /// Joint weighted least squares over every tag of the citizen instead of the filter.
-    pub joint: bool,
 }
 
 impl Default for PosteriorParams {
@@ -316,15 +314,10 @@ impl Default for PosteriorParams {
         PosteriorParams {
             prior_weight: 1.0,
             noise: 0.7,
-            drift: 0.01,
-            sample_scale: 0.5,
+            drift: 0.015,
+            sample_scale: 0.3,
+            optimism: 0.5,
             leader_z: 1.96,
-            calibration: None,
-            plausible_z: None,
-            cusum: None,
-            cost_scale: 1.0,
-            calibrate_slope: false,
-            joint: false,
         }
     }
 }
@@ -536,52 +529,15 @@ fn thompson(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
 /// jointly instead of crediting each with the whole quality; and every settlement anywhere in
 /// the polis widens each tag by [`PosteriorParams::drift`] (a random walk), so old evidence
 /// weighs less than new and a citizen not seen for a while is uncertain again.
-/// Outcomes the self-rating calibration reads, newest first.
-const CALIBRATION_WINDOW: usize = 5000;
-
-/// What settled work shows self-ratings are worth: (a, b) with settled quality ≈ a + b·rating,
-/// fitted over the recent settlements of citizens whose card rates their tags, and held
-/// toward (0, 1) by `weight` pseudo-settlements.
-fn calibration(input: &PolicyInput<'_>, weight: f64, slope: bool) -> (f64, f64) {
-    let cards: HashMap<&str, &Candidate> = input.cards.iter().map(|c| (c.id.as_str(), c)).collect();
-    let (mut n, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    for o in input.history.outcomes.iter().rev().take(CALIBRATION_WINDOW) {
-        let Some(card) = cards.get(o.citizen.as_str()) else { continue };
-        let ratings: Vec<f64> = o.tags.iter().filter_map(|t| card.self_ratings.get(t).copied()).collect();
-        if ratings.len() != o.tags.len() || ratings.is_empty() {
-            continue;
-        }
-        let x = ratings.iter().sum::<f64>() / ratings.len() as f64;
-        n += 1.0;
-        sx += x;
-        sy += o.quality;
-        sxx += x * x;
-        sxy += x * o.quality;
-    }
-    if n == 0.0 {
-        return (0.0, 1.0);
-    }
-    if !slope {
-        return ((sy - sx) / (n + weight), 1.0);
-    }
-    // Ridge toward a = 0, b = 1 with `weight` pseudo-observations on each.
-    let mx = sx / n;
-    let my = sy / n;
-    let vxx = sxx - n * mx * mx;
-    let vxy = sxy - n * mx * my;
-    let b = (vxy + weight * 1.0) / (vxx + weight);
-    let a = (n * (my - b * mx)) / (n + weight);
-    (a, b)
-}
-
-/// Solves `a·x = b` for a symmetric positive definite `a` (d×d, row-major) by Cholesky;
-/// `a` is overwritten by its factor.
+/// Solves `a·x = b` for each right-hand side `b`, `a` symmetric positive definite (d×d, row
+/// major), by Cholesky; `a` is overwritten by its factor.
 fn cholesky_solve(a: &mut [f64], d: usize, rhs: &[&[f64]]) -> Vec<Vec<f64>> {
     for j in 0..d {
         let mut diag = a[j * d + j];
         for k in 0..j {
             diag -= a[j * d + k] * a[j * d + k];
         }
+        // The prior keeps `a` positive definite; the floor only guards rounding.
         let diag = diag.max(1e-12).sqrt();
         a[j * d + j] = diag;
         for i in j + 1..d {
@@ -612,35 +568,33 @@ fn cholesky_solve(a: &mut [f64], d: usize, rhs: &[&[f64]]) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// The joint posterior over every tag the citizen has settled: each tag starts at its own
-/// (calibrated) self-rating; a settlement observes the mean over its tags with noise that
-/// grows with its age, so old work weighs less.
-fn joint_posterior(
-    input: &PolicyInput<'_>,
-    params: &PosteriorParams,
-    s: &Score,
-    calibrated: (f64, f64),
-) -> (f64, f64, f64) {
+/// The posterior of one citizen's expected quality on the contract: (mean, spread of the
+/// mean, settlements seen on its tags).
+///
+/// One estimate over every tag the citizen has settled work on: each tag starts at the
+/// citizen's own self-rating for it (the card's, else the router's S), held as loosely as
+/// [`PosteriorParams::prior_weight`] settlements; a settlement observes the mean of its tags,
+/// so a two-tag settlement teaches about both jointly, and what the citizen did on the other
+/// tag alone tells how much of the quality to credit to this one; older settlements count as
+/// noisier ([`PosteriorParams::drift`]), so recent work outweighs old. Solved in information
+/// form (the normal equations), so the cost is the citizen's settlements plus a small solve.
+fn contract_posterior(input: &PolicyInput<'_>, params: &PosteriorParams, s: &Score) -> (f64, f64, f64) {
     let history = input.history;
-    let card = input.cards.iter().find(|c| c.id == s.citizen);
+    // The router's S is the mean self-rating over the contract's tags, /5 (missing = 0).
     let fallback = 5.0 * s.self_rating;
-    let prior_of = |tag: &str| {
-        let rating = match card {
-            Some(c) => 5.0 * crate::protocol::routing::score::self_rating(c, &[tag.to_string()]),
-            None => fallback,
-        };
-        (calibrated.0 + calibrated.1 * rating).clamp(1.0, 5.0)
+    let card = input.cards.iter().find(|c| c.id == s.citizen);
+    let prior_mean = |tag: &str| match card {
+        Some(c) => c.self_ratings.get(tag).copied().unwrap_or(0.0),
+        None => fallback,
     };
-    let mut relevant: Vec<usize> = history
-        .evidence
-        .iter()
-        .filter(|((c, _), _)| *c == s.citizen)
-        .flat_map(|(_, v)| v.iter().copied())
-        .collect();
-    relevant.sort_unstable();
-    relevant.dedup();
+    let prior_var = params.noise * params.noise / params.prior_weight;
+    if input.tags.is_empty() {
+        return (fallback, prior_var.sqrt(), 0.0);
+    }
+    let settled = history.settled_by(&s.citizen);
+    // The contract's tags first, then every other tag the citizen settled.
     let mut local: Vec<&str> = input.tags.iter().map(String::as_str).collect();
-    for &i in &relevant {
+    for &i in &settled {
         for t in &history.outcomes[i].tags {
             if !local.contains(&t.as_str()) {
                 local.push(t);
@@ -648,148 +602,43 @@ fn joint_posterior(
         }
     }
     let d = local.len();
-    if d == 0 {
-        return (fallback, params.noise / params.prior_weight.sqrt(), 0.0);
-    }
-    let prior_var = params.noise * params.noise / params.prior_weight;
     let mut info = vec![0.0; d * d];
     let mut eta = vec![0.0; d];
     for (j, t) in local.iter().enumerate() {
         info[j * d + j] = 1.0 / prior_var;
-        eta[j] = prior_of(t) / prior_var;
+        eta[j] = prior_mean(t) / prior_var;
     }
     let n = history.outcomes.len();
     let mut on_contract = 0usize;
-    let mut idx: Vec<usize> = Vec::with_capacity(4);
-    for &i in &relevant {
-        let o = &history.outcomes[i];
+    let mut idx: Vec<usize> = Vec::new();
+    for &i in &settled {
+        let outcome = &history.outcomes[i];
         idx.clear();
-        idx.extend(o.tags.iter().filter_map(|t| local.iter().position(|l| l == t)));
+        idx.extend(
+            outcome
+                .tags
+                .iter()
+                .filter_map(|t| local.iter().position(|l| l == t)),
+        );
         if idx.iter().any(|&j| j < input.tags.len()) {
             on_contract += 1;
         }
-        let k = o.tags.len() as f64;
-        let r = params.noise * params.noise + params.drift * params.drift * (n - i) as f64;
-        let hw = 1.0 / (k * k * r);
+        let k = outcome.tags.len() as f64;
+        let var = params.noise * params.noise + params.drift * params.drift * (n - i) as f64;
         for &a in &idx {
             for &b in &idx {
-                info[a * d + b] += hw;
+                info[a * d + b] += 1.0 / (k * k * var);
             }
-            eta[a] += o.quality / (k * r);
+            eta[a] += outcome.quality / (k * var);
         }
     }
-    let kk = input.tags.len();
-    let mut w = vec![0.0; d];
-    for x in w.iter_mut().take(kk) {
-        *x = 1.0 / kk as f64;
-    }
-    let sol = cholesky_solve(&mut info, d, &[&eta, &w]);
-    let mean: f64 = (0..kk).map(|j| sol[0][j] * w[j]).sum();
-    let var: f64 = (0..kk).map(|j| sol[1][j] * w[j]).sum();
-    (mean, var.max(0.0).sqrt(), on_contract as f64)
-}
-
-fn contract_posterior(
-    input: &PolicyInput<'_>,
-    params: &PosteriorParams,
-    s: &Score,
-    calibrated: (f64, f64),
-) -> (f64, f64, f64) {
-    // The router's S is the mean self-rating over the tags, /5 (missing = 0); on the 1–5
-    // quality scale it is each tag's prior mean.
-    let prior_mean = (calibrated.0 + calibrated.1 * 5.0 * s.self_rating).clamp(1.0, 5.0);
-    let noise_var = params.noise * params.noise;
-    let step_var = params.drift * params.drift;
-    let prior_var = noise_var / params.prior_weight;
-    if input.tags.is_empty() {
-        return (prior_mean, prior_var.sqrt(), 0.0);
-    }
-    let history = input.history;
-    let mut relevant: Vec<usize> = input
-        .tags
-        .iter()
-        .flat_map(|t| history.evidence(&s.citizen, t).iter().copied())
-        .collect();
-    relevant.sort_unstable();
-    relevant.dedup();
-    // The contract's tags first, then every other tag those settlements had.
-    let mut local: Vec<&str> = input.tags.iter().map(String::as_str).collect();
-    for &i in &relevant {
-        for t in &history.outcomes[i].tags {
-            if !local.contains(&t.as_str()) {
-                local.push(t);
-            }
-        }
-    }
-    let d = local.len();
-    let mut mean = vec![prior_mean; d];
-    let mut cov = vec![0.0; d * d];
-    for j in 0..d {
-        cov[j * d + j] = prior_var;
-    }
-    let widen = |cov: &mut [f64], steps: usize| {
-        for j in 0..d {
-            cov[j * d + j] += step_var * steps as f64;
-        }
-    };
-    let mut last = 0usize;
-    let mut h = vec![0.0; d];
-    let (mut up, mut down) = (0.0f64, 0.0f64);
-    for &i in &relevant {
-        widen(&mut cov, i - last);
-        last = i;
-        let outcome = &history.outcomes[i];
-        h.iter_mut().for_each(|x| *x = 0.0);
-        let k = outcome.tags.len() as f64;
-        for t in &outcome.tags {
-            if let Some(j) = local.iter().position(|l| l == t) {
-                h[j] = 1.0 / k;
-            }
-        }
-        let mut ph: Vec<f64> = (0..d)
-            .map(|r| (0..d).map(|c| cov[r * d + c] * h[c]).sum())
-            .collect();
-        let mut innovation_var = noise_var + h.iter().zip(&ph).map(|(a, b)| a * b).sum::<f64>();
-        let predicted: f64 = h.iter().zip(&mean).map(|(a, b)| a * b).sum();
-        let innovation = outcome.quality - predicted;
-        if let Some((slack, threshold)) = params.cusum {
-            let e = innovation / innovation_var.sqrt();
-            up = (up + e - slack).max(0.0);
-            down = (down - e - slack).max(0.0);
-            if up > threshold || down > threshold {
-                up = 0.0;
-                down = 0.0;
-                for r in 0..d {
-                    for c in 0..d {
-                        cov[r * d + c] = if r == c { cov[r * d + c].max(prior_var) } else { 0.0 };
-                    }
-                }
-                ph = (0..d)
-                    .map(|r| (0..d).map(|c| cov[r * d + c] * h[c]).sum())
-                    .collect();
-                innovation_var = noise_var + h.iter().zip(&ph).map(|(a, b)| a * b).sum::<f64>();
-            }
-        }
-        for r in 0..d {
-            mean[r] += ph[r] * innovation / innovation_var;
-            for c in 0..d {
-                cov[r * d + c] -= ph[r] * ph[c] / innovation_var;
-            }
-        }
-    }
-    widen(&mut cov, history.outcomes.len() - last);
     let k = input.tags.len();
-    let w = 1.0 / k as f64;
-    let contract_mean = mean[..k].iter().sum::<f64>() * w;
-    let contract_var: f64 = (0..k)
-        .flat_map(|r| (0..k).map(move |c| (r, c)))
-        .map(|(r, c)| cov[r * d + c] * w * w)
-        .sum();
-    (
-        contract_mean,
-        contract_var.max(0.0).sqrt(),
-        relevant.len() as f64,
-    )
+    let mut weights = vec![0.0; d];
+    weights[..k].iter_mut().for_each(|w| *w = 1.0 / k as f64);
+    let solved = cholesky_solve(&mut info, d, &[&eta, &weights]);
+    let dot = |x: &[f64]| x[..k].iter().map(|v| v / k as f64).sum::<f64>();
+    let (mean, var) = (dot(&solved[0]), dot(&solved[1]));
+    (mean, var.max(0.0).sqrt(), on_contract as f64)
 }
 
 /// One candidate as the posterior policy sees it, in the score's units (0–1 per weight).
@@ -812,23 +661,16 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
     let w = input.weights;
     let qw = w.history + w.self_rating;
     let any_present = input.scores.iter().any(|s| s.availability > 0.0);
-    let calibrated = params
-        .calibration
-        .map_or((0.0, 1.0), |weight| calibration(input, weight, params.calibrate_slope));
     let beliefs: Vec<Belief> = input
         .scores
         .iter()
         .map(|s| {
-            let (mean, spread, evidence) = if params.joint && !input.tags.is_empty() {
-                joint_posterior(input, params, s, calibrated)
-            } else {
-                contract_posterior(input, params, s, calibrated)
-            };
+            let (mean, spread, evidence) = contract_posterior(input, params, s);
             Belief {
                 mean,
                 spread,
                 evidence,
-                rest: params.cost_scale * w.cost * s.cost_fit + w.avail * s.availability + s.lessons,
+                rest: w.cost * s.cost_fit + w.avail * s.availability + s.lessons,
             }
         })
         .collect();
@@ -838,34 +680,30 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
         .map(|s| (any_present && s.availability <= 0.0).then_some("away"))
         .collect();
     // One turn in `explore_rate` is an exploration turn: the pick is a draw from the posterior
-    // (Thompson sampling). Every other turn exploits the highest posterior mean, so a clear
-    // leader keeps at least 1 - explore_rate of the picks. The coin and every candidate's draw
-    // are taken on every turn, so one citizen going away does not shift the others' luck.
+    // (Thompson sampling). Every other turn exploits the highest expected value, counted with
+    // a little optimism, so a clear leader keeps at least 1 - explore_rate of the picks. The
+    // coin and every candidate's draw are taken on every turn, so one citizen going away does
+    // not shift the others' luck.
     let explore_turn = unit_f64(rng) < input.explore_rate;
     let samples: Vec<f64> = beliefs
         .iter()
         .map(|b| b.mean + params.sample_scale * b.spread * standard_normal(rng))
         .collect();
     let eligible = |i: usize| excluded[i].is_none();
-    let greedy = best(input.scores, |i| {
-        eligible(i).then(|| beliefs[i].value(qw, beliefs[i].mean))
-    });
     let bound = |i: usize, z: f64| beliefs[i].value(qw, beliefs[i].mean + z * beliefs[i].spread);
-    let plausible = |i: usize| {
-        params
-            .plausible_z
-            .is_none_or(|z| bound(i, z) >= bound(greedy, -z))
-    };
+    let optimistic = |i: usize| bound(i, params.optimism);
+    let greedy = best(input.scores, |i| eligible(i).then(|| optimistic(i)));
     let drawn = best(input.scores, |i| {
-        (eligible(i) && plausible(i)).then(|| beliefs[i].value(qw, samples[i]))
+        eligible(i).then(|| beliefs[i].value(qw, samples[i]))
     });
     let winner = if explore_turn { drawn } else { greedy };
+    // A clear leader's interval is above every other's; it then also has the highest
+    // optimistic value (its lower bound beats the others' upper bounds), so exploit turns
+    // take it.
     let z = params.leader_z;
-    let lower = |i: usize| bound(i, -z);
-    let upper = |i: usize| bound(i, z);
     let clear_leader = (0..input.scores.len())
         .filter(|&i| i != greedy && eligible(i))
-        .all(|i| upper(i) < lower(greedy));
+        .all(|i| bound(i, z) < bound(greedy, -z));
     let seen: Vec<Seen> = input
         .scores
         .iter()
@@ -877,7 +715,7 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
                 value: if explore_turn {
                     b.value(qw, samples[i])
                 } else {
-                    b.value(qw, b.mean)
+                    optimistic(i)
                 },
                 details: vec![
                     ("posterior_mean", b.mean),
@@ -895,12 +733,13 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
         "posterior mean quality {:.2} ± {:.2} after {} settlements on these tags",
         b.mean, b.spread, b.evidence
     );
-    let terms = deciding_terms(&beliefs, winner, qw);
     let reason = if !explore_turn {
         format!(
-            "exploit (the {:.0}% of turns that take the best estimate): highest expected value {:.3}, {quality}; decided by {terms}{}",
+            "exploit (the {:.0}% of turns that take the best estimate): highest value {:.3} (mean + {} spread), {quality}; decided by {}{}",
             100.0 * (1.0 - input.explore_rate),
-            b.value(qw, b.mean),
+            optimistic(winner),
+            params.optimism,
+            deciding_terms(&beliefs, winner, qw, params.optimism),
             if clear_leader { "; a clear leader (its interval above every other's)" } else { "" }
         )
     } else if winner == greedy {
@@ -919,26 +758,40 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
     finish(input, winner, explore_turn, seen, reason)
 }
 
-/// Which terms put the winner ahead of the runner-up by expected value: the quality estimate,
-/// cost fit with availability and lessons, or both.
-fn deciding_terms(beliefs: &[Belief], winner: usize, qw: f64) -> String {
+/// Which terms put the winner ahead of the runner-up by optimistic value: the quality
+/// estimate, the uncertainty bonus (`optimism` spreads), and cost fit with availability and
+/// lessons; the ones in its favour are named first.
+fn deciding_terms(beliefs: &[Belief], winner: usize, qw: f64, optimism: f64) -> String {
+    let value = |i: usize| beliefs[i].value(qw, beliefs[i].mean + optimism * beliefs[i].spread);
     let runner_up = (0..beliefs.len())
         .filter(|&i| i != winner)
-        .max_by(|&a, &b| {
-            beliefs[a]
-                .value(qw, beliefs[a].mean)
-                .total_cmp(&beliefs[b].value(qw, beliefs[b].mean))
-        });
+        .max_by(|&a, &b| value(a).total_cmp(&value(b)));
     let Some(r) = runner_up else {
         return "being the only candidate".to_string();
     };
-    let dq = qw * (beliefs[winner].mean - beliefs[r].mean) / 5.0;
-    let drest = beliefs[winner].rest - beliefs[r].rest;
-    match (dq > 0.0, drest > 0.0) {
-        (true, true) => format!("quality (+{dq:.3}) and cost/availability/lessons (+{drest:.3})"),
-        (true, false) => format!("quality (+{dq:.3}; cost/availability/lessons {drest:+.3})"),
-        (false, true) => format!("cost/availability/lessons (+{drest:.3}; quality {dq:+.3})"),
-        (false, false) => "a tie broken by citizen id".to_string(),
+    let (a, b) = (&beliefs[winner], &beliefs[r]);
+    let terms = [
+        ("quality", qw * (a.mean - b.mean) / 5.0),
+        ("uncertainty bonus", qw * optimism * (a.spread - b.spread) / 5.0),
+        ("cost/availability/lessons", a.rest - b.rest),
+    ];
+    let ahead: Vec<String> = terms
+        .iter()
+        .filter(|(_, d)| *d > 0.0)
+        .map(|(name, d)| format!("{name} (+{d:.3})"))
+        .collect();
+    if ahead.is_empty() {
+        return "a tie broken by citizen id".to_string();
+    }
+    let behind: Vec<String> = terms
+        .iter()
+        .filter(|(_, d)| *d < 0.0)
+        .map(|(name, d)| format!("{name} {d:+.3}"))
+        .collect();
+    if behind.is_empty() {
+        ahead.join(" and ")
+    } else {
+        format!("{} (behind on {})", ahead.join(" and "), behind.join(", "))
     }
 }
 
