@@ -578,7 +578,11 @@ fn cholesky_solve(a: &mut [f64], d: usize, rhs: &[&[f64]]) -> Vec<Vec<f64>> {
 /// tag alone tells how much of the quality to credit to this one; older settlements count as
 /// noisier ([`PosteriorParams::drift`]), so recent work outweighs old. Solved in information
 /// form (the normal equations), so the cost is the citizen's settlements plus a small solve.
-fn contract_posterior(input: &PolicyInput<'_>, params: &PosteriorParams, s: &Score) -> (f64, f64, f64) {
+fn contract_posterior(
+    input: &PolicyInput<'_>,
+    params: &PosteriorParams,
+    s: &Score,
+) -> (f64, f64, f64) {
     let history = input.history;
     // The router's S is the mean self-rating over the contract's tags, /5 (missing = 0).
     let fallback = 5.0 * s.self_rating;
@@ -772,7 +776,10 @@ fn deciding_terms(beliefs: &[Belief], winner: usize, qw: f64, optimism: f64) -> 
     let (a, b) = (&beliefs[winner], &beliefs[r]);
     let terms = [
         ("quality", qw * (a.mean - b.mean) / 5.0),
-        ("uncertainty bonus", qw * optimism * (a.spread - b.spread) / 5.0),
+        (
+            "uncertainty bonus",
+            qw * optimism * (a.spread - b.spread) / 5.0,
+        ),
         ("cost/availability/lessons", a.rest - b.rest),
     ];
     let ahead: Vec<String> = terms
@@ -964,6 +971,99 @@ mod tests {
             })
             .count();
         assert!(wins >= 95, "agent-b won {wins}/100");
+    }
+
+    fn posterior_of(pick: &Pick, citizen: &str) -> f64 {
+        let seen = pick.seen.iter().find(|s| s.citizen == citizen).unwrap();
+        seen.details
+            .iter()
+            .find(|(n, _)| *n == "posterior_mean")
+            .unwrap()
+            .1
+    }
+
+    #[test]
+    fn work_on_one_tag_alone_tells_how_to_credit_a_two_tag_settlement() {
+        // agent-a settles go alone at 5 and [py, go] at 3: its py work is poor (about 1),
+        // not 3 as the two-tag settlements alone would suggest (the self-rating, 4, still
+        // pulls it up a little).
+        let mut h = History::new();
+        for _ in 0..10 {
+            for (tags, q) in [(vec!["go"], 5.0), (vec!["py", "go"], 3.0)] {
+                h.record(Outcome {
+                    citizen: "agent-a".into(),
+                    tags: tags.into_iter().map(String::from).collect(),
+                    quality: q,
+                });
+            }
+        }
+        let scores = [score("agent-a", 0.5)];
+        let tags = ["py".to_string()];
+        let input = PolicyInput {
+            tags: &tags,
+            scores: &scores,
+            history: &h,
+            weights: Weights::default(),
+            explore_rate: 0.15,
+            cards: &[],
+        };
+        let py = posterior_of(&Policy::Posterior.pick(&input, &mut Fixed(1)), "agent-a");
+        assert!(py < 2.5, "py estimated at {py}");
+    }
+
+    #[test]
+    fn each_tag_starts_at_the_cards_own_self_rating() {
+        let card = Candidate {
+            id: "agent-a".into(),
+            self_ratings: [("py".to_string(), 5.0), ("go".to_string(), 3.0)].into(),
+            ..Candidate::default()
+        };
+        let scores = [score("agent-a", 0.5)];
+        let history = History::new();
+        for (tag, want) in [("py", 5.0), ("go", 3.0)] {
+            let tags = [tag.to_string()];
+            let input = PolicyInput {
+                tags: &tags,
+                scores: &scores,
+                history: &history,
+                weights: Weights::default(),
+                explore_rate: 0.15,
+                cards: std::slice::from_ref(&card),
+            };
+            let got = posterior_of(&Policy::Posterior.pick(&input, &mut Fixed(1)), "agent-a");
+            assert!((got - want).abs() < 1e-9, "{tag}: {got}");
+        }
+    }
+
+    #[test]
+    fn an_exploit_turn_prefers_the_less_known_of_two_equal_estimates() {
+        // Same mean quality 4; agent-b has one settlement, agent-a forty.
+        let mut h = History::new();
+        for _ in 0..40 {
+            h.record(Outcome {
+                citizen: "agent-a".into(),
+                tags: vec!["py".into()],
+                quality: 4.0,
+            });
+        }
+        h.record(Outcome {
+            citizen: "agent-b".into(),
+            tags: vec!["py".into()],
+            quality: 4.0,
+        });
+        let scores = [score("agent-a", 0.5), score("agent-b", 0.5)];
+        let tags = ["py".to_string()];
+        let input = PolicyInput {
+            tags: &tags,
+            scores: &scores,
+            history: &h,
+            weights: Weights::default(),
+            explore_rate: 0.0,
+            cards: &[],
+        };
+        let pick = Policy::Posterior.pick(&input, &mut Fixed(2));
+        assert_eq!(pick.citizen.as_deref(), Some("agent-b"));
+        assert!(pick.reason.contains("uncertainty bonus"), "{}", pick.reason);
     }
 
     #[test]
