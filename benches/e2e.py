@@ -19,6 +19,7 @@ same machine only.
     benches/e2e.py settle-alone --contracts 10000 --rounds 30 --baseline OLD   # settle with no daemon, old vs new
     benches/e2e.py backlog --notices 3000 --baseline OLD   # delivering a backlog of notices after downtime
     benches/e2e.py dashboard --contracts 10000 --clients 50 --seconds 30   # pages and idle cost
+    benches/e2e.py dashboard-memory --chronicle-mb 50 --baseline OLD   # serve's memory with a large chronicle
     benches/e2e.py merge --lines 100000 --side 1000 --repeat 5   # git's merge driver on a chronicle
 
 `all` generates polises of 1k, 10k and 100k settled contracts and chronicles of 100k and 1M
@@ -640,6 +641,141 @@ def cmd_dashboard(args):
             print(f"  first overview after a change:    p50 {a['p50']:.1f} ms  max {a['max']:.1f} ms")
             print(f"  idle, no client ({args.seconds} s):          {quiet['cpu_pct']:.3f} % CPU, {quiet['wakeups_per_s']:.2f} wake-ups/s")
             print(f"  idle, {args.clients} event-stream clients:     {busy['cpu_pct']:.3f} % CPU, {busy['wakeups_per_s']:.2f} wake-ups/s")
+
+
+
+def page_times(port: int, pages, repeat: int) -> dict:
+    """Each (name, path) of `pages` on 127.0.0.1:`port`: the first GET and the median of
+    `repeat` more, in seconds, and the answer's size."""
+    out = {}
+    for name, path in pages:
+        status, body, first = http_get(port, path)
+        if status != 200:
+            raise SystemExit(f"{path}: HTTP {status}")
+        warm = [http_get(port, path)[2] for _ in range(repeat)]
+        out[name] = {"first": first, "warm": statistics.median(warm), "bytes": len(body)}
+    return out
+
+
+def resident(pid: int) -> dict:
+    """The resident memory of `pid` now and its peak (KiB)."""
+    return {"rss_kib": rss_kib(pid), "peak_kib": rss_kib(pid, "VmHWM:")}
+
+
+def dashboard_memory_run(root: Path, tmp: Path, bin, repeat: int) -> dict:
+    """`polisd serve` (binary `bin`) over `root`: each page's first and warm latency, the
+    chronicle page after an append (the change event awaited first), then VmRSS and VmHWM."""
+    global BIN
+    saved, BIN = BIN, Path(bin)
+    try:
+        proc, port = start_dashboard("serve", root, tmp)
+    finally:
+        BIN = saved
+    pages = [
+        ("overview", "/p/0/"),
+        ("chronicle", "/p/0/chronicle"),
+        ("chronicle page 2", "/p/0/chronicle?page=1"),
+        ("chronicle page 500", "/p/0/chronicle?page=499"),
+        ("chronicle, oldest page", "/p/0/chronicle?page=100000000"),
+        ("chronicle by citizen", f"/p/0/chronicle?citizen={CITIZENS[1]}"),
+        ("chronicle by citizen, page 50", f"/p/0/chronicle?citizen={CITIZENS[1]}&page=49"),
+        ("search", "/p/0/search?q=step+4242"),
+        ("api/replay", "/p/0/api/replay?from=0&limit=1000"),
+        ("api/replay, later page", "/p/0/api/replay?from=5000&limit=1000"),
+        ("api/state", "/p/0/api/state"),
+        ("citizen", f"/p/0/citizens/{CITIZENS[1]}"),
+        ("tags", "/p/0/tags"),
+    ]
+    out = {}
+    try:
+        out["pages"] = page_times(port, pages, repeat)
+        # An append: the event, then the chronicle page (the appended bytes are what changed).
+        probe = sse_client(port)
+        probe.settimeout(30)
+        after = []
+        for k in range(repeat):
+            with open(root / "chronicle.md", "a") as f:
+                stamp = time.strftime("%Y-%m-%d %H:%M")
+                f.write(f"- {stamp} | {CITIZENS[k % len(CITIZENS)]} | worked on | - | appended {k}\n")
+            got = b""
+            while b"event: change" not in got:
+                got += probe.recv(65536)
+            time.sleep(0.02)
+            status, body, t = http_get(port, "/p/0/chronicle")
+            if f"appended {k}" not in body:
+                raise SystemExit("the chronicle page after an append does not show it")
+            after.append(t)
+        probe.close()
+        out["after_append"] = statistics.median(after)
+        out.update(resident(proc.pid))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+    return out
+
+
+def reference_dashboard_memory(root: Path, repeat: int) -> dict:
+    """The reference's `polis serve` (stdlib http.server, the polis read on every request) over
+    `root`: its two pages (`/`, `/api/state`) first and warm, then VmRSS and VmHWM."""
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([PY, "-m", "polis.cli", "serve", "--port", str(port), "--polis-root", str(root)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = {}
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                http_get(port, "/api/state")
+                break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise SystemExit("the reference's `polis serve` did not start")
+                time.sleep(0.1)
+        out["pages"] = page_times(port, (("overview", "/"), ("api/state", "/api/state")), repeat)
+        out.update(resident(proc.pid))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+    return out
+
+
+def cmd_dashboard_memory(args):
+    """`polisd serve` over a polis whose chronicle is `--chronicle-mb` MB: latency of each page
+    (overview, chronicle and its later pages, filtered, search, the JSON API, a citizen) and
+    the server's resident memory (VmRSS) and peak (VmHWM) once they were all shown; with
+    `--baseline`, an earlier binary on the same polis in the same run."""
+    with workdir() as tmp:
+        tmp = Path(tmp)
+        line = f"- 2026-01-01 00:00 | {CITIZENS[0]} | worked on | - | step 500000\n"
+        lines = int(args.chronicle_mb * 1_000_000 / len(line))
+        root = make_polis(tmp, args.contracts, chronicle_lines=lines)
+        size = (root / "chronicle.md").stat().st_size
+        print(f"polis: {args.contracts} settled contracts, {len(CITIZENS)} citizens, "
+              f"chronicle.md {size / 1e6:.1f} MB ({lines} lines)")
+        runs = [("new", BIN)] + ([("baseline", Path(args.baseline))] if args.baseline else [])
+        results = {label: dashboard_memory_run(root, tmp, bin, args.repeat) for label, bin in runs}
+        labels = [label for label, _ in runs]
+        if args.reference:
+            if not Path(PY).exists():
+                raise SystemExit(f"no reference at {PY}: run `cargo test --locked --test setup` once")
+            ref = reference_dashboard_memory(root, args.repeat)
+            print("reference `polis serve` (reads the polis on every request):")
+            for name, m in ref["pages"].items():
+                print(f"  {name:34}{m['first'] * 1e3:>12.1f} /{m['warm'] * 1e3:>9.1f} ms")
+            print(f"  {'VmRSS / VmHWM':34}{mib(ref['rss_kib']):>12} / {mib(ref['peak_kib'])}")
+            results["reference"] = ref
+        print(f"{'page (ms: first / warm median)':36}" + "".join(f"{l:>24}" for l in labels))
+        for name in results["new"]["pages"]:
+            cells = "".join(f"{results[l]['pages'][name]['first'] * 1e3:>12.1f} /{results[l]['pages'][name]['warm'] * 1e3:>9.1f}" for l in labels)
+            print(f"{name:36}{cells}")
+        print(f"{'chronicle after an append (median)':36}" + "".join(f"{results[l]['after_append'] * 1e3:>24.1f}" for l in labels))
+        print(f"{'VmRSS after all pages (MiB)':36}" + "".join(f"{mib(results[l]['rss_kib']):>24}" for l in labels))
+        print(f"{'VmHWM, the peak (MiB)':36}" + "".join(f"{mib(results[l]['peak_kib']):>24}" for l in labels))
+        if args.json:
+            print(json.dumps({"chronicle_bytes": size, **results}))
 
 
 def read_file_floor(path: Path, repeat: int = 3) -> float:
@@ -1588,6 +1724,13 @@ def main():
     d.add_argument("--repeat", type=int, default=20)
     d.add_argument("--clients", type=int, default=50)
     d.add_argument("--seconds", type=int, default=30)
+    dm = sub.add_parser("dashboard-memory")
+    dm.add_argument("--contracts", type=int, default=10000)
+    dm.add_argument("--chronicle-mb", type=float, default=50)
+    dm.add_argument("--repeat", type=int, default=5)
+    dm.add_argument("--baseline", default=BASELINE, help="an earlier polisd binary, measured beside this one")
+    dm.add_argument("--json", action="store_true")
+    dm.add_argument("--reference", action="store_true", help="also the reference's `polis serve` on the same polis")
     a = sub.add_parser("all")
     a.add_argument("--quick", action="store_true", help="run the reference up to 10k contracts only")
     a.add_argument("--repeat", type=int, default=3)
@@ -1623,7 +1766,8 @@ def main():
      "chronicle-latency": cmd_chronicle_latency, "reaction-under-load": cmd_reaction_under_load,
      "startup": cmd_startup, "generate": cmd_generate,
      "reserve": cmd_reserve, "commands": cmd_commands, "settle-alone": cmd_settle_alone, "backlog": cmd_backlog, "session": cmd_session, "mcp": cmd_mcp, "all": cmd_all,
-     "scale": cmd_scale, "round2": cmd_round2, "merge": cmd_merge, "dashboard": cmd_dashboard}[args.cmd](args)
+     "scale": cmd_scale, "round2": cmd_round2, "merge": cmd_merge, "dashboard": cmd_dashboard,
+     "dashboard-memory": cmd_dashboard_memory}[args.cmd](args)
 
 if __name__ == "__main__":
     main()

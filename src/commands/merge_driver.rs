@@ -10,6 +10,8 @@
 //! - `contracts/routing_stats.yml`: not merged: ours is kept, and polisd rebuilds it from the
 //!   merged contracts (the daemon on its next pass, or `polisd reconcile`), so the file can
 //!   never conflict;
+//! - a proposed amendment that both sides' reflection drafted from what each had seen: the
+//!   draft with the fuller evidence (`protocol::merge::merge_drafts`);
 //! - any other path: git's own text merge (`git merge-file`), markers and all.
 
 use crate::commands::cli::MergeDriverArgs;
@@ -46,6 +48,10 @@ pub fn run(args: MergeDriverArgs) -> anyhow::Result<u8> {
         .map_err(|_| anyhow::anyhow!("three versions expected"))?;
     let merged = match strategy {
         Strategy::Text | Strategy::Derived => return text_merge(&args),
+        Strategy::Draft => match merge::merge_drafts(&ours, &theirs) {
+            Some(merged) => merged,
+            None => return text_merge(&args),
+        },
         Strategy::Chronicle => {
             let beside = siblings(&args.path, |name| {
                 crate::protocol::chronicle::rollover::Quarter::from_archive_name(name).is_some()

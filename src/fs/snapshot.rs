@@ -125,7 +125,7 @@ pub fn read_regular(path: &Path) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-fn open_no_follow(path: &Path) -> std::io::Result<fs::File> {
+pub(crate) fn open_no_follow(path: &Path) -> std::io::Result<fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     fs::OpenOptions::new()
         .read(true)
@@ -1097,6 +1097,21 @@ impl ChronicleSource for ReadChronicles {
 
     fn archive(&mut self, root: &Path, name: &str) -> ChronicleRead {
         read_text(root, name, Some(MAX_RECORD_BYTES)).map(|t| t.map(std::sync::Arc::new))
+    }
+}
+
+/// Reads no chronicle file: for a reader that keeps the rest of a polis between reads and
+/// adds the chronicle files on each one ([`read_chronicles`]), so it never holds their texts
+/// in between.
+pub struct NoChronicles;
+
+impl ChronicleSource for NoChronicles {
+    fn chronicle(&mut self, _root: &Path) -> ChronicleRead {
+        Ok(None)
+    }
+
+    fn archive(&mut self, _root: &Path, _name: &str) -> ChronicleRead {
+        Ok(None)
     }
 }
 

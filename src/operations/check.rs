@@ -267,7 +267,7 @@ fn chronicle_findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
             newest_earlier: newest,
             now: *now,
         };
-        let (found, newest_here) = chronicle::validate_all(&chronicle::scan(text).lines, &ctx);
+        let (found, newest_here) = chronicle::validate_text(text, &ctx);
         out.extend(found);
         newest = newest_here;
     }

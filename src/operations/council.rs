@@ -191,7 +191,7 @@ fn title_of(root: &Path, cid: &str) -> String {
 /// Who may sit: registered, not away, not departed, not the owner; scored for the contract
 /// by the router's own score (`protocol::routing::score`), best first.
 pub fn eligible(polis: &Polis, contract: &Contract, owner: Option<&str>) -> Vec<Eligible> {
-    let left = crate::protocol::contracts::handoff::departed(&polis.recent_chronicle());
+    let left = polis.departed();
     let candidates: Vec<score::Candidate> = polis
         .candidates()
         .into_iter()

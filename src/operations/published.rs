@@ -242,8 +242,8 @@ pub struct FolderState {
     /// The sync conflict copies in `contracts/settled/` (listed on a full look, else kept
     /// from the paths named), so a read does not list ten thousand names to find them.
     settled_copies: BTreeSet<(String, String)>,
-    /// The rest of the polis as last read (without the settled files' findings) and its
-    /// conflict copies: read again only when a path outside the settled folder changed.
+    /// The rest of the polis as last read (without the settled files' findings and without
+    /// the chronicle files, which each read adds) and its conflict copies: read again only when a path outside the settled folder changed.
     rest: Option<(Arc<Polis>, Copies)>,
     /// The ledger's snapshot and the version it was taken at.
     snapshot: Option<(u64, LedgerSnapshot)>,
@@ -262,14 +262,19 @@ impl FolderState {
     ) -> PolisState {
         let (rest, rest_copies) = match self.rest.take() {
             Some(rest) if !refresh.others() => rest,
-            // Dropped before the read: the chronicle copies append in place only when nobody
-            // else holds the text.
             _ => (
-                Arc::new(Polis::read_using(root, false, chronicles)),
+                Arc::new(Polis::read_using(root, false, &mut snapshot::NoChronicles)),
                 snapshot::conflict_copies_but(root, Some(ContractFolder::Settled.dir())),
             ),
         };
         let mut polis = (*rest).clone();
+        // The chronicle files come from `chronicles` on every read, and the rest is kept
+        // without them: a reader that drops them after its read (the dashboard) holds no
+        // chronicle text between reads, and one that keeps copies appends to them in place.
+        let (chronicle, archives) =
+            snapshot::read_chronicles(root, chronicles, &mut polis.findings);
+        polis.chronicle = chronicle;
+        polis.archives = archives;
         let zone = polis.settings.timezone;
         let refresh = if self.zone == Some(zone) {
             refresh

@@ -78,54 +78,125 @@ pub fn list(root: &std::path::Path) -> Vec<Item> {
     items(&polis, &crate::operations::chronicle::polis_now(root))
 }
 
+/// [`items`] of a polis read without its settled contracts (a long-running reader keeps those
+/// as a ledger: the dashboard), `settled` naming the files of `contracts/settled/`: each is
+/// read in its turn, and parsed only when it has a handoff section or a lesson names it, so
+/// what is held is one contract, not the folder.
+pub fn items_beside<'a>(
+    polis: &Polis,
+    now: &PolisTime,
+    settled: impl IntoIterator<Item = &'a str>,
+) -> Vec<Item> {
+    let mut rels: Vec<&str> = settled.into_iter().collect();
+    rels.sort_unstable();
+    let mut queue = Queue::new(polis, now, false);
+    let mut ignored = Vec::new();
+    for rel in rels {
+        let stem = layout::record_stem(rel);
+        let Ok(Some(text)) = crate::fs::snapshot::read_text(
+            &polis.root,
+            rel,
+            Some(crate::fs::snapshot::MAX_RECORD_BYTES),
+        ) else {
+            continue;
+        };
+        if !handoff::has_suggestion_heading(&text) && !queue.has_lesson_about(stem) {
+            continue;
+        }
+        drop(text);
+        let Some(file) = crate::fs::snapshot::read_record(&polis.root, rel, stem, &mut ignored)
+        else {
+            continue;
+        };
+        let contract = crate::protocol::contracts::contract::Contract::from_record(&file.record);
+        queue.settled(&crate::fs::snapshot::ContractFile {
+            folder: ContractFolder::Settled,
+            file,
+            contract,
+        });
+        ignored.clear();
+    }
+    queue.finish()
+}
+
 /// [`items`], with `postponed` also those answered `later` (they may be answered again at
 /// any time).
 fn collect(polis: &Polis, now: &PolisTime, postponed: bool) -> Vec<Item> {
-    let waits = |answer: Option<&LatestAnswer>| {
-        rules::stands(answer, now.now) || (postponed && matches!(answer, Some((Answer::Later, _))))
-    };
-    let answers = polis
-        .chronicle_text()
-        .map(rules::answers)
-        .unwrap_or_default();
-    let folders: HashMap<&str, ContractFolder> = polis
-        .contracts
-        .iter()
-        .map(|c| (c.file.stem.as_str(), c.folder))
-        .collect();
-    let folder_of = |id: &str| folders.get(id).copied();
-    let mut out = Vec::new();
+    let mut queue = Queue::new(polis, now, postponed);
     for c in polis
         .contracts
         .iter()
         .filter(|c| c.folder == ContractFolder::Settled)
     {
+        queue.settled(c);
+    }
+    queue.finish()
+}
+
+/// The queue as it is gathered: the answers the chronicle holds, then each settled contract's
+/// items, then the reviews'.
+struct Queue<'p> {
+    polis: &'p Polis,
+    now: &'p PolisTime,
+    postponed: bool,
+    answers: std::collections::BTreeMap<String, LatestAnswer>,
+    folders: HashMap<&'p str, ContractFolder>,
+    out: Vec<Item>,
+}
+
+impl<'p> Queue<'p> {
+    fn new(polis: &'p Polis, now: &'p PolisTime, postponed: bool) -> Queue<'p> {
+        Queue {
+            polis,
+            now,
+            postponed,
+            answers: polis
+                .chronicle_text()
+                .map(rules::answers)
+                .unwrap_or_default(),
+            folders: polis
+                .contracts
+                .iter()
+                .map(|c| (c.file.stem.as_str(), c.folder))
+                .collect(),
+            out: Vec::new(),
+        }
+    }
+
+    fn waits(&self, answer: Option<&LatestAnswer>) -> bool {
+        rules::stands(answer, self.now.now)
+            || (self.postponed && matches!(answer, Some((Answer::Later, _))))
+    }
+
+    /// Whether a lesson names contract `id` (only then can it give a chaining hint).
+    fn has_lesson_about(&self, id: &str) -> bool {
+        self.polis.lessons.iter().any(|l| {
+            handoff::ids_of(&l.lesson.related_contracts)
+                .iter()
+                .any(|r| r == id)
+        })
+    }
+
+    /// Where contract `id` is: among the contracts read, else (a reader without its settled
+    /// contracts) in `contracts/settled/` if it is there.
+    fn folder_of(&self, id: &str) -> Option<ContractFolder> {
+        self.folders.get(id).copied().or_else(|| {
+            crate::operations::ready::is_in(&self.polis.root, ContractFolder::Settled, id)
+                .then_some(ContractFolder::Settled)
+        })
+    }
+
+    /// The items of one settled contract.
+    fn settled(&mut self, c: &crate::fs::snapshot::ContractFile) {
+        let polis = self.polis;
         let id = c.file.stem.as_str();
         let owner = c.contract.owner.clone().unwrap_or_default();
         let link = format!("contracts/settled/{id}");
-        let mut push = |key: String, title: String, ask: Ask| {
-            if waits(answers.get(&key)) {
-                let extra = match ask {
-                    Ask::NewCitizen { .. } => " --id NEW-AGENT-ID",
-                    _ => "",
-                };
-                out.push(Item {
-                    answer_command: format!(
-                        "polisd queue answer {key} accept|decline|later --by \"YOUR NAME\"{extra}"
-                    ),
-                    key,
-                    contract_id: id.to_string(),
-                    link: link.clone(),
-                    suggested_by: owner.clone(),
-                    title,
-                    ask,
-                });
-            }
-        };
+        let mut found: Vec<(String, String, Ask)> = Vec::new();
         let text = &c.file.text;
         if !handoff::has_suggestion_heading(text) {
             if let Some(hint) = chain_hint(polis, c) {
-                push(
+                found.push((
                     format!("chain/{id}/1"),
                     format!(
                         "`{id}` settled with a lesson on {}, which `{}` is rated for: open a next step for it?",
@@ -137,42 +208,69 @@ fn collect(polis: &Polis, now: &PolisTime, postponed: bool) -> Vec<Item> {
                         tags: hint.1,
                         lesson: hint.2,
                     },
-                );
+                ));
             }
-            continue;
-        }
-        let (next, new) = dispatch::explain(polis, id, &c.contract, true, text, &folder_of);
-        for (k, n) in new.into_iter().enumerate() {
-            push(
-                format!("new-citizen/{id}/{}", k + 1),
-                format!("`{owner}` suggests a new citizen: {}", n.need),
-                Ask::NewCitizen {
-                    need: n.need,
-                    reason: n.reason,
-                    role: n.role,
-                },
-            );
-        }
-        for (s, outcome) in next {
-            if let BlockOutcome::Deferred {
-                why,
-                at_max_depth: true,
-            } = outcome
-            {
-                push(
-                    format!("deferred/{id}/{}", s.n),
-                    format!(
-                        "Deferred at the chain's maximum depth: `{}` for \"{}\"",
-                        s.citizen,
-                        handoff::follow_up_title(&s.reason, id)
-                    ),
-                    Ask::Deferred { suggestion: s, why },
-                );
+        } else {
+            let folder_of = |id: &str| self.folder_of(id);
+            let (next, new) = dispatch::explain(polis, id, &c.contract, true, text, &folder_of);
+            for (k, n) in new.into_iter().enumerate() {
+                found.push((
+                    format!("new-citizen/{id}/{}", k + 1),
+                    format!("`{owner}` suggests a new citizen: {}", n.need),
+                    Ask::NewCitizen {
+                        need: n.need,
+                        reason: n.reason,
+                        role: n.role,
+                    },
+                ));
             }
+            for (s, outcome) in next {
+                if let BlockOutcome::Deferred {
+                    why,
+                    at_max_depth: true,
+                } = outcome
+                {
+                    found.push((
+                        format!("deferred/{id}/{}", s.n),
+                        format!(
+                            "Deferred at the chain's maximum depth: `{}` for \"{}\"",
+                            s.citizen,
+                            handoff::follow_up_title(&s.reason, id)
+                        ),
+                        Ask::Deferred { suggestion: s, why },
+                    ));
+                }
+            }
+        }
+        for (key, title, ask) in found {
+            if !self.waits(self.answers.get(&key)) {
+                continue;
+            }
+            let extra = match ask {
+                Ask::NewCitizen { .. } => " --id NEW-AGENT-ID",
+                _ => "",
+            };
+            self.out.push(Item {
+                answer_command: format!(
+                    "polisd queue answer {key} accept|decline|later --by \"YOUR NAME\"{extra}"
+                ),
+                key,
+                contract_id: id.to_string(),
+                link: link.clone(),
+                suggested_by: owner.clone(),
+                title,
+                ask,
+            });
         }
     }
-    review_items(polis, &answers, &waits, &mut out);
-    out
+
+    /// The reviews' items after the settled contracts'.
+    fn finish(mut self) -> Vec<Item> {
+        let mut out = std::mem::take(&mut self.out);
+        let waits = |answer: Option<&LatestAnswer>| self.waits(answer);
+        review_items(self.polis, &self.answers, &waits, &mut out);
+        out
+    }
 }
 
 /// The `Suggested new citizen` blocks of review files (`reviews/<YYYY-MM-DD-HHMM>-<cid>.md`),

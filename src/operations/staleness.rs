@@ -44,12 +44,7 @@ fn last_lines_about(polis: &Polis, ids: &BTreeSet<&str>) -> HashMap<String, chro
         return last;
     }
     for text in polis.recent_chronicle() {
-        let scanned = chronicle::scan(text);
-        chronicle::newest_lines_about(
-            scanned.lines.iter().map(|l| l.text.as_str()),
-            ids,
-            &mut last,
-        );
+        chronicle::newest_lines_about(chronicle::lines(text).map(|(_, l)| l), ids, &mut last);
     }
     last
 }

@@ -23,6 +23,9 @@ pub enum CopyKind {
     Inbox,
     /// A copy of `routing_stats.yml`: stale derived bytes, removed (polisd rebuilds the file).
     Derived,
+    /// A copy of a proposed amendment: when both are reflection's drafts of one proposal, the
+    /// fuller draft is kept and the copy removed; otherwise reported like [`CopyKind::Other`].
+    Draft,
     /// Anything else: reported to the index keeper.
     Other,
 }
@@ -50,7 +53,8 @@ impl ConflictCopy {
             merge::Strategy::Chronicle => CopyKind::Chronicle,
             merge::Strategy::Inbox => CopyKind::Inbox,
             merge::Strategy::Derived => CopyKind::Derived,
-            _ => CopyKind::Other,
+            merge::Strategy::Draft => CopyKind::Draft,
+            merge::Strategy::Text => CopyKind::Other,
         };
         ConflictCopy {
             copy,
@@ -68,6 +72,13 @@ pub fn copy_finding(c: &ConflictCopy) -> Finding {
              Compare the two, keep the right content in `{}`, and delete this copy",
             c.original, c.original
         ),
+        CopyKind::Draft => format!(
+            "a sync tool kept a second version of `{}` here; polisd does not read it as a record. \
+             Two drafts of one proposal by polis-reflector are settled by the daemon (the fuller \
+             evidence is kept); this is not that: compare the two, keep the right content in \
+             `{}`, and delete this copy",
+            c.original, c.original
+        ),
         CopyKind::Derived => format!(
             "a sync tool kept a second version of `{}` here; it is derived from the settled \
              contracts, so the daemon removes the copy (or delete it; `polisd reconcile` \
@@ -83,11 +94,14 @@ pub fn copy_finding(c: &ConflictCopy) -> Finding {
     Finding::warning(Code::ConflictCopy, &c.copy, None, message)
 }
 
-/// Merges an inbox conflict copy into its original (an id-aware union of the blocks; a block
-/// already in the inbox archive is not brought back), compare-before-replace, then removes the
-/// copy. Returns whether the inbox changed; `false` with the copy left in place when the
-/// original is missing (nothing to merge into: the copy is reported instead).
-pub fn merge_inbox_copy(
+/// Merges a conflict copy polisd can merge into its original, compare-before-replace, then
+/// removes the copy. An inbox's: an id-aware union of the blocks (a block already in the inbox
+/// archive is not brought back). A proposed amendment's, when the copy and its original are
+/// both reflection's drafts of one proposal: the fuller draft ([`merge::merge_drafts`], the
+/// rule git's merge driver follows). Returns whether the original changed; `None`, with the
+/// copy left in place to be reported, when the original is missing or the two cannot be
+/// merged.
+pub fn merge_copy(
     writer: &Writer,
     root: &Path,
     copy: &ConflictCopy,
@@ -95,20 +109,31 @@ pub fn merge_inbox_copy(
     let Ok(Some(copy_text)) = snapshot::read_text(root, &copy.copy, None) else {
         return Ok(None);
     };
-    if !root.join(&copy.original).is_file() {
+    let archive = match copy.kind {
+        CopyKind::Inbox => copy
+            .original
+            .strip_suffix("inbox.md")
+            .map(|dir| format!("{dir}inbox-archive.md"))
+            .filter(|a| *a != copy.original)
+            .and_then(|a| snapshot::read_text(root, &a, None).ok().flatten()),
+        CopyKind::Draft => None,
+        _ => return Ok(None),
+    };
+    let elsewhere: Vec<&str> = archive.as_deref().into_iter().collect();
+    // Whether the original the edit last saw could be merged with the copy: the copy goes only
+    // then, so its bytes are never lost to a file that vanished or changed meanwhile.
+    let merged_with = std::cell::Cell::new(false);
+    let changed = super::edit_agent_file(writer, root, &copy.original, |cur| {
+        let merged = match copy.kind {
+            CopyKind::Inbox => Some(merge::merge_inbox(None, cur, &copy_text, &elsewhere)),
+            _ => merge::merge_drafts(cur, &copy_text),
+        };
+        merged_with.set(merged.is_some());
+        merged.map(|m| m.text)
+    })?;
+    if !merged_with.get() || !root.join(&copy.original).is_file() {
         return Ok(None);
     }
-    let archive_rel = copy
-        .original
-        .strip_suffix("inbox.md")
-        .map(|dir| format!("{dir}inbox-archive.md"));
-    let archive = archive_rel
-        .filter(|a| *a != copy.original)
-        .and_then(|a| snapshot::read_text(root, &a, None).ok().flatten());
-    let elsewhere: Vec<&str> = archive.as_deref().into_iter().collect();
-    let changed = super::edit_agent_file(writer, root, &copy.original, |cur| {
-        Some(merge::merge_inbox(None, cur, &copy_text, &elsewhere).text)
-    })?;
     writer.remove(&copy.copy)?;
     Ok(Some(changed))
 }

@@ -18,6 +18,7 @@
 //!
 //! It never writes a file; callers hand the text to `fs::writer` or to git.
 
+use crate::protocol::amendments::reflection::REFLECTOR;
 use crate::protocol::chronicle::{self, rollover::Quarter};
 use chrono::NaiveDateTime;
 use std::collections::{HashMap, HashSet};
@@ -72,6 +73,9 @@ pub enum Strategy {
     Inbox,
     /// `contracts/routing_stats.yml`: derived, so never merged; rebuilt from the contracts.
     Derived,
+    /// `amendments/proposed/<id>.md`: when both sides are reflection's drafts of one proposal,
+    /// the draft with the fuller evidence; anything else there is merged as text.
+    Draft,
     /// Anything else: git's own text merge.
     Text,
 }
@@ -97,6 +101,11 @@ pub fn strategy_for(path: &str) -> Strategy {
         && (name == "inbox.md" || name == "inbox-archive.md")
     {
         Strategy::Inbox
+    } else if rel.starts_with("amendments/proposed/")
+        && rel.matches('/').count() == 2
+        && name.ends_with(".md")
+    {
+        Strategy::Draft
     } else {
         Strategy::Text
     }
@@ -104,12 +113,13 @@ pub fn strategy_for(path: &str) -> Strategy {
 
 /// The `.gitattributes` lines `polisd git-setup` writes into `_polis/.gitattributes`
 /// (patterns relative to that folder).
-pub const GITATTRIBUTES_LINES: [&str; 5] = [
+pub const GITATTRIBUTES_LINES: [&str; 6] = [
     "chronicle.md merge=polisd",
     "chronicle-*.md merge=polisd",
     "citizens/*/inbox.md merge=polisd",
     "citizens/*/inbox-archive.md merge=polisd",
     "contracts/routing_stats.yml merge=polisd",
+    "amendments/proposed/*.md merge=polisd",
 ];
 
 /// The driver's name in git's configuration (`merge.<name>.driver`).
@@ -498,6 +508,46 @@ pub fn merge_inbox(base: Option<&str>, ours: &str, theirs: &str, elsewhere: &[&s
 
 // ---------------------------------------------------------------------------------------------
 // Duplicates that arrived anyway
+/// Two machines' reflection drafts of one proposal: each daemon drafted it from the evidence
+/// it had seen, so the bytes differ though the proposal is one. The draft with more evidence
+/// is kept (equal counts: the greater text), the same choice on every machine whichever side
+/// is ours. `None` when either side is not a draft still waiting for votes, or the two are
+/// drafts of different proposals: that is a person's merge.
+pub fn merge_drafts(ours: &str, theirs: &str) -> Option<Merged> {
+    let draft = |text: &str| -> Option<(String, i64)> {
+        let fields = crate::protocol::frontmatter::parse(text).ok()?.fields;
+        let reflected = fields.get("proposed_by").as_str() == Some(REFLECTOR)
+            && fields.get("status").as_str() == Some("proposed");
+        reflected.then_some(())?;
+        Some((
+            fields.get("reflect_slug").as_str()?.to_string(),
+            fields.get("evidence_count").as_i64()?,
+        ))
+    };
+    let (mine, other) = (draft(ours)?, draft(theirs)?);
+    if mine.0 != other.0 {
+        return None;
+    }
+    let (text, kept) = if (other.1, theirs) > (mine.1, ours) {
+        (theirs, other.1)
+    } else {
+        (ours, mine.1)
+    };
+    let report = (ours != theirs)
+        .then(|| {
+            format!(
+                "both sides drafted the proposal `{}`; the draft with {kept} pieces of evidence \
+                 is kept",
+                mine.0
+            )
+        })
+        .into_iter()
+        .collect();
+    Some(Merged {
+        text: text.to_string(),
+        report,
+    })
+}
 
 /// P024 for every polisd id marker (`<!-- polisd:<kind>:<16 hex> -->`) seen a second time
 /// across `files` (path, text), in the order given (archives before the current chronicle):
@@ -900,5 +950,49 @@ mod tests {
         assert_eq!(merge_inbox(None, agent, agent, &[]).text, agent);
         let both = merge_inbox(None, agent, &ours, &[]).text;
         assert!(both.find("hello").unwrap() < both.find("00000000000000aa").unwrap());
+    }
+
+    fn draft(slug: &str, evidence: usize, status: &str, by: &str) -> String {
+        format!(
+            "---\nid: 2026-03-01-{slug}\nstatus: {status}\nproposed_by: {by}\n\
+             reflect_slug: {slug}\nevidence_count: {evidence}\n---\n# {slug}\n"
+        )
+    }
+
+    #[test]
+    fn two_drafts_of_one_proposal_keep_the_fuller_evidence_whichever_side_is_ours() {
+        let three = draft("stakes-rust", 3, "proposed", REFLECTOR);
+        let four = draft("stakes-rust", 4, "proposed", REFLECTOR);
+        for (ours, theirs) in [(&three, &four), (&four, &three)] {
+            let m = merge_drafts(ours, theirs).unwrap();
+            assert_eq!(m.text, four);
+            assert_eq!(m.report.len(), 1, "{:?}", m.report);
+        }
+        // Equal counts: one pick on every machine.
+        let other = format!("{three}\nmore\n");
+        assert_eq!(
+            merge_drafts(&three, &other).unwrap().text,
+            merge_drafts(&other, &three).unwrap().text
+        );
+        assert!(merge_drafts(&four, &four).unwrap().report.is_empty());
+    }
+
+    #[test]
+    fn an_agents_proposal_a_settled_draft_or_two_proposals_are_a_persons_merge() {
+        let four = draft("stakes-rust", 4, "proposed", REFLECTOR);
+        let agents = draft("stakes-rust", 3, "proposed", "alpha-agent-one");
+        let rejected = draft("stakes-rust", 3, "rejected", REFLECTOR);
+        let another = draft("low-quality-rust", 3, "proposed", REFLECTOR);
+        for theirs in [&agents, &rejected, &another, &"no front matter".to_string()] {
+            assert_eq!(merge_drafts(&four, theirs), None, "{theirs}");
+        }
+        assert_eq!(
+            strategy_for("_polis/amendments/proposed/2026-03-01-stakes-rust.md"),
+            Strategy::Draft
+        );
+        assert_eq!(
+            strategy_for("_polis/amendments/ratified/2026-03-01-stakes-rust.md"),
+            Strategy::Text
+        );
     }
 }

@@ -600,11 +600,13 @@ impl Engine {
                 if self.notice_waits_for_inbox(&rel) {
                     scope.derive = true;
                 }
-                // An inbox whose conflict copy waited while the inbox was being written (a
-                // deferred edit that is due now): merged on this pass.
-                if sync_pass::has_conflict_copy_beside(&self.root, &rel) {
-                    scope.sync = true;
-                }
+            }
+            // An inbox or a draft whose conflict copy waited while the file was being written
+            // (a deferred edit that is due now): merged on this pass.
+            if sync_pass::has_conflict_copy_beside(&self.root, &rel) {
+                scope.sync = true;
+            }
+            if concerns.is_empty() {
                 continue;
             }
             if self.is_own_change(&rel) {

@@ -199,10 +199,10 @@ impl Engine {
                     left.push((copy.copy, copy.original));
                     continue;
                 }
-                CopyKind::Inbox if writes => {
-                    match sync::merge_inbox_copy(&self.writer, &self.root, &copy) {
+                CopyKind::Inbox | CopyKind::Draft if writes => {
+                    match sync::merge_copy(&self.writer, &self.root, &copy) {
                         Ok(Some(changed)) => {
-                            tracing::info!(copy = %copy.copy, "merged an inbox conflict copy");
+                            tracing::info!(copy = %copy.copy, "merged a conflict copy");
                             self.state.counters.writes += 1;
                             merged_any |= changed;
                             true
@@ -289,25 +289,21 @@ impl Engine {
     }
 }
 
-/// Whether `rel` is an inbox (`citizens/<id>/inbox.md`) with a sync conflict copy of it in the
-/// same folder. Reads that one folder only.
+/// Whether `rel` is a file the daemon merges conflict copies into (an inbox, a proposed
+/// amendment) with a sync conflict copy of it in the same folder. Reads that one folder only.
 pub(super) fn has_conflict_copy_beside(root: &std::path::Path, rel: &str) -> bool {
-    let Some(dir) = rel
-        .strip_prefix("citizens/")
-        .and_then(|r| r.strip_suffix("/inbox.md"))
-    else {
-        return false;
-    };
-    if dir.contains('/') {
+    use crate::protocol::merge::{strategy_for, Strategy};
+    if !matches!(strategy_for(rel), Strategy::Inbox | Strategy::Draft) {
         return false;
     }
-    let Ok(entries) = std::fs::read_dir(root.join("citizens").join(dir)) else {
+    let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
         return false;
     };
     entries.flatten().any(|e| {
         e.file_name().to_str().is_some_and(|n| {
             crate::protocol::layout::is_conflict_copy(n)
-                && crate::protocol::layout::conflict_original(n).as_deref() == Some("inbox.md")
+                && crate::protocol::layout::conflict_original(n).as_deref() == Some(name)
         })
     })
 }

@@ -34,15 +34,24 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         };
         crate::operations::route::recommend(&s.polis, file, &options)
     });
+    // The files the activity window reads (`chronicle.md`, then the newest archive), read
+    // from disk a line at a time.
     let mut lines = Vec::new();
-    for text in s.polis.recent_chronicle() {
-        for line in chronicle::scan(text).lines {
-            let about = chronicle::parse_entry(&line.text)
+    let current = crate::protocol::layout::CHRONICLE;
+    let recent = (s.chronicle_files.iter().filter(|f| *f == current))
+        .chain(s.chronicle_files.iter().rev().find(|f| *f != current));
+    for name in recent {
+        let Some(mut reader) = crate::fs::chronicle_lines::LineReader::open(&s.polis.root, name)
+        else {
+            continue;
+        };
+        while let Some(line) = reader.next_line() {
+            let about = chronicle::parse_entry(line.text)
                 .ok()
                 .and_then(|e| e.link.and_then(chronicle::link_target))
                 .is_some_and(|t| t.rsplit('/').next() == Some(id));
             if about {
-                lines.push(line.text);
+                lines.push(line.text.to_string());
             }
         }
     }

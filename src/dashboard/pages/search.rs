@@ -1,6 +1,7 @@
 //! Search over contracts (open and abandoned by id, title, tags, owner and text; settled by id,
 //! owner and tags, from the ledger, so no settled file is read), lessons (id, tags and text)
-//! and the chronicle with its archives. Case-insensitive substring; a plain GET form.
+//! and the chronicle with its archives (read from disk a line at a time, keeping the hits
+//! shown). Case-insensitive substring; a plain GET form.
 
 use super::{citizen_link, contract_link, Context, Page, PageError, Rendered};
 use crate::protocol::chronicle;
@@ -16,6 +17,34 @@ pub const PAGE: Page = Page {
 const HITS: usize = 100;
 /// Longest lesson file read for a search.
 const LESSON_LIMIT: u64 = 1 << 20;
+
+/// The newest `keep` lines of chronicle file `rel` that `has`, newest first, and how many more
+/// there are: the file is read line by line, holding `keep` lines at most.
+fn newest_hits(
+    root: &std::path::Path,
+    rel: &str,
+    keep: usize,
+    has: &dyn Fn(&str) -> bool,
+) -> (Vec<(usize, String)>, usize) {
+    let mut hits = std::collections::VecDeque::with_capacity(keep);
+    let mut more = 0;
+    let Some(mut reader) = crate::fs::chronicle_lines::LineReader::open(root, rel) else {
+        return (Vec::new(), 0);
+    };
+    while let Some(line) = reader.next_line() {
+        if !has(line.text) {
+            continue;
+        }
+        if hits.len() == keep {
+            more += 1;
+            if hits.pop_front().is_none() {
+                continue;
+            }
+        }
+        hits.push_back((line.at.number, line.text.to_string()));
+    }
+    (hits.into_iter().rev().collect(), more)
+}
 
 fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     let s = cx.snapshot;
@@ -70,22 +99,12 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                 ));
             }
         }
-        let texts = s
-            .polis
-            .chronicle
-            .iter()
-            .map(|t| (crate::protocol::layout::CHRONICLE.to_string(), t))
-            .chain(s.polis.archives.iter().rev().map(|(n, t)| (n.clone(), t)));
-        for (name, text) in texts {
-            for l in chronicle::scan(text).lines.iter().rev() {
-                if has(&l.text) {
-                    if lines.len() < HITS {
-                        lines.push((name.clone(), l.number, l.text.to_string()));
-                    } else {
-                        more_lines += 1;
-                    }
-                }
-            }
+        // The newest files first (`chronicle.md`, then the archives), each read from disk a
+        // line at a time, keeping its newest hits only.
+        for name in s.chronicle_files.iter().rev() {
+            let (hits, more) = newest_hits(&s.polis.root, name, HITS - lines.len(), &has);
+            lines.extend(hits.into_iter().map(|(n, text)| (name.clone(), n, text)));
+            more_lines += more;
         }
     }
     let body = html! {

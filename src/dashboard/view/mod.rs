@@ -6,11 +6,15 @@
 //! a [`FolderState`] and the paths the watcher reported since the last read: a change reads the
 //! files it names, not the settled folder again. Either way nothing is read while nobody looks:
 //! a change only bumps a generation, and the next request builds the snapshot.
+//!
+//! A snapshot holds no chronicle text: the build reads the chronicle files for what it sums up
+//! (findings, activity, the queue) and drops them; a page that shows chronicle lines reads them
+//! from disk, a window at a time (`fs::chronicle_lines`). So the memory a view holds does not
+//! grow with the chronicle.
 
 pub mod queue;
 
 use crate::daemon::Change;
-use crate::fs::chronicle_copy::ChronicleCopies;
 use crate::fs::snapshot::{ContractFile, Polis};
 use crate::operations::published::{FolderState, PolisState, Refresh};
 use crate::operations::status::Summary;
@@ -40,8 +44,6 @@ pub struct PolisView {
     folder: Mutex<FolderState>,
     /// Without a daemon's state: what may have changed since `folder` last read.
     pending: Mutex<Refresh>,
-    /// The chronicle and its archives as last read (appended bytes are read, not the file).
-    chronicles: Mutex<ChronicleCopies>,
     /// What the last summary checked that only a changed file changes (the amendments).
     rechecks: Mutex<Rechecks>,
 }
@@ -76,6 +78,10 @@ pub struct Snapshot {
     pub queue: Vec<queue::Item>,
     /// The classes of warning a person silenced (`silenced.yml`): out of the queue.
     pub silenced: Vec<crate::protocol::silenced::Silence>,
+    /// The chronicle files the snapshot was built from, in the order their lines were written
+    /// (archives oldest first, then `chronicle.md`); one that could not be read is not here.
+    /// Their texts are not kept: pages read the lines they show from disk.
+    pub chronicle_files: Vec<String>,
 }
 
 /// Days the overview's trend covers.
@@ -171,7 +177,6 @@ impl PolisView {
             cache: Mutex::new(None),
             folder: Mutex::new(FolderState::default()),
             pending: Mutex::new(Refresh::Full),
-            chronicles: Mutex::new(ChronicleCopies::default()),
             rechecks: Mutex::new(Rechecks::kept()),
         }
     }
@@ -219,16 +224,14 @@ impl PolisView {
         if let Some(s) = cache.as_ref().filter(|s| s.generation == generation) {
             return Arc::clone(s);
         }
-        // Dropped first: the chronicle copies append in place only when nobody else holds
-        // the text. Its ledger (a pointer per settlement, 100k in a large polis) is freed off
-        // this request.
+        // Its ledger (a pointer per settlement, 100k in a large polis) is freed off this
+        // request.
         if let Some(old) = cache.take() {
             free_later(old);
         }
-        let mut chronicles = self.chronicles.lock().unwrap_or_else(|e| e.into_inner());
         let state = match state {
             Some(published) => {
-                // The daemon's polis comes without the chronicle texts: read from our copies.
+                // The daemon's polis comes without the chronicle texts: read for this build.
                 let mut polis = (*published.polis).clone();
                 polis.findings.extend(
                     published
@@ -238,12 +241,11 @@ impl PolisView {
                 );
                 let (chronicle, archives) = crate::fs::snapshot::read_chronicles(
                     &self.root,
-                    &mut *chronicles,
+                    &mut crate::fs::snapshot::ReadChronicles,
                     &mut polis.findings,
                 );
                 polis.chronicle = chronicle;
                 polis.archives = archives;
-                chronicles.forget_unseen();
                 Arc::new(PolisState {
                     polis: Arc::new(polis),
                     settled_findings: Arc::default(),
@@ -252,9 +254,8 @@ impl PolisView {
                     copies: Arc::clone(&published.copies),
                 })
             }
-            None => Arc::new(self.read_folder(&mut chronicles)),
+            None => Arc::new(self.read_folder()),
         };
-        drop(chronicles);
         let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
         let snapshot = Arc::new(build(&self.root, generation, state, &mut rechecks));
         rechecks.retain(&snapshot.polis);
@@ -265,13 +266,17 @@ impl PolisView {
 
     /// The polis from the folder, reading only what changed since the last time (the rest of
     /// the polis, chronicle included, only when a path outside the settled folder changed).
-    fn read_folder(&self, chronicles: &mut ChronicleCopies) -> PolisState {
+    fn read_folder(&self) -> PolisState {
         let refresh = std::mem::replace(
             &mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()),
             Refresh::nothing(),
         );
         let mut folder = self.folder.lock().unwrap_or_else(|e| e.into_inner());
-        crate::operations::published::read_kept(&mut folder, &self.root, refresh, chronicles)
+        folder.read(
+            &self.root,
+            refresh,
+            &mut crate::fs::snapshot::ReadChronicles,
+        )
     }
 }
 
@@ -358,12 +363,34 @@ fn build(
         trend: std::sync::OnceLock::new(),
         queue: Vec::new(),
         silenced: crate::operations::console::silenced(root),
+        chronicle_files: Vec::new(),
     };
     snapshot.queue = queue::items(&snapshot);
+    snapshot.chronicle_files = snapshot
+        .polis
+        .chronicle_files()
+        .map(|(name, _)| name.to_string())
+        .collect();
+    snapshot.state = without_chronicle_texts(snapshot.state, &snapshot.now);
+    snapshot.polis = Arc::clone(&snapshot.state.polis);
     snapshot
 }
 
-/// Drops an old snapshot: its polis (and so its chronicle texts) now, its ledger on a
+/// `state` without the chronicle texts, once the snapshot was built from them: what later
+/// calls ask of the chronicle (who is active, who has left) is answered from now on by what
+/// the texts said, kept in the polis.
+fn without_chronicle_texts(state: Arc<PolisState>, now: &PolisTime) -> Arc<PolisState> {
+    let mut state = Arc::unwrap_or_clone(state);
+    let mut polis = Arc::unwrap_or_clone(state.polis);
+    polis.active_authors = Some(polis.active_authors(now));
+    polis.departed = Some(polis.departed());
+    polis.chronicle = None;
+    polis.archives = Vec::new();
+    state.polis = Arc::new(polis);
+    Arc::new(state)
+}
+
+/// Drops an old snapshot: its polis now, its ledger on a
 /// blocking thread of the runtime when there is one (freeing a pointer per settlement is the
 /// one part of a new generation that grows with the history).
 fn free_later(old: Arc<Snapshot>) {
@@ -459,4 +486,48 @@ fn current_contracts(polis: &Polis) -> BTreeMap<String, String> {
         }
     }
     out.into_iter().map(|(o, (_, id))| (o, id)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dashboard::pages::chronicle::{window, TAIL};
+
+    /// A snapshot keeps what the build found in the chronicle (its findings, who is active) and
+    /// not the text: what a view holds does not grow with the file. The chronicle page reads
+    /// its window from disk.
+    #[test]
+    fn a_snapshot_keeps_what_the_chronicle_says_not_its_text() {
+        let (_dir, root, _writer) = crate::operations::test_polis::polis_with(&["alpha-agent"]);
+        let stamp = PolisTime::system(Default::default()).minute_stamp();
+        let mut text = String::from("# Chronicle\n\n");
+        let lines = 3 * TAIL + 5;
+        for k in 0..lines {
+            text.push_str(&format!(
+                "- {stamp} | alpha-agent | worked on | - | step {k}\n"
+            ));
+        }
+        text.push_str("- not a line\n");
+        std::fs::write(root.join("chronicle.md"), &text).unwrap();
+        let bad_line = 3 + lines;
+        let (_tx, rx) = watch::channel(Change::default());
+        let view = PolisView::new(&root, rx);
+        let s = view.current();
+        assert!(s.polis.chronicle.is_none() && s.polis.archives.is_empty());
+        assert!(s.state.polis.chronicle.is_none() && s.state.polis.archives.is_empty());
+        assert_eq!(s.chronicle_files, ["chronicle.md"]);
+        assert!(
+            s.findings
+                .iter()
+                .any(|f| f.path == "chronicle.md" && f.line == Some(bad_line)),
+            "{:?}",
+            s.findings
+        );
+        assert!(s.polis.active_authors(&s.now).contains("alpha-agent"));
+        assert!(s.polis.departed().is_empty());
+        let w = window(&root, "chronicle.md", 0, &|_| true);
+        // The heading is a line too (a malformed one, as the findings say).
+        assert_eq!((w.total, w.shown.len()), (lines + 2, TAIL));
+        assert_eq!(w.shown[0], (bad_line, "- not a line".to_string()));
+    }
 }

@@ -265,7 +265,7 @@ fn handoff_notices(s: &Snapshot, out: &mut Vec<Item>) {
 /// the command it names. Read from the folder (settled contracts included), as
 /// `polisd queue` reads it.
 fn person_decisions(s: &Snapshot, out: &mut Vec<Item>) {
-    for i in crate::operations::queue::list(&s.polis.root) {
+    for i in crate::operations::queue::items_beside(&s.polis, &s.now, s.state.settled.paths()) {
         let title = match &i.ask {
             crate::operations::queue::Ask::NewCitizen { need, .. } => {
                 format!("A new citizen is asked for in {}: {need}", i.contract_id)

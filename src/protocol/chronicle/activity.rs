@@ -21,8 +21,8 @@ pub fn active_authors(texts: &[&str], now: &PolisTime) -> BTreeSet<String> {
     let to = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
     let mut out = BTreeSet::new();
     for text in texts {
-        for line in scan(text).lines {
-            if let Some((stamp, author)) = stamp_and_author(&line.text) {
+        for (_, line) in super::lines(text) {
+            if let Some((stamp, author)) = stamp_and_author(line) {
                 if stamp >= from && stamp <= to {
                     out.insert(author.to_string());
                 }
@@ -156,10 +156,8 @@ impl Activity {
 /// The newest stamp of a chronicle text that is not in the future, for seeding C005.
 pub fn newest_stamp(text: &str, now: &PolisTime) -> Option<NaiveDateTime> {
     let limit = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
-    scan(text)
-        .lines
-        .iter()
-        .filter_map(|l| stamp_and_author(&l.text).map(|(s, _)| s))
+    super::lines(text)
+        .filter_map(|(_, l)| stamp_and_author(l).map(|(s, _)| s))
         .filter(|s| *s <= limit)
         .max()
 }

@@ -39,8 +39,8 @@ pub fn conflicts(texts: &[&str], is_registered: &dyn Fn(&str) -> bool) -> Vec<Cl
     // Per contract, the claims of the current round: (stamp, author).
     let mut rounds: BTreeMap<String, Vec<(NaiveDateTime, String)>> = BTreeMap::new();
     for text in texts {
-        for line in chronicle::scan(text).lines {
-            let Ok(e) = chronicle::parse_entry(&line.text) else {
+        for (_, line) in chronicle::lines(text) {
+            let Ok(e) = chronicle::parse_entry(line) else {
                 continue;
             };
             let Some(target) = e.link.and_then(chronicle::link_target) else {

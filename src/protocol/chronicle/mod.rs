@@ -115,36 +115,81 @@ pub fn scan_tail(tail: &str, last_line: usize) -> Scan {
 }
 
 fn scan_lines(text: &str, from: Resume, at_start: bool) -> Scan {
-    let mut pos = from.offset;
-    // Lines before `body_line` are frontmatter; only a scan from the start can see it.
-    let mut body_line = 1;
-    if at_start {
-        if text.starts_with('\u{feff}') {
-            pos = '\u{feff}'.len_utf8();
-        }
-        body_line = frontmatter_body_line(text);
-    }
-    let mut number = from.line;
-    let mut resume = from;
-    let mut lines = Vec::new();
-    while let Some(rel) = text[pos..].find('\n') {
-        let end = pos + rel;
-        let raw = text[pos..end].strip_suffix('\r').unwrap_or(&text[pos..end]);
-        number += 1;
-        pos = end + 1;
-        resume = Resume {
-            offset: pos,
-            line: number,
-        };
-        if number < body_line || raw.trim().is_empty() {
-            continue;
-        }
-        lines.push(Line {
+    let mut read = Lines::from(text, from, at_start);
+    let lines = read
+        .by_ref()
+        .map(|(number, text)| Line {
             number,
-            text: raw.to_string(),
-        });
+            text: text.to_string(),
+        })
+        .collect();
+    Scan {
+        lines,
+        resume: read.resume,
     }
-    Scan { lines, resume }
+}
+
+/// The complete lines of a chronicle text as [`scan`] finds them, (number, text) borrowed from
+/// the text: for a reader that looks at each line once and keeps little of it, so a
+/// million-line chronicle costs no allocation per line.
+pub fn lines(text: &str) -> Lines<'_> {
+    Lines::from(text, Resume::default(), true)
+}
+
+/// The iterator of [`lines`].
+pub struct Lines<'a> {
+    text: &'a str,
+    pos: usize,
+    /// Lines before this one are frontmatter.
+    body_line: usize,
+    number: usize,
+    resume: Resume,
+}
+
+impl<'a> Lines<'a> {
+    fn from(text: &'a str, from: Resume, at_start: bool) -> Lines<'a> {
+        let mut pos = from.offset;
+        // Lines before `body_line` are frontmatter; only a scan from the start can see it.
+        let mut body_line = 1;
+        if at_start {
+            if text.starts_with('\u{feff}') {
+                pos = '\u{feff}'.len_utf8();
+            }
+            body_line = frontmatter_body_line(text);
+        }
+        Lines {
+            text,
+            pos,
+            body_line,
+            number: from.line,
+            resume: from,
+        }
+    }
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = (usize, &'a str);
+
+    fn next(&mut self) -> Option<(usize, &'a str)> {
+        let text = self.text;
+        while let Some(rel) = memchr::memchr(b'\n', &text.as_bytes()[self.pos..]) {
+            let end = self.pos + rel;
+            let raw = text[self.pos..end]
+                .strip_suffix('\r')
+                .unwrap_or(&text[self.pos..end]);
+            self.number += 1;
+            self.pos = end + 1;
+            self.resume = Resume {
+                offset: self.pos,
+                line: self.number,
+            };
+            if self.number < self.body_line || raw.trim().is_empty() {
+                continue;
+            }
+            return Some((self.number, raw));
+        }
+        None
+    }
 }
 
 /// 1-based line on which the body starts (1 without frontmatter). Only the BOM and CRLF are
@@ -636,6 +681,36 @@ pub fn validate_all(
     (out, newest)
 }
 
+/// [`validate_all`] over every line of `text`, a few thousand lines at a time: what is held is
+/// one batch of lines, not the file's.
+pub fn validate_text(
+    text: &str,
+    ctx: &ChronicleContext<'_>,
+) -> (Vec<Finding>, Option<NaiveDateTime>) {
+    const BATCH: usize = 4096;
+    let mut newest = ctx.newest_earlier;
+    let mut out = Vec::new();
+    let mut read = lines(text);
+    let mut batch: Vec<Line> = Vec::with_capacity(BATCH);
+    loop {
+        batch.clear();
+        batch.extend(read.by_ref().take(BATCH).map(|(number, text)| Line {
+            number,
+            text: text.to_string(),
+        }));
+        if batch.is_empty() {
+            return (out, newest);
+        }
+        let here = ChronicleContext {
+            newest_earlier: newest,
+            ..*ctx
+        };
+        let (found, newest_here) = validate_all(&batch, &here);
+        out.extend(found);
+        newest = newest_here;
+    }
+}
+
 /// A span for a message: minutes, hours or days, whichever reads best.
 fn describe_span(span: Duration) -> String {
     let minutes = span.num_minutes();
@@ -781,31 +856,41 @@ pub fn lost_line_finding(path: &str, text: &str) -> Finding {
 /// warning naming both places. Only lines numbered in `fresh` (of `files[0]`) are reported, so
 /// an old duplicate is told once. polisd removes nothing.
 pub fn duplicate_lines(files: &[(&str, &str)], fresh: &dyn Fn(usize) -> bool) -> Vec<Finding> {
-    let mut first: HashMap<String, (String, usize)> = HashMap::new();
+    // Per line seen, the first half of its SHA-256 (as [`line_key`] hashes it) and where it
+    // first was (file, line): a flat table of a million lines, no string per line, sized once
+    // (a table grown by doubling leaves its smaller copies behind in the allocator).
+    let capacity: usize = files
+        .iter()
+        .map(|(_, text)| memchr::memchr_iter(b'\n', text.as_bytes()).count())
+        .sum();
+    let mut first: HashMap<u128, (u32, u32)> = HashMap::with_capacity(capacity);
     let mut out = Vec::new();
     // Archives first: a line in the current chronicle repeats one archived earlier.
     let mut order: Vec<usize> = (1..files.len()).collect();
     order.extend(files.first().map(|_| 0));
     for i in order {
         let (path, text) = files[i];
-        for line in scan(text).lines {
-            if marker_id(&line.text).is_some() || stamp_and_author(&line.text).is_none() {
+        for (number, line) in lines(text) {
+            if marker_id(line).is_some() || stamp_and_author(line).is_none() {
                 continue;
             }
-            let key = line_key(&line.text);
+            let digest = crate::protocol::digest::sha256(line.trim_end().as_bytes());
+            let key = u128::from_be_bytes(digest[..16].try_into().expect("16 of 32 bytes"));
             match first.get(&key) {
                 None => {
-                    first.insert(key, (path.to_string(), line.number));
+                    let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                    first.insert(key, (at(i), at(number)));
                 }
-                Some((p, l)) if i == 0 && fresh(line.number) => out.push(Finding::warning(
+                Some((f, l)) if i == 0 && fresh(number) => out.push(Finding::warning(
                     Code::Duplicate,
                     path,
-                    Some(line.number),
+                    Some(number),
                     format!(
-                        "`{}` is here a second time (first at {p}:{l}): one event written twice. \
+                        "`{}` is here a second time (first at {}:{l}): one event written twice. \
                          Delete this copy; when a line seems missing after a sync, wait for the \
                          sync to finish before appending it again",
-                        line.text.trim_end()
+                        line.trim_end(),
+                        files[*f as usize].0,
                     ),
                 )),
                 Some(_) => {}

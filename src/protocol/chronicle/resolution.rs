@@ -30,67 +30,91 @@ struct Seen<'a> {
     note: &'a str,
 }
 
+impl<'a> Seen<'a> {
+    fn of(path: &'a str, number: usize, text: &'a str) -> Seen<'a> {
+        let (author, stamp, verb, note) = match chronicle::parse_entry(text) {
+            Ok(e) => (
+                Some(e.author),
+                Some(e.stamp_text.to_string()),
+                Some(e.verb),
+                e.note,
+            ),
+            Err(_) => match chronicle::stamp_and_author(text) {
+                Some((stamp, author)) => (
+                    Some(author),
+                    Some(stamp.format(STAMP_FORMAT).to_string()),
+                    None,
+                    "",
+                ),
+                None => (None, None, None, ""),
+            },
+        };
+        Seen {
+            path,
+            number,
+            author,
+            stamp,
+            verb,
+            note,
+        }
+    }
+}
+
 /// For each of `findings` (in order), the line that resolves it, as `path:line`, or `None`.
 /// `files` are the chronicle texts oldest first (archives, then `chronicle.md`), `findings` the
 /// findings about them.
+///
+/// One pass over the lines: a line with findings waits, by author, for a later line of that
+/// author that resolves them; only the waiting lines are held, never the chronicle's.
 pub fn resolutions(files: &[(&str, &str)], findings: &[Finding]) -> Vec<Option<String>> {
-    let scanned: Vec<(&str, Vec<chronicle::Line>)> = files
-        .iter()
-        .map(|(path, text)| (*path, chronicle::scan(text).lines))
-        .collect();
-    let mut seen: Vec<Seen<'_>> = Vec::new();
-    let mut index: HashMap<(&str, usize), usize> = HashMap::new();
-    for (path, lines) in &scanned {
-        for line in lines {
-            let (author, stamp, verb, note) = match chronicle::parse_entry(&line.text) {
-                Ok(e) => (
-                    Some(e.author),
-                    Some(e.stamp_text.to_string()),
-                    Some(e.verb),
-                    e.note,
-                ),
-                Err(_) => match chronicle::stamp_and_author(&line.text) {
-                    Some((stamp, author)) => (
-                        Some(author),
-                        Some(stamp.format(STAMP_FORMAT).to_string()),
-                        None,
-                        "",
-                    ),
-                    None => (None, None, None, ""),
-                },
-            };
-            index.insert((path, line.number), seen.len());
-            seen.push(Seen {
-                path,
-                number: line.number,
-                author,
-                stamp,
-                verb,
-                note,
-            });
+    let mut out = vec![None; findings.len()];
+    // Per (path, line), the findings about it.
+    let mut about: HashMap<(&str, usize), Vec<usize>> = HashMap::new();
+    for (i, f) in findings.iter().enumerate() {
+        if let Some(line) = f.line {
+            about.entry((f.path.as_str(), line)).or_default().push(i);
         }
+    }
+    if about.is_empty() {
+        return out;
     }
     let with_errors: HashSet<(&str, usize)> = findings
         .iter()
         .filter(|f| f.severity == Severity::Error)
         .filter_map(|f| Some((f.path.as_str(), f.line?)))
         .collect();
-
-    findings
-        .iter()
-        .map(|f| {
-            let i = *index.get(&(f.path.as_str(), f.line?))?;
-            let bad = &seen[i];
-            let author = bad.author?;
-            seen[i + 1..]
-                .iter()
-                .find(|later| {
-                    later.author == Some(author)
-                        && (is_correction(bad, later, &with_errors) || is_retraction(bad, later))
-                })
-                .map(|l| format!("{}:{}", l.path, l.number))
-        })
-        .collect()
+    // Per author, the lines with findings still unresolved, with those findings.
+    let mut waiting: HashMap<&str, Vec<(Seen<'_>, Vec<usize>)>> = HashMap::new();
+    for (path, text) in files {
+        for (number, line) in chronicle::lines(text) {
+            let pending = about.remove(&(*path, number));
+            if pending.is_none() && waiting.is_empty() {
+                continue;
+            }
+            let later = Seen::of(path, number, line);
+            if let Some(author) = later.author {
+                if let Some(bad) = waiting.get_mut(author) {
+                    bad.retain(|(bad, ids)| {
+                        let resolves =
+                            is_correction(bad, &later, &with_errors) || is_retraction(bad, &later);
+                        if resolves {
+                            for i in ids {
+                                out[*i] = Some(format!("{}:{}", later.path, later.number));
+                            }
+                        }
+                        !resolves
+                    });
+                    if bad.is_empty() {
+                        waiting.remove(author);
+                    }
+                }
+                if let Some(ids) = pending {
+                    waiting.entry(author).or_default().push((later, ids));
+                }
+            }
+        }
+    }
+    out
 }
 
 fn is_correction(bad: &Seen<'_>, later: &Seen<'_>, with_errors: &HashSet<(&str, usize)>) -> bool {

@@ -1,0 +1,159 @@
+//! A chronicle file read from disk one line at a time, for a reader that shows a few lines of
+//! a file of any size (the dashboard's chronicle page, its search): it holds one line and a
+//! read buffer, never the file. Lines are those `protocol::chronicle::scan` gives (frontmatter
+//! and blank lines skipped, the line end taken off, a last line without its newline left out),
+//! with the same numbers, and each comes with the [`Position`] it starts at, so a second read
+//! can start there instead of at the top.
+
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// Bytes read at the top of a file to find where its frontmatter ends.
+const HEAD: u64 = 1 << 20;
+/// The read buffer.
+const BUFFER: usize = 64 * 1024;
+
+/// Where a line starts: its byte offset and its 1-based number in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Position {
+    pub offset: u64,
+    pub number: usize,
+}
+
+/// One line as read: where it starts and its text (without the line end).
+#[derive(Debug, Clone, Copy)]
+pub struct ReadLine<'a> {
+    pub at: Position,
+    pub text: &'a str,
+}
+
+/// A chronicle file open for reading line by line.
+pub struct LineReader {
+    reader: BufReader<std::fs::File>,
+    /// Lines before this one are frontmatter.
+    body_line: usize,
+    /// Where the next line starts, and how many lines come before it.
+    offset: u64,
+    lines_before: usize,
+    bytes: Vec<u8>,
+    text: String,
+}
+
+impl LineReader {
+    /// `rel` (below `root`), or `None` when it is missing, a link, not a regular file or cannot
+    /// be opened (a reader of the polis reports those; this one shows nothing).
+    pub fn open(root: &Path, rel: &str) -> Option<LineReader> {
+        let mut file = super::snapshot::open_no_follow(&root.join(rel)).ok()?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let mut head = Vec::new();
+        (&mut file).take(HEAD).read_to_end(&mut head).ok()?;
+        let head = String::from_utf8_lossy(&head);
+        let body_line = crate::protocol::chronicle::frontmatter_body_line(&head);
+        file.seek(SeekFrom::Start(0)).ok()?;
+        let mut reader = LineReader {
+            reader: BufReader::with_capacity(BUFFER, file),
+            body_line,
+            offset: 0,
+            lines_before: 0,
+            bytes: Vec::new(),
+            text: String::new(),
+        };
+        reader.seek(Position::default())?;
+        Some(reader)
+    }
+
+    /// Reads on from `at` (a position a line of this file was read at).
+    pub fn seek(&mut self, at: Position) -> Option<()> {
+        self.reader.seek(SeekFrom::Start(at.offset)).ok()?;
+        self.offset = at.offset;
+        self.lines_before = at.number.saturating_sub(1);
+        if at.offset == 0 {
+            // A byte-order mark is not part of the first line.
+            if self
+                .reader
+                .fill_buf()
+                .ok()?
+                .starts_with("\u{feff}".as_bytes())
+            {
+                self.reader.consume(3);
+                self.offset = 3;
+            }
+        }
+        Some(())
+    }
+
+    /// The next complete, non-blank line of the body; `None` at the end (or on a read error).
+    pub fn next_line(&mut self) -> Option<ReadLine<'_>> {
+        loop {
+            self.bytes.clear();
+            let read = self.reader.read_until(b'\n', &mut self.bytes).ok()?;
+            if read == 0 || self.bytes.last() != Some(&b'\n') {
+                return None;
+            }
+            let offset = self.offset;
+            self.offset += read as u64;
+            self.lines_before += 1;
+            let number = self.lines_before;
+            let raw = &self.bytes[..read - 1];
+            let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+            self.text.clear();
+            self.text.push_str(&String::from_utf8_lossy(raw));
+            if number < self.body_line || self.text.trim().is_empty() {
+                continue;
+            }
+            return Some(ReadLine {
+                at: Position { offset, number },
+                text: &self.text,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::chronicle;
+
+    fn lines_of(reader: &mut LineReader) -> Vec<(Position, String)> {
+        let mut out = Vec::new();
+        while let Some(l) = reader.next_line() {
+            out.push((l.at, l.text.to_string()));
+        }
+        out
+    }
+
+    #[test]
+    fn reads_the_lines_a_scan_gives_with_their_numbers_and_restarts_at_a_position() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "\u{feff}---\nkind: chronicle\n---\n\n- 2026-01-01 10:00 | a | did | - | one\r\n\n   \n- 2026-01-01 10:01 | b | did | - | two\nnot a line\n- incomplete";
+        std::fs::write(dir.path().join("chronicle.md"), text).unwrap();
+        let mut reader = LineReader::open(dir.path(), "chronicle.md").unwrap();
+        let read = lines_of(&mut reader);
+        let scanned: Vec<(usize, String)> = chronicle::scan(text)
+            .lines
+            .into_iter()
+            .map(|l| (l.number, l.text))
+            .collect();
+        let got: Vec<(usize, String)> = read.iter().map(|(p, t)| (p.number, t.clone())).collect();
+        assert_eq!(got, scanned);
+        assert_eq!(got.len(), 3);
+        // From the second line's position: the second and third again.
+        reader.seek(read[1].0).unwrap();
+        let again = lines_of(&mut reader);
+        assert_eq!(again, read[1..]);
+        // Each position is the line's byte offset.
+        assert!(text.as_bytes()[read[2].0.offset as usize..].starts_with(b"not a line"));
+    }
+
+    #[test]
+    fn a_link_or_a_missing_file_is_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(LineReader::open(dir.path(), "chronicle.md").is_none());
+        std::fs::write(dir.path().join("real.md"), "- x\n").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("real.md"), dir.path().join("chronicle.md"))
+            .unwrap();
+        assert!(LineReader::open(dir.path(), "chronicle.md").is_none());
+    }
+}
