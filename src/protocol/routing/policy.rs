@@ -956,14 +956,7 @@ mod tests {
         b.self_rating = 0.6;
         let scores = [a, b];
         let tags = ["py".to_string()];
-        let input = PolicyInput {
-            tags: &tags,
-            scores: &scores,
-            history: &h,
-            weights: Weights::default(),
-            explore_rate: 0.15,
-            cards: &[],
-        };
+        let input = input(&tags, &scores, &h, 0.15, &[]);
         let mut rng = Fixed(11);
         let wins = (0..100)
             .filter(|_| {
@@ -971,6 +964,23 @@ mod tests {
             })
             .count();
         assert!(wins >= 95, "agent-b won {wins}/100");
+    }
+
+    fn input<'a>(
+        tags: &'a [String],
+        scores: &'a [Score],
+        history: &'a History,
+        explore_rate: f64,
+        cards: &'a [Candidate],
+    ) -> PolicyInput<'a> {
+        PolicyInput {
+            tags,
+            scores,
+            history,
+            weights: Weights::default(),
+            explore_rate,
+            cards,
+        }
     }
 
     fn posterior_of(pick: &Pick, citizen: &str) -> f64 {
@@ -999,14 +1009,7 @@ mod tests {
         }
         let scores = [score("agent-a", 0.5)];
         let tags = ["py".to_string()];
-        let input = PolicyInput {
-            tags: &tags,
-            scores: &scores,
-            history: &h,
-            weights: Weights::default(),
-            explore_rate: 0.15,
-            cards: &[],
-        };
+        let input = input(&tags, &scores, &h, 0.15, &[]);
         let py = posterior_of(&Policy::Posterior.pick(&input, &mut Fixed(1)), "agent-a");
         assert!(py < 2.5, "py estimated at {py}");
     }
@@ -1022,14 +1025,7 @@ mod tests {
         let history = History::new();
         for (tag, want) in [("py", 5.0), ("go", 3.0)] {
             let tags = [tag.to_string()];
-            let input = PolicyInput {
-                tags: &tags,
-                scores: &scores,
-                history: &history,
-                weights: Weights::default(),
-                explore_rate: 0.15,
-                cards: std::slice::from_ref(&card),
-            };
+            let input = input(&tags, &scores, &history, 0.15, std::slice::from_ref(&card));
             let got = posterior_of(&Policy::Posterior.pick(&input, &mut Fixed(1)), "agent-a");
             assert!((got - want).abs() < 1e-9, "{tag}: {got}");
         }
@@ -1053,14 +1049,7 @@ mod tests {
         });
         let scores = [score("agent-a", 0.5), score("agent-b", 0.5)];
         let tags = ["py".to_string()];
-        let input = PolicyInput {
-            tags: &tags,
-            scores: &scores,
-            history: &h,
-            weights: Weights::default(),
-            explore_rate: 0.0,
-            cards: &[],
-        };
+        let input = input(&tags, &scores, &h, 0.0, &[]);
         let pick = Policy::Posterior.pick(&input, &mut Fixed(2));
         assert_eq!(pick.citizen.as_deref(), Some("agent-b"));
         assert!(pick.reason.contains("uncertainty bonus"), "{}", pick.reason);
@@ -1071,14 +1060,7 @@ mod tests {
         let scores = [score("agent-c", 0.7), score("agent-b", 0.5)];
         let history = History::new();
         let tags = ["py".to_string()];
-        let input = PolicyInput {
-            tags: &tags,
-            scores: &scores,
-            history: &history,
-            weights: Weights::default(),
-            explore_rate: 0.15,
-            cards: &[],
-        };
+        let input = input(&tags, &scores, &history, 0.15, &[]);
         let pick = Policy::Posterior.pick(&input, &mut Fixed(5));
         let text = pick.explain();
         assert!(text.contains("agent-b") && text.contains("agent-c"));
