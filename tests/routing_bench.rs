@@ -43,6 +43,7 @@ fn pick(policy: Policy, tags: &[&str], scores: &[Score], h: &History, seed: u64)
         history: h,
         weights: Weights::default(),
         explore_rate: 0.15,
+        cards: &[],
     };
     policy.pick(&input, &mut SimRng::new(seed, 7))
 }
@@ -448,35 +449,42 @@ fn seeds_ranges() {
     assert_eq!(parse_seeds("0..=19").unwrap(), 0..20);
 }
 
-/// The targets on the full bench (release build; about 2 s):
-/// `cargo test --release --test routing_bench -- --ignored`
+/// The default policy's targets on seeds 0–19 (release build; about 30 s):
+/// `cargo test --release --test routing_bench -- --ignored default_policy_meets_its_targets`.
+/// At least 90 % of the oracle's gain on `default` and 85 % on `large`; after `drift`,
+/// recovered in at least 19 of 20 seeds with a median of at most 40 contracts; on every world
+/// ahead of LinUCB and not below static self-ratings.
 #[test]
 #[ignore]
 fn default_policy_meets_its_targets() {
+    use polisd::bench::simulation::{run_all_worlds, Strategy};
     let mut out = Vec::new();
-    let r = run_bench(&BenchOptions::default(), &mut out).unwrap();
+    let reports = run_all_worlds(&BenchOptions::default(), &mut out).unwrap();
     println!("{}", String::from_utf8_lossy(&out));
-    let def = r.get(polisd::bench::simulation::Strategy::Policy(
-        Policy::default(),
-    ));
-    let rr = r.get(polisd::bench::simulation::Strategy::RoundRobin);
-    assert!(def.oracle_gain >= 0.8, "{}", def.oracle_gain);
-    assert!(def.seeds_beating_static >= 15);
-    assert!(def.cost_per_contract <= rr.cost_per_contract);
-    for scenario in [Scenario::Drift, Scenario::Newcomer] {
-        let opts = BenchOptions {
-            scenario,
-            ..BenchOptions::default()
-        };
-        let r = run_bench(&opts, &mut Vec::new()).unwrap();
-        let rec = r
-            .get(polisd::bench::simulation::Strategy::Policy(
-                Policy::default(),
-            ))
-            .recovery
-            .clone()
-            .unwrap();
-        assert!(rec.recovered() >= 15, "{scenario}: {rec:?}");
+    let default = Strategy::Policy(Policy::default());
+    for r in &reports {
+        let ours = r.get(default);
+        let gain = ours.oracle_gain_per_seed;
+        assert!(
+            gain > r.get(Strategy::LinUcb).oracle_gain_per_seed,
+            "{}",
+            r.scenario
+        );
+        assert!(
+            gain >= r.get(Strategy::StaticSelf).oracle_gain_per_seed,
+            "{}",
+            r.scenario
+        );
+        match r.scenario {
+            Scenario::Default => assert!(gain >= 0.90, "default {gain}"),
+            Scenario::Large => assert!(gain >= 0.85, "large {gain}"),
+            Scenario::Drift => {
+                let rec = ours.recovery.as_ref().unwrap();
+                assert!(rec.recovered() >= 19, "drift {rec:?}");
+                assert!(rec.median().is_some_and(|m| m <= 40), "drift {rec:?}");
+            }
+            _ => {}
+        }
     }
 }
 

@@ -228,6 +228,7 @@ impl Learner {
             } else {
                 stats::DEFAULT_EXPLORE_RATE
             },
+            cards: &self.candidates,
         };
         let pick = policy.pick_with(&input, params, rng);
         let id = pick.citizen.expect("the bench always has candidates");

@@ -172,6 +172,7 @@ pub fn recommend(inputs: &Inputs<'_>, policy: Policy, adaptive: bool, rng: &mut 
         history,
         weights: inputs.settings.weights,
         explore_rate: rate,
+        cards: inputs.candidates,
     };
     let pick = policy.pick(&input, rng);
     Routed {

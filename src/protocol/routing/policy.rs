@@ -7,7 +7,7 @@
 //! follow the reference bench.s formulas exactly; `posterior` (the default) is polisd's own, described on
 //! [`Policy::Posterior`].
 
-use crate::protocol::routing::score::Score;
+use crate::protocol::routing::score::{Candidate, Score};
 use crate::protocol::routing::stats::Settlement;
 use crate::protocol::settings::Weights;
 use rand::rngs::StdRng;
@@ -32,7 +32,8 @@ pub struct Outcome {
 pub struct History {
     outcomes: Vec<Outcome>,
     completed: HashMap<(String, String), u64>,
-    // (citizen, tag) -> indexes into `outcomes`, oldest first; keeps a pick O(evidence).
+    // (citizen, tag) -> indexes into `outcomes`, oldest first; keeps a pick O(a citizen's
+    // settlements).
     evidence: HashMap<(String, String), Vec<usize>>,
 }
 
@@ -100,11 +101,17 @@ impl History {
         &self.outcomes
     }
 
-    fn evidence(&self, citizen: &str, tag: &str) -> &[usize] {
-        self.evidence
-            .get(&(citizen.to_string(), tag.to_string()))
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+    /// Indexes into `outcomes` of every settlement of `citizen`, oldest first.
+    fn settled_by(&self, citizen: &str) -> Vec<usize> {
+        let mut settled: Vec<usize> = self
+            .evidence
+            .iter()
+            .filter(|((c, _), _)| c == citizen)
+            .flat_map(|(_, indexes)| indexes.iter().copied())
+            .collect();
+        settled.sort_unstable();
+        settled.dedup();
+        settled
     }
 }
 
@@ -120,6 +127,9 @@ pub struct PolicyInput<'a> {
     pub weights: Weights,
     /// The exploration rate `epsilon-greedy` uses (already adapted by the caller if wanted).
     pub explore_rate: f64,
+    /// Every citizen's card as the router read it (self-ratings by tag), so `posterior` can
+    /// see what settled work shows self-ratings are worth; may be empty.
+    pub cards: &'a [Candidate],
 }
 
 /// What a policy saw for one candidate.
@@ -192,19 +202,19 @@ pub enum Policy {
     Ucb,
     /// A draw from N(total, σ(n_i)), σ(0) = 2, σ(n) = √2/√n; the highest draw wins.
     Thompson,
-    /// polisd's default. For each tag, a Kalman filter tracks the citizen's expected
-    /// settlement quality (1–5) as a slow random walk: it starts at the self-rating, held as
-    /// loosely as one settlement ([`PosteriorParams::prior_weight`]); each settlement on the
-    /// tag pulls it toward the quality observed; and every settlement anywhere in the polis
-    /// widens it by [`PosteriorParams::drift`], so a citizen not seen for a while becomes
-    /// uncertain again and is retried, and recent outcomes outweigh old ones (a citizen who
-    /// got better or worse is noticed). A settlement with several tags observes their mean,
-    /// so it teaches about each jointly. The contract's posterior is the mean over its tags.
+    /// polisd's default. Per citizen, one estimate of its expected settlement quality (1–5)
+    /// on every tag it has settled work on: each tag starts at the citizen's self-rating for
+    /// it, held as loosely as one settlement ([`PosteriorParams::prior_weight`]); a settlement
+    /// observes the mean over its tags, so a two-tag settlement teaches about both jointly
+    /// and work on one tag alone tells how to credit the other; older settlements count as
+    /// noisier ([`PosteriorParams::drift`]), so recent work outweighs old and a citizen who
+    /// got better or worse is noticed. The contract's posterior is the mean over its tags.
     /// On `explore_rate` of the turns (an exploration turn) one draw from it (Thompson
     /// sampling, spread scaled by [`PosteriorParams::sample_scale`]) stands in for H and S;
-    /// on the others its mean does, so a clear leader keeps at least 1 − explore_rate of the
-    /// picks. Cost fit, availability and lessons are added with the score's own weights. An
-    /// away citizen never wins while another exists.
+    /// on the others its mean plus [`PosteriorParams::optimism`] spreads does, so a clear
+    /// leader keeps at least 1 − explore_rate of the picks. Cost fit, availability and
+    /// lessons are added with the score's own weights. An away citizen never wins while
+    /// another exists.
     #[default]
     Posterior,
 }
@@ -287,10 +297,14 @@ pub struct PosteriorParams {
     pub prior_weight: f64,
     /// Spread of one settlement's quality around the citizen's expected quality.
     pub noise: f64,
-    /// Random-walk step of a citizen's expected quality per settlement in the polis.
+    /// How fast old work loses weight: a settlement `age` settlements ago (anywhere in the
+    /// polis) counts as if its noise variance were `noise² + drift²·age`.
     pub drift: f64,
     /// Multiplies the posterior spread when sampling on an exploration turn.
     pub sample_scale: f64,
+    /// Spreads added to the mean on exploit turns (optimism under uncertainty), so a citizen
+    /// the polis knows little about is preferred over an equal-looking one it knows well.
+    pub optimism: f64,
     /// Width, in spreads, of the interval that makes a leader clear (1.96: 95 %).
     pub leader_z: f64,
 }
@@ -300,8 +314,9 @@ impl Default for PosteriorParams {
         PosteriorParams {
             prior_weight: 1.0,
             noise: 0.7,
-            drift: 0.01,
-            sample_scale: 0.5,
+            drift: 0.015,
+            sample_scale: 0.3,
+            optimism: 0.5,
             leader_z: 1.96,
         }
     }
@@ -514,31 +529,76 @@ fn thompson(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
 /// jointly instead of crediting each with the whole quality; and every settlement anywhere in
 /// the polis widens each tag by [`PosteriorParams::drift`] (a random walk), so old evidence
 /// weighs less than new and a citizen not seen for a while is uncertain again.
+/// Solves `a·x = b` for each right-hand side `b`, `a` symmetric positive definite (d×d, row
+/// major), by Cholesky; `a` is overwritten by its factor.
+fn cholesky_solve(a: &mut [f64], d: usize, rhs: &[&[f64]]) -> Vec<Vec<f64>> {
+    for j in 0..d {
+        let mut diag = a[j * d + j];
+        for k in 0..j {
+            diag -= a[j * d + k] * a[j * d + k];
+        }
+        // The prior keeps `a` positive definite; the floor only guards rounding.
+        let diag = diag.max(1e-12).sqrt();
+        a[j * d + j] = diag;
+        for i in j + 1..d {
+            let mut v = a[i * d + j];
+            for k in 0..j {
+                v -= a[i * d + k] * a[j * d + k];
+            }
+            a[i * d + j] = v / diag;
+        }
+    }
+    rhs.iter()
+        .map(|b| {
+            let mut y = b.to_vec();
+            for i in 0..d {
+                for k in 0..i {
+                    y[i] -= a[i * d + k] * y[k];
+                }
+                y[i] /= a[i * d + i];
+            }
+            for i in (0..d).rev() {
+                for k in i + 1..d {
+                    y[i] -= a[k * d + i] * y[k];
+                }
+                y[i] /= a[i * d + i];
+            }
+            y
+        })
+        .collect()
+}
+
+/// The posterior of one citizen's expected quality on the contract: (mean, spread of the
+/// mean, settlements seen on its tags).
+///
+/// One estimate over every tag the citizen has settled work on: each tag starts at the
+/// citizen's own self-rating for it (the card's, else the router's S), held as loosely as
+/// [`PosteriorParams::prior_weight`] settlements; a settlement observes the mean of its tags,
+/// so a two-tag settlement teaches about both jointly, and what the citizen did on the other
+/// tag alone tells how much of the quality to credit to this one; older settlements count as
+/// noisier ([`PosteriorParams::drift`]), so recent work outweighs old. Solved in information
+/// form (the normal equations), so the cost is the citizen's settlements plus a small solve.
 fn contract_posterior(
     input: &PolicyInput<'_>,
     params: &PosteriorParams,
     s: &Score,
 ) -> (f64, f64, f64) {
-    // The router's S is the mean self-rating over the tags, /5 (missing = 0); on the 1–5
-    // quality scale it is each tag's prior mean.
-    let prior_mean = 5.0 * s.self_rating;
-    let noise_var = params.noise * params.noise;
-    let step_var = params.drift * params.drift;
-    let prior_var = noise_var / params.prior_weight;
-    if input.tags.is_empty() {
-        return (prior_mean, prior_var.sqrt(), 0.0);
-    }
     let history = input.history;
-    let mut relevant: Vec<usize> = input
-        .tags
-        .iter()
-        .flat_map(|t| history.evidence(&s.citizen, t).iter().copied())
-        .collect();
-    relevant.sort_unstable();
-    relevant.dedup();
-    // The contract's tags first, then every other tag those settlements had.
+    // The router's S is the mean self-rating over the contract's tags, /5 (missing = 0).
+    let fallback = 5.0 * s.self_rating;
+    let card = input.cards.iter().find(|c| c.id == s.citizen);
+    let prior_mean = |tag: &str| match card {
+        Some(c) => c.self_ratings.get(tag).copied().unwrap_or(0.0),
+        None => fallback,
+    };
+    let prior_var = params.noise * params.noise / params.prior_weight;
+    if input.tags.is_empty() {
+        return (fallback, prior_var.sqrt(), 0.0);
+    }
+    let settled = history.settled_by(&s.citizen);
+    // The contract's tags first, then every other tag the citizen settled.
     let mut local: Vec<&str> = input.tags.iter().map(String::as_str).collect();
-    for &i in &relevant {
+    for &i in &settled {
         for t in &history.outcomes[i].tags {
             if !local.contains(&t.as_str()) {
                 local.push(t);
@@ -546,55 +606,43 @@ fn contract_posterior(
         }
     }
     let d = local.len();
-    let mut mean = vec![prior_mean; d];
-    let mut cov = vec![0.0; d * d];
-    for j in 0..d {
-        cov[j * d + j] = prior_var;
+    let mut info = vec![0.0; d * d];
+    let mut eta = vec![0.0; d];
+    for (j, t) in local.iter().enumerate() {
+        info[j * d + j] = 1.0 / prior_var;
+        eta[j] = prior_mean(t) / prior_var;
     }
-    let widen = |cov: &mut [f64], steps: usize| {
-        for j in 0..d {
-            cov[j * d + j] += step_var * steps as f64;
-        }
-    };
-    let mut last = 0usize;
-    let mut h = vec![0.0; d];
-    for &i in &relevant {
-        widen(&mut cov, i - last);
-        last = i;
+    let n = history.outcomes.len();
+    let mut on_contract = 0usize;
+    let mut idx: Vec<usize> = Vec::new();
+    for &i in &settled {
         let outcome = &history.outcomes[i];
-        h.iter_mut().for_each(|x| *x = 0.0);
-        let k = outcome.tags.len() as f64;
-        for t in &outcome.tags {
-            if let Some(j) = local.iter().position(|l| l == t) {
-                h[j] = 1.0 / k;
-            }
+        idx.clear();
+        idx.extend(
+            outcome
+                .tags
+                .iter()
+                .filter_map(|t| local.iter().position(|l| l == t)),
+        );
+        if idx.iter().any(|&j| j < input.tags.len()) {
+            on_contract += 1;
         }
-        let ph: Vec<f64> = (0..d)
-            .map(|r| (0..d).map(|c| cov[r * d + c] * h[c]).sum())
-            .collect();
-        let innovation_var = noise_var + h.iter().zip(&ph).map(|(a, b)| a * b).sum::<f64>();
-        let predicted: f64 = h.iter().zip(&mean).map(|(a, b)| a * b).sum();
-        let innovation = outcome.quality - predicted;
-        for r in 0..d {
-            mean[r] += ph[r] * innovation / innovation_var;
-            for c in 0..d {
-                cov[r * d + c] -= ph[r] * ph[c] / innovation_var;
+        let k = outcome.tags.len() as f64;
+        let var = params.noise * params.noise + params.drift * params.drift * (n - i) as f64;
+        for &a in &idx {
+            for &b in &idx {
+                info[a * d + b] += 1.0 / (k * k * var);
             }
+            eta[a] += outcome.quality / (k * var);
         }
     }
-    widen(&mut cov, history.outcomes.len() - last);
     let k = input.tags.len();
-    let w = 1.0 / k as f64;
-    let contract_mean = mean[..k].iter().sum::<f64>() * w;
-    let contract_var: f64 = (0..k)
-        .flat_map(|r| (0..k).map(move |c| (r, c)))
-        .map(|(r, c)| cov[r * d + c] * w * w)
-        .sum();
-    (
-        contract_mean,
-        contract_var.max(0.0).sqrt(),
-        relevant.len() as f64,
-    )
+    let mut weights = vec![0.0; d];
+    weights[..k].iter_mut().for_each(|w| *w = 1.0 / k as f64);
+    let solved = cholesky_solve(&mut info, d, &[&eta, &weights]);
+    let dot = |x: &[f64]| x[..k].iter().map(|v| v / k as f64).sum::<f64>();
+    let (mean, var) = (dot(&solved[0]), dot(&solved[1]));
+    (mean, var.max(0.0).sqrt(), on_contract as f64)
 }
 
 /// One candidate as the posterior policy sees it, in the score's units (0–1 per weight).
@@ -636,28 +684,30 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
         .map(|s| (any_present && s.availability <= 0.0).then_some("away"))
         .collect();
     // One turn in `explore_rate` is an exploration turn: the pick is a draw from the posterior
-    // (Thompson sampling). Every other turn exploits the highest posterior mean, so a clear
-    // leader keeps at least 1 - explore_rate of the picks. The coin and every candidate's draw
-    // are taken on every turn, so one citizen going away does not shift the others' luck.
+    // (Thompson sampling). Every other turn exploits the highest expected value, counted with
+    // a little optimism, so a clear leader keeps at least 1 - explore_rate of the picks. The
+    // coin and every candidate's draw are taken on every turn, so one citizen going away does
+    // not shift the others' luck.
     let explore_turn = unit_f64(rng) < input.explore_rate;
     let samples: Vec<f64> = beliefs
         .iter()
         .map(|b| b.mean + params.sample_scale * b.spread * standard_normal(rng))
         .collect();
     let eligible = |i: usize| excluded[i].is_none();
-    let greedy = best(input.scores, |i| {
-        eligible(i).then(|| beliefs[i].value(qw, beliefs[i].mean))
-    });
+    let bound = |i: usize, z: f64| beliefs[i].value(qw, beliefs[i].mean + z * beliefs[i].spread);
+    let optimistic = |i: usize| bound(i, params.optimism);
+    let greedy = best(input.scores, |i| eligible(i).then(|| optimistic(i)));
     let drawn = best(input.scores, |i| {
         eligible(i).then(|| beliefs[i].value(qw, samples[i]))
     });
     let winner = if explore_turn { drawn } else { greedy };
+    // A clear leader's interval is above every other's; it then also has the highest
+    // optimistic value (its lower bound beats the others' upper bounds), so exploit turns
+    // take it.
     let z = params.leader_z;
-    let lower = |i: usize| beliefs[i].value(qw, beliefs[i].mean - z * beliefs[i].spread);
-    let upper = |i: usize| beliefs[i].value(qw, beliefs[i].mean + z * beliefs[i].spread);
     let clear_leader = (0..input.scores.len())
         .filter(|&i| i != greedy && eligible(i))
-        .all(|i| upper(i) < lower(greedy));
+        .all(|i| bound(i, z) < bound(greedy, -z));
     let seen: Vec<Seen> = input
         .scores
         .iter()
@@ -669,7 +719,7 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
                 value: if explore_turn {
                     b.value(qw, samples[i])
                 } else {
-                    b.value(qw, b.mean)
+                    optimistic(i)
                 },
                 details: vec![
                     ("posterior_mean", b.mean),
@@ -687,12 +737,13 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
         "posterior mean quality {:.2} ± {:.2} after {} settlements on these tags",
         b.mean, b.spread, b.evidence
     );
-    let terms = deciding_terms(&beliefs, winner, qw);
     let reason = if !explore_turn {
         format!(
-            "exploit (the {:.0}% of turns that take the best estimate): highest expected value {:.3}, {quality}; decided by {terms}{}",
+            "exploit (the {:.0}% of turns that take the best estimate): highest value {:.3} (mean + {} spread), {quality}; decided by {}{}",
             100.0 * (1.0 - input.explore_rate),
-            b.value(qw, b.mean),
+            optimistic(winner),
+            params.optimism,
+            deciding_terms(&beliefs, winner, qw, params.optimism),
             if clear_leader { "; a clear leader (its interval above every other's)" } else { "" }
         )
     } else if winner == greedy {
@@ -711,26 +762,43 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
     finish(input, winner, explore_turn, seen, reason)
 }
 
-/// Which terms put the winner ahead of the runner-up by expected value: the quality estimate,
-/// cost fit with availability and lessons, or both.
-fn deciding_terms(beliefs: &[Belief], winner: usize, qw: f64) -> String {
+/// Which terms put the winner ahead of the runner-up by optimistic value: the quality
+/// estimate, the uncertainty bonus (`optimism` spreads), and cost fit with availability and
+/// lessons; the ones in its favour are named first.
+fn deciding_terms(beliefs: &[Belief], winner: usize, qw: f64, optimism: f64) -> String {
+    let value = |i: usize| beliefs[i].value(qw, beliefs[i].mean + optimism * beliefs[i].spread);
     let runner_up = (0..beliefs.len())
         .filter(|&i| i != winner)
-        .max_by(|&a, &b| {
-            beliefs[a]
-                .value(qw, beliefs[a].mean)
-                .total_cmp(&beliefs[b].value(qw, beliefs[b].mean))
-        });
+        .max_by(|&a, &b| value(a).total_cmp(&value(b)));
     let Some(r) = runner_up else {
         return "being the only candidate".to_string();
     };
-    let dq = qw * (beliefs[winner].mean - beliefs[r].mean) / 5.0;
-    let drest = beliefs[winner].rest - beliefs[r].rest;
-    match (dq > 0.0, drest > 0.0) {
-        (true, true) => format!("quality (+{dq:.3}) and cost/availability/lessons (+{drest:.3})"),
-        (true, false) => format!("quality (+{dq:.3}; cost/availability/lessons {drest:+.3})"),
-        (false, true) => format!("cost/availability/lessons (+{drest:.3}; quality {dq:+.3})"),
-        (false, false) => "a tie broken by citizen id".to_string(),
+    let (a, b) = (&beliefs[winner], &beliefs[r]);
+    let terms = [
+        ("quality", qw * (a.mean - b.mean) / 5.0),
+        (
+            "uncertainty bonus",
+            qw * optimism * (a.spread - b.spread) / 5.0,
+        ),
+        ("cost/availability/lessons", a.rest - b.rest),
+    ];
+    let ahead: Vec<String> = terms
+        .iter()
+        .filter(|(_, d)| *d > 0.0)
+        .map(|(name, d)| format!("{name} (+{d:.3})"))
+        .collect();
+    if ahead.is_empty() {
+        return "a tie broken by citizen id".to_string();
+    }
+    let behind: Vec<String> = terms
+        .iter()
+        .filter(|(_, d)| *d < 0.0)
+        .map(|(name, d)| format!("{name} {d:+.3}"))
+        .collect();
+    if behind.is_empty() {
+        ahead.join(" and ")
+    } else {
+        format!("{} (behind on {})", ahead.join(" and "), behind.join(", "))
     }
 }
 
@@ -815,6 +883,7 @@ mod tests {
             history: &history,
             weights: Weights::default(),
             explore_rate: 0.0,
+            cards: &[],
         };
         let pick = Policy::EpsilonGreedy.pick(&input, &mut Fixed(1));
         assert_eq!(pick.citizen.as_deref(), Some("agent-c"));
@@ -835,6 +904,7 @@ mod tests {
             history: &history,
             weights: Weights::default(),
             explore_rate: 1.0,
+            cards: &[],
         };
         let mut rng = Fixed(7);
         for _ in 0..50 {
@@ -886,13 +956,7 @@ mod tests {
         b.self_rating = 0.6;
         let scores = [a, b];
         let tags = ["py".to_string()];
-        let input = PolicyInput {
-            tags: &tags,
-            scores: &scores,
-            history: &h,
-            weights: Weights::default(),
-            explore_rate: 0.15,
-        };
+        let input = input(&tags, &scores, &h, 0.15, &[]);
         let mut rng = Fixed(11);
         let wins = (0..100)
             .filter(|_| {
@@ -902,18 +966,101 @@ mod tests {
         assert!(wins >= 95, "agent-b won {wins}/100");
     }
 
+    fn input<'a>(
+        tags: &'a [String],
+        scores: &'a [Score],
+        history: &'a History,
+        explore_rate: f64,
+        cards: &'a [Candidate],
+    ) -> PolicyInput<'a> {
+        PolicyInput {
+            tags,
+            scores,
+            history,
+            weights: Weights::default(),
+            explore_rate,
+            cards,
+        }
+    }
+
+    fn posterior_of(pick: &Pick, citizen: &str) -> f64 {
+        let seen = pick.seen.iter().find(|s| s.citizen == citizen).unwrap();
+        seen.details
+            .iter()
+            .find(|(n, _)| *n == "posterior_mean")
+            .unwrap()
+            .1
+    }
+
+    #[test]
+    fn work_on_one_tag_alone_tells_how_to_credit_a_two_tag_settlement() {
+        // agent-a settles go alone at 5 and [py, go] at 3: its py work is poor (about 1),
+        // not 3 as the two-tag settlements alone would suggest (the self-rating, 4, still
+        // pulls it up a little).
+        let mut h = History::new();
+        for _ in 0..10 {
+            for (tags, q) in [(vec!["go"], 5.0), (vec!["py", "go"], 3.0)] {
+                h.record(Outcome {
+                    citizen: "agent-a".into(),
+                    tags: tags.into_iter().map(String::from).collect(),
+                    quality: q,
+                });
+            }
+        }
+        let scores = [score("agent-a", 0.5)];
+        let tags = ["py".to_string()];
+        let input = input(&tags, &scores, &h, 0.15, &[]);
+        let py = posterior_of(&Policy::Posterior.pick(&input, &mut Fixed(1)), "agent-a");
+        assert!(py < 2.5, "py estimated at {py}");
+    }
+
+    #[test]
+    fn each_tag_starts_at_the_cards_own_self_rating() {
+        let card = Candidate {
+            id: "agent-a".into(),
+            self_ratings: [("py".to_string(), 5.0), ("go".to_string(), 3.0)].into(),
+            ..Candidate::default()
+        };
+        let scores = [score("agent-a", 0.5)];
+        let history = History::new();
+        for (tag, want) in [("py", 5.0), ("go", 3.0)] {
+            let tags = [tag.to_string()];
+            let input = input(&tags, &scores, &history, 0.15, std::slice::from_ref(&card));
+            let got = posterior_of(&Policy::Posterior.pick(&input, &mut Fixed(1)), "agent-a");
+            assert!((got - want).abs() < 1e-9, "{tag}: {got}");
+        }
+    }
+
+    #[test]
+    fn an_exploit_turn_prefers_the_less_known_of_two_equal_estimates() {
+        // Same mean quality 4; agent-b has one settlement, agent-a forty.
+        let mut h = History::new();
+        for _ in 0..40 {
+            h.record(Outcome {
+                citizen: "agent-a".into(),
+                tags: vec!["py".into()],
+                quality: 4.0,
+            });
+        }
+        h.record(Outcome {
+            citizen: "agent-b".into(),
+            tags: vec!["py".into()],
+            quality: 4.0,
+        });
+        let scores = [score("agent-a", 0.5), score("agent-b", 0.5)];
+        let tags = ["py".to_string()];
+        let input = input(&tags, &scores, &h, 0.0, &[]);
+        let pick = Policy::Posterior.pick(&input, &mut Fixed(2));
+        assert_eq!(pick.citizen.as_deref(), Some("agent-b"));
+        assert!(pick.reason.contains("uncertainty bonus"), "{}", pick.reason);
+    }
+
     #[test]
     fn explain_names_every_candidate_and_the_winner() {
         let scores = [score("agent-c", 0.7), score("agent-b", 0.5)];
         let history = History::new();
         let tags = ["py".to_string()];
-        let input = PolicyInput {
-            tags: &tags,
-            scores: &scores,
-            history: &history,
-            weights: Weights::default(),
-            explore_rate: 0.15,
-        };
+        let input = input(&tags, &scores, &history, 0.15, &[]);
         let pick = Policy::Posterior.pick(&input, &mut Fixed(5));
         let text = pick.explain();
         assert!(text.contains("agent-b") && text.contains("agent-c"));
