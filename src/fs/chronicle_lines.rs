@@ -239,4 +239,22 @@ mod tests {
             .unwrap();
         assert!(LineReader::open(dir.path(), "chronicle.md").is_none());
     }
+    /// Read from disk a line at a time, the search finds what it finds over the texts held
+    /// whole, and names the files it read with their lengths.
+    #[test]
+    fn duplicates_on_disk_are_those_of_the_texts() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = "---\nkind: chronicle\n---\n- 2026-01-01 10:00 | a-agent | did | - | one\n";
+        let current = "\u{feff}- 2026-04-01 10:00 | a-agent | did | - | two\r\n\n- 2026-01-01 10:00 | a-agent | did | - | one\n- 2026-04-01 10:00 | a-agent | did | - | two\n- 2026-04-01 10:00 | a-agent | did | - | two";
+        std::fs::write(dir.path().join("chronicle-2026-Q1.md"), archive).unwrap();
+        std::fs::write(dir.path().join("chronicle.md"), current).unwrap();
+        let found = duplicate_lines(dir.path());
+        let texts = [("chronicle.md", current), ("chronicle-2026-Q1.md", archive)];
+        assert_eq!(found.findings, chronicle::duplicate_lines(&texts, &|_| true));
+        assert_eq!(found.findings.len(), 2);
+        let held: Vec<(&str, u64)> = texts.iter().map(|(p, t)| (*p, t.len() as u64)).collect();
+        assert!(found.are_of(&held));
+        assert!(!found.are_of(&held[..1]));
+        assert!(!found.are_of(&[held[0], (held[1].0, held[1].1 + 1)]));
+    }
 }
