@@ -6,7 +6,6 @@
 //! can start there instead of at the top.
 
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
-use crate::protocol::finding::Finding;
 use std::path::Path;
 
 /// Bytes read at the top of a file to find where its frontmatter ends.
@@ -38,8 +37,6 @@ pub struct LineReader {
     lines_before: usize,
     bytes: Vec<u8>,
     text: String,
-    /// The file's length when opened.
-    len: u64,
 }
 
 impl LineReader {
@@ -50,7 +47,6 @@ impl LineReader {
         if !file.metadata().ok()?.is_file() {
             return None;
         }
-        let len = file.metadata().ok()?.len();
         let mut head = Vec::new();
         (&mut file).take(HEAD).read_to_end(&mut head).ok()?;
         let head = String::from_utf8_lossy(&head);
@@ -63,15 +59,9 @@ impl LineReader {
             lines_before: 0,
             bytes: Vec::new(),
             text: String::new(),
-            len,
         };
         reader.seek(Position::default())?;
         Some(reader)
-    }
-
-    /// The file's length when it was opened.
-    pub fn len(&self) -> u64 {
-        self.len
     }
 
     /// Reads on from `at` (a position a line of this file was read at).
@@ -121,79 +111,6 @@ impl LineReader {
     }
 }
 
-/// The duplicate lines of the chronicle files on disk (`protocol::chronicle::duplicates`), read
-/// a line at a time, and the files they were read from.
-#[derive(Debug, Default)]
-pub struct DiskDuplicates {
-    /// (path, length when read): `chronicle.md`, then the archives oldest first.
-    pub files: Vec<(String, u64)>,
-    pub findings: Vec<Finding>,
-}
-
-impl DiskDuplicates {
-    /// Whether these are the findings of `files` (path, length) as a reader holds them, in any
-    /// order: the same files, none grown or shrunk since.
-    pub fn are_of(&self, files: &[(&str, u64)]) -> bool {
-        let mut mine: Vec<(&str, u64)> = self.files.iter().map(|(p, n)| (p.as_str(), *n)).collect();
-        let mut theirs = files.to_vec();
-        mine.sort_unstable();
-        theirs.sort_unstable();
-        mine == theirs
-    }
-}
-
-/// Every line written twice in `chronicle.md` and its archives (`chronicle-YYYY-Qn.md`, those a
-/// polis read takes), read from disk: what is held is a hash per line and a read buffer, not
-/// the texts. Nothing when `chronicle.md` cannot be read.
-pub fn duplicate_lines(root: &Path) -> DiskDuplicates {
-    use crate::protocol::chronicle::rollover::Quarter;
-    let Some(current) = LineReader::open(root, crate::protocol::layout::CHRONICLE) else {
-        return DiskDuplicates::default();
-    };
-    let mut files = vec![(crate::protocol::layout::CHRONICLE.to_string(), current.len())];
-    drop(current);
-    let mut archives: Vec<(String, u64)> = super::snapshot::list(root, "", ".md", &mut Vec::new())
-        .into_iter()
-        .filter_map(|e| {
-            let name = e.rel.trim_start_matches('/').to_string();
-            Quarter::from_archive_name(&name)?;
-            let reader = LineReader::open(root, &name)?;
-            // A reader of the polis reports a bigger archive and does not read it.
-            (reader.len() <= super::snapshot::MAX_RECORD_BYTES).then(|| (name, reader.len()))
-        })
-        .collect();
-    archives.sort_by_key(|(name, _)| Quarter::from_archive_name(name));
-    files.extend(archives);
-    let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
-    let capacity = paths.iter().map(|p| count_lines(root, p)).sum();
-    let mut feed = |i: usize, each: &mut dyn FnMut(usize, &str)| {
-        let Some(mut reader) = LineReader::open(root, paths[i]) else {
-            return;
-        };
-        while let Some(line) = reader.next_line() {
-            each(line.at.number, line.text);
-        }
-    };
-    let findings =
-        crate::protocol::chronicle::duplicates::duplicates(&paths, capacity, &mut feed, &|_| true);
-    DiskDuplicates { files, findings }
-}
-
-/// How many line ends `rel` holds (0 when it cannot be read), a buffer at a time.
-fn count_lines(root: &Path, rel: &str) -> usize {
-    let Ok(mut file) = super::snapshot::open_no_follow(&root.join(rel)) else {
-        return 0;
-    };
-    let mut buffer = vec![0; BUFFER];
-    let mut n = 0;
-    loop {
-        match file.read(&mut buffer) {
-            Ok(0) | Err(_) => return n,
-            Ok(read) => n += memchr::memchr_iter(b'\n', &buffer[..read]).count(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,23 +155,5 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("real.md"), dir.path().join("chronicle.md"))
             .unwrap();
         assert!(LineReader::open(dir.path(), "chronicle.md").is_none());
-    }
-    /// Read from disk a line at a time, the search finds what it finds over the texts held
-    /// whole, and names the files it read with their lengths.
-    #[test]
-    fn duplicates_on_disk_are_those_of_the_texts() {
-        let dir = tempfile::tempdir().unwrap();
-        let archive = "---\nkind: chronicle\n---\n- 2026-01-01 10:00 | a-agent | did | - | one\n";
-        let current = "\u{feff}- 2026-04-01 10:00 | a-agent | did | - | two\r\n\n- 2026-01-01 10:00 | a-agent | did | - | one\n- 2026-04-01 10:00 | a-agent | did | - | two\n- 2026-04-01 10:00 | a-agent | did | - | two";
-        std::fs::write(dir.path().join("chronicle-2026-Q1.md"), archive).unwrap();
-        std::fs::write(dir.path().join("chronicle.md"), current).unwrap();
-        let found = duplicate_lines(dir.path());
-        let texts = [("chronicle.md", current), ("chronicle-2026-Q1.md", archive)];
-        assert_eq!(found.findings, chronicle::duplicate_lines(&texts, &|_| true));
-        assert_eq!(found.findings.len(), 2);
-        let held: Vec<(&str, u64)> = texts.iter().map(|(p, t)| (*p, t.len() as u64)).collect();
-        assert!(found.are_of(&held));
-        assert!(!found.are_of(&held[..1]));
-        assert!(!found.are_of(&[held[0], (held[1].0, held[1].1 + 1)]));
     }
 }

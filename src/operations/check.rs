@@ -56,9 +56,6 @@ pub fn findings_and_resolved_beside(
 #[derive(Debug, Default)]
 pub struct Rechecks {
     amendments: HashMap<String, (String, Vec<Finding>)>,
-    /// The chronicle's duplicate lines as found on disk before its texts were read (see
-    /// [`Rechecks::with_duplicates`]): taken by the next gathering.
-    duplicates: Option<crate::fs::chronicle_lines::DiskDuplicates>,
     /// Whether anything is kept (not for a one-shot gathering, which would only copy texts).
     keep: bool,
 }
@@ -92,13 +89,6 @@ impl Rechecks {
                 .insert(rel.to_string(), (text.to_string(), found.clone()));
         }
         found
-    }
-
-    /// The next gathering takes the chronicle's duplicate lines from `found` (searched on disk,
-    /// so that its table of line hashes and the chronicle's text are never held at once) when
-    /// they are of the files it holds, unchanged; else it searches the texts.
-    pub fn with_duplicates(&mut self, found: crate::fs::chronicle_lines::DiskDuplicates) {
-        self.duplicates = Some(found);
     }
 
     /// Forgets the amendments `polis` no longer holds.
@@ -160,7 +150,7 @@ fn all_findings(
     out.extend(card_findings(polis));
     out.extend(unknown_voters(polis));
     out.extend(contracts_in_two_folders(polis, is_settled));
-    out.extend(sync_findings(polis, copies, rechecks.duplicates.take()));
+    out.extend(sync_findings(polis, copies));
     out.extend(
         crate::operations::records::record_findings_with(polis, now, rechecks)
             .into_iter()
@@ -336,11 +326,7 @@ fn unknown_voters(polis: &Polis) -> Vec<Finding> {
 /// What several machines, clones or worktrees left behind (docs/sync.md): sync conflict
 /// copies (P009), polisd ids that arrived twice (P024) in the chronicle or an inbox, and a
 /// merge driver named in `.gitattributes` but not configured in this clone (P025).
-fn sync_findings(
-    polis: &Polis,
-    copies: &[crate::operations::sync::ConflictCopy],
-    on_disk: Option<crate::fs::chronicle_lines::DiskDuplicates>,
-) -> Vec<Finding> {
+fn sync_findings(polis: &Polis, copies: &[crate::operations::sync::ConflictCopy]) -> Vec<Finding> {
     let mut out: Vec<Finding> = copies
         .iter()
         .map(crate::operations::sync::copy_finding)
@@ -350,17 +336,10 @@ fn sync_findings(
     // The current chronicle first: a line there that repeats an archived one is reported.
     let current_first: Vec<(&str, &str)> = chronicles.iter().rev().copied().collect();
     if current_first.first().map(|(n, _)| *n) == Some(crate::protocol::layout::CHRONICLE) {
-        let held: Vec<(&str, u64)> = current_first
-            .iter()
-            .map(|(path, text)| (*path, text.len() as u64))
-            .collect();
-        match on_disk.filter(|found| found.are_of(&held)) {
-            Some(found) => out.extend(found.findings),
-            None => out.extend(crate::protocol::chronicle::duplicate_lines(
-                &current_first,
-                &|_| true,
-            )),
-        }
+        out.extend(crate::protocol::chronicle::duplicate_lines(
+            &current_first,
+            &|_| true,
+        ));
     }
     for id in polis.cards.keys() {
         let Some(rel) = crate::protocol::layout::inbox_path(id) else {

@@ -229,9 +229,6 @@ impl PolisView {
         if let Some(old) = cache.take() {
             free_later(old);
         }
-        // Searched on disk before the chronicle's text is read for the rest of the build: the
-        // search's table of line hashes and the text are never held at once.
-        let duplicates = crate::fs::chronicle_lines::duplicate_lines(&self.root);
         let state = match state {
             Some(published) => {
                 // The daemon's polis comes without the chronicle texts: read for this build.
@@ -260,11 +257,13 @@ impl PolisView {
             None => Arc::new(self.read_folder()),
         };
         let mut rechecks = self.rechecks.lock().unwrap_or_else(|e| e.into_inner());
-        rechecks.with_duplicates(duplicates);
         let snapshot = Arc::new(build(&self.root, generation, state, &mut rechecks));
         rechecks.retain(&snapshot.polis);
         drop(rechecks);
         *cache = Some(Arc::clone(&snapshot));
+        // The build read the chronicle whole and freed it: glibc keeps the heap it used unless
+        // asked (as after a daemon's pass).
+        crate::daemon::engine::release_free_memory();
         snapshot
     }
 
