@@ -21,6 +21,7 @@ same machine only.
     benches/e2e.py dashboard --contracts 10000 --clients 50 --seconds 30   # pages and idle cost
     benches/e2e.py dashboard-memory --chronicle-mb 50 --baseline OLD   # serve's memory with a large chronicle
     benches/e2e.py merge --lines 100000 --side 1000 --repeat 5   # git's merge driver on a chronicle
+    benches/e2e.py memory DIR --baseline OLD   # RSS and start-up at 10k, 100k and 1M settled
 
 `all` generates polises of 1k, 10k and 100k settled contracts and chronicles of 100k and 1M
 lines, runs the reference and polisd on the same files in the same run, and prints ratios and
@@ -392,6 +393,7 @@ def measure_startup(root: Path, tmp: Path, fresh: bool = True, bin=None, label: 
         time.sleep(0.5)
         out["rss_kib"] = rss_kib(proc.pid)
         out["peak_kib"] = rss_kib(proc.pid, "VmHWM:")
+        out["anon_kib"] = rss_kib(proc.pid, "RssAnon:")
         out["log"] = logp.read_text()
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -1292,6 +1294,48 @@ def write_reservations(project: Path, entries: int):
 REF_CLI = "import sys; from polis.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
+def cmd_memory(args):
+    """Resident memory at 10k, 100k and 1M settled contracts (1M made of hard links), first
+    meeting and restart, with the start-up and reaction times of the same runs; with
+    `--baseline`, an earlier polisd on the same polises, each size's runs of the two binaries
+    interleaved. Reflection stays on at 10k and 100k (the daemon as configured by default) and
+    is off at 1M, as in the scale check: the hard-linked folder's 999k files whose
+    `contract_id` is not their name would be read again by its first run."""
+    global EXTRA_CONFIG
+    bins = [("new", None)] + ([("before", args.baseline)] if args.baseline else [])
+    tmp = Path(args.dir)
+    tmp.mkdir(parents=True, exist_ok=True)
+    sizes = [int(n) for n in args.sizes.split(",")]
+    rows = []
+    for n in sizes:
+        d = tmp / f"p{n}"
+        root = d / "project" / "_polis"
+        if not root.exists():
+            shutil.rmtree(d, ignore_errors=True)
+            t0 = time.perf_counter()
+            root = make_polis(d, n) if n < 1000000 else make_polis_linked(d, n)
+            print(f"generated {n} settled contracts in {time.perf_counter() - t0:.1f} s", flush=True)
+        EXTRA_CONFIG = "\n[behaviour]\nreflect = false\n" if n >= 1000000 else ""
+        for what, fresh in [("first meeting", True), ("restart", False)]:
+            for label, b in bins:
+                s = measure_startup(root, tmp, fresh=fresh, bin=b, label=f"{label}{n}")
+                line = (f"{label}: {fmt_n(n)} settled, {what}: RSS {mib(s['rss_kib'])} "
+                        f"(anonymous {mib(s['anon_kib'])}, peak {mib(s['peak_kib'])}); watching "
+                        f"{s['watch']:.2f} s, first settlement handled {s['react']:.2f} s, "
+                        f"initial scan done {s['scan']:.2f} s; load {os.getloadavg()[0]:.1f}")
+                print(line, flush=True)
+                rows.append((f"{fmt_n(n)}, {what}", label, s))
+    EXTRA_CONFIG = ""
+    print()
+    print(f"machine: {os.cpu_count()} CPUs, load average at the end {os.getloadavg()[0]:.1f}; "
+          f"polisd {BIN}; before {args.baseline or '—'}")
+    print("| settled, start | binary | RSS after the scan (anonymous; peak) | watching / first settlement handled / scan done |")
+    print("|---|---|---|---|")
+    for what, label, s in rows:
+        print(f"| {what} | {label} | {mib(s['rss_kib'])} ({mib(s['anon_kib'])}; {mib(s['peak_kib'])}) | "
+              f"{s['watch']:.2f} / {s['react']:.2f} / {s['scan']:.2f} s |")
+
+
 def cmd_reserve(args):
     """`reserve` + `release` + `reservations` on a polis with many settled contracts and many
     reservations, polisd beside the reference CLI on identical copies. Median wall time per
@@ -1757,6 +1801,10 @@ def main():
     sc.add_argument("--repeat", type=int, default=1)
     sc.add_argument("--debounce", default="50ms")
     sc.add_argument("--scale-settlements", type=int, default=30)
+    me = sub.add_parser("memory")
+    me.add_argument("dir", help="a folder for the generated polises (kept, and reused when run again)")
+    me.add_argument("--sizes", default="10000,100000,1000000")
+    me.add_argument("--baseline", default=BASELINE, help="an earlier polisd binary, measured beside this one")
     args = ap.parse_args()
     if not BIN.exists():
         raise SystemExit(f"{BIN} not found: run `cargo build --release` first")
@@ -1766,8 +1814,8 @@ def main():
      "chronicle-latency": cmd_chronicle_latency, "reaction-under-load": cmd_reaction_under_load,
      "startup": cmd_startup, "generate": cmd_generate,
      "reserve": cmd_reserve, "commands": cmd_commands, "settle-alone": cmd_settle_alone, "backlog": cmd_backlog, "session": cmd_session, "mcp": cmd_mcp, "all": cmd_all,
-     "scale": cmd_scale, "round2": cmd_round2, "merge": cmd_merge, "dashboard": cmd_dashboard,
-     "dashboard-memory": cmd_dashboard_memory}[args.cmd](args)
+     "scale": cmd_scale, "memory": cmd_memory, "round2": cmd_round2, "merge": cmd_merge,
+     "dashboard": cmd_dashboard, "dashboard-memory": cmd_dashboard_memory}[args.cmd](args)
 
 if __name__ == "__main__":
     main()

@@ -1537,6 +1537,34 @@ fn a_finding_in_a_settled_file_reaches_its_author() {
         .contains("lexer"));
 }
 
+/// A settled file's finding already there when polisd first meets the polis is not sent (SPEC
+/// §3, §9), neither then nor after a restart (the state keeps it as sent, by kind and id); one
+/// that comes later is.
+#[test]
+fn a_finding_in_a_settled_file_before_the_first_meeting_is_never_sent() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    let wrong = |id: &str| {
+        settled(id, FOUNDER, ALPHA, 4, "2026-03-02 10:00:00")
+            .replace("status: settled", "status: claimed")
+    };
+    p.save("contracts/settled/old.md", &wrong("old"));
+    let daemon = p.start_daemon();
+    p.save("contracts/settled/parser.md", &wrong("parser"));
+    wait_for(&p, "the later file's notice", || {
+        p.count(ALPHA, "record-finding") == 1
+    });
+    drop(daemon);
+    let _daemon = p.start_daemon();
+    p.save("contracts/settled/lexer.md", &wrong("lexer"));
+    wait_for(&p, "the notice after the restart", || {
+        p.count(ALPHA, "record-finding") == 2
+    });
+    let inbox = p.read(&format!("citizens/{ALPHA}/inbox.md"));
+    assert!(inbox.contains("parser") && inbox.contains("lexer"));
+    assert!(!inbox.contains("old.md"), "{inbox}");
+}
+
 /// Two clones of one repository with a founded polis and polisd's merge driver, A's pushed.
 fn two_clones() -> (tempfile::TempDir, TestPolis, TestPolis) {
     let origin = tempfile::tempdir().unwrap();

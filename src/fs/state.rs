@@ -24,7 +24,9 @@
 //! the protocol is decided by the engine and the core modules.
 
 mod hooks;
+mod sent;
 mod settled;
+pub use sent::SentNotifications;
 
 pub use hooks::{
     hook_identity, install_record, set_hook_identity, set_install_record, InstallRecord,
@@ -112,7 +114,7 @@ pub struct PolisState {
     /// Per chronicle file (path relative to `_polis/`).
     pub chronicles: BTreeMap<String, ChronicleProgress>,
     /// Notifications already sent (SPEC §9).
-    pub sent_notifications: BTreeSet<SentNotification>,
+    pub sent_notifications: SentNotifications,
     /// Only read, from a `state.json` an older polisd wrote: the settled files it had counted.
     /// They are now in `settled.ledger` with their settlements ([`State::take_settled`]); the
     /// map is emptied on load.
@@ -185,13 +187,6 @@ pub struct LostLine {
     pub text: String,
     /// RFC 3339 time the loss was noticed.
     pub noticed_at: String,
-}
-
-/// A notification polisd sent: its kind (`contract-routed`, …) and 16-hex id.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
-pub struct SentNotification {
-    pub kind: String,
-    pub id: String,
 }
 
 /// Cheap identity of a file's content: enough to skip a re-read. Size and mtime tell a write;
@@ -772,18 +767,12 @@ impl PolisState {
 
     /// True when a notification of this kind and id was already sent.
     pub fn was_sent(&self, kind: &str, id: &str) -> bool {
-        self.sent_notifications.contains(&SentNotification {
-            kind: kind.to_string(),
-            id: id.to_string(),
-        })
+        self.sent_notifications.contains(kind, id)
     }
 
     /// Records a sent notification; false if it was already recorded.
     pub fn mark_sent(&mut self, kind: &str, id: &str) -> bool {
-        self.sent_notifications.insert(SentNotification {
-            kind: kind.to_string(),
-            id: id.to_string(),
-        })
+        self.sent_notifications.insert(kind, id)
     }
 }
 
@@ -908,8 +897,9 @@ fn read_status_in(dir: &Path) -> Result<Option<DaemonStatus>, StateError> {
 pub struct State {
     data: PolisState,
     dir: PathBuf,
-    /// Bytes of the last load or save, so an unchanged state is not rewritten.
-    saved: Vec<u8>,
+    /// Length and hash of the bytes of the last load or save, so an unchanged state is not
+    /// rewritten. Not the bytes: with a notice per settled file they run to a hundred MB.
+    saved: (usize, u64),
     /// Where a corrupt state file was moved, when this load had to rebuild.
     pub recovered_from: Option<PathBuf>,
     /// The settled paths an older `state.json` named, until the engine takes the ledger
@@ -999,7 +989,9 @@ impl State {
         let mut recovered_from = None;
         let (data, saved) = match fs::read(&file) {
             Ok(bytes) => match serde_json::from_slice::<PolisState>(&bytes) {
-                Ok(data) if data.version == STATE_VERSION && data.polis == polis => (data, bytes),
+                Ok(data) if data.version == STATE_VERSION && data.polis == polis => {
+                    (data, digest(&bytes))
+                }
                 Ok(_) | Err(_) => {
                     let aside = set_aside(&file)?;
                     tracing::warn!(
@@ -1010,10 +1002,10 @@ impl State {
                          inboxes are not sent again)"
                     );
                     recovered_from = Some(aside);
-                    (PolisState::default(), Vec::new())
+                    (PolisState::default(), (0, 0))
                 }
             },
-            Err(e) if e.kind() == io::ErrorKind::NotFound => (PolisState::default(), Vec::new()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (PolisState::default(), (0, 0)),
             Err(e) => return Err(io_err("read", &file)(e)),
         };
         let mut data = data;
@@ -1142,9 +1134,10 @@ impl State {
                 source,
             })?;
         bytes.push(b'\n');
-        if bytes != self.saved {
+        let saved = digest(&bytes);
+        if saved != self.saved {
             write_atomic(&self.dir, STATE_FILE, &bytes)?;
-            self.saved = bytes;
+            self.saved = saved;
         }
         if !self.settled_pending.is_empty() {
             use std::io::Write;
@@ -1736,6 +1729,14 @@ fn set_aside(file: &Path) -> Result<PathBuf, StateError> {
     let aside = file.with_file_name(format!("{STATE_FILE}.corrupt-{secs}"));
     fs::rename(file, &aside).map_err(io_err("move aside", file))?;
     Ok(aside)
+}
+
+/// What [`State::save`] compares: the length and a 64-bit hash of the bytes (the empty state
+/// file, never written, is `(0, 0)`).
+fn digest(bytes: &[u8]) -> (usize, u64) {
+    use std::hash::BuildHasher;
+    let hash = foldhash::quality::FixedState::with_seed(0).hash_one(bytes);
+    (bytes.len(), hash)
 }
 
 fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StateError> {

@@ -18,7 +18,7 @@ use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::routing::policy::History;
 use crate::protocol::routing::stats::{Ledger, LedgerSnapshot, RoutingStats, Settlement};
 use crate::yaml::Value;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -32,7 +32,7 @@ pub struct PolisState {
     /// from copies of its own (`fs::chronicle_copy`), as [`FolderState::read`] does.
     pub polis: Arc<Polis>,
     /// Findings about settled files that `polis.findings` leaves out.
-    pub settled_findings: Arc<Vec<Arc<[Finding]>>>,
+    pub settled_findings: SettledFindingsList,
     /// Every file of `contracts/settled/`, with its settlement if it gives one.
     pub settled: LedgerSnapshot,
     /// The stats `settled` gives (what `routing_stats.yml` holds once reconciled).
@@ -168,66 +168,202 @@ type Copies = Vec<(String, String)>;
 
 /// The findings about settled files, by path, as a long-running reader keeps them: they are
 /// not read again until their file changes. An old polis may hold one on most of its settled
-/// files (no quality score, a renamed id), so the list a [`PolisState`] shares is built again
-/// only after a change, not on every read, and holds each file's findings by pointer, not a
-/// second copy of them.
+/// files (no quality score, a renamed id), so each file costs a path and a pointer: what a file
+/// holds (its findings, their messages with the file's own name taken out, and who wrote it)
+/// is kept once for all the files that hold the same, and a [`Finding`] is made again when
+/// asked for. The map is shared with a [`PolisState`] as it is, and copied only when it
+/// changes while a reader still holds it.
 #[derive(Debug, Default)]
 pub struct SettledFindings {
-    by_path: BTreeMap<String, Arc<[Finding]>>,
-    flat: Option<Arc<Vec<Arc<[Finding]>>>>,
+    by_path: SettledFindingsList,
+    /// Each distinct [`FileFindings`] with the number of files holding it.
+    interned: HashMap<Arc<FileFindings>, u32>,
+}
+
+/// What one settled file holds, without its path: its findings and its authors (its owner,
+/// then its opener: a daemon tells them).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct FileFindings {
+    authors: [Option<Box<str>>; 2],
+    findings: Box<[KeptFinding]>,
+}
+
+/// A [`Finding`] about a settled file, its path left to the map's key.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct KeptFinding {
+    code: Code,
+    severity: crate::protocol::finding::Severity,
+    line: Option<usize>,
+    /// The message, each occurrence of the file's name (without `.md`) replaced by
+    /// [`STEM_MARK`] when `stemmed`: what differs from file to file is mostly that.
+    message: Box<str>,
+    stemmed: bool,
+    /// The finding's path when it is not the file's own.
+    path: Option<Box<str>>,
+}
+
+/// Stands for the file's name in a kept message (a control character: `Finding`'s messages
+/// have theirs escaped, and a message holding one anyway is kept whole).
+const STEM_MARK: char = '\u{0}';
+
+impl KeptFinding {
+    fn of(rel: &str, stem: &str, f: Finding) -> KeptFinding {
+        let stemmed = !stem.is_empty() && !f.message.contains(STEM_MARK);
+        KeptFinding {
+            code: f.code,
+            severity: f.severity,
+            line: f.line,
+            message: if stemmed {
+                f.message.replace(stem, STEM_MARK.encode_utf8(&mut [0; 4]))
+            } else {
+                f.message
+            }
+            .into(),
+            stemmed,
+            path: (f.path != rel).then(|| f.path.into()),
+        }
+    }
+
+    fn finding(&self, rel: &str, stem: &str) -> Finding {
+        Finding {
+            code: self.code,
+            severity: self.severity,
+            path: self.path.as_deref().unwrap_or(rel).to_string(),
+            line: self.line,
+            message: if self.stemmed {
+                self.message.replace(STEM_MARK, stem)
+            } else {
+                self.message.to_string()
+            },
+        }
+    }
+}
+
+impl FileFindings {
+    fn findings<'a>(&'a self, rel: &'a str) -> impl Iterator<Item = Finding> + 'a {
+        let stem = layout::record_stem(rel);
+        self.findings.iter().map(move |f| f.finding(rel, stem))
+    }
+}
+
+/// The findings about settled files as a [`PolisState`] shares them: every file's, in path
+/// order.
+#[derive(Debug, Clone, Default)]
+pub struct SettledFindingsList(Arc<BTreeMap<Arc<str>, Arc<FileFindings>>>);
+
+impl SettledFindingsList {
+    /// Every finding, file by file in path order.
+    pub fn findings(&self) -> impl Iterator<Item = Finding> + '_ {
+        self.0.iter().flat_map(|(rel, f)| f.findings(rel))
+    }
+
+    /// How many files have findings.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether both are the same list (not a copy).
+    pub fn same(&self, other: &SettledFindingsList) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl SettledFindings {
-    /// Records what `rel` holds now (nothing: forgotten); whether that changed.
-    pub fn put(&mut self, rel: &str, findings: Vec<Finding>) -> bool {
+    /// Records what `rel` holds now (nothing: forgotten) and who wrote it; whether its
+    /// findings changed.
+    pub fn put(&mut self, rel: &str, findings: Vec<Finding>, authors: [Option<&str>; 2]) -> bool {
         if findings.is_empty() {
             return self.remove(rel);
         }
-        if self
-            .by_path
-            .get(rel)
-            .is_some_and(|kept| **kept == *findings)
-        {
-            return false;
+        let stem = layout::record_stem(rel);
+        let file = FileFindings {
+            authors: authors.map(|a| a.map(Into::into)),
+            findings: findings
+                .into_iter()
+                .map(|f| KeptFinding::of(rel, stem, f))
+                .collect(),
+        };
+        // Whether the findings changed (a change of authors only is kept, not reported).
+        let changed = match self.by_path.0.get(rel) {
+            Some(kept) if **kept == file => return false,
+            Some(kept) => kept.findings != file.findings,
+            None => true,
+        };
+        let file = match self.interned.get_key_value(&file) {
+            Some((kept, _)) => Arc::clone(kept),
+            None => Arc::new(file),
+        };
+        *self.interned.entry(Arc::clone(&file)).or_insert(0) += 1;
+        let old = Arc::make_mut(&mut self.by_path.0).insert(rel.into(), file);
+        if let Some(old) = old {
+            self.release(&old);
         }
-        self.by_path.insert(rel.to_string(), findings.into());
-        self.flat = None;
-        true
+        changed
+    }
+
+    /// One file fewer holds `file`.
+    fn release(&mut self, file: &Arc<FileFindings>) {
+        if let Some(count) = self.interned.get_mut(file) {
+            *count -= 1;
+            if *count == 0 {
+                self.interned.remove(file);
+            }
+        }
     }
 
     pub fn remove(&mut self, rel: &str) -> bool {
-        let had = self.by_path.remove(rel).is_some();
-        if had {
-            self.flat = None;
+        if !self.by_path.0.contains_key(rel) {
+            return false;
         }
-        had
+        if let Some(old) = Arc::make_mut(&mut self.by_path.0).remove(rel) {
+            self.release(&old);
+        }
+        true
     }
 
     pub fn clear(&mut self) {
-        self.by_path.clear();
-        self.flat = None;
+        *self = SettledFindings::default();
     }
 
-    pub fn get(&self, rel: &str) -> Option<&[Finding]> {
-        self.by_path.get(rel).map(|f| &**f)
+    /// The findings about `rel`, made again from what is kept.
+    pub fn get(&self, rel: &str) -> Option<Vec<Finding>> {
+        let (rel, file) = self.by_path.0.get_key_value(rel)?;
+        Some(file.findings(rel).collect())
+    }
+
+    /// Whether `rel` has a finding with this code.
+    pub fn has(&self, rel: &str, code: Code) -> bool {
+        self.by_path
+            .0
+            .get(rel)
+            .is_some_and(|f| f.findings.iter().any(|f| f.code == code))
+    }
+
+    /// Who wrote `rel`, as [`SettledFindings::put`] was told (nothing for a file without
+    /// findings).
+    pub fn authors(&self, rel: &str) -> [Option<&str>; 2] {
+        match self.by_path.0.get(rel) {
+            Some(f) => [f.authors[0].as_deref(), f.authors[1].as_deref()],
+            None => [None, None],
+        }
     }
 
     pub fn contains(&self, rel: &str) -> bool {
-        self.by_path.contains_key(rel)
+        self.by_path.0.contains_key(rel)
     }
 
     /// The paths that have findings, in order.
     pub fn paths(&self) -> impl Iterator<Item = &str> {
-        self.by_path.keys().map(String::as_str)
+        self.by_path.0.keys().map(|k| &**k)
     }
 
-    /// Every file's findings, in path order; shared until the next change.
-    pub fn all(&mut self) -> Arc<Vec<Arc<[Finding]>>> {
-        let by_path = &self.by_path;
-        Arc::clone(
-            self.flat
-                .get_or_insert_with(|| Arc::new(by_path.values().cloned().collect())),
-        )
+    /// Every file's findings, in path order; the same list until the next change.
+    pub fn all(&self) -> SettledFindingsList {
+        self.by_path.clone()
     }
 }
 
@@ -287,9 +423,7 @@ impl FolderState {
             Refresh::Full
         };
         self.refresh(root, zone, refresh, &mut polis.findings);
-        polis
-            .findings
-            .extend(self.findings.all().iter().flat_map(|f| f.iter().cloned()));
+        polis.findings.extend(self.findings.all().findings());
         let stats = self.ledger.stats(&Value::Null, &Value::Null);
         let mut copies = rest_copies.clone();
         copies.extend(self.settled_copies.iter().cloned());
@@ -306,7 +440,7 @@ impl FolderState {
         };
         PolisState {
             polis: Arc::new(polis),
-            settled_findings: Arc::default(),
+            settled_findings: SettledFindingsList::default(),
             settled,
             stats: Arc::new(stats),
             copies: Arc::new(copies),
@@ -368,10 +502,7 @@ impl FolderState {
                 .map(|m| Fingerprint::of(&m))
         });
         for (rel, fingerprint) in held.into_iter().zip(stats) {
-            let unreadable = self
-                .findings
-                .get(&rel)
-                .is_some_and(|f| f.iter().any(|f| f.code == Code::Unreadable));
+            let unreadable = self.findings.has(&rel, Code::Unreadable);
             match fingerprint {
                 None => self.forget(&rel),
                 Some(fp)
@@ -392,7 +523,7 @@ impl FolderState {
                 None => self.forget(&rel),
                 Some((fingerprint, findings, settlement)) => {
                     self.racy.note_read(&rel, &fingerprint, read_at);
-                    self.findings.put(&rel, findings);
+                    self.findings.put(&rel, findings, [None, None]);
                     self.ledger.record(&rel, fingerprint, settlement);
                 }
             }
@@ -548,46 +679,107 @@ impl KeptPolis {
 mod tests {
     use super::*;
 
-    /// The flat list is shared, not built again, until a file's findings change: with one on
-    /// most of 1M settled files, building it on every pass was most of each pass.
+    /// The list is shared, not built again, until a file's findings change: with one on most
+    /// of 1M settled files, building it on every pass was most of each pass.
     #[test]
-    fn settled_findings_are_flattened_again_only_after_a_change() {
+    fn settled_findings_are_shared_until_a_change() {
         let warn =
             |rel: &str, what: &str| vec![Finding::warning(Code::QualityDefaulted, rel, None, what)];
+        let none = [None, None];
         let mut kept = SettledFindings::default();
         assert!(kept.put(
             "contracts/settled/a.md",
-            warn("contracts/settled/a.md", "x")
+            warn("contracts/settled/a.md", "x"),
+            none
         ));
         assert!(kept.put(
             "contracts/settled/b.md",
-            warn("contracts/settled/b.md", "y")
+            warn("contracts/settled/b.md", "y"),
+            none
         ));
         let first = kept.all();
         assert_eq!(first.len(), 2);
-        assert!(
-            Arc::ptr_eq(&first[0], &kept.by_path["contracts/settled/a.md"]),
-            "no copy"
-        );
         assert!(!kept.put(
             "contracts/settled/a.md",
-            warn("contracts/settled/a.md", "x")
+            warn("contracts/settled/a.md", "x"),
+            none
         ));
-        assert!(Arc::ptr_eq(&first, &kept.all()), "unchanged: the same list");
+        assert!(first.same(&kept.all()), "unchanged: the same list");
         assert!(kept.put(
             "contracts/settled/a.md",
-            warn("contracts/settled/a.md", "z")
+            warn("contracts/settled/a.md", "z"),
+            none
         ));
         let changed = kept.all();
-        assert!(!Arc::ptr_eq(&first, &changed));
-        assert_eq!(changed[0][0].message, "z");
+        assert!(!first.same(&changed));
+        assert_eq!(changed.findings().next().unwrap().message, "z");
+        assert_eq!(
+            first.findings().next().unwrap().message,
+            "x",
+            "a reader's list stays as it was taken"
+        );
         assert!(
-            kept.put("contracts/settled/b.md", Vec::new()),
+            kept.put("contracts/settled/b.md", Vec::new(), none),
             "fixed: forgotten"
         );
         assert_eq!(kept.all().len(), 1);
         assert!(!kept.remove("contracts/settled/b.md"));
         assert_eq!(kept.paths().collect::<Vec<_>>(), ["contracts/settled/a.md"]);
+    }
+
+    /// What a file holds is kept once for every file that holds the same: the file's own name
+    /// is taken out of each message, and each finding comes back as it was put.
+    #[test]
+    fn files_with_the_same_findings_share_one_record_and_each_gets_its_own_back() {
+        let renamed = |stem: &str, line: Option<usize>| {
+            let rel = format!("contracts/settled/{stem}.md");
+            vec![
+                Finding::error(
+                    Code::ContractId,
+                    &rel,
+                    line,
+                    format!("`contract_id: old` does not match the file name; make it `{stem}`"),
+                ),
+                Finding::warning(Code::QualityDefaulted, "elsewhere.md", None, "no quality"),
+            ]
+        };
+        let mut kept = SettledFindings::default();
+        let owner = [Some("alpha-agent"), Some("beta-agent")];
+        for stem in ["c-1", "c-2", "c-3"] {
+            let rel = format!("contracts/settled/{stem}.md");
+            assert!(kept.put(&rel, renamed(stem, Some(2)), owner));
+        }
+        kept.put("contracts/settled/c-4.md", renamed("c-4", Some(3)), owner);
+        kept.put(
+            "contracts/settled/c-5.md",
+            renamed("c-5", Some(2)),
+            [None, None],
+        );
+        assert_eq!(kept.interned.len(), 3, "c-1..3 share one record");
+        for (stem, line) in [("c-1", 2), ("c-3", 2), ("c-4", 3)] {
+            let rel = format!("contracts/settled/{stem}.md");
+            assert_eq!(kept.get(&rel).unwrap(), renamed(stem, Some(line)));
+            assert_eq!(kept.authors(&rel), owner);
+        }
+        assert_eq!(kept.authors("contracts/settled/c-5.md"), [None, None]);
+        let all: Vec<Finding> = kept.all().findings().collect();
+        assert_eq!(all.len(), 10);
+        assert_eq!(all[2], renamed("c-2", Some(2))[0]);
+        // A change of authors only is kept, and is not a change of findings.
+        assert!(!kept.put(
+            "contracts/settled/c-1.md",
+            renamed("c-1", Some(2)),
+            [None, None]
+        ));
+        assert_eq!(kept.authors("contracts/settled/c-1.md"), [None, None]);
+        assert_eq!(kept.interned.len(), 3, "c-1 now shares c-5's record");
+        for stem in ["c-1", "c-2", "c-3", "c-4", "c-5"] {
+            kept.remove(&format!("contracts/settled/{stem}.md"));
+        }
+        assert!(
+            kept.interned.is_empty(),
+            "nothing kept for files that are gone"
+        );
     }
 
     fn settled(id: &str, quality: u8) -> String {

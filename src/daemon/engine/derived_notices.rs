@@ -12,8 +12,15 @@ use std::collections::BTreeSet;
 
 impl Engine {
     /// Every notice the folder's current state calls for. Notices whose recipients depend on
-    /// who is active are fixed when the fact is first seen (`state.known`).
-    pub(super) fn derive(&mut self, polis: &Polis, now: &PolisTime) -> Vec<Notification> {
+    /// who is active are fixed when the fact is first seen (`state.known`). With
+    /// `silence_settled` (a first meeting), the notices about settled files' findings are
+    /// marked sent instead of returned.
+    pub(super) fn derive(
+        &mut self,
+        polis: &Polis,
+        now: &PolisTime,
+        silence_settled: bool,
+    ) -> Vec<Notification> {
         let mut out = Vec::new();
         let electorate = operations::Electorate::of(polis, now);
         let active = electorate.active(now);
@@ -225,27 +232,31 @@ impl Engine {
         // A settled file is read once, by the daemon (not by `record_findings`): its findings
         // go to whoever settled it, else its opener, else the index keeper; the dashboard's
         // human queue lists them whoever is told.
-        let gone = |id: &String| polis.departed.as_ref().is_some_and(|d| d.contains(id));
+        let gone = |id: &str| polis.departed.as_ref().is_some_and(|d| d.contains(id));
         for rel in self.settled_findings.paths() {
-            let authors = self.settled_authors.get(rel);
+            let authors = self.settled_findings.authors(rel);
             let author = authors
                 .into_iter()
                 .flatten()
-                .flatten()
                 .find(|a| registered.contains(*a) && !gone(a));
-            let named = authors.and_then(|a| a.iter().flatten().next());
-            let Some(recipient) = author.or(polis.index_keeper.as_ref()) else {
+            let named = authors.into_iter().flatten().next();
+            let Some(recipient) = author.or(polis.index_keeper.as_deref()) else {
                 continue;
             };
             for f in self.settled_findings.get(rel).unwrap_or_default() {
                 if f.code == crate::protocol::finding::Code::QualityDefaulted {
                     continue; // told in a `quality-defaulted` notice of its own
                 }
-                out.push(Notification::record_finding(
-                    recipient,
-                    author.or(named).map(String::as_str),
-                    f,
-                ));
+                // One at a time, never gathered: an old polis may have a finding in each of a
+                // million settled files. Silenced as made, or skipped when already sent (as
+                // `enqueue` would skip it).
+                let n = Notification::record_finding(recipient, author.or(named), &f);
+                let id = n.id();
+                if silence_settled {
+                    self.state.mark_sent(n.kind.as_str(), &id);
+                } else if !self.state.was_sent(n.kind.as_str(), &id) {
+                    out.push(n);
+                }
             }
         }
         out.extend(self.reservation_notices(now));

@@ -119,8 +119,6 @@ pub struct Engine {
     /// Findings about settled files logged in this pass, and those left out of the log once
     /// [`MAX_LOGGED_SETTLED_FINDINGS`] were.
     settled_findings_logged: (usize, usize),
-    /// Who wrote each settled file with findings (its owner, then its opener), to tell them.
-    settled_authors: std::collections::HashMap<String, [Option<String>; 2]>,
     /// Each file of `contracts/settled/` as last read, with its fingerprint (which tells a
     /// change) and its settlement, kept replayed (SPEC §6). Restored from the state's
     /// snapshot on start-up and checked against every file's fingerprint.
@@ -271,7 +269,6 @@ impl Engine {
             settled_racy: Default::default(),
             settled_findings: Default::default(),
             settled_findings_logged: (0, 0),
-            settled_authors: Default::default(),
             ledger: Ledger::default(),
             settled_zone: None,
             settled_preparing: None,
@@ -780,7 +777,7 @@ impl Engine {
             notices.extend(self.resolved_findings(&pass.polis));
         }
         if scope.derive || pass.wrote {
-            notices.extend(self.derive(&pass.polis, &pass.now));
+            notices.extend(self.derive(&pass.polis, &pass.now, pass.first_meeting));
         }
         if pass.first_meeting {
             // Nothing that was already there when polisd arrived is announced (SPEC §3, §9).
@@ -838,7 +835,7 @@ impl Engine {
     /// later are reported to inboxes, and mark what the folder already calls for as known.
     fn take_baseline(&mut self, polis: &Polis, now: &PolisTime) -> anyhow::Result<()> {
         tracing::info!(polis = %self.root.display(), "first meeting with this polis: taking the baseline");
-        let notices = self.derive(polis, now);
+        let notices = self.derive(polis, now, true);
         self.silence(&notices);
         self.state.first_met = Some(crate::fs::state::now_rfc3339());
         // The settled fingerprints are already recorded: `refresh_settled` puts each file read.

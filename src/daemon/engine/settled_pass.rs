@@ -329,10 +329,7 @@ impl Engine {
             let rel = &candidates[i];
             // A file polisd could not read is tried again on every look: making it readable
             // (`chmod`, `chown`) may change nothing else the fingerprint holds.
-            let unreadable = self
-                .settled_findings
-                .get(rel)
-                .is_some_and(|f| f.iter().any(|f| f.code == Code::Unreadable));
+            let unreadable = self.settled_findings.has(rel, Code::Unreadable);
             // Nor does a file read in the tick of its change vouch for itself: a second write in
             // that tick leaves the fingerprint as it was.
             match now {
@@ -442,14 +439,9 @@ impl Engine {
             // whatever the fingerprints say (a racily clean read): it is read again.
             self.renamed_ids.remove(&rel);
             let reread = racy || !read.findings.is_empty();
-            if read.findings.is_empty() {
-                self.settled_authors.remove(&rel);
-            } else {
-                let h = &read.heading;
-                self.settled_authors
-                    .insert(rel.clone(), [h.owner.clone(), h.opened_by.clone()]);
-            }
-            if self.settled_findings.put(&rel, read.findings) {
+            let h = &read.heading;
+            let authors = [h.owner.as_deref(), h.opened_by.as_deref()];
+            if self.settled_findings.put(&rel, read.findings, authors) {
                 for f in self.settled_findings.get(&rel).unwrap_or_default() {
                     let (logged, left_out) = &mut self.settled_findings_logged;
                     if *logged < super::MAX_LOGGED_SETTLED_FINDINGS {

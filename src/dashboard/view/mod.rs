@@ -233,12 +233,7 @@ impl PolisView {
             Some(published) => {
                 // The daemon's polis comes without the chronicle texts: read for this build.
                 let mut polis = (*published.polis).clone();
-                polis.findings.extend(
-                    published
-                        .settled_findings
-                        .iter()
-                        .flat_map(|f| f.iter().cloned()),
-                );
+                polis.findings.extend(published.settled_findings.findings());
                 let (chronicle, archives) = crate::fs::snapshot::read_chronicles(
                     &self.root,
                     &mut crate::fs::snapshot::ReadChronicles,
@@ -248,7 +243,7 @@ impl PolisView {
                 polis.archives = archives;
                 Arc::new(PolisState {
                     polis: Arc::new(polis),
-                    settled_findings: Arc::default(),
+                    settled_findings: Default::default(),
                     settled: published.settled.clone(),
                     stats: Arc::clone(&published.stats),
                     copies: Arc::clone(&published.copies),
