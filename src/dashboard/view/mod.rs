@@ -256,6 +256,9 @@ impl PolisView {
         rechecks.retain(&snapshot.polis);
         drop(rechecks);
         *cache = Some(Arc::clone(&snapshot));
+        // The build read the chronicle whole and freed it: glibc keeps the heap it used unless
+        // asked (as after a daemon's pass).
+        crate::daemon::engine::release_free_memory();
         snapshot
     }
 

@@ -7,8 +7,11 @@
 
 pub mod activity;
 pub mod claims;
+pub mod duplicates;
 pub mod resolution;
 pub mod rollover;
+
+pub use duplicates::duplicate_lines;
 
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::{Code, Finding};
@@ -848,56 +851,6 @@ pub fn lost_line_finding(path: &str, text: &str) -> Finding {
             "the line `{text}` was in the chronicle and is gone (edited or deleted). The chronicle is append-only: put the line back as it was, and append a new line to correct it, e.g. `- <now> | <your-agent-id> | corrected chronicle | - | <what changed>`. polisd keeps a copy of the lost line in its state directory"
         ),
     )
-}
-
-/// A line appended twice: the same text (an agent's line, no polisd id) at two places of the
-/// chronicle and its archives. Two equal lines are one event written twice, typically by an
-/// agent that followed a "put the line back" advice while the line was still in transit; a
-/// warning naming both places. Only lines numbered in `fresh` (of `files[0]`) are reported, so
-/// an old duplicate is told once. polisd removes nothing.
-pub fn duplicate_lines(files: &[(&str, &str)], fresh: &dyn Fn(usize) -> bool) -> Vec<Finding> {
-    // Per line seen, the first half of its SHA-256 (as [`line_key`] hashes it) and where it
-    // first was (file, line): a flat table of a million lines, no string per line, sized once
-    // (a table grown by doubling leaves its smaller copies behind in the allocator).
-    let capacity: usize = files
-        .iter()
-        .map(|(_, text)| memchr::memchr_iter(b'\n', text.as_bytes()).count())
-        .sum();
-    let mut first: HashMap<u128, (u32, u32)> = HashMap::with_capacity(capacity);
-    let mut out = Vec::new();
-    // Archives first: a line in the current chronicle repeats one archived earlier.
-    let mut order: Vec<usize> = (1..files.len()).collect();
-    order.extend(files.first().map(|_| 0));
-    for i in order {
-        let (path, text) = files[i];
-        for (number, line) in lines(text) {
-            if marker_id(line).is_some() || stamp_and_author(line).is_none() {
-                continue;
-            }
-            let digest = crate::protocol::digest::sha256(line.trim_end().as_bytes());
-            let key = u128::from_be_bytes(digest[..16].try_into().expect("16 of 32 bytes"));
-            match first.get(&key) {
-                None => {
-                    let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-                    first.insert(key, (at(i), at(number)));
-                }
-                Some((f, l)) if i == 0 && fresh(number) => out.push(Finding::warning(
-                    Code::Duplicate,
-                    path,
-                    Some(number),
-                    format!(
-                        "`{}` is here a second time (first at {}:{l}): one event written twice. \
-                         Delete this copy; when a line seems missing after a sync, wait for the \
-                         sync to finish before appending it again",
-                        line.trim_end(),
-                        files[*f as usize].0,
-                    ),
-                )),
-                Some(_) => {}
-            }
-        }
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------------------------
