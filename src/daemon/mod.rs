@@ -16,6 +16,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod memory;
 pub mod service;
 pub mod watch;
 
@@ -98,7 +99,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<u8> {
 pub fn run_with(options: RunOptions, sidecar: Option<StartSidecar>) -> anyhow::Result<u8> {
     // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
-    limit_heap_arenas();
+    memory::limit_heap_arenas();
     let config = config::load(options.config.as_deref())?;
     init_logging(&config, options.log_level.as_deref());
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -106,21 +107,6 @@ pub fn run_with(options: RunOptions, sidecar: Option<StartSidecar>) -> anyhow::R
         .build()
         .context("starting the event loop")?;
     runtime.block_on(serve(config, options, sidecar))
-}
-
-/// Two malloc arenas at most: the event loop's, and one that the short-lived reading threads
-/// share. glibc gives each new thread an arena of its own (up to eight per core), and an arena
-/// keeps the pages of everything its threads ever held; with 1M settled files the readers'
-/// arenas held 300 MB resident for 64 MB in use after a first meeting (measured with
-/// `malloc_stats`), and capping them took the daemon from 515 to 380 MiB with start-up no
-/// slower (docs/performance.md, "Memory at a million settlements"). Set before any thread
-/// starts; `MALLOC_ARENA_MAX` in the environment still wins.
-fn limit_heap_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: mallopt only sets a tunable of the allocator; no thread allocates yet.
-        unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
-    }
 }
 
 /// Sets up tracing to stderr: `RUST_LOG` wins, then `--log-level`, then the configuration.
@@ -252,7 +238,7 @@ async fn serve(
             released_after = passes;
             batch_since = false;
             let started = std::time::Instant::now();
-            crate::daemon::engine::release_free_memory();
+            memory::release_free_memory();
             tracing::debug!(
                 elapsed_us = started.elapsed().as_micros() as u64,
                 "memory given back"

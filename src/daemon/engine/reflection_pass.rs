@@ -85,7 +85,7 @@ impl Engine {
         let settled = self.settled_evidence(touched.as_ref());
         // Reading that many files leaves the heap holding their freed parses, and the evidence
         // too once the detectors ran: given back at the end of the step.
-        let read_many = settled.len() >= super::MANY_FILES;
+        let read_many = settled.len() >= crate::daemon::memory::MANY_FILES;
         let mut evidence = reflection::gather_with(&pass.polis, settled, scope, &pass.now);
         evidence.clock =
             crate::protocol::chronicle::parse_stamp(&self.polis_clock(&pass.polis, &pass.now))
@@ -115,7 +115,7 @@ impl Engine {
         }
         drop(evidence);
         if read_many {
-            super::trim_heap();
+            crate::daemon::memory::trim_heap();
         }
     }
 

@@ -258,7 +258,7 @@ impl PolisView {
         *cache = Some(Arc::clone(&snapshot));
         // The build read the chronicle whole and freed it: glibc keeps the heap it used unless
         // asked (as after a daemon's pass).
-        crate::daemon::engine::release_free_memory();
+        crate::daemon::memory::release_free_memory();
         snapshot
     }
 
