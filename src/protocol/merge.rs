@@ -516,9 +516,11 @@ pub fn merge_inbox(base: Option<&str>, ours: &str, theirs: &str, elsewhere: &[&s
 pub fn merge_drafts(ours: &str, theirs: &str) -> Option<Merged> {
     let draft = |text: &str| -> Option<(String, i64)> {
         let fields = crate::protocol::frontmatter::parse(text).ok()?.fields;
-        let reflected = fields.get("proposed_by").as_str() == Some(REFLECTOR)
-            && fields.get("status").as_str() == Some("proposed");
-        reflected.then_some(())?;
+        if fields.get("proposed_by").as_str() != Some(REFLECTOR)
+            || fields.get("status").as_str() != Some("proposed")
+        {
+            return None;
+        }
         Some((
             fields.get("reflect_slug").as_str()?.to_string(),
             fields.get("evidence_count").as_i64()?,
