@@ -16,9 +16,9 @@ use crate::protocol::finding::{Code, Finding};
 use crate::protocol::frontmatter::Record;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::protocol::routing::policy::History;
-use crate::protocol::routing::stats::{Ledger, LedgerSnapshot, RoutingStats, Settlement};
+use crate::protocol::routing::stats::{Ledger, LedgerSnapshot, Recorded, RoutingStats, Settlement};
 use crate::yaml::Value;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -166,16 +166,20 @@ impl Refresh {
 /// Sync conflict copies as (copy, original) paths relative to `_polis/`.
 type Copies = Vec<(String, String)>;
 
-/// The findings about settled files, by path, as a long-running reader keeps them: they are
-/// not read again until their file changes. An old polis may hold one on most of its settled
-/// files (no quality score, a renamed id), so each file costs a path and a pointer: what a file
-/// holds (its findings, their messages with the file's own name taken out, and who wrote it)
-/// is kept once for all the files that hold the same, and a [`Finding`] is made again when
-/// asked for. The map is shared with a [`PolisState`] as it is, and copied only when it
-/// changes while a reader still holds it.
+/// The findings about settled files, by the slot each file lies in in the reader's ledger
+/// ([`Ledger::slot`]), as a long-running reader keeps them: they are not read again until their
+/// file changes. An old polis may hold one on most of its settled files (no quality score, a
+/// renamed id), so each file costs a pointer in a vector indexed by slot, and its path is the
+/// ledger's: what a file holds (its findings, their messages with the file's own name taken
+/// out, and who wrote it) is kept once for all the files that hold the same, and a
+/// [`Finding`] is made again when asked for. The list is shared with a [`PolisState`] as it is,
+/// and copied only when it changes while a reader still holds it.
+///
+/// The caller keeps the slots true: a file's findings are removed before the ledger forgets
+/// it, and put again under the slot [`Ledger::record`] gives it.
 #[derive(Debug, Default)]
 pub struct SettledFindings {
-    by_path: SettledFindingsList,
+    list: SettledFindingsList,
     /// Each distinct [`FileFindings`] with the number of files holding it.
     interned: HashMap<Arc<FileFindings>, u32>,
 }
@@ -188,7 +192,7 @@ struct FileFindings {
     findings: Box<[KeptFinding]>,
 }
 
-/// A [`Finding`] about a settled file, its path left to the map's key.
+/// A [`Finding`] about a settled file, its path left to the ledger.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct KeptFinding {
     code: Code,
@@ -246,24 +250,57 @@ impl FileFindings {
     }
 }
 
-/// The findings about settled files as a [`PolisState`] shares them: every file's, in path
-/// order.
+/// The findings about settled files as a [`PolisState`] shares them: by ledger slot, read with
+/// the ledger (or its snapshot) they were kept beside.
 #[derive(Debug, Clone, Default)]
-pub struct SettledFindingsList(Arc<BTreeMap<Arc<str>, Arc<FileFindings>>>);
+pub struct SettledFindingsList(Arc<BySlot>);
+
+#[derive(Debug, Clone, Default)]
+struct BySlot {
+    /// What the file in each slot holds (a slot past the end holds nothing).
+    files: Vec<Option<Arc<FileFindings>>>,
+    /// How many slots hold something.
+    count: usize,
+}
+
+impl BySlot {
+    fn get(&self, slot: u32) -> Option<&Arc<FileFindings>> {
+        self.files.get(slot as usize).and_then(Option::as_ref)
+    }
+}
 
 impl SettledFindingsList {
-    /// Every finding, file by file in path order.
-    pub fn findings(&self) -> impl Iterator<Item = Finding> + '_ {
-        self.0.iter().flat_map(|(rel, f)| f.findings(rel))
+    /// Every finding, file by file in path order; `path_at` names the file in a slot (the
+    /// ledger's, or the snapshot's published with this list).
+    pub fn findings<'a>(
+        &'a self,
+        path_at: impl Fn(u32) -> Option<&'a str>,
+    ) -> impl Iterator<Item = Finding> + 'a {
+        let mut files: Vec<(&str, &FileFindings)> = self
+            .slots()
+            .filter_map(|slot| Some((path_at(slot)?, &**self.0.get(slot)?)))
+            .collect();
+        files.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        files.into_iter().flat_map(|(rel, f)| f.findings(rel))
+    }
+
+    /// The slots that hold findings, in slot order.
+    pub fn slots(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0
+            .files
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.is_some())
+            .map(|(slot, _)| slot as u32)
     }
 
     /// How many files have findings.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.0.count
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.count == 0
     }
 
     /// Whether both are the same list (not a copy).
@@ -273,11 +310,49 @@ impl SettledFindingsList {
 }
 
 impl SettledFindings {
-    /// Records what `rel` holds now (nothing: forgotten) and who wrote it; whether its
-    /// findings changed.
-    pub fn put(&mut self, rel: &str, findings: Vec<Finding>, authors: [Option<&str>; 2]) -> bool {
+    /// Records a settled file as read: what it settles (and the caller's `meta`) in `ledger`,
+    /// its findings and authors here, under the slot it lies in now. What the ledger did, and
+    /// whether the file's findings changed.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record<M>(
+        &mut self,
+        ledger: &mut Ledger<M>,
+        rel: &str,
+        meta: M,
+        settlement: Option<Settlement>,
+        findings: Vec<Finding>,
+        authors: [Option<&str>; 2],
+    ) -> (Recorded, bool) {
+        let before = ledger.slot(rel);
+        let recorded = ledger.record(rel, meta, settlement);
+        let moved = before.filter(|&slot| slot != recorded.slot);
+        if let Some(slot) = moved {
+            self.remove(slot);
+        }
+        let changed = self.put(recorded.slot, rel, findings, authors) || moved.is_some();
+        (recorded, changed)
+    }
+
+    /// Forgets the settled file `rel`: its findings here, then the file in `ledger` (which
+    /// frees its slot); whether the ledger held it.
+    pub fn forget<M>(&mut self, ledger: &mut Ledger<M>, rel: &str) -> bool {
+        if let Some(slot) = ledger.slot(rel) {
+            self.remove(slot);
+        }
+        ledger.forget(rel)
+    }
+
+    /// Records what the file `rel` in `slot` holds now (nothing: forgotten) and who wrote it;
+    /// whether its findings changed.
+    fn put(
+        &mut self,
+        slot: u32,
+        rel: &str,
+        findings: Vec<Finding>,
+        authors: [Option<&str>; 2],
+    ) -> bool {
         if findings.is_empty() {
-            return self.remove(rel);
+            return self.remove(slot);
         }
         let stem = layout::record_stem(rel);
         let file = FileFindings {
@@ -288,7 +363,7 @@ impl SettledFindings {
                 .collect(),
         };
         // Whether the findings changed (a change of authors only is kept, not reported).
-        let changed = match self.by_path.0.get(rel) {
+        let changed = match self.list.0.get(slot) {
             Some(kept) if **kept == file => return false,
             Some(kept) => kept.findings != file.findings,
             None => true,
@@ -298,9 +373,14 @@ impl SettledFindings {
             None => Arc::new(file),
         };
         *self.interned.entry(Arc::clone(&file)).or_insert(0) += 1;
-        let old = Arc::make_mut(&mut self.by_path.0).insert(rel.into(), file);
-        if let Some(old) = old {
-            self.release(&old);
+        let list = Arc::make_mut(&mut self.list.0);
+        let at = slot as usize;
+        if list.files.len() <= at {
+            list.files.resize(at + 1, None);
+        }
+        match list.files[at].replace(file) {
+            Some(old) => self.release(&old),
+            None => list.count += 1,
         }
         changed
     }
@@ -315,11 +395,19 @@ impl SettledFindings {
         }
     }
 
-    pub fn remove(&mut self, rel: &str) -> bool {
-        if !self.by_path.0.contains_key(rel) {
+    /// Forgets what the file in `slot` holds; whether it held something.
+    pub fn remove(&mut self, slot: u32) -> bool {
+        if self.list.0.get(slot).is_none() {
             return false;
         }
-        if let Some(old) = Arc::make_mut(&mut self.by_path.0).remove(rel) {
+        let list = Arc::make_mut(&mut self.list.0);
+        let old = list.files[slot as usize].take();
+        list.count -= 1;
+        // Trailing empty slots are not kept (a polis whose findings were fixed holds none).
+        while list.files.last().is_some_and(Option::is_none) {
+            list.files.pop();
+        }
+        if let Some(old) = old {
             self.release(&old);
         }
         true
@@ -329,41 +417,40 @@ impl SettledFindings {
         *self = SettledFindings::default();
     }
 
-    /// The findings about `rel`, made again from what is kept.
-    pub fn get(&self, rel: &str) -> Option<Vec<Finding>> {
-        let (rel, file) = self.by_path.0.get_key_value(rel)?;
-        Some(file.findings(rel).collect())
+    /// The findings about the file `rel` in `slot`, made again from what is kept.
+    pub fn get(&self, slot: u32, rel: &str) -> Option<Vec<Finding>> {
+        Some(self.list.0.get(slot)?.findings(rel).collect())
     }
 
-    /// Whether `rel` has a finding with this code.
-    pub fn has(&self, rel: &str, code: Code) -> bool {
-        self.by_path
+    /// Whether the file in `slot` has a finding with this code.
+    pub fn has(&self, slot: u32, code: Code) -> bool {
+        self.list
             .0
-            .get(rel)
+            .get(slot)
             .is_some_and(|f| f.findings.iter().any(|f| f.code == code))
     }
 
-    /// Who wrote `rel`, as [`SettledFindings::put`] was told (nothing for a file without
-    /// findings).
-    pub fn authors(&self, rel: &str) -> [Option<&str>; 2] {
-        match self.by_path.0.get(rel) {
+    /// Who wrote the file in `slot`, as [`SettledFindings::put`] was told (nothing for a file
+    /// without findings).
+    pub fn authors(&self, slot: u32) -> [Option<&str>; 2] {
+        match self.list.0.get(slot) {
             Some(f) => [f.authors[0].as_deref(), f.authors[1].as_deref()],
             None => [None, None],
         }
     }
 
-    pub fn contains(&self, rel: &str) -> bool {
-        self.by_path.0.contains_key(rel)
+    pub fn contains(&self, slot: u32) -> bool {
+        self.list.0.get(slot).is_some()
     }
 
-    /// The paths that have findings, in order.
-    pub fn paths(&self) -> impl Iterator<Item = &str> {
-        self.by_path.0.keys().map(|k| &**k)
+    /// The slots that hold findings, in slot order.
+    pub fn slots(&self) -> impl Iterator<Item = u32> + '_ {
+        self.list.slots()
     }
 
-    /// Every file's findings, in path order; the same list until the next change.
+    /// Every file's findings; the same list until the next change.
     pub fn all(&self) -> SettledFindingsList {
-        self.by_path.clone()
+        self.list.clone()
     }
 }
 
@@ -423,7 +510,10 @@ impl FolderState {
             Refresh::Full
         };
         self.refresh(root, zone, refresh, &mut polis.findings);
-        polis.findings.extend(self.findings.all().findings());
+        let findings = self.findings.all();
+        polis
+            .findings
+            .extend(findings.findings(|slot| self.ledger.path_at(slot)));
         let stats = self.ledger.stats(&Value::Null, &Value::Null);
         let mut copies = rest_copies.clone();
         copies.extend(self.settled_copies.iter().cloned());
@@ -502,7 +592,10 @@ impl FolderState {
                 .map(|m| Fingerprint::of(&m))
         });
         for (rel, fingerprint) in held.into_iter().zip(stats) {
-            let unreadable = self.findings.has(&rel, Code::Unreadable);
+            let unreadable = self
+                .ledger
+                .slot(&rel)
+                .is_some_and(|slot| self.findings.has(slot, Code::Unreadable));
             match fingerprint {
                 None => self.forget(&rel),
                 Some(fp)
@@ -523,8 +616,14 @@ impl FolderState {
                 None => self.forget(&rel),
                 Some((fingerprint, findings, settlement)) => {
                     self.racy.note_read(&rel, &fingerprint, read_at);
-                    self.findings.put(&rel, findings, [None, None]);
-                    self.ledger.record(&rel, fingerprint, settlement);
+                    self.findings.record(
+                        &mut self.ledger,
+                        &rel,
+                        fingerprint,
+                        settlement,
+                        findings,
+                        [None, None],
+                    );
                 }
             }
         }
@@ -547,9 +646,8 @@ impl FolderState {
     }
 
     fn forget(&mut self, rel: &str) {
-        self.findings.remove(rel);
         self.racy.forget(rel);
-        self.ledger.forget(rel);
+        self.findings.forget(&mut self.ledger, rel);
     }
 }
 
@@ -679,52 +777,128 @@ impl KeptPolis {
 mod tests {
     use super::*;
 
+    /// A ledger of files that settle nothing, and the findings kept beside it.
+    fn kept() -> (Ledger<()>, SettledFindings) {
+        (Ledger::default(), SettledFindings::default())
+    }
+
+    fn warn(rel: &str, what: &str) -> Vec<Finding> {
+        vec![Finding::warning(Code::QualityDefaulted, rel, None, what)]
+    }
+
+    /// Every finding of `list` as `ledger` names its files: (path, message), in path order.
+    fn listed(
+        list: &SettledFindingsList,
+        path_at: impl Fn(u32) -> Option<String>,
+    ) -> Vec<(String, String)> {
+        let names: Vec<(u32, String)> = list
+            .slots()
+            .filter_map(|s| Some((s, path_at(s)?)))
+            .collect();
+        let name = |slot: u32| {
+            names
+                .iter()
+                .find(|(s, _)| *s == slot)
+                .map(|(_, n)| n.as_str())
+        };
+        list.findings(name).map(|f| (f.path, f.message)).collect()
+    }
+
     /// The list is shared, not built again, until a file's findings change: with one on most
     /// of 1M settled files, building it on every pass was most of each pass.
     #[test]
     fn settled_findings_are_shared_until_a_change() {
-        let warn =
-            |rel: &str, what: &str| vec![Finding::warning(Code::QualityDefaulted, rel, None, what)];
         let none = [None, None];
-        let mut kept = SettledFindings::default();
-        assert!(kept.put(
-            "contracts/settled/a.md",
-            warn("contracts/settled/a.md", "x"),
-            none
-        ));
-        assert!(kept.put(
-            "contracts/settled/b.md",
-            warn("contracts/settled/b.md", "y"),
-            none
-        ));
+        let (mut ledger, mut kept) = kept();
+        let (a, b) = ("contracts/settled/a.md", "contracts/settled/b.md");
+        assert!(kept.record(&mut ledger, a, (), None, warn(a, "x"), none).1);
+        assert!(kept.record(&mut ledger, b, (), None, warn(b, "y"), none).1);
         let first = kept.all();
         assert_eq!(first.len(), 2);
-        assert!(!kept.put(
-            "contracts/settled/a.md",
-            warn("contracts/settled/a.md", "x"),
-            none
-        ));
+        assert!(!kept.record(&mut ledger, a, (), None, warn(a, "x"), none).1);
         assert!(first.same(&kept.all()), "unchanged: the same list");
-        assert!(kept.put(
-            "contracts/settled/a.md",
-            warn("contracts/settled/a.md", "z"),
-            none
-        ));
+        assert!(kept.record(&mut ledger, a, (), None, warn(a, "z"), none).1);
         let changed = kept.all();
         assert!(!first.same(&changed));
-        assert_eq!(changed.findings().next().unwrap().message, "z");
+        let path_at = |s| ledger.path_at(s);
+        assert_eq!(changed.findings(path_at).next().unwrap().message, "z");
         assert_eq!(
-            first.findings().next().unwrap().message,
+            first.findings(path_at).next().unwrap().message,
             "x",
             "a reader's list stays as it was taken"
         );
         assert!(
-            kept.put("contracts/settled/b.md", Vec::new(), none),
+            kept.record(&mut ledger, b, (), None, Vec::new(), none).1,
             "fixed: forgotten"
         );
         assert_eq!(kept.all().len(), 1);
-        assert!(!kept.remove("contracts/settled/b.md"));
-        assert_eq!(kept.paths().collect::<Vec<_>>(), ["contracts/settled/a.md"]);
+        let b_slot = ledger.slot(b).unwrap();
+        assert!(!kept.remove(b_slot));
+        let with: Vec<&str> = kept.slots().filter_map(|s| ledger.path_at(s)).collect();
+        assert_eq!(with, [a]);
+    }
+
+    /// Findings are kept by the slot their file lies in: a file forgotten takes its findings
+    /// with it, the next file given its slot starts with none, a renamed file's findings are
+    /// its new name's, and a list taken before still reads with the snapshot taken with it.
+    #[test]
+    fn a_files_findings_leave_with_it_and_its_slot_starts_clean_for_the_next_file() {
+        let none = [None, None];
+        let (mut ledger, mut kept) = kept();
+        let at = |stem: &str| format!("contracts/settled/{stem}.md");
+        kept.record(
+            &mut ledger,
+            &at("a"),
+            (),
+            None,
+            warn(&at("a"), "on a"),
+            none,
+        );
+        kept.record(
+            &mut ledger,
+            &at("b"),
+            (),
+            None,
+            warn(&at("b"), "on b"),
+            none,
+        );
+        let before = (kept.all(), ledger.snapshot());
+        let a_slot = ledger.slot(&at("a")).unwrap();
+        assert!(kept.forget(&mut ledger, &at("a")));
+        assert!(
+            !kept.contains(a_slot) && kept.all().len() == 1,
+            "gone with its file"
+        );
+        // The next file recorded lies where `a` was, without its findings.
+        let (c, _) = kept.record(&mut ledger, &at("c"), (), None, Vec::new(), none);
+        assert_eq!(c.slot, a_slot, "the freed slot is reused");
+        assert!(kept.get(c.slot, &at("c")).is_none() && !kept.contains(c.slot));
+        assert_eq!(kept.authors(c.slot), [None, None]);
+        // `b` renamed to `d` (a removal and a new file with the same findings).
+        kept.forget(&mut ledger, &at("b"));
+        let (d, _) = kept.record(
+            &mut ledger,
+            &at("d"),
+            (),
+            None,
+            warn(&at("d"), "on b"),
+            none,
+        );
+        let now = |s: u32| ledger.path_at(s).map(str::to_string);
+        assert_eq!(
+            listed(&kept.all(), now),
+            [(at("d"), "on b".to_string())],
+            "only `d`'s, under its name"
+        );
+        assert_eq!(kept.get(d.slot, &at("d")).unwrap(), warn(&at("d"), "on b"));
+        // A reader's list and snapshot, taken together before, still agree.
+        let then = |s: u32| before.1.path_at(s).map(str::to_string);
+        assert_eq!(
+            listed(&before.0, then),
+            [(at("a"), "on a".to_string()), (at("b"), "on b".to_string())]
+        );
+        assert_eq!(kept.all().len(), 1);
+        assert_eq!(kept.interned.len(), 1);
     }
 
     /// What a file holds is kept once for every file that holds the same: the file's own name
@@ -743,43 +917,77 @@ mod tests {
                 Finding::warning(Code::QualityDefaulted, "elsewhere.md", None, "no quality"),
             ]
         };
-        let mut kept = SettledFindings::default();
+        let (mut ledger, mut kept) = kept();
         let owner = [Some("alpha-agent"), Some("beta-agent")];
+        let rel = |stem: &str| format!("contracts/settled/{stem}.md");
         for stem in ["c-1", "c-2", "c-3"] {
-            let rel = format!("contracts/settled/{stem}.md");
-            assert!(kept.put(&rel, renamed(stem, Some(2)), owner));
+            assert!(
+                kept.record(
+                    &mut ledger,
+                    &rel(stem),
+                    (),
+                    None,
+                    renamed(stem, Some(2)),
+                    owner
+                )
+                .1
+            );
         }
-        kept.put("contracts/settled/c-4.md", renamed("c-4", Some(3)), owner);
-        kept.put(
-            "contracts/settled/c-5.md",
+        kept.record(
+            &mut ledger,
+            &rel("c-4"),
+            (),
+            None,
+            renamed("c-4", Some(3)),
+            owner,
+        );
+        kept.record(
+            &mut ledger,
+            &rel("c-5"),
+            (),
+            None,
             renamed("c-5", Some(2)),
             [None, None],
         );
         assert_eq!(kept.interned.len(), 3, "c-1..3 share one record");
+        let slot = |stem: &str| ledger.slot(&rel(stem)).unwrap();
         for (stem, line) in [("c-1", 2), ("c-3", 2), ("c-4", 3)] {
-            let rel = format!("contracts/settled/{stem}.md");
-            assert_eq!(kept.get(&rel).unwrap(), renamed(stem, Some(line)));
-            assert_eq!(kept.authors(&rel), owner);
+            assert_eq!(
+                kept.get(slot(stem), &rel(stem)).unwrap(),
+                renamed(stem, Some(line))
+            );
+            assert_eq!(kept.authors(slot(stem)), owner);
         }
-        assert_eq!(kept.authors("contracts/settled/c-5.md"), [None, None]);
-        let all: Vec<Finding> = kept.all().findings().collect();
+        assert_eq!(kept.authors(slot("c-5")), [None, None]);
+        let all: Vec<Finding> = kept.all().findings(|s| ledger.path_at(s)).collect();
         assert_eq!(all.len(), 10);
         assert_eq!(all[2], renamed("c-2", Some(2))[0]);
         // A change of authors only is kept, and is not a change of findings.
-        assert!(!kept.put(
-            "contracts/settled/c-1.md",
-            renamed("c-1", Some(2)),
+        assert!(
+            !kept
+                .record(
+                    &mut ledger,
+                    &rel("c-1"),
+                    (),
+                    None,
+                    renamed("c-1", Some(2)),
+                    [None, None]
+                )
+                .1
+        );
+        assert_eq!(
+            kept.authors(ledger.slot(&rel("c-1")).unwrap()),
             [None, None]
-        ));
-        assert_eq!(kept.authors("contracts/settled/c-1.md"), [None, None]);
+        );
         assert_eq!(kept.interned.len(), 3, "c-1 now shares c-5's record");
         for stem in ["c-1", "c-2", "c-3", "c-4", "c-5"] {
-            kept.remove(&format!("contracts/settled/{stem}.md"));
+            kept.forget(&mut ledger, &rel(stem));
         }
         assert!(
             kept.interned.is_empty(),
             "nothing kept for files that are gone"
         );
+        assert!(kept.list.0.files.is_empty(), "nor slots for them");
     }
 
     fn settled(id: &str, quality: u8) -> String {

@@ -233,8 +233,14 @@ impl Engine {
         // go to whoever settled it, else its opener, else the index keeper; the dashboard's
         // human queue lists them whoever is told.
         let gone = |id: &str| polis.departed.as_ref().is_some_and(|d| d.contains(id));
-        for rel in self.settled_findings.paths() {
-            let authors = self.settled_findings.authors(rel);
+        // Made in slot order, queued in path order (as the files are listed): only those not
+        // yet sent are sorted.
+        let mut unsent: Vec<(&str, Notification)> = Vec::new();
+        for slot in self.settled_findings.slots() {
+            let Some(rel) = self.ledger.path_at(slot) else {
+                continue;
+            };
+            let authors = self.settled_findings.authors(slot);
             let author = authors
                 .into_iter()
                 .flatten()
@@ -243,7 +249,7 @@ impl Engine {
             let Some(recipient) = author.or(polis.index_keeper.as_deref()) else {
                 continue;
             };
-            for f in self.settled_findings.get(rel).unwrap_or_default() {
+            for f in self.settled_findings.get(slot, rel).unwrap_or_default() {
                 if f.code == crate::protocol::finding::Code::QualityDefaulted {
                     continue; // told in a `quality-defaulted` notice of its own
                 }
@@ -255,10 +261,12 @@ impl Engine {
                 if silence_settled {
                     self.state.mark_sent(n.kind.as_str(), &id);
                 } else if !self.state.was_sent(n.kind.as_str(), &id) {
-                    out.push(n);
+                    unsent.push((rel, n));
                 }
             }
         }
+        unsent.sort_by(|a, b| a.0.cmp(b.0));
+        out.extend(unsent.into_iter().map(|(_, n)| n));
         out.extend(self.reservation_notices(now));
 
         for card in polis.cards.values() {

@@ -106,9 +106,13 @@ pub struct Engine {
     state: State,
     options: EngineOptions,
     /// Settled files an earlier run had counted that `ledger` does not hold (its durable
-    /// snapshot was not usable, or held findings): read again, not announced as new. Empty
-    /// after the first full pass.
+    /// snapshot was not usable): read again, not announced as new. Empty after the first full
+    /// pass.
     settled_recorded: HashSet<String>,
+    /// Slots of `ledger` restored from records that asked to be read again (the file had
+    /// findings, which are not stored, or was read in the tick of a change): read whatever
+    /// their fingerprint says. Empty after the first full pass.
+    settled_unverified: settled_pass::SlotSet,
     /// Settled files read within a clock tick of their last change, so that a second write in
     /// that tick would leave their fingerprint as it is (racily clean): read again at their next
     /// event whatever the fingerprint says, and marked so in the state folder's ledger, so that
@@ -266,6 +270,7 @@ impl Engine {
             state,
             options,
             settled_recorded: HashSet::new(),
+            settled_unverified: Default::default(),
             settled_racy: Default::default(),
             settled_findings: Default::default(),
             settled_findings_logged: (0, 0),

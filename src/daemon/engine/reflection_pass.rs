@@ -301,7 +301,12 @@ mod tests {
             if round == "first meeting" {
                 // Only the files whose id is wrong or missing have findings (they are read
                 // again on restart): every other one is restored from the snapshot's record.
-                let with_findings: Vec<&str> = engine.settled_findings.paths().collect();
+                let mut with_findings: Vec<&str> = engine
+                    .settled_findings
+                    .slots()
+                    .filter_map(|slot| engine.ledger.path_at(slot))
+                    .collect();
+                with_findings.sort();
                 let wrong_id =
                     ["a-05", "a-06", "a-07", "a-11"].map(|n| format!("contracts/settled/{n}.md"));
                 assert_eq!(with_findings, wrong_id);

@@ -62,13 +62,40 @@ pub(super) enum PreparedSettled {
     Records {
         zone_seconds: i32,
         count: usize,
-        /// The records trusted as counted (those without findings, and not left unannounced
-        /// by a command).
+        /// The records counted (all but those a command left unannounced).
         ledger: Ledger<Fingerprint>,
-        /// Counted files to read again (they had findings, which are not stored, or a command
-        /// read them too soon after a change for their fingerprints to tell the next).
-        reread: Vec<String>,
+        /// The slots of those to read again before they are trusted (they had findings, which
+        /// are not stored, or a command read them too soon after a change for their
+        /// fingerprints to tell the next). Held in the ledger meanwhile, so the read changes
+        /// nothing there when the file says what it said.
+        unverified: SlotSet,
     },
+}
+
+/// Slots of a [`Ledger`], a bit each (a restart may have a million to read again).
+#[derive(Debug, Default)]
+pub(super) struct SlotSet(Vec<u64>);
+
+impl SlotSet {
+    fn insert(&mut self, slot: u32) {
+        let (word, bit) = (slot as usize / 64, slot % 64);
+        if self.0.len() <= word {
+            self.0.resize(word + 1, 0);
+        }
+        self.0[word] |= 1 << bit;
+    }
+
+    fn remove(&mut self, slot: u32) {
+        if let Some(word) = self.0.get_mut(slot as usize / 64) {
+            *word &= !(1 << (slot % 64));
+        }
+    }
+
+    pub(super) fn contains(&self, slot: u32) -> bool {
+        self.0
+            .get(slot as usize / 64)
+            .is_some_and(|word| word & (1 << (slot % 64)) != 0)
+    }
 }
 
 impl PreparedSettled {
@@ -88,19 +115,20 @@ impl PreparedSettled {
                 let ledger = Ledger::restore(
                     records
                         .iter()
-                        .filter(|r| !r.reread && !r.unannounced)
+                        .filter(|r| !r.unannounced)
                         .map(|r| (r.path, r.fingerprint, r.settlement)),
                 );
-                let reread = records
-                    .iter()
-                    .filter(|r| r.reread && !r.unannounced)
-                    .map(|r| r.path.to_string())
-                    .collect();
+                let mut unverified = SlotSet::default();
+                for r in records.iter().filter(|r| r.reread && !r.unannounced) {
+                    if let Some(slot) = ledger.slot(r.path) {
+                        unverified.insert(slot);
+                    }
+                }
                 PreparedSettled::Records {
                     zone_seconds,
                     count,
                     ledger,
-                    reread,
+                    unverified,
                 }
             }
         }
@@ -254,6 +282,7 @@ impl Engine {
         if self.settled_zone != Some(zone) {
             changed = true;
             self.settled_findings.clear();
+            self.settled_unverified = SlotSet::default();
             let before = std::mem::take(&mut self.ledger);
             if self.settled_zone.is_none() {
                 self.restore_settled(zone);
@@ -299,42 +328,46 @@ impl Engine {
         // parallel) those whose fingerprint moved, and those it does not hold (reading them
         // tells whether they are still there).
         let files_before = self.ledger.file_count();
-        let was: Vec<Option<Fingerprint>> = candidates
-            .iter()
-            .map(|rel| self.ledger.meta(rel).copied())
-            .collect();
-        let matched = was.iter().filter(|w| w.is_some()).count();
+        // The slot of each candidate the ledger holds (its fingerprint lies there).
+        let held: Vec<Option<u32>> = candidates.iter().map(|rel| self.ledger.slot(rel)).collect();
+        let matched = held.iter().filter(|w| w.is_some()).count();
         let now: Vec<Option<Fingerprint>> = match early_stats {
             Some(stats) => stats,
             None => {
-                let held: Vec<&String> = candidates
+                let to_stat: Vec<&String> = candidates
                     .iter()
-                    .zip(&was)
+                    .zip(&held)
                     .filter_map(|(rel, w)| w.map(|_| rel))
                     .collect();
-                let mut stats =
-                    crate::fs::state::fingerprints_in(&root, ContractFolder::Settled.dir(), &held)
-                        .into_iter();
-                was.iter()
+                let mut stats = crate::fs::state::fingerprints_in(
+                    &root,
+                    ContractFolder::Settled.dir(),
+                    &to_stat,
+                )
+                .into_iter();
+                held.iter()
                     .map(|w| w.and_then(|_| stats.next().flatten()))
                     .collect()
             }
         };
         let mut to_read: Vec<usize> = Vec::new();
-        for (i, (was, now)) in was.iter().zip(now).enumerate() {
-            let Some(was) = was else {
+        for (i, (held, now)) in held.into_iter().zip(now).enumerate() {
+            let Some((slot, was)) = held.and_then(|slot| Some((slot, *self.ledger.meta_at(slot)?)))
+            else {
                 to_read.push(i);
                 continue;
             };
             let rel = &candidates[i];
             // A file polisd could not read is tried again on every look: making it readable
-            // (`chmod`, `chown`) may change nothing else the fingerprint holds.
-            let unreadable = self.settled_findings.has(rel, Code::Unreadable);
+            // (`chmod`, `chown`) may change nothing else the fingerprint holds. So is one an
+            // earlier run asked to be read again.
+            let read_anyway = self.settled_findings.has(slot, Code::Unreadable)
+                || self.settled_unverified.contains(slot);
             // Nor does a file read in the tick of its change vouch for itself: a second write in
             // that tick leaves the fingerprint as it was.
             match now {
                 None => changed |= self.forget_settled(rel),
-                Some(fp) if !unreadable && self.settled_racy.vouches(rel, was, &fp) => {}
+                Some(fp) if !read_anyway && self.settled_racy.vouches(rel, &was, &fp) => {}
                 Some(_) => to_read.push(i),
             }
         }
@@ -405,6 +438,10 @@ impl Engine {
         if self.settled_recorded.is_empty() && self.settled_recorded.capacity() > 0 {
             self.settled_recorded = HashSet::new();
         }
+        if full {
+            // Every file it named was listed, and read or forgotten.
+            self.settled_unverified = SlotSet::default();
+        }
         (new, changed)
     }
 
@@ -425,8 +462,9 @@ impl Engine {
                 continue;
             };
             changed = true;
+            let held = self.ledger.slot(&rel);
             // Counted once and gone since (the folder deleted and restored): not new either.
-            let known = self.ledger.contains_file(&rel)
+            let known = held.is_some()
                 | self.settled_recorded.remove(&rel)
                 | self.settled_gone.remove(&rel);
             if !known && self.state.first_met.is_some() {
@@ -439,10 +477,36 @@ impl Engine {
             // whatever the fingerprints say (a racily clean read): it is read again.
             self.renamed_ids.remove(&rel);
             let reread = racy || !read.findings.is_empty();
+            // An earlier run's record that asked for this read, and that the read confirms
+            // (the same bytes as far as the fingerprint tells, still to be read again next
+            // time): the journal already says it.
+            let confirmed = held.is_some_and(|slot| {
+                self.settled_unverified.contains(slot)
+                    && reread
+                    && self.ledger.meta_at(slot) == Some(&read.fingerprint)
+            });
+            let record = SettledRecord::of(
+                &rel,
+                &read.fingerprint,
+                reread,
+                read.settlement.as_ref().map(Settlement::view),
+            );
             let h = &read.heading;
             let authors = [h.owner.as_deref(), h.opened_by.as_deref()];
-            if self.settled_findings.put(&rel, read.findings, authors) {
-                for f in self.settled_findings.get(&rel).unwrap_or_default() {
+            let (recorded, findings_changed) = self.settled_findings.record(
+                &mut self.ledger,
+                &rel,
+                read.fingerprint,
+                read.settlement,
+                read.findings,
+                authors,
+            );
+            if findings_changed {
+                for f in self
+                    .settled_findings
+                    .get(recorded.slot, &rel)
+                    .unwrap_or_default()
+                {
                     let (logged, left_out) = &mut self.settled_findings_logged;
                     if *logged < super::MAX_LOGGED_SETTLED_FINDINGS {
                         *logged += 1;
@@ -452,13 +516,9 @@ impl Engine {
                     }
                 }
             }
-            self.state.settled_put(SettledRecord::of(
-                &rel,
-                &read.fingerprint,
-                reread,
-                read.settlement.as_ref().map(Settlement::view),
-            ));
-            self.ledger.record(&rel, read.fingerprint, read.settlement);
+            if !confirmed || recorded.settlement_changed {
+                self.state.settled_put(record);
+            }
         }
         changed
     }
@@ -534,7 +594,6 @@ impl Engine {
             PreparedSettled::Records {
                 zone_seconds: was,
                 ledger,
-                reread,
                 ..
             } if was != zone_seconds => {
                 tracing::warn!(
@@ -544,17 +603,16 @@ impl Engine {
                 );
                 self.settled_recorded
                     .extend(ledger.files().map(|(rel, _, _)| rel.to_string()));
-                self.settled_recorded.extend(reread);
                 self.state.require_settled_snapshot();
             }
             PreparedSettled::Records {
                 count,
                 ledger,
-                reread,
+                unverified,
                 ..
             } => {
                 self.ledger = ledger;
-                self.settled_recorded.extend(reread);
+                self.settled_unverified = unverified;
                 tracing::info!(
                     files = count,
                     "restored the ledger of settled contracts; checking each file's fingerprint"
@@ -575,16 +633,19 @@ impl Engine {
         }
         let findings = &self.settled_findings;
         let racy = &self.settled_racy;
+        let unverified = &self.settled_unverified;
         let ledger = &self.ledger;
         // Streamed to the file (the records sorted by path, the encoded body never held
         // whole): the whole snapshot in memory was the peak of a first meeting.
-        let records = ledger.files().map(|(rel, fp, settlement)| RecordRef {
-            path: rel,
-            fingerprint: *fp,
-            reread: findings.contains(rel) || racy.contains(rel),
-            unannounced: false,
-            settlement,
-        });
+        let records = ledger
+            .files_in_slots()
+            .map(|(slot, rel, fp, settlement)| RecordRef {
+                path: rel,
+                fingerprint: *fp,
+                reread: findings.contains(slot) || racy.contains(rel) || unverified.contains(slot),
+                unannounced: false,
+                settlement,
+            });
         if let Err(e) = self
             .state
             .write_settled_snapshot(zone.0.local_minus_utc(), records)
@@ -597,11 +658,14 @@ impl Engine {
     /// Drops a settled file from the ledger and the state's record; whether it was held or
     /// recorded.
     pub(super) fn forget_settled(&mut self, rel: &str) -> bool {
-        self.settled_findings.remove(rel);
         self.settled_racy.forget(rel);
         self.renamed_ids.remove(rel);
         self.state.settled_remove(rel);
-        let was = self.ledger.forget(rel) | self.settled_recorded.remove(rel);
+        if let Some(slot) = self.ledger.slot(rel) {
+            self.settled_unverified.remove(slot);
+        }
+        let was =
+            self.settled_findings.forget(&mut self.ledger, rel) | self.settled_recorded.remove(rel);
         if was {
             if self.settled_gone.len() >= MAX_GONE {
                 self.settled_gone.clear();

@@ -233,7 +233,11 @@ impl PolisView {
             Some(published) => {
                 // The daemon's polis comes without the chronicle texts: read for this build.
                 let mut polis = (*published.polis).clone();
-                polis.findings.extend(published.settled_findings.findings());
+                polis.findings.extend(
+                    published
+                        .settled_findings
+                        .findings(|slot| published.settled.path_at(slot)),
+                );
                 let (chronicle, archives) = crate::fs::snapshot::read_chronicles(
                     &self.root,
                     &mut crate::fs::snapshot::ReadChronicles,

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 mod ledger;
-pub use ledger::{Ledger, LedgerSnapshot};
+pub use ledger::{Ledger, LedgerSnapshot, Recorded};
 
 /// `explore_rate` when neither the old file nor anything else gives one.
 pub const DEFAULT_EXPLORE_RATE: f64 = 0.15;

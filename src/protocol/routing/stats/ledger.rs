@@ -318,6 +318,14 @@ fn name_of<'a>(names: &'a Names, slot: &Slot) -> &'a str {
     names.get(slot.name_at, slot.name_len)
 }
 
+/// The path in slot `id`, when a file lies there.
+fn live_name<'a>(slots: &Chunked, names: &'a Names, id: u32) -> Option<&'a str> {
+    ((id as usize) < slots.len)
+        .then(|| slots.get(id))
+        .filter(|s| s.live())
+        .map(|s| name_of(names, s))
+}
+
 fn view_of<'a>(slot: &Slot, texts: &'a [String], lists: &'a [Vec<String>]) -> SettlementView<'a> {
     let p = &slot.packed;
     let text = |at: u32| (at != NONE).then(|| texts[at as usize].as_str());
@@ -535,6 +543,16 @@ pub struct Ledger<M = ()> {
     version: u64,
 }
 
+/// What [`Ledger::record`] did with a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recorded {
+    /// The slot the file lies in now ([`Ledger::slot`]).
+    pub slot: u32,
+    /// Whether it settles something else than before (or was not held): `false` when only
+    /// the caller's value was replaced.
+    pub settlement_changed: bool,
+}
+
 /// A stamp no ledger of this process has had.
 fn next_version() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -611,6 +629,23 @@ impl<M> Ledger<M> {
         self.find(path).map(|id| &self.metas[id as usize])
     }
 
+    /// The slot the file `path` lies in: its number while the ledger holds it (a file
+    /// forgotten leaves its slot to the next file recorded), so a caller can keep what it
+    /// knows of each file by slot instead of by a copy of the path.
+    pub fn slot(&self, path: &str) -> Option<u32> {
+        self.find(path)
+    }
+
+    /// The path of the file in `slot`, if one lies there.
+    pub fn path_at(&self, slot: u32) -> Option<&str> {
+        live_name(&self.slots, &self.names, slot)
+    }
+
+    /// The caller's value for the file in `slot`, if one lies there.
+    pub fn meta_at(&self, slot: u32) -> Option<&M> {
+        self.path_at(slot).map(|_| &self.metas[slot as usize])
+    }
+
     fn view(&self, id: u32) -> Option<SettlementView<'_>> {
         let slot = self.slots.get(id);
         slot.settled()
@@ -648,8 +683,17 @@ impl<M> Ledger<M> {
 
     /// Every file: its path, the caller's value and its settlement if it gives one.
     pub fn files(&self) -> impl Iterator<Item = (&str, &M, Option<SettlementView<'_>>)> {
+        self.files_in_slots()
+            .map(|(_, path, meta, s)| (path, meta, s))
+    }
+
+    /// [`Ledger::files`], each with its [`Ledger::slot`].
+    pub fn files_in_slots(
+        &self,
+    ) -> impl Iterator<Item = (u32, &str, &M, Option<SettlementView<'_>>)> {
         self.slots.iter().filter(|(_, s)| s.live()).map(|(id, s)| {
             (
+                id,
                 name_of(&self.names, s),
                 &self.metas[id as usize],
                 s.settled()
@@ -786,14 +830,19 @@ impl<M> Ledger<M> {
 
     /// Records the file `path` with the caller's value and what it settles (`None`: it is kept
     /// but counts for nothing), replacing what it said before.
-    pub fn record(&mut self, path: &str, meta: M, settlement: Option<Settlement>) {
+    pub fn record(&mut self, path: &str, meta: M, settlement: Option<Settlement>) -> Recorded {
         self.version = next_version();
-        if let Some(s) = &settlement {
-            if let Some(id) = self.find(path) {
-                if self.same_as(id, s) {
-                    self.metas[id as usize] = meta;
-                    return;
-                }
+        if let Some(id) = self.find(path) {
+            let same = match &settlement {
+                Some(s) => self.same_as(id, s),
+                None => !self.slots.get(id).settled(),
+            };
+            if same {
+                self.metas[id as usize] = meta;
+                return Recorded {
+                    slot: id,
+                    settlement_changed: false,
+                };
             }
         }
         self.forget(path);
@@ -801,6 +850,10 @@ impl<M> Ledger<M> {
         let id = self.add(path, meta, settlement.as_ref().map(Settlement::view));
         if settles {
             self.place(id);
+        }
+        Recorded {
+            slot: id,
+            settlement_changed: true,
         }
     }
 
@@ -1043,6 +1096,11 @@ impl LedgerSnapshot {
     /// How many files, with a settlement or without.
     pub fn file_count(&self) -> usize {
         self.0.order.len() + self.0.unsettled
+    }
+
+    /// The path of the file in `slot` ([`Ledger::slot`] when the snapshot was taken).
+    pub fn path_at(&self, slot: u32) -> Option<&str> {
+        live_name(&self.0.slots, &self.0.names, slot)
     }
 
     /// Every settlement with its path, in the replay order.
