@@ -789,6 +789,71 @@ mod tests {
         (in_journal, in_snapshot, quality)
     }
 
+    /// A restart holds the files an earlier run marked to be read again (here: their ids are
+    /// not their names, a finding each) in the ledger while it reads them: their findings come
+    /// back under their slots, nothing is announced, and a read that confirms the record adds
+    /// nothing to the journal (with a million such files it was 120 MB of journal held at
+    /// once). One edited since is journalled and counted as it reads now.
+    #[test]
+    fn a_restart_reads_files_with_findings_again_and_journals_only_what_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("_polis");
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(root.join("contracts/settled")).unwrap();
+        std::fs::write(root.join("CONSTITUTION.md"), "# Constitution\n").unwrap();
+        let renamed = ["b-1", "b-2", "b-3"].map(|n| format!("contracts/settled/{n}.md"));
+        std::fs::write(root.join(REL), settled(3)).unwrap();
+        for rel in &renamed {
+            std::fs::write(root.join(rel), settled(3)).unwrap();
+        }
+        let wall = chrono::Utc::now();
+        set_read_instant(Some(UNIX_EPOCH + Duration::from_secs(4_000_000_000)));
+        let with_findings = |engine: &Engine| -> Vec<String> {
+            let mut held: Vec<String> = engine
+                .settled_findings
+                .slots()
+                .filter_map(|slot| engine.ledger.path_at(slot).map(str::to_string))
+                .collect();
+            held.sort();
+            held
+        };
+        let ledger_bytes =
+            |engine: &Engine| std::fs::read(engine.state.dir().join("settled.ledger")).unwrap();
+        let mut engine = Engine::open_in(&root, &state, Engine::default_options()).unwrap();
+        engine.handle(&Trigger::Rescan, wall).unwrap();
+        assert_eq!(with_findings(&engine), renamed);
+        engine.close();
+        let written = ledger_bytes(&engine);
+        drop(engine);
+        for round in ["unchanged", "one edited"] {
+            if round == "one edited" {
+                std::fs::write(root.join(&renamed[1]), settled(5)).unwrap();
+            }
+            let mut engine = Engine::open_in(&root, &state, Engine::default_options()).unwrap();
+            engine.handle(&Trigger::Rescan, wall).unwrap();
+            assert_eq!(with_findings(&engine), renamed, "{round}");
+            assert_eq!(engine.ledger.len(), 4, "{round}");
+            let qualities: Vec<u8> = renamed
+                .iter()
+                .map(|rel| engine.ledger.get(rel).unwrap().quality)
+                .collect();
+            let outbox = engine.state.outbox.len();
+            engine.close();
+            let now = ledger_bytes(&engine);
+            drop(engine);
+            assert_eq!(outbox, 0, "{round}: nothing announced");
+            if round == "unchanged" {
+                assert_eq!(qualities, [3, 3, 3]);
+                assert!(now == written, "confirmed records are not journalled again");
+            } else {
+                assert_eq!(qualities, [3, 5, 3]);
+                assert!(now.len() > written.len(), "the edit is journalled");
+                assert!(now.starts_with(&written));
+            }
+        }
+        set_read_instant(None);
+    }
+
     #[test]
     fn a_settled_file_read_in_the_tick_of_its_change_is_read_again_at_its_next_event() {
         // Read 5 ms after its change: a second write in that tick is seen at its event.
