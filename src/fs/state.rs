@@ -1128,15 +1128,25 @@ impl State {
     /// recorded with its notices lost.
     pub fn save(&mut self) -> Result<(), StateError> {
         let file = self.dir.join(STATE_FILE);
-        let mut bytes =
-            serde_json::to_vec_pretty(&self.data).map_err(|source| StateError::Encode {
-                path: file.clone(),
-                source,
-            })?;
-        bytes.push(b'\n');
-        let saved = digest(&bytes);
+        // Encoded twice when it changed, never held: with a notice per settled file the bytes
+        // run to a hundred MB, and holding them was the peak of a first meeting.
+        let encode = |out: &mut dyn io::Write| -> Result<(), serde_json::Error> {
+            serde_json::to_writer_pretty(&mut *out, &self.data)?;
+            out.write_all(b"\n").map_err(serde_json::Error::io)
+        };
+        let mut hashed = Digest::default();
+        encode(&mut hashed).map_err(|source| StateError::Encode {
+            path: file.clone(),
+            source,
+        })?;
+        let saved = hashed.finish();
         if saved != self.saved {
-            write_atomic(&self.dir, STATE_FILE, &bytes)?;
+            replace_file_with(&self.dir, STATE_FILE, true, |f| {
+                let mut out = io::BufWriter::new(f);
+                encode(&mut out).map_err(io::Error::from)?;
+                io::Write::flush(&mut out)
+            })
+            .map_err(io_err("replace", &file))?;
             self.saved = saved;
         }
         if !self.settled_pending.is_empty() {
@@ -1734,9 +1744,61 @@ fn set_aside(file: &Path) -> Result<PathBuf, StateError> {
 /// What [`State::save`] compares: the length and a 64-bit hash of the bytes (the empty state
 /// file, never written, is `(0, 0)`).
 fn digest(bytes: &[u8]) -> (usize, u64) {
-    use std::hash::BuildHasher;
-    let hash = foldhash::quality::FixedState::with_seed(0).hash_one(bytes);
-    (bytes.len(), hash)
+    let mut d = Digest::default();
+    io::Write::write_all(&mut d, bytes).expect("a digest takes every byte");
+    d.finish()
+}
+
+/// Bytes per piece a [`Digest`] hashes.
+const DIGEST_BLOCK: usize = 1 << 16;
+
+/// The length and a 64-bit hash (foldhash) of bytes written in any pieces: they are hashed in
+/// blocks of [`DIGEST_BLOCK`], so the same bytes give the same digest however they came.
+struct Digest {
+    len: usize,
+    block: Vec<u8>,
+    hasher: foldhash::quality::FoldHasher,
+}
+
+impl Default for Digest {
+    fn default() -> Digest {
+        use std::hash::BuildHasher;
+        Digest {
+            len: 0,
+            block: Vec::with_capacity(DIGEST_BLOCK),
+            hasher: foldhash::quality::FixedState::with_seed(0).build_hasher(),
+        }
+    }
+}
+
+impl Digest {
+    fn finish(mut self) -> (usize, u64) {
+        use std::hash::Hasher;
+        self.hasher.write(&self.block);
+        (self.len, self.hasher.finish())
+    }
+}
+
+impl io::Write for Digest {
+    fn write(&mut self, mut buf: &[u8]) -> io::Result<usize> {
+        use std::hash::Hasher;
+        let written = buf.len();
+        self.len += written;
+        while !buf.is_empty() {
+            let take = buf.len().min(DIGEST_BLOCK - self.block.len());
+            self.block.extend_from_slice(&buf[..take]);
+            buf = &buf[take..];
+            if self.block.len() == DIGEST_BLOCK {
+                self.hasher.write(&self.block);
+                self.block.clear();
+            }
+        }
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), StateError> {
@@ -2169,6 +2231,46 @@ mod tests {
             fs::read_to_string(again.dir().join(PATH_FILE)).unwrap(),
             format!("{}\n", fs::canonicalize(polis.path()).unwrap().display())
         );
+    }
+
+    /// `state.json` is written as it always was (pretty JSON and a newline) though never held
+    /// whole, and a state loaded then saved unchanged is not written again, however large.
+    #[test]
+    fn a_large_state_is_written_as_before_and_not_again_once_loaded() {
+        let base = tempfile::tempdir().unwrap();
+        let polis = tempfile::tempdir().unwrap();
+        let mut s = State::load_in(base.path(), polis.path()).unwrap();
+        for i in 0..5000u64 {
+            s.mark_sent("record-finding", &format!("{:016x}", i * 7919));
+        }
+        s.save().unwrap();
+        let file = s.dir().join(STATE_FILE);
+        let bytes = fs::read(&file).unwrap();
+        assert!(bytes.len() > 2 * DIGEST_BLOCK);
+        let mut expected = serde_json::to_vec_pretty(&s.data).unwrap();
+        expected.push(b'\n');
+        assert!(bytes == expected, "the same bytes as before");
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1);
+        let mark_old = || {
+            fs::File::options()
+                .write(true)
+                .open(&file)
+                .unwrap()
+                .set_modified(old)
+                .unwrap()
+        };
+        mark_old();
+        let mut again = State::load_in(base.path(), polis.path()).unwrap();
+        again.save().unwrap();
+        assert_eq!(fs::metadata(&file).unwrap().modified().unwrap(), old);
+        let mut pieces = Digest::default();
+        for piece in bytes.chunks(1000).chain([&b""[..]]) {
+            io::Write::write_all(&mut pieces, piece).unwrap();
+        }
+        assert_eq!(pieces.finish(), digest(&bytes));
+        again.counters.events += 1;
+        again.save().unwrap();
+        assert_ne!(fs::metadata(&file).unwrap().modified().unwrap(), old);
     }
 
     #[test]

@@ -148,10 +148,12 @@ fn list_settled(
     findings: &mut Vec<crate::protocol::finding::Finding>,
 ) -> Vec<String> {
     let dir = ContractFolder::Settled.dir();
-    snapshot::list_names(root, dir, ".md", findings)
-        .into_iter()
-        .map(|name| format!("{dir}/{name}"))
-        .collect()
+    let mut out = Vec::new();
+    // Joined as listed: a million names held apart first was a peak of its own.
+    snapshot::list_names_each(root, dir, ".md", findings, &mut |name| {
+        out.push(format!("{dir}/{name}"))
+    });
+    out
 }
 
 /// The most vanished settled paths remembered (see `Engine::settled_gone`).
@@ -331,27 +333,31 @@ impl Engine {
         // The slot of each candidate the ledger holds (its fingerprint lies there).
         let held: Vec<Option<u32>> = candidates.iter().map(|rel| self.ledger.slot(rel)).collect();
         let matched = held.iter().filter(|w| w.is_some()).count();
-        let now: Vec<Option<Fingerprint>> = match early_stats {
-            Some(stats) => stats,
+        // Each held candidate's fingerprint now, in order: stat'ed above (one per candidate),
+        // or here for the held ones only (none on a first meeting).
+        let (mut early_stats, mut held_stats) = match early_stats {
+            Some(stats) => (Some(stats.into_iter()), Vec::new().into_iter()),
             None => {
                 let to_stat: Vec<&String> = candidates
                     .iter()
                     .zip(&held)
                     .filter_map(|(rel, w)| w.map(|_| rel))
                     .collect();
-                let mut stats = crate::fs::state::fingerprints_in(
+                let stats = crate::fs::state::fingerprints_in(
                     &root,
                     ContractFolder::Settled.dir(),
                     &to_stat,
-                )
-                .into_iter();
-                held.iter()
-                    .map(|w| w.and_then(|_| stats.next().flatten()))
-                    .collect()
+                );
+                (None, stats.into_iter())
             }
         };
         let mut to_read: Vec<usize> = Vec::new();
-        for (i, (held, now)) in held.into_iter().zip(now).enumerate() {
+        for (i, held) in held.into_iter().enumerate() {
+            let now = match &mut early_stats {
+                Some(stats) => stats.next().flatten(),
+                None if held.is_some() => held_stats.next().flatten(),
+                None => None,
+            };
             let Some((slot, was)) = held.and_then(|slot| Some((slot, *self.ledger.meta_at(slot)?)))
             else {
                 to_read.push(i);
@@ -393,6 +399,7 @@ impl Engine {
             .into_iter()
             .map(|i| std::mem::take(&mut candidates[i]))
             .collect();
+        drop(candidates);
         to_read.sort_unstable();
         let mut new = Vec::new();
         // In chunks: what a file's read leaves (its text, its parse) is freed before the next
