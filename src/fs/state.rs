@@ -1107,12 +1107,33 @@ impl State {
         zone_seconds: i32,
         records: impl IntoIterator<Item = RecordRef<'a>>,
     ) -> Result<(), StateError> {
-        write_ledger_snapshot(&self.dir, zone_seconds, records)?;
+        write_ledger_snapshot(&self.dir, |out| {
+            settled::write_snapshot(out, zone_seconds, records)
+        })?;
+        self.settled_snapshot_written();
+        Ok(())
+    }
+
+    /// [`State::write_settled_snapshot`] of records given in path order, each path once, by
+    /// `records` each time it is called ([`settled::write_snapshot_in_order`]: nothing is held
+    /// per record).
+    pub fn write_settled_snapshot_in_order<'a, I: Iterator<Item = RecordRef<'a>>>(
+        &mut self,
+        zone_seconds: i32,
+        records: impl Fn() -> I,
+    ) -> Result<(), StateError> {
+        write_ledger_snapshot(&self.dir, |out| {
+            settled::write_snapshot_in_order(out, zone_seconds, records)
+        })?;
+        self.settled_snapshot_written();
+        Ok(())
+    }
+
+    fn settled_snapshot_written(&mut self) {
         self.settled_snapshot_due = false;
         self.settled_pending.clear();
         self.settled_pending_lines = 0;
         self.settled_journal_lines = 0;
-        Ok(())
     }
 
     /// This polis's state folder.
@@ -1495,7 +1516,9 @@ impl LedgerFile {
         zone_seconds: i32,
         records: impl IntoIterator<Item = RecordRef<'a>>,
     ) -> Result<(), StateError> {
-        write_ledger_snapshot(&self.dir, zone_seconds, records)?;
+        write_ledger_snapshot(&self.dir, |out| {
+            settled::write_snapshot(out, zone_seconds, records)
+        })?;
         self.journal_lines = 0;
         Ok(())
     }
@@ -1622,19 +1645,15 @@ impl LedgerAhead {
     }
 }
 
-/// Replaces the ledger file in `dir` with a snapshot of these records, atomically, and removes
-/// the JSON file of an earlier version it supersedes.
-fn write_ledger_snapshot<'a>(
+/// Replaces the ledger file in `dir` with the snapshot `write` streams to it, atomically, and
+/// removes the JSON file of an earlier version it supersedes.
+fn write_ledger_snapshot(
     dir: &Path,
-    zone_seconds: i32,
-    records: impl IntoIterator<Item = RecordRef<'a>>,
+    write: impl FnOnce(&mut fs::File) -> io::Result<()>,
 ) -> Result<(), StateError> {
     // Streamed to the file: 100k records encode to ~8 MB.
     let target = dir.join(SETTLED_FILE);
-    replace_file_with(dir, SETTLED_FILE, true, |out| {
-        settled::write_snapshot(out, zone_seconds, records)
-    })
-    .map_err(io_err("write", &target))?;
+    replace_file_with(dir, SETTLED_FILE, true, write).map_err(io_err("write", &target))?;
     match fs::remove_file(dir.join(LEGACY_SETTLED_FILE)) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => {
             tracing::debug!("could not remove the older ledger file: {e}")

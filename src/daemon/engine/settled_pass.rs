@@ -642,20 +642,28 @@ impl Engine {
         let racy = &self.settled_racy;
         let unverified = &self.settled_unverified;
         let ledger = &self.ledger;
-        // Streamed to the file (the records sorted by path, the encoded body never held
-        // whole): the whole snapshot in memory was the peak of a first meeting.
-        let records = ledger
-            .files_in_slots()
-            .map(|(slot, rel, fp, settlement)| RecordRef {
-                path: rel,
-                fingerprint: *fp,
-                reread: findings.contains(slot) || racy.contains(rel) || unverified.contains(slot),
-                unannounced: false,
-                settlement,
-            });
+        // Streamed to the file from the ledger in path order (its slots sorted, the encoded
+        // body never held whole): the whole snapshot in memory, then the records' references,
+        // were the peak of a first meeting.
+        let mut order: Vec<u32> = ledger.files_in_slots().map(|(slot, ..)| slot).collect();
+        order.sort_unstable_by(|a, b| ledger.path_at(*a).cmp(&ledger.path_at(*b)));
+        let records = || {
+            order.iter().filter_map(|&slot| {
+                let (rel, fp, settlement) = ledger.file_at(slot)?;
+                Some(RecordRef {
+                    path: rel,
+                    fingerprint: *fp,
+                    reread: findings.contains(slot)
+                        || racy.contains(rel)
+                        || unverified.contains(slot),
+                    unannounced: false,
+                    settlement,
+                })
+            })
+        };
         if let Err(e) = self
             .state
-            .write_settled_snapshot(zone.0.local_minus_utc(), records)
+            .write_settled_snapshot_in_order(zone.0.local_minus_utc(), records)
         {
             // Only costs the next start-up a full read; the next pass tries again.
             tracing::warn!("could not save the ledger of settled contracts: {e}");

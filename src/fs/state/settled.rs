@@ -691,9 +691,8 @@ pub fn encode_snapshot<'a>(
     Ok(out)
 }
 
-/// [`encode_snapshot`]'s bytes written to `out` without holding the encoded body in memory:
-/// it is encoded twice, once to hash and measure it for the header, then after the header to
-/// `out`. Only the records' references (sorted by path) and the tables are held.
+/// [`encode_snapshot`]'s bytes written to `out` without holding the encoded body in memory
+/// ([`write_snapshot_in_order`]); the records' references are held to be sorted by path.
 pub fn write_snapshot<'a>(
     out: &mut impl std::io::Write,
     zone_seconds: i32,
@@ -712,53 +711,68 @@ pub fn write_snapshot<'a>(
         }
     }
     refs.truncate(kept);
+    write_snapshot_in_order(out, zone_seconds, || refs.iter().copied())
+}
+
+/// The snapshot of records given in path order, each path once, by `records` each time it is
+/// called (three times: for the tables, to hash and measure the body for the header, and to
+/// write it after the header). Nothing is held per record: a million records held as
+/// references to sort were the peak of a daemon's first meeting.
+pub fn write_snapshot_in_order<'a, I: Iterator<Item = RecordRef<'a>>>(
+    out: &mut impl std::io::Write,
+    zone_seconds: i32,
+    records: impl Fn() -> I,
+) -> std::io::Result<()> {
     let mut texts: Vec<&str> = Vec::new();
     let mut text_at: HashMap<&str, u32> = HashMap::new();
     let mut tag_lists: Vec<Vec<u32>> = Vec::new();
     let mut list_at: HashMap<&[String], u32> = HashMap::new();
-    let mut text = |s: &'a str, texts: &mut Vec<&'a str>| -> u32 {
-        *text_at.entry(s).or_insert_with(|| {
-            texts.push(s);
-            texts.len() as u32 - 1
-        })
-    };
-    let settlements: Vec<Option<WireSettlement>> = refs
-        .iter()
-        .map(|r| {
-            r.settlement.map(|s| {
-                let tags = match list_at.get(s.tags) {
-                    Some(&i) => i,
-                    None => {
-                        let list = s.tags.iter().map(|t| text(t, &mut texts)).collect();
-                        tag_lists.push(list);
-                        list_at.insert(s.tags, tag_lists.len() as u32 - 1);
-                        tag_lists.len() as u32 - 1
-                    }
-                };
-                WireSettlement {
-                    owner: text(s.owner, &mut texts),
-                    tags,
-                    instant_us: instant_us(&s),
-                    when_text: text(s.when_text, &mut texts),
-                    last_completed: s.last_completed.map(|d| text(d, &mut texts)),
-                    recommended: s.recommended.map(|d| text(d, &mut texts)),
-                    quality: s.quality,
-                    minutes: s.minutes,
-                }
+    let mut count = 0u64;
+    {
+        let mut text = |s: &'a str| -> u32 {
+            *text_at.entry(s).or_insert_with(|| {
+                texts.push(s);
+                texts.len() as u32 - 1
             })
-        })
-        .collect();
+        };
+        // In the order the tables always had: owner, tags, dates, recommendation.
+        for r in records() {
+            count += 1;
+            let Some(s) = r.settlement else { continue };
+            text(s.owner);
+            if !list_at.contains_key(s.tags) {
+                let list = s.tags.iter().map(|t| text(t)).collect();
+                tag_lists.push(list);
+                list_at.insert(s.tags, tag_lists.len() as u32 - 1);
+            }
+            text(s.when_text);
+            for d in [s.last_completed, s.recommended].into_iter().flatten() {
+                text(d);
+            }
+        }
+    }
+    let text = |s: &str| text_at[s];
+    let wire = |s: SettlementView<'_>| WireSettlement {
+        owner: text(s.owner),
+        tags: list_at[s.tags],
+        instant_us: instant_us(&s),
+        when_text: text(s.when_text),
+        last_completed: s.last_completed.map(text),
+        recommended: s.recommended.map(text),
+        quality: s.quality,
+        minutes: s.minutes,
+    };
     // The body as a `Body`: the tables, then the records' count and each record.
     let body = |w: &mut dyn std::io::Write| -> Result<(), postcard::Error> {
         postcard::to_io(&texts, &mut *w)?;
         postcard::to_io(&tag_lists, &mut *w)?;
-        postcard::to_io(&(refs.len() as u64), &mut *w)?;
-        for (r, settlement) in refs.iter().zip(&settlements) {
+        postcard::to_io(&count, &mut *w)?;
+        for r in records() {
             let wire = WireRecord {
                 path: r.path,
                 fingerprint: r.fingerprint,
-                flags: flags_of(r),
-                settlement: *settlement,
+                flags: flags_of(&r),
+                settlement: r.settlement.map(wire),
             };
             postcard::to_io(&wire, &mut *w)?;
         }
@@ -772,7 +786,7 @@ pub fn write_snapshot<'a>(
         polisd: env!("CARGO_PKG_VERSION"),
         fingerprint: fields.iter().map(String::as_str).collect(),
         zone_seconds,
-        records: refs.len() as u64,
+        records: count,
         body_len: digest.1,
         sha256: sha2::Digest::finalize(digest.0).into(),
     })

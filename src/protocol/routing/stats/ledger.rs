@@ -646,6 +646,12 @@ impl<M> Ledger<M> {
         self.path_at(slot).map(|_| &self.metas[slot as usize])
     }
 
+    /// The file in `slot`, as [`Ledger::files`] gives it, if one lies there.
+    pub fn file_at(&self, slot: u32) -> Option<(&str, &M, Option<SettlementView<'_>>)> {
+        let path = self.path_at(slot)?;
+        Some((path, &self.metas[slot as usize], self.view(slot)))
+    }
+
     fn view(&self, id: u32) -> Option<SettlementView<'_>> {
         let slot = self.slots.get(id);
         slot.settled()
