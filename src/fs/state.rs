@@ -1107,11 +1107,8 @@ impl State {
         zone_seconds: i32,
         records: impl IntoIterator<Item = RecordRef<'a>>,
     ) -> Result<(), StateError> {
-        write_ledger_snapshot(&self.dir, |out| {
-            settled::write_snapshot(out, zone_seconds, records)
-        })?;
-        self.settled_snapshot_written();
-        Ok(())
+        let refs = settled::in_path_order(records);
+        self.write_settled_snapshot_in_order(zone_seconds, || refs.iter().copied())
     }
 
     /// [`State::write_settled_snapshot`] of records given in path order, each path once, by
@@ -1125,15 +1122,11 @@ impl State {
         write_ledger_snapshot(&self.dir, |out| {
             settled::write_snapshot_in_order(out, zone_seconds, records)
         })?;
-        self.settled_snapshot_written();
-        Ok(())
-    }
-
-    fn settled_snapshot_written(&mut self) {
         self.settled_snapshot_due = false;
         self.settled_pending.clear();
         self.settled_pending_lines = 0;
         self.settled_journal_lines = 0;
+        Ok(())
     }
 
     /// This polis's state folder.

@@ -698,6 +698,12 @@ pub fn write_snapshot<'a>(
     zone_seconds: i32,
     records: impl IntoIterator<Item = RecordRef<'a>>,
 ) -> std::io::Result<()> {
+    let refs = in_path_order(records);
+    write_snapshot_in_order(out, zone_seconds, || refs.iter().copied())
+}
+
+/// Records in path order, a path given twice keeping its last record: as a snapshot holds them.
+pub fn in_path_order<'a>(records: impl IntoIterator<Item = RecordRef<'a>>) -> Vec<RecordRef<'a>> {
     let mut refs: Vec<RecordRef<'a>> = records.into_iter().collect();
     refs.sort_by(|a, b| a.path.cmp(b.path));
     // A path given twice keeps its last record (the sort is stable).
@@ -711,7 +717,7 @@ pub fn write_snapshot<'a>(
         }
     }
     refs.truncate(kept);
-    write_snapshot_in_order(out, zone_seconds, || refs.iter().copied())
+    refs
 }
 
 /// The snapshot of records given in path order, each path once, by `records` each time it is
