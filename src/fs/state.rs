@@ -400,9 +400,10 @@ impl ListedNames {
         }
     }
 
-    fn push(&mut self, name: &str) {
+    pub fn push(&mut self, name: &str) {
         self.text.push_str(name);
-        self.ends.push(self.text.len() as u32);
+        self.ends
+            .push(u32::try_from(self.text.len()).expect("names under 4 GiB"));
     }
 
     pub fn len(&self) -> usize {
@@ -413,12 +414,15 @@ impl ListedNames {
         self.ends.is_empty()
     }
 
+    /// The `i`th name.
+    pub fn get(&self, i: usize) -> &str {
+        let start = i.checked_sub(1).map_or(0, |j| self.ends[j] as usize);
+        &self.text[start..self.ends[i] as usize]
+    }
+
     /// The names in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + Clone + '_ {
-        (0..self.ends.len()).map(|i| {
-            let start = i.checked_sub(1).map_or(0, |j| self.ends[j] as usize);
-            &self.text[start..self.ends[i] as usize]
-        })
+        (0..self.ends.len()).map(|i| self.get(i))
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::{Engine, Pass, Scope};
 use crate::fs::snapshot::{self, Polis};
-use crate::fs::state::{Fingerprint, RecordRef, Restored, SettledRecord};
+use crate::fs::state::{Fingerprint, ListedNames, RecordRef, Restored, SettledRecord};
 use crate::fs::writer::WriteOutcome;
 use crate::operations::{self, read_settled, SettledRead};
 use crate::protocol::clock::PolisZone;
@@ -142,16 +142,21 @@ pub(super) enum Preparing {
 }
 
 /// The settled files' paths, unsorted (a sort of 100k paths would cost a restart more than
-/// anything it orders); the listing's findings go to `findings`.
+/// anything it orders), in one buffer (a `String` each was 72 MB at 1M files); the listing's
+/// findings go to `findings`.
 fn list_settled(
     root: &std::path::Path,
     findings: &mut Vec<crate::protocol::finding::Finding>,
-) -> Vec<String> {
+) -> ListedNames {
     let dir = ContractFolder::Settled.dir();
-    let mut out = Vec::new();
-    // Joined as listed: a million names held apart first was a peak of its own.
+    let mut out = ListedNames::default();
+    let mut path = String::new();
     snapshot::list_names_each(root, dir, ".md", findings, &mut |name| {
-        out.push(format!("{dir}/{name}"))
+        path.clear();
+        path.push_str(dir);
+        path.push('/');
+        path.push_str(&name);
+        out.push(&path);
     });
     out
 }
@@ -269,7 +274,7 @@ impl Engine {
         // The first look after a restart: the folder is listed and every file stat'ed (on
         // every core) while the ledger of the earlier run may still be decoding on its own
         // thread. After the watches are registered, as every stat must be.
-        let mut early: Option<(Vec<String>, Vec<Option<Fingerprint>>)> = None;
+        let mut early: Option<(ListedNames, Vec<Option<Fingerprint>>)> = None;
         // Not on a first meeting: with no ledger to check, every file is read (which stats it)
         // and stat'ing them all first would be wasted.
         if self.settled_zone.is_none()
@@ -277,8 +282,10 @@ impl Engine {
             && self.state.first_met.is_some()
         {
             let entries = list_settled(&root, &mut polis.findings);
+            let listed: Vec<&str> = entries.iter().collect();
             let stats =
-                crate::fs::state::fingerprints_in(&root, ContractFolder::Settled.dir(), &entries);
+                crate::fs::state::fingerprints_in(&root, ContractFolder::Settled.dir(), &listed);
+            drop(listed);
             early = Some((entries, stats));
         }
         if self.settled_zone != Some(zone) {
@@ -306,12 +313,13 @@ impl Engine {
             }
         }
         let full = matches!(refresh, SettledRefresh::Full);
-        let (mut candidates, early_stats): (Vec<String>, Option<Vec<Option<Fingerprint>>>) =
+        let (candidates, early_stats): (ListedNames, Option<Vec<Option<Fingerprint>>>) =
             match refresh {
                 SettledRefresh::Nothing => return (Vec::new(), changed),
                 SettledRefresh::Paths(paths) => (
                     paths
-                        .into_iter()
+                        .iter()
+                        .map(String::as_str)
                         .filter(|rel| {
                             let name = rel.rsplit('/').next().unwrap_or(rel);
                             name.ends_with(".md") && !layout::is_ignored_name(name)
@@ -338,7 +346,7 @@ impl Engine {
         let (mut early_stats, mut held_stats) = match early_stats {
             Some(stats) => (Some(stats.into_iter()), Vec::new().into_iter()),
             None => {
-                let to_stat: Vec<&String> = candidates
+                let to_stat: Vec<&str> = candidates
                     .iter()
                     .zip(&held)
                     .filter_map(|(rel, w)| w.map(|_| rel))
@@ -363,7 +371,7 @@ impl Engine {
                 to_read.push(i);
                 continue;
             };
-            let rel = &candidates[i];
+            let rel = candidates.get(i);
             // A file polisd could not read is tried again on every look: making it readable
             // (`chmod`, `chown`) may change nothing else the fingerprint holds. So is one an
             // earlier run asked to be read again.
@@ -380,7 +388,7 @@ impl Engine {
         // Held or recorded (by an earlier run), and no longer there: looked for only when the
         // listing does not account for every file the ledger holds.
         if full && (matched < files_before || !self.settled_recorded.is_empty()) {
-            let listed: HashSet<&str> = candidates.iter().map(String::as_str).collect();
+            let listed: HashSet<&str> = candidates.iter().collect();
             let gone: Vec<String> = self
                 .ledger
                 .files()
@@ -395,24 +403,24 @@ impl Engine {
             }
         }
         // In path order (the listing is not): new settlements are announced in that order.
-        let mut to_read: Vec<String> = to_read
-            .into_iter()
-            .map(|i| std::mem::take(&mut candidates[i]))
-            .collect();
-        drop(candidates);
-        to_read.sort_unstable();
+        to_read.sort_unstable_by(|a, b| candidates.get(*a).cmp(candidates.get(*b)));
         let mut new = Vec::new();
         // In chunks: what a file's read leaves (its text, its parse) is freed before the next
         // chunk is read, so a first meeting with 100k files does not hold them all at once.
         // With more than one chunk the next one is read (on every core) while this thread puts
         // the last one in the ledger: the ledger is ready as soon as the last file is read.
-        let mut chunks = std::collections::VecDeque::new();
-        let mut to_read = to_read.into_iter().peekable();
-        while to_read.peek().is_some() {
-            chunks.push_back(to_read.by_ref().take(READ_CHUNK).collect::<Vec<String>>());
-        }
+        // A chunk's paths are made as it is taken, not all at once.
+        let chunks: std::collections::VecDeque<&[usize]> = to_read.chunks(READ_CHUNK).collect();
         let chunks = std::sync::Mutex::new(chunks);
-        let next = || chunks.lock().ok().and_then(|mut c| c.pop_front());
+        let next = || {
+            let chunk = chunks.lock().ok().and_then(|mut c| c.pop_front())?;
+            Some(
+                chunk
+                    .iter()
+                    .map(|&i| candidates.get(i).to_string())
+                    .collect::<Vec<String>>(),
+            )
+        };
         if chunks.lock().is_ok_and(|c| c.len() > 1) {
             std::thread::scope(|scope| {
                 // One chunk read ahead at most: the memory a chunk's reads hold stays bounded.
