@@ -291,4 +291,92 @@ mod tests {
             .unwrap();
         assert!(LineReader::open(dir.path(), "chronicle.md").is_none());
     }
+
+    /// Read from disk a line at a time, the files give the summary the texts in memory give,
+    /// and each file a polis reader refuses is refused with the reader's own finding.
+    #[test]
+    fn files_on_disk_say_what_their_texts_say_and_are_refused_as_a_reader_refuses_them() {
+        use crate::fs::snapshot::{read_chronicles, ReadChronicles};
+        use crate::protocol::chronicle::summary::{summarize, Context, Source, Texts};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let archive = "---\nkind: chronicle\n---\n- 2026-03-20 10:00 | a-agent | joined polis | - | hi\n- 2026-03-20 10:01 | a-agent | Did Things | - | -\n";
+        // Longer than a read block, with a line written twice and one without its newline.
+        let mut current = String::new();
+        for k in 0..3000 {
+            current.push_str(&format!(
+                "- 2026-04-01 09:00 | a-agent | worked on | - | step {k}\n"
+            ));
+        }
+        current.push_str("- 2026-04-01 09:00 | a-agent | worked on | - | step 7\nnot a line\n- 2026-04-01 09:05 | a-agent | wrote");
+        std::fs::write(root.join("chronicle-2026-Q1.md"), archive).unwrap();
+        std::fs::write(root.join("chronicle.md"), &current).unwrap();
+        // Refused: a link, git's conflict markers, bytes that are not UTF-8.
+        std::os::unix::fs::symlink(root.join("chronicle.md"), root.join("chronicle-2025-Q4.md"))
+            .unwrap();
+        std::fs::write(
+            root.join("chronicle-2025-Q3.md"),
+            "- a\n<<<<<<< ours\n- b\n=======\n- c\n>>>>>>> theirs\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("chronicle-2025-Q2.md"), b"- a\n- \xff\n").unwrap();
+
+        let mut refused = Vec::new();
+        let mut files = Files::open(root, &mut refused);
+        let mut read_findings = Vec::new();
+        let (chronicle, archives) = read_chronicles(root, &mut ReadChronicles, &mut read_findings);
+        let key = |f: &Finding| (f.path.clone(), f.line, f.message.clone());
+        refused.sort_by_key(key);
+        read_findings.sort_by_key(key);
+        assert_eq!(refused, read_findings);
+        assert_eq!(refused.len(), 3);
+
+        let mut in_memory: Vec<(&str, &str)> = archives
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.as_str()))
+            .collect();
+        in_memory.push(("chronicle.md", chronicle.as_deref().unwrap()));
+        let mut texts = Texts::new(in_memory);
+        assert_eq!(files.paths(), texts.paths());
+        assert_eq!(files.line_count(), texts.line_count());
+        let has_card = |id: &str| id == "a-agent";
+        let link_exists = |_: &str| false;
+        let ctx = Context {
+            has_card: &has_card,
+            link_exists: &link_exists,
+            now: crate::protocol::clock::PolisTime::at_stamp(
+                Default::default(),
+                "2026-04-02 12:00",
+            )
+            .unwrap(),
+        };
+        let from_disk = summarize(&mut files, &ctx);
+        let from_texts = summarize(&mut texts, &ctx);
+        assert_eq!(from_disk.findings, from_texts.findings);
+        assert!(from_disk
+            .findings
+            .iter()
+            .any(|f| f.code == crate::protocol::finding::Code::Duplicate));
+        assert_eq!(from_disk.last_activity, from_texts.last_activity);
+        assert_eq!(from_disk.active_authors, from_texts.active_authors);
+        assert_eq!(from_disk.paths, ["chronicle-2026-Q1.md", "chronicle.md"]);
+    }
+
+    /// A line appended between two reads of one build is left for the next build: every pass
+    /// sees the lines the first saw.
+    #[test]
+    fn a_later_pass_stops_where_the_first_stopped() {
+        use crate::protocol::chronicle::summary::Source;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("chronicle.md"), "- one\n- two\n").unwrap();
+        let mut files = Files::open(dir.path(), &mut Vec::new());
+        let mut read = |files: &mut Files| {
+            let mut seen = Vec::new();
+            files.feed(0, &mut |n, _| seen.push(n));
+            seen
+        };
+        assert_eq!(read(&mut files), [1, 2]);
+        std::fs::write(dir.path().join("chronicle.md"), "- one\n- two\n- three\n").unwrap();
+        assert_eq!(read(&mut files), [1, 2]);
+    }
 }

@@ -529,4 +529,61 @@ mod tests {
         assert_eq!((w.total, w.shown.len()), (lines + 2, TAIL));
         assert_eq!(w.shown[0], (bad_line, "- not a line".to_string()));
     }
+
+    /// The build starts from a polis read without the chronicle texts and reads the files a
+    /// line at a time; what it finds is what `check` finds over the texts in memory (the
+    /// findings, the resolved ones, who is active, who has left, the person's answers).
+    #[test]
+    fn the_build_reads_the_chronicle_a_line_at_a_time_and_finds_what_check_finds() {
+        let (_dir, root, _writer) =
+            crate::operations::test_polis::polis_with(&["alpha-agent", "bravo-agent"]);
+        let now = PolisTime::system(Default::default());
+        let stamp = now.minute_stamp();
+        let lines = [
+            format!("- {stamp} | alpha-agent | joined polis | - | hi"),
+            format!("- {stamp} | alpha-agent | Did Things | - | -"),
+            format!("- {stamp} | bravo-agent | worked on | - | twice"),
+            format!("- {stamp} | bravo-agent | worked on | - | twice"),
+            format!("- {stamp} | alpha-agent | retracted line | - | line 4"),
+            format!("- {stamp} | bravo-agent | left polis | - | bye"),
+            format!(
+                "- {stamp} | polis-daemon | answered queue item | - | new-citizen/x later by ana"
+            ),
+            "not a line".to_string(),
+        ];
+        std::fs::write(
+            root.join("chronicle.md"),
+            format!("# Chronicle\n\n{}\n", lines.join("\n")),
+        )
+        .unwrap();
+        let (_tx, rx) = watch::channel(Change::default());
+        let view = PolisView::new(&root, rx);
+        let read = view.read_folder();
+        assert!(read.polis.chronicle.is_none() && read.polis.archives.is_empty());
+        let s = view.current();
+
+        let polis = Polis::read(&root);
+        let (found, resolved) = crate::operations::findings_and_resolved(&polis, &s.now);
+        assert_eq!(s.findings, found);
+        assert_eq!(s.summary.findings.resolved, resolved.len());
+        assert_eq!(resolved.len(), 1, "{resolved:?}");
+        assert!(found
+            .iter()
+            .any(|f| f.code == crate::protocol::finding::Code::Duplicate));
+        assert_eq!(s.polis.active_authors(&s.now), polis.active_authors(&s.now));
+        assert_eq!(s.polis.departed(), polis.departed());
+        assert_eq!(s.polis.departed().len(), 1);
+        let answers =
+            crate::protocol::contracts::person_queue::answers(polis.chronicle_text().unwrap());
+        assert_eq!(s.polis.answers.as_ref(), Some(&answers));
+        assert_eq!(answers.len(), 1);
+        let status = crate::operations::status::summarize(&polis, &s.now, None).unwrap();
+        let last = |rows: &[crate::operations::status::CitizenRow]| {
+            rows.iter()
+                .map(|c| (c.id.clone(), c.last_activity.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(last(&s.summary.citizens), last(&status.citizens));
+        assert!(s.summary.citizens.iter().all(|c| c.last_activity.is_some()));
+    }
 }
