@@ -370,7 +370,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("chronicle.md"), "- one\n- two\n").unwrap();
         let mut files = Files::open(dir.path(), &mut Vec::new());
-        let mut read = |files: &mut Files| {
+        let read = |files: &mut Files| {
             let mut seen = Vec::new();
             files.feed(0, &mut |n, _| seen.push(n));
             seen

@@ -587,7 +587,10 @@ impl MarkerSearch {
         line: &str,
     ) -> Option<crate::protocol::finding::Finding> {
         use crate::protocol::finding::{Code, Finding};
-        let start = line.find(MARKER_START)?;
+        // One vectorised search per line: every line of the chronicle is asked.
+        static START: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new(MARKER_START));
+        let start = START.find(line.as_bytes())?;
         let rest = &line[start + MARKER_START.len()..];
         let end = rest.find(" -->")?;
         let id = &rest[..end];

@@ -129,14 +129,15 @@ pub fn summarize(source: &mut dyn Source, ctx: &Context<'_>) -> Summary {
             if let Some(candidates) = candidates.as_mut() {
                 candidates.line(line, is_current);
             }
+            let stamped = stamp_and_author(line);
             if recent {
                 rounds.line(line, ctx.has_card);
-                activity.add_line(line, span);
+                activity.add_line(line, stamped, span);
             }
             if is_current {
                 answers.line(line);
             }
-            if let Some((stamp, author)) = stamp_and_author(line) {
+            if let Some((stamp, author)) = stamped {
                 if stamp <= limit && (ctx.has_card)(author) {
                     match last_activity.get_mut(author) {
                         Some(newest) => *newest = (*newest).max(stamp),

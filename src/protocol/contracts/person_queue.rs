@@ -79,7 +79,10 @@ pub struct Answers(BTreeMap<String, (Answer, NaiveDateTime)>);
 impl Answers {
     /// Takes in the next line.
     pub fn line(&mut self, line: &str) {
-        if !line.contains(ANSWER_VERB) {
+        // One vectorised search per line: every line of the chronicle is asked.
+        static VERB: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new(ANSWER_VERB));
+        if VERB.find(line.as_bytes()).is_none() {
             return;
         }
         let Ok(e) = chronicle::parse_entry(line) else {
