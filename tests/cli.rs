@@ -1501,3 +1501,57 @@ fn reconcile_of_thousands_shows_no_progress_when_stderr_is_not_a_terminal() {
     // A pipe gets no bar, no carriage returns, no escape codes: nothing at all.
     assert!(out.stderr.is_empty(), "{}", describe(&out));
 }
+
+#[test]
+fn reconcile_json_says_what_it_replayed_and_what_it_found() {
+    let p = TestPolis::init(FOUNDER);
+    p.save(
+        "contracts/settled/c-00001.md",
+        &format!(
+            "---\ncontract_id: c-00001\nopened_by: {FOUNDER}\nowner: {FOUNDER}\nstatus: settled\n\
+             required_tags: [rust]\nsettled_at: 2026-01-01 10:00:00\nquality_score: 4\n---\n"
+        ),
+    );
+    let out = p.polisd(&["reconcile", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let report = json(&out);
+    assert_eq!(report["replayed"], 1, "{report}");
+    assert_eq!(report["routing_stats"], "updated", "{report}");
+    assert_eq!(report["findings"], serde_json::json!([]), "{report}");
+    let again = json(&p.polisd(&["reconcile", "--json"]));
+    assert_eq!(again["routing_stats"], "unchanged", "{again}");
+}
+
+#[test]
+fn bench_routing_json_is_every_worlds_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = polisd_in(
+        dir.path(),
+        &[
+            "bench",
+            "routing",
+            "--scenario",
+            "drift",
+            "--seeds",
+            "0..2",
+            "--contracts",
+            "60",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let reports = json(&out);
+    let drift = &reports[0];
+    assert_eq!(drift["scenario"], "drift", "{drift}");
+    let posterior = drift["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["strategy"] == "posterior")
+        .expect("the default policy is in the report");
+    assert_eq!(
+        posterior["recovery"]["per_seed"].as_array().unwrap().len(),
+        2
+    );
+    assert!(posterior["oracle_gain_interval"].is_number(), "{posterior}");
+}

@@ -445,7 +445,12 @@ fn status_reports_installed_running_and_watched_polises() {
     let home = Home::new();
     let mut script =
         Script::default().answer("systemctl --user is-active", false, "inactive\n", "");
-    let (code, out) = home.run(Platform::Systemd, &mut script, ServiceAction::Status, false);
+    let (code, out) = home.run(
+        Platform::Systemd,
+        &mut script,
+        ServiceAction::Status { json: false },
+        false,
+    );
     assert_eq!(code, 3, "{out}");
     assert!(out.contains("installed: no"), "{out}");
 
@@ -456,7 +461,12 @@ fn status_reports_installed_running_and_watched_polises() {
         false,
     );
     let mut script = Script::default().answer("systemctl --user is-active", true, "active\n", "");
-    let (code, out) = home.run(Platform::Systemd, &mut script, ServiceAction::Status, false);
+    let (code, out) = home.run(
+        Platform::Systemd,
+        &mut script,
+        ServiceAction::Status { json: false },
+        false,
+    );
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("installed: yes"), "{out}");
     assert!(out.contains("running:   yes"), "{out}");
@@ -465,10 +475,43 @@ fn status_reports_installed_running_and_watched_polises() {
         "{out}"
     );
 
+    let mut script = Script::default().answer("systemctl --user is-active", true, "active\n", "");
+    let (code, out) = home.run(
+        Platform::Systemd,
+        &mut script,
+        ServiceAction::Status { json: true },
+        false,
+    );
+    assert_eq!(code, 0, "{out}");
+    let st: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(st["installed"], true, "{out}");
+    assert_eq!(st["running"], true, "{out}");
+    assert_eq!(st["config_error"], serde_json::Value::Null, "{out}");
+    assert_eq!(
+        st["polises"][0]["path"],
+        home.path().join("proj").display().to_string(),
+        "{out}"
+    );
+
     let mut script = Script::systemd_unreachable();
-    let (code, out) = home.run(Platform::Systemd, &mut script, ServiceAction::Status, false);
+    let (code, out) = home.run(
+        Platform::Systemd,
+        &mut script,
+        ServiceAction::Status { json: false },
+        false,
+    );
     assert_eq!(code, 3);
     assert!(out.contains("running:   unknown"), "{out}");
+    let mut script = Script::systemd_unreachable();
+    let (code, out) = home.run(
+        Platform::Systemd,
+        &mut script,
+        ServiceAction::Status { json: true },
+        false,
+    );
+    assert_eq!(code, 3);
+    let st: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(st["running"], serde_json::Value::Null, "{out}");
 }
 
 #[test]
@@ -683,7 +726,12 @@ fn install_with_launchd_replaces_a_loaded_agent() {
         script.calls
     );
 
-    let (code, out) = home.run(Platform::Launchd, &mut script, ServiceAction::Status, false);
+    let (code, out) = home.run(
+        Platform::Launchd,
+        &mut script,
+        ServiceAction::Status { json: false },
+        false,
+    );
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("running:   yes"), "{out}");
 }

@@ -134,7 +134,7 @@ pub enum Command {
     #[command(visible_alias = "doctor")]
     Check(Deferred<CheckArgs>),
     /// Rebuild contracts/routing_stats.yml from the settled contracts.
-    Reconcile(Deferred<PolisArg>),
+    Reconcile(Deferred<JsonPolisArg>),
     /// Recommend a citizen for an open contract.
     Route(Deferred<RouteArgs>),
     /// Tally amendment votes; ratify, expire or reject by the quorum rules.
@@ -425,6 +425,9 @@ pub struct BenchRoutingArgs {
     /// Draw the learning curves (running mean quality) to this PNG file.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Print every world's report as JSON (a list, one report per world).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The polis a command works on: a positional PATH or `--polis PATH` (as the agents' commands
@@ -708,7 +711,11 @@ pub enum ServiceCommand {
     /// Stop the service and remove its unit (or LaunchAgent).
     Uninstall,
     /// Say whether the service is installed and running, and what it watches.
-    Status,
+    Status {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -1337,6 +1344,46 @@ mod tests {
                 assert_eq!(deferred, whole, "{path:?} {flag}");
             }
         }
+    }
+
+    /// Every command an agent or a person runs says its result as JSON with `--json`. The
+    /// exceptions print something that already has its own format, or serve a protocol.
+    #[test]
+    fn every_command_takes_json_but_those_with_their_own_format() {
+        const OWN_FORMAT: [&str; 10] = [
+            "run",               // the daemon: it logs
+            "mcp",               // speaks MCP on stdio
+            "hook",              // answers in the agent CLI's hook format
+            "merge-driver",      // git's merge driver: exit status and the merged file
+            "completions",       // a shell script
+            "man",               // a man page
+            "config example",    // a commented TOML file
+            "demo",              // a walk-through for a person
+            "service install",   // a one-time setup step: prints what it writes and runs
+            "service uninstall", // the same, undone
+        ];
+        let mut all = Vec::new();
+        paths(&whole_command(), &[], &mut all);
+        // Built, so a parent's global `--json` reaches its subcommands.
+        let mut whole = whole_command();
+        whole.build();
+        let mut missing = Vec::new();
+        for path in &all {
+            let mut at = &whole;
+            for name in path {
+                at = at.find_subcommand(name).unwrap();
+            }
+            let shown = path.join(" ");
+            let exempt = OWN_FORMAT
+                .iter()
+                .any(|e| shown == *e || shown.starts_with(&format!("{e} ")));
+            let leaf = at.get_subcommands().next().is_none();
+            let json = at.get_arguments().any(|a| a.get_long() == Some("json"));
+            if leaf && !exempt && !json {
+                missing.push(shown);
+            }
+        }
+        assert!(missing.is_empty(), "no --json on: {missing:?}");
     }
 
     /// Parsing a command builds only its own part of the tree.

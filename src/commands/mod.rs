@@ -148,7 +148,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         ),
         Command::Serve(Deferred(args)) => serve(args),
         Command::Report(Deferred(args)) => report(args),
-        Command::Reconcile(Deferred(args)) => reconcile(&locate(args.path.get())?),
+        Command::Reconcile(Deferred(args)) => reconcile(&locate(args.path.get())?, args.json),
         Command::Route(Deferred(args)) => route(args),
         Command::Tally(Deferred(args)) => tally(args),
         Command::Init(Deferred(args)) => init::command(args),
@@ -158,7 +158,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             let action = match args.action {
                 ServiceCommand::Install => ServiceAction::Install,
                 ServiceCommand::Uninstall => ServiceAction::Uninstall,
-                ServiceCommand::Status => ServiceAction::Status,
+                ServiceCommand::Status { json } => ServiceAction::Status { json },
             };
             crate::daemon::service::run(
                 action,
@@ -183,11 +183,20 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
                 plot: args.plot,
                 ..Default::default()
             };
-            let out = &mut terminal::stdout();
-            if all {
-                simulation::run_all_worlds(&opts, out)?;
+            // With --json the tables are not printed: the reports are.
+            let mut out: Box<dyn std::io::Write> = if args.json {
+                Box::new(std::io::sink())
             } else {
-                simulation::run_bench(&opts, out)?;
+                Box::new(terminal::stdout())
+            };
+            let reports = if all {
+                simulation::run_all_worlds(&opts, &mut out)?
+            } else {
+                vec![simulation::run_bench(&opts, &mut out)?]
+            };
+            drop(out);
+            if args.json {
+                say!("{}", serde_json::to_string_pretty(&reports)?);
             }
             Ok(0)
         }
@@ -317,7 +326,7 @@ pub fn locate(path: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(crate::fs::locate::locate(path, &cwd)?)
 }
 
-fn reconcile(root: &Path) -> anyhow::Result<u8> {
+fn reconcile(root: &Path, json: bool) -> anyhow::Result<u8> {
     let writer = Writer::new(root)?;
     // A bar on a terminal for a big polis; nothing at all when stderr is a file or a pipe.
     let bar = progress_bar("reading settled contracts");
@@ -333,6 +342,23 @@ fn reconcile(root: &Path) -> anyhow::Result<u8> {
         .iter()
         .filter(|f| f.path.starts_with("contracts/settled/"))
         .collect();
+    let exit = exit_for(settled_findings.iter().map(|f| f.severity));
+    if json {
+        let stats = match done.outcome {
+            None => "no settled folder",
+            Some(WriteOutcome::Written) => "updated",
+            Some(WriteOutcome::Unchanged) => "unchanged",
+        };
+        say!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "replayed": done.replayed,
+                "routing_stats": stats,
+                "findings": settled_findings,
+            }))?
+        );
+        return Ok(exit);
+    }
     for f in &settled_findings {
         tell!("{f}");
     }
@@ -347,7 +373,7 @@ fn reconcile(root: &Path) -> anyhow::Result<u8> {
             done.replayed
         ),
     }
-    Ok(exit_for(settled_findings.iter().map(|f| f.severity)))
+    Ok(exit)
 }
 
 fn route(args: RouteArgs) -> anyhow::Result<u8> {

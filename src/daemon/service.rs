@@ -29,7 +29,10 @@ const LOG_DIR: &str = "@POLISD_LOG_DIR@";
 pub enum ServiceAction {
     Install,
     Uninstall,
-    Status,
+    /// With `json`, the status as one JSON object.
+    Status {
+        json: bool,
+    },
 }
 
 /// The service manager polisd installs itself into.
@@ -376,7 +379,7 @@ pub fn run_with(
     match action {
         ServiceAction::Install => install(ctx, dry_run, config_path, out),
         ServiceAction::Uninstall => uninstall(ctx, dry_run, out),
-        ServiceAction::Status => status(ctx, config_path, out),
+        ServiceAction::Status { json } => status(ctx, config_path, json, out),
     }
 }
 
@@ -842,60 +845,71 @@ fn uninstall(ctx: &mut Context<'_>, dry_run: bool, out: &mut dyn Write) -> anyho
     Ok(0)
 }
 
+/// What `polisd service status` found, for a person (text) or a tool (`--json`).
+#[derive(Debug, serde::Serialize)]
+struct ServiceStatus {
+    service_file: PathBuf,
+    installed: bool,
+    /// The binary the installed unit runs, and what is wrong with it if anything.
+    binary: Option<String>,
+    binary_problem: Option<&'static str>,
+    /// `None` when the service manager cannot be reached.
+    running: Option<bool>,
+    /// The manager's word for the state, or why it cannot be reached.
+    state: String,
+    /// The config file the service uses (`None`: absent, so the defaults).
+    config: Option<PathBuf>,
+    config_looked_for: PathBuf,
+    config_error: Option<String>,
+    polises: Vec<WatchedPolis>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct WatchedPolis {
+    path: PathBuf,
+    /// Whether a polis is there (`_polis/CONSTITUTION.md`).
+    found: bool,
+}
+
 fn status(
     ctx: &mut Context<'_>,
     config_flag: Option<&Path>,
+    json: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<u8> {
+    let st = service_status(ctx, config_flag);
+    if json {
+        serde_json::to_writer_pretty(&mut *out, &st)?;
+        writeln!(out)?;
+    } else {
+        write_status(&st, out)?;
+    }
+    let healthy = st.installed && st.running == Some(true) && st.config_error.is_none();
+    // 3 is "not running" in the LSB convention service managers use for status.
+    Ok(if healthy { 0 } else { 3 })
+}
+
+fn service_status(ctx: &mut Context<'_>, config_flag: Option<&Path>) -> ServiceStatus {
     let service_file = ctx.paths.service_file(ctx.platform);
     let installed = std::fs::read_to_string(&service_file).ok();
-    let mut from_unit = None;
-    match &installed {
-        Some(text) => {
-            writeln!(out, "installed: yes ({})", service_file.display())?;
-            if let Some(args) = installed_arguments(ctx.platform, text) {
-                if let Some(binary) = args.first() {
-                    let note = if !Path::new(binary).exists() {
-                        " — missing; run `polisd service install` again"
-                    } else if Path::new(binary) != ctx.paths.binary {
-                        " — not this polisd"
-                    } else {
-                        ""
-                    };
-                    writeln!(out, "binary:    {binary}{note}")?;
-                }
-                from_unit = config_argument(&args);
-            }
+    let args = installed
+        .as_deref()
+        .and_then(|text| installed_arguments(ctx.platform, text));
+    let binary = args.as_ref().and_then(|a| a.first()).cloned();
+    let binary_problem = binary.as_deref().and_then(|b| {
+        if !Path::new(b).exists() {
+            Some("missing; run `polisd service install` again")
+        } else if Path::new(b) != ctx.paths.binary {
+            Some("not this polisd")
+        } else {
+            None
         }
-        None => writeln!(
-            out,
-            "installed: no ({} does not exist)",
-            service_file.display()
-        )?,
-    }
-
-    let running = match running(ctx) {
-        Ok((r, state)) => {
-            writeln!(
-                out,
-                "running:   {}",
-                if r {
-                    "yes".to_string()
-                } else {
-                    format!("no ({state})")
-                }
-            )?;
-            r
-        }
-        Err(why) => {
-            writeln!(
-                out,
-                "running:   unknown (the service manager cannot be reached: {why})"
-            )?;
-            false
-        }
+    });
+    let from_unit = args.as_deref().and_then(config_argument);
+    let (running, state) = match running(ctx) {
+        Ok((r, state)) => (Some(r), state),
+        Err(why) => (None, why),
     };
-
     // The config the service uses, unless another was asked about.
     let location = match (config_flag, from_unit) {
         (None, Some(path)) => config::Location {
@@ -904,44 +918,82 @@ fn status(
         },
         _ => ctx.paths.config_location(config_flag),
     };
-    let mut ok = true;
-    match config::load_from(&location, Some(&ctx.paths.home)) {
+    let (config, config_error, polises) = match config::load_from(&location, Some(&ctx.paths.home))
+    {
         Ok(cfg) => {
-            let shown = match &cfg.file {
-                Some(f) => f.display().to_string(),
-                None => format!("{} (absent: defaults)", location.path.display()),
-            };
-            writeln!(out, "config:    {shown}")?;
-            if cfg.polises.is_empty() {
-                writeln!(out, "polises:   none listed")?;
-            } else {
-                writeln!(out, "polises:")?;
-                for entry in &cfg.polises {
-                    let found =
-                        crate::fs::locate::locate(Some(&entry.path), &ctx.paths.cwd).is_ok();
-                    writeln!(
-                        out,
-                        "    {}{}",
-                        entry.path.display(),
-                        if found {
-                            ""
-                        } else {
-                            " — no _polis/CONSTITUTION.md there"
-                        }
-                    )?;
-                }
-            }
+            let polises = cfg
+                .polises
+                .iter()
+                .map(|entry| WatchedPolis {
+                    path: entry.path.clone(),
+                    found: crate::fs::locate::locate(Some(&entry.path), &ctx.paths.cwd).is_ok(),
+                })
+                .collect();
+            (cfg.file, None, polises)
         }
-        Err(e) => {
-            ok = false;
-            writeln!(out, "config:    error: {e}")?;
-        }
+        Err(e) => (None, Some(e.to_string()), Vec::new()),
+    };
+    ServiceStatus {
+        service_file,
+        installed: installed.is_some(),
+        binary,
+        binary_problem,
+        running,
+        state,
+        config,
+        config_looked_for: location.path,
+        config_error,
+        polises,
     }
-    Ok(if installed.is_some() && running && ok {
-        0
+}
+
+fn write_status(st: &ServiceStatus, out: &mut dyn Write) -> std::io::Result<()> {
+    let file = st.service_file.display();
+    if st.installed {
+        writeln!(out, "installed: yes ({file})")?;
     } else {
-        3
-    })
+        writeln!(out, "installed: no ({file} does not exist)")?;
+    }
+    if let Some(binary) = &st.binary {
+        let note = st
+            .binary_problem
+            .map(|p| format!(" — {p}"))
+            .unwrap_or_default();
+        writeln!(out, "binary:    {binary}{note}")?;
+    }
+    match st.running {
+        Some(true) => writeln!(out, "running:   yes")?,
+        Some(false) => writeln!(out, "running:   no ({})", st.state)?,
+        None => writeln!(
+            out,
+            "running:   unknown (the service manager cannot be reached: {})",
+            st.state
+        )?,
+    }
+    if let Some(e) = &st.config_error {
+        return writeln!(out, "config:    error: {e}");
+    }
+    match &st.config {
+        Some(f) => writeln!(out, "config:    {}", f.display())?,
+        None => writeln!(
+            out,
+            "config:    {} (absent: defaults)",
+            st.config_looked_for.display()
+        )?,
+    }
+    if st.polises.is_empty() {
+        return writeln!(out, "polises:   none listed");
+    }
+    writeln!(out, "polises:")?;
+    for p in &st.polises {
+        let note = if p.found {
+            ""
+        } else {
+            " — no _polis/CONSTITUTION.md there"
+        };
+        writeln!(out, "    {}{note}", p.path.display())?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
