@@ -7,10 +7,11 @@
 //! files it names, not the settled folder again. Either way nothing is read while nobody looks:
 //! a change only bumps a generation, and the next request builds the snapshot.
 //!
-//! A snapshot holds no chronicle text: the build reads the chronicle files for what it sums up
-//! (findings, activity, the queue) and drops them; a page that shows chronicle lines reads them
-//! from disk, a window at a time (`fs::chronicle_lines`). So the memory a view holds does not
-//! grow with the chronicle.
+//! Neither a snapshot nor its build holds a chronicle text: the build reads the chronicle files
+//! from disk a line at a time for what it sums up (findings, activity, the queue's answers:
+//! `protocol::chronicle::summary`), and a page that shows chronicle lines reads them from disk,
+//! a window at a time (`fs::chronicle_lines`). So the memory a view needs does not grow with
+//! the chronicle.
 
 pub mod queue;
 
