@@ -16,6 +16,22 @@ pub(super) fn limit_heap_arenas() {
     }
 }
 
+/// Serves every allocation of a megabyte or more from a mapping of its own, unmapped when
+/// freed. glibc otherwise raises that threshold to the size of the largest block freed (up to
+/// 32 MB), so from its second build on the dashboard's largest table (the duplicate search's
+/// hash per chronicle line, 9 MB at 769k lines) comes from a thread's arena, where its pages
+/// stay resident at the arena's top after it is freed (`malloc_trim` does not shrink a
+/// thread arena's top): `polisd serve` held 32 MiB after a few appends instead of 12
+/// (docs/performance.md, "Dashboard memory"). `MALLOC_MMAP_THRESHOLD_` in the environment
+/// still wins.
+pub fn map_large_allocations() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+        // SAFETY: mallopt only sets a tunable of the allocator.
+        unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20) };
+    }
+}
+
 /// Hands the heap a pass freed back to the system: reading every file on several threads
 /// leaves glibc arenas holding megabytes the daemon will not use again while it idles. The
 /// machine code the pass ran (option parsing, the first full pass, every rule) is let go too

@@ -462,6 +462,7 @@ pub fn serve_alone(
     watch: crate::daemon::watch::WatchConfig,
     json: bool,
 ) -> anyhow::Result<u8> {
+    crate::daemon::memory::map_large_allocations();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -794,6 +794,10 @@ pub struct Polis {
     /// newest archive), when the daemon has filled it in from what it keeps; `None` means
     /// "scan the texts" ([`Polis::departed`]).
     pub departed: Option<std::collections::BTreeSet<String>>,
+    /// The person's newest answer to each queue item in `chronicle.md`, when a caller that
+    /// reads the chronicle a line at a time (the dashboard) has filled it in; `None` means
+    /// "scan the text".
+    pub answers: Option<crate::protocol::contracts::person_queue::LatestAnswers>,
     pub findings: Vec<Finding>,
 }
 
@@ -909,6 +913,7 @@ impl Polis {
             archives,
             active_authors: None,
             departed: None,
+            answers: None,
             findings,
         }
     }
@@ -1052,23 +1057,30 @@ pub fn read_chronicles(
         chronicles.chronicle_conflict_line(text)
     });
     let mut archives = Vec::new();
-    for entry in list(root, "", ".md", findings) {
-        let name = entry.rel.trim_start_matches('/');
-        if crate::protocol::chronicle::rollover::Quarter::from_archive_name(name).is_some() {
-            match chronicles.archive(root, name) {
-                Ok(Some(text)) => match conflict_markers(name, &text) {
-                    Some(f) => findings.push(f),
-                    None => archives.push((name.to_string(), text)),
-                },
-                Ok(None) => {}
-                Err(f) => findings.push(f),
-            }
+    for name in archive_names(root, findings) {
+        match chronicles.archive(root, &name) {
+            Ok(Some(text)) => match conflict_markers(&name, &text) {
+                Some(f) => findings.push(f),
+                None => archives.push((name, text)),
+            },
+            Ok(None) => {}
+            Err(f) => findings.push(f),
         }
     }
-    archives.sort_by_key(|(name, _)| {
-        crate::protocol::chronicle::rollover::Quarter::from_archive_name(name)
-    });
     (chronicle, archives)
+}
+
+/// The archives (`chronicle-YYYY-Qn.md`) at `root`, oldest first; a folder that cannot be
+/// listed goes to `findings`.
+pub fn archive_names(root: &Path, findings: &mut Vec<Finding>) -> Vec<String> {
+    use crate::protocol::chronicle::rollover::Quarter;
+    let mut names: Vec<String> = list(root, "", ".md", findings)
+        .into_iter()
+        .map(|entry| entry.rel.trim_start_matches('/').to_string())
+        .filter(|name| Quarter::from_archive_name(name).is_some())
+        .collect();
+    names.sort_by_key(|name| Quarter::from_archive_name(name));
+    names
 }
 
 /// Where [`Polis::read_using`] gets the chronicle files: the large, mostly appended-to texts a

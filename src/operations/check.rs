@@ -2,7 +2,8 @@
 //! `polisd check` prints them, `polisd status`, the daemon and the dashboard summarize them.
 
 use crate::fs::snapshot::Polis;
-use crate::protocol::chronicle::{self, ChronicleContext};
+use crate::protocol::chronicle::claims::ClaimConflict;
+use crate::protocol::chronicle::summary::{self, Source, Summary, Texts};
 use crate::protocol::citizens::card::VerifyState;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::{Code, Finding, Severity};
@@ -44,8 +45,51 @@ pub fn findings_and_resolved_beside(
     now: &PolisTime,
     is_settled: &dyn Fn(&str) -> bool,
 ) -> (Vec<Finding>, Vec<Resolved>) {
+    let mut texts = chronicle_texts(polis);
+    let chronicle = chronicle_summary(polis, now, &mut texts);
+    findings_and_resolved_with(polis, now, is_settled, &chronicle, &mut texts)
+}
+
+/// [`findings_and_resolved_beside`] with what the chronicle says already gathered
+/// (`chronicle`, from the files of `source`).
+pub fn findings_and_resolved_with(
+    polis: &Polis,
+    now: &PolisTime,
+    is_settled: &dyn Fn(&str) -> bool,
+    chronicle: &Summary,
+    source: &mut dyn Source,
+) -> (Vec<Finding>, Vec<Resolved>) {
     let copies = crate::operations::sync::conflict_copies(&polis.root);
-    findings_and_resolved_from(polis, now, is_settled, &copies, &mut Rechecks::once())
+    findings_and_resolved_from(
+        polis,
+        now,
+        is_settled,
+        &copies,
+        &mut Rechecks::once(),
+        chronicle,
+        source,
+    )
+}
+
+/// The chronicle texts `polis` holds, as a source of lines for [`chronicle_summary`].
+pub fn chronicle_texts(polis: &Polis) -> Texts<'_> {
+    Texts::new(polis.chronicle_files().collect())
+}
+
+/// What the chronicle files of `polis` say (their findings, claims, activity, answers), every
+/// rule fed each line of `source` once: the texts the polis holds ([`chronicle_texts`]) or
+/// the files read from disk a line at a time (`fs::chronicle_lines::Files`).
+pub fn chronicle_summary(polis: &Polis, now: &PolisTime, source: &mut dyn Source) -> Summary {
+    let has_card = |id: &str| polis.cards.contains_key(id);
+    let link_exists = |rel: &str| polis.exists(rel);
+    summary::summarize(
+        source,
+        &summary::Context {
+            has_card: &has_card,
+            link_exists: &link_exists,
+            now: *now,
+        },
+    )
 }
 
 /// What a reader that gathers a polis's findings again after every change (the dashboard)
@@ -98,22 +142,24 @@ impl Rechecks {
     }
 }
 
-/// [`findings_and_resolved_beside`] with the conflict copies already found (`copies`) and
-/// the amendments checked through `rechecks`.
+/// [`findings_and_resolved_with`] with the conflict copies already found (`copies`) and the
+/// amendments checked through `rechecks`. The chronicle's findings come from `chronicle`; the
+/// lines that resolve them are read from `source`, only when there are any.
 pub fn findings_and_resolved_from(
     polis: &Polis,
     now: &PolisTime,
     is_settled: &dyn Fn(&str) -> bool,
     copies: &[crate::operations::sync::ConflictCopy],
     rechecks: &mut Rechecks,
+    chronicle: &Summary,
+    source: &mut dyn Source,
 ) -> (Vec<Finding>, Vec<Resolved>) {
-    let all = all_findings(polis, now, is_settled, copies, rechecks);
-    let files: Vec<(&str, &str)> = polis.chronicle_files().collect();
-    let chronicle_paths: BTreeSet<&str> = files.iter().map(|(p, _)| *p).collect();
+    let all = all_findings(polis, now, is_settled, copies, rechecks, chronicle);
+    let chronicle_paths: BTreeSet<&str> = chronicle.paths.iter().map(String::as_str).collect();
     let (chron, rest): (Vec<Finding>, Vec<Finding>) = all
         .into_iter()
         .partition(|f| chronicle_paths.contains(f.path.as_str()) && f.line.is_some());
-    let by = crate::protocol::chronicle::resolution::resolutions(&files, &chron);
+    let by = crate::protocol::chronicle::resolution::resolve(source, &chron);
     let mut open = rest;
     let mut resolved = Vec::new();
     for (finding, by) in chron.into_iter().zip(by) {
@@ -144,9 +190,11 @@ fn all_findings(
     is_settled: &dyn Fn(&str) -> bool,
     copies: &[crate::operations::sync::ConflictCopy],
     rechecks: &mut Rechecks,
+    chronicle: &Summary,
 ) -> Vec<Finding> {
     let mut out = polis.findings.clone();
-    out.extend(chronicle_findings(polis, now));
+    // C001–C008 and lines written twice (P024), in the order `check` always gave them.
+    out.extend(chronicle.findings.iter().cloned());
     out.extend(card_findings(polis));
     out.extend(unknown_voters(polis));
     out.extend(contracts_in_two_folders(polis, is_settled));
@@ -156,7 +204,7 @@ fn all_findings(
             .into_iter()
             .map(|r| r.finding),
     );
-    out.extend(claim_conflicts(polis));
+    out.extend(claim_conflicts(polis, &chronicle.claim_conflicts));
     out.extend(dependency_findings(polis));
     out.extend(crate::operations::council::findings(polis));
     out.extend(routing_rule_findings(polis));
@@ -249,31 +297,6 @@ pub fn count(findings: &[Finding]) -> (usize, usize) {
     (errors, findings.len() - errors)
 }
 
-/// C001–C008 over the archives (oldest first) and then the current chronicle. "The newest
-/// earlier line" (C005) carries over from one file to the next, as the lines were written.
-fn chronicle_findings(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
-    let registered = polis.registered();
-    let is_registered =
-        |id: &str| registered.contains(id) || crate::protocol::layout::is_system_citizen(id);
-    let link_exists = |rel: &str| polis.exists(rel);
-    let files = polis.chronicle_files();
-    let mut newest = None;
-    let mut out = Vec::new();
-    for (path, text) in files {
-        let ctx = ChronicleContext {
-            path,
-            is_registered: &is_registered,
-            link_exists: &link_exists,
-            newest_earlier: newest,
-            now: *now,
-        };
-        let (found, newest_here) = chronicle::validate_text(text, &ctx);
-        out.extend(found);
-        newest = newest_here;
-    }
-    out
-}
-
 /// Cards without tags, and cards whose `content_hash` no longer matches.
 fn card_findings(polis: &Polis) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -324,23 +347,14 @@ fn unknown_voters(polis: &Polis) -> Vec<Finding> {
 }
 
 /// What several machines, clones or worktrees left behind (docs/sync.md): sync conflict
-/// copies (P009), polisd ids that arrived twice (P024) in the chronicle or an inbox, and a
-/// merge driver named in `.gitattributes` but not configured in this clone (P025).
+/// copies (P009), polisd ids that arrived twice (P024) in an inbox (in the chronicle: its
+/// summary's), and a merge driver named in `.gitattributes` but not configured in this clone
+/// (P025).
 fn sync_findings(polis: &Polis, copies: &[crate::operations::sync::ConflictCopy]) -> Vec<Finding> {
     let mut out: Vec<Finding> = copies
         .iter()
         .map(crate::operations::sync::copy_finding)
         .collect();
-    let chronicles: Vec<(&str, &str)> = polis.chronicle_files().collect();
-    out.extend(crate::protocol::merge::duplicate_markers(&chronicles));
-    // The current chronicle first: a line there that repeats an archived one is reported.
-    let current_first: Vec<(&str, &str)> = chronicles.iter().rev().copied().collect();
-    if current_first.first().map(|(n, _)| *n) == Some(crate::protocol::layout::CHRONICLE) {
-        out.extend(crate::protocol::chronicle::duplicate_lines(
-            &current_first,
-            &|_| true,
-        ));
-    }
     for id in polis.cards.keys() {
         let Some(rel) = crate::protocol::layout::inbox_path(id) else {
             continue;
@@ -413,12 +427,9 @@ fn contracts_in_two_folders(polis: &Polis, is_settled: &dyn Fn(&str) -> bool) ->
 
 /// Claim conflicts still unresolved: an open contract claimed by two citizens with no release
 /// between, whose file does not name the first claimer as owner.
-fn claim_conflicts(polis: &Polis) -> Vec<Finding> {
-    let registered = |id: &str| polis.cards.contains_key(id);
-    let mut texts = polis.recent_chronicle();
-    texts.reverse();
-    crate::protocol::chronicle::claims::conflicts(&texts, &registered)
-        .into_iter()
+fn claim_conflicts(polis: &Polis, conflicts: &[ClaimConflict]) -> Vec<Finding> {
+    conflicts
+        .iter()
         .filter_map(|c| {
             let file = polis
                 .contracts
@@ -426,7 +437,7 @@ fn claim_conflicts(polis: &Polis) -> Vec<Finding> {
                 .find(|f| f.folder == ContractFolder::Open && f.file.stem == c.contract_id)?;
             let owner = file.contract.owner.as_deref();
             (owner != Some(c.winner.as_str()))
-                .then(|| crate::protocol::chronicle::claims::finding(&c, &file.file.rel, owner))
+                .then(|| crate::protocol::chronicle::claims::finding(c, &file.file.rel, owner))
         })
         .collect()
 }

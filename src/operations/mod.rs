@@ -42,9 +42,10 @@ pub mod tally;
 pub(crate) mod test_polis;
 
 pub use check::{
-    amendment_problems, amendment_problems_with, count, dependency_findings, findings,
-    findings_and_resolved, findings_and_resolved_beside, findings_and_resolved_from,
-    reservation_findings, Rechecks, Resolved,
+    amendment_problems, amendment_problems_with, chronicle_summary, chronicle_texts, count,
+    dependency_findings, findings, findings_and_resolved, findings_and_resolved_beside,
+    findings_and_resolved_from, findings_and_resolved_with, reservation_findings, Rechecks,
+    Resolved,
 };
 pub use deliver::{deliver, deliver_now, Delivery, Outcome};
 pub use edit::{edit_agent_file, edit_agent_file_now};

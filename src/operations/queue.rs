@@ -150,10 +150,13 @@ impl<'p> Queue<'p> {
             polis,
             now,
             postponed,
-            answers: polis
-                .chronicle_text()
-                .map(rules::answers)
-                .unwrap_or_default(),
+            answers: match &polis.answers {
+                Some(answers) => answers.clone(),
+                None => polis
+                    .chronicle_text()
+                    .map(rules::answers)
+                    .unwrap_or_default(),
+            },
             folders: polis
                 .contracts
                 .iter()

@@ -8,7 +8,7 @@ use crate::protocol::amendments::amendment::{self, Expiry};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::finding::Finding;
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
-use chrono::{Duration, NaiveDateTime};
+use chrono::NaiveDateTime;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -221,25 +221,27 @@ pub fn summarize(
     now: &PolisTime,
     daemon: Option<DaemonStatus>,
 ) -> anyhow::Result<Summary> {
-    summarize_with(polis, now, daemon, super::findings_and_resolved(polis, now))
-}
-
-/// [`summarize`] with the polis's findings already computed (the findings that count and the
-/// resolved ones, as [`super::findings_and_resolved`] gives them).
-pub fn summarize_with(
-    polis: &Polis,
-    now: &PolisTime,
-    daemon: Option<DaemonStatus>,
-    found: (Vec<Finding>, Vec<super::Resolved>),
-) -> anyhow::Result<Summary> {
+    let mut texts = super::chronicle_texts(polis);
+    let chronicle = super::chronicle_summary(polis, now, &mut texts);
+    let found = super::findings_and_resolved_with(polis, now, &|_| false, &chronicle, &mut texts);
     let stats = crate::operations::current_stats(polis);
     let malformed = super::amendment_problems(polis, now);
-    summarize_from(polis, now, daemon, found, malformed, &stats)
+    summarize_from(
+        polis,
+        now,
+        daemon,
+        found,
+        malformed,
+        &stats,
+        &chronicle.last_activity,
+    )
 }
 
-/// [`summarize_with`] with the amendments' problems (as [`super::amendment_problems`] gives
-/// them) and the routing stats already at hand: a reader that keeps both between changes
-/// (the dashboard) reads and parses neither again.
+/// [`summarize`] with the findings (the findings that count and the resolved ones, as
+/// [`super::findings_and_resolved`] gives them), the amendments' problems (as
+/// [`super::amendment_problems`] gives them), the routing stats and each citizen's last
+/// chronicle stamp (`chronicle::summary`) already at hand: a reader that keeps the stats and
+/// the amendments' checks between changes (the dashboard) reads and parses neither again.
 pub fn summarize_from(
     polis: &Polis,
     now: &PolisTime,
@@ -247,8 +249,8 @@ pub fn summarize_from(
     (found, resolved): (Vec<Finding>, Vec<super::Resolved>),
     malformed_amendments: Vec<Finding>,
     stats: &crate::protocol::routing::stats::RoutingStats,
+    activity: &BTreeMap<String, NaiveDateTime>,
 ) -> anyhow::Result<Summary> {
-    let activity = last_activity(polis, now);
     let citizens = polis
         .cards
         .values()
@@ -411,26 +413,6 @@ pub fn worktrees(polis: &Polis) -> Worktrees {
             })
             .collect(),
     }
-}
-
-/// Each author's newest chronicle stamp over the archives and the current file, ignoring lines
-/// more than 10 minutes in the future (as the activity window does).
-fn last_activity<'p>(polis: &'p Polis, now: &PolisTime) -> BTreeMap<&'p str, NaiveDateTime> {
-    let limit = now.now + Duration::minutes(crate::protocol::chronicle::FUTURE_TOLERANCE_MINUTES);
-    let texts = polis.chronicle_files().map(|(_, text)| text);
-    let mut out: BTreeMap<&str, NaiveDateTime> = BTreeMap::new();
-    for text in texts {
-        // Frontmatter lines never parse as entries, so plain `lines()` will do (and borrows).
-        for line in text.lines() {
-            if let Some((stamp, author)) = crate::protocol::chronicle::stamp_and_author(line) {
-                if stamp <= limit && polis.cards.contains_key(author) {
-                    let e = out.entry(author).or_insert(stamp);
-                    *e = (*e).max(stamp);
-                }
-            }
-        }
-    }
-    out
 }
 
 /// The last [`NEWEST_FINDINGS`] findings, with the current chronicle's last: its highest line

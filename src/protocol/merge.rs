@@ -556,46 +556,68 @@ pub fn merge_drafts(ours: &str, theirs: &str) -> Option<Merged> {
 /// a line or notice that reached the folder twice, e.g. through a plain `merge=union` or two
 /// daemons without the merge driver. polisd removes nothing; the finding names both lines.
 pub fn duplicate_markers(files: &[(&str, &str)]) -> Vec<crate::protocol::finding::Finding> {
-    use crate::protocol::finding::{Code, Finding};
-    let mut first: HashMap<String, (String, usize)> = HashMap::new();
+    let mut search = MarkerSearch::default();
     let mut out = Vec::new();
     for (path, text) in files {
-        if !text.contains("<!-- polisd:") {
+        if !text.contains(MARKER_START) {
             continue;
         }
         for (i, line) in text.lines().enumerate() {
-            let Some(start) = line.find("<!-- polisd:") else {
-                continue;
-            };
-            let rest = &line[start + "<!-- polisd:".len()..];
-            let Some(end) = rest.find(" -->") else {
-                continue;
-            };
-            let id = &rest[..end];
-            let valid = id.split_once(':').is_some_and(|(k, h)| {
-                !k.is_empty() && h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit())
-            });
-            if !valid {
-                continue;
-            }
-            match first.get(id) {
-                None => {
-                    first.insert(id.to_string(), (path.to_string(), i + 1));
-                }
-                Some((p, l)) => out.push(Finding::warning(
-                    Code::Duplicate,
-                    *path,
-                    Some(i + 1),
-                    format!(
-                        "polisd's `{id}` is here a second time (first at {p}:{l}): the same line \
-                         or notice arrived twice through a sync. polisd removes nothing; delete \
-                         one copy if you like, and run `polisd git-setup` so git merges by id"
-                    ),
-                )),
-            }
+            out.extend(search.line(path, i + 1, line));
         }
     }
     out
+}
+
+const MARKER_START: &str = "<!-- polisd:";
+
+/// [`duplicate_markers`] fed the lines one at a time, in the order given: the first place of
+/// each id seen.
+#[derive(Debug, Default)]
+pub struct MarkerSearch {
+    first: HashMap<String, (String, usize)>,
+}
+
+impl MarkerSearch {
+    /// The finding about line `number` of `path`, when it carries an id seen before.
+    pub fn line(
+        &mut self,
+        path: &str,
+        number: usize,
+        line: &str,
+    ) -> Option<crate::protocol::finding::Finding> {
+        use crate::protocol::finding::{Code, Finding};
+        // One vectorised search per line: every line of the chronicle is asked.
+        static START: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new(MARKER_START));
+        let start = START.find(line.as_bytes())?;
+        let rest = &line[start + MARKER_START.len()..];
+        let end = rest.find(" -->")?;
+        let id = &rest[..end];
+        let valid = id.split_once(':').is_some_and(|(k, h)| {
+            !k.is_empty() && h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit())
+        });
+        if !valid {
+            return None;
+        }
+        match self.first.get(id) {
+            None => {
+                self.first
+                    .insert(id.to_string(), (path.to_string(), number));
+                None
+            }
+            Some((p, l)) => Some(Finding::warning(
+                Code::Duplicate,
+                path,
+                Some(number),
+                format!(
+                    "polisd's `{id}` is here a second time (first at {p}:{l}): the same line \
+                     or notice arrived twice through a sync. polisd removes nothing; delete \
+                     one copy if you like, and run `polisd git-setup` so git merges by id"
+                ),
+            )),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -7,10 +7,11 @@
 //! files it names, not the settled folder again. Either way nothing is read while nobody looks:
 //! a change only bumps a generation, and the next request builds the snapshot.
 //!
-//! A snapshot holds no chronicle text: the build reads the chronicle files for what it sums up
-//! (findings, activity, the queue) and drops them; a page that shows chronicle lines reads them
-//! from disk, a window at a time (`fs::chronicle_lines`). So the memory a view holds does not
-//! grow with the chronicle.
+//! Neither a snapshot nor its build holds a chronicle text: the build reads the chronicle files
+//! from disk a line at a time for what it sums up (findings, activity, the queue's answers:
+//! `protocol::chronicle::summary`), and a page that shows chronicle lines reads them from disk,
+//! a window at a time (`fs::chronicle_lines`). So the memory a view needs does not grow with
+//! the chronicle.
 
 pub mod queue;
 
@@ -231,20 +232,14 @@ impl PolisView {
         }
         let state = match state {
             Some(published) => {
-                // The daemon's polis comes without the chronicle texts: read for this build.
+                // The daemon's polis comes without the chronicle texts; the build reads the
+                // files a line at a time.
                 let mut polis = (*published.polis).clone();
                 polis.findings.extend(
                     published
                         .settled_findings
                         .findings(|slot| published.settled.path_at(slot)),
                 );
-                let (chronicle, archives) = crate::fs::snapshot::read_chronicles(
-                    &self.root,
-                    &mut crate::fs::snapshot::ReadChronicles,
-                    &mut polis.findings,
-                );
-                polis.chronicle = chronicle;
-                polis.archives = archives;
                 Arc::new(PolisState {
                     polis: Arc::new(polis),
                     settled_findings: Default::default(),
@@ -260,8 +255,8 @@ impl PolisView {
         rechecks.retain(&snapshot.polis);
         drop(rechecks);
         *cache = Some(Arc::clone(&snapshot));
-        // The build read the chronicle whole and freed it: glibc keeps the heap it used unless
-        // asked (as after a daemon's pass).
+        // The build's tables (the duplicate search's, the findings) are freed: glibc keeps the
+        // heap they used unless asked (as after a daemon's pass).
         crate::daemon::memory::release_free_memory();
         snapshot
     }
@@ -274,26 +269,21 @@ impl PolisView {
             Refresh::nothing(),
         );
         let mut folder = self.folder.lock().unwrap_or_else(|e| e.into_inner());
-        folder.read(
-            &self.root,
-            refresh,
-            &mut crate::fs::snapshot::ReadChronicles,
-        )
+        folder.read(&self.root, refresh, &mut crate::fs::snapshot::NoChronicles)
     }
 }
 
 /// Reads the polis at `root` from scratch and summarizes it (`polisd report`).
 pub fn read(root: &Path, generation: u64) -> Snapshot {
-    let state = FolderState::default().read(
-        root,
-        Refresh::Full,
-        &mut crate::fs::snapshot::ReadChronicles,
-    );
+    let state =
+        FolderState::default().read(root, Refresh::Full, &mut crate::fs::snapshot::NoChronicles);
     build(root, generation, Arc::new(state), &mut Rechecks::once())
 }
 
-/// Summarizes a published state: the parts that change with the clock or live outside the
-/// engine (inboxes, `CONSTITUTION.md`) are read here, the rest comes from `state` (the
+/// Summarizes a published state (read without the chronicle texts): the chronicle files are
+/// read from disk a line at a time, every rule fed each line ([`crate::operations::chronicle_summary`]),
+/// so the build never holds them whole; the parts that change with the clock or live outside
+/// the engine (inboxes, `CONSTITUTION.md`) are read here, the rest comes from `state` (the
 /// polis, the stats, the conflict copies); an amendment is checked again only when its text
 /// changed (`rechecks`).
 fn build(
@@ -302,8 +292,12 @@ fn build(
     state: Arc<PolisState>,
     rechecks: &mut Rechecks,
 ) -> Snapshot {
+    let now = PolisTime::system(state.polis.settings.timezone);
+    let mut unread = Vec::new();
+    let mut files = crate::fs::chronicle_lines::Files::open(root, &mut unread);
+    let chronicle = crate::operations::chronicle_summary(&state.polis, &now, &mut files);
+    let state = with_chronicle(state, &chronicle, unread);
     let polis = Arc::clone(&state.polis);
-    let now = PolisTime::system(polis.settings.timezone);
     let daemon = crate::fs::state::read_status(root).ok().flatten();
     // One `lstat` per id asked about (the few open contracts), not a set of every settled id.
     let is_settled = |id: &str| crate::operations::ready::is_in(root, ContractFolder::Settled, id);
@@ -312,8 +306,15 @@ fn build(
         .iter()
         .map(|(copy, original)| ConflictCopy::of(copy.clone(), original.clone()))
         .collect();
-    let (findings, resolved) =
-        crate::operations::findings_and_resolved_from(&polis, &now, &is_settled, &copies, rechecks);
+    let (findings, resolved) = crate::operations::findings_and_resolved_from(
+        &polis,
+        &now,
+        &is_settled,
+        &copies,
+        rechecks,
+        &chronicle,
+        &mut files,
+    );
     let malformed = crate::operations::amendment_problems_with(&polis, &now, rechecks);
     let mut summary = crate::operations::status::summarize_from(
         &polis,
@@ -322,6 +323,7 @@ fn build(
         (findings.clone(), resolved),
         malformed,
         &state.stats,
+        &chronicle.last_activity,
     )
     .unwrap_or_else(|e| {
         tracing::warn!("dashboard: cannot summarize {}: {e:#}", root.display());
@@ -368,26 +370,26 @@ fn build(
         chronicle_files: Vec::new(),
     };
     snapshot.queue = queue::items(&snapshot);
-    snapshot.chronicle_files = snapshot
-        .polis
-        .chronicle_files()
-        .map(|(name, _)| name.to_string())
-        .collect();
-    snapshot.state = without_chronicle_texts(snapshot.state, &snapshot.now);
-    snapshot.polis = Arc::clone(&snapshot.state.polis);
+    snapshot.chronicle_files = chronicle.paths;
     snapshot
 }
 
-/// `state` without the chronicle texts, once the snapshot was built from them: what later
-/// calls ask of the chronicle (who is active, who has left) is answered from now on by what
-/// the texts said, kept in the polis.
-fn without_chronicle_texts(state: Arc<PolisState>, now: &PolisTime) -> Arc<PolisState> {
+/// `state` with what its chronicle says (who is active, who has left, the person's answers),
+/// which later calls read instead of the texts the polis does not hold, and the findings of
+/// the chronicle files that could not be read (`unread`).
+fn with_chronicle(
+    state: Arc<PolisState>,
+    chronicle: &crate::protocol::chronicle::summary::Summary,
+    unread: Vec<Finding>,
+) -> Arc<PolisState> {
     let mut state = Arc::unwrap_or_clone(state);
     let mut polis = Arc::unwrap_or_clone(state.polis);
-    polis.active_authors = Some(polis.active_authors(now));
-    polis.departed = Some(polis.departed());
     polis.chronicle = None;
     polis.archives = Vec::new();
+    polis.active_authors = Some(chronicle.active_authors.clone());
+    polis.departed = Some(chronicle.departed.clone());
+    polis.answers = Some(chronicle.answers.clone());
+    polis.findings.extend(unread);
     state.polis = Arc::new(polis);
     Arc::new(state)
 }
@@ -531,5 +533,62 @@ mod tests {
         // The heading is a line too (a malformed one, as the findings say).
         assert_eq!((w.total, w.shown.len()), (lines + 2, TAIL));
         assert_eq!(w.shown[0], (bad_line, "- not a line".to_string()));
+    }
+
+    /// The build starts from a polis read without the chronicle texts and reads the files a
+    /// line at a time; what it finds is what `check` finds over the texts in memory (the
+    /// findings, the resolved ones, who is active, who has left, the person's answers).
+    #[test]
+    fn the_build_reads_the_chronicle_a_line_at_a_time_and_finds_what_check_finds() {
+        let (_dir, root, _writer) =
+            crate::operations::test_polis::polis_with(&["alpha-agent", "bravo-agent"]);
+        let now = PolisTime::system(Default::default());
+        let stamp = now.minute_stamp();
+        let lines = [
+            format!("- {stamp} | alpha-agent | joined polis | - | hi"),
+            format!("- {stamp} | alpha-agent | Did Things | - | -"),
+            format!("- {stamp} | bravo-agent | worked on | - | twice"),
+            format!("- {stamp} | bravo-agent | worked on | - | twice"),
+            format!("- {stamp} | alpha-agent | retracted line | - | line 4"),
+            format!("- {stamp} | bravo-agent | left polis | - | bye"),
+            format!(
+                "- {stamp} | polis-daemon | answered queue item | - | new-citizen/x later by ana"
+            ),
+            "not a line".to_string(),
+        ];
+        std::fs::write(
+            root.join("chronicle.md"),
+            format!("# Chronicle\n\n{}\n", lines.join("\n")),
+        )
+        .unwrap();
+        let (_tx, rx) = watch::channel(Change::default());
+        let view = PolisView::new(&root, rx);
+        let read = view.read_folder();
+        assert!(read.polis.chronicle.is_none() && read.polis.archives.is_empty());
+        let s = view.current();
+
+        let polis = Polis::read(&root);
+        let (found, resolved) = crate::operations::findings_and_resolved(&polis, &s.now);
+        assert_eq!(s.findings, found);
+        assert_eq!(s.summary.findings.resolved, resolved.len());
+        assert_eq!(resolved.len(), 1, "{resolved:?}");
+        assert!(found
+            .iter()
+            .any(|f| f.code == crate::protocol::finding::Code::Duplicate));
+        assert_eq!(s.polis.active_authors(&s.now), polis.active_authors(&s.now));
+        assert_eq!(s.polis.departed(), polis.departed());
+        assert_eq!(s.polis.departed().len(), 1);
+        let answers =
+            crate::protocol::contracts::person_queue::answers(polis.chronicle_text().unwrap());
+        assert_eq!(s.polis.answers.as_ref(), Some(&answers));
+        assert_eq!(answers.len(), 1);
+        let status = crate::operations::status::summarize(&polis, &s.now, None).unwrap();
+        let last = |rows: &[crate::operations::status::CitizenRow]| {
+            rows.iter()
+                .map(|c| (c.id.clone(), c.last_activity.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(last(&s.summary.citizens), last(&status.citizens));
+        assert!(s.summary.citizens.iter().all(|c| c.last_activity.is_some()));
     }
 }

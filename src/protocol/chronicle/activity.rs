@@ -49,12 +49,20 @@ pub struct Activity {
     members: std::collections::BTreeMap<String, bool>,
 }
 
+/// The bounds lines are taken in against, from one `now` ([`Activity::open`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Span {
+    floor: NaiveDateTime,
+    limit: NaiveDateTime,
+}
+
 /// A membership line (`joined polis` / `left polis`): the citizen it is about (the one its
 /// `[[citizens/<id>]]` link names, else its author) and whether they left.
 pub fn membership(line: &str) -> Option<(String, bool)> {
-    if !line.contains(" polis |") {
-        return None; // cheap filter before parsing
-    }
+    // A cheap filter before parsing: one vectorised search (every line of a chronicle is asked).
+    static VERB: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(" polis |"));
+    VERB.find(line.as_bytes())?;
     let e = parse_entry(line).ok()?;
     if e.verb != "joined polis" && e.verb != "left polis" {
         return None;
@@ -77,34 +85,54 @@ impl Activity {
 
     /// Takes in lines appended after those already added.
     pub fn add(&mut self, lines: &[Line], now: &PolisTime) {
+        let span = self.open(now);
+        for line in lines {
+            self.add_line(&line.text, stamp_and_author(&line.text), span);
+        }
+        self.close(span);
+    }
+
+    /// Starts taking in lines at `now`, one at a time ([`Activity::add_line`]), until
+    /// [`Activity::close`].
+    pub fn open(&mut self, now: &PolisTime) -> Span {
         let latest = self.latest_now.map_or(now.now, |l| l.max(now.now));
         self.latest_now = Some(latest);
-        let floor = latest - Duration::days(ACTIVITY_WINDOW_DAYS);
-        let limit = now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
-        for line in lines {
-            if let Some((who, left)) = membership(&line.text) {
-                self.members.insert(who, left);
-            }
-            let Some((stamp, author)) = stamp_and_author(&line.text) else {
-                continue;
-            };
-            if stamp <= limit {
-                self.newest = self.newest.max(Some(stamp));
-            } else {
-                self.future.push(stamp);
-            }
-            if stamp >= floor {
-                match self.recent.get_mut(author) {
-                    Some(stamps) => {
-                        stamps.insert(stamp);
-                    }
-                    None => {
-                        self.recent
-                            .insert(author.to_string(), BTreeSet::from([stamp]));
-                    }
+        Span {
+            floor: latest - Duration::days(ACTIVITY_WINDOW_DAYS),
+            limit: now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES),
+        }
+    }
+
+    /// Takes in the next line (between [`Activity::open`] and [`Activity::close`]), with its
+    /// [`stamp_and_author`] (which a caller feeding several rules reads once).
+    pub fn add_line(&mut self, line: &str, stamped: Option<(NaiveDateTime, &str)>, span: Span) {
+        if let Some((who, left)) = membership(line) {
+            self.members.insert(who, left);
+        }
+        let Some((stamp, author)) = stamped else {
+            return;
+        };
+        if stamp <= span.limit {
+            self.newest = self.newest.max(Some(stamp));
+        } else {
+            self.future.push(stamp);
+        }
+        if stamp >= span.floor {
+            match self.recent.get_mut(author) {
+                Some(stamps) => {
+                    stamps.insert(stamp);
+                }
+                None => {
+                    self.recent
+                        .insert(author.to_string(), BTreeSet::from([stamp]));
                 }
             }
         }
+    }
+
+    /// Done taking in lines: what can no longer count is dropped.
+    pub fn close(&mut self, span: Span) {
+        let (floor, limit) = (span.floor, span.limit);
         // Stamps before the window can never count again while the clock moves forward.
         self.recent.retain(|_, stamps| {
             *stamps = stamps.split_off(&floor);
@@ -114,6 +142,15 @@ impl Activity {
         let due = self.future.iter().filter(|f| **f <= limit).max().copied();
         self.newest = self.newest.max(due);
         self.future.retain(|f| *f > limit);
+    }
+
+    /// The citizens whose latest membership line among the added lines is `left polis`.
+    pub fn departed(&self) -> BTreeSet<String> {
+        self.members
+            .iter()
+            .filter(|(_, left)| **left)
+            .map(|(who, _)| who.clone())
+            .collect()
     }
 
     fn answers(&self, now: &PolisTime) -> bool {

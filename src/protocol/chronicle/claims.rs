@@ -36,54 +36,72 @@ const RELEASES: [&str; 4] = [
 
 /// The conflicts in the rounds still open at the end of `texts` (oldest text first).
 pub fn conflicts(texts: &[&str], is_registered: &dyn Fn(&str) -> bool) -> Vec<ClaimConflict> {
-    // Per contract, the claims of the current round: (stamp, author).
-    let mut rounds: BTreeMap<String, Vec<(NaiveDateTime, String)>> = BTreeMap::new();
+    let mut rounds = Rounds::default();
     for text in texts {
         for (_, line) in chronicle::lines(text) {
-            let Ok(e) = chronicle::parse_entry(line) else {
-                continue;
-            };
-            let Some(target) = e.link.and_then(chronicle::link_target) else {
-                continue;
-            };
-            let Some(id) = target
-                .strip_prefix("contracts/")
-                .and_then(|rest| rest.rsplit('/').next())
-                .filter(|id| crate::protocol::layout::is_slug(id))
-            else {
-                continue;
-            };
-            if RELEASES.contains(&e.verb) {
-                rounds.remove(id);
-            } else if e.verb == "claimed contract" && is_registered(e.author) {
-                let round = rounds.entry(id.to_string()).or_default();
-                if e.note.starts_with("took over from") {
-                    round.clear();
-                }
-                round.push((e.stamp, e.author.to_string()));
+            rounds.line(line, is_registered);
+        }
+    }
+    rounds.conflicts()
+}
+
+/// The rounds of claims, fed the lines one at a time in the order they were written.
+#[derive(Debug, Default)]
+pub struct Rounds {
+    /// Per contract, the claims of the current round: (stamp, author).
+    rounds: BTreeMap<String, Vec<(NaiveDateTime, String)>>,
+}
+
+impl Rounds {
+    /// Takes in the next line.
+    pub fn line(&mut self, line: &str, is_registered: &dyn Fn(&str) -> bool) {
+        let Ok(e) = chronicle::parse_entry(line) else {
+            return;
+        };
+        let Some(target) = e.link.and_then(chronicle::link_target) else {
+            return;
+        };
+        let Some(id) = target
+            .strip_prefix("contracts/")
+            .and_then(|rest| rest.rsplit('/').next())
+            .filter(|id| crate::protocol::layout::is_slug(id))
+        else {
+            return;
+        };
+        if RELEASES.contains(&e.verb) {
+            self.rounds.remove(id);
+        } else if e.verb == "claimed contract" && is_registered(e.author) {
+            let round = self.rounds.entry(id.to_string()).or_default();
+            if e.note.starts_with("took over from") {
+                round.clear();
+            }
+            round.push((e.stamp, e.author.to_string()));
+        }
+    }
+
+    /// The conflicts in the rounds still open after the lines fed.
+    pub fn conflicts(self) -> Vec<ClaimConflict> {
+        let mut out = Vec::new();
+        for (id, mut claims) in self.rounds {
+            claims.sort();
+            let (won_at, winner) = claims[0].clone();
+            let mut seen = BTreeSet::from([winner.clone()]);
+            let losers: Vec<_> = claims
+                .into_iter()
+                .filter(|(_, who)| seen.insert(who.clone()))
+                .map(|(at, who)| (who, at))
+                .collect();
+            if !losers.is_empty() {
+                out.push(ClaimConflict {
+                    contract_id: id,
+                    winner,
+                    won_at,
+                    losers,
+                });
             }
         }
+        out
     }
-    let mut out = Vec::new();
-    for (id, mut claims) in rounds {
-        claims.sort();
-        let (won_at, winner) = claims[0].clone();
-        let mut seen = BTreeSet::from([winner.clone()]);
-        let losers: Vec<_> = claims
-            .into_iter()
-            .filter(|(_, who)| seen.insert(who.clone()))
-            .map(|(at, who)| (who, at))
-            .collect();
-        if !losers.is_empty() {
-            out.push(ClaimConflict {
-                contract_id: id,
-                winner,
-                won_at,
-                losers,
-            });
-        }
-    }
-    out
 }
 
 /// What `check` says about an unresolved conflict (the contract is still open and its file does

@@ -73,54 +73,99 @@ fn duplicates_hashed_by(
     // Archives first, then the current chronicle: the order the lines were written in.
     let mut order: Vec<usize> = (1..paths.len()).collect();
     order.extend(paths.first().map(|_| 0));
-    // First pass: the hashes of the lines that could be reported again.
-    let mut suspects: HashSet<u64> = HashSet::new();
-    {
-        let mut seen: HashSet<u64> = HashSet::with_capacity(capacity);
-        for &i in &order {
+    let mut candidates = Candidates::hashed_by(hash, capacity);
+    for &i in &order {
+        feed(i, &mut |number, line| {
+            candidates.line(line, i == 0 && fresh(number))
+        });
+    }
+    candidates.confirm(paths, &order, 0, feed, fresh)
+}
+
+/// The search's first pass, fed every line once in the order they were written: the hashes
+/// of the lines that could be reported again.
+pub struct Candidates {
+    hash: fn(&str) -> u64,
+    seen: HashSet<u64>,
+    suspects: HashSet<u64>,
+}
+
+impl Candidates {
+    /// For about `capacity` lines (the table is sized once).
+    pub fn new(capacity: usize) -> Candidates {
+        Candidates::hashed_by(line_hash, capacity)
+    }
+
+    fn hashed_by(hash: fn(&str) -> u64, capacity: usize) -> Candidates {
+        Candidates {
+            hash,
+            seen: HashSet::with_capacity(capacity),
+            suspects: HashSet::new(),
+        }
+    }
+
+    /// Takes in the next line; `reportable`: it is a line of the current chronicle that may be
+    /// reported (a fresh one).
+    pub fn line(&mut self, line: &str, reportable: bool) {
+        if !is_searched(line) {
+            return;
+        }
+        let key = (self.hash)(line);
+        if !self.seen.insert(key) && reportable {
+            self.suspects.insert(key);
+        }
+    }
+
+    /// The second pass, run only when the first found a candidate: the lines that share a
+    /// candidate's hash, compared by their text. `order`: the files (indices into `paths`) in
+    /// the order their lines were written, as the first pass was fed; `current`: the file
+    /// whose lines numbered in `fresh` are reported.
+    pub fn confirm(
+        self,
+        paths: &[&str],
+        order: &[usize],
+        current: usize,
+        feed: &mut Feed<'_>,
+        fresh: &dyn Fn(usize) -> bool,
+    ) -> Vec<Finding> {
+        let Candidates {
+            hash,
+            seen,
+            suspects,
+        } = self;
+        drop(seen);
+        if suspects.is_empty() {
+            return Vec::new();
+        }
+        let mut first: HashMap<String, (usize, usize)> = HashMap::new();
+        let mut out = Vec::new();
+        for &i in order {
             feed(i, &mut |number, line| {
-                if !is_searched(line) {
+                if !is_searched(line) || !suspects.contains(&hash(line)) {
                     return;
                 }
-                let key = hash(line);
-                if !seen.insert(key) && i == 0 && fresh(number) {
-                    suspects.insert(key);
+                let text = line.trim_end();
+                match first.get(text) {
+                    None => {
+                        first.insert(text.to_string(), (i, number));
+                    }
+                    Some(&(f, l)) if i == current && fresh(number) => out.push(Finding::warning(
+                        Code::Duplicate,
+                        paths[current],
+                        Some(number),
+                        format!(
+                            "`{text}` is here a second time (first at {}:{l}): one event written twice. \
+                             Delete this copy; when a line seems missing after a sync, wait for the \
+                             sync to finish before appending it again",
+                            paths[f],
+                        ),
+                    )),
+                    Some(_) => {}
                 }
             });
         }
+        out
     }
-    if suspects.is_empty() {
-        return Vec::new();
-    }
-    // Second pass: the lines that share a suspect's hash, compared by their text.
-    let mut first: HashMap<String, (usize, usize)> = HashMap::new();
-    let mut out = Vec::new();
-    for &i in &order {
-        feed(i, &mut |number, line| {
-            if !is_searched(line) || !suspects.contains(&hash(line)) {
-                return;
-            }
-            let text = line.trim_end();
-            match first.get(text) {
-                None => {
-                    first.insert(text.to_string(), (i, number));
-                }
-                Some(&(f, l)) if i == 0 && fresh(number) => out.push(Finding::warning(
-                    Code::Duplicate,
-                    paths[0],
-                    Some(number),
-                    format!(
-                        "`{text}` is here a second time (first at {}:{l}): one event written twice. \
-                         Delete this copy; when a line seems missing after a sync, wait for the \
-                         sync to finish before appending it again",
-                        paths[f],
-                    ),
-                )),
-                Some(_) => {}
-            }
-        });
-    }
-    out
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod claims;
 pub mod duplicates;
 pub mod resolution;
 pub mod rollover;
+pub mod summary;
 
 pub use duplicates::duplicate_lines;
 
@@ -328,11 +329,16 @@ pub fn parse_entry(line: &str) -> Result<Entry<'_>, EntryError> {
 /// The stamp and author of a line, read leniently (for activity and routing the notice of a
 /// finding): a line whose link or note is malformed still tells who was active when.
 pub fn stamp_and_author(line: &str) -> Option<(NaiveDateTime, &str)> {
+    // Asked of every line by several rules: one vectorised search per field, not a searcher
+    // built for each.
+    static FIELD_END: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(" | "));
     let rest = line.trim_start().strip_prefix("- ")?;
-    let mut parts = rest.splitn(3, " | ");
-    let stamp = parse_stamp(parts.next()?.trim())?;
-    let author = parts.next()?.trim();
-    parts.next()?;
+    let stamp_end = FIELD_END.find(rest.as_bytes())?;
+    let stamp = parse_stamp(rest[..stamp_end].trim())?;
+    let after = &rest[stamp_end + 3..];
+    // The author is followed by a third field.
+    let author = after[..FIELD_END.find(after.as_bytes())?].trim();
     (!author.is_empty()).then_some((stamp, author))
 }
 
@@ -507,12 +513,17 @@ pub struct ChronicleContext<'a> {
 /// C001–C008 for one line, in code order. A line that fails C001 or C003 gets only that
 /// finding: its other fields cannot be trusted.
 pub fn validate(line: &Line, ctx: &ChronicleContext<'_>) -> Vec<Finding> {
-    let shown = &line.text;
-    let at = Some(line.number);
-    let entry = match parse_entry(&line.text) {
+    validate_line(line.number, &line.text, ctx)
+}
+
+/// [`validate`] of line `number`, `text`, borrowed (a reader that feeds lines one at a time).
+fn validate_line(number: usize, text: &str, ctx: &ChronicleContext<'_>) -> Vec<Finding> {
+    let shown = text;
+    let at = Some(number);
+    let entry = match parse_entry(text) {
         Ok(e) => e,
         Err(e) => {
-            let example = example_from(&line.text, &ctx.now);
+            let example = example_from(text, &ctx.now);
             return vec![Finding::error(
                 e.code,
                 ctx.path,
@@ -663,54 +674,71 @@ pub fn validate_all(
     lines: &[Line],
     ctx: &ChronicleContext<'_>,
 ) -> (Vec<Finding>, Option<NaiveDateTime>) {
-    let mut newest = ctx.newest_earlier;
-    let limit = ctx.now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
+    let mut validation = Validation::new(ctx);
     let mut out = Vec::new();
     for line in lines {
-        let here = ChronicleContext {
-            path: ctx.path,
-            is_registered: ctx.is_registered,
-            link_exists: ctx.link_exists,
-            newest_earlier: newest,
-            now: ctx.now,
-        };
-        out.extend(validate(line, &here));
-        if let Ok(e) = parse_entry(&line.text) {
-            if e.stamp <= limit && newest.is_none_or(|n| e.stamp > n) {
-                newest = Some(e.stamp);
-            }
-        }
+        out.extend(validation.line(ctx.path, line.number, &line.text));
     }
-    (out, newest)
+    (out, validation.newest())
 }
 
-/// [`validate_all`] over every line of `text`, a few thousand lines at a time: what is held is
-/// one batch of lines, not the file's.
+/// [`validate_all`] over every line of `text`, borrowed: what is held is one line's findings,
+/// not the file's lines.
 pub fn validate_text(
     text: &str,
     ctx: &ChronicleContext<'_>,
 ) -> (Vec<Finding>, Option<NaiveDateTime>) {
-    const BATCH: usize = 4096;
-    let mut newest = ctx.newest_earlier;
+    let mut validation = Validation::new(ctx);
     let mut out = Vec::new();
-    let mut read = lines(text);
-    let mut batch: Vec<Line> = Vec::with_capacity(BATCH);
-    loop {
-        batch.clear();
-        batch.extend(read.by_ref().take(BATCH).map(|(number, text)| Line {
-            number,
-            text: text.to_string(),
-        }));
-        if batch.is_empty() {
-            return (out, newest);
+    for (number, line) in lines(text) {
+        out.extend(validation.line(ctx.path, number, line));
+    }
+    (out, validation.newest())
+}
+
+/// C001–C008 over lines fed one at a time in the order they were written, across files:
+/// "the newest earlier line" (C005) carries over from each line to the next.
+pub struct Validation<'a> {
+    is_registered: &'a dyn Fn(&str) -> bool,
+    link_exists: &'a dyn Fn(&str) -> bool,
+    now: PolisTime,
+    newest: Option<NaiveDateTime>,
+}
+
+impl<'a> Validation<'a> {
+    /// Starts from `ctx.newest_earlier` (its `path` is given with each line).
+    pub fn new(ctx: &ChronicleContext<'a>) -> Validation<'a> {
+        Validation {
+            is_registered: ctx.is_registered,
+            link_exists: ctx.link_exists,
+            now: ctx.now,
+            newest: ctx.newest_earlier,
         }
-        let here = ChronicleContext {
-            newest_earlier: newest,
-            ..*ctx
+    }
+
+    /// The findings about line `number` of `path`; a line dated in the future (C004) does not
+    /// become "newest", or every honest line after it would be C005.
+    pub fn line(&mut self, path: &str, number: usize, text: &str) -> Vec<Finding> {
+        let ctx = ChronicleContext {
+            path,
+            is_registered: self.is_registered,
+            link_exists: self.link_exists,
+            newest_earlier: self.newest,
+            now: self.now,
         };
-        let (found, newest_here) = validate_all(&batch, &here);
-        out.extend(found);
-        newest = newest_here;
+        let found = validate_line(number, text, &ctx);
+        if let Ok(e) = parse_entry(text) {
+            let limit = self.now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
+            if e.stamp <= limit && self.newest.is_none_or(|n| e.stamp > n) {
+                self.newest = Some(e.stamp);
+            }
+        }
+        found
+    }
+
+    /// The newest stamp fed so far (not in the future), for a later call.
+    pub fn newest(&self) -> Option<NaiveDateTime> {
+        self.newest
     }
 }
 

@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 /// The verb phrase of an explicit retraction.
 pub const RETRACT_VERB: &str = "retracted line";
 
-/// One complete chronicle line, in writing order across files.
+/// One complete chronicle line, in writing order across files, borrowed while it is read.
 struct Seen<'a> {
     path: &'a str,
     number: usize,
@@ -60,73 +60,152 @@ impl<'a> Seen<'a> {
     }
 }
 
+/// A line with findings, held until a later line resolves them: what of it a resolution reads.
+struct Held {
+    path: String,
+    number: usize,
+    stamp: Option<String>,
+    verb: Option<String>,
+}
+
 /// For each of `findings` (in order), the line that resolves it, as `path:line`, or `None`.
 /// `files` are the chronicle texts oldest first (archives, then `chronicle.md`), `findings` the
 /// findings about them.
-///
-/// One pass over the lines: a line with findings waits, by author, for a later line of that
-/// author that resolves them; only the waiting lines are held, never the chronicle's.
 pub fn resolutions(files: &[(&str, &str)], findings: &[Finding]) -> Vec<Option<String>> {
-    let mut out = vec![None; findings.len()];
-    // Per (path, line), the findings about it.
-    let mut about: HashMap<(&str, usize), Vec<usize>> = HashMap::new();
-    for (i, f) in findings.iter().enumerate() {
-        if let Some(line) = f.line {
-            about.entry((f.path.as_str(), line)).or_default().push(i);
-        }
-    }
-    if about.is_empty() {
-        return out;
-    }
-    let with_errors: HashSet<(&str, usize)> = findings
-        .iter()
-        .filter(|f| f.severity == Severity::Error)
-        .filter_map(|f| Some((f.path.as_str(), f.line?)))
-        .collect();
-    // Per author, the lines with findings still unresolved, with those findings.
-    let mut waiting: HashMap<&str, Vec<(Seen<'_>, Vec<usize>)>> = HashMap::new();
-    for (path, text) in files {
-        for (number, line) in chronicle::lines(text) {
-            let pending = about.remove(&(*path, number));
-            if pending.is_none() && waiting.is_empty() {
-                continue;
-            }
-            let later = Seen::of(path, number, line);
-            if let Some(author) = later.author {
-                if let Some(bad) = waiting.get_mut(author) {
-                    bad.retain(|(bad, ids)| {
-                        let resolves =
-                            is_correction(bad, &later, &with_errors) || is_retraction(bad, &later);
-                        if resolves {
-                            for i in ids {
-                                out[*i] = Some(format!("{}:{}", later.path, later.number));
-                            }
-                        }
-                        !resolves
-                    });
-                    if bad.is_empty() {
-                        waiting.remove(author);
-                    }
-                }
-                if let Some(ids) = pending {
-                    waiting.entry(author).or_default().push((later, ids));
-                }
-            }
-        }
-    }
-    out
+    resolve(&mut super::summary::Texts::new(files.to_vec()), findings)
 }
 
-fn is_correction(bad: &Seen<'_>, later: &Seen<'_>, with_errors: &HashSet<(&str, usize)>) -> bool {
+/// [`resolutions`] over the files of `source`, fed a line at a time; none is read when no
+/// finding has a line.
+pub fn resolve(
+    source: &mut dyn super::summary::Source,
+    findings: &[Finding],
+) -> Vec<Option<String>> {
+    let mut resolver = Resolver::new(findings);
+    let paths: Vec<String> = source.paths().into_iter().map(str::to_string).collect();
+    for (i, path) in paths.iter().enumerate() {
+        if resolver.is_done() {
+            break;
+        }
+        source.feed(i, &mut |number, line| resolver.line(path, number, line));
+    }
+    resolver.finish()
+}
+
+/// [`resolutions`] fed the lines one at a time, in writing order across files: a line with
+/// findings waits, by author, for a later line of that author that resolves them; only the
+/// waiting lines are held, never the chronicle's.
+pub struct Resolver<'f> {
+    out: Vec<Option<String>>,
+    /// Per path, per line, the findings about it not yet reached.
+    about: HashMap<&'f str, HashMap<usize, Vec<usize>>>,
+    /// Per path, the lines with an error (a correction must be free of them).
+    with_errors: HashMap<&'f str, HashSet<usize>>,
+    /// Per author, the lines with findings still unresolved, with those findings.
+    waiting: HashMap<String, Vec<(Held, Vec<usize>)>>,
+}
+
+impl<'f> Resolver<'f> {
+    pub fn new(findings: &'f [Finding]) -> Resolver<'f> {
+        let mut about: HashMap<&str, HashMap<usize, Vec<usize>>> = HashMap::new();
+        let mut with_errors: HashMap<&str, HashSet<usize>> = HashMap::new();
+        for (i, f) in findings.iter().enumerate() {
+            let Some(line) = f.line else { continue };
+            about
+                .entry(f.path.as_str())
+                .or_default()
+                .entry(line)
+                .or_default()
+                .push(i);
+            if f.severity == Severity::Error {
+                with_errors.entry(f.path.as_str()).or_default().insert(line);
+            }
+        }
+        Resolver {
+            out: vec![None; findings.len()],
+            about,
+            with_errors,
+            waiting: HashMap::new(),
+        }
+    }
+
+    /// Whether no later line can resolve anything more.
+    pub fn is_done(&self) -> bool {
+        self.about.is_empty() && self.waiting.is_empty()
+    }
+
+    /// Takes in line `number` of `path`, the next one written.
+    pub fn line(&mut self, path: &str, number: usize, text: &str) {
+        let pending = match self.about.get_mut(path) {
+            Some(lines) => {
+                let pending = lines.remove(&number);
+                if lines.is_empty() {
+                    self.about.remove(path);
+                }
+                pending
+            }
+            None => None,
+        };
+        if pending.is_none() && self.waiting.is_empty() {
+            return;
+        }
+        let later = Seen::of(path, number, text);
+        let Some(author) = later.author else {
+            return;
+        };
+        let with_errors = &self.with_errors;
+        let out = &mut self.out;
+        if let Some(bad) = self.waiting.get_mut(author) {
+            bad.retain(|(bad, ids)| {
+                let resolves =
+                    is_correction(bad, &later, with_errors) || is_retraction(bad, &later);
+                if resolves {
+                    for i in ids {
+                        out[*i] = Some(format!("{}:{}", later.path, later.number));
+                    }
+                }
+                !resolves
+            });
+            if bad.is_empty() {
+                self.waiting.remove(author);
+            }
+        }
+        if let Some(ids) = pending {
+            let held = Held {
+                path: path.to_string(),
+                number,
+                stamp: later.stamp,
+                verb: later.verb.map(str::to_string),
+            };
+            self.waiting
+                .entry(author.to_string())
+                .or_default()
+                .push((held, ids));
+        }
+    }
+
+    /// For each finding, the line that resolved it.
+    pub fn finish(self) -> Vec<Option<String>> {
+        self.out
+    }
+}
+
+fn is_correction(
+    bad: &Held,
+    later: &Seen<'_>,
+    with_errors: &HashMap<&str, HashSet<usize>>,
+) -> bool {
     later.verb.is_some()
         && later.verb != Some(RETRACT_VERB)
         && later.stamp.is_some()
         && later.stamp == bad.stamp
-        && (bad.verb.is_none() || later.verb == bad.verb)
-        && !with_errors.contains(&(later.path, later.number))
+        && (bad.verb.is_none() || later.verb == bad.verb.as_deref())
+        && !with_errors
+            .get(later.path)
+            .is_some_and(|lines| lines.contains(&later.number))
 }
 
-fn is_retraction(bad: &Seen<'_>, later: &Seen<'_>) -> bool {
+fn is_retraction(bad: &Held, later: &Seen<'_>) -> bool {
     if later.verb != Some(RETRACT_VERB) {
         return false;
     }

@@ -59,29 +59,54 @@ pub fn answer_note(key: &str, answer: Answer, person: &str, why: &str) -> String
 
 /// The newest answer of each key in a chronicle text, with its stamp.
 pub fn answers(text: &str) -> BTreeMap<String, (Answer, NaiveDateTime)> {
-    let mut out: BTreeMap<String, (Answer, NaiveDateTime)> = BTreeMap::new();
+    let mut out = Answers::default();
     if !text.contains(ANSWER_VERB) {
-        return out;
+        return out.0;
     }
-    for line in text.lines().filter(|l| l.contains(ANSWER_VERB)) {
+    for line in text.lines() {
+        out.line(line);
+    }
+    out.0
+}
+
+/// Per queue item, the person's newest answer and its stamp.
+pub type LatestAnswers = BTreeMap<String, (Answer, NaiveDateTime)>;
+
+/// [`answers`] fed the lines one at a time.
+#[derive(Debug, Default, Clone)]
+pub struct Answers(BTreeMap<String, (Answer, NaiveDateTime)>);
+
+impl Answers {
+    /// Takes in the next line.
+    pub fn line(&mut self, line: &str) {
+        // One vectorised search per line: every line of the chronicle is asked.
+        static VERB: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new(ANSWER_VERB));
+        if VERB.find(line.as_bytes()).is_none() {
+            return;
+        }
         let Ok(e) = chronicle::parse_entry(line) else {
-            continue;
+            return;
         };
         if e.verb != ANSWER_VERB || !crate::protocol::layout::is_system_citizen(e.author) {
-            continue;
+            return;
         }
         let mut words = e.note.split_whitespace();
         let (Some(key), Some(answer)) = (words.next(), words.next().and_then(Answer::parse)) else {
-            continue;
+            return;
         };
-        match out.get(key) {
+        match self.0.get(key) {
             Some((_, at)) if *at > e.stamp => {}
             _ => {
-                out.insert(key.to_string(), (answer, e.stamp));
+                self.0.insert(key.to_string(), (answer, e.stamp));
             }
         }
     }
-    out
+
+    /// The newest answer of each key, with its stamp.
+    pub fn into_map(self) -> BTreeMap<String, (Answer, NaiveDateTime)> {
+        self.0
+    }
 }
 
 /// Whether an item with this newest answer still waits for the person at `now`: unanswered,
