@@ -682,20 +682,6 @@ pub fn validate_all(
     (out, validation.newest())
 }
 
-/// [`validate_all`] over every line of `text`, borrowed: what is held is one line's findings,
-/// not the file's lines.
-pub fn validate_text(
-    text: &str,
-    ctx: &ChronicleContext<'_>,
-) -> (Vec<Finding>, Option<NaiveDateTime>) {
-    let mut validation = Validation::new(ctx);
-    let mut out = Vec::new();
-    for (number, line) in lines(text) {
-        out.extend(validation.line(ctx.path, number, line));
-    }
-    (out, validation.newest())
-}
-
 /// C001–C008 over lines fed one at a time in the order they were written, across files:
 /// "the newest earlier line" (C005) carries over from each line to the next.
 pub struct Validation<'a> {

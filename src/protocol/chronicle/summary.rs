@@ -229,8 +229,14 @@ mod tests {
         let mut validated = Vec::new();
         let mut newest = None;
         for (path, text) in files {
-            let (found, n) = super::super::validate_text(
-                text,
+            let lines: Vec<super::super::Line> = super::super::lines(text)
+                .map(|(number, text)| super::super::Line {
+                    number,
+                    text: text.to_string(),
+                })
+                .collect();
+            let (found, n) = super::super::validate_all(
+                &lines,
                 &ChronicleContext {
                     path,
                     is_registered: &is_registered,
