@@ -14,7 +14,7 @@ use super::claims::{ClaimConflict, Rounds};
 use super::duplicates::Candidates;
 use super::{stamp_and_author, ChronicleContext, Validation, FUTURE_TOLERANCE_MINUTES};
 use crate::protocol::clock::PolisTime;
-use crate::protocol::contracts::person_queue::{Answer, Answers};
+use crate::protocol::contracts::person_queue::{Answers, LatestAnswers};
 use crate::protocol::finding::Finding;
 use crate::protocol::layout;
 use crate::protocol::merge::MarkerSearch;
@@ -92,7 +92,7 @@ pub struct Summary {
     /// every file.
     pub last_activity: BTreeMap<String, NaiveDateTime>,
     /// The person's newest answer to each queue item (current chronicle).
-    pub answers: BTreeMap<String, (Answer, NaiveDateTime)>,
+    pub answers: LatestAnswers,
 }
 
 /// Every rule of [`Summary`] fed each line of `source` once (and the lines of the current

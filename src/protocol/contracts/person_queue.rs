@@ -58,15 +58,14 @@ pub fn answer_note(key: &str, answer: Answer, person: &str, why: &str) -> String
 }
 
 /// The newest answer of each key in a chronicle text, with its stamp.
-pub fn answers(text: &str) -> BTreeMap<String, (Answer, NaiveDateTime)> {
+pub fn answers(text: &str) -> LatestAnswers {
     let mut out = Answers::default();
-    if !text.contains(ANSWER_VERB) {
-        return out.0;
+    if text.contains(ANSWER_VERB) {
+        for line in text.lines() {
+            out.line(line);
+        }
     }
-    for line in text.lines() {
-        out.line(line);
-    }
-    out.0
+    out.into_map()
 }
 
 /// Per queue item, the person's newest answer and its stamp.
@@ -74,7 +73,7 @@ pub type LatestAnswers = BTreeMap<String, (Answer, NaiveDateTime)>;
 
 /// [`answers`] fed the lines one at a time.
 #[derive(Debug, Default, Clone)]
-pub struct Answers(BTreeMap<String, (Answer, NaiveDateTime)>);
+pub struct Answers(LatestAnswers);
 
 impl Answers {
     /// Takes in the next line.
@@ -104,7 +103,7 @@ impl Answers {
     }
 
     /// The newest answer of each key, with its stamp.
-    pub fn into_map(self) -> BTreeMap<String, (Answer, NaiveDateTime)> {
+    pub fn into_map(self) -> LatestAnswers {
         self.0
     }
 }
