@@ -513,18 +513,23 @@ pub struct ChronicleContext<'a> {
 /// C001–C008 for one line, in code order. A line that fails C001 or C003 gets only that
 /// finding: its other fields cannot be trusted.
 pub fn validate(line: &Line, ctx: &ChronicleContext<'_>) -> Vec<Finding> {
-    validate_line(line.number, &line.text, ctx)
+    validate_line(line.number, &line.text, ctx).0
 }
 
-/// [`validate`] of line `number`, `text`, borrowed (a reader that feeds lines one at a time).
-fn validate_line(number: usize, text: &str, ctx: &ChronicleContext<'_>) -> Vec<Finding> {
+/// [`validate`] of line `number`, `text`, borrowed (a reader that feeds lines one at a time),
+/// with the line's stamp when it parses (so a caller need not parse it again).
+fn validate_line(
+    number: usize,
+    text: &str,
+    ctx: &ChronicleContext<'_>,
+) -> (Vec<Finding>, Option<NaiveDateTime>) {
     let shown = text;
     let at = Some(number);
     let entry = match parse_entry(text) {
         Ok(e) => e,
         Err(e) => {
             let example = example_from(text, &ctx.now);
-            return vec![Finding::error(
+            let found = Finding::error(
                 e.code,
                 ctx.path,
                 at,
@@ -532,7 +537,8 @@ fn validate_line(number: usize, text: &str, ctx: &ChronicleContext<'_>) -> Vec<F
                     "`{shown}`: {}. A chronicle line reads `{example}`",
                     e.reason
                 ),
-            )];
+            );
+            return (vec![found], None);
         }
     };
     let mut out = Vec::new();
@@ -664,7 +670,7 @@ fn validate_line(number: usize, text: &str, ctx: &ChronicleContext<'_>) -> Vec<F
             ),
         ));
     }
-    out
+    (out, Some(entry.stamp))
 }
 
 /// Validates lines in order, carrying "the newest earlier line" from `ctx.newest_earlier`.
@@ -712,11 +718,11 @@ impl<'a> Validation<'a> {
             newest_earlier: self.newest,
             now: self.now,
         };
-        let found = validate_line(number, text, &ctx);
-        if let Ok(e) = parse_entry(text) {
+        let (found, stamp) = validate_line(number, text, &ctx);
+        if let Some(stamp) = stamp {
             let limit = self.now.now + Duration::minutes(FUTURE_TOLERANCE_MINUTES);
-            if e.stamp <= limit && self.newest.is_none_or(|n| e.stamp > n) {
-                self.newest = Some(e.stamp);
+            if stamp <= limit && self.newest.is_none_or(|n| stamp > n) {
+                self.newest = Some(stamp);
             }
         }
         found
