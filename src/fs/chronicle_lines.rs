@@ -1,9 +1,9 @@
 //! A chronicle file read from disk one line at a time, for a reader that shows a few lines of
 //! a file of any size (the dashboard's chronicle page, its search) or sums them up ([`Files`],
-//! the dashboard's snapshot): it holds one line and a read buffer, never the file. Lines are those `protocol::chronicle::scan` gives (frontmatter
-//! and blank lines skipped, the line end taken off, a last line without its newline left out),
-//! with the same numbers, and each comes with the [`Position`] it starts at, so a second read
-//! can start there instead of at the top.
+//! the dashboard's snapshot): it holds one line and a read buffer, never the file. Lines are
+//! those `protocol::chronicle::scan` gives (frontmatter and blank lines skipped, the line end
+//! taken off, a last line without its newline left out), with the same numbers, and each comes
+//! with the [`Position`] it starts at, so a second read can start there instead of at the top.
 
 use crate::protocol::finding::Finding;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
