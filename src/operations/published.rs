@@ -396,7 +396,7 @@ impl SettledFindings {
     }
 
     /// Forgets what the file in `slot` holds; whether it held something.
-    pub fn remove(&mut self, slot: u32) -> bool {
+    fn remove(&mut self, slot: u32) -> bool {
         if self.list.0.get(slot).is_none() {
             return false;
         }
