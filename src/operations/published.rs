@@ -740,12 +740,7 @@ impl KeptPolis {
                     .settled
                     .paths()
                     .map(|rel| snapshot::Entry {
-                        stem: rel
-                            .rsplit('/')
-                            .next()
-                            .and_then(|name| name.strip_suffix(".md"))
-                            .unwrap_or(rel)
-                            .to_string(),
+                        stem: crate::protocol::layout::record_stem(rel).to_string(),
                         rel: rel.to_string(),
                     })
                     .collect();
