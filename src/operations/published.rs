@@ -396,7 +396,7 @@ impl SettledFindings {
     }
 
     /// Forgets what the file in `slot` holds; whether it held something.
-    pub fn remove(&mut self, slot: u32) -> bool {
+    fn remove(&mut self, slot: u32) -> bool {
         if self.list.0.get(slot).is_none() {
             return false;
         }
@@ -740,12 +740,7 @@ impl KeptPolis {
                     .settled
                     .paths()
                     .map(|rel| snapshot::Entry {
-                        stem: rel
-                            .rsplit('/')
-                            .next()
-                            .and_then(|name| name.strip_suffix(".md"))
-                            .unwrap_or(rel)
-                            .to_string(),
+                        stem: crate::protocol::layout::record_stem(rel).to_string(),
                         rel: rel.to_string(),
                     })
                     .collect();

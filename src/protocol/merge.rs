@@ -507,7 +507,8 @@ pub fn merge_inbox(base: Option<&str>, ours: &str, theirs: &str, elsewhere: &[&s
 }
 
 // ---------------------------------------------------------------------------------------------
-// Duplicates that arrived anyway
+// Reflection's drafts
+
 /// Two machines' reflection drafts of one proposal: each daemon drafted it from the evidence
 /// it had seen, so the bytes differ though the proposal is one. The draft with more evidence
 /// is kept (equal counts: the greater text), the same choice on every machine whichever side
@@ -550,6 +551,9 @@ pub fn merge_drafts(ours: &str, theirs: &str) -> Option<Merged> {
         report,
     })
 }
+
+// ---------------------------------------------------------------------------------------------
+// Duplicates that arrived anyway
 
 /// P024 for every polisd id marker (`<!-- polisd:<kind>:<16 hex> -->`) seen a second time
 /// across `files` (path, text), in the order given (archives before the current chronicle):

@@ -520,15 +520,6 @@ fn thompson(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
     finish(input, winner, winner != greedy, seen, reason)
 }
 
-/// The posterior of one citizen's expected quality on the contract: (mean, spread of the
-/// mean, settlements seen on its tags).
-///
-/// One Kalman filter per citizen over the tags its relevant settlements touch: the state is
-/// its expected quality on each tag, starting at the self-rating; a settlement observes the
-/// mean over the contract's tags plus noise, so a two-tag contract teaches about both tags
-/// jointly instead of crediting each with the whole quality; and every settlement anywhere in
-/// the polis widens each tag by [`PosteriorParams::drift`] (a random walk), so old evidence
-/// weighs less than new and a citizen not seen for a while is uncertain again.
 /// Solves `a·x = b` for each right-hand side `b`, `a` symmetric positive definite (d×d, row
 /// major), by Cholesky; `a` is overwritten by its factor.
 fn cholesky_solve(a: &mut [f64], d: usize, rhs: &[&[f64]]) -> Vec<Vec<f64>> {
