@@ -5,6 +5,8 @@
 //! generator; [`recommend`] scores and picks.
 pub mod stats;
 
+pub mod estimate;
+pub mod history;
 pub mod overrides;
 pub mod policy;
 pub mod rules;

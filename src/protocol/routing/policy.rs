@@ -7,113 +7,15 @@
 //! follow the reference bench.s formulas exactly; `posterior` (the default) is polisd's own, described on
 //! [`Policy::Posterior`].
 
+use crate::protocol::routing::estimate;
+pub use crate::protocol::routing::estimate::PosteriorParams;
+pub use crate::protocol::routing::history::{History, Outcome};
 use crate::protocol::routing::score::{Candidate, Score};
-use crate::protocol::routing::stats::Settlement;
 use crate::protocol::settings::Weights;
 use rand::rngs::StdRng;
 use rand::{Rng, RngCore, SeedableRng};
-use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
-
-/// One settled contract as a policy sees it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    pub citizen: String,
-    /// The contract's required tags, duplicates removed.
-    pub tags: Vec<String>,
-    /// The settled quality, 1–5 (SPEC §6 step 2).
-    pub quality: f64,
-}
-
-/// What the polis has learned: settled outcomes in settlement order, and per tag and citizen
-/// the `contracts_completed` count (the same numbers `routing_stats.yml` holds).
-#[derive(Debug, Clone, Default)]
-pub struct History {
-    outcomes: Vec<Outcome>,
-    completed: HashMap<(String, String), u64>,
-    // (citizen, tag) -> indexes into `outcomes`, oldest first; keeps a pick O(a citizen's
-    // settlements).
-    evidence: HashMap<(String, String), Vec<usize>>,
-}
-
-impl History {
-    pub fn new() -> History {
-        History::default()
-    }
-
-    /// Builds the history from settled outcomes already in settlement order (SPEC §6 step 4).
-    pub fn from_outcomes(outcomes: impl IntoIterator<Item = Outcome>) -> History {
-        let mut history = History::new();
-        for outcome in outcomes {
-            history.record(outcome);
-        }
-        history
-    }
-
-    /// Builds the history from the settlements reconcile reads (`contract::read_settled`),
-    /// which must already be in replay order (SPEC §6 step 4), oldest first.
-    pub fn from_settlements<'s>(settlements: impl IntoIterator<Item = &'s Settlement>) -> History {
-        History::from_outcomes(settlements.into_iter().map(|s| Outcome {
-            citizen: s.owner.clone(),
-            tags: s.tags.clone(),
-            quality: f64::from(s.quality),
-        }))
-    }
-
-    /// Appends the newest settlement; counts it once per distinct tag, as reconcile does.
-    pub fn record(&mut self, mut outcome: Outcome) {
-        let mut seen: Vec<String> = Vec::with_capacity(outcome.tags.len());
-        for tag in outcome.tags.drain(..) {
-            if !seen.contains(&tag) {
-                seen.push(tag);
-            }
-        }
-        outcome.tags = seen;
-        let index = self.outcomes.len();
-        for tag in &outcome.tags {
-            let key = (tag.clone(), outcome.citizen.clone());
-            *self.completed.entry(key).or_insert(0) += 1;
-            self.evidence
-                .entry((outcome.citizen.clone(), tag.clone()))
-                .or_default()
-                .push(index);
-        }
-        self.outcomes.push(outcome);
-    }
-
-    /// Replaces a `contracts_completed` count, for callers whose counts come from
-    /// `routing_stats.yml` rather than from the outcomes they hold.
-    pub fn set_completed(&mut self, tag: &str, citizen: &str, n: u64) {
-        self.completed
-            .insert((tag.to_string(), citizen.to_string()), n);
-    }
-
-    /// `contracts_completed` of `citizen` on `tag` (0 when never seen).
-    pub fn completed(&self, tag: &str, citizen: &str) -> u64 {
-        self.completed
-            .get(&(tag.to_string(), citizen.to_string()))
-            .copied()
-            .unwrap_or(0)
-    }
-
-    pub fn outcomes(&self) -> &[Outcome] {
-        &self.outcomes
-    }
-
-    /// Indexes into `outcomes` of every settlement of `citizen`, oldest first.
-    fn settled_by(&self, citizen: &str) -> Vec<usize> {
-        let mut settled: Vec<usize> = self
-            .evidence
-            .iter()
-            .filter(|((c, _), _)| c == citizen)
-            .flat_map(|(_, indexes)| indexes.iter().copied())
-            .collect();
-        settled.sort_unstable();
-        settled.dedup();
-        settled
-    }
-}
 
 /// Everything a policy needs for one contract.
 #[derive(Debug, Clone, Copy)]
@@ -203,12 +105,14 @@ pub enum Policy {
     /// A draw from N(total, σ(n_i)), σ(0) = 2, σ(n) = √2/√n; the highest draw wins.
     Thompson,
     /// polisd's default. Per citizen, one estimate of its expected settlement quality (1–5)
-    /// on every tag it has settled work on: each tag starts at the citizen's self-rating for
-    /// it, held as loosely as one settlement ([`PosteriorParams::prior_weight`]); a settlement
-    /// observes the mean over its tags, so a two-tag settlement teaches about both jointly
-    /// and work on one tag alone tells how to credit the other; older settlements count as
-    /// noisier ([`PosteriorParams::drift`]), so recent work outweighs old and a citizen who
-    /// got better or worse is noticed. The contract's posterior is the mean over its tags.
+    /// on every tag it has settled work on ([`estimate`]): each tag starts at the citizen's
+    /// self-rating for it, held as loosely as one settlement ([`PosteriorParams::prior_weight`]);
+    /// a settlement observes the mean over its tags, so a two-tag settlement teaches about both
+    /// jointly and work on one tag alone tells how to credit the other; older settlements count
+    /// as noisier ([`PosteriorParams::drift`]), so recent work outweighs old. A citizen that
+    /// changed at once (a new model behind the card) is noticed too: the estimate also weighs
+    /// the chance that its work changed at one of its latest settlements, or unseen since the
+    /// polis last gave it work. The contract's posterior is the mean over its tags.
     /// On `explore_rate` of the turns (an exploration turn) one draw from it (Thompson
     /// sampling, spread scaled by [`PosteriorParams::sample_scale`]) stands in for H and S;
     /// on the others its mean plus [`PosteriorParams::optimism`] spreads does, so a clear
@@ -286,39 +190,6 @@ impl FromStr for Policy {
             .into_iter()
             .find(|p| p.name() == s.trim())
             .ok_or_else(|| UnknownPolicy(s.to_string()))
-    }
-}
-
-/// Tuning of [`Policy::Posterior`]. The defaults are the values the routing bench was run with
-/// (docs/performance.md, routing); they are in quality points (1–5).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PosteriorParams {
-    /// How many settlements the self-rating is worth as a prior.
-    pub prior_weight: f64,
-    /// Spread of one settlement's quality around the citizen's expected quality.
-    pub noise: f64,
-    /// How fast old work loses weight: a settlement `age` settlements ago (anywhere in the
-    /// polis) counts as if its noise variance were `noise² + drift²·age`.
-    pub drift: f64,
-    /// Multiplies the posterior spread when sampling on an exploration turn.
-    pub sample_scale: f64,
-    /// Spreads added to the mean on exploit turns (optimism under uncertainty), so a citizen
-    /// the polis knows little about is preferred over an equal-looking one it knows well.
-    pub optimism: f64,
-    /// Width, in spreads, of the interval that makes a leader clear (1.96: 95 %).
-    pub leader_z: f64,
-}
-
-impl Default for PosteriorParams {
-    fn default() -> Self {
-        PosteriorParams {
-            prior_weight: 1.0,
-            noise: 0.7,
-            drift: 0.015,
-            sample_scale: 0.3,
-            optimism: 0.5,
-            leader_z: 1.96,
-        }
     }
 }
 
@@ -520,128 +391,14 @@ fn thompson(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
     finish(input, winner, winner != greedy, seen, reason)
 }
 
-/// Solves `a·x = b` for each right-hand side `b`, `a` symmetric positive definite (d×d, row
-/// major), by Cholesky; `a` is overwritten by its factor.
-fn cholesky_solve(a: &mut [f64], d: usize, rhs: &[&[f64]]) -> Vec<Vec<f64>> {
-    for j in 0..d {
-        let mut diag = a[j * d + j];
-        for k in 0..j {
-            diag -= a[j * d + k] * a[j * d + k];
-        }
-        // The prior keeps `a` positive definite; the floor only guards rounding.
-        let diag = diag.max(1e-12).sqrt();
-        a[j * d + j] = diag;
-        for i in j + 1..d {
-            let mut v = a[i * d + j];
-            for k in 0..j {
-                v -= a[i * d + k] * a[j * d + k];
-            }
-            a[i * d + j] = v / diag;
-        }
-    }
-    rhs.iter()
-        .map(|b| {
-            let mut y = b.to_vec();
-            for i in 0..d {
-                for k in 0..i {
-                    y[i] -= a[i * d + k] * y[k];
-                }
-                y[i] /= a[i * d + i];
-            }
-            for i in (0..d).rev() {
-                for k in i + 1..d {
-                    y[i] -= a[k * d + i] * y[k];
-                }
-                y[i] /= a[i * d + i];
-            }
-            y
-        })
-        .collect()
-}
-
-/// The posterior of one citizen's expected quality on the contract: (mean, spread of the
-/// mean, settlements seen on its tags).
-///
-/// One estimate over every tag the citizen has settled work on: each tag starts at the
-/// citizen's own self-rating for it (the card's, else the router's S), held as loosely as
-/// [`PosteriorParams::prior_weight`] settlements; a settlement observes the mean of its tags,
-/// so a two-tag settlement teaches about both jointly, and what the citizen did on the other
-/// tag alone tells how much of the quality to credit to this one; older settlements count as
-/// noisier ([`PosteriorParams::drift`]), so recent work outweighs old. Solved in information
-/// form (the normal equations), so the cost is the citizen's settlements plus a small solve.
-fn contract_posterior(
-    input: &PolicyInput<'_>,
-    params: &PosteriorParams,
-    s: &Score,
-) -> (f64, f64, f64) {
-    let history = input.history;
-    // The router's S is the mean self-rating over the contract's tags, /5 (missing = 0).
-    let fallback = 5.0 * s.self_rating;
-    let card = input.cards.iter().find(|c| c.id == s.citizen);
-    let prior_mean = |tag: &str| match card {
-        Some(c) => c.self_ratings.get(tag).copied().unwrap_or(0.0),
-        None => fallback,
-    };
-    let prior_var = params.noise * params.noise / params.prior_weight;
-    if input.tags.is_empty() {
-        return (fallback, prior_var.sqrt(), 0.0);
-    }
-    let settled = history.settled_by(&s.citizen);
-    // The contract's tags first, then every other tag the citizen settled.
-    let mut local: Vec<&str> = input.tags.iter().map(String::as_str).collect();
-    for &i in &settled {
-        for t in &history.outcomes[i].tags {
-            if !local.contains(&t.as_str()) {
-                local.push(t);
-            }
-        }
-    }
-    let d = local.len();
-    let mut info = vec![0.0; d * d];
-    let mut eta = vec![0.0; d];
-    for (j, t) in local.iter().enumerate() {
-        info[j * d + j] = 1.0 / prior_var;
-        eta[j] = prior_mean(t) / prior_var;
-    }
-    let n = history.outcomes.len();
-    let mut on_contract = 0usize;
-    let mut idx: Vec<usize> = Vec::new();
-    for &i in &settled {
-        let outcome = &history.outcomes[i];
-        idx.clear();
-        idx.extend(
-            outcome
-                .tags
-                .iter()
-                .filter_map(|t| local.iter().position(|l| l == t)),
-        );
-        if idx.iter().any(|&j| j < input.tags.len()) {
-            on_contract += 1;
-        }
-        let k = outcome.tags.len() as f64;
-        let var = params.noise * params.noise + params.drift * params.drift * (n - i) as f64;
-        for &a in &idx {
-            for &b in &idx {
-                info[a * d + b] += 1.0 / (k * k * var);
-            }
-            eta[a] += outcome.quality / (k * var);
-        }
-    }
-    let k = input.tags.len();
-    let mut weights = vec![0.0; d];
-    weights[..k].iter_mut().for_each(|w| *w = 1.0 / k as f64);
-    let solved = cholesky_solve(&mut info, d, &[&eta, &weights]);
-    let dot = |x: &[f64]| x[..k].iter().map(|v| v / k as f64).sum::<f64>();
-    let (mean, var) = (dot(&solved[0]), dot(&solved[1]));
-    (mean, var.max(0.0).sqrt(), on_contract as f64)
-}
-
 /// One candidate as the posterior policy sees it, in the score's units (0–1 per weight).
 struct Belief {
     /// Posterior mean quality (1–5) and its spread.
     mean: f64,
     spread: f64,
     evidence: f64,
+    /// How likely it is that the citizen changed (see [`estimate`]).
+    changed: f64,
     /// Cost fit, availability and lessons, weighted as the score weighs them.
     rest: f64,
 }
@@ -660,11 +417,12 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
         .scores
         .iter()
         .map(|s| {
-            let (mean, spread, evidence) = contract_posterior(input, params, s);
+            let e = estimate::estimate(input.tags, input.history, input.cards, params, s);
             Belief {
-                mean,
-                spread,
-                evidence,
+                mean: e.mean,
+                spread: e.spread,
+                evidence: e.evidence,
+                changed: e.changed,
                 rest: w.cost * s.cost_fit + w.avail * s.availability + s.lessons,
             }
         })
@@ -716,6 +474,7 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
                     ("posterior_mean", b.mean),
                     ("spread", b.spread),
                     ("settlements", b.evidence),
+                    ("changed", b.changed),
                     ("sample", samples[i]),
                     ("cost_avail_lessons", b.rest),
                 ],
@@ -724,10 +483,16 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
         })
         .collect();
     let b = &beliefs[winner];
-    let quality = format!(
+    let mut quality = format!(
         "posterior mean quality {:.2} ± {:.2} after {} settlements on these tags",
         b.mean, b.spread, b.evidence
     );
+    if b.changed >= 0.5 {
+        quality.push_str(&format!(
+            " (its record says it has likely changed, p {:.2}, so its latest work counts most)",
+            b.changed
+        ));
+    }
     let reason = if !explore_turn {
         format!(
             "exploit (the {:.0}% of turns that take the best estimate): highest value {:.3} (mean + {} spread), {quality}; decided by {}{}",
@@ -906,18 +671,6 @@ mod tests {
     }
 
     #[test]
-    fn history_counts_each_distinct_tag_once() {
-        let h = History::from_outcomes([Outcome {
-            citizen: "agent-a".into(),
-            tags: vec!["x".into(), "x".into(), "y".into()],
-            quality: 4.0,
-        }]);
-        assert_eq!(h.completed("x", "agent-a"), 1);
-        assert_eq!(h.completed("y", "agent-a"), 1);
-        assert_eq!(h.completed("z", "agent-a"), 0);
-    }
-
-    #[test]
     fn standard_normal_has_unit_moments() {
         let mut rng = Fixed(3);
         let n = 20_000;
@@ -1057,34 +810,5 @@ mod tests {
         assert!(text.contains("agent-b") && text.contains("agent-c"));
         assert!(text.contains("posterior_mean") && text.contains("sample"));
         assert!(text.contains(&format!("-> {}", pick.citizen.unwrap())));
-    }
-
-    #[test]
-    fn history_from_settlements_counts_like_reconcile() {
-        let settled = [
-            Settlement {
-                owner: "agent-a".into(),
-                tags: vec!["py".into(), "go".into()],
-                quality: 4,
-                ..Settlement::default()
-            },
-            Settlement {
-                owner: "agent-a".into(),
-                tags: vec!["py".into()],
-                quality: 2,
-                ..Settlement::default()
-            },
-        ];
-        let h = History::from_settlements(&settled);
-        let st = crate::protocol::routing::stats::reconcile(
-            &settled,
-            &crate::yaml::Value::Null,
-            &crate::yaml::Value::Null,
-        );
-        for tag in ["py", "go"] {
-            let n = st.citizen(tag, "agent-a").unwrap().contracts_completed;
-            assert_eq!(h.completed(tag, "agent-a"), n);
-        }
-        assert_eq!(h.outcomes()[1].quality, 2.0);
     }
 }

@@ -1,0 +1,491 @@
+//! What a citizen's record says about the quality it will deliver on one contract: the
+//! posterior that [`Policy::Posterior`](super::policy::Policy::Posterior) ranks by.
+//!
+//! One estimate over every tag the citizen has settled work on. Each tag starts at the
+//! citizen's own self-rating for it (the card's, else the router's S), held as loosely as
+//! [`PosteriorParams::prior_weight`] settlements. A settlement observes the mean of its tags, so
+//! a two-tag settlement teaches about both jointly, and what the citizen did on the other tag
+//! alone tells how much of the quality to credit to this one. Older settlements count as
+//! noisier ([`PosteriorParams::drift`]), so recent work outweighs old.
+//!
+//! A citizen can also change at once: a new model behind the card, a new person. So the
+//! estimate is a mixture over when that happened, if it did:
+//! - never: the whole record, as above;
+//! - at one of its latest [`PosteriorParams::change_window`] settlements: the work from there
+//!   on alone, from a looser prior ([`PosteriorParams::changed_prior_weight`]), since the card
+//!   may not have caught up. A priori each such settlement is a change with odds
+//!   [`PosteriorParams::change_odds`]; the record then weighs each split by how much better
+//!   the work before and after it fits two separate estimates than one;
+//! - since its last settlement, unseen: the loose prior alone, with odds that grow with every
+//!   contract the polis settled without it ([`PosteriorParams::unseen_change_odds`]). This is
+//!   what sends a citizen the polis stopped picking back to work now and then.
+//!
+//! Every part is Gaussian and solved in information form (the normal equations); a split's two
+//! sides are built by adding settlements one at a time, so the cost is the citizen's
+//! settlements plus two small solves per split.
+
+use crate::protocol::routing::history::History;
+use crate::protocol::routing::score::{Candidate, Score};
+
+/// Tuning of [`Policy::Posterior`](super::policy::Policy::Posterior). The defaults are the
+/// values the routing bench was run with (docs/performance.md, routing); they are in quality
+/// points (1–5).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PosteriorParams {
+    /// How many settlements the self-rating is worth as a prior.
+    pub prior_weight: f64,
+    /// Spread of one settlement's quality around the citizen's expected quality.
+    pub noise: f64,
+    /// How fast old work loses weight: a settlement `age` settlements ago (anywhere in the
+    /// polis) counts as if its noise variance were `noise² + drift²·age`.
+    pub drift: f64,
+    /// Multiplies the posterior spread when sampling on an exploration turn.
+    pub sample_scale: f64,
+    /// Spreads added to the mean on exploit turns (optimism under uncertainty), so a citizen
+    /// the polis knows little about is preferred over an equal-looking one it knows well.
+    pub optimism: f64,
+    /// Width, in spreads, of the interval that makes a leader clear (1.96: 95 %).
+    pub leader_z: f64,
+    /// Prior odds that a citizen changed (a new model, a new person behind the card) at any
+    /// one of its latest settlements.
+    pub change_odds: f64,
+    /// How many of a citizen's latest settlements may be where it changed.
+    pub change_window: usize,
+    /// Prior odds, per contract the polis settled since a citizen's last settlement, that it
+    /// changed unseen.
+    pub unseen_change_odds: f64,
+    /// How many settlements the self-rating is worth as a prior after a change: less than
+    /// before, since the card may not have caught up.
+    pub changed_prior_weight: f64,
+}
+
+impl PosteriorParams {
+    /// The defaults, as a constant.
+    pub const DEFAULT: PosteriorParams = PosteriorParams {
+        prior_weight: 1.0,
+        noise: 0.7,
+        drift: 0.015,
+        sample_scale: 0.3,
+        optimism: 0.5,
+        leader_z: 1.96,
+        change_odds: 0.005,
+        change_window: 30,
+        unseen_change_odds: 0.0015,
+        changed_prior_weight: 0.3,
+    };
+}
+
+impl Default for PosteriorParams {
+    fn default() -> Self {
+        PosteriorParams::DEFAULT
+    }
+}
+
+/// The posterior of one citizen's expected quality (1–5) on the contract.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Estimate {
+    pub mean: f64,
+    /// The spread (standard deviation) of the mean.
+    pub spread: f64,
+    /// Settlements seen on the contract's tags.
+    pub evidence: f64,
+    /// How likely it is that the citizen changed, seen in its latest work or unseen since.
+    pub changed: f64,
+}
+
+/// One settlement as a row of the normal equations.
+struct Row {
+    /// The local columns of its tags; each carries 1/len of the quality.
+    columns: Vec<usize>,
+    noise_var: f64,
+    quality: f64,
+}
+
+/// What a prior or some settlements add to the normal equations. Additive, so the two sides
+/// of a split grow one settlement at a time.
+#[derive(Clone)]
+struct Terms {
+    /// The information matrix, d×d row major.
+    info: Vec<f64>,
+    eta: Vec<f64>,
+    /// Σ y²/σ² (for the prior, Σ m²/σ²).
+    squares: f64,
+    /// Σ ln σ².
+    log_vars: f64,
+}
+
+impl Terms {
+    fn empty(d: usize) -> Terms {
+        Terms {
+            info: vec![0.0; d * d],
+            eta: vec![0.0; d],
+            squares: 0.0,
+            log_vars: 0.0,
+        }
+    }
+
+    fn add(&mut self, d: usize, row: &Row) {
+        let share = 1.0 / row.columns.len().max(1) as f64;
+        let v = row.noise_var;
+        for &a in &row.columns {
+            for &b in &row.columns {
+                self.info[a * d + b] += share * share / v;
+            }
+            self.eta[a] += share * row.quality / v;
+        }
+        self.squares += row.quality * row.quality / v;
+        self.log_vars += v.ln();
+    }
+}
+
+/// One part of the mixture: the contract's mean and its variance, and the log evidence of the
+/// settlements it was fitted to (up to a constant every part shares).
+#[derive(Debug, Clone, Copy)]
+struct Fit {
+    mean: f64,
+    var: f64,
+    log_evidence: f64,
+}
+
+/// The prior over the citizen's local tags and the contract's weights on them.
+struct Model {
+    d: usize,
+    prior: Terms,
+    /// 1/k on each of the contract's k tags, 0 elsewhere.
+    weights: Vec<f64>,
+}
+
+impl Model {
+    /// The posterior from `data`, with the prior's variances multiplied by `looseness`.
+    fn fit(&self, data: &Terms, looseness: f64) -> Fit {
+        let d = self.d;
+        let mut info: Vec<f64> = self.prior.info.iter().map(|v| v / looseness).collect();
+        let mut eta: Vec<f64> = self.prior.eta.iter().map(|v| v / looseness).collect();
+        for (x, y) in info.iter_mut().zip(&data.info) {
+            *x += y;
+        }
+        for (x, y) in eta.iter_mut().zip(&data.eta) {
+            *x += y;
+        }
+        let solved = cholesky_solve(&mut info, d, &[&eta, &self.weights]);
+        // `info` now holds its Cholesky factor, whose diagonal gives the log determinant.
+        let log_det_info: f64 = (0..d).map(|j| 2.0 * info[j * d + j].ln()).sum();
+        let explained: f64 = eta.iter().zip(&solved[0]).map(|(a, b)| a * b).sum();
+        let prior_log_vars = self.prior.log_vars + d as f64 * looseness.ln();
+        let squares = self.prior.squares / looseness + data.squares;
+        let dot = |v: &[f64]| v.iter().zip(&self.weights).map(|(a, b)| a * b).sum::<f64>();
+        Fit {
+            mean: dot(&solved[0]),
+            var: dot(&solved[1]).max(0.0),
+            log_evidence: -0.5
+                * (squares - explained + prior_log_vars + data.log_vars + log_det_info),
+        }
+    }
+}
+
+/// The estimate of `s`'s citizen on a contract with these `tags` (duplicates removed), from
+/// the polis's `history` and the citizens' `cards` (which may be empty).
+pub(super) fn estimate(
+    tags: &[String],
+    history: &History,
+    cards: &[Candidate],
+    params: &PosteriorParams,
+    s: &Score,
+) -> Estimate {
+    // The router's S is the mean self-rating over the contract's tags, /5 (missing = 0).
+    let fallback = 5.0 * s.self_rating;
+    let card = cards.iter().find(|c| c.id == s.citizen);
+    let prior_mean = |tag: &str| match card {
+        Some(c) => c.self_ratings.get(tag).copied().unwrap_or(0.0),
+        None => fallback,
+    };
+    let prior_var = params.noise * params.noise / params.prior_weight;
+    if tags.is_empty() {
+        return Estimate {
+            mean: fallback,
+            spread: prior_var.sqrt(),
+            evidence: 0.0,
+            changed: 0.0,
+        };
+    }
+    let outcomes = history.outcomes();
+    let settled = history.settled_by(&s.citizen);
+    // The contract's tags first, then every other tag the citizen settled.
+    let mut local: Vec<&str> = tags.iter().map(String::as_str).collect();
+    for &i in &settled {
+        for t in &outcomes[i].tags {
+            if !local.contains(&t.as_str()) {
+                local.push(t);
+            }
+        }
+    }
+    let d = local.len();
+    let mut prior = Terms::empty(d);
+    for (j, t) in local.iter().enumerate() {
+        let m = prior_mean(t);
+        prior.info[j * d + j] = 1.0 / prior_var;
+        prior.eta[j] = m / prior_var;
+        prior.squares += m * m / prior_var;
+        prior.log_vars += prior_var.ln();
+    }
+    let k = tags.len();
+    let mut weights = vec![0.0; d];
+    weights[..k].iter_mut().for_each(|w| *w = 1.0 / k as f64);
+    let model = Model { d, prior, weights };
+
+    let n = outcomes.len();
+    let rows: Vec<Row> = settled
+        .iter()
+        .map(|&i| Row {
+            columns: outcomes[i]
+                .tags
+                .iter()
+                .filter_map(|t| local.iter().position(|l| l == t))
+                .collect(),
+            noise_var: params.noise * params.noise + params.drift * params.drift * (n - i) as f64,
+            quality: outcomes[i].quality,
+        })
+        .collect();
+    let evidence = rows
+        .iter()
+        .filter(|r| r.columns.iter().any(|&j| j < k))
+        .count() as f64;
+
+    // (prior odds, fit) per part; the first is "never changed".
+    let m = rows.len();
+    let first_split = m.saturating_sub(params.change_window).max(1);
+    let splits = if params.change_odds > 0.0 {
+        first_split..m
+    } else {
+        m..m
+    };
+    let mut before = Terms::empty(d);
+    let mut before_evidence = Vec::with_capacity(splits.len());
+    for (i, row) in rows.iter().enumerate() {
+        if splits.contains(&i) {
+            before_evidence.push(model.fit(&before, 1.0).log_evidence);
+        }
+        before.add(d, row);
+    }
+    let whole = model.fit(&before, 1.0);
+    let looseness = params.prior_weight / params.changed_prior_weight;
+    let mut parts = vec![(1.0, whole)];
+    let mut after = Terms::empty(d);
+    for split in splits.clone().rev() {
+        after.add(d, &rows[split]);
+        let fit = model.fit(&after, looseness);
+        let both = before_evidence[split - splits.start] + fit.log_evidence;
+        parts.push((
+            params.change_odds,
+            Fit {
+                log_evidence: both,
+                ..fit
+            },
+        ));
+    }
+    if params.unseen_change_odds > 0.0 {
+        let last = settled.last().map_or(0, |&i| i + 1);
+        let quiet = (n - last) as f64;
+        let fresh = model.fit(&Terms::empty(d), looseness);
+        parts.push((
+            params.unseen_change_odds * quiet,
+            Fit {
+                log_evidence: whole.log_evidence,
+                ..fresh
+            },
+        ));
+    }
+    mixture(&parts, evidence)
+}
+
+/// The mean and spread of a mixture of Gaussian parts, each weighed by its prior odds times
+/// its evidence; the first part is "never changed".
+fn mixture(parts: &[(f64, Fit)], evidence: f64) -> Estimate {
+    let top = parts
+        .iter()
+        .map(|(_, f)| f.log_evidence)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let weights: Vec<f64> = parts
+        .iter()
+        .map(|(odds, f)| odds * (f.log_evidence - top).exp())
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let (mut mean, mut second) = (0.0, 0.0);
+    for (w, (_, f)) in weights.iter().zip(parts) {
+        mean += w / total * f.mean;
+        second += w / total * (f.var + f.mean * f.mean);
+    }
+    Estimate {
+        mean,
+        spread: (second - mean * mean).max(0.0).sqrt(),
+        evidence,
+        changed: 1.0 - weights[0] / total,
+    }
+}
+
+/// Solves `a·x = b` for each right-hand side `b`, `a` symmetric positive definite (d×d, row
+/// major), by Cholesky; `a` is overwritten by its factor.
+fn cholesky_solve(a: &mut [f64], d: usize, rhs: &[&[f64]]) -> Vec<Vec<f64>> {
+    for j in 0..d {
+        let mut diag = a[j * d + j];
+        for k in 0..j {
+            diag -= a[j * d + k] * a[j * d + k];
+        }
+        // The prior keeps `a` positive definite; the floor only guards rounding.
+        let diag = diag.max(1e-12).sqrt();
+        a[j * d + j] = diag;
+        for i in j + 1..d {
+            let mut v = a[i * d + j];
+            for k in 0..j {
+                v -= a[i * d + k] * a[j * d + k];
+            }
+            a[i * d + j] = v / diag;
+        }
+    }
+    rhs.iter()
+        .map(|b| {
+            let mut y = b.to_vec();
+            for i in 0..d {
+                for k in 0..i {
+                    y[i] -= a[i * d + k] * y[k];
+                }
+                y[i] /= a[i * d + i];
+            }
+            for i in (0..d).rev() {
+                for k in i + 1..d {
+                    y[i] -= a[k * d + i] * y[k];
+                }
+                y[i] /= a[i * d + i];
+            }
+            y
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::routing::history::Outcome;
+
+    fn score(citizen: &str) -> Score {
+        Score {
+            citizen: citizen.to_string(),
+            historical: 0.0,
+            // A self-rating of 4 on every tag (no cards given).
+            self_rating: 0.8,
+            cost_fit: 1.0,
+            availability: 1.0,
+            lessons: 0.0,
+            applied_lessons: Vec::new(),
+            total: 0.0,
+        }
+    }
+
+    fn work(citizen: &str, tag: &str, qualities: &[f64]) -> Vec<Outcome> {
+        qualities
+            .iter()
+            .map(|&quality| Outcome {
+                citizen: citizen.to_string(),
+                tags: vec![tag.to_string()],
+                quality,
+            })
+            .collect()
+    }
+
+    fn of(history: &History, citizen: &str, params: &PosteriorParams) -> Estimate {
+        estimate(&["a".to_string()], history, &[], params, &score(citizen))
+    }
+
+    const STEADY: PosteriorParams = PosteriorParams {
+        change_odds: 0.0,
+        unseen_change_odds: 0.0,
+        ..PosteriorParams::DEFAULT
+    };
+
+    #[test]
+    fn a_citizen_that_changed_is_believed_from_its_latest_work() {
+        let mut outcomes = work("ann", "a", &[2.0; 40]);
+        outcomes.extend(work("ann", "a", &[5.0; 4]));
+        let history = History::from_outcomes(outcomes);
+        let changed = of(&history, "ann", &PosteriorParams::default());
+        let steady = of(&history, "ann", &STEADY);
+        assert!(changed.changed > 0.9, "{changed:?}");
+        assert!(changed.mean > 4.5, "{changed:?}");
+        assert!(steady.mean < 3.0 && steady.changed == 0.0, "{steady:?}");
+    }
+
+    #[test]
+    fn steady_work_is_not_taken_for_a_change() {
+        let qualities: Vec<f64> = (0..40).map(|i| [3.0, 4.0, 4.0, 3.0][i % 4]).collect();
+        let history = History::from_outcomes(work("ann", "a", &qualities));
+        let e = of(&history, "ann", &PosteriorParams::default());
+        assert!(e.changed < 0.1, "{e:?}");
+        assert!((e.mean - 3.5).abs() < 0.1, "{e:?}");
+        assert_eq!(e.evidence, 40.0);
+    }
+
+    #[test]
+    fn a_citizen_left_without_work_is_given_a_chance_again() {
+        let mut outcomes = work("ann", "a", &[2.0; 5]);
+        let just_after = History::from_outcomes(outcomes.clone());
+        outcomes.extend(work("bob", "a", &[4.0; 300]));
+        let long_after = History::from_outcomes(outcomes);
+        let params = PosteriorParams {
+            drift: 0.0,
+            ..PosteriorParams::default()
+        };
+        let (then, now) = (
+            of(&just_after, "ann", &params),
+            of(&long_after, "ann", &params),
+        );
+        assert!(then.changed < 0.05, "{then:?}");
+        assert!(now.changed > 0.3, "{now:?}");
+        assert!(now.mean > then.mean + 0.5, "{then:?} {now:?}");
+        assert!(now.spread > 2.0 * then.spread, "{then:?} {now:?}");
+        // Without unseen changes, the wait alone tells nothing.
+        let without = PosteriorParams {
+            unseen_change_odds: 0.0,
+            ..params
+        };
+        let quiet = of(&long_after, "ann", &without);
+        assert!((quiet.mean - then.mean).abs() < 1e-9, "{quiet:?}");
+    }
+
+    #[test]
+    fn the_evidence_is_the_marginal_likelihood_of_the_work() {
+        // One tag, prior N(4, v0), one settlement y with noise variance r: y ~ N(4, v0 + r).
+        let (v0, r, y) = (0.49, 0.36, 2.0);
+        let model = Model {
+            d: 1,
+            prior: Terms {
+                info: vec![1.0 / v0],
+                eta: vec![4.0 / v0],
+                squares: 16.0 / v0,
+                log_vars: v0.ln(),
+            },
+            weights: vec![1.0],
+        };
+        let mut data = Terms::empty(1);
+        data.add(
+            1,
+            &Row {
+                columns: vec![0],
+                noise_var: r,
+                quality: y,
+            },
+        );
+        for looseness in [1.0, 4.0] {
+            let fit = model.fit(&data, looseness);
+            let total = looseness * v0 + r;
+            let direct = -0.5 * ((y - 4.0) * (y - 4.0) / total + total.ln());
+            assert!(
+                (fit.log_evidence - direct).abs() < 1e-12,
+                "{fit:?} {direct}"
+            );
+            let posterior_var = 1.0 / (1.0 / (looseness * v0) + 1.0 / r);
+            assert!((fit.var - posterior_var).abs() < 1e-12);
+            let posterior_mean = posterior_var * (4.0 / (looseness * v0) + y / r);
+            assert!((fit.mean - posterior_mean).abs() < 1e-12);
+        }
+    }
+}
