@@ -1523,6 +1523,37 @@ fn reconcile_json_says_what_it_replayed_and_what_it_found() {
 }
 
 #[test]
+fn bench_routing_over_every_world_draws_every_worlds_curves() {
+    let dir = tempfile::tempdir().unwrap();
+    let curves = dir.path().join("curves.png");
+    let out = polisd_in(
+        dir.path(),
+        &[
+            "bench",
+            "routing",
+            "--seeds",
+            "0..1",
+            "--contracts",
+            "40",
+            "--plot",
+            curves.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    for name in [
+        "curves.png",
+        "curves-drift.png",
+        "curves-newcomer.png",
+        "curves-large.png",
+        "curves-teams.png",
+        "curves-churn.png",
+    ] {
+        let png = std::fs::read(dir.path().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(png.starts_with(b"\x89PNG"), "{name} is not a PNG");
+    }
+}
+
+#[test]
 fn bench_routing_json_is_every_worlds_report() {
     let dir = tempfile::tempdir().unwrap();
     let out = polisd_in(

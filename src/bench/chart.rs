@@ -84,9 +84,13 @@ pub fn line_chart(
         .map_err(|e| err(&e))?;
     if let Some(at) = marker.filter(|&at| at < n) {
         chart
-            .draw_series(LineSeries::new(
+            // Dashed and darker than the grid, as the title says, so it is not read as one
+            // of the grid's lines.
+            .draw_series(DashedLineSeries::new(
                 [(at, lo), (at, hi)],
-                RGBColor(150, 150, 150).stroke_width(1),
+                8,
+                6,
+                RGBColor(60, 60, 60).stroke_width(2),
             ))
             .map_err(|e| err(&e))?;
     }

@@ -751,7 +751,7 @@ pub fn run_all_worlds(
     for scenario in Scenario::ALL {
         let world_opts = BenchOptions {
             scenario,
-            plot: None,
+            plot: opts.plot.as_deref().map(|p| world_plot(p, scenario)),
             ..opts.clone()
         };
         reports.push(run_bench(&world_opts, out)?);
@@ -759,6 +759,20 @@ pub fn run_all_worlds(
     }
     write_summary(&reports, out)?;
     Ok(reports)
+}
+
+/// Where `run_all_worlds` draws a world's curves when asked for `path`: the default world at
+/// `path` itself, every other beside it with the world's name added (`curves-drift.png`).
+fn world_plot(path: &std::path::Path, scenario: Scenario) -> PathBuf {
+    if scenario == Scenario::Default {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{scenario}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{scenario}"),
+    };
+    path.with_file_name(name)
 }
 
 /// One row per strategy, one column per world: oracle-gain share ± its 95 % interval.
