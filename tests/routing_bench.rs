@@ -421,6 +421,39 @@ fn a_clear_leader_keeps_its_share_and_exploration_is_the_explore_rate() {
         .all(|p| p.reason.starts_with("explore")));
 }
 
+/// A citizen whose latest work breaks with its long record (a new model behind the card) wins
+/// the exploit turns on that work, and `--explain` says it has likely changed; under the
+/// record alone it would stay behind the steady citizen.
+#[test]
+fn a_citizen_that_changed_wins_on_its_latest_work_and_the_reason_says_so() {
+    let mut h = History::new();
+    for _ in 0..30 {
+        settle(&mut h, "agent-a", &["py"], 2.0);
+        settle(&mut h, "agent-b", &["py"], 4.0);
+    }
+    for _ in 0..3 {
+        settle(&mut h, "agent-a", &["py"], 5.0);
+        settle(&mut h, "agent-b", &["py"], 4.0);
+    }
+    let scores = sorted(vec![score("agent-a", 0.7), score("agent-b", 0.7)]);
+    let exploits: Vec<Pick> = (0..60)
+        .map(|seed| pick(Policy::default(), &["py"], &scores, &h, seed))
+        .filter(|p| !p.exploration)
+        .collect();
+    assert!(!exploits.is_empty());
+    for p in &exploits {
+        assert_eq!(p.citizen.as_deref(), Some("agent-a"), "{}", p.explain());
+        assert!(p.reason.contains("likely changed"), "{}", p.reason);
+        let changed = p.seen[p.seen.iter().position(|s| s.citizen == "agent-a").unwrap()]
+            .details
+            .iter()
+            .find(|(n, _)| *n == "changed")
+            .unwrap()
+            .1;
+        assert!(changed > 0.5, "{}", p.explain());
+    }
+}
+
 /// On the bench's own worlds, the share of the default policy's picks that explore is the
 /// seed's explore_rate.
 #[test]
@@ -449,7 +482,7 @@ fn seeds_ranges() {
     assert_eq!(parse_seeds("0..=19").unwrap(), 0..20);
 }
 
-/// The default policy's targets on seeds 0–19 (release build; about 30 s):
+/// The default policy's targets on seeds 0–19 (release build; about 90 s):
 /// `cargo test --release --test routing_bench -- --ignored default_policy_meets_its_targets`.
 /// At least 90 % of the oracle's gain on `default` and 85 % on `large`; after `drift`,
 /// recovered in at least 19 of 20 seeds with a median of at most 40 contracts; on every world
