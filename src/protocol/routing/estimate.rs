@@ -89,8 +89,14 @@ pub(super) struct Estimate {
     pub spread: f64,
     /// Settlements seen on the contract's tags.
     pub evidence: f64,
-    /// How likely it is that the citizen changed, seen in its latest work or unseen since.
+    /// How likely it is that the citizen changed at one of its latest settlements.
     pub changed: f64,
+    /// How likely it is that it changed unseen, since its last settlement.
+    pub unseen: f64,
+    /// Contracts the polis settled since the citizen's last settlement (all, if none).
+    pub idle: usize,
+    /// Whether the citizen has settled anything.
+    pub has_record: bool,
 }
 
 /// One settlement as a row of the normal equations.
@@ -206,6 +212,9 @@ pub(super) fn estimate(
             spread: prior_var.sqrt(),
             evidence: 0.0,
             changed: 0.0,
+            unseen: 0.0,
+            idle: 0,
+            has_record: false,
         };
     }
     let outcomes = history.outcomes();
@@ -283,24 +292,35 @@ pub(super) fn estimate(
             },
         ));
     }
+    // A citizen with no record is idle since the polis began: the longer its card has stood
+    // untested, the less it says.
+    let idle = settled.last().map_or(n, |&i| n - i - 1);
+    let seen = parts.len();
     if params.unseen_change_odds > 0.0 {
-        let last = settled.last().map_or(0, |&i| i + 1);
-        let quiet = (n - last) as f64;
         let fresh = model.fit(&Terms::empty(d), looseness);
         parts.push((
-            params.unseen_change_odds * quiet,
+            params.unseen_change_odds * idle as f64,
             Fit {
                 log_evidence: whole.log_evidence,
                 ..fresh
             },
         ));
     }
-    mixture(&parts, evidence)
+    let (mean, spread, weights) = mixture(&parts);
+    Estimate {
+        mean,
+        spread,
+        evidence,
+        changed: weights[1..seen].iter().sum(),
+        unseen: weights[seen..].iter().sum(),
+        idle,
+        has_record: !settled.is_empty(),
+    }
 }
 
 /// The mean and spread of a mixture of Gaussian parts, each weighed by its prior odds times
-/// its evidence; the first part is "never changed".
-fn mixture(parts: &[(f64, Fit)], evidence: f64) -> Estimate {
+/// its evidence, and each part's weight (they sum to 1).
+fn mixture(parts: &[(f64, Fit)]) -> (f64, f64, Vec<f64>) {
     let top = parts
         .iter()
         .map(|(_, f)| f.log_evidence)
@@ -310,17 +330,13 @@ fn mixture(parts: &[(f64, Fit)], evidence: f64) -> Estimate {
         .map(|(odds, f)| odds * (f.log_evidence - top).exp())
         .collect();
     let total: f64 = weights.iter().sum();
+    let weights: Vec<f64> = weights.iter().map(|w| w / total).collect();
     let (mut mean, mut second) = (0.0, 0.0);
     for (w, (_, f)) in weights.iter().zip(parts) {
-        mean += w / total * f.mean;
-        second += w / total * (f.var + f.mean * f.mean);
+        mean += w * f.mean;
+        second += w * (f.var + f.mean * f.mean);
     }
-    Estimate {
-        mean,
-        spread: (second - mean * mean).max(0.0).sqrt(),
-        evidence,
-        changed: 1.0 - weights[0] / total,
-    }
+    (mean, (second - mean * mean).max(0.0).sqrt(), weights)
 }
 
 /// Solves `a·x = b` for each right-hand side `b`, `a` symmetric positive definite (d×d, row
@@ -367,18 +383,9 @@ mod tests {
     use super::*;
     use crate::protocol::routing::history::Outcome;
 
+    /// A self-rating of 4 on every tag (no cards given).
     fn score(citizen: &str) -> Score {
-        Score {
-            citizen: citizen.to_string(),
-            historical: 0.0,
-            // A self-rating of 4 on every tag (no cards given).
-            self_rating: 0.8,
-            cost_fit: 1.0,
-            availability: 1.0,
-            lessons: 0.0,
-            applied_lessons: Vec::new(),
-            total: 0.0,
-        }
+        Score::plain(citizen, 0.0)
     }
 
     fn work(citizen: &str, tag: &str, qualities: &[f64]) -> Vec<Outcome> {
@@ -412,6 +419,7 @@ mod tests {
         assert!(changed.changed > 0.9, "{changed:?}");
         assert!(changed.mean > 4.5, "{changed:?}");
         assert!(steady.mean < 3.0 && steady.changed == 0.0, "{steady:?}");
+        assert_eq!((changed.unseen, changed.idle), (0.0, 0));
     }
 
     #[test]
@@ -419,7 +427,7 @@ mod tests {
         let qualities: Vec<f64> = (0..40).map(|i| [3.0, 4.0, 4.0, 3.0][i % 4]).collect();
         let history = History::from_outcomes(work("ann", "a", &qualities));
         let e = of(&history, "ann", &PosteriorParams::default());
-        assert!(e.changed < 0.1, "{e:?}");
+        assert!(e.changed < 0.1 && e.unseen == 0.0, "{e:?}");
         assert!((e.mean - 3.5).abs() < 0.1, "{e:?}");
         assert_eq!(e.evidence, 40.0);
     }
@@ -438,8 +446,9 @@ mod tests {
             of(&just_after, "ann", &params),
             of(&long_after, "ann", &params),
         );
-        assert!(then.changed < 0.05, "{then:?}");
-        assert!(now.changed > 0.3, "{now:?}");
+        assert!(then.changed + then.unseen < 0.05, "{then:?}");
+        assert!(now.unseen > 0.3 && now.changed < 0.05, "{now:?}");
+        assert_eq!(now.idle, 300);
         assert!(now.mean > then.mean + 0.5, "{then:?} {now:?}");
         assert!(now.spread > 2.0 * then.spread, "{then:?} {now:?}");
         // Without unseen changes, the wait alone tells nothing.
@@ -449,6 +458,15 @@ mod tests {
         };
         let quiet = of(&long_after, "ann", &without);
         assert!((quiet.mean - then.mean).abs() < 1e-9, "{quiet:?}");
+        // A citizen with no record: its card, untested for 305 contracts, is held loosely too.
+        let untried = of(&long_after, "cleo", &params);
+        assert!(!untried.has_record && untried.idle == 305, "{untried:?}");
+        assert!(
+            untried.unseen > 0.3 && untried.changed == 0.0,
+            "{untried:?}"
+        );
+        assert!((untried.mean - 4.0).abs() < 1e-9, "{untried:?}");
+        assert!(untried.spread > 0.7, "{untried:?}");
     }
 
     #[test]

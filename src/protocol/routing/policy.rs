@@ -397,8 +397,12 @@ struct Belief {
     mean: f64,
     spread: f64,
     evidence: f64,
-    /// How likely it is that the citizen changed (see [`estimate`]).
+    /// How likely it is that the citizen changed at one of its latest settlements, and unseen
+    /// since its last (see [`estimate`]), and the contracts since its last.
     changed: f64,
+    unseen: f64,
+    idle: usize,
+    has_record: bool,
     /// Cost fit, availability and lessons, weighted as the score weighs them.
     rest: f64,
 }
@@ -423,6 +427,9 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
                 spread: e.spread,
                 evidence: e.evidence,
                 changed: e.changed,
+                unseen: e.unseen,
+                idle: e.idle,
+                has_record: e.has_record,
                 rest: w.cost * s.cost_fit + w.avail * s.availability + s.lessons,
             }
         })
@@ -475,6 +482,7 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
                     ("spread", b.spread),
                     ("settlements", b.evidence),
                     ("changed", b.changed),
+                    ("unseen_change", b.unseen),
                     ("sample", samples[i]),
                     ("cost_avail_lessons", b.rest),
                 ],
@@ -489,8 +497,13 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
     );
     if b.changed >= 0.5 {
         quality.push_str(&format!(
-            " (its record says it has likely changed, p {:.2}, so its latest work counts most)",
+            "; its latest work breaks with its record (it has likely changed, p {:.2}), so that work counts most",
             b.changed
+        ));
+    } else if b.unseen >= 0.5 && b.has_record {
+        quality.push_str(&format!(
+            "; it has had no work for {} contracts, so it may have changed unseen (p {:.2})",
+            b.idle, b.unseen
         ));
     }
     let reason = if !explore_turn {
@@ -604,16 +617,7 @@ mod tests {
     }
 
     fn score(citizen: &str, total: f64) -> Score {
-        Score {
-            citizen: citizen.to_string(),
-            historical: 0.0,
-            self_rating: 0.8,
-            cost_fit: 1.0,
-            availability: 1.0,
-            lessons: 0.0,
-            applied_lessons: Vec::new(),
-            total,
-        }
+        Score::plain(citizen, total)
     }
 
     #[test]

@@ -226,6 +226,24 @@ pub fn adaptive_explore_rate(rate: f64, tags: &[String], stats: &RoutingStats) -
 }
 
 #[cfg(test)]
+impl Score {
+    /// A candidate with a self-rating of 4 on every tag, fitting the cost ceiling, present and
+    /// with no lessons: the policies' tests vary only what they are about.
+    pub(crate) fn plain(citizen: &str, total: f64) -> Score {
+        Score {
+            citizen: citizen.to_string(),
+            historical: 0.0,
+            self_rating: 0.8,
+            cost_fit: 1.0,
+            availability: 1.0,
+            lessons: 0.0,
+            applied_lessons: Vec::new(),
+            total,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::protocol::routing::stats::{CitizenStats, TagStats};
