@@ -307,12 +307,14 @@ pub(super) fn estimate(
         ));
     }
     let (mean, spread, weights) = mixture(&parts);
+    // An empty float sum is -0.0, which `--explain` would print as "-0.000".
+    let share = |w: &[f64]| w.iter().fold(0.0, |a, b| a + b);
     Estimate {
         mean,
         spread,
         evidence,
-        changed: weights[1..seen].iter().sum(),
-        unseen: weights[seen..].iter().sum(),
+        changed: share(&weights[1..seen]),
+        unseen: share(&weights[seen..]),
         idle,
         has_record: !settled.is_empty(),
     }
@@ -419,6 +421,10 @@ mod tests {
         assert!(changed.changed > 0.9, "{changed:?}");
         assert!(changed.mean > 4.5, "{changed:?}");
         assert!(steady.mean < 3.0 && steady.changed == 0.0, "{steady:?}");
+        assert!(
+            steady.changed.is_sign_positive(),
+            "printed as -0.000: {steady:?}"
+        );
         assert_eq!((changed.unseen, changed.idle), (0.0, 0));
     }
 
