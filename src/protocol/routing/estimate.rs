@@ -260,18 +260,24 @@ pub(super) fn estimate(
         .filter(|r| r.columns.iter().any(|&j| j < k))
         .count() as f64;
 
-    // (prior odds, fit) per part; the first is "never changed".
+    // (prior odds, fit) per part; the first is "never changed". Each split costs two solves of
+    // d×d, so past 20 tags splits are taken at a stride (the latest always), each standing
+    // for the settlements around it: a citizen with work on many tags costs about what one
+    // with 20 does.
     let m = rows.len();
+    let stride = ((d as f64 / 20.0).powi(3).ceil() as usize).max(1);
     let first_split = m.saturating_sub(params.change_window).max(1);
-    let splits = if params.change_odds > 0.0 {
-        first_split..m
+    let splits: Vec<usize> = if params.change_odds > 0.0 {
+        (first_split..m)
+            .filter(|s| (m - 1 - s).is_multiple_of(stride))
+            .collect()
     } else {
-        m..m
+        Vec::new()
     };
     let mut before = Terms::empty(d);
     let mut before_evidence = Vec::with_capacity(splits.len());
     for (i, row) in rows.iter().enumerate() {
-        if splits.contains(&i) {
+        if splits.binary_search(&i).is_ok() {
             before_evidence.push(model.fit(&before, 1.0).log_evidence);
         }
         before.add(d, row);
@@ -280,14 +286,18 @@ pub(super) fn estimate(
     let looseness = params.prior_weight / params.changed_prior_weight;
     let mut parts = vec![(1.0, whole)];
     let mut after = Terms::empty(d);
-    for split in splits.clone().rev() {
-        after.add(d, &rows[split]);
+    // `after` holds rows[next..].
+    let mut next = m;
+    for (j, &split) in splits.iter().enumerate().rev() {
+        while next > split {
+            next -= 1;
+            after.add(d, &rows[next]);
+        }
         let fit = model.fit(&after, looseness);
-        let both = before_evidence[split - splits.start] + fit.log_evidence;
         parts.push((
-            params.change_odds,
+            params.change_odds * stride as f64,
             Fit {
-                log_evidence: both,
+                log_evidence: before_evidence[j] + fit.log_evidence,
                 ..fit
             },
         ));
@@ -426,6 +436,24 @@ mod tests {
             "printed as -0.000: {steady:?}"
         );
         assert_eq!((changed.unseen, changed.idle), (0.0, 0));
+    }
+
+    #[test]
+    fn a_change_is_seen_in_a_citizen_with_work_on_many_tags() {
+        // 40 tags, so splits are taken at a stride of 8.
+        let mut outcomes = Vec::new();
+        for i in 0..80 {
+            outcomes.extend(work("ann", &format!("t{}", i % 40), &[2.0]));
+        }
+        // Then better on tags it had done poorly, twice each.
+        for t in ["t0", "t1", "t2", "t3", "t4", "t5"] {
+            outcomes.extend(work("ann", t, &[5.0]));
+        }
+        let history = History::from_outcomes(outcomes);
+        let params = PosteriorParams::default();
+        let e = estimate(&["t0".to_string()], &history, &[], &params, &score("ann"));
+        assert!(e.changed > 0.5, "{e:?}");
+        assert!(e.mean > 4.0, "{e:?}");
     }
 
     #[test]
