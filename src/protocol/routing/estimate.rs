@@ -93,10 +93,8 @@ pub(super) struct Estimate {
     pub changed: f64,
     /// How likely it is that it changed unseen, since its last settlement.
     pub unseen: f64,
-    /// Contracts the polis settled since the citizen's last settlement (all, if none).
-    pub idle: usize,
-    /// Whether the citizen has settled anything.
-    pub has_record: bool,
+    /// Contracts the polis settled since the citizen's last settlement; None if it has none.
+    pub idle: Option<usize>,
 }
 
 /// One settlement as a row of the normal equations.
@@ -109,7 +107,6 @@ struct Row {
 
 /// What a prior or some settlements add to the normal equations. Additive, so the two sides
 /// of a split grow one settlement at a time.
-#[derive(Clone)]
 struct Terms {
     /// The information matrix, d×d row major.
     info: Vec<f64>,
@@ -213,8 +210,7 @@ pub(super) fn estimate(
             evidence: 0.0,
             changed: 0.0,
             unseen: 0.0,
-            idle: 0,
-            has_record: false,
+            idle: None,
         };
     }
     let outcomes = history.outcomes();
@@ -304,12 +300,12 @@ pub(super) fn estimate(
     }
     // A citizen with no record is idle since the polis began: the longer its card has stood
     // untested, the less it says.
-    let idle = settled.last().map_or(n, |&i| n - i - 1);
+    let idle = settled.last().map(|&i| n - i - 1);
     let seen = parts.len();
     if params.unseen_change_odds > 0.0 {
         let fresh = model.fit(&Terms::empty(d), looseness);
         parts.push((
-            params.unseen_change_odds * idle as f64,
+            params.unseen_change_odds * idle.unwrap_or(n) as f64,
             Fit {
                 log_evidence: whole.log_evidence,
                 ..fresh
@@ -326,7 +322,6 @@ pub(super) fn estimate(
         changed: share(&weights[1..seen]),
         unseen: share(&weights[seen..]),
         idle,
-        has_record: !settled.is_empty(),
     }
 }
 
@@ -435,7 +430,7 @@ mod tests {
             steady.changed.is_sign_positive(),
             "printed as -0.000: {steady:?}"
         );
-        assert_eq!((changed.unseen, changed.idle), (0.0, 0));
+        assert_eq!((changed.unseen, changed.idle), (0.0, Some(0)));
     }
 
     #[test]
@@ -482,7 +477,7 @@ mod tests {
         );
         assert!(then.changed + then.unseen < 0.05, "{then:?}");
         assert!(now.unseen > 0.3 && now.changed < 0.05, "{now:?}");
-        assert_eq!(now.idle, 300);
+        assert_eq!(now.idle, Some(300));
         assert!(now.mean > then.mean + 0.5, "{then:?} {now:?}");
         assert!(now.spread > 2.0 * then.spread, "{then:?} {now:?}");
         // Without unseen changes, the wait alone tells nothing.
@@ -494,7 +489,7 @@ mod tests {
         assert!((quiet.mean - then.mean).abs() < 1e-9, "{quiet:?}");
         // A citizen with no record: its card, untested for 305 contracts, is held loosely too.
         let untried = of(&long_after, "cleo", &params);
-        assert!(!untried.has_record && untried.idle == 305, "{untried:?}");
+        assert_eq!(untried.idle, None, "{untried:?}");
         assert!(
             untried.unseen > 0.3 && untried.changed == 0.0,
             "{untried:?}"

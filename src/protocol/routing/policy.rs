@@ -7,8 +7,8 @@
 //! follow the reference bench.s formulas exactly; `posterior` (the default) is polisd's own, described on
 //! [`Policy::Posterior`].
 
-use crate::protocol::routing::estimate;
 pub use crate::protocol::routing::estimate::PosteriorParams;
+use crate::protocol::routing::estimate::{self, Estimate};
 pub use crate::protocol::routing::history::{History, Outcome};
 use crate::protocol::routing::score::{Candidate, Score};
 use crate::protocol::settings::Weights;
@@ -393,16 +393,8 @@ fn thompson(input: &PolicyInput<'_>, rng: &mut dyn RngCore) -> Pick {
 
 /// One candidate as the posterior policy sees it, in the score's units (0–1 per weight).
 struct Belief {
-    /// Posterior mean quality (1–5) and its spread.
-    mean: f64,
-    spread: f64,
-    evidence: f64,
-    /// How likely it is that the citizen changed at one of its latest settlements, and unseen
-    /// since its last (see [`estimate`]), and the contracts since its last.
-    changed: f64,
-    unseen: f64,
-    idle: usize,
-    has_record: bool,
+    /// The posterior of its quality (1–5) on the contract.
+    estimate: Estimate,
     /// Cost fit, availability and lessons, weighted as the score weighs them.
     rest: f64,
 }
@@ -410,6 +402,14 @@ struct Belief {
 impl Belief {
     fn value(&self, quality_weight: f64, quality: f64) -> f64 {
         quality_weight * quality / 5.0 + self.rest
+    }
+
+    /// The value with the quality `z` spreads off the posterior mean.
+    fn value_at(&self, quality_weight: f64, z: f64) -> f64 {
+        self.value(
+            quality_weight,
+            self.estimate.mean + z * self.estimate.spread,
+        )
     }
 }
 
@@ -420,18 +420,9 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
     let beliefs: Vec<Belief> = input
         .scores
         .iter()
-        .map(|s| {
-            let e = estimate::estimate(input.tags, input.history, input.cards, params, s);
-            Belief {
-                mean: e.mean,
-                spread: e.spread,
-                evidence: e.evidence,
-                changed: e.changed,
-                unseen: e.unseen,
-                idle: e.idle,
-                has_record: e.has_record,
-                rest: w.cost * s.cost_fit + w.avail * s.availability + s.lessons,
-            }
+        .map(|s| Belief {
+            estimate: estimate::estimate(input.tags, input.history, input.cards, params, s),
+            rest: w.cost * s.cost_fit + w.avail * s.availability + s.lessons,
         })
         .collect();
     let excluded: Vec<Option<&'static str>> = input
@@ -447,10 +438,10 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
     let explore_turn = unit_f64(rng) < input.explore_rate;
     let samples: Vec<f64> = beliefs
         .iter()
-        .map(|b| b.mean + params.sample_scale * b.spread * standard_normal(rng))
+        .map(|b| b.estimate.mean + params.sample_scale * b.estimate.spread * standard_normal(rng))
         .collect();
     let eligible = |i: usize| excluded[i].is_none();
-    let bound = |i: usize, z: f64| beliefs[i].value(qw, beliefs[i].mean + z * beliefs[i].spread);
+    let bound = |i: usize, z: f64| beliefs[i].value_at(qw, z);
     let optimistic = |i: usize| bound(i, params.optimism);
     let greedy = best(input.scores, |i| eligible(i).then(|| optimistic(i)));
     let drawn = best(input.scores, |i| {
@@ -478,11 +469,11 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
                     optimistic(i)
                 },
                 details: vec![
-                    ("posterior_mean", b.mean),
-                    ("spread", b.spread),
-                    ("settlements", b.evidence),
-                    ("changed", b.changed),
-                    ("unseen_change", b.unseen),
+                    ("posterior_mean", b.estimate.mean),
+                    ("spread", b.estimate.spread),
+                    ("settlements", b.estimate.evidence),
+                    ("changed", b.estimate.changed),
+                    ("unseen_change", b.estimate.unseen),
                     ("sample", samples[i]),
                     ("cost_avail_lessons", b.rest),
                 ],
@@ -493,17 +484,17 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
     let b = &beliefs[winner];
     let mut quality = format!(
         "posterior mean quality {:.2} ± {:.2} after {} settlements on these tags",
-        b.mean, b.spread, b.evidence
+        b.estimate.mean, b.estimate.spread, b.estimate.evidence
     );
-    if b.changed >= 0.5 {
+    if b.estimate.changed >= 0.5 {
         quality.push_str(&format!(
             "; its latest work breaks with its record (it has likely changed, p {:.2}), so that work counts most",
-            b.changed
+            b.estimate.changed
         ));
-    } else if b.unseen >= 0.5 && b.has_record {
+    } else if let (true, Some(idle)) = (b.estimate.unseen >= 0.5, b.estimate.idle) {
         quality.push_str(&format!(
-            "; it has had no work for {} contracts, so it may have changed unseen (p {:.2})",
-            b.idle, b.unseen
+            "; it has had no work for {idle} contracts, so it may have changed unseen (p {:.2})",
+            b.estimate.unseen
         ));
     }
     let reason = if !explore_turn {
@@ -535,7 +526,7 @@ fn posterior(input: &PolicyInput<'_>, params: &PosteriorParams, rng: &mut dyn Rn
 /// estimate, the uncertainty bonus (`optimism` spreads), and cost fit with availability and
 /// lessons; the ones in its favour are named first.
 fn deciding_terms(beliefs: &[Belief], winner: usize, qw: f64, optimism: f64) -> String {
-    let value = |i: usize| beliefs[i].value(qw, beliefs[i].mean + optimism * beliefs[i].spread);
+    let value = |i: usize| beliefs[i].value_at(qw, optimism);
     let runner_up = (0..beliefs.len())
         .filter(|&i| i != winner)
         .max_by(|&a, &b| value(a).total_cmp(&value(b)));
@@ -544,10 +535,10 @@ fn deciding_terms(beliefs: &[Belief], winner: usize, qw: f64, optimism: f64) -> 
     };
     let (a, b) = (&beliefs[winner], &beliefs[r]);
     let terms = [
-        ("quality", qw * (a.mean - b.mean) / 5.0),
+        ("quality", qw * (a.estimate.mean - b.estimate.mean) / 5.0),
         (
             "uncertainty bonus",
-            qw * optimism * (a.spread - b.spread) / 5.0,
+            qw * optimism * (a.estimate.spread - b.estimate.spread) / 5.0,
         ),
         ("cost/availability/lessons", a.rest - b.rest),
     ];
