@@ -396,6 +396,34 @@ impl Recovery {
         self.per_seed.iter().flatten().count()
     }
 
+    /// The 95 % interval of the share of seeds that recover (Wilson's score interval, which
+    /// stays inside 0–1 and is not empty at 0 or all of the seeds), as (low, high).
+    pub fn recovered_interval(&self) -> (f64, f64) {
+        let n = self.per_seed.len() as f64;
+        if n == 0.0 {
+            return (0.0, 1.0);
+        }
+        let p = self.recovered() as f64 / n;
+        let z2 = 1.96_f64 * 1.96;
+        let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+        let half = (z2 * (p * (1.0 - p) / n + z2 / (4.0 * n * n))).sqrt() / (1.0 + z2 / n);
+        ((centre - half).max(0.0), (centre + half).min(1.0))
+    }
+
+    /// "29/40 seeds (95% interval 57–84%), median 20 contracts".
+    fn summary(&self) -> String {
+        let (lo, hi) = self.recovered_interval();
+        format!(
+            "{}/{} seeds (95% interval {:.0}–{:.0}%), median {}",
+            self.recovered(),
+            self.per_seed.len(),
+            100.0 * lo,
+            100.0 * hi,
+            self.median()
+                .map_or("never".to_string(), |m| format!("{m} contracts"))
+        )
+    }
+
     /// Median over seeds, counting a seed that never recovered as never (None when more than
     /// half never did).
     pub fn median(&self) -> Option<usize> {
@@ -729,13 +757,7 @@ fn write_report(r: &BenchReport, out: &mut dyn Write) -> std::io::Result<()> {
         default.seeds_beating_static, n_seeds, default.cost_per_contract, rr.cost_per_contract,
     )?;
     if let Some(rec) = &default.recovery {
-        writeln!(
-            out,
-            "  after the change: recovered in {}/{} seeds, median {} contracts",
-            rec.recovered(),
-            rec.per_seed.len(),
-            rec.median().map_or("never".to_string(), |m| m.to_string())
-        )?;
+        writeln!(out, "  after the change: recovered in {}", rec.summary())?;
     }
     Ok(())
 }
@@ -811,12 +833,10 @@ pub fn write_summary(reports: &[BenchReport], out: &mut dyn Write) -> std::io::R
         if let Some(rec) = &r.get(default).recovery {
             writeln!(
                 out,
-                "{}: {} recovered in {}/{} seeds, median {} contracts",
+                "{}: {} recovered in {}",
                 r.scenario,
                 default.name(),
-                rec.recovered(),
-                rec.per_seed.len(),
-                rec.median().map_or("never".to_string(), |m| m.to_string())
+                rec.summary()
             )?;
         }
     }
@@ -889,5 +909,36 @@ mod tests {
         assert_eq!(w.quality(0, 0), 5.0);
         w.contracts[0].noise = -9.0;
         assert_eq!(w.quality(0, 0), 1.0);
+    }
+
+    fn recovery(recovered: usize, seeds: usize) -> Recovery {
+        Recovery {
+            per_seed: (0..seeds).map(|i| (i < recovered).then_some(i)).collect(),
+            before: 0.9,
+            after: 0.8,
+        }
+    }
+
+    #[test]
+    fn the_recovery_count_carries_its_interval() {
+        let close = |(lo, hi): (f64, f64), want: (f64, f64)| {
+            assert!(
+                (lo - want.0).abs() < 1e-3 && (hi - want.1).abs() < 1e-3,
+                "{lo} {hi}"
+            );
+        };
+        close(recovery(19, 20).recovered_interval(), (0.764, 0.991));
+        close(recovery(29, 40).recovered_interval(), (0.572, 0.839));
+        // At either end the interval is not empty and stays inside 0–1.
+        close(recovery(0, 10).recovered_interval(), (0.0, 0.278));
+        close(recovery(20, 20).recovered_interval(), (0.839, 1.0));
+        assert_eq!(
+            recovery(29, 40).summary(),
+            "29/40 seeds (95% interval 57–84%), median 20 contracts"
+        );
+        assert_eq!(
+            recovery(10, 40).summary(),
+            "10/40 seeds (95% interval 14–40%), median never"
+        );
     }
 }
