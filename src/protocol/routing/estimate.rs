@@ -20,9 +20,11 @@
 //!   contract the polis settled without it ([`PosteriorParams::unseen_change_odds`]). This is
 //!   what sends a citizen the polis stopped picking back to work now and then.
 //!
-//! Every part is Gaussian and solved in information form (the normal equations); a split's two
-//! sides are built by adding settlements one at a time, so the cost is the citizen's
-//! settlements plus two small solves per split.
+//! Every part is Gaussian and solved in information form (the normal equations, held as a
+//! Cholesky factor). The two sides of the splits grow one settlement at a time by rank-one
+//! updates of that factor, so a candidate costs one factoring plus, per split, a few d² steps
+//! for d tags: every one of the latest settlements is weighed, however many tags the citizen
+//! works on.
 
 use crate::protocol::routing::history::History;
 use crate::protocol::routing::score::{Candidate, Score};
@@ -160,28 +162,116 @@ struct Model {
 
 impl Model {
     /// The posterior from `data`, with the prior's variances multiplied by `looseness`.
+    #[cfg(test)]
     fn fit(&self, data: &Terms, looseness: f64) -> Fit {
+        Factor::new(self, data, looseness).fit(self)
+    }
+}
+
+/// The normal equations of a prior and some settlements, held as the Cholesky factor of their
+/// information matrix, so that a settlement is added by a rank-one update (d² work) instead
+/// of factoring again (d³): the two sides of every split grow one settlement at a time.
+struct Factor {
+    d: usize,
+    /// Lower triangle of L with L·Lᵀ = information, d×d row major.
+    lower: Vec<f64>,
+    eta: Vec<f64>,
+    /// Σ y²/σ² over the prior and the settlements.
+    squares: f64,
+    /// Σ ln σ² over the prior and the settlements.
+    log_vars: f64,
+    /// Scratch for [`Factor::add`].
+    spare: Vec<f64>,
+}
+
+impl Factor {
+    /// The prior (its variances multiplied by `looseness`) plus `data`, factored once.
+    fn new(model: &Model, data: &Terms, looseness: f64) -> Factor {
+        let d = model.d;
+        let mut lower: Vec<f64> = model
+            .prior
+            .info
+            .iter()
+            .zip(&data.info)
+            .map(|(p, x)| p / looseness + x)
+            .collect();
+        cholesky(&mut lower, d);
+        Factor {
+            d,
+            lower,
+            eta: model
+                .prior
+                .eta
+                .iter()
+                .zip(&data.eta)
+                .map(|(p, x)| p / looseness + x)
+                .collect(),
+            squares: model.prior.squares / looseness + data.squares,
+            log_vars: model.prior.log_vars + d as f64 * looseness.ln() + data.log_vars,
+            spare: vec![0.0; d],
+        }
+    }
+
+    /// Adds one settlement: its row adds u·uᵀ to the information, u = (1/len)/σ on its
+    /// columns.
+    fn add(&mut self, row: &Row) {
         let d = self.d;
-        let mut info: Vec<f64> = self.prior.info.iter().map(|v| v / looseness).collect();
-        let mut eta: Vec<f64> = self.prior.eta.iter().map(|v| v / looseness).collect();
-        for (x, y) in info.iter_mut().zip(&data.info) {
-            *x += y;
+        let share = 1.0 / row.columns.len().max(1) as f64;
+        let v = row.noise_var;
+        let u = &mut self.spare;
+        u.iter_mut().for_each(|x| *x = 0.0);
+        for &a in &row.columns {
+            u[a] += share / v.sqrt();
+            self.eta[a] += share * row.quality / v;
         }
-        for (x, y) in eta.iter_mut().zip(&data.eta) {
-            *x += y;
+        self.squares += row.quality * row.quality / v;
+        self.log_vars += v.ln();
+        let Some(first) = u.iter().position(|&x| x != 0.0) else {
+            return;
+        };
+        let l = &mut self.lower;
+        for k in first..d {
+            if u[k] == 0.0 {
+                continue;
+            }
+            let diag = l[k * d + k];
+            let r = diag.hypot(u[k]);
+            let (c, s) = (r / diag, u[k] / diag);
+            l[k * d + k] = r;
+            for i in k + 1..d {
+                l[i * d + k] = (l[i * d + k] + s * u[i]) / c;
+                u[i] = c * u[i] - s * l[i * d + k];
+            }
         }
-        let solved = cholesky_solve(&mut info, d, &[&eta, &self.weights]);
-        // `info` now holds its Cholesky factor, whose diagonal gives the log determinant.
-        let log_det_info: f64 = (0..d).map(|j| 2.0 * info[j * d + j].ln()).sum();
-        let explained: f64 = eta.iter().zip(&solved[0]).map(|(a, b)| a * b).sum();
-        let prior_log_vars = self.prior.log_vars + d as f64 * looseness.ln();
-        let squares = self.prior.squares / looseness + data.squares;
-        let dot = |v: &[f64]| v.iter().zip(&self.weights).map(|(a, b)| a * b).sum::<f64>();
+    }
+
+    /// Solves L·y = b.
+    fn forward(&self, b: &[f64]) -> Vec<f64> {
+        let (d, l) = (self.d, &self.lower);
+        let mut y = b.to_vec();
+        for i in 0..d {
+            for k in 0..i {
+                y[i] -= l[i * d + k] * y[k];
+            }
+            y[i] /= l[i * d + i];
+        }
+        y
+    }
+
+    /// The contract's mean and variance, and the log evidence of the settlements (up to a
+    /// constant every fit shares). With y = L⁻¹η and z = L⁻¹w: the mean wᵀ(LLᵀ)⁻¹η is z·y,
+    /// the variance z·z, and ηᵀ(LLᵀ)⁻¹η is y·y.
+    fn fit(&self, model: &Model) -> Fit {
+        let y = self.forward(&self.eta);
+        let z = self.forward(&model.weights);
+        let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+        let log_det_info: f64 = (0..self.d)
+            .map(|j| 2.0 * self.lower[j * self.d + j].ln())
+            .sum();
         Fit {
-            mean: dot(&solved[0]),
-            var: dot(&solved[1]).max(0.0),
-            log_evidence: -0.5
-                * (squares - explained + prior_log_vars + data.log_vars + log_det_info),
+            mean: dot(&z, &y),
+            var: dot(&z, &z).max(0.0),
+            log_evidence: -0.5 * (self.squares - dot(&y, &y) + self.log_vars + log_det_info),
         }
     }
 }
@@ -256,44 +346,40 @@ pub(super) fn estimate(
         .filter(|r| r.columns.iter().any(|&j| j < k))
         .count() as f64;
 
-    // (prior odds, fit) per part; the first is "never changed". Each split costs two solves of
-    // d×d, so past 20 tags splits are taken at a stride (the latest always), each standing
-    // for the settlements around it: a citizen with work on many tags costs about what one
-    // with 20 does.
+    // (prior odds, fit) per part; the first is "never changed". The work before the window
+    // is summed once and factored once; from there each side of the splits grows by
+    // rank-one updates, one settlement at a time.
     let m = rows.len();
-    let stride = ((d as f64 / 20.0).powi(3).ceil() as usize).max(1);
     let first_split = m.saturating_sub(params.change_window).max(1);
-    let splits: Vec<usize> = if params.change_odds > 0.0 {
-        (first_split..m)
-            .filter(|s| (m - 1 - s).is_multiple_of(stride))
-            .collect()
+    let splits = if params.change_odds > 0.0 {
+        first_split..m
     } else {
-        Vec::new()
+        m..m
     };
-    let mut before = Terms::empty(d);
-    let mut before_evidence = Vec::with_capacity(splits.len());
-    for (i, row) in rows.iter().enumerate() {
-        if splits.binary_search(&i).is_ok() {
-            before_evidence.push(model.fit(&before, 1.0).log_evidence);
-        }
-        before.add(d, row);
+    let mut early = Terms::empty(d);
+    for row in &rows[..splits.start.min(m)] {
+        early.add(d, row);
     }
-    let whole = model.fit(&before, 1.0);
+    let mut before = Factor::new(&model, &early, 1.0);
+    let mut before_evidence = Vec::with_capacity(splits.len());
+    for row in &rows[splits.start.min(m)..] {
+        if before_evidence.len() < splits.len() {
+            before_evidence.push(before.fit(&model).log_evidence);
+        }
+        before.add(row);
+    }
+    let whole = before.fit(&model);
     let looseness = params.prior_weight / params.changed_prior_weight;
     let mut parts = vec![(1.0, whole)];
-    let mut after = Terms::empty(d);
-    // `after` holds rows[next..].
-    let mut next = m;
-    for (j, &split) in splits.iter().enumerate().rev() {
-        while next > split {
-            next -= 1;
-            after.add(d, &rows[next]);
-        }
-        let fit = model.fit(&after, looseness);
+    let mut after = Factor::new(&model, &Terms::empty(d), looseness);
+    let fresh = after.fit(&model);
+    for (split, evidence) in splits.clone().zip(before_evidence).rev() {
+        after.add(&rows[split]);
+        let fit = after.fit(&model);
         parts.push((
-            params.change_odds * stride as f64,
+            params.change_odds,
             Fit {
-                log_evidence: before_evidence[j] + fit.log_evidence,
+                log_evidence: evidence + fit.log_evidence,
                 ..fit
             },
         ));
@@ -303,7 +389,6 @@ pub(super) fn estimate(
     let idle = settled.last().map(|&i| n - i - 1);
     let seen = parts.len();
     if params.unseen_change_odds > 0.0 {
-        let fresh = model.fit(&Terms::empty(d), looseness);
         parts.push((
             params.unseen_change_odds * idle.unwrap_or(n) as f64,
             Fit {
@@ -346,9 +431,9 @@ fn mixture(parts: &[(f64, Fit)]) -> (f64, f64, Vec<f64>) {
     (mean, (second - mean * mean).max(0.0).sqrt(), weights)
 }
 
-/// Solves `a·x = b` for each right-hand side `b`, `a` symmetric positive definite (d×d, row
-/// major), by Cholesky; `a` is overwritten by its factor.
-fn cholesky_solve(a: &mut [f64], d: usize, rhs: &[&[f64]]) -> Vec<Vec<f64>> {
+/// Factors `a` (symmetric positive definite, d×d, row major) in place: its lower triangle
+/// becomes L with L·Lᵀ = a.
+fn cholesky(a: &mut [f64], d: usize) {
     for j in 0..d {
         let mut diag = a[j * d + j];
         for k in 0..j {
@@ -365,24 +450,6 @@ fn cholesky_solve(a: &mut [f64], d: usize, rhs: &[&[f64]]) -> Vec<Vec<f64>> {
             a[i * d + j] = v / diag;
         }
     }
-    rhs.iter()
-        .map(|b| {
-            let mut y = b.to_vec();
-            for i in 0..d {
-                for k in 0..i {
-                    y[i] -= a[i * d + k] * y[k];
-                }
-                y[i] /= a[i * d + i];
-            }
-            for i in (0..d).rev() {
-                for k in i + 1..d {
-                    y[i] -= a[k * d + i] * y[k];
-                }
-                y[i] /= a[i * d + i];
-            }
-            y
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -435,7 +502,7 @@ mod tests {
 
     #[test]
     fn a_change_is_seen_in_a_citizen_with_work_on_many_tags() {
-        // 40 tags, so splits are taken at a stride of 8.
+        // 40 tags: every split is still weighed.
         let mut outcomes = Vec::new();
         for i in 0..80 {
             outcomes.extend(work("ann", &format!("t{}", i % 40), &[2.0]));
@@ -533,6 +600,59 @@ mod tests {
             assert!((fit.var - posterior_var).abs() < 1e-12);
             let posterior_mean = posterior_var * (4.0 / (looseness * v0) + y / r);
             assert!((fit.mean - posterior_mean).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn a_factor_grown_one_settlement_at_a_time_fits_as_one_factored_at_once() {
+        let d = 4;
+        let mut prior = Terms::empty(d);
+        for j in 0..d {
+            let (m, v) = (3.0 + 0.3 * j as f64, 0.49 / (1.0 + j as f64));
+            prior.info[j * d + j] = 1.0 / v;
+            prior.eta[j] = m / v;
+            prior.squares += m * m / v;
+            prior.log_vars += v.ln();
+        }
+        let model = Model {
+            d,
+            prior,
+            weights: vec![0.5, 0.5, 0.0, 0.0],
+        };
+        let rows: Vec<Row> = [
+            (vec![0], 4.0),
+            (vec![1, 2], 2.0),
+            (vec![3], 5.0),
+            (vec![0, 1, 3], 3.0),
+            (vec![2], 1.0),
+            (vec![1], 4.0),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (columns, quality))| Row {
+            columns,
+            noise_var: 0.49 + 0.01 * i as f64,
+            quality,
+        })
+        .collect();
+        for looseness in [1.0, 3.3] {
+            let mut grown = Factor::new(&model, &Terms::empty(d), looseness);
+            let mut summed = Terms::empty(d);
+            for row in &rows {
+                grown.add(row);
+                summed.add(d, row);
+                let (a, b) = (
+                    grown.fit(&model),
+                    Factor::new(&model, &summed, looseness).fit(&model),
+                );
+                for (x, y) in [
+                    (a.mean, b.mean),
+                    (a.var, b.var),
+                    (a.log_evidence, b.log_evidence),
+                ] {
+                    assert!((x - y).abs() < 1e-10, "{a:?} {b:?}");
+                }
+            }
         }
     }
 }
