@@ -160,14 +160,6 @@ struct Model {
     weights: Vec<f64>,
 }
 
-impl Model {
-    /// The posterior from `data`, with the prior's variances multiplied by `looseness`.
-    #[cfg(test)]
-    fn fit(&self, data: &Terms, looseness: f64) -> Fit {
-        Factor::new(self, data, looseness).fit(self)
-    }
-}
-
 /// The normal equations of a prior and some settlements, held as the Cholesky factor of their
 /// information matrix, so that a settlement is added by a rank-one update (d² work) instead
 /// of factoring again (d³): the two sides of every split grow one settlement at a time.
@@ -350,22 +342,22 @@ pub(super) fn estimate(
     // is summed once and factored once; from there each side of the splits grows by
     // rank-one updates, one settlement at a time.
     let m = rows.len();
-    let first_split = m.saturating_sub(params.change_window).max(1);
-    let splits = if params.change_odds > 0.0 {
-        first_split..m
+    // The splits are at rows[window..]: a change at one of the latest settlements, never at
+    // the first (that is the whole record again).
+    let window = if params.change_odds > 0.0 {
+        m.saturating_sub(params.change_window).max(1).min(m)
     } else {
-        m..m
+        m
     };
     let mut early = Terms::empty(d);
-    for row in &rows[..splits.start.min(m)] {
+    for row in &rows[..window] {
         early.add(d, row);
     }
     let mut before = Factor::new(&model, &early, 1.0);
-    let mut before_evidence = Vec::with_capacity(splits.len());
-    for row in &rows[splits.start.min(m)..] {
-        if before_evidence.len() < splits.len() {
-            before_evidence.push(before.fit(&model).log_evidence);
-        }
+    // The evidence of the work before each split, taken before its settlement is added.
+    let mut before_evidence = Vec::with_capacity(m - window);
+    for row in &rows[window..] {
+        before_evidence.push(before.fit(&model).log_evidence);
         before.add(row);
     }
     let whole = before.fit(&model);
@@ -373,7 +365,7 @@ pub(super) fn estimate(
     let mut parts = vec![(1.0, whole)];
     let mut after = Factor::new(&model, &Terms::empty(d), looseness);
     let fresh = after.fit(&model);
-    for (split, evidence) in splits.clone().zip(before_evidence).rev() {
+    for (split, evidence) in (window..m).zip(before_evidence).rev() {
         after.add(&rows[split]);
         let fit = after.fit(&model);
         parts.push((
@@ -589,7 +581,7 @@ mod tests {
             },
         );
         for looseness in [1.0, 4.0] {
-            let fit = model.fit(&data, looseness);
+            let fit = Factor::new(&model, &data, looseness).fit(&model);
             let total = looseness * v0 + r;
             let direct = -0.5 * ((y - 4.0) * (y - 4.0) / total + total.ln());
             assert!(
