@@ -299,7 +299,7 @@ pub(super) fn estimate(
     let settled = history.settled_by(&s.citizen);
     // The contract's tags first, then every other tag the citizen settled.
     let mut local: Vec<&str> = tags.iter().map(String::as_str).collect();
-    for &i in &settled {
+    for &i in settled {
         for t in &outcomes[i].tags {
             if !local.contains(&t.as_str()) {
                 local.push(t);

@@ -20,9 +20,9 @@ pub struct Outcome {
 pub struct History {
     outcomes: Vec<Outcome>,
     completed: HashMap<(String, String), u64>,
-    // (citizen, tag) -> indexes into `outcomes`, oldest first; keeps a pick O(a citizen's
-    // settlements).
-    evidence: HashMap<(String, String), Vec<usize>>,
+    // citizen -> indexes into `outcomes` of its settlements with a tag, oldest first; keeps a
+    // pick O(a citizen's settlements).
+    by_citizen: HashMap<String, Vec<usize>>,
 }
 
 impl History {
@@ -58,14 +58,15 @@ impl History {
             }
         }
         outcome.tags = seen;
-        let index = self.outcomes.len();
         for tag in &outcome.tags {
             let key = (tag.clone(), outcome.citizen.clone());
             *self.completed.entry(key).or_insert(0) += 1;
-            self.evidence
-                .entry((outcome.citizen.clone(), tag.clone()))
+        }
+        if !outcome.tags.is_empty() {
+            self.by_citizen
+                .entry(outcome.citizen.clone())
                 .or_default()
-                .push(index);
+                .push(self.outcomes.len());
         }
         self.outcomes.push(outcome);
     }
@@ -89,17 +90,9 @@ impl History {
         &self.outcomes
     }
 
-    /// Indexes into `outcomes` of every settlement of `citizen`, oldest first.
-    pub(super) fn settled_by(&self, citizen: &str) -> Vec<usize> {
-        let mut settled: Vec<usize> = self
-            .evidence
-            .iter()
-            .filter(|((c, _), _)| c == citizen)
-            .flat_map(|(_, indexes)| indexes.iter().copied())
-            .collect();
-        settled.sort_unstable();
-        settled.dedup();
-        settled
+    /// Indexes into `outcomes` of every settlement of `citizen` with a tag, oldest first.
+    pub(super) fn settled_by(&self, citizen: &str) -> &[usize] {
+        self.by_citizen.get(citizen).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -117,6 +110,24 @@ mod tests {
         assert_eq!(h.completed("x", "agent-a"), 1);
         assert_eq!(h.completed("y", "agent-a"), 1);
         assert_eq!(h.completed("z", "agent-a"), 0);
+    }
+
+    #[test]
+    fn a_citizens_settlements_are_listed_once_each_in_order() {
+        let outcome = |citizen: &str, tags: &[&str]| Outcome {
+            citizen: citizen.into(),
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            quality: 3.0,
+        };
+        let h = History::from_outcomes([
+            outcome("agent-a", &["x", "y"]),
+            outcome("agent-b", &["x"]),
+            outcome("agent-a", &[]),
+            outcome("agent-a", &["y"]),
+        ]);
+        assert_eq!(h.settled_by("agent-a"), [0, 3]);
+        assert_eq!(h.settled_by("agent-b"), [1]);
+        assert!(h.settled_by("agent-c").is_empty());
     }
 
     #[test]
