@@ -107,11 +107,15 @@ struct Row {
     quality: f64,
 }
 
-/// What a prior or some settlements add to the normal equations. Additive, so the two sides
-/// of a split grow one settlement at a time.
-struct Terms {
-    /// The information matrix, d×d row major.
-    info: Vec<f64>,
+impl Row {
+    /// What each of its columns carries: 1/len.
+    fn share(&self) -> f64 {
+        1.0 / self.columns.len().max(1) as f64
+    }
+}
+
+/// The normal equations' sums besides the information matrix. Additive.
+struct Sums {
     eta: Vec<f64>,
     /// Σ y²/σ² (for the prior, Σ m²/σ²).
     squares: f64,
@@ -119,27 +123,49 @@ struct Terms {
     log_vars: f64,
 }
 
-impl Terms {
-    fn empty(d: usize) -> Terms {
-        Terms {
-            info: vec![0.0; d * d],
+impl Sums {
+    fn empty(d: usize) -> Sums {
+        Sums {
             eta: vec![0.0; d],
             squares: 0.0,
             log_vars: 0.0,
         }
     }
 
-    fn add(&mut self, d: usize, row: &Row) {
-        let share = 1.0 / row.columns.len().max(1) as f64;
+    fn add(&mut self, row: &Row) {
         let v = row.noise_var;
         for &a in &row.columns {
-            for &b in &row.columns {
-                self.info[a * d + b] += share * share / v;
-            }
-            self.eta[a] += share * row.quality / v;
+            self.eta[a] += row.share() * row.quality / v;
         }
         self.squares += row.quality * row.quality / v;
         self.log_vars += v.ln();
+    }
+}
+
+/// What a prior or some settlements add to the normal equations. Additive, so the work
+/// before a citizen's latest settlements is summed once.
+struct Terms {
+    /// The information matrix, d×d row major.
+    info: Vec<f64>,
+    sums: Sums,
+}
+
+impl Terms {
+    fn empty(d: usize) -> Terms {
+        Terms {
+            info: vec![0.0; d * d],
+            sums: Sums::empty(d),
+        }
+    }
+
+    fn add(&mut self, d: usize, row: &Row) {
+        let weight = row.share() * row.share() / row.noise_var;
+        for &a in &row.columns {
+            for &b in &row.columns {
+                self.info[a * d + b] += weight;
+            }
+        }
+        self.sums.add(row);
     }
 }
 
@@ -167,11 +193,8 @@ struct Factor {
     d: usize,
     /// Lower triangle of L with L·Lᵀ = information, d×d row major.
     lower: Vec<f64>,
-    eta: Vec<f64>,
-    /// Σ y²/σ² over the prior and the settlements.
-    squares: f64,
-    /// Σ ln σ² over the prior and the settlements.
-    log_vars: f64,
+    /// Over the prior and the settlements.
+    sums: Sums,
     /// Scratch for [`Factor::add`].
     spare: Vec<f64>,
 }
@@ -188,18 +211,20 @@ impl Factor {
             .map(|(p, x)| p / looseness + x)
             .collect();
         cholesky(&mut lower, d);
+        let (prior, data) = (&model.prior.sums, &data.sums);
         Factor {
             d,
             lower,
-            eta: model
-                .prior
-                .eta
-                .iter()
-                .zip(&data.eta)
-                .map(|(p, x)| p / looseness + x)
-                .collect(),
-            squares: model.prior.squares / looseness + data.squares,
-            log_vars: model.prior.log_vars + d as f64 * looseness.ln() + data.log_vars,
+            sums: Sums {
+                eta: prior
+                    .eta
+                    .iter()
+                    .zip(&data.eta)
+                    .map(|(p, x)| p / looseness + x)
+                    .collect(),
+                squares: prior.squares / looseness + data.squares,
+                log_vars: prior.log_vars + d as f64 * looseness.ln() + data.log_vars,
+            },
             spare: vec![0.0; d],
         }
     }
@@ -208,16 +233,12 @@ impl Factor {
     /// columns.
     fn add(&mut self, row: &Row) {
         let d = self.d;
-        let share = 1.0 / row.columns.len().max(1) as f64;
-        let v = row.noise_var;
+        self.sums.add(row);
         let u = &mut self.spare;
         u.iter_mut().for_each(|x| *x = 0.0);
         for &a in &row.columns {
-            u[a] += share / v.sqrt();
-            self.eta[a] += share * row.quality / v;
+            u[a] += row.share() / row.noise_var.sqrt();
         }
-        self.squares += row.quality * row.quality / v;
-        self.log_vars += v.ln();
         let Some(first) = u.iter().position(|&x| x != 0.0) else {
             return;
         };
@@ -254,7 +275,7 @@ impl Factor {
     /// constant every fit shares). With y = L⁻¹η and z = L⁻¹w: the mean wᵀ(LLᵀ)⁻¹η is z·y,
     /// the variance z·z, and ηᵀ(LLᵀ)⁻¹η is y·y.
     fn fit(&self, model: &Model) -> Fit {
-        let y = self.forward(&self.eta);
+        let y = self.forward(&self.sums.eta);
         let z = self.forward(&model.weights);
         let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
         let log_det_info: f64 = (0..self.d)
@@ -263,7 +284,8 @@ impl Factor {
         Fit {
             mean: dot(&z, &y),
             var: dot(&z, &z).max(0.0),
-            log_evidence: -0.5 * (self.squares - dot(&y, &y) + self.log_vars + log_det_info),
+            log_evidence: -0.5
+                * (self.sums.squares - dot(&y, &y) + self.sums.log_vars + log_det_info),
         }
     }
 }
@@ -311,9 +333,9 @@ pub(super) fn estimate(
     for (j, t) in local.iter().enumerate() {
         let m = prior_mean(t);
         prior.info[j * d + j] = 1.0 / prior_var;
-        prior.eta[j] = m / prior_var;
-        prior.squares += m * m / prior_var;
-        prior.log_vars += prior_var.ln();
+        prior.sums.eta[j] = m / prior_var;
+        prior.sums.squares += m * m / prior_var;
+        prior.sums.log_vars += prior_var.ln();
     }
     let k = tags.len();
     let mut weights = vec![0.0; d];
@@ -565,9 +587,11 @@ mod tests {
             d: 1,
             prior: Terms {
                 info: vec![1.0 / v0],
-                eta: vec![4.0 / v0],
-                squares: 16.0 / v0,
-                log_vars: v0.ln(),
+                sums: Sums {
+                    eta: vec![4.0 / v0],
+                    squares: 16.0 / v0,
+                    log_vars: v0.ln(),
+                },
             },
             weights: vec![1.0],
         };
@@ -602,9 +626,9 @@ mod tests {
         for j in 0..d {
             let (m, v) = (3.0 + 0.3 * j as f64, 0.49 / (1.0 + j as f64));
             prior.info[j * d + j] = 1.0 / v;
-            prior.eta[j] = m / v;
-            prior.squares += m * m / v;
-            prior.log_vars += v.ln();
+            prior.sums.eta[j] = m / v;
+            prior.sums.squares += m * m / v;
+            prior.sums.log_vars += v.ln();
         }
         let model = Model {
             d,
