@@ -899,6 +899,51 @@ fn init_dry_run_lists_every_file_init_writes_bridge_pointers_included() {
 }
 
 #[test]
+fn init_without_a_root_makes_the_polis_in_the_working_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = polisd_in(tmp.path(), &["init", "--agent-id", FOUNDER]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(tmp.path().join("_polis/CONSTITUTION.md").is_file());
+    assert!(tmp.path().join("_polis").join(FOUNDER_CARD).is_file());
+}
+
+#[test]
+fn every_polisd_command_in_the_readme_parses() {
+    use clap::Parser;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut in_block = false;
+    let mut checked = 0;
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            in_block = line == "```sh";
+            continue;
+        }
+        if !in_block {
+            continue;
+        }
+        let code = line.split(" #").next().unwrap_or("");
+        for command in code.split("&&").map(str::trim) {
+            if !command.starts_with("polisd ") {
+                continue;
+            }
+            match polisd::commands::cli::Cli::try_parse_from(command.split_whitespace()) {
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        clap::error::ErrorKind::DisplayHelp
+                            | clap::error::ErrorKind::DisplayVersion
+                    ) => {}
+                Err(e) => panic!("README's `{command}` does not parse:\n{e}"),
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "only {checked} README commands found");
+}
+
+#[test]
 fn init_again_with_a_new_founder_lists_what_it_added() {
     let tmp = tempfile::tempdir().unwrap();
     let first = polisd_in(tmp.path(), &["init", ".", "--agent-id", FOUNDER]);
@@ -983,6 +1028,24 @@ fn register_writes_a_stamped_card_and_its_joined_line() {
         "{}",
         describe(&check)
     );
+    // The flag once a tag says the same as one list.
+    let repeated = p.polisd(&[
+        "register",
+        "gemini-cli-03",
+        "--vendor",
+        "google",
+        "--model",
+        "gemini-2.5-pro",
+        "--tags",
+        "python:4",
+        "--tags",
+        "docs:3,rust:2",
+    ]);
+    assert_eq!(repeated.status.code(), Some(0), "{}", describe(&repeated));
+    let card = p.read("citizens/gemini-cli-03/capability_card.yml");
+    for tag in ["python", "docs", "rust"] {
+        assert!(card.contains(&format!("{tag}:")), "{tag} missing: {card}");
+    }
     // The id is now taken: refused with one line, nothing written.
     let chronicle = p.read("chronicle.md");
     let again = p.polisd(&[

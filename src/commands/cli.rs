@@ -591,6 +591,7 @@ pub struct VerifyArgs {
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// The project root; `_polis/` is created inside it.
+    #[arg(default_value = ".")]
     pub project_root: PathBuf,
     /// The founding citizen's id (`^[a-z][a-z0-9-]{7,39}$`).
     #[arg(long)]
@@ -632,9 +633,10 @@ pub struct RegisterArgs {
     /// Its model identifier.
     #[arg(long)]
     pub model: String,
-    /// Capability tags with self-ratings 1-5: `python:4,docs:3`.
-    #[arg(long)]
-    pub tags: String,
+    /// Capability tags with self-ratings 1-5: `python:4,docs:3`, or the flag once a tag
+    /// (`--tags python:4 --tags docs:3`).
+    #[arg(long, required = true, value_name = "TAG:RATING,…")]
+    pub tags: Vec<String>,
     /// Its relative cost: low, medium or high.
     #[arg(long, default_value = "medium")]
     pub cost: String,

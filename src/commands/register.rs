@@ -11,7 +11,7 @@ use crate::protocol::clock::PolisTime;
 use crate::protocol::layout;
 
 pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
-    let tags = parse_tags(&args.tags).map_err(|e| Usage(e.to_string()))?;
+    let tags = parse_tags(&args.tags.join(",")).map_err(|e| Usage(e.to_string()))?;
     let citizen = NewCitizen {
         agent_id: args.agent_id,
         vendor: args.vendor,
