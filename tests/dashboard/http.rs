@@ -1,0 +1,337 @@
+//! Every page over HTTP: rendering, escaping, security headers, the Host and token checks, the
+//! event stream, and frontmatter and links.
+
+use super::*;
+
+#[test]
+fn every_page_renders_the_generated_polis() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let overview = get(&s, "/p/0/");
+    assert_eq!(overview.status, 200, "{}", overview.body);
+    let b = &overview.body;
+    assert!(b.contains(r#"id="count-settled">5<"#), "{b}");
+    assert!(b.contains(ALPHA) && b.contains(BRAVO), "{b}");
+    assert!(b.contains("quorum-rule") && b.contains("<progress"), "{b}");
+    assert!(b.contains("Waiting for a person"), "{b}");
+    assert!(
+        b.contains("is claimed with no reviewer"),
+        "the high-stakes contract: {b}"
+    );
+    assert!(b.contains("has 1 of"), "the vote short of quorum: {b}");
+
+    let tags = get(&s, "/p/0/tags");
+    assert_eq!(tags.status, 200);
+    assert!(tags.body.contains("<svg"), "a chart: {}", tags.body);
+    assert!(tags.body.contains("Leader changes"), "{}", tags.body);
+
+    let chronicle = get(&s, "/p/0/chronicle");
+    assert_eq!(chronicle.status, 200);
+    assert!(
+        chronicle.body.contains("<tr class=\"finding\""),
+        "the bad line is marked: {}",
+        chronicle.body
+    );
+    let filtered = get(&s, &format!("/p/0/chronicle?citizen={ALPHA}"));
+    assert!(
+        filtered.body.contains("1 of 1 matching lines (3 in all)"),
+        "{}",
+        filtered.body
+    );
+    assert!(
+        !filtered.body.contains("founded polis</td>"),
+        "{}",
+        filtered.body
+    );
+
+    let c = get(&s, "/p/0/contracts/next-job");
+    assert_eq!(c.status, 200);
+    assert!(
+        c.body.contains("<strong>it</strong>"),
+        "markdown body: {}",
+        c.body
+    );
+    assert!(
+        c.body.contains("Score breakdown"),
+        "routing explanation: {}",
+        c.body
+    );
+
+    let citizen = get(&s, &format!("/p/0/citizens/{ALPHA}"));
+    assert_eq!(citizen.status, 200);
+    assert!(
+        citizen.body.contains("id=\"hash-state\""),
+        "{}",
+        citizen.body
+    );
+    assert!(
+        citizen.body.contains("Inbox (1 unread)"),
+        "{}",
+        citizen.body
+    );
+
+    assert_eq!(get(&s, "/p/0/contracts/no-such").status, 404);
+    assert_eq!(get(&s, "/p/7/").status, 404);
+    assert_eq!(get(&s, "/static/live.js").status, 200);
+}
+
+#[test]
+fn hostile_agent_text_is_escaped_on_every_page() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    for path in [
+        "/p/0/".to_string(),
+        "/p/0/contracts/hostile-one".to_string(),
+        "/p/0/chronicle".to_string(),
+        format!("/p/0/citizens/{ALPHA}"),
+    ] {
+        let r = get(&s, &path);
+        assert_eq!(r.status, 200, "{path}");
+        let only_ours = r.body.matches("<script").count() == 1
+            && r.body
+                .contains(r#"<script src="/static/live.js" defer></script>"#);
+        assert!(only_ours, "{path}: a <script> got through: {}", r.body);
+        for tag in tags_of(&r.body) {
+            let t = tag.to_ascii_lowercase();
+            for bad in ["<img", " onerror", " onclick", " onload", "javascript:"] {
+                assert!(!t.contains(bad), "{path}: {bad} got through in {tag}");
+            }
+        }
+    }
+}
+
+/// Every tag of an HTML text, `<` to `>` (text never holds a raw `<`: it is escaped).
+fn tags_of(html: &str) -> Vec<&str> {
+    html.split('<')
+        .skip(1)
+        .map(|rest| &rest[..rest.find('>').unwrap_or(rest.len())])
+        .map(|t| &html[t.as_ptr() as usize - html.as_ptr() as usize - 1..][..t.len() + 1])
+        .collect()
+}
+
+#[test]
+fn security_headers_and_read_only() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let r = get(&s, "/p/0/");
+    let csp = r.header("content-security-policy").unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(r.header("referrer-policy"), Some("same-origin"));
+    let host = format!("127.0.0.1:{}", s.addr.port());
+    let post = request(s.addr, "POST", "/p/0/", &host, "Content-Length: 0\r\n");
+    assert_eq!(post.status, 405);
+    assert!(
+        post.header("content-security-policy").is_some(),
+        "refusals carry the headers too"
+    );
+}
+
+#[test]
+fn a_rebinding_host_gets_403() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let port = s.addr.port();
+    let r = request(
+        s.addr,
+        "GET",
+        "/p/0/",
+        &format!("attacker.example:{port}"),
+        "",
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(!r.body.contains(ALPHA), "nothing of the polis in a refusal");
+    assert_eq!(
+        request(s.addr, "GET", "/p/0/", &format!("localhost:{port}"), "").status,
+        200
+    );
+}
+
+#[test]
+fn off_loopback_without_the_token_gets_401() {
+    let p = generated_polis();
+    let s = serve(&p, "0.0.0.0:0");
+    let host = format!("127.0.0.1:{}", s.addr.port());
+    let r = request(s.addr, "GET", "/p/0/", &host, "");
+    assert_eq!(r.status, 401, "{}", r.body);
+    let mut token = String::new();
+    wait_until("the token on stderr", Duration::from_secs(10), || {
+        let e = s.stderr.lock().unwrap();
+        match e.split("?token=").nth(1) {
+            Some(rest) => {
+                token = rest.split_whitespace().next().unwrap_or("").to_string();
+                true
+            }
+            None => false,
+        }
+    });
+    assert_eq!(token.len(), 48, "{}", s.stderr.lock().unwrap());
+    assert_eq!(
+        s.stderr.lock().unwrap().matches(&token).count(),
+        1,
+        "the token is printed exactly once: {}",
+        s.stderr.lock().unwrap()
+    );
+    assert_eq!(
+        s.url,
+        format!("http://0.0.0.0:{}/", s.addr.port()),
+        "the URL names the address bound"
+    );
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let r = request(
+            s.addr,
+            "GET",
+            "/p/0/",
+            &host,
+            &format!("Authorization: {scheme} {token}\r\n"),
+        );
+        assert_eq!(r.status, 200, "{scheme}: {}", r.body);
+    }
+    let r = request(s.addr, "GET", &format!("/p/0/?token={token}"), &host, "");
+    assert_eq!(r.status, 200);
+    let cookie = r.header("set-cookie").unwrap();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let by_cookie = request(
+        s.addr,
+        "GET",
+        "/p/0/tags",
+        &host,
+        &format!("Cookie: polisd_token={token}\r\n"),
+    );
+    assert_eq!(by_cookie.status, 200);
+    let wrong = request(
+        s.addr,
+        "GET",
+        "/p/0/",
+        &host,
+        "Authorization: Bearer 00\r\n",
+    );
+    assert_eq!(wrong.status, 401);
+}
+
+/// A request for polis 0's event stream, sent; reads wait at most 200 ms.
+pub(crate) fn event_stream(s: &Server) -> TcpStream {
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /p/0/events HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/event-stream\r\n\r\n",
+        s.addr.port()
+    )
+    .unwrap();
+    stream
+}
+
+#[test]
+fn the_event_stream_reports_a_settlement() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let mut stream = event_stream(&s);
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    let mut read_some = |seen: &mut String| {
+        if let Ok(n) = stream.read(&mut buf) {
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    };
+    wait_until("the stream's headers", Duration::from_secs(10), || {
+        read_some(&mut seen);
+        seen.contains("\r\n\r\n")
+    });
+    assert!(seen.contains("text/event-stream"), "{seen}");
+    p.mv(
+        "contracts/open/next-job.md",
+        "contracts/settled/next-job.md",
+    );
+    // The first change event may be about another path (the stats file the daemon rewrites);
+    // wait for the one that names the moved contract.
+    wait_until(
+        "a change event naming the contract",
+        Duration::from_secs(20),
+        || {
+            read_some(&mut seen);
+            seen.contains("event: change")
+                && (seen.contains("contracts/settled/next-job.md")
+                    || seen.contains("contracts/open/next-job.md"))
+        },
+    );
+    assert!(
+        seen.contains("contracts/settled/next-job.md")
+            || seen.contains("contracts/open/next-job.md"),
+        "{seen}"
+    );
+    let overview = get(&s, "/p/0/");
+    assert!(
+        overview.body.contains(r#"id="count-settled">6<"#),
+        "{}",
+        overview.body
+    );
+}
+
+#[test]
+fn frontmatter_is_a_table_and_links_resolve_to_pages_of_the_polis() {
+    let p = generated_polis();
+    p.save(
+        "contracts/open/linked.md",
+        &contract(
+            "linked",
+            "linked work",
+            None,
+            "proposed",
+            &["docs"],
+            "",
+            &format!(
+                "## Intent\n\nAfter [the first](../settled/done-1.md), see [[contracts/open/next-job]], \
+                 [[citizens/{ALPHA}/capability_card.yml|alpha's card]], [[chronicle]], \
+                 [a lesson](../../lessons/docs/some-lesson.md) and [nothing](../../../../etc/passwd).\n"
+            ),
+        ),
+    );
+    let s = serve(&p, "127.0.0.1:0");
+    let page = get(&s, "/p/0/contracts/linked").body;
+    let body = &page[page.find("<div class=\"md\">").unwrap()..];
+    let body = &body[..body.find("</div>").unwrap()];
+    let hrefs: Vec<&str> = body
+        .split("<a href=\"")
+        .skip(1)
+        .map(|h| &h[..h.find('"').unwrap()])
+        .collect();
+    assert_eq!(
+        hrefs,
+        [
+            "/p/0/contracts/done-1",
+            "/p/0/contracts/next-job",
+            &*format!("/p/0/citizens/{ALPHA}"),
+            "/p/0/chronicle",
+            "/p/0/search?q=some-lesson",
+        ],
+        "{body}"
+    );
+    for href in &hrefs {
+        assert_eq!(get(&s, href).status, 200, "{href}");
+    }
+    assert!(
+        body.contains("and nothing.") && !body.contains("passwd\""),
+        "a link out of the polis is text: {body}"
+    );
+    // The contract's frontmatter and an inbox's are tables, not a heading.
+    assert!(page.contains("<table class=\"frontmatter\">"), "{page}");
+    assert!(
+        page.contains("<th>contract_id</th><td>linked</td>"),
+        "{page}"
+    );
+    let citizen = get(&s, &format!("/p/0/citizens/{ALPHA}")).body;
+    assert!(
+        citizen.contains(&format!("<th>owner</th><td>{ALPHA}</td>")),
+        "{citizen}"
+    );
+    assert!(!citizen.contains("<h2>file_type"), "{citizen}");
+}

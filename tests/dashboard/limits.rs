@@ -1,0 +1,117 @@
+//! Limits: a visitor cannot starve the server or the daemon beside it.
+
+use super::http::event_stream;
+use super::under_run::{daemon_dashboard, get_at};
+use super::*;
+
+/// Whether `stream` (non-blocking) has been closed by the server: end of file or a reset.
+fn closed_by_server(stream: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+#[test]
+fn five_hundred_partial_headers_are_closed_within_ten_seconds_while_the_daemon_works() {
+    let p = generated_polis();
+    let daemon = p.start_daemon();
+    let addr = daemon_dashboard(&p);
+    assert_eq!(get_at(addr, "/p/0/").status, 200);
+    let started = Instant::now();
+    let mut partial: Vec<TcpStream> = (0..500)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            // A connection over the cap is answered and closed at once: writing may fail.
+            let _ = write!(
+                s,
+                "GET /p/0/ HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nX-Slow: ",
+                addr.port()
+            );
+            s.set_nonblocking(true).unwrap();
+            s
+        })
+        .collect();
+    // The daemon goes on reacting to files while the dashboard is flooded.
+    p.save(
+        "contracts/settled/during-flood.md",
+        &settled("during-flood", ALPHA, "floodtag", 4, 20),
+    );
+    let mut open = partial.len();
+    while open > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{open} of 500 partial requests still open after 10 s"
+        );
+        open = partial
+            .iter_mut()
+            .filter_map(|s| (!closed_by_server(s)).then_some(()))
+            .count();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_until(
+        "the daemon to count the contract settled during the flood",
+        Duration::from_secs(20),
+        || p.read("contracts/routing_stats.yml").contains("floodtag"),
+    );
+    let after = get_at(addr, "/p/0/");
+    assert_eq!(after.status, 200, "{}", daemon.log_text());
+}
+
+#[test]
+fn connections_and_event_streams_over_their_caps_get_503() {
+    let p = generated_polis();
+    let s = serve_with(
+        &p,
+        "127.0.0.1:0",
+        "max_connections = 8\nmax_event_streams = 2",
+    );
+    let open_stream = || {
+        let mut stream = event_stream(&s);
+        let mut seen = String::new();
+        let mut buf = [0u8; 4096];
+        wait_until("the stream's headers", Duration::from_secs(10), || {
+            if let Ok(n) = stream.read(&mut buf) {
+                seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+            seen.contains("\r\n\r\n")
+        });
+        (stream, seen)
+    };
+    let (_first, a) = open_stream();
+    let (_second, b) = open_stream();
+    assert!(
+        a.starts_with("HTTP/1.1 200") && b.starts_with("HTTP/1.1 200"),
+        "{a}\n{b}"
+    );
+    let (_third, c) = open_stream();
+    assert!(c.starts_with("HTTP/1.1 503"), "{c}");
+    assert!(c.contains("too many live-update streams"), "{c}");
+    // Pages still work beside the open streams.
+    assert_eq!(get(&s, "/p/0/").status, 200);
+    // Eight connections held: the ninth is told so and closed.
+    let held: Vec<TcpStream> = (0..6)
+        .map(|_| TcpStream::connect(s.addr).unwrap())
+        .collect();
+    let mut refused = String::new();
+    wait_until(
+        "a 503 for the connection over the cap",
+        Duration::from_secs(10),
+        || {
+            let mut extra = TcpStream::connect(s.addr).unwrap();
+            extra
+                .set_read_timeout(Some(Duration::from_secs(2)))
+                .unwrap();
+            refused.clear();
+            let _ = extra.read_to_string(&mut refused);
+            refused.starts_with("HTTP/1.1 503")
+        },
+    );
+    assert!(refused.contains("too many open connections"), "{refused}");
+    drop(held);
+}

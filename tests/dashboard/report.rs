@@ -1,0 +1,174 @@
+//! What leaves the dashboard: the static export (`polisd report` as markdown and HTML, and its
+//! redaction), and the notify command run for a new human queue item.
+
+use super::team::{team_member, team_polis, TEAM_TAGS, VENDORS};
+use super::*;
+
+#[test]
+fn report_md_and_html_are_self_contained_and_redact_hides_ids_and_text() {
+    let p = generated_polis();
+    let md = p.polisd(&["report", p.root.to_str().unwrap(), "--format", "md"]);
+    assert!(
+        md.status.success(),
+        "{}",
+        String::from_utf8_lossy(&md.stderr)
+    );
+    let md = String::from_utf8(md.stdout).unwrap();
+    assert!(
+        md.contains("## Waiting for a person") && md.contains(ALPHA) && md.contains("the next job"),
+        "{md}"
+    );
+
+    let out = p.dir.path().join("report.html");
+    let html = p.polisd(&[
+        "report",
+        p.root.to_str().unwrap(),
+        "--format",
+        "html",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        html.status.success(),
+        "{}",
+        String::from_utf8_lossy(&html.stderr)
+    );
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        !html.contains("<script") && !html.contains("<link"),
+        "self-contained, no script: {html}"
+    );
+    assert!(
+        html.contains("&lt;script&gt;"),
+        "the hostile title is escaped: {html}"
+    );
+
+    let redacted = p.polisd(&["report", p.root.to_str().unwrap(), "--redact"]);
+    let r = String::from_utf8(redacted.stdout).unwrap();
+    for secret in [
+        ALPHA,
+        BRAVO,
+        FOUNDER,
+        "the next job",
+        "next-job",
+        "quorum-rule",
+        "pwned",
+    ] {
+        assert!(!r.contains(secret), "{secret} in the redacted report: {r}");
+    }
+    assert!(r.contains("citizen-") && r.contains("contract-"), "{r}");
+    let again = String::from_utf8(
+        p.polisd(&["report", p.root.to_str().unwrap(), "--redact"])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        r.lines()
+            .filter(|l| l.contains("citizen-"))
+            .collect::<Vec<_>>(),
+        again
+            .lines()
+            .filter(|l| l.contains("citizen-"))
+            .collect::<Vec<_>>(),
+        "stable pseudonyms"
+    );
+
+    let inside = p.root.join("report.md");
+    let refused = p.polisd(&[
+        "report",
+        p.root.to_str().unwrap(),
+        "--out",
+        inside.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(!inside.exists(), "nothing written inside the polis");
+}
+
+#[test]
+fn notify_command_runs_once_for_a_new_human_queue_item() {
+    let p = generated_polis();
+    let sink = p.dir.path().join("notified.txt");
+    std::fs::write(
+        p.dir.path().join("polisd.toml"),
+        format!(
+            "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\n\n[dashboard]\nlisten = \"127.0.0.1:0\"\n\
+             notify_command = 'printf \"%s|%s\\n\" \"$POLISD_ITEM_TITLE\" \"$POLISD_ITEM_URL\" >> {}'\n",
+            sink.display()
+        ),
+    )
+    .unwrap();
+    let daemon = p.start_daemon();
+    // Items already waiting at start are not news.
+    p.save(
+        "contracts/open/urgent-fix.md",
+        &contract(
+            "urgent-fix",
+            "urgent fix",
+            Some(BRAVO),
+            "claimed",
+            &["rust"],
+            "",
+            "## Intent\n\nx\n",
+        ),
+    );
+    wait_until(
+        "the notify_command for the new item",
+        Duration::from_secs(30),
+        || std::fs::read_to_string(&sink).is_ok_and(|t| t.contains("urgent-fix")),
+    );
+    let text = std::fs::read_to_string(&sink).unwrap();
+    assert_eq!(
+        text.lines().count(),
+        1,
+        "only the new item: {text}\n{}",
+        daemon.log_text()
+    );
+    assert!(text.contains("/p/0/contracts/urgent-fix"), "{text}");
+}
+
+#[test]
+fn the_redacted_report_of_the_team_shows_no_identity_vendor_tag_date_or_text() {
+    let p = team_polis();
+    let mut secrets: Vec<String> = (1..=11).map(team_member).collect();
+    secrets.push(FOUNDER.into());
+    secrets.extend(VENDORS.iter().map(|v| v.to_string()));
+    secrets.extend(TEAM_TAGS.iter().map(|t| t.to_string()));
+    secrets.extend(
+        [
+            "settled work",
+            "open work",
+            "week line",
+            "Run the migrations twice",
+            "auth rework",
+            "src/auth.rs",
+            "first note",
+            "third note",
+            "done-0",
+            "open-0",
+            "_polis",
+        ]
+        .map(String::from),
+    );
+    let date = regex::Regex::new(r"\d{4}-\d{2}-\d{2}").unwrap();
+    let style = regex::Regex::new(r"(?s)<style>.*?</style>").unwrap();
+    for format in ["md", "html"] {
+        let out = p.polisd(&["report", "--format", format, "--redact"]);
+        assert!(out.status.success(), "{out:?}");
+        let raw = String::from_utf8(out.stdout).unwrap();
+        // The inline stylesheet is polisd's own text, not the polis's.
+        let text = style.replace_all(&raw, "").to_lowercase();
+        assert!(text.len() > 2000, "{format}: a report, not an empty page");
+        for secret in &secrets {
+            let word =
+                regex::Regex::new(&format!(r"\b{}\b", regex::escape(&secret.to_lowercase())))
+                    .unwrap();
+            assert!(
+                !word.is_match(&text),
+                "{format}: {secret:?} shows in the redacted report"
+            );
+        }
+        assert!(!date.is_match(&text), "{format}: a date shows");
+        // The numbers stay.
+        assert!(text.contains("settled (2000)"), "{format}");
+    }
+}
