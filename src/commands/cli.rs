@@ -515,6 +515,7 @@ pub struct MigrateArgs {
 #[derive(Debug, Args)]
 pub struct RouteArgs {
     /// The open contract's id (its file name without `.md`).
+    /// The contract's id (its file name without `.md`).
     #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// Project root or `_polis/` folder (default: found from the working directory).
@@ -925,6 +926,7 @@ pub enum ContractCommand {
 
 #[derive(Debug, Args)]
 pub struct ContractOpenArgs {
+    /// The contract's title; its id is made from it.
     #[arg(long)]
     pub title: String,
     /// The opening citizen's id.
@@ -933,10 +935,14 @@ pub struct ContractOpenArgs {
     /// Comma-separated required capability tags.
     #[arg(long, default_value = "")]
     pub tags: String,
+    /// How much rides on it: a `high` contract settles only after another citizen (ideally of
+    /// another vendor) signs off its review.
     #[arg(long, value_enum, default_value = "medium")]
     pub stakes: Level,
+    /// The dearest citizen the router may pick without penalty.
     #[arg(long, value_enum, default_value = "medium")]
     pub cost_ceiling: Level,
+    /// When it is due, e.g. `2026-12-31` (written to the contract as given).
     #[arg(long)]
     pub deadline: Option<String>,
     /// An acceptance criterion (repeat for more).
@@ -948,6 +954,7 @@ pub struct ContractOpenArgs {
 
 #[derive(Debug, Args)]
 pub struct ContractClaimArgs {
+    /// The contract's id (its file name without `.md`).
     #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// The claiming citizen's id.
@@ -966,6 +973,7 @@ pub struct ContractClaimArgs {
 
 #[derive(Debug, Args)]
 pub struct ContractSettleArgs {
+    /// The contract's id (its file name without `.md`).
     #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// Quality score, 1 to 5.
@@ -1004,8 +1012,10 @@ pub struct ContractSettleArgs {
 
 #[derive(Debug, Args)]
 pub struct ContractAbandonArgs {
+    /// The contract's id (its file name without `.md`).
     #[arg(value_parser = contract_id)]
     pub contract_id: String,
+    /// Why it is abandoned (recorded in the chronicle line).
     #[arg(long)]
     pub reason: Option<String>,
     /// Who abandons it (default: its owner, else its opener).
@@ -1035,6 +1045,7 @@ pub enum CouncilModeArg {
 
 #[derive(Debug, Args)]
 pub struct CouncilStartArgs {
+    /// The contract's id (its file name without `.md`).
     #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// full (3 rounds), quick (2 rounds) or duo (2 seats, not anonymised); default: the
@@ -1066,6 +1077,7 @@ pub struct CouncilStartArgs {
 
 #[derive(Debug, Args)]
 pub struct CouncilWriteArgs {
+    /// The contract's id (its file name without `.md`).
     #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// The member writing (your agent id).
@@ -1080,6 +1092,7 @@ pub struct CouncilWriteArgs {
 
 #[derive(Debug, Args)]
 pub struct ContractIdArgs {
+    /// The contract's id (its file name without `.md`).
     #[arg(value_parser = contract_id)]
     pub contract_id: String,
     #[command(flatten)]
@@ -1088,6 +1101,7 @@ pub struct ContractIdArgs {
 
 #[derive(Debug, Args)]
 pub struct ContractListArgs {
+    /// Which folder: open, settled or abandoned.
     #[arg(long, value_enum, default_value = "open")]
     pub state: StateArg,
     /// Only this owner's contracts.
@@ -1115,8 +1129,10 @@ pub struct AgentOnly {
 
 #[derive(Debug, Args)]
 pub struct AmendmentProposeArgs {
+    /// The amendment's title; its id is made from it.
     #[arg(long)]
     pub title: String,
+    /// The proposing citizen's id.
     #[arg(long, value_parser = acting_id)]
     pub by: String,
     /// A markdown file with the problem, the change and the rationale.
@@ -1134,12 +1150,16 @@ pub struct AmendmentProposeArgs {
 
 #[derive(Debug, Args)]
 pub struct AmendmentVoteArgs {
+    /// The amendment's id (its file name in amendments/proposed/ without `.md`).
     #[arg(value_parser = amendment_id)]
     pub amendment_id: String,
+    /// The voting citizen (your agent id).
     #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
+    /// Your vote.
     #[arg(long, value_enum)]
     pub vote: VoteArg,
+    /// Why, in a sentence (recorded with the vote).
     #[arg(long)]
     pub rationale: Option<String>,
     #[command(flatten)]
@@ -1148,6 +1168,7 @@ pub struct AmendmentVoteArgs {
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
+    /// The citizen writing the line (your agent id).
     #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// The verb phrase, e.g. "blocked on review" (quote it).
@@ -1155,6 +1176,7 @@ pub struct LogArgs {
     /// A path relative to _polis/ (`[[…]]` optional).
     #[arg(long, value_parser = link)]
     pub link: Option<String>,
+    /// A short note, the line's last field.
     #[arg(long)]
     pub note: Option<String>,
     #[command(flatten)]
@@ -1169,6 +1191,7 @@ pub enum LessonCommand {
 
 #[derive(Debug, Args)]
 pub struct LessonFileArgs {
+    /// The citizen filing it (your agent id).
     #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// Comma-separated capability tags.
@@ -1188,10 +1211,13 @@ pub struct LessonFileArgs {
 
 #[derive(Debug, Args)]
 pub struct ReviewArgs {
+    /// The contract's id (its file name without `.md`).
     #[arg(value_parser = contract_id)]
     pub contract_id: String,
+    /// The reviewing citizen (your agent id): not the owner, ideally of another vendor.
     #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
+    /// Your decision.
     #[arg(long, value_enum)]
     pub decision: DecisionArg,
     /// A markdown file with the review's text.
@@ -1226,6 +1252,7 @@ pub enum AnswerArg {
 pub struct QueueAnswerArgs {
     /// The item's key, as `polisd queue` lists it (`new-citizen/<contract>/<n>`…).
     pub key: String,
+    /// accept, decline, or later (hidden for a day).
     #[arg(value_enum)]
     pub answer: AnswerArg,
     /// The person who decides (a name; recorded in the chronicle).
@@ -1251,6 +1278,7 @@ pub struct QueueAnswerArgs {
 
 #[derive(Debug, Args)]
 pub struct ContextArgs {
+    /// The contract's id (its file name without `.md`).
     #[arg(value_parser = contract_id)]
     pub contract_id: String,
     #[command(flatten)]
@@ -1267,8 +1295,10 @@ pub enum GuardrailCommand {
 
 #[derive(Debug, Args)]
 pub struct GuardrailAddArgs {
+    /// The must-pass criterion, in one sentence.
     #[arg(long)]
     pub text: String,
+    /// Comma-separated tags it applies to (none: every contract).
     #[arg(long, default_value = "")]
     pub tags: String,
     /// The contract whose failure taught it.
@@ -1346,6 +1376,30 @@ mod tests {
                 assert_eq!(deferred, whole, "{path:?} {flag}");
             }
         }
+    }
+
+    /// Every argument of every command says what it is for in `--help`: agents read the help to
+    /// learn a command, and a bare `--as <ID>` teaches nothing.
+    #[test]
+    fn every_argument_has_its_help() {
+        fn bare(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let own = !matches!(arg.get_id().as_str(), "help" | "version");
+                if own && arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    out.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                bare(sub, &format!("{path} {}", sub.get_name()), out);
+            }
+        }
+        let mut out = Vec::new();
+        bare(&whole_command(), "polisd", &mut out);
+        assert!(
+            out.is_empty(),
+            "arguments without help:\n  {}",
+            out.join("\n  ")
+        );
     }
 
     /// Every command an agent or a person runs says its result as JSON with `--json`. The
