@@ -257,7 +257,7 @@ impl Drop for Killed {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Helpers for the daemon tests (`tests/daemon.rs`).
+// Helpers for the daemon tests (`tests/daemon/`).
 
 /// "Now" as a chronicle stamp (`YYYY-MM-DD HH:MM`, UTC: the timezone `polisd init` writes).
 pub fn chronicle_stamp() -> String {

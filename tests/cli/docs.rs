@@ -1,0 +1,302 @@
+//! What a user reads says what the binary does: README.md, docs/protocol.md, `--help`,
+//! `--version`, the man page and the shell completions.
+
+use super::{describe, json, stdout};
+use crate::harness::{TestPolis, BIN};
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn every_polisd_command_in_the_readme_parses() {
+    use clap::Parser;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut in_block = false;
+    let mut checked = 0;
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            in_block = line == "```sh";
+            continue;
+        }
+        if !in_block {
+            continue;
+        }
+        let code = line.split(" #").next().unwrap_or("");
+        for command in code.split("&&").map(str::trim) {
+            if !command.starts_with("polisd ") {
+                continue;
+            }
+            match polisd::commands::cli::Cli::try_parse_from(command.split_whitespace()) {
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        clap::error::ErrorKind::DisplayHelp
+                            | clap::error::ErrorKind::DisplayVersion
+                    ) => {}
+                Err(e) => panic!("README's `{command}` does not parse:\n{e}"),
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "only {checked} README commands found");
+}
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let out = Command::new(BIN).arg("--version").output().unwrap();
+    let text = stdout(&out);
+    let re =
+        regex::Regex::new(r"^polisd \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown)\)\n$").unwrap();
+    let caps = re.captures(&text).unwrap_or_else(|| panic!("{text:?}"));
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if let Some(head) = head {
+        assert_eq!(&caps[1], head, "built from another commit than HEAD");
+    }
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_command_line_definition() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = Command::new(BIN)
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let script = stdout(&out);
+        for sub in ["register", "config", "check", "completions"] {
+            assert!(script.contains(sub), "{shell} completions lack `{sub}`");
+        }
+    }
+    let out = Command::new(BIN)
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown shell is a usage error"
+    );
+    let man = stdout(&Command::new(BIN).arg("man").output().unwrap());
+    assert!(man.contains(".TH polisd 1"), "{man}");
+    assert!(man.contains("register"), "{man}");
+}
+
+/// What docs/install.md tells a user to install is read by the real tools: bash parses the
+/// completion script, and `man` renders the page without a warning from groff.
+#[test]
+fn completions_parse_in_bash_and_the_man_page_renders_in_man() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("polisd.bash");
+    let out = Command::new(BIN)
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    std::fs::write(&script, &out.stdout).unwrap();
+    let bash = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .expect("bash is needed to check the completion script");
+    assert!(bash.status.success(), "{}", describe(&bash));
+    let page = tmp.path().join("polisd.1");
+    let out = Command::new(BIN).arg("man").output().unwrap();
+    std::fs::write(&page, &out.stdout).unwrap();
+    let man = Command::new("man")
+        .args(["--warnings", "-l"])
+        .arg(&page)
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "100")
+        .output()
+        .expect("man (package man-db) is needed to render the manual page");
+    assert!(man.status.success(), "{}", describe(&man));
+    let text = stdout(&man);
+    assert!(text.contains("contract"), "{text}");
+    let warnings = String::from_utf8_lossy(&man.stderr);
+    assert!(warnings.trim().is_empty(), "groff warned: {warnings}");
+}
+
+/// `polisd --help` is a map: the commands under headings by use, one line each, no flat list.
+#[test]
+fn help_groups_the_commands_under_headings() {
+    let out = Command::new(BIN).arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let help = stdout(&out);
+    let headings = [
+        "The daemon and the rules it applies (each also runs once):",
+        "Agents' actions:",
+        "Inspection:",
+        "Set-up and service:",
+    ];
+    let mut at = 0;
+    for heading in headings {
+        let found = help[at..]
+            .find(heading)
+            .unwrap_or_else(|| panic!("no `{heading}`:\n{help}"));
+        at += found;
+    }
+    assert!(!help.contains("Commands:"), "{help}");
+    // The reference's name for `check` stands beside it.
+    assert!(help.contains("\n  check, doctor  "), "{help}");
+    for (command, heading) in [
+        ("run", 0),
+        ("contract", 1),
+        ("status", 2),
+        ("init", 3),
+        ("migrate", 3),
+    ] {
+        let line = format!("\n  {command} ");
+        let pos = help
+            .find(&line)
+            .unwrap_or_else(|| panic!("no `{command}`:\n{help}"));
+        let owner = headings
+            .iter()
+            .rposition(|h| help[..pos].contains(h))
+            .unwrap();
+        assert_eq!(
+            owner, heading,
+            "`{command}` under the wrong heading:\n{help}"
+        );
+    }
+    // One line each: every command line starts a description; wrapped lines are rare.
+    let commands = help
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .count();
+    assert!(commands >= 35, "{help}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// docs/protocol.md: every example is a real file
+
+/// Writes every example of docs/protocol.md into a polis, in order (`<!-- example: PATH -->`
+/// replaces the file, `(moved from OLD)` removes OLD, `<!-- example-append: PATH -->` appends),
+/// and checks it.
+#[test]
+fn protocol_doc_examples_make_a_polis_without_errors() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/protocol.md"))
+            .unwrap();
+    let p = TestPolis::init("claude-code-1");
+    for (id, vendor) in [("codex-agent-2", "openai"), ("gemini-cli-03", "google")] {
+        let out = p.polisd(&[
+            "register", id, "--vendor", vendor, "--model", "m", "--tags", "python:3",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    }
+    let marker = regex::Regex::new(
+        r"(?m)^<!-- (example|example-append): (\S+)(?: \(moved from (\S+)\))? -->\n```[a-z]*\n((?s:.*?))```\n",
+    )
+    .unwrap();
+    let mut examples = 0;
+    for c in marker.captures_iter(&doc) {
+        let (path, body) = (&c[2], &c[4]);
+        if let Some(old) = c.get(3) {
+            std::fs::remove_file(p.path(old.as_str())).unwrap();
+        }
+        if &c[1] == "example" {
+            p.save(path, body);
+        } else {
+            p.append(path, body);
+        }
+        examples += 1;
+    }
+    assert_eq!(
+        examples,
+        doc.matches("<!-- example").count(),
+        "a marked example did not parse"
+    );
+    let out = p.polisd(&["check", "--json"]);
+    let report = json(&out);
+    assert_eq!(report["errors"], 0, "{report:#}");
+    // Only C005 (the examples are older than the founding line) may warn.
+    let others: Vec<_> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] != "C005")
+        .collect();
+    assert!(others.is_empty(), "{others:#?}");
+    // The retraction in the chronicle section resolves the C008 above it.
+    assert!(
+        report["resolved"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["code"] == "C008"),
+        "{report:#}"
+    );
+    // The card example's hash is right.
+    let verify = json(&p.polisd(&["verify", "--json"]));
+    assert!(
+        verify["cards"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["state"] == "ok"),
+        "{verify:#}"
+    );
+    // The amendment's three vote forms all count: 3 agree would ratify; here the tally sees
+    // claude-code-1 and codex-agent-2 agreeing and gemini-cli-03 requesting changes.
+    let tally = json(&p.polisd(&["tally", "--dry-run", "--json"]));
+    assert_eq!(tally["results"][0]["agrees"], 2, "{tally:#}");
+}
+
+#[test]
+fn readme_links_the_protocol_page_and_cites_no_missing_spec() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.contains("(docs/protocol.md)"));
+    assert!(
+        !readme.contains("SPEC.md"),
+        "README cites SPEC.md, which is not in the repository"
+    );
+    assert!(
+        readme.contains("(docs/guide.md)"),
+        "README links the full guide"
+    );
+    assert!(
+        readme.lines().count() < 400,
+        "README.md has {} lines: keep it under 400 and move detail to docs/",
+        readme.lines().count()
+    );
+    let issue = regex::Regex::new(r"(?i)\bissues? #?[0-9]+").unwrap();
+    let mut texts = vec![("README.md".to_string(), readme.clone())];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            texts.push((path.display().to_string(), text));
+        }
+    }
+    for (name, text) in &texts {
+        if let Some(m) = issue.find(text) {
+            panic!(
+                "{name} cites an issue number ({}): say what and why instead",
+                m.as_str()
+            );
+        }
+    }
+    let doc = std::fs::read_to_string(root.join("docs/protocol.md")).unwrap();
+    for code in (1..=9)
+        .map(|n| format!("C00{n}"))
+        .chain((1..=26).map(|n| format!("P{n:03}")))
+    {
+        assert!(
+            doc.contains(&format!("| {code} |")),
+            "docs/protocol.md lacks {code}"
+        );
+    }
+    for kind in polisd::protocol::delivery::inbox::Kind::ALL {
+        assert!(
+            doc.contains(&format!("`{}`", kind.as_str())),
+            "docs/protocol.md lacks {kind}"
+        );
+    }
+}

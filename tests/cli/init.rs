@@ -1,0 +1,287 @@
+//! `polisd init` checks before it writes; `polisd register` adds a citizen polisd is happy with.
+
+use super::{describe, json, polisd_in, stdout, FOUNDER, FOUNDER_CARD};
+use crate::harness::TestPolis;
+use std::path::Path;
+
+/// Every path under `dir`, relative, sorted (`.state/` excluded).
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let rel = e.path().strip_prefix(dir).unwrap().display().to_string();
+            if rel.starts_with(".state") {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+            out.push(rel);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn init_with_a_bad_agent_id_exits_2_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = polisd_in(tmp.path(), &["init", ".", "--agent-id", "bad"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a valid agent id"));
+    assert_eq!(tree(tmp.path()), Vec::<String>::new());
+}
+
+#[test]
+fn init_into_a_missing_folder_exits_2_and_creates_no_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = polisd_in(tmp.path(), &["init", "x/sub", "--agent-id", FOUNDER]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    assert!(!tmp.path().join("x").exists());
+}
+
+#[test]
+fn init_dry_run_lists_the_files_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = polisd_in(
+        tmp.path(),
+        &["init", ".", "--agent-id", FOUNDER, "--dry-run", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let report = json(&out);
+    let created: Vec<&str> = report["created"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(created.contains(&"CONSTITUTION.md"));
+    assert!(created.contains(&"contracts/TEMPLATE.md"));
+    assert_eq!(report["dry_run"], true);
+    assert_eq!(tree(tmp.path()), Vec::<String>::new());
+}
+
+/// The dry run names every file a real `init` then writes, the bridge pointers at the project
+/// root (AGENTS.md, CLAUDE.md, GEMINI.md, `.agents/`) included.
+#[test]
+fn init_dry_run_lists_every_file_init_writes_bridge_pointers_included() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dry = polisd_in(
+        tmp.path(),
+        &["init", ".", "--agent-id", FOUNDER, "--dry-run"],
+    );
+    assert_eq!(dry.status.code(), Some(0), "{}", describe(&dry));
+    // The headline counts the bridge pointers it lists, not only the files in `_polis/`.
+    assert!(
+        stdout(&dry).lines().next().is_some_and(|l| l.contains(
+            "files to create, 0 already present and kept, 4 bridge files to write at the project root;"
+        )),
+        "{}",
+        describe(&dry)
+    );
+    let listed: Vec<String> = stdout(&dry)
+        .lines()
+        .filter_map(|l| l.strip_prefix("  create "))
+        .map(|rel| match rel.strip_prefix("../") {
+            Some(at_root) => at_root.trim_end_matches(" (project root)").to_string(),
+            None => format!("_polis/{rel}"),
+        })
+        .collect();
+    let report = json(&polisd_in(
+        tmp.path(),
+        &["init", ".", "--agent-id", FOUNDER, "--dry-run", "--json"],
+    ));
+    let bridge: Vec<&str> = report["bridge"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["path"].as_str().unwrap())
+        .collect();
+    for rel in [
+        "AGENTS.md",
+        "CLAUDE.md",
+        "GEMINI.md",
+        ".agents/skills/polis-protocol/SKILL.md",
+    ] {
+        assert!(
+            listed.iter().any(|l| l == rel),
+            "{rel} not listed: {listed:?}"
+        );
+        assert!(bridge.contains(&rel), "{rel} not in --json: {report:#}");
+    }
+    assert_eq!(tree(tmp.path()), Vec::<String>::new(), "the dry run wrote");
+    let real = polisd_in(tmp.path(), &["init", ".", "--agent-id", FOUNDER]);
+    assert_eq!(real.status.code(), Some(0), "{}", describe(&real));
+    let written: Vec<String> = tree(tmp.path())
+        .into_iter()
+        .filter(|p| tmp.path().join(p).is_file())
+        .collect();
+    let mut listed = listed;
+    listed.sort();
+    assert_eq!(listed, written, "the dry run and the real init differ");
+}
+
+#[test]
+fn init_without_a_root_makes_the_polis_in_the_working_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = polisd_in(tmp.path(), &["init", "--agent-id", FOUNDER]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(tmp.path().join("_polis/CONSTITUTION.md").is_file());
+    assert!(tmp.path().join("_polis").join(FOUNDER_CARD).is_file());
+}
+
+#[test]
+fn init_again_with_a_new_founder_lists_what_it_added() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = polisd_in(tmp.path(), &["init", ".", "--agent-id", FOUNDER]);
+    assert_eq!(first.status.code(), Some(0), "{}", describe(&first));
+    // A fresh polis names no file: the count says it all.
+    assert!(
+        !stdout(&first).contains("  created "),
+        "{}",
+        describe(&first)
+    );
+    let again = polisd_in(tmp.path(), &["init", ".", "--agent-id", "second-founder-2"]);
+    assert_eq!(again.status.code(), Some(0), "{}", describe(&again));
+    let out = stdout(&again);
+    for rel in ["capability_card.yml", "status.md", "inbox.md", "journal.md"] {
+        assert!(
+            out.contains(&format!("  created citizens/second-founder-2/{rel}\n")),
+            "{out}"
+        );
+    }
+    assert!(out.contains("  kept chronicle.md\n"), "{out}");
+}
+
+#[test]
+fn init_writes_a_contract_template_that_is_not_read_as_a_contract() {
+    let p = TestPolis::init(FOUNDER);
+    let template = p.read("contracts/TEMPLATE.md");
+    assert!(template.contains("contract_id:") && template.contains("## Settlement"));
+    let status = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(status["contracts"]["open"], 0, "{status:#}");
+    let check = json(&p.polisd(&["check", "--json"]));
+    assert_eq!(check["findings"], serde_json::json!([]), "{check:#}");
+    // Copied into open/ and filled in, it is a contract polisd accepts.
+    let filled = template
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("my-contract-id", "first-task");
+    p.save("contracts/open/first-task.md", &filled);
+    let status = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(status["contracts"]["open"], 1, "{status:#}");
+    let check = p.polisd(&["check", "--json"]);
+    assert_eq!(json(&check)["errors"], 0, "{}", describe(&check));
+}
+
+#[test]
+fn register_writes_a_stamped_card_and_its_joined_line() {
+    let p = TestPolis::init(FOUNDER);
+    let out = p.polisd(&[
+        "register",
+        "codex-agent-2",
+        "--vendor",
+        "openai",
+        "--model",
+        "gpt-5",
+        "--tags",
+        "python:4,docs:3",
+        "--cost",
+        "low",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    for f in ["capability_card.yml", "status.md", "inbox.md", "journal.md"] {
+        assert!(p.exists(&format!("citizens/codex-agent-2/{f}")), "{f}");
+    }
+    let last = p.read("chronicle.md").lines().last().unwrap().to_string();
+    assert!(
+        last.contains("| codex-agent-2 | joined polis | [[citizens/codex-agent-2]] |"),
+        "{last}"
+    );
+    let verify = json(&p.polisd(&["verify", "--json"]));
+    let states: Vec<&str> = verify["cards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["ok", "ok"], "{verify:#}");
+    let check = p.polisd(&["check", "--json"]);
+    assert_eq!(
+        json(&check)["findings"],
+        serde_json::json!([]),
+        "{}",
+        describe(&check)
+    );
+    // The flag once a tag says the same as one list.
+    let repeated = p.polisd(&[
+        "register",
+        "gemini-cli-03",
+        "--vendor",
+        "google",
+        "--model",
+        "gemini-2.5-pro",
+        "--tags",
+        "python:4",
+        "--tags",
+        "docs:3,rust:2",
+    ]);
+    assert_eq!(repeated.status.code(), Some(0), "{}", describe(&repeated));
+    let card = p.read("citizens/gemini-cli-03/capability_card.yml");
+    for tag in ["python", "docs", "rust"] {
+        assert!(card.contains(&format!("{tag}:")), "{tag} missing: {card}");
+    }
+    // The id is now taken: refused with one line, nothing written.
+    let chronicle = p.read("chronicle.md");
+    let again = p.polisd(&[
+        "register",
+        "codex-agent-2",
+        "--vendor",
+        "openai",
+        "--model",
+        "gpt-5",
+        "--tags",
+        "rust:2",
+    ]);
+    assert_eq!(again.status.code(), Some(1), "{}", describe(&again));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already taken"));
+    assert_eq!(p.read("chronicle.md"), chronicle);
+}
+
+#[test]
+fn register_refuses_an_invalid_id_or_tag_with_exit_2() {
+    let p = TestPolis::init(FOUNDER);
+    for args in [
+        [
+            "register", "Bad", "--vendor", "x", "--model", "y", "--tags", "python:4",
+        ],
+        [
+            "register",
+            "polis-daemon",
+            "--vendor",
+            "x",
+            "--model",
+            "y",
+            "--tags",
+            "python:4",
+        ],
+        [
+            "register",
+            "fine-agent-1",
+            "--vendor",
+            "x",
+            "--model",
+            "y",
+            "--tags",
+            "python:9",
+        ],
+    ] {
+        let out = p.polisd(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+    }
+    assert!(!p.exists("citizens/fine-agent-1"));
+}

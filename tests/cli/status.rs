@@ -1,0 +1,212 @@
+//! `polisd status`: the polis at a glance, in text and JSON, and whether a daemon watches it.
+
+use super::{contract, describe, json, keys, set, stdout, FOUNDER};
+use crate::harness::TestPolis;
+use serde_json::Value;
+use std::process::Command;
+
+fn busy_polis() -> TestPolis {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-two", "openai", &[("python", 4)], "low")
+        .save(
+            "contracts/open/open-one.md",
+            &contract("open-one", "proposed"),
+        )
+        .save(
+            "contracts/open/open-two.md",
+            &contract("open-two", "proposed"),
+        )
+        .save(
+            "contracts/settled/done-one.md",
+            &contract("done-one", "settled"),
+        )
+        .save(
+            "contracts/abandoned/gave-up.md",
+            &contract("gave-up", "abandoned"),
+        )
+        .save(
+            "amendments/proposed/2026-11-01-quality-floor.md",
+            &format!(
+                "---\namendment_id: 2026-11-01-quality-floor\ntitle: Quality floor\n\
+                 proposed_by: {FOUNDER}\nproposed_at: '2099-11-01 10:00:00'\nstatus: proposed\n\
+                 quorum_required: 2\nexpires_at: 2099-12-01\n---\n\n# Quality floor\n"
+            ),
+        );
+    let out = p.polisd(&["reconcile"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    p
+}
+
+#[test]
+fn status_text_mentions_citizens_counts_leaders_and_amendments() {
+    let p = busy_polis();
+    let out = p.polisd(&["status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let text = stdout(&out);
+    for needle in [
+        "Citizens (2)",
+        FOUNDER,
+        "codex-second-two",
+        "open 2   settled 1   abandoned 1",
+        "python",
+        "2026-11-01-quality-floor",
+        "1/2",
+        "until the end of 2099-12-01",
+        "no daemon is watching this polis",
+    ] {
+        assert!(text.contains(needle), "no `{needle}` in:\n{text}");
+    }
+    // The founder's `founded polis` line is their last activity.
+    let founder_row = text.lines().find(|l| l.contains(FOUNDER)).unwrap();
+    assert!(founder_row.contains("idle"), "{founder_row}");
+}
+
+#[test]
+fn status_json_parses_with_its_documented_keys() {
+    let p = busy_polis();
+    let out = p.polisd(&["status", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let s = json(&out);
+    assert_eq!(
+        keys(&s),
+        set(&[
+            "polis",
+            "now",
+            "timezone",
+            "citizens",
+            "contracts",
+            "explore_rate",
+            "exploration",
+            "tags",
+            "amendments",
+            "malformed_amendments",
+            "recent_outcomes",
+            "councils",
+            "findings",
+            "worktrees",
+            "daemon"
+        ])
+    );
+    assert_eq!(
+        s["worktrees"],
+        serde_json::json!({"git_common_dir": null, "others": [], "diverged": []})
+    );
+    assert_eq!(s["explore_rate"], 0.15);
+    assert_eq!(s["citizens"].as_array().unwrap().len(), 2);
+    assert_eq!(s["citizens"][0]["id"], FOUNDER);
+    assert_eq!(s["citizens"][0]["activity_source"], "chronicle");
+    assert_eq!(
+        s["contracts"],
+        serde_json::json!({"open": 2, "settled": 1, "abandoned": 1})
+    );
+    let python = s["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tag"] == "python")
+        .expect("a python tag");
+    assert_eq!(python["leader"], FOUNDER);
+    assert_eq!(python["contracts_completed"], 1);
+    assert!(python["leader_confidence"].is_f64());
+    let a = &s["amendments"][0];
+    assert_eq!(a["amendment_id"], "2026-11-01-quality-floor");
+    assert_eq!(a["action"], "pending");
+    assert_eq!(a["agrees"], 1);
+    assert_eq!(a["quorum"], 2);
+    assert_eq!(a["expiry_passed"], false);
+    assert_eq!(
+        keys(&s["findings"]),
+        set(&["errors", "warnings", "resolved", "newest"])
+    );
+    assert_eq!(s["daemon"], Value::Null);
+}
+
+#[test]
+fn status_reports_a_running_daemon_and_not_a_stale_one() {
+    let p = TestPolis::init(FOUNDER);
+    let state = polisd::fs::state::State::load_in(&p.state_dir, &p.root).unwrap();
+    // This test process stands in for a running daemon.
+    let mut running = state.status("2026-11-30T09:00:00Z", "native");
+    running.counters.events = 7;
+    state.write_status(&running).unwrap();
+    let s = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(s["daemon"]["pid"], std::process::id());
+    assert_eq!(s["daemon"]["watch_mode"], "native");
+    assert_eq!(s["daemon"]["counters"]["events"], 7);
+    let text = stdout(&p.polisd(&["status"]));
+    assert!(
+        text.contains(&format!(
+            "pid {} watching since 2026-11-30T09:00:00Z",
+            std::process::id()
+        )),
+        "{text}"
+    );
+
+    // A daemon.json left behind by a process that has exited.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    state
+        .write_status(&polisd::fs::state::DaemonStatus {
+            pid: gone_pid,
+            ..running
+        })
+        .unwrap();
+    let s = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(s["daemon"], Value::Null, "{s:#}");
+    let text = stdout(&p.polisd(&["status"]));
+    assert!(
+        text.contains(&format!(
+            "no daemon is watching this polis (the last one, pid {gone_pid}, is gone)"
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn status_shows_recent_amendment_outcomes_after_a_ratification() {
+    let p = TestPolis::init(FOUNDER);
+    p.save(
+        "amendments/ratified/2026-01-02-floor.md",
+        "---\namendment_id: 2026-01-02-floor\ntitle: Floor\nproposed_by: claude-founder-one\n\
+         proposed_at: 2026-01-02 10:00:00\nstatus: ratified\nratified_at: 2026-01-03 09:00:00\n---\n",
+    );
+    let status = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(
+        status["recent_outcomes"][0]["amendment_id"],
+        "2026-01-02-floor"
+    );
+    assert_eq!(status["recent_outcomes"][0]["status"], "ratified");
+    let text = stdout(&p.polisd(&["status"]));
+    assert!(
+        text.contains("2026-01-02-floor ratified at 2026-01-03 09:00:00"),
+        "{text}"
+    );
+}
+
+#[test]
+fn status_lists_tags_by_name_as_the_reference_does() {
+    let p = TestPolis::init(FOUNDER);
+    // First seen (the stats file's order) is zeta, then alpha.
+    p.save(
+        "contracts/routing_stats.yml",
+        "last_updated: '2026-01-02 10:00:00'\nexplore_rate: 0.2\ntags:\n  zeta:\n    citizens: {}\n    leader: null\n    leader_confidence: 0.0\n  alpha:\n    citizens: {}\n    leader: null\n    leader_confidence: 0.0\n",
+    );
+    // polis.yml's rate is the one the router uses.
+    let polis_yml = p.read("polis.yml");
+    assert!(polis_yml.contains("explore_rate: 0.15"));
+    p.save(
+        "polis.yml",
+        &polis_yml.replace("explore_rate: 0.15", "explore_rate: 0.25"),
+    );
+    let s = json(&p.polisd(&["status", "--json"]));
+    let tags: Vec<&str> = s["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tag"].as_str().unwrap())
+        .collect();
+    assert_eq!(tags, ["alpha", "zeta"], "{s:#}");
+    assert_eq!(s["explore_rate"], 0.25);
+    assert!(stdout(&p.polisd(&["status"])).contains("explore_rate 0.25"));
+}
