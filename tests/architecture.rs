@@ -37,23 +37,31 @@ struct Source {
     code: String,
 }
 
-fn sources(src: &Path) -> Vec<Source> {
+/// Every `.rs` file below `dir`, in no particular order.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let mut stack = vec![src.to_path_buf()];
+    let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                out.push(Source {
-                    module: module_of(src, &path),
-                    code: code_of(&text),
-                });
+                out.push(path);
             }
         }
     }
+    out
+}
+
+fn sources(src: &Path) -> Vec<Source> {
+    let mut out: Vec<Source> = rust_files(src)
+        .into_iter()
+        .map(|path| Source {
+            module: module_of(src, &path),
+            code: code_of(&std::fs::read_to_string(&path).unwrap()),
+        })
+        .collect();
     out.sort_by(|a, b| a.module.cmp(&b.module));
     out
 }
@@ -79,7 +87,12 @@ fn code_of(text: &str) -> String {
         Some(i) => &text[..i],
         None => text,
     };
-    body.lines()
+    without_comments(body)
+}
+
+/// `text` with every `//` comment cut from its line.
+fn without_comments(text: &str) -> String {
+    text.lines()
         .map(|l| match l.find("//") {
             Some(i) => &l[..i],
             None => l,
@@ -569,6 +582,34 @@ fn no_source_file_is_over_the_size_of_a_room() {
     assert!(
         big.is_empty(),
         "split these by concept (at most {MAX_LINES_OF_CODE} lines of code each):\n  {}",
+        big.join("\n  ")
+    );
+}
+
+/// The integration tests are held to the same size: a test file is read by the next maintainer
+/// as much as the code it tests. They have no test module to leave out; comments still do not
+/// count.
+#[test]
+fn no_integration_test_file_is_over_the_size_of_a_room() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut big: Vec<String> = rust_files(&tests)
+        .into_iter()
+        .filter_map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let n = lines_of_code(&without_comments(&text));
+            let shown = path
+                .strip_prefix(&tests)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            (n > MAX_LINES_OF_CODE).then(|| format!("tests/{shown}: {n} lines of code"))
+        })
+        .collect();
+    big.sort();
+    assert!(
+        big.is_empty(),
+        "split these by concept into a folder of modules, one test binary \
+         (tests/<name>/main.rs; at most {MAX_LINES_OF_CODE} lines of code each):\n  {}",
         big.join("\n  ")
     );
 }

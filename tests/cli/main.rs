@@ -17,7 +17,7 @@ mod routing;
 mod status;
 mod verify;
 
-use harness::{TestPolis, BIN};
+use harness::{copy_tree, TestPolis, BIN};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -97,20 +97,6 @@ fn reference_ok(args: &[&str], cwd: &Path) -> String {
         describe(&out)
     );
     stdout(&out)
-}
-
-/// Copies a directory tree (regular files and folders only).
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn polisd_in(dir: &Path, args: &[&str]) -> Output {

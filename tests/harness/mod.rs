@@ -272,10 +272,6 @@ pub fn chronicle_line(author: &str, verb: &str, link: &str, note: &str) -> Strin
     )
 }
 
-/// Copies the tree at `from` into `to` like `cp -r from/. to/`: folders are created, files are
-/// copied over whatever is there, symbolic links are skipped (never followed). A file that
-/// vanishes while it is copied (a running daemon's `.polisd-*.tmp`, renamed into place) is
-/// skipped.
 /// The binary as another user (uid 65534) can run it: [`BIN`] itself when every folder above it
 /// lets others through, else a copy in `dir` (a clone under a private home, such as /root).
 #[allow(dead_code)]
@@ -308,6 +304,10 @@ pub fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// Copies the tree at `from` into `to` like `cp -r from/. to/`: folders are created, files are
+/// copied over whatever is there, symbolic links are skipped (never followed). A file that
+/// vanishes while it is copied (a running daemon's `.polisd-*.tmp`, renamed into place) is
+/// skipped.
 pub fn copy_tree(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     for entry in fs::read_dir(from).unwrap().flatten() {
