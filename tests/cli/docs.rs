@@ -6,27 +6,58 @@ use crate::harness::{TestPolis, BIN};
 use std::path::Path;
 use std::process::Command;
 
-#[test]
-fn every_polisd_command_in_the_readme_parses() {
-    use clap::Parser;
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+/// The `polisd …` command lines of a markdown text's shell blocks (`sh`, `bash`, `console`), one
+/// per command of a `&&` list, as words: a leading `$ `, comments, and what a pipe, a
+/// redirection or `&` hands to the shell left out.
+fn documented_commands(markdown: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
     let mut in_block = false;
-    let mut checked = 0;
-    for line in readme.lines() {
-        if line.starts_with("```") {
-            in_block = line == "```sh";
+    for line in markdown.lines() {
+        if let Some(info) = line.trim_start().strip_prefix("```") {
+            in_block = !in_block && matches!(info, "sh" | "bash" | "console");
             continue;
         }
         if !in_block {
             continue;
         }
-        let code = line.split(" #").next().unwrap_or("");
-        for command in code.split("&&").map(str::trim) {
-            if !command.starts_with("polisd ") {
+        let line = line.trim_start();
+        let line = line.strip_prefix("$ ").unwrap_or(line);
+        for command in line.split("&&") {
+            let Some(mut words) = shlex::split(command) else {
                 continue;
+            };
+            // What follows a pipe, a redirection or `&` is the shell's, not polisd's.
+            let end = words
+                .iter()
+                .position(|w| matches!(w.as_str(), "|" | "&" | ";" | ">" | ">>" | "<"))
+                .unwrap_or(words.len());
+            words.truncate(end);
+            if words.first().is_some_and(|w| w == "polisd") {
+                out.push(words);
             }
-            match polisd::commands::cli::Cli::try_parse_from(command.split_whitespace()) {
+        }
+    }
+    out
+}
+
+#[test]
+fn every_polisd_command_in_the_readme_and_the_docs_parses() {
+    use clap::Parser;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            pages.push(path);
+        }
+    }
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for words in documented_commands(&text) {
+            checked += 1;
+            match polisd::commands::cli::Cli::try_parse_from(&words) {
                 Ok(_) => {}
                 Err(e)
                     if matches!(
@@ -34,12 +65,35 @@ fn every_polisd_command_in_the_readme_parses() {
                         clap::error::ErrorKind::DisplayHelp
                             | clap::error::ErrorKind::DisplayVersion
                     ) => {}
-                Err(e) => panic!("README's `{command}` does not parse:\n{e}"),
+                Err(e) => wrong.push(format!(
+                    "{}: `{}`: {}",
+                    page.strip_prefix(root).unwrap_or(page).display(),
+                    words.join(" "),
+                    e.to_string().lines().next().unwrap_or("")
+                )),
             }
-            checked += 1;
         }
     }
-    assert!(checked >= 5, "only {checked} README commands found");
+    assert!(checked >= 40, "only {checked} documented commands found");
+    assert!(
+        wrong.is_empty(),
+        "documented commands that do not parse:\n  {}",
+        wrong.join("\n  ")
+    );
+}
+
+#[test]
+fn documented_commands_are_read_as_a_shell_reads_them() {
+    let page = "text polisd x\n```sh\n$ polisd log --as a-agent-1 \"blocked on review\" # why\n\
+                cargo build && polisd run & # in the background\npolisd status --json | jq .\n```\n```toml\npolisd = 1\n```\n";
+    assert_eq!(
+        documented_commands(page),
+        [
+            vec!["polisd", "log", "--as", "a-agent-1", "blocked on review"],
+            vec!["polisd", "run"],
+            vec!["polisd", "status", "--json"],
+        ]
+    );
 }
 
 #[test]

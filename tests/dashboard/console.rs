@@ -334,12 +334,12 @@ fn browser_every_console_action_works_without_javascript() {
             ],
         )
         .await;
+        // The card is written before the decision's chronicle line: wait for both.
         wait_until("the decision", deadline, || {
             p.exists("citizens/finance-agent-one/capability_card.yml")
+                && p.read("chronicle.md")
+                    .contains(&format!("{decision} accept by Dana Person: we need it"))
         });
-        assert!(p
-            .read("chronicle.md")
-            .contains(&format!("{decision} accept by Dana Person: we need it")));
         // The queue item for the new citizen asked for, answered: bravo reads the answer and
         // the notice leaves the queue.
         let key = format!("notice/{BRAVO}/0123456789abcdef");
