@@ -552,13 +552,7 @@ impl Writer {
                 .open(&t.abs)
         })
         .map_err(|e| self.link_or_io(&t, e, "open for append"))?;
-        let meta = file.metadata().map_err(io_err("inspect", &t.rel))?;
-        if !meta.is_file() {
-            return Err(WriteError::NotRegular {
-                path: t.rel,
-                kind: kind_name(meta.file_type()),
-            });
-        }
+        syscall::regular(&t, &file)?;
         fs4::fs_std::FileExt::lock_exclusive(&file).map_err(io_err("lock", &t.rel))?;
         // Re-stat under the lock: another locked appender may have written meanwhile, and the
         // name may have gained a second link since it was opened.
@@ -698,13 +692,7 @@ impl Writer {
             .custom_flags(no_follow_flags())
             .open(&lock_t.abs)
             .map_err(|e| self.link_or_io(&lock_t, e, "open the lock file"))?;
-        let meta = lock.metadata().map_err(io_err("inspect", &lock_t.rel))?;
-        if !meta.is_file() {
-            return Err(WriteError::NotRegular {
-                path: lock_t.rel,
-                kind: kind_name(meta.file_type()),
-            });
-        }
+        syscall::regular(&lock_t, &lock)?;
         fs4::fs_std::FileExt::lock_exclusive(&lock).map_err(io_err("lock", &lock_t.rel))?;
         Ok(FileLock { _file: lock })
     }

@@ -168,13 +168,9 @@ pub(super) fn keep_link(t: &Target) -> Option<PathBuf> {
     fs::hard_link(&t.abs, &keep).ok().map(|_| keep)
 }
 
-/// Opens a regular file for reading without following a link or blocking on a FIFO.
-pub(super) fn open_no_follow(t: &Target) -> Result<File, WriteError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(no_follow_flags())
-        .open(&t.abs)
-        .map_err(io_err("read", &t.rel))?;
+/// The metadata of `file`, opened at `t`; refused unless it is a regular file (a folder, FIFO or
+/// device put where a record belongs is never read or written as one).
+pub(super) fn regular(t: &Target, file: &File) -> Result<fs::Metadata, WriteError> {
     let meta = file.metadata().map_err(io_err("inspect", &t.rel))?;
     if !meta.is_file() {
         return Err(WriteError::NotRegular {
@@ -182,6 +178,17 @@ pub(super) fn open_no_follow(t: &Target) -> Result<File, WriteError> {
             kind: kind_name(meta.file_type()),
         });
     }
+    Ok(meta)
+}
+
+/// Opens a regular file for reading without following a link or blocking on a FIFO.
+pub(super) fn open_no_follow(t: &Target) -> Result<File, WriteError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(no_follow_flags())
+        .open(&t.abs)
+        .map_err(io_err("read", &t.rel))?;
+    regular(t, &file)?;
     Ok(file)
 }
 
@@ -252,22 +259,7 @@ pub(super) mod lease {
 
 /// Reads a regular file without following a link or blocking on a FIFO.
 pub(super) fn read_no_follow(t: &Target) -> Result<Vec<u8>, WriteError> {
-    let mut file = OpenOptions::new()
-        .read(true)
-        .custom_flags(no_follow_flags())
-        .open(&t.abs)
-        .map_err(io_err("read", &t.rel))?;
-    let meta = file.metadata().map_err(io_err("inspect", &t.rel))?;
-    if !meta.is_file() {
-        return Err(WriteError::NotRegular {
-            path: t.rel.clone(),
-            kind: kind_name(meta.file_type()),
-        });
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut bytes)
-        .map_err(io_err("read", &t.rel))?;
-    Ok(bytes)
+    read_open(t, &open_no_follow(t)?)
 }
 
 /// Writes `bytes` to a fresh `.polisd-*.tmp` beside the target and fsyncs it. The temp file
