@@ -249,6 +249,19 @@ pub struct Notification {
     pub at: Option<String>,
 }
 
+/// A finding as a notice words it: "an error" or "a warning", and " at line N" where it has a
+/// line.
+fn told(finding: &Finding) -> (&'static str, String) {
+    let severity = match finding.severity {
+        Severity::Error => "an error",
+        Severity::Warning => "a warning",
+    };
+    let at = finding
+        .line
+        .map_or(String::new(), |l| format!(" at line {l}"));
+    (severity, at)
+}
+
 impl Notification {
     pub fn id(&self) -> String {
         notification_id(
@@ -316,18 +329,12 @@ impl Notification {
         finding: &Finding,
         line_text: &str,
     ) -> Notification {
-        let severity = match finding.severity {
-            Severity::Error => "an error",
-            Severity::Warning => "a warning",
-        };
+        let (severity, at) = told(finding);
         let whose = if recipient == author {
             "a chronicle line you wrote".to_string()
         } else {
             format!("a chronicle line by `{author}`, who is not a registered citizen (you are told as index keeper)")
         };
-        let at = finding
-            .line
-            .map_or(String::new(), |l| format!(" at line {l}"));
         Notification {
             kind: Kind::ChronicleFinding,
             at: None,
@@ -350,10 +357,7 @@ impl Notification {
         author: Option<&str>,
         finding: &Finding,
     ) -> Notification {
-        let severity = match finding.severity {
-            Severity::Error => "an error",
-            Severity::Warning => "a warning",
-        };
+        let (severity, at) = told(finding);
         let whose = match author {
             Some(a) if a == recipient => "a file you wrote".to_string(),
             Some(a) => format!(
@@ -361,9 +365,6 @@ impl Notification {
             ),
             None => "a file that names no author (you are told as index keeper)".to_string(),
         };
-        let at = finding
-            .line
-            .map_or(String::new(), |l| format!(" at line {l}"));
         Notification {
             kind: Kind::RecordFinding,
             at: None,
