@@ -10,7 +10,7 @@
 //!   and running the command again finishes the move.
 
 use crate::fs::snapshot;
-use crate::fs::writer::{WriteError, Writer};
+use crate::fs::writer::{FileLock, WriteError, Writer};
 use crate::operations::chronicle::{self, Appended};
 use crate::operations::edit::{command_edit_took, command_move_took};
 use crate::operations::error::OpError;
@@ -47,6 +47,32 @@ fn read(root: &Path, rel: &str) -> Result<Option<(String, Record)>, OpError> {
         });
     }
     Ok(Some((text, record)))
+}
+
+/// The contract `id`, found at `rel` in `folder`, locked and read while it is open: `Ended` (with
+/// its owner) once it left `open/`, `None` when it moved or vanished between the listing and
+/// the lock (the caller looks again).
+fn lock_open(
+    writer: &Writer,
+    id: &str,
+    folder: ContractFolder,
+    rel: &str,
+) -> Result<Option<(FileLock, String, Record)>, OpError> {
+    let root = writer.root();
+    if folder != ContractFolder::Open {
+        let owner = read(root, rel)?.and_then(|(_, r)| text_field(&r, "owner"));
+        return Err(OpError::Ended {
+            id: id.to_string(),
+            folder: folder.name(),
+            by: owner,
+        });
+    }
+    let lock = match writer.lock_file(rel) {
+        Ok(lock) => lock,
+        Err(WriteError::Missing(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(read(root, rel)?.map(|(text, record)| (lock, text, record)))
 }
 
 fn text_field(record: &Record, key: &str) -> Option<String> {
@@ -197,21 +223,8 @@ pub fn claim(
     let _transition = writer.transition_lock()?;
     for _ in 0..ATTEMPTS {
         let (folder, rel) = find(root, id)?;
-        if folder != ContractFolder::Open {
-            let owner = read(root, &rel)?.and_then(|(_, r)| text_field(&r, "owner"));
-            return Err(OpError::Ended {
-                id: id.to_string(),
-                folder: folder.name(),
-                by: owner,
-            });
-        }
-        let _lock = match writer.lock_file(&rel) {
-            Ok(lock) => lock,
-            Err(WriteError::Missing(_)) => continue, // settled or abandoned meanwhile
-            Err(e) => return Err(e.into()),
-        };
-        let Some((text, record)) = read(root, &rel)? else {
-            continue;
+        let Some((_lock, text, record)) = lock_open(writer, id, folder, &rel)? else {
+            continue; // settled, abandoned or replaced meanwhile
         };
         let owner = text_field(&record, "owner");
         if owner.as_deref() == Some(citizen) {
@@ -455,21 +468,8 @@ fn end_contract(
                 recorded,
             });
         }
-        if folder != ContractFolder::Open {
-            let owner = read(root, &rel)?.and_then(|(_, r)| text_field(&r, "owner"));
-            return Err(OpError::Ended {
-                id: id.to_string(),
-                folder: folder.name(),
-                by: owner,
-            });
-        }
-        let _lock = match writer.lock_file(&rel) {
-            Ok(lock) => lock,
-            Err(WriteError::Missing(_)) => continue,
-            Err(e) => return Err(e.into()),
-        };
-        let Some((text, record)) = read(root, &rel)? else {
-            continue;
+        let Some((_lock, text, record)) = lock_open(writer, id, folder, &rel)? else {
+            continue; // settled, abandoned or replaced meanwhile
         };
         let resumed = text_field(&record, "status").as_deref() == Some(ending.status);
         let owner;
