@@ -154,25 +154,38 @@ pub fn mark_read(
     if next == view.read && ids.iter().all(|i| view.read.contains(i)) {
         return Ok(false);
     }
-    if read_opt(root, &rel)?.is_none() {
-        let text =
-            notice::with_read_set(None, citizen, &next, &rel).map_err(SessionError::Unreadable)?;
-        if writer.create_new(&rel, text.as_bytes())? {
+    write_status(root, writer, &rel, |current| {
+        let old = current
+            .and_then(|t| crate::protocol::frontmatter::parse(t).ok())
+            .map(|r| notice::read_ids(&r.fields))
+            .unwrap_or_default();
+        let set = notice::next_read_set(&old, ids, &view.notices);
+        notice::with_read_set(current, citizen, &set, &rel)
+    })
+}
+
+/// Writes a citizen's `status.md` at `rel` as `compute` derives it from the current text
+/// (`None` when the file is missing): created when missing, else one compare-before-replace
+/// edit, so an edit the citizen makes meanwhile is never lost. A text `compute` refuses (a
+/// frontmatter polisd must leave alone) is reported, with nothing written.
+fn write_status(
+    root: &Path,
+    writer: &Writer,
+    rel: &str,
+    compute: impl Fn(Option<&str>) -> Result<String, Finding>,
+) -> Result<bool, SessionError> {
+    if read_opt(root, rel)?.is_none() {
+        let text = compute(None).map_err(SessionError::Unreadable)?;
+        if writer.create_new(rel, text.as_bytes())? {
             return Ok(true);
         }
     }
     let refused = std::cell::RefCell::new(None);
-    let edited = edit_agent_file_now(writer, root, &rel, |current| {
-        let old = crate::protocol::frontmatter::parse(current)
-            .map(|r| notice::read_ids(&r.fields))
-            .unwrap_or_default();
-        let set = notice::next_read_set(&old, ids, &view.notices);
-        match notice::with_read_set(Some(current), citizen, &set, &rel) {
-            Ok(text) => Some(text),
-            Err(finding) => {
-                *refused.borrow_mut() = Some(finding);
-                None
-            }
+    let edited = edit_agent_file_now(writer, root, rel, |current| match compute(Some(current)) {
+        Ok(text) => Some(text),
+        Err(finding) => {
+            *refused.borrow_mut() = Some(finding);
+            None
         }
     })?;
     match refused.into_inner() {
@@ -434,24 +447,7 @@ pub fn record_session(
         };
         catch_up::with_seen(with_notices.as_deref(), citizen, cursor, &active, &rel)
     };
-    if read_opt(root, &rel)?.is_none() {
-        let text = compute(None).map_err(SessionError::Unreadable)?;
-        if writer.create_new(&rel, text.as_bytes())? {
-            return Ok(true);
-        }
-    }
-    let refused = std::cell::RefCell::new(None);
-    let edited = edit_agent_file_now(writer, root, &rel, |current| match compute(Some(current)) {
-        Ok(text) => Some(text),
-        Err(finding) => {
-            *refused.borrow_mut() = Some(finding);
-            None
-        }
-    })?;
-    match refused.into_inner() {
-        Some(finding) => Err(SessionError::Unreadable(finding)),
-        None => Ok(edited),
-    }
+    write_status(root, writer, &rel, compute)
 }
 
 /// [`record_session`], with a `status.md` polisd must leave alone (its frontmatter is broken)
