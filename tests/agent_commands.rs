@@ -4,29 +4,20 @@
 
 mod harness;
 
-use harness::{TestPolis, BIN};
+use harness::{describe, TestPolis, BIN};
 use std::process::{Command, Output, Stdio};
 
 const FOUNDER: &str = "claude-founder-one";
 
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 #[track_caller]
 fn ok(out: Output) -> Output {
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
     out
 }
 
 #[track_caller]
 fn refused(out: Output) -> String {
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(
         err.trim_end().lines().count(),
@@ -100,7 +91,7 @@ fn eight_simultaneous_claims_have_exactly_one_winner() {
         winners.len(),
         1,
         "exactly one winner: {:#?}",
-        outs.iter().map(text).collect::<Vec<_>>()
+        outs.iter().map(describe).collect::<Vec<_>>()
     );
     let winner = &ids[winners[0]];
     for (i, out) in outs.iter().enumerate() {
@@ -139,7 +130,7 @@ fn settle_killed_between_write_and_move_is_in_one_folder_and_finishes_on_rerun()
     assert!(
         !out.status.success(),
         "the hook aborts the process: {}",
-        text(&out)
+        describe(&out)
     );
     assert!(p.exists("contracts/open/fix-the-login-bug.md"));
     assert!(
@@ -318,11 +309,11 @@ fn refusals_exit_1_with_one_line_and_write_nothing() {
     assert_eq!(tree(&p), before, "refusals wrote nothing");
     // Usage errors, clap's and a value that can never be right (a bad tag): exit 2.
     let out = p.polisd(&["contract", "claim", "fix-the-login-bug"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
     let out = p.polisd(&[
         "contract", "open", "--title", "x", "--by", FOUNDER, "--tags", "Bad Tag",
     ]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
     assert_eq!(tree(&p), before, "usage errors wrote nothing");
 }
 
@@ -385,7 +376,7 @@ fn a_claim_waits_for_an_agent_still_writing_the_contract_and_keeps_its_bytes() {
     agent.write_all(b"\nA note the agent added.\n").unwrap();
     drop(agent);
     let out = ok(claim.into_inner().wait_with_output().unwrap());
-    assert!(text(&out).contains("claimed"), "{}", text(&out));
+    assert!(describe(&out).contains("claimed"), "{}", describe(&out));
     let file = p.read(rel);
     assert!(file.contains("\nowner: claude-founder-one\n"), "{file}");
     assert!(file.contains("\nstatus: claimed\n"), "{file}");

@@ -4,29 +4,20 @@
 
 mod harness;
 
-use harness::TestPolis;
+use harness::{describe, TestPolis};
 use std::process::Output;
 
 const FOUNDER: &str = "claude-founder-one";
 
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 #[track_caller]
 fn ok(out: Output) -> Output {
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
     out
 }
 
 #[track_caller]
 fn usage(out: Output) -> String {
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
@@ -183,7 +174,7 @@ fn notices_mark_read_never_prepends_a_second_frontmatter_to_a_broken_status() {
         "\n### 2026-01-01 10:00 from polis-daemon\n\nSomething happened.\n\n<!-- polisd:contract-settled:0123456789abcdef -->\n\n---\n",
     );
     let out = p.polisd(&["notices", "--as", FOUNDER, "--mark-read"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(&format!("{status}:1:")) && err.contains("add a line `---`"),
@@ -278,8 +269,12 @@ fn inbox_archive_run_once_waits_for_a_writer_instead_of_promising_a_later_look()
     std::thread::sleep(std::time::Duration::from_millis(700));
     drop(held);
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert!(!text(&out).contains("looks again"), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        !describe(&out).contains("looks again"),
+        "{}",
+        describe(&out)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["moved"], 1, "{v}");
     assert!(p
@@ -405,11 +400,11 @@ fn config_check_escapes_control_characters_from_the_file_it_reads() {
         .arg(&config)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(!out.stdout.contains(&0x1b), "a raw ESC: {}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(!out.stdout.contains(&0x1b), "a raw ESC: {}", describe(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("de\\u001b[2Jbounce"),
         "{}",
-        text(&out)
+        describe(&out)
     );
 }

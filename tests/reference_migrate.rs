@@ -9,7 +9,7 @@ mod harness;
 #[path = "common/reference.rs"]
 mod reference;
 
-use harness::BIN;
+use harness::{describe, BIN};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -70,15 +70,6 @@ fn polisd(args: &[&str], polis: &Path) -> Output {
         .env("POLISD_STATE_DIR", polis.parent().unwrap().join(".state"))
         .output()
         .unwrap()
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "exit {:?}\n{}\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[track_caller]

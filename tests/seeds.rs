@@ -13,13 +13,7 @@ const ME: &str = "claude-code-one";
 const OTHER: &str = "codex-frontend-one";
 
 fn json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", harness::describe(out));
     serde_json::from_slice(&out.stdout).expect("JSON on stdout")
 }
 

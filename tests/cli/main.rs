@@ -17,7 +17,7 @@ mod routing;
 mod status;
 mod verify;
 
-use harness::{copy_tree, TestPolis, BIN};
+use harness::{copy_tree, describe, TestPolis, BIN};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -28,15 +28,6 @@ const FOUNDER_CARD: &str = "citizens/claude-founder-one/capability_card.yml";
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[track_caller]

@@ -291,6 +291,18 @@ pub fn bin_for_others(dir: &Path) -> PathBuf {
     copy
 }
 
+/// A finished command as a failing assertion shows it: its exit code, then its stdout and its
+/// stderr, each under a heading.
+#[allow(dead_code)]
+pub fn describe(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// Runs `cmd` with `input` on its stdin and its output captured, as an agent CLI runs a hook.
 #[allow(dead_code)]
 pub fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
