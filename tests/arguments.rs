@@ -6,7 +6,7 @@
 
 mod harness;
 
-use harness::{TestPolis, BIN};
+use harness::{McpStdio, TestPolis, BIN};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::collections::BTreeMap;
@@ -219,36 +219,16 @@ fn every_command_given_hostile_arguments_exits_0_1_or_2_and_writes_only_inside_t
 #[test]
 fn every_mcp_tool_given_hostile_arguments_answers_and_writes_only_inside_the_polis() {
     use serde_json::{json, Value};
-    use std::io::{BufRead, BufReader, Write};
     let p = TestPolis::init(FOUNDER);
     let project = p.root.parent().unwrap().to_path_buf();
     let before = outside_polis(&project);
-    let mut child = Command::new(BIN)
-        .arg("mcp")
-        .arg(&p.root)
-        .env("POLISD_STATE_DIR", &p.state_dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut mcp = McpStdio::start(&p.root, &p.state_dir);
     let mut ask = |id: u64, method: &str, params: Value| -> Value {
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(stdin, "{msg}").unwrap();
-        stdin.flush().unwrap();
-        loop {
-            let line = lines
-                .next()
-                .unwrap_or_else(|| panic!("the server ended at {method} {params:.200}"))
-                .unwrap();
-            let v: Value = serde_json::from_str(&line).unwrap();
-            // A message too large to read is answered without an id (its id was never read).
-            if v["id"] == json!(id) || (v.get("id").is_none() && v.get("error").is_some()) {
-                return v;
-            }
-        }
+        mcp.send_request(id, method, params.clone());
+        // A message too large to read is answered without an id (its id was never read).
+        mcp.message_where(&format!("an answer to {method} {params:.200}"), |v| {
+            v["id"] == json!(id) || (v.get("id").is_none() && v.get("error").is_some())
+        })
     };
     ask(
         1,
@@ -293,8 +273,7 @@ fn every_mcp_tool_given_hostile_arguments_answers_and_writes_only_inside_the_pol
             );
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(mcp); // stopped before the tree outside the polis is compared
     assert_eq!(
         outside_polis(&project),
         before,

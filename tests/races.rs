@@ -8,11 +8,9 @@
 
 mod harness;
 
-use harness::{TestPolis, BIN};
+use harness::{McpStdio, TestPolis, BIN};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
 
 const FOUNDER: &str = "claude-founder-one";
 const ROUNDS: usize = 50;
@@ -22,36 +20,17 @@ fn racer(i: usize) -> String {
     format!("racer-agent-{i}")
 }
 
-/// `polisd mcp` on a polis, killed when the test ends.
+/// An initialized `polisd mcp` session on a polis, numbering its own requests; killed when the
+/// test ends.
 struct Mcp {
-    child: Child,
-    lines: std::sync::mpsc::Receiver<String>,
+    stdio: McpStdio,
     next_id: u64,
 }
 
 impl Mcp {
     fn start(p: &TestPolis) -> Mcp {
-        let mut child = Command::new(BIN)
-            .arg("mcp")
-            .arg(&p.root)
-            .env("POLISD_STATE_DIR", &p.state_dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
         let mut mcp = Mcp {
-            child,
-            lines,
+            stdio: McpStdio::start(&p.root, &p.state_dir),
             next_id: 1,
         };
         let id = mcp.send_request(
@@ -60,21 +39,15 @@ impl Mcp {
                    "clientInfo": {"name": "races", "version": "1"}}),
         );
         mcp.response(id);
-        mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp.stdio
+            .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         mcp
-    }
-
-    fn send(&mut self, v: &Value) {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        stdin.write_all(v.to_string().as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
     }
 
     fn send_request(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.stdio.send_request(id, method, params);
         id
     }
 
@@ -85,25 +58,7 @@ impl Mcp {
 
     #[track_caller]
     fn response(&mut self, id: u64) -> Value {
-        let deadline = std::time::Instant::now() + harness::DEADLINE;
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left.max(Duration::from_millis(1)))
-                .unwrap_or_else(|_| panic!("no MCP response with id {id}"));
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v.get("id") == Some(&json!(id)) {
-                return v;
-            }
-        }
-    }
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stdio.response(json!(id))
     }
 }
 

@@ -5,12 +5,11 @@
 
 mod harness;
 
-use harness::{TestPolis, BIN};
+use harness::{McpStdio as Mcp, TestPolis, BIN};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
 
 const ME: &str = "claude-code-one";
 const OTHER: &str = "codex-frontend-one";
@@ -671,84 +670,6 @@ fn inbox_archive_moves_only_old_read_notices() {
     let r: Value = serde_json::from_str(&text(&again)).unwrap();
     assert_eq!(r["moved"].as_u64(), Some(0));
     assert_eq!(p.read(&format!("citizens/{ME}/inbox-archive.md")), archive);
-}
-
-/// `polisd mcp` on a polis, killed when the test ends.
-struct Mcp {
-    child: Child,
-    lines: std::sync::mpsc::Receiver<String>,
-}
-
-impl Mcp {
-    fn start(root: &Path, state: &Path) -> Mcp {
-        let mut child = Command::new(BIN)
-            .arg("mcp")
-            .arg(root)
-            .env("POLISD_STATE_DIR", state)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Mcp { child, lines }
-    }
-
-    fn send(&mut self, line: &str) {
-        self.send_bytes(line.as_bytes());
-    }
-
-    fn send_bytes(&mut self, line: &[u8]) {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        stdin.write_all(line).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// The response with this id (`null` for a parse error, which has none), waiting with a
-    /// deadline.
-    #[track_caller]
-    fn response(&mut self, id: Value) -> Value {
-        let deadline = std::time::Instant::now() + harness::DEADLINE;
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left.max(Duration::from_millis(1)))
-                .unwrap_or_else(|_| panic!("no MCP response with id {id}"));
-            let v: Value = serde_json::from_str(&line).unwrap();
-            // An error whose request id could not be read has none (MCP leaves it out).
-            if v.get("id").unwrap_or(&Value::Null) == &id {
-                return v;
-            }
-        }
-    }
-
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
-        );
-        self.response(json!(id))
-    }
-
-    fn call(&mut self, id: u64, tool: &str, args: Value) -> Value {
-        self.request(id, "tools/call", json!({"name": tool, "arguments": args}))
-    }
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn tool_text(v: &Value) -> &str {

@@ -293,7 +293,6 @@ pub fn bin_for_others(dir: &Path) -> PathBuf {
 
 /// A finished command as a failing assertion shows it: its exit code, then its stdout and its
 /// stderr, each under a heading.
-#[allow(dead_code)]
 pub fn describe(out: &Output) -> String {
     format!(
         "exit {:?}\n--- stdout\n{}--- stderr\n{}",
@@ -483,4 +482,114 @@ pub fn wait_for(p: &TestPolis, what: &str, mut condition: impl FnMut() -> bool) 
 #[allow(dead_code)]
 pub fn inside_git(dir: &Path) -> bool {
     dir.ancestors().any(|d| d.join(".git").exists())
+}
+
+/// `polisd mcp` on a polis, spoken to over stdio as raw JSON-RPC lines (so a test can also send
+/// what no SDK would); killed when dropped, pass or fail.
+pub struct McpStdio {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl McpStdio {
+    pub fn start(root: &Path, state: &Path) -> McpStdio {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(BIN)
+            .arg("mcp")
+            .arg(root)
+            .env("POLISD_STATE_DIR", state)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        McpStdio { child, lines }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        self.send_bytes(line.as_bytes());
+    }
+
+    pub fn send_bytes(&mut self, line: &[u8]) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The response with this id (`null` for a parse error, which has none), waiting with a
+    /// deadline; what comes before it is passed over.
+    #[track_caller]
+    pub fn response(&mut self, id: serde_json::Value) -> serde_json::Value {
+        // An error whose request id could not be read has none (MCP leaves it out).
+        self.message_where(&format!("an MCP response with id {id}"), |v| {
+            v.get("id").unwrap_or(&serde_json::Value::Null) == &id
+        })
+    }
+
+    /// The next message the server sends that `wanted` accepts, waiting with a deadline; what
+    /// comes before it is passed over. Fails naming `what` when the server ends or the deadline
+    /// passes.
+    #[track_caller]
+    pub fn message_where(
+        &mut self,
+        what: &str,
+        wanted: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left.max(Duration::from_millis(1)))
+                .unwrap_or_else(|_| panic!("no {what}: the server ended or was silent"));
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if wanted(&v) {
+                return v;
+            }
+        }
+    }
+
+    /// Sends a request without waiting; [`McpStdio::response`] collects its answer.
+    pub fn send_request(&mut self, id: u64, method: &str, params: serde_json::Value) {
+        let request =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send(&request.to_string());
+    }
+
+    #[track_caller]
+    pub fn request(
+        &mut self,
+        id: u64,
+        method: &str,
+        params: serde_json::Value,
+    ) -> serde_json::Value {
+        self.send_request(id, method, params);
+        self.response(serde_json::json!(id))
+    }
+
+    #[track_caller]
+    pub fn call(&mut self, id: u64, tool: &str, args: serde_json::Value) -> serde_json::Value {
+        self.request(
+            id,
+            "tools/call",
+            serde_json::json!({"name": tool, "arguments": args}),
+        )
+    }
+}
+
+impl Drop for McpStdio {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
