@@ -5,7 +5,7 @@
 
 mod harness;
 
-use harness::{wait_for, TestPolis};
+use harness::{ok, wait_for, TestPolis};
 use std::path::PathBuf;
 use std::process::Output;
 
@@ -15,17 +15,6 @@ const B: &str = "codex-member-bbbb";
 const C: &str = "gemini-member-cccc";
 const D: &str = "claude-member-dddd";
 const MEMBERS: [&str; 4] = [A, B, C, D];
-
-#[track_caller]
-fn ok(out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "polisd failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 #[track_caller]
 fn refused(out: Output, why: &str) {

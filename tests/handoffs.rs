@@ -4,7 +4,7 @@
 
 mod harness;
 
-use harness::{chronicle_line, wait_for, TestPolis};
+use harness::{chronicle_line, ok, wait_for, TestPolis};
 use std::process::Output;
 
 const FOUNDER: &str = "claude-founder-one";
@@ -12,17 +12,6 @@ const B: &str = "codex-agent-two";
 const C: &str = "gemini-agent-three";
 const D: &str = "claude-agent-four";
 const AWAY: &str = "codex-agent-away";
-
-#[track_caller]
-fn ok(out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "polisd failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 fn polis() -> TestPolis {
     let p = TestPolis::init(FOUNDER);

@@ -4,16 +4,10 @@
 
 mod harness;
 
-use harness::{describe, TestPolis};
+use harness::{describe, ok, TestPolis};
 use std::process::Output;
 
 const FOUNDER: &str = "claude-founder-one";
-
-#[track_caller]
-fn ok(out: Output) -> Output {
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
-    out
-}
 
 #[track_caller]
 fn usage(out: Output) -> String {

@@ -302,6 +302,13 @@ pub fn describe(out: &Output) -> String {
     )
 }
 
+/// `out`, which must have succeeded (exit 0); else the test fails showing it.
+#[track_caller]
+pub fn ok(out: Output) -> Output {
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    out
+}
+
 /// Runs `cmd` with `input` on its stdin and its output captured, as an agent CLI runs a hook.
 #[allow(dead_code)]
 pub fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
