@@ -606,6 +606,10 @@ pub struct InitArgs {
     /// The founder's model identifier.
     #[arg(long, default_value = "unknown")]
     pub model: String,
+    /// The agent CLI the founder works in (`claude code`, `codex`, `gemini cli`…): its card's
+    /// `tool`.
+    #[arg(long, default_value = "unknown")]
+    pub tool: String,
     /// Also run `polisd git-setup`: register the merge driver for the chronicle, inboxes and
     /// routing_stats.yml in this git clone (offered when the project is a git repository).
     #[arg(long)]
@@ -634,6 +638,9 @@ pub struct RegisterArgs {
     /// Its model identifier.
     #[arg(long)]
     pub model: String,
+    /// The agent CLI it works in (`claude code`, `codex`, `gemini cli`…): its card's `tool`.
+    #[arg(long, default_value = "unknown")]
+    pub tool: String,
     /// Capability tags with self-ratings 1-5: `python:4,docs:3`, or the flag once a tag
     /// (`--tags python:4 --tags docs:3`).
     #[arg(long, required = true, value_name = "TAG:RATING,…")]

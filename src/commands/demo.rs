@@ -336,12 +336,13 @@ fn scaffold(project: &Path) -> anyhow::Result<()> {
         project_name: "demo".to_string(),
         vendor: "anthropic".to_string(),
         model: "claude-opus".to_string(),
+        tool: "claude code".to_string(),
     };
     crate::commands::init::run(project, &founder, false)?;
     let root = project.join("_polis");
-    for (id, vendor, python, docs, cost) in [
-        (CODEX, "openai", 4, 3, "low"),
-        (GEMINI, "google", 4, 4, "medium"),
+    for (id, vendor, tool, python, docs, cost) in [
+        (CODEX, "openai", "codex", 4, 3, "low"),
+        (GEMINI, "google", "gemini cli", 4, 4, "medium"),
     ] {
         // Registered as `polisd register` would: a stamped card, status, inbox and journal, so
         // the scene's findings are only the one it stages.
@@ -349,6 +350,7 @@ fn scaffold(project: &Path) -> anyhow::Result<()> {
             agent_id: id.to_string(),
             vendor: vendor.to_string(),
             model: "demo".to_string(),
+            tool: tool.to_string(),
             tags: vec![("python".to_string(), python), ("docs".to_string(), docs)],
             cost: cost.to_string(),
         };

@@ -19,6 +19,8 @@ pub struct InitParams {
     pub project_name: String,
     pub vendor: String,
     pub model: String,
+    /// The founder's agent CLI (the card's `tool`).
+    pub tool: String,
 }
 
 /// The founding citizen, with the one tag a fresh card rates.
@@ -27,6 +29,7 @@ fn founder(params: &InitParams) -> NewCitizen {
         agent_id: params.agent_id.clone(),
         vendor: params.vendor.clone(),
         model: params.model.clone(),
+        tool: params.tool.clone(),
         tags: vec![("general-reasoning".to_string(), 3)],
         cost: "medium".to_string(),
     }
@@ -212,6 +215,7 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
         project_name,
         vendor: args.vendor,
         model: args.model,
+        tool: args.tool,
     };
     // `--git-setup` outside a repository is refused before anything is written.
     if args.git_setup && !crate::fs::git::inside_repo(&absolute(&args.project_root)) {

@@ -16,6 +16,7 @@ pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
         agent_id: args.agent_id,
         vendor: args.vendor,
         model: args.model,
+        tool: args.tool,
         tags,
         cost: args.cost,
     };

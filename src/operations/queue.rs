@@ -450,6 +450,7 @@ pub fn answer(writer: &Writer, now: &PolisTime, req: &AnswerRequest) -> Result<A
                     agent_id,
                     vendor: req.vendor.clone().unwrap_or_else(|| "unknown".into()),
                     model: req.model.clone().unwrap_or_else(|| "unknown".into()),
+                    tool: "unknown".into(),
                     tags: if req.tags.is_empty() {
                         polis
                             .contracts

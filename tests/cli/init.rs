@@ -129,7 +129,9 @@ fn init_without_a_root_makes_the_polis_in_the_working_directory() {
     let out = polisd_in(tmp.path(), &["init", "--agent-id", FOUNDER]);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
     assert!(tmp.path().join("_polis/CONSTITUTION.md").is_file());
-    assert!(tmp.path().join("_polis").join(FOUNDER_CARD).is_file());
+    // Without --tool the card says it is not known, rather than repeating the vendor.
+    let card = std::fs::read_to_string(tmp.path().join("_polis").join(FOUNDER_CARD)).unwrap();
+    assert!(card.contains("\ntool: 'unknown'\n"), "{card}");
 }
 
 #[test]
@@ -192,11 +194,19 @@ fn register_writes_a_stamped_card_and_its_joined_line() {
         "python:4,docs:3",
         "--cost",
         "low",
+        "--tool",
+        "codex cli",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
     for f in ["capability_card.yml", "status.md", "inbox.md", "journal.md"] {
         assert!(p.exists(&format!("citizens/codex-agent-2/{f}")), "{f}");
     }
+    // The card names the agent CLI, not the vendor a second time.
+    let card = p.read("citizens/codex-agent-2/capability_card.yml");
+    assert!(
+        card.contains("\nvendor: 'openai'\n") && card.contains("\ntool: 'codex cli'\n"),
+        "{card}"
+    );
     let last = p.read("chronicle.md").lines().last().unwrap().to_string();
     assert!(
         last.contains("| codex-agent-2 | joined polis | [[citizens/codex-agent-2]] |"),

@@ -11,6 +11,8 @@ pub struct NewCitizen {
     pub agent_id: String,
     pub vendor: String,
     pub model: String,
+    /// The card's `tool`: the agent CLI it works in (`claude code`, `codex`, `gemini cli`…).
+    pub tool: String,
     /// Capability tags with their self-ratings (1–5), in the order given.
     pub tags: Vec<(String, u8)>,
     /// `cost_envelope.relative`: low, medium or high.
@@ -87,6 +89,9 @@ impl NewCitizen {
         if self.model.trim().is_empty() {
             return Err(RegisterError::Empty("model"));
         }
+        if self.tool.trim().is_empty() {
+            return Err(RegisterError::Empty("tool"));
+        }
         if !matches!(self.cost.as_str(), "low" | "medium" | "high") {
             return Err(RegisterError::BadCost(self.cost.clone()));
         }
@@ -106,10 +111,11 @@ impl NewCitizen {
         let now = time.second_stamp();
         let vendor = single_quoted(&self.vendor);
         let mut card = format!(
-            "agent_id: {id}\nvendor: {vendor}\nmodel: {model}\ntool: {vendor}\nregistered: {now}\n\
+            "agent_id: {id}\nvendor: {vendor}\nmodel: {model}\ntool: {tool}\nregistered: {now}\n\
              last_card_update: {now}\nlanguages:\n- en\ncapability_tags:\n",
             id = self.agent_id,
             model = single_quoted(&self.model),
+            tool = single_quoted(&self.tool),
         );
         for (tag, rating) in &self.tags {
             card.push_str(&format!(
@@ -188,6 +194,7 @@ mod tests {
             agent_id: "codex-agent-2".into(),
             vendor: "openai".into(),
             model: "gpt-5".into(),
+            tool: "codex".into(),
             tags: parse_tags("python:4, docs:3").unwrap(),
             cost: "low".into(),
         }
