@@ -335,3 +335,23 @@ fn frontmatter_is_a_table_and_links_resolve_to_pages_of_the_polis() {
     );
     assert!(!citizen.contains("<h2>file_type"), "{citizen}");
 }
+
+/// The chronicle page links each line's record to its page, and shows polisd's own lines
+/// without the id marker that is there for merges and replays.
+#[test]
+fn the_chronicle_page_links_records_and_hides_polisd_s_line_ids() {
+    let p = generated_polis();
+    p.append(
+        "chronicle.md",
+        "- 2026-03-02 14:05 | polis-daemon | routed contract | [[contracts/open/next-job]] | \
+         to alpha <!-- polisd:chronicle:0123456789abcdef -->\n",
+    );
+    let s = serve(&p, "127.0.0.1:0");
+    let page = get(&s, "/p/0/chronicle").body;
+    // The note's cell holds the note alone (a finding about the line still quotes it whole).
+    assert!(page.contains("<td>to alpha</td>"), "{page}");
+    assert!(
+        page.contains(r#"<a href="/p/0/contracts/next-job">contracts/open/next-job</a>"#),
+        "{page}"
+    );
+}

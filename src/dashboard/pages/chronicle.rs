@@ -182,11 +182,15 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                         td.muted { (number) }
                         @match chronicle::parse_entry(text) {
                             Ok(e) => {
-                                td { (e.stamp_text) }
-                                td { (citizen_link(cx, e.author)) }
+                                td.stamp { (e.stamp_text) }
+                                td.author { (citizen_link(cx, e.author)) }
                                 td { (e.verb) }
-                                td { (e.link.unwrap_or("")) }
-                                td { (e.note) }
+                                td {
+                                    @if let Some(link) = e.link {
+                                        a href=(cx.href(&super::page_of_path(link))) { (link) }
+                                    }
+                                }
+                                td { (chronicle::shown_note(e.note)) }
                             }
                             Err(_) => { td colspan="5" { code { (text) } } }
                         }

@@ -130,7 +130,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                     div.item {
                         span.muted { (name) ":" (number) } " "
                         @match chronicle::parse_entry(text) {
-                            Ok(e) => { (e.stamp_text) " " (citizen_link(cx, e.author)) " " (e.verb) " " (e.link.unwrap_or("")) " " (e.note) }
+                            Ok(e) => { (e.stamp_text) " " (citizen_link(cx, e.author)) " " (e.verb) " " (e.link.unwrap_or("")) " " (chronicle::shown_note(e.note)) }
                             Err(_) => { code { (text) } }
                         }
                     }

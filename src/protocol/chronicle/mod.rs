@@ -952,6 +952,18 @@ pub fn marker_id(text: &str) -> Option<String> {
         .map(|c| format!("{}:{}", &c[1], &c[2]))
 }
 
+/// A note as a person reads it: without the trailing id marker of polisd's own lines, which is
+/// there for merges and replays, not for people.
+pub fn shown_note(note: &str) -> &str {
+    if !note.contains("<!-- polisd:") {
+        return note;
+    }
+    match LINE_MARKER.find(note) {
+        Some(m) => note[..m.start()].trim_end(),
+        None => note,
+    }
+}
+
 /// A citizen's line as `polisd log` and the commands write it, without its newline: fields
 /// flattened to one line each, an empty note as `-`, the link as `[[link]]` or `-`.
 pub fn citizen_line(
@@ -977,6 +989,24 @@ pub fn citizen_line(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_note_is_shown_without_polisd_s_line_id() {
+        assert_eq!(
+            shown_note("Floor three <!-- polisd:chronicle:0123456789abcdef -->"),
+            "Floor three"
+        );
+        assert_eq!(
+            shown_note("- <!-- polisd:chronicle:0123456789abcdef -->"),
+            "-"
+        );
+        // Only a whole trailing marker goes: anything else is the author's text.
+        assert_eq!(
+            shown_note("see <!-- polisd:x --> here"),
+            "see <!-- polisd:x --> here"
+        );
+        assert_eq!(shown_note("plain"), "plain");
+    }
+
     #[test]
     fn activity_keeps_membership_as_the_full_scan_finds_it() {
         use crate::protocol::clock::{PolisTime, PolisZone};
