@@ -354,4 +354,13 @@ fn the_chronicle_page_links_records_and_hides_polisd_s_line_ids() {
         page.contains(r#"<a href="/p/0/contracts/next-job">contracts/open/next-job</a>"#),
         "{page}"
     );
+    // A search finds the line and shows it the same way.
+    let found = get(&s, "/p/0/search?q=to+alpha").body;
+    let hits = &found[found.find("chronicle-hits").expect("the chronicle hits")..];
+    assert!(
+        hits.contains(
+            r#"<a href="/p/0/contracts/next-job">contracts/open/next-job</a> to alpha</div>"#
+        ),
+        "{hits}"
+    );
 }

@@ -130,7 +130,13 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                     div.item {
                         span.muted { (name) ":" (number) } " "
                         @match chronicle::parse_entry(text) {
-                            Ok(e) => { (e.stamp_text) " " (citizen_link(cx, e.author)) " " (e.verb) " " (e.link.unwrap_or("")) " " (chronicle::shown_note(e.note)) }
+                            Ok(e) => {
+                                (e.stamp_text) " " (citizen_link(cx, e.author)) " " (e.verb) " "
+                                @if let Some(link) = e.link {
+                                    a href=(cx.href(&super::page_of_path(link))) { (link) } " "
+                                }
+                                (chronicle::shown_note(e.note))
+                            }
                             Err(_) => { code { (text) } }
                         }
                     }
