@@ -352,7 +352,7 @@ fn a_ratified_setting_change_and_a_settled_conflict_copy_wait_in_the_queue() {
         "{queue}"
     );
     assert!(
-        queue.contains("set `routing.explore_rate` to 0.3"),
+        queue.contains("set <code>routing.explore_rate</code> to 0.3"),
         "{queue}"
     );
     let settings = p

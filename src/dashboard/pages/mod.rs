@@ -269,6 +269,22 @@ pub fn page_of_path(path: &str) -> String {
     }
 }
 
+/// polisd's own one-line advice, where `backticks` mark a command, a path or a key: those
+/// parts as code, the rest as text (both escaped). An unpaired backtick stays as it is.
+pub fn code_spans(text: &str) -> Markup {
+    let parts: Vec<&str> = text.split('`').collect();
+    // Parts at odd places were between backticks; with an even count the last one was not
+    // closed, so it is text with its backtick put back.
+    let unclosed = parts.len().is_multiple_of(2);
+    html! {
+        @for (i, part) in parts.iter().enumerate() {
+            @if unclosed && i == parts.len() - 1 { "`" (part) }
+            @else if i % 2 == 1 { code { (part) } }
+            @else { (part) }
+        }
+    }
+}
+
 /// A contract id as a link to its page.
 pub fn contract_link(cx: &Context<'_>, id: &str) -> Markup {
     html! { a href=(cx.href(&format!("contracts/{}", urlencode(id)))) { (id) } }
@@ -297,5 +313,25 @@ pub fn severity_class(f: &crate::protocol::finding::Finding) -> &'static str {
     match f.severity {
         crate::protocol::finding::Severity::Error => "error",
         crate::protocol::finding::Severity::Warning => "warning",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backticked_parts_of_advice_are_code_and_everything_is_escaped() {
+        let shown = |t: &str| code_spans(t).into_string();
+        assert_eq!(
+            shown("Edit `polis.yml`: set `a.b` to 2."),
+            "Edit <code>polis.yml</code>: set <code>a.b</code> to 2."
+        );
+        assert_eq!(shown("no code"), "no code");
+        assert_eq!(shown("one ` alone"), "one ` alone");
+        assert_eq!(
+            shown("`<b>` & <i>"),
+            "<code>&lt;b&gt;</code> &amp; &lt;i&gt;"
+        );
     }
 }

@@ -74,7 +74,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                                         @if let Some(link) = &item.link { a href=(cx.href(link)) { (item.title) } }
                                         @else { (item.title) }
                                     }
-                                    div.muted { (item.action) }
+                                    div.muted { (super::code_spans(&item.action)) }
                                     @if let Some(key) = item.decision() {
                                         (super::action_form(cx, "decide", "", html! {
                                             input type="hidden" name="key" value=(key);
