@@ -55,17 +55,11 @@ pub fn run(args: crate::commands::cli::CheckArgs) -> anyhow::Result<u8> {
 
 /// `N errors, M warnings` (singular where it reads so).
 pub fn summary(errors: usize, warnings: usize) -> String {
-    let plural = |n: usize, word: &str| {
-        if n == 1 {
-            format!("{n} {word}")
-        } else {
-            format!("{n} {word}s")
-        }
-    };
+    use crate::protocol::finding::{counted, Severity};
     format!(
         "{}, {}",
-        plural(errors, "error"),
-        plural(warnings, "warning")
+        counted(errors, Severity::Error),
+        counted(warnings, Severity::Warning)
     )
 }
 

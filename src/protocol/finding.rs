@@ -148,6 +148,19 @@ impl Serialize for Code {
     }
 }
 
+/// `1 error`, `2 errors`: a count of findings of one severity as a person reads it.
+pub fn counted(n: usize, severity: Severity) -> String {
+    let word = match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
 /// Control characters escaped (`\u{1b}`, `\0`, `\n`): messages quote agents' text (a chronicle
 /// line, a file name), and a finding is printed to terminals, logs and inboxes, where an escape
 /// sequence or a NUL must show as text, not act. Other text is kept as it is.

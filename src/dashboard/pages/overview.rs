@@ -6,6 +6,7 @@
 
 use super::{citizen_link, contract_link, Context, Page, PageError, Rendered};
 use crate::fs::snapshot::ContractFile;
+use crate::protocol::finding::{counted, Severity};
 use crate::protocol::layout::ContractFolder;
 use maud::{html, Markup};
 
@@ -225,8 +226,8 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                     details {
                         summary {
                             "Findings "
-                            span.error { (s.summary.findings.errors) " errors" } ", "
-                            span.warning { (s.summary.findings.warnings) " warnings" }
+                            span.error { (counted(s.summary.findings.errors, Severity::Error)) } ", "
+                            span.warning { (counted(s.summary.findings.warnings, Severity::Warning)) }
                         }
                         @if !s.summary.findings.newest.is_empty() {
                             table.dense {
