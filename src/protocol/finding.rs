@@ -237,8 +237,15 @@ impl fmt::Display for Finding {
 }
 
 #[cfg(test)]
-mod printable_tests {
+mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_of_findings_reads_in_the_singular_only_for_one() {
+        assert_eq!(counted(0, Severity::Error), "0 errors");
+        assert_eq!(counted(1, Severity::Warning), "1 warning");
+        assert_eq!(counted(2, Severity::Warning), "2 warnings");
+    }
 
     #[test]
     fn finding_with_escape_sequence_and_nul_prints_as_text() {
