@@ -10,6 +10,11 @@ fn every_page_renders_the_generated_polis() {
     let overview = get(&s, "/p/0/");
     assert_eq!(overview.status, 200, "{}", overview.body);
     let b = &overview.body;
+    // An empty list stays folded: its count says all there is.
+    assert!(
+        b.contains(r#"<section id="councils-now"><details><summary>Councils "#),
+        "{b}"
+    );
     assert!(b.contains(r#"id="count-settled">5<"#), "{b}");
     assert!(b.contains(ALPHA) && b.contains(BRAVO), "{b}");
     assert!(b.contains("quorum-rule") && b.contains("<progress"), "{b}");

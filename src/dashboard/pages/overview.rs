@@ -166,7 +166,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                     (contracts(cx, "proposed", "Proposed, unclaimed", &proposed, &stale))
                 }
                 section #councils-now {
-                    details open[s.summary.councils.len() <= UNFOLDED] {
+                    details open[(1..=UNFOLDED).contains(&s.summary.councils.len())] {
                         summary { "Councils " span.count { (s.summary.councils.len()) } }
                         @for c in &s.summary.councils {
                             div.item {
@@ -178,7 +178,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                     }
                 }
                 section #reservations {
-                    details open[reservations <= UNFOLDED] {
+                    details open[(1..=UNFOLDED).contains(&reservations) || s.reservations.is_err()] {
                         summary { "Reservations in force " span.count { (reservations) } }
                         @match &s.reservations {
                             Err(why) => { div.error { (why) } }
@@ -195,7 +195,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                     }
                 }
                 section #guardrails {
-                    details open[s.guardrails.len() <= UNFOLDED] {
+                    details open[(1..=UNFOLDED).contains(&s.guardrails.len())] {
                         summary { "Guardrails in force " span.count { (s.guardrails.len()) } }
                         @for g in s.guardrails.iter().take(SHOWN) {
                             div.item data-guardrail=(g.guardrail_id) {
@@ -207,7 +207,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                     }
                 }
                 section #amendments {
-                    details open[s.summary.amendments.len() <= UNFOLDED] {
+                    details open[(1..=UNFOLDED).contains(&s.summary.amendments.len())] {
                         summary { "Amendments proposed " span.count { (s.summary.amendments.len()) } }
                         @for a in &s.summary.amendments {
                             div.item {
