@@ -368,4 +368,13 @@ fn the_chronicle_page_links_records_and_hides_polisd_s_line_ids() {
         ),
         "{hits}"
     );
+    // And so does the contract's own page.
+    let contract = get(&s, "/p/0/contracts/next-job").body;
+    let listed = &contract[contract.find("contract-chronicle").expect("its chronicle")..];
+    assert!(
+        listed.contains(
+            r#"<a href="/p/0/contracts/next-job">contracts/open/next-job</a> to alpha</li>"#
+        ),
+        "{listed}"
+    );
 }

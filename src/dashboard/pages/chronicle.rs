@@ -210,6 +210,24 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     })
 }
 
+/// One chronicle line inline, as search and a contract's page list it: stamp, author, verb,
+/// the record it links (to its page) and the note without polisd's id; a line that does not
+/// parse, as written.
+pub fn entry_inline(cx: &Context<'_>, text: &str) -> maud::Markup {
+    html! {
+        @match chronicle::parse_entry(text) {
+            Ok(e) => {
+                (e.stamp_text) " " (citizen_link(cx, e.author)) " " (e.verb) " "
+                @if let Some(link) = e.link {
+                    a href=(cx.href(&super::page_of_path(link))) { (link) } " "
+                }
+                (chronicle::shown_note(e.note))
+            }
+            Err(_) => { code { (text) } }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -127,7 +127,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         }
         h2 { "Chronicle (" (lines.len()) ")" }
         @if lines.is_empty() { p.muted { "No chronicle line links to this contract." } }
-        @else { ul { @for l in &lines { li { code { (l) } } } } }
+        @else { ul #contract-chronicle { @for l in &lines { li { (super::chronicle::entry_inline(cx, l)) } } } }
         h2 { "Lessons (" (lessons.len()) ")" }
         @if !lessons.is_empty() {
             ul { @for l in &lessons { li { (l.lesson.lesson_id) " by " (l.lesson.filed_by.as_deref().unwrap_or("?")) " (" (l.rel) ")" } } }

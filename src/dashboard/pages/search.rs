@@ -3,8 +3,7 @@
 //! and the chronicle with its archives (read from disk a line at a time, keeping the hits
 //! shown). Case-insensitive substring; a plain GET form.
 
-use super::{citizen_link, contract_link, Context, Page, PageError, Rendered};
-use crate::protocol::chronicle;
+use super::{contract_link, Context, Page, PageError, Rendered};
 use maud::html;
 
 pub const PAGE: Page = Page {
@@ -129,16 +128,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                 @for (name, number, text) in &lines {
                     div.item {
                         span.muted { (name) ":" (number) } " "
-                        @match chronicle::parse_entry(text) {
-                            Ok(e) => {
-                                (e.stamp_text) " " (citizen_link(cx, e.author)) " " (e.verb) " "
-                                @if let Some(link) = e.link {
-                                    a href=(cx.href(&super::page_of_path(link))) { (link) } " "
-                                }
-                                (chronicle::shown_note(e.note))
-                            }
-                            Err(_) => { code { (text) } }
-                        }
+                        (super::chronicle::entry_inline(cx, text))
                     }
                 }
                 @if more_lines > 0 { div.muted { "and " (more_lines) " more" } }
