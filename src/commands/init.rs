@@ -352,7 +352,7 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
     }
     if !report.dry_run {
         println!(
-            "next: `polisd register ID --vendor V --model M --tags tag:rating` for each further \
+            "next: `polisd register ID --vendor V --model M --tool CLI --tags tag:rating` for each further \
              citizen, `polisd contract open --title T --by {}` to open a contract (or copy \
              contracts/TEMPLATE.md), and `polisd run` to keep the polis current",
             params.agent_id

@@ -1,4 +1,4 @@
-//! `polisd register ID --vendor V --model M --tags tag:rating,…`: adds a citizen to a polis
+//! `polisd register ID --vendor V --model M [--tool CLI] --tags tag:rating,…`: adds a citizen to a polis
 //! (see [`crate::operations::register`]).
 
 use crate::commands::cli::RegisterArgs;
