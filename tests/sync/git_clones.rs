@@ -3,7 +3,7 @@
 //! into another contract through git's rename detection.
 
 use super::{
-    assert_converged, commit_all, found, git, machine, project, pull, quiet, settled, tree,
+    assert_converged, commit_all, founded_repo, git, project, pull, quiet, settled, tree,
     two_clones, ALPHA, BETA, FOUNDER,
 };
 use crate::harness::{self, *};
@@ -14,30 +14,8 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn two_daemons_on_two_git_clones_converge() {
-    let origin = tempfile::tempdir().unwrap();
-    git(origin.path(), &["init", "-q", "--bare", "-b", "main", "."]);
-    let url = origin.path().display().to_string();
-    let a = machine(|d| {
-        git(d, &["clone", "-q", &url, "project"]);
-        d.join("project")
-    });
-    let project_a = a.root.parent().unwrap().to_path_buf();
-    found(&project_a);
-    let setup = a.polisd(&["git-setup", "--program", BIN]);
-    assert!(
-        setup.status.success(),
-        "{}",
-        String::from_utf8_lossy(&setup.stderr)
-    );
-    git(&project_a, &["add", "-A"]);
-    git(&project_a, &["commit", "-qm", "found the polis"]);
-    git(&project_a, &["push", "-q", "origin", "main"]);
-    let b = machine(|d| {
-        git(d, &["clone", "-q", &url, "project"]);
-        d.join("project")
-    });
-    let project_b = b.root.parent().unwrap().to_path_buf();
-    assert!(b.polisd(&["git-setup", "--program", BIN]).status.success());
+    let (_origin, a, b) = two_clones();
+    let (project_a, project_b) = (project(&a), project(&b));
 
     let _da = a.start_daemon();
     let _db = b.start_daemon();
@@ -178,25 +156,8 @@ fn two_daemons_on_two_git_clones_converge() {
 /// polis holds one archive and one `rolled over chronicle` line.
 #[test]
 fn rollover_happens_once_with_two_daemons() {
-    let origin = tempfile::tempdir().unwrap();
-    git(origin.path(), &["init", "-q", "--bare", "-b", "main", "."]);
-    let url = origin.path().display().to_string();
-    let a = machine(|d| {
-        git(d, &["clone", "-q", &url, "project"]);
-        d.join("project")
-    });
-    let project_a = a.root.parent().unwrap().to_path_buf();
-    found(&project_a);
-    assert!(a.polisd(&["git-setup", "--program", BIN]).status.success());
-    git(&project_a, &["add", "-A"]);
-    git(&project_a, &["commit", "-qm", "found"]);
-    git(&project_a, &["push", "-q", "origin", "main"]);
-    let b = machine(|d| {
-        git(d, &["clone", "-q", &url, "project"]);
-        d.join("project")
-    });
-    let project_b = b.root.parent().unwrap().to_path_buf();
-    assert!(b.polisd(&["git-setup", "--program", BIN]).status.success());
+    let (_origin, a, b) = two_clones();
+    let (project_a, project_b) = (project(&a), project(&b));
     // The chronicle's first line is from this quarter; move the clock to the next one.
     let first = a.read("chronicle.md");
     let next_quarter = {
@@ -298,14 +259,7 @@ fn rollover_happens_once_with_two_daemons() {
 /// in the merged file, not with the end of the old one).
 #[test]
 fn a_line_merged_from_an_old_branch_is_not_reported_as_backdated() {
-    let p = machine(|d| {
-        let project = d.join("project");
-        fs::create_dir_all(&project).unwrap();
-        git(&project, &["init", "-q", "-b", "main"]);
-        project
-    });
-    let project = p.root.parent().unwrap().to_path_buf();
-    found(&project);
+    let (p, project) = founded_repo();
     assert!(p.polisd(&["git-setup", "--program", BIN]).status.success());
     git(&project, &["add", "-A"]);
     git(&project, &["commit", "-qm", "found"]);

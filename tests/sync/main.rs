@@ -301,6 +301,20 @@ fn wait_logged(p: &TestPolis, daemon: &Daemon, text: &str, count: usize) {
 // ---------------------------------------------------------------------------------------------
 // Clones of one git remote
 
+/// A polis founded in a fresh git repository (branch `main`) on a machine of its own, and that
+/// repository's folder.
+fn founded_repo() -> (TestPolis, PathBuf) {
+    let p = machine(|d| {
+        let project = d.join("project");
+        fs::create_dir_all(&project).unwrap();
+        git(&project, &["init", "-q", "-b", "main"]);
+        project
+    });
+    let project = project(&p);
+    found(&project);
+    (p, project)
+}
+
 /// Two clones of one repository with a founded polis and polisd's merge driver, A's pushed.
 fn two_clones() -> (tempfile::TempDir, TestPolis, TestPolis) {
     let origin = tempfile::tempdir().unwrap();
@@ -312,7 +326,7 @@ fn two_clones() -> (tempfile::TempDir, TestPolis, TestPolis) {
     });
     let project_a = a.root.parent().unwrap().to_path_buf();
     found(&project_a);
-    assert!(a.polisd(&["git-setup", "--program", BIN]).status.success());
+    ok(a.polisd(&["git-setup", "--program", BIN]));
     git(&project_a, &["add", "-A"]);
     git(&project_a, &["commit", "-qm", "found the polis"]);
     git(&project_a, &["push", "-q", "origin", "main"]);
@@ -320,7 +334,7 @@ fn two_clones() -> (tempfile::TempDir, TestPolis, TestPolis) {
         git(d, &["clone", "-q", &url, "project"]);
         d.join("project")
     });
-    assert!(b.polisd(&["git-setup", "--program", BIN]).status.success());
+    ok(b.polisd(&["git-setup", "--program", BIN]));
     (origin, a, b)
 }
 

@@ -2,7 +2,7 @@
 //! (overdeck#1901), a union merge that brings a record back (beads#1485), conflict markers read
 //! as records (tbd#155), and an mtime that lies (beads#321).
 
-use super::{found, git, machine, settled, ALPHA, FOUNDER};
+use super::{founded_repo, git, machine, settled, ALPHA, FOUNDER};
 use crate::harness::*;
 use std::fs;
 
@@ -10,14 +10,7 @@ use std::fs;
 /// git merged as text. `check` and the daemon say so until `git-setup` runs in that clone.
 #[test]
 fn a_declared_but_unconfigured_merge_driver_is_reported() {
-    let origin = machine(|d| {
-        let project = d.join("project");
-        fs::create_dir_all(&project).unwrap();
-        git(&project, &["init", "-q", "-b", "main"]);
-        project
-    });
-    let project = origin.root.parent().unwrap().to_path_buf();
-    found(&project);
+    let (origin, project) = founded_repo();
     assert!(origin
         .polisd(&["git-setup", "--program", BIN])
         .status
@@ -58,14 +51,7 @@ fn a_declared_but_unconfigured_merge_driver_is_reported() {
 #[test]
 fn a_merge_does_not_bring_an_archived_notice_back() {
     let run = |attributes: Option<&str>| -> String {
-        let p = machine(|d| {
-            let project = d.join("project");
-            fs::create_dir_all(&project).unwrap();
-            git(&project, &["init", "-q", "-b", "main"]);
-            project
-        });
-        let project = p.root.parent().unwrap().to_path_buf();
-        found(&project);
+        let (p, project) = founded_repo();
         match attributes {
             None => assert!(p.polisd(&["git-setup", "--program", BIN]).status.success()),
             Some(a) => fs::write(p.path(".gitattributes"), a).unwrap(),

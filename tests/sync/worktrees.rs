@@ -1,7 +1,7 @@
 //! git worktrees of one repository holding diverging copies of a contract: told to the index
 //! keeper once an episode.
 
-use super::{found, git, machine, project, wait_logged, with_settling, ALPHA, BETA, FOUNDER};
+use super::{founded_repo, git, wait_logged, with_settling, ALPHA, BETA, FOUNDER};
 use crate::harness::*;
 use std::fs;
 use std::path::Path;
@@ -11,14 +11,7 @@ use std::time::Duration;
 /// the daemon tells the index keeper once.
 #[test]
 fn two_worktrees_with_diverging_claims_are_reported_once() {
-    let p = machine(|d| {
-        let project = d.join("project");
-        fs::create_dir_all(&project).unwrap();
-        git(&project, &["init", "-q", "-b", "main"]);
-        project
-    });
-    let project = p.root.parent().unwrap().to_path_buf();
-    found(&project);
+    let (p, project) = founded_repo();
     let open = "contracts/open/tokenizer.md";
     p.save(
         open,
@@ -90,14 +83,7 @@ fn two_worktrees_with_diverging_claims_are_reported_once() {
 /// episode is over, and the next race is told again.
 #[test]
 fn a_worktree_race_gives_one_notice() {
-    let p = machine(|d| {
-        let project = d.join("project");
-        fs::create_dir_all(&project).unwrap();
-        git(&project, &["init", "-q", "-b", "main"]);
-        project
-    });
-    let project = project(&p);
-    found(&project);
+    let (p, project) = founded_repo();
     let open = "contracts/open/tokenizer.md";
     let text = "---\ncontract_id: tokenizer\ntitle: Tokenizer\nopened_by: founder-agent\nowner: null\nstatus: proposed\nrequired_tags: [rust]\nrouting:\n  recommended_by_router: beta-agent-two\n---\n\n## Intent\n\nTokens.\n";
     p.save(open, text);
