@@ -238,11 +238,7 @@ impl From<&Finding> for StoredFinding {
     fn from(f: &Finding) -> Self {
         StoredFinding {
             code: f.code.as_str().to_string(),
-            severity: match f.severity {
-                crate::protocol::finding::Severity::Error => "error",
-                crate::protocol::finding::Severity::Warning => "warning",
-            }
-            .to_string(),
+            severity: f.severity.as_str().to_string(),
             path: f.path.clone(),
             line: f.line,
             message: f.message.clone(),

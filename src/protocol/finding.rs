@@ -11,6 +11,16 @@ pub enum Severity {
     Warning,
 }
 
+impl Severity {
+    /// `error` or `warning`: how JSON, the stored findings, the terminal and the pages name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
 /// One problem in one file. `path` is relative to `_polis/`; `line` is 1-based.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Finding {
@@ -150,10 +160,7 @@ impl Serialize for Code {
 
 /// `1 error`, `2 errors`: a count of findings of one severity as a person reads it.
 pub fn counted(n: usize, severity: Severity) -> String {
-    let word = match severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    };
+    let word = severity.as_str();
     if n == 1 {
         format!("{n} {word}")
     } else {
@@ -213,10 +220,7 @@ impl Finding {
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let sev = match self.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        };
+        let sev = self.severity.as_str();
         match self.line {
             Some(line) => write!(
                 f,

@@ -197,7 +197,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                     }
                     @if let Some(marks) = marks {
                         @for f in marks {
-                            tr.finding { td {} td colspan="5" class=(super::severity_class(f)) { (f.code.as_str()) ": " (f.message) } }
+                            tr.finding { td {} td colspan="5" class=(f.severity.as_str()) { (f.code.as_str()) ": " (f.message) } }
                         }
                     }
                 }

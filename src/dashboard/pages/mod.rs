@@ -308,14 +308,6 @@ pub fn urlencode(segment: &str) -> String {
     out
 }
 
-/// `error` or `warning`, the CSS class of a finding.
-pub fn severity_class(f: &crate::protocol::finding::Finding) -> &'static str {
-    match f.severity {
-        crate::protocol::finding::Severity::Error => "error",
-        crate::protocol::finding::Severity::Warning => "warning",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -234,7 +234,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                                 thead { tr { th { "code" } th { "where" } th { "what" } } }
                                 tbody {
                                     @for f in &s.summary.findings.newest {
-                                        tr class=(super::severity_class(f)) {
+                                        tr class=(f.severity.as_str()) {
                                             td { (f.code.as_str()) }
                                             td { (f.path) @if let Some(l) = f.line { ":" (l) } }
                                             td { (f.message) }
