@@ -352,29 +352,25 @@ fn the_chronicle_page_links_records_and_hides_polisd_s_line_ids() {
          to alpha <!-- polisd:chronicle:0123456789abcdef -->\n",
     );
     let s = serve(&p, "127.0.0.1:0");
-    let page = get(&s, "/p/0/chronicle").body;
+    let linked = r#"<a href="/p/0/contracts/next-job">contracts/open/next-job</a>"#;
+    // The part of a page from the element `id` on.
+    let from = |path: &str, id: &str| {
+        let body = get(&s, path).body;
+        let at = body
+            .find(id)
+            .unwrap_or_else(|| panic!("no {id} on {path}: {body}"));
+        body[at..].to_string()
+    };
+    let page = from("/p/0/chronicle", r#"id="chronicle""#);
+    assert!(page.contains(&format!("<td>{linked}</td>")), "{page}");
     // The note's cell holds the note alone (a finding about the line still quotes it whole).
     assert!(page.contains("<td>to alpha</td>"), "{page}");
+    // A search and the contract's own page show the line the same way.
+    let hits = from("/p/0/search?q=to+alpha", "chronicle-hits");
+    assert!(hits.contains(&format!("{linked} to alpha</div>")), "{hits}");
+    let listed = from("/p/0/contracts/next-job", "contract-chronicle");
     assert!(
-        page.contains(r#"<a href="/p/0/contracts/next-job">contracts/open/next-job</a>"#),
-        "{page}"
-    );
-    // A search finds the line and shows it the same way.
-    let found = get(&s, "/p/0/search?q=to+alpha").body;
-    let hits = &found[found.find("chronicle-hits").expect("the chronicle hits")..];
-    assert!(
-        hits.contains(
-            r#"<a href="/p/0/contracts/next-job">contracts/open/next-job</a> to alpha</div>"#
-        ),
-        "{hits}"
-    );
-    // And so does the contract's own page.
-    let contract = get(&s, "/p/0/contracts/next-job").body;
-    let listed = &contract[contract.find("contract-chronicle").expect("its chronicle")..];
-    assert!(
-        listed.contains(
-            r#"<a href="/p/0/contracts/next-job">contracts/open/next-job</a> to alpha</li>"#
-        ),
+        listed.contains(&format!("{linked} to alpha</li>")),
         "{listed}"
     );
 }

@@ -185,11 +185,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                                 td.stamp { (e.stamp_text) }
                                 td.author { (citizen_link(cx, e.author)) }
                                 td { (e.verb) }
-                                td {
-                                    @if let Some(link) = e.link {
-                                        a href=(cx.href(&super::page_of_path(link))) { (link) }
-                                    }
-                                }
+                                td { @if let Some(link) = e.link { (super::record_link(cx, link)) } }
                                 td { (chronicle::shown_note(e.note)) }
                             }
                             Err(_) => { td colspan="5" { code { (text) } } }
@@ -218,9 +214,7 @@ pub fn entry_inline(cx: &Context<'_>, text: &str) -> maud::Markup {
         @match chronicle::parse_entry(text) {
             Ok(e) => {
                 (e.stamp_text) " " (citizen_link(cx, e.author)) " " (e.verb) " "
-                @if let Some(link) = e.link {
-                    a href=(cx.href(&super::page_of_path(link))) { (link) } " "
-                }
+                @if let Some(link) = e.link { (super::record_link(cx, link)) " " }
                 (chronicle::shown_note(e.note))
             }
             Err(_) => { code { (text) } }

@@ -290,6 +290,11 @@ pub fn contract_link(cx: &Context<'_>, id: &str) -> Markup {
     html! { a href=(cx.href(&format!("contracts/{}", urlencode(id)))) { (id) } }
 }
 
+/// A polis path (a chronicle line's `[[link]]`) as a link to the page that shows it.
+pub fn record_link(cx: &Context<'_>, path: &str) -> Markup {
+    html! { a href=(cx.href(&page_of_path(path))) { (path) } }
+}
+
 /// A citizen id as a link to its page.
 pub fn citizen_link(cx: &Context<'_>, id: &str) -> Markup {
     html! { a href=(cx.href(&format!("citizens/{}", urlencode(id)))) { (id) } }
