@@ -158,6 +158,19 @@ impl Terms {
         }
     }
 
+    /// Independent Gaussian priors, one (mean, variance) a column.
+    fn prior(columns: impl ExactSizeIterator<Item = (f64, f64)>) -> Terms {
+        let d = columns.len();
+        let mut prior = Terms::empty(d);
+        for (j, (m, v)) in columns.enumerate() {
+            prior.info[j * d + j] = 1.0 / v;
+            prior.sums.eta[j] = m / v;
+            prior.sums.squares += m * m / v;
+            prior.sums.log_vars += v.ln();
+        }
+        prior
+    }
+
     fn add(&mut self, d: usize, row: &Row) {
         let weight = row.share() * row.share() / row.noise_var;
         for &a in &row.columns {
@@ -329,14 +342,7 @@ pub(super) fn estimate(
         }
     }
     let d = local.len();
-    let mut prior = Terms::empty(d);
-    for (j, t) in local.iter().enumerate() {
-        let m = prior_mean(t);
-        prior.info[j * d + j] = 1.0 / prior_var;
-        prior.sums.eta[j] = m / prior_var;
-        prior.sums.squares += m * m / prior_var;
-        prior.sums.log_vars += prior_var.ln();
-    }
+    let prior = Terms::prior(local.iter().map(|t| (prior_mean(t), prior_var)));
     let k = tags.len();
     let mut weights = vec![0.0; d];
     weights[..k].iter_mut().for_each(|w| *w = 1.0 / k as f64);
@@ -585,14 +591,7 @@ mod tests {
         let (v0, r, y) = (0.49, 0.36, 2.0);
         let model = Model {
             d: 1,
-            prior: Terms {
-                info: vec![1.0 / v0],
-                sums: Sums {
-                    eta: vec![4.0 / v0],
-                    squares: 16.0 / v0,
-                    log_vars: v0.ln(),
-                },
-            },
+            prior: Terms::prior([(4.0, v0)].into_iter()),
             weights: vec![1.0],
         };
         let mut data = Terms::empty(1);
@@ -622,14 +621,7 @@ mod tests {
     #[test]
     fn a_factor_grown_one_settlement_at_a_time_fits_as_one_factored_at_once() {
         let d = 4;
-        let mut prior = Terms::empty(d);
-        for j in 0..d {
-            let (m, v) = (3.0 + 0.3 * j as f64, 0.49 / (1.0 + j as f64));
-            prior.info[j * d + j] = 1.0 / v;
-            prior.sums.eta[j] = m / v;
-            prior.sums.squares += m * m / v;
-            prior.sums.log_vars += v.ln();
-        }
+        let prior = Terms::prior((0..d).map(|j| (3.0 + 0.3 * j as f64, 0.49 / (1.0 + j as f64))));
         let model = Model {
             d,
             prior,
