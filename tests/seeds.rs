@@ -104,6 +104,43 @@ fn entry_routine_catches_up_since_last_seen_event_and_records_it() {
     assert_eq!(p.read(&format!("citizens/{ME}/status.md")), before);
 }
 
+/// Skill seed, step 4: index.md says "where things stand". A freshly founded polis has said
+/// nothing there yet, so once a contract is open the primer must not quote init's words as
+/// the state, neither polisd's template nor the reference's placeholder "No open contracts
+/// yet." (which turns false at the first contract).
+#[test]
+fn entry_routine_never_quotes_init_s_placeholder_as_where_things_stand() {
+    let p = polis();
+    let open = p.polisd(&["contract", "open", "--title", "First work", "--by", ME]);
+    assert!(open.status.success(), "{}", harness::describe(&open));
+    let fresh = json(&p.polisd(&["prime", "--as", OTHER, "--json", "--no-mark-read"]));
+    let md = fresh["markdown"].as_str().unwrap();
+    let stand = md
+        .split("## Where things stand (index.md)\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("the section is there");
+    assert_eq!(
+        stand, "- index.md states no current focus yet (its index keeper writes it)\n",
+        "{md}"
+    );
+
+    let index = p.read("index.md");
+    let (head, tail) = index
+        .split_once("## Current focus")
+        .expect("init's section");
+    let tail = tail.replacen(
+        "\n\n<!--",
+        "\n\nNo open contracts yet. Open the first contract under `contracts/open/`.\n<!--",
+        1,
+    );
+    p.save("index.md", &format!("{head}## Current focus{tail}"));
+    let reference = json(&p.polisd(&["prime", "--as", OTHER, "--json", "--no-mark-read"]));
+    let md = reference["markdown"].as_str().unwrap();
+    assert!(md.contains("states no current focus yet"), "{md}");
+    assert!(!md.contains("No open contracts"), "{md}");
+}
+
 fn refused(out: Output, why: &str) -> String {
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(

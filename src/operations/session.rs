@@ -364,8 +364,6 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
 
 /// The most chronicle bytes the catch-up reads back from the end looking for the cursor.
 const CATCH_UP_MAX_BYTES: u64 = 1024 * 1024;
-/// The most lines of `index.md` the primer shows.
-const INDEX_LINES: usize = 24;
 
 /// The chronicle lines since `cursor`, read from the end of `chronicle.md` back to the cursor
 /// (at most [`CATCH_UP_MAX_BYTES`]; with no cursor, back to the stale window), never the whole
@@ -388,36 +386,13 @@ fn catch_up(root: &Path, citizen: &str, cursor: Option<Cursor>, now: &PolisTime)
     }
 }
 
-/// Where things stand, from `index.md`: its `## Current state` (or `## Current focus`) section
-/// when it has one, else the start of its body; at most [`INDEX_LINES`] non-empty lines.
+/// Where things stand, from `index.md` ([`primer::index_focus`]).
 fn index_state(root: &Path) -> Vec<String> {
     let Ok(Some(text)) = snapshot::read_text(root, layout::INDEX, Some(MAX_RECORD_BYTES)) else {
         return Vec::new();
     };
     let body = crate::protocol::frontmatter::parse(&text).map_or(text.clone(), |r| r.body);
-    let lines: Vec<&str> = body.lines().collect();
-    let start = lines
-        .iter()
-        .position(|l| {
-            let l = l.trim().to_ascii_lowercase();
-            l == "## current state" || l == "## current focus"
-        })
-        .map(|i| i + 1);
-    let slice: Vec<&str> = match start {
-        Some(s) => lines[s..]
-            .iter()
-            .take_while(|l| !l.trim_start().starts_with("## "))
-            .copied()
-            .collect(),
-        None => lines,
-    };
-    slice
-        .into_iter()
-        .map(str::trim_end)
-        .filter(|l| !l.trim().is_empty())
-        .take(INDEX_LINES)
-        .map(str::to_string)
-        .collect()
+    primer::index_focus(&body)
 }
 
 /// Records in the citizen's `status.md`, in one compare-before-replace edit, what a session

@@ -232,7 +232,7 @@ pub fn render(input: &PrimerInput, budget: usize) -> Primer {
             .collect(),
         more: 0,
         more_hint: "cat _polis/index.md".into(),
-        empty: Some("- index.md says nothing yet".into()),
+        empty: Some("- index.md states no current focus yet (its index keeper writes it)".into()),
     });
     sections.push(Section {
         title: "Chronicle since your last session (newest first)",
@@ -491,8 +491,74 @@ pub fn render(input: &PrimerInput, budget: usize) -> Primer {
     }
 }
 
+/// The most lines of `index.md` the primer quotes.
+pub const INDEX_LINES: usize = 24;
+
+/// What the primer quotes from `index.md`'s body (frontmatter already taken off): its
+/// `## Current state` (or `## Current focus`) section when it has one, else the start of the
+/// body; at most [`INDEX_LINES`] non-empty lines.
+///
+/// Left out: HTML comments, which a reader of the rendered file never sees (init's guidance,
+/// polisd's state markers), and init's placeholder "No open contracts yet.", which both the
+/// reference and polisd once wrote there and which turns false, unedited, at the first contract.
+pub fn index_focus(body: &str) -> Vec<String> {
+    let lines: Vec<&str> = body.lines().collect();
+    let is_focus = |l: &&str| {
+        let l = l.trim().to_ascii_lowercase();
+        l == "## current state" || l == "## current focus"
+    };
+    let section: &[&str] = match lines.iter().position(is_focus) {
+        Some(i) => {
+            let rest = &lines[i + 1..];
+            let end = rest
+                .iter()
+                .position(|l| l.trim_start().starts_with("## "))
+                .unwrap_or(rest.len());
+            &rest[..end]
+        }
+        None => &lines,
+    };
+    let mut in_comment = false;
+    let mut shown = Vec::new();
+    for line in section {
+        let t = line.trim();
+        if in_comment || t.starts_with("<!--") {
+            in_comment = !t.ends_with("-->");
+            continue;
+        }
+        if t.is_empty() || t.starts_with("No open contracts yet.") {
+            continue;
+        }
+        shown.push(line.trim_end().to_string());
+        if shown.len() == INDEX_LINES {
+            break;
+        }
+    }
+    shown
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_index_focus_leaves_out_comments_and_init_s_placeholder() {
+        let body = "# p\n\n## Summary\n\nA tool.\n\n## Current focus\n\n\
+            <!-- The index keeper writes here. -->\n\
+            No open contracts yet. Open the first contract under `contracts/open/`.\n\
+            <!-- a note\n  over two lines -->\n\
+            Shipping the parser.\n\n## Citizens\n\n- `a-1`\n";
+        assert_eq!(index_focus(body), vec!["Shipping the parser.".to_string()]);
+
+        let placeholder_only = "## Current focus\n\nNo open contracts yet. Open the first one.\n";
+        assert!(index_focus(placeholder_only).is_empty());
+
+        let no_section = "Line one\n\nLine two\n";
+        assert_eq!(index_focus(no_section), vec!["Line one", "Line two"]);
+
+        let long: String = (0..40).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(index_focus(&long).len(), INDEX_LINES);
+    }
+
     use super::*;
 
     fn input() -> PrimerInput {
