@@ -406,8 +406,9 @@ fn a_hook_never_fails_the_agent() {
         "{told}"
     );
     assert!(told.contains("polisd register nobody-at-all"), "{told}");
+    // (Fired by the payload's PostToolUse, it answers as PostToolUse.)
     let primed = hook(&p, "codex", "prime", &["--as", "nobody-at-all"], &payload);
-    assert!(context(&primed, "SessionStart").contains("registered:"));
+    assert!(context(&primed, "PostToolUse").contains("registered:"));
     let again = hook(
         &p,
         "claude",
@@ -432,7 +433,7 @@ fn a_hook_never_fails_the_agent() {
         "the working directory is used"
     );
     let no_id = hook(&p, "claude", "prime", &[], &payload);
-    assert!(context(&no_id, "SessionStart").contains("no citizen id"));
+    assert!(context(&no_id, "PostToolUse").contains("no citizen id"));
     let elsewhere = tempfile::tempdir().unwrap();
     let outside = hook(
         &p,
@@ -446,6 +447,64 @@ fn a_hook_never_fails_the_agent() {
         "{}",
         "no polis there: nothing to add"
     );
+}
+
+/// How many of `ME`'s notices are unread.
+fn unread_count(p: &TestPolis) -> usize {
+    let out = p.polisd(&["notices", "--as", ME, "--unread", "--json"]);
+    let v: Value = serde_json::from_str(&text(&out)).unwrap();
+    v["notices"].as_array().unwrap().len()
+}
+
+#[test]
+fn a_hook_fired_by_an_event_that_takes_no_context_adds_nothing_and_marks_nothing_read() {
+    // The CLIs reject a `hookSpecificOutput` naming another event than the one that fired
+    // ("Hook returned incorrect event name"), so what such a hook printed never reached the
+    // model: a notice marked read there would be lost.
+    let p = polis();
+    message(&p, ME, "2026-03-02 11:15", OTHER, "Do not lose me.");
+    let at = |event: &str| {
+        json!({"session_id": "s", "transcript_path": "/tmp/t",
+        "cwd": project(&p), "permission_mode": "default", "hook_event_name": event,
+        "stop_hook_active": false, "trigger": "auto", "custom_instructions": ""})
+    };
+    let status_before = p.read(&format!("citizens/{ME}/status.md"));
+    for (cli, kind, event) in [
+        ("claude", "notices", "Stop"),
+        ("claude", "notices", "SubagentStop"),
+        ("claude", "prime", "PreCompact"),
+        ("codex", "notices", "Stop"),
+        ("gemini", "notices", "PreCompress"),
+        ("gemini", "prime", "SessionEnd"),
+    ] {
+        let out = hook(&p, cli, kind, &["--as", ME, "--interval", "0"], &at(event));
+        let expected = if cli == "gemini" { "{}" } else { "" };
+        assert_eq!(text(&out).trim(), expected, "{cli} {kind} on {event}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(event),
+            "the log says why: {out:?}"
+        );
+        assert_eq!(
+            unread_count(&p),
+            1,
+            "{cli} {kind} on {event} marked it read"
+        );
+    }
+    assert_eq!(
+        p.read(&format!("citizens/{ME}/status.md")),
+        status_before,
+        "nothing recorded for a session start that was not one"
+    );
+    // An event polisd installs for the other kind takes context: it is answered as itself.
+    let primed = hook(
+        &p,
+        "claude",
+        "prime",
+        &["--as", ME],
+        &at("UserPromptSubmit"),
+    );
+    assert!(context(&primed, "UserPromptSubmit").contains("Do not lose me."));
+    assert_eq!(unread_count(&p), 0);
 }
 
 const USER_SETTINGS: &str = r#"{

@@ -375,7 +375,16 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
         return Ok(0);
     };
     let payload = read_payload();
-    let event = agent_hooks::event_of(cli, kind, payload.hook_event_name.as_deref());
+    let Some(event) = agent_hooks::event_of(cli, kind, payload.hook_event_name.as_deref()) else {
+        tell!(
+            "polisd hook: `{}` cannot add context to the session, so `polisd hook {} {}` adds nothing there and marks nothing read; `polisd hooks install` puts polisd's hooks on the events that can",
+            notice::one_line(payload.hook_event_name.as_deref().unwrap_or_default(), 60),
+            cli.as_str(),
+            kind.as_str()
+        );
+        answer(cli, "", "");
+        return Ok(0);
+    };
     let context = match hook_context(&args, cli, kind, &payload) {
         Ok(text) => text,
         // A wrong id is the model's to fix: it gets the one line that says who is registered
@@ -386,11 +395,15 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
             String::new()
         }
     };
-    if let Some(out) = agent_hooks::output(cli, event, &context) {
-        let mut stdout = std::io::stdout().lock();
-        let _ = writeln!(stdout, "{out}");
-    }
+    answer(cli, event, &context);
     Ok(0)
+}
+
+/// Prints what a hook adds to the session at `event`, in `cli`'s format.
+fn answer(cli: Cli, event: &str, context: &str) {
+    if let Some(out) = agent_hooks::output(cli, event, context) {
+        let _ = writeln!(std::io::stdout().lock(), "{out}");
+    }
 }
 
 fn is_identity(e: &anyhow::Error) -> bool {
