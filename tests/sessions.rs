@@ -449,6 +449,27 @@ fn a_hook_never_fails_the_agent() {
     );
 }
 
+#[test]
+fn a_hook_reads_a_payload_of_any_size_to_its_end() {
+    // A tool's whole output rides in PostToolUse's `tool_response`: a hook that exits before
+    // reading it all makes the CLI's write fail with EPIPE, which Codex reports as a failed
+    // hook ("failed to write hook stdin: Broken pipe"). `hook` writes it all or panics.
+    let p = polis();
+    message(&p, ME, "2026-03-02 11:15", OTHER, "After a big tool.");
+    let mut payload = claude_post_tool_use(&p);
+    payload["hook_event_name"] = json!("UserPromptSubmit");
+    payload["tool_response"] = json!({"stdout": "x".repeat(12 * 1024 * 1024)});
+    let out = hook(
+        &p,
+        "claude",
+        "notices",
+        &["--as", ME, "--interval", "0"],
+        &payload,
+    );
+    // Its fields are read too, past the size bound on what is kept.
+    assert!(context(&out, "UserPromptSubmit").contains("After a big tool."));
+}
+
 /// How many of `ME`'s notices are unread.
 fn unread_count(p: &TestPolis) -> usize {
     let out = p.polisd(&["notices", "--as", ME, "--unread", "--json"]);

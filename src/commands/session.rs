@@ -341,21 +341,32 @@ struct Payload {
     cwd: Option<PathBuf>,
 }
 
+/// The most payload bytes parsed; past it the payload counts as unreadable. Only the two
+/// fields polisd uses are kept, so this bounds their size, not a tool's output, which is
+/// scanned and dropped.
+const MAX_PAYLOAD_BYTES: u64 = 64 * 1024 * 1024;
+
 fn read_payload() -> Payload {
+    use serde::Deserialize;
     // A person running the hook by hand has a terminal on stdin: do not wait for it.
     if unsafe { libc::isatty(0) } == 1 {
         return Payload::default();
     }
-    let mut bytes = Vec::new();
-    let _ = std::io::stdin()
-        .take(4 * 1024 * 1024)
-        .read_to_end(&mut bytes);
-    serde_json::from_slice(&bytes).unwrap_or_default()
+    let mut stdin = std::io::stdin().lock();
+    let payload = {
+        let mut json = serde_json::Deserializer::from_reader((&mut stdin).take(MAX_PAYLOAD_BYTES));
+        Payload::deserialize(&mut json).unwrap_or_default()
+    };
+    // Read to the end whatever happened: a hook that exits before the CLI has written its whole
+    // payload fails the CLI's write with EPIPE (Codex then reports the hook as failed).
+    let _ = std::io::copy(&mut stdin, &mut std::io::sink());
+    payload
 }
 
 /// The hook entry point. Always exit 0: a polisd problem must never block the agent; it is
 /// reported on stderr, which the CLIs show in their logs.
 pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
+    let payload = read_payload();
     let (Some(cli), kind) = (
         Cli::parse(&args.cli),
         match args.kind.as_str() {
@@ -374,7 +385,6 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
         tell!("polisd hook: unknown hook `{}` (prime, notices)", args.kind);
         return Ok(0);
     };
-    let payload = read_payload();
     let Some(event) = agent_hooks::event_of(cli, kind, payload.hook_event_name.as_deref()) else {
         tell!(
             "polisd hook: `{}` cannot add context to the session, so `polisd hook {} {}` adds nothing there and marks nothing read; `polisd hooks install` puts polisd's hooks on the events that can",
