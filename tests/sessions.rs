@@ -470,6 +470,71 @@ fn a_hook_reads_a_payload_of_any_size_to_its_end() {
     assert!(context(&out, "UserPromptSubmit").contains("After a big tool."));
 }
 
+#[test]
+fn the_primer_survives_an_inbox_and_a_status_it_cannot_read_and_names_them() {
+    let p = polis();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("elsewhere.md");
+    let notice = "\n### 2026-03-02 11:15 from codex-frontend-one\n\nFrom outside.\n\n---\n";
+    std::fs::write(&target, notice).unwrap();
+    std::fs::remove_file(p.path(&format!("citizens/{ME}/inbox.md"))).unwrap();
+    std::os::unix::fs::symlink(&target, p.path(&format!("citizens/{ME}/inbox.md"))).unwrap();
+    let out = p.polisd(&["prime", "--as", ME]);
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    let primer = text(&out);
+    assert!(
+        primer.starts_with("# Polis primer for `claude-code-one`"),
+        "{primer}"
+    );
+    assert!(
+        primer.contains("citizens/claude-code-one/inbox.md")
+            && primer.contains("symbolic link")
+            && primer.contains("replace it with a regular file"),
+        "the file and the fix are named: {primer}"
+    );
+    assert!(!primer.contains("From outside."), "read through a link");
+    assert!(
+        !primer.contains("## Unread notices (newest first)\n- none"),
+        "an inbox it cannot read is not an empty one: {primer}"
+    );
+    // The hook's primer too: the model is the one to tell.
+    let hooked = hook(
+        &p,
+        "claude",
+        "prime",
+        &["--as", ME],
+        &json!({"cwd": project(&p),
+        "hook_event_name": "SessionStart", "source": "startup"}),
+    );
+    assert!(context(&hooked, "SessionStart").contains("symbolic link"));
+    // A status.md that is a link: the primer still comes, and nothing is written through it.
+    let status_target = outside.path().join("status.md");
+    std::fs::write(
+        &status_target,
+        "---\nagent_id: claude-code-one\nstate: away\n---\n",
+    )
+    .unwrap();
+    std::fs::remove_file(p.path(&format!("citizens/{ME}/status.md"))).ok();
+    std::os::unix::fs::symlink(&status_target, p.path(&format!("citizens/{ME}/status.md")))
+        .unwrap();
+    let out = p.polisd(&["prime", "--as", ME]);
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    let primer = text(&out);
+    assert!(
+        primer.contains("citizens/claude-code-one/status.md"),
+        "{primer}"
+    );
+    assert!(
+        !primer.contains("state `away`"),
+        "read through a link: {primer}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&status_target).unwrap(),
+        "---\nagent_id: claude-code-one\nstate: away\n---\n"
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), notice);
+}
+
 /// How many of `ME`'s notices are unread.
 fn unread_count(p: &TestPolis) -> usize {
     let out = p.polisd(&["notices", "--as", ME, "--unread", "--json"]);

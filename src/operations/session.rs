@@ -108,13 +108,24 @@ fn read_opt(root: &Path, rel: &str) -> Result<Option<String>, SessionError> {
 
 /// Reads the inbox and the read cursor of `citizen` (two files).
 pub fn read_inbox(root: &Path, citizen: &str) -> Result<InboxView, SessionError> {
-    let inbox_rel =
-        layout::inbox_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let inbox_text = read_inbox_text(root, citizen)?;
     let status_rel =
         layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    Ok(InboxView {
+        citizen: citizen.to_string(),
+        notices: notice::parse_inbox(&inbox_text),
+        read: read_set(read_opt(root, &status_rel)?.as_deref()),
+        inbox_text,
+    })
+}
+
+/// The text of the citizen's `inbox.md` (empty when there is none).
+fn read_inbox_text(root: &Path, citizen: &str) -> Result<String, SessionError> {
+    let inbox_rel =
+        layout::inbox_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
     let oversized = std::fs::symlink_metadata(root.join(&inbox_rel))
         .is_ok_and(|m| m.is_file() && m.len() > MAX_RECORD_BYTES);
-    let inbox_text = if oversized {
+    Ok(if oversized {
         // An inbox past the bound every record is read within: its newest notices, the last
         // MAX_RECORD_BYTES of it, rather than none (what comes before the first whole notice
         // there is left out as text before a heading is).
@@ -124,19 +135,15 @@ pub fn read_inbox(root: &Path, citizen: &str) -> Result<InboxView, SessionError>
             .unwrap_or_default()
     } else {
         read_opt(root, &inbox_rel)?.unwrap_or_default()
-    };
-    let read = match read_opt(root, &status_rel)? {
-        Some(text) => crate::protocol::frontmatter::parse(&text)
-            .map(|r| notice::read_ids(&r.fields))
-            .unwrap_or_default(),
-        None => BTreeSet::new(),
-    };
-    Ok(InboxView {
-        citizen: citizen.to_string(),
-        notices: notice::parse_inbox(&inbox_text),
-        read,
-        inbox_text,
     })
+}
+
+/// The read cursor in a `status.md` text.
+fn read_set(status_text: Option<&str>) -> BTreeSet<String> {
+    status_text
+        .and_then(|t| crate::protocol::frontmatter::parse(t).ok())
+        .map(|r| notice::read_ids(&r.fields))
+        .unwrap_or_default()
 }
 
 /// Adds `ids` to the citizen's read cursor in its `status.md` (created with a minimal
@@ -215,8 +222,30 @@ pub struct Primed {
 /// Gathers and renders the primer of `citizen` at `now`, reading only what it prints.
 pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, SessionError> {
     check_citizen(root, citizen)?;
-    let view = read_inbox(root, citizen)?;
-    let (identity, cursor) = identity(root, citizen)?;
+    // A file of the citizen's own that cannot be read (a link, a folder, unreadable) leaves its
+    // part out and is named in the primer, with the fix: the session still gets the rest.
+    let mut unreadable = Vec::new();
+    let mut readable = |read: Result<_, SessionError>| match read {
+        Ok(v) => Ok(Some(v)),
+        Err(SessionError::Unreadable(finding)) => {
+            unreadable.push(finding.to_string());
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    };
+    let status_rel =
+        layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let status_text = readable(read_opt(root, &status_rel))?.flatten();
+    let inbox_text = readable(read_inbox_text(root, citizen).map(Some))?.flatten();
+    let inbox_unreadable = inbox_text.is_none();
+    let inbox_text = inbox_text.unwrap_or_default();
+    let view = InboxView {
+        citizen: citizen.to_string(),
+        notices: notice::parse_inbox(&inbox_text),
+        read: read_set(status_text.as_deref()),
+        inbox_text,
+    };
+    let (identity, cursor) = identity(root, citizen, status_text.as_deref())?;
     let catch_up = catch_up(root, citizen, cursor, now);
     let index_state = index_state(root);
 
@@ -352,6 +381,8 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         catch_up: catch_up.events.clone(),
         catch_up_complete: catch_up.complete,
         first_session: catch_up.previous.is_none(),
+        unreadable,
+        inbox_unreadable,
     };
     let primer = primer::render(&input, primer::BUDGET);
     Ok(Primed {
@@ -440,20 +471,20 @@ pub fn record_session_or_finding(
     }
 }
 
-fn identity(root: &Path, citizen: &str) -> Result<(Identity, Option<Cursor>), SessionError> {
+/// Who the citizen is, from its card and its `status.md` text, and its chronicle cursor.
+fn identity(
+    root: &Path,
+    citizen: &str,
+    status_text: Option<&str>,
+) -> Result<(Identity, Option<Cursor>), SessionError> {
     let card_rel =
         layout::card_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
     let card =
         read_opt(root, &card_rel)?.and_then(|t| crate::protocol::citizens::card::parse(&t).ok());
-    let status_rel =
-        layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let status_text = read_opt(root, &status_rel)?;
     let cursor = status_text
-        .as_deref()
         .and_then(|t| crate::protocol::frontmatter::parse(t).ok())
         .and_then(|r| Cursor::of(&r.fields));
-    let status = crate::protocol::citizens::citizen::parse_status(status_text.as_deref())
-        .unwrap_or_default();
+    let status = crate::protocol::citizens::citizen::parse_status(status_text).unwrap_or_default();
     let identity = Identity {
         id: citizen.to_string(),
         vendor: card
