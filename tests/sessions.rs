@@ -535,6 +535,69 @@ fn the_primer_survives_an_inbox_and_a_status_it_cannot_read_and_names_them() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), notice);
 }
 
+#[test]
+fn a_notice_whose_record_has_moved_on_is_shown_as_outdated_not_as_a_call_to_act() {
+    // Proposed, then ratified before the citizen's session: the proposal's notice still asks
+    // for a vote on a file that is gone, while the primer's own section says no vote waits.
+    let p = polis();
+    p.save(
+        "amendments/ratified/2026-01-03-floor.md",
+        "---\namendment_id: 2026-01-03-floor\ntitle: A quality floor\nproposed_by: codex-frontend-one\nstatus: ratified\n---\n",
+    );
+    let block = |kind: &str, id: &str, text: &str, link: &str| {
+        format!("\n### 2026-03-02 10:00 from polis-daemon\n\n{text}\n\n[[{link}]]\n<!-- polisd:{kind}:{id} -->\n\n---\n")
+    };
+    p.append(
+        &format!("citizens/{ME}/inbox.md"),
+        &(block(
+            "amendment-proposed",
+            "00000000000000a1",
+            "A new amendment was proposed. Read it and vote.",
+            "amendments/proposed/2026-01-03-floor",
+        ) + &block(
+            "amendment-ratified",
+            "00000000000000a2",
+            "The amendment was ratified.",
+            "amendments/ratified/2026-01-03-floor",
+        )),
+    );
+    let out = p.polisd(&["prime", "--as", ME, "--no-mark-read"]);
+    let primer = text(&out);
+    assert!(
+        primer.contains("## Amendments waiting for your vote\n- none"),
+        "{primer}"
+    );
+    let line = |id: &str| {
+        primer
+            .lines()
+            .find(|l| l.contains(id))
+            .unwrap_or_else(|| panic!("{id} not shown:\n{primer}"))
+            .to_string()
+    };
+    let proposed = line("00000000000000a1");
+    assert!(
+        proposed.contains("outdated")
+            && proposed.contains("amendments/proposed/2026-01-03-floor")
+            && proposed.contains("no longer exists"),
+        "{proposed}"
+    );
+    assert!(!line("00000000000000a2").contains("outdated"));
+    // The notices hook says the same.
+    let hooked = hook(
+        &p,
+        "claude",
+        "notices",
+        &["--as", ME, "--interval", "0"],
+        &claude_post_tool_use(&p),
+    );
+    let ctx = context(&hooked, "PostToolUse");
+    let proposed = ctx
+        .lines()
+        .find(|l| l.contains("00000000000000a1"))
+        .unwrap();
+    assert!(proposed.contains("outdated"), "{ctx}");
+}
+
 /// How many of `ME`'s notices are unread.
 fn unread_count(p: &TestPolis) -> usize {
     let out = p.polisd(&["notices", "--as", ME, "--unread", "--json"]);

@@ -76,12 +76,13 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
     let citizen = &args.who.citizen;
     session::check_citizen(&root, citizen)?;
     let view = session::read_inbox(&root, citizen)?;
-    let mut listed: Vec<&Notice> = if args.unread {
-        view.unread()
+    let mut listed: Vec<Notice> = if args.unread {
+        view.unread().into_iter().cloned().collect()
     } else {
-        view.notices.iter().rev().collect()
+        view.notices.iter().rev().cloned().collect()
     };
     listed.dedup_by(|a, b| a.id == b.id);
+    session::mark_outdated(&root, &mut listed);
     let unread_ids: Vec<String> = listed
         .iter()
         .filter(|n| !view.read.contains(&n.id))
@@ -493,9 +494,14 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
             if unread.is_empty() {
                 return Ok(String::new());
             }
-            let shown: Vec<&Notice> = unread.iter().take(HOOK_NOTICES).copied().collect();
+            let mut shown: Vec<Notice> = unread
+                .iter()
+                .take(HOOK_NOTICES)
+                .map(|n| (*n).clone())
+                .collect();
+            session::mark_outdated(&root, &mut shown);
             let more = unread.len() - shown.len();
-            let text = notice::render_delivery(&citizen, &shown, more);
+            let text = notice::render_delivery(&citizen, &shown.iter().collect::<Vec<_>>(), more);
             let ids: Vec<String> = shown.iter().map(|n| n.id.clone()).collect();
             let writer = Writer::unrecorded(&root)?;
             session::mark_read(&root, &writer, &view, &ids)?;

@@ -617,11 +617,12 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     );
     session::check_citizen(root, citizen).map_err(|e| e.to_string())?;
     let view = session::read_inbox(root, citizen).map_err(|e| e.to_string())?;
-    let listed: Vec<&crate::protocol::delivery::notice::Notice> = if unread {
-        view.unread()
+    let mut listed: Vec<crate::protocol::delivery::notice::Notice> = if unread {
+        view.unread().into_iter().cloned().collect()
     } else {
-        view.notices.iter().rev().collect()
+        view.notices.iter().rev().cloned().collect()
     };
+    session::mark_outdated(root, &mut listed);
     let items: Vec<Value> = listed
         .iter()
         .map(|n| {

@@ -146,6 +146,21 @@ fn read_set(status_text: Option<&str>) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
+/// Marks the polisd notices whose link leads nowhere any more under `root` (one `lstat` each;
+/// a link to a moved record is not followed to its new folder: the move is the news).
+pub fn mark_outdated(root: &Path, notices: &mut [Notice]) {
+    let exists = |rel: String| std::fs::symlink_metadata(root.join(rel)).is_ok();
+    for n in notices.iter_mut().filter(|n| n.from_daemon()) {
+        if let Some(target) = n
+            .link
+            .as_deref()
+            .and_then(crate::protocol::chronicle::link_target)
+        {
+            n.outdated = !exists(format!("{target}.md")) && !exists(target);
+        }
+    }
+}
+
 /// Adds `ids` to the citizen's read cursor in its `status.md` (created with a minimal
 /// frontmatter when missing), pruned to the notices still in `view`. Returns whether the file
 /// changed. Compare-before-replace: an edit the citizen makes meanwhile is never lost.
@@ -369,7 +384,11 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         routed,
         claims,
         votes,
-        notices: view.unread().into_iter().cloned().collect(),
+        notices: {
+            let mut unread: Vec<Notice> = view.unread().into_iter().cloned().collect();
+            mark_outdated(root, &mut unread);
+            unread
+        },
         lessons,
         guardrails,
         has_guardrails: true,

@@ -51,6 +51,9 @@ pub struct Notice {
     pub line: usize,
     /// Byte range of the whole block in the inbox text (heading to the next heading).
     pub span: (usize, usize),
+    /// polisd's link no longer leads anywhere (a proposal since ratified, a contract since
+    /// settled): what the notice asks is past. Set by the caller, who can look; never parsed.
+    pub outdated: bool,
 }
 
 impl Notice {
@@ -129,6 +132,7 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
                 link: None,
                 line,
                 span: (start, end),
+                outdated: false,
             });
         }
     };
@@ -199,6 +203,7 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
             link,
             line: *line,
             span: (*start, end),
+            outdated: false,
         });
     }
     take_notes(usize::MAX, &mut out);
@@ -390,6 +395,15 @@ pub fn render_notice(n: &Notice) -> String {
             .link
             .as_deref()
             .map_or(String::new(), |l| format!(" [[{}]]", one_line(l, 120)));
+        if n.outdated {
+            // Its call to act is past: said in a few words, not as something to do now.
+            return format!(
+                "- {} · polisd {kind} `{}`, outdated:{link} no longer exists, so this has moved on since. It said: {}",
+                n.stamp,
+                n.id,
+                one_line(&n.body, 120)
+            );
+        }
         format!(
             "- {} · polisd {kind} `{}`: {}{link}",
             n.stamp,
