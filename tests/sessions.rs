@@ -598,6 +598,46 @@ fn a_notice_whose_record_has_moved_on_is_shown_as_outdated_not_as_a_call_to_act(
     assert!(proposed.contains("outdated"), "{ctx}");
 }
 
+#[test]
+fn a_status_md_polisd_cannot_edit_is_named_to_the_model_by_the_primer_and_the_notices_hook() {
+    // Its read cursor cannot be written, so notices can never become read: the model must
+    // learn why (the CLIs show a hook's stderr only in their logs), from each hook.
+    let p = polis();
+    let status = "---\nagent_id: claude-code-one\nstate: working\n\n# Status (never closed)\n";
+    p.save(&format!("citizens/{ME}/status.md"), status);
+    message(&p, ME, "2026-03-02 11:15", OTHER, "Can you see me?");
+    let args = ["--as", ME, "--interval", "0"];
+    let told = context(
+        &hook(&p, "claude", "notices", &args, &claude_post_tool_use(&p)),
+        "PostToolUse",
+    );
+    for needle in [
+        "1 new notice",
+        "citizens/claude-code-one/status.md",
+        "never closed",
+    ] {
+        assert!(told.contains(needle), "{needle:?} in {told}");
+    }
+    assert!(told.len() < 600, "one short paragraph: {told}");
+    let primed = hook(
+        &p,
+        "claude",
+        "prime",
+        &["--as", ME],
+        &json!({"cwd": project(&p),
+        "hook_event_name": "SessionStart", "source": "startup"}),
+    );
+    let primer = context(&primed, "SessionStart");
+    let head = &primer[..primer.find("\n## ").unwrap()];
+    assert!(
+        head.contains("citizens/claude-code-one/status.md") && head.contains("never closed"),
+        "{primer}"
+    );
+    assert!(primer.contains("Can you see me?"));
+    assert_eq!(p.read(&format!("citizens/{ME}/status.md")), status);
+    assert_eq!(unread_count(&p), 1);
+}
+
 /// How many of `ME`'s notices are unread.
 fn unread_count(p: &TestPolis) -> usize {
     let out = p.polisd(&["notices", "--as", ME, "--unread", "--json"]);

@@ -504,8 +504,18 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
             let text = notice::render_delivery(&citizen, &shown.iter().collect::<Vec<_>>(), more);
             let ids: Vec<String> = shown.iter().map(|n| n.id.clone()).collect();
             let writer = Writer::unrecorded(&root)?;
-            session::mark_read(&root, &writer, &view, &ids)?;
-            Ok(text)
+            match session::mark_read(&root, &writer, &view, &ids) {
+                Ok(_) => Ok(text),
+                // No read cursor can be written: shown, they would come back after every
+                // tool. The session is told what to fix instead, once per interval.
+                Err(session::SessionError::Unreadable(finding)) => Ok(format!(
+                    "polisd: {} new notice{} for `{citizen}` cannot be marked read, so none is shown here. Fix first: {}. Then `polisd notices --as {citizen} --unread` lists them.",
+                    unread.len(),
+                    if unread.len() == 1 { "" } else { "s" },
+                    notice::one_line(&finding.to_string(), 400)
+                )),
+                Err(e) => Err(e.into()),
+            }
         }
     }
 }

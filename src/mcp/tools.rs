@@ -597,14 +597,9 @@ fn prime(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let primed = session::prime(root, citizen, &now).map_err(|e| e.to_string())?;
     if mark_read {
         let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
-        let left_alone = session::record_session_or_finding(root, &writer, &primed, &now)
+        // A status.md it must leave alone is named at the primer's top already.
+        session::record_session_or_finding(root, &writer, &primed, &now)
             .map_err(|e| e.to_string())?;
-        if let Some(finding) = left_alone {
-            return Ok(Value::String(format!(
-                "{}\n\n> polisd: {finding}\n",
-                primed.primer.text
-            )));
-        }
     }
     Ok(Value::String(primed.primer.text))
 }

@@ -28,6 +28,9 @@ use crate::protocol::layout::{self, CHRONICLE};
 use std::collections::BTreeSet;
 use std::path::Path;
 
+/// What a session records in the citizen's `status.md`, for a finding that it cannot.
+const SESSION_FIELDS: &str = "`notices_read:`, `last_seen_event` and `last_active` are";
+
 /// How far back the primer reads the chronicle to date its claims: the stale window and a day.
 const TAIL_DAYS: i64 = crate::protocol::chronicle::ACTIVITY_WINDOW_DAYS + 1;
 /// The most chronicle bytes the primer reads from the end, whatever the dates say.
@@ -239,11 +242,11 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
     check_citizen(root, citizen)?;
     // A file of the citizen's own that cannot be read (a link, a folder, unreadable) leaves its
     // part out and is named in the primer, with the fix: the session still gets the rest.
-    let mut unreadable = Vec::new();
+    let mut problems = Vec::new();
     let mut readable = |read: Result<_, SessionError>| match read {
         Ok(v) => Ok(Some(v)),
         Err(SessionError::Unreadable(finding)) => {
-            unreadable.push(finding.to_string());
+            problems.push(finding.to_string());
             Ok(None)
         }
         Err(e) => Err(e),
@@ -252,6 +255,14 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
     let status_text = readable(read_opt(root, &status_rel))?.flatten();
     let inbox_text = readable(read_inbox_text(root, citizen).map(Some))?.flatten();
+    // A status.md polisd must leave alone cannot take the read cursor: the notices shown now
+    // will be shown again, and the session is told why.
+    if let Some(Err(finding)) = status_text
+        .as_deref()
+        .map(|t| notice::status_fit_for_splice(t, &status_rel, SESSION_FIELDS))
+    {
+        problems.push(finding.to_string());
+    }
     let inbox_unreadable = inbox_text.is_none();
     let inbox_text = inbox_text.unwrap_or_default();
     let view = InboxView {
@@ -400,7 +411,7 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         catch_up: catch_up.events.clone(),
         catch_up_complete: catch_up.complete,
         first_session: catch_up.previous.is_none(),
-        unreadable,
+        problems,
         inbox_unreadable,
     };
     let primer = primer::render(&input, primer::BUDGET);
