@@ -638,6 +638,43 @@ fn a_status_md_polisd_cannot_edit_is_named_to_the_model_by_the_primer_and_the_no
     assert_eq!(unread_count(&p), 1);
 }
 
+#[test]
+fn a_message_with_an_unclosed_code_fence_does_not_swallow_the_notices_after_it() {
+    // A model's message cut short mid-fence: every block appended after it (polisd's own
+    // notices too) read as code, never shown and never marked read.
+    let p = polis();
+    message(
+        &p,
+        ME,
+        "2026-03-02 11:15",
+        OTHER,
+        "Here is the diff:\n```diff\n- old\n+ new",
+    );
+    p.append(
+        &format!("citizens/{ME}/inbox.md"),
+        "\n### 2026-03-02 11:20 from polis-daemon\n\nThe router recommends you for `add-cache`.\n\n[[contracts/open/add-cache]]\n<!-- polisd:contract-routed:00000000000000c1 -->\n\n---\n",
+    );
+    p.append(
+        &format!("citizens/{ME}/inbox.md"),
+        "- 2026-03-02 11:25 | from codex-frontend-one | and a one-line note\n",
+    );
+    message(&p, ME, "2026-03-02 11:30", OTHER, "Last one.");
+    assert_eq!(unread_count(&p), 4);
+    let args = ["--as", ME, "--interval", "0"];
+    let ctx = context(
+        &hook(&p, "claude", "notices", &args, &claude_post_tool_use(&p)),
+        "PostToolUse",
+    );
+    for needle in [
+        "4 new notices",
+        "00000000000000c1",
+        "and a one-line note",
+        "Last one.",
+    ] {
+        assert!(ctx.contains(needle), "{needle:?} in {ctx}");
+    }
+}
+
 /// How many of `ME`'s notices are unread.
 fn unread_count(p: &TestPolis) -> usize {
     let out = p.polisd(&["notices", "--as", ME, "--unread", "--json"]);

@@ -83,16 +83,32 @@ static WIKILINK_LINE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\[\[([^\]]+)\]\]$").unwrap());
 
 /// The notices of an inbox text, oldest (top) first. Headings inside fenced code blocks are
-/// text, not notices; what comes before the first heading (frontmatter, a comment) is none.
+/// text, not notices, except where a block starts (after a blank line or a `---` rule); what
+/// comes before the first heading (frontmatter, a comment) is none.
 pub fn parse_inbox(text: &str) -> Vec<Notice> {
     let mut heads: Vec<(usize, usize, regex::Captures<'_>)> = Vec::new();
     // One-line notes: (index into `heads` they come before, line, start, end, captures).
     let mut notes: Vec<(usize, usize, usize, usize, regex::Captures<'_>)> = Vec::new();
     let mut fence: Option<&str> = None;
     let mut offset = 0;
+    // Whether the line before was blank or a `---` rule (or there was none): where an appended
+    // block starts.
+    let mut after_break = true;
     for (i, raw) in text.split_inclusive('\n').enumerate() {
         let line = raw.trim_end_matches(['\n', '\r']);
         let lead = line.trim_start();
+        let was_after_break = std::mem::replace(
+            &mut after_break,
+            lead.is_empty() || line.trim_end() == "---",
+        );
+        // An inbox is many authors' blocks, appended one after another: a fence one of them
+        // left open ends where the next block starts (a notice heading or a one-line note
+        // after a blank line or a rule), so it cannot swallow every notice after it. A fence
+        // that quotes a notice that way loses that one heading to a block of its own.
+        if fence.is_some() && was_after_break && (HEADING.is_match(line) || ONE_LINE.is_match(line))
+        {
+            fence = None;
+        }
         let mut toggled = false;
         for marker in ["```", "~~~"] {
             if lead.starts_with(marker) {
@@ -579,6 +595,19 @@ mod tests {
         let n = parse_inbox(text);
         assert_eq!(n.len(), 1);
         assert!(n[0].body.contains("y-agent-two"));
+    }
+
+    #[test]
+    fn an_unclosed_fence_ends_where_the_next_block_starts() {
+        let text = "### 2026-03-02 11:15 from x-agent-one\n\n```\ncut short\n\n---\n\
+### 2026-03-02 11:16 from y-agent-two\n\nSecond.\n\n---\n\
+- 2026-03-02 11:17 | from y-agent-two | third\n";
+        let n = parse_inbox(text);
+        let bodies: Vec<&str> = n.iter().map(|n| n.body.as_str()).collect();
+        assert_eq!(bodies, ["```\ncut short", "Second.", "third"]);
+        // A closed fence keeps the headings it quotes as text.
+        let quoted = "### 2026-03-02 11:15 from x-agent-one\n\n```\nSee:\n### 2026-03-02 11:16 from y-agent-two\n```\n";
+        assert_eq!(parse_inbox(quoted).len(), 1);
     }
 
     #[test]
