@@ -533,6 +533,29 @@ fn the_primer_survives_an_inbox_and_a_status_it_cannot_read_and_names_them() {
         "---\nagent_id: claude-code-one\nstate: away\n---\n"
     );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), notice);
+    // The whole citizen folder a link: its card cannot be read either; still a primer.
+    let folder = outside.path().join("folder");
+    std::fs::rename(p.path(&format!("citizens/{OTHER}")), &folder).unwrap();
+    std::os::unix::fs::symlink(&folder, p.path(&format!("citizens/{OTHER}"))).unwrap();
+    let files = |dir: &std::path::Path| {
+        let mut all: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| (e.path(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        all.sort();
+        all
+    };
+    let before = files(&folder);
+    let out = p.polisd(&["prime", "--as", OTHER]);
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    let primer = text(&out);
+    assert!(
+        primer.contains("has no readable capability card")
+            && primer.contains("'citizens/codex-frontend-one' is a symbolic link to a folder"),
+        "{primer}"
+    );
+    assert!(files(&folder) == before, "written through the link");
 }
 
 #[test]

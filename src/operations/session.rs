@@ -251,6 +251,9 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         }
         Err(e) => Err(e),
     };
+    let card_rel =
+        layout::card_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let card_text = readable(read_opt(root, &card_rel))?.flatten();
     let status_rel =
         layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
     let status_text = readable(read_opt(root, &status_rel))?.flatten();
@@ -271,7 +274,7 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         read: read_set(status_text.as_deref()),
         inbox_text,
     };
-    let (identity, cursor) = identity(root, citizen, status_text.as_deref())?;
+    let (identity, cursor) = identity(citizen, card_text.as_deref(), status_text.as_deref());
     let catch_up = catch_up(root, citizen, cursor, now);
     let index_state = index_state(root);
 
@@ -501,16 +504,13 @@ pub fn record_session_or_finding(
     }
 }
 
-/// Who the citizen is, from its card and its `status.md` text, and its chronicle cursor.
+/// Who the citizen is, from its card and `status.md` texts, and its chronicle cursor.
 fn identity(
-    root: &Path,
     citizen: &str,
+    card_text: Option<&str>,
     status_text: Option<&str>,
-) -> Result<(Identity, Option<Cursor>), SessionError> {
-    let card_rel =
-        layout::card_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let card =
-        read_opt(root, &card_rel)?.and_then(|t| crate::protocol::citizens::card::parse(&t).ok());
+) -> (Identity, Option<Cursor>) {
+    let card = card_text.and_then(|t| crate::protocol::citizens::card::parse(t).ok());
     let cursor = status_text
         .and_then(|t| crate::protocol::frontmatter::parse(t).ok())
         .and_then(|r| Cursor::of(&r.fields));
@@ -532,7 +532,7 @@ fn identity(
         state: status.state.as_str().to_string(),
         current_contract: status.current_contract,
     };
-    Ok((identity, cursor))
+    (identity, cursor)
 }
 
 /// Proposed amendments the citizen has not voted on (and did not propose).
