@@ -698,6 +698,40 @@ fn a_message_with_an_unclosed_code_fence_does_not_swallow_the_notices_after_it()
     }
 }
 
+#[test]
+fn a_state_directory_it_cannot_write_costs_the_rate_limit_not_the_primer_or_a_notice() {
+    // A sandbox or a read-only home: the hooks' rate-limit record cannot be kept. The primer
+    // had already marked its notices read when that failed, and printed nothing.
+    let p = polis();
+    let blocked = tempfile::tempdir().unwrap();
+    std::fs::write(blocked.path().join("file"), "").unwrap();
+    let run = |kind: &str, payload: Value| {
+        let out = harness::output_with_stdin(
+            Command::new(BIN)
+                .args(["hook", "claude", kind, "--as", ME, "--interval", "0"])
+                .env("POLISD_STATE_DIR", blocked.path().join("file/state"))
+                .current_dir(project(&p)),
+            payload.to_string().as_bytes(),
+        );
+        assert_eq!(out.status.code(), Some(0));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("state"),
+            "the log says what is wrong: {out:?}"
+        );
+        out
+    };
+    message(&p, ME, "2026-03-02 11:15", OTHER, "At the start.");
+    let primed = run(
+        "prime",
+        json!({"cwd": project(&p), "hook_event_name": "SessionStart"}),
+    );
+    assert!(context(&primed, "SessionStart").contains("At the start."));
+    message(&p, ME, "2026-03-02 11:16", OTHER, "Between tools.");
+    let later = run("notices", claude_post_tool_use(&p));
+    assert!(context(&later, "PostToolUse").contains("Between tools."));
+    assert_eq!(unread_count(&p), 0);
+}
+
 /// How many of `ME`'s notices are unread.
 fn unread_count(p: &TestPolis) -> usize {
     let out = p.polisd(&["notices", "--as", ME, "--unread", "--json"]);

@@ -417,6 +417,14 @@ fn answer(cli: Cli, event: &str, context: &str) {
     }
 }
 
+/// Starts the notices hook's interval at `now`. The record is only a saving: without a
+/// writable state directory the hooks still work, checking after every tool, and say why.
+fn rate_limit_from(root: &Path, citizen: &str, now: chrono::DateTime<chrono::Utc>) {
+    if let Err(e) = crate::fs::state::set_hook_last_check(root, citizen, now) {
+        tell!("polisd hook: {e}; until then the notices are checked after every tool");
+    }
+}
+
 fn is_identity(e: &anyhow::Error) -> bool {
     matches!(
         e.downcast_ref::<session::SessionError>(),
@@ -463,14 +471,22 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
     match kind {
         HookKind::Prime => {
             let primed = session::prime(&root, &citizen, &now)?;
-            let writer = Writer::unrecorded(&root)?;
-            if let Some(finding) =
-                session::record_session_or_finding(&root, &writer, &primed, &now)?
-            {
-                eprintln!("polisd: {finding}");
+            // Once the session is recorded its notices are read, so from here on nothing may
+            // keep the primer from the session; a failure is said in the CLI's log.
+            let recorded = Writer::unrecorded(&root)
+                .map_err(anyhow::Error::from)
+                .and_then(|writer| {
+                    Ok(session::record_session_or_finding(
+                        &root, &writer, &primed, &now,
+                    )?)
+                });
+            match recorded {
+                Ok(Some(finding)) => eprintln!("polisd: {finding}"),
+                Ok(None) => {}
+                Err(e) => tell!("polisd hook: {e:#} (the notices shown will be shown again)"),
             }
             // The primer showed the notices: the next notices hook need not look for a while.
-            crate::fs::state::set_hook_last_check(&root, &citizen, now_utc)?;
+            rate_limit_from(&root, &citizen, now_utc);
             Ok(primed.primer.text)
         }
         HookKind::Notices => {
@@ -487,7 +503,7 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
                 }
             }
             // Recorded first, so a wrong id is said once per interval, not after every tool.
-            crate::fs::state::set_hook_last_check(&root, &citizen, now_utc)?;
+            rate_limit_from(&root, &citizen, now_utc);
             session::check_citizen(&root, &citizen)?;
             let view = session::read_inbox(&root, &citizen)?;
             let unread = view.unread();
