@@ -425,6 +425,17 @@ fn rate_limit_from(root: &Path, citizen: &str, now: chrono::DateTime<chrono::Utc
     }
 }
 
+/// A hook command whose arguments do not parse (`error` is clap's message): it still reads its
+/// payload to the end, says why on stderr, and adds nothing (`{}` for Gemini CLI, which wants
+/// JSON), so the caller can exit 0.
+pub fn hook_unparsed(args: &[std::ffi::OsString], error: &str) {
+    let _ = read_payload();
+    let first = error.lines().next().unwrap_or_default();
+    tell!("polisd hook: {first}; it adds nothing until the hook command is fixed (`polisd hooks install` writes it)");
+    let gemini = args.iter().any(|a| a == "gemini");
+    answer(if gemini { Cli::Gemini } else { Cli::Claude }, "", "");
+}
+
 fn is_identity(e: &anyhow::Error) -> bool {
     matches!(
         e.downcast_ref::<session::SessionError>(),
@@ -496,9 +507,12 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
             }
             if let Some(last) = crate::fs::state::hook_last_check(&root, &citizen) {
                 let since = now_utc.signed_duration_since(last);
-                if since >= chrono::Duration::zero()
-                    && since < chrono::Duration::seconds(args.interval as i64)
-                {
+                // An interval past what a time span holds is the longest one.
+                let interval = i64::try_from(args.interval)
+                    .ok()
+                    .and_then(chrono::Duration::try_seconds)
+                    .unwrap_or(chrono::Duration::MAX);
+                if since >= chrono::Duration::zero() && since < interval {
                     return Ok(String::new());
                 }
             }

@@ -351,3 +351,49 @@ fn a_state_directory_it_cannot_write_costs_the_rate_limit_not_the_primer_or_a_no
     assert!(context(&later, "PostToolUse").contains("Between tools."));
     assert_eq!(unread_count(&p), 0);
 }
+
+#[test]
+fn a_hook_command_this_polisd_cannot_parse_still_exits_0_and_reads_its_payload() {
+    // Exit 2 is how a hook blocks: Claude Code then erases the prompt (UserPromptSubmit) or
+    // feeds the error to the model, Gemini CLI blocks too. A settings file shared through git
+    // can carry a flag a teammate's newer polisd wrote, or a typo; that must cost nothing.
+    let p = polis();
+    let mut payload = claude_post_tool_use(&p);
+    payload["tool_response"] = json!({"stdout": "x".repeat(1024 * 1024)});
+    for (args, expected) in [
+        (&["claude", "notices", "--from-a-newer-polisd"][..], ""),
+        (&["gemini", "prime", "--as"], "{}"),
+        (&["claude"], ""),
+        (&["codex", "notices", "--interval", "soon"], ""),
+        // Past what a time span can hold: the longest there is.
+        (
+            &[
+                "claude",
+                "notices",
+                "--as",
+                ME,
+                "--interval",
+                "9223372036854775807",
+            ],
+            "",
+        ),
+    ] {
+        let out = harness::output_with_stdin(
+            Command::new(BIN)
+                .arg("hook")
+                .args(args)
+                .env("POLISD_STATE_DIR", &p.state_dir)
+                .current_dir(project(&p)),
+            payload.to_string().as_bytes(),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            harness::describe(&out)
+        );
+        assert_eq!(text(&out).trim(), expected, "{args:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!said.contains("panicked"), "{args:?}: {said}");
+    }
+}
