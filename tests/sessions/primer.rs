@@ -39,7 +39,7 @@ fn primer_shows_each_section_within_6kb_and_marks_what_it_shows_read() {
     for needle in [
         "# Polis primer for `claude-code-one`",
         "`add-cache` `Add a cache` (rust, stakes low, score 0.712)",
-        "`old-claim` `Fix the login` (claimed; no chronicle line about it, opened",
+        "`old-claim` `Fix the login` (claimed; no chronicle line about it in the last 14 d, opened",
         "STALE",
         "`2026-01-03-floor` `A quality floor`",
         "lesson `2026-01-02-tokens` (auth): `Rotate tokens before testing the login.`",
@@ -206,4 +206,40 @@ fn a_status_md_polisd_cannot_edit_is_named_to_the_model_by_the_primer_and_the_no
     assert!(primer.contains("Can you see me?"));
     assert_eq!(p.read(&format!("citizens/{ME}/status.md")), status);
     assert_eq!(unread_count(&p), 1);
+}
+
+#[test]
+fn a_claim_whose_last_line_is_older_than_the_window_read_is_not_said_to_have_none() {
+    // The primer reads the chronicle back to the stale window only: a line about the claim
+    // before that is not seen, and the primer must not claim there is none.
+    let p = polis();
+    let ago = |days: i64| {
+        (chrono::Utc::now() - chrono::Duration::days(days))
+            .format("%Y-%m-%d %H:%M")
+            .to_string()
+    };
+    p.save(
+        "contracts/open/old-claim.md",
+        &format!("---\ncontract_id: old-claim\ntitle: Fix the login\nopened_by: {OTHER}\nopened_at: {}:00\nowner: {ME}\nstatus: claimed\nrequired_tags: [auth]\n---\n", ago(30)),
+    );
+    let mut lines = format!(
+        "- {} | {ME} | worked on | [[contracts/open/old-claim]] | halfway\n",
+        ago(20)
+    );
+    for i in 0..900 {
+        lines.push_str(&format!(
+            "- {} | {OTHER} | worked on | - | other work, line {i}, padded to fill a chunk\n",
+            ago(16)
+        ));
+    }
+    p.append("chronicle.md", &lines);
+    let primer = text(&p.polisd(&["prime", "--as", ME, "--no-mark-read"]));
+    let claim = primer
+        .lines()
+        .find(|l| l.contains("`old-claim`"))
+        .unwrap_or_else(|| panic!("{primer}"));
+    assert!(
+        claim.contains("no chronicle line about it in the last 14 d") && claim.contains("STALE"),
+        "{claim}"
+    );
 }

@@ -338,11 +338,18 @@ pub fn render(input: &PrimerInput, budget: usize) -> Primer {
             .claims
             .iter()
             .map(|c| {
+                // Only the stale window of the chronicle is read: past it, "none" would be a guess.
+                let window = crate::protocol::chronicle::ACTIVITY_WINDOW_DAYS;
                 let activity = match (&c.last_line, c.idle_days) {
                     (Some(l), Some(d)) => format!("last chronicle line {l}, {d} d ago"),
                     (Some(l), None) => format!("last chronicle line {l}"),
-                    (None, Some(d)) => format!("no chronicle line about it, opened {d} d ago"),
-                    (None, None) => "no chronicle line about it".to_string(),
+                    (None, Some(d)) if d <= window => {
+                        format!("no chronicle line about it, opened {d} d ago")
+                    }
+                    (None, Some(d)) => format!(
+                        "no chronicle line about it in the last {window} d, opened {d} d ago"
+                    ),
+                    (None, None) => format!("no chronicle line about it in the last {window} d"),
                 };
                 let stale = if c.stale {
                     " — STALE: append a chronicle line, or abandon it"
