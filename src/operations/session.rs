@@ -274,7 +274,12 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         read: read_set(status_text.as_deref()),
         inbox_text,
     };
-    let (identity, cursor) = identity(citizen, card_text.as_deref(), status_text.as_deref());
+    let (identity, cursor) = identity(
+        citizen,
+        card_text.as_deref(),
+        status_text.as_deref(),
+        now.zone,
+    );
     let catch_up = catch_up(root, citizen, cursor, now);
     let index_state = index_state(root);
 
@@ -509,11 +514,12 @@ fn identity(
     citizen: &str,
     card_text: Option<&str>,
     status_text: Option<&str>,
+    zone: crate::protocol::clock::PolisZone,
 ) -> (Identity, Option<Cursor>) {
     let card = card_text.and_then(|t| crate::protocol::citizens::card::parse(t).ok());
     let cursor = status_text
         .and_then(|t| crate::protocol::frontmatter::parse(t).ok())
-        .and_then(|r| Cursor::of(&r.fields));
+        .and_then(|r| Cursor::of(&r.fields, zone));
     let status = crate::protocol::citizens::citizen::parse_status(status_text).unwrap_or_default();
     let identity = Identity {
         id: citizen.to_string(),

@@ -243,3 +243,42 @@ fn a_claim_whose_last_line_is_older_than_the_window_read_is_not_said_to_have_non
         "{claim}"
     );
 }
+
+#[test]
+fn a_last_seen_event_an_agent_wrote_by_hand_in_iso_form_is_its_cursor() {
+    // The entry routine tells agents to update `last_seen_event` themselves; they write ISO
+    // forms. Unread, the primer said there was none and showed again what they had seen.
+    let ago = |hours: i64| chrono::Utc::now() - chrono::Duration::hours(hours);
+    for cursor in [
+        ago(2).format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        ago(2).format("'%Y-%m-%dT%H:%M'").to_string(),
+        ago(2).format("%Y-%m-%d %H:%M:%S+00:00").to_string(),
+        format!(
+            "'- {} | {OTHER} | reviewed code | - | -'",
+            ago(2).format("%Y-%m-%d %H:%M")
+        ),
+    ] {
+        let p = polis();
+        p.save(
+            &format!("citizens/{ME}/status.md"),
+            &format!("---\nagent_id: {ME}\nstate: working\nlast_seen_event: {cursor}\n---\n"),
+        );
+        let line = |h: i64, note: &str| {
+            format!(
+                "- {} | {OTHER} | reviewed code | - | {note}\n",
+                ago(h).format("%Y-%m-%d %H:%M")
+            )
+        };
+        p.append(
+            "chronicle.md",
+            &(line(3, "seen before") + &line(1, "new since")),
+        );
+        let primer = text(&p.polisd(&["prime", "--as", ME, "--no-mark-read"]));
+        assert!(
+            primer.contains("Since your last session:"),
+            "{cursor}: {primer}"
+        );
+        assert!(primer.contains("new since"), "{cursor}: {primer}");
+        assert!(!primer.contains("seen before"), "{cursor}: {primer}");
+    }
+}
