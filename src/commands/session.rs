@@ -82,7 +82,7 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
         view.notices.iter().rev().cloned().collect()
     };
     listed.dedup_by(|a, b| a.id == b.id);
-    session::mark_outdated(&root, &mut listed);
+    session::mark_outdated(&root, citizen, &mut listed);
     let unread_ids: Vec<String> = listed
         .iter()
         .filter(|n| !view.read.contains(&n.id))
@@ -529,7 +529,7 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
                 .take(HOOK_NOTICES)
                 .map(|n| (*n).clone())
                 .collect();
-            session::mark_outdated(&root, &mut shown);
+            session::mark_outdated(&root, &citizen, &mut shown);
             let more = unread.len() - shown.len();
             let text = notice::render_delivery(&citizen, &shown.iter().collect::<Vec<_>>(), more);
             let ids: Vec<String> = shown.iter().map(|n| n.id.clone()).collect();

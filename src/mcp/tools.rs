@@ -617,7 +617,7 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     } else {
         view.notices.iter().rev().cloned().collect()
     };
-    session::mark_outdated(root, &mut listed);
+    session::mark_outdated(root, citizen, &mut listed);
     let items: Vec<Value> = listed
         .iter()
         .map(|n| {

@@ -149,17 +149,42 @@ fn read_set(status_text: Option<&str>) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
-/// Marks the polisd notices whose link leads nowhere any more under `root` (one `lstat` each;
-/// a link to a moved record is not followed to its new folder: the move is the news).
-pub fn mark_outdated(root: &Path, notices: &mut [Notice]) {
-    let exists = |rel: String| std::fs::symlink_metadata(root.join(rel)).is_ok();
+/// Marks the polisd notices to `citizen` whose record has moved on: its link leads nowhere
+/// any more (one `lstat`; a link to a moved record is not followed to its new folder: the move
+/// is the news), or the contract it asks the citizen to take has another owner now (one read).
+pub fn mark_outdated(root: &Path, citizen: &str, notices: &mut [Notice]) {
+    use crate::protocol::delivery::inbox::Kind;
+    let exists = |rel: &str| std::fs::symlink_metadata(root.join(rel)).is_ok();
     for n in notices.iter_mut().filter(|n| n.from_daemon()) {
-        if let Some(target) = n
+        let Some(target) = n
             .link
             .as_deref()
             .and_then(crate::protocol::chronicle::link_target)
-        {
-            n.outdated = !exists(format!("{target}.md")) && !exists(target);
+        else {
+            continue;
+        };
+        let file = format!("{target}.md");
+        if !exists(&file) && !exists(&target) {
+            n.outdated = Some(format!("[[{target}]] no longer exists"));
+            continue;
+        }
+        let offers_it = matches!(
+            n.kind,
+            Some(Kind::ContractRouted | Kind::ContractUnblocked | Kind::HandoffOpened)
+        );
+        if !offers_it || !target.starts_with("contracts/open/") {
+            continue;
+        }
+        let owner = read_opt(root, &file)
+            .ok()
+            .flatten()
+            .and_then(|t| crate::protocol::frontmatter::parse(&t).ok())
+            .and_then(|r| Contract::from_record(&r).owner);
+        if let Some(owner) = owner.filter(|o| o != citizen) {
+            n.outdated = Some(format!(
+                "'{}' was claimed by '{owner}'",
+                target.trim_start_matches("contracts/open/")
+            ));
         }
     }
 }
@@ -405,7 +430,7 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         votes,
         notices: {
             let mut unread: Vec<Notice> = view.unread().into_iter().cloned().collect();
-            mark_outdated(root, &mut unread);
+            mark_outdated(root, citizen, &mut unread);
             unread
         },
         lessons,

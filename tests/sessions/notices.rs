@@ -185,3 +185,33 @@ fn inbox_archive_moves_only_old_read_notices() {
     assert_eq!(r["moved"].as_u64(), Some(0));
     assert_eq!(p.read(&format!("citizens/{ME}/inbox-archive.md")), archive);
 }
+
+#[test]
+fn a_recommendation_for_a_contract_another_citizen_claimed_is_shown_as_outdated() {
+    // Routed to me, then claimed by someone else before my session: "to take it, set owner"
+    // is past, and the primer's own "Routed to you" section no longer lists it.
+    let p = polis();
+    let contract = |id: &str, owner: &str| {
+        p.save(
+            &format!("contracts/open/{id}.md"),
+            &format!("---\ncontract_id: {id}\ntitle: Work {id}\nopened_by: {OTHER}\nopened_at: 2026-01-01 10:00:00\nowner: {owner}\nstatus: claimed\nrequired_tags: [rust]\nrouting:\n  recommended_by_router: {ME}\n---\n"),
+        );
+    };
+    contract("taken-cache", OTHER);
+    contract("open-cache", "null");
+    let routed = |id: &str, marker: &str| {
+        format!("\n### 2026-03-02 10:00 from polis-daemon\n\nThe router recommends you for the new open contract `{id}`. To take it, set `owner: {ME}`.\n\n[[contracts/open/{id}]]\n<!-- polisd:contract-routed:{marker} -->\n\n---\n")
+    };
+    p.append(
+        &format!("citizens/{ME}/inbox.md"),
+        &(routed("taken-cache", "00000000000000b1") + &routed("open-cache", "00000000000000b2")),
+    );
+    let primer = text(&p.polisd(&["prime", "--as", ME, "--no-mark-read"]));
+    let line = |id: &str| primer.lines().find(|l| l.contains(id)).unwrap().to_string();
+    let taken = line("00000000000000b1");
+    assert!(
+        taken.contains("outdated") && taken.contains("claimed by 'codex-frontend-one'"),
+        "{taken}"
+    );
+    assert!(!line("00000000000000b2").contains("outdated"));
+}

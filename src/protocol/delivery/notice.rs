@@ -51,9 +51,10 @@ pub struct Notice {
     pub line: usize,
     /// Byte range of the whole block in the inbox text (heading to the next heading).
     pub span: (usize, usize),
-    /// polisd's link no longer leads anywhere (a proposal since ratified, a contract since
-    /// settled): what the notice asks is past. Set by the caller, who can look; never parsed.
-    pub outdated: bool,
+    /// Why what the notice asks is past (its record moved on: a proposal since ratified, a
+    /// contract since settled or claimed by another). Set by the caller, who can look; never
+    /// parsed.
+    pub outdated: Option<String>,
 }
 
 impl Notice {
@@ -148,7 +149,7 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
                 link: None,
                 line,
                 span: (start, end),
-                outdated: false,
+                outdated: None,
             });
         }
     };
@@ -219,7 +220,7 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
             link,
             line: *line,
             span: (*start, end),
-            outdated: false,
+            outdated: None,
         });
     }
     take_notes(usize::MAX, &mut out);
@@ -411,12 +412,13 @@ pub fn render_notice(n: &Notice) -> String {
             .link
             .as_deref()
             .map_or(String::new(), |l| format!(" [[{}]]", one_line(l, 120)));
-        if n.outdated {
+        if let Some(why) = &n.outdated {
             // Its call to act is past: said in a few words, not as something to do now.
             return format!(
-                "- {} · polisd {kind} `{}`, outdated:{link} no longer exists, so this has moved on since. It said: {}",
+                "- {} · polisd {kind} `{}`, outdated: {}, so this has moved on since. It said: {}",
                 n.stamp,
                 n.id,
+                one_line(why, 160),
                 one_line(&n.body, 120)
             );
         }
