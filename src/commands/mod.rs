@@ -69,11 +69,27 @@ use std::path::{Path, PathBuf};
 /// success, 1 refused or findings, 2 usage.
 pub fn run() -> std::process::ExitCode {
     use clap::{CommandFactory as _, FromArgMatches as _};
-    if let Err(refused) = refuse_control_characters(std::env::args_os().skip(1)) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Err(refused) = refuse_control_characters(&args) {
         tell!("polisd: {refused}; nothing was written");
         return std::process::ExitCode::from(2);
     }
-    let matches = help_map::grouped(cli::Cli::command()).get_matches();
+    let matches = match help_map::grouped(cli::Cli::command()).try_get_matches() {
+        Ok(matches) => matches,
+        // Exit 2 is how an agent CLI's hook blocks (Claude Code erases the prompt): a hook
+        // command this polisd cannot parse (a newer polisd's flag, a typo) adds nothing instead.
+        Err(e)
+            if subcommand(&args).as_deref() == Some("hook")
+                && !matches!(
+                    e.kind(),
+                    clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+                ) =>
+        {
+            session::hook_unparsed(&args, &e.to_string());
+            return std::process::ExitCode::SUCCESS;
+        }
+        Err(e) => e.exit(),
+    };
     let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if !matches!(
         cli.command,
@@ -99,14 +115,9 @@ pub fn run() -> std::process::ExitCode {
 /// `merge-driver` are left to themselves: their arguments come from the agent CLIs' settings
 /// and git, and a hook must always exit 0.
 fn refuse_control_characters(
-    args: impl Iterator<Item = std::ffi::OsString>,
+    args: &[std::ffi::OsString],
 ) -> Result<(), crate::protocol::input::InputError> {
-    let args: Vec<_> = args.collect();
-    let first = args
-        .iter()
-        .find(|a| !a.to_string_lossy().starts_with('-'))
-        .map(|a| a.to_string_lossy().into_owned());
-    if matches!(first.as_deref(), Some("hook" | "merge-driver")) {
+    if matches!(subcommand(args).as_deref(), Some("hook" | "merge-driver")) {
         return Ok(());
     }
     for (n, arg) in args.iter().enumerate() {
@@ -114,6 +125,13 @@ fn refuse_control_characters(
         crate::protocol::input::check_text(&format!("argument {}", n + 1), &arg.to_string_lossy())?;
     }
     Ok(())
+}
+
+/// The command named by the process arguments: the first that is not an option.
+fn subcommand(args: &[std::ffi::OsString]) -> Option<String> {
+    args.iter()
+        .find(|a| !a.to_string_lossy().starts_with('-'))
+        .map(|a| a.to_string_lossy().into_owned())
 }
 
 /// A one-shot command piped into `head` ends like any Unix tool when the reader goes away,

@@ -76,12 +76,13 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
     let citizen = &args.who.citizen;
     session::check_citizen(&root, citizen)?;
     let view = session::read_inbox(&root, citizen)?;
-    let mut listed: Vec<&Notice> = if args.unread {
-        view.unread()
+    let mut listed: Vec<Notice> = if args.unread {
+        view.unread().into_iter().cloned().collect()
     } else {
-        view.notices.iter().rev().collect()
+        view.notices.iter().rev().cloned().collect()
     };
     listed.dedup_by(|a, b| a.id == b.id);
+    session::mark_outdated(&root, citizen, &mut listed);
     let unread_ids: Vec<String> = listed
         .iter()
         .filter(|n| !view.read.contains(&n.id))
@@ -341,21 +342,32 @@ struct Payload {
     cwd: Option<PathBuf>,
 }
 
+/// The most payload bytes parsed; past it the payload counts as unreadable. Only the two
+/// fields polisd uses are kept, so this bounds their size, not a tool's output, which is
+/// scanned and dropped.
+const MAX_PAYLOAD_BYTES: u64 = 64 * 1024 * 1024;
+
 fn read_payload() -> Payload {
+    use serde::Deserialize;
     // A person running the hook by hand has a terminal on stdin: do not wait for it.
     if unsafe { libc::isatty(0) } == 1 {
         return Payload::default();
     }
-    let mut bytes = Vec::new();
-    let _ = std::io::stdin()
-        .take(4 * 1024 * 1024)
-        .read_to_end(&mut bytes);
-    serde_json::from_slice(&bytes).unwrap_or_default()
+    let mut stdin = std::io::stdin().lock();
+    let payload = {
+        let mut json = serde_json::Deserializer::from_reader((&mut stdin).take(MAX_PAYLOAD_BYTES));
+        Payload::deserialize(&mut json).unwrap_or_default()
+    };
+    // Read to the end whatever happened: a hook that exits before the CLI has written its whole
+    // payload fails the CLI's write with EPIPE (Codex then reports the hook as failed).
+    let _ = std::io::copy(&mut stdin, &mut std::io::sink());
+    payload
 }
 
 /// The hook entry point. Always exit 0: a polisd problem must never block the agent; it is
 /// reported on stderr, which the CLIs show in their logs.
 pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
+    let payload = read_payload();
     let (Some(cli), kind) = (
         Cli::parse(&args.cli),
         match args.kind.as_str() {
@@ -374,8 +386,16 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
         tell!("polisd hook: unknown hook `{}` (prime, notices)", args.kind);
         return Ok(0);
     };
-    let payload = read_payload();
-    let event = agent_hooks::event_of(cli, kind, payload.hook_event_name.as_deref());
+    let Some(event) = agent_hooks::event_of(cli, kind, payload.hook_event_name.as_deref()) else {
+        tell!(
+            "polisd hook: `{}` cannot add context to the session, so `polisd hook {} {}` adds nothing there and marks nothing read; `polisd hooks install` puts polisd's hooks on the events that can",
+            notice::one_line(payload.hook_event_name.as_deref().unwrap_or_default(), 60),
+            cli.as_str(),
+            kind.as_str()
+        );
+        answer(cli, "", "");
+        return Ok(0);
+    };
     let context = match hook_context(&args, cli, kind, &payload) {
         Ok(text) => text,
         // A wrong id is the model's to fix: it gets the one line that says who is registered
@@ -386,11 +406,34 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
             String::new()
         }
     };
-    if let Some(out) = agent_hooks::output(cli, event, &context) {
-        let mut stdout = std::io::stdout().lock();
-        let _ = writeln!(stdout, "{out}");
-    }
+    answer(cli, event, &context);
     Ok(0)
+}
+
+/// Prints what a hook adds to the session at `event`, in `cli`'s format.
+fn answer(cli: Cli, event: &str, context: &str) {
+    if let Some(out) = agent_hooks::output(cli, event, context) {
+        let _ = writeln!(std::io::stdout().lock(), "{out}");
+    }
+}
+
+/// Starts the notices hook's interval at `now`. The record is only a saving: without a
+/// writable state directory the hooks still work, checking after every tool, and say why.
+fn rate_limit_from(root: &Path, citizen: &str, now: chrono::DateTime<chrono::Utc>) {
+    if let Err(e) = crate::fs::state::set_hook_last_check(root, citizen, now) {
+        tell!("polisd hook: {e}; until then the notices are checked after every tool");
+    }
+}
+
+/// A hook command whose arguments do not parse (`error` is clap's message): it still reads its
+/// payload to the end, says why on stderr, and adds nothing (`{}` for Gemini CLI, which wants
+/// JSON), so the caller can exit 0.
+pub fn hook_unparsed(args: &[std::ffi::OsString], error: &str) {
+    let _ = read_payload();
+    let first = error.lines().next().unwrap_or_default();
+    tell!("polisd hook: {first}; it adds nothing until the hook command is fixed (`polisd hooks install` writes it)");
+    let gemini = args.iter().any(|a| a == "gemini");
+    answer(if gemini { Cli::Gemini } else { Cli::Claude }, "", "");
 }
 
 fn is_identity(e: &anyhow::Error) -> bool {
@@ -439,14 +482,22 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
     match kind {
         HookKind::Prime => {
             let primed = session::prime(&root, &citizen, &now)?;
-            let writer = Writer::unrecorded(&root)?;
-            if let Some(finding) =
-                session::record_session_or_finding(&root, &writer, &primed, &now)?
-            {
-                eprintln!("polisd: {finding}");
+            // Once the session is recorded its notices are read, so from here on nothing may
+            // keep the primer from the session; a failure is said in the CLI's log.
+            let recorded = Writer::unrecorded(&root)
+                .map_err(anyhow::Error::from)
+                .and_then(|writer| {
+                    Ok(session::record_session_or_finding(
+                        &root, &writer, &primed, &now,
+                    )?)
+                });
+            match recorded {
+                Ok(Some(finding)) => eprintln!("polisd: {finding}"),
+                Ok(None) => {}
+                Err(e) => tell!("polisd hook: {e:#} (the notices shown will be shown again)"),
             }
             // The primer showed the notices: the next notices hook need not look for a while.
-            crate::fs::state::set_hook_last_check(&root, &citizen, now_utc)?;
+            rate_limit_from(&root, &citizen, now_utc);
             Ok(primed.primer.text)
         }
         HookKind::Notices => {
@@ -456,27 +507,45 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
             }
             if let Some(last) = crate::fs::state::hook_last_check(&root, &citizen) {
                 let since = now_utc.signed_duration_since(last);
-                if since >= chrono::Duration::zero()
-                    && since < chrono::Duration::seconds(args.interval as i64)
-                {
+                // An interval past what a time span holds is the longest one.
+                let interval = i64::try_from(args.interval)
+                    .ok()
+                    .and_then(chrono::Duration::try_seconds)
+                    .unwrap_or(chrono::Duration::MAX);
+                if since >= chrono::Duration::zero() && since < interval {
                     return Ok(String::new());
                 }
             }
             // Recorded first, so a wrong id is said once per interval, not after every tool.
-            crate::fs::state::set_hook_last_check(&root, &citizen, now_utc)?;
+            rate_limit_from(&root, &citizen, now_utc);
             session::check_citizen(&root, &citizen)?;
             let view = session::read_inbox(&root, &citizen)?;
             let unread = view.unread();
             if unread.is_empty() {
                 return Ok(String::new());
             }
-            let shown: Vec<&Notice> = unread.iter().take(HOOK_NOTICES).copied().collect();
+            let mut shown: Vec<Notice> = unread
+                .iter()
+                .take(HOOK_NOTICES)
+                .map(|n| (*n).clone())
+                .collect();
+            session::mark_outdated(&root, &citizen, &mut shown);
             let more = unread.len() - shown.len();
-            let text = notice::render_delivery(&citizen, &shown, more);
+            let text = notice::render_delivery(&citizen, &shown.iter().collect::<Vec<_>>(), more);
             let ids: Vec<String> = shown.iter().map(|n| n.id.clone()).collect();
             let writer = Writer::unrecorded(&root)?;
-            session::mark_read(&root, &writer, &view, &ids)?;
-            Ok(text)
+            match session::mark_read(&root, &writer, &view, &ids) {
+                Ok(_) => Ok(text),
+                // No read cursor can be written: shown, they would come back after every
+                // tool. The session is told what to fix instead, once per interval.
+                Err(session::SessionError::Unreadable(finding)) => Ok(format!(
+                    "polisd: {} new notice{} for `{citizen}` cannot be marked read, so none is shown here. Fix first: {}. Then `polisd notices --as {citizen} --unread` lists them.",
+                    unread.len(),
+                    if unread.len() == 1 { "" } else { "s" },
+                    notice::one_line(&finding.to_string(), 400)
+                )),
+                Err(e) => Err(e.into()),
+            }
         }
     }
 }

@@ -597,14 +597,9 @@ fn prime(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     let primed = session::prime(root, citizen, &now).map_err(|e| e.to_string())?;
     if mark_read {
         let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
-        let left_alone = session::record_session_or_finding(root, &writer, &primed, &now)
+        // A status.md it must leave alone is named at the primer's top already.
+        session::record_session_or_finding(root, &writer, &primed, &now)
             .map_err(|e| e.to_string())?;
-        if let Some(finding) = left_alone {
-            return Ok(Value::String(format!(
-                "{}\n\n> polisd: {finding}\n",
-                primed.primer.text
-            )));
-        }
     }
     Ok(Value::String(primed.primer.text))
 }
@@ -617,11 +612,12 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     );
     session::check_citizen(root, citizen).map_err(|e| e.to_string())?;
     let view = session::read_inbox(root, citizen).map_err(|e| e.to_string())?;
-    let listed: Vec<&crate::protocol::delivery::notice::Notice> = if unread {
-        view.unread()
+    let mut listed: Vec<crate::protocol::delivery::notice::Notice> = if unread {
+        view.unread().into_iter().cloned().collect()
     } else {
-        view.notices.iter().rev().collect()
+        view.notices.iter().rev().cloned().collect()
     };
+    session::mark_outdated(root, citizen, &mut listed);
     let items: Vec<Value> = listed
         .iter()
         .map(|n| {

@@ -28,6 +28,9 @@ use crate::protocol::layout::{self, CHRONICLE};
 use std::collections::BTreeSet;
 use std::path::Path;
 
+/// What a session records in the citizen's `status.md`, for a finding that it cannot.
+const SESSION_FIELDS: &str = "`notices_read:`, `last_seen_event` and `last_active` are";
+
 /// How far back the primer reads the chronicle to date its claims: the stale window and a day.
 const TAIL_DAYS: i64 = crate::protocol::chronicle::ACTIVITY_WINDOW_DAYS + 1;
 /// The most chronicle bytes the primer reads from the end, whatever the dates say.
@@ -108,13 +111,24 @@ fn read_opt(root: &Path, rel: &str) -> Result<Option<String>, SessionError> {
 
 /// Reads the inbox and the read cursor of `citizen` (two files).
 pub fn read_inbox(root: &Path, citizen: &str) -> Result<InboxView, SessionError> {
-    let inbox_rel =
-        layout::inbox_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let inbox_text = read_inbox_text(root, citizen)?;
     let status_rel =
         layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    Ok(InboxView {
+        citizen: citizen.to_string(),
+        notices: notice::parse_inbox(&inbox_text),
+        read: read_set(read_opt(root, &status_rel)?.as_deref()),
+        inbox_text,
+    })
+}
+
+/// The text of the citizen's `inbox.md` (empty when there is none).
+fn read_inbox_text(root: &Path, citizen: &str) -> Result<String, SessionError> {
+    let inbox_rel =
+        layout::inbox_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
     let oversized = std::fs::symlink_metadata(root.join(&inbox_rel))
         .is_ok_and(|m| m.is_file() && m.len() > MAX_RECORD_BYTES);
-    let inbox_text = if oversized {
+    Ok(if oversized {
         // An inbox past the bound every record is read within: its newest notices, the last
         // MAX_RECORD_BYTES of it, rather than none (what comes before the first whole notice
         // there is left out as text before a heading is).
@@ -124,19 +138,55 @@ pub fn read_inbox(root: &Path, citizen: &str) -> Result<InboxView, SessionError>
             .unwrap_or_default()
     } else {
         read_opt(root, &inbox_rel)?.unwrap_or_default()
-    };
-    let read = match read_opt(root, &status_rel)? {
-        Some(text) => crate::protocol::frontmatter::parse(&text)
-            .map(|r| notice::read_ids(&r.fields))
-            .unwrap_or_default(),
-        None => BTreeSet::new(),
-    };
-    Ok(InboxView {
-        citizen: citizen.to_string(),
-        notices: notice::parse_inbox(&inbox_text),
-        read,
-        inbox_text,
     })
+}
+
+/// The read cursor in a `status.md` text.
+fn read_set(status_text: Option<&str>) -> BTreeSet<String> {
+    status_text
+        .and_then(|t| crate::protocol::frontmatter::parse(t).ok())
+        .map(|r| notice::read_ids(&r.fields))
+        .unwrap_or_default()
+}
+
+/// Marks the polisd notices to `citizen` whose record has moved on: its link leads nowhere
+/// any more (one `lstat`; a link to a moved record is not followed to its new folder: the move
+/// is the news), or the contract it asks the citizen to take has another owner now (one read).
+pub fn mark_outdated(root: &Path, citizen: &str, notices: &mut [Notice]) {
+    use crate::protocol::delivery::inbox::Kind;
+    let exists = |rel: &str| std::fs::symlink_metadata(root.join(rel)).is_ok();
+    for n in notices.iter_mut().filter(|n| n.from_daemon()) {
+        let Some(target) = n
+            .link
+            .as_deref()
+            .and_then(crate::protocol::chronicle::link_target)
+        else {
+            continue;
+        };
+        let file = format!("{target}.md");
+        if !exists(&file) && !exists(&target) {
+            n.outdated = Some(format!("[[{target}]] no longer exists"));
+            continue;
+        }
+        let offers_it = matches!(
+            n.kind,
+            Some(Kind::ContractRouted | Kind::ContractUnblocked | Kind::HandoffOpened)
+        );
+        if !offers_it || !target.starts_with("contracts/open/") {
+            continue;
+        }
+        let owner = read_opt(root, &file)
+            .ok()
+            .flatten()
+            .and_then(|t| crate::protocol::frontmatter::parse(&t).ok())
+            .and_then(|r| Contract::from_record(&r).owner);
+        if let Some(owner) = owner.filter(|o| o != citizen) {
+            n.outdated = Some(format!(
+                "'{}' was claimed by '{owner}'",
+                target.trim_start_matches("contracts/open/")
+            ));
+        }
+    }
 }
 
 /// Adds `ids` to the citizen's read cursor in its `status.md` (created with a minimal
@@ -215,8 +265,46 @@ pub struct Primed {
 /// Gathers and renders the primer of `citizen` at `now`, reading only what it prints.
 pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, SessionError> {
     check_citizen(root, citizen)?;
-    let view = read_inbox(root, citizen)?;
-    let (identity, cursor) = identity(root, citizen)?;
+    // A file of the citizen's own that cannot be read (a link, a folder, unreadable) leaves its
+    // part out and is named in the primer, with the fix: the session still gets the rest.
+    let mut problems = Vec::new();
+    let mut readable = |read: Result<_, SessionError>| match read {
+        Ok(v) => Ok(Some(v)),
+        Err(SessionError::Unreadable(finding)) => {
+            problems.push(finding.to_string());
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    };
+    let card_rel =
+        layout::card_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let card_text = readable(read_opt(root, &card_rel))?.flatten();
+    let status_rel =
+        layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
+    let status_text = readable(read_opt(root, &status_rel))?.flatten();
+    let inbox_text = readable(read_inbox_text(root, citizen).map(Some))?.flatten();
+    // A status.md polisd must leave alone cannot take the read cursor: the notices shown now
+    // will be shown again, and the session is told why.
+    if let Some(Err(finding)) = status_text
+        .as_deref()
+        .map(|t| notice::status_fit_for_splice(t, &status_rel, SESSION_FIELDS))
+    {
+        problems.push(finding.to_string());
+    }
+    let inbox_unreadable = inbox_text.is_none();
+    let inbox_text = inbox_text.unwrap_or_default();
+    let view = InboxView {
+        citizen: citizen.to_string(),
+        notices: notice::parse_inbox(&inbox_text),
+        read: read_set(status_text.as_deref()),
+        inbox_text,
+    };
+    let (identity, cursor) = identity(
+        citizen,
+        card_text.as_deref(),
+        status_text.as_deref(),
+        now.zone,
+    );
     let catch_up = catch_up(root, citizen, cursor, now);
     let index_state = index_state(root);
 
@@ -340,7 +428,11 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         routed,
         claims,
         votes,
-        notices: view.unread().into_iter().cloned().collect(),
+        notices: {
+            let mut unread: Vec<Notice> = view.unread().into_iter().cloned().collect();
+            mark_outdated(root, citizen, &mut unread);
+            unread
+        },
         lessons,
         guardrails,
         has_guardrails: true,
@@ -352,6 +444,8 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         catch_up: catch_up.events.clone(),
         catch_up_complete: catch_up.complete,
         first_session: catch_up.previous.is_none(),
+        problems,
+        inbox_unreadable,
     };
     let primer = primer::render(&input, primer::BUDGET);
     Ok(Primed {
@@ -440,20 +534,18 @@ pub fn record_session_or_finding(
     }
 }
 
-fn identity(root: &Path, citizen: &str) -> Result<(Identity, Option<Cursor>), SessionError> {
-    let card_rel =
-        layout::card_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let card =
-        read_opt(root, &card_rel)?.and_then(|t| crate::protocol::citizens::card::parse(&t).ok());
-    let status_rel =
-        layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let status_text = read_opt(root, &status_rel)?;
+/// Who the citizen is, from its card and `status.md` texts, and its chronicle cursor.
+fn identity(
+    citizen: &str,
+    card_text: Option<&str>,
+    status_text: Option<&str>,
+    zone: crate::protocol::clock::PolisZone,
+) -> (Identity, Option<Cursor>) {
+    let card = card_text.and_then(|t| crate::protocol::citizens::card::parse(t).ok());
     let cursor = status_text
-        .as_deref()
         .and_then(|t| crate::protocol::frontmatter::parse(t).ok())
-        .and_then(|r| Cursor::of(&r.fields));
-    let status = crate::protocol::citizens::citizen::parse_status(status_text.as_deref())
-        .unwrap_or_default();
+        .and_then(|r| Cursor::of(&r.fields, zone));
+    let status = crate::protocol::citizens::citizen::parse_status(status_text).unwrap_or_default();
     let identity = Identity {
         id: citizen.to_string(),
         vendor: card
@@ -471,7 +563,7 @@ fn identity(root: &Path, citizen: &str) -> Result<(Identity, Option<Cursor>), Se
         state: status.state.as_str().to_string(),
         current_contract: status.current_contract,
     };
-    Ok((identity, cursor))
+    (identity, cursor)
 }
 
 /// Proposed amendments the citizen has not voted on (and did not propose).

@@ -662,22 +662,24 @@ pub fn output(cli: Cli, event: &str, context: &str) -> Option<String> {
     Some(value.to_string())
 }
 
-/// The event a hook answers: the payload's `hook_event_name` when it is one polisd installs
-/// for this CLI and kind, else the first such event.
-pub fn event_of(cli: Cli, kind: HookKind, payload_event: Option<&str>) -> &'static str {
-    let mut ours = cli
-        .events()
-        .iter()
-        .filter(|(_, k)| *k == kind)
-        .map(|(e, _)| *e);
-    let first = cli
-        .events()
-        .iter()
-        .find(|(_, k)| *k == kind)
-        .map_or("SessionStart", |(e, _)| *e);
-    payload_event
-        .and_then(|p| ours.find(|e| *e == p))
-        .unwrap_or(first)
+/// The event a hook answers, `None` when it must add nothing.
+///
+/// The payload's `hook_event_name` when it is one of the events polisd installs for this CLI
+/// (each of them takes `additionalContext`; a hook wired to the other kind's event answers as
+/// that event); the kind's first event when the payload names none (a person running the hook
+/// by hand, a payload that is not JSON). Any other event — Claude Code's `Stop` or
+/// `PreCompact`, Gemini CLI's `PreCompress`… — is `None`: the CLIs take no context there and
+/// reject a `hookSpecificOutput` that names another event than the one that fired, so nothing
+/// printed would reach the model, and nothing may be marked read.
+pub fn event_of(cli: Cli, kind: HookKind, payload_event: Option<&str>) -> Option<&'static str> {
+    match payload_event {
+        Some(p) => cli.events().iter().map(|(e, _)| *e).find(|e| *e == p),
+        None => cli
+            .events()
+            .iter()
+            .find(|(_, k)| *k == kind)
+            .map(|(e, _)| *e),
+    }
 }
 
 /// The marked section polisd keeps in a bridge pointer file.
@@ -896,13 +898,21 @@ mod tests {
         assert_eq!(v["hookSpecificOutput"]["additionalContext"], "hi");
         assert_eq!(
             event_of(Cli::Claude, HookKind::Notices, Some("UserPromptSubmit")),
-            "UserPromptSubmit"
+            Some("UserPromptSubmit")
         );
         assert_eq!(
-            event_of(Cli::Claude, HookKind::Notices, Some("Stop")),
-            "PostToolUse"
+            event_of(Cli::Claude, HookKind::Prime, Some("PostToolUse")),
+            Some("PostToolUse")
         );
-        assert_eq!(event_of(Cli::Gemini, HookKind::Prime, None), "SessionStart");
+        assert_eq!(event_of(Cli::Claude, HookKind::Notices, Some("Stop")), None);
+        assert_eq!(
+            event_of(Cli::Gemini, HookKind::Notices, Some("PostToolUse")),
+            None
+        );
+        assert_eq!(
+            event_of(Cli::Gemini, HookKind::Prime, None),
+            Some("SessionStart")
+        );
     }
 
     #[test]

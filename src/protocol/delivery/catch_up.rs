@@ -9,12 +9,14 @@
 //!
 //! Pure: the caller reads the chronicle's tail back to the cursor and the status text.
 
+use crate::protocol::amendments::amendment::{read_when, When};
 use crate::protocol::chronicle;
+use crate::protocol::clock::{PolisTime, PolisZone};
 use crate::protocol::delivery::notice;
 use crate::protocol::finding::Finding;
 use crate::protocol::frontmatter;
 use crate::yaml::Value;
-use chrono::NaiveDateTime;
+use chrono::{NaiveDateTime, Timelike};
 
 /// The status key of the cursor's stamp (SPEC §5).
 pub const SEEN_KEY: &str = "last_seen_event";
@@ -33,14 +35,30 @@ pub struct Cursor {
 
 impl Cursor {
     /// The cursor in a status frontmatter; `None` when `last_seen_event` is absent, null or not
-    /// a stamp. A stamp with no line count counts every line of its minute as seen.
-    pub fn of(fields: &Value) -> Option<Cursor> {
-        let stamp = match fields.get(SEEN_KEY) {
-            Value::Null => return None,
-            v => v.python_str(),
+    /// a time. A stamp with no line count counts every line of its minute as seen.
+    ///
+    /// Agents following the entry routine write it by hand, so besides polisd's own
+    /// `'YYYY-MM-DD HH:MM'` it reads what they write: a YAML datetime (one with an offset is
+    /// moved into the polis timezone `zone`, as chronicle stamps are), an ISO string with `T`,
+    /// a date (its midnight), or the seen chronicle line itself. Seconds are dropped: chronicle
+    /// stamps have minutes.
+    pub fn of(fields: &Value, zone: PolisZone) -> Option<Cursor> {
+        let value = fields.get(SEEN_KEY);
+        let line_stamp = value
+            .as_str()
+            .and_then(|s| chronicle::stamp_and_author(s).map(|(t, _)| t));
+        let read = || {
+            let now = PolisTime {
+                zone,
+                now: NaiveDateTime::default(),
+            };
+            Some(match read_when(value, &now)? {
+                When::Moment(t) => t,
+                When::Day(d) => d.and_hms_opt(0, 0, 0)?,
+            })
         };
-        let stamp = chronicle::parse_stamp(stamp.trim())
-            .or_else(|| NaiveDateTime::parse_from_str(stamp.trim(), "%Y-%m-%d %H:%M:%S").ok())?;
+        let stamp = line_stamp.or_else(read)?;
+        let stamp = stamp.with_second(0)?.with_nanosecond(0)?;
         let lines = match fields.get(SEEN_LINES_KEY) {
             Value::Int(n) if *n >= 0 => *n as usize,
             _ => usize::MAX,
@@ -207,7 +225,7 @@ mod tests {
         assert!(out.contains("last_seen_event_lines: 2\n"));
         assert!(out.ends_with("\nnotes\n"));
         let fields = frontmatter::parse(&out).unwrap().fields;
-        assert_eq!(Cursor::of(&fields), Some(c));
+        assert_eq!(Cursor::of(&fields, PolisZone::default()), Some(c));
     }
 
     #[test]

@@ -51,6 +51,10 @@ pub struct Notice {
     pub line: usize,
     /// Byte range of the whole block in the inbox text (heading to the next heading).
     pub span: (usize, usize),
+    /// Why what the notice asks is past (its record moved on: a proposal since ratified, a
+    /// contract since settled or claimed by another). Set by the caller, who can look; never
+    /// parsed.
+    pub outdated: Option<String>,
 }
 
 impl Notice {
@@ -80,16 +84,32 @@ static WIKILINK_LINE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\[\[([^\]]+)\]\]$").unwrap());
 
 /// The notices of an inbox text, oldest (top) first. Headings inside fenced code blocks are
-/// text, not notices; what comes before the first heading (frontmatter, a comment) is none.
+/// text, not notices, except where a block starts (after a blank line or a `---` rule); what
+/// comes before the first heading (frontmatter, a comment) is none.
 pub fn parse_inbox(text: &str) -> Vec<Notice> {
     let mut heads: Vec<(usize, usize, regex::Captures<'_>)> = Vec::new();
     // One-line notes: (index into `heads` they come before, line, start, end, captures).
     let mut notes: Vec<(usize, usize, usize, usize, regex::Captures<'_>)> = Vec::new();
     let mut fence: Option<&str> = None;
     let mut offset = 0;
+    // Whether the line before was blank or a `---` rule (or there was none): where an appended
+    // block starts.
+    let mut after_break = true;
     for (i, raw) in text.split_inclusive('\n').enumerate() {
         let line = raw.trim_end_matches(['\n', '\r']);
         let lead = line.trim_start();
+        let was_after_break = std::mem::replace(
+            &mut after_break,
+            lead.is_empty() || line.trim_end() == "---",
+        );
+        // An inbox is many authors' blocks, appended one after another: a fence one of them
+        // left open ends where the next block starts (a notice heading or a one-line note
+        // after a blank line or a rule), so it cannot swallow every notice after it. A fence
+        // that quotes a notice that way loses that one heading to a block of its own.
+        if fence.is_some() && was_after_break && (HEADING.is_match(line) || ONE_LINE.is_match(line))
+        {
+            fence = None;
+        }
         let mut toggled = false;
         for marker in ["```", "~~~"] {
             if lead.starts_with(marker) {
@@ -129,6 +149,7 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
                 link: None,
                 line,
                 span: (start, end),
+                outdated: None,
             });
         }
     };
@@ -199,6 +220,7 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
             link,
             line: *line,
             span: (*start, end),
+            outdated: None,
         });
     }
     take_notes(usize::MAX, &mut out);
@@ -390,6 +412,16 @@ pub fn render_notice(n: &Notice) -> String {
             .link
             .as_deref()
             .map_or(String::new(), |l| format!(" [[{}]]", one_line(l, 120)));
+        if let Some(why) = &n.outdated {
+            // Its call to act is past: said in a few words, not as something to do now.
+            return format!(
+                "- {} · polisd {kind} `{}`, outdated: {}, so this has moved on since. It said: {}",
+                n.stamp,
+                n.id,
+                one_line(why, 160),
+                one_line(&n.body, 120)
+            );
+        }
         format!(
             "- {} · polisd {kind} `{}`: {}{link}",
             n.stamp,
@@ -565,6 +597,19 @@ mod tests {
         let n = parse_inbox(text);
         assert_eq!(n.len(), 1);
         assert!(n[0].body.contains("y-agent-two"));
+    }
+
+    #[test]
+    fn an_unclosed_fence_ends_where_the_next_block_starts() {
+        let text = "### 2026-03-02 11:15 from x-agent-one\n\n```\ncut short\n\n---\n\
+### 2026-03-02 11:16 from y-agent-two\n\nSecond.\n\n---\n\
+- 2026-03-02 11:17 | from y-agent-two | third\n";
+        let n = parse_inbox(text);
+        let bodies: Vec<&str> = n.iter().map(|n| n.body.as_str()).collect();
+        assert_eq!(bodies, ["```\ncut short", "Second.", "third"]);
+        // A closed fence keeps the headings it quotes as text.
+        let quoted = "### 2026-03-02 11:15 from x-agent-one\n\n```\nSee:\n### 2026-03-02 11:16 from y-agent-two\n```\n";
+        assert_eq!(parse_inbox(quoted).len(), 1);
     }
 
     #[test]
