@@ -116,8 +116,10 @@ pub fn check(text: &str) -> Option<(usize, String)> {
         let chars: Vec<char> = line.chars().collect();
         let mut token_start = quote.is_none();
         let mut k = 0;
+        let mut after_indicator = false;
         while k < chars.len() {
             let c = chars[k];
+            let was_token_start = token_start;
             if let Some(q) = quote {
                 if q == '\'' && c == '\'' {
                     if chars.get(k + 1) == Some(&'\'') {
@@ -175,16 +177,18 @@ pub fn check(text: &str) -> Option<(usize, String)> {
                 has_content = true;
             }
             // The next character starts a token after an indicator followed by a space, or
-            // after a flow indicator.
+            // after a flow indicator. `-` and `?` are indicators only where a token starts:
+            // inside a plain scalar (`yes- 'x`) they are text, and so is a quote after them.
             token_start = match c {
-                ' ' => {
-                    token_start
-                        || matches!(
-                            k.checked_sub(1).map(|p| chars[p]),
-                            Some(':' | '-' | '?' | ',')
-                        )
-                }
+                ' ' => token_start || after_indicator,
                 '[' | '{' | ',' => flow_depth > 0,
+                _ => false,
+            };
+            after_indicator = match c {
+                ':' => true,
+                '-' | '?' => was_token_start,
+                ',' => flow_depth > 0,
+                ' ' => after_indicator,
                 _ => false,
             };
             k += 1;
@@ -245,6 +249,8 @@ mod tests {
             "k: [a, 'b\tc']\n",
             "k: >-\n  folded\n  text\n",
             "a: &x 1\nb: *x\nc: 'a &x'\n",
+            "? ''\n: yes- ': null\n? 'a\n  b'\n: null\n",
+            "k: a - 'b\nl: c ? 'd\n",
             "",
         ] {
             assert_eq!(check(good), None, "refused {good:?}");
