@@ -47,6 +47,7 @@ pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
                 "since_last_seen": {
                     "events": primed.catch_up.events.len(),
                     "complete": primed.catch_up.complete,
+                    "late": primed.catch_up.late,
                     "newest": primed.catch_up.events.iter().take(12).collect::<Vec<_>>(),
                 },
             }))?

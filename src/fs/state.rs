@@ -23,10 +23,12 @@
 //! directory; `_polis/` is `writer`'s alone. It holds data, not rules: what the fields mean to
 //! the protocol is decided by the engine and the core modules.
 
+mod catch_up;
 mod fingerprint;
 mod hooks;
 mod sent;
 mod settled;
+pub use catch_up::{catch_up_seen, set_catch_up_seen};
 #[cfg(test)]
 pub use fingerprint::set_read_instant;
 pub use fingerprint::{

@@ -443,6 +443,7 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         index_state,
         catch_up: catch_up.events.clone(),
         catch_up_complete: catch_up.complete,
+        catch_up_late: catch_up.late,
         first_session: catch_up.previous.is_none(),
         problems,
         inbox_unreadable,
@@ -460,23 +461,36 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
 const CATCH_UP_MAX_BYTES: u64 = 1024 * 1024;
 
 /// The chronicle lines since `cursor`, read from the end of `chronicle.md` back to the cursor
-/// (at most [`CATCH_UP_MAX_BYTES`]; with no cursor, back to the stale window), never the whole
-/// file.
+/// and [`catch_up::LATE_DAYS`] before it, where lines merged in late land (at most
+/// [`CATCH_UP_MAX_BYTES`]; with no cursor, back to the stale window), never the whole file.
 fn catch_up(root: &Path, citizen: &str, cursor: Option<Cursor>, now: &PolisTime) -> CatchUp {
     use crate::protocol::chronicle;
     let window = now.now - chrono::Duration::days(TAIL_DAYS);
-    let reached = |line: &str| {
+    let before = |line: &str, reach: &dyn Fn(Cursor) -> chrono::NaiveDateTime| {
         chronicle::stamp_and_author(line).is_some_and(|(stamp, _)| match cursor {
-            Some(c) => c.is_before(stamp),
+            Some(c) => stamp < reach(c),
             None => stamp < window,
         })
     };
-    match snapshot::read_tail_lines(root, CHRONICLE, CATCH_UP_MAX_BYTES, reached) {
+    let reached = |line: &str| before(line, &|c| c.stamp);
+    let far_enough = |line: &str| {
+        before(line, &|c| {
+            c.stamp - chrono::Duration::days(catch_up::LATE_DAYS)
+        })
+    };
+    let seen = crate::fs::state::catch_up_seen(root, citizen);
+    match snapshot::read_tail_lines(root, CHRONICLE, CATCH_UP_MAX_BYTES, far_enough) {
         Ok(Some(tail)) => {
-            let complete = tail.whole || tail.text.lines().any(&reached);
-            catch_up::since(&tail.text, cursor, citizen, complete)
+            let complete = tail.whole || tail.text.lines().any(reached);
+            catch_up::since(
+                &tail.text,
+                cursor,
+                citizen,
+                (complete, tail.whole),
+                seen.as_ref(),
+            )
         }
-        _ => catch_up::since("", cursor, citizen, true),
+        _ => catch_up::since("", cursor, citizen, (true, true), None),
     }
 }
 
@@ -516,7 +530,11 @@ pub fn record_session(
         };
         catch_up::with_seen(with_notices.as_deref(), citizen, cursor, &active, &rel)
     };
-    write_status(root, writer, &rel, compute)
+    let changed = write_status(root, writer, &rel, compute)?;
+    // Only a saving: without it the next catch-up goes by the stamp alone and misses lines
+    // merged in before the cursor, as it did before the record was kept.
+    let _ = crate::fs::state::set_catch_up_seen(root, citizen, &primed.catch_up.seen);
+    Ok(changed)
 }
 
 /// [`record_session`], with a `status.md` polisd must leave alone (its frontmatter is broken)

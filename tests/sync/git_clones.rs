@@ -459,3 +459,43 @@ fn a_routing_never_lands_in_another_contract_through_a_rename() {
             .contains("recommended_by_router: null")
     });
 }
+
+/// The entry routine's catch-up across a real `git pull`: work another machine did before this
+/// citizen's last session is merged into the chronicle in stamp order, before its cursor, and
+/// the next primer still shows it, once.
+#[test]
+fn a_primer_shows_a_line_another_clone_merged_in_before_the_cursor() {
+    let (_origin, a, b) = two_clones();
+    let prime = |p: &TestPolis| -> serde_json::Value {
+        let out = ok(p.polisd(&["prime", "--as", ALPHA, "--json"]));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    ok(a.polisd(&["log", "--as", ALPHA, "noted", "--note", "parser half done"]));
+    prime(&a);
+    commit_all(&a, "alpha's session");
+
+    // B worked offline two hours ago; its commit reaches A only now.
+    let earlier = (chrono::Utc::now() - chrono::Duration::hours(2)).format("%Y-%m-%d %H:%M");
+    let offline = format!("- {earlier} | {BETA} | noted | - | lexer rewritten offline");
+    b.append("chronicle.md", &format!("{offline}\n"));
+    commit_all(&b, "beta's offline work");
+    git(&project(&b), &["push", "-q", "origin", "main"]);
+    pull(&a);
+    let chronicle = a.read("chronicle.md");
+    let merged_at = chronicle
+        .find(&offline)
+        .expect("the merge brought B's line");
+    assert!(
+        merged_at < chronicle.find("parser half done").unwrap(),
+        "the merge sorts B's line before A's:\n{chronicle}"
+    );
+
+    let second = prime(&a);
+    let md = second["markdown"].as_str().unwrap();
+    assert_eq!(second["since_last_seen"]["events"], 1, "{md}");
+    assert_eq!(second["since_last_seen"]["late"], 1, "{md}");
+    assert!(md.contains("lexer rewritten offline"), "{md}");
+    assert!(md.contains("1 of them merged in from another copy"), "{md}");
+    let third = prime(&a);
+    assert_eq!(third["since_last_seen"]["events"], 0, "{third}");
+}

@@ -7,6 +7,12 @@
 //! says how many lines of that minute were seen, so a line appended later in the same minute
 //! is still new (the chronicle is append-only: the seen ones come first).
 //!
+//! A copy of the polis merged in from another machine sorts its lines into the chronicle by
+//! stamp, so work done there while this machine's citizen was in session lands before the
+//! cursor, where a stamp alone would call it seen. So the caller also keeps, per machine,
+//! digests of the lines a session saw within [`LATE_DAYS`] of its cursor ([`Seen`]); a line in
+//! that span whose digest is not among them arrived late, and is new too.
+//!
 //! Pure: the caller reads the chronicle's tail back to the cursor and the status text.
 
 use crate::protocol::amendments::amendment::{read_when, When};
@@ -24,6 +30,24 @@ pub const SEEN_KEY: &str = "last_seen_event";
 pub const SEEN_LINES_KEY: &str = "last_seen_event_lines";
 /// The status key of the last session start.
 pub const ACTIVE_KEY: &str = "last_active";
+/// How far before the cursor a line merged in late is still caught up with: a copy that was
+/// away for longer brings work the citizen learns of from the contracts, not the catch-up.
+pub const LATE_DAYS: i64 = chronicle::ACTIVITY_WINDOW_DAYS;
+
+/// The lines one session saw, from `from` on, as [`digest`]s; valid only while the status still
+/// holds the `cursor` that session recorded (a session on another machine moves it on).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Seen {
+    pub cursor: Option<Cursor>,
+    pub from: Option<NaiveDateTime>,
+    pub digests: std::collections::HashSet<u64>,
+}
+
+/// A chronicle line's short digest, for [`Seen`]: the first 8 bytes of its SHA-256.
+pub fn digest(line: &str) -> u64 {
+    let hash = crate::protocol::digest::sha256(line.trim().as_bytes());
+    u64::from_be_bytes(hash[..8].try_into().expect("8 bytes of 32"))
+}
 
 /// How far a citizen has read the chronicle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,19 +107,37 @@ pub struct CatchUp {
     pub next: Option<Cursor>,
     /// The cursor read from the status (`None`: no previous session recorded).
     pub previous: Option<Cursor>,
+    /// How many of `events` arrived late: stamped before the cursor, merged in since.
+    pub late: usize,
+    /// What this catch-up saw, to keep for the next one (with `next` as its cursor).
+    pub seen: Seen,
 }
 
 /// The lines of `tail` (chronicle lines in file order, the end of the file) that come after
-/// `cursor`, leaving out `citizen`'s own. `complete` says whether `tail` reached back to the
-/// cursor. Lines that are not chronicle lines (frontmatter, blank) are skipped.
-pub fn since(tail: &str, cursor: Option<Cursor>, citizen: &str, complete: bool) -> CatchUp {
+/// `cursor`, leaving out `citizen`'s own, and those before it that `seen` (the last session's,
+/// when it recorded this cursor) does not hold. `complete` says whether `tail` reached back to
+/// the cursor, `whole` whether it is the whole file. Lines that are not chronicle lines
+/// (frontmatter, blank) are skipped.
+pub fn since(
+    tail: &str,
+    cursor: Option<Cursor>,
+    citizen: &str,
+    (complete, whole): (bool, bool),
+    seen: Option<&Seen>,
+) -> CatchUp {
+    let late_from = |c: Cursor| c.stamp - chrono::Duration::days(LATE_DAYS);
+    let seen = seen.filter(|s| s.cursor.is_some() && s.cursor == cursor);
     let mut events = Vec::new();
+    let mut late = 0;
     let mut at_cursor = 0usize;
     let mut newest: Option<Cursor> = cursor;
+    let mut stamped: Vec<(NaiveDateTime, u64)> = Vec::new();
     for line in tail.lines() {
         let Some((stamp, author)) = chronicle::stamp_and_author(line) else {
             continue;
         };
+        let digest = digest(line);
+        stamped.push((stamp, digest));
         let new = match cursor {
             None => true,
             Some(c) if stamp > c.stamp => true,
@@ -105,6 +147,12 @@ pub fn since(tail: &str, cursor: Option<Cursor>, citizen: &str, complete: bool) 
             }
             Some(_) => false,
         };
+        let arrived_late = !new
+            && seen.is_some_and(|s| {
+                s.from.is_some_and(|from| stamp >= from)
+                    && cursor.is_some_and(|c| stamp >= late_from(c))
+                    && !s.digests.contains(&digest)
+            });
         newest = match newest {
             Some(n) if n.stamp == stamp && new => Some(Cursor {
                 stamp,
@@ -113,16 +161,36 @@ pub fn since(tail: &str, cursor: Option<Cursor>, citizen: &str, complete: bool) 
             Some(n) if n.stamp >= stamp => Some(n),
             _ => Some(Cursor { stamp, lines: 1 }),
         };
-        if new && author != citizen {
+        if (new || arrived_late) && author != citizen {
             events.push(line.trim().to_string());
+            late += usize::from(arrived_late);
         }
     }
     events.reverse();
+    // What the next catch-up may call seen: every line read within its late span. A tail cut
+    // short of the span holds what it read, from its oldest line on.
+    let seen_next = match newest {
+        Some(next) => Seen {
+            cursor: Some(next),
+            from: Some(match stamped.iter().map(|(t, _)| *t).min() {
+                Some(oldest) if !whole => oldest.max(late_from(next)),
+                _ => late_from(next),
+            }),
+            digests: stamped
+                .iter()
+                .filter(|(t, _)| *t >= late_from(next))
+                .map(|(_, d)| *d)
+                .collect(),
+        },
+        None => Seen::default(),
+    };
     CatchUp {
         events,
         complete,
         next: newest,
         previous: cursor,
+        late,
+        seen: seen_next,
     }
 }
 
@@ -179,7 +247,7 @@ mod tests {
             stamp: at("2026-03-02 09:01"),
             lines: 1,
         };
-        let got = since(TAIL, Some(c), "me-agent", true);
+        let got = since(TAIL, Some(c), "me-agent", (true, true), None);
         assert_eq!(
             got.events,
             vec!["- 2026-03-02 09:01 | b-agent | did | - | two"]
@@ -194,11 +262,90 @@ mod tests {
     }
 
     #[test]
+    fn a_line_merged_in_before_the_cursor_is_new_once() {
+        let first = since(TAIL, None, "me-agent", (true, true), None);
+        assert_eq!(first.seen.digests.len(), 4);
+        // Another machine's line of 08:30, sorted in by the merge, and one of its own.
+        let merged = format!(
+            "- 2026-03-02 08:30 | c-agent | did | - | offline\n- 2026-03-02 08:40 | me-agent | did | - | elsewhere\n{TAIL}"
+        );
+        let second = since(
+            &merged,
+            first.next,
+            "me-agent",
+            (true, true),
+            Some(&first.seen),
+        );
+        assert_eq!(
+            second.events,
+            vec!["- 2026-03-02 08:30 | c-agent | did | - | offline"]
+        );
+        assert_eq!(second.late, 1);
+        assert_eq!(second.next, first.next);
+        let third = since(
+            &merged,
+            second.next,
+            "me-agent",
+            (true, true),
+            Some(&second.seen),
+        );
+        assert!(third.events.is_empty(), "{:?}", third.events);
+
+        // A record kept with another cursor (a session elsewhere moved it) is not used...
+        let moved = Cursor {
+            stamp: at("2026-03-02 09:01"),
+            lines: 1,
+        };
+        let other = since(
+            &merged,
+            Some(moved),
+            "me-agent",
+            (true, true),
+            Some(&first.seen),
+        );
+        assert_eq!(other.late, 0);
+        assert_eq!(
+            other.events,
+            vec!["- 2026-03-02 09:01 | b-agent | did | - | two"]
+        );
+        // ...nor for a line older than what the record covers (its tail was cut short), or than
+        // the late span; a record of the whole file covers the span.
+        let older = format!("- 2026-03-01 08:00 | c-agent | did | - | a day older\n{merged}");
+        let cut = since(
+            &merged,
+            first.next,
+            "me-agent",
+            (true, false),
+            Some(&first.seen),
+        );
+        assert_eq!(cut.seen.from, Some(at("2026-03-02 08:30")));
+        let fourth = since(&older, cut.next, "me-agent", (true, true), Some(&cut.seen));
+        assert!(fourth.events.is_empty(), "{:?}", fourth.events);
+        let covered = since(
+            &older,
+            second.next,
+            "me-agent",
+            (true, true),
+            Some(&second.seen),
+        );
+        assert_eq!(covered.late, 1);
+        let ancient = format!("- 2026-02-01 08:00 | c-agent | did | - | past the span\n{merged}");
+        let fifth = since(
+            &ancient,
+            second.next,
+            "me-agent",
+            (true, true),
+            Some(&second.seen),
+        );
+        assert!(fifth.events.is_empty(), "{:?}", fifth.events);
+    }
+
+    #[test]
     fn no_cursor_sees_every_line_but_its_own_and_a_second_pass_sees_none() {
-        let first = since(TAIL, None, "me-agent", true);
+        let first = since(TAIL, None, "me-agent", (true, true), None);
         assert_eq!(first.events.len(), 3);
         assert!(first.events[0].ends_with("two"));
-        let second = since(TAIL, first.next, "me-agent", true);
+        let second = since(TAIL, first.next, "me-agent", (true, true), None);
         assert!(second.events.is_empty());
         assert_eq!(second.next, first.next);
     }

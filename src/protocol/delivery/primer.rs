@@ -104,6 +104,8 @@ pub struct PrimerInput {
     pub catch_up: Vec<String>,
     /// Whether `catch_up` reached back to the cursor (else there are more).
     pub catch_up_complete: bool,
+    /// How many of `catch_up` are dated before the last session but were merged in since.
+    pub catch_up_late: usize,
     /// No `last_seen_event` was recorded: the catch-up covers the recent window only.
     pub first_session: bool,
     /// The citizen's own files polisd cannot read or record in, each as its finding (file,
@@ -226,7 +228,11 @@ pub fn render(input: &PrimerInput, budget: usize) -> Primer {
     head.push_str(&if input.first_session {
         format!("No `last_seen_event` in your status.md yet: {at_least}{events} chronicle events by others in the recent window (newest first below).\n")
     } else {
-        format!("Since your last session: {at_least}{events} chronicle events by others (newest first below).\n")
+        let late = match input.catch_up_late {
+            0 => String::new(),
+            n => format!(", {n} of them merged in from another copy of the polis and dated before that session"),
+        };
+        format!("Since your last session: {at_least}{events} chronicle events by others{late} (newest first below).\n")
     });
 
     let mut sections: Vec<Section> = Vec::new();
