@@ -414,6 +414,30 @@ pub fn canonical_root(root: &Path) -> PathBuf {
     fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())
 }
 
+/// The first non-blank line of `older` followed by `newer` that starts after a line break of
+/// theirs (or at their start, when `older` opens the file), copying only that line: the tail
+/// reader asks this once per chunk read.
+fn oldest_line(older: &[u8], newer: &[u8], at_start: bool) -> Option<Vec<u8>> {
+    let at = |i: usize| {
+        if i < older.len() {
+            older[i]
+        } else {
+            newer[i - older.len()]
+        }
+    };
+    let len = older.len() + newer.len();
+    let next_break = |from: usize| (from..len).find(|&i| at(i) == b'\n');
+    let mut start = if at_start { 0 } else { next_break(0)? + 1 };
+    while start < len {
+        let end = next_break(start).unwrap_or(len);
+        if (start..end).any(|i| !at(i).is_ascii_whitespace()) {
+            return Some((start..end).map(at).collect());
+        }
+        start = end + 1;
+    }
+    None
+}
+
 /// The end of a text file read backwards in chunks: the complete lines from the first line
 /// break of the bytes read to the end, newest last. Reading stops as soon as `enough` says the
 /// oldest complete line read so far is old enough, at the start of the file, or after
@@ -462,21 +486,12 @@ pub fn read_tail_lines(
         let cut = !at_start && len - start >= max_bytes;
         // The oldest complete line read so far: after the first line break of the oldest
         // bytes (unless at the start of the file), looked for in the two oldest chunks.
-        let mut probe: Vec<u8> = chunks[chunks.len() - 1].clone();
-        if chunks.len() > 1 {
-            probe.extend_from_slice(&chunks[chunks.len() - 2]);
-        }
-        let from = if at_start {
-            Some(0)
-        } else {
-            probe.iter().position(|b| *b == b'\n').map(|i| i + 1)
-        };
-        let oldest = from.and_then(|f| {
-            probe[f..]
-                .split(|b| *b == b'\n')
-                .find(|l| !l.iter().all(u8::is_ascii_whitespace))
-        });
-        let done = at_start || cut || oldest.is_some_and(|l| enough(&String::from_utf8_lossy(l)));
+        let newer = chunks
+            .len()
+            .checked_sub(2)
+            .map_or(&[][..], |i| &chunks[i][..]);
+        let oldest = oldest_line(&chunks[chunks.len() - 1], newer, at_start);
+        let done = at_start || cut || oldest.is_some_and(|l| enough(&String::from_utf8_lossy(&l)));
         if done {
             let mut buf = Vec::with_capacity((len - start) as usize);
             for c in chunks.iter().rev() {

@@ -460,6 +460,10 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
 /// The most chronicle bytes the catch-up reads back from the end looking for the cursor.
 const CATCH_UP_MAX_BYTES: u64 = 1024 * 1024;
 
+/// How many chunks of the tail reader (64 KiB each) are read past the cursor for lines merged
+/// in late.
+const LATE_CHUNKS: usize = 4;
+
 /// The chronicle lines since `cursor`, read from the end of `chronicle.md` back to the cursor
 /// and [`catch_up::LATE_DAYS`] before it, where lines merged in late land (at most
 /// [`CATCH_UP_MAX_BYTES`]; with no cursor, back to the stale window), never the whole file.
@@ -473,10 +477,17 @@ fn catch_up(root: &Path, citizen: &str, cursor: Option<Cursor>, now: &PolisTime)
         })
     };
     let reached = |line: &str| before(line, &|c| c.stamp);
+    // Past the cursor, at most LATE_CHUNKS more chunks of the late span are read: a session
+    // start must stay cheap, and a merge lands most lines near the end.
+    let chunks_past = std::cell::Cell::new(0usize);
     let far_enough = |line: &str| {
-        before(line, &|c| {
-            c.stamp - chrono::Duration::days(catch_up::LATE_DAYS)
-        })
+        if reached(line) {
+            chunks_past.set(chunks_past.get() + 1);
+        }
+        chunks_past.get() > LATE_CHUNKS
+            || before(line, &|c| {
+                c.stamp - chrono::Duration::days(catch_up::LATE_DAYS)
+            })
     };
     let seen = crate::fs::state::catch_up_seen(root, citizen);
     match snapshot::read_tail_lines(root, CHRONICLE, CATCH_UP_MAX_BYTES, far_enough) {

@@ -16,6 +16,8 @@ const STAMP: &str = "%Y-%m-%d %H:%M";
 
 #[derive(Serialize, Deserialize)]
 struct Record {
+    /// The polisd that made it: another one may hash lines differently.
+    polisd: String,
     cursor: String,
     lines: u64,
     from: String,
@@ -32,6 +34,9 @@ fn file(polis_root: &Path, citizen: &str) -> Result<(PathBuf, String), StateErro
 pub fn catch_up_seen(polis_root: &Path, citizen: &str) -> Option<Seen> {
     let (dir, name) = file(polis_root, citizen).ok()?;
     let record: Record = serde_json::from_slice(&fs::read(dir.join(name)).ok()?).ok()?;
+    if record.polisd != env!("CARGO_PKG_VERSION") {
+        return None;
+    }
     let stamp = |s: &str| NaiveDateTime::parse_from_str(s, STAMP).ok();
     Some(Seen {
         cursor: Some(Cursor {
@@ -39,7 +44,12 @@ pub fn catch_up_seen(polis_root: &Path, citizen: &str) -> Option<Seen> {
             lines: usize::try_from(record.lines).unwrap_or(usize::MAX),
         }),
         from: Some(stamp(&record.from)?),
-        digests: record.digests.into_iter().collect(),
+        digests: {
+            let mut d = record.digests;
+            d.sort_unstable();
+            d.dedup();
+            d
+        },
     })
 }
 
@@ -48,15 +58,15 @@ pub fn set_catch_up_seen(polis_root: &Path, citizen: &str, seen: &Seen) -> Resul
     let (Some(cursor), Some(mut from)) = (seen.cursor, seen.from) else {
         return Ok(());
     };
-    let mut digests: Vec<u64> = seen.digests.iter().copied().collect();
+    let mut digests = seen.digests.clone();
     if digests.len() > MAX_DIGESTS {
         // Without the stamps at hand, a record that would be too large starts at its cursor:
         // lines merged in before it are then taken as seen.
         digests.clear();
         from = cursor.stamp;
     }
-    digests.sort_unstable();
     let record = Record {
+        polisd: env!("CARGO_PKG_VERSION").to_string(),
         cursor: cursor.stamp.format(STAMP).to_string(),
         lines: cursor.lines as u64,
         from: from.format(STAMP).to_string(),

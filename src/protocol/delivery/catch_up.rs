@@ -40,13 +40,22 @@ pub const LATE_DAYS: i64 = chronicle::ACTIVITY_WINDOW_DAYS;
 pub struct Seen {
     pub cursor: Option<Cursor>,
     pub from: Option<NaiveDateTime>,
-    pub digests: std::collections::HashSet<u64>,
+    /// Sorted, without repeats.
+    pub digests: Vec<u64>,
 }
 
-/// A chronicle line's short digest, for [`Seen`]: the first 8 bytes of its SHA-256.
+impl Seen {
+    fn holds(&self, digest: u64) -> bool {
+        self.digests.binary_search(&digest).is_ok()
+    }
+}
+
+/// A chronicle line's short digest, for [`Seen`]. A fast hash, not a cryptographic one: it only
+/// tells lines of one chronicle apart on one machine, and the record is kept per polisd version
+/// (the hash may change with foldhash's).
 pub fn digest(line: &str) -> u64 {
-    let hash = crate::protocol::digest::sha256(line.trim().as_bytes());
-    u64::from_be_bytes(hash[..8].try_into().expect("8 bytes of 32"))
+    use std::hash::BuildHasher;
+    foldhash::quality::FixedState::with_seed(0).hash_one(line.trim())
 }
 
 /// How far a citizen has read the chronicle.
@@ -151,7 +160,7 @@ pub fn since(
             && seen.is_some_and(|s| {
                 s.from.is_some_and(|from| stamp >= from)
                     && cursor.is_some_and(|c| stamp >= late_from(c))
-                    && !s.digests.contains(&digest)
+                    && !s.holds(digest)
             });
         newest = match newest {
             Some(n) if n.stamp == stamp && new => Some(Cursor {
@@ -176,11 +185,16 @@ pub fn since(
                 Some(oldest) if !whole => oldest.max(late_from(next)),
                 _ => late_from(next),
             }),
-            digests: stamped
-                .iter()
-                .filter(|(t, _)| *t >= late_from(next))
-                .map(|(_, d)| *d)
-                .collect(),
+            digests: {
+                let mut d: Vec<u64> = stamped
+                    .iter()
+                    .filter(|(t, _)| *t >= late_from(next))
+                    .map(|(_, d)| *d)
+                    .collect();
+                d.sort_unstable();
+                d.dedup();
+                d
+            },
         },
         None => Seen::default(),
     };
