@@ -379,6 +379,47 @@ fn a_claim_waits_for_an_agent_still_writing_the_contract_and_keeps_its_bytes() {
 }
 
 #[test]
+fn a_review_waits_for_an_agent_still_writing_the_contract_and_writes_nothing_before() {
+    use std::io::Write;
+    let p = polis_with_contract();
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    let rel = "contracts/open/fix-the-login-bug.md";
+    let mut agent = std::fs::OpenOptions::new()
+        .append(true)
+        .open(p.path(rel))
+        .unwrap();
+    let before = tree(&p);
+    let mut review = harness::Killed::new(p.spawn(&[
+        "review",
+        "fix-the-login-bug",
+        "--as",
+        "codex-second-one",
+        "--decision",
+        "rejected",
+    ]));
+    // While the owner's editor holds the contract, the review neither gives up half-written
+    // (its file and chronicle line on disk, the contract's `review` block not) nor writes.
+    let saved_at = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    while std::time::Instant::now() < saved_at {
+        let ended = review.child().try_wait().unwrap();
+        assert!(
+            ended.is_none(),
+            "the review ended while the owner was still writing"
+        );
+        assert!(tree(&p) == before, "the review wrote under an open writer");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    agent.write_all(b"\nThe owner's note.\n").unwrap();
+    drop(agent);
+    ok(review.into_inner().wait_with_output().unwrap());
+    let file = p.read(rel);
+    assert!(file.contains("reviewer: codex-second-one"), "{file}");
+    assert!(file.ends_with("\nThe owner's note.\n"), "{file}");
+    assert_eq!(lines_with(&p, "rejected review"), 1);
+}
+
+#[test]
 fn abandon_moves_by_rename_and_records_it() {
     let p = polis_with_contract();
     ok(p.polisd(&[
