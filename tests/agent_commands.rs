@@ -494,6 +494,33 @@ fn amendment_vote_changed_moves_the_id_and_replaces_the_block() {
 }
 
 #[test]
+fn a_vote_after_the_amendments_deadline_is_refused_and_writes_nothing() {
+    // No daemon has tallied it yet, so its status still says `proposed`; a late vote must not
+    // become the agree that ratifies an expired amendment on the next tally.
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let aid = "2020-01-01-late";
+    p.save(
+        &format!("amendments/proposed/{aid}.md"),
+        &format!("---\namendment_id: {aid}\ntitle: Late\nproposed_by: {FOUNDER}\nproposed_at: 2020-01-01 10:00:00\nstatus: proposed\nexpires_at: '2020-01-31'\n---\n\n## Problem\n\nLate.\n"),
+    );
+    let before = tree(&p);
+    let err = refused(p.polisd(&[
+        "amendment",
+        "vote",
+        aid,
+        "--as",
+        "codex-second-one",
+        "--vote",
+        "agree",
+    ]));
+    assert!(err.contains("2020-01-31"), "{err}");
+    assert!(tree(&p) == before, "a refused vote wrote");
+    let tally = ok(p.polisd(&["tally", "--dry-run"]));
+    assert!(describe(&tally).contains("expired"), "{}", describe(&tally));
+}
+
+#[test]
 fn lesson_review_guardrail_and_context_packet() {
     let p = polis_with_contract();
     let cold = ok(p.polisd(&["context", "fix-the-login-bug"]));

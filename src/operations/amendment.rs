@@ -225,6 +225,16 @@ pub fn vote(
             rules::VoteError::NotProposed(status.python_str()),
         ));
     }
+    // Past its deadline an amendment is expired whether or not a tally has said so yet: a
+    // late agree would otherwise ratify it on the next tally, which ratifies before it expires.
+    let amendment =
+        rules::parse(&text, aid).map_err(|e| OpError::Vote(aid.to_string(), e.into()))?;
+    if let rules::Expiry::Passed(when) = rules::expiry(&amendment, now) {
+        return Err(OpError::Vote(
+            aid.to_string(),
+            rules::VoteError::Expired(when),
+        ));
+    }
     let vote_rel = rules::vote_path(aid, citizen).ok_or_else(bad_id)?;
     let new = rules::vote_file_text(aid, citizen, vote, &now.minute_stamp(), rationale);
     // The same vote and rationale again (a retry, or racing callers): one line records it.

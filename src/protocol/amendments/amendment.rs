@@ -790,6 +790,8 @@ pub enum VoteError {
         "the amendment's status is `{0}`, not `proposed`; only a proposed amendment takes votes"
     )]
     NotProposed(String),
+    #[error("its deadline has passed ({0}) and it takes no more votes; `polisd tally` records it as expired: propose it again to reopen the question")]
+    Expired(String),
     #[error("`votes:` is not a mapping of vote -> list of ids; fix it by hand, then vote again")]
     BadVotes,
     #[error("polisd cannot rewrite this frontmatter as PyYAML would ({0}); vote by adding a `## Response from <id> (<vote>)` block by hand")]
