@@ -521,6 +521,28 @@ fn a_vote_after_the_amendments_deadline_is_refused_and_writes_nothing() {
 }
 
 #[test]
+fn an_amendment_proposed_with_a_past_expiry_is_refused() {
+    let p = TestPolis::init(FOUNDER);
+    let before = tree(&p);
+    let out = p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "Already over",
+        "--by",
+        FOUNDER,
+        "--expires",
+        "2020-01-31",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("2020-01-31"), "{v}");
+    assert!(tree(&p) == before, "a refused proposal wrote");
+}
+
+#[test]
 fn lesson_review_guardrail_and_context_packet() {
     let p = polis_with_contract();
     let cold = ok(p.polisd(&["context", "fix-the-login-bug"]));

@@ -115,6 +115,16 @@ pub fn propose(
             chronicle: line,
         });
     }
+    // A new proposal expires at the end of its `expires_at` day: one already past could never
+    // be voted on, only tallied as expired. (Reflection files under an exact id, above, with a
+    // deadline counted from when its evidence was complete, and may refile it later.)
+    if chrono::NaiveDate::parse_from_str(&expires, "%Y-%m-%d").is_ok_and(|d| d < now.now.date()) {
+        return Err(OpError::BadId {
+            what: "expiry date",
+            value: expires,
+            rule: "it has passed; pass today or a later day, YYYY-MM-DD",
+        });
+    }
     let date = now.now.format("%Y-%m-%d").to_string();
     let base = format!("{date}-{}", layout::slugify(&req.title, None, "amendment"));
     let taken = |id: &str| {
