@@ -344,6 +344,56 @@ fn claim_by_another_is_refused_until_forced() {
 }
 
 #[test]
+fn settling_or_abandoning_another_citizens_claim_is_refused_and_writes_nothing() {
+    // Taking a claimed contract from its owner needs `claim --force`, which the chronicle
+    // records; settling or abandoning it under another id must not be a quiet way round that
+    // (a settle would credit the other citizen with the owner's work).
+    let p = polis_with_contract();
+    p.citizen("codex-second-one", "openai", &[("python", 4)], "medium");
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    let before = tree(&p);
+    let settle = [
+        "contract",
+        "settle",
+        "fix-the-login-bug",
+        "--quality",
+        "5",
+        "--no-lesson",
+        "x",
+        "--by",
+        "codex-second-one",
+    ];
+    let abandon = [
+        "contract",
+        "abandon",
+        "fix-the-login-bug",
+        "--as",
+        "codex-second-one",
+    ];
+    for args in [&settle[..], &abandon[..]] {
+        let err = refused(p.polisd(args));
+        assert!(
+            err.contains(&format!("owned by {FOUNDER}")) && err.contains("--force"),
+            "{args:?}: {err}"
+        );
+        assert!(tree(&p) == before, "{args:?} wrote");
+    }
+    // The way round is on record: take it over, then settle it.
+    ok(p.polisd(&[
+        "contract",
+        "claim",
+        "fix-the-login-bug",
+        "--as",
+        "codex-second-one",
+        "--force",
+    ]));
+    ok(p.polisd(&settle));
+    assert!(p
+        .read("contracts/settled/fix-the-login-bug.md")
+        .contains("\nowner: codex-second-one\n"));
+}
+
+#[test]
 fn a_claim_waits_for_an_agent_still_writing_the_contract_and_keeps_its_bytes() {
     use std::io::Write;
     let p = polis_with_contract();

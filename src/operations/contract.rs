@@ -400,6 +400,27 @@ fn release_reservations(
     }
 }
 
+/// A claimed contract ends by its owner's hand: another citizen takes it over first with
+/// `claim --force` (on record in the chronicle), so a settle never quietly moves the credit
+/// and an abandon never drops someone else's work. An unclaimed contract may be ended by any
+/// citizen.
+fn check_owner(
+    id: &str,
+    owner: Option<&str>,
+    by: &str,
+    action: &'static str,
+) -> Result<(), OpError> {
+    match owner {
+        Some(owner) if owner != by => Err(OpError::OwnedByOther {
+            id: id.to_string(),
+            owner: owner.to_string(),
+            by: by.to_string(),
+            action,
+        }),
+        _ => Ok(()),
+    }
+}
+
 fn crash_hook() {
     if std::env::var_os(CRASH_BEFORE_MOVE_ENV).is_some() {
         eprintln!("polisd: {CRASH_BEFORE_MOVE_ENV} is set: aborting between write and move");
@@ -555,10 +576,14 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
     }
     let at = now.second_stamp();
     let edit = |text: &str, record: &Record| -> Result<String, OpError> {
+        let current = text_field(record, "owner");
+        if let Some(by) = &req.by {
+            check_owner(&req.id, current.as_deref(), by, "settles")?;
+        }
         let owner = req
             .by
             .clone()
-            .or_else(|| text_field(record, "owner"))
+            .or(current)
             .ok_or_else(|| OpError::NoOwner(req.id.clone()))?;
         chronicle::require_citizen(root, &owner)?;
         let stakes = text_field(record, "stakes");
@@ -749,6 +774,9 @@ pub fn abandon(
     let at = now.second_stamp();
     let author = std::cell::RefCell::new(by.map(str::to_string));
     let edit = |text: &str, record: &Record| -> Result<String, OpError> {
+        if let Some(by) = by {
+            check_owner(id, text_field(record, "owner").as_deref(), by, "abandons")?;
+        }
         if author.borrow().is_none() {
             let who = text_field(record, "owner")
                 .or_else(|| text_field(record, "opened_by"))

@@ -31,6 +31,13 @@ pub enum OpError {
     },
     #[error("contract `{id}` is already owned by {owner}; pick another contract, or ask {owner} to release it (--force takes it over)")]
     AlreadyOwned { id: String, owner: String },
+    #[error("contract `{id}` is owned by {owner}; only {owner} {action} it: ask {owner}, or take it over first with `polisd contract claim {id} --as {by} --force`; nothing was written")]
+    OwnedByOther {
+        id: String,
+        owner: String,
+        by: String,
+        action: &'static str,
+    },
     #[error("contract `{0}` has no owner; claim it first (`polisd contract claim {0} --as <id>`) or pass --by <id>")]
     NoOwner(String),
     #[error("quality must be 1 to 5, not {0}")]
