@@ -394,6 +394,49 @@ fn settling_or_abandoning_another_citizens_claim_is_refused_and_writes_nothing()
 }
 
 #[test]
+fn a_settle_or_abandon_whose_move_cannot_land_is_refused_before_it_edits_the_contract() {
+    let p = polis_with_contract();
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    let settle = [
+        "contract",
+        "settle",
+        "fix-the-login-bug",
+        "--quality",
+        "4",
+        "--no-lesson",
+        "x",
+    ];
+    let abandon = ["contract", "abandon", "fix-the-login-bug"];
+    // Another copy of the contract already in the destination (a sync artifact).
+    let copy =
+        "---\ncontract_id: fix-the-login-bug\nstatus: settled\n---\nAnother machine's copy.\n";
+    p.save("contracts/settled/fix-the-login-bug.md", copy);
+    p.save("contracts/abandoned/fix-the-login-bug.md", copy);
+    let before = tree(&p);
+    for args in [&settle[..], &abandon[..]] {
+        let err = refused(p.polisd(args));
+        assert!(err.contains("already there"), "{args:?}: {err}");
+        assert!(
+            tree(&p) == before,
+            "{args:?} edited the contract it could not move"
+        );
+    }
+    // The destination folder replaced by a link out of the polis.
+    std::fs::remove_dir_all(p.path("contracts/settled")).unwrap();
+    let outside = p.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, p.path("contracts/settled")).unwrap();
+    let before = tree(&p);
+    let err = refused(p.polisd(&settle));
+    assert!(err.contains("symbolic link"), "{err}");
+    assert!(
+        tree(&p) == before,
+        "the settle edited the contract it could not move"
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}
+
+#[test]
 fn a_claim_waits_for_an_agent_still_writing_the_contract_and_keeps_its_bytes() {
     use std::io::Write;
     let p = polis_with_contract();

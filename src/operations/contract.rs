@@ -498,6 +498,9 @@ fn end_contract(
             owner = text_field(&record, "owner");
         } else {
             let new = edit(&text, &record)?;
+            // A move that cannot land (another copy already there, a linked folder) is
+            // refused now: after the edit it would leave a settled contract in `open/`.
+            writer.check_move_target(&rel, &target)?;
             owner = frontmatter::parse(&new)
                 .ok()
                 .and_then(|r| text_field(&r, "owner"));

@@ -859,6 +859,26 @@ impl Writer {
         CompareOutcome::Written
     }
 
+    /// Whether [`Writer::rename_within`] could move `from` to `to`: every folder of `to` that
+    /// exists is a plain folder (never a link) and nothing is at `to` yet. An operation that
+    /// edits a file and then moves it asks first, so a move that cannot land is refused before
+    /// the edit, not after it.
+    pub fn check_move_target(
+        &self,
+        from: impl AsRef<Path>,
+        to: impl AsRef<Path>,
+    ) -> Result<(), WriteError> {
+        let f = self.target(from.as_ref())?;
+        let t = self.target(to.as_ref())?;
+        if self.ensure_parents(&t, false)? && self.existing_file(&t)?.is_some() {
+            return Err(WriteError::TargetExists {
+                from: f.rel,
+                to: t.rel,
+            });
+        }
+        Ok(())
+    }
+
     /// Moves `from` to `to` inside the root (an amendment from proposed/ to ratified/). Never
     /// overwrites a different file at `to`; a replayed move (same bytes already at `to`)
     /// just removes what is left at `from`. A source someone may still be writing is not moved
