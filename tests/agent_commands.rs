@@ -636,6 +636,37 @@ fn an_amendment_proposed_with_a_past_expiry_is_refused() {
 }
 
 #[test]
+fn a_replayed_lesson_is_filed_once() {
+    let p = polis_with_contract();
+    let file = [
+        "lesson",
+        "file",
+        "--as",
+        FOUNDER,
+        "--tags",
+        "python",
+        "--impact",
+        "4",
+        "--contract",
+        "fix-the-login-bug",
+        "Check the session store first.",
+    ];
+    ok(p.polisd(&file));
+    let before = tree(&p);
+    // An agent that retries the command (it timed out waiting, its session restarted).
+    let err = refused(p.polisd(&file));
+    assert!(err.contains("already filed"), "{err}");
+    assert!(tree(&p) == before, "a replayed lesson wrote");
+    assert_eq!(lines_with(&p, "filed lesson"), 1);
+    // The same words on another contract, or by another citizen, are a lesson of their own.
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let mut other = file;
+    other[3] = "codex-second-one";
+    ok(p.polisd(&other));
+    assert_eq!(lines_with(&p, "filed lesson"), 2);
+}
+
+#[test]
 fn lesson_review_guardrail_and_context_packet() {
     let p = polis_with_contract();
     let cold = ok(p.polisd(&["context", "fix-the-login-bug"]));

@@ -702,7 +702,8 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
                 } else {
                     tags
                 };
-                Some(lesson::file(
+                // Filed already (by `lesson file`, or a settle run before): it stays as it is.
+                match lesson::file_locked(
                     writer,
                     now,
                     &LessonRequest {
@@ -712,7 +713,11 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
                         impact: l.impact,
                         text: l.text.clone(),
                     },
-                )?)
+                ) {
+                    Ok(filed) => Some(filed),
+                    Err(OpError::LessonFiled { .. }) => None,
+                    Err(e) => return Err(e),
+                }
             }
             None => None,
         };

@@ -78,6 +78,8 @@ pub enum OpError {
     /// A review gate refused the action; the text says why and what to do.
     #[error("{0}")]
     Review(String),
+    #[error("this lesson was already filed as {path} (same citizen, tags, contract, impact and text); nothing was written")]
+    LessonFiled { path: String },
     #[error("settling files a lesson: pass --lesson \"<one paragraph>\" --impact N, or --no-lesson \"<why there is none>\"")]
     NoLesson,
     #[error("no item `{0}` waits in the human queue (answered already, or never asked); `polisd queue` lists the waiting ones")]
