@@ -121,6 +121,27 @@ fn system_identities_cannot_act_and_a_link_cannot_leave_the_polis() {
 }
 
 #[test]
+fn a_title_too_long_for_a_file_name_is_a_usage_error_that_says_to_shorten_it() {
+    // The id is the title's slug and the file is named after it: past the file system's 255
+    // bytes for a name, the create fails. The reference crashes there; polisd says what to do.
+    let p = TestPolis::init(FOUNDER);
+    let before = tree(&p);
+    let title = "word ".repeat(60);
+    for args in [
+        vec!["contract", "open", "--title", &title, "--by", FOUNDER],
+        vec!["amendment", "propose", "--title", &title, "--by", FOUNDER],
+    ] {
+        let err = usage(p.polisd(&args));
+        assert!(err.contains("shorter title"), "{args:?}: {err}");
+        assert!(!err.contains("os error"), "{args:?}: {err}");
+    }
+    assert_eq!(tree(&p), before, "nothing written");
+    // A long title whose file name still fits is filed, as the reference files it.
+    let fits = "word ".repeat(50);
+    ok(p.polisd(&["contract", "open", "--title", &fits, "--by", FOUNDER]));
+}
+
+#[test]
 fn control_characters_are_refused_in_agent_text_and_escaped_when_printed() {
     let p = TestPolis::init(FOUNDER);
     let before = tree(&p);

@@ -127,6 +127,13 @@ pub fn propose(
     }
     let date = now.now.format("%Y-%m-%d").to_string();
     let base = format!("{date}-{}", layout::slugify(&req.title, None, "amendment"));
+    if !layout::fits_file_name(&base) {
+        return Err(OpError::BadId {
+            what: "amendment id",
+            value: format!("{}…", base.chars().take(40).collect::<String>()),
+            rule: "made from the title, it is too long for a file name; pass a shorter title and put the detail in --body",
+        });
+    }
     let taken = |id: &str| {
         [AmendmentFolder::Proposed, AmendmentFolder::Ratified]
             .into_iter()

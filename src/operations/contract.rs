@@ -135,6 +135,13 @@ pub fn open(writer: &Writer, now: &PolisTime, req: &OpenRequest) -> Result<Opene
         }
     }
     let base = layout::slugify(&req.title, None, "contract");
+    if !layout::fits_file_name(&base) {
+        return Err(OpError::BadId {
+            what: "contract id",
+            value: format!("{}…", base.chars().take(40).collect::<String>()),
+            rule: "made from the title, it is too long for a file name; pass a shorter title and put the detail in the contract's body",
+        });
+    }
     let taken = |id: &str| {
         ContractFolder::ALL.into_iter().any(|f| {
             layout::contract_path(f, id)
