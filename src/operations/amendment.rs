@@ -74,6 +74,7 @@ pub fn propose(
             .format("%Y-%m-%d")
             .to_string(),
     };
+    chronicle::check_appendable(writer)?;
     let new = |id: &str| NewAmendment {
         amendment_id: id.to_string(),
         title: req.title.trim().to_string(),
@@ -217,6 +218,7 @@ pub fn vote(
         rule: "amendment ids are YYYY-MM-DD-<slug>",
     };
     let rel = layout::amendment_path(AmendmentFolder::Proposed, aid).ok_or_else(bad_id)?;
+    chronicle::check_appendable(writer)?;
     // One transition at a time: the status read here still holds when the vote lands.
     let _transition = writer.transition_lock()?;
     let Some(text) = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))? else {

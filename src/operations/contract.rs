@@ -134,6 +134,7 @@ pub fn open(writer: &Writer, now: &PolisTime, req: &OpenRequest) -> Result<Opene
             inherited += 1;
         }
     }
+    chronicle::check_appendable(writer)?;
     let base = layout::slugify(&req.title, None, "contract");
     if !layout::fits_file_name(&base) {
         return Err(OpError::BadId {
@@ -227,6 +228,7 @@ pub fn claim(
     let reason = reason
         .map(|r| r.split_whitespace().collect::<Vec<_>>().join(" "))
         .filter(|r| !r.is_empty());
+    chronicle::check_appendable(writer)?;
     let _transition = writer.transition_lock()?;
     for _ in 0..ATTEMPTS {
         let (folder, rel) = find(root, id)?;
@@ -584,6 +586,7 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             });
         }
     }
+    chronicle::check_appendable(writer)?;
     let at = now.second_stamp();
     let edit = |text: &str, record: &Record| -> Result<String, OpError> {
         let current = text_field(record, "owner");
@@ -785,6 +788,7 @@ pub fn abandon(
     if let Some(by) = by {
         chronicle::require_citizen(root, by)?;
     }
+    chronicle::check_appendable(writer)?;
     let _transition = writer.transition_lock()?;
     let at = now.second_stamp();
     let author = std::cell::RefCell::new(by.map(str::to_string));

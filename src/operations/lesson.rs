@@ -64,6 +64,7 @@ pub(crate) fn file_locked(
     let date = now.now.format("%Y-%m-%d").to_string();
     let base = format!("{date}-{}", layout::slugify(&req.text, Some(48), "lesson"));
     let base = base.trim_end_matches('-').to_string();
+    chronicle::check_appendable(writer)?;
     let dir = format!("{}/{first}", layout::LESSONS_DIR);
     let new = |id: &str| NewLesson {
         lesson_id: id.to_string(),

@@ -32,6 +32,7 @@ pub fn review(
 ) -> Result<Reviewed, OpError> {
     let root = writer.root();
     chronicle::require_citizen(root, reviewer)?;
+    chronicle::check_appendable(writer)?;
     // The owner is read under the lock, so a claim racing this review is seen whole.
     let _transition = writer.transition_lock()?;
     let (_, contract_rel) = crate::operations::lookup::find(root, cid)?;
