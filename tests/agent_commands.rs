@@ -437,6 +437,65 @@ fn a_settle_or_abandon_whose_move_cannot_land_is_refused_before_it_edits_the_con
 }
 
 #[test]
+fn an_owner_line_that_names_no_citizen_is_refused_as_the_files_fault_not_a_usage_error() {
+    // An agent wrote something other than an id into `owner:`. The caller did nothing wrong
+    // (exit 1, not 2), and the message names the line to fix in the file's own terms.
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    for (n, owner) in [
+        "yes",
+        "[claude-founder-one, codex-second-one]",
+        "{a: b}",
+        "Founder One",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = format!("odd-owner-{n}");
+        p.save(
+            &format!("contracts/open/{id}.md"),
+            &format!("---\ncontract_id: {id}\nopened_by: {FOUNDER}\nowner: {owner}\nstatus: claimed\n---\n\n## Intent\n\nx\n"),
+        );
+        let before = tree(&p);
+        for args in [
+            vec!["contract", "claim", &id, "--as", "codex-second-one"],
+            vec![
+                "contract",
+                "settle",
+                &id,
+                "--quality",
+                "3",
+                "--no-lesson",
+                "x",
+            ],
+        ] {
+            let err = refused(p.polisd(&args));
+            assert!(
+                err.contains("`owner:`") && err.contains("not a citizen id"),
+                "{args:?}: {err}"
+            );
+            assert!(
+                !err.contains("Seq(") && !err.contains("Map("),
+                "{args:?}: {err}"
+            );
+            assert!(tree(&p) == before, "{args:?} wrote");
+        }
+        // Taking it over replaces the line.
+        ok(p.polisd(&[
+            "contract",
+            "claim",
+            &id,
+            "--as",
+            "codex-second-one",
+            "--force",
+        ]));
+        assert!(p
+            .read(&format!("contracts/open/{id}.md"))
+            .contains("\nowner: codex-second-one\n"));
+    }
+}
+
+#[test]
 fn a_claim_waits_for_an_agent_still_writing_the_contract_and_keeps_its_bytes() {
     use std::io::Write;
     let p = polis_with_contract();

@@ -82,6 +82,25 @@ fn text_field(record: &Record, key: &str) -> Option<String> {
     }
 }
 
+/// The contract's `owner:`: `None` when unset (null or blank), refused when the line holds
+/// anything but a citizen id (a yes/no, a list, a name with spaces): no command guesses whose
+/// it is, and the refusal is the file's, not the caller's.
+fn owner_of(record: &Record, id: &str) -> Result<Option<String>, OpError> {
+    let shown = match record.get("owner") {
+        Value::Null => return Ok(None),
+        Value::Str(s) if s.trim().is_empty() => return Ok(None),
+        Value::Str(s) if layout::is_agent_id(s) => return Ok(Some(s.clone())),
+        Value::Str(s) => format!("`{s}`"),
+        Value::Bool(_) => "a yes/no value".to_string(),
+        Value::Seq(_) => "a list".to_string(),
+        Value::Map(_) => "a mapping".to_string(),
+        other => format!("`{}`", other.python_str()),
+    };
+    Err(OpError::Refused(format!(
+        "contract `{id}`'s `owner:` is {shown}, not a citizen id; write the owner's id (or null) on that line, or take the contract with `polisd contract claim {id} --as <id> --force`"
+    )))
+}
+
 fn tags_field(record: &Record) -> Vec<String> {
     rules::tags_of(record.get("required_tags")).0
 }
@@ -235,7 +254,11 @@ pub fn claim(
         let Some((_lock, text, record)) = lock_open(writer, id, folder, &rel)? else {
             continue; // settled, abandoned or replaced meanwhile
         };
-        let owner = text_field(&record, "owner");
+        let owner = match owner_of(&record, id) {
+            Ok(owner) => owner,
+            Err(_) if force => None, // taken over: the line is replaced below
+            Err(e) => return Err(e),
+        };
         if owner.as_deref() == Some(citizen) {
             return Ok(Claimed {
                 contract_id: id.to_string(),
@@ -589,7 +612,7 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
     chronicle::check_appendable(writer)?;
     let at = now.second_stamp();
     let edit = |text: &str, record: &Record| -> Result<String, OpError> {
-        let current = text_field(record, "owner");
+        let current = owner_of(record, &req.id)?;
         if let Some(by) = &req.by {
             check_owner(&req.id, current.as_deref(), by, "settles")?;
         }
@@ -794,7 +817,9 @@ pub fn abandon(
     let author = std::cell::RefCell::new(by.map(str::to_string));
     let edit = |text: &str, record: &Record| -> Result<String, OpError> {
         if let Some(by) = by {
-            check_owner(id, text_field(record, "owner").as_deref(), by, "abandons")?;
+            // An owner line naming no citizen holds nobody's claim.
+            let owner = owner_of(record, id).ok().flatten();
+            check_owner(id, owner.as_deref(), by, "abandons")?;
         }
         if author.borrow().is_none() {
             let who = text_field(record, "owner")
