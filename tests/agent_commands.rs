@@ -726,6 +726,32 @@ fn a_replayed_lesson_is_filed_once() {
 }
 
 #[test]
+fn a_replayed_amendment_proposal_is_filed_once() {
+    // Two copies of one proposal split its votes between them: neither may reach quorum.
+    let p = TestPolis::init(FOUNDER);
+    let propose = [
+        "amendment",
+        "propose",
+        "--title",
+        "Reviews for high stakes",
+        "--by",
+        FOUNDER,
+    ];
+    ok(p.polisd(&propose));
+    let before = tree(&p);
+    let err = refused(p.polisd(&propose));
+    assert!(err.contains("already proposed"), "{err}");
+    assert!(tree(&p) == before, "a replayed proposal wrote");
+    assert_eq!(lines_with(&p, "proposed amendment"), 1);
+    // Another proposer's amendment of the same title is theirs.
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let mut other = propose;
+    other[5] = "codex-second-one";
+    ok(p.polisd(&other));
+    assert_eq!(lines_with(&p, "proposed amendment"), 2);
+}
+
+#[test]
 fn lesson_review_guardrail_and_context_packet() {
     let p = polis_with_contract();
     let cold = ok(p.polisd(&["context", "fix-the-login-bug"]));

@@ -143,6 +143,30 @@ pub fn propose(
                     .is_some_and(|rel| std::fs::symlink_metadata(root.join(rel)).is_ok())
             })
     };
+    // One proposal at a time, so a replay racing the original sees it.
+    let _transition = writer.transition_lock()?;
+    // Today's proposals of this slug, `base`, `base-2`…, up to the first free id.
+    let probe = rules::render_new(&new(&base))?;
+    for n in 1u64.. {
+        let id = if n == 1 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        let Some(rel) = layout::amendment_path(AmendmentFolder::Proposed, &id) else {
+            break;
+        };
+        match snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES)) {
+            Ok(None) if !taken(&id) => break,
+            Ok(Some(text)) if rules::same_proposal(&text, &probe) => {
+                return Err(OpError::Refused(format!(
+                    "{} already proposed this amendment as {rel} (same title, text, quorum and deadline); nothing was written: vote on it, or edit it",
+                    req.by
+                )));
+            }
+            _ => {}
+        }
+    }
     for _ in 0..8 {
         let id = layout::unique_id(&base, taken);
         let text = rules::render_new(&new(&id))?;
