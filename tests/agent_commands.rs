@@ -752,6 +752,59 @@ fn a_replayed_amendment_proposal_is_filed_once() {
 }
 
 #[test]
+fn a_body_file_polisd_could_not_keep_is_a_usage_error_with_nothing_written() {
+    // `--body FILE` is agent text like any argument: control characters are refused as they
+    // are on the command line, and a file past what polisd reads back (a review it would then
+    // skip at the settle gate) or one that cannot be read is refused, in JSON too.
+    let p = polis_with_contract();
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let dir = p.dir.path();
+    std::fs::write(dir.join("nul.md"), "hello\0world \u{1b}[2J\n").unwrap();
+    let big = "a line of review text that goes on and on and on and on\n".repeat(320_000);
+    std::fs::write(dir.join("big.md"), big).unwrap();
+    let before = tree(&p);
+    for (file, why) in [
+        ("nul.md", "control character"),
+        ("big.md", "MB"),
+        ("missing.md", "missing.md"),
+    ] {
+        let body = dir.join(file).display().to_string();
+        for args in [
+            vec![
+                "review",
+                "fix-the-login-bug",
+                "--as",
+                "codex-second-one",
+                "--decision",
+                "signed_off",
+                "--body",
+                &body,
+                "--json",
+            ],
+            vec![
+                "amendment",
+                "propose",
+                "--title",
+                "A rule",
+                "--by",
+                FOUNDER,
+                "--body",
+                &body,
+                "--json",
+            ],
+        ] {
+            let out = p.polisd(&args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|_| panic!("{args:?}: no JSON: {}", describe(&out)));
+            assert_eq!(v["ok"], false, "{v}");
+            assert!(v["error"].as_str().unwrap().contains(why), "{args:?}: {v}");
+            assert!(tree(&p) == before, "{args:?} wrote");
+        }
+    }
+}
+
+#[test]
 fn lesson_review_guardrail_and_context_packet() {
     let p = polis_with_contract();
     let cold = ok(p.polisd(&["context", "fix-the-login-bug"]));

@@ -147,6 +147,7 @@ pub fn propose(
     let _transition = writer.transition_lock()?;
     // Today's proposals of this slug, `base`, `base-2`…, up to the first free id.
     let probe = rules::render_new(&new(&base))?;
+    crate::operations::error::check_record_size("the amendment", &probe)?;
     for n in 1u64.. {
         let id = if n == 1 {
             base.clone()

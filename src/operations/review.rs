@@ -63,6 +63,7 @@ pub fn review(
         round,
         body,
     )?;
+    crate::operations::error::check_record_size("the review", &text)?;
     let taken = |rel: &str| {
         let winner =
             crate::fs::snapshot::read_text(root, rel, Some(crate::fs::snapshot::MAX_RECORD_BYTES))
