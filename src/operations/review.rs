@@ -183,8 +183,8 @@ fn latest_review_by_other(root: &std::path::Path, cid: &str, owner: &str) -> Opt
         .and_then(|r| r.decision)
 }
 
-/// The reviews of `cid` by citizens other than `owner`, oldest first (by file name, which
-/// holds the minute they were written).
+/// The reviews of `cid` by registered citizens other than `owner`, oldest first (by file
+/// name, which holds the minute they were written).
 pub fn reviews_by_others(root: &std::path::Path, cid: &str, owner: &str) -> Vec<rules::Review> {
     use crate::fs::snapshot;
     let mut findings = Vec::new();
@@ -205,7 +205,11 @@ pub fn reviews_by_others(root: &std::path::Path, cid: &str, owner: &str) -> Vec<
                 .ok()
                 .flatten()?;
             let review = rules::parse(&text).ok()?;
-            let by_other = review.reviewer.as_deref().is_some_and(|r| r != owner);
+            // Another citizen's: a review naming an id with no card is nobody's sign-off.
+            let by_other = review
+                .reviewer
+                .as_deref()
+                .is_some_and(|r| r != owner && chronicle::is_registered(root, r));
             (by_other && review.contract.as_deref().is_none_or(|c| c == cid)).then_some(review)
         })
         .collect()

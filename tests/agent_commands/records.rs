@@ -215,3 +215,49 @@ fn lesson_review_guardrail_and_context_packet() {
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
 }
+
+#[test]
+fn a_sign_off_by_someone_who_is_no_citizen_does_not_open_the_high_stakes_gate() {
+    // The gate asks for another citizen's sign-off. A review file naming an id with no card
+    // (written by hand, by the owner or anyone) is nobody's review.
+    let p = TestPolis::init(FOUNDER);
+    ok(p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Drop the table",
+        "--by",
+        FOUNDER,
+        "--stakes",
+        "high",
+    ]));
+    ok(p.polisd(&["contract", "claim", "drop-the-table", "--as", FOUNDER]));
+    p.save(
+        "reviews/2026-01-01-0900-drop-the-table.md",
+        "---\nreviewer: made-up-reviewer\ncontract: drop-the-table\ndecision: signed_off\n---\nLooks good.\n",
+    );
+    let before = tree(&p);
+    let settle = [
+        "contract",
+        "settle",
+        "drop-the-table",
+        "--quality",
+        "5",
+        "--no-lesson",
+        "x",
+    ];
+    let err = refused(p.polisd(&settle));
+    assert!(err.contains("stakes: high"), "{err}");
+    assert!(tree(&p) == before, "a refused settle wrote");
+    // A citizen's sign-off opens it.
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    ok(p.polisd(&[
+        "review",
+        "drop-the-table",
+        "--as",
+        "codex-second-one",
+        "--decision",
+        "signed_off",
+    ]));
+    ok(p.polisd(&settle));
+}
