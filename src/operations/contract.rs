@@ -101,6 +101,27 @@ fn owner_of(record: &Record, id: &str) -> Result<Option<String>, OpError> {
     )))
 }
 
+/// A settle or abandon interrupted between its edit and its move leaves the file in `open/`
+/// with the ending's status: only that ending, run again, finishes it (`except`); a claim
+/// would revive it, the other ending overturn it.
+fn check_not_ending(id: &str, record: &Record, except: Option<&str>) -> Result<(), OpError> {
+    let status = text_field(record, "status");
+    let Some(ending) = status
+        .as_deref()
+        .filter(|s| matches!(*s, "settled" | "abandoned") && Some(*s) != except)
+    else {
+        return Ok(());
+    };
+    let verb = if ending == "settled" {
+        "settle"
+    } else {
+        "abandon"
+    };
+    Err(OpError::Refused(format!(
+        "contract `{id}` says `status: {ending}` but is still in contracts/open/ (its move was interrupted); run the same `polisd contract {verb} {id}` command again to finish it; nothing was written"
+    )))
+}
+
 fn tags_field(record: &Record) -> Vec<String> {
     rules::tags_of(record.get("required_tags")).0
 }
@@ -254,6 +275,7 @@ pub fn claim(
         let Some((_lock, text, record)) = lock_open(writer, id, folder, &rel)? else {
             continue; // settled, abandoned or replaced meanwhile
         };
+        check_not_ending(id, &record, None)?;
         let owner = match owner_of(&record, id) {
             Ok(owner) => owner,
             Err(_) if force => None, // taken over: the line is replaced below
@@ -524,6 +546,7 @@ fn end_contract(
         let Some((_lock, text, record)) = lock_open(writer, id, folder, &rel)? else {
             continue; // settled, abandoned or replaced meanwhile
         };
+        check_not_ending(id, &record, Some(ending.status))?;
         let resumed = text_field(&record, "status").as_deref() == Some(ending.status);
         let owner;
         if resumed {

@@ -112,6 +112,89 @@ fn settle_killed_between_write_and_move_is_in_one_folder_and_finishes_on_rerun()
 }
 
 #[test]
+fn an_ending_interrupted_before_its_move_is_finished_by_that_ending_and_by_nothing_else() {
+    // A crash between the edit and the move leaves `status: settled` or `abandoned` in
+    // `open/`. A claim must not revive it, nor the other ending turn it into itself: only the
+    // same command, run again, finishes the move.
+    let p = polis_with_contract();
+    ok(p.polisd(&[
+        "contract", "open", "--title", "Dropped", "--by", FOUNDER, "--tags", "python",
+    ]));
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    ok(p.polisd(&["contract", "claim", "dropped", "--as", FOUNDER]));
+    let crash = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(args)
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .env("POLISD_TEST_CRASH_BEFORE_MOVE", "1")
+            .current_dir(&p.root)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{}", describe(&out));
+    };
+    let settle = [
+        "contract",
+        "settle",
+        "fix-the-login-bug",
+        "--quality",
+        "4",
+        "--no-lesson",
+        "x",
+    ];
+    crash(&settle);
+    crash(&["contract", "abandon", "dropped"]);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let before = tree(&p);
+    for (args, how) in [
+        (
+            vec!["contract", "claim", "dropped", "--as", FOUNDER],
+            "contract abandon dropped",
+        ),
+        (
+            vec![
+                "contract",
+                "claim",
+                "fix-the-login-bug",
+                "--as",
+                "codex-second-one",
+                "--force",
+            ],
+            "contract settle fix-the-login-bug",
+        ),
+        (
+            vec!["contract", "abandon", "fix-the-login-bug"],
+            "contract settle fix-the-login-bug",
+        ),
+        (
+            vec![
+                "contract",
+                "settle",
+                "dropped",
+                "--quality",
+                "3",
+                "--by",
+                FOUNDER,
+                "--no-lesson",
+                "x",
+            ],
+            "contract abandon dropped",
+        ),
+    ] {
+        let err = refused(p.polisd(&args));
+        assert!(err.contains(how), "{args:?}: {err}");
+        assert!(tree(&p) == before, "{args:?} wrote");
+    }
+    ok(p.polisd(&settle));
+    ok(p.polisd(&["contract", "abandon", "dropped"]));
+    assert!(p
+        .read("contracts/settled/fix-the-login-bug.md")
+        .contains("\nstatus: settled\n"));
+    assert!(p
+        .read("contracts/abandoned/dropped.md")
+        .contains("\nstatus: abandoned\n"));
+}
+
+#[test]
 fn claim_by_another_is_refused_until_forced() {
     let p = polis_with_contract();
     p.citizen("codex-second-one", "openai", &[("python", 4)], "medium");
