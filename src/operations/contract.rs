@@ -475,6 +475,28 @@ fn check_owner(
     }
 }
 
+/// The ending's chronicle line by `author`; when no citizen can sign it (the owner left, or an
+/// unclaimed contract's opener did), polisd's own system line, which the citizens' path
+/// refuses to write as a system identity.
+fn ending_line(
+    writer: &Writer,
+    now: &PolisTime,
+    author: &str,
+    verb: &str,
+    link: &str,
+    note: &str,
+) -> Result<Option<Appended>, OpError> {
+    if author != layout::DAEMON_ID {
+        return chronicle::append(writer, now, author, verb, Some(link), note).map(Some);
+    }
+    let appended = chronicle::append_daemon(writer, now, verb, Some(link), note)?;
+    let line = crate::protocol::chronicle::system_line(now, author, verb, Some(link), note);
+    Ok(appended.then(|| Appended {
+        line: line.trim_end().to_string(),
+        warnings: Vec::new(),
+    }))
+}
+
 fn crash_hook() {
     if std::env::var_os(CRASH_BEFORE_MOVE_ENV).is_some() {
         eprintln!("polisd: {CRASH_BEFORE_MOVE_ENV} is set: aborting between write and move");
@@ -728,26 +750,19 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
         let chronicle = if moved.recorded {
             None
         } else {
-            Some(chronicle::append(
-                writer,
-                now,
-                &author,
-                "settled contract",
-                Some(&link),
-                &{
-                    let mut note = format!("quality {quality}");
-                    if no_lesson.is_some() && req.lesson.is_none() {
-                        note.push_str(&format!(
-                            "; {}",
-                            crate::protocol::chronicle::activity::NO_LESSON_NOTE
-                        ));
-                    }
-                    if let Some((person, _)) = &req.review_override {
-                        note.push_str(&format!("; review overridden by {}", person.trim()));
-                    }
-                    note
-                },
-            )?)
+            ending_line(writer, now, &author, "settled contract", &link, &{
+                let mut note = format!("quality {quality}");
+                if no_lesson.is_some() && req.lesson.is_none() {
+                    note.push_str(&format!(
+                        "; {}",
+                        crate::protocol::chronicle::activity::NO_LESSON_NOTE
+                    ));
+                }
+                if let Some((person, _)) = &req.review_override {
+                    note.push_str(&format!("; review overridden by {}", person.trim()));
+                }
+                note
+            })?
         };
         let lesson = match &req.lesson {
             Some(l) => {
@@ -871,23 +886,32 @@ pub fn abandon(
     };
     let moved = end_contract(writer, id, &ABANDON, &edit)?;
     let reservations = release_reservations(writer, now, id, moved.owner.as_deref());
+    // A resumed run did not edit, so it picks the author the first run would have: the
+    // owner, else the opener.
+    let opener = || {
+        read(root, &moved.rel)
+            .ok()
+            .flatten()
+            .and_then(|(_, r)| text_field(&r, "opened_by"))
+    };
     let author = author
         .into_inner()
         .or(moved.owner.clone())
         .filter(|w| chronicle::is_registered(root, w))
+        .or_else(|| opener().filter(|w| chronicle::is_registered(root, w)))
         .unwrap_or_else(|| layout::DAEMON_ID.to_string());
     let link = moved.rel.trim_end_matches(".md").to_string();
     let chronicle = if moved.recorded {
         None
     } else {
-        Some(chronicle::append(
+        ending_line(
             writer,
             now,
             &author,
             "abandoned contract",
-            Some(&link),
+            &link,
             reason.unwrap_or("-"),
-        )?)
+        )?
     };
     Ok(Abandoned {
         contract_id: id.to_string(),

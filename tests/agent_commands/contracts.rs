@@ -195,6 +195,30 @@ fn an_ending_interrupted_before_its_move_is_finished_by_that_ending_and_by_nothi
 }
 
 #[test]
+fn an_interrupted_abandon_of_an_unclaimed_contract_finishes_and_is_recorded_once() {
+    // Nobody owns it, so the rerun's line is its opener's, as the first run's would have
+    // been; it must not fall to a system identity the chronicle refuses after the move.
+    let p = polis_with_contract();
+    let out = Command::new(BIN)
+        .args(["contract", "abandon", "fix-the-login-bug"])
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .env("POLISD_TEST_CRASH_BEFORE_MOVE", "1")
+        .current_dir(&p.root)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", describe(&out));
+    let out = ok(p.polisd(&["contract", "abandon", "fix-the-login-bug", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["resumed"], true, "{v}");
+    assert!(p.exists("contracts/abandoned/fix-the-login-bug.md"));
+    assert_eq!(lines_with(&p, "abandoned contract"), 1);
+    assert!(p.read("chronicle.md").contains(&format!(
+        "| {FOUNDER} | abandoned contract | [[contracts/abandoned/fix-the-login-bug]]"
+    )));
+    refused(p.polisd(&["contract", "abandon", "fix-the-login-bug"]));
+}
+
+#[test]
 fn claim_by_another_is_refused_until_forced() {
     let p = polis_with_contract();
     p.citizen("codex-second-one", "openai", &[("python", 4)], "medium");
