@@ -105,6 +105,33 @@ pub fn append(
     link: Option<&str>,
     note: &str,
 ) -> Result<Appended, OpError> {
+    append_as(writer, now, author, verb, link, note, false)
+}
+
+/// [`append`] for a line an agent asks for by itself (`polisd log`): the same line already
+/// in the chronicle (a retried command, in the same minute) is refused, not written a second
+/// time for `check` to report as one event written twice. The check is made under the
+/// append's lock.
+pub fn log(
+    writer: &Writer,
+    now: &PolisTime,
+    author: &str,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+) -> Result<Appended, OpError> {
+    append_as(writer, now, author, verb, link, note, true)
+}
+
+fn append_as(
+    writer: &Writer,
+    now: &PolisTime,
+    author: &str,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+    once: bool,
+) -> Result<Appended, OpError> {
     use crate::protocol::input;
     input::check_acting_id(author)?;
     input::check_text("the verb", verb)?;
@@ -139,7 +166,19 @@ pub fn append(
             line,
         });
     }
-    writer.append_locked(layout::CHRONICLE, format!("{line}\n").as_bytes())?;
+    let bytes = format!("{line}\n");
+    if !once {
+        writer.append_locked(layout::CHRONICLE, bytes.as_bytes())?;
+    } else if !writer.append_locked_unless(layout::CHRONICLE, bytes.as_bytes(), |current| {
+        current.starts_with(bytes.as_bytes())
+            || current
+                .windows(bytes.len() + 1)
+                .any(|w| w[0] == b'\n' && &w[1..] == bytes.as_bytes())
+    })? {
+        return Err(OpError::Refused(format!(
+            "`{line}` is already in chronicle.md: one event is one line; nothing was written"
+        )));
+    }
     Ok(Appended {
         line,
         warnings: findings,

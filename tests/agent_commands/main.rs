@@ -103,6 +103,33 @@ fn refused_log_line_writes_nothing_and_shows_a_corrected_example() {
 }
 
 #[test]
+fn a_log_replayed_in_the_same_minute_writes_its_line_once() {
+    // The same line twice is one event written twice, which `check` then reports (P024)
+    // and asks a person to delete: a retried `log` must not make that mess itself.
+    let p = TestPolis::init(FOUNDER);
+    let log = [
+        "log",
+        "--as",
+        FOUNDER,
+        "blocked on review",
+        "--note",
+        "waiting",
+    ];
+    // Both runs inside one minute, or the second line is a later event, rightly written.
+    harness::wait_until(
+        "the first 50 seconds of a minute",
+        std::time::Duration::from_secs(15),
+        || chrono::Utc::now().timestamp() % 60 < 50,
+    );
+    ok(p.polisd(&log));
+    let before = tree(&p);
+    let err = refused(p.polisd(&log));
+    assert!(err.contains("already"), "{err}");
+    assert!(tree(&p) == before, "a replayed line was written");
+    assert_eq!(lines_with(&p, "blocked on review"), 1);
+}
+
+#[test]
 fn a_logged_line_with_a_warning_is_written_and_the_warning_names_no_line_number() {
     let p = TestPolis::init(FOUNDER);
     let out = ok(p.polisd(&[
