@@ -243,6 +243,13 @@ pub fn vote(
         rule: "amendment ids are YYYY-MM-DD-<slug>",
     };
     let rel = layout::amendment_path(AmendmentFolder::Proposed, aid).ok_or_else(bad_id)?;
+    // The tally counts no vote of a citizen who left: a vote it would never count is refused,
+    // not reported as cast.
+    if chronicle::has_left(root, citizen) {
+        return Err(OpError::Refused(format!(
+            "`{citizen}` left the polis (its latest membership line is `left polis`), and the tally counts no vote of a citizen who left; nothing was written: a citizen who returns logs `joined polis` first"
+        )));
+    }
     chronicle::check_appendable(writer)?;
     // One transition at a time: the status read here still holds when the vote lands.
     let _transition = writer.transition_lock()?;

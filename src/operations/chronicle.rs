@@ -39,6 +39,24 @@ pub fn check_appendable(writer: &crate::fs::writer::Writer) -> Result<(), OpErro
     Ok(writer.check_writable(crate::protocol::layout::CHRONICLE)?)
 }
 
+/// Whether `id`'s latest membership line, in `chronicle.md` or else its newest archive (the
+/// texts the tally reads), is `left polis`.
+pub fn has_left(root: &Path, id: &str) -> bool {
+    let current = snapshot::read_text(root, layout::CHRONICLE, None)
+        .ok()
+        .flatten();
+    let mut findings = Vec::new();
+    let archive = snapshot::archive_names(root, &mut findings)
+        .pop()
+        .and_then(|name| snapshot::read_text(root, &name, None).ok().flatten());
+    let texts: Vec<&str> = current
+        .iter()
+        .chain(archive.iter())
+        .map(String::as_str)
+        .collect();
+    crate::protocol::contracts::handoff::has_left(&texts, id)
+}
+
 pub fn require_citizen(root: &Path, id: &str) -> Result<(), OpError> {
     crate::protocol::input::check_acting_id(id)?;
     if is_registered(root, id) {

@@ -126,3 +126,39 @@ fn a_replayed_amendment_proposal_is_filed_once() {
     ok(p.polisd(&other));
     assert_eq!(lines_with(&p, "proposed amendment"), 2);
 }
+
+#[test]
+fn a_citizen_who_left_the_polis_cannot_vote() {
+    // The tally counts no vote of a citizen whose latest membership line is `left polis`;
+    // the command must not report a vote that will never count.
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    ok(p.polisd(&["log", "--as", "codex-second-one", "left polis"]));
+    let out = ok(p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "A rule",
+        "--by",
+        FOUNDER,
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let aid = v["amendment_id"].as_str().unwrap().to_string();
+    let vote = [
+        "amendment",
+        "vote",
+        &aid,
+        "--as",
+        "codex-second-one",
+        "--vote",
+        "agree",
+    ];
+    let before = tree(&p);
+    let err = refused(p.polisd(&vote));
+    assert!(err.contains("left the polis"), "{err}");
+    assert!(tree(&p) == before, "a vote that cannot count was written");
+    // Back in the polis, the vote counts and is taken.
+    ok(p.polisd(&["log", "--as", "codex-second-one", "joined polis"]));
+    ok(p.polisd(&vote));
+}
