@@ -30,13 +30,11 @@ pub fn is_registered(root: &Path, id: &str) -> bool {
     })
 }
 
-/// Refuses an id that is not a registered citizen, and a system identity (SPEC §2: only
-/// polisd writes as one, through [`append_system`] and [`append_daemon`]).
 /// Refuses, before a transition's first write, when its chronicle line could not be appended
 /// (`chronicle.md` a link, or not a file): a claim, settlement or vote is never left on disk
 /// without the line that records it.
-pub fn check_appendable(writer: &crate::fs::writer::Writer) -> Result<(), OpError> {
-    Ok(writer.check_writable(crate::protocol::layout::CHRONICLE)?)
+pub fn check_appendable(writer: &Writer) -> Result<(), OpError> {
+    Ok(writer.check_writable(layout::CHRONICLE)?)
 }
 
 /// Whether `id`'s latest membership line, in `chronicle.md` or else its newest archive (the
@@ -57,6 +55,8 @@ pub fn has_left(root: &Path, id: &str) -> bool {
     crate::protocol::contracts::handoff::has_left(&texts, id)
 }
 
+/// Refuses an id that is not a registered citizen, and a system identity (SPEC §2: only
+/// polisd writes as one, through [`append_system`] and [`append_daemon`]).
 pub fn require_citizen(root: &Path, id: &str) -> Result<(), OpError> {
     crate::protocol::input::check_acting_id(id)?;
     if is_registered(root, id) {

@@ -638,6 +638,15 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
                     "write --review-override \"PERSON: WHY\", naming the person who decides and why",
             });
         }
+        // Waiving the chavruta review is a person's call: a citizen naming itself (or another
+        // citizen) there would be an agent waiving the review its work needs.
+        let person = person.trim();
+        if layout::is_system_citizen(person) || chronicle::is_registered(root, person) {
+            return Err(OpError::Refused(format!(
+                "`{person}` is a citizen, and a review override is a person's decision: name the person who decided (--review-override \"NAME: WHY\"), or get another citizen's sign-off (`polisd review {} --as <reviewer> --decision signed_off`)",
+                req.id
+            )));
+        }
     }
     for (citizen, reason) in &req.suggest {
         if !layout::is_agent_id(citizen) {

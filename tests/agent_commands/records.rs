@@ -261,3 +261,43 @@ fn a_sign_off_by_someone_who_is_no_citizen_does_not_open_the_high_stakes_gate() 
     ]));
     ok(p.polisd(&settle));
 }
+
+#[test]
+fn a_review_override_is_a_persons_and_no_citizen_can_grant_it() {
+    // `--review-override "PERSON: WHY"` records a person's decision to settle a high-stakes
+    // contract unreviewed. The owner (or any citizen) naming itself there would be the agent
+    // waiving its own chavruta review.
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    ok(p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Drop the table",
+        "--by",
+        FOUNDER,
+        "--stakes",
+        "high",
+    ]));
+    ok(p.polisd(&["contract", "claim", "drop-the-table", "--as", FOUNDER]));
+    let settle = |person: &str| {
+        p.polisd(&[
+            "contract",
+            "settle",
+            "drop-the-table",
+            "--quality",
+            "5",
+            "--no-lesson",
+            "x",
+            "--review-override",
+            &format!("{person}: looks fine to me"),
+        ])
+    };
+    let before = tree(&p);
+    for citizen in [FOUNDER, "codex-second-one", "polis-daemon"] {
+        let err = refused(settle(citizen));
+        assert!(err.contains("a person"), "{citizen}: {err}");
+        assert!(tree(&p) == before, "{citizen}: a refused settle wrote");
+    }
+    ok(settle("Dana Whitfield"));
+}
