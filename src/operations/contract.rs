@@ -776,7 +776,15 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
         let lesson = match &req.lesson {
             Some(l) => {
                 let record = read(root, &moved.rel)?.map(|(_, r)| r);
-                let tags = record.as_ref().map(tags_field).unwrap_or_default();
+                // Only what is a tag: a hand-written `../x` must not become the lesson's
+                // folder, nor fail the settle now that the contract has moved.
+                let tags: Vec<String> = record
+                    .as_ref()
+                    .map(tags_field)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|t| layout::is_slug(t))
+                    .collect();
                 let tags = if tags.is_empty() {
                     vec!["general".to_string()]
                 } else {

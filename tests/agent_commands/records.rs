@@ -301,3 +301,38 @@ fn a_review_override_is_a_persons_and_no_citizen_can_grant_it() {
     }
     ok(settle("Dana Whitfield"));
 }
+
+#[test]
+fn a_settle_files_its_lesson_under_the_contracts_valid_tags_only() {
+    // `required_tags` written by hand may hold what is no tag (`../x`, `Py`). The lesson's
+    // folder is its first tag: such a tag must neither become a path nor fail the settle
+    // after the contract has moved (the lesson then lost for good).
+    let p = TestPolis::init(FOUNDER);
+    for (id, tags, folder) in [
+        ("mixed-tags", "[\"../../x\", Py, api]", "api"),
+        ("no-good-tags", "[\"a/b\"]", "general"),
+    ] {
+        p.save(
+            &format!("contracts/open/{id}.md"),
+            &format!("---\ncontract_id: {id}\nopened_by: {FOUNDER}\nowner: {FOUNDER}\nstatus: claimed\nrequired_tags: {tags}\n---\n\n## Intent\n\nx\n"),
+        );
+        let out = ok(p.polisd(&[
+            "contract",
+            "settle",
+            id,
+            "--quality",
+            "3",
+            "--lesson",
+            &format!("What {id} taught."),
+            "--impact",
+            "3",
+            "--json",
+        ]));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let path = v["lesson"]["path"].as_str().unwrap_or_default().to_string();
+        assert!(path.starts_with(&format!("lessons/{folder}/")), "{v}");
+        assert!(p.exists(&path), "{path}");
+    }
+    assert!(!p.dir.path().join("x").exists());
+    assert_eq!(lines_with(&p, "filed lesson"), 2);
+}
