@@ -411,6 +411,10 @@ pub struct Settled {
     /// `Some(true)` when routing_stats.yml was rebuilt and changed, `None` when a daemon
     /// runs (it reconciles) or reconciling was not asked for.
     pub reconciled: Option<bool>,
+    /// Why `routing_stats.yml` could not be rebuilt here; the settlement stands all the same
+    /// (a daemon or `polisd reconcile` rebuilds the stats once that is fixed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconcile_error: Option<String>,
     /// What the end of the contract released in `reservations.yml`.
     pub reservations: ReleasedReservations,
 }
@@ -816,13 +820,19 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             Some(owner.as_str()).filter(|o| !o.is_empty()),
         );
         drop(transition);
-        let reconciled = match reconcile {
-            Some(reconcile) => reconcile
-                .join()
-                .unwrap_or_else(|e| std::panic::resume_unwind(e))?
-                .map(|(done, _)| done.outcome == Some(crate::fs::writer::WriteOutcome::Written)),
-            None => None,
-        };
+        // The settlement is made by now: a rebuild that fails is reported with it, not as a
+        // refusal of it.
+        let (reconciled, reconcile_error) =
+            match reconcile.map(|r| r.join().unwrap_or_else(|e| std::panic::resume_unwind(e))) {
+                Some(Ok(done)) => (
+                    done.map(|(done, _)| {
+                        done.outcome == Some(crate::fs::writer::WriteOutcome::Written)
+                    }),
+                    None,
+                ),
+                Some(Err(e)) => (None, Some(e.to_string())),
+                None => (None, None),
+            };
         Ok(Settled {
             contract_id: req.id.clone(),
             owner,
@@ -832,6 +842,7 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             chronicle,
             lesson,
             reconciled,
+            reconcile_error,
             reservations,
         })
     })

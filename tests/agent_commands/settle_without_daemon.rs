@@ -353,3 +353,42 @@ fn settle_waits_for_another_commands_lock_and_lists_the_folder_after_it() {
     ok(out);
     assert_eq!(p.read("contracts/routing_stats.yml"), p.expected_stats());
 }
+
+#[test]
+fn a_stats_rebuild_that_fails_after_the_settlement_is_reported_not_an_exit_1() {
+    // The settlement is made (moved, recorded) before the stats are rebuilt. When the
+    // rebuild cannot write (`routing_stats.yml` replaced by a link), exit 1 would tell the
+    // agent it was refused, and its retry would be told the contract is settled already.
+    let p = polis_with_contract();
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    let outside = p.dir.path().join("outside-stats.yml");
+    std::fs::copy(p.path("contracts/routing_stats.yml"), &outside).unwrap();
+    let kept = std::fs::read(&outside).unwrap();
+    std::fs::remove_file(p.path("contracts/routing_stats.yml")).unwrap();
+    std::os::unix::fs::symlink(&outside, p.path("contracts/routing_stats.yml")).unwrap();
+    let out = ok(p.polisd(&[
+        "contract",
+        "settle",
+        "fix-the-login-bug",
+        "--quality",
+        "4",
+        "--no-lesson",
+        "x",
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+    assert!(
+        v["reconcile_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("symbolic link")),
+        "{v}"
+    );
+    assert!(p.exists("contracts/settled/fix-the-login-bug.md"));
+    assert_eq!(lines_with(&p, "settled contract"), 1);
+    assert_eq!(
+        std::fs::read(&outside).unwrap(),
+        kept,
+        "written through the link"
+    );
+}
