@@ -514,3 +514,56 @@ fn daemon_sends_claim_conflict_notices_and_check_reports_it_until_resolved() {
     let err = refused(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", second]));
     assert!(err.contains(&format!("already owned by {FOUNDER}")));
 }
+
+#[test]
+fn an_abandon_reason_reads_back_as_written_whatever_it_holds() {
+    // The reason goes into the contract's frontmatter. Written as the reference writes it,
+    // `C:\qux`, a second line or a leading `@` made the whole frontmatter invalid YAML (the
+    // contract unreadable), and `yes` or `42` read back as a boolean or a number.
+    let p = TestPolis::init(FOUNDER);
+    let reasons = [
+        "broke C:\\qux: see the log",
+        "first line\nsecond line",
+        "@someone said so",
+        "`make` fails",
+        "*everything* changed",
+        "!important",
+        "%done",
+        "&a b",
+        "|",
+        "yes",
+        "42",
+        "2026-01-01",
+        "~",
+        "tab\there",
+        "say \"hi\" \\ back",
+        "plain words, as the reference writes them",
+    ];
+    for (n, reason) in reasons.iter().enumerate() {
+        let title = format!("Reason {n}");
+        ok(p.polisd(&["contract", "open", "--title", &title, "--by", FOUNDER]));
+        let id = format!("reason-{n}");
+        ok(p.polisd(&["contract", "abandon", &id, "--reason", reason]));
+        let text = p.read(&format!("contracts/abandoned/{id}.md"));
+        let record = polisd::protocol::frontmatter::parse(&text)
+            .unwrap_or_else(|e| panic!("{reason:?}: {e}\n{text}"));
+        assert_eq!(
+            record.fields.get("abandoned_reason"),
+            &polisd::yaml::Value::Str(reason.trim().to_string()),
+            "{reason:?}:\n{text}"
+        );
+    }
+    // Where the reference's bytes read back right, they are kept.
+    assert!(p
+        .read("contracts/abandoned/reason-15.md")
+        .contains("\nabandoned_reason: plain words, as the reference writes them\n"));
+    let check = p.polisd(&["check", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    let broken: Vec<_> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "P002")
+        .collect();
+    assert!(broken.is_empty(), "{broken:#?}");
+}
