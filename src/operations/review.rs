@@ -88,14 +88,20 @@ pub fn review(
         decision,
         Decision::SignedOff | Decision::RequestedChanges | Decision::Rejected
     ) {
-        crate::operations::edit_agent_file_now(writer, root, &contract_rel, |text| {
-            let t = crate::protocol::council::verdict::set_review_field(
-                text,
-                "status",
-                decision.as_str(),
-            )?;
-            crate::protocol::council::verdict::set_review_field(&t, "reviewer", reviewer)
-        })?;
+        super::edit::edit_agent_file_within(
+            writer,
+            root,
+            &contract_rel,
+            |text| {
+                let t = crate::protocol::council::verdict::set_review_field(
+                    text,
+                    "status",
+                    decision.as_str(),
+                )?;
+                crate::protocol::council::verdict::set_review_field(&t, "reviewer", reviewer)
+            },
+            super::edit::LOCKED_WAIT,
+        )?;
     }
     if !writer.create_new(&rel, text.as_bytes())? {
         // Only a review written by hand this very minute gets here (polisd's own reviewers
