@@ -969,3 +969,20 @@ fn an_oversized_council_seat_file_tells_its_author() {
     let inbox = p.read(&format!("citizens/{A}/inbox.md"));
     assert!(inbox.contains(&seat(cid, 0, A)), "{inbox}");
 }
+
+#[test]
+fn a_panel_naming_one_citizen_twice_is_refused_and_writes_nothing() {
+    // Two seats held by one citizen are one view counted twice: the duo and the vote of the
+    // panel would be a single member's.
+    let p = polis();
+    let cid = "one-voice";
+    contract(&p, cid, "");
+    ok(p.polisd(&["contract", "claim", cid, "--as", OWNER]));
+    for panel in [format!("{A},{A}"), format!("{A}:munger,{B},{A}")] {
+        refused(
+            p.polisd(&["council", "start", cid, "--panel", &panel]),
+            &format!("`{A}` is named twice"),
+        );
+        assert!(!p.exists(&format!("reviews/{cid}")));
+    }
+}

@@ -213,6 +213,61 @@ fn a_new_citizen_suggestion_waits_in_the_human_queue_and_registers_nobody() {
     assert_eq!(citizens, 5, "polisd registered nobody");
 }
 
+#[test]
+fn a_queue_item_is_a_persons_to_answer_and_no_citizen_can() {
+    // The queue holds the decisions only a person makes; an agent answering it under its own
+    // id (here the very citizen who asked) would make them itself.
+    let p = polis();
+    ok(p.polisd(&[
+        "contract", "open", "--title", "Licences", "--by", FOUNDER, "--tags", "api",
+    ]));
+    ok(p.polisd(&["contract", "claim", "licences", "--as", B]));
+    ok(p.polisd(&[
+        "contract",
+        "settle",
+        "licences",
+        "--quality",
+        "4",
+        "--no-lesson",
+        "x",
+        "--outcome",
+        "done\n\n### Suggested new citizen\n- **Need**: legal review\n- **Reason**: nobody reads licences\n- **Suggested role**: reviews licences",
+    ]));
+    let key = "new-citizen/licences/1";
+    let answer = |by: &str| {
+        p.polisd(&[
+            "queue",
+            "answer",
+            key,
+            "accept",
+            "--by",
+            by,
+            "--id",
+            "legal-agent-one",
+            "--tags",
+            "legal:4",
+        ])
+    };
+    let chronicle = p.read("chronicle.md");
+    for citizen in [B, FOUNDER, "polis-daemon"] {
+        let out = answer(citizen);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{citizen}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stderr).contains("a person"));
+        assert_eq!(p.read("chronicle.md"), chronicle, "{citizen}: written");
+        assert!(
+            !p.exists("citizens/legal-agent-one"),
+            "{citizen}: registered"
+        );
+    }
+    ok(answer("Dana Person"));
+    assert!(p.exists("citizens/legal-agent-one/capability_card.yml"));
+}
+
 const WEAK: &str = "claude-agent-weak";
 
 fn contract(id: &str, tags: &str, extra: &str) -> String {

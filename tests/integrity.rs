@@ -121,6 +121,126 @@ fn system_identities_cannot_act_and_a_link_cannot_leave_the_polis() {
 }
 
 #[test]
+fn a_title_too_long_for_a_file_name_is_a_usage_error_that_says_to_shorten_it() {
+    // The id is the title's slug and the file is named after it: past the file system's 255
+    // bytes for a name, the create fails. The reference crashes there; polisd says what to do.
+    let p = TestPolis::init(FOUNDER);
+    let before = tree(&p);
+    let title = "word ".repeat(60);
+    for args in [
+        vec!["contract", "open", "--title", &title, "--by", FOUNDER],
+        vec!["amendment", "propose", "--title", &title, "--by", FOUNDER],
+    ] {
+        let err = usage(p.polisd(&args));
+        assert!(err.contains("shorter title"), "{args:?}: {err}");
+        assert!(!err.contains("os error"), "{args:?}: {err}");
+    }
+    assert_eq!(tree(&p), before, "nothing written");
+    // A long title whose file name still fits is filed, as the reference files it.
+    let fits = "word ".repeat(50);
+    ok(p.polisd(&["contract", "open", "--title", &fits, "--by", FOUNDER]));
+}
+
+#[test]
+fn a_chronicle_replaced_by_a_link_refuses_every_transition_before_it_writes() {
+    // Every transition ends with its chronicle line. With `chronicle.md` a link (polisd never
+    // writes through one), the command must refuse before its first write, not leave a claim,
+    // a settlement or a vote on disk with no line recording it.
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[("python", 3)], "medium");
+    claimed_contract(&p, "mine", "Mine");
+    ok(p.polisd(&[
+        "contract", "open", "--title", "Free", "--by", FOUNDER, "--tags", "python",
+    ]));
+    let out = ok(p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "A rule",
+        "--by",
+        FOUNDER,
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let aid = v["amendment_id"].as_str().unwrap().to_string();
+    let outside = p.dir.path().join("outside-chronicle.md");
+    std::fs::copy(p.path("chronicle.md"), &outside).unwrap();
+    std::fs::remove_file(p.path("chronicle.md")).unwrap();
+    std::os::unix::fs::symlink(&outside, p.path("chronicle.md")).unwrap();
+    let before = tree(&p);
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["contract", "open", "--title", "New", "--by", FOUNDER],
+        vec!["contract", "claim", "free", "--as", "codex-second-one"],
+        vec![
+            "contract",
+            "settle",
+            "mine",
+            "--quality",
+            "4",
+            "--no-lesson",
+            "x",
+        ],
+        vec!["contract", "abandon", "mine"],
+        vec![
+            "review",
+            "mine",
+            "--as",
+            "codex-second-one",
+            "--decision",
+            "signed_off",
+        ],
+        vec![
+            "amendment",
+            "propose",
+            "--title",
+            "Another",
+            "--by",
+            FOUNDER,
+        ],
+        vec![
+            "amendment",
+            "vote",
+            &aid,
+            "--as",
+            "codex-second-one",
+            "--vote",
+            "agree",
+        ],
+        vec![
+            "lesson",
+            "file",
+            "--as",
+            FOUNDER,
+            "--tags",
+            "python",
+            "--impact",
+            "3",
+            "A lesson.",
+        ],
+        vec![
+            "register",
+            "gemini-third-one",
+            "--vendor",
+            "google",
+            "--model",
+            "m",
+            "--tags",
+            "python:3",
+        ],
+    ];
+    for args in &cases {
+        let out = p.polisd(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("symbolic link"), "{args:?}: {err}");
+        assert!(
+            tree(&p) == before,
+            "{args:?} wrote before its chronicle line was refused"
+        );
+    }
+}
+
+#[test]
 fn control_characters_are_refused_in_agent_text_and_escaped_when_printed() {
     let p = TestPolis::init(FOUNDER);
     let before = tree(&p);

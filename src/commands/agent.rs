@@ -71,16 +71,39 @@ pub fn warnings(appended: Option<&crate::operations::chronicle::Appended>) -> St
         .unwrap_or_default()
 }
 
-/// Reads a `--body FILE` argument (`-` is standard input).
-pub fn read_body(path: Option<&std::path::Path>) -> anyhow::Result<String> {
-    use anyhow::Context as _;
-    match path {
-        None => Ok(String::new()),
-        Some(p) if p.as_os_str() == "-" => {
-            let mut s = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
-            Ok(s)
-        }
-        Some(p) => std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display())),
+/// Reads a `--body FILE` argument (`-` is standard input): agent text like any argument, so
+/// a control character is refused as it is on the command line, and so is a file polisd
+/// could not keep (unreadable, not UTF-8, or past what it reads back in a record; it reads
+/// no further than that, whatever the file).
+pub fn read_body(path: Option<&std::path::Path>) -> Result<String, OpError> {
+    use std::io::Read as _;
+    let Some(p) = path else {
+        return Ok(String::new());
+    };
+    let what = if p.as_os_str() == "-" {
+        "standard input".to_string()
+    } else {
+        format!("`{}`", p.display())
+    };
+    let fail = |why: String| OpError::Body {
+        what: what.clone(),
+        why,
+    };
+    let limit = crate::operations::error::MAX_BODY_BYTES;
+    let mut bytes = Vec::new();
+    let read = if p.as_os_str() == "-" {
+        std::io::stdin().take(limit + 1).read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(p).and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+    };
+    read.map_err(|e| fail(format!("cannot read it ({e})")))?;
+    if bytes.len() as u64 > limit {
+        return Err(fail(format!(
+            "it holds more than {} MB, past what polisd reads back in a record; shorten it, or link to a longer document",
+            limit / (1024 * 1024)
+        )));
     }
+    let text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8 text".into()))?;
+    crate::protocol::input::check_text(&what, &text)?;
+    Ok(text)
 }

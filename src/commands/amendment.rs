@@ -10,15 +10,17 @@ pub fn run(command: AmendmentCommand) -> anyhow::Result<u8> {
     match command {
         AmendmentCommand::Propose(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
-            let req = ProposeRequest {
-                title: a.title,
-                by: a.by,
-                body: read_body(a.body.as_deref())?,
-                expires: a.expires,
-                quorum: a.quorum,
-                ..ProposeRequest::default()
-            };
-            let r = amendment::propose(&env.writer, &env.now, &req);
+            let r = read_body(a.body.as_deref()).and_then(|body| {
+                let req = ProposeRequest {
+                    title: a.title,
+                    by: a.by,
+                    body,
+                    expires: a.expires,
+                    quorum: a.quorum,
+                    ..ProposeRequest::default()
+                };
+                amendment::propose(&env.writer, &env.now, &req)
+            });
             finish(&a.opts, r, |p| {
                 format!(
                     "Proposed amendment {} -> {}{}",

@@ -112,6 +112,11 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
                     Some(false) => out.push_str("\nno daemon running: routing_stats.yml unchanged"),
                     None => {}
                 }
+                if let Some(e) = &s.reconcile_error {
+                    out.push_str(&format!(
+                        "\nrouting_stats.yml not rebuilt: {e} (the settlement stands; `polisd reconcile` rebuilds the stats once that is fixed)"
+                    ));
+                }
                 out.push_str(&released(&s.reservations));
                 out.push_str(&warnings(s.chronicle.as_ref()));
                 out

@@ -152,14 +152,9 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
         }
         CouncilCommand::Write(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
-            let text = match read_body(Some(&a.file)) {
-                Ok(t) => t,
-                Err(e) => {
-                    tell!("polisd: {e:#}");
-                    return Ok(2);
-                }
-            };
-            let r = op::write_seat(&env.writer, &env.now, &a.contract_id, &a.citizen, &text);
+            let r = read_body(Some(&a.file)).and_then(|text| {
+                op::write_seat(&env.writer, &env.now, &a.contract_id, &a.citizen, &text)
+            });
             finish(&a.opts, r, |w| {
                 let mut out = format!(
                     "{} round {} contribution -> {} ({} of {} words; the round closes {})",

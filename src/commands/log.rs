@@ -5,7 +5,7 @@ use crate::commands::cli::LogArgs;
 
 pub fn run(a: LogArgs) -> anyhow::Result<u8> {
     let env = Env::open(&a.opts)?;
-    let r = crate::operations::chronicle::append(
+    let r = crate::operations::chronicle::log(
         &env.writer,
         &env.now,
         &a.citizen,

@@ -11,15 +11,16 @@ pub fn run(a: ReviewArgs) -> anyhow::Result<u8> {
         DecisionArg::RequestedChanges => Decision::RequestedChanges,
         DecisionArg::Rejected => Decision::Rejected,
     };
-    let body = read_body(a.body.as_deref())?;
-    let r = crate::operations::review::review(
-        &env.writer,
-        &env.now,
-        &a.contract_id,
-        &a.citizen,
-        &decision,
-        &body,
-    );
+    let r = read_body(a.body.as_deref()).and_then(|body| {
+        crate::operations::review::review(
+            &env.writer,
+            &env.now,
+            &a.contract_id,
+            &a.citizen,
+            &decision,
+            &body,
+        )
+    });
     finish(&a.opts, r, |x| {
         format!(
             "{} on {} -> {}{}",

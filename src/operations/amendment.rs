@@ -74,6 +74,7 @@ pub fn propose(
             .format("%Y-%m-%d")
             .to_string(),
     };
+    chronicle::check_appendable(writer)?;
     let new = |id: &str| NewAmendment {
         amendment_id: id.to_string(),
         title: req.title.trim().to_string(),
@@ -115,8 +116,25 @@ pub fn propose(
             chronicle: line,
         });
     }
+    // A new proposal expires at the end of its `expires_at` day: one already past could never
+    // be voted on, only tallied as expired. (Reflection files under an exact id, above, with a
+    // deadline counted from when its evidence was complete, and may refile it later.)
+    if chrono::NaiveDate::parse_from_str(&expires, "%Y-%m-%d").is_ok_and(|d| d < now.now.date()) {
+        return Err(OpError::BadId {
+            what: "expiry date",
+            value: expires,
+            rule: "it has passed; pass today or a later day, YYYY-MM-DD",
+        });
+    }
     let date = now.now.format("%Y-%m-%d").to_string();
     let base = format!("{date}-{}", layout::slugify(&req.title, None, "amendment"));
+    if !layout::fits_file_name(&base) {
+        return Err(OpError::BadId {
+            what: "amendment id",
+            value: format!("{}…", base.chars().take(40).collect::<String>()),
+            rule: "made from the title, it is too long for a file name; pass a shorter title and put the detail in --body",
+        });
+    }
     let taken = |id: &str| {
         [AmendmentFolder::Proposed, AmendmentFolder::Ratified]
             .into_iter()
@@ -125,6 +143,31 @@ pub fn propose(
                     .is_some_and(|rel| std::fs::symlink_metadata(root.join(rel)).is_ok())
             })
     };
+    // One proposal at a time, so a replay racing the original sees it.
+    let _transition = writer.transition_lock()?;
+    // Today's proposals of this slug, `base`, `base-2`…, up to the first free id.
+    let probe = rules::render_new(&new(&base))?;
+    crate::operations::error::check_record_size("the amendment", &probe)?;
+    for n in 1u64.. {
+        let id = if n == 1 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        let Some(rel) = layout::amendment_path(AmendmentFolder::Proposed, &id) else {
+            break;
+        };
+        match snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES)) {
+            Ok(None) if !taken(&id) => break,
+            Ok(Some(text)) if rules::same_proposal(&text, &probe) => {
+                return Err(OpError::Refused(format!(
+                    "{} already proposed this amendment as {rel} (same title, text, quorum and deadline); nothing was written: vote on it, or edit it",
+                    req.by
+                )));
+            }
+            _ => {}
+        }
+    }
     for _ in 0..8 {
         let id = layout::unique_id(&base, taken);
         let text = rules::render_new(&new(&id))?;
@@ -200,6 +243,14 @@ pub fn vote(
         rule: "amendment ids are YYYY-MM-DD-<slug>",
     };
     let rel = layout::amendment_path(AmendmentFolder::Proposed, aid).ok_or_else(bad_id)?;
+    // The tally counts no vote of a citizen who left: a vote it would never count is refused,
+    // not reported as cast.
+    if chronicle::has_left(root, citizen) {
+        return Err(OpError::Refused(format!(
+            "`{citizen}` left the polis (its latest membership line is `left polis`), and the tally counts no vote of a citizen who left; nothing was written: a citizen who returns logs `joined polis` first"
+        )));
+    }
+    chronicle::check_appendable(writer)?;
     // One transition at a time: the status read here still holds when the vote lands.
     let _transition = writer.transition_lock()?;
     let Some(text) = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))? else {
@@ -223,6 +274,16 @@ pub fn vote(
         return Err(OpError::Vote(
             aid.to_string(),
             rules::VoteError::NotProposed(status.python_str()),
+        ));
+    }
+    // Past its deadline an amendment is expired whether or not a tally has said so yet: a
+    // late agree would otherwise ratify it on the next tally, which ratifies before it expires.
+    let amendment =
+        rules::parse(&text, aid).map_err(|e| OpError::Vote(aid.to_string(), e.into()))?;
+    if let rules::Expiry::Passed(when) = rules::expiry(&amendment, now) {
+        return Err(OpError::Vote(
+            aid.to_string(),
+            rules::VoteError::Expired(when),
         ));
     }
     let vote_rel = rules::vote_path(aid, citizen).ok_or_else(bad_id)?;

@@ -30,6 +30,31 @@ pub fn is_registered(root: &Path, id: &str) -> bool {
     })
 }
 
+/// Refuses, before a transition's first write, when its chronicle line could not be appended
+/// (`chronicle.md` a link, or not a file): a claim, settlement or vote is never left on disk
+/// without the line that records it.
+pub fn check_appendable(writer: &Writer) -> Result<(), OpError> {
+    Ok(writer.check_writable(layout::CHRONICLE)?)
+}
+
+/// Whether `id`'s latest membership line, in `chronicle.md` or else its newest archive (the
+/// texts the tally reads), is `left polis`.
+pub fn has_left(root: &Path, id: &str) -> bool {
+    let current = snapshot::read_text(root, layout::CHRONICLE, None)
+        .ok()
+        .flatten();
+    let mut findings = Vec::new();
+    let archive = snapshot::archive_names(root, &mut findings)
+        .pop()
+        .and_then(|name| snapshot::read_text(root, &name, None).ok().flatten());
+    let texts: Vec<&str> = current
+        .iter()
+        .chain(archive.iter())
+        .map(String::as_str)
+        .collect();
+    crate::protocol::contracts::handoff::has_left(&texts, id)
+}
+
 /// Refuses an id that is not a registered citizen, and a system identity (SPEC §2: only
 /// polisd writes as one, through [`append_system`] and [`append_daemon`]).
 pub fn require_citizen(root: &Path, id: &str) -> Result<(), OpError> {
@@ -98,6 +123,33 @@ pub fn append(
     link: Option<&str>,
     note: &str,
 ) -> Result<Appended, OpError> {
+    append_as(writer, now, author, verb, link, note, false)
+}
+
+/// [`append`] for a line an agent asks for by itself (`polisd log`): the same line already
+/// in the chronicle (a retried command, in the same minute) is refused, not written a second
+/// time for `check` to report as one event written twice. The check is made under the
+/// append's lock.
+pub fn log(
+    writer: &Writer,
+    now: &PolisTime,
+    author: &str,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+) -> Result<Appended, OpError> {
+    append_as(writer, now, author, verb, link, note, true)
+}
+
+fn append_as(
+    writer: &Writer,
+    now: &PolisTime,
+    author: &str,
+    verb: &str,
+    link: Option<&str>,
+    note: &str,
+    once: bool,
+) -> Result<Appended, OpError> {
     use crate::protocol::input;
     input::check_acting_id(author)?;
     input::check_text("the verb", verb)?;
@@ -132,7 +184,19 @@ pub fn append(
             line,
         });
     }
-    writer.append_locked(layout::CHRONICLE, format!("{line}\n").as_bytes())?;
+    let bytes = format!("{line}\n");
+    if !once {
+        writer.append_locked(layout::CHRONICLE, bytes.as_bytes())?;
+    } else if !writer.append_locked_unless(layout::CHRONICLE, bytes.as_bytes(), |current| {
+        current.starts_with(bytes.as_bytes())
+            || current
+                .windows(bytes.len() + 1)
+                .any(|w| w[0] == b'\n' && &w[1..] == bytes.as_bytes())
+    })? {
+        return Err(OpError::Refused(format!(
+            "`{line}` is already in chronicle.md: one event is one line; nothing was written"
+        )));
+    }
     Ok(Appended {
         line,
         warnings: findings,

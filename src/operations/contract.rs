@@ -82,6 +82,46 @@ fn text_field(record: &Record, key: &str) -> Option<String> {
     }
 }
 
+/// The contract's `owner:`: `None` when unset (null or blank), refused when the line holds
+/// anything but a citizen id (a yes/no, a list, a name with spaces): no command guesses whose
+/// it is, and the refusal is the file's, not the caller's.
+fn owner_of(record: &Record, id: &str) -> Result<Option<String>, OpError> {
+    let shown = match record.get("owner") {
+        Value::Null => return Ok(None),
+        Value::Str(s) if s.trim().is_empty() => return Ok(None),
+        Value::Str(s) if layout::is_agent_id(s) => return Ok(Some(s.clone())),
+        Value::Str(s) => format!("`{s}`"),
+        Value::Bool(_) => "a yes/no value".to_string(),
+        Value::Seq(_) => "a list".to_string(),
+        Value::Map(_) => "a mapping".to_string(),
+        other => format!("`{}`", other.python_str()),
+    };
+    Err(OpError::Refused(format!(
+        "contract `{id}`'s `owner:` is {shown}, not a citizen id; write the owner's id (or null) on that line, or take the contract with `polisd contract claim {id} --as <id> --force`"
+    )))
+}
+
+/// A settle or abandon interrupted between its edit and its move leaves the file in `open/`
+/// with the ending's status: only that ending, run again, finishes it (`except`); a claim
+/// would revive it, the other ending overturn it.
+fn check_not_ending(id: &str, record: &Record, except: Option<&str>) -> Result<(), OpError> {
+    let status = text_field(record, "status");
+    let Some(ending) = status
+        .as_deref()
+        .filter(|s| matches!(*s, "settled" | "abandoned") && Some(*s) != except)
+    else {
+        return Ok(());
+    };
+    let verb = if ending == "settled" {
+        "settle"
+    } else {
+        "abandon"
+    };
+    Err(OpError::Refused(format!(
+        "contract `{id}` says `status: {ending}` but is still in contracts/open/ (its move was interrupted); run the same `polisd contract {verb} {id}` command again to finish it; nothing was written"
+    )))
+}
+
 fn tags_field(record: &Record) -> Vec<String> {
     rules::tags_of(record.get("required_tags")).0
 }
@@ -134,7 +174,15 @@ pub fn open(writer: &Writer, now: &PolisTime, req: &OpenRequest) -> Result<Opene
             inherited += 1;
         }
     }
+    chronicle::check_appendable(writer)?;
     let base = layout::slugify(&req.title, None, "contract");
+    if !layout::fits_file_name(&base) {
+        return Err(OpError::BadId {
+            what: "contract id",
+            value: format!("{}…", base.chars().take(40).collect::<String>()),
+            rule: "made from the title, it is too long for a file name; pass a shorter title and put the detail in the contract's body",
+        });
+    }
     let taken = |id: &str| {
         ContractFolder::ALL.into_iter().any(|f| {
             layout::contract_path(f, id)
@@ -220,13 +268,19 @@ pub fn claim(
     let reason = reason
         .map(|r| r.split_whitespace().collect::<Vec<_>>().join(" "))
         .filter(|r| !r.is_empty());
+    chronicle::check_appendable(writer)?;
     let _transition = writer.transition_lock()?;
     for _ in 0..ATTEMPTS {
         let (folder, rel) = find(root, id)?;
         let Some((_lock, text, record)) = lock_open(writer, id, folder, &rel)? else {
             continue; // settled, abandoned or replaced meanwhile
         };
-        let owner = text_field(&record, "owner");
+        check_not_ending(id, &record, None)?;
+        let owner = match owner_of(&record, id) {
+            Ok(owner) => owner,
+            Err(_) if force => None, // taken over: the line is replaced below
+            Err(e) => return Err(e),
+        };
         if owner.as_deref() == Some(citizen) {
             return Ok(Claimed {
                 contract_id: id.to_string(),
@@ -357,6 +411,10 @@ pub struct Settled {
     /// `Some(true)` when routing_stats.yml was rebuilt and changed, `None` when a daemon
     /// runs (it reconciles) or reconciling was not asked for.
     pub reconciled: Option<bool>,
+    /// Why `routing_stats.yml` could not be rebuilt here; the settlement stands all the same
+    /// (a daemon or `polisd reconcile` rebuilds the stats once that is fixed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconcile_error: Option<String>,
     /// What the end of the contract released in `reservations.yml`.
     pub reservations: ReleasedReservations,
 }
@@ -398,6 +456,49 @@ fn release_reservations(
             error: Some(e.to_string()),
         },
     }
+}
+
+/// A claimed contract ends by its owner's hand: another citizen takes it over first with
+/// `claim --force` (on record in the chronicle), so a settle never quietly moves the credit
+/// and an abandon never drops someone else's work. An unclaimed contract may be ended by any
+/// citizen.
+fn check_owner(
+    id: &str,
+    owner: Option<&str>,
+    by: &str,
+    action: &'static str,
+) -> Result<(), OpError> {
+    match owner {
+        Some(owner) if owner != by => Err(OpError::OwnedByOther {
+            id: id.to_string(),
+            owner: owner.to_string(),
+            by: by.to_string(),
+            action,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The ending's chronicle line by `author`; when no citizen can sign it (the owner left, or an
+/// unclaimed contract's opener did), polisd's own system line, which the citizens' path
+/// refuses to write as a system identity.
+fn ending_line(
+    writer: &Writer,
+    now: &PolisTime,
+    author: &str,
+    verb: &str,
+    link: &str,
+    note: &str,
+) -> Result<Option<Appended>, OpError> {
+    if author != layout::DAEMON_ID {
+        return chronicle::append(writer, now, author, verb, Some(link), note).map(Some);
+    }
+    let appended = chronicle::append_daemon(writer, now, verb, Some(link), note)?;
+    let line = crate::protocol::chronicle::system_line(now, author, verb, Some(link), note);
+    Ok(appended.then(|| Appended {
+        line: line.trim_end().to_string(),
+        warnings: Vec::new(),
+    }))
 }
 
 fn crash_hook() {
@@ -471,12 +572,16 @@ fn end_contract(
         let Some((_lock, text, record)) = lock_open(writer, id, folder, &rel)? else {
             continue; // settled, abandoned or replaced meanwhile
         };
+        check_not_ending(id, &record, Some(ending.status))?;
         let resumed = text_field(&record, "status").as_deref() == Some(ending.status);
         let owner;
         if resumed {
             owner = text_field(&record, "owner");
         } else {
             let new = edit(&text, &record)?;
+            // A move that cannot land (another copy already there, a linked folder) is
+            // refused now: after the edit it would leave a settled contract in `open/`.
+            writer.check_move_target(&rel, &target)?;
             owner = frontmatter::parse(&new)
                 .ok()
                 .and_then(|r| text_field(&r, "owner"));
@@ -537,6 +642,15 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
                     "write --review-override \"PERSON: WHY\", naming the person who decides and why",
             });
         }
+        // Waiving the chavruta review is a person's call: a citizen naming itself (or another
+        // citizen) there would be an agent waiving the review its work needs.
+        let person = person.trim();
+        if layout::is_system_citizen(person) || chronicle::is_registered(root, person) {
+            return Err(OpError::Refused(format!(
+                "`{person}` is a citizen, and a review override is a person's decision: name the person who decided (--review-override \"NAME: WHY\"), or get another citizen's sign-off (`polisd review {} --as <reviewer> --decision signed_off`)",
+                req.id
+            )));
+        }
     }
     for (citizen, reason) in &req.suggest {
         if !layout::is_agent_id(citizen) {
@@ -553,12 +667,17 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             });
         }
     }
+    chronicle::check_appendable(writer)?;
     let at = now.second_stamp();
     let edit = |text: &str, record: &Record| -> Result<String, OpError> {
+        let current = owner_of(record, &req.id)?;
+        if let Some(by) = &req.by {
+            check_owner(&req.id, current.as_deref(), by, "settles")?;
+        }
         let owner = req
             .by
             .clone()
-            .or_else(|| text_field(record, "owner"))
+            .or(current)
             .ok_or_else(|| OpError::NoOwner(req.id.clone()))?;
         chronicle::require_citizen(root, &owner)?;
         let stakes = text_field(record, "stakes");
@@ -644,37 +763,39 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
         let chronicle = if moved.recorded {
             None
         } else {
-            Some(chronicle::append(
-                writer,
-                now,
-                &author,
-                "settled contract",
-                Some(&link),
-                &{
-                    let mut note = format!("quality {quality}");
-                    if no_lesson.is_some() && req.lesson.is_none() {
-                        note.push_str(&format!(
-                            "; {}",
-                            crate::protocol::chronicle::activity::NO_LESSON_NOTE
-                        ));
-                    }
-                    if let Some((person, _)) = &req.review_override {
-                        note.push_str(&format!("; review overridden by {}", person.trim()));
-                    }
-                    note
-                },
-            )?)
+            ending_line(writer, now, &author, "settled contract", &link, &{
+                let mut note = format!("quality {quality}");
+                if no_lesson.is_some() && req.lesson.is_none() {
+                    note.push_str(&format!(
+                        "; {}",
+                        crate::protocol::chronicle::activity::NO_LESSON_NOTE
+                    ));
+                }
+                if let Some((person, _)) = &req.review_override {
+                    note.push_str(&format!("; review overridden by {}", person.trim()));
+                }
+                note
+            })?
         };
         let lesson = match &req.lesson {
             Some(l) => {
                 let record = read(root, &moved.rel)?.map(|(_, r)| r);
-                let tags = record.as_ref().map(tags_field).unwrap_or_default();
+                // Only what is a tag: a hand-written `../x` must not become the lesson's
+                // folder, nor fail the settle now that the contract has moved.
+                let tags: Vec<String> = record
+                    .as_ref()
+                    .map(tags_field)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|t| layout::is_slug(t))
+                    .collect();
                 let tags = if tags.is_empty() {
                     vec!["general".to_string()]
                 } else {
                     tags
                 };
-                Some(lesson::file(
+                // Filed already (by `lesson file`, or a settle run before): it stays as it is.
+                match lesson::file_locked(
                     writer,
                     now,
                     &LessonRequest {
@@ -684,7 +805,11 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
                         impact: l.impact,
                         text: l.text.clone(),
                     },
-                )?)
+                ) {
+                    Ok(filed) => Some(filed),
+                    Err(OpError::LessonFiled { .. }) => None,
+                    Err(e) => return Err(e),
+                }
             }
             None => None,
         };
@@ -695,13 +820,19 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             Some(owner.as_str()).filter(|o| !o.is_empty()),
         );
         drop(transition);
-        let reconciled = match reconcile {
-            Some(reconcile) => reconcile
-                .join()
-                .unwrap_or_else(|e| std::panic::resume_unwind(e))?
-                .map(|(done, _)| done.outcome == Some(crate::fs::writer::WriteOutcome::Written)),
-            None => None,
-        };
+        // The settlement is made by now: a rebuild that fails is reported with it, not as a
+        // refusal of it.
+        let (reconciled, reconcile_error) =
+            match reconcile.map(|r| r.join().unwrap_or_else(|e| std::panic::resume_unwind(e))) {
+                Some(Ok(done)) => (
+                    done.map(|(done, _)| {
+                        done.outcome == Some(crate::fs::writer::WriteOutcome::Written)
+                    }),
+                    None,
+                ),
+                Some(Err(e)) => (None, Some(e.to_string())),
+                None => (None, None),
+            };
         Ok(Settled {
             contract_id: req.id.clone(),
             owner,
@@ -711,6 +842,7 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             chronicle,
             lesson,
             reconciled,
+            reconcile_error,
             reservations,
         })
     })
@@ -745,10 +877,16 @@ pub fn abandon(
     if let Some(by) = by {
         chronicle::require_citizen(root, by)?;
     }
+    chronicle::check_appendable(writer)?;
     let _transition = writer.transition_lock()?;
     let at = now.second_stamp();
     let author = std::cell::RefCell::new(by.map(str::to_string));
     let edit = |text: &str, record: &Record| -> Result<String, OpError> {
+        if let Some(by) = by {
+            // An owner line naming no citizen holds nobody's claim.
+            let owner = owner_of(record, id).ok().flatten();
+            check_owner(id, owner.as_deref(), by, "abandons")?;
+        }
         if author.borrow().is_none() {
             let who = text_field(record, "owner")
                 .or_else(|| text_field(record, "opened_by"))
@@ -776,23 +914,32 @@ pub fn abandon(
     };
     let moved = end_contract(writer, id, &ABANDON, &edit)?;
     let reservations = release_reservations(writer, now, id, moved.owner.as_deref());
+    // A resumed run did not edit, so it picks the author the first run would have: the
+    // owner, else the opener.
+    let opener = || {
+        read(root, &moved.rel)
+            .ok()
+            .flatten()
+            .and_then(|(_, r)| text_field(&r, "opened_by"))
+    };
     let author = author
         .into_inner()
         .or(moved.owner.clone())
         .filter(|w| chronicle::is_registered(root, w))
+        .or_else(|| opener().filter(|w| chronicle::is_registered(root, w)))
         .unwrap_or_else(|| layout::DAEMON_ID.to_string());
     let link = moved.rel.trim_end_matches(".md").to_string();
     let chronicle = if moved.recorded {
         None
     } else {
-        Some(chronicle::append(
+        ending_line(
             writer,
             now,
             &author,
             "abandoned contract",
-            Some(&link),
+            &link,
             reason.unwrap_or("-"),
-        )?)
+        )?
     };
     Ok(Abandoned {
         contract_id: id.to_string(),

@@ -63,7 +63,22 @@ pub fn edit_agent_file_now(
     rel: &str,
     edit: impl Fn(&str) -> Option<String>,
 ) -> Result<bool, ActionError> {
-    let deadline = std::time::Instant::now() + COMMAND_WAIT;
+    edit_agent_file_within(writer, root, rel, edit, COMMAND_WAIT)
+}
+
+/// How long a command waits for another program's write while it holds the transition lock
+/// (which every other transition of the polis waits on): about as long as a claim retries.
+pub const LOCKED_WAIT: Duration = Duration::from_secs(2);
+
+/// [`edit_agent_file_now`] waiting at most `wait`.
+pub fn edit_agent_file_within(
+    writer: &Writer,
+    root: &std::path::Path,
+    rel: &str,
+    edit: impl Fn(&str) -> Option<String>,
+    wait: Duration,
+) -> Result<bool, ActionError> {
+    let deadline = std::time::Instant::now() + wait;
     loop {
         match edit_agent_file(writer, root, rel, &edit) {
             Err(ActionError::NotSettled {
@@ -80,7 +95,7 @@ pub fn edit_agent_file_now(
                 return Err(ActionError::StillWriting {
                     path,
                     reason,
-                    waited: COMMAND_WAIT,
+                    waited: wait,
                 })
             }
             other => return other,

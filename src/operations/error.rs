@@ -31,6 +31,13 @@ pub enum OpError {
     },
     #[error("contract `{id}` is already owned by {owner}; pick another contract, or ask {owner} to release it (--force takes it over)")]
     AlreadyOwned { id: String, owner: String },
+    #[error("contract `{id}` is owned by {owner}; only {owner} {action} it: ask {owner}, or take it over first with `polisd contract claim {id} --as {by} --force`; nothing was written")]
+    OwnedByOther {
+        id: String,
+        owner: String,
+        by: String,
+        action: &'static str,
+    },
     #[error("contract `{0}` has no owner; claim it first (`polisd contract claim {0} --as <id>`) or pass --by <id>")]
     NoOwner(String),
     #[error("quality must be 1 to 5, not {0}")]
@@ -71,6 +78,11 @@ pub enum OpError {
     /// A review gate refused the action; the text says why and what to do.
     #[error("{0}")]
     Review(String),
+    #[error("this lesson was already filed as {path} (same citizen, tags, contract, impact and text); nothing was written")]
+    LessonFiled { path: String },
+    /// Text an agent handed in that polisd could not keep (unreadable, too large to read back).
+    #[error("{what}: {why}; nothing was written")]
+    Body { what: String, why: String },
     #[error("settling files a lesson: pass --lesson \"<one paragraph>\" --impact N, or --no-lesson \"<why there is none>\"")]
     NoLesson,
     #[error("no item `{0}` waits in the human queue (answered already, or never asked); `polisd queue` lists the waiting ones")]
@@ -109,8 +121,31 @@ impl OpError {
 impl OpError {
     /// Whether the caller passed something no retry can make right (exit code 2).
     pub fn is_usage(&self) -> bool {
-        matches!(self, OpError::Input(_) | OpError::BadId { .. })
+        matches!(
+            self,
+            OpError::Input(_) | OpError::BadId { .. } | OpError::Body { .. }
+        )
     }
+}
+
+/// The most an agent's text (`--body`) may hold: what is left of a record polisd reads back
+/// (`snapshot::MAX_RECORD_BYTES`) once the frontmatter and heading polisd adds are written.
+pub const MAX_BODY_BYTES: u64 = crate::fs::snapshot::MAX_RECORD_BYTES - 64 * 1024;
+
+/// Refuses a record of `what` that polisd could not read back whole: a review skipped at the
+/// settle gate, an amendment never tallied.
+pub fn check_record_size(what: &str, text: &str) -> Result<(), OpError> {
+    if text.len() as u64 > crate::fs::snapshot::MAX_RECORD_BYTES {
+        return Err(OpError::Body {
+            what: what.to_string(),
+            why: format!(
+                "it would be {} MB, past the {} MB polisd reads back in a record; shorten the text, or link to a longer document",
+                text.len() / (1024 * 1024),
+                crate::fs::snapshot::MAX_RECORD_BYTES / (1024 * 1024)
+            ),
+        });
+    }
+    Ok(())
 }
 
 impl From<Finding> for OpError {

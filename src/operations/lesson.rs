@@ -25,8 +25,19 @@ pub struct Filed {
 }
 
 /// Files an accepted lesson under its first tag's folder, with the id `<today>-<slug of its
-/// text>` (`-2`, `-3`… on a clash), and appends `filed lesson`.
+/// text>` (`-2`, `-3`… on a clash), and appends `filed lesson`. The same lesson filed again
+/// today (a replayed command) is refused with nothing written.
 pub fn file(writer: &Writer, now: &PolisTime, req: &LessonRequest) -> Result<Filed, OpError> {
+    let _transition = writer.transition_lock()?;
+    file_locked(writer, now, req)
+}
+
+/// [`file`] for an operation that holds the transition lock already (`contract settle`).
+pub(crate) fn file_locked(
+    writer: &Writer,
+    now: &PolisTime,
+    req: &LessonRequest,
+) -> Result<Filed, OpError> {
     let root = writer.root();
     chronicle::require_citizen(root, &req.by)?;
     if req.text.trim().is_empty() {
@@ -53,20 +64,43 @@ pub fn file(writer: &Writer, now: &PolisTime, req: &LessonRequest) -> Result<Fil
     let date = now.now.format("%Y-%m-%d").to_string();
     let base = format!("{date}-{}", layout::slugify(&req.text, Some(48), "lesson"));
     let base = base.trim_end_matches('-').to_string();
+    chronicle::check_appendable(writer)?;
     let dir = format!("{}/{first}", layout::LESSONS_DIR);
+    let new = |id: &str| NewLesson {
+        lesson_id: id.to_string(),
+        filed_by: req.by.clone(),
+        filed_at: now.second_stamp(),
+        capability_tags: req.tags.clone(),
+        related_contracts: req.contract.iter().cloned().collect(),
+        quality_impact: req.impact as u8,
+        text: req.text.clone(),
+    };
+    // Today's lessons of this slug, `base`, `base-2`…, up to the first free id.
+    let probe = rules::render_new(&new(&base))?;
+    for n in 1u64.. {
+        let id = if n == 1 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        let rel = format!("{dir}/{id}.md");
+        match crate::fs::snapshot::read_text(
+            root,
+            &rel,
+            Some(crate::fs::snapshot::MAX_RECORD_BYTES),
+        ) {
+            Ok(None) => break,
+            Ok(Some(text)) if rules::same_filing(&text, &probe) => {
+                return Err(OpError::LessonFiled { path: rel });
+            }
+            _ => {}
+        }
+    }
     for _ in 0..8 {
         let id = layout::unique_id(&base, |id| {
             std::fs::symlink_metadata(root.join(format!("{dir}/{id}.md"))).is_ok()
         });
-        let text = rules::render_new(&NewLesson {
-            lesson_id: id.clone(),
-            filed_by: req.by.clone(),
-            filed_at: now.second_stamp(),
-            capability_tags: req.tags.clone(),
-            related_contracts: req.contract.iter().cloned().collect(),
-            quality_impact: req.impact as u8,
-            text: req.text.clone(),
-        })?;
+        let text = rules::render_new(&new(&id))?;
         let rel = format!("{dir}/{id}.md");
         if !writer.create_new(&rel, text.as_bytes())? {
             continue;

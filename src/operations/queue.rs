@@ -427,6 +427,16 @@ pub fn answer(writer: &Writer, now: &PolisTime, req: &AnswerRequest) -> Result<A
         });
     }
     let root = writer.root();
+    // The queue holds the decisions only a person makes: a citizen answering under its own
+    // id (the one that asked, even) would be the agent deciding them.
+    let by = req.by.trim();
+    if crate::protocol::layout::is_system_citizen(by)
+        || crate::operations::chronicle::is_registered(root, by)
+    {
+        return Err(OpError::Refused(format!(
+            "`{by}` is a citizen, and the queue holds a person's decisions: answer with your own name (--by \"YOUR NAME\"); nothing was written"
+        )));
+    }
     let _transition = writer.transition_lock()?;
     let polis = Polis::read(root);
     let Some(item) = collect(&polis, now, true)

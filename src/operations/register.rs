@@ -54,6 +54,9 @@ pub fn register(
     let Some(writer) = writer else {
         return Ok(registered);
     };
+    // The `joined polis` line is the registration's last write: refused now if it could not
+    // be appended, so no citizen is left on disk without it.
+    writer.check_writable(layout::CHRONICLE)?;
     // The card first, created exclusively: it claims the id against a second registration
     // racing this one.
     let mut files = files.into_iter();

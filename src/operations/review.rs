@@ -32,6 +32,9 @@ pub fn review(
 ) -> Result<Reviewed, OpError> {
     let root = writer.root();
     chronicle::require_citizen(root, reviewer)?;
+    chronicle::check_appendable(writer)?;
+    // The owner is read under the lock, so a claim racing this review is seen whole.
+    let _transition = writer.transition_lock()?;
     let (_, contract_rel) = crate::operations::lookup::find(root, cid)?;
     let owner = crate::fs::snapshot::read_text(
         root,
@@ -46,7 +49,6 @@ pub fn review(
             contract_rel.trim_end_matches(".md")
         )));
     }
-    let _transition = writer.transition_lock()?;
     // A review after earlier ones is their next round: each one by someone other than the
     // owner counts, so a second round after `requested_changes` is on record.
     let round = reviews_by_others(root, cid, owner.as_deref().unwrap_or("")).len() + 1;
@@ -61,19 +63,50 @@ pub fn review(
         round,
         body,
     )?;
-    if !writer.create_new(&rel, text.as_bytes())? {
+    crate::operations::error::check_record_size("the review", &text)?;
+    let taken = |rel: &str| {
         let winner =
-            crate::fs::snapshot::read_text(root, &rel, Some(crate::fs::snapshot::MAX_RECORD_BYTES))
+            crate::fs::snapshot::read_text(root, rel, Some(crate::fs::snapshot::MAX_RECORD_BYTES))
                 .ok()
                 .flatten()
                 .and_then(|t| crate::protocol::frontmatter::parse(&t).ok())
                 .and_then(|r| r.get("reviewer").as_str().map(str::to_string))
                 .unwrap_or_else(|| "another reviewer".to_string());
-        return Err(OpError::Reviewed {
+        OpError::Reviewed {
             id: cid.to_string(),
             by: winner,
-            path: rel,
-        });
+            path: rel.to_string(),
+        }
+    };
+    if std::fs::symlink_metadata(root.join(&rel)).is_ok() {
+        return Err(taken(&rel));
+    }
+    // The contract's `review` block follows the decision, so the owner and the primer see it.
+    // It is edited first, waiting out an agent still writing the contract: if that cannot be
+    // done, the review is refused with nothing written, never left half-recorded.
+    if matches!(
+        decision,
+        Decision::SignedOff | Decision::RequestedChanges | Decision::Rejected
+    ) {
+        super::edit::edit_agent_file_within(
+            writer,
+            root,
+            &contract_rel,
+            |text| {
+                let t = crate::protocol::council::verdict::set_review_field(
+                    text,
+                    "status",
+                    decision.as_str(),
+                )?;
+                crate::protocol::council::verdict::set_review_field(&t, "reviewer", reviewer)
+            },
+            super::edit::LOCKED_WAIT,
+        )?;
+    }
+    if !writer.create_new(&rel, text.as_bytes())? {
+        // Only a review written by hand this very minute gets here (polisd's own reviewers
+        // wait on the transition lock).
+        return Err(taken(&rel));
     }
     let link = rel.trim_end_matches(".md").to_string();
     let line = chronicle::append(
@@ -84,20 +117,6 @@ pub fn review(
         Some(&link),
         &format!("{} (round {round})", decision.as_str()),
     )?;
-    // The contract's `review` block follows the decision, so the owner and the primer see it.
-    if matches!(
-        decision,
-        Decision::SignedOff | Decision::RequestedChanges | Decision::Rejected
-    ) {
-        crate::operations::edit_agent_file(writer, root, &contract_rel, |text| {
-            let t = crate::protocol::council::verdict::set_review_field(
-                text,
-                "status",
-                decision.as_str(),
-            )?;
-            crate::protocol::council::verdict::set_review_field(&t, "reviewer", reviewer)
-        })?;
-    }
     // Changes asked for and a rejection are the owner's to act on: told at once, whoever runs
     // the command (CLI, MCP), with or without a daemon.
     let mut owner_notified = None;
@@ -170,8 +189,8 @@ fn latest_review_by_other(root: &std::path::Path, cid: &str, owner: &str) -> Opt
         .and_then(|r| r.decision)
 }
 
-/// The reviews of `cid` by citizens other than `owner`, oldest first (by file name, which
-/// holds the minute they were written).
+/// The reviews of `cid` by registered citizens other than `owner`, oldest first (by file
+/// name, which holds the minute they were written).
 pub fn reviews_by_others(root: &std::path::Path, cid: &str, owner: &str) -> Vec<rules::Review> {
     use crate::fs::snapshot;
     let mut findings = Vec::new();
@@ -192,7 +211,11 @@ pub fn reviews_by_others(root: &std::path::Path, cid: &str, owner: &str) -> Vec<
                 .ok()
                 .flatten()?;
             let review = rules::parse(&text).ok()?;
-            let by_other = review.reviewer.as_deref().is_some_and(|r| r != owner);
+            // Another citizen's: a review naming an id with no card is nobody's sign-off.
+            let by_other = review
+                .reviewer
+                .as_deref()
+                .is_some_and(|r| r != owner && chronicle::is_registered(root, r));
             (by_other && review.contract.as_deref().is_none_or(|c| c == cid)).then_some(review)
         })
         .collect()

@@ -256,7 +256,11 @@ pub fn splice_field(
 }
 
 /// A frontmatter value as the reference's commands write one into an existing contract:
-/// plain, or double-quoted when it holds YAML punctuation or edge white space.
+/// plain, or double-quoted when it holds YAML punctuation or edge white space. Deliberate
+/// difference (SPEC §2, what polisd writes reads back with the same types): a string whose
+/// reference form would not read back as that same string (`yes`, `42`, a backslash, a line
+/// break, a leading `@`, `*`, `!`, `%`…, some of them invalid YAML that would make the whole
+/// frontmatter unreadable) is written double-quoted with every escape it needs, on one line.
 pub fn reference_scalar(value: &Value) -> String {
     match value {
         Value::Null => "null".into(),
@@ -267,14 +271,49 @@ pub fn reference_scalar(value: &Value) -> String {
                 || t.contains([':', '#', '[', ']', '{', '}', '"', '\''])
                 || t.starts_with(char::is_whitespace)
                 || t.ends_with(char::is_whitespace);
-            if special {
+            let reference = if special {
                 format!("\"{}\"", t.replace('"', "\\\""))
             } else {
                 t.clone()
+            };
+            if reads_back_as(&reference, t) {
+                reference
+            } else {
+                double_quoted(t)
             }
         }
         other => other.python_str(),
     }
+}
+
+/// Whether `scalar`, written as a mapping's value on one line, reads back as the string `t`.
+fn reads_back_as(scalar: &str, t: &str) -> bool {
+    !scalar.contains(['\n', '\r'])
+        && crate::yaml::load(&format!("k: {scalar}\n"))
+            .ok()
+            .and_then(|v| v.as_map().and_then(|m| m.get("k").cloned()))
+            == Some(Value::Str(t.to_string()))
+}
+
+/// `t` as a YAML double-quoted scalar on one line, escaped so it reads back exactly.
+fn double_quoted(t: &str) -> String {
+    let mut out = String::with_capacity(t.len() + 2);
+    out.push('"');
+    for c in t.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Sets `key: value` (`value` as YAML text) inside the top-level mapping `block:` of a
@@ -397,6 +436,19 @@ fn flow(v: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reference_scalar_keeps_the_references_bytes_only_where_they_read_back() {
+        let s = |t: &str| reference_scalar(&Value::Str(t.into()));
+        assert_eq!(s("plain words"), "plain words");
+        assert_eq!(s("a: b"), "\"a: b\"");
+        assert_eq!(s("2026-03-02 10:00:00"), "\"2026-03-02 10:00:00\"");
+        assert_eq!(s("yes"), "\"yes\"");
+        assert_eq!(s("42"), "\"42\"");
+        assert_eq!(s("C:\\x: y"), "\"C:\\\\x: y\"");
+        assert_eq!(s("one\ntwo"), "\"one\\ntwo\"");
+        assert_eq!(s("@who"), "\"@who\"");
+    }
 
     /// The reference's rule as a regex (without its trailing `(.*)$`, which always matches).
     fn by_regex(text: &str) -> Option<Fences> {

@@ -131,6 +131,14 @@ pub fn slugify(title: &str, max: Option<usize>, fallback: &str) -> String {
     }
 }
 
+/// The longest file name, in bytes, that common file systems (ext4, APFS, NTFS) take.
+pub const MAX_FILE_NAME: usize = 255;
+
+/// Whether the file `<id>.md` can be named at all: an id made from a long title may not.
+pub fn fits_file_name(id: &str) -> bool {
+    id.len() + ".md".len() <= MAX_FILE_NAME
+}
+
 /// `base`, or `base-2`, `base-3`, … : the first that `taken` says is free (the reference's rule
 /// for a clashing id).
 pub fn unique_id(base: &str, taken: impl Fn(&str) -> bool) -> String {

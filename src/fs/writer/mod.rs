@@ -859,6 +859,37 @@ impl Writer {
         CompareOutcome::Written
     }
 
+    /// Whether `rel` could be written: every folder on its way that exists is a plain folder
+    /// (never a link) and the file, if there, a regular file. An operation whose last write
+    /// goes to `rel` (a transition's chronicle line) asks before its first write.
+    pub fn check_writable(&self, rel: impl AsRef<Path>) -> Result<(), WriteError> {
+        let t = self.target(rel.as_ref())?;
+        if self.ensure_parents(&t, false)? {
+            self.existing_file(&t)?;
+        }
+        Ok(())
+    }
+
+    /// Whether [`Writer::rename_within`] could move `from` to `to`: every folder of `to` that
+    /// exists is a plain folder (never a link) and nothing is at `to` yet. An operation that
+    /// edits a file and then moves it asks first, so a move that cannot land is refused before
+    /// the edit, not after it.
+    pub fn check_move_target(
+        &self,
+        from: impl AsRef<Path>,
+        to: impl AsRef<Path>,
+    ) -> Result<(), WriteError> {
+        let f = self.target(from.as_ref())?;
+        let t = self.target(to.as_ref())?;
+        if self.ensure_parents(&t, false)? && self.existing_file(&t)?.is_some() {
+            return Err(WriteError::TargetExists {
+                from: f.rel,
+                to: t.rel,
+            });
+        }
+        Ok(())
+    }
+
     /// Moves `from` to `to` inside the root (an amendment from proposed/ to ratified/). Never
     /// overwrites a different file at `to`; a replayed move (same bytes already at `to`)
     /// just removes what is left at `from`. A source someone may still be writing is not moved

@@ -790,6 +790,8 @@ pub enum VoteError {
         "the amendment's status is `{0}`, not `proposed`; only a proposed amendment takes votes"
     )]
     NotProposed(String),
+    #[error("its deadline has passed ({0}) and it takes no more votes; `polisd tally` records it as expired: propose it again to reopen the question")]
+    Expired(String),
     #[error("`votes:` is not a mapping of vote -> list of ids; fix it by hand, then vote again")]
     BadVotes,
     #[error("polisd cannot rewrite this frontmatter as PyYAML would ({0}); vote by adding a `## Response from <id> (<vote>)` block by hand")]
@@ -919,9 +921,47 @@ pub fn render_new(a: &NewAmendment) -> Result<String, crate::yaml::EmitError> {
     ))
 }
 
+/// Whether the amendment file `existing` is the proposal `new` (what [`render_new`] writes)
+/// filed already, apart from its id and the second it was proposed: the same proposer, title,
+/// quorum, deadline and text, and still untouched by a tally. A replayed command, not a second
+/// proposal that would split the votes.
+pub fn same_proposal(existing: &str, new: &str) -> bool {
+    let key = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.starts_with("amendment_id:") && !l.starts_with("proposed_at:"))
+            .map(str::to_string)
+            .collect()
+    };
+    key(existing) == key(new)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn same_proposal_ignores_only_the_id_and_the_second() {
+        let new = |id: &str, at: &str, by: &str| {
+            render_new(&NewAmendment {
+                amendment_id: id.into(),
+                title: "Floor".into(),
+                proposed_by: by.into(),
+                proposed_at: at.into(),
+                quorum_required: None,
+                expires_at: "2026-04-01".into(),
+                body: String::new(),
+                extra: Vec::new(),
+            })
+            .unwrap()
+        };
+        let first = new("2026-03-02-floor", "2026-03-02 10:00:00", "alpha-agent");
+        let again = new("2026-03-02-floor-2", "2026-03-02 10:01:00", "alpha-agent");
+        assert!(same_proposal(&first, &again));
+        let other = new("2026-03-02-floor-2", "2026-03-02 10:01:00", "bravo-agent");
+        assert!(!same_proposal(&first, &other));
+        let tallied = set_status(&first, "expired", None);
+        assert!(!same_proposal(&tallied, &again));
+    }
 
     #[test]
     fn a_vote_file_reads_back_as_the_vote_of_its_file_name() {

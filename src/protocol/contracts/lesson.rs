@@ -273,10 +273,52 @@ pub fn render_new(l: &NewLesson) -> Result<String, crate::yaml::EmitError> {
     ))
 }
 
+/// Whether the lesson file `existing` records the same filing as `new` (what [`render_new`]
+/// writes for it), apart from its id and the second it was filed: the same citizen, tags,
+/// contracts, impact and words are a replayed command, not a second lesson.
+pub fn same_filing(existing: &str, new: &str) -> bool {
+    let key = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.starts_with("lesson_id:") && !l.starts_with("filed_at:"))
+            .map(str::to_string)
+            .collect()
+    };
+    key(existing) == key(new)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::protocol::frontmatter;
+
+    #[test]
+    fn same_filing_ignores_only_the_id_and_the_second() {
+        let new = |id: &str, at: &str, by: &str| {
+            render_new(&NewLesson {
+                lesson_id: id.into(),
+                filed_by: by.into(),
+                filed_at: at.into(),
+                capability_tags: vec!["py".into()],
+                related_contracts: vec![],
+                quality_impact: 3,
+                text: "Check the store.".into(),
+            })
+            .unwrap()
+        };
+        let first = new("2026-03-02-check", "2026-03-02 10:00:00", "alpha-agent");
+        assert!(same_filing(
+            &first,
+            &new("2026-03-02-check-2", "2026-03-02 10:00:07", "alpha-agent")
+        ));
+        assert!(!same_filing(
+            &first,
+            &new("2026-03-02-check-2", "2026-03-02 10:00:07", "bravo-agent")
+        ));
+        assert!(!same_filing(
+            &format!("{first}\nA note added by hand.\n"),
+            &first
+        ));
+    }
 
     fn lesson(fm: &str) -> Lesson {
         Lesson::from_record(

@@ -434,6 +434,8 @@ pub enum ChoiceError {
     TooFew(usize),
     #[error("`{0}` is on the panel and cannot also chair it")]
     ChairOnPanel(String),
+    #[error("`{0}` is named twice; a council seats each citizen once: name another member")]
+    NamedTwice(String),
 }
 
 /// Greedy by vendor, then by score: while some vendor is not yet seated, the best-scored
@@ -483,6 +485,10 @@ pub fn choose(eligible: &[Eligible], request: &Request) -> Result<Choice, Choice
     if !request.panel.is_empty() {
         for id in &request.panel {
             let e = find(id)?;
+            // One citizen in two seats is one view counted twice.
+            if panel.iter().any(|c| c.id == e.id) {
+                return Err(ChoiceError::NamedTwice(e.id.clone()));
+            }
             panel.push(Chosen {
                 id: e.id.clone(),
                 vendor: e.vendor.clone(),

@@ -1,0 +1,164 @@
+//! Amendments as agents propose them and vote on them.
+
+use super::*;
+
+#[test]
+fn amendment_vote_changed_moves_the_id_and_replaces_the_block() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let out = ok(p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "Reviews for high stakes",
+        "--by",
+        FOUNDER,
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let aid = v["amendment_id"].as_str().unwrap().to_string();
+    let rel = format!("amendments/proposed/{aid}.md");
+    ok(p.polisd(&[
+        "amendment",
+        "vote",
+        &aid,
+        "--as",
+        "codex-second-one",
+        "--vote",
+        "disagree",
+        "--rationale",
+        "too slow",
+    ]));
+    ok(p.polisd(&[
+        "amendment",
+        "vote",
+        &aid,
+        "--as",
+        "codex-second-one",
+        "--vote",
+        "agree",
+        "--rationale",
+        "convinced",
+    ]));
+    // The amendment file is left alone: the vote is a file of its own, replaced on a change.
+    assert!(!p.read(&rel).contains("codex-second-one"));
+    let f = p.read(&format!("amendments/votes/{aid}/codex-second-one.md"));
+    assert!(f.contains("\nvote: agree\n"), "{f}");
+    assert!(!f.contains("disagree") && !f.contains("too slow"), "{f}");
+    assert!(f.ends_with("---\n\nconvinced\n"), "{f}");
+    assert_eq!(lines_with(&p, "voted on amendment"), 2);
+    let list = ok(p.polisd(&["amendment", "list", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(v["amendments"][0]["votes"]["agree"][0], "codex-second-one");
+}
+
+#[test]
+fn a_vote_after_the_amendments_deadline_is_refused_and_writes_nothing() {
+    // No daemon has tallied it yet, so its status still says `proposed`; a late vote must not
+    // become the agree that ratifies an expired amendment on the next tally.
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let aid = "2020-01-01-late";
+    p.save(
+        &format!("amendments/proposed/{aid}.md"),
+        &format!("---\namendment_id: {aid}\ntitle: Late\nproposed_by: {FOUNDER}\nproposed_at: 2020-01-01 10:00:00\nstatus: proposed\nexpires_at: '2020-01-31'\n---\n\n## Problem\n\nLate.\n"),
+    );
+    let before = tree(&p);
+    let err = refused(p.polisd(&[
+        "amendment",
+        "vote",
+        aid,
+        "--as",
+        "codex-second-one",
+        "--vote",
+        "agree",
+    ]));
+    assert!(err.contains("2020-01-31"), "{err}");
+    assert!(tree(&p) == before, "a refused vote wrote");
+    let tally = ok(p.polisd(&["tally", "--dry-run"]));
+    assert!(describe(&tally).contains("expired"), "{}", describe(&tally));
+}
+
+#[test]
+fn an_amendment_proposed_with_a_past_expiry_is_refused() {
+    let p = TestPolis::init(FOUNDER);
+    let before = tree(&p);
+    let out = p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "Already over",
+        "--by",
+        FOUNDER,
+        "--expires",
+        "2020-01-31",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("2020-01-31"), "{v}");
+    assert!(tree(&p) == before, "a refused proposal wrote");
+}
+
+#[test]
+fn a_replayed_amendment_proposal_is_filed_once() {
+    // Two copies of one proposal split its votes between them: neither may reach quorum.
+    let p = TestPolis::init(FOUNDER);
+    let propose = [
+        "amendment",
+        "propose",
+        "--title",
+        "Reviews for high stakes",
+        "--by",
+        FOUNDER,
+    ];
+    ok(p.polisd(&propose));
+    let before = tree(&p);
+    let err = refused(p.polisd(&propose));
+    assert!(err.contains("already proposed"), "{err}");
+    assert!(tree(&p) == before, "a replayed proposal wrote");
+    assert_eq!(lines_with(&p, "proposed amendment"), 1);
+    // Another proposer's amendment of the same title is theirs.
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let mut other = propose;
+    other[5] = "codex-second-one";
+    ok(p.polisd(&other));
+    assert_eq!(lines_with(&p, "proposed amendment"), 2);
+}
+
+#[test]
+fn a_citizen_who_left_the_polis_cannot_vote() {
+    // The tally counts no vote of a citizen whose latest membership line is `left polis`;
+    // the command must not report a vote that will never count.
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    ok(p.polisd(&["log", "--as", "codex-second-one", "left polis"]));
+    let out = ok(p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "A rule",
+        "--by",
+        FOUNDER,
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let aid = v["amendment_id"].as_str().unwrap().to_string();
+    let vote = [
+        "amendment",
+        "vote",
+        &aid,
+        "--as",
+        "codex-second-one",
+        "--vote",
+        "agree",
+    ];
+    let before = tree(&p);
+    let err = refused(p.polisd(&vote));
+    assert!(err.contains("left the polis"), "{err}");
+    assert!(tree(&p) == before, "a vote that cannot count was written");
+    // Back in the polis, the vote counts and is taken.
+    ok(p.polisd(&["log", "--as", "codex-second-one", "joined polis"]));
+    ok(p.polisd(&vote));
+}

@@ -1,0 +1,338 @@
+//! The records agents file beside a contract: lessons, reviews, and the text they hand in by
+//! file.
+
+use super::*;
+
+#[test]
+fn a_review_waits_for_an_agent_still_writing_the_contract_and_writes_nothing_before() {
+    use std::io::Write;
+    let p = polis_with_contract();
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    let rel = "contracts/open/fix-the-login-bug.md";
+    let mut agent = std::fs::OpenOptions::new()
+        .append(true)
+        .open(p.path(rel))
+        .unwrap();
+    let before = tree(&p);
+    let mut review = harness::Killed::new(p.spawn(&[
+        "review",
+        "fix-the-login-bug",
+        "--as",
+        "codex-second-one",
+        "--decision",
+        "rejected",
+    ]));
+    // While the owner's editor holds the contract, the review neither gives up half-written
+    // (its file and chronicle line on disk, the contract's `review` block not) nor writes.
+    let saved_at = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    while std::time::Instant::now() < saved_at {
+        let ended = review.child().try_wait().unwrap();
+        assert!(
+            ended.is_none(),
+            "the review ended while the owner was still writing"
+        );
+        assert!(tree(&p) == before, "the review wrote under an open writer");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    agent.write_all(b"\nThe owner's note.\n").unwrap();
+    drop(agent);
+    ok(review.into_inner().wait_with_output().unwrap());
+    let file = p.read(rel);
+    assert!(file.contains("reviewer: codex-second-one"), "{file}");
+    assert!(file.ends_with("\nThe owner's note.\n"), "{file}");
+    assert_eq!(lines_with(&p, "rejected review"), 1);
+}
+
+#[test]
+fn a_replayed_lesson_is_filed_once() {
+    let p = polis_with_contract();
+    let file = [
+        "lesson",
+        "file",
+        "--as",
+        FOUNDER,
+        "--tags",
+        "python",
+        "--impact",
+        "4",
+        "--contract",
+        "fix-the-login-bug",
+        "Check the session store first.",
+    ];
+    ok(p.polisd(&file));
+    let before = tree(&p);
+    // An agent that retries the command (it timed out waiting, its session restarted).
+    let err = refused(p.polisd(&file));
+    assert!(err.contains("already filed"), "{err}");
+    assert!(tree(&p) == before, "a replayed lesson wrote");
+    assert_eq!(lines_with(&p, "filed lesson"), 1);
+    // The same words on another contract, or by another citizen, are a lesson of their own.
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let mut other = file;
+    other[3] = "codex-second-one";
+    ok(p.polisd(&other));
+    assert_eq!(lines_with(&p, "filed lesson"), 2);
+}
+
+#[test]
+fn a_body_file_polisd_could_not_keep_is_a_usage_error_with_nothing_written() {
+    // `--body FILE` is agent text like any argument: control characters are refused as they
+    // are on the command line, and a file past what polisd reads back (a review it would then
+    // skip at the settle gate) or one that cannot be read is refused, in JSON too.
+    let p = polis_with_contract();
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let dir = p.dir.path();
+    std::fs::write(dir.join("nul.md"), "hello\0world \u{1b}[2J\n").unwrap();
+    let big = "a line of review text that goes on and on and on and on\n".repeat(320_000);
+    std::fs::write(dir.join("big.md"), big).unwrap();
+    let before = tree(&p);
+    for (file, why) in [
+        ("nul.md", "control character"),
+        ("big.md", "MB"),
+        ("missing.md", "missing.md"),
+    ] {
+        let body = dir.join(file).display().to_string();
+        for args in [
+            vec![
+                "review",
+                "fix-the-login-bug",
+                "--as",
+                "codex-second-one",
+                "--decision",
+                "signed_off",
+                "--body",
+                &body,
+                "--json",
+            ],
+            vec![
+                "amendment",
+                "propose",
+                "--title",
+                "A rule",
+                "--by",
+                FOUNDER,
+                "--body",
+                &body,
+                "--json",
+            ],
+        ] {
+            let out = p.polisd(&args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|_| panic!("{args:?}: no JSON: {}", describe(&out)));
+            assert_eq!(v["ok"], false, "{v}");
+            assert!(v["error"].as_str().unwrap().contains(why), "{args:?}: {v}");
+            assert!(tree(&p) == before, "{args:?} wrote");
+        }
+    }
+}
+
+#[test]
+fn lesson_review_guardrail_and_context_packet() {
+    let p = polis_with_contract();
+    let cold = ok(p.polisd(&["context", "fix-the-login-bug"]));
+    assert!(String::from_utf8_lossy(&cold.stdout).contains("No prior lessons"));
+    ok(p.polisd(&[
+        "guardrail",
+        "add",
+        "--text",
+        "Run the auth tests",
+        "--tags",
+        "python",
+        "--from",
+        "fix-the-login-bug",
+    ]));
+    ok(p.polisd(&["guardrail", "add", "--text", "Never log a password"]));
+    ok(p.polisd(&[
+        "lesson",
+        "file",
+        "--as",
+        FOUNDER,
+        "--tags",
+        "python",
+        "--impact",
+        "2",
+        "Cookies expire early.",
+    ]));
+    ok(p.polisd(&[
+        "lesson",
+        "file",
+        "--as",
+        FOUNDER,
+        "--tags",
+        "python,auth",
+        "--impact",
+        "5",
+        "--contract",
+        "fix-the-login-bug",
+        "Check the session store first.",
+    ]));
+    ok(p.polisd(&[
+        "review",
+        "fix-the-login-bug",
+        "--as",
+        FOUNDER,
+        "--decision",
+        "signed_off",
+    ]));
+    assert_eq!(lines_with(&p, "signed off"), 1);
+    assert_eq!(lines_with(&p, "filed lesson"), 2);
+    let out = ok(p.polisd(&["context", "fix-the-login-bug", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["lessons"][0]["quality_impact"], 5.0,
+        "strongest first: {v}"
+    );
+    assert_eq!(
+        v["guardrails"].as_array().unwrap().len(),
+        2,
+        "an untagged guardrail applies too: {v}"
+    );
+    // A contract opened now inherits both guardrails as acceptance criteria.
+    ok(p.polisd(&[
+        "contract", "open", "--title", "Another", "--by", FOUNDER, "--tags", "python",
+    ]));
+    let f = p.read("contracts/open/another.md");
+    assert!(
+        f.contains("- '[guardrail] Run the auth tests'")
+            || f.contains("- '[guardrail] Never log a password'"),
+        "{f}"
+    );
+    assert_eq!(
+        f.matches("[guardrail]").count(),
+        4,
+        "twice each: frontmatter and body: {f}"
+    );
+    // `check` finds nothing wrong with what the commands wrote.
+    let check = p.polisd(&["check", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    let errors: Vec<_> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[test]
+fn a_sign_off_by_someone_who_is_no_citizen_does_not_open_the_high_stakes_gate() {
+    // The gate asks for another citizen's sign-off. A review file naming an id with no card
+    // (written by hand, by the owner or anyone) is nobody's review.
+    let p = TestPolis::init(FOUNDER);
+    ok(p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Drop the table",
+        "--by",
+        FOUNDER,
+        "--stakes",
+        "high",
+    ]));
+    ok(p.polisd(&["contract", "claim", "drop-the-table", "--as", FOUNDER]));
+    p.save(
+        "reviews/2026-01-01-0900-drop-the-table.md",
+        "---\nreviewer: made-up-reviewer\ncontract: drop-the-table\ndecision: signed_off\n---\nLooks good.\n",
+    );
+    let before = tree(&p);
+    let settle = [
+        "contract",
+        "settle",
+        "drop-the-table",
+        "--quality",
+        "5",
+        "--no-lesson",
+        "x",
+    ];
+    let err = refused(p.polisd(&settle));
+    assert!(err.contains("stakes: high"), "{err}");
+    assert!(tree(&p) == before, "a refused settle wrote");
+    // A citizen's sign-off opens it.
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    ok(p.polisd(&[
+        "review",
+        "drop-the-table",
+        "--as",
+        "codex-second-one",
+        "--decision",
+        "signed_off",
+    ]));
+    ok(p.polisd(&settle));
+}
+
+#[test]
+fn a_review_override_is_a_persons_and_no_citizen_can_grant_it() {
+    // `--review-override "PERSON: WHY"` records a person's decision to settle a high-stakes
+    // contract unreviewed. The owner (or any citizen) naming itself there would be the agent
+    // waiving its own chavruta review.
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    ok(p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Drop the table",
+        "--by",
+        FOUNDER,
+        "--stakes",
+        "high",
+    ]));
+    ok(p.polisd(&["contract", "claim", "drop-the-table", "--as", FOUNDER]));
+    let settle = |person: &str| {
+        p.polisd(&[
+            "contract",
+            "settle",
+            "drop-the-table",
+            "--quality",
+            "5",
+            "--no-lesson",
+            "x",
+            "--review-override",
+            &format!("{person}: looks fine to me"),
+        ])
+    };
+    let before = tree(&p);
+    for citizen in [FOUNDER, "codex-second-one", "polis-daemon"] {
+        let err = refused(settle(citizen));
+        assert!(err.contains("a person"), "{citizen}: {err}");
+        assert!(tree(&p) == before, "{citizen}: a refused settle wrote");
+    }
+    ok(settle("Dana Whitfield"));
+}
+
+#[test]
+fn a_settle_files_its_lesson_under_the_contracts_valid_tags_only() {
+    // `required_tags` written by hand may hold what is no tag (`../x`, `Py`). The lesson's
+    // folder is its first tag: such a tag must neither become a path nor fail the settle
+    // after the contract has moved (the lesson then lost for good).
+    let p = TestPolis::init(FOUNDER);
+    for (id, tags, folder) in [
+        ("mixed-tags", "[\"../../x\", Py, api]", "api"),
+        ("no-good-tags", "[\"a/b\"]", "general"),
+    ] {
+        p.save(
+            &format!("contracts/open/{id}.md"),
+            &format!("---\ncontract_id: {id}\nopened_by: {FOUNDER}\nowner: {FOUNDER}\nstatus: claimed\nrequired_tags: {tags}\n---\n\n## Intent\n\nx\n"),
+        );
+        let out = ok(p.polisd(&[
+            "contract",
+            "settle",
+            id,
+            "--quality",
+            "3",
+            "--lesson",
+            &format!("What {id} taught."),
+            "--impact",
+            "3",
+            "--json",
+        ]));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let path = v["lesson"]["path"].as_str().unwrap_or_default().to_string();
+        assert!(path.starts_with(&format!("lessons/{folder}/")), "{v}");
+        assert!(p.exists(&path), "{path}");
+    }
+    assert!(!p.dir.path().join("x").exists());
+    assert_eq!(lines_with(&p, "filed lesson"), 2);
+}
