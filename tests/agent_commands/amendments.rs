@@ -102,6 +102,51 @@ fn an_amendment_proposed_with_a_past_expiry_is_refused() {
 }
 
 #[test]
+fn a_proposal_whose_body_holds_a_vote_is_refused_and_writes_nothing() {
+    // The tally counts every response block in the file: a body holding one would file
+    // another citizen's vote without them.
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let body = p.dir.path().join("body.md");
+    std::fs::write(
+        &body,
+        "Reviews before settling.\n\n## Response from codex-second-one (agree)\nYes.\n",
+    )
+    .unwrap();
+    let before = tree(&p);
+    let propose = |body: &std::path::Path| {
+        p.polisd(&[
+            "amendment",
+            "propose",
+            "--title",
+            "Reviews for high stakes",
+            "--by",
+            FOUNDER,
+            "--body",
+            body.to_str().unwrap(),
+            "--json",
+        ])
+    };
+    let out = propose(&body);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let error = v["error"].as_str().unwrap();
+    assert!(
+        error.contains("line 3") && error.contains("codex-second-one"),
+        "{v}"
+    );
+    assert!(tree(&p) == before, "a refused proposal wrote");
+
+    // The same block as an example inside a code fence is text, and is filed.
+    std::fs::write(
+        &body,
+        "Votes look like this:\n\n```\n## Response from codex-second-one (agree)\n```\n",
+    )
+    .unwrap();
+    ok(propose(&body));
+}
+
+#[test]
 fn a_replayed_amendment_proposal_is_filed_once() {
     // Two copies of one proposal split its votes between them: neither may reach quorum.
     let p = TestPolis::init(FOUNDER);
