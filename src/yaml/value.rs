@@ -166,8 +166,9 @@ impl Value {
         }
     }
 
-    /// Python's `str(value)` for scalars, used where the reference formats a value it read
-    /// (e.g. `str(settled_at)[:10]`).
+    /// Python's `str(value)`, used where the reference formats a value it read (e.g.
+    /// `str(settled_at)[:10]`). A list or a mapping is written as Python writes it,
+    /// `['a', None]`, so a message quoting an odd field reads as the reference's would.
     pub fn python_str(&self) -> String {
         match self {
             Value::Null => "None".to_string(),
@@ -183,9 +184,94 @@ impl Value {
                 out
             }
             Value::DateTime(ts) => ts.python_str(' '),
-            Value::Seq(_) | Value::Map(_) => format!("{self:?}"),
+            Value::Seq(_) | Value::Map(_) => self.python_repr(),
         }
     }
+
+    /// Python's `repr(value)`: what `str` gives for the items of a list or a mapping.
+    pub fn python_repr(&self) -> String {
+        use chrono::{Datelike, Timelike};
+        match self {
+            Value::Str(s) => python_str_repr(s),
+            Value::Date(d) => format!("datetime.date({}, {}, {})", d.year(), d.month(), d.day()),
+            Value::DateTime(ts) => {
+                let t = ts.local;
+                let mut out = format!(
+                    "datetime.datetime({}, {}, {}, {}, {}",
+                    t.year(),
+                    t.month(),
+                    t.day(),
+                    t.hour(),
+                    t.minute()
+                );
+                let micros = t.nanosecond() / 1_000;
+                if t.second() != 0 || micros != 0 {
+                    out.push_str(&format!(", {}", t.second()));
+                }
+                if micros != 0 {
+                    out.push_str(&format!(", {micros}"));
+                }
+                match ts.offset_seconds {
+                    None => {}
+                    Some(0) => out.push_str(", tzinfo=datetime.timezone.utc"),
+                    // timedelta's repr keeps its seconds within a day, its days signed.
+                    Some(off) => out.push_str(&format!(
+                        ", tzinfo=datetime.timezone(datetime.timedelta({}seconds={}))",
+                        if off < 0 { "days=-1, " } else { "" },
+                        off.rem_euclid(86_400)
+                    )),
+                }
+                out.push(')');
+                out
+            }
+            Value::Seq(items) => format!(
+                "[{}]",
+                items
+                    .iter()
+                    .map(Value::python_repr)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Value::Map(m) => format!(
+                "{{{}}}",
+                m.iter()
+                    .map(|(k, v)| format!("{}: {}", k.python_repr(), v.python_repr()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            _ => self.python_str(),
+        }
+    }
+}
+
+/// Python's `repr` of a `str`: single quotes unless the text holds a `'` and no `"`, with
+/// backslash escapes for the quote, the backslash and the control characters.
+fn python_str_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || (0x7f..0xa0).contains(&(c as u32)) => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
 }
 
 impl Timestamp {
@@ -278,6 +364,60 @@ pub fn python_float_repr(f: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each expected text is what Python 3 printed for the same value.
+    #[test]
+    fn a_list_or_mapping_is_written_as_python_writes_it() {
+        let s = |t: &str| Value::Str(t.to_string());
+        let list = Value::Seq(vec![
+            s("a"),
+            Value::Null,
+            Value::Bool(true),
+            Value::Float(1.5),
+            s("it's"),
+            s("say \"hi\" it's"),
+            s("a\\b\nc\u{1}"),
+        ]);
+        assert_eq!(
+            list.python_str(),
+            r#"['a', None, True, 1.5, "it's", 'say "hi" it\'s', 'a\\b\nc\x01']"#
+        );
+        let date = NaiveDate::from_ymd_opt(2026, 3, 2).unwrap();
+        let at = |h, m, sec, micro| date.and_hms_micro_opt(h, m, sec, micro).unwrap();
+        let mut inner = Mapping::new();
+        inner.insert(s("x"), Value::Date(date));
+        let mut map = Mapping::new();
+        map.insert(s("k"), Value::Seq(vec![Value::Int(1), Value::Map(inner)]));
+        map.insert(
+            s("d"),
+            Value::DateTime(Timestamp {
+                local: at(10, 0, 0, 0),
+                offset_seconds: None,
+            }),
+        );
+        assert_eq!(
+            Value::Map(map).python_str(),
+            "{'k': [1, {'x': datetime.date(2026, 3, 2)}], 'd': datetime.datetime(2026, 3, 2, 10, 0)}"
+        );
+        let aware = |local, off| {
+            Value::DateTime(Timestamp {
+                local,
+                offset_seconds: Some(off),
+            })
+        };
+        assert_eq!(
+            aware(at(10, 0, 5, 120), -5 * 3600).python_repr(),
+            "datetime.datetime(2026, 3, 2, 10, 0, 5, 120, tzinfo=datetime.timezone(datetime.timedelta(days=-1, seconds=68400)))"
+        );
+        assert_eq!(
+            aware(at(10, 0, 0, 0), 0).python_repr(),
+            "datetime.datetime(2026, 3, 2, 10, 0, tzinfo=datetime.timezone.utc)"
+        );
+        assert_eq!(
+            aware(at(10, 0, 0, 0), 7200).python_repr(),
+            "datetime.datetime(2026, 3, 2, 10, 0, tzinfo=datetime.timezone(datetime.timedelta(seconds=7200)))"
+        );
+    }
 
     #[test]
     fn python_str_of_dates_and_times_is_chronos_format() {
