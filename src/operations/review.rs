@@ -36,13 +36,31 @@ pub fn review(
     // The owner is read under the lock, so a claim racing this review is seen whole.
     let _transition = writer.transition_lock()?;
     let (_, contract_rel) = crate::operations::lookup::find(root, cid)?;
-    let owner = crate::fs::snapshot::read_text(
+    let contract_text = crate::fs::snapshot::read_text(
         root,
         &contract_rel,
         Some(crate::fs::snapshot::MAX_RECORD_BYTES),
-    )?
-    .and_then(|t| crate::protocol::contracts::contract::Contract::parse(&t).ok())
-    .and_then(|c| c.owner);
+    )?;
+    let owner = contract_text
+        .as_deref()
+        .and_then(|t| crate::protocol::contracts::contract::Contract::parse(t).ok())
+        .and_then(|c| c.owner);
+    // The contract's `review` block follows the decision, so the owner and the primer see it.
+    let set_block = |text: &str| {
+        let t =
+            crate::protocol::council::verdict::set_review_field(text, "status", decision.as_str())?;
+        crate::protocol::council::verdict::set_review_field(&t, "reviewer", reviewer)
+    };
+    let edits_block = !matches!(decision, Decision::Other(_));
+    if edits_block
+        && contract_text
+            .as_deref()
+            .is_some_and(|t| set_block(t).is_none())
+    {
+        return Err(OpError::Review(format!(
+            "{contract_rel}'s `review:` line is not a mapping polisd can set `status` and `reviewer` in; make it `review: {{}}` (or a block of `key: value` lines), then review again; nothing was written"
+        )));
+    }
     if owner.as_deref() == Some(reviewer) {
         return Err(OpError::Review(format!(
             "`{reviewer}` owns contract `{cid}`: a chavruta review is another citizen's (ideally of another vendor); ask one with `polisd log --as {reviewer} \"requested review\" --link {}`",
@@ -81,25 +99,14 @@ pub fn review(
     if std::fs::symlink_metadata(root.join(&rel)).is_ok() {
         return Err(taken(&rel));
     }
-    // The contract's `review` block follows the decision, so the owner and the primer see it.
-    // It is edited first, waiting out an agent still writing the contract: if that cannot be
-    // done, the review is refused with nothing written, never left half-recorded.
-    if matches!(
-        decision,
-        Decision::SignedOff | Decision::RequestedChanges | Decision::Rejected
-    ) {
+    // The block is edited first, waiting out an agent still writing the contract: if that
+    // cannot be done, the review is refused with nothing written, never left half-recorded.
+    if edits_block {
         super::edit::edit_agent_file_within(
             writer,
             root,
             &contract_rel,
-            |text| {
-                let t = crate::protocol::council::verdict::set_review_field(
-                    text,
-                    "status",
-                    decision.as_str(),
-                )?;
-                crate::protocol::council::verdict::set_review_field(&t, "reviewer", reviewer)
-            },
+            set_block,
             super::edit::LOCKED_WAIT,
         )?;
     }

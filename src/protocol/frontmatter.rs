@@ -319,7 +319,7 @@ fn double_quoted(t: &str) -> String {
 /// Sets `key: value` (`value` as YAML text) inside the top-level mapping `block:` of a
 /// frontmatter, keeping every other byte: a block mapping gets its `key:` line replaced or
 /// added (at its indentation); a flow mapping on one line is rewritten with the key set; a
-/// missing or empty block becomes `block: {key: value}`. The caller reads the result back to
+/// missing, empty or null block becomes `block: {key: value}`. The caller reads the result back to
 /// check it (nothing here proves the YAML still means what it meant).
 pub fn splice_block_field(text: &str, block: &str, key: &str, value: &str) -> Option<String> {
     let head = format!("{block}:");
@@ -389,8 +389,12 @@ pub fn splice_block_field(text: &str, block: &str, key: &str, value: &str) -> Op
         }
         return Some(out.concat());
     }
-    // A flow mapping on this line.
+    // A flow mapping on this line, or a null one (`review: null`, `~`), which becomes one.
     let parsed = crate::yaml::load(&after).ok()?;
+    if parsed == Value::Null {
+        out[start] = format!("{block}: {{{key}: {value}}}{eol}");
+        return Some(out.concat());
+    }
     let map = parsed.as_map()?;
     let mut parts = Vec::new();
     let mut set = false;

@@ -45,6 +45,54 @@ fn a_review_waits_for_an_agent_still_writing_the_contract_and_writes_nothing_bef
 }
 
 #[test]
+fn a_review_records_its_decision_in_a_review_line_written_null_or_refuses_what_it_cannot_set() {
+    let p = polis_with_contract();
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    let rel = "contracts/open/fix-the-login-bug.md";
+    let blocked = |text: &str| {
+        let mut out = String::new();
+        let mut skipping = false;
+        for line in text.split_inclusive('\n') {
+            if skipping && line.starts_with("  ") {
+                continue;
+            }
+            skipping = line.starts_with("review:");
+            out.push_str(if skipping { "review: null\n" } else { line });
+        }
+        out
+    };
+    // An agent wrote `review: null`: the decision still lands on the contract.
+    p.save(rel, &blocked(&p.read(rel)));
+    let review = [
+        "review",
+        "fix-the-login-bug",
+        "--as",
+        "codex-second-one",
+        "--decision",
+        "requested_changes",
+    ];
+    ok(p.polisd(&review));
+    let file = p.read(rel);
+    assert!(
+        file.contains("review: {status: requested_changes, reviewer: codex-second-one}\n"),
+        "{file}"
+    );
+    // A `review:` line that is no mapping is refused, nothing written.
+    p.save(
+        rel,
+        &file.replace(
+            "review: {status: requested_changes, reviewer: codex-second-one}",
+            "review: see the thread",
+        ),
+    );
+    let before = tree(&p);
+    let err = refused(p.polisd(&review));
+    assert!(err.contains("`review:` line"), "{err}");
+    assert!(tree(&p) == before, "a refused review wrote");
+}
+
+#[test]
 fn a_replayed_lesson_is_filed_once() {
     let p = polis_with_contract();
     let file = [

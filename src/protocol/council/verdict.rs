@@ -471,6 +471,15 @@ mod tests {
             set_review_field(none, "status", "signed_off").unwrap(),
             "---\ncouncil: {mode: duo}\nreview: {status: signed_off}\n---\n"
         );
+        for null in ["null", "~", "Null  # not yet"] {
+            let text = format!("---\nreview: {null}\nowner: o\n---\n");
+            let once = set_review_field(&text, "status", "signed_off").unwrap();
+            assert_eq!(once, "---\nreview: {status: signed_off}\nowner: o\n---\n");
+            assert_eq!(
+                set_review_field(&once, "reviewer", "codex-seat-bbbb").unwrap(),
+                "---\nreview: {status: signed_off, reviewer: codex-seat-bbbb}\nowner: o\n---\n"
+            );
+        }
         assert_eq!(set_review_field("no frontmatter", "status", "x"), None);
     }
 }
