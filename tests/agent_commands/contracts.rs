@@ -567,3 +567,27 @@ fn an_abandon_reason_reads_back_as_written_whatever_it_holds() {
         .collect();
     assert!(broken.is_empty(), "{broken:#?}");
 }
+
+#[test]
+fn settling_a_contract_kept_in_crlf_adds_its_sections_in_crlf() {
+    let p = polis_with_contract();
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    let open = "contracts/open/fix-the-login-bug.md";
+    let crlf = p.read(open).replace("\r\n", "\n").replace('\n', "\r\n");
+    p.save(open, &crlf);
+    ok(p.polisd(&[
+        "contract",
+        "settle",
+        "fix-the-login-bug",
+        "--quality",
+        "4",
+        "--no-lesson",
+        "a one-line fix",
+        "--suggest",
+        "codex-second-one:check the form",
+    ]));
+    let settled = p.read("contracts/settled/fix-the-login-bug.md");
+    assert!(settled.contains("## Settlement\r\n"), "{settled:?}");
+    let bare = settled.replace("\r\n", "");
+    assert!(!bare.contains('\n'), "a line end without CR: {settled:?}");
+}

@@ -940,11 +940,17 @@ pub fn has_settlement_section(text: &str) -> bool {
 
 /// Appends `section` to a file's text, after exactly one newline at its end.
 pub fn append_section(text: &str, section: &str) -> String {
+    // A file an agent keeps in CRLF gets its added lines in CRLF too, not a mix.
+    let crlf = text.contains("\r\n");
     let mut out = text.to_string();
     if !out.ends_with('\n') {
-        out.push('\n');
+        out.push_str(if crlf { "\r\n" } else { "\n" });
     }
-    out.push_str(section);
+    if crlf {
+        out.push_str(&section.replace("\r\n", "\n").replace('\n', "\r\n"));
+    } else {
+        out.push_str(section);
+    }
     out
 }
 
@@ -954,6 +960,19 @@ mod tests {
 
     fn q(body: &str) -> (u8, QualitySource) {
         extract_quality(&Value::Map(Default::default()), body)
+    }
+
+    #[test]
+    fn a_section_is_appended_in_the_file_s_own_line_ends() {
+        assert_eq!(append_section("a\nb", "\n## S\nx\n"), "a\nb\n\n## S\nx\n");
+        assert_eq!(
+            append_section("a\r\nb", "\n## S\nx\n"),
+            "a\r\nb\r\n\r\n## S\r\nx\r\n"
+        );
+        assert_eq!(
+            append_section("a\r\n", "\n## S\r\nx\n"),
+            "a\r\n\r\n## S\r\nx\r\n"
+        );
     }
 
     #[test]
