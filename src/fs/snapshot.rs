@@ -6,7 +6,7 @@
 
 use crate::protocol::finding::{Code, Finding};
 use std::fs;
-use std::io::Read;
+use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
 /// Records (cards, contracts, amendments, lessons) larger than this are reported, not parsed:
@@ -51,7 +51,10 @@ pub fn read_text_and_metadata_in_checked_folder(
     let path = root.join(rel);
     let meta = match fs::symlink_metadata(&path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // A name too long for the file system names no file there either.
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::InvalidFilename) => {
+            return Ok(None)
+        }
         Err(e) => return Err(unreadable(rel, &format!("cannot inspect it: {e}"))),
     };
     if meta.file_type().is_symlink() {

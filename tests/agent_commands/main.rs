@@ -209,6 +209,18 @@ fn refusals_exit_1_with_one_line_and_write_nothing() {
         let err = refused(p.polisd(args));
         assert!(err.starts_with("polisd: "), "{args:?}: {err}");
     }
+    // An id too long for a file name names no record: said as such, not as an OS error.
+    let long = "a".repeat(300);
+    let err = refused(p.polisd(&[
+        "amendment",
+        "vote",
+        &long,
+        "--as",
+        FOUNDER,
+        "--vote",
+        "agree",
+    ]));
+    assert!(err.contains("no amendment"), "{err}");
     let out = p.polisd(&[
         "contract",
         "settle",
