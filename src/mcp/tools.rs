@@ -457,12 +457,17 @@ fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         minutes: opt_int(args, "minutes")?,
         by: opt_str(args, "by"),
         outcome: opt_str(args, "outcome"),
-        lesson: match opt_str(args, "lesson") {
-            Some(text) => Some(contract::SettleLesson {
+        lesson: match (opt_str(args, "lesson"), opt_int(args, "impact")?) {
+            (Some(text), impact) => Some(contract::SettleLesson {
                 text,
-                impact: opt_int(args, "impact")?.unwrap_or(3),
+                impact: impact.unwrap_or(3),
             }),
-            None => None,
+            (None, Some(_)) => {
+                return Err(
+                    "`impact` rates a lesson: pass `lesson` with it, or leave it out".into(),
+                )
+            }
+            (None, None) => None,
         },
         no_lesson: opt_str(args, "no_lesson"),
         review_override: None,

@@ -141,6 +141,17 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
     );
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
     assert!(p.exists(&format!("contracts/open/{cid}.md")));
+    // An impact rates a lesson: without one it would be dropped unsaid.
+    let unrated = mcp.call(
+        128,
+        "polis_settle_contract",
+        json!({"contract_id": cid, "quality": 4, "impact": 4, "no_lesson": "trivial"}),
+    );
+    assert!(
+        unrated["error"]["code"] == -32602 || unrated["result"]["isError"] == true,
+        "{unrated}"
+    );
+    assert!(p.exists(&format!("contracts/open/{cid}.md")));
     let settled = mcp.call(
         29,
         "polis_settle_contract",
