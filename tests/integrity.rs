@@ -4,7 +4,7 @@
 
 mod harness;
 
-use harness::{describe, ok, TestPolis};
+use harness::{describe, ok, tree, TestPolis};
 use std::process::Output;
 
 const FOUNDER: &str = "claude-founder-one";
@@ -13,25 +13,6 @@ const FOUNDER: &str = "claude-founder-one";
 fn usage(out: Output) -> String {
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// Every file under `_polis/` with its bytes, to show that a refusal wrote nothing.
-fn tree(p: &TestPolis) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![p.root.clone()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let path = e.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(&p.root).unwrap().display().to_string();
-                out.push((rel, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 fn claimed_contract(p: &TestPolis, id: &str, title: &str) {

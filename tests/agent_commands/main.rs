@@ -10,7 +10,7 @@ mod contracts;
 mod records;
 mod settle_without_daemon;
 
-use harness::{describe, ok, TestPolis, BIN};
+use harness::{describe, ok, tree, TestPolis, BIN};
 use std::process::{Command, Output, Stdio};
 
 const FOUNDER: &str = "claude-founder-one";
@@ -25,25 +25,6 @@ fn refused(out: Output) -> String {
         "a refusal is one line: {err}"
     );
     err
-}
-
-/// Every file under `_polis/` with its bytes, to show that a refusal wrote nothing.
-fn tree(p: &TestPolis) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![p.root.clone()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let path = e.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(&p.root).unwrap().display().to_string();
-                out.push((rel, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 fn lines_with(p: &TestPolis, verb: &str) -> usize {

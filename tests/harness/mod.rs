@@ -264,6 +264,25 @@ pub fn chronicle_stamp() -> String {
     chrono::Utc::now().format("%Y-%m-%d %H:%M").to_string()
 }
 
+/// Every file under `_polis/` with its bytes, to show that a refusal wrote nothing.
+pub fn tree(p: &TestPolis) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![p.root.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(&p.root).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// A complete chronicle line stamped now, newline included.
 pub fn chronicle_line(author: &str, verb: &str, link: &str, note: &str) -> String {
     format!(
