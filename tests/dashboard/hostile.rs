@@ -115,3 +115,21 @@ fn an_inbox_too_big_or_not_utf8_is_shown_with_a_note_not_hidden() {
         "no note says it was altered"
     );
 }
+
+/// A chronicle polisd cannot read (here one byte that is not UTF-8) shows no lines, and its
+/// page says why instead of "0 in all".
+#[test]
+fn an_unreadable_chronicle_s_page_says_why_it_shows_no_lines() {
+    let p = generated_polis();
+    let path = p.path("chronicle.md");
+    let mut text = std::fs::read(&path).unwrap();
+    text.extend_from_slice(b"- 2026-01-03 10:00 | alpha-agent | noted | - | bad \xff byte\n");
+    std::fs::write(&path, text).unwrap();
+    let s = serve(&p, "127.0.0.1:0");
+    let page = get(&s, "/p/0/chronicle");
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains("not valid UTF-8"),
+        "the page does not say why it shows no lines"
+    );
+}
