@@ -200,17 +200,15 @@ async fn api_answer(
     let done = tokio::task::spawn_blocking(move || {
         let snapshot = view.current();
         match what.as_str() {
-            "state" => api::state(&view.name, &snapshot),
+            "state" => Ok(api::state(&view.name, &snapshot)),
             _ => api::replay(&snapshot, &query),
         }
     })
     .await;
+    let json = [(header::CONTENT_TYPE, "application/json")];
     match done {
-        Ok(body) => (
-            [(header::CONTENT_TYPE, "application/json")],
-            body.to_string(),
-        )
-            .into_response(),
+        Ok(Ok(body)) => (json, body.to_string()).into_response(),
+        Ok(Err(refused)) => (StatusCode::BAD_REQUEST, json, refused.to_string()).into_response(),
         Err(e) => {
             tracing::error!("dashboard: an API answer failed: {e}");
             (StatusCode::INTERNAL_SERVER_ERROR, "see polisd's log\n").into_response()

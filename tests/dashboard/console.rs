@@ -190,6 +190,37 @@ fn the_json_api_gives_the_state_and_the_replay_versioned() {
     assert_eq!(get(&s, "/api/nothing").status, 404);
 }
 
+/// `/api/replay` refuses a `from` or `limit` it cannot use with 400 and a versioned JSON body
+/// saying why: `limit=0` answered `next` equal to `from`, so a script following `next` looped
+/// forever, and `from=-1` or `limit=abc` were silently read as their defaults.
+#[test]
+fn the_replay_api_refuses_bad_paging_instead_of_guessing() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    for query in [
+        "limit=0",
+        "from=-1",
+        "from=abc",
+        "limit=-5",
+        "limit=1e3",
+        "from=99999999999999999999999",
+    ] {
+        let r = get(&s, &format!("/p/0/api/replay?{query}"));
+        assert_eq!(r.status, 400, "{query}: {}", r.body);
+        let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(v["api_version"], 1, "{query}");
+        assert!(
+            v["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{query}"
+        );
+    }
+    // Past the end and over the cap are fine: an empty last page, a capped page.
+    let past: serde_json::Value =
+        serde_json::from_str(&get(&s, "/api/replay?from=50").body).unwrap();
+    assert_eq!(past["next"], serde_json::Value::Null);
+    assert_eq!(get(&s, "/api/replay?limit=5000").status, 200);
+}
+
 /// [`generated_polis`] with what each console action acts on: an unowned open contract the
 /// router recommended for bravo (to give to alpha instead), a settled contract whose quality defaults (a P007 warning, to silence) and
 /// polisd's notice asking for a new citizen in bravo's inbox (to answer).
