@@ -82,6 +82,18 @@ pub async fn act(
     }
 }
 
+/// `GET /p/{polis}/act/{action}`: an action opened as a link (a bookmark, a typed address)
+/// does nothing, and says so.
+pub async fn opened_by_link() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::ALLOW, "POST")],
+        "this address takes a console form (POST) and does nothing when opened as a link; \
+         use the form on the dashboard's page\n",
+    )
+        .into_response()
+}
+
 enum Refused {
     Unknown,
     Op(String),

@@ -96,7 +96,10 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
         .route("/", get(index))
         .route("/p/{polis}", get(to_polis))
         .route("/p/{polis}/events", get(events))
-        .route("/p/{polis}/act/{action}", axum::routing::post(console::act))
+        .route(
+            "/p/{polis}/act/{action}",
+            axum::routing::post(console::act).get(console::opened_by_link),
+        )
         .route("/p/{polis}/api/{what}", get(api_answer))
         .route("/api/{what}", get(api_answer))
         .route(
@@ -107,7 +110,7 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
             "/static/style.css",
             get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }),
         )
-        .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
+        .fallback(|| async { not_found("There is no such page on this dashboard.") })
         .with_state(site)
         .layer(axum::middleware::from_fn(within_time))
         .layer(axum::middleware::from_fn_with_state(
@@ -216,6 +219,29 @@ async fn api_answer(
     }
 }
 
+/// A 404 a person can act on: a page (not a bare line of text) with the way back.
+fn not_found(message: &str) -> Response {
+    let body = maud::html! {
+        (maud::DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { "Not found · polisd" }
+                link rel="stylesheet" href="/static/style.css";
+            }
+            body {
+                header { a.brand href="/" { "polisd" } }
+                main {
+                    h1 { "Not found" }
+                    p { (message) }
+                    p { a href="/" { "Back to the dashboard" } }
+                }
+            }
+        }
+    };
+    (StatusCode::NOT_FOUND, Html(body.into_string())).into_response()
+}
+
 async fn to_polis(UrlPath(n): UrlPath<usize>) -> Redirect {
     Redirect::permanent(&format!("/p/{n}/"))
 }
@@ -228,7 +254,7 @@ async fn render_page(
     csrf: String,
 ) -> Response {
     let Some((n, view)) = polis_of(&site, &params) else {
-        return (StatusCode::NOT_FOUND, "no such polis\n").into_response();
+        return not_found("This dashboard shows no polis of that number.");
     };
     let picker: Vec<(String, String)> = site
         .polises
