@@ -52,19 +52,23 @@ pub async fn act(
     let action = params.get("action").cloned().unwrap_or_default();
     let root = view.root.clone();
     let field = move |k: &str| form.get(k).map(String::as_str).unwrap_or("").to_string();
+    // Where to go when done, settled before anything is written: only a page of this polis
+    // (never an open redirect), and only as the pages write their links, visible ASCII (a
+    // newline, which no `Location` header can carry, answered 500 after the action wrote).
     let back = field("back");
+    let prefix = format!("/p/{n}/");
+    let to = if back.starts_with(&prefix)
+        && !back.contains("//")
+        && !back.contains('\\')
+        && back.bytes().all(|b| b.is_ascii_graphic())
+    {
+        back
+    } else {
+        prefix
+    };
     let done = tokio::task::spawn_blocking(move || run(&root, &action, &field)).await;
     match done {
-        Ok(Ok(())) => {
-            let prefix = format!("/p/{n}/");
-            // Only a page of this polis: never an open redirect.
-            let to = if back.starts_with(&prefix) && !back.contains("//") && !back.contains('\\') {
-                back
-            } else {
-                prefix
-            };
-            (StatusCode::SEE_OTHER, [(header::LOCATION, to)], "done\n").into_response()
-        }
+        Ok(Ok(())) => (StatusCode::SEE_OTHER, [(header::LOCATION, to)], "done\n").into_response(),
         Ok(Err(Refused::Unknown)) => (StatusCode::NOT_FOUND, "no such action\n").into_response(),
         Ok(Err(Refused::Op(why))) => (
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -190,6 +190,27 @@ fn the_json_api_gives_the_state_and_the_replay_versioned() {
     assert_eq!(get(&s, "/api/nothing").status, 404);
 }
 
+/// A `back` field no `Location` header can carry (a newline, a letter outside ASCII) sends the
+/// person to the polis's first page after the action is done: it answered 500 after writing,
+/// so a person who sent the form again wrote it twice.
+#[test]
+fn a_back_field_no_header_can_carry_is_replaced_never_a_500_after_writing() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let (cookie, token) = csrf_of(&get(&s, "/p/0/"));
+    for (n, back) in ["%2Fp%2F0%2F%0Ax", "%2Fp%2F0%2F%C3%A9t%C3%A9"]
+        .iter()
+        .enumerate()
+    {
+        let body = format!("csrf={token}&as={FOUNDER}&to={BRAVO}&text=back-{n}&back={back}");
+        let r = post(&s, "/p/0/act/message", &cookie, &body, "");
+        assert_eq!(r.status, 303, "{back}: {}", r.body);
+        assert_eq!(r.header("location"), Some("/p/0/"), "{back}");
+        let inbox = p.read(&format!("citizens/{BRAVO}/inbox.md"));
+        assert_eq!(inbox.matches(&format!("back-{n}")).count(), 1, "{inbox}");
+    }
+}
+
 /// `/api/replay` refuses a `from` or `limit` it cannot use with 400 and a versioned JSON body
 /// saying why: `limit=0` answered `next` equal to `from`, so a script following `next` looped
 /// forever, and `from=-1` or `limit=abc` were silently read as their defaults.
