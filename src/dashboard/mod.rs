@@ -1,8 +1,10 @@
-//! The dashboard: a read-only web view of the polises polisd watches, with live updates.
+//! The dashboard: a web view of the polises polisd watches, with live updates, and the console
+//! where a person answers what waits for them.
 //!
 //! A front end like the commands: it reads each polis through `fs::snapshot` and summarizes it
-//! through `operations` (see [`view`]), and it writes nothing (no write endpoint exists, and
-//! the guard answers only GET and HEAD). `polisd run` starts it beside the daemon
+//! through `operations` (see [`view`]), and it writes only through the console's actions
+//! ([`console`], `POST /p/{n}/act/…`, the one route the guard lets POST reach), which call
+//! `operations::console`. `polisd run` starts it beside the daemon
 //! ([`beside_daemon`]), fed by the daemon's published changes; `polisd serve` runs it alone
 //! ([`serve_alone`]) with a watcher of its own.
 //!
