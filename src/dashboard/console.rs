@@ -21,6 +21,11 @@ use axum::response::{IntoResponse, Response};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// Most characters of a form's field (a reason, a message, an id): as a message may hold.
+const MAX_FIELD_CHARS: usize = crate::operations::console::MAX_MESSAGE_CHARS;
+/// Most characters of a review's body, which is a file of its own.
+const MAX_BODY_CHARS: usize = 64_000;
+
 /// Handles `POST /p/{polis}/act/{action}`.
 pub async fn act(
     State(site): State<Arc<Site>>,
@@ -42,6 +47,26 @@ pub async fn act(
             return (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 format!("refused, nothing written: {e}\n"),
+            )
+                .into_response();
+        }
+    }
+    // And to a length a person types: a reason or a note of megabytes would go whole into a
+    // contract's frontmatter and a chronicle line. A review's body is a file of its own.
+    for (name, value) in &form {
+        let (most, most_text) = if name == "body" {
+            (MAX_BODY_CHARS, "64,000")
+        } else {
+            (MAX_FIELD_CHARS, "4,000")
+        };
+        let chars = value.chars().count();
+        if chars > most {
+            return (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!(
+                    "refused, nothing written: the field `{name}` is {chars} characters, over the \
+                     {most_text} a field may hold; shorten it, or point to a file\n"
+                ),
             )
                 .into_response();
         }

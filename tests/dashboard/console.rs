@@ -211,6 +211,36 @@ fn a_back_field_no_header_can_carry_is_replaced_never_a_500_after_writing() {
     }
 }
 
+/// A field longer than a person types (a reason of megabytes) is refused with 422 and nothing
+/// written: an override's reason went whole into the contract's frontmatter and one
+/// chronicle line, so one form post could add megabytes to files every reader reads.
+#[test]
+fn an_overlong_field_is_refused_before_anything_is_written() {
+    let p = console_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let (cookie, token) = csrf_of(&get(&s, "/p/0/"));
+    let before = files_of(&p);
+    let long = "why+".repeat(5_000);
+    for (action, fields) in [
+        (
+            "override",
+            format!("contract=free-job&to={ALPHA}&reason={long}"),
+        ),
+        ("silence", format!("code=P007&as={FOUNDER}&reason={long}")),
+    ] {
+        let r = post(
+            &s,
+            &format!("/p/0/act/{action}"),
+            &cookie,
+            &format!("csrf={token}&{fields}"),
+            "",
+        );
+        assert_eq!(r.status, 422, "{action}: {}", r.body);
+        assert!(r.body.contains("4,000"), "{action}: {}", r.body);
+    }
+    assert_eq!(files_of(&p), before, "an overlong field writes nothing");
+}
+
 /// `/api/replay` refuses a `from` or `limit` it cannot use with 400 and a versioned JSON body
 /// saying why: `limit=0` answered `next` equal to `from`, so a script following `next` looped
 /// forever, and `from=-1` or `limit=abc` were silently read as their defaults.
