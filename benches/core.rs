@@ -366,7 +366,7 @@ fn bench_dashboard(c: &mut Criterion) {
     let mut first_page = std::collections::HashMap::new();
     first_page.insert("limit".to_string(), "1000".to_string());
     group.bench_function("/api/replay (1,000 settlements)", |b| {
-        b.iter(|| polisd::dashboard::api::replay(&snapshot, &first_page).to_string())
+        b.iter(|| polisd::dashboard::api::replay(&snapshot, &first_page).map(|v| v.to_string()))
     });
     params.insert("id".to_string(), "c-00042".to_string());
     group.bench_function("/contracts/{id} (settled)", |b| {

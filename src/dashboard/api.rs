@@ -76,11 +76,26 @@ pub fn state(name: &str, s: &Snapshot) -> Value {
     })
 }
 
-/// `/api/replay`: `from` (default 0) and `limit` (default and most [`MAX_PAGE`]).
-pub fn replay(s: &Snapshot, query: &HashMap<String, String>) -> Value {
-    let number = |k: &str| query.get(k).and_then(|v| v.parse::<usize>().ok());
-    let from = number("from").unwrap_or(0);
-    let limit = number("limit").unwrap_or(MAX_PAGE).min(MAX_PAGE);
+/// `/api/replay`: `from` (default 0) and `limit` (default and most [`MAX_PAGE`]), or why
+/// they cannot be used (the body of a 400). A value that is not a whole number, and a
+/// `limit` of 0 (whose `next` would be its `from`, forever), are refused rather than guessed.
+pub fn replay(s: &Snapshot, query: &HashMap<String, String>) -> Result<Value, Value> {
+    let number = |k: &str, default: usize| match query.get(k) {
+        None => Ok(default),
+        Some(v) => v.parse::<usize>().map_err(|_| {
+            refusal(&format!(
+                "`{k}` must be a whole number from 0 (`{k}={}`)",
+                v.chars().take(40).collect::<String>()
+            ))
+        }),
+    };
+    let from = number("from", 0)?;
+    let limit = number("limit", MAX_PAGE)?.min(MAX_PAGE);
+    if limit == 0 {
+        return Err(refusal(&format!(
+            "`limit` must be 1 to {MAX_PAGE} (a page of none would never end)"
+        )));
+    }
     let total = s.state.settled.len();
     let settlements: Vec<Value> = s
         .state
@@ -101,12 +116,17 @@ pub fn replay(s: &Snapshot, query: &HashMap<String, String>) -> Value {
         })
         .collect();
     let next = (from + settlements.len() < total).then_some(from + settlements.len());
-    json!({
+    Ok(json!({
         "api_version": API_VERSION,
         "generation": s.generation,
         "total": total,
         "from": from,
         "next": next,
         "settlements": settlements,
-    })
+    }))
+}
+
+/// The body of a refused API request.
+pub fn refusal(why: &str) -> Value {
+    json!({ "api_version": API_VERSION, "error": why })
 }

@@ -21,6 +21,11 @@ use axum::response::{IntoResponse, Response};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// Most characters of a form's field (a reason, a message, an id): as a message may hold.
+const MAX_FIELD_CHARS: usize = crate::operations::console::MAX_MESSAGE_CHARS;
+/// Most characters of a review's body, which is a file of its own.
+const MAX_BODY_CHARS: usize = 64_000;
+
 /// Handles `POST /p/{polis}/act/{action}`.
 pub async fn act(
     State(site): State<Arc<Site>>,
@@ -46,25 +51,49 @@ pub async fn act(
                 .into_response();
         }
     }
+    // And to a length a person types: a reason or a note of megabytes would go whole into a
+    // contract's frontmatter and a chronicle line. A review's body is a file of its own.
+    for (name, value) in &form {
+        let (most, most_text) = if name == "body" {
+            (MAX_BODY_CHARS, "64,000")
+        } else {
+            (MAX_FIELD_CHARS, "4,000")
+        };
+        let chars = value.chars().count();
+        if chars > most {
+            return (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!(
+                    "refused, nothing written: the field `{name}` is {chars} characters, over the \
+                     {most_text} a field may hold; shorten it, or point to a file\n"
+                ),
+            )
+                .into_response();
+        }
+    }
     let Some((n, view)) = super::polis_of(&site, &params) else {
         return (StatusCode::NOT_FOUND, "no such polis\n").into_response();
     };
     let action = params.get("action").cloned().unwrap_or_default();
     let root = view.root.clone();
     let field = move |k: &str| form.get(k).map(String::as_str).unwrap_or("").to_string();
+    // Where to go when done, settled before anything is written: only a page of this polis
+    // (never an open redirect), and only as the pages write their links, visible ASCII (a
+    // newline, which no `Location` header can carry, answered 500 after the action wrote).
     let back = field("back");
+    let prefix = format!("/p/{n}/");
+    let to = if back.starts_with(&prefix)
+        && !back.contains("//")
+        && !back.contains('\\')
+        && back.bytes().all(|b| b.is_ascii_graphic())
+    {
+        back
+    } else {
+        prefix
+    };
     let done = tokio::task::spawn_blocking(move || run(&root, &action, &field)).await;
     match done {
-        Ok(Ok(())) => {
-            let prefix = format!("/p/{n}/");
-            // Only a page of this polis: never an open redirect.
-            let to = if back.starts_with(&prefix) && !back.contains("//") && !back.contains('\\') {
-                back
-            } else {
-                prefix
-            };
-            (StatusCode::SEE_OTHER, [(header::LOCATION, to)], "done\n").into_response()
-        }
+        Ok(Ok(())) => (StatusCode::SEE_OTHER, [(header::LOCATION, to)], "done\n").into_response(),
         Ok(Err(Refused::Unknown)) => (StatusCode::NOT_FOUND, "no such action\n").into_response(),
         Ok(Err(Refused::Op(why))) => (
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -80,6 +109,18 @@ pub async fn act(
                 .into_response()
         }
     }
+}
+
+/// `GET /p/{polis}/act/{action}`: an action opened as a link (a bookmark, a typed address)
+/// does nothing, and says so.
+pub async fn opened_by_link() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::ALLOW, "POST")],
+        "this address takes a console form (POST) and does nothing when opened as a link; \
+         use the form on the dashboard's page\n",
+    )
+        .into_response()
 }
 
 enum Refused {

@@ -1,8 +1,10 @@
-//! The dashboard: a read-only web view of the polises polisd watches, with live updates.
+//! The dashboard: a web view of the polises polisd watches, with live updates, and the console
+//! where a person answers what waits for them.
 //!
 //! A front end like the commands: it reads each polis through `fs::snapshot` and summarizes it
-//! through `operations` (see [`view`]), and it writes nothing (no write endpoint exists, and
-//! the guard answers only GET and HEAD). `polisd run` starts it beside the daemon
+//! through `operations` (see [`view`]), and it writes only through the console's actions
+//! ([`console`], `POST /p/{n}/act/…`, the one route the guard lets POST reach), which call
+//! `operations::console`. `polisd run` starts it beside the daemon
 //! ([`beside_daemon`]), fed by the daemon's published changes; `polisd serve` runs it alone
 //! ([`serve_alone`]) with a watcher of its own.
 //!
@@ -96,7 +98,10 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
         .route("/", get(index))
         .route("/p/{polis}", get(to_polis))
         .route("/p/{polis}/events", get(events))
-        .route("/p/{polis}/act/{action}", axum::routing::post(console::act))
+        .route(
+            "/p/{polis}/act/{action}",
+            axum::routing::post(console::act).get(console::opened_by_link),
+        )
         .route("/p/{polis}/api/{what}", get(api_answer))
         .route("/api/{what}", get(api_answer))
         .route(
@@ -107,7 +112,7 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
             "/static/style.css",
             get(|| async { asset("text/css; charset=utf-8", STYLE_CSS) }),
         )
-        .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
+        .fallback(|| async { not_found("There is no such page on this dashboard.") })
         .with_state(site)
         .layer(axum::middleware::from_fn(within_time))
         .layer(axum::middleware::from_fn_with_state(
@@ -200,22 +205,43 @@ async fn api_answer(
     let done = tokio::task::spawn_blocking(move || {
         let snapshot = view.current();
         match what.as_str() {
-            "state" => api::state(&view.name, &snapshot),
+            "state" => Ok(api::state(&view.name, &snapshot)),
             _ => api::replay(&snapshot, &query),
         }
     })
     .await;
+    let json = [(header::CONTENT_TYPE, "application/json")];
     match done {
-        Ok(body) => (
-            [(header::CONTENT_TYPE, "application/json")],
-            body.to_string(),
-        )
-            .into_response(),
+        Ok(Ok(body)) => (json, body.to_string()).into_response(),
+        Ok(Err(refused)) => (StatusCode::BAD_REQUEST, json, refused.to_string()).into_response(),
         Err(e) => {
             tracing::error!("dashboard: an API answer failed: {e}");
             (StatusCode::INTERNAL_SERVER_ERROR, "see polisd's log\n").into_response()
         }
     }
+}
+
+/// A 404 a person can act on: a page (not a bare line of text) with the way back.
+fn not_found(message: &str) -> Response {
+    let body = maud::html! {
+        (maud::DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { "Not found · polisd" }
+                link rel="stylesheet" href="/static/style.css";
+            }
+            body {
+                header { a.brand href="/" { "polisd" } }
+                main {
+                    h1 { "Not found" }
+                    p { (message) }
+                    p { a href="/" { "Back to the dashboard" } }
+                }
+            }
+        }
+    };
+    (StatusCode::NOT_FOUND, Html(body.into_string())).into_response()
 }
 
 async fn to_polis(UrlPath(n): UrlPath<usize>) -> Redirect {
@@ -230,7 +256,7 @@ async fn render_page(
     csrf: String,
 ) -> Response {
     let Some((n, view)) = polis_of(&site, &params) else {
-        return (StatusCode::NOT_FOUND, "no such polis\n").into_response();
+        return not_found("This dashboard shows no polis of that number.");
     };
     let picker: Vec<(String, String)> = site
         .polises

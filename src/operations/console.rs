@@ -56,10 +56,16 @@ pub fn write_to_inbox(root: &Path, from: &str, to: &str, text: &str) -> Result<W
             fix: "write what the citizen should read",
         });
     }
-    if text.chars().count() > MAX_MESSAGE_CHARS {
-        return Err(OpError::Empty {
-            what: "room for a message this long",
-            fix: "keep it under 4,000 characters, or point to a file",
+    let chars = text.chars().count();
+    if chars > MAX_MESSAGE_CHARS {
+        return Err(OpError::Body {
+            what: "the message".to_string(),
+            why: format!(
+                "it is {} characters, over the {} a message may hold; shorten it, or point to \
+                 a file",
+                thousands(chars),
+                thousands(MAX_MESSAGE_CHARS)
+            ),
         });
     }
     let path = layout::inbox_path(to).ok_or_else(|| OpError::BadId {
@@ -249,6 +255,19 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// `4001` as `4,001`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,6 +316,21 @@ mod tests {
         let dir = polis();
         assert!(write_to_inbox(dir.path(), "eve-agent", "bob-agent", "hi").is_err());
         assert!(write_to_inbox(dir.path(), "ann-agent", "bob-agent", "  \n").is_err());
+        assert!(!dir.path().join("citizens/bob-agent/inbox.md").exists());
+    }
+
+    #[test]
+    fn a_message_over_the_limit_is_refused_as_too_long_not_as_empty() {
+        let dir = polis();
+        let long = "x".repeat(MAX_MESSAGE_CHARS + 1);
+        let why = write_to_inbox(dir.path(), "ann-agent", "bob-agent", &long)
+            .unwrap_err()
+            .to_string();
+        assert!(!why.contains("empty"), "{why}");
+        assert!(
+            why.contains("4,001 characters") && why.contains("4,000"),
+            "{why}"
+        );
         assert!(!dir.path().join("citizens/bob-agent/inbox.md").exists());
     }
 

@@ -190,6 +190,88 @@ fn the_json_api_gives_the_state_and_the_replay_versioned() {
     assert_eq!(get(&s, "/api/nothing").status, 404);
 }
 
+/// A `back` field no `Location` header can carry (a newline, a letter outside ASCII) sends the
+/// person to the polis's first page after the action is done: it answered 500 after writing,
+/// so a person who sent the form again wrote it twice.
+#[test]
+fn a_back_field_no_header_can_carry_is_replaced_never_a_500_after_writing() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let (cookie, token) = csrf_of(&get(&s, "/p/0/"));
+    for (n, back) in ["%2Fp%2F0%2F%0Ax", "%2Fp%2F0%2F%C3%A9t%C3%A9"]
+        .iter()
+        .enumerate()
+    {
+        let body = format!("csrf={token}&as={FOUNDER}&to={BRAVO}&text=back-{n}&back={back}");
+        let r = post(&s, "/p/0/act/message", &cookie, &body, "");
+        assert_eq!(r.status, 303, "{back}: {}", r.body);
+        assert_eq!(r.header("location"), Some("/p/0/"), "{back}");
+        let inbox = p.read(&format!("citizens/{BRAVO}/inbox.md"));
+        assert_eq!(inbox.matches(&format!("back-{n}")).count(), 1, "{inbox}");
+    }
+}
+
+/// A field longer than a person types (a reason of megabytes) is refused with 422 and nothing
+/// written: an override's reason went whole into the contract's frontmatter and one
+/// chronicle line, so one form post could add megabytes to files every reader reads.
+#[test]
+fn an_overlong_field_is_refused_before_anything_is_written() {
+    let p = console_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let (cookie, token) = csrf_of(&get(&s, "/p/0/"));
+    let before = files_of(&p);
+    let long = "why+".repeat(5_000);
+    for (action, fields) in [
+        (
+            "override",
+            format!("contract=free-job&to={ALPHA}&reason={long}"),
+        ),
+        ("silence", format!("code=P007&as={FOUNDER}&reason={long}")),
+    ] {
+        let r = post(
+            &s,
+            &format!("/p/0/act/{action}"),
+            &cookie,
+            &format!("csrf={token}&{fields}"),
+            "",
+        );
+        assert_eq!(r.status, 422, "{action}: {}", r.body);
+        assert!(r.body.contains("4,000"), "{action}: {}", r.body);
+    }
+    assert_eq!(files_of(&p), before, "an overlong field writes nothing");
+}
+
+/// `/api/replay` refuses a `from` or `limit` it cannot use with 400 and a versioned JSON body
+/// saying why: `limit=0` answered `next` equal to `from`, so a script following `next` looped
+/// forever, and `from=-1` or `limit=abc` were silently read as their defaults.
+#[test]
+fn the_replay_api_refuses_bad_paging_instead_of_guessing() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    for query in [
+        "limit=0",
+        "from=-1",
+        "from=abc",
+        "limit=-5",
+        "limit=1e3",
+        "from=99999999999999999999999",
+    ] {
+        let r = get(&s, &format!("/p/0/api/replay?{query}"));
+        assert_eq!(r.status, 400, "{query}: {}", r.body);
+        let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(v["api_version"], 1, "{query}");
+        assert!(
+            v["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{query}"
+        );
+    }
+    // Past the end and over the cap are fine: an empty last page, a capped page.
+    let past: serde_json::Value =
+        serde_json::from_str(&get(&s, "/api/replay?from=50").body).unwrap();
+    assert_eq!(past["next"], serde_json::Value::Null);
+    assert_eq!(get(&s, "/api/replay?limit=5000").status, 200);
+}
+
 /// [`generated_polis`] with what each console action acts on: an unowned open contract the
 /// router recommended for bravo (to give to alpha instead), a settled contract whose quality defaults (a P007 warning, to silence) and
 /// polisd's notice asking for a new citizen in bravo's inbox (to answer).

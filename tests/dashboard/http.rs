@@ -135,6 +135,39 @@ fn security_headers_and_read_only() {
     );
 }
 
+/// An address the dashboard does not have is a page saying so with a way back, and a console
+/// action opened as a link (GET) says it takes a form, with `Allow: POST`: neither is an
+/// empty or plain-text answer a person cannot act on.
+#[test]
+fn unknown_pages_and_actions_opened_by_link_answer_a_page_that_says_so() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    for path in [
+        "/p/0/no-such-page",
+        "/nowhere",
+        "/p/7/",
+        "/p/0/citizens/a/b",
+    ] {
+        let r = get(&s, path);
+        assert_eq!(r.status, 404, "{path}");
+        assert!(
+            r.header("content-type")
+                .is_some_and(|t| t.starts_with("text/html")),
+            "{path}: {:?}",
+            r.header("content-type")
+        );
+        assert!(
+            r.body.contains("Not found") && r.body.contains("href=\"/\""),
+            "{path}: {}",
+            r.body
+        );
+    }
+    let r = get(&s, "/p/0/act/message");
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("allow"), Some("POST"));
+    assert!(r.body.contains("form"), "{:?}", r.body);
+}
+
 #[test]
 fn a_rebinding_host_gets_403() {
     let p = generated_polis();

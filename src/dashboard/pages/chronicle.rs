@@ -5,6 +5,7 @@
 
 use super::{citizen_link, Context, Page, PageError, Rendered};
 use crate::fs::chronicle_lines::{LineReader, Position};
+use crate::protocol::finding::Code;
 use crate::protocol::{chronicle, layout};
 use maud::html;
 use std::collections::{BTreeMap, BTreeSet};
@@ -132,6 +133,22 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     } else {
         Window::empty()
     };
+    // Why an unreadable chronicle shows nothing: its findings, else a plain word.
+    let unreadable: Vec<&str> = if readable {
+        Vec::new()
+    } else {
+        let why: Vec<&str> = s
+            .findings
+            .iter()
+            .filter(|f| f.path == layout::CHRONICLE && f.code == Code::Unreadable)
+            .map(|f| f.message.as_str())
+            .collect();
+        if why.is_empty() {
+            vec!["it is missing or cannot be read"]
+        } else {
+            why
+        }
+    };
     let Window {
         shown,
         matching,
@@ -166,6 +183,9 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                 }
             }
             button type="submit" { "Filter" }
+        }
+        @for why in &unreadable {
+            p.warning { "chronicle.md is not shown: " (why) }
         }
         p.muted #chronicle-paging {
             (shown.len()) " of " (matching) " matching lines (" (total) " in all), newest first; page "

@@ -93,8 +93,12 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                 button type="submit" { "Write to " (id) "'s inbox" }
             }))
         }
+        @if let Some(note) = s.inbox_notes.get(id) {
+            p.warning { (note) }
+        }
         @match inbox {
             Some(text) => { (super::document(cx, &format!("citizens/{id}/inbox.md"), text)) }
+            None if s.inbox_notes.contains_key(id) => {}
             None => { p.muted { "No inbox.md." } }
         }
     };

@@ -62,8 +62,11 @@ pub struct Snapshot {
     pub stats: Arc<RoutingStats>,
     /// Built by the first page that shows it (tags, citizen), once per generation.
     history: std::sync::OnceLock<Vec<(String, TagHistory)>>,
-    /// Per citizen: `inbox.md` as read (`None`: no inbox).
+    /// Per citizen: `inbox.md` as read (`None`: no inbox, or one that cannot be read).
     pub inboxes: BTreeMap<String, Option<String>>,
+    /// Per citizen whose inbox is not shown as it is on disk: why (cut to its newest part,
+    /// bytes that are not UTF-8 replaced, or why it cannot be read at all).
+    pub inbox_notes: BTreeMap<String, String>,
     /// Per citizen: the notices of its inbox not in its read cursor (`notices_read`).
     pub unread: BTreeMap<String, usize>,
     /// Per citizen: the open contract it holds (claimed, in progress, blocked or under
@@ -332,15 +335,16 @@ fn build(
     // The polis was read without its settled contracts; the ledger counts them.
     summary.contracts.settled += state.settled.file_count();
     let stats = Arc::clone(&state.stats);
+    let mut inbox_notes = BTreeMap::new();
     let inboxes = polis
         .cards
         .keys()
         .map(|id| {
-            let text = crate::protocol::layout::inbox_path(id).and_then(|rel| {
-                crate::fs::snapshot::read_text(root, &rel, Some(INBOX_LIMIT))
-                    .ok()
-                    .flatten()
-            });
+            let (text, note) = crate::protocol::layout::inbox_path(id)
+                .map_or((None, None), |rel| read_inbox(root, &rel));
+            if let Some(note) = note {
+                inbox_notes.insert(id.clone(), note);
+            }
             (id.clone(), text)
         })
         .collect();
@@ -360,6 +364,7 @@ fn build(
         stats,
         history: std::sync::OnceLock::new(),
         inboxes,
+        inbox_notes,
         unread,
         current,
         guardrails,
@@ -448,6 +453,59 @@ fn empty_summary(polis: &Polis, now: &PolisTime) -> Summary {
         daemon: None,
         stale_daemon_pid: None,
     }
+}
+
+/// An inbox as the pages show it, and a note when that is not the file as it is. An inbox
+/// over [`INBOX_LIMIT`] is shown by its last [`INBOX_LIMIT`] bytes from a line start (notices
+/// are appended, so those are the newest); bytes that are not UTF-8 are shown replaced. Only
+/// a file polisd would not read at all (a link, not a regular file) is `None`, with why.
+fn read_inbox(root: &Path, rel: &str) -> (Option<String>, Option<String>) {
+    use std::io::{Read as _, Seek as _};
+    let why = match crate::fs::snapshot::read_text(root, rel, Some(INBOX_LIMIT)) {
+        Ok(text) => return (text, None),
+        Err(finding) => finding.message,
+    };
+    let parent = rel.rsplit_once('/').map_or("", |(p, _)| p);
+    if crate::fs::snapshot::linked_folder(root, parent).is_some() {
+        return (None, Some(why));
+    }
+    let read = || -> std::io::Result<(Vec<u8>, u64)> {
+        let mut file = crate::fs::snapshot::open_no_follow(&root.join(rel))?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        let start = meta.len().saturating_sub(INBOX_LIMIT);
+        file.seek(std::io::SeekFrom::Start(start))?;
+        let mut bytes = Vec::new();
+        file.take(INBOX_LIMIT).read_to_end(&mut bytes)?;
+        Ok((bytes, start))
+    };
+    let Ok((mut bytes, start)) = read() else {
+        return (None, Some(why));
+    };
+    let mut notes = Vec::new();
+    if start > 0 {
+        // From the first whole line: a notice cut in its middle is not shown.
+        let line = bytes.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
+        bytes.drain(..line);
+        notes.push(format!(
+            "inbox.md is {} bytes: only its last {} (the newest messages) are shown",
+            start + INBOX_LIMIT,
+            INBOX_LIMIT
+        ));
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            notes.push(
+                "inbox.md is not valid UTF-8 text: the bytes that are not are shown as \u{fffd}"
+                    .to_string(),
+            );
+            String::from_utf8_lossy(e.as_bytes()).into_owned()
+        }
+    };
+    (Some(text), Some(notes.join("; ")))
 }
 
 /// Per citizen, the notices of its inbox that its read cursor (`notices_read` in its own
