@@ -29,12 +29,8 @@ pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
     let root = locate(args.path.get())?;
     let now = PolisTime::system(session::polis_zone(&root));
     let primed = session::prime(&root, &args.who.citizen, &now)?;
-    if !args.no_mark_read {
-        let writer = Writer::unrecorded(&root)?;
-        if let Some(finding) = session::record_session_or_finding(&root, &writer, &primed, &now)? {
-            eprintln!("polisd: {finding}");
-        }
-    }
+    // Printed first: a reader gone before the primer reached it (a closed pipe ends the
+    // process here) leaves its notices unread and its cursor where it was.
     if args.json {
         say!(
             "{}",
@@ -54,6 +50,13 @@ pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
         );
     } else {
         say_part!("{}", primed.primer.text);
+    }
+    std::io::stdout().flush()?;
+    if !args.no_mark_read {
+        let writer = Writer::unrecorded(&root)?;
+        if let Some(finding) = session::record_session_or_finding(&root, &writer, &primed, &now)? {
+            eprintln!("polisd: {finding}");
+        }
     }
     Ok(0)
 }

@@ -282,3 +282,36 @@ fn a_last_seen_event_an_agent_wrote_by_hand_in_iso_form_is_its_cursor() {
         assert!(!primer.contains("seen before"), "{cursor}: {primer}");
     }
 }
+
+/// A primer whose reader is gone before it is printed (`polisd prime … | head -0`, a session
+/// that died) was never seen: its notices stay unread and the cursor stays where it was.
+#[test]
+fn a_primer_nobody_read_marks_nothing_read() {
+    let p = polis();
+    message(
+        &p,
+        ME,
+        "2026-03-02 10:00",
+        OTHER,
+        "Please look at the login form.",
+    );
+    let status = format!("citizens/{ME}/status.md");
+    let before = p.read(&status);
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(BIN)
+        .args(["prime", "--as", ME])
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .current_dir(&p.root)
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    assert_eq!(p.read(&status), before, "the status was recorded");
+    assert_eq!(unread_count(&p), 1);
+    // Read for real, it counts.
+    let shown = p.polisd(&["prime", "--as", ME]);
+    assert!(text(&shown).contains("login form"), "{}", text(&shown));
+    assert_eq!(unread_count(&p), 0);
+}
