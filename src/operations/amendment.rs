@@ -160,28 +160,20 @@ pub fn propose(
     };
     // One proposal at a time, so a replay racing the original sees it.
     let _transition = writer.transition_lock()?;
-    // Today's proposals of this slug, `base`, `base-2`…, up to the first free id.
     let probe = rules::render_new(&new(&base))?;
     crate::operations::error::check_record_size("the amendment", &probe)?;
-    for n in 1u64.. {
-        let id = if n == 1 {
-            base.clone()
-        } else {
-            format!("{base}-{n}")
-        };
-        let Some(rel) = layout::amendment_path(AmendmentFolder::Proposed, &id) else {
-            break;
-        };
-        match snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES)) {
-            Ok(None) if !taken(&id) => break,
-            Ok(Some(text)) if rules::same_proposal(&text, &probe) => {
-                return Err(OpError::Refused(format!(
-                    "{} already proposed this amendment as {rel} (same title, text, quorum and deadline); nothing was written: vote on it, or edit it",
-                    req.by
-                )));
-            }
-            _ => {}
-        }
+    let earlier = crate::operations::lookup::filed_earlier(
+        root,
+        &base,
+        |id| layout::amendment_path(AmendmentFolder::Proposed, id),
+        |id| !taken(id),
+        |text| rules::same_proposal(text, &probe),
+    );
+    if let Some(rel) = earlier {
+        return Err(OpError::Refused(format!(
+            "{} already proposed this amendment as {rel} (same title, text, quorum and deadline); nothing was written: vote on it, or edit it",
+            req.by
+        )));
     }
     for _ in 0..8 {
         let id = layout::unique_id(&base, taken);

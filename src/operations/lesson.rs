@@ -75,26 +75,15 @@ pub(crate) fn file_locked(
         quality_impact: req.impact as u8,
         text: req.text.clone(),
     };
-    // Today's lessons of this slug, `base`, `base-2`…, up to the first free id.
     let probe = rules::render_new(&new(&base))?;
-    for n in 1u64.. {
-        let id = if n == 1 {
-            base.clone()
-        } else {
-            format!("{base}-{n}")
-        };
-        let rel = format!("{dir}/{id}.md");
-        match crate::fs::snapshot::read_text(
-            root,
-            &rel,
-            Some(crate::fs::snapshot::MAX_RECORD_BYTES),
-        ) {
-            Ok(None) => break,
-            Ok(Some(text)) if rules::same_filing(&text, &probe) => {
-                return Err(OpError::LessonFiled { path: rel });
-            }
-            _ => {}
-        }
+    if let Some(path) = crate::operations::lookup::filed_earlier(
+        root,
+        &base,
+        |id| Some(format!("{dir}/{id}.md")),
+        |_| true,
+        |text| rules::same_filing(text, &probe),
+    ) {
+        return Err(OpError::LessonFiled { path });
     }
     for _ in 0..8 {
         let id = layout::unique_id(&base, |id| {

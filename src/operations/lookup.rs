@@ -74,6 +74,36 @@ pub fn card_files(root: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The record filed earlier today that a new one would repeat (a replayed command): the ids
+/// `base`, `base-2`, `base-3`… (the order `layout::unique_id` takes them in) are read up to
+/// the first that is `free`, and the first whose text `same` accepts is returned as its path.
+pub(crate) fn filed_earlier(
+    root: &Path,
+    base: &str,
+    rel_of: impl Fn(&str) -> Option<String>,
+    free: impl Fn(&str) -> bool,
+    same: impl Fn(&str) -> bool,
+) -> Option<String> {
+    for n in 1u64.. {
+        let id = if n == 1 {
+            base.to_string()
+        } else {
+            format!("{base}-{n}")
+        };
+        let rel = rel_of(&id)?;
+        match crate::fs::snapshot::read_text(
+            root,
+            &rel,
+            Some(crate::fs::snapshot::MAX_RECORD_BYTES),
+        ) {
+            Ok(None) if free(&id) => return None,
+            Ok(Some(text)) if same(&text) => return Some(rel),
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
