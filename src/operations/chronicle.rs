@@ -188,10 +188,9 @@ fn append_as(
     if !once {
         writer.append_locked(layout::CHRONICLE, bytes.as_bytes())?;
     } else if !writer.append_locked_unless(layout::CHRONICLE, bytes.as_bytes(), |current| {
+        let whole = format!("\n{bytes}");
         current.starts_with(bytes.as_bytes())
-            || current
-                .windows(bytes.len() + 1)
-                .any(|w| w[0] == b'\n' && &w[1..] == bytes.as_bytes())
+            || memchr::memmem::find(current, whole.as_bytes()).is_some()
     })? {
         return Err(OpError::Refused(format!(
             "`{line}` is already in chronicle.md: one event is one line; nothing was written"
