@@ -127,6 +127,35 @@ fn a_link_to_a_contract_still_in_transit_is_not_a_notice() {
         .contains("C006"));
 }
 
+/// A peer's settle can arrive as its edit before its move: for a moment `open/` holds a
+/// contract with `status: settled` (P018). The finding is held for the settling window and
+/// dropped when the move arrives within it; a contract left that way is told once the polis is
+/// quiet.
+#[test]
+fn a_settle_whose_move_is_still_in_transit_is_not_a_notice() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(ALPHA, "anthropic", &[("rust", 4)], "medium");
+    with_settling(&p, "1500ms");
+    let daemon = p.start_daemon();
+    let half_way = |id: &str| settled(id, FOUNDER, ALPHA, 4, "2026-03-02 10:00:00");
+    p.save("contracts/open/parser.md", &half_way("parser"));
+    wait_logged(&p, &daemon, "held for the settling window", 1);
+    fs::rename(
+        p.root.join("contracts/open/parser.md"),
+        p.root.join("contracts/settled/parser.md"),
+    )
+    .unwrap();
+    // Left half-way: told once the polis is quiet, when the parser's would have been told too.
+    p.save("contracts/open/lexer.md", &half_way("lexer"));
+    wait_for(&p, "the notice about the contract left in open/", || {
+        p.count(FOUNDER, "record-finding") >= 1
+    });
+    let inbox = p.read(&format!("citizens/{FOUNDER}/inbox.md"));
+    assert_eq!(p.count(FOUNDER, "record-finding"), 1, "{inbox}");
+    assert!(inbox.contains("contracts/open/lexer.md"), "{inbox}");
+    assert!(!inbox.contains("contracts/open/parser.md"), "{inbox}");
+}
+
 /// A chronicle line appended twice (an agent followed "append the missing line" while the
 /// line was still in transit) is a P024 finding told to its author, and `check` reports it.
 #[test]

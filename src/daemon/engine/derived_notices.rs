@@ -216,7 +216,15 @@ impl Engine {
 
         // Each finding about a contract, amendment or lesson, once, to whoever wrote it.
         let registered = polis.registered();
+        let in_transit = !silence_settled && !self.settling.is_quiet(std::time::Instant::now());
         for r in operations::records::record_findings(polis, now) {
+            if in_transit && super::settling::may_resolve_by_arrival(r.finding.code) {
+                // A peer's move may be half-way here (its edit before its rename): derived
+                // again, and told if it still stands, once the polis has been quiet.
+                tracing::debug!("{} (held for the settling window)", r.finding);
+                self.settling.wake_when_quiet();
+                continue;
+            }
             let recipient = r
                 .author
                 .as_ref()

@@ -19,10 +19,19 @@ const MAX_HELD: usize = 1000;
 /// a line whose author's card is still in transit (C002), a line merged in out of order
 /// (C005), a line that vanished while the file was replaced by a peer's version whose
 /// conflict copy holds it (C009), a line that is the same as one still being merged (P024).
+/// In records: a contract whose ending arrived before its move (P018: `status: settled` still
+/// in `open/`), a citizen or voter whose card is still in transit (P019, P005).
 pub fn may_resolve_by_arrival(code: Code) -> bool {
     matches!(
         code,
-        Code::C002 | Code::C005 | Code::C006 | Code::C009 | Code::Duplicate
+        Code::C002
+            | Code::C005
+            | Code::C006
+            | Code::C009
+            | Code::Duplicate
+            | Code::StatusFolder
+            | Code::UnknownCitizen
+            | Code::UnknownVoter
     )
 }
 
@@ -236,6 +245,7 @@ mod tests {
     fn only_findings_an_arrival_can_resolve_are_held() {
         assert!(may_resolve_by_arrival(Code::C006));
         assert!(may_resolve_by_arrival(Code::C009));
+        assert!(may_resolve_by_arrival(Code::StatusFolder));
         assert!(!may_resolve_by_arrival(Code::C001));
         assert!(!may_resolve_by_arrival(Code::C004));
     }
