@@ -80,6 +80,8 @@ pub enum OpError {
     Review(String),
     #[error("this lesson was already filed as {path} (same citizen, tags, contract, impact and text); nothing was written")]
     LessonFiled { path: String },
+    #[error("this guardrail is already active as {path} (same text, tags and source contract); nothing was written")]
+    GuardrailAdded { path: String },
     /// Text an agent handed in that polisd could not keep (unreadable, too large to read back).
     #[error("{what}: {why}; nothing was written")]
     Body { what: String, why: String },

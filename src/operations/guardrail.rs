@@ -38,6 +38,18 @@ pub fn add(
         crate::operations::lookup::check_slug("contract id", cid)?;
     }
     let base = layout::slugify(text, Some(48), "guardrail");
+    // A replayed command (an agent retrying after a timeout) would add an active twin, and
+    // every contract opened later would carry its check twice.
+    let probe = rules::render_new(&base, text, tags, from, &now.second_stamp())?;
+    if let Some(path) = crate::operations::lookup::filed_earlier(
+        root,
+        &base,
+        |id| Some(format!("{DIR}/{id}.md")),
+        |_| true,
+        |existing| rules::same_guardrail(existing, &probe),
+    ) {
+        return Err(OpError::GuardrailAdded { path });
+    }
     for _ in 0..8 {
         let id = layout::unique_id(&base, |id| {
             std::fs::symlink_metadata(root.join(format!("{DIR}/{id}.md"))).is_ok()

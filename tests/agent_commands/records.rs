@@ -93,6 +93,37 @@ fn a_review_records_its_decision_in_a_review_line_written_null_or_refuses_what_i
 }
 
 #[test]
+fn a_replayed_guardrail_is_added_once() {
+    let p = polis_with_contract();
+    let add = [
+        "guardrail",
+        "add",
+        "--text",
+        "Run the auth tests",
+        "--tags",
+        "python",
+    ];
+    ok(p.polisd(&add));
+    let before = tree(&p);
+    let err = refused(p.polisd(&add));
+    assert!(
+        err.contains("already active as guardrails/run-the-auth-tests.md"),
+        "{err}"
+    );
+    assert!(tree(&p) == before, "a replayed guardrail wrote");
+    // The same words for other tags are a guardrail of their own.
+    ok(p.polisd(&[
+        "guardrail",
+        "add",
+        "--text",
+        "Run the auth tests",
+        "--tags",
+        "auth",
+    ]));
+    assert!(p.root.join("guardrails/run-the-auth-tests-2.md").is_file());
+}
+
+#[test]
 fn a_replayed_lesson_is_filed_once() {
     let p = polis_with_contract();
     let file = [

@@ -77,6 +77,18 @@ pub fn render_new(
     Ok(format!("---\n{head}---\n\n{}\n", text.trim()))
 }
 
+/// Whether `existing` is the guardrail `new` would add again: the same active check, tags and
+/// source contract, whatever its id and time.
+pub fn same_guardrail(existing: &str, new: &str) -> bool {
+    let key = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| !l.starts_with("guardrail_id:") && !l.starts_with("created_at:"))
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    };
+    key(existing) == key(new)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +108,34 @@ mod tests {
         assert!(applies(&g(&["python"]), &["python".into(), "sql".into()]));
         assert!(!applies(&g(&["rust"]), &["python".into()]));
         assert!(applies(&g(&["rust"]), &[]));
+    }
+
+    #[test]
+    fn the_same_guardrail_is_the_same_check_tags_and_source_whatever_its_id_and_time() {
+        let new = |id: &str, at: &str, text: &str, tags: &[String]| {
+            render_new(id, text, tags, Some("old-bug"), at).unwrap()
+        };
+        let py = ["python".to_string()];
+        let first = new("run-tests", "2026-01-02 03:04:05", "Run the tests", &py);
+        assert!(same_guardrail(
+            &first,
+            &new("run-tests-2", "2026-03-02 10:00:00", "Run the tests", &py)
+        ));
+        assert!(!same_guardrail(
+            &first,
+            &new("run-tests", "2026-01-02 03:04:05", "Run the tests", &[])
+        ));
+        assert!(!same_guardrail(
+            &first,
+            &new(
+                "run-tests",
+                "2026-01-02 03:04:05",
+                "Run the tests first",
+                &py
+            )
+        ));
+        let retired = first.replace("status: active", "status: retired");
+        assert!(!same_guardrail(&retired, &first));
     }
 
     #[test]
