@@ -986,3 +986,19 @@ fn a_panel_naming_one_citizen_twice_is_refused_and_writes_nothing() {
         assert!(!p.exists(&format!("reviews/{cid}")));
     }
 }
+
+#[test]
+fn a_council_on_a_settled_contract_is_refused_as_settled_not_as_missing() {
+    let p = polis();
+    let cid = "already-done";
+    contract(&p, cid, "");
+    p.mv(
+        &format!("contracts/open/{cid}.md"),
+        &format!("contracts/settled/{cid}.md"),
+    );
+    refused(
+        p.polisd(&["council", "start", cid]),
+        &format!("contract `{cid}` is settled, not open"),
+    );
+    assert!(!p.exists(&format!("reviews/{cid}")));
+}

@@ -286,6 +286,79 @@ fn release_lets_go_of_overlapping_paths_and_refuses_unknown_ids() {
     );
 }
 
+/// Runs polisd from the project root and fails the test (killing the process) when it takes
+/// longer than `limit`: a comparison that blows up must show as a failure, not a hung suite.
+fn run_within(p: &TestPolis, args: &[&str], limit: std::time::Duration) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .current_dir(project(p))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("polisd {} ran past {limit:?}", args[0]);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_path_longer_than_a_path_can_be_is_refused_in_one_short_line() {
+    let p = polis();
+    ok(&run(&p, &["reserve", "**/b", "--as", ALPHA]));
+    let before = p.read(FILE);
+    let deep = format!("{}x", "a/".repeat(60_000));
+    let long_name = format!("src/{}.rs", "n".repeat(300));
+    for path in [&deep, &long_name] {
+        let err = refused(&run_within(
+            &p,
+            &["reserve", path, "--as", BRAVO],
+            std::time::Duration::from_secs(20),
+        ));
+        assert!(err.contains("too long"), "{err}");
+        assert!(err.len() < 400, "the path is not printed whole: {err}");
+    }
+    assert_eq!(p.read(FILE), before, "a refusal writes nothing");
+}
+
+#[test]
+fn hand_written_huge_paths_neither_crash_nor_stall_check_or_reserve() {
+    let p = polis();
+    // Deep enough to overflow a recursive comparison, and two star-heavy names whose
+    // comparison is quadratic in their length.
+    let deep = "a/".repeat(60_000);
+    let stars_a = "*a".repeat(3_000);
+    let stars_b = format!("{}c", "*b".repeat(3_000));
+    p.save(
+        FILE,
+        &format!(
+            "reservations:\n- citizen: {ALPHA}\n  paths: ['**/b', '{stars_a}']\n\
+             - citizen: {BRAVO}\n  paths: ['{deep}x', '{stars_b}']\n"
+        ),
+    );
+    let limit = std::time::Duration::from_secs(20);
+    let out = run_within(&p, &["check", "--json"], limit);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "check ended with {:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    json(&out);
+    ok(&run_within(
+        &p,
+        &["reserve", "docs/*.md", "--as", CHARLIE],
+        limit,
+    ));
+}
+
 #[test]
 fn unreadable_file_is_refused_not_overwritten() {
     let p = polis();

@@ -309,7 +309,19 @@ pub fn start(
 ) -> Result<Started, OpError> {
     lookup::check_slug("contract id", cid)?;
     let Some(file) = polis.contract(cid) else {
-        return Err(OpError::NoContract(cid.to_string()));
+        // The callers read the polis without the settled folder (it can be large), so a
+        // settled contract is looked for by name before it is called missing.
+        let settled = layout::contract_path(ContractFolder::Settled, cid)
+            .is_some_and(|rel| std::fs::symlink_metadata(polis.root.join(rel)).is_ok());
+        return Err(if settled {
+            OpError::NotOpen {
+                id: cid.to_string(),
+                folder: ContractFolder::Settled.name(),
+                action: "reviewed by a council",
+            }
+        } else {
+            OpError::NoContract(cid.to_string())
+        });
     };
     if file.folder != ContractFolder::Open {
         return Err(OpError::NotOpen {

@@ -8,7 +8,8 @@
 //!
 //! - a path is normalised without losing bytes: `./src/` is `src`, but `.github/x` stays
 //!   `.github/x` (the reference's `lstrip("./")` turns it into `github/x`);
-//! - `..` that would leave the project is refused instead of stored;
+//! - `..` that would leave the project is refused instead of stored, and so is a path longer
+//!   than [`MAX_PATH_BYTES`] or with a name longer than [`MAX_NAME_BYTES`];
 //! - a path may be a glob (`src/**/*.rs`, `docs/*.md`, `{a,b}.toml`), and two reservations
 //!   conflict when any path could fall under both, in either direction (the reference compares
 //!   globs as plain names);
@@ -34,6 +35,14 @@ pub const HEADER: &str =
 /// At most this many alternatives after expanding `{a,b}` groups in one pattern.
 pub const MAX_ALTERNATIVES: usize = 256;
 
+/// At most this many bytes in a reserved path, and in all its `{a,b}` alternatives written out
+/// (Linux's `PATH_MAX`). Comparing two patterns costs the product of their lengths, so an
+/// unbounded path could stall every reservation command and the daemon.
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// At most this many bytes in one component of a reserved path (Linux's `NAME_MAX`).
+pub const MAX_NAME_BYTES: usize = 255;
+
 // ---------------------------------------------------------------------------------------------
 // Paths.
 
@@ -56,6 +65,17 @@ pub enum PathError {
         "`{0}` expands to more than {MAX_ALTERNATIVES} alternatives; split it into several paths"
     )]
     TooManyAlternatives(String),
+    #[error("`{0}` is too long: a reserved path holds at most {MAX_PATH_BYTES} bytes (with its {{a,b}} alternatives written out) and {MAX_NAME_BYTES} in one name; reserve a folder above it instead")]
+    TooLong(String),
+}
+
+/// The start of an over-long path, for a message that stays one readable line.
+fn shortened(raw: &str) -> String {
+    const SHOWN: usize = 60;
+    match raw.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &raw[..cut], raw.len()),
+        None => raw.to_string(),
+    }
 }
 
 /// Normalises `raw`, a path or glob relative to `base` (the folder it was given from, as
@@ -94,10 +114,21 @@ pub fn normalize(raw: &str, base: &[String]) -> Result<String, PathError> {
         return Err(PathError::WholeProject(raw.to_string()));
     }
     let out = parts.join("/");
-    if expand_braces(&out).is_none() {
-        return Err(PathError::TooManyAlternatives(raw.to_string()));
+    if !within_bounds(&out) {
+        return Err(PathError::TooLong(shortened(raw)));
     }
-    Ok(out)
+    match expand_braces(&out) {
+        None => Err(PathError::TooManyAlternatives(raw.to_string())),
+        Some(alts) if alts.iter().map(String::len).sum::<usize>() > MAX_PATH_BYTES => {
+            Err(PathError::TooLong(shortened(raw)))
+        }
+        Some(_) => Ok(out),
+    }
+}
+
+/// Whether a pattern's text is short enough to compare ([`MAX_PATH_BYTES`], [`MAX_NAME_BYTES`]).
+fn within_bounds(text: &str) -> bool {
+    text.len() <= MAX_PATH_BYTES && text.split('/').all(|c| c.len() <= MAX_NAME_BYTES)
 }
 
 /// Whether `text` holds an unescaped wildcard (`*`, `?`, `[`, `{`).
@@ -132,17 +163,21 @@ pub fn overlaps(a: &str, b: &str) -> bool {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pattern {
     text: String,
-    /// The brace alternatives, each split into components; `None` when there were too many
-    /// to expand (then the text is compared as it is).
+    /// The brace alternatives, each split into components; `None` when the pattern is too
+    /// large to compare (too many alternatives, or longer than [`normalize`] accepts: only a
+    /// hand-written entry can be), and then the text is compared as it is.
     alternatives: Option<Vec<Vec<Comp>>>,
 }
 
 impl Pattern {
     pub fn new(text: &str) -> Pattern {
+        let alternatives = within_bounds(text)
+            .then(|| expand_braces(text))
+            .flatten()
+            .filter(|alts| alts.iter().map(String::len).sum::<usize>() <= MAX_PATH_BYTES);
         Pattern {
             text: text.to_string(),
-            alternatives: expand_braces(text)
-                .map(|alts| alts.iter().map(|p| parse_pattern(p)).collect()),
+            alternatives: alternatives.map(|alts| alts.iter().map(|p| parse_pattern(p)).collect()),
         }
     }
 
@@ -152,7 +187,7 @@ impl Pattern {
             (Some(xs), Some(ys)) => xs
                 .iter()
                 .any(|x| ys.iter().any(|y| PathOverlap::new(x, y).run())),
-            // Unreachable for normalised paths: too many alternatives are refused.
+            // Unreachable for normalised paths: patterns too large to compare are refused.
             _ => self.text == other.text,
         }
     }
@@ -411,14 +446,15 @@ fn names_meet(a: &[Tok], b: &[Tok]) -> bool {
     if let (Some(x), Some(y)) = (literal(a), literal(b)) {
         return !x.is_empty() && x == y;
     }
-    // State: (i, j, consumed anything yet).
-    let mut seen = std::collections::HashSet::new();
+    // State: (i, j, consumed anything yet); bounded by MAX_NAME_BYTES on both sides.
+    let mut seen = vec![false; (a.len() + 1) * (b.len() + 1) * 2];
     let mut stack = vec![(0usize, 0usize, false)];
     while let Some(state) = stack.pop() {
-        if !seen.insert(state) {
+        let (i, j, some) = state;
+        let k = (i * (b.len() + 1) + j) * 2 + usize::from(some);
+        if std::mem::replace(&mut seen[k], true) {
             continue;
         }
-        let (i, j, some) = state;
         if i == a.len() && j == b.len() {
             if some {
                 return true;
@@ -495,24 +531,15 @@ fn holds_below(pattern: &[Comp]) -> bool {
 /// The search over pairs of component positions for [`overlaps`]: both patterns read the same
 /// path from the left; the reservations overlap as soon as one pattern is used up while the
 /// other can still go on (one holds a folder above what the other holds) or both end together.
+/// Filled from the ends backwards, without recursion, so a deep path cannot overflow the stack.
 struct PathOverlap<'a> {
     a: &'a [Comp],
     b: &'a [Comp],
-    /// Per (i, j): `None` unvisited, else the answer (false while being computed).
-    memo: Vec<Option<bool>>,
 }
 
 impl<'a> PathOverlap<'a> {
     fn new(a: &'a [Comp], b: &'a [Comp]) -> Self {
-        PathOverlap {
-            a,
-            b,
-            memo: vec![None; (a.len() + 1) * (b.len() + 1)],
-        }
-    }
-
-    fn run(&mut self) -> bool {
-        self.at(0, 0)
+        PathOverlap { a, b }
     }
 
     fn rest_ok(rest: &[Comp]) -> bool {
@@ -522,39 +549,36 @@ impl<'a> PathOverlap<'a> {
         })
     }
 
-    fn at(&mut self, i: usize, j: usize) -> bool {
-        let k = i * (self.b.len() + 1) + j;
-        if let Some(v) = self.memo[k] {
-            return v;
-        }
-        // Guards against cycles: a state is false until proven true.
-        self.memo[k] = Some(false);
-        let v = self.step(i, j);
-        self.memo[k] = Some(v);
-        v
-    }
-
-    fn step(&mut self, i: usize, j: usize) -> bool {
+    fn run(&self) -> bool {
         let (a, b) = (self.a, self.b);
-        if i == a.len() && j == b.len() {
-            return true;
-        }
-        if i == a.len() {
-            return holds_below(a) && Self::rest_ok(&b[j..]);
-        }
-        if j == b.len() {
-            return holds_below(b) && Self::rest_ok(&a[i..]);
-        }
-        match (&a[i], &b[j]) {
-            (Comp::AnyDepth, Comp::AnyDepth) => self.at(i + 1, j) || self.at(i, j + 1),
-            (Comp::AnyDepth, Comp::Name(t)) => {
-                self.at(i + 1, j) || (name_satisfiable(t) && self.at(i, j + 1))
+        let width = b.len() + 1;
+        // ok[i * width + j]: whether a[i..] and b[j..] overlap.
+        let mut ok = vec![false; (a.len() + 1) * width];
+        for i in (0..=a.len()).rev() {
+            for j in (0..=b.len()).rev() {
+                let at = |i: usize, j: usize| ok[i * width + j];
+                let v = if i == a.len() && j == b.len() {
+                    true
+                } else if i == a.len() {
+                    holds_below(a) && Self::rest_ok(&b[j..])
+                } else if j == b.len() {
+                    holds_below(b) && Self::rest_ok(&a[i..])
+                } else {
+                    match (&a[i], &b[j]) {
+                        (Comp::AnyDepth, Comp::AnyDepth) => at(i + 1, j) || at(i, j + 1),
+                        (Comp::AnyDepth, Comp::Name(t)) => {
+                            at(i + 1, j) || (name_satisfiable(t) && at(i, j + 1))
+                        }
+                        (Comp::Name(t), Comp::AnyDepth) => {
+                            at(i, j + 1) || (name_satisfiable(t) && at(i + 1, j))
+                        }
+                        (Comp::Name(x), Comp::Name(y)) => at(i + 1, j + 1) && names_meet(x, y),
+                    }
+                };
+                ok[i * width + j] = v;
             }
-            (Comp::Name(t), Comp::AnyDepth) => {
-                self.at(i, j + 1) || (name_satisfiable(t) && self.at(i + 1, j))
-            }
-            (Comp::Name(x), Comp::Name(y)) => names_meet(x, y) && self.at(i + 1, j + 1),
         }
+        ok[0]
     }
 }
 

@@ -432,6 +432,8 @@ pub enum ChoiceError {
     NotEligible(String, String),
     #[error("a council needs at least 2 members and only {0} citizen(s) other than the owner can sit (registered, not away); register more citizens or ask for a chavruta review (`review.reviewer`)")]
     TooFew(usize),
+    #[error("the panel names only 1 member (`{0}`) and a council needs at least 2: name another member, or name none and polisd picks the panel")]
+    PanelOfOne(String),
     #[error("`{0}` is on the panel and cannot also chair it")]
     ChairOnPanel(String),
     #[error("`{0}` is named twice; a council seats each citizen once: name another member")]
@@ -496,8 +498,8 @@ pub fn choose(eligible: &[Eligible], request: &Request) -> Result<Choice, Choice
                 lens: None,
             });
         }
-        if panel.len() < 2 {
-            return Err(ChoiceError::TooFew(panel.len()));
+        if let [only] = panel.as_slice() {
+            return Err(ChoiceError::PanelOfOne(only.id.clone()));
         }
     } else {
         let reserved: Vec<String> = request.chairman.iter().cloned().collect();
@@ -563,8 +565,14 @@ pub fn choose(eligible: &[Eligible], request: &Request) -> Result<Choice, Choice
     let mut mode = request.mode;
     if mode != Mode::Duo && panel.len() == 2 {
         mode = Mode::Duo;
+        // A named pair is the request's choice, not a shortage of citizens.
+        let why = if request.panel.is_empty() {
+            "only 2 can sit"
+        } else {
+            "the panel names 2 members"
+        };
         notes.push(format!(
-            "a {} council needs 3 members and only 2 can sit, so it runs as a duo (two members cannot be anonymous to each other); the chair stays off the panel",
+            "a {} council needs 3 members and {why}, so it runs as a duo (two members cannot be anonymous to each other); the chair stays off the panel",
             request.mode.as_str()
         ));
     }
@@ -818,6 +826,32 @@ mod tests {
         let c = choose(&eligible, &r).unwrap();
         assert!(c.panel.iter().all(|m| m.id != "claude-aaaa-one"));
         assert_eq!(c.chairman.unwrap().id, "claude-aaaa-one");
+    }
+
+    #[test]
+    fn a_named_panel_too_small_is_blamed_on_the_panel_not_the_polis() {
+        let eligible = [
+            e("claude-aaaa-one", "a", 0.9),
+            e("codex-bbbb-one", "b", 0.5),
+            e("gemini-cccc-one", "c", 0.1),
+            e("llama-dddd-one", "d", 0.1),
+        ];
+        let one = Request {
+            panel: vec!["claude-aaaa-one".into()],
+            ..Request::default()
+        };
+        let err = choose(&eligible, &one).unwrap_err().to_string();
+        assert!(!err.contains("can sit"), "four citizens can sit: {err}");
+        assert!(err.contains("names only 1 member"), "{err}");
+        let two = Request {
+            panel: vec!["claude-aaaa-one".into(), "codex-bbbb-one".into()],
+            ..Request::default()
+        };
+        let c = choose(&eligible, &two).unwrap();
+        assert_eq!(c.mode, Mode::Duo);
+        let note = c.notes.iter().find(|n| n.contains("duo")).unwrap();
+        assert!(!note.contains("only 2 can sit"), "four can sit: {note}");
+        assert!(note.contains("names 2 members"), "{note}");
     }
 
     #[test]

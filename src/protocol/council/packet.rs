@@ -350,8 +350,20 @@ pub fn round_prompt(council: &Council, n: usize, id: &str, title: &str) -> Strin
 pub fn retry_prompt(council: &Council, n: usize, id: &str, k: usize) -> String {
     let cid = &council.contract;
     let limit = council.mode.word_limit(n);
+    // Every silent seat gets this prompt; "only for you" must be true for the one who reads it.
+    let others = council
+        .rounds
+        .iter()
+        .find(|r| r.n == n)
+        .and_then(|r| r.retries.get(k.wrapping_sub(1)))
+        .map_or(0, |r| r.seats.iter().filter(|s| *s != id).count());
+    let waiting = match others {
+        0 => "waiting only for you".to_string(),
+        1 => "waiting for you and 1 other seat".to_string(),
+        n => format!("waiting for you and {n} other seats"),
+    };
     format!(
-        "Round {n} of the council on `{cid}` is waiting only for you (retry {k} of {}). Answer now, in {limit} words or fewer, to `{}` before {}: a short answer in time beats a long one too late. After the last retry polisd marks your seat degraded and the packet carries a labelled stub in your place.",
+        "Round {n} of the council on `{cid}` is {waiting} (retry {k} of {}). Answer now, in {limit} words or fewer, to `{}` before {}: a short answer in time beats a long one too late. After the last retry polisd marks your seat degraded and the packet carries a labelled stub in your place.",
         super::RETRIES,
         state::seat_path(cid, n, id),
         closes_at(council, n),
@@ -523,6 +535,24 @@ mod tests {
         let (packet, _) = render(&d, 1, &contributions, &[]);
         assert!(packet.contains("## claude-seat-aaaa"), "{packet}");
         assert!(packet.contains("anonymised: false"));
+    }
+
+    #[test]
+    fn a_retry_says_only_you_only_when_one_seat_is_silent() {
+        let mut c = council(Mode::Full);
+        let late = |t: &str| PolisTime::at_stamp(PolisZone::default(), t).unwrap();
+        let asked = c.retry_silent(&[], &late("2026-12-01 17:00"));
+        assert_eq!(asked.len(), 3);
+        let shared = retry_prompt(&c, 0, IDS[0], 1);
+        assert!(!shared.contains("only for you"), "{shared}");
+        assert!(shared.contains("for you and 2 other seats"), "{shared}");
+        let written = [IDS[1].to_string(), IDS[2].to_string()];
+        assert_eq!(
+            c.retry_silent(&written, &late("2026-12-01 21:00")),
+            [IDS[0]]
+        );
+        let alone = retry_prompt(&c, 0, IDS[0], 2);
+        assert!(alone.contains("waiting only for you"), "{alone}");
     }
 
     #[test]
