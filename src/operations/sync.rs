@@ -272,7 +272,7 @@ pub enum SetupError {
 /// `_polis/.gitattributes`, keeping whatever else that file says. Idempotent.
 pub fn git_setup(root: &Path, writer: &Writer, program: &str) -> Result<GitSetup, SetupError> {
     let repo = Repo::find(root).ok_or_else(|| SetupError::NotARepository(root.to_path_buf()))?;
-    let driver = format!("{program} merge-driver %O %A %B %P");
+    let driver = merge::driver_command(program);
     let key = format!("merge.{DRIVER_NAME}.driver");
     let configured = repo.config_get(&key).as_deref() != Some(driver.as_str());
     if configured {

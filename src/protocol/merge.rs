@@ -125,6 +125,22 @@ pub const GITATTRIBUTES_LINES: [&str; 6] = [
 /// The driver's name in git's configuration (`merge.<name>.driver`).
 pub const DRIVER_NAME: &str = "polisd";
 
+/// The `merge.polisd.driver` command line running `program`. git hands it to `sh`, so a path
+/// with a space, a quote or a backslash (`/Users/Jo Smith/…`, `C:\…`) is single-quoted: split
+/// by the shell, it failed every merge and left the chronicle in conflict.
+pub fn driver_command(program: &str) -> String {
+    let plain = !program.is_empty()
+        && program
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@,=".contains(&b));
+    let program = if plain {
+        program.to_string()
+    } else {
+        format!("'{}'", program.replace('\'', r"'\''"))
+    };
+    format!("{program} merge-driver %O %A %B %P")
+}
+
 /// Whether a `.gitattributes` text assigns the polisd merge driver to some path.
 pub fn names_driver(gitattributes: &str) -> bool {
     gitattributes.lines().any(|l| {
@@ -836,6 +852,22 @@ mod tests {
         );
         assert_eq!(strategy_for("_polis/contracts/open/x.md"), Strategy::Text);
         assert_eq!(strategy_for("_polis/lessons/chronicle.md"), Strategy::Text);
+    }
+
+    #[test]
+    fn a_driver_path_the_shell_would_split_is_quoted() {
+        assert_eq!(
+            driver_command("/usr/bin/polisd"),
+            "/usr/bin/polisd merge-driver %O %A %B %P"
+        );
+        assert_eq!(
+            driver_command("/Users/Jo Smith/bin/polisd"),
+            "'/Users/Jo Smith/bin/polisd' merge-driver %O %A %B %P"
+        );
+        assert_eq!(
+            driver_command("/home/o'neil/polisd"),
+            r"'/home/o'\''neil/polisd' merge-driver %O %A %B %P"
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@
 mod harness;
 
 mod conflict_copies;
+mod driver;
 mod git_clones;
 mod notices;
 mod random_work;
