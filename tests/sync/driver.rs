@@ -33,3 +33,29 @@ fn a_driver_installed_in_a_folder_with_a_space_still_merges() {
         );
     }
 }
+
+/// git hands the driver the path as the bytes of the file name; a name that is not UTF-8 (a
+/// proposal saved by a Latin-1 editor) made the argument parser exit 2, and git kept our side
+/// whole, their edit gone.
+#[test]
+fn a_path_that_is_not_utf8_is_merged_as_text() {
+    use std::os::unix::ffi::OsStrExt;
+    let (_origin, a, b) = two_clones();
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.md");
+    let file = |p: &TestPolis| p.root.join("amendments/proposed").join(name);
+    std::fs::create_dir_all(file(&a).parent().unwrap()).unwrap();
+    std::fs::write(file(&a), "one\ntwo\nthree\n").unwrap();
+    commit_all(&a, "propose");
+    git(&project(&a), &["push", "-q", "origin", "main"]);
+    pull(&b);
+    std::fs::write(file(&a), "ONE\ntwo\nthree\n").unwrap();
+    commit_all(&a, "a");
+    git(&project(&a), &["push", "-q", "origin", "main"]);
+    std::fs::write(file(&b), "one\ntwo\nTHREE\n").unwrap();
+    commit_all(&b, "b");
+    pull(&b);
+    assert_eq!(
+        std::fs::read_to_string(file(&b)).unwrap(),
+        "ONE\ntwo\nTHREE\n"
+    );
+}
