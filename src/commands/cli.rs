@@ -791,8 +791,9 @@ pub struct MergeDriverArgs {
     pub ours: PathBuf,
     /// %B: their version.
     pub theirs: PathBuf,
-    /// %P: the path the result is stored at, relative to the repository.
-    pub path: String,
+    /// %P: the path the result is stored at, relative to the repository. Bytes, not text: git
+    /// passes a file's name as it is, UTF-8 or not.
+    pub path: PathBuf,
 }
 
 #[derive(Debug, Args)]

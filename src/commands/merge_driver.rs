@@ -20,12 +20,14 @@ use anyhow::Context as _;
 use std::path::Path;
 
 pub fn run(args: MergeDriverArgs) -> anyhow::Result<u8> {
-    let mut strategy = merge::strategy_for(&args.path);
+    // A name that is not UTF-8 is no polis file polisd unions (their ids are ASCII), so the
+    // lossy text only picks git's text merge for it, and names it in messages.
+    let path = args.path.to_string_lossy();
+    let mut strategy = merge::strategy_for(&path);
     if strategy == Strategy::Derived {
         eprintln!(
-            "polisd merge-driver: {}: kept ours; polisd rebuilds it from the merged contracts \
-             (the daemon does on its next pass; or run `polisd reconcile`)",
-            args.path
+            "polisd merge-driver: {path}: kept ours; polisd rebuilds it from the merged contracts \
+             (the daemon does on its next pass; or run `polisd reconcile`)"
         );
         return Ok(0);
     }
@@ -60,7 +62,7 @@ pub fn run(args: MergeDriverArgs) -> anyhow::Result<u8> {
             merge::merge_chronicle(Some(&base), &ours, &theirs, &refs)
         }
         Strategy::Inbox => {
-            let beside = if args.path.ends_with("/inbox.md") {
+            let beside = if path.ends_with("/inbox.md") {
                 siblings(&args.path, |name| name == "inbox-archive.md")
             } else {
                 Vec::new()
@@ -70,7 +72,7 @@ pub fn run(args: MergeDriverArgs) -> anyhow::Result<u8> {
         }
     };
     for note in &merged.report {
-        eprintln!("polisd merge-driver: {}: {note}", args.path);
+        eprintln!("polisd merge-driver: {path}: {note}");
     }
     std::fs::write(&args.ours, merged.text.as_bytes())
         .with_context(|| format!("writing the merge result to {}", args.ours.display()))?;
@@ -79,8 +81,7 @@ pub fn run(args: MergeDriverArgs) -> anyhow::Result<u8> {
 
 /// The texts of the files beside `path` (in this worktree, as it is before the merge) whose
 /// names pass `keep`, `path` itself left out.
-fn siblings(path: &str, keep: impl Fn(&str) -> bool) -> Vec<String> {
-    let path = Path::new(path);
+fn siblings(path: &Path, keep: impl Fn(&str) -> bool) -> Vec<String> {
     let dir = path.parent().unwrap_or(Path::new(""));
     let dir = if dir.as_os_str().is_empty() {
         Path::new(".")

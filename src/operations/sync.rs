@@ -36,14 +36,42 @@ pub struct ConflictCopy {
     pub copy: String,
     pub original: String,
     pub kind: CopyKind,
+    /// Why a chronicle or inbox copy is left for a person instead of merged
+    /// ([`merge::copy_held_back`]); `None` when it is merged, and for other kinds.
+    pub held: Option<String>,
 }
 
 /// Every conflict copy in the polis, with what polisd does about it.
 pub fn conflict_copies(root: &Path) -> Vec<ConflictCopy> {
     snapshot::conflict_copies(root)
         .into_iter()
-        .map(|(copy, original)| ConflictCopy::of(copy, original))
+        .map(|(copy, original)| {
+            let mut c = ConflictCopy::of(copy, original);
+            if matches!(c.kind, CopyKind::Chronicle | CopyKind::Inbox) {
+                c.held = held_back(root, &c.copy, &c.original);
+            }
+            c
+        })
         .collect()
+}
+
+/// Why the chronicle or inbox copy `copy` of `original` is left for a person
+/// ([`merge::copy_held_back`]), reading both files; `None` when it can be merged, or is gone.
+pub fn held_back(root: &Path, copy: &str, original: &str) -> Option<String> {
+    let copy = match snapshot::read_text(root, copy, None) {
+        Ok(Some(text)) => Ok(text),
+        Ok(None) => return None,
+        Err(f) => Err(f.message),
+    };
+    let current = snapshot::read_text(root, original, None).map_err(|f| f.message);
+    merge::copy_held_back(
+        copy.as_deref().map_err(String::as_str),
+        current
+            .as_ref()
+            .map(Option::as_deref)
+            .map_err(String::as_str),
+        original,
+    )
 }
 
 impl ConflictCopy {
@@ -60,12 +88,26 @@ impl ConflictCopy {
             copy,
             original,
             kind,
+            held: None,
         }
     }
 }
 
 /// The finding `polisd check` reports for a conflict copy (P009).
 pub fn copy_finding(c: &ConflictCopy) -> Finding {
+    if let Some(why) = &c.held {
+        return Finding::warning(
+            Code::ConflictCopy,
+            &c.copy,
+            None,
+            format!(
+                "a sync tool kept a second version of `{}` here; polisd does not merge it, \
+                 because {why}. Compare the two, keep the right lines in `{}` (without \
+                 markers), and delete this copy",
+                c.original, c.original
+            ),
+        );
+    }
     let message = match c.kind {
         CopyKind::Other => format!(
             "a sync tool kept a second version of `{}` here; polisd does not read it as a record. \
@@ -124,6 +166,12 @@ pub fn merge_copy(
     // then, so its bytes are never lost to a file that vanished or changed meanwhile.
     let merged_with = std::cell::Cell::new(false);
     let changed = super::edit_agent_file(writer, root, &copy.original, |cur| {
+        if copy.kind == CopyKind::Inbox
+            && merge::copy_held_back(Ok(&copy_text), Ok(Some(cur)), &copy.original).is_some()
+        {
+            merged_with.set(false);
+            return None;
+        }
         let merged = match copy.kind {
             CopyKind::Inbox => Some(merge::merge_inbox(None, cur, &copy_text, &elsewhere)),
             _ => merge::merge_drafts(cur, &copy_text),
@@ -272,7 +320,7 @@ pub enum SetupError {
 /// `_polis/.gitattributes`, keeping whatever else that file says. Idempotent.
 pub fn git_setup(root: &Path, writer: &Writer, program: &str) -> Result<GitSetup, SetupError> {
     let repo = Repo::find(root).ok_or_else(|| SetupError::NotARepository(root.to_path_buf()))?;
-    let driver = format!("{program} merge-driver %O %A %B %P");
+    let driver = merge::driver_command(program);
     let key = format!("merge.{DRIVER_NAME}.driver");
     let configured = repo.config_get(&key).as_deref() != Some(driver.as_str());
     if configured {

@@ -61,6 +61,34 @@ pub fn conflict_marker_message(what: &str) -> String {
     )
 }
 
+/// Why a sync conflict copy of the chronicle or an inbox is left for a person instead of
+/// merged, given the copy's and the original's text (`Err`: why it cannot be read, e.g. not
+/// UTF-8; `Ok(None)`: missing):
+/// a side that is not text, or that already holds git conflict markers (a person's unfinished
+/// merge that the sync tool carried along), would spread them through the merged file, which
+/// polisd then stops reading; git's merge driver refuses the same. `original` names the file.
+pub fn copy_held_back(
+    copy: Result<&str, &str>,
+    current: Result<Option<&str>, &str>,
+    original: &str,
+) -> Option<String> {
+    match (copy, current) {
+        (Err(why), _) => Some(format!("the copy cannot be read: {why}")),
+        (Ok(c), _) if conflict_marker_line(c).is_some() => Some(format!(
+            "the copy holds git conflict markers (line {})",
+            conflict_marker_line(c).unwrap_or(0)
+        )),
+        (_, Err(why)) => Some(format!("`{original}` cannot be read: {why}")),
+        (_, Ok(None)) => Some(format!(
+            "`{original}` is missing, so there is nothing to merge into"
+        )),
+        (_, Ok(Some(t))) if conflict_marker_line(t).is_some() => {
+            Some(format!("`{original}` holds git conflict markers"))
+        }
+        _ => None,
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // What a merge driver does with a path
 
@@ -124,6 +152,22 @@ pub const GITATTRIBUTES_LINES: [&str; 6] = [
 
 /// The driver's name in git's configuration (`merge.<name>.driver`).
 pub const DRIVER_NAME: &str = "polisd";
+
+/// The `merge.polisd.driver` command line running `program`. git hands it to `sh`, so a path
+/// with a space, a quote or a backslash (`/Users/Jo Smith/…`, `C:\…`) is single-quoted: split
+/// by the shell, it failed every merge and left the chronicle in conflict.
+pub fn driver_command(program: &str) -> String {
+    let plain = !program.is_empty()
+        && program
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@,=".contains(&b));
+    let program = if plain {
+        program.to_string()
+    } else {
+        format!("'{}'", program.replace('\'', r"'\''"))
+    };
+    format!("{program} merge-driver %O %A %B %P")
+}
 
 /// Whether a `.gitattributes` text assigns the polisd merge driver to some path.
 pub fn names_driver(gitattributes: &str) -> bool {
@@ -702,6 +746,26 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_or_original_with_markers_or_not_text_is_held_back() {
+        let marked = "<<<<<<< a\nx\n=======\ny\n>>>>>>> b\n";
+        let held = |copy, cur| copy_held_back(copy, cur, "chronicle.md");
+        assert_eq!(held(Ok("- a\n"), Ok(Some("- b\n"))), None);
+        assert!(held(Ok(marked), Ok(Some("- b\n")))
+            .unwrap()
+            .contains("line 1"));
+        assert!(held(Err("not UTF-8"), Ok(Some("- b\n")))
+            .unwrap()
+            .contains("UTF-8"));
+        assert!(held(Ok("- a\n"), Ok(Some(marked)))
+            .unwrap()
+            .contains("chronicle.md"));
+        assert!(held(Ok("- a\n"), Ok(None)).unwrap().contains("missing"));
+        assert!(held(Ok("- a\n"), Err("not UTF-8"))
+            .unwrap()
+            .contains("UTF-8"));
+    }
+
+    #[test]
     fn conflict_markers_longer_than_seven_are_found() {
         // git's `conflict-marker-size` attribute writes longer markers.
         let text = "a\n<<<<<<<<<<<< ours\nx\n============\ny\n>>>>>>>>>>>> theirs\n";
@@ -836,6 +900,22 @@ mod tests {
         );
         assert_eq!(strategy_for("_polis/contracts/open/x.md"), Strategy::Text);
         assert_eq!(strategy_for("_polis/lessons/chronicle.md"), Strategy::Text);
+    }
+
+    #[test]
+    fn a_driver_path_the_shell_would_split_is_quoted() {
+        assert_eq!(
+            driver_command("/usr/bin/polisd"),
+            "/usr/bin/polisd merge-driver %O %A %B %P"
+        );
+        assert_eq!(
+            driver_command("/Users/Jo Smith/bin/polisd"),
+            "'/Users/Jo Smith/bin/polisd' merge-driver %O %A %B %P"
+        );
+        assert_eq!(
+            driver_command("/home/o'neil/polisd"),
+            r"'/home/o'\''neil/polisd' merge-driver %O %A %B %P"
+        );
     }
 
     #[test]

@@ -12,7 +12,9 @@
 mod harness;
 
 mod conflict_copies;
+mod driver;
 mod git_clones;
+mod held_copies;
 mod notices;
 mod random_work;
 mod scars;

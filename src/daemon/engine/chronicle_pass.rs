@@ -469,6 +469,11 @@ impl Engine {
             .collect();
         copies.sort();
         for (name, original) in copies {
+            // A copy (or original) that is not text or holds git conflict markers is left for
+            // a person; the sync pass tells the index keeper.
+            if crate::operations::sync::held_back(&self.root, &name, &original).is_some() {
+                continue;
+            }
             let Ok(Some(copy)) = snapshot::read_text(&self.root, &name, None) else {
                 continue;
             };
@@ -479,10 +484,13 @@ impl Engine {
                 .filter(|(n, _)| *n != original)
                 .map(|(_, t)| t.as_str())
                 .collect();
-            if !self.root.join(&original).is_file() {
-                continue; // reported by the sync pass: nothing to merge into
-            }
+            let held = std::cell::Cell::new(false);
             let merged = operations::edit_agent_file(&self.writer, &self.root, &original, |cur| {
+                // Markers written in since the look above: held back all the same.
+                if crate::protocol::merge::conflict_marker_line(cur).is_some() {
+                    held.set(true);
+                    return None;
+                }
                 let m = crate::protocol::merge::merge_chronicle(None, cur, &copy, &archives);
                 for note in &m.report {
                     tracing::info!(copy = %name, "{note}");
@@ -498,6 +506,10 @@ impl Engine {
                 }
                 other => other?,
             };
+            // The copy goes only once its lines are in a file that is still there.
+            if held.get() || !self.root.join(&original).is_file() {
+                continue;
+            }
             self.writer.remove(&name)?;
             tracing::info!(copy = %name, "merged a chronicle conflict copy");
             self.log_activity(

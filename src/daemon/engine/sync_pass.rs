@@ -194,6 +194,8 @@ impl Engine {
         let mut unmerged = Vec::new();
         for copy in sync::conflict_copies(&self.root) {
             let merged = match copy.kind {
+                // Held back (markers, not text): left for a person, and told like any other.
+                _ if copy.held.is_some() => false,
                 CopyKind::Chronicle => {
                     // The chronicle pass merges these; one still here is shown.
                     left.push((copy.copy, copy.original));
