@@ -268,7 +268,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
 
 /// `polisd serve`: the dashboard alone.
 fn serve(args: crate::commands::cli::ServeArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     let config = crate::daemon::config::load(args.config.as_deref())?;
     crate::daemon::init_logging(&config, None);
     let mut options = crate::dashboard::Options::from_config(&config.dashboard);
@@ -302,7 +302,7 @@ fn report(args: crate::commands::cli::ReportArgs) -> anyhow::Result<u8> {
             return Ok(2);
         }
     };
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     if let Some(out) = &args.out {
         let dir = out
             .parent()
@@ -395,7 +395,7 @@ fn reconcile(root: &Path, json: bool) -> anyhow::Result<u8> {
 }
 
 fn route(args: RouteArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     let polis = Polis::read(&root);
     let contract = crate::operations::route::open_contract(&polis, &args.contract_id)?;
     let policy = args
@@ -454,7 +454,7 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
 }
 
 fn tally(args: TallyArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     let applied = crate::operations::tally::apply(&root, args.dry_run)?;
     for u in &applied.undelivered {
         tell!("polisd: could not notify {}: {}", u.recipient, u.why);
