@@ -697,7 +697,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Print `{"format", "redacted", "out", "bytes"}` after writing (with --out).
-    #[arg(long)]
+    #[arg(long, requires = "out")]
     pub json: bool,
 }
 

@@ -77,6 +77,8 @@ pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
                 say!(
                     "{}",
                     serde_json::to_string_pretty(&serde_json::json!({
+                        "ok": false,
+                        "error": refusal.to_string(),
                         "registered": false,
                         "agent_id": citizen.agent_id,
                         "refused": refusal.to_string(),
