@@ -7,7 +7,7 @@ use std::io::Write;
 use std::time::Duration;
 
 pub fn run(args: ActivityArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
-    let root = super::locate(args.path.as_deref())?;
+    let root = super::locate(args.path.get())?;
     let dir = activity::dir_for(&root)?;
     let entries = activity::read(&dir);
     let skip = entries.len().saturating_sub(args.lines);

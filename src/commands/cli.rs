@@ -470,8 +470,8 @@ pub struct JsonPolisArg {
 
 #[derive(Debug, Args)]
 pub struct ActivityArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     /// Keep printing what the daemon does (Ctrl-C stops).
     #[arg(short = 'f', long)]
     pub follow: bool,
@@ -515,11 +515,10 @@ pub struct MigrateArgs {
 #[derive(Debug, Args)]
 pub struct RouteArgs {
     /// The open contract's id (its file name without `.md`).
-    /// The contract's id (its file name without `.md`).
     #[arg(value_parser = contract_id)]
     pub contract_id: String,
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     /// Show every candidate's score breakdown.
     #[arg(long)]
     pub explain: bool,
@@ -543,8 +542,8 @@ pub struct RouteArgs {
 
 #[derive(Debug, Args)]
 pub struct TallyArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     /// Decide but write nothing (no status edits, moves, chronicle lines or notices).
     #[arg(long)]
     pub dry_run: bool,
@@ -564,8 +563,8 @@ pub struct ReadyArgs {
 
 #[derive(Debug, Args)]
 pub struct ReflectArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     /// File the new proposals in amendments/proposed/ (default: only show them).
     #[arg(long)]
     pub apply: bool,
@@ -579,8 +578,8 @@ pub struct ReflectArgs {
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     /// Stamp a fresh content_hash on every card that lacks one or no longer matches.
     #[arg(long)]
     pub fix: bool,
@@ -630,8 +629,8 @@ pub struct InitArgs {
 pub struct RegisterArgs {
     /// The new citizen's id (`^[a-z][a-z0-9-]{7,39}$`).
     pub agent_id: String,
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     /// Its vendor (anthropic, openai, google, meta, mistral, other).
     #[arg(long)]
     pub vendor: String,
@@ -670,8 +669,8 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     /// Address and port (default: `[dashboard] listen` of the configuration, 127.0.0.1:7341).
     /// Off loopback a token is required; it is printed once.
     #[arg(long)]
@@ -686,8 +685,8 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Project root or `_polis/` folder (default: found from the working directory).
-    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub path: PolisPath,
     /// md or html (one self-contained file: no script, the stylesheet inline).
     #[arg(long, default_value = "md")]
     pub format: String,
@@ -698,7 +697,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Print `{"format", "redacted", "out", "bytes"}` after writing (with --out).
-    #[arg(long)]
+    #[arg(long, requires = "out")]
     pub json: bool,
 }
 
@@ -1448,6 +1447,34 @@ mod tests {
             }
         }
         assert!(missing.is_empty(), "no --json on: {missing:?}");
+    }
+
+    /// Every command that works on one polis takes it as `--polis PATH` too: an agent that
+    /// learned the flag from one command must not get a usage error from the next.
+    #[test]
+    fn every_command_taking_a_polis_path_takes_the_polis_flag() {
+        let mut all = Vec::new();
+        paths(&whole_command(), &[], &mut all);
+        let mut whole = whole_command();
+        whole.build();
+        let mut missing = Vec::new();
+        for path in &all {
+            let mut at = &whole;
+            for name in path {
+                at = at.find_subcommand(name).unwrap();
+            }
+            let takes_a_polis = at.get_positionals().any(|a| {
+                a.get_help().is_some_and(|h| {
+                    h.to_string()
+                        .starts_with("Project root or `_polis/` folder")
+                })
+            });
+            let flag = at.get_arguments().any(|a| a.get_long() == Some("polis"));
+            if takes_a_polis && !flag {
+                missing.push(path.join(" "));
+            }
+        }
+        assert!(missing.is_empty(), "no --polis on: {missing:?}");
     }
 
     /// Parsing a command builds only its own part of the tree.

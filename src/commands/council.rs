@@ -36,8 +36,10 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
                 round_hours: a.round_hours,
             };
             if let Some(h) = options.round_hours.filter(|h| !(*h > 0.0 && *h <= 720.0)) {
-                tell!("polisd: --round-hours {h} is out of range; give a number of hours above 0, at most 720");
-                return Ok(2);
+                return Err(crate::commands::Usage(format!(
+                    "--round-hours {h} is out of range; give a number of hours above 0, at most 720"
+                ))
+                .into());
             }
             let r = op::start(
                 &env.writer,

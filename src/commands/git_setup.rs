@@ -17,11 +17,11 @@ pub fn run(args: GitSetupArgs) -> anyhow::Result<u8> {
     let done = match crate::operations::sync::git_setup(&root, &writer, &program) {
         Ok(done) => done,
         Err(crate::operations::sync::SetupError::NotARepository(p)) => {
-            eprintln!(
-                "polisd: {} is not inside a git repository; run `git init` first (nothing was written)",
+            return Err(super::Refused(format!(
+                "{} is not inside a git repository; run `git init` first (nothing was written)",
                 p.display()
-            );
-            return Ok(1);
+            ))
+            .into());
         }
         Err(e) => return Err(e.into()),
     };

@@ -219,12 +219,12 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
     };
     // `--git-setup` outside a repository is refused before anything is written.
     if args.git_setup && !crate::fs::git::inside_repo(&absolute(&args.project_root)) {
-        eprintln!(
-            "polisd: {} is not inside a git repository; run `git init` first, or leave out \
+        return Err(crate::commands::Refused(format!(
+            "{} is not inside a git repository; run `git init` first, or leave out \
              --git-setup (nothing was written)",
             args.project_root.display()
-        );
-        return Ok(1);
+        ))
+        .into());
     }
     let report = run(&args.project_root, &params, args.dry_run)?;
     // The bridge pointers sit at the project root, beside `_polis/`: planned for a dry run too,

@@ -5,17 +5,19 @@
 /// control or bidi characters an agent wrote, so they are escaped
 /// ([`crate::protocol::input::escape_for_terminal`]) on the way out.
 macro_rules! say {
-    () => { println!() };
-    ($($t:tt)*) => {
+    () => {{ $crate::commands::printed(); println!() }};
+    ($($t:tt)*) => {{
+        $crate::commands::printed();
         println!("{}", $crate::protocol::input::escape_for_terminal(&format!($($t)*)))
-    };
+    }};
 }
 
 /// `print!` with the same escaping as [`say!`].
 macro_rules! say_part {
-    ($($t:tt)*) => {
+    ($($t:tt)*) => {{
+        $crate::commands::printed();
         print!("{}", $crate::protocol::input::escape_for_terminal(&format!($($t)*)))
-    };
+    }};
 }
 
 /// `eprintln!` with the same escaping as [`say!`].
@@ -91,6 +93,7 @@ pub fn run() -> std::process::ExitCode {
         Err(e) => e.exit(),
     };
     let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let json = wants_json(&matches);
     if !matches!(
         cli.command,
         Command::Run(Deferred(_)) | Command::Serve(Deferred(_)) | Command::Mcp(_)
@@ -100,7 +103,13 @@ pub fn run() -> std::process::ExitCode {
     match dispatch(cli.command) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(err) => {
-            tell!("polisd: {err:#}");
+            let line = format!("{err:#}");
+            // With --json an agent parses standard output whatever happened, as the agents'
+            // commands print it; unless the command already printed its result there.
+            if json && !PRINTED.load(std::sync::atomic::Ordering::Relaxed) {
+                say!("{}", serde_json::json!({ "ok": false, "error": line }));
+            }
+            tell!("polisd: {line}");
             let usage = err
                 .downcast_ref::<crate::fs::locate::LocateError>()
                 .is_some()
@@ -108,6 +117,23 @@ pub fn run() -> std::process::ExitCode {
             std::process::ExitCode::from(if usage { 2 } else { 1 })
         }
     }
+}
+
+/// Whether the command given asked for `--json`.
+fn wants_json(matches: &clap::ArgMatches) -> bool {
+    let mut leaf = matches;
+    while let Some((_, sub)) = leaf.subcommand() {
+        leaf = sub;
+    }
+    matches!(leaf.try_get_one::<bool>("json"), Ok(Some(true)))
+}
+
+/// Set once a command has printed on standard output.
+static PRINTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records that a command printed on standard output ([`say!`], [`say_part!`]).
+pub fn printed() {
+    PRINTED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Every argument an agent passes is text that may reach a file or a terminal, so control
@@ -146,6 +172,11 @@ fn die_quietly_on_closed_pipe() {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct Usage(pub String);
+
+/// A command refused what it was asked, before writing anything (exit code 1).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
 
 /// Runs a command; the `u8` is the process exit code.
 pub fn dispatch(command: Command) -> anyhow::Result<u8> {
@@ -192,11 +223,13 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
                 contracts: args.contracts,
                 citizens: args.citizens,
                 tags: args.tags,
-                seeds: simulation::parse_seeds(&args.seeds)?,
+                seeds: simulation::parse_seeds(&args.seeds).map_err(|e| Usage(e.to_string()))?,
                 scenario: if all {
                     simulation::Scenario::Default
                 } else {
-                    args.scenario.parse()?
+                    args.scenario
+                        .parse()
+                        .map_err(|e: anyhow::Error| Usage(e.to_string()))?
                 },
                 plot: args.plot,
                 ..Default::default()
@@ -268,7 +301,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
 
 /// `polisd serve`: the dashboard alone.
 fn serve(args: crate::commands::cli::ServeArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     let config = crate::daemon::config::load(args.config.as_deref())?;
     crate::daemon::init_logging(&config, None);
     let mut options = crate::dashboard::Options::from_config(&config.dashboard);
@@ -276,10 +309,10 @@ fn serve(args: crate::commands::cli::ServeArgs) -> anyhow::Result<u8> {
         match listen.parse() {
             Ok(addr) => options.listen = addr,
             Err(_) => {
-                tell!(
-                    "polisd: --listen {listen:?} is not an address and port; write e.g. 127.0.0.1:7341"
-                );
-                return Ok(2);
+                return Err(Usage(format!(
+                    "--listen {listen:?} is not an address and port; write e.g. 127.0.0.1:7341"
+                ))
+                .into())
             }
         }
     }
@@ -295,14 +328,8 @@ fn serve(args: crate::commands::cli::ServeArgs) -> anyhow::Result<u8> {
 
 /// `polisd report`: a snapshot to standard output or a file outside `_polis/`.
 fn report(args: crate::commands::cli::ReportArgs) -> anyhow::Result<u8> {
-    let format: crate::dashboard::report::Format = match args.format.parse() {
-        Ok(f) => f,
-        Err(e) => {
-            tell!("polisd: {e}");
-            return Ok(2);
-        }
-    };
-    let root = locate(args.path.as_deref())?;
+    let format: crate::dashboard::report::Format = args.format.parse().map_err(Usage)?;
+    let root = locate(args.path.get())?;
     if let Some(out) = &args.out {
         let dir = out
             .parent()
@@ -311,11 +338,11 @@ fn report(args: crate::commands::cli::ReportArgs) -> anyhow::Result<u8> {
         let canon = std::fs::canonicalize(dir)
             .with_context(|| format!("the folder of --out {} does not exist", out.display()))?;
         if canon.starts_with(crate::fs::snapshot::canonical_root(&root)) {
-            tell!(
-                "polisd: --out {} is inside the polis; write the report elsewhere",
+            return Err(Refused(format!(
+                "--out {} is inside the polis; write the report elsewhere",
                 out.display()
-            );
-            return Ok(1);
+            ))
+            .into());
         }
     }
     let snapshot = crate::dashboard::view::read(&root, 0);
@@ -395,14 +422,15 @@ fn reconcile(root: &Path, json: bool) -> anyhow::Result<u8> {
 }
 
 fn route(args: RouteArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
-    let polis = Polis::read(&root);
-    let contract = crate::operations::route::open_contract(&polis, &args.contract_id)?;
     let policy = args
         .policy
         .as_deref()
         .map(str::parse::<crate::protocol::routing::policy::Policy>)
-        .transpose()?;
+        .transpose()
+        .map_err(|e| Usage(e.to_string()))?;
+    let root = locate(args.path.get())?;
+    let polis = Polis::read(&root);
+    let contract = crate::operations::route::open_contract(&polis, &args.contract_id)?;
     let options = crate::operations::route::RouteOptions {
         adaptive: args.adaptive,
         seed: args.seed,
@@ -410,6 +438,15 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
     };
     let routed = crate::operations::route::recommend(&polis, contract, &options)?;
     let rec = &routed.recommendation;
+    // Applied before anything is printed, so a failed write is not reported after a result.
+    let applied = if args.apply {
+        let writer = Writer::new(&root)?;
+        Some(crate::operations::route::apply(
+            &polis, &writer, contract, rec,
+        )?)
+    } else {
+        None
+    };
     if args.json {
         say!("{}", serde_json::to_string_pretty(rec)?);
     } else {
@@ -435,9 +472,7 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
         say!("  Score: {:.3}", rec.score);
         say!("  Exploration pick: {}", rec.exploration);
     }
-    if args.apply {
-        let writer = Writer::new(&root)?;
-        let changed = crate::operations::route::apply(&polis, &writer, contract, rec)?;
+    if let Some(changed) = applied {
         if !args.json {
             say!(
                 "  {} {}",
@@ -454,7 +489,7 @@ fn route(args: RouteArgs) -> anyhow::Result<u8> {
 }
 
 fn tally(args: TallyArgs) -> anyhow::Result<u8> {
-    let root = locate(args.path.as_deref())?;
+    let root = locate(args.path.get())?;
     let applied = crate::operations::tally::apply(&root, args.dry_run)?;
     for u in &applied.undelivered {
         tell!("polisd: could not notify {}: {}", u.recipient, u.why);

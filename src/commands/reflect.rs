@@ -11,7 +11,7 @@ use crate::protocol::clock::PolisTime;
 use crate::protocol::delivery::inbox::Notification;
 
 pub fn run(args: ReflectArgs) -> anyhow::Result<u8> {
-    let root = super::locate(args.path.as_deref())?;
+    let root = super::locate(args.path.get())?;
     let polis = Polis::read(&root);
     let now = PolisTime::system(polis.settings.timezone);
     let evidence = reflection::gather(&polis, Scope::All, &now);

@@ -23,7 +23,7 @@ pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
     citizen
         .validate()
         .map_err(|e| Usage(format!("{e}; nothing was written")))?;
-    let root = super::locate(args.path.as_deref())?;
+    let root = super::locate(args.path.get())?;
     // Only polis.yml (for the timezone): registering needs no scan of the polis.
     let settings_text =
         snapshot::read_text(&root, layout::POLIS_YML, Some(snapshot::MAX_RECORD_BYTES))
@@ -77,6 +77,8 @@ pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
                 say!(
                     "{}",
                     serde_json::to_string_pretty(&serde_json::json!({
+                        "ok": false,
+                        "error": refusal.to_string(),
                         "registered": false,
                         "agent_id": citizen.agent_id,
                         "refused": refusal.to_string(),

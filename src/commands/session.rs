@@ -142,22 +142,31 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// `7d`, `12h`, `30m`, `90s`, `0`.
-fn parse_age(text: &str) -> anyhow::Result<chrono::Duration> {
+/// `7d`, `12h`, `30m`, `90s`, `0`. Anything else, or an age past what a duration holds, is a
+/// usage error.
+fn parse_age(text: &str) -> Result<chrono::Duration, super::Usage> {
+    let bad = || {
+        super::Usage(format!(
+            "`{text}` is not an age: write it like 7d, 12h, 30m or 0"
+        ))
+    };
     let t = text.trim();
     if t == "0" {
         return Ok(chrono::Duration::zero());
     }
     let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
-    let n: i64 = num
-        .parse()
-        .with_context(|| format!("`{text}` is not an age: write it like 7d, 12h, 30m or 0"))?;
-    Ok(match unit {
-        "d" => chrono::Duration::days(n),
-        "h" => chrono::Duration::hours(n),
-        "m" => chrono::Duration::minutes(n),
-        "s" => chrono::Duration::seconds(n),
-        _ => bail!("`{text}` is not an age: write it like 7d, 12h, 30m or 0"),
+    let n: i64 = num.parse().map_err(|_| bad())?;
+    let age = match unit {
+        "d" => chrono::Duration::try_days(n),
+        "h" => chrono::Duration::try_hours(n),
+        "m" => chrono::Duration::try_minutes(n),
+        "s" => chrono::Duration::try_seconds(n),
+        _ => return Err(bad()),
+    };
+    age.ok_or_else(|| {
+        super::Usage(format!(
+            "`{text}` is too long an age; give at most a few years"
+        ))
     })
 }
 

@@ -44,7 +44,7 @@ impl CardReport {
 }
 
 pub fn run(args: crate::commands::cli::VerifyArgs) -> anyhow::Result<u8> {
-    let root = super::locate(args.path.as_deref())?;
+    let root = super::locate(args.path.get())?;
     let reports = if args.fix {
         let writer = Writer::new(&root)?;
         fix(&root, &writer)

@@ -735,7 +735,11 @@ pub fn archive_inbox(
         layout::inbox_archive_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
     let inbox_rel =
         layout::inbox_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.into()))?;
-    let limit = now.now - older_than;
+    // An age reaching before the calendar's first day leaves every notice younger than it.
+    let limit = now
+        .now
+        .checked_sub_signed(older_than)
+        .unwrap_or(chrono::NaiveDateTime::MIN);
     let mut report = Archived::default();
     let mut moving: Vec<&Notice> = Vec::new();
     for n in &view.notices {

@@ -176,6 +176,43 @@ fn completions_parse_in_bash_and_the_man_page_renders_in_man() {
     assert!(warnings.trim().is_empty(), "groff warned: {warnings}");
 }
 
+/// docs/protocol.md: every command finds the polis from the working directory or `--polis PATH`.
+/// Run from a folder outside any polis, each command given the flag reads the one it names.
+#[test]
+fn every_command_taking_a_polis_finds_it_by_the_polis_flag() {
+    let p = TestPolis::init("claude-founder-one");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let polis = p.root.to_str().unwrap();
+    for args in [
+        vec!["tally", "--dry-run", "--json"],
+        vec!["reflect", "--json"],
+        vec!["verify", "--json"],
+        vec!["activity", "--json"],
+        vec!["report", "--format", "md"],
+        vec![
+            "register",
+            "second-agent",
+            "--vendor",
+            "openai",
+            "--model",
+            "m",
+            "--tags",
+            "docs:3",
+            "--dry-run",
+            "--json",
+        ],
+    ] {
+        let out = Command::new(BIN)
+            .args(&args)
+            .args(["--polis", polis])
+            .current_dir(elsewhere.path())
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}\n{}", describe(&out));
+    }
+}
+
 /// `polisd --help` is a map: the commands under headings by use, one line each, no flat list.
 #[test]
 fn help_groups_the_commands_under_headings() {

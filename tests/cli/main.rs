@@ -13,6 +13,7 @@ mod reference;
 mod check;
 mod docs;
 mod init;
+mod refusals;
 mod routing;
 mod status;
 mod verify;

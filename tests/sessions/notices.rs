@@ -186,6 +186,41 @@ fn inbox_archive_moves_only_old_read_notices() {
     assert_eq!(p.read(&format!("citizens/{ME}/inbox-archive.md")), archive);
 }
 
+/// An age past what a duration holds is a usage error, and one past the calendar (older than
+/// any date) archives nothing: neither panics.
+#[test]
+fn inbox_archive_with_an_enormous_age_neither_panics_nor_moves_anything() {
+    let p = polis();
+    message(&p, ME, "2020-01-01 10:00", OTHER, "Old.");
+    let inbox = p.read(&format!("citizens/{ME}/inbox.md"));
+    let out = p.polisd(&[
+        "inbox",
+        "archive",
+        "--as",
+        ME,
+        "--older-than",
+        "99999999999999d",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("99999999999999d"),
+        "{out:?}"
+    );
+    let out = p.polisd(&[
+        "inbox",
+        "archive",
+        "--as",
+        ME,
+        "--older-than",
+        "100000000d",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let r: Value = serde_json::from_str(&text(&out)).unwrap();
+    assert_eq!(r["moved"].as_u64(), Some(0), "{r}");
+    assert_eq!(p.read(&format!("citizens/{ME}/inbox.md")), inbox);
+}
+
 #[test]
 fn a_recommendation_for_a_contract_another_citizen_claimed_is_shown_as_outdated() {
     // Routed to me, then claimed by someone else before my session: "to take it, set owner"

@@ -1,0 +1,95 @@
+//! A command refused with `--json` says so as JSON on standard output
+//! (`{"ok": false, "error": …}`), the one line on stderr, the exit code (1 refused, 2 a value
+//! that can never be right) and nothing written, whichever command it is: an agent parses the
+//! output of every command the same way.
+
+use super::{describe, json};
+use crate::harness::{inside_git, tree, TestPolis};
+use std::process::Output;
+
+const FOUNDER: &str = "claude-founder-one";
+
+/// `out` is a refusal with `code`: one line on stderr, `{"ok": false, "error"}` on stdout
+/// naming the same thing.
+#[track_caller]
+fn refused_as_json(out: &Output, code: i32, naming: &str) {
+    assert_eq!(out.status.code(), Some(code), "{}", describe(out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{}", describe(out));
+    assert!(stderr.contains(naming), "{}", describe(out));
+    let v = json(out);
+    assert_eq!(v["ok"], false, "{v}");
+    let error = v["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error: {v}"));
+    assert!(error.contains(naming), "{v}");
+}
+
+#[test]
+fn a_refused_command_with_json_answers_with_json_and_writes_nothing() {
+    let p = TestPolis::init(FOUNDER);
+    let outside = p.dir.path().join("report.md");
+    let inside = p.root.join("report.md");
+    let before = tree(&p);
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (
+            vec!["route", "no-such-contract", "--json"],
+            1,
+            "no-such-contract",
+        ),
+        (
+            vec!["report", "--out", inside.to_str().unwrap(), "--json"],
+            1,
+            "inside the polis",
+        ),
+        (
+            vec![
+                "hooks",
+                "install",
+                "--claude",
+                "--bin",
+                "/no/such/polisd",
+                "--json",
+            ],
+            1,
+            "/no/such/polisd",
+        ),
+        (
+            vec!["route", "x-contract", "--policy", "bogus", "--json"],
+            2,
+            "bogus",
+        ),
+        (
+            vec![
+                "inbox",
+                "archive",
+                "--as",
+                FOUNDER,
+                "--older-than",
+                "soon",
+                "--json",
+            ],
+            2,
+            "soon",
+        ),
+        (vec!["bench", "routing", "--seeds", "x", "--json"], 2, "`x`"),
+    ];
+    for (args, code, naming) in &cases {
+        refused_as_json(&p.polisd(args), *code, naming);
+    }
+    if !inside_git(&p.root) {
+        refused_as_json(&p.polisd(&["git-setup", "--json"]), 1, "git init");
+    }
+    assert_eq!(tree(&p), before, "a refusal wrote under _polis/");
+    assert!(!outside.exists());
+}
+
+/// `report --json` describes the file `--out` wrote; without `--out` the report itself is the
+/// output, so the flag alone is a usage error rather than a promise of JSON it cannot keep.
+#[test]
+fn report_json_without_out_is_a_usage_error() {
+    let p = TestPolis::init(FOUNDER);
+    let out = p.polisd(&["report", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(out.stdout.is_empty(), "{}", describe(&out));
+}
