@@ -241,7 +241,17 @@ pub fn parse(text: Option<&str>) -> (Settings, Vec<Finding>) {
         }
         s.explore_rate = match routing.get("explore_rate") {
             v @ (Value::Int(_) | Value::Float(_)) if v.as_f64().is_some_and(f64::is_finite) => {
-                v.as_f64()
+                let rate = v.as_f64().unwrap_or(DEFAULT_EXPLORE_RATE);
+                let share = rate.clamp(0.0, 1.0);
+                if share != rate {
+                    // A share of the routings: the reference's draw explores always above 1
+                    // and never below 0, so the nearest bound routes alike and says so.
+                    findings.push(finding(format!(
+                        "`routing.explore_rate: {}` is outside 0–1 (a share of the routings); {share} is used",
+                        v.python_str()
+                    )));
+                }
+                Some(share)
             }
             other => {
                 findings.push(finding(format!(
@@ -287,6 +297,19 @@ mod tests {
         assert!(!s.present && f.is_empty());
         assert_eq!(s.explore_rate, None);
         assert_eq!(s.weights, Weights::default());
+    }
+
+    #[test]
+    fn an_explore_rate_outside_0_to_1_is_the_nearest_bound_and_a_finding() {
+        for (text, rate) in [("2", 1.0), ("-1", 0.0), ("1", 1.0), ("0", 0.0)] {
+            let (s, f) = parse(Some(&format!("routing:\n  explore_rate: {text}\n")));
+            assert_eq!(s.explore_rate, Some(rate), "{text}");
+            let bounded = text == "1" || text == "0";
+            assert_eq!(f.is_empty(), bounded, "{text}: {f:?}");
+            if !bounded {
+                assert!(f[0].message.contains("outside 0–1"), "{f:?}");
+            }
+        }
     }
 
     #[test]

@@ -202,6 +202,9 @@ pub fn explore_rate(settings: &Settings, stats: &RoutingStats) -> f64 {
         .explore_rate
         .or_else(|| stats.explore_rate_f64())
         .unwrap_or(DEFAULT_EXPLORE_RATE)
+        // A share of the routings; polis.yml's is bounded where it is read, the stats file's
+        // here.
+        .clamp(0.0, 1.0)
 }
 
 /// Adaptive mode: `min(0.5, rate + (1 − min leader_confidence over the tags) · 0.2)`, a tag
