@@ -233,6 +233,27 @@ pub fn parse(text: Option<&str>) -> (Settings, Vec<Finding>) {
                     cost: number(w.get("cost"), "weights.cost", d.cost, &mut findings),
                     avail: number(w.get("avail"), "weights.avail", d.avail, &mut findings),
                 };
+                // Kept as written (the reference routes with them), but a sign typed by
+                // mistake turns the score around: told.
+                let sw = &s.weights;
+                for (name, value) in [
+                    ("history", sw.history),
+                    ("self", sw.self_rating),
+                    ("cost", sw.cost),
+                    ("avail", sw.avail),
+                ] {
+                    if value < 0.0 {
+                        findings.push(finding(format!(
+                            "`routing.weights.{name}: {value}` is negative, so a better {} counts against a citizen; weights are shares of the score (they should sum to 1)",
+                            match name {
+                                "history" => "record",
+                                "self" => "self-rating",
+                                "cost" => "cost fit",
+                                _ => "availability",
+                            }
+                        )));
+                    }
+                }
             }
             None => findings.push(finding(
                 "`routing.weights` must be a mapping of history/self/cost/avail; defaults are used"
@@ -310,6 +331,17 @@ mod tests {
                 assert!(f[0].message.contains("outside 0–1"), "{f:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_negative_weight_is_kept_and_told() {
+        let (s, f) = parse(Some("routing:\n  weights:\n    history: -5\n"));
+        assert_eq!(s.weights.history, -5.0);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].message.contains("weights.history: -5` is negative"),
+            "{f:?}"
+        );
     }
 
     #[test]
