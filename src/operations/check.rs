@@ -297,7 +297,8 @@ pub fn count(findings: &[Finding]) -> (usize, usize) {
     (errors, findings.len() - errors)
 }
 
-/// Cards without tags, and cards whose `content_hash` no longer matches.
+/// Cards without tags, with values outside the card's schema, or whose `content_hash` no longer
+/// matches.
 fn card_findings(polis: &Polis) -> Vec<Finding> {
     let mut out = Vec::new();
     for card in polis.cards.values() {
@@ -309,6 +310,9 @@ fn card_findings(polis: &Polis) -> Vec<Finding> {
                 "the card claims no `capability_tags`, so the router can never pick this citizen; \
                  add a map of tag -> {self_rating: 1-5, evidence: ...}",
             ));
+        }
+        for problem in card.card.value_problems() {
+            out.push(Finding::warning(Code::BadYaml, &card.rel, None, problem));
         }
         let v = card.card.verify();
         if v.state == VerifyState::Mismatch {

@@ -591,3 +591,32 @@ fn settling_a_contract_kept_in_crlf_adds_its_sections_in_crlf() {
     let bare = settled.replace("\r\n", "");
     assert!(!bare.contains('\n'), "a line end without CR: {settled:?}");
 }
+
+/// A card that claims `self_rating: 99` counts as 5, the top of the scale: at 99 its prior
+/// mean outweighed any record and it won every routing on the tag. `check` names the value.
+#[test]
+fn a_self_rating_above_the_scale_counts_as_its_top() {
+    let p = polis_with_contract();
+    p.citizen("alpha-agent-one", "anthropic", &[("python", 4)], "medium");
+    p.citizen("gamer-agent-two", "openai", &[("python", 99)], "medium");
+    let out = ok(p.polisd(&["route", "fix-the-login-bug", "--explain", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gamer = v["scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["citizen"] == "gamer-agent-two")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(gamer["self_rating"], 1.0, "99/5 would be 19.8: {v}");
+    let check = p.polisd(&["check", "--json"]);
+    let c: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert!(
+        c["findings"].as_array().unwrap().iter().any(|f| f["path"]
+            == "citizens/gamer-agent-two/capability_card.yml"
+            && f["message"]
+                .as_str()
+                .unwrap()
+                .contains("self_rating: 99` is outside 1–5")),
+        "{c}"
+    );
+}

@@ -172,7 +172,53 @@ pub fn parse(text: &str) -> Result<Card, CardError> {
     })
 }
 
+/// The scale of a `self_rating` (SPEC §4). The router counts a rating above it as its top: a
+/// card claiming 99 would otherwise outweigh any record (its prior mean 99 against qualities of
+/// 1–5) and win every routing on its tags.
+pub const SELF_RATING_MAX: f64 = 5.0;
+
+/// A rating as the router counts it: within 0 (a missing rating) and [`SELF_RATING_MAX`].
+pub fn counted_rating(rating: f64) -> f64 {
+    if rating.is_nan() {
+        0.0
+    } else {
+        rating.clamp(0.0, SELF_RATING_MAX)
+    }
+}
+
 impl Card {
+    /// What in the card is outside its schema's values (SPEC §4): a `self_rating` that is not a
+    /// number from 1 to 5, a `cost_envelope.relative` that is not low, medium or high. Each is a
+    /// message naming the key and what the router makes of it.
+    pub fn value_problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (tag, claim) in &self.capability_tags {
+            let written = claim.raw.get("self_rating");
+            let shown = written.python_str();
+            match claim.self_rating {
+                Some(r) if (1.0..=SELF_RATING_MAX).contains(&r) => {}
+                Some(r) => out.push(format!(
+                    "`capability_tags.{tag}.self_rating: {shown}` is outside 1–5; the router counts it as {}; write a rating from 1 to 5",
+                    counted_rating(r)
+                )),
+                None if matches!(written, Value::Null) => out.push(format!(
+                    "`capability_tags.{tag}` has no `self_rating`; the router counts 0; write a rating from 1 to 5"
+                )),
+                None => out.push(format!(
+                    "`capability_tags.{tag}.self_rating: {shown}` is not a number; the router counts 0; write a rating from 1 to 5"
+                )),
+            }
+        }
+        if let Some(r) = &self.cost_relative {
+            if !matches!(r.as_str(), "low" | "medium" | "high") {
+                out.push(format!(
+                    "`cost_envelope.relative: {r}` is not low, medium or high; the router's cost fit counts it as neither cheap nor dear (0.5)"
+                ));
+            }
+        }
+        out
+    }
+
     /// [`verify`], and `unverifiable` when the text has a construct polisd cannot hash exactly.
     pub fn verify(&self) -> Verification {
         let mut v = verify(&self.raw);
@@ -491,6 +537,27 @@ mod tests {
     use super::*;
 
     const MINIMAL: &str = "agent_id: a\ncapability_tags: {py: {self_rating: 4}}\n";
+
+    #[test]
+    fn ratings_outside_the_scale_and_unknown_cost_tiers_are_problems() {
+        let card = parse(
+            "agent_id: a\ncapability_tags:\n  py: {self_rating: 99}\n  go: {self_rating: 3}\n  sql: {self_rating: high}\n  c: {evidence: x}\n  js: {self_rating: -2}\ncost_envelope: {relative: free}\n",
+        )
+        .unwrap();
+        let problems = card.value_problems();
+        assert_eq!(problems.len(), 5, "{problems:#?}");
+        assert!(
+            problems[0].contains("py.self_rating: 99` is outside 1–5; the router counts it as 5")
+        );
+        assert!(problems[1].contains("sql.self_rating: high` is not a number"));
+        assert!(problems[2].contains("`capability_tags.c` has no `self_rating`"));
+        assert!(
+            problems[3].contains("js.self_rating: -2` is outside 1–5; the router counts it as 0")
+        );
+        assert!(problems[4].contains("relative: free"));
+        assert!(parse(MINIMAL).unwrap().value_problems().is_empty());
+        assert_eq!(counted_rating(f64::NAN), 0.0);
+    }
     const MINIMAL_HASH: &str = "6d7123d79f8a5d066dcfa51be52aad587f88488a3c605881f7fc2e63d6fdcf30";
 
     #[test]

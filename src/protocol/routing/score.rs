@@ -47,6 +47,7 @@ impl Candidate {
                         .filter(|_| !matches!(v, Value::Str(_)))
                         .unwrap_or(0.0),
                 };
+                let rating = crate::protocol::citizens::card::counted_rating(rating);
                 self_ratings.insert(tag.to_string(), rating);
             }
         }
