@@ -210,7 +210,7 @@ impl Card {
             }
         }
         if let Some(r) = &self.cost_relative {
-            if !matches!(r.as_str(), "low" | "medium" | "high") {
+            if !crate::protocol::contracts::record_check::TIERS.contains(&r.as_str()) {
                 out.push(format!(
                     "`cost_envelope.relative: {r}` is not low, medium or high; the router's cost fit counts it as neither cheap nor dear (0.5)"
                 ));

@@ -300,8 +300,37 @@ pub fn check_contract(
             ),
         )),
     }
+    // A tier polisd does not know is read as none of them: told, so `stakes: High` does not
+    // skip the review its author meant to ask for without anyone knowing.
+    for (key, meaning) in [
+        (
+            "stakes",
+            "polisd reads it as not high, so settling needs no review",
+        ),
+        (
+            "cost_ceiling",
+            "the router's cost fit counts every citizen as 0.5 for it",
+        ),
+    ] {
+        match fields.get(key) {
+            Value::Null => {}
+            Value::Str(t) if TIERS.contains(&t.as_str()) => {}
+            other => out.push(Finding::warning(
+                Code::BadYaml,
+                rel,
+                line(key),
+                format!(
+                    "`{key}: {}` is not low, medium or high; {meaning}; write one of them in lowercase",
+                    other.python_str()
+                ),
+            )),
+        }
+    }
     out
 }
+
+/// The tiers of a contract's `stakes` and `cost_ceiling`, and of a card's cost envelope.
+pub const TIERS: [&str; 3] = ["low", "medium", "high"];
 
 /// The statuses SPEC §8 gives an amendment.
 pub const AMENDMENT_STATUSES: [&str; 4] = ["proposed", "ratified", "rejected", "expired"];
@@ -505,6 +534,21 @@ mod tests {
             codes(&found),
             vec![(Code::ContractId, Some(2)), (Code::BadTags, Some(5))]
         );
+    }
+
+    #[test]
+    fn stakes_and_cost_ceiling_outside_the_tiers_are_told() {
+        let text = "---\ncontract_id: w-4\nopened_by: founder-one\nstatus: proposed\nstakes: High\nrequired_tags: [py]\ncost_ceiling: free\n---\n";
+        let found = check(ContractFolder::Open, "w-4", text);
+        assert_eq!(
+            codes(&found),
+            vec![(Code::BadYaml, Some(5)), (Code::BadYaml, Some(7))],
+            "{found:#?}"
+        );
+        assert!(found[0]
+            .message
+            .contains("`stakes: High` is not low, medium or high; polisd reads it as not high"));
+        assert!(found[1].message.contains("`cost_ceiling: free`"));
     }
 
     #[test]
