@@ -347,7 +347,10 @@ fn report(args: crate::commands::cli::ReportArgs) -> anyhow::Result<u8> {
     }
     let snapshot = crate::dashboard::view::read(&root, 0);
     let name = crate::dashboard::view::PolisView::name_of(&root);
-    let text = crate::dashboard::report::render(&snapshot, &name, format, args.redact);
+    let redaction = args
+        .redact
+        .then(|| crate::dashboard::report::Redaction::for_polis(&root));
+    let text = crate::dashboard::report::render(&snapshot, &name, format, redaction.as_ref());
     match &args.out {
         Some(out) => {
             std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;

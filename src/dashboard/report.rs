@@ -3,8 +3,8 @@
 //! (each settled one with its quality, minutes and lessons), citizens, tags, lessons with a
 //! routing effect, guardrails, reservations, amendments and findings. With `redact`, every
 //! citizen id, contract id, amendment id, lesson id, guardrail id, tag and path becomes a
-//! stable pseudonym (the first hex digits of its SHA-256, so the same id reads the same in
-//! every report), and free text (titles, messages, queue details, guardrail texts, notes),
+//! stable pseudonym (the first hex digits of a SHA-256 keyed with this machine's key, so the
+//! same id reads the same in every report made here and a guess cannot be checked), and free text (titles, messages, queue details, guardrail texts, notes),
 //! vendors and dates are left out, so a report can be shared.
 
 use super::view::Snapshot;
@@ -56,13 +56,41 @@ struct Data {
 /// Left out of a redacted report.
 const WITHHELD: &str = "—";
 
-/// A stable pseudonym: `kind-` and six hex digits of SHA-256 over the kind and the value.
-fn pseudonym(kind: &str, value: &str) -> String {
-    let h = crate::protocol::digest::sha256_hex(format!("{kind}\0{value}").as_bytes());
-    format!("{kind}-{}", &h[..6])
+/// What a redacted report's pseudonyms are keyed with: this machine's key for the polis
+/// (`fs::state::report_key`). Unkeyed, anyone could hash `tag` and `rust`, or a guessed citizen
+/// id, and find it in the report.
+pub struct Redaction {
+    key: [u8; 32],
 }
 
-fn data(s: &Snapshot, name: &str, redact: bool) -> Data {
+impl Redaction {
+    /// The key kept for `polis_root`; when the state folder cannot keep one, a key for this
+    /// report alone (its pseudonyms then match no other report's), with a warning.
+    pub fn for_polis(polis_root: &std::path::Path) -> Redaction {
+        let key = crate::fs::state::report_key(polis_root).unwrap_or_else(|e| {
+            tracing::warn!(
+                "{e}; this redacted report's pseudonyms will not match another report's"
+            );
+            rand::random()
+        });
+        Redaction { key }
+    }
+
+    /// A stable pseudonym: `kind-` and six hex digits of SHA-256 over the key, the kind and
+    /// the value.
+    fn pseudonym(&self, kind: &str, value: &str) -> String {
+        let mut bytes = self.key.to_vec();
+        bytes.extend_from_slice(format!("{kind}\0{value}").as_bytes());
+        let h = crate::protocol::digest::sha256_hex(&bytes);
+        format!("{kind}-{}", &h[..6])
+    }
+}
+
+fn data(s: &Snapshot, name: &str, redaction: Option<&Redaction>) -> Data {
+    let redact = redaction.is_some();
+    let pseudonym = |kind: &str, value: &str| {
+        redaction.map_or_else(|| value.to_string(), |r| r.pseudonym(kind, value))
+    };
     let who = |id: &str| {
         if redact {
             pseudonym("citizen", id)
@@ -347,8 +375,8 @@ fn lessons_by_contract(s: &Snapshot) -> std::collections::HashMap<String, Vec<St
 }
 
 /// The report of `s` (a polis named `name`) in `format`.
-pub fn render(s: &Snapshot, name: &str, format: Format, redact: bool) -> String {
-    let d = data(s, name, redact);
+pub fn render(s: &Snapshot, name: &str, format: Format, redaction: Option<&Redaction>) -> String {
+    let d = data(s, name, redaction);
     match format {
         Format::Markdown => markdown(&d),
         Format::Html => html_page(&d),

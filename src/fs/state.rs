@@ -26,6 +26,7 @@
 mod catch_up;
 mod fingerprint;
 mod hooks;
+mod report_key;
 mod sent;
 mod settled;
 pub use catch_up::{catch_up_seen, set_catch_up_seen};
@@ -35,6 +36,7 @@ pub use fingerprint::{
     fingerprints_in, fingerprints_of_names, listed_fingerprints, listed_fingerprints_then,
     read_instant, Fingerprint, ListedNames, Listing, Unvouched,
 };
+pub use report_key::report_key;
 pub use sent::SentNotifications;
 
 pub use hooks::{

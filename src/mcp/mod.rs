@@ -116,7 +116,9 @@ impl PolisServer {
                 &snapshot,
                 &name,
                 crate::dashboard::report::Format::Markdown,
-                redact,
+                redact
+                    .then(|| crate::dashboard::report::Redaction::for_polis(&self.root))
+                    .as_ref(),
             )
         };
         match uri {

@@ -57,6 +57,16 @@ fn report_md_and_html_are_self_contained_and_redact_hides_ids_and_text() {
         assert!(!r.contains(secret), "{secret} in the redacted report: {r}");
     }
     assert!(r.contains("citizen-") && r.contains("contract-"), "{r}");
+    // A reader cannot test a guess: hashing a known id as the pseudonyms are made, without
+    // this machine's key, finds nothing.
+    for (kind, guess) in [("citizen", ALPHA), ("citizen", FOUNDER), ("tag", "python")] {
+        let unkeyed = polisd::protocol::digest::sha256_hex(format!("{kind}\0{guess}").as_bytes());
+        let named = format!("{kind}-{}", &unkeyed[..6]);
+        assert!(
+            !r.contains(&named),
+            "{guess} is {named} in the redacted report: {r}"
+        );
+    }
     let again = String::from_utf8(
         p.polisd(&["report", p.root.to_str().unwrap(), "--redact"])
             .stdout,
