@@ -196,6 +196,7 @@ fn all_findings(
     // C001–C008 and lines written twice (P024), in the order `check` always gave them.
     out.extend(chronicle.findings.iter().cloned());
     out.extend(card_findings(polis));
+    out.extend(status_findings(polis));
     out.extend(unknown_voters(polis));
     out.extend(contracts_in_two_folders(polis, is_settled));
     out.extend(sync_findings(polis, copies));
@@ -330,6 +331,19 @@ fn card_findings(polis: &Polis) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// Statuses whose `state:` is none of SPEC §5's, so the router reads them as half available.
+fn status_findings(polis: &Polis) -> Vec<Finding> {
+    polis
+        .statuses
+        .iter()
+        .filter_map(|(id, status)| {
+            let problem = status.state_problem()?;
+            let rel = crate::protocol::layout::status_path(id)?;
+            Some(Finding::warning(Code::BadYaml, &rel, None, problem))
+        })
+        .collect()
 }
 
 /// Votes by ids that are not registered citizens, in amendments still in `proposed/` (votes in

@@ -72,6 +72,25 @@ impl Status {
         Status::default()
     }
 
+    /// What is wrong with `state:`, if it is not one of SPEC §5's states: read exactly, as the
+    /// reference reads it, `Away` or `on leave` count as half available, and the router can
+    /// still pick a citizen that meant to be away.
+    pub fn state_problem(&self) -> Option<String> {
+        let State::Other(written) = &self.state else {
+            return None;
+        };
+        let meant = written.trim().to_lowercase();
+        let fix = match meant.as_str() {
+            "idle" | "working" | "blocked" | "reviewing" | "away" => {
+                format!("write `state: {meant}`")
+            }
+            _ => "write one of idle, working, blocked, reviewing or away".to_string(),
+        };
+        Some(format!(
+            "`state: {written}` is not one of idle, working, blocked, reviewing or away (lowercase); the router counts the citizen as half available (0.5), so it is still picked when away; {fix}"
+        ))
+    }
+
     pub fn is_away(&self) -> bool {
         self.state == State::Away
     }
@@ -198,6 +217,25 @@ pub fn registry_findings(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_state_outside_the_five_is_a_problem_naming_the_fix() {
+        let with = |state: &str| Status {
+            state: State::from_value(Some(&Value::Str(state.into()))),
+            ..Status::default()
+        };
+        assert_eq!(with("away").state_problem(), None);
+        let away = with("Away").state_problem().unwrap();
+        assert!(
+            away.contains("`state: Away`") && away.ends_with("write `state: away`"),
+            "{away}"
+        );
+        let leave = with("on leave").state_problem().unwrap();
+        assert!(
+            leave.ends_with("idle, working, blocked, reviewing or away"),
+            "{leave}"
+        );
+    }
 
     #[test]
     fn registry_audit_reports_missing_files_and_a_long_status() {
