@@ -291,6 +291,15 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
     {
         problems.push(finding.to_string());
     }
+    // A state the router reads as none of the five (`Away`): the citizen is told at once, since
+    // it is still being routed work it meant to be away from.
+    if let Some(problem) = status_text
+        .as_deref()
+        .and_then(|t| crate::protocol::citizens::citizen::parse_status(Some(t)).ok())
+        .and_then(|s| s.state_problem())
+    {
+        problems.push(format!("{status_rel}: {problem}"));
+    }
     let inbox_unreadable = inbox_text.is_none();
     let inbox_text = inbox_text.unwrap_or_default();
     let view = InboxView {

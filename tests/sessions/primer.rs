@@ -315,3 +315,21 @@ fn a_primer_nobody_read_marks_nothing_read() {
     assert!(text(&shown).contains("login form"), "{}", text(&shown));
     assert_eq!(unread_count(&p), 0);
 }
+
+#[test]
+fn a_status_state_the_router_does_not_know_is_named_at_the_top_of_the_primer() {
+    // `Away` is read exactly, as the reference reads it: the citizen is still routed work.
+    let p = polis();
+    p.save(
+        &format!("citizens/{ME}/status.md"),
+        "---\nagent_id: claude-code-one\nstate: Away\nblockers: []\n---\n",
+    );
+    let primer = text(&p.polisd(&["prime", "--as", ME]));
+    let head = &primer[..primer.find("\n## ").unwrap()];
+    assert!(
+        head.contains("citizens/claude-code-one/status.md")
+            && head.contains("'state: Away'")
+            && head.contains("write 'state: away'"),
+        "{primer}"
+    );
+}
