@@ -593,6 +593,42 @@ fn daemon_drops_expired_releases_ended_work_and_tells_overlaps() {
     assert!(out.contains(ALPHA) && out.contains("src/*.rs"), "{out}");
 }
 
+#[test]
+fn a_reservation_made_as_work_settles_or_before_a_future_stamp_is_kept() {
+    let p = polis();
+    let _daemon = p.start_daemon();
+    ok(&run(&p, &["reserve", "next/step", "--as", ALPHA]));
+    let listed = json(&run(&p, &["reservations", "--json"]));
+    let reserved_at = listed["reservations"][0]["reserved_at"].as_str().unwrap();
+    // `contract settle` stamps to the second, so settling and then reserving the next paths
+    // at once gives both the same stamp; a machine whose clock runs ahead stamps the future.
+    let same_second = reserved_at[..19].replace('T', " ");
+    let ahead = (chrono::Utc::now() + chrono::Duration::hours(3))
+        .format("%Y-%m-%d %H:%M:%S")
+        .to_string();
+    for (id, at) in [("just-done", same_second), ("clock-ahead", ahead)] {
+        let settled = open_contract(id, ALPHA)
+            .replace(
+                &format!("opened_by: {FOUNDER}"),
+                &format!("opened_by: {BRAVO}"),
+            )
+            .replace(
+                "status: claimed",
+                &format!("status: settled\nsettled_at: '{at}'\nquality_score: 4"),
+            );
+        p.save(&format!("contracts/settled/{id}.md"), &settled);
+    }
+    // The opener's notices come after the reservation step of the same pass.
+    wait_for(&p, "both settlements seen", || {
+        p.count(BRAVO, "contract-settled") == 2
+    });
+    assert!(
+        p.read(FILE).contains("next/step"),
+        "a reservation made after the work ended is kept: {}",
+        p.read(FILE)
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Against the reference.
 
