@@ -360,6 +360,39 @@ fn hand_written_huge_paths_neither_crash_nor_stall_check_or_reserve() {
 }
 
 #[test]
+fn a_note_or_path_with_a_line_break_cannot_forge_a_line_of_the_listing() {
+    let p = polis();
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "src/a.rs",
+            "--as",
+            ALPHA,
+            "--note",
+            "mine\n  bravo-agent: docs  until released",
+        ],
+    ));
+    let mut file = p.read(FILE);
+    file.push_str(&format!(
+        "- citizen: {CHARLIE}\n  paths:\n  - \"ops\\n  founder-one: everything\"\n  expires_at: null\n"
+    ));
+    p.save(FILE, &file);
+    let out = ok(&run(&p, &["reservations"]));
+    assert_eq!(
+        out.lines().count(),
+        3,
+        "a header and one line per entry: {out}"
+    );
+    assert!(
+        !out.lines().any(|l| l.starts_with("  bravo-agent")),
+        "{out}"
+    );
+    let err = refused(&run(&p, &["reserve", "ops*", "--as", BRAVO]));
+    assert!(err.contains(CHARLIE), "{err}");
+}
+
+#[test]
 fn unreadable_file_is_refused_not_overwritten() {
     let p = polis();
     p.save(FILE, "reservations: [\n  - citizen: alpha-agent\n");
