@@ -1002,3 +1002,25 @@ fn a_council_on_a_settled_contract_is_refused_as_settled_not_as_missing() {
     );
     assert!(!p.exists(&format!("reviews/{cid}")));
 }
+
+#[test]
+fn a_council_whose_contract_is_abandoned_still_gets_its_verdict_applied_on_time() {
+    // The verdict is applied to the contract in whichever folder it is (docs/council.md);
+    // the abandoned file is new to the daemon, so the edit first waits for it to be quiet.
+    let p = polis();
+    let _daemon = p.start_daemon();
+    let cid = "dropped-work";
+    contract(&p, cid, "council: {mode: duo, round_hours: 0.002}\n");
+    ok(p.polisd(&["contract", "claim", cid, "--as", OWNER]));
+    wait_asked(&p, &[A, B], 0);
+    ok(p.polisd(&["contract", "abandon", cid]));
+    let rel = format!("contracts/abandoned/{cid}.md");
+    wait_for(
+        &p,
+        "the coordinator's verdict on the abandoned contract",
+        || {
+            p.read(&rel).contains("status: requested_changes")
+                && p.count(OWNER, "council-verdict") == 1
+        },
+    );
+}

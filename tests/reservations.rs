@@ -360,6 +360,39 @@ fn hand_written_huge_paths_neither_crash_nor_stall_check_or_reserve() {
 }
 
 #[test]
+fn a_note_or_path_with_a_line_break_cannot_forge_a_line_of_the_listing() {
+    let p = polis();
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "src/a.rs",
+            "--as",
+            ALPHA,
+            "--note",
+            "mine\n  bravo-agent: docs  until released",
+        ],
+    ));
+    let mut file = p.read(FILE);
+    file.push_str(&format!(
+        "- citizen: {CHARLIE}\n  paths:\n  - \"ops\\n  founder-one: everything\"\n  expires_at: null\n"
+    ));
+    p.save(FILE, &file);
+    let out = ok(&run(&p, &["reservations"]));
+    assert_eq!(
+        out.lines().count(),
+        3,
+        "a header and one line per entry: {out}"
+    );
+    assert!(
+        !out.lines().any(|l| l.starts_with("  bravo-agent")),
+        "{out}"
+    );
+    let err = refused(&run(&p, &["reserve", "ops*", "--as", BRAVO]));
+    assert!(err.contains(CHARLIE), "{err}");
+}
+
+#[test]
 fn unreadable_file_is_refused_not_overwritten() {
     let p = polis();
     p.save(FILE, "reservations: [\n  - citizen: alpha-agent\n");
@@ -591,6 +624,42 @@ fn daemon_drops_expired_releases_ended_work_and_tells_overlaps() {
     // The daemon's own clean-up left a file the reference still reads.
     let out = reference_in(&project(&p), &["reservations"]);
     assert!(out.contains(ALPHA) && out.contains("src/*.rs"), "{out}");
+}
+
+#[test]
+fn a_reservation_made_as_work_settles_or_before_a_future_stamp_is_kept() {
+    let p = polis();
+    let _daemon = p.start_daemon();
+    ok(&run(&p, &["reserve", "next/step", "--as", ALPHA]));
+    let listed = json(&run(&p, &["reservations", "--json"]));
+    let reserved_at = listed["reservations"][0]["reserved_at"].as_str().unwrap();
+    // `contract settle` stamps to the second, so settling and then reserving the next paths
+    // at once gives both the same stamp; a machine whose clock runs ahead stamps the future.
+    let same_second = reserved_at[..19].replace('T', " ");
+    let ahead = (chrono::Utc::now() + chrono::Duration::hours(3))
+        .format("%Y-%m-%d %H:%M:%S")
+        .to_string();
+    for (id, at) in [("just-done", same_second), ("clock-ahead", ahead)] {
+        let settled = open_contract(id, ALPHA)
+            .replace(
+                &format!("opened_by: {FOUNDER}"),
+                &format!("opened_by: {BRAVO}"),
+            )
+            .replace(
+                "status: claimed",
+                &format!("status: settled\nsettled_at: '{at}'\nquality_score: 4"),
+            );
+        p.save(&format!("contracts/settled/{id}.md"), &settled);
+    }
+    // The opener's notices come after the reservation step of the same pass.
+    wait_for(&p, "both settlements seen", || {
+        p.count(BRAVO, "contract-settled") == 2
+    });
+    assert!(
+        p.read(FILE).contains("next/step"),
+        "a reservation made after the work ended is kept: {}",
+        p.read(FILE)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -26,10 +26,16 @@ fn open(opts: &AgentOpts) -> anyhow::Result<(PathBuf, PolisTime)> {
     Ok((root, PolisTime::system(settings.timezone)))
 }
 
+/// `text` on one line: a line break in what the file holds (a note, a hand-written path) is
+/// written as `\u000a`, the terminal escape's form, so it cannot pose as a line of its own.
+fn flat(text: &str) -> String {
+    text.replace('\r', "\\u000d").replace('\n', "\\u000a")
+}
+
 /// Prints a refusal (one line on stderr; with `--json`, an object on stdout too) and gives
 /// its exit code.
 fn refuse(json: bool, err: &ReservationError) -> anyhow::Result<u8> {
-    tell!("polisd: {err}");
+    tell!("polisd: {}", flat(&err.to_string()));
     if json {
         let conflicts = match err {
             ReservationError::Conflict(c) => c.clone(),
@@ -189,14 +195,15 @@ pub fn list(args: ReservationsArgs) -> anyhow::Result<u8> {
             .as_deref()
             .map_or(String::new(), |c| format!(" for {c}"));
         let state = if v.active { "" } else { " [expired]" };
-        say!(
+        let line = format!(
             "  {}: {}  {}{contract}{state}{note}",
             v.citizen.as_deref().unwrap_or("(no citizen)"),
             v.paths.join(", "),
             until(v)
         );
+        say!("{}", flat(&line));
         if let Some(problem) = &v.problem {
-            say!("    warning: {problem}");
+            say!("    warning: {}", flat(problem));
         }
     }
     Ok(0)

@@ -91,12 +91,15 @@ impl Scope {
             };
         }
         // The end of a contract (settled, abandoned) and a change of owner release
-        // reservations.
+        // reservations. A council's verdict is applied to its contract in whichever folder it
+        // is, and waits for a file that just arrived there to be quiet: the wake-up for it
+        // must reach the council.
         if rel.starts_with("contracts/settled") {
             return Scope {
                 settled: true,
                 derive: true,
                 reservations: true,
+                council: true,
                 ..Scope::default()
             };
         }
@@ -114,6 +117,7 @@ impl Scope {
             return Scope {
                 derive: true,
                 reservations: true,
+                council: true,
                 ..Scope::default()
             };
         }

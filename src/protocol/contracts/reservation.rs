@@ -1005,8 +1005,11 @@ pub enum Dropped {
 
 /// Whether the end of a contract releases `e`: one made `--contract C` when C is settled or
 /// abandoned (and not open again); one made for no contract when its citizen owns no open
-/// contract and finished one after reserving.
-pub fn finished_by(e: &Entry, facts: &ContractFacts, zone: PolisZone) -> Option<Dropped> {
+/// contract and finished one after reserving. Both stamps are to the second, so an end in the
+/// reservation's own second (settling, then reserving the next paths at once) does not count,
+/// nor an end stamped after `now` (a clock running ahead): either would drop a reservation
+/// made for the work that comes next.
+pub fn finished_by(e: &Entry, facts: &ContractFacts, now: &PolisTime) -> Option<Dropped> {
     let citizen = e.citizen.as_deref()?;
     if let Some(c) = &e.contract {
         let done = facts.finished.iter().any(|(id, _, _)| id == c) && !facts.open.contains(c);
@@ -1015,12 +1018,12 @@ pub fn finished_by(e: &Entry, facts: &ContractFacts, zone: PolisZone) -> Option<
     if facts.open_owners.contains(citizen) {
         return None;
     }
-    let since = e.reserved_at?.with_timezone(&zone.0).naive_local();
+    let since = e.reserved_at?.with_timezone(&now.zone.0).naive_local();
     facts
         .finished
         .iter()
         .filter(|(_, owner, at)| {
-            owner.as_deref() == Some(citizen) && at.is_some_and(|t| t >= since)
+            owner.as_deref() == Some(citizen) && at.is_some_and(|t| t > since && t <= now.now)
         })
         .map(|(id, _, _)| Dropped::WorkFinished(id.clone()))
         .next()
@@ -1039,7 +1042,7 @@ pub fn prune(
     for e in entries {
         if !e.is_active(at) {
             dropped.push((e.clone(), Dropped::Expired));
-        } else if let Some(why) = finished_by(e, facts, now.zone) {
+        } else if let Some(why) = finished_by(e, facts, now) {
             dropped.push((e.clone(), why));
         } else {
             kept.push(e.clone());

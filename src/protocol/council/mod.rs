@@ -611,14 +611,16 @@ pub fn requested_lenses(request: &Request) -> Option<(Vec<String>, String)> {
 /// exploration-orthogonal profile not yet used. Returns a note saying where the lenses came
 /// from.
 pub fn assign_lenses(choice: &mut Choice, request: &Request, problem: &str) -> String {
-    let (roles, why): (Vec<String>, String) = if !request.panel.is_empty() {
+    // `asked`: how many of `roles` the request stands for; the rest only fill extra seats.
+    let (roles, why, asked): (Vec<String>, String, usize) = if !request.panel.is_empty() {
         for seat in choice.panel.iter_mut() {
             let at = request.panel.iter().position(|p| *p == seat.id);
             seat.lens = at.and_then(|i| request.lenses.get(i).cloned().flatten());
         }
         return "lenses as named with the members (a member named without one keeps their own view)".into();
     } else if let Some((roles, why)) = requested_lenses(request) {
-        (roles, why)
+        let asked = roles.len();
+        (roles, why, asked)
     } else if choice.mode == Mode::Duo {
         let (pair, keyword) = lens::duo_pair(problem);
         let why = match keyword {
@@ -627,7 +629,11 @@ pub fn assign_lenses(choice: &mut Choice, request: &Request, problem: &str) -> S
                 "the default duo polarity pair: no keyword of the duo rule in the problem".into()
             }
         };
-        (pair.iter().map(|r| r.to_string()).collect(), why)
+        (
+            pair.iter().map(|r| r.to_string()).collect(),
+            why,
+            pair.len(),
+        )
     } else {
         let (domain, because) = lens::auto_triad(problem);
         let mut roles: Vec<String> = lens::triad(domain)
@@ -635,22 +641,23 @@ pub fn assign_lenses(choice: &mut Choice, request: &Request, problem: &str) -> S
             .iter()
             .map(|r| r.to_string())
             .collect();
+        let asked = roles.len();
         for extra in lens::profile("exploration-orthogonal").unwrap_or_default() {
             if !roles.iter().any(|r| r == extra) {
                 roles.push(extra.to_string());
             }
         }
-        (roles, format!("the `{domain}` triad: {because}"))
+        (roles, format!("the `{domain}` triad: {because}"), asked)
     };
     for (seat, role) in choice.panel.iter_mut().zip(roles.iter()) {
         seat.lens = Some(role.clone());
     }
-    if roles.len() > choice.panel.len() {
+    if asked > choice.panel.len() {
         format!(
             "lenses from {why}; {} of its {} roles could be seated ({} left out)",
             choice.panel.len(),
-            roles.len(),
-            roles[choice.panel.len()..].join(", ")
+            asked,
+            roles[choice.panel.len()..asked].join(", ")
         )
     } else {
         format!("lenses from {why}")
@@ -929,8 +936,12 @@ mod tests {
         let full = Request::default();
         let mut c = choose(&eligible, &full).unwrap();
         assert_eq!(c.mode, Mode::Full);
-        assert!(assign_lenses(&mut c, &full, "the risk of it").contains("`risk` triad"));
+        let why = assign_lenses(&mut c, &full, "the risk of it");
+        assert!(why.contains("`risk` triad"), "{why}");
         assert_eq!(c.panel[2].lens.as_deref(), Some("feynman"));
+        // The roles that would fill seats beyond a triad's three are no part of what was
+        // asked: a panel of three leaves nothing out.
+        assert!(!why.contains("left out"), "{why}");
         // A profile larger than the panel says what it left out.
         let lean = Request {
             profile: Some("execution-lean".into()),
