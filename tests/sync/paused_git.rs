@@ -64,3 +64,50 @@ fn a_rebase_stopped_on_a_conflict_does_not_report_the_lines_it_has_yet_to_replay
     assert_eq!(b.count(ALPHA, "chronicle-finding"), 0);
     assert_eq!(b.read("chronicle.md").matches(line.trim_end()).count(), 1);
 }
+
+/// A notice appended to an inbox while a rebase waits for a person makes a tracked file dirty,
+/// and `git rebase --continue` then refuses ("You must edit all merge conflicts"). Notices
+/// wait for the rebase to end.
+#[test]
+fn a_rebase_stopped_on_a_conflict_gets_no_notice_until_it_ends() {
+    let (_origin, a, b) = two_clones();
+    let notes = |p: &TestPolis| project(p).join("notes.txt");
+    std::fs::write(notes(&a), "from A\n").unwrap();
+    a.save(
+        "contracts/settled/parser.md",
+        &super::settled("parser", super::BETA, ALPHA, 4, "2026-03-02 10:00:00"),
+    );
+    // As A's daemon would have: the stats committed with the settlement.
+    ok(a.polisd(&["reconcile"]));
+    commit_all(&a, "a");
+    git(&project(&a), &["push", "-q", "origin", "main"]);
+    std::fs::write(notes(&b), "from B\n").unwrap();
+    commit_all(&b, "b1");
+    let daemon = b.start_daemon();
+
+    assert!(!git_may_fail(
+        &project(&b),
+        &["pull", "-q", "--rebase", "origin", "main"]
+    ));
+    assert!(b.exists("contracts/settled/parser.md"));
+    wait_for(&b, "the daemon to hold its notice for the rebase", || {
+        b.count(super::BETA, "contract-settled") > 0
+            || daemon.log_text().contains("in progress; notices wait")
+    });
+    assert_eq!(
+        b.count(super::BETA, "contract-settled"),
+        0,
+        "told mid-rebase"
+    );
+
+    std::fs::write(notes(&b), "from both\n").unwrap();
+    git(&project(&b), &["add", "notes.txt"]);
+    let status = git(&project(&b), &["status", "--porcelain"]);
+    assert!(
+        git_may_fail(&project(&b), &["rebase", "--continue"]),
+        "{status}"
+    );
+    wait_for(&b, "the notice after the rebase", || {
+        b.count(super::BETA, "contract-settled") == 1
+    });
+}
