@@ -23,6 +23,10 @@ pub fn run(args: GitSetupArgs) -> anyhow::Result<u8> {
             ))
             .into());
         }
+        Err(e @ crate::operations::sync::SetupError::Linked { .. }) => {
+            eprintln!("polisd: {e}");
+            return Ok(1);
+        }
         Err(e) => return Err(e.into()),
     };
     if args.polis.json {

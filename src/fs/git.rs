@@ -17,6 +17,8 @@ pub struct Repo {
     pub top: PathBuf,
     /// The repository's common git dir (shared by every worktree).
     pub common_dir: PathBuf,
+    /// This worktree's own git dir (where a stopped rebase or merge keeps its state).
+    pub git_dir: PathBuf,
 }
 
 /// Why a git command failed.
@@ -58,10 +60,20 @@ impl Repo {
         if !inside_repo(dir) {
             return None;
         }
-        let out = git(dir, &["rev-parse", "--show-toplevel", "--git-common-dir"]).ok()?;
+        let out = git(
+            dir,
+            &[
+                "rev-parse",
+                "--show-toplevel",
+                "--git-common-dir",
+                "--absolute-git-dir",
+            ],
+        )
+        .ok()?;
         let mut lines = out.lines();
         let top = PathBuf::from(lines.next()?.trim());
         let common = PathBuf::from(lines.next()?.trim());
+        let git_dir = PathBuf::from(lines.next()?.trim());
         // `--git-common-dir` may be relative to `dir`.
         let common_dir = if common.is_absolute() {
             common
@@ -71,6 +83,7 @@ impl Repo {
         Some(Repo {
             top: crate::fs::snapshot::canonical_root(&top),
             common_dir: crate::fs::snapshot::canonical_root(&common_dir),
+            git_dir,
         })
     }
 
@@ -119,6 +132,23 @@ impl Repo {
             .map(|p| crate::fs::snapshot::canonical_root(&p))
             .collect()
     }
+}
+
+/// The git operation stopped halfway in the worktree whose git dir is `git_dir` (a rebase, a
+/// merge, a cherry-pick or a revert waiting for a person to resolve a conflict), if any. Until
+/// it ends the work tree holds part of each side: the lines of commits not yet replayed are
+/// missing. A few `stat`s, the files `git status` itself looks for.
+pub fn operation_in_progress(git_dir: &Path) -> Option<&'static str> {
+    [
+        ("rebase-merge", "rebase"),
+        ("rebase-apply", "rebase"),
+        ("MERGE_HEAD", "merge"),
+        ("CHERRY_PICK_HEAD", "cherry-pick"),
+        ("REVERT_HEAD", "revert"),
+    ]
+    .into_iter()
+    .find(|(file, _)| std::fs::symlink_metadata(git_dir.join(file)).is_ok())
+    .map(|(_, what)| what)
 }
 
 /// The worktree paths of `git worktree list --porcelain` output, without bare entries.

@@ -309,6 +309,9 @@ pub struct GitSetup {
 pub enum SetupError {
     #[error("{0} is not inside a git repository; run `git init` first, or sync it another way (docs/sync.md)")]
     NotARepository(PathBuf),
+    /// `_polis` is a symbolic link: git stores the link, not the files it points to.
+    #[error("{link} is a symbolic link to {target}; git stores the link, not the polis's files, so a merge driver here would merge nothing. Run `polisd git-setup {target}` if that folder is in a git repository (nothing was written)", link = .link.display(), target = .target.display())]
+    Linked { link: PathBuf, target: PathBuf },
     #[error(transparent)]
     Git(#[from] GitError),
     #[error(transparent)]
@@ -319,6 +322,12 @@ pub enum SetupError {
 /// `.driver`, running `program`) and writes the `merge=polisd` lines into
 /// `_polis/.gitattributes`, keeping whatever else that file says. Idempotent.
 pub fn git_setup(root: &Path, writer: &Writer, program: &str) -> Result<GitSetup, SetupError> {
+    if std::fs::symlink_metadata(root).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(SetupError::Linked {
+            link: root.to_path_buf(),
+            target: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()),
+        });
+    }
     let repo = Repo::find(root).ok_or_else(|| SetupError::NotARepository(root.to_path_buf()))?;
     let driver = merge::driver_command(program);
     let key = format!("merge.{DRIVER_NAME}.driver");

@@ -297,7 +297,16 @@ fn union<'a>(
     let mut out: Vec<Unit<'a>> = Vec::new();
     let mut taken: HashMap<&str, usize> = HashMap::new();
     let mut from_ours: HashMap<&str, usize> = HashMap::new();
-    let our_texts: HashSet<&str> = ours.iter().map(|u| u.text).collect();
+    // Compared without line ends: one block synced through a CRLF checkout and an LF one is
+    // the same block, not one "written on both sides".
+    let same = |t: &'a str| -> std::borrow::Cow<'a, str> {
+        if t.contains('\r') {
+            t.replace('\r', "").into()
+        } else {
+            t.into()
+        }
+    };
+    let our_texts: HashSet<std::borrow::Cow<'a, str>> = ours.iter().map(|u| same(u.text)).collect();
     for (side, units) in [(Side::Ours, ours), (Side::Theirs, theirs)] {
         for u in units {
             let q = quota.get(u.id.as_str()).copied().unwrap_or(0);
@@ -310,7 +319,7 @@ fn union<'a>(
                 out.push(u.clone());
             } else if side == Side::Theirs
                 && from_ours.get(u.id.as_str()).copied().unwrap_or(0) > 0
-                && !our_texts.contains(u.text)
+                && !our_texts.contains(&same(u.text))
             {
                 report.push(format!(
                     "{what} `{}` was written on both sides for the same cause; ours is kept",
@@ -1058,6 +1067,24 @@ mod tests {
         assert_eq!(merge_inbox(None, agent, agent, &[]).text, agent);
         let both = merge_inbox(None, agent, &ours, &[]).text;
         assert!(both.find("hello").unwrap() < both.find("00000000000000aa").unwrap());
+    }
+
+    #[test]
+    fn a_block_differing_only_in_line_ends_is_not_reported_as_written_twice() {
+        let base = "# Inbox\n\n### 2026-03-02 09:00 from b-agent-one\n\nhello\n";
+        let ours = format!(
+            "{}### 2026-03-02 10:00 from c-agent-one\r\n\r\nours\r\n",
+            base.replace('\n', "\r\n") + "\r\n"
+        );
+        let theirs = format!("{base}\n### 2026-03-02 10:01 from d-agent-one\n\ntheirs\n");
+        let m = merge_inbox(Some(base), &ours, &theirs, &[]);
+        assert!(
+            m.text.contains("ours") && m.text.contains("theirs"),
+            "{}",
+            m.text
+        );
+        assert_eq!(m.text.matches("hello").count(), 1);
+        assert!(m.report.is_empty(), "{:?}", m.report);
     }
 
     fn draft(slug: &str, evidence: usize, status: &str, by: &str) -> String {

@@ -59,3 +59,34 @@ fn a_path_that_is_not_utf8_is_merged_as_text() {
         "ONE\ntwo\nTHREE\n"
     );
 }
+
+/// A `_polis/` that is a symbolic link is stored by git as the link, not the files: a merge
+/// driver in the repository holding the link merges nothing. `git-setup` says so and names the
+/// folder to run it in, instead of asking for a `git init` the project already had.
+#[test]
+fn git_setup_on_a_linked_polis_names_the_link_and_writes_nothing() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(BIN)
+        .arg("init")
+        .arg(elsewhere.path())
+        .args(["--agent-id", super::FOUNDER])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let (p, project) = super::founded_repo();
+    std::fs::remove_dir_all(&p.root).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path().join("_polis"), &p.root).unwrap();
+    let out = std::process::Command::new(BIN)
+        .current_dir(&project)
+        .args(["git-setup", "--program", BIN])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("symbolic link") && err.contains(&elsewhere.path().display().to_string()),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!elsewhere.path().join("_polis/.gitattributes").exists());
+}

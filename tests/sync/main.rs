@@ -16,6 +16,7 @@ mod driver;
 mod git_clones;
 mod held_copies;
 mod notices;
+mod paused_git;
 mod random_work;
 mod scars;
 mod stamps;

@@ -79,6 +79,27 @@ impl Engine {
     /// each). A notice that cannot be written (a symlinked inbox, a recipient without a card)
     /// is dropped with a warning; an I/O failure keeps it for the next pass.
     pub(super) fn deliver(&mut self, polis: &Polis, clock: &str) {
+        let waiting = !self.state.outbox.is_empty();
+        if let Some(op) = self
+            .sync
+            .git_dir
+            .as_deref()
+            .filter(|_| waiting)
+            .and_then(crate::fs::git::operation_in_progress)
+        {
+            // A notice appended while a rebase or merge waits for a person dirties a tracked
+            // inbox, and git then refuses to continue. The outbox waits, looked at again as a
+            // failed delivery is.
+            tracing::debug!("a git {op} is in progress; notices wait for it to end");
+            let inboxes = self
+                .state
+                .outbox
+                .iter()
+                .map(|e| format!("citizens/{}/inbox.md", e.recipient))
+                .collect();
+            self.schedule_retry(inboxes);
+            return;
+        }
         let outbox = std::mem::take(&mut self.state.outbox);
         let enabled = self.options.notifications;
         let mut keep = Vec::new();

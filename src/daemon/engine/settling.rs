@@ -164,6 +164,25 @@ impl Engine {
     /// The held findings whose window ended and that still stand, as notices; those that a
     /// later arrival resolved are dropped with a debug line.
     pub(super) fn findings_after_settling(&mut self, pass: &mut Pass) -> Vec<Notification> {
+        if let Some(op) = self
+            .sync
+            .git_dir
+            .as_deref()
+            .and_then(crate::fs::git::operation_in_progress)
+        {
+            // A rebase stopped on a conflict lacks the lines of the commits it has yet to
+            // replay: nothing is lost until the person finishes or aborts it. Looked at again
+            // a window later.
+            if self
+                .settling
+                .due_at()
+                .is_some_and(|at| at <= Instant::now())
+            {
+                tracing::debug!("a git {op} is in progress; held findings wait for it to end");
+                self.settling.arrived(Instant::now());
+            }
+            return Vec::new();
+        }
         let due = self.settling.take_due(Instant::now());
         let mut notices = Vec::new();
         for held in due {

@@ -18,6 +18,9 @@ pub(super) struct SyncCache {
     /// The same polis in the repository's other worktrees (worktree top, polis folder), as of
     /// the last start-up, rescan or timer pass: `git worktree list` is not run on every event.
     pub(super) worktrees: Vec<(PathBuf, PathBuf)>,
+    /// This worktree's git dir, when the polis is in a repository (as of the same moments):
+    /// where a rebase or merge stopped halfway shows.
+    pub(super) git_dir: Option<PathBuf>,
     /// The sync findings last logged, by kind, so each is logged (and put in the status) once
     /// while it lasts.
     copies_logged: BTreeSet<String>,
@@ -131,7 +134,12 @@ impl Engine {
     /// Looks again at what is slow to find: the worktrees and the merge driver's config. Run on
     /// start-up, rescans and the timer.
     pub(super) fn refresh_sync(&mut self) {
-        self.sync.worktrees = sync::other_worktree_polises(&self.root);
+        let repo = crate::fs::git::Repo::find(&self.root);
+        self.sync.git_dir = repo.as_ref().map(|r| r.git_dir.clone());
+        self.sync.worktrees = repo
+            .as_ref()
+            .map(|r| sync::other_worktree_polises_in(r, &self.root))
+            .unwrap_or_default();
         let found = crate::fs::git::driver_finding(&self.root);
         let text = found.as_ref().map(|f| f.to_string());
         if let Some(f) = found.filter(|_| text != self.sync.driver_logged) {

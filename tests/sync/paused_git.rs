@@ -1,0 +1,113 @@
+//! A git operation that stops halfway (a rebase, a merge or a cherry-pick waiting for a person
+//! to resolve a conflict in another file) leaves the polis as a mix of both sides: lines of
+//! commits not yet replayed are missing. The daemon holds its findings until the operation
+//! ends, then tells only what still stands.
+
+use super::{commit_all, git, project, two_clones, ALPHA};
+use crate::harness::*;
+use std::process::Command;
+
+/// Runs git in `dir` like [`git`], returning whether it succeeded (a stopped rebase fails).
+fn git_may_fail(dir: &std::path::Path, args: &[&str]) -> bool {
+    Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_EDITOR", "true")
+        .env("HOME", dir)
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[test]
+fn a_rebase_stopped_on_a_conflict_does_not_report_the_lines_it_has_yet_to_replay() {
+    let (_origin, a, b) = two_clones();
+    let notes = |p: &TestPolis| project(p).join("notes.txt");
+    std::fs::write(notes(&a), "from A\n").unwrap();
+    commit_all(&a, "a");
+    git(&project(&a), &["push", "-q", "origin", "main"]);
+    std::fs::write(notes(&b), "from B\n").unwrap();
+    commit_all(&b, "b1");
+    let line = chronicle_line(ALPHA, "noted", "-", "in the commit after the conflict");
+    b.append("chronicle.md", &line);
+    commit_all(&b, "b2");
+    let daemon = b.start_daemon();
+
+    assert!(!git_may_fail(
+        &project(&b),
+        &["pull", "-q", "--rebase", "origin", "main"]
+    ));
+    assert!(!b.read("chronicle.md").contains(line.trim_end()));
+    wait_for(&b, "the daemon to hold its finding for the rebase", || {
+        b.count(ALPHA, "chronicle-finding") > 0
+            || daemon
+                .log_text()
+                .contains("in progress; held findings wait")
+    });
+    assert_eq!(b.count(ALPHA, "chronicle-finding"), 0, "told mid-rebase");
+
+    std::fs::write(notes(&b), "from both\n").unwrap();
+    git(&project(&b), &["add", "notes.txt"]);
+    assert!(git_may_fail(&project(&b), &["rebase", "--continue"]));
+    wait_for(&b, "the held finding to resolve itself", || {
+        daemon
+            .log_text()
+            .contains("resolved itself within the settling window")
+    });
+    assert_eq!(b.count(ALPHA, "chronicle-finding"), 0);
+    assert_eq!(b.read("chronicle.md").matches(line.trim_end()).count(), 1);
+}
+
+/// A notice appended to an inbox while a rebase waits for a person makes a tracked file dirty,
+/// and `git rebase --continue` then refuses ("You must edit all merge conflicts"). Notices
+/// wait for the rebase to end.
+#[test]
+fn a_rebase_stopped_on_a_conflict_gets_no_notice_until_it_ends() {
+    let (_origin, a, b) = two_clones();
+    let notes = |p: &TestPolis| project(p).join("notes.txt");
+    std::fs::write(notes(&a), "from A\n").unwrap();
+    a.save(
+        "contracts/settled/parser.md",
+        &super::settled("parser", super::BETA, ALPHA, 4, "2026-03-02 10:00:00"),
+    );
+    // As A's daemon would have: the stats committed with the settlement.
+    ok(a.polisd(&["reconcile"]));
+    commit_all(&a, "a");
+    git(&project(&a), &["push", "-q", "origin", "main"]);
+    std::fs::write(notes(&b), "from B\n").unwrap();
+    commit_all(&b, "b1");
+    let daemon = b.start_daemon();
+
+    assert!(!git_may_fail(
+        &project(&b),
+        &["pull", "-q", "--rebase", "origin", "main"]
+    ));
+    assert!(b.exists("contracts/settled/parser.md"));
+    wait_for(&b, "the daemon to hold its notice for the rebase", || {
+        b.count(super::BETA, "contract-settled") > 0
+            || daemon.log_text().contains("in progress; notices wait")
+    });
+    assert_eq!(
+        b.count(super::BETA, "contract-settled"),
+        0,
+        "told mid-rebase"
+    );
+
+    std::fs::write(notes(&b), "from both\n").unwrap();
+    git(&project(&b), &["add", "notes.txt"]);
+    let status = git(&project(&b), &["status", "--porcelain"]);
+    assert!(
+        git_may_fail(&project(&b), &["rebase", "--continue"]),
+        "{status}"
+    );
+    wait_for(&b, "the notice after the rebase", || {
+        b.count(super::BETA, "contract-settled") == 1
+    });
+}
