@@ -1010,6 +1010,20 @@ fn config_check_names_the_line_of_a_bad_key_and_exits_1() {
     assert_eq!(report["problems"][0]["line"], 2, "{report:#}");
 }
 
+/// `config check FILE` names its file as an argument, not `--config`, which it does not take;
+/// and says how to make the missing file.
+#[test]
+fn config_check_of_a_missing_file_names_the_argument_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("absent.toml");
+    let out = polisd_config(&["check", file.to_str().unwrap(), "--json"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let message = report["problems"][0]["message"].as_str().unwrap();
+    assert!(!message.contains("--config"), "{message}");
+    assert!(message.contains("polisd config example >"), "{message}");
+}
+
 #[test]
 fn config_path_follows_polisd_config_then_the_user_directory() {
     let dir = tempfile::tempdir().unwrap();

@@ -216,10 +216,10 @@ pub enum Command {
     MergeDriver(Deferred<MergeDriverArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(Deferred<CompletionsArgs>),
-    /// Print the manual page (roff).
+    /// Print the manual page (roff), or write every command's page with --dir.
     ///
-    /// `polisd man > ~/.local/share/man/man1/polisd.1` (docs/install.md).
-    Man,
+    /// `polisd man --dir ~/.local/share/man/man1` (docs/install.md).
+    Man(Deferred<ManArgs>),
     /// Reserve project paths (files, folders or globs) so other citizens leave them alone.
     Reserve(Deferred<ReserveArgs>),
     /// Release paths you reserved (everything you hold when no PATH is given).
@@ -754,6 +754,14 @@ pub enum ConfigCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `polisd.1` and one page per command (`polisd-contract-open.1`…, the pages the
+    /// main page names) into this existing folder instead of printing the main page.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

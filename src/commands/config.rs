@@ -98,6 +98,15 @@ fn check(file: Option<&Path>, json: bool, out: &mut dyn Write) -> anyhow::Result
                 None => message,
             },
         }),
+        // Named as an argument here, not with the `--config` the message would cite.
+        Err(ConfigError::Missing { path, .. }) if file.is_some() => problems.push(Problem {
+            line: None,
+            message: format!(
+                "config file {} does not exist; `polisd config example > {}` writes a commented one to edit",
+                path.display(),
+                path.display()
+            ),
+        }),
         Err(other) => problems.push(Problem {
             line: None,
             message: other.to_string(),

@@ -271,10 +271,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
             clap_complete::generate(args.shell, &mut cmd, "polisd", &mut std::io::stdout());
             Ok(0)
         }
-        Command::Man => {
-            clap_mangen::Man::new(cli::whole_command()).render(&mut std::io::stdout())?;
-            Ok(0)
-        }
+        Command::Man(Deferred(args)) => man(args),
         Command::Reserve(Deferred(args)) => reserve::reserve(args),
         Command::Release(Deferred(args)) => reserve::release(args),
         Command::Reservations(Deferred(args)) => reserve::list(args),
@@ -297,6 +294,47 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Hook(Deferred(args)) => session::hook(args),
         Command::Mcp(Deferred(args)) => crate::mcp::serve(&locate(args.path.get())?),
     }
+}
+
+/// `polisd man`: the main page on standard output, or with `--dir` every page it names.
+fn man(args: crate::commands::cli::ManArgs) -> anyhow::Result<u8> {
+    // clap's `help` subcommand has no page of its own: `--help` is on every page.
+    let mut whole = cli::whole_command().disable_help_subcommand(true);
+    whole.build();
+    let Some(dir) = args.dir else {
+        clap_mangen::Man::new(whole).render(&mut std::io::stdout())?;
+        return Ok(0);
+    };
+    if !dir.is_dir() {
+        return Err(Usage(format!(
+            "--dir {} is not a folder; create it first (`mkdir -p {}`)",
+            dir.display(),
+            dir.display()
+        ))
+        .into());
+    }
+    // The main page exactly as printed, then one page per visible command, named as the
+    // SUBCOMMANDS sections name them (clap's display name, `polisd-contract-open`).
+    let main = dir.join("polisd.1");
+    let mut page = Vec::new();
+    clap_mangen::Man::new(whole.clone()).render(&mut page)?;
+    std::fs::write(&main, page).with_context(|| format!("writing {}", main.display()))?;
+    let mut written = 1;
+    let mut stack: Vec<clap::Command> = whole.get_subcommands().cloned().collect();
+    while let Some(cmd) = stack.pop() {
+        if cmd.is_hide_set() {
+            continue;
+        }
+        stack.extend(cmd.get_subcommands().cloned());
+        let man = clap_mangen::Man::new(cmd);
+        let path = dir.join(man.get_filename());
+        let mut page = Vec::new();
+        man.render(&mut page)?;
+        std::fs::write(&path, page).with_context(|| format!("writing {}", path.display()))?;
+        written += 1;
+    }
+    say!("wrote {written} manual pages to {}", dir.display());
+    Ok(0)
 }
 
 /// `polisd serve`: the dashboard alone.

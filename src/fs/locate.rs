@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 /// Why no polis was found.
 #[derive(Debug, thiserror::Error)]
 pub enum LocateError {
-    #[error("{0} is neither a project root with `_polis/{CONSTITUTION}` nor a `_polis/` folder holding `{CONSTITUTION}`")]
+    #[error("{0} is neither a project root with `_polis/{CONSTITUTION}` nor a `_polis/` folder holding `{CONSTITUTION}`; pass the project root or its `_polis/` folder, or create a polis there with `polisd init`")]
     NotAPolis(PathBuf),
     #[error("no `_polis/{CONSTITUTION}` in {0} or any folder above it; pass the project root or `_polis/` folder as PATH, or create one with `polisd init`")]
     NotFound(PathBuf),

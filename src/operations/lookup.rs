@@ -18,10 +18,24 @@ pub fn check_slug(what: &'static str, value: &str) -> Result<(), OpError> {
     }
 }
 
+/// Refuses what may not be a contract's id: not a slug, or too long to name its file.
+fn check_contract_id(id: &str) -> Result<(), OpError> {
+    check_slug("contract id", id)?;
+    if !layout::fits_file_name(id) {
+        // Cut short: the id may be an argument of any length.
+        return Err(OpError::BadId {
+            what: "contract id",
+            value: format!("{}…", &id[..40]),
+            rule: "it is too long for a file name",
+        });
+    }
+    Ok(())
+}
+
 /// The path of contract `id` in `folder`, or the refusal of an id that could not be one (so no
 /// caller needs to assume its id was checked).
 pub fn contract_rel(folder: ContractFolder, id: &str) -> Result<String, OpError> {
-    check_slug("contract id", id)?;
+    check_contract_id(id)?;
     layout::contract_path(folder, id).ok_or_else(|| OpError::NoContract(id.to_string()))
 }
 
@@ -32,7 +46,7 @@ pub fn contract_rel(folder: ContractFolder, id: &str) -> Result<String, OpError>
 /// when no folder holds the contract as a file, rather than called missing while
 /// `polisd contract list` shows it.
 pub fn find(root: &Path, id: &str) -> Result<(ContractFolder, String), OpError> {
-    check_slug("contract id", id)?;
+    check_contract_id(id)?;
     let mut not_a_file = None;
     for folder in ContractFolder::ALL {
         let Some(rel) = layout::contract_path(folder, id) else {

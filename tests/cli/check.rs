@@ -352,6 +352,10 @@ fn path_that_is_not_a_polis_exits_2() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {}", describe(&out));
+        // One line that says what to do, not only what is wrong.
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{cmd:?}: {err}");
+        assert!(err.contains("polisd init"), "{cmd:?}: {err}");
     }
     // Nothing was created in the folder that is not a polis.
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();

@@ -176,6 +176,63 @@ fn completions_parse_in_bash_and_the_man_page_renders_in_man() {
     assert!(warnings.trim().is_empty(), "groff warned: {warnings}");
 }
 
+/// The main page lists each command as `polisd-contract(1)`: `polisd man --dir` writes every
+/// page it names, so `man polisd-contract-open` finds one, and each renders without a warning.
+#[test]
+fn man_dir_writes_every_page_the_main_page_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["man", "--dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let main = std::fs::read_to_string(tmp.path().join("polisd.1")).unwrap();
+    assert_eq!(
+        main,
+        stdout(&Command::new(BIN).arg("man").output().unwrap())
+    );
+    // roff escapes the hyphens: `polisd\-contract(1)`.
+    let named = regex::Regex::new(r"polisd((?:\\?-[a-z]+)+)\(1\)").unwrap();
+    let mut pages = vec!["polisd".to_string()];
+    let mut at = 0;
+    while at < pages.len() {
+        let text = std::fs::read_to_string(tmp.path().join(format!("{}.1", pages[at])))
+            .unwrap_or_else(|e| panic!("{}.1 is named but not written: {e}", pages[at]));
+        for c in named.captures_iter(&text) {
+            let page = format!("polisd{}", c[1].replace('\\', ""));
+            if !pages.contains(&page) {
+                pages.push(page);
+            }
+        }
+        at += 1;
+    }
+    assert!(
+        pages.contains(&"polisd-contract-open".to_string()),
+        "{pages:?}"
+    );
+    let man = Command::new("man")
+        .args(["--warnings", "-l"])
+        .arg(tmp.path().join("polisd-contract-open.1"))
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "100")
+        .output()
+        .expect("man (package man-db) is needed to render the manual page");
+    assert!(man.status.success(), "{}", describe(&man));
+    assert!(stdout(&man).contains("--title"), "{}", describe(&man));
+    let warnings = String::from_utf8_lossy(&man.stderr);
+    assert!(warnings.trim().is_empty(), "groff warned: {warnings}");
+    // A folder that is not there is a usage error; nothing is created.
+    let missing = tmp.path().join("no/such");
+    let out = Command::new(BIN)
+        .args(["man", "--dir"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(!tmp.path().join("no").exists());
+}
+
 /// docs/protocol.md: every command finds the polis from the working directory or `--polis PATH`.
 /// Run from a folder outside any polis, each command given the flag reads the one it names.
 #[test]

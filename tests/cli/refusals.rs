@@ -93,3 +93,28 @@ fn report_json_without_out_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
     assert!(out.stdout.is_empty(), "{}", describe(&out));
 }
+
+/// An id no file could be named after is refused as such (a usage error), with the id cut
+/// short in the message: a 100 KB argument is not echoed back whole.
+#[test]
+fn an_id_too_long_for_a_file_name_is_a_usage_error_quoted_short() {
+    let p = TestPolis::init(FOUNDER);
+    let long = "a".repeat(100_000);
+    for args in [
+        vec!["contract", "show", &long, "--json"],
+        vec!["contract", "claim", &long, "--as", FOUNDER, "--json"],
+    ] {
+        let out = p.polisd(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.len() < 1_000,
+            "{args:?}: {} bytes on stderr",
+            stderr.len()
+        );
+        assert!(
+            stderr.contains("too long for a file name"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
