@@ -1366,6 +1366,22 @@ mod tests {
         }
     }
 
+    /// Calls `f` with every command of the built tree (a parent's global `--json` reaches its
+    /// subcommands only once built) and its path as typed (`contract settle`).
+    fn each_command(mut f: impl FnMut(&str, &clap::Command)) {
+        let mut all = Vec::new();
+        paths(&whole_command(), &[], &mut all);
+        let mut whole = whole_command();
+        whole.build();
+        for path in &all {
+            let mut at = &whole;
+            for name in path {
+                at = at.find_subcommand(name).unwrap();
+            }
+            f(&path.join(" "), at);
+        }
+    }
+
     fn help(mut cmd: clap::Command, path: &[String], flag: &str) -> String {
         let args = std::iter::once("polisd")
             .chain(path.iter().map(String::as_str))
@@ -1433,27 +1449,17 @@ mod tests {
             "service install",   // a one-time setup step: prints what it writes and runs
             "service uninstall", // the same, undone
         ];
-        let mut all = Vec::new();
-        paths(&whole_command(), &[], &mut all);
-        // Built, so a parent's global `--json` reaches its subcommands.
-        let mut whole = whole_command();
-        whole.build();
         let mut missing = Vec::new();
-        for path in &all {
-            let mut at = &whole;
-            for name in path {
-                at = at.find_subcommand(name).unwrap();
-            }
-            let shown = path.join(" ");
+        each_command(|shown, at| {
             let exempt = OWN_FORMAT
                 .iter()
                 .any(|e| shown == *e || shown.starts_with(&format!("{e} ")));
             let leaf = at.get_subcommands().next().is_none();
             let json = at.get_arguments().any(|a| a.get_long() == Some("json"));
             if leaf && !exempt && !json {
-                missing.push(shown);
+                missing.push(shown.to_string());
             }
-        }
+        });
         assert!(missing.is_empty(), "no --json on: {missing:?}");
     }
 
@@ -1461,16 +1467,8 @@ mod tests {
     /// learned the flag from one command must not get a usage error from the next.
     #[test]
     fn every_command_taking_a_polis_path_takes_the_polis_flag() {
-        let mut all = Vec::new();
-        paths(&whole_command(), &[], &mut all);
-        let mut whole = whole_command();
-        whole.build();
         let mut missing = Vec::new();
-        for path in &all {
-            let mut at = &whole;
-            for name in path {
-                at = at.find_subcommand(name).unwrap();
-            }
+        each_command(|shown, at| {
             let takes_a_polis = at.get_positionals().any(|a| {
                 a.get_help().is_some_and(|h| {
                     h.to_string()
@@ -1479,9 +1477,9 @@ mod tests {
             });
             let flag = at.get_arguments().any(|a| a.get_long() == Some("polis"));
             if takes_a_polis && !flag {
-                missing.push(path.join(" "));
+                missing.push(shown.to_string());
             }
-        }
+        });
         assert!(missing.is_empty(), "no --polis on: {missing:?}");
     }
 

@@ -33,11 +33,10 @@ const ALPHA: &str = "alpha-agent-one";
 const BETA: &str = "beta-agent-two";
 const FOUNDER: &str = "founder-agent";
 
-/// Runs git in `dir` with a fixed identity; panics with its output on failure.
-#[track_caller]
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
+/// git in `dir` with a fixed identity, no system or user config, and no editor to wait for.
+fn git_command(dir: &Path, args: &[&str]) -> Command {
+    let mut git = Command::new("git");
+    git.arg("-C")
         .arg(dir)
         .args(args)
         .env("GIT_AUTHOR_NAME", "test")
@@ -45,9 +44,15 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .env("GIT_COMMITTER_NAME", "test")
         .env("GIT_COMMITTER_EMAIL", "test@example.com")
         .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .unwrap();
+        .env("GIT_EDITOR", "true")
+        .env("HOME", dir);
+    git
+}
+
+/// Runs git in `dir` (see [`git_command`]); panics with its output on failure.
+#[track_caller]
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = git_command(dir, args).output().unwrap();
     assert!(
         out.status.success(),
         "git {args:?} in {}: {}{}",

@@ -3,27 +3,12 @@
 //! commits not yet replayed are missing. The daemon holds its findings until the operation
 //! ends, then tells only what still stands.
 
-use super::{commit_all, git, project, two_clones, ALPHA};
+use super::{commit_all, git, git_command, project, two_clones, ALPHA};
 use crate::harness::*;
-use std::process::Command;
 
 /// Runs git in `dir` like [`git`], returning whether it succeeded (a stopped rebase fails).
 fn git_may_fail(dir: &std::path::Path, args: &[&str]) -> bool {
-    Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.com")
-        .env("GIT_COMMITTER_NAME", "test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.com")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_EDITOR", "true")
-        .env("HOME", dir)
-        .output()
-        .unwrap()
-        .status
-        .success()
+    git_command(dir, args).output().unwrap().status.success()
 }
 
 #[test]
