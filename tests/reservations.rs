@@ -392,6 +392,32 @@ fn a_note_or_path_with_a_line_break_cannot_forge_a_line_of_the_listing() {
     assert!(err.contains(CHARLIE), "{err}");
 }
 
+/// Every reservation command reads the whole file: one citizen's 100 KB notes would soon push
+/// it past what polisd reads and lock everyone out of reserving.
+#[test]
+fn a_note_longer_than_a_message_is_refused_and_writes_nothing() {
+    let p = polis();
+    let long = "x".repeat(100_000);
+    let err = refused(&run(
+        &p,
+        &["reserve", "src/a.rs", "--as", ALPHA, "--note", &long],
+    ));
+    assert!(err.contains("the note is 100000 characters"), "{err}");
+    assert!(err.len() < 300, "one short line: {err}");
+    assert!(!p.path(FILE).exists(), "nothing written");
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "src/a.rs",
+            "--as",
+            ALPHA,
+            "--note",
+            &"x".repeat(4000),
+        ],
+    ));
+}
+
 #[test]
 fn unreadable_file_is_refused_not_overwritten() {
     let p = polis();

@@ -17,6 +17,9 @@ use crate::protocol::contracts::reservation::{
 use crate::protocol::layout::{self, ContractFolder};
 use std::path::{Component, Path};
 
+/// The longest note a reservation keeps, as the console bounds a message.
+pub const MAX_NOTE_CHARS: usize = crate::operations::console::MAX_MESSAGE_CHARS;
+
 /// Why a reservation action was refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReservationError {
@@ -26,6 +29,8 @@ pub enum ReservationError {
     NotRegistered(String),
     #[error("name at least one path to reserve")]
     NoPaths,
+    #[error("the note is {0} characters; keep it under {MAX_NOTE_CHARS} (say where the work is, not the work itself)")]
+    NoteTooLong(usize),
     #[error("`{0}` is not an open contract (no contracts/open/{0}.md); pass the id of the open contract the reservation is for, or leave out --contract")]
     NotOpen(String),
     #[error(transparent)]
@@ -217,6 +222,13 @@ pub fn reserve(
     check_citizen(root, &request.citizen)?;
     if request.paths.is_empty() {
         return Err(ReservationError::NoPaths);
+    }
+    // Every reservation command reads the whole file: notes without a bound would let one
+    // citizen's notes push it past what polisd reads, and lock everyone out of reserving.
+    if let Some(n) = request.note.as_deref().map(|n| n.chars().count()) {
+        if n > MAX_NOTE_CHARS {
+            return Err(ReservationError::NoteTooLong(n));
+        }
     }
     if let Some(c) = &request.contract {
         let open = layout::contract_path(ContractFolder::Open, c).is_some_and(|rel| {
