@@ -188,17 +188,53 @@ pub fn settle_gate(
     }
 }
 
-/// The decision of the newest review of `cid` written by someone other than `owner` (files
-/// `reviews/<YYYY-MM-DD-HHMM>-<cid>.md`, newest by name; the owner's own reviews never count).
+/// The decision of the newest review of `cid` written by someone other than `owner` since
+/// `owner` claimed it (files `reviews/<YYYY-MM-DD-HHMM>-<cid>.md`, newest by name; the owner's
+/// own reviews never count). A sign-off given before the claim reviewed no work of this owner:
+/// the contract unclaimed, or another citizen's before a takeover.
 fn latest_review_by_other(root: &std::path::Path, cid: &str, owner: &str) -> Option<Decision> {
-    reviews_by_others(root, cid, owner)
-        .pop()
-        .and_then(|r| r.decision)
+    let since = claimed_at(root, cid, owner);
+    reviews_with_minutes(root, cid, owner)
+        .into_iter()
+        .rfind(|(at, _)| since.is_none_or(|claimed| *at >= claimed))
+        .and_then(|(_, r)| r.decision)
+}
+
+/// The minute of `owner`'s newest `claimed contract` line about `cid` in the chronicle; `None`
+/// when there is none (a claim made by hand, or one rolled into an archive): every review
+/// counts then, as before a claim was looked for.
+fn claimed_at(root: &std::path::Path, cid: &str, owner: &str) -> Option<chrono::NaiveDateTime> {
+    let text = crate::fs::snapshot::read_text(root, layout::CHRONICLE, None)
+        .ok()
+        .flatten()?;
+    text.lines().rev().find_map(|line| {
+        let e = crate::protocol::chronicle::parse_entry(line).ok()?;
+        let about = e.link.is_some_and(|l| {
+            l.trim_end_matches(".md")
+                .strip_prefix("contracts/")
+                .and_then(|r| r.rsplit('/').next())
+                == Some(cid)
+        });
+        (about && e.author == owner && e.verb.eq_ignore_ascii_case("claimed contract"))
+            .then_some(e.stamp)
+    })
 }
 
 /// The reviews of `cid` by registered citizens other than `owner`, oldest first (by file
 /// name, which holds the minute they were written).
 pub fn reviews_by_others(root: &std::path::Path, cid: &str, owner: &str) -> Vec<rules::Review> {
+    reviews_with_minutes(root, cid, owner)
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect()
+}
+
+/// [`reviews_by_others`], each with the minute its file name holds.
+fn reviews_with_minutes(
+    root: &std::path::Path,
+    cid: &str,
+    owner: &str,
+) -> Vec<(chrono::NaiveDateTime, rules::Review)> {
     use crate::fs::snapshot;
     let mut findings = Vec::new();
     let mut files: Vec<(chrono::NaiveDateTime, String)> =
@@ -213,7 +249,7 @@ pub fn reviews_by_others(root: &std::path::Path, cid: &str, owner: &str) -> Vec<
     files.sort();
     files
         .into_iter()
-        .filter_map(|(_, rel)| {
+        .filter_map(|(at, rel)| {
             let text = snapshot::read_text(root, &rel, Some(snapshot::MAX_RECORD_BYTES))
                 .ok()
                 .flatten()?;
@@ -223,7 +259,8 @@ pub fn reviews_by_others(root: &std::path::Path, cid: &str, owner: &str) -> Vec<
                 .reviewer
                 .as_deref()
                 .is_some_and(|r| r != owner && chronicle::is_registered(root, r));
-            (by_other && review.contract.as_deref().is_none_or(|c| c == cid)).then_some(review)
+            (by_other && review.contract.as_deref().is_none_or(|c| c == cid))
+                .then_some((at, review))
         })
         .collect()
 }

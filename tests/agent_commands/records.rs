@@ -296,6 +296,50 @@ fn lesson_review_guardrail_and_context_packet() {
 }
 
 #[test]
+fn a_sign_off_given_before_the_claim_does_not_open_the_high_stakes_gate() {
+    // A sign-off of the contract while nobody had claimed it reviewed no work of its owner.
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    ok(p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Drop the table",
+        "--by",
+        FOUNDER,
+        "--stakes",
+        "high",
+    ]));
+    p.save(
+        "reviews/2026-01-01-0900-drop-the-table.md",
+        "---\nreviewer: codex-second-one\ncontract: drop-the-table\ndecision: signed_off\n---\nFine by me.\n",
+    );
+    ok(p.polisd(&["contract", "claim", "drop-the-table", "--as", FOUNDER]));
+    let settle = [
+        "contract",
+        "settle",
+        "drop-the-table",
+        "--quality",
+        "5",
+        "--no-lesson",
+        "x",
+    ];
+    let before = tree(&p);
+    let err = refused(p.polisd(&settle));
+    assert!(err.contains("stakes: high"), "{err}");
+    assert!(tree(&p) == before, "a refused settle wrote");
+    ok(p.polisd(&[
+        "review",
+        "drop-the-table",
+        "--as",
+        "codex-second-one",
+        "--decision",
+        "signed_off",
+    ]));
+    ok(p.polisd(&settle));
+}
+
+#[test]
 fn a_sign_off_by_someone_who_is_no_citizen_does_not_open_the_high_stakes_gate() {
     // The gate asks for another citizen's sign-off. A review file naming an id with no card
     // (written by hand, by the owner or anyone) is nobody's review.
