@@ -21,7 +21,7 @@ use crate::protocol::silenced::{self as silence_rules, Silence};
 use std::path::Path;
 
 /// Longest message the console writes into an inbox.
-pub const MAX_MESSAGE_CHARS: usize = 4000;
+pub const MAX_MESSAGE_CHARS: usize = crate::protocol::input::MAX_TEXT_CHARS;
 
 /// `polisd review`: `reviewer`'s decision on contract `cid`, with `body` as the review's text.
 pub fn review(

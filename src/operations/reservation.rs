@@ -17,8 +17,8 @@ use crate::protocol::contracts::reservation::{
 use crate::protocol::layout::{self, ContractFolder};
 use std::path::{Component, Path};
 
-/// The longest note a reservation keeps, as the console bounds a message.
-pub const MAX_NOTE_CHARS: usize = crate::operations::console::MAX_MESSAGE_CHARS;
+/// The longest note a reservation keeps, as long as the console's message.
+pub const MAX_NOTE_CHARS: usize = crate::protocol::input::MAX_TEXT_CHARS;
 
 /// Why a reservation action was refused or failed.
 #[derive(Debug, thiserror::Error)]

@@ -7,6 +7,11 @@
 
 use crate::protocol::layout;
 
+/// The longest free text one field of an agent's or a person's action keeps (a message, a
+/// reservation's note): far above what a note needs, far below what makes a shared file too
+/// large to read.
+pub const MAX_TEXT_CHARS: usize = 4000;
+
 /// Why a value an agent passed was refused (a usage error: the same on every retry).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InputError {
