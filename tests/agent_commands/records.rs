@@ -295,11 +295,30 @@ fn lesson_review_guardrail_and_context_packet() {
     assert!(errors.is_empty(), "{errors:#?}");
 }
 
-#[test]
-fn a_sign_off_given_before_the_claim_does_not_open_the_high_stakes_gate() {
-    // A sign-off of the contract while nobody had claimed it reviewed no work of its owner.
+/// Settles `drop-the-table` (quality 5, no lesson).
+const SETTLE_DROP: [&str; 7] = [
+    "contract",
+    "settle",
+    "drop-the-table",
+    "--quality",
+    "5",
+    "--no-lesson",
+    "x",
+];
+
+/// `codex-second-one` signs off `drop-the-table`.
+const SIGN_OFF_DROP: [&str; 6] = [
+    "review",
+    "drop-the-table",
+    "--as",
+    "codex-second-one",
+    "--decision",
+    "signed_off",
+];
+
+/// A polis with the `stakes: high` contract `drop-the-table`, opened by the founder.
+fn high_stakes_polis() -> TestPolis {
     let p = TestPolis::init(FOUNDER);
-    p.citizen("codex-second-one", "openai", &[], "medium");
     ok(p.polisd(&[
         "contract",
         "open",
@@ -310,79 +329,48 @@ fn a_sign_off_given_before_the_claim_does_not_open_the_high_stakes_gate() {
         "--stakes",
         "high",
     ]));
+    p
+}
+
+/// The settle is refused, names the gate and writes nothing.
+#[track_caller]
+fn settle_is_held_by_the_gate(p: &TestPolis) {
+    let before = tree(p);
+    let err = refused(p.polisd(&SETTLE_DROP));
+    assert!(err.contains("stakes: high"), "{err}");
+    assert!(tree(p) == before, "a refused settle wrote");
+}
+
+#[test]
+fn a_sign_off_given_before_the_claim_does_not_open_the_high_stakes_gate() {
+    // A sign-off of the contract while nobody had claimed it reviewed no work of its owner.
+    let p = high_stakes_polis();
+    p.citizen("codex-second-one", "openai", &[], "medium");
     p.save(
         "reviews/2026-01-01-0900-drop-the-table.md",
         "---\nreviewer: codex-second-one\ncontract: drop-the-table\ndecision: signed_off\n---\nFine by me.\n",
     );
     ok(p.polisd(&["contract", "claim", "drop-the-table", "--as", FOUNDER]));
-    let settle = [
-        "contract",
-        "settle",
-        "drop-the-table",
-        "--quality",
-        "5",
-        "--no-lesson",
-        "x",
-    ];
-    let before = tree(&p);
-    let err = refused(p.polisd(&settle));
-    assert!(err.contains("stakes: high"), "{err}");
-    assert!(tree(&p) == before, "a refused settle wrote");
-    ok(p.polisd(&[
-        "review",
-        "drop-the-table",
-        "--as",
-        "codex-second-one",
-        "--decision",
-        "signed_off",
-    ]));
-    ok(p.polisd(&settle));
+    settle_is_held_by_the_gate(&p);
+    ok(p.polisd(&SIGN_OFF_DROP));
+    ok(p.polisd(&SETTLE_DROP));
 }
 
 #[test]
 fn a_sign_off_by_someone_who_is_no_citizen_does_not_open_the_high_stakes_gate() {
     // The gate asks for another citizen's sign-off. A review file naming an id with no card
     // (written by hand, by the owner or anyone) is nobody's review.
-    let p = TestPolis::init(FOUNDER);
-    ok(p.polisd(&[
-        "contract",
-        "open",
-        "--title",
-        "Drop the table",
-        "--by",
-        FOUNDER,
-        "--stakes",
-        "high",
-    ]));
+    let p = high_stakes_polis();
     ok(p.polisd(&["contract", "claim", "drop-the-table", "--as", FOUNDER]));
     p.save(
         "reviews/2026-01-01-0900-drop-the-table.md",
         "---\nreviewer: made-up-reviewer\ncontract: drop-the-table\ndecision: signed_off\n---\nLooks good.\n",
     );
-    let before = tree(&p);
-    let settle = [
-        "contract",
-        "settle",
-        "drop-the-table",
-        "--quality",
-        "5",
-        "--no-lesson",
-        "x",
-    ];
-    let err = refused(p.polisd(&settle));
-    assert!(err.contains("stakes: high"), "{err}");
-    assert!(tree(&p) == before, "a refused settle wrote");
+    settle_is_held_by_the_gate(&p);
     // A citizen's sign-off opens it.
     p.citizen("codex-second-one", "openai", &[], "medium");
-    ok(p.polisd(&[
-        "review",
-        "drop-the-table",
-        "--as",
-        "codex-second-one",
-        "--decision",
-        "signed_off",
-    ]));
-    ok(p.polisd(&settle));
+    ok(p.polisd(&SIGN_OFF_DROP));
+    ok(p.polisd(&SETTLE_DROP));
 }
 
 #[test]
@@ -390,18 +378,8 @@ fn a_review_override_is_a_persons_and_no_citizen_can_grant_it() {
     // `--review-override "PERSON: WHY"` records a person's decision to settle a high-stakes
     // contract unreviewed. The owner (or any citizen) naming itself there would be the agent
     // waiving its own chavruta review.
-    let p = TestPolis::init(FOUNDER);
+    let p = high_stakes_polis();
     p.citizen("codex-second-one", "openai", &[], "medium");
-    ok(p.polisd(&[
-        "contract",
-        "open",
-        "--title",
-        "Drop the table",
-        "--by",
-        FOUNDER,
-        "--stakes",
-        "high",
-    ]));
     ok(p.polisd(&["contract", "claim", "drop-the-table", "--as", FOUNDER]));
     let settle = |person: &str| {
         p.polisd(&[
