@@ -79,12 +79,10 @@ impl Status {
         let State::Other(written) = &self.state else {
             return None;
         };
-        let meant = written.trim().to_lowercase();
-        let fix = match meant.as_str() {
-            "idle" | "working" | "blocked" | "reviewing" | "away" => {
-                format!("write `state: {meant}`")
-            }
-            _ => "write one of idle, working, blocked, reviewing or away".to_string(),
+        let meant = State::from_value(Some(&Value::Str(written.trim().to_lowercase())));
+        let fix = match meant {
+            State::Other(_) => "write one of idle, working, blocked, reviewing or away".to_string(),
+            known => format!("write `state: {}`", known.as_str()),
         };
         Some(format!(
             "`state: {written}` is not one of idle, working, blocked, reviewing or away (lowercase); the router counts the citizen as half available (0.5), so it is still picked when away; {fix}"
