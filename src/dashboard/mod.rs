@@ -163,11 +163,7 @@ async fn index(State(site): State<Arc<Site>>) -> Response {
     let body = maud::html! {
         (maud::DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                title { "polisd" }
-                link rel="stylesheet" href="/static/style.css";
-            }
+            (plain_head("polisd"))
             body {
                 header { span.brand { "polisd" } }
                 main {
@@ -221,16 +217,24 @@ async fn api_answer(
     }
 }
 
+/// The head of a page that belongs to no polis (the list of polises, a 404): the stylesheet
+/// and a title, without the polis pages' live updates.
+fn plain_head(title: &str) -> maud::Markup {
+    maud::html! {
+        head {
+            meta charset="utf-8";
+            title { (title) }
+            link rel="stylesheet" href="/static/style.css";
+        }
+    }
+}
+
 /// A 404 a person can act on: a page (not a bare line of text) with the way back.
 fn not_found(message: &str) -> Response {
     let body = maud::html! {
         (maud::DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                title { "Not found · polisd" }
-                link rel="stylesheet" href="/static/style.css";
-            }
+            (plain_head("Not found · polisd"))
             body {
                 header { a.brand href="/" { "polisd" } }
                 main {
