@@ -4,6 +4,7 @@
 //! for it: without the key a pseudonym says nothing.
 
 use super::{canonical, io_err, polis_state_dir, state_base_dir, StateError};
+use crate::protocol::digest::hex;
 use std::fs;
 use std::io::Write as _;
 use std::path::Path;
@@ -53,10 +54,6 @@ fn read(path: &Path) -> Option<[u8; 32]> {
         *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
     }
     Some(key)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
