@@ -209,12 +209,10 @@ fn claimed_at(root: &std::path::Path, cid: &str, owner: &str) -> Option<chrono::
         .flatten()?;
     text.lines().rev().find_map(|line| {
         let e = crate::protocol::chronicle::parse_entry(line).ok()?;
-        let about = e.link.is_some_and(|l| {
-            l.trim_end_matches(".md")
-                .strip_prefix("contracts/")
-                .and_then(|r| r.rsplit('/').next())
-                == Some(cid)
-        });
+        let about = e
+            .link
+            .and_then(crate::protocol::chronicle::claims::contract_of_link)
+            .is_some_and(|id| id == cid);
         (about && e.author == owner && e.verb.eq_ignore_ascii_case("claimed contract"))
             .then_some(e.stamp)
     })

@@ -52,22 +52,27 @@ pub struct Rounds {
     rounds: BTreeMap<String, Vec<(NaiveDateTime, String)>>,
 }
 
+/// The contract a line's link names (`[[contracts/<folder>/<id>]]`, however the link is
+/// written), if it names one.
+pub fn contract_of_link(inner: &str) -> Option<String> {
+    let target = chronicle::link_target(inner)?;
+    target
+        .strip_prefix("contracts/")
+        .and_then(|rest| rest.rsplit('/').next())
+        .filter(|id| crate::protocol::layout::is_slug(id))
+        .map(str::to_string)
+}
+
 impl Rounds {
     /// Takes in the next line.
     pub fn line(&mut self, line: &str, is_registered: &dyn Fn(&str) -> bool) {
         let Ok(e) = chronicle::parse_entry(line) else {
             return;
         };
-        let Some(target) = e.link.and_then(chronicle::link_target) else {
+        let Some(id) = e.link.and_then(contract_of_link) else {
             return;
         };
-        let Some(id) = target
-            .strip_prefix("contracts/")
-            .and_then(|rest| rest.rsplit('/').next())
-            .filter(|id| crate::protocol::layout::is_slug(id))
-        else {
-            return;
-        };
+        let id = id.as_str();
         if RELEASES.contains(&e.verb) {
             self.rounds.remove(id);
         } else if e.verb == "claimed contract" && is_registered(e.author) {
