@@ -80,6 +80,36 @@ fn every_page_renders_the_generated_polis() {
     assert_eq!(get(&s, "/static/live.js").status, 200);
 }
 
+/// The contract page's routing is what `polisd route` says, learnt from the settled work: the
+/// page reads a polis whose settled contracts are kept apart, and must still hand the router
+/// their history.
+#[test]
+fn the_contract_page_routes_from_the_settled_work_as_the_command_does() {
+    let p = generated_polis();
+    let cli = harness::ok(p.polisd(&["route", "next-job", "--explain", "--seed", "0"]));
+    let cli = String::from_utf8_lossy(&cli.stdout).into_owned();
+    let posterior: Vec<&str> = cli
+        .lines()
+        .filter(|l| l.contains("posterior_mean"))
+        .collect();
+    assert!(
+        posterior
+            .iter()
+            .any(|l| l.contains(ALPHA) && l.contains("settlements 2")),
+        "{ALPHA} settled two rust contracts: {cli}"
+    );
+    let s = serve(&p, "127.0.0.1:0");
+    let page = get(&s, "/p/0/contracts/next-job");
+    assert_eq!(page.status, 200, "{}", page.body);
+    for line in posterior {
+        assert!(
+            page.body.contains(line),
+            "the page's routing lacks `{line}`: {}",
+            page.body
+        );
+    }
+}
+
 #[test]
 fn hostile_agent_text_is_escaped_on_every_page() {
     let p = generated_polis();

@@ -32,7 +32,10 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
             seed: Some(0),
             policy: None,
         };
-        crate::operations::route::recommend(&s.polis, file, &options)
+        // The snapshot's polis keeps its settled contracts apart (in the ledger), so the
+        // router is handed their history, as the daemon and the MCP server hand it theirs.
+        let history = crate::protocol::routing::history_of(s.state.settled.iter().map(|(_, v)| v));
+        crate::operations::route::recommend_from(&s.polis, &history, file, &options)
     });
     // The files the activity window reads (`chronicle.md`, then the newest archive), read
     // from disk a line at a time.
