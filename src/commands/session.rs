@@ -409,24 +409,93 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
         answer(cli, "", "");
         return Ok(0);
     };
-    let context = match hook_context(&args, cli, kind, &payload) {
-        Ok(text) => text,
+    let added = match hook_context(&args, cli, kind, &payload) {
+        Ok(added) => added,
         // A wrong id is the model's to fix: it gets the one line that says who is registered
         // and how to register (the CLIs show a hook's stderr only in their logs).
-        Err(e) if is_identity(&e) => format!("polisd: {e}"),
+        Err(e) if is_identity(&e) => Added::text(format!("polisd: {e}")),
         Err(e) => {
             tell!("polisd hook: {e:#}");
-            String::new()
+            Added::text(String::new())
         }
     };
-    answer(cli, event, &context);
+    // Recorded only once the CLI has the text: a CLI that closed the pipe or killed the hook
+    // at its timeout leaves the notices unread, to be shown next time.
+    if answer(cli, event, &added.text) {
+        if let Some(after) = added.after {
+            after.record();
+        }
+    }
     Ok(0)
 }
 
-/// Prints what a hook adds to the session at `event`, in `cli`'s format.
-fn answer(cli: Cli, event: &str, context: &str) {
-    if let Some(out) = agent_hooks::output(cli, event, context) {
-        let _ = writeln!(std::io::stdout().lock(), "{out}");
+/// Prints what a hook adds to the session at `event`, in `cli`'s format; whether it reached
+/// the CLI (written and flushed).
+fn answer(cli: Cli, event: &str, context: &str) -> bool {
+    let Some(out) = agent_hooks::output(cli, event, context) else {
+        return true;
+    };
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{out}")
+        .and_then(|()| stdout.flush())
+        .is_ok()
+}
+
+/// What a hook adds to the session, and what it records once the session has it.
+struct Added {
+    text: String,
+    after: Option<AfterShown>,
+}
+
+impl Added {
+    fn text(text: String) -> Added {
+        Added { text, after: None }
+    }
+}
+
+/// What a hook records once its text reached the session.
+enum AfterShown {
+    /// The primer was shown: the session is recorded (its notices read, its chronicle cursor).
+    Session {
+        root: PathBuf,
+        primed: Box<session::Primed>,
+        now: PolisTime,
+    },
+    /// These notices were shown: they are marked read.
+    Read {
+        root: PathBuf,
+        view: session::InboxView,
+        ids: Vec<String>,
+    },
+}
+
+impl AfterShown {
+    /// Records it; a failure is said in the CLI's log, and what was shown is shown again.
+    fn record(self) {
+        match self {
+            AfterShown::Session { root, primed, now } => {
+                let recorded = Writer::unrecorded(&root)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|writer| {
+                        Ok(session::record_session_or_finding(
+                            &root, &writer, &primed, &now,
+                        )?)
+                    });
+                match recorded {
+                    Ok(Some(finding)) => eprintln!("polisd: {finding}"),
+                    Ok(None) => {}
+                    Err(e) => tell!("polisd hook: {e:#} (the notices shown will be shown again)"),
+                }
+            }
+            AfterShown::Read { root, view, ids } => {
+                let marked = Writer::unrecorded(&root)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|writer| Ok(session::mark_read(&root, &writer, &view, &ids)?));
+                if let Err(e) = marked {
+                    tell!("polisd hook: {e:#} (the notices shown will be shown again)");
+                }
+            }
+        }
     }
 }
 
@@ -461,7 +530,7 @@ fn hook_context(
     cli: Cli,
     kind: HookKind,
     payload: &Payload,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<Added> {
     let cwd = payload
         .cwd
         .clone()
@@ -470,7 +539,7 @@ fn hook_context(
         .context("reading the working directory")?;
     let Ok(root) = crate::fs::locate::locate(None, &cwd) else {
         // No polis here: the hooks were installed for another folder; nothing to say.
-        return Ok(String::new());
+        return Ok(Added::text(String::new()));
     };
     // `--as` (older installs wrote it), else `$POLIS_CITIZEN`, else the id this person's
     // `hooks install --as` recorded for this CLI.
@@ -481,12 +550,12 @@ fn hook_context(
         .or_else(|| hooks::identity(&root, cli));
     let Some(citizen) = citizen else {
         if kind == HookKind::Prime {
-            return Ok(
+            return Ok(Added::text(
                 "polisd: this project has a Polis (`_polis/`), but the session has no citizen id. \
 Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZEN), then \
 `polisd prime --as <your-citizen-id>`."
                     .to_string(),
-            );
+            ));
         }
         bail!("no citizen id: pass --as or set POLIS_CITIZEN");
     };
@@ -495,23 +564,16 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
     match kind {
         HookKind::Prime => {
             let primed = session::prime(&root, &citizen, &now)?;
-            // Once the session is recorded its notices are read, so from here on nothing may
-            // keep the primer from the session; a failure is said in the CLI's log.
-            let recorded = Writer::unrecorded(&root)
-                .map_err(anyhow::Error::from)
-                .and_then(|writer| {
-                    Ok(session::record_session_or_finding(
-                        &root, &writer, &primed, &now,
-                    )?)
-                });
-            match recorded {
-                Ok(Some(finding)) => eprintln!("polisd: {finding}"),
-                Ok(None) => {}
-                Err(e) => tell!("polisd hook: {e:#} (the notices shown will be shown again)"),
-            }
-            // The primer showed the notices: the next notices hook need not look for a while.
+            // The primer shows the notices: the next notices hook need not look for a while.
             rate_limit_from(&root, &citizen, now_utc);
-            Ok(primed.primer.text)
+            Ok(Added {
+                text: primed.primer.text.clone(),
+                after: Some(AfterShown::Session {
+                    root,
+                    primed: Box::new(primed),
+                    now,
+                }),
+            })
         }
         HookKind::Notices => {
             // The id names the rate-limit record's file: it must be an id before anything else.
@@ -526,7 +588,7 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
                     .and_then(chrono::Duration::try_seconds)
                     .unwrap_or(chrono::Duration::MAX);
                 if since >= chrono::Duration::zero() && since < interval {
-                    return Ok(String::new());
+                    return Ok(Added::text(String::new()));
                 }
             }
             // Recorded first, so a wrong id is said once per interval, not after every tool.
@@ -535,7 +597,7 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
             let view = session::read_inbox(&root, &citizen)?;
             let unread = view.unread();
             if unread.is_empty() {
-                return Ok(String::new());
+                return Ok(Added::text(String::new()));
             }
             let mut shown: Vec<Notice> = unread
                 .iter()
@@ -546,17 +608,19 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
             let more = unread.len() - shown.len();
             let text = notice::render_delivery(&citizen, &shown.iter().collect::<Vec<_>>(), more);
             let ids: Vec<String> = shown.iter().map(|n| n.id.clone()).collect();
-            let writer = Writer::unrecorded(&root)?;
-            match session::mark_read(&root, &writer, &view, &ids) {
-                Ok(_) => Ok(text),
+            match session::check_mark_read(&root, &view, &ids) {
+                Ok(()) => Ok(Added {
+                    text,
+                    after: Some(AfterShown::Read { root, view, ids }),
+                }),
                 // No read cursor can be written: shown, they would come back after every
                 // tool. The session is told what to fix instead, once per interval.
-                Err(session::SessionError::Unreadable(finding)) => Ok(format!(
+                Err(session::SessionError::Unreadable(finding)) => Ok(Added::text(format!(
                     "polisd: {} new notice{} for `{citizen}` cannot be marked read, so none is shown here. Fix first: {}. Then `polisd notices --as {citizen} --unread` lists them.",
                     unread.len(),
                     if unread.len() == 1 { "" } else { "s" },
                     notice::one_line(&finding.to_string(), 400)
-                )),
+                ))),
                 Err(e) => Err(e.into()),
             }
         }

@@ -214,6 +214,20 @@ pub fn mark_read(
     })
 }
 
+/// Whether [`mark_read`] could record `ids` as read, checked without writing: the read cursor
+/// lives in `status.md`, whose frontmatter polisd must leave alone when it cannot read it. A
+/// hook asks before it shows anything, so a notice is never shown unless it can be marked read
+/// (shown and not marked, it would come back after every tool).
+pub fn check_mark_read(root: &Path, view: &InboxView, ids: &[String]) -> Result<(), SessionError> {
+    let citizen = &view.citizen;
+    let rel = layout::status_path(citizen).ok_or_else(|| SessionError::NotAnId(citizen.clone()))?;
+    let current = read_opt(root, &rel)?;
+    let set = notice::next_read_set(&view.read, ids, &view.notices);
+    notice::with_read_set(current.as_deref(), citizen, &set, &rel)
+        .map(drop)
+        .map_err(SessionError::Unreadable)
+}
+
 /// Writes a citizen's `status.md` at `rel` as `compute` derives it from the current text
 /// (`None` when the file is missing): created when missing, else one compare-before-replace
 /// edit, so an edit the citizen makes meanwhile is never lost. A text `compute` refuses (a

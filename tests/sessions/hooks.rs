@@ -397,3 +397,62 @@ fn a_hook_command_this_polisd_cannot_parse_still_exits_0_and_reads_its_payload()
         assert!(!said.contains("panicked"), "{args:?}: {said}");
     }
 }
+
+/// Runs a hook whose reader is already gone (the CLI closed the pipe, or killed the hook at its
+/// timeout): whatever the hook does, nothing reaches the session.
+fn hook_unheard(p: &TestPolis, cli: &str, kind: &str, payload: &Value) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut child = Command::new(BIN)
+        .args(["hook", cli, kind, "--as", ME, "--interval", "0"])
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .env_remove("POLIS_CITIZEN")
+        .current_dir(project(p))
+        .stdin(Stdio::piped())
+        .stdout(writer)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The hook may be gone before it reads all of it.
+    let _ = child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes());
+    child.wait().unwrap();
+}
+
+/// A notice counts as read once the session has it, not once the hook has worked it out: a
+/// hook whose output never reached the CLI leaves every notice unread for the next one.
+#[test]
+fn a_notice_the_cli_never_received_stays_unread() {
+    let p = polis();
+    message(&p, ME, "2026-03-02 11:15", OTHER, "Unheard.");
+    let gemini_after_tool = json!({"session_id": "s", "transcript_path": "/tmp/t",
+        "cwd": project(&p), "hook_event_name": "AfterTool", "timestamp": "2026-03-02T11:16:00Z",
+        "tool_name": "write_file", "tool_input": {}, "tool_response": {}});
+    let claude_start = json!({"session_id": "s", "transcript_path": "/tmp/t", "cwd": project(&p),
+        "hook_event_name": "SessionStart", "source": "startup", "model": "claude"});
+    for (cli, kind, payload) in [
+        ("claude", "notices", claude_post_tool_use(&p)),
+        ("gemini", "notices", gemini_after_tool.clone()),
+        ("claude", "prime", claude_start),
+    ] {
+        hook_unheard(&p, cli, kind, &payload);
+        assert_eq!(
+            unread_count(&p),
+            1,
+            "`hook {cli} {kind}` marked read a notice its CLI never received"
+        );
+    }
+    // Heard, it is read.
+    let heard = hook(
+        &p,
+        "gemini",
+        "notices",
+        &["--as", ME, "--interval", "0"],
+        &gemini_after_tool,
+    );
+    assert!(text(&heard).contains("Unheard."), "{}", text(&heard));
+    assert_eq!(unread_count(&p), 0);
+}
