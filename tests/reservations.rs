@@ -813,3 +813,64 @@ fn reference_reads_what_polisd_writes_and_polisd_reads_what_the_reference_writes
         "{listed}"
     );
 }
+
+/// A citizen who left the polis releases nothing by itself: without a daemon, the next citizen
+/// who needs its paths gets them; with one, its entries go as its `left polis` line arrives.
+#[test]
+fn a_citizen_who_left_holds_nothing() {
+    let p = polis();
+    ok(&run(&p, &["reserve", "src/parser.rs", "--as", ALPHA]));
+    ok(&run(&p, &["reserve", "docs/guide.md", "--as", CHARLIE]));
+    let left = |who: &str| {
+        p.append(
+            "chronicle.md",
+            &harness::chronicle_line(
+                who,
+                "left polis",
+                &format!("[[citizens/{who}]]"),
+                "moving on",
+            ),
+        );
+    };
+    // Still a member: the conflict names the holder.
+    let err = refused(&run(&p, &["reserve", "src/parser.rs", "--as", BRAVO]));
+    assert!(err.contains(ALPHA), "{err}");
+    left(ALPHA);
+    let out = ok(&run(
+        &p,
+        &["reserve", "src/parser.rs", "--as", BRAVO, "--json"],
+    ));
+    assert!(out.contains(BRAVO), "{out}");
+    let file = p.read(FILE);
+    assert!(
+        !file.contains(ALPHA),
+        "the entry of the citizen who left is gone: {file}"
+    );
+    assert!(
+        file.contains("docs/guide.md"),
+        "a member's entry stays: {file}"
+    );
+
+    // With a daemon: the line alone releases what its citizen held, once.
+    let _daemon = p.start_daemon();
+    left(CHARLIE);
+    wait_for(
+        &p,
+        "the reservation of the citizen who left released",
+        || !p.read(FILE).contains("docs/guide.md"),
+    );
+    assert!(p.read(FILE).contains("src/parser.rs"), "{}", p.read(FILE));
+    // Back again: its new reservation holds.
+    p.append(
+        "chronicle.md",
+        &harness::chronicle_line(
+            CHARLIE,
+            "joined polis",
+            &format!("[[citizens/{CHARLIE}]]"),
+            "back",
+        ),
+    );
+    ok(&run(&p, &["reserve", "docs/guide.md", "--as", CHARLIE]));
+    let err = refused(&run(&p, &["reserve", "docs/*.md", "--as", BRAVO]));
+    assert!(err.contains(CHARLIE), "{err}");
+}

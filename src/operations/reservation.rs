@@ -247,8 +247,27 @@ pub fn reserve(
             note: request.note.as_deref(),
             contract: request.contract.as_deref(),
         };
-        let (kept, entry) =
-            rules::reserve(&entries, &req, now).map_err(ReservationError::Conflict)?;
+        let (kept, entry) = match rules::reserve(&entries, &req, now) {
+            Ok(done) => done,
+            // A holder who has left the polis holds nothing (the daemon releases its entries;
+            // without a daemon they go here). The chronicle is read only on a conflict.
+            Err(conflicts) => {
+                let left: std::collections::BTreeSet<&str> = conflicts
+                    .iter()
+                    .map(|c| c.holder.as_str())
+                    .filter(|holder| super::chronicle::has_left(root, holder))
+                    .collect();
+                if left.is_empty() {
+                    return Err(ReservationError::Conflict(conflicts));
+                }
+                let live: Vec<Entry> = entries
+                    .iter()
+                    .filter(|e| !e.citizen.as_deref().is_some_and(|c| left.contains(c)))
+                    .cloned()
+                    .collect();
+                rules::reserve(&live, &req, now).map_err(ReservationError::Conflict)?
+            }
+        };
         Ok::<_, ReservationError>((Some(rules::render(&kept)?.into_bytes()), entry))
     })?;
     Ok(Reserved {

@@ -1,5 +1,6 @@
 //! Keeping `reservations.yml` honest: dropping expired entries, releasing what a citizen held
-//! for work that has ended (its contract settled or was abandoned), and telling citizens when
+//! for work that has ended (its contract settled or was abandoned) or held when it left the
+//! polis, and telling citizens when
 //! their reserved paths overlap another citizen's entry (one written without polisd's check:
 //! by hand, by the reference's `polis reserve`, or by a sync of two machines).
 //!
@@ -59,6 +60,9 @@ impl Engine {
                         Dropped::ContractFinished(c) | Dropped::WorkFinished(c) => {
                             tracing::info!(citizen = who, %paths, contract = %c, "released a reservation: the contract ended")
                         }
+                        Dropped::CitizenLeft => {
+                            tracing::info!(citizen = who, %paths, "released a reservation: its citizen left the polis")
+                        }
                     }
                 }
                 if pruned.outcome == crate::fs::writer::WriteOutcome::Written {
@@ -88,7 +92,14 @@ impl Engine {
         citizens: &BTreeSet<String>,
         contracts: &BTreeSet<String>,
     ) -> ContractFacts {
-        let mut facts = ContractFacts::default();
+        let mut facts = ContractFacts {
+            departed: polis
+                .departed()
+                .into_iter()
+                .filter(|c| citizens.contains(c))
+                .collect(),
+            ..ContractFacts::default()
+        };
         let moment = |v| match read_when(v, now) {
             Some(When::Moment(t)) => Some(t),
             Some(When::Day(d)) => d.and_hms_opt(0, 0, 0),

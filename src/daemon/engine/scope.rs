@@ -78,6 +78,8 @@ impl Scope {
                 chronicle: true,
                 tally: true,
                 derive: true,
+                // A `left polis` line releases what its citizen held.
+                reservations: true,
                 ..Scope::default()
             };
         }

@@ -990,6 +990,8 @@ pub struct ContractFacts {
     pub open: std::collections::BTreeSet<String>,
     /// Settled and abandoned contracts: id, owner, when (polis-local), if known.
     pub finished: Vec<(String, Option<String>, Option<NaiveDateTime>)>,
+    /// Citizens whose latest membership line is `left polis`.
+    pub departed: std::collections::BTreeSet<String>,
 }
 
 /// Why the daemon dropped an entry.
@@ -1001,6 +1003,8 @@ pub enum Dropped {
     /// Made for no contract; its citizen finished a contract after making it and owns no
     /// other open one.
     WorkFinished(String),
+    /// Its citizen has left the polis: nobody is left to release it.
+    CitizenLeft,
 }
 
 /// Whether the end of a contract releases `e`: one made `--contract C` when C is settled or
@@ -1029,8 +1033,8 @@ pub fn finished_by(e: &Entry, facts: &ContractFacts, now: &PolisTime) -> Option<
         .next()
 }
 
-/// The entries the daemon keeps, and those it drops with why: expired ones, and those the
-/// end of a contract releases.
+/// The entries the daemon keeps, and those it drops with why: expired ones, those of a
+/// citizen who left, and those the end of a contract releases.
 pub fn prune(
     entries: &[Entry],
     facts: &ContractFacts,
@@ -1042,6 +1046,12 @@ pub fn prune(
     for e in entries {
         if !e.is_active(at) {
             dropped.push((e.clone(), Dropped::Expired));
+        } else if e
+            .citizen
+            .as_ref()
+            .is_some_and(|c| facts.departed.contains(c))
+        {
+            dropped.push((e.clone(), Dropped::CitizenLeft));
         } else if let Some(why) = finished_by(e, facts, now) {
             dropped.push((e.clone(), why));
         } else {
