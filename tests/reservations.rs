@@ -380,10 +380,13 @@ fn a_note_or_path_with_a_line_break_cannot_forge_a_line_of_the_listing() {
     p.save(FILE, &file);
     let out = ok(&run(&p, &["reservations"]));
     assert_eq!(
-        out.lines().count(),
+        out.lines()
+            .filter(|l| !l.starts_with("    warning: "))
+            .count(),
         3,
-        "a header and one line per entry: {out}"
+        "a header and one line per entry (and the warning about the path): {out}"
     );
+    assert!(out.contains("holds a control character"), "{out}");
     assert!(
         !out.lines().any(|l| l.starts_with("  bravo-agent")),
         "{out}"
@@ -873,4 +876,59 @@ fn a_citizen_who_left_holds_nothing() {
     ok(&run(&p, &["reserve", "docs/guide.md", "--as", CHARLIE]));
     let err = refused(&run(&p, &["reserve", "docs/*.md", "--as", BRAVO]));
     assert!(err.contains(CHARLIE), "{err}");
+}
+
+/// Entries written by hand that guard nothing, or that nobody can release, are each named by
+/// `check` and by the listing with their fix; a well-formed one draws nothing.
+#[test]
+fn entries_written_wrong_by_hand_are_named_with_their_fix() {
+    let p = polis();
+    ok(&run(&p, &["reserve", "src/lib.rs", "--as", ALPHA]));
+    let mut file = p.read(FILE);
+    file.push_str(&format!(
+        "- citizen: ghost-agent-nine\n  paths:\n  - src/b.rs\n\
+         - paths:\n  - src/c.rs\n\
+         - citizen: {BRAVO}\n  paths: src/d.rs\n\
+         - citizen: {BRAVO}\n  paths:\n  - /etc/passwd\n  - ../outside.txt\n  - ./src//e.rs\n\
+         - citizen: {BRAVO}\n  paths: []\n\
+         - just a string\n"
+    ));
+    p.save(FILE, &file);
+    let out = run(&p, &["check", "--json"]);
+    let findings = json(&out)["findings"].as_array().unwrap().clone();
+    let about: Vec<String> = findings
+        .iter()
+        .filter(|f| f["path"] == FILE)
+        .map(|f| f["message"].as_str().unwrap().to_string())
+        .collect();
+    let expected = [
+        ("entry 2 (`ghost-agent-nine`)", "not registered"),
+        ("entry 3:", "names no `citizen`"),
+        ("entry 4 (`bravo-agent`)", "`paths: [src/d.rs]`"),
+        (
+            "entry 5 (`bravo-agent`)",
+            "`/etc/passwd` is outside the project",
+        ),
+        (
+            "entry 5 (`bravo-agent`)",
+            "`../outside.txt` is outside the project",
+        ),
+        ("entry 5 (`bravo-agent`)", "write it as `src/e.rs`"),
+        ("entry 6 (`bravo-agent`)", "holds no path"),
+        ("entry 7:", "not a mapping"),
+    ];
+    for (entry, what) in expected {
+        assert!(
+            about
+                .iter()
+                .any(|m| m.starts_with(entry) && m.contains(what)),
+            "no finding for {entry} saying {what}: {about:#?}"
+        );
+    }
+    assert!(
+        !about.iter().any(|m| m.starts_with("entry 1")),
+        "the entry `reserve` wrote is well-formed: {about:#?}"
+    );
+    let listing = ok(&run(&p, &["reservations"]));
+    assert!(listing.contains("names no `citizen`"), "{listing}");
 }

@@ -262,7 +262,8 @@ pub fn amendment_problems_with(
 }
 
 /// `reservations.yml` that cannot be read (an error: `polisd reserve` refuses to touch it),
-/// entries whose `expires_at` is not a time, and overlapping entries of different citizens.
+/// entries written wrong by hand (each with its fix), and overlapping entries of different
+/// citizens.
 pub fn reservation_findings(root: &std::path::Path, now: &PolisTime) -> Vec<Finding> {
     use crate::operations::reservation as op;
     use crate::protocol::contracts::reservation::FILE;
@@ -272,8 +273,22 @@ pub fn reservation_findings(root: &std::path::Path, now: &PolisTime) -> Vec<Find
     };
     let mut out: Vec<Finding> = views
         .iter()
-        .filter_map(|v| v.problem.as_ref())
-        .map(|p| Finding::warning(Code::BadYaml, FILE, None, p.clone()))
+        .enumerate()
+        .filter_map(|(i, v)| {
+            let p = v.problem.as_ref()?;
+            let who = v.citizen.as_deref().map_or(String::new(), |c| {
+                format!(
+                    " (`{}`)",
+                    crate::protocol::delivery::notice::one_line(c, 60)
+                )
+            });
+            Some(Finding::warning(
+                Code::BadYaml,
+                FILE,
+                None,
+                format!("entry {}{who}: {p}", i + 1),
+            ))
+        })
         .collect();
     for o in op::overlaps_now(root, now).unwrap_or_default() {
         out.push(Finding::warning(

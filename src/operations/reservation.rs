@@ -105,23 +105,26 @@ pub struct View {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contract: Option<String>,
     pub active: bool,
-    /// Set when `expires_at` is not a time (the entry holds until it is fixed).
+    /// What is wrong with the entry as written (an `expires_at` that is not a time, so it holds
+    /// until fixed; no citizen; paths that guard nothing…), each with its fix.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
 }
 
 impl View {
     fn of(e: &Entry, now: &PolisTime) -> View {
-        let (expires_at, problem) = match &e.expires {
-            Expiry::Never => (None, None),
-            Expiry::At(t) => (Some(rules::stamp(*t)), None),
-            Expiry::Unreadable(text) => (
-                Some(text.clone()),
-                Some(format!(
+        let mut problems = e.problems();
+        let expires_at = match &e.expires {
+            Expiry::Never => None,
+            Expiry::At(t) => Some(rules::stamp(*t)),
+            Expiry::Unreadable(text) => {
+                problems.push(format!(
                     "expires_at `{text}` is not a time, so this reservation holds until released; write it as YYYY-MM-DDTHH:MM:SS+00:00"
-                )),
-            ),
+                ));
+                Some(text.clone())
+            }
         };
+        let problem = (!problems.is_empty()).then(|| problems.join("; "));
         View {
             citizen: e.citizen.clone(),
             paths: e.paths.clone(),
@@ -307,12 +310,23 @@ pub fn release(
     Ok(done)
 }
 
-/// Every entry of the file (without a lock: a listing changes nothing).
+/// Every entry of the file (without a lock: a listing changes nothing), each with what is
+/// wrong with it, a holder that is not a registered citizen included.
 pub fn list(root: &Path, now: &PolisTime) -> Result<Vec<View>, ReservationError> {
     let bytes = read_file(root)?;
     Ok(entries_of(bytes.as_deref(), now)?
         .iter()
-        .map(|e| View::of(e, now))
+        .map(|e| {
+            let mut view = View::of(e, now);
+            if e.citizen.as_deref().is_some_and(|c| !is_registered(root, c)) {
+                let unknown = "its citizen is not registered (no capability card), so the entry may never be released; correct the id, or let go of it with `polisd release --as <that id>`".to_string();
+                view.problem = Some(match view.problem.take() {
+                    Some(p) => format!("{unknown}; {p}"),
+                    None => unknown,
+                });
+            }
+            view
+        })
         .collect())
 }
 
