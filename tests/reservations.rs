@@ -932,3 +932,25 @@ fn entries_written_wrong_by_hand_are_named_with_their_fix() {
     let listing = ok(&run(&p, &["reservations"]));
     assert!(listing.contains("names no `citizen`"), "{listing}");
 }
+
+/// Two spellings of one file on macOS or Windows (letter case, `é` composed or decomposed)
+/// are one reservation: the second citizen is told who holds it.
+#[test]
+fn a_path_spelled_another_way_is_held_too() {
+    let p = polis();
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "src/Parser.rs",
+            "docs/caf\u{e9}.md",
+            "--as",
+            ALPHA,
+        ],
+    ));
+    for other in ["src/parser.rs", "docs/cafe\u{301}.md"] {
+        let err = refused(&run(&p, &["reserve", other, "--as", BRAVO]));
+        assert!(err.contains(ALPHA), "{other}: {err}");
+    }
+    ok(&run(&p, &["reserve", "src/parser.rs.orig", "--as", BRAVO]));
+}

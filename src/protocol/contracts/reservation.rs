@@ -17,13 +17,16 @@
 //!   or as an unquoted YAML datetime, which the reference cannot read) is taken in the polis
 //!   timezone instead of being ignored or crashing the comparison;
 //! - an entry may name the contract it serves (`contract:`), which the daemon uses to release
-//!   it when that contract settles or is abandoned; the reference keeps unknown keys.
+//!   it when that contract settles or is abandoned; the reference keeps unknown keys;
+//! - paths that differ only in letter case or Unicode normalisation overlap, since they name
+//!   one file on macOS and Windows.
 //!
 //! Nothing here decides *when* to write; `operations::reservation` does that under a lock.
 
 use crate::protocol::clock::{PolisTime, PolisZone};
 use crate::yaml::{self, DumpOptions, Mapping, Value};
 use chrono::{DateTime, Duration, FixedOffset, NaiveDate, NaiveDateTime, TimeZone as _};
+use unicode_normalization::UnicodeNormalization;
 
 /// The file, relative to `_polis/`.
 pub const FILE: &str = "reservations.yml";
@@ -171,6 +174,11 @@ pub struct Pattern {
 
 impl Pattern {
     pub fn new(text: &str) -> Pattern {
+        // Compared as a file system that ignores letter case and Unicode normalisation names
+        // files (macOS's default, Windows): two paths that may be one file there overlap, so
+        // a polis shared with such a machine never lets two citizens hold one file.
+        let text: String = text.nfc().collect::<String>().to_lowercase();
+        let text = text.as_str();
         let alternatives = within_bounds(text)
             .then(|| expand_braces(text))
             .flatten()
@@ -1177,6 +1185,18 @@ mod tests {
 
     fn n(raw: &str) -> String {
         normalize(raw, &[]).unwrap()
+    }
+
+    /// macOS's default file system and Windows name `Foo.rs` and `foo.rs` as one file, and
+    /// `é` composed (NFC) and decomposed (NFD, as macOS once stored it) as one name.
+    #[test]
+    fn paths_that_may_be_one_file_overlap_whatever_their_case_or_normalisation() {
+        assert!(overlaps("src/Foo.rs", "src/foo.rs"));
+        assert!(overlaps("SRC/**", "src/lib.rs"));
+        assert!(overlaps("docs/caf\u{e9}.md", "docs/cafe\u{301}.md"));
+        assert!(overlaps("Docs/*.MD", "docs/readme.md"));
+        assert!(!overlaps("src/foo.rs", "src/foo.rs.bak"));
+        assert!(!overlaps("docs/cafe.md", "docs/cafe\u{301}.md"));
     }
 
     #[test]
