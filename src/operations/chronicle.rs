@@ -113,6 +113,12 @@ fn findings_as_text<S: serde::Serializer>(f: &[Finding], s: S) -> Result<S::Ok, 
     s.collect_seq(f.iter().map(|f| f.to_string()))
 }
 
+/// The longest author, verb and link `polisd log` writes (the note's bound is
+/// [`crate::protocol::input::MAX_TEXT_CHARS`]).
+const MAX_AUTHOR_CHARS: usize = 64;
+const MAX_VERB_CHARS: usize = 200;
+const MAX_LINK_CHARS: usize = 1024;
+
 /// Builds `- <now> | author | verb | [[link]] | note`, validates it, and appends it to
 /// `chronicle.md` under the append lock. An error finding refuses it: nothing is written.
 pub fn append(
@@ -138,6 +144,36 @@ pub fn log(
     link: Option<&str>,
     note: &str,
 ) -> Result<Appended, OpError> {
+    use crate::protocol::input::{check_chars, MAX_TEXT_CHARS};
+    // One line is one event: bounds far above any real line keep a runaway value (a whole
+    // file passed as a note) out of the file every reader reads, and out of every message
+    // that quotes the line.
+    check_chars(
+        "the author",
+        author,
+        MAX_AUTHOR_CHARS,
+        "a citizen id is at most 40",
+    )?;
+    check_chars(
+        "the verb",
+        verb,
+        MAX_VERB_CHARS,
+        "a verb phrase is a few words; details go in the note",
+    )?;
+    check_chars(
+        "the note",
+        note,
+        MAX_TEXT_CHARS,
+        "put the details in a file under _polis/ and link it",
+    )?;
+    if let Some(link) = link {
+        check_chars(
+            "the link",
+            link,
+            MAX_LINK_CHARS,
+            "link a file by its path under _polis/",
+        )?;
+    }
     append_as(writer, now, author, verb, link, note, true)
 }
 

@@ -7,15 +7,15 @@ use crate::protocol::finding::Finding;
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpError {
-    #[error("`{value}` is not a valid {what}: {rule}")]
+    #[error("`{}` is not a valid {what}: {rule}", shown(value))]
     BadId {
         what: &'static str,
         value: String,
         rule: &'static str,
     },
-    #[error("`{0}` is not a registered citizen (no citizens/{0}/capability_card.yml); register with a capability card first, or pass your own agent id")]
+    #[error("`{id}` is not a registered citizen (no citizens/{id}/capability_card.yml); register with a capability card first, or pass your own agent id", id = shown(.0))]
     NotRegistered(String),
-    #[error("no contract `{0}` in contracts/open, settled or abandoned; `polisd contract list` shows the open ones")]
+    #[error("no contract `{}` in contracts/open, settled or abandoned; `polisd contract list` shows the open ones", shown(.0))]
     NoContract(String),
     #[error("contract `{id}` is {folder}, not open; only open contracts can be {action}")]
     NotOpen {
@@ -58,7 +58,7 @@ pub enum OpError {
         citizen: String,
         vote: &'static str,
     },
-    #[error("no amendment `{0}` in amendments/proposed; `polisd amendment list` shows them")]
+    #[error("no amendment `{}` in amendments/proposed; `polisd amendment list` shows them", shown(.0))]
     NoAmendment(String),
     #[error("amendment `{0}`: {1}")]
     Vote(String, crate::protocol::amendments::amendment::VoteError),
@@ -157,4 +157,9 @@ impl From<Finding> for OpError {
             why: f.message,
         }
     }
+}
+
+/// A value an agent passed, as a refusal quotes it (a 100 KB id is shown by its start).
+fn shown(value: &str) -> String {
+    crate::protocol::input::excerpt(value, crate::protocol::input::ECHO_CHARS)
 }

@@ -27,6 +27,47 @@ pub enum InputError {
     NotAnId { what: String, value: String },
     #[error("the link `{link}` leaves _polis/; pass a path inside it, relative to _polis/ (e.g. contracts/open/x)")]
     OutsidePolis { link: String },
+    #[error("{what} is {length} {unit} long; keep it within {max} ({why})")]
+    TooLong {
+        what: String,
+        length: usize,
+        unit: &'static str,
+        max: usize,
+        why: &'static str,
+    },
+}
+
+/// The longest value echoed whole in a message: past it, [`excerpt`] shows its start.
+pub const ECHO_CHARS: usize = 80;
+
+/// `text` as a message may quote it: whole when short, else its first `max_chars` characters
+/// and its size, so a refusal of a 100 KB value stays one readable line.
+pub fn excerpt(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], text.len()),
+        None => text.to_string(),
+    }
+}
+
+/// Refuses `text` longer than `max` characters; `what` names the field, `why` says what a
+/// value that long should be instead.
+pub fn check_chars(
+    what: &str,
+    text: &str,
+    max: usize,
+    why: &'static str,
+) -> Result<(), InputError> {
+    let length = text.chars().count();
+    if length <= max {
+        return Ok(());
+    }
+    Err(InputError::TooLong {
+        what: what.to_string(),
+        length,
+        unit: "characters",
+        max,
+        why,
+    })
 }
 
 /// A character agents may not pass in text: C0 controls but tab and newline, DEL, C1
@@ -70,7 +111,7 @@ pub fn check_slug(what: &str, value: &str) -> Result<(), InputError> {
     } else {
         Err(InputError::NotAnId {
             what: what.to_string(),
-            value: value.to_string(),
+            value: excerpt(value, ECHO_CHARS),
         })
     }
 }
@@ -94,7 +135,7 @@ pub fn check_link(link: &str) -> Result<(), InputError> {
         || inner.split('/').any(|part| part == ".." || part == ".");
     if outside {
         Err(InputError::OutsidePolis {
-            link: link.to_string(),
+            link: excerpt(link, ECHO_CHARS),
         })
     } else {
         Ok(())

@@ -118,3 +118,55 @@ fn an_id_too_long_for_a_file_name_is_a_usage_error_quoted_short() {
         );
     }
 }
+
+/// `polisd log` writes one event on one line: a runaway value (a whole file passed as the
+/// note, the author or the link) is a usage error quoted short, and nothing reaches
+/// `chronicle.md`; values of an ordinary size still go through.
+#[test]
+fn a_log_line_with_a_runaway_value_is_refused_quoted_short_and_writes_nothing() {
+    let p = TestPolis::init(FOUNDER);
+    let long = "a".repeat(100_000);
+    let before = tree(&p);
+    for (args, naming) in [
+        (vec!["log", "noted progress", "--as", &long], "the author"),
+        (vec!["log", &long, "--as", FOUNDER], "the verb"),
+        (
+            vec!["log", "noted progress", "--as", FOUNDER, "--note", &long],
+            "the note",
+        ),
+        (
+            vec!["log", "noted progress", "--as", FOUNDER, "--link", &long],
+            "the link",
+        ),
+        (
+            vec![
+                "amendment",
+                "vote",
+                &long,
+                "--as",
+                FOUNDER,
+                "--vote",
+                "agree",
+            ],
+            "",
+        ),
+    ] {
+        let mut args = args.clone();
+        args.push("--json");
+        let out = p.polisd(&args);
+        // Quoted by their start: a failure here must not print the 100 KB either.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let start: String = stderr.chars().take(300).collect();
+        assert_ne!(out.status.code(), Some(0), "{start}");
+        assert!(
+            stderr.len() < 1_000 && out.stdout.len() < 1_000 && stderr.contains(naming),
+            "{} bytes on stderr, {} on stdout: {start}",
+            stderr.len(),
+            out.stdout.len()
+        );
+    }
+    assert!(tree(&p) == before, "a refused line wrote something");
+    let note = "b".repeat(2_000);
+    let out = p.polisd(&["log", "noted progress", "--as", FOUNDER, "--note", &note]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+}

@@ -74,11 +74,7 @@ pub enum PathError {
 
 /// The start of an over-long path, for a message that stays one readable line.
 fn shortened(raw: &str) -> String {
-    const SHOWN: usize = 60;
-    match raw.char_indices().nth(SHOWN) {
-        Some((cut, _)) => format!("{}… ({} bytes)", &raw[..cut], raw.len()),
-        None => raw.to_string(),
-    }
+    crate::protocol::input::excerpt(raw, 60)
 }
 
 /// Normalises `raw`, a path or glob relative to `base` (the folder it was given from, as
