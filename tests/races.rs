@@ -536,3 +536,67 @@ fn racing_reservations_of_one_path_have_one_holder() {
         one_winner(&answers, round, |w| w.who.clone());
     }
 }
+
+/// Agents started at once in a new project each run `polisd init`: they take turns, so one
+/// founds the polis, every other one joins it with its own citizen and `joined polis` line,
+/// the pointer files beside `_polis/` are edited one at a time, and every one exits 0.
+#[test]
+fn racing_inits_found_one_polis_and_the_others_join_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let project = tmp.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let racers: Vec<Child> = (0..6)
+        .map(|i| {
+            Command::new(BIN)
+                .args(["init", ".", "--agent-id", &racer(i)])
+                .env("POLISD_STATE_DIR", &state)
+                .current_dir(&project)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in racers {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let chronicle = std::fs::read_to_string(project.join("_polis/chronicle.md")).unwrap();
+    assert_eq!(
+        chronicle.matches("| founded polis |").count(),
+        1,
+        "{chronicle}"
+    );
+    assert_eq!(
+        chronicle.matches("| joined polis |").count(),
+        5,
+        "{chronicle}"
+    );
+    for i in 0..6 {
+        assert!(
+            project
+                .join(format!("_polis/citizens/{}/capability_card.yml", racer(i)))
+                .is_file(),
+            "{} has no card",
+            racer(i)
+        );
+    }
+    let check = Command::new(BIN)
+        .args(["check", "--json"])
+        .env("POLISD_STATE_DIR", &state)
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+}

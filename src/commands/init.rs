@@ -199,7 +199,30 @@ pub fn run(project_root: &Path, params: &InitParams, dry_run: bool) -> anyhow::R
             report.kept.push(rel);
         }
     }
+    // A polis founded by someone else: this citizen joins it, as `register` would say.
+    let card = layout::card_path(&params.agent_id).unwrap_or_default();
+    if report.kept.iter().any(|r| r == layout::CHRONICLE) && report.created.contains(&card) {
+        let now = PolisTime::system(crate::operations::session::polis_zone(&root));
+        let line = founder(params).joined_line(&now);
+        writer.append_locked(layout::CHRONICLE, line.as_bytes())?;
+    }
     Ok(report)
+}
+
+/// Creates `_polis/` if it is missing (the lock is named after the folder, so every racer
+/// must see the same one) and waits for the polis's transition lock.
+fn take_turn(
+    project_root: &Path,
+    params: &InitParams,
+) -> anyhow::Result<crate::fs::state::TransitionLock> {
+    validate(project_root, params)?;
+    let root = project_root.join("_polis");
+    match std::fs::create_dir(&root) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("creating {}", root.display())),
+    }
+    Ok(crate::fs::state::transition_lock(&root)?)
 }
 
 /// `polisd init` from the command line: check, write (or not), print.
@@ -226,6 +249,14 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
         ))
         .into());
     }
+    // Racing inits in one folder (agents started at once) take turns: the first founds the
+    // polis, each next one finds it and adds only its own citizen, and the pointer files
+    // beside `_polis/` are edited one at a time rather than refused as changed under them.
+    let _turn = if args.dry_run {
+        None
+    } else {
+        Some(take_turn(&args.project_root, &params)?)
+    };
     let report = run(&args.project_root, &params, args.dry_run)?;
     // The bridge pointers sit at the project root, beside `_polis/`: planned for a dry run too,
     // so that it lists every file `init` would write.

@@ -155,6 +155,14 @@ fn init_again_with_a_new_founder_lists_what_it_added() {
         );
     }
     assert!(out.contains("  kept chronicle.md\n"), "{out}");
+    // It joined the polis someone else founded, as `register` says it.
+    let chronicle = std::fs::read_to_string(tmp.path().join("_polis/chronicle.md")).unwrap();
+    assert!(
+        chronicle.contains("| second-founder-2 | joined polis | [[citizens/second-founder-2]] |"),
+        "{chronicle}"
+    );
+    let check = polisd_in(tmp.path(), &["check", "--json"]);
+    assert_eq!(check.status.code(), Some(0), "{}", describe(&check));
 }
 
 #[test]
