@@ -49,12 +49,12 @@ pub fn finish<T: serde::Serialize>(
             Ok(0)
         }
         Err(e) => {
-            let line = e.to_string();
+            let line = super::refusal_text(&e);
             if opts.json {
                 let mut v = serde_json::json!({ "ok": false, "error": line });
                 if let OpError::Chronicle { finding, line } = &e {
                     v["code"] = serde_json::Value::String(finding.code.to_string());
-                    v["line"] = serde_json::Value::String(line.clone());
+                    v["line"] = serde_json::Value::String(super::refusal_text(line));
                 }
                 say!("{}", serde_json::to_string_pretty(&v)?);
             }

@@ -90,6 +90,15 @@ pub fn run() -> std::process::ExitCode {
             session::hook_unparsed(&args, &e.to_string());
             return std::process::ExitCode::SUCCESS;
         }
+        // clap quotes a rejected value whole; a value of any length may be passed.
+        Err(e) if e.render().to_string().len() > LONGEST_MESSAGE => {
+            let text = e.render().to_string();
+            eprintln!(
+                "{}",
+                crate::protocol::input::short_words(text.trim_end(), LONG_WORD)
+            );
+            return std::process::ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
         Err(e) => e.exit(),
     };
     let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
@@ -103,7 +112,7 @@ pub fn run() -> std::process::ExitCode {
     match dispatch(cli.command) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(err) => {
-            let line = format!("{err:#}");
+            let line = refusal_text(&format_args!("{err:#}"));
             // With --json an agent parses standard output whatever happened, as the agents'
             // commands print it; unless the command already printed its result there.
             if json && !PRINTED.load(std::sync::atomic::Ordering::Relaxed) {
@@ -118,6 +127,16 @@ pub fn run() -> std::process::ExitCode {
         }
     }
 }
+
+/// A refusal as a command prints it: an echoed value of any length quoted by its start.
+pub fn refusal_text(err: &dyn std::fmt::Display) -> String {
+    crate::protocol::input::short_words(&err.to_string(), LONG_WORD)
+}
+
+/// Past this many bytes a refusal is read for long words to quote short ([`LONG_WORD`]).
+const LONGEST_MESSAGE: usize = 2_000;
+/// A word of a refusal longer than this is an echoed value, quoted by its start.
+const LONG_WORD: usize = 200;
 
 /// Whether the command given asked for `--json`.
 fn wants_json(matches: &clap::ArgMatches) -> bool {

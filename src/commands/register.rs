@@ -78,14 +78,14 @@ pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
                     "{}",
                     serde_json::to_string_pretty(&serde_json::json!({
                         "ok": false,
-                        "error": refusal.to_string(),
+                        "error": super::refusal_text(&refusal),
                         "registered": false,
                         "agent_id": citizen.agent_id,
-                        "refused": refusal.to_string(),
+                        "refused": super::refusal_text(&refusal),
                     }))?
                 );
             }
-            tell!("polisd: {refusal}");
+            tell!("polisd: {}", super::refusal_text(&refusal));
             Ok(1)
         }
     }

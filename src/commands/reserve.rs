@@ -35,7 +35,8 @@ fn flat(text: &str) -> String {
 /// Prints a refusal (one line on stderr; with `--json`, an object on stdout too) and gives
 /// its exit code.
 fn refuse(json: bool, err: &ReservationError) -> anyhow::Result<u8> {
-    tell!("polisd: {}", flat(&err.to_string()));
+    let text = super::refusal_text(err);
+    tell!("polisd: {}", flat(&text));
     if json {
         let conflicts = match err {
             ReservationError::Conflict(c) => c.clone(),
@@ -45,7 +46,7 @@ fn refuse(json: bool, err: &ReservationError) -> anyhow::Result<u8> {
             "{}",
             serde_json::to_string_pretty(&json!({
                 "ok": false,
-                "error": err.to_string(),
+                "error": text,
                 "conflicts": conflicts,
             }))?
         );

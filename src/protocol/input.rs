@@ -49,6 +49,26 @@ pub fn excerpt(text: &str, max_chars: usize) -> String {
     }
 }
 
+/// `text` with every word (a run without spaces) longer than `max_chars` quoted by its start
+/// ([`excerpt`]): a message built around a value an agent passed (an id, a path, a whole file
+/// given as an argument) stays readable however long that value was. Words of the message's
+/// own text are far shorter.
+pub fn short_words(text: &str, max_chars: usize) -> String {
+    if text.len() <= max_chars {
+        return text.to_string();
+    }
+    text.split(' ')
+        .map(|word| {
+            if word.chars().nth(max_chars).is_some() {
+                excerpt(word, ECHO_CHARS)
+            } else {
+                word.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Refuses `text` longer than `max` characters; `what` names the field, `why` says what a
 /// value that long should be instead.
 pub fn check_chars(
@@ -162,6 +182,21 @@ pub fn escape_for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_long_word_is_quoted_by_its_start_and_the_rest_kept() {
+        let long = "a".repeat(10_000);
+        let text = format!("`{long}` is not a registered citizen; register first");
+        let short = short_words(&text, 200);
+        assert!(short.len() < 200, "{short}");
+        assert!(
+            short.ends_with("(10002 bytes) is not a registered citizen; register first"),
+            "{short}"
+        );
+        let plain = "a message of ordinary words, kept as it is";
+        assert_eq!(short_words(plain, 10), plain);
+    }
+
     use super::*;
 
     #[test]

@@ -170,3 +170,59 @@ fn a_log_line_with_a_runaway_value_is_refused_quoted_short_and_writes_nothing() 
     let out = p.polisd(&["log", "noted progress", "--as", FOUNDER, "--note", &note]);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
 }
+
+/// Whatever command refuses a value of any length (an id, a state, a path), it quotes it by
+/// its start, on stderr and in the `--json` answer: an agent that passed a whole file by
+/// mistake gets one readable line back.
+#[test]
+fn every_refusal_quotes_a_runaway_value_short() {
+    let p = TestPolis::init(FOUNDER);
+    let long = "a".repeat(100_000);
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["contract", "claim", "some-work", "--as", &long],
+        vec!["contract", "list", "--state", &long],
+        vec!["reserve", "src/x.rs", "--as", &long],
+        vec!["release", "--as", &long],
+        vec!["notices", "--as", &long],
+        vec!["prime", "--as", &long],
+        vec![
+            "register", &long, "--vendor", "v", "--model", "m", "--tags", "a:3",
+        ],
+        vec!["review", &long, "--as", FOUNDER, "--decision", "signed_off"],
+        vec![
+            "lesson", "file", "--as", &long, "--tags", "a", "--impact", "3", "text",
+        ],
+        vec![
+            "amendment",
+            "vote",
+            "2026-01-01-x",
+            "--as",
+            &long,
+            "--vote",
+            "agree",
+        ],
+        vec!["inbox", "archive", "--as", &long],
+    ];
+    for args in cases {
+        let mut args = args.clone();
+        args.push("--json");
+        let out = p.polisd(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let start: String = stderr.chars().take(200).collect();
+        assert_ne!(
+            out.status.code(),
+            Some(0),
+            "{} {}: {start}",
+            args[0],
+            args[1]
+        );
+        assert!(
+            stderr.len() < 1_000 && out.stdout.len() < 1_000,
+            "{} {}: {} bytes on stderr, {} on stdout: {start}",
+            args[0],
+            args[1],
+            stderr.len(),
+            out.stdout.len()
+        );
+    }
+}
