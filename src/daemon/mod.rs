@@ -393,7 +393,8 @@ fn pass(w: &mut Watched, trigger: &Trigger) -> bool {
             | Trigger::Timer
             | Trigger::ReservationExpiry
             | Trigger::Reflection
-            | Trigger::Settled => Vec::new(),
+            | Trigger::Settled
+            | Trigger::GitOperationEnded => Vec::new(),
         };
     });
     match result {

@@ -3,7 +3,7 @@
 //! commits not yet replayed are missing. The daemon holds its findings until the operation
 //! ends, then tells only what still stands.
 
-use super::{commit_all, git, git_command, project, two_clones, ALPHA};
+use super::{commit_all, git, git_command, project, quiet, two_clones, ALPHA};
 use crate::harness::*;
 
 /// Runs git in `dir` like [`git`], returning whether it succeeded (a stopped rebase fails).
@@ -95,4 +95,85 @@ fn a_rebase_stopped_on_a_conflict_gets_no_notice_until_it_ends() {
     wait_for(&b, "the notice after the rebase", || {
         b.count(super::BETA, "contract-settled") == 1
     });
+}
+
+/// The paths `git status --porcelain` names in `dir` (renames by their new path).
+fn dirty_paths(dir: &std::path::Path) -> Vec<String> {
+    git(dir, &["status", "--porcelain"])
+        .lines()
+        .map(|l| {
+            l[3..]
+                .rsplit(" -> ")
+                .next()
+                .unwrap()
+                .trim_matches('"')
+                .to_string()
+        })
+        .collect()
+}
+
+/// An agent settles a contract while a rebase waits for a person: the stats, the index's state
+/// block, the notices would all dirty tracked files, and `git rebase --continue` then refuses
+/// them or the person meets conflicts they did not make. They wait for the rebase to end
+/// (`end`: `--continue` after resolving, or `--abort`), then are written once.
+fn derived_writes_wait_for_a_stopped_rebase(end: &str) {
+    let (_origin, a, b) = two_clones();
+    let notes = |p: &TestPolis| project(p).join("notes.txt");
+    std::fs::write(notes(&a), "from A\n").unwrap();
+    commit_all(&a, "a");
+    git(&project(&a), &["push", "-q", "origin", "main"]);
+    std::fs::write(notes(&b), "from B\n").unwrap();
+    commit_all(&b, "b1");
+    let daemon = b.start_daemon();
+    let stats_before = b.read("contracts/routing_stats.yml");
+
+    assert!(!git_may_fail(
+        &project(&b),
+        &["pull", "-q", "--rebase", "origin", "main"]
+    ));
+    let held = |log: &str| log.matches("in progress; notices wait").count();
+    let before = held(&daemon.log_text());
+    // Untracked, so an abort leaves it where it is, as it leaves an agent's work.
+    b.save(
+        "contracts/settled/lexer.md",
+        &super::settled("lexer", super::BETA, ALPHA, 5, "2026-03-02 10:00:00"),
+    );
+    let ours = ["notes.txt", "_polis/contracts/settled/lexer.md"];
+    let polisd_wrote = || {
+        dirty_paths(&project(&b))
+            .into_iter()
+            .filter(|p| !ours.contains(&p.as_str()))
+            .collect::<Vec<_>>()
+    };
+    wait_for(&b, "the daemon to see the settlement mid-rebase", || {
+        held(&daemon.log_text()) > before || !polisd_wrote().is_empty()
+    });
+    assert_eq!(polisd_wrote(), Vec::<String>::new(), "written mid-rebase");
+    assert_eq!(b.read("contracts/routing_stats.yml"), stats_before);
+    assert_eq!(b.count(super::BETA, "contract-settled"), 0);
+
+    if end == "--continue" {
+        std::fs::write(notes(&b), "from both\n").unwrap();
+        git(&project(&b), &["add", "notes.txt"]);
+    }
+    let status = git(&project(&b), &["status", "--porcelain"]);
+    assert!(git_may_fail(&project(&b), &["rebase", end]), "{status}");
+    wait_for(&b, "the derived writes after the rebase", || {
+        b.count(super::BETA, "contract-settled") == 1
+            && b.read("contracts/routing_stats.yml") == b.expected_stats()
+            && b.read("contracts/routing_stats.yml") != stats_before
+    });
+    assert!(daemon.log_text().contains("polisd catches up"));
+    quiet(&b);
+    assert_eq!(b.count(super::BETA, "contract-settled"), 1, "told twice");
+}
+
+#[test]
+fn derived_writes_wait_for_a_stopped_rebase_then_follow_its_continue() {
+    derived_writes_wait_for_a_stopped_rebase("--continue");
+}
+
+#[test]
+fn derived_writes_wait_for_a_stopped_rebase_then_follow_its_abort() {
+    derived_writes_wait_for_a_stopped_rebase("--abort");
 }

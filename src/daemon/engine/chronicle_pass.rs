@@ -75,8 +75,8 @@ impl Engine {
         polis: &Polis,
         now: &PolisTime,
     ) -> anyhow::Result<bool> {
-        let mut wrote = self.options.writer.writes() && self.merge_conflict_copies(polis)?;
-        if self.options.rollover && self.options.writer.writes() {
+        let mut wrote = self.derived_writes() && self.merge_conflict_copies(polis)?;
+        if self.options.rollover && self.derived_writes() {
             wrote |= self.roll_over(polis, now)?;
         }
         let current;

@@ -12,6 +12,7 @@ mod chronicle_pass;
 mod council_pass;
 mod delivery;
 mod derived_notices;
+mod git_hold;
 mod handoff_pass;
 mod index_pass;
 mod reflection_pass;
@@ -81,6 +82,9 @@ pub enum Trigger {
     /// The polis has been quiet for the settling window: the findings held for it are checked
     /// again and told if they still stand (docs/sync.md).
     Settled,
+    /// A git operation that held derived writes back has ended (continued or aborted): the
+    /// whole folder is looked at again and what it calls for is written (docs/sync.md).
+    GitOperationEnded,
 }
 
 /// What one pass has read and done so far.
@@ -207,6 +211,8 @@ pub struct Engine {
     reflection_woken: Option<chrono::NaiveDate>,
     /// Findings a later arrival may resolve, held until the polis is quiet (docs/sync.md).
     settling: settling::Settling,
+    /// Derived writes held back while a git operation is stopped halfway (docs/sync.md).
+    git_hold: git_hold::GitHold,
 }
 
 /// What [`Engine::lock`] hands the caller: the state directory's lock (the lock on the
@@ -307,6 +313,7 @@ impl Engine {
             renamed_ids: std::collections::HashMap::new(),
             reflection_woken: None,
             settling: Default::default(),
+            git_hold: Default::default(),
         })
     }
 
@@ -349,6 +356,7 @@ impl Engine {
             reflection,
             retry,
             self.settling.due_at(),
+            self.git_look_at(),
         ]
         .into_iter()
         .flatten()
@@ -379,6 +387,9 @@ impl Engine {
         if self.settling.due_at().is_some_and(|at| at <= now) {
             self.settling.woken();
             return Some(Trigger::Settled);
+        }
+        if self.git_operation_ended(now) {
+            return Some(Trigger::GitOperationEnded);
         }
         let wall = Utc::now();
         if self.next_reflection(wall).is_some_and(|at| at <= wall) {
@@ -523,7 +534,7 @@ impl Engine {
                 self.state.counters.rescans += 1;
                 (Scope::all(), SettledRefresh::Full)
             }
-            Trigger::Timer => (Scope::all(), SettledRefresh::Full),
+            Trigger::Timer | Trigger::GitOperationEnded => (Scope::all(), SettledRefresh::Full),
             Trigger::Reflection => (Scope::derive_only(), SettledRefresh::Nothing),
             // The quiet window ended: held findings, and the sync episodes waiting for it.
             Trigger::Settled => (
@@ -661,6 +672,8 @@ impl Engine {
         let Some(mut pass) = self.begin_pass(refresh, wall)? else {
             return Ok(());
         };
+        self.look_for_git_operation();
+        self.carry_held_settlements(&mut pass);
         // On the first pass the stats come first: after a restart they are what a settlement
         // made meanwhile waits for, and nothing before them changes the ledger.
         let first = !self.warmed;
@@ -671,12 +684,16 @@ impl Engine {
             self.chronicle_step(&mut pass);
         }
         self.fill_activity(&mut pass.polis, &pass.now);
-        self.sync_step(&mut pass, scope.sync, scope.open || scope.settled);
+        // Conflict copies merged or reported while a git operation is stopped would be told
+        // about a folder half-way between two commits: looked at in the catch-up.
+        let copies = scope.sync && !self.held_by_git();
+        self.sync_step(&mut pass, copies, scope.open || scope.settled);
         if !first {
             self.reconcile_step(&mut pass, scope);
         }
-        // `writer = "none"`: another machine's daemon appends and edits (docs/sync.md).
-        let writes = self.options.writer.writes();
+        // `writer = "none"`: another machine's daemon appends and edits (docs/sync.md). A
+        // stopped git operation: the notices are still derived and queued, the rest waits.
+        let writes = self.derived_writes();
         if writes {
             self.handoff_step(&mut pass);
             if scope.reviews {
@@ -702,6 +719,8 @@ impl Engine {
             if (scope.open || scope.settled) && !pass.first_meeting {
                 self.index_step(&mut pass);
             }
+        }
+        if self.options.writer.writes() {
             self.notice_step(&mut pass, scope);
         }
         self.finish_pass(pass)

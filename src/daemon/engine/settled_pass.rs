@@ -194,6 +194,11 @@ impl Engine {
         if !needed {
             return;
         }
+        if self.held_by_git() {
+            // Rendered in the catch-up: a hash no file has makes it look again.
+            self.stats_hash = None;
+            return;
+        }
         let ledger = &mut self.ledger;
         let replayed = ledger.len();
         // Kept for `Engine::published` whether or not anyone reads it yet (a few rows per tag):

@@ -195,7 +195,7 @@ impl Engine {
     }
 
     fn conflict_copies_step(&mut self, pass: &mut Pass) {
-        let writes = self.options.writer.writes();
+        let writes = self.derived_writes();
         let mut merged_any = false;
         let mut reported = Vec::new();
         let mut left = Vec::new();

@@ -1,0 +1,105 @@
+//! Derived writes wait while a git operation is stopped halfway (docs/sync.md): a rebase, a
+//! merge, a cherry-pick or a revert waiting for a person to resolve a conflict. Anything polisd
+//! writes to a tracked file then is a change the person did not make: `git rebase --continue`
+//! refuses it, or replays the next commit onto it and conflicts. The passes still read, and
+//! hold their findings and notices (`settling.rs`, `delivery.rs`); once the operation ends,
+//! continued or aborted, one full pass catches up, writing, as every pass does, only what the
+//! folder then calls for.
+//!
+//! Never decides anything from `.git/` by hand beyond the files `git status` looks for
+//! (`fs::git::operation_in_progress`); never writes.
+
+use super::{Engine, Pass};
+use crate::protocol::contracts::contract::Heading;
+use std::time::{Duration, Instant};
+
+/// How often a held engine looks whether the operation ended: git's own state is outside
+/// `_polis/`, so no watcher event tells it (a few `stat`s a look).
+const LOOK_AGAIN: Duration = Duration::from_millis(500);
+
+/// What the engine keeps while a git operation holds its writes back.
+#[derive(Debug, Default)]
+pub(super) struct GitHold {
+    /// The operation the current pass found stopped, if any.
+    op: Option<&'static str>,
+    /// When to look again whether it ended: set by a pass that held writes back, cleared by the
+    /// catch-up.
+    look_at: Option<Instant>,
+    /// Settled files first seen by a held pass: their handoffs, post-it nudges and reflection
+    /// wait for the catch-up (the ledger has counted them, so no later pass sees them as new).
+    settled: Vec<(String, Heading)>,
+}
+
+impl Engine {
+    /// At the start of a pass: whether a git operation is stopped in this polis's worktree.
+    pub(super) fn look_for_git_operation(&mut self) {
+        let op = self
+            .sync
+            .git_dir
+            .as_deref()
+            .and_then(crate::fs::git::operation_in_progress);
+        match (op, self.git_hold.op) {
+            (Some(op), None) => tracing::info!(
+                "a git {op} is stopped halfway: polisd's derived writes wait until it is \
+                 continued or aborted"
+            ),
+            (None, Some(op)) => tracing::info!("the git {op} ended: polisd catches up"),
+            _ => {}
+        }
+        self.git_hold.op = op;
+        if op.is_some() {
+            self.git_hold.look_at = Some(Instant::now() + LOOK_AGAIN);
+        }
+    }
+
+    /// Whether this pass may write what the rules derive: the configuration lets this machine
+    /// write, and no git operation is stopped halfway.
+    pub(super) fn derived_writes(&self) -> bool {
+        self.options.writer.writes() && self.git_hold.op.is_none()
+    }
+
+    /// Whether writes are held back by a stopped git operation in this pass.
+    pub(super) fn held_by_git(&self) -> bool {
+        self.git_hold.op.is_some()
+    }
+
+    /// When the engine looks again whether the operation ended.
+    pub(super) fn git_look_at(&self) -> Option<Instant> {
+        self.git_hold.look_at
+    }
+
+    /// Whether the catch-up pass is due at `now`: a pass held writes back and the operation
+    /// has since ended. Looked at no more often than [`LOOK_AGAIN`].
+    pub(super) fn git_operation_ended(&mut self, now: Instant) -> bool {
+        if !self.git_hold.look_at.is_some_and(|at| at <= now) {
+            return false;
+        }
+        let stopped = self
+            .sync
+            .git_dir
+            .as_deref()
+            .and_then(crate::fs::git::operation_in_progress);
+        if stopped.is_some() {
+            self.git_hold.look_at = Some(now + LOOK_AGAIN);
+            return false;
+        }
+        self.git_hold.look_at = None;
+        true
+    }
+
+    /// A held pass keeps its new settlements for the catch-up; the first pass that may write
+    /// again takes them back into its own.
+    pub(super) fn carry_held_settlements(&mut self, pass: &mut Pass) {
+        if self.held_by_git() {
+            if !pass.first_meeting {
+                self.git_hold
+                    .settled
+                    .extend(pass.new_settled.iter().cloned());
+            }
+        } else if !self.git_hold.settled.is_empty() {
+            let mut held = std::mem::take(&mut self.git_hold.settled);
+            held.retain(|(rel, _)| !pass.new_settled.iter().any(|(r, _)| r == rel));
+            pass.new_settled.splice(0..0, held);
+        }
+    }
+}
