@@ -45,13 +45,7 @@ pub struct ConflictCopy {
 pub fn conflict_copies(root: &Path) -> Vec<ConflictCopy> {
     snapshot::conflict_copies(root)
         .into_iter()
-        .map(|(copy, original)| {
-            let mut c = ConflictCopy::of(copy, original);
-            if matches!(c.kind, CopyKind::Chronicle | CopyKind::Inbox) {
-                c.held = held_back(root, &c.copy, &c.original);
-            }
-            c
-        })
+        .map(|(copy, original)| ConflictCopy::read(root, copy, original))
         .collect()
 }
 
@@ -75,6 +69,16 @@ pub fn held_back(root: &Path, copy: &str, original: &str) -> Option<String> {
 }
 
 impl ConflictCopy {
+    /// [`ConflictCopy::of`], with whether a chronicle or inbox copy is left for a person
+    /// ([`held_back`], which reads both files).
+    pub fn read(root: &Path, copy: String, original: String) -> ConflictCopy {
+        let mut c = ConflictCopy::of(copy, original);
+        if matches!(c.kind, CopyKind::Chronicle | CopyKind::Inbox) {
+            c.held = held_back(root, &c.copy, &c.original);
+        }
+        c
+    }
+
     /// The copy `copy` of `original` (paths relative to `_polis/`), with its kind.
     pub fn of(copy: String, original: String) -> ConflictCopy {
         let kind = match merge::strategy_for(&original) {

@@ -307,7 +307,9 @@ fn build(
     let copies: Vec<ConflictCopy> = state
         .copies
         .iter()
-        .map(|(copy, original)| ConflictCopy::of(copy.clone(), original.clone()))
+        // Read, not only named: a copy left for a person (conflict markers, not text) is told
+        // as such, not as one the daemon merges. Copies are rare; each costs reading two files.
+        .map(|(copy, original)| ConflictCopy::read(root, copy.clone(), original.clone()))
         .collect();
     let (findings, resolved) = crate::operations::findings_and_resolved_from(
         &polis,
@@ -591,6 +593,34 @@ mod tests {
         // The heading is a line too (a malformed one, as the findings say).
         assert_eq!((w.total, w.shown.len()), (lines + 2, TAIL));
         assert_eq!(w.shown[0], (bad_line, "- not a line".to_string()));
+    }
+
+    /// A chronicle conflict copy holding git's conflict markers is left for a person (the daemon
+    /// no longer merges such a copy): the dashboard says so, and what to do, rather than
+    /// promising a merge that never comes.
+    #[test]
+    fn a_chronicle_copy_with_conflict_markers_is_shown_as_left_for_a_person() {
+        let (_dir, root, _writer) = crate::operations::test_polis::polis_with(&["alpha-agent"]);
+        let stamp = PolisTime::system(Default::default()).minute_stamp();
+        let copy = "chronicle.sync-conflict-20260301-101500-ABCDEFG.md";
+        std::fs::write(
+            root.join(copy),
+            format!(
+                "# Chronicle\n\n<<<<<<< HEAD\n- {stamp} | alpha-agent | noted | - | ours\n=======\n- {stamp} | alpha-agent | noted | - | theirs\n>>>>>>> branch\n"
+            ),
+        )
+        .unwrap();
+        let (_tx, rx) = watch::channel(Change::default());
+        let s = PolisView::new(&root, rx).current();
+        let f = s
+            .findings
+            .iter()
+            .find(|f| f.code == crate::protocol::finding::Code::ConflictCopy && f.path == copy)
+            .unwrap_or_else(|| panic!("no P009 for the copy: {:?}", s.findings));
+        assert!(!f.message.contains("daemon merges"), "{}", f.message);
+        assert!(f.message.contains("does not merge"), "{}", f.message);
+        assert!(f.message.contains("without"), "{}", f.message);
+        assert!(f.message.contains("delete this copy"), "{}", f.message);
     }
 
     /// The build starts from a polis read without the chronicle texts and reads the files a
