@@ -71,7 +71,7 @@ impl Engine {
     /// Whether the catch-up pass is due at `now`: a pass held writes back and the operation
     /// has since ended. Looked at no more often than [`LOOK_AGAIN`].
     pub(super) fn git_operation_ended(&mut self, now: Instant) -> bool {
-        if !self.git_hold.look_at.is_some_and(|at| at <= now) {
+        if self.git_hold.look_at.is_none_or(|at| at > now) {
             return false;
         }
         let stopped = self
