@@ -954,3 +954,29 @@ fn a_path_spelled_another_way_is_held_too() {
     }
     ok(&run(&p, &["reserve", "src/parser.rs.orig", "--as", BRAVO]));
 }
+
+/// Case is folded letter by letter, as macOS and Windows do: a name ending in `Σ` is the same
+/// file as the one ending in `σ` or `ς`, and `ſ` is an `s`.
+#[test]
+fn a_name_is_held_whatever_the_case_of_each_of_its_letters() {
+    let p = polis();
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "docs/\u{39f}\u{394}\u{39f}\u{3a3}/a.md",
+            "--as",
+            ALPHA,
+        ],
+    ));
+    for other in [
+        "docs/\u{3bf}\u{3b4}\u{3bf}\u{3c3}/a.md",
+        "docs/\u{3bf}\u{3b4}\u{3bf}\u{3c2}/a.md",
+    ] {
+        let err = refused(&run(&p, &["reserve", other, "--as", BRAVO]));
+        assert!(err.contains(ALPHA), "{other}: {err}");
+    }
+    ok(&run(&p, &["reserve", "\u{17f}rc/lib.rs", "--as", ALPHA]));
+    let err = refused(&run(&p, &["reserve", "src/lib.rs", "--as", BRAVO]));
+    assert!(err.contains(ALPHA), "{err}");
+}

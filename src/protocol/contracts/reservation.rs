@@ -161,6 +161,20 @@ pub fn overlaps(a: &str, b: &str) -> bool {
     Pattern::new(a).overlaps(&Pattern::new(b))
 }
 
+/// A path as a file system that ignores letter case and Unicode normalisation names it
+/// (macOS's default, Windows): two paths that may be one file there fold to the same text, so
+/// a polis shared with such a machine never lets two citizens hold one file. Each letter is
+/// folded on its own, as both file systems do (`str::to_lowercase` writes a word's last `Σ` as
+/// `ς`, which they take for `σ`), through its upper case so `ſ` meets `s` and `ς` meets `σ`;
+/// conservative where the two systems differ (`ß` meets `ss`).
+pub fn fold(text: &str) -> String {
+    text.nfd()
+        .flat_map(char::to_uppercase)
+        .flat_map(char::to_lowercase)
+        .nfc()
+        .collect()
+}
+
 /// A reserved path parsed once for many comparisons (the daemon compares every pair of
 /// entries on each pass).
 #[derive(Debug, Clone, PartialEq)]
@@ -174,10 +188,7 @@ pub struct Pattern {
 
 impl Pattern {
     pub fn new(text: &str) -> Pattern {
-        // Compared as a file system that ignores letter case and Unicode normalisation names
-        // files (macOS's default, Windows): two paths that may be one file there overlap, so
-        // a polis shared with such a machine never lets two citizens hold one file.
-        let text: String = text.nfc().collect::<String>().to_lowercase();
+        let text = fold(text);
         let text = text.as_str();
         let alternatives = within_bounds(text)
             .then(|| expand_braces(text))
@@ -1197,6 +1208,27 @@ mod tests {
         assert!(overlaps("Docs/*.MD", "docs/readme.md"));
         assert!(!overlaps("src/foo.rs", "src/foo.rs.bak"));
         assert!(!overlaps("docs/cafe.md", "docs/cafe\u{301}.md"));
+    }
+
+    /// Both file systems fold case letter by letter, whatever the letter's place in the word:
+    /// `ς` (a final sigma), `σ` and `Σ` are one letter there, as are `ſ` (long s) and `s`.
+    /// Lowercasing a whole string tells a final `Σ` from a medial one, so it is not enough.
+    #[test]
+    fn case_is_folded_letter_by_letter_as_the_file_systems_do() {
+        assert!(overlaps(
+            "docs/\u{39f}\u{394}\u{39f}\u{3a3}/a.md",
+            "docs/\u{3bf}\u{3b4}\u{3bf}\u{3c3}/a.md"
+        ));
+        assert!(overlaps(
+            "docs/\u{3bf}\u{3b4}\u{3bf}\u{3c2}.md",
+            "docs/\u{3bf}\u{3b4}\u{3bf}\u{3c3}.md"
+        ));
+        assert!(overlaps("\u{17f}rc/a.rs", "src/a.rs"));
+        assert!(overlaps("src/\u{212a}elvin.rs", "src/kelvin.rs"));
+        assert!(!overlaps(
+            "docs/\u{3bf}\u{3b4}\u{3bf}\u{3c3}.md",
+            "docs/\u{3bf}\u{3b4}\u{3bf}.md"
+        ));
     }
 
     #[test]
