@@ -276,6 +276,7 @@ impl Engine {
         unsent.sort_by(|a, b| a.0.cmp(b.0));
         out.extend(unsent.into_iter().map(|(_, n)| n));
         out.extend(self.reservation_notices(now));
+        out.extend(self.reservation_finding_notices(polis, now));
 
         for card in polis.cards.values() {
             let v = card.card.verify();

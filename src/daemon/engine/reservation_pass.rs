@@ -143,6 +143,44 @@ impl Engine {
         facts
     }
 
+    /// A `record-finding` notice for each problem of an entry written wrong by hand
+    /// ([`op::entry_problems`]), as for a contract's: to the citizen the entry names when it
+    /// is a registered member, else to the index keeper. Sent once each, as every notice is.
+    pub(super) fn reservation_finding_notices(
+        &self,
+        polis: &Polis,
+        now: &PolisTime,
+    ) -> Vec<Notification> {
+        if !self.root.join(rules::FILE).is_file() {
+            return Vec::new();
+        }
+        let Ok(problems) = op::entry_problems(&self.root, now) else {
+            return Vec::new(); // the unreadable file is logged by the pass
+        };
+        if problems.is_empty() {
+            return Vec::new();
+        }
+        let registered = polis.registered();
+        let departed = polis.departed();
+        let mut out = Vec::new();
+        for p in problems {
+            let author = p.citizen.clone();
+            let recipient = author
+                .as_ref()
+                .filter(|a| registered.contains(*a) && !departed.contains(*a))
+                .or(polis.index_keeper.as_ref());
+            if let Some(recipient) = recipient {
+                let recipient = recipient.clone();
+                out.push(Notification::record_finding(
+                    &recipient,
+                    author.as_deref(),
+                    &op::finding(p),
+                ));
+            }
+        }
+        out
+    }
+
     /// The `reservation-conflict` notices the file calls for: for each pair of overlapping
     /// entries of different citizens, one to each.
     pub(super) fn reservation_notices(&self, now: &PolisTime) -> Vec<Notification> {

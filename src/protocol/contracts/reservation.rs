@@ -731,62 +731,6 @@ impl Entry {
         }
     }
 
-    /// What is wrong with an entry written by hand (the file's own keys, not polisd's rules),
-    /// each with its fix. polisd reads such an entry as best it can, but it may guard nothing
-    /// or be impossible to release.
-    pub fn problems(&self) -> Vec<String> {
-        let Value::Map(_) = &self.raw else {
-            return vec![format!(
-                "this entry is a {}, not a mapping, so it holds nothing; remove it, or write it as `polisd reserve` does (citizen, paths, reserved_at, expires_at)",
-                kind_of(&self.raw)
-            )];
-        };
-        let mut out = Vec::new();
-        if self.citizen.is_none() {
-            out.push(
-                "this entry names no `citizen`, so nobody can release it; add `citizen: <id>` or remove the entry"
-                    .to_string(),
-            );
-        }
-        match self.raw.get("paths") {
-            Value::Seq(items) => {
-                let ignored = items
-                    .iter()
-                    .filter(|v| matches!(v, Value::Null | Value::Seq(_) | Value::Map(_)))
-                    .count();
-                if ignored > 0 {
-                    out.push(format!(
-                        "`paths` holds {ignored} value{} that {} not a path (empty, a list or a mapping) and {} ignored; remove {}",
-                        if ignored == 1 { "" } else { "s" },
-                        if ignored == 1 { "is" } else { "are" },
-                        if ignored == 1 { "is" } else { "are" },
-                        if ignored == 1 { "it" } else { "them" },
-                    ));
-                }
-            }
-            Value::Null | Value::Map(_) => {}
-            one => out.push(format!(
-                "`paths` is one value, not a list; write it as a list: `paths: [{}]`",
-                shortened(&one.python_str())
-            )),
-        }
-        if self.paths.is_empty() {
-            out.push("this entry holds no path, so it guards nothing; name its paths as a list under `paths`, or remove it".to_string());
-        }
-        for path in &self.paths {
-            match normalize(path, &[]) {
-                Err(e) => out.push(e.to_string()),
-                Ok(n) if &n != path => out.push(format!(
-                    "`{}` is compared as written, so it may miss an overlap; write it as `{}`",
-                    shortened(path),
-                    shortened(&n)
-                )),
-                Ok(_) => {}
-            }
-        }
-        out
-    }
-
     /// Whether the entry still holds its paths at `now`.
     pub fn is_active(&self, now: DateTime<FixedOffset>) -> bool {
         match &self.expires {
