@@ -863,6 +863,15 @@ fn a_citizen_who_left_holds_nothing() {
         || !p.read(FILE).contains("docs/guide.md"),
     );
     assert!(p.read(FILE).contains("src/parser.rs"), "{}", p.read(FILE));
+    // Said where the daemon says what it did and why, as for a contract's end.
+    let activity = ok(&run(&p, &["activity"]));
+    assert!(
+        activity.contains("reservations.yml")
+            && activity.contains(&format!(
+                "released {CHARLIE}'s docs/guide.md: it left the polis"
+            )),
+        "{activity}"
+    );
     // Back again: its new reservation holds.
     p.append(
         "chronicle.md",
@@ -1044,4 +1053,84 @@ fn a_name_is_held_whatever_the_case_of_each_of_its_letters() {
     ok(&run(&p, &["reserve", "\u{17f}rc/lib.rs", "--as", ALPHA]));
     let err = refused(&run(&p, &["reserve", "src/lib.rs", "--as", BRAVO]));
     assert!(err.contains(ALPHA), "{err}");
+}
+
+/// A `left polis` line releases what its citizen held then, not what it reserved after: a
+/// second machine whose chronicle has not yet received the citizen's `joined polis` line (or
+/// a citizen that acts again without it) must not lose the new reservation. Reserved within
+/// the minute of the line, an entry counts as held then (the line's stamp has no seconds).
+#[test]
+fn a_reservation_made_after_its_citizen_left_outlives_that_leave() {
+    let p = polis();
+    let ten_minutes_ago = (chrono::Utc::now() - chrono::Duration::minutes(10))
+        .format("%Y-%m-%d %H:%M")
+        .to_string();
+    p.append(
+        "chronicle.md",
+        &format!("- {ten_minutes_ago} | {ALPHA} | left polis | [[citizens/{ALPHA}]] | moving on\n"),
+    );
+    ok(&run(&p, &["reserve", "src/parser.rs", "--as", ALPHA]));
+    // Without a daemon: the entry is newer than the leave, so it holds.
+    let err = refused(&run(&p, &["reserve", "src/parser.rs", "--as", BRAVO]));
+    assert!(err.contains(ALPHA), "{err}");
+    // With one: its first pass keeps it too.
+    let daemon = p.start_daemon();
+    assert!(p.read(FILE).contains("src/parser.rs"), "{}", p.read(FILE));
+    // A leave after the reservation releases it, once.
+    p.append(
+        "chronicle.md",
+        &harness::chronicle_line(
+            ALPHA,
+            "left polis",
+            &format!("[[citizens/{ALPHA}]]"),
+            "again",
+        ),
+    );
+    wait_for(&p, "the reservation released by the later leave", || {
+        !p.read(FILE).contains("src/parser.rs")
+    });
+    drop(daemon);
+    ok(&run(&p, &["reserve", "src/parser.rs", "--as", BRAVO]));
+}
+
+/// The release on leaving is derived from the folder: a restarted daemon, or one on a second
+/// machine (its own state folder), finds nothing more to release and writes nothing, and the
+/// reservation the citizen made on coming back stays.
+#[test]
+fn a_restart_or_a_second_machine_releases_nothing_twice() {
+    let p = polis();
+    ok(&run(&p, &["reserve", "docs/guide.md", "--as", CHARLIE]));
+    let daemon = p.start_daemon();
+    let membership = |verb: &str| {
+        p.append(
+            "chronicle.md",
+            &harness::chronicle_line(CHARLIE, verb, &format!("[[citizens/{CHARLIE}]]"), "-"),
+        );
+    };
+    membership("left polis");
+    wait_for(
+        &p,
+        "the reservation of the citizen who left released",
+        || !p.read(FILE).contains("docs/guide.md"),
+    );
+    membership("joined polis");
+    ok(&run(&p, &["reserve", "docs/api.md", "--as", CHARLIE]));
+    let before = p.read(FILE);
+    daemon.kill9();
+    let restarted = p.start_daemon();
+    assert_eq!(p.read(FILE), before, "a restart releases nothing");
+    drop(restarted);
+    let other_state = p.dir.path().join("other-machine-state");
+    let _other = p.start_daemon_with(&[("POLISD_STATE_DIR", other_state.as_path())]);
+    assert_eq!(p.read(FILE), before, "a second machine releases nothing");
+    let other = Command::new(BIN)
+        .args(["activity"])
+        .env("POLISD_STATE_DIR", &other_state)
+        .current_dir(project(&p))
+        .output()
+        .unwrap();
+    let said = text(&other.stdout);
+    assert!(!said.contains("released"), "{said}");
+    let here = ok(&run(&p, &["activity"]));
+    assert_eq!(here.matches("it left the polis").count(), 1, "{here}");
 }

@@ -246,20 +246,18 @@ pub fn reserve(
         };
         let (kept, entry) = match rules::reserve(&entries, &req, now) {
             Ok(done) => done,
-            // A holder who has left the polis holds nothing (the daemon releases its entries;
-            // without a daemon they go here). The chronicle is read only on a conflict.
+            // What a holder held when it left the polis it holds no more (the daemon releases
+            // it; without a daemon it goes here). The chronicle is read only on a conflict.
             Err(conflicts) => {
-                let left: std::collections::BTreeSet<&str> = conflicts
-                    .iter()
-                    .map(|c| c.holder.as_str())
-                    .filter(|holder| super::chronicle::has_left(root, holder))
-                    .collect();
+                let holders: std::collections::BTreeSet<&str> =
+                    conflicts.iter().map(|c| c.holder.as_str()).collect();
+                let left = super::chronicle::departures(root, &holders);
                 if left.is_empty() {
                     return Err(ReservationError::Conflict(conflicts));
                 }
                 let live: Vec<Entry> = entries
                     .iter()
-                    .filter(|e| !e.citizen.as_deref().is_some_and(|c| left.contains(c)))
+                    .filter(|e| !rules::left_behind(e, &left, now.zone))
                     .cloned()
                     .collect();
                 rules::reserve(&live, &req, now).map_err(ReservationError::Conflict)?

@@ -53,16 +53,20 @@ impl Engine {
                 for (view, why) in &pruned.dropped {
                     let who = view.citizen.as_deref().unwrap_or("(no citizen)");
                     let paths = view.paths.join(", ");
-                    match why {
-                        Dropped::Expired => {
-                            tracing::info!(citizen = who, %paths, "dropped an expired reservation")
-                        }
+                    let cause = match why {
+                        Dropped::Expired => format!("dropped {who}'s {paths}: the lease ran out"),
                         Dropped::ContractFinished(c) | Dropped::WorkFinished(c) => {
-                            tracing::info!(citizen = who, %paths, contract = %c, "released a reservation: the contract ended")
+                            format!("released {who}'s {paths}: contract {c} ended")
                         }
                         Dropped::CitizenLeft => {
-                            tracing::info!(citizen = who, %paths, "released a reservation: its citizen left the polis")
+                            format!("released {who}'s {paths}: it left the polis")
                         }
+                    };
+                    tracing::info!("reservations: {cause}");
+                    // Only what this process wrote: a second machine that finds the entry
+                    // gone has nothing to say.
+                    if pruned.outcome == crate::fs::writer::WriteOutcome::Written {
+                        self.log_activity("wrote", Some(rules::FILE), cause);
                     }
                 }
                 if pruned.outcome == crate::fs::writer::WriteOutcome::Written {
@@ -93,10 +97,9 @@ impl Engine {
         contracts: &BTreeSet<String>,
     ) -> ContractFacts {
         let mut facts = ContractFacts {
-            departed: polis
-                .departed()
+            departed: crate::protocol::contracts::handoff::departures(&polis.recent_chronicle())
                 .into_iter()
-                .filter(|c| citizens.contains(c))
+                .filter(|(c, _)| citizens.contains(c))
                 .collect(),
             ..ContractFacts::default()
         };

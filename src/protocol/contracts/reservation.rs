@@ -1009,8 +1009,8 @@ pub struct ContractFacts {
     pub open: std::collections::BTreeSet<String>,
     /// Settled and abandoned contracts: id, owner, when (polis-local), if known.
     pub finished: Vec<(String, Option<String>, Option<NaiveDateTime>)>,
-    /// Citizens whose latest membership line is `left polis`.
-    pub departed: std::collections::BTreeSet<String>,
+    /// Citizens whose latest membership line is `left polis`, with its stamp (polis-local).
+    pub departed: std::collections::BTreeMap<String, NaiveDateTime>,
 }
 
 /// Why the daemon dropped an entry.
@@ -1052,6 +1052,24 @@ pub fn finished_by(e: &Entry, facts: &ContractFacts, now: &PolisTime) -> Option<
         .next()
 }
 
+/// Whether `e` is what its citizen held when it left the polis: its latest membership line
+/// is `left polis` (stamped `departures[citizen]`, polis-local) and the entry was reserved no
+/// later than that line's minute, or says not when. An entry reserved after the line still
+/// holds: a machine whose chronicle lacks the citizen's `joined polis` line so far (a sync on
+/// its way) must not release what the citizen reserved on coming back. The line's stamp has
+/// no seconds, so an entry of the same minute counts as held then.
+pub fn left_behind(
+    e: &Entry,
+    departures: &std::collections::BTreeMap<String, NaiveDateTime>,
+    zone: PolisZone,
+) -> bool {
+    let Some(left) = e.citizen.as_ref().and_then(|c| departures.get(c)) else {
+        return false;
+    };
+    e.reserved_at
+        .is_none_or(|r| r.with_timezone(&zone.0).naive_local() < *left + Duration::minutes(1))
+}
+
 /// The entries the daemon keeps, and those it drops with why: expired ones, those of a
 /// citizen who left, and those the end of a contract releases.
 pub fn prune(
@@ -1065,11 +1083,7 @@ pub fn prune(
     for e in entries {
         if !e.is_active(at) {
             dropped.push((e.clone(), Dropped::Expired));
-        } else if e
-            .citizen
-            .as_ref()
-            .is_some_and(|c| facts.departed.contains(c))
-        {
+        } else if left_behind(e, &facts.departed, now.zone) {
             dropped.push((e.clone(), Dropped::CitizenLeft));
         } else if let Some(why) = finished_by(e, facts, now) {
             dropped.push((e.clone(), why));
@@ -1173,6 +1187,39 @@ mod tests {
             "docs/\u{3bf}\u{3b4}\u{3bf}\u{3c3}.md",
             "docs/\u{3bf}\u{3b4}\u{3bf}.md"
         ));
+    }
+
+    /// A leave releases what was reserved up to its minute (stamps read in the polis's zone),
+    /// and an entry that does not say when it was made; not what was reserved after it.
+    #[test]
+    fn a_leave_releases_what_was_held_then() {
+        let zone = PolisZone::parse("+02:00").unwrap();
+        let left = |stamp: &str| {
+            std::collections::BTreeMap::from([(
+                "alpha-agent".to_string(),
+                NaiveDateTime::parse_from_str(stamp, "%Y-%m-%d %H:%M").unwrap(),
+            )])
+        };
+        let entry = |reserved: &str| {
+            let text = format!("reservations:\n- citizen: alpha-agent\n  paths: [src]\n{reserved}");
+            parse(Some(&text), zone).unwrap().remove(0)
+        };
+        let at = |t: &str| entry(&format!("  reserved_at: '{t}'\n"));
+        let leave = left("2026-03-02 12:00");
+        assert!(left_behind(&at("2026-03-02T11:59:59+02:00"), &leave, zone));
+        assert!(left_behind(&at("2026-03-02T12:00:59+02:00"), &leave, zone));
+        assert!(!left_behind(&at("2026-03-02T12:01:00+02:00"), &leave, zone));
+        assert!(!left_behind(&at("2026-03-02T10:01:00+00:00"), &leave, zone));
+        assert!(left_behind(&entry(""), &leave, zone));
+        assert!(!left_behind(
+            &at("2026-03-02T11:00:00+02:00"),
+            &left_nobody(),
+            zone
+        ));
+    }
+
+    fn left_nobody() -> std::collections::BTreeMap<String, NaiveDateTime> {
+        std::collections::BTreeMap::new()
     }
 
     #[test]
