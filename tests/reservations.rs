@@ -1134,3 +1134,14 @@ fn a_restart_or_a_second_machine_releases_nothing_twice() {
     let here = ok(&run(&p, &["activity"]));
     assert_eq!(here.matches("it left the polis").count(), 1, "{here}");
 }
+
+/// A name that folding lengthens (`Ⱥ` is two bytes, `ⱥ` three) is still compared: the folder
+/// above it holds it.
+#[test]
+fn a_long_name_that_folding_lengthens_is_held_by_its_folder() {
+    let p = polis();
+    ok(&run(&p, &["reserve", "docs", "--as", ALPHA]));
+    let long = format!("docs/{}", "\u{23a}".repeat(127));
+    let err = refused(&run(&p, &["reserve", &long, "--as", BRAVO]));
+    assert!(err.contains(ALPHA), "{err}");
+}
