@@ -431,7 +431,7 @@ fn unreadable_file_is_refused_not_overwritten() {
 }
 
 #[test]
-fn check_reports_overlapping_entries_p012_and_an_unreadable_file_p002() {
+fn check_reports_overlapping_entries_p012_odd_ones_p029_and_an_unreadable_file_p002() {
     let p = polis();
     p.save(
         FILE,
@@ -451,7 +451,7 @@ fn check_reports_overlapping_entries_p012_and_an_unreadable_file_p002() {
         .filter(|f| f["path"] == FILE)
         .map(|f| (f["code"].as_str().unwrap(), f["severity"].as_str().unwrap()))
         .collect();
-    assert_eq!(codes, [("P002", "warning"), ("P012", "warning")], "{v}");
+    assert_eq!(codes, [("P012", "warning"), ("P029", "warning")], "{v}");
     p.save(FILE, "reservations: [\n");
     let out = run(&p, &["check", "--json"]);
     assert_eq!(out.status.code(), Some(1));
@@ -863,6 +863,15 @@ fn a_citizen_who_left_holds_nothing() {
         || !p.read(FILE).contains("docs/guide.md"),
     );
     assert!(p.read(FILE).contains("src/parser.rs"), "{}", p.read(FILE));
+    // Said where the daemon says what it did and why, as for a contract's end.
+    let activity = ok(&run(&p, &["activity"]));
+    assert!(
+        activity.contains("reservations.yml")
+            && activity.contains(&format!(
+                "released {CHARLIE}'s docs/guide.md: it left the polis"
+            )),
+        "{activity}"
+    );
     // Back again: its new reservation holds.
     p.append(
         "chronicle.md",
@@ -879,58 +888,123 @@ fn a_citizen_who_left_holds_nothing() {
 }
 
 /// Entries written by hand that guard nothing, or that nobody can release, are each named by
-/// `check` and by the listing with their fix; a well-formed one draws nothing.
+/// `check` (P029) on their line with their fix, and by the listing; a well-formed one draws
+/// nothing.
 #[test]
-fn entries_written_wrong_by_hand_are_named_with_their_fix() {
+fn entries_written_wrong_by_hand_are_named_on_their_line_with_their_fix() {
     let p = polis();
     ok(&run(&p, &["reserve", "src/lib.rs", "--as", ALPHA]));
     let mut file = p.read(FILE);
+    let first = file.lines().count() + 1;
     file.push_str(&format!(
-        "- citizen: ghost-agent-nine\n  paths:\n  - src/b.rs\n\
+        "- citizen: ghost-agent-nine\n  paths:\n  - src/b.rs\n  reserved_at: '2026-03-02T10:00:00+00:00'\n\
          - paths:\n  - src/c.rs\n\
          - citizen: {BRAVO}\n  paths: src/d.rs\n\
          - citizen: {BRAVO}\n  paths:\n  - /etc/passwd\n  - ../outside.txt\n  - ./src//e.rs\n\
          - citizen: {BRAVO}\n  paths: []\n\
-         - just a string\n"
+         - just a string\n\
+         - citizen: [{BRAVO}]\n  paths:\n  - src/f.rs\n  - SRC/F.rs\n  reserved_at: yesterday\n  expires_at: soon\n  note:\n    a: 1\n  expire_at: '2026-03-02T11:00:00+00:00'\n\
+         - citizen: {ALPHA}\n  paths:\n  - src/Lib.rs\n  reserved_at: '2026-03-02T10:00:00+00:00'\n"
     ));
     p.save(FILE, &file);
     let out = run(&p, &["check", "--json"]);
     let findings = json(&out)["findings"].as_array().unwrap().clone();
-    let about: Vec<String> = findings
+    let about: Vec<(u64, String)> = findings
         .iter()
-        .filter(|f| f["path"] == FILE)
-        .map(|f| f["message"].as_str().unwrap().to_string())
+        .filter(|f| f["path"] == FILE && f["code"] == "P029")
+        .map(|f| {
+            (
+                f["line"].as_u64().unwrap_or(0),
+                f["message"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
+    // Lines counted from the first entry added above.
     let expected = [
-        ("entry 2 (`ghost-agent-nine`)", "not registered"),
-        ("entry 3:", "names no `citizen`"),
-        ("entry 4 (`bravo-agent`)", "`paths: [src/d.rs]`"),
+        (0, "`ghost-agent-nine` is not a registered citizen"),
+        (4, "names no `citizen`"),
+        (4, "no `reserved_at`"),
+        (6, "no `reserved_at`"),
+        (7, "`paths: [src/d.rs]`"),
+        (8, "no `reserved_at`"),
+        (10, "`/etc/passwd` is outside the project"),
+        (11, "`../outside.txt` is outside the project"),
+        (12, "write it as `src/e.rs`"),
+        (13, "no `reserved_at`"),
+        (14, "holds no path"),
+        (15, "not a mapping"),
+        (16, "`citizen` is a list, not an id"),
+        (19, "`SRC/F.rs` is listed twice in this entry"),
+        (20, "`reserved_at` `yesterday` is not a time"),
+        (21, "expires_at `soon` is not a time"),
+        (22, "`note` is a mapping, not text"),
+        (24, "did you mean `expires_at`?"),
         (
-            "entry 5 (`bravo-agent`)",
-            "`/etc/passwd` is outside the project",
+            27,
+            "`src/Lib.rs` is held already by another entry of `alpha-agent`",
         ),
-        (
-            "entry 5 (`bravo-agent`)",
-            "`../outside.txt` is outside the project",
-        ),
-        ("entry 5 (`bravo-agent`)", "write it as `src/e.rs`"),
-        ("entry 6 (`bravo-agent`)", "holds no path"),
-        ("entry 7:", "not a mapping"),
     ];
-    for (entry, what) in expected {
+    for (offset, what) in expected {
+        let line = (first + offset) as u64;
         assert!(
-            about
-                .iter()
-                .any(|m| m.starts_with(entry) && m.contains(what)),
-            "no finding for {entry} saying {what}: {about:#?}"
+            about.iter().any(|(l, m)| *l == line && m.contains(what)),
+            "no P029 on line {line} saying {what}: {about:#?}"
         );
     }
+    assert_eq!(
+        about.len(),
+        expected.len(),
+        "one finding per problem: {about:#?}"
+    );
+    let human = text(&run(&p, &["check"]).stdout);
     assert!(
-        !about.iter().any(|m| m.starts_with("entry 1")),
-        "the entry `reserve` wrote is well-formed: {about:#?}"
+        human.contains(&format!("{FILE}:{}", first + 20)),
+        "the line is printed: {human}"
     );
     let listing = ok(&run(&p, &["reservations"]));
     assert!(listing.contains("names no `citizen`"), "{listing}");
+}
+
+/// The daemon tells the citizen whose entry is written wrong, as it tells a contract's author
+/// of a finding: once, on its line, and not again after a restart.
+#[test]
+fn the_daemon_tells_the_citizen_whose_entry_is_written_wrong() {
+    let p = polis();
+    ok(&run(&p, &["reserve", "src/lib.rs", "--as", ALPHA]));
+    let daemon = p.start_daemon();
+    let mut file = p.read(FILE);
+    file.push_str(&format!(
+        "- citizen: {BRAVO}\n  paths:\n  - src/a.rs\n  - src/a.rs\n  reserved_at: '2026-03-02T10:00:00+00:00'\n"
+    ));
+    p.save(FILE, &file);
+    let inbox = format!("citizens/{BRAVO}/inbox.md");
+    wait_for(&p, "a record-finding notice to bravo", || {
+        p.count(BRAVO, "record-finding") == 1
+    });
+    let told = p.read(&inbox);
+    assert!(
+        told.contains("P029") && told.contains("listed twice") && told.contains(FILE),
+        "{told}"
+    );
+    assert!(told.contains("at line 11"), "the line is told: {told}");
+    assert_eq!(p.count(ALPHA, "record-finding"), 0, "alpha's entry is fine");
+    daemon.kill9();
+    let _daemon = p.start_daemon();
+    // A change to the file makes the daemon derive its notices again.
+    ok(&run(&p, &["reserve", "docs", "--as", CHARLIE]));
+    wait_for(&p, "charlie's reservation written", || {
+        p.read(FILE).contains("docs")
+    });
+    ok(&run(&p, &["reserve", "ops", "--as", CHARLIE]));
+    wait_for(&p, "the daemon's next pass over the file", || {
+        _daemon.log_text().matches("reservations: true").count() >= 3
+    });
+    assert_eq!(
+        p.count(BRAVO, "record-finding"),
+        1,
+        "told once: {}",
+        p.read(&inbox)
+    );
 }
 
 /// Two spellings of one file on macOS or Windows (letter case, `é` composed or decomposed)
@@ -953,4 +1027,121 @@ fn a_path_spelled_another_way_is_held_too() {
         assert!(err.contains(ALPHA), "{other}: {err}");
     }
     ok(&run(&p, &["reserve", "src/parser.rs.orig", "--as", BRAVO]));
+}
+
+/// Case is folded letter by letter, as macOS and Windows do: a name ending in `Σ` is the same
+/// file as the one ending in `σ` or `ς`, and `ſ` is an `s`.
+#[test]
+fn a_name_is_held_whatever_the_case_of_each_of_its_letters() {
+    let p = polis();
+    ok(&run(
+        &p,
+        &[
+            "reserve",
+            "docs/\u{39f}\u{394}\u{39f}\u{3a3}/a.md",
+            "--as",
+            ALPHA,
+        ],
+    ));
+    for other in [
+        "docs/\u{3bf}\u{3b4}\u{3bf}\u{3c3}/a.md",
+        "docs/\u{3bf}\u{3b4}\u{3bf}\u{3c2}/a.md",
+    ] {
+        let err = refused(&run(&p, &["reserve", other, "--as", BRAVO]));
+        assert!(err.contains(ALPHA), "{other}: {err}");
+    }
+    ok(&run(&p, &["reserve", "\u{17f}rc/lib.rs", "--as", ALPHA]));
+    let err = refused(&run(&p, &["reserve", "src/lib.rs", "--as", BRAVO]));
+    assert!(err.contains(ALPHA), "{err}");
+}
+
+/// A `left polis` line releases what its citizen held then, not what it reserved after: a
+/// second machine whose chronicle has not yet received the citizen's `joined polis` line (or
+/// a citizen that acts again without it) must not lose the new reservation. Reserved within
+/// the minute of the line, an entry counts as held then (the line's stamp has no seconds).
+#[test]
+fn a_reservation_made_after_its_citizen_left_outlives_that_leave() {
+    let p = polis();
+    let ten_minutes_ago = (chrono::Utc::now() - chrono::Duration::minutes(10))
+        .format("%Y-%m-%d %H:%M")
+        .to_string();
+    p.append(
+        "chronicle.md",
+        &format!("- {ten_minutes_ago} | {ALPHA} | left polis | [[citizens/{ALPHA}]] | moving on\n"),
+    );
+    ok(&run(&p, &["reserve", "src/parser.rs", "--as", ALPHA]));
+    // Without a daemon: the entry is newer than the leave, so it holds.
+    let err = refused(&run(&p, &["reserve", "src/parser.rs", "--as", BRAVO]));
+    assert!(err.contains(ALPHA), "{err}");
+    // With one: its first pass keeps it too.
+    let daemon = p.start_daemon();
+    assert!(p.read(FILE).contains("src/parser.rs"), "{}", p.read(FILE));
+    // A leave after the reservation releases it, once.
+    p.append(
+        "chronicle.md",
+        &harness::chronicle_line(
+            ALPHA,
+            "left polis",
+            &format!("[[citizens/{ALPHA}]]"),
+            "again",
+        ),
+    );
+    wait_for(&p, "the reservation released by the later leave", || {
+        !p.read(FILE).contains("src/parser.rs")
+    });
+    drop(daemon);
+    ok(&run(&p, &["reserve", "src/parser.rs", "--as", BRAVO]));
+}
+
+/// The release on leaving is derived from the folder: a restarted daemon, or one on a second
+/// machine (its own state folder), finds nothing more to release and writes nothing, and the
+/// reservation the citizen made on coming back stays.
+#[test]
+fn a_restart_or_a_second_machine_releases_nothing_twice() {
+    let p = polis();
+    ok(&run(&p, &["reserve", "docs/guide.md", "--as", CHARLIE]));
+    let daemon = p.start_daemon();
+    let membership = |verb: &str| {
+        p.append(
+            "chronicle.md",
+            &harness::chronicle_line(CHARLIE, verb, &format!("[[citizens/{CHARLIE}]]"), "-"),
+        );
+    };
+    membership("left polis");
+    wait_for(
+        &p,
+        "the reservation of the citizen who left released",
+        || !p.read(FILE).contains("docs/guide.md"),
+    );
+    membership("joined polis");
+    ok(&run(&p, &["reserve", "docs/api.md", "--as", CHARLIE]));
+    let before = p.read(FILE);
+    daemon.kill9();
+    let restarted = p.start_daemon();
+    assert_eq!(p.read(FILE), before, "a restart releases nothing");
+    drop(restarted);
+    let other_state = p.dir.path().join("other-machine-state");
+    let _other = p.start_daemon_with(&[("POLISD_STATE_DIR", other_state.as_path())]);
+    assert_eq!(p.read(FILE), before, "a second machine releases nothing");
+    let other = Command::new(BIN)
+        .args(["activity"])
+        .env("POLISD_STATE_DIR", &other_state)
+        .current_dir(project(&p))
+        .output()
+        .unwrap();
+    let said = text(&other.stdout);
+    assert!(!said.contains("released"), "{said}");
+    let here = ok(&run(&p, &["activity"]));
+    assert_eq!(here.matches("it left the polis").count(), 1, "{here}");
+}
+
+/// A name that folding lengthens (`Ⱥ` is two bytes, `ⱥ` three) is still compared: the folder
+/// above it holds it.
+#[test]
+fn a_long_name_that_folding_lengthens_is_held_by_its_folder() {
+    let p = polis();
+    ok(&run(&p, &["reserve", "docs", "--as", ALPHA]));
+    let long = format!("docs/{}", "\u{23a}".repeat(127));
+    let err = refused(&run(&p, &["reserve", &long, "--as", BRAVO]));
+    assert!(err.contains(ALPHA), "{err}");
 }

@@ -267,29 +267,11 @@ pub fn amendment_problems_with(
 pub fn reservation_findings(root: &std::path::Path, now: &PolisTime) -> Vec<Finding> {
     use crate::operations::reservation as op;
     use crate::protocol::contracts::reservation::FILE;
-    let views = match op::list(root, now) {
-        Ok(v) => v,
+    let problems = match op::entry_problems(root, now) {
+        Ok(p) => p,
         Err(e) => return vec![Finding::error(Code::BadYaml, FILE, None, e.to_string())],
     };
-    let mut out: Vec<Finding> = views
-        .iter()
-        .enumerate()
-        .filter_map(|(i, v)| {
-            let p = v.problem.as_ref()?;
-            let who = v.citizen.as_deref().map_or(String::new(), |c| {
-                format!(
-                    " (`{}`)",
-                    crate::protocol::delivery::notice::one_line(c, 60)
-                )
-            });
-            Some(Finding::warning(
-                Code::BadYaml,
-                FILE,
-                None,
-                format!("entry {}{who}: {p}", i + 1),
-            ))
-        })
-        .collect();
+    let mut out: Vec<Finding> = problems.into_iter().map(op::finding).collect();
     for o in op::overlaps_now(root, now).unwrap_or_default() {
         out.push(Finding::warning(
             Code::ReservationOverlap,

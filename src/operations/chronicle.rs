@@ -37,9 +37,8 @@ pub fn check_appendable(writer: &Writer) -> Result<(), OpError> {
     Ok(writer.check_writable(layout::CHRONICLE)?)
 }
 
-/// Whether `id`'s latest membership line, in `chronicle.md` or else its newest archive (the
-/// texts the tally reads), is `left polis`.
-pub fn has_left(root: &Path, id: &str) -> bool {
+/// `chronicle.md` and its newest archive, newest first: where membership lines are looked up.
+fn recent_texts(root: &Path) -> Vec<String> {
     let current = snapshot::read_text(root, layout::CHRONICLE, None)
         .ok()
         .flatten();
@@ -47,11 +46,28 @@ pub fn has_left(root: &Path, id: &str) -> bool {
     let archive = snapshot::archive_names(root, &mut findings)
         .pop()
         .and_then(|name| snapshot::read_text(root, &name, None).ok().flatten());
-    let texts: Vec<&str> = current
-        .iter()
-        .chain(archive.iter())
-        .map(String::as_str)
-        .collect();
+    current.into_iter().chain(archive).collect()
+}
+
+/// The citizens of `ids` whose latest membership line is `left polis`, each with that line's
+/// stamp (polis-local), from `chronicle.md` and the newest archive.
+pub fn departures(
+    root: &Path,
+    ids: &std::collections::BTreeSet<&str>,
+) -> std::collections::BTreeMap<String, chrono::NaiveDateTime> {
+    let recent = recent_texts(root);
+    let texts: Vec<&str> = recent.iter().map(String::as_str).collect();
+    crate::protocol::contracts::handoff::departures(&texts)
+        .into_iter()
+        .filter(|(c, _)| ids.contains(c.as_str()))
+        .collect()
+}
+
+/// Whether `id`'s latest membership line, in `chronicle.md` or else its newest archive (the
+/// texts the tally reads), is `left polis`.
+pub fn has_left(root: &Path, id: &str) -> bool {
+    let recent = recent_texts(root);
+    let texts: Vec<&str> = recent.iter().map(String::as_str).collect();
     crate::protocol::contracts::handoff::has_left(&texts, id)
 }
 

@@ -14,6 +14,7 @@ use crate::protocol::contracts::reservation::{
     self as rules, Conflict, ContractFacts, Dropped, Entry, Expiry, FileError, Overlap, PathError,
     Released,
 };
+use crate::protocol::contracts::reservation_check::{self, Problem};
 use crate::protocol::layout::{self, ContractFolder};
 use std::path::{Component, Path};
 
@@ -113,18 +114,11 @@ pub struct View {
 
 impl View {
     fn of(e: &Entry, now: &PolisTime) -> View {
-        let mut problems = e.problems();
         let expires_at = match &e.expires {
             Expiry::Never => None,
             Expiry::At(t) => Some(rules::stamp(*t)),
-            Expiry::Unreadable(text) => {
-                problems.push(format!(
-                    "expires_at `{text}` is not a time, so this reservation holds until released; write it as YYYY-MM-DDTHH:MM:SS+00:00"
-                ));
-                Some(text.clone())
-            }
+            Expiry::Unreadable(text) => Some(text.clone()),
         };
-        let problem = (!problems.is_empty()).then(|| problems.join("; "));
         View {
             citizen: e.citizen.clone(),
             paths: e.paths.clone(),
@@ -133,7 +127,7 @@ impl View {
             note: e.note.clone(),
             contract: e.contract.clone(),
             active: e.is_active(rules::aware_now(now)),
-            problem,
+            problem: None,
         }
     }
 }
@@ -252,20 +246,18 @@ pub fn reserve(
         };
         let (kept, entry) = match rules::reserve(&entries, &req, now) {
             Ok(done) => done,
-            // A holder who has left the polis holds nothing (the daemon releases its entries;
-            // without a daemon they go here). The chronicle is read only on a conflict.
+            // What a holder held when it left the polis it holds no more (the daemon releases
+            // it; without a daemon it goes here). The chronicle is read only on a conflict.
             Err(conflicts) => {
-                let left: std::collections::BTreeSet<&str> = conflicts
-                    .iter()
-                    .map(|c| c.holder.as_str())
-                    .filter(|holder| super::chronicle::has_left(root, holder))
-                    .collect();
+                let holders: std::collections::BTreeSet<&str> =
+                    conflicts.iter().map(|c| c.holder.as_str()).collect();
+                let left = super::chronicle::departures(root, &holders);
                 if left.is_empty() {
                     return Err(ReservationError::Conflict(conflicts));
                 }
                 let live: Vec<Entry> = entries
                     .iter()
-                    .filter(|e| !e.citizen.as_deref().is_some_and(|c| left.contains(c)))
+                    .filter(|e| !rules::left_behind(e, &left, now.zone))
                     .cloned()
                     .collect();
                 rules::reserve(&live, &req, now).map_err(ReservationError::Conflict)?
@@ -311,23 +303,65 @@ pub fn release(
 }
 
 /// Every entry of the file (without a lock: a listing changes nothing), each with what is
-/// wrong with it, a holder that is not a registered citizen included.
+/// wrong with it ([`entry_problems`]).
 pub fn list(root: &Path, now: &PolisTime) -> Result<Vec<View>, ReservationError> {
     let bytes = read_file(root)?;
-    Ok(entries_of(bytes.as_deref(), now)?
+    let entries = entries_of(bytes.as_deref(), now)?;
+    let problems = problems_of(root, bytes.as_deref(), &entries);
+    Ok(entries
         .iter()
-        .map(|e| {
+        .enumerate()
+        .map(|(i, e)| {
             let mut view = View::of(e, now);
-            if e.citizen.as_deref().is_some_and(|c| !is_registered(root, c)) {
-                let unknown = "its citizen is not registered (no capability card), so the entry may never be released; correct the id, or let go of it with `polisd release --as <that id>`".to_string();
-                view.problem = Some(match view.problem.take() {
-                    Some(p) => format!("{unknown}; {p}"),
-                    None => unknown,
-                });
-            }
+            let mine: Vec<&str> = problems
+                .iter()
+                .filter(|p| p.entry == i)
+                .map(|p| p.message.as_str())
+                .collect();
+            view.problem = (!mine.is_empty()).then(|| mine.join("; "));
             view
         })
         .collect())
+}
+
+/// What is wrong with each entry as written, with its line and fix
+/// ([`crate::protocol::contracts::reservation_check`]), for `check` and the daemon's notices.
+pub fn entry_problems(root: &Path, now: &PolisTime) -> Result<Vec<Problem>, ReservationError> {
+    let bytes = read_file(root)?;
+    let entries = entries_of(bytes.as_deref(), now)?;
+    Ok(problems_of(root, bytes.as_deref(), &entries))
+}
+
+/// A problem of an entry as a finding (P029), the entry's citizen named in it.
+pub fn finding(p: Problem) -> crate::protocol::finding::Finding {
+    let who = p.citizen.as_deref().map_or(String::new(), |c| {
+        format!(
+            "the entry of `{}`: ",
+            crate::protocol::delivery::notice::one_line(c, 60)
+        )
+    });
+    crate::protocol::finding::Finding::warning(
+        crate::protocol::finding::Code::BadReservation,
+        rules::FILE,
+        p.line,
+        format!("{who}{}", p.message),
+    )
+}
+
+fn problems_of(root: &Path, bytes: Option<&[u8]>, entries: &[Entry]) -> Vec<Problem> {
+    if entries.is_empty() {
+        return Vec::new();
+    }
+    // `entries_of` has read the bytes as UTF-8 already.
+    let text = bytes.map(String::from_utf8_lossy).unwrap_or_default();
+    let mut known = std::collections::BTreeMap::new();
+    let is_citizen = |id: &str| {
+        *known
+            .entry(id.to_string())
+            .or_insert_with(|| is_registered(root, id))
+    };
+    let cell = std::cell::RefCell::new(is_citizen);
+    reservation_check::check(&text, entries, &|id| (cell.borrow_mut())(id))
 }
 
 fn read_file(root: &Path) -> Result<Option<Vec<u8>>, ReservationError> {

@@ -100,6 +100,9 @@ pub enum Code {
     BadCouncil,
     /// A council's `council.md` that cannot be read back: the council is stuck.
     CouncilState,
+    /// An entry of `reservations.yml` written wrong by hand: it may guard nothing, or nobody
+    /// may be able to release it.
+    BadReservation,
 }
 
 impl Code {
@@ -142,6 +145,7 @@ impl Code {
             Code::Diverged => "P026",
             Code::BadCouncil => "P027",
             Code::CouncilState => "P028",
+            Code::BadReservation => "P029",
         }
     }
 }

@@ -53,16 +53,20 @@ impl Engine {
                 for (view, why) in &pruned.dropped {
                     let who = view.citizen.as_deref().unwrap_or("(no citizen)");
                     let paths = view.paths.join(", ");
-                    match why {
-                        Dropped::Expired => {
-                            tracing::info!(citizen = who, %paths, "dropped an expired reservation")
-                        }
+                    let cause = match why {
+                        Dropped::Expired => format!("dropped {who}'s {paths}: the lease ran out"),
                         Dropped::ContractFinished(c) | Dropped::WorkFinished(c) => {
-                            tracing::info!(citizen = who, %paths, contract = %c, "released a reservation: the contract ended")
+                            format!("released {who}'s {paths}: contract {c} ended")
                         }
                         Dropped::CitizenLeft => {
-                            tracing::info!(citizen = who, %paths, "released a reservation: its citizen left the polis")
+                            format!("released {who}'s {paths}: it left the polis")
                         }
+                    };
+                    tracing::info!("reservations: {cause}");
+                    // Only what this process wrote: a second machine that finds the entry
+                    // gone has nothing to say.
+                    if pruned.outcome == crate::fs::writer::WriteOutcome::Written {
+                        self.log_activity("wrote", Some(rules::FILE), cause);
                     }
                 }
                 if pruned.outcome == crate::fs::writer::WriteOutcome::Written {
@@ -93,10 +97,9 @@ impl Engine {
         contracts: &BTreeSet<String>,
     ) -> ContractFacts {
         let mut facts = ContractFacts {
-            departed: polis
-                .departed()
+            departed: crate::protocol::contracts::handoff::departures(&polis.recent_chronicle())
                 .into_iter()
-                .filter(|c| citizens.contains(c))
+                .filter(|(c, _)| citizens.contains(c))
                 .collect(),
             ..ContractFacts::default()
         };
@@ -141,6 +144,44 @@ impl Engine {
             }
         }
         facts
+    }
+
+    /// A `record-finding` notice for each problem of an entry written wrong by hand
+    /// ([`op::entry_problems`]), as for a contract's: to the citizen the entry names when it
+    /// is a registered member, else to the index keeper. Sent once each, as every notice is.
+    pub(super) fn reservation_finding_notices(
+        &self,
+        polis: &Polis,
+        now: &PolisTime,
+    ) -> Vec<Notification> {
+        if !self.root.join(rules::FILE).is_file() {
+            return Vec::new();
+        }
+        let Ok(problems) = op::entry_problems(&self.root, now) else {
+            return Vec::new(); // the unreadable file is logged by the pass
+        };
+        if problems.is_empty() {
+            return Vec::new();
+        }
+        let registered = polis.registered();
+        let departed = polis.departed();
+        let mut out = Vec::new();
+        for p in problems {
+            let author = p.citizen.clone();
+            let recipient = author
+                .as_ref()
+                .filter(|a| registered.contains(*a) && !departed.contains(*a))
+                .or(polis.index_keeper.as_ref());
+            if let Some(recipient) = recipient {
+                let recipient = recipient.clone();
+                out.push(Notification::record_finding(
+                    &recipient,
+                    author.as_deref(),
+                    &op::finding(p),
+                ));
+            }
+        }
+        out
     }
 
     /// The `reservation-conflict` notices the file calls for: for each pair of overlapping

@@ -59,6 +59,11 @@ pub struct Span {
 /// A membership line (`joined polis` / `left polis`): the citizen it is about (the one its
 /// `[[citizens/<id>]]` link names, else its author) and whether they left.
 pub fn membership(line: &str) -> Option<(String, bool)> {
+    membership_stamped(line).map(|(who, left, _)| (who, left))
+}
+
+/// [`membership`] with the line's stamp.
+pub fn membership_stamped(line: &str) -> Option<(String, bool, NaiveDateTime)> {
     // A cheap filter before parsing: one vectorised search (every line of a chronicle is asked).
     static VERB: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(" polis |"));
@@ -72,7 +77,7 @@ pub fn membership(line: &str) -> Option<(String, bool)> {
         .and_then(|l| l.strip_prefix("citizens/"))
         .map(|l| l.trim_end_matches('/'))
         .unwrap_or(e.author);
-    Some((who.to_string(), e.verb == "left polis"))
+    Some((who.to_string(), e.verb == "left polis", e.stamp))
 }
 
 impl Activity {

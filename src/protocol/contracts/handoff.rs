@@ -305,6 +305,13 @@ pub fn chain_after(parent_chain: &[String], parent_owner: &str) -> Vec<String> {
 /// names, else its author. Found by searching the whole text for the verb, so a million-line
 /// chronicle costs one substring search, not a million parses.
 fn membership_lines(text: &str) -> impl Iterator<Item = (String, bool)> + '_ {
+    stamped_membership_lines(text).map(|(who, left, _)| (who, left))
+}
+
+/// [`membership_lines`] with each line's stamp.
+fn stamped_membership_lines(
+    text: &str,
+) -> impl Iterator<Item = (String, bool, chrono::NaiveDateTime)> + '_ {
     let mut last_start = usize::MAX;
     text.rmatch_indices(" polis |").filter_map(move |(at, _)| {
         let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
@@ -313,7 +320,7 @@ fn membership_lines(text: &str) -> impl Iterator<Item = (String, bool)> + '_ {
         }
         last_start = start;
         let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
-        chronicle::activity::membership(&text[start..end])
+        chronicle::activity::membership_stamped(&text[start..end])
     })
 }
 
@@ -326,6 +333,21 @@ pub fn has_left(texts: &[&str], id: &str) -> bool {
         }
     }
     false
+}
+
+/// Everyone whose latest membership line in `texts` (newest text first) is `left polis`, with
+/// that line's stamp (polis-local): what the citizen held then, it no longer holds.
+pub fn departures(texts: &[&str]) -> std::collections::BTreeMap<String, chrono::NaiveDateTime> {
+    let mut decided: BTreeSet<String> = BTreeSet::new();
+    let mut left = std::collections::BTreeMap::new();
+    for text in texts {
+        for (who, gone, at) in stamped_membership_lines(text) {
+            if decided.insert(who.clone()) && gone {
+                left.insert(who, at);
+            }
+        }
+    }
+    left
 }
 
 /// Everyone whose latest membership line in `texts` (newest text first) is `left polis`,

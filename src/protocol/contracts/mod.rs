@@ -10,4 +10,5 @@ pub mod lesson;
 pub mod person_queue;
 pub mod record_check;
 pub mod reservation;
+pub mod reservation_check;
 pub mod review;

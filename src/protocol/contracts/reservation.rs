@@ -157,6 +157,20 @@ pub fn overlaps(a: &str, b: &str) -> bool {
     Pattern::new(a).overlaps(&Pattern::new(b))
 }
 
+/// A path as a file system that ignores letter case and Unicode normalisation names it
+/// (macOS's default, Windows): two paths that may be one file there fold to the same text, so
+/// a polis shared with such a machine never lets two citizens hold one file. Each letter is
+/// folded on its own, as both file systems do (`str::to_lowercase` writes a word's last `Σ` as
+/// `ς`, which they take for `σ`), through its upper case so `ſ` meets `s` and `ς` meets `σ`;
+/// conservative where the two systems differ (`ß` meets `ss`).
+pub fn fold(text: &str) -> String {
+    text.nfd()
+        .flat_map(char::to_uppercase)
+        .flat_map(char::to_lowercase)
+        .nfc()
+        .collect()
+}
+
 /// A reserved path parsed once for many comparisons (the daemon compares every pair of
 /// entries on each pass).
 #[derive(Debug, Clone, PartialEq)]
@@ -169,16 +183,15 @@ pub struct Pattern {
 }
 
 impl Pattern {
-    pub fn new(text: &str) -> Pattern {
-        // Compared as a file system that ignores letter case and Unicode normalisation names
-        // files (macOS's default, Windows): two paths that may be one file there overlap, so
-        // a polis shared with such a machine never lets two citizens hold one file.
-        let text: String = text.nfc().collect::<String>().to_lowercase();
+    pub fn new(raw: &str) -> Pattern {
+        // The bounds `normalize` holds a path to, on the path as written: folding may lengthen
+        // it (`Ⱥ` is two bytes, `ⱥ` three), and a path it accepts must still be compared.
+        let bounded = within_bounds(raw)
+            && expand_braces(raw)
+                .is_some_and(|alts| alts.iter().map(String::len).sum::<usize>() <= MAX_PATH_BYTES);
+        let text = fold(raw);
         let text = text.as_str();
-        let alternatives = within_bounds(text)
-            .then(|| expand_braces(text))
-            .flatten()
-            .filter(|alts| alts.iter().map(String::len).sum::<usize>() <= MAX_PATH_BYTES);
+        let alternatives = bounded.then(|| expand_braces(text)).flatten();
         Pattern {
             text: text.to_string(),
             alternatives: alternatives.map(|alts| alts.iter().map(|p| parse_pattern(p)).collect()),
@@ -716,62 +729,6 @@ impl Entry {
         }
     }
 
-    /// What is wrong with an entry written by hand (the file's own keys, not polisd's rules),
-    /// each with its fix. polisd reads such an entry as best it can, but it may guard nothing
-    /// or be impossible to release.
-    pub fn problems(&self) -> Vec<String> {
-        let Value::Map(_) = &self.raw else {
-            return vec![format!(
-                "this entry is a {}, not a mapping, so it holds nothing; remove it, or write it as `polisd reserve` does (citizen, paths, reserved_at, expires_at)",
-                kind_of(&self.raw)
-            )];
-        };
-        let mut out = Vec::new();
-        if self.citizen.is_none() {
-            out.push(
-                "this entry names no `citizen`, so nobody can release it; add `citizen: <id>` or remove the entry"
-                    .to_string(),
-            );
-        }
-        match self.raw.get("paths") {
-            Value::Seq(items) => {
-                let ignored = items
-                    .iter()
-                    .filter(|v| matches!(v, Value::Null | Value::Seq(_) | Value::Map(_)))
-                    .count();
-                if ignored > 0 {
-                    out.push(format!(
-                        "`paths` holds {ignored} value{} that {} not a path (empty, a list or a mapping) and {} ignored; remove {}",
-                        if ignored == 1 { "" } else { "s" },
-                        if ignored == 1 { "is" } else { "are" },
-                        if ignored == 1 { "is" } else { "are" },
-                        if ignored == 1 { "it" } else { "them" },
-                    ));
-                }
-            }
-            Value::Null | Value::Map(_) => {}
-            one => out.push(format!(
-                "`paths` is one value, not a list; write it as a list: `paths: [{}]`",
-                shortened(&one.python_str())
-            )),
-        }
-        if self.paths.is_empty() {
-            out.push("this entry holds no path, so it guards nothing; name its paths as a list under `paths`, or remove it".to_string());
-        }
-        for path in &self.paths {
-            match normalize(path, &[]) {
-                Err(e) => out.push(e.to_string()),
-                Ok(n) if &n != path => out.push(format!(
-                    "`{}` is compared as written, so it may miss an overlap; write it as `{}`",
-                    shortened(path),
-                    shortened(&n)
-                )),
-                Ok(_) => {}
-            }
-        }
-        out
-    }
-
     /// Whether the entry still holds its paths at `now`.
     pub fn is_active(&self, now: DateTime<FixedOffset>) -> bool {
         match &self.expires {
@@ -1050,8 +1007,8 @@ pub struct ContractFacts {
     pub open: std::collections::BTreeSet<String>,
     /// Settled and abandoned contracts: id, owner, when (polis-local), if known.
     pub finished: Vec<(String, Option<String>, Option<NaiveDateTime>)>,
-    /// Citizens whose latest membership line is `left polis`.
-    pub departed: std::collections::BTreeSet<String>,
+    /// Citizens whose latest membership line is `left polis`, with its stamp (polis-local).
+    pub departed: std::collections::BTreeMap<String, NaiveDateTime>,
 }
 
 /// Why the daemon dropped an entry.
@@ -1093,6 +1050,24 @@ pub fn finished_by(e: &Entry, facts: &ContractFacts, now: &PolisTime) -> Option<
         .next()
 }
 
+/// Whether `e` is what its citizen held when it left the polis: its latest membership line
+/// is `left polis` (stamped `departures[citizen]`, polis-local) and the entry was reserved no
+/// later than that line's minute, or says not when. An entry reserved after the line still
+/// holds: a machine whose chronicle lacks the citizen's `joined polis` line so far (a sync on
+/// its way) must not release what the citizen reserved on coming back. The line's stamp has
+/// no seconds, so an entry of the same minute counts as held then.
+pub fn left_behind(
+    e: &Entry,
+    departures: &std::collections::BTreeMap<String, NaiveDateTime>,
+    zone: PolisZone,
+) -> bool {
+    let Some(left) = e.citizen.as_ref().and_then(|c| departures.get(c)) else {
+        return false;
+    };
+    e.reserved_at
+        .is_none_or(|r| r.with_timezone(&zone.0).naive_local() < *left + Duration::minutes(1))
+}
+
 /// The entries the daemon keeps, and those it drops with why: expired ones, those of a
 /// citizen who left, and those the end of a contract releases.
 pub fn prune(
@@ -1106,11 +1081,7 @@ pub fn prune(
     for e in entries {
         if !e.is_active(at) {
             dropped.push((e.clone(), Dropped::Expired));
-        } else if e
-            .citizen
-            .as_ref()
-            .is_some_and(|c| facts.departed.contains(c))
-        {
+        } else if left_behind(e, &facts.departed, now.zone) {
             dropped.push((e.clone(), Dropped::CitizenLeft));
         } else if let Some(why) = finished_by(e, facts, now) {
             dropped.push((e.clone(), why));
@@ -1193,6 +1164,70 @@ mod tests {
         assert!(overlaps("Docs/*.MD", "docs/readme.md"));
         assert!(!overlaps("src/foo.rs", "src/foo.rs.bak"));
         assert!(!overlaps("docs/cafe.md", "docs/cafe\u{301}.md"));
+    }
+
+    /// Both file systems fold case letter by letter, whatever the letter's place in the word:
+    /// `ς` (a final sigma), `σ` and `Σ` are one letter there, as are `ſ` (long s) and `s`.
+    /// Lowercasing a whole string tells a final `Σ` from a medial one, so it is not enough.
+    /// Folding may lengthen a name (`Ⱥ` is two bytes, `ⱥ` three): a path `normalize` accepts
+    /// is still compared by its components, not as text.
+    #[test]
+    fn a_name_that_folding_lengthens_is_still_compared() {
+        let long = format!("docs/{}", "\u{23a}".repeat(127));
+        assert!(normalize(&long, &[]).is_ok());
+        assert!(overlaps("docs", &long));
+        assert!(overlaps("**", &long));
+    }
+
+    #[test]
+    fn case_is_folded_letter_by_letter_as_the_file_systems_do() {
+        assert!(overlaps(
+            "docs/\u{39f}\u{394}\u{39f}\u{3a3}/a.md",
+            "docs/\u{3bf}\u{3b4}\u{3bf}\u{3c3}/a.md"
+        ));
+        assert!(overlaps(
+            "docs/\u{3bf}\u{3b4}\u{3bf}\u{3c2}.md",
+            "docs/\u{3bf}\u{3b4}\u{3bf}\u{3c3}.md"
+        ));
+        assert!(overlaps("\u{17f}rc/a.rs", "src/a.rs"));
+        assert!(overlaps("src/\u{212a}elvin.rs", "src/kelvin.rs"));
+        assert!(!overlaps(
+            "docs/\u{3bf}\u{3b4}\u{3bf}\u{3c3}.md",
+            "docs/\u{3bf}\u{3b4}\u{3bf}.md"
+        ));
+    }
+
+    /// A leave releases what was reserved up to its minute (stamps read in the polis's zone),
+    /// and an entry that does not say when it was made; not what was reserved after it.
+    #[test]
+    fn a_leave_releases_what_was_held_then() {
+        let zone = PolisZone::parse("+02:00").unwrap();
+        let left = |stamp: &str| {
+            std::collections::BTreeMap::from([(
+                "alpha-agent".to_string(),
+                NaiveDateTime::parse_from_str(stamp, "%Y-%m-%d %H:%M").unwrap(),
+            )])
+        };
+        let entry = |reserved: &str| {
+            let text = format!("reservations:\n- citizen: alpha-agent\n  paths: [src]\n{reserved}");
+            parse(Some(&text), zone).unwrap().remove(0)
+        };
+        let at = |t: &str| entry(&format!("  reserved_at: '{t}'\n"));
+        let leave = left("2026-03-02 12:00");
+        assert!(left_behind(&at("2026-03-02T11:59:59+02:00"), &leave, zone));
+        assert!(left_behind(&at("2026-03-02T12:00:59+02:00"), &leave, zone));
+        assert!(!left_behind(&at("2026-03-02T12:01:00+02:00"), &leave, zone));
+        assert!(!left_behind(&at("2026-03-02T10:01:00+00:00"), &leave, zone));
+        assert!(left_behind(&entry(""), &leave, zone));
+        assert!(!left_behind(
+            &at("2026-03-02T11:00:00+02:00"),
+            &left_nobody(),
+            zone
+        ));
+    }
+
+    fn left_nobody() -> std::collections::BTreeMap<String, NaiveDateTime> {
+        std::collections::BTreeMap::new()
     }
 
     #[test]
