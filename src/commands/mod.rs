@@ -90,8 +90,9 @@ pub fn run() -> std::process::ExitCode {
             session::hook_unparsed(&args, &e.to_string());
             return std::process::ExitCode::SUCCESS;
         }
-        // clap quotes a rejected value whole; a value of any length may be passed.
-        Err(e) if e.render().to_string().len() > LONGEST_MESSAGE => {
+        // clap quotes a rejected value whole; a value of any length may be passed. Help and
+        // the version are no refusal: they go to standard output as clap prints them.
+        Err(e) if e.use_stderr() && e.render().to_string().len() > LONGEST_MESSAGE => {
             let text = e.render().to_string();
             eprintln!(
                 "{}",
