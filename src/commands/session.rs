@@ -92,11 +92,20 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
         .filter(|n| !view.read.contains(&n.id))
         .map(|n| n.id.clone())
         .collect();
-    let mut marked = false;
-    if args.mark_read && !unread_ids.is_empty() {
-        let writer = Writer::unrecorded(&root)?;
-        marked = session::mark_read(&root, &writer, &view, &unread_ids)?;
+    // Checked before anything is printed, written only once it all reached the reader: a reader
+    // gone before the list (a closed pipe ends the process at the print) leaves them unread.
+    let marking = args.mark_read && !unread_ids.is_empty();
+    if marking {
+        session::check_mark_read(&root, &view, &unread_ids)?;
     }
+    let mark = || -> anyhow::Result<()> {
+        if marking {
+            std::io::stdout().flush()?;
+            let writer = Writer::unrecorded(&root)?;
+            session::mark_read(&root, &writer, &view, &unread_ids)?;
+        }
+        Ok(())
+    };
     if args.json {
         let items: Vec<_> = listed
             .iter()
@@ -108,9 +117,10 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
                 "citizen": citizen,
                 "notices": items,
                 "unread": view.unread().len(),
-                "marked_read": if marked { unread_ids.len() } else { 0 },
+                "marked_read": if marking { unread_ids.len() } else { 0 },
             }))?
         );
+        mark()?;
         return Ok(0);
     }
     if listed.is_empty() {
@@ -131,7 +141,8 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
             notice::render_notice(n).trim_start_matches("- ")
         );
     }
-    if marked {
+    if marking {
+        mark()?;
         say!("marked {} notice(s) read", unread_ids.len());
     } else if !unread_ids.is_empty() && !args.mark_read {
         say!(

@@ -433,10 +433,22 @@ fn a_notice_the_cli_never_received_stays_unread() {
         "tool_name": "write_file", "tool_input": {}, "tool_response": {}});
     let claude_start = json!({"session_id": "s", "transcript_path": "/tmp/t", "cwd": project(&p),
         "hook_event_name": "SessionStart", "source": "startup", "model": "claude"});
+    let codex_tool = json!({"session_id": "s", "transcript_path": null, "cwd": project(&p),
+        "hook_event_name": "PostToolUse", "model": "gpt-5", "permission_mode": "default",
+        "turn_id": "t1", "tool_name": "Bash", "tool_use_id": "c1",
+        "tool_input": {"command": ["ls"]}, "tool_response": {"output": ""}});
+    let codex_start = json!({"session_id": "s", "transcript_path": null, "cwd": project(&p),
+        "hook_event_name": "SessionStart", "model": "gpt-5", "source": "startup"});
+    let gemini_start = json!({"session_id": "s", "transcript_path": "/tmp/t", "cwd": project(&p),
+        "hook_event_name": "SessionStart", "timestamp": "2026-03-02T11:16:00Z",
+        "source": "startup"});
     for (cli, kind, payload) in [
         ("claude", "notices", claude_post_tool_use(&p)),
         ("gemini", "notices", gemini_after_tool.clone()),
+        ("codex", "notices", codex_tool),
         ("claude", "prime", claude_start),
+        ("gemini", "prime", gemini_start),
+        ("codex", "prime", codex_start),
     ] {
         hook_unheard(&p, cli, kind, &payload);
         assert_eq!(
