@@ -103,6 +103,28 @@ pub enum StateError {
     },
 }
 
+/// The bytes of a small record of the state folder, or `None` when it is missing, over `max`
+/// bytes or not a regular file: a named pipe would hold the reader forever and a link to a
+/// device would never end. Such a record is only a saving, and a hook must answer at once
+/// whatever a corrupted or hand-made folder holds.
+fn read_record(path: &Path, max: u64) -> Option<Vec<u8>> {
+    use io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Non-blocking, so that opening a pipe nobody writes returns at once.
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > max {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= max).then_some(bytes)
+}
+
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StateError + 'a {
     move |source| StateError::Io {
         op,
@@ -790,7 +812,7 @@ fn hook_file(polis_root: &Path, citizen: &str) -> Result<(PathBuf, PathBuf), Sta
 /// recorded time, never a file's mtime). `None` when never, or unreadable.
 pub fn hook_last_check(polis_root: &Path, citizen: &str) -> Option<chrono::DateTime<chrono::Utc>> {
     let (dir, name) = hook_file(polis_root, citizen).ok()?;
-    let bytes = fs::read(dir.join(name)).ok()?;
+    let bytes = read_record(&dir.join(name), 4 * 1024)?;
     let record: HookRecord = serde_json::from_slice(&bytes).ok()?;
     chrono::DateTime::parse_from_rfc3339(&record.last_check)
         .ok()

@@ -468,3 +468,121 @@ fn a_notice_the_cli_never_received_stays_unread() {
     assert!(text(&heard).contains("Unheard."), "{}", text(&heard));
     assert_eq!(unread_count(&p), 0);
 }
+
+/// Runs a hook and waits for it with a deadline: a hook that blocks fails the test, and is
+/// killed.
+#[track_caller]
+fn hook_within_deadline(
+    p: &TestPolis,
+    cli: &str,
+    kind: &str,
+    extra: &[&str],
+    payload: &Value,
+) -> Output {
+    let mut child = Command::new(BIN)
+        .args(["hook", cli, kind])
+        .args(extra)
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .env_remove("POLIS_CITIZEN")
+        .current_dir(project(p))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes());
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("`polisd hook {cli} {kind} {extra:?}` still runs after 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "a hook always exits 0: {out:?}");
+    out
+}
+
+/// A record in the state folder that is a named pipe, or a link to a device that never ends
+/// (a hand-made or corrupted folder), is no record: the hook neither waits on it nor reads it
+/// into memory, and still delivers.
+#[test]
+fn a_state_record_that_is_a_pipe_or_a_device_never_holds_up_a_hook() {
+    let p = polis();
+    let claude_start = json!({"session_id": "s", "transcript_path": "/tmp/t", "cwd": project(&p),
+        "hook_event_name": "SessionStart", "source": "startup", "model": "claude"});
+    // A first run makes the polis's state folder.
+    hook(&p, "claude", "prime", &["--as", ME], &claude_start);
+    let polis_state = std::fs::read_dir(&p.state_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|d| d.join("hooks").is_dir())
+        .expect("the polis's state folder");
+    let records = [
+        format!("hooks/{ME}.json"),
+        format!("catch_up/{ME}.json"),
+        "hooks/_identity.json".to_string(),
+    ];
+    for (n, how) in ["pipe", "device"].into_iter().enumerate() {
+        for rel in &records {
+            let path = polis_state.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let _ = std::fs::remove_file(&path);
+            if how == "pipe" {
+                assert!(Command::new("mkfifo")
+                    .arg(&path)
+                    .status()
+                    .unwrap()
+                    .success());
+            } else {
+                std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+            }
+        }
+        message(
+            &p,
+            ME,
+            &format!("2026-03-02 11:1{n}"),
+            OTHER,
+            &format!("Past a {how}."),
+        );
+        let primed = hook_within_deadline(&p, "claude", "prime", &["--as", ME], &claude_start);
+        assert!(
+            context(&primed, "SessionStart").contains(&format!("Past a {how}.")),
+            "{}",
+            text(&primed)
+        );
+        message(
+            &p,
+            ME,
+            &format!("2026-03-02 11:2{n}"),
+            OTHER,
+            &format!("After a {how}."),
+        );
+        let later = hook_within_deadline(
+            &p,
+            "claude",
+            "notices",
+            &["--as", ME, "--interval", "0"],
+            &claude_post_tool_use(&p),
+        );
+        assert!(
+            context(&later, "PostToolUse").contains(&format!("After a {how}.")),
+            "{}",
+            text(&later)
+        );
+        // Without `--as`, the id this person recorded is looked up in the state folder.
+        hook_within_deadline(
+            &p,
+            "claude",
+            "notices",
+            &["--interval", "0"],
+            &claude_post_tool_use(&p),
+        );
+    }
+}

@@ -377,9 +377,11 @@ fn mcp_answers_the_client_never_received_mark_nothing_read() {
     send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": {"name": "polis_prime", "arguments": {"citizen": ME}}}));
     drop(stdin);
-    harness::wait_until("polisd mcp to end with its input", harness::DEADLINE, || {
-        child.0.try_wait().unwrap().is_some()
-    });
+    harness::wait_until(
+        "polisd mcp to end with its input",
+        harness::DEADLINE,
+        || child.0.try_wait().unwrap().is_some(),
+    );
     assert_eq!(
         unread_count(&p),
         1,

@@ -290,6 +290,10 @@ fn notices_never_printed_are_never_marked_read() {
         );
     }
     let heard = p.polisd(&["notices", "--as", ME, "--unread", "--mark-read"]);
-    assert!(text(&heard).contains("Printed, or unread."), "{}", text(&heard));
+    assert!(
+        text(&heard).contains("Printed, or unread."),
+        "{}",
+        text(&heard)
+    );
     assert_eq!(unread_count(&p), 0);
 }
