@@ -25,6 +25,10 @@ use std::path::{Path, PathBuf};
 /// How many notices a notices hook shows at once; the rest are counted.
 const HOOK_NOTICES: usize = 5;
 
+/// How long a notices hook waits for another hook of the same citizen to finish delivering
+/// (a few milliseconds of work, unless its CLI is slow to read): past it, it adds nothing.
+const DELIVERY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
     let root = locate(args.path.get())?;
     let now = PolisTime::system(session::polis_zone(&root));
@@ -456,11 +460,18 @@ fn answer(cli: Cli, event: &str, context: &str) -> bool {
 struct Added {
     text: String,
     after: Option<AfterShown>,
+    /// Kept until the hook ends: no other notices hook of the citizen looks at the inbox
+    /// before this one has shown its notices and marked them read.
+    _delivering: Option<crate::fs::state::HookDeliveryLock>,
 }
 
 impl Added {
     fn text(text: String) -> Added {
-        Added { text, after: None }
+        Added {
+            text,
+            after: None,
+            _delivering: None,
+        }
     }
 }
 
@@ -584,6 +595,7 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
                     primed: Box::new(primed),
                     now,
                 }),
+                _delivering: None,
             })
         }
         HookKind::Notices => {
@@ -591,6 +603,17 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
             if crate::protocol::layout::card_path(&citizen).is_none() {
                 return Err(session::SessionError::NotAnId(citizen).into());
             }
+            let delivering =
+                match crate::fs::state::hook_delivery_lock(&root, &citizen, DELIVERY_WAIT) {
+                    Ok(Some(lock)) => Some(lock),
+                    // Another session of this citizen is showing them right now.
+                    Ok(None) => return Ok(Added::text(String::new())),
+                    // Without a state folder, sessions firing at once may each show them.
+                    Err(e) => {
+                        tell!("polisd hook: {e}; sessions of one citizen may see a notice twice");
+                        None
+                    }
+                };
             if let Some(last) = crate::fs::state::hook_last_check(&root, &citizen) {
                 let since = now_utc.signed_duration_since(last);
                 // An interval past what a time span holds is the longest one.
@@ -623,6 +646,7 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
                 Ok(()) => Ok(Added {
                     text,
                     after: Some(AfterShown::Read { root, view, ids }),
+                    _delivering: delivering,
                 }),
                 // No read cursor can be written: shown, they would come back after every
                 // tool. The session is told what to fix instead, once per interval.

@@ -819,6 +819,51 @@ pub fn hook_last_check(polis_root: &Path, citizen: &str) -> Option<chrono::DateT
         .map(|t| t.with_timezone(&chrono::Utc))
 }
 
+/// Held while one notices hook of a citizen looks at its inbox, shows what is new and marks it
+/// read, on this machine; released when dropped.
+#[derive(Debug)]
+pub struct HookDeliveryLock {
+    _file: fs::File,
+}
+
+/// Waits up to `wait` for the lock of `citizen`'s notices hooks: sessions of one citizen
+/// whose hooks fire at once would otherwise all find the same notices unread and show them
+/// each. `Ok(None)` when another hook still holds it when the wait is over.
+pub fn hook_delivery_lock(
+    polis_root: &Path,
+    citizen: &str,
+    wait: std::time::Duration,
+) -> Result<Option<HookDeliveryLock>, StateError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let (dir, _) = hook_file(polis_root, citizen)?;
+    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+    let path = dir.join(format!("{citizen}.lock"));
+    // Non-blocking and only a regular file, as every record here (see `read_record`).
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(io_err("open", &path))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(io_err("lock", &path)(io::Error::other(
+            "not a regular file",
+        )));
+    }
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match fs4::fs_std::FileExt::try_lock_exclusive(&file) {
+            Ok(true) => return Ok(Some(HookDeliveryLock { _file: file })),
+            Ok(false) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Ok(false) => return Ok(None),
+            Err(e) => return Err(io_err("lock", &path)(e)),
+        }
+    }
+}
+
 /// Records that the hooks of `citizen` looked at its inbox at `at`.
 pub fn set_hook_last_check(
     polis_root: &Path,

@@ -586,3 +586,31 @@ fn a_state_record_that_is_a_pipe_or_a_device_never_holds_up_a_hook() {
         );
     }
 }
+
+/// Sessions of one citizen whose hooks fire at the same moment (two terminals, sub-agents)
+/// share one inbox: each notice reaches one of them, once, and none is lost.
+#[test]
+fn hooks_of_one_citizen_firing_at_once_deliver_each_notice_once() {
+    let p = polis();
+    let args = ["--as", ME, "--interval", "0"];
+    for round in 0..8 {
+        let body = format!("Round {round}.");
+        message(
+            &p,
+            ME,
+            &format!("2026-03-02 11:{:02}", 10 + round),
+            OTHER,
+            &body,
+        );
+        let payload = claude_post_tool_use(&p);
+        let outputs: Vec<Output> = std::thread::scope(|s| {
+            let running: Vec<_> = (0..6)
+                .map(|_| s.spawn(|| hook(&p, "claude", "notices", &args, &payload)))
+                .collect();
+            running.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let delivered = outputs.iter().filter(|o| text(o).contains(&body)).count();
+        assert_eq!(delivered, 1, "round {round}: {outputs:?}");
+        assert_eq!(unread_count(&p), 0, "round {round}");
+    }
+}
