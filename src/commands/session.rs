@@ -628,7 +628,18 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
             // Recorded first, so a wrong id is said once per interval, not after every tool.
             rate_limit_from(&root, &citizen, now_utc);
             session::check_citizen(&root, &citizen)?;
-            let view = session::read_inbox(&root, &citizen)?;
+            let view = match session::read_inbox(&root, &citizen) {
+                Ok(view) => view,
+                // An inbox or read cursor it cannot read: nothing can be shown and marked read,
+                // so the session is told what to fix, once per interval, as the primer does.
+                Err(session::SessionError::Unreadable(finding)) => {
+                    return Ok(Added::text(format!(
+                        "polisd: the notices for `{citizen}` cannot be read or marked read, so none is shown here. Fix first: {}. Then `polisd notices --as {citizen} --unread` lists them.",
+                        notice::one_line(&finding.to_string(), 400)
+                    )))
+                }
+                Err(e) => return Err(e.into()),
+            };
             let unread = view.unread();
             if unread.is_empty() {
                 return Ok(Added::text(String::new()));

@@ -614,3 +614,55 @@ fn hooks_of_one_citizen_firing_at_once_deliver_each_notice_once() {
         assert_eq!(unread_count(&p), 0, "round {round}");
     }
 }
+
+/// A read cursor polisd cannot read (a `status.md` that is not UTF-8, or a link) keeps the
+/// notices from being shown, since they could not be marked read; the session is told what to
+/// fix rather than left without a word, and no byte of the file changes.
+#[test]
+fn a_read_cursor_it_cannot_read_is_named_in_the_session_with_its_fix() {
+    let p = polis();
+    let status = p.root.join(format!("citizens/{ME}/status.md"));
+    let elsewhere = p.dir.path().join("elsewhere.md");
+    std::fs::write(&elsewhere, "---\nagent_id: x\n---\n").unwrap();
+    let broken: [(&str, &dyn Fn()); 2] = [
+        ("not UTF-8", &|| {
+            std::fs::write(
+                &status,
+                b"---\nagent_id: claude-code-one\nstate: \xff idle\n---\n",
+            )
+            .unwrap()
+        }),
+        ("a link", &|| {
+            let _ = std::fs::remove_file(&status);
+            std::os::unix::fs::symlink(&elsewhere, &status).unwrap();
+        }),
+    ];
+    for (n, (how, make)) in broken.iter().enumerate() {
+        make();
+        let before = std::fs::symlink_metadata(&status).map(|m| m.len()).unwrap();
+        message(&p, ME, &format!("2026-03-02 11:1{n}"), OTHER, "Waiting.");
+        let out = hook(
+            &p,
+            "claude",
+            "notices",
+            &["--as", ME, "--interval", "0"],
+            &claude_post_tool_use(&p),
+        );
+        let said = text(&out);
+        assert!(
+            !said.trim().is_empty(),
+            "{how}: the session is told nothing: {out:?}"
+        );
+        let ctx = context(&out, "PostToolUse");
+        assert!(
+            ctx.contains("status.md") && ctx.contains("Fix first") && !ctx.contains("Waiting."),
+            "{how}: {ctx}"
+        );
+        assert_eq!(
+            std::fs::symlink_metadata(&status).map(|m| m.len()).unwrap(),
+            before,
+            "{how}"
+        );
+        let _ = std::fs::remove_file(&status);
+    }
+}
