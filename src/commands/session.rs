@@ -363,11 +363,26 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// The payload an agent CLI sends on stdin (only what polisd uses).
+/// The payload an agent CLI sends on stdin (only what polisd uses). A field of another type
+/// counts as missing on its own: a `cwd` polisd cannot read must not hide the event, which
+/// says whether the CLI takes the answer at all.
 #[derive(Debug, Default, serde::Deserialize)]
 struct Payload {
+    #[serde(default, deserialize_with = "lenient")]
     hook_event_name: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
     cwd: Option<PathBuf>,
+}
+
+/// A field's value, or `None` when it is of another type.
+fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    use serde::Deserialize;
+    let value = serde_json::Value::deserialize(deserializer)?;
+    Ok(serde_json::from_value(value).ok())
 }
 
 /// The most payload bytes parsed; past it the payload counts as unreadable. Only the two

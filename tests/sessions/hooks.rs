@@ -666,3 +666,44 @@ fn a_read_cursor_it_cannot_read_is_named_in_the_session_with_its_fix() {
         let _ = std::fs::remove_file(&status);
     }
 }
+
+/// One field of the payload of a type polisd does not expect (a `cwd` that is a number or a
+/// list) costs that field alone: the event that fired the hook is still read, so a hook fired
+/// by an event that takes no context still adds nothing and marks nothing read.
+#[test]
+fn a_payload_field_of_the_wrong_type_does_not_hide_the_event() {
+    let p = polis();
+    message(&p, ME, "2026-03-02 11:15", OTHER, "Still here.");
+    for cwd in [json!(5), json!(["/"]), json!({"path": "/"})] {
+        for (cli, event) in [("claude", "Stop"), ("gemini", "PreCompress")] {
+            let payload = json!({"session_id": "s", "cwd": cwd, "hook_event_name": event});
+            let out = hook(
+                &p,
+                cli,
+                "notices",
+                &["--as", ME, "--interval", "0"],
+                &payload,
+            );
+            let expected = if cli == "gemini" { "{}" } else { "" };
+            assert_eq!(text(&out).trim(), expected, "{cli} on {event}, cwd {cwd}");
+            assert_eq!(
+                unread_count(&p),
+                1,
+                "{cli} on {event}, cwd {cwd}: marked read"
+            );
+        }
+    }
+    // And the working directory stands in for the `cwd` it could not read.
+    let payload = json!({"cwd": 5, "hook_event_name": "PostToolUse"});
+    let out = hook(
+        &p,
+        "claude",
+        "notices",
+        &["--as", ME, "--interval", "0"],
+        &payload,
+    );
+    assert!(
+        context(&out, "PostToolUse").contains("Still here."),
+        "{out:?}"
+    );
+}
