@@ -741,9 +741,14 @@ fn tally(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
 mod tests {
     use super::*;
 
-    /// A call as a server without a watcher makes it.
+    /// A call as a server without a watcher makes it, its answer delivered.
     fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
-        super::call(root, &Mutex::new(KeptPolis::unwatched()), name, args)
+        let (outcome, after_sent) =
+            super::call(root, &Mutex::new(KeptPolis::unwatched()), name, args);
+        if let Some(after) = after_sent {
+            after();
+        }
+        outcome
     }
 
     fn args(v: Value) -> Map<String, Value> {
