@@ -390,27 +390,94 @@ where
 /// scanned and dropped.
 const MAX_PAYLOAD_BYTES: u64 = 64 * 1024 * 1024;
 
-fn read_payload() -> Payload {
+/// How long a hook waits for its payload: a CLI writes it as it starts the hook, so one that
+/// has sent none by then (and keeps stdin open) gets the answer of a payload it cannot read.
+const PAYLOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long stdin may stay silent, once the hook has answered, before it stops reading it: a
+/// CLI still writing a large payload is read to its end, one that keeps stdin open after it
+/// is not waited for.
+const DRAIN_IDLE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The rest of stdin, read on its own thread while the hook works.
+struct Drain {
+    /// Bytes read so far, and whether stdin ended.
+    read: std::sync::Arc<(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicBool)>,
+}
+
+impl Drain {
+    /// Waits while the CLI is still writing; returns once stdin ended or stayed silent for
+    /// [`DRAIN_IDLE`]. A hook that exits before the CLI has written its whole payload fails
+    /// the CLI's write with EPIPE (Codex then reports the hook as failed).
+    fn finish(self) {
+        use std::sync::atomic::Ordering;
+        let mut seen = self.read.0.load(Ordering::Relaxed);
+        let mut quiet_since = std::time::Instant::now();
+        while !self.read.1.load(Ordering::Relaxed) && quiet_since.elapsed() < DRAIN_IDLE {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let now = self.read.0.load(Ordering::Relaxed);
+            if now != seen {
+                (seen, quiet_since) = (now, std::time::Instant::now());
+            }
+        }
+    }
+}
+
+/// Reads the payload, waiting at most [`PAYLOAD_WAIT`]; the rest of stdin is read on by the
+/// returned [`Drain`]. Neither a CLI that keeps stdin open nor one that sends nothing holds the
+/// hook past its answer.
+fn read_payload() -> (Payload, Option<Drain>) {
     use serde::Deserialize;
+    use std::sync::atomic::Ordering;
     // A person running the hook by hand has a terminal on stdin: do not wait for it.
     if unsafe { libc::isatty(0) } == 1 {
-        return Payload::default();
+        return (Payload::default(), None);
     }
-    let mut stdin = std::io::stdin().lock();
-    let payload = {
-        let mut json = serde_json::Deserializer::from_reader((&mut stdin).take(MAX_PAYLOAD_BYTES));
-        Payload::deserialize(&mut json).unwrap_or_default()
-    };
-    // Read to the end whatever happened: a hook that exits before the CLI has written its whole
-    // payload fails the CLI's write with EPIPE (Codex then reports the hook as failed).
-    let _ = std::io::copy(&mut stdin, &mut std::io::sink());
-    payload
+    let read = std::sync::Arc::new((
+        std::sync::atomic::AtomicU64::new(0),
+        std::sync::atomic::AtomicBool::new(false),
+    ));
+    let (sent, parsed) = std::sync::mpsc::channel();
+    let counter = std::sync::Arc::clone(&read);
+    // Left running when the hook is done: the process ends it.
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let payload = {
+            let mut json =
+                serde_json::Deserializer::from_reader((&mut stdin).take(MAX_PAYLOAD_BYTES));
+            Payload::deserialize(&mut json).unwrap_or_default()
+        };
+        let _ = sent.send(payload);
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match stdin.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    counter.0.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        counter.1.store(true, Ordering::Relaxed);
+    });
+    let payload = parsed.recv_timeout(PAYLOAD_WAIT).unwrap_or_default();
+    (payload, Some(Drain { read }))
 }
 
 /// The hook entry point. Always exit 0: a polisd problem must never block the agent; it is
 /// reported on stderr, which the CLIs show in their logs.
 pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
-    let payload = read_payload();
+    let (payload, drain) = read_payload();
+    answer_hook(&args, &payload);
+    if let Some(drain) = drain {
+        drain.finish();
+    }
+    Ok(0)
+}
+
+/// What [`hook`] does once it has its payload.
+fn answer_hook(args: &HookArgs, payload: &Payload) {
     let (Some(cli), kind) = (
         Cli::parse(&args.cli),
         match args.kind.as_str() {
@@ -423,11 +490,11 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
             "polisd hook: unknown agent CLI `{}` (claude, codex, gemini)",
             args.cli
         );
-        return Ok(0);
+        return;
     };
     let Some(kind) = kind else {
         tell!("polisd hook: unknown hook `{}` (prime, notices)", args.kind);
-        return Ok(0);
+        return;
     };
     let Some(event) = agent_hooks::event_of(cli, kind, payload.hook_event_name.as_deref()) else {
         tell!(
@@ -437,9 +504,9 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
             kind.as_str()
         );
         answer(cli, "", "");
-        return Ok(0);
+        return;
     };
-    let added = match hook_context(&args, cli, kind, &payload) {
+    let added = match hook_context(args, cli, kind, payload) {
         Ok(added) => added,
         // A wrong id is the model's to fix: it gets the one line that says who is registered
         // and how to register (the CLIs show a hook's stderr only in their logs).
@@ -456,7 +523,6 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
             after.record();
         }
     }
-    Ok(0)
 }
 
 /// Prints what a hook adds to the session at `event`, in `cli`'s format; whether it reached
@@ -548,11 +614,14 @@ fn rate_limit_from(root: &Path, citizen: &str, now: chrono::DateTime<chrono::Utc
 /// payload to the end, says why on stderr, and adds nothing (`{}` for Gemini CLI, which wants
 /// JSON), so the caller can exit 0.
 pub fn hook_unparsed(args: &[std::ffi::OsString], error: &str) {
-    let _ = read_payload();
+    let (_, drain) = read_payload();
     let first = error.lines().next().unwrap_or_default();
     tell!("polisd hook: {first}; it adds nothing until the hook command is fixed (`polisd hooks install` writes it)");
     let gemini = args.iter().any(|a| a == "gemini");
     answer(if gemini { Cli::Gemini } else { Cli::Claude }, "", "");
+    if let Some(drain) = drain {
+        drain.finish();
+    }
 }
 
 fn is_identity(e: &anyhow::Error) -> bool {

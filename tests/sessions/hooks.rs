@@ -707,3 +707,54 @@ fn a_payload_field_of_the_wrong_type_does_not_hide_the_event() {
         "{out:?}"
     );
 }
+
+/// A CLI that writes its payload and keeps stdin open (or writes none and never closes it)
+/// does not hold the hook: it answers well within the CLIs' 10-second timeouts.
+#[test]
+fn a_hook_whose_stdin_stays_open_still_answers() {
+    let p = polis();
+    for (n, payload) in [Some(claude_post_tool_use(&p)), None]
+        .into_iter()
+        .enumerate()
+    {
+        message(
+            &p,
+            ME,
+            &format!("2026-03-02 11:1{n}"),
+            OTHER,
+            &format!("Open stdin {n}."),
+        );
+        let mut child = Command::new(BIN)
+            .args(["hook", "claude", "notices", "--as", ME, "--interval", "0"])
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .env_remove("POLIS_CITIZEN")
+            .current_dir(project(&p))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Kept open until the hook has answered.
+        let mut stdin = child.stdin.take().unwrap();
+        if let Some(payload) = &payload {
+            stdin.write_all(payload.to_string().as_bytes()).unwrap();
+            stdin.flush().unwrap();
+        }
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > std::time::Duration::from_secs(6) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the hook still waits for stdin to close (payload {n})");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert!(
+            context(&out, "PostToolUse").contains(&format!("Open stdin {n}.")),
+            "{out:?}"
+        );
+    }
+}
