@@ -25,6 +25,10 @@ use std::path::{Path, PathBuf};
 /// How many notices a notices hook shows at once; the rest are counted.
 const HOOK_NOTICES: usize = 5;
 
+/// How long a notices hook waits for another hook of the same citizen to finish delivering
+/// (a few milliseconds of work, unless its CLI is slow to read): past it, it adds nothing.
+const DELIVERY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
     let root = locate(args.path.get())?;
     let now = PolisTime::system(session::polis_zone(&root));
@@ -92,11 +96,20 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
         .filter(|n| !view.read.contains(&n.id))
         .map(|n| n.id.clone())
         .collect();
-    let mut marked = false;
-    if args.mark_read && !unread_ids.is_empty() {
-        let writer = Writer::unrecorded(&root)?;
-        marked = session::mark_read(&root, &writer, &view, &unread_ids)?;
+    // Checked before anything is printed, written only once it all reached the reader: a reader
+    // gone before the list (a closed pipe ends the process at the print) leaves them unread.
+    let marking = args.mark_read && !unread_ids.is_empty();
+    if marking {
+        session::check_mark_read(&root, &view, &unread_ids)?;
     }
+    let mark = || -> anyhow::Result<()> {
+        if marking {
+            std::io::stdout().flush()?;
+            let writer = Writer::unrecorded(&root)?;
+            session::mark_read(&root, &writer, &view, &unread_ids)?;
+        }
+        Ok(())
+    };
     if args.json {
         let items: Vec<_> = listed
             .iter()
@@ -108,9 +121,10 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
                 "citizen": citizen,
                 "notices": items,
                 "unread": view.unread().len(),
-                "marked_read": if marked { unread_ids.len() } else { 0 },
+                "marked_read": if marking { unread_ids.len() } else { 0 },
             }))?
         );
+        mark()?;
         return Ok(0);
     }
     if listed.is_empty() {
@@ -131,7 +145,8 @@ pub fn notices(args: NoticesArgs) -> anyhow::Result<u8> {
             notice::render_notice(n).trim_start_matches("- ")
         );
     }
-    if marked {
+    if marking {
+        mark()?;
         say!("marked {} notice(s) read", unread_ids.len());
     } else if !unread_ids.is_empty() && !args.mark_read {
         say!(
@@ -348,11 +363,26 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-/// The payload an agent CLI sends on stdin (only what polisd uses).
+/// The payload an agent CLI sends on stdin (only what polisd uses). A field of another type
+/// counts as missing on its own: a `cwd` polisd cannot read must not hide the event, which
+/// says whether the CLI takes the answer at all.
 #[derive(Debug, Default, serde::Deserialize)]
 struct Payload {
+    #[serde(default, deserialize_with = "lenient")]
     hook_event_name: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
     cwd: Option<PathBuf>,
+}
+
+/// A field's value, or `None` when it is of another type.
+fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    use serde::Deserialize;
+    let value = serde_json::Value::deserialize(deserializer)?;
+    Ok(serde_json::from_value(value).ok())
 }
 
 /// The most payload bytes parsed; past it the payload counts as unreadable. Only the two
@@ -360,27 +390,94 @@ struct Payload {
 /// scanned and dropped.
 const MAX_PAYLOAD_BYTES: u64 = 64 * 1024 * 1024;
 
-fn read_payload() -> Payload {
+/// How long a hook waits for its payload: a CLI writes it as it starts the hook, so one that
+/// has sent none by then (and keeps stdin open) gets the answer of a payload it cannot read.
+const PAYLOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long stdin may stay silent, once the hook has answered, before it stops reading it: a
+/// CLI still writing a large payload is read to its end, one that keeps stdin open after it
+/// is not waited for.
+const DRAIN_IDLE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The rest of stdin, read on its own thread while the hook works.
+struct Drain {
+    /// Bytes read so far, and whether stdin ended.
+    read: std::sync::Arc<(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicBool)>,
+}
+
+impl Drain {
+    /// Waits while the CLI is still writing; returns once stdin ended or stayed silent for
+    /// [`DRAIN_IDLE`]. A hook that exits before the CLI has written its whole payload fails
+    /// the CLI's write with EPIPE (Codex then reports the hook as failed).
+    fn finish(self) {
+        use std::sync::atomic::Ordering;
+        let mut seen = self.read.0.load(Ordering::Relaxed);
+        let mut quiet_since = std::time::Instant::now();
+        while !self.read.1.load(Ordering::Relaxed) && quiet_since.elapsed() < DRAIN_IDLE {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let now = self.read.0.load(Ordering::Relaxed);
+            if now != seen {
+                (seen, quiet_since) = (now, std::time::Instant::now());
+            }
+        }
+    }
+}
+
+/// Reads the payload, waiting at most [`PAYLOAD_WAIT`]; the rest of stdin is read on by the
+/// returned [`Drain`]. Neither a CLI that keeps stdin open nor one that sends nothing holds the
+/// hook past its answer.
+fn read_payload() -> (Payload, Option<Drain>) {
     use serde::Deserialize;
+    use std::sync::atomic::Ordering;
     // A person running the hook by hand has a terminal on stdin: do not wait for it.
     if unsafe { libc::isatty(0) } == 1 {
-        return Payload::default();
+        return (Payload::default(), None);
     }
-    let mut stdin = std::io::stdin().lock();
-    let payload = {
-        let mut json = serde_json::Deserializer::from_reader((&mut stdin).take(MAX_PAYLOAD_BYTES));
-        Payload::deserialize(&mut json).unwrap_or_default()
-    };
-    // Read to the end whatever happened: a hook that exits before the CLI has written its whole
-    // payload fails the CLI's write with EPIPE (Codex then reports the hook as failed).
-    let _ = std::io::copy(&mut stdin, &mut std::io::sink());
-    payload
+    let read = std::sync::Arc::new((
+        std::sync::atomic::AtomicU64::new(0),
+        std::sync::atomic::AtomicBool::new(false),
+    ));
+    let (sent, parsed) = std::sync::mpsc::channel();
+    let counter = std::sync::Arc::clone(&read);
+    // Left running when the hook is done: the process ends it.
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let payload = {
+            let mut json =
+                serde_json::Deserializer::from_reader((&mut stdin).take(MAX_PAYLOAD_BYTES));
+            Payload::deserialize(&mut json).unwrap_or_default()
+        };
+        let _ = sent.send(payload);
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match stdin.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    counter.0.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        counter.1.store(true, Ordering::Relaxed);
+    });
+    let payload = parsed.recv_timeout(PAYLOAD_WAIT).unwrap_or_default();
+    (payload, Some(Drain { read }))
 }
 
 /// The hook entry point. Always exit 0: a polisd problem must never block the agent; it is
 /// reported on stderr, which the CLIs show in their logs.
 pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
-    let payload = read_payload();
+    let (payload, drain) = read_payload();
+    answer_hook(&args, &payload);
+    if let Some(drain) = drain {
+        drain.finish();
+    }
+    Ok(0)
+}
+
+/// What [`hook`] does once it has its payload.
+fn answer_hook(args: &HookArgs, payload: &Payload) {
     let (Some(cli), kind) = (
         Cli::parse(&args.cli),
         match args.kind.as_str() {
@@ -393,11 +490,11 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
             "polisd hook: unknown agent CLI `{}` (claude, codex, gemini)",
             args.cli
         );
-        return Ok(0);
+        return;
     };
     let Some(kind) = kind else {
         tell!("polisd hook: unknown hook `{}` (prime, notices)", args.kind);
-        return Ok(0);
+        return;
     };
     let Some(event) = agent_hooks::event_of(cli, kind, payload.hook_event_name.as_deref()) else {
         tell!(
@@ -407,9 +504,9 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
             kind.as_str()
         );
         answer(cli, "", "");
-        return Ok(0);
+        return;
     };
-    let added = match hook_context(&args, cli, kind, &payload) {
+    let added = match hook_context(args, cli, kind, payload) {
         Ok(added) => added,
         // A wrong id is the model's to fix: it gets the one line that says who is registered
         // and how to register (the CLIs show a hook's stderr only in their logs).
@@ -426,7 +523,6 @@ pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
             after.record();
         }
     }
-    Ok(0)
 }
 
 /// Prints what a hook adds to the session at `event`, in `cli`'s format; whether it reached
@@ -445,11 +541,18 @@ fn answer(cli: Cli, event: &str, context: &str) -> bool {
 struct Added {
     text: String,
     after: Option<AfterShown>,
+    /// Kept until the hook ends: no other notices hook of the citizen looks at the inbox
+    /// before this one has shown its notices and marked them read.
+    _delivering: Option<crate::fs::state::HookDeliveryLock>,
 }
 
 impl Added {
     fn text(text: String) -> Added {
-        Added { text, after: None }
+        Added {
+            text,
+            after: None,
+            _delivering: None,
+        }
     }
 }
 
@@ -511,11 +614,14 @@ fn rate_limit_from(root: &Path, citizen: &str, now: chrono::DateTime<chrono::Utc
 /// payload to the end, says why on stderr, and adds nothing (`{}` for Gemini CLI, which wants
 /// JSON), so the caller can exit 0.
 pub fn hook_unparsed(args: &[std::ffi::OsString], error: &str) {
-    let _ = read_payload();
+    let (_, drain) = read_payload();
     let first = error.lines().next().unwrap_or_default();
     tell!("polisd hook: {first}; it adds nothing until the hook command is fixed (`polisd hooks install` writes it)");
     let gemini = args.iter().any(|a| a == "gemini");
     answer(if gemini { Cli::Gemini } else { Cli::Claude }, "", "");
+    if let Some(drain) = drain {
+        drain.finish();
+    }
 }
 
 fn is_identity(e: &anyhow::Error) -> bool {
@@ -573,6 +679,7 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
                     primed: Box::new(primed),
                     now,
                 }),
+                _delivering: None,
             })
         }
         HookKind::Notices => {
@@ -580,6 +687,17 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
             if crate::protocol::layout::card_path(&citizen).is_none() {
                 return Err(session::SessionError::NotAnId(citizen).into());
             }
+            let delivering =
+                match crate::fs::state::hook_delivery_lock(&root, &citizen, DELIVERY_WAIT) {
+                    Ok(Some(lock)) => Some(lock),
+                    // Another session of this citizen is showing them right now.
+                    Ok(None) => return Ok(Added::text(String::new())),
+                    // Without a state folder, sessions firing at once may each show them.
+                    Err(e) => {
+                        tell!("polisd hook: {e}; sessions of one citizen may see a notice twice");
+                        None
+                    }
+                };
             if let Some(last) = crate::fs::state::hook_last_check(&root, &citizen) {
                 let since = now_utc.signed_duration_since(last);
                 // An interval past what a time span holds is the longest one.
@@ -594,7 +712,18 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
             // Recorded first, so a wrong id is said once per interval, not after every tool.
             rate_limit_from(&root, &citizen, now_utc);
             session::check_citizen(&root, &citizen)?;
-            let view = session::read_inbox(&root, &citizen)?;
+            let view = match session::read_inbox(&root, &citizen) {
+                Ok(view) => view,
+                // An inbox or read cursor it cannot read: nothing can be shown and marked read,
+                // so the session is told what to fix, once per interval, as the primer does.
+                Err(session::SessionError::Unreadable(finding)) => {
+                    return Ok(Added::text(format!(
+                        "polisd: the notices for `{citizen}` cannot be read or marked read, so none is shown here. Fix first: {}. Then `polisd notices --as {citizen} --unread` lists them.",
+                        notice::one_line(&finding.to_string(), 400)
+                    )))
+                }
+                Err(e) => return Err(e.into()),
+            };
             let unread = view.unread();
             if unread.is_empty() {
                 return Ok(Added::text(String::new()));
@@ -612,6 +741,7 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
                 Ok(()) => Ok(Added {
                     text,
                     after: Some(AfterShown::Read { root, view, ids }),
+                    _delivering: delivering,
                 }),
                 // No read cursor can be written: shown, they would come back after every
                 // tool. The session is told what to fix instead, once per interval.

@@ -103,6 +103,28 @@ pub enum StateError {
     },
 }
 
+/// The bytes of a small record of the state folder, or `None` when it is missing, over `max`
+/// bytes or not a regular file: a named pipe would hold the reader forever and a link to a
+/// device would never end. Such a record is only a saving, and a hook must answer at once
+/// whatever a corrupted or hand-made folder holds.
+fn read_record(path: &Path, max: u64) -> Option<Vec<u8>> {
+    use io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Non-blocking, so that opening a pipe nobody writes returns at once.
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > max {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() as u64 <= max).then_some(bytes)
+}
+
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StateError + 'a {
     move |source| StateError::Io {
         op,
@@ -790,11 +812,56 @@ fn hook_file(polis_root: &Path, citizen: &str) -> Result<(PathBuf, PathBuf), Sta
 /// recorded time, never a file's mtime). `None` when never, or unreadable.
 pub fn hook_last_check(polis_root: &Path, citizen: &str) -> Option<chrono::DateTime<chrono::Utc>> {
     let (dir, name) = hook_file(polis_root, citizen).ok()?;
-    let bytes = fs::read(dir.join(name)).ok()?;
+    let bytes = read_record(&dir.join(name), 4 * 1024)?;
     let record: HookRecord = serde_json::from_slice(&bytes).ok()?;
     chrono::DateTime::parse_from_rfc3339(&record.last_check)
         .ok()
         .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// Held while one notices hook of a citizen looks at its inbox, shows what is new and marks it
+/// read, on this machine; released when dropped.
+#[derive(Debug)]
+pub struct HookDeliveryLock {
+    _file: fs::File,
+}
+
+/// Waits up to `wait` for the lock of `citizen`'s notices hooks: sessions of one citizen
+/// whose hooks fire at once would otherwise all find the same notices unread and show them
+/// each. `Ok(None)` when another hook still holds it when the wait is over.
+pub fn hook_delivery_lock(
+    polis_root: &Path,
+    citizen: &str,
+    wait: std::time::Duration,
+) -> Result<Option<HookDeliveryLock>, StateError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let (dir, _) = hook_file(polis_root, citizen)?;
+    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+    let path = dir.join(format!("{citizen}.lock"));
+    // Non-blocking and only a regular file, as every record here (see `read_record`).
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(io_err("open", &path))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(io_err("lock", &path)(io::Error::other(
+            "not a regular file",
+        )));
+    }
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        match fs4::fs_std::FileExt::try_lock_exclusive(&file) {
+            Ok(true) => return Ok(Some(HookDeliveryLock { _file: file })),
+            Ok(false) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Ok(false) => return Ok(None),
+            Err(e) => return Err(io_err("lock", &path)(e)),
+        }
+    }
 }
 
 /// Records that the hooks of `citizen` looked at its inbox at `at`.

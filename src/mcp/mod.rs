@@ -41,6 +41,42 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 pub struct PolisServer {
     root: PathBuf,
     kept: Arc<Mutex<KeptPolis>>,
+    after_sent: Arc<AwaitingDelivery>,
+}
+
+/// What the answers not yet written to the client record once they are (see
+/// [`tools::AfterSent`]), by their JSON-RPC request id as JSON text.
+#[derive(Default)]
+struct AwaitingDelivery {
+    waiting: Mutex<std::collections::HashMap<String, tools::AfterSent>>,
+    /// Held from the write of such an answer until what it records is written: a client that
+    /// calls again the moment it has the answer finds its notices already marked read.
+    delivering: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for AwaitingDelivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AwaitingDelivery")
+    }
+}
+
+impl AwaitingDelivery {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, tools::AfterSent>> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What the answer on this output line records once it is written and flushed.
+    fn answered(&self, line: &str) -> Option<tools::AfterSent> {
+        let mut waiting = self.lock();
+        if waiting.is_empty() {
+            return None;
+        }
+        let message: Value = serde_json::from_str(line).ok()?;
+        message.get("result")?;
+        waiting.remove(&message.get("id")?.to_string())
+    }
 }
 
 const INSTRUCTIONS: &str =
@@ -86,6 +122,7 @@ impl PolisServer {
         PolisServer {
             root: root.to_path_buf(),
             kept: Arc::new(Mutex::new(kept)),
+            after_sent: Arc::default(),
         }
     }
 
@@ -163,14 +200,20 @@ impl ServerHandler for PolisServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
         let (root, kept) = (self.root.clone(), Arc::clone(&self.kept));
-        let outcome = tokio::task::spawn_blocking(move || tools::call(&root, &kept, &name, &args))
-            .await
-            .map_err(|e| McpError::internal_error(format!("the tool stopped: {e}"), None))?;
+        drop(self.after_sent.delivering.lock().await);
+        let (outcome, after_sent) =
+            tokio::task::spawn_blocking(move || tools::call(&root, &kept, &name, &args))
+                .await
+                .map_err(|e| McpError::internal_error(format!("the tool stopped: {e}"), None))?;
+        // Kept before the answer exists: the SDK writes it only once this returns.
+        if let (Some(after), Ok(id)) = (after_sent, serde_json::to_string(&context.id)) {
+            self.after_sent.lock().insert(id, after);
+        }
         let result = match outcome {
             tools::Outcome::Unknown => {
                 return Err(McpError::invalid_params(
@@ -434,16 +477,26 @@ where
             }
         }
     });
+    let after_sent = Arc::clone(&server.after_sent);
     let writer = tokio::spawn(async move {
         let mut output = output;
         while let Some(line) = lines_rx.recv().await {
+            let after = after_sent.answered(&line);
+            let _delivering = match after {
+                Some(_) => Some(after_sent.delivering.lock().await),
+                None => None,
+            };
             if output
                 .write_all(format!("{line}\n").as_bytes())
                 .await
                 .is_err()
                 || output.flush().await.is_err()
             {
+                // The client is gone: what its answers would record is dropped with them.
                 break;
+            }
+            if let Some(after) = after {
+                let _ = tokio::task::spawn_blocking(after).await;
             }
         }
     });

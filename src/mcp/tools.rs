@@ -15,6 +15,11 @@ use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// What a tool records once its answer reached the client (written and flushed): the notices
+/// it showed, marked read. An answer the client never got records nothing, so those notices
+/// are shown again.
+pub type AfterSent = Box<dyn FnOnce() + Send>;
+
 /// What a call came to.
 #[derive(Debug)]
 pub enum Outcome {
@@ -292,8 +297,9 @@ pub fn call(
     kept: &Mutex<KeptPolis>,
     name: &str,
     args: &Map<String, Value>,
-) -> Outcome {
-    let outcome = run(root, kept, name, args);
+) -> (Outcome, Option<AfterSent>) {
+    let mut after_sent = None;
+    let outcome = run(root, kept, name, args, &mut after_sent);
     let read_only = READ_ONLY.contains(&name)
         && !(name == "polis_notices" && arg_bool(args, "mark_read", false));
     if !read_only {
@@ -307,14 +313,23 @@ pub fn call(
         ];
         lock(kept).note_changed(Some(touched.iter().flatten().map(String::as_str)));
     }
-    outcome
+    match outcome {
+        Outcome::Done(_) => (outcome, after_sent),
+        _ => (outcome, None),
+    }
 }
 
 fn lock(kept: &Mutex<KeptPolis>) -> std::sync::MutexGuard<'_, KeptPolis> {
     kept.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn run(root: &Path, kept: &Mutex<KeptPolis>, name: &str, args: &Map<String, Value>) -> Outcome {
+fn run(
+    root: &Path,
+    kept: &Mutex<KeptPolis>,
+    name: &str,
+    args: &Map<String, Value>,
+    after_sent: &mut Option<AfterSent>,
+) -> Outcome {
     let Some(tool) = list().iter().find(|t| t.name == name) else {
         return Outcome::Unknown;
     };
@@ -328,8 +343,8 @@ fn run(root: &Path, kept: &Mutex<KeptPolis>, name: &str, args: &Map<String, Valu
         }
         "polis_list_contracts" => list_contracts(root, kept, args),
         "polis_route" => route(root, kept, args),
-        "polis_prime" => prime(root, args),
-        "polis_notices" => notices(root, args),
+        "polis_prime" => prime(root, args, after_sent),
+        "polis_notices" => notices(root, args, after_sent),
         "polis_amendments" => amendments(root, kept, args),
         "polis_open_contract" => open_contract(root, args),
         "polis_claim_contract" => claim(root, args),
@@ -595,21 +610,39 @@ fn route(root: &Path, kept: &Mutex<KeptPolis>, args: &Map<String, Value>) -> Res
     serde_json::to_value(&routed.recommendation).map_err(|e| e.to_string())
 }
 
-fn prime(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn prime(
+    root: &Path,
+    args: &Map<String, Value>,
+    after_sent: &mut Option<AfterSent>,
+) -> Result<Value, String> {
     let citizen = arg_str(args, "citizen")?;
     let mark_read = arg_bool(args, "mark_read", true);
     let now = PolisTime::system(session::polis_zone(root));
     let primed = session::prime(root, citizen, &now).map_err(|e| e.to_string())?;
+    let text = primed.primer.text.clone();
     if mark_read {
-        let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
-        // A status.md it must leave alone is named at the primer's top already.
-        session::record_session_or_finding(root, &writer, &primed, &now)
-            .map_err(|e| e.to_string())?;
+        let root = root.to_path_buf();
+        *after_sent = Some(Box::new(move || {
+            // A status.md it must leave alone is named at the primer's top already.
+            let recorded = Writer::unrecorded(&root)
+                .map_err(|e| e.to_string())
+                .and_then(|writer| {
+                    session::record_session_or_finding(&root, &writer, &primed, &now)
+                        .map_err(|e| e.to_string())
+                });
+            if let Err(e) = recorded {
+                eprintln!("polisd mcp: {e} (the notices shown will be shown again)");
+            }
+        }));
     }
-    Ok(Value::String(primed.primer.text))
+    Ok(Value::String(text))
 }
 
-fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn notices(
+    root: &Path,
+    args: &Map<String, Value>,
+    after_sent: &mut Option<AfterSent>,
+) -> Result<Value, String> {
     let citizen = arg_str(args, "citizen")?;
     let (unread, mark_read) = (
         arg_bool(args, "unread", true),
@@ -641,8 +674,20 @@ fn notices(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         .filter_map(|n| n["id"].as_str().map(str::to_string))
         .collect();
     if mark_read && !shown_unread.is_empty() {
-        let writer = crate::fs::writer::Writer::unrecorded(root).map_err(|e| e.to_string())?;
-        session::mark_read(root, &writer, &view, &shown_unread).map_err(|e| e.to_string())?;
+        // A cursor that cannot be written is refused now, while the client can still be told.
+        session::check_mark_read(root, &view, &shown_unread).map_err(|e| e.to_string())?;
+        let root = root.to_path_buf();
+        *after_sent = Some(Box::new(move || {
+            let marked = Writer::unrecorded(&root)
+                .map_err(|e| e.to_string())
+                .and_then(|writer| {
+                    session::mark_read(&root, &writer, &view, &shown_unread)
+                        .map_err(|e| e.to_string())
+                });
+            if let Err(e) = marked {
+                eprintln!("polisd mcp: {e} (the notices shown will be shown again)");
+            }
+        }));
     }
     answer["citizen"] = json!(citizen);
     Ok(answer)
@@ -696,9 +741,14 @@ fn tally(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
 mod tests {
     use super::*;
 
-    /// A call as a server without a watcher makes it.
+    /// A call as a server without a watcher makes it, its answer delivered.
     fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
-        super::call(root, &Mutex::new(KeptPolis::unwatched()), name, args)
+        let (outcome, after_sent) =
+            super::call(root, &Mutex::new(KeptPolis::unwatched()), name, args);
+        if let Some(after) = after_sent {
+            after();
+        }
+        outcome
     }
 
     fn args(v: Value) -> Map<String, Value> {

@@ -433,10 +433,22 @@ fn a_notice_the_cli_never_received_stays_unread() {
         "tool_name": "write_file", "tool_input": {}, "tool_response": {}});
     let claude_start = json!({"session_id": "s", "transcript_path": "/tmp/t", "cwd": project(&p),
         "hook_event_name": "SessionStart", "source": "startup", "model": "claude"});
+    let codex_tool = json!({"session_id": "s", "transcript_path": null, "cwd": project(&p),
+        "hook_event_name": "PostToolUse", "model": "gpt-5", "permission_mode": "default",
+        "turn_id": "t1", "tool_name": "Bash", "tool_use_id": "c1",
+        "tool_input": {"command": ["ls"]}, "tool_response": {"output": ""}});
+    let codex_start = json!({"session_id": "s", "transcript_path": null, "cwd": project(&p),
+        "hook_event_name": "SessionStart", "model": "gpt-5", "source": "startup"});
+    let gemini_start = json!({"session_id": "s", "transcript_path": "/tmp/t", "cwd": project(&p),
+        "hook_event_name": "SessionStart", "timestamp": "2026-03-02T11:16:00Z",
+        "source": "startup"});
     for (cli, kind, payload) in [
         ("claude", "notices", claude_post_tool_use(&p)),
         ("gemini", "notices", gemini_after_tool.clone()),
+        ("codex", "notices", codex_tool),
         ("claude", "prime", claude_start),
+        ("gemini", "prime", gemini_start),
+        ("codex", "prime", codex_start),
     ] {
         hook_unheard(&p, cli, kind, &payload);
         assert_eq!(
@@ -455,4 +467,294 @@ fn a_notice_the_cli_never_received_stays_unread() {
     );
     assert!(text(&heard).contains("Unheard."), "{}", text(&heard));
     assert_eq!(unread_count(&p), 0);
+}
+
+/// Runs a hook and waits for it with a deadline: a hook that blocks fails the test, and is
+/// killed.
+#[track_caller]
+fn hook_within_deadline(
+    p: &TestPolis,
+    cli: &str,
+    kind: &str,
+    extra: &[&str],
+    payload: &Value,
+) -> Output {
+    let mut child = Command::new(BIN)
+        .args(["hook", cli, kind])
+        .args(extra)
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .env_remove("POLIS_CITIZEN")
+        .current_dir(project(p))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes());
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("`polisd hook {cli} {kind} {extra:?}` still runs after 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "a hook always exits 0: {out:?}");
+    out
+}
+
+/// A record in the state folder that is a named pipe, or a link to a device that never ends
+/// (a hand-made or corrupted folder), is no record: the hook neither waits on it nor reads it
+/// into memory, and still delivers.
+#[test]
+fn a_state_record_that_is_a_pipe_or_a_device_never_holds_up_a_hook() {
+    let p = polis();
+    let claude_start = json!({"session_id": "s", "transcript_path": "/tmp/t", "cwd": project(&p),
+        "hook_event_name": "SessionStart", "source": "startup", "model": "claude"});
+    // A first run makes the polis's state folder.
+    hook(&p, "claude", "prime", &["--as", ME], &claude_start);
+    let polis_state = std::fs::read_dir(&p.state_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|d| d.join("hooks").is_dir())
+        .expect("the polis's state folder");
+    let records = [
+        format!("hooks/{ME}.json"),
+        format!("catch_up/{ME}.json"),
+        "hooks/_identity.json".to_string(),
+    ];
+    for (n, how) in ["pipe", "device"].into_iter().enumerate() {
+        for rel in &records {
+            let path = polis_state.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let _ = std::fs::remove_file(&path);
+            if how == "pipe" {
+                assert!(Command::new("mkfifo")
+                    .arg(&path)
+                    .status()
+                    .unwrap()
+                    .success());
+            } else {
+                std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+            }
+        }
+        message(
+            &p,
+            ME,
+            &format!("2026-03-02 11:1{n}"),
+            OTHER,
+            &format!("Past a {how}."),
+        );
+        let primed = hook_within_deadline(&p, "claude", "prime", &["--as", ME], &claude_start);
+        assert!(
+            context(&primed, "SessionStart").contains(&format!("Past a {how}.")),
+            "{}",
+            text(&primed)
+        );
+        message(
+            &p,
+            ME,
+            &format!("2026-03-02 11:2{n}"),
+            OTHER,
+            &format!("After a {how}."),
+        );
+        let later = hook_within_deadline(
+            &p,
+            "claude",
+            "notices",
+            &["--as", ME, "--interval", "0"],
+            &claude_post_tool_use(&p),
+        );
+        assert!(
+            context(&later, "PostToolUse").contains(&format!("After a {how}.")),
+            "{}",
+            text(&later)
+        );
+        // Without `--as`, the id this person recorded is looked up in the state folder.
+        hook_within_deadline(
+            &p,
+            "claude",
+            "notices",
+            &["--interval", "0"],
+            &claude_post_tool_use(&p),
+        );
+    }
+}
+
+/// Sessions of one citizen whose hooks fire at the same moment (two terminals, sub-agents)
+/// share one inbox: each notice reaches one of them, once, and none is lost.
+#[test]
+fn hooks_of_one_citizen_firing_at_once_deliver_each_notice_once() {
+    let p = polis();
+    let args = ["--as", ME, "--interval", "0"];
+    for round in 0..8 {
+        let body = format!("Round {round}.");
+        message(
+            &p,
+            ME,
+            &format!("2026-03-02 11:{:02}", 10 + round),
+            OTHER,
+            &body,
+        );
+        let payload = claude_post_tool_use(&p);
+        let outputs: Vec<Output> = std::thread::scope(|s| {
+            let running: Vec<_> = (0..6)
+                .map(|_| s.spawn(|| hook(&p, "claude", "notices", &args, &payload)))
+                .collect();
+            running.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let delivered = outputs.iter().filter(|o| text(o).contains(&body)).count();
+        assert_eq!(delivered, 1, "round {round}: {outputs:?}");
+        assert_eq!(unread_count(&p), 0, "round {round}");
+    }
+}
+
+/// A read cursor polisd cannot read (a `status.md` that is not UTF-8, or a link) keeps the
+/// notices from being shown, since they could not be marked read; the session is told what to
+/// fix rather than left without a word, and no byte of the file changes.
+#[test]
+fn a_read_cursor_it_cannot_read_is_named_in_the_session_with_its_fix() {
+    let p = polis();
+    let status = p.root.join(format!("citizens/{ME}/status.md"));
+    let elsewhere = p.dir.path().join("elsewhere.md");
+    std::fs::write(&elsewhere, "---\nagent_id: x\n---\n").unwrap();
+    let broken: [(&str, &dyn Fn()); 2] = [
+        ("not UTF-8", &|| {
+            std::fs::write(
+                &status,
+                b"---\nagent_id: claude-code-one\nstate: \xff idle\n---\n",
+            )
+            .unwrap()
+        }),
+        ("a link", &|| {
+            let _ = std::fs::remove_file(&status);
+            std::os::unix::fs::symlink(&elsewhere, &status).unwrap();
+        }),
+    ];
+    for (n, (how, make)) in broken.iter().enumerate() {
+        make();
+        let before = std::fs::symlink_metadata(&status).map(|m| m.len()).unwrap();
+        message(&p, ME, &format!("2026-03-02 11:1{n}"), OTHER, "Waiting.");
+        let out = hook(
+            &p,
+            "claude",
+            "notices",
+            &["--as", ME, "--interval", "0"],
+            &claude_post_tool_use(&p),
+        );
+        let said = text(&out);
+        assert!(
+            !said.trim().is_empty(),
+            "{how}: the session is told nothing: {out:?}"
+        );
+        let ctx = context(&out, "PostToolUse");
+        assert!(
+            ctx.contains("status.md") && ctx.contains("Fix first") && !ctx.contains("Waiting."),
+            "{how}: {ctx}"
+        );
+        assert_eq!(
+            std::fs::symlink_metadata(&status).map(|m| m.len()).unwrap(),
+            before,
+            "{how}"
+        );
+        let _ = std::fs::remove_file(&status);
+    }
+}
+
+/// One field of the payload of a type polisd does not expect (a `cwd` that is a number or a
+/// list) costs that field alone: the event that fired the hook is still read, so a hook fired
+/// by an event that takes no context still adds nothing and marks nothing read.
+#[test]
+fn a_payload_field_of_the_wrong_type_does_not_hide_the_event() {
+    let p = polis();
+    message(&p, ME, "2026-03-02 11:15", OTHER, "Still here.");
+    for cwd in [json!(5), json!(["/"]), json!({"path": "/"})] {
+        for (cli, event) in [("claude", "Stop"), ("gemini", "PreCompress")] {
+            let payload = json!({"session_id": "s", "cwd": cwd, "hook_event_name": event});
+            let out = hook(
+                &p,
+                cli,
+                "notices",
+                &["--as", ME, "--interval", "0"],
+                &payload,
+            );
+            let expected = if cli == "gemini" { "{}" } else { "" };
+            assert_eq!(text(&out).trim(), expected, "{cli} on {event}, cwd {cwd}");
+            assert_eq!(
+                unread_count(&p),
+                1,
+                "{cli} on {event}, cwd {cwd}: marked read"
+            );
+        }
+    }
+    // And the working directory stands in for the `cwd` it could not read.
+    let payload = json!({"cwd": 5, "hook_event_name": "PostToolUse"});
+    let out = hook(
+        &p,
+        "claude",
+        "notices",
+        &["--as", ME, "--interval", "0"],
+        &payload,
+    );
+    assert!(
+        context(&out, "PostToolUse").contains("Still here."),
+        "{out:?}"
+    );
+}
+
+/// A CLI that writes its payload and keeps stdin open (or writes none and never closes it)
+/// does not hold the hook: it answers well within the CLIs' 10-second timeouts.
+#[test]
+fn a_hook_whose_stdin_stays_open_still_answers() {
+    let p = polis();
+    for (n, payload) in [Some(claude_post_tool_use(&p)), None]
+        .into_iter()
+        .enumerate()
+    {
+        message(
+            &p,
+            ME,
+            &format!("2026-03-02 11:1{n}"),
+            OTHER,
+            &format!("Open stdin {n}."),
+        );
+        let mut child = Command::new(BIN)
+            .args(["hook", "claude", "notices", "--as", ME, "--interval", "0"])
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .env_remove("POLIS_CITIZEN")
+            .current_dir(project(&p))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Kept open until the hook has answered.
+        let mut stdin = child.stdin.take().unwrap();
+        if let Some(payload) = &payload {
+            stdin.write_all(payload.to_string().as_bytes()).unwrap();
+            stdin.flush().unwrap();
+        }
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > std::time::Duration::from_secs(6) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the hook still waits for stdin to close (payload {n})");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert!(
+            context(&out, "PostToolUse").contains(&format!("Open stdin {n}.")),
+            "{out:?}"
+        );
+    }
 }

@@ -330,3 +330,61 @@ fn mcp_tally_applies_the_outcome_as_the_command_does() {
     assert_eq!(p.read("chronicle.md"), chronicle);
     assert_eq!(p.count(OTHER, "amendment-ratified"), 1);
 }
+
+/// `polis_notices` with `mark_read` and `polis_prime` mark read only what reached the client:
+/// a client gone before the answer (its end of stdout closed) leaves every notice unread.
+#[test]
+fn mcp_answers_the_client_never_received_mark_nothing_read() {
+    use std::io::{BufRead, BufReader};
+    let p = polis();
+    message(&p, ME, "2026-03-02 11:15", OTHER, "Answered, or unread.");
+    let (reader, writer) = std::io::pipe().unwrap();
+    let mut child = Command::new(BIN)
+        .arg("mcp")
+        .arg(&p.root)
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .stdin(Stdio::piped())
+        .stdout(writer)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed whatever the test does; after a clean exit this does nothing.
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    let mut child = Kill(child);
+    let mut send = |v: Value| {
+        stdin.write_all(format!("{v}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "test", "version": "1"}}}));
+    let mut reader = BufReader::new(reader);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.contains("\"serverInfo\""), "{line}");
+    // The client goes away.
+    drop(reader);
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "polis_notices", "arguments": {"citizen": ME, "mark_read": true}}}));
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "polis_prime", "arguments": {"citizen": ME}}}));
+    drop(stdin);
+    harness::wait_until(
+        "polisd mcp to end with its input",
+        harness::DEADLINE,
+        || child.0.try_wait().unwrap().is_some(),
+    );
+    assert_eq!(
+        unread_count(&p),
+        1,
+        "an MCP answer that never reached the client marked its notices read"
+    );
+}

@@ -250,3 +250,50 @@ fn a_recommendation_for_a_contract_another_citizen_claimed_is_shown_as_outdated(
     );
     assert!(!line("00000000000000b2").contains("outdated"));
 }
+
+/// Runs `polisd <args>` as `ME` from the project folder with its stdout a pipe nobody reads any
+/// more (a reader that went away, as `… | head -0` does): nothing it prints is ever seen.
+fn unheard(p: &TestPolis, args: &[&str]) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let status = Command::new(BIN)
+        .args(args)
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .env_remove("POLIS_CITIZEN")
+        .current_dir(project(p))
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_ne!(status.code(), Some(0), "{args:?} cannot have printed");
+}
+
+/// `notices --mark-read` and `prime` mark read only what reached their reader: a reader gone
+/// before the list was printed leaves every notice unread.
+#[test]
+fn notices_never_printed_are_never_marked_read() {
+    let p = polis();
+    message(&p, ME, "2026-03-02 11:15", OTHER, "Printed, or unread.");
+    for args in [
+        &["notices", "--as", ME, "--unread", "--mark-read"][..],
+        &["notices", "--as", ME, "--mark-read", "--json"],
+        &["prime", "--as", ME],
+        &["prime", "--as", ME, "--json"],
+    ] {
+        unheard(&p, args);
+        assert_eq!(
+            unread_count(&p),
+            1,
+            "`polisd {}` marked read a notice it never printed",
+            args.join(" ")
+        );
+    }
+    let heard = p.polisd(&["notices", "--as", ME, "--unread", "--mark-read"]);
+    assert!(
+        text(&heard).contains("Printed, or unread."),
+        "{}",
+        text(&heard)
+    );
+    assert_eq!(unread_count(&p), 0);
+}

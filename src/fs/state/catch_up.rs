@@ -3,7 +3,9 @@
 //! from one already shown. Kept in the polis's state folder (`catch_up/<citizen>.json`), per
 //! user and never shared: each machine knows only what its own sessions showed.
 
-use super::{canonical, io_err, polis_state_dir, replace_file, state_base_dir, StateError};
+use super::{
+    canonical, io_err, polis_state_dir, read_record, replace_file, state_base_dir, StateError,
+};
 use crate::protocol::delivery::catch_up::{Cursor, Seen};
 use chrono::NaiveDateTime;
 use serde::{Deserialize, Serialize};
@@ -33,7 +35,9 @@ fn file(polis_root: &Path, citizen: &str) -> Result<(PathBuf, String), StateErro
 /// (the catch-up then goes by the stamp alone, as before any was kept).
 pub fn catch_up_seen(polis_root: &Path, citizen: &str) -> Option<Seen> {
     let (dir, name) = file(polis_root, citizen).ok()?;
-    let record: Record = serde_json::from_slice(&fs::read(dir.join(name)).ok()?).ok()?;
+    // Its digests at their most, each at most 20 digits, with room for the rest.
+    let max = (MAX_DIGESTS as u64 + 1) * 24;
+    let record: Record = serde_json::from_slice(&read_record(&dir.join(name), max)?).ok()?;
     if record.polisd != env!("CARGO_PKG_VERSION") {
         return None;
     }

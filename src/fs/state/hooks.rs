@@ -4,7 +4,9 @@
 //! (`hooks/_identity.json`, `hooks/_installs.json`; a citizen id cannot start with `_`, so they
 //! never meet a hook's rate-limit record), which is per user and never shared through git.
 
-use super::{canonical, io_err, polis_state_dir, replace_file, state_base_dir, StateError};
+use super::{
+    canonical, io_err, polis_state_dir, read_record, replace_file, state_base_dir, StateError,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs;
@@ -12,6 +14,9 @@ use std::path::{Path, PathBuf};
 
 const IDENTITY_FILE: &str = "_identity.json";
 const INSTALLS_FILE: &str = "_installs.json";
+/// The most bytes of either file read: the settings files of three CLIs as they were (each at
+/// most 4 MiB), escaped as JSON.
+const MAX_MAP_BYTES: u64 = 64 * 1024 * 1024;
 
 fn hooks_dir(polis_root: &Path) -> Result<PathBuf, StateError> {
     Ok(polis_state_dir(&state_base_dir()?, &canonical(polis_root)).join("hooks"))
@@ -20,7 +25,7 @@ fn hooks_dir(polis_root: &Path) -> Result<PathBuf, StateError> {
 fn read_map<T: for<'de> Deserialize<'de>>(polis_root: &Path, name: &str) -> BTreeMap<String, T> {
     hooks_dir(polis_root)
         .ok()
-        .and_then(|dir| fs::read(dir.join(name)).ok())
+        .and_then(|dir| read_record(&dir.join(name), MAX_MAP_BYTES))
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default()
 }
