@@ -600,3 +600,101 @@ fn racing_inits_found_one_polis_and_the_others_join_it() {
         String::from_utf8_lossy(&check.stdout)
     );
 }
+
+/// Starts one `polisd init` per id at once in `project`, each with its own state folder (agents
+/// sandboxed apart share the project, not a home), and returns what each said.
+fn race_inits_apart(
+    tmp: &std::path::Path,
+    project: &std::path::Path,
+    ids: &[String],
+) -> Vec<Output> {
+    let racers: Vec<Child> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            Command::new(BIN)
+                .args(["init", ".", "--agent-id", id])
+                .env("POLISD_STATE_DIR", tmp.join(format!("state-{i}")))
+                .current_dir(project)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    racers
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect()
+}
+
+/// Racing inits whose state folders differ still take turns (the turn is the project's, not
+/// the machine's state folder): none is refused half-way after writing its citizen, one founds
+/// the polis and the others join it.
+#[test]
+fn racing_inits_with_their_own_state_folders_found_one_polis() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let ids: Vec<String> = (0..6).map(racer).collect();
+    for out in race_inits_apart(tmp.path(), &project, &ids) {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let chronicle = std::fs::read_to_string(project.join("_polis/chronicle.md")).unwrap();
+    assert_eq!(
+        chronicle.matches("| founded polis |").count(),
+        1,
+        "{chronicle}"
+    );
+    assert_eq!(
+        chronicle.matches("| joined polis |").count(),
+        5,
+        "{chronicle}"
+    );
+    let check = Command::new(BIN)
+        .args(["check", "--json"])
+        .env("POLISD_STATE_DIR", tmp.path().join("state-check"))
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+}
+
+/// The same founding citizen's init started six times at once: every one exits 0 and the
+/// polis has one founder and one `founded polis` line.
+#[test]
+fn racing_inits_of_one_founder_found_it_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let ids: Vec<String> = (0..6).map(|_| racer(0)).collect();
+    for out in race_inits_apart(tmp.path(), &project, &ids) {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let chronicle = std::fs::read_to_string(project.join("_polis/chronicle.md")).unwrap();
+    assert_eq!(
+        chronicle.matches("| founded polis |").count(),
+        1,
+        "{chronicle}"
+    );
+    assert_eq!(
+        chronicle.matches("| joined polis |").count(),
+        0,
+        "{chronicle}"
+    );
+}

@@ -209,20 +209,27 @@ pub fn run(project_root: &Path, params: &InitParams, dry_run: bool) -> anyhow::R
     Ok(report)
 }
 
-/// Creates `_polis/` if it is missing (the lock is named after the folder, so every racer
-/// must see the same one) and waits for the polis's transition lock.
+/// Waits for the project folder's lock (racers with different state folders meet there),
+/// then creates `_polis/` if it is missing (the transition lock is named after the folder, so
+/// every racer must see the same one) and waits for the polis's transition lock, which the
+/// other commands of this machine take.
 fn take_turn(
     project_root: &Path,
     params: &InitParams,
-) -> anyhow::Result<crate::fs::state::TransitionLock> {
+) -> anyhow::Result<(
+    crate::fs::locate::ProjectLock,
+    crate::fs::state::TransitionLock,
+)> {
     validate(project_root, params)?;
+    let project = crate::fs::locate::lock_project(project_root)
+        .with_context(|| format!("locking {}", project_root.display()))?;
     let root = project_root.join("_polis");
     match std::fs::create_dir(&root) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e).with_context(|| format!("creating {}", root.display())),
     }
-    Ok(crate::fs::state::transition_lock(&root)?)
+    Ok((project, crate::fs::state::transition_lock(&root)?))
 }
 
 /// `polisd init` from the command line: check, write (or not), print.

@@ -13,6 +13,26 @@ pub enum LocateError {
     NotFound(PathBuf),
 }
 
+/// An exclusive advisory lock (`flock`) on a project folder, held until dropped; see
+/// [`lock_project`].
+#[derive(Debug)]
+pub struct ProjectLock {
+    _dir: std::fs::File,
+}
+
+/// Waits for and takes an exclusive lock on `project_root` itself, where `polisd init` founds
+/// a polis. Racing inits meet here whatever state folder each was given (agents sandboxed
+/// apart share the project, not a home), and locking a folder writes nothing in it.
+pub fn lock_project(project_root: &Path) -> std::io::Result<ProjectLock> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(project_root)?;
+    fs4::fs_std::FileExt::lock_exclusive(&dir)?;
+    Ok(ProjectLock { _dir: dir })
+}
+
 fn is_polis_dir(dir: &Path) -> bool {
     dir.join(CONSTITUTION).is_file()
 }
