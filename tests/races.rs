@@ -537,21 +537,21 @@ fn racing_reservations_of_one_path_have_one_holder() {
     }
 }
 
-/// Agents started at once in a new project each run `polisd init`: they take turns, so one
-/// founds the polis, every other one joins it with its own citizen and `joined polis` line,
-/// the pointer files beside `_polis/` are edited one at a time, and every one exits 0.
-#[test]
-fn racing_inits_found_one_polis_and_the_others_join_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let state = tmp.path().join("state");
-    let project = tmp.path().join("project");
-    std::fs::create_dir_all(&project).unwrap();
-    let racers: Vec<Child> = (0..6)
-        .map(|i| {
+/// Starts one `polisd init` per id at once in `project`, racer `i` with the state folder
+/// `state(i)`, and waits for every one to exit 0.
+fn race_inits(
+    project: &std::path::Path,
+    ids: &[String],
+    state: impl Fn(usize) -> std::path::PathBuf,
+) {
+    let racers: Vec<Child> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
             Command::new(BIN)
-                .args(["init", ".", "--agent-id", &racer(i)])
-                .env("POLISD_STATE_DIR", &state)
-                .current_dir(&project)
+                .args(["init", ".", "--agent-id", id])
+                .env("POLISD_STATE_DIR", state(i))
+                .current_dir(project)
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -567,6 +567,12 @@ fn racing_inits_found_one_polis_and_the_others_join_it() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// The polis in `project` has one `founded polis` line and `joined` `joined polis` lines, and
+/// `polisd check` (with the state folder `state`) finds nothing.
+#[track_caller]
+fn founded_once(project: &std::path::Path, joined: usize, state: &std::path::Path) {
     let chronicle = std::fs::read_to_string(project.join("_polis/chronicle.md")).unwrap();
     assert_eq!(
         chronicle.matches("| founded polis |").count(),
@@ -575,22 +581,13 @@ fn racing_inits_found_one_polis_and_the_others_join_it() {
     );
     assert_eq!(
         chronicle.matches("| joined polis |").count(),
-        5,
+        joined,
         "{chronicle}"
     );
-    for i in 0..6 {
-        assert!(
-            project
-                .join(format!("_polis/citizens/{}/capability_card.yml", racer(i)))
-                .is_file(),
-            "{} has no card",
-            racer(i)
-        );
-    }
     let check = Command::new(BIN)
         .args(["check", "--json"])
-        .env("POLISD_STATE_DIR", &state)
-        .current_dir(&project)
+        .env("POLISD_STATE_DIR", state)
+        .current_dir(project)
         .output()
         .unwrap();
     assert_eq!(
@@ -601,31 +598,32 @@ fn racing_inits_found_one_polis_and_the_others_join_it() {
     );
 }
 
-/// Starts one `polisd init` per id at once in `project`, each with its own state folder (agents
-/// sandboxed apart share the project, not a home), and returns what each said.
-fn race_inits_apart(
-    tmp: &std::path::Path,
-    project: &std::path::Path,
-    ids: &[String],
-) -> Vec<Output> {
-    let racers: Vec<Child> = ids
-        .iter()
-        .enumerate()
-        .map(|(i, id)| {
-            Command::new(BIN)
-                .args(["init", ".", "--agent-id", id])
-                .env("POLISD_STATE_DIR", tmp.join(format!("state-{i}")))
-                .current_dir(project)
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    racers
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
-        .collect()
+/// A temporary folder holding an empty `project/`.
+fn empty_project() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    (tmp, project)
+}
+
+/// Agents started at once in a new project each run `polisd init`: they take turns, so one
+/// founds the polis, every other one joins it with its own citizen and `joined polis` line,
+/// the pointer files beside `_polis/` are edited one at a time, and every one exits 0.
+#[test]
+fn racing_inits_found_one_polis_and_the_others_join_it() {
+    let (tmp, project) = empty_project();
+    let state = tmp.path().join("state");
+    let ids: Vec<String> = (0..6).map(racer).collect();
+    race_inits(&project, &ids, |_| state.clone());
+    founded_once(&project, 5, &state);
+    for id in &ids {
+        assert!(
+            project
+                .join(format!("_polis/citizens/{id}/capability_card.yml"))
+                .is_file(),
+            "{id} has no card"
+        );
+    }
 }
 
 /// Racing inits whose state folders differ still take turns (the turn is the project's, not
@@ -633,68 +631,18 @@ fn race_inits_apart(
 /// the polis and the others join it.
 #[test]
 fn racing_inits_with_their_own_state_folders_found_one_polis() {
-    let tmp = tempfile::tempdir().unwrap();
-    let project = tmp.path().join("project");
-    std::fs::create_dir_all(&project).unwrap();
+    let (tmp, project) = empty_project();
     let ids: Vec<String> = (0..6).map(racer).collect();
-    for out in race_inits_apart(tmp.path(), &project, &ids) {
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let chronicle = std::fs::read_to_string(project.join("_polis/chronicle.md")).unwrap();
-    assert_eq!(
-        chronicle.matches("| founded polis |").count(),
-        1,
-        "{chronicle}"
-    );
-    assert_eq!(
-        chronicle.matches("| joined polis |").count(),
-        5,
-        "{chronicle}"
-    );
-    let check = Command::new(BIN)
-        .args(["check", "--json"])
-        .env("POLISD_STATE_DIR", tmp.path().join("state-check"))
-        .current_dir(&project)
-        .output()
-        .unwrap();
-    assert_eq!(
-        check.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    race_inits(&project, &ids, |i| tmp.path().join(format!("state-{i}")));
+    founded_once(&project, 5, &tmp.path().join("state-check"));
 }
 
 /// The same founding citizen's init started six times at once: every one exits 0 and the
 /// polis has one founder and one `founded polis` line.
 #[test]
 fn racing_inits_of_one_founder_found_it_once() {
-    let tmp = tempfile::tempdir().unwrap();
-    let project = tmp.path().join("project");
-    std::fs::create_dir_all(&project).unwrap();
+    let (tmp, project) = empty_project();
     let ids: Vec<String> = (0..6).map(|_| racer(0)).collect();
-    for out in race_inits_apart(tmp.path(), &project, &ids) {
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let chronicle = std::fs::read_to_string(project.join("_polis/chronicle.md")).unwrap();
-    assert_eq!(
-        chronicle.matches("| founded polis |").count(),
-        1,
-        "{chronicle}"
-    );
-    assert_eq!(
-        chronicle.matches("| joined polis |").count(),
-        0,
-        "{chronicle}"
-    );
+    race_inits(&project, &ids, |i| tmp.path().join(format!("state-{i}")));
+    founded_once(&project, 0, &tmp.path().join("state-check"));
 }
