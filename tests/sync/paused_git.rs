@@ -11,15 +11,27 @@ fn git_may_fail(dir: &std::path::Path, args: &[&str]) -> bool {
     git_command(dir, args).output().unwrap().status.success()
 }
 
-#[test]
-fn a_rebase_stopped_on_a_conflict_does_not_report_the_lines_it_has_yet_to_replay() {
-    let (_origin, a, b) = two_clones();
-    let notes = |p: &TestPolis| project(p).join("notes.txt");
+/// The file both clones change, so that B's rebase stops on it.
+fn notes(p: &TestPolis) -> std::path::PathBuf {
+    project(p).join("notes.txt")
+}
+
+/// Two clones whose next `pull --rebase` in B stops on a conflict in `notes.txt`: A has pushed
+/// its side (with whatever `on_a` adds to its polis), B has committed its own.
+fn conflicting_clones(on_a: impl FnOnce(&TestPolis)) -> (tempfile::TempDir, TestPolis, TestPolis) {
+    let (origin, a, b) = two_clones();
     std::fs::write(notes(&a), "from A\n").unwrap();
+    on_a(&a);
     commit_all(&a, "a");
     git(&project(&a), &["push", "-q", "origin", "main"]);
     std::fs::write(notes(&b), "from B\n").unwrap();
     commit_all(&b, "b1");
+    (origin, a, b)
+}
+
+#[test]
+fn a_rebase_stopped_on_a_conflict_does_not_report_the_lines_it_has_yet_to_replay() {
+    let (_origin, _a, b) = conflicting_clones(|_| {});
     let line = chronicle_line(ALPHA, "noted", "-", "in the commit after the conflict");
     b.append("chronicle.md", &line);
     commit_all(&b, "b2");
@@ -55,19 +67,14 @@ fn a_rebase_stopped_on_a_conflict_does_not_report_the_lines_it_has_yet_to_replay
 /// wait for the rebase to end.
 #[test]
 fn a_rebase_stopped_on_a_conflict_gets_no_notice_until_it_ends() {
-    let (_origin, a, b) = two_clones();
-    let notes = |p: &TestPolis| project(p).join("notes.txt");
-    std::fs::write(notes(&a), "from A\n").unwrap();
-    a.save(
-        "contracts/settled/parser.md",
-        &super::settled("parser", super::BETA, ALPHA, 4, "2026-03-02 10:00:00"),
-    );
-    // As A's daemon would have: the stats committed with the settlement.
-    ok(a.polisd(&["reconcile"]));
-    commit_all(&a, "a");
-    git(&project(&a), &["push", "-q", "origin", "main"]);
-    std::fs::write(notes(&b), "from B\n").unwrap();
-    commit_all(&b, "b1");
+    let (_origin, _a, b) = conflicting_clones(|a| {
+        a.save(
+            "contracts/settled/parser.md",
+            &super::settled("parser", super::BETA, ALPHA, 4, "2026-03-02 10:00:00"),
+        );
+        // As A's daemon would have: the stats committed with the settlement.
+        ok(a.polisd(&["reconcile"]));
+    });
     let daemon = b.start_daemon();
 
     assert!(!git_may_fail(
@@ -117,13 +124,7 @@ fn dirty_paths(dir: &std::path::Path) -> Vec<String> {
 /// them or the person meets conflicts they did not make. They wait for the rebase to end
 /// (`end`: `--continue` after resolving, or `--abort`), then are written once.
 fn derived_writes_wait_for_a_stopped_rebase(end: &str) {
-    let (_origin, a, b) = two_clones();
-    let notes = |p: &TestPolis| project(p).join("notes.txt");
-    std::fs::write(notes(&a), "from A\n").unwrap();
-    commit_all(&a, "a");
-    git(&project(&a), &["push", "-q", "origin", "main"]);
-    std::fs::write(notes(&b), "from B\n").unwrap();
-    commit_all(&b, "b1");
+    let (_origin, _a, b) = conflicting_clones(|_| {});
     let daemon = b.start_daemon();
     let stats_before = b.read("contracts/routing_stats.yml");
 
