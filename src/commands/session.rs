@@ -520,7 +520,7 @@ fn answer_hook(args: &HookArgs, payload: &Payload) {
     // at its timeout leaves the notices unread, to be shown next time.
     if answer(cli, event, &added.text) {
         if let Some(after) = added.after {
-            after.record();
+            record_shown(after);
         }
     }
 }
@@ -540,7 +540,7 @@ fn answer(cli: Cli, event: &str, context: &str) -> bool {
 /// What a hook adds to the session, and what it records once the session has it.
 struct Added {
     text: String,
-    after: Option<AfterShown>,
+    after: Option<session::Shown>,
     /// Kept until the hook ends: no other notices hook of the citizen looks at the inbox
     /// before this one has shown its notices and marked them read.
     _delivering: Option<crate::fs::state::HookDeliveryLock>,
@@ -556,49 +556,13 @@ impl Added {
     }
 }
 
-/// What a hook records once its text reached the session.
-enum AfterShown {
-    /// The primer was shown: the session is recorded (its notices read, its chronicle cursor).
-    Session {
-        root: PathBuf,
-        primed: Box<session::Primed>,
-        now: PolisTime,
-    },
-    /// These notices were shown: they are marked read.
-    Read {
-        root: PathBuf,
-        view: session::InboxView,
-        ids: Vec<String>,
-    },
-}
-
-impl AfterShown {
-    /// Records it; a failure is said in the CLI's log, and what was shown is shown again.
-    fn record(self) {
-        match self {
-            AfterShown::Session { root, primed, now } => {
-                let recorded = Writer::unrecorded(&root)
-                    .map_err(anyhow::Error::from)
-                    .and_then(|writer| {
-                        Ok(session::record_session_or_finding(
-                            &root, &writer, &primed, &now,
-                        )?)
-                    });
-                match recorded {
-                    Ok(Some(finding)) => eprintln!("polisd: {finding}"),
-                    Ok(None) => {}
-                    Err(e) => tell!("polisd hook: {e:#} (the notices shown will be shown again)"),
-                }
-            }
-            AfterShown::Read { root, view, ids } => {
-                let marked = Writer::unrecorded(&root)
-                    .map_err(anyhow::Error::from)
-                    .and_then(|writer| Ok(session::mark_read(&root, &writer, &view, &ids)?));
-                if let Err(e) = marked {
-                    tell!("polisd hook: {e:#} (the notices shown will be shown again)");
-                }
-            }
-        }
+/// Records what a hook showed, once its text reached the session; a failure is said in the
+/// CLI's log, and what was shown is shown again.
+fn record_shown(shown: session::Shown) {
+    match shown.record() {
+        Ok(Some(finding)) => eprintln!("polisd: {finding}"),
+        Ok(None) => {}
+        Err(e) => tell!("polisd hook: {e} (the notices shown will be shown again)"),
     }
 }
 
@@ -674,7 +638,7 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
             rate_limit_from(&root, &citizen, now_utc);
             Ok(Added {
                 text: primed.primer.text.clone(),
-                after: Some(AfterShown::Session {
+                after: Some(session::Shown::Session {
                     root,
                     primed: Box::new(primed),
                     now,
@@ -740,7 +704,7 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
             match session::check_mark_read(&root, &view, &ids) {
                 Ok(()) => Ok(Added {
                     text,
-                    after: Some(AfterShown::Read { root, view, ids }),
+                    after: Some(session::Shown::Read { root, view, ids }),
                     _delivering: delivering,
                 }),
                 // No read cursor can be written: shown, they would come back after every

@@ -621,21 +621,23 @@ fn prime(
     let primed = session::prime(root, citizen, &now).map_err(|e| e.to_string())?;
     let text = primed.primer.text.clone();
     if mark_read {
-        let root = root.to_path_buf();
-        *after_sent = Some(Box::new(move || {
-            // A status.md it must leave alone is named at the primer's top already.
-            let recorded = Writer::unrecorded(&root)
-                .map_err(|e| e.to_string())
-                .and_then(|writer| {
-                    session::record_session_or_finding(&root, &writer, &primed, &now)
-                        .map_err(|e| e.to_string())
-                });
-            if let Err(e) = recorded {
-                eprintln!("polisd mcp: {e} (the notices shown will be shown again)");
-            }
+        *after_sent = Some(record_when_sent(session::Shown::Session {
+            root: root.to_path_buf(),
+            primed: Box::new(primed),
+            now,
         }));
     }
     Ok(Value::String(text))
+}
+
+/// Records what an answer showed once it was sent; a failure is said in the server's log. A
+/// `status.md` polisd must leave alone is named at the primer's top already.
+fn record_when_sent(shown: session::Shown) -> AfterSent {
+    Box::new(move || {
+        if let Err(e) = shown.record() {
+            eprintln!("polisd mcp: {e} (the notices shown will be shown again)");
+        }
+    })
 }
 
 fn notices(
@@ -676,17 +678,10 @@ fn notices(
     if mark_read && !shown_unread.is_empty() {
         // A cursor that cannot be written is refused now, while the client can still be told.
         session::check_mark_read(root, &view, &shown_unread).map_err(|e| e.to_string())?;
-        let root = root.to_path_buf();
-        *after_sent = Some(Box::new(move || {
-            let marked = Writer::unrecorded(&root)
-                .map_err(|e| e.to_string())
-                .and_then(|writer| {
-                    session::mark_read(&root, &writer, &view, &shown_unread)
-                        .map_err(|e| e.to_string())
-                });
-            if let Err(e) = marked {
-                eprintln!("polisd mcp: {e} (the notices shown will be shown again)");
-            }
+        *after_sent = Some(record_when_sent(session::Shown::Read {
+            root: root.to_path_buf(),
+            view,
+            ids: shown_unread,
         }));
     }
     answer["citizen"] = json!(citizen);

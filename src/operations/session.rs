@@ -214,6 +214,42 @@ pub fn mark_read(
     })
 }
 
+/// What a delivery records once its text reached the reader (a hook's CLI, the MCP client,
+/// the terminal of `notices --mark-read`), and not before: a reader that went away leaves
+/// every notice unread, to be shown again.
+pub enum Shown {
+    /// The primer was shown: the session is recorded (its notices read, its chronicle cursor).
+    Session {
+        root: std::path::PathBuf,
+        primed: Box<Primed>,
+        now: PolisTime,
+    },
+    /// These notices were shown: they are marked read.
+    Read {
+        root: std::path::PathBuf,
+        view: InboxView,
+        ids: Vec<String>,
+    },
+}
+
+impl Shown {
+    /// Records it. `Ok(Some(finding))`: the session was shown but its `status.md` is one
+    /// polisd must leave alone (the primer names it at its top).
+    pub fn record(self) -> Result<Option<Finding>, SessionError> {
+        match self {
+            Shown::Session { root, primed, now } => {
+                let writer = Writer::unrecorded(&root)?;
+                record_session_or_finding(&root, &writer, &primed, &now)
+            }
+            Shown::Read { root, view, ids } => {
+                let writer = Writer::unrecorded(&root)?;
+                mark_read(&root, &writer, &view, &ids)?;
+                Ok(None)
+            }
+        }
+    }
+}
+
 /// Whether [`mark_read`] could record `ids` as read, checked without writing: the read cursor
 /// lives in `status.md`, whose frontmatter polisd must leave alone when it cannot read it. A
 /// hook asks before it shows anything, so a notice is never shown unless it can be marked read
