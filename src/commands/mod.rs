@@ -20,11 +20,17 @@ macro_rules! say_part {
     }};
 }
 
-/// `eprintln!` with the same escaping as [`say!`].
+/// `eprintln!` with the same escaping as [`say!`], best-effort: a reader that closed stderr
+/// (a hook's CLI gone, `2>&-`) must not turn a message into a panic.
 macro_rules! tell {
-    ($($t:tt)*) => {
-        eprintln!("{}", $crate::protocol::input::escape_for_terminal(&format!($($t)*)))
-    };
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}",
+            $crate::protocol::input::escape_for_terminal(&format!($($t)*))
+        );
+    }};
 }
 
 pub mod activity;
@@ -106,7 +112,10 @@ pub fn run() -> std::process::ExitCode {
     let json = wants_json(&matches);
     if !matches!(
         cli.command,
-        Command::Run(Deferred(_)) | Command::Serve(Deferred(_)) | Command::Mcp(_)
+        Command::Run(Deferred(_))
+            | Command::Serve(Deferred(_))
+            | Command::Mcp(_)
+            | Command::Hook(_)
     ) {
         die_quietly_on_closed_pipe();
     }
@@ -182,7 +191,9 @@ fn subcommand(args: &[std::ffi::OsString]) -> Option<String> {
 
 /// A one-shot command piped into `head` ends like any Unix tool when the reader goes away,
 /// instead of panicking in `println!`. Its writes are done before it prints, so nothing is cut
-/// short. The servers keep Rust's default (a closed pipe is an error they handle).
+/// short. The servers keep Rust's default (a closed pipe is an error they handle), and so do
+/// the hooks: an agent CLI that stopped reading must still see exit 0, and a hook's answer
+/// already handles a failed write.
 fn die_quietly_on_closed_pipe() {
     // SAFETY: restoring the default disposition of one signal before any thread is started.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };

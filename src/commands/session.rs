@@ -59,7 +59,7 @@ pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
     if !args.no_mark_read {
         let writer = Writer::unrecorded(&root)?;
         if let Some(finding) = session::record_session_or_finding(&root, &writer, &primed, &now)? {
-            eprintln!("polisd: {finding}");
+            tell!("polisd: {finding}");
         }
     }
     Ok(0)
@@ -560,7 +560,7 @@ impl Added {
 /// CLI's log, and what was shown is shown again.
 fn record_shown(shown: session::Shown) {
     match shown.record() {
-        Ok(Some(finding)) => eprintln!("polisd: {finding}"),
+        Ok(Some(finding)) => tell!("polisd: {finding}"),
         Ok(None) => {}
         Err(e) => tell!("polisd hook: {e} (the notices shown will be shown again)"),
     }

@@ -399,27 +399,84 @@ fn a_hook_command_this_polisd_cannot_parse_still_exits_0_and_reads_its_payload()
 }
 
 /// Runs a hook whose reader is already gone (the CLI closed the pipe, or killed the hook at its
-/// timeout): whatever the hook does, nothing reaches the session.
+/// timeout): whatever the hook does, nothing reaches the session, and it still exits 0.
 fn hook_unheard(p: &TestPolis, cli: &str, kind: &str, payload: &Value) {
+    hook_unheard_with(
+        p,
+        &["hook", cli, kind, "--as", ME, "--interval", "0"],
+        payload,
+    );
+}
+
+/// [`hook_unheard`] with any arguments: stdout and stderr both lead to pipes nobody reads.
+fn hook_unheard_with(p: &TestPolis, args: &[&str], payload: &Value) {
     let (reader, writer) = std::io::pipe().unwrap();
-    drop(reader);
-    let mut child = Command::new(BIN)
-        .args(["hook", cli, kind, "--as", ME, "--interval", "0"])
-        .env("POLISD_STATE_DIR", &p.state_dir)
-        .env_remove("POLIS_CITIZEN")
-        .current_dir(project(p))
-        .stdin(Stdio::piped())
-        .stdout(writer)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (err_reader, err_writer) = std::io::pipe().unwrap();
+    drop((reader, err_reader));
+    let mut hook = harness::Killed::new(
+        Command::new(BIN)
+            .args(args)
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .env_remove("POLIS_CITIZEN")
+            .current_dir(project(p))
+            .stdin(Stdio::piped())
+            .stdout(writer)
+            .stderr(err_writer)
+            .spawn()
+            .unwrap(),
+    );
     // The hook may be gone before it reads all of it.
-    let _ = child
+    let _ = hook
+        .child()
         .stdin
         .take()
         .unwrap()
         .write_all(payload.to_string().as_bytes());
-    child.wait().unwrap();
+    let status = hook.child().wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{args:?}: a hook always exits 0, whoever stopped reading: {status:?}"
+    );
+}
+
+/// A CLI gone before the hook answers (stdout and stderr closed): whichever way the hook ends
+/// (notices shown, a session primed, an unknown citizen, CLI or flag), it exits 0 rather than
+/// dying of SIGPIPE or panicking on a log line.
+#[test]
+fn a_hook_whose_cli_is_gone_still_exits_0() {
+    let p = polis();
+    message(&p, ME, "2026-03-02 11:15", OTHER, "Unheard.");
+    let start = json!({"cwd": project(&p), "hook_event_name": "SessionStart"});
+    let after_tool = json!({"cwd": project(&p), "hook_event_name": "PostToolUse",
+        "tool_name": "Bash", "tool_input": {}, "tool_response": {}});
+    let cases: [(&[&str], &Value); 5] = [
+        (
+            &["hook", "claude", "notices", "--as", ME, "--interval", "0"],
+            &after_tool,
+        ),
+        (&["hook", "codex", "prime", "--as", ME], &start),
+        (
+            &[
+                "hook",
+                "claude",
+                "notices",
+                "--as",
+                "nobody-at-all",
+                "--interval",
+                "0",
+            ],
+            &after_tool,
+        ),
+        (&["hook", "nope", "notices"], &after_tool),
+        (
+            &["hook", "claude", "notices", "--no-such-flag"],
+            &after_tool,
+        ),
+    ];
+    for (args, payload) in cases {
+        hook_unheard_with(&p, args, payload);
+    }
 }
 
 /// A notice counts as read once the session has it, not once the hook has worked it out: a
