@@ -887,6 +887,64 @@ fn a_citizen_who_left_holds_nothing() {
     assert!(err.contains(CHARLIE), "{err}");
 }
 
+/// A citizen who left is no member to reserve for, and what it held before leaving overlaps
+/// nobody's work: without a daemon `check` counts no P012 for it, and `reserve` refuses it with
+/// the way back, writing nothing. Back again (`joined polis`), it reserves as before.
+#[test]
+fn a_citizen_who_left_neither_reserves_nor_overlaps() {
+    let p = polis();
+    p.save(
+        FILE,
+        &format!(
+            "reservations:\n- citizen: {ALPHA}\n  paths: ['src/*.rs']\n  reserved_at: '{}'\n  expires_at: null\n\
+             - citizen: {BRAVO}\n  paths: [src/lib.rs]\n  reserved_at: '{}'\n  expires_at: null\n",
+            stamp(-10),
+            stamp(-5)
+        ),
+    );
+    let overlaps = |p: &TestPolis| {
+        let v = json(&run(p, &["check", "--json"]));
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["code"] == "P012")
+            .count()
+    };
+    assert_eq!(overlaps(&p), 1, "two members overlap");
+    let membership = |who: &str, verb: &str| {
+        p.append(
+            "chronicle.md",
+            &harness::chronicle_line(who, verb, &format!("[[citizens/{who}]]"), "-"),
+        );
+    };
+    membership(ALPHA, "left polis");
+    assert_eq!(
+        overlaps(&p),
+        0,
+        "the entry of a citizen who left overlaps nobody's work"
+    );
+
+    let before = p.read(FILE);
+    let out = run(&p, &["reserve", "docs/guide.md", "--as", ALPHA]);
+    let err = refused(&out);
+    assert!(
+        err.contains("left the polis") && err.contains("joined polis"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(p.read(FILE), before, "a refused reserve writes nothing");
+    let out = run(&p, &["reserve", "docs/guide.md", "--as", ALPHA, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(json(&out)["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("left the polis")));
+
+    membership(ALPHA, "joined polis");
+    ok(&run(&p, &["reserve", "docs/guide.md", "--as", ALPHA]));
+    assert!(p.read(FILE).contains("docs/guide.md"));
+}
+
 /// Entries written by hand that guard nothing, or that nobody can release, are each named by
 /// `check` (P029) on their line with their fix, and by the listing; a well-formed one draws
 /// nothing.
@@ -1056,9 +1114,11 @@ fn a_name_is_held_whatever_the_case_of_each_of_its_letters() {
 }
 
 /// A `left polis` line releases what its citizen held then, not what it reserved after: a
-/// second machine whose chronicle has not yet received the citizen's `joined polis` line (or
-/// a citizen that acts again without it) must not lose the new reservation. Reserved within
-/// the minute of the line, an entry counts as held then (the line's stamp has no seconds).
+/// second machine whose chronicle has not yet received the citizen's `joined polis` line must
+/// not lose the reservation the citizen made on coming back (it arrives by the sync, as
+/// written here; `reserve` itself refuses a citizen whose chronicle says it left). Reserved
+/// within the minute of the line, an entry counts as held then (the line's stamp has no
+/// seconds).
 #[test]
 fn a_reservation_made_after_its_citizen_left_outlives_that_leave() {
     let p = polis();
@@ -1069,7 +1129,13 @@ fn a_reservation_made_after_its_citizen_left_outlives_that_leave() {
         "chronicle.md",
         &format!("- {ten_minutes_ago} | {ALPHA} | left polis | [[citizens/{ALPHA}]] | moving on\n"),
     );
-    ok(&run(&p, &["reserve", "src/parser.rs", "--as", ALPHA]));
+    p.save(
+        FILE,
+        &format!(
+            "reservations:\n- citizen: {ALPHA}\n  paths: [src/parser.rs]\n  reserved_at: '{}'\n  expires_at: null\n",
+            stamp(0)
+        ),
+    );
     // Without a daemon: the entry is newer than the leave, so it holds.
     let err = refused(&run(&p, &["reserve", "src/parser.rs", "--as", BRAVO]));
     assert!(err.contains(ALPHA), "{err}");

@@ -28,6 +28,8 @@ pub enum ReservationError {
     BadId(String),
     #[error("`{0}` is not a registered citizen (no citizens/{0}/capability_card.yml); register first, or pass your own id with --as")]
     NotRegistered(String),
+    #[error("`{0}` left the polis (its latest membership line is `left polis`), so it has no work to reserve for; nothing was written: a citizen who returns logs `joined polis` first")]
+    Left(String),
     #[error("name at least one path to reserve")]
     NoPaths,
     #[error("the note is {0} characters; keep it under {MAX_NOTE_CHARS} (say where the work is, not the work itself)")]
@@ -220,6 +222,11 @@ pub fn reserve(
     if request.paths.is_empty() {
         return Err(ReservationError::NoPaths);
     }
+    // Made after its `left polis` line, the entry would hold paths for work nobody does, and
+    // no daemon would release it (only what a citizen held when it left goes).
+    if super::chronicle::has_left(root, &request.citizen) {
+        return Err(ReservationError::Left(request.citizen.clone()));
+    }
     // Every reservation command reads the whole file: notes without a bound would let one
     // citizen's notes push it past what polisd reads, and lock everyone out of reserving.
     if let Some(n) = request.note.as_deref().map(|n| n.chars().count()) {
@@ -372,9 +379,28 @@ fn read_file(root: &Path) -> Result<Option<Vec<u8>>, ReservationError> {
 }
 
 /// The overlaps between different citizens' active entries (for the daemon's notices).
+/// What a citizen held when it left overlaps nobody's work (the daemon releases it; without
+/// one it is set aside here). The chronicle is read only when something overlaps.
 pub fn overlaps_now(root: &Path, now: &PolisTime) -> Result<Vec<Overlap>, ReservationError> {
     let bytes = read_file(root)?;
-    Ok(rules::overlapping(&entries_of(bytes.as_deref(), now)?, now))
+    let entries = entries_of(bytes.as_deref(), now)?;
+    let overlaps = rules::overlapping(&entries, now);
+    if overlaps.is_empty() {
+        return Ok(overlaps);
+    }
+    let holders: std::collections::BTreeSet<&str> = overlaps
+        .iter()
+        .flat_map(|o| [o.first.as_str(), o.second.as_str()])
+        .collect();
+    let left = super::chronicle::departures(root, &holders);
+    if left.is_empty() {
+        return Ok(overlaps);
+    }
+    let live: Vec<Entry> = entries
+        .into_iter()
+        .filter(|e| !rules::left_behind(e, &left, now.zone))
+        .collect();
+    Ok(rules::overlapping(&live, now))
 }
 
 /// What the daemon's clean-up dropped.
