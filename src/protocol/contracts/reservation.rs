@@ -189,11 +189,11 @@ impl Pattern {
         let bounded = within_bounds(raw)
             && expand_braces(raw)
                 .is_some_and(|alts| alts.iter().map(String::len).sum::<usize>() <= MAX_PATH_BYTES);
-        let text = fold(raw);
-        let text = text.as_str();
-        let alternatives = bounded.then(|| expand_braces(text)).flatten();
+        // Parsed as written and folded token by token (`parse_component`): folding the text
+        // first would fold a class's range ends and so change the range.
+        let alternatives = bounded.then(|| expand_braces(raw)).flatten();
         Pattern {
-            text: text.to_string(),
+            text: fold(raw),
             alternatives: alternatives.map(|alts| alts.iter().map(|p| parse_pattern(p)).collect()),
         }
     }
@@ -292,6 +292,42 @@ impl CharSet {
         self.0.is_empty()
     }
 
+    fn contains(&self, u: u32) -> bool {
+        self.0
+            .binary_search_by(|&(lo, hi)| {
+                if hi < u {
+                    std::cmp::Ordering::Less
+                } else if lo > u {
+                    std::cmp::Ordering::Greater
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+            .is_ok()
+    }
+
+    /// The set with every character's [`fold`] added: the folded names a class may match on a
+    /// file system that folds them (a name folded to more than one character, `ß` to `ss`,
+    /// cannot stand in one place and is left out).
+    fn folded(self) -> CharSet {
+        let size: u64 = self.0.iter().map(|&(lo, hi)| u64::from(hi - lo) + 1).sum();
+        let mut ranges = self.0.clone();
+        if size <= SMALL_CLASS {
+            for u in self.0.iter().flat_map(|&(lo, hi)| lo..=hi) {
+                if let Some(x) = char::from_u32(u).and_then(fold_char) {
+                    ranges.push((x as u32, x as u32));
+                }
+            }
+        } else {
+            for &(from, to) in folded_chars() {
+                if self.contains(from) {
+                    ranges.push((to, to));
+                }
+            }
+        }
+        CharSet::from_ranges(ranges)
+    }
+
     fn meets(&self, other: &CharSet) -> bool {
         let (mut i, mut j) = (0, 0);
         while i < self.0.len() && j < other.0.len() {
@@ -306,6 +342,45 @@ impl CharSet {
         }
         false
     }
+}
+
+/// A class up to this many code points is folded one character at a time; a larger one (a
+/// negated class, a wide range) through [`folded_chars`].
+const SMALL_CLASS: u64 = 4096;
+
+/// The fold of one character when it is another single character.
+fn fold_char(c: char) -> Option<char> {
+    let folded = fold(c.encode_utf8(&mut [0u8; 4]));
+    let mut chars = folded.chars();
+    match (chars.next(), chars.next()) {
+        (Some(x), None) if x != c => Some(x),
+        _ => None,
+    }
+}
+
+/// Every character whose fold is another single character, with that fold (about 2,500),
+/// worked out once, on the first large class: a character that case mapping and canonical
+/// decomposition both leave alone is its own fold.
+fn folded_chars() -> &'static [(u32, u32)] {
+    static TABLE: std::sync::OnceLock<Vec<(u32, u32)>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let alone = |c: char| {
+            let mut parts = 0;
+            let mut same = true;
+            unicode_normalization::char::decompose_canonical(c, |d| {
+                parts += 1;
+                same &= d == c;
+            });
+            let one =
+                |it: &mut dyn Iterator<Item = char>| it.next() == Some(c) && it.next().is_none();
+            parts == 1 && same && one(&mut c.to_uppercase()) && one(&mut c.to_lowercase())
+        };
+        (0..=MAX_CHAR)
+            .filter_map(char::from_u32)
+            .filter(|&c| !alone(c))
+            .filter_map(|c| Some((c as u32, fold_char(c)? as u32)))
+            .collect()
+    })
 }
 
 /// Expands `{a,b}` groups (nested too) into the patterns they stand for; `None` past
@@ -386,39 +461,50 @@ fn parse_pattern(pattern: &str) -> Vec<Comp> {
 fn parse_component(text: &str) -> Vec<Tok> {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
+    // Literal characters wait here to be folded together, as a name is (`e` and a combining
+    // accent fold to `é`).
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut Vec<Tok>| {
+        out.extend(fold(run).chars().map(|c| Tok::One(CharSet::literal(c))));
+        run.clear();
+    };
     let mut i = 0;
     while i < chars.len() {
         match chars[i] {
             '*' => {
+                flush(&mut run, &mut out);
                 if out.last() != Some(&Tok::Star) {
                     out.push(Tok::Star);
                 }
                 i += 1;
             }
             '?' => {
+                flush(&mut run, &mut out);
                 out.push(Tok::One(CharSet::any()));
                 i += 1;
             }
             '\\' if i + 1 < chars.len() => {
-                out.push(Tok::One(CharSet::literal(chars[i + 1])));
+                run.push(chars[i + 1]);
                 i += 2;
             }
             '[' => match parse_class(&chars, i) {
                 Some((set, next)) => {
+                    flush(&mut run, &mut out);
                     out.push(Tok::One(set));
                     i = next;
                 }
                 None => {
-                    out.push(Tok::One(CharSet::literal('[')));
+                    run.push('[');
                     i += 1;
                 }
             },
             c => {
-                out.push(Tok::One(CharSet::literal(c)));
+                run.push(c);
                 i += 1;
             }
         }
     }
+    flush(&mut run, &mut out);
     out
 }
 
@@ -452,7 +538,8 @@ fn parse_class(chars: &[char], start: usize) -> Option<(CharSet, usize)> {
             i += 1;
         }
     }
-    let set = CharSet::from_ranges(ranges);
+    // Matched as a name is, folded: `[!b]` leaves out `B` too, as a case-folding glob does.
+    let set = CharSet::from_ranges(ranges).folded();
     Some((if negated { set.complement() } else { set }, i + 1))
 }
 
@@ -1195,6 +1282,30 @@ mod tests {
             "docs/\u{3bf}\u{3b4}\u{3bf}\u{3c3}.md",
             "docs/\u{3bf}\u{3b4}\u{3bf}.md"
         ));
+    }
+
+    /// A class matches a name as a case-folding glob does: a letter in either case, `[!b]`
+    /// neither `b` nor `B`. Its ranges keep the code points they were written with: folding a
+    /// range's ends would turn `[Z-a]` (which holds `_`) into the empty `[z-a]`, and `[A-z]`
+    /// into `[a-z]`, which drops `_`. A class wider than [`SMALL_CLASS`] is folded through the table.
+    #[test]
+    fn a_class_holds_its_letters_in_either_case_and_keeps_its_ranges() {
+        assert!(overlaps("src/[Z-a]x.rs", "src/_x.rs"));
+        assert!(overlaps("src/[Z-a]x.rs", "src/Ax.rs"));
+        assert!(overlaps("src/[Z-a]x.rs", "src/zx.rs"));
+        assert!(!overlaps("src/[Z-a]x.rs", "src/bx.rs"));
+        assert!(overlaps("src/[A-z].rs", "src/_.rs"));
+        assert!(overlaps("src/[a-c].rs", "src/B.rs"));
+        assert!(overlaps("src/[A-C].rs", "src/b.rs"));
+        assert!(!overlaps("src/[!a].rs", "src/A.rs"));
+        assert!(!overlaps("src/[!A-Z].rs", "src/q.rs"));
+        assert!(overlaps("src/[!a].rs", "src/B.rs"));
+        assert!(overlaps("src/[ -~]x", "src/Qx"));
+        // Wide enough to be folded through the table: it holds the Kelvin sign, so `k`.
+        assert!(overlaps("src/[\u{100}-\u{2fff}]x", "src/kx"));
+        assert!(!overlaps("src/[\u{100}-\u{2fff}]x", "src/jx"));
+        assert!(overlaps("docs/[\u{3a3}].md", "docs/\u{3c2}.md"));
+        assert!(overlaps("src/[^k]*", "src/\u{212a}x") == overlaps("src/[^k]*", "src/kx"));
     }
 
     /// A leave releases what was reserved up to its minute (stamps read in the polis's zone),
