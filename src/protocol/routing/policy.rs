@@ -542,17 +542,22 @@ fn deciding_terms(beliefs: &[Belief], winner: usize, qw: f64, optimism: f64) -> 
         ),
         ("cost/availability/lessons", a.rest - b.rest),
     ];
+    if terms.iter().all(|(_, d)| *d <= 0.0) {
+        return "a tie broken by citizen id".to_string();
+    }
+    // A difference that shows as 0.000 is not named: it decided nothing a reader can see.
+    let shown = |d: f64| (d * 1000.0).round() != 0.0;
     let ahead: Vec<String> = terms
         .iter()
-        .filter(|(_, d)| *d > 0.0)
+        .filter(|(_, d)| *d > 0.0 && shown(*d))
         .map(|(name, d)| format!("{name} (+{d:.3})"))
         .collect();
     if ahead.is_empty() {
-        return "a tie broken by citizen id".to_string();
+        return "a margin under 0.001".to_string();
     }
     let behind: Vec<String> = terms
         .iter()
-        .filter(|(_, d)| *d < 0.0)
+        .filter(|(_, d)| *d < 0.0 && shown(*d))
         .map(|(name, d)| format!("{name} {d:+.3}"))
         .collect();
     if behind.is_empty() {
@@ -565,6 +570,38 @@ fn deciding_terms(beliefs: &[Belief], winner: usize, qw: f64, optimism: f64) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_term_that_rounds_to_nothing_is_not_named() {
+        let belief = |mean: f64, spread: f64| Belief {
+            estimate: Estimate {
+                mean,
+                spread,
+                evidence: 0.0,
+                changed: 0.0,
+                unseen: 0.0,
+                idle: None,
+            },
+            rest: 0.25,
+        };
+        // Two cards held equally loosely, the spreads a rounding error apart.
+        let beliefs = [belief(4.0, 0.7), belief(0.0, 0.7 + 1e-15)];
+        assert_eq!(
+            deciding_terms(&beliefs, 0, 0.75, 0.5),
+            "quality (+0.600)",
+            "nothing it is behind on"
+        );
+        let beliefs = [belief(4.0, 0.7), belief(4.0 - 1e-9, 0.7)];
+        assert_eq!(
+            deciding_terms(&beliefs, 0, 0.75, 0.5),
+            "a margin under 0.001"
+        );
+        let beliefs = [belief(4.0, 0.7), belief(4.0, 0.7)];
+        assert_eq!(
+            deciding_terms(&beliefs, 0, 0.75, 0.5),
+            "a tie broken by citizen id"
+        );
+    }
 
     #[test]
     fn explain_prints_counts_as_integers() {
