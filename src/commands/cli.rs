@@ -945,7 +945,7 @@ pub struct ContractOpenArgs {
     #[arg(long)]
     pub title: String,
     /// The opening citizen's id.
-    #[arg(long, value_parser = acting_id)]
+    #[arg(long, visible_alias = "as", value_parser = acting_id)]
     pub by: String,
     /// Comma-separated required capability tags.
     #[arg(long, default_value = "")]
@@ -998,7 +998,7 @@ pub struct ContractSettleArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub minutes: Option<u32>,
     /// The settling owner (default: the contract's owner).
-    #[arg(long, value_parser = acting_id)]
+    #[arg(long, visible_alias = "as", value_parser = acting_id)]
     pub by: Option<String>,
     /// What came out of it, for the Settlement section.
     #[arg(long)]
@@ -1148,7 +1148,7 @@ pub struct AmendmentProposeArgs {
     #[arg(long)]
     pub title: String,
     /// The proposing citizen's id.
-    #[arg(long, value_parser = acting_id)]
+    #[arg(long, visible_alias = "as", value_parser = acting_id)]
     pub by: String,
     /// A markdown file with the problem, the change and the rationale.
     #[arg(long)]

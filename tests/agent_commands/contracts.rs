@@ -620,3 +620,43 @@ fn a_self_rating_above_the_scale_counts_as_its_top() {
         "{c}"
     );
 }
+
+/// Every command that acts for a citizen takes `--as ID`, the spelling `claim`, `abandon`,
+/// `reserve` and `review` use; the three that name it `--by` (as the reference does) take both.
+#[test]
+fn every_command_that_acts_for_a_citizen_takes_as() {
+    let p = polis_with_contract();
+    ok(p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Write the docs",
+        "--as",
+        FOUNDER,
+        "--tags",
+        "python",
+    ]));
+    assert!(p.exists("contracts/open/write-the-docs.md"));
+    ok(p.polisd(&["contract", "claim", "write-the-docs", "--as", FOUNDER]));
+    ok(p.polisd(&[
+        "contract",
+        "settle",
+        "write-the-docs",
+        "--as",
+        FOUNDER,
+        "--quality",
+        "4",
+        "--no-lesson",
+        "a test of the spelling",
+    ]));
+    assert!(p.exists("contracts/settled/write-the-docs.md"));
+    ok(p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "Shorter lines",
+        "--as",
+        FOUNDER,
+    ]));
+    assert_eq!(lines_with(&p, "proposed amendment"), 1);
+}
