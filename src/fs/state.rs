@@ -164,6 +164,12 @@ pub struct PolisState {
     /// Notifications decided but not yet delivered. They are saved before delivery, so a crash
     /// between the two loses none; delivery is idempotent, so a replay doubles none.
     pub outbox: Vec<OutboxEntry>,
+    /// Settled files first counted while a git operation was stopped halfway, with what their
+    /// notices name: their handoffs, post-it nudges and reflection wait for the pass after the
+    /// operation ends. Kept here because the ledger already counts them, so after a restart no
+    /// pass would see them as new.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held_settled: Vec<(String, crate::protocol::contracts::contract::Heading)>,
     pub counters: Counters,
     /// Newest last, at most [`MAX_FINDINGS`].
     pub latest_findings: Vec<StoredFinding>,
@@ -1804,6 +1810,30 @@ mod tests {
             fs::read_to_string(again.dir().join(PATH_FILE)).unwrap(),
             format!("{}\n", fs::canonicalize(polis.path()).unwrap().display())
         );
+    }
+
+    /// The settlements a stopped git operation holds come back with the state; with none held,
+    /// `state.json` does not name them (its bytes stay those of earlier versions).
+    #[test]
+    fn held_settlements_survive_a_reload_and_leave_no_trace_when_none() {
+        let base = tempfile::tempdir().unwrap();
+        let polis = tempfile::tempdir().unwrap();
+        let mut s = State::load_in(base.path(), polis.path()).unwrap();
+        s.save().unwrap();
+        let json = fs::read_to_string(s.dir().join(STATE_FILE)).unwrap();
+        assert!(!json.contains("held_settled"), "{json}");
+        let heading = crate::protocol::contracts::contract::Heading {
+            opened_by: Some("alice-dev".into()),
+            owner: Some("bob-dev".into()),
+            title: Some("Fix login".into()),
+            quality: Some(4),
+            suggests: true,
+        };
+        let held = vec![("contracts/settled/fix-login.md".to_string(), heading)];
+        s.held_settled = held.clone();
+        s.save().unwrap();
+        let again = State::load_in(base.path(), polis.path()).unwrap();
+        assert_eq!(again.held_settled, held);
     }
 
     /// `state.json` is written as it always was (pretty JSON and a newline) though never held

@@ -389,23 +389,6 @@ fn activity_shows_each_write_with_its_cause_and_follows() {
     });
 }
 
-/// Waits until the durable ledger in the state folder (`settled.ledger`) records `needle`: the
-/// pass that recorded it has ended, so a kill now loses nothing of it.
-#[track_caller]
-fn wait_for_ledger(p: &TestPolis, needle: &str) {
-    let dir = p.polis_state_dir();
-    wait_for(
-        p,
-        &format!("{needle} in settled.ledger"),
-        || match polisd::fs::state::read_ledger_in(&dir).0 {
-            polisd::fs::state::Restored::Records { records, .. } => {
-                records.iter().any(|r| r.path == needle)
-            }
-            _ => false,
-        },
-    );
-}
-
 #[test]
 fn daemon_restart_restores_the_ledger_checking_fingerprints_and_distrusting_damage() {
     let p = four_citizens();
@@ -424,7 +407,7 @@ fn daemon_restart_restores_the_ledger_checking_fingerprints_and_distrusting_dama
     settled("r2-restart", BRAVO, 2).settle_by_save(&p);
     let daemon = p.start_daemon();
     wait_for_stats(&p, "stats of the first run");
-    wait_for_ledger(&p, "contracts/settled/r2-restart.md");
+    p.wait_for_ledger("contracts/settled/r2-restart.md");
     daemon.kill9();
 
     // While no daemon runs: an edit of the same size (only the fingerprint's mtime tells), a
@@ -443,7 +426,7 @@ fn daemon_restart_restores_the_ledger_checking_fingerprints_and_distrusting_dama
         "{log}"
     );
     assert_eq!(count_lines_containing(&log, "is not used"), 0, "{log}");
-    wait_for_ledger(&p, "contracts/settled/r3-restart.md");
+    p.wait_for_ledger("contracts/settled/r3-restart.md");
     // r1 and r2 were there when polisd first met the polis: only r3 is news.
     wait_for(&p, "the opener told of r3", || {
         p.count(FOUNDER, "contract-settled") == 1

@@ -396,6 +396,21 @@ impl TestPolis {
         polisd::fs::state::polis_state_dir(&self.state_dir, &self.canonical_root())
     }
 
+    /// Waits until the durable ledger in the state folder (`settled.ledger`) records `rel`: the
+    /// pass that recorded it has ended, so a kill now loses nothing of it.
+    #[track_caller]
+    pub fn wait_for_ledger(&self, rel: &str) {
+        let dir = self.polis_state_dir();
+        wait_for(self, &format!("{rel} in settled.ledger"), || {
+            match polisd::fs::state::read_ledger_in(&dir).0 {
+                polisd::fs::state::Restored::Records { records, .. } => {
+                    records.iter().any(|r| r.path == rel)
+                }
+                _ => false,
+            }
+        });
+    }
+
     /// The daemon's status file (`daemon.json`), when it has written one.
     pub fn daemon_status(&self) -> Option<polisd::fs::state::DaemonStatus> {
         let bytes = fs::read(self.polis_state_dir().join("daemon.json")).ok()?;

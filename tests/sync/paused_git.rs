@@ -178,3 +178,82 @@ fn derived_writes_wait_for_a_stopped_rebase_then_follow_its_continue() {
 fn derived_writes_wait_for_a_stopped_rebase_then_follow_its_abort() {
     derived_writes_wait_for_a_stopped_rebase("--abort");
 }
+
+/// The daemon crashes while a rebase waits for a person, after it counted a settlement that
+/// suggests a next citizen but before it could write the handoff (held for the rebase). The
+/// daemon started again must not take the counted settlement for an old one: once the rebase
+/// ends (`end`), the follow-up, its notice and the owner's post-it nudge are written, once
+/// each, as they would have been without the crash. It is started again while the rebase still
+/// waits, or (`back_after_the_end`) only once it ended.
+fn a_crash_during_a_stopped_rebase_keeps_the_handoffs_held_for_it(
+    end: &str,
+    back_after_the_end: bool,
+) {
+    let (_origin, _a, b) = conflicting_clones(|_| {});
+    let daemon = b.start_daemon();
+
+    assert!(!git_may_fail(
+        &project(&b),
+        &["pull", "-q", "--rebase", "origin", "main"]
+    ));
+    let lexer = super::settled("lexer", super::BETA, ALPHA, 5, "2026-03-02 10:00:00").replace(
+        "Done.\n",
+        &format!(
+            "Done.\n\n### Suggested next citizen\n- **Citizen**: {}\n- **Reason**: Fuzz the lexer.\n",
+            super::BETA
+        ),
+    );
+    // Untracked, so an abort leaves it where it is, as it leaves an agent's work.
+    b.save("contracts/settled/lexer.md", &lexer);
+    b.wait_for_ledger("contracts/settled/lexer.md");
+    let follow_up = "contracts/open/lexer-next-1.md";
+    assert!(!b.exists(follow_up), "a handoff written mid-rebase");
+    daemon.kill9();
+
+    let end_rebase = || {
+        if end == "--continue" {
+            std::fs::write(notes(&b), "from both\n").unwrap();
+            git(&project(&b), &["add", "notes.txt"]);
+        }
+        let status = git(&project(&b), &["status", "--porcelain"]);
+        assert!(git_may_fail(&project(&b), &["rebase", end]), "{status}");
+    };
+    let daemon = if back_after_the_end {
+        end_rebase();
+        b.start_daemon()
+    } else {
+        let daemon = b.start_daemon();
+        assert!(!b.exists(follow_up), "a handoff written mid-rebase");
+        assert_eq!(b.count(super::BETA, "handoff-opened"), 0);
+        end_rebase();
+        daemon
+    };
+    wait_for(&b, "the held handoff after the rebase", || {
+        b.exists(follow_up) && b.count(super::BETA, "handoff-opened") == 1
+    });
+    quiet(&b);
+    drop(daemon);
+    assert_eq!(b.count(super::BETA, "handoff-opened"), 1, "told twice");
+    assert_eq!(b.count(super::BETA, "contract-settled"), 1);
+    assert_eq!(b.count(ALPHA, "postit-missing"), 1);
+    let opened = b
+        .read("chronicle.md")
+        .matches("| opened contract | [[contracts/open/lexer-next-1]]")
+        .count();
+    assert_eq!(opened, 1, "the follow-up's line once");
+}
+
+#[test]
+fn a_crash_during_a_stopped_rebase_keeps_the_handoffs_held_for_it_then_follows_its_continue() {
+    a_crash_during_a_stopped_rebase_keeps_the_handoffs_held_for_it("--continue", false);
+}
+
+#[test]
+fn a_crash_during_a_stopped_rebase_keeps_the_handoffs_held_for_it_then_follows_its_abort() {
+    a_crash_during_a_stopped_rebase_keeps_the_handoffs_held_for_it("--abort", false);
+}
+
+#[test]
+fn a_crash_during_a_stopped_rebase_keeps_the_handoffs_held_for_it_past_its_end_while_down() {
+    a_crash_during_a_stopped_rebase_keeps_the_handoffs_held_for_it("--continue", true);
+}

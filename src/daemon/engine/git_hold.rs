@@ -2,7 +2,8 @@
 //! merge, a cherry-pick or a revert waiting for a person to resolve a conflict. Anything polisd
 //! writes to a tracked file then is a change the person did not make: `git rebase --continue`
 //! refuses it, or replays the next commit onto it and conflicts. The passes still read, and
-//! hold their findings and notices (`settling.rs`, `delivery.rs`); once the operation ends,
+//! hold their findings, notices and new settlements (`settling.rs`, `delivery.rs`, the state
+//! folder, so that a restart meanwhile loses none of them); once the operation ends,
 //! continued or aborted, one full pass catches up, writing, as every pass does, only what the
 //! folder then calls for.
 //!
@@ -10,7 +11,6 @@
 //! (`fs::git::operation_in_progress`); never writes.
 
 use super::{Engine, Pass};
-use crate::protocol::contracts::contract::Heading;
 use std::time::{Duration, Instant};
 
 /// How often a held engine looks whether the operation ended: git's own state is outside
@@ -25,9 +25,6 @@ pub(super) struct GitHold {
     /// When to look again whether it ended: set by a pass that held writes back, cleared by the
     /// catch-up.
     look_at: Option<Instant>,
-    /// Settled files first seen by a held pass: their handoffs, post-it nudges and reflection
-    /// wait for the catch-up (the ledger has counted them, so no later pass sees them as new).
-    settled: Vec<(String, Heading)>,
 }
 
 impl Engine {
@@ -88,16 +85,21 @@ impl Engine {
     }
 
     /// A held pass keeps its new settlements for the catch-up; the first pass that may write
-    /// again takes them back into its own.
+    /// again takes them back into its own. They are kept in the state folder, saved with the
+    /// ledger that counted them: a daemon started again while the operation is stopped (or
+    /// after it ended) still has them to act on, and one pass takes them.
     pub(super) fn carry_held_settlements(&mut self, pass: &mut Pass) {
-        if self.held_by_git() {
+        let held = &mut self.state.held_settled;
+        if self.git_hold.op.is_some() {
             if !pass.first_meeting {
-                self.git_hold
-                    .settled
-                    .extend(pass.new_settled.iter().cloned());
+                for new in &pass.new_settled {
+                    if !held.iter().any(|(rel, _)| *rel == new.0) {
+                        held.push(new.clone());
+                    }
+                }
             }
-        } else if !self.git_hold.settled.is_empty() {
-            let mut held = std::mem::take(&mut self.git_hold.settled);
+        } else if !held.is_empty() {
+            let mut held = std::mem::take(held);
             held.retain(|(rel, _)| !pass.new_settled.iter().any(|(r, _)| r == rel));
             pass.new_settled.splice(0..0, held);
         }

@@ -76,7 +76,8 @@ fn string(v: &Value) -> Option<String> {
 
 /// What the notices about a settled contract name besides its settlement: who opened it, its
 /// title and its quality score (SPEC §9), read without building the whole [`Contract`].
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Heading {
     pub opened_by: Option<String>,
     /// Who settled it: the first to be told of a finding in the file.
