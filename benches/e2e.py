@@ -7,7 +7,7 @@ same machine only.
     benches/e2e.py all [--quick]                     # every target in one table
     benches/e2e.py reconcile --contracts 10000      # polisd reconcile vs reference reconcile
     benches/e2e.py settle-latency --contracts 10000 --settlements 200 --debounce 50ms
-    benches/e2e.py chronicle-latency --lines 1000000 --appends 100 --debounce 50ms
+    benches/e2e.py chronicle-latency --lines 1000000 --appends 100 --debounce 50ms --reservations 300
     benches/e2e.py reaction-under-load --writers 8 --probes 200 --debounce 200ms
     benches/e2e.py startup --contracts 100000 --meetings 3 --restarts 3 --baseline OLD
     benches/e2e.py idle-cpu --seconds 60
@@ -341,9 +341,13 @@ def cmd_chronicle_latency(args):
     with workdir() as tmp:
         tmp = Path(tmp)
         root = make_polis(tmp, 0, chronicle_lines=args.lines)
+        if args.reservations:
+            # Every chronicle change also runs the reservations step (a `left polis` line
+            # releases what its citizen held): its cost with a full file.
+            write_reservations(root.parent, args.reservations)
         p = percentiles(chronicle_samples(root, tmp, args.appends, args.debounce))
         print(f"line appended -> validated and its finding in the inbox, {args.appends} appends to a "
-              f"{args.lines}-line chronicle, debounce {args.debounce}:")
+              f"{args.lines}-line chronicle, {args.reservations} reservations, debounce {args.debounce}:")
         print(f"  p50 {p['p50']:.1f} ms   p90 {p['p90']:.1f} ms   p99 {p['p99']:.1f} ms   max {p['max']:.1f} ms")
 
 
@@ -1728,6 +1732,7 @@ def main():
     c.add_argument("--lines", type=int, default=1000000)
     c.add_argument("--appends", type=int, default=100)
     c.add_argument("--debounce", default="50ms")
+    c.add_argument("--reservations", type=int, default=0)
     w = sub.add_parser("reaction-under-load")
     w.add_argument("--writers", type=int, default=8)
     w.add_argument("--probes", type=int, default=200)

@@ -379,9 +379,18 @@ fn read_file(root: &Path) -> Result<Option<Vec<u8>>, ReservationError> {
 }
 
 /// The overlaps between different citizens' active entries (for the daemon's notices).
-/// What a citizen held when it left overlaps nobody's work (the daemon releases it; without
-/// one it is set aside here). The chronicle is read only when something overlaps.
-pub fn overlaps_now(root: &Path, now: &PolisTime) -> Result<Vec<Overlap>, ReservationError> {
+/// Every overlap between entries of different citizens now. What a citizen held when it left
+/// overlaps nobody's work (the daemon releases it; without one it is set aside here):
+/// `departures` gives, for the holders of the overlaps found, when each that left did so
+/// (`chronicle::departures` reads it from the folder). It is asked only when something
+/// overlaps.
+pub fn overlaps_now(
+    root: &Path,
+    now: &PolisTime,
+    departures: impl FnOnce(
+        &std::collections::BTreeSet<&str>,
+    ) -> std::collections::BTreeMap<String, chrono::NaiveDateTime>,
+) -> Result<Vec<Overlap>, ReservationError> {
     let bytes = read_file(root)?;
     let entries = entries_of(bytes.as_deref(), now)?;
     let overlaps = rules::overlapping(&entries, now);
@@ -392,7 +401,7 @@ pub fn overlaps_now(root: &Path, now: &PolisTime) -> Result<Vec<Overlap>, Reserv
         .iter()
         .flat_map(|o| [o.first.as_str(), o.second.as_str()])
         .collect();
-    let left = super::chronicle::departures(root, &holders);
+    let left = departures(&holders);
     if left.is_empty() {
         return Ok(overlaps);
     }

@@ -275,7 +275,7 @@ impl Engine {
         }
         unsent.sort_by(|a, b| a.0.cmp(b.0));
         out.extend(unsent.into_iter().map(|(_, n)| n));
-        out.extend(self.reservation_notices(now));
+        out.extend(self.reservation_notices(polis, now));
         if in_transit {
             // As for a contract naming a citizen: the card an entry names may be on its way.
             self.settling.wake_when_quiet();

@@ -186,11 +186,18 @@ impl Engine {
 
     /// The `reservation-conflict` notices the file calls for: for each pair of overlapping
     /// entries of different citizens, one to each.
-    pub(super) fn reservation_notices(&self, now: &PolisTime) -> Vec<Notification> {
+    pub(super) fn reservation_notices(&self, polis: &Polis, now: &PolisTime) -> Vec<Notification> {
         if !self.root.join(rules::FILE).is_file() {
             return Vec::new();
         }
-        match op::overlaps_now(&self.root, now) {
+        // From the chronicle the pass already holds, not read again.
+        let departures = |holders: &BTreeSet<&str>| {
+            crate::protocol::contracts::handoff::departures(&polis.recent_chronicle())
+                .into_iter()
+                .filter(|(c, _)| holders.contains(c.as_str()))
+                .collect()
+        };
+        match op::overlaps_now(&self.root, now, departures) {
             Ok(overlaps) => overlaps
                 .iter()
                 .flat_map(Notification::reservation_conflict)

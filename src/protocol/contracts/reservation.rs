@@ -547,8 +547,8 @@ fn parse_class(chars: &[char], start: usize) -> Option<(CharSet, usize)> {
 /// token positions: `*` may stay put while the other side consumes a character.
 fn names_meet(a: &[Tok], b: &[Tok]) -> bool {
     // Plain names (most paths): equal or not, no search.
-    if let (Some(x), Some(y)) = (literal(a), literal(b)) {
-        return !x.is_empty() && x == y;
+    if is_literal(a) && is_literal(b) {
+        return !a.is_empty() && a == b;
     }
     // State: (i, j, consumed anything yet); bounded by MAX_NAME_BYTES on both sides.
     let mut seen = vec![false; (a.len() + 1) * (b.len() + 1) * 2];
@@ -597,14 +597,10 @@ fn names_meet(a: &[Tok], b: &[Tok]) -> bool {
     false
 }
 
-/// The characters of a component without wildcards; `None` when it has one.
-fn literal(toks: &[Tok]) -> Option<Vec<u32>> {
+/// Whether a component is a plain name: every token one character, no wildcard.
+fn is_literal(toks: &[Tok]) -> bool {
     toks.iter()
-        .map(|t| match t {
-            Tok::One(CharSet(r)) if r.len() == 1 && r[0].0 == r[0].1 => Some(r[0].0),
-            _ => None,
-        })
-        .collect()
+        .all(|t| matches!(t, Tok::One(CharSet(r)) if r.len() == 1 && r[0].0 == r[0].1))
 }
 
 /// Whether a component can match any file name at all (`[]`-like sets cannot).
@@ -655,11 +651,20 @@ impl<'a> PathOverlap<'a> {
 
     fn run(&self) -> bool {
         let (a, b) = (self.a, self.b);
+        // The leading names of both sides meet pair by pair or not at all (most paths part in
+        // their first or second folder): only the rest needs the search.
+        let mut k = 0;
+        while let (Some(Comp::Name(x)), Some(Comp::Name(y))) = (a.get(k), b.get(k)) {
+            if !names_meet(x, y) {
+                return false;
+            }
+            k += 1;
+        }
         let width = b.len() + 1;
         // ok[i * width + j]: whether a[i..] and b[j..] overlap.
         let mut ok = vec![false; (a.len() + 1) * width];
-        for i in (0..=a.len()).rev() {
-            for j in (0..=b.len()).rev() {
+        for i in (k..=a.len()).rev() {
+            for j in (k..=b.len()).rev() {
                 let at = |i: usize, j: usize| ok[i * width + j];
                 let v = if i == a.len() && j == b.len() {
                     true
@@ -682,7 +687,7 @@ impl<'a> PathOverlap<'a> {
                 ok[i * width + j] = v;
             }
         }
-        ok[0]
+        ok[k * width + k]
     }
 }
 
