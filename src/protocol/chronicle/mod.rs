@@ -529,8 +529,9 @@ fn validate_line(
     text: &str,
     ctx: &ChronicleContext<'_>,
 ) -> (Vec<Finding>, Option<NaiveDateTime>) {
-    // A runaway line is quoted by its start, and so is the corrected line built from it.
-    let shown = quoted(text);
+    // A runaway line is quoted by its start, and so is the corrected line built from it;
+    // quoted only for a finding, so a valid line costs nothing more.
+    let shown = || quoted(text);
     let at = Some(number);
     let entry = match parse_entry(text) {
         Ok(e) => e,
@@ -541,7 +542,8 @@ fn validate_line(
                 ctx.path,
                 at,
                 format!(
-                    "`{shown}`: {}. A chronicle line reads `{example}`",
+                    "`{}`: {}. A chronicle line reads `{example}`",
+                    shown(),
                     e.reason
                 ),
             );
@@ -569,7 +571,8 @@ fn validate_line(
             ctx.path,
             at,
             format!(
-                "`{shown}`: the author `{}` is not a registered citizen (no `citizens/{}/capability_card.yml`) nor a system citizen ({}). Register with a capability card first, or write your own agent id: `{}`",
+                "`{}`: the author `{}` is not a registered citizen (no `citizens/{}/capability_card.yml`) nor a system citizen ({}). Register with a capability card first, or write your own agent id: `{}`",
+                shown(),
                 quoted(entry.author),
                 quoted(entry.author),
                 layout::SYSTEM_CITIZENS.join(", "),
@@ -586,7 +589,8 @@ fn validate_line(
             ctx.path,
             at,
             format!(
-                "`{shown}`: the timestamp is {ahead} in the future (now is {} in the polis timezone, UTC{}). Stamp lines with the current time in the polis timezone: `{}`",
+                "`{}`: the timestamp is {ahead} in the future (now is {} in the polis timezone, UTC{}). Stamp lines with the current time in the polis timezone: `{}`",
+                shown(),
                 ctx.now.minute_stamp(),
                 ctx.now.zone.0,
                 fixed(Some(&ctx.now.minute_stamp()), None, None, None),
@@ -601,7 +605,8 @@ fn validate_line(
                 ctx.path,
                 at,
                 format!(
-                    "`{shown}`: the timestamp is more than {BACKDATE_TOLERANCE_HOURS} hours older than the line before it ({}). Append events when they happen, stamped with the current time: `{}`",
+                    "`{}`: the timestamp is more than {BACKDATE_TOLERANCE_HOURS} hours older than the line before it ({}). Append events when they happen, stamped with the current time: `{}`",
+                    shown(),
                     newest.format(STAMP_FORMAT),
                     fixed(Some(&ctx.now.minute_stamp()), None, None, None),
                 ),
@@ -619,7 +624,8 @@ fn validate_line(
                 ctx.path,
                 at,
                 format!(
-                    "`{shown}`: the link `[[{}]]` points to nothing in `_polis/`. Links are relative to `_polis/` with `.md` optional; link a file that exists, or write `-`: `{}`",
+                    "`{}`: the link `[[{}]]` points to nothing in `_polis/`. Links are relative to `_polis/` with `.md` optional; link a file that exists, or write `-`: `{}`",
+                    shown(),
                     quoted(inner),
                     fixed(None, None, None, Some(expected_link(&entry.verb.to_lowercase()).map_or("<path-that-exists>", |(k, _)| k.example()))),
                 ),
@@ -644,7 +650,8 @@ fn validate_line(
                 ctx.path,
                 at,
                 format!(
-                    "`{shown}`: `{}` {what}, but it should link to `{}`: `{}`",
+                    "`{}`: `{}` {what}, but it should link to `{}`: `{}`",
+                    shown(),
                     quoted(entry.verb),
                     kind.example(),
                     fixed(None, None, None, Some(kind.example())),
@@ -672,7 +679,8 @@ fn validate_line(
             ctx.path,
             at,
             format!(
-                "`{shown}`: the verb phrase `{}` should be lowercase and at most {MAX_VERB_WORDS} words (past tense, e.g. `settled contract`); put details in the note: `{}`",
+                "`{}`: the verb phrase `{}` should be lowercase and at most {MAX_VERB_WORDS} words (past tense, e.g. `settled contract`); put details in the note: `{}`",
+                shown(),
                 quoted(entry.verb),
                 fixed(None, None, Some(&suggestion), None),
             ),

@@ -195,18 +195,24 @@ impl Card {
         let mut out = Vec::new();
         for (tag, claim) in &self.capability_tags {
             let written = claim.raw.get("self_rating");
-            let (tag, shown) = (quoted(tag), quoted(&written.python_str()));
+            let tag = || quoted(tag);
+            let shown = || quoted(&written.python_str());
             match claim.self_rating {
                 Some(r) if (1.0..=SELF_RATING_MAX).contains(&r) => {}
                 Some(r) => out.push(format!(
-                    "`capability_tags.{tag}.self_rating: {shown}` is outside 1–5; the router counts it as {}; write a rating from 1 to 5",
+                    "`capability_tags.{}.self_rating: {}` is outside 1–5; the router counts it as {}; write a rating from 1 to 5",
+                    tag(),
+                    shown(),
                     counted_rating(r)
                 )),
                 None if matches!(written, Value::Null) => out.push(format!(
-                    "`capability_tags.{tag}` has no `self_rating`; the router counts 0; write a rating from 1 to 5"
+                    "`capability_tags.{}` has no `self_rating`; the router counts 0; write a rating from 1 to 5",
+                    tag()
                 )),
                 None => out.push(format!(
-                    "`capability_tags.{tag}.self_rating: {shown}` is not a number; the router counts 0; write a rating from 1 to 5"
+                    "`capability_tags.{}.self_rating: {}` is not a number; the router counts 0; write a rating from 1 to 5",
+                    tag(),
+                    shown()
                 )),
             }
         }
