@@ -1258,7 +1258,9 @@ fn read_citizens(root: &Path, findings: &mut Vec<Finding>) -> Citizens {
                         None,
                         format!(
                             "`agent_id` is {:?} but the folder is `{id}`; set `agent_id: {id}`",
-                            card.agent_id.as_deref().unwrap_or("missing")
+                            crate::protocol::finding::quoted(
+                                card.agent_id.as_deref().unwrap_or("missing")
+                            )
                         ),
                     ));
                 }

@@ -6,7 +6,7 @@ use crate::protocol::chronicle::claims::ClaimConflict;
 use crate::protocol::chronicle::summary::{self, Source, Summary, Texts};
 use crate::protocol::citizens::card::VerifyState;
 use crate::protocol::clock::PolisTime;
-use crate::protocol::finding::{Code, Finding, Severity};
+use crate::protocol::finding::{quoted, Code, Finding, Severity};
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -282,7 +282,7 @@ pub fn reservation_findings(root: &std::path::Path, now: &PolisTime) -> Vec<Find
             None,
             format!(
                 "`{}` holds `{}`, which overlaps `{}` held by `{}` since {}; one of them should release it (`polisd release PATH --as ID`)",
-                o.second, o.second_path, o.first_path, o.first, if o.first_at.is_empty() { "an unknown time" } else { &o.first_at }
+                quoted(&o.second), quoted(&o.second_path), quoted(&o.first_path), quoted(&o.first), if o.first_at.is_empty() { "an unknown time".to_string() } else { quoted(&o.first_at) }
             ),
         ));
     }
@@ -324,7 +324,7 @@ fn card_findings(polis: &Polis) -> Vec<Finding> {
                 format!(
                     "the stored content_hash ({}) does not match the card's content ({}): the card \
                      was edited after it was stamped; if the edit is intended, run `polisd verify --fix`",
-                    v.stored.as_deref().unwrap_or("?"),
+                    quoted(v.stored.as_deref().unwrap_or("?")),
                     v.computed.as_deref().unwrap_or("?"),
                 ),
             ));

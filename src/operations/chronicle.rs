@@ -224,7 +224,11 @@ fn append_as(
                 crate::protocol::finding::Code::C001,
                 layout::CHRONICLE,
                 None,
-                format!("`{line}`: `|` separates the fields, so the author, verb and link may not contain it (the note may). A corrected line: `{fixed}`"),
+                format!(
+                    "`{}`: `|` separates the fields, so the author, verb and link may not contain it (the note may). A corrected line: `{}`",
+                    crate::protocol::finding::quoted(&line),
+                    crate::protocol::finding::quoted(&fixed)
+                ),
             )),
             line,
         });

@@ -8,7 +8,7 @@
 //! `migrate`) and, in `migrate`, splices its `schema_version` line.
 
 use crate::protocol::clock::PolisZone;
-use crate::protocol::finding::{Code, Finding};
+use crate::protocol::finding::{quoted, Code, Finding};
 use crate::protocol::layout::POLIS_YML;
 use crate::yaml::{self, Mapping, Value};
 
@@ -173,14 +173,15 @@ pub fn parse(text: Option<&str>) -> (Settings, Vec<Finding>) {
         Value::Str(t) => match PolisZone::parse(t) {
             Some(z) => s.timezone = z,
             None => findings.push(finding(format!(
-                "`timezone: {t}` is not UTC or a fixed offset; UTC is used. Write e.g. \
-                 `timezone: \"+02:00\"`"
+                "`timezone: {}` is not UTC or a fixed offset; UTC is used. Write e.g. \
+                 `timezone: \"+02:00\"`",
+                quoted(t)
             ))),
         },
         other => findings.push(finding(format!(
             "`timezone: {}` is not UTC or a fixed offset; UTC is used. Quote the offset, e.g. \
              `timezone: \"+02:00\"`",
-            other.python_str()
+            quoted(&other.python_str())
         ))),
     }
 
@@ -206,7 +207,7 @@ pub fn parse(text: Option<&str>) -> (Settings, Vec<Finding>) {
             other => {
                 findings.push(finding(format!(
                     "`routing.{name}: {}` is not a number; {default} is used",
-                    other.python_str()
+                    quoted(&other.python_str())
                 )));
                 default
             }
@@ -277,7 +278,7 @@ pub fn parse(text: Option<&str>) -> (Settings, Vec<Finding>) {
             other => {
                 findings.push(finding(format!(
                     "`routing.explore_rate: {}` is not a number; the rate in routing_stats.yml is used",
-                    other.python_str()
+                    quoted(&other.python_str())
                 )));
                 None
             }

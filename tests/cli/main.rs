@@ -15,6 +15,7 @@ mod docs;
 mod init;
 mod refusals;
 mod routing;
+mod runaway;
 mod status;
 mod verify;
 

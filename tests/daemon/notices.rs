@@ -262,3 +262,31 @@ fn daemon_symlinked_inbox_outside_never_written() {
     assert_eq!(fs::read(&target).unwrap(), original);
     assert_eq!(fs::read(delta_dir.join("inbox.md")).unwrap(), original);
 }
+
+/// A runaway line (100 KB appended to one line) is told to its author in a notice of a few
+/// lines: the finding quotes the line and its corrected example by their start and size.
+#[test]
+fn daemon_runaway_chronicle_line_is_told_in_a_short_notice() {
+    let p = four_citizens();
+    let inbox = format!("citizens/{ALPHA}/inbox.md");
+    let before = p.read(&inbox).len();
+    let _daemon = p.start_daemon();
+    let line = format!(
+        "-{} | {ALPHA} | worked | - | {}\n",
+        chronicle_stamp(),
+        "agent text ".repeat(9_400)
+    );
+    p.append("chronicle.md", &line);
+    wait_for(&p, "alpha's chronicle-finding notice", || {
+        p.count(ALPHA, "chronicle-finding") == 1
+    });
+    let text = p.read(&inbox);
+    let told = text.get(before..).unwrap_or(&text);
+    let start: String = told.chars().take(300).collect();
+    assert!(told.len() < 4096, "{} bytes: {start}", told.len());
+    assert!(told.contains("(C001)"), "{start}");
+    assert!(
+        told.contains(&format!("({} bytes)", line.len() - 1)),
+        "{start}"
+    );
+}

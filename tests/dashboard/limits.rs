@@ -115,3 +115,31 @@ fn connections_and_event_streams_over_their_caps_get_503() {
     assert!(refused.contains("too many open connections"), "{refused}");
     drop(held);
 }
+
+/// A runaway chronicle line (100 KB on one line) is quoted by its start and size in the
+/// overview's findings, as `polisd check` quotes it: the table stays a few lines.
+#[test]
+fn a_runaway_chronicle_line_is_quoted_short_in_the_findings() {
+    let p = TestPolis::init(FOUNDER);
+    let line = format!(
+        "-2026-03-01 10:00 | {FOUNDER} | worked | - | {}",
+        "agent text ".repeat(9_400)
+    );
+    p.append("chronicle.md", &format!("{line}\n"));
+    let s = serve(&p, "127.0.0.1:0");
+    let overview = get(&s, "/p/0/");
+    assert_eq!(overview.status, 200);
+    let b = &overview.body;
+    let start = b.find(r#"<section id="findings">"#).unwrap_or(0);
+    let end = b[start..].find("</section>").map_or(b.len(), |e| start + e);
+    let findings = &b[start..end];
+    let shown: String = findings.chars().take(300).collect();
+    assert!(findings.len() < 4096, "{} bytes: {shown}", findings.len());
+    assert!(findings.contains("C001"), "{shown}");
+    assert!(
+        findings.contains(&format!("({} bytes)", line.len())),
+        "{shown}"
+    );
+    // Nor does the human queue, or any other part of the page, repeat it whole.
+    assert!(!b.contains(&line), "{} bytes", b.len());
+}

@@ -7,7 +7,7 @@
 
 use crate::protocol::chronicle;
 use crate::protocol::clock::PolisTime;
-use crate::protocol::finding::{Code, Finding};
+use crate::protocol::finding::{quoted, Code, Finding};
 use crate::protocol::frontmatter::{self, FrontmatterError};
 use crate::yaml::Value;
 use chrono::{Duration, NaiveDate, NaiveDateTime};
@@ -303,10 +303,10 @@ pub fn unknown_voter_findings(
                 r.line,
                 format!(
                     "`{}` voted `{}`, but `{}` is not a registered citizen (no `citizens/{}/capability_card.yml`), so the vote does not count. Register that citizen, or correct the id to a registered one",
-                    r.citizen,
+                    quoted(&r.citizen),
                     r.vote.as_str(),
-                    r.citizen,
-                    r.citizen
+                    quoted(&r.citizen),
+                    quoted(&r.citizen)
                 ),
             )
         })

@@ -13,7 +13,7 @@
 //! - a claim whose note says `took over from …` (`contract claim --force`) starts a new round.
 
 use crate::protocol::chronicle;
-use crate::protocol::finding::{Code, Finding};
+use crate::protocol::finding::{quoted, Code, Finding};
 use chrono::NaiveDateTime;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -115,22 +115,23 @@ pub fn finding(c: &ClaimConflict, path: &str, owner: Option<&str>) -> Finding {
     let losers: Vec<String> = c
         .losers
         .iter()
-        .map(|(who, at)| format!("{who} ({})", at.format(chronicle::STAMP_FORMAT)))
+        .map(|(who, at)| format!("{} ({})", quoted(who), at.format(chronicle::STAMP_FORMAT)))
         .collect();
+    let winner = quoted(&c.winner);
     Finding::warning(
         Code::ClaimConflict,
         path,
         None,
         format!(
             "contract `{}` was claimed by {} ({}) and then by {} with no release between; the first claim wins, so {} owns it, but the file says `owner: {}`. The later claimers should stop and set `owner: {}` back (or {} releases it with a `released contract` line)",
-            c.contract_id,
-            c.winner,
+            quoted(&c.contract_id),
+            winner,
             c.won_at.format(chronicle::STAMP_FORMAT),
             losers.join(", "),
-            c.winner,
-            owner.unwrap_or("null"),
-            c.winner,
-            c.winner,
+            winner,
+            quoted(owner.unwrap_or("null")),
+            winner,
+            winner,
         ),
     )
 }

@@ -8,7 +8,7 @@
 //! lines whose hashes collide are never reported.
 
 use super::{lines, marker_id, stamp_and_author};
-use crate::protocol::finding::{Code, Finding};
+use crate::protocol::finding::{quoted, Code, Finding};
 use std::collections::{HashMap, HashSet};
 use std::hash::Hasher;
 
@@ -154,9 +154,10 @@ impl Candidates {
                         paths[current],
                         Some(number),
                         format!(
-                            "`{text}` is here a second time (first at {}:{l}): one event written twice. \
+                            "`{}` is here a second time (first at {}:{l}): one event written twice. \
                              Delete this copy; when a line seems missing after a sync, wait for the \
                              sync to finish before appending it again",
+                            quoted(text),
                             paths[f],
                         ),
                     )),

@@ -15,7 +15,7 @@ pub mod summary;
 pub use duplicates::duplicate_lines;
 
 use crate::protocol::clock::PolisTime;
-use crate::protocol::finding::{Code, Finding};
+use crate::protocol::finding::{quoted, Code, Finding};
 use crate::protocol::layout::{self, DAEMON_ID};
 use chrono::{Duration, NaiveDateTime};
 use regex::Regex;
@@ -277,19 +277,24 @@ pub fn parse_entry(line: &str) -> Result<Entry<'_>, EntryError> {
     let stamp_text = parts[0].trim();
     let Some(fields) = crate::protocol::clock::stamp_fields(stamp_text) else {
         return Err(c001(format!(
-            "the timestamp `{stamp_text}` is not in the form `YYYY-MM-DD HH:MM`"
+            "the timestamp `{}` is not in the form `YYYY-MM-DD HH:MM`",
+            quoted(stamp_text)
         )));
     };
     let Some(stamp) = crate::protocol::clock::stamp_of_fields(fields) else {
         return Err(EntryError {
             code: Code::C003,
-            reason: format!("the timestamp `{stamp_text}` is not a real date and time"),
+            reason: format!(
+                "the timestamp `{}` is not a real date and time",
+                quoted(stamp_text)
+            ),
         });
     };
     let author = parts[1].trim();
     if author.is_empty() || author.chars().any(char::is_whitespace) {
         return Err(c001(format!(
-            "the author `{author}` must be one agent id without spaces"
+            "the author `{}` must be one agent id without spaces",
+            quoted(author)
         )));
     }
     let verb = parts[2].trim();
@@ -307,7 +312,8 @@ pub fn parse_entry(line: &str) -> Result<Entry<'_>, EntryError> {
             Some(inner) if !inner.trim().is_empty() && !inner.contains("]]") => Some(inner.trim()),
             _ => {
                 return Err(c001(format!(
-                    "the link field `{link_field}` must be one wikilink `[[path]]` or `-`"
+                    "the link field `{}` must be one wikilink `[[path]]` or `-`",
+                    quoted(link_field)
                 )))
             }
         }
@@ -523,18 +529,21 @@ fn validate_line(
     text: &str,
     ctx: &ChronicleContext<'_>,
 ) -> (Vec<Finding>, Option<NaiveDateTime>) {
-    let shown = text;
+    // A runaway line is quoted by its start, and so is the corrected line built from it;
+    // quoted only for a finding, so a valid line costs nothing more.
+    let shown = || quoted(text);
     let at = Some(number);
     let entry = match parse_entry(text) {
         Ok(e) => e,
         Err(e) => {
-            let example = example_from(text, &ctx.now);
+            let example = quoted(&example_from(text, &ctx.now));
             let found = Finding::error(
                 e.code,
                 ctx.path,
                 at,
                 format!(
-                    "`{shown}`: {}. A chronicle line reads `{example}`",
+                    "`{}`: {}. A chronicle line reads `{example}`",
+                    shown(),
                     e.reason
                 ),
             );
@@ -544,7 +553,7 @@ fn validate_line(
     let mut out = Vec::new();
     let fixed =
         |stamp: Option<&str>, author: Option<&str>, verb: Option<&str>, link: Option<&str>| {
-            render_line(
+            quoted(&render_line(
                 stamp.unwrap_or(entry.stamp_text),
                 author.unwrap_or(entry.author),
                 verb.unwrap_or(entry.verb),
@@ -553,7 +562,7 @@ fn validate_line(
                     .as_deref()
                     .unwrap_or("-"),
                 entry.note,
-            )
+            ))
         };
 
     if !(ctx.is_registered)(entry.author) && !layout::is_system_citizen(entry.author) {
@@ -562,9 +571,10 @@ fn validate_line(
             ctx.path,
             at,
             format!(
-                "`{shown}`: the author `{}` is not a registered citizen (no `citizens/{}/capability_card.yml`) nor a system citizen ({}). Register with a capability card first, or write your own agent id: `{}`",
-                entry.author,
-                entry.author,
+                "`{}`: the author `{}` is not a registered citizen (no `citizens/{}/capability_card.yml`) nor a system citizen ({}). Register with a capability card first, or write your own agent id: `{}`",
+                shown(),
+                quoted(entry.author),
+                quoted(entry.author),
                 layout::SYSTEM_CITIZENS.join(", "),
                 fixed(None, Some("<your-agent-id>"), None, None),
             ),
@@ -579,7 +589,8 @@ fn validate_line(
             ctx.path,
             at,
             format!(
-                "`{shown}`: the timestamp is {ahead} in the future (now is {} in the polis timezone, UTC{}). Stamp lines with the current time in the polis timezone: `{}`",
+                "`{}`: the timestamp is {ahead} in the future (now is {} in the polis timezone, UTC{}). Stamp lines with the current time in the polis timezone: `{}`",
+                shown(),
                 ctx.now.minute_stamp(),
                 ctx.now.zone.0,
                 fixed(Some(&ctx.now.minute_stamp()), None, None, None),
@@ -594,7 +605,8 @@ fn validate_line(
                 ctx.path,
                 at,
                 format!(
-                    "`{shown}`: the timestamp is more than {BACKDATE_TOLERANCE_HOURS} hours older than the line before it ({}). Append events when they happen, stamped with the current time: `{}`",
+                    "`{}`: the timestamp is more than {BACKDATE_TOLERANCE_HOURS} hours older than the line before it ({}). Append events when they happen, stamped with the current time: `{}`",
+                    shown(),
                     newest.format(STAMP_FORMAT),
                     fixed(Some(&ctx.now.minute_stamp()), None, None, None),
                 ),
@@ -612,7 +624,9 @@ fn validate_line(
                 ctx.path,
                 at,
                 format!(
-                    "`{shown}`: the link `[[{inner}]]` points to nothing in `_polis/`. Links are relative to `_polis/` with `.md` optional; link a file that exists, or write `-`: `{}`",
+                    "`{}`: the link `[[{}]]` points to nothing in `_polis/`. Links are relative to `_polis/` with `.md` optional; link a file that exists, or write `-`: `{}`",
+                    shown(),
+                    quoted(inner),
                     fixed(None, None, None, Some(expected_link(&entry.verb.to_lowercase()).map_or("<path-that-exists>", |(k, _)| k.example()))),
                 ),
             ));
@@ -628,7 +642,7 @@ fn validate_line(
         };
         if wrong {
             let what = match entry.link {
-                Some(inner) => format!("links to `[[{inner}]]`"),
+                Some(inner) => format!("links to `[[{}]]`", quoted(inner)),
                 None => "has no link".to_string(),
             };
             out.push(Finding::warning(
@@ -636,8 +650,9 @@ fn validate_line(
                 ctx.path,
                 at,
                 format!(
-                    "`{shown}`: `{}` {what}, but it should link to `{}`: `{}`",
-                    entry.verb,
+                    "`{}`: `{}` {what}, but it should link to `{}`: `{}`",
+                    shown(),
+                    quoted(entry.verb),
                     kind.example(),
                     fixed(None, None, None, Some(kind.example())),
                 ),
@@ -664,8 +679,9 @@ fn validate_line(
             ctx.path,
             at,
             format!(
-                "`{shown}`: the verb phrase `{}` should be lowercase and at most {MAX_VERB_WORDS} words (past tense, e.g. `settled contract`); put details in the note: `{}`",
-                entry.verb,
+                "`{}`: the verb phrase `{}` should be lowercase and at most {MAX_VERB_WORDS} words (past tense, e.g. `settled contract`); put details in the note: `{}`",
+                shown(),
+                quoted(entry.verb),
                 fixed(None, None, Some(&suggestion), None),
             ),
         ));
@@ -868,7 +884,8 @@ pub fn lost_line_finding(path: &str, text: &str) -> Finding {
         path,
         None,
         format!(
-            "the line `{text}` was in the chronicle and is gone (edited or deleted). The chronicle is append-only: put the line back as it was, and append a new line to correct it, e.g. `- <now> | <your-agent-id> | corrected chronicle | - | <what changed>`. polisd keeps a copy of the lost line in its state directory"
+            "the line `{}` was in the chronicle and is gone (edited or deleted). The chronicle is append-only: put the line back as it was, and append a new line to correct it, e.g. `- <now> | <your-agent-id> | corrected chronicle | - | <what changed>`. polisd keeps a copy of the lost line in its state directory",
+            quoted(text)
         ),
     )
 }
@@ -1284,6 +1301,41 @@ mod tests {
             "{}",
             f[0].message
         );
+    }
+
+    #[test]
+    fn c001_runaway_line_is_quoted_by_its_start_in_the_line_and_the_example() {
+        let note = "word ".repeat(20_000);
+        let line = format!("-2026-03-02 14:05 | claude-code-one | worked | - | {note}");
+        let f = check(&line);
+        assert_eq!(codes(&f), vec![Code::C001]);
+        let m = &f[0].message;
+        assert!(m.len() < 1_000, "{}", &m[..300]);
+        assert!(m.starts_with("`-2026-03-02 14:05 | claude-code-one | worked | - | word"));
+        assert!(m.contains(&format!("… ({} bytes)`: a line must start", line.len())));
+        assert!(m.contains(
+            "A chronicle line reads `- 2026-03-02 14:05 | claude-code-one | worked | - | word"
+        ));
+        // A line of ordinary length is still quoted whole, byte for byte.
+        let short = "-2026-03-02 14:05 | claude-code-one | worked | - | done";
+        assert_eq!(
+            check(short)[0].message,
+            format!("`{short}`: a line must start with `- ` (dash, space). A chronicle line reads `- 2026-03-02 14:05 | claude-code-one | worked | - | done`")
+        );
+    }
+
+    #[test]
+    fn c002_to_c008_runaway_line_quotes_the_line_and_each_fix_short() {
+        let line = format!(
+            "- 2026-03-02 14:05 | ghost-agent-x | Settled Contract | [[contracts/open/nothing]] | {}",
+            "word ".repeat(20_000)
+        );
+        let f = check(&line);
+        assert!(f.len() >= 3, "{}", f.len());
+        for finding in &f {
+            assert!(finding.message.len() < 1_000, "{}", &finding.message[..300]);
+            assert_eq!(finding.message.matches(" bytes)`").count(), 2);
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! PyYAML's bytes with certainty; anything it cannot reproduce is `unverifiable`. A card that
 //! does not parse is an error value for the caller to turn into a finding, never a panic.
 
+use crate::protocol::finding::quoted;
 use crate::yaml::{self, dump, DumpOptions, EmitError, Mapping, Value, YamlError};
 use std::collections::HashMap;
 use yaml_rust2::parser::{Event, Parser};
@@ -194,25 +195,32 @@ impl Card {
         let mut out = Vec::new();
         for (tag, claim) in &self.capability_tags {
             let written = claim.raw.get("self_rating");
-            let shown = written.python_str();
+            let tag = || quoted(tag);
+            let shown = || quoted(&written.python_str());
             match claim.self_rating {
                 Some(r) if (1.0..=SELF_RATING_MAX).contains(&r) => {}
                 Some(r) => out.push(format!(
-                    "`capability_tags.{tag}.self_rating: {shown}` is outside 1–5; the router counts it as {}; write a rating from 1 to 5",
+                    "`capability_tags.{}.self_rating: {}` is outside 1–5; the router counts it as {}; write a rating from 1 to 5",
+                    tag(),
+                    shown(),
                     counted_rating(r)
                 )),
                 None if matches!(written, Value::Null) => out.push(format!(
-                    "`capability_tags.{tag}` has no `self_rating`; the router counts 0; write a rating from 1 to 5"
+                    "`capability_tags.{}` has no `self_rating`; the router counts 0; write a rating from 1 to 5",
+                    tag()
                 )),
                 None => out.push(format!(
-                    "`capability_tags.{tag}.self_rating: {shown}` is not a number; the router counts 0; write a rating from 1 to 5"
+                    "`capability_tags.{}.self_rating: {}` is not a number; the router counts 0; write a rating from 1 to 5",
+                    tag(),
+                    shown()
                 )),
             }
         }
         if let Some(r) = &self.cost_relative {
             if !crate::protocol::contracts::record_check::TIERS.contains(&r.as_str()) {
                 out.push(format!(
-                    "`cost_envelope.relative: {r}` is not low, medium or high; the router's cost fit counts it as neither cheap nor dear (0.5)"
+                    "`cost_envelope.relative: {}` is not low, medium or high; the router's cost fit counts it as neither cheap nor dear (0.5)",
+                    quoted(r)
                 ));
             }
         }

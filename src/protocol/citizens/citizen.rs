@@ -3,6 +3,7 @@
 //! Pure: text in, a [`Status`] out. A missing file means `idle`; polisd only ever reads this
 //! file, it belongs to its citizen.
 
+use crate::protocol::finding::quoted;
 use crate::protocol::frontmatter::{self, FrontmatterError};
 use crate::yaml::Value;
 
@@ -85,7 +86,8 @@ impl Status {
             known => format!("write `state: {}`", known.as_str()),
         };
         Some(format!(
-            "`state: {written}` is not one of idle, working, blocked, reviewing or away (lowercase); the router counts the citizen as half available (0.5), so it is still picked when away; {fix}"
+            "`state: {}` is not one of idle, working, blocked, reviewing or away (lowercase); the router counts the citizen as half available (0.5), so it is still picked when away; {fix}",
+            quoted(written)
         ))
     }
 

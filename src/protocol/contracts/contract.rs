@@ -6,7 +6,7 @@
 //! `splice_routing` returns new text and leaves the compare-before-replace write to the writer.
 
 use crate::protocol::clock::PolisZone;
-use crate::protocol::finding::{Code, Finding};
+use crate::protocol::finding::{quoted, Code, Finding};
 use crate::protocol::frontmatter::{self, Record};
 use crate::protocol::routing::stats::Settlement;
 use crate::yaml::{self, Value};
@@ -474,11 +474,13 @@ pub fn settlement_of(path: &str, record: &Record, zone: PolisZone) -> SettledRea
             format!(
                 "`required_tags` holds items that are not tag names ({}); they are ignored. \
                  Write tags as lowercase words, e.g. `required_tags: [python, docs]`",
-                bad_tags
-                    .iter()
-                    .map(Value::python_str)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                quoted(
+                    &bad_tags
+                        .iter()
+                        .map(Value::python_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
             ),
         ));
     }
@@ -535,7 +537,7 @@ fn describe(v: &Value) -> String {
     match v {
         Value::Null => "missing".to_string(),
         Value::Str(_) => "empty".to_string(),
-        other => format!("`{}`", other.python_str()),
+        other => format!("`{}`", quoted(&other.python_str())),
     }
 }
 

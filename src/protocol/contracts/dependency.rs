@@ -6,7 +6,7 @@
 
 use crate::protocol::contracts::contract::Contract;
 use crate::protocol::contracts::handoff::ids_of;
-use crate::protocol::finding::{Code, Finding};
+use crate::protocol::finding::{quoted, Code, Finding};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One open contract as the dependency rules see it.
@@ -64,7 +64,7 @@ pub fn findings(nodes: &[Node], exists: &dyn Fn(&str) -> bool) -> Vec<Finding> {
                     Code::UnknownDependency,
                     &n.path,
                     None,
-                    format!("`depends_on` names `{d}`, which is no contract in contracts/open, settled or abandoned; fix the id or remove it"),
+                    format!("`depends_on` names `{}`, which is no contract in contracts/open, settled or abandoned; fix the id or remove it", quoted(d)),
                 ));
             }
         }

@@ -3,7 +3,7 @@
 //! vote categories) and lessons (routing effects). Pure: a record's text and parsed fields in,
 //! findings out. `polisd check` reports them; the daemon tells the record's author.
 
-use crate::protocol::finding::{Code, Finding};
+use crate::protocol::finding::{quoted, Code, Finding};
 use crate::protocol::frontmatter::Record;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::yaml::Value;
@@ -117,7 +117,10 @@ fn unknown_keys(rel: &str, text: &str, fields: &Value, known: &[&str], what: &st
             Code::UnknownKey,
             rel,
             key_line(text, &key),
-            format!("unknown key `{key}` (polisd and the router ignore it); {hint}"),
+            format!(
+                "unknown key `{}` (polisd and the router ignore it); {hint}",
+                quoted(&key)
+            ),
         ));
     }
     out
@@ -167,7 +170,7 @@ pub fn check_contract(
             format!(
                 "`contract_id: {}` does not match the file name; make it `{stem}`, or rename \
                  the file to the id",
-                other.python_str()
+                quoted(&other.python_str())
             ),
         )),
     }
@@ -206,7 +209,8 @@ pub fn check_contract(
                 rel,
                 line("status"),
                 format!(
-                    "`status: {s}` does not belong in contracts/{}/; {fix}",
+                    "`status: {}` does not belong in contracts/{}/; {fix}",
+                    quoted(&s),
                     folder.name()
                 ),
             ));
@@ -228,7 +232,7 @@ pub fn check_contract(
             line("opened_by"),
             format!(
                 "`opened_by: {}` is not a registered citizen (no citizens/<id>/capability_card.yml)",
-                other.python_str()
+                quoted(&other.python_str())
             ),
         )),
     }
@@ -242,7 +246,7 @@ pub fn check_contract(
             format!(
                 "`owner: {}` is not a registered citizen; the owner must have \
                  citizens/<id>/capability_card.yml (register it with `polisd register`)",
-                other.python_str()
+                quoted(&other.python_str())
             ),
         )),
     }
@@ -267,7 +271,10 @@ pub fn check_contract(
             Code::BadTags,
             rel,
             tags_line,
-            format!("`required_tags` is a string; write a list: `required_tags: [{s}]`"),
+            format!(
+                "`required_tags` is a string; write a list: `required_tags: [{}]`",
+                quoted(s)
+            ),
         )),
         Value::Seq(items) => {
             let bad: Vec<String> = items
@@ -283,7 +290,7 @@ pub fn check_contract(
                     format!(
                         "`required_tags` holds {} that {} not tags (lowercase letters, digits and \
                          hyphens); no citizen can match {}",
-                        bad.join(", "),
+                        quoted(&bad.join(", ")),
                         if bad.len() == 1 { "is" } else { "are" },
                         if bad.len() == 1 { "it" } else { "them" }
                     ),
@@ -296,7 +303,7 @@ pub fn check_contract(
             tags_line,
             format!(
                 "`required_tags` must be a list of tags, not {}",
-                other.python_str()
+                quoted(&other.python_str())
             ),
         )),
     }
@@ -321,7 +328,7 @@ pub fn check_contract(
                 line(key),
                 format!(
                     "`{key}: {}` is not low, medium or high; {meaning}; write one of them in lowercase",
-                    other.python_str()
+                    quoted(&other.python_str())
                 ),
             )),
         }
@@ -359,7 +366,7 @@ pub fn check_amendment(
             format!(
                 "`status: {}` is not one of {}; the tally skips this amendment until it is \
                  (a new amendment has `status: proposed`)",
-                other.python_str(),
+                quoted(&other.python_str()),
                 AMENDMENT_STATUSES.join(", ")
             ),
         )),
@@ -374,7 +381,7 @@ pub fn check_amendment(
             format!(
                 "`quorum_required: {}` is not a whole number; the tally uses the default quorum \
                  (a majority of active citizens, at least 2) until it is",
-                other.python_str()
+                quoted(&other.python_str())
             ),
         )),
     }
@@ -389,7 +396,7 @@ pub fn check_amendment(
             format!(
                 "`expires_at: {}` is not a date; write `expires_at: 'YYYY-MM-DD'`. Until then \
                  the amendment expires 30 days after `proposed_at`",
-                expires.python_str()
+                quoted(&expires.python_str())
             ),
         ));
     }
@@ -409,8 +416,9 @@ pub fn check_amendment(
                         rel,
                         line("votes"),
                         format!(
-                            "unknown vote category `{name}` under `votes:`; its votes are not \
+                            "unknown vote category `{}` under `votes:`; its votes are not \
                              counted. Use {}{}",
+                            quoted(&name),
                             VOTE_CATEGORIES.join(", "),
                             did_you_mean(&name, &VOTE_CATEGORIES)
                                 .map(|k| format!(" (did you mean `{k}`?)"))
@@ -427,7 +435,7 @@ pub fn check_amendment(
             format!(
                 "`votes` must be a map of {} to lists of ids, not {}",
                 VOTE_CATEGORIES.join(", "),
-                other.python_str()
+                quoted(&other.python_str())
             ),
         )),
     }
@@ -450,8 +458,9 @@ pub fn check_lesson(rel: &str, fields: &Value, is_citizen: &dyn Fn(&str) -> bool
                     rel,
                     None,
                     format!(
-                        "routing_effect #{n} names `{citizen}`, who is not a registered citizen; \
-                         it changes nobody's routing"
+                        "routing_effect #{n} names `{}`, who is not a registered citizen; \
+                         it changes nobody's routing",
+                        quoted(citizen)
                     ),
                 ));
             }
@@ -467,7 +476,7 @@ pub fn check_lesson(rel: &str, fields: &Value, is_citizen: &dyn Fn(&str) -> bool
                 format!(
                     "routing_effect #{n} has `delta: {}`, which is not a number; the router \
                      skips the entry until it is (for example `delta: 0.05`)",
-                    delta.python_str()
+                    quoted(&delta.python_str())
                 ),
             ));
         }

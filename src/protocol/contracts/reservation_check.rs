@@ -304,17 +304,14 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// The start of a long value, so a message stays one readable line.
+/// A value as a problem quotes it: on one line (`polisd reservations` prints problems as they
+/// are), and by its start and size when long, as every finding quotes agent text.
 fn shortened(raw: &str) -> String {
-    const SHOWN: usize = 60;
     let one_line: String = raw
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    match one_line.char_indices().nth(SHOWN) {
-        Some((cut, _)) => format!("{}…", &one_line[..cut]),
-        None => one_line,
-    }
+    crate::protocol::finding::quoted(&one_line)
 }
 
 #[cfg(test)]

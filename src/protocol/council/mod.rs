@@ -147,7 +147,7 @@ impl Request {
 /// Why a council request cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
-    #[error("`{key}: {value}` is not valid in the council request: {rule}")]
+    #[error("`{key}: {}` is not valid in the council request: {rule}", crate::protocol::finding::quoted(.value))]
     Bad {
         key: &'static str,
         value: String,

@@ -9,7 +9,7 @@ use crate::protocol::amendments::amendment::{Action, Amendment, Outcome};
 use crate::protocol::chronicle;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::contracts::reservation::Overlap;
-use crate::protocol::finding::{Finding, Severity};
+use crate::protocol::finding::{quoted, Finding, Severity};
 use crate::protocol::layout::DAEMON_ID;
 use regex::Regex;
 use std::collections::HashSet;
@@ -333,7 +333,10 @@ impl Notification {
         let whose = if recipient == author {
             "a chronicle line you wrote".to_string()
         } else {
-            format!("a chronicle line by `{author}`, who is not a registered citizen (you are told as index keeper)")
+            format!(
+                "a chronicle line by `{}`, who is not a registered citizen (you are told as index keeper)",
+                quoted(author)
+            )
         };
         Notification {
             kind: Kind::ChronicleFinding,
@@ -361,7 +364,8 @@ impl Notification {
         let whose = match author {
             Some(a) if a == recipient => "a file you wrote".to_string(),
             Some(a) => format!(
-                "a file by `{a}`, who is not a registered citizen (you are told as index keeper)"
+                "a file by `{}`, who is not a registered citizen (you are told as index keeper)",
+                quoted(a)
             ),
             None => "a file that names no author (you are told as index keeper)".to_string(),
         };

@@ -4,7 +4,7 @@
 //! registered, available, active candidate falls through to the policy, with a finding.
 
 use crate::protocol::contracts::contract::Contract;
-use crate::protocol::finding::{Code, Finding};
+use crate::protocol::finding::{quoted, Code, Finding};
 use crate::protocol::layout;
 use crate::yaml::Value;
 use regex::Regex;
@@ -134,8 +134,8 @@ pub fn decide(rules: &[Rule], c: &Contract, available: &dyn Fn(&str) -> bool) ->
             None,
             format!(
                 "{} matched `{}`, but `{}` is not registered, is away, has left or has written no chronicle line in 14 days, so the policy decided instead; fix the rule or the citizen's status",
-                rule.describe(),
-                c.contract_id.as_deref().unwrap_or("?"),
+                quoted(&rule.describe()),
+                quoted(c.contract_id.as_deref().unwrap_or("?")),
                 rule.route_to
             ),
         )
