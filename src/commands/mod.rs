@@ -652,8 +652,8 @@ fn exit_for(severities: impl IntoIterator<Item = Severity>) -> u8 {
     u8::from(severities.into_iter().any(|s| s == Severity::Error))
 }
 
-/// Delivers a one-shot command's notices (no daemon may be running) with the machine-local
-/// sent ledger, saying on stderr whom it could not notify; whether every one was delivered.
+/// Delivers a one-shot command's notices ([`crate::operations::deliver_now`]), saying on
+/// stderr whom it could not notify; whether every one was delivered.
 pub fn deliver_now(
     polis: &Polis,
     writer: &Writer,

@@ -44,23 +44,39 @@ pub enum Outcome {
 }
 
 /// Delivers the notices of a one-shot action (a command or an MCP tool, with or without a
-/// daemon) with the machine-local sent ledger, which it loads and saves: the recipients that
-/// could not be written to, with why.
+/// daemon) with the machine-local sent ledger, which it loads and saves when no daemon runs
+/// (one that runs keeps its own): the recipients that could not be written to, with why.
 pub fn deliver_now(
     polis: &Polis,
     writer: &Writer,
     notifications: &[Notification],
     now: &PolisTime,
 ) -> Result<Vec<(String, String)>, crate::fs::state::StateError> {
-    let mut state = crate::fs::state::State::load(&polis.root)?;
     // The chronicle is scanned only when a notice's cause holds no time of its own.
     let clock = if notifications.iter().any(|n| n.at.is_none()) {
         clock_of(polis, now)
     } else {
         crate::protocol::delivery::inbox::EPOCH_STAMP.to_string()
     };
-    let delivery = deliver(polis, writer, &mut state, notifications, &|_| true, &clock);
-    state.save()?;
+    let delivery = if crate::fs::state::daemon_running(&polis.root) {
+        // The daemon owns its state folder: a load and save here could put an older
+        // `state.json` back over the one it saved meanwhile. The inbox's markers alone keep
+        // the notice from being sent twice, by this command or by the daemon.
+        let mut scratch = crate::fs::state::PolisState::default();
+        deliver(
+            polis,
+            writer,
+            &mut scratch,
+            notifications,
+            &|_| true,
+            &clock,
+        )
+    } else {
+        let mut state = crate::fs::state::State::load(&polis.root)?;
+        let delivery = deliver(polis, writer, &mut state, notifications, &|_| true, &clock);
+        state.save()?;
+        delivery
+    };
     Ok(delivery
         .failed
         .into_iter()

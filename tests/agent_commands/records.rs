@@ -437,3 +437,50 @@ fn a_settle_files_its_lesson_under_the_contracts_valid_tags_only() {
     assert!(!p.dir.path().join("x").exists());
     assert_eq!(lines_with(&p, "filed lesson"), 2);
 }
+
+/// A command that tells a citizen at once while a daemon runs (a review asking for changes)
+/// leaves the daemon's state folder to the daemon: a load and save of `state.json` there could
+/// put an older copy back over the one the daemon saved meanwhile. The inbox's own markers keep
+/// the notice from being sent twice, so the notice still arrives, once.
+#[test]
+fn a_notice_sent_while_a_daemon_runs_leaves_the_daemons_state_alone() {
+    let p = polis_with_contract();
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    // Stand in for a daemon: its lock held, its state folder as it left it.
+    let dir = p.polis_state_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let lock = std::fs::File::create(dir.join("daemon.lock")).unwrap();
+    fs4::fs_std::FileExt::lock_exclusive(&lock).unwrap();
+    let files = || {
+        let mut names: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
+            .map(|p| {
+                let bytes = std::fs::read(&p).unwrap();
+                (p.file_name().unwrap().to_string_lossy().into_owned(), bytes)
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    let before = files();
+    let review = [
+        "review",
+        "fix-the-login-bug",
+        "--as",
+        "codex-second-one",
+        "--decision",
+        "requested_changes",
+    ];
+    ok(p.polisd(&review));
+    assert!(
+        files() == before,
+        "the command wrote into the running daemon's state folder: {:?}",
+        files().iter().map(|(n, _)| n).collect::<Vec<_>>()
+    );
+    let inbox = p.read(&format!("citizens/{FOUNDER}/inbox.md"));
+    assert_eq!(inbox.matches("requested_changes").count(), 1, "{inbox}");
+    drop(lock);
+}
