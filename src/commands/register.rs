@@ -50,20 +50,11 @@ pub fn run(args: RegisterArgs) -> anyhow::Result<u8> {
                 say!("{}", serde_json::to_string_pretty(&row)?);
             } else {
                 let verb = if args.dry_run { "would write" } else { "wrote" };
-                say!(
-                    "{} {} {}",
-                    if args.dry_run {
-                        "dry run:"
-                    } else {
-                        "registered"
-                    },
-                    done.agent_id,
-                    if args.dry_run {
-                        "(nothing written)"
-                    } else {
-                        ""
-                    }
-                );
+                if args.dry_run {
+                    say!("dry run: {} (nothing written)", done.agent_id);
+                } else {
+                    say!("registered {}", done.agent_id);
+                }
                 for f in &done.files {
                     say!("  {verb} {f}");
                 }

@@ -206,6 +206,11 @@ fn register_writes_a_stamped_card_and_its_joined_line() {
         "codex cli",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().next(),
+        Some("registered codex-agent-2"),
+        "one line that says so, nothing trailing"
+    );
     for f in ["capability_card.yml", "status.md", "inbox.md", "journal.md"] {
         assert!(p.exists(&format!("citizens/codex-agent-2/{f}")), "{f}");
     }
