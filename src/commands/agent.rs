@@ -71,11 +71,12 @@ pub fn warnings(appended: Option<&crate::operations::chronicle::Appended>) -> St
         .unwrap_or_default()
 }
 
-/// Reads a `--body FILE` argument (`-` is standard input): agent text like any argument, so
+/// Reads a `--body FILE` argument (`-` is standard input; `option` is how the command line
+/// names it, for the refusal): agent text like any argument, so
 /// a control character is refused as it is on the command line, and so is a file polisd
 /// could not keep (unreadable, not UTF-8, or past what it reads back in a record; it reads
 /// no further than that, whatever the file).
-pub fn read_body(path: Option<&std::path::Path>) -> Result<String, OpError> {
+pub fn read_body(option: &str, path: Option<&std::path::Path>) -> Result<String, OpError> {
     use std::io::Read as _;
     let Some(p) = path else {
         return Ok(String::new());
@@ -96,7 +97,14 @@ pub fn read_body(path: Option<&std::path::Path>) -> Result<String, OpError> {
     } else {
         std::fs::File::open(p).and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
     };
-    read.map_err(|e| fail(format!("cannot read it ({e})")))?;
+    read.map_err(|e| {
+        // The likeliest slip: the text itself passed where its file goes.
+        if e.kind() == std::io::ErrorKind::NotFound {
+            fail(format!("there is no such file: {option} takes the path of a markdown file, not the text; to give the text without a file, pipe it in and pass `-` as {option}"))
+        } else {
+            fail(format!("cannot read it ({e})"))
+        }
+    })?;
     if bytes.len() as u64 > limit {
         return Err(fail(format!(
             "it holds more than {} MB, past what polisd reads back in a record; shorten it, or link to a longer document",

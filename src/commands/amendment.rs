@@ -10,7 +10,7 @@ pub fn run(command: AmendmentCommand) -> anyhow::Result<u8> {
     match command {
         AmendmentCommand::Propose(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
-            let r = read_body(a.body.as_deref()).and_then(|body| {
+            let r = read_body("--body", a.body.as_deref()).and_then(|body| {
                 let req = ProposeRequest {
                     title: a.title,
                     by: a.by,

@@ -154,7 +154,7 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
         }
         CouncilCommand::Write(Deferred(a)) => {
             let env = Env::open(&a.opts)?;
-            let r = read_body(Some(&a.file)).and_then(|text| {
+            let r = read_body("FILE", Some(&a.file)).and_then(|text| {
                 op::write_seat(&env.writer, &env.now, &a.contract_id, &a.citizen, &text)
             });
             finish(&a.opts, r, |w| {

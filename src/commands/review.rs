@@ -11,7 +11,7 @@ pub fn run(a: ReviewArgs) -> anyhow::Result<u8> {
         DecisionArg::RequestedChanges => Decision::RequestedChanges,
         DecisionArg::Rejected => Decision::Rejected,
     };
-    let r = read_body(a.body.as_deref()).and_then(|body| {
+    let r = read_body("--body", a.body.as_deref()).and_then(|body| {
         crate::operations::review::review(
             &env.writer,
             &env.now,

@@ -226,3 +226,26 @@ fn every_refusal_quotes_a_runaway_value_short() {
         );
     }
 }
+
+/// `--body` takes a file. An agent that passes the text itself is told so, and how to give
+/// text without a file (`-`, standard input), not only that no such file exists.
+#[test]
+fn a_body_given_as_text_is_refused_with_how_to_pass_it() {
+    let p = TestPolis::init(FOUNDER);
+    let before = tree(&p);
+    let out = p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "Shorter notes",
+        "--as",
+        FOUNDER,
+        "--body",
+        "Keep chronicle notes under 200 characters.",
+        "--json",
+    ]);
+    refused_as_json(&out, 2, "--body takes the path of a markdown file");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("pass `-` as --body"), "{}", describe(&out));
+    assert!(tree(&p) == before, "a refused proposal wrote");
+}
