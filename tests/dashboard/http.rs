@@ -110,6 +110,62 @@ fn the_contract_page_routes_from_the_settled_work_as_the_command_does() {
     }
 }
 
+/// An amendment has a page of its own, linked from the overview: where it stands against its
+/// quorum, who voted what and where the vote is written, and its file (agent text escaped).
+/// Links to the file from markdown reach it too; an unknown amendment is a 404.
+#[test]
+fn an_amendment_has_a_page_linked_from_the_overview() {
+    let p = generated_polis();
+    p.append(
+        "amendments/proposed/quorum-rule.md",
+        &format!(
+            "\n## Response from {BRAVO} (disagree)\n\n<script>alert(1)</script> too strict.\n"
+        ),
+    );
+    p.append(
+        "chronicle.md",
+        &harness::chronicle_line(
+            FOUNDER,
+            "proposed amendment",
+            "[[amendments/proposed/quorum-rule]]",
+            "a quorum rule",
+        ),
+    );
+    let s = serve(&p, "127.0.0.1:0");
+    let chronicle = get(&s, "/p/0/chronicle");
+    assert!(
+        chronicle
+            .body
+            .contains(r#"href="/p/0/amendments/quorum-rule""#),
+        "the chronicle line links the page: {}",
+        chronicle.body
+    );
+    let overview = get(&s, "/p/0/");
+    assert!(
+        overview
+            .body
+            .contains(r#"<a href="/p/0/amendments/quorum-rule">quorum-rule</a>"#),
+        "{}",
+        overview.body
+    );
+    let page = get(&s, "/p/0/amendments/quorum-rule");
+    assert_eq!(page.status, 200, "{}", page.body);
+    let b = &page.body;
+    assert!(b.contains("<h1>a quorum rule</h1>"), "{b}");
+    assert!(b.contains("a tally now would"), "{b}");
+    assert!(
+        b.contains(&format!(r#"<a href="/p/0/citizens/{BRAVO}">{BRAVO}</a></td><td>disagree</td><td class="muted">a response block, line "#)),
+        "the vote and where it is written: {b}"
+    );
+    assert!(b.contains("too strict."), "the file: {b}");
+    assert_eq!(
+        b.matches("<script").count(),
+        1,
+        "only the page's own script: {b}"
+    );
+    assert_eq!(get(&s, "/p/0/amendments/no-such").status, 404);
+}
+
 #[test]
 fn hostile_agent_text_is_escaped_on_every_page() {
     let p = generated_polis();

@@ -6,6 +6,7 @@
 //! through maud, which escapes it. The one script (`/static/live.js`) only re-fetches the page
 //! when the polis changes.
 
+pub mod amendment;
 pub mod chronicle;
 pub mod citizen;
 pub mod contract;
@@ -27,6 +28,7 @@ pub const PAGES: &[&Page] = &[
     &search::PAGE,
     &contract::PAGE,
     &citizen::PAGE,
+    &amendment::PAGE,
 ];
 
 /// One page of the dashboard.
@@ -264,6 +266,9 @@ pub fn page_of_path(path: &str) -> String {
             format!("contracts/{}", urlencode(&stem(id)))
         }
         ["citizens", id, ..] => format!("citizens/{}", urlencode(id)),
+        ["amendments", "proposed" | "ratified", id] => {
+            format!("amendments/{}", urlencode(&stem(id)))
+        }
         ["chronicle.md" | "chronicle", ..] => "chronicle".into(),
         [.., last] => format!("search?q={}", urlencode(&stem(last))),
     }

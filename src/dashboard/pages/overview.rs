@@ -211,7 +211,8 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                         summary { "Amendments proposed " span.count { (s.summary.amendments.len()) } }
                         @for a in &s.summary.amendments {
                             div.item {
-                                (a.amendment_id) " " span.muted { (a.title.as_deref().unwrap_or("")) }
+                                a href=(cx.href(&format!("amendments/{}", super::urlencode(&a.amendment_id)))) { (a.amendment_id) }
+                                " " span.muted { (a.title.as_deref().unwrap_or("")) }
                                 " "
                                 progress max=(a.quorum) value=(a.agrees.min(a.quorum)) { (a.agrees) "/" (a.quorum) }
                                 " " (a.agrees) " of " (a.quorum)
