@@ -122,6 +122,10 @@ fn an_amendment_has_a_page_linked_from_the_overview() {
             "\n## Response from {BRAVO} (disagree)\n\n<script>alert(1)</script> too strict.\n"
         ),
     );
+    p.save(
+        &format!("amendments/votes/quorum-rule/{ALPHA}.md"),
+        "---\nvote: agree\n---\n",
+    );
     p.append(
         "chronicle.md",
         &harness::chronicle_line(
@@ -156,6 +160,18 @@ fn an_amendment_has_a_page_linked_from_the_overview() {
     assert!(
         b.contains(&format!(r#"<a href="/p/0/citizens/{BRAVO}">{BRAVO}</a></td><td>disagree</td><td class="muted">a response block, line "#)),
         "the vote and where it is written: {b}"
+    );
+    assert!(
+        b.contains(&format!(
+            "<td>agree</td><td class=\"muted\">amendments/votes/quorum-rule/{ALPHA}.md</td>"
+        )),
+        "a vote file is named: {b}"
+    );
+    assert!(
+        b.contains(&format!(
+            r#"<a href="/p/0/citizens/{FOUNDER}">{FOUNDER}</a> proposed it and counts as agreeing"#
+        )),
+        "{b}"
     );
     assert!(b.contains("too strict."), "the file: {b}");
     assert_eq!(

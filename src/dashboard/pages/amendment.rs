@@ -2,6 +2,7 @@
 //! tally now would do), who voted what and where the vote is written, and the file itself.
 
 use super::{citizen_link, Context, Page, PageError, Rendered};
+use crate::protocol::amendments::amendment::VOTES_DIR;
 use crate::protocol::layout::AmendmentFolder;
 use maud::html;
 
@@ -37,6 +38,18 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         AmendmentFolder::Ratified => "ratified",
     };
     let title = a.title.clone().unwrap_or_else(|| a.id.clone());
+    // A vote with no line is in the frontmatter's `votes` lists or in a vote file of its own
+    // (`amendments/votes/<stem>/<citizen>.md`); the file, when there is one, is what counts.
+    let vote_file = |citizen: &str| {
+        let rel = format!("{VOTES_DIR}/{}/{citizen}.md", a.file_stem);
+        crate::protocol::layout::is_slug(&a.file_stem)
+            && crate::protocol::layout::is_agent_id(citizen)
+            && std::fs::symlink_metadata(s.polis.root.join(&rel)).is_ok_and(|m| m.is_file())
+    };
+    let implied = a
+        .proposed_by
+        .as_deref()
+        .filter(|p| s.polis.registered().contains(*p) && !a.votes.iter().any(|v| v.citizen == *p));
     let body = html! {
         h1 { (title) }
         p.muted {
@@ -64,12 +77,20 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                             td { (citizen_link(cx, &v.citizen)) }
                             td { (v.vote.as_str()) }
                             td.muted {
-                                @match v.line { Some(n) => { "a response block, line " (n) } None => { "the frontmatter's votes" } }
+                                @match v.line {
+                                    Some(n) => { "a response block, line " (n) }
+                                    None if vote_file(&v.citizen) => { (VOTES_DIR) "/" (a.file_stem) "/" (v.citizen) ".md" }
+                                    None => { "the frontmatter's " code { "votes" } }
+                                }
                             }
                         }
                     }
                 }
             }
+        }
+        p.muted {
+            "A citizen's last vote counts."
+            @if let Some(p) = implied { " " (citizen_link(cx, p)) " proposed it and counts as agreeing, having cast no vote." }
         }
         h2 { "File" }
         (super::document(cx, &file.rel, &file.text))
