@@ -38,14 +38,10 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         AmendmentFolder::Ratified => "ratified",
     };
     let title = a.title.clone().unwrap_or_else(|| a.id.clone());
-    // A vote with no line is in the frontmatter's `votes` lists or in a vote file of its own
-    // (`amendments/votes/<stem>/<citizen>.md`); the file, when there is one, is what counts.
-    let vote_file = |citizen: &str| {
-        let rel = format!("{VOTES_DIR}/{}/{citizen}.md", a.file_stem);
-        crate::protocol::layout::is_slug(&a.file_stem)
-            && crate::protocol::layout::is_agent_id(citizen)
-            && std::fs::symlink_metadata(s.polis.root.join(&rel)).is_ok_and(|m| m.is_file())
-    };
+    // The snapshot reads the file's own votes (frontmatter lists, then response blocks), then
+    // the vote files (`amendments/votes/<stem>/<citizen>.md`): the last ones are the files.
+    let from_files = crate::fs::snapshot::vote_files(&s.polis.root, &a.file_stem).len();
+    let first_file = a.votes.len().saturating_sub(from_files);
     let implied = a
         .proposed_by
         .as_deref()
@@ -72,14 +68,14 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
             table #votes {
                 thead { tr { th { "citizen" } th { "vote" } th { "written" } } }
                 tbody {
-                    @for v in &a.votes {
+                    @for (i, v) in a.votes.iter().enumerate() {
                         tr {
                             td { (citizen_link(cx, &v.citizen)) }
                             td { (v.vote.as_str()) }
                             td.muted {
                                 @match v.line {
                                     Some(n) => { "a response block, line " (n) }
-                                    None if vote_file(&v.citizen) => { (VOTES_DIR) "/" (a.file_stem) "/" (v.citizen) ".md" }
+                                    None if i >= first_file => { (VOTES_DIR) "/" (a.file_stem) "/" (v.citizen) ".md" }
                                     None => { "the frontmatter's " code { "votes" } }
                                 }
                             }
