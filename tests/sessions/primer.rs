@@ -53,7 +53,7 @@ fn primer_shows_each_section_within_6kb_and_marks_what_it_shows_read() {
     for (cmd, flags) in [
         (&["contract", "claim"][..], &["--as"][..]),
         (&["log"], &["--as", "--link"]),
-        (&["contract", "settle"], &["--quality", "--by"]),
+        (&["contract", "settle"], &["--quality", "--as"]),
         (&["amendment", "vote"], &["--as", "--vote"]),
         (&["notices"], &["--as", "--unread"]),
     ] {

@@ -471,7 +471,7 @@ pub fn render(input: &PrimerInput, budget: usize) -> Primer {
 
     let act = format!(
         "\n## How to act\nStart: `polisd ready --as {id}`, then `polisd contract claim ID --as {id}`; record progress: `polisd log --as {id} VERB --link L`; \
-         settle (with a lesson): `polisd contract settle ID --quality N --by {id} --lesson \"…\" --impact N`; vote: `polisd amendment vote AID --as {id} --vote agree`; \
+         settle (with a lesson): `polisd contract settle ID --quality N --as {id} --lesson \"…\" --impact N`; vote: `polisd amendment vote AID --as {id} --vote agree`; \
          notices: `polisd notices --as {id} --unread`. The rules are in `_polis/CONSTITUTION.md`.\n"
     );
     let assemble = |sections: &[Section]| {
@@ -628,6 +628,13 @@ mod tests {
             !p.text.contains("reservations"),
             "no section without the feature"
         );
+        // Every command it shows names the acting citizen one way: `--as`.
+        let how = &p.text[p.text.find("## How to act").unwrap()..];
+        assert!(
+            how.contains("contract settle ID --quality N --as claude-code-one"),
+            "{how}"
+        );
+        assert!(!how.contains("--by"), "{how}");
     }
 
     #[test]
