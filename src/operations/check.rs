@@ -272,9 +272,7 @@ pub fn reservation_findings(root: &std::path::Path, now: &PolisTime) -> Vec<Find
         Err(e) => return vec![Finding::error(Code::BadYaml, FILE, None, e.to_string())],
     };
     let mut out: Vec<Finding> = problems.into_iter().map(op::finding).collect();
-    let departures = |holders: &std::collections::BTreeSet<&str>| {
-        crate::operations::chronicle::departures(root, holders)
-    };
+    let departures = || crate::operations::chronicle::departures(root);
     for o in op::overlaps_now(root, now, departures).unwrap_or_default() {
         out.push(Finding::warning(
             Code::ReservationOverlap,

@@ -49,18 +49,12 @@ fn recent_texts(root: &Path) -> Vec<String> {
     current.into_iter().chain(archive).collect()
 }
 
-/// The citizens of `ids` whose latest membership line is `left polis`, each with that line's
-/// stamp (polis-local), from `chronicle.md` and the newest archive.
-pub fn departures(
-    root: &Path,
-    ids: &std::collections::BTreeSet<&str>,
-) -> std::collections::BTreeMap<String, chrono::NaiveDateTime> {
+/// The citizens whose latest membership line is `left polis`, each with that line's stamp
+/// (polis-local), from `chronicle.md` and the newest archive.
+pub fn departures(root: &Path) -> std::collections::BTreeMap<String, chrono::NaiveDateTime> {
     let recent = recent_texts(root);
     let texts: Vec<&str> = recent.iter().map(String::as_str).collect();
     crate::protocol::contracts::handoff::departures(&texts)
-        .into_iter()
-        .filter(|(c, _)| ids.contains(c.as_str()))
-        .collect()
 }
 
 /// Whether `id`'s latest membership line, in `chronicle.md` or else its newest archive (the

@@ -222,9 +222,10 @@ pub fn reserve(
     if request.paths.is_empty() {
         return Err(ReservationError::NoPaths);
     }
-    // Made after its `left polis` line, the entry would hold paths for work nobody does, and
-    // no daemon would release it (only what a citizen held when it left goes).
-    if super::chronicle::has_left(root, &request.citizen) {
+    // Who left the polis, and when, read once. A citizen who left would hold paths for work
+    // nobody does, and no daemon would release an entry made after its `left polis` line.
+    let departed = super::chronicle::departures(root);
+    if departed.contains_key(&request.citizen) {
         return Err(ReservationError::Left(request.citizen.clone()));
     }
     // Every reservation command reads the whole file: notes without a bound would let one
@@ -254,19 +255,17 @@ pub fn reserve(
         let (kept, entry) = match rules::reserve(&entries, &req, now) {
             Ok(done) => done,
             // What a holder held when it left the polis it holds no more (the daemon releases
-            // it; without a daemon it goes here). The chronicle is read only on a conflict.
+            // it; without a daemon it goes here).
             Err(conflicts) => {
-                let holders: std::collections::BTreeSet<&str> =
-                    conflicts.iter().map(|c| c.holder.as_str()).collect();
-                let left = super::chronicle::departures(root, &holders);
+                let left: std::collections::BTreeMap<String, chrono::NaiveDateTime> = departed
+                    .iter()
+                    .filter(|(c, _)| conflicts.iter().any(|x| x.holder == **c))
+                    .map(|(c, at)| (c.clone(), *at))
+                    .collect();
                 if left.is_empty() {
                     return Err(ReservationError::Conflict(conflicts));
                 }
-                let live: Vec<Entry> = entries
-                    .iter()
-                    .filter(|e| !rules::left_behind(e, &left, now.zone))
-                    .cloned()
-                    .collect();
+                let live = rules::still_held(&entries, &left, now.zone);
                 rules::reserve(&live, &req, now).map_err(ReservationError::Conflict)?
             }
         };
@@ -361,14 +360,16 @@ fn problems_of(root: &Path, bytes: Option<&[u8]>, entries: &[Entry]) -> Vec<Prob
     }
     // `entries_of` has read the bytes as UTF-8 already.
     let text = bytes.map(String::from_utf8_lossy).unwrap_or_default();
-    let mut known = std::collections::BTreeMap::new();
-    let is_citizen = |id: &str| {
-        *known
-            .entry(id.to_string())
-            .or_insert_with(|| is_registered(root, id))
-    };
-    let cell = std::cell::RefCell::new(is_citizen);
-    reservation_check::check(&text, entries, &|id| (cell.borrow_mut())(id))
+    // Each id the entries name looked up once.
+    let named: std::collections::BTreeSet<&str> = entries
+        .iter()
+        .filter_map(|e| e.citizen.as_deref())
+        .collect();
+    let registered: std::collections::BTreeSet<&str> = named
+        .into_iter()
+        .filter(|id| is_registered(root, id))
+        .collect();
+    reservation_check::check(&text, entries, &|id| registered.contains(id))
 }
 
 fn read_file(root: &Path) -> Result<Option<Vec<u8>>, ReservationError> {
@@ -378,38 +379,34 @@ fn read_file(root: &Path) -> Result<Option<Vec<u8>>, ReservationError> {
     }
 }
 
-/// The overlaps between different citizens' active entries (for the daemon's notices).
 /// Every overlap between entries of different citizens now. What a citizen held when it left
 /// overlaps nobody's work (the daemon releases it; without one it is set aside here):
-/// `departures` gives, for the holders of the overlaps found, when each that left did so
-/// (`chronicle::departures` reads it from the folder). It is asked only when something
-/// overlaps.
+/// `departures` says who left and when (`chronicle::departures` reads it from the folder, the
+/// daemon from the chronicle its pass holds), asked only when something overlaps.
 pub fn overlaps_now(
     root: &Path,
     now: &PolisTime,
-    departures: impl FnOnce(
-        &std::collections::BTreeSet<&str>,
-    ) -> std::collections::BTreeMap<String, chrono::NaiveDateTime>,
+    departures: impl FnOnce() -> std::collections::BTreeMap<String, chrono::NaiveDateTime>,
 ) -> Result<Vec<Overlap>, ReservationError> {
-    let bytes = read_file(root)?;
-    let entries = entries_of(bytes.as_deref(), now)?;
+    let entries = entries(root, now)?;
     let overlaps = rules::overlapping(&entries, now);
     if overlaps.is_empty() {
         return Ok(overlaps);
     }
-    let holders: std::collections::BTreeSet<&str> = overlaps
-        .iter()
-        .flat_map(|o| [o.first.as_str(), o.second.as_str()])
-        .collect();
-    let left = departures(&holders);
+    let left = departures();
     if left.is_empty() {
         return Ok(overlaps);
     }
-    let live: Vec<Entry> = entries
-        .into_iter()
-        .filter(|e| !rules::left_behind(e, &left, now.zone))
-        .collect();
-    Ok(rules::overlapping(&live, now))
+    Ok(rules::overlapping(
+        &rules::still_held(&entries, &left, now.zone),
+        now,
+    ))
+}
+
+/// Every entry of the file as read, without the checks a listing adds: what the daemon's
+/// clean-up needs on every pass.
+pub fn entries(root: &Path, now: &PolisTime) -> Result<Vec<Entry>, ReservationError> {
+    entries_of(read_file(root)?.as_deref(), now)
 }
 
 /// What the daemon's clean-up dropped.

@@ -24,7 +24,7 @@ impl Engine {
         if !self.root.join(rules::FILE).is_file() {
             return;
         }
-        let entries = match op::list(&self.root, &pass.now) {
+        let entries = match op::entries(&self.root, &pass.now) {
             Ok(entries) => {
                 self.reservations_problem = None;
                 entries
@@ -191,12 +191,8 @@ impl Engine {
             return Vec::new();
         }
         // From the chronicle the pass already holds, not read again.
-        let departures = |holders: &BTreeSet<&str>| {
-            crate::protocol::contracts::handoff::departures(&polis.recent_chronicle())
-                .into_iter()
-                .filter(|(c, _)| holders.contains(c.as_str()))
-                .collect()
-        };
+        let departures =
+            || crate::protocol::contracts::handoff::departures(&polis.recent_chronicle());
         match op::overlaps_now(&self.root, now, departures) {
             Ok(overlaps) => overlaps
                 .iter()

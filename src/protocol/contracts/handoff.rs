@@ -353,16 +353,7 @@ pub fn departures(texts: &[&str]) -> std::collections::BTreeMap<String, chrono::
 /// Everyone whose latest membership line in `texts` (newest text first) is `left polis`,
 /// in one pass (membership lines name their citizen as author or by `[[citizens/<id>]]`).
 pub fn departed(texts: &[&str]) -> BTreeSet<String> {
-    let mut decided: BTreeSet<String> = BTreeSet::new();
-    let mut left = BTreeSet::new();
-    for text in texts {
-        for (who, gone) in membership_lines(text) {
-            if decided.insert(who.clone()) && gone {
-                left.insert(who);
-            }
-        }
-    }
-    left
+    departures(texts).into_keys().collect()
 }
 
 /// Where a parent's suggestion blocks were written: its `## Settlement`, or a review file

@@ -1159,6 +1159,19 @@ pub fn left_behind(
         .is_none_or(|r| r.with_timezone(&zone.0).naive_local() < *left + Duration::minutes(1))
 }
 
+/// `entries` without what their citizens held when they left ([`left_behind`]).
+pub fn still_held(
+    entries: &[Entry],
+    departures: &std::collections::BTreeMap<String, NaiveDateTime>,
+    zone: PolisZone,
+) -> Vec<Entry> {
+    entries
+        .iter()
+        .filter(|e| !left_behind(e, departures, zone))
+        .cloned()
+        .collect()
+}
+
 /// The entries the daemon keeps, and those it drops with why: expired ones, those of a
 /// citizen who left, and those the end of a contract releases.
 pub fn prune(
