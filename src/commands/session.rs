@@ -399,10 +399,10 @@ const PAYLOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// is not waited for.
 const DRAIN_IDLE: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// The rest of stdin, read on its own thread while the hook works.
+/// The rest of stdin, read on its own thread while the hook works: the thread says each read
+/// on this channel, and ends it (drops its sender) when stdin ends.
 struct Drain {
-    /// Bytes read so far, and whether stdin ended.
-    read: std::sync::Arc<(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicBool)>,
+    progress: std::sync::mpsc::Receiver<()>,
 }
 
 impl Drain {
@@ -410,16 +410,7 @@ impl Drain {
     /// [`DRAIN_IDLE`]. A hook that exits before the CLI has written its whole payload fails
     /// the CLI's write with EPIPE (Codex then reports the hook as failed).
     fn finish(self) {
-        use std::sync::atomic::Ordering;
-        let mut seen = self.read.0.load(Ordering::Relaxed);
-        let mut quiet_since = std::time::Instant::now();
-        while !self.read.1.load(Ordering::Relaxed) && quiet_since.elapsed() < DRAIN_IDLE {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-            let now = self.read.0.load(Ordering::Relaxed);
-            if now != seen {
-                (seen, quiet_since) = (now, std::time::Instant::now());
-            }
-        }
+        while self.progress.recv_timeout(DRAIN_IDLE).is_ok() {}
     }
 }
 
@@ -428,17 +419,13 @@ impl Drain {
 /// hook past its answer.
 fn read_payload() -> (Payload, Option<Drain>) {
     use serde::Deserialize;
-    use std::sync::atomic::Ordering;
     // A person running the hook by hand has a terminal on stdin: do not wait for it.
     if unsafe { libc::isatty(0) } == 1 {
         return (Payload::default(), None);
     }
-    let read = std::sync::Arc::new((
-        std::sync::atomic::AtomicU64::new(0),
-        std::sync::atomic::AtomicBool::new(false),
-    ));
     let (sent, parsed) = std::sync::mpsc::channel();
-    let counter = std::sync::Arc::clone(&read);
+    // One pending signal is enough to say "still writing".
+    let (read, progress) = std::sync::mpsc::sync_channel(1);
     // Left running when the hook is done: the process ends it.
     std::thread::spawn(move || {
         let mut stdin = std::io::stdin().lock();
@@ -452,17 +439,16 @@ fn read_payload() -> (Payload, Option<Drain>) {
         loop {
             match stdin.read(&mut buf) {
                 Ok(0) => break,
-                Ok(n) => {
-                    counter.0.fetch_add(n as u64, Ordering::Relaxed);
+                Ok(_) => {
+                    let _ = read.try_send(());
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => break,
             }
         }
-        counter.1.store(true, Ordering::Relaxed);
     });
     let payload = parsed.recv_timeout(PAYLOAD_WAIT).unwrap_or_default();
-    (payload, Some(Drain { read }))
+    (payload, Some(Drain { progress }))
 }
 
 /// The hook entry point. Always exit 0: a polisd problem must never block the agent; it is

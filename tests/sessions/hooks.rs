@@ -536,32 +536,31 @@ fn hook_within_deadline(
     extra: &[&str],
     payload: &Value,
 ) -> Output {
-    let mut child = Command::new(BIN)
-        .args(["hook", cli, kind])
-        .args(extra)
-        .env("POLISD_STATE_DIR", &p.state_dir)
-        .env_remove("POLIS_CITIZEN")
-        .current_dir(project(p))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let _ = child
+    let mut hook = harness::Killed::new(
+        Command::new(BIN)
+            .args(["hook", cli, kind])
+            .args(extra)
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .env_remove("POLIS_CITIZEN")
+            .current_dir(project(p))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let _ = hook
+        .child()
         .stdin
         .take()
         .unwrap()
         .write_all(payload.to_string().as_bytes());
-    let start = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > std::time::Duration::from_secs(20) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("`polisd hook {cli} {kind} {extra:?}` still runs after 20 s");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
+    harness::wait_until(
+        &format!("`polisd hook {cli} {kind} {extra:?}` to end"),
+        std::time::Duration::from_secs(20),
+        || hook.child().try_wait().unwrap().is_some(),
+    );
+    let out = hook.into_inner().wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "a hook always exits 0: {out:?}");
     out
 }
@@ -781,33 +780,31 @@ fn a_hook_whose_stdin_stays_open_still_answers() {
             OTHER,
             &format!("Open stdin {n}."),
         );
-        let mut child = Command::new(BIN)
-            .args(["hook", "claude", "notices", "--as", ME, "--interval", "0"])
-            .env("POLISD_STATE_DIR", &p.state_dir)
-            .env_remove("POLIS_CITIZEN")
-            .current_dir(project(&p))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut hook = harness::Killed::new(
+            Command::new(BIN)
+                .args(["hook", "claude", "notices", "--as", ME, "--interval", "0"])
+                .env("POLISD_STATE_DIR", &p.state_dir)
+                .env_remove("POLIS_CITIZEN")
+                .current_dir(project(&p))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
         // Kept open until the hook has answered.
-        let mut stdin = child.stdin.take().unwrap();
+        let mut stdin = hook.child().stdin.take().unwrap();
         if let Some(payload) = &payload {
             stdin.write_all(payload.to_string().as_bytes()).unwrap();
             stdin.flush().unwrap();
         }
-        let start = std::time::Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if start.elapsed() > std::time::Duration::from_secs(6) {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("the hook still waits for stdin to close (payload {n})");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        harness::wait_until(
+            &format!("the hook to answer with stdin still open (payload {n})"),
+            std::time::Duration::from_secs(6),
+            || hook.child().try_wait().unwrap().is_some(),
+        );
         drop(stdin);
-        let out = child.wait_with_output().unwrap();
+        let out = hook.into_inner().wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(0));
         assert!(
             context(&out, "PostToolUse").contains(&format!("Open stdin {n}.")),
