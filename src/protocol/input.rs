@@ -182,6 +182,7 @@ pub fn escape_for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn a_long_word_is_quoted_by_its_start_and_the_rest_kept() {
@@ -196,8 +197,6 @@ mod tests {
         let plain = "a message of ordinary words, kept as it is";
         assert_eq!(short_words(plain, 10), plain);
     }
-
-    use super::*;
 
     #[test]
     fn terminal_output_escapes_what_files_hold() {
