@@ -372,6 +372,8 @@ struct Payload {
     hook_event_name: Option<String>,
     #[serde(default, deserialize_with = "lenient")]
     cwd: Option<PathBuf>,
+    #[serde(default, deserialize_with = "lenient")]
+    session_id: Option<String>,
 }
 
 /// A field's value, or `None` when it is of another type.
@@ -492,11 +494,13 @@ fn answer_hook(args: &HookArgs, payload: &Payload) {
         answer(cli, "", "");
         return;
     };
-    let added = match hook_context(args, cli, kind, payload) {
+    let added = match hook_context(args, cli, kind, event, payload) {
         Ok(added) => added,
         // A wrong id is the model's to fix: it gets the one line that says who is registered
         // and how to register (the CLIs show a hook's stderr only in their logs).
-        Err(e) if is_identity(&e) => Added::text(format!("polisd: {e}")),
+        Err(e) if e.downcast_ref().is_some_and(is_identity_error) => {
+            Added::text(e.downcast_ref().map(identity_help).unwrap_or_default())
+        }
         Err(e) => {
             tell!("polisd hook: {e:#}");
             Added::text(String::new())
@@ -507,6 +511,9 @@ fn answer_hook(args: &HookArgs, payload: &Payload) {
     if answer(cli, event, &added.text) {
         if let Some(after) = added.after {
             record_shown(after);
+        }
+        if let Some(primed) = added.primed {
+            primed.record();
         }
     }
 }
@@ -527,6 +534,8 @@ fn answer(cli: Cli, event: &str, context: &str) -> bool {
 struct Added {
     text: String,
     after: Option<session::Shown>,
+    /// The agent session this primer is the first answer of, if the payload named one.
+    primed: Option<PrimedSession>,
     /// Kept until the hook ends: no other notices hook of the citizen looks at the inbox
     /// before this one has shown its notices and marked them read.
     _delivering: Option<crate::fs::state::HookDeliveryLock>,
@@ -537,10 +546,40 @@ impl Added {
         Added {
             text,
             after: None,
+            primed: None,
             _delivering: None,
         }
     }
+
+    fn primed(mut self, primed: Option<PrimedSession>) -> Added {
+        self.primed = primed;
+        self
+    }
 }
+
+/// An agent session a prime hook answered, recorded once the session has the answer, so a
+/// prime hook on an event that fires again in that session answers as the notices hook does.
+struct PrimedSession {
+    root: PathBuf,
+    /// The citizen, or [`UNIDENTIFIED`] for a session without an id (or with one that is not
+    /// an id).
+    key: String,
+    session: String,
+}
+
+impl PrimedSession {
+    fn record(self) {
+        if let Err(e) =
+            crate::fs::state::set_hook_session_primed(&self.root, &self.key, &self.session)
+        {
+            tell!("polisd hook: {e}; the primer will be shown again in this session");
+        }
+    }
+}
+
+/// Whose primed sessions a prime hook records when the session has no citizen id: no id
+/// starts with `_`, so it never meets a citizen's record.
+const UNIDENTIFIED: &str = "_unidentified";
 
 /// Records what a hook showed, once its text reached the session; a failure is said in the
 /// CLI's log, and what was shown is shown again.
@@ -574,17 +613,24 @@ pub fn hook_unparsed(args: &[std::ffi::OsString], error: &str) {
     }
 }
 
-fn is_identity(e: &anyhow::Error) -> bool {
+fn is_identity_error(e: &session::SessionError) -> bool {
     matches!(
-        e.downcast_ref::<session::SessionError>(),
-        Some(session::SessionError::Unknown { .. } | session::SessionError::NotAnId(_))
+        e,
+        session::SessionError::Unknown { .. } | session::SessionError::NotAnId(_)
     )
+}
+
+/// What the session is told about a wrong id: the one line that says who is registered and
+/// how to register.
+fn identity_help(e: &session::SessionError) -> String {
+    format!("polisd: {e}")
 }
 
 fn hook_context(
     args: &HookArgs,
     cli: Cli,
     kind: HookKind,
+    event: &str,
     payload: &Payload,
 ) -> anyhow::Result<Added> {
     let cwd = payload
@@ -604,6 +650,32 @@ fn hook_context(
         .clone()
         .filter(|c| !c.trim().is_empty())
         .or_else(|| hooks::identity(&root, cli));
+    // A prime hook wired by hand on an event that fires again and again in a session (after
+    // every tool, before every prompt) primes the session once; after that it tells what is
+    // new, as the notices hook there would, rather than the whole primer each time. Where a
+    // session starts (and after compaction) it always primes. Without a session id in the
+    // payload it cannot tell, and primes.
+    let primed = match (kind, payload.session_id.as_deref()) {
+        (HookKind::Prime, Some(session)) if !session.is_empty() => Some(PrimedSession {
+            root: root.clone(),
+            // The key names a file: only an id may be one.
+            key: citizen
+                .as_deref()
+                .filter(|c| crate::protocol::layout::card_path(c).is_some())
+                .unwrap_or(UNIDENTIFIED)
+                .to_string(),
+            session: session.to_string(),
+        }),
+        _ => None,
+    };
+    let repeats = agent_hooks::installed_kind(cli, event) == Some(HookKind::Notices);
+    let kind = match &primed {
+        Some(p) if repeats && crate::fs::state::hook_session_primed(&root, &p.key, &p.session) => {
+            HookKind::Notices
+        }
+        _ => kind,
+    };
+    let primed = primed.filter(|_| kind == HookKind::Prime);
     let Some(citizen) = citizen else {
         if kind == HookKind::Prime {
             return Ok(Added::text(
@@ -611,7 +683,8 @@ fn hook_context(
 Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZEN), then \
 `polisd prime --as <your-citizen-id>`."
                     .to_string(),
-            ));
+            )
+            .primed(primed));
         }
         bail!("no citizen id: pass --as or set POLIS_CITIZEN");
     };
@@ -619,16 +692,24 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
     let now = PolisTime::at(session::polis_zone(&root), now_utc);
     match kind {
         HookKind::Prime => {
-            let primed = session::prime(&root, &citizen, &now)?;
+            let primer = match session::prime(&root, &citizen, &now) {
+                Ok(primer) => primer,
+                // Said once per session too, where the session has an id.
+                Err(e) if is_identity_error(&e) => {
+                    return Ok(Added::text(identity_help(&e)).primed(primed))
+                }
+                Err(e) => return Err(e.into()),
+            };
             // The primer shows the notices: the next notices hook need not look for a while.
             rate_limit_from(&root, &citizen, now_utc);
             Ok(Added {
-                text: primed.primer.text.clone(),
+                text: primer.primer.text.clone(),
                 after: Some(session::Shown::Session {
                     root,
-                    primed: Box::new(primed),
+                    primed: Box::new(primer),
                     now,
                 }),
+                primed,
                 _delivering: None,
             })
         }
@@ -691,6 +772,7 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
                 Ok(()) => Ok(Added {
                     text,
                     after: Some(session::Shown::Read { root, view, ids }),
+                    primed: None,
                     _delivering: delivering,
                 }),
                 // No read cursor can be written: shown, they would come back after every

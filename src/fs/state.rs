@@ -814,15 +814,67 @@ fn hook_file(polis_root: &Path, citizen: &str) -> Result<(PathBuf, PathBuf), Sta
     Ok((dir, PathBuf::from(name)))
 }
 
+/// The rate-limit record of `citizen`'s hooks, or an empty one when there is none or it
+/// cannot be read.
+fn hook_record(polis_root: &Path, citizen: &str) -> HookRecord {
+    hook_file(polis_root, citizen)
+        .ok()
+        .and_then(|(dir, name)| read_record(&dir.join(name), 4 * 1024))
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+fn write_hook_record(
+    polis_root: &Path,
+    citizen: &str,
+    record: &HookRecord,
+) -> Result<(), StateError> {
+    let (dir, name) = hook_file(polis_root, citizen)?;
+    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+    let mut bytes = serde_json::to_vec(record).map_err(|source| StateError::Encode {
+        path: dir.join(&name),
+        source,
+    })?;
+    bytes.push(b'\n');
+    replace_file(&dir, &name.to_string_lossy(), &bytes, false)
+}
+
 /// When the hooks of `citizen` last looked at its inbox on this machine, as recorded (the
 /// recorded time, never a file's mtime). `None` when never, or unreadable.
 pub fn hook_last_check(polis_root: &Path, citizen: &str) -> Option<chrono::DateTime<chrono::Utc>> {
-    let (dir, name) = hook_file(polis_root, citizen).ok()?;
-    let bytes = read_record(&dir.join(name), 4 * 1024)?;
-    let record: HookRecord = serde_json::from_slice(&bytes).ok()?;
-    chrono::DateTime::parse_from_rfc3339(&record.last_check)
+    chrono::DateTime::parse_from_rfc3339(&hook_record(polis_root, citizen).last_check)
         .ok()
         .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// The agent sessions whose primer a hook of one citizen remembers: enough for the sessions
+/// a person runs at once on one machine. An older one forgotten is primed again, once.
+const PRIMED_SESSIONS: usize = 16;
+
+/// Whether a hook already primed agent session `session` (the payload's `session_id`) for
+/// `citizen` on this machine. Keyed by `citizen`, which may also be a name starting with `_`
+/// for a session that has no citizen id yet (no id starts with one).
+pub fn hook_session_primed(polis_root: &Path, citizen: &str, session: &str) -> bool {
+    let key = crate::protocol::digest::short_id(session.as_bytes());
+    hook_record(polis_root, citizen).primed.contains(&key)
+}
+
+/// Records that a hook primed agent session `session` for `citizen`, forgetting the oldest
+/// past [`PRIMED_SESSIONS`].
+pub fn set_hook_session_primed(
+    polis_root: &Path,
+    citizen: &str,
+    session: &str,
+) -> Result<(), StateError> {
+    let key = crate::protocol::digest::short_id(session.as_bytes());
+    let mut record = hook_record(polis_root, citizen);
+    if record.primed.contains(&key) {
+        return Ok(());
+    }
+    record.primed.push(key);
+    let excess = record.primed.len().saturating_sub(PRIMED_SESSIONS);
+    record.primed.drain(..excess);
+    write_hook_record(polis_root, citizen, &record)
 }
 
 /// Held while one notices hook of a citizen looks at its inbox, shows what is new and marks it
@@ -876,22 +928,18 @@ pub fn set_hook_last_check(
     citizen: &str,
     at: chrono::DateTime<chrono::Utc>,
 ) -> Result<(), StateError> {
-    let (dir, name) = hook_file(polis_root, citizen)?;
-    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
-    let record = HookRecord {
-        last_check: at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-    };
-    let mut bytes = serde_json::to_vec(&record).map_err(|source| StateError::Encode {
-        path: dir.join(&name),
-        source,
-    })?;
-    bytes.push(b'\n');
-    replace_file(&dir, &name.to_string_lossy(), &bytes, false)
+    let mut record = hook_record(polis_root, citizen);
+    record.last_check = at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    write_hook_record(polis_root, citizen, &record)
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 struct HookRecord {
+    #[serde(default)]
     last_check: String,
+    /// Digests of the agent sessions primed most recently, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    primed: Vec<String>,
 }
 
 /// Whether a daemon holds `polis_root`'s lock, without loading (or creating) its state: what a

@@ -812,3 +812,85 @@ fn a_hook_whose_stdin_stays_open_still_answers() {
         );
     }
 }
+
+#[test]
+fn a_prime_hook_wired_on_an_event_that_repeats_primes_each_session_once() {
+    // A person who wires `hook … prime` by hand after every tool or before every prompt gets
+    // the primer once per agent session, then only what is new, as the notices hook there
+    // would give: not the whole primer after every tool.
+    let p = polis();
+    let at = |cli: &str, event: &str, session: Option<&str>| {
+        let mut v = json!({"transcript_path": "/tmp/t", "cwd": project(&p),
+            "hook_event_name": event, "tool_name": "Bash", "tool_input": {"command": "ls"},
+            "tool_response": {"stdout": ""}, "prompt": "go on", "source": "startup"});
+        if let Some(s) = session {
+            v["session_id"] = json!(s);
+        }
+        if cli == "gemini" {
+            v["timestamp"] = json!("2026-03-02T10:00:00Z");
+        }
+        v
+    };
+    let prime = |cli: &str, event: &str, session: Option<&str>| {
+        let out = hook(
+            &p,
+            cli,
+            "prime",
+            &["--as", ME, "--interval", "0"],
+            &at(cli, event, session),
+        );
+        let out_text = text(&out);
+        if out_text.trim().is_empty() || out_text.trim() == "{}" {
+            String::new()
+        } else {
+            context(&out, event)
+        }
+    };
+    for (cli, tool_event, prompt_event) in [
+        ("claude", "PostToolUse", "UserPromptSubmit"),
+        ("codex", "PostToolUse", "UserPromptSubmit"),
+        ("gemini", "AfterTool", "BeforeAgent"),
+    ] {
+        let session = format!("{cli}-session-1");
+        let first = prime(cli, tool_event, Some(&session));
+        assert!(first.contains("Polis primer"), "{cli}: {first}");
+        let after = prime(cli, tool_event, Some(&session));
+        assert_eq!(after, "", "{cli}: the primer again after the next tool");
+        assert_eq!(prime(cli, prompt_event, Some(&session)), "", "{cli}");
+        message(
+            &p,
+            ME,
+            "2026-03-02 11:15",
+            OTHER,
+            &format!("New for {cli}."),
+        );
+        let told = prime(cli, tool_event, Some(&session));
+        assert!(told.contains(&format!("New for {cli}.")), "{cli}: {told}");
+        assert!(!told.contains("Polis primer"), "{cli}: {told}");
+        assert_eq!(unread_count(&p), 0, "{cli}: told, so read");
+        // Another session of the same citizen is primed once too.
+        let other = format!("{cli}-session-2");
+        assert!(prime(cli, tool_event, Some(&other)).contains("Polis primer"));
+        assert_eq!(prime(cli, tool_event, Some(&other)), "", "{cli}");
+        // Where a session starts (or after compaction) the primer always comes.
+        assert!(prime(cli, "SessionStart", Some(&session)).contains("Polis primer"));
+        assert!(prime(cli, "SessionStart", Some(&session)).contains("Polis primer"));
+        // A payload without a session id cannot say which session it is: it primes.
+        assert!(
+            prime(cli, tool_event, None).contains("Polis primer"),
+            "{cli}"
+        );
+    }
+    // A session without a citizen id is told how to get one once, not after every tool.
+    let no_id = || {
+        hook(
+            &p,
+            "claude",
+            "prime",
+            &[],
+            &at("claude", "PostToolUse", Some("s")),
+        )
+    };
+    assert!(context(&no_id(), "PostToolUse").contains("no citizen id"));
+    assert_eq!(text(&no_id()), "", "said once per session");
+}

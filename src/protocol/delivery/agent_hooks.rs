@@ -682,6 +682,16 @@ pub fn event_of(cli: Cli, kind: HookKind, payload_event: Option<&str>) -> Option
     }
 }
 
+/// The kind of hook polisd installs on `event` for `cli`: `Prime` where a session starts,
+/// `Notices` where an event fires again and again in one session (after a tool, before a
+/// prompt). `None` for an event polisd does not install.
+pub fn installed_kind(cli: Cli, event: &str) -> Option<HookKind> {
+    cli.events()
+        .iter()
+        .find(|(e, _)| *e == event)
+        .map(|(_, k)| *k)
+}
+
 /// The marked section polisd keeps in a bridge pointer file.
 pub const BRIDGE_START: &str = "<!-- polisd:bridge:start -->";
 pub const BRIDGE_END: &str = "<!-- polisd:bridge:end -->";
