@@ -73,6 +73,7 @@ pub fn render(s: &Summary) -> String {
                     c.id.clone(),
                     c.vendor.clone().unwrap_or_else(|| "-".into()),
                     c.state.clone(),
+                    c.working_on.clone().unwrap_or_else(|| "-".into()),
                     match (&c.last_activity, c.activity_source) {
                         (Some(t), Some("status")) => format!("{t} (status.md)"),
                         (Some(t), _) => t.clone(),
@@ -81,7 +82,10 @@ pub fn render(s: &Summary) -> String {
                 ]
             })
             .collect();
-        out.push_str(&table(&["ID", "VENDOR", "STATE", "LAST ACTIVITY"], &rows));
+        out.push_str(&table(
+            &["ID", "VENDOR", "STATE", "WORKING ON", "LAST ACTIVITY"],
+            &rows,
+        ));
     }
 
     let c = &s.contracts;

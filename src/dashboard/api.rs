@@ -28,7 +28,7 @@ pub fn state(name: &str, s: &Snapshot) -> Value {
                 "id": c.id,
                 "vendor": c.vendor,
                 "state": c.state,
-                "current_contract": s.current.get(&c.id),
+                "current_contract": c.working_on,
                 "unread": s.unread.get(&c.id).copied().unwrap_or(0),
                 "last_active": c.last_activity,
             })

@@ -50,6 +50,10 @@ pub struct CitizenRow {
     pub vendor: Option<String>,
     pub model: Option<String>,
     pub state: String,
+    /// The open contract it owns and works on (claimed, in progress, blocked or under
+    /// review), from the contracts: a claim writes the contract, not the citizen's
+    /// `status.md`, whose `state` is the citizen's own word. The most recently opened wins.
+    pub working_on: Option<String>,
     pub last_activity: Option<String>,
     pub activity_source: Option<&'static str>,
 }
@@ -237,6 +241,27 @@ pub fn summarize(
     )
 }
 
+/// Per owner, the open contract it works on (see [`CitizenRow::working_on`]).
+fn working_on(polis: &Polis) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for c in &polis.contracts {
+        let k = &c.contract;
+        let working = matches!(
+            k.status.as_deref(),
+            Some("claimed" | "in_progress" | "blocked" | "under_review")
+        );
+        let (true, ContractFolder::Open, Some(owner)) = (working, c.folder, k.owner.as_ref())
+        else {
+            continue;
+        };
+        let opened = k.opened_at.as_str().unwrap_or_default().to_string();
+        if out.get(owner).is_none_or(|(at, _)| *at <= opened) {
+            out.insert(owner.clone(), (opened, c.file.stem.clone()));
+        }
+    }
+    out.into_iter().map(|(o, (_, id))| (o, id)).collect()
+}
+
 /// [`summarize`] with the findings (the findings that count and the resolved ones, as
 /// [`super::findings_and_resolved`] gives them), the amendments' problems (as
 /// [`super::amendment_problems`] gives them), the routing stats and each citizen's last
@@ -251,6 +276,7 @@ pub fn summarize_from(
     stats: &crate::protocol::routing::stats::RoutingStats,
     activity: &BTreeMap<String, NaiveDateTime>,
 ) -> anyhow::Result<Summary> {
+    let mut working_on = working_on(polis);
     let citizens = polis
         .cards
         .values()
@@ -274,6 +300,7 @@ pub fn summarize_from(
                 vendor: c.card.vendor.clone(),
                 model: c.card.model.clone(),
                 state: status.state.as_str().to_string(),
+                working_on: working_on.remove(&c.id),
                 last_activity,
                 activity_source,
             }

@@ -210,3 +210,64 @@ fn status_lists_tags_by_name_as_the_reference_does() {
     assert_eq!(s["explore_rate"], 0.25);
     assert!(stdout(&p.polisd(&["status"])).contains("explore_rate 0.25"));
 }
+
+#[test]
+fn status_says_which_contract_each_citizen_works_on() {
+    // A claim writes the contract, not the citizen's status.md: its self-reported state stays
+    // `idle`, and the row says what it holds beside it, as the dashboard's overview does.
+    let p = busy_polis();
+    for args in [
+        &["contract", "open", "--title", "Open three", "--as", FOUNDER][..],
+        &[
+            "contract",
+            "claim",
+            "open-three",
+            "--as",
+            "codex-second-two",
+        ],
+    ] {
+        let out = p.polisd(args);
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    }
+    let text = stdout(&p.polisd(&["status"]));
+    let header = text.lines().find(|l| l.contains("LAST ACTIVITY")).unwrap();
+    assert!(header.contains("WORKING ON"), "{header}");
+    let row = text
+        .lines()
+        .find(|l| l.contains("codex-second-two"))
+        .unwrap();
+    assert!(row.contains("open-three"), "{row}");
+    let founder_row = text.lines().find(|l| l.contains(FOUNDER)).unwrap();
+    assert!(!founder_row.contains("open-"), "{founder_row}");
+    let s = json(&p.polisd(&["status", "--json"]));
+    let working_on = |id: &str| {
+        s["citizens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap()["working_on"]
+            .clone()
+    };
+    assert_eq!(working_on("codex-second-two"), "open-three");
+    assert_eq!(working_on(FOUNDER), Value::Null);
+    // Settled, it holds nothing.
+    let out = p.polisd(&[
+        "contract",
+        "settle",
+        "open-three",
+        "--quality",
+        "4",
+        "--as",
+        "codex-second-two",
+        "--no-lesson",
+        "nothing to learn here",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let row = stdout(&p.polisd(&["status"]))
+        .lines()
+        .find(|l| l.contains("codex-second-two"))
+        .unwrap()
+        .to_string();
+    assert!(!row.contains("open-three"), "{row}");
+}

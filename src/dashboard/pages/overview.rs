@@ -144,7 +144,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                                     td { (citizen_link(cx, &c.id)) }
                                     td { (c.vendor.as_deref().unwrap_or("-")) }
                                     td class=(format!("state-{}", c.state)) { (c.state) }
-                                    td.current { @if let Some(k) = s.current.get(&c.id) { (contract_link(cx, k)) } }
+                                    td.current { @if let Some(k) = &c.working_on { (contract_link(cx, k)) } }
                                     td.unread { (s.unread.get(&c.id).copied().unwrap_or(0)) }
                                     td.muted { (c.last_activity.as_deref().unwrap_or("never")) }
                                 }

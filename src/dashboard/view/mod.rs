@@ -69,9 +69,6 @@ pub struct Snapshot {
     pub inbox_notes: BTreeMap<String, String>,
     /// Per citizen: the notices of its inbox not in its read cursor (`notices_read`).
     pub unread: BTreeMap<String, usize>,
-    /// Per citizen: the open contract it holds (claimed, in progress, blocked or under
-    /// review), the most recently opened first when it holds several.
-    pub current: BTreeMap<String, String>,
     /// The guardrails in force (`guardrails/`).
     pub guardrails: Vec<crate::protocol::contracts::guardrail::Guardrail>,
     /// The reservations still in force (`reservations.yml`), or why the file cannot be read.
@@ -351,7 +348,6 @@ fn build(
         })
         .collect();
     let unread = unread_by_cursor(&polis, &inboxes);
-    let current = current_contracts(&polis);
     let guardrails = crate::operations::guardrail::list(root);
     let reservations = crate::operations::reservation::list(root, &now)
         .map(|all| all.into_iter().filter(|r| r.active).collect())
@@ -368,7 +364,6 @@ fn build(
         inboxes,
         inbox_notes,
         unread,
-        current,
         guardrails,
         reservations,
         trend: std::sync::OnceLock::new(),
@@ -527,29 +522,6 @@ fn unread_by_cursor(
             (id.clone(), n)
         })
         .collect()
-}
-
-/// Per owner, the open contract it works on, from the contracts' `owner` (a claim writes the
-/// contract, not the citizen's `status.md`); the most recently opened wins.
-fn current_contracts(polis: &Polis) -> BTreeMap<String, String> {
-    let mut out: BTreeMap<String, (String, String)> = BTreeMap::new();
-    for c in polis.contracts.iter() {
-        let k = &c.contract;
-        let working = matches!(
-            k.status.as_deref(),
-            Some("claimed" | "in_progress" | "blocked" | "under_review")
-        );
-        let (true, ContractFolder::Open, Some(owner)) = (working, c.folder, k.owner.as_ref())
-        else {
-            continue;
-        };
-        let opened = k.opened_at.as_str().unwrap_or_default().to_string();
-        let newer = out.get(owner).is_none_or(|(at, _)| *at <= opened);
-        if newer {
-            out.insert(owner.clone(), (opened, c.file.stem.clone()));
-        }
-    }
-    out.into_iter().map(|(o, (_, id))| (o, id)).collect()
 }
 
 #[cfg(test)]
