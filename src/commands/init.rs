@@ -391,7 +391,7 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
     if !report.dry_run {
         println!(
             "next: `polisd register ID --vendor V --model M --tool CLI --tags tag:rating` for each further \
-             citizen, `polisd contract open --title T --by {}` to open a contract (or copy \
+             citizen, `polisd contract open --title T --as {}` to open a contract (or copy \
              contracts/TEMPLATE.md), and `polisd run` to keep the polis current",
             params.agent_id
         );

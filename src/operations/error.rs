@@ -38,7 +38,7 @@ pub enum OpError {
         by: String,
         action: &'static str,
     },
-    #[error("contract `{0}` has no owner; claim it first (`polisd contract claim {0} --as <id>`) or pass --by <id>")]
+    #[error("contract `{0}` has no owner; claim it first (`polisd contract claim {0} --as <id>`) or pass --as <id>")]
     NoOwner(String),
     #[error("quality must be 1 to 5, not {0}")]
     Quality(i64),
