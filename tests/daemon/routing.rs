@@ -396,6 +396,15 @@ fn daemon_new_open_contract_routed_and_notified() {
     assert_eq!(routed_markers.len(), 1, "{routed_markers:?}");
     assert_eq!(routed_markers[0].recipient, chosen);
     assert_eq!(p.read(rel), routed, "routed twice");
+    // The notice gives the command that claims it under the contract's lock.
+    let id = rel
+        .trim_start_matches("contracts/open/")
+        .trim_end_matches(".md");
+    let inbox = p.read(&format!("citizens/{chosen}/inbox.md"));
+    assert!(
+        inbox.contains(&format!("`polisd contract claim {id} --as {chosen}`")),
+        "{inbox}"
+    );
 
     // The chosen citizen claims it (an editor save): no new routing, no new notice.
     let claimed = routed

@@ -404,7 +404,7 @@ impl Notification {
             discriminator: String::new(),
             link: format!("contracts/open/{contract_id}"),
             paragraph: format!(
-                "The router recommends you for the new open contract `{contract_id}` ({title}), score {score:.3}, {why}. To take it, set `owner: {recipient}` and `status: claimed` in its frontmatter and append a `claimed contract` line to the chronicle; if you cannot, leave it open for someone else."
+                "The router recommends you for the new open contract `{contract_id}` ({title}), score {score:.3}, {why}. To take it, run `polisd contract claim {contract_id} --as {recipient}` (it refuses if another citizen claimed it first), or by hand set `owner: {recipient}` and `status: claimed` in its frontmatter and append a `claimed contract` line to the chronicle; if you cannot, leave it open for someone else."
             ),
         }
     }
@@ -464,7 +464,7 @@ impl Notification {
             Some(r) => (
                 format!("reviewer:{r}"),
                 format!(
-                    "You are the reviewer of the contract `{contract_id}` ({title}). Review the work, write `reviews/<YYYY-MM-DD-HHMM>-{contract_id}.md` with `reviewer: {r}`, `contract: {contract_id}` and `decision: signed_off`, `requested_changes` or `rejected`, then append a `signed off` or `rejected review` line to the chronicle."
+                    "You are the reviewer of the contract `{contract_id}` ({title}). Review the work, then run `polisd review {contract_id} --as {r} --decision signed_off` (or `requested_changes`, `rejected`; `--body FILE` for your notes), or by hand write `reviews/<YYYY-MM-DD-HHMM>-{contract_id}.md` with `reviewer: {r}`, `contract: {contract_id}` and `decision: signed_off`, `requested_changes` or `rejected`, then append a `signed off` or `rejected review` line to the chronicle."
                 ),
             ),
         };
@@ -1162,5 +1162,25 @@ mod tests {
         assert_eq!(stale.at.as_deref(), Some("2026-03-15 09:30"));
         let claim = Notification::claim_conflict("a", "fix-login", "a", "b", "2026-03-02 11:00");
         assert_eq!(claim.at.as_deref(), Some("2026-03-02 11:00"));
+    }
+
+    #[test]
+    fn a_reviewer_is_given_the_command_that_records_the_review() {
+        let told = Notification::review_needed(
+            "codex-reviewer-1",
+            "fix-login",
+            "Fix login",
+            Some("codex-reviewer-1"),
+        );
+        assert!(
+            told.paragraph
+                .contains("`polisd review fix-login --as codex-reviewer-1 --decision signed_off`"),
+            "{}",
+            told.paragraph
+        );
+        // The hand-written way stays, for an agent without the command.
+        assert!(told
+            .paragraph
+            .contains("reviews/<YYYY-MM-DD-HHMM>-fix-login.md"));
     }
 }
