@@ -337,11 +337,18 @@ fn browser_a_settled_file_s_findings_show_under_polisd_run_until_it_is_fixed() {
 #[test]
 fn browser_hostile_content_never_executes() {
     let p = generated_polis();
+    p.save(
+        "lessons/rust/2026-02-03-hostile.md",
+        &format!(
+            "---\nlesson_id: 2026-02-03-hostile\nfiled_by: {ALPHA}\ncapability_tags: [rust]\n\
+             related_contracts: [hostile-one]\n---\n\n# {HOSTILE_TITLE}\n\n{HOSTILE_BODY}"
+        ),
+    );
     let s = serve(&p, "127.0.0.1:0");
     let driver = chromedriver();
     runtime().block_on(async {
         let c = browser(&driver).await;
-        for path in ["p/0/", "p/0/contracts/hostile-one", "p/0/chronicle", &format!("p/0/citizens/{ALPHA}")] {
+        for path in ["p/0/", "p/0/contracts/hostile-one", "p/0/chronicle", &format!("p/0/citizens/{ALPHA}"), "p/0/lessons/2026-02-03-hostile"] {
             c.goto(&format!("{}{path}", s.url)).await.unwrap();
             // Give onerror/onload handlers their chance.
             c.execute("return new Promise(r => setTimeout(() => r(1), 300))", vec![]).await.unwrap();
@@ -357,6 +364,9 @@ fn browser_hostile_content_never_executes() {
         c.goto(&format!("{}p/0/contracts/hostile-one", s.url)).await.unwrap();
         let h1 = text_of(&c, "return document.querySelector('h1').textContent").await;
         assert!(h1.starts_with("<script>"), "{h1}");
+        c.goto(&format!("{}p/0/lessons/2026-02-03-hostile", s.url)).await.unwrap();
+        let h1 = text_of(&c, "return document.querySelector('h1').textContent").await;
+        assert!(h1.starts_with("<script>"), "the lesson's title: {h1}");
         c.close().await.unwrap();
     });
 }

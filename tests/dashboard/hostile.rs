@@ -13,7 +13,7 @@ fn encoded(bytes: &[u8]) -> String {
 #[test]
 fn hostile_paths_and_queries_never_reach_a_panic_or_a_5xx() {
     use proptest::prelude::*;
-    const ROUTES: [&str; 11] = [
+    const ROUTES: [&str; 13] = [
         "/p/0/",
         "/p/0/chronicle",
         "/p/0/search",
@@ -21,6 +21,8 @@ fn hostile_paths_and_queries_never_reach_a_panic_or_a_5xx() {
         "/p/0/councils",
         "/p/0/contracts/",
         "/p/0/citizens/",
+        "/p/0/amendments/",
+        "/p/0/lessons/",
         "/p/",
         "/static/",
         "/p/0/api/replay",

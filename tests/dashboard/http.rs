@@ -182,6 +182,147 @@ fn an_amendment_has_a_page_linked_from_the_overview() {
     assert_eq!(get(&s, "/p/0/amendments/no-such").status, 404);
 }
 
+/// A lesson filed by `lesson file` (its text a `# ` heading and a paragraph).
+fn lesson(id: &str, by: &str, extra: &str, text: &str) -> String {
+    format!(
+        "---\nlesson_id: {id}\nfiled_by: {by}\nfiled_at: '2026-02-03 10:00:00'\n\
+         capability_tags:\n- rust\nrelated_contracts:\n- next-job\nquality_impact: 4\n{extra}---\n\n{text}"
+    )
+}
+
+/// A lesson has a page of its own: its title, who filed it, the tags and contract it is
+/// about, its text as markdown (agent text escaped) and what it weighs on in routing. The
+/// contract it names, search and the chronicle's `[[lessons/…]]` links lead there; an unknown
+/// id, or one aiming outside the polis, is a 404.
+#[test]
+fn a_lesson_has_a_page_linked_from_its_contract_search_and_the_chronicle() {
+    let p = generated_polis();
+    let id = "2026-02-03-check-the-store";
+    p.save(
+        &format!("lessons/rust/{id}.md"),
+        &lesson(
+            id,
+            ALPHA,
+            &format!("routing_effect:\n- {{citizen: {ALPHA}, tags: [rust], delta: 0.1}}\n"),
+            "# Check the store first\n\nRead **the store** before the cache.\n\n<script>window.__pwned=11</script>\n",
+        ),
+    );
+    p.append(
+        "chronicle.md",
+        &harness::chronicle_line(
+            ALPHA,
+            "filed lesson",
+            &format!("[[lessons/rust/{id}]]"),
+            "Check the store first",
+        ),
+    );
+    let s = serve(&p, "127.0.0.1:0");
+    let link = format!(r#"<a href="/p/0/lessons/{id}">{id}</a>"#);
+    let contract = get(&s, "/p/0/contracts/next-job");
+    assert!(contract.body.contains(&link), "{}", contract.body);
+    let search = get(&s, "/p/0/search?q=store");
+    assert!(search.body.contains(&link), "{}", search.body);
+    let chronicle = get(&s, "/p/0/chronicle");
+    assert!(
+        chronicle
+            .body
+            .contains(&format!(r#"href="/p/0/lessons/{id}""#)),
+        "the chronicle line links the page: {}",
+        chronicle.body
+    );
+
+    let page = get(&s, &format!("/p/0/lessons/{id}"));
+    assert_eq!(page.status, 200, "{}", page.body);
+    let b = &page.body;
+    assert!(b.contains("<h1>Check the store first</h1>"), "{b}");
+    assert!(
+        b.contains(&format!(
+            r#"filed by <a href="/p/0/citizens/{ALPHA}">{ALPHA}</a>"#
+        )),
+        "{b}"
+    );
+    assert!(
+        b.contains(r#"<td id="lesson-contracts"><a href="/p/0/contracts/next-job">next-job</a>"#),
+        "{b}"
+    );
+    assert!(b.contains("<strong>the store</strong>"), "markdown: {b}");
+    assert!(
+        b.contains("&lt;script&gt;window.__pwned=11"),
+        "the script shown as text: {b}"
+    );
+    assert_eq!(
+        b.matches("<script").count(),
+        1,
+        "only the page's own script: {b}"
+    );
+    assert!(b.contains("Weighs on routing"), "{b}");
+    assert!(
+        b.contains(&format!(
+            r#"<td><a href="/p/0/citizens/{ALPHA}">{ALPHA}</a></td><td>rust</td><td>+0.1</td>"#
+        )),
+        "the routing effect: {b}"
+    );
+
+    assert_eq!(get(&s, "/p/0/lessons/no-such").status, 404);
+    for hostile in [
+        "..%2F..%2Fpolis.yml",
+        "%2E%2E",
+        "rust%2F2026-02-03-check-the-store",
+        "..%2Fcontracts%2Fopen%2Fnext-job",
+        "%00",
+    ] {
+        let r = get(&s, &format!("/p/0/lessons/{hostile}"));
+        assert_eq!(r.status, 404, "{hostile}: {}", r.body);
+    }
+}
+
+/// Lessons polisd cannot take as they are never break their page: broken frontmatter shows
+/// the finding and the file as written, a text far over a paragraph is shown cut with a note,
+/// and a lesson that is not accepted says it does not weigh on routing.
+#[test]
+fn a_broken_huge_or_unaccepted_lesson_s_page_says_so() {
+    let p = generated_polis();
+    p.save(
+        "lessons/rust/2026-02-04-broken.md",
+        "---\nlesson_id: [unclosed\nfiled_by: <b>x</b>\n---\n\n<script>window.__pwned=12</script>\n",
+    );
+    let huge = format!("# Huge\n\n{}the-end\n", "padding words. ".repeat(40_000));
+    p.save(
+        "lessons/rust/2026-02-05-huge.md",
+        &lesson(
+            "2026-02-05-huge",
+            "nobody-here",
+            "status: proposed\n",
+            &huge,
+        ),
+    );
+    let s = serve(&p, "127.0.0.1:0");
+    let broken = get(&s, "/p/0/lessons/2026-02-04-broken");
+    assert_eq!(broken.status, 200, "{}", broken.body);
+    assert!(
+        broken.body.contains("could not read this lesson"),
+        "{}",
+        broken.body
+    );
+    assert!(broken.body.contains("P002"), "the finding: {}", broken.body);
+    assert!(
+        broken.body.contains("&lt;script&gt;window.__pwned=12"),
+        "the file as written: {}",
+        broken.body
+    );
+    assert_eq!(broken.body.matches("<script").count(), 1, "{}", broken.body);
+
+    let big = get(&s, "/p/0/lessons/2026-02-05-huge");
+    assert_eq!(big.status, 200, "{}", big.body);
+    assert!(big.body.contains("only its start is shown"), "no note");
+    assert!(!big.body.contains("the-end"), "the text is not cut");
+    assert!(
+        big.body.contains("filed by nobody-here"),
+        "a filer who is no citizen is not linked"
+    );
+    assert!(big.body.contains("Does not weigh on routing"), "proposed");
+}
+
 #[test]
 fn hostile_agent_text_is_escaped_on_every_page() {
     let p = generated_polis();
@@ -435,6 +576,10 @@ fn frontmatter_is_a_table_and_links_resolve_to_pages_of_the_polis() {
             ),
         ),
     );
+    p.save(
+        "lessons/docs/some-lesson.md",
+        "---\nfiled_by: alpha-agent\ncapability_tags: [docs]\n---\n\nA lesson.\n",
+    );
     let s = serve(&p, "127.0.0.1:0");
     let page = get(&s, "/p/0/contracts/linked").body;
     let body = &page[page.find("<div class=\"md\">").unwrap()..];
@@ -451,7 +596,7 @@ fn frontmatter_is_a_table_and_links_resolve_to_pages_of_the_polis() {
             "/p/0/contracts/next-job",
             &*format!("/p/0/citizens/{ALPHA}"),
             "/p/0/chronicle",
-            "/p/0/search?q=some-lesson",
+            "/p/0/lessons/some-lesson",
         ],
         "{body}"
     );

@@ -133,7 +133,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         @else { ul #contract-chronicle { @for l in &lines { li { (super::chronicle::entry_inline(cx, l)) } } } }
         h2 { "Lessons (" (lessons.len()) ")" }
         @if !lessons.is_empty() {
-            ul { @for l in &lessons { li { (l.lesson.lesson_id) " by " (l.lesson.filed_by.as_deref().unwrap_or("?")) " (" (l.rel) ")" } } }
+            ul #contract-lessons { @for l in &lessons { li { (super::lesson_link(cx, &l.lesson.lesson_id)) " by " (l.lesson.filed_by.as_deref().unwrap_or("?")) " (" (l.rel) ")" } } }
         }
         h2 { "Reviews (" (reviews.len()) ")" }
         @if !reviews.is_empty() {

@@ -11,6 +11,7 @@ pub mod chronicle;
 pub mod citizen;
 pub mod contract;
 pub mod councils;
+pub mod lesson;
 pub mod overview;
 pub mod search;
 pub mod tags;
@@ -29,6 +30,7 @@ pub const PAGES: &[&Page] = &[
     &contract::PAGE,
     &citizen::PAGE,
     &amendment::PAGE,
+    &lesson::PAGE,
 ];
 
 /// One page of the dashboard.
@@ -250,8 +252,9 @@ fn in_polis(dir: &str, link: &str) -> Option<String> {
 }
 
 /// The page of this polis that shows polis file or folder `path`: a contract's page for its
-/// file (or its review folder), a citizen's page for anything in its folder, the chronicle
-/// for the chronicle, the overview for the root, else a search for the file's name.
+/// file (or its review folder), a citizen's page for anything in its folder, an amendment's
+/// or a lesson's page for its file, the chronicle for the chronicle, the overview for the
+/// root, else a search for the file's name.
 pub fn page_of_path(path: &str) -> String {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     let stem = |p: &str| {
@@ -269,6 +272,7 @@ pub fn page_of_path(path: &str) -> String {
         ["amendments", "proposed" | "ratified", id] => {
             format!("amendments/{}", urlencode(&stem(id)))
         }
+        ["lessons", _, .., id] => format!("lessons/{}", urlencode(&stem(id))),
         ["chronicle.md" | "chronicle", ..] => "chronicle".into(),
         [.., last] => format!("search?q={}", urlencode(&stem(last))),
     }
@@ -293,6 +297,11 @@ pub fn code_spans(text: &str) -> Markup {
 /// A contract id as a link to its page.
 pub fn contract_link(cx: &Context<'_>, id: &str) -> Markup {
     html! { a href=(cx.href(&format!("contracts/{}", urlencode(id)))) { (id) } }
+}
+
+/// A lesson id as a link to its page.
+pub fn lesson_link(cx: &Context<'_>, id: &str) -> Markup {
+    html! { a href=(cx.href(&format!("lessons/{}", urlencode(id)))) { (id) } }
 }
 
 /// A polis path (a chronicle line's `[[link]]`) as a link to the page that shows it.

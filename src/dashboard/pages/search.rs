@@ -120,7 +120,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
             section #lesson-hits {
                 h2 { "Lessons (" (lessons.len()) ")" }
                 @for (id, title) in &lessons {
-                    div.item { span.what { (id) } " " (title) }
+                    div.item { (super::lesson_link(cx, id)) " " (title) }
                 }
             }
             section #chronicle-hits {
