@@ -13,21 +13,22 @@ fn encoded(bytes: &[u8]) -> String {
 #[test]
 fn hostile_paths_and_queries_never_reach_a_panic_or_a_5xx() {
     use proptest::prelude::*;
-    const ROUTES: [&str; 13] = [
-        "/p/0/",
-        "/p/0/chronicle",
-        "/p/0/search",
-        "/p/0/tags",
-        "/p/0/councils",
-        "/p/0/contracts/",
-        "/p/0/citizens/",
-        "/p/0/amendments/",
-        "/p/0/lessons/",
-        "/p/",
-        "/static/",
-        "/p/0/api/replay",
-        "/p/0/api/",
-    ];
+    // Every page the dashboard has (a page added later is walked too: `/contracts/{id}`
+    // becomes `/p/0/contracts/` and takes the hostile tail), then the routes that are not
+    // pages.
+    let routes: Vec<String> = polisd::dashboard::pages::PAGES
+        .iter()
+        .map(|page| format!("/p/0{}", page.route.split('{').next().unwrap_or_default()))
+        .chain(
+            ["/p/", "/static/", "/p/0/api/replay", "/p/0/api/"]
+                .into_iter()
+                .map(String::from),
+        )
+        .collect();
+    assert!(
+        routes.iter().any(|r| r == "/p/0/lessons/"),
+        "the pages' routes: {routes:?}"
+    );
     const KEYS: [&str; 7] = ["q", "page", "citizen", "verb", "offset", "limit", "from"];
     let p = generated_polis();
     let s = serve(&p, "127.0.0.1:0");
@@ -42,7 +43,7 @@ fn hostile_paths_and_queries_never_reach_a_panic_or_a_5xx() {
     });
     runner
         .run(&requests, |(tail, value, raw)| {
-            for route in ROUTES {
+            for route in &routes {
                 // The tail only on routes that take one (the others would only 404).
                 let tail = if route.ends_with('/') {
                     encoded(&tail)
