@@ -18,6 +18,7 @@ use crate::operations::guardrail;
 use crate::operations::lesson::{self, Filed, LessonRequest};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::contracts::contract::{self as rules, NewContract};
+use crate::protocol::finding::quoted;
 use crate::protocol::frontmatter::{self, Record};
 use crate::protocol::layout::{self, ContractFolder};
 use crate::yaml::Value;
@@ -90,11 +91,11 @@ fn owner_of(record: &Record, id: &str) -> Result<Option<String>, OpError> {
         Value::Null => return Ok(None),
         Value::Str(s) if s.trim().is_empty() => return Ok(None),
         Value::Str(s) if layout::is_agent_id(s) => return Ok(Some(s.clone())),
-        Value::Str(s) => format!("`{s}`"),
+        Value::Str(s) => format!("`{}`", quoted(s)),
         Value::Bool(_) => "a yes/no value".to_string(),
         Value::Seq(_) => "a list".to_string(),
         Value::Map(_) => "a mapping".to_string(),
-        other => format!("`{}`", other.python_str()),
+        other => format!("`{}`", quoted(&other.python_str())),
     };
     Err(OpError::Refused(format!(
         "contract `{id}`'s `owner:` is {shown}, not a citizen id; write the owner's id (or null) on that line, or take the contract with `polisd contract claim {id} --as <id> --force`"

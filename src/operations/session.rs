@@ -23,7 +23,7 @@ use crate::protocol::delivery::notice::{self, Notice};
 use crate::protocol::delivery::primer::{
     self, Claim, Identity, LessonLine, PrimerInput, Routed, VoteWanted,
 };
-use crate::protocol::finding::Finding;
+use crate::protocol::finding::{quoted, Finding};
 use crate::protocol::layout::{self, CHRONICLE};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -182,8 +182,9 @@ pub fn mark_outdated(root: &Path, citizen: &str, notices: &mut [Notice]) {
             .and_then(|r| Contract::from_record(&r).owner);
         if let Some(owner) = owner.filter(|o| o != citizen) {
             n.outdated = Some(format!(
-                "'{}' was claimed by '{owner}'",
-                target.trim_start_matches("contracts/open/")
+                "'{}' was claimed by '{}'",
+                target.trim_start_matches("contracts/open/"),
+                quoted(&owner)
             ));
         }
     }

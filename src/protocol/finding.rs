@@ -172,17 +172,11 @@ pub fn counted(n: usize, severity: Severity) -> String {
     }
 }
 
-/// The most characters of an agent's text a finding quotes whole: an ordinary chronicle line
-/// or field value fits, and a finding about a 100 KB one still reads in a few lines.
-pub const QUOTED_CHARS: usize = 200;
-
 /// An agent's text (a chronicle line, a field's value, an id) as a finding quotes it: whole up
-/// to [`QUOTED_CHARS`], else its start and its size, as a refusal quotes a runaway value. A
-/// finding names its file and line, so the start is enough to find the rest. Every finding
-/// that quotes agent text quotes it through this.
-pub fn quoted(text: &str) -> String {
-    crate::protocol::input::excerpt(text, QUOTED_CHARS)
-}
+/// to [`QUOTED_CHARS`] characters, else its start and its size, as a refusal quotes a runaway
+/// value. Every finding that quotes agent text quotes it through this; it is defined in `yaml`,
+/// the lowest layer, so YAML's load errors quote the same way.
+pub use crate::yaml::{quoted, QUOTED_CHARS};
 
 /// Control characters escaped (`\u{1b}`, `\0`, `\n`): messages quote agents' text (a chronicle
 /// line, a file name), and a finding is printed to terminals, logs and inboxes, where an escape
@@ -265,19 +259,6 @@ mod tests {
         assert_eq!(counted(0, Severity::Error), "0 errors");
         assert_eq!(counted(1, Severity::Warning), "1 warning");
         assert_eq!(counted(2, Severity::Warning), "2 warnings");
-    }
-
-    #[test]
-    fn agent_text_is_quoted_whole_when_short_and_by_its_start_and_size_when_long() {
-        let short = "- 2026-03-02 14:05 | claude-code-one | worked | - | done";
-        assert_eq!(quoted(short), short);
-        let edge = "é".repeat(QUOTED_CHARS);
-        assert_eq!(quoted(&edge), edge);
-        let long = "é".repeat(50_000);
-        assert_eq!(
-            quoted(&long),
-            format!("{}… (100000 bytes)", "é".repeat(QUOTED_CHARS))
-        );
     }
 
     #[test]

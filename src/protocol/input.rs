@@ -42,12 +42,7 @@ pub const ECHO_CHARS: usize = 80;
 
 /// `text` as a message may quote it: whole when short, else its first `max_chars` characters
 /// and its size, so a refusal of a 100 KB value stays one readable line.
-pub fn excerpt(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], text.len()),
-        None => text.to_string(),
-    }
-}
+pub use crate::yaml::excerpt;
 
 /// `text` with every word (a run without spaces) longer than `max_chars` quoted by its start
 /// ([`excerpt`]): a message built around a value an agent passed (an id, a path, a whole file

@@ -5,6 +5,7 @@
 //! limits that keep a hostile file from exhausting memory or the stack. It never panics on
 //! input: the parser is driven iteratively and guarded.
 
+use super::quote::quoted;
 use super::resolve::{
     construct_float, construct_int, construct_timestamp, is_merge_marker, resolve_plain, MERGE_KEY,
     TIMESTAMP,
@@ -322,13 +323,14 @@ fn resolve_tagged(text: &str, style: TScalarStyle, tag: &Tag) -> Result<Value, S
         "null" => Ok(Value::Null),
         "bool" => match resolve_plain(text)? {
             v @ Value::Bool(_) => Ok(v),
-            _ => Err(format!("'{text}' is not a boolean")),
+            _ => Err(format!("'{}' is not a boolean", quoted(text))),
         },
         "int" => construct_int(text),
         "float" => Ok(Value::Float(construct_float(text)?)),
         "timestamp" if TIMESTAMP.is_match(text) => construct_timestamp(text),
         _ if style != TScalarStyle::Plain || !name.is_empty() => Err(format!(
-            "could not determine a constructor for the tag '{full}'"
+            "could not determine a constructor for the tag '{}'",
+            quoted(&full)
         )),
         _ => resolve_plain(text),
     }

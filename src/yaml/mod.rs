@@ -4,11 +4,13 @@
 mod emit;
 mod load;
 mod plain;
+mod quote;
 mod resolve;
 mod strict;
 mod value;
 
 pub use emit::{dump, DumpOptions, EmitError};
 pub use load::{load, load_full, YamlError, MAX_DEPTH, MAX_NODES};
+pub use quote::{excerpt, quoted, QUOTED_CHARS};
 pub use resolve::common_timestamp;
 pub use value::{python_float_repr, Mapping, Timestamp, Value};

@@ -2,6 +2,7 @@
 //! (the event-driven one in `load` and the shortcut in `plain`) and the emitter's quoting ask
 //! it, so all three agree on every scalar.
 
+use super::quote::quoted;
 use super::value::{Timestamp, Value};
 use chrono::{NaiveDate, NaiveTime};
 use regex::Regex;
@@ -225,7 +226,12 @@ pub fn construct_int(text: &str) -> Result<Value, String> {
             let sign = if negative { "-" } else { "" };
             return Ok(Value::BigInt(format!("{sign}{digits}")));
         }
-        None => return Err(format!("'{text}' is not an integer this reader can hold")),
+        None => {
+            return Err(format!(
+                "'{}' is not an integer this reader can hold",
+                quoted(text)
+            ))
+        }
     };
     let value = if negative { -magnitude } else { magnitude };
     Ok(match i64::try_from(value) {
@@ -268,11 +274,11 @@ pub fn construct_float(text: &str) -> Result<f64, String> {
     normalised
         .parse::<f64>()
         .map(|v| sign * v)
-        .map_err(|_| format!("'{text}' is not a float"))
+        .map_err(|_| format!("'{}' is not a float", quoted(text)))
 }
 
 pub fn construct_timestamp(text: &str) -> Result<Value, String> {
-    let bad = || format!("'{text}' is not a real date or time");
+    let bad = || format!("'{}' is not a real date or time", quoted(text));
     if let Some((year, month, day, time)) = common_timestamp(text.as_bytes()) {
         let date = NaiveDate::from_ymd_opt(year as i32, month, day).ok_or_else(bad)?;
         let Some((hour, minute, second)) = time else {
@@ -288,10 +294,10 @@ pub fn construct_timestamp(text: &str) -> Result<Value, String> {
 }
 
 pub fn construct_timestamp_by_regex(text: &str) -> Result<Value, String> {
-    let bad = || format!("'{text}' is not a real date or time");
+    let bad = || format!("'{}' is not a real date or time", quoted(text));
     let c = TIMESTAMP
         .captures(text)
-        .ok_or_else(|| format!("'{text}' is not a timestamp"))?;
+        .ok_or_else(|| format!("'{}' is not a timestamp", quoted(text)))?;
     let num = |name: &str| -> u32 {
         c.name(name)
             .and_then(|m| m.as_str().parse().ok())

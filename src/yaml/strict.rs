@@ -13,6 +13,8 @@
 //!
 //! Pure: text in, the first problem (with its 1-based line) out.
 
+use super::quote::quoted;
+
 /// The first construct PyYAML would refuse, as (line, message).
 pub fn check(text: &str) -> Option<(usize, String)> {
     let mut quote: Option<char> = None;
@@ -157,7 +159,10 @@ pub fn check(text: &str) -> Option<(usize, String)> {
                     if !anchors.insert(name.clone()) {
                         return Some((
                             n,
-                            format!("the anchor `&{name}` is defined twice; give each anchor its own name"),
+                            format!(
+                                "the anchor `&{}` is defined twice; give each anchor its own name",
+                                quoted(&name)
+                            ),
                         ));
                     }
                 }

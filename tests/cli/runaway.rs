@@ -189,3 +189,96 @@ fn p019_runaway_owner_of_a_contract_is_quoted_short() {
         ],
     );
 }
+
+#[test]
+fn p002_runaway_scalar_in_a_yaml_load_error_is_quoted_short() {
+    let p = TestPolis::init(FOUNDER);
+    let rel = "contracts/open/runaway-flag.md";
+    // A tag PyYAML cannot apply: the load error quotes the scalar it refused.
+    let value = runaway_note();
+    p.save(
+        rel,
+        &format!(
+            "---\ncontract_id: runaway-flag\ntitle: Runaway\nopened_by: {FOUNDER}\n\
+             opened_at: '2026-01-01 10:00:00'\nstatus: open\nrequired_tags:\n- python\n\
+             urgent: !!bool {value}\n---\n\n# Runaway\n"
+        ),
+    );
+    reported_small(
+        &p,
+        rel,
+        Some(9),
+        &[
+            &format!("{rel}:9: error P002: "),
+            "'agent text agent text",
+            &format!("({} bytes)", value.trim_end().len()),
+            "is not a boolean",
+            "fix the YAML between the `---` fences",
+        ],
+    );
+}
+
+#[test]
+fn p002_runaway_routing_rule_regex_is_quoted_short() {
+    let p = TestPolis::init(FOUNDER);
+    // An unclosed group: the regex error would print the whole pattern (and a caret line).
+    let pattern = format!("({}", runaway_note().trim_end());
+    let settings = p.read("polis.yml").replacen(
+        "routing:\n",
+        &format!(
+            "routing:\n  rules:\n    - {{when: {{title: '{pattern}'}}, route_to: {FOUNDER}}}\n"
+        ),
+        1,
+    );
+    p.save("polis.yml", &settings);
+    reported_small(
+        &p,
+        "polis.yml",
+        None,
+        &[
+            "polis.yml: warning P002: routing.rules entry 1 is ignored",
+            "`title` is not a regular expression",
+            "(agent text agent text",
+            &format!("({} bytes)", pattern.len()),
+            "unclosed group",
+            "write `{when: {tags: [a, b]}, route_to: <citizen>}`",
+        ],
+    );
+}
+
+#[test]
+fn p028_runaway_panel_member_of_a_council_is_quoted_short() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("claude-member-aaaa", "anthropic", &[("arch", 5)], "medium");
+    p.citizen("codex-member-bbbb", "openai", &[("arch", 4)], "medium");
+    p.citizen("gemini-member-cccc", "google", &[("arch", 3)], "medium");
+    p.save(
+        "contracts/open/cache.md",
+        &format!(
+            "---\ncontract_id: cache\ntitle: Replace the cache layer\nopened_by: {FOUNDER}\n\
+             opened_at: '2026-11-30 10:00:00'\nowner: {FOUNDER}\nstatus: claimed\n\
+             required_tags: [arch]\ncouncil:\n  council_mode: quick\n---\n\n# Cache\n"
+        ),
+    );
+    let out = p.polisd(&["council", "start", "cache"]);
+    assert!(out.status.success(), "{}", start(&out));
+    // A panel member written by hand as one long text instead of a seat.
+    let rel = "reviews/cache/council.md";
+    let member = runaway_note();
+    let state = p
+        .read(rel)
+        .replacen("\nseats:\n", &format!("\nseats:\n- {member}\n"), 1);
+    p.save(rel, &state);
+    reported_small(
+        &p,
+        rel,
+        None,
+        &[
+            &format!("{rel}: error P028: "),
+            "\"agent text agent text",
+            &format!("({} bytes)", member.trim_end().len()),
+            "expected struct Seat",
+            "restore it from version control",
+        ],
+    );
+}

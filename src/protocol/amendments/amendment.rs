@@ -431,7 +431,7 @@ pub fn tally(a: &Amendment, ctx: &TallyContext<'_>) -> Outcome {
         let status = a.status.as_deref().unwrap_or("missing");
         return outcome(
             Action::Closed,
-            format!("status is `{status}`, not `proposed`"),
+            format!("status is `{}`, not `proposed`", quoted(status)),
         );
     }
     if agrees >= quorum {
@@ -787,7 +787,8 @@ pub enum VoteError {
     #[error("{0}; fix the frontmatter by hand, then vote again")]
     Frontmatter(#[from] FrontmatterError),
     #[error(
-        "the amendment's status is `{0}`, not `proposed`; only a proposed amendment takes votes"
+        "the amendment's status is `{}`, not `proposed`; only a proposed amendment takes votes",
+        quoted(.0)
     )]
     NotProposed(String),
     #[error("its deadline has passed ({0}) and it takes no more votes; `polisd tally` records it as expired: propose it again to reopen the question")]

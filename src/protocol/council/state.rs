@@ -6,6 +6,7 @@
 
 use super::{Choice, Mode, Request};
 use crate::protocol::clock::PolisTime;
+use crate::protocol::finding::quoted;
 use crate::yaml::{self, Mapping, Value};
 use chrono::NaiveDateTime;
 use serde::{Deserialize, Serialize};
@@ -720,9 +721,14 @@ impl Council {
             why,
         };
         let record = crate::protocol::frontmatter::parse(text).map_err(|e| err(e.to_string()))?;
-        let json = from_yaml(&record.fields);
-        let council: Council =
-            serde_json::from_value(json).map_err(|e| err(format!("not a council state: {e}")))?;
+        let council: Council = serde_json::from_value(from_yaml(&record.fields)).map_err(|e| {
+            // serde quotes the value it refused whole: read again with every text quoted short,
+            // for the same error at a readable size.
+            let shown = serde_json::from_value::<Council>(quoted_texts(from_yaml(&record.fields)))
+                .err()
+                .map_or_else(|| quoted(&e.to_string()), |short| short.to_string());
+            err(format!("not a council state: {shown}"))
+        })?;
         if council.file_type != "council" {
             return Err(err("`file_type` is not `council`".into()));
         }
@@ -760,6 +766,22 @@ fn to_yaml(v: &serde_json::Value) -> Value {
                 .map(|(k, v)| (Value::Str(k.clone()), to_yaml(v)))
                 .collect::<Mapping>(),
         ),
+    }
+}
+
+/// `v` with every text and key as a finding quotes it ([`quoted`]); short ones are unchanged.
+fn quoted_texts(v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::String(s) => serde_json::Value::String(quoted(&s)),
+        serde_json::Value::Array(a) => {
+            serde_json::Value::Array(a.into_iter().map(quoted_texts).collect())
+        }
+        serde_json::Value::Object(o) => serde_json::Value::Object(
+            o.into_iter()
+                .map(|(k, v)| (quoted(&k), quoted_texts(v)))
+                .collect(),
+        ),
+        other => other,
     }
 }
 

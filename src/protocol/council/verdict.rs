@@ -6,6 +6,7 @@
 
 use super::Mode;
 use crate::protocol::contracts::review::Decision;
+use crate::protocol::finding::quoted;
 use crate::protocol::frontmatter;
 use crate::yaml::Value;
 use regex::Regex;
@@ -106,13 +107,13 @@ fn weak_step(action: &str) -> Option<String> {
     if DEFERRAL_VERBS.contains(&first.as_str()) {
         return Some(format!(
             "the Concrete next step `{}` defers the decision; name the one action that produces an artifact, starting with a verb such as {examples}",
-            action.trim()
+            quoted(action.trim())
         ));
     }
     if !ARTIFACT_VERBS.contains(&first.as_str()) {
         return Some(format!(
             "the Concrete next step `{}` does not start with a verb that produces an artifact; start it with one such as {examples}",
-            action.trim()
+            quoted(action.trim())
         ));
     }
     None
@@ -193,7 +194,8 @@ pub fn check(text: &str, mode: Mode) -> Result<Verdict, Vec<String>> {
         v => match Decision::parse(&v.python_str()) {
             Decision::Other(o) => {
                 problems.push(format!(
-                    "`decision: {o}` is not one of signed_off, requested_changes, rejected"
+                    "`decision: {}` is not one of signed_off, requested_changes, rejected",
+                    quoted(&o)
                 ));
                 None
             }
@@ -236,7 +238,7 @@ pub fn check(text: &str, mode: Mode) -> Result<Verdict, Vec<String>> {
         for item in list {
             let plain = item.replace(['*', '`'], "");
             if !KILL.is_match(plain.trim()) {
-                problems.push(format!("the kill criterion `{item}` is not of the form `If <condition> by <YYYY-MM-DD>, invalidated → <consequence>`"));
+                problems.push(format!("the kill criterion `{}` is not of the form `If <condition> by <YYYY-MM-DD>, invalidated → <consequence>`", quoted(&item)));
             }
         }
     }
@@ -371,6 +373,28 @@ mod tests {
         }
         assert_eq!(problems.len(), 6, "{all}");
         assert!(check("no frontmatter", Mode::Full).is_err());
+    }
+
+    #[test]
+    fn a_runaway_decision_kill_criterion_or_next_step_is_quoted_by_its_start_and_size() {
+        let long = "maybe later ".repeat(9_000);
+        let long = long.trim_end();
+        let bad = VALID
+            .replace("decision: requested_changes", &format!("decision: {long}"))
+            .replace(
+                "- If p95 latency rises above 200 ms by 2027-01-15, invalidated → roll back to the old cache",
+                &format!("- {long}"),
+            )
+            .replace(
+                "- Write the migration plan in docs/migration.md",
+                &format!("- Consider {long}"),
+            );
+        let problems = check(&bad, Mode::Full).unwrap_err();
+        assert_eq!(problems.len(), 3, "{}", problems.join("\n").len());
+        for p in &problems {
+            assert!(p.len() < 1_000, "{}", &p[..1_000]);
+            assert!(p.contains(" bytes)`"), "{p}");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! registered, available, active candidate falls through to the policy, with a finding.
 
 use crate::protocol::contracts::contract::Contract;
-use crate::protocol::finding::{quoted, Code, Finding};
+use crate::protocol::finding::{quoted, Code, Finding, QUOTED_CHARS};
 use crate::protocol::layout;
 use crate::yaml::Value;
 use regex::Regex;
@@ -94,7 +94,10 @@ pub fn parse(merged: &Value) -> (Vec<Rule>, Vec<Finding>) {
             match Regex::new(t) {
                 Ok(r) => When::Title(r),
                 Err(e) => {
-                    findings.push(bad(&format!("`title` is not a regular expression ({e})")));
+                    findings.push(bad(&format!(
+                        "`title` is not a regular expression ({})",
+                        regex_error(t, &e)
+                    )));
                     continue;
                 }
             }
@@ -109,6 +112,20 @@ pub fn parse(merged: &Value) -> (Vec<Rule>, Vec<Finding>) {
         });
     }
     (rules, findings)
+}
+
+/// Why `pattern` did not compile. The regex crate's message repeats the whole pattern (with a
+/// caret line as wide), so past [`QUOTED_CHARS`] the pattern is quoted by its start and only
+/// the message's last line, the reason, is kept; a shorter pattern's message is left whole.
+fn regex_error(pattern: &str, e: &regex::Error) -> String {
+    let message = e.to_string();
+    if pattern.chars().nth(QUOTED_CHARS).is_none() {
+        return message;
+    }
+    match message.rsplit_once("error: ") {
+        Some((_, why)) => format!("`{}`: {why}", quoted(pattern)),
+        None => quoted(&message),
+    }
 }
 
 /// Which rule matched a contract, and whether it decided.
@@ -173,5 +190,26 @@ mod tests {
             decide(&rules, &d, &|_| true).unwrap().route_to,
             "writer-agent"
         );
+    }
+
+    #[test]
+    fn a_bad_title_regex_is_quoted_whole_when_short_and_by_its_start_when_long() {
+        let rule = |pattern: &str| {
+            let text = format!("routing:\n  rules:\n    - {{when: {{title: '{pattern}'}}, route_to: lawyer-agent}}\n");
+            let (rules, findings) = parse(&crate::yaml::load(&text).unwrap());
+            assert!(rules.is_empty());
+            findings[0].message.clone()
+        };
+        // The regex crate's own message, as before.
+        assert!(rule("(ab")
+            .contains("(regex parse error:\\n    (ab\\n    ^\\nerror: unclosed group); write"));
+        let long = format!("({}", "ab ".repeat(30_000));
+        let message = rule(&long);
+        assert!(message.len() < 1_000, "{}", &message[..1_000]);
+        assert!(message.contains(&format!(
+            "(`({}… ({} bytes)`: unclosed group); write",
+            &long[1..QUOTED_CHARS],
+            long.len()
+        )));
     }
 }
