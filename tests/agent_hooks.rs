@@ -439,4 +439,31 @@ fn status_reports_every_reason_a_hook_will_not_fire() {
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--bin /absolute/path/to/polisd"));
+
+    // And a binary not named `polisd`: no polisd would know those hooks as its own again, so
+    // status would say none, uninstall would leave them and every install would add them again.
+    let renamed = tempfile::tempdir().unwrap();
+    let dev = renamed.path().join("polisd-dev");
+    std::os::unix::fs::symlink(BIN, &dev).unwrap();
+    let settings = project.join(".claude/settings.json");
+    let before = std::fs::read(&settings).ok();
+    let out = polisd_as(
+        &p,
+        &me,
+        &[
+            "hooks",
+            "install",
+            "--claude",
+            "--as",
+            ME,
+            "--bin",
+            dev.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not named `polisd`"),
+        "{out:?}"
+    );
+    assert_eq!(std::fs::read(&settings).ok(), before, "nothing written");
 }

@@ -31,6 +31,8 @@ pub enum HooksError {
     Write(#[from] crate::fs::writer::WriteError),
     #[error("the hooks would run `{bin}`, which is not an executable file or on PATH (the agent CLI would fail with exit 127); install polisd there or pass --bin /absolute/path/to/polisd — polisd changed nothing")]
     NoBinary { bin: String },
+    #[error("`{bin}` is not named `polisd`: polisd knows its own hooks in the shared settings files by that name (for `hooks status`, `hooks uninstall` and the next `hooks install`, on every teammate's machine), so these could never be found again; link it under that name (`ln -s {bin} ~/.local/bin/polisd`) and pass that path — polisd changed nothing")]
+    NotNamedPolisd { bin: String },
     #[error(transparent)]
     State(#[from] crate::fs::state::StateError),
 }
@@ -133,6 +135,14 @@ pub fn plan_install(
 ) -> Result<Vec<Planned>, HooksError> {
     if resolve_binary(bin).is_none() {
         return Err(HooksError::NoBinary { bin: bin.into() });
+    }
+    // The same test that finds them again later: a hook it would not know as polisd's would
+    // be added a second time by every install and left behind by status and uninstall.
+    if let Some(cli) = clis.first() {
+        let command = agent_hooks::command(bin, *cli, agent_hooks::HookKind::Prime);
+        if agent_hooks::our_binary(&command, *cli).is_none() {
+            return Err(HooksError::NotNamedPolisd { bin: bin.into() });
+        }
     }
     let mut out = Vec::new();
     for cli in clis {
