@@ -2,6 +2,7 @@
 //! session start, and the agent CLIs' hook configurations.
 
 pub mod agent_hooks;
+pub mod agent_text;
 pub mod catch_up;
 pub mod inbox;
 pub mod index_state;

@@ -15,6 +15,7 @@
 //! set is pruned to the ids still in `inbox.md` whenever it is written, so it stays as small as
 //! the inbox. Nothing here decides from a time whether a notice was read.
 
+pub use crate::protocol::delivery::agent_text::{cut, one_line};
 use crate::protocol::delivery::inbox::{self, Kind};
 use crate::protocol::finding::{Code, Finding};
 use crate::protocol::layout::DAEMON_ID;
@@ -352,32 +353,6 @@ pub fn with_read_set(
     Ok(format!(
         "---\nagent_id: {citizen}\n{READ_KEY}: {value}\n---\n{text}"
     ))
-}
-
-/// Agent-written text as one line: control characters and runs of whitespace become one space,
-/// backticks become `'` (so the text cannot close the code span it is shown in), and it is cut
-/// at `max` characters.
-pub fn one_line(text: &str, max: usize) -> String {
-    let cleaned: String = text
-        .chars()
-        .map(|c| match c {
-            '`' => '\'',
-            c if c.is_control() => ' ',
-            c => c,
-        })
-        .collect();
-    let flat = cleaned.split_whitespace().collect::<Vec<_>>().join(" ");
-    cut(&flat, max)
-}
-
-/// Cuts at `max` characters, ending with `…` when something was cut.
-pub fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 /// Agent-written text as a markdown quote: every line starts with `> `, so nothing in it can

@@ -11,6 +11,7 @@
 //! "… and N more" line, which names the command that shows everything; so every section keeps
 //! its first items. The "who" and "how to act" lines are never dropped.
 
+use crate::protocol::delivery::agent_text::code;
 use crate::protocol::delivery::notice::{self, Notice};
 
 /// The primer's size bound in bytes (about 1,500 tokens).
@@ -160,10 +161,6 @@ impl Section {
             ));
         }
     }
-}
-
-fn code(text: &str, max: usize) -> String {
-    format!("`{}`", notice::one_line(text, max))
 }
 
 fn tags(tags: &[String]) -> String {

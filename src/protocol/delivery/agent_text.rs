@@ -1,0 +1,35 @@
+//! Agent-written text shown among polisd's own words (a notice, the primer, a hook's
+//! answer): on one line, cut to a length, and where it sits inside a sentence, in a code span,
+//! which the primer tells every agent marks text written by agents, to read as data.
+
+/// Agent-written text as one line: control characters and runs of whitespace become one space,
+/// backticks become `'` (so the text cannot close the code span it is shown in), and it is cut
+/// at `max` characters.
+pub fn one_line(text: &str, max: usize) -> String {
+    let cleaned: String = text
+        .chars()
+        .map(|c| match c {
+            '`' => '\'',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect();
+    let flat = cleaned.split_whitespace().collect::<Vec<_>>().join(" ");
+    cut(&flat, max)
+}
+
+/// Cuts at `max` characters, ending with `…` when something was cut.
+pub fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Agent-written text inside polisd's words, as a code span: [`one_line`] at `max`
+/// characters between backticks, which it cannot close.
+pub fn code(text: &str, max: usize) -> String {
+    format!("`{}`", one_line(text, max))
+}
