@@ -127,7 +127,7 @@ fn lessons_filed(cx: &Context<'_>, id: &str) -> Markup {
                     li {
                         (super::lessons::title_link(cx, l))
                         span.muted {
-                            @if !l.lesson.capability_tags.is_empty() { " · " (l.lesson.capability_tags.join(", ")) }
+                            @if !l.lesson.capability_tags.is_empty() { " · " (super::lessons::tags_text(&l.lesson)) }
                             @if !l.lesson.filed_at.is_null() { " · " (l.lesson.filed_at.python_str()) }
                         }
                     }

@@ -225,6 +225,16 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     })
 }
 
+/// A lesson's tags as one line of text, cut at [`LIST_SHOWN`] like a row's.
+pub fn tags_text(lesson: &Lesson) -> String {
+    let tags = &lesson.capability_tags;
+    let mut text = tags[..tags.len().min(LIST_SHOWN)].join(", ");
+    if tags.len() > LIST_SHOWN {
+        text.push_str(&format!(" and {} more", tags.len() - LIST_SHOWN));
+    }
+    text
+}
+
 /// "and N more" after a list cut at [`LIST_SHOWN`].
 fn more(len: usize) -> Markup {
     html! { @if len > LIST_SHOWN { span.muted { " and " (len - LIST_SHOWN) " more" } } }
@@ -239,5 +249,21 @@ mod tests {
         assert_eq!(shorten("héllo", 2), "hé…");
         assert_eq!(shorten("hi", 2), "hi");
         assert_eq!(shorten("", 2), "");
+    }
+
+    #[test]
+    fn a_lesson_s_tags_as_text_are_cut_like_a_row_s() {
+        let mut lesson = Lesson {
+            capability_tags: (0..LIST_SHOWN + 3).map(|k| format!("t{k}")).collect(),
+            ..Lesson::default()
+        };
+        let text = tags_text(&lesson);
+        assert!(text.starts_with("t0, t1, "), "{text}");
+        assert!(
+            text.ends_with(&format!("t{} and 3 more", LIST_SHOWN - 1)),
+            "{text}"
+        );
+        lesson.capability_tags.truncate(1);
+        assert_eq!(tags_text(&lesson), "t0");
     }
 }
