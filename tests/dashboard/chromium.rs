@@ -348,7 +348,7 @@ fn browser_hostile_content_never_executes() {
     let driver = chromedriver();
     runtime().block_on(async {
         let c = browser(&driver).await;
-        for path in ["p/0/", "p/0/contracts/hostile-one", "p/0/chronicle", &format!("p/0/citizens/{ALPHA}"), "p/0/lessons/2026-02-03-hostile"] {
+        for path in ["p/0/", "p/0/contracts/hostile-one", "p/0/chronicle", &format!("p/0/citizens/{ALPHA}"), "p/0/lessons", "p/0/lessons/2026-02-03-hostile"] {
             c.goto(&format!("{}{path}", s.url)).await.unwrap();
             // Give onerror/onload handlers their chance.
             c.execute("return new Promise(r => setTimeout(() => r(1), 300))", vec![]).await.unwrap();

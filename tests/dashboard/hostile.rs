@@ -29,7 +29,9 @@ fn hostile_paths_and_queries_never_reach_a_panic_or_a_5xx() {
         routes.iter().any(|r| r == "/p/0/lessons/"),
         "the pages' routes: {routes:?}"
     );
-    const KEYS: [&str; 7] = ["q", "page", "citizen", "verb", "offset", "limit", "from"];
+    const KEYS: [&str; 8] = [
+        "q", "page", "citizen", "verb", "tag", "offset", "limit", "from",
+    ];
     let p = generated_polis();
     let s = serve(&p, "127.0.0.1:0");
     let requests = (

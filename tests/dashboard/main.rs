@@ -4,8 +4,8 @@
 //! (`browser_*`: Debian's `chromium` and `chromium-driver`, which `.ci/run` installs).
 //!
 //! This file holds the fixtures and the HTTP client every part uses; each module is one part:
-//! pages over HTTP, limits, the daemon beside the dashboard, Chromium, the export, a team-scale
-//! polis, the console, and hostile requests.
+//! pages over HTTP, the lessons index, limits, the daemon beside the dashboard, Chromium, the
+//! export, a team-scale polis, the console, and hostile requests.
 
 #[path = "../harness/mod.rs"]
 mod harness;
@@ -14,6 +14,7 @@ mod chromium;
 mod console;
 mod hostile;
 mod http;
+mod lessons;
 mod limits;
 mod report;
 mod team;

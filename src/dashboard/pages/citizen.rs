@@ -1,9 +1,9 @@
-//! One citizen: the capability card (with its `content_hash` state), the status, the inbox,
-//! and its quality per tag over time.
+//! One citizen: the capability card (with its `content_hash` state), the status, its quality
+//! per tag over time, the newest lessons it filed, and the inbox.
 
 use super::{contract_link, Context, Page, PageError, Rendered};
 use crate::protocol::citizens::card::VerifyState;
-use maud::html;
+use maud::{html, Markup};
 
 pub const PAGE: Page = Page {
     route: "/citizens/{id}",
@@ -84,6 +84,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                 "."
             }
         }
+        (lessons_filed(cx, id))
         h2 { "Inbox (" (s.unread.get(id).copied().unwrap_or(0)) " unread)" }
         section #message-form {
             (super::action_form(cx, "message", &format!("citizens/{}", super::urlencode(id)), html! {
@@ -106,4 +107,33 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         title: id.to_string(),
         body,
     })
+}
+
+/// Lessons this citizen filed shown on its page; the rest are a link away.
+const LESSONS_SHOWN: usize = 5;
+
+/// The newest lessons `id` filed, with their tags and when, and a link to all of them on the
+/// lessons index.
+fn lessons_filed(cx: &Context<'_>, id: &str) -> Markup {
+    let filed = super::lessons::newest_first(cx, |l| l.filed_by.as_deref() == Some(id));
+    let all = cx.href(&format!("lessons?citizen={}", super::urlencode(id)));
+    html! {
+        h2 { "Lessons filed (" (filed.len()) ")" }
+        @if filed.is_empty() {
+            p.muted #citizen-lessons { "None yet." }
+        } @else {
+            ul #citizen-lessons {
+                @for l in filed.iter().take(LESSONS_SHOWN) {
+                    li {
+                        (super::lessons::title_link(cx, l))
+                        span.muted {
+                            @if !l.lesson.capability_tags.is_empty() { " · " (super::lessons::tags_text(&l.lesson)) }
+                            @if !l.lesson.filed_at.is_null() { " · " (l.lesson.filed_at.python_str()) }
+                        }
+                    }
+                }
+            }
+            p { a #citizen-lessons-all href=(all) { "All " (filed.len()) " lessons " (id) " filed" } }
+        }
+    }
 }

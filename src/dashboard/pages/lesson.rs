@@ -9,6 +9,7 @@
 
 use super::{citizen_link, contract_link, Context, Page, PageError, Rendered};
 use crate::fs::snapshot::LessonFile;
+use crate::protocol::contracts::lesson::Lesson;
 use crate::protocol::finding::{Code, Finding};
 use crate::protocol::layout::LESSONS_DIR;
 use maud::{html, Markup};
@@ -63,9 +64,9 @@ fn shown(cx: &Context<'_>, l: &LessonFile, others: &[&LessonFile]) -> Rendered {
         _ => None,
     };
     let split = text.map(crate::protocol::frontmatter::split);
-    let (heading, body) = split.as_ref().map_or((None, ""), |sp| heading_of(sp.body));
+    let body = split.as_ref().map_or("", |sp| heading_of(sp.body).1);
     let (body, cut) = cut_at(body, BODY_SHOWN);
-    let title = heading.unwrap_or_else(|| lesson.lesson_id.clone());
+    let title = title_of(lesson, text);
     let related = related_ids(&lesson.related_contracts);
     let floor = s.polis.settings.lesson_impact_floor;
     let weighs = lesson.affects_routing(floor);
@@ -239,6 +240,13 @@ fn stem(rel: &str) -> &str {
     name.strip_suffix(".md").unwrap_or(name)
 }
 
+/// A lesson's title, on its page and wherever it is listed: the body's first line when that
+/// is a `# ` heading, else its id. `text` is the file as read (`None` when it could not be).
+pub fn title_of(lesson: &Lesson, text: Option<&str>) -> String {
+    text.and_then(|t| heading_of(crate::protocol::frontmatter::split(t).body).0)
+        .unwrap_or_else(|| lesson.lesson_id.clone())
+}
+
 /// The body's first line as the page's title when it is a `# ` heading (what `lesson file`
 /// writes), with the rest of the body; else no title and the whole body.
 fn heading_of(body: &str) -> (Option<String>, &str) {
@@ -264,7 +272,7 @@ fn cut_at(text: &str, max: usize) -> (&str, bool) {
 }
 
 /// `related_contracts` as ids: a list of strings, or one string.
-fn related_ids(related: &crate::yaml::Value) -> Vec<String> {
+pub fn related_ids(related: &crate::yaml::Value) -> Vec<String> {
     match related.as_seq() {
         Some(items) => items
             .iter()

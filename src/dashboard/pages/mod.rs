@@ -12,6 +12,7 @@ pub mod citizen;
 pub mod contract;
 pub mod councils;
 pub mod lesson;
+pub mod lessons;
 pub mod overview;
 pub mod search;
 pub mod tags;
@@ -26,6 +27,7 @@ pub const PAGES: &[&Page] = &[
     &tags::PAGE,
     &chronicle::PAGE,
     &councils::PAGE,
+    &lessons::PAGE,
     &search::PAGE,
     &contract::PAGE,
     &citizen::PAGE,
