@@ -320,6 +320,35 @@ fn in_a_git_clone_each_person_and_each_cli_acts_as_its_own_id_and_no_shared_file
     assert_eq!(by_cli("claude")["problems"], json!([]));
 }
 
+/// `hooks status` says in its text whom the hooks act as (the JSON always did), and exits 1
+/// on a problem with `--json` as without it: an agent or a CI job reads the exit code either
+/// way.
+#[test]
+fn status_names_the_citizen_and_exits_1_on_a_problem_with_json_too() {
+    let p = TestPolis::init(ME);
+    let me = p.dir.path().join("state-me");
+    let nobody = p.dir.path().join("state-nobody");
+    ok(&polisd_as(
+        &p,
+        &me,
+        &["hooks", "install", "--claude", "--as", ME, "--bin", BIN],
+    ));
+    let text = ok(&polisd_as(&p, &me, &["hooks", "status"]));
+    assert!(text.contains(&format!("acting as {ME}")), "{text}");
+    ok(&polisd_as(&p, &me, &["hooks", "status", "--json"]));
+
+    // Someone who never said who they are: a problem, in either form.
+    let out = polisd_as(&p, &nobody, &["hooks", "status"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = polisd_as(&p, &nobody, &["hooks", "status", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v[0]["problems"][0]
+        .as_str()
+        .unwrap()
+        .contains("no citizen id"));
+}
+
 #[test]
 fn status_reports_every_reason_a_hook_will_not_fire() {
     let p = TestPolis::init(ME);

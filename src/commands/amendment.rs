@@ -71,11 +71,16 @@ pub fn run(command: AmendmentCommand) -> anyhow::Result<u8> {
                     .iter()
                     .map(|x| {
                         let n = |k: &str| x.votes.get(k).map_or(0, Vec::len);
+                        // The count the tally uses, so that it matches `polisd tally`'s.
+                        let agree = match &x.implied_agree {
+                            Some(_) => format!("{} (the proposer's included)", n("agree") + 1),
+                            None => n("agree").to_string(),
+                        };
                         format!(
                             "  {:40} [{:8}] agree {} disagree {} abstain {} changes {}  {}",
                             x.amendment_id,
                             x.status,
-                            n("agree"),
+                            agree,
                             n("disagree"),
                             n("abstain"),
                             n("request_changes"),

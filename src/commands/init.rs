@@ -381,7 +381,18 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
             },
             git.gitattributes
         );
-    } else if !report.dry_run && crate::fs::git::inside_repo(&report.polis) {
+    } else if !report.dry_run
+        && crate::fs::git::inside_repo(&report.polis)
+        // A citizen joining a clone that is already set up has nothing to run.
+        && crate::fs::git::Repo::find(&report.polis)
+            .and_then(|r| {
+                r.config_get(&format!(
+                    "merge.{}.driver",
+                    crate::protocol::merge::DRIVER_NAME
+                ))
+            })
+            .is_none()
+    {
         println!(
             "this project is a git repository: run `polisd git-setup {}` so that git merges the \
              chronicle and the inboxes by line id (once in every clone; docs/sync.md)",

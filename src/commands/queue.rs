@@ -1,4 +1,5 @@
-//! `polisd queue`: what waits for a person, and `polisd queue answer KEY accept|decline|later
+//! `polisd queue`: what waits for a person (the decisions it answers, then the rest of the
+//! dashboard's human queue), and `polisd queue answer KEY accept|decline|later
 //! --by NAME`: the person's answer, through `operations::queue::answer`.
 
 use crate::commands::agent::{finish, Env};
@@ -11,15 +12,39 @@ pub fn run(a: QueueArgs) -> anyhow::Result<u8> {
     match a.action {
         None => {
             let items = queue::list(&env.root);
-            finish(&a.opts, Ok(serde_json::json!({ "items": items })), |_| {
-                if items.is_empty() {
-                    return "nothing waits for a person".to_string();
-                }
-                items
+            // The rest of the dashboard's human queue (amendments to apply to CONSTITUTION.md,
+            // findings, conflict copies…): not answered here, but a person must act on them,
+            // and "nothing waits" beside a dashboard that lists them would mislead.
+            let others: Vec<serde_json::Value> = crate::dashboard::view::read(&env.root, 0)
+                .queue
+                .iter()
+                .filter(|i| i.decision().is_none())
+                .map(|i| serde_json::json!({"key": i.key, "title": i.title, "action": i.action}))
+                .collect();
+            let answer = serde_json::json!({ "items": items, "to_act_on": others });
+            finish(&a.opts, Ok(answer), |_| {
+                let mut out: Vec<String> = items
                     .iter()
                     .map(|i| format!("{}\n  {}\n  answer: {}", i.key, i.title, i.answer_command))
-                    .collect::<Vec<_>>()
-                    .join("\n")
+                    .collect();
+                if items.is_empty() {
+                    out.push(if others.is_empty() {
+                        "nothing waits for a person".to_string()
+                    } else {
+                        "no decision to answer".to_string()
+                    });
+                }
+                if !others.is_empty() {
+                    out.push(format!("to act on ({}):", others.len()));
+                    for o in &others {
+                        out.push(format!(
+                            "  {}\n    {}",
+                            o["title"].as_str().unwrap_or(""),
+                            o["action"].as_str().unwrap_or("")
+                        ));
+                    }
+                }
+                out.join("\n")
             })
         }
         Some(QueueCommand::Answer(q)) => {

@@ -303,15 +303,17 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
         HooksCommand::Status(Deferred(args)) => {
             let root = project_root(&locate(args.path.get())?);
             let status = hooks::status(&root);
+            // The exit code is the same with --json: a CI job or an agent checks it either way.
+            let code = u8::from(status.iter().any(|s| !s.problems.is_empty()));
             if args.json {
                 say!("{}", serde_json::to_string_pretty(&status)?);
-                return Ok(0);
+                return Ok(code);
             }
             for s in &status {
-                let state = if s.hooks.is_empty() {
-                    "not installed".to_string()
-                } else {
-                    format!("{} hook(s)", s.hooks.len())
+                let state = match (s.hooks.is_empty(), &s.citizen) {
+                    (true, _) => "not installed".to_string(),
+                    (false, Some(id)) => format!("{} hook(s), acting as {id}", s.hooks.len()),
+                    (false, None) => format!("{} hook(s)", s.hooks.len()),
                 };
                 say!("{:7} {:24} {state}", s.cli, s.path);
                 for (event, cmd) in &s.hooks {
@@ -321,7 +323,7 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
                     say!("          problem: {p}");
                 }
             }
-            Ok(u8::from(status.iter().any(|s| !s.problems.is_empty())))
+            Ok(code)
         }
     }
 }

@@ -360,6 +360,10 @@ pub struct AmendmentSummary {
     pub status: String,
     pub folder: &'static str,
     pub votes: std::collections::BTreeMap<&'static str, Vec<String>>,
+    /// The proposer, when the tally counts them as agreeing (a registered citizen who cast no
+    /// vote of their own): not in `votes`, which holds only votes cast, but an agree all the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub implied_agree: Option<String>,
     pub path: String,
 }
 
@@ -385,7 +389,14 @@ pub fn list(root: &Path) -> Vec<AmendmentSummary> {
             // response blocks, then the vote files).
             let mut votes: std::collections::BTreeMap<&'static str, Vec<String>> =
                 Vote::ALL.iter().map(|k| (k.as_str(), Vec::new())).collect();
+            let mut implied_agree = None;
             if let Ok(parsed) = snapshot::parse_amendment(root, &text, &e.stem) {
+                // As the tally counts (`counted_votes`): a registered proposer with no vote
+                // of their own agrees.
+                implied_agree = parsed.proposed_by.clone().filter(|p| {
+                    !parsed.votes.iter().any(|r| r.citizen == *p)
+                        && crate::operations::chronicle::is_registered(root, p)
+                });
                 let mut last: Vec<(String, Vote)> = Vec::new();
                 for r in parsed.votes {
                     last.retain(|(c, _)| *c != r.citizen);
@@ -406,6 +417,7 @@ pub fn list(root: &Path) -> Vec<AmendmentSummary> {
                     AmendmentFolder::Ratified => "ratified",
                 },
                 votes,
+                implied_agree,
                 path: e.rel,
             });
         }

@@ -40,7 +40,7 @@ const TAIL_MAX_BYTES: u64 = 4 * 1024 * 1024;
 pub enum SessionError {
     #[error("`{0}` is not a citizen id (8 to 40 lowercase letters, digits and hyphens, starting with a letter); pass your own id with --as or POLIS_CITIZEN")]
     NotAnId(String),
-    #[error("`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml); {known}; pass your own id with --as or POLIS_CITIZEN, or register with `polisd register {id} --vendor <vendor> --model <model> --tags <tag,tag>`")]
+    #[error("`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml); {known}; pass your own id with --as or POLIS_CITIZEN, or register with `polisd register {id} --vendor <vendor> --model <model> --tags <tag:rating,…>`")]
     Unknown { id: String, known: String },
     #[error("{0}")]
     Unreadable(Finding),

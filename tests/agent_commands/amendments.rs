@@ -207,3 +207,46 @@ fn a_citizen_who_left_the_polis_cannot_vote() {
     ok(p.polisd(&["log", "--as", "codex-second-one", "joined polis"]));
     ok(p.polisd(&vote));
 }
+
+/// `amendment list` counts the agrees as the tally does: the proposer agrees unless they
+/// voted otherwise, so a list never shows fewer agrees than ratified an amendment.
+#[test]
+fn amendment_list_counts_the_proposers_implied_agree_as_the_tally_does() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let out = ok(p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "Two reviewers",
+        "--as",
+        FOUNDER,
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let aid = v["amendment_id"].as_str().unwrap().to_string();
+    let tally = String::from_utf8_lossy(&ok(p.polisd(&["tally", "--dry-run"])).stdout).into_owned();
+    assert!(tally.contains("1 agree"), "{tally}");
+    let list = String::from_utf8_lossy(&ok(p.polisd(&["amendment", "list"])).stdout).into_owned();
+    assert!(list.contains("agree 1 (the proposer's included)"), "{list}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&ok(p.polisd(&["amendment", "list", "--json"])).stdout).unwrap();
+    assert_eq!(v["amendments"][0]["implied_agree"], FOUNDER, "{v}");
+    assert_eq!(v["amendments"][0]["votes"]["agree"], serde_json::json!([]));
+
+    // The proposer's own vote replaces the implied one.
+    ok(p.polisd(&[
+        "amendment",
+        "vote",
+        &aid,
+        "--as",
+        FOUNDER,
+        "--vote",
+        "disagree",
+    ]));
+    let list = String::from_utf8_lossy(&ok(p.polisd(&["amendment", "list"])).stdout).into_owned();
+    assert!(list.contains("agree 0 disagree 1"), "{list}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&ok(p.polisd(&["amendment", "list", "--json"])).stdout).unwrap();
+    assert!(v["amendments"][0].get("implied_agree").is_none(), "{v}");
+}

@@ -308,3 +308,27 @@ fn register_refuses_an_invalid_id_or_tag_with_exit_2() {
     }
     assert!(!p.exists("citizens/fine-agent-1"));
 }
+
+/// In a git repository, `init` says to run `polisd git-setup` until the clone has the merge
+/// driver; a citizen joining a clone that has it is not told to run it again.
+#[test]
+fn init_suggests_git_setup_only_while_the_clone_lacks_the_driver() {
+    let tmp = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", describe(&out));
+    };
+    git(&["init", "-q"]);
+    let hint = "run `polisd git-setup";
+    let first = polisd_in(tmp.path(), &["init", ".", "--agent-id", FOUNDER]);
+    assert!(stdout(&first).contains(hint), "{}", describe(&first));
+    let setup = polisd_in(tmp.path(), &["git-setup", "."]);
+    assert_eq!(setup.status.code(), Some(0), "{}", describe(&setup));
+    let join = polisd_in(tmp.path(), &["init", ".", "--agent-id", "codex-joiner-two"]);
+    assert_eq!(join.status.code(), Some(0), "{}", describe(&join));
+    assert!(!stdout(&join).contains(hint), "{}", describe(&join));
+}

@@ -271,3 +271,32 @@ fn status_says_which_contract_each_citizen_works_on() {
         .to_string();
     assert!(!row.contains("open-three"), "{row}");
 }
+
+/// `polisd queue` lists the decisions it answers and, after them, the rest of the human queue
+/// the dashboard shows: it never says that nothing waits for a person while the dashboard
+/// lists a ratified amendment to apply.
+#[test]
+fn queue_lists_what_the_dashboard_queue_asks_of_a_person_too() {
+    let p = TestPolis::init(FOUNDER);
+    let out = p.polisd(&["queue"]);
+    assert_eq!(
+        stdout(&out).trim(),
+        "nothing waits for a person",
+        "{}",
+        describe(&out)
+    );
+    p.save(
+        "amendments/ratified/2026-01-01-two-reviewers.md",
+        &format!("---\namendment_id: 2026-01-01-two-reviewers\ntitle: Two reviewers\nproposed_by: {FOUNDER}\nproposed_at: 2026-01-01 10:00:00\nstatus: ratified\nratified_at: 2026-01-02 10:00:00\nexpires_at: '2026-01-31'\n---\n\n## Problem\n\nOne reviewer.\n"),
+    );
+    let out = p.polisd(&["queue"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("nothing waits"), "{text}");
+    assert!(text.contains("to act on (1):"), "{text}");
+    assert!(text.contains("Edit CONSTITUTION.md"), "{text}");
+    let v = json(&p.polisd(&["queue", "--json"]));
+    assert_eq!(v["items"], serde_json::json!([]), "{v}");
+    let key = v["to_act_on"][0]["key"].as_str().unwrap_or_default();
+    assert!(key.starts_with("constitution/"), "{v}");
+}
