@@ -216,13 +216,19 @@ fn arg_bool(args: &Map<String, Value>, key: &str, default: bool) -> bool {
     args.get(key).and_then(Value::as_bool).unwrap_or(default)
 }
 
-/// A whole number that fits `T` (the schema bounds it; a bound it lacks is checked here).
-fn opt_int<T: TryFrom<u64>>(args: &Map<String, Value>, key: &str) -> Result<Option<T>, String> {
-    match args.get(key).and_then(Value::as_u64) {
+/// A whole number that fits `T` (the schema bounds it; a bound it lacks is checked here). A
+/// negative number is read as one, never as absent: an operation that refuses it says so.
+fn opt_int<T: TryFrom<i128>>(args: &Map<String, Value>, key: &str) -> Result<Option<T>, String> {
+    let value = args.get(key);
+    let n = value
+        .and_then(Value::as_i64)
+        .map(i128::from)
+        .or_else(|| value.and_then(Value::as_u64).map(i128::from));
+    match n {
         None => Ok(None),
         Some(n) => T::try_from(n)
             .map(Some)
-            .map_err(|_| format!("`{key}` is too large: {n}; nothing was done")),
+            .map_err(|_| format!("`{key}` is out of range: {n}; nothing was done")),
     }
 }
 
@@ -855,6 +861,37 @@ mod tests {
         );
         assert!(root.join("contracts/open/fix-the-login.md").exists());
         assert!(!root.join("contracts/open/other.md").exists());
+        assert!(!root.join("contracts/settled").exists());
+    }
+
+    /// A negative number is a value the operation refuses, never an absent one: read as
+    /// absent, a lesson's `impact: -1` became the default 3 and the contract settled.
+    #[test]
+    fn a_negative_impact_is_refused_not_taken_for_the_default() {
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&["claude-code-1"]);
+        let opened = call(
+            &root,
+            "polis_open_contract",
+            &args(json!({"title": "Fix the login", "opened_by": "claude-code-1"})),
+        );
+        assert!(matches!(opened, Outcome::Done(_)), "{opened:?}");
+        let claimed = call(
+            &root,
+            "polis_claim_contract",
+            &args(json!({"contract_id": "fix-the-login", "citizen": "claude-code-1"})),
+        );
+        assert!(matches!(claimed, Outcome::Done(_)), "{claimed:?}");
+        let settled = call(
+            &root,
+            "polis_settle_contract",
+            &args(json!({"contract_id": "fix-the-login", "quality": 4,
+                         "lesson": "Read the logs first.", "impact": -1})),
+        );
+        assert!(
+            matches!(&settled, Outcome::Failed(why) if why.contains("impact must be 1 to 5, not -1")),
+            "{settled:?}"
+        );
+        assert!(root.join("contracts/open/fix-the-login.md").exists());
         assert!(!root.join("contracts/settled").exists());
     }
 
