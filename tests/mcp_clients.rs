@@ -1,8 +1,9 @@
 //! `polisd mcp` with the clients people run: the official MCP Python SDK in its default mode
 //! (it probes `server/discover` and validates every result against the version it adopts) and
 //! in legacy mode (the `initialize` handshake), and the official TypeScript SDK. Each one
-//! initializes, lists the tools, calls three of them (one writing), and lists and reads every
-//! resource. The SDKs are installed by the tests under `target/`; see `common/clients.rs`.
+//! initializes, lists the tools, makes five calls (two writing, one refused), and lists and
+//! reads every resource. The SDKs are installed by the tests under `target/`; see
+//! `common/clients.rs`.
 
 #[path = "common/clients.rs"]
 mod clients;
@@ -70,8 +71,8 @@ fn check(p: &TestPolis, steps: &[Value], opened: &str) {
         assert!(names.contains(&name), "{name} not listed: {names:?}");
     }
     let calls = step("call");
-    assert_eq!(calls.len(), 3, "{steps:?}");
-    for call in &calls {
+    assert_eq!(calls.len(), 5, "{steps:?}");
+    for call in &calls[..4] {
         assert_eq!(call["isError"], false, "{call}");
     }
     assert!(
@@ -88,6 +89,26 @@ fn check(p: &TestPolis, steps: &[Value], opened: &str) {
         "{}",
         calls[2]
     );
+    // `polis_log` wrote the line it answers with, as `polisd log` writes it.
+    let logged: Value = serde_json::from_str(calls[3]["text"].as_str().unwrap()).unwrap();
+    let line = logged["line"].as_str().unwrap();
+    assert!(
+        line.ends_with(&format!("| {ME} | noted progress | - | over an MCP SDK")),
+        "{line}"
+    );
+    assert!(
+        p.read("chronicle.md").ends_with(&format!("{line}\n")),
+        "{line}"
+    );
+    // A line the validator refuses is a tool error with the corrected line, and is not written.
+    assert_eq!(calls[4]["isError"], true, "{}", calls[4]);
+    let refusal = calls[4]["text"].as_str().unwrap();
+    assert!(
+        refusal.contains("C001")
+            && refusal.contains(&format!("| {ME} | noted - progress | - | -`")),
+        "{refusal}"
+    );
+    assert!(!p.read("chronicle.md").contains("noted - progress"));
     let uris: Vec<&str> = step("resources")[0]["uris"]
         .as_array()
         .unwrap()

@@ -6,9 +6,11 @@
 
 use super::arguments;
 use crate::fs::writer::Writer;
+use crate::operations::chronicle::{MAX_LINK_CHARS, MAX_VERB_CHARS};
 use crate::operations::published::KeptPolis;
 use crate::operations::{self, contract, session, summary, OpError};
 use crate::protocol::clock::PolisTime;
+use crate::protocol::input::MAX_TEXT_CHARS;
 use crate::protocol::layout::ContractFolder;
 use rmcp::model::Tool;
 use serde_json::{json, Map, Value};
@@ -194,6 +196,25 @@ fn build() -> Vec<Tool> {
             json!({"contract_id": plain_id(), "citizen": plain_id(),
                    "text": {"type": "string", "maxLength": MAX_TEXT, "description": "Markdown, within the round's word limit."}}),
             &["contract_id", "citizen", "text"]),
+        tool("polis_review", "Review another citizen's contract; stakes: high settles only after a sign-off.",
+            json!({"contract_id": plain_id(), "citizen": plain_id(),
+                   "decision": {"type": "string", "enum": ["signed_off", "requested_changes", "rejected"]},
+                   "body": text(MAX_TEXT)}),
+            &["contract_id", "citizen", "decision"]),
+        tool("polis_log", "Append a chronicle line; a refused one comes back corrected.",
+            json!({"citizen": plain_id(), "verb": text(MAX_VERB_CHARS as u64),
+                   "link": {"type": "string", "maxLength": MAX_LINK_CHARS, "description": "A path under _polis/."},
+                   "note": text(MAX_TEXT_CHARS as u64)}),
+            &["citizen", "verb"]),
+        tool("polis_file_lesson", "File a lesson (impact 1-5) under lessons/<first tag>/.",
+            json!({"citizen": plain_id(), "tags": strings("Capability tags."), "text": text(MAX_TEXT),
+                   "impact": {"type": "integer"}, "contract": plain_id()}),
+            &["citizen", "tags", "text", "impact"]),
+        tool("polis_propose_amendment", "Propose an amendment for a vote; expires YYYY-MM-DD (default 30 days).",
+            json!({"citizen": plain_id(), "title": text(500), "body": text(MAX_TEXT),
+                   "expires": text(100),
+                   "quorum": {"type": "integer", "minimum": 0, "maximum": u32::MAX}}),
+            &["citizen", "title"]),
     ]
 }
 
@@ -216,13 +237,19 @@ fn arg_bool(args: &Map<String, Value>, key: &str, default: bool) -> bool {
     args.get(key).and_then(Value::as_bool).unwrap_or(default)
 }
 
-/// A whole number that fits `T` (the schema bounds it; a bound it lacks is checked here).
-fn opt_int<T: TryFrom<u64>>(args: &Map<String, Value>, key: &str) -> Result<Option<T>, String> {
-    match args.get(key).and_then(Value::as_u64) {
+/// A whole number that fits `T` (the schema bounds it; a bound it lacks is checked here). A
+/// negative number is read as one, never as absent: an operation that refuses it says so.
+fn opt_int<T: TryFrom<i128>>(args: &Map<String, Value>, key: &str) -> Result<Option<T>, String> {
+    let value = args.get(key);
+    let n = value
+        .and_then(Value::as_i64)
+        .map(i128::from)
+        .or_else(|| value.and_then(Value::as_u64).map(i128::from));
+    match n {
         None => Ok(None),
         Some(n) => T::try_from(n)
             .map(Some)
-            .map_err(|_| format!("`{key}` is too large: {n}; nothing was done")),
+            .map_err(|_| format!("`{key}` is out of range: {n}; nothing was done")),
     }
 }
 
@@ -371,6 +398,10 @@ fn run(
             arg_str(args, "contract_id").and_then(|id| done(operations::council::status(root, id)))
         }
         "polis_council_write" => council_write(root, args),
+        "polis_review" => review(root, args),
+        "polis_log" => log(root, args),
+        "polis_file_lesson" => file_lesson(root, args),
+        "polis_propose_amendment" => propose_amendment(root, args),
         _ => unreachable!("every listed tool has a call"),
     };
     match result {
@@ -446,6 +477,72 @@ fn council_write(root: &Path, args: &Map<String, Value>) -> Result<Value, String
         id,
         citizen,
         text,
+    ))
+}
+
+fn review(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    use crate::protocol::contracts::review::Decision;
+    let decision = match arg_str(args, "decision")? {
+        "signed_off" => Decision::SignedOff,
+        "requested_changes" => Decision::RequestedChanges,
+        _ => Decision::Rejected,
+    };
+    let now = operations::chronicle::polis_now(root);
+    done(operations::review::review(
+        &writer(root)?,
+        &now,
+        arg_str(args, "contract_id")?,
+        arg_str(args, "citizen")?,
+        &decision,
+        opt_str_ref(args, "body").unwrap_or(""),
+    ))
+}
+
+fn log(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let now = operations::chronicle::polis_now(root);
+    done(operations::chronicle::log(
+        &writer(root)?,
+        &now,
+        arg_str(args, "citizen")?,
+        arg_str(args, "verb")?,
+        opt_str_ref(args, "link"),
+        // An absent note is the grammar's empty field, as `polisd log` writes it.
+        opt_str_ref(args, "note").unwrap_or("-"),
+    ))
+}
+
+fn file_lesson(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let request = operations::lesson::LessonRequest {
+        by: arg_str(args, "citizen")?.to_string(),
+        // Trimmed and without empty ones, as `--tags a,b` is split.
+        tags: str_list(args, "tags")
+            .iter()
+            .map(|t| t.trim())
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect(),
+        contract: opt_str(args, "contract"),
+        impact: opt_int(args, "impact")?.ok_or("missing required argument `impact`")?,
+        text: arg_str(args, "text")?.to_string(),
+    };
+    let now = operations::chronicle::polis_now(root);
+    done(operations::lesson::file(&writer(root)?, &now, &request))
+}
+
+fn propose_amendment(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+    let request = operations::amendment::ProposeRequest {
+        title: arg_str(args, "title")?.to_string(),
+        by: arg_str(args, "citizen")?.to_string(),
+        body: opt_str(args, "body").unwrap_or_default(),
+        expires: opt_str(args, "expires"),
+        quorum: opt_int(args, "quorum")?,
+        ..operations::amendment::ProposeRequest::default()
+    };
+    let now = operations::chronicle::polis_now(root);
+    done(operations::amendment::propose(
+        &writer(root)?,
+        &now,
+        &request,
     ))
 }
 
@@ -856,6 +953,48 @@ mod tests {
         assert!(root.join("contracts/open/fix-the-login.md").exists());
         assert!(!root.join("contracts/open/other.md").exists());
         assert!(!root.join("contracts/settled").exists());
+    }
+
+    /// A negative number is a value the operation refuses, never an absent one: read as
+    /// absent, a lesson's `impact: -1` became the default 3 and the contract settled.
+    #[test]
+    fn a_negative_impact_is_refused_not_taken_for_the_default() {
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&["claude-code-1"]);
+        let opened = call(
+            &root,
+            "polis_open_contract",
+            &args(json!({"title": "Fix the login", "opened_by": "claude-code-1"})),
+        );
+        assert!(matches!(opened, Outcome::Done(_)), "{opened:?}");
+        let claimed = call(
+            &root,
+            "polis_claim_contract",
+            &args(json!({"contract_id": "fix-the-login", "citizen": "claude-code-1"})),
+        );
+        assert!(matches!(claimed, Outcome::Done(_)), "{claimed:?}");
+        let settled = call(
+            &root,
+            "polis_settle_contract",
+            &args(json!({"contract_id": "fix-the-login", "quality": 4,
+                         "lesson": "Read the logs first.", "impact": -1})),
+        );
+        assert!(
+            matches!(&settled, Outcome::Failed(why) if why.contains("impact must be 1 to 5, not -1")),
+            "{settled:?}"
+        );
+        let filed = call(
+            &root,
+            "polis_file_lesson",
+            &args(json!({"citizen": "claude-code-1", "tags": ["auth"],
+                         "text": "Read the logs first.", "impact": -1})),
+        );
+        assert!(
+            matches!(&filed, Outcome::Failed(why) if why.contains("impact must be 1 to 5, not -1")),
+            "{filed:?}"
+        );
+        assert!(root.join("contracts/open/fix-the-login.md").exists());
+        assert!(!root.join("contracts/settled").exists());
+        assert!(!root.join("lessons/auth").exists());
     }
 
     #[test]

@@ -124,10 +124,11 @@ fn findings_as_text<S: serde::Serializer>(f: &[Finding], s: S) -> Result<S::Ok, 
 }
 
 /// The longest author, verb and link `polisd log` writes (the note's bound is
-/// [`crate::protocol::input::MAX_TEXT_CHARS`]).
+/// [`crate::protocol::input::MAX_TEXT_CHARS`]). The verb's and the link's are public so
+/// `polis_log`'s schema states the same bounds.
 const MAX_AUTHOR_CHARS: usize = 64;
-const MAX_VERB_CHARS: usize = 200;
-const MAX_LINK_CHARS: usize = 1024;
+pub const MAX_VERB_CHARS: usize = 200;
+pub const MAX_LINK_CHARS: usize = 1024;
 
 /// Builds `- <now> | author | verb | [[link]] | note`, validates it, and appends it to
 /// `chronicle.md` under the append lock. An error finding refuses it: nothing is written.

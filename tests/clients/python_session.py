@@ -14,7 +14,9 @@ async def main(mode, binary, root, citizen):
         print(json.dumps({"step": "tools", "names": [t.name for t in tools.tools]}), flush=True)
         for name, args in [("polis_status", {}),
                            ("polis_open_contract", {"title": "Fix the login", "opened_by": citizen}),
-                           ("polis_list_contracts", {"state": "open"})]:
+                           ("polis_list_contracts", {"state": "open"}),
+                           ("polis_log", {"citizen": citizen, "verb": "noted progress", "note": "over an MCP SDK"}),
+                           ("polis_log", {"citizen": citizen, "verb": "noted | progress"})]:
             r = await client.call_tool(name, args)
             text = "".join(c.text for c in r.content if getattr(c, "type", "") == "text")
             print(json.dumps({"step": "call", "tool": name, "isError": r.is_error, "text": text[:2000]}), flush=True)

@@ -14,6 +14,8 @@ for (const [name, args] of [
   ["polis_status", {}],
   ["polis_open_contract", { title: "Fix the signup", opened_by: citizen }],
   ["polis_list_contracts", { state: "open" }],
+  ["polis_log", { citizen, verb: "noted progress", note: "over an MCP SDK" }],
+  ["polis_log", { citizen, verb: "noted | progress" }],
 ]) {
   const r = await client.callTool({ name, arguments: args });
   say({ step: "call", tool: name, isError: r.isError ?? false, text: r.content.map((c) => c.text ?? "").join("").slice(0, 2000) });

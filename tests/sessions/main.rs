@@ -12,6 +12,7 @@ mod harness;
 mod hooks;
 mod install;
 mod mcp;
+mod mcp_records;
 mod notices;
 mod primer;
 

@@ -36,12 +36,18 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
         "polis_notices",
         "polis_council_status",
         "polis_council_write",
+        "polis_review",
+        "polis_log",
+        "polis_file_lesson",
+        "polis_propose_amendment",
     ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
+    // Every session pays for these bytes: 26 tools came to about 9.8 KB; a new tool must
+    // earn its place here.
     let schema_bytes = tools["result"].to_string().len();
     assert!(
-        schema_bytes < 8 * 1024,
+        schema_bytes < 10 * 1024 + 512,
         "tool schemas cost {schema_bytes} bytes"
     );
 
