@@ -1024,3 +1024,19 @@ fn a_council_whose_contract_is_abandoned_still_gets_its_verdict_applied_on_time(
         },
     );
 }
+
+#[test]
+fn council_status_of_no_council_starts_one_only_where_the_contract_exists() {
+    let p = polis();
+    let cid = "real-one";
+    contract(&p, cid, "");
+    refused(
+        p.polisd(&["council", "status", cid]),
+        &format!("start one with `polisd council start {cid}`"),
+    );
+    // A mistyped id is told there is no such contract, not offered a council on it.
+    let out = p.polisd(&["council", "status", "no-such-contract"]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    refused(out, "no contract `no-such-contract`");
+    assert!(!err.contains("council start"), "{err}");
+}

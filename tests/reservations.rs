@@ -167,6 +167,22 @@ fn overlap_by_glob_in_either_direction() {
 }
 
 #[test]
+fn reservations_of_a_citizen_who_holds_none_or_is_no_citizen_say_which() {
+    let p = polis();
+    ok(&run(&p, &["reserve", "src/lib.rs", "--as", BRAVO]));
+    let none = ok(&run(&p, &["reservations", "--as", ALPHA]));
+    assert_eq!(none.trim(), format!("No active reservations of `{ALPHA}`."));
+    // A mistyped id is said to be one, not answered as if it held nothing.
+    let typo = ok(&run(&p, &["reservations", "--as", "bravo-agnet"]));
+    assert!(
+        typo.contains("`bravo-agnet`, which is not a registered citizen"),
+        "{typo}"
+    );
+    let held = ok(&run(&p, &["reservations", "--as", BRAVO]));
+    assert!(held.contains("src/lib.rs"), "{held}");
+}
+
+#[test]
 fn concurrent_reservers_exactly_one_wins() {
     let p = polis();
     let ids: Vec<String> = (0..8).map(|i| format!("racer-agent-{i}")).collect();

@@ -175,7 +175,20 @@ pub fn list(args: ReservationsArgs) -> anyhow::Result<u8> {
         return Ok(0);
     }
     if shown.is_empty() {
-        say!("No active reservations.");
+        let held = if args.all {
+            "No reservations"
+        } else {
+            "No active reservations"
+        };
+        match args.citizen.as_deref() {
+            // Most often a mistyped id: say so, rather than seem to answer for it.
+            Some(c) if !crate::operations::chronicle::is_registered(&root, c) => say!(
+                "{held} of `{}`, which is not a registered citizen of this polis (`polisd status` lists them).",
+                crate::protocol::delivery::notice::one_line(c, 60)
+            ),
+            Some(c) => say!("{held} of `{c}`."),
+            None => say!("{held}."),
+        }
         return Ok(0);
     }
     say!(

@@ -167,7 +167,12 @@ pub fn read(root: &Path, cid: &str) -> Result<Option<Council>, OpError> {
     }
 }
 
-fn no_council(cid: &str) -> OpError {
+/// No council on `cid`: where there is no such contract either, that is what is said, not a
+/// start the contract could not have.
+fn no_council(root: &Path, cid: &str) -> OpError {
+    if let Err(e) = lookup::find(root, cid) {
+        return e;
+    }
     refuse(format!(
         "there is no council on `{cid}` (no reviews/{cid}/council.md); start one with `polisd council start {cid}`"
     ))
@@ -534,7 +539,7 @@ fn seat_views(council: &Council, texts: &[(String, Option<String>)]) -> Vec<Seat
 
 /// Where the council on `cid` stands. Reads only its own files.
 pub fn status(root: &Path, cid: &str) -> Result<StatusView, OpError> {
-    let council = read(root, cid)?.ok_or_else(|| no_council(cid))?;
+    let council = read(root, cid)?.ok_or_else(|| no_council(root, cid))?;
     let open = council.open().cloned();
     let texts = open
         .as_ref()
@@ -601,10 +606,10 @@ pub fn write_seat(
     }
     // Looked at before the lock: a refused write must not even create the lock file.
     let root = writer.root();
-    read(root, cid)?.ok_or_else(|| no_council(cid))?;
+    read(root, cid)?.ok_or_else(|| no_council(root, cid))?;
     let rel = state::state_path(cid);
     let (_, written) = writer.update_locked(&rel, |current| {
-        let current = current.ok_or_else(|| no_council(cid))?;
+        let current = current.ok_or_else(|| no_council(root, cid))?;
         let council = Council::parse(&rel, &String::from_utf8_lossy(current))
             .map_err(|e| refuse(e.to_string()))?;
         let Some(seat) = council.seat(id) else {

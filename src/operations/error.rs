@@ -13,7 +13,7 @@ pub enum OpError {
         value: String,
         rule: &'static str,
     },
-    #[error("`{id}` is not a registered citizen (no citizens/{id}/capability_card.yml); register with a capability card first, or pass your own agent id", id = shown(.0))]
+    #[error("`{id}` is not a registered citizen (no citizens/{id}/capability_card.yml); pass your own agent id, or register first with `polisd register {id} --vendor <vendor> --model <model> --tags <tag:rating,…>`", id = shown(.0))]
     NotRegistered(String),
     #[error("no contract `{}` in contracts/open, settled or abandoned; `polisd contract list` shows the open ones", shown(.0))]
     NoContract(String),

@@ -254,24 +254,45 @@ fn a_body_given_as_text_is_refused_with_how_to_pass_it() {
 /// filled in, is one `polisd register` accepts (its tags carry ratings).
 #[test]
 fn the_register_command_an_unknown_citizen_is_given_works() {
-    let p = TestPolis::init(FOUNDER);
-    let out = p.polisd(&["prime", "--as", "codex-newcomer-1"]);
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let command = stderr
-        .split("`polisd register ")
-        .nth(1)
-        .and_then(|rest| rest.split('`').next())
-        .unwrap_or_else(|| panic!("no register command: {}", describe(&out)));
-    let args: Vec<String> = command
-        .replace("<vendor>", "openai")
-        .replace("<model>", "gpt-5")
-        .replace("<tag:rating,…>", "python:3")
-        .split(' ')
-        .map(str::to_string)
-        .collect();
-    let mut full = vec!["register"];
-    full.extend(args.iter().map(String::as_str));
-    let out = p.polisd(&full);
-    assert_eq!(out.status.code(), Some(0), "{full:?}\n{}", describe(&out));
+    // The primer's refusal, and an acting command's (opening a contract), each for its own
+    // newcomer.
+    for (newcomer, refused) in [
+        (
+            "codex-newcomer-1",
+            &["prime", "--as", "codex-newcomer-1"][..],
+        ),
+        (
+            "codex-newcomer-2",
+            &[
+                "contract",
+                "open",
+                "--title",
+                "T",
+                "--as",
+                "codex-newcomer-2",
+            ],
+        ),
+    ] {
+        let p = TestPolis::init(FOUNDER);
+        let out = p.polisd(refused);
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let command = stderr
+            .split("`polisd register ")
+            .nth(1)
+            .and_then(|rest| rest.split('`').next())
+            .unwrap_or_else(|| panic!("no register command: {}", describe(&out)));
+        assert!(command.starts_with(newcomer), "{command}");
+        let args: Vec<String> = command
+            .replace("<vendor>", "openai")
+            .replace("<model>", "gpt-5")
+            .replace("<tag:rating,…>", "python:3")
+            .split(' ')
+            .map(str::to_string)
+            .collect();
+        let mut full = vec!["register"];
+        full.extend(args.iter().map(String::as_str));
+        let out = p.polisd(&full);
+        assert_eq!(out.status.code(), Some(0), "{full:?}\n{}", describe(&out));
+    }
 }
