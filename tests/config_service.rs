@@ -252,6 +252,8 @@ fn install_dry_run_renders_systemd_unit_with_absolute_paths_and_writes_nothing()
     let (code, out) = home.run(Platform::Systemd, &mut script, ServiceAction::Install, true);
     assert_eq!(code, 0);
     assert_eq!(home.files(), before, "--dry-run wrote something");
+    // The commands it ends with need the file a real install writes, and it says so.
+    assert!(out.contains("this dry run wrote nothing"), "{out}");
 
     let unit_path = home.path().join(".config/systemd/user/polisd.service");
     let unit = printed_file(&out, &unit_path);

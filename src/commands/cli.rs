@@ -163,7 +163,7 @@ pub enum Command {
     Register(Deferred<RegisterArgs>),
     /// Watch one or more polises and keep them current (the daemon); serves the dashboard.
     Run(Deferred<RunArgs>),
-    /// Serve the read-only dashboard for one polis, without the daemon.
+    /// Serve the dashboard for one polis (its pages and its console), without the daemon.
     Serve(Deferred<ServeArgs>),
     /// Write a self-contained snapshot of a polis (markdown or HTML), optionally redacted.
     Report(Deferred<ReportArgs>),

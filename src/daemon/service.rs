@@ -701,7 +701,7 @@ fn install(
                 "{manager} cannot be reached here ({why}).\n\
                  {}start the service, run these commands in your login session:",
                 if dry_run {
-                    "To "
+                    "Once `polisd service install` has written the service file (this dry run wrote nothing), to "
                 } else {
                     "The service file is in place; to "
                 }
