@@ -219,7 +219,11 @@ fn full_council_with_a_silent_seat_an_over_long_contribution_and_a_corrected_ver
         p.count(A, "council-over-limit") == 1
     });
     // Refusals: not a member, over twice the limit; nothing written.
-    refused(write(&p, cid, D, &words(50, "x")), "has no seat");
+    // (D chairs: it is told where its word goes instead.)
+    refused(
+        write(&p, cid, D, &words(50, "x")),
+        &format!("chairs the council on `{cid}` and has no seat in its rounds: once every round has closed, polisd asks the chairman for reviews/{cid}/verdict.md"),
+    );
     let before = p.read(&seat(cid, 1, B));
     refused(write(&p, cid, B, &words(650, "x")), "over twice");
     assert_eq!(p.read(&seat(cid, 1, B)), before);

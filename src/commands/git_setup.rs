@@ -35,7 +35,7 @@ pub fn run(args: GitSetupArgs) -> anyhow::Result<u8> {
     }
     println!(
         "{} merge.polisd.driver = {}",
-        if done.configured { "set" } else { "kept" },
+        if done.driver_written { "set" } else { "kept" },
         done.driver
     );
     println!(

@@ -373,7 +373,7 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
         println!(
             "{} merge.polisd.driver and {} {}: git merges the chronicle and the inboxes by line \
              id (run `polisd git-setup` once in every other clone; docs/sync.md)",
-            if git.configured { "set" } else { "kept" },
+            if git.driver_written { "set" } else { "kept" },
             if git.gitattributes_written {
                 "wrote"
             } else {

@@ -613,6 +613,12 @@ pub fn write_seat(
         let council = Council::parse(&rel, &String::from_utf8_lossy(current))
             .map_err(|e| refuse(e.to_string()))?;
         let Some(seat) = council.seat(id) else {
+            if council.chairman == id {
+                return Err(refuse(format!(
+                    "`{id}` chairs the council on `{cid}` and has no seat in its rounds: once every round has closed, polisd asks the chairman for {} (nothing was written)",
+                    state::verdict_path(cid)
+                )));
+            }
             return Err(refuse(format!(
                 "`{id}` has no seat on the council on `{cid}` (its members are listed in {rel}); only members write contributions"
             )));
@@ -1254,7 +1260,8 @@ mod tests {
             .join(state::seat_path("x", 0, SEATS[1]))
             .exists());
         let e = write_seat(&writer, &at("2026-12-01 10:30"), "y", SEATS[1], "t").unwrap_err();
-        assert!(e.to_string().contains("no council on `y`"), "{e}");
+        // No council, nor a contract `y` to start one on.
+        assert!(e.to_string().contains("no contract `y`"), "{e}");
         assert!(
             !writer.root().join("reviews/y").exists(),
             "nothing created on refusal"

@@ -301,8 +301,8 @@ pub struct GitSetup {
     pub repository: PathBuf,
     /// `merge.polisd.driver` as it now is.
     pub driver: String,
-    /// Whether the driver's config was written (false: it already was so).
-    pub configured: bool,
+    /// Whether the driver's config was written now (false: it already was so).
+    pub driver_written: bool,
     /// `_polis/.gitattributes`, and whether it was written.
     pub gitattributes: String,
     pub gitattributes_written: bool,
@@ -335,8 +335,8 @@ pub fn git_setup(root: &Path, writer: &Writer, program: &str) -> Result<GitSetup
     let repo = Repo::find(root).ok_or_else(|| SetupError::NotARepository(root.to_path_buf()))?;
     let driver = merge::driver_command(program);
     let key = format!("merge.{DRIVER_NAME}.driver");
-    let configured = repo.config_get(&key).as_deref() != Some(driver.as_str());
-    if configured {
+    let driver_written = repo.config_get(&key).as_deref() != Some(driver.as_str());
+    if driver_written {
         repo.config_set(
             &format!("merge.{DRIVER_NAME}.name"),
             "polisd: id-aware union of chronicle lines and inbox blocks",
@@ -358,7 +358,7 @@ pub fn git_setup(root: &Path, writer: &Writer, program: &str) -> Result<GitSetup
     Ok(GitSetup {
         repository: repo.top,
         driver,
-        configured,
+        driver_written,
         gitattributes: root.join(rel).display().to_string(),
         gitattributes_written,
     })

@@ -326,8 +326,17 @@ fn init_suggests_git_setup_only_while_the_clone_lacks_the_driver() {
     let hint = "run `polisd git-setup";
     let first = polisd_in(tmp.path(), &["init", ".", "--agent-id", FOUNDER]);
     assert!(stdout(&first).contains(hint), "{}", describe(&first));
-    let setup = polisd_in(tmp.path(), &["git-setup", "."]);
-    assert_eq!(setup.status.code(), Some(0), "{}", describe(&setup));
+    // `--json` says what each run wrote: the first everything, the second nothing.
+    let written = |what: &str| {
+        let setup = polisd_in(tmp.path(), &["git-setup", ".", "--json"]);
+        assert_eq!(setup.status.code(), Some(0), "{}", describe(&setup));
+        let v: serde_json::Value = serde_json::from_slice(&setup.stdout).unwrap();
+        (v["driver_written"].clone(), v[what].clone())
+    };
+    let yes = serde_json::Value::Bool(true);
+    let no = serde_json::Value::Bool(false);
+    assert_eq!(written("gitattributes_written"), (yes.clone(), yes));
+    assert_eq!(written("gitattributes_written"), (no.clone(), no));
     let join = polisd_in(tmp.path(), &["init", ".", "--agent-id", "codex-joiner-two"]);
     assert_eq!(join.status.code(), Some(0), "{}", describe(&join));
     assert!(!stdout(&join).contains(hint), "{}", describe(&join));
