@@ -482,10 +482,18 @@ fn council_write(root: &Path, args: &Map<String, Value>) -> Result<Value, String
 
 fn review(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     use crate::protocol::contracts::review::Decision;
+    // The schema's enum refuses any other word first; named here all the same, so a decision
+    // never defaults to one that was not given.
     let decision = match arg_str(args, "decision")? {
         "signed_off" => Decision::SignedOff,
         "requested_changes" => Decision::RequestedChanges,
-        _ => Decision::Rejected,
+        "rejected" => Decision::Rejected,
+        other => {
+            return Err(format!(
+            "`decision` is `{}`, not signed_off, requested_changes or rejected; nothing was done",
+            crate::protocol::finding::quoted(other)
+        ))
+        }
     };
     let now = operations::chronicle::polis_now(root);
     done(operations::review::review(
@@ -953,6 +961,33 @@ mod tests {
         assert!(root.join("contracts/open/fix-the-login.md").exists());
         assert!(!root.join("contracts/open/other.md").exists());
         assert!(!root.join("contracts/settled").exists());
+    }
+
+    /// A decision outside the three is refused, never taken for `rejected`.
+    #[test]
+    fn a_review_decision_outside_the_three_is_refused_not_defaulted() {
+        let (_d, root, _w) =
+            crate::operations::test_polis::polis_with(&["claude-code-1", "codex-review-1"]);
+        let opened = call(
+            &root,
+            "polis_open_contract",
+            &args(json!({"title": "Fix the login", "opened_by": "claude-code-1"})),
+        );
+        assert!(matches!(opened, Outcome::Done(_)), "{opened:?}");
+        let reviewed = call(
+            &root,
+            "polis_review",
+            &args(
+                json!({"contract_id": "fix-the-login", "citizen": "codex-review-1",
+                         "decision": "approve"}),
+            ),
+        );
+        // The schema refuses it before the tool runs; the tool would refuse it too.
+        assert!(
+            matches!(&reviewed, Outcome::Invalid(why) | Outcome::Failed(why) if why.contains("approve")),
+            "{reviewed:?}"
+        );
+        assert!(!root.join("reviews").exists());
     }
 
     /// A negative number is a value the operation refuses, never an absent one: read as
