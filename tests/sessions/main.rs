@@ -63,6 +63,21 @@ fn hook(p: &TestPolis, cli: &str, kind: &str, extra: &[&str], payload: &Value) -
     out
 }
 
+/// An MCP session over stdio on `p`, initialized as a client does at protocol `version`, and
+/// the server's answer to `initialize`.
+fn mcp_session(p: &TestPolis, version: &str) -> (Mcp, Value) {
+    let mut mcp = Mcp::start(&p.root, &p.state_dir);
+    let init = mcp.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": version, "capabilities": {},
+               "clientInfo": {"name": "test", "version": "1"}}),
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "polisd", "{init}");
+    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    (mcp, init)
+}
+
 /// Claude Code's PostToolUse payload, as its hooks reference documents it.
 fn claude_post_tool_use(p: &TestPolis) -> Value {
     json!({

@@ -10,16 +10,8 @@ fn tool_text(v: &Value) -> &str {
 fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors() {
     let p = polis();
     message(&p, ME, "2026-03-02 11:15", OTHER, "Over MCP.");
-    let mut mcp = Mcp::start(&p.root, &p.state_dir);
-    let init = mcp.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "test", "version": "1"}}),
-    );
-    assert_eq!(init["result"]["serverInfo"]["name"], "polisd", "{init}");
+    let (mut mcp, init) = mcp_session(&p, "2025-06-18");
     assert!(init["result"]["capabilities"]["tools"].is_object());
-    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
 
     let tools = mcp.request(2, "tools/list", json!({}));
     let names: Vec<&str> = tools["result"]["tools"]
@@ -195,15 +187,7 @@ fn mcp_session_over_stdio_initializes_lists_tools_calls_them_and_answers_errors(
 #[test]
 fn mcp_answers_bad_bytes_oversized_messages_and_bad_arguments_with_errors_and_keeps_serving() {
     let p = polis();
-    let mut mcp = Mcp::start(&p.root, &p.state_dir);
-    let init = mcp.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {},
-               "clientInfo": {"name": "test", "version": "1"}}),
-    );
-    assert_eq!(init["result"]["serverInfo"]["name"], "polisd", "{init}");
-    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let (mut mcp, _) = mcp_session(&p, "2025-11-25");
     let chronicle = p.read("chronicle.md");
 
     // A byte that is not UTF-8: a parse error, and the session goes on.
@@ -291,13 +275,7 @@ fn mcp_tally_applies_the_outcome_as_the_command_does() {
         .as_str()
         .unwrap()
         .to_string();
-    let mut mcp = Mcp::start(&p.root, &p.state_dir);
-    mcp.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "test", "version": "1"}}),
-    );
+    let (mut mcp, _) = mcp_session(&p, "2025-06-18");
     let voted = mcp.call(
         2,
         "polis_vote",

@@ -7,16 +7,7 @@ use super::*;
 
 /// An MCP session on `p`, initialized.
 fn session(p: &TestPolis) -> Mcp {
-    let mut mcp = Mcp::start(&p.root, &p.state_dir);
-    let init = mcp.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "test", "version": "1"}}),
-    );
-    assert_eq!(init["result"]["serverInfo"]["name"], "polisd", "{init}");
-    mcp.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    mcp
+    mcp_session(p, "2025-06-18").0
 }
 
 fn tool_text(v: &Value) -> &str {
