@@ -182,9 +182,9 @@ pub fn list(args: ReservationsArgs) -> anyhow::Result<u8> {
         };
         match args.citizen.as_deref() {
             // Most often a mistyped id: say so, rather than seem to answer for it.
+            // (`--as` took only a slug, so the id is printed as given.)
             Some(c) if !crate::operations::chronicle::is_registered(&root, c) => say!(
-                "{held} of `{}`, which is not a registered citizen of this polis (`polisd status` lists them).",
-                crate::protocol::delivery::notice::one_line(c, 60)
+                "{held} of `{c}`, which is not a registered citizen of this polis (`polisd status` lists them)."
             ),
             Some(c) => say!("{held} of `{c}`."),
             None => say!("{held}."),
