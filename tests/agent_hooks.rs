@@ -453,19 +453,14 @@ fn status_reports_every_reason_a_hook_will_not_fire() {
     assert!(claude.contains(copy));
 
     // Install itself refuses a binary the CLI could not run.
-    let out = polisd_as(
-        &p,
-        &me,
-        &[
-            "hooks",
-            "install",
-            "--claude",
-            "--as",
-            ME,
-            "--bin",
-            "/nowhere/polisd",
-        ],
-    );
+    let install_with = |bin: &str| {
+        polisd_as(
+            &p,
+            &me,
+            &["hooks", "install", "--claude", "--as", ME, "--bin", bin],
+        )
+    };
+    let out = install_with("/nowhere/polisd");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--bin /absolute/path/to/polisd"));
 
@@ -476,19 +471,7 @@ fn status_reports_every_reason_a_hook_will_not_fire() {
     std::os::unix::fs::symlink(BIN, &dev).unwrap();
     let settings = project.join(".claude/settings.json");
     let before = std::fs::read(&settings).ok();
-    let out = polisd_as(
-        &p,
-        &me,
-        &[
-            "hooks",
-            "install",
-            "--claude",
-            "--as",
-            ME,
-            "--bin",
-            dev.to_str().unwrap(),
-        ],
-    );
+    let out = install_with(dev.to_str().unwrap());
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("is not named `polisd`"),

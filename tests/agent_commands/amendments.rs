@@ -2,21 +2,26 @@
 
 use super::*;
 
-#[test]
-fn amendment_vote_changed_moves_the_id_and_replaces_the_block() {
-    let p = TestPolis::init(FOUNDER);
-    p.citizen("codex-second-one", "openai", &[], "medium");
+/// The id of the amendment `title` that the founder proposes.
+fn proposed(p: &TestPolis, title: &str) -> String {
     let out = ok(p.polisd(&[
         "amendment",
         "propose",
         "--title",
-        "Reviews for high stakes",
-        "--by",
+        title,
+        "--as",
         FOUNDER,
         "--json",
     ]));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let aid = v["amendment_id"].as_str().unwrap().to_string();
+    v["amendment_id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn amendment_vote_changed_moves_the_id_and_replaces_the_block() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let aid = proposed(&p, "Reviews for high stakes");
     let rel = format!("amendments/proposed/{aid}.md");
     ok(p.polisd(&[
         "amendment",
@@ -179,17 +184,7 @@ fn a_citizen_who_left_the_polis_cannot_vote() {
     let p = TestPolis::init(FOUNDER);
     p.citizen("codex-second-one", "openai", &[], "medium");
     ok(p.polisd(&["log", "--as", "codex-second-one", "left polis"]));
-    let out = ok(p.polisd(&[
-        "amendment",
-        "propose",
-        "--title",
-        "A rule",
-        "--by",
-        FOUNDER,
-        "--json",
-    ]));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let aid = v["amendment_id"].as_str().unwrap().to_string();
+    let aid = proposed(&p, "A rule");
     let vote = [
         "amendment",
         "vote",
@@ -214,17 +209,7 @@ fn a_citizen_who_left_the_polis_cannot_vote() {
 fn amendment_list_counts_the_proposers_implied_agree_as_the_tally_does() {
     let p = TestPolis::init(FOUNDER);
     p.citizen("codex-second-one", "openai", &[], "medium");
-    let out = ok(p.polisd(&[
-        "amendment",
-        "propose",
-        "--title",
-        "Two reviewers",
-        "--as",
-        FOUNDER,
-        "--json",
-    ]));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let aid = v["amendment_id"].as_str().unwrap().to_string();
+    let aid = proposed(&p, "Two reviewers");
     let tally = String::from_utf8_lossy(&ok(p.polisd(&["tally", "--dry-run"])).stdout).into_owned();
     assert!(tally.contains("1 agree"), "{tally}");
     let list = String::from_utf8_lossy(&ok(p.polisd(&["amendment", "list"])).stdout).into_owned();
