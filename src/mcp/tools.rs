@@ -988,6 +988,19 @@ mod tests {
             "{reviewed:?}"
         );
         assert!(!root.join("reviews").exists());
+        // The tool itself, past the schema: it names the word, never takes it for `rejected`.
+        let direct = super::review(
+            &root,
+            &args(
+                json!({"contract_id": "fix-the-login", "citizen": "codex-review-1",
+                         "decision": "approve"}),
+            ),
+        );
+        assert!(
+            matches!(&direct, Err(why) if why.contains("`decision` is `approve`")),
+            "{direct:?}"
+        );
+        assert!(!root.join("reviews").exists());
     }
 
     /// A negative number is a value the operation refuses, never an absent one: read as
