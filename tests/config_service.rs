@@ -963,8 +963,15 @@ mod plist {
 // `polisd config example | check | path`: the installed binary carries its own example
 
 fn polisd_config(args: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
+    polisd_config_in(&std::env::temp_dir(), args, env)
+}
+
+fn polisd_config_in(cwd: &Path, args: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_polisd"));
-    cmd.arg("config").args(args).env_remove(config::ENV_VAR);
+    cmd.current_dir(cwd)
+        .arg("config")
+        .args(args)
+        .env_remove(config::ENV_VAR);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -973,10 +980,21 @@ fn polisd_config(args: &[&str], env: &[(&str, &Path)]) -> std::process::Output {
 
 #[test]
 fn config_example_prints_the_embedded_example_which_checks_clean() {
-    let out = polisd_config(&["example"], &[]);
+    let dir = tempfile::tempdir().unwrap();
+    // Outside any project the example is printed as embedded, with a hint to set its path.
+    let out = polisd_config_in(dir.path(), &["example"], &[]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), EXAMPLE);
-    let dir = tempfile::tempdir().unwrap();
+    let hint = String::from_utf8_lossy(&out.stderr);
+    let line = EXAMPLE
+        .lines()
+        .position(|l| l == "path = \"~/project\"")
+        .unwrap()
+        + 1;
+    assert!(
+        hint.contains(&format!("set `path` on line {line}")),
+        "{hint}"
+    );
     let file = dir.path().join("config.toml");
     std::fs::write(&file, EXAMPLE).unwrap();
     // The example watches `~/project`: give it one.
@@ -990,6 +1008,31 @@ fn config_example_prints_the_embedded_example_which_checks_clean() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["ok"], true, "{report:#}");
     assert_eq!(report["polises"][0], home.join("project").to_str().unwrap());
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// `polisd config example > "$(polisd config path)"`, run inside a project as the help says,
+/// gives a file that watches that project and checks clean, with no edit.
+#[test]
+fn config_example_inside_a_project_watches_it_and_checks_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("my \"quoted\" project");
+    std::fs::create_dir_all(project.join("_polis")).unwrap();
+    std::fs::create_dir_all(project.join("src/deep")).unwrap();
+    std::fs::write(project.join("_polis/CONSTITUTION.md"), "# c\n").unwrap();
+    let out = polisd_config_in(&project.join("src/deep"), &["example"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let out = polisd_config(&["check", file.to_str().unwrap(), "--json"], &[]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], true, "{report:#}");
+    assert_eq!(report["polises"], serde_json::json!([project]));
     assert_eq!(out.status.code(), Some(0));
 }
 

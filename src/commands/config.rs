@@ -11,10 +11,48 @@ use std::path::{Path, PathBuf};
 /// `config.example.toml`, every key with its default and what it does.
 pub const EXAMPLE: &str = include_str!("../../config.example.toml");
 
+/// The example's `[[polis]] path` line, a placeholder for the project it is printed in.
+const EXAMPLE_PATH: &str = "path = \"~/project\"";
+
+/// The line (1-based) of [`EXAMPLE_PATH`] in the example, for the hint when no project is found.
+fn example_path_line() -> usize {
+    EXAMPLE
+        .lines()
+        .position(|l| l == EXAMPLE_PATH)
+        .map_or(0, |i| i + 1)
+}
+
+/// The example, watching `project` when the command runs inside one, so that
+/// `polisd config example > "$(polisd config path)"` gives a file `config check` passes.
+fn example_watching(project: Option<&Path>) -> std::borrow::Cow<'static, str> {
+    match project {
+        None => EXAMPLE.into(),
+        Some(project) => {
+            // A TOML basic string: quotes, backslashes and control characters escaped.
+            let quoted = toml::Value::String(project.display().to_string()).to_string();
+            EXAMPLE
+                .replacen(EXAMPLE_PATH, &format!("path = {quoted}"), 1)
+                .into()
+        }
+    }
+}
+
 pub fn run(args: ConfigArgs, out: &mut dyn Write) -> anyhow::Result<u8> {
     match args.command {
         ConfigCommand::Example => {
-            out.write_all(EXAMPLE.as_bytes())?;
+            let cwd = std::env::current_dir().context("reading the working directory")?;
+            let project = crate::fs::locate::locate(None, &cwd)
+                .ok()
+                .and_then(|polis| polis.parent().map(Path::to_path_buf));
+            if project.is_none() {
+                eprintln!(
+                    "polisd: no polis in {} or above it; set `path` on line {} to your project \
+                     before `polisd config check`, or run this from inside the project",
+                    cwd.display(),
+                    example_path_line()
+                );
+            }
+            out.write_all(example_watching(project.as_deref()).as_bytes())?;
             Ok(0)
         }
         ConfigCommand::Path { json } => {
@@ -155,4 +193,26 @@ fn check(file: Option<&Path>, json: bool, out: &mut dyn Write) -> anyhow::Result
         )?;
     }
     Ok(u8::from(!problems.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_holds_its_placeholder_once_on_a_line_of_its_own() {
+        assert_eq!(EXAMPLE.matches(EXAMPLE_PATH).count(), 1);
+        assert!(example_path_line() > 0);
+    }
+
+    #[test]
+    fn the_example_watches_the_project_it_is_printed_in_quoted_as_toml() {
+        let project = Path::new("/home/a \"b\"\\c/projet-été");
+        let text = example_watching(Some(project));
+        let table: toml::Table = toml::from_str(&text).unwrap();
+        let polis = &table["polis"].as_array().unwrap()[0];
+        assert_eq!(polis["path"].as_str(), Some(project.to_str().unwrap()));
+        assert_eq!(text.lines().count(), EXAMPLE.lines().count());
+        assert_eq!(example_watching(None), EXAMPLE);
+    }
 }
