@@ -4,10 +4,17 @@
 //! `sh -c` in the project folder, the event's payload JSON on stdin, and reads the JSON the
 //! CLI would read. The settings files start as teams have them: other tools' hooks, CRLF, a
 //! byte-order mark, tabs, `{}`. And the project is a real git repository with two people.
+//!
+//! Aider has no hooks: `polisd hooks install --aider` lists `AGENTS.md` in its config, and the
+//! test starts the real Aider (`common/clients.rs`) to see that it reads the file.
 
+#[path = "common/clients.rs"]
+mod clients;
 mod harness;
+#[path = "common/reference.rs"]
+mod reference;
 
-use harness::{TestPolis, BIN};
+use harness::{Killed, TestPolis, BIN, DEADLINE};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -478,4 +485,81 @@ fn status_reports_every_reason_a_hook_will_not_fire() {
         "{out:?}"
     );
     assert_eq!(std::fs::read(&settings).ok(), before, "nothing written");
+}
+
+/// What Aider, started at the project root as its docs say, adds to its chat at start-up:
+/// the files of its `.aider.conf.yml` `read:` list that it found. Aider starts, loads its
+/// config and exits (`--exit`), offline and asking nothing.
+fn aider_reads(project: &Path, home: &Path) -> Vec<String> {
+    let log = home.join("aider.out");
+    let child = Command::new(clients::aider_python())
+        .args(["-m", "aider", "--exit", "--yes-always", "--no-check-update"])
+        .args([
+            "--no-analytics",
+            "--no-gitignore",
+            "--no-show-model-warnings",
+        ])
+        .args(["--no-pretty", "--model", "gpt-4o"])
+        .current_dir(project)
+        .env("HOME", home)
+        .env("OPENAI_API_KEY", "sk-unused")
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start Aider");
+    let mut child = Killed::new(child);
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.child().try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "Aider did not exit within {DEADLINE:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = std::fs::read_to_string(&log).unwrap();
+    assert!(status.success(), "Aider failed ({status}):\n{out}");
+    out.lines()
+        .filter_map(|l| {
+            l.strip_prefix("Added ")?
+                .strip_suffix(" to the chat (read-only).")
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn aider_reads_the_bridge_pointer_once_installed_and_not_after_uninstall() {
+    let p = TestPolis::init(ME);
+    let root = project(&p);
+    let home = tempfile::tempdir().unwrap();
+    let state = home.path().join("state");
+    git(&root, &["init", "-q"]);
+    let config = "# the team's Aider settings\nmap-tokens: 1024\nread:\n  - CONVENTIONS.md\n";
+    std::fs::write(root.join(".aider.conf.yml"), config).unwrap();
+    std::fs::write(root.join("CONVENTIONS.md"), "Use tabs.\n").unwrap();
+    // Without polisd's entry Aider never sees AGENTS.md, though `polisd init` wrote it.
+    assert!(root.join("AGENTS.md").is_file());
+    assert_eq!(aider_reads(&root, home.path()), ["CONVENTIONS.md"]);
+
+    ok(&polisd_as(&p, &state, &["hooks", "install", "--aider"]));
+    let mut read = aider_reads(&root, home.path());
+    read.sort();
+    assert_eq!(read, ["AGENTS.md", "CONVENTIONS.md"]);
+    let status = ok(&polisd_as(&p, &state, &["hooks", "status"]));
+    assert!(
+        status.contains("aider   .aider.conf.yml          reads AGENTS.md at session start"),
+        "{status}"
+    );
+
+    ok(&polisd_as(&p, &state, &["hooks", "uninstall", "--aider"]));
+    assert_eq!(
+        std::fs::read_to_string(root.join(".aider.conf.yml")).unwrap(),
+        config
+    );
+    assert_eq!(aider_reads(&root, home.path()), ["CONVENTIONS.md"]);
 }

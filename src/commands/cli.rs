@@ -337,6 +337,10 @@ pub struct HooksTargetArgs {
     /// Gemini CLI (`.gemini/settings.json`).
     #[arg(long)]
     pub gemini: bool,
+    /// Aider, which has no hooks: lists AGENTS.md under `read:` in `.aider.conf.yml`, so every
+    /// session started at the project root reads the bridge pointer.
+    #[arg(long)]
+    pub aider: bool,
     /// Every CLI above.
     #[arg(long)]
     pub all: bool,

@@ -217,11 +217,20 @@ fn project_root(polis_root: &Path) -> PathBuf {
         .map_or_else(|| polis_root.to_path_buf(), Path::to_path_buf)
 }
 
-fn clis(t: &HooksTargetArgs) -> anyhow::Result<Vec<Cli>> {
+/// What a `hooks` command is about: the agent CLIs with hooks, and Aider.
+struct Targets {
+    clis: Vec<Cli>,
+    aider: bool,
+}
+
+fn targets(t: &HooksTargetArgs) -> anyhow::Result<Targets> {
     if t.all {
-        return Ok(Cli::ALL.to_vec());
+        return Ok(Targets {
+            clis: Cli::ALL.to_vec(),
+            aider: true,
+        });
     }
-    let picked: Vec<Cli> = [
+    let clis: Vec<Cli> = [
         (t.claude, Cli::Claude),
         (t.codex, Cli::Codex),
         (t.gemini, Cli::Gemini),
@@ -229,13 +238,16 @@ fn clis(t: &HooksTargetArgs) -> anyhow::Result<Vec<Cli>> {
     .into_iter()
     .filter_map(|(on, c)| on.then_some(c))
     .collect();
-    if picked.is_empty() {
+    if clis.is_empty() && !t.aider {
         return Err(crate::commands::Usage(
-            "name the agent CLIs: --claude, --codex, --gemini or --all".into(),
+            "name the agent CLIs: --claude, --codex, --gemini, --aider or --all".into(),
         )
         .into());
     }
-    Ok(picked)
+    Ok(Targets {
+        clis,
+        aider: t.aider,
+    })
 }
 
 fn report(plans: &[Planned], dry_run: bool, json: bool, extra: &[String]) -> anyhow::Result<()> {
@@ -290,7 +302,8 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
         HooksCommand::Install(Deferred(args)) => install(args),
         HooksCommand::Uninstall(Deferred(t)) => {
             let root = project_root(&locate(t.path.get())?);
-            let plans = hooks::plan_uninstall(&root, &clis(&t)?)?;
+            let targets = targets(&t)?;
+            let plans = hooks::plan_uninstall(&root, &targets.clis, targets.aider)?;
             if !t.dry_run {
                 hooks::apply(&root, &plans)?;
             }
@@ -311,6 +324,9 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
             }
             for s in &status {
                 let state = match (s.hooks.is_empty(), &s.citizen) {
+                    (true, _) if !s.reads.is_empty() => {
+                        format!("reads {} at session start", s.reads.join(", "))
+                    }
                     (true, _) => "not installed".to_string(),
                     (false, Some(id)) => format!("{} hook(s), acting as {id}", s.hooks.len()),
                     (false, None) => format!("{} hook(s)", s.hooks.len()),
@@ -332,7 +348,7 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     let t = &args.target;
     let polis_root = locate(t.path.get())?;
     let root = project_root(&polis_root);
-    let clis = clis(t)?;
+    let Targets { clis, aider } = targets(t)?;
     if let Some(id) = &args.citizen {
         session::check_citizen(&polis_root, id)?;
     }
@@ -341,6 +357,14 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
         warnings.extend(hooks::codex_features(&root)?);
     }
     let mut plans = hooks::plan_install(&root, &clis, &args.bin)?;
+    if aider {
+        plans.push(hooks::plan_aider_install(&root)?);
+        if clis.is_empty() && args.citizen.is_some() {
+            warnings.push(
+                "Aider runs no hooks, so --as is kept for none: the agent names itself to `polisd prime --as ID`, as AGENTS.md tells it".into(),
+            );
+        }
+    }
     if !args.no_bridge {
         plans.extend(hooks::plan_bridge(&root)?);
     }

@@ -1,5 +1,7 @@
-//! Installing polisd's session hooks into the agent CLIs' project settings, and the bridge
-//! pointers (`CLAUDE.md`, `AGENTS.md`, `GEMINI.md`, `.agents/skills/polis-protocol/SKILL.md`).
+//! Installing polisd's session hooks into the agent CLIs' project settings, the bridge
+//! pointers (`CLAUDE.md`, `AGENTS.md`, `GEMINI.md`, `.agents/skills/polis-protocol/SKILL.md`),
+//! and Aider's `read:` entry for `AGENTS.md` (Aider has no hooks; see
+//! [`crate::protocol::delivery::aider`]).
 //!
 //! Each change is planned in full before anything is written: every settings file is read and
 //! edited in memory (see [`crate::protocol::delivery::agent_hooks`]), and a file that is not valid JSON,
@@ -10,6 +12,7 @@
 use crate::fs::snapshot;
 use crate::fs::writer::{CompareOutcome, Writer};
 use crate::protocol::delivery::agent_hooks::{self, Cli, ConfigError};
+use crate::protocol::delivery::aider::{self, AiderConfigError};
 use std::path::Path;
 
 /// The largest settings or pointer file polisd edits.
@@ -19,6 +22,8 @@ const MAX_FILE: u64 = 4 * 1024 * 1024;
 pub enum HooksError {
     #[error(transparent)]
     Config(#[from] ConfigError),
+    #[error(transparent)]
+    Aider(#[from] AiderConfigError),
     #[error("{0}")]
     Unreadable(String),
     #[error("{path} is read-only; make it writable (`chmod u+w {path}`) or edit it by hand — polisd changed nothing")]
@@ -133,7 +138,8 @@ pub fn plan_install(
     clis: &[Cli],
     bin: &str,
 ) -> Result<Vec<Planned>, HooksError> {
-    if resolve_binary(bin).is_none() {
+    // Only hooks run `bin`; Aider, which has none, is planned apart.
+    if !clis.is_empty() && resolve_binary(bin).is_none() {
         return Err(HooksError::NoBinary { bin: bin.into() });
     }
     // The same test that finds them again later: a hook it would not know as polisd's would
@@ -161,34 +167,77 @@ pub fn plan_install(
     Ok(out)
 }
 
-/// The removal of polisd's hooks for `clis`; files without polisd hooks are left out.
-pub fn plan_uninstall(project_root: &Path, clis: &[Cli]) -> Result<Vec<Planned>, HooksError> {
+/// Aider's config with `AGENTS.md` under `read:`, so every Aider session started at the
+/// project root reads the bridge pointer.
+pub fn plan_aider_install(project_root: &Path) -> Result<Planned, HooksError> {
+    let rel = aider::CONFIG_PATH;
+    let before = read(project_root, rel)?;
+    let after = aider::with_bridge(before.as_deref())?;
+    let mut plan = Planned::new(
+        rel,
+        format!("Aider reads {} at session start", aider::BRIDGE_FILE),
+        before,
+        after,
+    );
+    plan.recorded = Recorded::Install;
+    Ok(plan)
+}
+
+/// The removal of polisd's hooks for `clis`, and of Aider's `read:` entry when `with_aider`;
+/// files without them are left out.
+pub fn plan_uninstall(
+    project_root: &Path,
+    clis: &[Cli],
+    with_aider: bool,
+) -> Result<Vec<Planned>, HooksError> {
     let mut out = Vec::new();
     for cli in clis {
-        let rel = cli.settings_path();
-        let before = read(project_root, rel)?;
         let what = format!("remove {} hooks", cli.display());
-        // Unchanged since polisd wrote it: the bytes from before, exactly.
-        let record = crate::fs::state::install_record(&polis_of(project_root), rel)
-            .filter(|r| before.as_deref().map(sha256).as_ref() == Some(&r.written_sha256));
-        let mut plan = match (record, agent_hooks::uninstall(*cli, before.as_deref())?) {
-            (Some(record), _) => {
-                let mut plan = Planned::new(
-                    rel,
-                    what,
-                    before,
-                    record.original.clone().unwrap_or_default(),
-                );
-                plan.remove = record.original.is_none();
-                plan
-            }
-            (None, Some(after)) => Planned::new(rel, what, before, after),
-            (None, None) => continue,
-        };
-        plan.recorded = Recorded::Uninstall;
-        out.push(plan);
+        let plan = plan_removal(project_root, cli.settings_path(), what, |before| {
+            Ok(agent_hooks::uninstall(*cli, before)?)
+        })?;
+        out.extend(plan);
+    }
+    if with_aider {
+        let what = format!("Aider no longer reads {}", aider::BRIDGE_FILE);
+        out.extend(plan_removal(
+            project_root,
+            aider::CONFIG_PATH,
+            what,
+            |before| Ok(aider::without_bridge(before)?),
+        )?);
     }
     Ok(out)
+}
+
+/// Taking back what polisd added to the file `rel`: the bytes from before its first install
+/// when the file is as polisd left it, else `edit`'s text without polisd's part (`None`: the
+/// file holds none).
+fn plan_removal(
+    project_root: &Path,
+    rel: &str,
+    what: String,
+    edit: impl FnOnce(Option<&str>) -> Result<Option<String>, HooksError>,
+) -> Result<Option<Planned>, HooksError> {
+    let before = read(project_root, rel)?;
+    let record = crate::fs::state::install_record(&polis_of(project_root), rel)
+        .filter(|r| before.as_deref().map(sha256).as_ref() == Some(&r.written_sha256));
+    let mut plan = match (record, edit(before.as_deref())?) {
+        (Some(record), _) => {
+            let mut plan = Planned::new(
+                rel,
+                what,
+                before,
+                record.original.clone().unwrap_or_default(),
+            );
+            plan.remove = record.original.is_none();
+            plan
+        }
+        (None, Some(after)) => Planned::new(rel, what, before, after),
+        (None, None) => return Ok(None),
+    };
+    plan.recorded = Recorded::Uninstall;
+    Ok(Some(plan))
 }
 
 /// The bridge pointers: polisd's marked section added to (or updated in) each pointer file, and
@@ -300,6 +349,9 @@ pub struct CliStatus {
     pub exists: bool,
     /// polisd's hooks found, as (event, command).
     pub hooks: Vec<(String, String)>,
+    /// The files the CLI reads into every session for polisd (Aider's `read:` entry).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reads: Vec<String>,
     /// The citizen the hooks act as for this person, and where that comes from.
     pub citizen: Option<String>,
     /// Every reason polisd's hooks will not fire, or not as someone: an unreadable file, a
@@ -338,8 +390,51 @@ pub fn identity(polis_root: &Path, cli: Cli) -> Option<String> {
         .or_else(|| crate::fs::state::hook_identity(polis_root, cli.as_str()))
 }
 
-/// polisd's hooks in each CLI's project settings, and every reason they would not fire.
+/// polisd's hooks in each CLI's project settings and Aider's `read:` entry, and every reason
+/// they would not reach a session.
 pub fn status(project_root: &Path) -> Vec<CliStatus> {
+    let mut rows = hook_status(project_root);
+    rows.push(aider_status(project_root));
+    rows
+}
+
+/// Whether Aider reads the bridge pointer, and why it would read nothing of polisd's.
+fn aider_status(project_root: &Path) -> CliStatus {
+    let rel = aider::CONFIG_PATH;
+    let mut problems = Vec::new();
+    let text = read(project_root, rel).unwrap_or_else(|e| {
+        problems.push(e.to_string());
+        None
+    });
+    let reads = match aider::reads_bridge(text.as_deref()) {
+        Ok(true) => vec![aider::BRIDGE_FILE.to_string()],
+        Ok(false) => Vec::new(),
+        Err(e) => {
+            problems.push(e.to_string());
+            Vec::new()
+        }
+    };
+    if !reads.is_empty() {
+        let pointer = read(project_root, aider::BRIDGE_FILE).ok().flatten();
+        if !pointer.is_some_and(|t| t.contains(agent_hooks::BRIDGE_START)) {
+            problems.push(format!(
+                "Aider reads {}, which has no polisd bridge section: run `polisd hooks install --aider`",
+                aider::BRIDGE_FILE
+            ));
+        }
+    }
+    CliStatus {
+        cli: "aider",
+        path: rel,
+        exists: text.is_some(),
+        hooks: Vec::new(),
+        reads,
+        citizen: None,
+        problems,
+    }
+}
+
+fn hook_status(project_root: &Path) -> Vec<CliStatus> {
     let polis = polis_of(project_root);
     Cli::ALL
         .into_iter()
@@ -410,6 +505,7 @@ pub fn status(project_root: &Path) -> Vec<CliStatus> {
                 path: rel,
                 exists: text.is_some(),
                 hooks,
+                reads: Vec::new(),
                 citizen,
                 problems,
             }

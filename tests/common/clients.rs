@@ -1,13 +1,52 @@
-//! The official MCP SDKs, installed by the tests themselves under `target/` the first time a
-//! test needs one (once, under a lock, renamed into place only when complete; see
-//! [`super::reference::ensure_built`]): the Python SDK (`mcp`, latest from PyPI) in a virtualenv
-//! and the TypeScript SDK (`@modelcontextprotocol/sdk`, latest from npm) in an npm folder.
+//! The clients the tests run polisd with, installed by the tests themselves under `target/`
+//! the first time a test needs one (once, under a lock, renamed into place only when complete;
+//! see [`super::reference::ensure_built`]): the official MCP Python SDK (`mcp`, latest from
+//! PyPI) in a virtualenv, the official TypeScript SDK (`@modelcontextprotocol/sdk`, latest from
+//! npm) in an npm folder, and Aider (`aider-chat`, pinned) in a virtualenv.
 //! A missing `python3` or `npm`, or no registry, is a failure that says what to install.
 #![allow(dead_code)]
 
 use crate::reference::{ensure_built, step as run, target_dir};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+/// Aider (`aider-chat` from PyPI, a pinned release) in a virtualenv: the Python to run
+/// `python -m aider` with (the venv is built elsewhere and renamed into place, which breaks
+/// its scripts' `#!` lines but not its Python).
+pub fn aider_python() -> PathBuf {
+    let venv = target_dir().join("aider");
+    let usable = |dir: &Path| {
+        Command::new(dir.join("bin/python"))
+            .args(["-m", "aider", "--version"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    ensure_built(&venv, usable, |partial| {
+        run(
+            Command::new("python3").args(["-m", "venv"]).arg(partial),
+            "`python3 -m venv` (on Debian: apt-get install python3-venv)",
+        )?;
+        run(
+            Command::new(partial.join("bin/python")).args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                AIDER,
+            ]),
+            "`pip install aider-chat` (is PyPI reachable?)",
+        )
+    })
+    .unwrap_or_else(|e| panic!("the Aider test needs Aider in {}: {e}", venv.display()));
+    venv.join("bin/python")
+}
+
+/// The Aider release the test reads its start-up lines from.
+const AIDER: &str = "aider-chat==0.86.2";
 
 /// The Python of a virtualenv with the official MCP Python SDK.
 pub fn python_sdk() -> PathBuf {

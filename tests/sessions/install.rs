@@ -83,11 +83,16 @@ fn install_then_uninstall_gives_each_settings_file_back() {
     );
     let status = p.polisd(&["hooks", "status", "--json"]);
     let s: Value = serde_json::from_str(&text(&status)).unwrap();
-    assert!(s
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|c| c["hooks"].as_array().unwrap().len() == 3));
+    let rows = s.as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{s:#}");
+    for row in rows {
+        if row["cli"] == "aider" {
+            // Aider has no hooks: it reads the bridge pointer its config lists.
+            assert_eq!(row["reads"], json!(["AGENTS.md"]), "{row:#}");
+        } else {
+            assert_eq!(row["hooks"].as_array().unwrap().len(), 3, "{row:#}");
+        }
+    }
 
     let out = p.polisd(&["hooks", "uninstall", "--all"]);
     assert!(out.status.success(), "{out:?}");
@@ -102,6 +107,8 @@ fn install_then_uninstall_gives_each_settings_file_back() {
             "{rel}"
         );
     }
+    // The Aider config polisd created goes with it.
+    assert!(!root.join(".aider.conf.yml").exists());
 }
 
 #[test]
