@@ -23,7 +23,7 @@ const NEW_CONFIG: &str =
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AiderConfigError {
-    #[error("{CONFIG_PATH} is not valid YAML (line {line}: {message}); Aider cannot read it either — fix it, polisd changed nothing")]
+    #[error("{CONFIG_PATH} is not YAML polisd can read (line {line}: {message}); fix it, or edit its `read:` list by hand — polisd changed nothing")]
     NotYaml { line: usize, message: String },
     #[error("{CONFIG_PATH}: {what}; polisd does not rewrite what it does not understand: {fix} by hand — polisd changed nothing")]
     Shape { what: String, fix: &'static str },
