@@ -1,7 +1,7 @@
 //! `polisd mcp` with the clients people run: the official MCP Python SDK in its default mode
 //! (it probes `server/discover` and validates every result against the version it adopts) and
 //! in legacy mode (the `initialize` handshake), and the official TypeScript SDK. Each one
-//! initializes, lists the tools, makes five calls (two writing, one refused), and lists and
+//! initializes, lists the tools, makes six calls (two writing, two refused), and lists and
 //! reads every resource. The SDKs are installed by the tests under `target/`; see
 //! `common/clients.rs`.
 
@@ -71,7 +71,7 @@ fn check(p: &TestPolis, steps: &[Value], opened: &str) {
         assert!(names.contains(&name), "{name} not listed: {names:?}");
     }
     let calls = step("call");
-    assert_eq!(calls.len(), 5, "{steps:?}");
+    assert_eq!(calls.len(), 6, "{steps:?}");
     for call in &calls[..4] {
         assert_eq!(call["isError"], false, "{call}");
     }
@@ -109,6 +109,15 @@ fn check(p: &TestPolis, steps: &[Value], opened: &str) {
         "{refusal}"
     );
     assert!(!p.read("chronicle.md").contains("noted - progress"));
+    // A settle without a lesson is refused naming the tool's arguments, not the command
+    // line's flags, and the contract stays open.
+    assert_eq!(calls[5]["isError"], true, "{}", calls[5]);
+    let refusal = calls[5]["text"].as_str().unwrap();
+    assert!(
+        refusal.contains("`lesson`") && refusal.contains("`no_lesson`") && !refusal.contains("--"),
+        "{refusal}"
+    );
+    assert!(p.exists(&format!("contracts/open/{opened}.md")));
     let uris: Vec<&str> = step("resources")[0]["uris"]
         .as_array()
         .unwrap()

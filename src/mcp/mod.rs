@@ -20,6 +20,7 @@
 //! [`MAX_MESSAGE_BYTES`] with −32600, and the session goes on.
 
 mod arguments;
+mod refusal;
 mod tools;
 
 use crate::operations::published::KeptPolis;

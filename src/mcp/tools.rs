@@ -5,6 +5,7 @@
 //! list tool takes `limit` and `offset` and answers with the `total`.
 
 use super::arguments;
+use super::refusal::Failure;
 use crate::fs::writer::Writer;
 use crate::operations::chronicle::{MAX_LINK_CHARS, MAX_VERB_CHARS};
 use crate::operations::published::KeptPolis;
@@ -377,26 +378,28 @@ fn run(
         "polis_claim_contract" => claim(root, args),
         "polis_settle_contract" => settle(root, args),
         "polis_abandon_contract" => abandon(root, args),
-        "polis_show_contract" => {
-            arg_str(args, "contract_id").and_then(|id| done(contract::show(root, id)))
-        }
+        "polis_show_contract" => arg_str(args, "contract_id")
+            .map_err(Failure::from)
+            .and_then(|id| done(contract::show(root, id))),
         "polis_context" => context(root, args),
         "polis_add_guardrail" => add_guardrail(root, args),
         "polis_guardrails" => Ok(page(args, "guardrails", operations::guardrail::list(root))),
         "polis_vote" => vote(root, args),
         "polis_tally" => tally(root, args),
-        "polis_ready" => arg_str(args, "citizen").and_then(|c| ready(root, c, args)),
+        "polis_ready" => arg_str(args, "citizen")
+            .map_err(Failure::from)
+            .and_then(|c| ready(root, c, args)),
         "polis_reserve" => reserve(root, args),
         "polis_release" => release(root, args),
         "polis_reservations" => {
             let now = operations::chronicle::polis_now(root);
             operations::reservation::list(root, &now)
                 .map(|r| page(args, "reservations", r))
-                .map_err(|e| e.to_string())
+                .map_err(Failure::from)
         }
-        "polis_council_status" => {
-            arg_str(args, "contract_id").and_then(|id| done(operations::council::status(root, id)))
-        }
+        "polis_council_status" => arg_str(args, "contract_id")
+            .map_err(Failure::from)
+            .and_then(|id| done(operations::council::status(root, id))),
         "polis_council_write" => council_write(root, args),
         "polis_review" => review(root, args),
         "polis_log" => log(root, args),
@@ -406,7 +409,7 @@ fn run(
     };
     match result {
         Ok(v) => Outcome::Done(v),
-        Err(reason) => Outcome::Failed(reason),
+        Err(failure) => Outcome::Failed(failure.text(tool)),
     }
 }
 
@@ -414,7 +417,7 @@ fn list_contracts(
     root: &Path,
     kept: &Mutex<KeptPolis>,
     args: &Map<String, Value>,
-) -> Result<Value, String> {
+) -> Result<Value, Failure> {
     let state = opt_str_ref(args, "state").unwrap_or("open");
     let folder = ContractFolder::ALL
         .into_iter()
@@ -439,8 +442,8 @@ fn list_contracts(
 }
 
 /// An operation's result as the tool's answer (`ok: true` added, as the commands' `--json`).
-fn done<T: serde::Serialize>(result: Result<T, OpError>) -> Result<Value, String> {
-    let value = result.map_err(|e| e.to_string())?;
+fn done<T: serde::Serialize>(result: Result<T, OpError>) -> Result<Value, Failure> {
+    let value = result?;
     let mut v = serde_json::to_value(&value).map_err(|e| e.to_string())?;
     if let Some(map) = v.as_object_mut() {
         map.insert("ok".into(), Value::Bool(true));
@@ -452,7 +455,7 @@ fn writer(root: &Path) -> Result<Writer, String> {
     Writer::unrecorded(root).map_err(|e| e.to_string())
 }
 
-fn open_contract(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn open_contract(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     let req = contract::OpenRequest {
         title: arg_str(args, "title")?.trim().to_string(),
         by: arg_str(args, "opened_by")?.to_string(),
@@ -466,7 +469,7 @@ fn open_contract(root: &Path, args: &Map<String, Value>) -> Result<Value, String
     done(contract::open(&writer(root)?, &now, &req))
 }
 
-fn council_write(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn council_write(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     let id = arg_str(args, "contract_id")?;
     let citizen = arg_str(args, "citizen")?;
     let text = arg_str(args, "text")?;
@@ -480,7 +483,7 @@ fn council_write(root: &Path, args: &Map<String, Value>) -> Result<Value, String
     ))
 }
 
-fn review(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn review(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     use crate::protocol::contracts::review::Decision;
     // The schema's enum refuses any other word first; named here all the same, so a decision
     // never defaults to one that was not given.
@@ -489,10 +492,10 @@ fn review(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         "requested_changes" => Decision::RequestedChanges,
         "rejected" => Decision::Rejected,
         other => {
-            return Err(format!(
-            "`decision` is `{}`, not signed_off, requested_changes or rejected; nothing was done",
-            crate::protocol::finding::quoted(other)
-        ))
+            let other = crate::protocol::finding::quoted(other);
+            return Err(Failure::Said(format!(
+                "`decision` is `{other}`, not signed_off, requested_changes or rejected; nothing was done"
+            )));
         }
     };
     let now = operations::chronicle::polis_now(root);
@@ -506,7 +509,7 @@ fn review(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     ))
 }
 
-fn log(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn log(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     let now = operations::chronicle::polis_now(root);
     done(operations::chronicle::log(
         &writer(root)?,
@@ -519,7 +522,7 @@ fn log(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     ))
 }
 
-fn file_lesson(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn file_lesson(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     let request = operations::lesson::LessonRequest {
         by: arg_str(args, "citizen")?.to_string(),
         // Trimmed and without empty ones, as `--tags a,b` is split.
@@ -537,7 +540,7 @@ fn file_lesson(root: &Path, args: &Map<String, Value>) -> Result<Value, String> 
     done(operations::lesson::file(&writer(root)?, &now, &request))
 }
 
-fn propose_amendment(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn propose_amendment(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     let request = operations::amendment::ProposeRequest {
         title: arg_str(args, "title")?.to_string(),
         by: arg_str(args, "citizen")?.to_string(),
@@ -554,7 +557,7 @@ fn propose_amendment(root: &Path, args: &Map<String, Value>) -> Result<Value, St
     ))
 }
 
-fn claim(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn claim(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     let id = arg_str(args, "contract_id")?;
     let citizen = arg_str(args, "citizen")?;
     let now = operations::chronicle::polis_now(root);
@@ -568,7 +571,7 @@ fn claim(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     ))
 }
 
-fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     let quality =
         opt_int(args, "quality")?.ok_or("missing required argument `quality` (an integer 1-5)")?;
     let req = contract::SettleRequest {
@@ -604,7 +607,7 @@ fn settle(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     done(contract::settle(&writer(root)?, &now, &req))
 }
 
-fn abandon(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn abandon(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     let id = arg_str(args, "contract_id")?;
     let now = operations::chronicle::polis_now(root);
     done(contract::abandon(
@@ -616,14 +619,14 @@ fn abandon(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     ))
 }
 
-fn context(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn context(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     let id = arg_str(args, "contract_id")?;
-    let packet = operations::context::packet(root, id).map_err(|e| e.to_string())?;
+    let packet = operations::context::packet(root, id)?;
     let markdown = operations::context::render(&packet);
     Ok(json!({"ok": true, "markdown": markdown, "packet": packet}))
 }
 
-fn add_guardrail(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn add_guardrail(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     let text = arg_str(args, "text")?;
     let now = operations::chronicle::polis_now(root);
     done(operations::guardrail::add(
@@ -644,7 +647,7 @@ fn project_paths(root: &Path, raw: &[String]) -> Result<Vec<String>, String> {
         .collect()
 }
 
-fn reserve(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn reserve(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     let request = operations::reservation::ReserveRequest {
         citizen: arg_str(args, "citizen")?.to_string(),
         paths: project_paths(root, &str_list(args, "paths"))?,
@@ -653,14 +656,13 @@ fn reserve(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
         contract: opt_str(args, "contract"),
     };
     let now = operations::chronicle::polis_now(root);
-    let done = operations::reservation::reserve(root, &writer(root)?, &now, &request)
-        .map_err(|e| e.to_string())?;
+    let done = operations::reservation::reserve(root, &writer(root)?, &now, &request)?;
     let mut v = serde_json::to_value(&done).map_err(|e| e.to_string())?;
     v["ok"] = Value::Bool(true);
     Ok(v)
 }
 
-fn release(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn release(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     let citizen = arg_str(args, "citizen")?;
     let paths = str_list(args, "paths");
     let targets = if paths.is_empty() {
@@ -670,12 +672,11 @@ fn release(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     };
     let now = operations::chronicle::polis_now(root);
     let done =
-        operations::reservation::release(root, &writer(root)?, &now, citizen, targets.as_deref())
-            .map_err(|e| e.to_string())?;
+        operations::reservation::release(root, &writer(root)?, &now, citizen, targets.as_deref())?;
     Ok(json!({"ok": true, "released": done.entries, "paths": done.paths}))
 }
 
-fn vote(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn vote(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     use crate::protocol::amendments::amendment::Vote;
     let aid = arg_str(args, "amendment_id")?;
     let citizen = arg_str(args, "citizen")?;
@@ -696,7 +697,11 @@ fn vote(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
     ))
 }
 
-fn route(root: &Path, kept: &Mutex<KeptPolis>, args: &Map<String, Value>) -> Result<Value, String> {
+fn route(
+    root: &Path,
+    kept: &Mutex<KeptPolis>,
+    args: &Map<String, Value>,
+) -> Result<Value, Failure> {
     let id = arg_str(args, "contract_id")?;
     let (state, history) = {
         let mut kept = lock(kept);
@@ -712,18 +717,18 @@ fn route(root: &Path, kept: &Mutex<KeptPolis>, args: &Map<String, Value>) -> Res
     };
     let routed = operations::route::recommend_from(polis, &history, contract, &options)
         .map_err(|e| e.to_string())?;
-    serde_json::to_value(&routed.recommendation).map_err(|e| e.to_string())
+    Ok(serde_json::to_value(&routed.recommendation).map_err(|e| e.to_string())?)
 }
 
 fn prime(
     root: &Path,
     args: &Map<String, Value>,
     after_sent: &mut Option<AfterSent>,
-) -> Result<Value, String> {
+) -> Result<Value, Failure> {
     let citizen = arg_str(args, "citizen")?;
     let mark_read = arg_bool(args, "mark_read", true);
     let now = PolisTime::system(session::polis_zone(root));
-    let primed = session::prime(root, citizen, &now).map_err(|e| e.to_string())?;
+    let primed = session::prime(root, citizen, &now)?;
     let text = primed.primer.text.clone();
     if mark_read {
         *after_sent = Some(record_when_sent(session::Shown::Session {
@@ -749,14 +754,14 @@ fn notices(
     root: &Path,
     args: &Map<String, Value>,
     after_sent: &mut Option<AfterSent>,
-) -> Result<Value, String> {
+) -> Result<Value, Failure> {
     let citizen = arg_str(args, "citizen")?;
     let (unread, mark_read) = (
         arg_bool(args, "unread", true),
         arg_bool(args, "mark_read", false),
     );
-    session::check_citizen(root, citizen).map_err(|e| e.to_string())?;
-    let view = session::read_inbox(root, citizen).map_err(|e| e.to_string())?;
+    session::check_citizen(root, citizen)?;
+    let view = session::read_inbox(root, citizen)?;
     let mut listed: Vec<crate::protocol::delivery::notice::Notice> = if unread {
         view.unread().into_iter().cloned().collect()
     } else {
@@ -782,7 +787,7 @@ fn notices(
         .collect();
     if mark_read && !shown_unread.is_empty() {
         // A cursor that cannot be written is refused now, while the client can still be told.
-        session::check_mark_read(root, &view, &shown_unread).map_err(|e| e.to_string())?;
+        session::check_mark_read(root, &view, &shown_unread)?;
         *after_sent = Some(record_when_sent(session::Shown::Read {
             root: root.to_path_buf(),
             view,
@@ -798,7 +803,7 @@ fn amendments(
     root: &Path,
     kept: &Mutex<KeptPolis>,
     args: &Map<String, Value>,
-) -> Result<Value, String> {
+) -> Result<Value, Failure> {
     // A tally reads no settled contract: the polis as kept.
     let polis = Arc::clone(&lock(kept).read(root).polis);
     let now = PolisTime::system(polis.settings.timezone);
@@ -820,8 +825,8 @@ fn amendments(
 
 /// The ready queue a page at a time: `ready` is paged, with the total; `held` (the few
 /// contracts held back by reservations) comes whole.
-fn ready(root: &Path, citizen: &str, args: &Map<String, Value>) -> Result<Value, String> {
-    let queue = operations::ready::queue(root, citizen).map_err(|e| e.to_string())?;
+fn ready(root: &Path, citizen: &str, args: &Map<String, Value>) -> Result<Value, Failure> {
+    let queue = operations::ready::queue(root, citizen)?;
     let mut answer = page(args, "ready", queue.ready);
     answer["citizen"] = json!(queue.citizen);
     answer["held"] = serde_json::to_value(queue.held).map_err(|e| e.to_string())?;
@@ -829,7 +834,7 @@ fn ready(root: &Path, citizen: &str, args: &Map<String, Value>) -> Result<Value,
     Ok(answer)
 }
 
-fn tally(root: &Path, args: &Map<String, Value>) -> Result<Value, String> {
+fn tally(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     let applied = operations::tally::apply(root, arg_bool(args, "dry_run", false))
         .map_err(|e| e.to_string())?;
     let mut v = serde_json::to_value(&applied).map_err(|e| e.to_string())?;
@@ -911,6 +916,203 @@ mod tests {
         assert!(why.contains("U+001B"), "{why}");
         let a = args(json!({"text": "x", "tags": ["ok", "\u{202e}"]}));
         assert!(invalid(call(root, "polis_add_guardrail", &a)).contains("U+202E"));
+    }
+
+    /// `text` without the `polisd …` commands it suggests in code spans: those are for a shell,
+    /// and keep the command line's flags.
+    fn outside_commands(text: &str) -> String {
+        text.split('`')
+            .enumerate()
+            .filter(|(i, part)| i % 2 == 0 || !part.starts_with("polisd "))
+            .map(|(_, part)| part)
+            .collect::<Vec<_>>()
+            .join("`")
+    }
+
+    #[track_caller]
+    fn done(outcome: Outcome) -> Value {
+        match outcome {
+            Outcome::Done(v) => v,
+            other => panic!("expected the call to succeed, got {other:?}"),
+        }
+    }
+
+    /// Every refusal an operation words with an argument names the tool's argument, as the
+    /// tool's schema calls it, and no command-line flag (an MCP client has none to pass).
+    #[test]
+    fn every_refusal_names_the_tools_argument_never_a_flag() {
+        let (a, b) = ("claude-code-1", "codex-review-1");
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&[a, b]);
+        for title in ["Owned task", "Unowned task", "Orphan task"] {
+            done(call(
+                &root,
+                "polis_open_contract",
+                &args(json!({"title": title, "opened_by": a})),
+            ));
+        }
+        done(call(
+            &root,
+            "polis_claim_contract",
+            &args(json!({"contract_id": "owned-task", "citizen": a})),
+        ));
+        // A contract whose opener is no citizen: an abandon has nobody to write it as.
+        let orphan = root.join("contracts/open/orphan-task.md");
+        let text = std::fs::read_to_string(&orphan).unwrap();
+        let text = text.replace(&format!("opened_by: {a}"), "opened_by: gone-agent-1");
+        std::fs::write(&orphan, text).unwrap();
+        let long_title = "word ".repeat(99);
+        let cases: Vec<(&str, Value, &[&str])> = vec![
+            (
+                "polis_claim_contract",
+                json!({"contract_id": "owned-task", "citizen": b}),
+                &["force"],
+            ),
+            (
+                "polis_settle_contract",
+                json!({"contract_id": "owned-task", "quality": 4, "by": a}),
+                &["lesson", "impact", "no_lesson"],
+            ),
+            (
+                "polis_settle_contract",
+                json!({"contract_id": "unowned-task", "quality": 4, "no_lesson": "routine"}),
+                &["by"],
+            ),
+            (
+                "polis_settle_contract",
+                json!({"contract_id": "owned-task", "quality": 4, "by": a, "no_lesson": "routine",
+                    "suggest": ["Not An Id:next"]}),
+                &["suggest"],
+            ),
+            (
+                "polis_settle_contract",
+                json!({"contract_id": "owned-task", "quality": 4, "by": a, "no_lesson": "routine",
+                    "suggest": [format!("{b}:")]}),
+                &["suggest"],
+            ),
+            (
+                "polis_abandon_contract",
+                json!({"contract_id": "orphan-task"}),
+                &["by"],
+            ),
+            (
+                "polis_open_contract",
+                json!({"title": " ", "opened_by": a}),
+                &["title"],
+            ),
+            (
+                "polis_propose_amendment",
+                json!({"citizen": a, "title": " "}),
+                &["title"],
+            ),
+            (
+                "polis_propose_amendment",
+                json!({"citizen": a, "title": long_title}),
+                &["body"],
+            ),
+            ("polis_add_guardrail", json!({"text": " "}), &["text"]),
+            (
+                "polis_file_lesson",
+                json!({"citizen": a, "tags": [], "text": "Read the logs.", "impact": 3}),
+                &["tags"],
+            ),
+            (
+                "polis_reserve",
+                json!({"citizen": "abc", "paths": ["src/"]}),
+                &["citizen"],
+            ),
+            (
+                "polis_reserve",
+                json!({"citizen": "nobody-here-1", "paths": ["src/"]}),
+                &["citizen"],
+            ),
+            (
+                "polis_reserve",
+                json!({"citizen": a, "paths": ["src/"], "contract": "no-such-task"}),
+                &["contract"],
+            ),
+            (
+                "polis_release",
+                json!({"citizen": "nobody-here-1"}),
+                &["citizen"],
+            ),
+            ("polis_prime", json!({"citizen": "abc"}), &["citizen"]),
+            (
+                "polis_prime",
+                json!({"citizen": "nobody-here-1"}),
+                &["citizen"],
+            ),
+            (
+                "polis_notices",
+                json!({"citizen": "nobody-here-1"}),
+                &["citizen"],
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (tool, a, names) in cases {
+            let why = match call(&root, tool, &args(a.clone())) {
+                Outcome::Failed(why) => why,
+                other => panic!("{tool} {a}: expected a refusal, got {other:?}"),
+            };
+            let schema = &list().iter().find(|t| t.name == tool).unwrap().input_schema;
+            for name in names {
+                assert!(
+                    schema["properties"].get(*name).is_some(),
+                    "{tool} has no argument `{name}`"
+                );
+            }
+            if names.iter().any(|n| !why.contains(&format!("`{n}`")))
+                || outside_commands(&why).contains("--")
+            {
+                wrong.push(format!("{tool} {a}: {why}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        // Nothing was written by any of them.
+        assert!(root.join("contracts/open/owned-task.md").exists());
+        assert!(root.join("contracts/open/orphan-task.md").exists());
+        assert!(!root.join("contracts/settled").exists());
+        assert!(!root.join("contracts/abandoned").exists());
+        assert!(!root.join("amendments").exists());
+        assert!(!root.join("guardrails").exists());
+        assert!(!root.join("lessons").exists());
+        assert!(!root.join("reservations.yml").exists());
+    }
+
+    /// The override of a rejected review is a person's, on the command line: an MCP client is
+    /// given the whole command, not a flag it could take for one of its tool's arguments.
+    #[test]
+    fn a_rejected_review_names_the_persons_command_to_settle_anyway() {
+        let (a, b) = ("claude-code-1", "codex-review-1");
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&[a, b]);
+        done(call(
+            &root,
+            "polis_open_contract",
+            &args(json!({"title": "Risky task", "opened_by": a, "stakes": "high"})),
+        ));
+        done(call(
+            &root,
+            "polis_claim_contract",
+            &args(json!({"contract_id": "risky-task", "citizen": a})),
+        ));
+        done(call(
+            &root,
+            "polis_review",
+            &args(json!({"contract_id": "risky-task", "citizen": b, "decision": "rejected"})),
+        ));
+        let settled = call(
+            &root,
+            "polis_settle_contract",
+            &args(json!({"contract_id": "risky-task", "quality": 4, "by": a, "no_lesson": "x"})),
+        );
+        let Outcome::Failed(why) = settled else {
+            panic!("expected a refusal, got {settled:?}")
+        };
+        assert!(
+            why.contains("`polisd contract settle risky-task --review-override \"PERSON: WHY\"`"),
+            "{why}"
+        );
+        assert!(!outside_commands(&why).contains("--"), "{why}");
+        assert!(root.join("contracts/open/risky-task.md").exists());
     }
 
     #[test]
@@ -997,7 +1199,7 @@ mod tests {
             ),
         );
         assert!(
-            matches!(&direct, Err(why) if why.contains("`decision` is `approve`")),
+            matches!(&direct, Err(Failure::Said(why)) if why.contains("`decision` is `approve`")),
             "{direct:?}"
         );
         assert!(!root.join("reviews").exists());

@@ -3,6 +3,7 @@
 
 use crate::fs::snapshot;
 use crate::fs::writer::Writer;
+use crate::operations::arg::{Arg, Words};
 use crate::operations::chronicle::{self, Appended};
 use crate::operations::edit::command_edit_took;
 use crate::operations::error::OpError;
@@ -55,7 +56,7 @@ pub fn propose(
     if req.title.trim().is_empty() {
         return Err(OpError::Empty {
             what: "the title",
-            fix: "pass --title \"the change in a few words\"",
+            fix: Words::asking("pass ", Arg::Title, " \"the change in a few words\""),
         });
     }
     if !layout::is_system_citizen(&req.by) {
@@ -81,7 +82,7 @@ pub fn propose(
             chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").map_err(|_| OpError::BadId {
                 what: "expiry date",
                 value: d.clone(),
-                rule: "write it as YYYY-MM-DD",
+                rule: "write it as YYYY-MM-DD".into(),
             })?;
             d.clone()
         }
@@ -108,7 +109,7 @@ pub fn propose(
             OpError::BadId {
                 what: "amendment id",
                 value: id.clone(),
-                rule: "use lowercase letters, digits and dashes",
+                rule: "use lowercase letters, digits and dashes".into(),
             }
         })?;
         let written = writer.create_new(&rel, rules::render_new(&new(id))?.as_bytes())?;
@@ -138,7 +139,7 @@ pub fn propose(
         return Err(OpError::BadId {
             what: "expiry date",
             value: expires,
-            rule: "it has passed; pass today or a later day, YYYY-MM-DD",
+            rule: "it has passed; pass today or a later day, YYYY-MM-DD".into(),
         });
     }
     let date = now.now.format("%Y-%m-%d").to_string();
@@ -147,7 +148,11 @@ pub fn propose(
         return Err(OpError::BadId {
             what: "amendment id",
             value: format!("{}…", base.chars().take(40).collect::<String>()),
-            rule: "made from the title, it is too long for a file name; pass a shorter title and put the detail in --body",
+            rule: Words::asking(
+                "made from the title, it is too long for a file name; pass a shorter title and put the detail in ",
+                Arg::Body,
+                "",
+            ),
         });
     }
     let taken = |id: &str| {
@@ -247,7 +252,7 @@ pub fn vote(
     let bad_id = || OpError::BadId {
         what: "amendment id",
         value: aid.to_string(),
-        rule: "amendment ids are YYYY-MM-DD-<slug>",
+        rule: "amendment ids are YYYY-MM-DD-<slug>".into(),
     };
     let rel = layout::amendment_path(AmendmentFolder::Proposed, aid).ok_or_else(bad_id)?;
     // The tally counts no vote of a citizen who left: a vote it would never count is refused,

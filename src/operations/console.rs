@@ -53,7 +53,7 @@ pub fn write_to_inbox(root: &Path, from: &str, to: &str, text: &str) -> Result<W
     if text.is_empty() {
         return Err(OpError::Empty {
             what: "the message",
-            fix: "write what the citizen should read",
+            fix: "write what the citizen should read".into(),
         });
     }
     let chars = text.chars().count();
@@ -71,7 +71,7 @@ pub fn write_to_inbox(root: &Path, from: &str, to: &str, text: &str) -> Result<W
     let path = layout::inbox_path(to).ok_or_else(|| OpError::BadId {
         what: "citizen id",
         value: to.to_string(),
-        rule: "lowercase letters, digits and hyphens",
+        rule: "lowercase letters, digits and hyphens".into(),
     })?;
     let body: Vec<String> = text
         .lines()
@@ -156,7 +156,7 @@ pub fn answer_notice(
     if text.trim().is_empty() {
         return Err(OpError::Empty {
             what: "the answer",
-            fix: "write what was decided, so the citizen knows",
+            fix: "write what was decided, so the citizen knows".into(),
         });
     }
     let about = if notice.subject.is_empty() {
@@ -195,14 +195,14 @@ pub fn silence(root: &Path, code: &str, by: &str, reason: &str) -> Result<Silenc
         return Err(OpError::BadId {
             what: "finding code",
             value: code.to_string(),
-            rule: "a letter C or P and three digits, as `polisd check` prints (P007)",
+            rule: "a letter C or P and three digits, as `polisd check` prints (P007)".into(),
         });
     }
     let reason = one_line(reason);
     if reason.is_empty() {
         return Err(OpError::Empty {
             what: "the reason",
-            fix: "say why this class of warning needs no one's attention",
+            fix: "say why this class of warning needs no one's attention".into(),
         });
     }
     let entry = Silence {

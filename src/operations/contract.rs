@@ -11,6 +11,7 @@
 
 use crate::fs::snapshot;
 use crate::fs::writer::{FileLock, WriteError, Writer};
+use crate::operations::arg::{Arg, Words};
 use crate::operations::chronicle::{self, Appended};
 use crate::operations::edit::{command_edit_took, command_move_took};
 use crate::operations::error::OpError;
@@ -159,7 +160,7 @@ pub fn open(writer: &Writer, now: &PolisTime, req: &OpenRequest) -> Result<Opene
     if req.title.trim().is_empty() {
         return Err(OpError::Empty {
             what: "the title",
-            fix: "pass --title \"what needs doing\"",
+            fix: Words::asking("pass ", Arg::Title, " \"what needs doing\""),
         });
     }
     chronicle::require_citizen(root, &req.by)?;
@@ -181,7 +182,7 @@ pub fn open(writer: &Writer, now: &PolisTime, req: &OpenRequest) -> Result<Opene
         return Err(OpError::BadId {
             what: "contract id",
             value: format!("{}…", base.chars().take(40).collect::<String>()),
-            rule: "made from the title, it is too long for a file name; pass a shorter title and put the detail in the contract's body",
+            rule: "made from the title, it is too long for a file name; pass a shorter title and put the detail in the contract's body".into(),
         });
     }
     let taken = |id: &str| {
@@ -639,8 +640,10 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
         if person.trim().is_empty() || why.trim().is_empty() {
             return Err(OpError::Empty {
                 what: "the review override",
+                // Only the command line takes an override: a person's decision, never a tool's.
                 fix:
-                    "write --review-override \"PERSON: WHY\", naming the person who decides and why",
+                    "write --review-override \"PERSON: WHY\", naming the person who decides and why"
+                        .into(),
             });
         }
         // Waiving the chavruta review is a person's call: a citizen naming itself (or another
@@ -658,13 +661,21 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             return Err(OpError::BadId {
                 what: "suggested citizen",
                 value: citizen.clone(),
-                rule: "write --suggest CITIZEN:REASON with a citizen's agent id",
+                rule: Words::asking(
+                    "write ",
+                    Arg::Suggest,
+                    " CITIZEN:REASON with a citizen's agent id",
+                ),
             });
         }
         if reason.trim().is_empty() {
             return Err(OpError::Empty {
                 what: "the suggestion's reason",
-                fix: "write --suggest CITIZEN:REASON, saying what needs doing and why",
+                fix: Words::asking(
+                    "write ",
+                    Arg::Suggest,
+                    " CITIZEN:REASON, saying what needs doing and why",
+                ),
             });
         }
     }
@@ -894,7 +905,11 @@ pub fn abandon(
                 .filter(|w| chronicle::is_registered(root, w))
                 .ok_or(OpError::Empty {
                     what: "the author",
-                    fix: "the contract has no registered owner or opener; pass --as <your id>",
+                    fix: Words::asking(
+                        "the contract has no registered owner or opener; pass ",
+                        Arg::Citizen,
+                        " <your id>",
+                    ),
                 })?;
             *author.borrow_mut() = Some(who);
         }

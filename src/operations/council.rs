@@ -601,7 +601,8 @@ pub fn write_seat(
             what: "citizen id",
             value: id.to_string(),
             rule:
-                "an agent id: a lowercase letter, then 7 to 39 lowercase letters, digits or hyphens",
+                "an agent id: a lowercase letter, then 7 to 39 lowercase letters, digits or hyphens"
+                    .into(),
         });
     }
     // Looked at before the lock: a refused write must not even create the lock file.

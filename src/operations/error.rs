@@ -3,15 +3,18 @@
 //! operation's idempotence lets the caller simply run again).
 
 use crate::fs::writer::WriteError;
+use crate::operations::arg::{flags, Arg, Names, Spell, Words};
 use crate::protocol::finding::Finding;
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpError {
-    #[error("`{}` is not a valid {what}: {rule}", shown(value))]
+    // A variant that may name an argument is worded in `spelled`, here with the command line's
+    // flags; each needs its arm there, or `Display` and `spelled` would call each other.
+    #[error("{}", self.spelled(&flags))]
     BadId {
         what: &'static str,
         value: String,
-        rule: &'static str,
+        rule: Words,
     },
     #[error("`{id}` is not a registered citizen (no citizens/{id}/capability_card.yml); pass your own agent id, or register first with `polisd register {id} --vendor <vendor> --model <model> --tags <tag:rating,…>`", id = shown(.0))]
     NotRegistered(String),
@@ -29,7 +32,7 @@ pub enum OpError {
         folder: &'static str,
         by: Option<String>,
     },
-    #[error("contract `{id}` is already owned by {owner}; pick another contract, or ask {owner} to release it (--force takes it over)")]
+    #[error("{}", self.spelled(&flags))]
     AlreadyOwned { id: String, owner: String },
     #[error("contract `{id}` is owned by {owner}; only {owner} {action} it: ask {owner}, or take it over first with `polisd contract claim {id} --as {by} --force`; nothing was written")]
     OwnedByOther {
@@ -38,7 +41,7 @@ pub enum OpError {
         by: String,
         action: &'static str,
     },
-    #[error("contract `{0}` has no owner; claim it first (`polisd contract claim {0} --as <id>`) or pass --as <id>")]
+    #[error("{}", self.spelled(&flags))]
     NoOwner(String),
     #[error("quality must be 1 to 5, not {0}")]
     Quality(i64),
@@ -64,11 +67,8 @@ pub enum OpError {
     Vote(String, crate::protocol::amendments::amendment::VoteError),
     #[error("refused, nothing written: {} {}: {}", if finding.severity == crate::protocol::finding::Severity::Error { "error" } else { "warning" }, finding.code, finding.message)]
     Chronicle { finding: Box<Finding>, line: String },
-    #[error("{what} is empty; {fix}")]
-    Empty {
-        what: &'static str,
-        fix: &'static str,
-    },
+    #[error("{}", self.spelled(&flags))]
+    Empty { what: &'static str, fix: Words },
     #[error("cannot read {path}: {why}")]
     Read { path: String, why: String },
     #[error("polisd cannot write this as PyYAML would ({0})")]
@@ -85,7 +85,7 @@ pub enum OpError {
     /// Text an agent handed in that polisd could not keep (unreadable, too large to read back).
     #[error("{what}: {why}; nothing was written")]
     Body { what: String, why: String },
-    #[error("settling files a lesson: pass --lesson \"<one paragraph>\" --impact N, or --no-lesson \"<why there is none>\"")]
+    #[error("{}", self.spelled(&flags))]
     NoLesson,
     #[error("no item `{0}` waits in the human queue (answered already, or never asked); `polisd queue` lists the waiting ones")]
     NoQueueItem(String),
@@ -107,6 +107,34 @@ pub enum OpError {
     Action(#[from] crate::operations::ActionError),
     #[error("{citizen}'s inbox has no unread notice `{id}` waiting for a person's answer; reload the page, it may be answered already")]
     NoNotice { citizen: String, id: String },
+}
+
+impl Spell for OpError {
+    fn spelled(&self, names: Names) -> String {
+        match self {
+            OpError::BadId { what, value, rule } => format!(
+                "`{}` is not a valid {what}: {}",
+                shown(value),
+                rule.spelled(names)
+            ),
+            OpError::AlreadyOwned { id, owner } => format!(
+                "contract `{id}` is already owned by {owner}; pick another contract, or ask {owner} to release it ({} takes it over)",
+                names(Arg::Force)
+            ),
+            OpError::NoOwner(id) => format!(
+                "contract `{id}` has no owner; claim it first (`polisd contract claim {id} --as <id>`) or pass {} <id>",
+                names(Arg::Citizen)
+            ),
+            OpError::Empty { what, fix } => format!("{what} is empty; {}", fix.spelled(names)),
+            OpError::NoLesson => format!(
+                "settling files a lesson: pass {} \"<one paragraph>\" {} N, or {} \"<why there is none>\"",
+                names(Arg::Lesson),
+                names(Arg::Impact),
+                names(Arg::NoLesson)
+            ),
+            other => other.to_string(),
+        }
+    }
 }
 
 impl OpError {

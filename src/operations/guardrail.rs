@@ -3,6 +3,7 @@
 
 use crate::fs::snapshot;
 use crate::fs::writer::Writer;
+use crate::operations::arg::{Arg, Words};
 use crate::operations::error::OpError;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::contracts::guardrail::{self as rules, Guardrail, DIR};
@@ -28,7 +29,7 @@ pub fn add(
     if text.trim().is_empty() {
         return Err(OpError::Empty {
             what: "the guardrail",
-            fix: "pass --text \"the check that must pass\"",
+            fix: Words::asking("pass ", Arg::Text, " \"the check that must pass\""),
         });
     }
     for tag in tags {

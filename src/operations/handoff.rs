@@ -172,7 +172,7 @@ pub fn dispatch_review(
         return Err(OpError::BadId {
             what: "review file name",
             value: name.to_string(),
-            rule: "reviews are named <YYYY-MM-DD-HHMM>-<contract-id>.md (SPEC §10)",
+            rule: "reviews are named <YYYY-MM-DD-HHMM>-<contract-id>.md (SPEC §10)".into(),
         });
     };
     let rel = format!("{}/{name}", layout::REVIEWS_DIR);

@@ -1,6 +1,7 @@
 //! Filing a lesson (`lessons/<first tag>/<YYYY-MM-DD-slug>.md`) and its `filed lesson` line.
 
 use crate::fs::writer::Writer;
+use crate::operations::arg::{Arg, Words};
 use crate::operations::chronicle::{self, Appended};
 use crate::operations::error::OpError;
 use crate::protocol::clock::PolisTime;
@@ -43,7 +44,7 @@ pub(crate) fn file_locked(
     if req.text.trim().is_empty() {
         return Err(OpError::Empty {
             what: "the lesson",
-            fix: "write one paragraph: what happened and what to do next time",
+            fix: "write one paragraph: what happened and what to do next time".into(),
         });
     }
     if !(1..=5).contains(&req.impact) {
@@ -51,8 +52,12 @@ pub(crate) fn file_locked(
     }
     let Some(first) = req.tags.first() else {
         return Err(OpError::Empty {
-            what: "--tags",
-            fix: "name the capability tags the lesson is about (--tags a,b)",
+            what: "the tag list",
+            fix: Words::asking(
+                "name the capability tags the lesson is about in ",
+                Arg::Tags,
+                "",
+            ),
         });
     };
     for tag in &req.tags {

@@ -13,7 +13,7 @@ pub fn check_slug(what: &'static str, value: &str) -> Result<(), OpError> {
         Err(OpError::BadId {
             what,
             value: value.to_string(),
-            rule: "use lowercase letters, digits and hyphens",
+            rule: "use lowercase letters, digits and hyphens".into(),
         })
     }
 }
@@ -26,7 +26,7 @@ fn check_contract_id(id: &str) -> Result<(), OpError> {
         return Err(OpError::BadId {
             what: "contract id",
             value: format!("{}…", &id[..40]),
-            rule: "it is too long for a file name",
+            rule: "it is too long for a file name".into(),
         });
     }
     Ok(())

@@ -8,6 +8,7 @@
 
 pub mod agent_hooks;
 pub mod amendment;
+pub mod arg;
 mod check;
 pub mod chronicle;
 pub mod console;

@@ -423,7 +423,7 @@ pub fn answer(writer: &Writer, now: &PolisTime, req: &AnswerRequest) -> Result<A
     if req.by.trim().is_empty() {
         return Err(OpError::Empty {
             what: "the person who answers",
-            fix: "pass --by \"YOUR NAME\": the queue records who decided",
+            fix: "pass --by \"YOUR NAME\": the queue records who decided".into(),
         });
     }
     let root = writer.root();
@@ -453,7 +453,7 @@ pub fn answer(writer: &Writer, now: &PolisTime, req: &AnswerRequest) -> Result<A
                 let Some(agent_id) = req.agent_id.clone() else {
                     return Err(OpError::Empty {
                         what: "the new citizen's id",
-                        fix: "pass --id AGENT_ID (8 to 40 lowercase letters, digits, hyphens): accepting registers its stub",
+                        fix: "pass --id AGENT_ID (8 to 40 lowercase letters, digits, hyphens): accepting registers its stub".into(),
                     });
                 };
                 let citizen = crate::protocol::citizens::register::NewCitizen {

@@ -9,6 +9,7 @@
 
 use crate::fs::snapshot;
 use crate::fs::writer::{WriteError, WriteOutcome, Writer};
+use crate::operations::arg::{flags, Arg, Names, Spell};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::contracts::reservation::{
     self as rules, Conflict, ContractFacts, Dropped, Entry, Expiry, FileError, Overlap, PathError,
@@ -24,9 +25,11 @@ pub const MAX_NOTE_CHARS: usize = crate::protocol::input::MAX_TEXT_CHARS;
 /// Why a reservation action was refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReservationError {
-    #[error("`{0}` is not a citizen id (ids match ^[a-z][a-z0-9-]{{7,39}}$); pass your own id with --as")]
+    // A variant that names an argument is worded in `spelled`, here with the command line's
+    // flags; each needs its arm there, or `Display` and `spelled` would call each other.
+    #[error("{}", self.spelled(&flags))]
     BadId(String),
-    #[error("`{0}` is not a registered citizen (no citizens/{0}/capability_card.yml); register first, or pass your own id with --as")]
+    #[error("{}", self.spelled(&flags))]
     NotRegistered(String),
     #[error("`{0}` left the polis (its latest membership line is `left polis`), so it has no work to reserve for; nothing was written: a citizen who returns logs `joined polis` first")]
     Left(String),
@@ -34,7 +37,7 @@ pub enum ReservationError {
     NoPaths,
     #[error("the note is {0} characters; keep it under {MAX_NOTE_CHARS} (say where the work is, not the work itself)")]
     NoteTooLong(usize),
-    #[error("`{0}` is not an open contract (no contracts/open/{0}.md); pass the id of the open contract the reservation is for, or leave out --contract")]
+    #[error("{}", self.spelled(&flags))]
     NotOpen(String),
     #[error(transparent)]
     Path(#[from] PathError),
@@ -52,6 +55,26 @@ pub enum ReservationError {
     Write(#[from] WriteError),
     #[error("cannot write reservations.yml: {0}")]
     Render(#[from] crate::yaml::EmitError),
+}
+
+impl Spell for ReservationError {
+    fn spelled(&self, names: Names) -> String {
+        match self {
+            ReservationError::BadId(id) => format!(
+                "`{id}` is not a citizen id (ids match ^[a-z][a-z0-9-]{{7,39}}$); pass your own id with {}",
+                names(Arg::Citizen)
+            ),
+            ReservationError::NotRegistered(id) => format!(
+                "`{id}` is not a registered citizen (no citizens/{id}/capability_card.yml); register first, or pass your own id with {}",
+                names(Arg::Citizen)
+            ),
+            ReservationError::NotOpen(id) => format!(
+                "`{id}` is not an open contract (no contracts/open/{id}.md); pass the id of the open contract the reservation is for, or leave out {}",
+                names(Arg::Contract)
+            ),
+            other => other.to_string(),
+        }
+    }
 }
 
 impl ReservationError {

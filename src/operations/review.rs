@@ -180,7 +180,7 @@ pub fn settle_gate(
             "contract `{cid}` is stakes: high and its reviewer requested changes; revise, then ask for a second round (`polisd review {cid} --as <reviewer> --decision signed_off`)"
         ))),
         Some(Decision::Rejected) => Err(OpError::Review(format!(
-            "contract `{cid}` is stakes: high and its review rejected it; escalate (a person may settle with --review-override \"PERSON: WHY\") or abandon it (`polisd contract abandon {cid}`)"
+            "contract `{cid}` is stakes: high and its review rejected it; escalate (a person may settle it with `polisd contract settle {cid} --review-override \"PERSON: WHY\"`) or abandon it (`polisd contract abandon {cid}`)"
         ))),
         _ => Err(OpError::Review(format!(
             "contract `{cid}` is stakes: high: it settles after another citizen (ideally of another vendor) signs off its review (`polisd review {cid} --as <reviewer> --decision signed_off`)"

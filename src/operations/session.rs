@@ -16,6 +16,7 @@
 use super::{edit_agent_file_now, ActionError};
 use crate::fs::snapshot::{self, MAX_RECORD_BYTES};
 use crate::fs::writer::Writer;
+use crate::operations::arg::{flags, Arg, Names, Spell};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::contracts::contract::Contract;
 use crate::protocol::delivery::catch_up::{self, CatchUp, Cursor};
@@ -38,9 +39,11 @@ const TAIL_MAX_BYTES: u64 = 4 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    #[error("`{0}` is not a citizen id (8 to 40 lowercase letters, digits and hyphens, starting with a letter); pass your own id with --as or POLIS_CITIZEN")]
+    // A variant that names an argument is worded in `spelled`, here with the command line's
+    // flags; each needs its arm there, or `Display` and `spelled` would call each other.
+    #[error("{}", self.spelled(&flags))]
     NotAnId(String),
-    #[error("`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml); {known}; pass your own id with --as or POLIS_CITIZEN, or register with `polisd register {id} --vendor <vendor> --model <model> --tags <tag:rating,…>`")]
+    #[error("{}", self.spelled(&flags))]
     Unknown { id: String, known: String },
     #[error("{0}")]
     Unreadable(Finding),
@@ -48,6 +51,22 @@ pub enum SessionError {
     Input(#[from] crate::protocol::input::InputError),
     #[error(transparent)]
     Action(#[from] ActionError),
+}
+
+impl Spell for SessionError {
+    fn spelled(&self, names: Names) -> String {
+        match self {
+            SessionError::NotAnId(id) => format!(
+                "`{id}` is not a citizen id (8 to 40 lowercase letters, digits and hyphens, starting with a letter); pass your own id with {}",
+                names(Arg::SessionCitizen)
+            ),
+            SessionError::Unknown { id, known } => format!(
+                "`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml); {known}; pass your own id with {}, or register with `polisd register {id} --vendor <vendor> --model <model> --tags <tag:rating,…>`",
+                names(Arg::SessionCitizen)
+            ),
+            other => other.to_string(),
+        }
+    }
 }
 
 impl From<crate::fs::writer::WriteError> for SessionError {

@@ -229,6 +229,69 @@ fn refusals_exit_1_with_one_line_and_write_nothing() {
     assert_eq!(tree(&p), before, "usage errors wrote nothing");
 }
 
+/// The command line's refusals name its flags, one case per way an operation names an
+/// argument (MCP names the same arguments by its tools' keys; see `mcp::tools`).
+#[test]
+fn refusals_name_the_command_line_flags() {
+    let p = polis_with_contract();
+    let before = tree(&p);
+    let cases: &[(&[&str], &str)] = &[
+        // An argument in the operation's own message.
+        (
+            &[
+                "contract",
+                "settle",
+                "fix-the-login-bug",
+                "--quality",
+                "3",
+                "--no-lesson",
+                "x",
+            ],
+            "or pass --as <id>",
+        ),
+        // Three of them.
+        (
+            &[
+                "contract",
+                "settle",
+                "fix-the-login-bug",
+                "--quality",
+                "3",
+                "--as",
+                FOUNDER,
+            ],
+            "pass --lesson \"<one paragraph>\" --impact N, or --no-lesson \"<why there is none>\"",
+        ),
+        // In the fix of an empty value.
+        (
+            &["contract", "open", "--title", " ", "--by", FOUNDER],
+            "the title is empty; pass --title \"what needs doing\"",
+        ),
+        // A reservation's refusal.
+        (
+            &[
+                "reserve",
+                "src/",
+                "--as",
+                FOUNDER,
+                "--contract",
+                "no-such-contract",
+            ],
+            "or leave out --contract",
+        ),
+        // A session's refusal.
+        (
+            &["prime", "--as", "nobody-here-1"],
+            "pass your own id with --as or POLIS_CITIZEN",
+        ),
+    ];
+    for (args, flag) in cases {
+        let err = refused(p.polisd(args));
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+    assert_eq!(tree(&p), before, "refusals wrote nothing");
+}
+
 #[test]
 fn output_into_a_closed_pipe_ends_quietly_instead_of_panicking() {
     let p = polis_with_contract();

@@ -16,7 +16,8 @@ async def main(mode, binary, root, citizen):
                            ("polis_open_contract", {"title": "Fix the login", "opened_by": citizen}),
                            ("polis_list_contracts", {"state": "open"}),
                            ("polis_log", {"citizen": citizen, "verb": "noted progress", "note": "over an MCP SDK"}),
-                           ("polis_log", {"citizen": citizen, "verb": "noted | progress"})]:
+                           ("polis_log", {"citizen": citizen, "verb": "noted | progress"}),
+                           ("polis_settle_contract", {"contract_id": "fix-the-login", "quality": 4, "by": citizen})]:
             r = await client.call_tool(name, args)
             text = "".join(c.text for c in r.content if getattr(c, "type", "") == "text")
             print(json.dumps({"step": "call", "tool": name, "isError": r.is_error, "text": text[:2000]}), flush=True)

@@ -16,6 +16,7 @@ for (const [name, args] of [
   ["polis_list_contracts", { state: "open" }],
   ["polis_log", { citizen, verb: "noted progress", note: "over an MCP SDK" }],
   ["polis_log", { citizen, verb: "noted | progress" }],
+  ["polis_settle_contract", { contract_id: "fix-the-signup", quality: 4, by: citizen }],
 ]) {
   const r = await client.callTool({ name, arguments: args });
   say({ step: "call", tool: name, isError: r.isError ?? false, text: r.content.map((c) => c.text ?? "").join("").slice(0, 2000) });
