@@ -8,9 +8,9 @@ use crate::protocol::finding::Finding;
 
 #[derive(Debug, thiserror::Error)]
 pub enum OpError {
-    // A variant that may name an argument is worded in `spelled`, here with the command line's
-    // flags; each needs its arm there, or `Display` and `spelled` would call each other.
-    #[error("{}", self.spelled(&flags))]
+    // A variant that names an argument is worded by a function given the names, here the
+    // command line's flags; `spelled` calls the same function with another front end's.
+    #[error("{}", bad_id(.what, .value, .rule, &flags))]
     BadId {
         what: &'static str,
         value: String,
@@ -32,7 +32,7 @@ pub enum OpError {
         folder: &'static str,
         by: Option<String>,
     },
-    #[error("{}", self.spelled(&flags))]
+    #[error("{}", already_owned(.id, .owner, &flags))]
     AlreadyOwned { id: String, owner: String },
     #[error("contract `{id}` is owned by {owner}; only {owner} {action} it: ask {owner}, or take it over first with `polisd contract claim {id} --as {by} --force`; nothing was written")]
     OwnedByOther {
@@ -41,7 +41,7 @@ pub enum OpError {
         by: String,
         action: &'static str,
     },
-    #[error("{}", self.spelled(&flags))]
+    #[error("{}", no_owner(.0, &flags))]
     NoOwner(String),
     #[error("quality must be 1 to 5, not {0}")]
     Quality(i64),
@@ -67,7 +67,7 @@ pub enum OpError {
     Vote(String, crate::protocol::amendments::amendment::VoteError),
     #[error("refused, nothing written: {} {}: {}", if finding.severity == crate::protocol::finding::Severity::Error { "error" } else { "warning" }, finding.code, finding.message)]
     Chronicle { finding: Box<Finding>, line: String },
-    #[error("{}", self.spelled(&flags))]
+    #[error("{what} is empty; {}", .fix.spelled(&flags))]
     Empty { what: &'static str, fix: Words },
     #[error("cannot read {path}: {why}")]
     Read { path: String, why: String },
@@ -85,7 +85,7 @@ pub enum OpError {
     /// Text an agent handed in that polisd could not keep (unreadable, too large to read back).
     #[error("{what}: {why}; nothing was written")]
     Body { what: String, why: String },
-    #[error("{}", self.spelled(&flags))]
+    #[error("{}", no_lesson(&flags))]
     NoLesson,
     #[error("no item `{0}` waits in the human queue (answered already, or never asked); `polisd queue` lists the waiting ones")]
     NoQueueItem(String),
@@ -112,29 +112,45 @@ pub enum OpError {
 impl Spell for OpError {
     fn spelled(&self, names: Names) -> String {
         match self {
-            OpError::BadId { what, value, rule } => format!(
-                "`{}` is not a valid {what}: {}",
-                shown(value),
-                rule.spelled(names)
-            ),
-            OpError::AlreadyOwned { id, owner } => format!(
-                "contract `{id}` is already owned by {owner}; pick another contract, or ask {owner} to release it ({} takes it over)",
-                names(Arg::Force)
-            ),
-            OpError::NoOwner(id) => format!(
-                "contract `{id}` has no owner; claim it first (`polisd contract claim {id} --as <id>`) or pass {} <id>",
-                names(Arg::Citizen)
-            ),
+            OpError::BadId { what, value, rule } => bad_id(what, value, rule, names),
+            OpError::AlreadyOwned { id, owner } => already_owned(id, owner, names),
+            OpError::NoOwner(id) => no_owner(id, names),
             OpError::Empty { what, fix } => format!("{what} is empty; {}", fix.spelled(names)),
-            OpError::NoLesson => format!(
-                "settling files a lesson: pass {} \"<one paragraph>\" {} N, or {} \"<why there is none>\"",
-                names(Arg::Lesson),
-                names(Arg::Impact),
-                names(Arg::NoLesson)
-            ),
+            OpError::NoLesson => no_lesson(names),
             other => other.to_string(),
         }
     }
+}
+
+fn bad_id(what: &str, value: &str, rule: &Words, names: Names) -> String {
+    format!(
+        "`{}` is not a valid {what}: {}",
+        shown(value),
+        rule.spelled(names)
+    )
+}
+
+fn already_owned(id: &str, owner: &str, names: Names) -> String {
+    format!(
+        "contract `{id}` is already owned by {owner}; pick another contract, or ask {owner} to release it ({} takes it over)",
+        names(Arg::Force)
+    )
+}
+
+fn no_owner(id: &str, names: Names) -> String {
+    format!(
+        "contract `{id}` has no owner; claim it first (`polisd contract claim {id} --as <id>`) or pass {} <id>",
+        names(Arg::Citizen)
+    )
+}
+
+fn no_lesson(names: Names) -> String {
+    format!(
+        "settling files a lesson: pass {} \"<one paragraph>\" {} N, or {} \"<why there is none>\"",
+        names(Arg::Lesson),
+        names(Arg::Impact),
+        names(Arg::NoLesson)
+    )
 }
 
 impl OpError {

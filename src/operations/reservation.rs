@@ -25,11 +25,11 @@ pub const MAX_NOTE_CHARS: usize = crate::protocol::input::MAX_TEXT_CHARS;
 /// Why a reservation action was refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReservationError {
-    // A variant that names an argument is worded in `spelled`, here with the command line's
-    // flags; each needs its arm there, or `Display` and `spelled` would call each other.
-    #[error("{}", self.spelled(&flags))]
+    // A variant that names an argument is worded by a function given the names, here the
+    // command line's flags; `spelled` calls the same function with another front end's.
+    #[error("{}", bad_id(.0, &flags))]
     BadId(String),
-    #[error("{}", self.spelled(&flags))]
+    #[error("{}", not_registered(.0, &flags))]
     NotRegistered(String),
     #[error("`{0}` left the polis (its latest membership line is `left polis`), so it has no work to reserve for; nothing was written: a citizen who returns logs `joined polis` first")]
     Left(String),
@@ -37,7 +37,7 @@ pub enum ReservationError {
     NoPaths,
     #[error("the note is {0} characters; keep it under {MAX_NOTE_CHARS} (say where the work is, not the work itself)")]
     NoteTooLong(usize),
-    #[error("{}", self.spelled(&flags))]
+    #[error("{}", not_open(.0, &flags))]
     NotOpen(String),
     #[error(transparent)]
     Path(#[from] PathError),
@@ -60,21 +60,33 @@ pub enum ReservationError {
 impl Spell for ReservationError {
     fn spelled(&self, names: Names) -> String {
         match self {
-            ReservationError::BadId(id) => format!(
-                "`{id}` is not a citizen id (ids match ^[a-z][a-z0-9-]{{7,39}}$); pass your own id with {}",
-                names(Arg::Citizen)
-            ),
-            ReservationError::NotRegistered(id) => format!(
-                "`{id}` is not a registered citizen (no citizens/{id}/capability_card.yml); register first, or pass your own id with {}",
-                names(Arg::Citizen)
-            ),
-            ReservationError::NotOpen(id) => format!(
-                "`{id}` is not an open contract (no contracts/open/{id}.md); pass the id of the open contract the reservation is for, or leave out {}",
-                names(Arg::Contract)
-            ),
+            ReservationError::BadId(id) => bad_id(id, names),
+            ReservationError::NotRegistered(id) => not_registered(id, names),
+            ReservationError::NotOpen(id) => not_open(id, names),
             other => other.to_string(),
         }
     }
+}
+
+fn bad_id(id: &str, names: Names) -> String {
+    format!(
+        "`{id}` is not a citizen id (ids match ^[a-z][a-z0-9-]{{7,39}}$); pass your own id with {}",
+        names(Arg::Citizen)
+    )
+}
+
+fn not_registered(id: &str, names: Names) -> String {
+    format!(
+        "`{id}` is not a registered citizen (no citizens/{id}/capability_card.yml); register first, or pass your own id with {}",
+        names(Arg::Citizen)
+    )
+}
+
+fn not_open(id: &str, names: Names) -> String {
+    format!(
+        "`{id}` is not an open contract (no contracts/open/{id}.md); pass the id of the open contract the reservation is for, or leave out {}",
+        names(Arg::Contract)
+    )
 }
 
 impl ReservationError {

@@ -39,11 +39,11 @@ const TAIL_MAX_BYTES: u64 = 4 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    // A variant that names an argument is worded in `spelled`, here with the command line's
-    // flags; each needs its arm there, or `Display` and `spelled` would call each other.
-    #[error("{}", self.spelled(&flags))]
+    // A variant that names an argument is worded by a function given the names, here the
+    // command line's flags; `spelled` calls the same function with another front end's.
+    #[error("{}", not_an_id(.0, &flags))]
     NotAnId(String),
-    #[error("{}", self.spelled(&flags))]
+    #[error("{}", unknown(.id, .known, &flags))]
     Unknown { id: String, known: String },
     #[error("{0}")]
     Unreadable(Finding),
@@ -56,17 +56,25 @@ pub enum SessionError {
 impl Spell for SessionError {
     fn spelled(&self, names: Names) -> String {
         match self {
-            SessionError::NotAnId(id) => format!(
-                "`{id}` is not a citizen id (8 to 40 lowercase letters, digits and hyphens, starting with a letter); pass your own id with {}",
-                names(Arg::SessionCitizen)
-            ),
-            SessionError::Unknown { id, known } => format!(
-                "`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml); {known}; pass your own id with {}, or register with `polisd register {id} --vendor <vendor> --model <model> --tags <tag:rating,…>`",
-                names(Arg::SessionCitizen)
-            ),
+            SessionError::NotAnId(id) => not_an_id(id, names),
+            SessionError::Unknown { id, known } => unknown(id, known, names),
             other => other.to_string(),
         }
     }
+}
+
+fn not_an_id(id: &str, names: Names) -> String {
+    format!(
+        "`{id}` is not a citizen id (8 to 40 lowercase letters, digits and hyphens, starting with a letter); pass your own id with {}",
+        names(Arg::SessionCitizen)
+    )
+}
+
+fn unknown(id: &str, known: &str, names: Names) -> String {
+    format!(
+        "`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml); {known}; pass your own id with {}, or register with `polisd register {id} --vendor <vendor> --model <model> --tags <tag:rating,…>`",
+        names(Arg::SessionCitizen)
+    )
 }
 
 impl From<crate::fs::writer::WriteError> for SessionError {
