@@ -80,14 +80,37 @@ fn module_of(src: &Path, path: &Path) -> Vec<String> {
     parts
 }
 
-/// The code before `#[cfg(test)]`, with `//` comments removed (string contents are kept; a
+/// The code before the test module, with `//` comments removed (string contents are kept; a
 /// `//` inside a string literal is rare enough in this code base to be cut harmlessly).
 fn code_of(text: &str) -> String {
-    let body = match text.find("#[cfg(test)]") {
-        Some(i) => &text[..i],
-        None => text,
-    };
-    without_comments(body)
+    without_comments(&text[..test_module_start(text)])
+}
+
+/// Where a file's unit-test module starts: the first `#[cfg(test)]` at the start of a line whose
+/// item (past other attributes) is an inline `mod … {`. A `#[cfg(test)]` on any other item (a
+/// test hook, a helper, a `mod x;`) leaves the code after it counted. The file's length if none.
+fn test_module_start(text: &str) -> usize {
+    let mut at = 0;
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim_end() == "#[cfg(test)]" {
+            let item = lines[i + 1..]
+                .iter()
+                .map(|l| l.trim())
+                .find(|l| !l.is_empty() && !l.starts_with("#["));
+            let words: Vec<&str> = item.unwrap_or("").split_whitespace().collect();
+            let is_inline_mod = match words.as_slice() {
+                ["mod", _, "{", ..] => true,
+                [vis, "mod", _, "{", ..] => vis.starts_with("pub"),
+                _ => false,
+            };
+            if is_inline_mod {
+                return at;
+            }
+        }
+        at += line.len();
+    }
+    text.len()
 }
 
 /// `text` with every `//` comment cut from its line.
@@ -994,5 +1017,19 @@ fn a_map_naming_a_gone_file_and_missing_a_file_and_a_folder_is_refused() {
             "add `y.rs` to the paragraph on src/a/, one line on what it is for",
             "add a paragraph **`src/b/`** to the code map, one line on what it is for",
         ]
+    );
+}
+
+#[test]
+fn code_after_a_test_only_item_still_counts() {
+    // a `#[cfg(test)]` on one item (a hook, a helper) is not the test module: what follows it is
+    // still the file's code, held to the layering and the size
+    let sources = fake(&[(
+        "protocol::citizens::card",
+        "fn f() {\n    #[cfg(test)]\n    hook();\n}\n#[cfg(test)]\npub use x::y;\nfn g() { std::fs::read(\"x\"); }\n#[cfg(test)]\nmod tests {\n    fn h() { std::net::x(); }\n}\n",
+    )]);
+    assert_eq!(
+        layering_violations(&sources, &graph(&sources)),
+        ["protocol::citizens::card is pure but uses `std::fs`"]
     );
 }

@@ -35,7 +35,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 mod error;
-mod syscall;
+// open to the readers (`snapshot`) by name, so that reading never imports the writer itself
+pub(crate) mod syscall;
 
 use error::io_err;
 pub use error::WriteError;
