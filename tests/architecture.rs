@@ -609,6 +609,72 @@ fn no_source_file_is_over_the_size_of_a_room() {
     );
 }
 
+/// The most lines a source file may hold before its test module, comments and blank lines
+/// included: they are read too. A little above [`MAX_LINES_OF_CODE`], so that a file of dense
+/// code is caught by that and a file of long explanations by this.
+const MAX_LINES_BEFORE_TESTS: usize = 1_250;
+
+/// The lines of `text` before its test module.
+fn lines_before_tests(text: &str) -> usize {
+    text[..test_module_start(text)].lines().count()
+}
+
+/// Every file of `files` (path, text) over [`MAX_LINES_BEFORE_TESTS`], with its count and what
+/// to do.
+fn too_long(files: &[(String, String)]) -> Vec<String> {
+    let mut out: Vec<String> = files
+        .iter()
+        .map(|(path, text)| (path, lines_before_tests(text)))
+        .filter(|(_, n)| *n > MAX_LINES_BEFORE_TESTS)
+        .map(|(path, n)| {
+            format!(
+                "{path}: {n} lines before its test module (limit {MAX_LINES_BEFORE_TESTS}): \
+                 split it by concept into a folder of modules, re-exporting what the crate uses"
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn no_source_file_is_over_the_lines_a_reader_reads_in_one_go() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files: Vec<(String, String)> = rust_files(&src_dir())
+        .into_iter()
+        .map(|path| {
+            let shown = path.strip_prefix(root).unwrap().display().to_string();
+            (shown, std::fs::read_to_string(&path).unwrap())
+        })
+        .collect();
+    let long = too_long(&files);
+    assert!(
+        long.is_empty(),
+        "files too long to read:\n  {}",
+        long.join("\n  ")
+    );
+}
+
+#[test]
+fn a_long_file_is_named_with_its_count_and_its_test_module_does_not_count() {
+    let hook = "fn f() {\n    #[cfg(test)]\n    hook();\n}\n";
+    let tests = "#[cfg(test)]\nmod tests {\n".to_string() + &"// t\n".repeat(2_000) + "}\n";
+    let long = format!("{hook}{}", "// why\n".repeat(MAX_LINES_BEFORE_TESTS - 3)) + &tests;
+    let short = format!("{hook}{}", "// why\n".repeat(MAX_LINES_BEFORE_TESTS - 4)) + &tests;
+    let files = [
+        ("src/long.rs".to_string(), long),
+        ("src/short.rs".to_string(), short),
+    ];
+    assert_eq!(
+        too_long(&files),
+        [format!(
+            "src/long.rs: {} lines before its test module (limit {MAX_LINES_BEFORE_TESTS}): \
+             split it by concept into a folder of modules, re-exporting what the crate uses",
+            MAX_LINES_BEFORE_TESTS + 1
+        )]
+    );
+}
+
 /// The integration tests are held to the same size: a test file is read by the next maintainer
 /// as much as the code it tests. They have no test module to leave out; comments still do not
 /// count.
