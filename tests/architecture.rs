@@ -80,14 +80,37 @@ fn module_of(src: &Path, path: &Path) -> Vec<String> {
     parts
 }
 
-/// The code before `#[cfg(test)]`, with `//` comments removed (string contents are kept; a
+/// The code before the test module, with `//` comments removed (string contents are kept; a
 /// `//` inside a string literal is rare enough in this code base to be cut harmlessly).
 fn code_of(text: &str) -> String {
-    let body = match text.find("#[cfg(test)]") {
-        Some(i) => &text[..i],
-        None => text,
-    };
-    without_comments(body)
+    without_comments(&text[..test_module_start(text)])
+}
+
+/// Where a file's unit-test module starts: the first `#[cfg(test)]` at the start of a line whose
+/// item (past other attributes) is an inline `mod … {`. A `#[cfg(test)]` on any other item (a
+/// test hook, a helper, a `mod x;`) leaves the code after it counted. The file's length if none.
+fn test_module_start(text: &str) -> usize {
+    let mut at = 0;
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim_end() == "#[cfg(test)]" {
+            let item = lines[i + 1..]
+                .iter()
+                .map(|l| l.trim())
+                .find(|l| !l.is_empty() && !l.starts_with("#["));
+            let words: Vec<&str> = item.unwrap_or("").split_whitespace().collect();
+            let is_inline_mod = match words.as_slice() {
+                ["mod", _, "{", ..] => true,
+                [vis, "mod", _, "{", ..] => vis.starts_with("pub"),
+                _ => false,
+            };
+            if is_inline_mod {
+                return at;
+            }
+        }
+        at += line.len();
+    }
+    text.len()
 }
 
 /// `text` with every `//` comment cut from its line.
@@ -586,6 +609,72 @@ fn no_source_file_is_over_the_size_of_a_room() {
     );
 }
 
+/// The most lines a source file may hold before its test module, comments and blank lines
+/// included: they are read too. A little above [`MAX_LINES_OF_CODE`], so that a file of dense
+/// code is caught by that and a file of long explanations by this.
+const MAX_LINES_BEFORE_TESTS: usize = 1_250;
+
+/// The lines of `text` before its test module.
+fn lines_before_tests(text: &str) -> usize {
+    text[..test_module_start(text)].lines().count()
+}
+
+/// Every file of `files` (path, text) over [`MAX_LINES_BEFORE_TESTS`], with its count and what
+/// to do.
+fn too_long(files: &[(String, String)]) -> Vec<String> {
+    let mut out: Vec<String> = files
+        .iter()
+        .map(|(path, text)| (path, lines_before_tests(text)))
+        .filter(|(_, n)| *n > MAX_LINES_BEFORE_TESTS)
+        .map(|(path, n)| {
+            format!(
+                "{path}: {n} lines before its test module (limit {MAX_LINES_BEFORE_TESTS}): \
+                 split it by concept into a folder of modules, re-exporting what the crate uses"
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn no_source_file_is_over_the_lines_a_reader_reads_in_one_go() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files: Vec<(String, String)> = rust_files(&src_dir())
+        .into_iter()
+        .map(|path| {
+            let shown = path.strip_prefix(root).unwrap().display().to_string();
+            (shown, std::fs::read_to_string(&path).unwrap())
+        })
+        .collect();
+    let long = too_long(&files);
+    assert!(
+        long.is_empty(),
+        "files too long to read:\n  {}",
+        long.join("\n  ")
+    );
+}
+
+#[test]
+fn a_long_file_is_named_with_its_count_and_its_test_module_does_not_count() {
+    let hook = "fn f() {\n    #[cfg(test)]\n    hook();\n}\n";
+    let tests = "#[cfg(test)]\nmod tests {\n".to_string() + &"// t\n".repeat(2_000) + "}\n";
+    let long = format!("{hook}{}", "// why\n".repeat(MAX_LINES_BEFORE_TESTS - 3)) + &tests;
+    let short = format!("{hook}{}", "// why\n".repeat(MAX_LINES_BEFORE_TESTS - 4)) + &tests;
+    let files = [
+        ("src/long.rs".to_string(), long),
+        ("src/short.rs".to_string(), short),
+    ];
+    assert_eq!(
+        too_long(&files),
+        [format!(
+            "src/long.rs: {} lines before its test module (limit {MAX_LINES_BEFORE_TESTS}): \
+             split it by concept into a folder of modules, re-exporting what the crate uses",
+            MAX_LINES_BEFORE_TESTS + 1
+        )]
+    );
+}
+
 /// The integration tests are held to the same size: a test file is read by the next maintainer
 /// as much as the code it tests. They have no test module to leave out; comments still do not
 /// count.
@@ -625,4 +714,388 @@ fn a_file_of_long_code_is_over_the_size_and_its_tests_and_comments_do_not_count(
         "fn g() {}\n".repeat(MAX_LINES_OF_CODE)
     );
     assert_eq!(lines_of_code(&code_of(&commented)), 10);
+}
+
+// The map: docs/ARCHITECTURE.md names only what exists, and names every folder and file of src/.
+//
+// The doc's conventions, as the checker reads them: a paragraph of the code map opens with its
+// folder in bold (**`src/fs/`**, **`tests/`**), and a path in backticks inside it (`writer/`,
+// `state/settled.rs`) or a bare module name (`layout`, `settled_pass`) is below that folder; a
+// path outside such a paragraph is below `src/` unless it starts with `src/` or `tests/`. A module
+// path (`protocol::finding::quoted`, `pages::PAGES`) names a module by its last segments and,
+// after it, at most one item its file must mention. Spans that are none of these (types,
+// commands, polis files like `_polis/`) are prose, not names.
+
+/// One name in backticks, and the folder of the paragraph it is in.
+#[derive(Debug)]
+struct Mention {
+    span: String,
+    folder: Option<String>,
+}
+
+/// Every code span of the doc with its paragraph's folder; the folders of a fenced picture too.
+fn mentions(doc: &str) -> Vec<Mention> {
+    let mut out = Vec::new();
+    let mut folder: Option<String> = None;
+    let mut fenced = false;
+    // a code span that began on an earlier line, and whether its opening followed `**`
+    let mut open: Option<(String, bool)> = None;
+    for line in doc.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            for word in line.split_whitespace().filter(|w| w.ends_with('/')) {
+                out.push(Mention {
+                    span: word.to_string(),
+                    folder: None,
+                });
+            }
+            continue;
+        }
+        if line.starts_with('#') {
+            folder = None;
+        }
+        let mut rest = line;
+        loop {
+            match open.take() {
+                None => match rest.find('`') {
+                    Some(i) => {
+                        open = Some((String::new(), rest[..i].ends_with("**")));
+                        rest = &rest[i + 1..];
+                    }
+                    None => break,
+                },
+                Some((mut span, bold)) => match rest.find('`') {
+                    Some(i) => {
+                        if !span.is_empty() {
+                            span.push(' ');
+                        }
+                        span.push_str(&rest[..i]);
+                        rest = &rest[i + 1..];
+                        let is_folder = (span.starts_with("src/") || span.starts_with("tests/"))
+                            && span.ends_with('/');
+                        if bold && is_folder {
+                            folder = Some(span.clone());
+                        }
+                        out.push(Mention {
+                            span,
+                            folder: folder.clone(),
+                        });
+                    }
+                    None => {
+                        if !span.is_empty() {
+                            span.push(' ');
+                        }
+                        span.push_str(rest);
+                        open = Some((span, bold));
+                        break;
+                    }
+                },
+            }
+        }
+    }
+    out
+}
+
+/// The tree the map describes: every folder (ending in `/`) and file below `src/` and `tests/`,
+/// relative to the crate root, with the text of each `.rs` file of `src/`.
+type Tree = BTreeMap<String, String>;
+
+fn crate_tree(root: &Path) -> Tree {
+    let mut out = Tree::new();
+    let mut stack = vec![root.join("src"), root.join("tests")];
+    while let Some(dir) = stack.pop() {
+        let rel = dir
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        out.insert(format!("{rel}/"), String::new());
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                let text = if rel.starts_with("src/") && rel.ends_with(".rs") {
+                    std::fs::read_to_string(&path).unwrap()
+                } else {
+                    String::new()
+                };
+                out.insert(rel, text);
+            }
+        }
+    }
+    out
+}
+
+/// What a mention names.
+enum Named {
+    /// Prose: a type, a command, a polis file.
+    Prose,
+    /// These paths of the tree (none: a bare word that is no module, also prose).
+    Paths(Vec<String>),
+    /// A name of the source that does not exist, and what is missing.
+    Missing(String),
+}
+
+fn is_ident(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_lower_ident(s: &str) -> bool {
+    is_ident(s) && s.starts_with(|c: char| c.is_ascii_lowercase())
+}
+
+/// The module path of a file of `src/`: `src/fs/writer/mod.rs` → `[fs, writer]`.
+fn module_of_path(path: &str) -> Option<Vec<&str>> {
+    let rel = path.strip_prefix("src/")?.strip_suffix(".rs")?;
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    if matches!(parts.last(), Some(&("mod" | "lib"))) {
+        parts.pop();
+    }
+    Some(parts)
+}
+
+/// `text` has `word` as a whole identifier.
+fn has_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + word.len()..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+fn named(m: &Mention, tree: &Tree) -> Named {
+    let span = m.span.as_str();
+    let base = m.folder.as_deref().unwrap_or("src/");
+    let path_like = !span.starts_with("_polis")
+        && (span.contains('/') || span.ends_with(".rs"))
+        && span
+            .split('/')
+            .all(|part| part.is_empty() || is_ident(&part.replace(".rs", "")));
+    if path_like {
+        if span.starts_with("src/") || span.starts_with("tests/") {
+            return if tree.contains_key(span) {
+                Named::Paths(vec![span.to_string()])
+            } else {
+                Named::Missing(format!("`{span}` does not exist"))
+            };
+        }
+        // below the paragraph's folder first; a paragraph may also name another layer's path
+        let below = |base: &str| -> Vec<String> {
+            tree.keys()
+                .filter(|p| {
+                    p.starts_with(base)
+                        && (p[base.len()..] == *span || p.ends_with(&format!("/{span}")))
+                })
+                .cloned()
+                .collect()
+        };
+        let mut found = below(base);
+        if found.is_empty() {
+            found = below("src/");
+        }
+        return if found.is_empty() {
+            Named::Missing(format!("nothing below {base} is `{span}`"))
+        } else {
+            Named::Paths(found)
+        };
+    }
+    if span.contains("::") {
+        let segments: Vec<&str> = span.split("::").collect();
+        let modules: Vec<(&String, Vec<&str>)> = tree
+            .keys()
+            .filter_map(|p| module_of_path(p).map(|m| (p, m)))
+            .collect();
+        let is_module_name = modules.iter().any(|(_, m)| m.contains(&segments[0]));
+        if !segments.iter().all(|s| is_ident(s)) || !is_lower_ident(segments[0]) || !is_module_name
+        {
+            return Named::Prose; // `std::fs`, `polisd::run`, `Engine::pass`
+        }
+        for k in (1..=segments.len()).rev() {
+            let found: Vec<&String> = modules
+                .iter()
+                .filter(|(_, m)| m.ends_with(&segments[..k]))
+                .map(|(p, _)| *p)
+                .collect();
+            if found.is_empty() {
+                continue;
+            }
+            let mut found = found;
+            if let Some(item) = segments.get(k) {
+                let with_item: Vec<&String> = found
+                    .iter()
+                    .copied()
+                    .filter(|p| has_word(&tree[*p], item))
+                    .collect();
+                if with_item.is_empty() {
+                    return Named::Missing(format!(
+                        "{} names no `{item}`",
+                        found
+                            .iter()
+                            .map(|p| p.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" or ")
+                    ));
+                }
+                found = with_item;
+            }
+            let mut paths: Vec<String> = Vec::new();
+            for p in found {
+                paths.push(p.clone());
+                // a module's folder: `fs/state.rs` has `fs/state/`, `fs/writer/mod.rs` is `fs/writer/`
+                let folder = match p.strip_suffix("/mod.rs") {
+                    Some(dir) => format!("{dir}/"),
+                    None => format!("{}/", p.trim_end_matches(".rs")),
+                };
+                if tree.contains_key(&folder) {
+                    paths.push(folder);
+                }
+            }
+            return Named::Paths(paths);
+        }
+        return Named::Missing(format!("no module of src/ is `{}`", segments[0]));
+    }
+    if is_lower_ident(span) && base.starts_with("src/") && m.folder.is_some() {
+        let (file, dir) = (format!("/{span}.rs"), format!("/{span}/"));
+        return Named::Paths(
+            tree.keys()
+                .filter(|p| p.starts_with(base) && (p.ends_with(&file) || p.ends_with(&dir)))
+                .cloned()
+                .collect(),
+        );
+    }
+    Named::Prose
+}
+
+/// `src/fs/state/sent.rs` → `src/fs/state/`; `src/fs/state/` → `src/fs/`.
+fn parent_of(path: &str) -> String {
+    match path.trim_end_matches('/').rsplit_once('/') {
+        Some((parent, _)) => format!("{parent}/"),
+        None => String::new(),
+    }
+}
+
+/// What is wrong with the map `doc` of `tree`, each with what to add or remove.
+fn map_errors(doc: &str, tree: &Tree) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut mapped: BTreeSet<String> = BTreeSet::new();
+    let mut paragraphs: BTreeSet<String> = BTreeSet::new();
+    for m in mentions(doc) {
+        if let Some(folder) = &m.folder {
+            paragraphs.insert(folder.clone());
+        }
+        match named(&m, tree) {
+            Named::Prose => {}
+            Named::Paths(paths) => mapped.extend(paths),
+            Named::Missing(why) => out.push(format!(
+                "remove or correct `{}`{}: {why}",
+                m.span,
+                m.folder
+                    .as_ref()
+                    .map(|f| format!(" (in the paragraph on {f})"))
+                    .unwrap_or_default()
+            )),
+        }
+    }
+    // A folder whose files the map lists (it names one of them, not only the folder) must list
+    // them all; a folder it describes as a whole needs only its name.
+    let listed: BTreeSet<String> = mapped
+        .iter()
+        .filter(|p| p.ends_with(".rs") && !p.ends_with("/mod.rs"))
+        .map(|p| parent_of(p))
+        .collect();
+    for path in tree
+        .keys()
+        .filter(|p| p.starts_with("src/") && p.as_str() != "src/")
+    {
+        let is_dir = path.ends_with('/');
+        let parent = parent_of(path);
+        let wanted = is_dir
+            || (path.ends_with(".rs")
+                && !path.ends_with("/mod.rs")
+                && path != "src/lib.rs"
+                && listed.contains(&parent));
+        if mapped.contains(path) || !wanted {
+            continue;
+        }
+        let name = &path[parent.len()..];
+        let paragraph = paragraphs
+            .iter()
+            .filter(|f| path.starts_with(f.as_str()))
+            .max_by_key(|f| f.len());
+        out.push(match paragraph {
+            Some(f) => format!(
+                "add `{}` to the paragraph on {f}, one line on what it is for",
+                &path[f.len()..]
+            ),
+            None if is_dir => {
+                format!("add a paragraph **`{path}`** to the code map, one line on what it is for")
+            }
+            None => format!("add `{path}` to the code map, one line on what it is for ({name})"),
+        });
+    }
+    out
+}
+
+#[test]
+fn the_architecture_map_names_what_exists_and_every_folder_and_file_of_src() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
+    let errors = map_errors(&doc, &crate_tree(root));
+    assert!(
+        errors.is_empty(),
+        "docs/ARCHITECTURE.md is not a true map of the source; in it:\n  {}",
+        errors.join("\n  ")
+    );
+}
+
+#[test]
+fn a_map_naming_a_gone_file_and_missing_a_file_and_a_folder_is_refused() {
+    let tree: Tree = [
+        ("src/", ""),
+        ("src/lib.rs", ""),
+        ("src/a/", ""),
+        ("src/a/mod.rs", "pub fn run() {}"),
+        ("src/a/x.rs", ""),
+        ("src/a/y.rs", ""),
+        ("src/b/", ""),
+        ("src/b/z.rs", ""),
+    ]
+    .into_iter()
+    .map(|(p, t)| (p.to_string(), t.to_string()))
+    .collect();
+    let doc = "## Code map\n\n**`src/a/`**: `x.rs` reads, `gone.rs` writes; `a::run`, \
+               `a::stop`, `std::fs` and `_polis/` are prose or checked.\n";
+    assert_eq!(
+        map_errors(doc, &tree),
+        [
+            "remove or correct `gone.rs` (in the paragraph on src/a/): nothing below src/a/ is `gone.rs`",
+            "remove or correct `a::stop` (in the paragraph on src/a/): src/a/mod.rs names no `stop`",
+            "add `y.rs` to the paragraph on src/a/, one line on what it is for",
+            "add a paragraph **`src/b/`** to the code map, one line on what it is for",
+        ]
+    );
+}
+
+#[test]
+fn code_after_a_test_only_item_still_counts() {
+    // a `#[cfg(test)]` on one item (a hook, a helper) is not the test module: what follows it is
+    // still the file's code, held to the layering and the size
+    let sources = fake(&[(
+        "protocol::citizens::card",
+        "fn f() {\n    #[cfg(test)]\n    hook();\n}\n#[cfg(test)]\npub use x::y;\nfn g() { std::fs::read(\"x\"); }\n#[cfg(test)]\nmod tests {\n    fn h() { std::net::x(); }\n}\n",
+    )]);
+    assert_eq!(
+        layering_violations(&sources, &graph(&sources)),
+        ["protocol::citizens::card is pure but uses `std::fs`"]
+    );
 }

@@ -132,7 +132,7 @@ pub(crate) fn open_no_follow(path: &Path) -> std::io::Result<fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     fs::OpenOptions::new()
         .read(true)
-        .custom_flags(crate::fs::writer::no_follow_flags())
+        .custom_flags(crate::fs::writer::syscall::no_follow_flags())
         .open(path)
 }
 
