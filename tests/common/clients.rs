@@ -10,14 +10,14 @@ use crate::reference::{ensure_built, step as run, target_dir};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// Aider (`aider-chat` from PyPI, a pinned release) in a virtualenv: the Python to run
-/// `python -m aider` with (the venv is built elsewhere and renamed into place, which breaks
-/// its scripts' `#!` lines but not its Python).
-pub fn aider_python() -> PathBuf {
-    let venv = target_dir().join("aider");
+/// A virtualenv `target/<name>` with `package` installed from PyPI, usable once its Python
+/// runs `check` successfully; returns that Python. (The venv is built elsewhere and renamed
+/// into place, which breaks its scripts' `#!` lines but not its Python: run modules with it.)
+fn venv_with(name: &str, package: &str, check: &[&str]) -> Result<PathBuf, String> {
+    let venv = target_dir().join(name);
     let usable = |dir: &Path| {
         Command::new(dir.join("bin/python"))
-            .args(["-m", "aider", "--version"])
+            .args(check)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -36,13 +36,20 @@ pub fn aider_python() -> PathBuf {
                 "install",
                 "--quiet",
                 "--disable-pip-version-check",
-                AIDER,
+                package,
             ]),
-            "`pip install aider-chat` (is PyPI reachable?)",
+            &format!("`pip install {package}` (is PyPI reachable?)"),
         )
     })
-    .unwrap_or_else(|e| panic!("the Aider test needs Aider in {}: {e}", venv.display()));
-    venv.join("bin/python")
+    .map(|venv| venv.join("bin/python"))
+    .map_err(|e| format!("{}: {e}", venv.display()))
+}
+
+/// Aider (`aider-chat` from PyPI, a pinned release) in a virtualenv: the Python to run
+/// `python -m aider` with.
+pub fn aider_python() -> PathBuf {
+    venv_with("aider", AIDER, &["-m", "aider", "--version"])
+        .unwrap_or_else(|e| panic!("the Aider test needs Aider in {e}"))
 }
 
 /// The Aider release the test reads its start-up lines from.
@@ -50,40 +57,8 @@ const AIDER: &str = "aider-chat==0.86.2";
 
 /// The Python of a virtualenv with the official MCP Python SDK.
 pub fn python_sdk() -> PathBuf {
-    let venv = target_dir().join("mcp-python-sdk");
-    let usable = |dir: &Path| {
-        Command::new(dir.join("bin/python"))
-            .args(["-c", "import mcp.client"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    ensure_built(&venv, usable, |partial| {
-        run(
-            Command::new("python3").args(["-m", "venv"]).arg(partial),
-            "`python3 -m venv` (on Debian: apt-get install python3-venv)",
-        )?;
-        run(
-            Command::new(partial.join("bin/python")).args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "mcp",
-            ]),
-            "`pip install mcp` (is PyPI reachable?)",
-        )
-    })
-    .unwrap_or_else(|e| {
-        panic!(
-            "the MCP conformance tests need the official Python SDK in {}: {e}",
-            venv.display()
-        )
-    });
-    venv.join("bin/python")
+    venv_with("mcp-python-sdk", "mcp", &["-c", "import mcp.client"])
+        .unwrap_or_else(|e| panic!("the MCP conformance tests need the official Python SDK in {e}"))
 }
 
 /// A folder whose `node_modules` has the official MCP TypeScript SDK.
