@@ -388,22 +388,29 @@ impl Syncthing {
         }
     }
 
-    /// Writes a config that shares `folder` with `peer` only: no discovery, relays, NAT or
-    /// usage reporting; the watcher's delay at one second.
-    fn configure(&self, folder: &Path, peer: &Syncthing) {
+    /// Writes a config that shares `folder` with `peers` only (each machine with every other):
+    /// no discovery, relays, NAT or usage reporting; the watcher's delay at one second, and a
+    /// peer that was not listening yet tried again a second later (not Syncthing's minute).
+    fn configure(&self, folder: &Path, peers: &[&Syncthing]) {
         let device = |s: &Syncthing| {
             format!(
                 "    <device id=\"{}\" name=\"{}\" compression=\"metadata\" introducer=\"false\">\n        <address>tcp://127.0.0.1:{}</address>\n    </device>\n",
                 s.id, s.listen, s.listen
             )
         };
+        let members: String = std::iter::once(self)
+            .chain(peers.iter().copied())
+            .map(|s| format!("        <device id=\"{}\"></device>\n", s.id))
+            .collect();
+        let devices: String = std::iter::once(self)
+            .chain(peers.iter().copied())
+            .map(device)
+            .collect();
         let config = format!(
-            "<configuration version=\"36\">\n    <folder id=\"polis\" label=\"polis\" path=\"{}\" type=\"sendreceive\" rescanIntervalS=\"10\" fsWatcherEnabled=\"true\" fsWatcherDelayS=\"1\" ignorePerms=\"false\" autoNormalize=\"true\">\n        <device id=\"{}\"></device>\n        <device id=\"{}\"></device>\n        <minDiskFree unit=\"%\">0</minDiskFree>\n        <maxConflicts>-1</maxConflicts>\n        <markerName>.stfolder</markerName>\n        <order>random</order>\n        <maxConcurrentWrites>2</maxConcurrentWrites>\n        <weakHashThresholdPct>25</weakHashThresholdPct>\n    </folder>\n{}{}    <gui enabled=\"true\" tls=\"false\">\n        <address>127.0.0.1:{}</address>\n        <apikey>polisd-test-{}</apikey>\n    </gui>\n    <options>\n        <listenAddress>tcp://127.0.0.1:{}</listenAddress>\n        <globalAnnounceEnabled>false</globalAnnounceEnabled>\n        <localAnnounceEnabled>false</localAnnounceEnabled>\n        <relaysEnabled>false</relaysEnabled>\n        <natEnabled>false</natEnabled>\n        <urAccepted>-1</urAccepted>\n        <crashReportingEnabled>false</crashReportingEnabled>\n        <autoUpgradeIntervalH>0</autoUpgradeIntervalH>\n        <startBrowser>false</startBrowser>\n        <minHomeDiskFree unit=\"%\">0</minHomeDiskFree>\n    </options>\n</configuration>\n",
+            "<configuration version=\"36\">\n    <folder id=\"polis\" label=\"polis\" path=\"{}\" type=\"sendreceive\" rescanIntervalS=\"10\" fsWatcherEnabled=\"true\" fsWatcherDelayS=\"1\" ignorePerms=\"false\" autoNormalize=\"true\">\n{}        <minDiskFree unit=\"%\">0</minDiskFree>\n        <maxConflicts>-1</maxConflicts>\n        <markerName>.stfolder</markerName>\n        <order>random</order>\n        <maxConcurrentWrites>2</maxConcurrentWrites>\n        <weakHashThresholdPct>25</weakHashThresholdPct>\n    </folder>\n{}    <gui enabled=\"true\" tls=\"false\">\n        <address>127.0.0.1:{}</address>\n        <apikey>polisd-test-{}</apikey>\n    </gui>\n    <options>\n        <listenAddress>tcp://127.0.0.1:{}</listenAddress>\n        <reconnectionIntervalS>1</reconnectionIntervalS>\n        <globalAnnounceEnabled>false</globalAnnounceEnabled>\n        <localAnnounceEnabled>false</localAnnounceEnabled>\n        <relaysEnabled>false</relaysEnabled>\n        <natEnabled>false</natEnabled>\n        <urAccepted>-1</urAccepted>\n        <crashReportingEnabled>false</crashReportingEnabled>\n        <autoUpgradeIntervalH>0</autoUpgradeIntervalH>\n        <startBrowser>false</startBrowser>\n        <minHomeDiskFree unit=\"%\">0</minHomeDiskFree>\n    </options>\n</configuration>\n",
             folder.display(),
-            self.id,
-            peer.id,
-            device(self),
-            device(peer),
+            members,
+            devices,
             self.gui,
             self.listen,
             self.listen
@@ -467,53 +474,68 @@ const SETTLING: &str = "10s";
 /// Two machines synced by two real Syncthing instances, each running polisd, 100 random
 /// operations on each side: they converge, with every agent line once, the same stats, and no
 /// P009, C009, C006 or P018 that the transfer itself caused.
-
 #[test]
 fn two_daemons_on_two_real_syncthing_instances_converge() {
-    let mut work = RandomWork::seeded(20261206);
-    let a = machine(|d| d.join("project"));
-    let project_a = project(&a);
-    fs::create_dir_all(&project_a).unwrap();
-    found(&project_a);
-    let b = machine(|d| d.join("project"));
-    let project_b = project(&b);
-    fs::create_dir_all(&project_b).unwrap();
-    let sa = Syncthing::generate(a.dir.path().join("syncthing"));
-    let sb = Syncthing::generate(b.dir.path().join("syncthing"));
-    sa.configure(&project_a, &sb);
-    sb.configure(&project_b, &sa);
-    let _ka = sa.start();
-    let _kb = sb.start();
+    syncthing_mesh_converges(2, 100, 20261206);
+}
+
+/// A team of three: three machines, each sharing the polis with both others (Syncthing's full
+/// mesh, so a change can reach a machine by two ways at once), each running polisd, 60 random
+/// operations on each. The same promises as with two.
+#[test]
+fn three_daemons_on_three_real_syncthing_instances_converge() {
+    syncthing_mesh_converges(3, 60, 20261207);
+}
+
+/// `n` machines (at most 3) synced by real Syncthing instances, each sharing the polis with
+/// every other, each running polisd while its agent does `operations` random operations.
+fn syncthing_mesh_converges(n: usize, operations: usize, seed: u64) {
+    let mut work = RandomWork::seeded(seed);
+    let machines: Vec<TestPolis> = (0..n).map(|_| machine(|d| d.join("project"))).collect();
+    for p in &machines {
+        fs::create_dir_all(project(p)).unwrap();
+    }
+    found(&project(&machines[0]));
+    let instances: Vec<Syncthing> = machines
+        .iter()
+        .map(|p| Syncthing::generate(p.dir.path().join("syncthing")))
+        .collect();
+    for (i, (p, st)) in machines.iter().zip(&instances).enumerate() {
+        let peers: Vec<&Syncthing> = instances
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, peer)| peer)
+            .collect();
+        st.configure(&project(p), &peers);
+    }
+    let _running: Vec<Killed> = instances.iter().map(Syncthing::start).collect();
     let converged = || {
-        let ta = synced_tree(&a.root);
-        ta == synced_tree(&b.root) && ta.contains_key("CONSTITUTION.md")
+        let first = synced_tree(&machines[0].root);
+        first.contains_key("CONSTITUTION.md")
+            && machines[1..].iter().all(|p| synced_tree(&p.root) == first)
     };
     wait_until(
-        "B to receive the polis",
+        "every machine to receive the polis",
         Duration::from_secs(120),
         converged,
     );
     // The shipped window: Syncthing's watcher holds back a folder that keeps changing for up to
     // six times `fsWatcherDelayS` (here 6 s), so a contract can arrive that long after the
     // chronicle line that links to it.
-    with_settling(&a, SETTLING);
-    with_settling(&b, SETTLING);
-    let _da = a.start_daemon();
-    let _db = b.start_daemon();
+    for p in &machines {
+        with_settling(p, SETTLING);
+    }
+    let _daemons: Vec<Daemon> = machines.iter().map(|p| p.start_daemon()).collect();
 
-    let machines = [(&a, ALPHA), (&b, BETA)];
+    let citizens = [ALPHA, BETA, FOUNDER];
     let mut lines = Vec::new();
-    let mut done = [0; 2];
-    while done.iter().any(|d| *d < 100) {
-        let m = if done[0] >= 100 {
-            1
-        } else if done[1] >= 100 {
-            0
-        } else {
-            work.below(2)
-        };
+    let mut done = vec![0; n];
+    while done.iter().any(|d| *d < operations) {
+        let busy: Vec<usize> = (0..n).filter(|m| done[*m] < operations).collect();
+        let m = busy[work.below(busy.len())];
         done[m] += 1;
-        let (p, me) = machines[m];
+        let (p, me) = (&machines[m], citizens[m]);
         let note = format!("step {m} {}", done[m]);
         let answer = match work.below(100) {
             0..=19 => Some(work.open(p, m, me)),
@@ -536,31 +558,28 @@ fn two_daemons_on_two_real_syncthing_instances_converge() {
         // Agents take a moment between actions; the sync runs meanwhile.
         std::thread::sleep(Duration::from_millis(work.below(60) as u64));
     }
-    // Converged: the same tree on both sides, unchanged across the settling window.
-    wait_until(
-        "the two machines to converge",
-        Duration::from_secs(240),
-        || {
-            if !converged() {
-                std::thread::sleep(Duration::from_millis(300));
-                return false;
-            }
-            // Longer than the settling window: a held finding is told within it.
-            let before = synced_tree(&a.root);
-            std::thread::sleep(Duration::from_millis(12_000));
-            converged() && synced_tree(&a.root) == before
-        },
-    );
+    // Converged: the same tree on every machine, unchanged across the settling window.
+    wait_until("the machines to converge", Duration::from_secs(240), || {
+        if !converged() {
+            std::thread::sleep(Duration::from_millis(300));
+            return false;
+        }
+        // Longer than the settling window: a held finding is told within it.
+        let before = synced_tree(&machines[0].root);
+        std::thread::sleep(Duration::from_millis(12_000));
+        converged() && synced_tree(&machines[0].root) == before
+    });
     if let Ok(dir) = std::env::var("POLISD_SYNC_DEBUG") {
-        let dir = Path::new(&dir);
+        let dir = Path::new(&dir).join(format!("mesh-{n}"));
+        let dir = dir.as_path();
         fs::create_dir_all(dir).unwrap();
-        for (name, p, s) in [("a", &a, &sa), ("b", &b, &sb)] {
+        for ((p, st), name) in machines.iter().zip(&instances).zip(["a", "b", "c"]) {
             let _ = fs::copy(
                 p.dir.path().join("daemon.log"),
                 dir.join(format!("{name}-daemon.log")),
             );
             let _ = fs::copy(
-                s.home.join("syncthing.log"),
+                st.home.join("syncthing.log"),
                 dir.join(format!("{name}-syncthing.log")),
             );
             let _ = fs::write(
@@ -570,12 +589,23 @@ fn two_daemons_on_two_real_syncthing_instances_converge() {
         }
         fs::write(dir.join("lines.txt"), lines.concat()).unwrap();
     }
-    assert_converged(&a, &b, &lines);
-    for p in [&a, &b] {
+    for other in &machines[1..] {
+        assert_converged(&machines[0], other, &[]);
+    }
+    // Every agent's line once, the third machine's citizen (the founder) included.
+    let chronicle = machines[0].read("chronicle.md");
+    for l in &lines {
+        assert_eq!(
+            chronicle.lines().filter(|h| *h == l.trim_end()).count(),
+            1,
+            "{l:?} once in\n{chronicle}"
+        );
+    }
+    for p in &machines {
         for m in p.all_markers() {
             assert_ne!(m.kind, "sync-conflict", "{m:?}");
         }
-        for id in [ALPHA, BETA, FOUNDER] {
+        for id in citizens {
             let inbox = p.read(&format!("citizens/{id}/inbox.md"));
             for code in ["C009", "C006", "P009", "P018"] {
                 let told: Vec<&str> = inbox
@@ -590,6 +620,6 @@ fn two_daemons_on_two_real_syncthing_instances_converge() {
             }
         }
     }
-    let findings = findings_but_missing_status(&a);
+    let findings = findings_but_missing_status(&machines[0]);
     assert!(findings.is_empty(), "{findings:#?}");
 }
