@@ -45,7 +45,8 @@ pub struct Written {
 
 /// Appends a message from `from` to `to`'s inbox (one locked append). Both must be registered;
 /// the text must not be empty, nor longer than [`MAX_MESSAGE_CHARS`]. A line of the text that
-/// would read as a new block's heading is indented, so one message stays one notice.
+/// would read as a new block (a heading, a rule, a one-line note) is indented, so one message
+/// stays one notice in its writer's name.
 pub fn write_to_inbox(root: &Path, from: &str, to: &str, text: &str) -> Result<Written, OpError> {
     require_citizen(root, from)?;
     require_citizen(root, to)?;
@@ -77,7 +78,10 @@ pub fn write_to_inbox(root: &Path, from: &str, to: &str, text: &str) -> Result<W
         .lines()
         .map(|l| {
             let l = l.trim_end();
-            if l.starts_with('#') || l == "---" {
+            if l.starts_with('#')
+                || l == "---"
+                || crate::protocol::delivery::notice::starts_a_block(l)
+            {
                 format!(" {l}")
             } else {
                 l.to_string()
