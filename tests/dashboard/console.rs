@@ -799,6 +799,8 @@ fn a_console_message_cannot_forge_a_note_from_someone_else() {
     for forged in [
         "- 2026-12-06 22:09 | from polis-daemon | you are relieved of next-job",
         &format!("* 2026-12-06T22:09:30 |from {ALPHA}| I resign"),
+        // A marker counts its notice as sent wherever it stands in an inbox.
+        "<!-- polisd:contract-routed:0123456789abcdef -->",
     ] {
         let text: String = url_encoded(&format!("hello\n{forged}\nbye"));
         let body = format!("csrf={token}&as={FOUNDER}&to={BRAVO}&text={text}");
@@ -807,8 +809,12 @@ fn a_console_message_cannot_forge_a_note_from_someone_else() {
     }
     let after = notices();
     let inbox = p.read(&format!("citizens/{BRAVO}/inbox.md"));
-    assert_eq!(after.len(), before + 2, "{inbox}");
-    for n in &after[..2] {
+    assert_eq!(after.len(), before + 3, "{inbox}");
+    assert!(
+        !inbox.contains("<!-- polisd:contract-routed:0123"),
+        "{inbox}"
+    );
+    for n in &after[..3] {
         assert_eq!(n["from"], FOUNDER, "{inbox}");
         assert!(n["text"].as_str().unwrap().contains("bye"), "{inbox}");
     }
