@@ -117,8 +117,12 @@ fn a_title_too_long_for_a_file_name_is_a_usage_error_that_says_to_shorten_it() {
         assert!(!err.contains("os error"), "{args:?}: {err}");
     }
     assert_eq!(tree(&p), before, "nothing written");
-    // A long title whose file name still fits is filed, as the reference files it.
-    let fits = "word ".repeat(50);
+    // A contract's id also leaves room for its reviews' `<YYYY-MM-DD-HHMM>-` stamp: an id of
+    // 249 bytes names its own file but no review's (the reference files it anyway).
+    let no_review = "word ".repeat(50);
+    let err = usage(p.polisd(&["contract", "open", "--title", &no_review, "--by", FOUNDER]));
+    assert!(err.contains("shorter title"), "{err}");
+    let fits = "word ".repeat(47);
     ok(p.polisd(&["contract", "open", "--title", &fits, "--by", FOUNDER]));
 }
 
