@@ -777,3 +777,35 @@ fn a_polis_written_by_handoffs_dependencies_reservations_and_read_cursors_draws_
         "record findings on polisd's own writes: {record:#?}"
     );
 }
+
+/// A contract whose id is near the file-name limit (a hand-written one may be) cannot have a
+/// follow-up named `<id>-next-<n>`: the suggestion is skipped and its author told why, and the
+/// pass goes on. Creating the file failed the whole pass, so the suggestion vanished with only
+/// an error in polisd's log, and the pass failed again on every retry.
+#[test]
+fn a_follow_up_whose_id_would_not_fit_a_file_name_is_skipped_and_its_author_told() {
+    let p = polis();
+    let daemon = p.start_daemon();
+    let long = "l".repeat(250);
+    // Written beside and moved in: the editor-style save's temporary name would be too long.
+    std::fs::write(p.path("contracts/long.tmp"), contract(&long, "api", "")).unwrap();
+    p.mv("contracts/long.tmp", &format!("contracts/open/{long}.md"));
+    claim_and_settle(
+        &p,
+        &long,
+        B,
+        &[&format!("{C}:Wire the endpoint into the form")],
+    );
+    wait_for(&p, "the author told of the skipped suggestion", || {
+        inbox(&p, B).contains("too long for a file name")
+    });
+    let open: Vec<_> = std::fs::read_dir(p.path("contracts/open"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with(&long))
+        .collect();
+    assert!(open.is_empty(), "{open:?}");
+    assert_eq!(p.count(C, "handoff-opened"), 0);
+    let log = daemon.log_text();
+    assert!(!log.contains("handoffs of"), "{log}");
+}

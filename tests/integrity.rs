@@ -117,8 +117,12 @@ fn a_title_too_long_for_a_file_name_is_a_usage_error_that_says_to_shorten_it() {
         assert!(!err.contains("os error"), "{args:?}: {err}");
     }
     assert_eq!(tree(&p), before, "nothing written");
-    // A long title whose file name still fits is filed, as the reference files it.
-    let fits = "word ".repeat(50);
+    // A contract's id also leaves room for its reviews' `<YYYY-MM-DD-HHMM>-` stamp: an id of
+    // 249 bytes names its own file but no review's (the reference files it anyway).
+    let no_review = "word ".repeat(50);
+    let err = usage(p.polisd(&["contract", "open", "--title", &no_review, "--by", FOUNDER]));
+    assert!(err.contains("shorter title"), "{err}");
+    let fits = "word ".repeat(47);
     ok(p.polisd(&["contract", "open", "--title", &fits, "--by", FOUNDER]));
 }
 
@@ -502,4 +506,98 @@ fn config_check_escapes_control_characters_from_the_file_it_reads() {
         "{}",
         describe(&out)
     );
+}
+
+/// Runs `args`, killing it if it has not ended within `within`: a hang is a failure, never a
+/// test that waits forever.
+fn run_within(p: &TestPolis, args: &[&str], within: std::time::Duration) -> Output {
+    let mut child = p.spawn(args);
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > within {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("`polisd {}` still ran after {within:?}", args.join(" "));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A record folder replaced by a link to a folder outside (`lessons/`, `guardrails/`,
+/// `amendments/proposed/`): the replay check read `<id>`, `<id>-2`, `<id>-3`… until one was
+/// free, and every one was unreadable, so the command spun forever holding its lock. Now it
+/// ends with the writer's one-line refusal, and nothing is written outside.
+#[test]
+fn a_record_folder_that_is_a_link_refuses_instead_of_spinning() {
+    let p = TestPolis::init(FOUNDER);
+    let outside = p.dir.path().join("outside");
+    for (folder, args) in [
+        (
+            "lessons",
+            vec![
+                "lesson",
+                "file",
+                "--as",
+                FOUNDER,
+                "--tags",
+                "python",
+                "--impact",
+                "3",
+                "retry twice",
+            ],
+        ),
+        (
+            "guardrails",
+            vec![
+                "guardrail",
+                "add",
+                "--tags",
+                "python",
+                "--text",
+                "run the tests",
+            ],
+        ),
+        (
+            "amendments/proposed",
+            vec![
+                "amendment",
+                "propose",
+                "--as",
+                FOUNDER,
+                "--title",
+                "Two reviewers",
+            ],
+        ),
+    ] {
+        let target = outside.join(folder);
+        std::fs::create_dir_all(&target).unwrap();
+        let path = p.path(folder);
+        if path.exists() {
+            std::fs::remove_dir_all(&path).unwrap();
+        }
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let before = tree(&p);
+        let out = run_within(&p, &args, std::time::Duration::from_secs(20));
+        assert_eq!(out.status.code(), Some(1), "{folder}: {}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("link"), "{folder}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{folder}: {err}");
+        assert!(tree(&p) == before, "{folder}: a refusal wrote");
+        let written: Vec<_> = walk(&outside);
+        assert!(written.is_empty(), "{folder}: wrote outside: {written:?}");
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }

@@ -45,7 +45,9 @@ pub struct Written {
 
 /// Appends a message from `from` to `to`'s inbox (one locked append). Both must be registered;
 /// the text must not be empty, nor longer than [`MAX_MESSAGE_CHARS`]. A line of the text that
-/// would read as a new block's heading is indented, so one message stays one notice.
+/// would read as a new block (a heading, a rule, a one-line note) is indented, so one message
+/// stays one notice in its writer's name; an HTML comment opener is broken, so no line of it
+/// is a notice marker.
 pub fn write_to_inbox(root: &Path, from: &str, to: &str, text: &str) -> Result<Written, OpError> {
     require_citizen(root, from)?;
     require_citizen(root, to)?;
@@ -76,8 +78,13 @@ pub fn write_to_inbox(root: &Path, from: &str, to: &str, text: &str) -> Result<W
     let body: Vec<String> = text
         .lines()
         .map(|l| {
-            let l = l.trim_end();
-            if l.starts_with('#') || l == "---" {
+            // A marker anywhere in an inbox counts its notice as sent: never one in a message.
+            let l = l.trim_end().replace("<!--", "<!- -");
+            let l = l.as_str();
+            if l.starts_with('#')
+                || l == "---"
+                || crate::protocol::delivery::notice::starts_a_block(l)
+            {
                 format!(" {l}")
             } else {
                 l.to_string()

@@ -178,12 +178,17 @@ pub fn open(writer: &Writer, now: &PolisTime, req: &OpenRequest) -> Result<Opene
     }
     chronicle::check_appendable(writer)?;
     let base = layout::slugify(&req.title, None, "contract");
-    if !layout::fits_file_name(&base) {
-        return Err(OpError::BadId {
-            what: "contract id",
-            value: format!("{}…", base.chars().take(40).collect::<String>()),
-            rule: "made from the title, it is too long for a file name; pass a shorter title and put the detail in the contract's body".into(),
-        });
+    // Room for the reviews' file names too (and for a `-2` suffix), so every contract polisd
+    // opens can be reviewed.
+    let too_long = |id: &str| {
+        OpError::BadId {
+        what: "contract id",
+        value: format!("{}…", id.chars().take(40).collect::<String>()),
+        rule: "made from the title, it is too long for a file name; pass a shorter title and put the detail in the contract's body".into(),
+    }
+    };
+    if !layout::fits_review_file_name(&base) {
+        return Err(too_long(&base));
     }
     let taken = |id: &str| {
         ContractFolder::ALL.into_iter().any(|f| {
@@ -193,6 +198,9 @@ pub fn open(writer: &Writer, now: &PolisTime, req: &OpenRequest) -> Result<Opene
     };
     for _ in 0..ATTEMPTS {
         let id = layout::unique_id(&base, taken);
+        if !layout::fits_review_file_name(&id) {
+            return Err(too_long(&id));
+        }
         let new = NewContract {
             contract_id: id.clone(),
             title: req.title.clone(),

@@ -239,6 +239,19 @@ pub fn dispatch_blocks(
     let mut seen = BTreeSet::new();
     for s in &blocks.next {
         let id = source.follow_up_id(parent_id, s.n);
+        // A parent whose id is near the file-name limit (a hand-written one, or deep in a
+        // chain) leaves no room for the follow-up's name: its author opens one by hand.
+        if !layout::fits_file_name(&id) {
+            out.skipped.push(NotDispatched {
+                suggestion: s.clone(),
+                why: format!(
+                    "its follow-up's id `{}` would be too long for a file name; open the \
+                     follow-up by hand with a shorter title",
+                    crate::protocol::input::excerpt(&id, 40)
+                ),
+            });
+            continue;
+        }
         // An opened follow-up (found from an earlier pass, or new) is reported and its citizen
         // told the same way.
         let opened = |out: &mut Dispatch, existing: bool| {

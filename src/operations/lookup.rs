@@ -112,6 +112,10 @@ pub(crate) fn filed_earlier(
         ) {
             Ok(None) if free(&id) => return None,
             Ok(Some(text)) if same(&text) => return Some(rel),
+            // Unreadable (a folder, a FIFO, a linked folder on the way) is not the earlier
+            // filing; once nothing at all is there, no later id is either. Without this end a
+            // folder that is a link made every id unreadable and the search endless.
+            Err(_) if std::fs::symlink_metadata(root.join(&rel)).is_err() => return None,
             _ => {}
         }
     }

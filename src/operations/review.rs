@@ -70,6 +70,14 @@ pub fn review(
     // A review after earlier ones is their next round: each one by someone other than the
     // owner counts, so a second round after `requested_changes` is on record.
     let round = reviews_by_others(root, cid, owner.as_deref().unwrap_or("")).len() + 1;
+    if !layout::fits_review_file_name(cid) {
+        return Err(OpError::Review(format!(
+            "contract `{}`'s review file `reviews/<YYYY-MM-DD-HHMM>-<id>.md` would be too long for a file name ({} bytes, at most {}); rename the contract to a shorter id (its file and `contract_id`), then review again; nothing was written",
+            crate::protocol::input::excerpt(cid, 40),
+            rules::file_name(&now.now, cid).len(),
+            layout::MAX_FILE_NAME
+        )));
+    }
     let name = rules::file_name(&now.now, cid);
     let rel = format!("{}/{name}", layout::REVIEWS_DIR);
     let text = rules::render_new(

@@ -139,6 +139,16 @@ pub fn fits_file_name(id: &str) -> bool {
     id.len() + ".md".len() <= MAX_FILE_NAME
 }
 
+/// `YYYY-MM-DD-HHMM-`: what a review's file name (`reviews/<stamp>-<cid>.md`) adds to a
+/// contract's id.
+const REVIEW_STAMP: &str = "YYYY-MM-DD-HHMM-";
+
+/// Whether contract `id` leaves room for its reviews' file names, which are longer than its
+/// own: an id polisd makes must, or the contract could never be reviewed.
+pub fn fits_review_file_name(id: &str) -> bool {
+    REVIEW_STAMP.len() + id.len() + ".md".len() <= MAX_FILE_NAME
+}
+
 /// `base`, or `base-2`, `base-3`, … : the first that `taken` says is free (the reference's rule
 /// for a clashing id).
 pub fn unique_id(base: &str, taken: impl Fn(&str) -> bool) -> String {
@@ -434,6 +444,13 @@ mod tests {
         let taken = ["x", "x-2"];
         assert_eq!(unique_id("x", |id| taken.contains(&id)), "x-3");
         assert_eq!(unique_id("y", |id| taken.contains(&id)), "y");
+    }
+
+    #[test]
+    fn a_contract_id_fits_when_its_review_file_name_does() {
+        assert!(fits_review_file_name(&"a".repeat(236)));
+        assert!(!fits_review_file_name(&"a".repeat(237)));
+        assert!(fits_file_name(&"a".repeat(237)));
     }
 
     #[test]

@@ -484,3 +484,67 @@ fn a_notice_sent_while_a_daemon_runs_leaves_the_daemons_state_alone() {
     assert_eq!(inbox.matches("requested_changes").count(), 1, "{inbox}");
     drop(lock);
 }
+
+/// A review's file is `reviews/<YYYY-MM-DD-HHMM>-<cid>.md`, 16 bytes longer than the
+/// contract's own name. `contract open` made ids up to the file-name limit, so a contract it
+/// opened could never be reviewed (a `stakes: high` one never settled), and the review failed
+/// with the system's "File name too long". Now open keeps room for the stamp, and a review of
+/// a longer hand-written id is refused in one line that says what to do.
+#[test]
+fn a_contract_polisd_opens_can_be_reviewed_and_a_longer_id_is_refused_in_one_line() {
+    let p = TestPolis::init(FOUNDER);
+    let reviewer = "codex-second-one";
+    p.citizen(reviewer, "openai", &[], "medium");
+    let too_long = "r".repeat(240);
+    let before = tree(&p);
+    let out = p.polisd(&["contract", "open", "--title", &too_long, "--by", FOUNDER]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("too long"),
+        "{}",
+        describe(&out)
+    );
+    assert!(tree(&p) == before, "a refused open wrote");
+    let longest = "r".repeat(236);
+    ok(p.polisd(&["contract", "open", "--title", &longest, "--by", FOUNDER]));
+    ok(p.polisd(&["contract", "claim", &longest, "--as", FOUNDER]));
+    ok(p.polisd(&[
+        "review",
+        &longest,
+        "--as",
+        reviewer,
+        "--decision",
+        "signed_off",
+    ]));
+    let reviews = std::fs::read_dir(p.path("reviews"))
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_string_lossy().ends_with(&format!("-{longest}.md"))
+        })
+        .count();
+    assert_eq!(reviews, 1);
+    // A hand-written contract whose id leaves no room for the stamp.
+    let hand = "h".repeat(245);
+    std::fs::write(
+        p.path(&format!("contracts/open/{hand}.md")),
+        format!(
+            "---\ncontract_id: {hand}\ntitle: by hand\nopened_by: {FOUNDER}\nopened_at: 2026-03-02 10:00:00\nowner: {FOUNDER}\nstatus: claimed\nstakes: high\nrequired_tags: []\n---\n\n# by hand\n"
+        ),
+    )
+    .unwrap();
+    let before = tree(&p);
+    let err = refused(p.polisd(&[
+        "review",
+        &hand,
+        "--as",
+        reviewer,
+        "--decision",
+        "signed_off",
+    ]));
+    assert!(
+        err.contains("too long for a file name") && err.contains("shorter id"),
+        "{err}"
+    );
+    assert!(tree(&p) == before, "a refused review wrote");
+}

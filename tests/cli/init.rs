@@ -309,6 +309,40 @@ fn register_refuses_an_invalid_id_or_tag_with_exit_2() {
     assert!(!p.exists("citizens/fine-agent-1"));
 }
 
+/// A vendor, model or tool on two lines cannot be one card value: it is refused naming the
+/// flag. The card's single-quoted value broke at the line break, and the refusal blamed "the
+/// card is not valid YAML … (line 2)", a file the person never wrote.
+#[test]
+fn register_refuses_a_vendor_or_model_on_two_lines_naming_the_flag() {
+    let p = TestPolis::init(FOUNDER);
+    for (flag, value) in [
+        ("--vendor", "openai\nx"),
+        ("--model", "gpt\n---"),
+        ("--model", "gpt\u{2028}x"),
+    ] {
+        let mut args = vec![
+            "register",
+            "fine-agent-1",
+            "--vendor",
+            "x",
+            "--model",
+            "y",
+            "--tags",
+            "python:4",
+        ];
+        let at = args.iter().position(|a| *a == flag).unwrap() + 1;
+        args[at] = value;
+        let out = p.polisd(&args);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {}", describe(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(flag) && err.contains("one line") && !err.contains("YAML"),
+            "{flag}: {err}"
+        );
+    }
+    assert!(!p.exists("citizens/fine-agent-1"));
+}
+
 /// In a git repository, `init` says to run `polisd git-setup` until the clone has the merge
 /// driver; a citizen joining a clone that has it is not told to run it again.
 #[test]

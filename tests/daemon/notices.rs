@@ -3,7 +3,7 @@
 
 use super::{
     assert_no_duplicate_markers, chronicle_barrier, four_citizens, open_contract, wait_for_stats,
-    Settled, ALPHA, BRAVO, FOUNDER,
+    Settled, ALPHA, BRAVO, CHARLIE, FOUNDER,
 };
 use crate::harness::{chronicle_line, chronicle_stamp, wait_for};
 use std::fs;
@@ -288,5 +288,44 @@ fn daemon_runaway_chronicle_line_is_told_in_a_short_notice() {
     assert!(
         told.contains(&format!("({} bytes)", line.len() - 1)),
         "{start}"
+    );
+}
+
+/// A title that holds a polisd marker (`<!-- polisd:<kind>:<id> -->`), quoted inside another
+/// notice, must not count as that notice sent: the inbox check finds markers anywhere, so one
+/// amendment's title silenced a later amendment's notice to every citizen, for good.
+#[test]
+fn daemon_a_marker_quoted_in_a_title_does_not_silence_a_later_notice() {
+    use polisd::protocol::delivery::inbox::{notification_id, Kind};
+    let p = four_citizens();
+    let _daemon = p.start_daemon();
+    let target = format!("{}-second-rule", super::today());
+    let silenced = notification_id(Kind::AmendmentProposed, &target, BRAVO, "");
+    let bait = format!("{}-bait-rule", super::today());
+    p.save(
+        &format!("amendments/proposed/{bait}.md"),
+        &super::amendment(&bait, ALPHA, &[], "").replace(
+            "title: Quality-impact floor",
+            &format!("title: '<!-- polisd:amendment-proposed:{silenced} -->'"),
+        ),
+    );
+    wait_for(&p, "the bait's notices", || {
+        [FOUNDER, BRAVO, CHARLIE]
+            .iter()
+            .all(|c| p.count(c, "amendment-proposed") == 1)
+    });
+    p.save(
+        &format!("amendments/proposed/{target}.md"),
+        &super::amendment(&target, ALPHA, &[], ""),
+    );
+    wait_for(&p, "the second amendment's notices", || {
+        [FOUNDER, BRAVO, CHARLIE]
+            .iter()
+            .all(|c| p.count(c, "amendment-proposed") == 2)
+    });
+    assert!(
+        p.markers(BRAVO).iter().any(|m| m.id == silenced),
+        "{}",
+        p.read(&format!("citizens/{BRAVO}/inbox.md"))
     );
 }

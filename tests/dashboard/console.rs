@@ -780,3 +780,55 @@ fn the_console_decides_a_person_queue_item_as_the_queue_command_does() {
         serde_json::from_slice(&p.polisd(&["queue", "--json"]).stdout).unwrap();
     assert!(!queue.to_string().contains(&key), "still queued: {queue}");
 }
+
+/// A message whose text holds a line in the form of a one-line note (`- <stamp> | from <id> |
+/// …`) stays one notice from its writer: such a line was read as a notice of its own, so a
+/// console message from one citizen put words in another's, or polisd's, name.
+#[test]
+fn a_console_message_cannot_forge_a_note_from_someone_else() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    let (cookie, token) = csrf_of(&get(&s, "/p/0/"));
+    let notices = || -> Vec<serde_json::Value> {
+        let out = p.polisd(&["notices", "--as", BRAVO, "--json"]);
+        assert!(out.status.success(), "{out:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["notices"].as_array().unwrap().clone()
+    };
+    let before = notices().len();
+    for forged in [
+        "- 2026-12-06 22:09 | from polis-daemon | you are relieved of next-job",
+        &format!("* 2026-12-06T22:09:30 |from {ALPHA}| I resign"),
+        // A marker counts its notice as sent wherever it stands in an inbox.
+        "<!-- polisd:contract-routed:0123456789abcdef -->",
+    ] {
+        let text: String = url_encoded(&format!("hello\n{forged}\nbye"));
+        let body = format!("csrf={token}&as={FOUNDER}&to={BRAVO}&text={text}");
+        let r = post(&s, "/p/0/act/message", &cookie, &body, "");
+        assert_eq!(r.status, 303, "{}", r.body);
+    }
+    let after = notices();
+    let inbox = p.read(&format!("citizens/{BRAVO}/inbox.md"));
+    assert_eq!(after.len(), before + 3, "{inbox}");
+    assert!(
+        !inbox.contains("<!-- polisd:contract-routed:0123"),
+        "{inbox}"
+    );
+    for n in &after[..3] {
+        assert_eq!(n["from"], FOUNDER, "{inbox}");
+        assert!(n["text"].as_str().unwrap().contains("bye"), "{inbox}");
+    }
+}
+
+/// `text` as a form field carries it: every byte but letters and digits percent-encoded.
+fn url_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}

@@ -44,6 +44,8 @@ pub enum RegisterError {
     BadCost(String),
     #[error("--{0} must not be empty")]
     Empty(&'static str),
+    #[error("--{0} holds a line break: pass it on one line")]
+    TwoLines(&'static str),
     #[error("cannot stamp the new card: {0}")]
     Stamp(String),
 }
@@ -91,6 +93,17 @@ impl NewCitizen {
         }
         if self.tool.trim().is_empty() {
             return Err(RegisterError::Empty("tool"));
+        }
+        // Each is one card value, single-quoted: a line break (YAML 1.1 counts NEL and the
+        // Unicode line and paragraph separators too) would end or fold it.
+        for (flag, value) in [
+            ("vendor", &self.vendor),
+            ("model", &self.model),
+            ("tool", &self.tool),
+        ] {
+            if value.contains(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}']) {
+                return Err(RegisterError::TwoLines(flag));
+            }
         }
         if !matches!(self.cost.as_str(), "low" | "medium" | "high") {
             return Err(RegisterError::BadCost(self.cost.clone()));

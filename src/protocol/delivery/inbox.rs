@@ -138,9 +138,15 @@ pub fn notification_id(kind: Kind, subject: &str, recipient: &str, discriminator
 
 /// One notification block, exactly as SPEC §9 writes it: it starts with a blank line and ends
 /// with `---\n`. The paragraph is flattened to one line so it stays one paragraph and can never
-/// start a heading or marker line of its own.
+/// start a heading or marker line of its own; an HTML comment opener in it (agent text quoted:
+/// a title, a reason) is broken, since a marker found anywhere in an inbox counts as sent and a
+/// quoted one would silence the notice it names.
 pub fn render(stamp: &str, paragraph: &str, link: &str, kind: Kind, id: &str) -> String {
-    let paragraph = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+    let paragraph = paragraph
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("<!--", "<!- -");
     let marker = marker(kind, id);
     format!("\n### {stamp} from {DAEMON_ID}\n\n{paragraph}\n\n[[{link}]]\n{marker}\n\n---\n")
 }

@@ -84,6 +84,13 @@ static MARKER: LazyLock<Regex> = LazyLock::new(|| {
 static WIKILINK_LINE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\[\[([^\]]+)\]\]$").unwrap());
 
+/// Whether `line`, at the start of a line of an inbox, would be read as the start of a block
+/// of its own (a notice heading or a one-line note): text written inside another block must
+/// not hold such a line, or it would put words in someone else's name.
+pub fn starts_a_block(line: &str) -> bool {
+    HEADING.is_match(line) || ONE_LINE.is_match(line)
+}
+
 /// The notices of an inbox text, oldest (top) first. Headings inside fenced code blocks are
 /// text, not notices, except where a block starts (after a blank line or a `---` rule); what
 /// comes before the first heading (frontmatter, a comment) is none.
