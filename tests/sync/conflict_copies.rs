@@ -2,8 +2,8 @@
 //! reported or removed, a transfer's temporary files left alone, and contracts routed by notice.
 
 use super::{
-    assert_converged, found, machine, quiet, settled, syncthing, tree, wait_logged, ALPHA, BETA,
-    FOUNDER,
+    assert_converged, found, machine, quiet, settled, syncthing, tree, wait_logged, with_settling,
+    ALPHA, BETA, FOUNDER,
 };
 use crate::harness::*;
 use std::fs;
@@ -216,4 +216,57 @@ fn in_a_syncthing_folder_contracts_are_routed_by_notice_and_never_edited() {
             == 1
     });
     assert_eq!(p.read("contracts/open/x.md"), contract);
+}
+
+/// A sync tool replaces a file by renaming a peer's version over it. An agent's line appended
+/// between the tool's look at the file and the rename is gone, and no conflict copy holds it
+/// (seen with three real Syncthing instances). In a folder a sync tool shares, the daemon puts
+/// the line back where its stamp puts it once the settling window ends without it; in a git
+/// clone, whose history holds it, it tells the author instead.
+#[test]
+fn a_line_a_sync_tools_replace_lost_is_put_back_in_a_shared_folder_and_told_in_a_clone() {
+    for shared in [true, false] {
+        let p = machine(|d| d.join("project"));
+        let project = p.root.parent().unwrap().to_path_buf();
+        fs::create_dir_all(&project).unwrap();
+        found(&project);
+        if shared {
+            fs::create_dir_all(project.join(".stfolder")).unwrap();
+        }
+        with_settling(&p, "1s");
+        let daemon = p.start_daemon();
+        let before = p.read("chronicle.md");
+        let lost = chronicle_line(
+            ALPHA,
+            "noted",
+            "-",
+            "appended while the peer's version came",
+        );
+        p.append("chronicle.md", &lost);
+        wait_logged(&p, &daemon, "chronicle line validated", 1);
+        // The peer's version, without the line, renamed over the file as a sync tool does.
+        let peer = format!(
+            "{before}{}",
+            chronicle_line(BETA, "noted", "-", "written on the other machine")
+        );
+        let tmp = p.root.join(".syncthing.chronicle.md.tmp");
+        fs::write(&tmp, &peer).unwrap();
+        fs::rename(&tmp, p.root.join("chronicle.md")).unwrap();
+        if shared {
+            wait_for(&p, "the lost line put back", || {
+                p.read("chronicle.md").contains(lost.trim_end())
+            });
+            let text = p.read("chronicle.md");
+            assert_eq!(text.matches(lost.trim_end()).count(), 1, "{text}");
+            assert!(text.contains("written on the other machine"), "{text}");
+            let activity = String::from_utf8_lossy(&p.polisd(&["activity"]).stdout).into_owned();
+            assert!(activity.contains("restored"), "{activity}");
+            assert_eq!(p.count(ALPHA, "chronicle-finding"), 0);
+        } else {
+            wait_for(&p, "the author told of the lost line", || {
+                p.count(ALPHA, "chronicle-finding") == 1
+            });
+            assert!(!p.read("chronicle.md").contains(lost.trim_end()));
+        }
+    }
 }

@@ -476,20 +476,41 @@ const SETTLING: &str = "10s";
 /// P009, C009, C006 or P018 that the transfer itself caused.
 #[test]
 fn two_daemons_on_two_real_syncthing_instances_converge() {
-    syncthing_mesh_converges(2, 100, 20261206);
+    syncthing_converges(2, 100, 20261206, Topology::Mesh);
 }
 
-/// A team of three: three machines, each sharing the polis with both others (Syncthing's full
-/// mesh, so a change can reach a machine by two ways at once), each running polisd, 60 random
-/// operations on each. The same promises as with two.
+/// A team of three, the way docs/sync.md advises: one machine shares the polis with each of
+/// the two others, which do not share it with each other (a hub). Each runs polisd and does 60
+/// random operations. The same promises as with two.
 #[test]
-fn three_daemons_on_three_real_syncthing_instances_converge() {
-    syncthing_mesh_converges(3, 60, 20261207);
+fn three_daemons_on_three_real_syncthing_instances_through_a_hub_converge() {
+    syncthing_converges(3, 60, 20261207, Topology::Hub);
 }
 
-/// `n` machines (at most 3) synced by real Syncthing instances, each sharing the polis with
-/// every other, each running polisd while its agent does `operations` random operations.
-fn syncthing_mesh_converges(n: usize, operations: usize, seed: u64) {
+/// Three machines each sharing the polis with both others (Syncthing's full mesh). It loses
+/// lines about one run in six: two machines can each make a conflict copy of the chronicle
+/// with the same name (Syncthing names a copy by the second and by the device that last
+/// changed the losing version) and different bytes, and Syncthing then keeps one of them
+/// ("already a conflict copy; not copying again"), so the other's lines are gone before any
+/// polisd reads them. docs/sync.md says to use a hub; this test shows why.
+#[test]
+#[ignore = "Syncthing drops one of two same-named conflict copies in a full mesh; see docs/sync.md"]
+fn three_daemons_on_three_real_syncthing_instances_in_a_full_mesh_converge() {
+    syncthing_converges(3, 60, 20261207, Topology::Mesh);
+}
+
+/// Who shares the polis with whom.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Topology {
+    /// Every machine with every other.
+    Mesh,
+    /// The first machine with each other one, and no other pair.
+    Hub,
+}
+
+/// `n` machines (at most 3) synced by real Syncthing instances, each running polisd while its
+/// agent does `operations` random operations.
+fn syncthing_converges(n: usize, operations: usize, seed: u64, topology: Topology) {
     let mut work = RandomWork::seeded(seed);
     let machines: Vec<TestPolis> = (0..n).map(|_| machine(|d| d.join("project"))).collect();
     for p in &machines {
@@ -504,7 +525,7 @@ fn syncthing_mesh_converges(n: usize, operations: usize, seed: u64) {
         let peers: Vec<&Syncthing> = instances
             .iter()
             .enumerate()
-            .filter(|(j, _)| *j != i)
+            .filter(|(j, _)| *j != i && (topology == Topology::Mesh || i == 0 || *j == 0))
             .map(|(_, peer)| peer)
             .collect();
         st.configure(&project(p), &peers);
@@ -570,7 +591,7 @@ fn syncthing_mesh_converges(n: usize, operations: usize, seed: u64) {
         converged() && synced_tree(&machines[0].root) == before
     });
     if let Ok(dir) = std::env::var("POLISD_SYNC_DEBUG") {
-        let dir = Path::new(&dir).join(format!("mesh-{n}"));
+        let dir = Path::new(&dir).join(format!("{n}-machines"));
         let dir = dir.as_path();
         fs::create_dir_all(dir).unwrap();
         for ((p, st), name) in machines.iter().zip(&instances).zip(["a", "b", "c"]) {

@@ -187,6 +187,9 @@ impl Engine {
         let mut notices = Vec::new();
         for held in due {
             if self.still_stands(pass, &held) {
+                if held.finding.code == Code::C009 && self.restore_lost_line(&pass.polis, &held) {
+                    continue;
+                }
                 self.tell_now(&pass.polis, &held.finding, &held.line, &mut notices);
             } else {
                 tracing::info!(
@@ -197,6 +200,80 @@ impl Engine {
             }
         }
         notices
+    }
+
+    /// Puts a lost chronicle line back where its stamp puts it, in a polis a sync tool shares;
+    /// true when it is back (or held again while agents are appending), false when it is to
+    /// be told.
+    ///
+    /// A sync tool replaces a file by renaming a peer's version over it; an agent's line
+    /// appended between its look at the file and the rename is gone, with no conflict copy to
+    /// bring it back, and the tool keeps no history to restore it from. polisd saw the line and
+    /// kept it, so it does what the rule asks of whoever lost it. In a git clone the history
+    /// holds the line, and a person who reset the chronicle decides: told, not restored.
+    fn restore_lost_line(&mut self, polis: &crate::fs::snapshot::Polis, held: &Held) -> bool {
+        if !crate::fs::locate::shared_by_sync_tool(&self.root) {
+            return false;
+        }
+        let archives: Vec<&str> = polis.archives.iter().map(|(_, t)| t.as_str()).collect();
+        let line = held.line.trim_end();
+        let restored = crate::operations::edit_agent_file(
+            &self.writer,
+            &self.root,
+            layout::CHRONICLE,
+            |cur| {
+                if crate::protocol::merge::conflict_marker_line(cur).is_some() {
+                    return None;
+                }
+                let files: Vec<&str> = std::iter::once(cur)
+                    .chain(archives.iter().copied())
+                    .collect();
+                if chronicle::lost_lines(&[line.to_string()], &files).is_empty() {
+                    return None;
+                }
+                let mut with = cur.to_string();
+                if !with.ends_with('\n') {
+                    with.push('\n');
+                }
+                with.push_str(line);
+                with.push('\n');
+                Some(crate::protocol::merge::merge_chronicle(None, cur, &with, &archives).text)
+            },
+        );
+        match restored {
+            Ok(true) => {
+                tracing::info!("restored a chronicle line a sync tool's replace lost: {line}");
+                self.log_activity(
+                    "restored",
+                    Some(layout::CHRONICLE),
+                    format!(
+                        "a sync tool replaced the chronicle without the line `{}`",
+                        crate::protocol::delivery::agent_text::cut(line, 160)
+                    ),
+                );
+                self.state.counters.writes += 1;
+                true
+            }
+            // Nothing written: back already (a peer's version brought it), or no chronicle to
+            // put it in, or one holding conflict markers, which a person resolves first.
+            Ok(false) => {
+                let now = crate::fs::snapshot::read_text(&self.root, layout::CHRONICLE, None);
+                matches!(now, Ok(Some(cur)) if {
+                    let files: Vec<&str> =
+                        std::iter::once(cur.as_str()).chain(archives.iter().copied()).collect();
+                    chronicle::lost_lines(&[line.to_string()], &files).is_empty()
+                })
+            }
+            Err(e) if e.is_not_settled() => {
+                // Agents are appending: looked at again a window later.
+                let _ = self.settling.hold(held.finding.clone(), held.line.clone());
+                true
+            }
+            Err(e) => {
+                tracing::warn!("could not put back a lost chronicle line: {e}");
+                false
+            }
+        }
     }
 
     /// Whether a held finding still holds in the polis as it is now.
