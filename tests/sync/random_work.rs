@@ -476,41 +476,21 @@ const SETTLING: &str = "10s";
 /// P009, C009, C006 or P018 that the transfer itself caused.
 #[test]
 fn two_daemons_on_two_real_syncthing_instances_converge() {
-    syncthing_converges(2, 100, 20261206, Topology::Mesh);
+    syncthing_converges(2, 100, 20261206);
 }
 
-/// A team of three, the way docs/sync.md advises: one machine shares the polis with each of
-/// the two others, which do not share it with each other (a hub). Each runs polisd and does 60
-/// random operations. The same promises as with two.
+/// A team of three: three machines each sharing the polis with both others (Syncthing's full
+/// mesh, so a change can reach a machine by two ways at once), each running polisd, 60 random
+/// operations on each. The same promises as with two. Before the daemon put back the lines a
+/// sync tool's replace lost, this lost an agent's lines in about one run in five.
 #[test]
-fn three_daemons_on_three_real_syncthing_instances_through_a_hub_converge() {
-    syncthing_converges(3, 60, 20261207, Topology::Hub);
+fn three_daemons_on_three_real_syncthing_instances_converge() {
+    syncthing_converges(3, 60, 20261207);
 }
 
-/// Three machines each sharing the polis with both others (Syncthing's full mesh). It loses
-/// lines about one run in six: two machines can each make a conflict copy of the chronicle
-/// with the same name (Syncthing names a copy by the second and by the device that last
-/// changed the losing version) and different bytes, and Syncthing then keeps one of them
-/// ("already a conflict copy; not copying again"), so the other's lines are gone before any
-/// polisd reads them. docs/sync.md says to use a hub; this test shows why.
-#[test]
-#[ignore = "Syncthing drops one of two same-named conflict copies in a full mesh; see docs/sync.md"]
-fn three_daemons_on_three_real_syncthing_instances_in_a_full_mesh_converge() {
-    syncthing_converges(3, 60, 20261207, Topology::Mesh);
-}
-
-/// Who shares the polis with whom.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Topology {
-    /// Every machine with every other.
-    Mesh,
-    /// The first machine with each other one, and no other pair.
-    Hub,
-}
-
-/// `n` machines (at most 3) synced by real Syncthing instances, each running polisd while its
-/// agent does `operations` random operations.
-fn syncthing_converges(n: usize, operations: usize, seed: u64, topology: Topology) {
+/// `n` machines (at most 3) synced by real Syncthing instances, each sharing the polis with
+/// every other, each running polisd while its agent does `operations` random operations.
+fn syncthing_converges(n: usize, operations: usize, seed: u64) {
     let mut work = RandomWork::seeded(seed);
     let machines: Vec<TestPolis> = (0..n).map(|_| machine(|d| d.join("project"))).collect();
     for p in &machines {
@@ -525,7 +505,7 @@ fn syncthing_converges(n: usize, operations: usize, seed: u64, topology: Topolog
         let peers: Vec<&Syncthing> = instances
             .iter()
             .enumerate()
-            .filter(|(j, _)| *j != i && (topology == Topology::Mesh || i == 0 || *j == 0))
+            .filter(|(j, _)| *j != i)
             .map(|(_, peer)| peer)
             .collect();
         st.configure(&project(p), &peers);
