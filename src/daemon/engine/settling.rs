@@ -187,7 +187,9 @@ impl Engine {
         let mut notices = Vec::new();
         for held in due {
             if self.still_stands(pass, &held) {
-                if held.finding.code == Code::C009 && self.restore_lost_line(&pass.polis, &held) {
+                if held.finding.code == Code::C009
+                    && self.restore_lost_line(&pass.polis, &held, &mut notices)
+                {
                     continue;
                 }
                 self.tell_now(&pass.polis, &held.finding, &held.line, &mut notices);
@@ -211,7 +213,12 @@ impl Engine {
     /// bring it back, and the tool keeps no history to restore it from. polisd saw the line and
     /// kept it, so it does what the rule asks of whoever lost it. In a git clone the history
     /// holds the line, and a person who reset the chronicle decides: told, not restored.
-    fn restore_lost_line(&mut self, polis: &crate::fs::snapshot::Polis, held: &Held) -> bool {
+    fn restore_lost_line(
+        &mut self,
+        polis: &crate::fs::snapshot::Polis,
+        held: &Held,
+        notices: &mut Vec<Notification>,
+    ) -> bool {
         if !crate::fs::locate::shared_by_sync_tool(&self.root) {
             return false;
         }
@@ -222,13 +229,9 @@ impl Engine {
             &self.root,
             layout::CHRONICLE,
             |cur| {
-                if crate::protocol::merge::conflict_marker_line(cur).is_some() {
-                    return None;
-                }
-                let files: Vec<&str> = std::iter::once(cur)
-                    .chain(archives.iter().copied())
-                    .collect();
-                if chronicle::lost_lines(&[line.to_string()], &files).is_empty() {
+                if crate::protocol::merge::conflict_marker_line(cur).is_some()
+                    || !is_lost(line, cur, &archives)
+                {
                     return None;
                 }
                 let mut with = cur.to_string();
@@ -256,17 +259,15 @@ impl Engine {
             }
             // Nothing written: back already (a peer's version brought it), or no chronicle to
             // put it in, or one holding conflict markers, which a person resolves first.
-            Ok(false) => {
-                let now = crate::fs::snapshot::read_text(&self.root, layout::CHRONICLE, None);
-                matches!(now, Ok(Some(cur)) if {
-                    let files: Vec<&str> =
-                        std::iter::once(cur.as_str()).chain(archives.iter().copied()).collect();
-                    chronicle::lost_lines(&[line.to_string()], &files).is_empty()
-                })
-            }
+            Ok(false) => matches!(
+                crate::fs::snapshot::read_text(&self.root, layout::CHRONICLE, None),
+                Ok(Some(cur)) if !is_lost(line, &cur, &archives)
+            ),
             Err(e) if e.is_not_settled() => {
                 // Agents are appending: looked at again a window later.
-                let _ = self.settling.hold(held.finding.clone(), held.line.clone());
+                if let Some(old) = self.settling.hold(held.finding.clone(), held.line.clone()) {
+                    self.tell_now(polis, &old.finding, &old.line, notices);
+                }
                 true
             }
             Err(e) => {
@@ -282,10 +283,9 @@ impl Engine {
         let Some(text) = polis.chronicle_text() else {
             return false;
         };
-        let mut files: Vec<&str> = vec![text];
-        files.extend(polis.archives.iter().map(|(_, t)| t.as_str()));
         if held.finding.code == Code::C009 {
-            return !chronicle::lost_lines(std::slice::from_ref(&held.line), &files).is_empty();
+            let archives: Vec<&str> = polis.archives.iter().map(|(_, t)| t.as_str()).collect();
+            return is_lost(&held.line, text, &archives);
         }
         let key = chronicle::line_key(&held.line);
         let scan = chronicle::scan(text);
@@ -315,6 +315,14 @@ impl Engine {
         .iter()
         .any(|f| f.code == held.finding.code)
     }
+}
+
+/// Whether `line` is in neither the chronicle's `text` nor any of its `archives`.
+fn is_lost(line: &str, text: &str, archives: &[&str]) -> bool {
+    let files: Vec<&str> = std::iter::once(text)
+        .chain(archives.iter().copied())
+        .collect();
+    !chronicle::lost_lines(&[line.to_string()], &files).is_empty()
 }
 
 #[cfg(test)]
