@@ -136,17 +136,11 @@ fn run(
     use crate::operations::console;
     let outcome = match action {
         "review" => {
-            let decision = match field("decision").as_str() {
-                "signed_off" => crate::protocol::contracts::review::Decision::SignedOff,
-                "requested_changes" => {
-                    crate::protocol::contracts::review::Decision::RequestedChanges
-                }
-                "rejected" => crate::protocol::contracts::review::Decision::Rejected,
-                other => {
-                    return Err(Refused::Op(format!(
-                        "`{other}` is not a decision: signed_off, requested_changes or rejected"
-                    )))
-                }
+            let other = field("decision");
+            let Some(decision) = crate::protocol::contracts::review::Decision::named(&other) else {
+                return Err(Refused::Op(format!(
+                    "`{other}` is not a decision: signed_off, requested_changes or rejected"
+                )));
             };
             console::review(
                 root,

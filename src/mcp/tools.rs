@@ -484,19 +484,14 @@ fn council_write(root: &Path, args: &Map<String, Value>) -> Result<Value, Failur
 }
 
 fn review(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
-    use crate::protocol::contracts::review::Decision;
-    // The schema's enum refuses any other word first; named here all the same, so a decision
-    // never defaults to one that was not given.
-    let decision = match arg_str(args, "decision")? {
-        "signed_off" => Decision::SignedOff,
-        "requested_changes" => Decision::RequestedChanges,
-        "rejected" => Decision::Rejected,
-        other => {
-            let other = crate::protocol::finding::quoted(other);
-            return Err(Failure::Said(format!(
-                "`decision` is `{other}`, not signed_off, requested_changes or rejected; nothing was done"
-            )));
-        }
+    // The schema's enum refuses any other word first; refused here all the same, so a
+    // decision never defaults to one that was not given.
+    let given = arg_str(args, "decision")?;
+    let Some(decision) = crate::protocol::contracts::review::Decision::named(given) else {
+        let other = crate::protocol::finding::quoted(given);
+        return Err(Failure::Said(format!(
+            "`decision` is `{other}`, not signed_off, requested_changes or rejected; nothing was done"
+        )));
     };
     let now = operations::chronicle::polis_now(root);
     done(operations::review::review(
@@ -525,13 +520,7 @@ fn log(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
 fn file_lesson(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
     let request = operations::lesson::LessonRequest {
         by: arg_str(args, "citizen")?.to_string(),
-        // Trimmed and without empty ones, as `--tags a,b` is split.
-        tags: str_list(args, "tags")
-            .iter()
-            .map(|t| t.trim())
-            .filter(|t| !t.is_empty())
-            .map(str::to_string)
-            .collect(),
+        tags: str_list(args, "tags"),
         contract: opt_str(args, "contract"),
         impact: opt_int(args, "impact")?.ok_or("missing required argument `impact`")?,
         text: arg_str(args, "text")?.to_string(),

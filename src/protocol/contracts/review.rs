@@ -19,6 +19,19 @@ pub enum Decision {
 }
 
 impl Decision {
+    /// One of the three decisions by its exact name (`signed_off`, `requested_changes`,
+    /// `rejected`), as the commands and tools take it; [`Decision::parse`] reads the spellings
+    /// agents write in files.
+    pub fn named(text: &str) -> Option<Decision> {
+        [
+            Decision::SignedOff,
+            Decision::RequestedChanges,
+            Decision::Rejected,
+        ]
+        .into_iter()
+        .find(|d| d.as_str() == text)
+    }
+
     pub fn parse(text: &str) -> Decision {
         let norm: String = text
             .trim()
