@@ -50,7 +50,15 @@ pub(crate) fn file_locked(
     if !(1..=5).contains(&req.impact) {
         return Err(OpError::Impact(req.impact));
     }
-    let Some(first) = req.tags.first() else {
+    // Trimmed and without empty ones, whichever front end split them.
+    let tags: Vec<String> = req
+        .tags
+        .iter()
+        .map(|t| t.trim())
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect();
+    let Some(first) = tags.first() else {
         return Err(OpError::Empty {
             what: "the tag list",
             fix: Words::asking(
@@ -60,7 +68,7 @@ pub(crate) fn file_locked(
             ),
         });
     };
-    for tag in &req.tags {
+    for tag in &tags {
         crate::operations::lookup::check_slug("tag", tag)?;
     }
     if let Some(cid) = &req.contract {
@@ -75,7 +83,7 @@ pub(crate) fn file_locked(
         lesson_id: id.to_string(),
         filed_by: req.by.clone(),
         filed_at: now.second_stamp(),
-        capability_tags: req.tags.clone(),
+        capability_tags: tags.clone(),
         related_contracts: req.contract.iter().cloned().collect(),
         quality_impact: req.impact as u8,
         text: req.text.clone(),
