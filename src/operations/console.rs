@@ -79,7 +79,7 @@ pub fn write_to_inbox(root: &Path, from: &str, to: &str, text: &str) -> Result<W
         .lines()
         .map(|l| {
             // A marker anywhere in an inbox counts its notice as sent: never one in a message.
-            let l = l.trim_end().replace("<!--", "<!- -");
+            let l = crate::protocol::delivery::agent_text::without_marker_openers(l.trim_end());
             let l = l.as_str();
             if l.starts_with('#')
                 || l == "---"

@@ -142,11 +142,9 @@ pub fn notification_id(kind: Kind, subject: &str, recipient: &str, discriminator
 /// a title, a reason) is broken, since a marker found anywhere in an inbox counts as sent and a
 /// quoted one would silence the notice it names.
 pub fn render(stamp: &str, paragraph: &str, link: &str, kind: Kind, id: &str) -> String {
-    let paragraph = paragraph
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace("<!--", "<!- -");
+    let paragraph = super::agent_text::without_marker_openers(
+        &paragraph.split_whitespace().collect::<Vec<_>>().join(" "),
+    );
     let marker = marker(kind, id);
     format!("\n### {stamp} from {DAEMON_ID}\n\n{paragraph}\n\n[[{link}]]\n{marker}\n\n---\n")
 }
