@@ -240,8 +240,9 @@ pub fn dispatch_blocks(
     for s in &blocks.next {
         let id = source.follow_up_id(parent_id, s.n);
         // A parent whose id is near the file-name limit (a hand-written one, or deep in a
-        // chain) leaves no room for the follow-up's name: its author opens one by hand.
-        if !layout::fits_file_name(&id) {
+        // chain) leaves no room for the follow-up's name, nor for its reviews' names, which
+        // every contract polisd opens must have: its author opens one by hand.
+        if !layout::fits_review_file_name(&id) {
             out.skipped.push(NotDispatched {
                 suggestion: s.clone(),
                 why: format!(
