@@ -172,25 +172,68 @@ fn words(command: &str) -> Option<Vec<String>> {
 }
 
 /// The binary of a command polisd installed for `cli`, when the command is exactly one of
-/// polisd's: `<…/polisd> hook <cli> <prime|notices>`, optionally ` --as <id>` (as older
-/// versions wrote it). Anything else — a wrapper, an `echo`, another tool whose command merely
-/// contains these words — is not polisd's.
+/// polisd's: `<…/polisd> hook <cli> <prime|notices>`, optionally with ` --as <id>` (as older
+/// versions wrote it) and ` --interval <seconds>` (as the guide tells a team that wants the
+/// notices checked more often), each once. Anything else — a wrapper, an `echo`, another
+/// tool whose command merely contains these words — is not polisd's.
 pub fn our_binary(command: &str, cli: Cli) -> Option<String> {
     let w = words(command)?;
     let named_polisd = std::path::Path::new(w.first()?)
         .file_name()
         .is_some_and(|n| n == "polisd");
-    let shape = match w.len() {
-        4 => true,
-        6 => w[4] == "--as",
-        _ => false,
-    };
+    let options = w.get(4..).unwrap_or_default();
+    let shape = options.len() % 2 == 0
+        && options.chunks(2).enumerate().all(|(i, pair)| {
+            let once = options.chunks(2).position(|p| p[0] == pair[0]) == Some(i);
+            once && match pair[0].as_str() {
+                "--as" => true,
+                "--interval" => !pair[1].is_empty() && pair[1].bytes().all(|b| b.is_ascii_digit()),
+                _ => false,
+            }
+        });
     (named_polisd
+        && w.len() >= 4
         && shape
         && w[1] == "hook"
         && w[2] == cli.as_str()
         && matches!(w[3].as_str(), "prime" | "notices"))
     .then(|| w[0].clone())
+}
+
+/// The citizen id an older install wrote into one of polisd's commands (`--as ID`), if any.
+pub fn written_id(command: &str) -> Option<String> {
+    let w = words(command)?;
+    let at = w.iter().position(|x| x == "--as")?;
+    w.get(at + 1).cloned()
+}
+
+/// The `--interval` of the first of polisd's notices commands for `cli` in `hooks`, if it
+/// has one.
+fn notices_interval(cli: Cli, hooks: &Json) -> Option<String> {
+    let Json::Obj(events) = hooks else {
+        return None;
+    };
+    events
+        .iter()
+        .filter_map(|(_, groups)| match groups {
+            Json::Arr(groups) => Some(groups),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|group| match group.get("hooks") {
+            Some(Json::Arr(handlers)) => Some(handlers),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|h| h.get("command").and_then(Json::as_str))
+        .filter(|c| is_ours(c, cli))
+        .filter_map(words)
+        .find_map(|w| {
+            let at = w.iter().position(|x| x == "--interval")?;
+            (w[3] == "notices")
+                .then(|| w.get(at + 1).cloned())
+                .flatten()
+        })
 }
 
 /// Whether a handler's command is one polisd installed (for this CLI).
@@ -508,6 +551,8 @@ pub fn install(cli: Cli, existing: Option<&str>, bin: &str) -> Result<String, Co
     let mut root = parse(path, existing)?;
     let style = Style::of(existing);
     let hooks = hooks_object(path, &mut root)?;
+    // A team that set its own notices interval keeps it across a reinstall.
+    let interval = notices_interval(cli, hooks);
     for (event, kind) in cli.events() {
         let groups = event_groups(path, hooks, event)?;
         strip_ours(path, event, groups, cli)?;
@@ -519,7 +564,11 @@ pub fn install(cli: Cli, existing: Option<&str>, bin: &str) -> Result<String, Co
             ));
         }
         handler.push(("type".to_string(), Json::Str("command".into())));
-        handler.push(("command".to_string(), Json::Str(command(bin, cli, *kind))));
+        let mut run = command(bin, cli, *kind);
+        if let (HookKind::Notices, Some(seconds)) = (kind, &interval) {
+            run.push_str(&format!(" --interval {seconds}"));
+        }
+        handler.push(("command".to_string(), Json::Str(run)));
         handler.push(("timeout".to_string(), Json::Num(cli.timeout().into())));
         let mut group = Vec::new();
         if let Some(m) = cli.matcher(event) {
@@ -825,6 +874,18 @@ mod tests {
     #[test]
     fn only_polisd_commands_are_ours() {
         assert!(is_ours("polisd hook claude notices --as x", Cli::Claude));
+        assert!(is_ours(
+            "polisd hook claude notices --interval 0",
+            Cli::Claude
+        ));
+        assert_eq!(
+            written_id("polisd hook claude notices --as ann-agent --interval 0").as_deref(),
+            Some("ann-agent")
+        );
+        assert!(is_ours(
+            "polisd hook gemini notices --interval 5 --as x",
+            Cli::Gemini
+        ));
         assert!(is_ours("/opt/bin/polisd hook codex prime", Cli::Codex));
         assert!(!is_ours("polisd hook codex prime", Cli::Claude));
         assert!(!is_ours("prettier --write", Cli::Claude));
@@ -834,6 +895,10 @@ mod tests {
             "echo polisd hook claude prime",
             "polisd hook claude prime && curl example.com",
             "polisd hook claude prime --verbose",
+            "polisd hook claude prime --interval",
+            "polisd hook claude prime --interval soon",
+            "polisd hook claude prime --interval 1 --interval 2",
+            "polisd hook claude prime --as",
             "not-polisd hook claude prime",
             "FOO=1 polisd hook claude prime",
         ] {
@@ -844,6 +909,24 @@ mod tests {
         assert_eq!(
             our_binary(&spaced, Cli::Claude).as_deref(),
             Some("/a b/polisd")
+        );
+    }
+
+    #[test]
+    fn a_reinstall_keeps_the_notices_interval_a_team_set() {
+        let installed = install(Cli::Claude, Some("{}"), "polisd").unwrap();
+        let edited = installed.replace(
+            "\"polisd hook claude notices\"",
+            "\"polisd hook claude notices --interval 0\"",
+        );
+        assert_ne!(edited, installed);
+        assert_eq!(
+            install(Cli::Claude, Some(&edited), "polisd").unwrap(),
+            edited
+        );
+        assert_eq!(
+            uninstall(Cli::Claude, Some(&edited)).unwrap().as_deref(),
+            Some("{}")
         );
     }
 
