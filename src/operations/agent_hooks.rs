@@ -477,9 +477,7 @@ fn hook_status(project_root: &Path) -> Vec<CliStatus> {
                     problems.extend(agent_hooks::switched_off(cli, &shown, other.as_deref()));
                 }
                 // An id an older install wrote into the command wins over the others.
-                if let Some(written) = hooks.iter().find_map(|(_, c)| {
-                    c.split_once(" --as ").map(|(_, id)| id.trim().to_string())
-                }) {
+                if let Some(written) = hooks.iter().find_map(|(_, c)| agent_hooks::written_id(c)) {
                     citizen = Some(written);
                 }
                 match &citizen {
@@ -493,6 +491,9 @@ fn hook_status(project_root: &Path) -> Vec<CliStatus> {
                         }
                     }
                 }
+            }
+            if cli == Cli::Gemini && !hooks.is_empty() {
+                problems.extend(gemini_trust(project_root));
             }
             if cli == Cli::Codex {
                 match codex_features(project_root) {
@@ -544,4 +545,37 @@ pub fn codex_features(project_root: &Path) -> Result<Vec<String>, HooksError> {
     } else {
         Vec::new()
     })
+}
+
+/// Why Gemini CLI will not run this project's hooks for this person: the folder is not among
+/// those they trusted (`~/.gemini/trustedFolders.json`, or `$GEMINI_CLI_TRUSTED_FOLDERS_PATH`).
+fn gemini_trust(project_root: &Path) -> Option<String> {
+    use crate::protocol::delivery::gemini_trust::{untrusted, TrustInputs};
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let (record_path, shown) = match std::env::var_os("GEMINI_CLI_TRUSTED_FOLDERS_PATH") {
+        Some(p) => {
+            let p = std::path::PathBuf::from(p);
+            let shown = p.display().to_string();
+            (Some(p), shown)
+        }
+        None => (
+            home.as_ref().map(|h| h.join(".gemini/trustedFolders.json")),
+            "~/.gemini/trustedFolders.json".to_string(),
+        ),
+    };
+    let read = |p: Option<std::path::PathBuf>| p.and_then(|p| std::fs::read_to_string(p).ok());
+    let record = read(record_path);
+    let user_settings = read(home.map(|h| h.join(".gemini/settings.json")));
+    let env_trust = std::env::var("GEMINI_CLI_TRUST_WORKSPACE").ok();
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    untrusted(
+        &canonical(project_root),
+        &TrustInputs {
+            env_trust: env_trust.as_deref(),
+            user_settings: user_settings.as_deref(),
+            record: record.as_deref(),
+            shown: &shown,
+        },
+        &canonical,
+    )
 }
