@@ -2,7 +2,8 @@
 //! the first time a test needs one (once, under a lock, renamed into place only when complete;
 //! see [`super::reference::ensure_built`]): the official MCP Python SDK (`mcp`, latest from
 //! PyPI) in a virtualenv, the official TypeScript SDK (`@modelcontextprotocol/sdk`, latest from
-//! npm) in an npm folder, and Aider (`aider-chat`, pinned) in a virtualenv.
+//! npm) in an npm folder, Aider (`aider-chat`, pinned) in a virtualenv, and Claude Code,
+//! Gemini CLI and Codex CLI (pinned) in an npm folder.
 //! A missing `python3` or `npm`, or no registry, is a failure that says what to install.
 #![allow(dead_code)]
 
@@ -61,37 +62,58 @@ pub fn python_sdk() -> PathBuf {
         .unwrap_or_else(|e| panic!("the MCP conformance tests need the official Python SDK in {e}"))
 }
 
+/// A folder `target/<name>` whose `node_modules` has `packages` from npm, usable once
+/// `installed` (a path under the folder) exists.
+fn npm_folder(name: &str, packages: &[&str], installed: &str) -> Result<PathBuf, String> {
+    let dir = target_dir().join(name);
+    ensure_built(
+        &dir,
+        |dir: &Path| dir.join(installed).exists(),
+        |partial| {
+            std::fs::create_dir_all(partial).map_err(|e| e.to_string())?;
+            std::fs::write(
+                partial.join("package.json"),
+                format!(r#"{{"name": "polisd-{name}", "private": true, "type": "module"}}"#),
+            )
+            .map_err(|e| e.to_string())?;
+            run(
+                Command::new("npm")
+                    .args(["install", "--silent", "--no-audit", "--no-fund"])
+                    .args(packages)
+                    .current_dir(partial),
+                &format!(
+                    "`npm install {}` (is node with npm installed, npm reachable?)",
+                    packages.join(" ")
+                ),
+            )
+        },
+    )
+    .map_err(|e| format!("{}: {e}", dir.display()))
+}
+
 /// A folder whose `node_modules` has the official MCP TypeScript SDK.
 pub fn typescript_sdk() -> PathBuf {
-    let dir = target_dir().join("mcp-typescript-sdk");
-    let usable = |dir: &Path| {
-        dir.join("node_modules/@modelcontextprotocol/sdk/package.json")
-            .is_file()
-    };
-    ensure_built(&dir, usable, |partial| {
-        std::fs::create_dir_all(partial).map_err(|e| e.to_string())?;
-        std::fs::write(
-            partial.join("package.json"),
-            r#"{"name": "polisd-mcp-conformance", "private": true, "type": "module"}"#,
-        )
-        .map_err(|e| e.to_string())?;
-        run(
-            Command::new("npm")
-                .args([
-                    "install",
-                    "--silent",
-                    "--no-audit",
-                    "--no-fund",
-                    "@modelcontextprotocol/sdk",
-                ])
-                .current_dir(partial),
-            "`npm install @modelcontextprotocol/sdk` (is node with npm installed, npm reachable?)",
-        )
-    })
-    .unwrap_or_else(|e| {
-        panic!(
-            "the MCP conformance tests need the official TypeScript SDK in {}: {e}",
-            dir.display()
-        )
-    })
+    npm_folder(
+        "mcp-typescript-sdk",
+        &["@modelcontextprotocol/sdk"],
+        "node_modules/@modelcontextprotocol/sdk/package.json",
+    )
+    .unwrap_or_else(|e| panic!("the MCP conformance tests need the official TypeScript SDK in {e}"))
+}
+
+/// The agent CLIs whose hooks polisd installs, pinned: the releases the test of their
+/// sessions was written against (a new release may change what a session sends).
+const AGENT_CLIS: [&str; 3] = [
+    "@anthropic-ai/claude-code@2.1.332",
+    "@google/gemini-cli@0.61.0",
+    "@openai/codex@0.171.0",
+];
+
+/// A folder whose `node_modules/.bin` has `claude`, `gemini` and `codex`, the real Claude
+/// Code, Gemini CLI and Codex CLI from npm (each CLI's native build comes as an optional
+/// dependency from the same registry).
+pub fn agent_clis() -> PathBuf {
+    npm_folder("agent-clis", &AGENT_CLIS, "node_modules/.bin/codex")
+        .map(|dir| dir.join("node_modules/.bin"))
+        .unwrap_or_else(|e| panic!("the agent CLI sessions need the CLIs in {e}"))
 }

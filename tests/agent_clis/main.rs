@@ -1,0 +1,443 @@
+//! The agent CLIs themselves. Claude Code, Gemini CLI and Codex CLI, installed from npm
+//! (`common/clients.rs`, pinned releases), each run real sessions in a project where
+//! `polisd hooks install` wrote its settings, against a model API on 127.0.0.1
+//! (`model_api.rs`). The test reads what the model was shown:
+//! - the primer, from the session-start hook;
+//! - a message another agent wrote to the citizen's inbox before the session;
+//! - one written while the session works, shown after the model's next tool call;
+//! - each notice exactly once: once shown it is read, and the next session does not show it
+//!   again.
+//!
+//! Each CLI runs headless (`claude -p`, `gemini -p`, `codex exec`), with a throw-away home that
+//! holds only what a user sets up once: an API key and base address, and the trust each CLI asks
+//! before it runs a project's hooks (Gemini's trusted folders; for Codex, whose trust is
+//! recorded from its interactive review, the documented flag for automation that vets its
+//! hooks).
+
+#[path = "../common/clients.rs"]
+mod clients;
+#[path = "../harness/mod.rs"]
+mod harness;
+mod model_api;
+#[path = "../common/reference.rs"]
+mod reference;
+
+use harness::{wait_until, Killed, TestPolis, BIN, DEADLINE};
+use model_api::{ModelApi, Turn};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const ME: &str = "agent-under-test";
+const OTHER: &str = "codex-frontend-one";
+
+/// How one CLI is set up and started.
+struct Cli {
+    /// `hooks install --<flag>`.
+    flag: &'static str,
+    /// The CLI's command, which is also its name in `polisd hook <cli>`.
+    bin: &'static str,
+    /// The project settings file `hooks install` writes.
+    settings: &'static str,
+    /// The user-level set-up in `home` for a model API at `url`, in the project `project`.
+    setup: fn(home: &Path, project: &Path, url: &str),
+    /// What the person records, once, to let the CLI run the project's hooks.
+    trust: fn(home: &Path, project: &Path),
+    /// The arguments of a headless session with this prompt.
+    args: fn(prompt: &str) -> Vec<String>,
+    env: fn(home: &Path, url: &str) -> Vec<(String, String)>,
+    /// The model's call of a tool that reads `file`, as the CLI names it.
+    read_tool: fn(file: &Path) -> Turn,
+}
+
+fn write(path: PathBuf, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+const CLAUDE: Cli = Cli {
+    flag: "--claude",
+    bin: "claude",
+    settings: ".claude/settings.json",
+    setup: |_, _, _| {},
+    // A headless Claude Code session asks for no workspace trust.
+    trust: |_, _| {},
+    args: |prompt| {
+        ["-p", prompt, "--output-format", "json"]
+            .map(String::from)
+            .to_vec()
+    },
+    env: |_, url| {
+        [
+            ("ANTHROPIC_BASE_URL", url),
+            ("ANTHROPIC_API_KEY", "sk-ant-test"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ("DISABLE_AUTOUPDATER", "1"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .to_vec()
+    },
+    read_tool: |file| Turn::Tool {
+        name: "Read".into(),
+        input: json!({"file_path": file}),
+    },
+};
+
+const GEMINI: Cli = Cli {
+    flag: "--gemini",
+    bin: "gemini",
+    settings: ".gemini/settings.json",
+    setup: |home, _, _| {
+        write(
+            home.join(".gemini/settings.json"),
+            r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}}"#,
+        );
+    },
+    // What choosing "trust folder" in Gemini CLI records: without it the CLI does not start
+    // headless, and runs no project hooks.
+    trust: |home, project| {
+        write(
+            home.join(".gemini/trustedFolders.json"),
+            &json!({ project.to_str().unwrap(): "TRUST_FOLDER" }).to_string(),
+        );
+    },
+    // A model named, so the CLI does not first ask a router model which one to use.
+    args: |prompt| {
+        ["-m", "gemini-2.5-flash", "-p", prompt]
+            .map(String::from)
+            .to_vec()
+    },
+    env: |_, url| {
+        [
+            ("GEMINI_API_KEY", "test-key"),
+            ("GOOGLE_GEMINI_BASE_URL", url),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .to_vec()
+    },
+    read_tool: |file| Turn::Tool {
+        name: "read_file".into(),
+        input: json!({"file_path": file}),
+    },
+};
+
+const CODEX: Cli = Cli {
+    flag: "--codex",
+    bin: "codex",
+    settings: ".codex/hooks.json",
+    setup: |home, project, url| {
+        write(
+            home.join(".codex/config.toml"),
+            &format!(
+                "model = \"gpt-5\"\nmodel_provider = \"local\"\n\n\
+                 [model_providers.local]\nname = \"local\"\nbase_url = \"{url}/v1\"\n\
+                 wire_api = \"responses\"\nenv_key = \"LOCAL_MODEL_KEY\"\n\n\
+                 [features]\nhooks = true\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+                project.display()
+            ),
+        );
+    },
+    // The project's trust is in the config above; its hooks' trust, recorded by Codex's
+    // interactive review, is given by `--dangerously-bypass-hook-trust` below.
+    trust: |_, _| {},
+    args: |prompt| {
+        [
+            "exec",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-hook-trust",
+            prompt,
+        ]
+        .map(String::from)
+        .to_vec()
+    },
+    env: |_, _| vec![("LOCAL_MODEL_KEY".to_string(), "test-key".to_string())],
+    read_tool: |file| Turn::Tool {
+        name: "exec_command".into(),
+        input: json!({"cmd": format!("cat {}", file.display())}),
+    },
+};
+
+/// A project with a polis, two citizens, and the CLI's hooks installed for `ME` by a person
+/// whose home is `home`.
+struct Project {
+    polis: TestPolis,
+    home: PathBuf,
+    /// The person's `PATH`: polisd, the agent CLIs, then the test's own.
+    path: String,
+}
+
+impl Project {
+    fn new(cli: &Cli) -> Project {
+        let polis = TestPolis::init(ME);
+        polis.citizen(OTHER, "openai", &[("frontend", 4)], "medium");
+        let home = polis.dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let path = format!(
+            "{}:{}:{}",
+            Path::new(BIN).parent().unwrap().display(),
+            clients::agent_clis().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let project = Project { polis, home, path };
+        let out = project
+            .polisd()
+            .args(["hooks", "install", cli.flag, "--as", ME])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", harness::describe(&out));
+        // The notices hook checks at most once a minute; the guide tells a team that wants
+        // every tool call checked to say `--interval 0`, and polisd still knows the hook.
+        let settings = project.dir().join(cli.settings);
+        let text = std::fs::read_to_string(&settings).unwrap();
+        let notices = format!("hook {} notices\"", cli.bin);
+        assert!(text.contains(&notices), "{text}");
+        let edited = text.replace(
+            &notices,
+            &format!("hook {} notices --interval 0\"", cli.bin),
+        );
+        std::fs::write(&settings, edited).unwrap();
+        let out = project.polisd().args(["hooks", "status"]).output().unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("3 hook(s), acting as agent-under-test"),
+            "{}",
+            harness::describe(&out)
+        );
+        write(
+            project.dir().join("NOTES.md"),
+            "the notes a tool call reads\n",
+        );
+        project
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.polis.root.parent().unwrap().to_path_buf()
+    }
+
+    /// `program` started as the person at this machine: their home, their polisd state
+    /// folder and `PATH`, in the project.
+    fn as_person(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.env("HOME", &self.home)
+            .env("POLISD_STATE_DIR", &self.polis.state_dir)
+            .env("PATH", &self.path)
+            .env_remove("POLIS_CITIZEN")
+            .env_remove("XDG_CONFIG_HOME")
+            .current_dir(self.dir());
+        cmd
+    }
+
+    fn polisd(&self) -> Command {
+        self.as_person(Path::new(BIN))
+    }
+
+    /// A message from `OTHER` in `ME`'s inbox, written as an agent writes one.
+    fn message(&self, text: &str) {
+        message(&self.polis.path(&format!("citizens/{ME}/inbox.md")), text);
+    }
+
+    fn unread(&self) -> Vec<Value> {
+        let out = self
+            .polisd()
+            .args(["notices", "--as", ME, "--unread", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", harness::describe(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["notices"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// One headless session of `cli` with `prompt` against `api`; panics with its output if
+    /// the CLI fails.
+    #[track_caller]
+    fn session(&self, cli: &Cli, api: &ModelApi, prompt: &str) {
+        let (ok, output) = self.try_session(cli, api, prompt);
+        assert!(
+            ok,
+            "{} failed: {output}\nrequests: {:#?}",
+            cli.bin,
+            api.seen().iter().map(|s| &s.path).collect::<Vec<_>>()
+        );
+    }
+
+    /// One headless session: whether the CLI ended well, and what it printed.
+    fn try_session(&self, cli: &Cli, api: &ModelApi, prompt: &str) -> (bool, String) {
+        (cli.setup)(&self.home, &self.dir(), &api.url);
+        let log = self.polis.dir.path().join(format!("{}.log", cli.bin));
+        let file = std::fs::File::create(&log).unwrap();
+        let mut child = Killed::new(
+            self.as_person(&clients::agent_clis().join(cli.bin))
+                .args((cli.args)(prompt))
+                .envs((cli.env)(&self.home, &api.url))
+                .stdin(Stdio::null())
+                .stdout(file.try_clone().unwrap())
+                .stderr(file)
+                .spawn()
+                .unwrap(),
+        );
+        let mut status = None;
+        wait_until(&format!("{} to end its session", cli.bin), DEADLINE, || {
+            status = child.child().try_wait().unwrap();
+            status.is_some()
+        });
+        let output = std::fs::read_to_string(&log).unwrap_or_default();
+        (status.unwrap().success(), output)
+    }
+
+    /// What `polisd hooks status` prints.
+    fn hooks_status(&self) -> String {
+        let out = self.polisd().args(["hooks", "status"]).output().unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+}
+
+fn message(inbox: &Path, text: &str) {
+    use std::io::Write;
+    let block = format!(
+        "\n### {} from {OTHER}\n\n{text}\n\n---\n",
+        harness::chronicle_stamp()
+    );
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(inbox)
+        .unwrap();
+    f.write_all(block.as_bytes()).unwrap();
+}
+
+/// How many times `needle` is in a request's body.
+fn shown(body: &str, needle: &str) -> usize {
+    body.matches(needle).count()
+}
+
+/// The start of a request's body, for a failure's message (a CLI's request carries its whole
+/// system prompt and tool list).
+fn excerpt(body: &str) -> String {
+    body.chars().take(3000).collect()
+}
+
+fn primer_heading() -> String {
+    format!("Polis primer for `{ME}`")
+}
+
+/// One CLI: a first session shows the primer and the early message before the model's first
+/// turn, and the message written during the session after its tool call; each once. A second
+/// session shows the primer and neither message.
+fn sessions_show_the_primer_and_each_notice_once(cli: &Cli) {
+    let project = Project::new(cli);
+    (cli.trust)(&project.home, &project.dir());
+    const EARLY: &str = "Early word: the parser review waits for you (token EARLY-7Q).";
+    const LATER: &str = "Later word: the build is green again (token LATER-3K).";
+    project.message(EARLY);
+    assert_eq!(project.unread().len(), 1, "the early message is unread");
+
+    let inbox = project.polis.path(&format!("citizens/{ME}/inbox.md"));
+    let notes = project.dir().join("NOTES.md");
+    let read = (cli.read_tool)(&notes);
+    let api = ModelApi::start(move |turn| {
+        if turn == 0 {
+            // Another agent writes while the session is at work.
+            message(&inbox, LATER);
+            read.clone()
+        } else {
+            Turn::Text("done".into())
+        }
+    });
+    project.session(cli, &api, "Look at the notes, then stop.");
+    let turns = api.turns();
+    assert!(turns.len() >= 2, "{} made {} turns", cli.bin, turns.len());
+    let (first, last) = (&turns[0].body, &turns[turns.len() - 1].body);
+    assert_eq!(
+        shown(first, &primer_heading()),
+        1,
+        "{}: the primer in the first turn: {first}",
+        cli.bin
+    );
+    assert!(
+        shown(first, "EARLY-7Q") >= 1,
+        "{}: the early message before the first turn",
+        cli.bin
+    );
+    assert_eq!(
+        shown(first, "LATER-3K"),
+        0,
+        "{}: the later message was not written yet",
+        cli.bin
+    );
+    assert!(
+        shown(last, "LATER-3K") >= 1,
+        "{}: the later message after the tool call: {}",
+        cli.bin,
+        excerpt(last)
+    );
+    assert!(
+        project.unread().is_empty(),
+        "{}: both messages were shown, so both are read: {:?}",
+        cli.bin,
+        project.unread()
+    );
+
+    let again = ModelApi::start(|_| Turn::Text("nothing new".into()));
+    project.session(cli, &again, "Anything new?");
+    let turns = again.turns();
+    assert!(!turns.is_empty());
+    for turn in &turns {
+        assert_eq!(
+            (shown(&turn.body, "EARLY-7Q"), shown(&turn.body, "LATER-3K")),
+            (0, 0),
+            "{}: a message once shown is not shown again",
+            cli.bin
+        );
+    }
+    assert!(
+        shown(&turns[0].body, &primer_heading()) == 1,
+        "{}: every session starts with the primer",
+        cli.bin
+    );
+}
+
+#[test]
+fn claude_code_sessions_show_the_primer_and_each_notice_once() {
+    sessions_show_the_primer_and_each_notice_once(&CLAUDE);
+}
+
+#[test]
+fn gemini_cli_sessions_show_the_primer_and_each_notice_once() {
+    sessions_show_the_primer_and_each_notice_once(&GEMINI);
+}
+
+#[test]
+fn codex_cli_sessions_show_the_primer_and_each_notice_once() {
+    sessions_show_the_primer_and_each_notice_once(&CODEX);
+}
+
+/// Gemini CLI runs no hooks in a folder the person has not trusted, and `hooks status` says
+/// so; once it is trusted, the session has the primer and the status has nothing to say.
+#[test]
+fn gemini_cli_runs_the_hooks_only_in_a_trusted_folder_and_hooks_status_says_which() {
+    let project = Project::new(&GEMINI);
+    let status = project.hooks_status();
+    assert!(
+        status.contains("not in ~/.gemini/trustedFolders.json"),
+        "{status}"
+    );
+    let api = ModelApi::start(|_| Turn::Text("hello".into()));
+    let (ok, output) = project.try_session(&GEMINI, &api, "Hello?");
+    assert!(
+        !ok,
+        "headless Gemini CLI refuses an untrusted folder: {output}"
+    );
+    assert!(
+        api.turns().is_empty(),
+        "no session started, so nothing was shown"
+    );
+
+    (GEMINI.trust)(&project.home, &project.dir());
+    let status = project.hooks_status();
+    assert!(!status.contains("trustedFolders.json"), "{status}");
+    project.session(&GEMINI, &api, "Hello?");
+    let turns = api.turns();
+    assert_eq!(shown(&turns[0].body, &primer_heading()), 1);
+}
