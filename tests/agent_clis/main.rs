@@ -6,7 +6,9 @@
 //! - a message another agent wrote to the citizen's inbox before the session;
 //! - one written while the session works, shown after the model's next tool call;
 //! - each notice exactly once: once shown it is read, and the next session does not show it
-//!   again.
+//!   again;
+//! - polisd's MCP tools, once the server is added as docs/agent-clients.md says, and a call
+//!   of one that claims a contract in the polis.
 //!
 //! Each CLI runs headless (`claude -p`, `gemini -p`, `codex exec`), with a throw-away home that
 //! holds only what a user sets up once: an API key and base address, and the trust each CLI asks
@@ -39,12 +41,16 @@ struct Cli {
     bin: &'static str,
     /// The project settings file `hooks install` writes.
     settings: &'static str,
-    /// The user-level set-up in `home` for a model API at `url`, in the project `project`.
-    setup: fn(home: &Path, project: &Path, url: &str),
+    /// The user-level set-up in `home`, once: an API key's kind, a model provider.
+    setup: fn(home: &Path, project: &Path),
     /// What the person records, once, to let the CLI run the project's hooks.
     trust: fn(home: &Path, project: &Path),
-    /// The arguments of a headless session with this prompt.
-    args: fn(prompt: &str) -> Vec<String>,
+    /// The arguments of a headless session with this prompt, against the model API at `url`.
+    args: fn(prompt: &str, url: &str) -> Vec<String>,
+    /// The command that adds polisd's MCP server for `project`, as docs/agent-clients.md
+    /// gives it, and what lets a headless session call its tools without asking.
+    mcp_add: fn(project: &Path) -> Vec<String>,
+    mcp_allow: &'static [&'static str],
     env: fn(home: &Path, url: &str) -> Vec<(String, String)>,
     /// The model's call of a tool that reads `file`, as the CLI names it.
     read_tool: fn(file: &Path) -> Turn,
@@ -59,14 +65,21 @@ const CLAUDE: Cli = Cli {
     flag: "--claude",
     bin: "claude",
     settings: ".claude/settings.json",
-    setup: |_, _, _| {},
+    setup: |_, _| {},
     // A headless Claude Code session asks for no workspace trust.
     trust: |_, _| {},
-    args: |prompt| {
+    args: |prompt, _| {
         ["-p", prompt, "--output-format", "json"]
             .map(String::from)
             .to_vec()
     },
+    mcp_add: |project| {
+        let project = project.to_str().unwrap();
+        ["mcp", "add", "polis", "--", "polisd", "mcp", project]
+            .map(String::from)
+            .to_vec()
+    },
+    mcp_allow: &["--allowedTools", "mcp__polis"],
     env: |_, url| {
         [
             ("ANTHROPIC_BASE_URL", url),
@@ -80,6 +93,7 @@ const CLAUDE: Cli = Cli {
     read_tool: |file| Turn::Tool {
         name: "Read".into(),
         input: json!({"file_path": file}),
+        namespace: None,
     },
 };
 
@@ -87,7 +101,7 @@ const GEMINI: Cli = Cli {
     flag: "--gemini",
     bin: "gemini",
     settings: ".gemini/settings.json",
-    setup: |home, _, _| {
+    setup: |home, _| {
         write(
             home.join(".gemini/settings.json"),
             r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}}"#,
@@ -102,11 +116,23 @@ const GEMINI: Cli = Cli {
         );
     },
     // A model named, so the CLI does not first ask a router model which one to use.
-    args: |prompt| {
+    args: |prompt, _| {
         ["-m", "gemini-2.5-flash", "-p", prompt]
             .map(String::from)
             .to_vec()
     },
+    mcp_add: |project| {
+        let project = project.to_str().unwrap();
+        ["mcp", "add", "polis", "polisd", "mcp", project]
+            .map(String::from)
+            .to_vec()
+    },
+    mcp_allow: &[
+        "--allowed-mcp-server-names",
+        "polis",
+        "--approval-mode",
+        "yolo",
+    ],
     env: |_, url| {
         [
             ("GEMINI_API_KEY", "test-key"),
@@ -118,6 +144,7 @@ const GEMINI: Cli = Cli {
     read_tool: |file| Turn::Tool {
         name: "read_file".into(),
         input: json!({"file_path": file}),
+        namespace: None,
     },
 };
 
@@ -125,12 +152,12 @@ const CODEX: Cli = Cli {
     flag: "--codex",
     bin: "codex",
     settings: ".codex/hooks.json",
-    setup: |home, project, url| {
+    setup: |home, project| {
         write(
             home.join(".codex/config.toml"),
             &format!(
                 "model = \"gpt-5\"\nmodel_provider = \"local\"\n\n\
-                 [model_providers.local]\nname = \"local\"\nbase_url = \"{url}/v1\"\n\
+                 [model_providers.local]\nname = \"local\"\n\
                  wire_api = \"responses\"\nenv_key = \"LOCAL_MODEL_KEY\"\n\n\
                  [features]\nhooks = true\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
                 project.display()
@@ -140,20 +167,31 @@ const CODEX: Cli = Cli {
     // The project's trust is in the config above; its hooks' trust, recorded by Codex's
     // interactive review, is given by `--dangerously-bypass-hook-trust` below.
     trust: |_, _| {},
-    args: |prompt| {
+    args: |prompt, url| {
+        let base = format!("model_providers.local.base_url=\"{url}/v1\"");
         [
             "exec",
             "--skip-git-repo-check",
             "--dangerously-bypass-hook-trust",
+            "-c",
+            &base,
             prompt,
         ]
         .map(String::from)
         .to_vec()
     },
+    mcp_add: |project| {
+        let project = project.to_str().unwrap();
+        ["mcp", "add", "polis", "--", "polisd", "mcp", project]
+            .map(String::from)
+            .to_vec()
+    },
+    mcp_allow: &["--dangerously-bypass-approvals-and-sandbox"],
     env: |_, _| vec![("LOCAL_MODEL_KEY".to_string(), "test-key".to_string())],
     read_tool: |file| Turn::Tool {
         name: "exec_command".into(),
         input: json!({"cmd": format!("cat {}", file.display())}),
+        namespace: None,
     },
 };
 
@@ -179,6 +217,7 @@ impl Project {
             std::env::var("PATH").unwrap_or_default()
         );
         let project = Project { polis, home, path };
+        (cli.setup)(&project.home, &project.dir());
         let out = project
             .polisd()
             .args(["hooks", "install", cli.flag, "--as", ME])
@@ -250,7 +289,13 @@ impl Project {
     /// the CLI fails.
     #[track_caller]
     fn session(&self, cli: &Cli, api: &ModelApi, prompt: &str) {
-        let (ok, output) = self.try_session(cli, api, prompt);
+        self.session_with(cli, api, prompt, &[]);
+    }
+
+    /// [`Project::session`] with more arguments for the CLI.
+    #[track_caller]
+    fn session_with(&self, cli: &Cli, api: &ModelApi, prompt: &str, more: &[&str]) {
+        let (ok, output) = self.try_session(cli, api, prompt, more);
         assert!(
             ok,
             "{} failed: {output}\nrequests: {:#?}",
@@ -260,13 +305,19 @@ impl Project {
     }
 
     /// One headless session: whether the CLI ended well, and what it printed.
-    fn try_session(&self, cli: &Cli, api: &ModelApi, prompt: &str) -> (bool, String) {
-        (cli.setup)(&self.home, &self.dir(), &api.url);
+    fn try_session(
+        &self,
+        cli: &Cli,
+        api: &ModelApi,
+        prompt: &str,
+        more: &[&str],
+    ) -> (bool, String) {
         let log = self.polis.dir.path().join(format!("{}.log", cli.bin));
         let file = std::fs::File::create(&log).unwrap();
         let mut child = Killed::new(
             self.as_person(&clients::agent_clis().join(cli.bin))
-                .args((cli.args)(prompt))
+                .args(more)
+                .args((cli.args)(prompt, &api.url))
                 .envs((cli.env)(&self.home, &api.url))
                 .stdin(Stdio::null())
                 .stdout(file.try_clone().unwrap())
@@ -336,7 +387,7 @@ fn sessions_show_the_primer_and_each_notice_once(cli: &Cli) {
     let inbox = project.polis.path(&format!("citizens/{ME}/inbox.md"));
     let notes = project.dir().join("NOTES.md");
     let read = (cli.read_tool)(&notes);
-    let api = ModelApi::start(move |turn| {
+    let api = ModelApi::start(move |turn, _| {
         if turn == 0 {
             // Another agent writes while the session is at work.
             message(&inbox, LATER);
@@ -379,7 +430,7 @@ fn sessions_show_the_primer_and_each_notice_once(cli: &Cli) {
         project.unread()
     );
 
-    let again = ModelApi::start(|_| Turn::Text("nothing new".into()));
+    let again = ModelApi::start(|_, _| Turn::Text("nothing new".into()));
     project.session(cli, &again, "Anything new?");
     let turns = again.turns();
     assert!(!turns.is_empty());
@@ -423,8 +474,8 @@ fn gemini_cli_runs_the_hooks_only_in_a_trusted_folder_and_hooks_status_says_whic
         status.contains("not in ~/.gemini/trustedFolders.json"),
         "{status}"
     );
-    let api = ModelApi::start(|_| Turn::Text("hello".into()));
-    let (ok, output) = project.try_session(&GEMINI, &api, "Hello?");
+    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
+    let (ok, output) = project.try_session(&GEMINI, &api, "Hello?", &[]);
     assert!(
         !ok,
         "headless Gemini CLI refuses an untrusted folder: {output}"
@@ -440,4 +491,126 @@ fn gemini_cli_runs_the_hooks_only_in_a_trusted_folder_and_hooks_status_says_whic
     project.session(&GEMINI, &api, "Hello?");
     let turns = api.turns();
     assert_eq!(shown(&turns[0].body, &primer_heading()), 1);
+}
+
+/// How the model calls the tool whose name ends in `tool`, from a request to the model:
+/// - offered in the tool list, under the name the CLI gave it (each CLI prefixes an MCP
+///   server's tools its own way, and Codex CLI groups them in a namespace per server);
+/// - or only named, for a CLI that loads a tool's schema on demand (Claude Code lists MCP
+///   tools as deferred, fetched with its `ToolSearch` tool): that search first.
+fn call_of(body: &str, tool: &str, input: Value) -> Option<Turn> {
+    fn offered(v: &Value, tool: &str, namespace: Option<&str>) -> Option<(Option<String>, String)> {
+        match v {
+            Value::Object(map) => {
+                let name = map.get("name").and_then(Value::as_str);
+                if let Some(n) = name.filter(|n| n.ends_with(tool)) {
+                    return Some((namespace.map(String::from), n.to_string()));
+                }
+                let inner = match map.get("type").and_then(Value::as_str) {
+                    Some("namespace") => name,
+                    _ => namespace,
+                };
+                map.values().find_map(|v| offered(v, tool, inner))
+            }
+            Value::Array(items) => items.iter().find_map(|v| offered(v, tool, namespace)),
+            _ => None,
+        }
+    }
+    let request: Value = serde_json::from_str(body).ok()?;
+    if let Some((namespace, name)) = offered(&request, tool, None) {
+        return Some(Turn::Tool {
+            name,
+            input,
+            namespace,
+        });
+    }
+    // The name as the request's text has it (a JSON string, escapes undone).
+    fn named(v: &Value, tool: &str) -> Option<String> {
+        match v {
+            Value::String(text) => {
+                let at = text.find(tool)?;
+                let start = text[..at]
+                    .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .map_or(0, |i| i + 1);
+                Some(text[start..at + tool.len()].to_string())
+            }
+            Value::Object(map) => map.values().find_map(|v| named(v, tool)),
+            Value::Array(items) => items.iter().find_map(|v| named(v, tool)),
+            _ => None,
+        }
+    }
+    let deferred = named(&request, tool)?;
+    Some(Turn::Tool {
+        name: "ToolSearch".into(),
+        input: json!({"query": format!("select:{deferred}"), "max_results": 1}),
+        namespace: None,
+    })
+}
+
+/// One CLI, set up as docs/agent-clients.md says (`<cli> mcp add polis -- polisd mcp
+/// PROJECT`), offers the model polisd's tools, and the model's call claims a contract: the
+/// claim is in the polis, and the model reads polisd's answer.
+fn a_session_claims_a_contract_through_polis_mcp(cli: &Cli) {
+    let project = Project::new(cli);
+    (cli.trust)(&project.home, &project.dir());
+    let out = project
+        .polisd()
+        .args(["contract", "open", "--title", "Fix the parser", "--as", ME])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    let out = project
+        .as_person(&clients::agent_clis().join(cli.bin))
+        .args((cli.mcp_add)(&project.dir()))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", harness::describe(&out));
+
+    let claim = json!({"contract_id": "fix-the-parser", "citizen": ME});
+    let api = ModelApi::start(move |_, body| {
+        // Once polisd has answered the call (its chronicle line says `claimed contract`), the
+        // model is done.
+        if body.contains("claimed contract") {
+            return Turn::Text("claimed".into());
+        }
+        call_of(body, "polis_claim_contract", claim.clone())
+            .unwrap_or_else(|| Turn::Text("no polis tool was offered".into()))
+    });
+    project.session_with(cli, &api, "Claim the parser contract.", cli.mcp_allow);
+    let turns = api.turns();
+    assert!(
+        turns[0].body.contains("polis_claim_contract"),
+        "{}: polisd's tools offered to the model: {}",
+        cli.bin,
+        excerpt(&turns[0].body)
+    );
+    let contract = project.polis.read("contracts/open/fix-the-parser.md");
+    assert!(
+        contract.contains(&format!("owner: {ME}")),
+        "{}: the model's call claimed the contract: {contract}",
+        cli.bin
+    );
+    let last = &turns[turns.len() - 1].body;
+    assert!(
+        turns.len() >= 2 && last.contains("claimed contract"),
+        "{}: the model reads polisd's answer: {}",
+        cli.bin,
+        excerpt(last)
+    );
+}
+
+#[test]
+fn claude_code_claims_a_contract_through_polis_mcp() {
+    a_session_claims_a_contract_through_polis_mcp(&CLAUDE);
+}
+
+#[test]
+fn gemini_cli_claims_a_contract_through_polis_mcp() {
+    a_session_claims_a_contract_through_polis_mcp(&GEMINI);
+}
+
+#[test]
+fn codex_cli_claims_a_contract_through_polis_mcp() {
+    a_session_claims_a_contract_through_polis_mcp(&CODEX);
 }

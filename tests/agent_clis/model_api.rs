@@ -25,14 +25,17 @@ pub struct Seen {
 #[derive(Debug, Clone)]
 pub enum Turn {
     Text(String),
-    /// A call of the CLI's tool `name` with these arguments.
+    /// A call of the CLI's tool `name` with these arguments; `namespace` is the group the CLI
+    /// put the tool in, where it groups them (Codex CLI, one group per MCP server).
     Tool {
         name: String,
         input: Value,
+        namespace: Option<String>,
     },
 }
 
-type Script = dyn Fn(usize) -> Turn + Send + Sync;
+/// The answer to the `n`-th conversation turn (from 0), given the request's body.
+type Script = dyn Fn(usize, &str) -> Turn + Send + Sync;
 
 struct Shared {
     seen: Mutex<Vec<Seen>>,
@@ -49,8 +52,9 @@ pub struct ModelApi {
 }
 
 impl ModelApi {
-    /// Starts the API; `script(n)` is the answer to the `n`-th conversation turn (from 0).
-    pub fn start(script: impl Fn(usize) -> Turn + Send + Sync + 'static) -> ModelApi {
+    /// Starts the API; `script(n, body)` is the answer to the `n`-th conversation turn (from
+    /// 0), whose request's body is `body`.
+    pub fn start(script: impl Fn(usize, &str) -> Turn + Send + Sync + 'static) -> ModelApi {
         let shared = Arc::new(Shared {
             seen: Mutex::new(Vec::new()),
             turns: Mutex::new(0),
@@ -153,16 +157,20 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
     let turn = match vendor {
         Some(Vendor::Counting) | None => None,
         Some(_) => {
-            let mut n = shared.turns.lock().unwrap();
-            *n += 1;
-            Some((shared.script)(*n - 1))
+            let n = {
+                let mut turns = shared.turns.lock().unwrap();
+                *turns += 1;
+                *turns - 1
+            };
+            Some((n, (shared.script)(n, &body)))
         }
     };
     let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    // Each turn's ids are its own: a CLI keeps one call per id.
     match (vendor, turn) {
-        (Some(Vendor::Anthropic), Some(turn)) => anthropic(&request, &turn),
-        (Some(Vendor::Gemini), Some(turn)) => gemini(&path, &turn),
-        (Some(Vendor::OpenAi), Some(turn)) => openai(&turn),
+        (Some(Vendor::Anthropic), Some((n, turn))) => anthropic(&request, &turn, n),
+        (Some(Vendor::Gemini), Some((_, turn))) => gemini(&path, &turn),
+        (Some(Vendor::OpenAi), Some((n, turn))) => openai(&turn, n),
         (Some(Vendor::Counting), _) => json_reply(json!({"input_tokens": 1, "totalTokens": 1})),
         _ => json_reply(json!({})),
     }
@@ -192,19 +200,20 @@ fn events(events: &[(Option<&str>, Value)]) -> Response {
         .unwrap()
 }
 
-fn anthropic(request: &Value, turn: &Turn) -> Response {
+fn anthropic(request: &Value, turn: &Turn, n: usize) -> Response {
+    let (message, tool) = (format!("msg_{n:02}"), format!("toolu_{n:02}"));
     let model = request["model"].as_str().unwrap_or("claude").to_string();
     let usage = json!({"input_tokens": 1, "output_tokens": 1});
     let (block, stop) = match turn {
         Turn::Text(text) => (json!({"type": "text", "text": text}), "end_turn"),
-        Turn::Tool { name, input } => (
-            json!({"type": "tool_use", "id": "toolu_01", "name": name, "input": input}),
+        Turn::Tool { name, input, .. } => (
+            json!({"type": "tool_use", "id": tool, "name": name, "input": input}),
             "tool_use",
         ),
     };
     if request["stream"] != json!(true) {
         return json_reply(json!({
-            "id": "msg_01", "type": "message", "role": "assistant", "model": model,
+            "id": message, "type": "message", "role": "assistant", "model": model,
             "content": [block], "stop_reason": stop, "stop_sequence": null, "usage": usage,
         }));
     }
@@ -213,8 +222,8 @@ fn anthropic(request: &Value, turn: &Turn) -> Response {
             json!({"type": "text", "text": ""}),
             json!({"type": "text_delta", "text": text}),
         ),
-        Turn::Tool { name, input } => (
-            json!({"type": "tool_use", "id": "toolu_01", "name": name, "input": {}}),
+        Turn::Tool { name, input, .. } => (
+            json!({"type": "tool_use", "id": tool, "name": name, "input": {}}),
             json!({"type": "input_json_delta", "partial_json": input.to_string()}),
         ),
     };
@@ -222,7 +231,7 @@ fn anthropic(request: &Value, turn: &Turn) -> Response {
         (
             Some("message_start"),
             json!({"type": "message_start", "message": {
-                "id": "msg_01", "type": "message", "role": "assistant", "model": model,
+                "id": message, "type": "message", "role": "assistant", "model": model,
                 "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage}}),
         ),
         (
@@ -249,7 +258,9 @@ fn anthropic(request: &Value, turn: &Turn) -> Response {
 fn gemini(path: &str, turn: &Turn) -> Response {
     let part = match turn {
         Turn::Text(text) => json!({"text": text}),
-        Turn::Tool { name, input } => json!({"functionCall": {"name": name, "args": input}}),
+        Turn::Tool { name, input, .. } => {
+            json!({"functionCall": {"name": name, "args": input}})
+        }
     };
     let chunk = json!({
         "candidates": [{"content": {"parts": [part], "role": "model"},
@@ -263,21 +274,36 @@ fn gemini(path: &str, turn: &Turn) -> Response {
     }
 }
 
-fn openai(turn: &Turn) -> Response {
+fn openai(turn: &Turn, n: usize) -> Response {
+    let (response, item_id, call) = (
+        format!("resp_{n:02}"),
+        format!("item_{n:02}"),
+        format!("call_{n:02}"),
+    );
     let item = match turn {
         Turn::Text(text) => json!({
-            "type": "message", "role": "assistant", "id": "msg_01",
+            "type": "message", "role": "assistant", "id": item_id,
             "content": [{"type": "output_text", "text": text, "annotations": []}]}),
-        Turn::Tool { name, input } => json!({
-            "type": "function_call", "id": "fc_01", "call_id": "call_01", "name": name,
-            "arguments": input.to_string()}),
+        Turn::Tool {
+            name,
+            input,
+            namespace,
+        } => {
+            let mut call = json!({
+                "type": "function_call", "id": item_id, "call_id": call, "name": name,
+                "arguments": input.to_string()});
+            if let Some(ns) = namespace {
+                call["namespace"] = json!(ns);
+            }
+            call
+        }
     };
     let usage = json!({"input_tokens": 1, "input_tokens_details": null, "output_tokens": 1,
                        "output_tokens_details": null, "total_tokens": 2});
     events(&[
         (
             Some("response.created"),
-            json!({"type": "response.created", "response": {"id": "resp_01"}}),
+            json!({"type": "response.created", "response": {"id": response}}),
         ),
         (
             Some("response.output_item.done"),
@@ -285,7 +311,7 @@ fn openai(turn: &Turn) -> Response {
         ),
         (
             Some("response.completed"),
-            json!({"type": "response.completed", "response": {"id": "resp_01", "usage": usage}}),
+            json!({"type": "response.completed", "response": {"id": response, "usage": usage}}),
         ),
     ])
 }
