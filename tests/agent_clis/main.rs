@@ -614,3 +614,70 @@ fn gemini_cli_claims_a_contract_through_polis_mcp() {
 fn codex_cli_claims_a_contract_through_polis_mcp() {
     a_session_claims_a_contract_through_polis_mcp(&CODEX);
 }
+
+/// A contract the daemon routes to the citizen reaches the CLI's next session: `polisd run`
+/// routes it and writes the notice, and the session-start hook shows both (the primer's
+/// "routed to you" and the notice, which is then read).
+fn a_contract_the_daemon_routes_reaches_the_next_session(cli: &Cli) {
+    let project = Project::new(cli);
+    (cli.trust)(&project.home, &project.dir());
+    project
+        .polis
+        .citizen(ME, "anthropic", &[("parsing", 5)], "low")
+        .citizen(OTHER, "openai", &[("parsing", 1)], "high");
+    let _daemon = project.polis.start_daemon();
+    let out = project
+        .polisd()
+        .args([
+            "contract",
+            "open",
+            "--title",
+            "Port the lexer",
+            "--as",
+            OTHER,
+        ])
+        .args(["--tags", "parsing"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    wait_until(
+        "the daemon's notice in the citizen's inbox",
+        DEADLINE,
+        || {
+            project
+                .polis
+                .markers(ME)
+                .iter()
+                .any(|m| m.kind == "contract-routed")
+        },
+    );
+    let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
+    project.session(cli, &api, "What is waiting for me?");
+    let first = &api.turns()[0].body;
+    assert!(
+        first.contains("port-the-lexer"),
+        "{}: the routed contract in the session: {}",
+        cli.bin,
+        excerpt(first)
+    );
+    assert!(
+        project.unread().is_empty(),
+        "{}: the daemon's notice was shown, so it is read",
+        cli.bin
+    );
+}
+
+#[test]
+fn claude_code_sees_a_contract_the_daemon_routed() {
+    a_contract_the_daemon_routes_reaches_the_next_session(&CLAUDE);
+}
+
+#[test]
+fn gemini_cli_sees_a_contract_the_daemon_routed() {
+    a_contract_the_daemon_routes_reaches_the_next_session(&GEMINI);
+}
+
+#[test]
+fn codex_cli_sees_a_contract_the_daemon_routed() {
+    a_contract_the_daemon_routes_reaches_the_next_session(&CODEX);
+}
