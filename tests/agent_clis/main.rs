@@ -598,6 +598,30 @@ fn a_session_claims_a_contract_through_polis_mcp(cli: &Cli) {
         cli.bin,
         excerpt(last)
     );
+    assert_eq!(shown(&turns[0].body, &primer_heading()), 1);
+
+    // Uninstalling the hooks, after the CLI itself wrote to its settings, takes out only
+    // polisd's hooks: the next session has no primer and still has polisd's tools.
+    let out = project
+        .polisd()
+        .args(["hooks", "uninstall", cli.flag])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    let after = ModelApi::start(|_, _| Turn::Text("bye".into()));
+    project.session_with(cli, &after, "Anything else?", cli.mcp_allow);
+    let first = &after.turns()[0].body;
+    assert_eq!(
+        shown(first, &primer_heading()),
+        0,
+        "{}: no hooks after uninstall",
+        cli.bin
+    );
+    assert!(
+        first.contains("polis_claim_contract"),
+        "{}: the MCP server the CLI added is kept",
+        cli.bin
+    );
 }
 
 #[test]
