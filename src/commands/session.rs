@@ -356,6 +356,9 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     if clis.contains(&Cli::Codex) {
         warnings.extend(hooks::codex_features(&root)?);
     }
+    if clis.contains(&Cli::Gemini) {
+        warnings.extend(hooks::gemini_trust(&root));
+    }
     let mut plans = hooks::plan_install(&root, &clis, &args.bin)?;
     if aider {
         plans.push(hooks::plan_aider_install(&root)?);

@@ -549,7 +549,7 @@ pub fn codex_features(project_root: &Path) -> Result<Vec<String>, HooksError> {
 
 /// Why Gemini CLI will not run this project's hooks for this person: the folder is not among
 /// those they trusted (`~/.gemini/trustedFolders.json`, or `$GEMINI_CLI_TRUSTED_FOLDERS_PATH`).
-fn gemini_trust(project_root: &Path) -> Option<String> {
+pub fn gemini_trust(project_root: &Path) -> Option<String> {
     use crate::protocol::delivery::gemini_trust::{untrusted, TrustInputs};
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let (record_path, shown) = match std::env::var_os("GEMINI_CLI_TRUSTED_FOLDERS_PATH") {

@@ -469,6 +469,16 @@ fn codex_cli_sessions_show_the_primer_and_each_notice_once() {
 #[test]
 fn gemini_cli_runs_the_hooks_only_in_a_trusted_folder_and_hooks_status_says_which() {
     let project = Project::new(&GEMINI);
+    let out = project
+        .polisd()
+        .args(["hooks", "install", "--gemini", "--as", ME])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("not in ~/.gemini/trustedFolders.json"),
+        "install says so too: {}",
+        harness::describe(&out)
+    );
     let status = project.hooks_status();
     assert!(
         status.contains("not in ~/.gemini/trustedFolders.json"),
