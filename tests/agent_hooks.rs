@@ -26,10 +26,25 @@ fn project(p: &TestPolis) -> PathBuf {
     p.root.parent().unwrap().to_path_buf()
 }
 
-/// `polisd …` as one person: their own state folder (polisd's per-user state).
+/// The home of the people in these tests: Gemini CLI trusts the project folder there, as
+/// it does once its user chose to (without it, Gemini CLI runs no project hooks).
+fn home(p: &TestPolis) -> PathBuf {
+    let home = p.dir.path().join("home");
+    let record = home.join(".gemini/trustedFolders.json");
+    if !record.exists() {
+        std::fs::create_dir_all(record.parent().unwrap()).unwrap();
+        let project = std::fs::canonicalize(project(p)).unwrap();
+        let project = project.to_str().unwrap();
+        std::fs::write(&record, json!({ project: "TRUST_FOLDER" }).to_string()).unwrap();
+    }
+    home
+}
+
+/// `polisd …` as one person: their own state folder (polisd's per-user state) and home.
 fn polisd_as(p: &TestPolis, state: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
+        .env("HOME", home(p))
         .env("POLISD_STATE_DIR", state)
         .env_remove("POLIS_CITIZEN")
         .current_dir(project(p))
