@@ -7,8 +7,12 @@
 //! - one written while the session works, shown after the model's next tool call;
 //! - each notice exactly once: once shown it is read, and the next session does not show it
 //!   again;
+//! - a contract `polisd run` routed to the citizen, and the daemon's notice of it;
 //! - polisd's MCP tools, once the server is added as docs/agent-clients.md says, and a call
-//!   of one that claims a contract in the polis.
+//!   of one that claims a contract in the polis; after `hooks uninstall`, no primer, and the
+//!   server the CLI added is kept;
+//! - nothing in a folder Gemini CLI does not trust, which `hooks status` and `hooks install`
+//!   then say.
 //!
 //! Each CLI runs headless (`claude -p`, `gemini -p`, `codex exec`), with a throw-away home that
 //! holds only what a user sets up once: an API key and base address, and the trust each CLI asks
@@ -51,6 +55,7 @@ struct Cli {
     /// gives it, and what lets a headless session call its tools without asking.
     mcp_add: fn(project: &Path) -> Vec<String>,
     mcp_allow: &'static [&'static str],
+    /// The environment of a session against the model API at `url`.
     env: fn(home: &Path, url: &str) -> Vec<(String, String)>,
     /// The model's call of a tool that reads `file`, as the CLI names it.
     read_tool: fn(file: &Path) -> Turn,
