@@ -173,11 +173,7 @@ fn person_is_citizen(by: &str, names: Names) -> String {
 
 /// A stub's registration refused, its arguments named as the front end names them (the
 /// register command's own message names `polisd register`'s flags).
-fn new_citizen(
-    why: &crate::operations::register::Refusal,
-    need: &str,
-    names: Names,
-) -> String {
+fn new_citizen(why: &crate::operations::register::Refusal, need: &str, names: Names) -> String {
     use crate::operations::register::Refusal;
     use crate::protocol::citizens::register::RegisterError;
     let arg = |flag: &str| match flag {
@@ -271,7 +267,10 @@ mod tests {
     fn the_queue_s_refusals_name_their_arguments_as_data() {
         let named = |arg: Arg| format!("<{arg:?}>");
         let person = OpError::PersonIsCitizen("ann-agent".into());
-        assert!(person.to_string().contains("your own name in --by;"), "{person}");
+        assert!(
+            person.to_string().contains("your own name in --by;"),
+            "{person}"
+        );
         assert!(person.spelled(&named).contains("your own name in <By>;"));
         let stub = |e| OpError::NewCitizen {
             why: Box::new(Refusal::Invalid(e)),
