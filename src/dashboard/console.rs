@@ -14,8 +14,8 @@
 //! or back into the human queue).
 
 use super::security::Csrf;
-use crate::operations::arg::{Arg, Spell};
 use super::Site;
+use crate::operations::arg::{Arg, Spell};
 use axum::extract::{Extension, Form, Path as UrlPath, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -206,8 +206,9 @@ fn run(
 }
 
 /// The label a person sees on `action`'s form for its field `field` (the text beside it, or
-/// its placeholder where it has none); `None` for a hidden field.
-fn label(action: &str, field: &str) -> Option<&'static str> {
+/// its placeholder where it has none), which the pages show and the refusals name; `None`
+/// for a hidden field.
+pub(super) fn label(action: &str, field: &str) -> Option<&'static str> {
     Some(match (action, field) {
         ("review" | "answer" | "silence" | "unsilence", "as") => "as",
         ("review", "decision") => "decision",
