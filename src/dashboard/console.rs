@@ -15,6 +15,7 @@
 
 use super::security::Csrf;
 use super::Site;
+use crate::operations::arg::{Arg, Spell};
 use axum::extract::{Extension, Form, Path as UrlPath, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -40,10 +41,11 @@ pub async fn act(
         )
             .into_response();
     }
+    let action = params.get("action").cloned().unwrap_or_default();
     // What a person types is held to the rule agents' text is held to (no control or bidi
     // characters), as on the command line and in MCP.
     for (name, value) in &form {
-        if let Err(e) = crate::protocol::input::check_text(&format!("the field `{name}`"), value) {
+        if let Err(e) = crate::protocol::input::check_text(&field_named(&action, name), value) {
             return (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 format!("refused, nothing written: {e}\n"),
@@ -64,8 +66,9 @@ pub async fn act(
             return (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 format!(
-                    "refused, nothing written: the field `{name}` is {chars} characters, over the \
-                     {most_text} a field may hold; shorten it, or point to a file\n"
+                    "refused, nothing written: {} is {chars} characters, over the {most_text} a \
+                     field may hold; shorten it, or point to a file\n",
+                    field_named(&action, name)
                 ),
             )
                 .into_response();
@@ -74,7 +77,6 @@ pub async fn act(
     let Some((n, view)) = super::polis_of(&site, &params) else {
         return (StatusCode::NOT_FOUND, "no such polis\n").into_response();
     };
-    let action = params.get("action").cloned().unwrap_or_default();
     let root = view.root.clone();
     let field = move |k: &str| form.get(k).map(String::as_str).unwrap_or("").to_string();
     // Where to go when done, settled before anything is written: only a page of this polis
@@ -139,7 +141,8 @@ fn run(
             let other = field("decision");
             let Some(decision) = crate::protocol::contracts::review::Decision::named(&other) else {
                 return Err(Refused::Op(format!(
-                    "`{other}` is not a decision: signed_off, requested_changes or rejected"
+                    "`{other}` is not a decision: in {}, pick sign off, request changes or reject",
+                    field_named(action, "decision")
                 )));
             };
             console::review(
@@ -170,8 +173,9 @@ fn run(
             use crate::protocol::contracts::person_queue::Answer;
             let Some(answer) = Answer::parse(&field("answer")) else {
                 return Err(Refused::Op(format!(
-                    "`{}` is not an answer: accept, decline or later",
-                    field("answer")
+                    "`{}` is not an answer: in {}, pick accept, decline or later",
+                    field("answer"),
+                    field_named(action, "answer")
                 )));
             };
             let optional = |k: &str| Some(field(k).trim().to_string()).filter(|v| !v.is_empty());
@@ -196,5 +200,133 @@ fn run(
         "unsilence" => console::unsilence(root, &field("code"), &field("as")).map(drop),
         _ => return Err(Refused::Unknown),
     };
-    outcome.map_err(|e| Refused::Op(e.to_string()))
+    // The operation's refusal names its arguments as this form's fields, not as the flags
+    // its `Display` gives the command line.
+    outcome.map_err(|e| Refused::Op(e.spelled(&|arg| named(action, arg))))
+}
+
+/// The label a person sees on `action`'s form for its field `field` (the text beside it, or
+/// its placeholder where it has none), which the pages show and the refusals name; `None`
+/// for a hidden field.
+pub(super) fn label(action: &str, field: &str) -> Option<&'static str> {
+    Some(match (action, field) {
+        ("review" | "answer" | "silence" | "unsilence", "as") => "as",
+        ("review", "decision") => "decision",
+        ("review", "body") => "review",
+        ("message", "as") => "from",
+        ("message", "text") => "message",
+        ("override", "to") => "give it to",
+        ("override", "reason") => "because",
+        ("answer", "text") => "what was decided",
+        ("silence", "reason") => "why it needs nobody",
+        ("decide", "answer") => "answer",
+        ("decide", "by") => "your name",
+        ("decide", "why") => "why",
+        ("decide", "id") => "new citizen's id",
+        ("decide", "vendor") => "vendor",
+        ("decide", "model") => "model",
+        _ => return None,
+    })
+}
+
+/// The field of `action`'s form that carries `arg`, if the form asks for it.
+fn field_of(action: &str, arg: Arg) -> Option<&'static str> {
+    Some(match (action, arg) {
+        ("override", Arg::Citizen | Arg::SessionCitizen) => "to",
+        (
+            "review" | "message" | "answer" | "silence" | "unsilence",
+            Arg::Citizen | Arg::SessionCitizen,
+        ) => "as",
+        ("review", Arg::Body) => "body",
+        ("message" | "answer", Arg::Text) => "text",
+        ("decide", Arg::By) => "by",
+        ("decide", Arg::AgentId) => "id",
+        ("decide", Arg::Vendor) => "vendor",
+        ("decide", Arg::Model) => "model",
+        _ => return None,
+    })
+}
+
+/// `field` of `action`'s form as a refusal names it: by its label on the page.
+fn field_named(action: &str, field: &str) -> String {
+    match label(action, field) {
+        Some(label) => format!("the \"{label}\" field"),
+        // Not typed by the person (the contract, the notice, the token): the page put it there.
+        None => format!("the form's hidden field `{field}`"),
+    }
+}
+
+/// `arg` as the console names it for `action`: the field that carries it; one no form of the
+/// console asks for is the command line's, named with its whole command for a person with a
+/// shell.
+fn named(action: &str, arg: Arg) -> String {
+    if let Some(field) = field_of(action, arg) {
+        return field_named(action, field);
+    }
+    let command = match arg {
+        Arg::Force => "polisd contract claim",
+        Arg::Tags if action == "decide" => "polisd queue answer",
+        _ => "polisd",
+    };
+    format!("`{command} {}` on the command line", arg.flag())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ACTIONS: [&str; 7] = [
+        "review",
+        "message",
+        "override",
+        "answer",
+        "decide",
+        "silence",
+        "unsilence",
+    ];
+    const ARGS: [Arg; 16] = [
+        Arg::Citizen,
+        Arg::SessionCitizen,
+        Arg::Title,
+        Arg::Body,
+        Arg::Text,
+        Arg::Tags,
+        Arg::Contract,
+        Arg::Force,
+        Arg::Lesson,
+        Arg::Impact,
+        Arg::NoLesson,
+        Arg::Suggest,
+        Arg::By,
+        Arg::AgentId,
+        Arg::Vendor,
+        Arg::Model,
+    ];
+
+    /// A field an argument is named by is one the person sees, and an argument no form asks
+    /// for is named only inside a whole command: never a bare flag.
+    #[test]
+    fn an_argument_is_a_labelled_field_or_a_whole_command() {
+        for action in ACTIONS {
+            for arg in ARGS {
+                let name = named(action, arg);
+                match field_of(action, arg) {
+                    Some(field) => {
+                        let label = label(action, field).expect("a field an argument names");
+                        assert_eq!(name, format!("the \"{label}\" field"));
+                    }
+                    None => assert!(
+                        name.starts_with("`polisd ") && name.ends_with("` on the command line"),
+                        "{action} {arg:?}: {name}"
+                    ),
+                }
+            }
+        }
+        assert_eq!(named("override", Arg::Citizen), "the \"give it to\" field");
+        assert_eq!(named("message", Arg::Citizen), "the \"from\" field");
+        assert_eq!(
+            named("override", Arg::Force),
+            "`polisd contract claim --force` on the command line"
+        );
+    }
 }

@@ -69,6 +69,10 @@ fn keys(arg: Arg) -> &'static [&'static str] {
         Arg::Impact => &["impact"],
         Arg::NoLesson => &["no_lesson"],
         Arg::Suggest => &["suggest"],
+        Arg::By => &["by"],
+        Arg::AgentId => &["agent_id", "id"],
+        Arg::Vendor => &["vendor"],
+        Arg::Model => &["model"],
     }
 }
 

@@ -1,7 +1,8 @@
 //! The arguments a refusal asks for, as data. An operation says which argument is at fault
 //! ([`Arg`]); each front end names it its own way: the command line as its flag (an error's
 //! `Display`), MCP as the key the tool's schema gives it (through [`Spell::spelled`]). So one
-//! message serves both, and neither front end is told to pass the other's words.
+//! message serves both, and neither front end is told to pass the other's words. The
+//! dashboard's console names it as the label of the form's field that carries it.
 //!
 //! Whole commands a refusal suggests (`polisd verify --fix`) are not arguments: they stay as
 //! the command line spells them, for a person or an agent with a shell.
@@ -24,6 +25,12 @@ pub enum Arg {
     Impact,
     NoLesson,
     Suggest,
+    /// The person who answers an item of the human queue (a name, not a citizen id).
+    By,
+    /// A new citizen's agent id, when a person accepts one.
+    AgentId,
+    Vendor,
+    Model,
 }
 
 impl Arg {
@@ -42,6 +49,10 @@ impl Arg {
             Arg::Impact => "--impact",
             Arg::NoLesson => "--no-lesson",
             Arg::Suggest => "--suggest",
+            Arg::By => "--by",
+            Arg::AgentId => "--id",
+            Arg::Vendor => "--vendor",
+            Arg::Model => "--model",
         }
     }
 }

@@ -87,6 +87,15 @@ pub enum OpError {
     Body { what: String, why: String },
     #[error("{}", no_lesson(&flags))]
     NoLesson,
+    /// A citizen's id given as the person who answers the human queue.
+    #[error("{}", person_is_citizen(.0, &flags))]
+    PersonIsCitizen(String),
+    /// Accepting a new citizen from the human queue: registering its stub was refused.
+    #[error("{}", new_citizen(.why, .need, &flags))]
+    NewCitizen {
+        why: Box<crate::operations::register::Refusal>,
+        need: String,
+    },
     #[error("no item `{0}` waits in the human queue (answered already, or never asked); `polisd queue` lists the waiting ones")]
     NoQueueItem(String),
     /// Refused by the rule it names; the text says why and what to do.
@@ -117,6 +126,8 @@ impl Spell for OpError {
             OpError::NoOwner(id) => no_owner(id, names),
             OpError::Empty { what, fix } => format!("{what} is empty; {}", fix.spelled(names)),
             OpError::NoLesson => no_lesson(names),
+            OpError::PersonIsCitizen(by) => person_is_citizen(by, names),
+            OpError::NewCitizen { why, need } => new_citizen(why, need, names),
             other => other.to_string(),
         }
     }
@@ -151,6 +162,42 @@ fn no_lesson(names: Names) -> String {
         names(Arg::Impact),
         names(Arg::NoLesson)
     )
+}
+
+fn person_is_citizen(by: &str, names: Names) -> String {
+    format!(
+        "`{by}` is a citizen, and the queue holds a person's decisions: answer with your own name in {}; nothing was written",
+        names(Arg::By)
+    )
+}
+
+/// A stub's registration refused, its arguments named as the front end names them (the
+/// register command's own message names `polisd register`'s flags).
+fn new_citizen(why: &crate::operations::register::Refusal, need: &str, names: Names) -> String {
+    use crate::operations::register::Refusal;
+    use crate::protocol::citizens::register::RegisterError;
+    let arg = |flag: &str| match flag {
+        "vendor" => Some(Arg::Vendor),
+        "model" => Some(Arg::Model),
+        _ => None,
+    };
+    let said = match why {
+        Refusal::Invalid(RegisterError::TwoLines(flag)) if arg(flag).is_some() => format!(
+            "{} holds a line break: pass it on one line",
+            arg(flag).map(names).unwrap_or_default()
+        ),
+        Refusal::Invalid(RegisterError::Empty(flag)) if arg(flag).is_some() => format!(
+            "{} must not be empty",
+            arg(flag).map(names).unwrap_or_default()
+        ),
+        // The tags default to the suggesting contract's: none were given and it requires none.
+        Refusal::Invalid(RegisterError::NoTags) => format!(
+            "give at least one capability tag with {} (python:4,docs:3)",
+            names(Arg::Tags)
+        ),
+        other => other.to_string(),
+    };
+    format!("{said} (for the new citizen: {need})")
 }
 
 impl OpError {
@@ -206,4 +253,42 @@ impl From<Finding> for OpError {
 /// A value an agent passed, as a refusal quotes it (a 100 KB id is shown by its start).
 fn shown(value: &str) -> String {
     crate::protocol::input::excerpt(value, crate::protocol::input::ECHO_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::operations::register::Refusal;
+    use crate::protocol::citizens::register::RegisterError;
+
+    /// The queue's refusals name the command's flags on the command line and another front
+    /// end's names through `spelled`, in the same words.
+    #[test]
+    fn the_queue_s_refusals_name_their_arguments_as_data() {
+        let named = |arg: Arg| format!("<{arg:?}>");
+        let person = OpError::PersonIsCitizen("ann-agent".into());
+        assert!(
+            person.to_string().contains("your own name in --by;"),
+            "{person}"
+        );
+        assert!(person.spelled(&named).contains("your own name in <By>;"));
+        let stub = |e| OpError::NewCitizen {
+            why: Box::new(Refusal::Invalid(e)),
+            need: "budgets".into(),
+        };
+        let vendor = stub(RegisterError::TwoLines("vendor"));
+        assert_eq!(
+            vendor.to_string(),
+            "--vendor holds a line break: pass it on one line (for the new citizen: budgets)"
+        );
+        assert!(vendor.spelled(&named).starts_with("<Vendor> holds"));
+        let tags = stub(RegisterError::NoTags);
+        assert!(tags.to_string().contains("with --tags (python:4"), "{tags}");
+        assert!(tags.spelled(&named).contains("with <Tags> (python:4"));
+        let taken = OpError::NewCitizen {
+            why: Box::new(Refusal::Taken("ann-agent".into())),
+            need: "budgets".into(),
+        };
+        assert_eq!(taken.to_string(), taken.spelled(&named));
+    }
 }

@@ -10,6 +10,7 @@
 
 use crate::fs::snapshot::Polis;
 use crate::fs::writer::Writer;
+use crate::operations::arg::{Arg, Words};
 use crate::operations::chronicle;
 use crate::operations::error::OpError;
 use crate::operations::handoff::{self as dispatch, BlockOutcome};
@@ -423,7 +424,11 @@ pub fn answer(writer: &Writer, now: &PolisTime, req: &AnswerRequest) -> Result<A
     if req.by.trim().is_empty() {
         return Err(OpError::Empty {
             what: "the person who answers",
-            fix: "pass --by \"YOUR NAME\": the queue records who decided".into(),
+            fix: Words::asking(
+                "write your name in ",
+                Arg::By,
+                ": the queue records who decided",
+            ),
         });
     }
     let root = writer.root();
@@ -433,9 +438,7 @@ pub fn answer(writer: &Writer, now: &PolisTime, req: &AnswerRequest) -> Result<A
     if crate::protocol::layout::is_system_citizen(by)
         || crate::operations::chronicle::is_registered(root, by)
     {
-        return Err(OpError::Refused(format!(
-            "`{by}` is a citizen, and the queue holds a person's decisions: answer with your own name (--by \"YOUR NAME\"); nothing was written"
-        )));
+        return Err(OpError::PersonIsCitizen(by.to_string()));
     }
     let _transition = writer.transition_lock()?;
     let polis = Polis::read(root);
@@ -453,7 +456,11 @@ pub fn answer(writer: &Writer, now: &PolisTime, req: &AnswerRequest) -> Result<A
                 let Some(agent_id) = req.agent_id.clone() else {
                     return Err(OpError::Empty {
                         what: "the new citizen's id",
-                        fix: "pass --id AGENT_ID (8 to 40 lowercase letters, digits, hyphens): accepting registers its stub".into(),
+                        fix: Words::asking(
+                            "give its id in ",
+                            Arg::AgentId,
+                            " (8 to 40 lowercase letters, digits, hyphens): accepting registers its stub",
+                        ),
                     });
                 };
                 let citizen = crate::protocol::citizens::register::NewCitizen {
@@ -480,7 +487,10 @@ pub fn answer(writer: &Writer, now: &PolisTime, req: &AnswerRequest) -> Result<A
                     cost: "medium".into(),
                 };
                 let r = crate::operations::register::register(root, Some(writer), &citizen, now)
-                    .map_err(|e| OpError::Refused(format!("{e} (for the new citizen: {need})")))?;
+                    .map_err(|e| OpError::NewCitizen {
+                        why: Box::new(e),
+                        need: need.clone(),
+                    })?;
                 registered = Some(r);
             }
             Ask::Deferred { suggestion, .. } => {

@@ -23,7 +23,7 @@ pub(crate) fn post(s: &Server, path: &str, cookie: &str, body: &str, extra: &str
 }
 
 /// The CSRF cookie a page sets and the value its forms carry.
-fn csrf_of(page: &Reply) -> (String, String) {
+pub(crate) fn csrf_of(page: &Reply) -> (String, String) {
     let cookie = page
         .headers
         .iter()
@@ -275,7 +275,7 @@ fn the_replay_api_refuses_bad_paging_instead_of_guessing() {
 /// [`generated_polis`] with what each console action acts on: an unowned open contract the
 /// router recommended for bravo (to give to alpha instead), a settled contract whose quality defaults (a P007 warning, to silence) and
 /// polisd's notice asking for a new citizen in bravo's inbox (to answer).
-fn console_polis() -> TestPolis {
+pub(crate) fn console_polis() -> TestPolis {
     let p = generated_polis();
     p.save(
         "contracts/open/free-job.md",
@@ -312,7 +312,7 @@ fn console_polis() -> TestPolis {
 /// Fills the console form `form` of the page at `url` (scripts off), after unfolding the
 /// `<details>` `open` it sits in: each `(name, value)` is typed into an input or textarea,
 /// or chosen in a select; then the form is sent.
-async fn send_form(
+pub(crate) async fn send_form(
     c: &fantoccini::Client,
     url: &str,
     open: Option<&str>,
@@ -679,7 +679,7 @@ fn assert_overridden(p: &TestPolis, id: &str, owner: &str, why: &str) {
 }
 /// A settled contract whose Settlement asks for a new citizen, in the seed's words: an item of
 /// the person's queue. Returns the contract's id and the item's key.
-fn ask_for_a_new_citizen(p: &TestPolis) -> (String, String) {
+pub(crate) fn ask_for_a_new_citizen(p: &TestPolis) -> (String, String) {
     let cid = "budget-report";
     let out = p.polisd(&[
         "contract",
@@ -744,7 +744,12 @@ fn the_console_decides_a_person_queue_item_as_the_queue_command_does() {
         "",
     );
     assert_eq!(refused.status, 422, "{}", refused.body);
-    assert!(refused.body.contains("--id"), "{}", refused.body);
+    // In the form's words: the field as the page labels it, not the command's `--id`.
+    assert!(
+        refused.body.contains("the \"new citizen's id\" field") && !refused.body.contains("--id"),
+        "{}",
+        refused.body
+    );
     // A control character in a field: refused before anything is read.
     let escape = post(
         &s,
@@ -754,7 +759,11 @@ fn the_console_decides_a_person_queue_item_as_the_queue_command_does() {
         "",
     );
     assert_eq!(escape.status, 422, "{}", escape.body);
-    assert!(escape.body.contains("`by`"), "{}", escape.body);
+    assert!(
+        escape.body.contains("the \"your name\" field"),
+        "{}",
+        escape.body
+    );
     assert_eq!(p.read("chronicle.md"), chronicle, "nothing written");
 
     let done = post(
@@ -821,7 +830,7 @@ fn a_console_message_cannot_forge_a_note_from_someone_else() {
 }
 
 /// `text` as a form field carries it: every byte but letters and digits percent-encoded.
-fn url_encoded(text: &str) -> String {
+pub(crate) fn url_encoded(text: &str) -> String {
     text.bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() {

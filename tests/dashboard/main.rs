@@ -16,6 +16,7 @@ mod hostile;
 mod http;
 mod lessons;
 mod limits;
+mod refusals;
 mod report;
 mod team;
 mod under_run;

@@ -89,8 +89,8 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         section #message-form {
             (super::action_form(cx, "message", &format!("citizens/{}", super::urlencode(id)), html! {
                 input type="hidden" name="to" value=(id);
-                (super::citizen_select(cx, "as", "from"))
-                label.wide { "message " textarea name="text" rows="3" required {} }
+                (super::citizen_select(cx, "as", super::field_label("message", "as")))
+                label.wide { (super::field_label("message", "text")) " " textarea name="text" rows="3" required {} }
                 button type="submit" { "Write to " (id) "'s inbox" }
             }))
         }

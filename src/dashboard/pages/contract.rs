@@ -111,8 +111,8 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                 section #override-form {
                     (super::action_form(cx, "override", &format!("contracts/{}", super::urlencode(id)), html! {
                         input type="hidden" name="contract" value=(id);
-                        (super::citizen_select(cx, "to", "give it to"))
-                        label.wide { "because " input type="text" name="reason" required maxlength="300"; }
+                        (super::citizen_select(cx, "to", super::field_label("override", "to")))
+                        label.wide { (super::field_label("override", "reason")) " " input type="text" name="reason" required maxlength="300"; }
                         button type="submit" { "Override the routing" }
                     }))
                 }
@@ -145,15 +145,15 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
             h2 { "Review as a person" }
             (super::action_form(cx, "review", &format!("contracts/{}", super::urlencode(id)), html! {
                 input type="hidden" name="contract" value=(id);
-                (super::citizen_select(cx, "as", "as"))
-                label { "decision "
+                (super::citizen_select(cx, "as", super::field_label("review", "as")))
+                label { (super::field_label("review", "decision")) " "
                     select name="decision" {
                         option value="signed_off" { "sign off" }
                         option value="requested_changes" { "request changes" }
                         option value="rejected" { "reject" }
                     }
                 }
-                label.wide { "review " textarea name="body" rows="3" {} }
+                label.wide { (super::field_label("review", "body")) " " textarea name="body" rows="3" {} }
                 button type="submit" { "Write the review" }
             }))
         }

@@ -159,6 +159,11 @@ pub fn action_form(cx: &Context<'_>, action: &str, back: &str, fields: Markup) -
     }
 }
 
+/// The label of console form `action`'s field `field`: the words its refusals name it by.
+pub fn field_label(action: &str, field: &'static str) -> &'static str {
+    super::console::label(action, field).unwrap_or(field)
+}
+
 /// A select of the polis's citizens named `name`, for "as whom" a person acts.
 pub fn citizen_select(cx: &Context<'_>, name: &str, label: &str) -> Markup {
     html! {

@@ -79,17 +79,17 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                                     @if let Some(key) = item.decision() {
                                         (super::action_form(cx, "decide", "", html! {
                                             input type="hidden" name="key" value=(key);
-                                            select name="answer" aria-label="answer" {
+                                            select name="answer" aria-label=(super::field_label("decide", "answer")) {
                                                 option value="accept" { "accept" }
                                                 option value="decline" { "decline" }
                                                 option value="later" { "later" }
                                             }
-                                            input type="text" name="by" required maxlength="100" placeholder="your name" aria-label="by";
-                                            input type="text" name="why" maxlength="300" placeholder="why" aria-label="why";
+                                            input type="text" name="by" required maxlength="100" placeholder=(super::field_label("decide", "by")) aria-label=(super::field_label("decide", "by"));
+                                            input type="text" name="why" maxlength="300" placeholder=(super::field_label("decide", "why")) aria-label=(super::field_label("decide", "why"));
                                             @if key.starts_with("new-citizen/") {
-                                                input type="text" name="id" maxlength="40" placeholder="new citizen's id" aria-label="id";
-                                                input type="text" name="vendor" maxlength="40" placeholder="vendor" aria-label="vendor";
-                                                input type="text" name="model" maxlength="80" placeholder="model" aria-label="model";
+                                                input type="text" name="id" maxlength="40" placeholder=(super::field_label("decide", "id")) aria-label=(super::field_label("decide", "id"));
+                                                input type="text" name="vendor" maxlength="40" placeholder=(super::field_label("decide", "vendor")) aria-label=(super::field_label("decide", "vendor"));
+                                                input type="text" name="model" maxlength="80" placeholder=(super::field_label("decide", "model")) aria-label=(super::field_label("decide", "model"));
                                             }
                                             button type="submit" { "Decide" }
                                         }))
@@ -98,8 +98,8 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                                         (super::action_form(cx, "answer", "", html! {
                                             input type="hidden" name="citizen" value=(citizen);
                                             input type="hidden" name="notice" value=(notice);
-                                            (super::citizen_select(cx, "as", "as"))
-                                            input type="text" name="text" required maxlength="2000" placeholder="what was decided" aria-label="answer";
+                                            (super::citizen_select(cx, "as", super::field_label("answer", "as")))
+                                            input type="text" name="text" required maxlength="2000" placeholder=(super::field_label("answer", "text")) aria-label=(super::field_label("answer", "text"));
                                             button type="submit" { "Answer" }
                                         }))
                                     }
@@ -111,8 +111,8 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                             @if let Some(code) = g.warning_code() {
                                 (super::action_form(cx, "silence", "", html! {
                                     input type="hidden" name="code" value=(code);
-                                    (super::citizen_select(cx, "as", "as"))
-                                    input type="text" name="reason" required maxlength="300" placeholder="why it needs nobody" aria-label="reason";
+                                    (super::citizen_select(cx, "as", super::field_label("silence", "as")))
+                                    input type="text" name="reason" required maxlength="300" placeholder=(super::field_label("silence", "reason")) aria-label=(super::field_label("silence", "reason"));
                                     button type="submit" { "Silence " (code) }
                                 }))
                             }
@@ -126,7 +126,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                                     span.what { (x.code) } " " span.muted { "by " (x.by) ", " (x.at) ": " (x.reason) }
                                     (super::action_form(cx, "unsilence", "", html! {
                                         input type="hidden" name="code" value=(x.code);
-                                        (super::citizen_select(cx, "as", "as"))
+                                        (super::citizen_select(cx, "as", super::field_label("unsilence", "as")))
                                         button type="submit" { "Unsilence" }
                                     }))
                                 }
