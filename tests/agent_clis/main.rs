@@ -8,6 +8,7 @@
 //! - each notice exactly once: once shown it is read, and the next session does not show it
 //!   again;
 //! - a contract `polisd run` routed to the citizen, and the daemon's notice of it;
+//! - the primer again after Claude Code compacts the conversation;
 //! - polisd's MCP tools, once the server is added as docs/agent-clients.md says, and a call
 //!   of one that claims a contract in the polis; after `hooks uninstall`, no primer, and the
 //!   server the CLI added is kept;
@@ -719,4 +720,37 @@ fn gemini_cli_sees_a_contract_the_daemon_routed() {
 #[test]
 fn codex_cli_sees_a_contract_the_daemon_routed() {
     a_contract_the_daemon_routes_reaches_the_next_session(&CODEX);
+}
+
+/// After Claude Code compacts a session, the model has the primer again, once: compaction
+/// replaces the conversation with a summary, and the session-start hook (source `compact`)
+/// primes what follows.
+#[test]
+fn claude_code_has_the_primer_again_after_compacting() {
+    let project = Project::new(&CLAUDE);
+    let api = ModelApi::start(|_, _| Turn::Text("a summary of the work so far".into()));
+    let (ok, output) = project.try_session(&CLAUDE, &api, "Start.", &[]);
+    assert!(ok, "{output}");
+    let session: Value = output
+        .lines()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())
+        .unwrap_or_else(|| panic!("claude -p --output-format json prints its result: {output}"));
+    let id = session["session_id"].as_str().unwrap().to_string();
+    project.session_with(&CLAUDE, &api, "/compact", &["--resume", &id]);
+    let before = api.turns().len();
+    project.session_with(&CLAUDE, &api, "Go on.", &["--resume", &id]);
+    let turns = api.turns();
+    assert!(turns.len() > before, "the resumed session asked the model");
+    let after = &turns[turns.len() - 1].body;
+    assert!(
+        after.contains("a summary of the work so far"),
+        "the conversation was compacted: {}",
+        excerpt(after)
+    );
+    assert_eq!(
+        shown(after, &primer_heading()),
+        1,
+        "the primer after compaction: {}",
+        excerpt(after)
+    );
 }
