@@ -1,4 +1,5 @@
-//! Queueing notices in the outbox and delivering them, each at most once (SPEC §9).
+//! Queueing notices in the outbox and delivering them, each at most once (SPEC §9), and
+//! queueing again one a sync tool's replace lost from its inbox (docs/sync.md).
 
 use super::Engine;
 use crate::fs::snapshot;
