@@ -3,7 +3,10 @@
 //! is gone with no conflict copy. In a folder a sync tool shares, the daemon delivers it again,
 //! once, and never touches the bytes agents append meanwhile.
 
-use super::{found, machine, settled, with_settling, ALPHA, BETA, FOUNDER};
+use super::{
+    assert_converged, found, machine, quiet, settled, syncthing, tree, with_settling, ALPHA, BETA,
+    FOUNDER,
+};
 use crate::harness::*;
 use std::fs;
 
@@ -191,4 +194,53 @@ fn a_notice_lost_with_a_reply_comes_back_alone_and_only_once() {
         p.count(ALPHA, "chronicle-finding") == 1
     });
     assert_eq!(p.read(&inbox(BETA)), before);
+}
+
+/// Two machines, a daemon on each, whose inboxes both lost the notice both had delivered:
+/// each daemon delivers it again in its own copy, and once synced it is there once on both.
+#[test]
+fn two_daemons_that_both_lost_a_notice_end_with_it_once() {
+    let a = shared_polis();
+    let b = machine(|d| d.join("project"));
+    copy_tree(a.root.parent().unwrap(), b.root.parent().unwrap());
+    assert!(b.root.parent().unwrap().join(".stfolder").is_dir());
+    with_settling(&b, "1s");
+    let mut last = tree(&a.root);
+    let _da = a.start_daemon();
+    let _db = b.start_daemon();
+    let before = a.read(&inbox(BETA));
+    settle_for_beta(&a, "parser");
+    wait_for(&a, "A's notice", || a.count(BETA, "contract-settled") == 1);
+    syncthing(&a.root, &b.root, &mut last, "contracts/settled");
+    wait_for(&b, "B's notice", || b.count(BETA, "contract-settled") == 1);
+    let sync_until_still = |last: &mut std::collections::BTreeMap<String, Vec<u8>>| {
+        for _ in 0..6 {
+            quiet(&a);
+            quiet(&b);
+            if syncthing(&a.root, &b.root, last, "").0 == 0 {
+                break;
+            }
+        }
+    };
+    sync_until_still(&mut last);
+    assert_converged(&a, &b, &[]);
+
+    for p in [&a, &b] {
+        replace_as_a_sync_tool(p, &inbox(BETA), &before);
+    }
+    for p in [&a, &b] {
+        wait_for(p, "the notice delivered again", || {
+            p.count(BETA, "contract-settled") == 1
+        });
+    }
+    sync_until_still(&mut last);
+    assert_converged(&a, &b, &[]);
+    for p in [&a, &b] {
+        assert_eq!(
+            p.count(BETA, "contract-settled"),
+            1,
+            "{}",
+            p.read(&inbox(BETA))
+        );
+    }
 }
