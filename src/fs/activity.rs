@@ -19,7 +19,8 @@ pub const MAX_BYTES: u64 = 1 << 20;
 pub struct Activity {
     /// RFC 3339, UTC.
     pub at: String,
-    /// `wrote`, `notified`, `routed`, `tallied`, `merged`, `rolled-over`, `started`, `stopped`.
+    /// `wrote`, `notified`, `routed`, `tallied`, `merged`, `rolled-over`, `restored`, `dropped`
+    /// (a lost notice not delivered again), `started`, `stopped`.
     pub action: String,
     /// The file written, relative to `_polis/`, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -167,6 +167,10 @@ pub struct PolisState {
     /// Notifications decided but not yet delivered. They are saved before delivery, so a crash
     /// between the two loses none; delivery is idempotent, so a replay doubles none.
     pub outbox: Vec<OutboxEntry>,
+    /// The notices delivered lately, oldest first: a sync tool's replace can lose one from its
+    /// inbox, and the daemon delivers it again (docs/sync.md). Bounded by age and count.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub delivered: Vec<Delivered>,
     /// Settled files first counted while a git operation was stopped halfway, with what their
     /// notices name: their handoffs, post-it nudges and reflection wait for the pass after the
     /// operation ends. Kept here because the ledger already counts them, so after a restart no
@@ -192,6 +196,19 @@ pub struct OutboxEntry {
     /// delivery, also for entries an older polisd queued).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub at: Option<String>,
+    /// Delivered once already and lost from the inbox since: it is not watched again, so a
+    /// reader who deletes it is not fought.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub again: bool,
+}
+
+/// A notice delivered (or found already delivered) lately: what it said, with the stamp it
+/// was written with, and when, in seconds since the epoch by this machine's clock.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Delivered {
+    pub notice: OutboxEntry,
+    pub at: u64,
 }
 
 /// How far polisd has read and validated one chronicle file.
@@ -298,6 +315,12 @@ impl PolisState {
     /// Records a sent notification; false if it was already recorded.
     pub fn mark_sent(&mut self, kind: &str, id: &str) -> bool {
         self.sent_notifications.insert(kind, id)
+    }
+
+    /// Forgets a sent notification whose block left its inbox without reaching the archive,
+    /// so it can be delivered again.
+    pub fn unmark_sent(&mut self, kind: &str, id: &str) -> bool {
+        self.sent_notifications.remove(kind, id)
     }
 }
 

@@ -15,6 +15,7 @@ mod conflict_copies;
 mod driver;
 mod git_clones;
 mod held_copies;
+mod lost_notices;
 mod notices;
 mod paused_git;
 mod random_work;

@@ -621,6 +621,52 @@ fn syncthing_converges(n: usize, operations: usize, seed: u64) {
             }
         }
     }
+    assert_every_notice_sent_is_there_once(&machines, &_daemons);
     let findings = findings_but_missing_status(&machines[0]);
     assert!(findings.is_empty(), "{findings:#?}");
+}
+
+/// Every notice a daemon logged as sent is in its recipient's inbox exactly once on every
+/// machine (a sync tool's replace that lost one was made good), unless a daemon let it go as
+/// past; and no marker is there twice.
+fn assert_every_notice_sent_is_there_once(machines: &[TestPolis], daemons: &[Daemon]) {
+    let field = |line: &str, key: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .map(str::to_string)
+    };
+    let mut sent = BTreeSet::new();
+    let mut let_go = BTreeSet::new();
+    for d in daemons {
+        for line in d.log_text().lines() {
+            let notice = (field(line, "to="), field(line, "kind="), field(line, "id="));
+            let (Some(to), Some(kind), Some(id)) = notice else {
+                continue;
+            };
+            if line.contains(" notified ") {
+                sent.insert((to, kind, id));
+            } else if line.contains("a notice that is past") {
+                let_go.insert((to, kind, id));
+            }
+        }
+    }
+    assert!(!sent.is_empty(), "no notice was sent");
+    for p in machines {
+        for (to, kind, id) in sent.difference(&let_go) {
+            let inbox = p.read(&format!("citizens/{to}/inbox.md"));
+            let marker = format!("<!-- polisd:{kind}:{id} -->");
+            assert_eq!(
+                inbox.matches(&marker).count(),
+                1,
+                "{marker} once in\n{inbox}"
+            );
+        }
+        let mut seen = BTreeSet::new();
+        for m in p.all_markers() {
+            assert!(
+                seen.insert((m.recipient.clone(), m.id.clone())),
+                "{m:?} twice"
+            );
+        }
+    }
 }

@@ -1,10 +1,14 @@
-//! Queueing notices in the outbox and delivering them, each at most once (SPEC §9).
+//! Queueing notices in the outbox and delivering them, each at most once (SPEC §9), and
+//! queueing again one a sync tool's replace lost from its inbox (docs/sync.md).
 
 use super::Engine;
+use crate::fs::snapshot;
 use crate::fs::snapshot::Polis;
-use crate::fs::state::OutboxEntry;
+use crate::fs::state::{Delivered, OutboxEntry};
 use crate::operations::{self, Outcome};
-use crate::protocol::delivery::inbox::{Kind, Notification};
+use crate::protocol::delivery::inbox::{markers_anywhere, sent_ids, Kind, Notification};
+use crate::protocol::delivery::notice::parse_inbox;
+use crate::protocol::layout;
 
 /// How often a long delivery saves its progress.
 pub(super) const OUTBOX_CHECKPOINT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -25,6 +29,14 @@ const FIRST_RETRY: std::time::Duration = std::time::Duration::from_millis(250);
 /// The longest wait between two tries of a failed delivery: a notice is delivered within
 /// this long of its inbox becoming writable again.
 pub(super) const MAX_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long a delivered notice is watched for a sync tool's replace. The replace loses what was
+/// appended between the tool's look at the inbox and its rename: seconds, or a minute behind
+/// Syncthing's watcher delay; a notice gone from the inbox long after was removed by its reader.
+const WATCHED_SECS: u64 = 600;
+
+/// The most delivered notices watched at once (a backlog's oldest are let go first).
+const MAX_WATCHED: usize = 512;
 
 /// When the notices a failed write kept are tried again ([`Engine::next_wakeup`]).
 #[derive(Debug, Clone)]
@@ -68,6 +80,7 @@ impl Engine {
                 link: n.link,
                 paragraph: n.paragraph,
                 at: n.at,
+                again: false,
             };
             if queued.insert(key(&entry)) {
                 self.state.outbox.push(entry);
@@ -109,6 +122,10 @@ impl Engine {
         // half-way then resumes where it was, instead of re-checking every inbox from the top.
         let mut checkpoint = std::time::Instant::now();
         let mut since_checkpoint = 0usize;
+        // Only a sync tool replaces an inbox behind the daemon's back (a git checkout that
+        // drops a notice is a person's doing, and history holds it).
+        let watch = crate::fs::locate::shared_by_sync_tool(&self.root);
+        let now = epoch_secs();
         for (k, chunk) in outbox.chunks(DELIVERY_BATCH).enumerate() {
             let at = k * DELIVERY_BATCH;
             if at > 0
@@ -152,15 +169,33 @@ impl Engine {
             }
             for ((entry, n), outcome) in entries.into_iter().zip(&notices).zip(&report.outcomes) {
                 match *outcome {
-                    Outcome::FoundInInbox => self.warn_of_another_writer(n),
+                    Outcome::FoundInInbox => {
+                        self.warn_of_another_writer(n);
+                        if watch {
+                            self.watch_delivered(entry, clock, now);
+                        }
+                    }
                     Outcome::Delivered => {
                         // `id` is the one in the inbox's `<!-- polisd:<kind>:<id> -->` marker.
-                        tracing::info!(kind = %n.kind, id = %n.id(), to = %n.recipient, subject = %n.subject, "notified");
+                        tracing::info!(kind = %n.kind, id = %n.id(), to = %n.recipient, subject = %n.subject, again = entry.again, "notified");
+                        let again = if entry.again {
+                            ", delivered again: a sync tool's replace lost it from the inbox"
+                        } else {
+                            ""
+                        };
                         self.log_activity(
                             "notified",
                             Some(&format!("citizens/{}/inbox.md", n.recipient)),
-                            format!("{} about {} (marker id {})", n.kind, n.subject, n.id()),
+                            format!(
+                                "{} about {} (marker id {}){again}",
+                                n.kind,
+                                n.subject,
+                                n.id()
+                            ),
                         );
+                        if watch {
+                            self.watch_delivered(entry, clock, now);
+                        }
                     }
                     Outcome::NoCard
                         if crate::protocol::layout::is_agent_id(&n.recipient)
@@ -187,6 +222,155 @@ impl Engine {
         }
         self.state.outbox = keep;
         self.schedule_retry(failed_inboxes);
+        let watched = &mut self.state.delivered;
+        watched.retain(|d| now.saturating_sub(d.at) < WATCHED_SECS);
+        if watched.len() > MAX_WATCHED {
+            watched.drain(..watched.len() - MAX_WATCHED);
+        }
+    }
+
+    /// Watches a notice now in its inbox for a sync tool's replace, with the stamp it was
+    /// written with, so the block delivered again is the same bytes. A notice delivered again
+    /// is not watched again.
+    fn watch_delivered(&mut self, entry: &OutboxEntry, clock: &str, now: u64) {
+        if entry.again {
+            return;
+        }
+        let mut notice = entry.clone();
+        notice.at.get_or_insert_with(|| clock.to_string());
+        self.state.delivered.push(Delivered { notice, at: now });
+    }
+
+    /// An inbox (or its archive) changed: whether a watched notice is still in one of them is
+    /// looked at once the polis has been quiet for the settling window, when a peer's version
+    /// and its conflict copies have all arrived.
+    pub(super) fn inbox_changed(&mut self, rel: &str) {
+        let Some(who) = rel.strip_prefix("citizens/").and_then(|r| {
+            r.strip_suffix("/inbox.md")
+                .or(r.strip_suffix("/inbox-archive.md"))
+        }) else {
+            return;
+        };
+        // The own-write check reads the inbox: asked last.
+        if self
+            .state
+            .delivered
+            .iter()
+            .any(|d| d.notice.recipient == who)
+            && !self.inbox_checks.contains(who)
+            && !self.is_own_change(rel)
+        {
+            self.inbox_checks.insert(who.to_string());
+            self.settling.wake_when_quiet();
+        }
+    }
+
+    /// After a start: every inbox with a watched notice is looked at (a replace while the
+    /// daemon was down).
+    pub(super) fn check_every_watched_inbox(&mut self) {
+        let who: Vec<String> = self
+            .state
+            .delivered
+            .iter()
+            .map(|d| d.notice.recipient.clone())
+            .collect();
+        if !who.is_empty() {
+            self.inbox_checks.extend(who);
+            self.settling.wake_when_quiet();
+        }
+    }
+
+    /// Queues again each watched notice that is in neither its inbox nor its archive, once the
+    /// polis has been quiet for the settling window: a sync tool renamed a peer's version over
+    /// the inbox after the notice was appended (docs/sync.md). The notice goes through the
+    /// outbox like any other, so the append checks the inbox's markers under its lock (a second
+    /// machine that delivered it again first wins; nothing is written twice) and never touches
+    /// the bytes around it. A notice whose record has moved on is not sent again.
+    pub(super) fn queue_lost_notices(&mut self, polis: &Polis) {
+        if self.inbox_checks.is_empty() || !self.settling.is_quiet(std::time::Instant::now()) {
+            return;
+        }
+        if self.held_by_git() {
+            self.settling.wake_when_quiet();
+            return;
+        }
+        let now = epoch_secs();
+        self.state
+            .delivered
+            .retain(|d| now.saturating_sub(d.at) < WATCHED_SECS);
+        for who in std::mem::take(&mut self.inbox_checks) {
+            let (Some(inbox), Some(archive)) =
+                (layout::inbox_path(&who), layout::inbox_archive_path(&who))
+            else {
+                continue;
+            };
+            if super::sync_pass::has_conflict_copy_beside(&self.root, &inbox) {
+                // The copy is merged first; looked at again a window later.
+                self.inbox_checks.insert(who);
+                self.settling.wake_when_quiet();
+                continue;
+            }
+            // No inbox at all is no replace: polisd never creates one for a notice again.
+            let Ok(Some(text)) = snapshot::read_text(&self.root, &inbox, None) else {
+                continue;
+            };
+            let archived = snapshot::read_text(&self.root, &archive, None)
+                .ok()
+                .flatten()
+                .map(|t| sent_ids(&t))
+                .unwrap_or_default();
+            let there = markers_anywhere(&text);
+            let mut lost = Vec::new();
+            self.state.delivered.retain(|d| {
+                if d.notice.recipient != who {
+                    return true;
+                }
+                let Some(n) = notification_of(&d.notice) else {
+                    return false;
+                };
+                if there.contains(n.marker().as_str()) || archived.contains(&(n.kind, n.id())) {
+                    return true;
+                }
+                lost.push((d.notice.clone(), n));
+                false
+            });
+            for (entry, n) in lost {
+                self.queue_again(polis, entry, &n);
+            }
+        }
+    }
+
+    /// Queues a lost notice again, unless what it asks is past.
+    fn queue_again(&mut self, polis: &Polis, mut entry: OutboxEntry, n: &Notification) {
+        let inbox = format!("citizens/{}/inbox.md", n.recipient);
+        let mut block = parse_inbox(&n.render(crate::protocol::delivery::inbox::EPOCH_STAMP));
+        crate::operations::session::mark_outdated(&polis.root, &n.recipient, &mut block);
+        if let Some(why) = block.first().and_then(|b| b.outdated.clone()) {
+            tracing::info!(kind = %n.kind, id = %n.id(), to = %n.recipient, "a sync tool's replace lost a notice that is past: {why}");
+            self.log_activity(
+                "dropped",
+                Some(&inbox),
+                format!(
+                    "a sync tool's replace lost the {} notice about {}; not delivered again: {why}",
+                    n.kind, n.subject
+                ),
+            );
+            return;
+        }
+        tracing::info!(kind = %n.kind, id = %n.id(), to = %n.recipient, "a sync tool's replace lost a notice; delivering it again");
+        self.state.unmark_sent(n.kind.as_str(), &n.id());
+        entry.again = true;
+        if !self.state.outbox.iter().any(|e| {
+            (&e.kind, &e.recipient, &e.subject, &e.discriminator)
+                == (
+                    &entry.kind,
+                    &entry.recipient,
+                    &entry.subject,
+                    &entry.discriminator,
+                )
+        }) {
+            self.state.outbox.push(entry);
+        }
     }
 
     /// Schedules the next try of the notices a failed write kept (none: no retry), backing
@@ -223,6 +407,13 @@ impl Engine {
             );
         }
     }
+}
+
+/// Seconds since the epoch by this machine's clock (what [`Delivered::at`] counts in).
+fn epoch_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The notice an outbox entry queued (`None`: a kind this polisd does not know).

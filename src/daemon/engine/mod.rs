@@ -174,6 +174,9 @@ pub struct Engine {
     /// going away (an attribute change, a link removed elsewhere), so the daemon looks again
     /// by itself, backing off to at most [`delivery::MAX_RETRY`].
     delivery_retry: Option<delivery::Retry>,
+    /// Citizens whose inbox changed while it held a notice delivered lately: looked at once
+    /// the polis is quiet, for a notice a sync tool's replace lost ([`Engine::queue_lost_notices`]).
+    inbox_checks: BTreeSet<String>,
     /// Chronicle findings whose recipient could not be resolved yet (the author's card and
     /// the index are not there, as while a folder is restored): looked at again every pass.
     unresolved: Vec<(Finding, String)>,
@@ -299,6 +302,7 @@ impl Engine {
             warned_lock: false,
             arriving_until: None,
             delivery_retry: None,
+            inbox_checks: BTreeSet::new(),
             unresolved: Vec::new(),
             warned_once: BTreeSet::new(),
             settled_gone: std::collections::HashSet::new(),
@@ -599,7 +603,7 @@ impl Engine {
 
     /// The scope of a batch of paths, leaving out changes polisd itself made (no loops), and
     /// which settled files it concerns.
-    fn scope_of(&self, paths: &[PathBuf]) -> (Scope, SettledRefresh) {
+    fn scope_of(&mut self, paths: &[PathBuf]) -> (Scope, SettledRefresh) {
         let mut scope = Scope::default();
         let mut refresh = SettledRefresh::Nothing;
         for path in paths {
@@ -609,6 +613,9 @@ impl Engine {
             // deliver now rather than at the next rescan.
             if concerns.is_empty() && self.notice_waits_for_inbox(&rel) {
                 scope.derive = true;
+            }
+            if concerns.is_empty() {
+                self.inbox_changed(&rel);
             }
             // An inbox or a draft whose conflict copy waited while the file was being written
             // (a deferred edit that is due now): merged on this pass.
@@ -803,7 +810,11 @@ impl Engine {
             self.silence(&notices);
             notices.clear();
         }
+        if !self.warmed {
+            self.check_every_watched_inbox();
+        }
         self.enqueue(notices);
+        self.queue_lost_notices(&pass.polis);
         // Saved after delivery (in `finish_pass`), not before: until then the saved state is
         // the previous pass's, so a crash repeats this pass, and delivery finds what already
         // reached an inbox (`operations::deliver` reads it first). Saving first would put two

@@ -73,6 +73,17 @@ impl SentNotifications {
         }
     }
 
+    /// Forgets (kind, id); false if it was not there.
+    pub fn remove(&mut self, kind: &str, id: &str) -> bool {
+        let Some(k) = self.kind_at(kind) else {
+            return false;
+        };
+        match hex_id(id) {
+            Some(n) => self.hex.remove(&(k, n)),
+            None => self.other.remove(&(k, id.to_string())),
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.hex.len() + self.other.len()
     }
@@ -205,5 +216,19 @@ mod tests {
         assert_eq!(hex_id("00000000000000aa"), Some(0xaa));
         assert_eq!(hex_id("+0000000000000aa"), None);
         assert_eq!(hex_id("00000000000000a"), None);
+    }
+
+    #[test]
+    fn a_removed_id_is_no_longer_sent_and_can_be_recorded_again() {
+        let mut sent = SentNotifications::default();
+        sent.insert("k", "00000000000000aa");
+        sent.insert("k", "short");
+        assert!(sent.remove("k", "00000000000000aa"));
+        assert!(!sent.remove("k", "00000000000000aa"));
+        assert!(!sent.remove("j", "short"));
+        assert!(sent.remove("k", "short"));
+        assert!(!sent.contains("k", "00000000000000aa"));
+        assert!(sent.is_empty());
+        assert!(sent.insert("k", "00000000000000aa"));
     }
 }
