@@ -26,16 +26,34 @@ fn project(p: &TestPolis) -> PathBuf {
     p.root.parent().unwrap().to_path_buf()
 }
 
-/// The home of the people in these tests: Gemini CLI trusts the project folder there, as
-/// it does once its user chose to (without it, Gemini CLI runs no project hooks).
+/// The home of the people in these tests: Gemini CLI trusts the project folder there, and
+/// Codex CLI polisd's hooks, as they do once their user chose to (without it, neither runs
+/// the project's hooks).
 fn home(p: &TestPolis) -> PathBuf {
     let home = p.dir.path().join("home");
     let record = home.join(".gemini/trustedFolders.json");
     if !record.exists() {
         std::fs::create_dir_all(record.parent().unwrap()).unwrap();
         let project = std::fs::canonicalize(project(p)).unwrap();
-        let project = project.to_str().unwrap();
-        std::fs::write(&record, json!({ project: "TRUST_FOLDER" }).to_string()).unwrap();
+        std::fs::write(
+            &record,
+            json!({ project.to_str().unwrap(): "TRUST_FOLDER" }).to_string(),
+        )
+        .unwrap();
+        // Codex's review records a hash per handler, by the handler's place in the hooks
+        // file (polisd's are the only ones here); polisd reads only that there is one.
+        let hooks = project.join(".codex/hooks.json");
+        let codex: String = ["session_start", "post_tool_use", "user_prompt_submit"]
+            .iter()
+            .map(|event| {
+                format!(
+                    "[hooks.state.\"{}:{event}:0:0\"]\ntrusted_hash = \"sha256:0\"\n",
+                    hooks.display()
+                )
+            })
+            .collect();
+        std::fs::create_dir_all(home.join(".codex")).unwrap();
+        std::fs::write(home.join(".codex/config.toml"), codex).unwrap();
     }
     home
 }
@@ -45,6 +63,7 @@ fn polisd_as(p: &TestPolis, state: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
         .env("HOME", home(p))
+        .env_remove("CODEX_HOME")
         .env("POLISD_STATE_DIR", state)
         .env_remove("POLIS_CITIZEN")
         .current_dir(project(p))

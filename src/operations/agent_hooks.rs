@@ -495,6 +495,9 @@ fn hook_status(project_root: &Path) -> Vec<CliStatus> {
             if cli == Cli::Gemini && !hooks.is_empty() {
                 problems.extend(gemini_trust(project_root));
             }
+            if let (Cli::Codex, Some(text)) = (cli, &text) {
+                problems.extend(codex_trust(project_root, text));
+            }
             if cli == Cli::Codex {
                 match codex_features(project_root) {
                     Ok(warnings) => problems.extend(warnings),
@@ -574,6 +577,37 @@ pub fn gemini_trust(project_root: &Path) -> Option<String> {
             env_trust: env_trust.as_deref(),
             user_settings: user_settings.as_deref(),
             record: record.as_deref(),
+            shown: &shown,
+        },
+        &canonical,
+    )
+}
+
+/// Why Codex CLI will not run polisd's hooks in `hooks` (the project's `.codex/hooks.json`,
+/// as it is or as install is about to write it) for this person: no trust recorded for them
+/// in `$CODEX_HOME/config.toml` (by default `~/.codex/config.toml`), or switched off there.
+pub fn codex_trust(project_root: &Path, hooks: &str) -> Vec<String> {
+    use crate::protocol::delivery::codex_trust::{untrusted, TrustInputs};
+    let (config_path, shown) = match std::env::var_os("CODEX_HOME") {
+        Some(home) => {
+            let p = std::path::PathBuf::from(home).join("config.toml");
+            let shown = p.display().to_string();
+            (Some(p), shown)
+        }
+        None => (
+            std::env::var_os("HOME")
+                .map(|h| std::path::PathBuf::from(h).join(".codex/config.toml")),
+            "~/.codex/config.toml".to_string(),
+        ),
+    };
+    let config = config_path.and_then(|p| std::fs::read_to_string(p).ok());
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let hooks_path = canonical(project_root).join(Cli::Codex.settings_path());
+    untrusted(
+        &TrustInputs {
+            hooks,
+            hooks_path: &hooks_path,
+            config: config.as_deref(),
             shown: &shown,
         },
         &canonical,

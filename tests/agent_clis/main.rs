@@ -19,7 +19,7 @@
 //! holds only what a user sets up once: an API key and base address, and the trust each CLI asks
 //! before it runs a project's hooks (Gemini's trusted folders; for Codex, whose trust is
 //! recorded from its interactive review, the documented flag for automation that vets its
-//! hooks).
+//! hooks, except in the test of that review's record).
 
 #[path = "../common/clients.rs"]
 mod clients;
@@ -267,6 +267,7 @@ impl Project {
             .env("PATH", &self.path)
             .env_remove("POLIS_CITIZEN")
             .env_remove("XDG_CONFIG_HOME")
+            .env_remove("CODEX_HOME")
             .current_dir(self.dir());
         cmd
     }
@@ -507,6 +508,111 @@ fn gemini_cli_runs_the_hooks_only_in_a_trusted_folder_and_hooks_status_says_whic
     project.session(&GEMINI, &api, "Hello?");
     let turns = api.turns();
     assert_eq!(shown(&turns[0].body, &primer_heading()), 1);
+}
+
+/// Codex CLI as a script runs it: `codex exec` without `--dangerously-bypass-hook-trust`,
+/// so it runs only the hooks the person trusted in its interactive review.
+const CODEX_UNBYPASSED: Cli = Cli {
+    args: |prompt, url| {
+        (CODEX.args)(prompt, url)
+            .into_iter()
+            .filter(|a| a != "--dangerously-bypass-hook-trust")
+            .collect()
+    },
+    ..CODEX
+};
+
+/// What Codex CLI 0.171.0 records in `~/.codex/config.toml` when the person approves
+/// polisd's three hooks in its review (`codex`, then "Trust all and continue"), for the
+/// hooks file `Project::new` leaves: a table per handler, keyed by the hooks file, the
+/// event, and the handler's place, holding Codex's hash of the handler.
+fn codex_review_record(project: &Path) -> String {
+    let file = project.join(".codex/hooks.json");
+    [
+        (
+            "post_tool_use",
+            "495e33d5bf0600cc8f2a0b6bc46331280c27f1231b30d295c5a87d2f440c440a",
+        ),
+        (
+            "session_start",
+            "8bc241722dd4845a7800a49d59563f2821d2785e231aa309175f949c5e8d7d64",
+        ),
+        (
+            "user_prompt_submit",
+            "9a10123b95f7173a15325020c05ec559e03685189f57d99a0953c3a0def81851",
+        ),
+    ]
+    .iter()
+    .map(|(event, hash)| {
+        format!(
+            "\n[hooks.state.\"{}:{event}:0:0\"]\ntrusted_hash = \"sha256:{hash}\"\n",
+            file.display()
+        )
+    })
+    .collect()
+}
+
+/// Codex CLI runs no project hook the person has not trusted in its review (`codex exec`
+/// skips them without a word), and `hooks status` (and `hooks install`) says so; once the
+/// review's record is there, the session has the primer and the status has nothing to say.
+#[test]
+fn codex_cli_runs_the_hooks_only_once_trusted_and_hooks_status_says_so() {
+    let project = Project::new(&CODEX);
+    let out = project
+        .polisd()
+        .args(["hooks", "install", "--codex", "--as", ME])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("warning: ") && said.contains("approve the hooks it lists"),
+        "install says so: {}",
+        harness::describe(&out)
+    );
+    let status = project.hooks_status();
+    assert!(
+        status.contains("approve the hooks it lists")
+            && status.contains("SessionStart")
+            && status.contains("~/.codex/config.toml"),
+        "{status}"
+    );
+    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
+    project.session(&CODEX_UNBYPASSED, &api, "Hello?");
+    let first = &api.turns()[0].body;
+    assert_eq!(
+        shown(first, &primer_heading()),
+        0,
+        "untrusted hooks do not run: {}",
+        excerpt(first)
+    );
+
+    let config = project.home.join(".codex/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&codex_review_record(&project.dir()));
+    std::fs::write(&config, text).unwrap();
+    let out = project
+        .polisd()
+        .args(["hooks", "status", "--json"])
+        .output()
+        .unwrap();
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let codex = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["cli"] == "codex")
+        .unwrap();
+    assert_eq!(codex["problems"], json!([]), "{codex:#}");
+    assert_eq!(out.status.code(), Some(0), "{}", harness::describe(&out));
+    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
+    project.session(&CODEX_UNBYPASSED, &api, "Hello?");
+    let first = &api.turns()[0].body;
+    assert_eq!(
+        shown(first, &primer_heading()),
+        1,
+        "trusted hooks run: {}",
+        excerpt(first)
+    );
 }
 
 /// How the model calls the tool whose name ends in `tool`, from a request to the model:

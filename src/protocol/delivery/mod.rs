@@ -5,6 +5,7 @@ pub mod agent_hooks;
 pub mod agent_text;
 pub mod aider;
 pub mod catch_up;
+pub mod codex_trust;
 pub mod gemini_trust;
 pub mod inbox;
 pub mod index_state;
