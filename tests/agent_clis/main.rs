@@ -29,7 +29,7 @@ mod model_api;
 #[path = "../common/reference.rs"]
 mod reference;
 
-use harness::{wait_until, Killed, TestPolis, BIN, DEADLINE};
+use harness::{wait_until, KilledGroup, TestPolis, BIN, DEADLINE};
 use model_api::{ModelApi, Turn};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -321,20 +321,20 @@ impl Project {
     ) -> (bool, String) {
         let log = self.polis.dir.path().join(format!("{}.log", cli.bin));
         let file = std::fs::File::create(&log).unwrap();
-        let mut child = Killed::new(
+        // Its own group: the npm launcher starts the native CLI, which starts MCP servers.
+        let mut cli_group = KilledGroup::spawn(
             self.as_person(&clients::agent_clis().join(cli.bin))
                 .args(more)
                 .args((cli.args)(prompt, &api.url))
                 .envs((cli.env)(&self.home, &api.url))
                 .stdin(Stdio::null())
                 .stdout(file.try_clone().unwrap())
-                .stderr(file)
-                .spawn()
-                .unwrap(),
-        );
+                .stderr(file),
+        )
+        .unwrap();
         let mut status = None;
         wait_until(&format!("{} to end its session", cli.bin), DEADLINE, || {
-            status = child.child().try_wait().unwrap();
+            status = cli_group.child().try_wait().unwrap();
             status.is_some()
         });
         let output = std::fs::read_to_string(&log).unwrap_or_default();

@@ -8,35 +8,25 @@ use super::*;
 /// chromedriver in its own process group; the group (chromedriver and every Chromium process
 /// it started) is killed when dropped, pass or fail.
 pub(crate) struct Driver {
-    child: Child,
+    _group: harness::KilledGroup,
     port: u16,
     _profile: tempfile::TempDir,
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let pgid = self.child.id() as i32;
-        // SAFETY: kill(2) on our own child's process group.
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
 }
 
 /// A chromedriver on a port of its choosing. It can exit before saying its port (a port it
 /// picked and then could not bind while the machine is busy): it is started again, three
 /// times at most, and a last failure says what it printed.
 pub(crate) fn chromedriver() -> Driver {
-    use std::os::unix::process::CommandExt as _;
     let mut said = String::new();
     for _ in 0..3 {
-        let mut child = Command::new("chromedriver")
-            .arg("--port=0")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("chromedriver is missing: install Debian's `chromium` and `chromium-driver` (.ci/run does)");
-        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut group = harness::KilledGroup::spawn(
+            Command::new("chromedriver")
+                .arg("--port=0")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null()),
+        )
+        .expect("chromedriver is missing: install Debian's `chromium` and `chromium-driver` (.ci/run does)");
+        let mut out = BufReader::new(group.child().stdout.take().unwrap());
         let mut port = None;
         let mut line = String::new();
         while port.is_none() && out.read_line(&mut line).unwrap_or(0) > 0 {
@@ -48,13 +38,11 @@ pub(crate) fn chromedriver() -> Driver {
             line.clear();
         }
         let Some(port) = port else {
-            let _ = child.kill();
-            let _ = child.wait();
             continue;
         };
         std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
         return Driver {
-            child,
+            _group: group,
             port,
             _profile: tempfile::tempdir().unwrap(),
         };

@@ -256,6 +256,34 @@ impl Drop for Killed {
     }
 }
 
+/// A child started in its own process group ([`KilledGroup::spawn`]), the whole group killed
+/// and the child reaped when dropped: for a program that starts its own children (a browser's
+/// driver, an agent CLI's launcher and the MCP servers it starts), none of which may outlive
+/// the test, pass or fail.
+pub struct KilledGroup(Child);
+
+impl KilledGroup {
+    pub fn spawn(cmd: &mut Command) -> std::io::Result<KilledGroup> {
+        use std::os::unix::process::CommandExt as _;
+        cmd.process_group(0).spawn().map(KilledGroup)
+    }
+
+    pub fn child(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for KilledGroup {
+    fn drop(&mut self) {
+        // The group's id is the leader's pid (`process_group(0)`).
+        if let Ok(pgid) = i32::try_from(self.0.id()) {
+            // SAFETY: kill(2) on our own child's process group; no memory is touched.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        }
+        let _ = self.0.wait();
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Helpers for the daemon tests (`tests/daemon/`).
 
