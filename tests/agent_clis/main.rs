@@ -62,6 +62,16 @@ struct Cli {
     read_tool: fn(file: &Path) -> Turn,
 }
 
+fn owned(words: &[&str]) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+fn pairs(vars: &[(&str, &str)]) -> Vec<(String, String)> {
+    vars.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 fn write(path: PathBuf, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
@@ -74,27 +84,19 @@ const CLAUDE: Cli = Cli {
     setup: |_, _| {},
     // A headless Claude Code session asks for no workspace trust.
     trust: |_, _| {},
-    args: |prompt, _| {
-        ["-p", prompt, "--output-format", "json"]
-            .map(String::from)
-            .to_vec()
-    },
+    args: |prompt, _| owned(&["-p", prompt, "--output-format", "json"]),
     mcp_add: |project| {
         let project = project.to_str().unwrap();
-        ["mcp", "add", "polis", "--", "polisd", "mcp", project]
-            .map(String::from)
-            .to_vec()
+        owned(&["mcp", "add", "polis", "--", "polisd", "mcp", project])
     },
     mcp_allow: &["--allowedTools", "mcp__polis"],
     env: |_, url| {
-        [
+        pairs(&[
             ("ANTHROPIC_BASE_URL", url),
             ("ANTHROPIC_API_KEY", "sk-ant-test"),
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
             ("DISABLE_AUTOUPDATER", "1"),
-        ]
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .to_vec()
+        ])
     },
     read_tool: |file| Turn::Tool {
         name: "Read".into(),
@@ -122,16 +124,10 @@ const GEMINI: Cli = Cli {
         );
     },
     // A model named, so the CLI does not first ask a router model which one to use.
-    args: |prompt, _| {
-        ["-m", "gemini-2.5-flash", "-p", prompt]
-            .map(String::from)
-            .to_vec()
-    },
+    args: |prompt, _| owned(&["-m", "gemini-2.5-flash", "-p", prompt]),
     mcp_add: |project| {
         let project = project.to_str().unwrap();
-        ["mcp", "add", "polis", "polisd", "mcp", project]
-            .map(String::from)
-            .to_vec()
+        owned(&["mcp", "add", "polis", "polisd", "mcp", project])
     },
     mcp_allow: &[
         "--allowed-mcp-server-names",
@@ -140,12 +136,10 @@ const GEMINI: Cli = Cli {
         "yolo",
     ],
     env: |_, url| {
-        [
+        pairs(&[
             ("GEMINI_API_KEY", "test-key"),
             ("GOOGLE_GEMINI_BASE_URL", url),
-        ]
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .to_vec()
+        ])
     },
     read_tool: |file| Turn::Tool {
         name: "read_file".into(),
@@ -175,22 +169,18 @@ const CODEX: Cli = Cli {
     trust: |_, _| {},
     args: |prompt, url| {
         let base = format!("model_providers.local.base_url=\"{url}/v1\"");
-        [
+        owned(&[
             "exec",
             "--skip-git-repo-check",
             "--dangerously-bypass-hook-trust",
             "-c",
             &base,
             prompt,
-        ]
-        .map(String::from)
-        .to_vec()
+        ])
     },
     mcp_add: |project| {
         let project = project.to_str().unwrap();
-        ["mcp", "add", "polis", "--", "polisd", "mcp", project]
-            .map(String::from)
-            .to_vec()
+        owned(&["mcp", "add", "polis", "--", "polisd", "mcp", project])
     },
     mcp_allow: &["--dangerously-bypass-approvals-and-sandbox"],
     env: |_, _| vec![("LOCAL_MODEL_KEY".to_string(), "test-key".to_string())],
