@@ -6,7 +6,8 @@ use crate::fs::writer::{WriteError, Writer};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::delivery::inbox::{markers_anywhere, sent_ids, Kind, Notification};
 use crate::protocol::layout::{self};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::Path;
 
 /// What delivering a batch of notifications did.
 #[derive(Debug, Default)]
@@ -157,11 +158,7 @@ pub fn deliver(
         };
         // The archive first, the inbox under its lock: the marker check and the append are
         // one step for every polisd process appending to this inbox (SPEC §9, §11).
-        let archived = snapshot::read_text(&polis.root, &archive, None)
-            .ok()
-            .flatten()
-            .map(|text| sent_ids(&text))
-            .unwrap_or_default();
+        let archived = archived_ids(&polis.root, &archive);
         let mut found: Vec<usize> = Vec::new();
         let mut fresh: Vec<usize> = Vec::new();
         for i in batch {
@@ -221,6 +218,16 @@ pub fn deliver(
         }
     }
     report
+}
+
+/// The notices a citizen's inbox archive (`archive`, relative to the polis) holds, by kind and
+/// id: moved there, they count as sent. An archive polisd cannot read holds none.
+pub fn archived_ids(root: &Path, archive: &str) -> HashSet<(Kind, String)> {
+    snapshot::read_text(root, archive, None)
+        .ok()
+        .flatten()
+        .map(|text| sent_ids(&text))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

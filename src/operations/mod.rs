@@ -48,7 +48,7 @@ pub use check::{
     findings_and_resolved_from, findings_and_resolved_with, reservation_findings, Rechecks,
     Resolved,
 };
-pub use deliver::{deliver, deliver_now, Delivery, Outcome};
+pub use deliver::{archived_ids, deliver, deliver_now, Delivery, Outcome};
 pub use edit::{edit_agent_file, edit_agent_file_now};
 pub use error::OpError;
 pub use reconcile::{

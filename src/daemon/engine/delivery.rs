@@ -6,7 +6,7 @@ use crate::fs::snapshot;
 use crate::fs::snapshot::Polis;
 use crate::fs::state::{Delivered, OutboxEntry};
 use crate::operations::{self, Outcome};
-use crate::protocol::delivery::inbox::{markers_anywhere, sent_ids, Kind, Notification};
+use crate::protocol::delivery::inbox::{markers_anywhere, Kind, Notification};
 use crate::protocol::delivery::notice::parse_inbox;
 use crate::protocol::layout;
 
@@ -58,16 +58,8 @@ impl Engine {
         // A set rather than `outbox.contains`: a backlog after downtime holds thousands.
         // By id (kind, subject, recipient, discriminator): the same notice derived again is
         // queued once, whatever its words or stamp.
-        let key = |e: &OutboxEntry| {
-            (
-                e.kind.clone(),
-                e.recipient.clone(),
-                e.subject.clone(),
-                e.discriminator.clone(),
-            )
-        };
         let mut queued: std::collections::HashSet<(String, String, String, String)> =
-            self.state.outbox.iter().map(key).collect();
+            self.state.outbox.iter().map(queue_key).collect();
         for n in notices {
             if self.state.was_sent(n.kind.as_str(), &n.id()) {
                 continue;
@@ -82,7 +74,7 @@ impl Engine {
                 at: n.at,
                 again: false,
             };
-            if queued.insert(key(&entry)) {
+            if queued.insert(queue_key(&entry)) {
                 self.state.outbox.push(entry);
             }
         }
@@ -314,11 +306,7 @@ impl Engine {
             let Ok(Some(text)) = snapshot::read_text(&self.root, &inbox, None) else {
                 continue;
             };
-            let archived = snapshot::read_text(&self.root, &archive, None)
-                .ok()
-                .flatten()
-                .map(|t| sent_ids(&t))
-                .unwrap_or_default();
+            let archived = operations::archived_ids(&self.root, &archive);
             let there = markers_anywhere(&text);
             let mut lost = Vec::new();
             self.state.delivered.retain(|d| {
@@ -360,15 +348,8 @@ impl Engine {
         tracing::info!(kind = %n.kind, id = %n.id(), to = %n.recipient, "a sync tool's replace lost a notice; delivering it again");
         self.state.unmark_sent(n.kind.as_str(), &n.id());
         entry.again = true;
-        if !self.state.outbox.iter().any(|e| {
-            (&e.kind, &e.recipient, &e.subject, &e.discriminator)
-                == (
-                    &entry.kind,
-                    &entry.recipient,
-                    &entry.subject,
-                    &entry.discriminator,
-                )
-        }) {
+        let key = queue_key(&entry);
+        if !self.state.outbox.iter().any(|e| queue_key(e) == key) {
             self.state.outbox.push(entry);
         }
     }
@@ -407,6 +388,16 @@ impl Engine {
             );
         }
     }
+}
+
+/// What makes an outbox entry one notice, whatever its words or stamp: it is queued once.
+fn queue_key(e: &OutboxEntry) -> (String, String, String, String) {
+    (
+        e.kind.clone(),
+        e.recipient.clone(),
+        e.subject.clone(),
+        e.discriminator.clone(),
+    )
 }
 
 /// Seconds since the epoch by this machine's clock (what [`Delivered::at`] counts in).
