@@ -597,3 +597,41 @@ fn aider_reads_the_bridge_pointer_once_installed_and_not_after_uninstall() {
     );
     assert_eq!(aider_reads(&root, home.path()), ["CONVENTIONS.md"]);
 }
+
+/// Someone who never ran Gemini CLI or Codex CLI on this machine (no `~/.gemini`, no
+/// `~/.codex`) is not told that those CLIs do not trust the project yet: their first session
+/// asks. Once a CLI's folder exists, its missing trust is a problem.
+#[test]
+fn trust_is_checked_only_for_the_clis_this_person_has_run_here() {
+    let p = TestPolis::init(ME);
+    let state = p.dir.path().join("state-fresh");
+    let fresh = p.dir.path().join("fresh-home");
+    std::fs::create_dir_all(&fresh).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .env("HOME", &fresh)
+            .env_remove("CODEX_HOME")
+            .env_remove("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
+            .env_remove("GEMINI_CLI_TRUST_WORKSPACE")
+            .env("POLISD_STATE_DIR", &state)
+            .env_remove("POLIS_CITIZEN")
+            .current_dir(project(&p))
+            .output()
+            .unwrap()
+    };
+    let install = ok(&run(&[
+        "hooks", "install", "--all", "--as", ME, "--bin", BIN,
+    ]));
+    assert!(!install.contains("trust"), "{install}");
+    let status = run(&["hooks", "status"]);
+    assert_eq!(status.status.code(), Some(0), "{}", ok(&status));
+
+    std::fs::create_dir_all(fresh.join(".gemini")).unwrap();
+    std::fs::create_dir_all(fresh.join(".codex")).unwrap();
+    let status = run(&["hooks", "status"]);
+    let said = String::from_utf8_lossy(&status.stdout);
+    assert_eq!(status.status.code(), Some(1), "{said}");
+    assert!(said.contains("trustedFolders.json"), "{said}");
+    assert!(said.contains("~/.codex/config.toml"), "{said}");
+}

@@ -566,6 +566,12 @@ pub fn gemini_trust(project_root: &Path) -> Option<String> {
             "~/.gemini/trustedFolders.json".to_string(),
         ),
     };
+    // A person who never ran Gemini CLI here is not told: its first session asks for the trust.
+    let used = home.as_ref().is_some_and(|h| h.join(".gemini").is_dir())
+        || std::env::var_os("GEMINI_CLI_TRUSTED_FOLDERS_PATH").is_some();
+    if !used {
+        return None;
+    }
     let read = |p: Option<std::path::PathBuf>| p.and_then(|p| std::fs::read_to_string(p).ok());
     let record = read(record_path);
     let user_settings = read(home.map(|h| h.join(".gemini/settings.json")));
@@ -588,19 +594,22 @@ pub fn gemini_trust(project_root: &Path) -> Option<String> {
 /// in `$CODEX_HOME/config.toml` (by default `~/.codex/config.toml`), or switched off there.
 pub fn codex_trust(project_root: &Path, hooks: &str) -> Vec<String> {
     use crate::protocol::delivery::codex_trust::{untrusted, TrustInputs};
-    let (config_path, shown) = match std::env::var_os("CODEX_HOME") {
+    let (codex_home, shown) = match std::env::var_os("CODEX_HOME") {
         Some(home) => {
-            let p = std::path::PathBuf::from(home).join("config.toml");
-            let shown = p.display().to_string();
-            (Some(p), shown)
+            let home = std::path::PathBuf::from(home);
+            let shown = home.join("config.toml").display().to_string();
+            (Some(home), shown)
         }
         None => (
-            std::env::var_os("HOME")
-                .map(|h| std::path::PathBuf::from(h).join(".codex/config.toml")),
+            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".codex")),
             "~/.codex/config.toml".to_string(),
         ),
     };
-    let config = config_path.and_then(|p| std::fs::read_to_string(p).ok());
+    // A person who never ran Codex here is not told: its first session reviews the hooks.
+    let Some(codex_home) = codex_home.filter(|h| h.is_dir()) else {
+        return Vec::new();
+    };
+    let config = std::fs::read_to_string(codex_home.join("config.toml")).ok();
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let hooks_path = canonical(project_root).join(Cli::Codex.settings_path());
     untrusted(
