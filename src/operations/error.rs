@@ -3,7 +3,7 @@
 //! operation's idempotence lets the caller simply run again).
 
 use crate::fs::writer::WriteError;
-use crate::operations::arg::{flags, Arg, Names, Spell, Words};
+use crate::operations::arg::{flags, Action, Arg, Names, Spell, Words};
 use crate::protocol::finding::Finding;
 
 #[derive(Debug, thiserror::Error)]
@@ -18,7 +18,7 @@ pub enum OpError {
     },
     #[error("`{id}` is not a registered citizen (no citizens/{id}/capability_card.yml); pass your own agent id, or register first with `polisd register {id} --vendor <vendor> --model <model> --tags <tag:rating,…>`", id = shown(.0))]
     NotRegistered(String),
-    #[error("no contract `{}` in contracts/open, settled or abandoned; `polisd contract list` shows the open ones", shown(.0))]
+    #[error("{}", no_contract(.0, &flags))]
     NoContract(String),
     #[error("contract `{id}` is {folder}, not open; only open contracts can be {action}")]
     NotOpen {
@@ -34,7 +34,7 @@ pub enum OpError {
     },
     #[error("{}", already_owned(.id, .owner, &flags))]
     AlreadyOwned { id: String, owner: String },
-    #[error("contract `{id}` is owned by {owner}; only {owner} {action} it: ask {owner}, or take it over first with `polisd contract claim {id} --as {by} --force`; nothing was written")]
+    #[error("{}", owned_by_other(.id, .owner, .by, .action, &flags))]
     OwnedByOther {
         id: String,
         owner: String,
@@ -61,7 +61,7 @@ pub enum OpError {
         citizen: String,
         vote: &'static str,
     },
-    #[error("no amendment `{}` in amendments/proposed; `polisd amendment list` shows them", shown(.0))]
+    #[error("{}", no_amendment(.0, &flags))]
     NoAmendment(String),
     #[error("amendment `{0}`: {1}")]
     Vote(String, crate::protocol::amendments::amendment::VoteError),
@@ -78,6 +78,9 @@ pub enum OpError {
     /// A review gate refused the action; the text says why and what to do.
     #[error("{0}")]
     Review(String),
+    /// A review gate refused the action for a reason that suggests a tool's action.
+    #[error("{}", .0.worded(&flags))]
+    Gate(crate::operations::review::Gate),
     #[error("this lesson was already filed as {path} (same citizen, tags, contract, impact and text); nothing was written")]
     LessonFiled { path: String },
     #[error("this guardrail is already active as {path} (same text, tags and source contract); nothing was written")]
@@ -124,6 +127,15 @@ impl Spell for OpError {
             OpError::BadId { what, value, rule } => bad_id(what, value, rule, names),
             OpError::AlreadyOwned { id, owner } => already_owned(id, owner, names),
             OpError::NoOwner(id) => no_owner(id, names),
+            OpError::NoContract(id) => no_contract(id, names),
+            OpError::NoAmendment(id) => no_amendment(id, names),
+            OpError::OwnedByOther {
+                id,
+                owner,
+                by,
+                action,
+            } => owned_by_other(id, owner, by, action, names),
+            OpError::Gate(gate) => gate.worded(names),
             OpError::Empty { what, fix } => format!("{what} is empty; {}", fix.spelled(names)),
             OpError::NoLesson => no_lesson(names),
             OpError::PersonIsCitizen(by) => person_is_citizen(by, names),
@@ -144,30 +156,58 @@ fn bad_id(what: &str, value: &str, rule: &Words, names: Names) -> String {
 fn already_owned(id: &str, owner: &str, names: Names) -> String {
     format!(
         "contract `{id}` is already owned by {owner}; pick another contract, or ask {owner} to release it ({} takes it over)",
-        names(Arg::Force)
+        names.arg(Arg::Force)
     )
 }
 
 fn no_owner(id: &str, names: Names) -> String {
     format!(
-        "contract `{id}` has no owner; claim it first (`polisd contract claim {id} --as <id>`) or pass {} <id>",
-        names(Arg::Citizen)
+        "contract `{id}` has no owner; claim it first ({}) or pass {} <id>",
+        names.action(&Action::Claim { id: id.to_string() }),
+        names.arg(Arg::Citizen)
+    )
+}
+
+fn no_contract(id: &str, names: Names) -> String {
+    format!(
+        "no contract `{}` in contracts/open, settled or abandoned; {} shows the open ones",
+        shown(id),
+        names.action(&Action::ListContracts)
+    )
+}
+
+fn no_amendment(id: &str, names: Names) -> String {
+    format!(
+        "no amendment `{}` in amendments/proposed; {} shows them",
+        shown(id),
+        names.action(&Action::ListAmendments)
+    )
+}
+
+fn owned_by_other(id: &str, owner: &str, by: &str, action: &str, names: Names) -> String {
+    let take = Action::ClaimForce {
+        id: id.to_string(),
+        by: Some(by.to_string()),
+    };
+    format!(
+        "contract `{id}` is owned by {owner}; only {owner} {action} it: ask {owner}, or take it over first with {}; nothing was written",
+        names.action(&take)
     )
 }
 
 fn no_lesson(names: Names) -> String {
     format!(
         "settling files a lesson: pass {} \"<one paragraph>\" {} N, or {} \"<why there is none>\"",
-        names(Arg::Lesson),
-        names(Arg::Impact),
-        names(Arg::NoLesson)
+        names.arg(Arg::Lesson),
+        names.arg(Arg::Impact),
+        names.arg(Arg::NoLesson)
     )
 }
 
 fn person_is_citizen(by: &str, names: Names) -> String {
     format!(
         "`{by}` is a citizen, and the queue holds a person's decisions: answer with your own name in {}; nothing was written",
-        names(Arg::By)
+        names.arg(Arg::By)
     )
 }
 
@@ -184,16 +224,16 @@ fn new_citizen(why: &crate::operations::register::Refusal, need: &str, names: Na
     let said = match why {
         Refusal::Invalid(RegisterError::TwoLines(flag)) if arg(flag).is_some() => format!(
             "{} holds a line break: pass it on one line",
-            arg(flag).map(names).unwrap_or_default()
+            arg(flag).map(|a| names.arg(a)).unwrap_or_default()
         ),
         Refusal::Invalid(RegisterError::Empty(flag)) if arg(flag).is_some() => format!(
             "{} must not be empty",
-            arg(flag).map(names).unwrap_or_default()
+            arg(flag).map(|a| names.arg(a)).unwrap_or_default()
         ),
         // The tags default to the suggesting contract's: none were given and it requires none.
         Refusal::Invalid(RegisterError::NoTags) => format!(
             "give at least one capability tag with {} (python:4,docs:3)",
-            names(Arg::Tags)
+            names.arg(Arg::Tags)
         ),
         other => other.to_string(),
     };

@@ -1,12 +1,75 @@
 //! Writing a review (`reviews/<YYYY-MM-DD-HHMM>-<cid>.md`) and announcing its decision.
 
 use crate::fs::writer::Writer;
+use crate::operations::arg::{Action, Names};
 use crate::operations::chronicle::{self, Appended};
 use crate::operations::error::OpError;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::contracts::review::{self as rules, Decision};
 use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::layout;
+
+/// Why the chavruta review holds an action back, as data: each suggests what to do next as an
+/// [`Action`], which every front end names its own way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    /// The reviewer owns the contract at `link`.
+    OwnWork {
+        reviewer: String,
+        cid: String,
+        link: String,
+    },
+    /// A council reviews the contract and has no verdict yet.
+    UnderCouncil(String),
+    /// `stakes: high`, and its reviewer requested changes.
+    ChangesRequested(String),
+    /// `stakes: high`, and its review rejected it.
+    Rejected(String),
+    /// `stakes: high`, and no other citizen signed it off.
+    NoSignOff(String),
+}
+
+impl Gate {
+    /// The refusal, with its actions named by `names`.
+    pub fn worded(&self, names: Names) -> String {
+        let sign_off = |cid: &str| {
+            names.action(&Action::SignOff {
+                cid: cid.to_string(),
+            })
+        };
+        match self {
+            Gate::OwnWork {
+                reviewer,
+                cid,
+                link,
+            } => format!(
+                "`{reviewer}` owns contract `{cid}`: a chavruta review is another citizen's (ideally of another vendor); ask one with {}",
+                names.action(&Action::AskReview {
+                    by: reviewer.clone(),
+                    link: link.clone()
+                })
+            ),
+            Gate::UnderCouncil(cid) => format!(
+                "contract `{cid}` is under council review; it settles after the verdict ({})",
+                names.action(&Action::CouncilStatus { cid: cid.clone() })
+            ),
+            Gate::ChangesRequested(cid) => format!(
+                "contract `{cid}` is stakes: high and its reviewer requested changes; revise, then ask for a second round ({})",
+                sign_off(cid)
+            ),
+            // The override is a person's decision, taken on the command line only: it stays
+            // a command for every front end.
+            Gate::Rejected(cid) => format!(
+                "contract `{cid}` is stakes: high and its review rejected it; escalate (a person may settle it with `polisd contract settle {cid} --review-override \"PERSON: WHY\"`) or abandon it ({})",
+                names.action(&Action::Abandon { cid: cid.clone() })
+            ),
+            Gate::NoSignOff(cid) => format!(
+                "contract `{cid}` is stakes: high: it settles after another citizen (ideally of another vendor) signs off its review ({})",
+                sign_off(cid)
+            ),
+        }
+    }
+}
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Reviewed {
@@ -62,10 +125,11 @@ pub fn review(
         )));
     }
     if owner.as_deref() == Some(reviewer) {
-        return Err(OpError::Review(format!(
-            "`{reviewer}` owns contract `{cid}`: a chavruta review is another citizen's (ideally of another vendor); ask one with `polisd log --as {reviewer} \"requested review\" --link {}`",
-            contract_rel.trim_end_matches(".md")
-        )));
+        return Err(OpError::Gate(Gate::OwnWork {
+            reviewer: reviewer.to_string(),
+            cid: cid.to_string(),
+            link: contract_rel.trim_end_matches(".md").to_string(),
+        }));
     }
     // A review after earlier ones is their next round: each one by someone other than the
     // owner counts, so a second round after `requested_changes` is on record.
@@ -174,9 +238,7 @@ pub fn settle_gate(
 ) -> Result<(), OpError> {
     if let Some(council) = crate::operations::council::read(root, cid)? {
         if council.finished_at.is_none() && council.outcome.is_none() {
-            return Err(OpError::Council(format!(
-                "contract `{cid}` is under council review; it settles after the verdict (`polisd council status {cid}`)"
-            )));
+            return Err(OpError::Gate(Gate::UnderCouncil(cid.to_string())));
         }
     }
     if stakes.map(str::trim) != Some("high") || review_override {
@@ -184,15 +246,9 @@ pub fn settle_gate(
     }
     match latest_review_by_other(root, cid, owner) {
         Some(Decision::SignedOff) => Ok(()),
-        Some(Decision::RequestedChanges) => Err(OpError::Review(format!(
-            "contract `{cid}` is stakes: high and its reviewer requested changes; revise, then ask for a second round (`polisd review {cid} --as <reviewer> --decision signed_off`)"
-        ))),
-        Some(Decision::Rejected) => Err(OpError::Review(format!(
-            "contract `{cid}` is stakes: high and its review rejected it; escalate (a person may settle it with `polisd contract settle {cid} --review-override \"PERSON: WHY\"`) or abandon it (`polisd contract abandon {cid}`)"
-        ))),
-        _ => Err(OpError::Review(format!(
-            "contract `{cid}` is stakes: high: it settles after another citizen (ideally of another vendor) signs off its review (`polisd review {cid} --as <reviewer> --decision signed_off`)"
-        ))),
+        Some(Decision::RequestedChanges) => Err(OpError::Gate(Gate::ChangesRequested(cid.into()))),
+        Some(Decision::Rejected) => Err(OpError::Gate(Gate::Rejected(cid.into()))),
+        _ => Err(OpError::Gate(Gate::NoSignOff(cid.into()))),
     }
 }
 
