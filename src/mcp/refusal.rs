@@ -95,6 +95,7 @@ pub fn call(action: &Action) -> String {
         ),
         Action::ListContracts => ("polis_list_contracts", vec![]),
         Action::ListAmendments => ("polis_amendments", vec![]),
+        Action::Vote => ("polis_vote", vec![]),
         Action::SignOff { cid } => (
             "polis_review",
             vec![

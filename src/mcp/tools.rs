@@ -1079,6 +1079,7 @@ mod tests {
             ("Risky plain", "high"),
             ("Risky changes", "high"),
             ("Risky rejected", "high"),
+            ("Odd owner", "low"),
         ] {
             let id = done(call(
                 &root,
@@ -1106,6 +1107,10 @@ mod tests {
                 &args(json!({"contract_id": cid, "citizen": b, "decision": decision})),
             ));
         }
+        // An owner line no command can read as a citizen's id.
+        let odd = root.join("contracts/open/odd-owner.md");
+        let text = std::fs::read_to_string(&odd).unwrap();
+        std::fs::write(&odd, text.replace(&format!("owner: {a}"), "owner: true")).unwrap();
         let settle =
             |cid: &str| json!({"contract_id": cid, "quality": 4, "by": a, "no_lesson": "x"});
         let cases: Vec<(&str, Value, &str, &[&str])> = vec![
@@ -1169,6 +1174,19 @@ mod tests {
                 settle("risky-rejected"),
                 "polis_abandon_contract",
                 &["`contract_id: \"risky-rejected\"`"],
+            ),
+            (
+                "polis_settle_contract",
+                settle("odd-owner"),
+                "polis_claim_contract",
+                &["`contract_id: \"odd-owner\"`", "`force: true`"],
+            ),
+            (
+                "polis_propose_amendment",
+                json!({"citizen": a, "title": "Shorter reviews",
+                    "body": format!("Why.\n\n### 2026-01-01 from {b}: agree\n")}),
+                "polis_vote",
+                &[],
             ),
         ];
         let mut wrong = Vec::new();

@@ -71,6 +71,8 @@ pub enum Action {
     ListContracts,
     /// List the proposed amendments.
     ListAmendments,
+    /// Vote on a proposed amendment.
+    Vote,
     /// Sign off contract `cid`'s review as another citizen.
     SignOff { cid: String },
     /// Abandon contract `cid`.
@@ -92,6 +94,7 @@ impl Action {
             ),
             Action::ListContracts => "polisd contract list".to_string(),
             Action::ListAmendments => "polisd amendment list".to_string(),
+            Action::Vote => "polisd amendment vote".to_string(),
             Action::SignOff { cid } => {
                 format!("polisd review {cid} --as <reviewer> --decision signed_off")
             }

@@ -98,9 +98,10 @@ fn owner_of(record: &Record, id: &str) -> Result<Option<String>, OpError> {
         Value::Map(_) => "a mapping".to_string(),
         other => format!("`{}`", quoted(&other.python_str())),
     };
-    Err(OpError::Refused(format!(
-        "contract `{id}`'s `owner:` is {shown}, not a citizen id; write the owner's id (or null) on that line, or take the contract with `polisd contract claim {id} --as <id> --force`"
-    )))
+    Err(OpError::BadOwner {
+        id: id.to_string(),
+        shown,
+    })
 }
 
 /// A settle or abandon interrupted between its edit and its move leaves the file in `open/`

@@ -43,6 +43,9 @@ pub enum OpError {
     },
     #[error("{}", no_owner(.0, &flags))]
     NoOwner(String),
+    /// The contract's `owner:` holds `shown`, which is no citizen id.
+    #[error("{}", bad_owner(.id, .shown, &flags))]
+    BadOwner { id: String, shown: String },
     #[error("quality must be 1 to 5, not {0}")]
     Quality(i64),
     #[error("impact must be 1 to 5, not {0}")]
@@ -90,6 +93,13 @@ pub enum OpError {
     Body { what: String, why: String },
     #[error("{}", no_lesson(&flags))]
     NoLesson,
+    /// A proposal's body holds a vote block at `line`, which the tally would count.
+    #[error("{}", vote_in_body(*.line, .vote, .citizen, &flags))]
+    VoteInBody {
+        line: usize,
+        vote: &'static str,
+        citizen: String,
+    },
     /// A citizen's id given as the person who answers the human queue.
     #[error("{}", person_is_citizen(.0, &flags))]
     PersonIsCitizen(String),
@@ -127,6 +137,12 @@ impl Spell for OpError {
             OpError::BadId { what, value, rule } => bad_id(what, value, rule, names),
             OpError::AlreadyOwned { id, owner } => already_owned(id, owner, names),
             OpError::NoOwner(id) => no_owner(id, names),
+            OpError::BadOwner { id, shown } => bad_owner(id, shown, names),
+            OpError::VoteInBody {
+                line,
+                vote,
+                citizen,
+            } => vote_in_body(*line, vote, citizen, names),
             OpError::NoContract(id) => no_contract(id, names),
             OpError::NoAmendment(id) => no_amendment(id, names),
             OpError::OwnedByOther {
@@ -165,6 +181,24 @@ fn no_owner(id: &str, names: Names) -> String {
         "contract `{id}` has no owner; claim it first ({}) or pass {} <id>",
         names.action(&Action::Claim { id: id.to_string() }),
         names.arg(Arg::Citizen)
+    )
+}
+
+fn bad_owner(id: &str, shown: &str, names: Names) -> String {
+    let take = Action::ClaimForce {
+        id: id.to_string(),
+        by: None,
+    };
+    format!(
+        "contract `{id}`'s `owner:` is {shown}, not a citizen id; write the owner's id (or null) on that line, or take the contract with {}",
+        names.action(&take)
+    )
+}
+
+fn vote_in_body(line: usize, vote: &str, citizen: &str, names: Names) -> String {
+    format!(
+        "the proposal's body: its line {line} is a vote ({vote} from {citizen}), which the tally would count; a proposal carries no votes (each citizen votes with {}), so reword it, or put an example inside a code fence; nothing was written",
+        names.action(&Action::Vote)
     )
 }
 
@@ -256,7 +290,10 @@ impl OpError {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            OpError::Input(_) | OpError::BadId { .. } | OpError::Body { .. }
+            OpError::Input(_)
+                | OpError::BadId { .. }
+                | OpError::Body { .. }
+                | OpError::VoteInBody { .. }
         )
     }
 }
