@@ -168,3 +168,167 @@ pub fn named(tool: &Tool, arg: Arg) -> String {
         .unwrap_or(&keys[0]);
     format!("`{key}`")
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::mcp::tools::tests::{args, call, done};
+    use crate::mcp::tools::{list, Outcome};
+    use serde_json::{json, Value};
+
+    /// Every refusal that suggests something an MCP tool does names that tool and what to pass
+    /// it, never a shell command (an MCP client may have no shell).
+    #[test]
+    fn every_suggested_action_names_the_tool_never_a_command() {
+        let (a, b) = ("claude-code-1", "codex-review-1");
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&[a, b]);
+        for (title, stakes) in [
+            ("Owned task", "low"),
+            ("Unowned task", "low"),
+            ("Risky plain", "high"),
+            ("Risky changes", "high"),
+            ("Risky rejected", "high"),
+            ("Odd owner", "low"),
+        ] {
+            let id = done(call(
+                &root,
+                "polis_open_contract",
+                &args(json!({"title": title, "opened_by": a, "stakes": stakes})),
+            ))["contract_id"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| title.to_lowercase().replace(' ', "-"));
+            if title != "Unowned task" {
+                done(call(
+                    &root,
+                    "polis_claim_contract",
+                    &args(json!({"contract_id": id, "citizen": a})),
+                ));
+            }
+        }
+        for (cid, decision) in [
+            ("risky-changes", "requested_changes"),
+            ("risky-rejected", "rejected"),
+        ] {
+            done(call(
+                &root,
+                "polis_review",
+                &args(json!({"contract_id": cid, "citizen": b, "decision": decision})),
+            ));
+        }
+        // An owner line no command can read as a citizen's id.
+        let odd = root.join("contracts/open/odd-owner.md");
+        let text = std::fs::read_to_string(&odd).unwrap();
+        std::fs::write(&odd, text.replace(&format!("owner: {a}"), "owner: true")).unwrap();
+        let settle =
+            |cid: &str| json!({"contract_id": cid, "quality": 4, "by": a, "no_lesson": "x"});
+        let cases: Vec<(&str, Value, &str, &[&str])> = vec![
+            (
+                "polis_settle_contract",
+                json!({"contract_id": "owned-task", "quality": 4, "by": b, "no_lesson": "x"}),
+                "polis_claim_contract",
+                &[
+                    "`contract_id: \"owned-task\"`",
+                    "`citizen: \"codex-review-1\"`",
+                    "`force: true`",
+                ],
+            ),
+            (
+                "polis_abandon_contract",
+                json!({"contract_id": "owned-task", "by": b}),
+                "polis_claim_contract",
+                &["`force: true`"],
+            ),
+            (
+                "polis_settle_contract",
+                json!({"contract_id": "unowned-task", "quality": 4, "no_lesson": "x"}),
+                "polis_claim_contract",
+                &["`contract_id: \"unowned-task\"`"],
+            ),
+            (
+                "polis_claim_contract",
+                json!({"contract_id": "no-such-task", "citizen": a}),
+                "polis_list_contracts",
+                &[],
+            ),
+            (
+                "polis_vote",
+                json!({"amendment_id": "no-such-amendment", "citizen": a, "vote": "agree"}),
+                "polis_amendments",
+                &[],
+            ),
+            (
+                "polis_review",
+                json!({"contract_id": "owned-task", "citizen": a, "decision": "signed_off"}),
+                "polis_log",
+                &[
+                    "`verb: \"requested review\"`",
+                    "`link: \"contracts/open/owned-task\"`",
+                ],
+            ),
+            (
+                "polis_settle_contract",
+                settle("risky-plain"),
+                "polis_review",
+                &["`decision: \"signed_off\"`"],
+            ),
+            (
+                "polis_settle_contract",
+                settle("risky-changes"),
+                "polis_review",
+                &["`contract_id: \"risky-changes\"`"],
+            ),
+            (
+                "polis_settle_contract",
+                settle("risky-rejected"),
+                "polis_abandon_contract",
+                &["`contract_id: \"risky-rejected\"`"],
+            ),
+            (
+                "polis_settle_contract",
+                settle("odd-owner"),
+                "polis_claim_contract",
+                &["`contract_id: \"odd-owner\"`", "`force: true`"],
+            ),
+            (
+                "polis_propose_amendment",
+                json!({"citizen": a, "title": "Shorter reviews",
+                    "body": format!("Why.\n\n### 2026-01-01 from {b}: agree\n")}),
+                "polis_vote",
+                &[],
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (tool, given, to_call, passed) in cases {
+            let why = match call(&root, tool, &args(given.clone())) {
+                Outcome::Failed(why) => why,
+                other => panic!("{tool} {given}: expected a refusal, got {other:?}"),
+            };
+            let schema = &list()
+                .iter()
+                .find(|t| t.name == to_call)
+                .unwrap()
+                .input_schema;
+            for pass in passed {
+                let key = pass.trim_matches('`').split(':').next().unwrap();
+                assert!(
+                    schema["properties"].get(key).is_some(),
+                    "{to_call} has no `{key}`"
+                );
+            }
+            // The override of a rejected review is a person's: it alone stays a command.
+            let why_left = why.replace(
+                "`polisd contract settle risky-rejected --review-override \"PERSON: WHY\"`",
+                "",
+            );
+            if !why.contains(&format!("`{to_call}`"))
+                || passed.iter().any(|p| !why.contains(p))
+                || why_left.contains("polisd ")
+            {
+                wrong.push(format!("{tool} {given}: {why}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        assert!(!root.join("contracts/settled").exists());
+        assert!(!root.join("contracts/abandoned").exists());
+    }
+}

@@ -83,7 +83,7 @@ pub enum OpError {
     Review(String),
     /// A review gate refused the action for a reason that suggests a tool's action.
     #[error("{}", .0.worded(&flags))]
-    Gate(crate::operations::review::Gate),
+    Gate(crate::operations::gate::Gate),
     #[error("this lesson was already filed as {path} (same citizen, tags, contract, impact and text); nothing was written")]
     LessonFiled { path: String },
     #[error("this guardrail is already active as {path} (same text, tags and source contract); nothing was written")]
