@@ -338,6 +338,94 @@ mod tests {
     use crate::operations::register::Refusal;
     use crate::protocol::citizens::register::RegisterError;
 
+    /// A refusal that suggests an action reads, on the command line, the whole command in the
+    /// words it always had; another front end names the action its own way.
+    #[test]
+    fn the_command_line_reads_a_suggested_action_as_the_whole_command() {
+        use crate::operations::arg::{Action, Namer};
+        use crate::operations::gate::Gate;
+        let cases = [
+            (
+                OpError::OwnedByOther {
+                    id: "fix-login".into(),
+                    owner: "ann-agent".into(),
+                    by: "bob-agent".into(),
+                    action: "settles",
+                },
+                "contract `fix-login` is owned by ann-agent; only ann-agent settles it: ask ann-agent, or take it over first with `polisd contract claim fix-login --as bob-agent --force`; nothing was written",
+            ),
+            (
+                OpError::NoOwner("fix-login".into()),
+                "contract `fix-login` has no owner; claim it first (`polisd contract claim fix-login --as <id>`) or pass --as <id>",
+            ),
+            (
+                OpError::NoContract("fix-login".into()),
+                "no contract `fix-login` in contracts/open, settled or abandoned; `polisd contract list` shows the open ones",
+            ),
+            (
+                OpError::NoAmendment("a-1".into()),
+                "no amendment `a-1` in amendments/proposed; `polisd amendment list` shows them",
+            ),
+            (
+                OpError::BadOwner {
+                    id: "fix-login".into(),
+                    shown: "a list".into(),
+                },
+                "contract `fix-login`'s `owner:` is a list, not a citizen id; write the owner's id (or null) on that line, or take the contract with `polisd contract claim fix-login --as <id> --force`",
+            ),
+            (
+                OpError::VoteInBody {
+                    line: 3,
+                    vote: "agree",
+                    citizen: "bob-agent".into(),
+                },
+                "the proposal's body: its line 3 is a vote (agree from bob-agent), which the tally would count; a proposal carries no votes (each citizen votes with `polisd amendment vote`), so reword it, or put an example inside a code fence; nothing was written",
+            ),
+            (
+                OpError::Gate(Gate::OwnWork {
+                    reviewer: "ann-agent".into(),
+                    cid: "fix-login".into(),
+                    link: "contracts/open/fix-login".into(),
+                }),
+                "`ann-agent` owns contract `fix-login`: a chavruta review is another citizen's (ideally of another vendor); ask one with `polisd log --as ann-agent \"requested review\" --link contracts/open/fix-login`",
+            ),
+            (
+                OpError::Gate(Gate::UnderCouncil("fix-login".into())),
+                "contract `fix-login` is under council review; it settles after the verdict (`polisd council status fix-login`)",
+            ),
+            (
+                OpError::Gate(Gate::ChangesRequested("fix-login".into())),
+                "contract `fix-login` is stakes: high and its reviewer requested changes; revise, then ask for a second round (`polisd review fix-login --as <reviewer> --decision signed_off`)",
+            ),
+            (
+                OpError::Gate(Gate::Rejected("fix-login".into())),
+                "contract `fix-login` is stakes: high and its review rejected it; escalate (a person may settle it with `polisd contract settle fix-login --review-override \"PERSON: WHY\"`) or abandon it (`polisd contract abandon fix-login`)",
+            ),
+            (
+                OpError::Gate(Gate::NoSignOff("fix-login".into())),
+                "contract `fix-login` is stakes: high: it settles after another citizen (ideally of another vendor) signs off its review (`polisd review fix-login --as <reviewer> --decision signed_off`)",
+            ),
+        ];
+        struct Other;
+        impl Namer for Other {
+            fn arg(&self, arg: Arg) -> String {
+                format!("<{arg:?}>")
+            }
+            fn action(&self, action: &Action) -> String {
+                format!("<{action:?}>")
+            }
+        }
+        for (e, said) in cases {
+            assert_eq!(e.to_string(), said);
+            assert_eq!(e.spelled(&flags), said);
+            let other = e.spelled(&Other);
+            assert!(
+                other.contains("<") && !other.contains("`polisd contract claim"),
+                "{other}"
+            );
+        }
+    }
+
     /// The queue's refusals name the command's flags on the command line and another front
     /// end's names through `spelled`, in the same words.
     #[test]
