@@ -104,6 +104,7 @@ pub fn call(action: &Action) -> String {
                 ("decision", Text("signed_off")),
             ],
         ),
+        Action::Settle { id } => ("polis_settle_contract", vec![("contract_id", Text(id))]),
         Action::Abandon { cid } => ("polis_abandon_contract", vec![("contract_id", Text(cid))]),
         Action::CouncilStatus { cid } => ("polis_council_status", vec![("contract_id", Text(cid))]),
         Action::AskReview { by, link } => (
@@ -188,6 +189,7 @@ mod tests {
             ("Risky changes", "high"),
             ("Risky rejected", "high"),
             ("Odd owner", "low"),
+            ("Half abandoned", "low"),
         ] {
             let id = done(call(
                 &root,
@@ -219,6 +221,10 @@ mod tests {
         let odd = root.join("contracts/open/odd-owner.md");
         let text = std::fs::read_to_string(&odd).unwrap();
         std::fs::write(&odd, text.replace(&format!("owner: {a}"), "owner: true")).unwrap();
+        // An abandon interrupted between its edit and its move.
+        let half = root.join("contracts/open/half-abandoned.md");
+        let text = std::fs::read_to_string(&half).unwrap();
+        std::fs::write(&half, text.replace("status: claimed", "status: abandoned")).unwrap();
         let settle =
             |cid: &str| json!({"contract_id": cid, "quality": 4, "by": a, "no_lesson": "x"});
         let cases: Vec<(&str, Value, &str, &[&str])> = vec![
@@ -288,6 +294,12 @@ mod tests {
                 settle("odd-owner"),
                 "polis_claim_contract",
                 &["`contract_id: \"odd-owner\"`", "`force: true`"],
+            ),
+            (
+                "polis_claim_contract",
+                json!({"contract_id": "half-abandoned", "citizen": b, "force": true}),
+                "polis_abandon_contract",
+                &["`contract_id: \"half-abandoned\"`"],
             ),
             (
                 "polis_propose_amendment",

@@ -75,6 +75,8 @@ pub enum Action {
     Vote,
     /// Sign off contract `cid`'s review as another citizen.
     SignOff { cid: String },
+    /// Settle contract `id` (the caller passes the rest).
+    Settle { id: String },
     /// Abandon contract `cid`.
     Abandon { cid: String },
     /// Show where the council on `cid` stands.
@@ -98,6 +100,7 @@ impl Action {
             Action::SignOff { cid } => {
                 format!("polisd review {cid} --as <reviewer> --decision signed_off")
             }
+            Action::Settle { id } => format!("polisd contract settle {id}"),
             Action::Abandon { cid } => format!("polisd contract abandon {cid}"),
             Action::CouncilStatus { cid } => format!("polisd council status {cid}"),
             Action::AskReview { by, link } => {

@@ -115,14 +115,10 @@ fn check_not_ending(id: &str, record: &Record, except: Option<&str>) -> Result<(
     else {
         return Ok(());
     };
-    let verb = if ending == "settled" {
-        "settle"
-    } else {
-        "abandon"
-    };
-    Err(OpError::Refused(format!(
-        "contract `{id}` says `status: {ending}` but is still in contracts/open/ (its move was interrupted); run the same `polisd contract {verb} {id}` command again to finish it; nothing was written"
-    )))
+    Err(OpError::Interrupted {
+        id: id.to_string(),
+        settled: ending == "settled",
+    })
 }
 
 fn tags_field(record: &Record) -> Vec<String> {

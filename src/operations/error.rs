@@ -43,6 +43,9 @@ pub enum OpError {
     },
     #[error("{}", no_owner(.0, &flags))]
     NoOwner(String),
+    /// Contract `id` is in `open/` with the status of an ending whose move was interrupted.
+    #[error("{}", interrupted(.id, *.settled, &flags))]
+    Interrupted { id: String, settled: bool },
     /// The contract's `owner:` holds `shown`, which is no citizen id.
     #[error("{}", bad_owner(.id, .shown, &flags))]
     BadOwner { id: String, shown: String },
@@ -138,6 +141,7 @@ impl Spell for OpError {
             OpError::AlreadyOwned { id, owner } => already_owned(id, owner, names),
             OpError::NoOwner(id) => no_owner(id, names),
             OpError::BadOwner { id, shown } => bad_owner(id, shown, names),
+            OpError::Interrupted { id, settled } => interrupted(id, *settled, names),
             OpError::VoteInBody {
                 line,
                 vote,
@@ -192,6 +196,23 @@ fn bad_owner(id: &str, shown: &str, names: Names) -> String {
     format!(
         "contract `{id}`'s `owner:` is {shown}, not a citizen id; write the owner's id (or null) on that line, or take the contract with {}",
         names.action(&take)
+    )
+}
+
+fn interrupted(id: &str, settled: bool, names: Names) -> String {
+    let (ending, again) = if settled {
+        ("settled", Action::Settle { id: id.to_string() })
+    } else {
+        (
+            "abandoned",
+            Action::Abandon {
+                cid: id.to_string(),
+            },
+        )
+    };
+    format!(
+        "contract `{id}` says `status: {ending}` but is still in contracts/open/ (its move was interrupted); run the same {} command again to finish it; nothing was written",
+        names.action(&again)
     )
 }
 
@@ -365,6 +386,13 @@ mod tests {
             (
                 OpError::NoAmendment("a-1".into()),
                 "no amendment `a-1` in amendments/proposed; `polisd amendment list` shows them",
+            ),
+            (
+                OpError::Interrupted {
+                    id: "fix-login".into(),
+                    settled: true,
+                },
+                "contract `fix-login` says `status: settled` but is still in contracts/open/ (its move was interrupted); run the same `polisd contract settle fix-login` command again to finish it; nothing was written",
             ),
             (
                 OpError::BadOwner {
