@@ -96,6 +96,7 @@ pub fn call(action: &Action) -> String {
         Action::ListContracts => ("polis_list_contracts", vec![]),
         Action::ListAmendments => ("polis_amendments", vec![]),
         Action::Vote => ("polis_vote", vec![]),
+        Action::Tally => ("polis_tally", vec![]),
         Action::SignOff { cid } => (
             "polis_review",
             vec![
@@ -225,6 +226,27 @@ mod tests {
         let half = root.join("contracts/open/half-abandoned.md");
         let text = std::fs::read_to_string(&half).unwrap();
         std::fs::write(&half, text.replace("status: claimed", "status: abandoned")).unwrap();
+        // An amendment past its deadline, which no tally has recorded yet.
+        let late = done(call(
+            &root,
+            "polis_propose_amendment",
+            &args(json!({"citizen": a, "title": "Longer reviews"})),
+        ));
+        let late_path = root.join(late["path"].as_str().unwrap());
+        let text = std::fs::read_to_string(&late_path).unwrap();
+        let text: String = text
+            .lines()
+            .map(|l| {
+                if l.starts_with("expires_at:") {
+                    "expires_at: 2020-01-01".to_string()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(&late_path, text + "\n").unwrap();
+        let late_id = late["amendment_id"].as_str().unwrap().to_string();
         let settle =
             |cid: &str| json!({"contract_id": cid, "quality": 4, "by": a, "no_lesson": "x"});
         let cases: Vec<(&str, Value, &str, &[&str])> = vec![
@@ -300,6 +322,12 @@ mod tests {
                 json!({"contract_id": "half-abandoned", "citizen": b, "force": true}),
                 "polis_abandon_contract",
                 &["`contract_id: \"half-abandoned\"`"],
+            ),
+            (
+                "polis_vote",
+                json!({"amendment_id": late_id, "citizen": b, "vote": "agree"}),
+                "polis_tally",
+                &[],
             ),
             (
                 "polis_propose_amendment",

@@ -73,6 +73,8 @@ pub enum Action {
     ListAmendments,
     /// Vote on a proposed amendment.
     Vote,
+    /// Tally the proposed amendments.
+    Tally,
     /// Sign off contract `cid`'s review as another citizen.
     SignOff { cid: String },
     /// Settle contract `id` (the caller passes the rest).
@@ -97,6 +99,7 @@ impl Action {
             Action::ListContracts => "polisd contract list".to_string(),
             Action::ListAmendments => "polisd amendment list".to_string(),
             Action::Vote => "polisd amendment vote".to_string(),
+            Action::Tally => "polisd tally".to_string(),
             Action::SignOff { cid } => {
                 format!("polisd review {cid} --as <reviewer> --decision signed_off")
             }

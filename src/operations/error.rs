@@ -69,7 +69,7 @@ pub enum OpError {
     },
     #[error("{}", no_amendment(.0, &flags))]
     NoAmendment(String),
-    #[error("amendment `{0}`: {1}")]
+    #[error("{}", vote_refused(.0, .1, &flags))]
     Vote(String, crate::protocol::amendments::amendment::VoteError),
     #[error("refused, nothing written: {} {}: {}", if finding.severity == crate::protocol::finding::Severity::Error { "error" } else { "warning" }, finding.code, finding.message)]
     Chronicle { finding: Box<Finding>, line: String },
@@ -141,6 +141,7 @@ impl Spell for OpError {
             OpError::AlreadyOwned { id, owner } => already_owned(id, owner, names),
             OpError::NoOwner(id) => no_owner(id, names),
             OpError::BadOwner { id, shown } => bad_owner(id, shown, names),
+            OpError::Vote(id, why) => vote_refused(id, why, names),
             OpError::Interrupted { id, settled } => interrupted(id, *settled, names),
             OpError::VoteInBody {
                 line,
@@ -214,6 +215,21 @@ fn interrupted(id: &str, settled: bool, names: Names) -> String {
         "contract `{id}` says `status: {ending}` but is still in contracts/open/ (its move was interrupted); run the same {} command again to finish it; nothing was written",
         names.action(&again)
     )
+}
+
+fn vote_refused(
+    id: &str,
+    why: &crate::protocol::amendments::amendment::VoteError,
+    names: Names,
+) -> String {
+    use crate::protocol::amendments::amendment::VoteError;
+    match why {
+        VoteError::Expired(_) => format!(
+            "amendment `{id}`: {why}; {} records it as expired: propose it again to reopen the question",
+            names.action(&Action::Tally)
+        ),
+        other => format!("amendment `{id}`: {other}"),
+    }
 }
 
 fn vote_in_body(line: usize, vote: &str, citizen: &str, names: Names) -> String {
@@ -393,6 +409,15 @@ mod tests {
                     settled: true,
                 },
                 "contract `fix-login` says `status: settled` but is still in contracts/open/ (its move was interrupted); run the same `polisd contract settle fix-login` command again to finish it; nothing was written",
+            ),
+            (
+                OpError::Vote(
+                    "a-1".into(),
+                    crate::protocol::amendments::amendment::VoteError::Expired(
+                        "expires_at 2020-01-01".into(),
+                    ),
+                ),
+                "amendment `a-1`: its deadline has passed (expires_at 2020-01-01) and it takes no more votes; `polisd tally` records it as expired: propose it again to reopen the question",
             ),
             (
                 OpError::BadOwner {
