@@ -59,13 +59,13 @@ impl Arg {
     }
 }
 
-/// Something a refusal suggests doing next, which an MCP tool also does. `None` where the
-/// citizen to act as is the caller's own id, which the refusal cannot know.
+/// Something a refusal suggests doing next, which an MCP tool also does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     /// Claim the open contract `id`.
     Claim { id: String },
-    /// Take over contract `id` from its owner.
+    /// Take over contract `id` from its owner; `by: None` when the citizen to act as is the
+    /// caller's own id, which the refusal cannot know.
     ClaimForce { id: String, by: Option<String> },
     /// List the open contracts.
     ListContracts,
