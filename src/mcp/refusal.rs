@@ -1,8 +1,9 @@
 //! Why a tool call failed, in the tool's own words: an operation's refusal names the arguments
 //! it asks for by the keys of the tool's schema (`no_lesson`, `citizen`), never by the command
-//! line's flags, which an MCP client has no way to pass.
+//! line's flags, which an MCP client has no way to pass; and the action it suggests as the tool
+//! to call with its arguments, never a shell command, which an MCP client may have no way to run.
 
-use crate::operations::arg::{Arg, Spell};
+use crate::operations::arg::{Action, Arg, Namer, Spell};
 use rmcp::model::Tool;
 use serde_json::Value;
 
@@ -20,7 +21,7 @@ impl Failure {
     pub fn text(&self, tool: &Tool) -> String {
         match self {
             Failure::Said(text) => text.clone(),
-            Failure::Refused(e) => e.spelled(&|arg| named(tool, arg)),
+            Failure::Refused(e) => e.spelled(&Schema(tool)),
         }
     }
 }
@@ -53,6 +54,84 @@ impl From<crate::operations::session::SessionError> for Failure {
     fn from(e: crate::operations::session::SessionError) -> Failure {
         Failure::Refused(Box::new(e))
     }
+}
+
+/// Names as `.0`'s schema and the tools give them.
+struct Schema<'a>(&'a Tool);
+
+impl Namer for Schema<'_> {
+    fn arg(&self, arg: Arg) -> String {
+        named(self.0, arg)
+    }
+
+    fn action(&self, action: &Action) -> String {
+        call(action)
+    }
+}
+
+/// An argument's value in a suggested call: a string as JSON writes it, or a placeholder.
+enum Given<'a> {
+    Text(&'a str),
+    Yes,
+    Yours(&'static str),
+}
+
+/// `action` as the tool that does it, with the arguments to pass:
+/// `` `polis_claim_contract` (`contract_id: "x"`, `citizen: "me"`, `force: true`) ``.
+pub fn call(action: &Action) -> String {
+    use Given::*;
+    let (tool, given): (&str, Vec<(&str, Given)>) = match action {
+        Action::Claim { id } => (
+            "polis_claim_contract",
+            vec![("contract_id", Text(id)), ("citizen", Yours("<your id>"))],
+        ),
+        Action::ClaimForce { id, by } => (
+            "polis_claim_contract",
+            vec![
+                ("contract_id", Text(id)),
+                ("citizen", by.as_deref().map_or(Yours("<your id>"), Text)),
+                ("force", Yes),
+            ],
+        ),
+        Action::ListContracts => ("polis_list_contracts", vec![]),
+        Action::ListAmendments => ("polis_amendments", vec![]),
+        Action::Vote => ("polis_vote", vec![]),
+        Action::Tally => ("polis_tally", vec![]),
+        Action::SignOff { cid } => (
+            "polis_review",
+            vec![
+                ("contract_id", Text(cid)),
+                ("citizen", Yours("<reviewer>")),
+                ("decision", Text("signed_off")),
+            ],
+        ),
+        Action::Settle { id } => ("polis_settle_contract", vec![("contract_id", Text(id))]),
+        Action::Abandon { cid } => ("polis_abandon_contract", vec![("contract_id", Text(cid))]),
+        Action::CouncilStatus { cid } => ("polis_council_status", vec![("contract_id", Text(cid))]),
+        Action::AskReview { by, link } => (
+            "polis_log",
+            vec![
+                ("citizen", Text(by)),
+                ("verb", Text("requested review")),
+                ("link", Text(link)),
+            ],
+        ),
+    };
+    if given.is_empty() {
+        return format!("`{tool}`");
+    }
+    let given: Vec<String> = given
+        .into_iter()
+        .map(|(key, value)| {
+            let value = match value {
+                Text(t) => Value::from(t).to_string(),
+                Yes => "true".to_string(),
+                Yours(placeholder) => placeholder.to_string(),
+            };
+            format!("`{key}: {value}`")
+        })
+        .collect();
+    format!("`{tool}` ({})", given.join(", "))
 }
 
 /// The keys a tool may give an argument; a tool's schema has at most one of them.
@@ -90,4 +169,206 @@ pub fn named(tool: &Tool, arg: Arg) -> String {
         // is still the argument's name, should one slip through.
         .unwrap_or(&keys[0]);
     format!("`{key}`")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::mcp::tools::tests::{args, call, done};
+    use crate::mcp::tools::{list, Outcome};
+    use serde_json::{json, Value};
+
+    /// Every refusal that suggests something an MCP tool does names that tool and what to pass
+    /// it, never a shell command (an MCP client may have no shell).
+    #[test]
+    fn every_suggested_action_names_the_tool_never_a_command() {
+        let (a, b) = ("claude-code-1", "codex-review-1");
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&[a, b]);
+        for (title, stakes) in [
+            ("Owned task", "low"),
+            ("Unowned task", "low"),
+            ("Risky plain", "high"),
+            ("Risky changes", "high"),
+            ("Risky rejected", "high"),
+            ("Odd owner", "low"),
+            ("Half abandoned", "low"),
+        ] {
+            let id = done(call(
+                &root,
+                "polis_open_contract",
+                &args(json!({"title": title, "opened_by": a, "stakes": stakes})),
+            ))["contract_id"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| title.to_lowercase().replace(' ', "-"));
+            if title != "Unowned task" {
+                done(call(
+                    &root,
+                    "polis_claim_contract",
+                    &args(json!({"contract_id": id, "citizen": a})),
+                ));
+            }
+        }
+        for (cid, decision) in [
+            ("risky-changes", "requested_changes"),
+            ("risky-rejected", "rejected"),
+        ] {
+            done(call(
+                &root,
+                "polis_review",
+                &args(json!({"contract_id": cid, "citizen": b, "decision": decision})),
+            ));
+        }
+        // An owner line no command can read as a citizen's id.
+        let odd = root.join("contracts/open/odd-owner.md");
+        let text = std::fs::read_to_string(&odd).unwrap();
+        std::fs::write(&odd, text.replace(&format!("owner: {a}"), "owner: true")).unwrap();
+        // An abandon interrupted between its edit and its move.
+        let half = root.join("contracts/open/half-abandoned.md");
+        let text = std::fs::read_to_string(&half).unwrap();
+        std::fs::write(&half, text.replace("status: claimed", "status: abandoned")).unwrap();
+        // An amendment past its deadline, which no tally has recorded yet.
+        let late = done(call(
+            &root,
+            "polis_propose_amendment",
+            &args(json!({"citizen": a, "title": "Longer reviews"})),
+        ));
+        let late_path = root.join(late["path"].as_str().unwrap());
+        let text = std::fs::read_to_string(&late_path).unwrap();
+        let text: String = text
+            .lines()
+            .map(|l| {
+                if l.starts_with("expires_at:") {
+                    "expires_at: 2020-01-01".to_string()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(&late_path, text + "\n").unwrap();
+        let late_id = late["amendment_id"].as_str().unwrap().to_string();
+        let settle =
+            |cid: &str| json!({"contract_id": cid, "quality": 4, "by": a, "no_lesson": "x"});
+        let cases: Vec<(&str, Value, &str, &[&str])> = vec![
+            (
+                "polis_settle_contract",
+                json!({"contract_id": "owned-task", "quality": 4, "by": b, "no_lesson": "x"}),
+                "polis_claim_contract",
+                &[
+                    "`contract_id: \"owned-task\"`",
+                    "`citizen: \"codex-review-1\"`",
+                    "`force: true`",
+                ],
+            ),
+            (
+                "polis_abandon_contract",
+                json!({"contract_id": "owned-task", "by": b}),
+                "polis_claim_contract",
+                &["`force: true`"],
+            ),
+            (
+                "polis_settle_contract",
+                json!({"contract_id": "unowned-task", "quality": 4, "no_lesson": "x"}),
+                "polis_claim_contract",
+                &["`contract_id: \"unowned-task\"`"],
+            ),
+            (
+                "polis_claim_contract",
+                json!({"contract_id": "no-such-task", "citizen": a}),
+                "polis_list_contracts",
+                &[],
+            ),
+            (
+                "polis_vote",
+                json!({"amendment_id": "no-such-amendment", "citizen": a, "vote": "agree"}),
+                "polis_amendments",
+                &[],
+            ),
+            (
+                "polis_review",
+                json!({"contract_id": "owned-task", "citizen": a, "decision": "signed_off"}),
+                "polis_log",
+                &[
+                    "`verb: \"requested review\"`",
+                    "`link: \"contracts/open/owned-task\"`",
+                ],
+            ),
+            (
+                "polis_settle_contract",
+                settle("risky-plain"),
+                "polis_review",
+                &["`decision: \"signed_off\"`"],
+            ),
+            (
+                "polis_settle_contract",
+                settle("risky-changes"),
+                "polis_review",
+                &["`contract_id: \"risky-changes\"`"],
+            ),
+            (
+                "polis_settle_contract",
+                settle("risky-rejected"),
+                "polis_abandon_contract",
+                &["`contract_id: \"risky-rejected\"`"],
+            ),
+            (
+                "polis_settle_contract",
+                settle("odd-owner"),
+                "polis_claim_contract",
+                &["`contract_id: \"odd-owner\"`", "`force: true`"],
+            ),
+            (
+                "polis_claim_contract",
+                json!({"contract_id": "half-abandoned", "citizen": b, "force": true}),
+                "polis_abandon_contract",
+                &["`contract_id: \"half-abandoned\"`"],
+            ),
+            (
+                "polis_vote",
+                json!({"amendment_id": late_id, "citizen": b, "vote": "agree"}),
+                "polis_tally",
+                &[],
+            ),
+            (
+                "polis_propose_amendment",
+                json!({"citizen": a, "title": "Shorter reviews",
+                    "body": format!("Why.\n\n### 2026-01-01 from {b}: agree\n")}),
+                "polis_vote",
+                &[],
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (tool, given, to_call, passed) in cases {
+            let why = match call(&root, tool, &args(given.clone())) {
+                Outcome::Failed(why) => why,
+                other => panic!("{tool} {given}: expected a refusal, got {other:?}"),
+            };
+            let schema = &list()
+                .iter()
+                .find(|t| t.name == to_call)
+                .unwrap()
+                .input_schema;
+            for pass in passed {
+                let key = pass.trim_matches('`').split(':').next().unwrap();
+                assert!(
+                    schema["properties"].get(key).is_some(),
+                    "{to_call} has no `{key}`"
+                );
+            }
+            // The override of a rejected review is a person's: it alone stays a command.
+            let why_left = why.replace(
+                "`polisd contract settle risky-rejected --review-override \"PERSON: WHY\"`",
+                "",
+            );
+            if !why.contains(&format!("`{to_call}`"))
+                || passed.iter().any(|p| !why.contains(p))
+                || why_left.contains("polisd ")
+            {
+                wrong.push(format!("{tool} {given}: {why}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        assert!(!root.join("contracts/settled").exists());
+        assert!(!root.join("contracts/abandoned").exists());
+    }
 }

@@ -832,11 +832,11 @@ fn tally(root: &Path, args: &Map<String, Value>) -> Result<Value, Failure> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     /// A call as a server without a watcher makes it, its answer delivered.
-    fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
+    pub(in crate::mcp) fn call(root: &Path, name: &str, args: &Map<String, Value>) -> Outcome {
         let (outcome, after_sent) =
             super::call(root, &Mutex::new(KeptPolis::unwatched()), name, args);
         if let Some(after) = after_sent {
@@ -845,7 +845,7 @@ mod tests {
         outcome
     }
 
-    fn args(v: Value) -> Map<String, Value> {
+    pub(in crate::mcp) fn args(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
     }
 
@@ -919,7 +919,7 @@ mod tests {
     }
 
     #[track_caller]
-    fn done(outcome: Outcome) -> Value {
+    pub(in crate::mcp) fn done(outcome: Outcome) -> Value {
         match outcome {
             Outcome::Done(v) => v,
             other => panic!("expected the call to succeed, got {other:?}"),

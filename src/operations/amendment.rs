@@ -65,16 +65,10 @@ pub fn propose(
     // The tally counts every response block of the file, so a body holding one would file a
     // vote its citizen never cast.
     if let Some(v) = crate::protocol::amendments::amendment::body_votes(&req.body, 1).first() {
-        return Err(OpError::Body {
-            what: "the proposal's body".into(),
-            why: format!(
-                "its line {} is a vote ({} from {}), which the tally would count; a proposal \
-                 carries no votes (each citizen votes with `polisd amendment vote`), so reword \
-                 it, or put an example inside a code fence",
-                v.line.unwrap_or(1),
-                v.vote.as_str(),
-                v.citizen
-            ),
+        return Err(OpError::VoteInBody {
+            line: v.line.unwrap_or(1),
+            vote: v.vote.as_str(),
+            citizen: v.citizen.clone(),
         });
     }
     let expires = match &req.expires {

@@ -4,8 +4,10 @@
 //! message serves both, and neither front end is told to pass the other's words. The
 //! dashboard's console names it as the label of the form's field that carries it.
 //!
-//! Whole commands a refusal suggests (`polisd verify --fix`) are not arguments: they stay as
-//! the command line spells them, for a person or an agent with a shell.
+//! A refusal that suggests something to do next, where an MCP tool does the same thing, names
+//! it as an [`Action`]: the command line spells it as the whole command, MCP as the tool to call
+//! with its arguments, the console as the command (a person there has a shell). Commands no
+//! tool does (`polisd verify --fix`) stay plain text, for a person or an agent with a shell.
 
 /// An argument an operation's refusal names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,15 +59,86 @@ impl Arg {
     }
 }
 
-/// How a front end names an argument in a message.
-pub type Names<'a> = &'a dyn Fn(Arg) -> String;
+/// Something a refusal suggests doing next, which an MCP tool also does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Claim the open contract `id`.
+    Claim { id: String },
+    /// Take over contract `id` from its owner; `by: None` when the citizen to act as is the
+    /// caller's own id, which the refusal cannot know.
+    ClaimForce { id: String, by: Option<String> },
+    /// List the open contracts.
+    ListContracts,
+    /// List the proposed amendments.
+    ListAmendments,
+    /// Vote on a proposed amendment.
+    Vote,
+    /// Tally the proposed amendments.
+    Tally,
+    /// Sign off contract `cid`'s review as another citizen.
+    SignOff { cid: String },
+    /// Settle contract `id` (the caller passes the rest).
+    Settle { id: String },
+    /// Abandon contract `cid`.
+    Abandon { cid: String },
+    /// Show where the council on `cid` stands.
+    CouncilStatus { cid: String },
+    /// Ask for a review of the contract at `link` in the chronicle, as `by`.
+    AskReview { by: String, link: String },
+}
+
+impl Action {
+    /// The command line's words: the whole command, in a code span.
+    pub fn command(&self) -> String {
+        let said = match self {
+            Action::Claim { id } => format!("polisd contract claim {id} --as <id>"),
+            Action::ClaimForce { id, by } => format!(
+                "polisd contract claim {id} --as {} --force",
+                by.as_deref().unwrap_or("<id>")
+            ),
+            Action::ListContracts => "polisd contract list".to_string(),
+            Action::ListAmendments => "polisd amendment list".to_string(),
+            Action::Vote => "polisd amendment vote".to_string(),
+            Action::Tally => "polisd tally".to_string(),
+            Action::SignOff { cid } => {
+                format!("polisd review {cid} --as <reviewer> --decision signed_off")
+            }
+            Action::Settle { id } => format!("polisd contract settle {id}"),
+            Action::Abandon { cid } => format!("polisd contract abandon {cid}"),
+            Action::CouncilStatus { cid } => format!("polisd council status {cid}"),
+            Action::AskReview { by, link } => {
+                format!("polisd log --as {by} \"requested review\" --link {link}")
+            }
+        };
+        format!("`{said}`")
+    }
+}
+
+/// How a front end names the arguments and the actions a message speaks of.
+pub trait Namer {
+    fn arg(&self, arg: Arg) -> String;
+    /// By default the whole command, for a reader with a shell.
+    fn action(&self, action: &Action) -> String {
+        action.command()
+    }
+}
+
+/// A function naming arguments names actions as the command line does.
+impl<F: Fn(Arg) -> String> Namer for F {
+    fn arg(&self, arg: Arg) -> String {
+        self(arg)
+    }
+}
+
+/// How a front end names what a message speaks of.
+pub type Names<'a> = &'a dyn Namer;
 
 /// The command line's names: the flags. Every error's `Display` uses them.
 pub fn flags(arg: Arg) -> String {
     arg.flag().to_string()
 }
 
-/// An error whose message may name arguments, with each spelled by `names`.
+/// An error whose message may name arguments and actions, with each spelled by `names`.
 pub trait Spell: std::fmt::Display + std::fmt::Debug {
     fn spelled(&self, names: Names) -> String;
 }
@@ -89,7 +162,7 @@ impl Words {
     }
 
     pub fn spelled(&self, names: Names) -> String {
-        let name = self.arg.map(names).unwrap_or_default();
+        let name = self.arg.map(|a| names.arg(a)).unwrap_or_default();
         format!("{}{name}{}", self.before, self.after)
     }
 }

@@ -98,9 +98,10 @@ fn owner_of(record: &Record, id: &str) -> Result<Option<String>, OpError> {
         Value::Map(_) => "a mapping".to_string(),
         other => format!("`{}`", quoted(&other.python_str())),
     };
-    Err(OpError::Refused(format!(
-        "contract `{id}`'s `owner:` is {shown}, not a citizen id; write the owner's id (or null) on that line, or take the contract with `polisd contract claim {id} --as <id> --force`"
-    )))
+    Err(OpError::BadOwner {
+        id: id.to_string(),
+        shown,
+    })
 }
 
 /// A settle or abandon interrupted between its edit and its move leaves the file in `open/`
@@ -114,14 +115,10 @@ fn check_not_ending(id: &str, record: &Record, except: Option<&str>) -> Result<(
     else {
         return Ok(());
     };
-    let verb = if ending == "settled" {
-        "settle"
-    } else {
-        "abandon"
-    };
-    Err(OpError::Refused(format!(
-        "contract `{id}` says `status: {ending}` but is still in contracts/open/ (its move was interrupted); run the same `polisd contract {verb} {id}` command again to finish it; nothing was written"
-    )))
+    Err(OpError::Interrupted {
+        id: id.to_string(),
+        settled: ending == "settled",
+    })
 }
 
 fn tags_field(record: &Record) -> Vec<String> {

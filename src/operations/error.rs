@@ -3,7 +3,7 @@
 //! operation's idempotence lets the caller simply run again).
 
 use crate::fs::writer::WriteError;
-use crate::operations::arg::{flags, Arg, Names, Spell, Words};
+use crate::operations::arg::{flags, Action, Arg, Names, Spell, Words};
 use crate::protocol::finding::Finding;
 
 #[derive(Debug, thiserror::Error)]
@@ -18,7 +18,7 @@ pub enum OpError {
     },
     #[error("`{id}` is not a registered citizen (no citizens/{id}/capability_card.yml); pass your own agent id, or register first with `polisd register {id} --vendor <vendor> --model <model> --tags <tag:rating,…>`", id = shown(.0))]
     NotRegistered(String),
-    #[error("no contract `{}` in contracts/open, settled or abandoned; `polisd contract list` shows the open ones", shown(.0))]
+    #[error("{}", no_contract(.0, &flags))]
     NoContract(String),
     #[error("contract `{id}` is {folder}, not open; only open contracts can be {action}")]
     NotOpen {
@@ -34,7 +34,7 @@ pub enum OpError {
     },
     #[error("{}", already_owned(.id, .owner, &flags))]
     AlreadyOwned { id: String, owner: String },
-    #[error("contract `{id}` is owned by {owner}; only {owner} {action} it: ask {owner}, or take it over first with `polisd contract claim {id} --as {by} --force`; nothing was written")]
+    #[error("{}", owned_by_other(.id, .owner, .by, .action, &flags))]
     OwnedByOther {
         id: String,
         owner: String,
@@ -43,6 +43,12 @@ pub enum OpError {
     },
     #[error("{}", no_owner(.0, &flags))]
     NoOwner(String),
+    /// Contract `id` is in `open/` with the status of an ending whose move was interrupted.
+    #[error("{}", interrupted(.id, *.settled, &flags))]
+    Interrupted { id: String, settled: bool },
+    /// The contract's `owner:` holds `shown`, which is no citizen id.
+    #[error("{}", bad_owner(.id, .shown, &flags))]
+    BadOwner { id: String, shown: String },
     #[error("quality must be 1 to 5, not {0}")]
     Quality(i64),
     #[error("impact must be 1 to 5, not {0}")]
@@ -61,9 +67,9 @@ pub enum OpError {
         citizen: String,
         vote: &'static str,
     },
-    #[error("no amendment `{}` in amendments/proposed; `polisd amendment list` shows them", shown(.0))]
+    #[error("{}", no_amendment(.0, &flags))]
     NoAmendment(String),
-    #[error("amendment `{0}`: {1}")]
+    #[error("{}", vote_refused(.0, .1, &flags))]
     Vote(String, crate::protocol::amendments::amendment::VoteError),
     #[error("refused, nothing written: {} {}: {}", if finding.severity == crate::protocol::finding::Severity::Error { "error" } else { "warning" }, finding.code, finding.message)]
     Chronicle { finding: Box<Finding>, line: String },
@@ -78,6 +84,9 @@ pub enum OpError {
     /// A review gate refused the action; the text says why and what to do.
     #[error("{0}")]
     Review(String),
+    /// A review gate refused the action for a reason that suggests a tool's action.
+    #[error("{}", .0.worded(&flags))]
+    Gate(crate::operations::gate::Gate),
     #[error("this lesson was already filed as {path} (same citizen, tags, contract, impact and text); nothing was written")]
     LessonFiled { path: String },
     #[error("this guardrail is already active as {path} (same text, tags and source contract); nothing was written")]
@@ -87,6 +96,13 @@ pub enum OpError {
     Body { what: String, why: String },
     #[error("{}", no_lesson(&flags))]
     NoLesson,
+    /// A proposal's body holds a vote block at `line`, which the tally would count.
+    #[error("{}", vote_in_body(*.line, .vote, .citizen, &flags))]
+    VoteInBody {
+        line: usize,
+        vote: &'static str,
+        citizen: String,
+    },
     /// A citizen's id given as the person who answers the human queue.
     #[error("{}", person_is_citizen(.0, &flags))]
     PersonIsCitizen(String),
@@ -124,6 +140,23 @@ impl Spell for OpError {
             OpError::BadId { what, value, rule } => bad_id(what, value, rule, names),
             OpError::AlreadyOwned { id, owner } => already_owned(id, owner, names),
             OpError::NoOwner(id) => no_owner(id, names),
+            OpError::BadOwner { id, shown } => bad_owner(id, shown, names),
+            OpError::Vote(id, why) => vote_refused(id, why, names),
+            OpError::Interrupted { id, settled } => interrupted(id, *settled, names),
+            OpError::VoteInBody {
+                line,
+                vote,
+                citizen,
+            } => vote_in_body(*line, vote, citizen, names),
+            OpError::NoContract(id) => no_contract(id, names),
+            OpError::NoAmendment(id) => no_amendment(id, names),
+            OpError::OwnedByOther {
+                id,
+                owner,
+                by,
+                action,
+            } => owned_by_other(id, owner, by, action, names),
+            OpError::Gate(gate) => gate.worded(names),
             OpError::Empty { what, fix } => format!("{what} is empty; {}", fix.spelled(names)),
             OpError::NoLesson => no_lesson(names),
             OpError::PersonIsCitizen(by) => person_is_citizen(by, names),
@@ -144,30 +177,108 @@ fn bad_id(what: &str, value: &str, rule: &Words, names: Names) -> String {
 fn already_owned(id: &str, owner: &str, names: Names) -> String {
     format!(
         "contract `{id}` is already owned by {owner}; pick another contract, or ask {owner} to release it ({} takes it over)",
-        names(Arg::Force)
+        names.arg(Arg::Force)
     )
 }
 
 fn no_owner(id: &str, names: Names) -> String {
     format!(
-        "contract `{id}` has no owner; claim it first (`polisd contract claim {id} --as <id>`) or pass {} <id>",
-        names(Arg::Citizen)
+        "contract `{id}` has no owner; claim it first ({}) or pass {} <id>",
+        names.action(&Action::Claim { id: id.to_string() }),
+        names.arg(Arg::Citizen)
+    )
+}
+
+fn bad_owner(id: &str, shown: &str, names: Names) -> String {
+    let take = Action::ClaimForce {
+        id: id.to_string(),
+        by: None,
+    };
+    format!(
+        "contract `{id}`'s `owner:` is {shown}, not a citizen id; write the owner's id (or null) on that line, or take the contract with {}",
+        names.action(&take)
+    )
+}
+
+fn interrupted(id: &str, settled: bool, names: Names) -> String {
+    let (ending, again) = if settled {
+        ("settled", Action::Settle { id: id.to_string() })
+    } else {
+        (
+            "abandoned",
+            Action::Abandon {
+                cid: id.to_string(),
+            },
+        )
+    };
+    format!(
+        "contract `{id}` says `status: {ending}` but is still in contracts/open/ (its move was interrupted); run the same {} command again to finish it; nothing was written",
+        names.action(&again)
+    )
+}
+
+fn vote_refused(
+    id: &str,
+    why: &crate::protocol::amendments::amendment::VoteError,
+    names: Names,
+) -> String {
+    use crate::protocol::amendments::amendment::VoteError;
+    match why {
+        VoteError::Expired(_) => format!(
+            "amendment `{id}`: {why}; {} records it as expired: propose it again to reopen the question",
+            names.action(&Action::Tally)
+        ),
+        other => format!("amendment `{id}`: {other}"),
+    }
+}
+
+fn vote_in_body(line: usize, vote: &str, citizen: &str, names: Names) -> String {
+    format!(
+        "the proposal's body: its line {line} is a vote ({vote} from {citizen}), which the tally would count; a proposal carries no votes (each citizen votes with {}), so reword it, or put an example inside a code fence; nothing was written",
+        names.action(&Action::Vote)
+    )
+}
+
+fn no_contract(id: &str, names: Names) -> String {
+    format!(
+        "no contract `{}` in contracts/open, settled or abandoned; {} shows the open ones",
+        shown(id),
+        names.action(&Action::ListContracts)
+    )
+}
+
+fn no_amendment(id: &str, names: Names) -> String {
+    format!(
+        "no amendment `{}` in amendments/proposed; {} shows them",
+        shown(id),
+        names.action(&Action::ListAmendments)
+    )
+}
+
+fn owned_by_other(id: &str, owner: &str, by: &str, action: &str, names: Names) -> String {
+    let take = Action::ClaimForce {
+        id: id.to_string(),
+        by: Some(by.to_string()),
+    };
+    format!(
+        "contract `{id}` is owned by {owner}; only {owner} {action} it: ask {owner}, or take it over first with {}; nothing was written",
+        names.action(&take)
     )
 }
 
 fn no_lesson(names: Names) -> String {
     format!(
         "settling files a lesson: pass {} \"<one paragraph>\" {} N, or {} \"<why there is none>\"",
-        names(Arg::Lesson),
-        names(Arg::Impact),
-        names(Arg::NoLesson)
+        names.arg(Arg::Lesson),
+        names.arg(Arg::Impact),
+        names.arg(Arg::NoLesson)
     )
 }
 
 fn person_is_citizen(by: &str, names: Names) -> String {
     format!(
         "`{by}` is a citizen, and the queue holds a person's decisions: answer with your own name in {}; nothing was written",
-        names(Arg::By)
+        names.arg(Arg::By)
     )
 }
 
@@ -184,16 +295,16 @@ fn new_citizen(why: &crate::operations::register::Refusal, need: &str, names: Na
     let said = match why {
         Refusal::Invalid(RegisterError::TwoLines(flag)) if arg(flag).is_some() => format!(
             "{} holds a line break: pass it on one line",
-            arg(flag).map(names).unwrap_or_default()
+            arg(flag).map(|a| names.arg(a)).unwrap_or_default()
         ),
         Refusal::Invalid(RegisterError::Empty(flag)) if arg(flag).is_some() => format!(
             "{} must not be empty",
-            arg(flag).map(names).unwrap_or_default()
+            arg(flag).map(|a| names.arg(a)).unwrap_or_default()
         ),
         // The tags default to the suggesting contract's: none were given and it requires none.
         Refusal::Invalid(RegisterError::NoTags) => format!(
             "give at least one capability tag with {} (python:4,docs:3)",
-            names(Arg::Tags)
+            names.arg(Arg::Tags)
         ),
         other => other.to_string(),
     };
@@ -216,7 +327,10 @@ impl OpError {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            OpError::Input(_) | OpError::BadId { .. } | OpError::Body { .. }
+            OpError::Input(_)
+                | OpError::BadId { .. }
+                | OpError::Body { .. }
+                | OpError::VoteInBody { .. }
         )
     }
 }
@@ -260,6 +374,110 @@ mod tests {
     use super::*;
     use crate::operations::register::Refusal;
     use crate::protocol::citizens::register::RegisterError;
+
+    /// A refusal that suggests an action reads, on the command line, the whole command in the
+    /// words it always had; another front end names the action its own way.
+    #[test]
+    fn the_command_line_reads_a_suggested_action_as_the_whole_command() {
+        use crate::operations::arg::{Action, Namer};
+        use crate::operations::gate::Gate;
+        let cases = [
+            (
+                OpError::OwnedByOther {
+                    id: "fix-login".into(),
+                    owner: "ann-agent".into(),
+                    by: "bob-agent".into(),
+                    action: "settles",
+                },
+                "contract `fix-login` is owned by ann-agent; only ann-agent settles it: ask ann-agent, or take it over first with `polisd contract claim fix-login --as bob-agent --force`; nothing was written",
+            ),
+            (
+                OpError::NoOwner("fix-login".into()),
+                "contract `fix-login` has no owner; claim it first (`polisd contract claim fix-login --as <id>`) or pass --as <id>",
+            ),
+            (
+                OpError::NoContract("fix-login".into()),
+                "no contract `fix-login` in contracts/open, settled or abandoned; `polisd contract list` shows the open ones",
+            ),
+            (
+                OpError::NoAmendment("a-1".into()),
+                "no amendment `a-1` in amendments/proposed; `polisd amendment list` shows them",
+            ),
+            (
+                OpError::Interrupted {
+                    id: "fix-login".into(),
+                    settled: true,
+                },
+                "contract `fix-login` says `status: settled` but is still in contracts/open/ (its move was interrupted); run the same `polisd contract settle fix-login` command again to finish it; nothing was written",
+            ),
+            (
+                OpError::Vote(
+                    "a-1".into(),
+                    crate::protocol::amendments::amendment::VoteError::Expired(
+                        "expires_at 2020-01-01".into(),
+                    ),
+                ),
+                "amendment `a-1`: its deadline has passed (expires_at 2020-01-01) and it takes no more votes; `polisd tally` records it as expired: propose it again to reopen the question",
+            ),
+            (
+                OpError::BadOwner {
+                    id: "fix-login".into(),
+                    shown: "a list".into(),
+                },
+                "contract `fix-login`'s `owner:` is a list, not a citizen id; write the owner's id (or null) on that line, or take the contract with `polisd contract claim fix-login --as <id> --force`",
+            ),
+            (
+                OpError::VoteInBody {
+                    line: 3,
+                    vote: "agree",
+                    citizen: "bob-agent".into(),
+                },
+                "the proposal's body: its line 3 is a vote (agree from bob-agent), which the tally would count; a proposal carries no votes (each citizen votes with `polisd amendment vote`), so reword it, or put an example inside a code fence; nothing was written",
+            ),
+            (
+                OpError::Gate(Gate::OwnWork {
+                    reviewer: "ann-agent".into(),
+                    cid: "fix-login".into(),
+                    link: "contracts/open/fix-login".into(),
+                }),
+                "`ann-agent` owns contract `fix-login`: a chavruta review is another citizen's (ideally of another vendor); ask one with `polisd log --as ann-agent \"requested review\" --link contracts/open/fix-login`",
+            ),
+            (
+                OpError::Gate(Gate::UnderCouncil("fix-login".into())),
+                "contract `fix-login` is under council review; it settles after the verdict (`polisd council status fix-login`)",
+            ),
+            (
+                OpError::Gate(Gate::ChangesRequested("fix-login".into())),
+                "contract `fix-login` is stakes: high and its reviewer requested changes; revise, then ask for a second round (`polisd review fix-login --as <reviewer> --decision signed_off`)",
+            ),
+            (
+                OpError::Gate(Gate::Rejected("fix-login".into())),
+                "contract `fix-login` is stakes: high and its review rejected it; escalate (a person may settle it with `polisd contract settle fix-login --review-override \"PERSON: WHY\"`) or abandon it (`polisd contract abandon fix-login`)",
+            ),
+            (
+                OpError::Gate(Gate::NoSignOff("fix-login".into())),
+                "contract `fix-login` is stakes: high: it settles after another citizen (ideally of another vendor) signs off its review (`polisd review fix-login --as <reviewer> --decision signed_off`)",
+            ),
+        ];
+        struct Other;
+        impl Namer for Other {
+            fn arg(&self, arg: Arg) -> String {
+                format!("<{arg:?}>")
+            }
+            fn action(&self, action: &Action) -> String {
+                format!("<{action:?}>")
+            }
+        }
+        for (e, said) in cases {
+            assert_eq!(e.to_string(), said);
+            assert_eq!(e.spelled(&flags), said);
+            let other = e.spelled(&Other);
+            assert!(
+                other.contains("<") && !other.contains("`polisd contract claim"),
+                "{other}"
+            );
+        }
+    }
 
     /// The queue's refusals name the command's flags on the command line and another front
     /// end's names through `spelled`, in the same words.

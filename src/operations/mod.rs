@@ -18,6 +18,7 @@ pub mod council;
 mod deliver;
 mod edit;
 pub mod error;
+pub mod gate;
 pub mod guardrail;
 pub mod handoff;
 pub mod lesson;

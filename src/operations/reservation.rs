@@ -71,21 +71,21 @@ impl Spell for ReservationError {
 fn bad_id(id: &str, names: Names) -> String {
     format!(
         "`{id}` is not a citizen id (ids match ^[a-z][a-z0-9-]{{7,39}}$); pass your own id with {}",
-        names(Arg::Citizen)
+        names.arg(Arg::Citizen)
     )
 }
 
 fn not_registered(id: &str, names: Names) -> String {
     format!(
         "`{id}` is not a registered citizen (no citizens/{id}/capability_card.yml); register first, or pass your own id with {}",
-        names(Arg::Citizen)
+        names.arg(Arg::Citizen)
     )
 }
 
 fn not_open(id: &str, names: Names) -> String {
     format!(
         "`{id}` is not an open contract (no contracts/open/{id}.md); pass the id of the open contract the reservation is for, or leave out {}",
-        names(Arg::Contract)
+        names.arg(Arg::Contract)
     )
 }
 

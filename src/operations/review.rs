@@ -3,6 +3,7 @@
 use crate::fs::writer::Writer;
 use crate::operations::chronicle::{self, Appended};
 use crate::operations::error::OpError;
+use crate::operations::gate::Gate;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::contracts::review::{self as rules, Decision};
 use crate::protocol::delivery::inbox::Notification;
@@ -62,10 +63,11 @@ pub fn review(
         )));
     }
     if owner.as_deref() == Some(reviewer) {
-        return Err(OpError::Review(format!(
-            "`{reviewer}` owns contract `{cid}`: a chavruta review is another citizen's (ideally of another vendor); ask one with `polisd log --as {reviewer} \"requested review\" --link {}`",
-            contract_rel.trim_end_matches(".md")
-        )));
+        return Err(OpError::Gate(Gate::OwnWork {
+            reviewer: reviewer.to_string(),
+            cid: cid.to_string(),
+            link: contract_rel.trim_end_matches(".md").to_string(),
+        }));
     }
     // A review after earlier ones is their next round: each one by someone other than the
     // owner counts, so a second round after `requested_changes` is on record.
@@ -174,9 +176,7 @@ pub fn settle_gate(
 ) -> Result<(), OpError> {
     if let Some(council) = crate::operations::council::read(root, cid)? {
         if council.finished_at.is_none() && council.outcome.is_none() {
-            return Err(OpError::Council(format!(
-                "contract `{cid}` is under council review; it settles after the verdict (`polisd council status {cid}`)"
-            )));
+            return Err(OpError::Gate(Gate::UnderCouncil(cid.to_string())));
         }
     }
     if stakes.map(str::trim) != Some("high") || review_override {
@@ -184,15 +184,9 @@ pub fn settle_gate(
     }
     match latest_review_by_other(root, cid, owner) {
         Some(Decision::SignedOff) => Ok(()),
-        Some(Decision::RequestedChanges) => Err(OpError::Review(format!(
-            "contract `{cid}` is stakes: high and its reviewer requested changes; revise, then ask for a second round (`polisd review {cid} --as <reviewer> --decision signed_off`)"
-        ))),
-        Some(Decision::Rejected) => Err(OpError::Review(format!(
-            "contract `{cid}` is stakes: high and its review rejected it; escalate (a person may settle it with `polisd contract settle {cid} --review-override \"PERSON: WHY\"`) or abandon it (`polisd contract abandon {cid}`)"
-        ))),
-        _ => Err(OpError::Review(format!(
-            "contract `{cid}` is stakes: high: it settles after another citizen (ideally of another vendor) signs off its review (`polisd review {cid} --as <reviewer> --decision signed_off`)"
-        ))),
+        Some(Decision::RequestedChanges) => Err(OpError::Gate(Gate::ChangesRequested(cid.into()))),
+        Some(Decision::Rejected) => Err(OpError::Gate(Gate::Rejected(cid.into()))),
+        _ => Err(OpError::Gate(Gate::NoSignOff(cid.into()))),
     }
 }
 

@@ -66,14 +66,14 @@ impl Spell for SessionError {
 fn not_an_id(id: &str, names: Names) -> String {
     format!(
         "`{id}` is not a citizen id (8 to 40 lowercase letters, digits and hyphens, starting with a letter); pass your own id with {}",
-        names(Arg::SessionCitizen)
+        names.arg(Arg::SessionCitizen)
     )
 }
 
 fn unknown(id: &str, known: &str, names: Names) -> String {
     format!(
         "`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml); {known}; pass your own id with {}, or register with `polisd register {id} --vendor <vendor> --model <model> --tags <tag:rating,…>`",
-        names(Arg::SessionCitizen)
+        names.arg(Arg::SessionCitizen)
     )
 }
 

@@ -791,7 +791,8 @@ pub enum VoteError {
         quoted(.0)
     )]
     NotProposed(String),
-    #[error("its deadline has passed ({0}) and it takes no more votes; `polisd tally` records it as expired: propose it again to reopen the question")]
+    /// What to do next is the caller's to say: a tally records it as expired.
+    #[error("its deadline has passed ({0}) and it takes no more votes")]
     Expired(String),
     #[error("`votes:` is not a mapping of vote -> list of ids; fix it by hand, then vote again")]
     BadVotes,
