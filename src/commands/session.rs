@@ -352,18 +352,8 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     if let Some(id) = &args.citizen {
         session::check_citizen(&polis_root, id)?;
     }
-    let mut warnings = Vec::new();
-    if clis.contains(&Cli::Codex) {
-        warnings.extend(hooks::codex_features(&root)?);
-    }
-    if clis.contains(&Cli::Gemini) {
-        warnings.extend(hooks::gemini_trust(&root));
-    }
     let mut plans = hooks::plan_install(&root, &clis, &args.bin)?;
-    // Judged on the hooks file as it will be: Codex keys its trust by each handler's place.
-    if let Some(codex) = plans.iter().find(|p| p.path == Cli::Codex.settings_path()) {
-        warnings.extend(hooks::codex_trust(&root, &codex.after));
-    }
+    let mut warnings = hooks::install_warnings(&root, &clis, &plans)?;
     if aider {
         plans.push(hooks::plan_aider_install(&root)?);
         if clis.is_empty() && args.citizen.is_some() {

@@ -362,7 +362,7 @@ pub struct CliStatus {
 /// The settings texts besides the project file in which `cli` can switch hooks off: its
 /// project-local and user files (the user's from `$HOME`).
 fn other_settings(cli: Cli) -> Vec<(String, Option<std::path::PathBuf>)> {
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let home = user_home();
     let user = |rel: &str| {
         home.as_ref()
             .map(|h| (format!("~/{rel}"), Some(h.join(rel))))
@@ -492,11 +492,8 @@ fn hook_status(project_root: &Path) -> Vec<CliStatus> {
                     }
                 }
             }
-            if cli == Cli::Gemini && !hooks.is_empty() {
-                problems.extend(gemini_trust(project_root));
-            }
-            if let (Cli::Codex, Some(text)) = (cli, &text) {
-                problems.extend(codex_trust(project_root, text));
+            if !hooks.is_empty() {
+                problems.extend(untrusted(project_root, cli, text.as_deref().unwrap_or("")));
             }
             if cli == Cli::Codex {
                 match codex_features(project_root) {
@@ -550,33 +547,71 @@ pub fn codex_features(project_root: &Path) -> Result<Vec<String>, HooksError> {
     })
 }
 
+/// Why `cli` will not run polisd's hooks in `hooks` (the project's settings text, as it is or
+/// as install is about to write it) for this person: the trust the CLI asks before it runs a
+/// project's hooks, which only the person can give. Said only for a CLI the person has run on
+/// this machine (its folder in the home exists): a first session asks for the trust itself.
+pub fn untrusted(project_root: &Path, cli: Cli, hooks: &str) -> Vec<String> {
+    match cli {
+        Cli::Claude => Vec::new(),
+        Cli::Gemini => gemini_trust(project_root).into_iter().collect(),
+        Cli::Codex => codex_trust(project_root, hooks),
+    }
+}
+
+/// What `hooks install` warns of before writing `plans` for `clis`: the CLIs' own switches and
+/// trust that would keep the hooks about to be written from running.
+pub fn install_warnings(
+    project_root: &Path,
+    clis: &[Cli],
+    plans: &[Planned],
+) -> Result<Vec<String>, HooksError> {
+    let mut out = Vec::new();
+    for cli in clis {
+        if *cli == Cli::Codex {
+            out.extend(codex_features(project_root)?);
+        }
+        // Judged on the hooks file as it will be: Codex keys its trust by each handler's place.
+        let planned = plans.iter().find(|p| p.path == cli.settings_path());
+        out.extend(untrusted(
+            project_root,
+            *cli,
+            planned.map_or("", |p| p.after.as_str()),
+        ));
+    }
+    Ok(out)
+}
+
+/// The person's home (`$HOME`), where the CLIs keep their user settings.
+fn user_home() -> Option<std::path::PathBuf> {
+    std::env::var_os("HOME").map(std::path::PathBuf::from)
+}
+
+/// `path` with its links resolved, as the CLIs compare project paths; as given when it cannot
+/// be resolved.
+fn canonical(path: &Path) -> std::path::PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 /// Why Gemini CLI will not run this project's hooks for this person: the folder is not among
 /// those they trusted (`~/.gemini/trustedFolders.json`, or `$GEMINI_CLI_TRUSTED_FOLDERS_PATH`).
-pub fn gemini_trust(project_root: &Path) -> Option<String> {
+fn gemini_trust(project_root: &Path) -> Option<String> {
     use crate::protocol::delivery::gemini_trust::{untrusted, TrustInputs};
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let (record_path, shown) = match std::env::var_os("GEMINI_CLI_TRUSTED_FOLDERS_PATH") {
-        Some(p) => {
-            let p = std::path::PathBuf::from(p);
-            let shown = p.display().to_string();
-            (Some(p), shown)
-        }
-        None => (
-            home.as_ref().map(|h| h.join(".gemini/trustedFolders.json")),
-            "~/.gemini/trustedFolders.json".to_string(),
-        ),
-    };
-    // A person who never ran Gemini CLI here is not told: its first session asks for the trust.
-    let used = home.as_ref().is_some_and(|h| h.join(".gemini").is_dir())
-        || std::env::var_os("GEMINI_CLI_TRUSTED_FOLDERS_PATH").is_some();
-    if !used {
+    let home = user_home();
+    let chosen = std::env::var_os("GEMINI_CLI_TRUSTED_FOLDERS_PATH").map(std::path::PathBuf::from);
+    if chosen.is_none() && !home.as_ref().is_some_and(|h| h.join(".gemini").is_dir()) {
         return None;
     }
+    let shown = chosen.as_ref().map_or_else(
+        || "~/.gemini/trustedFolders.json".to_string(),
+        |p| p.display().to_string(),
+    );
+    let record_path =
+        chosen.or_else(|| home.as_ref().map(|h| h.join(".gemini/trustedFolders.json")));
     let read = |p: Option<std::path::PathBuf>| p.and_then(|p| std::fs::read_to_string(p).ok());
     let record = read(record_path);
     let user_settings = read(home.map(|h| h.join(".gemini/settings.json")));
     let env_trust = std::env::var("GEMINI_CLI_TRUST_WORKSPACE").ok();
-    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     untrusted(
         &canonical(project_root),
         &TrustInputs {
@@ -592,7 +627,7 @@ pub fn gemini_trust(project_root: &Path) -> Option<String> {
 /// Why Codex CLI will not run polisd's hooks in `hooks` (the project's `.codex/hooks.json`,
 /// as it is or as install is about to write it) for this person: no trust recorded for them
 /// in `$CODEX_HOME/config.toml` (by default `~/.codex/config.toml`), or switched off there.
-pub fn codex_trust(project_root: &Path, hooks: &str) -> Vec<String> {
+fn codex_trust(project_root: &Path, hooks: &str) -> Vec<String> {
     use crate::protocol::delivery::codex_trust::{untrusted, TrustInputs};
     let (codex_home, shown) = match std::env::var_os("CODEX_HOME") {
         Some(home) => {
@@ -601,16 +636,14 @@ pub fn codex_trust(project_root: &Path, hooks: &str) -> Vec<String> {
             (Some(home), shown)
         }
         None => (
-            std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".codex")),
+            user_home().map(|h| h.join(".codex")),
             "~/.codex/config.toml".to_string(),
         ),
     };
-    // A person who never ran Codex here is not told: its first session reviews the hooks.
     let Some(codex_home) = codex_home.filter(|h| h.is_dir()) else {
         return Vec::new();
     };
     let config = std::fs::read_to_string(codex_home.join("config.toml")).ok();
-    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let hooks_path = canonical(project_root).join(Cli::Codex.settings_path());
     untrusted(
         &TrustInputs {
