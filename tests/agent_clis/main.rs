@@ -13,7 +13,9 @@
 //!   of one that claims a contract in the polis; after `hooks uninstall`, no primer, and the
 //!   server the CLI added is kept;
 //! - nothing in a folder Gemini CLI does not trust, which `hooks status` and `hooks install`
-//!   then say.
+//!   then say;
+//! - for Aider, which has no hooks, the bridge pointer, and the primer a load file brings
+//!   (`aider.rs`).
 //!
 //! Each CLI runs headless (`claude -p`, `gemini -p`, `codex exec`), with a throw-away home that
 //! holds only what a user sets up once: an API key and base address, and the trust each CLI asks
@@ -21,6 +23,7 @@
 //! recorded from its interactive review, the documented flag for automation that vets its
 //! hooks, except in the test of that review's record).
 
+mod aider;
 #[path = "../common/clients.rs"]
 mod clients;
 #[path = "../harness/mod.rs"]
