@@ -168,7 +168,11 @@ fn aider_session_shows_the_bridge_pointer_once_and_yes_always_runs_no_suggested_
     for turn in &turns {
         assert_eq!(shown(&messages(&turn.body), &primer_heading()), 0);
     }
-    assert_eq!(project.unread(), 1, "prime never ran, so the notice is unread");
+    assert_eq!(
+        project.unread(),
+        1,
+        "prime never ran, so the notice is unread"
+    );
 }
 
 /// A headless Aider session gets its primer from `--load` with a file that runs

@@ -853,3 +853,55 @@ fn claude_code_has_the_primer_again_after_compacting() {
         excerpt(after)
     );
 }
+
+/// Codex CLI reads a project's `.codex/` folder, its hooks too, only in a project the person
+/// trusted (`[projects."<path>"] trust_level = "trusted"` in `~/.codex/config.toml`, recorded
+/// by the first `codex` session there or `codex exec --trust`): with no record, or
+/// "untrusted", no hook runs even past the hooks' own review, and `hooks status` says which.
+#[test]
+fn codex_cli_runs_no_hooks_in_a_project_it_does_not_trust_and_hooks_status_says_so() {
+    let project = Project::new(&CODEX);
+    let config = project.home.join(".codex/config.toml");
+    let trusted = std::fs::read_to_string(&config).unwrap();
+    let table = format!("[projects.\"{}\"]\n", project.dir().display());
+    let at = trusted.find(&table).expect("the set-up trusts the project");
+    for (record, said) in [
+        ("", Some("records no trust for")),
+        (
+            "trust_level = \"untrusted\"\n",
+            Some("trust_level = \"untrusted\""),
+        ),
+        ("trust_level = \"trusted\"\n", None),
+    ] {
+        let record = if record.is_empty() {
+            String::new()
+        } else {
+            format!("{table}{record}")
+        };
+        std::fs::write(&config, format!("{}{record}", &trusted[..at])).unwrap();
+        let status = project.hooks_status();
+        let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
+        project.session(&CODEX, &api, "Hello?");
+        let first = &api.turns()[0].body;
+        match said {
+            Some(said) => {
+                assert!(
+                    status.contains(said) && status.contains("codex exec --trust"),
+                    "{record:?}: {status}"
+                );
+                assert_eq!(
+                    shown(first, &primer_heading()),
+                    0,
+                    "{record:?}: no hook ran"
+                );
+            }
+            None => {
+                assert!(
+                    !status.contains("records no trust") && !status.contains("\"untrusted\""),
+                    "{status}"
+                );
+                assert_eq!(shown(first, &primer_heading()), 1, "trusted: the hooks ran");
+            }
+        }
+    }
+}
