@@ -24,6 +24,9 @@ const MODEL: &str = "openai/polis-test";
 struct AiderProject {
     polis: TestPolis,
     home: PathBuf,
+    /// The line `hooks install --aider` says a load file holds, for a session with no one at
+    /// the keyboard.
+    load_line: String,
 }
 
 impl AiderProject {
@@ -41,13 +44,23 @@ impl AiderProject {
             .to_string(),
         )
         .unwrap();
-        let project = AiderProject { polis, home };
+        let mut project = AiderProject {
+            polis,
+            home,
+            load_line: String::new(),
+        };
         let out = project
             .polisd()
             .args(["hooks", "install", "--aider", "--as", ME])
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", harness::describe(&out));
+        let said = String::from_utf8_lossy(&out.stdout);
+        project.load_line = said
+            .lines()
+            .find_map(|l| l.split_once("the line: ").map(|(_, line)| line.trim()))
+            .unwrap_or_else(|| panic!("install says how to prime a headless session: {said}"))
+            .to_string();
         project
     }
 
@@ -175,15 +188,17 @@ fn aider_session_shows_the_bridge_pointer_once_and_yes_always_runs_no_suggested_
     );
 }
 
-/// A headless Aider session gets its primer from `--load` with a file that runs
-/// `/run polisd prime --as ID` before the message: the primer, with the early message, is in
-/// the model's first request, once, and the message is then read.
+/// A headless Aider session gets its primer from `--load` with a file holding the line
+/// `hooks install --aider` gives (`/run polisd prime --as ID`), run before the message: the
+/// primer, with the early message, is in the model's first request, once, and the message is
+/// then read.
 #[test]
 fn aider_session_gets_the_primer_from_a_load_file() {
     let project = AiderProject::new();
     project.message("Early word: the parser review waits for you (token EARLY-7Q).");
     let load = project.home.join("polis.aider");
-    std::fs::write(&load, format!("/run polisd prime --as {ME}\n")).unwrap();
+    assert_eq!(project.load_line, format!("/run polisd prime --as {ME}"));
+    std::fs::write(&load, format!("{}\n", project.load_line)).unwrap();
     let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
     let output = project.session(
         &api,
