@@ -40,9 +40,14 @@ fn home(p: &TestPolis) -> PathBuf {
             json!({ project.to_str().unwrap(): "TRUST_FOLDER" }).to_string(),
         )
         .unwrap();
-        // Codex's review records a hash per handler, by the handler's place in the hooks
-        // file (polisd's are the only ones here); polisd reads only that there is one.
+        // Codex records the project's trust, without which it reads none of its `.codex/`,
+        // and its review a hash per handler, by the handler's place in the hooks file
+        // (polisd's are the only ones here); polisd reads only that there is one.
         let hooks = project.join(".codex/hooks.json");
+        let trusted = format!(
+            "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            project.display()
+        );
         let codex: String = ["session_start", "post_tool_use", "user_prompt_submit"]
             .iter()
             .map(|event| {
@@ -53,7 +58,7 @@ fn home(p: &TestPolis) -> PathBuf {
             })
             .collect();
         std::fs::create_dir_all(home.join(".codex")).unwrap();
-        std::fs::write(home.join(".codex/config.toml"), codex).unwrap();
+        std::fs::write(home.join(".codex/config.toml"), trusted + &codex).unwrap();
     }
     home
 }

@@ -356,11 +356,13 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     let mut warnings = hooks::install_warnings(&root, &clis, &plans)?;
     if aider {
         plans.push(hooks::plan_aider_install(&root)?);
-        if clis.is_empty() && args.citizen.is_some() {
-            warnings.push(
-                "Aider runs no hooks, so --as is kept for none: the agent names itself to `polisd prime --as ID`, as AGENTS.md tells it".into(),
-            );
-        }
+        // Aider runs a shell command the model suggests only on a person's explicit yes
+        // (`--yes-always` answers no), and in a `--message` run its output would reach no
+        // further turn; a command Aider loads at start runs before the first one.
+        let id = args.citizen.as_deref().unwrap_or("<your-citizen-id>");
+        warnings.push(format!(
+            "Aider runs no hooks: AGENTS.md asks the agent to run `polisd prime`, which Aider runs only when a person answers its \"Run shell command?\"; for a session with no one at the keyboard, start Aider with `--load FILE` (and `--yes-always`), FILE holding the line: /run polisd prime --as {id}"
+        ));
     }
     if !args.no_bridge {
         plans.extend(hooks::plan_bridge(&root)?);

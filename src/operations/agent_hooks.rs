@@ -626,9 +626,10 @@ fn gemini_trust(project_root: &Path) -> Option<String> {
 
 /// Why Codex CLI will not run polisd's hooks in `hooks` (the project's `.codex/hooks.json`,
 /// as it is or as install is about to write it) for this person: no trust recorded for them
-/// in `$CODEX_HOME/config.toml` (by default `~/.codex/config.toml`), or switched off there.
+/// in `$CODEX_HOME/config.toml` (by default `~/.codex/config.toml`), or switched off there; or
+/// none for the project itself, without which Codex reads none of its `.codex/` files.
 fn codex_trust(project_root: &Path, hooks: &str) -> Vec<String> {
-    use crate::protocol::delivery::codex_trust::{untrusted, TrustInputs};
+    use crate::protocol::delivery::codex_trust::{project_untrusted, untrusted, TrustInputs};
     let (codex_home, shown) = match std::env::var_os("CODEX_HOME") {
         Some(home) => {
             let home = std::path::PathBuf::from(home);
@@ -644,7 +645,12 @@ fn codex_trust(project_root: &Path, hooks: &str) -> Vec<String> {
         return Vec::new();
     };
     let config = std::fs::read_to_string(codex_home.join("config.toml")).ok();
-    let hooks_path = canonical(project_root).join(Cli::Codex.settings_path());
+    let root = canonical(project_root);
+    if let Some(line) = project_untrusted(config.as_deref(), &root, &shown, &canonical) {
+        // The hooks' own review does not matter until Codex reads the project's folder.
+        return vec![line];
+    }
+    let hooks_path = root.join(Cli::Codex.settings_path());
     untrusted(
         &TrustInputs {
             hooks,

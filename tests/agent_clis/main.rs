@@ -13,7 +13,9 @@
 //!   of one that claims a contract in the polis; after `hooks uninstall`, no primer, and the
 //!   server the CLI added is kept;
 //! - nothing in a folder Gemini CLI does not trust, which `hooks status` and `hooks install`
-//!   then say.
+//!   then say;
+//! - for Aider, which has no hooks, the bridge pointer, and the primer a load file brings
+//!   (`aider.rs`).
 //!
 //! Each CLI runs headless (`claude -p`, `gemini -p`, `codex exec`), with a throw-away home that
 //! holds only what a user sets up once: an API key and base address, and the trust each CLI asks
@@ -21,6 +23,7 @@
 //! recorded from its interactive review, the documented flag for automation that vets its
 //! hooks, except in the test of that review's record).
 
+mod aider;
 #[path = "../common/clients.rs"]
 mod clients;
 #[path = "../harness/mod.rs"]
@@ -849,4 +852,56 @@ fn claude_code_has_the_primer_again_after_compacting() {
         "the primer after compaction: {}",
         excerpt(after)
     );
+}
+
+/// Codex CLI reads a project's `.codex/` folder, its hooks too, only in a project the person
+/// trusted (`[projects."<path>"] trust_level = "trusted"` in `~/.codex/config.toml`, recorded
+/// by the first `codex` session there or `codex exec --trust`): with no record, or
+/// "untrusted", no hook runs even past the hooks' own review, and `hooks status` says which.
+#[test]
+fn codex_cli_runs_no_hooks_in_a_project_it_does_not_trust_and_hooks_status_says_so() {
+    let project = Project::new(&CODEX);
+    let config = project.home.join(".codex/config.toml");
+    let trusted = std::fs::read_to_string(&config).unwrap();
+    let table = format!("[projects.\"{}\"]\n", project.dir().display());
+    let at = trusted.find(&table).expect("the set-up trusts the project");
+    for (record, said) in [
+        ("", Some("records no trust for")),
+        (
+            "trust_level = \"untrusted\"\n",
+            Some("trust_level = \"untrusted\""),
+        ),
+        ("trust_level = \"trusted\"\n", None),
+    ] {
+        let record = if record.is_empty() {
+            String::new()
+        } else {
+            format!("{table}{record}")
+        };
+        std::fs::write(&config, format!("{}{record}", &trusted[..at])).unwrap();
+        let status = project.hooks_status();
+        let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
+        project.session(&CODEX, &api, "Hello?");
+        let first = &api.turns()[0].body;
+        match said {
+            Some(said) => {
+                assert!(
+                    status.contains(said) && status.contains("codex exec --trust"),
+                    "{record:?}: {status}"
+                );
+                assert_eq!(
+                    shown(first, &primer_heading()),
+                    0,
+                    "{record:?}: no hook ran"
+                );
+            }
+            None => {
+                assert!(
+                    !status.contains("records no trust") && !status.contains("\"untrusted\""),
+                    "{status}"
+                );
+                assert_eq!(shown(first, &primer_heading()), 1, "trusted: the hooks ran");
+            }
+        }
+    }
 }

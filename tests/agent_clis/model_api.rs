@@ -1,6 +1,6 @@
 //! The far side of an agent CLI: a model API on 127.0.0.1 that speaks just enough of each
-//! vendor's wire format (Anthropic's Messages, Gemini's generateContent, OpenAI's Responses,
-//! streamed as each CLI asks) for a real CLI to run a session against it. It keeps every
+//! vendor's wire format (Anthropic's Messages, Gemini's generateContent, OpenAI's Responses
+//! and Chat Completions, streamed or not as each CLI asks) for a real CLI to run a session against it. It keeps every
 //! request the CLI made, so a test reads what the model would have been shown, and answers
 //! each conversation turn from a script: some text, or a call of one of the CLI's tools.
 //!
@@ -120,6 +120,8 @@ enum Vendor {
     Anthropic,
     Gemini,
     OpenAi,
+    /// OpenAI's Chat Completions, which Aider speaks (through litellm).
+    OpenAiChat,
     /// A token count, answered with a small number.
     Counting,
 }
@@ -134,6 +136,8 @@ impl Vendor {
             Some(Vendor::Gemini)
         } else if path.starts_with("/v1/responses") {
             Some(Vendor::OpenAi)
+        } else if path.starts_with("/v1/chat/completions") {
+            Some(Vendor::OpenAiChat)
         } else {
             None
         }
@@ -171,6 +175,7 @@ async fn answer(State(shared): State<Arc<Shared>>, request: Request) -> Response
         (Some(Vendor::Anthropic), Some((n, turn))) => anthropic(&request, &turn, n),
         (Some(Vendor::Gemini), Some((_, turn))) => gemini(&path, &turn),
         (Some(Vendor::OpenAi), Some((n, turn))) => openai(&turn, n),
+        (Some(Vendor::OpenAiChat), Some((n, turn))) => openai_chat(&request, &turn, n),
         (Some(Vendor::Counting), _) => json_reply(json!({"input_tokens": 1, "totalTokens": 1})),
         _ => json_reply(json!({})),
     }
@@ -193,6 +198,10 @@ fn events(events: &[(Option<&str>, Value)]) -> Response {
             None => format!("data: {data}\n\n"),
         })
         .collect();
+    sse(text)
+}
+
+fn sse(text: String) -> Response {
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/event-stream")
@@ -314,4 +323,36 @@ fn openai(turn: &Turn, n: usize) -> Response {
             json!({"type": "response.completed", "response": {"id": response, "usage": usage}}),
         ),
     ])
+}
+
+fn openai_chat(request: &Value, turn: &Turn, n: usize) -> Response {
+    let id = format!("chatcmpl_{n:02}");
+    let model = request["model"].as_str().unwrap_or("gpt").to_string();
+    let (message, finish) = match turn {
+        Turn::Text(text) => (json!({"role": "assistant", "content": text}), "stop"),
+        Turn::Tool { name, input, .. } => (
+            json!({"role": "assistant", "content": null, "tool_calls": [{
+                "index": 0, "id": format!("call_{n:02}"), "type": "function",
+                "function": {"name": name, "arguments": input.to_string()}}]}),
+            "tool_calls",
+        ),
+    };
+    let usage = json!({"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2});
+    if request["stream"] != json!(true) {
+        return json_reply(json!({
+            "id": id, "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": usage,
+        }));
+    }
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let text: String = [chunk(message, Value::Null), chunk(json!({}), json!(finish))]
+        .iter()
+        .map(|data| format!("data: {data}\n\n"))
+        .collect();
+    // The stream ends with a line that is not JSON.
+    sse(text + "data: [DONE]\n\n")
 }

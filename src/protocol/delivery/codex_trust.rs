@@ -144,6 +144,40 @@ pub fn untrusted(inputs: &TrustInputs<'_>, canonical: &dyn Fn(&Path) -> PathBuf)
     out
 }
 
+/// Why Codex CLI runs none of the project's hooks for this person: its config records no
+/// trust for the project, or marks it untrusted. The record nearest the project counts (the
+/// project's folder, else the nearest folder above it, as for a git clone's root). `None` when
+/// the project is trusted, or the config is not TOML (Codex reports that itself).
+pub fn project_untrusted(
+    config: Option<&str>,
+    project_root: &Path,
+    shown: &str,
+    canonical: &dyn Fn(&Path) -> PathBuf,
+) -> Option<String> {
+    let table: toml::Table = match config {
+        None => toml::Table::new(),
+        Some(text) => toml::from_str(text).ok()?,
+    };
+    let projects = table.get("projects").and_then(|p| p.as_table());
+    let level_of = |folder: &Path| {
+        projects?.iter().find_map(|(key, value)| {
+            (canonical(Path::new(key.trim())) == folder)
+                .then(|| value.get("trust_level").and_then(|l| l.as_str()))
+                .flatten()
+        })
+    };
+    let root = project_root.display();
+    match project_root.ancestors().find_map(level_of) {
+        Some("trusted") => None,
+        Some("untrusted") => Some(format!(
+            "{shown} marks the project `trust_level = \"untrusted\"`, so Codex CLI reads none of its `.codex/` files and runs none of its hooks: set it to \"trusted\" under `[projects.\"{root}\"]` (`codex exec --trust` does not override an explicit \"untrusted\")"
+        )),
+        _ => Some(format!(
+            "Codex CLI runs a project's hooks only in a project the person trusted, and {shown} records no trust for {root}: start `codex` in the project and trust it, or run `codex exec --trust` there once"
+        )),
+    }
+}
+
 /// The `[hooks.state]` entries of a config that name `hooks_path`, by key suffix; `None` when
 /// the config cannot be read with certainty.
 fn states(
@@ -352,5 +386,41 @@ mod tests {
         let same = |p: &Path| p.to_path_buf();
         assert!(untrusted(&inputs(r#"{"hooks": {}}"#), &same).is_empty());
         assert!(untrusted(&inputs("{not json"), &same).is_empty());
+    }
+
+    fn project(config: Option<&str>) -> Option<String> {
+        project_untrusted(
+            config,
+            Path::new("/work/p"),
+            "~/.codex/config.toml",
+            &|p: &Path| match p.strip_prefix("/link") {
+                Ok(rest) => Path::new("/work/p").join(rest),
+                Err(_) => p.to_path_buf(),
+            },
+        )
+    }
+
+    #[test]
+    fn a_project_without_trust_runs_no_hooks() {
+        let none = project(None).unwrap();
+        assert!(none.contains("records no trust for /work/p"), "{none}");
+        assert!(none.contains("codex exec --trust"), "{none}");
+        let other = "[projects.\"/elsewhere\"]\ntrust_level = \"trusted\"\n";
+        assert!(project(Some(other)).unwrap().contains("records no trust"));
+        let untrusted = "[projects.\"/work/p\"]\ntrust_level = \"untrusted\"\n";
+        assert!(project(Some(untrusted))
+            .unwrap()
+            .contains("trust_level = \"untrusted\""));
+    }
+
+    #[test]
+    fn the_record_nearest_the_project_decides() {
+        let trusted = "[projects.\"/link\"]\ntrust_level = \"trusted\"\n";
+        assert_eq!(project(Some(trusted)), None, "through a link");
+        let parent = "[projects.\"/work\"]\ntrust_level = \"trusted\"\n";
+        assert_eq!(project(Some(parent)), None, "a clone's root above it");
+        let nearer = format!("{parent}[projects.\"/work/p\"]\ntrust_level = \"untrusted\"\n");
+        assert!(project(Some(&nearer)).is_some());
+        assert_eq!(project(Some("not = [toml")), None, "Codex says that itself");
     }
 }

@@ -1,0 +1,221 @@
+//! Aider, which has no hooks, in real sessions (`aider --message`, headless) against the model
+//! API's Chat Completions. `polisd hooks install --aider` lists the bridge pointer `AGENTS.md`
+//! under `read:` in `.aider.conf.yml`, and the test reads what the model was shown:
+//! - the pointer in the first request, once;
+//! - when the model answers with the command the pointer asks for (`polisd prime --as ID` in a
+//!   shell block, Aider's "suggested shell commands"), `--yes-always` does not run it: Aider
+//!   asks for an explicit yes for shell commands, and `--yes-always` answers no;
+//! - what does bring the primer to a headless session: `--load` (or `load:` in the config)
+//!   with a file that runs `/run polisd prime --as ID`, as docs/agent-clients.md says.
+
+use crate::harness::{self, wait_until, KilledGroup, TestPolis, BIN, DEADLINE};
+use crate::model_api::{ModelApi, Turn};
+use crate::{clients, message, primer_heading, shown, ME};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// What the bridge pointer asks every agent, in AGENTS.md.
+const POINTER: &str = "run `polisd prime --as <your-citizen-id>`";
+
+/// The model the session names: litellm's OpenAI provider, at the model API.
+const MODEL: &str = "openai/polis-test";
+
+struct AiderProject {
+    polis: TestPolis,
+    home: PathBuf,
+    /// The line `hooks install --aider` says a load file holds, for a session with no one at
+    /// the keyboard.
+    load_line: String,
+}
+
+impl AiderProject {
+    /// A polis whose person ran `polisd hooks install --aider --as ME`.
+    fn new() -> AiderProject {
+        let polis = TestPolis::init(ME);
+        let home = polis.dir.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        // The model's size, given to Aider so it fetches no model list from the network.
+        std::fs::write(
+            home.join("model-metadata.json"),
+            json!({ MODEL: {"max_input_tokens": 128000, "max_output_tokens": 4096,
+                            "input_cost_per_token": 0, "output_cost_per_token": 0,
+                            "litellm_provider": "openai", "mode": "chat"}})
+            .to_string(),
+        )
+        .unwrap();
+        let mut project = AiderProject {
+            polis,
+            home,
+            load_line: String::new(),
+        };
+        let out = project
+            .polisd()
+            .args(["hooks", "install", "--aider", "--as", ME])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", harness::describe(&out));
+        let said = String::from_utf8_lossy(&out.stdout);
+        project.load_line = said
+            .lines()
+            .find_map(|l| l.split_once("the line: ").map(|(_, line)| line.trim()))
+            .unwrap_or_else(|| panic!("install says how to prime a headless session: {said}"))
+            .to_string();
+        project
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.polis.root.parent().unwrap().to_path_buf()
+    }
+
+    fn polisd(&self) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.env("POLISD_STATE_DIR", &self.polis.state_dir)
+            .env("HOME", &self.home)
+            .env_remove("POLIS_CITIZEN")
+            .current_dir(self.dir());
+        cmd
+    }
+
+    fn unread(&self) -> usize {
+        let out = self
+            .polisd()
+            .args(["notices", "--as", ME, "--unread", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", harness::describe(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["notices"].as_array().map_or(0, Vec::len)
+    }
+
+    /// One headless Aider session at the project root, offline: `--message`, then Aider exits.
+    /// `polisd` is on its `PATH`, as for the person. Returns what Aider printed.
+    #[track_caller]
+    fn session(&self, api: &ModelApi, prompt: &str, more: &[&str]) -> String {
+        let log = self.home.join("aider.out");
+        let file = std::fs::File::create(&log).unwrap();
+        let path = format!(
+            "{}:{}",
+            Path::new(BIN).parent().unwrap().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut aider = KilledGroup::spawn(
+            Command::new(clients::aider_python())
+                .args(["-m", "aider", "--message", prompt])
+                .args(["--model", MODEL, "--openai-api-key", "sk-test"])
+                .arg("--openai-api-base")
+                .arg(format!("{}/v1", api.url))
+                .arg("--model-metadata-file")
+                .arg(self.home.join("model-metadata.json"))
+                // The edit format Aider gives the common chat models; it is the one that reads
+                // a model's shell blocks as commands to suggest.
+                .args(["--edit-format", "diff"])
+                .args(["--no-git", "--no-check-update", "--no-analytics"])
+                .args(["--no-show-release-notes", "--no-show-model-warnings"])
+                .args(["--no-pretty", "--no-fancy-input"])
+                .args(more)
+                .current_dir(self.dir())
+                .env("HOME", &self.home)
+                .env("PATH", path)
+                .env("POLISD_STATE_DIR", &self.polis.state_dir)
+                .env_remove("POLIS_CITIZEN")
+                .env_remove("OPENAI_API_KEY")
+                .env_remove("OPENAI_API_BASE")
+                // litellm's own model list, not the one it would fetch.
+                .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                .stdin(Stdio::null())
+                .stdout(file.try_clone().unwrap())
+                .stderr(file),
+        )
+        .unwrap();
+        let mut status = None;
+        wait_until("Aider to end its session", DEADLINE, || {
+            status = aider.child().try_wait().unwrap();
+            status.is_some()
+        });
+        let output = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(status.unwrap().success(), "Aider failed: {output}");
+        output
+    }
+}
+
+/// What the model sees of a Chat Completions request: its messages' text.
+fn messages(body: &str) -> String {
+    let v: Value = serde_json::from_str(body).unwrap();
+    v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The bridge pointer reaches the model once; the command it asks for, suggested by the model,
+/// is not run by `--yes-always` (Aider requires an explicit yes for shell commands), so no
+/// primer follows and the inbox stays unread.
+#[test]
+fn aider_session_shows_the_bridge_pointer_once_and_yes_always_runs_no_suggested_command() {
+    let project = AiderProject::new();
+    project.message("Early word: the parser review waits for you (token EARLY-7Q).");
+    let prime = format!("I start as the pointer says.\n\n```bash\npolisd prime --as {ME}\n```\n");
+    let api = ModelApi::start(move |_, _| Turn::Text(prime.clone()));
+    let output = project.session(&api, "Start your session.", &["--yes-always"]);
+    let turns = api.turns();
+    assert!(!turns.is_empty(), "Aider asked the model: {output}");
+    assert!(
+        turns[0].path.starts_with("/v1/chat/completions"),
+        "{}",
+        turns[0].path
+    );
+    let first = messages(&turns[0].body);
+    assert_eq!(shown(&first, POINTER), 1, "the pointer, once: {first}");
+    assert!(
+        output.contains(&format!("polisd prime --as {ME}")),
+        "Aider shows the suggested command: {output}"
+    );
+    assert!(
+        !output.contains(&primer_heading()),
+        "`--yes-always` runs no shell command: {output}"
+    );
+    for turn in &turns {
+        assert_eq!(shown(&messages(&turn.body), &primer_heading()), 0);
+    }
+    assert_eq!(
+        project.unread(),
+        1,
+        "prime never ran, so the notice is unread"
+    );
+}
+
+/// A headless Aider session gets its primer from `--load` with a file holding the line
+/// `hooks install --aider` gives (`/run polisd prime --as ID`), run before the message: the
+/// primer, with the early message, is in the model's first request, once, and the message is
+/// then read.
+#[test]
+fn aider_session_gets_the_primer_from_a_load_file() {
+    let project = AiderProject::new();
+    project.message("Early word: the parser review waits for you (token EARLY-7Q).");
+    let load = project.home.join("polis.aider");
+    assert_eq!(project.load_line, format!("/run polisd prime --as {ME}"));
+    std::fs::write(&load, format!("{}\n", project.load_line)).unwrap();
+    let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
+    let output = project.session(
+        &api,
+        "What is waiting for me?",
+        &["--yes-always", "--load", load.to_str().unwrap()],
+    );
+    let turns = api.turns();
+    assert_eq!(turns.len(), 1, "{output}");
+    let first = messages(&turns[0].body);
+    assert_eq!(shown(&first, &primer_heading()), 1, "{first}");
+    assert!(shown(&first, "EARLY-7Q") >= 1, "{first}");
+    assert_eq!(shown(&first, POINTER), 1, "{first}");
+    assert_eq!(project.unread(), 0, "the primer showed the message");
+}
+
+impl AiderProject {
+    fn message(&self, text: &str) {
+        message(&self.polis.path(&format!("citizens/{ME}/inbox.md")), text);
+    }
+}
