@@ -24,7 +24,7 @@ fn crowded() -> TestPolis {
         );
         p.save(
             &format!("amendments/proposed/2026-01-{:02}-a{i}.md", i + 1),
-            &format!("---\namendment_id: 2026-01-{:02}-a{i}\ntitle: Amendment {i}\nproposed_by: {OTHER}\nproposed_at: 2026-01-03 10:00:00\nstatus: proposed\n---\n", i + 1),
+            &format!("---\namendment_id: 2026-01-{:02}-a{i}\ntitle: Amendment {i}\nproposed_by: {OTHER}\nproposed_at: 2026-01-03 10:00:00\nexpires_at: 2099-01-01\nstatus: proposed\n---\n", i + 1),
         );
         message(
             &p,
@@ -232,7 +232,7 @@ fn mcp_notices_name_the_tools_for_the_commands_they_name() {
     assert!(q.get("tools").is_none(), "{q}");
 }
 
-/// The read-only tools' answers name no `polisd` command either.
+/// The other tools' answers name no `polisd` command either.
 #[test]
 fn mcp_answers_name_no_polisd_command() {
     let p = crowded();
@@ -249,6 +249,56 @@ fn mcp_answers_name_no_polisd_command() {
         ("polis_context", json!({"contract_id": "mine-00"})),
         ("polis_show_contract", json!({"contract_id": "mine-00"})),
         ("polis_guardrails", json!({})),
+        // And the tools that write, as they answer success.
+        (
+            "polis_claim_contract",
+            json!({"contract_id": "task-01", "citizen": ME}),
+        ),
+        (
+            "polis_log",
+            json!({"citizen": ME, "verb": "progress", "link": "contracts/open/task-01"}),
+        ),
+        (
+            "polis_reserve",
+            json!({"citizen": ME, "paths": ["lib/x.rs"], "contract": "task-01"}),
+        ),
+        (
+            "polis_release",
+            json!({"citizen": ME, "paths": ["lib/x.rs"]}),
+        ),
+        (
+            "polis_vote",
+            json!({"amendment_id": "2026-01-01-a0", "citizen": ME, "vote": "agree"}),
+        ),
+        (
+            "polis_add_guardrail",
+            json!({"text": "run the tests", "tags": ["rust"]}),
+        ),
+        (
+            "polis_file_lesson",
+            json!({"citizen": ME, "tags": ["rust"], "text": "Small steps.", "impact": 3}),
+        ),
+        (
+            "polis_propose_amendment",
+            json!({"citizen": ME, "title": "Shorter rounds"}),
+        ),
+        (
+            "polis_open_contract",
+            json!({"title": "Another task", "opened_by": ME}),
+        ),
+        (
+            "polis_review",
+            json!({"contract_id": "task-01", "citizen": OTHER, "decision": "signed_off"}),
+        ),
+        (
+            "polis_settle_contract",
+            json!({"contract_id": "task-01", "quality": 4, "by": ME, "no_lesson": "trivial"}),
+        ),
+        (
+            "polis_abandon_contract",
+            json!({"contract_id": "mine-01", "by": ME, "reason": "not needed"}),
+        ),
+        ("polis_tally", json!({"dry_run": true})),
     ]
     .into_iter()
     .enumerate()
