@@ -164,12 +164,12 @@ fn the_mcp_primer_names_tools_never_a_polisd_command() {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }
     for (command, tool) in [
-        ("polisd contract claim", "polis_claim_contract"),
-        ("polisd review", "polis_review"),
+        ("polisd contract claim", "polis_claim_contract`"),
+        ("polisd review", "polis_review`"),
         ("polisd release", "polis_release` (`citizen`, `paths`)"),
     ] {
         assert!(
-            tools_line.contains(&format!("`{command} …` is `{tool}`")),
+            tools_line.contains(&format!("`{command} …` is `{tool}")),
             "{tools_line}"
         );
     }
