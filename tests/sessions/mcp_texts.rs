@@ -139,10 +139,6 @@ fn the_mcp_primer_names_tools_never_a_polisd_command() {
     // The notices are shown as the inbox holds them; everything else is the primer's own.
     let own = format!("{}{}", &text[..notices], &text[after_notices..]);
     let shown_notices = &text[notices..after_notices];
-    let tools_line = shown_notices
-        .lines()
-        .find(|l| l.starts_with("The commands in these notices are tools here:"))
-        .unwrap_or_else(|| panic!("no tools line in\n{text}"));
     let mut wrong: Vec<String> = own
         .lines()
         .chain(shown_notices.lines().filter(|l| l.starts_with("- … and")))
@@ -151,6 +147,10 @@ fn the_mcp_primer_names_tools_never_a_polisd_command() {
         .collect();
     wrong.extend(unknown_calls(text, &schemas));
     assert!(wrong.is_empty(), "{}\n\nin\n{text}", wrong.join("\n"));
+    let tools_line = shown_notices
+        .lines()
+        .find(|l| l.starts_with("The commands in these notices are tools here:"))
+        .unwrap_or_else(|| panic!("no tools line in\n{text}"));
     for needle in [
         &format!("Start: `polis_ready` (`citizen: \"{ME}\"`)")[..],
         "`polis_claim_contract` (`contract_id: <contract id>`",
