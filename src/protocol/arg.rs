@@ -4,10 +4,14 @@
 //! message serves both, and neither front end is told to pass the other's words. The
 //! dashboard's console names it as the label of the form's field that carries it.
 //!
-//! A refusal that suggests something to do next, where an MCP tool does the same thing, names
-//! it as an [`Action`]: the command line spells it as the whole command, MCP as the tool to call
-//! with its arguments, the console as the command (a person there has a shell). Commands no
-//! tool does (`polisd verify --fix`) stay plain text, for a person or an agent with a shell.
+//! A text that suggests something to do next (a refusal, the primer, a reservation's fix),
+//! where an MCP tool does the same thing, names it as an [`Action`]: the command line spells it
+//! as the whole command, MCP as the tool to call with its arguments, the console as the command
+//! (a person there has a shell). Commands no tool does (`polisd verify --fix`) stay plain text,
+//! for a person or an agent with a shell. The notices are written once, to a file every kind of
+//! reader opens, so they keep their commands; [`instead_of_commands`] says beside them which tool
+//! does each, for a reader without a shell. It lives here, below the operations, so that the
+//! pure texts can take a [`Namer`] too.
 
 /// An argument an operation's refusal names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
