@@ -158,7 +158,7 @@ pub fn release(args: ReleaseArgs) -> anyhow::Result<u8> {
 
 pub fn list(args: ReservationsArgs) -> anyhow::Result<u8> {
     let (root, now) = open(&args.opts)?;
-    let views = match op::list(&root, &now) {
+    let views = match op::list(&root, &now, &crate::operations::arg::flags) {
         Ok(v) => v,
         Err(e) => return refuse(args.opts.json, &e),
     };

@@ -32,7 +32,12 @@ const DELIVERY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 pub fn prime(args: PrimeArgs) -> anyhow::Result<u8> {
     let root = locate(args.path.get())?;
     let now = PolisTime::system(session::polis_zone(&root));
-    let primed = session::prime(&root, &args.who.citizen, &now)?;
+    let primed = session::prime(
+        &root,
+        &args.who.citizen,
+        &now,
+        &crate::operations::arg::flags,
+    )?;
     // Printed first: a reader gone before the primer reached it (a closed pipe ends the
     // process here) leaves its notices unread and its cursor where it was.
     if args.json {
@@ -717,7 +722,8 @@ Run `polisd hooks install --all --as <your-citizen-id>` once (or set POLIS_CITIZ
     let now = PolisTime::at(session::polis_zone(&root), now_utc);
     match kind {
         HookKind::Prime => {
-            let primer = match session::prime(&root, &citizen, &now) {
+            let primer = match session::prime(&root, &citizen, &now, &crate::operations::arg::flags)
+            {
                 Ok(primer) => primer,
                 // Said once per session too, where the session has an id.
                 Err(e) if is_identity_error(&e) => {

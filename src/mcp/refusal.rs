@@ -3,7 +3,7 @@
 //! line's flags, which an MCP client has no way to pass; and the action it suggests as the tool
 //! to call with its arguments, never a shell command, which an MCP client may have no way to run.
 
-use crate::operations::arg::{Action, Arg, Namer, Spell};
+use crate::operations::arg::{Action, Arg, Namer, Place, Spell};
 use rmcp::model::Tool;
 use serde_json::Value;
 
@@ -57,7 +57,7 @@ impl From<crate::operations::session::SessionError> for Failure {
 }
 
 /// Names as `.0`'s schema and the tools give them.
-struct Schema<'a>(&'a Tool);
+pub struct Schema<'a>(pub &'a Tool);
 
 impl Namer for Schema<'_> {
     fn arg(&self, arg: Arg) -> String {
@@ -67,34 +67,61 @@ impl Namer for Schema<'_> {
     fn action(&self, action: &Action) -> String {
         call(action)
     }
+
+    fn instead_of(&self, action: &Action) -> Option<String> {
+        let (tool, given) = tool(action).ok()?;
+        let keys: Vec<String> = given.iter().map(|(key, _)| format!("`{key}`")).collect();
+        Some(if keys.is_empty() {
+            format!("`{tool}`")
+        } else {
+            format!("`{tool}` ({})", keys.join(", "))
+        })
+    }
 }
 
 /// An argument's value in a suggested call: a string as JSON writes it, or a placeholder.
 enum Given<'a> {
     Text(&'a str),
+    /// A list of one string.
+    List(&'a str),
     Yes,
     Yours(&'static str),
 }
 
-/// `action` as the tool that does it, with the arguments to pass:
-/// `` `polis_claim_contract` (`contract_id: "x"`, `citizen: "me"`, `force: true`) ``.
-pub fn call(action: &Action) -> String {
+/// A tool and the arguments to pass it.
+type Call<'a> = (&'static str, Vec<(&'static str, Given<'a>)>);
+
+/// The tool that does `action`, with the arguments to pass; for a record no tool shows whole,
+/// the file to read instead.
+fn tool(action: &Action) -> Result<Call<'_>, &'static str> {
     use Given::*;
-    let (tool, given): (&str, Vec<(&str, Given)>) = match action {
-        Action::Claim { id } => (
+    fn citizen(by: &Option<String>) -> Given<'_> {
+        by.as_deref().map_or(Yours("<your id>"), Text)
+    }
+    Ok(match action {
+        Action::Claim { id, by } => (
             "polis_claim_contract",
-            vec![("contract_id", Text(id)), ("citizen", Yours("<your id>"))],
+            vec![
+                (
+                    "contract_id",
+                    id.as_deref().map_or(Yours("<contract id>"), Text),
+                ),
+                ("citizen", citizen(by)),
+            ],
         ),
         Action::ClaimForce { id, by } => (
             "polis_claim_contract",
             vec![
                 ("contract_id", Text(id)),
-                ("citizen", by.as_deref().map_or(Yours("<your id>"), Text)),
+                ("citizen", citizen(by)),
                 ("force", Yes),
             ],
         ),
-        Action::ListContracts => ("polis_list_contracts", vec![]),
-        Action::ListAmendments => ("polis_amendments", vec![]),
+        Action::ListContracts | Action::Look(Place::OpenContracts) => {
+            ("polis_list_contracts", vec![])
+        }
+        Action::Look(Place::Owned { by }) => ("polis_list_contracts", vec![("owner", Text(by))]),
+        Action::ListAmendments | Action::Look(Place::Proposed) => ("polis_amendments", vec![]),
         Action::Vote => ("polis_vote", vec![]),
         Action::Tally => ("polis_tally", vec![]),
         Action::SignOff { cid } => (
@@ -116,6 +143,70 @@ pub fn call(action: &Action) -> String {
                 ("link", Text(link)),
             ],
         ),
+        Action::Ready { by } => ("polis_ready", vec![("citizen", Text(by))]),
+        Action::Log { by } => (
+            "polis_log",
+            vec![
+                ("citizen", Text(by)),
+                ("verb", Yours("<verb>")),
+                ("link", Yours("<path under _polis/>")),
+            ],
+        ),
+        Action::SettleWithLesson { by } => (
+            "polis_settle_contract",
+            vec![
+                ("contract_id", Yours("<contract id>")),
+                ("quality", Yours("<1-5>")),
+                ("by", Text(by)),
+                ("lesson", Text("…")),
+                ("impact", Yours("<1-5>")),
+            ],
+        ),
+        Action::VoteAs { by } => (
+            "polis_vote",
+            vec![
+                ("amendment_id", Yours("<amendment id>")),
+                ("citizen", Text(by)),
+                ("vote", Text("agree")),
+            ],
+        ),
+        Action::Notices { by } => ("polis_notices", vec![("citizen", Text(by))]),
+        // The tool lists everyone's: each entry names its holder.
+        Action::Reservations { .. } => ("polis_reservations", vec![]),
+        Action::Release { by, path } => {
+            let mut given = vec![("citizen", Text(by))];
+            given.extend(path.as_deref().map(|p| ("paths", List(p))));
+            ("polis_release", given)
+        }
+        Action::Reserve => ("polis_reserve", vec![]),
+        Action::OpenContract => (
+            "polis_open_contract",
+            vec![
+                ("title", Yours("<title>")),
+                ("opened_by", Yours("<your id>")),
+            ],
+        ),
+        Action::CouncilWrite => (
+            "polis_council_write",
+            vec![
+                ("contract_id", Yours("<contract id>")),
+                ("citizen", Yours("<your id>")),
+                ("text", Yours("<markdown>")),
+            ],
+        ),
+        Action::Look(place @ (Place::Index | Place::Chronicle | Place::Lessons)) => {
+            return Err(place.path())
+        }
+    })
+}
+
+/// `action` as the tool that does it, with the arguments to pass:
+/// `` `polis_claim_contract` (`contract_id: "x"`, `citizen: "me"`, `force: true`) ``; a record
+/// no tool shows whole, as the file to read.
+pub fn call(action: &Action) -> String {
+    let (tool, given) = match tool(action) {
+        Ok(call) => call,
+        Err(path) => return format!("read `{path}`"),
     };
     if given.is_empty() {
         return format!("`{tool}`");
@@ -124,9 +215,10 @@ pub fn call(action: &Action) -> String {
         .into_iter()
         .map(|(key, value)| {
             let value = match value {
-                Text(t) => Value::from(t).to_string(),
-                Yes => "true".to_string(),
-                Yours(placeholder) => placeholder.to_string(),
+                Given::Text(t) => Value::from(t).to_string(),
+                Given::List(t) => Value::from(vec![t]).to_string(),
+                Given::Yes => "true".to_string(),
+                Given::Yours(placeholder) => placeholder.to_string(),
             };
             format!("`{key}: {value}`")
         })
@@ -370,5 +462,47 @@ mod tests {
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
         assert!(!root.join("contracts/settled").exists());
         assert!(!root.join("contracts/abandoned").exists());
+    }
+
+    /// Every action a success text names (the primer's, the notices' commands, the records'
+    /// fixes) is a listed tool called with keys of its schema, or a file to read.
+    #[test]
+    fn every_action_spelled_for_mcp_is_a_tool_with_its_schema_s_keys() {
+        use crate::operations::arg::{Action, Place};
+        let me = || "me".to_string();
+        let mut actions = Action::commands();
+        actions.extend([
+            Action::Claim {
+                id: None,
+                by: Some(me()),
+            },
+            Action::Release {
+                by: me(),
+                path: None,
+            },
+            Action::Look(Place::OpenContracts),
+            Action::Look(Place::Owned { by: me() }),
+            Action::Look(Place::Proposed),
+        ]);
+        for action in &actions {
+            let said = super::call(action);
+            let tool = said.split('`').nth(1).unwrap();
+            let schema = &list()
+                .iter()
+                .find(|t| t.name == tool)
+                .unwrap_or_else(|| panic!("{action:?}: no tool `{tool}`"))
+                .input_schema;
+            for part in said.split(" (").nth(1).unwrap_or("").split("`, `") {
+                let key = part.trim_matches(['`', ')']).split(':').next().unwrap();
+                assert!(
+                    key.is_empty() || schema["properties"].get(key).is_some(),
+                    "{action:?}: `{tool}` has no `{key}` ({said})"
+                );
+            }
+        }
+        for place in [Place::Index, Place::Chronicle, Place::Lessons] {
+            let said = super::call(&Action::Look(place.clone()));
+            assert_eq!(said, format!("read `{}`", place.path()));
+        }
     }
 }

@@ -5,7 +5,7 @@
 //! list tool takes `limit` and `offset` and answers with the `total`.
 
 use super::arguments;
-use super::refusal::Failure;
+use super::refusal::{Failure, Schema};
 use crate::fs::writer::Writer;
 use crate::operations::chronicle::{MAX_LINK_CHARS, MAX_VERB_CHARS};
 use crate::operations::published::KeptPolis;
@@ -371,8 +371,8 @@ fn run(
         }
         "polis_list_contracts" => list_contracts(root, kept, args),
         "polis_route" => route(root, kept, args),
-        "polis_prime" => prime(root, args, after_sent),
-        "polis_notices" => notices(root, args, after_sent),
+        "polis_prime" => prime(root, tool, args, after_sent),
+        "polis_notices" => notices(root, tool, args, after_sent),
         "polis_amendments" => amendments(root, kept, args),
         "polis_open_contract" => open_contract(root, args),
         "polis_claim_contract" => claim(root, args),
@@ -393,7 +393,7 @@ fn run(
         "polis_release" => release(root, args),
         "polis_reservations" => {
             let now = operations::chronicle::polis_now(root);
-            operations::reservation::list(root, &now)
+            operations::reservation::list(root, &now, &Schema(tool))
                 .map(|r| page(args, "reservations", r))
                 .map_err(Failure::from)
         }
@@ -711,13 +711,14 @@ fn route(
 
 fn prime(
     root: &Path,
+    tool: &Tool,
     args: &Map<String, Value>,
     after_sent: &mut Option<AfterSent>,
 ) -> Result<Value, Failure> {
     let citizen = arg_str(args, "citizen")?;
     let mark_read = arg_bool(args, "mark_read", true);
     let now = PolisTime::system(session::polis_zone(root));
-    let primed = session::prime(root, citizen, &now)?;
+    let primed = session::prime(root, citizen, &now, &Schema(tool))?;
     let text = primed.primer.text.clone();
     if mark_read {
         *after_sent = Some(record_when_sent(session::Shown::Session {
@@ -741,6 +742,7 @@ fn record_when_sent(shown: session::Shown) -> AfterSent {
 
 fn notices(
     root: &Path,
+    tool: &Tool,
     args: &Map<String, Value>,
     after_sent: &mut Option<AfterSent>,
 ) -> Result<Value, Failure> {
@@ -784,6 +786,19 @@ fn notices(
         }));
     }
     answer["citizen"] = json!(citizen);
+    // The notices are the protocol's text, their commands written for a shell: the tools that
+    // do them instead, once for the page.
+    let page_ids: Vec<&str> = answer["notices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["id"].as_str())
+        .collect();
+    let shown = listed.iter().filter(|n| page_ids.contains(&n.id.as_str()));
+    if let Some(line) = crate::protocol::delivery::notice::instead_of_commands(shown, &Schema(tool))
+    {
+        answer["tools"] = json!(line);
+    }
     Ok(answer)
 }
 

@@ -184,7 +184,10 @@ fn already_owned(id: &str, owner: &str, names: Names) -> String {
 fn no_owner(id: &str, names: Names) -> String {
     format!(
         "contract `{id}` has no owner; claim it first ({}) or pass {} <id>",
-        names.action(&Action::Claim { id: id.to_string() }),
+        names.action(&Action::Claim {
+            id: Some(id.to_string()),
+            by: None,
+        }),
         names.arg(Arg::Citizen)
     )
 }

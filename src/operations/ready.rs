@@ -55,7 +55,9 @@ pub fn queue(root: &Path, citizen: &str) -> Result<Queue, OpError> {
     let (nodes, _) = open_nodes(root);
     let now = chronicle::polis_now(root);
     // An unreadable reservations.yml holds nothing back here; `polisd check` reports it.
-    let reservations = crate::operations::reservation::list(root, &now).unwrap_or_default();
+    let reservations =
+        crate::operations::reservation::list(root, &now, &crate::operations::arg::flags)
+            .unwrap_or_default();
     Ok(queue_of(root, citizen, &tags, &nodes, &reservations))
 }
 

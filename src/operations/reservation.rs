@@ -344,11 +344,11 @@ pub fn release(
 }
 
 /// Every entry of the file (without a lock: a listing changes nothing), each with what is
-/// wrong with it ([`entry_problems`]).
-pub fn list(root: &Path, now: &PolisTime) -> Result<Vec<View>, ReservationError> {
+/// wrong with it ([`entry_problems`]), its fix naming commands as `names` does.
+pub fn list(root: &Path, now: &PolisTime, names: Names) -> Result<Vec<View>, ReservationError> {
     let bytes = read_file(root)?;
     let entries = entries_of(bytes.as_deref(), now)?;
-    let problems = problems_of(root, bytes.as_deref(), &entries);
+    let problems = problems_of(root, bytes.as_deref(), &entries, names);
     Ok(entries
         .iter()
         .enumerate()
@@ -370,7 +370,7 @@ pub fn list(root: &Path, now: &PolisTime) -> Result<Vec<View>, ReservationError>
 pub fn entry_problems(root: &Path, now: &PolisTime) -> Result<Vec<Problem>, ReservationError> {
     let bytes = read_file(root)?;
     let entries = entries_of(bytes.as_deref(), now)?;
-    Ok(problems_of(root, bytes.as_deref(), &entries))
+    Ok(problems_of(root, bytes.as_deref(), &entries, &flags))
 }
 
 /// A problem of an entry as a finding (P029), the entry's citizen named in it.
@@ -389,7 +389,7 @@ pub fn finding(p: Problem) -> crate::protocol::finding::Finding {
     )
 }
 
-fn problems_of(root: &Path, bytes: Option<&[u8]>, entries: &[Entry]) -> Vec<Problem> {
+fn problems_of(root: &Path, bytes: Option<&[u8]>, entries: &[Entry], names: Names) -> Vec<Problem> {
     if entries.is_empty() {
         return Vec::new();
     }
@@ -404,7 +404,7 @@ fn problems_of(root: &Path, bytes: Option<&[u8]>, entries: &[Entry]) -> Vec<Prob
         .into_iter()
         .filter(|id| is_registered(root, id))
         .collect();
-    reservation_check::check(&text, entries, &|id| registered.contains(id))
+    reservation_check::check(&text, entries, &|id| registered.contains(id), names)
 }
 
 fn read_file(root: &Path) -> Result<Option<Vec<u8>>, ReservationError> {
@@ -609,7 +609,7 @@ mod tests {
         let done =
             release_for_ended_contract(&root, &w, &t1, "fix-login", Some("alpha-agent")).unwrap();
         assert_eq!(done.dropped.len(), 2, "{:?}", done.dropped);
-        let left = list(&root, &t1).unwrap();
+        let left = list(&root, &t1, &flags).unwrap();
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].citizen.as_deref(), Some("bravo-agent"));
         // Nothing left to release: nothing written.

@@ -340,8 +340,14 @@ pub struct Primed {
     pub catch_up: CatchUp,
 }
 
-/// Gathers and renders the primer of `citizen` at `now`, reading only what it prints.
-pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, SessionError> {
+/// Gathers and renders the primer of `citizen` at `now`, reading only what it prints, its
+/// actions named as the front end asking (`names`) calls them.
+pub fn prime(
+    root: &Path,
+    citizen: &str,
+    now: &PolisTime,
+    names: crate::operations::arg::Names,
+) -> Result<Primed, SessionError> {
     check_citizen(root, citizen)?;
     // A file of the citizen's own that cannot be read (a link, a folder, unreadable) leaves its
     // part out and is named in the primer, with the fix: the session still gets the rest.
@@ -480,7 +486,7 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
             .collect()
     };
 
-    let all_reservations = super::reservation::list(root, now);
+    let all_reservations = super::reservation::list(root, now, names);
     // The ready queue as `polisd ready` computes it, from what the primer has read already
     // (one `lstat` per dependency).
     let card_tags: BTreeSet<String> = identity.tags.iter().map(|(t, _)| t.clone()).collect();
@@ -535,7 +541,7 @@ pub fn prime(root: &Path, citizen: &str, now: &PolisTime) -> Result<Primed, Sess
         problems,
         inbox_unreadable,
     };
-    let primer = primer::render(&input, primer::BUDGET);
+    let primer = primer::render(&input, primer::BUDGET, names);
     Ok(Primed {
         primer,
         input,

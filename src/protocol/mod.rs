@@ -3,6 +3,7 @@
 //! architecture test fails if it does.
 
 pub mod amendments;
+pub mod arg;
 pub mod chronicle;
 pub mod citizens;
 pub mod clock;

@@ -13,6 +13,7 @@ mod hooks;
 mod install;
 mod mcp;
 mod mcp_records;
+mod mcp_texts;
 mod notices;
 mod primer;
 

@@ -349,9 +349,10 @@ fn build(
         .collect();
     let unread = unread_by_cursor(&polis, &inboxes);
     let guardrails = crate::operations::guardrail::list(root);
-    let reservations = crate::operations::reservation::list(root, &now)
-        .map(|all| all.into_iter().filter(|r| r.active).collect())
-        .map_err(|e| e.to_string());
+    let reservations =
+        crate::operations::reservation::list(root, &now, &crate::operations::arg::flags)
+            .map(|all| all.into_iter().filter(|r| r.active).collect())
+            .map_err(|e| e.to_string());
     let mut snapshot = Snapshot {
         generation,
         polis,

@@ -8,6 +8,7 @@
 //! `polisd reservations` prints them under their entry, and the daemon tells each entry's
 //! citizen.
 
+use crate::protocol::arg::{Action, Names};
 use crate::protocol::contracts::record_check::did_you_mean;
 use crate::protocol::contracts::reservation::{fold, normalize, Entry, Expiry};
 use crate::yaml::Value;
@@ -39,8 +40,14 @@ pub struct Problem {
     pub citizen: Option<String>,
 }
 
-/// Every problem of every entry. `is_citizen` says whether an id has a capability card.
-pub fn check(text: &str, entries: &[Entry], is_citizen: &dyn Fn(&str) -> bool) -> Vec<Problem> {
+/// Every problem of every entry. `is_citizen` says whether an id has a capability card; the
+/// fixes name commands as `names` does.
+pub fn check(
+    text: &str,
+    entries: &[Entry],
+    is_citizen: &dyn Fn(&str) -> bool,
+    names: Names,
+) -> Vec<Problem> {
     let lines: Vec<&str> = text.lines().collect();
     let starts = entry_lines(&lines, entries.len());
     let mut out = Vec::new();
@@ -71,8 +78,9 @@ pub fn check(text: &str, entries: &[Entry], is_citizen: &dyn Fn(&str) -> bool) -
             push(
                 span.map(|s| s.0),
                 format!(
-                    "this entry is a {}, not a mapping, so it holds nothing; remove it, or write it as `polisd reserve` does (citizen, paths, reserved_at, expires_at)",
-                    kind(&e.raw)
+                    "this entry is a {}, not a mapping, so it holds nothing; remove it, or write it as {} does (citizen, paths, reserved_at, expires_at)",
+                    kind(&e.raw),
+                    names.action(&Action::Reserve)
                 ),
             );
             continue;
@@ -85,9 +93,12 @@ pub fn check(text: &str, entries: &[Entry], is_citizen: &dyn Fn(&str) -> bool) -
             Value::Str(id) if !is_citizen(id) => push(
                 key_line("citizen"),
                 format!(
-                    "`{}` is not a registered citizen (no capability card), so the entry may never be released; correct the id, or let go of it with `polisd release --as {}`",
+                    "`{}` is not a registered citizen (no capability card), so the entry may never be released; correct the id, or let go of it with {}",
                     shortened(id),
-                    shortened(id)
+                    names.action(&Action::Release {
+                        by: shortened(id),
+                        path: None,
+                    })
                 ),
             ),
             Value::Str(_) => {}
@@ -322,7 +333,12 @@ mod tests {
 
     fn problems(text: &str) -> Vec<Problem> {
         let entries = parse(Some(text), PolisZone::parse("UTC").unwrap()).unwrap();
-        check(text, &entries, &|id| id.ends_with("-agent"))
+        check(
+            text,
+            &entries,
+            &|id| id.ends_with("-agent"),
+            &crate::protocol::arg::flags,
+        )
     }
 
     #[test]

@@ -437,6 +437,21 @@ fn indent(text: &str, by: &str) -> String {
         .join("\n")
 }
 
+/// What a reader who runs no commands does instead of those `shown` notices name, once, as
+/// `names` says it (`None` for a reader with a shell). Only polisd's own notices count, and not
+/// an outdated one: an agent's message is data, not instructions, and an outdated notice asks
+/// nothing now. Their bodies are read as written, code spans and all.
+pub fn instead_of_commands<'a>(
+    shown: impl IntoIterator<Item = &'a Notice>,
+    names: crate::protocol::arg::Names,
+) -> Option<String> {
+    let bodies = shown
+        .into_iter()
+        .filter(|n| n.from_daemon() && n.outdated.is_none())
+        .map(|n| n.body.as_str());
+    crate::protocol::arg::instead_of_commands(bodies, names)
+}
+
 /// The notices block a hook adds between tool calls: a short header, the notices newest first,
 /// and where to read the rest. Empty when there is nothing to say.
 pub fn render_delivery(citizen: &str, shown: &[&Notice], more: usize) -> String {
