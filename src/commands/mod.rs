@@ -263,7 +263,6 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
                         .map_err(|e: anyhow::Error| Usage(e.to_string()))?
                 },
                 plot: args.plot,
-                posterior: experiment_params(),
                 ..Default::default()
             };
             // With --json the tables are not printed: the reports are.
@@ -666,20 +665,4 @@ pub fn deliver_now(
         tell!("polisd: could not notify {who}: {why}");
     }
     Ok(failed.is_empty())
-}
-
-/// EXPERIMENT, bench only: `POLISD_EXPERIMENT_POPULATION=changed,unseen,floor,by_settlement`
-/// sets the population prior of the posterior policy's changed parts.
-fn experiment_params() -> crate::protocol::routing::policy::PosteriorParams {
-    let mut p = crate::protocol::routing::policy::PosteriorParams::default();
-    if let Ok(v) = std::env::var("POLISD_EXPERIMENT_POPULATION") {
-        let f: Vec<&str> = v.split(',').collect();
-        let num = |i: usize, d: f64| f.get(i).and_then(|x| x.parse().ok()).unwrap_or(d);
-        p.population_changed = num(0, 0.0);
-        p.population_unseen = num(1, 0.0);
-        p.population_floor = num(2, p.population_floor);
-        p.population_by_settlement = num(3, 0.0) > 0.0;
-        eprintln!("experiment: {p:?}");
-    }
-    p
 }

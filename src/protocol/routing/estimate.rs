@@ -59,18 +59,6 @@ pub struct PosteriorParams {
     /// How many settlements the self-rating is worth as a prior after a change: less than
     /// before, since the card may not have caught up.
     pub changed_prior_weight: f64,
-    /// EXPERIMENT. How far the prior after a change at a split moves from the citizen's card
-    /// (held as [`PosteriorParams::changed_prior_weight`]) to what the polis knows of the tag
-    /// in general: the other citizens' mean settled quality on it, spread as they differ.
-    /// 0: the card alone; 1: the population alone; between, both blended.
-    pub population_changed: f64,
-    /// EXPERIMENT. The same for the part where the citizen changed unseen.
-    pub population_unseen: f64,
-    /// EXPERIMENT. Floor of the population prior's spread.
-    pub population_floor: f64,
-    /// EXPERIMENT. The population mean over settlements (leaders weigh most) instead of over
-    /// citizens.
-    pub population_by_settlement: bool,
 }
 
 impl PosteriorParams {
@@ -86,10 +74,6 @@ impl PosteriorParams {
         change_window: 30,
         unseen_change_odds: 0.0015,
         changed_prior_weight: 0.3,
-        population_changed: 0.0,
-        population_unseen: 0.0,
-        population_floor: 0.5,
-        population_by_settlement: false,
     };
 }
 
@@ -406,31 +390,9 @@ pub(super) fn estimate(
     }
     let whole = before.fit(&model);
     let looseness = params.prior_weight / params.changed_prior_weight;
-    // After a change the card may be stale; the prior then moves toward what the polis knows
-    // of each tag in general, as if the citizen were new.
-    let changed_prior = |w: f64| {
-        (w > 0.0).then(|| {
-            let prior = Terms::prior(local.iter().map(|t| {
-                let (card, card_var) = (prior_mean(t), prior_var * looseness);
-                match population(history, t, &s.citizen, params) {
-                    Some((m, v)) => ((1.0 - w) * card + w * m, (1.0 - w) * card_var + w * v),
-                    None => (card, card_var),
-                }
-            }));
-            Model {
-                d,
-                prior,
-                weights: model.weights.clone(),
-            }
-        })
-    };
-    let fresh_factor = |changed: &Option<Model>| match changed {
-        Some(m) => Factor::new(m, &Terms::empty(d), 1.0),
-        None => Factor::new(&model, &Terms::empty(d), looseness),
-    };
     let mut parts = vec![(1.0, whole)];
-    let mut after = fresh_factor(&changed_prior(params.population_changed));
-    let fresh = fresh_factor(&changed_prior(params.population_unseen)).fit(&model);
+    let mut after = Factor::new(&model, &Terms::empty(d), looseness);
+    let fresh = after.fit(&model);
     for (split, evidence) in (window..m).zip(before_evidence).rev() {
         after.add(&rows[split]);
         let fit = after.fit(&model);
@@ -466,38 +428,6 @@ pub(super) fn estimate(
         unseen: share(&weights[seen..]),
         idle,
     }
-}
-
-/// What the polis knows of `tag` apart from `citizen`'s own work: the mean of the other
-/// citizens' mean settled quality on it and its variance across them (floored); None when
-/// fewer than two others settled work on it.
-fn population(
-    history: &History,
-    tag: &str,
-    citizen: &str,
-    params: &PosteriorParams,
-) -> Option<(f64, f64)> {
-    let others: Vec<(f64, u64)> = history
-        .on_tag(tag)
-        .filter(|(c, ..)| *c != citizen)
-        .map(|(_, sum, n)| (sum, n))
-        .collect();
-    if others.len() < 2 {
-        return None;
-    }
-    let means: Vec<f64> = others.iter().map(|&(sum, n)| sum / n as f64).collect();
-    let k = means.len() as f64;
-    let mean = if params.population_by_settlement {
-        others.iter().map(|o| o.0).sum::<f64>() / others.iter().map(|o| o.1 as f64).sum::<f64>()
-    } else {
-        means.iter().sum::<f64>() / k
-    };
-    let centre = means.iter().sum::<f64>() / k;
-    let var = means.iter().map(|m| (m - centre).powi(2)).sum::<f64>() / (k - 1.0);
-    Some((
-        mean,
-        var.max(params.population_floor * params.population_floor),
-    ))
 }
 
 /// The mean and spread of a mixture of Gaussian parts, each weighed by its prior odds times
@@ -606,48 +536,6 @@ mod tests {
         let e = estimate(&["t0".to_string()], &history, &[], &params, &score("ann"));
         assert!(e.changed > 0.5, "{e:?}");
         assert!(e.mean > 4.0, "{e:?}");
-    }
-
-    #[test]
-    fn after_a_change_an_untried_tag_is_held_at_what_the_polis_knows_of_it() {
-        // Three others settled tag a at 4.5, 4 and 5 on average; ann never did, and changed
-        // on tag b. Her card (4) is stale.
-        let mut outcomes = work("bob", "a", &[4.0, 5.0]);
-        outcomes.extend(work("cleo", "a", &[4.0; 3]));
-        outcomes.extend(work("dan", "a", &[5.0]));
-        outcomes.extend(work("ann", "b", &[2.0; 40]));
-        outcomes.extend(work("ann", "b", &[5.0; 4]));
-        let history = History::from_outcomes(outcomes);
-        let card = of(&history, "ann", &PosteriorParams::default());
-        let params = PosteriorParams {
-            population_changed: 1.0,
-            ..PosteriorParams::default()
-        };
-        let population = of(&history, "ann", &params);
-        assert!(population.changed > 0.9, "{population:?}");
-        // The changed part holds tag a at N(4.5, 0.5²), not at the card's 4 held loosely.
-        assert!((card.mean - 4.0).abs() < 0.05, "{card:?}");
-        assert!(
-            population.mean > 4.4 && population.mean <= 4.5,
-            "{population:?}"
-        );
-        assert!(population.spread < card.spread, "{card:?} {population:?}");
-        // Half each: between the two.
-        let half = of(
-            &history,
-            "ann",
-            &PosteriorParams {
-                population_changed: 0.5,
-                ..PosteriorParams::default()
-            },
-        );
-        assert!(half.mean > 4.15 && half.mean < 4.3, "{half:?}");
-        // The citizen's own record on a tag is not part of what the polis knows of it.
-        assert_eq!(population_of(&history, "b", "ann"), None);
-    }
-
-    fn population_of(history: &History, tag: &str, citizen: &str) -> Option<(f64, f64)> {
-        population(history, tag, citizen, &PosteriorParams::default())
     }
 
     #[test]

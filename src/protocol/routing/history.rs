@@ -2,7 +2,7 @@
 //! and citizen the `contracts_completed` count (the numbers `routing_stats.yml` holds).
 
 use crate::protocol::routing::stats::Settlement;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// One settled contract as a policy sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,10 +23,6 @@ pub struct History {
     // citizen -> indexes into `outcomes` of its settlements with a tag, oldest first; keeps a
     // pick O(a citizen's settlements).
     by_citizen: HashMap<String, Vec<usize>>,
-    // tag -> citizen -> (sum of settled quality, settlements) on it; what the polis knows of
-    // a tag in general, kept as it goes so a pick does not read every settlement for it. In
-    // citizen order, so sums over it round the same on every run.
-    by_tag: HashMap<String, BTreeMap<String, (f64, u64)>>,
 }
 
 impl History {
@@ -65,14 +61,6 @@ impl History {
         for tag in &outcome.tags {
             let key = (tag.clone(), outcome.citizen.clone());
             *self.completed.entry(key).or_insert(0) += 1;
-            let sums = self
-                .by_tag
-                .entry(tag.clone())
-                .or_default()
-                .entry(outcome.citizen.clone())
-                .or_insert((0.0, 0));
-            sums.0 += outcome.quality;
-            sums.1 += 1;
         }
         if !outcome.tags.is_empty() {
             self.by_citizen
@@ -100,15 +88,6 @@ impl History {
 
     pub fn outcomes(&self) -> &[Outcome] {
         &self.outcomes
-    }
-
-    /// Every citizen's settled work on `tag`: (citizen, sum of its quality, settlements).
-    pub(super) fn on_tag(&self, tag: &str) -> impl Iterator<Item = (&str, f64, u64)> {
-        self.by_tag
-            .get(tag)
-            .into_iter()
-            .flatten()
-            .map(|(c, &(sum, n))| (c.as_str(), sum, n))
     }
 
     /// Indexes into `outcomes` of every settlement of `citizen` with a tag, oldest first.
