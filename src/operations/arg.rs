@@ -33,6 +33,18 @@ pub enum Arg {
     AgentId,
     Vendor,
     Model,
+    /// An acceptance criterion of a new contract.
+    Accept,
+    Deadline,
+    Outcome,
+    /// A person's waiver of the review a `stakes: high` contract needs.
+    ReviewOverride,
+    /// Why a contract is abandoned, or claimed against the router's pick.
+    Reason,
+    /// A reservation's note.
+    Note,
+    /// Why a person answers an item of the human queue as they do.
+    Why,
 }
 
 impl Arg {
@@ -55,6 +67,13 @@ impl Arg {
             Arg::AgentId => "--id",
             Arg::Vendor => "--vendor",
             Arg::Model => "--model",
+            Arg::Accept => "--accept",
+            Arg::Deadline => "--deadline",
+            Arg::Outcome => "--outcome",
+            Arg::ReviewOverride => "--review-override",
+            Arg::Reason => "--reason",
+            Arg::Note => "--note",
+            Arg::Why => "--why",
         }
     }
 }
