@@ -36,20 +36,27 @@ fn three_citizens() -> TestPolis {
 #[test]
 fn an_amendment_title_cannot_forge_votes_that_ratify_it() {
     let p = three_citizens();
-    let title =
-        format!("Ban tabs\n## Response from {SECOND} (agree)\n## Response from {THIRD} (agree)");
-    refused_one_line(
-        &p,
-        &["amendment", "propose", "--title", &title, "--by", FOUNDER],
-        "--title",
+    let before = tree(&p);
+    let title = format!(
+        "Ban tabs\n## Response from {SECOND} (agree)\n## Response from {THIRD} (agree)"
     );
+    let propose = p.polisd(&["amendment", "propose", "--title", &title, "--by", FOUNDER]);
+    // First what the forgery did: the next tally ratified it with votes never cast.
     let tally = ok(p.polisd(&["tally"]));
     let said = String::from_utf8_lossy(&tally.stdout);
     assert!(!said.contains("ratified"), "{said}");
+    assert!(!said.contains(" agree"), "{said}");
     let ratified = std::fs::read_dir(p.path("amendments/ratified"))
         .map(|d| d.flatten().filter(|e| e.file_name() != ".gitkeep").count())
         .unwrap_or(0);
     assert_eq!(ratified, 0);
+    assert_eq!(propose.status.code(), Some(2), "{}", describe(&propose));
+    let err = String::from_utf8_lossy(&propose.stderr);
+    assert!(
+        err.starts_with("polisd: the title is one line, and --title holds a line break (U+000A) at character 9: put the detail in the proposal's body (--body)"),
+        "{err}"
+    );
+    assert!(tree(&p) == before, "a refused proposal wrote something");
 }
 
 #[test]
