@@ -286,7 +286,7 @@ mod tests {
         "silence",
         "unsilence",
     ];
-    const ARGS: [Arg; 23] = [
+    const ARGS: [Arg; 22] = [
         Arg::Citizen,
         Arg::SessionCitizen,
         Arg::Title,
@@ -305,7 +305,6 @@ mod tests {
         Arg::Model,
         Arg::Accept,
         Arg::Deadline,
-        Arg::Outcome,
         Arg::ReviewOverride,
         Arg::Reason,
         Arg::Note,

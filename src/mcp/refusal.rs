@@ -154,7 +154,6 @@ fn keys(arg: Arg) -> &'static [&'static str] {
         Arg::Model => &["model"],
         Arg::Accept => &["acceptance"],
         Arg::Deadline => &["deadline"],
-        Arg::Outcome => &["outcome"],
         Arg::ReviewOverride => &["review_override"],
         Arg::Reason => &["reason"],
         Arg::Note => &["note"],

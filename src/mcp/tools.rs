@@ -1022,12 +1022,6 @@ pub(super) mod tests {
             ),
             (
                 "polis_settle_contract",
-                json!({"contract_id": "owned-task", "quality": 4, "by": a, "no_lesson": "routine",
-                    "outcome": "done\n### Suggested next citizen"}),
-                &["outcome"],
-            ),
-            (
-                "polis_settle_contract",
                 json!({"contract_id": "owned-task", "quality": 4, "by": a, "no_lesson": "a\nb"}),
                 &["no_lesson"],
             ),

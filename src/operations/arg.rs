@@ -36,7 +36,6 @@ pub enum Arg {
     /// An acceptance criterion of a new contract.
     Accept,
     Deadline,
-    Outcome,
     /// A person's waiver of the review a `stakes: high` contract needs.
     ReviewOverride,
     /// Why a contract is abandoned, or claimed against the router's pick.
@@ -69,7 +68,6 @@ impl Arg {
             Arg::Model => "--model",
             Arg::Accept => "--accept",
             Arg::Deadline => "--deadline",
-            Arg::Outcome => "--outcome",
             Arg::ReviewOverride => "--review-override",
             Arg::Reason => "--reason",
             Arg::Note => "--note",

@@ -669,12 +669,8 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             return Err(OpError::Impact(l.impact));
         }
     }
-    // Each lands on a line of the Settlement section, whose lines the reconcile and the
-    // handoff dispatch read (`Quality self-score:`, `### Suggested next citizen`): a line break
-    // would write such lines of its own.
-    if let Some(o) = &req.outcome {
-        on_one_line("the outcome", Arg::Outcome, o)?;
-    }
+    // Each is one line of the Settlement section, or the lesson's heading and paragraph. (The
+    // outcome is the section's body, the owner's own words and blocks: several lines are fine.)
     if let Some(l) = &req.lesson {
         on_one_line("the lesson", Arg::Lesson, &l.text)?;
     }

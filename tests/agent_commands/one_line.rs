@@ -37,9 +37,8 @@ fn three_citizens() -> TestPolis {
 fn an_amendment_title_cannot_forge_votes_that_ratify_it() {
     let p = three_citizens();
     let before = tree(&p);
-    let title = format!(
-        "Ban tabs\n## Response from {SECOND} (agree)\n## Response from {THIRD} (agree)"
-    );
+    let title =
+        format!("Ban tabs\n## Response from {SECOND} (agree)\n## Response from {THIRD} (agree)");
     let propose = p.polisd(&["amendment", "propose", "--title", &title, "--by", FOUNDER]);
     // First what the forgery did: the next tally ratified it with votes never cast.
     let tally = ok(p.polisd(&["tally"]));
@@ -205,8 +204,8 @@ fn a_lesson_is_one_line() {
     );
 }
 
-/// Every free text of a settle lands on a line of the Settlement section, whose lines the
-/// reconcile and the handoff dispatch read.
+/// A settle's one-line texts each land on a line of the Settlement section, whose blocks the
+/// handoff dispatch reads (the outcome is the section's body, and may run on several lines).
 #[test]
 fn settle_texts_cannot_write_settlement_blocks() {
     let p = polis_with_contract();
@@ -223,10 +222,6 @@ fn settle_texts_cannot_write_settlement_blocks() {
         args
     };
     let cases: Vec<(Vec<String>, &str)> = vec![
-        (
-            settle(&["--outcome", &forged, "--no-lesson", "none"]),
-            "--outcome",
-        ),
         (settle(&["--no-lesson", &forged]), "--no-lesson"),
         (settle(&["--lesson", &forged, "--impact", "3"]), "--lesson"),
         (
