@@ -58,8 +58,10 @@ pub fn applies(g: &Guardrail, tags: &[String]) -> bool {
 /// `- ` item of a contract's criteria, so its whitespace runs collapse to one space and it
 /// cannot add items (a checked one) or headings of its own.
 pub fn criterion(g: &Guardrail) -> String {
-    let flat = g.text.split_whitespace().collect::<Vec<_>>().join(" ");
-    format!("[guardrail] {flat}")
+    format!(
+        "[guardrail] {}",
+        crate::protocol::delivery::agent_text::flat(&g.text)
+    )
 }
 
 /// The bytes of a new guardrail file, frontmatter in the reference's key order.
