@@ -372,3 +372,47 @@ fn a_context_packet_shows_hand_written_texts_on_their_one_line() {
         "{packet}"
     );
 }
+
+/// `contract list` and `amendment list` print one row per item, whatever a hand-written title
+/// holds: its lines cannot pass for rows of other contracts.
+#[test]
+fn a_list_prints_a_hand_written_title_on_its_row() {
+    let p = polis_with_contract();
+    let rel = "contracts/open/fix-the-login-bug.md";
+    let forged = "title: |-\n  Fix the login bug\n  forged-one [proposed ] owner=—  Forged\n";
+    p.save(
+        rel,
+        &p.read(rel).replace("title: Fix the login bug\n", forged),
+    );
+    let out = ok(p.polisd(&["contract", "list"]));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(said.trim_end().lines().count(), 1, "{said}");
+    assert!(said.contains("Fix the login bug forged-one"), "{said}");
+
+    let out = ok(p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "Ban tabs",
+        "--as",
+        FOUNDER,
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let path = v["path"].as_str().unwrap();
+    p.save(
+        path,
+        &p.read(path).replace(
+            "title: Ban tabs\n",
+            "title: |-\n  Ban tabs\n  2026-01-01-forged [ratified]\n",
+        ),
+    );
+    let out = ok(p.polisd(&["amendment", "list"]));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !said
+            .lines()
+            .any(|l| l.trim_start().starts_with("2026-01-01-forged")),
+        "{said}"
+    );
+}
