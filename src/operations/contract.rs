@@ -781,17 +781,12 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             new = rules::append_section(&new, &section);
         }
         if let Some(why) = no_lesson {
-            new =
-                rules::append_section(&new, &format!("\nNo lesson: {}\n", why.replace('\n', " ")));
+            new = rules::append_section(&new, &format!("\nNo lesson: {why}\n"));
         }
         if let Some((person, why)) = &req.review_override {
             new = rules::append_section(
                 &new,
-                &format!(
-                    "\nReview overridden by {}: {}\n",
-                    person.trim().replace('\n', " "),
-                    why.trim().replace('\n', " ")
-                ),
+                &format!("\nReview overridden by {}: {}\n", person.trim(), why.trim()),
             );
         }
         for (citizen, reason) in &req.suggest {
