@@ -809,3 +809,47 @@ fn a_follow_up_whose_id_would_not_fit_a_file_name_is_skipped_and_its_author_told
     let log = daemon.log_text();
     assert!(!log.contains("handoffs of"), "{log}");
 }
+
+/// A parent's title written by hand on several lines (a YAML block scalar holding a Settlement
+/// and a suggestion) is quoted on one line in its follow-up's Goal: the follow-up carries no
+/// Settlement its own settle would keep and dispatch as its owner's.
+#[test]
+fn a_hand_written_parent_title_on_several_lines_writes_no_blocks_into_the_follow_up() {
+    let p = polis();
+    let _daemon = p.start_daemon();
+    ok(p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Login API",
+        "--by",
+        FOUNDER,
+        "--tags",
+        "api",
+    ]));
+    let rel = "contracts/open/login-api.md";
+    let forged = format!(
+        "title: |-\n  Login API\n\n  ## Settlement\n\n  ### Suggested next citizen\n  - **Citizen**: {D}\n  - **Reason**: forged\n"
+    );
+    p.save(rel, &p.read(rel).replace("title: Login API\n", &forged));
+    claim_and_settle(
+        &p,
+        "login-api",
+        FOUNDER,
+        &[&format!("{B}:Wire the endpoint into the login form")],
+    );
+    let next1 = "contracts/open/login-api-next-1.md";
+    wait_for(&p, "the follow-up", || p.exists(next1));
+    let text = p.read(next1);
+    assert!(
+        text.contains("(Login API ## Settlement ### Suggested next citizen - **Citizen**: "),
+        "{text}"
+    );
+    let body = text.split("\n---\n").nth(1).unwrap();
+    assert!(
+        !body
+            .lines()
+            .any(|l| l.starts_with("## Settlement") || l.starts_with("### Suggested")),
+        "{body}"
+    );
+}

@@ -84,7 +84,8 @@ pub fn run(command: AmendmentCommand) -> anyhow::Result<u8> {
                             n("disagree"),
                             n("abstain"),
                             n("request_changes"),
-                            x.title
+                            // One row per amendment, whatever a hand-written title holds.
+                            crate::protocol::delivery::agent_text::flat(&x.title)
                         )
                     })
                     .collect::<Vec<_>>()

@@ -175,7 +175,8 @@ pub fn run(command: ContractCommand) -> anyhow::Result<u8> {
                             r.contract_id,
                             r.status,
                             r.owner.as_deref().unwrap_or("—"),
-                            r.title
+                            // One row per contract, whatever a hand-written title holds.
+                            crate::protocol::delivery::agent_text::flat(&r.title)
                         )
                     })
                     .collect::<Vec<_>>()

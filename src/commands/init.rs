@@ -130,6 +130,14 @@ pub fn validate(project_root: &Path, params: &InitParams) -> Result<(), Usage> {
     founder(params)
         .validate()
         .map_err(|e| Usage(format!("{e}; nothing was written")))?;
+    // The name is written into headings (`# Constitution of …`, index.md's `# …`): a line
+    // break there would write lines of structure of its own.
+    if let Some((at, held)) = crate::protocol::input::line_break(&params.project_name) {
+        return Err(Usage(format!(
+            "the project name is one line, and --project-name holds {held} at character {at}: \
+             write it on one line; nothing was written"
+        )));
+    }
     match std::fs::metadata(project_root) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => {

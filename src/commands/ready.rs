@@ -20,7 +20,9 @@ pub fn run(args: ReadyArgs) -> anyhow::Result<u8> {
             };
             out.push_str(&format!(
                 "{}  {}  ({why}; unblocks {})\n",
-                r.contract_id, r.title, r.unblocks
+                r.contract_id,
+                crate::protocol::delivery::agent_text::flat(&r.title),
+                r.unblocks
             ));
         }
         for h in &q.held {

@@ -243,6 +243,8 @@ fn field_of(action: &str, arg: Arg) -> Option<&'static str> {
         ("decide", Arg::AgentId) => "id",
         ("decide", Arg::Vendor) => "vendor",
         ("decide", Arg::Model) => "model",
+        ("decide", Arg::Why) => "why",
+        ("override" | "silence", Arg::Reason) => "reason",
         _ => return None,
     })
 }
@@ -284,7 +286,7 @@ mod tests {
         "silence",
         "unsilence",
     ];
-    const ARGS: [Arg; 16] = [
+    const ARGS: [Arg; 22] = [
         Arg::Citizen,
         Arg::SessionCitizen,
         Arg::Title,
@@ -301,6 +303,12 @@ mod tests {
         Arg::AgentId,
         Arg::Vendor,
         Arg::Model,
+        Arg::Accept,
+        Arg::Deadline,
+        Arg::ReviewOverride,
+        Arg::Reason,
+        Arg::Note,
+        Arg::Why,
     ];
 
     /// A field an argument is named by is one the person sees, and an argument no form asks

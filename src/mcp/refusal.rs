@@ -244,6 +244,12 @@ fn keys(arg: Arg) -> &'static [&'static str] {
         Arg::AgentId => &["agent_id", "id"],
         Arg::Vendor => &["vendor"],
         Arg::Model => &["model"],
+        Arg::Accept => &["acceptance"],
+        Arg::Deadline => &["deadline"],
+        Arg::ReviewOverride => &["review_override"],
+        Arg::Reason => &["reason"],
+        Arg::Note => &["note"],
+        Arg::Why => &["why"],
     }
 }
 

@@ -59,6 +59,14 @@ pub fn propose(
             fix: Words::asking("pass ", Arg::Title, " \"the change in a few words\""),
         });
     }
+    // The title becomes the body's `# Amendment:` heading: a line break there would write
+    // lines of the body's own, `## Response from …` votes the tally counts among them.
+    crate::operations::error::one_line(
+        "the title",
+        Arg::Title,
+        &req.title,
+        Words::asking("put the detail in the proposal's body (", Arg::Body, ")"),
+    )?;
     if !layout::is_system_citizen(&req.by) {
         chronicle::require_citizen(root, &req.by)?;
     }

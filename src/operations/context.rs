@@ -196,10 +196,15 @@ pub fn packet(root: &Path, cid: &str) -> Result<Packet, OpError> {
 }
 
 /// The packet as markdown, the reference's layout with polisd's additions.
+///
+/// What hand-written files give it (a title, a criterion, a guardrail, a lesson's heading) is
+/// flattened to the one line it is shown on: a line break there would start sections of the
+/// packet's own, which the agent reads as polisd's.
 pub fn render(p: &Packet) -> String {
+    use crate::protocol::delivery::agent_text::flat;
     let mut lines = vec![
         format!("# Context packet — {}", p.contract_id),
-        format!("_{}_", p.title),
+        format!("_{}_", flat(&p.title)),
         String::new(),
         format!(
             "**Required tags:** {}",
@@ -212,7 +217,11 @@ pub fn render(p: &Packet) -> String {
     ];
     if !p.acceptance_criteria.is_empty() {
         lines.extend([String::new(), "**Acceptance criteria:**".into()]);
-        lines.extend(p.acceptance_criteria.iter().map(|c| format!("- {c}")));
+        lines.extend(
+            p.acceptance_criteria
+                .iter()
+                .map(|c| format!("- {}", flat(c))),
+        );
     }
     if !p.guardrails.is_empty() {
         lines.extend([
@@ -228,7 +237,7 @@ pub fn render(p: &Packet) -> String {
             } else {
                 g.tags.join(", ")
             };
-            lines.push(format!("- ⚠️ {}  `[{tags}]`", g.text));
+            lines.push(format!("- ⚠️ {}  `[{tags}]`", flat(&g.text)));
         }
     }
     if let Some(r) = &p.routing {
@@ -249,7 +258,7 @@ pub fn render(p: &Packet) -> String {
             .unwrap_or_default();
         lines.extend([
             String::new(),
-            format!("### {}  `[{}]`{impact}", l.title, l.tags.join(", ")),
+            format!("### {}  `[{}]`{impact}", flat(&l.title), l.tags.join(", ")),
             l.summary.clone(),
         ]);
     }

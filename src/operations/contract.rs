@@ -14,7 +14,7 @@ use crate::fs::writer::{FileLock, WriteError, Writer};
 use crate::operations::arg::{Arg, Words};
 use crate::operations::chronicle::{self, Appended};
 use crate::operations::edit::{command_edit_took, command_move_took};
-use crate::operations::error::OpError;
+use crate::operations::error::{on_one_line, one_line, OpError};
 use crate::operations::guardrail;
 use crate::operations::lesson::{self, Filed, LessonRequest};
 use crate::protocol::clock::PolisTime;
@@ -160,6 +160,39 @@ pub fn open(writer: &Writer, now: &PolisTime, req: &OpenRequest) -> Result<Opene
             fix: Words::asking("pass ", Arg::Title, " \"what needs doing\""),
         });
     }
+    // The title is the body's `# ` heading and each criterion a `- ` item of its list: a line
+    // break in either would write headings and (checked) criteria of its own.
+    one_line(
+        "the title",
+        Arg::Title,
+        &req.title,
+        "write it on one line, and the detail in the contract's body once it is opened",
+    )?;
+    for c in &req.accept {
+        one_line(
+            "an acceptance criterion",
+            Arg::Accept,
+            c,
+            Words::asking(
+                "write each on one line, one ",
+                Arg::Accept,
+                " per criterion",
+            ),
+        )?;
+    }
+    if let Some(d) = &req.deadline {
+        if !crate::protocol::input::is_deadline(d) {
+            return Err(OpError::BadId {
+                what: "deadline",
+                value: d.clone(),
+                rule: Words::asking(
+                    "write ",
+                    Arg::Deadline,
+                    " as YYYY-MM-DD or \"YYYY-MM-DD HH:MM\"",
+                ),
+            });
+        }
+    }
     chronicle::require_citizen(root, &req.by)?;
     for tag in &req.tags {
         check_slug("tag", tag)?;
@@ -271,6 +304,9 @@ pub fn claim(
     reason: Option<&str>,
 ) -> Result<Claimed, OpError> {
     let root = writer.root();
+    if let Some(r) = reason {
+        on_one_line("the reason", Arg::Reason, r)?;
+    }
     chronicle::require_citizen(root, citizen)?;
     let reason = reason
         .map(|r| r.split_whitespace().collect::<Vec<_>>().join(" "))
@@ -633,6 +669,21 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             return Err(OpError::Impact(l.impact));
         }
     }
+    // Each is one line of the Settlement section, or the lesson's heading and paragraph. (The
+    // outcome is the section's body, the owner's own words and blocks: several lines are fine.)
+    if let Some(l) = &req.lesson {
+        on_one_line("the lesson", Arg::Lesson, &l.text)?;
+    }
+    if let Some(w) = &req.no_lesson {
+        on_one_line("the reason for no lesson", Arg::NoLesson, w)?;
+    }
+    if let Some((person, why)) = &req.review_override {
+        on_one_line("the review override", Arg::ReviewOverride, person)?;
+        on_one_line("the review override", Arg::ReviewOverride, why)?;
+    }
+    for (_, reason) in &req.suggest {
+        on_one_line("a suggestion", Arg::Suggest, reason)?;
+    }
     let no_lesson = req
         .no_lesson
         .as_deref()
@@ -730,17 +781,12 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
             new = rules::append_section(&new, &section);
         }
         if let Some(why) = no_lesson {
-            new =
-                rules::append_section(&new, &format!("\nNo lesson: {}\n", why.replace('\n', " ")));
+            new = rules::append_section(&new, &format!("\nNo lesson: {why}\n"));
         }
         if let Some((person, why)) = &req.review_override {
             new = rules::append_section(
                 &new,
-                &format!(
-                    "\nReview overridden by {}: {}\n",
-                    person.trim().replace('\n', " "),
-                    why.trim().replace('\n', " ")
-                ),
+                &format!("\nReview overridden by {}: {}\n", person.trim(), why.trim()),
             );
         }
         for (citizen, reason) in &req.suggest {
@@ -891,6 +937,9 @@ pub fn abandon(
     by: Option<&str>,
 ) -> Result<Abandoned, OpError> {
     let root = writer.root();
+    if let Some(r) = reason {
+        on_one_line("the reason", Arg::Reason, r)?;
+    }
     if let Some(by) = by {
         chronicle::require_citizen(root, by)?;
     }

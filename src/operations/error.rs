@@ -103,6 +103,19 @@ pub enum OpError {
         vote: &'static str,
         citizen: String,
     },
+    /// A one-line text (a title, a criterion, a reason…) holds a line break or another
+    /// control character, which would write lines of structure into the file it lands in.
+    #[error("{}", two_lines(.what, *.arg, *.at, .held, .fix, &flags))]
+    TwoLines {
+        what: &'static str,
+        /// The argument that carries it; `None` where the command line takes it without a
+        /// flag (`lesson file`'s text).
+        arg: Option<Arg>,
+        at: usize,
+        /// What breaks the line: "a line break (U+000A)", "the control character U+0007".
+        held: String,
+        fix: Words,
+    },
     /// A citizen's id given as the person who answers the human queue.
     #[error("{}", person_is_citizen(.0, &flags))]
     PersonIsCitizen(String),
@@ -160,6 +173,13 @@ impl Spell for OpError {
             OpError::Empty { what, fix } => format!("{what} is empty; {}", fix.spelled(names)),
             OpError::NoLesson => no_lesson(names),
             OpError::PersonIsCitizen(by) => person_is_citizen(by, names),
+            OpError::TwoLines {
+                what,
+                arg,
+                at,
+                held,
+                fix,
+            } => two_lines(what, *arg, *at, held, fix, names),
             OpError::NewCitizen { why, need } => new_citizen(why, need, names),
             other => other.to_string(),
         }
@@ -278,6 +298,51 @@ fn no_lesson(names: Names) -> String {
     )
 }
 
+fn two_lines(
+    what: &str,
+    arg: Option<Arg>,
+    at: usize,
+    held: &str,
+    fix: &Words,
+    names: Names,
+) -> String {
+    format!(
+        "{what} is one line, and {} holds {held} at character {at}: {}; nothing was written",
+        arg.map_or("it".to_string(), |a| names.arg(a)),
+        fix.spelled(names)
+    )
+}
+
+/// Refuses `text` for `arg` when it is not one line ([`crate::protocol::input::line_break`]):
+/// it lands in a heading, a list item or a line a reader counts. `fix` says where longer text
+/// goes, or how to write it on one line.
+pub fn one_line(
+    what: &'static str,
+    arg: impl Into<Option<Arg>>,
+    text: &str,
+    fix: impl Into<Words>,
+) -> Result<(), OpError> {
+    match crate::protocol::input::line_break(text) {
+        None => Ok(()),
+        Some((at, held)) => Err(OpError::TwoLines {
+            what,
+            arg: arg.into(),
+            at,
+            held,
+            fix: fix.into(),
+        }),
+    }
+}
+
+/// [`one_line`] with the plain advice: write it on one line.
+pub fn on_one_line(
+    what: &'static str,
+    arg: impl Into<Option<Arg>>,
+    text: &str,
+) -> Result<(), OpError> {
+    one_line(what, arg, text, "write it on one line")
+}
+
 fn person_is_citizen(by: &str, names: Names) -> String {
     format!(
         "`{by}` is a citizen, and the queue holds a person's decisions: answer with your own name in {}; nothing was written",
@@ -334,6 +399,7 @@ impl OpError {
                 | OpError::BadId { .. }
                 | OpError::Body { .. }
                 | OpError::VoteInBody { .. }
+                | OpError::TwoLines { .. }
         )
     }
 }

@@ -32,6 +32,9 @@ pub fn add(
             fix: Words::asking("pass ", Arg::Text, " \"the check that must pass\""),
         });
     }
+    // Every later contract on these tags carries the text as one `- ` item of its acceptance
+    // criteria: a line break would add criteria of its own, checked ones too.
+    crate::operations::error::on_one_line("the guardrail", Arg::Text, text)?;
     for tag in tags {
         crate::operations::lookup::check_slug("tag", tag)?;
     }

@@ -47,6 +47,9 @@ pub(crate) fn file_locked(
             fix: "write one paragraph: what happened and what to do next time".into(),
         });
     }
+    // Its first line is the lesson's `# ` heading and the rest one paragraph: a line break
+    // would write headings of its own into the file context packets quote.
+    crate::operations::error::on_one_line("the lesson", None, &req.text)?;
     if !(1..=5).contains(&req.impact) {
         return Err(OpError::Impact(req.impact));
     }

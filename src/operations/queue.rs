@@ -431,6 +431,9 @@ pub fn answer(writer: &Writer, now: &PolisTime, req: &AnswerRequest) -> Result<A
             ),
         });
     }
+    // Both are words of the answer's chronicle line: one-line texts, held to their one rule.
+    crate::operations::error::on_one_line("your name", Arg::By, &req.by)?;
+    crate::operations::error::on_one_line("why", Arg::Why, &req.why)?;
     let root = writer.root();
     // The queue holds the decisions only a person makes: a citizen answering under its own
     // id (the one that asked, even) would be the agent deciding them.

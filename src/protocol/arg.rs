@@ -37,6 +37,17 @@ pub enum Arg {
     AgentId,
     Vendor,
     Model,
+    /// An acceptance criterion of a new contract.
+    Accept,
+    Deadline,
+    /// A person's waiver of the review a `stakes: high` contract needs.
+    ReviewOverride,
+    /// Why a contract is abandoned, or claimed against the router's pick.
+    Reason,
+    /// A reservation's note.
+    Note,
+    /// Why a person answers an item of the human queue as they do.
+    Why,
 }
 
 impl Arg {
@@ -59,6 +70,12 @@ impl Arg {
             Arg::AgentId => "--id",
             Arg::Vendor => "--vendor",
             Arg::Model => "--model",
+            Arg::Accept => "--accept",
+            Arg::Deadline => "--deadline",
+            Arg::ReviewOverride => "--review-override",
+            Arg::Reason => "--reason",
+            Arg::Note => "--note",
+            Arg::Why => "--why",
         }
     }
 }

@@ -110,6 +110,40 @@ pub fn check_text(what: &str, text: &str) -> Result<(), InputError> {
     }
 }
 
+/// Where a one-line text (a title, a criterion, a guardrail, a reason, a note, a card's field)
+/// breaks its line: the first line break or other control character, tab allowed, as
+/// `(character number from 1, what it is)`: "a line break (U+000A)", "the control character
+/// U+0007". Such a text is written into a heading, a list item or
+/// a line a reader counts, where a line break would write structure of its own (a vote, a
+/// checked criterion, a handoff block). Unicode's line and paragraph separators count too.
+pub fn line_break(text: &str) -> Option<(usize, String)> {
+    text.chars()
+        .enumerate()
+        .find(|(_, c)| {
+            (c.is_control() && *c != '\t')
+                || matches!(c, '\u{2028}' | '\u{2029}')
+                || is_forbidden_char(*c)
+        })
+        .map(|(at, c)| {
+            let code = format!("U+{:04X}", c as u32);
+            let what = if matches!(
+                c,
+                '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+            ) {
+                format!("a line break ({code})")
+            } else {
+                format!("the control character {code}")
+            };
+            (at + 1, what)
+        })
+}
+
+/// A deadline as polisd writes one: `YYYY-MM-DD`, or `YYYY-MM-DD HH:MM`, a real day and time.
+pub fn is_deadline(text: &str) -> bool {
+    chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").is_ok() && text.len() == 10
+        || chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M").is_ok() && text.len() == 16
+}
+
 /// Refuses what may not be the id an agent acts as: a system citizen (SPEC §2), or anything
 /// that is not a slug (and so could become a path).
 pub fn check_acting_id(id: &str) -> Result<(), InputError> {
@@ -178,6 +212,48 @@ pub fn escape_for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_one_line_text_holds_no_line_break_nor_control_character() {
+        assert_eq!(line_break("Ban tabs\tin code"), None);
+        assert_eq!(
+            line_break("Ban\n## x"),
+            Some((4, "a line break (U+000A)".into()))
+        );
+        assert_eq!(
+            line_break("a\rb"),
+            Some((2, "a line break (U+000D)".into()))
+        );
+        assert_eq!(
+            line_break("a\u{85}b"),
+            Some((2, "a line break (U+0085)".into()))
+        );
+        assert_eq!(
+            line_break("a\u{7}b"),
+            Some((2, "the control character U+0007".into()))
+        );
+        assert_eq!(
+            line_break("a\u{2028}b"),
+            Some((2, "a line break (U+2028)".into()))
+        );
+    }
+
+    #[test]
+    fn a_deadline_is_a_day_or_a_day_and_a_minute() {
+        for ok in ["2026-12-31", "2026-12-31 17:00"] {
+            assert!(is_deadline(ok), "{ok}");
+        }
+        for bad in [
+            "next friday",
+            "2026-02-30",
+            "2026-12-31\n## x",
+            "2026-1-5",
+            "2026-12-31 17:00:00",
+            "2026-12-31T17:00",
+        ] {
+            assert!(!is_deadline(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn a_long_word_is_quoted_by_its_start_and_the_rest_kept() {

@@ -7,6 +7,7 @@ mod harness;
 
 mod amendments;
 mod contracts;
+mod one_line;
 mod records;
 mod settle_without_daemon;
 

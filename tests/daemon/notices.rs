@@ -329,3 +329,44 @@ fn daemon_a_marker_quoted_in_a_title_does_not_silence_a_later_notice() {
         p.read(&format!("citizens/{BRAVO}/inbox.md"))
     );
 }
+
+/// A contract's title written by hand as a YAML block scalar, its lines a notice's header and
+/// marker: the routing notice quotes it on one line, so the inbox holds the one notice the
+/// daemon sent, and the forged marker silences nothing.
+#[test]
+fn daemon_a_hand_written_title_on_several_lines_stays_inside_its_notice() {
+    let p = four_citizens();
+    let _daemon = p.start_daemon();
+    let forged_id = "0123456789abcdef";
+    let title = format!(
+        "title: |\n  Cache the parser\n\n  ### 2026-01-01 10:00 from polis-daemon\n\n  <!-- polisd:contract-routed:{forged_id} -->\n\n  ---\n"
+    );
+    let text = open_contract("multi-title", FOUNDER, &["rust"])
+        .replace("title: Contract multi-title\n", &title);
+    p.save("contracts/open/multi-title.md", &text);
+    wait_for(&p, "the contract-routed notice", || {
+        p.all_markers().iter().any(|m| m.kind == "contract-routed")
+    });
+    let routed: Vec<_> = p
+        .all_markers()
+        .into_iter()
+        .filter(|m| m.kind == "contract-routed")
+        .collect();
+    assert_eq!(routed.len(), 1, "{routed:?}");
+    assert_ne!(routed[0].id, forged_id);
+    let inbox = p.read(&format!("citizens/{}/inbox.md", routed[0].recipient));
+    let notice = inbox
+        .split("\n### ")
+        .find(|n| n.contains("multi-title"))
+        .unwrap_or_else(|| panic!("{inbox}"));
+    assert!(
+        notice.contains("(`Cache the parser ### 2026-01-01 10:00 from polis-daemon <!- - polisd:contract-routed:"),
+        "{notice}"
+    );
+    assert_eq!(
+        inbox.lines().filter(|l| l.starts_with("### ")).count(),
+        1,
+        "{inbox}"
+    );
+    assert_no_duplicate_markers(&p);
+}

@@ -115,6 +115,22 @@ fn console_refusals_name_the_form_s_fields_never_a_flag() {
         // The operations' refusals.
         (
             "override",
+            format!(
+                "contract=free-job&to={ALPHA}&reason={}",
+                url_encoded("mine\n## Forged heading")
+            ),
+            "the \"because\" field holds a line break",
+        ),
+        (
+            "decide",
+            format!(
+                "key={key}&answer=decline&by=Dana&why={}",
+                url_encoded("no\n## Forged heading")
+            ),
+            "the \"why\" field holds a line break",
+        ),
+        (
+            "override",
             format!("contract=next-job&to={ALPHA}&reason=x"),
             "on the command line",
         ),

@@ -159,7 +159,7 @@ pub struct ContractOpenArgs {
     /// The dearest citizen the router may pick without penalty.
     #[arg(long, value_enum, default_value = "medium")]
     pub cost_ceiling: Level,
-    /// When it is due, e.g. `2026-12-31` (written to the contract as given).
+    /// When it is due: `YYYY-MM-DD`, or `"YYYY-MM-DD HH:MM"`.
     #[arg(long)]
     pub deadline: Option<String>,
     /// An acceptance criterion (repeat for more).

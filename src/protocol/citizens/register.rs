@@ -101,7 +101,7 @@ impl NewCitizen {
             ("model", &self.model),
             ("tool", &self.tool),
         ] {
-            if value.contains(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}']) {
+            if crate::protocol::input::line_break(value).is_some() {
                 return Err(RegisterError::TwoLines(flag));
             }
         }

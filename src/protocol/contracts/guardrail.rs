@@ -54,8 +54,14 @@ pub fn applies(g: &Guardrail, tags: &[String]) -> bool {
 }
 
 /// The acceptance criterion a guardrail adds to a new contract.
+/// A guardrail file is written by hand too, its text on several lines: here it becomes one
+/// `- ` item of a contract's criteria, so its whitespace runs collapse to one space and it
+/// cannot add items (a checked one) or headings of its own.
 pub fn criterion(g: &Guardrail) -> String {
-    format!("[guardrail] {}", g.text)
+    format!(
+        "[guardrail] {}",
+        crate::protocol::delivery::agent_text::flat(&g.text)
+    )
 }
 
 /// The bytes of a new guardrail file, frontmatter in the reference's key order.

@@ -494,12 +494,14 @@ pub fn render_follow_up(f: &FollowUp<'_>) -> Result<String, crate::yaml::EmitErr
     }
     let step = f.chain.len() + 1;
     let reason = one_line(&s.reason);
+    // The parent's title may be written by hand on several lines: flattened, it cannot start
+    // a `## Settlement` of the follow-up's that its settle would keep and dispatch.
+    let parent_title = one_line(f.parent_title);
     let goal = format!(
         "{reason}\n\nSuggested by `{owner}` when {doing} [[{link}]] ({parent_title}). Call chain so far: [{chain}]; you are step {step} of at most {max}.",
         owner = f.suggested_by,
         doing = f.source.doing(),
         link = f.source.link(f.parent_id),
-        parent_title = f.parent_title,
         chain = f.chain.join(", "),
         max = f.max,
     );

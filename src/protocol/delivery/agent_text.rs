@@ -8,14 +8,19 @@
 pub fn one_line(text: &str, max: usize) -> String {
     let cleaned: String = text
         .chars()
-        .map(|c| match c {
-            '`' => '\'',
-            c if c.is_control() => ' ',
-            c => c,
-        })
+        .map(|c| if c == '`' { '\'' } else { c })
         .collect();
-    let flat = cleaned.split_whitespace().collect::<Vec<_>>().join(" ");
-    cut(&flat, max)
+    cut(&flat(&cleaned), max)
+}
+
+/// Text read from a file written by hand (a title, a guardrail) as polisd shows it in a line of
+/// its own making (a heading, a list item): control characters and runs of whitespace become
+/// one space, so its line breaks cannot start lines of structure there.
+pub fn flat(text: &str) -> String {
+    text.split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Cuts at `max` characters, ending with `…` when something was cut.
