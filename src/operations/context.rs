@@ -201,10 +201,10 @@ pub fn packet(root: &Path, cid: &str) -> Result<Packet, OpError> {
 /// flattened to the one line it is shown on: a line break there would start sections of the
 /// packet's own, which the agent reads as polisd's.
 pub fn render(p: &Packet) -> String {
-    use crate::protocol::delivery::agent_text::flat;
+    use crate::protocol::delivery::agent_text::plain;
     let mut lines = vec![
         format!("# Context packet — {}", p.contract_id),
-        format!("_{}_", flat(&p.title)),
+        format!("_{}_", plain(&p.title)),
         String::new(),
         format!(
             "**Required tags:** {}",
@@ -220,7 +220,7 @@ pub fn render(p: &Packet) -> String {
         lines.extend(
             p.acceptance_criteria
                 .iter()
-                .map(|c| format!("- {}", flat(c))),
+                .map(|c| format!("- {}", plain(c))),
         );
     }
     if !p.guardrails.is_empty() {
@@ -237,7 +237,7 @@ pub fn render(p: &Packet) -> String {
             } else {
                 g.tags.join(", ")
             };
-            lines.push(format!("- ⚠️ {}  `[{tags}]`", flat(&g.text)));
+            lines.push(format!("- ⚠️ {}  `[{tags}]`", plain(&g.text)));
         }
     }
     if let Some(r) = &p.routing {
@@ -258,7 +258,7 @@ pub fn render(p: &Packet) -> String {
             .unwrap_or_default();
         lines.extend([
             String::new(),
-            format!("### {}  `[{}]`{impact}", flat(&l.title), l.tags.join(", ")),
+            format!("### {}  `[{}]`{impact}", plain(&l.title), l.tags.join(", ")),
             l.summary.clone(),
         ]);
     }

@@ -60,7 +60,7 @@ pub fn applies(g: &Guardrail, tags: &[String]) -> bool {
 pub fn criterion(g: &Guardrail) -> String {
     format!(
         "[guardrail] {}",
-        crate::protocol::delivery::agent_text::flat(&g.text)
+        crate::protocol::delivery::agent_text::plain(&g.text)
     )
 }
 

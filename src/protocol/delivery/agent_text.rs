@@ -10,17 +10,24 @@ pub fn one_line(text: &str, max: usize) -> String {
         .chars()
         .map(|c| if c == '`' { '\'' } else { c })
         .collect();
-    cut(&flat(&cleaned), max)
+    cut(&plain(&cleaned), max)
 }
 
-/// Text read from a file written by hand (a title, a guardrail) as polisd shows it in a line of
-/// its own making (a heading, a list item): control characters and runs of whitespace become
+/// Text read from a file written by hand (a title, a guardrail) as polisd writes it into a line
+/// of its own making (a heading, a list item): control characters and runs of whitespace become
 /// one space, so its line breaks cannot start lines of structure there.
+pub fn plain(text: &str) -> String {
+    let spaced: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    flat(&spaced)
+}
+
+/// Text on one line for a terminal row: runs of whitespace, line breaks included, become one
+/// space. Other control characters stay, for the terminal escaper to show as `\uXXXX`.
 pub fn flat(text: &str) -> String {
-    text.split(|c: char| c.is_whitespace() || c.is_control())
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Cuts at `max` characters, ending with `…` when something was cut.
