@@ -2,9 +2,9 @@
 //! it runs; and the bounds on what an answer quotes back.
 //!
 //! The schemas use a small part of JSON Schema (`type` string, integer, boolean or array of
-//! strings; `enum`, `minimum`, `maximum`, `maxLength`, `maxItems`; `required`;
-//! `additionalProperties: false`), and this checks exactly that part, so a tool can never accept
-//! what its schema says it rejects. `null` counts as absent, as JSON Schema clients send it.
+//! strings; `enum`, `minimum`, `maximum`, `maxLength`, `maxItems`, a string's `pattern`, whose
+//! `description` says the rule in words; `required`; `additionalProperties: false`), and this
+//! checks exactly that part, so a tool can never accept what its schema says it rejects. `null` counts as absent, as JSON Schema clients send it.
 //! Every string (and string in an array) also passes the command line's edge checks: no
 //! control or bidi characters, and an acting id (`citizen`, `by`, `opened_by`) that may act.
 
@@ -132,6 +132,19 @@ fn check_value(key: &str, property: &Map<String, Value>, value: &Value) -> Resul
                     ));
                 }
             }
+            if let Some(pattern) = property.get("pattern").and_then(Value::as_str) {
+                // Our own schemas' patterns, anchored; one that does not compile refuses all.
+                if !regex::Regex::new(pattern).is_ok_and(|r| r.is_match(text)) {
+                    let rule = property
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| format!("of the form {pattern}"), str::to_string);
+                    return Err(format!(
+                        "`{key}` must be {rule}, not {}; nothing was done",
+                        quote(text)
+                    ));
+                }
+            }
         }
         Some("boolean") if !value.is_boolean() => return wrong("true or false"),
         Some("integer") => {
@@ -202,6 +215,9 @@ mod tests {
     fn schema() -> Map<String, Value> {
         json!({"type": "object", "additionalProperties": false,
                "properties": {"dry_run": {"type": "boolean"},
+                              "day": {"type": "string", "pattern": "^[0-9]{2}$",
+                                      "description": "two digits"},
+                              "code": {"type": "string", "pattern": "^[a-z]$"},
                               "quality": {"type": "integer", "minimum": 1, "maximum": 5},
                               "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
                               "id": {"type": "string", "maxLength": 10},
@@ -220,7 +236,10 @@ mod tests {
     fn an_unknown_key_is_refused_with_the_keys_the_tool_takes() {
         let e = check(&schema(), &args(json!({"id": "a", "dryRun": true}))).unwrap_err();
         assert!(e.contains("unknown argument `dryRun`"), "{e}");
-        assert!(e.contains("dry_run, id, quality, state, tags"), "{e}");
+        assert!(
+            e.contains("code, day, dry_run, id, quality, state, tags"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -260,6 +279,14 @@ mod tests {
                 "`state` must be one of",
             ),
             (json!({"id": "abcdefghijk"}), "`id` is longer than 10"),
+            (
+                json!({"id": "a", "day": "7"}),
+                "`day` must be two digits, not `7`",
+            ),
+            (
+                json!({"id": "a", "code": "ab"}),
+                "`code` must be of the form ^[a-z]$, not `ab`",
+            ),
             (json!({"id": null}), "missing required argument `id`"),
             (json!({}), "missing required argument `id`"),
         ] {
@@ -273,7 +300,10 @@ mod tests {
         assert_eq!(
             check(
                 &s,
-                &args(json!({"id": "a", "quality": 5, "tags": ["x"], "state": "open"}))
+                &args(
+                    json!({"id": "a", "quality": 5, "tags": ["x"], "state": "open",
+                             "day": "07", "code": "b"})
+                )
             ),
             Ok(())
         );

@@ -2,6 +2,7 @@
 //! it asks for by the keys of the tool's schema (`no_lesson`, `citizen`), never by the command
 //! line's flags, which an MCP client has no way to pass; and the action it suggests as the tool
 //! to call with its arguments, never a shell command, which an MCP client may have no way to run.
+//! What no tool does (registering a citizen) is named as its command, saying that a shell runs it.
 
 use crate::operations::arg::{Action, Arg, Namer, Place, Spell};
 use rmcp::model::Tool;
@@ -91,9 +92,16 @@ enum Given<'a> {
 /// A tool and the arguments to pass it.
 type Call<'a> = (&'static str, Vec<(&'static str, Given<'a>)>);
 
-/// The tool that does `action`, with the arguments to pass; for a record no tool shows whole,
-/// the file to read instead.
-fn tool(action: &Action) -> Result<Call<'_>, &'static str> {
+/// What an MCP agent does where no tool does the action.
+enum Elsewhere {
+    /// Read this file: no tool shows the record whole.
+    Read(&'static str),
+    /// Only a shell runs the command; no tool does this (a verb's phrase: "starts a council").
+    Shell(&'static str),
+}
+
+/// The tool that does `action`, with the arguments to pass; else what to do instead.
+fn tool(action: &Action) -> Result<Call<'_>, Elsewhere> {
     use Given::*;
     fn citizen(by: &Option<String>) -> Given<'_> {
         by.as_deref().map_or(Yours("<your id>"), Text)
@@ -195,18 +203,26 @@ fn tool(action: &Action) -> Result<Call<'_>, &'static str> {
             ],
         ),
         Action::Look(place @ (Place::Index | Place::Chronicle | Place::Lessons)) => {
-            return Err(place.path())
+            return Err(Elsewhere::Read(place.path()))
         }
+        Action::Register { .. } => return Err(Elsewhere::Shell("registers a citizen")),
+        Action::CouncilStart { .. } => return Err(Elsewhere::Shell("starts a council")),
     })
 }
 
 /// `action` as the tool that does it, with the arguments to pass:
 /// `` `polis_claim_contract` (`contract_id: "x"`, `citizen: "me"`, `force: true`) ``; a record
-/// no tool shows whole, as the file to read.
+/// no tool shows whole, as the file to read; what no tool does, as the command and who runs it.
 pub fn call(action: &Action) -> String {
     let (tool, given) = match tool(action) {
         Ok(call) => call,
-        Err(path) => return format!("read `{path}`"),
+        Err(Elsewhere::Read(path)) => return format!("read `{path}`"),
+        Err(Elsewhere::Shell(what)) => {
+            return format!(
+                "{} (a shell command: no tool {what}; a person or an agent with a shell runs it)",
+                action.command()
+            )
+        }
     };
     if given.is_empty() {
         return format!("`{tool}`");
@@ -468,6 +484,73 @@ mod tests {
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
         assert!(!root.join("contracts/settled").exists());
         assert!(!root.join("contracts/abandoned").exists());
+    }
+
+    /// A refusal that suggests what no tool does (registering a citizen, starting a council)
+    /// still names the command, and tells an MCP agent that a shell runs it, so it neither
+    /// looks for a tool nor takes the command for one it can call.
+    #[test]
+    fn a_command_no_tool_does_says_a_shell_runs_it() {
+        let a = "claude-code-1";
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&[a]);
+        done(call(
+            &root,
+            "polis_open_contract",
+            &args(json!({"title": "Plain task", "opened_by": a})),
+        ));
+        let stranger = "nobody-here-1";
+        let register = format!(
+            "`polisd register {stranger} --vendor <vendor> --model <model> --tags <tag:rating,…>`"
+        );
+        let start = "`polisd council start plain-task`".to_string();
+        let cases: Vec<(&str, Value, &String, &str)> = vec![
+            (
+                "polis_prime",
+                json!({"citizen": stranger}),
+                &register,
+                "registers a citizen",
+            ),
+            (
+                "polis_notices",
+                json!({"citizen": stranger}),
+                &register,
+                "registers a citizen",
+            ),
+            (
+                "polis_claim_contract",
+                json!({"contract_id": "plain-task", "citizen": stranger}),
+                &register,
+                "registers a citizen",
+            ),
+            (
+                "polis_council_status",
+                json!({"contract_id": "plain-task"}),
+                &start,
+                "starts a council",
+            ),
+            (
+                "polis_council_write",
+                json!({"contract_id": "plain-task", "citizen": a, "text": "Looks right."}),
+                &start,
+                "starts a council",
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (tool, given, command, what) in cases {
+            let why = match call(&root, tool, &args(given.clone())) {
+                Outcome::Failed(why) => why,
+                other => panic!("{tool} {given}: expected a refusal, got {other:?}"),
+            };
+            let said = format!(
+                "{command} (a shell command: no tool {what}; a person or an agent with a shell runs it)"
+            );
+            if !why.contains(&said) || why.replace(command.as_str(), "").contains("polisd ") {
+                wrong.push(format!("{tool} {given}: {why}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        assert!(!root.join(format!("citizens/{stranger}")).exists());
+        assert!(!root.join("reviews").exists());
     }
 
     /// Every action a success text names (the primer's, the notices' commands, the records'

@@ -56,6 +56,14 @@ fn text(max: u64) -> Value {
     json!({"type": "string", "maxLength": max})
 }
 
+/// A deadline as the operation takes one; the pattern cannot tell a real day (2026-02-30), which
+/// the operation refuses. The description says the rule in words: a refusal quotes it.
+fn deadline() -> Value {
+    json!({"type": "string", "maxLength": 16,
+           "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}( [0-9]{2}:[0-9]{2})?$",
+           "description": "YYYY-MM-DD or YYYY-MM-DD HH:MM"})
+}
+
 fn strings(desc: &str) -> Value {
     json!({"type": "array", "items": {"type": "string"}, "maxItems": 100, "description": desc})
 }
@@ -141,7 +149,7 @@ fn build() -> Vec<Tool> {
                    "stakes": {"type": "string", "enum": ["low", "medium", "high"]},
                    "cost_ceiling": {"type": "string", "enum": ["low", "medium", "high"]},
                    "acceptance": strings("Acceptance criteria."),
-                   "deadline": text(100)}),
+                   "deadline": deadline()}),
             &["title", "opened_by"]),
         tool("polis_claim_contract", "Claim an open contract (atomic: one claimer wins).",
             json!({"contract_id": plain_id(), "citizen": plain_id(),
@@ -1025,9 +1033,10 @@ pub(super) mod tests {
                 json!({"title": "Fix", "opened_by": a, "acceptance": ["x\n- [x] forged"]}),
                 &["acceptance"],
             ),
+            // Of the schema's pattern, but no real day: the operation refuses it.
             (
                 "polis_open_contract",
-                json!({"title": "Fix", "opened_by": a, "deadline": "next friday"}),
+                json!({"title": "Fix", "opened_by": a, "deadline": "2026-02-30"}),
                 &["deadline"],
             ),
             (
@@ -1153,6 +1162,48 @@ pub(super) mod tests {
         );
         assert!(!outside_commands(&why).contains("--"), "{why}");
         assert!(root.join("contracts/open/risky-task.md").exists());
+    }
+
+    /// A contract's deadline has one form, which the schema shows (a pattern, and in words)
+    /// so a client sees it before calling; a call outside it is refused as arguments are.
+    #[test]
+    fn the_deadline_s_form_is_in_the_schema_and_held_there() {
+        let a = "claude-code-1";
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&[a]);
+        let open = list()
+            .iter()
+            .find(|t| t.name == "polis_open_contract")
+            .unwrap();
+        let deadline = &open.input_schema["properties"]["deadline"];
+        let pattern = deadline["pattern"].as_str().expect("a pattern");
+        let described = deadline["description"].as_str().expect("a description");
+        assert!(described.contains("YYYY-MM-DD HH:MM"), "{described}");
+        let form = regex::Regex::new(pattern).unwrap();
+        for given in [
+            "next friday",
+            "2026-03-01T09:30",
+            "2026-03-01 9:30",
+            "2026-03-01 ",
+        ] {
+            assert!(!form.is_match(given), "{given}");
+            let why = invalid(call(
+                &root,
+                "polis_open_contract",
+                &args(json!({"title": "Fix", "opened_by": a, "deadline": given})),
+            ));
+            assert!(
+                why.contains("`deadline` must be YYYY-MM-DD"),
+                "{given}: {why}"
+            );
+        }
+        for given in ["2026-03-01", "2026-03-01 09:30"] {
+            assert!(form.is_match(given), "{given}");
+            done(call(
+                &root,
+                "polis_open_contract",
+                &args(json!({"title": format!("Due {given}"), "opened_by": a, "deadline": given})),
+            ));
+        }
     }
 
     #[test]

@@ -173,9 +173,7 @@ fn no_council(root: &Path, cid: &str) -> OpError {
     if let Err(e) = lookup::find(root, cid) {
         return e;
     }
-    refuse(format!(
-        "there is no council on `{cid}` (no reviews/{cid}/council.md); start one with `polisd council start {cid}`"
-    ))
+    OpError::NoCouncil(cid.to_string())
 }
 
 /// The contract's title (its id when unreadable), for prompts.

@@ -16,7 +16,7 @@ pub enum OpError {
         value: String,
         rule: Words,
     },
-    #[error("`{id}` is not a registered citizen (no citizens/{id}/capability_card.yml); pass your own agent id, or register first with `polisd register {id} --vendor <vendor> --model <model> --tags <tag:rating,…>`", id = shown(.0))]
+    #[error("{}", not_registered(.0, &flags))]
     NotRegistered(String),
     #[error("{}", no_contract(.0, &flags))]
     NoContract(String),
@@ -136,6 +136,9 @@ pub enum OpError {
     /// A council refused the action; the text says why and what to do.
     #[error("{0}")]
     Council(String),
+    /// No council on this contract, which does exist.
+    #[error("{}", no_council(.0, &flags))]
+    NoCouncil(String),
     /// What an agent passed was refused at the edge (a usage error).
     #[error(transparent)]
     Input(#[from] crate::protocol::input::InputError),
@@ -161,6 +164,8 @@ impl Spell for OpError {
                 vote,
                 citizen,
             } => vote_in_body(*line, vote, citizen, names),
+            OpError::NotRegistered(id) => not_registered(id, names),
+            OpError::NoCouncil(cid) => no_council(cid, names),
             OpError::NoContract(id) => no_contract(id, names),
             OpError::NoAmendment(id) => no_amendment(id, names),
             OpError::OwnedByOther {
@@ -191,6 +196,23 @@ fn bad_id(what: &str, value: &str, rule: &Words, names: Names) -> String {
         "`{}` is not a valid {what}: {}",
         shown(value),
         rule.spelled(names)
+    )
+}
+
+fn not_registered(id: &str, names: Names) -> String {
+    let id = shown(id);
+    format!(
+        "`{id}` is not a registered citizen (no citizens/{id}/capability_card.yml); pass your own agent id, or register first with {}",
+        names.action(&Action::Register { id: id.clone() })
+    )
+}
+
+fn no_council(cid: &str, names: Names) -> String {
+    format!(
+        "there is no council on `{cid}` (no reviews/{cid}/council.md); start one with {}",
+        names.action(&Action::CouncilStart {
+            cid: cid.to_string()
+        })
     )
 }
 
@@ -526,6 +548,15 @@ mod tests {
             (
                 OpError::Gate(Gate::NoSignOff("fix-login".into())),
                 "contract `fix-login` is stakes: high: it settles after another citizen (ideally of another vendor) signs off its review (`polisd review fix-login --as <reviewer> --decision signed_off`)",
+            ),
+            // What no tool does: still the whole command here.
+            (
+                OpError::NotRegistered("ann-agent".into()),
+                "`ann-agent` is not a registered citizen (no citizens/ann-agent/capability_card.yml); pass your own agent id, or register first with `polisd register ann-agent --vendor <vendor> --model <model> --tags <tag:rating,…>`",
+            ),
+            (
+                OpError::NoCouncil("fix-login".into()),
+                "there is no council on `fix-login` (no reviews/fix-login/council.md); start one with `polisd council start fix-login`",
             ),
         ];
         struct Other;

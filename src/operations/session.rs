@@ -16,7 +16,7 @@
 use super::{edit_agent_file_now, ActionError};
 use crate::fs::snapshot::{self, MAX_RECORD_BYTES};
 use crate::fs::writer::Writer;
-use crate::operations::arg::{flags, Arg, Names, Spell};
+use crate::operations::arg::{flags, Action, Arg, Names, Spell};
 use crate::protocol::clock::PolisTime;
 use crate::protocol::contracts::contract::Contract;
 use crate::protocol::delivery::catch_up::{self, CatchUp, Cursor};
@@ -72,8 +72,9 @@ fn not_an_id(id: &str, names: Names) -> String {
 
 fn unknown(id: &str, known: &str, names: Names) -> String {
     format!(
-        "`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml); {known}; pass your own id with {}, or register with `polisd register {id} --vendor <vendor> --model <model> --tags <tag:rating,…>`",
-        names.arg(Arg::SessionCitizen)
+        "`{id}` is not a citizen of this polis (no _polis/citizens/{id}/capability_card.yml); {known}; pass your own id with {}, or register with {}",
+        names.arg(Arg::SessionCitizen),
+        names.action(&Action::Register { id: id.to_string() })
     )
 }
 
@@ -884,4 +885,22 @@ pub fn archive_inbox(
     })?;
     report.moved = moving.len();
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The command line reads the registration it suggests as the whole command, in the words
+    /// it always had.
+    #[test]
+    fn an_unknown_citizen_is_told_the_register_command() {
+        let e = SessionError::Unknown {
+            id: "ann-agent".into(),
+            known: "registered: bob-agent".into(),
+        };
+        let said = "`ann-agent` is not a citizen of this polis (no _polis/citizens/ann-agent/capability_card.yml); registered: bob-agent; pass your own id with --as or POLIS_CITIZEN, or register with `polisd register ann-agent --vendor <vendor> --model <model> --tags <tag:rating,…>`";
+        assert_eq!(e.to_string(), said);
+        assert_eq!(e.spelled(&flags), said);
+    }
 }

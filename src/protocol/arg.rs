@@ -7,8 +7,10 @@
 //! A text that suggests something to do next (a refusal, the primer, a reservation's fix),
 //! where an MCP tool does the same thing, names it as an [`Action`]: the command line spells it
 //! as the whole command, MCP as the tool to call with its arguments, the console as the command
-//! (a person there has a shell). Commands no tool does (`polisd verify --fix`) stay plain text,
-//! for a person or an agent with a shell. The notices are written once, to a file every kind of
+//! (a person there has a shell). A command no tool does stays the command: in a refusal a tool
+//! can return (registering a citizen, starting a council) it is an [`Action`] too, so MCP adds
+//! that a shell runs it; elsewhere (`polisd verify --fix`) it is plain text, for a person or an
+//! agent with a shell. The notices are written once, to a file every kind of
 //! reader opens, so they keep their commands; [`instead_of_commands`] says beside them which tool
 //! does each, for a reader without a shell. It lives here, below the operations, so that the
 //! pure texts can take a [`Namer`] too.
@@ -80,7 +82,9 @@ impl Arg {
     }
 }
 
-/// Something a message suggests doing next, which an MCP tool also does.
+/// Something a message suggests doing next. An MCP tool does most of them; the few no tool
+/// does ([`Action::Register`], [`Action::CouncilStart`]) stay the command for every front end,
+/// and MCP says a shell runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     /// Claim the open contract `id` as `by`; `None` where the message cannot know them.
@@ -131,6 +135,10 @@ pub enum Action {
     CouncilWrite,
     /// Read the records of `place`.
     Look(Place),
+    /// Register citizen `id` (no tool does: a person or an agent with a shell).
+    Register { id: String },
+    /// Start a council on `cid` (no tool does: a person or an agent with a shell).
+    CouncilStart { cid: String },
 }
 
 /// Records a session may want all of, where the primer shows only the first.
@@ -216,6 +224,11 @@ impl Action {
             Action::Reserve => ("polisd reserve", String::new()),
             Action::OpenContract => ("polisd contract open", String::new()),
             Action::CouncilWrite => ("polisd council write", String::new()),
+            Action::Register { id } => (
+                "polisd register",
+                format!(" {id} --vendor <vendor> --model <model> --tags <tag:rating,…>"),
+            ),
+            Action::CouncilStart { cid } => ("polisd council start", format!(" {cid}")),
             Action::Look(place) => match place {
                 Place::Index => ("cat", format!(" {}", place.path())),
                 Place::Chronicle => ("tail", format!(" {}", place.path())),
