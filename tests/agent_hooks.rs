@@ -5,8 +5,9 @@
 //! CLI would read. The settings files start as teams have them: other tools' hooks, CRLF, a
 //! byte-order mark, tabs, `{}`. And the project is a real git repository with two people.
 //!
-//! Aider has no hooks: `polisd hooks install --aider` lists `AGENTS.md` in its config, and the
-//! test starts the real Aider (`common/clients.rs`) to see that it reads the file.
+//! Aider has no hooks: `polisd hooks install --aider` lists `AGENTS.md` in its config and sets
+//! its `load:` file, whose `/run` line the test runs as Aider does (and starts the real Aider,
+//! `common/clients.rs`, to see that it reads the pointer).
 
 #[path = "common/clients.rs"]
 mod clients;
@@ -585,13 +586,20 @@ fn aider_reads_the_bridge_pointer_once_installed_and_not_after_uninstall() {
     assert!(root.join("AGENTS.md").is_file());
     assert_eq!(aider_reads(&root, home.path()), ["CONVENTIONS.md"]);
 
-    ok(&polisd_as(&p, &state, &["hooks", "install", "--aider"]));
+    ok(&polisd_as(
+        &p,
+        &state,
+        &["hooks", "install", "--aider", "--bin", BIN],
+    ));
     let mut read = aider_reads(&root, home.path());
     read.sort();
     assert_eq!(read, ["AGENTS.md", "CONVENTIONS.md"]);
-    let status = ok(&polisd_as(&p, &state, &["hooks", "status"]));
+    let status = polisd_as(&p, &state, &["hooks", "status"]);
+    let status = String::from_utf8_lossy(&status.stdout);
     assert!(
-        status.contains("aider   .aider.conf.yml          reads AGENTS.md at session start"),
+        status.contains(
+            "aider   .aider.conf.yml          1 hook(s); reads AGENTS.md at session start"
+        ),
         "{status}"
     );
 
@@ -601,6 +609,116 @@ fn aider_reads_the_bridge_pointer_once_installed_and_not_after_uninstall() {
         config
     );
     assert_eq!(aider_reads(&root, home.path()), ["CONVENTIONS.md"]);
+}
+
+/// The line of Aider's `load:` file that runs polisd, as `/run` gives it to a shell.
+fn aider_load_command(root: &Path) -> String {
+    let text = std::fs::read_to_string(root.join(".polis.aider")).unwrap();
+    let runs: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("/run "))
+        .collect();
+    assert_eq!(runs.len(), 1, "{text}");
+    runs[0].to_string()
+}
+
+/// `hooks install --aider --as ME` sets Aider's `load:` to polisd's command file, whose `/run`
+/// prints the primer as plain text (what `/run` adds to the chat) and exits 0; installing
+/// again changes no byte, `hooks status` names the hook and the citizen, and uninstall gives
+/// the team's config back and removes the command file. A team's own `load:` file is refused,
+/// nothing written; `hook aider notices` is a usage error.
+#[test]
+fn aider_load_file_runs_the_plain_primer_and_a_teams_own_load_is_refused() {
+    let p = TestPolis::init(ME);
+    let root = project(&p);
+    let state = p.dir.path().join("state-me");
+    let config = "# the team's Aider settings\r\nmap-tokens: 1024\r\n";
+    std::fs::write(root.join(".aider.conf.yml"), config).unwrap();
+    let install = [
+        "hooks",
+        "install",
+        "--aider",
+        "--no-bridge",
+        "--as",
+        ME,
+        "--bin",
+        BIN,
+    ];
+    ok(&polisd_as(&p, &state, &install));
+    let written = std::fs::read_to_string(root.join(".aider.conf.yml")).unwrap();
+    assert!(written.starts_with(config), "{written:?}");
+    assert!(written.contains("load: .polis.aider\r\n"), "{written:?}");
+    let command = aider_load_command(&root);
+    assert_eq!(command, format!("{BIN} hook aider prime"));
+
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(&command)
+        .env("POLISD_STATE_DIR", &state)
+        .env_remove("POLIS_CITIZEN")
+        .current_dir(&root)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert!(printed.starts_with("# Polis primer for `"), "{printed}");
+    assert!(printed.contains(ME), "{printed}");
+
+    let notices = polisd_as(&p, &state, &["hook", "aider", "notices"]);
+    assert_eq!(notices.status.code(), Some(2), "{notices:?}");
+    assert!(
+        String::from_utf8_lossy(&notices.stderr).contains("polisd notices --as"),
+        "{notices:?}"
+    );
+
+    let again = ok(&polisd_as(&p, &state, &install));
+    assert!(again.lines().all(|l| l.starts_with("unchanged")), "{again}");
+    assert_eq!(
+        std::fs::read_to_string(root.join(".aider.conf.yml")).unwrap(),
+        written
+    );
+    let status: Value =
+        serde_json::from_str(&ok(&polisd_as(&p, &state, &["hooks", "status", "--json"]))).unwrap();
+    let row = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["cli"] == "aider")
+        .unwrap();
+    assert_eq!(row["hooks"], json!([["load", command]]), "{row:#}");
+    assert_eq!(row["citizen"], ME, "{row:#}");
+
+    ok(&polisd_as(&p, &state, &["hooks", "uninstall", "--aider"]));
+    assert_eq!(
+        std::fs::read_to_string(root.join(".aider.conf.yml")).unwrap(),
+        config
+    );
+    assert!(!root.join(".polis.aider").exists());
+
+    let theirs = "load: team.aider\nmap-tokens: 1024\n";
+    std::fs::write(root.join(".aider.conf.yml"), theirs).unwrap();
+    let refused = polisd_as(&p, &state, &install);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(said.contains("team.aider"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(root.join(".aider.conf.yml")).unwrap(),
+        theirs
+    );
+    assert!(!root.join(".polis.aider").exists());
+    let status: Value = serde_json::from_str(&String::from_utf8_lossy(
+        &polisd_as(&p, &state, &["hooks", "status", "--json"]).stdout,
+    ))
+    .unwrap();
+    let row = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["cli"] == "aider")
+        .unwrap();
+    assert_eq!(row["foreign_load"], "team.aider", "{row:#}");
 }
 
 /// Someone who never ran Gemini CLI or Codex CLI on this machine (no `~/.gemini`, no

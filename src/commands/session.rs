@@ -1,5 +1,6 @@
 //! `polisd prime`, `polisd notices`, `polisd inbox archive`, `polisd hooks …` and the hook entry
-//! point `polisd hook <cli> <prime|notices>` that the installed hooks run.
+//! point `polisd hook <cli> <prime|notices>` that the installed hooks run (and
+//! `polisd hook aider prime`, which Aider's `load:` file runs, printing the primer as text).
 //!
 //! The hook entry point is one short process: it reads the CLI's payload, the citizen's inbox
 //! and status (and for the primer the few folders the primer prints), writes the read cursor
@@ -17,6 +18,7 @@ use crate::operations::agent_hooks::{self as hooks, Planned};
 use crate::operations::session;
 use crate::protocol::clock::PolisTime;
 use crate::protocol::delivery::agent_hooks::{self, Cli, HookKind};
+use crate::protocol::delivery::aider;
 use crate::protocol::delivery::notice::{self, Notice};
 use anyhow::{bail, Context};
 use std::io::{Read, Write};
@@ -328,13 +330,25 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
                 return Ok(code);
             }
             for s in &status {
-                let state = match (s.hooks.is_empty(), &s.citizen) {
-                    (true, _) if !s.reads.is_empty() => {
-                        format!("reads {} at session start", s.reads.join(", "))
-                    }
-                    (true, _) => "not installed".to_string(),
-                    (false, Some(id)) => format!("{} hook(s), acting as {id}", s.hooks.len()),
-                    (false, None) => format!("{} hook(s)", s.hooks.len()),
+                let mut parts = Vec::new();
+                if !s.hooks.is_empty() {
+                    parts.push(match &s.citizen {
+                        Some(id) => format!("{} hook(s), acting as {id}", s.hooks.len()),
+                        None => format!("{} hook(s)", s.hooks.len()),
+                    });
+                }
+                if !s.reads.is_empty() {
+                    parts.push(format!("reads {} at session start", s.reads.join(", ")));
+                }
+                if let Some(file) = &s.foreign_load {
+                    parts.push(format!(
+                        "loads {file} (the team's, without polisd's primer)"
+                    ));
+                }
+                let state = if parts.is_empty() {
+                    "not installed".to_string()
+                } else {
+                    parts.join("; ")
                 };
                 say!("{:7} {:24} {state}", s.cli, s.path);
                 for (event, cmd) in &s.hooks {
@@ -360,22 +374,19 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     let mut plans = hooks::plan_install(&root, &clis, &args.bin)?;
     let mut warnings = hooks::install_warnings(&root, &clis, &plans)?;
     if aider {
-        plans.push(hooks::plan_aider_install(&root)?);
-        // Aider runs a shell command the model suggests only on a person's explicit yes
-        // (`--yes-always` answers no), and in a `--message` run its output would reach no
-        // further turn; a command Aider loads at start runs before the first one.
-        let id = args.citizen.as_deref().unwrap_or("<your-citizen-id>");
-        warnings.push(format!(
-            "Aider runs no hooks: AGENTS.md asks the agent to run `polisd prime`, which Aider runs only when a person answers its \"Run shell command?\"; for a session with no one at the keyboard, start Aider with `--load FILE` (and `--yes-always`), FILE holding the line: /run polisd prime --as {id}"
-        ));
+        plans.extend(hooks::plan_aider_install(&root, &args.bin)?);
     }
     if !args.no_bridge {
         plans.extend(hooks::plan_bridge(&root)?);
     }
-    let unnamed: Vec<&str> = clis
+    let mut names: Vec<&str> = clis.iter().map(|c| c.as_str()).collect();
+    if aider {
+        names.push(aider::HOOK_NAME);
+    }
+    let unnamed: Vec<&str> = names
         .iter()
-        .filter(|c| args.citizen.is_none() && hooks::identity(&polis_root, **c).is_none())
-        .map(|c| c.as_str())
+        .copied()
+        .filter(|n| args.citizen.is_none() && hooks::identity_of(&polis_root, n).is_none())
         .collect();
     if !unnamed.is_empty() {
         warnings.push(format!(
@@ -386,7 +397,7 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     if !t.dry_run {
         hooks::apply(&root, &plans)?;
         if let Some(id) = &args.citizen {
-            hooks::set_identity(&root, &clis, id)?;
+            hooks::set_identity(&root, &names, id)?;
         }
     }
     report(&plans, t.dry_run, t.json, &warnings)?;
@@ -486,12 +497,62 @@ fn read_payload() -> (Payload, Option<Drain>) {
 /// The hook entry point. Always exit 0: a polisd problem must never block the agent; it is
 /// reported on stderr, which the CLIs show in their logs.
 pub fn hook(args: HookArgs) -> anyhow::Result<u8> {
+    if args.cli == aider::HOOK_NAME {
+        return aider_hook(&args);
+    }
     let (payload, drain) = read_payload();
     answer_hook(&args, &payload);
     if let Some(drain) = drain {
         drain.finish();
     }
     Ok(0)
+}
+
+/// `polisd hook aider prime`, which Aider's `load:` file runs with `/run` at session start:
+/// the primer as plain text, since `/run` adds the command's output to the chat as it is.
+/// Aider sends no payload, so stdin (Aider's own) is not read. Always exit 0, as the other
+/// hooks; only a kind Aider cannot have is a usage error.
+fn aider_hook(args: &HookArgs) -> anyhow::Result<u8> {
+    if args.kind != HookKind::Prime.as_str() {
+        return Err(crate::commands::Usage(format!(
+            "polisd hook aider: no `{}` hook: Aider runs commands only at session start (the primer, `polisd hook aider prime`); later notices come from the agent running `polisd notices --as ID --unread`",
+            notice::one_line(&args.kind, 40)
+        ))
+        .into());
+    }
+    let added = context_or_help(hook_context(
+        args,
+        aider::HOOK_NAME,
+        HookKind::Prime,
+        false,
+        &Payload::default(),
+    ));
+    let mut stdout = std::io::stdout().lock();
+    let reached = added.text.is_empty()
+        || writeln!(stdout, "{}", added.text.trim_end())
+            .and_then(|()| stdout.flush())
+            .is_ok();
+    if reached {
+        if let Some(after) = added.after {
+            record_shown(after);
+        }
+    }
+    Ok(0)
+}
+
+/// What a hook adds, or the one line a wrong id gets (the model's to fix: it says who is
+/// registered and how to register; the CLIs show a hook's stderr only in their logs).
+fn context_or_help(result: anyhow::Result<Added>) -> Added {
+    match result {
+        Ok(added) => added,
+        Err(e) if e.downcast_ref().is_some_and(is_identity_error) => {
+            Added::text(e.downcast_ref().map(identity_help).unwrap_or_default())
+        }
+        Err(e) => {
+            tell!("polisd hook: {e:#}");
+            Added::text(String::new())
+        }
+    }
 }
 
 /// What [`hook`] does once it has its payload.
@@ -505,7 +566,7 @@ fn answer_hook(args: &HookArgs, payload: &Payload) {
         },
     ) else {
         tell!(
-            "polisd hook: unknown agent CLI `{}` (claude, codex, gemini)",
+            "polisd hook: unknown agent CLI `{}` (claude, codex, gemini, aider)",
             args.cli
         );
         return;
@@ -524,18 +585,10 @@ fn answer_hook(args: &HookArgs, payload: &Payload) {
         answer(cli, "", "");
         return;
     };
-    let added = match hook_context(args, cli, kind, event, payload) {
-        Ok(added) => added,
-        // A wrong id is the model's to fix: it gets the one line that says who is registered
-        // and how to register (the CLIs show a hook's stderr only in their logs).
-        Err(e) if e.downcast_ref().is_some_and(is_identity_error) => {
-            Added::text(e.downcast_ref().map(identity_help).unwrap_or_default())
-        }
-        Err(e) => {
-            tell!("polisd hook: {e:#}");
-            Added::text(String::new())
-        }
-    };
+    // A prime hook on an event that fires again and again in a session answers as the
+    // notices hook there once the session is primed.
+    let repeats = agent_hooks::installed_kind(cli, event) == Some(HookKind::Notices);
+    let added = context_or_help(hook_context(args, cli.as_str(), kind, repeats, payload));
     // Recorded only once the CLI has the text: a CLI that closed the pipe or killed the hook
     // at its timeout leaves the notices unread, to be shown next time.
     if answer(cli, event, &added.text) {
@@ -656,11 +709,13 @@ fn identity_help(e: &session::SessionError) -> String {
     format!("polisd: {e}")
 }
 
+/// What the hook `name` (a CLI's name, or `aider`) of `kind` adds; `repeats`: it fires again
+/// and again in a session.
 fn hook_context(
     args: &HookArgs,
-    cli: Cli,
+    name: &str,
     kind: HookKind,
-    event: &str,
+    repeats: bool,
     payload: &Payload,
 ) -> anyhow::Result<Added> {
     let cwd = payload
@@ -679,7 +734,7 @@ fn hook_context(
         .citizen
         .clone()
         .filter(|c| !c.trim().is_empty())
-        .or_else(|| hooks::identity(&root, cli));
+        .or_else(|| hooks::identity_of(&root, name));
     // A prime hook wired by hand on an event that fires again and again in a session (after
     // every tool, before every prompt) primes the session once; after that it tells what is
     // new, as the notices hook there would, rather than the whole primer each time. Where a
@@ -698,7 +753,6 @@ fn hook_context(
         }),
         _ => None,
     };
-    let repeats = agent_hooks::installed_kind(cli, event) == Some(HookKind::Notices);
     let kind = match &primed {
         Some(p) if repeats && crate::fs::state::hook_session_primed(&root, &p.key, &p.session) => {
             HookKind::Notices

@@ -1,7 +1,7 @@
 //! Installing polisd's session hooks into the agent CLIs' project settings, the bridge
 //! pointers (`CLAUDE.md`, `AGENTS.md`, `GEMINI.md`, `.agents/skills/polis-protocol/SKILL.md`),
-//! and Aider's `read:` entry for `AGENTS.md` (Aider has no hooks; see
-//! [`crate::protocol::delivery::aider`]).
+//! and Aider's `read:` entry for `AGENTS.md` with its `load:` command file, which runs the
+//! primer (Aider has no hooks; see [`crate::protocol::delivery::aider`]).
 //!
 //! Each change is planned in full before anything is written: every settings file is read and
 //! edited in memory (see [`crate::protocol::delivery::agent_hooks`]), and a file that is not valid JSON,
@@ -40,6 +40,8 @@ pub enum HooksError {
     NotNamedPolisd { bin: String },
     #[error(transparent)]
     State(#[from] crate::fs::state::StateError),
+    #[error("{path} exists and is not the command file polisd writes for Aider; move it away (or remove it) and run this again — polisd changed nothing")]
+    ForeignLoadFile { path: String },
 }
 
 /// What a planned change is to polisd's per-user record of the settings files.
@@ -138,17 +140,8 @@ pub fn plan_install(
     clis: &[Cli],
     bin: &str,
 ) -> Result<Vec<Planned>, HooksError> {
-    // Only hooks run `bin`; Aider, which has none, is planned apart.
-    if !clis.is_empty() && resolve_binary(bin).is_none() {
-        return Err(HooksError::NoBinary { bin: bin.into() });
-    }
-    // The same test that finds them again later: a hook it would not know as polisd's would
-    // be added a second time by every install and left behind by status and uninstall.
-    if let Some(cli) = clis.first() {
-        let command = agent_hooks::command(bin, *cli, agent_hooks::HookKind::Prime);
-        if agent_hooks::our_binary(&command, *cli).is_none() {
-            return Err(HooksError::NotNamedPolisd { bin: bin.into() });
-        }
+    if !clis.is_empty() {
+        check_binary(bin)?;
     }
     let mut out = Vec::new();
     for cli in clis {
@@ -167,20 +160,55 @@ pub fn plan_install(
     Ok(out)
 }
 
-/// Aider's config with `AGENTS.md` under `read:`, so every Aider session started at the
-/// project root reads the bridge pointer.
-pub fn plan_aider_install(project_root: &Path) -> Result<Planned, HooksError> {
+/// Refuses a `bin` the hooks could not run, or that polisd would not know again as its own.
+fn check_binary(bin: &str) -> Result<(), HooksError> {
+    if resolve_binary(bin).is_none() {
+        return Err(HooksError::NoBinary { bin: bin.into() });
+    }
+    // The same test that finds them again later: a hook it would not know as polisd's would
+    // be added a second time by every install and left behind by status and uninstall.
+    let command = agent_hooks::command(bin, Cli::Claude, agent_hooks::HookKind::Prime);
+    if agent_hooks::our_binary(&command, Cli::Claude).is_none() {
+        return Err(HooksError::NotNamedPolisd { bin: bin.into() });
+    }
+    Ok(())
+}
+
+/// Aider's config with `AGENTS.md` under `read:` and `load:` naming polisd's command file, and
+/// that file, so every Aider session started at the project root reads the bridge pointer and
+/// has the primer before its first turn.
+pub fn plan_aider_install(project_root: &Path, bin: &str) -> Result<Vec<Planned>, HooksError> {
+    check_binary(bin)?;
     let rel = aider::CONFIG_PATH;
     let before = read(project_root, rel)?;
-    let after = aider::with_bridge(before.as_deref())?;
-    let mut plan = Planned::new(
+    let after = aider::with_load(Some(&aider::with_bridge(before.as_deref())?))?;
+    let mut config = Planned::new(
         rel,
-        format!("Aider reads {} at session start", aider::BRIDGE_FILE),
+        format!(
+            "Aider reads {} and loads {} at session start",
+            aider::BRIDGE_FILE,
+            aider::LOAD_FILE
+        ),
         before,
         after,
     );
-    plan.recorded = Recorded::Install;
-    Ok(plan)
+    config.recorded = Recorded::Install;
+    let rel = aider::LOAD_FILE;
+    let before = read(project_root, rel)?;
+    if let Some(text) = &before {
+        // Only polisd's own file is rewritten (another binary's command, say): anything a
+        // person added is theirs.
+        if !aider::is_polisd_load_file(text) {
+            return Err(HooksError::ForeignLoadFile { path: rel.into() });
+        }
+    }
+    let file = Planned::new(
+        rel,
+        "Aider's session-start commands: the primer".into(),
+        before,
+        aider::load_file(bin),
+    );
+    Ok(vec![config, file])
 }
 
 /// The removal of polisd's hooks for `clis`, and of Aider's `read:` entry when `with_aider`;
@@ -199,13 +227,35 @@ pub fn plan_uninstall(
         out.extend(plan);
     }
     if with_aider {
-        let what = format!("Aider no longer reads {}", aider::BRIDGE_FILE);
+        let what = format!(
+            "Aider no longer reads {} nor loads {}",
+            aider::BRIDGE_FILE,
+            aider::LOAD_FILE
+        );
         out.extend(plan_removal(
             project_root,
             aider::CONFIG_PATH,
             what,
-            |before| Ok(aider::without_bridge(before)?),
+            |before| {
+                let read = aider::without_bridge(before)?;
+                let load = aider::without_load(read.as_deref().or(before))?;
+                Ok(load.or(read))
+            },
         )?);
+        // The command file goes when it is as polisd writes it; lines a person added keep it.
+        let rel = aider::LOAD_FILE;
+        if let Some(text) = read(project_root, rel)? {
+            if aider::is_polisd_load_file(&text) {
+                let mut plan = Planned::new(
+                    rel,
+                    "Aider's session-start commands".into(),
+                    Some(text),
+                    String::new(),
+                );
+                plan.remove = true;
+                out.push(plan);
+            }
+        }
     }
     Ok(out)
 }
@@ -352,6 +402,9 @@ pub struct CliStatus {
     /// The files the CLI reads into every session for polisd (Aider's `read:` entry).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reads: Vec<String>,
+    /// The team's own `load:` file, which does not run polisd's primer (Aider takes one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub foreign_load: Option<String>,
     /// The citizen the hooks act as for this person, and where that comes from.
     pub citizen: Option<String>,
     /// Every reason polisd's hooks will not fire, or not as someone: an unreadable file, a
@@ -384,10 +437,15 @@ fn other_settings(cli: Cli) -> Vec<(String, Option<std::path::PathBuf>)> {
 /// short of an `--as` in the command): `$POLIS_CITIZEN`, else the id `hooks install --as`
 /// recorded.
 pub fn identity(polis_root: &Path, cli: Cli) -> Option<String> {
+    identity_of(polis_root, cli.as_str())
+}
+
+/// [`identity`] for the hook `name` (a CLI's name, or `aider`).
+pub fn identity_of(polis_root: &Path, name: &str) -> Option<String> {
     std::env::var("POLIS_CITIZEN")
         .ok()
         .filter(|c| !c.trim().is_empty())
-        .or_else(|| crate::fs::state::hook_identity(polis_root, cli.as_str()))
+        .or_else(|| crate::fs::state::hook_identity(polis_root, name))
 }
 
 /// polisd's hooks in each CLI's project settings and Aider's `read:` entry, and every reason
@@ -398,7 +456,8 @@ pub fn status(project_root: &Path) -> Vec<CliStatus> {
     rows
 }
 
-/// Whether Aider reads the bridge pointer, and why it would read nothing of polisd's.
+/// Whether Aider reads the bridge pointer and runs polisd's primer from its `load:` file (or
+/// the team's own), and why it would not.
 fn aider_status(project_root: &Path) -> CliStatus {
     let rel = aider::CONFIG_PATH;
     let mut problems = Vec::new();
@@ -423,13 +482,73 @@ fn aider_status(project_root: &Path) -> CliStatus {
             ));
         }
     }
+    let load = aider::load_of(text.as_deref()).unwrap_or(aider::Load::None);
+    let file = match &load {
+        aider::Load::None => None,
+        aider::Load::Ours => Some(aider::LOAD_FILE.to_string()),
+        aider::Load::Other(file) => Some(file.clone()),
+    };
+    // Aider opens it from the folder it starts in: the project root.
+    let command = file.as_ref().and_then(|f| {
+        let text = if Path::new(f).is_absolute() {
+            std::fs::read_to_string(f).ok()
+        } else {
+            read(project_root, f).ok().flatten()
+        };
+        text.as_deref().and_then(aider::runs_primer)
+    });
+    let mut foreign_load = None;
+    match (&load, &command) {
+        (aider::Load::Ours, None) => problems.push(format!(
+            "{rel} loads {}, which does not run polisd's primer (missing or edited): run `polisd hooks install --aider`",
+            aider::LOAD_FILE
+        )),
+        (aider::Load::Other(f), None) => {
+            foreign_load = Some(f.clone());
+            // Only a problem where polisd was meant to reach Aider sessions.
+            if !reads.is_empty() {
+                problems.push(format!(
+                    "{rel} loads {f}, the team's file, which does not run polisd's primer: add the line `/run polisd hook aider prime` to it"
+                ));
+            }
+        }
+        _ => {}
+    }
+    let polis = polis_of(project_root);
+    let mut citizen = identity_of(&polis, aider::HOOK_NAME);
+    let hooks: Vec<(String, String)> = command
+        .into_iter()
+        .map(|c| ("load".to_string(), c))
+        .collect();
+    for (_, c) in &hooks {
+        if let Some(written) = agent_hooks::written_id(c) {
+            citizen = Some(written);
+        }
+        let bin = agent_hooks::hook_binary(c, aider::HOOK_NAME, &[agent_hooks::HookKind::Prime]);
+        if let Some(bin) = bin.filter(|b| resolve_binary(b).is_none()) {
+            problems.push(format!(
+                "the load file runs `{bin}`, which is not an executable file or on PATH; install polisd or run `polisd hooks install --aider --bin /absolute/path/to/polisd`"
+            ));
+        }
+        match &citizen {
+            None => problems.push(
+                "no citizen id for Aider's primer: run `polisd hooks install --aider --as <your-id>` (kept for you, outside the repository) or set POLIS_CITIZEN".into(),
+            ),
+            Some(id) => {
+                if let Err(e) = crate::operations::session::check_citizen(&polis, id) {
+                    problems.push(e.to_string());
+                }
+            }
+        }
+    }
     CliStatus {
-        cli: "aider",
+        cli: aider::HOOK_NAME,
         path: rel,
         exists: text.is_some(),
-        hooks: Vec::new(),
+        hooks,
         reads,
-        citizen: None,
+        foreign_load,
+        citizen,
         problems,
     }
 }
@@ -507,6 +626,7 @@ fn hook_status(project_root: &Path) -> Vec<CliStatus> {
                 exists: text.is_some(),
                 hooks,
                 reads: Vec::new(),
+                foreign_load: None,
                 citizen,
                 problems,
             }
@@ -514,11 +634,12 @@ fn hook_status(project_root: &Path) -> Vec<CliStatus> {
         .collect()
 }
 
-/// Records `citizen` as the id this person's hooks act as, for each of `clis`, in polisd's
-/// per-user state (never in the project's files, which teammates share).
-pub fn set_identity(project_root: &Path, clis: &[Cli], citizen: &str) -> Result<(), HooksError> {
-    for cli in clis {
-        crate::fs::state::set_hook_identity(&polis_of(project_root), cli.as_str(), citizen)?;
+/// Records `citizen` as the id this person's hooks act as, for each of the hooks `names` (the
+/// CLIs' names, `aider`), in polisd's per-user state (never in the project's files, which
+/// teammates share).
+pub fn set_identity(project_root: &Path, names: &[&str], citizen: &str) -> Result<(), HooksError> {
+    for name in names {
+        crate::fs::state::set_hook_identity(&polis_of(project_root), name, citizen)?;
     }
     Ok(())
 }

@@ -1,12 +1,14 @@
 //! Aider, which has no hooks, in real sessions (`aider --message`, headless) against the model
-//! API's Chat Completions. `polisd hooks install --aider` lists the bridge pointer `AGENTS.md`
-//! under `read:` in `.aider.conf.yml`, and the test reads what the model was shown:
-//! - the pointer in the first request, once;
-//! - when the model answers with the command the pointer asks for (`polisd prime --as ID` in a
-//!   shell block, Aider's "suggested shell commands"), `--yes-always` does not run it: Aider
-//!   asks for an explicit yes for shell commands, and `--yes-always` answers no;
-//! - what does bring the primer to a headless session: `--load` (or `load:` in the config)
-//!   with a file that runs `/run polisd prime --as ID`, as docs/agent-clients.md says.
+//! API's Chat Completions. The test reads what the model was shown:
+//! - with only the bridge pointer `AGENTS.md` under `read:` in `.aider.conf.yml`, the pointer in
+//!   the first request, once; when the model answers with the command the pointer asks for
+//!   (`polisd prime --as ID` in a shell block, Aider's "suggested shell commands"),
+//!   `--yes-always` does not run it: Aider asks for an explicit yes for shell commands, and
+//!   `--yes-always` answers no;
+//! - where `polisd hooks install --aider --as ID` ran, Aider's `load:` file runs
+//!   `/run polisd hook aider prime` before the first turn: the primer, with an early message,
+//!   in the first request, once; the message read and not shown by the next session; and
+//!   after `hooks uninstall --aider`, no primer and the team's config as it was.
 
 use crate::harness::{self, wait_until, KilledGroup, TestPolis, BIN, DEADLINE};
 use crate::model_api::{ModelApi, Turn};
@@ -24,14 +26,26 @@ const MODEL: &str = "openai/polis-test";
 struct AiderProject {
     polis: TestPolis,
     home: PathBuf,
-    /// The line `hooks install --aider` says a load file holds, for a session with no one at
-    /// the keyboard.
-    load_line: String,
 }
 
+/// A team's Aider settings, before polisd.
+const TEAM_CONFIG: &str = "# the team's Aider settings\nmap-tokens: 1024\n";
+
 impl AiderProject {
-    /// A polis whose person ran `polisd hooks install --aider --as ME`.
+    /// A polis whose person ran `polisd hooks install --aider --as ME` over the team's config.
     fn new() -> AiderProject {
+        let project = AiderProject::bare(TEAM_CONFIG);
+        let out = project
+            .polisd()
+            .args(["hooks", "install", "--aider", "--as", ME])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", harness::describe(&out));
+        project
+    }
+
+    /// A polis whose Aider config is `config`, written by hand.
+    fn bare(config: &str) -> AiderProject {
         let polis = TestPolis::init(ME);
         let home = polis.dir.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
@@ -44,23 +58,8 @@ impl AiderProject {
             .to_string(),
         )
         .unwrap();
-        let mut project = AiderProject {
-            polis,
-            home,
-            load_line: String::new(),
-        };
-        let out = project
-            .polisd()
-            .args(["hooks", "install", "--aider", "--as", ME])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", harness::describe(&out));
-        let said = String::from_utf8_lossy(&out.stdout);
-        project.load_line = said
-            .lines()
-            .find_map(|l| l.split_once("the line: ").map(|(_, line)| line.trim()))
-            .unwrap_or_else(|| panic!("install says how to prime a headless session: {said}"))
-            .to_string();
+        let project = AiderProject { polis, home };
+        std::fs::write(project.dir().join(".aider.conf.yml"), config).unwrap();
         project
     }
 
@@ -68,9 +67,19 @@ impl AiderProject {
         self.polis.root.parent().unwrap().to_path_buf()
     }
 
+    /// `polisd` on the person's `PATH`, as Aider runs it.
+    fn path(&self) -> String {
+        format!(
+            "{}:{}",
+            Path::new(BIN).parent().unwrap().display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    }
+
     fn polisd(&self) -> Command {
         let mut cmd = Command::new(BIN);
         cmd.env("POLISD_STATE_DIR", &self.polis.state_dir)
+            .env("PATH", self.path())
             .env("HOME", &self.home)
             .env_remove("POLIS_CITIZEN")
             .current_dir(self.dir());
@@ -94,11 +103,7 @@ impl AiderProject {
     fn session(&self, api: &ModelApi, prompt: &str, more: &[&str]) -> String {
         let log = self.home.join("aider.out");
         let file = std::fs::File::create(&log).unwrap();
-        let path = format!(
-            "{}:{}",
-            Path::new(BIN).parent().unwrap().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
+        let path = self.path();
         let mut aider = KilledGroup::spawn(
             Command::new(clients::aider_python())
                 .args(["-m", "aider", "--message", prompt])
@@ -151,12 +156,13 @@ fn messages(body: &str) -> String {
         .join("\n")
 }
 
-/// The bridge pointer reaches the model once; the command it asks for, suggested by the model,
-/// is not run by `--yes-always` (Aider requires an explicit yes for shell commands), so no
-/// primer follows and the inbox stays unread.
+/// With only the bridge pointer under `read:` (no `load:` file), the pointer reaches the model
+/// once; the command it asks for, suggested by the model, is not run by `--yes-always` (Aider
+/// requires an explicit yes for shell commands), so no primer follows and the inbox stays
+/// unread. This is why `hooks install --aider` sets a `load:` file.
 #[test]
 fn aider_session_shows_the_bridge_pointer_once_and_yes_always_runs_no_suggested_command() {
-    let project = AiderProject::new();
+    let project = AiderProject::bare("read: AGENTS.md\n");
     project.message("Early word: the parser review waits for you (token EARLY-7Q).");
     let prime = format!("I start as the pointer says.\n\n```bash\npolisd prime --as {ME}\n```\n");
     let api = ModelApi::start(move |_, _| Turn::Text(prime.clone()));
@@ -188,30 +194,56 @@ fn aider_session_shows_the_bridge_pointer_once_and_yes_always_runs_no_suggested_
     );
 }
 
-/// A headless Aider session gets its primer from `--load` with a file holding the line
-/// `hooks install --aider` gives (`/run polisd prime --as ID`), run before the message: the
-/// primer, with the early message, is in the model's first request, once, and the message is
-/// then read.
+/// Where only `polisd hooks install --aider --as ME` ran, a headless Aider session gets its
+/// primer by itself: the `load:` file runs `/run polisd hook aider prime` before the message,
+/// so the primer, with the early message, is in the model's first request, once, and the
+/// message is then read. The next session shows the primer and not the message; after
+/// `hooks uninstall --aider` a session shows no primer and the team's config is as it was.
 #[test]
-fn aider_session_gets_the_primer_from_a_load_file() {
+fn aider_session_primes_itself_where_hooks_install_ran_and_not_after_uninstall() {
     let project = AiderProject::new();
     project.message("Early word: the parser review waits for you (token EARLY-7Q).");
-    let load = project.home.join("polis.aider");
-    assert_eq!(project.load_line, format!("/run polisd prime --as {ME}"));
-    std::fs::write(&load, format!("{}\n", project.load_line)).unwrap();
     let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
-    let output = project.session(
-        &api,
-        "What is waiting for me?",
-        &["--yes-always", "--load", load.to_str().unwrap()],
-    );
+    let output = project.session(&api, "What is waiting for me?", &["--yes-always"]);
     let turns = api.turns();
     assert_eq!(turns.len(), 1, "{output}");
     let first = messages(&turns[0].body);
     assert_eq!(shown(&first, &primer_heading()), 1, "{first}");
-    assert!(shown(&first, "EARLY-7Q") >= 1, "{first}");
+    assert_eq!(shown(&first, "EARLY-7Q"), 1, "{first}");
     assert_eq!(shown(&first, POINTER), 1, "{first}");
     assert_eq!(project.unread(), 0, "the primer showed the message");
+
+    let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
+    let output = project.session(&api, "Anything new?", &["--yes-always"]);
+    let turns = api.turns();
+    assert_eq!(turns.len(), 1, "{output}");
+    let first = messages(&turns[0].body);
+    assert_eq!(shown(&first, &primer_heading()), 1, "{first}");
+    assert_eq!(
+        shown(&first, "EARLY-7Q"),
+        0,
+        "read, so not shown again: {first}"
+    );
+
+    let out = project
+        .polisd()
+        .args(["hooks", "uninstall", "--aider"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    assert_eq!(
+        std::fs::read_to_string(project.dir().join(".aider.conf.yml")).unwrap(),
+        TEAM_CONFIG
+    );
+    let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
+    let output = project.session(&api, "Anything new?", &["--yes-always"]);
+    let turns = api.turns();
+    assert!(!turns.is_empty(), "{output}");
+    for turn in &turns {
+        let body = messages(&turn.body);
+        assert_eq!(shown(&body, &primer_heading()), 0, "{body}");
+        assert_eq!(shown(&body, POINTER), 0, "{body}");
+    }
 }
 
 impl AiderProject {

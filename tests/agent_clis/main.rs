@@ -14,8 +14,8 @@
 //!   server the CLI added is kept;
 //! - nothing in a folder Gemini CLI does not trust, which `hooks status` and `hooks install`
 //!   then say;
-//! - for Aider, which has no hooks, the bridge pointer, and the primer a load file brings
-//!   (`aider.rs`).
+//! - for Aider, which has no hooks, the bridge pointer, and the primer the `load:` file
+//!   `hooks install --aider` sets brings (`aider.rs`).
 //!
 //! Each CLI runs headless (`claude -p`, `gemini -p`, `codex exec`), with a throw-away home that
 //! holds only what a user sets up once: an API key and base address, and the trust each CLI asks

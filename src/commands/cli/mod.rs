@@ -253,7 +253,7 @@ pub enum Command {
     /// Install, remove or inspect the agent CLIs' session hooks.
     ///
     /// polisd's session hooks in the project settings of Claude Code, Codex CLI and Gemini
-    /// CLI.
+    /// CLI, and Aider's `load:` file.
     #[command(subcommand)]
     Hooks(Deferred<HooksCommand>),
     /// What an installed hook runs: reads the agent CLI's JSON payload on stdin, prints what it

@@ -88,8 +88,8 @@ pub struct HooksTargetArgs {
     /// Gemini CLI (`.gemini/settings.json`).
     #[arg(long)]
     pub gemini: bool,
-    /// Aider, which has no hooks: lists AGENTS.md under `read:` in `.aider.conf.yml`, so every
-    /// session started at the project root reads the bridge pointer.
+    /// Aider (`.aider.conf.yml`): `load: .polis.aider`, which runs the primer at session start,
+    /// and AGENTS.md under `read:`, for every session started at the project root.
     #[arg(long)]
     pub aider: bool,
     /// Every CLI above.
@@ -121,9 +121,9 @@ pub struct HooksInstallArgs {
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
-    /// claude, codex or gemini.
+    /// claude, codex, gemini or aider.
     pub cli: String,
-    /// prime (session start) or notices (after tool calls and between turns).
+    /// prime (session start) or notices (after tool calls and between turns; not for aider).
     pub kind: String,
     /// The citizen id (default: $POLIS_CITIZEN, else the id `hooks install --as` recorded for
     /// this person and CLI).

@@ -67,13 +67,14 @@ pub(super) fn rename_with_flags(from: &Path, to: &Path, flags: libc::c_uint) -> 
 
 /// The files outside `_polis/` that polisd writes, relative to the project root, and only when
 /// a person or agent asks (`polisd hooks install`, `polisd init`): each agent CLI's
-/// project-level hook configuration (Aider's config for its `read:` list) and the bridge
+/// project-level hook configuration (Aider's config and its `load:` command file) and the bridge
 /// pointers of the protocol's skill.
-pub const PROJECT_FILES: [&str; 8] = [
+pub const PROJECT_FILES: [&str; 9] = [
     ".claude/settings.json",
     ".codex/hooks.json",
     ".gemini/settings.json",
     ".aider.conf.yml",
+    ".polis.aider",
     "CLAUDE.md",
     "AGENTS.md",
     "GEMINI.md",

@@ -130,6 +130,12 @@ impl HookKind {
 /// `polisd hook`), from `--as`, `$POLIS_CITIZEN` or the id `hooks install --as` recorded for
 /// this person and CLI outside the repository.
 pub fn command(bin: &str, cli: Cli, kind: HookKind) -> String {
+    hook_command(bin, cli.as_str(), kind)
+}
+
+/// The command of the hook `name` (a [`Cli`]'s name, or `aider`, whose only hook is the primer
+/// its `load:` file runs), spelled as [`command`] spells it.
+pub fn hook_command(bin: &str, name: &str, kind: HookKind) -> String {
     let bin = if !bin.is_empty()
         && bin
             .chars()
@@ -139,7 +145,7 @@ pub fn command(bin: &str, cli: Cli, kind: HookKind) -> String {
     } else {
         format!("'{}'", bin.replace('\'', r"'\''"))
     };
-    format!("{bin} hook {} {}", cli.as_str(), kind.as_str())
+    format!("{bin} hook {name} {}", kind.as_str())
 }
 
 /// The words of a command as `sh` splits the commands polisd writes (plain words and
@@ -177,6 +183,11 @@ fn words(command: &str) -> Option<Vec<String>> {
 /// notices checked more often), each once. Anything else — a wrapper, an `echo`, another
 /// tool whose command merely contains these words — is not polisd's.
 pub fn our_binary(command: &str, cli: Cli) -> Option<String> {
+    hook_binary(command, cli.as_str(), &[HookKind::Prime, HookKind::Notices])
+}
+
+/// [`our_binary`] for the hook `name` of one of `kinds`.
+pub fn hook_binary(command: &str, name: &str, kinds: &[HookKind]) -> Option<String> {
     let w = words(command)?;
     let named_polisd = std::path::Path::new(w.first()?)
         .file_name()
@@ -195,8 +206,8 @@ pub fn our_binary(command: &str, cli: Cli) -> Option<String> {
         && w.len() >= 4
         && shape
         && w[1] == "hook"
-        && w[2] == cli.as_str()
-        && matches!(w[3].as_str(), "prime" | "notices"))
+        && w[2] == name
+        && kinds.iter().any(|k| w[3] == k.as_str()))
     .then(|| w[0].clone())
 }
 

@@ -1,19 +1,166 @@
 //! Aider has no hooks. What it puts in front of the model at every session start is the list
 //! of files under `read:` in its project config, `.aider.conf.yml` (read at the git root and
-//! in the folder Aider starts in). Listing the bridge pointer `AGENTS.md` there is how the
-//! pointer reaches an Aider session: it tells the agent to run `polisd prime`.
+//! in the folder Aider starts in), and what the commands of its one `load:` file add. Listing
+//! the bridge pointer `AGENTS.md` under `read:` is how the pointer reaches a session; `load:`
+//! naming polisd's command file ([`LOAD_FILE`]), which holds `/run polisd hook aider prime`,
+//! is how the primer does, before the first turn (a command the model suggests runs only on a
+//! person's explicit yes, which `--yes-always` does not give).
 //!
 //! The config is the person's own file, so an edit adds or removes one entry and nothing else:
 //! a line appended, an item inserted, or the one `read:` line rewritten. Every edit is read
 //! back and compared with the file before it (every other key unchanged, the list changed by
 //! exactly that entry); a file polisd cannot edit that way is refused, to be edited by hand.
 
+use super::agent_hooks::{self, HookKind};
 use crate::yaml::{self, Value};
 
 /// Aider's project config, relative to the project root.
 pub const CONFIG_PATH: &str = ".aider.conf.yml";
 /// The file Aider is given to read: the bridge pointer.
 pub const BRIDGE_FILE: &str = "AGENTS.md";
+
+/// polisd's command file, relative to the project root. Aider opens a `load:` file relative to
+/// the folder it starts in, as it does `read:`, so both are found from the project root. Not
+/// named `.aider…`: Aider offers to git-ignore `.aider*`, which would keep it from teammates.
+pub const LOAD_FILE: &str = ".polis.aider";
+/// The name of Aider in `polisd hook aider prime` and in the per-user identity record.
+pub const HOOK_NAME: &str = "aider";
+
+/// The command file's text: Aider runs each line as if typed in the chat and skips `#` lines;
+/// `/run` adds the command's output to the chat (once the person, or `--yes-always`, says yes).
+pub fn load_file(bin: &str) -> String {
+    format!(
+        "# polisd's (`polisd hooks install --aider`): Aider runs this at session start, as `load:`\n\
+         # in .aider.conf.yml asks, and adds the primer (with your unread notices) to the chat.\n\
+         /run {}\n",
+        agent_hooks::hook_command(bin, HOOK_NAME, HookKind::Prime)
+    )
+}
+
+/// The primer command of a `/run` line polisd writes, if `line` is one.
+fn primer_command(line: &str) -> Option<&str> {
+    let command = line.trim().strip_prefix("/run ")?.trim();
+    agent_hooks::hook_binary(command, HOOK_NAME, &[HookKind::Prime]).map(|_| command)
+}
+
+/// The primer command a `load:` file runs, if one of its lines is polisd's.
+pub fn runs_primer(text: &str) -> Option<String> {
+    text.lines().find_map(primer_command).map(str::to_string)
+}
+
+/// Whether `text` is a command file as polisd writes it (for any binary): polisd's comment
+/// lines and its one command, nothing a person added.
+pub fn is_polisd_load_file(text: &str) -> bool {
+    runs_primer(text).is_some_and(|command| {
+        agent_hooks::hook_binary(&command, HOOK_NAME, &[HookKind::Prime])
+            .is_some_and(|bin| load_file(&bin) == text)
+    })
+}
+
+/// What a config's `load:` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Load {
+    None,
+    /// polisd's command file.
+    Ours,
+    /// Another file: the team's own.
+    Other(String),
+}
+
+fn is_load_file(name: &str) -> bool {
+    name.trim_start_matches("./") == LOAD_FILE
+}
+
+/// The config's `load:`.
+pub fn load_of(text: Option<&str>) -> Result<Load, AiderConfigError> {
+    let entries = top_level(text, SET_LOAD_BY_HAND)?;
+    match entries.iter().find(|(k, _)| k.as_str() == Some("load")) {
+        None | Some((_, Value::Null)) => Ok(Load::None),
+        Some((_, Value::Str(name))) if is_load_file(name) => Ok(Load::Ours),
+        Some((_, Value::Str(name))) => Ok(Load::Other(name.clone())),
+        Some((_, other)) => Ok(Load::Other(crate::protocol::finding::quoted(&format!(
+            "{other:?}"
+        )))),
+    }
+}
+
+/// The config with `load:` naming polisd's command file (the text unchanged when it does). A
+/// `load:` naming another file is refused: Aider takes one, and it is the team's.
+pub fn with_load(text: Option<&str>) -> Result<String, AiderConfigError> {
+    match load_of(text)? {
+        Load::Ours => return Ok(text.unwrap_or_default().to_string()),
+        Load::Other(file) => return Err(AiderConfigError::LoadTaken { file }),
+        Load::None => {}
+    }
+    let entries = top_level(text, SET_LOAD_BY_HAND)?;
+    let text = text.unwrap_or_default();
+    // Only an absent key gets a line; a `load:` left empty is the team's to fill or remove.
+    let edited = (!entries.iter().any(|(k, _)| k.as_str() == Some("load"))).then(|| {
+        let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
+        let mut out = text.to_string();
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push_str(eol);
+        }
+        out.push_str(&format!("load: {LOAD_FILE}{eol}"));
+        out
+    });
+    verified_load(edited, &entries, Some(LOAD_FILE), SET_LOAD_BY_HAND)
+}
+
+/// The config without `load:` naming polisd's command file, or `None` when it names another
+/// file or none.
+pub fn without_load(text: Option<&str>) -> Result<Option<String>, AiderConfigError> {
+    if load_of(text)? != Load::Ours {
+        return Ok(None);
+    }
+    let entries = top_level(text, UNSET_LOAD_BY_HAND)?;
+    let text = text.unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut at = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("load:"));
+    let edited = match (at.next(), at.next()) {
+        (Some((i, line)), None) if !line.contains('#') => Some(splice(&lines, i, 1, &[], text)),
+        _ => None,
+    };
+    verified_load(edited, &entries, None, UNSET_LOAD_BY_HAND).map(Some)
+}
+
+/// The edit, when reading it back gives every other key as before and `load:` as `wanted`.
+fn verified_load(
+    edited: Option<String>,
+    before: &[(Value, Value)],
+    wanted: Option<&str>,
+    fix: &'static str,
+) -> Result<String, AiderConfigError> {
+    let refused = || AiderConfigError::Shape {
+        what: "its `load:` entry is written in a way polisd does not edit".into(),
+        fix,
+    };
+    let edited = edited.ok_or_else(refused)?;
+    let after = top_level(Some(&edited), fix).map_err(|_| refused())?;
+    let others = |entries: &[(Value, Value)]| -> Vec<(Value, Value)> {
+        entries
+            .iter()
+            .filter(|(k, _)| k.as_str() != Some("load"))
+            .cloned()
+            .collect()
+    };
+    let load = after
+        .iter()
+        .find(|(k, _)| k.as_str() == Some("load"))
+        .map(|(_, v)| v.as_str().map(str::to_string));
+    let load_ok = match wanted {
+        Some(w) => load == Some(Some(w.to_string())),
+        None => load.is_none(),
+    };
+    if others(before) == others(&after) && load_ok {
+        Ok(edited)
+    } else {
+        Err(refused())
+    }
+}
 
 /// The text of a config polisd creates.
 const NEW_CONFIG: &str =
@@ -27,10 +174,14 @@ pub enum AiderConfigError {
     NotYaml { line: usize, message: String },
     #[error("{CONFIG_PATH}: {what}; polisd does not rewrite what it does not understand: {fix} by hand — polisd changed nothing")]
     Shape { what: String, fix: &'static str },
+    #[error("{CONFIG_PATH} already has `load: {file}`, and Aider takes one load file: add the line `/run polisd hook aider prime` to {file} yourself (`hooks status` then counts it), or remove that `load:` and run this again — polisd changed nothing")]
+    LoadTaken { file: String },
 }
 
 const ADD_BY_HAND: &str = "add `AGENTS.md` to its `read:` list";
 const REMOVE_BY_HAND: &str = "remove `AGENTS.md` from its `read:` list";
+const SET_LOAD_BY_HAND: &str = "add the line `load: .polis.aider`";
+const UNSET_LOAD_BY_HAND: &str = "remove the line `load: .polis.aider`";
 
 /// The config's top-level keys and values, in order; an absent or empty file has none.
 fn top_level(
@@ -378,5 +529,78 @@ mod tests {
         assert!(err.to_string().contains("not a mapping"), "{err}");
         let err = with_bridge(Some("model: [\n")).unwrap_err();
         assert!(matches!(err, AiderConfigError::NotYaml { .. }), "{err}");
+    }
+
+    #[test]
+    fn load_is_added_once_and_removed_to_the_same_bytes() {
+        for before in [
+            "",
+            "model: x\n",
+            "model: x",
+            "# mine\r\nmodel: x\r\n",
+            "read: AGENTS.md\n",
+        ] {
+            let after = with_load(Some(before)).unwrap();
+            assert_eq!(load_of(Some(&after)).unwrap(), Load::Ours, "{before:?}");
+            assert!(
+                after.starts_with(before.trim_end_matches('\n')),
+                "{after:?}"
+            );
+            assert_eq!(with_load(Some(&after)).unwrap(), after, "idempotent");
+            let back = without_load(Some(&after)).unwrap().unwrap();
+            let expected = if before == "model: x" {
+                "model: x\n"
+            } else {
+                before
+            };
+            assert_eq!(back, expected, "{before:?}");
+        }
+        assert_eq!(
+            with_load(Some("# mine\r\nmodel: x\r\n")).unwrap(),
+            "# mine\r\nmodel: x\r\nload: .polis.aider\r\n"
+        );
+        assert_eq!(with_load(None).unwrap(), "load: .polis.aider\n");
+        assert_eq!(without_load(Some("model: x\n")).unwrap(), None);
+        assert_eq!(without_load(Some("load: team.aider\n")).unwrap(), None);
+    }
+
+    #[test]
+    fn a_teams_own_load_is_refused_and_an_odd_one_left_to_the_person() {
+        let err = with_load(Some("load: team.aider\nmodel: x\n")).unwrap_err();
+        assert_eq!(
+            err,
+            AiderConfigError::LoadTaken {
+                file: "team.aider".into()
+            }
+        );
+        assert!(err.to_string().contains("/run polisd hook aider prime"));
+        let err = with_load(Some("load:\nmodel: x\n")).unwrap_err();
+        assert!(err.to_string().contains("load: .polis.aider"), "{err}");
+        let err = without_load(Some("load: .polis.aider  # ours\n")).unwrap_err();
+        assert!(err.to_string().contains("remove the line"), "{err}");
+    }
+
+    #[test]
+    fn the_command_file_is_known_by_its_command() {
+        let text = load_file("/opt/bin/polisd");
+        assert!(
+            text.contains("\n/run /opt/bin/polisd hook aider prime\n"),
+            "{text}"
+        );
+        assert!(is_polisd_load_file(&text));
+        assert!(is_polisd_load_file(&load_file("polisd")));
+        assert_eq!(
+            runs_primer("/add x.py\n/run polisd hook aider prime\n").as_deref(),
+            Some("polisd hook aider prime")
+        );
+        assert!(!is_polisd_load_file(&format!("{text}/add x.py\n")));
+        for foreign in [
+            "/run polisd hook aider notices\n",
+            "/run polisd hook claude prime\n",
+            "/run echo polisd hook aider prime\n",
+            "/run polisd prime --as x\n",
+        ] {
+            assert_eq!(runs_primer(foreign), None, "{foreign}");
+        }
     }
 }
