@@ -434,8 +434,8 @@ fn status_reports_every_reason_a_hook_will_not_fire() {
             .iter()
             .filter(|p| p.contains("no citizen id"))
             .count(),
-        3,
-        "{theirs:?}"
+        4,
+        "the three CLIs' hooks and Aider's primer: {theirs:?}"
     );
     // A recorded id that is no citizen (any more).
     ok(&polisd_as(
@@ -450,7 +450,7 @@ fn status_reports_every_reason_a_hook_will_not_fire() {
         .unwrap();
     std::fs::write(
         &record,
-        r#"{"claude": "left-the-polis", "codex": "claude-code-one", "gemini": "claude-code-one"}"#,
+        r#"{"claude": "left-the-polis", "codex": "claude-code-one", "gemini": "claude-code-one", "aider": "claude-code-one"}"#,
     )
     .unwrap();
     assert!(problems(&me)
@@ -458,7 +458,7 @@ fn status_reports_every_reason_a_hook_will_not_fire() {
         .any(|p| p.contains("`left-the-polis` is not a citizen")));
     std::fs::write(
         &record,
-        r#"{"claude": "claude-code-one", "codex": "claude-code-one", "gemini": "claude-code-one"}"#,
+        r#"{"claude": "claude-code-one", "codex": "claude-code-one", "gemini": "claude-code-one", "aider": "claude-code-one"}"#,
     )
     .unwrap();
 
@@ -493,7 +493,8 @@ fn status_reports_every_reason_a_hook_will_not_fire() {
         all.iter()
             .filter(|p| p.contains("not an executable file"))
             .count(),
-        3
+        4,
+        "{all:?}"
     );
     let out = polisd_as(&p, &me, &["hooks", "status"]);
     assert_eq!(out.status.code(), Some(1));
