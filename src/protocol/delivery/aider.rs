@@ -134,8 +134,26 @@ fn verified_load(
     wanted: Option<&str>,
     fix: &'static str,
 ) -> Result<String, AiderConfigError> {
+    verified_key(edited, before, "load", fix, |after| {
+        let load = after
+            .iter()
+            .find(|(k, _)| k.as_str() == Some("load"))
+            .map(|(_, v)| v.as_str());
+        load == wanted.map(Some)
+    })
+}
+
+/// The edit, when reading it back gives every top-level key but `key` as before (in `before`)
+/// and `key_ok` holds for what it gives: anything else is refused, naming `key`.
+fn verified_key(
+    edited: Option<String>,
+    before: &[(Value, Value)],
+    key: &str,
+    fix: &'static str,
+    key_ok: impl FnOnce(&[(Value, Value)]) -> bool,
+) -> Result<String, AiderConfigError> {
     let refused = || AiderConfigError::Shape {
-        what: "its `load:` entry is written in a way polisd does not edit".into(),
+        what: format!("its `{key}:` entry is written in a way polisd does not edit"),
         fix,
     };
     let edited = edited.ok_or_else(refused)?;
@@ -143,19 +161,11 @@ fn verified_load(
     let others = |entries: &[(Value, Value)]| -> Vec<(Value, Value)> {
         entries
             .iter()
-            .filter(|(k, _)| k.as_str() != Some("load"))
+            .filter(|(k, _)| k.as_str() != Some(key))
             .cloned()
             .collect()
     };
-    let load = after
-        .iter()
-        .find(|(k, _)| k.as_str() == Some("load"))
-        .map(|(_, v)| v.as_str().map(str::to_string));
-    let load_ok = match wanted {
-        Some(w) => load == Some(Some(w.to_string())),
-        None => load.is_none(),
-    };
-    if others(before) == others(&after) && load_ok {
+    if others(before) == others(&after) && key_ok(&after) {
         Ok(edited)
     } else {
         Err(refused())
@@ -392,26 +402,9 @@ fn verified(
     wanted: &[String],
     fix: &'static str,
 ) -> Result<String, AiderConfigError> {
-    let refused = || AiderConfigError::Shape {
-        what: "its `read:` entry is written in a way polisd does not edit".into(),
-        fix,
-    };
-    let edited = edited.ok_or_else(refused)?;
-    let after = top_level(Some(&edited), fix).map_err(|_| refused())?;
-    let others = |entries: &[(Value, Value)]| -> Vec<(Value, Value)> {
-        entries
-            .iter()
-            .filter(|(k, _)| k.as_str() != Some("read"))
-            .cloned()
-            .collect()
-    };
-    let same_others = others(before) == others(&after);
-    let list = read_list(&after, fix).map_err(|_| refused())?;
-    if same_others && list == wanted {
-        Ok(edited)
-    } else {
-        Err(refused())
-    }
+    verified_key(edited, before, "read", fix, |after| {
+        read_list(after, fix).is_ok_and(|list| list == wanted)
+    })
 }
 
 #[cfg(test)]
