@@ -87,14 +87,7 @@ impl AiderProject {
     }
 
     fn unread(&self) -> usize {
-        let out = self
-            .polisd()
-            .args(["notices", "--as", ME, "--unread", "--json"])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", harness::describe(&out));
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["notices"].as_array().map_or(0, Vec::len)
+        crate::unread_notices(self.polisd()).len()
     }
 
     /// One headless Aider session at the project root, offline: `--message`, then Aider exits.

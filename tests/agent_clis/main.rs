@@ -275,14 +275,7 @@ impl Project {
     }
 
     fn unread(&self) -> Vec<Value> {
-        let out = self
-            .polisd()
-            .args(["notices", "--as", ME, "--unread", "--json"])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", harness::describe(&out));
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["notices"].as_array().cloned().unwrap_or_default()
+        unread_notices(self.polisd())
     }
 
     /// One headless session of `cli` with `prompt` against `api`; panics with its output if
@@ -904,4 +897,16 @@ fn codex_cli_runs_no_hooks_in_a_project_it_does_not_trust_and_hooks_status_says_
             }
         }
     }
+}
+
+/// `ME`'s unread notices, as `polisd notices --unread --json` lists them, run by `polisd` (a
+/// command set up for the project and its person).
+fn unread_notices(mut polisd: Command) -> Vec<Value> {
+    let out = polisd
+        .args(["notices", "--as", ME, "--unread", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["notices"].as_array().cloned().unwrap_or_default()
 }
