@@ -520,26 +520,19 @@ fn aider_status(project_root: &Path) -> CliStatus {
         .into_iter()
         .map(|c| ("load".to_string(), c))
         .collect();
-    for (_, c) in &hooks {
-        if let Some(written) = agent_hooks::written_id(c) {
-            citizen = Some(written);
-        }
-        let bin = agent_hooks::hook_binary(c, aider::HOOK_NAME, &[agent_hooks::HookKind::Prime]);
-        if let Some(bin) = bin.filter(|b| resolve_binary(b).is_none()) {
-            problems.push(format!(
-                "the load file runs `{bin}`, which is not an executable file or on PATH; install polisd or run `polisd hooks install --aider --bin /absolute/path/to/polisd`"
-            ));
-        }
-        match &citizen {
-            None => problems.push(
-                "no citizen id for Aider's primer: run `polisd hooks install --aider --as <your-id>` (kept for you, outside the repository) or set POLIS_CITIZEN".into(),
-            ),
-            Some(id) => {
-                if let Err(e) = crate::operations::session::check_citizen(&polis, id) {
-                    problems.push(e.to_string());
-                }
-            }
-        }
+    if !hooks.is_empty() {
+        let bins = hooks.iter().filter_map(|(_, c)| {
+            agent_hooks::hook_binary(c, aider::HOOK_NAME, &[agent_hooks::HookKind::Prime])
+        });
+        let runs = Runner {
+            name: aider::HOOK_NAME,
+            what: "the load file runs",
+            fails: "",
+            purpose: "Aider's primer",
+        };
+        let (who, why) = runs.acting_citizen(&polis, &hooks, bins, citizen);
+        citizen = who;
+        problems.extend(why);
     }
     CliStatus {
         cli: aider::HOOK_NAME,
@@ -576,17 +569,18 @@ fn hook_status(project_root: &Path) -> Vec<CliStatus> {
             };
             let mut citizen = identity(&polis, cli);
             if !hooks.is_empty() {
-                let mut bins: Vec<String> = hooks
+                let bins = hooks
                     .iter()
-                    .filter_map(|(_, c)| agent_hooks::our_binary(c, cli))
-                    .collect();
-                bins.dedup();
-                for bin in bins.iter().filter(|b| resolve_binary(b).is_none()) {
-                    problems.push(format!(
-                        "the hooks run `{bin}`, which is not an executable file or on PATH: they fail with exit 127; install polisd or run `polisd hooks install --{} --bin /absolute/path/to/polisd`",
-                        cli.as_str()
-                    ));
-                }
+                    .filter_map(|(_, c)| agent_hooks::our_binary(c, cli));
+                let runs = Runner {
+                    name: cli.as_str(),
+                    what: "the hooks run",
+                    fails: ": they fail with exit 127",
+                    purpose: "these hooks",
+                };
+                let (who, why) = runs.acting_citizen(&polis, &hooks, bins, citizen);
+                citizen = who;
+                problems.extend(why);
                 problems.extend(agent_hooks::switched_off(cli, rel, text.as_deref()));
                 for (shown, path) in other_settings(cli) {
                     let other = match path {
@@ -595,23 +589,6 @@ fn hook_status(project_root: &Path) -> Vec<CliStatus> {
                     };
                     problems.extend(agent_hooks::switched_off(cli, &shown, other.as_deref()));
                 }
-                // An id an older install wrote into the command wins over the others.
-                if let Some(written) = hooks.iter().find_map(|(_, c)| agent_hooks::written_id(c)) {
-                    citizen = Some(written);
-                }
-                match &citizen {
-                    None => problems.push(format!(
-                        "no citizen id for these hooks: run `polisd hooks install --{} --as <your-id>` (kept for you, outside the repository) or set POLIS_CITIZEN",
-                        cli.as_str()
-                    )),
-                    Some(id) => {
-                        if let Err(e) = crate::operations::session::check_citizen(&polis, id) {
-                            problems.push(e.to_string());
-                        }
-                    }
-                }
-            }
-            if !hooks.is_empty() {
                 problems.extend(untrusted(project_root, cli, text.as_deref().unwrap_or("")));
             }
             if cli == Cli::Codex {
@@ -632,6 +609,60 @@ fn hook_status(project_root: &Path) -> Vec<CliStatus> {
             }
         })
         .collect()
+}
+
+/// How the problems of installed hooks speak of them: the hook's `name` (a CLI's, or `aider`,
+/// as `hooks install --NAME` takes it), what runs the binary, what a missing binary does, and
+/// what the citizen id is for.
+struct Runner {
+    name: &'static str,
+    what: &'static str,
+    fails: &'static str,
+    purpose: &'static str,
+}
+
+impl Runner {
+    /// The citizen the installed `hooks` (running `bins`) act as, from `recorded` unless a
+    /// command carries an id an older install wrote into it; and why they would fail or act as
+    /// no citizen: a binary that is not there, no id, an id that is no citizen.
+    fn acting_citizen(
+        &self,
+        polis: &Path,
+        hooks: &[(String, String)],
+        bins: impl Iterator<Item = String>,
+        recorded: Option<String>,
+    ) -> (Option<String>, Vec<String>) {
+        let Runner {
+            name,
+            what,
+            fails,
+            purpose,
+        } = self;
+        let mut problems = Vec::new();
+        let mut bins: Vec<String> = bins.collect();
+        bins.dedup();
+        for bin in bins.iter().filter(|b| resolve_binary(b).is_none()) {
+            problems.push(format!(
+                "{what} `{bin}`, which is not an executable file or on PATH{fails}; install polisd or run `polisd hooks install --{name} --bin /absolute/path/to/polisd`"
+            ));
+        }
+        // An id an older install wrote into the command wins over the others.
+        let citizen = hooks
+            .iter()
+            .find_map(|(_, c)| agent_hooks::written_id(c))
+            .or(recorded);
+        match &citizen {
+            None => problems.push(format!(
+                "no citizen id for {purpose}: run `polisd hooks install --{name} --as <your-id>` (kept for you, outside the repository) or set POLIS_CITIZEN"
+            )),
+            Some(id) => {
+                if let Err(e) = crate::operations::session::check_citizen(polis, id) {
+                    problems.push(e.to_string());
+                }
+            }
+        }
+        (citizen, problems)
+    }
 }
 
 /// Records `citizen` as the id this person's hooks act as, for each of the hooks `names` (the
