@@ -4,7 +4,8 @@
 //! The schemas use a small part of JSON Schema (`type` string, integer, boolean or array of
 //! strings; `enum`, `minimum`, `maximum`, `maxLength`, `maxItems`, a string's `pattern`, whose
 //! `description` says the rule in words; `required`; `additionalProperties: false`), and this
-//! checks exactly that part, so a tool can never accept what its schema says it rejects. `null` counts as absent, as JSON Schema clients send it.
+//! checks exactly that part, so a tool can never accept what its schema says it rejects. `null`
+//! counts as absent, as JSON Schema clients send it.
 //! Every string (and string in an array) also passes the command line's edge checks: no
 //! control or bidi characters, and an acting id (`citizen`, `by`, `opened_by`) that may act.
 

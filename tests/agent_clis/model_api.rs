@@ -1,8 +1,9 @@
 //! The far side of an agent CLI: a model API on 127.0.0.1 that speaks just enough of each
 //! vendor's wire format (Anthropic's Messages, Gemini's generateContent, OpenAI's Responses
-//! and Chat Completions, streamed or not as each CLI asks) for a real CLI to run a session against it. It keeps every
-//! request the CLI made, so a test reads what the model would have been shown, and answers
-//! each conversation turn from a script: some text, or a call of one of the CLI's tools.
+//! and Chat Completions, streamed or not as each CLI asks) for a real CLI to run a session
+//! against it. It keeps every request the CLI made, so a test reads what the model would have
+//! been shown, and answers each conversation turn from a script: some text, or a call of one
+//! of the CLI's tools.
 //!
 //! This is the one imitation in these tests, and it stands for the vendor, not for anything
 //! polisd talks to: the CLI, its hooks and polisd are all real.
