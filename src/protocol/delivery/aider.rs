@@ -73,26 +73,28 @@ fn is_load_file(name: &str) -> bool {
 
 /// The config's `load:`.
 pub fn load_of(text: Option<&str>) -> Result<Load, AiderConfigError> {
-    let entries = top_level(text, SET_LOAD_BY_HAND)?;
+    Ok(load_in(&top_level(text, SET_LOAD_BY_HAND)?))
+}
+
+/// What `load:` names among a config's top-level `entries`.
+fn load_in(entries: &[(Value, Value)]) -> Load {
     match entries.iter().find(|(k, _)| k.as_str() == Some("load")) {
-        None | Some((_, Value::Null)) => Ok(Load::None),
-        Some((_, Value::Str(name))) if is_load_file(name) => Ok(Load::Ours),
-        Some((_, Value::Str(name))) => Ok(Load::Other(name.clone())),
-        Some((_, other)) => Ok(Load::Other(crate::protocol::finding::quoted(&format!(
-            "{other:?}"
-        )))),
+        None | Some((_, Value::Null)) => Load::None,
+        Some((_, Value::Str(name))) if is_load_file(name) => Load::Ours,
+        Some((_, Value::Str(name))) => Load::Other(name.clone()),
+        Some((_, other)) => Load::Other(crate::protocol::finding::quoted(&format!("{other:?}"))),
     }
 }
 
 /// The config with `load:` naming polisd's command file (the text unchanged when it does). A
 /// `load:` naming another file is refused: Aider takes one, and it is the team's.
 pub fn with_load(text: Option<&str>) -> Result<String, AiderConfigError> {
-    match load_of(text)? {
+    let entries = top_level(text, SET_LOAD_BY_HAND)?;
+    match load_in(&entries) {
         Load::Ours => return Ok(text.unwrap_or_default().to_string()),
         Load::Other(file) => return Err(AiderConfigError::LoadTaken { file }),
         Load::None => {}
     }
-    let entries = top_level(text, SET_LOAD_BY_HAND)?;
     let text = text.unwrap_or_default();
     // Only an absent key gets a line; a `load:` left empty is the team's to fill or remove.
     let edited = (!entries.iter().any(|(k, _)| k.as_str() == Some("load"))).then(|| {
@@ -110,10 +112,10 @@ pub fn with_load(text: Option<&str>) -> Result<String, AiderConfigError> {
 /// The config without `load:` naming polisd's command file, or `None` when it names another
 /// file or none.
 pub fn without_load(text: Option<&str>) -> Result<Option<String>, AiderConfigError> {
-    if load_of(text)? != Load::Ours {
+    let entries = top_level(text, UNSET_LOAD_BY_HAND)?;
+    if load_in(&entries) != Load::Ours {
         return Ok(None);
     }
-    let entries = top_level(text, UNSET_LOAD_BY_HAND)?;
     let text = text.unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     let mut at = lines
