@@ -158,13 +158,22 @@ pub fn project_untrusted(
         None => toml::Table::new(),
         Some(text) => toml::from_str(text).ok()?,
     };
-    let projects = table.get("projects").and_then(|p| p.as_table());
-    let level_of = |folder: &Path| {
-        projects?.iter().find_map(|(key, value)| {
-            (canonical(Path::new(key.trim())) == folder)
-                .then(|| value.get("trust_level").and_then(|l| l.as_str()))
-                .flatten()
+    // Each recorded folder resolved once, with its trust level.
+    let levels: Vec<(PathBuf, &str)> = table
+        .get("projects")
+        .and_then(|p| p.as_table())
+        .into_iter()
+        .flatten()
+        .filter_map(|(key, value)| {
+            let level = value.get("trust_level")?.as_str()?;
+            Some((canonical(Path::new(key.trim())), level))
         })
+        .collect();
+    let level_of = |folder: &Path| {
+        levels
+            .iter()
+            .find(|(recorded, _)| recorded == folder)
+            .map(|(_, level)| *level)
     };
     let root = project_root.display();
     match project_root.ancestors().find_map(level_of) {
