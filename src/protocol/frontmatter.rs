@@ -437,9 +437,42 @@ fn flow(v: &Value) -> Option<String> {
     })
 }
 
+/// Whether two records polisd writes are one record written twice: the same lines, trailing
+/// white space aside, apart from the lines of the keys in `apart` (an id and a stamp, which a
+/// replayed command draws afresh). A replay check, so a second command makes no second record.
+pub fn same_record_apart_from(existing: &str, new: &str, apart: &[&str]) -> bool {
+    fn key<'t>(t: &'t str, apart: &[&str]) -> Vec<&'t str> {
+        t.lines()
+            .filter(|l| {
+                !apart
+                    .iter()
+                    .any(|k| l.strip_prefix(k).is_some_and(|r| r.starts_with(':')))
+            })
+            .map(str::trim_end)
+            .collect()
+    }
+    key(existing, apart) == key(new, apart)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_record_written_twice_differs_only_in_the_keys_set_apart() {
+        let first = "---\nlesson_id: a\nfiled_at: 1\nfiled_by: x\n---\n\nWords.\n";
+        let again = "---\nlesson_id: b\nfiled_at: 2\nfiled_by: x\n---\n\nWords.  \n";
+        let apart = ["lesson_id", "filed_at"];
+        assert!(same_record_apart_from(first, again, &apart));
+        assert!(!same_record_apart_from(
+            first,
+            &again.replace("x", "y"),
+            &apart
+        ));
+        // A key that merely begins with one set apart still counts.
+        let longer = |v: &str| first.replace("filed_by", &format!("lesson_id_of: {v}\nfiled_by"));
+        assert!(!same_record_apart_from(&longer("p"), &longer("q"), &apart));
+    }
 
     #[test]
     fn reference_scalar_keeps_the_references_bytes_only_where_they_read_back() {

@@ -30,6 +30,8 @@ pub enum WriteError {
         to: PathBuf,
         error: String,
     },
+    #[error("`{}` kept changing while polisd updated it (a hand edit saved again and again); nothing was written: try again once it is saved", .0.display())]
+    KeptChanging(PathBuf),
     #[error("cannot move `{}`: it does not exist", .0.display())]
     Missing(PathBuf),
     #[error("`{}` has {links} hard links; polisd never writes a file that another name (perhaps outside _polis/) shares — replace it with a plain copy (`cp --remove-destination`)", .path.display())]

@@ -36,6 +36,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 mod append;
 mod error;
+mod update;
 // open to the readers (`snapshot`) by name, so that reading never imports the writer itself
 pub(crate) mod syscall;
 
@@ -492,49 +493,6 @@ impl Writer {
         }
     }
 
-    /// A read-modify-write of `rel` that no other process doing the same can interleave with:
-    /// under an exclusive advisory lock on `.polisd-<name>.lock` beside the file, reads the
-    /// current bytes (`None`: no file), asks `decide` for the new bytes (`None`: leave it),
-    /// and replaces the file atomically when they differ. The lock is on a file of its own,
-    /// not on `rel`, because the atomic rename swaps `rel`'s inode: a waiter holding the old
-    /// one would read stale bytes. Nothing is written when `decide` fails.
-    ///
-    /// The lock file is empty, hidden and never removed (removing a lock file races with a
-    /// process about to take it); watchers ignore `.polisd-*` names.
-    pub fn update_locked<T, E: From<WriteError>>(
-        &self,
-        rel: impl AsRef<Path>,
-        decide: impl FnOnce(Option<&[u8]>) -> Result<(Option<Vec<u8>>, T), E>,
-    ) -> Result<(WriteOutcome, T), E> {
-        let t = self.target(rel.as_ref())?;
-        self.ensure_parents(&t, true)?;
-        let name = t
-            .rel
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let lock = self.lock_named(&t.rel.with_file_name(format!("{TEMP_PREFIX}{name}.lock")))?;
-        let current = match self.existing_file(&t)? {
-            Some(_) => Some(read_no_follow(&t)?),
-            None => None,
-        };
-        let (new, out) = decide(current.as_deref())?;
-        let outcome = match new {
-            Some(bytes) if current.as_deref() != Some(bytes.as_slice()) => {
-                let mode = self.existing_file(&t)?.map(|m| m.permissions().mode());
-                let tmp = write_temp(&t, &bytes, mode)?;
-                self.ensure_parents(&t, false)?;
-                self.existing_file(&t)?;
-                persist(tmp, &t)?;
-                self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
-                WriteOutcome::Written
-            }
-            _ => WriteOutcome::Unchanged,
-        };
-        drop(lock);
-        Ok((outcome, out))
-    }
-
     /// An exclusive advisory lock on the empty lock file `lock_rel` (created if missing, never
     /// removed, never through a link), held until the returned lock is dropped.
     fn lock_named(&self, lock_rel: &Path) -> Result<FileLock, WriteError> {
@@ -670,13 +628,7 @@ impl Writer {
         let ino = |m: io::Result<fs::Metadata>| m.ok().map(|m| m.ino());
         let displaced_theirs = ino(fs::symlink_metadata(tmp.path())) != ino(checked.metadata());
         if displaced_theirs || (leased && lease::broken(checked)) {
-            rename_exchange(tmp.path(), &t.abs).map_err(io_err("put back", &t.rel))?;
-            // A third version renamed in meanwhile is newer than the one just put back.
-            if ino(fs::symlink_metadata(tmp.path())) != ino(tmp.as_file().metadata()) {
-                fs::rename(tmp.path(), &t.abs).map_err(io_err("put back", &t.rel))?;
-            }
-            drop(tmp);
-            sync_dir(t.dir())?;
+            put_back(t, tmp)?;
             if displaced_theirs {
                 return Ok(CompareOutcome::Conflict {
                     current: self
@@ -1141,6 +1093,20 @@ impl Writer {
     }
 }
 
+/// After a swap displaced a file that was not the one checked: swaps it back, so its bytes
+/// stay, and drops ours. A third version renamed in meanwhile is newer than the one put back,
+/// and takes the place.
+fn put_back(t: &Target, tmp: tempfile::NamedTempFile) -> Result<(), WriteError> {
+    use std::os::unix::fs::MetadataExt;
+    let ino = |m: io::Result<fs::Metadata>| m.ok().map(|m| m.ino());
+    rename_exchange(tmp.path(), &t.abs).map_err(io_err("put back", &t.rel))?;
+    if ino(fs::symlink_metadata(tmp.path())) != ino(tmp.as_file().metadata()) {
+        fs::rename(tmp.path(), &t.abs).map_err(io_err("put back", &t.rel))?;
+    }
+    drop(tmp);
+    sync_dir(t.dir())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1186,7 +1152,7 @@ mod tests {
 
     /// Whether the file system under `dir` swaps two files in one rename (`RENAME_EXCHANGE`),
     /// tried on two scratch files it removes again.
-    fn swaps_files(dir: &Path) -> bool {
+    pub(super) fn swaps_files(dir: &Path) -> bool {
         let (a, b) = (dir.join(".swap-a"), dir.join(".swap-b"));
         fs::write(&a, "a\n").unwrap();
         fs::write(&b, "b\n").unwrap();
