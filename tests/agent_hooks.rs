@@ -16,6 +16,7 @@ mod harness;
 mod reference;
 
 use harness::{Killed, TestPolis, BIN, DEADLINE};
+use polisd::protocol::delivery::codex_trust;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -28,39 +29,54 @@ fn project(p: &TestPolis) -> PathBuf {
 }
 
 /// The home of the people in these tests: Gemini CLI trusts the project folder there, and
-/// Codex CLI polisd's hooks, as they do once their user chose to (without it, neither runs
-/// the project's hooks).
+/// Codex CLI the project and polisd's hooks as they are now, as they do once their user chose
+/// to (without it, neither runs the project's hooks; a hook changed since its approval is
+/// `agent_clis`'s case).
 fn home(p: &TestPolis) -> PathBuf {
     let home = p.dir.path().join("home");
+    let project = std::fs::canonicalize(project(p)).unwrap();
     let record = home.join(".gemini/trustedFolders.json");
     if !record.exists() {
         std::fs::create_dir_all(record.parent().unwrap()).unwrap();
-        let project = std::fs::canonicalize(project(p)).unwrap();
         std::fs::write(
             &record,
             json!({ project.to_str().unwrap(): "TRUST_FOLDER" }).to_string(),
         )
         .unwrap();
-        // Codex records the project's trust, without which it reads none of its `.codex/`,
-        // and its review a hash per handler, by the handler's place in the hooks file
-        // (polisd's are the only ones here); polisd reads only that there is one.
-        let hooks = project.join(".codex/hooks.json");
-        let trusted = format!(
-            "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
-            project.display()
-        );
-        let codex: String = ["session_start", "post_tool_use", "user_prompt_submit"]
-            .iter()
-            .map(|event| {
-                format!(
-                    "[hooks.state.\"{}:{event}:0:0\"]\ntrusted_hash = \"sha256:0\"\n",
-                    hooks.display()
-                )
+    }
+    // Codex records the project's trust, without which it reads none of its `.codex/`, and
+    // its review the hash of each handler approved, by the handler's place in the hooks file.
+    let hooks = project.join(".codex/hooks.json");
+    let mut codex = format!(
+        "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        project.display()
+    );
+    let file: Value = std::fs::read_to_string(&hooks)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    for (event, groups) in file["hooks"].as_object().into_iter().flatten() {
+        let snake: String = event
+            .chars()
+            .enumerate()
+            .flat_map(|(i, c)| {
+                let gap = (i > 0 && c.is_ascii_uppercase()).then_some('_');
+                gap.into_iter().chain([c.to_ascii_lowercase()])
             })
             .collect();
-        std::fs::create_dir_all(home.join(".codex")).unwrap();
-        std::fs::write(home.join(".codex/config.toml"), trusted + &codex).unwrap();
+        for (g, group) in groups.as_array().into_iter().flatten().enumerate() {
+            for (h, handler) in group["hooks"].as_array().into_iter().flatten().enumerate() {
+                if let Some(hash) = codex_trust::handler_hash(event, group, handler) {
+                    codex.push_str(&format!(
+                        "[hooks.state.\"{}:{snake}:{g}:{h}\"]\ntrusted_hash = \"{hash}\"\n",
+                        hooks.display()
+                    ));
+                }
+            }
+        }
     }
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    std::fs::write(home.join(".codex/config.toml"), codex).unwrap();
     home
 }
 
@@ -758,4 +774,35 @@ fn trust_is_checked_only_for_the_clis_this_person_has_run_here() {
     assert_eq!(status.status.code(), Some(1), "{said}");
     assert!(said.contains("trustedFolders.json"), "{said}");
     assert!(said.contains("~/.codex/config.toml"), "{said}");
+}
+
+/// A `load:` naming, by an absolute path, a file that is no regular file (a named pipe no one
+/// writes, a device that never ends) is read by `hooks status` within bounds: it waited on
+/// the pipe forever, and read a device until memory ran out.
+#[test]
+fn hooks_status_never_waits_on_a_load_file_that_is_a_pipe() {
+    let p = TestPolis::init(ME);
+    let fifo = p.dir.path().join("team.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    std::fs::write(
+        project(&p).join(".aider.conf.yml"),
+        format!("load: {}\n", fifo.display()),
+    )
+    .unwrap();
+    let mut status = Killed::new(
+        Command::new(BIN)
+            .args(["hooks", "status"])
+            .env("HOME", home(&p))
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .env_remove("POLIS_CITIZEN")
+            .current_dir(project(&p))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    harness::wait_until("`hooks status` to end", DEADLINE, || {
+        status.child().try_wait().unwrap().is_some()
+    });
 }

@@ -94,6 +94,13 @@ impl AiderProject {
     /// `polisd` is on its `PATH`, as for the person. Returns what Aider printed.
     #[track_caller]
     fn session(&self, api: &ModelApi, prompt: &str, more: &[&str]) -> String {
+        let (ok, output) = self.try_session(api, prompt, more);
+        assert!(ok, "Aider failed: {output}");
+        output
+    }
+
+    /// [`AiderProject::session`]: whether Aider ended well, and what it printed.
+    fn try_session(&self, api: &ModelApi, prompt: &str, more: &[&str]) -> (bool, String) {
         let log = self.home.join("aider.out");
         let file = std::fs::File::create(&log).unwrap();
         let path = self.path();
@@ -132,8 +139,7 @@ impl AiderProject {
             status.is_some()
         });
         let output = std::fs::read_to_string(&log).unwrap_or_default();
-        assert!(status.unwrap().success(), "Aider failed: {output}");
-        output
+        (status.unwrap().success(), output)
     }
 }
 
@@ -243,4 +249,44 @@ impl AiderProject {
     fn message(&self, text: &str) {
         message(&self.polis.path(&format!("citizens/{ME}/inbox.md")), text);
     }
+}
+
+/// A key in `.aider.conf.yml` that is none of Aider's options stops Aider at start: no session,
+/// so no primer. `hooks status` (and `hooks install --aider`, which keeps the key) says which
+/// key; once it is gone, the session has the primer and the status nothing to say of it.
+#[test]
+fn aider_stops_at_a_config_key_that_is_no_option_and_hooks_status_says_so() {
+    let project = AiderProject::new();
+    let config = project.dir().join(".aider.conf.yml");
+    let original = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{original}team-note: kept\n")).unwrap();
+    const SAID: &str = "has the key `team-note`, which is no option of Aider 0.86.2";
+    let out = project.polisd().args(["hooks", "status"]).output().unwrap();
+    assert!(
+        harness::describe(&out).contains(SAID),
+        "{}",
+        harness::describe(&out)
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let out = project
+        .polisd()
+        .args(["hooks", "install", "--aider", "--as", ME])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(SAID),
+        "install warns: {}",
+        harness::describe(&out)
+    );
+    let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
+    let (ok, output) = project.try_session(&api, "Hello?", &["--yes-always"]);
+    assert!(!ok && output.contains("unrecognized arguments"), "{output}");
+    assert!(api.turns().is_empty(), "no session, so no primer");
+
+    std::fs::write(&config, &original).unwrap();
+    let out = project.polisd().args(["hooks", "status"]).output().unwrap();
+    assert!(!harness::describe(&out).contains("no Aider option"));
+    let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
+    project.session(&api, "Hello?", &["--yes-always"]);
+    assert_eq!(shown(&messages(&api.turns()[0].body), &primer_heading()), 1);
 }

@@ -14,6 +14,8 @@
 //!   server the CLI added is kept;
 //! - nothing in a folder Gemini CLI does not trust, which `hooks status` and `hooks install`
 //!   then say;
+//! - for Codex CLI, no hook it has no current approval for: never approved, or changed since
+//!   (`codex_review.rs`, which asks Codex's own app server how it judges each hook);
 //! - for Aider, which has no hooks, the bridge pointer, and the primer the `load:` file
 //!   `hooks install --aider` sets brings (`aider.rs`).
 //!
@@ -26,11 +28,13 @@
 mod aider;
 #[path = "../common/clients.rs"]
 mod clients;
+mod codex_review;
 #[path = "../harness/mod.rs"]
 mod harness;
 mod model_api;
 #[path = "../common/reference.rs"]
 mod reference;
+mod settings_checks;
 
 use harness::{wait_until, KilledGroup, TestPolis, BIN, DEADLINE};
 use model_api::{ModelApi, Turn};

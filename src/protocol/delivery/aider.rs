@@ -82,7 +82,33 @@ fn load_in(entries: &[(Value, Value)]) -> Load {
         None | Some((_, Value::Null)) => Load::None,
         Some((_, Value::Str(name))) if is_load_file(name) => Load::Ours,
         Some((_, Value::Str(name))) => Load::Other(name.clone()),
-        Some((_, other)) => Load::Other(crate::protocol::finding::quoted(&format!("{other:?}"))),
+        Some((_, other)) => Load::Other(crate::protocol::finding::quoted(&flow(other))),
+    }
+}
+
+/// A value in YAML's flow style, as a person would write it on one line (`[a, 2, {b: c}]`),
+/// for a message about a `load:` that is not one file name.
+fn flow(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::BigInt(digits) => digits.clone(),
+        Value::Float(f) => yaml::python_float_repr(*f),
+        Value::Str(s) => s.clone(),
+        Value::Date(d) => d.to_string(),
+        Value::DateTime(t) => t.local.to_string(),
+        Value::Seq(items) => format!(
+            "[{}]",
+            items.iter().map(flow).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Map(map) => format!(
+            "{{{}}}",
+            map.iter()
+                .map(|(k, v)| format!("{}: {}", flow(k), flow(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
@@ -235,6 +261,198 @@ fn read_list(
             .collect(),
         Some(_) => Err(shape()),
     }
+}
+
+/// The options Aider 0.86.2 takes, as its config's keys (its long options without `--`).
+/// Aider refuses a config with any other key ("unrecognized arguments") and starts no
+/// session at all.
+const OPTIONS: [&str; 172] = [
+    "3",
+    "35-turbo",
+    "35turbo",
+    "4",
+    "4-turbo",
+    "4o",
+    "add-gitignore-files",
+    "aiderignore",
+    "alias",
+    "analytics",
+    "analytics-disable",
+    "analytics-log",
+    "analytics-posthog-host",
+    "analytics-posthog-project-api-key",
+    "anthropic-api-key",
+    "api-key",
+    "apply",
+    "apply-clipboard-edits",
+    "architect",
+    "assistant-output-color",
+    "attribute-author",
+    "attribute-co-authored-by",
+    "attribute-commit-message-author",
+    "attribute-commit-message-committer",
+    "attribute-committer",
+    "auto-accept-architect",
+    "auto-commits",
+    "auto-lint",
+    "auto-test",
+    "browser",
+    "cache-keepalive-pings",
+    "cache-prompts",
+    "chat-history-file",
+    "chat-language",
+    "chat-mode",
+    "check-model-accepts-settings",
+    "check-update",
+    "code-theme",
+    "commit",
+    "commit-language",
+    "commit-prompt",
+    "completion-menu-bg-color",
+    "completion-menu-color",
+    "completion-menu-current-bg-color",
+    "completion-menu-current-color",
+    "config",
+    "copy-paste",
+    "dark-mode",
+    "deepseek",
+    "detect-urls",
+    "dirty-commits",
+    "disable-playwright",
+    "dry-run",
+    "edit-format",
+    "editor",
+    "editor-edit-format",
+    "editor-model",
+    "encoding",
+    "env-file",
+    "exit",
+    "fancy-input",
+    "file",
+    "git",
+    "git-commit-verify",
+    "gitignore",
+    "gui",
+    "haiku",
+    "help",
+    "input-history-file",
+    "install-main-branch",
+    "just-check-update",
+    "light-mode",
+    "line-endings",
+    "lint",
+    "lint-cmd",
+    "list-models",
+    "llm-history-file",
+    "load",
+    "map-multiplier-no-files",
+    "map-refresh",
+    "map-tokens",
+    "max-chat-history-tokens",
+    "message",
+    "message-file",
+    "mini",
+    "model",
+    "model-metadata-file",
+    "model-settings-file",
+    "models",
+    "msg",
+    "multiline",
+    "no-add-gitignore-files",
+    "no-analytics",
+    "no-attribute-author",
+    "no-attribute-co-authored-by",
+    "no-attribute-commit-message-author",
+    "no-attribute-commit-message-committer",
+    "no-attribute-committer",
+    "no-auto-accept-architect",
+    "no-auto-commits",
+    "no-auto-lint",
+    "no-auto-test",
+    "no-browser",
+    "no-cache-prompts",
+    "no-check-model-accepts-settings",
+    "no-check-update",
+    "no-copy-paste",
+    "no-detect-urls",
+    "no-dirty-commits",
+    "no-dry-run",
+    "no-fancy-input",
+    "no-git",
+    "no-git-commit-verify",
+    "no-gitignore",
+    "no-gui",
+    "no-multiline",
+    "no-notifications",
+    "no-pretty",
+    "no-restore-chat-history",
+    "no-show-model-warnings",
+    "no-show-release-notes",
+    "no-stream",
+    "no-suggest-shell-commands",
+    "no-verify-ssl",
+    "no-watch-files",
+    "notifications",
+    "notifications-command",
+    "o1-mini",
+    "o1-preview",
+    "openai-api-base",
+    "openai-api-deployment-id",
+    "openai-api-key",
+    "openai-api-type",
+    "openai-api-version",
+    "openai-organization-id",
+    "opus",
+    "pretty",
+    "read",
+    "reasoning-effort",
+    "restore-chat-history",
+    "set-env",
+    "shell-completions",
+    "show-diffs",
+    "show-model-warnings",
+    "show-prompts",
+    "show-release-notes",
+    "show-repo-map",
+    "skip-sanity-check-repo",
+    "sonnet",
+    "stream",
+    "subtree-only",
+    "suggest-shell-commands",
+    "test",
+    "test-cmd",
+    "thinking-tokens",
+    "timeout",
+    "tool-error-color",
+    "tool-output-color",
+    "tool-warning-color",
+    "update",
+    "upgrade",
+    "user-input-color",
+    "verbose",
+    "verify-ssl",
+    "version",
+    "vim",
+    "voice-format",
+    "voice-input-device",
+    "voice-language",
+    "watch-files",
+    "weak-model",
+    "yes-always",
+];
+
+/// The keys of the config that Aider 0.86.2 does not take, each of which stops it at start.
+/// A text that is not a mapping says nothing here (the other readers report it).
+pub fn unknown_options(text: Option<&str>) -> Vec<String> {
+    let Ok(entries) = top_level(text, ADD_BY_HAND) else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|(k, _)| k.as_str())
+        .filter(|k| !OPTIONS.contains(k))
+        .map(str::to_string)
+        .collect()
 }
 
 fn is_bridge(name: &str) -> bool {
@@ -573,6 +791,10 @@ mod tests {
         assert!(err.to_string().contains("load: .polis.aider"), "{err}");
         let err = without_load(Some("load: .polis.aider  # ours\n")).unwrap_err();
         assert!(err.to_string().contains("remove the line"), "{err}");
+        // A `load:` that is no file name is shown as the person wrote it, not as polisd's
+        // inner value (`Seq([Str("a"), …])`).
+        let err = with_load(Some("load: [a, 2, {b: c}]\n")).unwrap_err();
+        assert!(err.to_string().contains("`load: [a, 2, {b: c}]`"), "{err}");
     }
 
     #[test]
@@ -597,5 +819,18 @@ mod tests {
         ] {
             assert_eq!(runs_primer(foreign), None, "{foreign}");
         }
+    }
+
+    #[test]
+    fn aider_refuses_a_key_it_has_no_option_for() {
+        assert_eq!(
+            unknown_options(Some(
+                "map-tokens: 1024\nmap_tokens: 1\nteam-note: x\nread: AGENTS.md\n"
+            )),
+            vec!["map_tokens".to_string(), "team-note".to_string()]
+        );
+        assert!(unknown_options(Some(&with_load(Some("map-tokens: 1\n")).unwrap())).is_empty());
+        assert!(unknown_options(Some("[1, 2]")).is_empty());
+        assert!(unknown_options(None).is_empty());
     }
 }

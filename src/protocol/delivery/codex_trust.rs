@@ -6,10 +6,10 @@
 //! handler's place in the file (both from 0), holding `trusted_hash` (Codex's hash of its own
 //! normalised form of the handler) and, once the person switched it in `/hooks`, `enabled`.
 //!
-//! polisd does not recompute that hash, which is Codex's internal form and may change with
-//! it: a handler is reported only when it certainly will not run, that is when its table has
-//! no `trusted_hash` at all or says `enabled = false`. A hook changed after it was trusted
-//! (Codex then asks again) goes unreported.
+//! A handler runs only while that hash is the hash of the handler as it is now: polisd
+//! computes it as Codex CLI 0.171.0 does ([`handler_hash`]) and reports a handler changed
+//! since its approval. Where it cannot hash a handler as Codex would, it says nothing of it.
+//! Trust is reported, never given: polisd never writes Codex's config.
 //! Pure: the caller reads the files and canonicalises the paths.
 
 use crate::protocol::delivery::agent_hooks::{is_ours, Cli};
@@ -27,11 +27,13 @@ pub struct TrustInputs<'a> {
     pub shown: &'a str,
 }
 
-/// One of polisd's handlers in the hooks file: its event and Codex's name for its place.
+/// One of polisd's handlers in the hooks file: its event, Codex's name for its place, and
+/// Codex's hash of it (`None` when Codex would not hash it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Place {
     event: String,
     key: String,
+    hash: Option<String>,
 }
 
 /// polisd's handlers in a hooks file, with the suffix of their Codex key
@@ -59,12 +61,106 @@ fn places(hooks: &str) -> Vec<Place> {
                     out.push(Place {
                         event: event.clone(),
                         key: format!("{}:{g}:{h}", snake_case(event)),
+                        hash: handler_hash(event, group, handler),
                     });
                 }
             }
         }
     }
     out
+}
+
+/// The events Codex CLI 0.171.0 reads from a hooks file; it ignores any other.
+pub const CODEX_EVENTS: [&str; 12] = [
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PreCompact",
+    "PostCompact",
+    "SessionStart",
+    "SessionEnd",
+    "UserPromptSubmit",
+    "SubagentStart",
+    "SubagentStop",
+    "Stop",
+    "Interrupt",
+];
+
+/// Codex CLI's hash of a command handler of `event` in `group`, as it records it in
+/// `trusted_hash` and compares it on every start (Codex CLI 0.171.0): SHA-256 of the compact
+/// JSON, keys sorted, of `{event_name, matcher, hooks: [handler]}` where the event is in snake
+/// case, the matcher is the group's (dropped for the events that take none) and the handler
+/// holds only the fields Codex reads, normalised: `type`, `command`, `timeout` (its default
+/// filled in, at least 1), `async`, and `statusMessage` and `additionalContextLimit` when set;
+/// an absent value is left out, not written as null. `None` for a handler Codex would not hash:
+/// not a command, an event it ignores, or a value of a type it would refuse.
+pub fn handler_hash(
+    event: &str,
+    group: &serde_json::Value,
+    handler: &serde_json::Value,
+) -> Option<String> {
+    use serde_json::Value;
+    use std::collections::BTreeMap;
+    if !CODEX_EVENTS.contains(&event) || handler.get("type")?.as_str()? != "command" {
+        return None;
+    }
+    // A value absent or null is unset; one of another type makes Codex refuse the file.
+    let optional = |value: Option<&Value>, keep: fn(&Value) -> bool| match value {
+        None | Some(Value::Null) => Some(None),
+        Some(v) => keep(v).then(|| Some(v.clone())),
+    };
+    // Codex runs the Windows command, when there is one, only on Windows.
+    let windows = optional(handler.get("commandWindows"), Value::is_string)?;
+    let command = match windows {
+        Some(w) if cfg!(windows) => w,
+        _ => handler.get("command").filter(|c| c.is_string())?.clone(),
+    };
+    // An empty command is skipped, never run nor listed.
+    if command.as_str()?.trim().is_empty() {
+        return None;
+    }
+    let timeout = optional(handler.get("timeout"), Value::is_u64)?.and_then(|t| t.as_u64());
+    let timeout = match event {
+        "SessionEnd" | "Interrupt" => timeout.unwrap_or(1).clamp(1, 3),
+        _ => timeout.unwrap_or(600).max(1),
+    };
+    // Codex passes the form through TOML, whose integers stop at i64::MAX.
+    let limit = optional(handler.get("additionalContextLimit"), |v| {
+        v.as_u64().is_some_and(|n| i64::try_from(n).is_ok())
+    })?;
+    let asynchronous = match handler.get("async") {
+        None => false,
+        Some(v) => v.as_bool()?,
+    };
+    let mut form: BTreeMap<&str, Value> = BTreeMap::new();
+    form.insert("type", Value::from("command"));
+    form.insert("command", command);
+    form.insert("timeout", Value::from(i64::try_from(timeout).ok()?));
+    form.insert("async", Value::Bool(asynchronous));
+    if let Some(message) = optional(handler.get("statusMessage"), Value::is_string)? {
+        form.insert("statusMessage", message);
+    }
+    if let Some(limit) = limit {
+        form.insert("additionalContextLimit", limit);
+    }
+    let mut identity: BTreeMap<&str, Value> = BTreeMap::new();
+    identity.insert("event_name", Value::from(snake_case(event)));
+    identity.insert(
+        "hooks",
+        Value::Array(vec![serde_json::to_value(form).ok()?]),
+    );
+    let takes_matcher = !matches!(event, "UserPromptSubmit" | "Stop" | "Interrupt");
+    if let Some(matcher) = optional(group.get("matcher"), Value::is_string)? {
+        if takes_matcher {
+            identity.insert("matcher", matcher);
+        }
+    }
+    // Maps serialise their keys sorted (a BTreeMap, whatever serde_json's features).
+    let bytes = serde_json::to_vec(&identity).ok()?;
+    Some(format!(
+        "sha256:{}",
+        crate::protocol::digest::sha256_hex(&bytes)
+    ))
 }
 
 /// `PostToolUse` → `post_tool_use`, as Codex names an event in its keys.
@@ -83,15 +179,25 @@ fn snake_case(event: &str) -> String {
     out
 }
 
-/// What the config says of one handler.
-#[derive(Debug, Default, Clone, Copy)]
+/// What the config says of one handler: the hash of the form the person approved, if any,
+/// and whether they switched it off.
+#[derive(Debug, Default, Clone)]
 struct State {
-    trusted: bool,
+    trusted: Option<String>,
     off: bool,
 }
 
+impl State {
+    /// Approved, but in another form than `place` has now: Codex skips it until the person
+    /// approves it again. Unknown when polisd cannot hash the handler as Codex does.
+    fn stale(&self, place: &Place) -> bool {
+        matches!((&self.trusted, &place.hash), (Some(t), Some(h)) if t != h)
+    }
+}
+
 /// Why Codex CLI will not run some of polisd's hooks for this person: one line for the hooks
-/// it has no trust for, one for those switched off. Empty when it runs them all, or when the
+/// switched off, one for those it has no trust for, one for those changed since the person
+/// approved them. Empty when it runs them all, or when the
 /// config says something polisd cannot read with certainty (not TOML: Codex reports that
 /// itself; a key for this hooks file in a form polisd does not know).
 pub fn untrusted(inputs: &TrustInputs<'_>, canonical: &dyn Fn(&Path) -> PathBuf) -> Vec<String> {
@@ -110,13 +216,13 @@ pub fn untrusted(inputs: &TrustInputs<'_>, canonical: &dyn Fn(&Path) -> PathBuf)
         states
             .iter()
             .find(|(key, _)| *key == place.key)
-            .map(|(_, s)| *s)
+            .map(|(_, s)| s.clone())
             .unwrap_or_default()
     };
-    let events = |pick: &dyn Fn(State) -> bool| {
+    let events = |pick: &dyn Fn(&Place, State) -> bool| {
         let mut names: Vec<&str> = ours
             .iter()
-            .filter(|p| pick(state_of(p)))
+            .filter(|p| pick(p, state_of(p)))
             .map(|p| p.event.as_str())
             .collect();
         // In the order polisd installs them (the parsed file's keys come sorted).
@@ -126,19 +232,27 @@ pub fn untrusted(inputs: &TrustInputs<'_>, canonical: &dyn Fn(&Path) -> PathBuf)
         names.join(", ")
     };
     let mut out = Vec::new();
-    let off = events(&|s| s.off);
+    let off = events(&|_, s| s.off);
     if !off.is_empty() {
         out.push(format!(
             "{} switches polisd's {off} hook(s) off (`enabled = false` under `[hooks.state]`): Codex runs them once they are turned on again in `codex`'s /hooks",
             inputs.shown
         ));
     }
-    let untrusted = events(&|s| !s.off && !s.trusted);
+    let untrusted = events(&|_, s| !s.off && s.trusted.is_none());
     if !untrusted.is_empty() {
         out.push(format!(
             "Codex CLI runs a project's hooks only once the person trusted them, and {} has no trust for polisd's {untrusted} hook(s) in {}: start `codex` in the project and approve the hooks it lists (`codex exec` skips untrusted hooks without a word)",
             inputs.shown,
             inputs.hooks_path.display()
+        ));
+    }
+    let stale = events(&|p, s| !s.off && s.stale(p));
+    if !stale.is_empty() {
+        out.push(format!(
+            "polisd's {stale} hook(s) in {} changed since the person approved them in Codex CLI ({} holds the hash of the approved form), and Codex skips a changed hook until it is approved again (`codex exec` without a word): start `codex` in the project and approve them again in /hooks",
+            inputs.hooks_path.display(),
+            inputs.shown,
         ));
     }
     out
@@ -216,7 +330,10 @@ fn states(
             continue;
         };
         let state = State {
-            trusted: value.get("trusted_hash").is_some_and(|h| h.is_str()),
+            trusted: value
+                .get("trusted_hash")
+                .and_then(|h| h.as_str())
+                .map(str::to_string),
             off: value.get("enabled").and_then(|e| e.as_bool()) == Some(false),
         };
         out.push((suffix.to_string(), state));
@@ -253,6 +370,14 @@ mod tests {
             {"type": "command", "command": "/opt/bin/polisd hook codex notices --interval 0"}
         ]}]
     }}"#;
+
+    /// Codex CLI 0.171.0's hashes of polisd's three handlers in `HOOKS` (`hooks/list`).
+    const PRIME: &str =
+        "trusted_hash = \"sha256:01c15a7490e3cab93bc9836d8f55b626990ed28630c69874cd6b074571d46f6f\"";
+    const NOTICES: &str =
+        "trusted_hash = \"sha256:0b00590533c8236557541f47958007da56c71f0f1406b860650025912da2012d\"";
+    const PROMPT: &str =
+        "trusted_hash = \"sha256:f29a93402cb270298a9445de12759bf495df03b39b9fe5476960f77f4361065d\"";
 
     fn check(config: Option<&str>) -> Vec<String> {
         let inputs = TrustInputs {
@@ -304,38 +429,19 @@ mod tests {
             );
             assert!(out[0].contains("approve the hooks it lists"), "{out:?}");
         }
-        // Trust recorded for polisd's places (through a link for one); a hash polisd does not
-        // check, since it cannot recompute Codex's.
+        // Trust recorded for polisd's places (through a link for one), each for its form.
         let all = [
-            entry(
-                "/p/.codex/hooks.json:session_start:0:0",
-                "trusted_hash = \"sha256:aa\"",
-            ),
-            entry(
-                "/link/.codex/hooks.json:post_tool_use:1:0",
-                "trusted_hash = \"sha256:bb\"",
-            ),
-            entry(
-                "/p/.codex/hooks.json:user_prompt_submit:0:1",
-                "trusted_hash = \"x\"",
-            ),
+            entry("/p/.codex/hooks.json:session_start:0:0", PRIME),
+            entry("/link/.codex/hooks.json:post_tool_use:1:0", NOTICES),
+            entry("/p/.codex/hooks.json:user_prompt_submit:0:1", PROMPT),
         ]
         .concat();
         assert_eq!(check(Some(&all)), Vec::<String>::new());
         // Trust for another place (the other tool's hook), another file, or no hash.
         let some = [
-            entry(
-                "/p/.codex/hooks.json:session_start:0:0",
-                "trusted_hash = \"sha256:aa\"",
-            ),
-            entry(
-                "/p/.codex/hooks.json:post_tool_use:0:0",
-                "trusted_hash = \"sha256:bb\"",
-            ),
-            entry(
-                "/q/.codex/hooks.json:user_prompt_submit:0:1",
-                "trusted_hash = \"sha256:cc\"",
-            ),
+            entry("/p/.codex/hooks.json:session_start:0:0", PRIME),
+            entry("/p/.codex/hooks.json:post_tool_use:0:0", NOTICES),
+            entry("/q/.codex/hooks.json:user_prompt_submit:0:1", PROMPT),
             entry(
                 "/p/.codex/hooks.json:user_prompt_submit:0:1",
                 "enabled = true",
@@ -352,19 +458,14 @@ mod tests {
 
     #[test]
     fn a_handler_switched_off_is_reported_as_off() {
+        // Off is said alone: a changed hook switched off is off first.
         let config = [
             entry(
                 "/p/.codex/hooks.json:session_start:0:0",
                 "trusted_hash = \"sha256:aa\"\nenabled = false",
             ),
-            entry(
-                "/p/.codex/hooks.json:post_tool_use:1:0",
-                "trusted_hash = \"sha256:bb\"",
-            ),
-            entry(
-                "/p/.codex/hooks.json:user_prompt_submit:0:1",
-                "trusted_hash = \"sha256:cc\"",
-            ),
+            entry("/p/.codex/hooks.json:post_tool_use:1:0", NOTICES),
+            entry("/p/.codex/hooks.json:user_prompt_submit:0:1", PROMPT),
         ]
         .concat();
         let out = check(Some(&config));
@@ -373,6 +474,46 @@ mod tests {
             out[0].contains("polisd's SessionStart hook(s) off"),
             "{out:?}"
         );
+    }
+
+    #[test]
+    fn a_handler_changed_since_its_approval_is_reported_as_changed() {
+        // The approval of the form before `--interval 0` for UserPromptSubmit, and of another
+        // binary's command for PostToolUse: Codex calls both "modified" and skips them.
+        let config = [
+            entry("/p/.codex/hooks.json:session_start:0:0", PRIME),
+            entry(
+                "/p/.codex/hooks.json:post_tool_use:1:0",
+                "trusted_hash = \"sha256:d9d7a6c48d7879b65089e6720cd1f42bb84a6a1e6ce5ad3c5cae0031793fd554\"",
+            ),
+            entry(
+                "/p/.codex/hooks.json:user_prompt_submit:0:1",
+                "trusted_hash = \"sha256:ba5e0578b686478e2f8a5ff5bda6a7a30f7b42ad0419ec8825c6f49d7c1567e9\"",
+            ),
+        ]
+        .concat();
+        let out = check(Some(&config));
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(
+            out[0].starts_with(
+                "polisd's PostToolUse, UserPromptSubmit hook(s) in /p/.codex/hooks.json changed since the person approved them"
+            ),
+            "{out:?}"
+        );
+        assert!(out[0].contains("approve them again in /hooks"), "{out:?}");
+        // A handler polisd cannot hash as Codex does is not called changed.
+        let odd = HOOKS.replace(
+            r#""command": "polisd hook codex prime""#,
+            r#""command": "polisd hook codex prime", "timeout": "10""#,
+        );
+        let inputs = TrustInputs {
+            hooks: &odd,
+            hooks_path: Path::new("/p/.codex/hooks.json"),
+            config: Some(&config),
+            shown: "c",
+        };
+        let out = untrusted(&inputs, &|p: &Path| p.to_path_buf());
+        assert!(!out.concat().contains("SessionStart"), "{out:?}");
     }
 
     #[test]
@@ -395,6 +536,167 @@ mod tests {
         let same = |p: &Path| p.to_path_buf();
         assert!(untrusted(&inputs(r#"{"hooks": {}}"#), &same).is_empty());
         assert!(untrusted(&inputs("{not json"), &same).is_empty());
+    }
+
+    /// Codex's hash of the handler at `group`/`handler` of `event` in a hooks file.
+    fn hash_in(file: &str, event: &str, group: usize, handler: usize) -> Option<String> {
+        let root: serde_json::Value = serde_json::from_str(file).unwrap();
+        let group = &root["hooks"][event][group];
+        handler_hash(event, group, &group["hooks"][handler])
+    }
+
+    fn sha(hex: &str) -> Option<String> {
+        Some(format!("sha256:{hex}"))
+    }
+
+    // Every hash below is what the real Codex CLI 0.171.0 reports for the handler as
+    // `currentHash` (`codex app-server`, `hooks/list`), and records as `trusted_hash` when the
+    // person approves it.
+
+    #[test]
+    fn polisds_own_handlers_hash_as_codex_hashes_them() {
+        // What `hooks install --codex` writes, with `--interval 0` on the notices hooks.
+        let file = r#"{"hooks": {
+            "SessionStart": [{"hooks": [{"type": "command", "command": "polisd hook codex prime", "timeout": 10}]}],
+            "PostToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "polisd hook codex notices --interval 0", "timeout": 10}]}],
+            "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "polisd hook codex notices --interval 0", "timeout": 10}]}]
+        }}"#;
+        assert_eq!(
+            hash_in(file, "SessionStart", 0, 0),
+            sha("8bc241722dd4845a7800a49d59563f2821d2785e231aa309175f949c5e8d7d64")
+        );
+        assert_eq!(
+            hash_in(file, "PostToolUse", 0, 0),
+            sha("495e33d5bf0600cc8f2a0b6bc46331280c27f1231b30d295c5a87d2f440c440a")
+        );
+        assert_eq!(
+            hash_in(file, "UserPromptSubmit", 0, 0),
+            sha("9a10123b95f7173a15325020c05ec559e03685189f57d99a0953c3a0def81851")
+        );
+        // Without `--interval 0`: another command, another hash.
+        let plain = file.replace(" --interval 0", "");
+        assert_eq!(
+            hash_in(&plain, "PostToolUse", 0, 0),
+            sha("d9d7a6c48d7879b65089e6720cd1f42bb84a6a1e6ce5ad3c5cae0031793fd554")
+        );
+        assert_eq!(
+            hash_in(&plain, "UserPromptSubmit", 0, 0),
+            sha("ba5e0578b686478e2f8a5ff5bda6a7a30f7b42ad0419ec8825c6f49d7c1567e9")
+        );
+    }
+
+    #[test]
+    fn the_hash_is_of_codexs_normalised_handler() {
+        let file = r#"{"hooks": {
+            "SessionStart": [{"matcher": " startup ", "hooks": [
+                {"type": "command", "command": "polisd hook codex prime"},
+                {"type": "command", "command": "a", "timeout": 0, "statusMessage": "hi \"x\" é\n", "async": true},
+                {"type": "command", "command": "b", "timeout": 5, "additionalContextLimit": 100, "description": "z", "commandWindows": "w"},
+                {"type": "prompt", "prompt": "p"},
+                {"type": "command", "command": "c", "timeout": 7}
+            ]}, {"matcher": "", "hooks": [{"type": "command", "command": "d"}]}],
+            "UserPromptSubmit": [{"matcher": "[", "hooks": [{"type": "command", "command": "e"}]}],
+            "PostToolUse": [{"hooks": [{"type": "command", "command": "g"}]}],
+            "Stop": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "h"}]}],
+            "SessionEnd": [{"matcher": "X", "hooks": [{"type": "command", "command": "a"}, {"type": "command", "command": "b", "timeout": 9}]}],
+            "Interrupt": [{"matcher": "X", "hooks": [{"type": "command", "command": "b", "timeout": 9}]}]
+        }}"#;
+        let cases = [
+            // No timeout: 600 seconds; the matcher as written, spaces and all.
+            (
+                "SessionStart",
+                0,
+                0,
+                "e8004453f0041386907d7ccbcb0f1f6043bdfc18cb967ea226522405c8550b2e",
+            ),
+            // A timeout of 0 is 1; the status message and `async` count.
+            (
+                "SessionStart",
+                0,
+                1,
+                "a43aacbb4da0be1f01d5f854661e3d91d74760b74f0203e19291ea7c292db674",
+            ),
+            // `additionalContextLimit` counts; fields Codex does not know, and the Windows
+            // command on another system, do not.
+            (
+                "SessionStart",
+                0,
+                2,
+                "3a134047cb88d1d411d587dcdc116079d412d881edbb3d17d648e2e75a998ca3",
+            ),
+            (
+                "SessionStart",
+                0,
+                4,
+                "2a98765ee51392028a0982996731a3c112002f0e7b6d9c82f77e43f3590416c4",
+            ),
+            // An empty matcher is kept.
+            (
+                "SessionStart",
+                1,
+                0,
+                "d11370a139311bebe3cbecf6cfe356675266331b1b9b58f8990f9385c6f7cdde",
+            ),
+            // Events without a matcher drop it, even one that is not a pattern.
+            (
+                "UserPromptSubmit",
+                0,
+                0,
+                "481b51bc9929ea565f24b6fd5d8554ddf305ba1e5e2bf0a7016464c18f3cba72",
+            ),
+            (
+                "PostToolUse",
+                0,
+                0,
+                "62781e579bb7bed7da971c119c942b3ec90c8fb68f4a6e094efe3dc1f3699a5a",
+            ),
+            (
+                "Stop",
+                0,
+                0,
+                "59650e3320ab25a13185e856eb8f765319adcabda0137e9a7f8a7e5b3121c78c",
+            ),
+        ];
+        for (event, group, handler, hex) in cases {
+            assert_eq!(
+                hash_in(file, event, group, handler),
+                sha(hex),
+                "{event}:{group}:{handler}"
+            );
+        }
+        // SessionEnd and Interrupt: 1 second by default, at most 3 (Interrupt drops the matcher).
+        let short = [
+            (
+                "SessionEnd",
+                0,
+                "5b005f63a9251d592bbe29df8fb5e2983a0b3079d8709dee193748c370e17c51",
+            ),
+            (
+                "SessionEnd",
+                1,
+                "fa2b1880a87a16e6995a5fec6acd3673d8a1e4d161a8be0083e10a3051abab24",
+            ),
+            (
+                "Interrupt",
+                0,
+                "55ed59c0d01f6dd3a63ea010776822d62859528e678fa982d7ba34aa0b8c8eb5",
+            ),
+        ];
+        for (event, handler, hex) in short {
+            assert_eq!(hash_in(file, event, 0, handler), sha(hex), "{event}");
+        }
+        // Not a command handler, or one Codex would not load: no hash to compare.
+        assert_eq!(hash_in(file, "SessionStart", 0, 3), None);
+        let odd = r#"{"hooks": {"SessionStart": [{"hooks": [
+            {"type": "command", "command": "x", "timeout": "10"},
+            {"type": "command", "command": "x", "async": "yes"},
+            {"type": "command", "command": "  "},
+            {"type": "command", "command": "x", "timeout": 18446744073709551615}
+        ]}], "Notification": [{"hooks": [{"type": "command", "command": "x"}]}]}}"#;
+        for handler in 0..4 {
+            assert_eq!(hash_in(odd, "SessionStart", 0, handler), None, "{handler}");
+        }
+        assert_eq!(hash_in(odd, "Notification", 0, 0), None);
     }
 
     fn project(config: Option<&str>) -> Option<String> {

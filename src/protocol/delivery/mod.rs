@@ -11,3 +11,4 @@ pub mod inbox;
 pub mod index_state;
 pub mod notice;
 pub mod primer;
+pub mod settings_check;

@@ -1,0 +1,307 @@
+//! Codex CLI's review of polisd's hooks, judged against the real Codex CLI. Codex runs a
+//! project's hook only while the hash it recorded when the person approved it
+//! (`trusted_hash` in `~/.codex/config.toml`) is the hash of the handler as it is now; a hook
+//! changed since (another `--bin`, `--interval 0`) is skipped by `codex exec` without a word.
+//! Codex's own view of each hook, its `currentHash` and `trustStatus`, comes from `codex
+//! app-server`'s `hooks/list`, the oracle here (polisd itself never runs Codex):
+//! - `hooks status` reports a hook as changed since its approval exactly when Codex says
+//!   "modified", and as never approved exactly when Codex says "untrusted", for handlers a team
+//!   edited by hand too;
+//! - after `hooks install --codex --bin` changed approved hooks, `hooks install` and `hooks
+//!   status` say so, and the real `codex exec` indeed runs none of them; approved again, they
+//!   run and the status has nothing to say.
+
+use crate::harness::{self, KilledGroup, BIN, DEADLINE};
+use crate::model_api::{ModelApi, Turn};
+use crate::{
+    clients, codex_review_record, excerpt, primer_heading, shown, Project, CODEX, CODEX_UNBYPASSED,
+    ME,
+};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::sync::mpsc;
+
+/// The hooks Codex CLI finds for the project, as its app server lists them (`hooks/list`):
+/// each with its `key`, `eventName`, `command`, `currentHash` and `trustStatus`.
+fn codex_hooks(project: &Project) -> Vec<Value> {
+    let mut server = KilledGroup::spawn(
+        project
+            .as_person(&clients::agent_clis().join("codex"))
+            .arg("app-server")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    )
+    .unwrap();
+    let mut input = server.child().stdin.take().unwrap();
+    let output = server.child().stdout.take().unwrap();
+    // Read on a thread, so a silent server fails the test at the deadline; the thread ends
+    // when the server, killed with the group when `server` drops, closes its output.
+    let (lines, received) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(output).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // A request, or with no id a notification (no answer).
+    let mut call = |id: Option<u64>, method: &str, params: Value| -> Value {
+        let mut message = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        if let Some(id) = id {
+            message["id"] = json!(id);
+        }
+        writeln!(input, "{message}").unwrap();
+        input.flush().unwrap();
+        let Some(id) = id else {
+            return Value::Null;
+        };
+        loop {
+            let line = received
+                .recv_timeout(DEADLINE)
+                .unwrap_or_else(|e| panic!("codex app-server's answer to {method}: {e}"));
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if message["id"] == json!(id) {
+                assert!(message.get("error").is_none(), "{method}: {message}");
+                return message["result"].clone();
+            }
+        }
+    };
+    call(
+        Some(1),
+        "initialize",
+        json!({"clientInfo": {"name": "polisd-tests", "version": "1"}}),
+    );
+    call(None, "initialized", json!({}));
+    let listed = call(Some(2), "hooks/list", json!({"cwds": [project.dir()]}));
+    let entry = &listed["data"][0];
+    assert_eq!(entry["errors"], json!([]), "{listed:#}");
+    entry["hooks"].as_array().unwrap().clone()
+}
+
+/// polisd's hooks among Codex's list.
+fn ours(hooks: &[Value]) -> Vec<&Value> {
+    hooks
+        .iter()
+        .filter(|h| h["command"].as_str().unwrap_or("").contains("hook codex "))
+        .collect()
+}
+
+/// The events (as the hooks file names them) of polisd's hooks whose Codex trust is `status`,
+/// in the order polisd installs them, as `hooks status` lists them.
+fn events_with(hooks: &[Value], status: &str) -> String {
+    let order = ["SessionStart", "PostToolUse", "UserPromptSubmit"];
+    let mut events: Vec<String> = ours(hooks)
+        .into_iter()
+        .filter(|h| h["trustStatus"] == status)
+        .map(|h| {
+            let name = h["eventName"].as_str().unwrap();
+            name[..1].to_uppercase() + &name[1..]
+        })
+        .collect();
+    events.sort_by_key(|e| order.iter().position(|o| o == e));
+    events.join(", ")
+}
+
+/// What the person's approval in Codex's review records: each hook's current hash, as Codex
+/// reports it, under its key.
+fn approve(project: &Project, hooks: &[Value]) {
+    let config = project.home.join(".codex/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    for hook in hooks {
+        let key = hook["key"].as_str().unwrap();
+        let hash = hook["currentHash"].as_str().unwrap();
+        // A table written twice is not TOML: replace an earlier approval.
+        let header = format!("[hooks.state.\"{key}\"]\n");
+        if let Some(at) = text.find(&header) {
+            let end = text[at + header.len()..]
+                .find("\n[")
+                .map_or(text.len(), |e| at + header.len() + e + 1);
+            text.replace_range(at..end, "");
+        }
+        text.push_str(&format!("\n{header}trusted_hash = \"{hash}\"\n"));
+    }
+    std::fs::write(&config, text).unwrap();
+}
+
+/// `hooks status --json`'s row for Codex, and the exit code.
+fn codex_status(project: &Project) -> (Value, Option<i32>) {
+    let out = project
+        .polisd()
+        .args(["hooks", "status", "--json"])
+        .output()
+        .unwrap();
+    let rows: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", harness::describe(&out)));
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["cli"] == "codex")
+        .unwrap()
+        .clone();
+    (row, out.status.code())
+}
+
+/// The one problem that contains `needle`.
+#[track_caller]
+fn problem_with<'a>(row: &'a Value, needle: &str) -> &'a str {
+    let found: Vec<&str> = row["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|p| p.contains(needle))
+        .collect();
+    assert_eq!(found.len(), 1, "one problem with {needle:?}: {row:#}");
+    found[0]
+}
+
+/// A team's hand edits of the hooks file: polisd's SessionStart hook beside the team's own in
+/// a group with a matcher, with a status message; a matcher Codex ignores on UserPromptSubmit,
+/// and no timeout there.
+const TEAM_HOOKS: &str = r#"{
+  "hooks": {
+    "SessionStart": [
+      {"matcher": "startup|resume", "hooks": [
+        {"type": "command", "command": "./team-start.sh"},
+        {"type": "command", "command": "polisd hook codex prime", "timeout": 10, "statusMessage": "Reading the polis…"}
+      ]}
+    ],
+    "PostToolUse": [
+      {"matcher": "*", "hooks": [{"type": "command", "command": "polisd hook codex notices --interval 0", "timeout": 10}]}
+    ],
+    "UserPromptSubmit": [
+      {"matcher": "ignored", "hooks": [{"type": "command", "command": "polisd hook codex notices"}]}
+    ]
+  }
+}
+"#;
+
+/// `hooks status` tells an approval Codex holds current from one it holds stale exactly as the
+/// real Codex CLI does, for handlers a team edited by hand, and after `hooks install` changed
+/// them.
+#[test]
+fn codex_hooks_status_judges_each_approval_as_codex_cli_does() {
+    let project = Project::new(&CODEX);
+    std::fs::write(project.dir().join(".codex/hooks.json"), TEAM_HOOKS).unwrap();
+    let hooks = codex_hooks(&project);
+    assert_eq!(ours(&hooks).len(), 3, "{hooks:#?}");
+    approve(&project, &hooks);
+    let hooks = codex_hooks(&project);
+    assert!(
+        hooks.iter().all(|h| h["trustStatus"] == "trusted"),
+        "{hooks:#?}"
+    );
+    let (row, code) = codex_status(&project);
+    assert_eq!(row["problems"], json!([]), "Codex trusts them all: {row:#}");
+    assert_eq!(code, Some(0));
+
+    // Another binary: install rewrites polisd's handlers, moving the SessionStart one out of
+    // the team's group (so out of its approved place).
+    let out = project
+        .polisd()
+        .args(["hooks", "install", "--codex", "--as", ME, "--bin", BIN])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    let hooks = codex_hooks(&project);
+    let (modified, untrusted) = (
+        events_with(&hooks, "modified"),
+        events_with(&hooks, "untrusted"),
+    );
+    assert_eq!(
+        (modified.as_str(), untrusted.as_str()),
+        ("PostToolUse, UserPromptSubmit", "SessionStart"),
+        "Codex's view: {hooks:#?}"
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("polisd's {modified} hook(s)")) && said.contains("changed since"),
+        "install says so: {said}"
+    );
+    let (row, code) = codex_status(&project);
+    let stale = problem_with(&row, "changed since");
+    assert!(
+        stale.contains(&format!("polisd's {modified} hook(s)")) && stale.contains("/hooks"),
+        "{stale}"
+    );
+    let never = problem_with(&row, "has no trust");
+    assert!(
+        never.contains(&format!("polisd's {untrusted} hook(s)")),
+        "{never}"
+    );
+    assert_eq!(code, Some(1), "{row:#}");
+
+    approve(&project, &hooks);
+    let (row, code) = codex_status(&project);
+    assert_eq!(row["problems"], json!([]), "approved again: {row:#}");
+    assert_eq!(code, Some(0));
+}
+
+/// After `hooks install --codex` changed hooks the person approved (another `--bin`), the real
+/// `codex exec` runs none of them, and `hooks install` and `hooks status` say so; once the
+/// person approves them again, they run and the status has nothing to say.
+#[test]
+fn codex_cli_skips_hooks_changed_since_their_approval_and_hooks_status_says_so() {
+    let project = Project::new(&CODEX);
+    let config = project.home.join(".codex/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&codex_review_record(&project.dir()));
+    std::fs::write(&config, text).unwrap();
+    let (row, code) = codex_status(&project);
+    assert_eq!(row["problems"], json!([]), "approved: {row:#}");
+    assert_eq!(code, Some(0));
+
+    let out = project
+        .polisd()
+        .args(["hooks", "install", "--codex", "--as", ME, "--bin", BIN])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    let all = "polisd's SessionStart, PostToolUse, UserPromptSubmit hook(s)";
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("warning: ") && said.contains(all) && said.contains("changed since"),
+        "install says so: {said}"
+    );
+    let (row, code) = codex_status(&project);
+    let stale = problem_with(&row, "changed since");
+    assert!(
+        stale.contains(all) && stale.contains("~/.codex/config.toml") && stale.contains("/hooks"),
+        "{stale}"
+    );
+    assert_eq!(code, Some(1), "{row:#}");
+    let hooks = codex_hooks(&project);
+    assert_eq!(
+        events_with(&hooks, "modified"),
+        "SessionStart, PostToolUse, UserPromptSubmit",
+        "{hooks:#?}"
+    );
+    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
+    project.session(&CODEX_UNBYPASSED, &api, "Hello?");
+    let first = &api.turns()[0].body;
+    assert_eq!(
+        shown(first, &primer_heading()),
+        0,
+        "Codex skips a hook changed since its approval: {}",
+        excerpt(first)
+    );
+
+    approve(&project, &hooks);
+    let (row, code) = codex_status(&project);
+    assert_eq!(row["problems"], json!([]), "approved again: {row:#}");
+    assert_eq!(code, Some(0));
+    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
+    project.session(&CODEX_UNBYPASSED, &api, "Hello?");
+    let first = &api.turns()[0].body;
+    assert_eq!(
+        shown(first, &primer_heading()),
+        1,
+        "approved again, they run: {}",
+        excerpt(first)
+    );
+}

@@ -1,0 +1,189 @@
+//! A team's edit elsewhere in a shared settings file that makes the real CLI skip polisd's
+//! hooks though they are there, and `hooks status` saying so: for each, a session shows no
+//! primer and the status names the reason; once the edit is undone, the primer is back and the
+//! status has nothing to say of it.
+//! - Codex CLI refuses a whole `.codex/hooks.json` with a top-level key it does not know, and
+//!   skips a group whose matcher is not a valid regex;
+//! - Claude Code skips a whole `.claude/settings.json` its schema refuses (a permission mode it
+//!   does not know), and a group whose matcher is not a valid regex never runs;
+//! - Gemini CLI compares a `SessionStart` matcher with the session's source as plain text, and
+//!   a tool matcher that is no valid regex with the tool's name;
+//! - for each of the three, a tool group whose matcher is no valid regex: no notice after the
+//!   session's tool call;
+//! - Aider stops at start for a key in `.aider.conf.yml` that is none of its options
+//!   (`aider.rs`).
+
+use crate::harness;
+use crate::model_api::{ModelApi, Turn};
+use crate::{primer_heading, shown, Cli, Project, CLAUDE, CODEX, GEMINI, ME};
+use serde_json::{json, Value};
+
+/// An edit of the settings, and what `hooks status` says of it.
+type Edit = (fn(&mut Value), &'static str);
+
+/// `cli`'s hooks installed, then each edit in turn: the status says it and a session has no
+/// primer; then the file as polisd wrote it: the primer, and no word of any edit.
+fn skipped_until_undone(cli: &Cli, edits: &[Edit]) -> Project {
+    let project = Project::new(cli);
+    (cli.trust)(&project.home, &project.dir());
+    let path = project.dir().join(cli.settings);
+    let original = std::fs::read_to_string(&path).unwrap();
+    for (edit, said) in edits {
+        let mut v: Value = serde_json::from_str(&original).unwrap();
+        edit(&mut v);
+        std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        let out = project.polisd().args(["hooks", "status"]).output().unwrap();
+        let status = harness::describe(&out);
+        assert!(status.contains(said), "{}: {said}: {status}", cli.bin);
+        assert_eq!(out.status.code(), Some(1), "{status}");
+        let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
+        project.session(cli, &api, "Hello?");
+        let first = &api.turns()[0].body;
+        assert_eq!(
+            shown(first, &primer_heading()),
+            0,
+            "{}: {said}: the CLI skips the hooks",
+            cli.bin
+        );
+    }
+    std::fs::write(&path, &original).unwrap();
+    let status = project.hooks_status();
+    for (_, said) in edits {
+        assert!(!status.contains(said), "{status}");
+    }
+    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
+    project.session(cli, &api, "Hello?");
+    assert_eq!(
+        shown(&api.turns()[0].body, &primer_heading()),
+        1,
+        "{}",
+        cli.bin
+    );
+    project
+}
+
+#[test]
+fn codex_cli_skips_a_hooks_file_with_an_unknown_key_or_a_bad_matcher_and_hooks_status_says_so() {
+    let project = skipped_until_undone(
+        &CODEX,
+        &[
+            (
+                |v| v["team"] = json!("the team's hooks"),
+                "Codex CLI refuses the whole file (unknown key `team`)",
+            ),
+            (
+                |v| v["hooks"]["SessionStart"][0]["matcher"] = json!("startup|resume("),
+                "Codex CLI skips polisd's SessionStart group, whose matcher \"startup|resume(\" is not a valid regex",
+            ),
+        ],
+    );
+    tool_group_skipped_until_undone(
+        &CODEX,
+        "PostToolUse",
+        "Edit(",
+        "Codex CLI skips polisd's PostToolUse group, whose matcher \"Edit(\" is not a valid regex",
+    );
+    // install keeps the team's key, and says what it does.
+    let path = project.dir().join(CODEX.settings);
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["team"] = json!("the team's hooks");
+    std::fs::write(&path, v.to_string()).unwrap();
+    let out = project
+        .polisd()
+        .args(["hooks", "install", "--codex", "--as", ME])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("warning: ") && said.contains("unknown key `team`"),
+        "{}",
+        harness::describe(&out)
+    );
+}
+
+#[test]
+fn claude_code_skips_settings_its_schema_refuses_or_a_bad_matcher_and_hooks_status_says_so() {
+    skipped_until_undone(
+        &CLAUDE,
+        &[
+            (
+                |v| v["permissions"] = json!({"defaultMode": "careful"}),
+                "Claude Code skips the whole file, its hooks too, for `permissions.defaultMode` \"careful\"",
+            ),
+            (
+                |v| v["hooks"]["SessionStart"][0]["matcher"] = json!("startup|resume("),
+                "Claude Code finds polisd's SessionStart matcher \"startup|resume(\" no valid regex",
+            ),
+        ],
+    );
+    tool_group_skipped_until_undone(
+        &CLAUDE,
+        "PostToolUse",
+        "Edit(",
+        "Claude Code finds polisd's PostToolUse matcher \"Edit(\" no valid regex",
+    );
+}
+
+#[test]
+fn gemini_cli_skips_a_session_start_matcher_that_is_no_source_and_hooks_status_says_so() {
+    skipped_until_undone(
+        &GEMINI,
+        &[(
+            |v| v["hooks"]["SessionStart"][0]["matcher"] = json!("startup|resume"),
+            "so polisd's SessionStart group (matcher \"startup|resume\") never runs",
+        )],
+    );
+    tool_group_skipped_until_undone(
+        &GEMINI,
+        "AfterTool",
+        "read_file(",
+        "so polisd's AfterTool group (matcher \"read_file(\") never runs",
+    );
+}
+
+/// `cli`'s notices group on `event` given `matcher`, which is no valid regex: the status says
+/// `said`, and a message written while the session works is not shown after its tool call;
+/// with the matcher polisd writes, it is, and the status has no word of it.
+fn tool_group_skipped_until_undone(cli: &Cli, event: &str, matcher: &str, said: &str) {
+    let project = Project::new(cli);
+    (cli.trust)(&project.home, &project.dir());
+    let path = project.dir().join(cli.settings);
+    let original = std::fs::read_to_string(&path).unwrap();
+    let mut v: Value = serde_json::from_str(&original).unwrap();
+    v["hooks"][event][0]["matcher"] = json!(matcher);
+    std::fs::write(&path, v.to_string()).unwrap();
+    for fixed in [false, true] {
+        if fixed {
+            std::fs::write(&path, &original).unwrap();
+        }
+        let status = project.hooks_status();
+        assert_eq!(
+            !status.contains(said),
+            fixed,
+            "{}: {said}: {status}",
+            cli.bin
+        );
+        let token = format!("LATER-{}", u8::from(fixed));
+        let inbox = project.polis.path(&format!("citizens/{ME}/inbox.md"));
+        let read = (cli.read_tool)(&project.dir().join("NOTES.md"));
+        let word = format!("Later word (token {token}).");
+        let api = ModelApi::start(move |turn, _| {
+            if turn == 0 {
+                crate::message(&inbox, &word);
+                read.clone()
+            } else {
+                Turn::Text("done".into())
+            }
+        });
+        project.session(cli, &api, "Look at the notes, then stop.");
+        let turns = api.turns();
+        let last = &turns[turns.len() - 1].body;
+        assert!(turns.len() >= 2, "{} made a tool call", cli.bin);
+        assert_eq!(
+            shown(last, &token) >= 1,
+            fixed,
+            "{}: the notices hook after the tool call, matcher {matcher:?}, fixed: {fixed}",
+            cli.bin
+        );
+    }
+}
