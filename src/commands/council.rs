@@ -68,14 +68,14 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
                     ));
                 }
                 out.push_str(&format!(
-                    "  chairman: {}{}\n  the restatement gate (round 0) closes {} (or when every seat has written)",
+                    "  chairman: {}{}\n  {} (or until every seat has written)",
                     s.chairman,
                     if s.chairman_is_owner {
                         " (the owner: nobody was left off the panel)"
                     } else {
                         ""
                     },
-                    s.round_closes_at
+                    s.phase_words
                 ));
                 for n in &s.notes {
                     out.push_str(&format!("\n  note: {n}"));
@@ -94,21 +94,13 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
             let env = Env::open(&a.opts)?;
             finish(&a.opts, op::status(&env.root, &a.contract_id), |s| {
                 let mut out = format!("Council on {} ({}): ", s.contract_id, s.mode.as_str());
+                // The phase in the pages' words (`phase_words`), with what only the command
+                // adds: whose verdict and where, the decision, why it stopped.
+                out.push_str(&s.phase_words);
                 match s.phase {
-                    Phase::Rounds => out.push_str(&format!(
-                        "round {}{} of {} open until {}, at most {} words\n",
-                        s.round.unwrap_or(0),
-                        if s.round == Some(0) {
-                            " (the restatement gate)"
-                        } else {
-                            ""
-                        },
-                        s.rounds,
-                        s.closes_at.as_deref().unwrap_or("-"),
-                        s.word_limit.unwrap_or(0)
-                    )),
+                    Phase::Rounds => {}
                     Phase::Verdict => out.push_str(&format!(
-                        "rounds closed; waiting for the verdict of {} (reviews/{}/verdict.md){}\n",
+                        " ({}, in reviews/{}/verdict.md){}",
                         s.chairman,
                         s.contract_id,
                         if s.verdict_present {
@@ -118,14 +110,15 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
                         }
                     )),
                     Phase::Done => out.push_str(&format!(
-                        "finished: {}\n",
+                        ": {}",
                         s.outcome.as_ref().map_or("-", |o| o.decision.as_str())
                     )),
                     Phase::Fallback => out.push_str(&format!(
-                        "stopped: {}\n",
+                        ": {}",
                         s.fallback.as_ref().map_or("-", |f| f.why.as_str())
                     )),
                 }
+                out.push('\n');
                 for seat in &s.seats {
                     let wrote = match (s.phase, seat.words) {
                         (Phase::Rounds, Some(w)) => format!("wrote {w} words"),

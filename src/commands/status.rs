@@ -163,12 +163,17 @@ pub fn render(s: &Summary) -> String {
                     if a.action == "pending" {
                         "pending".into()
                     } else {
-                        format!("next tally: {}", a.action)
+                        format!("a tally would {}", a.tally_would())
                     },
                 ]
             })
             .collect();
         out.push_str(&table(&["ID", "AGREES/QUORUM", "EXPIRES", "STATE"], &rows));
+        // Nothing moves an amendment at quorum until a tally runs: say whether one will.
+        let daemon = s.daemon.as_ref().map(|d| d.pid);
+        if let Some(who) = s.amendments.iter().find_map(|a| a.who_tallies(daemon)) {
+            out.push_str(&format!("  who tallies: {who}\n"));
+        }
     }
     for f in &s.malformed_amendments {
         out.push_str(&format!(

@@ -136,7 +136,8 @@ fn quality_svg(series: &[(String, Vec<(usize, f64)>)], caption: &str) -> Option<
 }
 
 /// Bars of a count per day (`YYYY-MM-DD`, n), as a small inline SVG with the first and last
-/// day and the highest count labelled, and each bar's day and count in its title.
+/// day and the highest count labelled, and each bar's day and count in its title. With nothing
+/// counted it says so instead: an empty axis would show a maximum nobody reached.
 pub fn daily_bars(days: &[(String, usize)]) -> maud::Markup {
     const W: usize = 420;
     const H: usize = 90;
@@ -144,6 +145,11 @@ pub fn daily_bars(days: &[(String, usize)]) -> maud::Markup {
     let max = days.iter().map(|d| d.1).max().unwrap_or(0).max(1);
     let step = W / days.len().max(1);
     let total: usize = days.iter().map(|d| d.1).sum();
+    if total == 0 {
+        return maud::html! {
+            p.muted.no-chart { "Nothing settled in the last " (days.len()) " days." }
+        };
+    }
     maud::html! {
         svg.bars xmlns="http://www.w3.org/2000/svg" viewBox=(format!("0 0 {W} {H}")) width=(W) height=(H) role="img"
             aria-label=(format!("{total} settled over {} days", days.len())) {
@@ -179,6 +185,27 @@ mod tests {
             assert!(legend.contains(&hex(colour(i))), "{i}");
             assert!(legend.contains(&format!("citizen-{i:02}")), "{i}");
         }
+    }
+
+    #[test]
+    fn days_with_nothing_counted_draw_no_axis() {
+        let days: Vec<(String, usize)> = (1..=14).map(|d| (format!("2026-11-{d:02}"), 0)).collect();
+        let html = daily_bars(&days).into_string();
+        assert!(
+            !html.contains("<svg") && !html.contains("max 1/day"),
+            "{html}"
+        );
+        assert!(
+            html.contains("Nothing settled in the last 14 days."),
+            "{html}"
+        );
+        let mut one = days.clone();
+        one[3].1 = 2;
+        let html = daily_bars(&one).into_string();
+        assert!(
+            html.contains("<svg") && html.contains("max 2/day · 2 in all"),
+            "{html}"
+        );
     }
 
     #[test]

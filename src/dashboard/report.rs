@@ -194,7 +194,7 @@ fn data(s: &Snapshot, name: &str, redaction: Option<&Redaction>) -> Data {
                 text(a.title.as_deref().unwrap_or("")),
                 format!("{} of {}", a.agrees, a.quorum),
                 text(a.expires.as_deref().unwrap_or("")),
-                a.action.to_string(),
+                a.tally_would().to_string(),
             ]
         })
         .collect();

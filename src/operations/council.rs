@@ -87,6 +87,9 @@ pub struct Started {
     pub path: String,
     pub mode: Mode,
     pub round_closes_at: String,
+    /// [`Council::phase_words`](crate::protocol::council::state::Council::phase_words): the
+    /// restatement round open, as `status` and the pages word it.
+    pub phase_words: String,
     pub seats: Vec<SeatView>,
     pub chairman: String,
     pub chairman_is_owner: bool,
@@ -102,6 +105,8 @@ pub struct StatusView {
     pub path: String,
     pub mode: Mode,
     pub phase: Phase,
+    /// [`Council::phase_words`](crate::protocol::council::state::Council::phase_words).
+    pub phase_words: String,
     pub rounds: usize,
     /// The open round, with its limit and when it closes by time.
     pub round: Option<usize>,
@@ -336,7 +341,7 @@ pub fn start(
     if let Some(existing) = read(&polis.root, cid)? {
         return Err(refuse(format!(
             "a council on `{cid}` already exists ({}); `polisd council status {cid}` shows it",
-            phase_text(&existing)
+            existing.phase_words()
         )));
     }
     let contract = &file.contract;
@@ -448,28 +453,13 @@ pub fn start(
             .first()
             .map(|r| r.closes_at.clone())
             .unwrap_or_default(),
+        phase_words: council.phase_words(),
         seats: seat_views(&council, &[]),
         chairman: council.chairman.clone(),
         chairman_is_owner: council.chairman_is_owner,
         notes: council.notes.clone(),
         notices: notices_for(&council, &title),
     })
-}
-
-fn phase_text(c: &Council) -> String {
-    match c.phase {
-        Phase::Rounds => format!(
-            "round {} of {} open",
-            c.open().map_or(0, |r| r.n),
-            c.mode.rounds()
-        ),
-        Phase::Verdict => format!("waiting for the verdict of {}", c.chairman),
-        Phase::Done => format!(
-            "finished: {}",
-            c.outcome.as_ref().map_or("-", |o| o.decision.as_str())
-        ),
-        Phase::Fallback => "stopped: fell back to a chavruta review".into(),
-    }
 }
 
 /// Each seat's contribution to round `n`, as read now (`None`: no file, or only whitespace).
@@ -559,6 +549,7 @@ pub fn status(root: &Path, cid: &str) -> Result<StatusView, OpError> {
         path: state::state_path(cid),
         mode: council.mode,
         phase: council.phase,
+        phase_words: council.phase_words(),
         rounds: council.mode.rounds(),
         round: open.as_ref().map(|r| r.n),
         word_limit: open.as_ref().map(|r| council.mode.word_limit(r.n)),
@@ -625,7 +616,7 @@ pub fn write_seat(
         let Some(round) = council.open() else {
             return Err(refuse(format!(
                 "the council on `{cid}` has no open round ({}); nothing was written",
-                phase_text(&council)
+                council.phase_words()
             )));
         };
         if council.deadline().is_some_and(|d| now.now >= d) {
@@ -695,6 +686,10 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
     let rel = state::state_path(cid);
     let mut notices = Vec::new();
     let (outcome, council) = writer.update_locked(&rel, |current| {
+        // Asked again when a hand edit of the state lands meanwhile: what an earlier try
+        // gathered is gathered again from the file as it is now.
+        notices.clear();
+        out.closed_rounds.clear();
         let Some(current) = current else {
             return Ok((None, None));
         };

@@ -178,3 +178,49 @@ pub fn explain(rec: &crate::protocol::routing::Recommendation) -> String {
     out.push_str(&format!("Explore rate: {:.2}\n", rec.explore_rate));
     out
 }
+
+/// A settlement on an open contract's tags after the contract was opened: something the router
+/// has learnt since it made the pick recorded in the contract's routing block.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SettledSince {
+    /// The settled contract's id (its file name).
+    pub contract: String,
+    pub owner: String,
+    pub quality: u8,
+    /// `settled_at` as written.
+    pub settled_at: String,
+}
+
+/// The settlements that share a tag with `contract` and settled after it was opened, oldest
+/// first. polisd writes the routing block on its first pass over a new contract, so these are
+/// what the router learnt from since the recorded pick. None when `opened_at` cannot be read,
+/// as nothing can then be said to come after it.
+pub fn settled_since<'s>(
+    contract: &crate::protocol::contracts::contract::Contract,
+    settlements: impl Iterator<Item = (&'s str, crate::protocol::routing::stats::SettlementView<'s>)>,
+    now: &crate::protocol::clock::PolisTime,
+) -> Vec<SettledSince> {
+    use crate::protocol::amendments::amendment::{read_when, When};
+    let Some(opened) = read_when(&contract.opened_at, now).map(|w| match w {
+        When::Moment(t) => t,
+        When::Day(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
+    }) else {
+        return Vec::new();
+    };
+    let mut since: Vec<_> = settlements
+        .filter(|(_, v)| v.tags.iter().any(|t| contract.required_tags.contains(t)))
+        .filter_map(|(path, v)| {
+            let at = v.instant.filter(|at| *at > opened)?;
+            let stem = path.rsplit('/').next().unwrap_or(path);
+            let found = SettledSince {
+                contract: stem.strip_suffix(".md").unwrap_or(stem).to_string(),
+                owner: v.owner.to_string(),
+                quality: v.quality,
+                settled_at: v.when_text.to_string(),
+            };
+            Some((at, found))
+        })
+        .collect();
+    since.sort_by(|a, b| (a.0, &a.1.contract).cmp(&(b.0, &b.1.contract)));
+    since.into_iter().map(|(_, s)| s).collect()
+}

@@ -140,6 +140,37 @@ pub struct AmendmentRow {
     pub detail: String,
 }
 
+impl AmendmentRow {
+    /// What a tally now would do, as the end of "a tally now would …": `action` is the status
+    /// word a tally writes, which reads as nonsense there (`would pending`).
+    pub fn tally_would(&self) -> &'static str {
+        match self.action {
+            "ratified" => "ratify it",
+            "expired" => "expire it",
+            "rejected" => "reject it",
+            _ => "leave it open",
+        }
+    }
+
+    /// Who carries out what [`AmendmentRow::tally_would`] says, when it would change
+    /// something (`None` for one it leaves open): nothing moves an amendment at quorum until a
+    /// tally runs, so a reader must know whether one will. `daemon` is the pid of the daemon
+    /// watching the polis, if one does ([`Summary::daemon`]). Commands in backticks.
+    pub fn who_tallies(&self, daemon: Option<u32>) -> Option<String> {
+        if self.tally_would() == "leave it open" {
+            return None;
+        }
+        Some(match daemon {
+            Some(pid) => format!(
+                "the daemon watching this polis (`polisd run`, pid {pid}) does on its next pass"
+            ),
+            None => {
+                "no daemon watches this polis; run `polisd tally` (or start `polisd run`)".into()
+            }
+        })
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct OutcomeRow {
     pub amendment_id: String,
@@ -154,6 +185,8 @@ pub struct CouncilRow {
     pub contract_id: String,
     pub mode: &'static str,
     pub phase: crate::protocol::council::state::Phase,
+    /// Where it stands, in words (`Council::phase_words`): what the pages show.
+    pub phase_words: String,
     /// The open round, and when it closes by time.
     pub round: Option<usize>,
     pub closes_at: Option<String>,
@@ -172,6 +205,7 @@ fn council_rows(polis: &Polis) -> Vec<CouncilRow> {
             Ok(Some(c)) => CouncilRow {
                 mode: c.mode.as_str(),
                 phase: c.phase,
+                phase_words: c.phase_words(),
                 round: c.open().map(|r| r.n),
                 closes_at: c.open().map(|r| r.closes_at.clone()),
                 decision: c.outcome.as_ref().map(|o| o.decision.clone()),
@@ -181,6 +215,7 @@ fn council_rows(polis: &Polis) -> Vec<CouncilRow> {
             other => CouncilRow {
                 mode: "-",
                 phase: Phase::Rounds,
+                phase_words: "unreadable".into(),
                 round: None,
                 closes_at: None,
                 decision: None,

@@ -121,6 +121,31 @@ fn status_json_parses_with_its_documented_keys() {
     assert_eq!(s["daemon"], Value::Null);
 }
 
+/// An amendment at quorum moves only when a tally runs: status says what a tally would do, in
+/// words, and who runs one.
+#[test]
+fn status_says_what_a_tally_would_do_and_who_tallies() {
+    let p = busy_polis();
+    let out = p.polisd(&[
+        "amendment",
+        "vote",
+        "2026-11-01-quality-floor",
+        "--as",
+        "codex-second-two",
+        "--vote",
+        "agree",
+    ]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let text = stdout(&p.polisd(&["status"]));
+    for needle in [
+        "a tally would ratify it",
+        "who tallies: no daemon watches this polis; run `polisd tally`",
+    ] {
+        assert!(text.contains(needle), "no `{needle}` in:\n{text}");
+    }
+    assert!(!text.contains("next tally:"), "{text}");
+}
+
 #[test]
 fn status_reports_a_running_daemon_and_not_a_stale_one() {
     let p = TestPolis::init(FOUNDER);

@@ -461,3 +461,61 @@ fn browser_a_chart_of_twenty_citizens_has_twenty_colours_and_a_legend_that_fits(
         c.close().await.unwrap();
     });
 }
+
+/// At a phone's width (420 px) no page is wider than the screen: a lead reading on a phone
+/// scrolls down, never sideways, and every link of the header and button of a form is in
+/// view. Wide content (a table, a breakdown) scrolls inside its own box.
+#[test]
+fn browser_every_page_fits_a_phone_s_width() {
+    let p = generated_polis();
+    harness::ok(p.polisd(&["council", "start", "hostile-one", "--mode", "duo"]));
+    let s = serve(&p, "127.0.0.1:0");
+    let driver = chromedriver();
+    runtime().block_on(async {
+        let c = browser(&driver).await;
+        c.set_window_size(420, 900).await.unwrap();
+        let mut wide = Vec::new();
+        for page in [
+            "",
+            "tags",
+            "chronicle",
+            "councils",
+            "lessons",
+            "search?q=rust",
+            &format!("citizens/{ALPHA}"),
+            "contracts/next-job",
+            "contracts/hostile-one",
+            "amendments/quorum-rule",
+        ] {
+            c.goto(&format!("{}p/0/{page}", s.url)).await.unwrap();
+            // Open every fold, so that what it holds is measured too.
+            let found = text_of(
+                &c,
+                "document.querySelectorAll('details').forEach(function (d) { d.open = true; });
+                 var w = document.documentElement.clientWidth;
+                 // Past the edge only inside a box that scrolls and itself fits is fine.
+                 function scrolled(e) {
+                   for (var a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+                     if (getComputedStyle(a).overflowX !== 'visible' && a.getBoundingClientRect().right <= w + 1) return true;
+                   }
+                   return false;
+                 }
+                 var out = Array.from(document.querySelectorAll('body *')).filter(function (e) {
+                   var b = e.getBoundingClientRect();
+                   return b.width > 0 && b.right > w + 1 && !scrolled(e);
+                 }).slice(0, 3).map(function (e) {
+                   return e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + e.className : '')
+                     + ' ' + Math.round(e.getBoundingClientRect().right);
+                 });
+                 return JSON.stringify({ page: document.documentElement.scrollWidth, view: w, out: out });",
+            )
+            .await;
+            let v: serde_json::Value = serde_json::from_str(&found).unwrap();
+            if v["page"].as_i64() > v["view"].as_i64() || !v["out"].as_array().unwrap().is_empty() {
+                wide.push(format!("/p/0/{page}: {v}"));
+            }
+        }
+        assert!(wide.is_empty(), "wider than a phone:\n{}", wide.join("\n"));
+        c.close().await.unwrap();
+    });
+}

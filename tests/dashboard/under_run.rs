@@ -225,7 +225,7 @@ fn a_council_under_polisd_run_shows_its_rounds_then_its_verdict() {
     ok(p.polisd(&["contract", "claim", cid, "--as", FOUNDER]));
     let councils = || get_at(addr, "/p/0/councils").body;
     wait_until("the council on the page", Duration::from_secs(30), || {
-        councils().contains("restatement gate (round 0, before 3 rounds) open until")
+        councils().contains("restating the question (before 3 rounds) open until")
     });
     let status: serde_json::Value =
         serde_json::from_slice(&ok(p.polisd(&["council", "status", cid, "--json"])).stdout)

@@ -30,9 +30,9 @@ impl Engine {
         for c in &open {
             let k = &c.contract;
             let id = &c.file.stem;
-            if k.stakes.as_deref() == Some("high")
-                && k.owner.is_some()
-                && k.review.reviewer.is_none()
+            // The person's queue and the dashboard ask for a reviewer by the same rule.
+            if crate::protocol::contracts::review::awaiting(k)
+                == Some(crate::protocol::contracts::review::Awaiting::NoReviewer)
             {
                 needs_a_person.push(format!(
                     "[[contracts/open/{id}]] is high-stakes with no reviewer"

@@ -59,7 +59,8 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                 " " (r.agrees) " agree of " (r.quorum) " needed"
                 " · expires " (r.expires.as_deref().unwrap_or("-"))
                 @if r.expiry_passed { " " span.error { "(passed)" } }
-                " · a tally now would " strong { (r.action) }
+                " · a tally now would " (r.tally_would())
+                                @if let Some(who) = r.who_tallies(s.summary.daemon.as_ref().map(|d| d.pid)) { ": " (super::code_spans(&who)) }
             }
         }
         h2 { "Votes" }

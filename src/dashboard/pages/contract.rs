@@ -97,16 +97,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         (super::markdown_at(cx, &file.file.rel, &k.body))
         @if let Some(routed) = &routing {
             h2 { "Routing" }
-            @match routed {
-                Ok(r) => {
-                    p { "Recommendation: "
-                        @if let Some(who) = &r.recommendation.recommendation { strong { (citizen_link(cx, who)) } } @else { "(none)" }
-                        " · policy " (r.policy.to_string())
-                        " · drawn with seed 0; " code { "polisd route " (id) " --explain" } " draws afresh" }
-                    pre #routing { (crate::operations::route::explain(&r.recommendation)) (r.explanation) }
-                }
-                Err(e) => { p.muted { (e.to_string()) } }
-            }
+            (routing_section(cx, file, routed))
             @if k.owner.is_none() {
                 section #override-form {
                     (super::action_form(cx, "override", &format!("contracts/{}", super::urlencode(id)), html! {
@@ -123,7 +114,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         @if let Some(c) = &council {
             h2 { "Council" }
             p #council {
-                (c.mode.as_str()) " council, phase " (c.phase.as_str())
+                (c.mode.as_str()) " council: " (c.phase_words())
                 @if let Some(o) = &c.outcome { ": decided " strong { (o.decision) } }
                 " · " a href=(format!("{}#{}", cx.href("councils"), super::councils::anchor(id))) { "seats, rounds and verdict" }
             }
@@ -159,6 +150,102 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
         }
     };
     Ok(Rendered { title, body })
+}
+
+/// What the router recorded when polisd routed the contract (the routing block, and the
+/// citizen its notice went to), what it would pick now, and why the two differ: a lead reading
+/// two names must not take the difference for a bug.
+fn routing_section(
+    cx: &Context<'_>,
+    file: &crate::fs::snapshot::ContractFile,
+    routed: &Result<crate::protocol::routing::Routed, crate::operations::route::RouteError>,
+) -> maud::Markup {
+    let s = cx.snapshot;
+    let id = file.file.stem.as_str();
+    let k = &file.contract;
+    let recorded = k.routing.recommended_by_router.as_deref();
+    let opened = crate::protocol::delivery::inbox::value_stamp(&k.opened_at, s.now.zone);
+    let r = match routed {
+        Ok(r) => r,
+        Err(e) => return html! { p.muted { (e.to_string()) } },
+    };
+    let now = r.recommendation.recommendation.as_deref();
+    let since = crate::operations::route::settled_since(k, s.state.settled.iter(), &s.now);
+    const LISTED: usize = 10;
+    html! {
+        p #routing-recorded {
+            @if let Some(who) = recorded {
+                "Recorded when polisd routed it"
+                @if let Some(at) = &opened { " (on its first pass after it was opened, " (at) ")" }
+                ": " strong { (citizen_link(cx, who)) }
+                @if let Some(score) = k.routing.recommendation_score {
+                    // The routing block records the pick's score total then; the breakdown
+                    // below is the same score now, so the two are put side by side.
+                    " (score total " (format!("{score:.3}")) " then"
+                    @if let Some(now) = r.recommendation.scores.iter().find(|x| x.citizen == who) {
+                        "; " (format!("{:.3}", now.total)) " now, as the breakdown's total"
+                    }
+                    ")"
+                }
+                @if k.routing.exploration == Some(true) { ", an exploration pick" }
+                "; the notice that it should take it went to its inbox."
+            } @else if let Some(owner) = &k.owner {
+                "Never routed: " (citizen_link(cx, owner)) " claimed it before the router recorded a pick."
+            } @else {
+                "Not routed yet: polisd records the router's pick here, and tells that citizen in its inbox, on the daemon's first pass once the contract is ready."
+            }
+        }
+        p #routing-now {
+            "If it were routed now: "
+            @if let Some(who) = now { strong { (citizen_link(cx, who)) } } @else { "nobody" }
+            @if r.recommendation.exploration {
+                " (an exploration draw with seed 0; " code { "polisd route " (id) " --explain" } " draws afresh)"
+            } @else {
+                " (the router's best estimate; " (format!("{:.0}", 100.0 * r.recommendation.explore_rate)) "% of routings explore instead)"
+            }
+            " · policy " (r.policy.to_string())
+        }
+        @if let (Some(then), Some(now)) = (recorded, now) {
+            p #routing-why {
+                @if then == now {
+                    "The router would still pick " (then) "."
+                } @else if !since.is_empty() {
+                    "It differs because " (since.len()) " contract" @if since.len() != 1 { "s" }
+                    " on its tags settled since it was opened, and the router learns from each: "
+                    @for (i, c) in since.iter().take(LISTED).enumerate() {
+                        @if i > 0 { ", " }
+                        (contract_link(cx, &c.contract)) " (" (citizen_link(cx, &c.owner)) ", quality " (c.quality) ")"
+                    }
+                    @if since.len() > LISTED { ", and " (since.len() - LISTED) " more" }
+                    "."
+                } @else if k.routing.exploration == Some(true) {
+                    "It differs because the recorded pick was an exploration: a deliberate try of a citizen the router knew less about."
+                } @else {
+                    "Nothing on its tags settled since it was opened: a capability card, a lesson or the routing settings of polis.yml changed since."
+                }
+            }
+        }
+        details #routing-breakdown {
+            summary { "Every citizen's score, as " code { "polisd route " (id) " --explain" } " prints it" }
+            p.muted #routing-scales {
+                code { "total" } " is the routing score: history, self-rating, cost fit, availability and lessons, each weighed by "
+                code { "polis.yml" } "'s routing weights, computed now. A contract's " code { "recommendation_score" }
+                " records the picked citizen's total when polisd routed it."
+                @if !r.explanation.is_empty() {
+                    " Under policy " (r.policy.to_string()) ", " code { "value" }
+                    " is what the policy ranked by"
+                    @if r.policy == crate::protocol::routing::policy::Policy::Posterior {
+                        " (its estimate of the citizen's quality, counted with some optimism, in place of history and self-rating, plus the same cost fit, availability and lessons)"
+                    }
+                    "; it is recorded nowhere."
+                }
+            }
+            pre #routing {
+                (crate::operations::route::explain(&r.recommendation))
+                @if !r.explanation.is_empty() { "Policy `" (r.policy.to_string()) "`:\n" (r.explanation) }
+            }
+        }
+    }
 }
 
 fn folder_label(cx: &Context<'_>, id: &str) -> String {

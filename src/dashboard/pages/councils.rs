@@ -52,7 +52,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                         tr {
                             td { a href=(format!("#{}", anchor(&s.contract_id))) { (s.contract_id) } }
                             td { (s.mode.as_str()) }
-                            td { (phase_line(s)) }
+                            td id=(format!("phase-{}", s.contract_id)) { (phase_line(s)) }
                             td { (s.seats.len()) }
                             td { (citizen_link(cx, &s.chairman)) }
                             td { (decision(s)) }
@@ -140,22 +140,8 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
 
 fn phase_line(s: &council::StatusView) -> Markup {
     html! {
-        @match s.phase {
-            Phase::Rounds if s.round == Some(0) => {
-                "restatement gate (round 0, before " (s.rounds) " rounds) open until "
-                (s.closes_at.as_deref().unwrap_or("-")) ", at most " (s.word_limit.unwrap_or(0)) " words"
-            }
-            Phase::Rounds => {
-                "round " (s.round.unwrap_or(0)) " of " (s.rounds) " open until "
-                (s.closes_at.as_deref().unwrap_or("-")) ", at most " (s.word_limit.unwrap_or(0)) " words"
-            }
-            Phase::Verdict => {
-                "rounds closed; waiting for the chairman's verdict"
-                @if s.verdict_present { " (present, not valid yet)" }
-            }
-            Phase::Done => "finished",
-            Phase::Fallback => "stopped",
-        }
+        (s.phase_words)
+        @if s.phase == Phase::Verdict && s.verdict_present { " (present, not valid yet)" }
     }
 }
 

@@ -37,7 +37,13 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     };
     let in_flight = with_status(&["claimed", "in_progress"]);
     let blocked = with_status(&["blocked"]);
-    let reviews = with_status(&["under_review"]);
+    // What waits for a review, by the rule the human queue asks a reviewer by: a lead must not
+    // read two answers to one question.
+    let reviews: Vec<&ContractFile> = open
+        .iter()
+        .copied()
+        .filter(|c| crate::protocol::contracts::review::awaiting(&c.contract).is_some())
+        .collect();
     let proposed = with_status(&["proposed", ""]);
     let stale = crate::operations::stale_claims(polis, &s.now);
     let counts = &s.summary.contracts;
@@ -53,7 +59,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
             div.card { div.n #count-open { (counts.open) } "open" }
             div.card { div.n #count-in-flight { (in_flight.len()) } "in flight" }
             div.card { div.n #count-blocked { (blocked.len()) } "blocked" }
-            div.card { div.n #count-reviews { (reviews.len()) } "under review" }
+            div.card { div.n #count-reviews { (reviews.len()) } "waiting for review" }
             div.card { div.n #count-settled { (counts.settled) } "settled" }
             div.card { div.n #count-abandoned { (counts.abandoned) } "abandoned" }
             div.card { div.n #count-guardrails { (s.guardrails.len()) } "guardrails" }
@@ -143,10 +149,16 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                                 tr data-citizen=(c.id) {
                                     td { (citizen_link(cx, &c.id)) }
                                     td { (c.vendor.as_deref().unwrap_or("-")) }
-                                    td class=(format!("state-{}", c.state)) { (c.state) }
+                                    td class=(format!("state-{}", c.state)) {
+                                        // `state` is the citizen's own word; a claim it holds is
+                                        // the contracts' word, and wins where they disagree.
+                                        @if c.working_on.is_some() && matches!(c.state.as_str(), "idle" | "away") {
+                                            (c.state) span.muted { ", says its status.md" }
+                                        } @else { (c.state) }
+                                    }
                                     td.current { @if let Some(k) = &c.working_on { (contract_link(cx, k)) } }
                                     td.unread { (s.unread.get(&c.id).copied().unwrap_or(0)) }
-                                    td.muted { (c.last_activity.as_deref().unwrap_or("never")) }
+                                    td.muted.last-active { (last_seen(c.last_activity.as_deref(), &s.now)) }
                                 }
                             }
                         }
@@ -160,10 +172,14 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                 }
                 section #work {
                     h2 { "Work" }
-                    (contracts(cx, "in-flight", "In flight", &in_flight, &stale))
-                    (contracts(cx, "blocked", "Blocked", &blocked, &stale))
-                    (contracts(cx, "reviews", "Waiting for review", &reviews, &stale))
-                    (contracts(cx, "proposed", "Proposed, unclaimed", &proposed, &stale))
+                    @if open.is_empty() {
+                        (next_step(cx))
+                    } @else {
+                        (contracts(cx, "in-flight", "In flight", &in_flight, &stale))
+                        (contracts(cx, "blocked", "Blocked", &blocked, &stale))
+                        (reviews_fold(cx, &reviews, &stale))
+                        (contracts(cx, "proposed", "Proposed, unclaimed", &proposed, &stale))
+                    }
                 }
                 section #councils-now {
                     details open[(1..=UNFOLDED).contains(&s.summary.councils.len())] {
@@ -171,8 +187,7 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                         @for c in &s.summary.councils {
                             div.item {
                                 a href=(cx.href(&format!("councils#council-{}", c.contract_id))) { (c.contract_id) }
-                                " " span.muted { (c.mode) " · " (format!("{:?}", c.phase).to_lowercase())
-                                    @if let Some(r) = c.round { " · round " (r) } }
+                                " " span.muted { (c.mode) " · " (c.phase_words) }
                             }
                         }
                     }
@@ -218,7 +233,8 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
                                 " " (a.agrees) " of " (a.quorum)
                                 " · " span.muted { "expires " (a.expires.as_deref().unwrap_or("-")) }
                                 @if a.expiry_passed { " " span.error { "(passed)" } }
-                                " · a tally now would " (a.action)
+                                " · a tally now would " (a.tally_would())
+                                @if let Some(who) = a.who_tallies(s.summary.daemon.as_ref().map(|d| d.pid)) { ": " (super::code_spans(&who)) }
                             }
                         }
                     }
@@ -255,6 +271,66 @@ fn render(cx: &Context<'_>) -> Result<Rendered, PageError> {
     })
 }
 
+/// With no contract open, four folds of zeros say nothing: say how work starts instead. The
+/// `--by` is the one citizen when there is one (a new polis's founder), else a placeholder.
+fn next_step(cx: &Context<'_>) -> Markup {
+    let citizens = &cx.snapshot.summary.citizens;
+    let by = match citizens.as_slice() {
+        [only] => only.id.as_str(),
+        _ => "YOUR-ID",
+    };
+    html! {
+        div #next-step {
+            p { "No contract is open. Open one:" }
+            pre { code { "polisd contract open --title \"What to do\" --by " (by) " --tags TAG" } }
+            p.muted {
+                "(" code { "--stakes high" } " for work another citizen must review first), or copy "
+                code { "contracts/TEMPLATE.md" } " into " code { "contracts/open/" } " and fill it in. "
+                "Then " code { "polisd route ID" } " (or the daemon, on its next pass) recommends who takes it."
+            }
+        }
+    }
+}
+
+/// The contracts waiting for a review, the fold saying what it counts and each item what it
+/// waits for.
+fn reviews_fold(
+    cx: &Context<'_>,
+    list: &[&ContractFile],
+    stale: &std::collections::BTreeMap<String, String>,
+) -> Markup {
+    use crate::protocol::contracts::review::{awaiting, Awaiting};
+    let means = html! {
+        div.muted {
+            "Open contracts whose status says " code { "under_review" } ", and every "
+            code { "stakes: high" } " contract that is claimed with no review decision yet (it settles only after another citizen signs it off)."
+        }
+    };
+    let why = |c: &ContractFile| -> Markup {
+        match awaiting(&c.contract) {
+            Some(Awaiting::NoReviewer) => {
+                html! { " · " span.state-stale { "no reviewer yet: a person chooses one" } }
+            }
+            Some(Awaiting::Reviewer(r)) => {
+                html! { " · " (citizen_link(cx, &r)) " asked, no decision yet" }
+            }
+            Some(Awaiting::StatusSays) => {
+                html! { " · " span.muted { "its status says under_review" } }
+            }
+            None => html! {},
+        }
+    };
+    list_fold(
+        cx,
+        "reviews",
+        "Waiting for review",
+        list,
+        stale,
+        Some(means),
+        &why,
+    )
+}
+
 /// A folded list of open contracts, each with its owner and (when quiet) since when.
 fn contracts(
     cx: &Context<'_>,
@@ -263,9 +339,24 @@ fn contracts(
     list: &[&ContractFile],
     stale: &std::collections::BTreeMap<String, String>,
 ) -> Markup {
+    list_fold(cx, id, label, list, stale, None, &|_| html! {})
+}
+
+/// [`contracts`], with a line under the summary saying what the list holds and a note after
+/// each item.
+fn list_fold(
+    cx: &Context<'_>,
+    id: &str,
+    label: &str,
+    list: &[&ContractFile],
+    stale: &std::collections::BTreeMap<String, String>,
+    means: Option<Markup>,
+    note: &dyn Fn(&ContractFile) -> Markup,
+) -> Markup {
     html! {
         details id=(id) open[!list.is_empty() && list.len() <= UNFOLDED] {
             summary { (label) " " span.count { (list.len()) } }
+            @if let Some(m) = means { (m) }
             @for c in list.iter().take(SHOWN) {
                 @let k = &c.contract;
                 div.item {
@@ -274,12 +365,37 @@ fn contracts(
                     " · "
                     @if let Some(o) = &k.owner { (citizen_link(cx, o)) } @else { span.muted { "unclaimed" } }
                     @if let Some(stakes) = &k.stakes { " · " span.muted { (stakes) } }
+                    (note(c))
                     @if let Some(since) = stale.get(&c.file.stem) { " " span.state-stale { "quiet since " (since) } }
                 }
             }
             @if list.len() > SHOWN {
                 div.muted { "and " (list.len() - SHOWN) " more: " a href=(cx.href("search?q=status:open")) { "search" } }
             }
+        }
+    }
+}
+
+/// When a citizen was last seen, with how long ago: a date alone hides that a citizen went
+/// silent. Past the activity window it is marked, as such a citizen counts for no quorum.
+fn last_seen(at: Option<&str>, now: &crate::protocol::clock::PolisTime) -> maud::Markup {
+    let Some(at) = at else {
+        return html! { "never" };
+    };
+    let when = ["%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"]
+        .iter()
+        .find_map(|f| chrono::NaiveDateTime::parse_from_str(at, f).ok());
+    let days = when.map(|t| (now.now - t).num_days());
+    let window = crate::protocol::chronicle::ACTIVITY_WINDOW_DAYS;
+    html! {
+        (at)
+        @match days {
+            Some(d) if d > window => {
+                " · " span.state-stale title=(format!("no chronicle line in the {window}-day activity window")) { (d) " days ago: inactive, not counted for quorum" }
+            }
+            Some(d) if d >= 2 => { " · " (d) " days ago" }
+            Some(1) => { " · yesterday" }
+            _ => {}
         }
     }
 }

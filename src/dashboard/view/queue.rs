@@ -281,15 +281,12 @@ fn person_decisions(s: &Snapshot, out: &mut Vec<Item>) {
     }
 }
 
-/// A high-stakes contract claimed with no reviewer.
+/// A high-stakes contract claimed with no reviewer and no review decision: the rule the
+/// overview's "Waiting for review" lists it by, so the two never disagree.
 fn high_stakes_without_reviewer(s: &Snapshot, out: &mut Vec<Item>) {
+    use crate::protocol::contracts::review::{awaiting, Awaiting};
     for c in &s.polis.contracts {
-        let k = &c.contract;
-        if c.folder == ContractFolder::Open
-            && k.stakes.as_deref() == Some("high")
-            && k.owner.is_some()
-            && k.review.reviewer.is_none()
-        {
+        if c.folder == ContractFolder::Open && awaiting(&c.contract) == Some(Awaiting::NoReviewer) {
             out.push(Item {
                 key: format!("reviewer/{}", c.file.stem),
                 title: format!(

@@ -928,13 +928,11 @@ pub fn render_new(a: &NewAmendment) -> Result<String, crate::yaml::EmitError> {
 /// quorum, deadline and text, and still untouched by a tally. A replayed command, not a second
 /// proposal that would split the votes.
 pub fn same_proposal(existing: &str, new: &str) -> bool {
-    let key = |t: &str| -> Vec<String> {
-        t.lines()
-            .filter(|l| !l.starts_with("amendment_id:") && !l.starts_with("proposed_at:"))
-            .map(str::to_string)
-            .collect()
-    };
-    key(existing) == key(new)
+    crate::protocol::frontmatter::same_record_apart_from(
+        existing,
+        new,
+        &["amendment_id", "proposed_at"],
+    )
 }
 
 #[cfg(test)]

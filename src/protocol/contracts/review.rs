@@ -114,6 +114,43 @@ pub fn file_name(at: &NaiveDateTime, contract_id: &str) -> String {
     format!("{}-{contract_id}.md", at.format("%Y-%m-%d-%H%M"))
 }
 
+/// Why an open contract waits for a review, as a team lead asks "what is waiting for review?".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Awaiting {
+    /// `stakes: high`, claimed, no review decision yet, and nobody asked: a person chooses the
+    /// reviewer (the human queue's item).
+    NoReviewer,
+    /// `stakes: high`, claimed, and the reviewer named in `review.reviewer` has not decided yet.
+    Reviewer(String),
+    /// Its `status` says `under_review`.
+    StatusSays,
+}
+
+/// Whether contract `k` (an open one) waits for a review, and why: its owner set `status:
+/// under_review`, or it is `stakes: high` and claimed with no decision in its `review.status`
+/// (it settles only after another citizen signs it off). A decision other than a sign-off is
+/// the owner's to act on, not a review to wait for. `None` when it waits for no review.
+pub fn awaiting(k: &super::contract::Contract) -> Option<Awaiting> {
+    let decided = k
+        .review
+        .status
+        .as_deref()
+        .is_some_and(|s| !matches!(Decision::parse(s), Decision::Other(_)));
+    let reviewer = k
+        .review
+        .reviewer
+        .as_deref()
+        .map(str::trim)
+        .filter(|r| !r.is_empty());
+    if k.stakes.as_deref().map(str::trim) == Some("high") && k.owner.is_some() && !decided {
+        return Some(match reviewer {
+            Some(r) => Awaiting::Reviewer(r.to_string()),
+            None => Awaiting::NoReviewer,
+        });
+    }
+    (k.status.as_deref().map(str::trim) == Some("under_review")).then_some(Awaiting::StatusSays)
+}
+
 /// The chronicle verb a decision is announced with: the reserved `signed off` and
 /// `rejected review`, and the free verb `requested changes`.
 pub fn chronicle_verb(decision: &Decision) -> &'static str {
@@ -158,6 +195,37 @@ pub fn render_new(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_high_stakes_claim_awaits_review_until_a_decision_and_under_review_always_does() {
+        let k = |front: &str| {
+            super::super::contract::Contract::parse(&format!("---\n{front}\n---\n")).unwrap()
+        };
+        let high = "owner: a-citizen1\nstatus: claimed\nstakes: high";
+        assert_eq!(awaiting(&k(high)), Some(Awaiting::NoReviewer));
+        assert_eq!(
+            awaiting(&k(&format!(
+                "{high}\nreview:\n  reviewer: b-citizen1\n  status: null"
+            ))),
+            Some(Awaiting::Reviewer("b-citizen1".into()))
+        );
+        for decided in ["signed_off", "requested_changes", "rejected"] {
+            let text = format!("{high}\nreview:\n  reviewer: b-citizen1\n  status: {decided}");
+            assert_eq!(awaiting(&k(&text)), None, "{decided}");
+        }
+        assert_eq!(
+            awaiting(&k("owner: null\nstatus: proposed\nstakes: high")),
+            None
+        );
+        assert_eq!(
+            awaiting(&k("owner: a-citizen1\nstatus: claimed\nstakes: low")),
+            None
+        );
+        assert_eq!(
+            awaiting(&k("owner: a-citizen1\nstatus: under_review\nstakes: low")),
+            Some(Awaiting::StatusSays)
+        );
+    }
 
     #[test]
     fn reads_reviewer_contract_and_decision() {

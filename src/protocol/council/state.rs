@@ -323,6 +323,34 @@ impl Council {
         self.seats.iter().map(|s| s.id.clone()).collect()
     }
 
+    /// Where the council stands, in words for a person: the open round (the restatement before
+    /// the rounds is none of them), when it closes (its latest retry's time) and its word limit,
+    /// or what it waits for. Every page and `status` word it so, never as `council.md` spells
+    /// the phase.
+    pub fn phase_words(&self) -> String {
+        match self.phase {
+            Phase::Rounds => match self.open() {
+                Some(r) => {
+                    let closes = r.retries.last().map_or(&r.closes_at, |t| &t.closes_at);
+                    let limit = self.mode.word_limit(r.n);
+                    let rounds = self.mode.rounds();
+                    if r.n == 0 {
+                        format!("restating the question (before {rounds} rounds) open until {closes}, at most {limit} words")
+                    } else {
+                        format!(
+                            "round {} of {rounds} open until {closes}, at most {limit} words",
+                            r.n
+                        )
+                    }
+                }
+                None => "between rounds".into(),
+            },
+            Phase::Verdict => "rounds closed; waiting for the chairman's verdict".into(),
+            Phase::Done => "finished".into(),
+            Phase::Fallback => "stopped".into(),
+        }
+    }
+
     /// The open round, if the council is in its rounds.
     pub fn open(&self) -> Option<&Round> {
         if self.phase != Phase::Rounds {
