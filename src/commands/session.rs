@@ -374,7 +374,9 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
     let mut plans = hooks::plan_install(&root, &clis, &args.bin)?;
     let mut warnings = hooks::install_warnings(&root, &clis, &plans)?;
     if aider {
-        plans.extend(hooks::plan_aider_install(&root, &args.bin)?);
+        let aider_plans = hooks::plan_aider_install(&root, &args.bin)?;
+        warnings.extend(hooks::aider_install_warnings(&aider_plans));
+        plans.extend(aider_plans);
     }
     if !args.no_bridge {
         plans.extend(hooks::plan_bridge(&root)?);
@@ -407,35 +409,78 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
 /// The payload an agent CLI sends on stdin (only what polisd uses). A field of another type
 /// counts as missing on its own: a `cwd` polisd cannot read must not hide the event, which
 /// says whether the CLI takes the answer at all.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, Clone)]
 struct Payload {
-    #[serde(default, deserialize_with = "lenient")]
     hook_event_name: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
     cwd: Option<PathBuf>,
-    #[serde(default, deserialize_with = "lenient")]
     session_id: Option<String>,
 }
 
-/// A field's value, or `None` when it is of another type.
-fn lenient<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::de::DeserializeOwned,
-{
-    use serde::Deserialize;
-    let value = serde_json::Value::deserialize(deserializer)?;
-    Ok(serde_json::from_value(value).ok())
+/// Fills a [`Payload`] field by field as they are read, so what came before a fault (the size
+/// bound cutting a large prompt, a bad byte further on) or before the hook stopped waiting is
+/// kept: the CLIs write the event before the prompt or the tool's output. A key written twice
+/// counts by its last value, as the CLIs' own JSON parsers read it.
+struct Fill<'a>(&'a std::sync::Mutex<Payload>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Fill<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
 }
 
-/// The most payload bytes parsed; past it the payload counts as unreadable. Only the two
-/// fields polisd uses are kept, so this bounds their size, not a tool's output, which is
+impl<'de> serde::de::Visitor<'de> for Fill<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a hook payload (a JSON object)")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        /// A field's value, or `None` when it is of another type.
+        fn lenient<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Option<T> {
+            serde_json::from_value(value).ok()
+        }
+        type Put = fn(&mut Payload, serde_json::Value);
+        while let Some(key) = map.next_key::<String>()? {
+            let put: Option<Put> = match key.as_str() {
+                "hook_event_name" => Some(|p, v| p.hook_event_name = lenient(v)),
+                "cwd" => Some(|p, v| p.cwd = lenient(v)),
+                "session_id" => Some(|p, v| p.session_id = lenient(v)),
+                _ => None,
+            };
+            match put {
+                Some(put) => {
+                    let value = map.next_value()?;
+                    put(
+                        &mut self
+                            .0
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner),
+                        value,
+                    );
+                }
+                None => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The most payload bytes parsed; past it the fields not yet read count as missing. Only the
+/// three fields polisd uses are kept, so this bounds their size, not a tool's output, which is
 /// scanned and dropped.
 const MAX_PAYLOAD_BYTES: u64 = 64 * 1024 * 1024;
 
-/// How long a hook waits for its payload: a CLI writes it as it starts the hook, so one that
-/// has sent none by then (and keeps stdin open) gets the answer of a payload it cannot read.
+/// How long a hook waits for its payload while stdin is silent: a CLI writes it as it starts
+/// the hook, so one that has sent none by then (and keeps stdin open) gets the answer of a
+/// payload it cannot read.
 const PAYLOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long a hook waits for its payload at most, however steadily it comes (then it answers
+/// with the fields read so far): under the installed hooks' 10 s timeout, past which the CLI
+/// kills the hook and shows nothing.
+const PAYLOAD_MOST: std::time::Duration = std::time::Duration::from_secs(7);
 
 /// How long stdin may stay silent, once the hook has answered, before it stops reading it: a
 /// CLI still writing a large payload is read to its end, one that keeps stdin open after it
@@ -457,40 +502,84 @@ impl Drain {
     }
 }
 
-/// Reads the payload, waiting at most [`PAYLOAD_WAIT`]; the rest of stdin is read on by the
-/// returned [`Drain`]. Neither a CLI that keeps stdin open nor one that sends nothing holds the
-/// hook past its answer.
+/// Stdin, saying each read that brought bytes on a channel (one pending signal is enough to
+/// say "still writing"), while the payload is parsed as much as after.
+struct Signalling<R> {
+    inner: R,
+    read: std::sync::mpsc::SyncSender<()>,
+}
+
+impl<R: Read> Read for Signalling<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 {
+            let _ = self.read.try_send(());
+        }
+        Ok(n)
+    }
+}
+
+/// Reads the payload, waiting while it comes (at most [`PAYLOAD_WAIT`] of silence, and
+/// [`PAYLOAD_MOST`] in all); the rest of stdin is read on by the returned [`Drain`]. Neither a
+/// CLI that keeps stdin open nor one that sends nothing holds the hook past its answer.
 fn read_payload() -> (Payload, Option<Drain>) {
-    use serde::Deserialize;
+    use std::sync::mpsc::RecvTimeoutError;
+    use std::time::Instant;
     // A person running the hook by hand has a terminal on stdin: do not wait for it.
     if unsafe { libc::isatty(0) } == 1 {
         return (Payload::default(), None);
     }
-    let (sent, parsed) = std::sync::mpsc::channel();
-    // One pending signal is enough to say "still writing".
+    let (sent, parsed) = std::sync::mpsc::channel::<()>();
     let (read, progress) = std::sync::mpsc::sync_channel(1);
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(Payload::default()));
+    let filled = shared.clone();
     // Left running when the hook is done: the process ends it.
     std::thread::spawn(move || {
-        let mut stdin = std::io::stdin().lock();
-        let payload = {
+        // Buffered above the signalling reader: serde_json reads a byte at a time.
+        let mut stdin = std::io::BufReader::with_capacity(
+            64 * 1024,
+            Signalling {
+                inner: std::io::stdin().lock(),
+                read,
+            },
+        );
+        {
             let mut json =
                 serde_json::Deserializer::from_reader((&mut stdin).take(MAX_PAYLOAD_BYTES));
-            Payload::deserialize(&mut json).unwrap_or_default()
-        };
-        let _ = sent.send(payload);
+            let _ = serde::de::DeserializeSeed::deserialize(Fill(&filled), &mut json);
+        }
+        let _ = sent.send(());
         let mut buf = vec![0u8; 64 * 1024];
         loop {
             match stdin.read(&mut buf) {
                 Ok(0) => break,
-                Ok(_) => {
-                    let _ = read.try_send(());
-                }
+                Ok(_) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => break,
             }
         }
     });
-    let payload = parsed.recv_timeout(PAYLOAD_WAIT).unwrap_or_default();
+    let started = Instant::now();
+    let mut heard = started;
+    let step = std::time::Duration::from_millis(20);
+    loop {
+        match parsed.recv_timeout(step) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {
+                let now = Instant::now();
+                if progress.try_recv().is_ok() {
+                    heard = now;
+                }
+                if now - heard >= PAYLOAD_WAIT || now - started >= PAYLOAD_MOST {
+                    break;
+                }
+            }
+        }
+    }
+    let payload = shared
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
     (payload, Some(Drain { progress }))
 }
 

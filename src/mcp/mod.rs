@@ -17,7 +17,9 @@
 //! stdout carries the protocol only. The SDK drops a line that is not UTF-8 or not JSON without
 //! a reply and calls a `tools/call` with array `arguments` an unknown method, so a small filter
 //! in front of it answers those itself (−32700, −32602), and a message over
-//! [`MAX_MESSAGE_BYTES`] with −32600, and the session goes on.
+//! [`MAX_MESSAGE_BYTES`] with −32600, and the session goes on. It also refuses (−32600,
+//! nothing done) a request whose id is that of one still being answered: the SDK ran both and
+//! sent one answer, so the client never learned of one of its writes.
 
 mod arguments;
 mod refusal;
@@ -304,10 +306,65 @@ enum Screened {
     Answer(String),
 }
 
+/// The ids of the client's requests passed to the SDK and not yet answered, as their JSON text
+/// (so `5` and `"5"` are two ids, as JSON-RPC has them).
+#[derive(Clone, Default)]
+struct InFlight(Arc<Mutex<std::collections::HashSet<String>>>);
+
+impl InFlight {
+    fn ids(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes `message`'s id if it is a request: `false` when a request with that id is still
+    /// being answered. Only a request the SDK answers by its id counts (JSON-RPC 2.0, a number
+    /// or string id, object params): the SDK answers a malformed one without its id, which
+    /// would hold the id forever. A cancelled request may go unanswered: its id is free again.
+    fn take(&self, message: &Value) -> bool {
+        let Some(method) = message.get("method").and_then(Value::as_str) else {
+            return true;
+        };
+        if method == "notifications/cancelled" {
+            if let Some(id) = message.get("params").and_then(|p| p.get("requestId")) {
+                self.ids().remove(&id.to_string());
+            }
+        }
+        let well_formed = message.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+            && message.get("params").is_none_or(Value::is_object);
+        match message.get("id") {
+            Some(id @ (Value::Number(_) | Value::String(_))) if well_formed => {
+                self.ids().insert(id.to_string())
+            }
+            _ => true,
+        }
+    }
+
+    /// Frees the id of the SDK's `line` when it answers a request (a message with an id and no
+    /// method). Only the id is kept of the line: an answer can be large, and its result was
+    /// just serialised by the SDK.
+    fn answered(&self, line: &str) {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            id: Option<Value>,
+            method: Option<serde::de::IgnoredAny>,
+        }
+        if let Ok(Head {
+            id: Some(id),
+            method: None,
+        }) = serde_json::from_str::<Head>(line)
+        {
+            self.ids().remove(&id.to_string());
+        }
+    }
+}
+
 /// Answers what the SDK would answer wrongly or not at all: bytes that are not UTF-8 or not
-/// JSON (the SDK drops them silently), a message over [`MAX_MESSAGE_BYTES`], and a
-/// `tools/call` whose `arguments` is not an object (the SDK would call it an unknown method).
-fn screen(line: &[u8], truncated: bool) -> Screened {
+/// JSON (the SDK drops them silently), a message over [`MAX_MESSAGE_BYTES`], a `tools/call`
+/// whose `arguments` is not an object (the SDK would call it an unknown method), and a request
+/// whose id is still in flight (the SDK would run it and answer one of the two).
+fn screen(line: &[u8], truncated: bool, in_flight: &InFlight) -> Screened {
     if truncated {
         return Screened::Answer(error_line(
             None,
@@ -346,6 +403,19 @@ fn screen(line: &[u8], truncated: bool) -> Screened {
                 ),
             ));
         }
+    }
+    if !in_flight.take(&message) {
+        let id = message.get("id").cloned().unwrap_or_default();
+        return Screened::Answer(error_line(
+            serde_json::from_value(id.clone()).ok(),
+            McpError::invalid_request(
+                format!(
+                    "request id {id} is that of a request still being answered; give each \
+                     request an id of its own; nothing was done"
+                ),
+                None,
+            ),
+        ));
     }
     Screened::Pass
 }
@@ -445,6 +515,8 @@ where
 
     // stdin → the SDK, answering here what the SDK would drop or misname.
     let errors = lines_tx.clone();
+    let in_flight = InFlight::default();
+    let answered = in_flight.clone();
     let reader = tokio::spawn(async move {
         let mut to_sdk = to_sdk;
         let mut input = BufReader::new(input);
@@ -453,7 +525,7 @@ where
             if line.trim_ascii().is_empty() && !truncated {
                 continue;
             }
-            match screen(&line, truncated) {
+            match screen(&line, truncated, &in_flight) {
                 Screened::Answer(answer) => {
                     if errors.send(answer).await.is_err() {
                         break;
@@ -473,6 +545,7 @@ where
     let forward = tokio::spawn(async move {
         let mut lines = BufReader::new(from_sdk).lines();
         while let Ok(Some(line)) = lines.next_line().await {
+            answered.answered(&line);
             if lines_tx.send(line).await.is_err() {
                 break;
             }

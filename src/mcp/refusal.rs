@@ -70,7 +70,13 @@ impl Namer for Schema<'_> {
     }
 
     fn instead_of(&self, action: &Action) -> Option<String> {
-        let (tool, given) = tool(action).ok()?;
+        let (tool, given) = match tool(action) {
+            Ok(call) => call,
+            Err(Elsewhere::Read(path)) => return Some(format!("read `{path}`")),
+            Err(Elsewhere::Shell(what)) => {
+                return Some(format!("a shell command ({})", shell_runs(what)))
+            }
+        };
         let keys: Vec<String> = given.iter().map(|(key, _)| format!("`{key}`")).collect();
         Some(if keys.is_empty() {
             format!("`{tool}`")
@@ -207,7 +213,15 @@ fn tool(action: &Action) -> Result<Call<'_>, Elsewhere> {
         }
         Action::Register { .. } => return Err(Elsewhere::Shell("registers a citizen")),
         Action::CouncilStart { .. } => return Err(Elsewhere::Shell("starts a council")),
+        Action::Check => return Err(Elsewhere::Shell("reports the findings")),
+        Action::Verify => return Err(Elsewhere::Shell("restamps a capability card")),
+        Action::Reconcile => return Err(Elsewhere::Shell("rebuilds the routing stats")),
     })
+}
+
+/// Who runs a command no tool does (`what`: "starts a council"), as every MCP text says it.
+fn shell_runs(what: &str) -> String {
+    format!("no tool {what}; a person or an agent with a shell runs it")
 }
 
 /// `action` as the tool that does it, with the arguments to pass:
@@ -219,8 +233,9 @@ pub fn call(action: &Action) -> String {
         Err(Elsewhere::Read(path)) => return format!("read `{path}`"),
         Err(Elsewhere::Shell(what)) => {
             return format!(
-                "{} (a shell command: no tool {what}; a person or an agent with a shell runs it)",
-                action.command()
+                "{} (a shell command: {})",
+                action.command(),
+                shell_runs(what)
             )
         }
     };
@@ -554,12 +569,30 @@ mod tests {
     }
 
     /// Every action a success text names (the primer's, the notices' commands, the records'
-    /// fixes) is a listed tool called with keys of its schema, or a file to read.
+    /// fixes) is a listed tool called with keys of its schema, or a file to read; a command no
+    /// tool does is said to be a shell's.
     #[test]
     fn every_action_spelled_for_mcp_is_a_tool_with_its_schema_s_keys() {
         use crate::operations::arg::{Action, Place};
         let me = || "me".to_string();
-        let mut actions = Action::commands();
+        let (shell, mut actions): (Vec<Action>, Vec<Action>) =
+            Action::commands().into_iter().partition(|a| {
+                matches!(
+                    a,
+                    Action::Register { .. }
+                        | Action::CouncilStart { .. }
+                        | Action::Check
+                        | Action::Verify
+                        | Action::Reconcile
+                )
+            });
+        for action in &shell {
+            let said = super::call(action);
+            assert!(
+                said.starts_with(&format!("{} (a shell command: no tool ", action.command())),
+                "{said}"
+            );
+        }
         actions.extend([
             Action::Claim {
                 id: None,

@@ -1060,6 +1060,11 @@ pub(super) mod tests {
                 &["text"],
             ),
             (
+                "polis_reserve",
+                json!({"citizen": a, "paths": ["src/"], "note": "api\n- citizen: other"}),
+                &["note"],
+            ),
+            (
                 "polis_file_lesson",
                 json!({"citizen": a, "tags": [], "text": "Read the logs.", "impact": 3}),
                 &["tags"],

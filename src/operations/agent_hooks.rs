@@ -13,6 +13,7 @@ use crate::fs::snapshot;
 use crate::fs::writer::{CompareOutcome, Writer};
 use crate::protocol::delivery::agent_hooks::{self, Cli, ConfigError};
 use crate::protocol::delivery::aider::{self, AiderConfigError};
+use crate::protocol::delivery::settings_check;
 use std::path::Path;
 
 /// The largest settings or pointer file polisd edits.
@@ -119,6 +120,25 @@ pub fn resolve_binary(bin: &str) -> Option<std::path::PathBuf> {
 fn read(project_root: &Path, rel: &str) -> Result<Option<String>, HooksError> {
     snapshot::read_text(project_root, rel, Some(MAX_FILE))
         .map_err(|f| HooksError::Unreadable(format!("{}: {}", f.path, f.message)))
+}
+
+/// A file outside the project (the person's own settings, an absolute `load:`), read within
+/// bounds: a regular file, its links followed as the CLI follows them, never a named pipe or a
+/// device, which would hold the command forever (opened without blocking, then checked).
+fn read_outside(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(MAX_FILE).read_to_string(&mut text).ok()?;
+    Some(text)
 }
 
 /// Refuses a file that exists without any write permission bit (root included: the bits
@@ -482,6 +502,7 @@ fn aider_status(project_root: &Path) -> CliStatus {
             ));
         }
     }
+    problems.extend(aider_refusals(text.as_deref()));
     let load = aider::load_of(text.as_deref()).unwrap_or(aider::Load::None);
     let file = match &load {
         aider::Load::None => None,
@@ -490,8 +511,9 @@ fn aider_status(project_root: &Path) -> CliStatus {
     };
     // Aider opens it from the folder it starts in: the project root.
     let command = file.as_ref().and_then(|f| {
-        let text = if Path::new(f).is_absolute() {
-            std::fs::read_to_string(f).ok()
+        let path = Path::new(f);
+        let text = if path.is_absolute() {
+            read_outside(path)
         } else {
             read(project_root, f).ok().flatten()
         };
@@ -546,6 +568,28 @@ fn aider_status(project_root: &Path) -> CliStatus {
     }
 }
 
+/// Why Aider would start no session with the config `text`: each key that is no option of
+/// the Aider polisd knows (0.86.2; a later one may take more, so the line says which).
+fn aider_refusals(text: Option<&str>) -> Vec<String> {
+    let rel = aider::CONFIG_PATH;
+    aider::unknown_options(text)
+        .into_iter()
+        .map(|key| format!(
+            "{rel} has the key `{key}`, which is no option of Aider 0.86.2: that Aider stops at start (\"unrecognized arguments\"; a value with a space it takes for a file to create instead); remove or correct it, unless a later Aider takes it"
+        ))
+        .collect()
+}
+
+/// What `hooks install --aider` warns of in the config it is about to write: the team's keys
+/// it keeps that stop Aider at start.
+pub fn aider_install_warnings(plans: &[Planned]) -> Vec<String> {
+    plans
+        .iter()
+        .filter(|p| p.path == aider::CONFIG_PATH)
+        .flat_map(|p| aider_refusals(Some(&p.after)))
+        .collect()
+}
+
 fn hook_status(project_root: &Path) -> Vec<CliStatus> {
     let polis = polis_of(project_root);
     Cli::ALL
@@ -582,9 +626,10 @@ fn hook_status(project_root: &Path) -> Vec<CliStatus> {
                 citizen = who;
                 problems.extend(why);
                 problems.extend(agent_hooks::switched_off(cli, rel, text.as_deref()));
+                problems.extend(settings_check::skipped(cli, rel, text.as_deref()));
                 for (shown, path) in other_settings(cli) {
                     let other = match path {
-                        Some(abs) => std::fs::read_to_string(abs).ok(),
+                        Some(abs) => read_outside(&abs),
                         None => read(project_root, &shown).ok().flatten(),
                     };
                     problems.extend(agent_hooks::switched_off(cli, &shown, other.as_deref()));
@@ -725,6 +770,10 @@ pub fn install_warnings(
         }
         // Judged on the hooks file as it will be: Codex keys its trust by each handler's place.
         let planned = plans.iter().find(|p| p.path == cli.settings_path());
+        // The team's part of the file, which install keeps, may make the CLI skip it all.
+        if let Some(p) = planned {
+            out.extend(settings_check::skipped(*cli, &p.path, Some(&p.after)));
+        }
         out.extend(untrusted(
             project_root,
             *cli,
@@ -760,7 +809,7 @@ fn gemini_trust(project_root: &Path) -> Option<String> {
     );
     let record_path =
         chosen.or_else(|| home.as_ref().map(|h| h.join(".gemini/trustedFolders.json")));
-    let read = |p: Option<std::path::PathBuf>| p.and_then(|p| std::fs::read_to_string(p).ok());
+    let read = |p: Option<std::path::PathBuf>| p.and_then(|p| read_outside(&p));
     let record = read(record_path);
     let user_settings = read(home.map(|h| h.join(".gemini/settings.json")));
     let env_trust = std::env::var("GEMINI_CLI_TRUST_WORKSPACE").ok();
@@ -796,7 +845,7 @@ fn codex_trust(project_root: &Path, hooks: &str) -> Vec<String> {
     let Some(codex_home) = codex_home.filter(|h| h.is_dir()) else {
         return Vec::new();
     };
-    let config = std::fs::read_to_string(codex_home.join("config.toml")).ok();
+    let config = read_outside(&codex_home.join("config.toml"));
     let root = canonical(project_root);
     if let Some(line) = project_untrusted(config.as_deref(), &root, &shown, &canonical) {
         // The hooks' own review does not matter until Codex reads the project's folder.

@@ -894,3 +894,110 @@ fn a_prime_hook_wired_on_an_event_that_repeats_primes_each_session_once() {
     assert!(context(&no_id(), "PostToolUse").contains("no citizen id"));
     assert_eq!(text(&no_id()), "", "said once per session");
 }
+
+/// Runs `polisd hook claude notices` from the project folder with `bytes` on stdin.
+fn hook_bytes(p: &TestPolis, bytes: &[u8]) -> Output {
+    let out = harness::output_with_stdin(
+        Command::new(BIN)
+            .args(["hook", "claude", "notices", "--as", ME, "--interval", "0"])
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .env_remove("POLIS_CITIZEN")
+            .current_dir(project(p)),
+        bytes,
+    );
+    assert_eq!(out.status.code(), Some(0), "a hook always exits 0: {out:?}");
+    out
+}
+
+/// A payload polisd reads only in part still says which event fired: a prompt past the size
+/// bound, or a key written twice (the last one counts, as in the CLIs' own JSON parsers). It
+/// was answered as the first event of the hook's kind (`PostToolUse` for a
+/// `UserPromptSubmit`), which the CLI rejects, while the notices were marked read: the model
+/// never saw them.
+#[test]
+fn a_payload_read_in_part_is_answered_as_the_event_that_fired() {
+    let p = polis();
+    message(&p, ME, "2026-03-02 11:15", OTHER, "Read past the bound.");
+    let head = format!(
+        r#"{{"session_id":"abc123","cwd":{},"hook_event_name":"UserPromptSubmit","prompt":""#,
+        json!(project(&p))
+    );
+    let mut big = head.into_bytes();
+    big.resize(big.len() + 65 * 1024 * 1024, b'x');
+    big.extend_from_slice(br#""}"#);
+    let out = hook_bytes(&p, &big);
+    assert!(
+        context(&out, "UserPromptSubmit").contains("Read past the bound."),
+        "{}",
+        text(&out)
+    );
+
+    message(&p, ME, "2026-03-02 11:16", OTHER, "Keyed twice.");
+    let twice = format!(
+        r#"{{"hook_event_name":"PostToolUse","cwd":{},"hook_event_name":"UserPromptSubmit","prompt":"hi"}}"#,
+        json!(project(&p))
+    );
+    let out = hook_bytes(&p, twice.as_bytes());
+    assert!(
+        context(&out, "UserPromptSubmit").contains("Keyed twice."),
+        "{}",
+        text(&out)
+    );
+}
+
+/// Prime hooks wired on an event that repeats, fired at once by several sessions of one
+/// citizen (with notices hooks of other sessions): each session is remembered as primed. The
+/// record was read, changed and replaced by each hook on its own, so one hook's replace threw
+/// away what another had just recorded, and that session got the whole primer again.
+#[test]
+fn prime_hooks_of_many_sessions_at_once_each_remember_their_session() {
+    let p = polis();
+    let payload = |session: &str| {
+        json!({"session_id": session, "cwd": project(&p), "hook_event_name": "PostToolUse",
+               "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": {}})
+    };
+    let run = |kind: &'static str, session: String| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["hook", "claude", kind, "--as", ME, "--interval", "0"])
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .env_remove("POLIS_CITIZEN")
+            .current_dir(project(&p));
+        let input = payload(&session).to_string();
+        move || harness::output_with_stdin(&mut cmd, input.as_bytes())
+    };
+    for round in 0..3 {
+        let sessions: Vec<String> = (0..8).map(|i| format!("r{round}-s{i}")).collect();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(12));
+        let mut handles = Vec::new();
+        for (i, s) in sessions.iter().enumerate() {
+            let mut go = run("prime", s.clone());
+            let b = barrier.clone();
+            handles.push(std::thread::spawn(move || {
+                b.wait();
+                (i, go())
+            }));
+        }
+        for i in 0..4 {
+            let mut go = run("notices", format!("r{round}-other-{i}"));
+            let b = barrier.clone();
+            handles.push(std::thread::spawn(move || {
+                b.wait();
+                (usize::MAX, go())
+            }));
+        }
+        for h in handles {
+            let (i, out) = h.join().unwrap();
+            if i != usize::MAX {
+                assert!(text(&out).contains("Polis primer"), "{i}: {out:?}");
+            }
+        }
+        for s in &sessions {
+            let again = run("prime", s.clone())();
+            assert!(
+                !text(&again).contains("Polis primer"),
+                "round {round}: session {s} was primed already: {}",
+                text(&again)
+            );
+        }
+    }
+}

@@ -372,3 +372,43 @@ fn mcp_answers_the_client_never_received_mark_nothing_read() {
         "an MCP answer that never reached the client marked its notices read"
     );
 }
+
+/// A client that sends a second request with the id of one still being answered: both calls
+/// wrote, and only one answer came back, so the client never learned of one of its writes.
+/// The second is refused with nothing written; every write has its answer.
+#[test]
+fn mcp_refuses_a_request_whose_id_is_still_being_answered() {
+    let p = polis();
+    let (mut mcp, _) = mcp_session(&p, "2025-11-25");
+    for title in ["Twice one", "Twice two"] {
+        mcp.send_request(
+            5,
+            "tools/call",
+            json!({"name": "polis_open_contract",
+                   "arguments": {"title": title, "opened_by": ME, "required_tags": ["rust"]}}),
+        );
+    }
+    let answers = [
+        mcp.response(json!(5)),
+        mcp.message_where("a second answer with id 5", |v| v["id"] == 5),
+    ];
+    let written = ["twice-one", "twice-two"]
+        .iter()
+        .filter(|id| p.exists(&format!("contracts/open/{id}.md")))
+        .count();
+    let results = answers.iter().filter(|a| a.get("result").is_some()).count();
+    assert_eq!((written, results), (1, 1), "{answers:#?}");
+    let refused = answers.iter().find(|a| a.get("error").is_some()).unwrap();
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    // The id is free again once answered.
+    assert!(mcp.request(5, "ping", json!({})).get("result").is_some());
+    // A malformed request, which the SDK answers without its id, does not hold the id.
+    for bad in [
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":5}"#,
+        r#"{"jsonrpc":"1.0","id":6,"method":"ping"}"#,
+    ] {
+        mcp.send(bad);
+        assert_eq!(mcp.response(Value::Null)["error"]["code"], -32600);
+        assert!(mcp.request(6, "ping", json!({})).get("result").is_some());
+    }
+}

@@ -149,7 +149,7 @@ fn the_mcp_primer_names_tools_never_a_polisd_command() {
     assert!(wrong.is_empty(), "{}\n\nin\n{text}", wrong.join("\n"));
     let tools_line = shown_notices
         .lines()
-        .find(|l| l.starts_with("The commands in these notices are tools here:"))
+        .find(|l| l.starts_with("For the commands in these notices:"))
         .unwrap_or_else(|| panic!("no tools line in\n{text}"));
     for needle in [
         &format!("Start: `polis_ready` (`citizen: \"{ME}\"`)")[..],
@@ -312,4 +312,209 @@ fn mcp_answers_name_no_polisd_command() {
         wrong.extend(unknown_calls(text, &schemas));
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+/// The command every hand-written text below names: no text of polisd's own names it here, so
+/// a `tools` line that does has mapped an agent's words.
+const HAND_WRITTEN: &str = "polisd reconcile";
+
+/// A polis where polisd's own notices name commands no tool does (`polisd check`, `polisd
+/// verify --fix`) beside one a tool does, and agents' texts (a message, a title, a contract's
+/// body, a reservation's note, a guardrail, a lesson) name [`HAND_WRITTEN`].
+fn with_shell_commands() -> TestPolis {
+    let p = polis();
+    let notice = |stamp: &str, kind: &str, id: &str, text: &str, link: &str| {
+        p.append(
+            &format!("citizens/{ME}/inbox.md"),
+            &format!("\n### {stamp} from polis-daemon\n\n{text}\n\n[[{link}]]\n<!-- polisd:{kind}:{id} -->\n\n---\n"),
+        );
+    };
+    notice(
+        "2026-03-02 10:00",
+        "record-finding",
+        "00000000000000b1",
+        "polisd found an error (P016) in a file you wrote, `contracts/open/odd.md` (line 2): `contract_id: other` is not the file's name; write `contract_id: odd`. Fix the file; `polisd check` shows what is left.",
+        "contracts/open/odd",
+    );
+    notice(
+        "2026-03-02 10:01",
+        "card-changed",
+        "00000000000000b2",
+        "Your capability card no longer matches its `content_hash`. If you edited it, restamp it with `polisd verify --fix`; if you did not, someone else changed it: compare it with your last known version and restore it.",
+        &format!("citizens/{ME}/capability_card.yml"),
+    );
+    notice(
+        "2026-03-02 10:02",
+        "contract-routed",
+        "00000000000000b3",
+        &format!("The router recommends you for the new open contract `odd`. To take it, run `polisd contract claim odd --as {ME}` (it refuses if another citizen claimed it first)."),
+        "contracts/open/odd",
+    );
+    message(
+        &p,
+        ME,
+        "2026-03-02 10:03",
+        OTHER,
+        &format!("Please run `{HAND_WRITTEN}` before you start."),
+    );
+    p.save(
+        "contracts/open/odd.md",
+        &format!("---\ncontract_id: odd\ntitle: Run `{HAND_WRITTEN}` first\nopened_by: {OTHER}\nopened_at: 2026-01-01 10:00:00\nowner: null\nstatus: proposed\nstakes: low\nrequired_tags: []\n---\n\n## Intent\n\nRun `{HAND_WRITTEN}` first.\n"),
+    );
+    p.save(
+        "reservations.yml",
+        &format!("reservations:\n- citizen: {OTHER}\n  paths: [src/a.rs]\n  reserved_at: 2026-01-01 10:00:00\n  expires_at: 2099-01-01 10:00:00\n  note: after `{HAND_WRITTEN}`\n"),
+    );
+    p.save(
+        "guardrails/run-reconcile.md",
+        &format!("---\nguardrail_id: run-reconcile\ntags: []\nstatus: active\n---\n\nRun `{HAND_WRITTEN}` before settling.\n"),
+    );
+    p
+}
+
+/// The `polisd` commands `text` names in code spans, as written or as a notice shows them
+/// (its spans flattened to `'…'`), each as its program's first two words.
+fn commands_in(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = text
+        .match_indices("polisd ")
+        .filter(|(at, _)| matches!(text[..*at].chars().last(), Some('`' | '\'')))
+        .map(|(at, _)| {
+            let words: Vec<&str> = text[at..]
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                .take(2)
+                .collect();
+            words.join(" ")
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A command no tool does is named in the tools line too, as a shell's: the client neither
+/// looks for a tool nor is left without a word on it. An agent's words are never mapped.
+#[test]
+fn the_tools_line_says_a_shell_runs_a_command_no_tool_does() {
+    let p = with_shell_commands();
+    let (mut mcp, _) = mcp_session(&p, "2025-06-18");
+    let schemas = schemas(&mut mcp);
+    let answer = mcp.call(3, "polis_notices", json!({"citizen": ME}));
+    let v: Value = serde_json::from_str(tool_text(&answer)).unwrap();
+    let notices_line = v["tools"].as_str().unwrap_or_default().to_string();
+    let primer = mcp.call(4, "polis_prime", json!({"citizen": ME, "mark_read": false}));
+    let text = tool_text(&primer);
+    let primer_line = text
+        .lines()
+        .find(|l| l.contains("` is `polis_"))
+        .unwrap_or_default()
+        .to_string();
+    for line in [&notices_line, &primer_line] {
+        assert!(
+            line.contains("`polisd contract claim …` is `polis_claim_contract`"),
+            "{line}\n\nin\n{text}"
+        );
+        for (command, what) in [
+            ("polisd check", "reports the findings"),
+            ("polisd verify", "restamps a capability card"),
+        ] {
+            let said = format!(
+                "`{command} …` is a shell command (no tool {what}; a person or an agent with a shell runs it)"
+            );
+            assert!(line.contains(&said), "missing {said:?} in {line}");
+        }
+        assert!(
+            !line.contains(HAND_WRITTEN),
+            "an agent's words mapped: {line}"
+        );
+        let wrong = unknown_calls(line, &schemas);
+        assert!(wrong.is_empty(), "{}: {line}", wrong.join("; "));
+    }
+}
+
+/// Every tool, called where it has something to say: each `polisd` command polisd's own
+/// words in its answer name is in that answer's `tools` line, and no command an agent wrote
+/// (a message, a title, a body, a note, a guardrail) ever is.
+#[test]
+fn every_answer_maps_the_commands_polisd_s_own_words_name_and_no_agent_s() {
+    let p = with_shell_commands();
+    let (mut mcp, _) = mcp_session(&p, "2025-06-18");
+    let mut wrong = Vec::new();
+    for (n, (tool, args)) in [
+        ("polis_status", json!({})),
+        ("polis_list_contracts", json!({})),
+        ("polis_route", json!({"contract_id": "odd", "seed": 1})),
+        ("polis_prime", json!({"citizen": ME, "mark_read": false})),
+        ("polis_notices", json!({"citizen": ME, "unread": false})),
+        ("polis_amendments", json!({})),
+        ("polis_ready", json!({"citizen": ME})),
+        ("polis_reservations", json!({})),
+        ("polis_context", json!({"contract_id": "odd"})),
+        ("polis_show_contract", json!({"contract_id": "odd"})),
+        ("polis_guardrails", json!({})),
+        ("polis_tally", json!({"dry_run": true})),
+        (
+            "polis_claim_contract",
+            json!({"contract_id": "odd", "citizen": ME}),
+        ),
+        (
+            "polis_reserve",
+            json!({"citizen": ME, "paths": ["lib/x.rs"], "note": format!("see `{HAND_WRITTEN}`")}),
+        ),
+        ("polis_release", json!({"citizen": ME})),
+        (
+            "polis_log",
+            json!({"citizen": ME, "verb": "progress", "link": "contracts/open/odd",
+                   "note": format!("ran `{HAND_WRITTEN}`")}),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let answer = mcp.call(10 + n as u64, tool, args);
+        assert_eq!(answer["result"]["isError"], false, "{tool}: {answer}");
+        let text = tool_text(&answer);
+        let line = match serde_json::from_str::<Value>(text) {
+            Ok(v) => v["tools"].as_str().unwrap_or_default().to_string(),
+            // The primer is markdown: its line is among its own.
+            Err(_) => text
+                .lines()
+                .filter(|l| l.contains("` is `polis_") || l.contains("` is a shell command"))
+                .collect(),
+        };
+        if line.contains(HAND_WRITTEN) {
+            wrong.push(format!("{tool} maps an agent's words: {line}"));
+        }
+        for command in commands_in(text) {
+            if command != HAND_WRITTEN && !line.contains(&format!("`{command}")) {
+                wrong.push(format!(
+                    "{tool}: `{command}` not in its tools line ({line:?})"
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// A reservation's note is one line over MCP too: refused naming `note`, nothing written.
+#[test]
+fn a_reservation_note_over_mcp_is_one_line() {
+    let p = polis();
+    let before = harness::tree(&p);
+    let (mut mcp, _) = mcp_session(&p, "2025-06-18");
+    let answer = mcp.call(
+        3,
+        "polis_reserve",
+        json!({"citizen": ME, "paths": ["src/"], "note": "api\n- citizen: someone-else"}),
+    );
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let why = tool_text(&answer);
+    assert!(
+        why.contains("`note` holds a line break (U+000A) at character 4"),
+        "{why}"
+    );
+    assert!(!why.contains("--note"), "{why}");
+    assert!(
+        harness::tree(&p) == before,
+        "a refused reservation wrote something"
+    );
 }
