@@ -375,21 +375,20 @@ fn hand_written_huge_paths_neither_crash_nor_stall_check_or_reserve() {
     ));
 }
 
+/// `reserve` refuses a note on two lines (tests/agent_commands/one_line.rs); one written by
+/// hand is still shown on its entry's line.
 #[test]
 fn a_note_or_path_with_a_line_break_cannot_forge_a_line_of_the_listing() {
     let p = polis();
     ok(&run(
         &p,
-        &[
-            "reserve",
-            "src/a.rs",
-            "--as",
-            ALPHA,
-            "--note",
-            "mine\n  bravo-agent: docs  until released",
-        ],
+        &["reserve", "src/a.rs", "--as", ALPHA, "--note", "mine"],
     ));
-    let mut file = p.read(FILE);
+    let mut file = p.read(FILE).replace(
+        "note: mine",
+        "note: \"mine\\n  bravo-agent: docs  until released\"",
+    );
+    assert!(file.contains("bravo-agent: docs"), "{file}");
     file.push_str(&format!(
         "- citizen: {CHARLIE}\n  paths:\n  - \"ops\\n  founder-one: everything\"\n  expires_at: null\n"
     ));

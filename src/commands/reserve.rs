@@ -51,7 +51,7 @@ fn refuse(json: bool, err: &ReservationError) -> anyhow::Result<u8> {
             }))?
         );
     }
-    Ok(1)
+    Ok(if err.is_usage() { 2 } else { 1 })
 }
 
 /// The paths as given, made project-relative; the first bad one refuses the command.

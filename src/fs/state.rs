@@ -850,6 +850,29 @@ fn hook_record(polis_root: &Path, citizen: &str) -> HookRecord {
         .unwrap_or_default()
 }
 
+/// Reads `citizen`'s hook record, changes it with `change` and writes it back, under the
+/// record's own lock: hooks of one citizen's sessions fire at once, and each replacing the
+/// record it read lost what another had just written (a session's primer remembered, then
+/// forgotten). Without the lock (in time, or at all), it writes anyway: the record is only a
+/// saving.
+fn update_hook_record(
+    polis_root: &Path,
+    citizen: &str,
+    change: impl FnOnce(&mut HookRecord) -> bool,
+) -> Result<(), StateError> {
+    let _lock = hook_lock(polis_root, citizen, "record.lock", HOOK_RECORD_WAIT)
+        .ok()
+        .flatten();
+    let mut record = hook_record(polis_root, citizen);
+    if !change(&mut record) {
+        return Ok(());
+    }
+    write_hook_record(polis_root, citizen, &record)
+}
+
+/// How long a hook waits for the lock of its record: the few milliseconds of a write.
+const HOOK_RECORD_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 fn write_hook_record(
     polis_root: &Path,
     citizen: &str,
@@ -893,14 +916,15 @@ pub fn set_hook_session_primed(
     session: &str,
 ) -> Result<(), StateError> {
     let key = crate::protocol::digest::short_id(session.as_bytes());
-    let mut record = hook_record(polis_root, citizen);
-    if record.primed.contains(&key) {
-        return Ok(());
-    }
-    record.primed.push(key);
-    let excess = record.primed.len().saturating_sub(PRIMED_SESSIONS);
-    record.primed.drain(..excess);
-    write_hook_record(polis_root, citizen, &record)
+    update_hook_record(polis_root, citizen, |record| {
+        if record.primed.contains(&key) {
+            return false;
+        }
+        record.primed.push(key);
+        let excess = record.primed.len().saturating_sub(PRIMED_SESSIONS);
+        record.primed.drain(..excess);
+        true
+    })
 }
 
 /// Held while one notices hook of a citizen looks at its inbox, shows what is new and marks it
@@ -918,10 +942,21 @@ pub fn hook_delivery_lock(
     citizen: &str,
     wait: std::time::Duration,
 ) -> Result<Option<HookDeliveryLock>, StateError> {
+    hook_lock(polis_root, citizen, "lock", wait)
+}
+
+/// Waits up to `wait` for the lock `<citizen>.<suffix>` in the hooks' folder; `Ok(None)` when
+/// another process still holds it then.
+fn hook_lock(
+    polis_root: &Path,
+    citizen: &str,
+    suffix: &str,
+    wait: std::time::Duration,
+) -> Result<Option<HookDeliveryLock>, StateError> {
     use std::os::unix::fs::OpenOptionsExt;
     let (dir, _) = hook_file(polis_root, citizen)?;
     fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
-    let path = dir.join(format!("{citizen}.lock"));
+    let path = dir.join(format!("{citizen}.{suffix}"));
     // Non-blocking and only a regular file, as every record here (see `read_record`).
     let file = fs::OpenOptions::new()
         .create(true)
@@ -954,9 +989,10 @@ pub fn set_hook_last_check(
     citizen: &str,
     at: chrono::DateTime<chrono::Utc>,
 ) -> Result<(), StateError> {
-    let mut record = hook_record(polis_root, citizen);
-    record.last_check = at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    write_hook_record(polis_root, citizen, &record)
+    update_hook_record(polis_root, citizen, |record| {
+        record.last_check = at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        true
+    })
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -145,6 +145,10 @@ pub fn answer_notice(
             why: e.to_string(),
         }
     };
+    // Checked and answered under the transition lock: two people answering one notice at
+    // once would each find it unread and each write an answer.
+    let writer = Writer::unrecorded(root)?;
+    let _transition = writer.transition_lock()?;
     let view = crate::operations::session::read_inbox(root, citizen)
         .map_err(session_error(layout::inbox_path(citizen)))?;
     let notice = view
@@ -177,7 +181,6 @@ pub fn answer_notice(
         citizen,
         &format!("Answer to {about}:\n\n{}", text.trim()),
     )?;
-    let writer = Writer::unrecorded(root)?;
     crate::operations::session::mark_read(root, &writer, &view, &[notice.id])
         .map_err(session_error(layout::status_path(citizen)))?;
     Ok(written)
@@ -231,6 +234,8 @@ pub fn silence(root: &Path, code: &str, by: &str, reason: &str) -> Result<Silenc
 /// there writes nothing.
 pub fn unsilence(root: &Path, code: &str, by: &str) -> Result<bool, OpError> {
     require_citizen(root, by)?;
+    // Read as `silence` reads it, so " P007" lifts the silence on P007 rather than nothing.
+    let code = code.trim();
     let writer = Writer::unrecorded(root)?;
     let (_, lifted) = writer.update_locked(silence_rules::FILE, |bytes| {
         let entries = entries_of(bytes)?;
@@ -364,7 +369,8 @@ mod tests {
             codes,
             [("C004", "late lines are fine"), ("P007", "still fine")]
         );
-        assert!(unsilence(root, "P007", "ann-agent").unwrap());
+        // A code with white space around it, as a form may send it, is the same code.
+        assert!(unsilence(root, " P007 ", "ann-agent").unwrap());
         assert!(!unsilence(root, "P007", "ann-agent").unwrap());
         assert_eq!(silenced(root).len(), 1);
     }

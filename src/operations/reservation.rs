@@ -37,6 +37,9 @@ pub enum ReservationError {
     NoPaths,
     #[error("the note is {0} characters; keep it under {MAX_NOTE_CHARS} (say where the work is, not the work itself)")]
     NoteTooLong(usize),
+    /// The note holds a line break: refused as every one-line text is.
+    #[error(transparent)]
+    OneLine(crate::operations::OpError),
     #[error("{}", not_open(.0, &flags))]
     NotOpen(String),
     #[error(transparent)]
@@ -63,6 +66,7 @@ impl Spell for ReservationError {
             ReservationError::BadId(id) => bad_id(id, names),
             ReservationError::NotRegistered(id) => not_registered(id, names),
             ReservationError::NotOpen(id) => not_open(id, names),
+            ReservationError::OneLine(e) => e.spelled(names),
             other => other.to_string(),
         }
     }
@@ -90,6 +94,11 @@ fn not_open(id: &str, names: Names) -> String {
 }
 
 impl ReservationError {
+    /// Whether the caller passed something no retry can make right (exit code 2).
+    pub fn is_usage(&self) -> bool {
+        matches!(self, ReservationError::OneLine(e) if e.is_usage())
+    }
+
     /// Whether the action was refused for what was asked (exit 1, nothing written) rather
     /// than failed for a passing reason.
     pub fn is_refusal(&self) -> bool {
@@ -265,10 +274,15 @@ pub fn reserve(
     }
     // Every reservation command reads the whole file: notes without a bound would let one
     // citizen's notes push it past what polisd reads, and lock everyone out of reserving.
-    if let Some(n) = request.note.as_deref().map(|n| n.chars().count()) {
+    if let Some(note) = request.note.as_deref() {
+        let n = note.chars().count();
         if n > MAX_NOTE_CHARS {
             return Err(ReservationError::NoteTooLong(n));
         }
+        // Shown on one line in every listing, a line break in it would pose as a line of its
+        // own (an entry, a holder): refused, as every one-line text is.
+        crate::operations::error::on_one_line("the note", Arg::Note, note)
+            .map_err(ReservationError::OneLine)?;
     }
     if let Some(c) = &request.contract {
         let open = layout::contract_path(ContractFolder::Open, c).is_some_and(|rel| {

@@ -83,8 +83,8 @@ impl Arg {
 }
 
 /// Something a message suggests doing next. An MCP tool does most of them; the few no tool
-/// does ([`Action::Register`], [`Action::CouncilStart`]) stay the command for every front end,
-/// and MCP says a shell runs it.
+/// does ([`Action::Register`], [`Action::CouncilStart`], [`Action::Check`], [`Action::Verify`],
+/// [`Action::Reconcile`]) stay the command for every front end, and MCP says a shell runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     /// Claim the open contract `id` as `by`; `None` where the message cannot know them.
@@ -139,6 +139,12 @@ pub enum Action {
     Register { id: String },
     /// Start a council on `cid` (no tool does: a person or an agent with a shell).
     CouncilStart { cid: String },
+    /// Report every finding (no tool does).
+    Check,
+    /// Restamp the capability cards' `content_hash` (no tool does).
+    Verify,
+    /// Rebuild the routing stats (no tool does).
+    Reconcile,
 }
 
 /// Records a session may want all of, where the primer shows only the first.
@@ -229,6 +235,9 @@ impl Action {
                 format!(" {id} --vendor <vendor> --model <model> --tags <tag:rating,…>"),
             ),
             Action::CouncilStart { cid } => ("polisd council start", format!(" {cid}")),
+            Action::Check => ("polisd check", String::new()),
+            Action::Verify => ("polisd verify", " --fix".to_string()),
+            Action::Reconcile => ("polisd reconcile", String::new()),
             Action::Look(place) => match place {
                 Place::Index => ("cat", format!(" {}", place.path())),
                 Place::Chronicle => ("tail", format!(" {}", place.path())),
@@ -244,8 +253,9 @@ impl Action {
         format!("`{program}{rest}`")
     }
 
-    /// One action of each `polisd` command a tool also does, with placeholders and the most
-    /// arguments: what a text's commands are recognised by.
+    /// One action of each `polisd` command a text's code spans are recognised by, with
+    /// placeholders and the most arguments: every command a tool also does, then those that
+    /// polisd's own texts name and no tool does.
     pub fn commands() -> Vec<Action> {
         let who = || "ID".to_string();
         vec![
@@ -269,6 +279,11 @@ impl Action {
             Action::Reserve,
             Action::OpenContract,
             Action::CouncilWrite,
+            Action::Register { id: who() },
+            Action::CouncilStart { cid: who() },
+            Action::Check,
+            Action::Verify,
+            Action::Reconcile,
         ]
     }
 
@@ -309,8 +324,9 @@ impl<F: Fn(Arg) -> String> Namer for F {
 }
 
 /// What a reader who does not run commands does instead of the `polisd` commands `texts` name
-/// in code spans, each once, as `names` says it: one line, or `None` when there is nothing to
-/// say (a reader with a shell, or no command with another way to do it).
+/// in code spans, each once, as `names` says it (the tool to call, or that only a shell runs
+/// it): one line, or `None` when there is nothing to say (a reader with a shell, or no command
+/// named).
 pub fn instead_of_commands<'a>(
     texts: impl IntoIterator<Item = &'a str>,
     names: Names,
@@ -334,12 +350,7 @@ pub fn instead_of_commands<'a>(
                 .map(|how| format!("`{} …` is {how}", a.words().0))
         })
         .collect();
-    (!said.is_empty()).then(|| {
-        format!(
-            "The commands in these notices are tools here: {}.",
-            said.join("; ")
-        )
-    })
+    (!said.is_empty()).then(|| format!("For the commands in these notices: {}.", said.join("; ")))
 }
 
 /// How a front end names what a message speaks of.
@@ -422,7 +433,11 @@ mod tests {
             Some("polisd review")
         );
         assert_eq!(Action::of_command("polisd reviewer"), None);
-        assert_eq!(Action::of_command("polisd check"), None);
+        assert_eq!(
+            Action::of_command("polisd check").map(|a| a.words().0),
+            Some("polisd check")
+        );
+        assert_eq!(Action::of_command("polisd checks"), None);
         // A reader with a shell is told nothing more.
         assert_eq!(
             instead_of_commands(["run `polisd contract claim x --as me`"], &flags),

@@ -416,3 +416,22 @@ fn a_list_prints_a_hand_written_title_on_its_row() {
         "{said}"
     );
 }
+
+/// A reservation's note was kept with its line break, shown escaped: it is one line like the
+/// rest, refused before anything is written.
+#[test]
+fn a_reservation_note_is_one_line() {
+    let p = TestPolis::init(FOUNDER);
+    refused_one_line(
+        &p,
+        &[
+            "reserve",
+            "src/",
+            "--as",
+            FOUNDER,
+            "--note",
+            "api\n- citizen: someone-else",
+        ],
+        "--note",
+    );
+}

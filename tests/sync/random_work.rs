@@ -596,11 +596,23 @@ fn syncthing_converges(n: usize, operations: usize, seed: u64) {
     // Every agent's line once, the third machine's citizen (the founder) included.
     let chronicle = machines[0].read("chronicle.md");
     for l in &lines {
-        assert_eq!(
-            chronicle.lines().filter(|h| *h == l.trim_end()).count(),
-            1,
-            "{l:?} once in\n{chronicle}"
-        );
+        let times = chronicle.lines().filter(|h| *h == l.trim_end()).count();
+        if times != 1 {
+            let logs: Vec<(PathBuf, PathBuf)> = machines
+                .iter()
+                .zip(&instances)
+                .map(|(p, st)| {
+                    (
+                        p.dir.path().join("daemon.log"),
+                        st.home.join("syncthing.log"),
+                    )
+                })
+                .collect();
+            panic!(
+                "{l:?} {times} times in\n{chronicle}\n{}",
+                what_the_logs_say(l, &logs)
+            );
+        }
     }
     for p in &machines {
         for m in p.all_markers() {
@@ -624,6 +636,44 @@ fn syncthing_converges(n: usize, operations: usize, seed: u64) {
     assert_every_notice_sent_is_there_once(&machines, &_daemons);
     let findings = findings_but_missing_status(&machines[0]);
     assert!(findings.is_empty(), "{findings:#?}");
+}
+
+/// What each machine's daemon and Syncthing logged about a line that did not arrive once: the
+/// daemon's lines naming its link or note, its lost-line findings and restores, and Syncthing's
+/// conflicts, the last 20 of each, so a rare failure in CI says where the line went.
+fn what_the_logs_say(line: &str, logs: &[(PathBuf, PathBuf)]) -> String {
+    let fields: Vec<&str> = line.trim_end().split(" | ").collect();
+    let marks: Vec<&str> = fields
+        .iter()
+        .skip(3)
+        .copied()
+        .filter(|f| f.len() > 2)
+        .collect();
+    let mut out = String::new();
+    for ((daemon, syncthing), name) in logs.iter().zip(["a", "b", "c"]) {
+        let pick = |path: &Path, keep: &dyn Fn(&str) -> bool| -> Vec<String> {
+            let text = fs::read_to_string(path).unwrap_or_default();
+            let kept: Vec<String> = text
+                .lines()
+                .filter(|l| keep(l))
+                .map(str::to_string)
+                .collect();
+            kept[kept.len().saturating_sub(20)..].to_vec()
+        };
+        let said = pick(daemon, &|l| {
+            marks.iter().any(|m| l.contains(m))
+                || l.contains("C009")
+                || l.contains("restored")
+                || l.contains("conflict")
+        });
+        let conflicts = pick(syncthing, &|l| l.to_lowercase().contains("conflict"));
+        out.push_str(&format!(
+            "--- machine {name}: daemon\n{}\n--- machine {name}: syncthing\n{}\n",
+            said.join("\n"),
+            conflicts.join("\n")
+        ));
+    }
+    out
 }
 
 /// Every notice a daemon logged as sent is in its recipient's inbox exactly once on every

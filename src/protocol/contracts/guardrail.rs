@@ -86,13 +86,11 @@ pub fn render_new(
 /// Whether `existing` is the guardrail `new` would add again: the same active check, tags and
 /// source contract, whatever its id and time.
 pub fn same_guardrail(existing: &str, new: &str) -> bool {
-    let key = |t: &str| -> Vec<String> {
-        t.lines()
-            .filter(|l| !l.starts_with("guardrail_id:") && !l.starts_with("created_at:"))
-            .map(|l| l.trim_end().to_string())
-            .collect()
-    };
-    key(existing) == key(new)
+    crate::protocol::frontmatter::same_record_apart_from(
+        existing,
+        new,
+        &["guardrail_id", "created_at"],
+    )
 }
 
 #[cfg(test)]

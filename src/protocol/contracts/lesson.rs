@@ -277,13 +277,7 @@ pub fn render_new(l: &NewLesson) -> Result<String, crate::yaml::EmitError> {
 /// writes for it), apart from its id and the second it was filed: the same citizen, tags,
 /// contracts, impact and words are a replayed command, not a second lesson.
 pub fn same_filing(existing: &str, new: &str) -> bool {
-    let key = |t: &str| -> Vec<String> {
-        t.lines()
-            .filter(|l| !l.starts_with("lesson_id:") && !l.starts_with("filed_at:"))
-            .map(str::to_string)
-            .collect()
-    };
-    key(existing) == key(new)
+    crate::protocol::frontmatter::same_record_apart_from(existing, new, &["lesson_id", "filed_at"])
 }
 
 #[cfg(test)]
