@@ -16,13 +16,16 @@
 //! - `settled.ledger` — the durable ledger of settled contracts (`state/settled.rs`; earlier
 //!   versions kept it as JSON in `settled.jsonl`, read once as untrusted and removed), and
 //!   `settled.lock`, held by its one writer: the daemon for as long as it runs, or a one-shot
-//!   command with no daemon running ([`LedgerFile`]), so the two never write it at once.
+//!   command with no daemon running ([`LedgerFile`]), so the two never write it at once;
+//! - `chronicle-appended.md` — the chronicle lines this machine appended that the daemon has
+//!   not read yet (`state/appended.rs`), so a sync tool's replace cannot take one unnoticed.
 //!
 //! A corrupt `state.json` is moved aside (`state.json.corrupt-<unix secs>`) with a warning and
 //! rebuilt from the folder; it never stops the daemon. This module writes only inside the state
 //! directory; `_polis/` is `writer`'s alone. It holds data, not rules: what the fields mean to
 //! the protocol is decided by the engine and the core modules.
 
+mod appended;
 mod catch_up;
 mod fingerprint;
 mod hooks;
@@ -30,6 +33,7 @@ mod ledger_file;
 mod report_key;
 mod sent;
 mod settled;
+pub use appended::{note_appended, take_appended};
 pub use catch_up::{catch_up_seen, set_catch_up_seen};
 #[cfg(test)]
 pub use fingerprint::set_read_instant;

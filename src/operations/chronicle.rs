@@ -239,9 +239,7 @@ fn append_as(
     if !once {
         writer.append_locked(layout::CHRONICLE, bytes.as_bytes())?;
     } else if !writer.append_locked_unless(layout::CHRONICLE, bytes.as_bytes(), |current| {
-        let whole = format!("\n{bytes}");
-        current.starts_with(bytes.as_bytes())
-            || memchr::memmem::find(current, whole.as_bytes()).is_some()
+        chronicle::holds_line(current, line.as_bytes())
     })? {
         return Err(OpError::Refused(format!(
             "`{line}` is already in chronicle.md: one event is one line; nothing was written"

@@ -270,3 +270,50 @@ fn a_line_a_sync_tools_replace_lost_is_put_back_in_a_shared_folder_and_told_in_a
         }
     }
 }
+
+/// A line a command appended before the daemon read it (the daemon was starting, busy, or not
+/// running) and that a sync tool's replace then took: the daemon never saw it in the file, but
+/// the command noted it on this machine, so the daemon still puts it back. Once with a daemon
+/// that had watched the polis before (and crashed), once with none ever.
+#[test]
+fn a_line_appended_while_no_daemon_read_it_is_put_back_after_a_sync_tools_replace() {
+    for watched_before in [true, false] {
+        let p = machine(|d| d.join("project"));
+        let project = p.root.parent().unwrap().to_path_buf();
+        fs::create_dir_all(project.join(".stfolder")).unwrap();
+        found(&project);
+        with_settling(&p, "1s");
+        if watched_before {
+            p.start_daemon().kill9();
+        }
+        let before = p.read("chronicle.md");
+        let note = format!("logged while no daemon read (watched before: {watched_before})");
+        let logged = p.polisd(&["log", "--as", ALPHA, "noted", "--note", &note]);
+        assert!(logged.status.success(), "{logged:?}");
+        let line = p
+            .read("chronicle.md")
+            .lines()
+            .find(|l| l.contains(&note))
+            .expect("the logged line")
+            .to_string();
+        // The peer's version, without the line, renamed over the file as a sync tool does.
+        let peer = format!(
+            "{before}{}",
+            chronicle_line(BETA, "noted", "-", "written on the other machine")
+        );
+        let tmp = p.root.join(".syncthing.chronicle.md.tmp");
+        fs::write(&tmp, &peer).unwrap();
+        fs::rename(&tmp, p.root.join("chronicle.md")).unwrap();
+
+        let _daemon = p.start_daemon();
+        wait_for(&p, "the lost line put back", || {
+            p.read("chronicle.md").contains(&line)
+        });
+        let text = p.read("chronicle.md");
+        assert_eq!(text.matches(&line).count(), 1, "{text}");
+        assert!(text.contains("written on the other machine"), "{text}");
+        let activity = String::from_utf8_lossy(&p.polisd(&["activity"]).stdout).into_owned();
+        assert!(activity.contains("restored"), "{activity}");
+        assert_eq!(p.count(ALPHA, "chronicle-finding"), 0);
+    }
+}

@@ -102,6 +102,7 @@ impl Engine {
         let appended = chronicle::scan_from(text, resume)
             .filter(|_| tail_hash(text, resume.offset) == progress.tail_hash);
         let mut notices = Vec::new();
+        let mut told_lost = Vec::new();
         let rewritten = appended.is_none();
         let (scan, new_lines) = match appended {
             Some(scan) => {
@@ -121,19 +122,8 @@ impl Engine {
                 let mut files: Vec<&str> = vec![text];
                 files.extend(polis.archives.iter().map(|(_, t)| t.as_str()));
                 for lost in chronicle::lost_lines(&seen_lines, &files) {
-                    let finding = chronicle::lost_line_finding(layout::CHRONICLE, &lost);
-                    self.state
-                        .chronicles
-                        .entry(layout::CHRONICLE.to_string())
-                        .or_default()
-                        .lost_lines
-                        .push(crate::fs::state::LostLine {
-                            text: lost.clone(),
-                            noticed_at: crate::fs::state::now_rfc3339(),
-                        });
-                    // A peer's version of the file may have replaced this one while the rest
-                    // of its lines are still in transit (a conflict copy, the next pull).
-                    self.tell_or_hold(polis, &finding, &lost, &mut notices);
+                    self.lost_line(polis, &lost, &mut notices);
+                    told_lost.push(lost);
                 }
                 let scan = chronicle::scan(text);
                 let mut seen_counts: HashMap<String, usize> = HashMap::new();
@@ -235,8 +225,84 @@ impl Engine {
         }
         self.record_progress(text, scan.resume);
         self.activity_upto(text, scan.resume.offset, now);
+        self.take_appended_notes(polis, text, &told_lost, &mut notices);
         self.enqueue(notices);
         Ok(wrote)
+    }
+
+    /// Takes the notes of the lines this machine appended ([`crate::fs::state::take_appended`])
+    /// after the pass has read `text`. A noted line in `text` is read now, so the mirror of what
+    /// was seen holds it; one appended after `text` was read waits for the next pass; and one
+    /// found nowhere, the chronicle read again under the notes' lock, was lost before this
+    /// daemon read it (a sync tool's replace) and is held as a lost line is, unless the pass
+    /// already told it from the mirror (`told_lost`).
+    fn take_appended_notes(
+        &mut self,
+        polis: &Polis,
+        text: &str,
+        told_lost: &[String],
+        notices: &mut Vec<Notification>,
+    ) {
+        let mut lost = Vec::new();
+        let root = &self.root;
+        let taken = crate::fs::state::take_appended(self.state.dir(), |noted| {
+            let mut again: Option<String> = None;
+            noted
+                .into_iter()
+                .filter(|line| {
+                    if chronicle::holds_line(text.as_bytes(), line.as_bytes()) {
+                        return false;
+                    }
+                    let now = again.get_or_insert_with(|| {
+                        snapshot::read_text(root, layout::CHRONICLE, None)
+                            .ok()
+                            .flatten()
+                            .unwrap_or_default()
+                    });
+                    if chronicle::holds_line(now.as_bytes(), line.as_bytes()) {
+                        return true;
+                    }
+                    let mut files: Vec<&str> = vec![now.as_str()];
+                    files.extend(polis.archives.iter().map(|(_, t)| t.as_str()));
+                    if !chronicle::lost_lines(std::slice::from_ref(line), &files).is_empty() {
+                        lost.push(line.clone());
+                    }
+                    false
+                })
+                .collect()
+        });
+        if let Err(e) = taken {
+            tracing::warn!("could not read the notes of appended chronicle lines: {e}");
+        }
+        for line in lost {
+            if told_lost
+                .iter()
+                .any(|t| chronicle::line_key(t) == chronicle::line_key(&line))
+            {
+                continue;
+            }
+            tracing::info!(
+                "a line appended on this machine is gone before the daemon read it: {line}"
+            );
+            self.lost_line(polis, &line, notices);
+        }
+    }
+
+    /// Records a lost chronicle line in the state (polisd's copy of it) and tells or holds its
+    /// C009: a peer's version of the file may have replaced this one while the rest of its
+    /// lines are still in transit (a conflict copy, the next pull).
+    fn lost_line(&mut self, polis: &Polis, line: &str, notices: &mut Vec<Notification>) {
+        self.state
+            .chronicles
+            .entry(layout::CHRONICLE.to_string())
+            .or_default()
+            .lost_lines
+            .push(crate::fs::state::LostLine {
+                text: line.to_string(),
+                noticed_at: crate::fs::state::now_rfc3339(),
+            });
+        let finding = chronicle::lost_line_finding(layout::CHRONICLE, line);
+        self.tell_or_hold(polis, &finding, line, notices);
     }
 
     /// Records that `chronicle.md` has been validated up to `resume`, with the hash of the

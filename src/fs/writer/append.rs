@@ -140,6 +140,11 @@ impl Writer {
             }
         }
         file.sync_data().map_err(io_err("sync", &t.rel))?;
+        if self.allow.is_none() && t.rel == Path::new(crate::protocol::layout::CHRONICLE) {
+            // Noted under the append's lock, after the write: the daemon, taking the notes
+            // before it reads the chronicle, finds every noted line there unless it was lost.
+            crate::fs::state::note_appended(&self.root, bytes);
+        }
         if !self.recording {
             return Ok(true);
         }

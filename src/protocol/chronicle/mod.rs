@@ -820,6 +820,26 @@ pub fn line_key(text: &str) -> String {
     crate::protocol::digest::sha256_hex(text.trim_end().as_bytes())
 }
 
+/// Whether `text` holds `line` (without its newline) as a whole line. Searched from the end,
+/// where a line just appended is.
+pub fn holds_line(text: &[u8], line: &[u8]) -> bool {
+    if line.is_empty() {
+        return false;
+    }
+    let mut end = text.len();
+    while let Some(at) = memchr::memmem::rfind(&text[..end], line) {
+        let after = at + line.len();
+        let starts = at == 0 || text[at - 1] == b'\n';
+        let ends = after == text.len() || text[after] == b'\n';
+        if starts && ends {
+            return true;
+        }
+        // A longer line holding this one: look before it.
+        end = after - 1;
+    }
+    false
+}
+
 fn present_counts(files: &[&str]) -> HashMap<String, usize> {
     let mut counts = HashMap::new();
     for text in files {
@@ -1163,8 +1183,26 @@ mod tests {
     use super::activity::*;
     use super::rollover::*;
     use super::*;
+
     use crate::protocol::clock::PolisZone;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_line_is_held_only_whole() {
+        let text = b"- a | x\n- a | xy\n- b | z";
+        assert!(holds_line(text, b"- a | x"));
+        assert!(
+            holds_line(text, b"- b | z"),
+            "the last line, without its newline"
+        );
+        assert!(
+            !holds_line(text, b"- a | "),
+            "a part of a line is not the line"
+        );
+        assert!(!holds_line(text, b"a | xy"), "nor is its end");
+        assert!(!holds_line(b"- a | xy\n", b"- a | x"));
+        assert!(!holds_line(text, b""));
+    }
 
     fn at(stamp: &str) -> PolisTime {
         PolisTime::at_stamp(PolisZone::default(), stamp).unwrap()
