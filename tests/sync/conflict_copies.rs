@@ -2,8 +2,8 @@
 //! reported or removed, a transfer's temporary files left alone, and contracts routed by notice.
 
 use super::{
-    assert_converged, found, machine, quiet, settled, syncthing, tree, wait_logged, with_settling,
-    ALPHA, BETA, FOUNDER,
+    assert_converged, found, machine, quiet, replace_as_a_sync_tool, settled, syncthing, tree,
+    wait_logged, with_settling, ALPHA, BETA, FOUNDER,
 };
 use crate::harness::*;
 use std::fs;
@@ -249,9 +249,7 @@ fn a_line_a_sync_tools_replace_lost_is_put_back_in_a_shared_folder_and_told_in_a
             "{before}{}",
             chronicle_line(BETA, "noted", "-", "written on the other machine")
         );
-        let tmp = p.root.join(".syncthing.chronicle.md.tmp");
-        fs::write(&tmp, &peer).unwrap();
-        fs::rename(&tmp, p.root.join("chronicle.md")).unwrap();
+        replace_as_a_sync_tool(&p, "chronicle.md", &peer);
         if shared {
             wait_for(&p, "the lost line put back", || {
                 p.read("chronicle.md").contains(lost.trim_end())
@@ -301,9 +299,7 @@ fn a_line_appended_while_no_daemon_read_it_is_put_back_after_a_sync_tools_replac
             "{before}{}",
             chronicle_line(BETA, "noted", "-", "written on the other machine")
         );
-        let tmp = p.root.join(".syncthing.chronicle.md.tmp");
-        fs::write(&tmp, &peer).unwrap();
-        fs::rename(&tmp, p.root.join("chronicle.md")).unwrap();
+        replace_as_a_sync_tool(&p, "chronicle.md", &peer);
 
         let _daemon = p.start_daemon();
         wait_for(&p, "the lost line put back", || {

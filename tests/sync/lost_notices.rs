@@ -4,8 +4,8 @@
 //! once, and never touches the bytes agents append meanwhile.
 
 use super::{
-    assert_converged, found, machine, quiet, settled, syncthing, tree, with_settling, ALPHA, BETA,
-    FOUNDER,
+    assert_converged, found, machine, quiet, replace_as_a_sync_tool, settled, syncthing, tree,
+    with_settling, ALPHA, BETA, FOUNDER,
 };
 use crate::harness::*;
 use std::fs;
@@ -18,16 +18,6 @@ fn shared_polis() -> TestPolis {
     found(&project);
     with_settling(&p, "1s");
     p
-}
-
-/// Renames `text` over `rel` the way a sync tool puts a peer's version in place.
-fn replace_as_a_sync_tool(p: &TestPolis, rel: &str, text: &str) {
-    let path = p.path(rel);
-    let name = path.file_name().unwrap().to_string_lossy().into_owned();
-    // In the same folder, as Syncthing names its temporary files.
-    let tmp = path.with_file_name(format!(".syncthing.{name}.tmp"));
-    fs::write(&tmp, text).unwrap();
-    fs::rename(&tmp, p.path(rel)).unwrap();
 }
 
 fn activity(p: &TestPolis) -> String {

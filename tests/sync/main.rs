@@ -290,6 +290,16 @@ fn syncthing(
 // ---------------------------------------------------------------------------------------------
 // The settling window
 
+/// Renames `text` over `rel` the way a sync tool puts a peer's version in place.
+fn replace_as_a_sync_tool(p: &TestPolis, rel: &str, text: &str) {
+    let path = p.path(rel);
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    // In the same folder, as Syncthing names its temporary files.
+    let tmp = path.with_file_name(format!(".syncthing.{name}.tmp"));
+    fs::write(&tmp, text).unwrap();
+    fs::rename(&tmp, p.path(rel)).unwrap();
+}
+
 /// A polis whose daemon's settling window is `window` (the harness's default is short).
 fn with_settling(p: &TestPolis, window: &str) {
     fs::write(
