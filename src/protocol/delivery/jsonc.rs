@@ -614,7 +614,14 @@ impl<'a> Edit<'a> {
                 } else {
                     self.eol
                 };
-                self.splices.push((at, at, format!("{eol}{child}{body}")));
+                // And the closing bracket on a line of its own, if it followed the comment.
+                let close_line = if self.text[at..close].contains('\n') {
+                    String::new()
+                } else {
+                    format!("{}{base}", self.eol)
+                };
+                self.splices
+                    .push((at, at, format!("{eol}{child}{body}{close_line}")));
             }
             None if compact => self.splices.push((open + 1, open + 1, body)),
             None => {
@@ -737,6 +744,11 @@ mod tests {
             edit.finish(),
             "{\n  // keep\n  \"a\": [ // one\n    2,\n    3\n  ] /* b */\n}"
         );
+        let commented = "{\n  \"a\": 1 // one\n}";
+        let doc = parse(commented, true).unwrap();
+        let mut edit = Edit::new(commented, "  ", "\n");
+        edit.change(&doc.root, &[], vec![Added::Member("b".into(), Json::Null)]);
+        assert_eq!(edit.finish(), "{\n  \"a\": 1, // one\n  \"b\": null\n}");
         let one = "{\"a\": [1, 2]}";
         let doc = parse(one, false).unwrap();
         let mut edit = Edit::new(one, "  ", "\n");
