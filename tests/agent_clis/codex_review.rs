@@ -10,6 +10,8 @@
 //! - after `hooks install --codex --bin` changed approved hooks, `hooks install` and `hooks
 //!   status` say so, and the real `codex exec` indeed runs none of them; approved again, they
 //!   run and the status has nothing to say.
+//! - a hooks file that gives a key Codex reads twice Codex refuses whole (`hooks/list` finds
+//!   none of its hooks): `hooks status` names file, line and key, `hooks install` refuses.
 
 use crate::harness::{self, KilledGroup, BIN, DEADLINE};
 use crate::model_api::{ModelApi, Turn};

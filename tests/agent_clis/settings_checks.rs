@@ -10,6 +10,8 @@
 //!   a tool matcher that is no valid regex with the tool's name;
 //! - for each of the three, a tool group whose matcher is no valid regex: no notice after the
 //!   session's tool call;
+//! - Gemini CLI reads its settings with comments: `hooks install` edits such a file keeping
+//!   the person's text, the hooks run, and uninstall gives the bytes back;
 //! - Aider stops at start for a key in `.aider.conf.yml` that is none of its options
 //!   (`aider.rs`).
 
