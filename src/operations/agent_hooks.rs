@@ -27,6 +27,9 @@ pub enum HooksError {
     Aider(#[from] AiderConfigError),
     #[error("{0}")]
     Unreadable(String),
+    /// A file the CLI refuses, which polisd will not edit until a person fixes it.
+    #[error("{0}")]
+    Refused(String),
     #[error("{path} is read-only; make it writable (`chmod u+w {path}`) or edit it by hand — polisd changed nothing")]
     ReadOnly { path: String },
     #[error("{path} is not valid TOML ({reason}); Codex cannot read it either — fix it, polisd changed nothing")]
@@ -167,6 +170,15 @@ pub fn plan_install(
     for cli in clis {
         let rel = cli.settings_path();
         let before = read(project_root, rel)?;
+        // Which of two values of a repeated key the team meant is theirs to say; Codex would
+        // run none of the hooks until they do.
+        if *cli == Cli::Codex {
+            if let Some(line) = settings_check::codex_repeated_key(rel, before.as_deref()) {
+                return Err(HooksError::Refused(format!(
+                    "{line} — polisd changed nothing"
+                )));
+            }
+        }
         let after = agent_hooks::install(*cli, before.as_deref(), bin)?;
         let mut plan = Planned::new(
             rel,
@@ -634,7 +646,10 @@ fn hook_status(project_root: &Path) -> Vec<CliStatus> {
                     };
                     problems.extend(agent_hooks::switched_off(cli, &shown, other.as_deref()));
                 }
-                problems.extend(untrusted(project_root, cli, text.as_deref().unwrap_or("")));
+                // A file the CLI refuses whole runs no hook, trusted or not: one reason is enough.
+                if !settings_check::refused_whole(cli, text.as_deref()) {
+                    problems.extend(untrusted(project_root, cli, text.as_deref().unwrap_or("")));
+                }
             }
             if cli == Cli::Codex {
                 match codex_features(project_root) {
@@ -773,6 +788,9 @@ pub fn install_warnings(
         // The team's part of the file, which install keeps, may make the CLI skip it all.
         if let Some(p) = planned {
             out.extend(settings_check::skipped(*cli, &p.path, Some(&p.after)));
+            if settings_check::refused_whole(*cli, Some(&p.after)) {
+                continue;
+            }
         }
         out.extend(untrusted(
             project_root,

@@ -10,6 +10,8 @@
 //! - after `hooks install --codex --bin` changed approved hooks, `hooks install` and `hooks
 //!   status` say so, and the real `codex exec` indeed runs none of them; approved again, they
 //!   run and the status has nothing to say.
+//! - a hooks file that gives a key Codex reads twice Codex refuses whole (`hooks/list` finds
+//!   none of its hooks): `hooks status` names file, line and key, `hooks install` refuses.
 
 use crate::harness::{self, KilledGroup, BIN, DEADLINE};
 use crate::model_api::{ModelApi, Turn};
@@ -304,4 +306,69 @@ fn codex_cli_skips_hooks_changed_since_their_approval_and_hooks_status_says_so()
         "approved again, they run: {}",
         excerpt(first)
     );
+}
+
+/// Codex CLI refuses a hooks file that gives a key it reads twice (here a handler's
+/// `timeout`), and runs none of its hooks, though serde_json reads such a file (the last value
+/// wins): `hooks status` names the file, line and key, without a word of the hooks' trust (the
+/// refusal is reason enough), and `hooks install` refuses to edit the file. A key Codex does
+/// not read, given twice, it takes, and so does polisd.
+#[test]
+fn codex_cli_refuses_a_hooks_file_that_repeats_a_key_and_hooks_status_says_so() {
+    let project = Project::new(&CODEX);
+    let path = project.dir().join(CODEX.settings);
+    let original = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(ours(&codex_hooks(&project)).len(), 3);
+    let repeated = original.replacen("\"timeout\": 10", "\"timeout\": 10, \"timeout\": 5", 1);
+    let line = 1 + repeated[..repeated.find("\"timeout\": 5").unwrap()]
+        .matches('\n')
+        .count();
+    std::fs::write(&path, &repeated).unwrap();
+    assert_eq!(
+        ours(&codex_hooks(&project)).len(),
+        0,
+        "Codex refuses the whole file"
+    );
+    let (row, code) = codex_status(&project);
+    let said = problem_with(&row, "appears twice");
+    assert!(
+        said.starts_with(&format!(".codex/hooks.json line {line}: "))
+            && said.contains("the key `timeout`")
+            && said.contains("keep one"),
+        "{said}"
+    );
+    assert!(
+        !row.to_string().contains("approve the hooks it lists"),
+        "one reason is enough: {row:#}"
+    );
+    assert_eq!(code, Some(1));
+    let out = project
+        .polisd()
+        .args(["hooks", "install", "--codex", "--as", ME])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", harness::describe(&out));
+    assert!(
+        err.contains(said) && err.contains("polisd changed nothing"),
+        "{}",
+        harness::describe(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), repeated);
+
+    let ignored = original.replacen(
+        "\"timeout\": 10",
+        "\"timeout\": 10, \"name\": \"a\", \"name\": \"b\"",
+        1,
+    );
+    std::fs::write(&path, &ignored).unwrap();
+    assert_eq!(ours(&codex_hooks(&project)).len(), 3, "Codex takes it");
+    let (row, _) = codex_status(&project);
+    assert!(!row.to_string().contains("appears twice"), "{row:#}");
+    let out = project
+        .polisd()
+        .args(["hooks", "install", "--codex", "--as", ME])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", harness::describe(&out));
 }

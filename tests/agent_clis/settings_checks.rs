@@ -10,6 +10,8 @@
 //!   a tool matcher that is no valid regex with the tool's name;
 //! - for each of the three, a tool group whose matcher is no valid regex: no notice after the
 //!   session's tool call;
+//! - Gemini CLI reads its settings with comments: `hooks install` edits such a file keeping
+//!   the person's text, the hooks run, and uninstall gives the bytes back;
 //! - Aider stops at start for a key in `.aider.conf.yml` that is none of its options
 //!   (`aider.rs`).
 
@@ -186,4 +188,66 @@ fn tool_group_skipped_until_undone(cli: &Cli, event: &str, matcher: &str, said: 
             cli.bin
         );
     }
+}
+
+/// Gemini CLI's settings as a person keeps them: `//` and `/* */` comments, and text in a
+/// string that only looks like one (Gemini CLI reads the file through `strip-json-comments`).
+const GEMINI_COMMENTED: &str = r#"// The team's Gemini CLI settings.
+{
+  /* what the status line jokes about */
+  "ui": {
+    "customWittyPhrases": ["see http://example.com/docs", "/* not a comment */"]
+  },
+  "security": {"auth": {"selectedType": "gemini-api-key"}} // kept as written
+}
+"#;
+
+/// `hooks install --gemini` edits settings with comments as Gemini CLI reads them, keeping
+/// each of the person's lines; the real Gemini CLI runs the hooks from that file; uninstall
+/// gives the file back byte for byte.
+#[test]
+fn gemini_cli_runs_the_hooks_polisd_installs_into_settings_with_comments() {
+    let project = Project::new(&GEMINI);
+    (GEMINI.trust)(&project.home, &project.dir());
+    let path = project.dir().join(GEMINI.settings);
+    let out = project
+        .polisd()
+        .args(["hooks", "uninstall", "--gemini"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    std::fs::write(&path, GEMINI_COMMENTED).unwrap();
+    let out = project
+        .polisd()
+        .args(["hooks", "install", "--gemini", "--as", ME])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    let installed = std::fs::read_to_string(&path).unwrap();
+    // Every byte up to the last member, then the comma the new member needs, then the rest.
+    let (head, tail) = GEMINI_COMMENTED.split_at(GEMINI_COMMENTED.find(" // kept").unwrap());
+    assert!(
+        installed.starts_with(&format!("{head},{}", tail.lines().next().unwrap())),
+        "the person's text kept: {installed}"
+    );
+    assert!(installed.ends_with("\n}\n"), "{installed}");
+    let status = project.hooks_status();
+    assert!(
+        status.contains("3 hook(s), acting as agent-under-test") && !status.contains("problem"),
+        "{status}"
+    );
+    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
+    project.session(&GEMINI, &api, "Hello?");
+    assert_eq!(
+        shown(&api.turns()[0].body, &primer_heading()),
+        1,
+        "Gemini CLI ran the primer hook from the commented settings"
+    );
+    let out = project
+        .polisd()
+        .args(["hooks", "uninstall", "--gemini"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), GEMINI_COMMENTED);
 }

@@ -16,14 +16,13 @@
 //! <cli> prime|notices`, see [`our_binary`]), so uninstall removes exactly those and nothing a
 //! user or another tool wrote. The commands carry no citizen id: the files are shared.
 //!
-//! The settings are kept as an ordered tree ([`Json`]) and written back in the file's own
-//! [`Style`] (byte-order mark, CRLF, indentation, final line end), so keys keep their order and
-//! a file that polisd installed into and uninstalled from reads back as it was.
+//! An edit splices polisd's entries into the file's text and out of it (see [`jsonc`]): every
+//! other byte stays, a person's comments in Gemini CLI's settings too, and what polisd adds is
+//! written in the file's own [`Style`] (CRLF, indentation). A file that polisd installed into
+//! and uninstalled from reads back as it was.
 
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::ser::{SerializeMap, SerializeSeq, Serializer};
-use serde::{Deserialize, Serialize};
-use std::fmt;
+use super::jsonc;
+pub use super::jsonc::Json;
 
 /// An agent CLI with a documented hook mechanism.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -252,134 +251,6 @@ pub fn is_ours(command: &str, cli: Cli) -> bool {
     our_binary(command, cli).is_some()
 }
 
-/// A JSON value whose objects keep their keys in file order.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Json {
-    Null,
-    Bool(bool),
-    Num(serde_json::Number),
-    Str(String),
-    Arr(Vec<Json>),
-    Obj(Vec<(String, Json)>),
-}
-
-impl Json {
-    fn get_mut(&mut self, key: &str) -> Option<&mut Json> {
-        match self {
-            Json::Obj(entries) => entries.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    fn get(&self, key: &str) -> Option<&Json> {
-        match self {
-            Json::Obj(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    fn as_str(&self) -> Option<&str> {
-        match self {
-            Json::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn remove(&mut self, key: &str) {
-        if let Json::Obj(entries) = self {
-            entries.retain(|(k, _)| k != key);
-        }
-    }
-
-    fn type_name(&self) -> &'static str {
-        match self {
-            Json::Null => "null",
-            Json::Bool(_) => "a boolean",
-            Json::Num(_) => "a number",
-            Json::Str(_) => "a string",
-            Json::Arr(_) => "an array",
-            Json::Obj(_) => "an object",
-        }
-    }
-}
-
-impl Serialize for Json {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Json::Null => s.serialize_unit(),
-            Json::Bool(b) => s.serialize_bool(*b),
-            Json::Num(n) => n.serialize(s),
-            Json::Str(t) => s.serialize_str(t),
-            Json::Arr(items) => {
-                let mut seq = s.serialize_seq(Some(items.len()))?;
-                for i in items {
-                    seq.serialize_element(i)?;
-                }
-                seq.end()
-            }
-            Json::Obj(entries) => {
-                let mut map = s.serialize_map(Some(entries.len()))?;
-                for (k, v) in entries {
-                    map.serialize_entry(k, v)?;
-                }
-                map.end()
-            }
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Json {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Json;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_unit<E>(self) -> Result<Json, E> {
-                Ok(Json::Null)
-            }
-            fn visit_bool<E>(self, b: bool) -> Result<Json, E> {
-                Ok(Json::Bool(b))
-            }
-            fn visit_i64<E>(self, n: i64) -> Result<Json, E> {
-                Ok(Json::Num(n.into()))
-            }
-            fn visit_u64<E>(self, n: u64) -> Result<Json, E> {
-                Ok(Json::Num(n.into()))
-            }
-            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Json, E> {
-                serde_json::Number::from_f64(n)
-                    .map(Json::Num)
-                    .ok_or_else(|| E::custom("a number JSON cannot hold"))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Json, E> {
-                Ok(Json::Str(s.to_string()))
-            }
-            fn visit_string<E>(self, s: String) -> Result<Json, E> {
-                Ok(Json::Str(s))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Json, A::Error> {
-                let mut out = Vec::new();
-                while let Some(v) = a.next_element()? {
-                    out.push(v);
-                }
-                Ok(Json::Arr(out))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Json, A::Error> {
-                let mut out: Vec<(String, Json)> = Vec::new();
-                while let Some((k, v)) = a.next_entry::<String, Json>()? {
-                    // A repeated key: the last one wins, as in every JSON reader the CLIs use.
-                    out.retain(|(old, _)| *old != k);
-                    out.push((k, v));
-                }
-                Ok(Json::Obj(out))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
 /// Why a settings file cannot be edited. Nothing is written when this is returned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
@@ -399,31 +270,43 @@ pub enum ConfigError {
     },
 }
 
-fn parse(path: &str, text: Option<&str>) -> Result<Json, ConfigError> {
+/// Whether `cli` reads its settings with comments: Gemini CLI does (see [`jsonc`]).
+fn with_comments(cli: Cli) -> bool {
+    cli == Cli::Gemini
+}
+
+/// A settings text as `cli` reads it: its byte-order mark, the text after it, and the tree
+/// with its places; `None` for an absent or blank text (a file polisd may create).
+pub fn parse_doc<'t>(
+    cli: Cli,
+    path: &str,
+    text: Option<&'t str>,
+) -> Result<Option<(&'t str, &'t str, jsonc::Doc)>, ConfigError> {
     let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
-        return Ok(Json::Obj(Vec::new()));
+        return Ok(None);
     };
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let value: Json = serde_json::from_str(text).map_err(|e| ConfigError::NotJson {
+    let body = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let bom = &text[..text.len() - body.len()];
+    let doc = jsonc::parse(body, with_comments(cli)).map_err(|e| ConfigError::NotJson {
         path: path.to_string(),
-        line: e.line(),
-        column: e.column(),
-        reason: e
-            .to_string()
-            .split(" at line")
-            .next()
-            .unwrap_or("")
-            .to_string(),
+        line: e.line,
+        column: e.column,
+        reason: e.reason,
     })?;
-    if !matches!(value, Json::Obj(_)) {
+    if !matches!(doc.root.kind, jsonc::Kind::Obj(_)) {
         return Err(ConfigError::Shape {
             path: path.to_string(),
             what: "the file".into(),
-            found: value.type_name(),
+            found: doc.root.to_json().type_name(),
             wanted: "an object",
         });
     }
-    Ok(value)
+    Ok(Some((bom, body, doc)))
+}
+
+/// A settings text as `cli` reads it, as a tree; an absent or blank text is an empty object.
+pub fn parse(cli: Cli, path: &str, text: Option<&str>) -> Result<Json, ConfigError> {
+    Ok(parse_doc(cli, path, text)?.map_or(Json::Obj(Vec::new()), |(_, _, doc)| doc.root.to_json()))
 }
 
 /// How a settings file is written, so that polisd's edit keeps it: a byte-order mark, CRLF
@@ -465,13 +348,7 @@ impl Style {
 }
 
 fn render(value: &Json, style: &Style) -> String {
-    let mut bytes = Vec::new();
-    let formatter = serde_json::ser::PrettyFormatter::with_indent(style.indent.as_bytes());
-    let mut serializer = serde_json::Serializer::with_formatter(&mut bytes, formatter);
-    let mut out = match value.serialize(&mut serializer) {
-        Ok(()) => String::from_utf8(bytes).unwrap_or_else(|_| "{}".into()),
-        Err(_) => "{}".into(),
-    };
+    let mut out = jsonc::pretty(value, &style.indent);
     if style.final_newline {
         out.push('\n');
     }
@@ -484,152 +361,190 @@ fn render(value: &Json, style: &Style) -> String {
     out
 }
 
-/// Removes polisd's handlers from one event's groups; a group left with no handler, that had
-/// some, is removed too. Returns how many handlers went.
-fn strip_ours(
-    path: &str,
-    event: &str,
-    groups: &mut Vec<Json>,
-    cli: Cli,
-) -> Result<usize, ConfigError> {
+/// The group polisd adds on `event` for `cli`: its matcher, if the event takes one, and one
+/// handler running `bin`, with the team's notices `interval` if it set one.
+fn our_group(cli: Cli, event: &str, kind: HookKind, bin: &str, interval: Option<&str>) -> Json {
+    let mut handler = Vec::new();
+    if cli == Cli::Gemini {
+        handler.push((
+            "name".to_string(),
+            Json::Str(format!("polisd-{}", kind.as_str())),
+        ));
+    }
+    handler.push(("type".to_string(), Json::Str("command".into())));
+    let mut run = command(bin, cli, kind);
+    if let (HookKind::Notices, Some(seconds)) = (kind, interval) {
+        run.push_str(&format!(" --interval {seconds}"));
+    }
+    handler.push(("command".to_string(), Json::Str(run)));
+    handler.push(("timeout".to_string(), Json::Num(cli.timeout().into())));
+    let mut group = Vec::new();
+    if let Some(m) = cli.matcher(event) {
+        group.push(("matcher".to_string(), Json::Str(m.into())));
+    }
+    group.push(("hooks".to_string(), Json::Arr(vec![Json::Obj(handler)])));
+    Json::Obj(group)
+}
+
+/// Marks polisd's handlers in one event's `groups` for removal: a group left with no handler
+/// goes whole, the others lose polisd's handlers. Returns the groups that go and how many
+/// handlers went.
+fn strip_ours(edit: &mut jsonc::Edit, groups: &jsonc::Node, cli: Cli) -> (Vec<usize>, usize) {
+    let jsonc::Kind::Arr(list) = &groups.kind else {
+        return (Vec::new(), 0);
+    };
+    let mut gone_groups = Vec::new();
     let mut removed = 0;
-    let mut keep = Vec::with_capacity(groups.len());
-    for mut group in std::mem::take(groups) {
-        let Some(Json::Arr(handlers)) = group.get_mut("hooks") else {
-            keep.push(group);
+    for (g, group) in list.items.iter().enumerate() {
+        let Some(handlers) = group.member("hooks").map(|m| &m.value) else {
             continue;
         };
-        let before = handlers.len();
-        handlers.retain(|h| {
-            !h.get("command")
-                .and_then(Json::as_str)
-                .is_some_and(|c| is_ours(c, cli))
-        });
-        let gone = before - handlers.len();
-        removed += gone;
-        if !(gone > 0 && handlers.is_empty()) {
-            keep.push(group);
+        let jsonc::Kind::Arr(hs) = &handlers.kind else {
+            continue;
+        };
+        let ours: Vec<usize> = hs
+            .items
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| {
+                h.member("command")
+                    .and_then(|c| c.value.to_json().as_str().map(|c| is_ours(c, cli)))
+                    == Some(true)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        removed += ours.len();
+        if !ours.is_empty() && ours.len() == hs.items.len() {
+            gone_groups.push(g);
+        } else if !ours.is_empty() {
+            edit.change(handlers, &ours, Vec::new());
         }
     }
-    *groups = keep;
-    let _ = (path, event);
-    Ok(removed)
+    (gone_groups, removed)
 }
 
-fn hooks_object<'a>(path: &str, root: &'a mut Json) -> Result<&'a mut Json, ConfigError> {
-    if root.get("hooks").is_none() {
-        if let Json::Obj(entries) = root {
-            entries.push(("hooks".into(), Json::Obj(Vec::new())));
-        }
-    }
-    let hooks = root.get_mut("hooks").expect("just added");
-    if !matches!(hooks, Json::Obj(_)) {
-        return Err(ConfigError::Shape {
-            path: path.to_string(),
-            what: "`hooks`".into(),
-            found: hooks.type_name(),
-            wanted: "an object",
-        });
-    }
-    Ok(hooks)
-}
-
-fn event_groups<'a>(
-    path: &str,
-    hooks: &'a mut Json,
-    event: &str,
-) -> Result<&'a mut Vec<Json>, ConfigError> {
-    if hooks.get(event).is_none() {
-        if let Json::Obj(entries) = hooks {
-            entries.push((event.to_string(), Json::Arr(Vec::new())));
-        }
-    }
-    match hooks.get_mut(event).expect("just added") {
-        Json::Arr(groups) => Ok(groups),
-        other => Err(ConfigError::Shape {
-            path: path.to_string(),
-            what: format!("`hooks.{event}`"),
-            found: other.type_name(),
-            wanted: "an array of hook groups",
-        }),
+/// The line end of a text: CRLF if it has one.
+fn eol_of(text: &str) -> &'static str {
+    if text.contains("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
     }
 }
 
 /// The settings text with polisd's hooks for `cli` installed (replacing any polisd installed
-/// before), every other key kept in place.
+/// before). Every byte of the file that is not polisd's stays as it was, comments included:
+/// the edit removes polisd's old handlers and appends its groups (and the `hooks` object or
+/// event arrays they need) in the file's indentation.
 pub fn install(cli: Cli, existing: Option<&str>, bin: &str) -> Result<String, ConfigError> {
     let path = cli.settings_path();
-    let mut root = parse(path, existing)?;
     let style = Style::of(existing);
-    let hooks = hooks_object(path, &mut root)?;
-    // A team that set its own notices interval keeps it across a reinstall.
-    let interval = notices_interval(cli, hooks);
-    for (event, kind) in cli.events() {
-        let groups = event_groups(path, hooks, event)?;
-        strip_ours(path, event, groups, cli)?;
-        let mut handler = Vec::new();
-        if cli == Cli::Gemini {
-            handler.push((
-                "name".to_string(),
-                Json::Str(format!("polisd-{}", kind.as_str())),
-            ));
+    let hooks_of = |interval: Option<&str>| {
+        let events = cli.events().iter().map(|(event, kind)| {
+            let group = our_group(cli, event, *kind, bin, interval);
+            (event.to_string(), Json::Arr(vec![group]))
+        });
+        Json::Obj(events.collect())
+    };
+    let Some((bom, body, doc)) = parse_doc(cli, path, existing)? else {
+        let root = Json::Obj(vec![("hooks".into(), hooks_of(None))]);
+        return Ok(render(&root, &style));
+    };
+    let mut edit = jsonc::Edit::new(body, &style.indent, eol_of(body));
+    match doc.root.member("hooks").map(|m| &m.value) {
+        None => edit.change(
+            &doc.root,
+            &[],
+            vec![jsonc::Added::Member("hooks".into(), hooks_of(None))],
+        ),
+        Some(hooks) => {
+            let tree = hooks.to_json();
+            if !matches!(tree, Json::Obj(_)) {
+                return Err(ConfigError::Shape {
+                    path: path.to_string(),
+                    what: "`hooks`".into(),
+                    found: tree.type_name(),
+                    wanted: "an object",
+                });
+            }
+            // A team that set its own notices interval keeps it across a reinstall.
+            let interval = notices_interval(cli, &tree);
+            let mut new_events = Vec::new();
+            for (event, kind) in cli.events() {
+                let group = our_group(cli, event, *kind, bin, interval.as_deref());
+                let Some(groups) = hooks.member(event).map(|m| &m.value) else {
+                    new_events.push(jsonc::Added::Member(
+                        event.to_string(),
+                        Json::Arr(vec![group]),
+                    ));
+                    continue;
+                };
+                if !matches!(groups.kind, jsonc::Kind::Arr(_)) {
+                    return Err(ConfigError::Shape {
+                        path: path.to_string(),
+                        what: format!("`hooks.{event}`"),
+                        found: groups.to_json().type_name(),
+                        wanted: "an array of hook groups",
+                    });
+                }
+                let (gone, _) = strip_ours(&mut edit, groups, cli);
+                edit.change(groups, &gone, vec![jsonc::Added::Item(group)]);
+            }
+            edit.change(hooks, &[], new_events);
         }
-        handler.push(("type".to_string(), Json::Str("command".into())));
-        let mut run = command(bin, cli, *kind);
-        if let (HookKind::Notices, Some(seconds)) = (kind, &interval) {
-            run.push_str(&format!(" --interval {seconds}"));
-        }
-        handler.push(("command".to_string(), Json::Str(run)));
-        handler.push(("timeout".to_string(), Json::Num(cli.timeout().into())));
-        let mut group = Vec::new();
-        if let Some(m) = cli.matcher(event) {
-            group.push(("matcher".to_string(), Json::Str(m.into())));
-        }
-        group.push(("hooks".to_string(), Json::Arr(vec![Json::Obj(handler)])));
-        groups.push(Json::Obj(group));
     }
-    Ok(render(&root, &style))
+    Ok(format!("{bom}{}", edit.finish()))
 }
 
 /// The settings text without polisd's hooks for `cli`; `None` when there were none (nothing to
 /// write). Event arrays and the `hooks` object that only polisd's entries filled are removed,
-/// so an install followed by an uninstall gives the file back.
+/// so an install followed by an uninstall gives the file back; every other byte stays.
 pub fn uninstall(cli: Cli, existing: Option<&str>) -> Result<Option<String>, ConfigError> {
     let path = cli.settings_path();
-    let Some(text) = existing else {
+    let Some((bom, body, doc)) = parse_doc(cli, path, existing)? else {
         return Ok(None);
     };
-    let mut root = parse(path, Some(text))?;
-    let Some(hooks) = root.get_mut("hooks") else {
+    let jsonc::Kind::Obj(top) = &doc.root.kind else {
         return Ok(None);
     };
-    let Json::Obj(events) = hooks else {
+    // The `hooks` the CLI reads: the last, should the key be repeated.
+    let Some(at) = top.items.iter().rposition(|m| m.key == "hooks") else {
         return Ok(None);
     };
+    let hooks = &top.items[at].value;
+    let jsonc::Kind::Obj(events) = &hooks.kind else {
+        return Ok(None);
+    };
+    let style = Style::of(existing);
+    let mut edit = jsonc::Edit::new(body, &style.indent, eol_of(body));
     let mut removed = 0;
     let mut emptied = Vec::new();
-    for (event, groups) in events.iter_mut() {
-        if let Json::Arr(groups) = groups {
-            let had = !groups.is_empty();
-            removed += strip_ours(path, event, groups, cli)?;
-            if had && groups.is_empty() {
-                emptied.push(event.clone());
+    for (e, event) in events.items.iter().enumerate() {
+        let (gone, count) = strip_ours(&mut edit, &event.value, cli);
+        removed += count;
+        match &event.value.kind {
+            jsonc::Kind::Arr(groups)
+                if !groups.items.is_empty() && gone.len() == groups.items.len() =>
+            {
+                emptied.push(e)
             }
+            _ => edit.change(&event.value, &gone, Vec::new()),
         }
     }
     if removed == 0 {
         return Ok(None);
     }
-    events.retain(|(k, _)| !emptied.contains(k));
-    if events.is_empty() {
-        root.remove("hooks");
+    if emptied.len() == events.items.len() {
+        edit.change(&doc.root, &[at], Vec::new());
+    } else {
+        edit.change(hooks, &emptied, Vec::new());
     }
-    Ok(Some(render(&root, &Style::of(Some(text)))))
+    Ok(Some(format!("{bom}{}", edit.finish())))
 }
 
 /// polisd's hook commands found in a settings text, by event (for `hooks status`).
 pub fn installed(cli: Cli, existing: Option<&str>) -> Result<Vec<(String, String)>, ConfigError> {
-    let root = parse(cli.settings_path(), existing)?;
+    let root = parse(cli, cli.settings_path(), existing)?;
     let mut out = Vec::new();
     if let Some(Json::Obj(events)) = root.get("hooks") {
         for (event, groups) in events {
@@ -656,7 +571,7 @@ pub fn installed(cli: Cli, existing: Option<&str>) -> Result<Vec<(String, String
 /// `hooks.enabled` and `tools.enableHooks`) or polisd's hooks named in `hooksConfig.disabled`.
 /// A text that is not a JSON object says nothing here (`installed` reports it).
 pub fn switched_off(cli: Cli, path: &str, text: Option<&str>) -> Vec<String> {
-    let Ok(root) = parse(path, text) else {
+    let Ok(root) = parse(cli, path, text) else {
         return Vec::new();
     };
     let at = |keys: &[&str]| {
@@ -963,14 +878,63 @@ mod tests {
                     original.starts_with('\u{feff}')
                 );
                 let back = uninstall(cli, Some(&installed)).unwrap().unwrap();
-                if original == "{\"a\": 1}" {
-                    // One line cannot be told from a pretty file: the keys and values stay.
-                    assert_eq!(back, "{\n  \"a\": 1\n}", "{cli:?}");
-                } else {
-                    assert_eq!(back, original, "{cli:?} {original:?}");
-                }
+                assert_eq!(back, original, "{cli:?} {original:?}");
             }
         }
+    }
+
+    /// Gemini CLI's settings as a person writes them: comments of both kinds, one inside a
+    /// string that is no comment, polisd's hooks beside the team's.
+    const GEMINI_COMMENTED: &str = r#"// Team settings: keep the comments.
+{
+  /* the model */ "model": {"name": "gemini-2.5-flash"},
+  "mcpServers": {
+    "docs": {"httpUrl": "http://docs.example/*v2*/mcp"} // the team's
+  },
+  "hooks": {
+    "AfterTool": [
+      // lint after edits
+      {"matcher": "write_file", "hooks": [{"type": "command", "command": "npm run lint"}]}
+    ]
+  }
+}
+"#;
+
+    #[test]
+    fn gemini_settings_with_comments_keep_every_byte_that_is_not_polisd_s() {
+        let installed = install(Cli::Gemini, Some(GEMINI_COMMENTED), "polisd").unwrap();
+        for kept in [
+            "// Team settings: keep the comments.\n{\n  /* the model */ \"model\"",
+            "\"http://docs.example/*v2*/mcp\"} // the team's\n",
+            "      // lint after edits\n      {\"matcher\": \"write_file\"",
+        ] {
+            assert!(installed.contains(kept), "{kept}: {installed}");
+        }
+        let read = installed_hooks(&installed);
+        assert_eq!(read.len(), 3, "{installed}");
+        assert_eq!(
+            install(Cli::Gemini, Some(&installed), "polisd").unwrap(),
+            installed
+        );
+        let back = uninstall(Cli::Gemini, Some(&installed)).unwrap().unwrap();
+        assert_eq!(back, GEMINI_COMMENTED);
+        // Claude Code and Codex CLI read strict JSON: a comment there is refused, with its place.
+        let e = install(Cli::Codex, Some(GEMINI_COMMENTED), "polisd").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ConfigError::NotJson {
+                    line: 1,
+                    column: 1,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    fn installed_hooks(text: &str) -> Vec<(String, String)> {
+        installed(Cli::Gemini, Some(text)).unwrap()
     }
 
     #[test]

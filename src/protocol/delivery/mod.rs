@@ -9,6 +9,7 @@ pub mod codex_trust;
 pub mod gemini_trust;
 pub mod inbox;
 pub mod index_state;
+pub mod jsonc;
 pub mod notice;
 pub mod primer;
 pub mod settings_check;

@@ -3,8 +3,9 @@
 //!
 //! Each check is what the pinned CLI does, seen with it in the tests (`tests/agent_clis/`):
 //! - Codex CLI 0.171.0 reads `.codex/hooks.json` as one typed document and refuses all of it,
-//!   every hook, for one key it does not know at the top level or one value of a type it does
-//!   not take, anywhere in the file; and it skips a matcher group whose matcher is not a valid
+//!   every hook, for one key it does not know at the top level, one value of a type it does
+//!   not take, or one key it reads given twice in an object (serde_json would take the last;
+//!   its typed reading refuses a repeated field), anywhere in the file; and it skips a matcher group whose matcher is not a valid
 //!   regex (Rust's `regex`, the one it uses; `*`, empty and plain names are not patterns).
 //! - Claude Code 2.1.332 checks its settings files against its schema and skips a file with
 //!   an error entirely ("Files with errors are skipped entirely"), its hooks too; and a group
@@ -16,24 +17,100 @@
 //!
 //! Pure: settings text in, one line per reason out, each saying what to change.
 
-use crate::protocol::delivery::agent_hooks::{is_ours, Cli};
+use crate::protocol::delivery::agent_hooks::{self, is_ours, Cli};
 use crate::protocol::delivery::codex_trust::CODEX_EVENTS;
+use crate::protocol::delivery::jsonc::{Doc, Duplicate, Step};
 use serde_json::Value;
+
+/// A settings text as `cli` reads it (Gemini CLI's with comments): the tree with its places,
+/// and the value; `None` for a text that is not a JSON object (`installed` reports it).
+fn read(cli: Cli, path: &str, text: Option<&str>) -> Option<(Doc, Value)> {
+    let (_, _, doc) = agent_hooks::parse_doc(cli, path, text).ok()??;
+    let value = serde_json::to_value(doc.root.to_json()).ok()?;
+    Some((doc, value))
+}
 
 /// Why `cli` skips polisd's hooks in `text` (the file `path`, as it is or as install is about
 /// to write it). A text that is not a JSON object says nothing here: `installed` reports it.
 pub fn skipped(cli: Cli, path: &str, text: Option<&str>) -> Vec<String> {
-    let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
-        return Vec::new();
-    };
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let Ok(root @ Value::Object(_)) = serde_json::from_str::<Value>(text) else {
+    let Some((doc, root)) = read(cli, path, text) else {
         return Vec::new();
     };
     match cli {
-        Cli::Codex => codex(path, &root),
+        Cli::Codex => codex(path, &doc, &root),
         Cli::Gemini => gemini(path, &root),
         Cli::Claude => claude(path, &root),
+    }
+}
+
+/// Whether `cli` refuses the whole file `text`, every hook in it: then whether the person
+/// trusts the hooks does not matter, and is not worth a word.
+pub fn refused_whole(cli: Cli, text: Option<&str>) -> bool {
+    let Some((doc, root)) = read(cli, cli.settings_path(), text) else {
+        return false;
+    };
+    match cli {
+        Cli::Codex => codex_repeated(&doc, &root).is_some() || codex_refusal(&root).is_some(),
+        Cli::Claude => claude_refusal(&root).is_some(),
+        Cli::Gemini => false,
+    }
+}
+
+/// The line that says Codex refuses the hooks file `text` for a key it repeats, if it does:
+/// `hooks install` refuses to edit such a file, `hooks status` reports it.
+pub fn codex_repeated_key(path: &str, text: Option<&str>) -> Option<String> {
+    let (doc, root) = read(Cli::Codex, path, text)?;
+    codex_repeated(&doc, &root).map(|d| repeated_line(path, d))
+}
+
+fn repeated_line(path: &str, d: &Duplicate) -> String {
+    let mut place = String::new();
+    for step in &d.at {
+        match step {
+            Step::Key(k) if place.is_empty() => place.push_str(k),
+            Step::Key(k) => place.push_str(&format!(".{k}")),
+            Step::Index(i) => place.push_str(&format!("[{i}]")),
+        }
+    }
+    let place = if place.is_empty() {
+        "the top-level object".to_string()
+    } else {
+        format!("`{place}`")
+    };
+    format!(
+        "{path} line {}: Codex CLI refuses the whole file (the key `{}` appears twice in {place}) and runs none of its hooks: keep one `{}` there and remove the other",
+        d.line, d.key, d.key
+    )
+}
+
+/// The first key the file repeats where Codex reads it: its typed reading refuses a field
+/// given twice (a key it does not read, it skips, repeated or not).
+fn codex_repeated<'d>(doc: &'d Doc, root: &Value) -> Option<&'d Duplicate> {
+    doc.duplicates
+        .iter()
+        .find(|d| codex_reads(&d.at, &d.key, root))
+}
+
+/// Whether Codex reads `key` in the object at `at`.
+fn codex_reads(at: &[Step], key: &str, root: &Value) -> bool {
+    let event = |e: &str| CODEX_EVENTS.contains(&e);
+    match at {
+        [] => ["hooks", "description"].contains(&key),
+        [Step::Key(h)] if h == "hooks" => event(key),
+        [Step::Key(h), Step::Key(e), Step::Index(_)] if h == "hooks" && event(e) => {
+            ["matcher", "hooks"].contains(&key)
+        }
+        [Step::Key(h), Step::Key(e), Step::Index(g), Step::Key(hs), Step::Index(i)]
+            if h == "hooks" && event(e) && hs == "hooks" =>
+        {
+            // A prompt or agent handler's fields Codex does not read.
+            let kind = root["hooks"][e.as_str()][*g]["hooks"][*i]["type"].as_str();
+            key == "type"
+                || (kind == Some("command")
+                    && (["command", "async"].contains(&key)
+                        || CODEX_OPTIONAL.iter().any(|(k, _, _)| *k == key)))
+        }
+        _ => false,
     }
 }
 
@@ -58,7 +135,10 @@ fn our_groups(cli: Cli, root: &Value) -> Vec<(&str, &Value)> {
         .collect()
 }
 
-fn codex(path: &str, root: &Value) -> Vec<String> {
+fn codex(path: &str, doc: &Doc, root: &Value) -> Vec<String> {
+    if let Some(d) = codex_repeated(doc, root) {
+        return vec![repeated_line(path, d)];
+    }
     if let Some(reason) = codex_refusal(root) {
         return vec![format!(
             "{path}: Codex CLI refuses the whole file ({reason}) and runs none of its hooks: fix that (it takes only `hooks` and `description` at the top)"
@@ -152,6 +232,20 @@ fn codex_refusal(root: &Value) -> Option<String> {
 /// A handler's field: its key, whether a value fits, and what fits, for people.
 type Field = (&'static str, fn(&Value) -> bool, &'static str);
 
+/// The optional fields of a command handler Codex reads.
+const CODEX_OPTIONAL: [Field; 5] = [
+    ("commandWindows", Value::is_string, "text"),
+    ("command_windows", Value::is_string, "text"),
+    ("timeout", Value::is_u64, "a whole number of seconds"),
+    ("statusMessage", Value::is_string, "text"),
+    ("additionalContextLimit", fits_i64, "a whole number"),
+];
+
+/// Codex passes the limit through TOML, whose integers stop at i64::MAX.
+fn fits_i64(v: &Value) -> bool {
+    v.as_u64().is_some_and(|n| i64::try_from(n).is_ok())
+}
+
 /// Why Codex would not take one handler: its `type` (`command`, `prompt` or `agent`), and
 /// for a command the types of the fields it reads.
 fn codex_handler_refusal(handler: &Value) -> Option<String> {
@@ -170,23 +264,12 @@ fn codex_handler_refusal(handler: &Value) -> Option<String> {
         }
         Some(other) => return Some(format!("has a `type` that is {}", kind(other))),
     }
-    let text = |v: &Value| v.is_string();
-    let count = |v: &Value| v.is_u64();
-    // Codex passes the limit through TOML, whose integers stop at i64::MAX.
-    let limit = |v: &Value| v.as_u64().is_some_and(|n| i64::try_from(n).is_ok());
     match fields.get("command") {
         Some(Value::String(_)) => {}
         None => return Some("has no `command`".into()),
         Some(other) => return Some(format!("has a `command` that is {}", kind(other))),
     }
-    let optional: [Field; 5] = [
-        ("commandWindows", text, "text"),
-        ("command_windows", text, "text"),
-        ("timeout", count, "a whole number of seconds"),
-        ("statusMessage", text, "text"),
-        ("additionalContextLimit", limit, "a whole number"),
-    ];
-    for (key, fits, wanted) in optional {
+    for (key, fits, wanted) in CODEX_OPTIONAL {
         match fields.get(key) {
             None | Some(Value::Null) => {}
             Some(v) if fits(v) => {}
@@ -428,6 +511,68 @@ mod tests {
                           {"type": "command", "command": "x", "timeout": null, "name": "n"}]}]);
         });
         assert_eq!(skipped(Cli::Codex, p, Some(&ignored)), Vec::<String>::new());
+    }
+
+    #[test]
+    fn codex_refuses_a_file_that_repeats_a_key_it_reads_and_skips_one_it_does_not() {
+        let p = ".codex/hooks.json";
+        let installed = install(Cli::Codex, None, "polisd").unwrap();
+        // Each as the real Codex CLI 0.171.0 took it (`hooks/list` of its app server).
+        let refused = [
+            (
+                "\"hooks\": {",
+                "\"hooks\": {}, \"hooks\": {",
+                "`hooks` appears twice in the top-level object",
+                2,
+            ),
+            (
+                "\"SessionStart\": [",
+                "\"SessionStart\": [],\n\"SessionStart\": [",
+                "`SessionStart` appears twice in `hooks`",
+                4,
+            ),
+            (
+                "\"timeout\": 10",
+                "\"timeout\": 10, \"timeout\": 5",
+                "`timeout` appears twice in `hooks.SessionStart[0].hooks[0]`",
+                9,
+            ),
+            (
+                "\"type\": \"command\"",
+                "\"type\": \"command\", \"type\": \"command\"",
+                "`type` appears twice",
+                7,
+            ),
+        ];
+        for (from, to, said, line) in refused {
+            let text = installed.replacen(from, to, 1);
+            let reasons = skipped(Cli::Codex, p, Some(&text));
+            assert_eq!(reasons.len(), 1, "{text}: {reasons:?}");
+            assert!(reasons[0].contains(said), "{said}: {reasons:?}");
+            assert!(
+                reasons[0].starts_with(&format!("{p} line {line}: ")),
+                "{reasons:?}"
+            );
+            assert!(refused_whole(Cli::Codex, Some(&text)));
+            assert_eq!(codex_repeated_key(p, Some(&text)).as_ref(), reasons.first());
+        }
+        let ignored = [
+            ("\"timeout\": 10", "\"timeout\": 10, \"name\": \"a\", \"name\": \"b\""),
+            ("\"hooks\": {", "\"hooks\": {\"Notification\": [], \"Notification\": 1,"),
+            ("\"hooks\": {", "\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"prompt\", \"prompt\": \"a\", \"prompt\": \"b\"}]}],"),
+        ];
+        for (from, to) in ignored {
+            let text = installed.replacen(from, to, 1);
+            assert_eq!(
+                skipped(Cli::Codex, p, Some(&text)),
+                Vec::<String>::new(),
+                "{text}"
+            );
+            assert!(!refused_whole(Cli::Codex, Some(&text)));
+        }
+        // Claude Code and Gemini CLI read such a file as JSON.parse does: the last one wins.
+        let text = installed.replacen("\"timeout\": 10", "\"timeout\": 10, \"timeout\": 5", 1);
+        assert!(skipped(Cli::Claude, p, Some(&text)).is_empty());
     }
 
     #[test]
