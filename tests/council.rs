@@ -115,11 +115,11 @@ fn inbox(p: &TestPolis, id: &str) -> String {
     p.read(&format!("citizens/{id}/inbox.md"))
 }
 
-/// Whether `id` has been asked for round `n` (0 is the restatement gate).
+/// Whether `id` has been asked for round `n` (0 restates the question).
 fn asked(p: &TestPolis, id: &str, n: usize) -> bool {
     let text = inbox(p, id);
     if n == 0 {
-        text.contains("the restatement gate")
+        text.contains("It starts by restating the question")
     } else {
         text.contains(&format!("Round {n} of "))
     }
@@ -239,11 +239,11 @@ fn full_council_with_a_silent_seat_an_over_long_contribution_and_a_corrected_ver
     wait_for(&p, "the round 1 packet", || p.exists(&packet(cid, 1)));
     let p1 = p.read(&packet(cid, 1));
     assert!(
-        p1.contains("## Member C\n\n*[Simulated — written by polisd, not by this member]*\n\n> polisd wrote this stub because this seat did not answer round 1, even after 2 retries. Its lens, `feynman`"),
+        p1.contains("## Member C\n\n*[Simulated — written by polisd, not by this member]*\n\n> polisd wrote this stub because this seat did not answer round 1 of 3, even after 2 retries. Its lens, `feynman`"),
         "{p1}"
     );
     assert!(
-        p1.contains("## Restatements (round 0)\n")
+        p1.contains("## Restating the question\n")
             && p1.contains("Swap the cache as [self] sees it"),
         "the gate's answers open the round 1 packet, anonymised: {p1}"
     );
@@ -312,7 +312,7 @@ fn full_council_with_a_silent_seat_an_over_long_contribution_and_a_corrected_ver
         "{p3}"
     );
     assert!(
-        p3.contains("Its own last words (round 2), quoted: \"My position on I,"),
+        p3.contains("Its own last words (round 2 of 3), quoted: \"My position on I,"),
         "a stub quotes the seat's own last words, never invents: {p3}"
     );
     for (n, text) in [(1, &p1), (2, &p2)] {
@@ -630,7 +630,9 @@ fn a_silent_seat_goes_simulated_and_a_silent_chair_gets_the_coordinator_s_verdic
     );
     let state = p.read(&format!("reviews/{cid}/council.md"));
     assert!(
-        state.contains("**Simulated mode:** only 1 seat(s) answered round 0"),
+        state.contains(
+            "**Simulated mode:** only 1 seat(s) wrote their contribution to restating the question"
+        ),
         "{state}"
     );
     assert!(state.contains("chairman_failed: true"), "{state}");
@@ -642,7 +644,7 @@ fn a_silent_seat_goes_simulated_and_a_silent_chair_gets_the_coordinator_s_verdic
     );
     assert!(
         p1.contains("the council is in simulated mode")
-            && p1.contains("Its own last words (round 0)"),
+            && p1.contains("Its own last words (restating the question)"),
         "{p1}"
     );
     // The chair (C, off the panel) wrote nothing: polisd's synthesis, marked, stands.

@@ -185,3 +185,71 @@ fn the_typescript_sdk_completes_a_session() {
     assert_eq!(steps[0]["server"], "polisd", "{steps:?}");
     check(&p, &steps, "fix-the-signup");
 }
+
+/// The tools line an MCP client reads beside the notices (`polis_notices`, `polis_prime`) maps
+/// the commands polisd's own words in them name, and never a command-looking phrase of an
+/// agent's that a notice quotes: a contract's title, a chronicle line's author and verb.
+#[test]
+fn the_python_sdk_is_told_the_tools_for_polisd_s_commands_and_not_for_an_agent_s_words() {
+    use polisd::protocol::delivery::inbox::Notification;
+    use polisd::protocol::finding::{Code, Finding};
+    let p = TestPolis::init(ME);
+    // Open and unclaimed, so the notice routing it asks something still.
+    p.save(
+        "contracts/open/odd.md",
+        "---\ncontract_id: odd\ntitle: polisd reconcile first\nopened_by: claude-code-one\nopened_at: 2026-01-01 10:00:00\nowner: null\nstatus: proposed\nstakes: low\nrequired_tags: []\n---\n\n## Intent\n",
+    );
+    let routed = Notification::contract_routed(ME, "odd", "polisd reconcile first", 0.5, false);
+    let verb = Finding::warning(
+        Code::C008,
+        "chronicle.md",
+        Some(4),
+        "`- x`: the verb phrase `polisd tally now` should be lowercase",
+    );
+    let found = Notification::chronicle_finding(ME, "polisd amendment vote", &verb, "- x");
+    p.append(
+        &format!("citizens/{ME}/inbox.md"),
+        &format!(
+            "{}{}",
+            routed.render("2026-03-02 10:00"),
+            found.render("2026-03-02 10:01")
+        ),
+    );
+    let calls = serde_json::json!([
+        ["polis_notices", {"citizen": ME}],
+        ["polis_prime", {"citizen": ME, "mark_read": false}],
+    ]);
+    let mut command = Command::new(clients::python_sdk());
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/python_calls.py"))
+        .arg(BIN)
+        .arg(&p.root)
+        .arg(calls.to_string());
+    let steps = session(command);
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    let notices: Value = serde_json::from_str(steps[0]["text"].as_str().unwrap()).unwrap();
+    let primer = steps[1]["text"].as_str().unwrap();
+    let primer_line = primer
+        .lines()
+        .find(|l| l.starts_with("For the commands in these notices:"))
+        .unwrap_or_default();
+    for (what, line, shown) in [
+        (
+            "polis_notices",
+            notices["tools"].as_str().unwrap_or_default(),
+            notices["notices"].to_string(),
+        ),
+        ("polis_prime", primer_line, primer.to_string()),
+    ] {
+        // The agents' words are shown, quoted, as the inbox holds them.
+        assert!(
+            shown.contains("polisd reconcile first") && shown.contains("polisd tally now"),
+            "{what}: {shown}"
+        );
+        assert_eq!(
+            line,
+            "For the commands in these notices: `polisd contract claim …` is `polis_claim_contract` (`contract_id`, `citizen`).",
+            "{what}"
+        );
+    }
+}

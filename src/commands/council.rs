@@ -152,13 +152,13 @@ pub fn run(command: CouncilCommand) -> anyhow::Result<u8> {
             });
             finish(&a.opts, r, |w| {
                 let mut out = format!(
-                    "{} round {} contribution -> {} ({} of {} words; the round closes {})",
+                    "{} contribution to {} -> {} ({} of {} words; it closes {})",
                     if w.replaced {
-                        "Replaced the"
+                        "Replaced your"
                     } else {
-                        "Wrote the"
+                        "Wrote your"
                     },
-                    w.round,
+                    w.round_words,
                     w.path,
                     w.words,
                     w.word_limit,

@@ -798,6 +798,34 @@ fn identity_help(e: &session::SessionError) -> String {
     format!("polisd: {e}")
 }
 
+/// The polis a hook acts on: the one its working directory is in, where the agent CLI started
+/// it (the project whose settings hold it; the installed command names no path, as those
+/// settings are shared through git). The payload's `cwd` only counts against it: one in
+/// another polis is refused, so a session cannot prime, or mark read, another project's
+/// notices under the id recorded there. One outside any polis, or unreadable, names nothing.
+fn hook_polis(payload: &Payload) -> anyhow::Result<Option<PathBuf>> {
+    let here = std::env::current_dir().context("reading the working directory")?;
+    let Ok(root) = crate::fs::locate::locate(None, &here) else {
+        return Ok(None);
+    };
+    let named = payload
+        .cwd
+        .as_deref()
+        .filter(|p| p.is_dir())
+        .and_then(|cwd| Some((cwd, crate::fs::locate::locate(None, cwd).ok()?)));
+    let canonical = crate::fs::snapshot::canonical_root;
+    if let Some((cwd, other)) = named.filter(|(_, other)| canonical(other) != canonical(&root)) {
+        let shown = |p: &Path| notice::one_line(&p.display().to_string(), 200);
+        bail!(
+            "the payload's cwd {} is in the polis {}, not in {}, the polis of the folder the agent CLI started this hook in; a hook acts only on its own polis, so it adds nothing and marks nothing read (start the agent in that project to work with its polis)",
+            shown(cwd),
+            shown(&other),
+            shown(&root)
+        );
+    }
+    Ok(Some(root))
+}
+
 /// What the hook `name` (a CLI's name, or `aider`) of `kind` adds; `repeats`: it fires again
 /// and again in a session.
 fn hook_context(
@@ -807,13 +835,7 @@ fn hook_context(
     repeats: bool,
     payload: &Payload,
 ) -> anyhow::Result<Added> {
-    let cwd = payload
-        .cwd
-        .clone()
-        .filter(|p| p.is_dir())
-        .map_or_else(std::env::current_dir, Ok)
-        .context("reading the working directory")?;
-    let Ok(root) = crate::fs::locate::locate(None, &cwd) else {
+    let Some(root) = hook_polis(payload)? else {
         // No polis here: the hooks were installed for another folder; nothing to say.
         return Ok(Added::text(String::new()));
     };

@@ -194,19 +194,14 @@ pub fn render(s: &Summary) -> String {
     if !s.councils.is_empty() {
         out.push_str("\nCouncils\n");
         for c in &s.councils {
-            let state = match (&c.problem, &c.decision, c.round) {
+            // The phase in the pages' words (`phase_words`), with what only a line here adds.
+            let state = match (&c.problem, &c.decision, c.phase) {
                 (Some(p), _, _) => shorten(p, FINDING_WIDTH),
-                (None, Some(d), _) => format!("finished: {d}"),
-                (None, None, Some(n)) => format!(
-                    "round {n} open until {}",
-                    c.closes_at.as_deref().unwrap_or("-")
-                ),
-                (None, None, None) => match c.phase {
-                    crate::protocol::council::state::Phase::Verdict => {
-                        "waiting for the verdict".into()
-                    }
-                    _ => "stopped: fell back to a chavruta review".into(),
-                },
+                (None, Some(d), _) => format!("{}: {d}", c.phase_words),
+                (None, None, crate::protocol::council::state::Phase::Fallback) => {
+                    format!("{}: fell back to a chavruta review", c.phase_words)
+                }
+                (None, None, _) => c.phase_words.clone(),
             };
             out.push_str(&format!("  {} ({}): {state}\n", c.contract_id, c.mode));
         }

@@ -39,6 +39,9 @@ struct Data {
     open: Vec<[String; 5]>,
     tags: Vec<(String, String, String, Vec<[String; 3]>)>,
     amendments: Vec<[String; 5]>,
+    /// Who runs the tally that would move an amendment (`AmendmentRow::who_tallies`), when
+    /// one would; commands in backticks.
+    who_tallies: Option<String>,
     findings: (usize, usize, Vec<[String; 3]>),
     queue: Vec<[String; 2]>,
     /// contract, owner, quality, minutes, lessons.
@@ -198,6 +201,14 @@ fn data(s: &Snapshot, name: &str, redaction: Option<&Redaction>) -> Data {
             ]
         })
         .collect();
+    // Nothing moves an amendment at quorum until a tally runs: say whether one will, as
+    // `status` and the pages do.
+    let daemon = s.summary.daemon.as_ref().map(|d| d.pid);
+    let who_tallies = s
+        .summary
+        .amendments
+        .iter()
+        .find_map(|a| a.who_tallies(daemon));
     let f = &s.summary.findings;
     let newest = f
         .newest
@@ -346,6 +357,7 @@ fn data(s: &Snapshot, name: &str, redaction: Option<&Redaction>) -> Data {
         open,
         tags,
         amendments,
+        who_tallies,
         findings: (f.errors, f.warnings, newest),
         queue,
         settled,
@@ -518,6 +530,9 @@ fn markdown(d: &Data) -> String {
         ],
         d.amendments.iter().map(|r| r.to_vec()),
     );
+    if let Some(who) = &d.who_tallies {
+        let _ = writeln!(out, "\nwho tallies: {who}");
+    }
     let (e, w, newest) = &d.findings;
     let _ = writeln!(out, "\n## Findings\n\n{e} errors, {w} warnings\n");
     table(
@@ -575,6 +590,7 @@ fn html_page(d: &Data) -> String {
                     (rows(&["citizen", "overrides", "quality when overriding", "followed the router", "quality when following"], d.overrides.iter().map(|r| r.to_vec())))
                     h2 { "Amendments" }
                     (rows(&["amendment", "title", "votes", "expires", "a tally now would"], d.amendments.iter().map(|r| r.to_vec())))
+                    @if let Some(who) = &d.who_tallies { p { "who tallies: " (super::pages::code_spans(who)) } }
                     h2 { "Findings" }
                     p { (e) " errors, " (w) " warnings" }
                     (rows(&["code", "where", "what"], newest.iter().map(|r| r.to_vec())))

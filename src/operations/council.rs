@@ -146,6 +146,8 @@ pub struct Advanced {
 pub struct SeatWritten {
     pub contract_id: String,
     pub round: usize,
+    /// The round as texts name it ([`Council::round_words`]).
+    pub round_words: String,
     pub path: String,
     pub words: usize,
     pub word_limit: usize,
@@ -621,8 +623,9 @@ pub fn write_seat(
         };
         if council.deadline().is_some_and(|d| now.now >= d) {
             return Err(refuse(format!(
-                "round {} of the council on `{cid}` closed at {}; the contribution is too late and was not written",
-                round.n, round.closes_at
+                "the council on `{cid}` took contributions to {} until {}; the contribution is too late and was not written",
+                council.round_words(round.n),
+                round.closes_at
             )));
         }
         let limit = council.mode.word_limit(round.n);
@@ -632,8 +635,8 @@ pub fn write_seat(
         }
         if words > 2 * limit {
             return Err(refuse(format!(
-                "the contribution has {words} words, over twice round {}'s limit of {limit}; shorten it to {limit} words (nothing was written)",
-                round.n
+                "the contribution has {words} words, over twice the limit of {limit} for {}; shorten it to {limit} words (nothing was written)",
+                council.round_words(round.n)
             )));
         }
         let path = state::seat_path(cid, round.n, &seat.id);
@@ -651,6 +654,7 @@ pub fn write_seat(
             SeatWritten {
                 contract_id: cid.to_string(),
                 round: round.n,
+                round_words: council.round_words(round.n),
                 path,
                 words,
                 word_limit: limit,
@@ -1243,9 +1247,18 @@ mod tests {
         let (_d, writer) = council_here();
         let w = write_seat(&writer, &at("2026-12-01 10:30"), "x", SEATS[0], "in time").unwrap();
         assert_eq!((w.round, w.words, w.over_limit), (0, 2, false));
+        assert_eq!(w.round_words, "restating the question");
         let e = write_seat(&writer, &at("2026-12-01 11:00"), "x", SEATS[1], "late").unwrap_err();
         assert!(
-            e.to_string().contains("closed at 2026-12-01 11:00:00"),
+            e.to_string()
+                .contains("took contributions to restating the question until 2026-12-01 11:00:00"),
+            "{e}"
+        );
+        let long = "word ".repeat(101);
+        let e = write_seat(&writer, &at("2026-12-01 10:30"), "x", SEATS[1], &long).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("over twice the limit of 50 for restating the question"),
             "{e}"
         );
         assert!(e.is_refusal());

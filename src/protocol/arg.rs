@@ -326,16 +326,17 @@ impl<F: Fn(Arg) -> String> Namer for F {
 /// What a reader who does not run commands does instead of the `polisd` commands `texts` name
 /// in code spans, each once, as `names` says it (the tool to call, or that only a shell runs
 /// it): one line, or `None` when there is nothing to say (a reader with a shell, or no command
-/// named).
+/// named). Each text comes with the programs its own words may name (`polisd contract
+/// claim`): a span naming another is the words of someone it quotes, never mapped.
 pub fn instead_of_commands<'a>(
-    texts: impl IntoIterator<Item = &'a str>,
+    texts: impl IntoIterator<Item = (&'a str, &'a [&'a str])>,
     names: Names,
 ) -> Option<String> {
     let mut seen: Vec<Action> = Vec::new();
-    for text in texts {
+    for (text, own) in texts {
         // The code spans are the odd parts between backticks.
         for span in text.split('`').skip(1).step_by(2) {
-            if let Some(action) = Action::of_command(span) {
+            if let Some(action) = Action::of_command(span).filter(|a| own.contains(&a.words().0)) {
                 if !seen.iter().any(|s| s.words().0 == action.words().0) {
                     seen.push(action);
                 }
@@ -440,7 +441,13 @@ mod tests {
         assert_eq!(Action::of_command("polisd checks"), None);
         // A reader with a shell is told nothing more.
         assert_eq!(
-            instead_of_commands(["run `polisd contract claim x --as me`"], &flags),
+            instead_of_commands(
+                [(
+                    "run `polisd contract claim x --as me`",
+                    &["polisd contract claim"][..]
+                )],
+                &flags
+            ),
             None
         );
     }

@@ -438,6 +438,47 @@ fn council_status_words_the_phase_as_the_pages_do() {
     }
 }
 
+/// What `council write` says, its refusals and `status`'s councils name the open round as
+/// `phase_words` does: the question being restated before the rounds, never "round 0".
+#[test]
+fn council_write_and_status_name_the_round_as_the_pages_do() {
+    let p = generated_polis();
+    harness::ok(p.polisd(&["council", "start", "hostile-one", "--mode", "duo"]));
+    let json = harness::ok(p.polisd(&["council", "status", "hostile-one", "--json"]));
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let words = json["phase_words"].as_str().unwrap().to_string();
+    assert!(words.starts_with("restating the question"), "{words}");
+    let seat = json["seats"][0]["id"].as_str().unwrap().to_string();
+    let file = p.dir.path().join("contribution.md");
+    std::fs::write(&file, "1) The question. 2) Another frame.\n").unwrap();
+    let file = file.to_str().unwrap();
+    let wrote = harness::ok(p.polisd(&["council", "write", "hostile-one", "--as", &seat, file]));
+    let wrote = String::from_utf8_lossy(&wrote.stdout).to_string();
+    assert!(
+        wrote.starts_with(
+            "Wrote your contribution to restating the question -> reviews/hostile-one/round-0/"
+        ),
+        "{wrote}"
+    );
+    std::fs::write(file, "word ".repeat(101)).unwrap();
+    let refused = p.polisd(&["council", "write", "hostile-one", "--as", &seat, file]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let refused = String::from_utf8_lossy(&refused.stderr).to_string();
+    assert!(
+        refused.contains("over twice the limit of 50 for restating the question"),
+        "{refused}"
+    );
+    let status = harness::ok(p.polisd(&["status"]));
+    let status = String::from_utf8_lossy(&status.stdout).to_string();
+    assert!(
+        status.contains(&format!("hostile-one (duo): {words}")),
+        "`status` words the council as the pages do ({words}): {status}"
+    );
+    for text in [&wrote, &refused, &status] {
+        assert!(!text.contains("round 0"), "{text}");
+    }
+}
+
 /// A polis just made by `polisd init`: the overview says what to do next (open a contract: the
 /// command and the template) instead of a Work section of zeros, and the chart says nothing
 /// settled instead of drawing an axis with a made-up maximum.

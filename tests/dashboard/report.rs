@@ -182,3 +182,44 @@ fn the_redacted_report_of_the_team_shows_no_identity_vendor_tag_date_or_text() {
         assert!(text.contains("settled (2000)"), "{format}");
     }
 }
+
+/// The report lists the amendments as the pages do, and so says who runs the tally that would
+/// move one at quorum, in the words `status` and the pages use.
+#[test]
+fn the_report_says_who_tallies_an_amendment_at_quorum() {
+    let p = generated_polis();
+    p.save(
+        "amendments/proposed/second-rule.md",
+        &format!(
+            "---\namendment_id: second-rule\ntitle: a second rule\nproposed_by: {FOUNDER}\n\
+             proposed_at: '2026-11-20 10:00:00'\nstatus: proposed\nexpires_at: '2099-01-01'\n\
+             quorum_required: 2\n---\n\nBody.\n\n## Response from {ALPHA} (agree)\n\nYes.\n"
+        ),
+    );
+    let report = |format: &str| {
+        let out = p.polisd(&["report", "--format", format]);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let md = report("md");
+    assert!(
+        md.contains("who tallies: no daemon watches this polis; run `polisd tally`"),
+        "{md}"
+    );
+    let html = report("html");
+    assert!(
+        html.contains("who tallies: no daemon watches this polis; run <code>polisd tally</code>"),
+        "{html}"
+    );
+    // This test process stands in for a daemon watching the polis (`daemon.json`, a live pid).
+    let state = polisd::fs::state::State::load_in(&p.state_dir, &p.root).unwrap();
+    state
+        .write_status(&state.status("2026-11-30T09:00:00Z", "native"))
+        .unwrap();
+    let md = report("md");
+    let daemon = format!(
+        "who tallies: the daemon watching this polis (`polisd run`, pid {}) does on its next pass",
+        std::process::id()
+    );
+    assert!(md.contains(&daemon), "{md}");
+}

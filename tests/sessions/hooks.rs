@@ -239,10 +239,9 @@ fn a_hook_never_fails_the_agent() {
         &["--as", ME],
         &json!({"cwd": elsewhere.path(), "hook_event_name": "SessionStart"}),
     );
-    assert_eq!(
-        text(&outside).trim(),
-        "{}",
-        "no polis there: nothing to add"
+    assert!(
+        context(&outside, "SessionStart").contains("Polis primer"),
+        "a `cwd` outside any polis names no other: the hook's own polis primes"
     );
 }
 
@@ -1000,4 +999,79 @@ fn prime_hooks_of_many_sessions_at_once_each_remember_their_session() {
             );
         }
     }
+}
+
+/// The installed hook command names no polis (the settings that hold it are shared through
+/// git), so the polis a hook acts on is the one of the folder the agent CLI starts it in. A
+/// payload whose `cwd` lies in another project with its own `_polis/` is refused in one line:
+/// the hook neither primes from that polis nor shows and marks read its notices, whatever the
+/// CLI. A `cwd` elsewhere in the same polis is that polis.
+#[test]
+fn a_payload_whose_cwd_is_in_another_polis_is_refused_in_one_line() {
+    let p = polis();
+    let other = polis();
+    message(
+        &other,
+        ME,
+        "2026-03-02 11:15",
+        OTHER,
+        "Only for the other polis.",
+    );
+    // The other polis's unread notices, as this hook's state folder would record them read.
+    let unread_there = || {
+        let out = Command::new(BIN)
+            .args(["notices", "--as", ME, "--unread", "--json"])
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .current_dir(project(&other))
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_str(&text(&out)).unwrap();
+        v["notices"].as_array().unwrap().len()
+    };
+    assert_eq!(unread_there(), 1);
+    for (cli, event) in [
+        ("claude", "PostToolUse"),
+        ("codex", "PostToolUse"),
+        ("gemini", "AfterTool"),
+    ] {
+        for kind in ["prime", "notices"] {
+            let payload = json!({"session_id": format!("s-{cli}-{kind}"), "cwd": project(&other),
+                                 "hook_event_name": event});
+            let out = hook(&p, cli, kind, &["--as", ME, "--interval", "0"], &payload);
+            let said = text(&out);
+            assert!(
+                said.trim().is_empty() || said.trim() == "{}",
+                "{cli} {kind}: nothing added from the other polis: {said}"
+            );
+            let told = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(told.lines().count(), 1, "{cli} {kind}: one line: {told}");
+            assert!(
+                told.contains(&format!("is in the polis {}", other.root.display()))
+                    && told.contains(&format!("not in {}", p.root.display()))
+                    && told.contains("adds nothing and marks nothing read"),
+                "{cli} {kind}: {told}"
+            );
+        }
+    }
+    assert_eq!(
+        unread_there(),
+        1,
+        "the other polis's notice is still unread"
+    );
+    // A `cwd` in a folder of this project is this polis.
+    let sub = project(&p).join("src");
+    std::fs::create_dir_all(&sub).unwrap();
+    message(&p, ME, "2026-03-02 11:20", OTHER, "For this polis.");
+    let payload = json!({"session_id": "s", "cwd": sub, "hook_event_name": "PostToolUse"});
+    let out = hook(
+        &p,
+        "claude",
+        "notices",
+        &["--as", ME, "--interval", "0"],
+        &payload,
+    );
+    assert!(
+        context(&out, "PostToolUse").contains("For this polis."),
+        "{out:?}"
+    );
 }

@@ -100,7 +100,8 @@ pub fn stub(
         "the council is in simulated mode (too few seats answered)".to_string()
     } else {
         format!(
-            "this seat did not answer round {n}, even after {} retries",
+            "this seat did not answer {}, even after {} retries",
+            council.round_words(n),
             super::RETRIES
         )
     };
@@ -114,7 +115,8 @@ pub fn stub(
             let shown =
                 cut(full, 40).map_or_else(|| full.to_string(), |short| format!("{short} …"));
             format!(
-                "Its own last words (round {k}), quoted: \"{}\"",
+                "Its own last words ({}), quoted: \"{}\"",
+                council.round_words(k),
                 shown.split_whitespace().collect::<Vec<_>>().join(" ")
             )
         }
@@ -227,7 +229,8 @@ pub fn render(
     }
     if !restatements.is_empty() {
         out.push_str(&format!(
-            "\n## Restatements (round 0)\n\nEach member's one-sentence restatement and alternative framing, from before round 1 (at most {} words).\n",
+            "\n## {}\n\nEach member's one-sentence restatement and alternative framing, written before round 1 (at most {} words).\n",
+            capitalised(&council.round_words(0)),
             council.mode.word_limit(0)
         ));
         for seat in &council.seats {
@@ -242,7 +245,7 @@ pub fn render(
                 &mut out,
             );
         }
-        out.push_str(&format!("\n## Round {n}\n"));
+        out.push_str(&format!("\n## {}\n", capitalised(&council.round_words(n))));
     }
     for seat in &council.seats {
         out.push_str(&format!("\n## {}\n\n", heading(council, seat, anonymous)));
@@ -265,7 +268,7 @@ fn closes_at(council: &Council, n: usize) -> &str {
 fn write_hint(council: &Council, n: usize, id: &str) -> String {
     let cid = &council.contract;
     format!(
-        "Write at most {} words to `{}` (or run `polisd council write {cid} --as {id} FILE`) before {}; the round closes when every seat has written or then. A seat still silent is asked twice more, then marked degraded, and the packet shows a stub polisd writes, labelled as such.",
+        "Write at most {} words to `{}` (or run `polisd council write {cid} --as {id} FILE`) before {}; it closes when every seat has written or then. A seat still silent is asked twice more, then marked degraded, and the packet shows a stub polisd writes, labelled as such.",
         council.mode.word_limit(n),
         state::seat_path(cid, n, id),
         closes_at(council, n),
@@ -285,6 +288,14 @@ fn lens_line(council: &Council, id: &str) -> String {
     }
 }
 
+/// `text` with its first letter in upper case, for a heading.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
+}
+
 /// The prompt to seat `id` for round `n` (the link is the contract for rounds 0 and 1, else
 /// the previous packet). Round 2 carries the seed's directive verbatim, in every mode.
 pub fn round_prompt(council: &Council, n: usize, id: &str, title: &str) -> String {
@@ -300,8 +311,9 @@ pub fn round_prompt(council: &Council, n: usize, id: &str, title: &str) -> Strin
     let lens = lens_line(council, id);
     if n == 0 {
         return format!(
-            "You sit on the {} council reviewing `{cid}` ({title}){who}. Before the {rounds} rounds comes the restatement gate: read the contract, then answer in at most {} words with exactly two numbered sentences: 1) the problem restated in your own words; 2) a different way to frame it. Nothing else.{lens} {}",
+            "You sit on the {} council reviewing `{cid}` ({title}){who}. It starts by {}, before its {rounds} rounds: read the contract, then answer in at most {} words with exactly two numbered sentences: 1) the problem restated in your own words; 2) a different way to frame it. Nothing else.{lens} {}",
             council.mode.as_str(),
+            council.round_words(0),
             council.mode.word_limit(0),
             write_hint(council, n, id)
         );
@@ -363,7 +375,8 @@ pub fn retry_prompt(council: &Council, n: usize, id: &str, k: usize) -> String {
         n => format!("waiting for you and {n} other seats"),
     };
     format!(
-        "Round {n} of the council on `{cid}` is {waiting} (retry {k} of {}). Answer now, in {limit} words or fewer, to `{}` before {}: a short answer in time beats a long one too late. After the last retry polisd marks your seat degraded and the packet carries a labelled stub in your place.",
+        "The council on `{cid}` is {waiting}: your contribution to {} (retry {k} of {}). Answer now, in {limit} words or fewer, to `{}` before {}: a short answer in time beats a long one too late. After the last retry polisd marks your seat degraded and the packet carries a labelled stub in your place.",
+        council.round_words(n),
         super::RETRIES,
         state::seat_path(cid, n, id),
         closes_at(council, n),
@@ -398,8 +411,9 @@ pub fn verdict_prompt(council: &Council) -> String {
 pub fn over_limit_text(council: &Council, n: usize, words: usize) -> String {
     let limit = council.mode.word_limit(n);
     format!(
-        "Your contribution to round {n} of the council on `{}` has {words} words, over the limit of {limit}: the packet will show only its first {limit} words, marked as cut. Shorten it before the round closes ({}) if the rest matters.",
+        "On the council on `{}`, your contribution to {} has {words} words, over the limit of {limit}: the packet will show only its first {limit} words, marked as cut. Shorten it before it closes ({}) if the rest matters.",
         council.contract,
+        council.round_words(n),
         closes_at(council, n)
     )
 }
@@ -537,6 +551,46 @@ mod tests {
         assert!(packet.contains("anonymised: false"));
     }
 
+    /// Round 0 is named in the words `phase_words` uses wherever a member reads of it, never
+    /// by its number or as a gate.
+    #[test]
+    fn every_text_names_round_zero_as_the_phase_words_do() {
+        let c = council(Mode::Full);
+        let restated = [Contribution {
+            id: IDS[0],
+            text: Some("1) Swap it. 2) Drop it."),
+            simulated: false,
+        }];
+        let (packet, _) = render(&c, 1, &[], &restated);
+        let texts = [
+            round_prompt(&c, 0, IDS[0], "Big change"),
+            retry_prompt(&c, 0, IDS[0], 1),
+            over_limit_text(&c, 0, 80),
+            stub(&c, IDS[1], 0, false, None),
+            stub(&c, IDS[1], 1, false, Some((0, "1) Swap it."))),
+            packet.clone(),
+        ];
+        for text in &texts {
+            let lower = text.to_lowercase();
+            assert!(
+                lower.contains("restating the question"),
+                "not named as the phase words name it: {text}"
+            );
+            assert!(
+                !lower.contains("round 0") && !lower.contains("gate"),
+                "named by its number or as a gate: {text}"
+            );
+        }
+        assert!(
+            packet.contains("## Restating the question\n") && packet.contains("## Round 1 of 3\n"),
+            "{packet}"
+        );
+        assert!(
+            stub(&c, IDS[1], 1, false, None).contains("did not answer round 1 of 3,"),
+            "the later rounds as `phase_words` names them"
+        );
+    }
+
     #[test]
     fn a_retry_says_only_you_only_when_one_seat_is_silent() {
         let mut c = council(Mode::Full);
@@ -567,7 +621,8 @@ mod tests {
         assert!(p1.contains("300 words"), "{p1}");
         let p0 = round_prompt(&c, 0, IDS[0], "Big change");
         assert!(
-            p0.contains("restatement gate") && p0.contains("at most 50 words"),
+            p0.contains("It starts by restating the question, before its 3 rounds")
+                && p0.contains("at most 50 words"),
             "{p0}"
         );
         let mut c2 = c.clone();

@@ -334,20 +334,32 @@ impl Council {
                     let closes = r.retries.last().map_or(&r.closes_at, |t| &t.closes_at);
                     let limit = self.mode.word_limit(r.n);
                     let rounds = self.mode.rounds();
-                    if r.n == 0 {
-                        format!("restating the question (before {rounds} rounds) open until {closes}, at most {limit} words")
+                    let before = if r.n == 0 {
+                        format!(" (before {rounds} rounds)")
                     } else {
-                        format!(
-                            "round {} of {rounds} open until {closes}, at most {limit} words",
-                            r.n
-                        )
-                    }
+                        String::new()
+                    };
+                    format!(
+                        "{}{before} open until {closes}, at most {limit} words",
+                        self.round_words(r.n)
+                    )
                 }
                 None => "between rounds".into(),
             },
             Phase::Verdict => "rounds closed; waiting for the chairman's verdict".into(),
             Phase::Done => "finished".into(),
             Phase::Fallback => "stopped".into(),
+        }
+    }
+
+    /// Round `n` as every text a person or a member reads names it, as [`Council::phase_words`]
+    /// does: round 0 restates the question before the deliberation rounds, which are "round n
+    /// of N". (`council.md` and the seat files keep the number.)
+    pub fn round_words(&self, n: usize) -> String {
+        if n == 0 {
+            "restating the question".into()
+        } else {
+            format!("round {n} of {}", self.mode.rounds())
         }
     }
 
@@ -454,7 +466,8 @@ impl Council {
         let live = self.rounds.last().map_or(0, |r| r.wrote.len());
         if !simulated_before && live < super::HARD_MIN_LIVE_SEATS {
             self.simulated = Some(format!(
-                "only {live} seat(s) answered round {n} after {} retries; a council needs at least {} live seats, so polisd completes the remaining rounds in simulated mode (every seat a labelled stub) and the verdict's confidence must be lower",
+                "only {live} seat(s) wrote their contribution to {} after {} retries; a council needs at least {} live seats, so polisd completes the remaining rounds in simulated mode (every seat a labelled stub) and the verdict's confidence must be lower",
+                self.round_words(n),
                 super::RETRIES,
                 super::HARD_MIN_LIVE_SEATS
             ));
@@ -519,19 +532,19 @@ impl Council {
         for r in self.rounds.iter().filter(|r| r.closed_at.is_some()) {
             for (k, t) in r.retries.iter().enumerate() {
                 out.push(format!(
-                    "round {}: retry {} of {} for {}",
-                    r.n,
+                    "{}: retry {} of {} for {}",
+                    self.round_words(r.n),
                     k + 1,
                     super::RETRIES,
                     t.seats.join(", ")
                 ));
             }
             if r.all_simulated {
-                out.push(format!("round {}: fully simulated", r.n));
+                out.push(format!("{}: fully simulated", self.round_words(r.n)));
             } else if !r.missing.is_empty() {
                 out.push(format!(
-                    "round {}: degraded, simulated stub for {}",
-                    r.n,
+                    "{}: degraded, simulated stub for {}",
+                    self.round_words(r.n),
                     r.missing.join(", ")
                 ));
             }
@@ -648,7 +661,7 @@ impl Council {
         if let Some(why) = &self.simulated {
             b.push_str(&format!("\n**Simulated mode:** {why}.\n"));
         }
-        b.push_str("\n## Rounds\n\nRound 0 is the restatement gate. A seat still silent at a round's deadline is asked again twice (retries); then it is degraded and the packet shows a stub polisd wrote, labelled as such.\n\n| round | words | opened | closes | closed | wrote | no response | cut | retries |\n|---|---|---|---|---|---|---|---|---|\n");
+        b.push_str(&format!("\n## Rounds\n\nRound 0 is {}, before the {} rounds. A seat still silent at a round's deadline is asked again twice (retries); then it is degraded and the packet shows a stub polisd wrote, labelled as such.\n\n| round | words | opened | closes | closed | wrote | no response | cut | retries |\n|---|---|---|---|---|---|---|---|---|\n", self.round_words(0), self.mode.rounds()));
         let list = |v: &[String]| {
             if v.is_empty() {
                 "-".to_string()
@@ -889,7 +902,7 @@ mod tests {
     fn render_then_parse_is_identity_at_every_phase() {
         let mut c = council(Mode::Full);
         let ids = c.ids();
-        assert_eq!(c.open().unwrap().n, 0, "the restatement gate opens first");
+        assert_eq!(c.open().unwrap().n, 0, "restating the question comes first");
         for step in 0..6 {
             let text = c.render().unwrap();
             let back = Council::parse("reviews/big-change/council.md", &text).unwrap();
@@ -910,7 +923,7 @@ mod tests {
         let o = c.outcome.clone().unwrap();
         assert_eq!(
             o.rounds_run, 3,
-            "the restatement gate is not a deliberation round"
+            "restating the question is not a deliberation round"
         );
         assert_eq!(o.degraded, vec!["gemini-seat-cccc".to_string()]);
         assert_eq!(o.live.len(), 2);
@@ -961,6 +974,39 @@ mod tests {
         assert_eq!(c.fallbacks().len(), 3, "{:?}", c.fallbacks());
         let back = Council::parse("p", &c.render().unwrap()).unwrap();
         assert_eq!(back, c);
+    }
+
+    /// Round 0 reads as `phase_words` says it, in the state file's prose and in the fallbacks a
+    /// verdict lists, never by its number alone or as a gate.
+    #[test]
+    fn the_state_file_and_the_fallbacks_name_rounds_as_the_phase_words_do() {
+        let mut c = council(Mode::Quick);
+        assert!(
+            c.phase_words()
+                .starts_with("restating the question (before 2 rounds) open until"),
+            "{}",
+            c.phase_words()
+        );
+        let ids = c.ids();
+        c.retry_silent(&ids[..2], &at("2026-12-01 10:23"));
+        c.close_round(&ids[..2], &[], &at("2026-12-01 11:05"));
+        assert_eq!(
+            c.fallbacks(),
+            [
+                format!("restating the question: retry 1 of 2 for {}", ids[2]),
+                format!(
+                    "restating the question: degraded, simulated stub for {}",
+                    ids[2]
+                ),
+            ]
+        );
+        assert!(c.phase_words().starts_with("round 1 of 2 open until"));
+        let text = c.render().unwrap();
+        assert!(
+            text.contains("Round 0 is restating the question, before the 2 rounds."),
+            "{text}"
+        );
+        assert!(!text.to_lowercase().contains("gate"), "{text}");
     }
 
     #[test]

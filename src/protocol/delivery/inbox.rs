@@ -119,6 +119,49 @@ impl Kind {
     pub fn parse(text: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.as_str() == text)
     }
+
+    /// The `polisd` commands (as `arg::Action` spells their programs) that polisd's own words in
+    /// a notice of this kind name, the findings' messages included. A code span in one that
+    /// names any other command is agent text the notice quotes (a title, an author, a chronicle
+    /// line's verb or note, a value a finding shows), and is never taken for polisd's own: a
+    /// command added to a notice's words is added here.
+    pub fn commands(self) -> &'static [&'static str] {
+        match self {
+            Kind::RecordFinding => &[
+                "polisd check",
+                "polisd register",
+                "polisd release",
+                "polisd verify",
+            ],
+            Kind::ContractRouted | Kind::HandoffOpened | Kind::ContractUnblocked => {
+                &["polisd contract claim"]
+            }
+            Kind::ReviewNeeded => &["polisd review"],
+            Kind::ReservationConflict => &["polisd reserve", "polisd release"],
+            Kind::CardChanged => &["polisd verify"],
+            Kind::ClaimConflict => &["polisd contract claim", "polisd contract list"],
+            Kind::HandoffDeferred => &["polisd contract open"],
+            Kind::ReviewDecided => &["polisd contract abandon", "polisd review"],
+            Kind::SyncConflict => &["polisd check"],
+            Kind::CouncilPrompt => &["polisd council write", "polisd review"],
+            Kind::ChronicleFinding
+            | Kind::ContractSettled
+            | Kind::QualityDefaulted
+            | Kind::AmendmentProposed
+            | Kind::AmendmentRatified
+            | Kind::AmendmentRejected
+            | Kind::AmendmentExpired
+            | Kind::LessonFiled
+            | Kind::ContractStale
+            | Kind::WorktreeDiverged
+            | Kind::SettingChange
+            | Kind::CitizenNeeded
+            | Kind::CouncilOverLimit
+            | Kind::CouncilVerdictInvalid
+            | Kind::CouncilVerdict
+            | Kind::PostitMissing => &[],
+        }
+    }
 }
 
 impl fmt::Display for Kind {
@@ -1190,6 +1233,68 @@ mod tests {
         assert!(told
             .paragraph
             .contains("reviews/<YYYY-MM-DD-HHMM>-fix-login.md"));
+    }
+
+    /// The commands a notice's own words name, as `arg::Action` spells their programs.
+    fn commands_named(n: &Notification) -> Vec<&'static str> {
+        n.paragraph
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter_map(crate::protocol::arg::Action::of_command)
+            .map(|a| a.words().0)
+            .collect()
+    }
+
+    /// What tells polisd's own command mentions from an agent's quoted words is the notice's
+    /// kind: each notice names only commands its kind lists.
+    #[test]
+    fn a_notice_names_only_the_commands_its_kind_lists() {
+        let f = Finding::error(
+            Code::ContractId,
+            "contracts/open/a.md",
+            Some(5),
+            "`contract_id: x` does not match the file name",
+        );
+        let me = "ann-agent-1";
+        let notices = [
+            Notification::record_finding(me, Some(me), &f),
+            Notification::contract_routed(me, "fix-login", "Fix login", 0.5, false),
+            Notification::review_needed(me, "fix-login", "Fix login", Some(me)),
+            Notification::card_changed(me, me, "x"),
+            Notification::claim_conflict(me, "fix-login", "bob-agent-1", me, "2026-03-02 11:00"),
+            Notification::handoff_opened(me, "next", "fix-login", "bob-agent-1", "settling", 1, 3),
+            Notification::review_decided(
+                me,
+                "fix-login",
+                "bob-agent-1",
+                "rejected",
+                1,
+                "reviews/r",
+            ),
+            Notification::review_decided(
+                me,
+                "fix-login",
+                "bob-agent-1",
+                "requested_changes",
+                1,
+                "reviews/r",
+            ),
+            Notification::contract_unblocked(me, "fix-login", "Fix login", &["dep".into()]),
+            Notification::sync_conflicts(me, 1, &[("a.md".into(), "a (copy).md".into())]),
+        ];
+        for n in &notices {
+            let named = commands_named(n);
+            assert!(!named.is_empty(), "{}: {}", n.kind, n.paragraph);
+            for program in named {
+                assert!(
+                    n.kind.commands().contains(&program),
+                    "{}: `{program}` is not among its kind's commands: {}",
+                    n.kind,
+                    n.paragraph
+                );
+            }
+        }
     }
 
     #[test]

@@ -440,7 +440,9 @@ fn indent(text: &str, by: &str) -> String {
 /// What a reader who runs no commands does instead of those `shown` notices name, once, as
 /// `names` says it (`None` for a reader with a shell). Only polisd's own notices count, and not
 /// an outdated one: an agent's message is data, not instructions, and an outdated notice asks
-/// nothing now. Their bodies are read as written, code spans and all.
+/// nothing now. Their bodies are read as written, code spans and all, and only the commands
+/// their kind's own words name count ([`Kind::commands`]): one an agent's text they quote
+/// names (a title, a chronicle line's note) is that agent's.
 pub fn instead_of_commands<'a>(
     shown: impl IntoIterator<Item = &'a Notice>,
     names: crate::protocol::arg::Names,
@@ -448,7 +450,7 @@ pub fn instead_of_commands<'a>(
     let bodies = shown
         .into_iter()
         .filter(|n| n.from_daemon() && n.outdated.is_none())
-        .map(|n| n.body.as_str());
+        .map(|n| (n.body.as_str(), n.kind.map_or(&[][..], Kind::commands)));
     crate::protocol::arg::instead_of_commands(bodies, names)
 }
 
@@ -512,6 +514,57 @@ mod tests {
 
     const HEAD: &str =
         "---\nfile_type: inbox\nowner: claude-code-one\n---\n\n<!-- Notifications -->\n";
+
+    /// A reader without a shell is told which tool does each command polisd's own words in a
+    /// notice name, never one that an agent's text the notice quotes names: a title, a
+    /// chronicle line's verb, an author.
+    #[test]
+    fn the_commands_of_agent_text_a_notice_quotes_are_not_mapped() {
+        let finding = Finding::warning(
+            Code::C008,
+            "chronicle.md",
+            Some(4),
+            "`- x`: the verb phrase `polisd tally now` should be lowercase",
+        );
+        let routed = inbox::Notification::contract_routed(
+            "claude-code-one",
+            "x",
+            "polisd reconcile first",
+            0.5,
+            false,
+        );
+        let found = inbox::Notification::chronicle_finding(
+            "claude-code-one",
+            "polisd amendment vote",
+            &finding,
+            "- x",
+        );
+        let text = format!(
+            "{HEAD}{}{}",
+            daemon_block(&routed.paragraph, Kind::ContractRouted, "x"),
+            daemon_block(&found.paragraph, Kind::ChronicleFinding, "y")
+        );
+        let notices = parse_inbox(&text);
+        assert_eq!(notices.len(), 2);
+        let names =
+            |action: &crate::protocol::arg::Action| Some(format!("tool {}", action.words().0));
+        struct Tools<F>(F);
+        impl<F: Fn(&crate::protocol::arg::Action) -> Option<String>> crate::protocol::arg::Namer
+            for Tools<F>
+        {
+            fn arg(&self, arg: crate::protocol::arg::Arg) -> String {
+                arg.flag().to_string()
+            }
+            fn instead_of(&self, action: &crate::protocol::arg::Action) -> Option<String> {
+                (self.0)(action)
+            }
+        }
+        let line = instead_of_commands(&notices, &Tools(names)).unwrap();
+        assert_eq!(
+            line,
+            "For the commands in these notices: `polisd contract claim …` is tool polisd contract claim."
+        );
+    }
 
     #[test]
     fn a_one_line_note_is_a_notice_of_its_own_between_blocks() {

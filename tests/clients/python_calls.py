@@ -1,0 +1,17 @@
+"""Tool calls against `polisd mcp` with the official Python SDK (run by tests/mcp_clients.rs).
+
+argv: POLISD POLIS_ROOT CALLS, CALLS a JSON list of [tool, arguments]. Prints one JSON line per
+call with the text it answered; exits non-zero on failure.
+"""
+import asyncio, json, sys
+from mcp import Client, StdioServerParameters
+
+async def main(binary, root, calls):
+    params = StdioServerParameters(command=binary, args=["mcp", root])
+    async with Client(params, raise_exceptions=True) as client:
+        for name, args in json.loads(calls):
+            r = await client.call_tool(name, args)
+            text = "".join(c.text for c in r.content if getattr(c, "type", "") == "text")
+            print(json.dumps({"step": "call", "tool": name, "isError": r.is_error, "text": text}), flush=True)
+
+asyncio.run(main(*sys.argv[1:4]))
