@@ -21,6 +21,13 @@ pub struct TrustInputs<'a> {
     pub shown: &'a str,
 }
 
+/// A file of Gemini CLI's read as it reads both of these: comments allowed
+/// (`strip-json-comments`, then `JSON.parse`).
+fn as_gemini_reads(text: &str) -> Option<serde_json::Value> {
+    let doc = super::jsonc::parse(text, true).ok()?;
+    serde_json::to_value(doc.root.to_json()).ok()
+}
+
 /// Why Gemini CLI will not run the project's hooks, if it will not. `project` and the
 /// record's paths are compared as given: the caller canonicalises them (`canonical`).
 pub fn untrusted(
@@ -37,9 +44,7 @@ pub fn untrusted(
         }
         _ => {}
     }
-    let settings = inputs
-        .user_settings
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok());
+    let settings = inputs.user_settings.and_then(as_gemini_reads);
     let trust_off = settings
         .as_ref()
         .and_then(|s| s.pointer("/security/folderTrust/enabled"))
@@ -58,8 +63,8 @@ pub fn untrusted(
             ))
         }
         // A record it cannot read is Gemini CLI's to report (it refuses to start).
-        Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
-            Ok(serde_json::Value::Object(rules)) => rules,
+        Some(text) => match as_gemini_reads(text) {
+            Some(serde_json::Value::Object(rules)) => rules,
             _ => return None,
         },
     };
@@ -146,5 +151,21 @@ mod tests {
         assert_eq!(untrusted(Path::new("/p"), &off, &same), None);
         // A record Gemini CLI cannot read either is its own error to report.
         assert_eq!(check("/p", Some("{not json")), None);
+    }
+
+    /// Gemini CLI reads both files with comments allowed, so a person's comments there change
+    /// nothing about the trust polisd reports.
+    #[test]
+    fn comments_in_gemini_s_own_files_are_read_as_gemini_reads_them() {
+        let record = "{\n  // my machines\n  \"/work\": \"TRUST_FOLDER\" /* all of it */\n}\n";
+        assert_eq!(check("/work/app", Some(record)), None);
+        let off = TrustInputs {
+            user_settings: Some(
+                "{\n  // no prompts here\n  \"security\": {\"folderTrust\": {\"enabled\": false}}\n}",
+            ),
+            shown: "f",
+            ..TrustInputs::default()
+        };
+        assert_eq!(untrusted(Path::new("/p"), &off, &|p| p.to_path_buf()), None);
     }
 }
