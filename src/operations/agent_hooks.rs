@@ -170,14 +170,10 @@ pub fn plan_install(
     for cli in clis {
         let rel = cli.settings_path();
         let before = read(project_root, rel)?;
-        // Which of two values of a repeated key the team meant is theirs to say; Codex would
-        // run none of the hooks until they do.
-        if *cli == Cli::Codex {
-            if let Some(line) = settings_check::codex_repeated_key(rel, before.as_deref()) {
-                return Err(HooksError::Refused(format!(
-                    "{line} — polisd changed nothing"
-                )));
-            }
+        if let Some(line) = settings_check::refused_edit(*cli, rel, before.as_deref()) {
+            return Err(HooksError::Refused(format!(
+                "{line} — polisd changed nothing"
+            )));
         }
         let after = agent_hooks::install(*cli, before.as_deref(), bin)?;
         let mut plan = Planned::new(

@@ -372,3 +372,39 @@ fn codex_cli_refuses_a_hooks_file_that_repeats_a_key_and_hooks_status_says_so() 
         .unwrap();
     assert!(out.status.success(), "{}", harness::describe(&out));
 }
+
+/// Codex reads a byte-order mark as a character no JSON starts with, and lists none of the
+/// file's hooks; `hooks status` says so instead of "untrusted", and install leaves the file.
+#[test]
+fn codex_cli_runs_no_hook_of_a_file_with_a_byte_order_mark_and_hooks_status_says_so() {
+    let project = Project::new(&CODEX);
+    let path = project.dir().join(CODEX.settings);
+    let original = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(ours(&codex_hooks(&project)).len(), 3);
+    let marked = format!("\u{feff}{original}");
+    std::fs::write(&path, &marked).unwrap();
+    assert_eq!(ours(&codex_hooks(&project)).len(), 0, "Codex refuses it");
+    let (row, code) = codex_status(&project);
+    let said = problem_with(&row, "byte-order mark");
+    assert!(said.contains("runs none of its hooks"), "{said}");
+    assert!(
+        !row.to_string().contains("approve the hooks it lists"),
+        "one reason is enough: {row:#}"
+    );
+    assert_eq!(code, Some(1));
+    let out = project
+        .polisd()
+        .args(["hooks", "install", "--codex", "--as", ME])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", harness::describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("polisd changed nothing"),
+        "{}",
+        harness::describe(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), marked);
+    // Without the mark Codex lists them again.
+    std::fs::write(&path, &original).unwrap();
+    assert_eq!(ours(&codex_hooks(&project)).len(), 3);
+}

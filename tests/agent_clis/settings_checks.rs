@@ -251,3 +251,33 @@ fn gemini_cli_runs_the_hooks_polisd_installs_into_settings_with_comments() {
     assert!(out.status.success(), "{}", harness::describe(&out));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), GEMINI_COMMENTED);
 }
+
+/// Gemini CLI refuses to start in a project whose settings start with a byte-order mark;
+/// `hooks status` says why and install leaves the file alone.
+#[test]
+fn gemini_cli_refuses_settings_with_a_byte_order_mark_and_hooks_status_says_so() {
+    let project = Project::new(&GEMINI);
+    (GEMINI.trust)(&project.home, &project.dir());
+    let path = project.dir().join(GEMINI.settings);
+    let original = std::fs::read_to_string(&path).unwrap();
+    let marked = format!("\u{feff}{original}");
+    std::fs::write(&path, &marked).unwrap();
+    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
+    let (ok, output) = project.try_session(&GEMINI, &api, "Hello?", &[]);
+    assert!(
+        !ok && output.contains("not valid JSON"),
+        "Gemini CLI refuses the file: {output}"
+    );
+    let status = project.hooks_status();
+    assert!(
+        status.contains("byte-order mark") && status.contains("refuses to start"),
+        "{status}"
+    );
+    let out = project
+        .polisd()
+        .args(["hooks", "install", "--gemini", "--as", ME])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", harness::describe(&out));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), marked);
+}

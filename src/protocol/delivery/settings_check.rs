@@ -14,6 +14,8 @@
 //! - Gemini CLI 0.61.0 compares a `SessionStart` group's matcher with the session's source
 //!   (`startup`, `resume`, `clear`) as plain text, and a tool group's matcher that is not a valid
 //!   regex with the tool's name as plain text, so such a group never fires.
+//! - Both Codex and Gemini read a file that starts with a byte-order mark as no JSON at all:
+//!   Codex lists none of its hooks, Gemini refuses to start. (Claude Code drops the mark.)
 //!
 //! Pure: settings text in, one line per reason out, each saying what to change.
 
@@ -33,6 +35,9 @@ fn read(cli: Cli, path: &str, text: Option<&str>) -> Option<(Doc, Value)> {
 /// Why `cli` skips polisd's hooks in `text` (the file `path`, as it is or as install is about
 /// to write it). A text that is not a JSON object says nothing here: `installed` reports it.
 pub fn skipped(cli: Cli, path: &str, text: Option<&str>) -> Vec<String> {
+    if let Some(line) = byte_order_mark(cli, path, text) {
+        return vec![line];
+    }
     let Some((doc, root)) = read(cli, path, text) else {
         return Vec::new();
     };
@@ -46,6 +51,9 @@ pub fn skipped(cli: Cli, path: &str, text: Option<&str>) -> Vec<String> {
 /// Whether `cli` refuses the whole file `text`, every hook in it: then whether the person
 /// trusts the hooks does not matter, and is not worth a word.
 pub fn refused_whole(cli: Cli, text: Option<&str>) -> bool {
+    if byte_order_mark(cli, cli.settings_path(), text).is_some() {
+        return true;
+    }
     let Some((doc, root)) = read(cli, cli.settings_path(), text) else {
         return false;
     };
@@ -56,11 +64,36 @@ pub fn refused_whole(cli: Cli, text: Option<&str>) -> bool {
     }
 }
 
-/// The line that says Codex refuses the hooks file `text` for a key it repeats, if it does:
-/// `hooks install` refuses to edit such a file, `hooks status` reports it.
-pub fn codex_repeated_key(path: &str, text: Option<&str>) -> Option<String> {
+/// The line that says `cli` refuses the file `text` as a whole for what only the team can
+/// mend, if it does: a byte-order mark (Codex CLI, Gemini CLI), or a key Codex reads given
+/// twice (which of the two values was meant is theirs to say). `hooks install` refuses to
+/// edit such a file, `hooks status` reports it.
+pub fn refused_edit(cli: Cli, path: &str, text: Option<&str>) -> Option<String> {
+    if let Some(line) = byte_order_mark(cli, path, text) {
+        return Some(line);
+    }
+    if cli != Cli::Codex {
+        return None;
+    }
     let (doc, root) = read(Cli::Codex, path, text)?;
     codex_repeated(&doc, &root).map(|d| repeated_line(path, d))
+}
+
+/// Codex CLI (serde_json) and Gemini CLI (`JSON.parse`) read a byte-order mark as a character
+/// that no JSON may start with: Codex then runs none of the file's hooks, and Gemini refuses to
+/// start ("Please fix the configuration file(s)"). polisd keeps the mark in its own edits.
+fn byte_order_mark(cli: Cli, path: &str, text: Option<&str>) -> Option<String> {
+    let outcome = match cli {
+        Cli::Codex => "runs none of its hooks",
+        Cli::Gemini => "refuses to start",
+        Cli::Claude => return None,
+    };
+    text.filter(|t| t.starts_with('\u{feff}')).map(|_| {
+        format!(
+            "{path} starts with a byte-order mark, which {} reads as a character, so it {outcome}: save the file as UTF-8 without one (remove its first 3 bytes)",
+            cli.display()
+        )
+    })
 }
 
 fn repeated_line(path: &str, d: &Duplicate) -> String {
@@ -554,7 +587,10 @@ mod tests {
                 "{reasons:?}"
             );
             assert!(refused_whole(Cli::Codex, Some(&text)));
-            assert_eq!(codex_repeated_key(p, Some(&text)).as_ref(), reasons.first());
+            assert_eq!(
+                refused_edit(Cli::Codex, p, Some(&text)).as_ref(),
+                reasons.first()
+            );
         }
         let ignored = [
             ("\"timeout\": 10", "\"timeout\": 10, \"name\": \"a\", \"name\": \"b\""),
@@ -573,6 +609,20 @@ mod tests {
         // Claude Code and Gemini CLI read such a file as JSON.parse does: the last one wins.
         let text = installed.replacen("\"timeout\": 10", "\"timeout\": 10, \"timeout\": 5", 1);
         assert!(skipped(Cli::Claude, p, Some(&text)).is_empty());
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_refused_by_codex_and_gemini_and_not_by_claude() {
+        for cli in Cli::ALL {
+            let path = cli.settings_path();
+            let marked = format!("\u{feff}{}", edited(cli, |_| {}));
+            let refused = cli != Cli::Claude;
+            assert_eq!(refused_whole(cli, Some(&marked)), refused, "{cli:?}");
+            assert_eq!(refused_edit(cli, path, Some(&marked)).is_some(), refused);
+            let reasons = skipped(cli, path, Some(&marked));
+            assert_eq!(reasons.len(), usize::from(refused), "{reasons:?}");
+            assert!(reasons.iter().all(|r| r.contains("byte-order mark")));
+        }
     }
 
     #[test]
