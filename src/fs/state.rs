@@ -379,6 +379,11 @@ pub fn state_base_dir() -> Result<PathBuf, StateError> {
             return Ok(first);
         }
     }
+    if cfg!(test) {
+        // The library's own unit tests take transition locks and note appended lines for
+        // temporary polises: kept out of the person's state folder.
+        return Ok(std::env::temp_dir().join("polisd-unit-tests"));
+    }
     let dirs = directories::ProjectDirs::from("", "", "polisd").ok_or(StateError::NoStateDir)?;
     Ok(dirs
         .state_dir()
