@@ -246,23 +246,26 @@ impl Engine {
         let mut lost = Vec::new();
         let root = &self.root;
         let taken = crate::fs::state::take_appended(self.state.dir(), |noted| {
-            let mut again: Option<String> = None;
+            let mut again: Option<Option<String>> = None;
             noted
                 .into_iter()
                 .filter(|line| {
                     if chronicle::holds_line(text.as_bytes(), line.as_bytes()) {
                         return false;
                     }
-                    let now = again.get_or_insert_with(|| {
+                    let again = again.get_or_insert_with(|| {
                         snapshot::read_text(root, layout::CHRONICLE, None)
                             .ok()
                             .flatten()
-                            .unwrap_or_default()
                     });
+                    // Unreadable now (gone, not text): kept, and looked at on the next pass.
+                    let Some(now) = again.as_deref() else {
+                        return true;
+                    };
                     if chronicle::holds_line(now.as_bytes(), line.as_bytes()) {
                         return true;
                     }
-                    let mut files: Vec<&str> = vec![now.as_str()];
+                    let mut files: Vec<&str> = vec![now];
                     files.extend(polis.archives.iter().map(|(_, t)| t.as_str()));
                     if !chronicle::lost_lines(std::slice::from_ref(line), &files).is_empty() {
                         lost.push(line.clone());
