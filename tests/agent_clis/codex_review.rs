@@ -131,11 +131,7 @@ fn approve(project: &Project, hooks: &[Value]) {
 
 /// `hooks status --json`'s row for Codex, and the exit code.
 fn codex_status(project: &Project) -> (Value, Option<i32>) {
-    let out = project
-        .polisd()
-        .args(["hooks", "status", "--json"])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "status", "--json"]);
     let rows: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", harness::describe(&out)));
     let row = rows
@@ -204,11 +200,7 @@ fn codex_hooks_status_judges_each_approval_as_codex_cli_does() {
 
     // Another binary: install rewrites polisd's handlers, moving the SessionStart one out of
     // the team's group (so out of its approved place).
-    let out = project
-        .polisd()
-        .args(["hooks", "install", "--codex", "--as", ME, "--bin", BIN])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "install", "--codex", "--as", ME, "--bin", BIN]);
     assert!(out.status.success(), "{}", harness::describe(&out));
     let hooks = codex_hooks(&project);
     let (modified, untrusted) = (
@@ -258,11 +250,7 @@ fn codex_cli_skips_hooks_changed_since_their_approval_and_hooks_status_says_so()
     assert_eq!(row["problems"], json!([]), "approved: {row:#}");
     assert_eq!(code, Some(0));
 
-    let out = project
-        .polisd()
-        .args(["hooks", "install", "--codex", "--as", ME, "--bin", BIN])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "install", "--codex", "--as", ME, "--bin", BIN]);
     assert!(out.status.success(), "{}", harness::describe(&out));
     let all = "polisd's SessionStart, PostToolUse, UserPromptSubmit hook(s)";
     let said = String::from_utf8_lossy(&out.stdout);
@@ -342,11 +330,7 @@ fn codex_cli_refuses_a_hooks_file_that_repeats_a_key_and_hooks_status_says_so() 
         "one reason is enough: {row:#}"
     );
     assert_eq!(code, Some(1));
-    let out = project
-        .polisd()
-        .args(["hooks", "install", "--codex", "--as", ME])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "install", "--codex", "--as", ME]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{}", harness::describe(&out));
     assert!(
@@ -365,11 +349,7 @@ fn codex_cli_refuses_a_hooks_file_that_repeats_a_key_and_hooks_status_says_so() 
     assert_eq!(ours(&codex_hooks(&project)).len(), 3, "Codex takes it");
     let (row, _) = codex_status(&project);
     assert!(!row.to_string().contains("appears twice"), "{row:#}");
-    let out = project
-        .polisd()
-        .args(["hooks", "install", "--codex", "--as", ME])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "install", "--codex", "--as", ME]);
     assert!(out.status.success(), "{}", harness::describe(&out));
 }
 
@@ -392,11 +372,7 @@ fn codex_cli_runs_no_hook_of_a_file_with_a_byte_order_mark_and_hooks_status_says
         "one reason is enough: {row:#}"
     );
     assert_eq!(code, Some(1));
-    let out = project
-        .polisd()
-        .args(["hooks", "install", "--codex", "--as", ME])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "install", "--codex", "--as", ME]);
     assert_eq!(out.status.code(), Some(1), "{}", harness::describe(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("polisd changed nothing"),

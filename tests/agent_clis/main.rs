@@ -221,11 +221,7 @@ impl Project {
         );
         let project = Project { polis, home, path };
         (cli.setup)(&project.home, &project.dir());
-        let out = project
-            .polisd()
-            .args(["hooks", "install", cli.flag, "--as", ME])
-            .output()
-            .unwrap();
+        let out = project.run(&["hooks", "install", cli.flag, "--as", ME]);
         assert!(out.status.success(), "{}", harness::describe(&out));
         // The notices hook checks at most once a minute; the guide tells a team that wants
         // every tool call checked to say `--interval 0`, and polisd still knows the hook.
@@ -238,7 +234,7 @@ impl Project {
             &format!("hook {} notices --interval 0\"", cli.bin),
         );
         std::fs::write(&settings, edited).unwrap();
-        let out = project.polisd().args(["hooks", "status"]).output().unwrap();
+        let out = project.run(&["hooks", "status"]);
         assert!(
             String::from_utf8_lossy(&out.stdout).contains("3 hook(s), acting as agent-under-test"),
             "{}",
@@ -271,6 +267,11 @@ impl Project {
 
     fn polisd(&self) -> Command {
         self.as_person(Path::new(BIN))
+    }
+
+    /// `polisd ARGS` in the project, run to its end.
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        self.polisd().args(args).output().unwrap()
     }
 
     /// A message from `OTHER` in `ME`'s inbox, written as an agent writes one.
@@ -333,7 +334,7 @@ impl Project {
 
     /// What `polisd hooks status` prints.
     fn hooks_status(&self) -> String {
-        let out = self.polisd().args(["hooks", "status"]).output().unwrap();
+        let out = self.run(&["hooks", "status"]);
         format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
@@ -466,11 +467,7 @@ fn codex_cli_sessions_show_the_primer_and_each_notice_once() {
 #[test]
 fn gemini_cli_runs_the_hooks_only_in_a_trusted_folder_and_hooks_status_says_which() {
     let project = Project::new(&GEMINI);
-    let out = project
-        .polisd()
-        .args(["hooks", "install", "--gemini", "--as", ME])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "install", "--gemini", "--as", ME]);
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("not in ~/.gemini/trustedFolders.json"),
         "install says so too: {}",
@@ -548,11 +545,7 @@ fn codex_review_record(project: &Path) -> String {
 #[test]
 fn codex_cli_runs_the_hooks_only_once_trusted_and_hooks_status_says_so() {
     let project = Project::new(&CODEX);
-    let out = project
-        .polisd()
-        .args(["hooks", "install", "--codex", "--as", ME])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "install", "--codex", "--as", ME]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains("warning: ") && said.contains("approve the hooks it lists"),
@@ -580,11 +573,7 @@ fn codex_cli_runs_the_hooks_only_once_trusted_and_hooks_status_says_so() {
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str(&codex_review_record(&project.dir()));
     std::fs::write(&config, text).unwrap();
-    let out = project
-        .polisd()
-        .args(["hooks", "status", "--json"])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "status", "--json"]);
     let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
     let codex = rows
         .as_array()
@@ -665,11 +654,7 @@ fn call_of(body: &str, tool: &str, input: Value) -> Option<Turn> {
 fn a_session_claims_a_contract_through_polis_mcp(cli: &Cli) {
     let project = Project::new(cli);
     (cli.trust)(&project.home, &project.dir());
-    let out = project
-        .polisd()
-        .args(["contract", "open", "--title", "Fix the parser", "--as", ME])
-        .output()
-        .unwrap();
+    let out = project.run(&["contract", "open", "--title", "Fix the parser", "--as", ME]);
     assert!(out.status.success(), "{}", harness::describe(&out));
     let out = project
         .as_person(&clients::agent_clis().join(cli.bin))
@@ -714,11 +699,7 @@ fn a_session_claims_a_contract_through_polis_mcp(cli: &Cli) {
 
     // Uninstalling the hooks, after the CLI itself wrote to its settings, takes out only
     // polisd's hooks: the next session has no primer and still has polisd's tools.
-    let out = project
-        .polisd()
-        .args(["hooks", "uninstall", cli.flag])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "uninstall", cli.flag]);
     assert!(out.status.success(), "{}", harness::describe(&out));
     let after = ModelApi::start(|_, _| Turn::Text("bye".into()));
     project.session_with(cli, &after, "Anything else?", cli.mcp_allow);

@@ -34,7 +34,7 @@ fn skipped_until_undone(cli: &Cli, edits: &[Edit]) -> Project {
         let mut v: Value = serde_json::from_str(&original).unwrap();
         edit(&mut v);
         std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
-        let out = project.polisd().args(["hooks", "status"]).output().unwrap();
+        let out = project.run(&["hooks", "status"]);
         let status = harness::describe(&out);
         assert!(status.contains(said), "{}: {said}: {status}", cli.bin);
         assert_eq!(out.status.code(), Some(1), "{status}");
@@ -90,11 +90,7 @@ fn codex_cli_skips_a_hooks_file_with_an_unknown_key_or_a_bad_matcher_and_hooks_s
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     v["team"] = json!("the team's hooks");
     std::fs::write(&path, v.to_string()).unwrap();
-    let out = project
-        .polisd()
-        .args(["hooks", "install", "--codex", "--as", ME])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "install", "--codex", "--as", ME]);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains("warning: ") && said.contains("unknown key `team`"),
@@ -210,18 +206,10 @@ fn gemini_cli_runs_the_hooks_polisd_installs_into_settings_with_comments() {
     let project = Project::new(&GEMINI);
     (GEMINI.trust)(&project.home, &project.dir());
     let path = project.dir().join(GEMINI.settings);
-    let out = project
-        .polisd()
-        .args(["hooks", "uninstall", "--gemini"])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "uninstall", "--gemini"]);
     assert!(out.status.success(), "{}", harness::describe(&out));
     std::fs::write(&path, GEMINI_COMMENTED).unwrap();
-    let out = project
-        .polisd()
-        .args(["hooks", "install", "--gemini", "--as", ME])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "install", "--gemini", "--as", ME]);
     assert!(out.status.success(), "{}", harness::describe(&out));
     let installed = std::fs::read_to_string(&path).unwrap();
     // Every byte up to the last member, then the comma the new member needs, then the rest.
@@ -243,11 +231,7 @@ fn gemini_cli_runs_the_hooks_polisd_installs_into_settings_with_comments() {
         1,
         "Gemini CLI ran the primer hook from the commented settings"
     );
-    let out = project
-        .polisd()
-        .args(["hooks", "uninstall", "--gemini"])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "uninstall", "--gemini"]);
     assert!(out.status.success(), "{}", harness::describe(&out));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), GEMINI_COMMENTED);
 }
@@ -273,11 +257,7 @@ fn gemini_cli_refuses_settings_with_a_byte_order_mark_and_hooks_status_says_so()
         status.contains("byte-order mark") && status.contains("refuses to start"),
         "{status}"
     );
-    let out = project
-        .polisd()
-        .args(["hooks", "install", "--gemini", "--as", ME])
-        .output()
-        .unwrap();
+    let out = project.run(&["hooks", "install", "--gemini", "--as", ME]);
     assert_eq!(out.status.code(), Some(1), "{}", harness::describe(&out));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), marked);
 }
