@@ -142,14 +142,7 @@ fn the_contract_page_says_when_the_router_still_agrees_or_has_not_routed_yet() {
 #[test]
 fn what_a_tally_now_would_do_reads_as_a_sentence() {
     let p = generated_polis();
-    p.save(
-        "amendments/proposed/second-rule.md",
-        &format!(
-            "---\namendment_id: second-rule\ntitle: a second rule\nproposed_by: {FOUNDER}\n\
-             proposed_at: '2026-11-20 10:00:00'\nstatus: proposed\nexpires_at: '2099-01-01'\n\
-             quorum_required: 2\n---\n\nBody.\n\n## Response from {ALPHA} (agree)\n\nYes.\n"
-        ),
-    );
+    amendment_at_quorum(&p);
     let s = serve(&p, "127.0.0.1:0");
     let overview = get(&s, "/p/0/");
     let short = get(&s, "/p/0/amendments/quorum-rule");
@@ -357,14 +350,7 @@ fn waiting_for_review_lists_the_high_stakes_claims_the_queue_asks_a_reviewer_for
 #[test]
 fn an_amendment_a_tally_would_ratify_says_who_tallies_it() {
     let p = generated_polis();
-    p.save(
-        "amendments/proposed/second-rule.md",
-        &format!(
-            "---\namendment_id: second-rule\ntitle: a second rule\nproposed_by: {FOUNDER}\n\
-             proposed_at: '2026-11-20 10:00:00'\nstatus: proposed\nexpires_at: '2099-01-01'\n\
-             quorum_required: 2\n---\n\nBody.\n\n## Response from {ALPHA} (agree)\n\nYes.\n"
-        ),
-    );
+    amendment_at_quorum(&p);
     {
         let s = serve(&p, "127.0.0.1:0");
         for page in ["/p/0/", "/p/0/amendments/second-rule"] {

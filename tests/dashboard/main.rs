@@ -156,6 +156,19 @@ impl Drop for Server {
     }
 }
 
+/// `second-rule`: proposed by the founder, agreed by alpha, quorum 2, so a tally would ratify
+/// it.
+fn amendment_at_quorum(p: &TestPolis) {
+    p.save(
+        "amendments/proposed/second-rule.md",
+        &format!(
+            "---\namendment_id: second-rule\ntitle: a second rule\nproposed_by: {FOUNDER}\n\
+             proposed_at: '2026-11-20 10:00:00'\nstatus: proposed\nexpires_at: '2099-01-01'\n\
+             quorum_required: 2\n---\n\nBody.\n\n## Response from {ALPHA} (agree)\n\nYes.\n"
+        ),
+    );
+}
+
 fn serve(p: &TestPolis, listen: &str) -> Server {
     serve_with(p, listen, "")
 }

@@ -188,14 +188,7 @@ fn the_redacted_report_of_the_team_shows_no_identity_vendor_tag_date_or_text() {
 #[test]
 fn the_report_says_who_tallies_an_amendment_at_quorum() {
     let p = generated_polis();
-    p.save(
-        "amendments/proposed/second-rule.md",
-        &format!(
-            "---\namendment_id: second-rule\ntitle: a second rule\nproposed_by: {FOUNDER}\n\
-             proposed_at: '2026-11-20 10:00:00'\nstatus: proposed\nexpires_at: '2099-01-01'\n\
-             quorum_required: 2\n---\n\nBody.\n\n## Response from {ALPHA} (agree)\n\nYes.\n"
-        ),
-    );
+    amendment_at_quorum(&p);
     let report = |format: &str| {
         let out = p.polisd(&["report", "--format", format]);
         assert!(out.status.success(), "{out:?}");
