@@ -592,6 +592,31 @@ fn aider_refusals(text: Option<&str>) -> Vec<String> {
         .collect()
 }
 
+/// What `hooks uninstall --aider` tells the person: the comments they wrote on (or among) the
+/// lines polisd took out of the config, which went with those lines.
+pub fn aider_uninstall_warnings(plans: &[Planned]) -> Vec<String> {
+    let rel = aider::CONFIG_PATH;
+    plans
+        .iter()
+        .filter(|p| p.path == rel && !p.remove)
+        .filter_map(|p| {
+            let dropped = aider::dropped_comments(p.before.as_deref()?, &p.after);
+            let shown: Vec<String> = dropped.iter().map(|c| format!("`{c}`")).collect();
+            match shown.len() {
+                0 => None,
+                1 => Some(format!(
+                    "{rel}: your comment {} was on polisd's line, so it goes with it",
+                    shown[0]
+                )),
+                _ => Some(format!(
+                    "{rel}: your comments {} were on polisd's lines, so they go with them",
+                    shown.join(", ")
+                )),
+            }
+        })
+        .collect()
+}
+
 /// What `hooks install --aider` warns of in the config it is about to write: the team's keys
 /// it keeps that stop Aider at start.
 pub fn aider_install_warnings(plans: &[Planned]) -> Vec<String> {

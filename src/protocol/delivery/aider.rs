@@ -148,8 +148,9 @@ pub fn without_load(text: Option<&str>) -> Result<Option<String>, AiderConfigErr
         .iter()
         .enumerate()
         .filter(|(_, l)| l.starts_with("load:"));
+    // A comment a person put after polisd's line goes with it (`dropped_comments` tells).
     let edited = match (at.next(), at.next()) {
-        (Some((i, line)), None) if !line.contains('#') => Some(splice(&lines, i, 1, &[], text)),
+        (Some((i, _)), None) => Some(splice(&lines, i, 1, &[], text)),
         _ => None,
     };
     verified_load(edited, &entries, None, UNSET_LOAD_BY_HAND).map(Some)
@@ -531,8 +532,10 @@ pub fn without_bridge(text: Option<&str>) -> Result<Option<String>, AiderConfigE
     let mut wanted = list.clone();
     wanted.remove(pos);
     let lines: Vec<&str> = text.lines().collect();
+    // A comment on a line that goes goes with it; one on a line that stays stays.
     let edited = read_line(&lines).and_then(|at| {
-        let rest = lines[at]["read:".len()..].trim();
+        let (value, comment) = split_comment(&lines[at]["read:".len()..]);
+        let rest = value.trim();
         if rest.is_empty() {
             let items = block_items(&lines, at);
             let item = *items.get(pos)?;
@@ -542,12 +545,12 @@ pub fn without_bridge(text: Option<&str>) -> Result<Option<String>, AiderConfigE
             } else {
                 Some(splice(&lines, item, 1, &[], text))
             }
-        } else if rest.contains('#') {
-            None
         } else if wanted.is_empty() {
             Some(splice(&lines, at, 1, &[], text))
         } else {
-            Some(splice(&lines, at, 1, &[&flow_line(&wanted)], text))
+            let gap = &value[value.trim_end().len()..];
+            let line = format!("{}{gap}{comment}", flow_line(&wanted));
+            Some(splice(&lines, at, 1, &[&line], text))
         }
     });
     verified(edited, &entries, &wanted, REMOVE_BY_HAND).map(Some)
@@ -562,6 +565,56 @@ fn read_line(lines: &[&str]) -> Option<usize> {
         .map(|(i, _)| i);
     let first = found.next()?;
     found.next().is_none().then_some(first)
+}
+
+/// A line split where its YAML comment starts (a `#` at the start or after a blank, outside
+/// quotes): what comes before, and the comment (empty when there is none).
+fn split_comment(line: &str) -> (&str, &str) {
+    let mut quote = None;
+    let mut prev: Option<char> = None;
+    let mut chars = line.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match quote {
+            Some('"') if c == '\\' => {
+                chars.next();
+            }
+            // `''` inside single quotes is one quote, not the end.
+            Some('\'') if c == '\'' && chars.peek().is_some_and(|&(_, n)| n == '\'') => {
+                chars.next();
+            }
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                '#' if prev.is_none_or(|p| p == ' ' || p == '\t') => return line.split_at(i),
+                '\'' | '"' if prev.is_none_or(|p| " \t[{,:-".contains(p)) => quote = Some(c),
+                _ => {}
+            },
+        }
+        prev = Some(c);
+    }
+    (line, "")
+}
+
+/// The comments of `before` that `after` no longer has (each as written, from its `#`): what
+/// a person wrote on, or among, the lines an edit took out.
+pub fn dropped_comments(before: &str, after: &str) -> Vec<String> {
+    let comments = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|l| split_comment(l).1.trim_end().to_string())
+            .filter(|c| !c.is_empty())
+            .collect()
+    };
+    let mut kept = comments(after);
+    comments(before)
+        .into_iter()
+        .filter(|c| match kept.iter().position(|k| k == c) {
+            Some(i) => {
+                kept.remove(i);
+                false
+            }
+            None => true,
+        })
+        .collect()
 }
 
 /// The lines of a block list's items after the key on line `at`, each a `- name` on one line.
@@ -695,6 +748,61 @@ mod tests {
     }
 
     #[test]
+    fn a_comment_on_polisd_s_line_goes_with_it_and_every_other_byte_stays() {
+        let team = "# team\nmap-tokens: 1024  # big\n";
+        let cases = [
+            (
+                format!("{team}read: AGENTS.md # c\nload: .polis.aider  # mine\n"),
+                team.to_string(),
+            ),
+            (
+                "read:\n  - CONVENTIONS.md # theirs\n  - AGENTS.md  # c\n".to_string(),
+                "read:\n  - CONVENTIONS.md # theirs\n".to_string(),
+            ),
+            (
+                "read:\n  - AGENTS.md # c\nmodel: x\n".to_string(),
+                "model: x\n".to_string(),
+            ),
+            // The line stays for the team's file, and so does the comment on it.
+            (
+                "read: [CONVENTIONS.md, AGENTS.md]  # ours\n".to_string(),
+                "read: [CONVENTIONS.md]  # ours\n".to_string(),
+            ),
+            (
+                "read: [\"a #1.md\", AGENTS.md] # c\n".to_string(),
+                "read: [\"a #1.md\"] # c\n".to_string(),
+            ),
+        ];
+        for (installed, expected) in cases {
+            let read = without_bridge(Some(&installed)).unwrap().unwrap();
+            let after = without_load(Some(&read)).unwrap().unwrap_or(read);
+            assert_eq!(after, expected, "from {installed:?}");
+        }
+        assert_eq!(
+            dropped_comments(
+                &format!("{team}read: AGENTS.md # c\nload: .polis.aider  # mine\n"),
+                team
+            ),
+            vec!["# c".to_string(), "# mine".to_string()]
+        );
+        assert!(dropped_comments("read: [a, AGENTS.md] # c\n", "read: [a] # c\n").is_empty());
+    }
+
+    #[test]
+    fn a_comment_starts_at_a_hash_after_a_blank_outside_quotes() {
+        for (line, comment) in [
+            ("read: AGENTS.md # c", "# c"),
+            ("# whole", "# whole"),
+            ("read: a#b.md", ""),
+            ("read: [\"a #b\", 'it''s #x'] #c", "#c"),
+            ("read: \"a\\\" #b\"", ""),
+            ("read: it's #c", "#c"),
+        ] {
+            assert_eq!(split_comment(line).1, comment, "{line}");
+        }
+    }
+
+    #[test]
     fn a_config_that_reads_the_bridge_is_left_as_it_is() {
         for text in [
             "read: AGENTS.md\n",
@@ -789,7 +897,7 @@ mod tests {
         assert!(err.to_string().contains("/run polisd hook aider prime"));
         let err = with_load(Some("load:\nmodel: x\n")).unwrap_err();
         assert!(err.to_string().contains("load: .polis.aider"), "{err}");
-        let err = without_load(Some("load: .polis.aider  # ours\n")).unwrap_err();
+        let err = without_load(Some("load:\n  .polis.aider\nmodel: x\n")).unwrap_err();
         assert!(err.to_string().contains("remove the line"), "{err}");
         // A `load:` that is no file name is shown as the person wrote it, not as polisd's
         // inner value (`Seq([Str("a"), …])`).
