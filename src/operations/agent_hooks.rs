@@ -581,7 +581,8 @@ fn aider_status(project_root: &Path) -> CliStatus {
 }
 
 /// Why Aider would start no session with the config `text`: each key that is no option of
-/// the Aider polisd knows (0.86.2; a later one may take more, so the line says which).
+/// the Aider polisd knows (0.86.2; a later one may take more, so the line says which), and
+/// each value of a checked key that Aider refuses.
 fn aider_refusals(text: Option<&str>) -> Vec<String> {
     let rel = aider::CONFIG_PATH;
     aider::unknown_options(text)
@@ -589,6 +590,13 @@ fn aider_refusals(text: Option<&str>) -> Vec<String> {
         .map(|key| format!(
             "{rel} has the key `{key}`, which is no option of Aider 0.86.2: that Aider stops at start (\"unrecognized arguments\"; a value with a space it takes for a file to create instead); remove or correct it, unless a later Aider takes it"
         ))
+        .chain(aider::bad_values(text).into_iter().map(|b| {
+            let at = b.line.map(|n| format!(" line {n}")).unwrap_or_default();
+            format!(
+                "{rel}{at}: Aider 0.86.2 stops at start on this value of `{}:` (\"{}\"), unless the command line sets it: {}",
+                b.key, b.aider_says, b.fix
+            )
+        }))
         .collect()
 }
 

@@ -10,7 +10,9 @@
 //!   in the first request, once; the message read and not shown by the next session; and
 //!   after `hooks uninstall --aider`, no primer and the team's config as it was;
 //! - a person's comment after polisd's entries: still installed to Aider and to `hooks status`,
-//!   and gone with the entries on uninstall, which leaves a config Aider reads as before.
+//!   and gone with the entries on uninstall, which leaves a config Aider reads as before;
+//! - a switch in the config that is not `true` or `false`, which stops Aider at start and which
+//!   `hooks status` names with its line.
 
 use crate::harness::{self, wait_until, KilledGroup, TestPolis, BIN, DEADLINE};
 use crate::model_api::{ModelApi, Turn};
@@ -371,4 +373,39 @@ fn aider_config_with_a_persons_comment_on_polisd_s_entries_uninstalls_to_what_ai
     let after = config_values(&project.session(&api, "Hello?", &verbose));
     assert_eq!(after, before);
     assert!(before.contains("map-tokens:"), "{before}");
+}
+
+/// `auto-commits: maybe` stops Aider at start (a switch takes `true` or `false`): no session,
+/// so no primer. `hooks status` names the file, line and fix; once fixed, the session runs.
+#[test]
+fn aider_stops_at_a_switch_that_is_not_true_or_false_and_hooks_status_says_so() {
+    let project = AiderProject::new();
+    let config = project.dir().join(".aider.conf.yml");
+    let original = std::fs::read_to_string(&config).unwrap();
+    let line = original.lines().count() + 1;
+    std::fs::write(&config, format!("{original}auto-commits: maybe\n")).unwrap();
+    let out = project.polisd().args(["hooks", "status"]).output().unwrap();
+    let said = harness::describe(&out);
+    assert!(
+        said.contains(&format!(
+            ".aider.conf.yml line {line}: Aider 0.86.2 stops at start"
+        )) && said.contains("`auto-commits:`")
+            && said.contains("write `true` or `false`"),
+        "{said}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
+    let (ok, output) = project.try_session(&api, "Hello?", &["--yes-always"]);
+    assert!(
+        !ok && output.contains("Unexpected value for auto-commits"),
+        "{output}"
+    );
+    assert!(api.turns().is_empty(), "no session, so no primer");
+
+    std::fs::write(&config, format!("{original}auto-commits: false\n")).unwrap();
+    let out = project.polisd().args(["hooks", "status"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", harness::describe(&out));
+    let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
+    project.session(&api, "Hello?", &["--yes-always"]);
+    assert_eq!(shown(&messages(&api.turns()[0].body), &primer_heading()), 1);
 }

@@ -456,6 +456,102 @@ pub fn unknown_options(text: Option<&str>) -> Vec<String> {
         .collect()
 }
 
+/// How Aider 0.86.2 turns a config value into its option, for the keys this was checked for
+/// against that Aider (configargparse makes a YAML value Python's `str` of it, a list stays a
+/// list, a null is skipped). An option given on the command line wins over the config.
+#[derive(Clone, Copy)]
+enum Takes {
+    /// A switch: `true`, `false`, `yes`, `no`, `on`, `off`, `1` or `0`, in any case.
+    Switch,
+    /// One value, never a list.
+    One,
+    /// A whole number.
+    Int,
+}
+
+const CHECKED_VALUES: [(&str, Takes); 10] = [
+    ("auto-commits", Takes::Switch),
+    ("auto-lint", Takes::Switch),
+    ("auto-test", Takes::Switch),
+    ("dirty-commits", Takes::Switch),
+    ("gitignore", Takes::Switch),
+    ("suggest-shell-commands", Takes::Switch),
+    ("vim", Takes::Switch),
+    ("yes-always", Takes::Switch),
+    ("load", Takes::One),
+    ("map-tokens", Takes::Int),
+];
+
+/// A config value Aider 0.86.2 stops at (it starts no session): the key, its line (1-based,
+/// when it starts one), what Aider says, and what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadValue {
+    pub key: String,
+    pub line: Option<usize>,
+    pub aider_says: &'static str,
+    pub fix: &'static str,
+}
+
+/// The values of the checked keys ([`CHECKED_VALUES`]) that stop Aider 0.86.2 at start.
+pub fn bad_values(text: Option<&str>) -> Vec<BadValue> {
+    let Ok(entries) = top_level(text, ADD_BY_HAND) else {
+        return Vec::new();
+    };
+    let text = text.unwrap_or_default();
+    entries
+        .iter()
+        .filter_map(|(k, v)| {
+            let key = k.as_str()?;
+            let (_, takes) = CHECKED_VALUES.iter().find(|(c, _)| *c == key)?;
+            let (aider_says, fix) = refused_value(*takes, v)?;
+            let line = text
+                .lines()
+                .position(|l| l.strip_prefix(key).is_some_and(|r| r.starts_with(':')))
+                .map(|i| i + 1);
+            Some(BadValue {
+                key: key.to_string(),
+                line,
+                aider_says,
+                fix,
+            })
+        })
+        .collect()
+}
+
+/// What Aider says of `value` for an option that takes it as `takes`, if it refuses it.
+fn refused_value(takes: Takes, value: &Value) -> Option<(&'static str, &'static str)> {
+    const SWITCH: &str = "write `true` or `false`";
+    match (takes, value) {
+        (_, Value::Null) => None,
+        // configargparse asserts a switch's value is text: a Python traceback, no session.
+        (Takes::Switch, Value::Seq(_)) => Some(("AssertionError", SWITCH)),
+        (_, Value::Seq(_)) => Some(("can't be set to a list", "give it one value")),
+        (Takes::One, _) => None,
+        (Takes::Switch, Value::Bool(_)) => None,
+        (Takes::Switch, Value::Int(0 | 1)) => None,
+        (Takes::Switch, Value::Str(s))
+            if ["true", "false", "yes", "no", "on", "off", "1", "0"]
+                .contains(&s.to_ascii_lowercase().as_str()) =>
+        {
+            None
+        }
+        (Takes::Switch, _) => Some(("Unexpected value", SWITCH)),
+        (Takes::Int, Value::Int(_) | Value::BigInt(_)) => None,
+        (Takes::Int, Value::Str(s)) if is_python_int(s) => None,
+        (Takes::Int, _) => Some(("invalid int value", "write a whole number, such as 1024")),
+    }
+}
+
+/// Whether Python's `int()` reads `text`: blanks around, a sign, digits with single `_`.
+fn is_python_int(text: &str) -> bool {
+    let t = text.trim();
+    let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+    !digits.is_empty()
+        && digits
+            .split('_')
+            .all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_digit()))
+}
+
 fn is_bridge(name: &str) -> bool {
     name.trim_start_matches("./") == BRIDGE_FILE
 }
@@ -927,6 +1023,33 @@ mod tests {
         ] {
             assert_eq!(runs_primer(foreign), None, "{foreign}");
         }
+    }
+
+    #[test]
+    fn aider_refuses_a_value_of_the_wrong_type_for_the_keys_checked() {
+        let text = "auto-commits: maybe\nvim: [true]\nload: [a, b]\nmap-tokens: 1.5\n\
+                    yes-always: Yes\ngitignore: 1\nauto-lint:\nmap-tokens-x: 1\n";
+        let bad: Vec<(String, Option<usize>, &str)> = bad_values(Some(text))
+            .into_iter()
+            .map(|b| (b.key, b.line, b.aider_says))
+            .collect();
+        assert_eq!(
+            bad,
+            vec![
+                ("auto-commits".into(), Some(1), "Unexpected value"),
+                ("vim".into(), Some(2), "AssertionError"),
+                ("load".into(), Some(3), "can't be set to a list"),
+                ("map-tokens".into(), Some(4), "invalid int value"),
+            ]
+        );
+        for fine in [
+            "auto-commits: false\nmap-tokens: \" 1_024 \"\nload: .polis.aider\n",
+            "auto-test: ON\nmap-tokens: -1\nload: 5\n",
+        ] {
+            assert!(bad_values(Some(fine)).is_empty(), "{fine}");
+        }
+        assert!(bad_values(Some("map-tokens: true\n")).len() == 1);
+        assert!(bad_values(Some("- a\n")).is_empty());
     }
 
     #[test]
