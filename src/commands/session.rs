@@ -317,7 +317,12 @@ pub fn hooks(command: HooksCommand) -> anyhow::Result<u8> {
             if plans.is_empty() && !t.json {
                 say!("no polisd hooks to remove");
             }
-            report(&plans, t.dry_run, t.json, &[])?;
+            report(
+                &plans,
+                t.dry_run,
+                t.json,
+                &hooks::aider_uninstall_warnings(&plans),
+            )?;
             Ok(0)
         }
         HooksCommand::Status(Deferred(args)) => {

@@ -577,7 +577,8 @@ fn aider_status(project_root: &Path) -> CliStatus {
 }
 
 /// Why Aider would start no session with the config `text`: each key that is no option of
-/// the Aider polisd knows (0.86.2; a later one may take more, so the line says which).
+/// the Aider polisd knows (0.86.2; a later one may take more, so the line says which), and
+/// each value of a checked key that Aider refuses.
 fn aider_refusals(text: Option<&str>) -> Vec<String> {
     let rel = aider::CONFIG_PATH;
     aider::unknown_options(text)
@@ -585,6 +586,38 @@ fn aider_refusals(text: Option<&str>) -> Vec<String> {
         .map(|key| format!(
             "{rel} has the key `{key}`, which is no option of Aider 0.86.2: that Aider stops at start (\"unrecognized arguments\"; a value with a space it takes for a file to create instead); remove or correct it, unless a later Aider takes it"
         ))
+        .chain(aider::bad_values(text).into_iter().map(|b| {
+            let at = b.line.map(|n| format!(" line {n}")).unwrap_or_default();
+            format!(
+                "{rel}{at}: Aider 0.86.2 stops at start on this value of `{}:` (\"{}\"), unless the command line sets it: {}",
+                b.key, b.aider_says, b.fix
+            )
+        }))
+        .collect()
+}
+
+/// What `hooks uninstall --aider` tells the person: the comments they wrote on (or among) the
+/// lines polisd took out of the config, which went with those lines.
+pub fn aider_uninstall_warnings(plans: &[Planned]) -> Vec<String> {
+    let rel = aider::CONFIG_PATH;
+    plans
+        .iter()
+        .filter(|p| p.path == rel && !p.remove)
+        .filter_map(|p| {
+            let dropped = aider::dropped_comments(p.before.as_deref()?, &p.after);
+            let shown: Vec<String> = dropped.iter().map(|c| format!("`{c}`")).collect();
+            match shown.len() {
+                0 => None,
+                1 => Some(format!(
+                    "{rel}: your comment {} was on polisd's line, so it goes with it",
+                    shown[0]
+                )),
+                _ => Some(format!(
+                    "{rel}: your comments {} were on polisd's lines, so they go with them",
+                    shown.join(", ")
+                )),
+            }
+        })
         .collect()
 }
 

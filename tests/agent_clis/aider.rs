@@ -8,7 +8,11 @@
 //! - where `polisd hooks install --aider --as ID` ran, Aider's `load:` file runs
 //!   `/run polisd hook aider prime` before the first turn: the primer, with an early message,
 //!   in the first request, once; the message read and not shown by the next session; and
-//!   after `hooks uninstall --aider`, no primer and the team's config as it was.
+//!   after `hooks uninstall --aider`, no primer and the team's config as it was;
+//! - a person's comment after polisd's entries: still installed to Aider and to `hooks status`,
+//!   and gone with the entries on uninstall, which leaves a config Aider reads as before;
+//! - a switch in the config that is not `true` or `false`, which stops Aider at start and which
+//!   `hooks status` names with its line.
 
 use crate::harness::{self, wait_until, KilledGroup, TestPolis, BIN, DEADLINE};
 use crate::model_api::{ModelApi, Turn};
@@ -286,6 +290,121 @@ fn aider_stops_at_a_config_key_that_is_no_option_and_hooks_status_says_so() {
     std::fs::write(&config, &original).unwrap();
     let out = project.polisd().args(["hooks", "status"]).output().unwrap();
     assert!(!harness::describe(&out).contains("no Aider option"));
+    let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
+    project.session(&api, "Hello?", &["--yes-always"]);
+    assert_eq!(shown(&messages(&api.turns()[0].body), &primer_heading()), 1);
+}
+
+/// What Aider read from its config file in a `--verbose` session: the keys and values it shows
+/// under "Config File (…)".
+fn config_values(output: &str) -> String {
+    let mut lines = output
+        .lines()
+        .skip_while(|l| !l.starts_with("Config File ("));
+    let heading = lines
+        .next()
+        .unwrap_or_else(|| panic!("no config shown: {output}"));
+    let values: Vec<&str> = lines.take_while(|l| l.starts_with("  ")).collect();
+    format!("{heading}\n{}", values.join("\n"))
+}
+
+/// A person's comment after polisd's entries (`read: AGENTS.md # c`, `load: .polis.aider  #
+/// …`) leaves them polisd's: Aider still reads the pointer and runs the primer, `hooks status`
+/// says so, and `hooks uninstall --aider` takes the entries out with the comments on them,
+/// says so in one line, and gives back the team's config byte for byte, which Aider reads as
+/// it did before the install.
+#[test]
+fn aider_config_with_a_persons_comment_on_polisd_s_entries_uninstalls_to_what_aider_read_before() {
+    const TEAM: &str = "# the team's Aider settings\nmap-tokens: 1024  # big repo\n";
+    let project = AiderProject::bare(TEAM);
+    let config = project.dir().join(".aider.conf.yml");
+    let verbose = ["--yes-always", "--verbose"];
+    let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
+    let before = config_values(&project.session(&api, "Hello?", &verbose));
+
+    let out = project
+        .polisd()
+        .args(["hooks", "install", "--aider", "--as", ME])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    let installed = std::fs::read_to_string(&config).unwrap();
+    let commented = installed
+        .replace("read: AGENTS.md\n", "read: AGENTS.md # c\n")
+        .replace("load: .polis.aider\n", "load: .polis.aider  # primer\n");
+    assert_ne!(commented, installed, "{installed}");
+    std::fs::write(&config, &commented).unwrap();
+
+    let out = project
+        .polisd()
+        .args(["hooks", "status", "--json"])
+        .output()
+        .unwrap();
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let aider = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["cli"] == "aider")
+        .unwrap();
+    assert_eq!(aider["reads"], json!(["AGENTS.md"]), "{aider}");
+    assert_eq!(aider["hooks"].as_array().map(Vec::len), Some(1), "{aider}");
+    assert!(aider.get("foreign_load").is_none(), "{aider}");
+    assert_eq!(aider["problems"], json!([]), "{aider}");
+    let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
+    let output = project.session(&api, "Hello?", &["--yes-always"]);
+    let first = messages(&api.turns()[0].body);
+    assert_eq!(shown(&first, &primer_heading()), 1, "{output}\n{first}");
+    assert_eq!(shown(&first, POINTER), 1, "{first}");
+
+    let out = project
+        .polisd()
+        .args(["hooks", "uninstall", "--aider"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", harness::describe(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let notes: Vec<&str> = said.lines().filter(|l| l.contains("`# c`")).collect();
+    assert_eq!(notes.len(), 1, "one line names the comments: {said}");
+    assert!(notes[0].contains("`# primer`"), "{said}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), TEAM);
+    assert!(!project.dir().join(".polis.aider").exists());
+    let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
+    let after = config_values(&project.session(&api, "Hello?", &verbose));
+    assert_eq!(after, before);
+    assert!(before.contains("map-tokens:"), "{before}");
+}
+
+/// `auto-commits: maybe` stops Aider at start (a switch takes `true` or `false`): no session,
+/// so no primer. `hooks status` names the file, line and fix; once fixed, the session runs.
+#[test]
+fn aider_stops_at_a_switch_that_is_not_true_or_false_and_hooks_status_says_so() {
+    let project = AiderProject::new();
+    let config = project.dir().join(".aider.conf.yml");
+    let original = std::fs::read_to_string(&config).unwrap();
+    let line = original.lines().count() + 1;
+    std::fs::write(&config, format!("{original}auto-commits: maybe\n")).unwrap();
+    let out = project.polisd().args(["hooks", "status"]).output().unwrap();
+    let said = harness::describe(&out);
+    assert!(
+        said.contains(&format!(
+            ".aider.conf.yml line {line}: Aider 0.86.2 stops at start"
+        )) && said.contains("`auto-commits:`")
+            && said.contains("write `true` or `false`"),
+        "{said}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
+    let (ok, output) = project.try_session(&api, "Hello?", &["--yes-always"]);
+    assert!(
+        !ok && output.contains("Unexpected value for auto-commits"),
+        "{output}"
+    );
+    assert!(api.turns().is_empty(), "no session, so no primer");
+
+    std::fs::write(&config, format!("{original}auto-commits: false\n")).unwrap();
+    let out = project.polisd().args(["hooks", "status"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", harness::describe(&out));
     let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
     project.session(&api, "Hello?", &["--yes-always"]);
     assert_eq!(shown(&messages(&api.turns()[0].body), &primer_heading()), 1);

@@ -148,8 +148,9 @@ pub fn without_load(text: Option<&str>) -> Result<Option<String>, AiderConfigErr
         .iter()
         .enumerate()
         .filter(|(_, l)| l.starts_with("load:"));
+    // A comment a person put after polisd's line goes with it (`dropped_comments` tells).
     let edited = match (at.next(), at.next()) {
-        (Some((i, line)), None) if !line.contains('#') => Some(splice(&lines, i, 1, &[], text)),
+        (Some((i, _)), None) => Some(splice(&lines, i, 1, &[], text)),
         _ => None,
     };
     verified_load(edited, &entries, None, UNSET_LOAD_BY_HAND).map(Some)
@@ -455,6 +456,102 @@ pub fn unknown_options(text: Option<&str>) -> Vec<String> {
         .collect()
 }
 
+/// How Aider 0.86.2 turns a config value into its option, for the keys this was checked for
+/// against that Aider (configargparse makes a YAML value Python's `str` of it, a list stays a
+/// list, a null is skipped). An option given on the command line wins over the config.
+#[derive(Clone, Copy)]
+enum Takes {
+    /// A switch: `true`, `false`, `yes`, `no`, `on`, `off`, `1` or `0`, in any case.
+    Switch,
+    /// One value, never a list.
+    One,
+    /// A whole number.
+    Int,
+}
+
+const CHECKED_VALUES: [(&str, Takes); 10] = [
+    ("auto-commits", Takes::Switch),
+    ("auto-lint", Takes::Switch),
+    ("auto-test", Takes::Switch),
+    ("dirty-commits", Takes::Switch),
+    ("gitignore", Takes::Switch),
+    ("suggest-shell-commands", Takes::Switch),
+    ("vim", Takes::Switch),
+    ("yes-always", Takes::Switch),
+    ("load", Takes::One),
+    ("map-tokens", Takes::Int),
+];
+
+/// A config value Aider 0.86.2 stops at (it starts no session): the key, its line (1-based,
+/// when it starts one), what Aider says, and what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadValue {
+    pub key: String,
+    pub line: Option<usize>,
+    pub aider_says: &'static str,
+    pub fix: &'static str,
+}
+
+/// The values of the checked keys ([`CHECKED_VALUES`]) that stop Aider 0.86.2 at start.
+pub fn bad_values(text: Option<&str>) -> Vec<BadValue> {
+    let Ok(entries) = top_level(text, ADD_BY_HAND) else {
+        return Vec::new();
+    };
+    let text = text.unwrap_or_default();
+    entries
+        .iter()
+        .filter_map(|(k, v)| {
+            let key = k.as_str()?;
+            let (_, takes) = CHECKED_VALUES.iter().find(|(c, _)| *c == key)?;
+            let (aider_says, fix) = refused_value(*takes, v)?;
+            let line = text
+                .lines()
+                .position(|l| l.strip_prefix(key).is_some_and(|r| r.starts_with(':')))
+                .map(|i| i + 1);
+            Some(BadValue {
+                key: key.to_string(),
+                line,
+                aider_says,
+                fix,
+            })
+        })
+        .collect()
+}
+
+/// What Aider says of `value` for an option that takes it as `takes`, if it refuses it.
+fn refused_value(takes: Takes, value: &Value) -> Option<(&'static str, &'static str)> {
+    const SWITCH: &str = "write `true` or `false`";
+    match (takes, value) {
+        (_, Value::Null) => None,
+        // configargparse asserts a switch's value is text: a Python traceback, no session.
+        (Takes::Switch, Value::Seq(_)) => Some(("AssertionError", SWITCH)),
+        (_, Value::Seq(_)) => Some(("can't be set to a list", "give it one value")),
+        (Takes::One, _) => None,
+        (Takes::Switch, Value::Bool(_)) => None,
+        (Takes::Switch, Value::Int(0 | 1)) => None,
+        (Takes::Switch, Value::Str(s))
+            if ["true", "false", "yes", "no", "on", "off", "1", "0"]
+                .contains(&s.to_ascii_lowercase().as_str()) =>
+        {
+            None
+        }
+        (Takes::Switch, _) => Some(("Unexpected value", SWITCH)),
+        (Takes::Int, Value::Int(_) | Value::BigInt(_)) => None,
+        (Takes::Int, Value::Str(s)) if is_python_int(s) => None,
+        (Takes::Int, _) => Some(("invalid int value", "write a whole number, such as 1024")),
+    }
+}
+
+/// Whether Python's `int()` reads `text`: blanks around, a sign, digits with single `_`.
+fn is_python_int(text: &str) -> bool {
+    let t = text.trim();
+    let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+    !digits.is_empty()
+        && digits
+            .split('_')
+            .all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_digit()))
+}
+
 fn is_bridge(name: &str) -> bool {
     name.trim_start_matches("./") == BRIDGE_FILE
 }
@@ -531,8 +628,10 @@ pub fn without_bridge(text: Option<&str>) -> Result<Option<String>, AiderConfigE
     let mut wanted = list.clone();
     wanted.remove(pos);
     let lines: Vec<&str> = text.lines().collect();
+    // A comment on a line that goes goes with it; one on a line that stays stays.
     let edited = read_line(&lines).and_then(|at| {
-        let rest = lines[at]["read:".len()..].trim();
+        let (value, comment) = split_comment(&lines[at]["read:".len()..]);
+        let rest = value.trim();
         if rest.is_empty() {
             let items = block_items(&lines, at);
             let item = *items.get(pos)?;
@@ -542,12 +641,12 @@ pub fn without_bridge(text: Option<&str>) -> Result<Option<String>, AiderConfigE
             } else {
                 Some(splice(&lines, item, 1, &[], text))
             }
-        } else if rest.contains('#') {
-            None
         } else if wanted.is_empty() {
             Some(splice(&lines, at, 1, &[], text))
         } else {
-            Some(splice(&lines, at, 1, &[&flow_line(&wanted)], text))
+            let gap = &value[value.trim_end().len()..];
+            let line = format!("{}{gap}{comment}", flow_line(&wanted));
+            Some(splice(&lines, at, 1, &[&line], text))
         }
     });
     verified(edited, &entries, &wanted, REMOVE_BY_HAND).map(Some)
@@ -562,6 +661,56 @@ fn read_line(lines: &[&str]) -> Option<usize> {
         .map(|(i, _)| i);
     let first = found.next()?;
     found.next().is_none().then_some(first)
+}
+
+/// A line split where its YAML comment starts (a `#` at the start or after a blank, outside
+/// quotes): what comes before, and the comment (empty when there is none).
+fn split_comment(line: &str) -> (&str, &str) {
+    let mut quote = None;
+    let mut prev: Option<char> = None;
+    let mut chars = line.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match quote {
+            Some('"') if c == '\\' => {
+                chars.next();
+            }
+            // `''` inside single quotes is one quote, not the end.
+            Some('\'') if c == '\'' && chars.peek().is_some_and(|&(_, n)| n == '\'') => {
+                chars.next();
+            }
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                '#' if prev.is_none_or(|p| p == ' ' || p == '\t') => return line.split_at(i),
+                '\'' | '"' if prev.is_none_or(|p| " \t[{,:-".contains(p)) => quote = Some(c),
+                _ => {}
+            },
+        }
+        prev = Some(c);
+    }
+    (line, "")
+}
+
+/// The comments of `before` that `after` no longer has (each as written, from its `#`): what
+/// a person wrote on, or among, the lines an edit took out.
+pub fn dropped_comments(before: &str, after: &str) -> Vec<String> {
+    let comments = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|l| split_comment(l).1.trim_end().to_string())
+            .filter(|c| !c.is_empty())
+            .collect()
+    };
+    let mut kept = comments(after);
+    comments(before)
+        .into_iter()
+        .filter(|c| match kept.iter().position(|k| k == c) {
+            Some(i) => {
+                kept.remove(i);
+                false
+            }
+            None => true,
+        })
+        .collect()
 }
 
 /// The lines of a block list's items after the key on line `at`, each a `- name` on one line.
@@ -695,6 +844,61 @@ mod tests {
     }
 
     #[test]
+    fn a_comment_on_polisd_s_line_goes_with_it_and_every_other_byte_stays() {
+        let team = "# team\nmap-tokens: 1024  # big\n";
+        let cases = [
+            (
+                format!("{team}read: AGENTS.md # c\nload: .polis.aider  # mine\n"),
+                team.to_string(),
+            ),
+            (
+                "read:\n  - CONVENTIONS.md # theirs\n  - AGENTS.md  # c\n".to_string(),
+                "read:\n  - CONVENTIONS.md # theirs\n".to_string(),
+            ),
+            (
+                "read:\n  - AGENTS.md # c\nmodel: x\n".to_string(),
+                "model: x\n".to_string(),
+            ),
+            // The line stays for the team's file, and so does the comment on it.
+            (
+                "read: [CONVENTIONS.md, AGENTS.md]  # ours\n".to_string(),
+                "read: [CONVENTIONS.md]  # ours\n".to_string(),
+            ),
+            (
+                "read: [\"a #1.md\", AGENTS.md] # c\n".to_string(),
+                "read: [\"a #1.md\"] # c\n".to_string(),
+            ),
+        ];
+        for (installed, expected) in cases {
+            let read = without_bridge(Some(&installed)).unwrap().unwrap();
+            let after = without_load(Some(&read)).unwrap().unwrap_or(read);
+            assert_eq!(after, expected, "from {installed:?}");
+        }
+        assert_eq!(
+            dropped_comments(
+                &format!("{team}read: AGENTS.md # c\nload: .polis.aider  # mine\n"),
+                team
+            ),
+            vec!["# c".to_string(), "# mine".to_string()]
+        );
+        assert!(dropped_comments("read: [a, AGENTS.md] # c\n", "read: [a] # c\n").is_empty());
+    }
+
+    #[test]
+    fn a_comment_starts_at_a_hash_after_a_blank_outside_quotes() {
+        for (line, comment) in [
+            ("read: AGENTS.md # c", "# c"),
+            ("# whole", "# whole"),
+            ("read: a#b.md", ""),
+            ("read: [\"a #b\", 'it''s #x'] #c", "#c"),
+            ("read: \"a\\\" #b\"", ""),
+            ("read: it's #c", "#c"),
+        ] {
+            assert_eq!(split_comment(line).1, comment, "{line}");
+        }
+    }
+
+    #[test]
     fn a_config_that_reads_the_bridge_is_left_as_it_is() {
         for text in [
             "read: AGENTS.md\n",
@@ -789,7 +993,7 @@ mod tests {
         assert!(err.to_string().contains("/run polisd hook aider prime"));
         let err = with_load(Some("load:\nmodel: x\n")).unwrap_err();
         assert!(err.to_string().contains("load: .polis.aider"), "{err}");
-        let err = without_load(Some("load: .polis.aider  # ours\n")).unwrap_err();
+        let err = without_load(Some("load:\n  .polis.aider\nmodel: x\n")).unwrap_err();
         assert!(err.to_string().contains("remove the line"), "{err}");
         // A `load:` that is no file name is shown as the person wrote it, not as polisd's
         // inner value (`Seq([Str("a"), …])`).
@@ -819,6 +1023,33 @@ mod tests {
         ] {
             assert_eq!(runs_primer(foreign), None, "{foreign}");
         }
+    }
+
+    #[test]
+    fn aider_refuses_a_value_of_the_wrong_type_for_the_keys_checked() {
+        let text = "auto-commits: maybe\nvim: [true]\nload: [a, b]\nmap-tokens: 1.5\n\
+                    yes-always: Yes\ngitignore: 1\nauto-lint:\nmap-tokens-x: 1\n";
+        let bad: Vec<(String, Option<usize>, &str)> = bad_values(Some(text))
+            .into_iter()
+            .map(|b| (b.key, b.line, b.aider_says))
+            .collect();
+        assert_eq!(
+            bad,
+            vec![
+                ("auto-commits".into(), Some(1), "Unexpected value"),
+                ("vim".into(), Some(2), "AssertionError"),
+                ("load".into(), Some(3), "can't be set to a list"),
+                ("map-tokens".into(), Some(4), "invalid int value"),
+            ]
+        );
+        for fine in [
+            "auto-commits: false\nmap-tokens: \" 1_024 \"\nload: .polis.aider\n",
+            "auto-test: ON\nmap-tokens: -1\nload: 5\n",
+        ] {
+            assert!(bad_values(Some(fine)).is_empty(), "{fine}");
+        }
+        assert!(bad_values(Some("map-tokens: true\n")).len() == 1);
+        assert!(bad_values(Some("- a\n")).is_empty());
     }
 
     #[test]
