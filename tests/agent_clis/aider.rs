@@ -39,13 +39,17 @@ impl AiderProject {
     /// A polis whose person ran `polisd hooks install --aider --as ME` over the team's config.
     fn new() -> AiderProject {
         let project = AiderProject::bare(TEAM_CONFIG);
-        let out = project
-            .polisd()
-            .args(["hooks", "install", "--aider", "--as", ME])
-            .output()
-            .unwrap();
+        let out = project.install();
         assert!(out.status.success(), "{}", harness::describe(&out));
         project
+    }
+
+    /// `polisd hooks install --aider --as ME`, run by the person in the project.
+    fn install(&self) -> std::process::Output {
+        self.polisd()
+            .args(["hooks", "install", "--aider", "--as", ME])
+            .output()
+            .unwrap()
     }
 
     /// A polis whose Aider config is `config`, written by hand.
@@ -272,11 +276,7 @@ fn aider_stops_at_a_config_key_that_is_no_option_and_hooks_status_says_so() {
         harness::describe(&out)
     );
     assert_eq!(out.status.code(), Some(1));
-    let out = project
-        .polisd()
-        .args(["hooks", "install", "--aider", "--as", ME])
-        .output()
-        .unwrap();
+    let out = project.install();
     assert!(
         String::from_utf8_lossy(&out.stdout).contains(SAID),
         "install warns: {}",
@@ -322,11 +322,7 @@ fn aider_config_with_a_persons_comment_on_polisd_s_entries_uninstalls_to_what_ai
     let api = ModelApi::start(|_, _| Turn::Text("on it".into()));
     let before = config_values(&project.session(&api, "Hello?", &verbose));
 
-    let out = project
-        .polisd()
-        .args(["hooks", "install", "--aider", "--as", ME])
-        .output()
-        .unwrap();
+    let out = project.install();
     assert!(out.status.success(), "{}", harness::describe(&out));
     let installed = std::fs::read_to_string(&config).unwrap();
     let commented = installed
