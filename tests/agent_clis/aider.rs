@@ -52,6 +52,14 @@ impl AiderProject {
             .unwrap()
     }
 
+    /// `polisd hooks uninstall --aider`, run by the person in the project.
+    fn uninstall(&self) -> std::process::Output {
+        self.polisd()
+            .args(["hooks", "uninstall", "--aider"])
+            .output()
+            .unwrap()
+    }
+
     /// A polis whose Aider config is `config`, written by hand.
     fn bare(config: &str) -> AiderProject {
         let polis = TestPolis::init(ME);
@@ -232,11 +240,7 @@ fn aider_session_primes_itself_where_hooks_install_ran_and_not_after_uninstall()
         "read, so not shown again: {first}"
     );
 
-    let out = project
-        .polisd()
-        .args(["hooks", "uninstall", "--aider"])
-        .output()
-        .unwrap();
+    let out = project.uninstall();
     assert!(out.status.success(), "{}", harness::describe(&out));
     assert_eq!(
         std::fs::read_to_string(project.dir().join(".aider.conf.yml")).unwrap(),
@@ -353,11 +357,7 @@ fn aider_config_with_a_persons_comment_on_polisd_s_entries_uninstalls_to_what_ai
     assert_eq!(shown(&first, &primer_heading()), 1, "{output}\n{first}");
     assert_eq!(shown(&first, POINTER), 1, "{first}");
 
-    let out = project
-        .polisd()
-        .args(["hooks", "uninstall", "--aider"])
-        .output()
-        .unwrap();
+    let out = project.uninstall();
     assert!(out.status.success(), "{}", harness::describe(&out));
     let said = String::from_utf8_lossy(&out.stdout);
     let notes: Vec<&str> = said.lines().filter(|l| l.contains("`# c`")).collect();

@@ -64,6 +64,11 @@ fn hook(p: &TestPolis, cli: &str, kind: &str, extra: &[&str], payload: &Value) -
     out
 }
 
+/// The notices hook of `cli` as ME, with no once-a-minute limit, as the CLI fires it.
+fn notices_hook(p: &TestPolis, cli: &str, payload: &Value) -> Output {
+    hook(p, cli, "notices", &["--as", ME, "--interval", "0"], payload)
+}
+
 /// An MCP session over stdio on `p`, initialized as a client does at protocol `version`, and
 /// the server's answer to `initialize`.
 fn mcp_session(p: &TestPolis, version: &str) -> (Mcp, Value) {
