@@ -66,9 +66,9 @@ impl Writer {
             }
             #[cfg(test)]
             super::tests::BEFORE_SWAP.with(|h| h.borrow().as_ref().map(|h| h(&t.abs)));
-            let placed = match &opened {
-                Some(file) => swap_in(&t, tmp, file)?,
-                None => create(&t, tmp)?,
+            let placed = match (&opened, &current) {
+                (Some(file), Some(read)) => swap_in(&t, tmp, file, read)?,
+                _ => create(&t, tmp)?,
             };
             if placed {
                 self.record(&t.rel, Ledger::Wrote(sha256(&bytes)));
@@ -80,15 +80,24 @@ impl Writer {
     }
 }
 
-/// Puts `tmp` in place of the file `read` was opened from; `false` (and the displaced file put
-/// back) when another file had been renamed in since. Where the system cannot swap two files,
-/// a plain replace: the re-read before it is then the only guard.
-fn swap_in(t: &Target, tmp: tempfile::NamedTempFile, read: &File) -> Result<bool, WriteError> {
+/// Puts `tmp` in place of the file `opened` was opened from, whose bytes were `read`; `false`
+/// (and the displaced file put back) when another file had been renamed in since, or the file
+/// was written in place since. Where the system cannot swap two files, a plain replace: the
+/// re-read before it is then the only guard.
+fn swap_in(
+    t: &Target,
+    tmp: tempfile::NamedTempFile,
+    opened: &File,
+    read: &[u8],
+) -> Result<bool, WriteError> {
     use std::os::unix::fs::MetadataExt;
     match rename_exchange(tmp.path(), &t.abs) {
         Ok(()) => {
             let ino = |m: io::Result<fs::Metadata>| m.ok().map(|m| m.ino());
-            if ino(fs::symlink_metadata(tmp.path())) != ino(read.metadata()) {
+            let renamed_in = ino(fs::symlink_metadata(tmp.path())) != ino(opened.metadata());
+            // The displaced file is the one read, but a save written into it in place since
+            // the re-read would go with it.
+            if renamed_in || fs::read(tmp.path()).ok().as_deref() != Some(read) {
                 put_back(t, tmp)?;
                 return Ok(false);
             }
@@ -191,6 +200,44 @@ mod tests {
         let (out, bytes, asked) = update_with_saves(&w, &BEFORE_SWAP, 1);
         assert_eq!(out.unwrap(), WriteOutcome::Written);
         assert_eq!(bytes, b"agent 1\nours\n");
+        assert_eq!(asked, 2);
+    }
+
+    /// A save written into the same file in place, not renamed in: the swap's displaced file
+    /// is the one read, but its bytes are not, so it goes back and is decided on again.
+    #[test]
+    fn a_save_written_in_place_after_the_reread_is_put_back_and_decided_on_again() {
+        let (_d, w) = polis();
+        if !swaps_files(w.root()) {
+            eprintln!("this filesystem cannot swap two files: the re-read is the only guard");
+            return;
+        }
+        fs::write(w.root().join("r.yml"), "old\n").unwrap();
+        let saved = Rc::new(Cell::new(false));
+        let once = saved.clone();
+        BEFORE_SWAP.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move |p: &Path| {
+                if !once.replace(true) {
+                    use std::io::Write;
+                    let mut file = fs::OpenOptions::new().append(true).open(p).unwrap();
+                    file.write_all(b"agent\n").unwrap();
+                }
+            }))
+        });
+        let mut asked = 0;
+        let out = w.update_locked("r.yml", |cur| {
+            asked += 1;
+            let mut text = cur.map(<[u8]>::to_vec).unwrap_or_default();
+            text.extend_from_slice(b"ours\n");
+            Ok::<_, WriteError>((Some(text), ()))
+        });
+        BEFORE_SWAP.with(|h| *h.borrow_mut() = None);
+        assert_eq!(out.unwrap().0, WriteOutcome::Written);
+        assert!(saved.get(), "the hook ran");
+        assert_eq!(
+            fs::read(w.root().join("r.yml")).unwrap(),
+            b"old\nagent\nours\n"
+        );
         assert_eq!(asked, 2);
     }
 
