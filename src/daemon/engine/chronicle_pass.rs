@@ -278,10 +278,7 @@ impl Engine {
             tracing::warn!("could not read the notes of appended chronicle lines: {e}");
         }
         for line in lost {
-            if told_lost
-                .iter()
-                .any(|t| chronicle::line_key(t) == chronicle::line_key(&line))
-            {
+            if told_lost.iter().any(|t| t.trim_end() == line.trim_end()) {
                 continue;
             }
             tracing::info!(
