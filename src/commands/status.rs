@@ -170,8 +170,7 @@ pub fn render(s: &Summary) -> String {
             .collect();
         out.push_str(&table(&["ID", "AGREES/QUORUM", "EXPIRES", "STATE"], &rows));
         // Nothing moves an amendment at quorum until a tally runs: say whether one will.
-        let daemon = s.daemon.as_ref().map(|d| d.pid);
-        if let Some(who) = s.amendments.iter().find_map(|a| a.who_tallies(daemon)) {
+        if let Some(who) = s.who_tallies() {
             out.push_str(&format!("  who tallies: {who}\n"));
         }
     }

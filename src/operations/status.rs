@@ -140,6 +140,15 @@ pub struct AmendmentRow {
     pub detail: String,
 }
 
+impl Summary {
+    /// [`AmendmentRow::who_tallies`] for the first amendment a tally would move, with the
+    /// daemon this summary found: the one line `status` and the report put under the table.
+    pub fn who_tallies(&self) -> Option<String> {
+        let daemon = self.daemon.as_ref().map(|d| d.pid);
+        self.amendments.iter().find_map(|a| a.who_tallies(daemon))
+    }
+}
+
 impl AmendmentRow {
     /// What a tally now would do, as the end of "a tally now would …": `action` is the status
     /// word a tally writes, which reads as nonsense there (`would pending`).
