@@ -166,7 +166,8 @@ impl AmendmentRow {
     /// tally runs, so a reader must know whether one will. `daemon` is the pid of the daemon
     /// watching the polis, if one does ([`Summary::daemon`]). Commands in backticks.
     pub fn who_tallies(&self, daemon: Option<u32>) -> Option<String> {
-        if self.tally_would() == "leave it open" {
+        // `pending` is the one action a tally writes nothing for.
+        if self.action == "pending" {
             return None;
         }
         Some(match daemon {
