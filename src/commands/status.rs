@@ -26,8 +26,8 @@
 //!   expiry, unknown vote category).
 //! - `recent_outcomes`: the last 5 decided amendments by id: `[{amendment_id, status,
 //!   ratified_at}]`.
-//! - `councils`: every council in `reviews/`: `[{contract_id, mode, phase, round,
-//!   closes_at, decision, problem}]`.
+//! - `councils`: every council in `reviews/`: `[{contract_id, mode, phase, phase_words, round,
+//!   closes_at, decision, problem}]`, `phase_words` where it stands as the pages word it.
 //! - `findings`: `{errors, warnings, resolved, newest: [{code, severity, path, line, message}]}`, the
 //!   totals of `polisd check` and its last 10 findings (the current chronicle's last).
 //! - `worktrees`: `{git_common_dir, others: [path], diverged: [{contract_id, copies: [text]}]}`:
@@ -170,8 +170,7 @@ pub fn render(s: &Summary) -> String {
             .collect();
         out.push_str(&table(&["ID", "AGREES/QUORUM", "EXPIRES", "STATE"], &rows));
         // Nothing moves an amendment at quorum until a tally runs: say whether one will.
-        let daemon = s.daemon.as_ref().map(|d| d.pid);
-        if let Some(who) = s.amendments.iter().find_map(|a| a.who_tallies(daemon)) {
+        if let Some(who) = s.who_tallies() {
             out.push_str(&format!("  who tallies: {who}\n"));
         }
     }

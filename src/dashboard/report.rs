@@ -39,7 +39,7 @@ struct Data {
     open: Vec<[String; 5]>,
     tags: Vec<(String, String, String, Vec<[String; 3]>)>,
     amendments: Vec<[String; 5]>,
-    /// Who runs the tally that would move an amendment (`AmendmentRow::who_tallies`), when
+    /// Who runs the tally that would move an amendment (`Summary::who_tallies`), when
     /// one would; commands in backticks.
     who_tallies: Option<String>,
     findings: (usize, usize, Vec<[String; 3]>),
@@ -203,12 +203,7 @@ fn data(s: &Snapshot, name: &str, redaction: Option<&Redaction>) -> Data {
         .collect();
     // Nothing moves an amendment at quorum until a tally runs: say whether one will, as
     // `status` and the pages do.
-    let daemon = s.summary.daemon.as_ref().map(|d| d.pid);
-    let who_tallies = s
-        .summary
-        .amendments
-        .iter()
-        .find_map(|a| a.who_tallies(daemon));
+    let who_tallies = s.summary.who_tallies();
     let f = &s.summary.findings;
     let newest = f
         .newest

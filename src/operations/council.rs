@@ -555,12 +555,7 @@ pub fn status(root: &Path, cid: &str) -> Result<StatusView, OpError> {
         rounds: council.mode.rounds(),
         round: open.as_ref().map(|r| r.n),
         word_limit: open.as_ref().map(|r| council.mode.word_limit(r.n)),
-        closes_at: open.as_ref().map(|r| {
-            r.retries
-                .last()
-                .map_or(&r.closes_at, |t| &t.closes_at)
-                .clone()
-        }),
+        closes_at: open.as_ref().map(|r| r.closes().to_string()),
         seats: seat_views(&council, &texts),
         chairman: council.chairman.clone(),
         chairman_is_owner: council.chairman_is_owner,

@@ -198,22 +198,19 @@ pub struct SettledSince {
 pub fn settled_since<'s>(
     contract: &crate::protocol::contracts::contract::Contract,
     settlements: impl Iterator<Item = (&'s str, crate::protocol::routing::stats::SettlementView<'s>)>,
-    now: &crate::protocol::clock::PolisTime,
+    zone: crate::protocol::clock::PolisZone,
 ) -> Vec<SettledSince> {
-    use crate::protocol::amendments::amendment::{read_when, When};
-    let Some(opened) = read_when(&contract.opened_at, now).map(|w| match w {
-        When::Moment(t) => t,
-        When::Day(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
-    }) else {
+    // Read as a settlement's instant is read, so the two compare on one clock.
+    let Some(opened) = crate::protocol::contracts::contract::instant_of(&contract.opened_at, zone)
+    else {
         return Vec::new();
     };
     let mut since: Vec<_> = settlements
         .filter(|(_, v)| v.tags.iter().any(|t| contract.required_tags.contains(t)))
         .filter_map(|(path, v)| {
             let at = v.instant.filter(|at| *at > opened)?;
-            let stem = path.rsplit('/').next().unwrap_or(path);
             let found = SettledSince {
-                contract: stem.strip_suffix(".md").unwrap_or(stem).to_string(),
+                contract: crate::protocol::layout::record_stem(path).to_string(),
                 owner: v.owner.to_string(),
                 quality: v.quality,
                 settled_at: v.when_text.to_string(),

@@ -140,6 +140,15 @@ pub struct AmendmentRow {
     pub detail: String,
 }
 
+impl Summary {
+    /// [`AmendmentRow::who_tallies`] for the first amendment a tally would move, with the
+    /// daemon this summary found: the one line `status` and the report put under the table.
+    pub fn who_tallies(&self) -> Option<String> {
+        let daemon = self.daemon.as_ref().map(|d| d.pid);
+        self.amendments.iter().find_map(|a| a.who_tallies(daemon))
+    }
+}
+
 impl AmendmentRow {
     /// What a tally now would do, as the end of "a tally now would …": `action` is the status
     /// word a tally writes, which reads as nonsense there (`would pending`).
@@ -157,7 +166,8 @@ impl AmendmentRow {
     /// tally runs, so a reader must know whether one will. `daemon` is the pid of the daemon
     /// watching the polis, if one does ([`Summary::daemon`]). Commands in backticks.
     pub fn who_tallies(&self, daemon: Option<u32>) -> Option<String> {
-        if self.tally_would() == "leave it open" {
+        // `pending` is the one action a tally writes nothing for.
+        if self.action == "pending" {
             return None;
         }
         Some(match daemon {

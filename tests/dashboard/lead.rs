@@ -23,6 +23,27 @@ fn routed_before_the_history(p: &TestPolis) {
     );
 }
 
+/// What `polisd route routed-job --seed 0 --json` answers: the router's pick now.
+fn route_now(p: &TestPolis) -> serde_json::Value {
+    let cli = harness::ok(p.polisd(&["route", "routed-job", "--seed", "0", "--json"]));
+    serde_json::from_slice(&cli.stdout).unwrap()
+}
+
+/// `html` with its tags stripped.
+fn without_tags(html: &str) -> String {
+    let mut text = String::new();
+    let mut inside = false;
+    for c in html.chars() {
+        match c {
+            '<' => inside = true,
+            '>' => inside = false,
+            c if !inside => text.push(c),
+            _ => {}
+        }
+    }
+    text
+}
+
 /// The text of the element with `id` (its tags stripped), or a panic naming the page.
 #[track_caller]
 fn element_text(body: &str, id: &str) -> String {
@@ -35,17 +56,9 @@ fn element_text(body: &str, id: &str) -> String {
         .take_while(|c| c.is_ascii_alphanumeric())
         .collect();
     let end = start + body[start..].find(&format!("</{tag}>")).unwrap();
-    let mut text = String::new();
-    let mut inside = false;
-    for c in body[start..end].chars().skip_while(|c| *c != '>').skip(1) {
-        match c {
-            '<' => inside = true,
-            '>' => inside = false,
-            c if !inside => text.push(c),
-            _ => {}
-        }
-    }
-    text
+    // From the end of the element's own opening tag.
+    let inner = start + body[start..end].find('>').map_or(end - start, |i| i + 1);
+    without_tags(&body[inner..end])
 }
 
 /// A contract's routing block records the pick polisd made when it routed the contract (and
@@ -55,8 +68,7 @@ fn element_text(body: &str, id: &str) -> String {
 fn the_contract_page_tells_the_recorded_pick_from_the_pick_now_and_why_they_differ() {
     let p = generated_polis();
     routed_before_the_history(&p);
-    let cli = harness::ok(p.polisd(&["route", "routed-job", "--seed", "0", "--json"]));
-    let cli: serde_json::Value = serde_json::from_slice(&cli.stdout).unwrap();
+    let cli = route_now(&p);
     let now = cli["recommendation"].as_str().unwrap().to_string();
     assert_ne!(
         now, BRAVO,
@@ -99,8 +111,7 @@ fn the_contract_page_tells_the_recorded_pick_from_the_pick_now_and_why_they_diff
 fn the_contract_page_says_when_the_router_still_agrees_or_has_not_routed_yet() {
     let p = generated_polis();
     routed_before_the_history(&p);
-    let cli = harness::ok(p.polisd(&["route", "routed-job", "--seed", "0", "--json"]));
-    let cli: serde_json::Value = serde_json::from_slice(&cli.stdout).unwrap();
+    let cli = route_now(&p);
     let now = cli["recommendation"].as_str().unwrap().to_string();
     let text = p.read("contracts/open/routed-job.md");
     p.save(
@@ -235,17 +246,7 @@ fn the_citizens_table_shows_who_has_gone_silent_and_whose_state_a_claim_contradi
             .find(&format!("<tr data-citizen=\"{id}\">"))
             .unwrap_or_else(|| panic!("no row for {id}: {overview}"));
         let end = start + overview[start..].find("</tr>").unwrap();
-        let mut text = String::new();
-        let mut inside = false;
-        for c in overview[start..end].chars() {
-            match c {
-                '<' => inside = true,
-                '>' => inside = false,
-                c if !inside => text.push(c),
-                _ => {}
-            }
-        }
-        text
+        without_tags(&overview[start..end])
     };
     let quiet = row("charlie-agent");
     assert!(
@@ -504,8 +505,7 @@ fn an_empty_polis_says_what_to_do_next_and_draws_no_empty_chart() {
 fn the_contract_page_says_which_score_is_which() {
     let p = generated_polis();
     routed_before_the_history(&p);
-    let cli = harness::ok(p.polisd(&["route", "routed-job", "--seed", "0", "--json"]));
-    let cli: serde_json::Value = serde_json::from_slice(&cli.stdout).unwrap();
+    let cli = route_now(&p);
     let bravo_now = cli["scores"]
         .as_array()
         .unwrap()

@@ -170,7 +170,7 @@ fn routing_section(
         Err(e) => return html! { p.muted { (e.to_string()) } },
     };
     let now = r.recommendation.recommendation.as_deref();
-    let since = crate::operations::route::settled_since(k, s.state.settled.iter(), &s.now);
+    let since = crate::operations::route::settled_since(k, s.state.settled.iter(), s.now.zone);
     const LISTED: usize = 10;
     html! {
         p #routing-recorded {

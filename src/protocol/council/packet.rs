@@ -258,11 +258,11 @@ pub fn render(
 }
 
 fn closes_at(council: &Council, n: usize) -> &str {
-    council.rounds.iter().find(|r| r.n == n).map_or("-", |r| {
-        r.retries
-            .last()
-            .map_or(r.closes_at.as_str(), |t| t.closes_at.as_str())
-    })
+    council
+        .rounds
+        .iter()
+        .find(|r| r.n == n)
+        .map_or("-", state::Round::closes)
 }
 
 fn write_hint(council: &Council, n: usize, id: &str) -> String {

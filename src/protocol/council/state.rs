@@ -86,6 +86,15 @@ pub struct Round {
     pub all_simulated: bool,
 }
 
+impl Round {
+    /// When the round closes by time: its latest retry's deadline, else its own.
+    pub fn closes(&self) -> &str {
+        self.retries
+            .last()
+            .map_or(&self.closes_at, |t| &t.closes_at)
+    }
+}
+
 /// The fallback to a chavruta review.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fallback {
@@ -331,7 +340,7 @@ impl Council {
         match self.phase {
             Phase::Rounds => match self.open() {
                 Some(r) => {
-                    let closes = r.retries.last().map_or(&r.closes_at, |t| &t.closes_at);
+                    let closes = r.closes();
                     let limit = self.mode.word_limit(r.n);
                     let rounds = self.mode.rounds();
                     let before = if r.n == 0 {
@@ -373,10 +382,7 @@ impl Council {
 
     /// When the open round's time is up: its own deadline, or its latest retry's.
     pub fn deadline(&self) -> Option<NaiveDateTime> {
-        self.open().and_then(|r| {
-            let at = r.retries.last().map_or(&r.closes_at, |t| &t.closes_at);
-            parse_stamp(at)
-        })
+        self.open().and_then(|r| parse_stamp(r.closes()))
     }
 
     /// The next moment this council must be looked at without any file changing: the open
