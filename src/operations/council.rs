@@ -620,7 +620,7 @@ pub fn write_seat(
             return Err(refuse(format!(
                 "the council on `{cid}` took contributions to {} until {}; the contribution is too late and was not written",
                 council.round_words(round.n),
-                round.closes_at
+                round.closes()
             )));
         }
         let limit = council.mode.word_limit(round.n);
@@ -654,7 +654,7 @@ pub fn write_seat(
                 words,
                 word_limit: limit,
                 over_limit: words > limit,
-                closes_at: round.closes_at.clone(),
+                closes_at: round.closes().to_string(),
                 replaced,
             },
         ))
@@ -1268,6 +1268,29 @@ mod tests {
             !writer.root().join("reviews/y").exists(),
             "nothing created on refusal"
         );
+    }
+
+    /// A retry extends the open round: a write in it says when the round now closes, and a
+    /// write after it names that time, not the round's first deadline.
+    #[test]
+    fn a_seat_write_in_a_retry_names_the_retry_s_deadline() {
+        let (_d, writer) = council_here();
+        let rel = state::state_path("x");
+        let text = std::fs::read_to_string(writer.root().join(&rel)).unwrap();
+        let mut c = Council::parse(&rel, &text).unwrap();
+        let open = c.rounds.iter_mut().find(|r| r.closed_at.is_none()).unwrap();
+        open.retries.push(state::Retry {
+            at: "2026-12-01 11:00:00".into(),
+            closes_at: "2026-12-01 11:30:00".into(),
+            seats: vec![SEATS[1].into()],
+        });
+        writer
+            .replace_atomic(&rel, c.render().unwrap().as_bytes())
+            .unwrap();
+        let w = write_seat(&writer, &at("2026-12-01 11:10"), "x", SEATS[0], "in time").unwrap();
+        assert_eq!(w.closes_at, "2026-12-01 11:30:00");
+        let e = write_seat(&writer, &at("2026-12-01 11:30"), "x", SEATS[1], "late").unwrap_err();
+        assert!(e.to_string().contains("until 2026-12-01 11:30:00"), "{e}");
     }
 
     #[test]
