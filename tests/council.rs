@@ -141,6 +141,18 @@ fn outwait_retries(p: &TestPolis, clock: &mut Clock, cid: &str, round_minutes: i
     wait_for(p, "retry 1", || {
         inbox(p, who).matches("(retry 1 of 2)").count() >= 1
     });
+    // The retry extends the round, and every surface says so alike.
+    let json = |args: &[&str]| -> serde_json::Value {
+        serde_json::from_slice(&ok(p.polisd(args)).stdout).unwrap()
+    };
+    let council = json(&["council", "status", cid, "--json"]);
+    let status = json(&["status", "--json"]);
+    let row = status["councils"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["contract_id"] == cid))
+        .unwrap_or_else(|| panic!("no council row in {status}"));
+    assert!(council["closes_at"].is_string(), "{council}");
+    assert_eq!(row["closes_at"], council["closes_at"], "{row}");
     clock.advance_minutes(7);
     nudge(p, cid);
     wait_for(p, "retry 2", || {

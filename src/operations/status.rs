@@ -217,7 +217,7 @@ fn council_rows(polis: &Polis) -> Vec<CouncilRow> {
                 phase: c.phase,
                 phase_words: c.phase_words(),
                 round: c.open().map(|r| r.n),
-                closes_at: c.open().map(|r| r.closes_at.clone()),
+                closes_at: c.open().map(|r| r.closes().to_string()),
                 decision: c.outcome.as_ref().map(|o| o.decision.clone()),
                 problem: None,
                 contract_id: id,
