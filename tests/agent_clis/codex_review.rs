@@ -14,7 +14,6 @@
 //!   none of its hooks): `hooks status` names file, line and key, `hooks install` refuses.
 
 use crate::harness::{self, KilledGroup, BIN, DEADLINE};
-use crate::model_api::{ModelApi, Turn};
 use crate::{
     clients, codex_review_record, excerpt, primer_heading, shown, Project, CODEX, CODEX_UNBYPASSED,
     ME,
@@ -271,28 +270,24 @@ fn codex_cli_skips_hooks_changed_since_their_approval_and_hooks_status_says_so()
         "SessionStart, PostToolUse, UserPromptSubmit",
         "{hooks:#?}"
     );
-    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
-    project.session(&CODEX_UNBYPASSED, &api, "Hello?");
-    let first = &api.turns()[0].body;
+    let first = project.first_request(&CODEX_UNBYPASSED);
     assert_eq!(
-        shown(first, &primer_heading()),
+        shown(&first, &primer_heading()),
         0,
         "Codex skips a hook changed since its approval: {}",
-        excerpt(first)
+        excerpt(&first)
     );
 
     approve(&project, &hooks);
     let (row, code) = codex_status(&project);
     assert_eq!(row["problems"], json!([]), "approved again: {row:#}");
     assert_eq!(code, Some(0));
-    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
-    project.session(&CODEX_UNBYPASSED, &api, "Hello?");
-    let first = &api.turns()[0].body;
+    let first = project.first_request(&CODEX_UNBYPASSED);
     assert_eq!(
-        shown(first, &primer_heading()),
+        shown(&first, &primer_heading()),
         1,
         "approved again, they run: {}",
-        excerpt(first)
+        excerpt(&first)
     );
 }
 

@@ -332,6 +332,16 @@ impl Project {
         (status.unwrap().success(), output)
     }
 
+    /// The first request to the model of one session of `cli` with the prompt "Hello?",
+    /// answered "hello": where a session-start hook's output shows.
+    #[track_caller]
+    fn first_request(&self, cli: &Cli) -> String {
+        let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
+        self.session(cli, &api, "Hello?");
+        let turns = api.turns();
+        turns[0].body.clone()
+    }
+
     /// What `polisd hooks status` prints.
     fn hooks_status(&self) -> String {
         let out = self.run(&["hooks", "status"]);
@@ -492,9 +502,8 @@ fn gemini_cli_runs_the_hooks_only_in_a_trusted_folder_and_hooks_status_says_whic
     (GEMINI.trust)(&project.home, &project.dir());
     let status = project.hooks_status();
     assert!(!status.contains("trustedFolders.json"), "{status}");
-    project.session(&GEMINI, &api, "Hello?");
-    let turns = api.turns();
-    assert_eq!(shown(&turns[0].body, &primer_heading()), 1);
+    let first = project.first_request(&GEMINI);
+    assert_eq!(shown(&first, &primer_heading()), 1);
 }
 
 /// Codex CLI as a script runs it: `codex exec` without `--dangerously-bypass-hook-trust`,
@@ -559,14 +568,12 @@ fn codex_cli_runs_the_hooks_only_once_trusted_and_hooks_status_says_so() {
             && status.contains("~/.codex/config.toml"),
         "{status}"
     );
-    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
-    project.session(&CODEX_UNBYPASSED, &api, "Hello?");
-    let first = &api.turns()[0].body;
+    let first = project.first_request(&CODEX_UNBYPASSED);
     assert_eq!(
-        shown(first, &primer_heading()),
+        shown(&first, &primer_heading()),
         0,
         "untrusted hooks do not run: {}",
-        excerpt(first)
+        excerpt(&first)
     );
 
     let config = project.home.join(".codex/config.toml");
@@ -583,14 +590,12 @@ fn codex_cli_runs_the_hooks_only_once_trusted_and_hooks_status_says_so() {
         .unwrap();
     assert_eq!(codex["problems"], json!([]), "{codex:#}");
     assert_eq!(out.status.code(), Some(0), "{}", harness::describe(&out));
-    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
-    project.session(&CODEX_UNBYPASSED, &api, "Hello?");
-    let first = &api.turns()[0].body;
+    let first = project.first_request(&CODEX_UNBYPASSED);
     assert_eq!(
-        shown(first, &primer_heading()),
+        shown(&first, &primer_heading()),
         1,
         "trusted hooks run: {}",
-        excerpt(first)
+        excerpt(&first)
     );
 }
 
@@ -858,9 +863,7 @@ fn codex_cli_runs_no_hooks_in_a_project_it_does_not_trust_and_hooks_status_says_
         };
         std::fs::write(&config, format!("{}{record}", &trusted[..at])).unwrap();
         let status = project.hooks_status();
-        let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
-        project.session(&CODEX, &api, "Hello?");
-        let first = &api.turns()[0].body;
+        let first = project.first_request(&CODEX);
         match said {
             Some(said) => {
                 assert!(
@@ -868,7 +871,7 @@ fn codex_cli_runs_no_hooks_in_a_project_it_does_not_trust_and_hooks_status_says_
                     "{record:?}: {status}"
                 );
                 assert_eq!(
-                    shown(first, &primer_heading()),
+                    shown(&first, &primer_heading()),
                     0,
                     "{record:?}: no hook ran"
                 );
@@ -878,7 +881,11 @@ fn codex_cli_runs_no_hooks_in_a_project_it_does_not_trust_and_hooks_status_says_
                     !status.contains("records no trust") && !status.contains("\"untrusted\""),
                     "{status}"
                 );
-                assert_eq!(shown(first, &primer_heading()), 1, "trusted: the hooks ran");
+                assert_eq!(
+                    shown(&first, &primer_heading()),
+                    1,
+                    "trusted: the hooks ran"
+                );
             }
         }
     }
