@@ -15,8 +15,8 @@
 
 use crate::harness::{self, KilledGroup, BIN, DEADLINE};
 use crate::{
-    clients, codex_review_record, excerpt, primer_heading, shown, Project, CODEX, CODEX_UNBYPASSED,
-    ME,
+    clients, codex_review_record, codex_status, excerpt, primer_heading, shown, Project, CODEX,
+    CODEX_UNBYPASSED, ME,
 };
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -126,21 +126,6 @@ fn approve(project: &Project, hooks: &[Value]) {
         text.push_str(&format!("\n{header}trusted_hash = \"{hash}\"\n"));
     }
     std::fs::write(&config, text).unwrap();
-}
-
-/// `hooks status --json`'s row for Codex, and the exit code.
-fn codex_status(project: &Project) -> (Value, Option<i32>) {
-    let out = project.run(&["hooks", "status", "--json"]);
-    let rows: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", harness::describe(&out)));
-    let row = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["cli"] == "codex")
-        .unwrap()
-        .clone();
-    (row, out.status.code())
 }
 
 /// The one problem that contains `needle`.

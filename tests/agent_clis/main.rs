@@ -548,6 +548,21 @@ fn codex_review_record(project: &Path) -> String {
     .collect()
 }
 
+/// `hooks status --json`'s row for Codex, and the exit code.
+fn codex_status(project: &Project) -> (Value, Option<i32>) {
+    let out = project.run(&["hooks", "status", "--json"]);
+    let rows: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", harness::describe(&out)));
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["cli"] == "codex")
+        .unwrap()
+        .clone();
+    (row, out.status.code())
+}
+
 /// Codex CLI runs no project hook the person has not trusted in its review (`codex exec`
 /// skips them without a word), and `hooks status` (and `hooks install`) says so; once the
 /// review's record is there, the session has the primer and the status has nothing to say.
@@ -580,16 +595,9 @@ fn codex_cli_runs_the_hooks_only_once_trusted_and_hooks_status_says_so() {
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str(&codex_review_record(&project.dir()));
     std::fs::write(&config, text).unwrap();
-    let out = project.run(&["hooks", "status", "--json"]);
-    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let codex = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["cli"] == "codex")
-        .unwrap();
+    let (codex, code) = codex_status(&project);
     assert_eq!(codex["problems"], json!([]), "{codex:#}");
-    assert_eq!(out.status.code(), Some(0), "{}", harness::describe(&out));
+    assert_eq!(code, Some(0));
     let first = project.first_request(&CODEX_UNBYPASSED);
     assert_eq!(
         shown(&first, &primer_heading()),
