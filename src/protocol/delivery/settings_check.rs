@@ -20,7 +20,7 @@
 //! Pure: settings text in, one line per reason out, each saying what to change.
 
 use crate::protocol::delivery::agent_hooks::{self, is_ours, Cli};
-use crate::protocol::delivery::codex_trust::CODEX_EVENTS;
+use crate::protocol::delivery::codex_trust::{fits_i64, takes_matcher, CODEX_EVENTS};
 use crate::protocol::delivery::jsonc::{Doc, Duplicate, Step};
 use serde_json::Value;
 
@@ -185,11 +185,10 @@ fn codex(path: &str, doc: &Doc, root: &Value) -> Skipped {
     }
     let mut out = Vec::new();
     for (event, group) in our_groups(Cli::Codex, root) {
-        let takes_matcher = !matches!(event, "UserPromptSubmit" | "Stop" | "Interrupt");
         let Some(matcher) = group.get("matcher").and_then(Value::as_str) else {
             continue;
         };
-        if takes_matcher && !codex_matcher_valid(matcher) {
+        if takes_matcher(event) && !codex_matcher_valid(matcher) {
             out.push(format!(
                 "{path}: Codex CLI skips polisd's {event} group, whose matcher {} is not a valid regex: use \"*\" (every tool) or a valid pattern",
                 quoted(matcher)
@@ -282,11 +281,6 @@ const CODEX_OPTIONAL: [Field; 5] = [
     ("statusMessage", Value::is_string, "text"),
     ("additionalContextLimit", fits_i64, "a whole number"),
 ];
-
-/// Codex passes the limit through TOML, whose integers stop at i64::MAX.
-fn fits_i64(v: &Value) -> bool {
-    v.as_u64().is_some_and(|n| i64::try_from(n).is_ok())
-}
 
 /// Why Codex would not take one handler: its `type` (`command`, `prompt` or `agent`), and
 /// for a command the types of the fields it reads.
