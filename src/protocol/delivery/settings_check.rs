@@ -440,24 +440,21 @@ fn gemini(path: &str, root: &Value) -> Vec<String> {
         if m.is_empty() || m == "*" {
             continue;
         }
-        let never = match event {
-            // The session's source, compared as text.
-            "SessionStart" => !["startup", "resume", "clear"].contains(&m),
-            // A tool's name, by regex; a pattern JavaScript refuses is compared as text.
-            "AfterTool" => !js_regex_valid(m),
-            _ => false,
-        };
-        if never {
-            let how = if event == "SessionStart" {
+        // How Gemini CLI compares the matcher, where that can never match.
+        let how = match event {
+            "SessionStart" if !["startup", "resume", "clear"].contains(&m) => {
                 "compares it with the session's source (startup, resume or clear) as plain text"
-            } else {
+            }
+            // A pattern JavaScript refuses is compared as text.
+            "AfterTool" if !js_regex_valid(m) => {
                 "finds it no valid regex and compares it with a tool's name as plain text"
-            };
-            out.push(format!(
-                "{path}: Gemini CLI {how}, so polisd's {event} group (matcher {}) never runs: remove the matcher or use \"*\"",
-                quoted(matcher)
-            ));
-        }
+            }
+            _ => continue,
+        };
+        out.push(format!(
+            "{path}: Gemini CLI {how}, so polisd's {event} group (matcher {}) never runs: remove the matcher or use \"*\"",
+            quoted(matcher)
+        ));
     }
     out
 }
