@@ -667,7 +667,8 @@ fn hook_status(project_root: &Path) -> Vec<CliStatus> {
                 citizen = who;
                 problems.extend(why);
                 problems.extend(agent_hooks::switched_off(cli, rel, text.as_deref()));
-                problems.extend(settings_check::skipped(cli, rel, text.as_deref()));
+                let skipped = settings_check::skipped(cli, rel, text.as_deref());
+                problems.extend(skipped.reasons);
                 for (shown, path) in other_settings(cli) {
                     let other = match path {
                         Some(abs) => read_outside(&abs),
@@ -676,7 +677,7 @@ fn hook_status(project_root: &Path) -> Vec<CliStatus> {
                     problems.extend(agent_hooks::switched_off(cli, &shown, other.as_deref()));
                 }
                 // A file the CLI refuses whole runs no hook, trusted or not: one reason is enough.
-                if !settings_check::refused_whole(cli, text.as_deref()) {
+                if !skipped.whole {
                     problems.extend(untrusted(project_root, cli, text.as_deref().unwrap_or("")));
                 }
             }
@@ -816,8 +817,9 @@ pub fn install_warnings(
         let planned = plans.iter().find(|p| p.path == cli.settings_path());
         // The team's part of the file, which install keeps, may make the CLI skip it all.
         if let Some(p) = planned {
-            out.extend(settings_check::skipped(*cli, &p.path, Some(&p.after)));
-            if settings_check::refused_whole(*cli, Some(&p.after)) {
+            let skipped = settings_check::skipped(*cli, &p.path, Some(&p.after));
+            out.extend(skipped.reasons);
+            if skipped.whole {
                 continue;
             }
         }

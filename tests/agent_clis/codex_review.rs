@@ -14,10 +14,9 @@
 //!   none of its hooks): `hooks status` names file, line and key, `hooks install` refuses.
 
 use crate::harness::{self, KilledGroup, BIN, DEADLINE};
-use crate::model_api::{ModelApi, Turn};
 use crate::{
-    clients, codex_review_record, excerpt, primer_heading, shown, Project, CODEX, CODEX_UNBYPASSED,
-    ME,
+    clients, codex_review_record, codex_status, excerpt, primer_heading, shown, Project, CODEX,
+    CODEX_UNBYPASSED, ME,
 };
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -127,21 +126,6 @@ fn approve(project: &Project, hooks: &[Value]) {
         text.push_str(&format!("\n{header}trusted_hash = \"{hash}\"\n"));
     }
     std::fs::write(&config, text).unwrap();
-}
-
-/// `hooks status --json`'s row for Codex, and the exit code.
-fn codex_status(project: &Project) -> (Value, Option<i32>) {
-    let out = project.run(&["hooks", "status", "--json"]);
-    let rows: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", harness::describe(&out)));
-    let row = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["cli"] == "codex")
-        .unwrap()
-        .clone();
-    (row, out.status.code())
 }
 
 /// The one problem that contains `needle`.
@@ -271,28 +255,24 @@ fn codex_cli_skips_hooks_changed_since_their_approval_and_hooks_status_says_so()
         "SessionStart, PostToolUse, UserPromptSubmit",
         "{hooks:#?}"
     );
-    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
-    project.session(&CODEX_UNBYPASSED, &api, "Hello?");
-    let first = &api.turns()[0].body;
+    let first = project.first_request(&CODEX_UNBYPASSED);
     assert_eq!(
-        shown(first, &primer_heading()),
+        shown(&first, &primer_heading()),
         0,
         "Codex skips a hook changed since its approval: {}",
-        excerpt(first)
+        excerpt(&first)
     );
 
     approve(&project, &hooks);
     let (row, code) = codex_status(&project);
     assert_eq!(row["problems"], json!([]), "approved again: {row:#}");
     assert_eq!(code, Some(0));
-    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
-    project.session(&CODEX_UNBYPASSED, &api, "Hello?");
-    let first = &api.turns()[0].body;
+    let first = project.first_request(&CODEX_UNBYPASSED);
     assert_eq!(
-        shown(first, &primer_heading()),
+        shown(&first, &primer_heading()),
         1,
         "approved again, they run: {}",
-        excerpt(first)
+        excerpt(&first)
     );
 }
 

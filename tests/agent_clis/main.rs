@@ -332,6 +332,16 @@ impl Project {
         (status.unwrap().success(), output)
     }
 
+    /// The first request to the model of one session of `cli` with the prompt "Hello?",
+    /// answered "hello": where a session-start hook's output shows.
+    #[track_caller]
+    fn first_request(&self, cli: &Cli) -> String {
+        let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
+        self.session(cli, &api, "Hello?");
+        let turns = api.turns();
+        turns[0].body.clone()
+    }
+
     /// What `polisd hooks status` prints.
     fn hooks_status(&self) -> String {
         let out = self.run(&["hooks", "status"]);
@@ -492,9 +502,8 @@ fn gemini_cli_runs_the_hooks_only_in_a_trusted_folder_and_hooks_status_says_whic
     (GEMINI.trust)(&project.home, &project.dir());
     let status = project.hooks_status();
     assert!(!status.contains("trustedFolders.json"), "{status}");
-    project.session(&GEMINI, &api, "Hello?");
-    let turns = api.turns();
-    assert_eq!(shown(&turns[0].body, &primer_heading()), 1);
+    let first = project.first_request(&GEMINI);
+    assert_eq!(shown(&first, &primer_heading()), 1);
 }
 
 /// Codex CLI as a script runs it: `codex exec` without `--dangerously-bypass-hook-trust`,
@@ -539,6 +548,21 @@ fn codex_review_record(project: &Path) -> String {
     .collect()
 }
 
+/// `hooks status --json`'s row for Codex, and the exit code.
+fn codex_status(project: &Project) -> (Value, Option<i32>) {
+    let out = project.run(&["hooks", "status", "--json"]);
+    let rows: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", harness::describe(&out)));
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["cli"] == "codex")
+        .unwrap()
+        .clone();
+    (row, out.status.code())
+}
+
 /// Codex CLI runs no project hook the person has not trusted in its review (`codex exec`
 /// skips them without a word), and `hooks status` (and `hooks install`) says so; once the
 /// review's record is there, the session has the primer and the status has nothing to say.
@@ -559,38 +583,27 @@ fn codex_cli_runs_the_hooks_only_once_trusted_and_hooks_status_says_so() {
             && status.contains("~/.codex/config.toml"),
         "{status}"
     );
-    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
-    project.session(&CODEX_UNBYPASSED, &api, "Hello?");
-    let first = &api.turns()[0].body;
+    let first = project.first_request(&CODEX_UNBYPASSED);
     assert_eq!(
-        shown(first, &primer_heading()),
+        shown(&first, &primer_heading()),
         0,
         "untrusted hooks do not run: {}",
-        excerpt(first)
+        excerpt(&first)
     );
 
     let config = project.home.join(".codex/config.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str(&codex_review_record(&project.dir()));
     std::fs::write(&config, text).unwrap();
-    let out = project.run(&["hooks", "status", "--json"]);
-    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let codex = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["cli"] == "codex")
-        .unwrap();
+    let (codex, code) = codex_status(&project);
     assert_eq!(codex["problems"], json!([]), "{codex:#}");
-    assert_eq!(out.status.code(), Some(0), "{}", harness::describe(&out));
-    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
-    project.session(&CODEX_UNBYPASSED, &api, "Hello?");
-    let first = &api.turns()[0].body;
+    assert_eq!(code, Some(0));
+    let first = project.first_request(&CODEX_UNBYPASSED);
     assert_eq!(
-        shown(first, &primer_heading()),
+        shown(&first, &primer_heading()),
         1,
         "trusted hooks run: {}",
-        excerpt(first)
+        excerpt(&first)
     );
 }
 
@@ -858,9 +871,7 @@ fn codex_cli_runs_no_hooks_in_a_project_it_does_not_trust_and_hooks_status_says_
         };
         std::fs::write(&config, format!("{}{record}", &trusted[..at])).unwrap();
         let status = project.hooks_status();
-        let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
-        project.session(&CODEX, &api, "Hello?");
-        let first = &api.turns()[0].body;
+        let first = project.first_request(&CODEX);
         match said {
             Some(said) => {
                 assert!(
@@ -868,7 +879,7 @@ fn codex_cli_runs_no_hooks_in_a_project_it_does_not_trust_and_hooks_status_says_
                     "{record:?}: {status}"
                 );
                 assert_eq!(
-                    shown(first, &primer_heading()),
+                    shown(&first, &primer_heading()),
                     0,
                     "{record:?}: no hook ran"
                 );
@@ -878,7 +889,11 @@ fn codex_cli_runs_no_hooks_in_a_project_it_does_not_trust_and_hooks_status_says_
                     !status.contains("records no trust") && !status.contains("\"untrusted\""),
                     "{status}"
                 );
-                assert_eq!(shown(first, &primer_heading()), 1, "trusted: the hooks ran");
+                assert_eq!(
+                    shown(&first, &primer_heading()),
+                    1,
+                    "trusted: the hooks ran"
+                );
             }
         }
     }

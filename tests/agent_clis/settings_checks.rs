@@ -38,11 +38,9 @@ fn skipped_until_undone(cli: &Cli, edits: &[Edit]) -> Project {
         let status = harness::describe(&out);
         assert!(status.contains(said), "{}: {said}: {status}", cli.bin);
         assert_eq!(out.status.code(), Some(1), "{status}");
-        let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
-        project.session(cli, &api, "Hello?");
-        let first = &api.turns()[0].body;
+        let first = project.first_request(cli);
         assert_eq!(
-            shown(first, &primer_heading()),
+            shown(&first, &primer_heading()),
             0,
             "{}: {said}: the CLI skips the hooks",
             cli.bin
@@ -53,10 +51,8 @@ fn skipped_until_undone(cli: &Cli, edits: &[Edit]) -> Project {
     for (_, said) in edits {
         assert!(!status.contains(said), "{status}");
     }
-    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
-    project.session(cli, &api, "Hello?");
     assert_eq!(
-        shown(&api.turns()[0].body, &primer_heading()),
+        shown(&project.first_request(cli), &primer_heading()),
         1,
         "{}",
         cli.bin
@@ -224,10 +220,8 @@ fn gemini_cli_runs_the_hooks_polisd_installs_into_settings_with_comments() {
         status.contains("3 hook(s), acting as agent-under-test") && !status.contains("problem"),
         "{status}"
     );
-    let api = ModelApi::start(|_, _| Turn::Text("hello".into()));
-    project.session(&GEMINI, &api, "Hello?");
     assert_eq!(
-        shown(&api.turns()[0].body, &primer_heading()),
+        shown(&project.first_request(&GEMINI), &primer_heading()),
         1,
         "Gemini CLI ran the primer hook from the commented settings"
     );

@@ -345,6 +345,15 @@ impl Style {
             final_newline: text.ends_with('\n'),
         }
     }
+
+    /// The line end of the file: CRLF if it has one.
+    fn eol(&self) -> &'static str {
+        if self.crlf {
+            "\r\n"
+        } else {
+            "\n"
+        }
+    }
 }
 
 fn render(value: &Json, style: &Style) -> String {
@@ -423,15 +432,6 @@ fn strip_ours(edit: &mut jsonc::Edit, groups: &jsonc::Node, cli: Cli) -> (Vec<us
     (gone_groups, removed)
 }
 
-/// The line end of a text: CRLF if it has one.
-fn eol_of(text: &str) -> &'static str {
-    if text.contains("\r\n") {
-        "\r\n"
-    } else {
-        "\n"
-    }
-}
-
 /// The settings text with polisd's hooks for `cli` installed (replacing any polisd installed
 /// before). Every byte of the file that is not polisd's stays as it was, comments included:
 /// the edit removes polisd's old handlers and appends its groups (and the `hooks` object or
@@ -450,7 +450,7 @@ pub fn install(cli: Cli, existing: Option<&str>, bin: &str) -> Result<String, Co
         let root = Json::Obj(vec![("hooks".into(), hooks_of(None))]);
         return Ok(render(&root, &style));
     };
-    let mut edit = jsonc::Edit::new(body, &style.indent, eol_of(body));
+    let mut edit = jsonc::Edit::new(body, &style.indent, style.eol());
     match doc.root.member("hooks").map(|m| &m.value) {
         None => edit.change(
             &doc.root,
@@ -516,7 +516,7 @@ pub fn uninstall(cli: Cli, existing: Option<&str>) -> Result<Option<String>, Con
         return Ok(None);
     };
     let style = Style::of(existing);
-    let mut edit = jsonc::Edit::new(body, &style.indent, eol_of(body));
+    let mut edit = jsonc::Edit::new(body, &style.indent, style.eol());
     let mut removed = 0;
     let mut emptied = Vec::new();
     for (e, event) in events.items.iter().enumerate() {

@@ -144,15 +144,8 @@ pub fn without_load(text: Option<&str>) -> Result<Option<String>, AiderConfigErr
     }
     let text = text.unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
-    let mut at = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.starts_with("load:"));
     // A comment a person put after polisd's line goes with it (`dropped_comments` tells).
-    let edited = match (at.next(), at.next()) {
-        (Some((i, _)), None) => Some(splice(&lines, i, 1, &[], text)),
-        _ => None,
-    };
+    let edited = key_line(&lines, "load").map(|i| splice(&lines, i, 1, &[], text));
     verified_load(edited, &entries, None, UNSET_LOAD_BY_HAND).map(Some)
 }
 
@@ -504,10 +497,7 @@ pub fn bad_values(text: Option<&str>) -> Vec<BadValue> {
             let key = k.as_str()?;
             let (_, takes) = CHECKED_VALUES.iter().find(|(c, _)| *c == key)?;
             let (aider_says, fix) = refused_value(*takes, v)?;
-            let line = text
-                .lines()
-                .position(|l| l.strip_prefix(key).is_some_and(|r| r.starts_with(':')))
-                .map(|i| i + 1);
+            let line = text.lines().position(|l| starts_key(l, key)).map(|i| i + 1);
             Some(BadValue {
                 key: key.to_string(),
                 line,
@@ -575,7 +565,7 @@ pub fn with_bridge(text: Option<&str>) -> Result<String, AiderConfigError> {
         return Ok(NEW_CONFIG.to_string());
     };
     let lines: Vec<&str> = text.lines().collect();
-    let edited = match read_line(&lines) {
+    let edited = match key_line(&lines, "read") {
         // No `read:` key: one line at the end.
         None if !entries.iter().any(|(k, _)| k.as_str() == Some("read")) => {
             let mut out = text.to_string();
@@ -629,7 +619,7 @@ pub fn without_bridge(text: Option<&str>) -> Result<Option<String>, AiderConfigE
     wanted.remove(pos);
     let lines: Vec<&str> = text.lines().collect();
     // A comment on a line that goes goes with it; one on a line that stays stays.
-    let edited = read_line(&lines).and_then(|at| {
+    let edited = key_line(&lines, "read").and_then(|at| {
         let (value, comment) = split_comment(&lines[at]["read:".len()..]);
         let rest = value.trim();
         if rest.is_empty() {
@@ -652,12 +642,17 @@ pub fn without_bridge(text: Option<&str>) -> Result<Option<String>, AiderConfigE
     verified(edited, &entries, &wanted, REMOVE_BY_HAND).map(Some)
 }
 
-/// The one line that starts the top-level `read:` key, if there is exactly one.
-fn read_line(lines: &[&str]) -> Option<usize> {
+/// Whether `line` starts the top-level `key:`.
+fn starts_key(line: &str, key: &str) -> bool {
+    line.strip_prefix(key).is_some_and(|r| r.starts_with(':'))
+}
+
+/// The one line that starts the top-level `key:`, if there is exactly one.
+fn key_line(lines: &[&str], key: &str) -> Option<usize> {
     let mut found = lines
         .iter()
         .enumerate()
-        .filter(|(_, l)| l.starts_with("read:"))
+        .filter(|(_, l)| starts_key(l, key))
         .map(|(i, _)| i);
     let first = found.next()?;
     found.next().is_none().then_some(first)

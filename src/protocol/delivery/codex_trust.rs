@@ -124,10 +124,7 @@ pub fn handler_hash(
         "SessionEnd" | "Interrupt" => timeout.unwrap_or(1).clamp(1, 3),
         _ => timeout.unwrap_or(600).max(1),
     };
-    // Codex passes the form through TOML, whose integers stop at i64::MAX.
-    let limit = optional(handler.get("additionalContextLimit"), |v| {
-        v.as_u64().is_some_and(|n| i64::try_from(n).is_ok())
-    })?;
+    let limit = optional(handler.get("additionalContextLimit"), fits_i64)?;
     let asynchronous = match handler.get("async") {
         None => false,
         Some(v) => v.as_bool()?,
@@ -149,9 +146,8 @@ pub fn handler_hash(
         "hooks",
         Value::Array(vec![serde_json::to_value(form).ok()?]),
     );
-    let takes_matcher = !matches!(event, "UserPromptSubmit" | "Stop" | "Interrupt");
     if let Some(matcher) = optional(group.get("matcher"), Value::is_string)? {
-        if takes_matcher {
+        if takes_matcher(event) {
             identity.insert("matcher", matcher);
         }
     }
@@ -161,6 +157,18 @@ pub fn handler_hash(
         "sha256:{}",
         crate::protocol::digest::sha256_hex(&bytes)
     ))
+}
+
+/// Whether Codex reads a group's matcher on `event`: it ignores one on the events that take
+/// none.
+pub fn takes_matcher(event: &str) -> bool {
+    !matches!(event, "UserPromptSubmit" | "Stop" | "Interrupt")
+}
+
+/// Whether Codex takes `value` where it wants a whole number it passes through TOML, whose
+/// integers stop at i64::MAX.
+pub fn fits_i64(value: &serde_json::Value) -> bool {
+    value.as_u64().is_some_and(|n| i64::try_from(n).is_ok())
 }
 
 /// `PostToolUse` → `post_tool_use`, as Codex names an event in its keys.

@@ -11,10 +11,8 @@
 //! The tree is [`Json`], whose objects keep their keys in file order. Pure: text in, tree or
 //! text out. Must never panic on any input (nesting is bounded).
 
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
-use serde::{Deserialize, Serialize};
-use std::fmt;
+use serde::Serialize;
 
 /// A JSON value whose objects keep their keys in file order.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,58 +74,6 @@ impl Serialize for Json {
                 map.end()
             }
         }
-    }
-}
-
-impl<'de> Deserialize<'de> for Json {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Json;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_unit<E>(self) -> Result<Json, E> {
-                Ok(Json::Null)
-            }
-            fn visit_bool<E>(self, b: bool) -> Result<Json, E> {
-                Ok(Json::Bool(b))
-            }
-            fn visit_i64<E>(self, n: i64) -> Result<Json, E> {
-                Ok(Json::Num(n.into()))
-            }
-            fn visit_u64<E>(self, n: u64) -> Result<Json, E> {
-                Ok(Json::Num(n.into()))
-            }
-            fn visit_f64<E: de::Error>(self, n: f64) -> Result<Json, E> {
-                serde_json::Number::from_f64(n)
-                    .map(Json::Num)
-                    .ok_or_else(|| E::custom("a number JSON cannot hold"))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Json, E> {
-                Ok(Json::Str(s.to_string()))
-            }
-            fn visit_string<E>(self, s: String) -> Result<Json, E> {
-                Ok(Json::Str(s))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Json, A::Error> {
-                let mut out = Vec::new();
-                while let Some(v) = a.next_element()? {
-                    out.push(v);
-                }
-                Ok(Json::Arr(out))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Json, A::Error> {
-                let mut out: Vec<(String, Json)> = Vec::new();
-                while let Some((k, v)) = a.next_entry::<String, Json>()? {
-                    // A repeated key: the last one wins, as in every JSON reader the CLIs use.
-                    out.retain(|(old, _)| *old != k);
-                    out.push((k, v));
-                }
-                Ok(Json::Obj(out))
-            }
-        }
-        d.deserialize_any(V)
     }
 }
 
@@ -444,11 +390,22 @@ impl Parser<'_> {
             }
         }
         let token = self.text.get(start..self.at).unwrap_or("");
-        serde_json::from_str::<Json>(token).map_err(|e| {
-            self.at = start;
-            let reason = e.to_string();
-            self.error(reason.split(" at line").next().unwrap_or("expected value"))
-        })
+        match serde_json::from_str::<serde_json::Value>(token) {
+            Ok(serde_json::Value::Null) => Ok(Json::Null),
+            Ok(serde_json::Value::Bool(b)) => Ok(Json::Bool(b)),
+            Ok(serde_json::Value::Number(n)) => Ok(Json::Num(n)),
+            Ok(serde_json::Value::String(s)) => Ok(Json::Str(s)),
+            // The token holds no bracket: containers are read above.
+            Ok(_) => {
+                self.at = start;
+                Err(self.error("expected value"))
+            }
+            Err(e) => {
+                self.at = start;
+                let reason = e.to_string();
+                Err(self.error(reason.split(" at line").next().unwrap_or("expected value")))
+            }
+        }
     }
 }
 

@@ -20,7 +20,7 @@
 //! Pure: settings text in, one line per reason out, each saying what to change.
 
 use crate::protocol::delivery::agent_hooks::{self, is_ours, Cli};
-use crate::protocol::delivery::codex_trust::CODEX_EVENTS;
+use crate::protocol::delivery::codex_trust::{fits_i64, takes_matcher, CODEX_EVENTS};
 use crate::protocol::delivery::jsonc::{Doc, Duplicate, Step};
 use serde_json::Value;
 
@@ -32,35 +32,41 @@ fn read(cli: Cli, path: &str, text: Option<&str>) -> Option<(Doc, Value)> {
     Some((doc, value))
 }
 
-/// Why `cli` skips polisd's hooks in `text` (the file `path`, as it is or as install is about
-/// to write it). A text that is not a JSON object says nothing here: `installed` reports it.
-pub fn skipped(cli: Cli, path: &str, text: Option<&str>) -> Vec<String> {
-    if let Some(line) = byte_order_mark(cli, path, text) {
-        return vec![line];
-    }
-    let Some((doc, root)) = read(cli, path, text) else {
-        return Vec::new();
-    };
-    match cli {
-        Cli::Codex => codex(path, &doc, &root),
-        Cli::Gemini => gemini(path, &root),
-        Cli::Claude => claude(path, &root),
+/// What `cli` makes of a settings text, from one reading of it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// Why it skips polisd's hooks, one line per reason, each saying what to change.
+    pub reasons: Vec<String>,
+    /// Whether it refuses the whole file, every hook in it: then whether the person trusts
+    /// the hooks does not matter, and is not worth a word.
+    pub whole: bool,
+}
+
+impl Skipped {
+    fn whole(reason: String) -> Skipped {
+        Skipped {
+            reasons: vec![reason],
+            whole: true,
+        }
     }
 }
 
-/// Whether `cli` refuses the whole file `text`, every hook in it: then whether the person
-/// trusts the hooks does not matter, and is not worth a word.
-pub fn refused_whole(cli: Cli, text: Option<&str>) -> bool {
-    if byte_order_mark(cli, cli.settings_path(), text).is_some() {
-        return true;
+/// Why `cli` skips polisd's hooks in `text` (the file `path`, as it is or as install is about
+/// to write it). A text that is not a JSON object says nothing here: `installed` reports it.
+pub fn skipped(cli: Cli, path: &str, text: Option<&str>) -> Skipped {
+    if let Some(line) = byte_order_mark(cli, path, text) {
+        return Skipped::whole(line);
     }
-    let Some((doc, root)) = read(cli, cli.settings_path(), text) else {
-        return false;
+    let Some((doc, root)) = read(cli, path, text) else {
+        return Skipped::default();
     };
     match cli {
-        Cli::Codex => codex_repeated(&doc, &root).is_some() || codex_refusal(&root).is_some(),
-        Cli::Claude => claude_refusal(&root).is_some(),
-        Cli::Gemini => false,
+        Cli::Codex => codex(path, &doc, &root),
+        Cli::Gemini => Skipped {
+            reasons: gemini(path, &root),
+            whole: false,
+        },
+        Cli::Claude => claude(path, &root),
     }
 }
 
@@ -168,29 +174,31 @@ fn our_groups(cli: Cli, root: &Value) -> Vec<(&str, &Value)> {
         .collect()
 }
 
-fn codex(path: &str, doc: &Doc, root: &Value) -> Vec<String> {
+fn codex(path: &str, doc: &Doc, root: &Value) -> Skipped {
     if let Some(d) = codex_repeated(doc, root) {
-        return vec![repeated_line(path, d)];
+        return Skipped::whole(repeated_line(path, d));
     }
     if let Some(reason) = codex_refusal(root) {
-        return vec![format!(
+        return Skipped::whole(format!(
             "{path}: Codex CLI refuses the whole file ({reason}) and runs none of its hooks: fix that (it takes only `hooks` and `description` at the top)"
-        )];
+        ));
     }
     let mut out = Vec::new();
     for (event, group) in our_groups(Cli::Codex, root) {
-        let takes_matcher = !matches!(event, "UserPromptSubmit" | "Stop" | "Interrupt");
         let Some(matcher) = group.get("matcher").and_then(Value::as_str) else {
             continue;
         };
-        if takes_matcher && !codex_matcher_valid(matcher) {
+        if takes_matcher(event) && !codex_matcher_valid(matcher) {
             out.push(format!(
                 "{path}: Codex CLI skips polisd's {event} group, whose matcher {} is not a valid regex: use \"*\" (every tool) or a valid pattern",
                 quoted(matcher)
             ));
         }
     }
-    out
+    Skipped {
+        reasons: out,
+        whole: false,
+    }
 }
 
 /// Codex's test of a matcher: every occurrence (`*`, empty), plain names joined by `|`, else
@@ -274,11 +282,6 @@ const CODEX_OPTIONAL: [Field; 5] = [
     ("additionalContextLimit", fits_i64, "a whole number"),
 ];
 
-/// Codex passes the limit through TOML, whose integers stop at i64::MAX.
-fn fits_i64(v: &Value) -> bool {
-    v.as_u64().is_some_and(|n| i64::try_from(n).is_ok())
-}
-
 /// Why Codex would not take one handler: its `type` (`command`, `prompt` or `agent`), and
 /// for a command the types of the fields it reads.
 fn codex_handler_refusal(handler: &Value) -> Option<String> {
@@ -329,9 +332,11 @@ const CLAUDE_MODES: [&str; 7] = [
     "manual",
 ];
 
-fn claude(path: &str, root: &Value) -> Vec<String> {
+fn claude(path: &str, root: &Value) -> Skipped {
     let mut out = Vec::new();
-    if let Some(reason) = claude_refusal(root) {
+    let refusal = claude_refusal(root);
+    let whole = refusal.is_some();
+    if let Some(reason) = refusal {
         out.push(format!(
             "{path}: Claude Code skips the whole file, its hooks too, for {reason}: fix it (`claude` shows the settings errors at start)"
         ));
@@ -352,7 +357,10 @@ fn claude(path: &str, root: &Value) -> Vec<String> {
             ));
         }
     }
-    out
+    Skipped {
+        reasons: out,
+        whole,
+    }
 }
 
 /// The first error Claude Code's schema finds in the settings a team commonly edits.
@@ -432,24 +440,21 @@ fn gemini(path: &str, root: &Value) -> Vec<String> {
         if m.is_empty() || m == "*" {
             continue;
         }
-        let never = match event {
-            // The session's source, compared as text.
-            "SessionStart" => !["startup", "resume", "clear"].contains(&m),
-            // A tool's name, by regex; a pattern JavaScript refuses is compared as text.
-            "AfterTool" => !js_regex_valid(m),
-            _ => false,
-        };
-        if never {
-            let how = if event == "SessionStart" {
+        // How Gemini CLI compares the matcher, where that can never match.
+        let how = match event {
+            "SessionStart" if !["startup", "resume", "clear"].contains(&m) => {
                 "compares it with the session's source (startup, resume or clear) as plain text"
-            } else {
+            }
+            // A pattern JavaScript refuses is compared as text.
+            "AfterTool" if !js_regex_valid(m) => {
                 "finds it no valid regex and compares it with a tool's name as plain text"
-            };
-            out.push(format!(
-                "{path}: Gemini CLI {how}, so polisd's {event} group (matcher {}) never runs: remove the matcher or use \"*\"",
-                quoted(matcher)
-            ));
-        }
+            }
+            _ => continue,
+        };
+        out.push(format!(
+            "{path}: Gemini CLI {how}, so polisd's {event} group (matcher {}) never runs: remove the matcher or use \"*\"",
+            quoted(matcher)
+        ));
     }
     out
 }
@@ -494,12 +499,14 @@ mod tests {
         for cli in Cli::ALL {
             let text = install(cli, None, "polisd").unwrap();
             assert_eq!(
-                skipped(cli, cli.settings_path(), Some(&text)),
+                skipped(cli, cli.settings_path(), Some(&text)).reasons,
                 Vec::<String>::new()
             );
         }
-        assert!(skipped(Cli::Codex, "x", Some("not json")).is_empty());
-        assert!(skipped(Cli::Codex, "x", None).is_empty());
+        assert!(skipped(Cli::Codex, "x", Some("not json"))
+            .reasons
+            .is_empty());
+        assert!(skipped(Cli::Codex, "x", None).reasons.is_empty());
     }
 
     #[test]
@@ -529,7 +536,7 @@ mod tests {
             ),
         ];
         for (edit, said) in cases {
-            let reasons = skipped(Cli::Codex, p, Some(&edited(Cli::Codex, edit)));
+            let reasons = skipped(Cli::Codex, p, Some(&edited(Cli::Codex, edit))).reasons;
             assert_eq!(reasons.len(), 1, "{reasons:?}");
             assert!(reasons[0].contains(said), "{said}: {reasons:?}");
             assert!(reasons[0].contains("refuses the whole file"));
@@ -543,7 +550,10 @@ mod tests {
                 "hooks": [{"type": "prompt", "prompt": 3},
                           {"type": "command", "command": "x", "timeout": null, "name": "n"}]}]);
         });
-        assert_eq!(skipped(Cli::Codex, p, Some(&ignored)), Vec::<String>::new());
+        assert_eq!(
+            skipped(Cli::Codex, p, Some(&ignored)).reasons,
+            Vec::<String>::new()
+        );
     }
 
     #[test]
@@ -579,14 +589,14 @@ mod tests {
         ];
         for (from, to, said, line) in refused {
             let text = installed.replacen(from, to, 1);
-            let reasons = skipped(Cli::Codex, p, Some(&text));
+            let Skipped { reasons, whole } = skipped(Cli::Codex, p, Some(&text));
             assert_eq!(reasons.len(), 1, "{text}: {reasons:?}");
             assert!(reasons[0].contains(said), "{said}: {reasons:?}");
             assert!(
                 reasons[0].starts_with(&format!("{p} line {line}: ")),
                 "{reasons:?}"
             );
-            assert!(refused_whole(Cli::Codex, Some(&text)));
+            assert!(whole);
             assert_eq!(
                 refused_edit(Cli::Codex, p, Some(&text)).as_ref(),
                 reasons.first()
@@ -601,14 +611,13 @@ mod tests {
             let text = installed.replacen(from, to, 1);
             assert_eq!(
                 skipped(Cli::Codex, p, Some(&text)),
-                Vec::<String>::new(),
+                Skipped::default(),
                 "{text}"
             );
-            assert!(!refused_whole(Cli::Codex, Some(&text)));
         }
         // Claude Code and Gemini CLI read such a file as JSON.parse does: the last one wins.
         let text = installed.replacen("\"timeout\": 10", "\"timeout\": 10, \"timeout\": 5", 1);
-        assert!(skipped(Cli::Claude, p, Some(&text)).is_empty());
+        assert!(skipped(Cli::Claude, p, Some(&text)).reasons.is_empty());
     }
 
     #[test]
@@ -617,9 +626,9 @@ mod tests {
             let path = cli.settings_path();
             let marked = format!("\u{feff}{}", edited(cli, |_| {}));
             let refused = cli != Cli::Claude;
-            assert_eq!(refused_whole(cli, Some(&marked)), refused, "{cli:?}");
+            let Skipped { reasons, whole } = skipped(cli, path, Some(&marked));
+            assert_eq!(whole, refused, "{cli:?}");
             assert_eq!(refused_edit(cli, path, Some(&marked)).is_some(), refused);
-            let reasons = skipped(cli, path, Some(&marked));
             assert_eq!(reasons.len(), usize::from(refused), "{reasons:?}");
             assert!(reasons.iter().all(|r| r.contains("byte-order mark")));
         }
@@ -631,20 +640,23 @@ mod tests {
         let bad = edited(Cli::Codex, |v| {
             v["hooks"]["PostToolUse"][0]["matcher"] = "Edit(".into()
         });
-        let reasons = skipped(Cli::Codex, p, Some(&bad));
+        let reasons = skipped(Cli::Codex, p, Some(&bad)).reasons;
         assert_eq!(reasons.len(), 1, "{reasons:?}");
         assert!(reasons[0].contains("PostToolUse") && reasons[0].contains("\"Edit(\""));
         for fine in ["", "*", "Edit|Write", "mcp__.*", "^Bash$"] {
             let ok = edited(Cli::Codex, |v| {
                 v["hooks"]["PostToolUse"][0]["matcher"] = fine.into()
             });
-            assert!(skipped(Cli::Codex, p, Some(&ok)).is_empty(), "{fine}");
+            assert!(
+                skipped(Cli::Codex, p, Some(&ok)).reasons.is_empty(),
+                "{fine}"
+            );
         }
         // UserPromptSubmit takes no matcher: Codex ignores it.
         let ignored = edited(Cli::Codex, |v| {
             v["hooks"]["UserPromptSubmit"][0]["matcher"] = "[".into()
         });
-        assert!(skipped(Cli::Codex, p, Some(&ignored)).is_empty());
+        assert!(skipped(Cli::Codex, p, Some(&ignored)).reasons.is_empty());
     }
 
     #[test]
@@ -675,8 +687,10 @@ mod tests {
             ),
         ];
         for (edit, said) in whole {
-            let reasons = skipped(Cli::Claude, p, Some(&edited(Cli::Claude, edit)));
+            let Skipped { reasons, whole } =
+                skipped(Cli::Claude, p, Some(&edited(Cli::Claude, edit)));
             assert_eq!(reasons.len(), 1, "{reasons:?}");
+            assert!(whole, "{said}");
             assert!(reasons[0].contains(said), "{said}: {reasons:?}");
         }
         let fine = edited(Cli::Claude, |v| {
@@ -685,15 +699,20 @@ mod tests {
             v["env"] = serde_json::json!({"A": 1});
             v["hooks"]["Stop"] = serde_json::json!([{"matcher": 3, "hooks": [{"command": "x"}]}]);
         });
-        assert_eq!(skipped(Cli::Claude, p, Some(&fine)), Vec::<String>::new());
+        assert_eq!(
+            skipped(Cli::Claude, p, Some(&fine)).reasons,
+            Vec::<String>::new()
+        );
         let bad = edited(Cli::Claude, |v| {
             v["hooks"]["SessionStart"][0]["matcher"] = "[".into()
         });
-        assert!(skipped(Cli::Claude, p, Some(&bad))[0].contains("SessionStart matcher \"[\""));
+        assert!(
+            skipped(Cli::Claude, p, Some(&bad)).reasons[0].contains("SessionStart matcher \"[\"")
+        );
         let plain = edited(Cli::Claude, |v| {
             v["hooks"]["PostToolUse"][0]["matcher"] = "Edit, Write".into()
         });
-        assert!(skipped(Cli::Claude, p, Some(&plain)).is_empty());
+        assert!(skipped(Cli::Claude, p, Some(&plain)).reasons.is_empty());
     }
 
     #[test]
@@ -710,7 +729,7 @@ mod tests {
             let text = edited(Cli::Gemini, |v| {
                 v["hooks"][event][0]["matcher"] = matcher.into()
             });
-            let reasons = skipped(Cli::Gemini, p, Some(&text));
+            let reasons = skipped(Cli::Gemini, p, Some(&text)).reasons;
             assert_eq!(reasons.len(), usize::from(never), "{matcher}: {reasons:?}");
         }
     }
