@@ -123,16 +123,30 @@ pub fn with_load(text: Option<&str>) -> Result<String, AiderConfigError> {
     }
     let text = text.unwrap_or_default();
     // Only an absent key gets a line; a `load:` left empty is the team's to fill or remove.
-    let edited = (!entries.iter().any(|(k, _)| k.as_str() == Some("load"))).then(|| {
-        let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
-        let mut out = text.to_string();
-        if !out.is_empty() && !out.ends_with('\n') {
-            out.push_str(eol);
-        }
-        out.push_str(&format!("load: {LOAD_FILE}{eol}"));
-        out
-    });
+    let edited = (!entries.iter().any(|(k, _)| k.as_str() == Some("load")))
+        .then(|| with_last_line(text, &format!("load: {LOAD_FILE}")));
     verified_load(edited, &entries, Some(LOAD_FILE), SET_LOAD_BY_HAND)
+}
+
+/// The line end `text` uses: CRLF if any line has one.
+fn line_end(text: &str) -> &'static str {
+    if text.contains("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    }
+}
+
+/// `text` with `line` added as its last line, in the line ends the text already uses.
+fn with_last_line(text: &str, line: &str) -> String {
+    let eol = line_end(text);
+    let mut out = text.to_string();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push_str(eol);
+    }
+    out.push_str(line);
+    out.push_str(eol);
+    out
 }
 
 /// The config without `load:` naming polisd's command file, or `None` when it names another
@@ -568,14 +582,7 @@ pub fn with_bridge(text: Option<&str>) -> Result<String, AiderConfigError> {
     let edited = match key_line(&lines, "read") {
         // No `read:` key: one line at the end.
         None if !entries.iter().any(|(k, _)| k.as_str() == Some("read")) => {
-            let mut out = text.to_string();
-            if !out.ends_with('\n') {
-                out.push('\n');
-            }
-            out.push_str("read: ");
-            out.push_str(BRIDGE_FILE);
-            out.push('\n');
-            Some(out)
+            Some(with_last_line(text, &format!("read: {BRIDGE_FILE}")))
         }
         None => None,
         Some(at) => {
@@ -751,7 +758,7 @@ fn splice(lines: &[&str], at: usize, count: usize, new: &[&str], text: &str) -> 
     out.extend_from_slice(&lines[..at]);
     out.extend_from_slice(new);
     out.extend_from_slice(&lines[at + count..]);
-    let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let eol = line_end(text);
     let mut joined = out.join(eol);
     if text.ends_with('\n') && !joined.is_empty() {
         joined.push_str(eol);
@@ -824,6 +831,7 @@ mod tests {
                 "read:\n- CONVENTIONS.md\n- AGENTS.md\nmodel: x\n",
             ),
             ("model: x\r\nread: a.md\r\n", "model: x\r\nread: [a.md, AGENTS.md]\r\n"),
+            ("model: x\r\n", "model: x\r\nread: AGENTS.md\r\n"),
         ];
         for (before, after) in cases {
             assert_eq!(added(before), after, "from {before:?}");
