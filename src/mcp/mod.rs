@@ -22,6 +22,7 @@
 //! sent one answer, so the client never learned of one of its writes.
 
 mod arguments;
+mod catalog;
 mod refusal;
 mod tools;
 
@@ -197,7 +198,7 @@ impl ServerHandler for PolisServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools::list().to_vec()))
+        Ok(ListToolsResult::with_all_items(catalog::list().to_vec()))
     }
 
     async fn call_tool(

@@ -302,8 +302,9 @@ pub fn named(tool: &Tool, arg: Arg) -> String {
 
 #[cfg(test)]
 mod tests {
+    use crate::mcp::catalog::list;
     use crate::mcp::tools::tests::{args, call, done};
-    use crate::mcp::tools::{list, Outcome};
+    use crate::mcp::tools::Outcome;
     use serde_json::{json, Value};
 
     /// Every refusal that suggests something an MCP tool does names that tool and what to pass
