@@ -124,7 +124,7 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
 /// Answers 503 to a request not done within [`server::REQUEST_TIMEOUT`] (a slow body, a stuck
 /// page), so no request holds a connection slot for long; the event stream is exempt.
 async fn within_time(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    if request.uri().path().ends_with("/events") {
+    if request.method() == axum::http::Method::GET && is_event_stream(request.uri().path()) {
         return next.run(request).await;
     }
     match tokio::time::timeout(server::REQUEST_TIMEOUT, next.run(request)).await {
@@ -135,6 +135,16 @@ async fn within_time(request: axum::extract::Request, next: axum::middleware::Ne
         )
             .into_response(),
     }
+}
+
+/// Whether `path` is an event stream's, `/p/{n}/events`: only that address may stay open (a
+/// console action named `events` takes a body, which must come in time like any other).
+fn is_event_stream(path: &str) -> bool {
+    let mut parts = path.trim_start_matches('/').split('/');
+    parts.next() == Some("p")
+        && parts.next().is_some_and(|n| n.parse::<usize>().is_ok())
+        && parts.next() == Some("events")
+        && parts.next().is_none()
 }
 
 fn asset(kind: &'static str, body: &'static str) -> Response {

@@ -166,6 +166,29 @@ fn connections_that_never_read_their_answers_give_their_slots_back() {
     drop(stuck);
 }
 
+/// A form whose body never comes is answered 503 within the request timeout wherever it is
+/// sent: an action's address that ends in `/events`, like the event stream's, is no exception.
+#[test]
+fn a_form_whose_body_never_comes_is_answered_503_even_at_an_address_ending_in_events() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    for path in ["/p/0/act/message", "/p/0/act/events"] {
+        let mut c = TcpStream::connect(s.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(25))).unwrap();
+        write!(
+            c,
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ncsrf=",
+            s.addr.port()
+        )
+        .unwrap();
+        let mut answer = [0u8; 64];
+        let n = c.read(&mut answer).unwrap_or(0);
+        let answer = String::from_utf8_lossy(&answer[..n]);
+        assert!(answer.starts_with("HTTP/1.1 503"), "{path}: {answer:?}");
+    }
+}
+
 /// A runaway chronicle line (100 KB on one line) is quoted by its start and size in the
 /// overview's findings, as `polisd check` quotes it: the table stays a few lines.
 #[test]
