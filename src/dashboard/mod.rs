@@ -27,6 +27,7 @@ use view::queue;
 
 use crate::daemon::{Change, DaemonView, Sidecar};
 use anyhow::Context as _;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Extension, Path as UrlPath, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -87,8 +88,12 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
             get(
                 move |State(site): State<Arc<Site>>,
                       Extension(csrf): Extension<security::Csrf>,
-                      UrlPath(params): UrlPath<HashMap<String, String>>,
+                      params: Result<UrlPath<HashMap<String, String>>, PathRejection>,
                       Query(query): Query<HashMap<String, String>>| async move {
+                    // A segment that is not UTF-8 once decoded names no polis and no record.
+                    let Ok(UrlPath(params)) = params else {
+                        return not_found("There is no such page on this dashboard.");
+                    };
                     render_page(site, page, params, query, csrf.token).await
                 },
             ),
@@ -258,8 +263,11 @@ fn not_found(message: &str) -> Response {
     (StatusCode::NOT_FOUND, Html(body.into_string())).into_response()
 }
 
-async fn to_polis(UrlPath(n): UrlPath<usize>) -> Redirect {
-    Redirect::permanent(&format!("/p/{n}/"))
+async fn to_polis(n: Result<UrlPath<String>, PathRejection>) -> Response {
+    match n.ok().and_then(|UrlPath(n)| n.parse::<usize>().ok()) {
+        Some(n) => Redirect::permanent(&format!("/p/{n}/")).into_response(),
+        None => not_found("This dashboard shows no polis of that number."),
+    }
 }
 
 async fn render_page(

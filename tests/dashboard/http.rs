@@ -390,6 +390,13 @@ fn unknown_pages_and_actions_opened_by_link_answer_a_page_that_says_so() {
         "/nowhere",
         "/p/7/",
         "/p/0/citizens/a/b",
+        // No polis number, or an id no file can have (not UTF-8 once decoded): no such page
+        // either, said the same way, never the router's plain "Invalid URL".
+        "/p/abc",
+        "/p/-1",
+        "/p/%FF/",
+        "/p/0/contracts/%FF",
+        "/p/0/citizens/%C0%AE%C0%AE",
     ] {
         let r = get(&s, path);
         assert_eq!(r.status, 404, "{path}");
