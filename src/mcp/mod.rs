@@ -321,10 +321,11 @@ impl InFlight {
     }
 
     /// Takes `message`'s id if it is a request: `false` when a request with that id is still
-    /// being answered. Only a request the SDK answers by its id counts (JSON-RPC 2.0, a number
-    /// or string id, object params): the SDK answers a malformed one without its id, which
-    /// would hold the id forever. A cancelled request may go unanswered: its id is free again.
-    fn take(&self, message: &Value) -> bool {
+    /// being answered. Only a message the SDK reads as a request counts, read from its `text`
+    /// as the SDK reads it: it answers any other (a wrong `jsonrpc`, params or `_meta` of the
+    /// wrong type, a `result` beside the method, a key given twice) without its id, which would
+    /// hold the id forever. A cancelled request may go unanswered: its id is free again.
+    fn take(&self, message: &Value, text: &str) -> bool {
         let Some(method) = message.get("method").and_then(Value::as_str) else {
             return true;
         };
@@ -333,12 +334,12 @@ impl InFlight {
                 self.ids().remove(&id.to_string());
             }
         }
-        let well_formed = message.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
-            && message.get("params").is_none_or(Value::is_object);
-        match message.get("id") {
-            Some(id @ (Value::Number(_) | Value::String(_))) if well_formed => {
-                self.ids().insert(id.to_string())
-            }
+        let id = match message.get("id") {
+            Some(id @ (Value::Number(_) | Value::String(_))) => id,
+            _ => return true,
+        };
+        match serde_json::from_str::<rmcp::model::ClientJsonRpcMessage>(text) {
+            Ok(rmcp::model::JsonRpcMessage::Request(_)) => self.ids().insert(id.to_string()),
             _ => true,
         }
     }
@@ -413,7 +414,7 @@ fn screen(line: &[u8], truncated: bool, in_flight: &InFlight) -> Screened {
             .and_then(|id| serde_json::from_value(id.clone()).ok());
         return Screened::Answer(error_line(id, McpError::invalid_params(why, None)));
     }
-    if !in_flight.take(&message) {
+    if !in_flight.take(&message, text) {
         let id = message.get("id").cloned().unwrap_or_default();
         return Screened::Answer(error_line(
             serde_json::from_value(id.clone()).ok(),

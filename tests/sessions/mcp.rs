@@ -428,6 +428,9 @@ fn mcp_refuses_a_request_whose_id_is_still_being_answered() {
     for bad in [
         r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":5}"#,
         r#"{"jsonrpc":"1.0","id":6,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"ping","params":{"_meta":5}}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"ping","result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"ping","id":6}"#,
     ] {
         mcp.send(bad);
         assert_eq!(mcp.response(Value::Null)["error"]["code"], -32600);
