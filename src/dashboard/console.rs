@@ -253,8 +253,12 @@ fn field_of(action: &str, arg: Arg) -> Option<&'static str> {
 fn field_named(action: &str, field: &str) -> String {
     match label(action, field) {
         Some(label) => format!("the \"{label}\" field"),
-        // Not typed by the person (the contract, the notice, the token): the page put it there.
-        None => format!("the form's hidden field `{field}`"),
+        // Not typed by the person (the contract, the notice, the token): the page put it there,
+        // or the client made it up, so it is quoted as a value polisd did not write.
+        None => format!(
+            "the form's hidden field `{}`",
+            crate::protocol::finding::quoted(field)
+        ),
     }
 }
 
@@ -335,6 +339,20 @@ mod tests {
         assert_eq!(
             named("override", Arg::Force),
             "`polisd contract claim --force` on the command line"
+        );
+    }
+
+    /// A field no form has is named by what the client sent, quoted as every message quotes a
+    /// value it did not write: a name of 100 KB makes a refusal of a line, not of 100 KB.
+    #[test]
+    fn a_field_no_form_has_is_named_by_a_short_quote() {
+        let name = "n".repeat(100_000);
+        let said = field_named("message", &name);
+        assert!(said.len() < 400, "{} bytes", said.len());
+        assert!(said.contains("(100000 bytes)"), "{said}");
+        assert_eq!(
+            field_named("message", "back"),
+            "the form's hidden field `back`"
         );
     }
 }

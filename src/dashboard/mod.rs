@@ -27,6 +27,7 @@ use view::queue;
 
 use crate::daemon::{Change, DaemonView, Sidecar};
 use anyhow::Context as _;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Extension, Path as UrlPath, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -87,8 +88,12 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
             get(
                 move |State(site): State<Arc<Site>>,
                       Extension(csrf): Extension<security::Csrf>,
-                      UrlPath(params): UrlPath<HashMap<String, String>>,
+                      params: Result<UrlPath<HashMap<String, String>>, PathRejection>,
                       Query(query): Query<HashMap<String, String>>| async move {
+                    // A segment that is not UTF-8 once decoded names no polis and no record.
+                    let Ok(UrlPath(params)) = params else {
+                        return not_found("There is no such page on this dashboard.");
+                    };
                     render_page(site, page, params, query, csrf.token).await
                 },
             ),
@@ -124,7 +129,7 @@ pub fn router(site: Arc<Site>, guard: security::Guard) -> Router {
 /// Answers 503 to a request not done within [`server::REQUEST_TIMEOUT`] (a slow body, a stuck
 /// page), so no request holds a connection slot for long; the event stream is exempt.
 async fn within_time(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    if request.uri().path().ends_with("/events") {
+    if request.method() == axum::http::Method::GET && is_event_stream(request.uri().path()) {
         return next.run(request).await;
     }
     match tokio::time::timeout(server::REQUEST_TIMEOUT, next.run(request)).await {
@@ -135,6 +140,16 @@ async fn within_time(request: axum::extract::Request, next: axum::middleware::Ne
         )
             .into_response(),
     }
+}
+
+/// Whether `path` is an event stream's, `/p/{n}/events`: only that address may stay open (a
+/// console action named `events` takes a body, which must come in time like any other).
+fn is_event_stream(path: &str) -> bool {
+    let mut parts = path.trim_start_matches('/').split('/');
+    parts.next() == Some("p")
+        && parts.next().is_some_and(|n| n.parse::<usize>().is_ok())
+        && parts.next() == Some("events")
+        && parts.next().is_none()
 }
 
 fn asset(kind: &'static str, body: &'static str) -> Response {
@@ -248,8 +263,11 @@ fn not_found(message: &str) -> Response {
     (StatusCode::NOT_FOUND, Html(body.into_string())).into_response()
 }
 
-async fn to_polis(UrlPath(n): UrlPath<usize>) -> Redirect {
-    Redirect::permanent(&format!("/p/{n}/"))
+async fn to_polis(n: Result<UrlPath<String>, PathRejection>) -> Response {
+    match n.ok().and_then(|UrlPath(n)| n.parse::<usize>().ok()) {
+        Some(n) => Redirect::permanent(&format!("/p/{n}/")).into_response(),
+        None => not_found("This dashboard shows no polis of that number."),
+    }
 }
 
 async fn render_page(

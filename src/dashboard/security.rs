@@ -7,7 +7,8 @@
 //!   needs the token printed at start: `?token=…` once (it is then kept in a `SameSite=Strict`,
 //!   `HttpOnly` cookie), the cookie, or `Authorization: Bearer …`. Otherwise 401.
 //! - **Methods.** GET and HEAD everywhere; POST only to the console's actions (`/p/{n}/act/…`),
-//!   405 otherwise. A POST whose `Origin` is not this server gets 403.
+//!   405 otherwise, with the methods the address takes. A POST whose `Origin` is not this
+//!   server gets 403.
 //! - **CSRF.** Every visitor gets a random `polisd_csrf` cookie (`SameSite=Strict`,
 //!   `HttpOnly`) and the pages put the same value in each form; an action runs only when the
 //!   form's `csrf` field equals the cookie ([`Csrf::accepts`]). A page of another site can
@@ -176,13 +177,22 @@ fn refusal(g: &Guard, request: &Request) -> Option<Response> {
     let allowed =
         method == Method::GET || method == Method::HEAD || action && method == Method::POST;
     if !allowed {
-        let mut r = (
-            StatusCode::METHOD_NOT_ALLOWED,
-            "only GET and HEAD here; the console's forms POST to /p/N/act/...\n",
-        )
-            .into_response();
+        // An action's address takes POST alone (GET there is refused too, by the console).
+        let (allow, why) = if action {
+            (
+                "POST",
+                "this address takes a console form (POST) only; use the form on the \
+                 dashboard's page\n",
+            )
+        } else {
+            (
+                "GET, HEAD",
+                "only GET and HEAD here; the console's forms POST to /p/N/act/...\n",
+            )
+        };
+        let mut r = (StatusCode::METHOD_NOT_ALLOWED, why).into_response();
         r.headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            .insert(header::ALLOW, HeaderValue::from_static(allow));
         return Some(r);
     }
     let host = request

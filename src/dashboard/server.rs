@@ -6,6 +6,9 @@
 //!   header timer also runs while a kept-alive connection waits for its next request).
 //! - **Request timeout.** A request (header, body and page) not answered within
 //!   [`REQUEST_TIMEOUT`] gets 503; the event stream is exempt, it is meant to stay open.
+//! - **Write timeout.** A connection whose answer has waited [`WRITE_TIMEOUT`] for the client
+//!   to read any of it is closed: a client that pipelines requests and never reads the answers
+//!   would otherwise hold its slot for good, as no other timer runs while hyper writes.
 //! - **Connection cap.** At most [`Limits::connections`] connections are served at once; one
 //!   more is answered `503` in a single non-blocking write and closed at once, so refused
 //!   connections hold no descriptor and no memory.
@@ -18,15 +21,21 @@
 
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use std::future::Future as _;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Semaphore;
 
 /// How long a request header (or the wait for the next one) may take.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one request may take once its header is read, the event stream excepted.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a write may wait for the client to read before the connection is closed.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Descriptors of the process's limit left to the daemon.
 pub const RESERVED_FDS: usize = 256;
 /// hyper's per-connection read buffer (a header larger than this is refused).
@@ -151,13 +160,93 @@ pub async fn serve(listener: tokio::net::TcpListener, app: Router, limits: Limit
             continue;
         };
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        let connection = http.serve_connection(TokioIo::new(stream), service);
+        let connection = http.serve_connection(TokioIo::new(WriteDeadline::new(stream)), service);
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!("dashboard: a connection ended: {e}");
             }
             drop(slot);
         });
+    }
+}
+
+/// A connection whose writes fail once one has waited [`WRITE_TIMEOUT`] without the client
+/// reading: the timer starts when a write finds the socket full and stops at the next write
+/// that goes through, so a slow but reading client is never cut.
+struct WriteDeadline<T> {
+    io: T,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> WriteDeadline<T> {
+    fn new(io: T) -> WriteDeadline<T> {
+        WriteDeadline { io, stalled: None }
+    }
+
+    /// `written` as it came, the timer stopped when it went through and failed when the
+    /// write has waited too long.
+    fn timed<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        written: Poll<std::io::Result<R>>,
+    ) -> Poll<std::io::Result<R>> {
+        if written.is_ready() {
+            self.stalled = None;
+            return written;
+        }
+        let timer = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(WRITE_TIMEOUT)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client read nothing of its answer for too long",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for WriteDeadline<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let written = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.timed(cx, written)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let written = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.timed(cx, written)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let flushed = Pin::new(&mut self.io).poll_flush(cx);
+        self.timed(cx, flushed)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }
 

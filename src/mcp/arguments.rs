@@ -5,12 +5,14 @@
 //! strings; `enum`, `minimum`, `maximum`, `maxLength`, `maxItems`, a string's `pattern`, whose
 //! `description` says the rule in words; `required`; `additionalProperties: false`), and this
 //! checks exactly that part, so a tool can never accept what its schema says it rejects. `null`
-//! counts as absent, as JSON Schema clients send it.
+//! counts as absent, as JSON Schema clients send it, and `4.0` is the integer 4, as JSON Schema
+//! has it ([`whole_numbers`]).
 //! Every string (and string in an array) also passes the command line's edge checks: no
 //! control or bidi characters, and an acting id (`citizen`, `by`, `opened_by`) that may act.
 
 use crate::protocol::input;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// The arguments that name the citizen a call acts as: never a system identity.
 const ACTING_KEYS: [&str; 3] = ["citizen", "by", "opened_by"];
@@ -100,6 +102,40 @@ pub fn check(schema: &Map<String, Value>, args: &Map<String, Value>) -> Result<(
         }
     }
     Ok(())
+}
+
+/// `args` with each whole number written with a zero fraction (`4.0`) where the schema wants
+/// an integer made that integer: JSON Schema counts it one, and some clients write every number
+/// so. Anything else is left as given, for [`check`] to judge.
+pub fn whole_numbers<'a>(
+    schema: &Map<String, Value>,
+    args: &'a Map<String, Value>,
+) -> Cow<'a, Map<String, Value>> {
+    let integer = |key: &str| {
+        schema
+            .get("properties")
+            .and_then(|p| p.get(key))
+            .and_then(|p| p.get("type"))
+            .and_then(Value::as_str)
+            == Some("integer")
+    };
+    // Below 2^63 in size, a whole f64 is an i64 exactly.
+    let whole = |value: &Value| {
+        value
+            .as_f64()
+            .filter(|f| value.is_f64() && f.fract() == 0.0 && f.abs() < 2f64.powi(63))
+            .map(|f| f as i64)
+    };
+    if !args.iter().any(|(k, v)| integer(k) && whole(v).is_some()) {
+        return Cow::Borrowed(args);
+    }
+    let mut out = args.clone();
+    for (key, value) in out.iter_mut() {
+        if let Some(n) = whole(value).filter(|_| integer(key)) {
+            *value = Value::from(n);
+        }
+    }
+    Cow::Owned(out)
 }
 
 fn checked_text(key: &str, text: &str) -> Result<(), String> {

@@ -15,9 +15,10 @@
 //! `initialize` it leaves them out.
 //!
 //! stdout carries the protocol only. The SDK drops a line that is not UTF-8 or not JSON without
-//! a reply and calls a `tools/call` with array `arguments` an unknown method, so a small filter
-//! in front of it answers those itself (−32700, −32602), and a message over
-//! [`MAX_MESSAGE_BYTES`] with −32600, and the session goes on. It also refuses (−32600,
+//! a reply and calls a `tools/call` with array `arguments` (or a call, a read or an
+//! `initialize` whose `params` the method cannot take) an unknown method, so a small filter in
+//! front of it answers those itself (−32700, −32602), and a message over [`MAX_MESSAGE_BYTES`]
+//! with −32600, and the session goes on. It also refuses (−32600,
 //! nothing done) a request whose id is that of one still being answered: the SDK ran both and
 //! sent one answer, so the client never learned of one of its writes.
 
@@ -320,10 +321,11 @@ impl InFlight {
     }
 
     /// Takes `message`'s id if it is a request: `false` when a request with that id is still
-    /// being answered. Only a request the SDK answers by its id counts (JSON-RPC 2.0, a number
-    /// or string id, object params): the SDK answers a malformed one without its id, which
-    /// would hold the id forever. A cancelled request may go unanswered: its id is free again.
-    fn take(&self, message: &Value) -> bool {
+    /// being answered. Only a message the SDK reads as a request counts, read from its `text`
+    /// as the SDK reads it: it answers any other (a wrong `jsonrpc`, params or `_meta` of the
+    /// wrong type, a `result` beside the method, a key given twice) without its id, which would
+    /// hold the id forever. A cancelled request may go unanswered: its id is free again.
+    fn take(&self, message: &Value, text: &str) -> bool {
         let Some(method) = message.get("method").and_then(Value::as_str) else {
             return true;
         };
@@ -332,12 +334,12 @@ impl InFlight {
                 self.ids().remove(&id.to_string());
             }
         }
-        let well_formed = message.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
-            && message.get("params").is_none_or(Value::is_object);
-        match message.get("id") {
-            Some(id @ (Value::Number(_) | Value::String(_))) if well_formed => {
-                self.ids().insert(id.to_string())
-            }
+        let id = match message.get("id") {
+            Some(id @ (Value::Number(_) | Value::String(_))) => id,
+            _ => return true,
+        };
+        match serde_json::from_str::<rmcp::model::ClientJsonRpcMessage>(text) {
+            Ok(rmcp::model::JsonRpcMessage::Request(_)) => self.ids().insert(id.to_string()),
             _ => true,
         }
     }
@@ -363,7 +365,8 @@ impl InFlight {
 
 /// Answers what the SDK would answer wrongly or not at all: bytes that are not UTF-8 or not
 /// JSON (the SDK drops them silently), a message over [`MAX_MESSAGE_BYTES`], a `tools/call`
-/// whose `arguments` is not an object (the SDK would call it an unknown method), and a request
+/// whose `arguments` is not an object and a request whose `params` its method cannot take (the
+/// SDK would call either an unknown method), and a request
 /// whose id is still in flight (the SDK would run it and answer one of the two).
 fn screen(line: &[u8], truncated: bool, in_flight: &InFlight) -> Screened {
     if truncated {
@@ -405,7 +408,13 @@ fn screen(line: &[u8], truncated: bool, in_flight: &InFlight) -> Screened {
             ));
         }
     }
-    if !in_flight.take(&message) {
+    if let Some(why) = unfit_params(&message) {
+        let id = message
+            .get("id")
+            .and_then(|id| serde_json::from_value(id.clone()).ok());
+        return Screened::Answer(error_line(id, McpError::invalid_params(why, None)));
+    }
+    if !in_flight.take(&message, text) {
         let id = message.get("id").cloned().unwrap_or_default();
         return Screened::Answer(error_line(
             serde_json::from_value(id.clone()).ok(),
@@ -419,6 +428,84 @@ fn screen(line: &[u8], truncated: bool, in_flight: &InFlight) -> Screened {
         ));
     }
     Screened::Pass
+}
+
+/// The methods this server answers whose `params` the SDK must parse, with the keys they
+/// need and the JSON type of each.
+const NEEDED_PARAMS: [(&str, &[(&str, &str)]); 3] = [
+    ("tools/call", &[("name", "string")]),
+    ("resources/read", &[("uri", "string")]),
+    (
+        "initialize",
+        &[
+            ("protocolVersion", "string"),
+            ("capabilities", "object"),
+            ("clientInfo", "object"),
+        ],
+    ),
+];
+
+/// Why `message`, a request for one of [`NEEDED_PARAMS`]'s methods, cannot be answered: its
+/// `params` do not parse as that method's (the SDK would then take it for a method of its own
+/// name and answer −32601, "method not found"). `None` when the SDK parses it as that method,
+/// or it is not such a request.
+fn unfit_params(message: &Value) -> Option<String> {
+    let method = message.get("method")?.as_str()?;
+    let (_, needed) = NEEDED_PARAMS.iter().find(|(m, _)| *m == method)?;
+    message.get("id")?;
+    let parsed = serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(message.clone());
+    let Ok(rmcp::model::JsonRpcMessage::Request(request)) = parsed else {
+        return None;
+    };
+    if !matches!(
+        request.request,
+        rmcp::model::ClientRequest::CustomRequest(_)
+    ) {
+        return None;
+    }
+    let params = message.get("params");
+    let wrong = needed.iter().find_map(|(key, kind)| {
+        let named = format!("`params.{key}` must be {}", a_type(kind));
+        match params.and_then(|p| p.get(key)) {
+            None => Some(format!("{named}, and is missing")),
+            Some(v) if arguments::type_name(v) != a_type(kind) => {
+                Some(format!("{named}, not {}", arguments::type_name(v)))
+            }
+            Some(_) => None,
+        }
+    });
+    let wrong = wrong.unwrap_or_else(|| {
+        let typed = match method {
+            "tools/call" => {
+                serde_json::from_value::<CallToolRequestParams>(params.cloned().unwrap_or_default())
+                    .err()
+            }
+            "resources/read" => serde_json::from_value::<ReadResourceRequestParams>(
+                params.cloned().unwrap_or_default(),
+            )
+            .err(),
+            _ => serde_json::from_value::<rmcp::model::InitializeRequestParams>(
+                params.cloned().unwrap_or_default(),
+            )
+            .err(),
+        };
+        match typed {
+            Some(e) => format!(
+                "`params` do not fit it: {}",
+                arguments::bounded(&e.to_string())
+            ),
+            None => "`params` do not fit it".to_string(),
+        }
+    });
+    Some(format!("{method}: {wrong}; nothing was done"))
+}
+
+/// A JSON type as [`arguments::type_name`] words it.
+fn a_type(kind: &str) -> &'static str {
+    match kind {
+        "string" => "a string",
+        _ => "an object",
+    }
 }
 
 /// Reads one line of at most `max` bytes (without its newline) into `line`. Returns `None` at

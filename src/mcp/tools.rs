@@ -176,6 +176,7 @@ fn run(
     let Some(tool) = list().iter().find(|t| t.name == name) else {
         return Outcome::Unknown;
     };
+    let args = &*arguments::whole_numbers(&tool.input_schema, args);
     if let Err(reason) = arguments::check(&tool.input_schema, args) {
         return Outcome::Invalid(reason);
     }
@@ -1066,6 +1067,49 @@ pub(super) mod tests {
         assert!(root.join("contracts/open/fix-the-login.md").exists());
         assert!(!root.join("contracts/open/other.md").exists());
         assert!(!root.join("contracts/settled").exists());
+    }
+
+    /// A whole number written with a zero fraction (`4.0`, as some clients send every number)
+    /// is the whole number JSON Schema says it is: taken, never refused as "not a whole
+    /// number". `2.5` is still refused.
+    #[test]
+    fn a_whole_number_written_with_a_zero_fraction_is_taken_as_that_number() {
+        let a = "claude-code-1";
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&[a]);
+        for (tool, given) in [
+            (
+                "polis_open_contract",
+                json!({"title": "Fix the login", "opened_by": a}),
+            ),
+            (
+                "polis_claim_contract",
+                json!({"contract_id": "fix-the-login", "citizen": a}),
+            ),
+            (
+                "polis_settle_contract",
+                json!({"contract_id": "fix-the-login", "quality": 4.0, "minutes": 25.0,
+                       "no_lesson": "a typo"}),
+            ),
+            ("polis_list_contracts", json!({"limit": 1.0, "offset": 0.0})),
+        ] {
+            let outcome = call(&root, tool, &args(given));
+            assert!(matches!(outcome, Outcome::Done(_)), "{tool}: {outcome:?}");
+        }
+        let settled = std::fs::read_to_string(root.join("contracts/settled/fix-the-login.md"))
+            .expect("settled");
+        assert!(
+            settled.contains("quality_score: 4\n") && settled.contains("actual_minutes: 25\n"),
+            "{settled}"
+        );
+        let reason = invalid(call(
+            &root,
+            "polis_list_contracts",
+            &args(json!({"limit": 2.5})),
+        ));
+        assert!(
+            reason.contains("`limit` must be a whole number"),
+            "{reason}"
+        );
     }
 
     /// A decision outside the three is refused, never taken for `rejected`.

@@ -390,6 +390,13 @@ fn unknown_pages_and_actions_opened_by_link_answer_a_page_that_says_so() {
         "/nowhere",
         "/p/7/",
         "/p/0/citizens/a/b",
+        // No polis number, or an id no file can have (not UTF-8 once decoded): no such page
+        // either, said the same way, never the router's plain "Invalid URL".
+        "/p/abc",
+        "/p/-1",
+        "/p/%FF/",
+        "/p/0/contracts/%FF",
+        "/p/0/citizens/%C0%AE%C0%AE",
     ] {
         let r = get(&s, path);
         assert_eq!(r.status, 404, "{path}");
@@ -409,6 +416,24 @@ fn unknown_pages_and_actions_opened_by_link_answer_a_page_that_says_so() {
     assert_eq!(r.status, 405);
     assert_eq!(r.header("allow"), Some("POST"));
     assert!(r.body.contains("form"), "{:?}", r.body);
+    // Another method at an action's address is told the same, never "only GET and HEAD here"
+    // where GET is refused too.
+    let host = format!("127.0.0.1:{}", s.addr.port());
+    for method in ["PUT", "DELETE", "PATCH"] {
+        let r = request(
+            s.addr,
+            method,
+            "/p/0/act/message",
+            &host,
+            "Content-Length: 0\r\n",
+        );
+        assert_eq!(r.status, 405, "{method}");
+        assert_eq!(r.header("allow"), Some("POST"), "{method}");
+        assert!(r.body.contains("form"), "{method}: {:?}", r.body);
+    }
+    let r = request(s.addr, "PUT", "/p/0/", &host, "Content-Length: 0\r\n");
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("allow"), Some("GET, HEAD"));
 }
 
 #[test]

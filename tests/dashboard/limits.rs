@@ -116,6 +116,79 @@ fn connections_and_event_streams_over_their_caps_get_503() {
     drop(held);
 }
 
+/// Connections that send requests and never read the answers (pipelined GETs, so the
+/// answers fill the socket's buffers) are closed once a write has waited too long, as
+/// partial headers are: they do not hold every connection slot for good.
+#[test]
+fn connections_that_never_read_their_answers_give_their_slots_back() {
+    let p = generated_polis();
+    let s = serve_with(&p, "127.0.0.1:0", "max_connections = 4");
+    let page = format!(
+        "GET /p/0/ HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n",
+        s.addr.port()
+    );
+    // Each writes requests until the server stops reading them (its answers, unread, fill
+    // the buffers first), and never reads.
+    let stuck: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut c = TcpStream::connect(s.addr).unwrap();
+            c.set_nonblocking(true).unwrap();
+            let started = Instant::now();
+            while c.write(page.as_bytes()).is_ok_and(|n| n > 0) {
+                assert!(
+                    started.elapsed() < Duration::from_secs(20),
+                    "the server kept reading requests whose answers are not read"
+                );
+            }
+            c
+        })
+        .collect();
+    // A visitor is served again once the stuck writes time out.
+    let served = |c: &mut TcpStream| {
+        let _ = write!(
+            c,
+            "GET /p/0/ HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+            s.addr.port()
+        );
+        let mut answer = String::new();
+        let _ = c.read_to_string(&mut answer);
+        answer.starts_with("HTTP/1.1 200")
+    };
+    wait_until(
+        "a page for a visitor while four connections do not read",
+        Duration::from_secs(30),
+        || {
+            let mut c = TcpStream::connect(s.addr).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            served(&mut c)
+        },
+    );
+    drop(stuck);
+}
+
+/// A form whose body never comes is answered 503 within the request timeout wherever it is
+/// sent: an action's address that ends in `/events`, like the event stream's, is no exception.
+#[test]
+fn a_form_whose_body_never_comes_is_answered_503_even_at_an_address_ending_in_events() {
+    let p = generated_polis();
+    let s = serve(&p, "127.0.0.1:0");
+    for path in ["/p/0/act/message", "/p/0/act/events"] {
+        let mut c = TcpStream::connect(s.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(25))).unwrap();
+        write!(
+            c,
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ncsrf=",
+            s.addr.port()
+        )
+        .unwrap();
+        let mut answer = [0u8; 64];
+        let n = c.read(&mut answer).unwrap_or(0);
+        let answer = String::from_utf8_lossy(&answer[..n]);
+        assert!(answer.starts_with("HTTP/1.1 503"), "{path}: {answer:?}");
+    }
+}
+
 /// A runaway chronicle line (100 KB on one line) is quoted by its start and size in the
 /// overview's findings, as `polisd check` quotes it: the table stays a few lines.
 #[test]

@@ -248,6 +248,28 @@ fn mcp_answers_bad_bytes_oversized_messages_and_bad_arguments_with_errors_and_ke
         .as_str()
         .unwrap()
         .contains("`arguments`"));
+    // Params a method the server answers cannot take: −32602 saying what is wrong, never
+    // −32601, which tells the client the method does not exist.
+    for (id, method, params, said) in [
+        (11, "tools/call", json!({"name": 5}), "`params.name`"),
+        (12, "tools/call", json!({"arguments": {}}), "`params.name`"),
+        (13, "resources/read", json!({}), "`params.uri`"),
+        (
+            14,
+            "resources/read",
+            json!({"uri": ["polis://state"]}),
+            "`params.uri`",
+        ),
+        (15, "initialize", json!({}), "`params.protocolVersion`"),
+    ] {
+        let answer = mcp.request(id, method, params);
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(method) && message.contains(said),
+            "{message}"
+        );
+    }
 
     assert!(mcp.request(10, "ping", json!({})).get("result").is_some());
     assert_eq!(
@@ -406,6 +428,9 @@ fn mcp_refuses_a_request_whose_id_is_still_being_answered() {
     for bad in [
         r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":5}"#,
         r#"{"jsonrpc":"1.0","id":6,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"ping","params":{"_meta":5}}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"ping","result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"ping","id":6}"#,
     ] {
         mcp.send(bad);
         assert_eq!(mcp.response(Value::Null)["error"]["code"], -32600);
