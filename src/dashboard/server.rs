@@ -21,13 +21,9 @@
 
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use std::future::Future as _;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Semaphore;
 
 /// How long a request header (or the wait for the next one) may take.
@@ -160,93 +156,17 @@ pub async fn serve(listener: tokio::net::TcpListener, app: Router, limits: Limit
             continue;
         };
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        let connection = http.serve_connection(TokioIo::new(WriteDeadline::new(stream)), service);
+        // A write that waits WRITE_TIMEOUT for the client to read fails; the timer starts
+        // when a write finds the socket full and stops at the next that goes through.
+        let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(WRITE_TIMEOUT));
+        let connection = http.serve_connection(TokioIo::new(Box::pin(stream)), service);
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!("dashboard: a connection ended: {e}");
             }
             drop(slot);
         });
-    }
-}
-
-/// A connection whose writes fail once one has waited [`WRITE_TIMEOUT`] without the client
-/// reading: the timer starts when a write finds the socket full and stops at the next write
-/// that goes through, so a slow but reading client is never cut.
-struct WriteDeadline<T> {
-    io: T,
-    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
-}
-
-impl<T> WriteDeadline<T> {
-    fn new(io: T) -> WriteDeadline<T> {
-        WriteDeadline { io, stalled: None }
-    }
-
-    /// `written` as it came, the timer stopped when it went through and failed when the
-    /// write has waited too long.
-    fn timed<R>(
-        &mut self,
-        cx: &mut Context<'_>,
-        written: Poll<std::io::Result<R>>,
-    ) -> Poll<std::io::Result<R>> {
-        if written.is_ready() {
-            self.stalled = None;
-            return written;
-        }
-        let timer = self
-            .stalled
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(WRITE_TIMEOUT)));
-        match timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "the client read nothing of its answer for too long",
-            ))),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-impl<T: AsyncRead + Unpin> AsyncRead for WriteDeadline<T> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let written = Pin::new(&mut self.io).poll_write(cx, buf);
-        self.timed(cx, written)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        let written = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
-        self.timed(cx, written)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        let flushed = Pin::new(&mut self.io).poll_flush(cx);
-        self.timed(cx, flushed)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }
 
