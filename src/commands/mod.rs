@@ -79,7 +79,11 @@ pub fn run() -> std::process::ExitCode {
     use clap::{CommandFactory as _, FromArgMatches as _};
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if let Err(refused) = refuse_control_characters(&args) {
-        tell!("polisd: {refused}; nothing was written");
+        let line = format!("{refused}; nothing was written");
+        if asks_for_json(&args) {
+            say!("{}", serde_json::json!({ "ok": false, "error": line }));
+        }
+        tell!("polisd: {line}");
         return std::process::ExitCode::from(2);
     }
     let matches = match help_map::grouped(cli::Cli::command()).try_get_matches() {
@@ -96,17 +100,32 @@ pub fn run() -> std::process::ExitCode {
             session::hook_unparsed(&args, &e.to_string());
             return std::process::ExitCode::SUCCESS;
         }
-        // clap quotes a rejected value whole; a value of any length may be passed. Help and
-        // the version are no refusal: they go to standard output as clap prints them.
-        Err(e) if e.use_stderr() && e.render().to_string().len() > LONGEST_MESSAGE => {
-            let text = e.render().to_string();
-            eprintln!(
-                "{}",
-                crate::protocol::input::short_words(text.trim_end(), LONG_WORD)
-            );
-            return std::process::ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        Err(e) => {
+            // A value refused by its parser (an id that could become a path, a system
+            // identity, a link out of _polis/) is a value that can never be right, as a line
+            // break in a title is: with --json it is answered as JSON too.
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::InvalidValue | clap::error::ErrorKind::ValueValidation
+            ) && asks_for_json(&args)
+            {
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or_default();
+                let line = refusal_text(&first.strip_prefix("error: ").unwrap_or(first));
+                say!("{}", serde_json::json!({ "ok": false, "error": line }));
+            }
+            // clap quotes a rejected value whole; a value of any length may be passed. Help
+            // and the version are no refusal: they go to standard output as clap prints them.
+            if e.use_stderr() && e.render().to_string().len() > LONGEST_MESSAGE {
+                let text = e.render().to_string();
+                eprintln!(
+                    "{}",
+                    crate::protocol::input::short_words(text.trim_end(), LONG_WORD)
+                );
+                return std::process::ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+            }
+            e.exit()
         }
-        Err(e) => e.exit(),
     };
     let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let json = wants_json(&matches);
@@ -155,6 +174,32 @@ fn wants_json(matches: &clap::ArgMatches) -> bool {
         leaf = sub;
     }
     matches!(leaf.try_get_one::<bool>("json"), Ok(Some(true)))
+}
+
+/// Whether the command line asks for `--json` of a command that has it, for a command line
+/// refused before it could be parsed whole (clap stops at the first value its parser
+/// refuses): the command is the path of subcommand names the arguments start with.
+fn asks_for_json(args: &[std::ffi::OsString]) -> bool {
+    use clap::CommandFactory as _;
+    let mut root = cli::Cli::command();
+    // Each command's arguments are added when it is built (`Deferred`).
+    root.build();
+    let mut leaf = &root;
+    for arg in args {
+        let name = arg.to_string_lossy();
+        if name.starts_with('-') {
+            continue;
+        }
+        match leaf.find_subcommand(&*name) {
+            Some(sub) => leaf = sub,
+            None => break,
+        }
+    }
+    leaf.get_arguments().any(|a| a.get_id() == "json")
+        && args
+            .iter()
+            .take_while(|a| *a != "--")
+            .any(|a| a == "--json")
 }
 
 /// Set once a command has printed on standard output.

@@ -84,6 +84,57 @@ fn a_refused_command_with_json_answers_with_json_and_writes_nothing() {
     assert!(!outside.exists());
 }
 
+/// A value that can never be right (an id that could become a path, a system identity, a
+/// link out of `_polis/`, a control character) is a usage error whichever check finds it: with
+/// `--json` it answers `{"ok": false, "error"}` as a line break in a title does, not an empty
+/// standard output.
+#[test]
+fn a_value_that_can_never_be_right_answers_json_when_asked() {
+    let p = TestPolis::init(FOUNDER);
+    let before = tree(&p);
+    let cases: [(&[&str], &str); 5] = [
+        (&["contract", "claim", "../x", "--as", FOUNDER], "../x"),
+        (
+            &["contract", "claim", "some-work", "--as", "polis-daemon"],
+            "polis-daemon",
+        ),
+        (
+            &[
+                "log",
+                "noted progress",
+                "--as",
+                FOUNDER,
+                "--link",
+                "/etc/passwd",
+            ],
+            "/etc/passwd",
+        ),
+        (
+            &["contract", "open", "--title", "ring\u{7}", "--as", FOUNDER],
+            "U+0007",
+        ),
+        (
+            &["contract", "open", "--title", "a\nb", "--as", FOUNDER],
+            "line break",
+        ),
+    ];
+    for (args, naming) in cases {
+        let mut args = args.to_vec();
+        args.push("--json");
+        let out = p.polisd(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+        let v = json(&out);
+        assert_eq!(v["ok"], false, "{args:?}: {v}");
+        let error = v["error"].as_str().unwrap_or_default();
+        assert!(error.contains(naming), "{args:?}: {v}");
+    }
+    // Without --json, standard output stays empty.
+    let out = p.polisd(&["contract", "claim", "../x", "--as", FOUNDER]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(out.stdout.is_empty(), "{}", describe(&out));
+    assert_eq!(tree(&p), before, "a refusal wrote under _polis/");
+}
+
 /// `report --json` describes the file `--out` wrote; without `--out` the report itself is the
 /// output, so the flag alone is a usage error rather than a promise of JSON it cannot keep.
 #[test]
