@@ -141,7 +141,7 @@ pub fn run() -> std::process::ExitCode {
     match dispatch(cli.command) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(err) => {
-            let line = refusal_text(&format_args!("{err:#}"));
+            let line = refusal_text(&chain_text(&err));
             // With --json an agent parses standard output whatever happened, as the agents'
             // commands print it; unless the command already printed its result there.
             if json && !PRINTED.load(std::sync::atomic::Ordering::Relaxed) {
@@ -155,6 +155,21 @@ pub fn run() -> std::process::ExitCode {
             std::process::ExitCode::from(if usage { 2 } else { 1 })
         }
     }
+}
+
+/// An error and its causes on one line, as anyhow's `{:#}` writes them, but a cause the text
+/// already quotes is not repeated: polisd's writer and state errors put the system's error in
+/// their own message and also give it as their source.
+pub fn chain_text(err: &anyhow::Error) -> String {
+    let mut text = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }
 
 /// A refusal as a command prints it: an echoed value of any length quoted by its start.

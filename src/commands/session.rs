@@ -643,7 +643,7 @@ fn context_or_help(result: anyhow::Result<Added>) -> Added {
             Added::text(e.downcast_ref().map(identity_help).unwrap_or_default())
         }
         Err(e) => {
-            tell!("polisd hook: {e:#}");
+            tell!("polisd hook: {}", crate::commands::chain_text(&e));
             Added::text(String::new())
         }
     }

@@ -135,6 +135,41 @@ fn a_value_that_can_never_be_right_answers_json_when_asked() {
     assert_eq!(tree(&p), before, "a refusal wrote under _polis/");
 }
 
+/// A refusal's cause is said once: the errors of polisd's writer and state folder quote the
+/// system's error in their own message, and the line printed for them does not repeat it.
+#[test]
+fn a_refusal_says_its_cause_once() {
+    let p = TestPolis::init(FOUNDER);
+    let blocked = tempfile::tempdir().unwrap();
+    std::fs::write(blocked.path().join("file"), "").unwrap();
+    let before = tree(&p);
+    let out = std::process::Command::new(crate::harness::BIN)
+        .args(["inbox", "archive", "--as", FOUNDER, "--json"])
+        .env("POLISD_STATE_DIR", blocked.path().join("file/state"))
+        .current_dir(&p.root)
+        .output()
+        .unwrap();
+    refused_as_json(&out, 1, "Not a directory");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("Not a directory").count(),
+        1,
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(
+        json(&out)["error"]
+            .as_str()
+            .unwrap_or_default()
+            .matches("Not a directory")
+            .count(),
+        1,
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(tree(&p), before, "a refusal wrote under _polis/");
+}
+
 /// `report --json` describes the file `--out` wrote; without `--out` the report itself is the
 /// output, so the flag alone is a usage error rather than a promise of JSON it cannot keep.
 #[test]
