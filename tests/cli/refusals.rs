@@ -170,6 +170,38 @@ fn a_refusal_says_its_cause_once() {
     assert_eq!(tree(&p), before, "a refusal wrote under _polis/");
 }
 
+/// A contract file polisd cannot read (a symbolic link, a file that is not UTF-8) is named as
+/// such by `route` and `council start`, as `contract show` names it, not called missing
+/// while `polisd check` reports the file.
+#[test]
+fn route_and_council_name_a_contract_file_they_cannot_read() {
+    let p = TestPolis::init(FOUNDER);
+    std::os::unix::fs::symlink("/etc/passwd", p.path("contracts/open/linked.md")).unwrap();
+    std::fs::write(
+        p.path("contracts/open/garbled.md"),
+        b"---\ncontract_id: garbled\n---\n\xff\xfe",
+    )
+    .unwrap();
+    let before = tree(&p);
+    for (id, why) in [("linked", "symbolic link"), ("garbled", "UTF-8")] {
+        for args in [
+            vec!["route", id, "--json"],
+            vec!["council", "start", id, "--json"],
+        ] {
+            let out = p.polisd(&args);
+            refused_as_json(&out, 1, why);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains(&format!("contracts/open/{id}.md"))
+                    && !stderr.contains("no contract"),
+                "{args:?}: {}",
+                describe(&out)
+            );
+        }
+    }
+    assert!(tree(&p) == before, "a refusal wrote under _polis/");
+}
+
 /// `report --json` describes the file `--out` wrote; without `--out` the report itself is the
 /// output, so the flag alone is a usage error rather than a promise of JSON it cannot keep.
 #[test]
