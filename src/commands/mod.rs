@@ -466,12 +466,27 @@ fn report(args: crate::commands::cli::ReportArgs) -> anyhow::Result<u8> {
             .unwrap_or(Path::new("."));
         let canon = std::fs::canonicalize(dir)
             .with_context(|| format!("the folder of --out {} does not exist", out.display()))?;
-        if canon.starts_with(crate::fs::snapshot::canonical_root(&root)) {
+        // The file itself too, when it is there: a symbolic link is written through.
+        let target = std::fs::canonicalize(out).unwrap_or(canon);
+        if target.starts_with(crate::fs::snapshot::canonical_root(&root)) {
             return Err(Refused(format!(
                 "--out {} is inside the polis; write the report elsewhere",
                 out.display()
             ))
             .into());
+        }
+        // Writing a file truncates it under every name it has, and another may be in the polis.
+        if let Ok(meta) = std::fs::metadata(out) {
+            use std::os::unix::fs::MetadataExt as _;
+            if meta.is_file() && meta.nlink() > 1 {
+                return Err(Refused(format!(
+                    "--out {} has {} hard links, and another name of it may be in the polis; \
+                     remove it first, or write the report elsewhere",
+                    out.display(),
+                    meta.nlink()
+                ))
+                .into());
+            }
         }
     }
     let snapshot = crate::dashboard::view::read(&root, 0);

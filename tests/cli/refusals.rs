@@ -202,6 +202,24 @@ fn route_and_council_name_a_contract_file_they_cannot_read() {
     assert!(tree(&p) == before, "a refusal wrote under _polis/");
 }
 
+/// `report --out` never writes into the polis by another name: a symbolic link or a hard
+/// link to one of its files is refused like a path inside it, and the file is left as it was.
+#[test]
+fn report_out_through_a_link_into_the_polis_is_refused() {
+    let p = TestPolis::init(FOUNDER);
+    let project = p.root.parent().unwrap();
+    let linked = project.join("report-link.md");
+    std::os::unix::fs::symlink(p.path("chronicle.md"), &linked).unwrap();
+    let hard = project.join("report-hard.md");
+    std::fs::hard_link(p.path("index.md"), &hard).unwrap();
+    let before = tree(&p);
+    for out in [&linked, &hard] {
+        let answer = p.polisd(&["report", "--out", out.to_str().unwrap(), "--json"]);
+        refused_as_json(&answer, 1, "the polis");
+    }
+    assert!(tree(&p) == before, "a report was written into the polis");
+}
+
 /// `report --json` describes the file `--out` wrote; without `--out` the report itself is the
 /// output, so the flag alone is a usage error rather than a promise of JSON it cannot keep.
 #[test]
