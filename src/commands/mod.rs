@@ -404,12 +404,37 @@ fn man(args: crate::commands::cli::ManArgs) -> anyhow::Result<u8> {
         ))
         .into());
     }
+    // Only polisd's writer writes under `_polis/`.
+    let canonical = std::fs::canonicalize(&dir)
+        .with_context(|| format!("reading the folder {}", dir.display()))?;
+    if let Ok(root) = crate::fs::locate::locate(None, &canonical) {
+        if canonical.starts_with(crate::fs::snapshot::canonical_root(&root)) {
+            return Err(Usage(format!(
+                "--dir {} is inside the polis; write the manual pages elsewhere",
+                dir.display()
+            ))
+            .into());
+        }
+    }
+    // Each page is a new file renamed into place: a name that is a link (symbolic or hard) to
+    // another file, perhaps in a polis, is replaced rather than written through.
+    let write_page = |path: &Path, page: &[u8]| -> anyhow::Result<()> {
+        use std::io::Write as _;
+        use std::os::unix::fs::PermissionsExt as _;
+        // Readable as a file `std::fs::write` makes (the umask applies), not the owner's only.
+        let mut file = tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(0o666))
+            .tempfile_in(&dir)?;
+        file.write_all(page)?;
+        file.persist(path)?;
+        Ok(())
+    };
     // The main page exactly as printed, then one page per visible command, named as the
     // SUBCOMMANDS sections name them (clap's display name, `polisd-contract-open`).
     let main = dir.join("polisd.1");
     let mut page = Vec::new();
     clap_mangen::Man::new(whole.clone()).render(&mut page)?;
-    std::fs::write(&main, page).with_context(|| format!("writing {}", main.display()))?;
+    write_page(&main, &page).with_context(|| format!("writing {}", main.display()))?;
     let mut written = 1;
     let mut stack: Vec<clap::Command> = whole.get_subcommands().cloned().collect();
     while let Some(cmd) = stack.pop() {
@@ -421,7 +446,7 @@ fn man(args: crate::commands::cli::ManArgs) -> anyhow::Result<u8> {
         let path = dir.join(man.get_filename());
         let mut page = Vec::new();
         man.render(&mut page)?;
-        std::fs::write(&path, page).with_context(|| format!("writing {}", path.display()))?;
+        write_page(&path, &page).with_context(|| format!("writing {}", path.display()))?;
         written += 1;
     }
     say!("wrote {written} manual pages to {}", dir.display());
