@@ -220,6 +220,44 @@ fn report_out_through_a_link_into_the_polis_is_refused() {
     assert!(tree(&p) == before, "a report was written into the polis");
 }
 
+/// A `_polis/` folder closed to the user is said to be unreadable, not missing: "create one
+/// with `polisd init`" would send an agent to found a second polis.
+#[test]
+fn a_polis_folder_the_user_may_not_read_is_named_not_called_missing() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let p = TestPolis::init(FOUNDER);
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let bin = crate::harness::bin_for_others(p.dir.path());
+    let project = p.root.parent().unwrap();
+    for dir in [p.dir.path(), project] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(&p.root, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(&bin);
+        cmd.args(args)
+            .env("POLISD_STATE_DIR", p.dir.path().join("state-of-another"))
+            .current_dir(project);
+        if root {
+            cmd.uid(65534).gid(65534);
+        }
+        cmd.output().unwrap()
+    };
+    let found = run(&["status", "--json"]);
+    let given = run(&["status", project.to_str().unwrap(), "--json"]);
+    std::fs::set_permissions(&p.root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for out in [&found, &given] {
+        refused_as_json(out, 2, "cannot be read");
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains("polisd init"),
+            "{}",
+            describe(out)
+        );
+    }
+}
+
 /// `report --json` describes the file `--out` wrote; without `--out` the report itself is the
 /// output, so the flag alone is a usage error rather than a promise of JSON it cannot keep.
 #[test]
