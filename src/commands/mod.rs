@@ -491,8 +491,19 @@ fn report(args: crate::commands::cli::ReportArgs) -> anyhow::Result<u8> {
             .unwrap_or(Path::new("."));
         let canon = std::fs::canonicalize(dir)
             .with_context(|| format!("the folder of --out {} does not exist", out.display()))?;
-        // The file itself too, when it is there: a symbolic link is written through.
-        let target = std::fs::canonicalize(out).unwrap_or(canon);
+        // The file itself too, when it is there: a symbolic link is written through, and one
+        // to a file not there yet would create it wherever it points.
+        let target = match std::fs::canonicalize(out) {
+            Ok(target) => target,
+            Err(_) if std::fs::symlink_metadata(out).is_ok_and(|m| m.is_symlink()) => {
+                return Err(Refused(format!(
+                    "--out {} is a symbolic link to nothing, which polisd would create wherever it points (perhaps in the polis); remove it, or write the report elsewhere",
+                    out.display()
+                ))
+                .into())
+            }
+            Err(_) => canon,
+        };
         if target.starts_with(crate::fs::snapshot::canonical_root(&root)) {
             return Err(Refused(format!(
                 "--out {} is inside the polis; write the report elsewhere",

@@ -212,8 +212,11 @@ fn report_out_through_a_link_into_the_polis_is_refused() {
     std::os::unix::fs::symlink(p.path("chronicle.md"), &linked).unwrap();
     let hard = project.join("report-hard.md");
     std::fs::hard_link(p.path("index.md"), &hard).unwrap();
+    // A link to a file not there yet would create it.
+    let dangling = project.join("report-new.md");
+    std::os::unix::fs::symlink(p.path("made-by-report.md"), &dangling).unwrap();
     let before = tree(&p);
-    for out in [&linked, &hard] {
+    for out in [&linked, &hard, &dangling] {
         let answer = p.polisd(&["report", "--out", out.to_str().unwrap(), "--json"]);
         refused_as_json(&answer, 1, "the polis");
     }
