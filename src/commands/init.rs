@@ -264,6 +264,12 @@ pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
         ))
         .into());
     }
+    // A bridge pointer polisd cannot edit (a link, a file it cannot read) refuses init before
+    // the first write; it is planned again below, under the turn, for what it holds then.
+    if !args.no_bridge && !args.dry_run {
+        validate(&args.project_root, &params)?;
+        crate::operations::agent_hooks::plan_bridge(&args.project_root)?;
+    }
     // Racing inits in one folder (agents started at once) take turns: the first founds the
     // polis, each next one finds it and adds only its own citizen, and the pointer files
     // beside `_polis/` are edited one at a time rather than refused as changed under them.

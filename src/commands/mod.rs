@@ -79,7 +79,11 @@ pub fn run() -> std::process::ExitCode {
     use clap::{CommandFactory as _, FromArgMatches as _};
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if let Err(refused) = refuse_control_characters(&args) {
-        tell!("polisd: {refused}; nothing was written");
+        let line = format!("{refused}; nothing was written");
+        if asks_for_json(&args) {
+            say!("{}", serde_json::json!({ "ok": false, "error": line }));
+        }
+        tell!("polisd: {line}");
         return std::process::ExitCode::from(2);
     }
     let matches = match help_map::grouped(cli::Cli::command()).try_get_matches() {
@@ -96,17 +100,32 @@ pub fn run() -> std::process::ExitCode {
             session::hook_unparsed(&args, &e.to_string());
             return std::process::ExitCode::SUCCESS;
         }
-        // clap quotes a rejected value whole; a value of any length may be passed. Help and
-        // the version are no refusal: they go to standard output as clap prints them.
-        Err(e) if e.use_stderr() && e.render().to_string().len() > LONGEST_MESSAGE => {
-            let text = e.render().to_string();
-            eprintln!(
-                "{}",
-                crate::protocol::input::short_words(text.trim_end(), LONG_WORD)
-            );
-            return std::process::ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        Err(e) => {
+            // A value refused by its parser (an id that could become a path, a system
+            // identity, a link out of _polis/) is a value that can never be right, as a line
+            // break in a title is: with --json it is answered as JSON too.
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::InvalidValue | clap::error::ErrorKind::ValueValidation
+            ) && asks_for_json(&args)
+            {
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or_default();
+                let line = refusal_text(&first.strip_prefix("error: ").unwrap_or(first));
+                say!("{}", serde_json::json!({ "ok": false, "error": line }));
+            }
+            // clap quotes a rejected value whole; a value of any length may be passed. Help
+            // and the version are no refusal: they go to standard output as clap prints them.
+            if e.use_stderr() && e.render().to_string().len() > LONGEST_MESSAGE {
+                let text = e.render().to_string();
+                eprintln!(
+                    "{}",
+                    crate::protocol::input::short_words(text.trim_end(), LONG_WORD)
+                );
+                return std::process::ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+            }
+            e.exit()
         }
-        Err(e) => e.exit(),
     };
     let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let json = wants_json(&matches);
@@ -122,7 +141,7 @@ pub fn run() -> std::process::ExitCode {
     match dispatch(cli.command) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(err) => {
-            let line = refusal_text(&format_args!("{err:#}"));
+            let line = refusal_text(&chain_text(&err));
             // With --json an agent parses standard output whatever happened, as the agents'
             // commands print it; unless the command already printed its result there.
             if json && !PRINTED.load(std::sync::atomic::Ordering::Relaxed) {
@@ -136,6 +155,21 @@ pub fn run() -> std::process::ExitCode {
             std::process::ExitCode::from(if usage { 2 } else { 1 })
         }
     }
+}
+
+/// An error and its causes on one line, as anyhow's `{:#}` writes them, but a cause the text
+/// already quotes is not repeated: polisd's writer and state errors put the system's error in
+/// their own message and also give it as their source.
+pub fn chain_text(err: &anyhow::Error) -> String {
+    let mut text = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }
 
 /// A refusal as a command prints it: an echoed value of any length quoted by its start.
@@ -155,6 +189,32 @@ fn wants_json(matches: &clap::ArgMatches) -> bool {
         leaf = sub;
     }
     matches!(leaf.try_get_one::<bool>("json"), Ok(Some(true)))
+}
+
+/// Whether the command line asks for `--json` of a command that has it, for a command line
+/// refused before it could be parsed whole (clap stops at the first value its parser
+/// refuses): the command is the path of subcommand names the arguments start with.
+fn asks_for_json(args: &[std::ffi::OsString]) -> bool {
+    use clap::CommandFactory as _;
+    let mut root = cli::Cli::command();
+    // Each command's arguments are added when it is built (`Deferred`).
+    root.build();
+    let mut leaf = &root;
+    for arg in args {
+        let name = arg.to_string_lossy();
+        if name.starts_with('-') {
+            continue;
+        }
+        match leaf.find_subcommand(&*name) {
+            Some(sub) => leaf = sub,
+            None => break,
+        }
+    }
+    leaf.get_arguments().any(|a| a.get_id() == "json")
+        && args
+            .iter()
+            .take_while(|a| *a != "--")
+            .any(|a| a == "--json")
 }
 
 /// Set once a command has printed on standard output.
@@ -344,12 +404,37 @@ fn man(args: crate::commands::cli::ManArgs) -> anyhow::Result<u8> {
         ))
         .into());
     }
+    // Only polisd's writer writes under `_polis/`.
+    let canonical = std::fs::canonicalize(&dir)
+        .with_context(|| format!("reading the folder {}", dir.display()))?;
+    if let Ok(root) = crate::fs::locate::locate(None, &canonical) {
+        if canonical.starts_with(crate::fs::snapshot::canonical_root(&root)) {
+            return Err(Usage(format!(
+                "--dir {} is inside the polis; write the manual pages elsewhere",
+                dir.display()
+            ))
+            .into());
+        }
+    }
+    // Each page is a new file renamed into place: a name that is a link (symbolic or hard) to
+    // another file, perhaps in a polis, is replaced rather than written through.
+    let write_page = |path: &Path, page: &[u8]| -> anyhow::Result<()> {
+        use std::io::Write as _;
+        use std::os::unix::fs::PermissionsExt as _;
+        // Readable as a file `std::fs::write` makes (the umask applies), not the owner's only.
+        let mut file = tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(0o666))
+            .tempfile_in(&dir)?;
+        file.write_all(page)?;
+        file.persist(path)?;
+        Ok(())
+    };
     // The main page exactly as printed, then one page per visible command, named as the
     // SUBCOMMANDS sections name them (clap's display name, `polisd-contract-open`).
     let main = dir.join("polisd.1");
     let mut page = Vec::new();
     clap_mangen::Man::new(whole.clone()).render(&mut page)?;
-    std::fs::write(&main, page).with_context(|| format!("writing {}", main.display()))?;
+    write_page(&main, &page).with_context(|| format!("writing {}", main.display()))?;
     let mut written = 1;
     let mut stack: Vec<clap::Command> = whole.get_subcommands().cloned().collect();
     while let Some(cmd) = stack.pop() {
@@ -361,7 +446,7 @@ fn man(args: crate::commands::cli::ManArgs) -> anyhow::Result<u8> {
         let path = dir.join(man.get_filename());
         let mut page = Vec::new();
         man.render(&mut page)?;
-        std::fs::write(&path, page).with_context(|| format!("writing {}", path.display()))?;
+        write_page(&path, &page).with_context(|| format!("writing {}", path.display()))?;
         written += 1;
     }
     say!("wrote {written} manual pages to {}", dir.display());
@@ -406,12 +491,38 @@ fn report(args: crate::commands::cli::ReportArgs) -> anyhow::Result<u8> {
             .unwrap_or(Path::new("."));
         let canon = std::fs::canonicalize(dir)
             .with_context(|| format!("the folder of --out {} does not exist", out.display()))?;
-        if canon.starts_with(crate::fs::snapshot::canonical_root(&root)) {
+        // The file itself too, when it is there: a symbolic link is written through, and one
+        // to a file not there yet would create it wherever it points.
+        let target = match std::fs::canonicalize(out) {
+            Ok(target) => target,
+            Err(_) if std::fs::symlink_metadata(out).is_ok_and(|m| m.is_symlink()) => {
+                return Err(Refused(format!(
+                    "--out {} is a symbolic link to nothing, which polisd would create wherever it points (perhaps in the polis); remove it, or write the report elsewhere",
+                    out.display()
+                ))
+                .into())
+            }
+            Err(_) => canon,
+        };
+        if target.starts_with(crate::fs::snapshot::canonical_root(&root)) {
             return Err(Refused(format!(
                 "--out {} is inside the polis; write the report elsewhere",
                 out.display()
             ))
             .into());
+        }
+        // Writing a file truncates it under every name it has, and another may be in the polis.
+        if let Ok(meta) = std::fs::metadata(out) {
+            use std::os::unix::fs::MetadataExt as _;
+            if meta.is_file() && meta.nlink() > 1 {
+                return Err(Refused(format!(
+                    "--out {} has {} hard links, and another name of it may be in the polis; \
+                     remove it first, or write the report elsewhere",
+                    out.display(),
+                    meta.nlink()
+                ))
+                .into());
+            }
         }
     }
     let snapshot = crate::dashboard::view::read(&root, 0);

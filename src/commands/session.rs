@@ -402,10 +402,12 @@ fn install(args: HooksInstallArgs) -> anyhow::Result<u8> {
         ));
     }
     if !t.dry_run {
-        hooks::apply(&root, &plans)?;
+        // The id first: a state folder it cannot be kept in refuses the install before any
+        // settings file is written (an id kept for hooks not installed yet acts on nothing).
         if let Some(id) = &args.citizen {
             hooks::set_identity(&root, &names, id)?;
         }
+        hooks::apply(&root, &plans)?;
     }
     report(&plans, t.dry_run, t.json, &warnings)?;
     Ok(0)
@@ -643,7 +645,7 @@ fn context_or_help(result: anyhow::Result<Added>) -> Added {
             Added::text(e.downcast_ref().map(identity_help).unwrap_or_default())
         }
         Err(e) => {
-            tell!("polisd hook: {e:#}");
+            tell!("polisd hook: {}", crate::commands::chain_text(&e));
             Added::text(String::new())
         }
     }

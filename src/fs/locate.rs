@@ -11,6 +11,11 @@ pub enum LocateError {
     NotAPolis(PathBuf),
     #[error("no `_polis/{CONSTITUTION}` in {0} or any folder above it; pass the project root or `_polis/` folder as PATH, or create one with `polisd init`")]
     NotFound(PathBuf),
+    #[error("{} cannot be read ({error}), so polisd cannot tell whether {} is a polis; fix the permissions of that folder (or run as a user who may read it)", .path.display(), .path.parent().unwrap_or(Path::new("/")).display())]
+    Unreadable {
+        path: PathBuf,
+        error: std::io::Error,
+    },
 }
 
 /// An exclusive advisory lock (`flock`) on a project folder, held until dropped; see
@@ -37,6 +42,18 @@ fn is_polis_dir(dir: &Path) -> bool {
     dir.join(CONSTITUTION).is_file()
 }
 
+/// The constitution polisd may not look at in `dir` (a folder closed to this user), and why:
+/// such a folder is no proof that there is no polis, and `polisd init` there would not help.
+fn unreadable_constitution(dir: &Path) -> Option<LocateError> {
+    let path = dir.join(CONSTITUTION);
+    match std::fs::metadata(&path) {
+        Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
+            Some(LocateError::Unreadable { path, error })
+        }
+        _ => None,
+    }
+}
+
 /// Finds the `_polis/` folder for a command (SPEC §1): the given project root or `_polis/`
 /// folder, or the first one walking up from `cwd`.
 pub fn locate(given: Option<&Path>, cwd: &Path) -> Result<PathBuf, LocateError> {
@@ -53,8 +70,11 @@ pub fn locate(given: Option<&Path>, cwd: &Path) -> Result<PathBuf, LocateError> 
         if is_polis_dir(&path) {
             return Ok(path);
         }
-        return Err(LocateError::NotAPolis(path));
+        return Err(unreadable_constitution(&inner)
+            .or_else(|| unreadable_constitution(&path))
+            .unwrap_or(LocateError::NotAPolis(path)));
     }
+    let mut unreadable = None;
     for dir in cwd.ancestors() {
         if dir.file_name().is_some_and(|n| n == "_polis") && is_polis_dir(dir) {
             return Ok(dir.to_path_buf());
@@ -63,8 +83,11 @@ pub fn locate(given: Option<&Path>, cwd: &Path) -> Result<PathBuf, LocateError> 
         if is_polis_dir(&inner) {
             return Ok(inner);
         }
+        if unreadable.is_none() {
+            unreadable = unreadable_constitution(&inner);
+        }
     }
-    Err(LocateError::NotFound(cwd.to_path_buf()))
+    Err(unreadable.unwrap_or(LocateError::NotFound(cwd.to_path_buf())))
 }
 
 /// Syncthing's folder marker, which it keeps at the top of every folder it shares (its default

@@ -1054,6 +1054,19 @@ impl Polis {
     pub fn contract(&self, id: &str) -> Option<&ContractFile> {
         self.contracts.iter().find(|c| c.file.stem == id)
     }
+
+    /// Why contract `id` is not in [`Polis::contracts`] though a file of its name is there (a
+    /// symbolic link, a folder, a file that is not UTF-8): its unreadable finding, if any.
+    pub fn unreadable_contract(&self, id: &str) -> Option<&Finding> {
+        use crate::protocol::layout::{contract_path, ContractFolder};
+        let paths: Vec<String> = ContractFolder::ALL
+            .into_iter()
+            .filter_map(|folder| contract_path(folder, id))
+            .collect();
+        self.findings
+            .iter()
+            .find(|f| f.code == Code::Unreadable && paths.contains(&f.path))
+    }
 }
 
 /// The chronicle type of [`Polis::chronicle`] and [`Polis::archives`].

@@ -329,6 +329,8 @@ pub fn start(
                 folder: ContractFolder::Settled.name(),
                 action: "reviewed by a council",
             }
+        } else if let Some(f) = polis.unreadable_contract(cid) {
+            OpError::from(f.clone())
         } else {
             OpError::NoContract(cid.to_string())
         });

@@ -24,6 +24,8 @@ pub struct RouteOptions {
 pub enum RouteError {
     #[error("no contract `{0}` in contracts/open, settled or abandoned")]
     NotFound(String),
+    #[error("cannot read {path}: {why}")]
+    Unreadable { path: String, why: String },
     #[error("contract `{0}` is {1}, not open; only open contracts are routed")]
     NotOpen(String, &'static str),
     #[error("contracts/open/{0}.md has no YAML frontmatter; cannot route it")]
@@ -49,6 +51,11 @@ pub fn open_contract<'p>(polis: &'p Polis, id: &str) -> Result<&'p ContractFile,
             // still tells a settled one.
             if super::ready::is_in(&polis.root, ContractFolder::Settled, id) {
                 RouteError::NotOpen(id.to_string(), ContractFolder::Settled.name())
+            } else if let Some(f) = polis.unreadable_contract(id) {
+                RouteError::Unreadable {
+                    path: f.path.clone(),
+                    why: f.message.clone(),
+                }
             } else {
                 RouteError::NotFound(id.to_string())
             }

@@ -93,8 +93,22 @@ pub fn check_citizen(root: &Path, id: &str) -> Result<(), SessionError> {
     let Some(card) = layout::card_path(id) else {
         return Err(SessionError::NotAnId(id.to_string()));
     };
-    if std::fs::symlink_metadata(root.join(&card)).is_ok_and(|m| m.is_file()) {
-        return Ok(());
+    match std::fs::symlink_metadata(root.join(&card)) {
+        Ok(m) if m.is_file() => return Ok(()),
+        // A card polisd may not even look at (a folder it cannot enter) is no unknown id:
+        // told to register, the citizen would only meet its own folder. What reads the card
+        // names what is wrong with it, as for a card behind a link.
+        Err(e)
+            if !matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound
+                    | std::io::ErrorKind::InvalidFilename
+                    | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(())
+        }
+        _ => {}
     }
     let known: Vec<String> = snapshot::subdirs(root, layout::CITIZENS_DIR)
         .into_iter()

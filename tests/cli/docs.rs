@@ -176,6 +176,41 @@ fn completions_parse_in_bash_and_the_man_page_renders_in_man() {
     assert!(warnings.trim().is_empty(), "groff warned: {warnings}");
 }
 
+/// `man --dir` writes its pages as files of their own: a page name that is a symbolic or hard
+/// link to a polis file is replaced, never written through, and a folder inside `_polis/` is
+/// refused (only polisd's writer writes there).
+#[test]
+fn man_dir_never_writes_into_the_polis() {
+    let p = TestPolis::init(super::FOUNDER);
+    let pages = p.root.parent().unwrap().join("pages");
+    std::fs::create_dir(&pages).unwrap();
+    std::os::unix::fs::symlink(p.path("chronicle.md"), pages.join("polisd.1")).unwrap();
+    std::fs::hard_link(p.path("index.md"), pages.join("polisd-status.1")).unwrap();
+    let before = crate::harness::tree(&p);
+    let out = Command::new(BIN)
+        .args(["man", "--dir"])
+        .arg(&pages)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        crate::harness::tree(&p) == before,
+        "a page was written into the polis"
+    );
+    let main = std::fs::symlink_metadata(pages.join("polisd.1")).unwrap();
+    assert!(main.is_file(), "the link is replaced by the page");
+    let out = Command::new(BIN)
+        .args(["man", "--dir"])
+        .arg(p.path("citizens"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        crate::harness::tree(&p) == before,
+        "pages were written into the polis"
+    );
+}
+
 /// The main page lists each command as `polisd-contract(1)`: `polisd man --dir` writes every
 /// page it names, so `man polisd-contract-open` finds one, and each renders without a warning.
 #[test]

@@ -42,6 +42,29 @@ fn init_into_a_missing_folder_exits_2_and_creates_no_folder() {
     assert!(!tmp.path().join("x").exists());
 }
 
+/// A bridge pointer polisd cannot edit (a `CLAUDE.md` that is a symbolic link) refuses
+/// `init` before its first write: no half-made `_polis/` is left behind, and the link's
+/// target is not created.
+#[test]
+fn init_refused_by_a_bridge_pointer_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let elsewhere = tmp.path().join("elsewhere.md");
+    let project = tmp.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, project.join("CLAUDE.md")).unwrap();
+    let before = tree(&project);
+    let out = polisd_in(&project, &["init", "--agent-id", FOUNDER, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_eq!(json(&out)["ok"], false, "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("CLAUDE.md"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(tree(&project), before, "a refused init wrote");
+    assert!(!elsewhere.exists());
+}
+
 #[test]
 fn init_dry_run_lists_the_files_and_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();

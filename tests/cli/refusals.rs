@@ -84,6 +84,183 @@ fn a_refused_command_with_json_answers_with_json_and_writes_nothing() {
     assert!(!outside.exists());
 }
 
+/// A value that can never be right (an id that could become a path, a system identity, a
+/// link out of `_polis/`, a control character) is a usage error whichever check finds it: with
+/// `--json` it answers `{"ok": false, "error"}` as a line break in a title does, not an empty
+/// standard output.
+#[test]
+fn a_value_that_can_never_be_right_answers_json_when_asked() {
+    let p = TestPolis::init(FOUNDER);
+    let before = tree(&p);
+    let cases: [(&[&str], &str); 5] = [
+        (&["contract", "claim", "../x", "--as", FOUNDER], "../x"),
+        (
+            &["contract", "claim", "some-work", "--as", "polis-daemon"],
+            "polis-daemon",
+        ),
+        (
+            &[
+                "log",
+                "noted progress",
+                "--as",
+                FOUNDER,
+                "--link",
+                "/etc/passwd",
+            ],
+            "/etc/passwd",
+        ),
+        (
+            &["contract", "open", "--title", "ring\u{7}", "--as", FOUNDER],
+            "U+0007",
+        ),
+        (
+            &["contract", "open", "--title", "a\nb", "--as", FOUNDER],
+            "line break",
+        ),
+    ];
+    for (args, naming) in cases {
+        let mut args = args.to_vec();
+        args.push("--json");
+        let out = p.polisd(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+        let v = json(&out);
+        assert_eq!(v["ok"], false, "{args:?}: {v}");
+        let error = v["error"].as_str().unwrap_or_default();
+        assert!(error.contains(naming), "{args:?}: {v}");
+    }
+    // Without --json, standard output stays empty.
+    let out = p.polisd(&["contract", "claim", "../x", "--as", FOUNDER]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(out.stdout.is_empty(), "{}", describe(&out));
+    assert_eq!(tree(&p), before, "a refusal wrote under _polis/");
+}
+
+/// A refusal's cause is said once: the errors of polisd's writer and state folder quote the
+/// system's error in their own message, and the line printed for them does not repeat it.
+#[test]
+fn a_refusal_says_its_cause_once() {
+    let p = TestPolis::init(FOUNDER);
+    let blocked = tempfile::tempdir().unwrap();
+    std::fs::write(blocked.path().join("file"), "").unwrap();
+    let before = tree(&p);
+    let out = std::process::Command::new(crate::harness::BIN)
+        .args(["inbox", "archive", "--as", FOUNDER, "--json"])
+        .env("POLISD_STATE_DIR", blocked.path().join("file/state"))
+        .current_dir(&p.root)
+        .output()
+        .unwrap();
+    refused_as_json(&out, 1, "Not a directory");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("Not a directory").count(),
+        1,
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(
+        json(&out)["error"]
+            .as_str()
+            .unwrap_or_default()
+            .matches("Not a directory")
+            .count(),
+        1,
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(tree(&p), before, "a refusal wrote under _polis/");
+}
+
+/// A contract file polisd cannot read (a symbolic link, a file that is not UTF-8) is named as
+/// such by `route` and `council start`, as `contract show` names it, not called missing
+/// while `polisd check` reports the file.
+#[test]
+fn route_and_council_name_a_contract_file_they_cannot_read() {
+    let p = TestPolis::init(FOUNDER);
+    std::os::unix::fs::symlink("/etc/passwd", p.path("contracts/open/linked.md")).unwrap();
+    std::fs::write(
+        p.path("contracts/open/garbled.md"),
+        b"---\ncontract_id: garbled\n---\n\xff\xfe",
+    )
+    .unwrap();
+    let before = tree(&p);
+    for (id, why) in [("linked", "symbolic link"), ("garbled", "UTF-8")] {
+        for args in [
+            vec!["route", id, "--json"],
+            vec!["council", "start", id, "--json"],
+        ] {
+            let out = p.polisd(&args);
+            refused_as_json(&out, 1, why);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains(&format!("contracts/open/{id}.md"))
+                    && !stderr.contains("no contract"),
+                "{args:?}: {}",
+                describe(&out)
+            );
+        }
+    }
+    assert!(tree(&p) == before, "a refusal wrote under _polis/");
+}
+
+/// `report --out` never writes into the polis by another name: a symbolic link or a hard
+/// link to one of its files is refused like a path inside it, and the file is left as it was.
+#[test]
+fn report_out_through_a_link_into_the_polis_is_refused() {
+    let p = TestPolis::init(FOUNDER);
+    let project = p.root.parent().unwrap();
+    let linked = project.join("report-link.md");
+    std::os::unix::fs::symlink(p.path("chronicle.md"), &linked).unwrap();
+    let hard = project.join("report-hard.md");
+    std::fs::hard_link(p.path("index.md"), &hard).unwrap();
+    // A link to a file not there yet would create it.
+    let dangling = project.join("report-new.md");
+    std::os::unix::fs::symlink(p.path("made-by-report.md"), &dangling).unwrap();
+    let before = tree(&p);
+    for out in [&linked, &hard, &dangling] {
+        let answer = p.polisd(&["report", "--out", out.to_str().unwrap(), "--json"]);
+        refused_as_json(&answer, 1, "the polis");
+    }
+    assert!(tree(&p) == before, "a report was written into the polis");
+}
+
+/// A `_polis/` folder closed to the user is said to be unreadable, not missing: "create one
+/// with `polisd init`" would send an agent to found a second polis.
+#[test]
+fn a_polis_folder_the_user_may_not_read_is_named_not_called_missing() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let p = TestPolis::init(FOUNDER);
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let bin = crate::harness::bin_for_others(p.dir.path());
+    let project = p.root.parent().unwrap();
+    for dir in [p.dir.path(), project] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(&p.root, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(&bin);
+        cmd.args(args)
+            .env("POLISD_STATE_DIR", p.dir.path().join("state-of-another"))
+            .current_dir(project);
+        if root {
+            cmd.uid(65534).gid(65534);
+        }
+        cmd.output().unwrap()
+    };
+    let found = run(&["status", "--json"]);
+    let given = run(&["status", project.to_str().unwrap(), "--json"]);
+    std::fs::set_permissions(&p.root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for out in [&found, &given] {
+        refused_as_json(out, 2, "cannot be read");
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains("polisd init"),
+            "{}",
+            describe(out)
+        );
+    }
+}
+
 /// `report --json` describes the file `--out` wrote; without `--out` the report itself is the
 /// output, so the flag alone is a usage error rather than a promise of JSON it cannot keep.
 #[test]

@@ -194,6 +194,18 @@ fn install_refuses_bad_json_read_only_files_and_unknown_ids_writing_nothing() {
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a citizen"));
+    // The id is kept in the state folder: one polisd cannot write refuses the install before
+    // any settings file is written.
+    let blocked = tempfile::tempdir().unwrap();
+    std::fs::write(blocked.path().join("file"), "").unwrap();
+    let out = Command::new(BIN)
+        .args(["hooks", "install", "--gemini", "--as", ME, "--bin", BIN])
+        .env("POLISD_STATE_DIR", blocked.path().join("file/state"))
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", harness::describe(&out));
+    assert!(!root.join(".gemini").exists(), "a refused install wrote");
     let out = p.polisd(&["hooks", "install"]);
     assert_eq!(out.status.code(), Some(2), "no CLI named is a usage error");
     let out = p.polisd(&["notices", "--as", "nobody-at-all", "--mark-read"]);

@@ -333,3 +333,56 @@ fn a_status_state_the_router_does_not_know_is_named_at_the_top_of_the_primer() {
         "{primer}"
     );
 }
+
+/// A citizen whose folder polisd may not look into (its permissions) is told what it cannot
+/// read, not that it is no citizen and should register: `register` would only meet its own
+/// folder.
+#[test]
+fn a_citizen_folder_it_may_not_read_is_named_not_called_unregistered() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let p = polis();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let bin = harness::bin_for_others(p.dir.path());
+    // Every folder open to others (a temporary folder is its owner's only), then the
+    // citizens' folder closed to all.
+    let mut folders = vec![p.dir.path().to_path_buf()];
+    while let Some(dir) = folders.pop() {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                folders.push(e.path());
+            }
+        }
+    }
+    let citizens = p.path("citizens");
+    std::fs::set_permissions(&citizens, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(&bin);
+        cmd.args(args)
+            .env("POLISD_STATE_DIR", p.dir.path().join("state-of-another"))
+            .env_remove("POLIS_CITIZEN")
+            .current_dir(project(&p));
+        if root {
+            cmd.uid(65534).gid(65534);
+        }
+        cmd.output().unwrap()
+    };
+    let primed = run(&["prime", "--as", ME, "--no-mark-read"]);
+    let notices = run(&["notices", "--as", ME]);
+    std::fs::set_permissions(&citizens, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for out in [&primed, &notices] {
+        let said = format!("{}{}", text(out), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            !said.contains("is not a citizen") && !said.contains("polisd register"),
+            "{}",
+            harness::describe(out)
+        );
+        assert!(
+            said.contains("Permission denied"),
+            "{}",
+            harness::describe(out)
+        );
+    }
+}

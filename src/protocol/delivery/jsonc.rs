@@ -265,8 +265,10 @@ impl Parser<'_> {
             None => return Err(self.error("EOF while parsing a value")),
             Some(b'{') => Kind::Obj(self.container(b'}', depth, |p, d| {
                 let start = p.at;
-                if p.bytes.get(p.at) != Some(&b'"') {
-                    return Err(p.error("key must be a string"));
+                match p.bytes.get(p.at) {
+                    Some(b'"') => {}
+                    None => return Err(p.error("EOF while parsing an object")),
+                    Some(_) => return Err(p.error("key must be a string")),
                 }
                 let key = match p.scalar()? {
                     Json::Str(k) => k,
@@ -387,6 +389,11 @@ impl Parser<'_> {
                 .is_some_and(|b| b.is_ascii_alphanumeric() || b"+-.".contains(b))
             {
                 self.at += 1;
+            }
+            // A character no value starts with (a comment where none is read, a `'`, a `,`):
+            // serde_json, handed the empty token, would say the text ended there.
+            if self.at == start {
+                return Err(self.error("expected value"));
             }
         }
         let token = self.text.get(start..self.at).unwrap_or("");
@@ -718,6 +725,25 @@ mod tests {
         let mut edit = Edit::new(one, "  ", "\n");
         edit.change(&doc.root, &[0], vec![]);
         assert_eq!(edit.finish(), "{}");
+    }
+
+    #[test]
+    fn a_character_no_value_starts_with_is_named_as_such_not_as_the_end_of_the_text() {
+        for (text, comments, at, reason) in [
+            ("// c\n{\"a\": 1}", false, (1, 1), "expected value"),
+            ("{\"a\": 'x'}", true, (1, 7), "expected value"),
+            ("{\n  \"a\": ,\n}", true, (2, 8), "expected value"),
+            ("[1, #]", true, (1, 5), "expected value"),
+            ("{\"a\": 1, ", true, (1, 10), "EOF while parsing an object"),
+            ("{\"a\": ", true, (1, 7), "EOF while parsing a value"),
+        ] {
+            let e = parse(text, comments).unwrap_err();
+            assert_eq!(
+                ((e.line, e.column), e.reason.as_str()),
+                (at, reason),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]
