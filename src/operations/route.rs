@@ -24,6 +24,10 @@ pub struct RouteOptions {
 pub enum RouteError {
     #[error("no contract `{0}` in contracts/open, settled or abandoned")]
     NotFound(String),
+    /// The contract's file is there but could not be read as a contract: the reading's own
+    /// finding, so the message says what to fix rather than that there is no such contract.
+    #[error("{path}: {why}")]
+    Unreadable { path: String, why: String },
     #[error("contract `{0}` is {1}, not open; only open contracts are routed")]
     NotOpen(String, &'static str),
     #[error("contracts/open/{0}.md has no YAML frontmatter; cannot route it")]
@@ -49,6 +53,11 @@ pub fn open_contract<'p>(polis: &'p Polis, id: &str) -> Result<&'p ContractFile,
             // still tells a settled one.
             if super::ready::is_in(&polis.root, ContractFolder::Settled, id) {
                 RouteError::NotOpen(id.to_string(), ContractFolder::Settled.name())
+            } else if let Some(finding) = unreadable(polis, id) {
+                RouteError::Unreadable {
+                    path: finding.path.clone(),
+                    why: finding.message.clone(),
+                }
             } else {
                 RouteError::NotFound(id.to_string())
             }
@@ -66,6 +75,17 @@ pub fn open_contract<'p>(polis: &'p Polis, id: &str) -> Result<&'p ContractFile,
         return Err(RouteError::NoFrontmatter(id.to_string()));
     }
     Ok(file)
+}
+
+/// The error found reading contract `id`'s file in any folder, when reading it failed.
+fn unreadable<'p>(polis: &'p Polis, id: &str) -> Option<&'p crate::protocol::finding::Finding> {
+    let paths: Vec<String> = ContractFolder::ALL
+        .iter()
+        .filter_map(|folder| crate::protocol::layout::contract_path(*folder, id))
+        .collect();
+    polis.findings.iter().find(|f| {
+        f.severity == crate::protocol::finding::Severity::Error && paths.contains(&f.path)
+    })
 }
 
 /// Gathers the router's inputs from the polis (cards, the stats file, lessons, settlements)
@@ -220,4 +240,31 @@ pub fn settled_since<'s>(
         .collect();
     since.sort_by(|a, b| (a.0, &a.1.contract).cmp(&(b.0, &b.1.contract)));
     since.into_iter().map(|(_, s)| s).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn route_names_why_an_unreadable_contract_is_not_read() {
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&["alpha-agent"]);
+        let open = root.join("contracts/open");
+        std::fs::write(open.join("latin.md"), b"---\ntitle: caf\xe9\n---\n").unwrap();
+        std::fs::write(open.join("colons.md"), "---\ntitle: t\n: : bad\n---\n").unwrap();
+        std::fs::create_dir(open.join("folder.md")).unwrap();
+        let polis = Polis::read(&root);
+        for (id, why) in [
+            ("latin", "not valid UTF-8"),
+            ("colons", "invalid YAML"),
+            ("folder", "contracts/open/folder.md"),
+        ] {
+            let e = open_contract(&polis, id).unwrap_err().to_string();
+            assert!(e.contains(&format!("contracts/open/{id}.md")), "{e}");
+            assert!(e.contains(why), "{e}");
+            assert!(!e.starts_with("no contract"), "{e}");
+        }
+        let e = open_contract(&polis, "missing").unwrap_err().to_string();
+        assert!(e.starts_with("no contract `missing`"), "{e}");
+    }
 }
