@@ -840,6 +840,7 @@ impl Polis {
         let (settings, settings_findings) =
             crate::protocol::settings::parse(settings_text.as_deref());
         findings.extend(settings_findings);
+        findings.extend(crate::protocol::routing::policy_finding(&settings));
         let zone = settings.timezone;
 
         let (cards, statuses) = read_citizens(root, &mut findings);
