@@ -34,8 +34,10 @@ pub enum RouteError {
     NoFrontmatter(String),
     #[error("no registered citizens; nothing to route to")]
     NoCitizens,
+    /// Not a `#[from]`: that would make the policy's error the source as well, and a refusal
+    /// prints its sources, so the message came twice.
     #[error("polis.yml: {0}")]
-    Policy(#[from] crate::protocol::routing::policy::UnknownPolicy),
+    Policy(crate::protocol::routing::policy::UnknownPolicy),
 }
 
 /// Finds an open contract by id, as the reference does (open, then settled, then abandoned).
@@ -126,7 +128,8 @@ fn routed(
     if candidates.is_empty() {
         return Err(RouteError::NoCitizens);
     }
-    let policy = routing::policy_for(&polis.settings, options.policy)?;
+    let policy =
+        routing::policy_for(&polis.settings, options.policy).map_err(RouteError::Policy)?;
     let stats = super::current_stats(polis);
     let lessons = polis.routing_lessons();
     // A routing rule's target must be active; only a rule reads it, so the window
@@ -266,5 +269,27 @@ mod tests {
         }
         let e = open_contract(&polis, "missing").unwrap_err().to_string();
         assert!(e.starts_with("no contract `missing`"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_policy_is_said_once() {
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&["alpha-agent"]);
+        std::fs::write(root.join("polis.yml"), "routing:\n  policy: quantum\n").unwrap();
+        std::fs::write(
+            root.join("contracts/open/x.md"),
+            "---\ncontract_id: x\nstatus: proposed\nrequired_tags: [rust]\n---\n",
+        )
+        .unwrap();
+        let polis = Polis::read(&root);
+        let contract = open_contract(&polis, "x").unwrap();
+        let e = recommend(&polis, contract, &RouteOptions::default()).unwrap_err();
+        // As the command line prints a refusal: the error and its sources.
+        let shown = format!("{:#}", anyhow::Error::from(e));
+        assert_eq!(
+            shown.matches("unknown routing policy").count(),
+            1,
+            "{shown}"
+        );
+        assert!(shown.starts_with("polis.yml: "), "{shown}");
     }
 }
