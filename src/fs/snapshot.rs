@@ -156,6 +156,20 @@ pub fn linked_folder(root: &Path, dir: &str) -> Option<String> {
     None
 }
 
+/// Whether citizen `id` has a capability card as reading the polis finds one: a regular file
+/// in `citizens/<id>/` reached without a link (a linked folder is never entered). Reads only
+/// metadata.
+pub fn has_card(root: &Path, id: &str) -> bool {
+    let (Some(dir), Some(card)) = (
+        crate::protocol::layout::citizen_dir(id),
+        crate::protocol::layout::card_path(id),
+    ) else {
+        return false;
+    };
+    linked_folder(root, &dir).is_none()
+        && fs::symlink_metadata(root.join(card)).is_ok_and(|m| m.file_type().is_file())
+}
+
 fn linked_folder_why(link: &str) -> String {
     format!(
         "`{link}` is a symbolic link to a folder, which polisd never enters; replace it with a \

@@ -90,18 +90,15 @@ pub fn check_citizen(root: &Path, id: &str) -> Result<(), SessionError> {
     if layout::is_system_citizen(id) {
         crate::protocol::input::check_acting_id(id)?;
     }
-    let Some(card) = layout::card_path(id) else {
+    if layout::card_path(id).is_none() {
         return Err(SessionError::NotAnId(id.to_string()));
-    };
-    if std::fs::symlink_metadata(root.join(&card)).is_ok_and(|m| m.is_file()) {
+    }
+    if snapshot::has_card(root, id) {
         return Ok(());
     }
     let known: Vec<String> = snapshot::subdirs(root, layout::CITIZENS_DIR)
         .into_iter()
-        .filter(|d| {
-            layout::card_path(d)
-                .is_some_and(|c| std::fs::symlink_metadata(root.join(c)).is_ok_and(|m| m.is_file()))
-        })
+        .filter(|d| snapshot::has_card(root, d))
         .take(8)
         .collect();
     let known = if known.is_empty() {
