@@ -303,6 +303,10 @@ impl Factor {
     }
 }
 
+/// Most tags (the contract's and those its citizen settled work on) the joint model is built
+/// over; real polises use a few dozen.
+pub const MAX_TAGS: usize = 512;
+
 /// The estimate of `s`'s citizen on a contract with these `tags` (duplicates removed), from
 /// the polis's `history` and the citizens' `cards` (which may be empty).
 pub(super) fn estimate(
@@ -320,15 +324,19 @@ pub(super) fn estimate(
         None => fallback,
     };
     let prior_var = params.noise * params.noise / params.prior_weight;
-    if tags.is_empty() {
-        return Estimate {
-            mean: fallback,
-            spread: prior_var.sqrt(),
-            evidence: 0.0,
-            changed: 0.0,
-            unseen: 0.0,
-            idle: None,
-        };
+    let prior_only = Estimate {
+        mean: fallback,
+        spread: prior_var.sqrt(),
+        evidence: 0.0,
+        changed: 0.0,
+        unseen: 0.0,
+        idle: None,
+    };
+    // The model is a d×d matrix factored in d³ steps: a hand-written contract or settlement
+    // listing 100,000 tags would ask for 80 GB. Past MAX_TAGS the self-ratings alone answer,
+    // as for a contract with no tags.
+    if tags.is_empty() || tags.len() > MAX_TAGS {
+        return prior_only;
     }
     let outcomes = history.outcomes();
     let settled = history.settled_by(&s.citizen);
@@ -338,6 +346,9 @@ pub(super) fn estimate(
         for t in &outcomes[i].tags {
             if !local.contains(&t.as_str()) {
                 local.push(t);
+                if local.len() > MAX_TAGS {
+                    return prior_only;
+                }
             }
         }
     }
@@ -536,6 +547,32 @@ mod tests {
         let e = estimate(&["t0".to_string()], &history, &[], &params, &score("ann"));
         assert!(e.changed > 0.5, "{e:?}");
         assert!(e.mean > 4.0, "{e:?}");
+    }
+
+    /// Regression: a contract listing 100,000 tags made `polisd route` ask for 80 GB and
+    /// abort, and one settlement listing them kept it busy for minutes. A deadline, not a
+    /// benchmark.
+    #[test]
+    fn thousands_of_tags_are_estimated_from_the_self_ratings() {
+        let start = std::time::Instant::now();
+        let many: Vec<String> = (0..100_000).map(|i| format!("t{i}")).collect();
+        let history = History::from_outcomes(work("ann", "a", &[2.0; 3]));
+        let params = PosteriorParams::default();
+        let e = estimate(&many, &history, &[], &params, &score("ann"));
+        assert_eq!((e.evidence, e.idle), (0.0, None), "{e:?}");
+        let mut outcomes = work("ann", "a", &[2.0; 3]);
+        outcomes.push(Outcome {
+            citizen: "ann".into(),
+            tags: many,
+            quality: 2.0,
+        });
+        let e = of(&History::from_outcomes(outcomes), "ann", &params);
+        assert_eq!(e.evidence, 0.0, "{e:?}");
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "took {:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
