@@ -4,7 +4,7 @@
 //! anything but a regular file (a FIFO in `contracts/open/` must not block the daemon), refuses
 //! oversized records, and turns every unreadable file into a finding instead of an error.
 
-use crate::protocol::finding::{Code, Finding};
+use crate::protocol::finding::{Code, Finding, Severity};
 use std::fs;
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
@@ -154,6 +154,20 @@ pub fn linked_folder(root: &Path, dir: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether citizen `id` has a capability card as reading the polis finds one: a regular file
+/// in `citizens/<id>/` reached without a link (a linked folder is never entered). Reads only
+/// metadata.
+pub fn has_card(root: &Path, id: &str) -> bool {
+    let (Some(dir), Some(card)) = (
+        crate::protocol::layout::citizen_dir(id),
+        crate::protocol::layout::card_path(id),
+    ) else {
+        return false;
+    };
+    linked_folder(root, &dir).is_none()
+        && fs::symlink_metadata(root.join(card)).is_ok_and(|m| m.file_type().is_file())
 }
 
 fn linked_folder_why(link: &str) -> String {
@@ -840,6 +854,7 @@ impl Polis {
         let (settings, settings_findings) =
             crate::protocol::settings::parse(settings_text.as_deref());
         findings.extend(settings_findings);
+        findings.extend(crate::protocol::routing::policy_finding(&settings));
         let zone = settings.timezone;
 
         let (cards, statuses) = read_citizens(root, &mut findings);
@@ -1056,7 +1071,8 @@ impl Polis {
     }
 
     /// Why contract `id` is not in [`Polis::contracts`] though a file of its name is there (a
-    /// symbolic link, a folder, a file that is not UTF-8): its unreadable finding, if any.
+    /// symbolic link, a folder, a file that is not UTF-8 or not YAML): the error found reading
+    /// it, if any.
     pub fn unreadable_contract(&self, id: &str) -> Option<&Finding> {
         use crate::protocol::layout::{contract_path, ContractFolder};
         let paths: Vec<String> = ContractFolder::ALL
@@ -1065,7 +1081,7 @@ impl Polis {
             .collect();
         self.findings
             .iter()
-            .find(|f| f.code == Code::Unreadable && paths.contains(&f.path))
+            .find(|f| f.severity == Severity::Error && paths.contains(&f.path))
     }
 }
 

@@ -25,9 +25,7 @@ pub fn polis_now(root: &Path) -> PolisTime {
 
 /// Whether `id` has a capability card (SPEC §3 C002), without reading the card.
 pub fn is_registered(root: &Path, id: &str) -> bool {
-    layout::card_path(id).is_some_and(|rel| {
-        std::fs::symlink_metadata(root.join(rel)).is_ok_and(|m| m.file_type().is_file())
-    })
+    snapshot::has_card(root, id)
 }
 
 /// Refuses, before a transition's first write, when its chronicle line could not be appended
@@ -320,6 +318,22 @@ pub fn has_line(root: &Path, verb: &str, target: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_citizen_whose_folder_is_a_link_is_not_registered() {
+        // Reading the polis never enters a linked folder, so check and the tally hold such a
+        // citizen unregistered; a command must not act (and append a C002 line) as one.
+        let (d, root, _w) = crate::operations::test_polis::polis_with(&["alpha-agent"]);
+        let elsewhere = d.path().join("elsewhere");
+        std::fs::rename(root.join("citizens/alpha-agent"), &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, root.join("citizens/alpha-agent")).unwrap();
+        assert!(!is_registered(&root, "alpha-agent"));
+        assert!(matches!(
+            require_citizen(&root, "alpha-agent"),
+            Err(OpError::NotRegistered(_))
+        ));
+        assert!(crate::operations::session::check_citizen(&root, "alpha-agent").is_err());
+    }
 
     fn at(stamp: &str) -> PolisTime {
         PolisTime::at_stamp(crate::protocol::clock::PolisZone::default(), stamp).unwrap()

@@ -242,8 +242,7 @@ fn check_citizen(root: &Path, id: &str) -> Result<(), ReservationError> {
 }
 
 fn is_registered(root: &Path, id: &str) -> bool {
-    layout::card_path(id)
-        .is_some_and(|rel| std::fs::symlink_metadata(root.join(rel)).is_ok_and(|m| m.is_file()))
+    crate::fs::snapshot::has_card(root, id)
 }
 
 fn entries_of(bytes: Option<&[u8]>, now: &PolisTime) -> Result<Vec<Entry>, ReservationError> {

@@ -24,7 +24,9 @@ pub struct RouteOptions {
 pub enum RouteError {
     #[error("no contract `{0}` in contracts/open, settled or abandoned")]
     NotFound(String),
-    #[error("cannot read {path}: {why}")]
+    /// The contract's file is there but could not be read as a contract: the reading's own
+    /// finding, so the message says what to fix rather than that there is no such contract.
+    #[error("{path}: {why}")]
     Unreadable { path: String, why: String },
     #[error("contract `{0}` is {1}, not open; only open contracts are routed")]
     NotOpen(String, &'static str),
@@ -32,8 +34,10 @@ pub enum RouteError {
     NoFrontmatter(String),
     #[error("no registered citizens; nothing to route to")]
     NoCitizens,
+    /// Not a `#[from]`: that would make the policy's error the source as well, and a refusal
+    /// prints its sources, so the message came twice.
     #[error("polis.yml: {0}")]
-    Policy(#[from] crate::protocol::routing::policy::UnknownPolicy),
+    Policy(crate::protocol::routing::policy::UnknownPolicy),
 }
 
 /// Finds an open contract by id, as the reference does (open, then settled, then abandoned).
@@ -113,7 +117,8 @@ fn routed(
     if candidates.is_empty() {
         return Err(RouteError::NoCitizens);
     }
-    let policy = routing::policy_for(&polis.settings, options.policy)?;
+    let policy =
+        routing::policy_for(&polis.settings, options.policy).map_err(RouteError::Policy)?;
     let stats = super::current_stats(polis);
     let lessons = polis.routing_lessons();
     // A routing rule's target must be active; only a rule reads it, so the window
@@ -227,4 +232,53 @@ pub fn settled_since<'s>(
         .collect();
     since.sort_by(|a, b| (a.0, &a.1.contract).cmp(&(b.0, &b.1.contract)));
     since.into_iter().map(|(_, s)| s).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn route_names_why_an_unreadable_contract_is_not_read() {
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&["alpha-agent"]);
+        let open = root.join("contracts/open");
+        std::fs::write(open.join("latin.md"), b"---\ntitle: caf\xe9\n---\n").unwrap();
+        std::fs::write(open.join("colons.md"), "---\ntitle: t\n: : bad\n---\n").unwrap();
+        std::fs::create_dir(open.join("folder.md")).unwrap();
+        let polis = Polis::read(&root);
+        for (id, why) in [
+            ("latin", "not valid UTF-8"),
+            ("colons", "invalid YAML"),
+            ("folder", "contracts/open/folder.md"),
+        ] {
+            let e = open_contract(&polis, id).unwrap_err().to_string();
+            assert!(e.contains(&format!("contracts/open/{id}.md")), "{e}");
+            assert!(e.contains(why), "{e}");
+            assert!(!e.starts_with("no contract"), "{e}");
+        }
+        let e = open_contract(&polis, "missing").unwrap_err().to_string();
+        assert!(e.starts_with("no contract `missing`"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_policy_is_said_once() {
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&["alpha-agent"]);
+        std::fs::write(root.join("polis.yml"), "routing:\n  policy: quantum\n").unwrap();
+        std::fs::write(
+            root.join("contracts/open/x.md"),
+            "---\ncontract_id: x\nstatus: proposed\nrequired_tags: [rust]\n---\n",
+        )
+        .unwrap();
+        let polis = Polis::read(&root);
+        let contract = open_contract(&polis, "x").unwrap();
+        let e = recommend(&polis, contract, &RouteOptions::default()).unwrap_err();
+        // As the command line prints a refusal: the error and its sources.
+        let shown = format!("{:#}", anyhow::Error::from(e));
+        assert_eq!(
+            shown.matches("unknown routing policy").count(),
+            1,
+            "{shown}"
+        );
+        assert!(shown.starts_with("polis.yml: "), "{shown}");
+    }
 }

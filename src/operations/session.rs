@@ -93,29 +93,25 @@ pub fn check_citizen(root: &Path, id: &str) -> Result<(), SessionError> {
     let Some(card) = layout::card_path(id) else {
         return Err(SessionError::NotAnId(id.to_string()));
     };
-    match std::fs::symlink_metadata(root.join(&card)) {
-        Ok(m) if m.is_file() => return Ok(()),
-        // A card polisd may not even look at (a folder it cannot enter) is no unknown id:
-        // told to register, the citizen would only meet its own folder. What reads the card
-        // names what is wrong with it, as for a card behind a link.
-        Err(e)
-            if !matches!(
-                e.kind(),
-                std::io::ErrorKind::NotFound
-                    | std::io::ErrorKind::InvalidFilename
-                    | std::io::ErrorKind::NotADirectory
-            ) =>
-        {
-            return Ok(())
+    if snapshot::has_card(root, id) {
+        return Ok(());
+    }
+    // A card polisd may not even look at (a folder it cannot enter) is no unknown id: told to
+    // register, the citizen would only meet its own folder. What reads the card names what is
+    // wrong with it, as for a card behind a link.
+    if let Err(e) = std::fs::symlink_metadata(root.join(&card)) {
+        if !matches!(
+            e.kind(),
+            std::io::ErrorKind::NotFound
+                | std::io::ErrorKind::InvalidFilename
+                | std::io::ErrorKind::NotADirectory
+        ) {
+            return Ok(());
         }
-        _ => {}
     }
     let known: Vec<String> = snapshot::subdirs(root, layout::CITIZENS_DIR)
         .into_iter()
-        .filter(|d| {
-            layout::card_path(d)
-                .is_some_and(|c| std::fs::symlink_metadata(root.join(c)).is_ok_and(|m| m.is_file()))
-        })
+        .filter(|d| snapshot::has_card(root, d))
         .take(8)
         .collect();
     let known = if known.is_empty() {

@@ -185,6 +185,9 @@ pub fn splice_field(
     value: &str,
     insert_after: Option<&str>,
 ) -> Option<String> {
+    if let Some(lf) = lone_cr_as_lf(text) {
+        return splice_field(&lf, key, value, insert_after).map(|out| out.replace('\n', "\r"));
+    }
     let (bom, rest) = match text.strip_prefix('\u{feff}') {
         Some(r) => ("\u{feff}", r),
         None => ("", text),
@@ -255,6 +258,13 @@ pub fn splice_field(
     Some(format!("{bom}{}", out.concat()))
 }
 
+/// A file whose every line ends in a lone CR (classic Mac line ends), with LF instead: it is
+/// read as LF lines (see [`normalise`]), so an edit finds its fields in that form and turns
+/// the LFs back into CRs, keeping the file's line ends. `None` for any other text.
+fn lone_cr_as_lf(text: &str) -> Option<String> {
+    (text.contains('\r') && !text.contains('\n')).then(|| text.replace('\r', "\n"))
+}
+
 /// A frontmatter value as the reference's commands write one into an existing contract:
 /// plain, or double-quoted when it holds YAML punctuation or edge white space. Deliberate
 /// difference (SPEC §2, what polisd writes reads back with the same types): a string whose
@@ -322,6 +332,9 @@ fn double_quoted(t: &str) -> String {
 /// missing, empty or null block becomes `block: {key: value}`. The caller reads the result back to
 /// check it (nothing here proves the YAML still means what it meant).
 pub fn splice_block_field(text: &str, block: &str, key: &str, value: &str) -> Option<String> {
+    if let Some(lf) = lone_cr_as_lf(text) {
+        return splice_block_field(&lf, block, key, value).map(|out| out.replace('\n', "\r"));
+    }
     let head = format!("{block}:");
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let content = |l: &str| l.trim_end_matches(['\n', '\r']).to_string();
@@ -556,6 +569,25 @@ mod tests {
         let r = parse("\u{feff}---\r\nstatus: settled\r\n---\r\nBody\r\n").unwrap();
         assert_eq!(r.get("status"), &Value::Str("settled".into()));
         assert_eq!(r.body, "Body\n");
+    }
+
+    #[test]
+    fn a_file_of_lone_cr_line_ends_is_spliced_with_them() {
+        // Read as LF (as Python's read_text reads it), so the edit must find the same fields.
+        let text = "---\rcontract_id: x\rowner: null\rrouting: {}\r---\rBody\r";
+        assert_eq!(parse(text).unwrap().get("owner"), &Value::Null);
+        assert_eq!(
+            splice_field(text, "owner", "alpha-agent", None).as_deref(),
+            Some("---\rcontract_id: x\rowner: alpha-agent\rrouting: {}\r---\rBody\r")
+        );
+        assert_eq!(
+            splice_field(text, "status", "claimed", Some("owner")).as_deref(),
+            Some("---\rcontract_id: x\rowner: null\rstatus: claimed\rrouting: {}\r---\rBody\r")
+        );
+        assert_eq!(
+            splice_block_field(text, "routing", "exploration", "false").as_deref(),
+            Some("---\rcontract_id: x\rowner: null\rrouting: {exploration: false}\r---\rBody\r")
+        );
     }
 
     #[test]

@@ -432,6 +432,24 @@ mod tests {
     }
 
     #[test]
+    fn an_offset_of_a_day_or_more_is_refused_as_pyyaml_refuses_it() {
+        // Python's timezone wants an offset strictly within a day; PyYAML's load fails.
+        for bad in ["+99:99", "+24:00", "-24", "+24"] {
+            let e = load(&format!("settled_at: 2026-12-07 10:00:00{bad}\n")).unwrap_err();
+            assert_eq!(e.line, 1, "{e}");
+            assert!(e.message.contains("offset"), "{e}");
+        }
+        assert!(matches!(
+            one("2026-12-07 10:00:00+23:59"),
+            Value::DateTime(t) if t.offset_seconds == Some(86_340)
+        ));
+        assert!(matches!(
+            one("2026-12-07 10:00:00-5:61"),
+            Value::DateTime(t) if t.offset_seconds == Some(-21_660)
+        ));
+    }
+
+    #[test]
     fn nulls_numbers_and_sexagesimals() {
         assert_eq!(one("~"), Value::Null);
         assert_eq!(one(""), Value::Null);

@@ -319,6 +319,13 @@ pub fn construct_timestamp_by_regex(text: &str) -> Result<Value, String> {
         .ok_or_else(bad)?;
     let offset_seconds = if let Some(sign) = c.name("tz_sign") {
         let magnitude = (num("tz_hour") * 3600 + num("tz_minute") * 60) as i32;
+        // Python's timezone takes an offset strictly within a day, so PyYAML's load fails.
+        if magnitude >= 86_400 {
+            return Err(format!(
+                "'{}' has a UTC offset of a day or more; write one between -23:59 and +23:59",
+                quoted(text)
+            ));
+        }
         Some(if sign.as_str() == "-" {
             -magnitude
         } else {

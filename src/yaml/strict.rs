@@ -10,6 +10,8 @@
 //!   answers an explicit `? key`.
 //! - a `...` document-end marker with no document before it, or followed by more content.
 //! - an anchor (`&name`) defined twice.
+//! - a NUL character anywhere (PyYAML's reader refuses it before parsing; yaml-rust2 takes it
+//!   for the end of the text and would silently drop everything after it).
 //!
 //! Pure: text in, the first problem (with its 1-based line) out.
 
@@ -17,6 +19,13 @@ use super::quote::quoted;
 
 /// The first construct PyYAML would refuse, as (line, message).
 pub fn check(text: &str) -> Option<(usize, String)> {
+    if let Some(at) = text.find('\0') {
+        let line = 1 + text[..at].matches('\n').count();
+        return Some((
+            line,
+            "a NUL character (byte 0), which YAML does not allow; remove it".into(),
+        ));
+    }
     let mut quote: Option<char> = None;
     // (parent indentation, content indentation once known) of a block scalar being read.
     let mut block: Option<(usize, Option<usize>)> = None;
@@ -260,5 +269,16 @@ mod tests {
         ] {
             assert_eq!(check(good), None, "refused {good:?}");
         }
+    }
+
+    #[test]
+    fn yaml_strict_refuses_a_nul_with_its_line() {
+        // PyYAML refuses a NUL anywhere; yaml-rust2 takes it for the end of the text and
+        // silently drops every key after it.
+        let (line, message) = check("title: Sec\0ond\nopened_by: x\n").expect("accepted a NUL");
+        assert_eq!(line, 1);
+        assert!(message.contains("NUL"), "{message}");
+        assert_eq!(check("a: 1\nb: '\0'\n").map(|(l, _)| l), Some(2));
+        assert_eq!(check("a: |\n  x\0\n").map(|(l, _)| l), Some(2));
     }
 }

@@ -33,9 +33,62 @@ pub struct Timestamp {
 
 /// An insertion-ordered mapping. Duplicate keys keep the first position and the last value,
 /// like assigning into a Python dict.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Clone, Default)]
 pub struct Mapping {
     entries: Vec<(Value, Value)>,
+    /// Where each hashable key is, once the mapping is past [`INDEXED_FROM`] entries: without
+    /// it every insert compared its key with every key before it, and a 1 MB file of 50,000
+    /// keys took minutes to read. Small mappings (nearly all) scan, which is faster there.
+    index: Option<std::collections::HashMap<IndexKey, usize>>,
+}
+
+/// Entries from which a mapping keeps an [`IndexKey`] index.
+const INDEXED_FROM: usize = 64;
+
+/// A key as its index sees it: equal exactly when the keys are equal as [`Value`]s. A float
+/// is its bits with -0.0 as 0.0 (they are equal); a NaN (equal to nothing), a list and a
+/// mapping have none and are found by scanning.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum IndexKey {
+    Null,
+    Bool(bool),
+    Int(i64),
+    BigInt(String),
+    Float(u64),
+    Str(String),
+    Date(NaiveDate),
+    DateTime(NaiveDateTime, Option<i32>),
+}
+
+impl IndexKey {
+    fn of(key: &Value) -> Option<IndexKey> {
+        Some(match key {
+            Value::Null => IndexKey::Null,
+            Value::Bool(b) => IndexKey::Bool(*b),
+            Value::Int(i) => IndexKey::Int(*i),
+            Value::BigInt(d) => IndexKey::BigInt(d.clone()),
+            Value::Float(f) if f.is_nan() => return None,
+            Value::Float(f) => IndexKey::Float(if *f == 0.0 { 0 } else { f.to_bits() }),
+            Value::Str(t) => IndexKey::Str(t.clone()),
+            Value::Date(d) => IndexKey::Date(*d),
+            Value::DateTime(t) => IndexKey::DateTime(t.local, t.offset_seconds),
+            Value::Seq(_) | Value::Map(_) => return None,
+        })
+    }
+}
+
+impl PartialEq for Mapping {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries == other.entries
+    }
+}
+
+impl std::fmt::Debug for Mapping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mapping")
+            .field("entries", &self.entries)
+            .finish()
+    }
 }
 
 impl Mapping {
@@ -47,19 +100,56 @@ impl Mapping {
     pub fn with_capacity(n: usize) -> Self {
         Mapping {
             entries: Vec::with_capacity(n),
+            index: None,
         }
     }
 
     pub fn insert(&mut self, key: Value, value: Value) {
-        if let Some(slot) = self.entries.iter_mut().find(|(k, _)| *k == key) {
-            slot.1 = value;
-        } else {
+        let Some(index) = &mut self.index else {
+            if let Some(slot) = self.entries.iter_mut().find(|(k, _)| *k == key) {
+                slot.1 = value;
+                return;
+            }
             self.entries.push((key, value));
+            if self.entries.len() >= INDEXED_FROM {
+                self.reindex();
+            }
+            return;
+        };
+        match IndexKey::of(&key) {
+            Some(ik) => match index.get(&ik) {
+                Some(&at) => self.entries[at].1 = value,
+                None => {
+                    index.insert(ik, self.entries.len());
+                    self.entries.push((key, value));
+                }
+            },
+            None => {
+                if let Some(slot) = self.entries.iter_mut().find(|(k, _)| *k == key) {
+                    slot.1 = value;
+                } else {
+                    self.entries.push((key, value));
+                }
+            }
         }
+    }
+
+    fn reindex(&mut self) {
+        let mut index = std::collections::HashMap::with_capacity(self.entries.len() * 2);
+        for (at, (k, _)) in self.entries.iter().enumerate() {
+            if let Some(ik) = IndexKey::of(k) {
+                index.entry(ik).or_insert(at);
+            }
+        }
+        self.index = Some(index);
     }
 
     /// The value under a string key.
     pub fn get(&self, key: &str) -> Option<&Value> {
+        if let Some(index) = &self.index {
+            let at = *index.get(&IndexKey::Str(key.to_string()))?;
+            return Some(&self.entries[at].1);
+        }
         self.entries
             .iter()
             .find(|(k, _)| matches!(k, Value::Str(s) if s == key))
@@ -71,7 +161,11 @@ impl Mapping {
             .entries
             .iter()
             .position(|(k, _)| matches!(k, Value::Str(s) if s == key))?;
-        Some(self.entries.remove(at).1)
+        let (_, value) = self.entries.remove(at);
+        if self.index.is_some() {
+            self.reindex();
+        }
+        Some(value)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&Value, &Value)> {
@@ -477,5 +571,43 @@ mod tests {
         let keys: Vec<_> = m.iter().map(|(k, _)| k.python_str()).collect();
         assert_eq!(keys, ["a", "b"]);
         assert_eq!(m.get("a"), Some(&Value::Int(3)));
+    }
+
+    /// Regression: every insert compared the new key with every key before it, so a 1 MB card
+    /// with 50,000 tags kept `polisd check` (and a daemon pass) busy for minutes. No clock
+    /// here (timings belong to benches): sized so that pairwise work would run for minutes.
+    #[test]
+    fn a_mapping_of_many_keys_is_built_in_linear_time() {
+        let n = 200_000;
+        let mut m = Mapping::new();
+        for i in 0..n {
+            m.insert(Value::Str(format!("t{i}")), Value::Int(i));
+            m.insert(Value::Int(i), Value::Null);
+        }
+        // Duplicates still keep the first position and the last value past the first few keys.
+        m.insert(Value::Str("t7".into()), Value::Int(-1));
+        m.insert(Value::Int(7), Value::Bool(true));
+        assert_eq!(m.len(), 2 * n as usize);
+        assert_eq!(m.get("t7"), Some(&Value::Int(-1)));
+        assert_eq!(
+            m.iter().nth(14),
+            Some((&Value::Str("t7".into()), &Value::Int(-1)))
+        );
+        assert_eq!(m.iter().nth(15), Some((&Value::Int(7), &Value::Bool(true))));
+        // Keys equal as values are one key, as before: 0.0 and -0.0; never a NaN.
+        let mut f = Mapping::new();
+        for i in 0..INDEXED_FROM as i64 {
+            f.insert(Value::Int(i), Value::Null);
+        }
+        f.insert(Value::Float(0.0), Value::Int(1));
+        f.insert(Value::Float(-0.0), Value::Int(2));
+        f.insert(Value::Float(f64::NAN), Value::Int(3));
+        f.insert(Value::Float(f64::NAN), Value::Int(4));
+        assert_eq!(f.len(), INDEXED_FROM + 3);
+        assert_eq!(
+            f.iter().nth(INDEXED_FROM),
+            Some((&Value::Float(0.0), &Value::Int(2)))
+        );
+        assert_eq!(f.remove("x"), None);
     }
 }

@@ -1388,6 +1388,24 @@ mod tests {
     }
 
     #[test]
+    fn lone_cr_amendment_file_gets_its_status() {
+        // Regression: the status could not be spliced, so tally moved the file to ratified/
+        // with `status: proposed` still in it.
+        let text = amendment("ratified_at: null\n", "").replace('\n', "\r");
+        let out = set_status(&text, "ratified", Some("2026-03-02 10:00:00"));
+        assert_eq!(
+            out,
+            text.replace("status: proposed\r", "status: ratified\r")
+                .replace(
+                    "ratified_at: null\r",
+                    "ratified_at: '2026-03-02 10:00:00'\r"
+                )
+        );
+        let back = parse(&out, "2026-03-01-floor").unwrap();
+        assert_eq!(back.status.as_deref(), Some("ratified"));
+    }
+
+    #[test]
     fn chronicle_lines_link_the_right_folder() {
         let w = World::all_active();
         let text = amendment(

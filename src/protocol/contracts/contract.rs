@@ -107,8 +107,18 @@ impl Heading {
 pub fn tags_of(v: &Value) -> (Vec<String>, Vec<Value>) {
     let mut tags: Vec<String> = Vec::new();
     let mut bad = Vec::new();
-    let push = |t: &str, tags: &mut Vec<String>| {
-        if !tags.iter().any(|x| x == t) {
+    // Past a few tags a set answers "seen?", so a hostile list of 100,000 is not quadratic.
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut push = |t: &str, tags: &mut Vec<String>| {
+        let new = if tags.len() < 32 {
+            !tags.iter().any(|x| x == t)
+        } else {
+            if seen.is_empty() {
+                seen.extend(tags.iter().cloned());
+            }
+            seen.insert(t.to_string())
+        };
+        if new {
             tags.push(t.to_string());
         }
     };
@@ -1119,6 +1129,18 @@ mod tests {
         let (tags, bad) = tags_of(&v);
         assert_eq!(tags, ["a", "b"]);
         assert_eq!(bad, [Value::Int(3)]);
+    }
+
+    /// Regression: each tag was compared with every tag before it, so a settled contract with
+    /// 100,000 `required_tags` (1 MB) kept `polisd check` and `reconcile` busy for minutes. No
+    /// clock here (timings belong to benches): sized so that pairwise work would run for minutes.
+    #[test]
+    fn many_required_tags_are_deduplicated_in_linear_time() {
+        let mut items: Vec<Value> = (0..200_000).map(|i| Value::Str(format!("t{i}"))).collect();
+        items.push(Value::Str("t7".into()));
+        let (tags, bad) = tags_of(&Value::Seq(items));
+        assert_eq!(tags.len(), 200_000);
+        assert_eq!((tags[7].as_str(), bad.len()), ("t7", 0));
     }
 
     #[test]

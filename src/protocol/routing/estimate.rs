@@ -28,6 +28,7 @@
 
 use crate::protocol::routing::history::History;
 use crate::protocol::routing::score::{Candidate, Score};
+use std::borrow::Cow;
 
 /// Tuning of [`Policy::Posterior`](super::policy::Policy::Posterior). The defaults are the
 /// values the routing bench was run with (docs/performance.md, routing); they are in quality
@@ -303,6 +304,10 @@ impl Factor {
     }
 }
 
+/// Most tags (the contract's and those its citizen settled work on) the joint model is built
+/// over; real polises use a few dozen.
+pub const MAX_TAGS: usize = 512;
+
 /// The estimate of `s`'s citizen on a contract with these `tags` (duplicates removed), from
 /// the polis's `history` and the citizens' `cards` (which may be empty).
 pub(super) fn estimate(
@@ -320,36 +325,71 @@ pub(super) fn estimate(
         None => fallback,
     };
     let prior_var = params.noise * params.noise / params.prior_weight;
-    if tags.is_empty() {
-        return Estimate {
-            mean: fallback,
-            spread: prior_var.sqrt(),
-            evidence: 0.0,
-            changed: 0.0,
-            unseen: 0.0,
-            idle: None,
-        };
+    let prior_only = Estimate {
+        mean: fallback,
+        spread: prior_var.sqrt(),
+        evidence: 0.0,
+        changed: 0.0,
+        unseen: 0.0,
+        idle: None,
+    };
+    // The model is a d×d matrix factored in d³ steps: a hand-written contract or settlement
+    // listing 100,000 tags would ask for 80 GB. Past MAX_TAGS the self-ratings alone answer,
+    // as for a contract with no tags.
+    if tags.is_empty() || tags.len() > MAX_TAGS {
+        return prior_only;
     }
     let outcomes = history.outcomes();
     let settled = history.settled_by(&s.citizen);
     // The contract's tags first, then every other tag the citizen settled.
+    let k = tags.len();
     let mut local: Vec<&str> = tags.iter().map(String::as_str).collect();
-    for &i in settled {
+    let fits = settled.iter().all(|&i| {
         for t in &outcomes[i].tags {
             if !local.contains(&t.as_str()) {
+                if local.len() == MAX_TAGS {
+                    return false;
+                }
                 local.push(t);
             }
         }
-    }
+        true
+    });
+    let kept: Cow<'_, [usize]> = if fits {
+        Cow::Borrowed(settled)
+    } else {
+        // Work over more than MAX_TAGS tags: the latest settlements whose tags fit, so the
+        // citizen is still judged by its recent work; one whose tags do not fit is left out.
+        local.truncate(k);
+        let mut kept = Vec::new();
+        for &i in settled.iter().rev() {
+            let room = MAX_TAGS - local.len();
+            // A settlement's tags are distinct, so these are its new ones (one past the room
+            // is enough to know they do not fit).
+            let new: Vec<&str> = outcomes[i]
+                .tags
+                .iter()
+                .map(String::as_str)
+                .filter(|t| !local.contains(t))
+                .take(room + 1)
+                .collect();
+            if new.len() > room {
+                continue;
+            }
+            local.extend(new);
+            kept.push(i);
+        }
+        kept.reverse();
+        Cow::Owned(kept)
+    };
     let d = local.len();
     let prior = Terms::prior(local.iter().map(|t| (prior_mean(t), prior_var)));
-    let k = tags.len();
     let mut weights = vec![0.0; d];
     weights[..k].iter_mut().for_each(|w| *w = 1.0 / k as f64);
     let model = Model { d, prior, weights };
 
     let n = outcomes.len();
-    let rows: Vec<Row> = settled
+    let rows: Vec<Row> = kept
         .iter()
         .map(|&i| Row {
             columns: outcomes[i]
@@ -536,6 +576,40 @@ mod tests {
         let e = estimate(&["t0".to_string()], &history, &[], &params, &score("ann"));
         assert!(e.changed > 0.5, "{e:?}");
         assert!(e.mean > 4.0, "{e:?}");
+    }
+
+    /// Regression: a contract listing 100,000 tags made `polisd route` ask for 80 GB and
+    /// abort, and one settlement listing them kept it busy for minutes. A deadline, not a
+    /// benchmark.
+    #[test]
+    fn thousands_of_tags_are_estimated_from_the_self_ratings() {
+        let many: Vec<String> = (0..100_000).map(|i| format!("t{i}")).collect();
+        let history = History::from_outcomes(work("ann", "a", &[2.0; 3]));
+        let params = PosteriorParams::default();
+        let e = estimate(&many, &history, &[], &params, &score("ann"));
+        assert_eq!((e.evidence, e.idle), (0.0, None), "{e:?}");
+        // A settlement of that many tags is left out; the rest of the record still counts.
+        let mut outcomes = work("ann", "a", &[2.0; 3]);
+        outcomes.push(Outcome {
+            citizen: "ann".into(),
+            tags: many,
+            quality: 2.0,
+        });
+        let e = of(&History::from_outcomes(outcomes), "ann", &params);
+        assert_eq!(e.evidence, 3.0, "{e:?}");
+    }
+
+    /// A citizen whose work spans more tags than the model holds is judged by its latest
+    /// work that fits: its record on the contract's tag is not dropped for the prior.
+    #[test]
+    fn work_over_more_tags_than_the_model_holds_keeps_the_latest() {
+        let mut outcomes: Vec<Outcome> = (0..MAX_TAGS + 50)
+            .flat_map(|i| work("ann", &format!("t{i}"), &[2.0]))
+            .collect();
+        outcomes.extend(work("ann", "a", &[5.0; 8]));
+        let e = of(&History::from_outcomes(outcomes), "ann", &STEADY);
+        assert_eq!(e.evidence, 8.0, "{e:?}");
+        assert!(e.mean > 4.5, "{e:?}");
     }
 
     #[test]

@@ -51,13 +51,10 @@ impl History {
 
     /// Appends the newest settlement; counts it once per distinct tag, as reconcile does.
     pub fn record(&mut self, mut outcome: Outcome) {
-        let mut seen: Vec<String> = Vec::with_capacity(outcome.tags.len());
-        for tag in outcome.tags.drain(..) {
-            if !seen.contains(&tag) {
-                seen.push(tag);
-            }
-        }
-        outcome.tags = seen;
+        // First-seen order; a set answers "seen?", so a settlement of 100,000 tags is linear.
+        let mut seen: std::collections::HashSet<String> =
+            std::collections::HashSet::with_capacity(outcome.tags.len());
+        outcome.tags.retain(|tag| seen.insert(tag.clone()));
         for tag in &outcome.tags {
             let key = (tag.clone(), outcome.citizen.clone());
             *self.completed.entry(key).or_insert(0) += 1;

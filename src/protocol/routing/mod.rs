@@ -85,6 +85,25 @@ pub fn policy_for(settings: &Settings, asked: Option<Policy>) -> Result<Policy, 
     }
 }
 
+/// The finding about a `routing.policy` of `polis.yml` that names no policy: `route` refuses
+/// it and the daemon routes nothing until it is fixed, so every reader of the polis says so.
+pub fn policy_finding(settings: &Settings) -> Option<crate::protocol::finding::Finding> {
+    use crate::protocol::finding::{quoted, Code, Finding};
+    let name = settings.policy.as_deref()?;
+    name.parse::<Policy>().err()?;
+    let names: Vec<&str> = Policy::ALL.iter().map(|p| p.name()).collect();
+    Some(Finding::warning(
+        Code::BadYaml,
+        crate::protocol::layout::POLIS_YML,
+        None,
+        format!(
+            "`routing.policy: {}` is not a routing policy; write one of {} (until then `polisd route` refuses and polisd routes no contract)",
+            quoted(name),
+            names.join(", ")
+        ),
+    ))
+}
+
 /// What the learning policies learn from: `settlements` (in any order) replayed in the order of
 /// SPEC §6 step 4.
 pub fn history_of<'s>(settlements: impl Iterator<Item = SettlementView<'s>>) -> History {

@@ -400,13 +400,9 @@ impl SettlementView<'_> {
 /// A settlement's tags without repeats (they are deduplicated when read; this keeps a
 /// hand-built settlement from counting twice on one tag).
 fn dedup(tags: &[String]) -> Vec<&String> {
-    let mut out: Vec<&String> = Vec::with_capacity(tags.len());
-    for t in tags {
-        if !out.contains(&t) {
-            out.push(t);
-        }
-    }
-    out
+    // A set answers "seen?", so a settlement listing 100,000 tags is not quadratic.
+    let mut seen = std::collections::HashSet::with_capacity(tags.len());
+    tags.iter().filter(|t| seen.insert(t.as_str())).collect()
 }
 
 /// [`reconcile`] over the file being replaced (`None` when there is none): keeps its

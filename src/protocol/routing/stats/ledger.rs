@@ -496,18 +496,6 @@ impl TagLedger {
         self.stats.leader = leader;
         self.stats.leader_confidence = confidence;
     }
-
-    /// Where the tag first appears in the replay: its first settlement, then the tag's place
-    /// among that settlement's tags.
-    fn first_seen(&self, keys: &Keys<'_>) -> Option<(u32, usize)> {
-        let first = self.members.first()?;
-        let at = keys
-            .view(first)
-            .tags
-            .iter()
-            .position(|t| *t == self.stats.tag);
-        Some((first, at.unwrap_or(0)))
-    }
 }
 
 /// The settled files of a polis kept between changes, so `routing_stats.yml` follows one
@@ -1028,11 +1016,27 @@ impl<M> Ledger<M> {
                 t.settle_leader();
             }
         }
-        let mut order: Vec<(u32, usize, &TagLedger)> = self
-            .tags
-            .values()
-            .filter_map(|t| t.first_seen(&keys).map(|(p, at)| (p, at, t)))
-            .collect();
+        // Each tag's place among its first settlement's tags, from one map per settlement: a
+        // search per tag was quadratic in a settlement listing 100,000 tags.
+        let mut places: HashMap<u32, HashMap<&str, usize>> = HashMap::new();
+        let mut order: Vec<(u32, usize, &TagLedger)> = Vec::with_capacity(self.tags.len());
+        for t in self.tags.values() {
+            let Some(first) = t.members.first() else {
+                continue;
+            };
+            let place = places.entry(first).or_insert_with(|| {
+                let mut at = HashMap::new();
+                for (i, tag) in keys.view(first).tags.iter().enumerate() {
+                    at.entry(tag.as_str()).or_insert(i);
+                }
+                at
+            });
+            order.push((
+                first,
+                place.get(t.stats.tag.as_str()).copied().unwrap_or(0),
+                t,
+            ));
+        }
         order.sort_by(|a, b| keys.order(a.0, b.0).then(a.1.cmp(&b.1)));
         let tags = order.into_iter().map(|(_, _, t)| t.stats.clone()).collect();
         let newest = self
@@ -1240,6 +1244,25 @@ mod tests {
             restored.stats(&Value::Null, &Value::Null),
             recorded.stats(&Value::Null, &Value::Null)
         );
+    }
+
+    /// Regression: each tag's place in its first settlement was searched for, and a
+    /// settlement's tags deduplicated pairwise, so one settled contract listing 100,000 tags
+    /// kept `polisd queue`, `report` and `status` busy for minutes. No clock here (timings
+    /// belong to benches): sized so that pairwise work would run for minutes.
+    #[test]
+    fn a_settlement_of_many_tags_is_recorded_in_linear_time() {
+        let names: Vec<String> = (0..30_000).map(|i| format!("t{i}")).collect();
+        let tags: Vec<&str> = names.iter().map(String::as_str).collect();
+        let mut a = Ledger::new();
+        a.insert(settlement("s/wide.md", "bob", &tags, 1, 4));
+        a.insert(settlement("s/narrow.md", "ann", &["t9", "t3"], 2, 5));
+        let stats = a.stats(&Value::Null, &Value::Null);
+        let all: Vec<Settlement> = a.settlements();
+        // Not assert_eq: a failure would print 30,000 tags.
+        assert!(stats == super::super::reconcile(&all, &Value::Null, &Value::Null));
+        assert_eq!(stats.tags.len(), 30_000);
+        assert_eq!(stats.tags[3].leader.as_deref(), Some("ann"));
     }
 
     #[test]
