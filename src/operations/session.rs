@@ -96,6 +96,11 @@ pub fn check_citizen(root: &Path, id: &str) -> Result<(), SessionError> {
     if snapshot::has_card(root, id) {
         return Ok(());
     }
+    // A citizen folder that is a link is never entered, so acting commands hold the citizen
+    // unregistered; a session still comes, and the primer names the link and its fix.
+    if layout::citizen_dir(id).is_some_and(|dir| snapshot::linked_folder(root, &dir).is_some()) {
+        return Ok(());
+    }
     // A card polisd may not even look at (a folder it cannot enter) is no unknown id: told to
     // register, the citizen would only meet its own folder. What reads the card names what is
     // wrong with it, as for a card behind a link.
