@@ -660,11 +660,12 @@ fn what_the_logs_say(line: &str, logs: &[(PathBuf, PathBuf)]) -> String {
                 .collect();
             kept[kept.len().saturating_sub(20)..].to_vec()
         };
+        // A finding that resolved itself within the settling window is routine under sync and
+        // would fill the excerpt: kept only when it names the line.
         let said = pick(daemon, &|l| {
             marks.iter().any(|m| l.contains(m))
-                || l.contains("C009")
-                || l.contains("restored")
-                || l.contains("conflict")
+                || !l.contains("resolved itself")
+                    && (l.contains("C009") || l.contains("restored") || l.contains("conflict"))
         });
         let conflicts = pick(syncthing, &|l| l.to_lowercase().contains("conflict"));
         out.push_str(&format!(
