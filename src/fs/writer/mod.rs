@@ -1151,14 +1151,18 @@ mod tests {
     }
 
     /// Whether the file system under `dir` swaps two files in one rename (`RENAME_EXCHANGE`),
-    /// tried on two scratch files it removes again.
-    pub(super) fn swaps_files(dir: &Path) -> bool {
+    /// tried on two scratch files it removes again; when it cannot, says why the calling test
+    /// checks nothing here (`skipped`).
+    pub(super) fn swaps_files_or_skip(dir: &Path, skipped: &str) -> bool {
         let (a, b) = (dir.join(".swap-a"), dir.join(".swap-b"));
         fs::write(&a, "a\n").unwrap();
         fs::write(&b, "b\n").unwrap();
         let swaps = !rename_exchange(&a, &b).is_err_and(|e| e.kind() == io::ErrorKind::Unsupported);
         fs::remove_file(&a).unwrap();
         fs::remove_file(&b).unwrap();
+        if !swaps {
+            eprintln!("this filesystem cannot swap two files: {skipped}");
+        }
         swaps
     }
 
@@ -1169,8 +1173,7 @@ mod tests {
     #[test]
     fn a_save_renamed_in_after_an_edit_is_not_taken_for_polisds_own() {
         let (_d, mut w) = polis();
-        if !swaps_files(w.root()) {
-            eprintln!("this filesystem cannot swap two files: the hook is on the swap's path");
+        if !swaps_files_or_skip(w.root(), "the hook is on the swap's path") {
             return;
         }
         let window = Duration::from_millis(300);
@@ -1249,8 +1252,7 @@ mod tests {
     #[test]
     fn compare_and_replace_puts_back_a_save_that_lands_after_the_reread() {
         let (_d, w) = polis();
-        if !swaps_files(w.root()) {
-            eprintln!("this filesystem cannot swap two files: the re-read is the only guard");
+        if !swaps_files_or_skip(w.root(), "the re-read is the only guard") {
             return;
         }
         assert_a_save_at_wins(&w, &BEFORE_SWAP);
