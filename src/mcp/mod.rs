@@ -390,14 +390,17 @@ fn screen(line: &[u8], truncated: bool, in_flight: &InFlight) -> Screened {
             McpError::parse_error("parse error: the message is not JSON", None),
         ));
     };
+    // The id an answer from here carries: the message's, when it is a number or a string.
+    let id = || {
+        message
+            .get("id")
+            .and_then(|id| serde_json::from_value(id.clone()).ok())
+    };
     if message.get("method").and_then(Value::as_str) == Some("tools/call") {
         let arguments = message.get("params").and_then(|p| p.get("arguments"));
         if let Some(other) = arguments.filter(|a| !a.is_object() && !a.is_null()) {
-            let id = message
-                .get("id")
-                .and_then(|id| serde_json::from_value(id.clone()).ok());
             return Screened::Answer(error_line(
-                id,
+                id(),
                 McpError::invalid_params(
                     format!(
                         "`arguments` must be an object of named arguments, not {}",
@@ -409,18 +412,15 @@ fn screen(line: &[u8], truncated: bool, in_flight: &InFlight) -> Screened {
         }
     }
     if let Some(why) = unfit_params(&message) {
-        let id = message
-            .get("id")
-            .and_then(|id| serde_json::from_value(id.clone()).ok());
-        return Screened::Answer(error_line(id, McpError::invalid_params(why, None)));
+        return Screened::Answer(error_line(id(), McpError::invalid_params(why, None)));
     }
     if !in_flight.take(&message, text) {
-        let id = message.get("id").cloned().unwrap_or_default();
+        let shown = message.get("id").cloned().unwrap_or_default();
         return Screened::Answer(error_line(
-            serde_json::from_value(id.clone()).ok(),
+            id(),
             McpError::invalid_request(
                 format!(
-                    "request id {id} is that of a request still being answered; give each \
+                    "request id {shown} is that of a request still being answered; give each \
                      request an id of its own; nothing was done"
                 ),
                 None,
