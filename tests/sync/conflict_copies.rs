@@ -269,6 +269,49 @@ fn a_line_a_sync_tools_replace_lost_is_put_back_in_a_shared_folder_and_told_in_a
     }
 }
 
+/// A line the daemon put back can be taken again by the next replace, before the daemon has
+/// read the file it wrote (Syncthing's full mesh brings a third version at any moment). The
+/// daemon then still knows the line is its to keep, and puts it back again.
+#[test]
+fn a_line_put_back_and_taken_again_by_the_next_replace_is_put_back_again() {
+    let p = machine(|d| d.join("project"));
+    let project = p.root.parent().unwrap().to_path_buf();
+    fs::create_dir_all(project.join(".stfolder")).unwrap();
+    found(&project);
+    with_settling(&p, "1s");
+    let daemon = p.start_daemon();
+    let before = p.read("chronicle.md");
+    let lost = chronicle_line(
+        ALPHA,
+        "noted",
+        "-",
+        "appended while the peers' versions came",
+    );
+    p.append("chronicle.md", &lost);
+    wait_logged(&p, &daemon, "chronicle line validated", 1);
+    let first = format!(
+        "{before}{}",
+        chronicle_line(BETA, "noted", "-", "written on the second machine")
+    );
+    replace_as_a_sync_tool(&p, "chronicle.md", &first);
+    wait_for(&p, "the lost line put back", || {
+        p.read("chronicle.md").contains(lost.trim_end())
+    });
+    // The third machine's version, made before the line came back, renamed over the file.
+    let second = format!(
+        "{first}{}",
+        chronicle_line(FOUNDER, "noted", "-", "written on the third machine")
+    );
+    replace_as_a_sync_tool(&p, "chronicle.md", &second);
+    wait_for(&p, "the line lost again put back again", || {
+        p.read("chronicle.md").contains(lost.trim_end())
+    });
+    let text = p.read("chronicle.md");
+    assert_eq!(text.matches(lost.trim_end()).count(), 1, "{text}");
+    assert!(text.contains("written on the third machine"), "{text}");
+    assert_eq!(p.count(ALPHA, "chronicle-finding"), 0);
+}
+
 /// A line a command appended before the daemon read it (the daemon was starting, busy, or not
 /// running) and that a sync tool's replace then took: the daemon never saw it in the file, but
 /// the command noted it on this machine, so the daemon still puts it back. Once with a daemon

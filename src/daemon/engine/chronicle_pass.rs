@@ -225,7 +225,9 @@ impl Engine {
         }
         self.record_progress(text, scan.resume);
         self.activity_upto(text, scan.resume.offset, now);
-        self.take_appended_notes(polis, text, &told_lost, &mut notices);
+        // Only the complete lines read are in the mirror of what was seen: a note whose line is
+        // still being written waits for the next pass.
+        self.take_appended_notes(polis, &text[..scan.resume.offset], &told_lost, &mut notices);
         self.enqueue(notices);
         Ok(wrote)
     }

@@ -589,7 +589,7 @@ impl Writer {
         // that renamed its version in since the re-read would otherwise lose it to this edit;
         // its file goes back in place instead.
         match rename_exchange(tmp.path(), &t.abs) {
-            Ok(()) => return self.swapped(&t, tmp, &file, leased, new),
+            Ok(()) => return self.swapped(&t, tmp, &file, leased, expected_old, new),
             Err(e) if e.kind() == io::ErrorKind::Unsupported => {}
             Err(e) => return Err(io_err("replace", &t.rel)(e)),
         }
@@ -609,7 +609,7 @@ impl Writer {
             let _ = fs::remove_file(keep);
         }
         drop(file);
-        Ok(self.replaced(&t, new, written))
+        Ok(self.replaced(&t, expected_old, new, written))
     }
 
     /// After [`Writer::compare_and_replace`] swapped its file in: `tmp` now names the file it
@@ -622,6 +622,7 @@ impl Writer {
         tmp: tempfile::NamedTempFile,
         checked: &File,
         leased: bool,
+        old: &[u8],
         new: &[u8],
     ) -> Result<CompareOutcome, WriteError> {
         use std::os::unix::fs::MetadataExt;
@@ -646,7 +647,7 @@ impl Writer {
         #[cfg(test)]
         tests::AFTER_SWAP.with(|h| h.borrow().as_ref().map(|h| h(&t.abs)));
         sync_dir(t.dir())?;
-        Ok(self.replaced(t, new, written))
+        Ok(self.replaced(t, old, new, written))
     }
 
     /// The outcome of an edit given up because a process opened the file for writing
@@ -661,7 +662,25 @@ impl Writer {
 
     /// The outcome of an edit that replaced the file with `new` (`written`: the metadata of
     /// the file it wrote), recorded as polisd's own.
-    fn replaced(&self, t: &Target, new: &[u8], written: Option<fs::Metadata>) -> CompareOutcome {
+    fn replaced(
+        &self,
+        t: &Target,
+        old: &[u8],
+        new: &[u8],
+        written: Option<fs::Metadata>,
+    ) -> CompareOutcome {
+        if self.allow.is_none() && t.rel == Path::new(crate::protocol::layout::CHRONICLE) {
+            // The lines this edit put in (a restored line, a conflict copy's lines) are noted
+            // as an append's are: a sync tool's replace that takes them before the daemon has
+            // read them is then noticed, and they are put back again.
+            let put_in = crate::protocol::chronicle::lines_put_in(
+                &String::from_utf8_lossy(old),
+                &String::from_utf8_lossy(new),
+            );
+            if !put_in.is_empty() {
+                crate::fs::state::note_appended(&self.root, put_in.join("\n").as_bytes());
+            }
+        }
         self.record(&t.rel, Ledger::Wrote(sha256(new)));
         self.remember_settled(t, written);
         CompareOutcome::Written

@@ -882,6 +882,24 @@ pub fn lost_lines(seen: &[String], files: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// The lines of `new` that `old` does not hold (counted as a multiset): what an edit of the
+/// chronicle put in, in `new`'s order.
+pub fn lines_put_in(old: &str, new: &str) -> Vec<String> {
+    let mut counts = present_counts(&[old]);
+    scan(new)
+        .lines
+        .into_iter()
+        .filter(|l| match counts.get_mut(&line_key(&l.text)) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                false
+            }
+            _ => true,
+        })
+        .map(|l| l.text)
+        .collect()
+}
+
 /// [`lost_lines`] for a caller that keeps only [`line_key`]s: returns the lost keys.
 pub fn lost_keys(seen: &[String], files: &[&str]) -> Vec<String> {
     let mut counts = present_counts(files);
@@ -1457,6 +1475,21 @@ mod tests {
         let blocked =
             "- 2026-03-02 14:05 | claude-code-one | blocked on PR #12 from Upstream Team | - | -";
         assert_eq!(check(blocked), vec![]);
+    }
+
+    #[test]
+    fn the_lines_an_edit_put_in_are_counted_as_a_multiset() {
+        let a = "- 2026-03-02 14:05 | claude-code-one | founded polis | - | a";
+        let b = "- 2026-03-02 14:06 | claude-code-one | noted | - | b";
+        let head = "---\nfile_type: chronicle\n---\n\n";
+        let old = format!("{head}{a}\n");
+        assert_eq!(lines_put_in(&old, &format!("{head}{b}\n{a}\n")), vec![b]);
+        assert_eq!(lines_put_in(&old, &format!("{head}{a}\n{a}\n")), vec![a]);
+        assert!(lines_put_in(&old, &old).is_empty());
+        assert!(
+            lines_put_in(&old, head).is_empty(),
+            "a rollover puts nothing in"
+        );
     }
 
     #[test]
