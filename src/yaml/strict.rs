@@ -10,20 +10,35 @@
 //!   answers an explicit `? key`.
 //! - a `...` document-end marker with no document before it, or followed by more content.
 //! - an anchor (`&name`) defined twice.
-//! - a NUL character anywhere (PyYAML's reader refuses it before parsing; yaml-rust2 takes it
-//!   for the end of the text and would silently drop everything after it).
+//! - a NUL or another control character anywhere, quoted or in a comment alike (PyYAML's
+//!   reader refuses every character outside YAML's printable set before parsing; yaml-rust2
+//!   takes a NUL for the end of the text and would silently drop everything after it, and
+//!   reads the others into the value).
 //!
 //! Pure: text in, the first problem (with its 1-based line) out.
 
 use super::quote::quoted;
 
+/// Whether YAML 1.1 lets `c` appear in a stream: tab, the line breaks, the printable ASCII and
+/// the rest of Unicode but for the C1 controls (NEL aside) and the two non-characters U+FFFE
+/// and U+FFFF. PyYAML's reader applies exactly this set.
+fn printable(c: char) -> bool {
+    matches!(c,
+        '\t' | '\n' | '\r' | ' '..='~' | '\u{85}' | '\u{A0}'..='\u{D7FF}'
+        | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+}
+
 /// The first construct PyYAML would refuse, as (line, message).
 pub fn check(text: &str) -> Option<(usize, String)> {
-    if let Some(at) = text.find('\0') {
+    if let Some((at, c)) = text.char_indices().find(|(_, c)| !printable(*c)) {
         let line = 1 + text[..at].matches('\n').count();
+        let what = match c {
+            '\0' => "a NUL character (byte 0)".to_string(),
+            c => format!("the control character U+{:04X}", c as u32),
+        };
         return Some((
             line,
-            "a NUL character (byte 0), which YAML does not allow; remove it".into(),
+            format!("{what}, which YAML does not allow; remove it"),
         ));
     }
     let mut quote: Option<char> = None;
@@ -280,5 +295,38 @@ mod tests {
         assert!(message.contains("NUL"), "{message}");
         assert_eq!(check("a: 1\nb: '\0'\n").map(|(l, _)| l), Some(2));
         assert_eq!(check("a: |\n  x\0\n").map(|(l, _)| l), Some(2));
+    }
+
+    #[test]
+    fn yaml_strict_refuses_the_control_characters_pyyaml_refuses() {
+        // Checked against PyYAML 6.0: each of these is "unacceptable character", quoted, in a
+        // block scalar or in a comment alike.
+        for c in [
+            '\u{1}', '\u{8}', '\u{B}', '\u{C}', '\u{1B}', '\u{7F}', '\u{80}', '\u{9F}',
+        ]
+        .into_iter()
+        .chain(['\u{FFFE}', '\u{FFFF}'])
+        {
+            for text in [
+                format!("a: 1\nb: 'x{c}'\n"),
+                format!("a: 1\nb: |\n  x{c}\n"),
+                format!("a: 1\nb: 2 # x{c}\n"),
+            ] {
+                let (line, message) = check(&text).unwrap_or_else(|| panic!("took {text:?}"));
+                let expected = 1 + text.lines().position(|l| l.contains(c)).unwrap();
+                assert_eq!(line, expected, "{text:?}");
+                assert!(
+                    message.contains(&format!("U+{:04X}", c as u32)),
+                    "{message}"
+                );
+            }
+        }
+        for fine in [
+            "a: 'x\u{85}y'\n",
+            "a: 'caf\u{E9} \u{A0}\u{FEFF}\u{1F600}'\n",
+            "a: 1\r\n",
+        ] {
+            assert_eq!(check(fine), None, "refused {fine:?}");
+        }
     }
 }
