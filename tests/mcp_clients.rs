@@ -253,3 +253,34 @@ fn the_python_sdk_is_told_the_tools_for_polisd_s_commands_and_not_for_an_agent_s
         );
     }
 }
+
+/// A `_polis/` removed while a session runs: every tool says the polis is gone, reads as well as
+/// writes (a read once answered for an empty polis, "no citizen is registered"), and nothing is
+/// written back.
+#[test]
+fn the_python_sdk_is_told_the_polis_is_gone_when_it_is_removed_during_the_session() {
+    let p = TestPolis::init(ME);
+    let calls = serde_json::json!([
+        ["polis_status", {}],
+        ["$remove", {"path": p.root}],
+        ["polis_status", {}],
+        ["polis_notices", {"citizen": ME}],
+        ["polis_log", {"citizen": ME, "verb": "noted", "note": "after the polis went"}],
+    ]);
+    let mut command = Command::new(clients::python_sdk());
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/python_calls.py"))
+        .arg(BIN)
+        .arg(&p.root)
+        .arg(calls.to_string());
+    let steps = session(command);
+    assert_eq!(steps.len(), 4, "{steps:?}");
+    assert_eq!(steps[0]["isError"], false, "{steps:?}");
+    for step in &steps[1..] {
+        assert_eq!(step["isError"], true, "{step}");
+        let text = step["text"].as_str().unwrap_or_default();
+        assert!(text.contains("is gone or unreadable"), "{step}");
+        assert!(text.contains("nothing was done"), "{step}");
+    }
+    assert!(!p.root.exists(), "the removed polis came back");
+}

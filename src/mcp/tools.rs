@@ -180,6 +180,16 @@ fn run(
     if let Err(reason) = arguments::check(&tool.input_schema, args) {
         return Outcome::Invalid(reason);
     }
+    // The server found the polis when it started; read without it, a tool would answer for an
+    // empty polis ("no citizen is registered") rather than say it is gone.
+    let constitution = root.join(crate::protocol::layout::CONSTITUTION);
+    if let Err(e) = std::fs::metadata(&constitution) {
+        return Outcome::Failed(format!(
+            "the polis at {} is gone or unreadable since this session began ({}: {e}); nothing was done: restore it, or start the session again in the project",
+            root.display(),
+            constitution.display()
+        ));
+    }
     let result = match name {
         "polis_status" => {
             let settled = lock(kept).read(root).settled.file_count();

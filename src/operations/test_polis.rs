@@ -1,5 +1,5 @@
-//! A polis for the application layer's unit tests: registered citizens (each a card and an
-//! empty inbox), the contract folders, and a writer.
+//! A polis for the application layer's unit tests: a constitution, registered citizens (each a
+//! card and an empty inbox), the contract folders, and a writer.
 
 use crate::fs::writer::Writer;
 use std::path::PathBuf;
@@ -15,6 +15,12 @@ pub fn polis_with(citizens: &[&str]) -> (tempfile::TempDir, PathBuf, Writer) {
         std::fs::write(dir.join("inbox.md"), "# Inbox\n").unwrap();
     }
     std::fs::create_dir_all(root.join("contracts/open")).unwrap();
+    // What makes a folder a polis to every entry point (SPEC §1).
+    std::fs::write(
+        root.join(crate::protocol::layout::CONSTITUTION),
+        "# Constitution\n",
+    )
+    .unwrap();
     let w = Writer::new(&root).unwrap();
     (d, root, w)
 }
