@@ -278,6 +278,19 @@ fn paths_outside_the_project_are_refused() {
             .code(),
         Some(2)
     );
+    // Past a year the expiry is refused: near u32::MAX minutes it passed the year 9999 and was
+    // written as `+10193-…`, which no reader parses.
+    let before = p.read(FILE);
+    for ttl in ["525601", "4294967295"] {
+        let out = run(&p, &["reserve", "y", "--as", ALPHA, "--ttl-min", ttl]);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+    }
+    assert_eq!(p.read(FILE), before);
+    ok(&run(
+        &p,
+        &["reserve", "y", "--as", ALPHA, "--ttl-min", "525600"],
+    ));
+    assert!(p.read(FILE).contains("expires_at: '2"), "{}", p.read(FILE));
 }
 
 #[test]

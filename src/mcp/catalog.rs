@@ -3,6 +3,7 @@
 //! tool's schema ([`super::arguments`]) before [`super::tools`] runs it.
 
 use crate::operations::chronicle::{MAX_LINK_CHARS, MAX_VERB_CHARS};
+use crate::protocol::contracts::reservation::MAX_TTL_MINUTES;
 use crate::protocol::input::MAX_TEXT_CHARS;
 use rmcp::model::Tool;
 use serde_json::{json, Value};
@@ -149,7 +150,7 @@ fn build() -> Vec<Tool> {
             json!({"contract_id": plain_id()}), &["contract_id"]),
         tool("polis_reserve", "Reserve project paths or globs; refused naming the holder.",
             json!({"citizen": plain_id(), "paths": strings("Paths or globs."),
-                   "ttl_minutes": {"type": "integer", "minimum": 0}, "note": text(MAX_TEXT),
+                   "ttl_minutes": {"type": "integer", "minimum": 0, "maximum": MAX_TTL_MINUTES}, "note": text(MAX_TEXT),
                    "contract": plain_id()}),
             &["citizen", "paths"]),
         tool("polis_release", "Release your reservations (all, or these paths).",

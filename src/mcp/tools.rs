@@ -1165,6 +1165,27 @@ pub(super) mod tests {
     /// A negative number is a value the operation refuses, never an absent one: read as
     /// absent, a lesson's `impact: -1` became the default 3 and the contract settled.
     #[test]
+    fn an_expiry_past_a_year_is_refused_and_nothing_is_reserved() {
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&["claude-code-1"]);
+        let longest = crate::protocol::contracts::reservation::MAX_TTL_MINUTES;
+        let reserve = |paths: &[&str], ttl: u64| {
+            call(
+                &root,
+                "polis_reserve",
+                &args(json!({"citizen": "claude-code-1", "paths": paths, "ttl_minutes": ttl})),
+            )
+        };
+        let refused = reserve(&["src/"], u64::from(longest) + 1);
+        assert!(
+            matches!(&refused, Outcome::Invalid(why) if why.contains("ttl_minutes")),
+            "{refused:?}"
+        );
+        assert!(!root.join("reservations.yml").exists());
+        let kept = reserve(&["src/"], u64::from(longest));
+        assert!(matches!(kept, Outcome::Done(_)), "{kept:?}");
+    }
+
+    #[test]
     fn a_negative_impact_is_refused_not_taken_for_the_default() {
         let (_d, root, _w) = crate::operations::test_polis::polis_with(&["claude-code-1"]);
         let opened = call(

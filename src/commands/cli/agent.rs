@@ -2,6 +2,7 @@
 //! chronicle, lessons, reviews, the person's queue, context packets and guardrails.
 
 use super::{acting_id, amendment_id, contract_id, link, Deferred};
+use crate::protocol::contracts::reservation::MAX_TTL_MINUTES;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
@@ -14,8 +15,9 @@ pub struct ReserveArgs {
     /// The citizen reserving (your agent id).
     #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
-    /// Let the reservation expire after this many minutes (default: until released).
-    #[arg(long = "ttl-min", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Let the reservation expire after this many minutes, at most a year (525600; default:
+    /// until released).
+    #[arg(long = "ttl-min", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TTL_MINUTES)))]
     pub ttl_minutes: Option<u32>,
     /// Why you are reserving these paths.
     #[arg(long)]

@@ -275,6 +275,10 @@ pub struct Conflict {
     pub expires_at: Option<String>,
 }
 
+/// The longest expiry a reservation may ask for: a year. A longer hold is one until released;
+/// near `u32::MAX` minutes the expiry would pass the year 9999, which no reader can parse.
+pub const MAX_TTL_MINUTES: u32 = 365 * 24 * 60;
+
 /// What to reserve.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
