@@ -140,6 +140,17 @@ fn check(p: &TestPolis, steps: &[Value], opened: &str) {
     }
 }
 
+/// Runs `calls` (a JSON list of [tool, arguments]) with the Python SDK; one step per call.
+fn python_calls(root: &Path, calls: &Value) -> Vec<Value> {
+    let mut command = Command::new(clients::python_sdk());
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/python_calls.py"))
+        .arg(BIN)
+        .arg(root)
+        .arg(calls.to_string());
+    session(command)
+}
+
 fn python(mode: &str, root: &Path) -> Command {
     let mut command = Command::new(clients::python_sdk());
     command
@@ -219,13 +230,7 @@ fn the_python_sdk_is_told_the_tools_for_polisd_s_commands_and_not_for_an_agent_s
         ["polis_notices", {"citizen": ME}],
         ["polis_prime", {"citizen": ME, "mark_read": false}],
     ]);
-    let mut command = Command::new(clients::python_sdk());
-    command
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/python_calls.py"))
-        .arg(BIN)
-        .arg(&p.root)
-        .arg(calls.to_string());
-    let steps = session(command);
+    let steps = python_calls(&p.root, &calls);
     assert_eq!(steps.len(), 2, "{steps:?}");
     let notices: Value = serde_json::from_str(steps[0]["text"].as_str().unwrap()).unwrap();
     let primer = steps[1]["text"].as_str().unwrap();
@@ -267,13 +272,7 @@ fn the_python_sdk_is_told_the_polis_is_gone_when_it_is_removed_during_the_sessio
         ["polis_notices", {"citizen": ME}],
         ["polis_log", {"citizen": ME, "verb": "noted", "note": "after the polis went"}],
     ]);
-    let mut command = Command::new(clients::python_sdk());
-    command
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/python_calls.py"))
-        .arg(BIN)
-        .arg(&p.root)
-        .arg(calls.to_string());
-    let steps = session(command);
+    let steps = python_calls(&p.root, &calls);
     assert_eq!(steps.len(), 4, "{steps:?}");
     assert_eq!(steps[0]["isError"], false, "{steps:?}");
     for step in &steps[1..] {

@@ -218,6 +218,36 @@ fn in_a_syncthing_folder_contracts_are_routed_by_notice_and_never_edited() {
     assert_eq!(p.read("contracts/open/x.md"), contract);
 }
 
+/// A polis (shared by a sync tool when `shared`) whose running daemon read `lost`, an agent's
+/// line, before a peer's version of the chronicle without it, returned, was renamed over the
+/// file as a sync tool does.
+fn a_line_lost_to_a_replace(shared: bool) -> (TestPolis, Daemon, String, String) {
+    let p = machine(|d| d.join("project"));
+    let project = p.root.parent().unwrap().to_path_buf();
+    fs::create_dir_all(&project).unwrap();
+    found(&project);
+    if shared {
+        fs::create_dir_all(project.join(".stfolder")).unwrap();
+    }
+    with_settling(&p, "1s");
+    let daemon = p.start_daemon();
+    let before = p.read("chronicle.md");
+    let lost = chronicle_line(
+        ALPHA,
+        "noted",
+        "-",
+        "appended while the peer's version came",
+    );
+    p.append("chronicle.md", &lost);
+    wait_logged(&p, &daemon, "chronicle line validated", 1);
+    let peer = format!(
+        "{before}{}",
+        chronicle_line(BETA, "noted", "-", "written on the other machine")
+    );
+    replace_as_a_sync_tool(&p, "chronicle.md", &peer);
+    (p, daemon, lost, peer)
+}
+
 /// A sync tool replaces a file by renaming a peer's version over it. An agent's line appended
 /// between the tool's look at the file and the rename is gone, and no conflict copy holds it
 /// (seen with three real Syncthing instances). In a folder a sync tool shares, the daemon puts
@@ -226,30 +256,7 @@ fn in_a_syncthing_folder_contracts_are_routed_by_notice_and_never_edited() {
 #[test]
 fn a_line_a_sync_tools_replace_lost_is_put_back_in_a_shared_folder_and_told_in_a_clone() {
     for shared in [true, false] {
-        let p = machine(|d| d.join("project"));
-        let project = p.root.parent().unwrap().to_path_buf();
-        fs::create_dir_all(&project).unwrap();
-        found(&project);
-        if shared {
-            fs::create_dir_all(project.join(".stfolder")).unwrap();
-        }
-        with_settling(&p, "1s");
-        let daemon = p.start_daemon();
-        let before = p.read("chronicle.md");
-        let lost = chronicle_line(
-            ALPHA,
-            "noted",
-            "-",
-            "appended while the peer's version came",
-        );
-        p.append("chronicle.md", &lost);
-        wait_logged(&p, &daemon, "chronicle line validated", 1);
-        // The peer's version, without the line, renamed over the file as a sync tool does.
-        let peer = format!(
-            "{before}{}",
-            chronicle_line(BETA, "noted", "-", "written on the other machine")
-        );
-        replace_as_a_sync_tool(&p, "chronicle.md", &peer);
+        let (p, _daemon, lost, _) = a_line_lost_to_a_replace(shared);
         if shared {
             wait_for(&p, "the lost line put back", || {
                 p.read("chronicle.md").contains(lost.trim_end())
@@ -274,26 +281,7 @@ fn a_line_a_sync_tools_replace_lost_is_put_back_in_a_shared_folder_and_told_in_a
 /// daemon then still knows the line is its to keep, and puts it back again.
 #[test]
 fn a_line_put_back_and_taken_again_by_the_next_replace_is_put_back_again() {
-    let p = machine(|d| d.join("project"));
-    let project = p.root.parent().unwrap().to_path_buf();
-    fs::create_dir_all(project.join(".stfolder")).unwrap();
-    found(&project);
-    with_settling(&p, "1s");
-    let daemon = p.start_daemon();
-    let before = p.read("chronicle.md");
-    let lost = chronicle_line(
-        ALPHA,
-        "noted",
-        "-",
-        "appended while the peers' versions came",
-    );
-    p.append("chronicle.md", &lost);
-    wait_logged(&p, &daemon, "chronicle line validated", 1);
-    let first = format!(
-        "{before}{}",
-        chronicle_line(BETA, "noted", "-", "written on the second machine")
-    );
-    replace_as_a_sync_tool(&p, "chronicle.md", &first);
+    let (p, _daemon, lost, first) = a_line_lost_to_a_replace(true);
     wait_for(&p, "the lost line put back", || {
         p.read("chronicle.md").contains(lost.trim_end())
     });
