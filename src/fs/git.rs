@@ -135,9 +135,10 @@ impl Repo {
 }
 
 /// The git operation stopped halfway in the worktree whose git dir is `git_dir` (a rebase, a
-/// merge, a cherry-pick or a revert waiting for a person to resolve a conflict), if any. Until
-/// it ends the work tree holds part of each side: the lines of commits not yet replayed are
-/// missing. A few `stat`s, the files `git status` itself looks for.
+/// merge, a cherry-pick or a revert waiting for a person to resolve a conflict, or a bisect
+/// waiting for the person's verdict on an older commit), if any. Until it ends the work tree
+/// holds part of the history: the lines of commits not yet replayed, or left out by the
+/// bisect, are missing. A few `stat`s, the files `git status` itself looks for.
 pub fn operation_in_progress(git_dir: &Path) -> Option<&'static str> {
     [
         ("rebase-merge", "rebase"),
@@ -145,6 +146,7 @@ pub fn operation_in_progress(git_dir: &Path) -> Option<&'static str> {
         ("MERGE_HEAD", "merge"),
         ("CHERRY_PICK_HEAD", "cherry-pick"),
         ("REVERT_HEAD", "revert"),
+        ("BISECT_LOG", "bisect"),
     ]
     .into_iter()
     .find(|(file, _)| std::fs::symlink_metadata(git_dir.join(file)).is_ok())
