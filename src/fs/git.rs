@@ -100,6 +100,26 @@ impl Repo {
         git(&self.top, &["config", key, value]).map(|_| ())
     }
 
+    /// The value git gives the attribute `attr` on each of `paths` (relative to `dir`, a folder
+    /// inside this worktree; the files need not exist), as `git check-attr` says it: `unset`,
+    /// `unspecified`, `set` or the value. Every `.gitattributes` and `.git/info/attributes`
+    /// in their order of precedence, which only git knows for sure.
+    pub fn check_attr(
+        &self,
+        dir: &Path,
+        attr: &str,
+        paths: &[String],
+    ) -> Result<Vec<(String, String)>, GitError> {
+        let mut args = vec!["check-attr", "-z", attr, "--"];
+        args.extend(paths.iter().map(String::as_str));
+        let out = git(dir, &args)?;
+        let fields: Vec<&str> = out.split('\0').collect();
+        Ok(fields
+            .chunks_exact(3)
+            .map(|f| (f[0].to_string(), f[2].to_string()))
+            .collect())
+    }
+
     /// The files under `dir` (relative to `root`, a folder inside the work tree) that this
     /// clone shares with the others: tracked and unchanged since `HEAD`, as paths relative to
     /// `root`. Empty when there is no commit yet or git fails.

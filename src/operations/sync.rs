@@ -306,6 +306,18 @@ pub struct GitSetup {
     /// `_polis/.gitattributes`, and whether it was written.
     pub gitattributes: String,
     pub gitattributes_written: bool,
+    /// The files polisd's lines give the driver to that git merges another way all the same (a
+    /// later line, or `.git/info/attributes`, wins): empty when git uses the driver for all.
+    pub overridden: Vec<Overridden>,
+}
+
+/// A file polisd's `.gitattributes` line gives the driver to, which git merges another way.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Overridden {
+    /// The file, relative to `_polis/` (a sample name for a pattern's `*`).
+    pub path: String,
+    /// The `merge` attribute git gives it, as `git check-attr` says it (`union`, `unset`…).
+    pub merge: String,
 }
 
 /// Why `git-setup` could not run.
@@ -355,11 +367,20 @@ pub fn git_setup(root: &Path, writer: &Writer, program: &str) -> Result<GitSetup
         }
         Some(_) => super::edit_agent_file(writer, root, rel, merge::with_driver_lines)?,
     };
+    // polisd's lines being there is not enough: a later line of the file, or the repository's
+    // `info/attributes`, can give a path another merge, and then git never runs the driver.
+    let overridden = repo
+        .check_attr(root, "merge", &merge::driver_sample_paths())?
+        .into_iter()
+        .filter(|(_, merge)| merge != DRIVER_NAME)
+        .map(|(path, merge)| Overridden { path, merge })
+        .collect();
     Ok(GitSetup {
         repository: repo.top,
         driver,
         driver_written,
         gitattributes: root.join(rel).display().to_string(),
         gitattributes_written,
+        overridden,
     })
 }

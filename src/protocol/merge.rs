@@ -150,6 +150,16 @@ pub const GITATTRIBUTES_LINES: [&str; 6] = [
     "amendments/proposed/*.md merge=polisd",
 ];
 
+/// A path each line of [`GITATTRIBUTES_LINES`] gives the driver to (its `*` as `x`), relative
+/// to `_polis/`: what `git-setup` asks git about, to find a later line that takes it back.
+pub fn driver_sample_paths() -> Vec<String> {
+    GITATTRIBUTES_LINES
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|pattern| pattern.replace('*', "x"))
+        .collect()
+}
+
 /// The driver's name in git's configuration (`merge.<name>.driver`).
 pub const DRIVER_NAME: &str = "polisd";
 

@@ -90,3 +90,40 @@ fn git_setup_on_a_linked_polis_names_the_link_and_writes_nothing() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(!elsewhere.path().join("_polis/.gitattributes").exists());
 }
+
+/// A later line of `.gitattributes` (or `.git/info/attributes`) that gives the chronicle
+/// another merge (`merge=union`, the scar behind beads#1485) wins over polisd's line: git then
+/// never runs the driver for it. `git-setup` found its own lines present and said git merges
+/// the chronicle by line id; it now asks git, names the path and what git uses, and exits 1.
+#[test]
+fn git_setup_names_a_path_a_later_attribute_takes_from_the_driver() {
+    let (_origin, a, _b) = two_clones();
+    a.append(".gitattributes", "chronicle.md merge=union\n");
+    let before = a.read(".gitattributes");
+    let out = a.polisd(&["git-setup", "--program", BIN]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("chronicle.md") && err.contains("merge=union"),
+        "{err}"
+    );
+    assert!(!err.contains("inbox.md"), "{err}");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("by line id"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        a.read(".gitattributes"),
+        before,
+        "the person's line was kept"
+    );
+
+    let out = a.polisd(&["git-setup", "--program", BIN, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["overridden"],
+        serde_json::json!([{"path": "chronicle.md", "merge": "union"}])
+    );
+}
