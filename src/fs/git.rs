@@ -233,16 +233,37 @@ pub fn driver_finding(root: &Path) -> Option<crate::protocol::finding::Finding> 
     let repo = Repo::find(root)?;
     let named: Vec<&PathBuf> = named.iter().filter(|p| p.starts_with(&repo.top)).collect();
     let first = named.first()?;
-    if repo
-        .config_get(&format!("merge.{DRIVER_NAME}.driver"))
-        .is_some()
-    {
-        return None;
-    }
+    let driver = repo.config_get(&format!("merge.{DRIVER_NAME}.driver"));
     let rel = first
         .strip_prefix(root)
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| first.display().to_string());
+    if let Some(driver) = driver {
+        // A program named by its path that is gone (polisd moved, a build folder cleaned):
+        // git's shell fails to run it, git counts that as a conflict and leaves our side of
+        // the file as it was, without markers. A bare name is looked up in git's PATH, and a
+        // relative path from the worktree's top, neither of which need be this process's: not
+        // judged.
+        let program = crate::protocol::merge::driver_program(&driver)?;
+        if !Path::new(&program).is_absolute()
+            || std::fs::metadata(&program).is_ok_and(|m| m.is_file())
+        {
+            return None;
+        }
+        return Some(crate::protocol::finding::Finding::error(
+            crate::protocol::finding::Code::DriverNotConfigured,
+            rel,
+            None,
+            format!(
+                "this clone's git config runs `{program}` as polisd's merge driver \
+                 (`merge.{DRIVER_NAME}.driver`), and there is no such file, so every merge of \
+                 the files {} gives the driver fails: git leaves our side, the other side's \
+                 lines out, without conflict markers. Run `polisd git-setup` in this clone to \
+                 register this polisd",
+                first.display()
+            ),
+        ));
+    }
     Some(crate::protocol::finding::Finding::error(
         crate::protocol::finding::Code::DriverNotConfigured,
         rel,

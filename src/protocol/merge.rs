@@ -179,6 +179,28 @@ pub fn driver_command(program: &str) -> String {
     format!("{program} merge-driver %O %A %B %P")
 }
 
+/// The program a `merge.polisd.driver` command line runs: its first word as `sh` reads it,
+/// single quotes (as [`driver_command`] writes them) and backslashes undone. `None` for an
+/// empty command, or one whose quote never closes.
+pub fn driver_program(command: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut chars = command.trim_start().chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => loop {
+                match chars.next()? {
+                    '\'' => break,
+                    q => out.push(q),
+                }
+            },
+            '\\' => out.push(chars.next()?),
+            c if c.is_whitespace() => break,
+            c => out.push(c),
+        }
+    }
+    Some(out).filter(|p| !p.is_empty())
+}
+
 /// Whether a `.gitattributes` text assigns the polisd merge driver to some path.
 pub fn names_driver(gitattributes: &str) -> bool {
     gitattributes.lines().any(|l| {
@@ -741,6 +763,27 @@ pub fn diverging(copies: &[(String, ContractCopy)]) -> Vec<(String, Vec<String>)
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn driver_program_reads_back_what_driver_command_wrote() {
+        for program in [
+            "/usr/bin/polisd",
+            "/Users/Jo Smith/bin/polisd",
+            "/a/it's/polisd",
+            "polisd",
+        ] {
+            assert_eq!(
+                driver_program(&driver_command(program)).as_deref(),
+                Some(program)
+            );
+        }
+        assert_eq!(
+            driver_program("/a\\ b/polisd merge-driver").as_deref(),
+            Some("/a b/polisd")
+        );
+        assert_eq!(driver_program("'/never closed merge-driver"), None);
+        assert_eq!(driver_program("  "), None);
+    }
     use super::*;
     use crate::protocol::chronicle::{lost_lines, scan};
 
