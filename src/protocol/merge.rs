@@ -559,9 +559,12 @@ fn block_stamp(block: &str) -> Option<NaiveDateTime> {
 /// brought back). Blocks removed on one side stay removed (the owner archived or cleared
 /// them); blocks added on either side are kept, a notice both sides delivered once.
 pub fn merge_inbox(base: Option<&str>, ours: &str, theirs: &str, elsewhere: &[&str]) -> Merged {
-    let (our_head, mine) = inbox_units(ours);
+    let (our_head, mut mine) = inbox_units(ours);
     let (their_head, yours) = inbox_units(theirs);
     let base_units = base.map(|b| inbox_units(b).1);
+    if let Some(base_units) = &base_units {
+        take_their_edits(base_units, &mut mine, &yours);
+    }
     let elsewhere: HashSet<String> = elsewhere
         .iter()
         .flat_map(|t| inbox_units(t).1)
@@ -589,6 +592,30 @@ pub fn merge_inbox(base: Option<&str>, ours: &str, theirs: &str, elsewhere: &[&s
         text.push_str(eol);
     }
     Merged { text, report }
+}
+
+/// A block (one id, once on each side and in the base) that our side left as the base had it
+/// and their side edited, as words written beneath a notice, is taken in their version: the
+/// union keeps our copy of an id, which would drop the edit. Line ends do not count as an
+/// edit.
+fn take_their_edits<'a>(base: &[Unit<'a>], ours: &mut [Unit<'a>], theirs: &[Unit<'a>]) {
+    let once = |units: &[Unit<'a>], id: &str| -> Option<&'a str> {
+        let mut found = units.iter().filter(|u| u.id == id);
+        let first = found.next()?;
+        found.next().is_none().then_some(first.text)
+    };
+    let same = |a: &str, b: &str| a.replace('\r', "") == b.replace('\r', "");
+    let ids: Vec<String> = ours.iter().map(|u| u.id.clone()).collect();
+    for (i, id) in ids.iter().enumerate() {
+        let (Some(b), Some(o), Some(t)) = (once(base, id), once(ours, id), once(theirs, id)) else {
+            continue;
+        };
+        if same(o, b) && !same(t, b) {
+            if let Some(edited) = theirs.iter().find(|u| u.id == *id) {
+                ours[i] = edited.clone();
+            }
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

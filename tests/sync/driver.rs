@@ -127,3 +127,44 @@ fn git_setup_names_a_path_a_later_attribute_takes_from_the_driver() {
         serde_json::json!([{"path": "chronicle.md", "merge": "union"}])
     );
 }
+
+/// An agent writes beneath a notice in its inbox on one machine while the other machine's
+/// polisd delivers the next notice. git's own merge would keep both changes; the driver took
+/// our copy of the notice whole (the block's id is its marker) and said it "was written on
+/// both sides for the same cause": the agent's words were gone. A block one side left as the
+/// base had it is the other side's edit.
+#[test]
+fn words_written_beneath_a_notice_survive_the_merge_of_the_next_notice() {
+    let (_origin, a, b) = two_clones();
+    let notice = |stamp: &str, id: &str| {
+        format!("\n### {stamp} from polis-daemon\n\nSomething.\n\n<!-- polisd:contract-settled:{id} -->\n\n---\n")
+    };
+    let inbox = format!("citizens/{ALPHA}/inbox.md");
+    a.append(&inbox, &notice("2026-03-02 10:00", "00000000000000aa"));
+    commit_all(&a, "first notice");
+    git(&project(&a), &["push", "-q", "origin", "main"]);
+    pull(&b);
+
+    b.append(&inbox, "\nSeen; I take it after the parser.\n");
+    commit_all(&b, "a reply beneath");
+    git(&project(&b), &["push", "-q", "origin", "main"]);
+    a.append(&inbox, &notice("2026-03-02 11:00", "00000000000000bb"));
+    commit_all(&a, "second notice");
+    let out = super::git_command(
+        &project(&a),
+        &["pull", "--no-rebase", "--no-edit", "origin", "main"],
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let merged = a.read(&inbox);
+    assert_eq!(
+        merged.matches("Seen; I take it after the parser.").count(),
+        1,
+        "{merged}"
+    );
+    assert_eq!(merged.matches("00000000000000aa").count(), 1, "{merged}");
+    assert_eq!(merged.matches("00000000000000bb").count(), 1, "{merged}");
+    assert!(!err.contains("written on both sides"), "{err}");
+}
