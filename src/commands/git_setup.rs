@@ -23,7 +23,10 @@ pub fn run(args: GitSetupArgs) -> anyhow::Result<u8> {
             ))
             .into());
         }
-        Err(e @ crate::operations::sync::SetupError::Linked { .. }) => {
+        Err(
+            e @ (crate::operations::sync::SetupError::Linked { .. }
+            | crate::operations::sync::SetupError::Unreadable { .. }),
+        ) => {
             eprintln!("polisd: {e}");
             return Ok(1);
         }

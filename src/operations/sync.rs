@@ -328,6 +328,9 @@ pub enum SetupError {
     /// `_polis` is a symbolic link: git stores the link, not the files it points to.
     #[error("{link} is a symbolic link to {target}; git stores the link, not the polis's files, so a merge driver here would merge nothing. Run `polisd git-setup {target}` if that folder is in a git repository (nothing was written)", link = .link.display(), target = .target.display())]
     Linked { link: PathBuf, target: PathBuf },
+    /// `_polis/.gitattributes` cannot be read or written (a symbolic link, not a regular file).
+    #[error("{path}: {why} (nothing was written)", path = .path.display())]
+    Unreadable { path: PathBuf, why: String },
     #[error(transparent)]
     Git(#[from] GitError),
     #[error(transparent)]
@@ -345,6 +348,12 @@ pub fn git_setup(root: &Path, writer: &Writer, program: &str) -> Result<GitSetup
         });
     }
     let repo = Repo::find(root).ok_or_else(|| SetupError::NotARepository(root.to_path_buf()))?;
+    let rel = ".gitattributes";
+    // Read before git's config is written: a file polisd will not edit refuses the whole setup.
+    let existing = snapshot::read_text(root, rel, None).map_err(|f| SetupError::Unreadable {
+        path: root.join(rel),
+        why: f.message,
+    })?;
     let driver = merge::driver_command(program);
     let key = format!("merge.{DRIVER_NAME}.driver");
     let driver_written = repo.config_get(&key).as_deref() != Some(driver.as_str());
@@ -355,9 +364,6 @@ pub fn git_setup(root: &Path, writer: &Writer, program: &str) -> Result<GitSetup
         )?;
         repo.config_set(&key, &driver)?;
     }
-    let rel = ".gitattributes";
-    let existing =
-        snapshot::read_text(root, rel, None).map_err(|f| ActionError::Busy { path: f.path })?;
     let gitattributes_written = match existing {
         None => {
             let text = merge::with_driver_lines("").unwrap_or_default();

@@ -168,3 +168,30 @@ fn words_written_beneath_a_notice_survive_the_merge_of_the_next_notice() {
     assert_eq!(merged.matches("00000000000000bb").count(), 1, "{merged}");
     assert!(!err.contains("written on both sides"), "{err}");
 }
+
+/// `_polis/.gitattributes` that is a symbolic link (one file shared by several repositories)
+/// is never written through. `git-setup` said the file "kept changing" and that it "will try
+/// again on the next change", which a one-shot command never does, after it had already
+/// written the driver into git's config. It now says it is a link, what to do, and writes
+/// nothing.
+#[test]
+fn git_setup_on_a_linked_gitattributes_says_so_and_writes_nothing() {
+    let (p, project) = super::founded_repo();
+    let shared = p.dir.path().join("shared-attributes");
+    std::fs::write(&shared, "*.png binary\n").unwrap();
+    std::os::unix::fs::symlink(&shared, p.path(".gitattributes")).unwrap();
+    let out = p.polisd(&["git-setup", "--program", BIN]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(".gitattributes") && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert!(!err.contains("kept changing"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(std::fs::read_to_string(&shared).unwrap(), "*.png binary\n");
+    let config = super::git_command(&project, &["config", "--get", "merge.polisd.driver"])
+        .output()
+        .unwrap();
+    assert!(config.stdout.is_empty(), "the driver was registered");
+}
