@@ -557,20 +557,23 @@ fn block_stamp(block: &str) -> Option<NaiveDateTime> {
 /// Merges two versions of an inbox (or inbox archive), with their common ancestor when git
 /// gives one; `elsewhere` is the citizen's inbox archive (a block archived there is not
 /// brought back). Blocks removed on one side stay removed (the owner archived or cleared
-/// them); blocks added on either side are kept, a notice both sides delivered once.
+/// them) unless the other side edited them; blocks added on either side are kept, a notice
+/// both sides delivered once; a block edited on one side only is taken as edited.
 pub fn merge_inbox(base: Option<&str>, ours: &str, theirs: &str, elsewhere: &[&str]) -> Merged {
     let (our_head, mut mine) = inbox_units(ours);
     let (their_head, yours) = inbox_units(theirs);
     let base_units = base.map(|b| inbox_units(b).1);
+    let mut yours = yours;
+    let mut report = Vec::new();
     if let Some(base_units) = &base_units {
         take_their_edits(base_units, &mut mine, &yours);
+        keep_edits_of_removed(base_units, &mut mine, &mut yours, &mut report);
     }
     let elsewhere: HashSet<String> = elsewhere
         .iter()
         .flat_map(|t| inbox_units(t).1)
         .map(|u| u.id)
         .collect();
-    let mut report = Vec::new();
     let units = union(
         base_units.as_deref(),
         &mine,
@@ -614,6 +617,41 @@ fn take_their_edits<'a>(base: &[Unit<'a>], ours: &mut [Unit<'a>], theirs: &[Unit
             if let Some(edited) = theirs.iter().find(|u| u.id == *id) {
                 ours[i] = edited.clone();
             }
+        }
+    }
+}
+
+/// A block (once in the base) that one side removed, archiving it as it was, while the other
+/// edited it (words written beneath a notice): its removal standing would lose the words, so
+/// the edited block is kept on both sides, and reported.
+fn keep_edits_of_removed<'a>(
+    base: &[Unit<'a>],
+    ours: &mut Vec<Unit<'a>>,
+    theirs: &mut Vec<Unit<'a>>,
+    report: &mut Vec<String>,
+) {
+    let same = |a: &str, b: &str| a.replace('\r', "") == b.replace('\r', "");
+    for b in base {
+        if base.iter().filter(|u| u.id == b.id).count() != 1 {
+            continue;
+        }
+        let on = |units: &[Unit<'a>]| -> Vec<Unit<'a>> {
+            units.iter().filter(|u| u.id == b.id).cloned().collect()
+        };
+        let (o, t) = (on(ours), on(theirs));
+        let edited = match (o.as_slice(), t.as_slice()) {
+            ([], [kept]) | ([kept], []) if !same(kept.text, b.text) => kept.clone(),
+            _ => continue,
+        };
+        report.push(format!(
+            "the inbox block `{}` was archived on one side and written beneath on the other; it \
+             is kept with those words: archive it again once read",
+            edited.text.lines().next().unwrap_or("").trim()
+        ));
+        if o.is_empty() {
+            ours.push(edited);
+        } else {
+            theirs.push(edited);
         }
     }
 }

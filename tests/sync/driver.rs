@@ -195,3 +195,40 @@ fn git_setup_on_a_linked_gitattributes_says_so_and_writes_nothing() {
         .unwrap();
     assert!(config.stdout.is_empty(), "the driver was registered");
 }
+
+/// The owner archives a notice on one machine while words are written beneath it on the
+/// other: the archive holds the notice as it was, so the removal standing took the words with
+/// it, silently. The edited block is kept, and the driver says so.
+#[test]
+fn words_written_beneath_a_notice_archived_on_the_other_side_are_kept() {
+    let (_origin, a, b) = two_clones();
+    let block = "\n### 2026-03-02 10:00 from polis-daemon\n\nSomething.\n\n<!-- polisd:contract-settled:00000000000000aa -->\n\n---\n";
+    let inbox = format!("citizens/{ALPHA}/inbox.md");
+    a.append(&inbox, block);
+    commit_all(&a, "a notice");
+    git(&project(&a), &["push", "-q", "origin", "main"]);
+    pull(&b);
+
+    b.append(&inbox, "\nSeen; I take it after the parser.\n");
+    commit_all(&b, "a reply beneath");
+    git(&project(&b), &["push", "-q", "origin", "main"]);
+    let archived = a.read(&inbox).replace(block, "\n");
+    a.save(&inbox, &archived);
+    a.append(&format!("citizens/{ALPHA}/inbox-archive.md"), block);
+    commit_all(&a, "archive it");
+    let out = super::git_command(
+        &project(&a),
+        &["pull", "--no-rebase", "--no-edit", "origin", "main"],
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let merged = a.read(&inbox);
+    assert_eq!(
+        merged.matches("Seen; I take it after the parser.").count(),
+        1,
+        "{merged}"
+    );
+    assert!(err.contains("archived on one side"), "{err}");
+}
