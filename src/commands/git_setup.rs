@@ -23,15 +23,19 @@ pub fn run(args: GitSetupArgs) -> anyhow::Result<u8> {
             ))
             .into());
         }
-        Err(e @ crate::operations::sync::SetupError::Linked { .. }) => {
+        Err(
+            e @ (crate::operations::sync::SetupError::Linked { .. }
+            | crate::operations::sync::SetupError::Unreadable { .. }),
+        ) => {
             eprintln!("polisd: {e}");
             return Ok(1);
         }
         Err(e) => return Err(e.into()),
     };
+    let code = u8::from(!done.overridden.is_empty());
     if args.polis.json {
         println!("{}", serde_json::to_string_pretty(&done)?);
-        return Ok(0);
+        return Ok(code);
     }
     println!(
         "{} merge.polisd.driver = {}",
@@ -47,6 +51,23 @@ pub fn run(args: GitSetupArgs) -> anyhow::Result<u8> {
         },
         done.gitattributes
     );
+    for o in &done.overridden {
+        let merge = match o.merge.as_str() {
+            "unset" => "-merge".to_string(),
+            "unspecified" => "no merge attribute".to_string(),
+            "set" => "merge".to_string(),
+            other => format!("merge={other}"),
+        };
+        eprintln!(
+            "polisd: git merges `_polis/{}` with `{merge}`, not polisd's driver: a line after \
+             polisd's in {} (or one in the repository's info/attributes) sets it; remove that \
+             line, then run `polisd git-setup` again",
+            o.path, done.gitattributes
+        );
+    }
+    if code != 0 {
+        return Ok(code);
+    }
     println!(
         "git now merges the chronicle and the inboxes by line id and rebuilds routing_stats.yml; \
          commit _polis/.gitattributes, and run `polisd git-setup` once in every other clone"

@@ -100,6 +100,26 @@ impl Repo {
         git(&self.top, &["config", key, value]).map(|_| ())
     }
 
+    /// The value git gives the attribute `attr` on each of `paths` (relative to `dir`, a folder
+    /// inside this worktree; the files need not exist), as `git check-attr` says it: `unset`,
+    /// `unspecified`, `set` or the value. Every `.gitattributes` and `.git/info/attributes`
+    /// in their order of precedence, which only git knows for sure.
+    pub fn check_attr(
+        &self,
+        dir: &Path,
+        attr: &str,
+        paths: &[String],
+    ) -> Result<Vec<(String, String)>, GitError> {
+        let mut args = vec!["check-attr", "-z", attr, "--"];
+        args.extend(paths.iter().map(String::as_str));
+        let out = git(dir, &args)?;
+        let fields: Vec<&str> = out.split('\0').collect();
+        Ok(fields
+            .chunks_exact(3)
+            .map(|f| (f[0].to_string(), f[2].to_string()))
+            .collect())
+    }
+
     /// The files under `dir` (relative to `root`, a folder inside the work tree) that this
     /// clone shares with the others: tracked and unchanged since `HEAD`, as paths relative to
     /// `root`. Empty when there is no commit yet or git fails.
@@ -135,9 +155,10 @@ impl Repo {
 }
 
 /// The git operation stopped halfway in the worktree whose git dir is `git_dir` (a rebase, a
-/// merge, a cherry-pick or a revert waiting for a person to resolve a conflict), if any. Until
-/// it ends the work tree holds part of each side: the lines of commits not yet replayed are
-/// missing. A few `stat`s, the files `git status` itself looks for.
+/// merge, a cherry-pick or a revert waiting for a person to resolve a conflict, or a bisect
+/// waiting for the person's verdict on an older commit), if any. Until it ends the work tree
+/// holds part of the history: the lines of commits not yet replayed, or left out by the
+/// bisect, are missing. A few `stat`s, the files `git status` itself looks for.
 pub fn operation_in_progress(git_dir: &Path) -> Option<&'static str> {
     [
         ("rebase-merge", "rebase"),
@@ -145,6 +166,7 @@ pub fn operation_in_progress(git_dir: &Path) -> Option<&'static str> {
         ("MERGE_HEAD", "merge"),
         ("CHERRY_PICK_HEAD", "cherry-pick"),
         ("REVERT_HEAD", "revert"),
+        ("BISECT_LOG", "bisect"),
     ]
     .into_iter()
     .find(|(file, _)| std::fs::symlink_metadata(git_dir.join(file)).is_ok())
@@ -211,16 +233,37 @@ pub fn driver_finding(root: &Path) -> Option<crate::protocol::finding::Finding> 
     let repo = Repo::find(root)?;
     let named: Vec<&PathBuf> = named.iter().filter(|p| p.starts_with(&repo.top)).collect();
     let first = named.first()?;
-    if repo
-        .config_get(&format!("merge.{DRIVER_NAME}.driver"))
-        .is_some()
-    {
-        return None;
-    }
+    let driver = repo.config_get(&format!("merge.{DRIVER_NAME}.driver"));
     let rel = first
         .strip_prefix(root)
         .map(|p| p.display().to_string())
         .unwrap_or_else(|_| first.display().to_string());
+    if let Some(driver) = driver {
+        // A program named by its path that is gone (polisd moved, a build folder cleaned):
+        // git's shell fails to run it, git counts that as a conflict and leaves our side of
+        // the file as it was, without markers. A bare name is looked up in git's PATH, and a
+        // relative path from the worktree's top, neither of which need be this process's: not
+        // judged.
+        let program = crate::protocol::merge::driver_program(&driver)?;
+        if !Path::new(&program).is_absolute()
+            || std::fs::metadata(&program).is_ok_and(|m| m.is_file())
+        {
+            return None;
+        }
+        return Some(crate::protocol::finding::Finding::error(
+            crate::protocol::finding::Code::DriverNotConfigured,
+            rel,
+            None,
+            format!(
+                "this clone's git config runs `{program}` as polisd's merge driver \
+                 (`merge.{DRIVER_NAME}.driver`), and there is no such file, so every merge of \
+                 the files {} gives the driver fails: git leaves our side, the other side's \
+                 lines out, without conflict markers. Run `polisd git-setup` in this clone to \
+                 register this polisd",
+                first.display()
+            ),
+        ));
+    }
     Some(crate::protocol::finding::Finding::error(
         crate::protocol::finding::Code::DriverNotConfigured,
         rel,

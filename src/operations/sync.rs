@@ -306,6 +306,18 @@ pub struct GitSetup {
     /// `_polis/.gitattributes`, and whether it was written.
     pub gitattributes: String,
     pub gitattributes_written: bool,
+    /// The files polisd's lines give the driver to that git merges another way all the same (a
+    /// later line, or `.git/info/attributes`, wins): empty when git uses the driver for all.
+    pub overridden: Vec<Overridden>,
+}
+
+/// A file polisd's `.gitattributes` line gives the driver to, which git merges another way.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Overridden {
+    /// The file, relative to `_polis/` (a sample name for a pattern's `*`).
+    pub path: String,
+    /// The `merge` attribute git gives it, as `git check-attr` says it (`union`, `unset`…).
+    pub merge: String,
 }
 
 /// Why `git-setup` could not run.
@@ -316,6 +328,9 @@ pub enum SetupError {
     /// `_polis` is a symbolic link: git stores the link, not the files it points to.
     #[error("{link} is a symbolic link to {target}; git stores the link, not the polis's files, so a merge driver here would merge nothing. Run `polisd git-setup {target}` if that folder is in a git repository (nothing was written)", link = .link.display(), target = .target.display())]
     Linked { link: PathBuf, target: PathBuf },
+    /// `_polis/.gitattributes` cannot be read or written (a symbolic link, not a regular file).
+    #[error("{path}: {why} (nothing was written)", path = .path.display())]
+    Unreadable { path: PathBuf, why: String },
     #[error(transparent)]
     Git(#[from] GitError),
     #[error(transparent)]
@@ -333,6 +348,12 @@ pub fn git_setup(root: &Path, writer: &Writer, program: &str) -> Result<GitSetup
         });
     }
     let repo = Repo::find(root).ok_or_else(|| SetupError::NotARepository(root.to_path_buf()))?;
+    let rel = ".gitattributes";
+    // Read before git's config is written: a file polisd will not edit refuses the whole setup.
+    let existing = snapshot::read_text(root, rel, None).map_err(|f| SetupError::Unreadable {
+        path: root.join(rel),
+        why: f.message,
+    })?;
     let driver = merge::driver_command(program);
     let key = format!("merge.{DRIVER_NAME}.driver");
     let driver_written = repo.config_get(&key).as_deref() != Some(driver.as_str());
@@ -343,9 +364,6 @@ pub fn git_setup(root: &Path, writer: &Writer, program: &str) -> Result<GitSetup
         )?;
         repo.config_set(&key, &driver)?;
     }
-    let rel = ".gitattributes";
-    let existing =
-        snapshot::read_text(root, rel, None).map_err(|f| ActionError::Busy { path: f.path })?;
     let gitattributes_written = match existing {
         None => {
             let text = merge::with_driver_lines("").unwrap_or_default();
@@ -355,11 +373,20 @@ pub fn git_setup(root: &Path, writer: &Writer, program: &str) -> Result<GitSetup
         }
         Some(_) => super::edit_agent_file(writer, root, rel, merge::with_driver_lines)?,
     };
+    // polisd's lines being there is not enough: a later line of the file, or the repository's
+    // `info/attributes`, can give a path another merge, and then git never runs the driver.
+    let overridden = repo
+        .check_attr(root, "merge", &merge::driver_sample_paths())?
+        .into_iter()
+        .filter(|(_, merge)| merge != DRIVER_NAME)
+        .map(|(path, merge)| Overridden { path, merge })
+        .collect();
     Ok(GitSetup {
         repository: repo.top,
         driver,
         driver_written,
         gitattributes: root.join(rel).display().to_string(),
         gitattributes_written,
+        overridden,
     })
 }

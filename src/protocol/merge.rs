@@ -150,6 +150,16 @@ pub const GITATTRIBUTES_LINES: [&str; 6] = [
     "amendments/proposed/*.md merge=polisd",
 ];
 
+/// A path each line of [`GITATTRIBUTES_LINES`] gives the driver to (its `*` as `x`), relative
+/// to `_polis/`: what `git-setup` asks git about, to find a later line that takes it back.
+pub fn driver_sample_paths() -> Vec<String> {
+    GITATTRIBUTES_LINES
+        .iter()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|pattern| pattern.replace('*', "x"))
+        .collect()
+}
+
 /// The driver's name in git's configuration (`merge.<name>.driver`).
 pub const DRIVER_NAME: &str = "polisd";
 
@@ -167,6 +177,28 @@ pub fn driver_command(program: &str) -> String {
         format!("'{}'", program.replace('\'', r"'\''"))
     };
     format!("{program} merge-driver %O %A %B %P")
+}
+
+/// The program a `merge.polisd.driver` command line runs: its first word as `sh` reads it,
+/// single quotes (as [`driver_command`] writes them) and backslashes undone. `None` for an
+/// empty command, or one whose quote never closes.
+pub fn driver_program(command: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut chars = command.trim_start().chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => loop {
+                match chars.next()? {
+                    '\'' => break,
+                    q => out.push(q),
+                }
+            },
+            '\\' => out.push(chars.next()?),
+            c if c.is_whitespace() => break,
+            c => out.push(c),
+        }
+    }
+    Some(out).filter(|p| !p.is_empty())
 }
 
 /// Whether a `.gitattributes` text assigns the polisd merge driver to some path.
@@ -525,17 +557,23 @@ fn block_stamp(block: &str) -> Option<NaiveDateTime> {
 /// Merges two versions of an inbox (or inbox archive), with their common ancestor when git
 /// gives one; `elsewhere` is the citizen's inbox archive (a block archived there is not
 /// brought back). Blocks removed on one side stay removed (the owner archived or cleared
-/// them); blocks added on either side are kept, a notice both sides delivered once.
+/// them) unless the other side edited them; blocks added on either side are kept, a notice
+/// both sides delivered once; a block edited on one side only is taken as edited.
 pub fn merge_inbox(base: Option<&str>, ours: &str, theirs: &str, elsewhere: &[&str]) -> Merged {
-    let (our_head, mine) = inbox_units(ours);
+    let (our_head, mut mine) = inbox_units(ours);
     let (their_head, yours) = inbox_units(theirs);
     let base_units = base.map(|b| inbox_units(b).1);
+    let mut yours = yours;
+    let mut report = Vec::new();
+    if let Some(base_units) = &base_units {
+        take_their_edits(base_units, &mut mine, &yours);
+        keep_edits_of_removed(base_units, &mut mine, &mut yours, &mut report);
+    }
     let elsewhere: HashSet<String> = elsewhere
         .iter()
         .flat_map(|t| inbox_units(t).1)
         .map(|u| u.id)
         .collect();
-    let mut report = Vec::new();
     let units = union(
         base_units.as_deref(),
         &mine,
@@ -557,6 +595,65 @@ pub fn merge_inbox(base: Option<&str>, ours: &str, theirs: &str, elsewhere: &[&s
         text.push_str(eol);
     }
     Merged { text, report }
+}
+
+/// A block (one id, once on each side and in the base) that our side left as the base had it
+/// and their side edited, as words written beneath a notice, is taken in their version: the
+/// union keeps our copy of an id, which would drop the edit. Line ends do not count as an
+/// edit.
+fn take_their_edits<'a>(base: &[Unit<'a>], ours: &mut [Unit<'a>], theirs: &[Unit<'a>]) {
+    let once = |units: &[Unit<'a>], id: &str| -> Option<&'a str> {
+        let mut found = units.iter().filter(|u| u.id == id);
+        let first = found.next()?;
+        found.next().is_none().then_some(first.text)
+    };
+    let same = |a: &str, b: &str| a.replace('\r', "") == b.replace('\r', "");
+    let ids: Vec<String> = ours.iter().map(|u| u.id.clone()).collect();
+    for (i, id) in ids.iter().enumerate() {
+        let (Some(b), Some(o), Some(t)) = (once(base, id), once(ours, id), once(theirs, id)) else {
+            continue;
+        };
+        if same(o, b) && !same(t, b) {
+            if let Some(edited) = theirs.iter().find(|u| u.id == *id) {
+                ours[i] = edited.clone();
+            }
+        }
+    }
+}
+
+/// A block (once in the base) that one side removed, archiving it as it was, while the other
+/// edited it (words written beneath a notice): its removal standing would lose the words, so
+/// the edited block is kept on both sides, and reported.
+fn keep_edits_of_removed<'a>(
+    base: &[Unit<'a>],
+    ours: &mut Vec<Unit<'a>>,
+    theirs: &mut Vec<Unit<'a>>,
+    report: &mut Vec<String>,
+) {
+    let same = |a: &str, b: &str| a.replace('\r', "") == b.replace('\r', "");
+    for b in base {
+        if base.iter().filter(|u| u.id == b.id).count() != 1 {
+            continue;
+        }
+        let on = |units: &[Unit<'a>]| -> Vec<Unit<'a>> {
+            units.iter().filter(|u| u.id == b.id).cloned().collect()
+        };
+        let (o, t) = (on(ours), on(theirs));
+        let edited = match (o.as_slice(), t.as_slice()) {
+            ([], [kept]) | ([kept], []) if !same(kept.text, b.text) => kept.clone(),
+            _ => continue,
+        };
+        report.push(format!(
+            "the inbox block `{}` was archived on one side and written beneath on the other; it \
+             is kept with those words: archive it again once read",
+            edited.text.lines().next().unwrap_or("").trim()
+        ));
+        if o.is_empty() {
+            ours.push(edited);
+        } else {
+            theirs.push(edited);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -731,6 +828,27 @@ pub fn diverging(copies: &[(String, ContractCopy)]) -> Vec<(String, Vec<String>)
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn driver_program_reads_back_what_driver_command_wrote() {
+        for program in [
+            "/usr/bin/polisd",
+            "/Users/Jo Smith/bin/polisd",
+            "/a/it's/polisd",
+            "polisd",
+        ] {
+            assert_eq!(
+                driver_program(&driver_command(program)).as_deref(),
+                Some(program)
+            );
+        }
+        assert_eq!(
+            driver_program("/a\\ b/polisd merge-driver").as_deref(),
+            Some("/a b/polisd")
+        );
+        assert_eq!(driver_program("'/never closed merge-driver"), None);
+        assert_eq!(driver_program("  "), None);
+    }
     use super::*;
     use crate::protocol::chronicle::{lost_lines, scan};
 

@@ -90,3 +90,145 @@ fn git_setup_on_a_linked_polis_names_the_link_and_writes_nothing() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(!elsewhere.path().join("_polis/.gitattributes").exists());
 }
+
+/// A later line of `.gitattributes` (or `.git/info/attributes`) that gives the chronicle
+/// another merge (`merge=union`, the scar behind beads#1485) wins over polisd's line: git then
+/// never runs the driver for it. `git-setup` found its own lines present and said git merges
+/// the chronicle by line id; it now asks git, names the path and what git uses, and exits 1.
+#[test]
+fn git_setup_names_a_path_a_later_attribute_takes_from_the_driver() {
+    let (_origin, a, _b) = two_clones();
+    a.append(".gitattributes", "chronicle.md merge=union\n");
+    let before = a.read(".gitattributes");
+    let out = a.polisd(&["git-setup", "--program", BIN]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("chronicle.md") && err.contains("merge=union"),
+        "{err}"
+    );
+    assert!(!err.contains("inbox.md"), "{err}");
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("by line id"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        a.read(".gitattributes"),
+        before,
+        "the person's line was kept"
+    );
+
+    let out = a.polisd(&["git-setup", "--program", BIN, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["overridden"],
+        serde_json::json!([{"path": "chronicle.md", "merge": "union"}])
+    );
+}
+
+/// An agent writes beneath a notice in its inbox on one machine while the other machine's
+/// polisd delivers the next notice. git's own merge would keep both changes; the driver took
+/// our copy of the notice whole (the block's id is its marker) and said it "was written on
+/// both sides for the same cause": the agent's words were gone. A block one side left as the
+/// base had it is the other side's edit.
+#[test]
+fn words_written_beneath_a_notice_survive_the_merge_of_the_next_notice() {
+    let (_origin, a, b) = two_clones();
+    let notice = |stamp: &str, id: &str| {
+        format!("\n### {stamp} from polis-daemon\n\nSomething.\n\n<!-- polisd:contract-settled:{id} -->\n\n---\n")
+    };
+    let inbox = format!("citizens/{ALPHA}/inbox.md");
+    a.append(&inbox, &notice("2026-03-02 10:00", "00000000000000aa"));
+    commit_all(&a, "first notice");
+    git(&project(&a), &["push", "-q", "origin", "main"]);
+    pull(&b);
+
+    b.append(&inbox, "\nSeen; I take it after the parser.\n");
+    commit_all(&b, "a reply beneath");
+    git(&project(&b), &["push", "-q", "origin", "main"]);
+    a.append(&inbox, &notice("2026-03-02 11:00", "00000000000000bb"));
+    commit_all(&a, "second notice");
+    let out = super::git_command(
+        &project(&a),
+        &["pull", "--no-rebase", "--no-edit", "origin", "main"],
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let merged = a.read(&inbox);
+    assert_eq!(
+        merged.matches("Seen; I take it after the parser.").count(),
+        1,
+        "{merged}"
+    );
+    assert_eq!(merged.matches("00000000000000aa").count(), 1, "{merged}");
+    assert_eq!(merged.matches("00000000000000bb").count(), 1, "{merged}");
+    assert!(!err.contains("written on both sides"), "{err}");
+}
+
+/// `_polis/.gitattributes` that is a symbolic link (one file shared by several repositories)
+/// is never written through. `git-setup` said the file "kept changing" and that it "will try
+/// again on the next change", which a one-shot command never does, after it had already
+/// written the driver into git's config. It now says it is a link, what to do, and writes
+/// nothing.
+#[test]
+fn git_setup_on_a_linked_gitattributes_says_so_and_writes_nothing() {
+    let (p, project) = super::founded_repo();
+    let shared = p.dir.path().join("shared-attributes");
+    std::fs::write(&shared, "*.png binary\n").unwrap();
+    std::os::unix::fs::symlink(&shared, p.path(".gitattributes")).unwrap();
+    let out = p.polisd(&["git-setup", "--program", BIN]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(".gitattributes") && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert!(!err.contains("kept changing"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(std::fs::read_to_string(&shared).unwrap(), "*.png binary\n");
+    let config = super::git_command(&project, &["config", "--get", "merge.polisd.driver"])
+        .output()
+        .unwrap();
+    assert!(config.stdout.is_empty(), "the driver was registered");
+}
+
+/// The owner archives a notice on one machine while words are written beneath it on the
+/// other: the archive holds the notice as it was, so the removal standing took the words with
+/// it, silently. The edited block is kept, and the driver says so.
+#[test]
+fn words_written_beneath_a_notice_archived_on_the_other_side_are_kept() {
+    let (_origin, a, b) = two_clones();
+    let block = "\n### 2026-03-02 10:00 from polis-daemon\n\nSomething.\n\n<!-- polisd:contract-settled:00000000000000aa -->\n\n---\n";
+    let inbox = format!("citizens/{ALPHA}/inbox.md");
+    a.append(&inbox, block);
+    commit_all(&a, "a notice");
+    git(&project(&a), &["push", "-q", "origin", "main"]);
+    pull(&b);
+
+    b.append(&inbox, "\nSeen; I take it after the parser.\n");
+    commit_all(&b, "a reply beneath");
+    git(&project(&b), &["push", "-q", "origin", "main"]);
+    let archived = a.read(&inbox).replace(block, "\n");
+    a.save(&inbox, &archived);
+    a.append(&format!("citizens/{ALPHA}/inbox-archive.md"), block);
+    commit_all(&a, "archive it");
+    let out = super::git_command(
+        &project(&a),
+        &["pull", "--no-rebase", "--no-edit", "origin", "main"],
+    )
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let merged = a.read(&inbox);
+    assert_eq!(
+        merged.matches("Seen; I take it after the parser.").count(),
+        1,
+        "{merged}"
+    );
+    assert!(err.contains("archived on one side"), "{err}");
+}

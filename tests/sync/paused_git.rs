@@ -257,3 +257,41 @@ fn a_crash_during_a_stopped_rebase_keeps_the_handoffs_held_for_it_then_follows_i
 fn a_crash_during_a_stopped_rebase_keeps_the_handoffs_held_for_it_past_its_end_while_down() {
     a_crash_during_a_stopped_rebase_keeps_the_handoffs_held_for_it("--continue", true);
 }
+
+/// `git bisect` checks out older commits one after another until the person says which one
+/// broke something: meanwhile the chronicle lacks every line committed after the commit under
+/// test. Nothing is lost (`git bisect reset` brings them back), so nothing is told: a C009
+/// notice then would stay behind as a false alarm, in an inbox that git shows as changed.
+#[test]
+fn a_bisect_does_not_report_the_lines_of_the_commits_it_left_out() {
+    let (_origin, _a, b) = two_clones();
+    let lines: Vec<String> = (1..=4)
+        .map(|i| chronicle_line(ALPHA, "noted", "-", &format!("step {i}")))
+        .collect();
+    for (i, line) in lines.iter().enumerate() {
+        b.append("chronicle.md", line);
+        commit_all(&b, &format!("step {}", i + 1));
+    }
+    let daemon = b.start_daemon();
+
+    git(&project(&b), &["bisect", "start", "HEAD", "HEAD~4"]);
+    assert!(!b.read("chronicle.md").contains(lines[3].trim_end()));
+    wait_for(&b, "the daemon to hold its findings for the bisect", || {
+        b.count(ALPHA, "chronicle-finding") > 0
+            || daemon
+                .log_text()
+                .contains("in progress; held findings wait")
+    });
+    assert_eq!(b.count(ALPHA, "chronicle-finding"), 0, "told mid-bisect");
+
+    git(&project(&b), &["bisect", "reset"]);
+    wait_for(&b, "the held findings to resolve themselves", || {
+        daemon.log_text().contains("polisd catches up")
+            && daemon
+                .log_text()
+                .contains("resolved itself within the settling window")
+    });
+    quiet(&b);
+    assert_eq!(b.count(ALPHA, "chronicle-finding"), 0);
+    assert_eq!(git(&project(&b), &["status", "--porcelain"]), "");
+}

@@ -45,6 +45,40 @@ fn a_declared_but_unconfigured_merge_driver_is_reported() {
     assert!(clone.polisd(&["check"]).status.success());
 }
 
+/// The driver registered by a polisd that has since moved (reinstalled elsewhere, a build
+/// folder cleaned): git runs a program that is not there, counts the failure as a conflict and
+/// leaves our side of the chronicle alone, the other side's lines out of the work tree and no
+/// markers to say so. `check` said nothing; it names the missing program until `git-setup`
+/// points the driver at this polisd.
+#[test]
+fn a_merge_driver_whose_program_is_gone_is_reported() {
+    let (p, project) = founded_repo();
+    let gone = p.dir.path().join("old install/polisd");
+    assert!(p
+        .polisd(&["git-setup", "--program", gone.to_str().unwrap()])
+        .status
+        .success());
+    git(&project, &["add", "-A"]);
+    git(&project, &["commit", "-qm", "found"]);
+    let out = p.polisd(&["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p025: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "P025")
+        .collect();
+    assert_eq!(p025.len(), 1, "{report}");
+    let message = p025[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(gone.to_str().unwrap()) && message.contains("git-setup"),
+        "{message}"
+    );
+    assert!(p.polisd(&["git-setup", "--program", BIN]).status.success());
+    assert!(p.polisd(&["check"]).status.success());
+}
+
 /// beads#1485: a union merge brought deleted records back. Through git and polisd's driver,
 /// a notice its owner archived on one branch stays archived when the other branch merges,
 /// while plain `merge=union` brings it back.

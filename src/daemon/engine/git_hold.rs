@@ -1,5 +1,6 @@
 //! Derived writes wait while a git operation is stopped halfway (docs/sync.md): a rebase, a
-//! merge, a cherry-pick or a revert waiting for a person to resolve a conflict. Anything polisd
+//! merge, a cherry-pick or a revert waiting for a person to resolve a conflict, or a bisect
+//! waiting for their verdict on an older commit. Anything polisd
 //! writes to a tracked file then is a change the person did not make: `git rebase --continue`
 //! refuses it, or replays the next commit onto it and conflicts. The passes still read, and
 //! hold their findings, notices and new settlements (`settling.rs`, `delivery.rs`, the state
@@ -37,8 +38,8 @@ impl Engine {
             .and_then(crate::fs::git::operation_in_progress);
         match (op, self.git_hold.op) {
             (Some(op), None) => tracing::info!(
-                "a git {op} is stopped halfway: polisd's derived writes wait until it is \
-                 continued or aborted"
+                "a git {op} is stopped halfway: polisd's derived writes wait until it ends \
+                 (continued or aborted; a bisect, reset)"
             ),
             (None, Some(op)) => tracing::info!("the git {op} ended: polisd catches up"),
             _ => {}
