@@ -597,26 +597,39 @@ pub fn merge_inbox(base: Option<&str>, ours: &str, theirs: &str, elsewhere: &[&s
     Merged { text, report }
 }
 
+/// Where each id's blocks sit in `units`: an inbox can hold thousands, so ids are looked up,
+/// not searched for.
+fn positions(units: &[Unit<'_>]) -> HashMap<String, Vec<usize>> {
+    let mut out: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, u) in units.iter().enumerate() {
+        out.entry(u.id.clone()).or_default().push(i);
+    }
+    out
+}
+
+/// Whether two blocks say the same, line ends aside.
+fn same_block(a: &str, b: &str) -> bool {
+    a.replace('\r', "") == b.replace('\r', "")
+}
+
 /// A block (one id, once on each side and in the base) that our side left as the base had it
 /// and their side edited, as words written beneath a notice, is taken in their version: the
 /// union keeps our copy of an id, which would drop the edit. Line ends do not count as an
 /// edit.
 fn take_their_edits<'a>(base: &[Unit<'a>], ours: &mut [Unit<'a>], theirs: &[Unit<'a>]) {
-    let once = |units: &[Unit<'a>], id: &str| -> Option<&'a str> {
-        let mut found = units.iter().filter(|u| u.id == id);
-        let first = found.next()?;
-        found.next().is_none().then_some(first.text)
+    let (in_base, in_ours, in_theirs) = (positions(base), positions(ours), positions(theirs));
+    let once = |at: &HashMap<String, Vec<usize>>, id: &str| match at.get(id).map(Vec::as_slice) {
+        Some([i]) => Some(*i),
+        _ => None,
     };
-    let same = |a: &str, b: &str| a.replace('\r', "") == b.replace('\r', "");
-    let ids: Vec<String> = ours.iter().map(|u| u.id.clone()).collect();
-    for (i, id) in ids.iter().enumerate() {
-        let (Some(b), Some(o), Some(t)) = (once(base, id), once(ours, id), once(theirs, id)) else {
+    for id in in_ours.keys() {
+        let (Some(b), Some(o), Some(t)) =
+            (once(&in_base, id), once(&in_ours, id), once(&in_theirs, id))
+        else {
             continue;
         };
-        if same(o, b) && !same(t, b) {
-            if let Some(edited) = theirs.iter().find(|u| u.id == *id) {
-                ours[i] = edited.clone();
-            }
+        if same_block(ours[o].text, base[b].text) && !same_block(theirs[t].text, base[b].text) {
+            ours[o] = theirs[t].clone();
         }
     }
 }
@@ -630,17 +643,25 @@ fn keep_edits_of_removed<'a>(
     theirs: &mut Vec<Unit<'a>>,
     report: &mut Vec<String>,
 ) {
-    let same = |a: &str, b: &str| a.replace('\r', "") == b.replace('\r', "");
+    let (in_base, in_ours, in_theirs) = (positions(base), positions(ours), positions(theirs));
+    fn at<'m>(side: &'m HashMap<String, Vec<usize>>, id: &str) -> &'m [usize] {
+        side.get(id).map_or(&[], Vec::as_slice)
+    }
+    let mut to_ours = Vec::new();
+    let mut to_theirs = Vec::new();
     for b in base {
-        if base.iter().filter(|u| u.id == b.id).count() != 1 {
+        if in_base.get(&b.id).map_or(0, Vec::len) != 1 {
             continue;
         }
-        let on = |units: &[Unit<'a>]| -> Vec<Unit<'a>> {
-            units.iter().filter(|u| u.id == b.id).cloned().collect()
-        };
-        let (o, t) = (on(ours), on(theirs));
-        let edited = match (o.as_slice(), t.as_slice()) {
-            ([], [kept]) | ([kept], []) if !same(kept.text, b.text) => kept.clone(),
+        let edited = match (at(&in_ours, &b.id), at(&in_theirs, &b.id)) {
+            ([], [t]) if !same_block(theirs[*t].text, b.text) => {
+                to_ours.push(theirs[*t].clone());
+                &theirs[*t]
+            }
+            ([o], []) if !same_block(ours[*o].text, b.text) => {
+                to_theirs.push(ours[*o].clone());
+                &ours[*o]
+            }
             _ => continue,
         };
         report.push(format!(
@@ -648,12 +669,9 @@ fn keep_edits_of_removed<'a>(
              is kept with those words: archive it again once read",
             edited.text.lines().next().unwrap_or("").trim()
         ));
-        if o.is_empty() {
-            ours.push(edited);
-        } else {
-            theirs.push(edited);
-        }
     }
+    ours.extend(to_ours);
+    theirs.extend(to_theirs);
 }
 
 // ---------------------------------------------------------------------------------------------
