@@ -219,6 +219,40 @@ fn an_interrupted_abandon_of_an_unclaimed_contract_finishes_and_is_recorded_once
 }
 
 #[test]
+fn an_ending_replayed_after_the_chronicle_rolled_over_is_refused_and_recorded_once() {
+    // The ending's line went to last quarter's archive with the rollover: a replayed settle or
+    // abandon must find it there, not take the file in `settled/` for an interrupted run.
+    let p = polis_with_contract();
+    ok(p.polisd(&[
+        "contract", "open", "--title", "Dropped", "--by", FOUNDER, "--tags", "python",
+    ]));
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    let settle = [
+        "contract",
+        "settle",
+        "fix-the-login-bug",
+        "--quality",
+        "4",
+        "--no-lesson",
+        "x",
+    ];
+    ok(p.polisd(&settle));
+    ok(p.polisd(&["contract", "abandon", "dropped"]));
+    // The rollover as the daemon makes it: the lines move to the archive, byte for byte.
+    p.save("chronicle-2026-Q3.md", &p.read("chronicle.md"));
+    p.save(
+        "chronicle.md",
+        "---\nfile_type: chronicle\nrollover_policy: quarterly\ncurrent_period: 2026-Q4\n---\n\n",
+    );
+    let before = tree(&p);
+    let err = refused(p.polisd(&settle));
+    assert!(err.contains("already settled"), "{err}");
+    let err = refused(p.polisd(&["contract", "abandon", "dropped"]));
+    assert!(err.contains("already abandoned"), "{err}");
+    assert!(tree(&p) == before, "a replayed ending wrote");
+}
+
+#[test]
 fn claim_by_another_is_refused_until_forced() {
     let p = polis_with_contract();
     p.citizen("codex-second-one", "openai", &[("python", 4)], "medium");
