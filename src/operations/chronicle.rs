@@ -310,11 +310,16 @@ pub fn append_system_caused(
 /// first, since a quarterly rollover moves the line of an event made last quarter there.
 /// Reads whole files: only recovery paths call it.
 pub fn has_line(root: &Path, verb: &str, target: &str) -> bool {
+    has_line_of(root, None, verb, target)
+}
+
+/// [`has_line`] by one author only (`None`: any).
+pub fn has_line_of(root: &Path, author: Option<&str>, verb: &str, target: &str) -> bool {
     let holds = |rel: &str| {
         snapshot::read_text(root, rel, None)
             .ok()
             .flatten()
-            .is_some_and(|text| chronicle::rollover::has_line(&text, verb, target))
+            .is_some_and(|text| chronicle::rollover::has_line_of(&text, author, verb, target))
     };
     holds(layout::CHRONICLE)
         || snapshot::archive_names(root, &mut Vec::new())

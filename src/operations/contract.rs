@@ -325,13 +325,28 @@ pub fn claim(
             Err(e) => return Err(e),
         };
         if owner.as_deref() == Some(citizen) {
+            // A claim killed between its edit and its line left the file naming the claimer
+            // and no line: under the locks no other run is half-way, so the line is written now.
+            let link = rel.trim_end_matches(".md");
+            let line = if chronicle::has_line_of(root, Some(citizen), "claimed contract", link) {
+                None
+            } else {
+                Some(chronicle::append(
+                    writer,
+                    now,
+                    citizen,
+                    "claimed contract",
+                    Some(link),
+                    "-",
+                )?)
+            };
             return Ok(Claimed {
                 contract_id: id.to_string(),
                 owner: citizen.to_string(),
+                already_owned: line.is_none(),
                 path: rel,
-                already_owned: true,
                 took_over_from: None,
-                chronicle: None,
+                chronicle: line,
                 overrode: None,
             });
         }

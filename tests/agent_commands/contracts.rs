@@ -253,6 +253,38 @@ fn an_ending_replayed_after_the_chronicle_rolled_over_is_refused_and_recorded_on
 }
 
 #[test]
+fn a_claim_killed_between_its_edit_and_its_line_is_recorded_by_the_rerun() {
+    // The file names the claimer, but the process died before its `claimed contract` line:
+    // the rerun must write that line, not answer "already yours" with the claim unrecorded.
+    let p = polis_with_contract();
+    let rel = "contracts/open/fix-the-login-bug.md";
+    let claimed = p
+        .read(rel)
+        .replace("\nowner: null\n", &format!("\nowner: {FOUNDER}\n"))
+        .replace("\nstatus: proposed\n", "\nstatus: claimed\n");
+    assert!(
+        claimed.contains(&format!("\nowner: {FOUNDER}\n")),
+        "{claimed}"
+    );
+    p.save(rel, &claimed);
+    let out = ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("already yours"),
+        "{}",
+        describe(&out)
+    );
+    assert!(p.read("chronicle.md").contains(&format!(
+        "| {FOUNDER} | claimed contract | [[contracts/open/fix-the-login-bug]] | -"
+    )));
+    // Recorded now: a third run writes nothing.
+    let before = tree(&p);
+    let again = ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already yours"));
+    assert!(tree(&p) == before, "a recorded claim was recorded again");
+    assert_eq!(lines_with(&p, "claimed contract"), 1);
+}
+
+#[test]
 fn claim_by_another_is_refused_until_forced() {
     let p = polis_with_contract();
     p.citizen("codex-second-one", "openai", &[("python", 4)], "medium");

@@ -1643,6 +1643,19 @@ mod tests {
             "expired amendment",
             "amendments/ratified/2026-03-01-floor"
         ));
+        let link = "amendments/ratified/2026-03-01-floor";
+        assert!(rollover::has_line_of(
+            text,
+            Some("polis-daemon"),
+            "ratified amendment",
+            link
+        ));
+        assert!(!rollover::has_line_of(
+            text,
+            Some("claude-founder-one"),
+            "ratified amendment",
+            link
+        ));
     }
 
     #[test]
