@@ -219,6 +219,47 @@ fn an_interrupted_abandon_of_an_unclaimed_contract_finishes_and_is_recorded_once
 }
 
 #[test]
+fn a_settle_killed_once_its_line_is_written_has_filed_its_lesson() {
+    // A rerun finds the settlement recorded and is refused: whatever the killed run was asked
+    // for must be on disk by then, or the owner's lesson is lost for good.
+    let p = polis_with_contract();
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    let settle = [
+        "contract",
+        "settle",
+        "fix-the-login-bug",
+        "--quality",
+        "4",
+        "--lesson",
+        "Reproduce the login bug before fixing it.",
+        "--impact",
+        "3",
+    ];
+    let out = Command::new(BIN)
+        .args(settle)
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .env("POLISD_TEST_CRASH_AFTER_LINE", "1")
+        .current_dir(&p.root)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the hook aborts: {}", describe(&out));
+    assert_eq!(lines_with(&p, "settled contract"), 1);
+    let err = refused(p.polisd(&settle));
+    assert!(err.contains("already settled"), "{err}");
+    assert_eq!(lines_with(&p, "filed lesson"), 1);
+    let lessons: Vec<_> = std::fs::read_dir(p.path("lessons/python"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert_eq!(lessons.len(), 1, "{lessons:?}");
+    let lesson = std::fs::read_to_string(&lessons[0]).unwrap();
+    assert!(
+        lesson.contains("Reproduce the login bug before fixing it.")
+            && lesson.contains("fix-the-login-bug"),
+        "{lesson}"
+    );
+}
+
+#[test]
 fn an_ending_replayed_after_the_chronicle_rolled_over_is_refused_and_recorded_once() {
     // The ending's line went to last quarter's archive with the rollover: a replayed settle or
     // abandon must find it there, not take the file in `settled/` for an interrupted run.
