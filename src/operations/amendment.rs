@@ -177,6 +177,18 @@ pub fn propose(
         |text| rules::same_proposal(text, &probe),
     );
     if let Some(rel) = earlier {
+        // Under the transition lock no other run is half-way: a proposal without its line is
+        // one killed between the two, and the rerun finishes it.
+        let link = rel.trim_end_matches(".md").to_string();
+        if !chronicle::has_line_of(root, Some(&req.by), "proposed amendment", &link) {
+            let line = proposed_line(writer, now, req, &link)?;
+            return Ok(Proposed {
+                amendment_id: link.rsplit('/').next().unwrap_or(&link).to_string(),
+                path: rel,
+                written: false,
+                chronicle: line,
+            });
+        }
         return Err(OpError::Refused(format!(
             "{} already proposed this amendment as {rel} (same title, text, quorum and deadline); nothing was written: vote on it, or edit it",
             req.by

@@ -178,6 +178,44 @@ fn a_replayed_amendment_proposal_is_filed_once() {
 }
 
 #[test]
+fn a_proposal_killed_between_its_file_and_its_line_is_recorded_by_the_rerun() {
+    // The proposal's file is made, then its `proposed amendment` line appended: a process
+    // killed in between leaves the file alone, and the rerun must write the line (the tally
+    // dates the proposer's implied vote by it) rather than refuse.
+    let p = TestPolis::init(FOUNDER);
+    let propose = [
+        "amendment",
+        "propose",
+        "--title",
+        "Reviews for high stakes",
+        "--by",
+        FOUNDER,
+    ];
+    ok(p.polisd(&propose));
+    // The state the kill leaves: the file, and the chronicle without the line.
+    let chronicle = p.read("chronicle.md");
+    let kept: String = chronicle
+        .split_inclusive('\n')
+        .filter(|l| !l.contains("| proposed amendment |"))
+        .collect();
+    assert_ne!(kept, chronicle);
+    p.save("chronicle.md", &kept);
+    ok(p.polisd(&propose));
+    assert_eq!(lines_with(&p, "proposed amendment"), 1);
+    let proposals = std::fs::read_dir(p.path("amendments/proposed"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".md"))
+        .count();
+    assert_eq!(proposals, 1, "the rerun proposed it again");
+    // Recorded now: a replay is refused with nothing written.
+    let before = tree(&p);
+    let err = refused(p.polisd(&propose));
+    assert!(err.contains("already proposed"), "{err}");
+    assert!(tree(&p) == before, "a replayed proposal wrote");
+}
+
+#[test]
 fn a_citizen_who_left_the_polis_cannot_vote() {
     // The tally counts no vote of a citizen whose latest membership line is `left polis`;
     // the command must not report a vote that will never count.
