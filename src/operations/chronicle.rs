@@ -313,6 +313,23 @@ pub fn has_line(root: &Path, verb: &str, target: &str) -> bool {
     has_line_of(root, None, verb, target)
 }
 
+/// The note of `author`'s last `verb` line linking `target`: in the current chronicle, else
+/// in the newest archive that has one. Reads whole files: only recovery paths call it.
+pub fn last_note_of(root: &Path, author: &str, verb: &str, target: &str) -> Option<String> {
+    let note = |rel: &str| {
+        snapshot::read_text(root, rel, None)
+            .ok()
+            .flatten()
+            .and_then(|text| chronicle::rollover::last_note_of(&text, author, verb, target))
+    };
+    note(layout::CHRONICLE).or_else(|| {
+        snapshot::archive_names(root, &mut Vec::new())
+            .iter()
+            .rev()
+            .find_map(|name| note(name))
+    })
+}
+
 /// [`has_line`] by one author only (`None`: any).
 pub fn has_line_of(root: &Path, author: Option<&str>, verb: &str, target: &str) -> bool {
     let holds = |rel: &str| {

@@ -92,6 +92,22 @@ pub fn has_line_of(text: &str, author: Option<&str>, verb: &str, target: &str) -
     })
 }
 
+/// The note of `author`'s last line with this verb linking this target in a chronicle text:
+/// what a resumed action compares with what it would record (a changed vote is a new line).
+pub fn last_note_of(text: &str, author: &str, verb: &str, target: &str) -> Option<String> {
+    let want = link_target(target)?;
+    scan(text).lines.iter().rev().find_map(|l| {
+        parse_entry(&l.text)
+            .ok()
+            .filter(|e| {
+                e.verb == verb
+                    && e.author == author
+                    && e.link.and_then(link_target).as_ref() == Some(&want)
+            })
+            .map(|e| e.note.to_string())
+    })
+}
+
 impl std::fmt::Display for Quarter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}-Q{}", self.year, self.q)
