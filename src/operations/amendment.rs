@@ -177,6 +177,18 @@ pub fn propose(
         |text| rules::same_proposal(text, &probe),
     );
     if let Some(rel) = earlier {
+        // Under the transition lock no other run is half-way: a proposal without its line is
+        // one killed between the two, and the rerun finishes it.
+        let link = rel.trim_end_matches(".md").to_string();
+        if !chronicle::has_line_of(root, Some(&req.by), "proposed amendment", &link) {
+            let line = proposed_line(writer, now, req, &link)?;
+            return Ok(Proposed {
+                amendment_id: link.rsplit('/').next().unwrap_or(&link).to_string(),
+                path: rel,
+                written: false,
+                chronicle: line,
+            });
+        }
         return Err(OpError::Refused(format!(
             "{} already proposed this amendment as {rel} (same title, text, quorum and deadline); nothing was written: vote on it, or edit it",
             req.by
@@ -309,16 +321,34 @@ pub fn vote(
             .collect::<Vec<_>>()
             .join("\n")
     };
+    let link = rel.trim_end_matches(".md").to_string();
+    let note = format!(
+        "{}: {}",
+        vote.as_str(),
+        rationale
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .unwrap_or("-")
+    );
     let mut written = false;
     for _ in 0..8 {
         written = match snapshot::read_text(root, &vote_rel, Some(snapshot::MAX_RECORD_BYTES))? {
             None => writer.create_new(&vote_rel, new.as_bytes())?,
             Some(old) if without_time(&old) == without_time(&new) => {
-                return Err(OpError::AlreadyVoted {
-                    id: aid.to_string(),
-                    citizen: citizen.to_string(),
-                    vote: vote.as_str(),
-                });
+                // Under the transition lock no other run is half-way: a vote whose line is
+                // not the citizen's last on it was killed between the two, and is finished.
+                // (The vote alone is compared: the line's note keeps the rationale as the
+                // chronicle writes it, spaces folded.)
+                let recorded = chronicle::last_note_of(root, citizen, "voted on amendment", &link);
+                let voted = format!("{}:", vote.as_str());
+                if recorded.is_some_and(|n| n.starts_with(&voted)) {
+                    return Err(OpError::AlreadyVoted {
+                        id: aid.to_string(),
+                        citizen: citizen.to_string(),
+                        vote: vote.as_str(),
+                    });
+                }
+                true
             }
             Some(old) => command_edit_took(writer.compare_and_replace(
                 &vote_rel,
@@ -333,15 +363,6 @@ pub fn vote(
     if !written {
         return Err(OpError::Busy(vote_rel));
     }
-    let link = rel.trim_end_matches(".md").to_string();
-    let note = format!(
-        "{}: {}",
-        vote.as_str(),
-        rationale
-            .map(str::trim)
-            .filter(|r| !r.is_empty())
-            .unwrap_or("-")
-    );
     let line = chronicle::append(
         writer,
         now,

@@ -306,13 +306,43 @@ pub fn append_system_caused(
 }
 
 /// Whether the chronicle already has a `verb` line linking `target` (a replayed operation
-/// must not record its event twice). Reads the whole current chronicle: only recovery paths
-/// call it.
+/// must not record its event twice): in the current chronicle, else in an archive, newest
+/// first, since a quarterly rollover moves the line of an event made last quarter there.
+/// Reads whole files: only recovery paths call it.
 pub fn has_line(root: &Path, verb: &str, target: &str) -> bool {
-    snapshot::read_text(root, layout::CHRONICLE, None)
-        .ok()
-        .flatten()
-        .is_some_and(|text| chronicle::rollover::has_line(&text, verb, target))
+    has_line_of(root, None, verb, target)
+}
+
+/// The note of `author`'s last `verb` line linking `target`: in the current chronicle, else
+/// in the newest archive that has one. Reads whole files: only recovery paths call it.
+pub fn last_note_of(root: &Path, author: &str, verb: &str, target: &str) -> Option<String> {
+    let note = |rel: &str| {
+        snapshot::read_text(root, rel, None)
+            .ok()
+            .flatten()
+            .and_then(|text| chronicle::rollover::last_note_of(&text, author, verb, target))
+    };
+    note(layout::CHRONICLE).or_else(|| {
+        snapshot::archive_names(root, &mut Vec::new())
+            .iter()
+            .rev()
+            .find_map(|name| note(name))
+    })
+}
+
+/// [`has_line`] by one author only (`None`: any).
+pub fn has_line_of(root: &Path, author: Option<&str>, verb: &str, target: &str) -> bool {
+    let holds = |rel: &str| {
+        snapshot::read_text(root, rel, None)
+            .ok()
+            .flatten()
+            .is_some_and(|text| chronicle::rollover::has_line_of(&text, author, verb, target))
+    };
+    holds(layout::CHRONICLE)
+        || snapshot::archive_names(root, &mut Vec::new())
+            .iter()
+            .rev()
+            .any(|name| holds(name))
 }
 
 #[cfg(test)]

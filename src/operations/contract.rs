@@ -29,6 +29,10 @@ use std::path::Path;
 /// (the crash test of the "never in two folders" rule).
 pub const CRASH_BEFORE_MOVE_ENV: &str = "POLISD_TEST_CRASH_BEFORE_MOVE";
 
+/// Set to make `settle` abort the process just after its `settled contract` line (the crash
+/// test of a rerun that finds the settlement recorded: nothing it asked for may be missing).
+pub const CRASH_AFTER_LINE_ENV: &str = "POLISD_TEST_CRASH_AFTER_LINE";
+
 /// How often a claim or settle starts over when the file changed under it.
 const ATTEMPTS: usize = 8;
 
@@ -325,13 +329,28 @@ pub fn claim(
             Err(e) => return Err(e),
         };
         if owner.as_deref() == Some(citizen) {
+            // A claim killed between its edit and its line left the file naming the claimer
+            // and no line: under the locks no other run is half-way, so the line is written now.
+            let link = rel.trim_end_matches(".md");
+            let line = if chronicle::has_line_of(root, Some(citizen), "claimed contract", link) {
+                None
+            } else {
+                Some(chronicle::append(
+                    writer,
+                    now,
+                    citizen,
+                    "claimed contract",
+                    Some(link),
+                    "-",
+                )?)
+            };
             return Ok(Claimed {
                 contract_id: id.to_string(),
                 owner: citizen.to_string(),
+                already_owned: line.is_none(),
                 path: rel,
-                already_owned: true,
                 took_over_from: None,
-                chronicle: None,
+                chronicle: line,
                 overrode: None,
             });
         }
@@ -547,6 +566,13 @@ fn ending_line(
 fn crash_hook() {
     if std::env::var_os(CRASH_BEFORE_MOVE_ENV).is_some() {
         eprintln!("polisd: {CRASH_BEFORE_MOVE_ENV} is set: aborting between write and move");
+        std::process::abort();
+    }
+}
+
+fn crash_after_line_hook() {
+    if std::env::var_os(CRASH_AFTER_LINE_ENV).is_some() {
+        eprintln!("polisd: {CRASH_AFTER_LINE_ENV} is set: aborting after the settled line");
         std::process::abort();
     }
 }
@@ -823,24 +849,12 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
         } else {
             layout::DAEMON_ID.to_string()
         };
-        let chronicle = if moved.recorded {
-            None
-        } else {
-            ending_line(writer, now, &author, "settled contract", &link, &{
-                let mut note = format!("quality {quality}");
-                if no_lesson.is_some() && req.lesson.is_none() {
-                    note.push_str(&format!(
-                        "; {}",
-                        crate::protocol::chronicle::activity::NO_LESSON_NOTE
-                    ));
-                }
-                if let Some((person, _)) = &req.review_override {
-                    note.push_str(&format!("; review overridden by {}", person.trim()));
-                }
-                note
-            })?
-        };
-        let lesson = match &req.lesson {
+        // The lesson is filed before the settlement's line: a run killed between the two
+        // leaves the line missing, which a rerun finishes (and finds the lesson filed), where
+        // the other order left a recorded settlement whose rerun is refused and the lesson lost.
+        // A lesson refused is reported after the line, so it never keeps the settlement
+        // unrecorded.
+        let lesson = (|| match &req.lesson {
             Some(l) => {
                 let record = read(root, &moved.rel)?.map(|(_, r)| r);
                 // Only what is a tag: a hand-written `../x` must not become the lesson's
@@ -869,13 +883,32 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
                         text: l.text.clone(),
                     },
                 ) {
-                    Ok(filed) => Some(filed),
-                    Err(OpError::LessonFiled { .. }) => None,
-                    Err(e) => return Err(e),
+                    Ok(filed) => Ok(Some(filed)),
+                    Err(OpError::LessonFiled { .. }) => Ok(None),
+                    Err(e) => Err(e),
                 }
             }
-            None => None,
+            None => Ok(None),
+        })();
+        let chronicle = if moved.recorded {
+            None
+        } else {
+            ending_line(writer, now, &author, "settled contract", &link, &{
+                let mut note = format!("quality {quality}");
+                if no_lesson.is_some() && req.lesson.is_none() {
+                    note.push_str(&format!(
+                        "; {}",
+                        crate::protocol::chronicle::activity::NO_LESSON_NOTE
+                    ));
+                }
+                if let Some((person, _)) = &req.review_override {
+                    note.push_str(&format!("; review overridden by {}", person.trim()));
+                }
+                note
+            })?
         };
+        crash_after_line_hook();
+        let lesson = lesson?;
         let reservations = release_reservations(
             writer,
             now,

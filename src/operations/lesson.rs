@@ -27,7 +27,7 @@ pub struct Filed {
 
 /// Files an accepted lesson under its first tag's folder, with the id `<today>-<slug of its
 /// text>` (`-2`, `-3`… on a clash), and appends `filed lesson`. The same lesson filed again
-/// today (a replayed command) is refused with nothing written.
+/// today (a replayed command) is refused with nothing written, unless its line is missing.
 pub fn file(writer: &Writer, now: &PolisTime, req: &LessonRequest) -> Result<Filed, OpError> {
     let _transition = writer.transition_lock()?;
     file_locked(writer, now, req)
@@ -99,7 +99,26 @@ pub(crate) fn file_locked(
         |_| true,
         |text| rules::same_filing(text, &probe),
     ) {
-        return Err(OpError::LessonFiled { path });
+        // Under the transition lock no other run is half-way: a filing without its line is one
+        // killed between the two, and the rerun finishes it.
+        let link = path.trim_end_matches(".md");
+        if chronicle::has_line_of(root, Some(&req.by), "filed lesson", link) {
+            return Err(OpError::LessonFiled { path });
+        }
+        let line = chronicle::append(
+            writer,
+            now,
+            &req.by,
+            "filed lesson",
+            Some(link),
+            &rules::title_of(&req.text),
+        )?;
+        let lesson_id = link.rsplit('/').next().unwrap_or(link).to_string();
+        return Ok(Filed {
+            lesson_id,
+            path,
+            chronicle: line,
+        });
     }
     for _ in 0..8 {
         let id = layout::unique_id(&base, |id| {

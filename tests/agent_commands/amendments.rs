@@ -178,6 +178,96 @@ fn a_replayed_amendment_proposal_is_filed_once() {
 }
 
 #[test]
+fn a_proposal_killed_between_its_file_and_its_line_is_recorded_by_the_rerun() {
+    // The proposal's file is made, then its `proposed amendment` line appended: a process
+    // killed in between leaves the file alone, and the rerun must write the line (the tally
+    // dates the proposer's implied vote by it) rather than refuse.
+    let p = TestPolis::init(FOUNDER);
+    let propose = [
+        "amendment",
+        "propose",
+        "--title",
+        "Reviews for high stakes",
+        "--by",
+        FOUNDER,
+    ];
+    ok(p.polisd(&propose));
+    // The state the kill leaves: the file, and the chronicle without the line.
+    let chronicle = p.read("chronicle.md");
+    let kept: String = chronicle
+        .split_inclusive('\n')
+        .filter(|l| !l.contains("| proposed amendment |"))
+        .collect();
+    assert_ne!(kept, chronicle);
+    p.save("chronicle.md", &kept);
+    ok(p.polisd(&propose));
+    assert_eq!(lines_with(&p, "proposed amendment"), 1);
+    let proposals = std::fs::read_dir(p.path("amendments/proposed"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".md"))
+        .count();
+    assert_eq!(proposals, 1, "the rerun proposed it again");
+    // Recorded now: a replay is refused with nothing written.
+    let before = tree(&p);
+    let err = refused(p.polisd(&propose));
+    assert!(err.contains("already proposed"), "{err}");
+    assert!(tree(&p) == before, "a replayed proposal wrote");
+}
+
+#[test]
+fn a_vote_killed_between_its_file_and_its_line_is_recorded_by_the_rerun() {
+    // The vote's file is written, then its `voted on amendment` line appended (the tally dates
+    // the vote by it): a process killed in between leaves the file alone, and the rerun must
+    // write the line rather than answer "already voted". A changed vote counts as its own.
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let aid = proposed(&p, "Reviews for high stakes");
+    let vote = |v: &str| {
+        p.polisd(&[
+            "amendment",
+            "vote",
+            &aid,
+            "--as",
+            "codex-second-one",
+            "--vote",
+            v,
+            "--rationale",
+            "the  chronicle folds  these spaces",
+        ])
+    };
+    let strip_last_vote_line = || {
+        let chronicle = p.read("chronicle.md");
+        let last = chronicle
+            .lines()
+            .rfind(|l| l.contains("| voted on amendment |"))
+            .unwrap()
+            .to_string();
+        p.save("chronicle.md", &chronicle.replace(&format!("{last}\n"), ""));
+    };
+    ok(vote("agree"));
+    strip_last_vote_line();
+    ok(vote("agree"));
+    assert_eq!(lines_with(&p, "voted on amendment"), 1);
+    ok(vote("disagree"));
+    strip_last_vote_line();
+    ok(vote("disagree"));
+    let lines: Vec<String> = p
+        .read("chronicle.md")
+        .lines()
+        .filter(|l| l.contains("| voted on amendment |"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[1].contains("| disagree: "), "{lines:?}");
+    // Recorded now: a replay is refused with nothing written.
+    let before = tree(&p);
+    let err = refused(vote("disagree"));
+    assert!(err.contains("already voted"), "{err}");
+    assert!(tree(&p) == before, "a replayed vote wrote");
+}
+
+#[test]
 fn a_citizen_who_left_the_polis_cannot_vote() {
     // The tally counts no vote of a citizen whose latest membership line is `left polis`;
     // the command must not report a vote that will never count.

@@ -219,6 +219,113 @@ fn an_interrupted_abandon_of_an_unclaimed_contract_finishes_and_is_recorded_once
 }
 
 #[test]
+fn a_settle_killed_once_its_line_is_written_has_filed_its_lesson() {
+    // A rerun finds the settlement recorded and is refused: whatever the killed run was asked
+    // for must be on disk by then, or the owner's lesson is lost for good.
+    let p = polis_with_contract();
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    let settle = [
+        "contract",
+        "settle",
+        "fix-the-login-bug",
+        "--quality",
+        "4",
+        "--lesson",
+        "Reproduce the login bug before fixing it.",
+        "--impact",
+        "3",
+    ];
+    let out = Command::new(BIN)
+        .args(settle)
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .env("POLISD_TEST_CRASH_AFTER_LINE", "1")
+        .current_dir(&p.root)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the hook aborts: {}", describe(&out));
+    assert_eq!(lines_with(&p, "settled contract"), 1);
+    let err = refused(p.polisd(&settle));
+    assert!(err.contains("already settled"), "{err}");
+    assert_eq!(lines_with(&p, "filed lesson"), 1);
+    let lessons: Vec<_> = std::fs::read_dir(p.path("lessons/python"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert_eq!(lessons.len(), 1, "{lessons:?}");
+    let lesson = std::fs::read_to_string(&lessons[0]).unwrap();
+    assert!(
+        lesson.contains("Reproduce the login bug before fixing it.")
+            && lesson.contains("fix-the-login-bug"),
+        "{lesson}"
+    );
+}
+
+#[test]
+fn an_ending_replayed_after_the_chronicle_rolled_over_is_refused_and_recorded_once() {
+    // The ending's line went to last quarter's archive with the rollover: a replayed settle or
+    // abandon must find it there, not take the file in `settled/` for an interrupted run.
+    let p = polis_with_contract();
+    ok(p.polisd(&[
+        "contract", "open", "--title", "Dropped", "--by", FOUNDER, "--tags", "python",
+    ]));
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    let settle = [
+        "contract",
+        "settle",
+        "fix-the-login-bug",
+        "--quality",
+        "4",
+        "--no-lesson",
+        "x",
+    ];
+    ok(p.polisd(&settle));
+    ok(p.polisd(&["contract", "abandon", "dropped"]));
+    // The rollover as the daemon makes it: the lines move to the archive, byte for byte.
+    p.save("chronicle-2026-Q3.md", &p.read("chronicle.md"));
+    p.save(
+        "chronicle.md",
+        "---\nfile_type: chronicle\nrollover_policy: quarterly\ncurrent_period: 2026-Q4\n---\n\n",
+    );
+    let before = tree(&p);
+    let err = refused(p.polisd(&settle));
+    assert!(err.contains("already settled"), "{err}");
+    let err = refused(p.polisd(&["contract", "abandon", "dropped"]));
+    assert!(err.contains("already abandoned"), "{err}");
+    assert!(tree(&p) == before, "a replayed ending wrote");
+}
+
+#[test]
+fn a_claim_killed_between_its_edit_and_its_line_is_recorded_by_the_rerun() {
+    // The file names the claimer, but the process died before its `claimed contract` line:
+    // the rerun must write that line, not answer "already yours" with the claim unrecorded.
+    let p = polis_with_contract();
+    let rel = "contracts/open/fix-the-login-bug.md";
+    let claimed = p
+        .read(rel)
+        .replace("\nowner: null\n", &format!("\nowner: {FOUNDER}\n"))
+        .replace("\nstatus: proposed\n", "\nstatus: claimed\n");
+    assert!(
+        claimed.contains(&format!("\nowner: {FOUNDER}\n")),
+        "{claimed}"
+    );
+    p.save(rel, &claimed);
+    let out = ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("already yours"),
+        "{}",
+        describe(&out)
+    );
+    assert!(p.read("chronicle.md").contains(&format!(
+        "| {FOUNDER} | claimed contract | [[contracts/open/fix-the-login-bug]] | -"
+    )));
+    // Recorded now: a third run writes nothing.
+    let before = tree(&p);
+    let again = ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already yours"));
+    assert!(tree(&p) == before, "a recorded claim was recorded again");
+    assert_eq!(lines_with(&p, "claimed contract"), 1);
+}
+
+#[test]
 fn claim_by_another_is_refused_until_forced() {
     let p = polis_with_contract();
     p.citizen("codex-second-one", "openai", &[("python", 4)], "medium");

@@ -155,6 +155,44 @@ fn a_replayed_lesson_is_filed_once() {
 }
 
 #[test]
+fn a_lesson_killed_between_its_file_and_its_line_is_recorded_by_the_rerun() {
+    // The lesson's file is made, then its `filed lesson` line appended: a process killed in
+    // between leaves the file alone, and the rerun must write the line rather than refuse.
+    let p = polis_with_contract();
+    let file = [
+        "lesson",
+        "file",
+        "--as",
+        FOUNDER,
+        "--tags",
+        "python",
+        "--impact",
+        "4",
+        "--contract",
+        "fix-the-login-bug",
+        "Check the session store first.",
+    ];
+    ok(p.polisd(&file));
+    // The state the kill leaves: the file, and the chronicle without the line.
+    let chronicle = p.read("chronicle.md");
+    let kept: String = chronicle
+        .split_inclusive('\n')
+        .filter(|l| !l.contains("| filed lesson |"))
+        .collect();
+    assert_ne!(kept, chronicle);
+    p.save("chronicle.md", &kept);
+    ok(p.polisd(&file));
+    assert_eq!(lines_with(&p, "filed lesson"), 1);
+    let lessons = std::fs::read_dir(p.path("lessons/python")).unwrap().count();
+    assert_eq!(lessons, 1, "the rerun filed the lesson again");
+    // Recorded now: a replay is refused with nothing written.
+    let before = tree(&p);
+    let err = refused(p.polisd(&file));
+    assert!(err.contains("already filed"), "{err}");
+    assert!(tree(&p) == before, "a replayed lesson wrote");
+}
+
+#[test]
 fn a_body_file_polisd_could_not_keep_is_a_usage_error_with_nothing_written() {
     // `--body FILE` is agent text like any argument: control characters are refused as they
     // are on the command line, and a file past what polisd reads back (a review it would then

@@ -1643,6 +1643,25 @@ mod tests {
             "expired amendment",
             "amendments/ratified/2026-03-01-floor"
         ));
+        let link = "amendments/ratified/2026-03-01-floor";
+        assert!(rollover::has_line_of(
+            text,
+            Some("polis-daemon"),
+            "ratified amendment",
+            link
+        ));
+        assert!(!rollover::has_line_of(
+            text,
+            Some("claude-founder-one"),
+            "ratified amendment",
+            link
+        ));
+        let votes = "- 2026-03-02 10:00 | claude-founder-one | voted on amendment | [[amendments/proposed/a]] | agree: -\n- 2026-03-02 10:05 | claude-founder-one | voted on amendment | [[amendments/proposed/a]] | disagree: no\n";
+        let last = |author| {
+            rollover::last_note_of(votes, author, "voted on amendment", "amendments/proposed/a")
+        };
+        assert_eq!(last("claude-founder-one").as_deref(), Some("disagree: no"));
+        assert_eq!(last("codex-second-one"), None);
     }
 
     #[test]
