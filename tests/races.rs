@@ -75,6 +75,8 @@ struct Answer {
 /// A caller of one round: a command line, or a tool call on one of the MCP servers.
 enum Caller {
     Cli(Vec<String>),
+    /// A command line run with its own state directory (another user, a container).
+    CliOwnState(Vec<String>, std::path::PathBuf),
     Mcp(&'static str, Value),
 }
 
@@ -120,6 +122,16 @@ impl Arena {
                     Command::new(BIN)
                         .args(&args)
                         .env("POLISD_STATE_DIR", &self.p.state_dir)
+                        .current_dir(&self.p.root)
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .unwrap(),
+                ),
+                Caller::CliOwnState(args, state) => Pending::Child(
+                    Command::new(BIN)
+                        .args(&args)
+                        .env("POLISD_STATE_DIR", state)
                         .current_dir(&self.p.root)
                         .stdout(Stdio::piped())
                         .stderr(Stdio::piped())
@@ -303,6 +315,44 @@ fn racing_settlements_have_one_winner_and_one_chronicle_line() {
         );
         assert!(a.p.exists(&format!("contracts/settled/{id}.md")));
         assert!(!a.p.exists(&format!("contracts/open/{id}.md")));
+    }
+}
+
+/// Callers whose state directories differ share no `transition.lock` there: the lock on the
+/// polis's own contracts folder still lets one settle win.
+#[test]
+fn racing_settlements_from_separate_state_directories_have_one_winner() {
+    let mut a = Arena::new();
+    let owner = racer(0);
+    let states = tempfile::tempdir().unwrap();
+    for round in 0..ROUNDS / 5 {
+        let id = format!("apart-r{round}");
+        contract(&a.p, &id, Some(&owner));
+        let callers = (0..4)
+            .map(|i| {
+                let args = strings(&[
+                    "contract",
+                    "settle",
+                    &id,
+                    "--quality",
+                    "4",
+                    "--no-lesson",
+                    "racing",
+                ]);
+                (
+                    racer(i),
+                    Caller::CliOwnState(args, states.path().join(racer(i))),
+                )
+            })
+            .collect();
+        let answers = a.race(callers, |code, _| code == 0);
+        one_winner(&answers, round, |_| {
+            format!("already settled (owner {owner})")
+        });
+        assert_eq!(
+            a.chronicle_lines("settled contract", &format!("/{id}]]")),
+            1
+        );
     }
 }
 

@@ -57,6 +57,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{self, Write};
 use std::ops::{Deref, DerefMut};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Overrides every other choice of state directory.
@@ -401,12 +402,18 @@ pub fn polis_state_dir(base: &Path, polis_root: &Path) -> PathBuf {
 /// ([`transition_lock`]); held until dropped.
 pub struct TransitionLock {
     _file: fs::File,
+    _contracts: Option<fs::File>,
 }
 
-/// Takes the polis's transition lock, `transition.lock` in its state directory, waiting for
-/// whoever holds it. It lives here rather than in `_polis/` so that taking it writes nothing
-/// in the folder (a refused action leaves `_polis/` byte for byte as it was), and because an
-/// advisory lock binds only the processes of one machine, as the state directory does.
+/// Takes the polis's transition lock, waiting for whoever holds it: `transition.lock` in its
+/// state directory, then an advisory lock on the `_polis/contracts/` folder itself. The file
+/// lives in the state directory so that taking it writes nothing in the polis (a refused
+/// action leaves `_polis/` byte for byte as it was); the folder's lock, which writes nothing
+/// either, binds the processes of this machine whose state directories differ (another user,
+/// a container, `POLISD_STATE_DIR`). An advisory lock binds one machine only, as the state
+/// directory does. (`_polis/` itself is the running daemon's lock; `contracts/` is in every
+/// polis that has anything to transition. A polis without it, or with a link there, has the
+/// state directory's lock alone.)
 pub fn transition_lock(polis_root: &Path) -> Result<TransitionLock, StateError> {
     let dir = polis_state_dir(&state_base_dir()?, &canonical(polis_root));
     let path = dir.join(TRANSITION_LOCK_FILE);
@@ -426,7 +433,19 @@ pub fn transition_lock(polis_root: &Path) -> Result<TransitionLock, StateError> 
         Err(e) => return Err(io_err("open", &path)(e)),
     };
     fs4::fs_std::FileExt::lock_exclusive(&file).map_err(io_err("lock", &path))?;
-    Ok(TransitionLock { _file: file })
+    let contracts = polis_root.join(crate::protocol::layout::CONTRACTS_DIR);
+    let folder = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(&contracts)
+        .ok();
+    if let Some(folder) = &folder {
+        fs4::fs_std::FileExt::lock_exclusive(folder).map_err(io_err("lock", &contracts))?;
+    }
+    Ok(TransitionLock {
+        _file: file,
+        _contracts: folder,
+    })
 }
 
 fn canonical(polis_root: &Path) -> PathBuf {

@@ -15,6 +15,8 @@ pub const CHRONICLE: &str = "chronicle.md";
 pub const POLIS_YML: &str = "polis.yml";
 pub const INDEX: &str = "index.md";
 pub const CITIZENS_DIR: &str = "citizens";
+/// The folder of the contract folders.
+pub const CONTRACTS_DIR: &str = "contracts";
 pub const ROUTING_STATS: &str = "contracts/routing_stats.yml";
 /// A contract for agents to copy, written by `init`; never read as a contract (it is not in a
 /// contract folder).
