@@ -248,18 +248,32 @@ fn control_characters_are_refused_in_agent_text_and_escaped_when_printed() {
     }
     assert_eq!(tree(&p), before, "nothing written");
     // A title written into a file by hand reaches the terminal escaped, in text and in JSON.
-    claimed_contract(&p, "painted", "a\u{1b}[31mred\u{7}\u{202e}");
+    claimed_contract(&p, "painted", "a\u{202e}red\u{2066}");
     let listed = ok(p.polisd(&["contract", "list"]));
     let shown = String::from_utf8(listed.stdout).unwrap();
     assert!(
-        !shown.contains('\u{1b}') && !shown.contains('\u{7}') && !shown.contains('\u{202e}'),
+        !shown.contains('\u{202e}') && !shown.contains('\u{2066}'),
         "{shown:?}"
     );
-    assert!(shown.contains("a\\u001b[31mred\\u0007\\u202e"), "{shown}");
+    assert!(shown.contains("a\\u202ered\\u2066"), "{shown}");
     let json = ok(p.polisd(&["contract", "show", "painted", "--json"]));
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert!(v["text"].as_str().unwrap().contains("a\u{1b}[31mred"));
+    assert!(v["text"].as_str().unwrap().contains("a\u{202e}red"));
     assert!(!String::from_utf8_lossy(&json.stdout).contains('\u{202e}'));
+    // A C0 or C1 control in a frontmatter is YAML no reader loads (PyYAML refuses it): `check`
+    // names it, with the file and line, and prints it escaped.
+    claimed_contract(&p, "shouting", "a\u{1b}[31mred\u{7}");
+    let checked = p.polisd(&["check"]);
+    assert_eq!(checked.status.code(), Some(1), "{}", describe(&checked));
+    let said = describe(&checked);
+    assert!(
+        said.contains("contracts/open/shouting.md") && said.contains("U+001B"),
+        "{said}"
+    );
+    assert!(
+        !said.contains('\u{1b}') && !said.contains('\u{7}'),
+        "{said:?}"
+    );
 }
 
 #[test]

@@ -55,27 +55,6 @@ pub fn load(text: &str) -> Result<Value, YamlError> {
 pub fn load_full(text: &str) -> Result<Value, YamlError> {
     // PyYAML's reader drops a byte-order mark at the start of the stream.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    // A NEL (U+0085) is a line break to YAML 1.1, which PyYAML reads exactly as `\n`
-    // everywhere (in a plain scalar it folds to a space); yaml-rust2 reads YAML 1.2, where it
-    // is an ordinary character.
-    let translated;
-    let text = if text.contains('\u{85}') {
-        translated = text.replace('\u{85}', "\n");
-        translated.as_str()
-    } else {
-        text
-    };
-    // U+2028 and U+2029 are line breaks to YAML 1.1 too, but PyYAML keeps them in a value: the
-    // text is read as it is, once its structure holds with them as breaks (a block scalar or a
-    // plain key they end early is what PyYAML refuses).
-    if text.contains(['\u{2028}', '\u{2029}']) {
-        checked_load(&text.replace(['\u{2028}', '\u{2029}'], "\n"))?;
-    }
-    checked_load(text)
-}
-
-/// The text read by yaml-rust2 once [`super::strict::check`] finds nothing PyYAML refuses.
-fn checked_load(text: &str) -> Result<Value, YamlError> {
     // What PyYAML refuses is invalid here too, even where yaml-rust2 would read it.
     if let Some((line, message)) = super::strict::check(text) {
         return Err(YamlError { line, message });
