@@ -45,8 +45,8 @@ fn eight_simultaneous_claims_have_exactly_one_winner() {
 fn settle_killed_between_write_and_move_is_in_one_folder_and_finishes_on_rerun() {
     let p = polis_with_contract();
     ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
-    let out = Command::new(BIN)
-        .args([
+    p.crashed(
+        &[
             "contract",
             "settle",
             "fix-the-login-bug",
@@ -56,16 +56,8 @@ fn settle_killed_between_write_and_move_is_in_one_folder_and_finishes_on_rerun()
             "4",
             "--minutes",
             "20",
-        ])
-        .env("POLISD_STATE_DIR", &p.state_dir)
-        .env("POLISD_TEST_CRASH_BEFORE_MOVE", "1")
-        .current_dir(&p.root)
-        .output()
-        .unwrap();
-    assert!(
-        !out.status.success(),
-        "the hook aborts the process: {}",
-        describe(&out)
+        ],
+        "POLISD_TEST_CRASH_BEFORE_MOVE",
     );
     assert!(p.exists("contracts/open/fix-the-login-bug.md"));
     assert!(
@@ -122,16 +114,7 @@ fn an_ending_interrupted_before_its_move_is_finished_by_that_ending_and_by_nothi
     ]));
     ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
     ok(p.polisd(&["contract", "claim", "dropped", "--as", FOUNDER]));
-    let crash = |args: &[&str]| {
-        let out = Command::new(BIN)
-            .args(args)
-            .env("POLISD_STATE_DIR", &p.state_dir)
-            .env("POLISD_TEST_CRASH_BEFORE_MOVE", "1")
-            .current_dir(&p.root)
-            .output()
-            .unwrap();
-        assert!(!out.status.success(), "{}", describe(&out));
-    };
+    let crash = |args: &[&str]| p.crashed(args, "POLISD_TEST_CRASH_BEFORE_MOVE");
     let settle = [
         "contract",
         "settle",
@@ -199,14 +182,10 @@ fn an_interrupted_abandon_of_an_unclaimed_contract_finishes_and_is_recorded_once
     // Nobody owns it, so the rerun's line is its opener's, as the first run's would have
     // been; it must not fall to a system identity the chronicle refuses after the move.
     let p = polis_with_contract();
-    let out = Command::new(BIN)
-        .args(["contract", "abandon", "fix-the-login-bug"])
-        .env("POLISD_STATE_DIR", &p.state_dir)
-        .env("POLISD_TEST_CRASH_BEFORE_MOVE", "1")
-        .current_dir(&p.root)
-        .output()
-        .unwrap();
-    assert!(!out.status.success(), "{}", describe(&out));
+    p.crashed(
+        &["contract", "abandon", "fix-the-login-bug"],
+        "POLISD_TEST_CRASH_BEFORE_MOVE",
+    );
     let out = ok(p.polisd(&["contract", "abandon", "fix-the-login-bug", "--json"]));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["resumed"], true, "{v}");
@@ -235,14 +214,7 @@ fn a_settle_killed_once_its_line_is_written_has_filed_its_lesson() {
         "--impact",
         "3",
     ];
-    let out = Command::new(BIN)
-        .args(settle)
-        .env("POLISD_STATE_DIR", &p.state_dir)
-        .env("POLISD_TEST_CRASH_AFTER_LINE", "1")
-        .current_dir(&p.root)
-        .output()
-        .unwrap();
-    assert!(!out.status.success(), "the hook aborts: {}", describe(&out));
+    p.crashed(&settle, "POLISD_TEST_CRASH_AFTER_LINE");
     assert_eq!(lines_with(&p, "settled contract"), 1);
     let err = refused(p.polisd(&settle));
     assert!(err.contains("already settled"), "{err}");

@@ -35,6 +35,18 @@ fn lines_with(p: &TestPolis, verb: &str) -> usize {
         .count()
 }
 
+/// The state a command killed between its record and its chronicle line leaves: the record,
+/// and the chronicle without its `verb` lines (there must have been one).
+fn drop_lines(p: &TestPolis, verb: &str) {
+    let chronicle = p.read("chronicle.md");
+    let kept: String = chronicle
+        .split_inclusive('\n')
+        .filter(|l| !l.contains(&format!("| {verb} |")))
+        .collect();
+    assert_ne!(kept, chronicle, "no `{verb}` line to drop");
+    p.save("chronicle.md", &kept);
+}
+
 fn polis_with_contract() -> TestPolis {
     let p = TestPolis::init(FOUNDER);
     ok(p.polisd(&[

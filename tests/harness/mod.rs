@@ -132,6 +132,18 @@ impl TestPolis {
         cmd
     }
 
+    /// Runs a one-shot `polisd` command on this polis with the test crash hook `hook` (an
+    /// environment variable the binary reads) set, and asserts the hook aborted it.
+    #[track_caller]
+    pub fn crashed(&self, args: &[&str], hook: &str) {
+        let out = self.command(args).env(hook, "1").output().unwrap();
+        assert!(
+            !out.status.success(),
+            "the {hook} hook aborts: {}",
+            describe(&out)
+        );
+    }
+
     /// Runs a one-shot `polisd` command on this polis.
     pub fn polisd(&self, args: &[&str]) -> Output {
         self.command(args).output().unwrap()
