@@ -434,14 +434,23 @@ pub fn transition_lock(polis_root: &Path) -> Result<TransitionLock, StateError> 
     };
     fs4::fs_std::FileExt::lock_exclusive(&file).map_err(io_err("lock", &path))?;
     let contracts = polis_root.join(crate::protocol::layout::CONTRACTS_DIR);
+    // A file system that cannot lock a folder (some network and FUSE mounts) leaves the state
+    // directory's lock alone, as before the folder's was added, rather than stop every
+    // transition.
     let folder = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
         .open(&contracts)
-        .ok();
-    if let Some(folder) = &folder {
-        fs4::fs_std::FileExt::lock_exclusive(folder).map_err(io_err("lock", &contracts))?;
-    }
+        .ok()
+        .filter(
+            |folder| match fs4::fs_std::FileExt::lock_exclusive(folder) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::debug!("could not lock {}: {e}", contracts.display());
+                    false
+                }
+            },
+        );
     Ok(TransitionLock {
         _file: file,
         _contracts: folder,
