@@ -492,6 +492,46 @@ pub struct ReleasedReservations {
     pub error: Option<String>,
 }
 
+/// Files the lesson a settle was given, under the settled contract's tags (`general` when it
+/// has none); `None` when it was filed already (by `lesson file`, or a settle run before), in
+/// which case it stays as it is.
+fn file_settle_lesson(
+    writer: &Writer,
+    now: &PolisTime,
+    settled_rel: &str,
+    author: &str,
+    id: &str,
+    lesson: &SettleLesson,
+) -> Result<Option<Filed>, OpError> {
+    let record = read(writer.root(), settled_rel)?.map(|(_, r)| r);
+    // Only what is a tag: a hand-written `../x` must not become the lesson's folder, nor fail
+    // the settle now that the contract has moved.
+    let tags: Vec<String> = record
+        .as_ref()
+        .map(tags_field)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| layout::is_slug(t))
+        .collect();
+    let tags = if tags.is_empty() {
+        vec!["general".to_string()]
+    } else {
+        tags
+    };
+    let request = LessonRequest {
+        by: author.to_string(),
+        tags,
+        contract: Some(id.to_string()),
+        impact: lesson.impact,
+        text: lesson.text.clone(),
+    };
+    match lesson::file_locked(writer, now, &request) {
+        Ok(filed) => Ok(Some(filed)),
+        Err(OpError::LessonFiled { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 fn release_reservations(
     writer: &Writer,
     now: &PolisTime,
@@ -854,42 +894,9 @@ pub fn settle(writer: &Writer, now: &PolisTime, req: &SettleRequest) -> Result<S
         // the other order left a recorded settlement whose rerun is refused and the lesson lost.
         // A lesson refused is reported after the line, so it never keeps the settlement
         // unrecorded.
-        let lesson = (|| match &req.lesson {
-            Some(l) => {
-                let record = read(root, &moved.rel)?.map(|(_, r)| r);
-                // Only what is a tag: a hand-written `../x` must not become the lesson's
-                // folder, nor fail the settle now that the contract has moved.
-                let tags: Vec<String> = record
-                    .as_ref()
-                    .map(tags_field)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|t| layout::is_slug(t))
-                    .collect();
-                let tags = if tags.is_empty() {
-                    vec!["general".to_string()]
-                } else {
-                    tags
-                };
-                // Filed already (by `lesson file`, or a settle run before): it stays as it is.
-                match lesson::file_locked(
-                    writer,
-                    now,
-                    &LessonRequest {
-                        by: author.clone(),
-                        tags,
-                        contract: Some(req.id.clone()),
-                        impact: l.impact,
-                        text: l.text.clone(),
-                    },
-                ) {
-                    Ok(filed) => Ok(Some(filed)),
-                    Err(OpError::LessonFiled { .. }) => Ok(None),
-                    Err(e) => Err(e),
-                }
-            }
-            None => Ok(None),
-        })();
+        let lesson = req.lesson.as_ref().map_or(Ok(None), |l| {
+            file_settle_lesson(writer, now, &moved.rel, &author, &req.id, l)
+        });
         let chronicle = if moved.recorded {
             None
         } else {
