@@ -183,7 +183,7 @@ pub fn propose(
         if !chronicle::has_line_of(root, Some(&req.by), "proposed amendment", &link) {
             let line = proposed_line(writer, now, req, &link)?;
             return Ok(Proposed {
-                amendment_id: link.rsplit('/').next().unwrap_or(&link).to_string(),
+                amendment_id: layout::record_stem(&rel).to_string(),
                 path: rel,
                 written: false,
                 chronicle: line,
@@ -339,7 +339,8 @@ pub fn vote(
                 // not the citizen's last on it was killed between the two, and is finished.
                 // (The vote alone is compared: the line's note keeps the rationale as the
                 // chronicle writes it, spaces folded.)
-                let recorded = chronicle::last_note_of(root, citizen, "voted on amendment", &link);
+                let recorded =
+                    chronicle::last_note_of(root, Some(citizen), "voted on amendment", &link);
                 let voted = format!("{}:", vote.as_str());
                 if recorded.is_some_and(|n| n.starts_with(&voted)) {
                     return Err(OpError::AlreadyVoted {

@@ -313,9 +313,10 @@ pub fn has_line(root: &Path, verb: &str, target: &str) -> bool {
     has_line_of(root, None, verb, target)
 }
 
-/// The note of `author`'s last `verb` line linking `target`: in the current chronicle, else
-/// in the newest archive that has one. Reads whole files: only recovery paths call it.
-pub fn last_note_of(root: &Path, author: &str, verb: &str, target: &str) -> Option<String> {
+/// The note of the last `verb` line by `author` (`None`: any) linking `target`: in the current
+/// chronicle, else in the newest archive that has one. Reads whole files: only recovery paths
+/// call it.
+pub fn last_note_of(root: &Path, author: Option<&str>, verb: &str, target: &str) -> Option<String> {
     let note = |rel: &str| {
         snapshot::read_text(root, rel, None)
             .ok()
@@ -332,17 +333,7 @@ pub fn last_note_of(root: &Path, author: &str, verb: &str, target: &str) -> Opti
 
 /// [`has_line`] by one author only (`None`: any).
 pub fn has_line_of(root: &Path, author: Option<&str>, verb: &str, target: &str) -> bool {
-    let holds = |rel: &str| {
-        snapshot::read_text(root, rel, None)
-            .ok()
-            .flatten()
-            .is_some_and(|text| chronicle::rollover::has_line_of(&text, author, verb, target))
-    };
-    holds(layout::CHRONICLE)
-        || snapshot::archive_names(root, &mut Vec::new())
-            .iter()
-            .rev()
-            .any(|name| holds(name))
+    last_note_of(root, author, verb, target).is_some()
 }
 
 #[cfg(test)]

@@ -105,20 +105,7 @@ pub(crate) fn file_locked(
         if chronicle::has_line_of(root, Some(&req.by), "filed lesson", link) {
             return Err(OpError::LessonFiled { path });
         }
-        let line = chronicle::append(
-            writer,
-            now,
-            &req.by,
-            "filed lesson",
-            Some(link),
-            &rules::title_of(&req.text),
-        )?;
-        let lesson_id = link.rsplit('/').next().unwrap_or(link).to_string();
-        return Ok(Filed {
-            lesson_id,
-            path,
-            chronicle: line,
-        });
+        return recorded(writer, now, req, path);
     }
     for _ in 0..8 {
         let id = layout::unique_id(&base, |id| {
@@ -129,20 +116,29 @@ pub(crate) fn file_locked(
         if !writer.create_new(&rel, text.as_bytes())? {
             continue;
         }
-        let link = rel.trim_end_matches(".md").to_string();
-        let line = chronicle::append(
-            writer,
-            now,
-            &req.by,
-            "filed lesson",
-            Some(&link),
-            &rules::title_of(&req.text),
-        )?;
-        return Ok(Filed {
-            lesson_id: id,
-            path: rel,
-            chronicle: line,
-        });
+        return recorded(writer, now, req, rel);
     }
     Err(OpError::Busy(format!("{dir}/{base}*.md")))
+}
+
+/// Appends `filed lesson` for the lesson filed at `rel`, and says what was filed.
+fn recorded(
+    writer: &Writer,
+    now: &PolisTime,
+    req: &LessonRequest,
+    rel: String,
+) -> Result<Filed, OpError> {
+    let line = chronicle::append(
+        writer,
+        now,
+        &req.by,
+        "filed lesson",
+        Some(rel.trim_end_matches(".md")),
+        &rules::title_of(&req.text),
+    )?;
+    Ok(Filed {
+        lesson_id: layout::record_stem(&rel).to_string(),
+        path: rel,
+        chronicle: line,
+    })
 }

@@ -1658,7 +1658,12 @@ mod tests {
         ));
         let votes = "- 2026-03-02 10:00 | claude-founder-one | voted on amendment | [[amendments/proposed/a]] | agree: -\n- 2026-03-02 10:05 | claude-founder-one | voted on amendment | [[amendments/proposed/a]] | disagree: no\n";
         let last = |author| {
-            rollover::last_note_of(votes, author, "voted on amendment", "amendments/proposed/a")
+            rollover::last_note_of(
+                votes,
+                Some(author),
+                "voted on amendment",
+                "amendments/proposed/a",
+            )
         };
         assert_eq!(last("claude-founder-one").as_deref(), Some("disagree: no"));
         assert_eq!(last("codex-second-one"), None);

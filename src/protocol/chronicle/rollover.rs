@@ -81,27 +81,20 @@ pub fn has_line(text: &str, verb: &str, target: &str) -> bool {
 /// [`has_line`] by one author only (`None`: any): whether that citizen's own line records the
 /// event, not another's line on the same target.
 pub fn has_line_of(text: &str, author: Option<&str>, verb: &str, target: &str) -> bool {
-    let want = link_target(target);
-    scan(text).lines.iter().any(|l| {
-        parse_entry(&l.text).is_ok_and(|e| {
-            e.verb == verb
-                && author.is_none_or(|a| e.author == a)
-                && e.link.and_then(link_target).is_some()
-                && e.link.and_then(link_target) == want
-        })
-    })
+    last_note_of(text, author, verb, target).is_some()
 }
 
-/// The note of `author`'s last line with this verb linking this target in a chronicle text:
-/// what a resumed action compares with what it would record (a changed vote is a new line).
-pub fn last_note_of(text: &str, author: &str, verb: &str, target: &str) -> Option<String> {
+/// The note of the last line by `author` (`None`: any) with this verb linking this target in a
+/// chronicle text: what a resumed action compares with what it would record (a changed vote
+/// is a new line).
+pub fn last_note_of(text: &str, author: Option<&str>, verb: &str, target: &str) -> Option<String> {
     let want = link_target(target)?;
     scan(text).lines.iter().rev().find_map(|l| {
         parse_entry(&l.text)
             .ok()
             .filter(|e| {
                 e.verb == verb
-                    && e.author == author
+                    && author.is_none_or(|a| e.author == a)
                     && e.link.and_then(link_target).as_ref() == Some(&want)
             })
             .map(|e| e.note.to_string())
