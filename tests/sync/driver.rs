@@ -128,35 +128,29 @@ fn git_setup_names_a_path_a_later_attribute_takes_from_the_driver() {
     );
 }
 
-/// An agent writes beneath a notice in its inbox on one machine while the other machine's
-/// polisd delivers the next notice. git's own merge would keep both changes; the driver took
-/// our copy of the notice whole (the block's id is its marker) and said it "was written on
-/// both sides for the same cause": the agent's words were gone. A block one side left as the
-/// base had it is the other side's edit.
-#[test]
-fn words_written_beneath_a_notice_survive_the_merge_of_the_next_notice() {
+/// A notice delivered on machine A and pushed, and words written beneath it on machine B and
+/// pushed; then `meanwhile` on A, committed, and a merging pull on A, which must succeed.
+/// Returns the inbox on A after the merge and git's stderr (what the driver said).
+fn words_beneath_a_notice_meet(meanwhile: impl FnOnce(&TestPolis, &str)) -> (String, String) {
     let (_origin, a, b) = two_clones();
-    let notice = |stamp: &str, id: &str| {
-        format!("\n### {stamp} from polis-daemon\n\nSomething.\n\n<!-- polisd:contract-settled:{id} -->\n\n---\n")
-    };
     let inbox = format!("citizens/{ALPHA}/inbox.md");
     a.append(&inbox, &notice("2026-03-02 10:00", "00000000000000aa"));
-    commit_all(&a, "first notice");
+    commit_all(&a, "a notice");
     git(&project(&a), &["push", "-q", "origin", "main"]);
     pull(&b);
 
     b.append(&inbox, "\nSeen; I take it after the parser.\n");
     commit_all(&b, "a reply beneath");
     git(&project(&b), &["push", "-q", "origin", "main"]);
-    a.append(&inbox, &notice("2026-03-02 11:00", "00000000000000bb"));
-    commit_all(&a, "second notice");
+    meanwhile(&a, &inbox);
+    commit_all(&a, "meanwhile");
     let out = super::git_command(
         &project(&a),
         &["pull", "--no-rebase", "--no-edit", "origin", "main"],
     )
     .output()
     .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{err}");
     let merged = a.read(&inbox);
     assert_eq!(
@@ -164,6 +158,24 @@ fn words_written_beneath_a_notice_survive_the_merge_of_the_next_notice() {
         1,
         "{merged}"
     );
+    (merged, err)
+}
+
+/// A notice block as polisd delivers it.
+fn notice(stamp: &str, id: &str) -> String {
+    format!("\n### {stamp} from polis-daemon\n\nSomething.\n\n<!-- polisd:contract-settled:{id} -->\n\n---\n")
+}
+
+/// An agent writes beneath a notice in its inbox on one machine while the other machine's
+/// polisd delivers the next notice. git's own merge would keep both changes; the driver took
+/// our copy of the notice whole (the block's id is its marker) and said it "was written on
+/// both sides for the same cause": the agent's words were gone. A block one side left as the
+/// base had it is the other side's edit.
+#[test]
+fn words_written_beneath_a_notice_survive_the_merge_of_the_next_notice() {
+    let (merged, err) = words_beneath_a_notice_meet(|a, inbox| {
+        a.append(inbox, &notice("2026-03-02 11:00", "00000000000000bb"));
+    });
     assert_eq!(merged.matches("00000000000000aa").count(), 1, "{merged}");
     assert_eq!(merged.matches("00000000000000bb").count(), 1, "{merged}");
     assert!(!err.contains("written on both sides"), "{err}");
@@ -201,34 +213,10 @@ fn git_setup_on_a_linked_gitattributes_says_so_and_writes_nothing() {
 /// it, silently. The edited block is kept, and the driver says so.
 #[test]
 fn words_written_beneath_a_notice_archived_on_the_other_side_are_kept() {
-    let (_origin, a, b) = two_clones();
-    let block = "\n### 2026-03-02 10:00 from polis-daemon\n\nSomething.\n\n<!-- polisd:contract-settled:00000000000000aa -->\n\n---\n";
-    let inbox = format!("citizens/{ALPHA}/inbox.md");
-    a.append(&inbox, block);
-    commit_all(&a, "a notice");
-    git(&project(&a), &["push", "-q", "origin", "main"]);
-    pull(&b);
-
-    b.append(&inbox, "\nSeen; I take it after the parser.\n");
-    commit_all(&b, "a reply beneath");
-    git(&project(&b), &["push", "-q", "origin", "main"]);
-    let archived = a.read(&inbox).replace(block, "\n");
-    a.save(&inbox, &archived);
-    a.append(&format!("citizens/{ALPHA}/inbox-archive.md"), block);
-    commit_all(&a, "archive it");
-    let out = super::git_command(
-        &project(&a),
-        &["pull", "--no-rebase", "--no-edit", "origin", "main"],
-    )
-    .output()
-    .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let merged = a.read(&inbox);
-    assert_eq!(
-        merged.matches("Seen; I take it after the parser.").count(),
-        1,
-        "{merged}"
-    );
+    let (_, err) = words_beneath_a_notice_meet(|a, inbox| {
+        let block = notice("2026-03-02 10:00", "00000000000000aa");
+        a.save(inbox, &a.read(inbox).replace(&block, "\n"));
+        a.append(&format!("citizens/{ALPHA}/inbox-archive.md"), &block);
+    });
     assert!(err.contains("archived on one side"), "{err}");
 }
