@@ -151,18 +151,21 @@ fn a_proposal_whose_body_holds_a_vote_is_refused_and_writes_nothing() {
     ok(propose(&body));
 }
 
+/// A proposal by the founder, as an agent makes it.
+const PROPOSE: [&str; 6] = [
+    "amendment",
+    "propose",
+    "--title",
+    "Reviews for high stakes",
+    "--by",
+    FOUNDER,
+];
+
 #[test]
 fn a_replayed_amendment_proposal_is_filed_once() {
     // Two copies of one proposal split its votes between them: neither may reach quorum.
     let p = TestPolis::init(FOUNDER);
-    let propose = [
-        "amendment",
-        "propose",
-        "--title",
-        "Reviews for high stakes",
-        "--by",
-        FOUNDER,
-    ];
+    let propose = PROPOSE;
     ok(p.polisd(&propose));
     let before = tree(&p);
     let err = refused(p.polisd(&propose));
@@ -183,14 +186,7 @@ fn a_proposal_killed_between_its_file_and_its_line_is_recorded_by_the_rerun() {
     // killed in between leaves the file alone, and the rerun must write the line (the tally
     // dates the proposer's implied vote by it) rather than refuse.
     let p = TestPolis::init(FOUNDER);
-    let propose = [
-        "amendment",
-        "propose",
-        "--title",
-        "Reviews for high stakes",
-        "--by",
-        FOUNDER,
-    ];
+    let propose = PROPOSE;
     ok(p.polisd(&propose));
     drop_lines(&p, "proposed amendment");
     ok(p.polisd(&propose));

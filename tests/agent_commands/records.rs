@@ -123,22 +123,25 @@ fn a_replayed_guardrail_is_added_once() {
     assert!(p.root.join("guardrails/run-the-auth-tests-2.md").is_file());
 }
 
+/// A lesson on the contract of `polis_with_contract`, as an agent files it.
+const FILE_LESSON: [&str; 11] = [
+    "lesson",
+    "file",
+    "--as",
+    FOUNDER,
+    "--tags",
+    "python",
+    "--impact",
+    "4",
+    "--contract",
+    "fix-the-login-bug",
+    "Check the session store first.",
+];
+
 #[test]
 fn a_replayed_lesson_is_filed_once() {
     let p = polis_with_contract();
-    let file = [
-        "lesson",
-        "file",
-        "--as",
-        FOUNDER,
-        "--tags",
-        "python",
-        "--impact",
-        "4",
-        "--contract",
-        "fix-the-login-bug",
-        "Check the session store first.",
-    ];
+    let file = FILE_LESSON;
     ok(p.polisd(&file));
     let before = tree(&p);
     // An agent that retries the command (it timed out waiting, its session restarted).
@@ -159,19 +162,7 @@ fn a_lesson_killed_between_its_file_and_its_line_is_recorded_by_the_rerun() {
     // The lesson's file is made, then its `filed lesson` line appended: a process killed in
     // between leaves the file alone, and the rerun must write the line rather than refuse.
     let p = polis_with_contract();
-    let file = [
-        "lesson",
-        "file",
-        "--as",
-        FOUNDER,
-        "--tags",
-        "python",
-        "--impact",
-        "4",
-        "--contract",
-        "fix-the-login-bug",
-        "Check the session store first.",
-    ];
+    let file = FILE_LESSON;
     ok(p.polisd(&file));
     drop_lines(&p, "filed lesson");
     ok(p.polisd(&file));
