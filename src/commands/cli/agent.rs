@@ -13,7 +13,7 @@ pub struct ReserveArgs {
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<String>,
     /// The citizen reserving (your agent id).
-    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
+    #[arg(long = "as", visible_alias = "by", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// Let the reservation expire after this many minutes, at most a year (525600; default:
     /// until released).
@@ -37,7 +37,7 @@ pub struct ReleaseArgs {
     #[arg(value_name = "PATH")]
     pub paths: Vec<String>,
     /// The citizen releasing (your agent id).
-    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
+    #[arg(long = "as", visible_alias = "by", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -49,7 +49,7 @@ pub struct ReservationsArgs {
     #[arg(long)]
     pub all: bool,
     /// Only the reservations of this citizen.
-    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
+    #[arg(long = "as", visible_alias = "by", value_name = "ID", value_parser = acting_id)]
     pub citizen: Option<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -177,7 +177,7 @@ pub struct ContractClaimArgs {
     #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// The claiming citizen's id.
-    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
+    #[arg(long = "as", visible_alias = "by", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// Take the contract over from its current owner.
     #[arg(long)]
@@ -238,7 +238,7 @@ pub struct ContractAbandonArgs {
     #[arg(long)]
     pub reason: Option<String>,
     /// Who abandons it (default: its owner, else its opener).
-    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
+    #[arg(long = "as", visible_alias = "by", value_name = "ID", value_parser = acting_id)]
     pub citizen: Option<String>,
     #[command(flatten)]
     pub opts: AgentOpts,
@@ -300,7 +300,7 @@ pub struct CouncilWriteArgs {
     #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// The member writing (your agent id).
-    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
+    #[arg(long = "as", visible_alias = "by", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// A markdown file with the contribution (`-` reads standard input).
     #[arg(value_name = "FILE")]
@@ -373,7 +373,7 @@ pub struct AmendmentVoteArgs {
     #[arg(value_parser = amendment_id)]
     pub amendment_id: String,
     /// The voting citizen (your agent id).
-    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
+    #[arg(long = "as", visible_alias = "by", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// Your vote.
     #[arg(long, value_enum)]
@@ -388,7 +388,7 @@ pub struct AmendmentVoteArgs {
 #[derive(Debug, Args)]
 pub struct LogArgs {
     /// The citizen writing the line (your agent id).
-    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
+    #[arg(long = "as", visible_alias = "by", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// The verb phrase, e.g. "blocked on review" (quote it).
     pub verb: String,
@@ -411,7 +411,7 @@ pub enum LessonCommand {
 #[derive(Debug, Args)]
 pub struct LessonFileArgs {
     /// The citizen filing it (your agent id).
-    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
+    #[arg(long = "as", visible_alias = "by", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// Comma-separated capability tags.
     #[arg(long)]
@@ -434,7 +434,7 @@ pub struct ReviewArgs {
     #[arg(value_parser = contract_id)]
     pub contract_id: String,
     /// The reviewing citizen (your agent id): not the owner, ideally of another vendor.
-    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
+    #[arg(long = "as", visible_alias = "by", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     /// Your decision.
     #[arg(long, value_enum)]
@@ -475,7 +475,7 @@ pub struct QueueAnswerArgs {
     #[arg(value_enum)]
     pub answer: AnswerArg,
     /// The person who decides (a name; recorded in the chronicle).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, visible_alias = "as", value_name = "NAME")]
     pub by: String,
     /// Why, in a few words (recorded too).
     #[arg(long, default_value = "")]

@@ -374,6 +374,35 @@ mod tests {
         );
     }
 
+    /// Whoever acts (a citizen, or the person answering the queue) is named `--as` or `--by`,
+    /// whichever an agent reaches for, on every command: `contract open` and `settle` were
+    /// written with `--by`, `claim` and `vote` with `--as`, and an agent that learned one
+    /// spelling should not meet a usage error on the other.
+    #[test]
+    fn every_acting_flag_takes_both_as_and_by() {
+        let mut one_spelling = Vec::new();
+        let mut seen = 0;
+        each_command(|shown, at| {
+            for arg in at.get_arguments() {
+                let mut names: Vec<&str> = arg.get_long().into_iter().collect();
+                names.extend(arg.get_all_aliases().unwrap_or_default());
+                let has = |n: &str| names.contains(&n);
+                if has("as") || has("by") {
+                    seen += 1;
+                    if !(has("as") && has("by")) {
+                        one_spelling.push(format!("{shown} --{}", names[0]));
+                    }
+                }
+            }
+        });
+        assert!(seen > 15, "only {seen} acting flags found");
+        assert!(
+            one_spelling.is_empty(),
+            "acting flags with one spelling:\n  {}",
+            one_spelling.join("\n  ")
+        );
+    }
+
     /// Every command an agent or a person runs says its result as JSON with `--json`. The
     /// exceptions print something that already has its own format, or serve a protocol.
     #[test]

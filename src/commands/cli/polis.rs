@@ -130,7 +130,7 @@ pub struct TallyArgs {
 #[derive(Debug, Args)]
 pub struct ReadyArgs {
     /// The citizen whose queue to list.
-    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
+    #[arg(long = "as", visible_alias = "by", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
     #[command(flatten)]
     pub opts: AgentOpts,

@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 #[derive(Debug, Args, Clone)]
 pub struct AsArg {
     /// The citizen id (default: $POLIS_CITIZEN).
-    #[arg(long = "as", env = "POLIS_CITIZEN", value_name = "ID", value_parser = acting_id)]
+    #[arg(long = "as", visible_alias = "by", env = "POLIS_CITIZEN", value_name = "ID", value_parser = acting_id)]
     pub citizen: String,
 }
 
@@ -109,7 +109,7 @@ pub struct HooksInstallArgs {
     pub target: HooksTargetArgs,
     /// The citizen you are in each named CLI. Kept for you in polisd's per-user state, never in
     /// the settings files (teammates share those): a teammate installs as their own id.
-    #[arg(long = "as", value_name = "ID", value_parser = acting_id)]
+    #[arg(long = "as", visible_alias = "by", value_name = "ID", value_parser = acting_id)]
     pub citizen: Option<String>,
     /// The polisd command the hooks run; refused when it is not on PATH (give an absolute path).
     #[arg(long, default_value = "polisd")]
@@ -127,7 +127,7 @@ pub struct HookArgs {
     pub kind: String,
     /// The citizen id (default: $POLIS_CITIZEN, else the id `hooks install --as` recorded for
     /// this person and CLI).
-    #[arg(long = "as", value_name = "ID")]
+    #[arg(long = "as", visible_alias = "by", value_name = "ID")]
     pub citizen: Option<String>,
     /// At most one notices check per this many seconds.
     #[arg(long, default_value_t = 60)]
