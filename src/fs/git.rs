@@ -1,11 +1,11 @@
 //! The git repository a polis lives in, as far as polisd needs it (docs/sync.md): where the
 //! repository and its worktrees are, whether the polisd merge driver is configured, and
-//! registering it.
+//! registering it; and which commits hold a chronicle line the work tree lacks.
 //!
-//! Everything goes through the `git` program (`rev-parse`, `config`, `worktree list`), never
-//! by parsing `.git/` by hand: worktrees, `includeIf` and linked git dirs are git's business.
-//! Without git installed, or outside a repository, every function says "no repository".
-//! Nothing here writes into `_polis/`; `git config` writes git's own config.
+//! Everything goes through the `git` program (`rev-parse`, `config`, `worktree list`, `grep`),
+//! never by parsing `.git/` by hand: worktrees, `includeIf` and linked git dirs are git's
+//! business. Without git installed, or outside a repository, every function says "no
+//! repository". Nothing here writes into `_polis/`; `git config` writes git's own config.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -171,6 +171,89 @@ pub fn operation_in_progress(git_dir: &Path) -> Option<&'static str> {
     .into_iter()
     .find(|(file, _)| std::fs::symlink_metadata(git_dir.join(file)).is_ok())
     .map(|(_, what)| what)
+}
+
+/// Where the chronicle lines missing from a polis's work tree are in git: the lines of the
+/// checked-out commit's chronicle, and of other branches', that match them.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct CommittedLines {
+    /// The matching lines of `HEAD`'s `chronicle.md` and archives, one a line.
+    pub head: String,
+    /// The matching lines of every other branch's: a local branch other than the one checked
+    /// out (any, on a detached HEAD) or a remote-tracking one.
+    pub other_branches: String,
+}
+
+/// The committed chronicle lines that match any of `lines` (lines missing from the polis at
+/// `root`), in `HEAD` and in other branches. A line that `HEAD` lacks too and another branch
+/// holds was left behind by a checkout (of another branch, or of an older commit), not lost.
+/// One `git grep` over the trees; empty when the polis is not in a repository or git fails.
+pub fn committed_chronicle_lines(root: &Path, lines: &[&str]) -> CommittedLines {
+    use std::io::Write as _;
+    let mut found = CommittedLines::default();
+    let patterns: Vec<&str> = lines
+        .iter()
+        .map(|l| l.trim_end())
+        .filter(|l| !l.is_empty())
+        .collect();
+    if patterns.is_empty() || !inside_repo(root) {
+        return found;
+    }
+    let current = git(root, &["symbolic-ref", "-q", "HEAD"]).ok();
+    let Ok(refs) = git(
+        root,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/heads",
+            "refs/remotes",
+        ],
+    ) else {
+        return found;
+    };
+    let trees: Vec<&str> = std::iter::once("HEAD")
+        .chain(
+            refs.lines()
+                .filter(|r| Some(*r) != current.as_deref().map(str::trim) && !r.ends_with("/HEAD")),
+        )
+        .collect();
+    let child = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["grep", "-F", "-I", "--no-color", "-f", "-"])
+        .args(&trees)
+        .args(["--", crate::protocol::layout::CHRONICLE, "chronicle-*.md"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(mut child) = child else {
+        return found;
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        // One pattern a line; dropping stdin ends the list.
+        let _ = stdin.write_all(format!("{}\n", patterns.join("\n")).as_bytes());
+    }
+    // Exit 1 is "no match", with nothing on stdout.
+    let Ok(out) = child.wait_with_output() else {
+        return found;
+    };
+    // `<tree>:<path>:<line>`: neither a ref name nor a chronicle's file name holds a colon.
+    for hit in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut parts = hit.splitn(3, ':');
+        let (Some(tree), Some(_path), Some(line)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let into = if tree == "HEAD" {
+            &mut found.head
+        } else {
+            &mut found.other_branches
+        };
+        into.push_str(line);
+        into.push('\n');
+    }
+    found
 }
 
 /// The worktree paths of `git worktree list --porcelain` output, without bare entries.

@@ -294,6 +294,70 @@ fn a_line_merged_from_an_old_branch_is_not_reported_as_backdated() {
     );
 }
 
+/// A checkout of another branch, or of an older commit, leaves the lines committed since
+/// behind: they are on a branch, not lost, so nobody is told (a notice would say "append it
+/// again" and dirty a tracked inbox). A committed line deleted in the work tree, and a line
+/// reset away, are still told.
+#[test]
+fn a_checkout_leaves_lines_behind_untold_but_a_deletion_or_a_reset_is_told() {
+    let (p, project) = founded_repo();
+    commit_all(&p, "found");
+    git(&project, &["branch", "side"]);
+    let lines: Vec<String> = (1..=3)
+        .map(|i| chronicle_line(ALPHA, "noted", "-", &format!("on main {i}")))
+        .collect();
+    for line in &lines {
+        p.append("chronicle.md", line);
+    }
+    commit_all(&p, "lines on main");
+    let daemon = p.start_daemon();
+    let left_behind = || {
+        daemon
+            .log_text()
+            .matches("left behind by a checkout")
+            .count()
+    };
+
+    git(&project, &["checkout", "-q", "side"]);
+    let told = || p.count(ALPHA, "chronicle-finding");
+    wait_for(&p, "the lines main holds to be left behind", || {
+        left_behind() == 3 || told() > 0
+    });
+    assert_eq!(told(), 0, "{}", daemon.log_text());
+    git(&project, &["checkout", "-q", "main"]);
+    // Logged by a command, the line is known to the daemon whether or not it read it before
+    // the next checkout.
+    assert!(p
+        .polisd(&["log", "--as", ALPHA, "on main 4"])
+        .status
+        .success());
+    commit_all(&p, "a fourth line");
+    git(&project, &["checkout", "-q", "--detach", "HEAD~1"]);
+    wait_for(&p, "the newer commit's line to be left behind", || {
+        left_behind() == 4 || told() > 0
+    });
+    git(&project, &["checkout", "-q", "main"]);
+    quiet(&p);
+    assert_eq!(told(), 0, "{}", daemon.log_text());
+    assert_eq!(git(&project, &["status", "--porcelain"]), "");
+
+    // A line committed on this branch, deleted by hand.
+    let text = p.read("chronicle.md");
+    p.save("chronicle.md", &text.replace(&lines[0], ""));
+    wait_for(&p, "the deleted line's C009", || told() == 1);
+    git(&project, &["checkout", "--", "_polis/chronicle.md"]);
+    // Lines of a commit no other branch holds, reset away.
+    for i in 1..=2 {
+        let note = format!("to reset {i}");
+        assert!(p.polisd(&["log", "--as", BETA, &note]).status.success());
+    }
+    commit_all(&p, "lines to reset");
+    git(&project, &["reset", "-q", "--hard", "HEAD~1"]);
+    wait_for(&p, "the C009s of the lines reset away", || {
+        p.count(BETA, "chronicle-finding") == 2
+    });
+}
+
 /// `polisd init --git-setup` registers the driver in a new repository's clone; outside a
 /// repository it is refused before anything is written.
 #[test]

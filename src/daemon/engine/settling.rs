@@ -9,6 +9,7 @@ use crate::protocol::chronicle;
 use crate::protocol::delivery::inbox::Notification;
 use crate::protocol::finding::{Code, Finding};
 use crate::protocol::layout;
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// The most findings held at once (a polis restored line by line holds many; the oldest is
@@ -184,24 +185,64 @@ impl Engine {
             return Vec::new();
         }
         let due = self.settling.take_due(Instant::now());
+        let standing: Vec<Held> = due
+            .into_iter()
+            .filter(|held| {
+                let stands = self.still_stands(pass, held);
+                if !stands {
+                    tracing::info!(
+                        code = %held.finding.code,
+                        "a finding resolved itself within the settling window: {}",
+                        held.line
+                    );
+                }
+                stands
+            })
+            .collect();
+        let left_behind = self.left_behind_by_a_checkout(&standing);
         let mut notices = Vec::new();
-        for held in due {
-            if self.still_stands(pass, &held) {
-                if held.finding.code == Code::C009
-                    && self.restore_lost_line(&pass.polis, &held, &mut notices)
-                {
+        for held in standing {
+            if held.finding.code == Code::C009 {
+                if left_behind.contains(&held.line) {
+                    tracing::info!(
+                        "a chronicle line the checked-out commit lacks is on another branch: \
+                         left behind by a checkout, not lost: {}",
+                        held.line
+                    );
                     continue;
                 }
-                self.tell_now(&pass.polis, &held.finding, &held.line, &mut notices);
-            } else {
-                tracing::info!(
-                    code = %held.finding.code,
-                    "a finding resolved itself within the settling window: {}",
-                    held.line
-                );
+                if self.restore_lost_line(&pass.polis, &held, &mut notices) {
+                    continue;
+                }
             }
+            self.tell_now(&pass.polis, &held.finding, &held.line, &mut notices);
         }
         notices
+    }
+
+    /// Of the lost lines among `held`, those a checkout left behind: the checked-out commit
+    /// lacks them too, and another branch holds them (`git switch` to a branch without them,
+    /// `git checkout` of an older commit). They are in the repository, and telling their
+    /// authors to append them again would fork the history and dirty tracked inboxes. A line
+    /// the checked-out commit holds was deleted in the work tree, and one no other branch
+    /// holds was reset away: both are told.
+    fn left_behind_by_a_checkout(&self, held: &[Held]) -> BTreeSet<String> {
+        let lost: Vec<&str> = held
+            .iter()
+            .filter(|h| h.finding.code == Code::C009)
+            .map(|h| h.line.as_str())
+            .collect();
+        if lost.is_empty() || self.sync.git_dir.is_none() {
+            return BTreeSet::new();
+        }
+        let committed = crate::fs::git::committed_chronicle_lines(&self.root, &lost);
+        lost.into_iter()
+            .filter(|line| {
+                is_lost(line, &committed.head, &[])
+                    && !is_lost(line, &committed.other_branches, &[])
+            })
+            .map(str::to_string)
+            .collect()
     }
 
     /// Puts a lost chronicle line back where its stamp puts it, in a polis a sync tool shares;
