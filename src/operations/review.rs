@@ -71,7 +71,20 @@ pub fn review(
     }
     // A review after earlier ones is their next round: each one by someone other than the
     // owner counts, so a second round after `requested_changes` is on record.
-    let round = reviews_by_others(root, cid, owner.as_deref().unwrap_or("")).len() + 1;
+    let earlier = reviews_with_minutes(root, cid, owner.as_deref().unwrap_or(""));
+    if let Some((rel, round)) = unrecorded_review(root, &earlier, reviewer, decision) {
+        if edits_block {
+            super::edit::edit_agent_file_within(
+                writer,
+                root,
+                &contract_rel,
+                set_block,
+                super::edit::LOCKED_WAIT,
+            )?;
+        }
+        return record(writer, now, cid, reviewer, decision, owner, rel, round);
+    }
+    let round = earlier.len() + 1;
     if !layout::fits_review_file_name(cid) {
         return Err(OpError::Review(format!(
             "contract `{}`'s review file `reviews/<YYYY-MM-DD-HHMM>-<id>.md` would be too long for a file name ({} bytes, at most {}); rename the contract to a shorter id (its file and `contract_id`), then review again; nothing was written",
@@ -125,6 +138,44 @@ pub fn review(
         // wait on the transition lock).
         return Err(taken(&rel));
     }
+    record(writer, now, cid, reviewer, decision, owner, rel, round)
+}
+
+/// The reviewer's newest review of the contract, as (file, round), when it has the decision
+/// asked for and no chronicle line of its own: a process killed between the file and its
+/// line. The rerun records that review rather than refuse it as taken (in the same minute) or
+/// open a second round (later). A review written by hand without its line is recorded the
+/// same way the first time its reviewer runs the command.
+fn unrecorded_review(
+    root: &std::path::Path,
+    earlier: &[(chrono::NaiveDateTime, String, rules::Review)],
+    reviewer: &str,
+    decision: &Decision,
+) -> Option<(String, usize)> {
+    let (index, (_, rel, review)) = earlier
+        .iter()
+        .enumerate()
+        .rfind(|(_, (_, _, r))| r.reviewer.as_deref() == Some(reviewer))?;
+    let link = rel.trim_end_matches(".md");
+    (review.decision.as_ref() == Some(decision)
+        && !chronicle::has_line_of(root, Some(reviewer), rules::chronicle_verb(decision), link))
+    .then(|| (rel.clone(), index + 1))
+}
+
+/// Appends the review's chronicle line and tells the owner of changes asked for or a
+/// rejection: the review's file at `rel` is written.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    writer: &Writer,
+    now: &PolisTime,
+    cid: &str,
+    reviewer: &str,
+    decision: &Decision,
+    owner: Option<String>,
+    rel: String,
+    round: usize,
+) -> Result<Reviewed, OpError> {
+    let root = writer.root();
     let link = rel.trim_end_matches(".md").to_string();
     let line = chronicle::append(
         writer,
@@ -198,8 +249,8 @@ fn latest_review_by_other(root: &std::path::Path, cid: &str, owner: &str) -> Opt
     let since = claimed_at(root, cid, owner);
     reviews_with_minutes(root, cid, owner)
         .into_iter()
-        .rfind(|(at, _)| since.is_none_or(|claimed| *at >= claimed))
-        .and_then(|(_, r)| r.decision)
+        .rfind(|(at, _, _)| since.is_none_or(|claimed| *at >= claimed))
+        .and_then(|(_, _, r)| r.decision)
 }
 
 /// The minute of `owner`'s newest `claimed contract` line about `cid` in the chronicle; `None`
@@ -225,16 +276,16 @@ fn claimed_at(root: &std::path::Path, cid: &str, owner: &str) -> Option<chrono::
 pub fn reviews_by_others(root: &std::path::Path, cid: &str, owner: &str) -> Vec<rules::Review> {
     reviews_with_minutes(root, cid, owner)
         .into_iter()
-        .map(|(_, r)| r)
+        .map(|(_, _, r)| r)
         .collect()
 }
 
-/// [`reviews_by_others`], each with the minute its file name holds.
+/// [`reviews_by_others`], each with the minute its file name holds and its file.
 fn reviews_with_minutes(
     root: &std::path::Path,
     cid: &str,
     owner: &str,
-) -> Vec<(chrono::NaiveDateTime, rules::Review)> {
+) -> Vec<(chrono::NaiveDateTime, String, rules::Review)> {
     use crate::fs::snapshot;
     let mut findings = Vec::new();
     let mut files: Vec<(chrono::NaiveDateTime, String)> =
@@ -260,7 +311,7 @@ fn reviews_with_minutes(
                 .as_deref()
                 .is_some_and(|r| r != owner && chronicle::is_registered(root, r));
             (by_other && review.contract.as_deref().is_none_or(|c| c == cid))
-                .then_some((at, review))
+                .then_some((at, rel, review))
         })
         .collect()
 }

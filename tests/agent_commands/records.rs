@@ -177,6 +177,50 @@ fn a_lesson_killed_between_its_file_and_its_line_is_recorded_by_the_rerun() {
 }
 
 #[test]
+fn a_review_killed_between_its_file_and_its_line_is_recorded_by_the_rerun() {
+    // The review's file is made, then its line appended: a process killed in between leaves
+    // the file alone, and the rerun must write the line (of that review's round) rather than
+    // refuse the review as taken or open a second round.
+    let p = polis_with_contract();
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    ok(p.polisd(&["contract", "claim", "fix-the-login-bug", "--as", FOUNDER]));
+    let review = [
+        "review",
+        "fix-the-login-bug",
+        "--as",
+        "codex-second-one",
+        "--decision",
+        "requested_changes",
+    ];
+    ok(p.polisd(&review));
+    drop_lines(&p, "requested changes");
+    let before = std::fs::read_dir(p.path("reviews")).unwrap().count();
+    ok(p.polisd(&review));
+    assert_eq!(lines_with(&p, "requested changes"), 1);
+    let chronicle = p.read("chronicle.md");
+    assert!(
+        chronicle.contains("requested_changes (round 1)"),
+        "{chronicle}"
+    );
+    let reviews = std::fs::read_dir(p.path("reviews")).unwrap().count();
+    assert_eq!(reviews, before, "the rerun wrote a second review");
+    // Recorded now: running it again is refused within the minute, with nothing written, and
+    // is the next round after it; never the first round recorded twice.
+    let again = p.polisd(&review);
+    let chronicle = p.read("chronicle.md");
+    if again.status.success() {
+        assert!(
+            chronicle.contains("requested_changes (round 2)"),
+            "{chronicle}"
+        );
+    } else {
+        let err = String::from_utf8_lossy(&again.stderr);
+        assert!(err.contains("already reviewed this minute"), "{err}");
+        assert_eq!(lines_with(&p, "requested changes"), 1);
+    }
+}
+
+#[test]
 fn a_body_file_polisd_could_not_keep_is_a_usage_error_with_nothing_written() {
     // `--body FILE` is agent text like any argument: control characters are refused as they
     // are on the command line, and a file past what polisd reads back (a review it would then
