@@ -91,6 +91,26 @@ pub fn starts_a_block(line: &str) -> bool {
     HEADING.is_match(line) || ONE_LINE.is_match(line)
 }
 
+/// The lines of `text`, each with its line end: `\n`, `\r\n`, or a lone `\r` (an inbox saved
+/// with classic Mac line ends, or a block of one appended to an LF file, is still read line
+/// by line, as Python's `splitlines` reads it).
+fn lines_with_ends(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let end = match rest.find(['\n', '\r']) {
+            Some(i) if rest[i..].starts_with("\r\n") => i + 2,
+            Some(i) => i + 1,
+            None => rest.len(),
+        };
+        let (line, after) = rest.split_at(end);
+        rest = after;
+        Some(line)
+    })
+}
+
 /// The notices of an inbox text, oldest (top) first. Headings inside fenced code blocks are
 /// text, not notices, except where a block starts (after a blank line or a `---` rule); what
 /// comes before the first heading (frontmatter, a comment) is none.
@@ -103,7 +123,7 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
     // Whether the line before was blank or a `---` rule (or there was none): where an appended
     // block starts.
     let mut after_break = true;
-    for (i, raw) in text.split_inclusive('\n').enumerate() {
+    for (i, raw) in lines_with_ends(text).enumerate() {
         let line = raw.trim_end_matches(['\n', '\r']);
         let lead = line.trim_start();
         let was_after_break = std::mem::replace(
@@ -170,12 +190,14 @@ pub fn parse_inbox(text: &str) -> Vec<Notice> {
             .find(|s| *s > *start && *s < next_head)
             .unwrap_or(next_head);
         let block = &text[*start..end];
-        let body_all = block.split_once('\n').map_or("", |(_, rest)| rest);
+        let body_all = lines_with_ends(block)
+            .next()
+            .map_or("", |heading| &block[heading.len()..]);
         let mut kind_id: Option<(Kind, String)> = None;
         let mut link = None;
         let mut kept: Vec<&str> = Vec::new();
-        for l in body_all.lines() {
-            let t = l.trim_end_matches('\r');
+        for l in lines_with_ends(body_all) {
+            let t = l.trim_end_matches(['\n', '\r']);
             if let Some(m) = MARKER.captures(t) {
                 if let Some(kind) = Kind::parse(&m[1]) {
                     kind_id.get_or_insert((kind, m[2].to_string()));
@@ -639,6 +661,26 @@ mod tests {
         assert_eq!(a[0].id, b[0].id);
         let c = parse_inbox("### 2026-03-02 11:15 from x-agent-one\n\nOne two four.\n");
         assert_ne!(a[0].id, c[0].id);
+    }
+
+    #[test]
+    fn an_inbox_with_lone_cr_line_ends_is_read_as_notices() {
+        let lf = "---\nowner: x\n---\n\n### 2026-03-02 11:15 from x-agent-one\n\nOne two.\n\n---\n\
+- 2026-03-02 11:17 | from y-agent-two | third\n";
+        let cr = lf.replace('\n', "\r");
+        let (a, b) = (parse_inbox(lf), parse_inbox(&cr));
+        assert_eq!(a.len(), 2);
+        let ids = |n: &[Notice]| n.iter().map(|n| n.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&a), ids(&b));
+        assert_eq!(b[0].body, "One two.");
+        assert_eq!((a[1].line, b[1].line), (10, 10));
+        assert_eq!(
+            &cr[b[1].span.0..b[1].span.1],
+            "- 2026-03-02 11:17 | from y-agent-two | third\r"
+        );
+        // A block appended with LF line ends after an agent's lone-CR ones: both are read.
+        let mixed = format!("{}### 2026-03-02 11:20 from z-agent-three\n\nFour.\n", cr);
+        assert_eq!(parse_inbox(&mixed).len(), 3);
     }
 
     #[test]
