@@ -72,7 +72,9 @@ pub fn review(
     // A review after earlier ones is their next round: each one by someone other than the
     // owner counts, so a second round after `requested_changes` is on record.
     let earlier = reviews_with_minutes(root, cid, owner.as_deref().unwrap_or(""));
-    if let Some((rel, round)) = unrecorded_review(root, &earlier, reviewer, decision) {
+    if let Some((rel, round)) =
+        unrecorded_review(root, cid, &earlier, owner.as_deref(), reviewer, decision)
+    {
         if edits_block {
             super::edit::edit_agent_file_within(
                 writer,
@@ -141,25 +143,30 @@ pub fn review(
     record(writer, now, cid, reviewer, decision, owner, rel, round)
 }
 
-/// The reviewer's newest review of the contract, as (file, round), when it has the decision
-/// asked for and no chronicle line of its own: a process killed between the file and its
-/// line. The rerun records that review rather than refuse it as taken (in the same minute) or
-/// open a second round (later). A review written by hand without its line is recorded the
-/// same way the first time its reviewer runs the command.
+/// The newest review of the contract, as (file, round), when it is the reviewer's, with the
+/// decision asked for, written since the owner's claim, and without a chronicle line of its
+/// own: a process killed between the file and its line. The rerun records that review rather
+/// than refuse it as taken (in the same minute) or open a second round (later). A review
+/// written by hand without its line is recorded the same way when its reviewer runs the
+/// command; one older than the claim, or followed by another, is not the review asked for.
 fn unrecorded_review(
     root: &std::path::Path,
+    cid: &str,
     earlier: &[(chrono::NaiveDateTime, String, rules::Review)],
+    owner: Option<&str>,
     reviewer: &str,
     decision: &Decision,
 ) -> Option<(String, usize)> {
-    let (index, (_, rel, review)) = earlier
-        .iter()
-        .enumerate()
-        .rfind(|(_, (_, _, r))| r.reviewer.as_deref() == Some(reviewer))?;
+    let (at, rel, review) = earlier.last()?;
+    let since_claim = owner
+        .and_then(|o| claimed_at(root, cid, o))
+        .is_none_or(|claimed| *at >= claimed);
     let link = rel.trim_end_matches(".md");
-    (review.decision.as_ref() == Some(decision)
+    (review.reviewer.as_deref() == Some(reviewer)
+        && review.decision.as_ref() == Some(decision)
+        && since_claim
         && !chronicle::has_line_of(root, Some(reviewer), rules::chronicle_verb(decision), link))
-    .then(|| (rel.clone(), index + 1))
+    .then(|| (rel.clone(), earlier.len()))
 }
 
 /// Appends the review's chronicle line and tells the owner of changes asked for or a
