@@ -209,6 +209,61 @@ fn daemon_sigterm_exits_0_and_clears_its_status() {
     assert!(p.daemon_status().is_none(), "daemon.json left behind");
 }
 
+/// A log reader that goes away (`polisd run 2>&1 | tee log`, the pipe's reader killed) leaves
+/// the daemon a broken pipe on standard error: it goes on without its log, and a SIGTERM still
+/// stops it cleanly.
+#[test]
+fn daemon_whose_log_reader_went_away_keeps_working() {
+    use std::io::{BufRead, BufReader};
+    let p = four_citizens();
+    let config = p.dir.path().join("pipe.toml");
+    fs::write(
+        &config,
+        "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\n\n[dashboard]\nenabled = false\n",
+    )
+    .unwrap();
+    let mut daemon = harness::Killed::new(
+        Command::new(harness::BIN)
+            .arg("run")
+            .arg(&p.root)
+            .arg("--config")
+            .arg(&config)
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let log = daemon.child().stderr.take().unwrap();
+    let mut lines = BufReader::new(log).lines();
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l.contains("initial scan done"))),
+        "the daemon's log ended before its initial scan"
+    );
+    drop(lines);
+    p.save(
+        "contracts/open/after-the-pipe.md",
+        &open_contract("after-the-pipe", FOUNDER, &["rust"]),
+    );
+    wait_for(&p, "the contract routed with the log's reader gone", || {
+        assert!(
+            daemon.child().try_wait().unwrap().is_none(),
+            "the daemon stopped when its log's reader went away"
+        );
+        !p.read("contracts/open/after-the-pipe.md")
+            .contains("recommended_by_router: null")
+    });
+    let pid = daemon.child().id() as libc::pid_t;
+    // SAFETY: signalling our own child process by its pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let mut code = None;
+    wait_for(&p, "the daemon to exit after SIGTERM", || {
+        code = daemon.child().try_wait().unwrap().map(|s| s.code());
+        code.is_some()
+    });
+    assert_eq!(code, Some(Some(0)));
+}
+
 /// A test that fails while its daemon runs must not leave the daemon behind (it once kept
 /// watching a deleted temporary folder for minutes): dropping the handle kills it.
 #[test]
