@@ -170,6 +170,13 @@ async fn serve(
     let mut watched: Vec<Watched> = Vec::new();
     for path in &paths {
         let root = crate::fs::locate::locate(Some(path), &cwd)?;
+        // One polis named twice (its project root and its `_polis/`, a link): watched once,
+        // rather than refused by its own lock as if another polisd held it.
+        let canonical = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+        if watched.iter().any(|w| w.engine.root() == canonical) {
+            tracing::info!(path = %path.display(), "already watched under another name");
+            continue;
+        }
         let index = watched.len();
         watched.push(start_one(&root, &config, index, tx.clone())?);
     }

@@ -313,6 +313,45 @@ fn run_without_path_watches_the_polis_above_the_working_directory() {
     });
 }
 
+/// One polis named twice on the command line (its project root and its `_polis/` folder, or
+/// through a link) is watched once: the daemon does not stand aside from itself.
+#[test]
+fn run_given_one_polis_twice_watches_it_once() {
+    let p = TestPolis::init(FOUNDER);
+    let config = p.dir.path().join("twice.toml");
+    fs::write(
+        &config,
+        "[watch]\ndebounce = \"50ms\"\n\n[dashboard]\nenabled = false\n",
+    )
+    .unwrap();
+    let link = p.dir.path().join("link");
+    std::os::unix::fs::symlink(p.root.parent().unwrap(), &link).unwrap();
+    let log = p.dir.path().join("twice.log");
+    let child = Command::new(harness::BIN)
+        .arg("run")
+        .arg(p.root.parent().unwrap())
+        .arg(&p.root)
+        .arg(&link)
+        .arg("--config")
+        .arg(&config)
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut daemon = harness::Daemon { child, log };
+    harness::wait_until("the daemon to watch the polis", harness::DEADLINE, || {
+        assert!(daemon.is_running(), "exited:\n{}", daemon.log_text());
+        daemon.log_text().contains("initial scan done")
+    });
+    assert_eq!(
+        daemon.log_text().matches("initial scan done").count(),
+        1,
+        "{}",
+        daemon.log_text()
+    );
+}
+
 /// At the default level a log file gets plain text (no colour codes), one info line per
 /// validated line and per notice, and the notice's id is the inbox marker's; `status` counts
 /// the inbox append as a write.
