@@ -122,10 +122,13 @@ pub fn init_logging(config: &Config, level: Option<&str>) {
     // Colour codes only on a terminal: a log file or a pipe gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    // A log nobody reads any more (a broken pipe) is not a reason to stop: without this,
+    // tracing reports the failed write with `eprintln!`, which panics on the same pipe.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(ansi)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .log_internal_errors(false);
     let _ = match config.log.format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
@@ -167,6 +170,13 @@ async fn serve(
     let mut watched: Vec<Watched> = Vec::new();
     for path in &paths {
         let root = crate::fs::locate::locate(Some(path), &cwd)?;
+        // One polis named twice (its project root and its `_polis/`, a link): watched once,
+        // rather than refused by its own lock as if another polisd held it.
+        let canonical = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+        if watched.iter().any(|w| w.engine.root() == canonical) {
+            tracing::info!(path = %path.display(), "already watched under another name");
+            continue;
+        }
         let index = watched.len();
         watched.push(start_one(&root, &config, index, tx.clone())?);
     }

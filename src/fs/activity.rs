@@ -48,26 +48,36 @@ pub fn record(dir: &Path, entry: &Activity) -> std::io::Result<()> {
     }
     let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    std::fs::OpenOptions::new()
+    let mut file = std::fs::OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
-        .open(&path)?
-        .write_all(&line)
+        .open(&path)?;
+    // After a line cut by a crash, this one starts its own line rather than join it.
+    let len = file.metadata()?.len();
+    let mut last = [0u8];
+    if len > 0
+        && std::os::unix::fs::FileExt::read_at(&file, &mut last, len - 1)? == 1
+        && last[0] != b'\n'
+    {
+        line.insert(0, b'\n');
+    }
+    file.write_all(&line)
 }
 
 /// Every entry, oldest first (the rotated file, then the current one). Lines that do not parse
-/// (a line cut by a crash) are skipped.
+/// (a line cut by a crash, damaged bytes) are skipped.
 pub fn read(dir: &Path) -> Vec<Activity> {
     [OLD_FILE, FILE]
         .iter()
         .flat_map(|name| {
-            std::fs::read_to_string(dir.join(name))
+            // Line by line as bytes: damaged bytes cost their own line, not the whole file.
+            std::fs::read(dir.join(name))
                 .unwrap_or_default()
-                .lines()
-                .map(str::to_string)
+                .split(|b| *b == b'\n')
+                .filter_map(|line| serde_json::from_slice(line).ok())
                 .collect::<Vec<_>>()
         })
-        .filter_map(|line| serde_json::from_str(&line).ok())
         .collect()
 }
 
@@ -99,5 +109,23 @@ mod tests {
         record(dir.path(), &b).unwrap();
         assert_eq!(read(dir.path()), vec![a, b]);
         assert!(std::fs::metadata(dir.path().join(FILE)).unwrap().len() < 200);
+    }
+
+    #[test]
+    fn a_damaged_line_costs_only_itself() {
+        // A line cut by a crash, then bytes that are not UTF-8 (a damaged state folder): the
+        // entries before and after them are still read.
+        let dir = tempfile::tempdir().unwrap();
+        let a = Activity::now("wrote", Some("contracts/routing_stats.yml"), "settled x");
+        record(dir.path(), &a).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join(FILE))
+            .unwrap()
+            .write_all(b"\xff\xfe not json\n{\"at\":\"2026-")
+            .unwrap();
+        let b = Activity::now("notified", None, "c");
+        record(dir.path(), &b).unwrap();
+        assert_eq!(read(dir.path()), vec![a, b]);
     }
 }

@@ -780,15 +780,25 @@ impl State {
         fs::read(self.dir.join(SEEN_CHRONICLE_FILE)).unwrap_or_default()
     }
 
-    /// Appends newly validated chronicle bytes to the mirror.
-    pub fn append_seen_chronicle(&self, bytes: &[u8]) -> Result<(), StateError> {
+    /// Brings the mirror, which holds `seen[..from]`, up to `seen` (the chronicle up to the
+    /// end of its last validated line) by appending the rest. A mirror of another length is
+    /// replaced whole: cut short (a full disk, a damaged folder) or ahead of `state.json` (a
+    /// crash between this append and the state's save), an append would join two lines or
+    /// hold one twice, and a later rewrite of the chronicle would tell it lost (C009).
+    pub fn extend_seen_chronicle(&self, seen: &[u8], from: usize) -> Result<(), StateError> {
         use std::io::Write;
         let path = self.dir.join(SEEN_CHRONICLE_FILE);
-        fs::OpenOptions::new()
+        let mut file = fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
-            .and_then(|mut f| f.write_all(bytes))
+            .map_err(io_err("append to", &path))?;
+        let len = file.metadata().map_err(io_err("inspect", &path))?.len();
+        if len != from as u64 {
+            drop(file);
+            return self.reset_seen_chronicle(seen);
+        }
+        file.write_all(&seen[from..])
             .map_err(io_err("append to", &path))
     }
 

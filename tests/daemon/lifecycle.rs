@@ -209,6 +209,61 @@ fn daemon_sigterm_exits_0_and_clears_its_status() {
     assert!(p.daemon_status().is_none(), "daemon.json left behind");
 }
 
+/// A log reader that goes away (`polisd run 2>&1 | tee log`, the pipe's reader killed) leaves
+/// the daemon a broken pipe on standard error: it goes on without its log, and a SIGTERM still
+/// stops it cleanly.
+#[test]
+fn daemon_whose_log_reader_went_away_keeps_working() {
+    use std::io::{BufRead, BufReader};
+    let p = four_citizens();
+    let config = p.dir.path().join("pipe.toml");
+    fs::write(
+        &config,
+        "[watch]\ndebounce = \"50ms\"\n\n[log]\nlevel = \"debug\"\n\n[dashboard]\nenabled = false\n",
+    )
+    .unwrap();
+    let mut daemon = harness::Killed::new(
+        Command::new(harness::BIN)
+            .arg("run")
+            .arg(&p.root)
+            .arg("--config")
+            .arg(&config)
+            .env("POLISD_STATE_DIR", &p.state_dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let log = daemon.child().stderr.take().unwrap();
+    let mut lines = BufReader::new(log).lines();
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l.contains("initial scan done"))),
+        "the daemon's log ended before its initial scan"
+    );
+    drop(lines);
+    p.save(
+        "contracts/open/after-the-pipe.md",
+        &open_contract("after-the-pipe", FOUNDER, &["rust"]),
+    );
+    wait_for(&p, "the contract routed with the log's reader gone", || {
+        assert!(
+            daemon.child().try_wait().unwrap().is_none(),
+            "the daemon stopped when its log's reader went away"
+        );
+        !p.read("contracts/open/after-the-pipe.md")
+            .contains("recommended_by_router: null")
+    });
+    let pid = daemon.child().id() as libc::pid_t;
+    // SAFETY: signalling our own child process by its pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let mut code = None;
+    wait_for(&p, "the daemon to exit after SIGTERM", || {
+        code = daemon.child().try_wait().unwrap().map(|s| s.code());
+        code.is_some()
+    });
+    assert_eq!(code, Some(Some(0)));
+}
+
 /// A test that fails while its daemon runs must not leave the daemon behind (it once kept
 /// watching a deleted temporary folder for minutes): dropping the handle kills it.
 #[test]
@@ -256,6 +311,45 @@ fn run_without_path_watches_the_polis_above_the_working_directory() {
             && (text.contains(&*root.to_string_lossy())
                 || text.contains(&*p.root.to_string_lossy()))
     });
+}
+
+/// One polis named twice on the command line (its project root and its `_polis/` folder, or
+/// through a link) is watched once: the daemon does not stand aside from itself.
+#[test]
+fn run_given_one_polis_twice_watches_it_once() {
+    let p = TestPolis::init(FOUNDER);
+    let config = p.dir.path().join("twice.toml");
+    fs::write(
+        &config,
+        "[watch]\ndebounce = \"50ms\"\n\n[dashboard]\nenabled = false\n",
+    )
+    .unwrap();
+    let link = p.dir.path().join("link");
+    std::os::unix::fs::symlink(p.root.parent().unwrap(), &link).unwrap();
+    let log = p.dir.path().join("twice.log");
+    let child = Command::new(harness::BIN)
+        .arg("run")
+        .arg(p.root.parent().unwrap())
+        .arg(&p.root)
+        .arg(&link)
+        .arg("--config")
+        .arg(&config)
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut daemon = harness::Daemon { child, log };
+    harness::wait_until("the daemon to watch the polis", harness::DEADLINE, || {
+        assert!(daemon.is_running(), "exited:\n{}", daemon.log_text());
+        daemon.log_text().contains("initial scan done")
+    });
+    assert_eq!(
+        daemon.log_text().matches("initial scan done").count(),
+        1,
+        "{}",
+        daemon.log_text()
+    );
 }
 
 /// At the default level a log file gets plain text (no colour codes), one info line per

@@ -218,10 +218,11 @@ impl Engine {
                 }
                 self.state.push_findings(&dups);
             }
-            if !rewritten {
-                self.state
-                    .append_seen_chronicle(&text.as_bytes()[resume.offset..scan.resume.offset])?;
-            }
+        }
+        // Every advance, lines or not, so the mirror stays the chronicle up to the offset.
+        if !rewritten && scan.resume.offset != resume.offset {
+            self.state
+                .extend_seen_chronicle(&text.as_bytes()[..scan.resume.offset], resume.offset)?;
         }
         self.record_progress(text, scan.resume);
         self.activity_upto(text, scan.resume.offset, now);
@@ -642,4 +643,86 @@ pub(super) fn tail_hash(text: &str, offset: usize) -> String {
     let end = offset.min(text.len());
     let start = end.saturating_sub(TAIL_WINDOW);
     crate::protocol::digest::sha256_hex(&text.as_bytes()[start..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::daemon::engine::{Engine, Trigger};
+    use std::path::Path;
+
+    const HEAD: &str = "---\nfile_type: chronicle\n---\n\n";
+
+    fn line(who: &str, note: &str) -> String {
+        format!("- 2026-05-01 09:00 | {who} | started work | - | {note}\n")
+    }
+
+    fn append(root: &Path, text: &str) {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(root.join("chronicle.md"))
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    fn lost(engine: &Engine) -> Vec<String> {
+        engine
+            .state
+            .chronicles
+            .get(crate::protocol::layout::CHRONICLE)
+            .map(|p| p.lost_lines.iter().map(|l| l.text.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The mirror of the chronicle in the state folder cut short (a full disk, a damaged
+    /// folder) or ahead of `state.json` (a crash between the two writes) must not make a
+    /// later merge of the chronicle tell a line that was never lost.
+    #[test]
+    fn a_damaged_seen_mirror_tells_no_line_lost_after_a_merge() {
+        for damage in ["ahead", "truncated"] {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path().join("_polis");
+            let base = dir.path().join("state");
+            std::fs::create_dir_all(&root).unwrap();
+            std::fs::write(root.join("CONSTITUTION.md"), "# Constitution\n").unwrap();
+            std::fs::write(
+                root.join("chronicle.md"),
+                format!("{HEAD}{}", line("alpha-one", "a")),
+            )
+            .unwrap();
+            let wall = chrono::Utc::now();
+            let chronicle = || Trigger::Paths(vec!["chronicle.md".into()]);
+            let mut engine = Engine::open_in(&root, &base, Engine::default_options()).unwrap();
+            engine.handle(&Trigger::Rescan, wall).unwrap();
+            append(&root, &line("bravo-one", "b"));
+            engine.handle(&chronicle(), wall).unwrap();
+            let mirror = engine.state.dir().join("chronicle-seen.md");
+            let seen = std::fs::read(&mirror).unwrap();
+            let state_file = engine.state.dir().join("state.json");
+            let state_before = std::fs::read(&state_file).unwrap();
+            append(&root, &line("alpha-one", "c"));
+            engine.handle(&chronicle(), wall).unwrap();
+            engine.close();
+            drop(engine);
+            match damage {
+                "truncated" => std::fs::write(&mirror, &seen[..seen.len() - 5]).unwrap(),
+                // The mirror holds line c, the state's offset is still before it.
+                _ => std::fs::write(&state_file, state_before).unwrap(),
+            }
+            let mut engine = Engine::open_in(&root, &base, Engine::default_options()).unwrap();
+            engine.handle(&Trigger::Rescan, wall).unwrap();
+            append(&root, &line("bravo-one", "d"));
+            engine.handle(&chronicle(), wall).unwrap();
+            // A merge puts a line among the others: the chronicle is rewritten, nothing lost.
+            let text = std::fs::read_to_string(root.join("chronicle.md")).unwrap();
+            let merged = text.replacen(
+                &line("bravo-one", "b"),
+                &(line("bravo-one", "b") + &line("charlie-one", "m")),
+                1,
+            );
+            std::fs::write(root.join("chronicle.md"), merged).unwrap();
+            engine.handle(&chronicle(), wall).unwrap();
+            assert_eq!(lost(&engine), Vec::<String>::new(), "{damage}");
+        }
+    }
 }

@@ -36,18 +36,44 @@ fn note_in(dir: &Path, lines: &[u8]) -> Result<(), StateError> {
     let path = dir.join(APPENDED_FILE);
     let mut file = OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .open(&path)
         .map_err(io_err("open", &path))?;
     fs4::fs_std::FileExt::lock_exclusive(&file).map_err(io_err("lock", &path))?;
-    if file.metadata().map_err(io_err("inspect", &path))?.len() >= MAX_BYTES {
+    let len = file.metadata().map_err(io_err("inspect", &path))?.len();
+    if len >= MAX_BYTES {
         return Ok(());
+    }
+    // A note cut short before this one (a full disk, a crash) goes, rather than join it.
+    let whole = whole_lines_len(&file, len).map_err(io_err("read", &path))?;
+    if whole != len {
+        file.set_len(whole).map_err(io_err("truncate", &path))?;
     }
     let mut block = lines.to_vec();
     if !block.ends_with(b"\n") {
         block.push(b'\n');
     }
-    file.write_all(&block).map_err(io_err("append to", &path))
+    file.write_all(&block).map_err(|e| {
+        // Not left half written: the next note would join it.
+        let _ = file.set_len(whole);
+        io_err("append to", &path)(e)
+    })
+}
+
+/// The length of the first `len` bytes of `file` up to the end of their last complete line.
+fn whole_lines_len(file: &File, len: u64) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut last = [0u8];
+    if len == 0 || (file.read_at(&mut last, len - 1)? == 1 && last[0] == b'\n') {
+        return Ok(len);
+    }
+    let mut bytes = vec![0u8; len as usize];
+    file.read_exact_at(&mut bytes, 0)?;
+    Ok(bytes
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |i| i as u64 + 1))
 }
 
 /// Hands the noted lines (in the order they were appended) to `keep` under the notes' lock,
@@ -69,7 +95,9 @@ pub fn take_appended(
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)
         .map_err(io_err("read", &path))?;
-    let noted: Vec<String> = String::from_utf8_lossy(&bytes)
+    // Complete lines only: a note cut short was never appended whole.
+    let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let noted: Vec<String> = String::from_utf8_lossy(&bytes[..whole])
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(str::to_string)
@@ -115,6 +143,26 @@ mod tests {
         assert_eq!(taken(dir.path(), 1), ["- a", "- b", "- c"]);
         assert_eq!(taken(dir.path(), 2), ["- b", "- c"]);
         assert!(taken(dir.path(), 0).is_empty());
+    }
+
+    #[test]
+    fn a_note_cut_short_is_never_taken_for_a_line() {
+        // A write cut short (a full disk, a crash, a damaged state folder): the partial line
+        // was never appended whole, and is neither handed on nor joined to the next note.
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join(APPENDED_FILE),
+            "- a\n- 2026-05-01 09:00 | al",
+        )
+        .unwrap();
+        assert_eq!(taken(dir.path(), 0), ["- a"]);
+        fs::write(
+            dir.path().join(APPENDED_FILE),
+            "- a\n- 2026-05-01 09:00 | al",
+        )
+        .unwrap();
+        note_in(dir.path(), b"- b\n").unwrap();
+        assert_eq!(taken(dir.path(), 0), ["- a", "- b"]);
     }
 
     #[test]
