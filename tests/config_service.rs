@@ -278,6 +278,14 @@ fn install_dry_run_renders_systemd_unit_with_absolute_paths_and_writes_nothing()
         assert_eq!(unit_value(&unit, key), value, "{key}");
     }
     assert!(!unit.contains("@POLISD_"), "placeholder left in\n{unit}");
+    // The daemon serves the dashboard on TCP (127.0.0.1:7341 by default, or any IPv4 or IPv6
+    // address): a unit that allows only Unix sockets would start without it.
+    let families: Vec<&str> = unit_value(&unit, "RestrictAddressFamilies")
+        .split_whitespace()
+        .collect();
+    for family in ["AF_UNIX", "AF_INET", "AF_INET6"] {
+        assert!(families.contains(&family), "{family} not allowed: {families:?}");
+    }
 
     // The first config lists the polis found from the working directory.
     let cfg = printed_file(&out, &config_path);
