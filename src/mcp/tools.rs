@@ -637,7 +637,7 @@ fn amendments(
     // A tally reads no settled contract: the polis as kept.
     let polis = Arc::clone(&lock(kept).read(root).polis);
     let now = PolisTime::system(polis.settings.timezone);
-    let (tally, _) = operations::tally(&polis, None, &now).map_err(|e| e.to_string())?;
+    let (tally, _) = operations::tally(&polis, None, &now, false).map_err(|e| e.to_string())?;
     let mut answer = page(args, "amendments", operations::amendment::list(root));
     let shown: Vec<String> = answer["amendments"]
         .as_array()

@@ -375,7 +375,7 @@ pub fn summarize_from(
     // By name, as the reference's `status` lists them.
     tags.sort_by(|a, b| a.tag.cmp(&b.tag));
 
-    let (results, _) = crate::operations::tally(polis, None, now)?;
+    let (results, _) = crate::operations::tally(polis, None, now, false)?;
     let amendments = results
         .into_iter()
         .map(|r| {

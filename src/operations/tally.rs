@@ -17,6 +17,10 @@ pub struct TallyResult {
     pub agrees: usize,
     pub quorum: usize,
     pub detail: String,
+    /// A ratification waiting for the chronicle lines that date its votes, which a sync may
+    /// still be bringing (only when the caller said files are in transit).
+    #[serde(skip)]
+    pub waits_for_lines: bool,
 }
 
 /// Who the quorum rules count, read from a polis (SPEC §8, leaving out who left):
@@ -117,7 +121,7 @@ pub fn apply(root: &std::path::Path, dry_run: bool) -> Result<Applied, ApplyErro
     } else {
         Some(Writer::new(root)?)
     };
-    let (results, notices) = tally(&polis, writer.as_ref(), &now)?;
+    let (results, notices) = tally(&polis, writer.as_ref(), &now, false)?;
     let malformed = crate::operations::amendment_problems(&polis, &now);
     let mut undelivered = Vec::new();
     if let Some(writer) = &writer {
@@ -138,10 +142,16 @@ pub fn apply(root: &std::path::Path, dry_run: bool) -> Result<Applied, ApplyErro
 /// Tallies every proposed amendment and, unless `writer` is `None` (a dry run), acts on the
 /// outcome: edits `status`/`ratified_at`, moves ratified files, appends the chronicle line and
 /// returns the notifications to deliver.
+///
+/// `in_transit`: a sync may still be bringing files (the daemon's settling window). A
+/// ratification whose agreeing votes are not all dated by a chronicle line then waits
+/// (`waits_for_lines`): its `ratified_at` read without a line still on its way, or from the
+/// clock, would differ from what the machines that hold the line write.
 pub fn tally(
     polis: &Polis,
     writer: Option<&Writer>,
     now: &PolisTime,
+    in_transit: bool,
 ) -> Result<(Vec<TallyResult>, Vec<Notification>), ActionError> {
     let electorate = Electorate::of(polis, now);
     let ctx = electorate.context(now);
@@ -175,6 +185,25 @@ pub fn tally(
         if outcome.action == Action::Closed {
             continue;
         }
+        if in_transit && outcome.action == Action::Ratified && !amendment::needs_move(a, true) {
+            let undated = amendment::undated_agrees(&polis.recent_chronicle(), a, &outcome);
+            if !undated.is_empty() {
+                results.push(TallyResult {
+                    amendment_id: a.id.clone(),
+                    action: action_name(Action::Pending),
+                    agrees: outcome.agrees,
+                    quorum: outcome.quorum,
+                    detail: format!(
+                        "ratified ({}); waiting for the chronicle lines of the votes by {}, \
+                         which a sync may still bring",
+                        outcome.detail,
+                        undated.join(", ")
+                    ),
+                    waits_for_lines: true,
+                });
+                continue;
+            }
+        }
         if line_in_progress && outcome.action != Action::Pending {
             // Our chronicle line would split the agent's; the append that completes it
             // triggers the next tally.
@@ -188,6 +217,7 @@ pub fn tally(
                     action_name(outcome.action),
                     outcome.detail
                 ),
+                waits_for_lines: false,
             });
             continue;
         }
@@ -197,6 +227,7 @@ pub fn tally(
             agrees: outcome.agrees,
             quorum: outcome.quorum,
             detail: outcome.detail.clone(),
+            waits_for_lines: false,
         });
         let Some(writer) = writer else { continue };
         if outcome.action == Action::Pending {

@@ -338,3 +338,73 @@ fn two_clones_drafting_one_proposal_from_other_evidence_merge_to_the_fuller_draf
         "a second reflection wrote: {again:#}"
     );
 }
+
+/// A vote made on machine B arrives on machine A as two files, in any order: the vote file
+/// and the chronicle line that dates it. A daemon that sees the vote reach the quorum before
+/// the line has arrived must not ratify with its own clock: B (and every machine that gets
+/// the files in the other order) writes `ratified_at` from the line, and the two ratified
+/// files would meet as a conflict copy a person has to sort out. It waits for the settling
+/// window, and writes the same bytes as B.
+#[test]
+fn a_vote_that_arrives_before_its_chronicle_line_is_ratified_as_on_the_voters_machine() {
+    let now = chrono::Utc::now();
+    let id = "more-tests";
+    let link = format!("[[amendments/proposed/{id}]]");
+    let (a, b) = two_copies(|a| {
+        for who in [ALPHA, BETA] {
+            a.append(
+                "chronicle.md",
+                &chronicle_line(who, "joined polis", "-", "hi"),
+            );
+        }
+        let proposed_at = now - chrono::Duration::hours(2);
+        a.save(
+            &format!("amendments/proposed/{id}.md"),
+            &format!(
+                "---\namendment_id: {id}\ntitle: More tests\nproposed_by: {ALPHA}\n\
+                 proposed_at: '{}'\nstatus: proposed\nquorum_required: 2\n\
+                 votes: {{agree: [], disagree: [], abstain: [], request_changes: []}}\n\
+                 ratified_at: null\nexpires_at: '2099-01-01'\n---\n\n## Proposal\n\nMore tests.\n",
+                proposed_at.format("%Y-%m-%d %H:%M:%S")
+            ),
+        );
+        a.append(
+            "chronicle.md",
+            &format!(
+                "- {} | {ALPHA} | proposed amendment | {link} | More tests\n",
+                proposed_at.format("%Y-%m-%d %H:%M")
+            ),
+        );
+    });
+    // Beta votes on B an hour ago; B's own tally ratifies from the vote's line.
+    let voted_at = (now - chrono::Duration::hours(1))
+        .format("%Y-%m-%d %H:%M")
+        .to_string();
+    let vote_file = format!("amendments/votes/{id}/{BETA}.md");
+    let vote =
+        format!("---\namendment_id: {id}\nvoter: {BETA}\nvote: agree\nvoted_at: {voted_at}\n---\n");
+    b.save(&vote_file, &vote);
+    b.append(
+        "chronicle.md",
+        &format!("- {voted_at} | {BETA} | voted on amendment | {link} | agree: -\n"),
+    );
+    ok(b.polisd(&["tally"]));
+    let ratified = format!("amendments/ratified/{id}.md");
+    let on_b = b.read(&ratified);
+    assert!(
+        on_b.contains(&format!("ratified_at: '{voted_at}:00'")),
+        "{on_b}"
+    );
+
+    // On A the vote file comes first, the chronicle a moment later.
+    super::with_settling(&a, "3s");
+    fs::create_dir_all(a.path(&vote_file).parent().unwrap()).unwrap();
+    let daemon = a.start_daemon();
+    super::replace_as_a_sync_tool(&a, &vote_file, &vote);
+    wait_for(&a, "the tally over the vote", || {
+        a.exists(&ratified) || daemon.log_text().contains("waits for the settling window")
+    });
+    super::replace_as_a_sync_tool(&a, "chronicle.md", &b.read("chronicle.md"));
+    wait_for(&a, "the ratification", || a.exists(&ratified));
+    assert_eq!(a.read(&ratified), on_b);
+}

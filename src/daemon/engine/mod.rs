@@ -540,12 +540,14 @@ impl Engine {
             }
             Trigger::Timer | Trigger::GitOperationEnded => (Scope::all(), SettledRefresh::Full),
             Trigger::Reflection => (Scope::derive_only(), SettledRefresh::Nothing),
-            // The quiet window ended: held findings, and the sync episodes waiting for it.
+            // The quiet window ended: held findings, the sync episodes and the ratifications
+            // waiting for it.
             Trigger::Settled => (
                 Scope {
                     derive: true,
                     sync: true,
                     open: true,
+                    tally: true,
                     ..Scope::default()
                 },
                 SettledRefresh::Nothing,

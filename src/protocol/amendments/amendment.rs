@@ -645,15 +645,43 @@ pub fn outcome_in_chronicle(texts: &[&str], a: &Amendment, action: Action) -> bo
 /// on it: `voted on amendment`, or for the proposer's implied agree `proposed amendment`. `None` when the lines do not show it (votes edited in without their
 /// lines); the caller then uses its clock.
 pub fn quorum_reached_at(texts: &[&str], a: &Amendment, outcome: &Outcome) -> Option<String> {
+    let mut stamps: Vec<NaiveDateTime> = agree_moments(texts, a, outcome)
+        .into_values()
+        .flatten()
+        .collect();
+    stamps.sort();
+    let needed = outcome.quorum.max(1);
+    stamps
+        .get(needed - 1)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+}
+
+/// The agreeing citizens whose vote no chronicle line in `texts` dates (see
+/// [`quorum_reached_at`]), in id order. While a sync is still bringing files, such a vote's
+/// line may be on its way: a quorum moment read without it is another machine's.
+pub fn undated_agrees(texts: &[&str], a: &Amendment, outcome: &Outcome) -> Vec<String> {
+    agree_moments(texts, a, outcome)
+        .into_iter()
+        .filter(|(_, at)| at.is_none())
+        .map(|(id, _)| id.to_string())
+        .collect()
+}
+
+/// Each agreeing citizen of `outcome`, with their last line on the amendment in `texts`
+/// (`voted on amendment`, or the proposer's `proposed amendment`); `None` without one.
+fn agree_moments<'a>(
+    texts: &[&str],
+    a: &Amendment,
+    outcome: &'a Outcome,
+) -> BTreeMap<&'a str, Option<NaiveDateTime>> {
     let target = chronicle::link_target(&link(a, "proposed"));
-    let agreeing: BTreeSet<&str> = outcome
+    let mut last: BTreeMap<&str, Option<NaiveDateTime>> = outcome
         .votes
         .by_citizen
         .iter()
         .filter(|(_, v)| **v == Vote::Agree)
-        .map(|(id, _)| id.as_str())
+        .map(|(id, _)| (id.as_str(), None))
         .collect();
-    let mut last: BTreeMap<&str, NaiveDateTime> = BTreeMap::new();
     let scans: Vec<chronicle::Scan> = texts.iter().map(|t| chronicle::scan(t)).collect();
     for line in scans.iter().flat_map(|s| &s.lines) {
         let Ok(e) = chronicle::parse_entry(&line.text) else {
@@ -661,24 +689,15 @@ pub fn quorum_reached_at(texts: &[&str], a: &Amendment, outcome: &Outcome) -> Op
         };
         let takes_part = e.verb == "voted on amendment"
             || (e.verb == "proposed amendment" && a.proposed_by.as_deref() == Some(e.author));
-        if !takes_part
-            || !agreeing.contains(e.author)
-            || e.link.and_then(chronicle::link_target) != target
-        {
+        if !takes_part || e.link.and_then(chronicle::link_target) != target {
             continue;
         }
         // A voter's last line is when their current vote was cast (the last record wins).
-        let at = last
-            .entry(agreeing.get(e.author).copied()?)
-            .or_insert(e.stamp);
-        *at = (*at).max(e.stamp);
+        if let Some(at) = last.get_mut(e.author) {
+            *at = Some(at.map_or(e.stamp, |t| t.max(e.stamp)));
+        }
     }
-    let mut stamps: Vec<NaiveDateTime> = last.into_values().collect();
-    stamps.sort();
-    let needed = outcome.quorum.max(1);
-    stamps
-        .get(needed - 1)
-        .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+    last
 }
 
 /// The `ratified_at` a ratification writes: when the quorum was reached ([`quorum_reached_at`],
@@ -1134,6 +1153,30 @@ mod tests {
         // The same files give the same stamp; missing lines give none (the caller's clock).
         let without_b = chron.replace(&format!("{B} | voted"), &format!("{D} | voted"));
         assert_eq!(quorum_reached_at(&[&without_b], &a, &o), None);
+    }
+
+    #[test]
+    fn undated_agrees_names_the_votes_whose_lines_have_not_arrived() {
+        let w = World::all_active();
+        let body = format!("\n## Response from {B} (agree)\n\n## Response from {C} (agree)\n");
+        let text = amendment("", &body);
+        let o = w.tally(&text, "2026-03-04 10:00");
+        let a = parse(&text, "2026-03-01-floor").unwrap();
+        let link = "[[amendments/proposed/2026-03-01-floor]]";
+        let proposal =
+            format!("- 2026-03-01 10:00 | {A} | proposed amendment | {link} | Quality floor\n");
+        let b = format!("- 2026-03-01 11:00 | {B} | voted on amendment | {link} | agree: -\n");
+        let c = format!("- 2026-03-01 12:00 | {C} | voted on amendment | {link} | agree: -\n");
+        let all = format!("{proposal}{b}{c}");
+        assert!(undated_agrees(&[&all], &a, &o).is_empty());
+        assert_eq!(
+            undated_agrees(&[&format!("{proposal}{c}")], &a, &o),
+            vec![B.to_string()]
+        );
+        assert_eq!(
+            undated_agrees(&[&b], &a, &o),
+            vec![A.to_string(), C.to_string()]
+        );
     }
 
     #[test]
