@@ -314,3 +314,34 @@ fn amendment_list_counts_the_proposers_implied_agree_as_the_tally_does() {
         serde_json::from_slice(&ok(p.polisd(&["amendment", "list", "--json"])).stdout).unwrap();
     assert!(v["amendments"][0].get("implied_agree").is_none(), "{v}");
 }
+
+/// The tally counts no agree of a proposer who left the polis, nor of an id with no card: the
+/// list's count is still the tally's.
+#[test]
+fn amendment_list_counts_no_agree_of_a_departed_proposer_or_an_unregistered_voter() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let aid = proposed(&p, "Two reviewers");
+    let rel = format!("amendments/proposed/{aid}.md");
+    let text = p.read(&rel);
+    assert!(text.contains("  agree: []\n"), "{text}");
+    p.save(
+        &rel,
+        &text.replace("  agree: []\n", "  agree:\n  - ghost-agent-one\n"),
+    );
+    ok(p.polisd(&[
+        "log",
+        "--as",
+        FOUNDER,
+        "left polis",
+        "--link",
+        &format!("citizens/{FOUNDER}"),
+    ]));
+    let tally = String::from_utf8_lossy(&ok(p.polisd(&["tally", "--dry-run"])).stdout).into_owned();
+    assert!(tally.contains("(0 agree"), "{tally}");
+    let list = String::from_utf8_lossy(&ok(p.polisd(&["amendment", "list"])).stdout).into_owned();
+    assert!(list.contains("agree 0 disagree 0"), "{list}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&ok(p.polisd(&["amendment", "list", "--json"])).stdout).unwrap();
+    assert!(v["amendments"][0].get("implied_agree").is_none(), "{v}");
+}
