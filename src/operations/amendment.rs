@@ -79,6 +79,14 @@ pub fn propose(
             citizen: v.citizen.clone(),
         });
     }
+    // SPEC §8 raises a quorum below 2 to 2: a smaller one would be filed and never applied.
+    if let Some(q) = req.quorum.filter(|q| (*q as usize) < rules::MIN_QUORUM) {
+        return Err(OpError::BadId {
+            what: "quorum",
+            value: q.to_string(),
+            rule: "a quorum is at least 2 agree votes; pass 2 or more, or leave it out for a majority of the active citizens".into(),
+        });
+    }
     let expires = match &req.expires {
         Some(d) => {
             chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").map_err(|_| OpError::BadId {

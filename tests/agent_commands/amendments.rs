@@ -106,6 +106,43 @@ fn an_amendment_proposed_with_a_past_expiry_is_refused() {
     assert!(tree(&p) == before, "a refused proposal wrote");
 }
 
+/// SPEC §8 raises a quorum below 2 to 2: a proposal asking for 0 or 1 agree votes would be
+/// filed with a quorum the tally never applies, so it is refused as a usage error.
+#[test]
+fn an_amendment_proposed_with_a_quorum_below_two_is_refused() {
+    let p = TestPolis::init(FOUNDER);
+    let before = tree(&p);
+    for quorum in ["0", "1"] {
+        let out = p.polisd(&[
+            "amendment",
+            "propose",
+            "--title",
+            "Tiny quorum",
+            "--by",
+            FOUNDER,
+            "--quorum",
+            quorum,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("at least 2"),
+            "{}",
+            describe(&out)
+        );
+    }
+    assert!(tree(&p) == before, "a refused proposal wrote");
+    ok(p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "Two",
+        "--by",
+        FOUNDER,
+        "--quorum",
+        "2",
+    ]));
+}
+
 #[test]
 fn a_proposal_whose_body_holds_a_vote_is_refused_and_writes_nothing() {
     // The tally counts every response block in the file: a body holding one would file
