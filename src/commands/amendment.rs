@@ -73,8 +73,8 @@ pub fn run(command: AmendmentCommand) -> anyhow::Result<u8> {
                         let n = |k: &str| x.votes.get(k).map_or(0, Vec::len);
                         // The count the tally uses, so that it matches `polisd tally`'s.
                         let agree = match &x.implied_agree {
-                            Some(_) => format!("{} (the proposer's included)", n("agree") + 1),
-                            None => n("agree").to_string(),
+                            Some(_) => format!("{} (the proposer's included)", x.agrees),
+                            None => x.agrees.to_string(),
                         };
                         format!(
                             "  {:40} [{:8}] agree {} disagree {} abstain {} changes {}  {}",

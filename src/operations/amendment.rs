@@ -79,6 +79,14 @@ pub fn propose(
             citizen: v.citizen.clone(),
         });
     }
+    // SPEC §8 raises a quorum below 2 to 2: a smaller one would be filed and never applied.
+    if let Some(q) = req.quorum.filter(|q| (*q as usize) < rules::MIN_QUORUM) {
+        return Err(OpError::BadId {
+            what: "quorum",
+            value: q.to_string(),
+            rule: "a quorum is at least 2 agree votes; pass 2 or more, or leave it out for a majority of the active citizens".into(),
+        });
+    }
     let expires = match &req.expires {
         Some(d) => {
             chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").map_err(|_| OpError::BadId {
@@ -393,6 +401,9 @@ pub struct AmendmentSummary {
     /// vote of their own): not in `votes`, which holds only votes cast, but an agree all the same.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub implied_agree: Option<String>,
+    /// The agrees the tally counts: of registered citizens who have not left the polis, the
+    /// implied one included.
+    pub agrees: usize,
     pub path: String,
 }
 
@@ -400,6 +411,11 @@ pub struct AmendmentSummary {
 pub fn list(root: &Path) -> Vec<AmendmentSummary> {
     let mut out = Vec::new();
     let mut findings = Vec::new();
+    // Whose votes the tally counts (`rules::voters`): registered, and not departed.
+    let departed = crate::operations::chronicle::departures(root);
+    let counts = |id: &str| {
+        !departed.contains_key(id) && crate::operations::chronicle::is_registered(root, id)
+    };
     for folder in [AmendmentFolder::Proposed, AmendmentFolder::Ratified] {
         for e in snapshot::list(root, folder.dir(), ".md", &mut findings) {
             let Ok(Some(text)) =
@@ -419,12 +435,20 @@ pub fn list(root: &Path) -> Vec<AmendmentSummary> {
             let mut votes: std::collections::BTreeMap<&'static str, Vec<String>> =
                 Vote::ALL.iter().map(|k| (k.as_str(), Vec::new())).collect();
             let mut implied_agree = None;
+            let mut agrees = 0;
             if let Ok(parsed) = snapshot::parse_amendment(root, &text, &e.stem) {
-                // As the tally counts (`counted_votes`): a registered proposer with no vote
-                // of their own agrees.
+                // As the tally counts (`counted_votes`): a voter's last vote, and a proposer
+                // who is a voter with no vote of their own agrees.
+                let voters: std::collections::BTreeSet<String> = parsed
+                    .votes
+                    .iter()
+                    .map(|r| r.citizen.clone())
+                    .chain(parsed.proposed_by.clone())
+                    .filter(|id| counts(id))
+                    .collect();
+                agrees = rules::counted_votes(&parsed, &voters).count(Vote::Agree);
                 implied_agree = parsed.proposed_by.clone().filter(|p| {
-                    !parsed.votes.iter().any(|r| r.citizen == *p)
-                        && crate::operations::chronicle::is_registered(root, p)
+                    !parsed.votes.iter().any(|r| r.citizen == *p) && voters.contains(p)
                 });
                 let mut last: Vec<(String, Vote)> = Vec::new();
                 for r in parsed.votes {
@@ -447,6 +471,7 @@ pub fn list(root: &Path) -> Vec<AmendmentSummary> {
                 },
                 votes,
                 implied_agree,
+                agrees,
                 path: e.rel,
             });
         }

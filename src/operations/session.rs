@@ -480,7 +480,7 @@ pub fn prime(
         })
         .collect();
 
-    let votes = votes_wanted(root, citizen);
+    let votes = votes_wanted(root, citizen, now);
     let mut tags: Vec<&str> = Vec::new();
     for (_, c) in &owned {
         for t in &c.required_tags {
@@ -704,8 +704,9 @@ fn identity(
     (identity, cursor)
 }
 
-/// Proposed amendments the citizen has not voted on (and did not propose).
-fn votes_wanted(root: &Path, citizen: &str) -> Vec<VoteWanted> {
+/// Proposed amendments the citizen has not voted on (and did not propose), and that take a
+/// vote: `status: proposed` and not past the deadline, as `amendment vote` requires.
+fn votes_wanted(root: &Path, citizen: &str, now: &PolisTime) -> Vec<VoteWanted> {
     let mut findings = Vec::new();
     let mut out = Vec::new();
     for entry in snapshot::list(
@@ -720,7 +721,11 @@ fn votes_wanted(root: &Path, citizen: &str) -> Vec<VoteWanted> {
         let Ok(a) = snapshot::parse_amendment(root, &text, &entry.stem) else {
             continue;
         };
-        if a.status.as_deref().unwrap_or("proposed") != "proposed"
+        if a.status.as_deref() != Some("proposed")
+            || matches!(
+                crate::protocol::amendments::amendment::expiry(&a, now),
+                crate::protocol::amendments::amendment::Expiry::Passed(_)
+            )
             || a.proposed_by.as_deref() == Some(citizen)
             || a.votes.iter().any(|v| v.citizen == citizen)
         {

@@ -234,11 +234,20 @@ pub fn tally(
             continue;
         }
         match act_on_outcome(polis, writer, file, &outcome, &active, now) {
-            Ok(false) => {
+            Ok(Acted::Already) => {
                 // Another tally acted on it since this one read the polis.
                 results.pop();
             }
-            Ok(true) => {
+            Ok(Acted::Unrecordable) => {
+                if let Some(r) = results.last_mut() {
+                    r.detail = format!(
+                        "{} ({}); not recorded: its frontmatter has no `status:` line to set (`polisd check` says how to fix it)",
+                        r.action, r.detail
+                    );
+                    r.action = action_name(Action::Pending);
+                }
+            }
+            Ok(Acted::Done) => {
                 // Stamped with the decision as the files record it (the `ratified_at` just
                 // written, the deadline, the last vote), never this run's clock alone.
                 let texts = polis.recent_chronicle();
@@ -294,6 +303,17 @@ fn action_name(action: Action) -> &'static str {
     }
 }
 
+/// What [`act_on_outcome`] did.
+enum Acted {
+    /// Recorded, chronicled and (for a ratification) moved.
+    Done,
+    /// Another tally acted on it since the polis was read.
+    Already,
+    /// The frontmatter has no `status` line [`amendment::set_status`] can set: nothing was
+    /// recorded, chronicled or moved.
+    Unrecordable,
+}
+
 fn act_on_outcome(
     polis: &Polis,
     writer: &Writer,
@@ -301,7 +321,7 @@ fn act_on_outcome(
     outcome: &Outcome,
     _active: &BTreeSet<String>,
     now: &PolisTime,
-) -> Result<bool, ActionError> {
+) -> Result<Acted, ActionError> {
     let a = &file.amendment;
     // The polis was read before the transition lock was taken: an amendment another tally
     // moved meanwhile is done, and one whose outcome it already chronicled and whose status
@@ -310,7 +330,7 @@ fn act_on_outcome(
         .ok()
         .flatten();
     let Some(now_text) = now_text else {
-        return Ok(false);
+        return Ok(Acted::Already);
     };
     let status = outcome.action.status().unwrap_or("proposed");
     let current = crate::protocol::frontmatter::parse(&now_text).ok();
@@ -321,12 +341,20 @@ fn act_on_outcome(
         && current_status.as_deref() == Some(status)
         && a.status.as_deref() != Some(status)
     {
-        return Ok(false);
+        return Ok(Acted::Already);
     }
     if a.status.as_deref() != Some(status) {
         // From the chronicle when it shows the moment, so every machine writes the same bytes.
         let ratified_at = (outcome.action == Action::Ratified)
             .then(|| amendment::ratified_at(&polis.recent_chronicle(), a, outcome, now));
+        // SPEC §8 records the outcome in the file before anything else: one `set_status`
+        // leaves as it was (a `{…}` frontmatter) is neither chronicled nor moved, or it would
+        // sit in ratified/ still saying `proposed`.
+        if current_status.as_deref() != Some(status)
+            && amendment::set_status(&now_text, status, ratified_at.as_deref()) == now_text
+        {
+            return Ok(Acted::Unrecordable);
+        }
         super::edit_agent_file(writer, &polis.root, &file.rel, |text| {
             Some(amendment::set_status(text, status, ratified_at.as_deref()))
         })?;
@@ -364,7 +392,7 @@ fn act_on_outcome(
             });
         }
     }
-    Ok(true)
+    Ok(Acted::Done)
 }
 
 /// The notices of an outcome, to [`amendment::outcome_recipients`].

@@ -106,6 +106,43 @@ fn an_amendment_proposed_with_a_past_expiry_is_refused() {
     assert!(tree(&p) == before, "a refused proposal wrote");
 }
 
+/// SPEC §8 raises a quorum below 2 to 2: a proposal asking for 0 or 1 agree votes would be
+/// filed with a quorum the tally never applies, so it is refused as a usage error.
+#[test]
+fn an_amendment_proposed_with_a_quorum_below_two_is_refused() {
+    let p = TestPolis::init(FOUNDER);
+    let before = tree(&p);
+    for quorum in ["0", "1"] {
+        let out = p.polisd(&[
+            "amendment",
+            "propose",
+            "--title",
+            "Tiny quorum",
+            "--by",
+            FOUNDER,
+            "--quorum",
+            quorum,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("at least 2"),
+            "{}",
+            describe(&out)
+        );
+    }
+    assert!(tree(&p) == before, "a refused proposal wrote");
+    ok(p.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "Two",
+        "--by",
+        FOUNDER,
+        "--quorum",
+        "2",
+    ]));
+}
+
 #[test]
 fn a_proposal_whose_body_holds_a_vote_is_refused_and_writes_nothing() {
     // The tally counts every response block in the file: a body holding one would file
@@ -310,6 +347,37 @@ fn amendment_list_counts_the_proposers_implied_agree_as_the_tally_does() {
     ]));
     let list = String::from_utf8_lossy(&ok(p.polisd(&["amendment", "list"])).stdout).into_owned();
     assert!(list.contains("agree 0 disagree 1"), "{list}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&ok(p.polisd(&["amendment", "list", "--json"])).stdout).unwrap();
+    assert!(v["amendments"][0].get("implied_agree").is_none(), "{v}");
+}
+
+/// The tally counts no agree of a proposer who left the polis, nor of an id with no card: the
+/// list's count is still the tally's.
+#[test]
+fn amendment_list_counts_no_agree_of_a_departed_proposer_or_an_unregistered_voter() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-one", "openai", &[], "medium");
+    let aid = proposed(&p, "Two reviewers");
+    let rel = format!("amendments/proposed/{aid}.md");
+    let text = p.read(&rel);
+    assert!(text.contains("  agree: []\n"), "{text}");
+    p.save(
+        &rel,
+        &text.replace("  agree: []\n", "  agree:\n  - ghost-agent-one\n"),
+    );
+    ok(p.polisd(&[
+        "log",
+        "--as",
+        FOUNDER,
+        "left polis",
+        "--link",
+        &format!("citizens/{FOUNDER}"),
+    ]));
+    let tally = String::from_utf8_lossy(&ok(p.polisd(&["tally", "--dry-run"])).stdout).into_owned();
+    assert!(tally.contains("(0 agree"), "{tally}");
+    let list = String::from_utf8_lossy(&ok(p.polisd(&["amendment", "list"])).stdout).into_owned();
+    assert!(list.contains("agree 0 disagree 0"), "{list}");
     let v: serde_json::Value =
         serde_json::from_slice(&ok(p.polisd(&["amendment", "list", "--json"])).stdout).unwrap();
     assert!(v["amendments"][0].get("implied_agree").is_none(), "{v}");

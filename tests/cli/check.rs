@@ -232,6 +232,40 @@ fn check_status_and_tally_report_a_malformed_amendment() {
     );
 }
 
+/// SPEC §8: a ratification sets `status` and `ratified_at`, then moves the file. A frontmatter
+/// written as one flow mapping has no `status:` line to set, so the outcome cannot be recorded:
+/// the file must not be chronicled as ratified nor moved still saying `proposed`, and `check`
+/// names it.
+#[test]
+fn an_amendment_whose_status_the_tally_cannot_set_is_reported_not_moved() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-two", "openai", &[("python", 3)], "medium");
+    let rel = "amendments/proposed/2026-01-05-flow.md";
+    let text = format!(
+        "---\n{{amendment_id: 2026-01-05-flow, title: Flow, proposed_by: {FOUNDER}, \
+         proposed_at: '2026-01-05 10:00:00', status: proposed, expires_at: '2099-01-01', \
+         votes: {{agree: [codex-second-two]}}}}\n---\n\nBody.\n"
+    );
+    p.save(rel, &text);
+    let tally = p.polisd(&["tally"]);
+    assert!(
+        stdout(&tally).contains("malformed amendments/proposed/2026-01-05-flow.md"),
+        "{}",
+        describe(&tally)
+    );
+    assert!(!p.exists("amendments/ratified/2026-01-05-flow.md"));
+    assert_eq!(p.read(rel), text);
+    assert!(
+        !p.read("chronicle.md").contains("ratified amendment"),
+        "{}",
+        p.read("chronicle.md")
+    );
+    let report = json(&p.polisd(&["check", "--json"]));
+    let p021 = with_code(&report, "P021");
+    assert_eq!(p021.len(), 1, "{report:#}");
+    assert_eq!(p021[0]["path"], rel);
+}
+
 #[test]
 fn check_reports_lesson_effects_on_unknown_citizens_and_non_numeric_deltas() {
     let p = TestPolis::init(FOUNDER);

@@ -20,7 +20,7 @@ fn primer_shows_each_section_within_6kb_and_marks_what_it_shows_read() {
     );
     p.save(
         "amendments/proposed/2026-01-03-floor.md",
-        "---\namendment_id: 2026-01-03-floor\ntitle: A quality floor\nproposed_by: codex-frontend-one\nproposed_at: 2026-01-03 10:00:00\nstatus: proposed\n---\n",
+        "---\namendment_id: 2026-01-03-floor\ntitle: A quality floor\nproposed_by: codex-frontend-one\nproposed_at: 2026-01-03 10:00:00\nstatus: proposed\nexpires_at: '2099-01-01'\n---\n",
     );
     for i in 0..40 {
         message(
@@ -384,5 +384,46 @@ fn a_citizen_folder_it_may_not_read_is_named_not_called_unregistered() {
             "{}",
             harness::describe(out)
         );
+    }
+}
+
+/// The primer asks for a vote only where `amendment vote` takes one: an amendment past its
+/// deadline (expired, though no tally has said so yet) or with no `status: proposed` refuses
+/// every vote, so it is not "waiting for your vote".
+#[test]
+fn the_primer_asks_for_no_vote_the_vote_command_would_refuse() {
+    let p = polis();
+    let amendment = |id: &str, extra: &str| {
+        p.save(
+            &format!("amendments/proposed/{id}.md"),
+            &format!(
+                "---\namendment_id: {id}\ntitle: T {id}\nproposed_by: {OTHER}\n\
+                 proposed_at: '2026-01-03 10:00:00'\n{extra}---\n\nBody.\n"
+            ),
+        );
+    };
+    amendment(
+        "2026-01-03-open",
+        "status: proposed\nexpires_at: '2099-01-01'\n",
+    );
+    amendment(
+        "2026-01-03-past",
+        "status: proposed\nexpires_at: '2026-01-10'\n",
+    );
+    amendment("2026-01-03-unset", "expires_at: '2099-01-01'\n");
+    let primer = text(&p.polisd(&["prime", "--as", ME, "--no-mark-read"]));
+    let section: String = primer
+        .split("## Amendments waiting for your vote\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no vote section:\n{primer}"))
+        .split("\n\n")
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(section.contains("2026-01-03-open"), "{section}");
+    for id in ["2026-01-03-past", "2026-01-03-unset"] {
+        assert!(!section.contains(id), "{id} listed:\n{section}");
+        let vote = p.polisd(&["amendment", "vote", id, "--as", ME, "--vote", "agree"]);
+        assert_eq!(vote.status.code(), Some(1), "{}", text(&vote));
     }
 }

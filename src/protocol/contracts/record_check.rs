@@ -358,6 +358,22 @@ pub fn check_amendment(
     let line = |key: &str| key_line(text, key);
     let mut out = Vec::new();
     match f.get("status") {
+        Value::Str(s)
+            if s == "proposed"
+                && !crate::protocol::amendments::amendment::outcome_recordable(text) =>
+        {
+            out.push(Finding::error(
+                Code::BadAmendment,
+                rel,
+                // The YAML starts on the line after the opening `---`.
+                line("status").or(Some(2)),
+                "the tally cannot record an outcome in this frontmatter: it sets `status` and \
+                 `ratified_at` on lines of their own, and here they are not (a `{…}` mapping, \
+                 or indented keys); write one `key: value` line per key, from the line's first \
+                 column. Until then the tally leaves this amendment as it is"
+                    .to_string(),
+            ))
+        }
         Value::Str(s) if AMENDMENT_STATUSES.contains(&s.as_str()) => {}
         other => out.push(Finding::error(
             Code::BadAmendment,
