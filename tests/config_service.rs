@@ -284,7 +284,10 @@ fn install_dry_run_renders_systemd_unit_with_absolute_paths_and_writes_nothing()
         .split_whitespace()
         .collect();
     for family in ["AF_UNIX", "AF_INET", "AF_INET6"] {
-        assert!(families.contains(&family), "{family} not allowed: {families:?}");
+        assert!(
+            families.contains(&family),
+            "{family} not allowed: {families:?}"
+        );
     }
 
     // The first config lists the polis found from the working directory.

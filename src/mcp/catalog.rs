@@ -3,6 +3,7 @@
 //! tool's schema ([`super::arguments`]) before [`super::tools`] runs it.
 
 use crate::operations::chronicle::{MAX_LINK_CHARS, MAX_VERB_CHARS};
+use crate::protocol::amendments::amendment::MIN_QUORUM;
 use crate::protocol::contracts::reservation::MAX_TTL_MINUTES;
 use crate::protocol::input::MAX_TEXT_CHARS;
 use rmcp::model::Tool;
@@ -196,7 +197,7 @@ fn build() -> Vec<Tool> {
         tool("polis_propose_amendment", "Propose an amendment for a vote; expires YYYY-MM-DD (default 30 days).",
             json!({"citizen": plain_id(), "title": text(500), "body": text(MAX_TEXT),
                    "expires": text(100),
-                   "quorum": {"type": "integer", "minimum": 0, "maximum": u32::MAX}}),
+                   "quorum": {"type": "integer", "minimum": MIN_QUORUM, "maximum": u32::MAX}}),
             &["citizen", "title"]),
     ]
 }

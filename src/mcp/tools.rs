@@ -1162,8 +1162,6 @@ pub(super) mod tests {
         assert!(!root.join("reviews").exists());
     }
 
-    /// A negative number is a value the operation refuses, never an absent one: read as
-    /// absent, a lesson's `impact: -1` became the default 3 and the contract settled.
     #[test]
     fn an_expiry_past_a_year_is_refused_and_nothing_is_reserved() {
         let (_d, root, _w) = crate::operations::test_polis::polis_with(&["claude-code-1"]);
@@ -1185,6 +1183,33 @@ pub(super) mod tests {
         assert!(matches!(kept, Outcome::Done(_)), "{kept:?}");
     }
 
+    /// The schema says what the operation takes: a quorum below 2 would be refused by it,
+    /// and a client reading `minimum` should never offer one.
+    #[test]
+    fn a_quorum_below_two_is_refused_by_the_schema_and_nothing_is_proposed() {
+        let (_d, root, _w) = crate::operations::test_polis::polis_with(&["claude-code-1"]);
+        let propose = |quorum: u64| {
+            call(
+                &root,
+                "polis_propose_amendment",
+                &args(json!({"citizen": "claude-code-1", "title": "Two reviewers",
+                             "quorum": quorum})),
+            )
+        };
+        let refused = propose(1);
+        assert!(
+            matches!(&refused, Outcome::Invalid(why) if why.contains("quorum")),
+            "{refused:?}"
+        );
+        let proposed = root.join("amendments/proposed");
+        let none = || std::fs::read_dir(&proposed).map_or(0, |d| d.count()) == 0;
+        assert!(none(), "a refused proposal was filed");
+        let kept = propose(2);
+        assert!(matches!(kept, Outcome::Done(_)), "{kept:?}");
+    }
+
+    /// A negative number is a value the operation refuses, never an absent one: read as
+    /// absent, a lesson's `impact: -1` became the default 3 and the contract settled.
     #[test]
     fn a_negative_impact_is_refused_not_taken_for_the_default() {
         let (_d, root, _w) = crate::operations::test_polis::polis_with(&["claude-code-1"]);
