@@ -71,10 +71,9 @@ pub fn review(
     }
     // A review after earlier ones is their next round: each one by someone other than the
     // owner counts, so a second round after `requested_changes` is on record.
-    let earlier = reviews_with_minutes(root, cid, owner.as_deref().unwrap_or(""));
-    if let Some((rel, round)) =
-        unrecorded_review(root, cid, &earlier, owner.as_deref(), reviewer, decision)
-    {
+    // The block is edited first, waiting out an agent still writing the contract: if that
+    // cannot be done, the review is refused with nothing written, never left half-recorded.
+    let edit_block = || -> Result<(), OpError> {
         if edits_block {
             super::edit::edit_agent_file_within(
                 writer,
@@ -84,6 +83,13 @@ pub fn review(
                 super::edit::LOCKED_WAIT,
             )?;
         }
+        Ok(())
+    };
+    let earlier = reviews_with_minutes(root, cid, owner.as_deref().unwrap_or(""));
+    if let Some((rel, round)) =
+        unrecorded_review(root, cid, &earlier, owner.as_deref(), reviewer, decision)
+    {
+        edit_block()?;
         return record(writer, now, cid, reviewer, decision, owner, rel, round);
     }
     let round = earlier.len() + 1;
@@ -124,17 +130,7 @@ pub fn review(
     if std::fs::symlink_metadata(root.join(&rel)).is_ok() {
         return Err(taken(&rel));
     }
-    // The block is edited first, waiting out an agent still writing the contract: if that
-    // cannot be done, the review is refused with nothing written, never left half-recorded.
-    if edits_block {
-        super::edit::edit_agent_file_within(
-            writer,
-            root,
-            &contract_rel,
-            set_block,
-            super::edit::LOCKED_WAIT,
-        )?;
-    }
+    edit_block()?;
     if !writer.create_new(&rel, text.as_bytes())? {
         // Only a review written by hand this very minute gets here (polisd's own reviewers
         // wait on the transition lock).

@@ -188,37 +188,23 @@ pub fn tally(
         if in_transit && outcome.action == Action::Ratified && !amendment::needs_move(a, true) {
             let undated = amendment::undated_agrees(&polis.recent_chronicle(), a, &outcome);
             if !undated.is_empty() {
-                results.push(TallyResult {
-                    amendment_id: a.id.clone(),
-                    action: action_name(Action::Pending),
-                    agrees: outcome.agrees,
-                    quorum: outcome.quorum,
-                    detail: format!(
-                        "ratified ({}); waiting for the chronicle lines of the votes by {}, \
-                         which a sync may still bring",
-                        outcome.detail,
-                        undated.join(", ")
-                    ),
-                    waits_for_lines: true,
-                });
+                let why = format!(
+                    "the chronicle lines of the votes by {}, which a sync may still bring",
+                    undated.join(", ")
+                );
+                results.push(waiting(a, &outcome, &why, true));
                 continue;
             }
         }
         if line_in_progress && outcome.action != Action::Pending {
             // Our chronicle line would split the agent's; the append that completes it
             // triggers the next tally.
-            results.push(TallyResult {
-                amendment_id: a.id.clone(),
-                action: action_name(Action::Pending),
-                agrees: outcome.agrees,
-                quorum: outcome.quorum,
-                detail: format!(
-                    "{} ({}); waiting for the chronicle line being written to end",
-                    action_name(outcome.action),
-                    outcome.detail
-                ),
-                waits_for_lines: false,
-            });
+            results.push(waiting(
+                a,
+                &outcome,
+                "the chronicle line being written to end",
+                false,
+            ));
             continue;
         }
         results.push(TallyResult {
@@ -300,6 +286,27 @@ fn action_name(action: Action) -> &'static str {
         Action::Expired => "expired",
         Action::Rejected => "rejected",
         Action::Pending | Action::Closed => "pending",
+    }
+}
+
+/// An outcome held back, reported as pending with what it waits for.
+fn waiting(
+    a: &amendment::Amendment,
+    outcome: &Outcome,
+    why: &str,
+    waits_for_lines: bool,
+) -> TallyResult {
+    TallyResult {
+        amendment_id: a.id.clone(),
+        action: action_name(Action::Pending),
+        agrees: outcome.agrees,
+        quorum: outcome.quorum,
+        detail: format!(
+            "{} ({}); waiting for {why}",
+            action_name(outcome.action),
+            outcome.detail
+        ),
+        waits_for_lines,
     }
 }
 
