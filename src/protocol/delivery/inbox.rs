@@ -208,8 +208,9 @@ pub fn markers_anywhere(text: &str) -> HashSet<&str> {
 /// The wikilink of `reservations.yml` in a notice.
 const RESERVATIONS_LINK: &str = "reservations.yml";
 
+// CRLF mode (`R`): a line ends at `\n`, `\r\n` or a lone `\r`, as the inbox reader reads it.
 static MARKER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?m)^[ \t]*<!-- polisd:([a-z-]+):([0-9a-f]{16}) -->[ \t]*\r?$").unwrap()
+    Regex::new(r"(?mR)^[ \t]*<!-- polisd:([a-z-]+):([0-9a-f]{16}) -->[ \t]*$").unwrap()
 });
 
 /// The `(kind, id)` of every polisd marker in an inbox (or inbox archive) text. Only a marker
@@ -1120,8 +1121,10 @@ mod tests {
         assert!(ids.contains(&(Kind::QualityDefaulted, n.id())));
         assert!(n.already_in(&["", &inbox]));
         assert!(!n.already_in(&["# Inbox\n"]));
-        // CRLF (an editor rewrote the inbox) still counts; a marker inside prose does not.
+        // CRLF or lone CR (an editor rewrote the inbox) still counts; a marker inside prose
+        // does not.
         assert!(n.already_in(&[&inbox.replace('\n', "\r\n")]));
+        assert!(n.already_in(&[&inbox.replace('\n', "\r")]));
         let quoted = format!("see <!-- polisd:quality-defaulted:{} --> above\n", n.id());
         assert!(sent_ids(&quoted).is_empty());
         // Another recipient or discriminator is another notification.
