@@ -180,13 +180,14 @@ pub struct CommittedLines {
     /// The matching lines of `HEAD`'s `chronicle.md` and archives, one a line.
     pub head: String,
     /// The matching lines of every other branch's: a local branch other than the one checked
-    /// out (any, on a detached HEAD) or a remote-tracking one.
+    /// out (any, on a detached HEAD), a remote-tracking one, or the latest stash.
     pub other_branches: String,
 }
 
 /// The committed chronicle lines that match any of `lines` (lines missing from the polis at
 /// `root`), in `HEAD` and in other branches. A line that `HEAD` lacks too and another branch
-/// holds was left behind by a checkout (of another branch, or of an older commit), not lost.
+/// holds was left behind by a checkout (of another branch, or of an older commit) or set
+/// aside by `git stash`, not lost.
 /// One `git grep` over the trees; empty when the polis is not in a repository or git fails.
 pub fn committed_chronicle_lines(root: &Path, lines: &[&str]) -> CommittedLines {
     use std::io::Write as _;
@@ -207,6 +208,7 @@ pub fn committed_chronicle_lines(root: &Path, lines: &[&str]) -> CommittedLines 
             "--format=%(refname)",
             "refs/heads",
             "refs/remotes",
+            "refs/stash",
         ],
     ) else {
         return found;

@@ -295,9 +295,9 @@ fn a_line_merged_from_an_old_branch_is_not_reported_as_backdated() {
 }
 
 /// A checkout of another branch, or of an older commit, leaves the lines committed since
-/// behind: they are on a branch, not lost, so nobody is told (a notice would say "append it
-/// again" and dirty a tracked inbox). A committed line deleted in the work tree, and a line
-/// reset away, are still told.
+/// behind, and `git stash` sets aside lines not committed yet: they are in the repository, not
+/// lost, so nobody is told (a notice would say "append it again" and dirty a tracked inbox).
+/// A committed line deleted in the work tree, and a line reset away, are still told.
 #[test]
 fn a_checkout_leaves_lines_behind_untold_but_a_deletion_or_a_reset_is_told() {
     let (p, project) = founded_repo();
@@ -337,6 +337,17 @@ fn a_checkout_leaves_lines_behind_untold_but_a_deletion_or_a_reset_is_told() {
         left_behind() == 4 || told() > 0
     });
     git(&project, &["checkout", "-q", "main"]);
+    // A line not committed yet, set aside by `git stash` while the branch is pulled.
+    assert!(p
+        .polisd(&["log", "--as", ALPHA, "not committed yet"])
+        .status
+        .success());
+    git(&project, &["stash", "-q"]);
+    wait_for(&p, "the stashed line to be left behind", || {
+        left_behind() == 5 || told() > 0
+    });
+    git(&project, &["stash", "pop", "-q"]);
+    commit_all(&p, "the stashed line");
     quiet(&p);
     assert_eq!(told(), 0, "{}", daemon.log_text());
     assert_eq!(git(&project, &["status", "--porcelain"]), "");

@@ -222,7 +222,8 @@ impl Engine {
 
     /// Of the lost lines among `held`, those a checkout left behind: the checked-out commit
     /// lacks them too, and another branch holds them (`git switch` to a branch without them,
-    /// `git checkout` of an older commit). They are in the repository, and telling their
+    /// `git checkout` of an older commit, `git stash` of lines not yet committed, until the
+    /// `pop`). They are in the repository, and telling their
     /// authors to append them again would fork the history and dirty tracked inboxes. A line
     /// the checked-out commit holds was deleted in the work tree, and one no other branch
     /// holds was reset away: both are told.
