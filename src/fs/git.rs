@@ -200,12 +200,12 @@ pub fn committed_chronicle_lines(root: &Path, lines: &[&str]) -> CommittedLines 
     if patterns.is_empty() || !inside_repo(root) {
         return found;
     }
-    let current = git(root, &["symbolic-ref", "-q", "HEAD"]).ok();
+    // `%(HEAD)` is `*` for the branch checked out, which `HEAD` already stands for.
     let Ok(refs) = git(
         root,
         &[
             "for-each-ref",
-            "--format=%(refname)",
+            "--format=%(HEAD)%(refname)",
             "refs/heads",
             "refs/remotes",
             "refs/stash",
@@ -216,7 +216,8 @@ pub fn committed_chronicle_lines(root: &Path, lines: &[&str]) -> CommittedLines 
     let trees: Vec<&str> = std::iter::once("HEAD")
         .chain(
             refs.lines()
-                .filter(|r| Some(*r) != current.as_deref().map(str::trim) && !r.ends_with("/HEAD")),
+                .filter_map(|r| r.strip_prefix(' '))
+                .filter(|r| !r.ends_with("/HEAD")),
         )
         .collect();
     let child = Command::new("git")
