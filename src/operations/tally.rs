@@ -357,9 +357,7 @@ fn act_on_outcome(
         // SPEC §8 records the outcome in the file before anything else: one `set_status`
         // leaves as it was (a `{…}` frontmatter) is neither chronicled nor moved, or it would
         // sit in ratified/ still saying `proposed`.
-        if current_status.as_deref() != Some(status)
-            && amendment::set_status(&now_text, status, ratified_at.as_deref()) == now_text
-        {
+        if current_status.as_deref() != Some(status) && !amendment::outcome_recordable(&now_text) {
             return Ok(Acted::Unrecordable);
         }
         super::edit_agent_file(writer, &polis.root, &file.rel, |text| {

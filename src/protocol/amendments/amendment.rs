@@ -593,8 +593,8 @@ pub fn set_status(text: &str, status: &str, ratified_at: Option<&str>) -> String
     }
 }
 
-/// Whether [`set_status`] can record a ratification in `text`: false for a frontmatter it
-/// leaves as it was (one flow mapping, no frontmatter). The tally then records nothing,
+/// Whether [`set_status`] can record an outcome in `text`: false for a frontmatter it leaves
+/// as it was (one flow mapping, no frontmatter). The tally then records nothing,
 /// appends no line and moves nothing; `check` names the file.
 pub fn outcome_recordable(text: &str) -> bool {
     set_status(text, "ratified", Some("2000-01-01 00:00:00")) != text
