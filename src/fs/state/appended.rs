@@ -70,10 +70,12 @@ fn whole_lines_len(file: &File, len: u64) -> std::io::Result<u64> {
     }
     let mut bytes = vec![0u8; len as usize];
     file.read_exact_at(&mut bytes, 0)?;
-    Ok(bytes
-        .iter()
-        .rposition(|b| *b == b'\n')
-        .map_or(0, |i| i as u64 + 1))
+    Ok(complete_lines_len(&bytes) as u64)
+}
+
+/// The length of `bytes` up to the end of their last complete line.
+fn complete_lines_len(bytes: &[u8]) -> usize {
+    bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1)
 }
 
 /// Hands the noted lines (in the order they were appended) to `keep` under the notes' lock,
@@ -96,7 +98,7 @@ pub fn take_appended(
     file.read_to_end(&mut bytes)
         .map_err(io_err("read", &path))?;
     // Complete lines only: a note cut short was never appended whole.
-    let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let whole = complete_lines_len(&bytes);
     let noted: Vec<String> = String::from_utf8_lossy(&bytes[..whole])
         .lines()
         .filter(|l| !l.trim().is_empty())
