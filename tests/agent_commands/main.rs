@@ -35,6 +35,16 @@ fn lines_with(p: &TestPolis, verb: &str) -> usize {
         .count()
 }
 
+/// A command that must be refused, saying `says`, with nothing written: what a replay of
+/// a recorded command, or one that cannot count, answers.
+#[track_caller]
+fn refused_writing_nothing(p: &TestPolis, out: impl FnOnce() -> Output, says: &str) {
+    let before = tree(p);
+    let err = refused(out());
+    assert!(err.contains(says), "{err}");
+    assert!(tree(p) == before, "the refused command wrote: {err}");
+}
+
 /// The state a command killed between its record and its chronicle line leaves: the record,
 /// and the chronicle without its `verb` lines (there must have been one).
 fn drop_lines(p: &TestPolis, verb: &str) {
@@ -116,10 +126,7 @@ fn a_log_replayed_in_the_same_minute_writes_its_line_once() {
         || chrono::Utc::now().timestamp() % 60 < 50,
     );
     ok(p.polisd(&log));
-    let before = tree(&p);
-    let err = refused(p.polisd(&log));
-    assert!(err.contains("already"), "{err}");
-    assert!(tree(&p) == before, "a replayed line was written");
+    refused_writing_nothing(&p, || p.polisd(&log), "already");
     assert_eq!(lines_with(&p, "blocked on review"), 1);
 }
 
