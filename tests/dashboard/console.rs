@@ -362,9 +362,12 @@ fn browser_every_console_action_works_without_javascript() {
             &[("to", ALPHA), ("reason", "alpha wrote the docs")],
         )
         .await;
+        // The claim is written before its chronicle lines: wait for both.
         wait_until("the override", deadline, || {
             p.read("contracts/open/free-job.md")
                 .contains(&format!("owner: {ALPHA}\n"))
+                && p.read("chronicle.md")
+                    .contains(&format!("| {ALPHA} | overrode routing |"))
         });
         assert_overridden(&p, "free-job", ALPHA, "alpha wrote the docs");
         // A review as a person.
