@@ -8,8 +8,10 @@
 use super::state::{self, Council};
 
 /// The words of a contribution: its body (a frontmatter, if any, is not counted), split on
-/// whitespace.
+/// whitespace. A byte-order mark (an editor on Windows saves one) is not part of the text:
+/// left in, it hides the frontmatter from the split, which then reaches the packet.
 pub fn body(text: &str) -> &str {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     crate::protocol::frontmatter::split(text).body
 }
 
@@ -468,6 +470,22 @@ mod tests {
         assert_eq!(cut("one two three", 3), None);
         assert_eq!(cut("one two three ", 3), None);
         assert_eq!(cut("a b c d", 2).as_deref(), Some("a b"));
+    }
+
+    #[test]
+    fn a_seat_file_saved_with_a_bom_and_crlf_keeps_its_frontmatter_out_of_the_packet() {
+        let text = "\u{feff}---\r\nvendor: anthropic\r\nmodel: opus\r\n---\r\nKeep the cache.\r\n";
+        assert_eq!(word_count(text), 3);
+        let c = council(Mode::Full);
+        let contributions = [Contribution {
+            id: IDS[0],
+            text: Some(text),
+            simulated: false,
+        }];
+        let (packet, _) = render(&c, 1, &contributions, &[]);
+        assert!(packet.contains("> Keep the cache."), "{packet}");
+        assert!(!packet.contains("anthropic"), "{packet}");
+        assert!(!packet.contains('\u{feff}'), "{packet}");
     }
 
     #[test]
