@@ -853,3 +853,51 @@ fn a_hand_written_parent_title_on_several_lines_writes_no_blocks_into_the_follow
         "{body}"
     );
 }
+
+/// The chain is the owners of the steps as the contracts show them: a citizen who takes its
+/// own suggested follow-up owns two steps (and counts twice), and a step's owner who edits the
+/// `chain:` of its contract while the chain runs neither resets the depth nor lets an earlier
+/// owner back in.
+#[test]
+fn owning_two_steps_or_editing_the_chain_by_hand_does_not_loosen_the_chain_rules() {
+    let p = polis();
+    let _daemon = p.start_daemon();
+    ok(p.polisd(&[
+        "contract",
+        "open",
+        "--title",
+        "Login API",
+        "--by",
+        FOUNDER,
+        "--tags",
+        "api",
+    ]));
+    claim_and_settle(&p, "login-api", B, &[&format!("{C}:Wire the endpoint")]);
+    let next1 = "contracts/open/login-api-next-1.md";
+    wait_for(&p, "the first follow-up", || p.exists(next1));
+    // B takes the follow-up suggested for C, and hands on again: that is step 3, not 2.
+    claim_and_settle(&p, "login-api-next-1", B, &[&format!("{C}:Test the form")]);
+    let next2 = "contracts/open/login-api-next-1-next-1.md";
+    wait_for(&p, "the second follow-up", || p.exists(next2));
+    let text = p.read(next2);
+    assert!(text.contains(&format!("chain: [{B}, {B}]")), "{text}");
+    assert!(text.contains("you are step 3 of at most 3"), "{text}");
+    // Step 3's owner empties the chain its contract records, then suggests B.
+    ok(p.polisd(&["contract", "claim", "login-api-next-1-next-1", "--as", D]));
+    p.save(
+        next2,
+        &p.read(next2)
+            .replace(&format!("chain: [{B}, {B}]"), "chain: []"),
+    );
+    claim_and_settle(&p, "login-api-next-1-next-1", D, &[&format!("{B}:Ship it")]);
+    wait_for(&p, "the deferral to the first opener", || {
+        p.count(FOUNDER, "handoff-deferred") == 1
+    });
+    assert!(!p.exists("contracts/open/login-api-next-1-next-1-next-1.md"));
+    let founder = inbox(&p, FOUNDER);
+    assert!(
+        founder.contains("already owns a step of this chain"),
+        "{founder}"
+    );
+    assert_eq!(p.count(B, "handoff-opened"), 0);
+}

@@ -91,6 +91,38 @@ pub fn first_opener(root: &Path, contract: &Contract) -> Option<String> {
     None
 }
 
+/// The owners of `parent`'s handoff sequence so far, its own owner last, as the contracts show
+/// them: the `chain` the sequence's first contract records, then the owner of every contract
+/// down the `parent_contract` links to `parent` (bounded, so a hand-made loop ends; where an
+/// ancestor cannot be read, the `chain` of the last one read stands for those above it). A
+/// citizen who owns two steps counts twice, as the seed's "append after each agent returns"
+/// says, and the `chain:` a follow-up records is not trusted: its owner can edit it while the
+/// chain runs, and neither that nor claiming one's own follow-ups loosens the chain rules.
+pub fn chain_of(root: &Path, parent_id: &str, parent: &Contract) -> Vec<String> {
+    let mut owners = Vec::new();
+    let mut seen = BTreeSet::from([parent_id.to_string()]);
+    let mut current = parent.clone();
+    loop {
+        if let Some(owner) = current.owner.as_deref().filter(|o| !o.trim().is_empty()) {
+            owners.push(owner.to_string());
+        }
+        let above = current
+            .fields
+            .get("parent_contract")
+            .as_str()
+            .filter(|p| layout::is_slug(p) && seen.len() <= 32 && seen.insert(p.to_string()))
+            .and_then(|p| lookup::find(root, p).ok())
+            .and_then(|(_, rel)| read_record(root, &rel).ok().flatten());
+        match above {
+            Some((_, contract)) => current = contract,
+            None => break,
+        }
+    }
+    let mut chain = handoff::ids_of(current.fields.get("chain"));
+    chain.extend(owners.into_iter().rev());
+    chain
+}
+
 /// Why `id` cannot take work, if it cannot.
 fn skip_reason(polis: &Polis, id: &str) -> Option<Skip> {
     if !layout::is_agent_id(id) {
@@ -234,8 +266,7 @@ pub fn dispatch_blocks(
         return Ok(out);
     }
     let max = handoff::max_chain_depth(&polis.settings.merged);
-    let parent_chain = handoff::ids_of(parent.fields.get("chain"));
-    let chain = handoff::chain_after(&parent_chain, parent.owner.as_deref().unwrap_or(""));
+    let chain = chain_of(root, parent_id, parent);
     let mut seen = BTreeSet::new();
     for s in &blocks.next {
         let id = source.follow_up_id(parent_id, s.n);
@@ -377,8 +408,7 @@ pub fn explain(
 ) -> (Vec<(Suggestion, BlockOutcome)>, Vec<NewCitizen>) {
     let blocks = handoff::parse_blocks(handoff::settlement_section(text));
     let max = handoff::max_chain_depth(&polis.settings.merged);
-    let parent_chain = handoff::ids_of(parent.fields.get("chain"));
-    let chain = handoff::chain_after(&parent_chain, parent.owner.as_deref().unwrap_or(""));
+    let chain = chain_of(&polis.root, parent_id, parent);
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for s in blocks.next {

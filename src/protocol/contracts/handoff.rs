@@ -291,15 +291,6 @@ pub fn ids_of(v: &Value) -> Vec<String> {
     }
 }
 
-/// The chain of the follow-up to `parent`: the parent's chain with its owner appended (once).
-pub fn chain_after(parent_chain: &[String], parent_owner: &str) -> Vec<String> {
-    let mut chain = parent_chain.to_vec();
-    if chain.last().map(String::as_str) != Some(parent_owner) && !parent_owner.is_empty() {
-        chain.push(parent_owner.to_string());
-    }
-    chain
-}
-
 /// The membership lines (`joined polis` / `left polis`) of a chronicle text, newest (last in
 /// the file) first, each with the citizen it is about: the one its `[[citizens/<id>]]` link
 /// names, else its author. Found by searching the whole text for the verb, so a million-line
