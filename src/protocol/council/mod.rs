@@ -179,8 +179,16 @@ pub fn requested(fields: &Value) -> Result<Option<Request>, RequestError> {
         council
     } else if matches!(council, Value::Bool(true)) {
         &Value::Null
-    } else {
+    } else if matches!(council, Value::Null | Value::Bool(false)) {
         return Ok(None);
+    } else {
+        // `council: quick`, `council: [a, b]`: a council was asked for in a shape that says
+        // nothing polisd can read, so it is named rather than taken for no request.
+        return Err(bad(
+            "council",
+            council,
+            "a block of the keys below, such as `council: {mode: quick}`, or `true` for the defaults",
+        ));
     };
     // Keys of a `council:` block may also be written without the `council_` prefix.
     let key = |k: &'static str| {
@@ -732,6 +740,25 @@ mod tests {
         assert!(e.to_string().contains("panel"), "{e}");
         let e = requested(&fields("council: {round_hours: -1}")).unwrap_err();
         assert!(e.to_string().contains("round_hours"), "{e}");
+    }
+
+    #[test]
+    fn a_council_key_that_is_not_a_block_is_named_not_taken_for_no_request() {
+        for text in [
+            "council: quick",
+            "council: [claude-aaaa-one, codex-bbbb-one]",
+            "council: 3",
+        ] {
+            let e = requested(&fields(text)).unwrap_err();
+            assert!(e.to_string().starts_with("`council: "), "{text}: {e}");
+            assert!(
+                e.to_string().contains("council: {mode: quick}"),
+                "{text}: {e}"
+            );
+        }
+        for text in ["council: false", "council: null", "council: no"] {
+            assert!(requested(&fields(text)).unwrap().is_none(), "{text}");
+        }
     }
 
     #[test]
