@@ -1058,3 +1058,32 @@ fn council_status_of_no_council_starts_one_only_where_the_contract_exists() {
     refused(out, "no contract `no-such-contract`");
     assert!(!err.contains("council start"), "{err}");
 }
+
+/// A request that reads well but cannot be seated is not only a line in the daemon's log:
+/// `polisd check` names the contract and why, and once it is fixed the council starts.
+#[test]
+fn a_council_request_that_cannot_be_seated_is_reported_by_check_until_fixed() {
+    let p = polis();
+    let cid = "lonely-chair";
+    contract(
+        &p,
+        cid,
+        "council: {mode: quick, chairman: nobody-sits-here, round_hours: 1}\n",
+    );
+    ok(p.polisd(&["contract", "claim", cid, "--as", OWNER]));
+    let _daemon = p.start_daemon();
+    let out = p.polisd(&["check", "--json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("P027"), "{text}");
+    assert!(text.contains(&format!("contracts/open/{cid}.md")), "{text}");
+    assert!(text.contains("`nobody-sits-here` cannot sit"), "{text}");
+    assert!(!p.exists(&format!("reviews/{cid}/council.md")));
+    let rel = format!("contracts/open/{cid}.md");
+    p.save(&rel, &p.read(&rel).replace("nobody-sits-here", D));
+    wait_for(&p, "the council to start", || {
+        p.exists(&format!("reviews/{cid}/council.md"))
+    });
+    let out = p.polisd(&["check", "--json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("cannot sit"), "{text}");
+}

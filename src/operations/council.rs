@@ -280,6 +280,24 @@ pub fn findings(polis: &Polis) -> Vec<crate::protocol::finding::Finding> {
             })
         })
         .collect();
+    // A request that reads well but cannot be seated (a chair who is not a citizen, a panel
+    // of one) is found only by seating it: the daemon tries again on every pass, and says so
+    // only in its log, so the contract's owner learns it here.
+    let now = PolisTime::system(polis.settings.timezone);
+    for id in wanting_start(polis).0 {
+        if let Err(e) = seated(&now, polis, &id, "contract", None) {
+            if let Some(file) = polis.contract(&id) {
+                out.push(Finding::warning(
+                    Code::BadCouncil,
+                    &file.file.rel,
+                    None,
+                    format!(
+                        "the council it asks for cannot start: {e}; the daemon starts it once this is fixed (docs/council.md, Who sits)"
+                    ),
+                ));
+            }
+        }
+    }
     for id in listed(&polis.root) {
         if let Err(e) = read(&polis.root, &id) {
             out.push(Finding::error(
@@ -317,6 +335,44 @@ pub fn start(
     started_by: &str,
     options: Option<&StartOptions>,
 ) -> Result<Started, OpError> {
+    let (council, title) = seated(now, polis, cid, started_by, options)?;
+    let bytes = council.render()?;
+    let rel = state::state_path(cid);
+    writer.update_locked(&rel, |current| {
+        if current.is_some() {
+            return Err(refuse(format!(
+                "a council on `{cid}` was started meanwhile; `polisd council status {cid}` shows it"
+            )));
+        }
+        Ok((Some(bytes.clone().into_bytes()), ()))
+    })?;
+    Ok(Started {
+        contract_id: cid.to_string(),
+        path: rel,
+        mode: council.mode,
+        round_closes_at: council
+            .rounds
+            .first()
+            .map(|r| r.closes_at.clone())
+            .unwrap_or_default(),
+        phase_words: council.phase_words(),
+        seats: seat_views(&council, &[]),
+        chairman: council.chairman.clone(),
+        chairman_is_owner: council.chairman_is_owner,
+        notes: council.notes.clone(),
+        notices: notices_for(&council, &title),
+    })
+}
+
+/// The council [`start`] would write on `cid`, and the contract's title; refused as `start`
+/// refuses, with nothing written.
+fn seated(
+    now: &PolisTime,
+    polis: &Polis,
+    cid: &str,
+    started_by: &str,
+    options: Option<&StartOptions>,
+) -> Result<(Council, String), OpError> {
     lookup::check_slug("contract id", cid)?;
     let Some(file) = polis.contract(cid) else {
         // The callers read the polis without the settled folder (it can be large), so a
@@ -437,33 +493,8 @@ pub fn start(
         )));
     }
     let council = Council::new(cid, owner, &request, &choice, started_by, &library, now);
-    let bytes = council.render()?;
-    let rel = state::state_path(cid);
-    writer.update_locked(&rel, |current| {
-        if current.is_some() {
-            return Err(refuse(format!(
-                "a council on `{cid}` was started meanwhile; `polisd council status {cid}` shows it"
-            )));
-        }
-        Ok((Some(bytes.clone().into_bytes()), ()))
-    })?;
     let title = contract.title.clone().unwrap_or_else(|| cid.to_string());
-    Ok(Started {
-        contract_id: cid.to_string(),
-        path: rel,
-        mode: council.mode,
-        round_closes_at: council
-            .rounds
-            .first()
-            .map(|r| r.closes_at.clone())
-            .unwrap_or_default(),
-        phase_words: council.phase_words(),
-        seats: seat_views(&council, &[]),
-        chairman: council.chairman.clone(),
-        chairman_is_owner: council.chairman_is_owner,
-        notes: council.notes.clone(),
-        notices: notices_for(&council, &title),
-    })
+    Ok((council, title))
 }
 
 /// Each seat's contribution to round `n`, as read now (`None`: no file, or only whitespace).

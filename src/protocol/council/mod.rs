@@ -187,7 +187,7 @@ pub fn requested(fields: &Value) -> Result<Option<Request>, RequestError> {
         return Err(bad(
             "council",
             council,
-            "a block of the keys below, such as `council: {mode: quick}`, or `true` for the defaults",
+            "a block of council keys, such as `council: {mode: quick}`, or `true` for the defaults",
         ));
     };
     // Keys of a `council:` block may also be written without the `council_` prefix.
