@@ -1087,3 +1087,45 @@ fn a_council_request_that_cannot_be_seated_is_reported_by_check_until_fixed() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("cannot sit"), "{text}");
 }
+
+/// A seat file written for a round that has not opened (early, or by a member who took the
+/// wrong folder) would be taken as that seat's contribution the moment the round opens,
+/// before its author read the packet: the author is told while there is time to move it, and
+/// `polisd check` names it.
+#[test]
+fn a_seat_file_written_for_a_round_not_open_yet_tells_its_author() {
+    let p = polis();
+    let _daemon = p.start_daemon();
+    let cid = "early-bird";
+    contract(&p, cid, "");
+    ok(p.polisd(&["contract", "claim", cid, "--as", OWNER]));
+    ok(p.polisd(&[
+        "council",
+        "start",
+        cid,
+        "--mode",
+        "quick",
+        "--panel",
+        &format!("{A},{B},{C}"),
+    ]));
+    wait_asked(&p, &[A, B, C], 0);
+    p.save(&seat(cid, 2, B), &words(20, "the cache, early"));
+    wait_for(&p, "the early writer told", || {
+        inbox(&p, B).contains("(P030)")
+    });
+    let text = inbox(&p, B);
+    assert!(text.contains(&seat(cid, 2, B)), "{text}");
+    assert!(
+        text.contains(&format!("move it to {}", seat(cid, 0, B))),
+        "{text}"
+    );
+    assert!(!inbox(&p, A).contains("(P030)"));
+    let out = p.polisd(&["check", "--json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("P030"), "{text}");
+    // Moved where it belongs, it is no longer reported.
+    p.mv(&seat(cid, 2, B), &seat(cid, 0, B));
+    let out = p.polisd(&["check", "--json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("P030"), "{text}");
+}

@@ -299,12 +299,46 @@ pub fn findings(polis: &Polis) -> Vec<crate::protocol::finding::Finding> {
         }
     }
     for id in listed(&polis.root) {
-        if let Err(e) = read(&polis.root, &id) {
-            out.push(Finding::error(
+        match read(&polis.root, &id) {
+            Ok(Some(council)) => {
+                out.extend(ahead(&polis.root, &council).into_iter().map(|(_, f)| f))
+            }
+            Ok(None) => {}
+            Err(e) => out.push(Finding::error(
                 Code::CouncilState,
                 state::state_path(&id),
                 None,
                 e.to_string(),
+            )),
+        }
+    }
+    out
+}
+
+/// P030 for each seat file of a round after the open one, by seat: written early (or for the
+/// wrong round), it would count as that seat's contribution the moment its round opens, before
+/// its author read the packet the round answers, and the round could close on it.
+fn ahead(root: &Path, council: &Council) -> Vec<(String, Finding)> {
+    use crate::protocol::finding::Code;
+    let Some(open) = council.open().filter(|_| council.phase == Phase::Rounds) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for k in open.n + 1..=council.mode.rounds() {
+        for s in &council.seats {
+            let rel = state::seat_path(&council.contract, k, &s.id);
+            if std::fs::symlink_metadata(root.join(&rel)).is_err() {
+                continue;
+            }
+            let message = format!(
+                "{} is not open yet ({} is): this file would count as your contribution to it the moment it opens, before you read the packet it answers; move it to {}, or delete it and write it when polisd asks",
+                council.round_words(k),
+                council.round_words(open.n),
+                state::seat_path(&council.contract, open.n, &s.id)
+            );
+            out.push((
+                s.id.clone(),
+                Finding::warning(Code::SeatAhead, rel, None, message),
             ));
         }
     }
@@ -733,7 +767,8 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
                     let Some(round) = council.open().cloned() else {
                         break;
                     };
-                    let (texts, unreadable) = read_seats_telling(root, &council, round.n);
+                    let (texts, mut unreadable) = read_seats_telling(root, &council, round.n);
+                    unreadable.extend(ahead(root, &council));
                     for (id, finding) in &unreadable {
                         notices.push(
                             Notification::record_finding(id, Some(id), finding)

@@ -103,6 +103,9 @@ pub enum Code {
     /// An entry of `reservations.yml` written wrong by hand: it may guard nothing, or nobody
     /// may be able to release it.
     BadReservation,
+    /// A council seat file written for a round that is not open yet: it would count as the
+    /// seat's contribution the moment that round opens, before its author read the packet.
+    SeatAhead,
 }
 
 impl Code {
@@ -146,6 +149,7 @@ impl Code {
             Code::BadCouncil => "P027",
             Code::CouncilState => "P028",
             Code::BadReservation => "P029",
+            Code::SeatAhead => "P030",
         }
     }
 }
