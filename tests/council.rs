@@ -1129,3 +1129,40 @@ fn a_seat_file_written_for_a_round_not_open_yet_tells_its_author() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("P030"), "{text}");
 }
+
+/// A verdict polisd cannot apply (the contract's `review:` is one word, so `review.status`
+/// cannot be set beside it without rewriting the owner's bytes) is told to the owner, not only
+/// logged; fixed by hand, the verdict is applied.
+#[test]
+fn a_verdict_that_cannot_be_applied_tells_the_owner_and_is_applied_once_fixed() {
+    let p = polis();
+    let _daemon = p.start_daemon();
+    let cid = "one-word-review";
+    contract(
+        &p,
+        cid,
+        "review: required\ncouncil: {mode: duo, round_hours: 0.002}\n",
+    );
+    ok(p.polisd(&["contract", "claim", cid, "--as", OWNER]));
+    wait_asked(&p, &[A, B], 0);
+    wait_for(&p, "the owner told the verdict cannot be applied", || {
+        inbox(&p, OWNER).contains("polisd cannot apply it")
+    });
+    let text = inbox(&p, OWNER);
+    assert!(text.contains("review.status"), "{text}");
+    assert!(text.contains(&format!("contracts/open/{cid}.md")), "{text}");
+    let rel = format!("contracts/open/{cid}.md");
+    p.save(
+        &rel,
+        &p.read(&rel)
+            .replace("review: required", "review: {required: true}"),
+    );
+    wait_for(&p, "the verdict applied", || {
+        p.read(&rel).contains("status: requested_changes")
+            && inbox(&p, OWNER).contains("reached its verdict")
+    });
+    assert_eq!(
+        inbox(&p, OWNER).matches("polisd cannot apply it").count(),
+        1
+    );
+}

@@ -65,6 +65,9 @@ impl Engine {
                     if self.warned_once.insert(format!("council {id}: {e}")) {
                         tracing::warn!("council on {id}: {e}");
                     }
+                    // A verdict that cannot be applied is the owner's to fix, not the log's.
+                    let stuck = council::stuck_notice(&self.root, &id, &e.to_string());
+                    self.enqueue(stuck.into_iter().collect());
                 }
                 Err(e) => pass.errors.push(format!("council on {id}: {e}")),
             }

@@ -11,6 +11,7 @@
 
 pub mod fallback;
 pub mod lens;
+pub mod notices;
 pub mod packet;
 pub mod state;
 pub mod verdict;
