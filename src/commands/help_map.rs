@@ -68,21 +68,33 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Descriptions wrap here, under their own column.
+/// Descriptions wrap at the terminal's width, never wider than this (clap's own help stops
+/// here too when it cannot ask the terminal).
 const WIDTH: usize = 100;
+
+/// The width clap wraps the rest of the help at: the terminal's, else `COLUMNS` (as when
+/// piped from a shell that exports it), else [`WIDTH`]; at most [`WIDTH`], so that the map
+/// and the options around it wrap alike on a narrow terminal.
+fn width() -> usize {
+    let columns = terminal_size::terminal_size()
+        .map(|(w, _)| usize::from(w.0))
+        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok());
+    columns.filter(|&w| w > 0).map_or(WIDTH, |w| w.min(WIDTH))
+}
 
 /// `cmd` (the root) with its help showing the commands under [`GROUPS`]' headings.
 pub fn grouped(cmd: clap::Command) -> clap::Command {
-    let listing = render(&cmd);
+    let width = width();
+    let listing = render(&cmd, width);
     let template = format!(
         "{{before-help}}{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{listing}\
          Options:\n{{options}}{{after-help}}"
     );
-    cmd.help_template(template)
+    cmd.help_template(template).max_term_width(WIDTH)
 }
 
 /// The grouped command list: a heading, then `  name  description` lines.
-fn render(cmd: &clap::Command) -> String {
+fn render(cmd: &clap::Command, width: usize) -> String {
     let shown: Vec<&clap::Command> = cmd.get_subcommands().filter(|c| !c.is_hide_set()).collect();
     // A command's visible aliases stand beside its name (`check, doctor`).
     let label = |c: &clap::Command| {
@@ -108,7 +120,7 @@ fn render(cmd: &clap::Command) -> String {
             let about = about.trim_end_matches('.');
             let indent = 2 + name_width + 2;
             out.push_str(&format!("  {:name_width$}  ", label(sub)));
-            out.push_str(&wrap(about, indent));
+            out.push_str(&wrap(about, indent, width));
             out.push('\n');
         }
         out.push('\n');
@@ -116,12 +128,13 @@ fn render(cmd: &clap::Command) -> String {
     out
 }
 
-/// `text` wrapped at [`WIDTH`], continuation lines indented by `indent`.
-fn wrap(text: &str, indent: usize) -> String {
+/// `text` wrapped at `width`, continuation lines indented by `indent`. A word longer than the
+/// room left still goes on a line of its own rather than being cut.
+fn wrap(text: &str, indent: usize, width: usize) -> String {
     let mut out = String::new();
     let mut column = indent;
     for word in text.split_whitespace() {
-        if column > indent && column + 1 + word.len() > WIDTH {
+        if column > indent && column + 1 + word.len() > width {
             out.push('\n');
             out.push_str(&" ".repeat(indent));
             column = indent;
@@ -184,7 +197,7 @@ mod tests {
     #[test]
     fn wrap_keeps_words_and_indents_continuations() {
         let text = "word ".repeat(40);
-        let wrapped = wrap(text.trim(), 10);
+        let wrapped = wrap(text.trim(), 10, WIDTH);
         assert!(wrapped.lines().count() > 1);
         assert!(wrapped
             .lines()
