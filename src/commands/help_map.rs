@@ -72,19 +72,11 @@ pub const GROUPS: &[(&str, &[&str])] = &[
 /// here too when it cannot ask the terminal).
 const WIDTH: usize = 100;
 
-/// The width clap wraps the rest of the help at: the terminal's, else `COLUMNS` (as when
-/// piped from a shell that exports it), else [`WIDTH`]; at most [`WIDTH`], so that the map
-/// and the options around it wrap alike on a narrow terminal.
-fn width() -> usize {
-    let columns = terminal_size::terminal_size()
-        .map(|(w, _)| usize::from(w.0))
-        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok());
-    columns.filter(|&w| w > 0).map_or(WIDTH, |w| w.min(WIDTH))
-}
-
 /// `cmd` (the root) with its help showing the commands under [`GROUPS`]' headings.
 pub fn grouped(cmd: clap::Command) -> clap::Command {
-    let width = width();
+    // The width clap wraps the rest of the help at, so that the map and the options around it
+    // wrap alike on a narrow terminal.
+    let width = super::terminal::columns(WIDTH);
     let listing = render(&cmd, width);
     let template = format!(
         "{{before-help}}{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{listing}\
@@ -120,30 +112,10 @@ fn render(cmd: &clap::Command, width: usize) -> String {
             let about = about.trim_end_matches('.');
             let indent = 2 + name_width + 2;
             out.push_str(&format!("  {:name_width$}  ", label(sub)));
-            out.push_str(&wrap(about, indent, width));
+            out.push_str(&super::terminal::fill(about, indent, indent, width));
             out.push('\n');
         }
         out.push('\n');
-    }
-    out
-}
-
-/// `text` wrapped at `width`, continuation lines indented by `indent`. A word longer than the
-/// room left still goes on a line of its own rather than being cut.
-fn wrap(text: &str, indent: usize, width: usize) -> String {
-    let mut out = String::new();
-    let mut column = indent;
-    for word in text.split_whitespace() {
-        if column > indent && column + 1 + word.len() > width {
-            out.push('\n');
-            out.push_str(&" ".repeat(indent));
-            column = indent;
-        } else if column > indent {
-            out.push(' ');
-            column += 1;
-        }
-        out.push_str(word);
-        column += word.len();
     }
     out
 }
@@ -192,17 +164,5 @@ mod tests {
         assert!(help.contains("  contract "), "{help}");
         assert!(help.contains("-V, --version"), "{help}");
         assert!(help.lines().all(|l| l.len() <= WIDTH), "{help}");
-    }
-
-    #[test]
-    fn wrap_keeps_words_and_indents_continuations() {
-        let text = "word ".repeat(40);
-        let wrapped = wrap(text.trim(), 10, WIDTH);
-        assert!(wrapped.lines().count() > 1);
-        assert!(wrapped
-            .lines()
-            .skip(1)
-            .all(|l| l.starts_with(&" ".repeat(10))));
-        assert_eq!(wrapped.split_whitespace().count(), 40);
     }
 }
