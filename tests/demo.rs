@@ -61,11 +61,12 @@ fn demo_plays_its_scene_in_time_and_leaves_a_polis_without_errors() {
     ] {
         assert!(out.contains(step), "the demo did not show `{step}`:\n{out}");
     }
+    // The path is the word after the phrase, on its line or, wrapped, on the next.
     let root = out
-        .lines()
-        .find_map(|l| l.split("The polis is at ").nth(1))
+        .split("The polis is at ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
         .expect("the demo names its folder")
-        .trim()
         .to_string();
     assert!(root.starts_with(&*tmp.path().to_string_lossy()), "{root}");
     let check = Command::new(BIN)
@@ -157,4 +158,41 @@ fn demo_removes_its_folder_unless_keep_is_given() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("`polisd demo --keep`"));
     let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().collect();
     assert!(left.is_empty(), "the demo left {left:?}");
+}
+
+/// On a 60-column terminal (`COLUMNS`, as when piped) the narration wraps at 60, each step's
+/// continuation lines under its text, instead of leaving 90-column lines for the terminal to
+/// fold into the step numbers' column. `polisd status`'s table after it is left as it is.
+#[test]
+fn demo_narration_wraps_at_a_narrow_terminal_width() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .arg("demo")
+        .env("TMPDIR", tmp.path())
+        .env("POLISD_STATE_DIR", tmp.path().join("state"))
+        .env("COLUMNS", "60")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let narration = text.split("$ polisd status").next().unwrap();
+    // A line over 60 is only one word too long to break (a path).
+    let long: Vec<&str> = narration
+        .lines()
+        .filter(|l| l.chars().count() > 60 && l.split_whitespace().count() > 1)
+        .collect();
+    assert!(long.is_empty(), "wider than 60: {long:#?}\n{text}");
+    // Step 5's sentence hangs under its text, three spaces in, like the lines before it.
+    let at = narration.find("moved the").expect(&text);
+    let line = narration[..at].rsplit('\n').next().unwrap();
+    assert!(
+        line.starts_with("   ") && !line.starts_with("    "),
+        "{line:?}\n{text}"
+    );
+    assert!(narration.contains("\n5. claude-code-1 proposes"), "{text}");
+    assert!(narration.contains("\n   "), "{text}");
 }

@@ -183,12 +183,9 @@ pub fn run(keep: bool, keep_running: bool, out: &mut dyn Write) -> anyhow::Resul
     .context("the amendment was not ratified")?;
     say(
         out,
-        "   polisd counted 2 agreeing votes of a quorum of 2: it set `status: ratified`, moved the",
-    )?;
-    say(out, "   file to amendments/ratified/, wrote a `ratified amendment` chronicle line and told every")?;
-    say(
-        out,
-        "   active citizen that CONSTITUTION.md must now be edited.",
+        "   polisd counted 2 agreeing votes of a quorum of 2: it set `status: ratified`, moved the \
+         file to amendments/ratified/, wrote a `ratified amendment` chronicle line and told every \
+         active citizen that CONSTITUTION.md must now be edited.",
     )?;
 
     say(
@@ -244,10 +241,39 @@ pub fn run(keep: bool, keep_running: bool, out: &mut dyn Write) -> anyhow::Resul
     Ok(0)
 }
 
-fn say(out: &mut dyn Write, line: &str) -> anyhow::Result<()> {
-    writeln!(out, "{line}")?;
+/// The narration is wrapped no wider than this, as `--help` is.
+const MAX_WIDTH: usize = 100;
+
+/// Writes `text`, each of its lines wrapped at the terminal's width (see
+/// [`crate::commands::terminal::columns`]), so that a narrow terminal does not fold a step into
+/// its number's column.
+fn say(out: &mut dyn Write, text: &str) -> anyhow::Result<()> {
+    let width = crate::commands::terminal::columns(MAX_WIDTH);
+    for line in text.split('\n') {
+        writeln!(out, "{}", wrap_line(line, width))?;
+    }
     out.flush()?;
     Ok(())
+}
+
+/// One line of narration laid out at `width`: continuation lines hang under the text after the
+/// line's indent, its step number (`1. `) or its opening quote.
+fn wrap_line(line: &str, width: usize) -> String {
+    let body = line.trim_start_matches(' ');
+    let lead = line.len() - body.len();
+    if body.is_empty() {
+        return String::new();
+    }
+    let digits = body.chars().take_while(char::is_ascii_digit).count();
+    let marker = if digits > 0 && body[digits..].starts_with(". ") {
+        digits + 2
+    } else if body.starts_with('"') {
+        1
+    } else {
+        0
+    };
+    let filled = crate::commands::terminal::fill(body, lead, lead + marker, width);
+    format!("{}{filled}", " ".repeat(lead))
 }
 
 /// The engine and watcher of `polisd run`, on a thread of this process.
@@ -492,4 +518,22 @@ fn shorten(text: &str, max: usize) -> String {
     }
     let cut: String = text.chars().take(max).collect();
     format!("{}…", cut.trim_end())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_line_hangs_continuations_under_the_text() {
+        let step = format!("2. {}", "word ".repeat(20).trim());
+        let wrapped = wrap_line(&step, 30);
+        assert!(wrapped.lines().count() > 1, "{wrapped}");
+        assert!(wrapped.lines().skip(1).all(|l| l.starts_with("   w")));
+        assert!(wrapped.lines().all(|l| l.len() <= 30), "{wrapped}");
+        let quoted = wrap_line(&format!("     \"{}\"", "word ".repeat(20).trim()), 30);
+        assert!(quoted.lines().skip(1).all(|l| l.starts_with("      w")));
+        assert_eq!(wrap_line("  short line", 30), "  short line");
+        assert_eq!(wrap_line("", 30), "");
+    }
 }

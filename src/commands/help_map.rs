@@ -68,21 +68,25 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Descriptions wrap here, under their own column.
+/// Descriptions wrap at the terminal's width, never wider than this (clap's own help stops
+/// here too when it cannot ask the terminal).
 const WIDTH: usize = 100;
 
 /// `cmd` (the root) with its help showing the commands under [`GROUPS`]' headings.
 pub fn grouped(cmd: clap::Command) -> clap::Command {
-    let listing = render(&cmd);
+    // The width clap wraps the rest of the help at, so that the map and the options around it
+    // wrap alike on a narrow terminal.
+    let width = super::terminal::columns(WIDTH);
+    let listing = render(&cmd, width);
     let template = format!(
         "{{before-help}}{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{listing}\
          Options:\n{{options}}{{after-help}}"
     );
-    cmd.help_template(template)
+    cmd.help_template(template).max_term_width(WIDTH)
 }
 
 /// The grouped command list: a heading, then `  name  description` lines.
-fn render(cmd: &clap::Command) -> String {
+fn render(cmd: &clap::Command, width: usize) -> String {
     let shown: Vec<&clap::Command> = cmd.get_subcommands().filter(|c| !c.is_hide_set()).collect();
     // A command's visible aliases stand beside its name (`check, doctor`).
     let label = |c: &clap::Command| {
@@ -108,29 +112,10 @@ fn render(cmd: &clap::Command) -> String {
             let about = about.trim_end_matches('.');
             let indent = 2 + name_width + 2;
             out.push_str(&format!("  {:name_width$}  ", label(sub)));
-            out.push_str(&wrap(about, indent));
+            out.push_str(&super::terminal::fill(about, indent, indent, width));
             out.push('\n');
         }
         out.push('\n');
-    }
-    out
-}
-
-/// `text` wrapped at [`WIDTH`], continuation lines indented by `indent`.
-fn wrap(text: &str, indent: usize) -> String {
-    let mut out = String::new();
-    let mut column = indent;
-    for word in text.split_whitespace() {
-        if column > indent && column + 1 + word.len() > WIDTH {
-            out.push('\n');
-            out.push_str(&" ".repeat(indent));
-            column = indent;
-        } else if column > indent {
-            out.push(' ');
-            column += 1;
-        }
-        out.push_str(word);
-        column += word.len();
     }
     out
 }
@@ -179,17 +164,5 @@ mod tests {
         assert!(help.contains("  contract "), "{help}");
         assert!(help.contains("-V, --version"), "{help}");
         assert!(help.lines().all(|l| l.len() <= WIDTH), "{help}");
-    }
-
-    #[test]
-    fn wrap_keeps_words_and_indents_continuations() {
-        let text = "word ".repeat(40);
-        let wrapped = wrap(text.trim(), 10);
-        assert!(wrapped.lines().count() > 1);
-        assert!(wrapped
-            .lines()
-            .skip(1)
-            .all(|l| l.starts_with(&" ".repeat(10))));
-        assert_eq!(wrapped.split_whitespace().count(), 40);
     }
 }

@@ -57,9 +57,58 @@ pub fn stdout() -> Escaped<io::StdoutLock<'static>> {
     Escaped::new(io::stdout().lock())
 }
 
+/// The width to wrap text for a person at, as clap finds it for `--help`: the terminal's, else
+/// `COLUMNS` (piped from a shell that exports it), else `max`; never more than `max`.
+pub fn columns(max: usize) -> usize {
+    let found = terminal_size::terminal_size()
+        .map(|(w, _)| usize::from(w.0))
+        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok());
+    found.filter(|&w| w > 0).map_or(max, |w| w.min(max))
+}
+
+/// `text`'s words laid out from column `start`, a line broken before a word that would pass
+/// `width`; each continuation line starts with `indent` spaces. A word wider than the room left
+/// keeps a line of its own rather than being cut (a path stays one piece).
+pub fn fill(text: &str, start: usize, indent: usize, width: usize) -> String {
+    let mut out = String::new();
+    let mut column = start;
+    let mut first = true;
+    for word in text.split_whitespace() {
+        let len = word.chars().count();
+        if !first && column + 1 + len > width {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            column = indent;
+        } else if !first {
+            out.push(' ');
+            column += 1;
+        }
+        out.push_str(word);
+        column += len;
+        first = false;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fill_keeps_words_and_indents_continuations() {
+        let text = "word ".repeat(40);
+        let filled = fill(text.trim(), 10, 10, 60);
+        assert!(filled.lines().count() > 1);
+        assert!(filled
+            .lines()
+            .skip(1)
+            .all(|l| l.starts_with(&" ".repeat(10)) && l.len() <= 60));
+        assert!(filled.lines().next().unwrap().len() <= 50);
+        assert_eq!(filled.split_whitespace().count(), 40);
+        // A word wider than the line is kept whole, on a line of its own.
+        let long = format!("a {} b", "x".repeat(80));
+        assert_eq!(fill(&long, 0, 2, 40).lines().count(), 3);
+    }
 
     #[test]
     fn lines_are_escaped_even_when_split_across_writes() {

@@ -355,6 +355,35 @@ fn help_groups_the_commands_under_headings() {
     assert!(commands >= 35, "{help}");
 }
 
+/// On a narrow terminal the command map wraps at its width, as clap wraps the about text and
+/// the options around it, instead of leaving 100-column lines for the terminal to fold into the
+/// names' column. Piped, `COLUMNS` stands for the terminal.
+#[test]
+fn help_map_wraps_at_a_narrow_terminal_width() {
+    for columns in ["60", "72"] {
+        let out = Command::new(BIN)
+            .arg("--help")
+            .env("COLUMNS", columns)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        let help = stdout(&out);
+        let width: usize = columns.parse().unwrap();
+        let long: Vec<&str> = help.lines().filter(|l| l.chars().count() > width).collect();
+        assert!(long.is_empty(), "wider than {width}: {long:#?}\n{help}");
+        assert!(help.contains("\n  check, doctor  "), "{help}");
+    }
+    // Without a terminal or `COLUMNS`, 100 columns as before.
+    let out = Command::new(BIN)
+        .arg("--help")
+        .env_remove("COLUMNS")
+        .output()
+        .unwrap();
+    let help = stdout(&out);
+    assert!(help.lines().all(|l| l.chars().count() <= 100), "{help}");
+    assert!(help.lines().any(|l| l.chars().count() > 90), "{help}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // docs/protocol.md: every example is a real file
 

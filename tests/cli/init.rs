@@ -157,6 +157,30 @@ fn init_without_a_root_makes_the_polis_in_the_working_directory() {
     assert!(card.contains("\ntool: 'unknown'\n"), "{card}");
 }
 
+/// A bridge pointer written with CRLF line ends (a Windows editor's AGENTS.md) gets polisd's
+/// section with CRLF too, not LF lines after CRLF ones; the user's bytes come first, unchanged,
+/// and a second `init` finds the file as it left it.
+#[test]
+fn init_writes_the_bridge_section_in_a_crlf_files_line_ends() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mine = "# Agents\r\n\r\nUse pnpm. Never push.\r\n";
+    std::fs::write(tmp.path().join("AGENTS.md"), mine).unwrap();
+    let out = polisd_in(tmp.path(), &["init", "--agent-id", FOUNDER]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let after = std::fs::read_to_string(tmp.path().join("AGENTS.md")).unwrap();
+    assert!(after.starts_with(mine), "{after:?}");
+    assert!(after.contains("polisd:bridge:start"), "{after:?}");
+    assert_eq!(
+        after.matches('\n').count(),
+        after.matches("\r\n").count(),
+        "a line end without CR: {after:?}"
+    );
+    let again = polisd_in(tmp.path(), &["init", "--agent-id", FOUNDER]);
+    assert_eq!(again.status.code(), Some(0), "{}", describe(&again));
+    let twice = std::fs::read_to_string(tmp.path().join("AGENTS.md")).unwrap();
+    assert_eq!(twice, after);
+}
+
 #[test]
 fn init_again_with_a_new_founder_lists_what_it_added() {
     let tmp = tempfile::tempdir().unwrap();

@@ -692,26 +692,45 @@ pub fn skill_file() -> String {
 }
 
 /// A file's text with polisd's marked section added (at the end) or replaced in place; every
-/// byte outside the section is kept.
+/// byte outside the section is kept. The section takes the file's line ends: in a file written
+/// with CRLF (most of its lines end so, outside the section) it is written with CRLF, so that an
+/// editor or `git diff` does not find one file with two kinds of line end.
 pub fn upsert_section(existing: Option<&str>, section: &str) -> String {
     let Some(text) = existing.filter(|t| !t.is_empty()) else {
         return section.to_string();
     };
-    if let (Some(s), Some(e)) = (text.find(BRIDGE_START), text.find(BRIDGE_END)) {
-        if s < e {
+    let span = match (text.find(BRIDGE_START), text.find(BRIDGE_END)) {
+        (Some(s), Some(e)) if s < e => {
             let mut end = e + BRIDGE_END.len();
-            if text[end..].starts_with('\n') {
+            if text[end..].starts_with("\r\n") {
+                end += 2;
+            } else if text[end..].starts_with('\n') {
                 end += 1;
             }
-            return format!("{}{section}{}", &text[..s], &text[end..]);
+            Some((s, end))
         }
-    }
-    let sep = if text.ends_with("\n\n") {
-        ""
-    } else if text.ends_with('\n') {
-        "\n"
+        _ => None,
+    };
+    let outside = span.map_or(text.to_string(), |(s, end)| {
+        format!("{}{}", &text[..s], &text[end..])
+    });
+    let crlf_lines = outside.matches("\r\n").count();
+    let crlf = crlf_lines > outside.matches('\n').count() - crlf_lines;
+    let eol = if crlf { "\r\n" } else { "\n" };
+    let section = if crlf {
+        section.replace("\r\n", "\n").replace('\n', "\r\n")
     } else {
-        "\n\n"
+        section.to_string()
+    };
+    if let Some((s, end)) = span {
+        return format!("{}{section}{}", &text[..s], &text[end..]);
+    }
+    let sep = if text.ends_with(&format!("{eol}{eol}")) || text.ends_with("\n\n") {
+        String::new()
+    } else if text.ends_with('\n') {
+        eol.to_string()
+    } else {
+        format!("{eol}{eol}")
     };
     format!("{text}{sep}{section}")
 }
@@ -992,5 +1011,32 @@ mod tests {
         let old = once.replace("read it once per session", "old words");
         assert_eq!(upsert_section(Some(&old), &bridge_section()), once);
         assert_eq!(upsert_section(None, "x\n"), "x\n");
+    }
+
+    #[test]
+    fn bridge_section_takes_a_crlf_files_line_ends() {
+        let mine = "# My rules\r\n\r\nBe nice.\r\n";
+        let once = upsert_section(Some(mine), &bridge_section());
+        assert!(once.starts_with(mine));
+        // Every line end is CRLF, the blank line before the section included.
+        assert_eq!(
+            once.matches('\n').count(),
+            once.matches("\r\n").count(),
+            "{once:?}"
+        );
+        assert!(once.contains("Be nice.\r\n\r\n<!-- polisd:bridge:start -->\r\n"));
+        assert_eq!(upsert_section(Some(&once), &bridge_section()), once);
+        // A section an older polisd wrote with LF into the CRLF file is brought into line.
+        let lf = format!("{mine}\r\n{}", bridge_section());
+        assert_eq!(upsert_section(Some(&lf), &bridge_section()), once);
+        // No final line end: a CRLF blank line between.
+        let bare = upsert_section(Some("# Rules\r\nBe nice."), &bridge_section());
+        assert!(
+            bare.starts_with("# Rules\r\nBe nice.\r\n\r\n<!--"),
+            "{bare:?}"
+        );
+        // An LF file stays LF.
+        let lf_file = upsert_section(Some("a\nb\n"), &bridge_section());
+        assert!(!lf_file.contains('\r'));
     }
 }
