@@ -210,6 +210,62 @@ fn rollback_refuses_to_lose_an_edit_made_after_the_migration() {
     assert_eq!(tree(&polis), original);
 }
 
+/// A migration stopped half way (its backup and manifest written, the settings and the first
+/// card changed, the second card not yet) is finished by a second run, which backs up only
+/// what it changes. Two rollbacks then bring back every byte of the original polis: the second
+/// passes over the backup the first already restored, and over a backup left without its
+/// manifest by a run stopped before it changed anything. Rolling back always the newest
+/// backup left the first run's changes in place for good.
+#[test]
+fn a_migration_stopped_half_way_then_finished_is_undone_by_rolling_back_twice() {
+    let project = oldest_reference_polis();
+    let polis = root(project.path());
+    let original = tree(&polis);
+
+    let first = polisd(&["migrate", "--json"], &polis);
+    assert_eq!(first.status.code(), Some(0), "{}", describe(&first));
+    let first_backup = json_of(&first)["backup"].as_str().unwrap().to_string();
+    // Where the run stopped: the second card was never stamped.
+    std::fs::write(polis.join(card(SECOND)), &original[&card(SECOND)]).unwrap();
+
+    let rerun = polisd(&["migrate", "--json"], &polis);
+    assert_eq!(rerun.status.code(), Some(0), "{}", describe(&rerun));
+    let rerun = json_of(&rerun);
+    assert_eq!(
+        changes(&rerun),
+        [("stamp-card".to_string(), card(SECOND))],
+        "{rerun:#}"
+    );
+    let second_backup = rerun["backup"].as_str().unwrap().to_string();
+    assert_ne!(second_backup, first_backup);
+    // A later run stopped while it copied its backup: no manifest, nothing changed.
+    let orphan = polis.join(".polis-backups/29991231-235959");
+    std::fs::create_dir_all(orphan.join("citizens")).unwrap();
+
+    let back = polisd(&["migrate", "--rollback", "--json"], &polis);
+    assert_eq!(back.status.code(), Some(0), "{}", describe(&back));
+    assert_eq!(json_of(&back)["backup"], second_backup.as_str());
+    let back = polisd(&["migrate", "--rollback", "--json"], &polis);
+    assert_eq!(back.status.code(), Some(0), "{}", describe(&back));
+    assert_eq!(json_of(&back)["backup"], first_backup.as_str());
+    assert_eq!(tree(&polis), original, "the polis is not as it was");
+
+    // Nothing left to undo: the newest complete backup, every file unchanged, nothing written.
+    let again = polisd(&["migrate", "--rollback", "--json"], &polis);
+    assert_eq!(again.status.code(), Some(0), "{}", describe(&again));
+    let again = json_of(&again);
+    assert_eq!(again["backup"], second_backup.as_str());
+    assert!(
+        again["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["undo"] == "unchanged"),
+        "{again:#}"
+    );
+    assert_eq!(tree(&polis), original);
+}
+
 #[test]
 fn migrate_refuses_usage_errors_and_reports_what_it_cannot_change() {
     let empty = tempfile::tempdir().unwrap();

@@ -1011,7 +1011,10 @@ fn entries_written_wrong_by_hand_are_named_on_their_line_with_their_fix() {
         (6, "no `reserved_at`"),
         (7, "`paths: [src/d.rs]`"),
         (8, "no `reserved_at`"),
-        (10, "`/etc/passwd` is outside the project"),
+        (
+            10,
+            "`/etc/passwd` is read as `etc/passwd`, inside the project",
+        ),
         (11, "`../outside.txt` is outside the project"),
         (12, "write it as `src/e.rs`"),
         (13, "no `reserved_at`"),

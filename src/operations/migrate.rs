@@ -162,9 +162,17 @@ fn apply(writer: &Writer, change: &Change) -> Result<bool, OpError> {
     }
 }
 
-/// Restores the newest backup: every file the migration changed goes back to its copy, every
-/// file it created is removed. Refused, with nothing written, when a file was edited after the
-/// migration (the edit would be lost), unless `force`.
+/// Restores the newest backup that has something left to undo: every file the migration
+/// changed goes back to its copy, every file it created is removed. Refused, with nothing
+/// written, when a file was edited after the migration (the edit would be lost), unless
+/// `force`.
+///
+/// A backup whose files are all as they were before its migration (a rollback restored it
+/// already), or that has no manifest (its migration stopped while writing the backup, before
+/// it changed anything: the manifest is written last, by the reference too), is passed over
+/// for the one before it. So repeated rollbacks undo migrations newest first, and a migration
+/// stopped half way and then finished by a second run is undone by two rollbacks instead of
+/// leaving the first run's changes for good.
 pub fn rollback(writer: &Writer, force: bool, dry_run: bool) -> Result<Rollback, OpError> {
     let _lock = if dry_run {
         None
@@ -173,38 +181,34 @@ pub fn rollback(writer: &Writer, force: bool, dry_run: bool) -> Result<Rollback,
     };
     let root = writer.root();
     let names = snapshot::subdirs(root, BACKUP_DIR);
-    let Some(name) = migration::latest_backup(&names) else {
+    let backups = migration::backups_newest_first(&names);
+    let Some(newest) = backups.first() else {
         return Err(OpError::Migration(format!(
             "no backup in _polis/{BACKUP_DIR}/ to roll back to; nothing was written"
         )));
     };
-    let dir = format!("{BACKUP_DIR}/{name}");
-    let read = |rel: &str| snapshot::read_text(root, rel, Some(MAX_RECORD_BYTES));
-    let unusable = |why: String| {
-        OpError::Migration(format!(
-            "{dir}/{MANIFEST} cannot be used: {why}; nothing was written: restore the files \
-             from {dir} by hand"
-        ))
-    };
-    let manifest =
-        read(&format!("{dir}/{MANIFEST}"))?.ok_or_else(|| unusable("it is missing".to_string()))?;
-    let entries = migration::parse_manifest(&manifest).map_err(unusable)?;
-    let mut plan = Vec::new();
-    for entry in &entries {
-        let backup = match entry.existed_before {
-            true => read(&format!("{dir}/{}", entry.path))?,
-            false => None,
+    // The newest backup already undone, reported as such when no older one has more to undo.
+    let mut undone = None;
+    let mut chosen = None;
+    for name in &backups {
+        let dir = format!("{BACKUP_DIR}/{name}");
+        let Some(plan) = backup_plan(root, &dir)? else {
+            continue;
         };
-        let current = read(&entry.path)?;
-        let step = migration::undo_step(entry, backup.as_deref(), current.as_deref());
-        if entry.existed_before && backup.is_none() {
-            return Err(unusable(format!(
-                "it lists {} but holds no copy of it",
-                entry.path
-            )));
+        if plan.iter().all(|(step, _, _)| step.undo == Undo::Unchanged) {
+            undone.get_or_insert((dir, plan));
+            continue;
         }
-        plan.push((step, backup, current));
+        chosen = Some((dir, plan));
+        break;
     }
+    let Some((dir, plan)) = chosen.or(undone) else {
+        return Err(OpError::Migration(format!(
+            "{BACKUP_DIR}/{newest}/{MANIFEST} is missing, as in every backup here: the \
+             migration that made it stopped before it changed anything; nothing was written: \
+             run `polisd migrate` to finish it"
+        )));
+    };
     let conflicts: Vec<String> = plan
         .iter()
         .filter_map(|(step, _, _)| {
@@ -236,6 +240,42 @@ pub fn rollback(writer: &Writer, force: bool, dry_run: bool) -> Result<Rollback,
         });
     }
     Ok(report)
+}
+
+/// One file of a rollback: what to do, the backup's copy, the file as it is now.
+type Step = (migration::UndoStep, Option<String>, Option<String>);
+
+/// The rollback of the backup in `dir` (relative to `_polis/`), file by file; `None` when it
+/// has no manifest.
+fn backup_plan(root: &Path, dir: &str) -> Result<Option<Vec<Step>>, OpError> {
+    let read = |rel: &str| snapshot::read_text(root, rel, Some(MAX_RECORD_BYTES));
+    let unusable = |why: String| {
+        OpError::Migration(format!(
+            "{dir}/{MANIFEST} cannot be used: {why}; nothing was written: restore the files \
+             from {dir} by hand"
+        ))
+    };
+    let Some(manifest) = read(&format!("{dir}/{MANIFEST}"))? else {
+        return Ok(None);
+    };
+    let entries = migration::parse_manifest(&manifest).map_err(unusable)?;
+    let mut plan = Vec::new();
+    for entry in &entries {
+        let backup = match entry.existed_before {
+            true => read(&format!("{dir}/{}", entry.path))?,
+            false => None,
+        };
+        let current = read(&entry.path)?;
+        let step = migration::undo_step(entry, backup.as_deref(), current.as_deref());
+        if entry.existed_before && backup.is_none() {
+            return Err(unusable(format!(
+                "it lists {} but holds no copy of it",
+                entry.path
+            )));
+        }
+        plan.push((step, backup, current));
+    }
+    Ok(Some(plan))
 }
 
 /// Puts one file back. The file must still hold what the rollback was decided on.

@@ -384,14 +384,16 @@ pub fn backup_name(now: chrono::NaiveDateTime, taken: &[String]) -> String {
         .unwrap_or(base)
 }
 
-/// The newest backup among folder names (others are ignored), as the reference picks it: by
-/// time stamp, a `-N` suffix after the plain name.
-pub fn latest_backup(names: &[String]) -> Option<&str> {
-    names
+/// Every backup among folder names (others are ignored), newest first: by time stamp, a `-N`
+/// suffix after the plain name. The first is the one the reference's rollback picks; the
+/// order is the one in which repeated rollbacks undo migrations.
+pub fn backups_newest_first(names: &[String]) -> Vec<&str> {
+    let mut backups: Vec<_> = names
         .iter()
         .filter_map(|name| backup_order(name).map(|key| (key, name.as_str())))
-        .max()
-        .map(|(_, name)| name)
+        .collect();
+    backups.sort_by(|a, b| b.cmp(a));
+    backups.into_iter().map(|(_, name)| name).collect()
 }
 
 fn backup_order(name: &str) -> Option<(&str, u64)> {
@@ -682,8 +684,11 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
-        assert_eq!(latest_backup(&names), Some("20260605-090807-10"));
-        assert_eq!(latest_backup(&["x".to_string()]), None);
+        assert_eq!(
+            backups_newest_first(&names),
+            ["20260605-090807-10", "20260605-090807-9", "20260101-000000"]
+        );
+        assert!(backups_newest_first(&["x".to_string()]).is_empty());
     }
 
     #[test]

@@ -165,7 +165,7 @@ pub enum Command {
     /// Creates polis.yml (schema v2) or raises its schema_version, and stamps every capability
     /// card that lacks a current content_hash, as the reference's `polis migrate --apply`
     /// does. Every file about to change is first copied into `_polis/.polis-backups/<stamp>/`
-    /// with a MANIFEST.yml; `--rollback` puts the newest backup back.
+    /// with a MANIFEST.yml; `--rollback` puts the newest backup back (again: the one before).
     Migrate(Deferred<MigrateArgs>),
     /// Add a citizen to a polis.
     ///

@@ -78,8 +78,9 @@ pub struct MigrateArgs {
     /// Apply the migration: the default, accepted for the reference's spelling.
     #[arg(long, conflicts_with_all = ["dry_run", "rollback"])]
     pub apply: bool,
-    /// Restore the newest backup in `_polis/.polis-backups/`: changed files go back to their
-    /// copies, created files are removed.
+    /// Restore the newest backup in `_polis/.polis-backups/` with something left to undo:
+    /// changed files go back to their copies, created files are removed. Run it again to undo
+    /// the migration before.
     #[arg(long)]
     pub rollback: bool,
     /// With --rollback: restore even files edited after the migration (those edits are lost).

@@ -10,7 +10,9 @@
 
 use crate::protocol::arg::{Action, Names};
 use crate::protocol::contracts::record_check::did_you_mean;
-use crate::protocol::contracts::reservation::{fold, normalize, Entry, Expiry};
+use crate::protocol::contracts::reservation::{
+    fold, held_as, normalize, Entry, Expiry, HeldAs, PathError,
+};
 use crate::yaml::Value;
 
 /// The keys an entry may have: the reference's, and polisd's `contract`.
@@ -156,7 +158,7 @@ pub fn check(
                 .or_else(|| key_line("paths"));
             let compared = match normalize(path, &[]) {
                 Err(err) => {
-                    push(line, err.to_string());
+                    push(line, refused_path(path, &err));
                     continue;
                 }
                 Ok(n) => {
@@ -258,6 +260,28 @@ pub fn check(
 
 /// The 1-based first line of each entry of the `reservations:` block list, when the text has
 /// exactly `count` of them (a flow-style file has none to point at).
+/// The problem of a path the commands would refuse, saying what it holds as written: an
+/// entry that claims the whole project, or a folder of it, while its message calls the path
+/// empty or outside would block every other citizen without a word of why.
+fn refused_path(path: &str, err: &PathError) -> String {
+    match held_as(path) {
+        HeldAs::Everything => format!(
+            "`{}` holds the whole project, so every other citizen's reservation is refused while \
+             it stands; name what you will edit instead, or write `**` if the whole project is \
+             meant",
+            shortened(path)
+        ),
+        HeldAs::Path(n) => format!(
+            "`{}` is read as `{}`, inside the project (its leading `/` dropped); write `{}`, or \
+             remove it if a path outside the project was meant",
+            shortened(path),
+            shortened(&n),
+            shortened(&n)
+        ),
+        HeldAs::Other => err.to_string(),
+    }
+}
+
 fn entry_lines(lines: &[&str], count: usize) -> Option<Vec<usize>> {
     let key = lines.iter().position(|l| {
         l.strip_prefix("reservations")
@@ -298,8 +322,9 @@ fn item_is(line: &str, path: &str) -> bool {
     let body = line.trim_start();
     let body = body.strip_prefix("- ").map_or(body, str::trim_start);
     let body = body.strip_prefix("paths:").map_or(body, str::trim_start);
+    // A bare `paths:` holds no item, not the empty path.
     let unquoted = body.trim_matches(|c| c == '\'' || c == '"');
-    unquoted == path
+    !body.is_empty() && unquoted == path
 }
 
 /// What a value is, in a message.
@@ -371,6 +396,29 @@ mod tests {
             !got.iter().any(|(l, _)| l.is_some_and(|l| l < 7)),
             "{got:#?}"
         );
+    }
+
+    /// Paths the commands refuse, written by hand, still hold what the overlap reads them as:
+    /// the problem says so instead of calling them empty or outside the project.
+    #[test]
+    fn a_hand_written_path_that_holds_the_whole_project_says_so() {
+        let text = "reservations:\n- citizen: alpha-agent\n  paths:\n  - ''\n  - /\n  - /etc\n  - ../x\n  reserved_at: '2026-03-02T10:00:00+00:00'\n";
+        let got: Vec<(Option<usize>, String)> = problems(text)
+            .into_iter()
+            .map(|p| (p.line, p.message))
+            .collect();
+        let on = |line: usize, what: &str| {
+            assert!(
+                got.iter()
+                    .any(|(l, m)| *l == Some(line) && m.contains(what)),
+                "nothing on line {line} saying {what}: {got:#?}"
+            )
+        };
+        on(4, "`` holds the whole project");
+        on(5, "`/` holds the whole project");
+        on(6, "`/etc` is read as `etc`, inside the project");
+        on(7, "`../x` is outside the project");
+        assert!(!got.iter().any(|(_, m)| m.contains("is empty")), "{got:#?}");
     }
 
     #[test]

@@ -29,8 +29,8 @@ use chrono::{DateTime, Duration, FixedOffset, NaiveDate, NaiveDateTime, TimeZone
 
 mod pattern;
 pub use pattern::{
-    fold, is_glob, normalize, overlaps, PathError, Pattern, MAX_ALTERNATIVES, MAX_NAME_BYTES,
-    MAX_PATH_BYTES,
+    fold, held_as, is_glob, normalize, overlaps, HeldAs, PathError, Pattern, MAX_ALTERNATIVES,
+    MAX_NAME_BYTES, MAX_PATH_BYTES,
 };
 
 /// The file, relative to `_polis/`.

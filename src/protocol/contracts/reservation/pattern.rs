@@ -126,6 +126,38 @@ pub fn overlaps(a: &str, b: &str) -> bool {
     Pattern::new(a).overlaps(&Pattern::new(b))
 }
 
+/// What a path written by hand in the file, one [`normalize`] refuses, holds all the same
+/// when entries are compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeldAs {
+    /// Every path of the project: the path has no component once `.`, empty components and
+    /// slashes are dropped (``, `/`, `./`), as the reference reads it too.
+    Everything,
+    /// The same as this normalised path (`/etc` is read as `etc`, as the reference reads it).
+    Path(String),
+    /// Something else (`../x` names no file of the project).
+    Other,
+}
+
+/// How [`Pattern::overlaps`] reads `raw`, a path written by hand that [`normalize`] refuses:
+/// a message that calls it empty or outside the project must not hide that it holds the
+/// whole project, or a folder inside it.
+pub fn held_as(raw: &str) -> HeldAs {
+    let comps = |text: &str| {
+        expand_braces(text).map(|alts| alts.iter().map(|a| parse_pattern(a)).collect::<Vec<_>>())
+    };
+    let Some(alts) = within_bounds(raw).then(|| comps(raw)).flatten() else {
+        return HeldAs::Other;
+    };
+    if alts.iter().any(Vec::is_empty) {
+        return HeldAs::Everything;
+    }
+    match normalize(raw.trim_start_matches('/'), &[]) {
+        Ok(n) if raw.starts_with('/') && comps(&n).as_ref() == Some(&alts) => HeldAs::Path(n),
+        _ => HeldAs::Other,
+    }
+}
+
 /// A path as a file system that ignores letter case and Unicode normalisation names it
 /// (macOS's default, Windows): two paths that may be one file there fold to the same text, so
 /// a polis shared with such a machine never lets two citizens hold one file. Each letter is
@@ -749,6 +781,22 @@ mod tests {
             "src/a/b.rs"
         );
         assert_eq!(normalize("../b.rs", &["src".into()]).unwrap(), "b.rs");
+    }
+
+    /// Written by hand, a path `normalize` refuses is still compared: ``, `/` and `./` hold
+    /// every path, `/etc` the project's `etc`, as the reference reads them.
+    #[test]
+    fn what_a_refused_path_holds_when_written_by_hand() {
+        for raw in ["", "/", "//", "./", ".", "{,src}"] {
+            assert_eq!(held_as(raw), HeldAs::Everything, "{raw:?}");
+            assert!(overlaps(raw, "docs/x.md"), "{raw:?}");
+        }
+        assert_eq!(held_as("/etc"), HeldAs::Path("etc".into()));
+        assert!(overlaps("/etc", "etc/x"));
+        assert_eq!(held_as("/src/*.rs"), HeldAs::Path("src/*.rs".into()));
+        for raw in ["../x", " ", "/a/../b", "src/*/../x"] {
+            assert_eq!(held_as(raw), HeldAs::Other, "{raw:?}");
+        }
     }
 
     #[test]
