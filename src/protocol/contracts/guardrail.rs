@@ -83,14 +83,18 @@ pub fn render_new(
     Ok(format!("---\n{head}---\n\n{}\n", text.trim()))
 }
 
-/// Whether `existing` is the guardrail `new` would add again: the same active check, tags and
-/// source contract, whatever its id and time.
+/// Whether `existing` is the guardrail `new` would add again: the same active check and source
+/// contract on the same set of tags, whatever its id and time. The tags are a set, as
+/// `applies` reads them: `api,py` after `py,api`, or `py,py` after `py`, is the same check, and
+/// a twin would put it into every later contract's criteria twice.
 pub fn same_guardrail(existing: &str, new: &str) -> bool {
-    crate::protocol::frontmatter::same_record_apart_from(
-        existing,
-        new,
-        &["guardrail_id", "created_at"],
-    )
+    let read = |text: &str| {
+        let record = crate::protocol::frontmatter::parse(text).ok()?;
+        let g = from_record("", &record)?;
+        let tags: std::collections::BTreeSet<String> = g.tags.into_iter().collect();
+        Some((g.text, g.source_contract, tags))
+    };
+    matches!((read(existing), read(new)), (Some(a), Some(b)) if a == b)
 }
 
 #[cfg(test)]
@@ -140,6 +144,17 @@ mod tests {
         ));
         let retired = first.replace("status: active", "status: retired");
         assert!(!same_guardrail(&retired, &first));
+    }
+
+    #[test]
+    fn the_same_tags_in_another_order_or_named_twice_are_the_same_guardrail() {
+        let tags = |t: &[&str]| t.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        let new = |t: &[&str]| {
+            render_new("x", "Run the tests", &tags(t), None, "2026-01-02 03:04:05").unwrap()
+        };
+        assert!(same_guardrail(&new(&["py", "api"]), &new(&["api", "py"])));
+        assert!(same_guardrail(&new(&["py", "py"]), &new(&["py"])));
+        assert!(!same_guardrail(&new(&["py", "api"]), &new(&["py"])));
     }
 
     #[test]
