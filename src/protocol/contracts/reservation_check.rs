@@ -366,23 +366,30 @@ mod tests {
         )
     }
 
+    /// Each problem of `text` as (line, message).
+    fn by_line(text: &str) -> Vec<(Option<usize>, String)> {
+        problems(text)
+            .into_iter()
+            .map(|p| (p.line, p.message))
+            .collect()
+    }
+
+    fn said_on(got: &[(Option<usize>, String)], line: usize, what: &str) {
+        assert!(
+            got.iter()
+                .any(|(l, m)| *l == Some(line) && m.contains(what)),
+            "nothing on line {line} saying {what}: {got:#?}"
+        )
+    }
+
     #[test]
     fn each_problem_is_on_its_line() {
         let text = "# header\nreservations:\n\
             - citizen: alpha-agent\n  paths:\n  - src/a.rs\n  reserved_at: '2026-03-02T10:00:00+00:00'\n\
             - citizen: alpha-agent\n  paths:\n  - src/b.rs\n  - SRC/A.rs\n  - src/b.rs\n  reserved_at: yesterday\n  expire_at: '2026-03-02T11:00:00+00:00'\n\
             - citizen: [alpha-agent]\n  paths: [src/c.rs]\n  reserved_at: '2026-03-02T10:00:00+00:00'\n  note: {a: 1}\n";
-        let got: Vec<(Option<usize>, String)> = problems(text)
-            .into_iter()
-            .map(|p| (p.line, p.message))
-            .collect();
-        let on = |line: usize, what: &str| {
-            assert!(
-                got.iter()
-                    .any(|(l, m)| *l == Some(line) && m.contains(what)),
-                "nothing on line {line} saying {what}: {got:#?}"
-            )
-        };
+        let got = by_line(text);
+        let on = |line: usize, what: &str| said_on(&got, line, what);
         on(
             10,
             "held already by another entry of `alpha-agent` (line 5)",
@@ -403,17 +410,8 @@ mod tests {
     #[test]
     fn a_hand_written_path_that_holds_the_whole_project_says_so() {
         let text = "reservations:\n- citizen: alpha-agent\n  paths:\n  - ''\n  - /\n  - /etc\n  - ../x\n  reserved_at: '2026-03-02T10:00:00+00:00'\n";
-        let got: Vec<(Option<usize>, String)> = problems(text)
-            .into_iter()
-            .map(|p| (p.line, p.message))
-            .collect();
-        let on = |line: usize, what: &str| {
-            assert!(
-                got.iter()
-                    .any(|(l, m)| *l == Some(line) && m.contains(what)),
-                "nothing on line {line} saying {what}: {got:#?}"
-            )
-        };
+        let got = by_line(text);
+        let on = |line: usize, what: &str| said_on(&got, line, what);
         on(4, "`` holds the whole project");
         on(5, "`/` holds the whole project");
         on(6, "`/etc` is read as `etc`, inside the project");
