@@ -1077,8 +1077,23 @@ fn a_council_request_that_cannot_be_seated_is_reported_by_check_until_fixed() {
     assert!(text.contains("P027"), "{text}");
     assert!(text.contains(&format!("contracts/open/{cid}.md")), "{text}");
     assert!(text.contains("`nobody-sits-here` cannot sit"), "{text}");
-    assert!(!p.exists(&format!("reviews/{cid}/council.md")));
+    // It points at the request's own line, as every finding about a line does.
     let rel = format!("contracts/open/{cid}.md");
+    let council_line = p
+        .read(&rel)
+        .lines()
+        .position(|l| l.starts_with("council:"))
+        .map(|i| i + 1);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p027: Vec<_> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "P027")
+        .map(|f| f["line"].as_u64().map(|l| l as usize))
+        .collect();
+    assert_eq!(p027, vec![council_line], "{text}");
+    assert!(!p.exists(&format!("reviews/{cid}/council.md")));
     p.save(&rel, &p.read(&rel).replace("nobody-sits-here", D));
     wait_for(&p, "the council to start", || {
         p.exists(&format!("reviews/{cid}/council.md"))

@@ -273,7 +273,7 @@ pub fn findings(polis: &Polis) -> Vec<crate::protocol::finding::Finding> {
                 Finding::warning(
                     Code::BadCouncil,
                     &c.file.rel,
-                    None,
+                    council_line(&c.file.text),
                     format!(
                         "{e}; no council starts until it is fixed (docs/council.md lists the keys)"
                     ),
@@ -291,7 +291,7 @@ pub fn findings(polis: &Polis) -> Vec<crate::protocol::finding::Finding> {
                 out.push(Finding::warning(
                     Code::BadCouncil,
                     &file.file.rel,
-                    None,
+                    council_line(&file.file.text),
                     format!(
                         "the council it asks for cannot start: {e}; the daemon starts it once this is fixed (docs/council.md, Who sits)"
                     ),
@@ -314,6 +314,11 @@ pub fn findings(polis: &Polis) -> Vec<crate::protocol::finding::Finding> {
         }
     }
     out
+}
+
+/// The line of a contract's `council:` key, where a P027 points.
+fn council_line(text: &str) -> Option<usize> {
+    crate::protocol::contracts::record_check::key_line(text, "council")
 }
 
 /// P030 for each seat file of a round after the open one, by seat: written early (or for the
