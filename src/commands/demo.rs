@@ -241,14 +241,11 @@ pub fn run(keep: bool, keep_running: bool, out: &mut dyn Write) -> anyhow::Resul
     Ok(0)
 }
 
-/// The narration is wrapped no wider than this, as `--help` is.
-const MAX_WIDTH: usize = 100;
-
 /// Writes `text`, each of its lines wrapped at the terminal's width (see
 /// [`crate::commands::terminal::columns`]), so that a narrow terminal does not fold a step into
 /// its number's column.
 fn say(out: &mut dyn Write, text: &str) -> anyhow::Result<()> {
-    let width = crate::commands::terminal::columns(MAX_WIDTH);
+    let width = crate::commands::terminal::columns();
     for line in text.split('\n') {
         writeln!(out, "{}", wrap_line(line, width))?;
     }

@@ -68,21 +68,18 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Descriptions wrap at the terminal's width, never wider than this (clap's own help stops
-/// here too when it cannot ask the terminal).
-const WIDTH: usize = 100;
-
 /// `cmd` (the root) with its help showing the commands under [`GROUPS`]' headings.
 pub fn grouped(cmd: clap::Command) -> clap::Command {
     // The width clap wraps the rest of the help at, so that the map and the options around it
     // wrap alike on a narrow terminal.
-    let width = super::terminal::columns(WIDTH);
+    let width = super::terminal::columns();
     let listing = render(&cmd, width);
     let template = format!(
         "{{before-help}}{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{listing}\
          Options:\n{{options}}{{after-help}}"
     );
-    cmd.help_template(template).max_term_width(WIDTH)
+    cmd.help_template(template)
+        .max_term_width(super::terminal::MAX_WIDTH)
 }
 
 /// The grouped command list: a heading, then `  name  description` lines.
@@ -163,6 +160,10 @@ mod tests {
         assert!(!help.contains("Commands:"), "{help}");
         assert!(help.contains("  contract "), "{help}");
         assert!(help.contains("-V, --version"), "{help}");
-        assert!(help.lines().all(|l| l.len() <= WIDTH), "{help}");
+        assert!(
+            help.lines()
+                .all(|l| l.len() <= crate::commands::terminal::MAX_WIDTH),
+            "{help}"
+        );
     }
 }

@@ -57,13 +57,19 @@ pub fn stdout() -> Escaped<io::StdoutLock<'static>> {
     Escaped::new(io::stdout().lock())
 }
 
+/// The widest polisd lays out text for a person (`--help`, the demo's narration): past it a
+/// line is harder to read, however wide the terminal.
+pub const MAX_WIDTH: usize = 100;
+
 /// The width to wrap text for a person at, as clap finds it for `--help`: the terminal's, else
-/// `COLUMNS` (piped from a shell that exports it), else `max`; never more than `max`.
-pub fn columns(max: usize) -> usize {
+/// `COLUMNS` (piped from a shell that exports it), else [`MAX_WIDTH`]; never more than that.
+pub fn columns() -> usize {
     let found = terminal_size::terminal_size()
         .map(|(w, _)| usize::from(w.0))
         .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok());
-    found.filter(|&w| w > 0).map_or(max, |w| w.min(max))
+    found
+        .filter(|&w| w > 0)
+        .map_or(MAX_WIDTH, |w| w.min(MAX_WIDTH))
 }
 
 /// `text`'s words laid out from column `start`, a line broken before a word that would pass
