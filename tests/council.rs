@@ -1181,3 +1181,51 @@ fn a_verdict_that_cannot_be_applied_tells_the_owner_and_is_applied_once_fixed() 
         1
     );
 }
+
+#[test]
+fn a_coordinator_verdict_written_again_days_later_keeps_its_bytes() {
+    // A silent council on a contract whose single-word `review:` polisd cannot set a status
+    // beside: the coordinator's verdict is written and then waits, passed over again on every
+    // later pass until the owner fixes the contract. Its review-by date comes from when the
+    // verdict was due, so a pass days later (or another machine's daemon) writes the same bytes.
+    let p = polis();
+    let mut clock = Clock::new(&p);
+    let _daemon = p.start_daemon_with(&[("POLISD_FAKE_NOW_FILE", clock.path.as_path())]);
+    let cid = "silent-review";
+    contract(
+        &p,
+        cid,
+        "review: required\ncouncil: {mode: duo, round_hours: 0.5, retry_hours: 0.1}\n",
+    );
+    ok(p.polisd(&["contract", "claim", cid, "--as", OWNER]));
+    let fallback = format!("reviews/{cid}/verdict-fallback.md");
+    // Nobody writes: move the clock on half an hour at a time until the chair's time is up.
+    let start = std::time::Instant::now();
+    while !(p.exists(&fallback) && inbox(&p, OWNER).contains("polisd cannot apply it")) {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(90),
+            "no coordinator's verdict; council: {}",
+            p.read(&format!("reviews/{cid}/council.md"))
+        );
+        clock.advance_minutes(30);
+        nudge(&p, cid);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let first = p.read(&fallback);
+    assert!(first.contains("by 20"), "{first}");
+    clock.advance_minutes(3 * 24 * 60);
+    let rel = format!("contracts/open/{cid}.md");
+    p.save(
+        &rel,
+        &p.read(&rel)
+            .replace("review: required", "review: {required: true}"),
+    );
+    wait_for(&p, "the verdict applied", || {
+        p.read(&rel).contains("status: requested_changes")
+    });
+    assert_eq!(
+        p.read(&fallback),
+        first,
+        "the coordinator's verdict, written again three days later, changed"
+    );
+}

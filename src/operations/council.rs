@@ -919,9 +919,7 @@ pub fn advance(writer: &Writer, now: &PolisTime, cid: &str) -> Result<Advanced, 
                             .map(|(id, t, sim)| (id, Some(t), sim))
                             .collect();
                     council.chairman_failed = true;
-                    let review_by = (now.now + chrono::Duration::days(14))
-                        .format("%Y-%m-%d")
-                        .to_string();
+                    let review_by = council.fallback_review_by(now);
                     let frel = state::fallback_verdict_path(cid);
                     let text = fallback::synthesize(&council, &finals, &review_by);
                     if writer.replace_atomic(&frel, text.as_bytes())?

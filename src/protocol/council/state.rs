@@ -506,6 +506,21 @@ impl Council {
                 .is_some_and(|d| now.now >= d)
     }
 
+    /// The date the coordinator's fallback verdict names as its review-by: 14 days after the
+    /// chair's verdict was due. Taken from the council's own record, not from the clock, so the
+    /// fallback's bytes are the same whenever and wherever it is written again (a pass retried
+    /// the next day, a second machine's daemon).
+    pub fn fallback_review_by(&self, now: &PolisTime) -> String {
+        let due = self
+            .verdict_due_at
+            .as_deref()
+            .and_then(parse_stamp)
+            .unwrap_or(now.now);
+        (due + chrono::Duration::days(14))
+            .format("%Y-%m-%d")
+            .to_string()
+    }
+
     /// Seat states over the closed rounds: `live` wrote in every one; `degraded` missed at
     /// least one; `offline`, once the council is over, wrote in none.
     pub fn seat_states(&self) -> Vec<(String, &'static str)> {
