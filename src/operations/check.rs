@@ -236,7 +236,8 @@ fn routing_rule_findings(polis: &Polis) -> Vec<Finding> {
 }
 
 /// The findings that make the tally skip an amendment or read it differently from what it
-/// says (bad YAML, a status it does not know, a quorum or expiry it cannot read), for
+/// says (bad YAML, a status it does not know, a quorum or expiry it cannot read, a vote file
+/// it cannot count), for
 /// `status` and `tally` to show next to the amendments.
 pub fn amendment_problems(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     amendment_problems_with(polis, now, &mut Rechecks::once())
@@ -251,7 +252,11 @@ pub fn amendment_problems_with(
     let mut out: Vec<Finding> = polis
         .findings
         .iter()
-        .filter(|f| f.path.starts_with("amendments/") && f.code == Code::BadYaml)
+        .filter(|f| {
+            (f.path.starts_with("amendments/") && f.code == Code::BadYaml)
+                || f.path
+                    .starts_with(crate::protocol::amendments::amendment::VOTES_DIR)
+        })
         .cloned()
         .collect();
     for a in polis.amendments.iter() {

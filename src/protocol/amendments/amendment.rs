@@ -249,6 +249,47 @@ pub fn parse_vote_file(text: &str, stem: &str) -> Option<VoteRecord> {
     })
 }
 
+/// Why a vote file counts for nobody, as a finding on `rel`: a frontmatter that does not
+/// parse, or no `vote:` the tally reads. `None` when [`parse_vote_file`] reads its vote. The
+/// tally skips such a file, so the voter's vote silently falls back to whatever the amendment
+/// itself records for them; this is what `check` says instead.
+pub fn vote_file_problem(rel: &str, text: &str) -> Option<Finding> {
+    let record = match frontmatter::parse(text) {
+        Ok(r) => r,
+        Err(e) => {
+            return Some(Finding::error(
+                Code::BadYaml,
+                rel,
+                Some(e.line()),
+                format!(
+                    "{e}; this vote is not counted until the file reads `---`, \
+                     `vote: agree` (or disagree, abstain, request_changes), `---`"
+                ),
+            ))
+        }
+    };
+    let vote = record.fields.get("vote");
+    if vote.as_str().and_then(Vote::parse_prefix).is_some() {
+        return None;
+    }
+    // The line as written: YAML reads `vote: yes` as a boolean, which is not what was typed.
+    let line = crate::protocol::contracts::record_check::key_line(text, "vote");
+    let written = match line.and_then(|n| text.lines().nth(n - 1)) {
+        Some(l) if !matches!(vote, Value::Null) => format!("`{}`", quoted(l.trim())),
+        _ => "no `vote:`".to_string(),
+    };
+    Some(Finding::error(
+        Code::BadAmendment,
+        rel,
+        line.or(Some(1)),
+        format!(
+            "this vote file holds {written}, which the tally does not read, so the vote is not \
+             counted; write `vote: agree`, `vote: disagree`, `vote: abstain` or \
+             `vote: request_changes` (or vote again with `polisd amendment vote`)"
+        ),
+    ))
+}
+
 /// The votes that count.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Votes {
