@@ -198,6 +198,7 @@ fn all_findings(
     out.extend(card_findings(polis));
     out.extend(status_findings(polis));
     out.extend(unknown_voters(polis));
+    out.extend(hand_ratified(polis, now));
     out.extend(contracts_in_two_folders(polis, is_settled));
     out.extend(sync_findings(polis, copies));
     out.extend(
@@ -262,6 +263,7 @@ pub fn amendment_problems_with(
     for a in polis.amendments.iter() {
         out.extend(rechecks.amendment(&a.rel, &a.text, now));
     }
+    out.extend(hand_ratified(polis, now));
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     out
 }
@@ -364,6 +366,29 @@ fn unknown_voters(polis: &Polis) -> Vec<Finding> {
                 &registered,
             )
         })
+        .collect()
+}
+
+/// Amendments in `proposed/` whose `status: ratified` was typed without the votes to reach the
+/// quorum: the tally does not finish them (`amendment::hand_ratified_finding`).
+fn hand_ratified(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+    use crate::protocol::amendments::amendment;
+    let marked: Vec<_> = polis
+        .amendments
+        .iter()
+        .filter(|a| {
+            a.folder == AmendmentFolder::Proposed && amendment::needs_move(&a.amendment, true)
+        })
+        .collect();
+    if marked.is_empty() {
+        // The electorate reads the activity window: only when there is something to weigh.
+        return Vec::new();
+    }
+    let electorate = crate::operations::tally::Electorate::of(polis, now);
+    let ctx = electorate.context(now);
+    marked
+        .into_iter()
+        .filter_map(|a| amendment::hand_ratified_finding(&a.rel, &a.text, &a.amendment, &ctx))
         .collect()
 }
 

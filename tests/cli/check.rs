@@ -317,6 +317,74 @@ fn a_vote_file_the_tally_cannot_count_is_reported() {
     );
 }
 
+/// A file in `proposed/` whose status says `ratified` is an interrupted ratification only when
+/// its votes reach the quorum. A proposer who types `status: ratified` alone made polisd move
+/// the file, chronicle `ratified amendment` as `polis-daemon` and tell every citizen to edit
+/// the constitution; now the tally leaves it and `check` names the line. With the votes there,
+/// the interrupted move is still finished.
+#[test]
+fn a_status_ratified_typed_without_the_votes_is_reported_and_never_finished() {
+    let p = TestPolis::init(FOUNDER);
+    for id in [
+        "codex-second-two",
+        "gemini-third-three",
+        "aider-fourth-four",
+    ] {
+        p.citizen(id, "openai", &[("python", 3)], "medium");
+    }
+    let aid = "2026-11-01-quality-floor";
+    let rel = format!("amendments/proposed/{aid}.md");
+    let text = |agree: &str| {
+        format!(
+            "---\namendment_id: {aid}\ntitle: Quality floor\nproposed_by: {FOUNDER}\n\
+             proposed_at: '2026-11-01 10:00:00'\nstatus: ratified\nquorum_required: 3\n\
+             votes:\n  agree: [{agree}]\nexpires_at: '2099-12-01'\n---\n\n# Quality floor\n"
+        )
+    };
+    let forged = text(FOUNDER);
+    p.save(&rel, &forged);
+    let chronicle = p.read("chronicle.md");
+    let tally = p.polisd(&["tally"]);
+    assert!(tally.status.success(), "{}", describe(&tally));
+    assert!(
+        stdout(&tally).contains(&format!("malformed {rel}:6")),
+        "{}",
+        describe(&tally)
+    );
+    assert_eq!(p.read(&rel), forged);
+    assert!(!p.exists(&format!("amendments/ratified/{aid}.md")));
+    assert_eq!(p.read("chronicle.md"), chronicle);
+    assert!(
+        !p.read("citizens/codex-second-two/inbox.md")
+            .contains("amendment-ratified"),
+        "{}",
+        p.read("citizens/codex-second-two/inbox.md")
+    );
+    let check = p.polisd(&["check", "--json"]);
+    assert_eq!(check.status.code(), Some(1), "{}", describe(&check));
+    let report = json(&check);
+    let p021 = with_code(&report, "P021");
+    assert_eq!(p021.len(), 1, "{report:#}");
+    assert_eq!(p021[0]["path"], rel.as_str());
+    assert_eq!(p021[0]["line"], 6);
+    assert!(
+        p021[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1 agree of 3 needed"),
+        "{report:#}"
+    );
+    // The votes that reach the quorum make it a ratification the tally finishes.
+    p.save(
+        &rel,
+        &text(&format!("{FOUNDER}, codex-second-two, gemini-third-three")),
+    );
+    let tally = p.polisd(&["tally"]);
+    assert!(tally.status.success(), "{}", describe(&tally));
+    assert!(p.exists(&format!("amendments/ratified/{aid}.md")));
+    assert!(p.read("chronicle.md").contains("ratified amendment"));
+}
+
 /// SPEC §8: a ratification sets `status` and `ratified_at`, then moves the file. A frontmatter
 /// written as one flow mapping has no `status:` line to set, so the outcome cannot be recorded:
 /// the file must not be chronicled as ratified nor moved still saying `proposed`, and `check`
