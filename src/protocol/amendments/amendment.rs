@@ -273,7 +273,7 @@ pub fn vote_file_problem(rel: &str, text: &str) -> Option<Finding> {
         return None;
     }
     // The line as written: YAML reads `vote: yes` as a boolean, which is not what was typed.
-    let line = crate::protocol::contracts::record_check::key_line(text, "vote");
+    let line = frontmatter::key_line(text, "vote");
     let written = match line.and_then(|n| text.lines().nth(n - 1)) {
         Some(l) if !matches!(vote, Value::Null) => format!("`{}`", quoted(l.trim())),
         _ => "no `vote:`".to_string(),
@@ -639,7 +639,7 @@ pub fn hand_ratified_finding(
         Finding::error(
             Code::BadAmendment,
             rel,
-            crate::protocol::contracts::record_check::key_line(text, "status"),
+            frontmatter::key_line(text, "status"),
             format!(
                 "`status: ratified`, but the votes do not reach the quorum ({} agree of {} \
                  needed), so this is no ratification: only the tally ratifies. polisd leaves \
