@@ -559,19 +559,31 @@ pub fn vote_files(
     root: &Path,
     stem: &str,
 ) -> Vec<crate::protocol::amendments::amendment::VoteRecord> {
+    vote_files_reporting(root, stem, &mut Vec::new())
+}
+
+/// [`vote_files`], with a finding for each vote file that counts for nobody: unreadable,
+/// holding git's conflict markers (one citizen voting differently on two machines), or
+/// holding no vote the tally reads.
+pub fn vote_files_reporting(
+    root: &Path,
+    stem: &str,
+    findings: &mut Vec<Finding>,
+) -> Vec<crate::protocol::amendments::amendment::VoteRecord> {
+    use crate::protocol::amendments::amendment;
     if !crate::protocol::layout::is_slug(stem) {
         return Vec::new();
     }
-    let dir = format!(
-        "{}/{stem}",
-        crate::protocol::amendments::amendment::VOTES_DIR
-    );
-    let mut ignored = Vec::new();
-    list(root, &dir, ".md", &mut ignored)
+    let dir = format!("{}/{stem}", amendment::VOTES_DIR);
+    list(root, &dir, ".md", findings)
         .into_iter()
         .filter_map(|e| {
-            let text = read_text(root, &e.rel, Some(MAX_RECORD_BYTES)).ok()??;
-            crate::protocol::amendments::amendment::parse_vote_file(&text, &e.stem)
+            let text = read_or_report(root, &e.rel, findings)?;
+            let vote = amendment::parse_vote_file(&text, &e.stem);
+            if vote.is_none() {
+                findings.extend(amendment::vote_file_problem(&e.rel, &text));
+            }
+            vote
         })
         .collect()
 }
@@ -913,7 +925,14 @@ impl Polis {
                 let Some(text) = read_or_report(root, &entry.rel, &mut findings) else {
                     continue;
                 };
-                match parse_amendment(root, &text, &entry.stem) {
+                let parsed = crate::protocol::amendments::amendment::parse(&text, &entry.stem).map(
+                    |mut a| {
+                        a.votes
+                            .extend(vote_files_reporting(root, &entry.stem, &mut findings));
+                        a
+                    },
+                );
+                match parsed {
                     Ok(amendment) => amendments.push(AmendmentFile {
                         folder,
                         rel: entry.rel,

@@ -198,6 +198,7 @@ fn all_findings(
     out.extend(card_findings(polis));
     out.extend(status_findings(polis));
     out.extend(unknown_voters(polis));
+    out.extend(hand_ratified(polis, now));
     out.extend(contracts_in_two_folders(polis, is_settled));
     out.extend(sync_findings(polis, copies));
     out.extend(
@@ -236,7 +237,8 @@ fn routing_rule_findings(polis: &Polis) -> Vec<Finding> {
 }
 
 /// The findings that make the tally skip an amendment or read it differently from what it
-/// says (bad YAML, a status it does not know, a quorum or expiry it cannot read), for
+/// says (bad YAML, a status it does not know, a quorum or expiry it cannot read, a vote file
+/// it cannot count), for
 /// `status` and `tally` to show next to the amendments.
 pub fn amendment_problems(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
     amendment_problems_with(polis, now, &mut Rechecks::once())
@@ -251,12 +253,17 @@ pub fn amendment_problems_with(
     let mut out: Vec<Finding> = polis
         .findings
         .iter()
-        .filter(|f| f.path.starts_with("amendments/") && f.code == Code::BadYaml)
+        .filter(|f| {
+            (f.path.starts_with("amendments/") && f.code == Code::BadYaml)
+                || f.path
+                    .starts_with(crate::protocol::amendments::amendment::VOTES_DIR)
+        })
         .cloned()
         .collect();
     for a in polis.amendments.iter() {
         out.extend(rechecks.amendment(&a.rel, &a.text, now));
     }
+    out.extend(hand_ratified(polis, now));
     out.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     out
 }
@@ -359,6 +366,29 @@ fn unknown_voters(polis: &Polis) -> Vec<Finding> {
                 &registered,
             )
         })
+        .collect()
+}
+
+/// Amendments in `proposed/` whose `status: ratified` was typed without the votes to reach the
+/// quorum: the tally does not finish them (`amendment::hand_ratified_finding`).
+fn hand_ratified(polis: &Polis, now: &PolisTime) -> Vec<Finding> {
+    use crate::protocol::amendments::amendment;
+    let marked: Vec<_> = polis
+        .amendments
+        .iter()
+        .filter(|a| {
+            a.folder == AmendmentFolder::Proposed && amendment::needs_move(&a.amendment, true)
+        })
+        .collect();
+    if marked.is_empty() {
+        // The electorate reads the activity window: only when there is something to weigh.
+        return Vec::new();
+    }
+    let electorate = crate::operations::tally::Electorate::of(polis, now);
+    let ctx = electorate.context(now);
+    marked
+        .into_iter()
+        .filter_map(|a| amendment::hand_ratified_finding(&a.rel, &a.text, &a.amendment, &ctx))
         .collect()
 }
 

@@ -172,7 +172,11 @@ pub fn tally(
         }
         let a = &file.amendment;
         // An interrupted ratification (status already ratified, file still in proposed/) is
-        // finished: moved, chronicled and announced.
+        // finished: moved, chronicled and announced. A `ratified` typed by hand without the
+        // votes is left alone (`check` reports it).
+        if amendment::needs_move(a, true) && !amendment::ratification_stands(a, &ctx) {
+            continue;
+        }
         let outcome = if amendment::needs_move(a, true) {
             let mut outcome = amendment::tally(a, &ctx);
             outcome.action = Action::Ratified;

@@ -175,6 +175,28 @@ pub fn parse(raw: &str) -> Result<Record, FrontmatterError> {
     })
 }
 
+/// The 1-based line of a top-level frontmatter key in the file's text, when it is written at
+/// the start of a line.
+pub fn key_line(text: &str, key: &str) -> Option<usize> {
+    let mut fences = 0;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_start_matches('\u{feff}');
+        if line.trim_end() == "---" {
+            fences += 1;
+            if fences == 2 {
+                return None;
+            }
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix(key) {
+            if rest.trim_start().starts_with(':') {
+                return Some(i + 1);
+            }
+        }
+    }
+    None
+}
+
 /// Sets one top-level scalar in a file's frontmatter by splicing lines: every line `key: …`
 /// (and its indented continuation) becomes `key: value` with its own line end; when the key is
 /// missing, the line is added after `insert_after`'s entry, else before the closing fence.

@@ -232,6 +232,159 @@ fn check_status_and_tally_report_a_malformed_amendment() {
     );
 }
 
+/// A vote file the tally cannot read counts for nobody: one whose vote is not a vote word, one
+/// whose frontmatter does not parse, one holding git's conflict markers (a citizen who voted
+/// two ways on two machines). Each was skipped in silence, `check` said `0 errors`; now each
+/// is a finding on the vote file's line, shown by `tally` and `status` too.
+#[test]
+fn a_vote_file_the_tally_cannot_count_is_reported() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen("codex-second-two", "openai", &[("python", 3)], "medium");
+    p.citizen("gemini-third-three", "google", &[("python", 3)], "medium");
+    p.citizen("aider-fourth-four", "other", &[("python", 3)], "medium");
+    let aid = "2026-11-01-quality-floor";
+    p.save(
+        &format!("amendments/proposed/{aid}.md"),
+        &format!(
+            "---\namendment_id: {aid}\ntitle: Quality floor\nproposed_by: {FOUNDER}\n\
+             proposed_at: '2099-11-01 10:00:00'\nstatus: proposed\nquorum_required: 4\n\
+             expires_at: '2099-12-01'\n---\n\n# Quality floor\n"
+        ),
+    );
+    let vote = |who: &str, vote: &str| {
+        format!("---\namendment_id: {aid}\nvoter: {who}\n{vote}voted_at: 2099-11-01 10:05\n---\n")
+    };
+    let dir = format!("amendments/votes/{aid}");
+    p.save(
+        &format!("{dir}/codex-second-two.md"),
+        &vote("codex-second-two", "vote: yes\n"),
+    );
+    p.save(
+        &format!("{dir}/gemini-third-three.md"),
+        &vote(
+            "gemini-third-three",
+            "<<<<<<< HEAD\nvote: agree\n=======\nvote: disagree\n>>>>>>> origin/main\n",
+        ),
+    );
+    p.save(
+        &format!("{dir}/aider-fourth-four.md"),
+        &vote("aider-fourth-four", "vote: [agree\n"),
+    );
+    let check = p.polisd(&["check", "--json"]);
+    assert_eq!(check.status.code(), Some(1), "{}", describe(&check));
+    let report = json(&check);
+    let on = |code: &str, who: &str| -> Vec<serde_json::Value> {
+        with_code(&report, code)
+            .into_iter()
+            .filter(|f| f["path"] == format!("{dir}/{who}.md").as_str())
+            .cloned()
+            .collect()
+    };
+    let yes = on("P021", "codex-second-two");
+    assert_eq!(yes.len(), 1, "{report:#}");
+    assert_eq!(yes[0]["line"], 4, "{report:#}");
+    let message = yes[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`vote: yes`") && message.contains("vote: agree"),
+        "{message}"
+    );
+    let markers = on("P023", "gemini-third-three");
+    assert_eq!(markers.len(), 1, "{report:#}");
+    assert_eq!(markers[0]["line"], 4, "{report:#}");
+    let yaml = on("P002", "aider-fourth-four");
+    assert_eq!(yaml.len(), 1, "{report:#}");
+    assert!(yaml[0]["line"].is_u64(), "{report:#}");
+    let tally = json(&p.polisd(&["tally", "--dry-run", "--json"]));
+    assert_eq!(tally["malformed"].as_array().unwrap().len(), 3, "{tally:#}");
+    let status = stdout(&p.polisd(&["status"]));
+    assert!(
+        status.contains(&format!("malformed: {dir}/codex-second-two.md")),
+        "{status}"
+    );
+    // A readable vote file is no finding.
+    p.save(
+        &format!("{dir}/codex-second-two.md"),
+        &vote("codex-second-two", "vote: agree\n"),
+    );
+    let report = json(&p.polisd(&["check", "--json"]));
+    assert!(
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["path"] != format!("{dir}/codex-second-two.md").as_str()),
+        "{report:#}"
+    );
+}
+
+/// A file in `proposed/` whose status says `ratified` is an interrupted ratification only when
+/// its votes reach the quorum. A proposer who types `status: ratified` alone made polisd move
+/// the file, chronicle `ratified amendment` as `polis-daemon` and tell every citizen to edit
+/// the constitution; now the tally leaves it and `check` names the line. With the votes there,
+/// the interrupted move is still finished.
+#[test]
+fn a_status_ratified_typed_without_the_votes_is_reported_and_never_finished() {
+    let p = TestPolis::init(FOUNDER);
+    for id in [
+        "codex-second-two",
+        "gemini-third-three",
+        "aider-fourth-four",
+    ] {
+        p.citizen(id, "openai", &[("python", 3)], "medium");
+    }
+    let aid = "2026-11-01-quality-floor";
+    let rel = format!("amendments/proposed/{aid}.md");
+    let text = |agree: &str| {
+        format!(
+            "---\namendment_id: {aid}\ntitle: Quality floor\nproposed_by: {FOUNDER}\n\
+             proposed_at: '2026-11-01 10:00:00'\nstatus: ratified\nquorum_required: 3\n\
+             votes:\n  agree: [{agree}]\nexpires_at: '2099-12-01'\n---\n\n# Quality floor\n"
+        )
+    };
+    let forged = text(FOUNDER);
+    p.save(&rel, &forged);
+    let chronicle = p.read("chronicle.md");
+    let tally = p.polisd(&["tally"]);
+    assert!(tally.status.success(), "{}", describe(&tally));
+    assert!(
+        stdout(&tally).contains(&format!("malformed {rel}:6")),
+        "{}",
+        describe(&tally)
+    );
+    assert_eq!(p.read(&rel), forged);
+    assert!(!p.exists(&format!("amendments/ratified/{aid}.md")));
+    assert_eq!(p.read("chronicle.md"), chronicle);
+    assert!(
+        !p.read("citizens/codex-second-two/inbox.md")
+            .contains("amendment-ratified"),
+        "{}",
+        p.read("citizens/codex-second-two/inbox.md")
+    );
+    let check = p.polisd(&["check", "--json"]);
+    assert_eq!(check.status.code(), Some(1), "{}", describe(&check));
+    let report = json(&check);
+    let p021 = with_code(&report, "P021");
+    assert_eq!(p021.len(), 1, "{report:#}");
+    assert_eq!(p021[0]["path"], rel.as_str());
+    assert_eq!(p021[0]["line"], 6);
+    assert!(
+        p021[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1 agree of 3 needed"),
+        "{report:#}"
+    );
+    // The votes that reach the quorum make it a ratification the tally finishes.
+    p.save(
+        &rel,
+        &text(&format!("{FOUNDER}, codex-second-two, gemini-third-three")),
+    );
+    let tally = p.polisd(&["tally"]);
+    assert!(tally.status.success(), "{}", describe(&tally));
+    assert!(p.exists(&format!("amendments/ratified/{aid}.md")));
+    assert!(p.read("chronicle.md").contains("ratified amendment"));
+}
+
 /// SPEC §8: a ratification sets `status` and `ratified_at`, then moves the file. A frontmatter
 /// written as one flow mapping has no `status:` line to set, so the outcome cannot be recorded:
 /// the file must not be chronicled as ratified nor moved still saying `proposed`, and `check`

@@ -3,8 +3,8 @@
 //! into another contract through git's rename detection.
 
 use super::{
-    assert_converged, commit_all, founded_repo, git, project, pull, quiet, settled, tree,
-    two_clones, ALPHA, BETA, FOUNDER,
+    assert_converged, commit_all, founded_repo, git, git_command, project, pull, quiet, settled,
+    tree, two_clones, ALPHA, BETA, FOUNDER,
 };
 use crate::harness::{self, *};
 use std::fs;
@@ -480,6 +480,76 @@ fn two_machines_voting_on_one_amendment_merge_and_both_count() {
     wait_for(&a, "the ratification", || {
         a.exists(&format!("amendments/ratified/{aid}.md"))
     });
+}
+
+/// One citizen votes agree on one machine and disagree on the other: both write the same vote
+/// file, git stops on a conflict, and an agent that commits the merge as it stands leaves
+/// git's markers in it. The tally cannot count that vote; `check` and `tally` name the file and
+/// its line instead of leaving the vote out in silence.
+#[test]
+fn one_citizen_voting_two_ways_on_two_machines_is_reported_not_dropped() {
+    let (_origin, a, b) = two_clones();
+    let out = a.polisd(&[
+        "amendment",
+        "propose",
+        "--title",
+        "Reviews for high stakes",
+        "--by",
+        FOUNDER,
+        "--quorum",
+        "3",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let aid = v["amendment_id"].as_str().unwrap().to_string();
+    commit_all(&a, "propose");
+    git(&project(&a), &["push", "-q", "origin", "main"]);
+    pull(&b);
+    for (p, vote) in [(&a, "agree"), (&b, "disagree")] {
+        let out = p.polisd(&["amendment", "vote", &aid, "--as", ALPHA, "--vote", vote]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        commit_all(p, "vote");
+    }
+    git(&project(&b), &["push", "-q", "origin", "main"]);
+    let merge = git_command(
+        &project(&a),
+        &["pull", "-q", "--no-rebase", "--no-edit", "origin", "main"],
+    )
+    .output()
+    .unwrap();
+    assert!(!merge.status.success(), "the two votes merged cleanly");
+    let rel = format!("amendments/votes/{aid}/{ALPHA}.md");
+    assert!(a.read(&rel).contains("<<<<<<<"), "{}", a.read(&rel));
+    commit_all(&a, "merge");
+    let out = a.polisd(&["check", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let on_vote: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["path"] == rel.as_str())
+        .collect();
+    assert_eq!(on_vote.len(), 1, "{report:#}");
+    assert_eq!(on_vote[0]["code"], "P023", "{report:#}");
+    assert!(on_vote[0]["line"].is_u64(), "{report:#}");
+    let tally = a.polisd(&["tally", "--dry-run"]);
+    let text = String::from_utf8_lossy(&tally.stdout);
+    assert!(text.contains(&format!("malformed {rel}")), "{text}");
 }
 
 /// git's rename detection pairs template-similar contracts: A routes X while B settles X and

@@ -249,6 +249,47 @@ pub fn parse_vote_file(text: &str, stem: &str) -> Option<VoteRecord> {
     })
 }
 
+/// Why a vote file counts for nobody, as a finding on `rel`: a frontmatter that does not
+/// parse, or no `vote:` the tally reads. `None` when [`parse_vote_file`] reads its vote. The
+/// tally skips such a file, so the voter's vote silently falls back to whatever the amendment
+/// itself records for them; this is what `check` says instead.
+pub fn vote_file_problem(rel: &str, text: &str) -> Option<Finding> {
+    let record = match frontmatter::parse(text) {
+        Ok(r) => r,
+        Err(e) => {
+            return Some(Finding::error(
+                Code::BadYaml,
+                rel,
+                Some(e.line()),
+                format!(
+                    "{e}; this vote is not counted until the file reads `---`, \
+                     `vote: agree` (or disagree, abstain, request_changes), `---`"
+                ),
+            ))
+        }
+    };
+    let vote = record.fields.get("vote");
+    if vote.as_str().and_then(Vote::parse_prefix).is_some() {
+        return None;
+    }
+    // The line as written: YAML reads `vote: yes` as a boolean, which is not what was typed.
+    let line = frontmatter::key_line(text, "vote");
+    let written = match line.and_then(|n| text.lines().nth(n - 1)) {
+        Some(l) if !matches!(vote, Value::Null) => format!("`{}`", quoted(l.trim())),
+        _ => "no `vote:`".to_string(),
+    };
+    Some(Finding::error(
+        Code::BadAmendment,
+        rel,
+        line.or(Some(1)),
+        format!(
+            "this vote file holds {written}, which the tally does not read, so the vote is not \
+             counted; write `vote: agree`, `vote: disagree`, `vote: abstain` or \
+             `vote: request_changes` (or vote again with `polisd amendment vote`)"
+        ),
+    ))
+}
+
 /// The votes that count.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Votes {
@@ -559,9 +600,55 @@ pub fn expiry(a: &Amendment, now: &PolisTime) -> Expiry {
 }
 
 /// An interrupted ratification: the file says `ratified` but is still in `proposed/`. The next
-/// pass moves it without tallying again.
+/// pass moves it without tallying again, once [`ratification_stands`] says it was one.
 pub fn needs_move(a: &Amendment, in_proposed: bool) -> bool {
     in_proposed && a.status.as_deref() == Some("ratified")
+}
+
+/// Whether an amendment that [`needs_move`] is a ratification polisd may finish: its votes
+/// reach the quorum, as they did when the tally set `status: ratified`. A status typed by hand
+/// without them is no ratification: finishing it would have polisd move the file, chronicle
+/// `ratified amendment` in its own name and tell every citizen to edit the constitution for a
+/// proposal the polis never passed. [`hand_ratified_finding`] reports it instead.
+pub fn ratification_stands(a: &Amendment, ctx: &TallyContext<'_>) -> bool {
+    let o = as_proposed(a, ctx);
+    o.agrees >= o.quorum
+}
+
+fn as_proposed(a: &Amendment, ctx: &TallyContext<'_>) -> Outcome {
+    let proposed = Amendment {
+        status: Some("proposed".to_string()),
+        ..a.clone()
+    };
+    tally(&proposed, ctx)
+}
+
+/// The finding about an amendment in `proposed/` whose status says `ratified` while its votes
+/// do not reach the quorum; `None` for any other. `text` is the file's, for the line.
+pub fn hand_ratified_finding(
+    rel: &str,
+    text: &str,
+    a: &Amendment,
+    ctx: &TallyContext<'_>,
+) -> Option<Finding> {
+    if !needs_move(a, true) {
+        return None;
+    }
+    let o = as_proposed(a, ctx);
+    (o.agrees < o.quorum).then(|| {
+        Finding::error(
+            Code::BadAmendment,
+            rel,
+            frontmatter::key_line(text, "status"),
+            format!(
+                "`status: ratified`, but the votes do not reach the quorum ({} agree of {} \
+                 needed), so this is no ratification: only the tally ratifies. polisd leaves \
+                 the file in proposed/ and writes nothing for it; set `status: proposed` so \
+                 the tally decides",
+                o.agrees, o.quorum
+            ),
+        )
+    })
 }
 
 /// Records an outcome in an amendment's text: sets `status` and, when given, `ratified_at`

@@ -4,6 +4,7 @@
 //! findings out. `polisd check` reports them; the daemon tells the record's author.
 
 use crate::protocol::finding::{quoted, Code, Finding};
+pub use crate::protocol::frontmatter::key_line;
 use crate::protocol::frontmatter::Record;
 use crate::protocol::layout::{self, ContractFolder};
 use crate::yaml::Value;
@@ -63,28 +64,6 @@ pub fn did_you_mean<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
         .filter(|(score, _)| *score >= 0.85)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, k)| k)
-}
-
-/// The 1-based line of a top-level frontmatter key in the file's text, when it is written at
-/// the start of a line.
-pub fn key_line(text: &str, key: &str) -> Option<usize> {
-    let mut fences = 0;
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim_start_matches('\u{feff}');
-        if line.trim_end() == "---" {
-            fences += 1;
-            if fences == 2 {
-                return None;
-            }
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix(key) {
-            if rest.trim_start().starts_with(':') {
-                return Some(i + 1);
-            }
-        }
-    }
-    None
 }
 
 /// The top-level keys, a key that is not a string as Python prints it. Borrowed: the daemon
