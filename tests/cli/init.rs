@@ -487,3 +487,20 @@ fn register_refused_by_a_full_disk_leaves_no_folder_and_works_once_space_returns
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
     assert!(p.exists("citizens/codex-agent-2/journal.md"));
 }
+
+/// A project folder whose name holds a line break (or a control character) gets a polis named
+/// on one line: the name is polisd's default, not the user's `--project-name`, which the
+/// refusal used to blame.
+#[test]
+fn init_in_a_folder_named_with_a_line_break_names_the_project_on_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("two\nlines\n here");
+    std::fs::create_dir(&project).unwrap();
+    let out = polisd_in(
+        tmp.path(),
+        &["init", project.to_str().unwrap(), "--agent-id", FOUNDER],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let index = std::fs::read_to_string(project.join("_polis/index.md")).unwrap();
+    assert!(index.contains("project_name: 'two lines here'"), "{index}");
+}
