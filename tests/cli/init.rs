@@ -472,7 +472,8 @@ fn register_refused_by_a_full_disk_leaves_no_folder_and_works_once_space_returns
         let out = register_with_fsize_limit(&p, "codex-agent-2", limit);
         assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
         assert!(
-            String::from_utf8_lossy(&out.stderr).contains("File too large"),
+            String::from_utf8_lossy(&out.stderr).contains("File too large")
+                && String::from_utf8_lossy(&out.stderr).contains("raise it, then run it again"),
             "{}",
             describe(&out)
         );
