@@ -1081,3 +1081,72 @@ fn fault_year_9999_line_does_not_silence_the_lines_after_it() {
     let bravo = p.read(&format!("citizens/{BRAVO}/inbox.md"));
     assert!(bravo.contains("(C005)"), "{bravo}");
 }
+
+/// `contracts/settled/` the daemon and `polisd reconcile` cannot list (permissions): once read
+/// as an empty folder, so `routing_stats.yml` was rebuilt from nothing (`tags: {}`, every
+/// settlement forgotten) and `polisd check` said nothing about it. Now the stats are left as
+/// they are, the command exits 1 naming the folder and the `chmod`, `check` reports P001 on the
+/// folder, and once it is listable again the daemon's stats are the full ones.
+/// As root the commands and the daemon run as `nobody`, so that "unlistable" means something.
+#[test]
+fn fault_unlistable_settled_folder_keeps_the_stats_and_is_reported() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let p = four_citizens();
+    fs::create_dir_all(p.path("contracts/settled")).unwrap();
+    p.save(
+        "contracts/settled/done-one.md",
+        &settled("done-one", FOUNDER, BRAVO, &["rust".to_string()]),
+    );
+    let stats = p.expected_stats();
+    p.save("contracts/routing_stats.yml", &stats);
+    let folder = p.path("contracts/settled");
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    const NOBODY: u32 = 65534;
+    let uid = if root {
+        chown_tree(p.dir.path(), NOBODY);
+        std::os::unix::fs::lchown(&folder, Some(0), Some(0)).unwrap();
+        Some(NOBODY)
+    } else {
+        None
+    };
+    fs::set_permissions(&folder, fs::Permissions::from_mode(0o300)).unwrap();
+    let bin = harness::bin_for_others(p.dir.path());
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(&bin);
+        cmd.args(args)
+            .arg("--polis")
+            .arg(&p.root)
+            .env("POLISD_STATE_DIR", &p.state_dir);
+        if let Some(uid) = uid {
+            cmd.uid(uid).gid(uid);
+        }
+        cmd.output().unwrap()
+    };
+    let out = run(&["reconcile"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", harness::describe(&out));
+    assert!(
+        stderr.contains("cannot list contracts/settled/") && stderr.contains("chmod u+rx"),
+        "{stderr}"
+    );
+    assert_eq!(p.read("contracts/routing_stats.yml"), stats);
+    let check = run(&["check", "--json"]);
+    let findings: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    let about_folder: Vec<_> = findings["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["path"] == "contracts/settled" && f["code"] == "P001")
+        .collect();
+    assert_eq!(about_folder.len(), 1, "{findings:#}");
+
+    let d = Piped::spawn_with(&p, &[], "", uid);
+    d.wait_log("the refused reconcile", "cannot list contracts/settled/", 1);
+    assert_eq!(p.read("contracts/routing_stats.yml"), stats);
+    fs::set_permissions(&folder, fs::Permissions::from_mode(0o755)).unwrap();
+    d.wait_log("the initial scan", "initial scan done", 1);
+    assert!(alive(d.pid()), "the daemon died:\n{}", d.log());
+    assert_eq!(p.read("contracts/routing_stats.yml"), stats);
+}

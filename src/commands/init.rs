@@ -240,12 +240,25 @@ fn take_turn(
     Ok((project, crate::fs::state::transition_lock(&root)?))
 }
 
+/// The project name made from a folder's name: a line break or a control character in it
+/// (which the name may not hold, as `--project-name` may not) becomes a space, so a folder
+/// named oddly gets a polis rather than a refusal about a flag nobody passed.
+fn default_name(folder: &str) -> String {
+    folder
+        .split(|c: char| crate::protocol::input::line_break(&c.to_string()).is_some())
+        .filter(|part| !part.trim().is_empty())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// `polisd init` from the command line: check, write (or not), print.
 pub fn command(args: crate::commands::cli::InitArgs) -> anyhow::Result<u8> {
     let project_name = args.project_name.clone().unwrap_or_else(|| {
         std::fs::canonicalize(&args.project_root)
             .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .and_then(|p| p.file_name().map(|n| default_name(&n.to_string_lossy())))
+            .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "project".to_string())
     });
     let params = InitParams {

@@ -273,6 +273,9 @@ async fn serve(
                 let trigger = match batch.rescan {
                     Some(r) => {
                         tracing::debug!(reason = ?r.reason, "rescan");
+                        if r.reason == watch::RescanReason::Polling {
+                            watched[index].engine.set_watch_mode(watch::Mode::Poll.as_str());
+                        }
                         if r.reason == watch::RescanReason::PolisRecreated {
                             tracing::info!(polis = %watched[index].engine.root().display(), "the polis is back; waiting for it to be quiet before acting");
                             watched[index].engine.tree_arriving();

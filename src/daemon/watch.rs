@@ -88,6 +88,9 @@ pub enum RescanReason {
     PolisRemoved,
     /// `_polis/` is back (or was replaced by a new folder) and is watched again.
     PolisRecreated,
+    /// The native watcher hit the OS watch limit on a folder made while running: the polis is
+    /// polled from now on, as when the limit is reached at start.
+    Polling,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -250,7 +253,7 @@ pub fn watch(
                         return;
                     }
                 };
-                Loop::new(root, config, backend, tx).run(inbox);
+                Loop::new(root, config, backend, control, tx).run(inbox);
             })
             .map_err(WatchError::Thread)?
     };
@@ -338,22 +341,12 @@ impl Backend {
         config: &WatchConfig,
         control: &std_mpsc::Sender<Internal>,
     ) -> Result<Backend, WatchError> {
-        let handler = |control: std_mpsc::Sender<Internal>| {
-            move |r: notify::Result<notify::Event>| {
-                // Dropped here, on notify's thread: a full pass opens every file, and each open
-                // would otherwise wake the watcher thread for nothing.
-                if r.as_ref().is_ok_and(is_read) {
-                    return;
-                }
-                let _ = control.send(Internal::Raw(r));
-            }
-        };
         let native_err = if config.force_poll {
             tracing::info!("polling {} as requested ({FORCE_POLL_ENV})", root.display());
             None
         } else {
             let native = RecommendedWatcher::new(
-                handler(control.clone()),
+                forward(control.clone()),
                 notify::Config::default().with_follow_symlinks(false),
             )
             .map(|w| Backend::Native(w, Vec::new()))
@@ -377,8 +370,22 @@ impl Backend {
                 }
             }
         };
-        let poll = PollWatcher::new(
-            handler(control.clone()),
+        let poll = Backend::poll(root, config, control);
+        poll.map_err(|e| WatchError::NoWatcher {
+            root: root.to_path_buf(),
+            native: native_err.map_or_else(|| "not tried".into(), |n| n.to_string()),
+            poll: e.to_string(),
+        })
+    }
+
+    /// The polling backend over `_polis/` (and its parent, to see `_polis/` come and go).
+    fn poll(
+        root: &Path,
+        config: &WatchConfig,
+        control: &std_mpsc::Sender<Internal>,
+    ) -> notify::Result<Backend> {
+        PollWatcher::new(
+            forward(control.clone()),
             // Modification times are compared at one-second granularity by the poller, so a
             // change in the same second as the previous scan would wait for the safety rescan;
             // comparing contents costs a read per file and poll, which is the price of
@@ -389,12 +396,7 @@ impl Backend {
                 .with_compare_contents(true),
         )
         .map(Backend::Poll)
-        .and_then(|mut b| b.watch_all(root).map(|_| b));
-        poll.map_err(|e| WatchError::NoWatcher {
-            root: root.to_path_buf(),
-            native: native_err.map_or_else(|| "not tried".into(), |n| n.to_string()),
-            poll: e.to_string(),
-        })
+        .and_then(|mut b| b.watch_all(root).map(|_| b))
     }
 
     fn mode(&self) -> Mode {
@@ -463,6 +465,20 @@ impl Backend {
     fn rewatch(&mut self, root: &Path) -> notify::Result<()> {
         self.unwatch_polis(root);
         self.watch_polis(root, root)
+    }
+}
+
+/// What notify calls on its own thread: hands each event or error to the watcher loop.
+fn forward(
+    control: std_mpsc::Sender<Internal>,
+) -> impl FnMut(notify::Result<notify::Event>) + Send + 'static {
+    move |r: notify::Result<notify::Event>| {
+        // Dropped here, on notify's thread: a full pass opens every file, and each open
+        // would otherwise wake the watcher thread for nothing.
+        if r.as_ref().is_ok_and(is_read) {
+            return;
+        }
+        let _ = control.send(Internal::Raw(r));
     }
 }
 
@@ -708,6 +724,8 @@ struct Loop {
     root: PathBuf,
     config: WatchConfig,
     backend: Backend,
+    /// The loop's own inbox, for a polling backend started while running.
+    control: std_mpsc::Sender<Internal>,
     tx: mpsc::Sender<Batch>,
     root_id: Option<(u64, u64)>,
     warned_limit: bool,
@@ -720,7 +738,13 @@ struct Loop {
 }
 
 impl Loop {
-    fn new(root: PathBuf, config: WatchConfig, backend: Backend, tx: mpsc::Sender<Batch>) -> Loop {
+    fn new(
+        root: PathBuf,
+        config: WatchConfig,
+        backend: Backend,
+        control: std_mpsc::Sender<Internal>,
+        tx: mpsc::Sender<Batch>,
+    ) -> Loop {
         let root_id = folder_id(&root);
         let cap = config
             .max_delay
@@ -732,6 +756,7 @@ impl Loop {
             root,
             config,
             backend,
+            control,
             tx,
             root_id,
             warned_limit: false,
@@ -894,6 +919,34 @@ impl Loop {
         // A file vanishing mid-scan (polling) is an ordinary removal, already reported.
         if gone {
             return;
+        }
+        // A folder made while running could not be watched: the native watches no longer
+        // cover the polis, so it is polled from now on, as when the limit is hit at start.
+        if matches!(e.kind, notify::ErrorKind::MaxFilesWatch)
+            && matches!(self.backend, Backend::Native(..))
+        {
+            match Backend::poll(&self.root, &self.config, &self.control) {
+                Ok(poll) => {
+                    tracing::warn!(
+                        "native file watching of {} failed ({e}); polling every {:?} instead. {}",
+                        self.root.display(),
+                        self.config.poll_interval,
+                        fallback_advice(&e)
+                    );
+                    // Dropping the native watcher gives its watches back.
+                    self.backend = poll;
+                    self.pending.source = self.backend.source();
+                    self.warned_limit = true;
+                    self.rescan = Some(Rescan {
+                        reason: RescanReason::Polling,
+                    });
+                    return;
+                }
+                Err(poll) => tracing::warn!(
+                    "cannot poll {} after the watch limit was reached: {poll}",
+                    self.root.display()
+                ),
+            }
         }
         if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) && !self.warned_limit {
             self.warned_limit = true;
@@ -1402,6 +1455,33 @@ mod tests {
         error(notify::Error::generic("boom"));
         let reason = recv_within(&mut rx).rescan.unwrap().reason;
         assert_eq!(reason, RescanReason::WatcherError("boom".into()));
+    }
+
+    /// The watch limit reached on a folder made while running (notify reports it as an error
+    /// event): the polis is polled from then on, so a change in that folder is still seen,
+    /// rather than waiting for the next safety rescan.
+    #[test]
+    fn watch_limit_reached_while_running_falls_back_to_polling() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("_polis");
+        std::fs::create_dir(&root).unwrap();
+        let (w, mut rx) = watch_native(
+            &root,
+            WatchConfig {
+                debounce: Duration::from_millis(20),
+                poll_interval: Duration::from_millis(50),
+                ..WatchConfig::default()
+            },
+        );
+        let limit = notify::Error::new(notify::ErrorKind::MaxFilesWatch)
+            .add_path(root.join("citizens/new-agent"));
+        w.control.send(Internal::Raw(Err(limit))).unwrap();
+        let reason = recv_within(&mut rx).rescan.unwrap().reason;
+        assert_eq!(reason, RescanReason::Polling);
+        std::fs::write(root.join("chronicle.md"), "- a\n").unwrap();
+        let batch = recv_within(&mut rx);
+        assert_eq!(batch.events[0].path, Path::new("chronicle.md"));
+        assert_eq!(batch.events[0].source, Source::Poll);
     }
 
     #[test]

@@ -243,8 +243,12 @@ pub fn list_names_each(
         findings.push(linked_folder_finding(&link));
         return;
     }
-    let Ok(read) = fs::read_dir(root.join(dir)) else {
-        return;
+    let read = match fs::read_dir(root.join(dir)) {
+        Ok(read) => read,
+        Err(e) => {
+            findings.extend(unlistable_folder(dir, &e));
+            return;
+        }
     };
     for entry in read.flatten() {
         let name = match entry.file_name().into_string() {
@@ -264,6 +268,28 @@ pub fn list_names_each(
 /// conflict copy name).
 pub fn is_listed_name(name: &str, ext: &str) -> bool {
     name.ends_with(ext) && !crate::protocol::layout::is_ignored_name(name)
+}
+
+/// The finding about a folder `dir` that is there but cannot be listed (`error`, a permission
+/// most often): what is in it is left out, so the reader is told. A missing folder, or a file
+/// where the folder belongs, says nothing here.
+pub fn unlistable_folder(dir: &str, error: &std::io::Error) -> Option<Finding> {
+    if matches!(
+        error.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    ) {
+        return None;
+    }
+    let shown = if dir.is_empty() { "." } else { dir };
+    Some(Finding::error(
+        Code::Unreadable,
+        dir.to_string(),
+        None,
+        format!(
+            "polisd cannot list this folder ({error}), so what is in it is left out; make it \
+             readable (`chmod u+rx _polis/{shown}`)"
+        ),
+    ))
 }
 
 /// The finding about a file name in `dir` that is not valid UTF-8 (`lossy` is it made
@@ -402,8 +428,12 @@ pub fn subdirs_reporting(root: &Path, dir: &str, findings: &mut Vec<Finding>) ->
         findings.push(linked_folder_finding(&link));
         return Vec::new();
     }
-    let Ok(read) = fs::read_dir(root.join(dir)) else {
-        return Vec::new();
+    let read = match fs::read_dir(root.join(dir)) {
+        Ok(read) => read,
+        Err(e) => {
+            findings.extend(unlistable_folder(dir, &e));
+            return Vec::new();
+        }
     };
     let mut out = Vec::new();
     for e in read.flatten() {
@@ -765,7 +795,15 @@ pub fn read_records_recursive(
     dir: &str,
     findings: &mut Vec<Finding>,
 ) -> Vec<RecordFile> {
+    let before = findings.len();
     let mut out = read_records(root, dir, findings);
+    // A folder that cannot be listed is reported once, not again for its subfolders.
+    if findings[before..]
+        .iter()
+        .any(|f| f.code == Code::Unreadable && f.path == dir)
+    {
+        return out;
+    }
     for sub in subdirs_reporting(root, dir, findings) {
         out.extend(read_records_recursive(
             root,

@@ -69,6 +69,12 @@ pub enum ActionError {
     Write(#[from] WriteError),
     #[error("cannot render routing_stats.yml: {0}")]
     Render(#[from] crate::yaml::EmitError),
+    #[error("cannot list {path}/: {source}; routing_stats.yml is left as it is (rebuilt from an empty listing it would forget every settlement): make the folder readable (`chmod u+rx _polis/{path}`) and run `polisd reconcile`")]
+    Unlistable {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(
         "{path} kept changing while polisd tried to edit it; it will try again on the next change"
     )]

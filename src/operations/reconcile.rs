@@ -50,12 +50,29 @@ fn reconcile_over(
     previous: &Value,
     build: impl FnOnce(&Value, &Value) -> crate::protocol::routing::stats::RoutingStats,
 ) -> Result<Reconciled, ActionError> {
-    if !root.join("contracts/settled").is_dir() {
-        return Ok(Reconciled {
-            replayed,
-            outcome: None,
-            stats_sha256: None,
-        });
+    // A folder that cannot be listed read as empty: the stats rebuilt from it would forget every
+    // settlement, so they are left as they are.
+    let settled = layout::ContractFolder::Settled.dir();
+    match std::fs::read_dir(root.join(settled)) {
+        Ok(_) => {}
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(Reconciled {
+                replayed,
+                outcome: None,
+                stats_sha256: None,
+            });
+        }
+        Err(source) => {
+            return Err(ActionError::Unlistable {
+                path: settled.to_string(),
+                source,
+            })
+        }
     }
     let stats = build(previous.get("explore_rate"), previous.get("last_updated"));
     let text = crate::protocol::routing::stats::render(&stats)?;

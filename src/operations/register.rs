@@ -8,8 +8,9 @@ use crate::protocol::clock::PolisTime;
 use crate::protocol::layout;
 use std::path::Path;
 
-/// Why a citizen was not registered. Nothing was written, except for [`Refusal::Write`] after
-/// the card (the id is then taken, and the message says which files are missing).
+/// Why a citizen was not registered. Nothing was written: a write refused halfway (a full
+/// disk) takes back the files and the folder the registration had created, so the same
+/// command succeeds once the cause is fixed.
 #[derive(Debug, thiserror::Error)]
 pub enum Refusal {
     #[error(transparent)]
@@ -61,12 +62,30 @@ pub fn register(
     // racing this one.
     let mut files = files.into_iter();
     let (card_rel, card) = files.next().expect("the card is the first file");
-    if !writer.create_new(&card_rel, card.as_bytes())? {
-        return Err(Refusal::Taken(id.clone()));
+    let mut created = Vec::new();
+    let written = (|| {
+        if !writer.create_new(&card_rel, card.as_bytes())? {
+            return Ok(false);
+        }
+        created.push(card_rel.clone());
+        for (rel, text) in files {
+            if writer.create_new(&rel, text.as_bytes())? {
+                created.push(rel);
+            }
+        }
+        writer.append_locked(layout::CHRONICLE, line.as_bytes())?;
+        Ok(true)
+    })();
+    match written {
+        Ok(true) => Ok(registered),
+        Ok(false) => Err(Refusal::Taken(id.clone())),
+        Err(e) => {
+            // Best effort: a file or folder that cannot be taken back stays, and the id with it.
+            for rel in created.iter().rev() {
+                let _ = writer.remove(rel);
+            }
+            let _ = writer.remove_empty_folder(Path::new(layout::CITIZENS_DIR).join(id));
+            Err(Refusal::Write(e))
+        }
     }
-    for (rel, text) in files {
-        writer.create_new(&rel, text.as_bytes())?;
-    }
-    writer.append_locked(layout::CHRONICLE, line.as_bytes())?;
-    Ok(registered)
 }

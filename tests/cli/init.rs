@@ -422,3 +422,86 @@ fn init_suggests_git_setup_only_while_the_clone_lacks_the_driver() {
     assert_eq!(join.status.code(), Some(0), "{}", describe(&join));
     assert!(!stdout(&join).contains(hint), "{}", describe(&join));
 }
+
+/// `polisd register` under a file-size limit of `limit` bytes (EFBIG, as ENOSPC on a full
+/// disk; SIGXFSZ ignored, as a shell's `ulimit -f` with the signal ignored leaves it).
+fn register_with_fsize_limit(p: &TestPolis, id: &str, limit: u64) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(crate::harness::BIN);
+    cmd.args(["register", id, "--vendor", "openai", "--model", "gpt-5"])
+        .args(["--tags", "rust:3"])
+        .env("POLISD_STATE_DIR", &p.state_dir)
+        .current_dir(&p.root);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().unwrap()
+}
+
+/// A registration the disk refuses, at its first file or at its last write (the chronicle
+/// line), leaves no citizen folder behind: before, an empty or half-filled
+/// `citizens/<id>/` stayed, drew P015 warnings, and the same command, once space returned,
+/// was refused with "already taken".
+#[test]
+fn register_refused_by_a_full_disk_leaves_no_folder_and_works_once_space_returns() {
+    let p = TestPolis::init(FOUNDER);
+    // Pad the chronicle past the limit below, so that its append fails after the card, the
+    // status, the inbox and the journal (each far smaller) were created.
+    let pad: String = (0..40)
+        .map(|i| {
+            crate::harness::chronicle_line(FOUNDER, "blocked on review", "-", &format!("pad {i}"))
+        })
+        .collect();
+    p.append("chronicle.md", &pad);
+    let before = tree(&p.root);
+    let chronicle = p.read("chronicle.md");
+    for limit in [16, 2048] {
+        let chronicle_len = p.read("chronicle.md").len() as u64;
+        assert!(chronicle_len > limit, "{chronicle_len}");
+        let out = register_with_fsize_limit(&p, "codex-agent-2", limit);
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("File too large")
+                && String::from_utf8_lossy(&out.stderr).contains("raise it, then run it again"),
+            "{}",
+            describe(&out)
+        );
+        assert_eq!(
+            tree(&p.root),
+            before,
+            "limit {limit}: the refusal wrote nothing"
+        );
+        assert_eq!(p.read("chronicle.md"), chronicle);
+    }
+    let out = register_with_fsize_limit(&p, "codex-agent-2", libc::RLIM_INFINITY);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(p.exists("citizens/codex-agent-2/journal.md"));
+}
+
+/// A project folder whose name holds a line break (or a control character) gets a polis named
+/// on one line: the name is polisd's default, not the user's `--project-name`, which the
+/// refusal used to blame.
+#[test]
+fn init_in_a_folder_named_with_a_line_break_names_the_project_on_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("two\nlines\n here");
+    std::fs::create_dir(&project).unwrap();
+    let out = polisd_in(
+        tmp.path(),
+        &["init", project.to_str().unwrap(), "--agent-id", FOUNDER],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let index = std::fs::read_to_string(project.join("_polis/index.md")).unwrap();
+    assert!(index.contains("project_name: 'two lines here'"), "{index}");
+}

@@ -36,19 +36,49 @@ pub enum WriteError {
     Missing(PathBuf),
     #[error("`{}` has {links} hard links; polisd never writes a file that another name (perhaps outside _polis/) shares — replace it with a plain copy (`cp --remove-destination`)", .path.display())]
     HardLinked { path: PathBuf, links: u64 },
-    #[error("short write appending to `{}`: {written} of {wanted} bytes (disk full or file-size limit?)", .path.display())]
+    #[error("short write appending to `{}`: {written} of {wanted} bytes, taken back (the disk is full or a file-size limit is reached); free some space, then run it again", .path.display())]
     ShortWrite {
         path: PathBuf,
         written: usize,
         wanted: usize,
     },
-    #[error("cannot {op} `{}`: {source}", .path.display())]
+    #[error("cannot {op} `{}`: {}{}", .path.display(), os_text(.source), advice(.source))]
     Io {
         op: &'static str,
         path: PathBuf,
         #[source]
         source: io::Error,
     },
+}
+
+/// The system's words for an I/O error, without the temporary file's path that `tempfile`
+/// appends (` at path "…"`): the file polisd meant to write is named already.
+fn os_text(e: &io::Error) -> String {
+    let text = e.to_string();
+    match (e.raw_os_error(), text.find(" at path \"")) {
+        (None, Some(at)) => text[..at].to_string(),
+        _ => text,
+    }
+}
+
+/// What to do about the I/O errors a machine causes on its own: a full disk, a size limit, a
+/// read-only file system, a permission. By kind, which `tempfile`'s wrapped errors keep.
+fn advice(e: &io::Error) -> &'static str {
+    match e.kind() {
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => {
+            "; free some space on that disk (or raise the quota), then run it again"
+        }
+        io::ErrorKind::FileTooLarge => {
+            "; a file-size limit is reached (`ulimit -f`): raise it, then run it again"
+        }
+        io::ErrorKind::ReadOnlyFilesystem => {
+            "; the file system is mounted read-only: remount it read-write, then run it again"
+        }
+        io::ErrorKind::PermissionDenied => {
+            "; check the permissions and the owner of the file and its folder (`ls -l`)"
+        }
+        _ => "",
+    }
 }
 
 pub(super) fn io_err<'a>(
@@ -79,5 +109,36 @@ impl WriteError {
                 | WriteError::TargetExists { .. }
                 | WriteError::HardLinked { .. }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A full disk met while writing the temporary file (`tempfile` wraps the error with the
+    /// temporary file's path): the message names the file polisd meant to write and the fix.
+    #[test]
+    fn a_full_disk_says_what_to_do_and_hides_the_temporary_file() {
+        let wrapped = io::Error::new(
+            io::ErrorKind::StorageFull,
+            format!(
+                "{} at path \"/p/_polis/contracts/open/.polisd-1-abc.tmp\"",
+                io::Error::from_raw_os_error(libc::ENOSPC)
+            ),
+        );
+        let text = io_err("write", Path::new("contracts/open/x.md"))(wrapped).to_string();
+        assert_eq!(
+            text,
+            "cannot write `contracts/open/x.md`: No space left on device (os error 28); free \
+             some space on that disk (or raise the quota), then run it again"
+        );
+        let read_only = io_err("append to", Path::new("chronicle.md"))(
+            io::Error::from_raw_os_error(libc::EROFS),
+        );
+        assert!(
+            read_only.to_string().contains("remount it read-write"),
+            "{read_only}"
+        );
     }
 }

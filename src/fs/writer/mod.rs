@@ -902,6 +902,32 @@ impl Writer {
         Ok(RemoveOutcome::Removed)
     }
 
+    /// Removes the folder `rel` if it is empty (a folder a refused write created and left
+    /// behind). A folder with anything in it, a link or a file is left alone: `Ok(false)`.
+    pub fn remove_empty_folder(&self, rel: impl AsRef<Path>) -> Result<bool, WriteError> {
+        let t = self.target(rel.as_ref())?;
+        if !self.ensure_parents(&t, false)? {
+            return Ok(false);
+        }
+        match fs::symlink_metadata(&t.abs) {
+            Ok(m) if m.is_dir() => {}
+            _ => return Ok(false),
+        }
+        match fs::remove_dir(&t.abs) {
+            Ok(()) => {
+                sync_dir(t.dir())?;
+                Ok(true)
+            }
+            Err(e)
+                if e.kind() == io::ErrorKind::NotFound
+                    || e.kind() == io::ErrorKind::DirectoryNotEmpty =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(io_err("remove folder", &t.rel)(e)),
+        }
+    }
+
     /// True when the last thing polisd wrote to `rel` had exactly this hash: the event that
     /// reported the file was caused by polisd itself and needs no work.
     pub fn is_own_write(&self, rel: impl AsRef<Path>, hash: &Hash) -> bool {
