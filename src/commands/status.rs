@@ -15,6 +15,10 @@
 //! - `explore_rate`: the exploration rate the router uses (`routing.explore_rate` in
 //!   polis.yml, else `contracts/routing_stats.yml`'s, else 0.15; the reference shows the
 //!   stats file's).
+//! - `exploration`: `{window, routings, explored, share}`, what the router did beside that
+//!   rate: of the newest `window` (100) contracts the router recommended and nobody
+//!   overrode, newest by `opened_at`, how many were exploration picks; `share` is null before
+//!   the first routing.
 //! - `tags`: sorted by name, `[{tag, leader, leader_confidence, contracts_completed}]` from
 //!   `contracts/routing_stats.yml` as it is on disk (run `polisd reconcile` to refresh it).
 //! - `amendments`: every amendment a tally would look at now: `[{amendment_id, title, action,
