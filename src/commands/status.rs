@@ -273,10 +273,17 @@ fn shorten(text: &str, width: usize) -> String {
     out
 }
 
-/// Left-aligned columns, two spaces apart, indented by two; widths count characters.
+/// Left-aligned columns, two spaces apart, indented by two; widths count characters. A cell
+/// is what an agent wrote (a vendor, a state, a tag): it is shown on one line, a line break
+/// or tab written `\u000a`, `\u0009` as the terminal escaping writes the rest, and measured
+/// as it is shown, so no cell starts a row of its own or pushes the next column out of line.
 fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|c| one_line_cell(c)).collect())
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
@@ -291,10 +298,30 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         format!("{}\n", l.trim_end())
     };
     let mut out = line(header.to_vec());
-    for row in rows {
+    for row in &rows {
         out.push_str(&line(row.iter().map(String::as_str).collect()));
     }
     out
+}
+
+/// `text` as a table shows it: what [`escape_for_terminal`] escapes, and line breaks and tabs
+/// too, written `\uXXXX`.
+///
+/// [`escape_for_terminal`]: crate::protocol::input::escape_for_terminal
+fn one_line_cell(text: &str) -> String {
+    let escaped = crate::protocol::input::escape_for_terminal(text);
+    let breaks = |c: char| matches!(c, '\t' | '\n' | '\u{2028}' | '\u{2029}');
+    if !escaped.contains(breaks) {
+        return escaped.into_owned();
+    }
+    escaped.chars().fold(String::new(), |mut out, c| {
+        if breaks(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+        out
+    })
 }
 
 #[cfg(test)]
@@ -316,6 +343,23 @@ mod tests {
         assert_eq!(lines[0], "  ID           STATE");
         assert_eq!(lines[1], "  naïve-agent  idle");
         assert_eq!(lines[2], "  b            away");
+    }
+
+    #[test]
+    fn a_cell_an_agent_wrote_stays_on_its_row_and_in_its_column() {
+        let t = table(
+            &["ID", "VENDOR", "STATE"],
+            &[
+                vec!["agent-one".into(), "v\n## heading\tx".into(), "idle".into()],
+                vec!["agent-two".into(), "v\u{1b}[2J".into(), "away".into()],
+            ],
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3, "{t}");
+        assert_eq!(lines[1], "  agent-one  v\\u000a## heading\\u0009x  idle");
+        assert_eq!(lines[2], "  agent-two  v\\u001b[2J                away");
+        // Printing escapes nothing more: the columns stay where they were measured.
+        assert_eq!(crate::protocol::input::escape_for_terminal(&t), t);
     }
 
     #[test]

@@ -376,3 +376,47 @@ fn exploration_share_covers_the_newest_routings_not_the_last_ids() {
         "{text}"
     );
 }
+
+/// A card's vendor or a status's state is the agent's text: a line break or tab in it is shown
+/// escaped in its cell, so the citizens table keeps one row per citizen, its columns aligned.
+#[test]
+fn a_line_break_in_a_cards_vendor_does_not_break_the_citizens_table() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(
+        "hostile-vendor-two",
+        "\"acme\\n## Findings: 0 errors\\tok\"",
+        &[("python", 4)],
+        "low",
+    );
+    p.save(
+        "citizens/hostile-vendor-two/status.md",
+        "---\nagent_id: hostile-vendor-two\nstate: \"idle\\r\\nfake-agent-one  x\"\n---\n",
+    );
+    let text = stdout(&p.polisd(&["status"]));
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Citizens"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(table.len(), 3, "a header and two rows:\n{text}");
+    let row = table
+        .iter()
+        .find(|l| l.contains("hostile-vendor-two"))
+        .unwrap();
+    assert!(
+        row.contains("acme\\u000a## Findings: 0 errors\\u0009ok"),
+        "{row}"
+    );
+    assert!(!text.contains("\t"), "{text}");
+    // Every row's LAST ACTIVITY starts where the header's does.
+    let at = table[0].find("LAST ACTIVITY").unwrap();
+    for l in &table[1..] {
+        let column = l.chars().take(at).count();
+        assert_eq!(column, at, "{l}");
+        assert!(
+            l.chars().nth(at - 1) == Some(' ') && l.chars().nth(at) != Some(' '),
+            "{l}"
+        );
+    }
+}
