@@ -15,6 +15,10 @@
 //! - `explore_rate`: the exploration rate the router uses (`routing.explore_rate` in
 //!   polis.yml, else `contracts/routing_stats.yml`'s, else 0.15; the reference shows the
 //!   stats file's).
+//! - `exploration`: `{window, routings, explored, share}`, what the router did beside that
+//!   rate: of the newest `window` (100) contracts the router recommended and nobody
+//!   overrode, newest by `opened_at`, how many were exploration picks; `share` is null before
+//!   the first routing.
 //! - `tags`: sorted by name, `[{tag, leader, leader_confidence, contracts_completed}]` from
 //!   `contracts/routing_stats.yml` as it is on disk (run `polisd reconcile` to refresh it).
 //! - `amendments`: every amendment a tally would look at now: `[{amendment_id, title, action,
@@ -269,10 +273,17 @@ fn shorten(text: &str, width: usize) -> String {
     out
 }
 
-/// Left-aligned columns, two spaces apart, indented by two; widths count characters.
+/// Left-aligned columns, two spaces apart, indented by two; widths count characters. A cell
+/// is what an agent wrote (a vendor, a state, a tag): it is shown on one line, a line break
+/// or tab written `\u000a`, `\u0009` as the terminal escaping writes the rest, and measured
+/// as it is shown, so no cell starts a row of its own or pushes the next column out of line.
 fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|c| one_line_cell(c)).collect())
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
@@ -287,10 +298,30 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         format!("{}\n", l.trim_end())
     };
     let mut out = line(header.to_vec());
-    for row in rows {
+    for row in &rows {
         out.push_str(&line(row.iter().map(String::as_str).collect()));
     }
     out
+}
+
+/// `text` as a table shows it: what [`escape_for_terminal`] escapes, and line breaks and tabs
+/// too, written `\uXXXX`.
+///
+/// [`escape_for_terminal`]: crate::protocol::input::escape_for_terminal
+fn one_line_cell(text: &str) -> String {
+    let escaped = crate::protocol::input::escape_for_terminal(text);
+    let breaks = |c: char| matches!(c, '\t' | '\n' | '\u{2028}' | '\u{2029}');
+    if !escaped.contains(breaks) {
+        return escaped.into_owned();
+    }
+    escaped.chars().fold(String::new(), |mut out, c| {
+        if breaks(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+        out
+    })
 }
 
 #[cfg(test)]
@@ -312,6 +343,23 @@ mod tests {
         assert_eq!(lines[0], "  ID           STATE");
         assert_eq!(lines[1], "  naïve-agent  idle");
         assert_eq!(lines[2], "  b            away");
+    }
+
+    #[test]
+    fn a_cell_an_agent_wrote_stays_on_its_row_and_in_its_column() {
+        let t = table(
+            &["ID", "VENDOR", "STATE"],
+            &[
+                vec!["agent-one".into(), "v\n## heading\tx".into(), "idle".into()],
+                vec!["agent-two".into(), "v\u{1b}[2J".into(), "away".into()],
+            ],
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3, "{t}");
+        assert_eq!(lines[1], "  agent-one  v\\u000a## heading\\u0009x  idle");
+        assert_eq!(lines[2], "  agent-two  v\\u001b[2J                away");
+        // Printing escapes nothing more: the columns stay where they were measured.
+        assert_eq!(crate::protocol::input::escape_for_terminal(&t), t);
     }
 
     #[test]

@@ -390,9 +390,29 @@ pub fn render(s: &Snapshot, name: &str, format: Format, redaction: Option<&Redac
     }
 }
 
-/// Markdown table cells: pipes and newlines would break the row.
+/// Agent text in the markdown (a table cell, a heading, a line): pipes and newlines would
+/// break the row or start a block of its own, and a `<` would open a tag or a comment that a
+/// viewer rendering markdown's raw HTML obeys (an image, a `<details>` hiding the queue, a
+/// `<!--` swallowing what follows). `\<` is CommonMark's escape: it reads as `<`.
 fn cell(t: &str) -> String {
-    t.replace('|', "\\|").replace(['\n', '\r'], " ")
+    t.replace('|', "\\|")
+        .replace('<', "\\<")
+        .replace(['\n', '\r'], " ")
+}
+
+/// Agent text as an inline code span: on one line, fenced by more backticks than it holds in a
+/// row (padded when it starts or ends with one), so no backtick in it ends the span early.
+/// Inside a span nothing is escaped: a backslash would be shown.
+fn code(t: &str) -> String {
+    let t = t.replace(['\n', '\r'], " ");
+    let longest = t.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if t.starts_with('`') || t.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{t}{pad}{fence}")
 }
 
 fn table(out: &mut String, header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) {
@@ -436,9 +456,9 @@ fn markdown(d: &Data) -> String {
         for [c, owner, q, m, lessons] in &d.settled {
             let _ = writeln!(
                 out,
-                "- `{}`: owner `{}`, quality {}, {} min{}",
-                cell(c),
-                cell(owner),
+                "- {}: owner {}, quality {}, {} min{}",
+                code(c),
+                code(owner),
                 q,
                 m,
                 if lessons.is_empty() {
@@ -461,7 +481,7 @@ fn markdown(d: &Data) -> String {
             out,
             "### {}\n\nleader {} (confidence {})\n",
             cell(tag),
-            leader,
+            cell(leader),
             conf
         );
         table(

@@ -6,6 +6,7 @@ use crate::fs::snapshot::Polis;
 use crate::fs::state::{DaemonStatus, StoredFinding};
 use crate::protocol::amendments::amendment::{self, Expiry};
 use crate::protocol::clock::PolisTime;
+use crate::protocol::contracts::contract::instant_of;
 use crate::protocol::finding::Finding;
 use crate::protocol::layout::{AmendmentFolder, ContractFolder};
 use chrono::NaiveDateTime;
@@ -80,8 +81,9 @@ pub struct DivergedRow {
 pub const EXPLORATION_WINDOW: usize = 100;
 
 /// The router's measured exploration: of the newest [`EXPLORATION_WINDOW`] contracts the
-/// router recommended (by contract id, which starts with the date) and nobody overrode, how
-/// many were exploration picks.
+/// router recommended (by `opened_at`, when the router saw them; the contract id breaks ties)
+/// and nobody overrode, how many were exploration picks. Not by id alone: an id is a slug of
+/// the title (the reference's rule, and `contract open`'s), so its order is the alphabet's.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Exploration {
     pub window: usize,
@@ -93,18 +95,21 @@ pub struct Exploration {
 
 /// [`Exploration`] over a polis's contracts.
 pub fn exploration(polis: &Polis) -> Exploration {
-    let mut routed: Vec<(&str, bool)> = polis
+    let zone = polis.settings.timezone;
+    let mut routed: Vec<(Option<NaiveDateTime>, &str, bool)> = polis
         .contracts
         .iter()
         .filter_map(|c| {
             let r = &c.contract.routing;
             let picked = r.recommended_by_router.is_some() && r.override_.is_null();
-            Some((c.contract.contract_id.as_deref()?, r.exploration?)).filter(|_| picked)
+            let opened = instant_of(&c.contract.opened_at, zone);
+            Some((opened, c.contract.contract_id.as_deref()?, r.exploration?)).filter(|_| picked)
         })
         .collect();
-    routed.sort_by(|a, b| a.0.cmp(b.0));
+    // A contract whose `opened_at` cannot be read sorts oldest.
+    routed.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     let newest = &routed[routed.len().saturating_sub(EXPLORATION_WINDOW)..];
-    let explored = newest.iter().filter(|(_, e)| *e).count();
+    let explored = newest.iter().filter(|(_, _, e)| *e).count();
     Exploration {
         window: EXPLORATION_WINDOW,
         routings: newest.len(),

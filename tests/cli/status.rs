@@ -325,3 +325,98 @@ fn queue_lists_what_the_dashboard_queue_asks_of_a_person_too() {
     let key = v["to_act_on"][0]["key"].as_str().unwrap_or_default();
     assert!(key.starts_with("constitution/"), "{v}");
 }
+
+/// The share covers the newest routings by `opened_at`, not the last ids in the alphabet: a
+/// contract id is a slug of its title, so `zz-…` opened a year ago is not newer than `aa-…`.
+#[test]
+fn exploration_share_covers_the_newest_routings_not_the_last_ids() {
+    let p = TestPolis::init(FOUNDER);
+    let routed = |id: &str, opened: &str, explored: bool| {
+        format!(
+            "---\ncontract_id: {id}\ntitle: Routed\nopened_by: {FOUNDER}\nopened_at: '{opened}'\n\
+             owner: {FOUNDER}\nstatus: settled\nrequired_tags:\n- python\nrouting:\n  \
+             recommended_by_router: {FOUNDER}\n  recommendation_score: 0.5\n  exploration: {explored}\n  \
+             override: null\nquality_score: 4\nsettled_at: '{opened}'\n---\n\n# Routed\n"
+        )
+    };
+    // 50 old exploration picks whose ids sort last, then 100 newer greedy picks.
+    for n in 0..50 {
+        let id = format!("zz-old-pick-{n:03}");
+        p.save(
+            &format!("contracts/settled/{id}.md"),
+            &routed(&id, &format!("2025-01-01 10:{n:02}:00"), true),
+        );
+    }
+    for n in 0..100 {
+        let id = format!("aa-new-pick-{n:03}");
+        p.save(
+            &format!("contracts/settled/{id}.md"),
+            &routed(
+                &id,
+                &format!("2026-06-{:02} 10:{:02}:00", 1 + n / 60, n % 60),
+                false,
+            ),
+        );
+    }
+    let s = json(&p.polisd(&["status", "--json"]));
+    assert_eq!(
+        s["exploration"],
+        serde_json::json!({"window": 100, "routings": 100, "explored": 0, "share": 0.0}),
+        "{}",
+        s["exploration"]
+    );
+    // One newer exploration pick enters the window and the oldest greedy one leaves it.
+    p.save(
+        "contracts/settled/mm-newest.md",
+        &routed("mm-newest", "2026-07-01 09:00:00", true),
+    );
+    let text = stdout(&p.polisd(&["status"]));
+    assert!(
+        text.contains("explored 1 of the last 100 routings (1.0%)"),
+        "{text}"
+    );
+}
+
+/// A card's vendor or a status's state is the agent's text: a line break or tab in it is shown
+/// escaped in its cell, so the citizens table keeps one row per citizen, its columns aligned.
+#[test]
+fn a_line_break_in_a_cards_vendor_does_not_break_the_citizens_table() {
+    let p = TestPolis::init(FOUNDER);
+    p.citizen(
+        "hostile-vendor-two",
+        "\"acme\\n## Findings: 0 errors\\tok\"",
+        &[("python", 4)],
+        "low",
+    );
+    p.save(
+        "citizens/hostile-vendor-two/status.md",
+        "---\nagent_id: hostile-vendor-two\nstate: \"idle\\r\\nfake-agent-one  x\"\n---\n",
+    );
+    let text = stdout(&p.polisd(&["status"]));
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Citizens"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(table.len(), 3, "a header and two rows:\n{text}");
+    let row = table
+        .iter()
+        .find(|l| l.contains("hostile-vendor-two"))
+        .unwrap();
+    assert!(
+        row.contains("acme\\u000a## Findings: 0 errors\\u0009ok"),
+        "{row}"
+    );
+    assert!(!text.contains("\t"), "{text}");
+    // Every row's LAST ACTIVITY starts where the header's does.
+    let at = table[0].find("LAST ACTIVITY").unwrap();
+    for l in &table[1..] {
+        let column = l.chars().take(at).count();
+        assert_eq!(column, at, "{l}");
+        assert!(
+            l.chars().nth(at - 1) == Some(' ') && l.chars().nth(at) != Some(' '),
+            "{l}"
+        );
+    }
+}

@@ -216,3 +216,61 @@ fn the_report_says_who_tallies_an_amendment_at_quorum() {
     );
     assert!(md.contains(&daemon), "{md}");
 }
+
+/// The markdown report is pasted into issues and opened in viewers that render raw HTML: an
+/// agent's title, owner or tag leaves no tag, no comment and no line of its own there, and a
+/// backtick in an owner does not end its code span.
+#[test]
+fn the_markdown_report_keeps_agent_text_out_of_its_structure_and_html() {
+    let p = generated_polis();
+    // A leader whose name holds a line break, a table row and a tag; another with a backtick.
+    let owner = "\"evil\\n## Injected heading\\n| a | b |<img src=x onerror=alert(1)>\"";
+    for day in 10..13 {
+        p.save(
+            &format!("contracts/settled/hostile-{day}.md"),
+            &settled(&format!("hostile-{day}"), owner, "ops", 5, day),
+        );
+    }
+    p.save(
+        "contracts/settled/tick-1.md",
+        &settled("tick-1", "\"tick`s owner\"", "ops", 1, 20),
+    );
+    assert!(p.polisd(&["reconcile"]).status.success());
+    let out = p.polisd(&["report", p.root.to_str().unwrap(), "--format", "md"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = String::from_utf8(out.stdout).unwrap();
+    // Outside the settled list's code spans, where markdown shows text as it is.
+    let outside_code: Vec<&str> = md.lines().filter(|l| !l.starts_with("- `")).collect();
+    for raw in ["<script", "<img", "<!--"] {
+        assert!(
+            !outside_code
+                .iter()
+                .any(|l| l.match_indices(raw).any(|(i, _)| !l[..i].ends_with('\\'))),
+            "raw {raw} in the markdown:\n{md}"
+        );
+    }
+    assert!(md.contains("\\<script>"), "the title shown escaped:\n{md}");
+    assert!(
+        !md.lines()
+            .any(|l| l.starts_with("## Injected") || l.starts_with("| a |")),
+        "an owner's line break started a block:\n{md}"
+    );
+    let leader = md
+        .lines()
+        .skip_while(|l| *l != "### ops")
+        .find(|l| l.starts_with("leader "))
+        .expect("the ops leader");
+    assert!(
+        leader.starts_with("leader evil ## Injected heading \\| a \\| b \\|\\<img"),
+        "{leader}"
+    );
+    assert!(
+        md.contains("- `hostile-10`: owner `evil ## Injected heading | a | b |<img src=x onerror=alert(1)>`,"),
+        "the owner in a code span, as written:\n{md}"
+    );
+    assert!(md.contains("owner ``tick`s owner``"), "{md}");
+}
