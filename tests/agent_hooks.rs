@@ -535,16 +535,21 @@ fn status_reports_every_reason_a_hook_will_not_fire() {
 
     // And a binary not named `polisd`: no polisd would know those hooks as its own again, so
     // status would say none, uninstall would leave them and every install would add them again.
+    // In a folder with a space: the `ln -s` the message suggests must paste into a shell.
     let renamed = tempfile::tempdir().unwrap();
-    let dev = renamed.path().join("polisd-dev");
+    let tools = renamed.path().join("my tools");
+    std::fs::create_dir(&tools).unwrap();
+    let dev = tools.join("polisd-dev");
     std::os::unix::fs::symlink(BIN, &dev).unwrap();
     let settings = project.join(".claude/settings.json");
     let before = std::fs::read(&settings).ok();
     let out = install_with(dev.to_str().unwrap());
     assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is not named `polisd`"), "{out:?}");
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("is not named `polisd`"),
-        "{out:?}"
+        err.contains(&format!("`ln -s '{}' ~/.local/bin/polisd`", dev.display())),
+        "{err}"
     );
     assert_eq!(std::fs::read(&settings).ok(), before, "nothing written");
 }

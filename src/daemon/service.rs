@@ -389,15 +389,7 @@ fn argv(parts: &[&str]) -> Vec<String> {
 
 fn show(argv: &[String]) -> String {
     argv.iter()
-        .map(|a| {
-            if a.is_empty()
-                || a.contains(|c: char| c.is_whitespace() || "'\"$\\`;&|<>()*?#~".contains(c))
-            {
-                format!("'{}'", a.replace('\'', "'\\''"))
-            } else {
-                a.clone()
-            }
-        })
+        .map(|a| crate::protocol::delivery::agent_hooks::shell_word(a))
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -40,8 +40,12 @@ pub enum HooksError {
     Write(#[from] crate::fs::writer::WriteError),
     #[error("the hooks would run `{bin}`, which is not an executable file or on PATH (the agent CLI would fail with exit 127); install polisd there or pass --bin /absolute/path/to/polisd — polisd changed nothing")]
     NoBinary { bin: String },
-    #[error("`{bin}` is not named `polisd`: polisd knows its own hooks in the shared settings files by that name (for `hooks status`, `hooks uninstall` and the next `hooks install`, on every teammate's machine), so these could never be found again; link it under that name (`ln -s {bin} ~/.local/bin/polisd`) and pass that path — polisd changed nothing")]
-    NotNamedPolisd { bin: String },
+    #[error("`{bin}` is not named `polisd`: polisd knows its own hooks in the shared settings files by that name (for `hooks status`, `hooks uninstall` and the next `hooks install`, on every teammate's machine), so these could never be found again; link it under that name (`ln -s {link} ~/.local/bin/polisd`) and pass that path — polisd changed nothing")]
+    NotNamedPolisd {
+        bin: String,
+        /// `bin` as one shell word, for the command the message suggests.
+        link: String,
+    },
     #[error(transparent)]
     State(#[from] crate::fs::state::StateError),
     #[error("{path} exists and is not the command file polisd writes for Aider; move it away (or remove it) and run this again — polisd changed nothing")]
@@ -197,7 +201,10 @@ fn check_binary(bin: &str) -> Result<(), HooksError> {
     // be added a second time by every install and left behind by status and uninstall.
     let command = agent_hooks::command(bin, Cli::Claude, agent_hooks::HookKind::Prime);
     if agent_hooks::our_binary(&command, Cli::Claude).is_none() {
-        return Err(HooksError::NotNamedPolisd { bin: bin.into() });
+        return Err(HooksError::NotNamedPolisd {
+            bin: bin.into(),
+            link: crate::protocol::delivery::agent_hooks::shell_word(bin),
+        });
     }
     Ok(())
 }

@@ -135,16 +135,22 @@ pub fn command(bin: &str, cli: Cli, kind: HookKind) -> String {
 /// The command of the hook `name` (a [`Cli`]'s name, or `aider`, whose only hook is the primer
 /// its `load:` file runs), spelled as [`command`] spells it.
 pub fn hook_command(bin: &str, name: &str, kind: HookKind) -> String {
-    let bin = if !bin.is_empty()
-        && bin
+    format!("{} hook {name} {}", shell_word(bin), kind.as_str())
+}
+
+/// `word` as one word of a POSIX shell command: as it is when every character is plain,
+/// single-quoted otherwise, so a path with spaces, quotes or `$` survives being pasted into
+/// a shell or written into a hook's command.
+pub fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
     {
-        bin.to_string()
+        word.to_string()
     } else {
-        format!("'{}'", bin.replace('\'', r"'\''"))
-    };
-    format!("{bin} hook {name} {}", kind.as_str())
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }
 
 /// The words of a command as `sh` splits the commands polisd writes (plain words and
