@@ -126,8 +126,44 @@ pub fn deep_merge(base: &Value, over: &Value) -> Value {
     }
 }
 
-fn finding(message: String) -> Finding {
-    Finding::warning(Code::BadYaml, POLIS_YML, None, message)
+/// A finding on the setting at `path` (dotted, as in `routing.explore_rate`), on its line.
+fn finding(text: &str, path: &str, message: String) -> Finding {
+    Finding::warning(Code::BadYaml, POLIS_YML, key_path_line(text, path), message)
+}
+
+/// The line (1-based) of the setting at the dotted `path` in a block-style YAML file: each key
+/// looked for inside the block of the one before it. When only the start of the path is found
+/// (a flow mapping such as `routing: {explore_rate: x}`), the line of the deepest key found;
+/// `None` when the first key is not a top-level line.
+fn key_path_line(text: &str, path: &str) -> Option<usize> {
+    let mut keys = path.split('.');
+    let mut want = keys.next()?;
+    // The line and indent of the deepest key found so far.
+    let mut found: Option<(usize, usize)> = None;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_start_matches('\u{feff}');
+        let body = line.trim_start();
+        if body.is_empty() || body.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - body.len();
+        match found {
+            Some((_, parent)) if indent <= parent => break,
+            None if indent != 0 => continue,
+            _ => {}
+        }
+        let is_key = body
+            .strip_prefix(want)
+            .is_some_and(|rest| rest.trim_start().starts_with(':'));
+        if is_key {
+            found = Some((i + 1, indent));
+            match keys.next() {
+                Some(k) => want = k,
+                None => break,
+            }
+        }
+    }
+    found.map(|(line, _)| line)
 }
 
 /// Reads `polis.yml` (`None` when the file does not exist).
@@ -172,22 +208,32 @@ pub fn parse(text: Option<&str>) -> (Settings, Vec<Finding>) {
         Value::Null => {}
         Value::Str(t) => match PolisZone::parse(t) {
             Some(z) => s.timezone = z,
-            None => findings.push(finding(format!(
-                "`timezone: {}` is not UTC or a fixed offset; UTC is used. Write e.g. \
+            None => findings.push(finding(
+                text,
+                "timezone",
+                format!(
+                    "`timezone: {}` is not UTC or a fixed offset; UTC is used. Write e.g. \
                  `timezone: \"+02:00\"`",
-                quoted(t)
-            ))),
+                    quoted(t)
+                ),
+            )),
         },
-        other => findings.push(finding(format!(
-            "`timezone: {}` is not UTC or a fixed offset; UTC is used. Quote the offset, e.g. \
+        other => findings.push(finding(
+            text,
+            "timezone",
+            format!(
+                "`timezone: {}` is not UTC or a fixed offset; UTC is used. Quote the offset, e.g. \
              `timezone: \"+02:00\"`",
-            quoted(&other.python_str())
-        ))),
+                quoted(&other.python_str())
+            ),
+        )),
     }
 
     let routing = merged.get("routing");
     if routing.is_truthy() && routing.as_map().is_none() {
         findings.push(finding(
+            text,
+            "routing",
             "`routing:` must be a mapping (weights, explore_rate, ...); defaults are used".into(),
         ));
     }
@@ -196,19 +242,27 @@ pub fn parse(text: Option<&str>) -> (Settings, Vec<Finding>) {
             // `.nan` and `.inf` are YAML floats, but a NaN weight makes every score NaN and
             // stops routing silently; they are findings like any other non-number.
             Value::Float(f) if !f.is_finite() => {
-                findings.push(finding(format!(
-                    "`routing.{name}: {}` is not a finite number; {default} is used",
-                    v.python_str()
-                )));
+                findings.push(finding(
+                    text,
+                    &format!("routing.{name}"),
+                    format!(
+                        "`routing.{name}: {}` is not a finite number; {default} is used",
+                        v.python_str()
+                    ),
+                ));
                 default
             }
             Value::Int(_) | Value::Float(_) => v.as_f64().unwrap_or(default),
             Value::Null => default,
             other => {
-                findings.push(finding(format!(
-                    "`routing.{name}: {}` is not a number; {default} is used",
-                    quoted(&other.python_str())
-                )));
+                findings.push(finding(
+                    text,
+                    &format!("routing.{name}"),
+                    format!(
+                        "`routing.{name}: {}` is not a number; {default} is used",
+                        quoted(&other.python_str())
+                    ),
+                ));
                 default
             }
         }
@@ -244,7 +298,7 @@ pub fn parse(text: Option<&str>) -> (Settings, Vec<Finding>) {
                     ("avail", sw.avail),
                 ] {
                     if value < 0.0 {
-                        findings.push(finding(format!(
+                        findings.push(finding(text, &format!("routing.weights.{name}"), format!(
                             "`routing.weights.{name}: {value}` is negative, so a better {} counts against a citizen; weights are shares of the score (they should sum to 1)",
                             match name {
                                 "history" => "record",
@@ -257,6 +311,8 @@ pub fn parse(text: Option<&str>) -> (Settings, Vec<Finding>) {
                 }
             }
             None => findings.push(finding(
+                text,
+                "routing.weights",
                 "`routing.weights` must be a mapping of history/self/cost/avail; defaults are used"
                     .into(),
             )),
@@ -268,7 +324,7 @@ pub fn parse(text: Option<&str>) -> (Settings, Vec<Finding>) {
                 if share != rate {
                     // A share of the routings: the reference's draw explores always above 1
                     // and never below 0, so the nearest bound routes alike and says so.
-                    findings.push(finding(format!(
+                    findings.push(finding(text, "routing.explore_rate", format!(
                         "`routing.explore_rate: {}` is outside 0–1 (a share of the routings); {share} is used",
                         v.python_str()
                     )));
@@ -276,7 +332,7 @@ pub fn parse(text: Option<&str>) -> (Settings, Vec<Finding>) {
                 Some(share)
             }
             other => {
-                findings.push(finding(format!(
+                findings.push(finding(text, "routing.explore_rate", format!(
                     "`routing.explore_rate: {}` is not a number; the rate in routing_stats.yml is used",
                     quoted(&other.python_str())
                 )));
@@ -366,6 +422,32 @@ mod tests {
         assert_eq!(s.lesson_cap, 0.2);
         assert_eq!(s.lesson_impact_floor, 3.0);
         assert_eq!(s.policy.as_deref(), Some("adaptive"));
+    }
+
+    #[test]
+    fn a_bad_setting_is_found_on_its_own_line() {
+        let text = "# the polis\ntimezone: Mars/Olympus\nrouting:\n  # shares\n  weights:\n    history: 0.5\n    cost: high\n  explore_rate: lots\nlessons: {}\n";
+        let (_, f) = parse(Some(text));
+        let lines: Vec<(Option<usize>, &str)> = f
+            .iter()
+            .map(|f| (f.line, f.message.split('`').nth(1).unwrap_or("")))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                (Some(2), "timezone: Mars/Olympus"),
+                (Some(7), "routing.weights.cost: high"),
+                (Some(8), "routing.explore_rate: lots"),
+            ]
+        );
+        // A flow mapping: the line of the key that holds it.
+        let (_, f) = parse(Some("timezone: UTC\nrouting: {explore_rate: lots}\n"));
+        assert_eq!(f[0].line, Some(2), "{f:?}");
+        // A key of the same name deeper in another block is not taken for it.
+        assert_eq!(
+            key_path_line("a:\n  cost: 1\nb:\n  c: 2\n", "b.cost"),
+            Some(3)
+        );
     }
 
     #[test]
