@@ -270,14 +270,20 @@ pub fn is_listed_name(name: &str, ext: &str) -> bool {
     name.ends_with(ext) && !crate::protocol::layout::is_ignored_name(name)
 }
 
+/// Whether listing a folder failed because there is no folder there (missing, or a file in its
+/// place), not because it cannot be read.
+pub fn is_absent(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
+}
+
 /// The finding about a folder `dir` that is there but cannot be listed (`error`, a permission
 /// most often): what is in it is left out, so the reader is told. A missing folder, or a file
 /// where the folder belongs, says nothing here.
 pub fn unlistable_folder(dir: &str, error: &std::io::Error) -> Option<Finding> {
-    if matches!(
-        error.kind(),
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-    ) {
+    if is_absent(error) {
         return None;
     }
     let shown = if dir.is_empty() { "." } else { dir };

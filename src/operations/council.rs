@@ -318,7 +318,7 @@ pub fn findings(polis: &Polis) -> Vec<crate::protocol::finding::Finding> {
 
 /// The line of a contract's `council:` key, where a P027 points.
 fn council_line(text: &str) -> Option<usize> {
-    crate::protocol::contracts::record_check::key_line(text, "council")
+    crate::protocol::frontmatter::key_line(text, "council")
 }
 
 /// P030 for each seat file of a round after the open one, by seat: written early (or for the

@@ -55,12 +55,7 @@ fn reconcile_over(
     let settled = layout::ContractFolder::Settled.dir();
     match std::fs::read_dir(root.join(settled)) {
         Ok(_) => {}
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-            ) =>
-        {
+        Err(e) if crate::fs::snapshot::is_absent(&e) => {
             return Ok(Reconciled {
                 replayed,
                 outcome: None,

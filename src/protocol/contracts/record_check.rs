@@ -4,8 +4,7 @@
 //! findings out. `polisd check` reports them; the daemon tells the record's author.
 
 use crate::protocol::finding::{quoted, Code, Finding};
-pub use crate::protocol::frontmatter::key_line;
-use crate::protocol::frontmatter::Record;
+use crate::protocol::frontmatter::{key_line, Record};
 use crate::protocol::layout::{self, ContractFolder};
 use crate::yaml::Value;
 use std::borrow::Cow;
